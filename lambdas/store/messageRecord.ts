@@ -1,0 +1,123 @@
+import type { MessageStatus } from '../core/messageStatus.js';
+import { INDEX_SHARDS, type ITEM_SORT_KEY, PARTITION_PREFIX } from './tableLayout.js';
+
+/**
+ * The items of the outbox table as the code sees them. Times are ISO-8601 UTC strings with
+ * milliseconds (`2026-12-01T09:00:00.000Z`): fixed width, so they compare correctly as strings in
+ * DynamoDB conditions and key conditions. See docs/data-model.md.
+ */
+
+export type ErrorClass = 'transient' | 'permanent' | 'config' | 'ambiguous';
+
+export interface LastError {
+  readonly class: ErrorClass;
+  readonly code: string | null;
+  readonly enhanced_code: string | null;
+  readonly message: string;
+}
+
+/** One entry of the capped attempt history (newest last). Reply text is short and redacted. */
+export interface AttemptRecord {
+  readonly at: string;
+  /** `sent`, or the error class, or `expired`/`superseded`/`early` bookkeeping outcomes are NOT attempts. */
+  readonly outcome: 'sent' | ErrorClass;
+  readonly code: string | null;
+  readonly enhanced_code: string | null;
+  readonly reply: string | null;
+  readonly duration_ms: number;
+  /** Recipients the relay refused while the message was still sent (partial rejection), as domains. */
+  readonly rejected_domains?: readonly string[];
+}
+
+export interface GroupRef {
+  readonly key: string;
+  readonly version: number;
+}
+
+/** The small, mutable state record: `pk = MSG#{id}`, `sk = STATE`. The relay's stream reads only these. */
+export interface MessageStateRecord {
+  readonly pk: string;
+  readonly sk: typeof ITEM_SORT_KEY.messageState;
+  readonly id: string;
+  readonly tenant: string;
+  readonly status: MessageStatus;
+  readonly rev: number;
+  readonly send_at: string;
+  readonly not_after: string | null;
+  readonly created_at: string;
+  readonly updated_at: string;
+  /** SMTP attempts made so far. */
+  readonly attempts: number;
+  readonly last_error: LastError | null;
+  readonly history: readonly AttemptRecord[];
+  readonly group: GroupRef | null;
+  readonly on_ambiguous: 'retry' | 'hold';
+  readonly tags: Readonly<Record<string, string>>;
+  readonly metadata: Readonly<Record<string, string>>;
+  readonly lease_owner?: string;
+  readonly lease_until?: string;
+  readonly sent_at?: string;
+  /** Index keys (docs/data-model.md). `due_pk`/`due_at` are absent on terminal records. */
+  readonly lst_pk: string;
+  readonly lst_sk: string;
+  readonly tnt_pk: string;
+  readonly tnt_sk: string;
+  readonly due_pk?: string;
+  readonly due_at?: string;
+  /** TTL, epoch seconds, set when the record becomes terminal. */
+  readonly expires_at?: number;
+}
+
+/** The body item, written once at enqueue and read by the sender: `pk = MSG#{id}`, `sk = BODY`. */
+export interface MessageBodyRecord {
+  readonly pk: string;
+  readonly sk: typeof ITEM_SORT_KEY.messageBody;
+  readonly from: string;
+  readonly to: readonly string[];
+  readonly cc: readonly string[];
+  readonly bcc: readonly string[];
+  readonly reply_to: string | null;
+  readonly subject: string;
+  readonly text: string | null;
+  readonly html: string | null;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly expires_at?: number;
+}
+
+/** `pk = IDEM#{tenant}#{sha256(Idempotency-Key)}`, `sk = IDEM`. */
+export interface IdempotencyGuardRecord {
+  readonly pk: string;
+  readonly sk: typeof ITEM_SORT_KEY.idempotencyGuard;
+  readonly message_id: string;
+  readonly fingerprint: string;
+  readonly created_at: string;
+  readonly expires_at?: number;
+}
+
+/** `pk = GROUP#{tenant}#{group key}`, `sk = HEAD`. */
+export interface GroupHeadRecord {
+  readonly pk: string;
+  readonly sk: typeof ITEM_SORT_KEY.groupHead;
+  readonly version: number;
+  readonly updated_at: string;
+}
+
+export const messagePk = (id: string): string => `${PARTITION_PREFIX.message}${id}`;
+export const idempotencyPk = (tenant: string, keyHash: string): string =>
+  `${PARTITION_PREFIX.idempotencyGuard}${tenant}#${keyHash}`;
+export const groupHeadPk = (tenant: string, groupKey: string): string =>
+  `${PARTITION_PREFIX.groupHead}${tenant}#${groupKey}`;
+
+/** A stable shard in [0, shards) from the id's last characters (ULIDs end in random bits). */
+export function shardOf(id: string, shards: number): number {
+  let hash = 0;
+  for (let i = 0; i < id.length; i++) hash = (hash * 31 + id.charCodeAt(i)) >>> 0;
+  return hash % shards;
+}
+
+export const byStatusPk = (tenant: string, status: MessageStatus, id: string): string =>
+  `${tenant}#${status}#${shardOf(id, INDEX_SHARDS.byStatus)}`;
+export const byTenantPk = (tenant: string, id: string): string =>
+  `${tenant}#${shardOf(id, INDEX_SHARDS.byTenant)}`;
+export const duePk = (id: string): string => `due#${shardOf(id, INDEX_SHARDS.due)}`;
+export const createdSortKey = (createdAt: string, id: string): string => `${createdAt}#${id}`;

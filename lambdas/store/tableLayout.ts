@@ -1,0 +1,82 @@
+/**
+ * The outbox table's layout: keys, item kinds and indexes, defined once as plain data.
+ * The CDK stack (lib/), the local stack (local/) and the tests build the table from this file,
+ * so the three can never drift. See docs/data-model.md for the meaning of every item and index.
+ */
+
+export const KEY = { partition: 'pk', sort: 'sk' } as const;
+
+/** Sort-key values that tell the item kinds apart (the partition key carries the id). */
+export const ITEM_SORT_KEY = {
+  messageState: 'STATE',
+  messageBody: 'BODY',
+  idempotencyGuard: 'IDEM',
+  groupHead: 'HEAD',
+  apiKey: 'APIKEY',
+} as const;
+
+/** Partition-key prefixes, one per item kind. */
+export const PARTITION_PREFIX = {
+  message: 'MSG#',
+  idempotencyGuard: 'IDEM#',
+  groupHead: 'GROUP#',
+  apiKey: 'APIKEY#',
+} as const;
+
+/** How many shards the index partition keys are spread over (no hot partitions, DESIGN §4). */
+export const INDEX_SHARDS = { byStatus: 8, byTenant: 8, due: 16 } as const;
+
+export interface IndexDefinition {
+  readonly indexName: string;
+  readonly partitionKey: string;
+  readonly sortKey: string;
+  readonly projection:
+    | { readonly type: 'KEYS_ONLY' }
+    | { readonly type: 'INCLUDE'; readonly attributes: readonly string[] };
+}
+
+export const INDEX = {
+  /** Listing by status, newest first: `lst_pk = {tenant}#{status}#{shard}`, `lst_sk = {created_at}#{id}`. */
+  byStatus: {
+    indexName: 'by_status',
+    partitionKey: 'lst_pk',
+    sortKey: 'lst_sk',
+    projection: { type: 'KEYS_ONLY' },
+  },
+  /** Listing every status, newest first: `tnt_pk = {tenant}#{shard}`, `tnt_sk = {created_at}#{id}`. Written once. */
+  byTenant: {
+    indexName: 'by_tenant',
+    partitionKey: 'tnt_pk',
+    sortKey: 'tnt_sk',
+    projection: { type: 'KEYS_ONLY' },
+  },
+  /**
+   * Sparse index of non-terminal messages for the sweeper: `due_pk = due#{shard}`, `due_at` = the ISO
+   * time after which the record should have moved (send_at, lease_until or next retry).
+   * Terminal records REMOVE `due_pk` and drop out of it.
+   */
+  due: {
+    indexName: 'due',
+    partitionKey: 'due_pk',
+    sortKey: 'due_at',
+    projection: { type: 'INCLUDE', attributes: ['id', 'rev', 'status'] },
+  },
+} as const satisfies Record<string, IndexDefinition>;
+
+/** TTL attribute (epoch seconds), set on terminal records and on their body and guard. */
+export const TTL_ATTRIBUTE = 'expires_at';
+
+/** Every key attribute of the table and its indexes; all are strings. */
+export const KEY_ATTRIBUTES: readonly string[] = [
+  KEY.partition,
+  KEY.sort,
+  ...Object.values(INDEX).flatMap((index) => [index.partitionKey, index.sortKey]),
+];
+
+/**
+ * The stream filter that lets only message state records reach the relay. CDK puts it on the event
+ * source mapping; the local stream runner applies the same pattern.
+ */
+export const RELAY_STREAM_FILTER = {
+  dynamodb: { Keys: { [KEY.sort]: { S: [ITEM_SORT_KEY.messageState] } } },
+} as const;

