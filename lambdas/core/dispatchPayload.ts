@@ -1,0 +1,45 @@
+/**
+ * The only thing SQS and the scheduler ever carry: `{ "v": 1, "id": "…", "rev": 3 }` (DESIGN §2).
+ */
+export interface DispatchPayload {
+  readonly v: 1;
+  readonly id: string;
+  readonly rev: number;
+}
+
+export type ParsedDispatchPayload =
+  | { readonly ok: true; readonly payload: DispatchPayload }
+  | { readonly ok: false; readonly reason: string };
+
+const ID_PATTERN = /^[0-9A-Za-z_-]{1,32}$/;
+
+export function encodeDispatchPayload(payload: { id: string; rev: number }): string {
+  return JSON.stringify({ v: 1, id: payload.id, rev: payload.rev });
+}
+
+/** Parses a queue or schedule body; never throws. Any version but 1 is rejected by name. */
+export function parseDispatchPayload(body: string): ParsedDispatchPayload {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return { ok: false, reason: 'body is not JSON' };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { ok: false, reason: 'body is not a JSON object' };
+  }
+  const { v, id, rev } = value as Record<string, unknown>;
+  if (v !== 1)
+    return {
+      ok: false,
+      reason: `unsupported payload version ${JSON.stringify(v) ?? 'undefined'} (expected 1)`,
+    };
+  if (typeof id !== 'string' || !ID_PATTERN.test(id))
+    return { ok: false, reason: 'id must be a URL-safe string of 1–32 characters' };
+  if (typeof rev !== 'number' || !Number.isSafeInteger(rev) || rev < 1) {
+    return { ok: false, reason: 'rev must be a positive integer' };
+  }
+  const extra = Object.keys(value).filter((key) => key !== 'v' && key !== 'id' && key !== 'rev');
+  if (extra.length > 0) return { ok: false, reason: `unexpected field(s): ${extra.join(', ')}` };
+  return { ok: true, payload: { v: 1, id, rev } };
+}
