@@ -102,6 +102,12 @@ export function loadConfig(env: Env, target: ConfigTarget): Config {
     throw new ConfigError('POSTDATE_RETRY_CAP_SECONDS', 'must be at least POSTDATE_RETRY_BASE_SECONDS');
   }
   if (smtpHost === undefined && !local) throw new ConfigError('SMTP_HOST', 'is required in AWS');
+  if ((config.smtp.user === undefined) !== (config.smtp.pass === undefined)) {
+    throw new ConfigError(
+      config.smtp.user === undefined ? 'SMTP_USER' : 'SMTP_PASS',
+      'SMTP_USER and SMTP_PASS go together',
+    );
+  }
   return config;
 }
 
@@ -159,7 +165,8 @@ function optionalInteger(env: Env, name: string, min: number, max: number): numb
 function optionalPositiveNumber(env: Env, name: string): number | undefined {
   const raw = optionalString(env, name);
   if (raw === undefined || raw === 'unlimited') return undefined;
-  const value = Number(raw);
+  // Decimal notation only: Number() would also read "0x10" or "1e3".
+  const value = /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isFinite(value) || value <= 0)
     throw new ConfigError(name, `must be a positive number, got "${raw}"`);
   return value;
@@ -175,7 +182,8 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
 
 function domain(env: Env, name: string, fallback: string): string {
   const value = optionalString(env, name) ?? fallback;
-  if (!/^[A-Za-z0-9.-]+$/.test(value) || value.startsWith('.') || value.endsWith('.')) {
+  const label = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
+  if (!new RegExp(`^${label}(?:\\.${label})*$`).test(value)) {
     throw new ConfigError(name, `must be a domain name, got "${value}"`);
   }
   return value;

@@ -13,8 +13,12 @@ export type ParsedDispatchPayload =
 
 const ID_PATTERN = /^[0-9A-Za-z_-]{1,32}$/;
 
+/** Encodes a payload; refuses (RangeError) one its own parser would reject, so no bad copy is ever sent. */
 export function encodeDispatchPayload(payload: { id: string; rev: number }): string {
-  return JSON.stringify({ v: 1, id: payload.id, rev: payload.rev });
+  const body = JSON.stringify({ v: 1, id: payload.id, rev: payload.rev });
+  const parsed = parseDispatchPayload(body);
+  if (!parsed.ok) throw new RangeError(`cannot encode dispatch payload: ${parsed.reason}`);
+  return body;
 }
 
 /** Parses a queue or schedule body; never throws. Any version but 1 is rejected by name. */

@@ -1,0 +1,304 @@
+/**
+ * Classification of an SMTP failure (DESIGN §5) from the shape of nodemailer's errors:
+ * `code` (ECONNECTION, EAUTH, …), `responseCode` (the reply's number), `command` (the SMTP command
+ * in flight: 'CONN', 'AUTH PLAIN', 'MAIL FROM', 'RCPT TO', 'DATA', …) and `response` (the reply
+ * text, often with an RFC 3463 enhanced status code such as "550 5.1.1 User unknown").
+ *
+ * Pure and total: any value at all gives a classification, nothing throws. docs/smtp-classification.md
+ * is the operator's table of these rules and is checked against this function by a test.
+ *
+ * One thing nodemailer's error cannot tell: whether the connection broke *after* the body and its
+ * final dot were written. nodemailer 10 reports that case exactly like a break before DATA
+ * (`code` ECONNECTION or ETIMEDOUT, `command` 'CONN', no reply), so the caller, which sees the body
+ * being handed over, says so with `context.bodySent`; only then is such a failure `ambiguous`.
+ */
+
+export type SmtpErrorClass = 'transient' | 'permanent' | 'config' | 'ambiguous';
+
+export interface SmtpErrorClassification {
+  readonly class: SmtpErrorClass;
+  /** The SMTP reply code ("451") when there was a reply, else nodemailer's code ("ECONNECTION"), else null. */
+  readonly code: string | null;
+  /** RFC 3463 enhanced status code from the reply text ("5.1.1"), if any. */
+  readonly enhancedCode: string | null;
+  /** Why, in words an operator understands. Never contains the reply text or an address. */
+  readonly reason: string;
+}
+
+export interface SmtpFailureContext {
+  /**
+   * True once the whole message body, final dot included, was handed to the connection. A break
+   * without a reply after that point is ambiguous: the relay may have accepted the message.
+   */
+  readonly bodySent?: boolean;
+}
+
+/** nodemailer codes that mean our own configuration (credentials, TLS, settings) is wrong. */
+const CONFIG_CODES: ReadonlySet<string> = new Set([
+  'EAUTH',
+  'ENOAUTH',
+  'EOAUTH2',
+  'ETLS',
+  'EREQUIRETLS',
+  'ECONFIG',
+  'EPROXY',
+  'ERR_ACCESS_DENIED',
+]);
+
+/** nodemailer codes, without a reply, that mean this message can never be sent as it is. */
+const PERMANENT_CODES: ReadonlySet<string> = new Set([
+  'EENVELOPE',
+  'EMESSAGE',
+  'EMAXRECIPIENTS',
+  'EFILEACCESS',
+  'EURLACCESS',
+]);
+
+/** Connection-level codes (nodemailer's and Node's) that are transient before the body is sent. */
+const CONNECTION_CODES: ReadonlySet<string> = new Set([
+  'ECONNECTION',
+  'ETIMEDOUT',
+  'ESOCKET',
+  'EDNS',
+  'EPROTOCOL',
+  'ESTREAM',
+  'EABORT',
+  'EMAXLIMIT',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
+
+/** Reply codes that say authentication or encryption is missing or wrong (RFC 4954, 3207). */
+const CONFIG_REPLY_CODES: ReadonlySet<number> = new Set([530, 534, 535, 538]);
+/** Enhanced codes that say the same (RFC 4954 §6, RFC 3463 X.7.x). */
+const CONFIG_ENHANCED_CODES: ReadonlySet<string> = new Set(['5.7.0', '5.7.8', '5.7.9', '5.7.11', '5.7.14']);
+
+/** Setup-phase timeouts nodemailer marks with `timeoutType`: always before any body. */
+const SETUP_TIMEOUTS: ReadonlySet<string> = new Set([
+  'CONNECT_TIMEOUT',
+  'GREETING_TIMEOUT',
+  'UPGRADE_TIMEOUT',
+]);
+
+const MAX_TEXT = 2000;
+const MAX_CAUSE_DEPTH = 3;
+
+interface ErrorShape {
+  readonly code: string | null;
+  readonly responseCode: number | null;
+  readonly command: string | null;
+  readonly response: string | null;
+  readonly timeoutType: string | null;
+}
+
+/** Classifies any thrown value. Never throws. */
+export function classifySmtpError(error: unknown, context: SmtpFailureContext = {}): SmtpErrorClassification {
+  try {
+    return classifyShape(readShape(error), readBodySent(context));
+  } catch {
+    // Only reachable through hostile objects (e.g. a Proxy whose traps throw on every access).
+    return {
+      class: 'transient',
+      code: null,
+      enhancedCode: null,
+      reason: 'unreadable error; retried as transient',
+    };
+  }
+}
+
+/** The RFC 3463 enhanced status code in a reply text, preferring the one right after the reply code. */
+export function extractEnhancedCode(response: string): string | null {
+  if (typeof response !== 'string') return null;
+  const text = response.slice(0, MAX_TEXT);
+  const leading = /^\d{3}[ -]([245]\.\d{1,3}\.\d{1,3})(?![\d.])/.exec(text);
+  if (leading?.[1] !== undefined) return leading[1];
+  const anywhere = /(?<![\d.])([245]\.\d{1,3}\.\d{1,3})(?![\d.])/.exec(text);
+  return anywhere?.[1] ?? null;
+}
+
+function classifyShape(shape: ErrorShape, bodySent: boolean): SmtpErrorClassification {
+  const enhancedCode = shape.response === null ? null : extractEnhancedCode(shape.response);
+  const reply = shape.responseCode;
+  const command = shape.command ?? '';
+  const code = reply !== null ? String(reply) : shape.code;
+  const result = (cls: SmtpErrorClass, reason: string): SmtpErrorClassification => ({
+    class: cls,
+    code,
+    enhancedCode,
+    reason,
+  });
+
+  if (shape.code !== null && CONFIG_CODES.has(shape.code)) {
+    return result('config', configCodeReason(shape.code));
+  }
+
+  if (reply !== null) {
+    if (reply === 421) return result('transient', 'the relay is closing the connection (421); retried later');
+    if (reply >= 400 && reply < 500) {
+      if (enhancedCode === '4.2.2')
+        return result('transient', 'the mailbox is full for now (4.2.2); retried later');
+      return result('transient', `temporary refusal (${reply}) at ${commandName(command)}; retried later`);
+    }
+    if (reply >= 500 && reply < 600) return classifyPermanentReply(reply, enhancedCode, command, result);
+    return result('transient', `unexpected reply ${reply} at ${commandName(command)}; retried as transient`);
+  }
+
+  if (bodySent) {
+    return result(
+      'ambiguous',
+      'the connection broke after the message body was sent and before the final reply; the relay may have accepted it',
+    );
+  }
+  if (shape.code === null) return result('transient', 'an error without an SMTP code; retried as transient');
+  if (PERMANENT_CODES.has(shape.code)) return result('permanent', permanentCodeReason(shape.code));
+  if (shape.timeoutType !== null && SETUP_TIMEOUTS.has(shape.timeoutType)) {
+    return result('transient', 'the connection could not be set up in time; retried later');
+  }
+  if (CONNECTION_CODES.has(shape.code)) {
+    return result(
+      'transient',
+      `network or protocol failure (${shape.code}) before the message was sent; retried later`,
+    );
+  }
+  return result('transient', `unrecognised error code ${shape.code}; retried as transient`);
+}
+
+function classifyPermanentReply(
+  reply: number,
+  enhancedCode: string | null,
+  command: string,
+  result: (cls: SmtpErrorClass, reason: string) => SmtpErrorClassification,
+): SmtpErrorClassification {
+  const at = commandName(command);
+  if (CONFIG_REPLY_CODES.has(reply) || (enhancedCode !== null && CONFIG_ENHANCED_CODES.has(enhancedCode))) {
+    return result(
+      'config',
+      `the relay requires authentication or encryption we did not satisfy (${reply}) at ${at}`,
+    );
+  }
+  if (command.startsWith('AUTH')) {
+    return result('config', `the relay refused our login (${reply})`);
+  }
+  if (command === 'MAIL FROM' && enhancedCode !== null && enhancedCode.startsWith('5.7.')) {
+    return result(
+      'config',
+      `the relay does not allow our sender address (${reply} ${enhancedCode}) at MAIL FROM`,
+    );
+  }
+  if (reply === 503) {
+    return result(
+      'transient',
+      'bad sequence of commands (503): a session problem, retried on a new connection',
+    );
+  }
+  switch (enhancedCode) {
+    case '5.1.1':
+      return result('permanent', 'the recipient address does not exist (5.1.1)');
+    case '5.2.2':
+      return result('permanent', 'the mailbox is full and the relay says so permanently (5.2.2)');
+    case '5.3.4':
+      return result('permanent', 'the message is too big for the relay (5.3.4)');
+    case '5.7.1':
+      return result('permanent', `the relay refused by policy (5.7.1) at ${at}`);
+    default:
+      return result(
+        'permanent',
+        `permanent refusal (${reply}${enhancedCode === null ? '' : ` ${enhancedCode}`}) at ${at}`,
+      );
+  }
+}
+
+function configCodeReason(code: string): string {
+  switch (code) {
+    case 'EAUTH':
+    case 'ENOAUTH':
+    case 'EOAUTH2':
+      return `SMTP authentication failed (${code}): check the relay credentials`;
+    case 'ETLS':
+    case 'EREQUIRETLS':
+      return `TLS could not be established with the relay (${code}): check SMTP_SECURE / SMTP_REQUIRE_TLS and certificates`;
+    default:
+      return `the SMTP configuration is invalid (${code})`;
+  }
+}
+
+function permanentCodeReason(code: string): string {
+  switch (code) {
+    case 'EENVELOPE':
+      return 'the envelope has no valid sender or recipient (EENVELOPE)';
+    case 'EMAXRECIPIENTS':
+      return 'too many recipients for the transport (EMAXRECIPIENTS)';
+    default:
+      return `the message cannot be sent as it is (${code})`;
+  }
+}
+
+function commandName(command: string): string {
+  if (command === '') return 'an unknown step';
+  if (command === 'CONN') return 'the connection';
+  if (command === 'API') return 'the client';
+  return command;
+}
+
+function readBodySent(context: unknown): boolean {
+  return safeGet(context, 'bodySent') === true;
+}
+
+/** Reads the fields from the error, or from its `cause` chain when the top level has none (wrapped errors). */
+function readShape(error: unknown): ErrorShape {
+  let current: unknown = error;
+  for (let depth = 0; depth <= MAX_CAUSE_DEPTH; depth += 1) {
+    const shape = shapeOf(current);
+    if (shape.code !== null || shape.responseCode !== null) return shape;
+    const cause = safeGet(current, 'cause');
+    if (cause === undefined || cause === current) return shapeOf(error);
+    current = cause;
+  }
+  return shapeOf(error);
+}
+
+function shapeOf(error: unknown): ErrorShape {
+  const response = text(safeGet(error, 'response'));
+  return {
+    code: codeOf(safeGet(error, 'code')),
+    responseCode: replyCodeOf(safeGet(error, 'responseCode')) ?? replyCodeFromText(response),
+    command: text(safeGet(error, 'command'))?.trim().toUpperCase() ?? null,
+    response,
+    timeoutType: text(safeGet(error, 'timeoutType')),
+  };
+}
+
+function safeGet(value: unknown, key: string): unknown {
+  if ((typeof value !== 'object' && typeof value !== 'function') || value === null) return undefined;
+  try {
+    return (value as Record<string, unknown>)[key];
+  } catch {
+    return undefined;
+  }
+}
+
+function text(value: unknown): string | null {
+  return typeof value === 'string' && value !== '' ? value.slice(0, MAX_TEXT) : null;
+}
+
+function codeOf(value: unknown): string | null {
+  const code = text(value)?.trim().toUpperCase();
+  return code !== undefined && /^[A-Z0-9_]{1,40}$/.test(code) ? code : null;
+}
+
+function replyCodeOf(value: unknown): number | null {
+  const number = typeof value === 'string' && /^\d{3}$/.test(value.trim()) ? Number(value.trim()) : value;
+  return typeof number === 'number' && Number.isInteger(number) && number >= 200 && number <= 599
+    ? number
+    : null;
+}
+
+function replyCodeFromText(response: string | null): number | null {
+  const match = response === null ? null : /^([2-5]\d{2})(?:[ -]|$)/.exec(response);
+  return match?.[1] === undefined ? null : Number(match[1]);
+}

@@ -1,0 +1,315 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { classifySmtpError, extractEnhancedCode } from '../../lambdas/core/classifySmtpError.js';
+
+/** Builds an error the way nodemailer's SMTPConnection._formatError does. */
+function nodemailerError(fields: {
+  code?: string;
+  responseCode?: number;
+  command?: string;
+  response?: string;
+}) {
+  return Object.assign(new Error('SMTP failure'), fields);
+}
+
+const classOf = (error: unknown, bodySent = false) => classifySmtpError(error, { bodySent }).class;
+
+describe('classifySmtpError (DESIGN §5)', () => {
+  describe('transient: worth retrying soon', () => {
+    it('classifies network errors before DATA as transient', () => {
+      for (const code of ['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 'EPROTOCOL', 'ECONNREFUSED']) {
+        expect(classOf(nodemailerError({ code, command: 'CONN' })), code).toBe('transient');
+      }
+    });
+    it('classifies every 4xx reply as transient, whatever nodemailer code carries it', () => {
+      for (const [responseCode, code] of [
+        [450, 'EENVELOPE'],
+        [451, 'EMESSAGE'],
+        [452, 'EENVELOPE'],
+        [454, 'EENVELOPE'],
+      ] as const) {
+        expect(classOf(nodemailerError({ code, responseCode, response: `${responseCode} try later` }))).toBe(
+          'transient',
+        );
+      }
+    });
+    it('classifies 421 as transient and reports the reply code', () => {
+      const result = classifySmtpError(
+        nodemailerError({
+          code: 'ECONNECTION',
+          responseCode: 421,
+          command: 'CONN',
+          response: '421 4.3.2 Bye',
+        }),
+      );
+      expect(result).toEqual({
+        class: 'transient',
+        code: '421',
+        enhancedCode: '4.3.2',
+        reason: 'the relay is closing the connection (421); retried later',
+      });
+    });
+    it('classifies a full mailbox with a 4xx reply (4.2.2) as transient', () => {
+      const result = classifySmtpError(
+        nodemailerError({ responseCode: 452, response: '452 4.2.2 Mailbox full' }),
+      );
+      expect(result.class).toBe('transient');
+      expect(result.reason).toBe('the mailbox is full for now (4.2.2); retried later');
+    });
+    it('treats 503 bad sequence as a session problem, not a verdict on the message', () => {
+      expect(classOf(nodemailerError({ code: 'EENVELOPE', responseCode: 503, command: 'RCPT TO' }))).toBe(
+        'transient',
+      );
+    });
+    it('treats a 2xx or 3xx reply reported as an error as transient', () => {
+      expect(classOf(nodemailerError({ code: 'EPROTOCOL', response: '220 hello again' }))).toBe('transient');
+    });
+    it('treats setup timeouts as transient even if the caller believes the body was sent', () => {
+      const error = Object.assign(nodemailerError({ code: 'ETIMEDOUT', command: 'CONN' }), {
+        timeoutType: 'GREETING_TIMEOUT',
+      });
+      expect(classOf(error, false)).toBe('transient');
+      expect(classifySmtpError(error).reason).toBe(
+        'the connection could not be set up in time; retried later',
+      );
+    });
+  });
+
+  describe('permanent: retrying would get the same answer', () => {
+    it('classifies 5.1.1 user unknown, 5.2.2 mailbox full and 5.3.4 too big as permanent', () => {
+      const cases = [
+        ['550 5.1.1 User unknown', 'RCPT TO', '5.1.1'],
+        ['552 5.2.2 Mailbox full', 'RCPT TO', '5.2.2'],
+        ['552 5.3.4 Message too big', 'DATA', '5.3.4'],
+      ] as const;
+      for (const [response, command, enhanced] of cases) {
+        const result = classifySmtpError(nodemailerError({ code: 'EENVELOPE', command, response }));
+        expect(result.class).toBe('permanent');
+        expect(result.enhancedCode).toBe(enhanced);
+        expect(result.code).toBe(response.slice(0, 3));
+      }
+    });
+    it('classifies 5.7.1 at RCPT TO and at DATA as permanent', () => {
+      const rcpt = nodemailerError({
+        responseCode: 550,
+        command: 'RCPT TO',
+        response: '550 5.7.1 Relaying denied',
+      });
+      const data = nodemailerError({ responseCode: 554, command: 'DATA', response: '554 5.7.1 Spam' });
+      expect(classOf(rcpt)).toBe('permanent');
+      expect(classOf(data, true)).toBe('permanent');
+    });
+    it('classifies any other 5xx as permanent, naming the step', () => {
+      const result = classifySmtpError(
+        nodemailerError({ responseCode: 554, command: 'DATA', response: '554 No' }),
+      );
+      expect(result).toMatchObject({ class: 'permanent', code: '554', enhancedCode: null });
+      expect(result.reason).toBe('permanent refusal (554) at DATA');
+    });
+    it('classifies EENVELOPE and EMESSAGE without a reply as permanent', () => {
+      expect(classOf(nodemailerError({ code: 'EENVELOPE', command: 'API' }))).toBe('permanent');
+      expect(classOf(nodemailerError({ code: 'EMESSAGE', command: 'API' }))).toBe('permanent');
+      expect(classOf(nodemailerError({ code: 'EMAXRECIPIENTS' }))).toBe('permanent');
+    });
+  });
+
+  describe('config: our own setup is wrong', () => {
+    it('classifies EAUTH, ETLS and ECONFIG as config, whatever the reply', () => {
+      for (const code of ['EAUTH', 'ETLS', 'ECONFIG', 'ENOAUTH', 'EREQUIRETLS']) {
+        expect(
+          classOf(nodemailerError({ code, responseCode: 454, response: '454 4.7.0 Try later' })),
+          code,
+        ).toBe('config');
+      }
+    });
+    it('classifies 530 5.7.0 authentication required and 535 5.7.8 bad credentials as config', () => {
+      expect(
+        classOf(nodemailerError({ responseCode: 530, command: 'MAIL FROM', response: '530 5.7.0 Auth' })),
+      ).toBe('config');
+      expect(
+        classOf(nodemailerError({ responseCode: 535, command: 'AUTH PLAIN', response: '535 5.7.8 No' })),
+      ).toBe('config');
+    });
+    it('classifies any 5xx answer to AUTH as config', () => {
+      expect(classOf(nodemailerError({ responseCode: 504, command: 'AUTH CRAM-MD5' }))).toBe('config');
+    });
+    it('classifies 5.7.1 at MAIL FROM (sender not allowed) as config', () => {
+      const result = classifySmtpError(
+        nodemailerError({
+          code: 'EENVELOPE',
+          responseCode: 553,
+          command: 'MAIL FROM',
+          response: '553 5.7.1 Not yours',
+        }),
+      );
+      expect(result.class).toBe('config');
+      expect(result.reason).toBe('the relay does not allow our sender address (553 5.7.1) at MAIL FROM');
+    });
+    it('keeps other MAIL FROM refusals permanent', () => {
+      expect(
+        classOf(nodemailerError({ responseCode: 550, command: 'MAIL FROM', response: '550 5.1.8 Bad' })),
+      ).toBe('permanent');
+    });
+  });
+
+  describe('ambiguous: the relay may have the message', () => {
+    it('classifies a connection closed after the body was sent as ambiguous', () => {
+      const result = classifySmtpError(nodemailerError({ code: 'ECONNECTION', command: 'CONN' }), {
+        bodySent: true,
+      });
+      expect(result).toMatchObject({ class: 'ambiguous', code: 'ECONNECTION', enhancedCode: null });
+    });
+    it('classifies a timeout after the final dot as ambiguous', () => {
+      const error = Object.assign(nodemailerError({ code: 'ETIMEDOUT', command: 'CONN' }), {
+        timeoutType: 'SOCKET_TIMEOUT',
+      });
+      expect(classOf(error, true)).toBe('ambiguous');
+      expect(classOf(error, false)).toBe('transient');
+    });
+    it('lets a reply after the body win: a 4xx or 5xx is a definite answer', () => {
+      expect(classOf(nodemailerError({ code: 'ECONNECTION', response: '421 4.4.2 Timeout' }), true)).toBe(
+        'transient',
+      );
+      expect(classOf(nodemailerError({ code: 'EMESSAGE', responseCode: 550, command: 'DATA' }), true)).toBe(
+        'permanent',
+      );
+    });
+  });
+
+  describe('shapes nodemailer does not make', () => {
+    it('classifies values without an SMTP shape as transient with a reason', () => {
+      for (const value of [null, undefined, 'boom', 42, [], {}, new Error('plain')]) {
+        expect(classifySmtpError(value)).toEqual({
+          class: 'transient',
+          code: null,
+          enhancedCode: null,
+          reason: 'an error without an SMTP code; retried as transient',
+        });
+      }
+    });
+    it('classifies an unknown code as transient and says it is unrecognised', () => {
+      expect(classifySmtpError({ code: 'EWHATEVER' }).reason).toBe(
+        'unrecognised error code EWHATEVER; retried as transient',
+      );
+    });
+    it('reads the code of a wrapped error from its cause', () => {
+      const wrapped = new Error('send failed', {
+        cause: nodemailerError({ code: 'EAUTH', command: 'AUTH PLAIN' }),
+      });
+      expect(classOf(wrapped)).toBe('config');
+    });
+    it('accepts a reply code given as a string and lower-case codes', () => {
+      expect(classifySmtpError({ code: 'eenvelope', responseCode: '550' })).toMatchObject({
+        class: 'permanent',
+        code: '550',
+      });
+    });
+    it('ignores reply codes that are not SMTP replies', () => {
+      expect(classifySmtpError({ responseCode: 999 }).code).toBeNull();
+      expect(classifySmtpError({ responseCode: 55.5, code: 'ESOCKET' }).class).toBe('transient');
+    });
+    it('survives getters that throw and a Proxy that throws on every access', () => {
+      const hostile = Object.defineProperty({}, 'code', {
+        get() {
+          throw new Error('no');
+        },
+      });
+      expect(classOf(hostile)).toBe('transient');
+      const proxy = new Proxy(
+        {},
+        {
+          get() {
+            throw new Error('no');
+          },
+          has() {
+            throw new Error('no');
+          },
+        },
+      );
+      expect(classOf(proxy)).toBe('transient');
+      const context = new Proxy({}, { get: () => Symbol('x') });
+      expect(classifySmtpError({ code: 'ECONNECTION' }, context).class).toBe('transient');
+    });
+    it('follows a cause chain only a few levels deep', () => {
+      const deep = { cause: { cause: { cause: { cause: { cause: { code: 'EAUTH' } } } } } };
+      expect(classOf(deep)).toBe('transient');
+      expect(classOf({ cause: { cause: { code: 'EAUTH' } } })).toBe('config');
+    });
+    it('survives a cause that points at itself', () => {
+      const error: { code?: string; cause?: unknown } = {};
+      error.cause = error;
+      expect(classOf(error)).toBe('transient');
+    });
+  });
+
+  describe('extractEnhancedCode', () => {
+    it('prefers the code right after the reply code, also on multi-line replies', () => {
+      expect(extractEnhancedCode('550-5.1.1 The email account does not exist\n550 5.1.1 see 4.2.2')).toBe(
+        '5.1.1',
+      );
+    });
+    it('finds a code later in the text', () => {
+      expect(extractEnhancedCode('Message rejected (5.7.1) by policy')).toBe('5.7.1');
+    });
+    it('does not take a piece of an IP address or version number for a code', () => {
+      expect(extractEnhancedCode('550 blocked 192.168.2.1.5 listed')).toBeNull();
+      expect(extractEnhancedCode('554 see RFC 5.3.4.1')).toBeNull();
+    });
+    it('returns null for a non-string', () => {
+      expect(extractEnhancedCode(42 as unknown as string)).toBeNull();
+    });
+  });
+
+  describe('properties', () => {
+    const classes = ['transient', 'permanent', 'config', 'ambiguous'];
+    const check = (error: unknown, bodySent: unknown) => {
+      const result = classifySmtpError(error, { bodySent } as { bodySent?: boolean });
+      expect(classes).toContain(result.class);
+      expect(typeof result.reason).toBe('string');
+      expect(result.reason.length).toBeGreaterThan(0);
+      expect(result.code === null || typeof result.code === 'string').toBe(true);
+      expect(result.enhancedCode === null || /^[245]\.\d{1,3}\.\d{1,3}$/.test(result.enhancedCode)).toBe(
+        true,
+      );
+    };
+
+    it('is total over arbitrary values', () => {
+      fc.assert(fc.property(fc.anything(), fc.anything(), check), { numRuns: 500 });
+    });
+
+    it('is total over arbitrary error-like records', () => {
+      const errorLike = fc.record(
+        {
+          code: fc.oneof(
+            fc.constantFrom('ECONNECTION', 'EAUTH', 'EENVELOPE', 'EMESSAGE', 'ETLS'),
+            fc.anything(),
+          ),
+          responseCode: fc.oneof(fc.integer({ min: 200, max: 599 }), fc.anything()),
+          command: fc.oneof(
+            fc.constantFrom('CONN', 'MAIL FROM', 'RCPT TO', 'DATA', 'AUTH PLAIN'),
+            fc.anything(),
+          ),
+          response: fc.oneof(fc.string(), fc.anything()),
+          cause: fc.anything(),
+        },
+        { requiredKeys: [] },
+      );
+      fc.assert(fc.property(errorLike, fc.boolean(), check), { numRuns: 1000 });
+    });
+
+    it('every 4xx reply without a config code is transient, every 5xx never ambiguous', () => {
+      fc.assert(
+        fc.property(
+          fc.integer({ min: 400, max: 599 }),
+          fc.constantFrom('CONN', 'MAIL FROM', 'RCPT TO', 'DATA'),
+          fc.boolean(),
+          (responseCode, command, bodySent) => {
+            const cls = classOf({ code: 'EENVELOPE', responseCode, command }, bodySent);
+            if (responseCode < 500) expect(cls).toBe('transient');
+            else expect(cls).not.toBe('ambiguous');
+          },
+        ),
+      );
+    });
+  });
+});

@@ -1,0 +1,83 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { classifySmtpError } from '../../lambdas/core/classifySmtpError.js';
+
+interface DocRow {
+  readonly caseName: string;
+  readonly example: unknown;
+  readonly bodySent: boolean;
+  readonly expectedClass: string;
+}
+
+/** The rows of the table whose header starts with "| case |" in docs/smtp-classification.md. */
+function readTable(): DocRow[] {
+  const markdown = readFileSync(new URL('../../docs/smtp-classification.md', import.meta.url), 'utf8');
+  const lines = markdown.split('\n');
+  const header = lines.findIndex((line) => line.startsWith('| case |'));
+  if (header < 0) throw new Error('docs/smtp-classification.md has no "| case |" table');
+  const rows: DocRow[] = [];
+  for (const line of lines.slice(header + 2)) {
+    if (!line.startsWith('|')) break;
+    const cells = line
+      .split('|')
+      .slice(1, -1)
+      .map((cell) => cell.trim());
+    const [caseName = '', example = '', bodySent = '', expectedClass = ''] = cells;
+    rows.push({
+      caseName,
+      example: JSON.parse(example.replace(/^`|`$/g, '')),
+      bodySent: bodySent === 'yes',
+      expectedClass: expectedClass.replace(/\*/g, ''),
+    });
+  }
+  return rows;
+}
+
+const rows = readTable();
+
+describe('docs/smtp-classification.md agrees with classifySmtpError', () => {
+  it('covers every case an operator meets', () => {
+    const text = rows.map((row) => `${row.caseName} ${JSON.stringify(row.example)}`).join('\n');
+    for (const needle of [
+      'ECONNECTION',
+      'ETIMEDOUT',
+      'ESOCKET',
+      'EDNS',
+      'ETLS',
+      'EAUTH',
+      'EENVELOPE',
+      'EMESSAGE',
+      'ECONFIG',
+      '421',
+      '450',
+      '451',
+      '452',
+      '4.2.2',
+      '500',
+      '501',
+      '503',
+      '550',
+      '551',
+      '552',
+      '553',
+      '554',
+      '5.1.1',
+      '5.2.2',
+      '5.3.4',
+      '5.7.1',
+      'connection closed after DATA',
+    ]) {
+      expect(text, needle).toContain(needle);
+    }
+  });
+
+  it('states only the four classes', () => {
+    for (const row of rows)
+      expect(['transient', 'permanent', 'config', 'ambiguous']).toContain(row.expectedClass);
+  });
+
+  it.each(rows.map((row) => [row.caseName, row] as const))('%s', (_name, row) => {
+    const error = Object.assign(new Error('from the doc'), row.example);
+    expect(classifySmtpError(error, { bodySent: row.bodySent }).class).toBe(row.expectedClass);
+  });
+});
