@@ -1,0 +1,284 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  DescribeStreamCommand,
+  DynamoDBStreamsClient,
+  ExpiredIteratorException,
+  GetRecordsCommand,
+  type GetRecordsCommandOutput,
+  GetShardIteratorCommand,
+  type Shard,
+  type ShardIteratorType,
+} from '@aws-sdk/client-dynamodb-streams';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { assertSupportedFilter, type FilterPattern, matchesFilter } from './eventFilter.js';
+import { IdleWaiters } from './idleWaiters.js';
+import { type DiscardedBatch, type InvocationOutcome, StreamBatcher } from './streamBatcher.js';
+import { toLambdaRecord } from './streamRecordFormat.js';
+
+const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
+const LOCAL_FUNCTION_ARN = 'arn:aws:lambda:us-east-1:000000000000:function:local-stream-runner';
+
+export interface StreamRunnerOptions {
+  readonly dynamodbEndpoint: string;
+  readonly streamArn: string;
+  // biome-ignore lint/suspicious/noConfusingVoidType: a handler may return nothing, like Lambda's DynamoDBStreamHandler
+  readonly handler: (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | undefined | void>;
+  /** Records per invocation (BatchSize). @default 100 */
+  readonly batchSize?: number;
+  /**
+   * Retries of a failing batch after its first failure (the mapping's MaximumRetryAttempts): a poison
+   * record is invoked 1 + maxAttempts times before its batch goes to `onFailure`. @default 3
+   */
+  readonly maxAttempts?: number;
+  /** BisectBatchOnFunctionError. @default true */
+  readonly bisectOnError?: boolean;
+  /** The on-failure destination (an SQS queue), as DestinationConfig.OnFailure. */
+  readonly onFailure?: { readonly sqsEndpoint: string; readonly queueUrl: string };
+  /** An EventBridge filter pattern (or a list of them, OR-ed) as in FilterCriteria; see eventFilter.ts. */
+  readonly filter?: object;
+  /** @default 200 */
+  readonly pollIntervalMs?: number;
+  /** @default 'TRIM_HORIZON' */
+  readonly startingPosition?: 'TRIM_HORIZON' | 'LATEST';
+  /** Where runner problems (stream API errors, undeliverable failure records) are reported. @default console.warn */
+  readonly log?: (message: string, error?: unknown) => void;
+}
+
+export interface StreamRunner {
+  stop(): Promise<void>;
+  /** Resolves once every record in the stream when it was called has been processed (or discarded). */
+  idle(): Promise<void>;
+}
+
+interface ShardState {
+  readonly shardId: string;
+  iterator: string | undefined;
+  /** The last sequence number read, to get a fresh iterator after one expires. */
+  lastReadSeq: string | undefined;
+  /** No NextShardIterator: the shard is closed and fully read. */
+  finished: boolean;
+  readonly batcher: StreamBatcher;
+}
+
+/**
+ * Plays a Lambda DynamoDB Streams event source mapping against DynamoDB Local: polls every shard
+ * (parents before children), filters, batches, invokes `handler` one batch per shard at a time,
+ * and applies ReportBatchItemFailures checkpoints, bisect-on-error, retries and the on-failure
+ * destination as AWS does (see streamBatcher.ts and local/EMULATORS.md).
+ */
+export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
+  const batchSize = options.batchSize ?? 100;
+  const maxRetries = options.maxAttempts ?? 3;
+  const bisect = options.bisectOnError ?? true;
+  const pollIntervalMs = options.pollIntervalMs ?? 200;
+  const log =
+    options.log ??
+    ((message: string, error?: unknown) => console.warn(`[stream runner] ${message}`, error ?? ''));
+  if (options.filter !== undefined) {
+    for (const pattern of Array.isArray(options.filter) ? options.filter : [options.filter]) {
+      assertSupportedFilter(pattern);
+    }
+  }
+  const filter = options.filter as FilterPattern | FilterPattern[] | undefined;
+  const streams = new DynamoDBStreamsClient({
+    region: 'us-east-1',
+    endpoint: options.dynamodbEndpoint,
+    credentials: LOCAL_CREDENTIALS,
+  });
+  const failureSqs = options.onFailure
+    ? new SQSClient({
+        region: 'us-east-1',
+        endpoint: options.onFailure.sqsEndpoint,
+        credentials: LOCAL_CREDENTIALS,
+      })
+    : undefined;
+  const shards = new Map<string, ShardState>();
+  const stopping = new AbortController();
+  const idle = new IdleWaiters();
+  let firstDescribe = true;
+
+  const discoverShards = async (): Promise<void> => {
+    const found: Shard[] = [];
+    let exclusiveStart: string | undefined;
+    do {
+      const { StreamDescription } = await streams.send(
+        new DescribeStreamCommand({ StreamArn: options.streamArn, ExclusiveStartShardId: exclusiveStart }),
+      );
+      found.push(...(StreamDescription?.Shards ?? []));
+      exclusiveStart = StreamDescription?.LastEvaluatedShardId;
+    } while (exclusiveStart);
+    const known = new Set(found.map((shard) => shard.ShardId));
+    for (const shard of found) {
+      const shardId = shard.ShardId;
+      if (!shardId || shards.has(shardId)) continue;
+      const parent = shard.ParentShardId;
+      // A child waits until its parent is read to the end (unless the parent has been trimmed away).
+      if (parent && known.has(parent) && !shards.get(parent)?.finished) continue;
+      const position: ShardIteratorType =
+        firstDescribe && options.startingPosition === 'LATEST' ? 'LATEST' : 'TRIM_HORIZON';
+      const { ShardIterator } = await streams.send(
+        new GetShardIteratorCommand({
+          StreamArn: options.streamArn,
+          ShardId: shardId,
+          ShardIteratorType: position,
+        }),
+      );
+      shards.set(shardId, {
+        shardId,
+        iterator: ShardIterator,
+        lastReadSeq: undefined,
+        finished: false,
+        batcher: new StreamBatcher(batchSize, maxRetries, bisect),
+      });
+    }
+    firstDescribe = false;
+  };
+
+  /** Reads one page of a shard; true when it returned records. */
+  const readShard = async (shard: ShardState): Promise<boolean> => {
+    if (shard.finished || !shard.iterator) return false;
+    let result: GetRecordsCommandOutput;
+    try {
+      result = await streams.send(new GetRecordsCommand({ ShardIterator: shard.iterator, Limit: 1000 }));
+    } catch (error) {
+      if (error instanceof ExpiredIteratorException) {
+        shard.iterator = await freshIterator(shard);
+        return false;
+      }
+      throw error;
+    }
+    const records = result.Records ?? [];
+    shard.iterator = result.NextShardIterator;
+    if (!shard.iterator) shard.finished = true;
+    const last = records[records.length - 1]?.dynamodb?.SequenceNumber;
+    if (last) shard.lastReadSeq = last;
+    const lambdaRecords = records.map((record) => toLambdaRecord(record, options.streamArn));
+    shard.batcher.add(
+      filter ? lambdaRecords.filter((record) => matchesFilter(filter, record)) : lambdaRecords,
+    );
+    return records.length > 0;
+  };
+
+  const freshIterator = async (shard: ShardState): Promise<string | undefined> => {
+    const { ShardIterator } = await streams.send(
+      new GetShardIteratorCommand({
+        StreamArn: options.streamArn,
+        ShardId: shard.shardId,
+        ...(shard.lastReadSeq
+          ? { ShardIteratorType: 'AFTER_SEQUENCE_NUMBER', SequenceNumber: shard.lastReadSeq }
+          : { ShardIteratorType: 'TRIM_HORIZON' }),
+      }),
+    );
+    return ShardIterator;
+  };
+
+  /** Invokes the handler on the shard's batches until it is drained or a failure asks to back off. */
+  const processShard = async (shard: ShardState): Promise<void> => {
+    for (let batch = shard.batcher.nextBatch(); batch; batch = shard.batcher.nextBatch()) {
+      if (stopping.signal.aborted) return;
+      const outcome = await invoke(batch);
+      const { discarded, backOff } = shard.batcher.settle(batch, outcome);
+      if (discarded) await reportFailure(shard.shardId, discarded, outcome);
+      if (backOff) return;
+    }
+  };
+
+  const invoke = async (batch: DynamoDBRecord[]): Promise<InvocationOutcome> => {
+    try {
+      const response = await options.handler({ Records: structuredClone(batch) });
+      const failures = response?.batchItemFailures;
+      if (!failures || failures.length === 0) return { kind: 'ok' };
+      const ids = failures.map((failure) => failure.itemIdentifier);
+      // Lambda treats an empty or unknown itemIdentifier as a failure of the whole batch.
+      if (ids.some((id) => typeof id !== 'string' || id.length === 0)) return { kind: 'error' };
+      return { kind: 'partial', failedIds: ids };
+    } catch (error) {
+      log('handler failed', error);
+      return { kind: 'error' };
+    }
+  };
+
+  const reportFailure = async (shardId: string, discarded: DiscardedBatch, outcome: InvocationOutcome) => {
+    const first = discarded.records[0]?.dynamodb;
+    const last = discarded.records[discarded.records.length - 1]?.dynamodb;
+    const arrival = (seconds: number | undefined) =>
+      seconds === undefined ? undefined : new Date(seconds * 1000).toISOString();
+    const failure = {
+      requestContext: {
+        requestId: randomUUID(),
+        functionArn: LOCAL_FUNCTION_ARN,
+        condition: 'RetryAttemptsExhausted',
+        approximateInvokeCount: discarded.invokeCount,
+      },
+      responseContext: {
+        statusCode: 200,
+        executedVersion: '$LATEST',
+        ...(outcome.kind === 'error' ? { functionError: 'Unhandled' } : {}),
+      },
+      version: '1.0',
+      timestamp: new Date().toISOString(),
+      DDBStreamBatchInfo: {
+        shardId,
+        startSequenceNumber: first?.SequenceNumber,
+        endSequenceNumber: last?.SequenceNumber,
+        approximateArrivalOfFirstRecord: arrival(first?.ApproximateCreationDateTime),
+        approximateArrivalOfLastRecord: arrival(last?.ApproximateCreationDateTime),
+        batchSize: discarded.records.length,
+        streamArn: options.streamArn,
+      },
+    };
+    if (!failureSqs || !options.onFailure) {
+      log(
+        `dropped a batch of ${discarded.records.length} record(s) after its retries (no onFailure destination)`,
+      );
+      return;
+    }
+    try {
+      await failureSqs.send(
+        new SendMessageCommand({
+          QueueUrl: options.onFailure.queueUrl,
+          MessageBody: JSON.stringify(failure),
+        }),
+      );
+    } catch (error) {
+      log('could not send a failure record to the onFailure queue', error);
+    }
+  };
+
+  const loop = (async () => {
+    while (!stopping.signal.aborted) {
+      const pass = idle.beginPass();
+      let quiet = true;
+      try {
+        await discoverShards();
+        for (const shard of [...shards.values()]) {
+          if (await readShard(shard)) quiet = false;
+          await processShard(shard);
+          if (shard.batcher.pendingCount > 0) quiet = false;
+        }
+      } catch (error) {
+        quiet = false;
+        if (!stopping.signal.aborted) log('polling the stream failed', error);
+      }
+      if (quiet) idle.endQuietPass(pass);
+      try {
+        await sleep(pollIntervalMs, undefined, { signal: stopping.signal });
+      } catch {
+        // stopped
+      }
+    }
+  })();
+
+  return {
+    idle: () => idle.wait(),
+    async stop() {
+      stopping.abort();
+      await loop;
+      idle.releaseAll();
+      streams.destroy();
+      failureSqs?.destroy();
+    },
+  };
+}

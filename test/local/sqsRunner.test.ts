@@ -1,0 +1,195 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+} from '@aws-sdk/client-sqs';
+import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { type SqsRunner, type SqsRunnerOptions, startSqsRunner } from '../../local/runners/sqsRunner.js';
+import { freshQueues, sqsClient } from '../support/awsLocal.js';
+
+const sqs = sqsClient();
+const runners: SqsRunner[] = [];
+afterEach(async () => {
+  await Promise.all(runners.splice(0).map((runner) => runner.stop()));
+});
+
+function run(options: Omit<SqsRunnerOptions, 'sqsEndpoint'>): SqsRunner {
+  const runner = startSqsRunner({ sqsEndpoint: inject('sqsEndpoint'), log: () => {}, ...options });
+  runners.push(runner);
+  return runner;
+}
+
+async function sendBodies(queueUrl: string, bodies: string[]): Promise<void> {
+  await sqs.send(
+    new SendMessageBatchCommand({
+      QueueUrl: queueUrl,
+      Entries: bodies.map((body) => ({ Id: body, MessageBody: body })),
+    }),
+  );
+}
+
+/** Messages still in the queue, visible or in flight (0 once every one has been deleted). */
+async function messagesLeft(queueUrl: string): Promise<number> {
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return (
+    Number(Attributes?.ApproximateNumberOfMessages) +
+    Number(Attributes?.ApproximateNumberOfMessagesNotVisible)
+  );
+}
+
+/** Resolves once `predicate` holds over the deliveries seen so far. */
+function deliveries() {
+  const seen: SQSRecord[] = [];
+  let wake: (() => void) | undefined;
+  return {
+    seen,
+    add(records: SQSRecord[]) {
+      seen.push(...records);
+      wake?.();
+    },
+    async until(predicate: (records: SQSRecord[]) => boolean): Promise<void> {
+      while (!predicate(seen)) await new Promise<void>((resolve) => (wake = resolve));
+    },
+  };
+}
+
+const bodiesOf = (records: SQSRecord[]) => records.map((record) => record.body).sort();
+
+describe('the local SQS runner', () => {
+  it('hands the handler Lambda SQS records and deletes the messages it handled', async () => {
+    const { urls, arns } = await freshQueues();
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: urls.send,
+        MessageBody: '{"v":1}',
+        MessageAttributes: { kind: { DataType: 'String', StringValue: 'test' } },
+      }),
+    );
+    const events: SQSEvent[] = [];
+    const runner = run({
+      queueUrl: urls.send,
+      queueArn: arns.send,
+      handler: async (event) => {
+        events.push(event);
+      },
+    });
+    await runner.idle();
+    expect(events).toHaveLength(1);
+    expect(events[0]?.Records[0]).toMatchObject({
+      messageId: expect.any(String),
+      receiptHandle: expect.any(String),
+      body: '{"v":1}',
+      attributes: {
+        ApproximateReceiveCount: '1',
+        SentTimestamp: expect.stringMatching(/^\d+$/),
+        ApproximateFirstReceiveTimestamp: expect.stringMatching(/^\d+$/),
+      },
+      messageAttributes: { kind: { stringValue: 'test', dataType: 'String' } },
+      md5OfBody: expect.any(String),
+      eventSource: 'aws:sqs',
+      eventSourceARN: arns.send,
+      awsRegion: 'us-east-1',
+    });
+    expect(await messagesLeft(urls.send)).toBe(0);
+  });
+
+  it('deletes the successes of a partial batch failure and lets exactly the failed ones come back', async () => {
+    const { urls, arns } = await freshQueues();
+    await sendBodies(urls.send, ['a', 'b', 'c', 'd', 'e']);
+    const log = deliveries();
+    const runner = run({
+      queueUrl: urls.send,
+      queueArn: arns.send,
+      maxConcurrency: 1,
+      visibilityTimeoutSeconds: 1,
+      handler: async (event): Promise<SQSBatchResponse> => {
+        log.add(event.Records);
+        const failing = event.Records.filter(
+          (record) => ['b', 'd'].includes(record.body) && record.attributes.ApproximateReceiveCount === '1',
+        );
+        return { batchItemFailures: failing.map((record) => ({ itemIdentifier: record.messageId })) };
+      },
+    });
+    await log.until(
+      (seen) => seen.filter((record) => record.attributes.ApproximateReceiveCount === '2').length >= 2,
+    );
+    await runner.idle();
+    const again = log.seen.filter((record) => record.attributes.ApproximateReceiveCount !== '1');
+    expect(bodiesOf(again)).toEqual(['b', 'd']);
+    expect(bodiesOf(log.seen)).toEqual(['a', 'b', 'b', 'c', 'd', 'd', 'e']);
+    expect(await messagesLeft(urls.send)).toBe(0);
+  });
+
+  it('leaves the whole batch when the handler throws', async () => {
+    const { urls, arns } = await freshQueues();
+    await sendBodies(urls.send, ['x', 'y']);
+    const log = deliveries();
+    const runner = run({
+      queueUrl: urls.send,
+      queueArn: arns.send,
+      maxConcurrency: 1,
+      visibilityTimeoutSeconds: 1,
+      handler: async (event) => {
+        log.add(event.Records);
+        if (event.Records.some((record) => record.attributes.ApproximateReceiveCount === '1')) {
+          throw new Error('boom');
+        }
+      },
+    });
+    await log.until(
+      (seen) => seen.filter((record) => record.attributes.ApproximateReceiveCount === '2').length >= 2,
+    );
+    await runner.idle();
+    expect(bodiesOf(log.seen)).toEqual(['x', 'x', 'y', 'y']);
+  });
+
+  it('lets the queue redrive a message to the DLQ after maxReceiveCount failed receives', async () => {
+    const { urls, arns } = await freshQueues(2);
+    await sqs.send(new SendMessageCommand({ QueueUrl: urls.send, MessageBody: 'never' }));
+    const counts: string[] = [];
+    run({
+      queueUrl: urls.send,
+      queueArn: arns.send,
+      visibilityTimeoutSeconds: 0,
+      handler: async (event) => {
+        counts.push(...event.Records.map((record) => record.attributes.ApproximateReceiveCount));
+        return { batchItemFailures: event.Records.map((record) => ({ itemIdentifier: record.messageId })) };
+      },
+    });
+    const { Messages } = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: urls.sendDeadLetter, WaitTimeSeconds: 5 }),
+    );
+    expect(Messages?.map((message) => message.Body)).toEqual(['never']);
+    expect(counts).toEqual(['1', '2']);
+  });
+
+  it('never runs more than maxConcurrency invocations at once', async () => {
+    const { urls, arns } = await freshQueues();
+    await sendBodies(urls.send, ['1', '2', '3', '4', '5', '6']);
+    let running = 0;
+    let peak = 0;
+    const runner = run({
+      queueUrl: urls.send,
+      queueArn: arns.send,
+      batchSize: 1,
+      maxConcurrency: 2,
+      handler: async () => {
+        running += 1;
+        peak = Math.max(peak, running);
+        await sleep(100);
+        running -= 1;
+      },
+    });
+    await runner.idle();
+    expect(peak).toBe(2);
+    expect(await messagesLeft(urls.send)).toBe(0);
+  });
+});

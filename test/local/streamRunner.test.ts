@@ -1,0 +1,217 @@
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { DeleteCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
+import {
+  type StreamRunner,
+  type StreamRunnerOptions,
+  startStreamRunner,
+} from '../../local/runners/streamRunner.js';
+import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
+
+const runners: StreamRunner[] = [];
+afterEach(async () => {
+  await Promise.all(runners.splice(0).map((runner) => runner.stop()));
+});
+
+function run(options: Omit<StreamRunnerOptions, 'dynamodbEndpoint'>): StreamRunner {
+  const runner = startStreamRunner({
+    dynamodbEndpoint: inject('dynamodbEndpoint'),
+    pollIntervalMs: 20,
+    log: () => {},
+    ...options,
+  });
+  runners.push(runner);
+  return runner;
+}
+
+/** Writes items `n-1` … `n-count` (sk STATE) one after the other, so the stream keeps that order. */
+async function putItems(tableName: string, count: number, sk = 'STATE'): Promise<void> {
+  for (let index = 1; index <= count; index += 1) {
+    await documentClient().send(
+      new PutCommand({ TableName: tableName, Item: { pk: `n-${index}`, sk, n: index } }),
+    );
+  }
+}
+
+const pkOf = (record: DynamoDBRecord): string => record.dynamodb?.Keys?.pk?.S ?? '?';
+const seqOf = (record: DynamoDBRecord): string => record.dynamodb?.SequenceNumber ?? '?';
+
+/** A handler that records each invocation's keys and answers with `respond`. */
+function recorder(respond: (records: DynamoDBRecord[]) => DynamoDBBatchResponse | undefined) {
+  const invocations: string[][] = [];
+  return {
+    invocations,
+    handler: async (event: DynamoDBStreamEvent) => {
+      invocations.push(event.Records.map(pkOf));
+      return respond(event.Records);
+    },
+  };
+}
+
+describe('the local DynamoDB stream runner', () => {
+  it('delivers inserts, updates and removes in the JSON shape Lambda passes to a handler', async () => {
+    const { tableName, streamArn } = await freshTable();
+    const seen = recorder(() => undefined);
+    const events: DynamoDBRecord[] = [];
+    const runner = run({
+      streamArn,
+      handler: async (event) => {
+        events.push(...event.Records);
+        return seen.handler(event);
+      },
+    });
+    const doc = documentClient();
+    await doc.send(
+      new PutCommand({ TableName: tableName, Item: { pk: 'm-1', sk: 'STATE', status: 'scheduled', rev: 1 } }),
+    );
+    await doc.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: { pk: 'm-1', sk: 'STATE' },
+        UpdateExpression: 'SET #s = :s',
+        ExpressionAttributeNames: { '#s': 'status' },
+        ExpressionAttributeValues: { ':s': 'sending' },
+      }),
+    );
+    await doc.send(new DeleteCommand({ TableName: tableName, Key: { pk: 'm-1', sk: 'STATE' } }));
+    await runner.idle();
+
+    expect(events.map((record) => record.eventName)).toEqual(['INSERT', 'MODIFY', 'REMOVE']);
+    const [insert, modify, remove] = events;
+    expect(insert).toMatchObject({
+      eventSource: 'aws:dynamodb',
+      eventSourceARN: streamArn,
+      awsRegion: expect.any(String),
+      eventID: expect.any(String),
+      dynamodb: {
+        Keys: { pk: { S: 'm-1' }, sk: { S: 'STATE' } },
+        NewImage: { pk: { S: 'm-1' }, sk: { S: 'STATE' }, status: { S: 'scheduled' }, rev: { N: '1' } },
+        StreamViewType: 'NEW_AND_OLD_IMAGES',
+        SequenceNumber: expect.stringMatching(/^\d+$/),
+        SizeBytes: expect.any(Number),
+        ApproximateCreationDateTime: expect.any(Number),
+      },
+    });
+    expect(Math.abs((insert?.dynamodb?.ApproximateCreationDateTime ?? 0) - Date.now() / 1000)).toBeLessThan(
+      120,
+    );
+    expect(modify?.dynamodb?.OldImage?.status).toEqual({ S: 'scheduled' });
+    expect(modify?.dynamodb?.NewImage?.status).toEqual({ S: 'sending' });
+    expect(remove?.dynamodb?.OldImage?.status).toEqual({ S: 'sending' });
+    expect(remove?.dynamodb?.NewImage).toBeUndefined();
+  });
+
+  it('applies the relay filter: records of other item kinds never reach the handler', async () => {
+    const { tableName, streamArn } = await freshTable();
+    const seen = recorder(() => undefined);
+    const runner = run({ streamArn, handler: seen.handler, filter: RELAY_STREAM_FILTER });
+    await putItems(tableName, 2, 'BODY');
+    await putItems(tableName, 3, 'STATE');
+    await putItems(tableName, 1, 'IDEM');
+    await runner.idle();
+    expect(seen.invocations.flat()).toEqual(['n-1', 'n-2', 'n-3']);
+  });
+
+  it('batches up to batchSize records in stream order', async () => {
+    const { tableName, streamArn } = await freshTable();
+    await putItems(tableName, 5);
+    const seen = recorder(() => undefined);
+    const runner = run({ streamArn, handler: seen.handler, batchSize: 2 });
+    await runner.idle();
+    expect(seen.invocations).toEqual([['n-1', 'n-2'], ['n-3', 'n-4'], ['n-5']]);
+  });
+
+  it('retries from the LOWEST failed sequence number: later records again, earlier ones never', async () => {
+    const { tableName, streamArn } = await freshTable();
+    await putItems(tableName, 5);
+    let first = true;
+    const seen = recorder((records) => {
+      if (!first) return undefined;
+      first = false;
+      // report n-4 before n-3: the checkpoint is the lowest sequence number, not the first listed
+      const failed = records.filter((record) => ['n-4', 'n-3'].includes(pkOf(record))).reverse();
+      return { batchItemFailures: failed.map((record) => ({ itemIdentifier: seqOf(record) })) };
+    });
+    const runner = run({ streamArn, handler: seen.handler });
+    await runner.idle();
+    expect(seen.invocations).toEqual([
+      ['n-1', 'n-2', 'n-3', 'n-4', 'n-5'],
+      ['n-3', 'n-4', 'n-5'],
+    ]);
+  });
+
+  it('bisects a batch whose handler throws until the poison record is alone, then sends it to onFailure', async () => {
+    const { tableName, streamArn } = await freshTable();
+    const { urls } = await freshQueues();
+    await putItems(tableName, 8);
+    const seen = recorder((records) => {
+      if (records.some((record) => pkOf(record) === 'n-5')) throw new Error('poison');
+      return undefined;
+    });
+    const runner = run({
+      streamArn,
+      handler: seen.handler,
+      maxAttempts: 2,
+      onFailure: { sqsEndpoint: inject('sqsEndpoint'), queueUrl: urls.relayFailures },
+    });
+    await runner.idle();
+
+    const succeeded = seen.invocations.filter((keys) => !keys.includes('n-5')).flat();
+    expect(succeeded.sort()).toEqual(['n-1', 'n-2', 'n-3', 'n-4', 'n-6', 'n-7', 'n-8']);
+    expect(seen.invocations.filter((keys) => keys.length === 1 && keys[0] === 'n-5')).toHaveLength(3);
+
+    const { Messages } = await sqsClient().send(
+      new ReceiveMessageCommand({
+        QueueUrl: urls.relayFailures,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 1,
+      }),
+    );
+    expect(Messages).toHaveLength(1);
+    const failure = JSON.parse(Messages?.[0]?.Body ?? '{}');
+    expect(failure).toMatchObject({
+      requestContext: { condition: 'RetryAttemptsExhausted', approximateInvokeCount: 3 },
+      responseContext: { functionError: 'Unhandled' },
+      DDBStreamBatchInfo: { batchSize: 1, streamArn, shardId: expect.any(String) },
+    });
+    expect(failure.DDBStreamBatchInfo.startSequenceNumber).toBe(failure.DDBStreamBatchInfo.endSequenceNumber);
+  });
+
+  it('without bisect retries the whole batch maxAttempts times, then discards all of it to onFailure', async () => {
+    const { tableName, streamArn } = await freshTable();
+    const { urls } = await freshQueues();
+    await putItems(tableName, 3);
+    const seen = recorder(() => {
+      throw new Error('down');
+    });
+    const runner = run({
+      streamArn,
+      handler: seen.handler,
+      maxAttempts: 1,
+      bisectOnError: false,
+      onFailure: { sqsEndpoint: inject('sqsEndpoint'), queueUrl: urls.relayFailures },
+    });
+    await runner.idle();
+    expect(seen.invocations).toEqual([
+      ['n-1', 'n-2', 'n-3'],
+      ['n-1', 'n-2', 'n-3'],
+    ]);
+    const { Messages } = await sqsClient().send(
+      new ReceiveMessageCommand({ QueueUrl: urls.relayFailures, WaitTimeSeconds: 1 }),
+    );
+    expect(JSON.parse(Messages?.[0]?.Body ?? '{}').DDBStreamBatchInfo.batchSize).toBe(3);
+  });
+
+  it('starts at LATEST when asked: records written before the start are skipped', async () => {
+    const { tableName, streamArn } = await freshTable();
+    await putItems(tableName, 2);
+    const seen = recorder(() => undefined);
+    const runner = run({ streamArn, handler: seen.handler, startingPosition: 'LATEST' });
+    await runner.idle();
+    await documentClient().send(new PutCommand({ TableName: tableName, Item: { pk: 'late', sk: 'STATE' } }));
+    await runner.idle();
+    expect(seen.invocations).toEqual([['late']]);
+  });
+});

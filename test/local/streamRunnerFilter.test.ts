@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
+import {
+  assertSupportedFilter,
+  matchesFilter,
+  UnsupportedFilterError,
+} from '../../local/runners/eventFilter.js';
+
+const record = (sk: string, extra: Record<string, unknown> = {}) => ({
+  eventName: 'INSERT',
+  dynamodb: { Keys: { pk: { S: 'MSG#1' }, sk: { S: sk } }, ...extra },
+});
+
+describe('the event filter subset of the local stream runner', () => {
+  it('matches the relay filter on message state records only', () => {
+    expect(matchesFilter(RELAY_STREAM_FILTER, record('STATE'))).toBe(true);
+    expect(matchesFilter(RELAY_STREAM_FILTER, record('BODY'))).toBe(false);
+    expect(matchesFilter(RELAY_STREAM_FILTER, { dynamodb: {} })).toBe(false);
+  });
+
+  it('matches any value of a list, any pattern of a list of patterns, and {exists}', () => {
+    expect(matchesFilter({ eventName: ['MODIFY', 'INSERT'] }, record('STATE'))).toBe(true);
+    expect(matchesFilter([{ eventName: ['REMOVE'] }, { eventName: ['INSERT'] }], record('STATE'))).toBe(true);
+    expect(matchesFilter({ dynamodb: { NewImage: [{ exists: false }] } }, record('STATE'))).toBe(true);
+    expect(matchesFilter({ dynamodb: { NewImage: [{ exists: true }] } }, record('STATE'))).toBe(false);
+  });
+
+  it('refuses patterns outside the subset instead of silently matching nothing', () => {
+    expect(() => assertSupportedFilter({ eventName: [{ prefix: 'IN' }] })).toThrow(UnsupportedFilterError);
+    expect(() => assertSupportedFilter({ eventName: 'INSERT' })).toThrow(UnsupportedFilterError);
+    expect(() => assertSupportedFilter(RELAY_STREAM_FILTER)).not.toThrow();
+  });
+});
