@@ -1,0 +1,120 @@
+import { Aws } from 'aws-cdk-lib';
+import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { ConfigError, loadConfig } from '../lambdas/core/config.js';
+import { Api } from './constructs/Api.js';
+import { Dispatch } from './constructs/Dispatch.js';
+import { Ops } from './constructs/Ops.js';
+import type { PostdateFunctionName } from './constructs/postdateFunction.js';
+import { Sending } from './constructs/Sending.js';
+import { Storage } from './constructs/Storage.js';
+import { configEnvironment } from './functionEnvironment.js';
+import { type PostdateProps, PostdatePropsError, resolvePostdateProps } from './postdateProps.js';
+
+export type { ApiThrottle, PostdateProps } from './postdateProps.js';
+
+/**
+ * Postdate: deferred transactional email that is never lost and never sent twice by accident
+ * (DESIGN.md). The outbox table, the relay and sweeper, the send queue with its DLQ, the sender,
+ * the HTTP API, and the alarms and dashboard that watch them.
+ */
+export class Postdate extends Construct {
+  readonly table: dynamodb.ITable;
+  readonly sendQueue: sqs.IQueue;
+  readonly sendDeadLetterQueue: sqs.IQueue;
+  readonly relayFailureQueue: sqs.IQueue;
+  readonly scheduleDeadLetterQueue: sqs.IQueue;
+  readonly scheduleGroupName: string;
+  readonly smtpSecret: secretsmanager.ISecret;
+  readonly alarmTopic: sns.ITopic;
+  readonly httpApi: apigw.IHttpApi;
+  /** The five functions, e.g. to add alarms or subscriptions of your own. */
+  readonly functions: Readonly<Record<PostdateFunctionName, lambda.IFunction>>;
+  /** The base URL of the API (`https://{id}.execute-api.{region}.amazonaws.com/`). */
+  readonly apiUrl: string;
+
+  constructor(scope: Construct, id: string, props: PostdateProps) {
+    super(scope, id);
+    const resolved = resolvePostdateProps(props);
+    const smtpHost = resolved.smtpHost ?? `email-smtp.${Aws.REGION}.amazonaws.com`;
+    const environment = configEnvironment(resolved, smtpHost);
+    assertFunctionsWouldStart(environment);
+
+    const storage = new Storage(this, 'Storage', { removalPolicy: resolved.removalPolicy });
+    const dispatch = new Dispatch(this, 'Dispatch', {
+      storage,
+      maxAttempts: resolved.maxAttempts,
+      sweepInterval: resolved.sweepInterval,
+      configEnvironment: environment,
+      logRetention: resolved.logRetention,
+    });
+    const sending = new Sending(this, 'Sending', {
+      storage,
+      sendQueue: dispatch.sendQueue,
+      smtpSecret: resolved.smtpSecret,
+      maxConcurrency: resolved.senderMaxConcurrency,
+      configEnvironment: environment,
+      logRetention: resolved.logRetention,
+      removalPolicy: resolved.removalPolicy,
+    });
+    const api = new Api(this, 'Api', {
+      storage,
+      throttle: resolved.apiThrottle,
+      authorizerCacheTtl: resolved.authorizerCacheTtl,
+      configEnvironment: environment,
+      logRetention: resolved.logRetention,
+    });
+    const functions = {
+      api: api.api.function,
+      authorizer: api.authorizer.function,
+      relay: dispatch.relay.function,
+      sender: sending.sender.function,
+      sweeper: dispatch.sweeper.function,
+    };
+    const ops = new Ops(this, 'Ops', {
+      alarmTopic: resolved.alarmTopic,
+      functions,
+      sendQueue: dispatch.sendQueue,
+      sendDeadLetterQueue: dispatch.sendDeadLetterQueue,
+      relayFailureQueue: dispatch.relayFailureQueue,
+      scheduleDeadLetterQueue: dispatch.scheduleDeadLetterQueue,
+      httpApi: api.httpApi,
+      oldestMessageAgeAlarmThreshold: resolved.oldestMessageAgeAlarmThreshold,
+      relayIteratorAgeAlarmThreshold: resolved.relayIteratorAgeAlarmThreshold,
+      api5xxAlarmThreshold: resolved.api5xxAlarmThreshold,
+    });
+
+    this.functions = functions;
+    this.table = storage.table;
+    this.sendQueue = dispatch.sendQueue;
+    this.sendDeadLetterQueue = dispatch.sendDeadLetterQueue;
+    this.relayFailureQueue = dispatch.relayFailureQueue;
+    this.scheduleDeadLetterQueue = dispatch.scheduleDeadLetterQueue;
+    this.scheduleGroupName = dispatch.scheduleGroupName;
+    this.smtpSecret = sending.smtpSecret;
+    this.alarmTopic = ops.alarmTopic;
+    this.httpApi = api.httpApi;
+    this.apiUrl = api.stage.url;
+  }
+}
+
+/**
+ * The functions read their environment with the same `loadConfig` as the local stack; a value
+ * that would stop them at cold start fails the synth instead. (Token values are opaque strings
+ * here and pass the presence checks.)
+ */
+function assertFunctionsWouldStart(environment: Readonly<Record<string, string>>): void {
+  try {
+    loadConfig(environment, 'aws');
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      throw new PostdatePropsError([`the functions would not start: ${error.message}`]);
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,95 @@
+import { Annotations, CfnOutput, Stack, type StackProps, Tags } from 'aws-cdk-lib';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
+import type { Construct } from 'constructs';
+import { Postdate } from './Postdate.js';
+import type { PostdateProps } from './postdateProps.js';
+
+export interface PostdateStackProps extends StackProps {
+  /** The construct's props, except the two that are resources (given by ARN below). */
+  readonly postdate: Omit<PostdateProps, 'smtpSecret' | 'alarmTopic'>;
+  /**
+   * An existing secret `{username, password}` for the SMTP relay.
+   * @default a new secret (set its value after the first deploy, docs/deploy.md)
+   */
+  readonly smtpSecretArn?: string;
+  /**
+   * An existing SNS topic for the alarms.
+   * @default a new encrypted topic
+   */
+  readonly alarmTopicArn?: string;
+  /**
+   * Subscribes this address to the alarm topic (the subscription must be confirmed by mail).
+   * @default no subscription
+   */
+  readonly alarmEmail?: string;
+  /**
+   * Props that were filled with placeholders (a bare `cdk synth`); each gets a synth warning.
+   * @default none
+   */
+  readonly placeholders?: readonly string[];
+}
+
+/** One deployable Postdate, with the outputs an operator and the CLI need. */
+export class PostdateStack extends Stack {
+  readonly postdate: Postdate;
+
+  constructor(scope: Construct, id: string, props: PostdateStackProps) {
+    super(scope, id, props);
+    Tags.of(this).add('app', 'postdate');
+
+    const smtpSecret =
+      props.smtpSecretArn === undefined
+        ? undefined
+        : secretsmanager.Secret.fromSecretCompleteArn(this, 'SmtpSecret', props.smtpSecretArn);
+    const alarmTopic =
+      props.alarmTopicArn === undefined
+        ? undefined
+        : sns.Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn);
+
+    this.postdate = new Postdate(this, 'Postdate', { ...props.postdate, smtpSecret, alarmTopic });
+
+    if (props.alarmEmail !== undefined) {
+      this.postdate.alarmTopic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
+    }
+    for (const key of props.placeholders ?? []) {
+      Annotations.of(this).addWarningV2(
+        `postdate:placeholder-${key}`,
+        `${key} is a placeholder (example.com): pass -c ${key}=… before deploying (docs/deploy.md)`,
+      );
+    }
+
+    const output = (id: string, value: string, description: string) =>
+      new CfnOutput(this, id, { value, description });
+    output('ApiUrl', this.postdate.apiUrl, 'Base URL of the Postdate HTTP API');
+    output('TableName', this.postdate.table.tableName, 'The outbox table (POSTDATE_TABLE_NAME)');
+    output('SendQueueUrl', this.postdate.sendQueue.queueUrl, 'The send queue (POSTDATE_SEND_QUEUE_URL)');
+    output(
+      'SendDeadLetterQueueUrl',
+      this.postdate.sendDeadLetterQueue.queueUrl,
+      'Copies that exhausted their attempts',
+    );
+    output(
+      'RelayFailureQueueUrl',
+      this.postdate.relayFailureQueue.queueUrl,
+      'Stream records the relay could not process (POSTDATE_RELAY_FAILURE_QUEUE_URL)',
+    );
+    output(
+      'ScheduleDeadLetterQueueUrl',
+      this.postdate.scheduleDeadLetterQueue.queueUrl,
+      'Undeliverable schedules',
+    );
+    output(
+      'ScheduleGroupName',
+      this.postdate.scheduleGroupName,
+      'EventBridge Scheduler group of the one-time schedules',
+    );
+    output(
+      'SmtpSecretArn',
+      this.postdate.smtpSecret.secretArn,
+      'Set {"username","password"} of the SMTP relay here',
+    );
+    output('AlarmTopicArn', this.postdate.alarmTopic.topicArn, 'Alarms notify this topic');
+  }
+}

@@ -1,0 +1,141 @@
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
+import * as authorizers from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
+import * as integrations from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import { RESOURCE_ENV } from '../functionEnvironment.js';
+import type { ApiThrottle } from '../postdateProps.js';
+import { acknowledge } from './acknowledge.js';
+import { PostdateFunction } from './postdateFunction.js';
+import type { Storage } from './Storage.js';
+
+/** The routes of DESIGN §3. Only `GET /health` is public. */
+export const API_ROUTES = [
+  { method: 'POST', path: '/v1/messages', public: false },
+  { method: 'GET', path: '/v1/messages', public: false },
+  { method: 'GET', path: '/v1/messages/{id}', public: false },
+  { method: 'PATCH', path: '/v1/messages/{id}', public: false },
+  { method: 'DELETE', path: '/v1/messages/{id}', public: false },
+  { method: 'POST', path: '/v1/messages/{id}/retry', public: false },
+  { method: 'PUT', path: '/v1/groups/{key}', public: false },
+  { method: 'GET', path: '/openapi.json', public: false },
+  { method: 'GET', path: '/health', public: true },
+] as const satisfies readonly { method: keyof typeof apigw.HttpMethod; path: string; public: boolean }[];
+
+/** The header the authorizer reads, and the cache key of its answers. */
+export const AUTHORIZATION_IDENTITY_SOURCE = '$request.header.Authorization';
+
+/** One JSON line per request; no header values, no bodies (logs never carry an API key). */
+const ACCESS_LOG_FORMAT = JSON.stringify({
+  requestId: '$context.requestId',
+  time: '$context.requestTime',
+  ip: '$context.identity.sourceIp',
+  method: '$context.httpMethod',
+  route: '$context.routeKey',
+  status: '$context.status',
+  protocol: '$context.protocol',
+  responseLength: '$context.responseLength',
+  latencyMs: '$context.responseLatency',
+  integrationLatencyMs: '$context.integrationLatency',
+  integrationError: '$context.integrationErrorMessage',
+  authorizerError: '$context.authorizer.error',
+  tenant: '$context.authorizer.tenant',
+});
+
+export interface ApiProps {
+  readonly storage: Storage;
+  readonly throttle: ApiThrottle;
+  readonly authorizerCacheTtl: Duration;
+  readonly configEnvironment: Readonly<Record<string, string>>;
+  readonly logRetention: logs.RetentionDays;
+}
+
+/** The HTTP API: a Lambda authorizer on every route but `/health`, stage throttling and access logs. */
+export class Api extends Construct {
+  readonly httpApi: apigw.HttpApi;
+  readonly stage: apigw.HttpStage;
+  readonly api: PostdateFunction;
+  readonly authorizer: PostdateFunction;
+  readonly accessLogs: logs.LogGroup;
+
+  constructor(scope: Construct, id: string, props: ApiProps) {
+    super(scope, id);
+    const table = props.storage.table;
+    const tableEnv = { [RESOURCE_ENV.tableName]: table.tableName };
+
+    this.api = new PostdateFunction(this, 'Handler', {
+      name: 'api',
+      description: 'Postdate HTTP API',
+      timeout: Duration.seconds(10),
+      memorySize: 1024,
+      logRetention: props.logRetention,
+      environment: { ...props.configEnvironment, ...tableEnv },
+    });
+    table.grantReadWriteData(this.api.role);
+    props.storage.acknowledgeIndexWildcard(
+      this.api.role,
+      'the API queries the listing indexes by_status and by_tenant (fan-out over shards)',
+    );
+
+    this.authorizer = new PostdateFunction(this, 'Authorizer', {
+      name: 'authorizer',
+      description: 'Postdate API key authorizer',
+      timeout: Duration.seconds(5),
+      memorySize: 512,
+      logRetention: props.logRetention,
+      environment: { ...props.configEnvironment, ...tableEnv },
+    });
+    // An API key is one item read by its hashed secret: GetItem on the base table, nothing else.
+    this.authorizer.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ReadApiKeys',
+        actions: ['dynamodb:GetItem'],
+        resources: [table.tableArn],
+      }),
+    );
+
+    const authorizer = new authorizers.HttpLambdaAuthorizer('ApiKeyAuthorizer', this.authorizer.function, {
+      responseTypes: [authorizers.HttpLambdaResponseType.SIMPLE],
+      identitySource: [AUTHORIZATION_IDENTITY_SOURCE],
+      resultsCacheTtl: props.authorizerCacheTtl,
+    });
+
+    this.httpApi = new apigw.HttpApi(this, 'HttpApi', {
+      description: 'Postdate: deferred transactional email',
+      createDefaultStage: false,
+    });
+    this.accessLogs = new logs.LogGroup(this, 'AccessLogs', {
+      retention: props.logRetention,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    this.stage = this.httpApi.addStage('DefaultStage', {
+      stageName: '$default',
+      autoDeploy: true,
+      throttle: { rateLimit: props.throttle.rateLimit, burstLimit: props.throttle.burstLimit },
+      accessLogSettings: {
+        destination: new apigw.LogGroupLogDestination(this.accessLogs),
+        format: AccessLogFormat.custom(ACCESS_LOG_FORMAT),
+      },
+    });
+
+    const integration = new integrations.HttpLambdaIntegration('Integration', this.api.function);
+    for (const route of API_ROUTES) {
+      const [created] = this.httpApi.addRoutes({
+        path: route.path,
+        methods: [apigw.HttpMethod[route.method]],
+        integration,
+        authorizer: route.public ? new apigw.HttpNoneAuthorizer() : authorizer,
+      });
+      if (route.public && created) {
+        acknowledge(
+          created,
+          'AwsSolutions-APIG4',
+          'GET /health is the unauthenticated liveness probe of DESIGN §3; it returns a constant and reads no data.',
+        );
+      }
+    }
+  }
+}

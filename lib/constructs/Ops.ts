@@ -1,0 +1,298 @@
+import { Aws, Duration, Names, RemovalPolicy } from 'aws-cdk-lib';
+import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { METRICS } from '../functionEnvironment.js';
+
+/** The sender's EMF metrics (namespace `Postdate`, dimension `service=postdate`). */
+export const POSTDATE_METRIC = {
+  sent: 'Sent',
+  retried: 'Retried',
+  failed: 'Failed',
+  dead: 'Dead',
+  ambiguous: 'Ambiguous',
+  superseded: 'Superseded',
+  expired: 'Expired',
+  configErrors: 'ConfigErrors',
+  unknown: 'Unknown',
+  smtpDuration: 'SmtpDuration',
+  lateness: 'Lateness',
+} as const;
+
+export interface OpsProps {
+  readonly alarmTopic: sns.ITopic | undefined;
+  readonly functions: Readonly<
+    Record<'api' | 'authorizer' | 'relay' | 'sender' | 'sweeper', lambda.IFunction>
+  >;
+  readonly sendQueue: sqs.IQueue;
+  readonly sendDeadLetterQueue: sqs.IQueue;
+  readonly relayFailureQueue: sqs.IQueue;
+  readonly scheduleDeadLetterQueue: sqs.IQueue;
+  readonly httpApi: apigw.IHttpApi;
+  readonly oldestMessageAgeAlarmThreshold: Duration;
+  readonly relayIteratorAgeAlarmThreshold: Duration;
+  readonly api5xxAlarmThreshold: number;
+}
+
+const ONE_MINUTE = Duration.minutes(1);
+const FIVE_MINUTES = Duration.minutes(5);
+
+/** Alarms on everything that means "a message is stuck, late, lost or undecided", and one dashboard. */
+export class Ops extends Construct {
+  readonly alarmTopic: sns.ITopic;
+  readonly alarms: readonly cloudwatch.Alarm[];
+  readonly dashboard: cloudwatch.Dashboard;
+
+  constructor(scope: Construct, id: string, props: OpsProps) {
+    super(scope, id);
+    this.alarmTopic = props.alarmTopic ?? this.createAlarmTopic();
+    const fns = props.functions;
+
+    const alarms: cloudwatch.Alarm[] = [];
+    const alarm = (
+      alarmId: string,
+      description: string,
+      metric: cloudwatch.IMetric,
+      threshold: number,
+      evaluationPeriods = 1,
+    ) => {
+      const created = new cloudwatch.Alarm(this, alarmId, {
+        alarmDescription: `Postdate: ${description} (docs/operations.md)`,
+        metric,
+        threshold,
+        evaluationPeriods,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+      created.addAlarmAction(new actions.SnsAction(this.alarmTopic));
+      created.addOkAction(new actions.SnsAction(this.alarmTopic));
+      alarms.push(created);
+      return created;
+    };
+    const visible = (queue: sqs.IQueue) =>
+      queue.metricApproximateNumberOfMessagesVisible({ period: ONE_MINUTE, statistic: 'Maximum' });
+
+    alarm(
+      'DeadLetterQueueNotEmpty',
+      'copies reached the dead-letter queue; redrive after fixing the cause',
+      visible(props.sendDeadLetterQueue),
+      1,
+    );
+    alarm(
+      'SendQueueOldestMessage',
+      'the oldest copy on the send queue waits too long; the sender is not keeping up or not running',
+      props.sendQueue.metricApproximateAgeOfOldestMessage({ period: ONE_MINUTE, statistic: 'Maximum' }),
+      props.oldestMessageAgeAlarmThreshold.toSeconds(),
+      3,
+    );
+    alarm(
+      'RelayIteratorAge',
+      'the relay lags behind the outbox stream; messages due soon will be late',
+      new cloudwatch.Metric({
+        namespace: 'AWS/Lambda',
+        metricName: 'IteratorAge',
+        dimensionsMap: { FunctionName: fns.relay.functionName },
+        statistic: 'Maximum',
+        period: ONE_MINUTE,
+      }),
+      props.relayIteratorAgeAlarmThreshold.toMilliseconds(),
+      2,
+    );
+    alarm(
+      'RelayFailures',
+      'stream records the relay could not process; the sweeper re-dispatches them',
+      visible(props.relayFailureQueue),
+      1,
+    );
+    alarm(
+      'ScheduleDeliveryFailures',
+      'EventBridge Scheduler could not deliver schedules to the send queue',
+      visible(props.scheduleDeadLetterQueue),
+      1,
+    );
+    for (const [name, fn] of Object.entries(fns)) {
+      const label = name.charAt(0).toUpperCase() + name.slice(1);
+      alarm(
+        `${label}Errors`,
+        `the ${name} function failed invocations`,
+        fn.metricErrors({ period: FIVE_MINUTES, statistic: 'Sum' }),
+        1,
+      );
+      alarm(
+        `${label}Throttles`,
+        `the ${name} function was throttled`,
+        fn.metricThrottles({ period: FIVE_MINUTES, statistic: 'Sum' }),
+        1,
+      );
+    }
+    alarm(
+      'SmtpConfigErrors',
+      'the SMTP relay refused authentication, TLS or the sender: fix the secret or the relay settings',
+      postdateMetric(POSTDATE_METRIC.configErrors, 'Sum', FIVE_MINUTES),
+      1,
+    );
+    alarm(
+      'UnknownOutcomes',
+      'messages whose outcome is ambiguous wait for an operator (status unknown)',
+      postdateMetric(POSTDATE_METRIC.unknown, 'Sum', FIVE_MINUTES),
+      1,
+    );
+    alarm(
+      'Api5xx',
+      'the API answered server errors',
+      props.httpApi.metricServerError({ period: FIVE_MINUTES, statistic: 'Sum' }),
+      props.api5xxAlarmThreshold,
+    );
+    this.alarms = alarms;
+    this.dashboard = this.createDashboard(props, alarms);
+  }
+
+  private createAlarmTopic(): sns.Topic {
+    // CloudWatch can publish to an encrypted topic only under a customer-managed key whose policy
+    // lets it use the key; the AWS-managed SNS key would silently drop every alarm.
+    const key = new kms.Key(this, 'AlarmTopicKey', {
+      description: 'Encrypts the Postdate alarm topic',
+      enableKeyRotation: true,
+      // It protects only alarm notifications, which live seconds; it goes with the stack.
+      removalPolicy: RemovalPolicy.DESTROY,
+      pendingWindow: Duration.days(7),
+    });
+    key.grant(new iam.ServicePrincipal('cloudwatch.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey*');
+    return new sns.Topic(this, 'AlarmTopic', {
+      displayName: 'Postdate alarms',
+      masterKey: key,
+      enforceSSL: true,
+    });
+  }
+
+  private createDashboard(props: OpsProps, alarms: readonly cloudwatch.Alarm[]): cloudwatch.Dashboard {
+    const fns = props.functions;
+    const graph = (title: string, left: cloudwatch.IMetric[], right: cloudwatch.IMetric[] = []) =>
+      new cloudwatch.GraphWidget({ title, left, right, width: 8, height: 6 });
+    const sum = (metric: cloudwatch.Metric, label: string) =>
+      metric.with({ statistic: 'Sum', period: ONE_MINUTE, label });
+    const max = (metric: cloudwatch.Metric, label: string) =>
+      metric.with({ statistic: 'Maximum', period: ONE_MINUTE, label });
+    const outcome = (name: string) => postdateMetric(name, 'Sum', ONE_MINUTE);
+
+    const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
+      // Dashboards are global to the account: the region keeps two deployments of one stack apart.
+      dashboardName: `${Names.uniqueResourceName(this, { maxLength: 200, separator: '-' })}-${Aws.REGION}`,
+      defaultInterval: Duration.hours(3),
+    });
+    dashboard.addWidgets(
+      new cloudwatch.TextWidget({
+        markdown:
+          '# Postdate\nLeft to right, top to bottom: **enqueue** (API) → **dispatch** (stream relay, schedules, sweeper) → **send queue** → **sender** → **outcome**. Alarms and their meaning: docs/operations.md.',
+        width: 24,
+        height: 2,
+      }),
+    );
+    dashboard.addWidgets(
+      graph('1 Enqueue: API requests', [
+        sum(props.httpApi.metricCount(), 'requests'),
+        sum(props.httpApi.metricClientError(), '4xx'),
+        sum(props.httpApi.metricServerError(), '5xx'),
+      ]),
+      graph('1 Enqueue: API latency (ms)', [
+        props.httpApi.metricLatency({ statistic: 'p50', period: ONE_MINUTE, label: 'p50' }),
+        props.httpApi.metricLatency({ statistic: 'p99', period: ONE_MINUTE, label: 'p99' }),
+      ]),
+      graph('1 Enqueue: functions', [
+        sum(fns.api.metricErrors(), 'api errors'),
+        sum(fns.authorizer.metricErrors(), 'authorizer errors'),
+        sum(fns.api.metricThrottles(), 'api throttles'),
+      ]),
+    );
+    dashboard.addWidgets(
+      graph(
+        '2 Dispatch: relay',
+        [sum(fns.relay.metricInvocations(), 'invocations'), sum(fns.relay.metricErrors(), 'errors')],
+        [
+          new cloudwatch.Metric({
+            namespace: 'AWS/Lambda',
+            metricName: 'IteratorAge',
+            dimensionsMap: { FunctionName: fns.relay.functionName },
+            statistic: 'Maximum',
+            period: ONE_MINUTE,
+            label: 'iterator age (ms)',
+          }),
+        ],
+      ),
+      graph('2 Dispatch: failures', [
+        max(props.relayFailureQueue.metricApproximateNumberOfMessagesVisible(), 'relay failures'),
+        max(props.scheduleDeadLetterQueue.metricApproximateNumberOfMessagesVisible(), 'schedule DLQ'),
+      ]),
+      graph('2 Dispatch: sweeper', [
+        sum(fns.sweeper.metricInvocations(), 'runs'),
+        sum(fns.sweeper.metricErrors(), 'errors'),
+      ]),
+    );
+    dashboard.addWidgets(
+      graph(
+        '3 Send queue',
+        [
+          sum(props.sendQueue.metricNumberOfMessagesSent(), 'enqueued'),
+          max(props.sendQueue.metricApproximateNumberOfMessagesVisible(), 'visible'),
+          max(props.sendQueue.metricApproximateNumberOfMessagesNotVisible(), 'in flight / backing off'),
+          max(props.sendQueue.metric('ApproximateNumberOfMessagesDelayed'), 'delayed'),
+        ],
+        [max(props.sendQueue.metricApproximateAgeOfOldestMessage(), 'oldest (s)')],
+      ),
+      graph('3 Dead-letter queue', [
+        max(props.sendDeadLetterQueue.metricApproximateNumberOfMessagesVisible(), 'dead copies'),
+      ]),
+      graph(
+        '4 Sender',
+        [
+          sum(fns.sender.metricInvocations(), 'invocations'),
+          sum(fns.sender.metricErrors(), 'errors'),
+          sum(fns.sender.metricThrottles(), 'throttles'),
+        ],
+        [max(fns.sender.metric('ConcurrentExecutions'), 'concurrency')],
+      ),
+    );
+    dashboard.addWidgets(
+      graph('5 Outcomes', [
+        outcome(POSTDATE_METRIC.sent),
+        outcome(POSTDATE_METRIC.retried),
+        outcome(POSTDATE_METRIC.failed),
+        outcome(POSTDATE_METRIC.dead),
+        outcome(POSTDATE_METRIC.superseded),
+        outcome(POSTDATE_METRIC.expired),
+      ]),
+      graph('5 Needs attention', [
+        outcome(POSTDATE_METRIC.ambiguous),
+        outcome(POSTDATE_METRIC.unknown),
+        outcome(POSTDATE_METRIC.configErrors),
+      ]),
+      graph('5 Timing (ms)', [
+        postdateMetric(POSTDATE_METRIC.lateness, 'p50', ONE_MINUTE).with({ label: 'lateness p50' }),
+        postdateMetric(POSTDATE_METRIC.lateness, 'p99', ONE_MINUTE).with({ label: 'lateness p99' }),
+        postdateMetric(POSTDATE_METRIC.smtpDuration, 'p50', ONE_MINUTE).with({ label: 'SMTP p50' }),
+        postdateMetric(POSTDATE_METRIC.smtpDuration, 'p99', ONE_MINUTE).with({ label: 'SMTP p99' }),
+      ]),
+    );
+    dashboard.addWidgets(
+      new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: [...alarms], width: 24, height: 4 }),
+    );
+    return dashboard;
+  }
+}
+
+/** One of the sender's EMF metrics. */
+export function postdateMetric(metricName: string, statistic: string, period: Duration): cloudwatch.Metric {
+  return new cloudwatch.Metric({
+    namespace: METRICS.namespace,
+    metricName,
+    dimensionsMap: { service: METRICS.service },
+    statistic,
+    period,
+  });
+}

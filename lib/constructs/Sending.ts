@@ -1,0 +1,91 @@
+import { Duration, type RemovalPolicy } from 'aws-cdk-lib';
+import * as sources from 'aws-cdk-lib/aws-lambda-event-sources';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { RESOURCE_ENV } from '../functionEnvironment.js';
+import { SENDER_TIMEOUT_SECONDS } from '../queueLayout.js';
+import { acknowledge } from './acknowledge.js';
+import { PostdateFunction } from './postdateFunction.js';
+import type { Storage } from './Storage.js';
+
+/** How the sender reads the send queue. */
+export const SENDER_QUEUE = {
+  /** Ten copies per invocation, no batching window: a due message should leave within a second. */
+  batchSize: 10,
+} as const;
+
+export interface SendingProps {
+  readonly storage: Storage;
+  readonly sendQueue: sqs.IQueue;
+  readonly smtpSecret: secretsmanager.ISecret | undefined;
+  readonly maxConcurrency: number;
+  readonly configEnvironment: Readonly<Record<string, string>>;
+  readonly logRetention: logs.RetentionDays;
+  readonly removalPolicy: RemovalPolicy;
+}
+
+/**
+ * The sender: consumes the send queue (partial batch failures, bounded concurrency), claims, sends
+ * over SMTP with credentials from Secrets Manager, and records the outcome.
+ */
+export class Sending extends Construct {
+  readonly sender: PostdateFunction;
+  readonly smtpSecret: secretsmanager.ISecret;
+
+  constructor(scope: Construct, id: string, props: SendingProps) {
+    super(scope, id);
+    this.smtpSecret = props.smtpSecret ?? this.createSmtpSecret(props.removalPolicy);
+
+    this.sender = new PostdateFunction(this, 'Sender', {
+      name: 'sender',
+      description: 'Postdate sender: claims a due message and delivers it over SMTP',
+      timeout: Duration.seconds(SENDER_TIMEOUT_SECONDS),
+      memorySize: 512,
+      logRetention: props.logRetention,
+      environment: {
+        ...props.configEnvironment,
+        [RESOURCE_ENV.tableName]: props.storage.table.tableName,
+        [RESOURCE_ENV.sendQueueUrl]: props.sendQueue.queueUrl,
+        [RESOURCE_ENV.sendQueueArn]: props.sendQueue.queueArn,
+        [RESOURCE_ENV.smtpSecretArn]: this.smtpSecret.secretArn,
+      },
+    });
+    this.sender.function.addEventSource(
+      new sources.SqsEventSource(props.sendQueue, {
+        batchSize: SENDER_QUEUE.batchSize,
+        reportBatchItemFailures: true,
+        maxConcurrency: props.maxConcurrency,
+      }),
+    );
+    // The event source grants consume (receive, delete, ChangeMessageVisibility for the backoff).
+    // Send: an early copy is put back with the exact remaining DelaySeconds (DESIGN §5a).
+    props.sendQueue.grantSendMessages(this.sender.role);
+    props.storage.table.grantReadWriteData(this.sender.role);
+    props.storage.acknowledgeIndexWildcard(
+      this.sender.role,
+      'the sender reads and writes items of the base table only; the index ARNs come with grantReadWriteData',
+    );
+    this.smtpSecret.grantRead(this.sender.role);
+  }
+
+  private createSmtpSecret(removalPolicy: RemovalPolicy): secretsmanager.ISecret {
+    const secret = new secretsmanager.Secret(this, 'SmtpCredentials', {
+      description:
+        'Postdate SMTP relay credentials {"username","password"}; replace the placeholder (docs/deploy.md)',
+      generateSecretString: {
+        secretStringTemplate: JSON.stringify({ username: 'replace-me' }),
+        generateStringKey: 'password',
+        excludePunctuation: true,
+      },
+      removalPolicy,
+    });
+    acknowledge(
+      secret,
+      'AwsSolutions-SMG4',
+      'SMTP credentials are issued by the external relay (e.g. SES SMTP credentials derived from an IAM user); rotating them needs that provider, so they are rotated by the operator (docs/runbook.md §3), not by a Secrets Manager rotation Lambda.',
+    );
+    return secret;
+  }
+}

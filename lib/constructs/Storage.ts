@@ -1,0 +1,70 @@
+import { RemovalPolicy, Stack } from 'aws-cdk-lib';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type { IConstruct } from 'constructs';
+import { Construct } from 'constructs';
+import { INDEX, KEY, TTL_ATTRIBUTE } from '../../lambdas/store/tableLayout.js';
+import { acknowledge } from './acknowledge.js';
+
+export interface StorageProps {
+  /** `RETAIN` also turns on deletion protection. */
+  readonly removalPolicy: RemovalPolicy;
+}
+
+/**
+ * The outbox table, built from the shared layout (lambdas/store/tableLayout.ts) like the local
+ * stack's table: on-demand, point-in-time recovery, TTL on terminal records, and the stream the
+ * relay reads (new and old images: the relay compares `rev` and `status` across a change).
+ */
+export class Storage extends Construct {
+  readonly table: dynamodb.Table;
+
+  constructor(scope: Construct, id: string, props: StorageProps) {
+    super(scope, id);
+    this.table = new dynamodb.Table(this, 'Outbox', {
+      partitionKey: { name: KEY.partition, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: KEY.sort, type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      timeToLiveAttribute: TTL_ATTRIBUTE,
+      stream: dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
+      deletionProtection: props.removalPolicy === RemovalPolicy.RETAIN,
+      removalPolicy: props.removalPolicy,
+    });
+    for (const index of Object.values(INDEX)) {
+      const base = {
+        indexName: index.indexName,
+        partitionKey: { name: index.partitionKey, type: dynamodb.AttributeType.STRING },
+        sortKey: { name: index.sortKey, type: dynamodb.AttributeType.STRING },
+      };
+      if (index.projection.type === 'INCLUDE') {
+        this.table.addGlobalSecondaryIndex({
+          ...base,
+          projectionType: dynamodb.ProjectionType.INCLUDE,
+          nonKeyAttributes: [...index.projection.attributes],
+        });
+      } else {
+        this.table.addGlobalSecondaryIndex({ ...base, projectionType: dynamodb.ProjectionType.KEYS_ONLY });
+      }
+    }
+  }
+
+  /**
+   * Acknowledges the one wildcard CDK's table grants add (`{table}/index/*`) on a grantee whose code
+   * queries the indexes; `why` says which. Nothing else in its policy is silenced.
+   */
+  acknowledgeIndexWildcard(grantee: IConstruct, why: string): void {
+    const stack = Stack.of(this);
+    const cfnTable = this.table.node.defaultChild as dynamodb.CfnTable;
+    const logicalId = stack.resolve(stack.getLogicalId(cfnTable)) as string;
+    acknowledge(
+      grantee,
+      `AwsSolutions-IAM5[Resource::<${logicalId}.Arn>/index/*]`,
+      `The index wildcard comes from CDK's table grant; ${why}. It covers only this table's indexes.`,
+    );
+  }
+
+  /** The ARN of one index, for a grant narrower than the table's `index/*`. */
+  indexArn(indexName: string): string {
+    return `${this.table.tableArn}/index/${indexName}`;
+  }
+}

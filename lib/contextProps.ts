@@ -1,0 +1,138 @@
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import type { PostdateStackProps } from './PostdateStack.js';
+import { PostdatePropsError } from './postdateProps.js';
+
+/**
+ * Placeholders that let a bare `cdk synth` work. They are not deliverable senders: the stack warns
+ * when they are in use, and docs/deploy.md says to pass real ones with `-c defaultFrom=… -c allowedFrom=…`.
+ */
+export const PLACEHOLDER_SENDER = {
+  defaultFrom: 'postdate@example.com',
+  allowedFrom: '*@example.com',
+} as const;
+
+/** Every context key the app reads (`cdk deploy -c key=value`, or `context` in cdk.json). */
+export const CONTEXT_KEYS = [
+  'stackName',
+  'defaultFrom',
+  'allowedFrom',
+  'smtpHost',
+  'smtpPort',
+  'smtpSecure',
+  'smtpRequireTls',
+  'smtpSecretArn',
+  'messageIdDomain',
+  'maxAttempts',
+  'retryBaseSeconds',
+  'retryCapSeconds',
+  'leaseSeconds',
+  'directDelayMaxSeconds',
+  'scheduleLeadSeconds',
+  'sweepGraceSeconds',
+  'sweepIntervalMinutes',
+  'maxHorizonDays',
+  'retentionDays',
+  'maxSendRate',
+  'senderMaxConcurrency',
+  'apiRateLimit',
+  'apiBurstLimit',
+  'authorizerCacheSeconds',
+  'alarmTopicArn',
+  'alarmEmail',
+  'removalPolicy',
+] as const;
+
+export type ContextKey = (typeof CONTEXT_KEYS)[number];
+
+export interface AppSettings {
+  readonly stackName: string;
+  readonly stackProps: PostdateStackProps;
+}
+
+/**
+ * Reads the stack's settings from CDK context. Values arrive as strings from `-c` and as JSON
+ * values from cdk.json; both are accepted. Malformed values are collected and thrown together;
+ * range checks are the construct's (it names the same keys).
+ */
+export function settingsFromContext(get: (key: ContextKey) => unknown): AppSettings {
+  const problems: string[] = [];
+  const text = (key: ContextKey): string | undefined => {
+    const value = get(key);
+    if (value === undefined || value === null) return undefined;
+    const asText = String(value).trim();
+    return asText === '' ? undefined : asText;
+  };
+  const number = (key: ContextKey): number | undefined => {
+    const raw = text(key);
+    if (raw === undefined) return undefined;
+    const value = Number(raw);
+    if (!Number.isFinite(value)) problems.push(`context ${key} must be a number, got "${raw}"`);
+    return value;
+  };
+  const flag = (key: ContextKey): boolean | undefined => {
+    const raw = text(key)?.toLowerCase();
+    if (raw === undefined) return undefined;
+    if (raw === 'true') return true;
+    if (raw === 'false') return false;
+    problems.push(`context ${key} must be true or false, got "${raw}"`);
+    return undefined;
+  };
+
+  const defaultFrom = text('defaultFrom');
+  const allowedFrom = text('allowedFrom');
+  const placeholders: string[] = [];
+  if (defaultFrom === undefined) placeholders.push('defaultFrom');
+  if (allowedFrom === undefined) placeholders.push('allowedFrom');
+
+  const removal = text('removalPolicy')?.toLowerCase();
+  let removalPolicy: RemovalPolicy | undefined;
+  if (removal === 'retain') removalPolicy = RemovalPolicy.RETAIN;
+  else if (removal === 'destroy') removalPolicy = RemovalPolicy.DESTROY;
+  else if (removal !== undefined)
+    problems.push(`context removalPolicy must be "retain" or "destroy", got "${removal}"`);
+
+  const rateLimit = number('apiRateLimit');
+  const burstLimit = number('apiBurstLimit');
+  const sweepMinutes = number('sweepIntervalMinutes');
+  const cacheSeconds = number('authorizerCacheSeconds');
+
+  const settings: AppSettings = {
+    stackName: text('stackName') ?? 'Postdate',
+    stackProps: {
+      description: 'Postdate: deferred transactional email, never lost, never sent twice by accident',
+      postdate: {
+        defaultFrom: defaultFrom ?? PLACEHOLDER_SENDER.defaultFrom,
+        allowedFrom: (allowedFrom ?? PLACEHOLDER_SENDER.allowedFrom).split(','),
+        smtpHost: text('smtpHost'),
+        smtpPort: number('smtpPort'),
+        smtpSecure: flag('smtpSecure'),
+        smtpRequireTls: flag('smtpRequireTls'),
+        messageIdDomain: text('messageIdDomain'),
+        maxAttempts: number('maxAttempts'),
+        retryBaseSeconds: number('retryBaseSeconds'),
+        retryCapSeconds: number('retryCapSeconds'),
+        leaseSeconds: number('leaseSeconds'),
+        directDelayMaxSeconds: number('directDelayMaxSeconds'),
+        scheduleLeadSeconds: number('scheduleLeadSeconds'),
+        sweepGraceSeconds: number('sweepGraceSeconds'),
+        sweepInterval: sweepMinutes === undefined ? undefined : Duration.minutes(sweepMinutes),
+        maxHorizonDays: number('maxHorizonDays'),
+        retentionDays: number('retentionDays'),
+        maxSendRate: number('maxSendRate'),
+        senderMaxConcurrency: number('senderMaxConcurrency'),
+        apiThrottle:
+          rateLimit === undefined && burstLimit === undefined
+            ? undefined
+            : { rateLimit: rateLimit ?? 1000, burstLimit: burstLimit ?? 2000 },
+        authorizerCacheTtl: cacheSeconds === undefined ? undefined : Duration.seconds(cacheSeconds),
+        removalPolicy,
+      },
+      smtpSecretArn: text('smtpSecretArn'),
+      alarmTopicArn: text('alarmTopicArn'),
+      alarmEmail: text('alarmEmail'),
+      placeholders,
+    },
+  };
+  if (problems.length > 0) throw new PostdatePropsError(problems);
+  return settings;
+}

@@ -1,0 +1,426 @@
+import { Duration, RemovalPolicy, Token } from 'aws-cdk-lib';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import { SENDER_TIMEOUT_SECONDS } from './queueLayout.js';
+
+/** Requests per second and burst for the HTTP API's default stage. */
+export interface ApiThrottle {
+  readonly rateLimit: number;
+  readonly burstLimit: number;
+}
+
+/**
+ * Properties of the {@link Postdate} construct. Every number here becomes the DESIGN §8 variable of
+ * the same meaning on the functions, so the deployed service and the local stack read one contract.
+ */
+export interface PostdateProps {
+  /**
+   * `from` used when a request has none (`POSTDATE_DEFAULT_FROM`); must match {@link allowedFrom}.
+   * An address, optionally with a display name: `Ops <ops@example.com>`.
+   */
+  readonly defaultFrom: string;
+  /**
+   * Senders a request's `from` must match (`POSTDATE_ALLOWED_FROM`): exact addresses, `*@domain`
+   * patterns, or `*` alone for any sender.
+   */
+  readonly allowedFrom: readonly string[];
+  /**
+   * SMTP relay host (`SMTP_HOST`).
+   * @default `email-smtp.{region}.amazonaws.com` — the Amazon SES SMTP endpoint of the stack's region
+   */
+  readonly smtpHost?: string;
+  /**
+   * SMTP port (`SMTP_PORT`).
+   * @default 587 (STARTTLS), or 465 when {@link smtpSecure} is true
+   */
+  readonly smtpPort?: number;
+  /**
+   * Implicit TLS from the first byte (`SMTP_SECURE`, usually port 465).
+   * @default false
+   */
+  readonly smtpSecure?: boolean;
+  /**
+   * Refuse to send unless STARTTLS succeeds (`SMTP_REQUIRE_TLS`) when not {@link smtpSecure}.
+   * @default true
+   */
+  readonly smtpRequireTls?: boolean;
+  /**
+   * A Secrets Manager secret holding `{"username": "…", "password": "…"}` for the relay. Only the
+   * sender may read it.
+   * @default a new secret with a generated placeholder password; set the real credentials after the
+   * first deploy (docs/deploy.md)
+   */
+  readonly smtpSecret?: secretsmanager.ISecret;
+  /**
+   * Right side of every `Message-ID` (`POSTDATE_MESSAGE_ID_DOMAIN`).
+   * @default the domain of {@link defaultFrom}
+   */
+  readonly messageIdDomain?: string;
+  /**
+   * Receives of a queue copy before it goes to the dead-letter queue (`POSTDATE_MAX_ATTEMPTS`,
+   * the send queue's `maxReceiveCount`).
+   * @default 8
+   */
+  readonly maxAttempts?: number;
+  /**
+   * Backoff base (`POSTDATE_RETRY_BASE_SECONDS`).
+   * @default 30
+   */
+  readonly retryBaseSeconds?: number;
+  /**
+   * Backoff cap (`POSTDATE_RETRY_CAP_SECONDS`); at most 43,200 (SQS's visibility limit).
+   * @default 3600
+   */
+  readonly retryCapSeconds?: number;
+  /**
+   * Sender lease (`POSTDATE_LEASE_SECONDS`); must exceed the sender's timeout.
+   * @default 120
+   */
+  readonly leaseSeconds?: number;
+  /**
+   * Messages due within this many seconds go straight to SQS with `DelaySeconds`; later ones are
+   * scheduled (`POSTDATE_DIRECT_DELAY_MAX_SECONDS`, at most 900).
+   * @default 900
+   */
+  readonly directDelayMaxSeconds?: number;
+  /**
+   * A schedule fires this long before `send_at`; the rest is an exact SQS delay
+   * (`POSTDATE_SCHEDULE_LEAD_SECONDS`). EventBridge Scheduler is precise to about 60 s.
+   * @default 90
+   */
+  readonly scheduleLeadSeconds?: number;
+  /**
+   * How overdue a live message must be before the sweeper re-dispatches it
+   * (`POSTDATE_SWEEP_GRACE_SECONDS`).
+   * @default 300
+   */
+  readonly sweepGraceSeconds?: number;
+  /**
+   * How often the sweeper runs.
+   * @default Duration.minutes(5)
+   */
+  readonly sweepInterval?: Duration;
+  /**
+   * Furthest `send_at` a request may ask for (`POSTDATE_MAX_HORIZON_DAYS`).
+   * @default 400
+   */
+  readonly maxHorizonDays?: number;
+  /**
+   * Days a terminal record (and its body and idempotency guard) is kept before DynamoDB's TTL
+   * removes it (`POSTDATE_RETENTION_DAYS`).
+   * @default 30
+   */
+  readonly retentionDays?: number;
+  /**
+   * Messages per second per sender instance (`POSTDATE_MAX_SEND_RATE`).
+   * @default unlimited
+   */
+  readonly maxSendRate?: number;
+  /**
+   * Most concurrent sender invocations the SQS event source starts (2–1000). With
+   * {@link maxSendRate} this bounds the pressure on the relay.
+   * @default 20
+   */
+  readonly senderMaxConcurrency?: number;
+  /**
+   * Where alarms notify (alarm and OK).
+   * @default a new SNS topic encrypted with a new customer-managed KMS key (CloudWatch cannot publish
+   * to a topic under the AWS-managed SNS key)
+   */
+  readonly alarmTopic?: sns.ITopic;
+  /**
+   * Throttling of the HTTP API's default stage.
+   * @default { rateLimit: 1000, burstLimit: 2000 }
+   */
+  readonly apiThrottle?: ApiThrottle;
+  /**
+   * How long API Gateway caches an authorizer answer per `Authorization` header; a revoked key
+   * keeps working at most this long. At most one hour.
+   * @default Duration.seconds(30)
+   */
+  readonly authorizerCacheTtl?: Duration;
+  /**
+   * Retention of every function's and the API's log group.
+   * @default RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: logs.RetentionDays;
+  /**
+   * What happens to the table and the SMTP secret when the stack is deleted. `RETAIN` also turns on
+   * the table's deletion protection.
+   * @default RemovalPolicy.RETAIN
+   */
+  readonly removalPolicy?: RemovalPolicy;
+  /**
+   * Alarm when the oldest visible copy on the send queue is older than this. Copies wait up to
+   * 900 s as delayed messages by design, so keep it above that.
+   * @default Duration.minutes(30)
+   */
+  readonly oldestMessageAgeAlarmThreshold?: Duration;
+  /**
+   * Alarm when the relay's stream iterator age exceeds this (messages due soon are late by as much).
+   * @default Duration.minutes(2)
+   */
+  readonly relayIteratorAgeAlarmThreshold?: Duration;
+  /**
+   * Alarm when the API answers at least this many 5xx in five minutes.
+   * @default 5
+   */
+  readonly api5xxAlarmThreshold?: number;
+}
+
+/** {@link PostdateProps} with every default applied and every value checked. */
+export interface ResolvedPostdateProps {
+  readonly defaultFrom: string;
+  readonly allowedFrom: readonly string[];
+  /** `undefined` means "the SES endpoint of the stack's region", filled in by the construct. */
+  readonly smtpHost: string | undefined;
+  readonly smtpPort: number;
+  readonly smtpSecure: boolean;
+  readonly smtpRequireTls: boolean;
+  readonly smtpSecret: secretsmanager.ISecret | undefined;
+  readonly messageIdDomain: string;
+  readonly maxAttempts: number;
+  readonly retryBaseSeconds: number;
+  readonly retryCapSeconds: number;
+  readonly leaseSeconds: number;
+  readonly directDelayMaxSeconds: number;
+  readonly scheduleLeadSeconds: number;
+  readonly sweepGraceSeconds: number;
+  readonly sweepInterval: Duration;
+  readonly maxHorizonDays: number;
+  readonly retentionDays: number;
+  readonly maxSendRate: number | undefined;
+  readonly senderMaxConcurrency: number;
+  readonly alarmTopic: sns.ITopic | undefined;
+  readonly apiThrottle: ApiThrottle;
+  readonly authorizerCacheTtl: Duration;
+  readonly logRetention: logs.RetentionDays;
+  readonly removalPolicy: RemovalPolicy;
+  readonly oldestMessageAgeAlarmThreshold: Duration;
+  readonly relayIteratorAgeAlarmThreshold: Duration;
+  readonly api5xxAlarmThreshold: number;
+}
+
+/** The defaults of {@link PostdateProps}, in one place. */
+export const POSTDATE_DEFAULTS = {
+  smtpPort: 587,
+  smtpSecurePort: 465,
+  smtpSecure: false,
+  smtpRequireTls: true,
+  maxAttempts: 8,
+  retryBaseSeconds: 30,
+  retryCapSeconds: 3600,
+  leaseSeconds: 120,
+  directDelayMaxSeconds: 900,
+  scheduleLeadSeconds: 90,
+  sweepGraceSeconds: 300,
+  sweepIntervalMinutes: 5,
+  maxHorizonDays: 400,
+  retentionDays: 30,
+  senderMaxConcurrency: 20,
+  apiThrottle: { rateLimit: 1000, burstLimit: 2000 },
+  authorizerCacheTtlSeconds: 30,
+  oldestMessageAgeAlarmMinutes: 30,
+  relayIteratorAgeAlarmMinutes: 2,
+  api5xxAlarmThreshold: 5,
+} as const;
+
+/** The sweeper's timeout; the sweep interval may not be shorter. */
+export const SWEEPER_TIMEOUT_SECONDS = 120;
+
+/** Every problem with a {@link PostdateProps}, reported at once. */
+export class PostdatePropsError extends Error {
+  override readonly name = 'PostdatePropsError';
+  constructor(readonly problems: readonly string[]) {
+    super(`Invalid Postdate props:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
+  }
+}
+
+const SENDER_PATTERN = /^(\*|[^\s@*<>]+)@[^\s@*<>]+$/;
+const ADDRESS = /^[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+$/;
+const DOMAIN = /^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$/;
+
+/**
+ * Applies the defaults and checks every value, collecting all problems before throwing one
+ * {@link PostdatePropsError}. Values that are CloudFormation tokens are only known at deploy time
+ * and are passed through unchecked.
+ */
+export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProps {
+  const problems: string[] = [];
+  const check = (ok: boolean, problem: string) => {
+    if (!ok) problems.push(problem);
+  };
+  const whole = (name: string, value: number, min: number, max: number) => {
+    if (Token.isUnresolved(value)) return;
+    check(
+      Number.isInteger(value) && value >= min && value <= max,
+      `${name} must be a whole number from ${min} to ${max}, got ${value}`,
+    );
+  };
+
+  const smtpSecure = props.smtpSecure ?? POSTDATE_DEFAULTS.smtpSecure;
+  const allowedFrom = [...props.allowedFrom].map((pattern) => pattern.trim()).filter((p) => p !== '');
+  const defaultFromAddress = addressOf(props.defaultFrom);
+  const defaultDomain = defaultFromAddress?.split('@')[1];
+
+  const resolved: ResolvedPostdateProps = {
+    defaultFrom: props.defaultFrom.trim(),
+    allowedFrom,
+    smtpHost: props.smtpHost?.trim(),
+    smtpPort: props.smtpPort ?? (smtpSecure ? POSTDATE_DEFAULTS.smtpSecurePort : POSTDATE_DEFAULTS.smtpPort),
+    smtpSecure,
+    smtpRequireTls: props.smtpRequireTls ?? POSTDATE_DEFAULTS.smtpRequireTls,
+    smtpSecret: props.smtpSecret,
+    messageIdDomain: props.messageIdDomain?.trim() ?? defaultDomain ?? '',
+    maxAttempts: props.maxAttempts ?? POSTDATE_DEFAULTS.maxAttempts,
+    retryBaseSeconds: props.retryBaseSeconds ?? POSTDATE_DEFAULTS.retryBaseSeconds,
+    retryCapSeconds: props.retryCapSeconds ?? POSTDATE_DEFAULTS.retryCapSeconds,
+    leaseSeconds: props.leaseSeconds ?? POSTDATE_DEFAULTS.leaseSeconds,
+    directDelayMaxSeconds: props.directDelayMaxSeconds ?? POSTDATE_DEFAULTS.directDelayMaxSeconds,
+    scheduleLeadSeconds: props.scheduleLeadSeconds ?? POSTDATE_DEFAULTS.scheduleLeadSeconds,
+    sweepGraceSeconds: props.sweepGraceSeconds ?? POSTDATE_DEFAULTS.sweepGraceSeconds,
+    sweepInterval: props.sweepInterval ?? Duration.minutes(POSTDATE_DEFAULTS.sweepIntervalMinutes),
+    maxHorizonDays: props.maxHorizonDays ?? POSTDATE_DEFAULTS.maxHorizonDays,
+    retentionDays: props.retentionDays ?? POSTDATE_DEFAULTS.retentionDays,
+    maxSendRate: props.maxSendRate,
+    senderMaxConcurrency: props.senderMaxConcurrency ?? POSTDATE_DEFAULTS.senderMaxConcurrency,
+    alarmTopic: props.alarmTopic,
+    apiThrottle: props.apiThrottle ?? POSTDATE_DEFAULTS.apiThrottle,
+    authorizerCacheTtl:
+      props.authorizerCacheTtl ?? Duration.seconds(POSTDATE_DEFAULTS.authorizerCacheTtlSeconds),
+    logRetention: props.logRetention ?? RetentionDays.ONE_MONTH,
+    removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+    oldestMessageAgeAlarmThreshold:
+      props.oldestMessageAgeAlarmThreshold ??
+      Duration.minutes(POSTDATE_DEFAULTS.oldestMessageAgeAlarmMinutes),
+    relayIteratorAgeAlarmThreshold:
+      props.relayIteratorAgeAlarmThreshold ??
+      Duration.minutes(POSTDATE_DEFAULTS.relayIteratorAgeAlarmMinutes),
+    api5xxAlarmThreshold: props.api5xxAlarmThreshold ?? POSTDATE_DEFAULTS.api5xxAlarmThreshold,
+  };
+
+  // Senders.
+  if (!Token.isUnresolved(props.defaultFrom)) {
+    check(
+      defaultFromAddress !== undefined,
+      `defaultFrom must be an address such as "ops@example.com" or "Ops <ops@example.com>", got "${props.defaultFrom}"`,
+    );
+  }
+  check(allowedFrom.length > 0, 'allowedFrom must list at least one sender');
+  for (const pattern of allowedFrom) {
+    if (Token.isUnresolved(pattern)) continue;
+    check(
+      pattern === '*' || SENDER_PATTERN.test(pattern),
+      `allowedFrom: "${pattern}" is neither an address, "*@domain" nor "*"`,
+    );
+    check(!pattern.includes(','), `allowedFrom: "${pattern}" contains a comma; give one sender per entry`);
+  }
+  if (defaultFromAddress !== undefined && !allowedFrom.some((pattern) => Token.isUnresolved(pattern))) {
+    check(
+      allowedFrom.some((pattern) => senderMatches(pattern, defaultFromAddress)),
+      `defaultFrom "${defaultFromAddress}" is not matched by allowedFrom (${allowedFrom.join(', ')})`,
+    );
+  }
+
+  // SMTP.
+  if (resolved.smtpHost !== undefined && !Token.isUnresolved(resolved.smtpHost)) {
+    check(
+      /^[A-Za-z0-9.-]+$/.test(resolved.smtpHost),
+      `smtpHost must be a host name, got "${resolved.smtpHost}"`,
+    );
+  }
+  whole('smtpPort', resolved.smtpPort, 1, 65_535);
+  if (!Token.isUnresolved(resolved.messageIdDomain)) {
+    check(
+      DOMAIN.test(resolved.messageIdDomain),
+      props.messageIdDomain === undefined
+        ? 'messageIdDomain could not be derived from defaultFrom; set it explicitly'
+        : `messageIdDomain must be a domain name, got "${resolved.messageIdDomain}"`,
+    );
+  }
+
+  // Attempts, backoff, lease (the same ranges as lambdas/core/config.ts).
+  whole('maxAttempts', resolved.maxAttempts, 1, 1000);
+  whole('retryBaseSeconds', resolved.retryBaseSeconds, 1, 43_200);
+  whole('retryCapSeconds', resolved.retryCapSeconds, 1, 43_200);
+  if (!Token.isUnresolved(resolved.retryCapSeconds) && !Token.isUnresolved(resolved.retryBaseSeconds)) {
+    check(
+      resolved.retryCapSeconds >= resolved.retryBaseSeconds,
+      `retryCapSeconds (${resolved.retryCapSeconds}) must be at least retryBaseSeconds (${resolved.retryBaseSeconds})`,
+    );
+  }
+  whole('leaseSeconds', resolved.leaseSeconds, 1, 43_200);
+  if (!Token.isUnresolved(resolved.leaseSeconds)) {
+    check(
+      resolved.leaseSeconds > SENDER_TIMEOUT_SECONDS,
+      `leaseSeconds (${resolved.leaseSeconds}) must exceed the sender's timeout of ${SENDER_TIMEOUT_SECONDS} s`,
+    );
+  }
+
+  // Timing.
+  whole('directDelayMaxSeconds', resolved.directDelayMaxSeconds, 0, 900);
+  whole('scheduleLeadSeconds', resolved.scheduleLeadSeconds, 0, 900);
+  if (
+    !Token.isUnresolved(resolved.scheduleLeadSeconds) &&
+    !Token.isUnresolved(resolved.directDelayMaxSeconds)
+  ) {
+    check(
+      resolved.scheduleLeadSeconds <= resolved.directDelayMaxSeconds,
+      `scheduleLeadSeconds (${resolved.scheduleLeadSeconds}) must not exceed directDelayMaxSeconds (${resolved.directDelayMaxSeconds}): a schedule would fire before it was created`,
+    );
+  }
+  whole('sweepGraceSeconds', resolved.sweepGraceSeconds, 0, 86_400);
+  check(
+    resolved.sweepInterval.toSeconds() >= SWEEPER_TIMEOUT_SECONDS,
+    `sweepInterval must be at least ${SWEEPER_TIMEOUT_SECONDS} s (the sweeper's timeout), got ${resolved.sweepInterval.toSeconds()} s`,
+  );
+  whole('maxHorizonDays', resolved.maxHorizonDays, 1, 36_500);
+  whole('retentionDays', resolved.retentionDays, 1, 3650);
+
+  // Throughput.
+  if (resolved.maxSendRate !== undefined && !Token.isUnresolved(resolved.maxSendRate)) {
+    check(
+      Number.isFinite(resolved.maxSendRate) && resolved.maxSendRate > 0,
+      `maxSendRate must be a positive number of messages per second, got ${resolved.maxSendRate}`,
+    );
+  }
+  whole('senderMaxConcurrency', resolved.senderMaxConcurrency, 2, 1000);
+  whole('apiThrottle.rateLimit', resolved.apiThrottle.rateLimit, 1, 1_000_000);
+  whole('apiThrottle.burstLimit', resolved.apiThrottle.burstLimit, 1, 1_000_000);
+  check(
+    resolved.authorizerCacheTtl.toSeconds() <= 3600,
+    `authorizerCacheTtl must be at most one hour, got ${resolved.authorizerCacheTtl.toSeconds()} s`,
+  );
+
+  // Alarms.
+  check(
+    resolved.oldestMessageAgeAlarmThreshold.toSeconds() > 900,
+    `oldestMessageAgeAlarmThreshold must exceed 900 s (copies are delayed up to 900 s by design), got ${resolved.oldestMessageAgeAlarmThreshold.toSeconds()} s`,
+  );
+  check(
+    resolved.relayIteratorAgeAlarmThreshold.toSeconds() >= 1,
+    'relayIteratorAgeAlarmThreshold must be at least one second',
+  );
+  whole('api5xxAlarmThreshold', resolved.api5xxAlarmThreshold, 1, 1_000_000);
+
+  if (problems.length > 0) throw new PostdatePropsError(problems);
+  return resolved;
+}
+
+/** The bare address of `a@b.c` or `Name <a@b.c>`, lower-cased; undefined when there is none. */
+function addressOf(from: string): string | undefined {
+  const trimmed = from.trim();
+  const angle = /<([^<>]+)>\s*$/.exec(trimmed);
+  const candidate = (angle?.[1] ?? trimmed).trim().toLowerCase();
+  return ADDRESS.test(candidate) ? candidate : undefined;
+}
+
+/** The matching rule of POSTDATE_ALLOWED_FROM: `*`, `*@domain`, or the exact address. */
+function senderMatches(pattern: string, address: string): boolean {
+  const normalized = pattern.toLowerCase();
+  if (normalized === '*') return true;
+  if (normalized.startsWith('*@')) return address.endsWith(normalized.slice(1));
+  return normalized === address;
+}

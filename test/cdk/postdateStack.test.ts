@@ -1,0 +1,614 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Template } from 'aws-cdk-lib/assertions';
+import { Capture, Match } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { RELAY_STREAM_FILTER, TTL_ATTRIBUTE } from '../../lambdas/store/tableLayout.js';
+import { API_ROUTES, AUTHORIZATION_IDENTITY_SOURCE } from '../../lib/constructs/Api.js';
+import { RELAY_STREAM } from '../../lib/constructs/Dispatch.js';
+import { PROJECT_ROOT } from '../../lib/constructs/postdateFunction.js';
+import { RESOURCE_ENV } from '../../lib/functionEnvironment.js';
+import type { PostdateStack } from '../../lib/PostdateStack.js';
+import { QUEUE, SENDER_TIMEOUT_SECONDS } from '../../lib/queueLayout.js';
+import { outboxTableInput } from '../../local/createResources.js';
+import {
+  logicalIdOf,
+  only,
+  type Resource,
+  type Statement,
+  statementsOfRole,
+  synthesizePostdate,
+  TEST_PROPS,
+} from './support/synthesize.js';
+
+let template: Template;
+let stack: PostdateStack;
+/** Logical ids read from the constructs, so no generated id is ever typed into a test. */
+const ids = {} as Record<
+  | 'table'
+  | 'sendQueue'
+  | 'sendDlq'
+  | 'relayFailures'
+  | 'scheduleDlq'
+  | 'api'
+  | 'authorizer'
+  | 'relay'
+  | 'sender'
+  | 'sweeper'
+  | 'secret'
+  | 'topic',
+  string
+>;
+
+beforeAll(() => {
+  ({ template, stack } = synthesizePostdate());
+  const postdate = stack.postdate;
+  Object.assign(ids, {
+    table: logicalIdOf(postdate.table),
+    sendQueue: logicalIdOf(postdate.sendQueue),
+    sendDlq: logicalIdOf(postdate.sendDeadLetterQueue),
+    relayFailures: logicalIdOf(postdate.relayFailureQueue),
+    scheduleDlq: logicalIdOf(postdate.scheduleDeadLetterQueue),
+    api: logicalIdOf(postdate.functions.api),
+    authorizer: logicalIdOf(postdate.functions.authorizer),
+    relay: logicalIdOf(postdate.functions.relay),
+    sender: logicalIdOf(postdate.functions.sender),
+    sweeper: logicalIdOf(postdate.functions.sweeper),
+    secret: logicalIdOf(postdate.smtpSecret),
+    topic: logicalIdOf(postdate.alarmTopic),
+  });
+});
+
+const arnOf = (logicalId: string) => ({ 'Fn::GetAtt': [logicalId, 'Arn'] });
+const fn = (name: keyof typeof ids): Resource => template.toJSON().Resources[ids[name]] as Resource;
+const roleOf = (name: 'api' | 'authorizer' | 'relay' | 'sender' | 'sweeper'): string => {
+  const role = fn(name).Properties.Role as { 'Fn::GetAtt': [string, string] };
+  return role['Fn::GetAtt'][0];
+};
+const statements = (name: 'api' | 'authorizer' | 'relay' | 'sender' | 'sweeper'): Statement[] =>
+  statementsOfRole(template, roleOf(name));
+const actionsOf = (name: 'api' | 'authorizer' | 'relay' | 'sender' | 'sweeper'): string[] =>
+  statements(name).flatMap((statement) => statement.Action);
+const FUNCTION_NAMES = ['api', 'authorizer', 'relay', 'sender', 'sweeper'] as const;
+
+describe('storage: the outbox table', () => {
+  it('has the keys, attributes and indexes of the shared layout, exactly as the local stack creates them', () => {
+    const local = outboxTableInput('local');
+    const table = template.toJSON().Resources[ids.table] as Resource;
+    const properties = table.Properties as Record<string, unknown>;
+    expect(properties.KeySchema).toEqual(local.KeySchema);
+    expect(sortBy(properties.AttributeDefinitions as { AttributeName: string }[], 'AttributeName')).toEqual(
+      sortBy(local.AttributeDefinitions as { AttributeName: string }[], 'AttributeName'),
+    );
+    expect(sortBy(properties.GlobalSecondaryIndexes as { IndexName: string }[], 'IndexName')).toEqual(
+      sortBy(local.GlobalSecondaryIndexes as { IndexName: string }[], 'IndexName'),
+    );
+    expect(properties.StreamSpecification).toEqual({
+      StreamViewType: local.StreamSpecification?.StreamViewType,
+    });
+  });
+
+  it('is on-demand, with point-in-time recovery, TTL on expires_at and the NEW_AND_OLD_IMAGES stream', () => {
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      BillingMode: 'PAY_PER_REQUEST',
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true },
+      StreamSpecification: { StreamViewType: 'NEW_AND_OLD_IMAGES' },
+    });
+  });
+
+  it('survives the stack: retained and deletion-protected by default', () => {
+    template.hasResource('AWS::DynamoDB::Table', {
+      DeletionPolicy: 'Retain',
+      UpdateReplacePolicy: 'Retain',
+      Properties: Match.objectLike({ DeletionProtectionEnabled: true }),
+    });
+  });
+});
+
+describe('dispatch: queues', () => {
+  it('redrives a copy to the DLQ after maxAttempts receives', () => {
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      RedrivePolicy: {
+        deadLetterTargetArn: arnOf(ids.sendDlq),
+        maxReceiveCount: TEST_PROPS.postdate.maxAttempts,
+      },
+    });
+    const send = template.toJSON().Resources[ids.sendQueue] as Resource;
+    expect(send.Properties.RedrivePolicy).toBeDefined();
+  });
+
+  it('keeps a copy invisible at least six times as long as the deployed sender may run', () => {
+    const sendQueue = template.toJSON().Resources[ids.sendQueue] as Resource;
+    const visibility = sendQueue.Properties.VisibilityTimeout as number;
+    const senderTimeout = fn('sender').Properties.Timeout as number;
+    expect(senderTimeout).toBe(SENDER_TIMEOUT_SECONDS);
+    expect(visibility).toBe(QUEUE.send.visibilityTimeoutSeconds);
+    expect(visibility).toBeGreaterThanOrEqual(6 * senderTimeout);
+  });
+
+  it('retains dead copies longer than live ones (a DLQ keeps the original enqueue time)', () => {
+    const retention = (id: string) =>
+      (template.toJSON().Resources[id] as Resource).Properties.MessageRetentionPeriod as number;
+    expect(retention(ids.sendQueue)).toBe(QUEUE.send.retentionDays * 86_400);
+    expect(retention(ids.sendDlq)).toBe(QUEUE.sendDeadLetter.retentionDays * 86_400);
+    expect(retention(ids.sendDlq)).toBeGreaterThan(retention(ids.sendQueue));
+  });
+
+  it('encrypts every queue with SQS-managed keys and denies every request not made over TLS', () => {
+    const queueIds = [ids.sendQueue, ids.sendDlq, ids.relayFailures, ids.scheduleDlq];
+    expect(Object.keys(template.findResources('AWS::SQS::Queue')).sort()).toEqual([...queueIds].sort());
+    for (const queueId of queueIds) {
+      expect((template.toJSON().Resources[queueId] as Resource).Properties.SqsManagedSseEnabled).toBe(true);
+      template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+        Queues: [{ Ref: queueId }],
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            Match.objectLike({
+              Effect: 'Deny',
+              Principal: { AWS: '*' },
+              Action: 'sqs:*',
+              Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+            }),
+          ]),
+        },
+      });
+    }
+  });
+});
+
+describe('dispatch: the relay', () => {
+  it('reads only message state records: the filter is RELAY_STREAM_FILTER', () => {
+    const pattern = new Capture();
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: ids.relay },
+      EventSourceArn: { 'Fn::GetAtt': [ids.table, 'StreamArn'] },
+      FilterCriteria: { Filters: [{ Pattern: pattern }] },
+    });
+    expect(JSON.parse(pattern.asString())).toEqual(RELAY_STREAM_FILTER);
+  });
+
+  it('bisects failing batches, bounds retries and record age, reports item failures and parks the rest', () => {
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: ids.relay },
+      StartingPosition: 'TRIM_HORIZON',
+      BatchSize: RELAY_STREAM.batchSize,
+      ParallelizationFactor: RELAY_STREAM.parallelizationFactor,
+      BisectBatchOnFunctionError: true,
+      MaximumRetryAttempts: RELAY_STREAM.retryAttempts,
+      MaximumRecordAgeInSeconds: RELAY_STREAM.maxRecordAgeSeconds,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      DestinationConfig: { OnFailure: { Destination: arnOf(ids.relayFailures) } },
+    });
+  });
+
+  it('gets the names of the queue, schedule group, scheduler role and schedule DLQ', () => {
+    const environment = (fn('relay').Properties.Environment as { Variables: Record<string, unknown> })
+      .Variables;
+    const groupName = only(template.findResources('AWS::Scheduler::ScheduleGroup'))[1].Properties.Name;
+    expect(environment).toMatchObject({
+      [RESOURCE_ENV.tableName]: { Ref: ids.table },
+      [RESOURCE_ENV.sendQueueUrl]: { Ref: ids.sendQueue },
+      [RESOURCE_ENV.sendQueueArn]: arnOf(ids.sendQueue),
+      [RESOURCE_ENV.scheduleGroup]: groupName,
+      [RESOURCE_ENV.scheduleDeadLetterArn]: arnOf(ids.scheduleDlq),
+    });
+    expect(environment[RESOURCE_ENV.schedulerRoleArn]).toEqual(arnOf(schedulerRoleId()));
+  });
+
+  it('may create and delete only pd-* schedules of its group, and pass the scheduler role only to Scheduler', () => {
+    const groupName = only(template.findResources('AWS::Scheduler::ScheduleGroup'))[1].Properties.Name;
+    const relay = statements('relay');
+    const scheduling = relay.filter((s) => s.Action.some((action) => action.startsWith('scheduler:')));
+    expect(scheduling).toHaveLength(1);
+    expect(scheduling[0]?.Action.sort()).toEqual(['scheduler:CreateSchedule', 'scheduler:DeleteSchedule']);
+    expect(JSON.stringify(scheduling[0]?.Resource)).toContain(`:schedule/${groupName}/pd-*`);
+    const passRole = relay.filter((s) => s.Action.includes('iam:PassRole'));
+    expect(passRole).toEqual([
+      expect.objectContaining({
+        Resource: [arnOf(schedulerRoleId())],
+        Condition: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
+      }),
+    ]);
+  });
+
+  it('never writes the table and may send only to the send queue', () => {
+    const actions = actionsOf('relay');
+    expect(actions.filter((a) => /^dynamodb:(Put|Update|Delete|BatchWrite|TransactWrite)/.test(a))).toEqual(
+      [],
+    );
+    const sends = statements('relay').filter((s) => s.Action.includes('sqs:SendMessage'));
+    const targets = sends.flatMap((s) => s.Resource);
+    // The event source's own grant sends stream failures to the relay failure queue.
+    expect(targets).toEqual(expect.arrayContaining([arnOf(ids.sendQueue)]));
+    expect(targets.every((t) => [ids.sendQueue, ids.relayFailures].some((id) => isArnOf(t, id)))).toBe(true);
+  });
+});
+
+describe('dispatch: EventBridge Scheduler', () => {
+  it('has a schedule group', () => {
+    only(template.findResources('AWS::Scheduler::ScheduleGroup'));
+  });
+
+  it('lets Scheduler assume its role only for this account and this schedule group', () => {
+    const group = only(template.findResources('AWS::Scheduler::ScheduleGroup'))[0];
+    template.hasResourceProperties('AWS::IAM::Role', {
+      AssumeRolePolicyDocument: {
+        Statement: [
+          {
+            Effect: 'Allow',
+            Action: 'sts:AssumeRole',
+            Principal: { Service: 'scheduler.amazonaws.com' },
+            Condition: {
+              StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
+              ArnEquals: { 'aws:SourceArn': arnOf(group) },
+            },
+          },
+        ],
+      },
+    });
+  });
+
+  it('gives that role nothing but sending to the send queue and the schedule DLQ', () => {
+    const granted = statementsOfRole(template, schedulerRoleId());
+    expect(new Set(granted.flatMap((s) => s.Action))).toEqual(
+      new Set(['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl']),
+    );
+    expect(granted.flatMap((s) => s.Resource)).toEqual(
+      expect.arrayContaining([arnOf(ids.sendQueue), arnOf(ids.scheduleDlq)]),
+    );
+    expect(granted.flatMap((s) => s.Resource)).toHaveLength(2);
+  });
+});
+
+describe('dispatch: the sweeper', () => {
+  it('runs every five minutes', () => {
+    template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(5 minutes)',
+      Targets: [Match.objectLike({ Arn: arnOf(ids.sweeper) })],
+    });
+  });
+
+  it('may query only the due index and send only to the send queue', () => {
+    const dynamo = statements('sweeper').filter((s) => s.Action.some((a) => a.startsWith('dynamodb:')));
+    expect(dynamo).toHaveLength(1);
+    expect(dynamo[0]?.Action).toEqual(['dynamodb:Query']);
+    expect(JSON.stringify(dynamo[0]?.Resource)).toContain('/index/due');
+    expect(JSON.stringify(dynamo[0]?.Resource)).not.toContain('*');
+    const sqsTargets = statements('sweeper')
+      .filter((s) => s.Action.some((a) => a.startsWith('sqs:')))
+      .flatMap((s) => s.Resource);
+    expect(sqsTargets).toEqual([arnOf(ids.sendQueue)]);
+  });
+});
+
+describe('sending: the sender', () => {
+  it('consumes the send queue with partial batch failures and the configured maximum concurrency', () => {
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: ids.sender },
+      EventSourceArn: arnOf(ids.sendQueue),
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      ScalingConfig: { MaximumConcurrency: TEST_PROPS.postdate.senderMaxConcurrency },
+      BatchSize: 10,
+    });
+  });
+
+  it('may change visibility (backoff), put early copies back, and read and write the table', () => {
+    const actions = actionsOf('sender');
+    expect(actions).toEqual(
+      expect.arrayContaining([
+        'sqs:ChangeMessageVisibility',
+        'sqs:DeleteMessage',
+        'sqs:ReceiveMessage',
+        'sqs:SendMessage',
+        'dynamodb:GetItem',
+        'dynamodb:UpdateItem',
+      ]),
+    );
+  });
+
+  it('is the only function that may read the SMTP secret, which holds {username, password}', () => {
+    template.hasResourceProperties('AWS::SecretsManager::Secret', {
+      GenerateSecretString: {
+        SecretStringTemplate: JSON.stringify({ username: 'replace-me' }),
+        GenerateStringKey: 'password',
+      },
+    });
+    for (const name of FUNCTION_NAMES) {
+      const reads = statements(name).filter((s) => s.Action.some((a) => a.startsWith('secretsmanager:')));
+      if (name === 'sender') {
+        expect(reads.flatMap((s) => s.Resource)).toEqual([{ Ref: ids.secret }]);
+        expect(reads.flatMap((s) => s.Action)).toContain('secretsmanager:GetSecretValue');
+      } else {
+        expect(reads).toEqual([]);
+      }
+    }
+    expect(
+      (fn('sender').Properties.Environment as { Variables: Record<string, unknown> }).Variables,
+    ).toMatchObject({
+      [RESOURCE_ENV.smtpSecretArn]: { Ref: ids.secret },
+    });
+  });
+});
+
+describe('every function', () => {
+  it('runs nodejs22.x on arm64, with its own log group that has a retention', () => {
+    for (const name of FUNCTION_NAMES) {
+      const properties = fn(name).Properties as Record<string, unknown>;
+      expect(properties.Runtime).toBe('nodejs22.x');
+      expect(properties.Architectures).toEqual(['arm64']);
+      const logGroup = (properties.LoggingConfig as { LogGroup: { Ref: string } }).LogGroup.Ref;
+      const group = template.toJSON().Resources[logGroup] as Resource;
+      expect(group.Type).toBe('AWS::Logs::LogGroup');
+      expect(group.Properties.RetentionInDays).toBe(30);
+    }
+    expect(Object.keys(template.findResources('AWS::Lambda::Function'))).toHaveLength(5);
+  });
+
+  it('gets the DESIGN §8 configuration from the props, and no SMTP password', () => {
+    for (const name of FUNCTION_NAMES) {
+      const variables = (fn(name).Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+      expect(variables).toMatchObject({
+        SMTP_HOST: 'smtp.example.net',
+        SMTP_PORT: '587',
+        SMTP_REQUIRE_TLS: 'true',
+        POSTDATE_DEFAULT_FROM: 'Ops <ops@example.com>',
+        POSTDATE_ALLOWED_FROM: 'ops@example.com,*@mail.example.com',
+        POSTDATE_MESSAGE_ID_DOMAIN: 'example.com',
+        POSTDATE_MAX_ATTEMPTS: '5',
+        POSTDATE_MAX_SEND_RATE: '12',
+        POSTDATE_LEASE_SECONDS: '120',
+        POSTDATE_TABLE_NAME: { Ref: ids.table },
+      });
+      expect(Object.keys(variables)).not.toContain('SMTP_PASS');
+      expect(Object.keys(variables)).not.toContain('SMTP_USER');
+    }
+  });
+
+  it("sets every resource variable its handler's code requires (requireResource calls in lambdas/{name}/)", async () => {
+    for (const name of FUNCTION_NAMES) {
+      const variables = (fn(name).Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+      const required = await requiredResourceVariables(name);
+      for (const variable of required)
+        expect(variables, `${name} needs ${variable}`).toHaveProperty(variable);
+    }
+    // The scan sees something: the relay requires five resources by name.
+    expect(await requiredResourceVariables('relay')).toHaveLength(5);
+  });
+
+  it('has its own role, no managed policies, and logs only to its own log group', () => {
+    const roles = new Set(FUNCTION_NAMES.map(roleOf));
+    expect(roles.size).toBe(5);
+    for (const name of FUNCTION_NAMES) {
+      const role = template.toJSON().Resources[roleOf(name)] as Resource;
+      expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+      const logGroup = (fn(name).Properties.LoggingConfig as { LogGroup: { Ref: string } }).LogGroup.Ref;
+      const logs = statements(name).filter((s) => s.Action.some((a) => a.startsWith('logs:')));
+      expect(logs.flatMap((s) => s.Resource)).toEqual([arnOf(logGroup)]);
+    }
+  });
+
+  it('the authorizer may only read items of the base table', () => {
+    const dynamo = statements('authorizer').filter((s) => s.Action.some((a) => a.startsWith('dynamodb:')));
+    expect(dynamo).toEqual([
+      expect.objectContaining({ Action: ['dynamodb:GetItem'], Resource: [arnOf(ids.table)] }),
+    ]);
+  });
+
+  it('the API reads and writes the table and touches no queue or secret', () => {
+    const actions = actionsOf('api');
+    expect(actions).toEqual(
+      expect.arrayContaining(['dynamodb:Query', 'dynamodb:UpdateItem', 'dynamodb:PutItem']),
+    );
+    expect(actions.filter((a) => a.startsWith('sqs:') || a.startsWith('secretsmanager:'))).toEqual([]);
+  });
+});
+
+describe('api: the HTTP API', () => {
+  it('routes every path of DESIGN §3 to the api function', () => {
+    const designRoutes = [
+      'POST /v1/messages',
+      'GET /v1/messages/{id}',
+      'GET /v1/messages',
+      'PATCH /v1/messages/{id}',
+      'DELETE /v1/messages/{id}',
+      'POST /v1/messages/{id}/retry',
+      'PUT /v1/groups/{key}',
+      'GET /health',
+      'GET /openapi.json',
+    ];
+    const routeKeys = Object.values(template.findResources('AWS::ApiGatewayV2::Route')).map(
+      (route) => (route.Properties as { RouteKey: string }).RouteKey,
+    );
+    expect(routeKeys.sort()).toEqual([...designRoutes].sort());
+    expect(API_ROUTES).toHaveLength(designRoutes.length);
+    template.hasResourceProperties('AWS::ApiGatewayV2::Integration', {
+      IntegrationType: 'AWS_PROXY',
+      IntegrationUri: arnOf(ids.api),
+      PayloadFormatVersion: '2.0',
+    });
+  });
+
+  it('checks the API key on every route but GET /health', () => {
+    const authorizer = only(template.findResources('AWS::ApiGatewayV2::Authorizer'))[0];
+    for (const route of Object.values(template.findResources('AWS::ApiGatewayV2::Route'))) {
+      const properties = route.Properties as {
+        RouteKey: string;
+        AuthorizationType: string;
+        AuthorizerId?: unknown;
+      };
+      if (properties.RouteKey === 'GET /health') {
+        expect(properties.AuthorizationType).toBe('NONE');
+      } else {
+        expect(properties).toMatchObject({ AuthorizationType: 'CUSTOM', AuthorizerId: { Ref: authorizer } });
+      }
+    }
+  });
+
+  it('uses a Lambda authorizer with simple responses and a short cache keyed by the Authorization header', () => {
+    template.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', {
+      AuthorizerType: 'REQUEST',
+      EnableSimpleResponses: true,
+      AuthorizerPayloadFormatVersion: '2.0',
+      IdentitySource: [AUTHORIZATION_IDENTITY_SOURCE],
+      AuthorizerResultTtlInSeconds: 30,
+      AuthorizerUri: Match.objectLike({
+        'Fn::Join': Match.arrayWith([Match.arrayWith([arnOf(ids.authorizer)])]),
+      }),
+    });
+  });
+
+  it('throttles the stage and writes access logs without any header value', () => {
+    const format = new Capture();
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      StageName: '$default',
+      AutoDeploy: true,
+      DefaultRouteSettings: { ThrottlingRateLimit: 321, ThrottlingBurstLimit: 654 },
+      AccessLogSettings: {
+        DestinationArn: Match.objectLike({ 'Fn::GetAtt': Match.anyValue() }),
+        Format: format,
+      },
+    });
+    const fields = JSON.parse(format.asString()) as Record<string, string>;
+    expect(fields.requestId).toBe('$context.requestId');
+    expect(fields.status).toBe('$context.status');
+    expect(format.asString()).not.toMatch(/header|Authorization/i);
+  });
+});
+
+describe('ops: alarms and dashboard', () => {
+  const alarmOn = (metric: Record<string, unknown>, threshold?: number) =>
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      ...metric,
+      ...(threshold === undefined ? {} : { Threshold: threshold }),
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      AlarmActions: [{ Ref: ids.topic }],
+    });
+  const queueName = (id: string) => [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [id, 'QueueName'] } }];
+
+  it('alarms when anything reaches the DLQ, the relay failure queue or the schedule DLQ', () => {
+    for (const id of [ids.sendDlq, ids.relayFailures, ids.scheduleDlq]) {
+      alarmOn(
+        { Namespace: 'AWS/SQS', MetricName: 'ApproximateNumberOfMessagesVisible', Dimensions: queueName(id) },
+        1,
+      );
+    }
+  });
+
+  it('alarms on the send queue oldest message age and the relay iterator age', () => {
+    alarmOn(
+      {
+        Namespace: 'AWS/SQS',
+        MetricName: 'ApproximateAgeOfOldestMessage',
+        Dimensions: queueName(ids.sendQueue),
+      },
+      1800,
+    );
+    alarmOn(
+      {
+        Namespace: 'AWS/Lambda',
+        MetricName: 'IteratorAge',
+        Dimensions: [{ Name: 'FunctionName', Value: { Ref: ids.relay } }],
+      },
+      120_000,
+    );
+  });
+
+  it("alarms on each function's errors and throttles", () => {
+    for (const name of FUNCTION_NAMES) {
+      for (const metric of ['Errors', 'Throttles']) {
+        alarmOn(
+          {
+            Namespace: 'AWS/Lambda',
+            MetricName: metric,
+            Dimensions: [{ Name: 'FunctionName', Value: { Ref: ids[name] } }],
+          },
+          1,
+        );
+      }
+    }
+  });
+
+  it('alarms on config-class SMTP errors and unknown outcomes from the EMF metrics, and on API 5xx', () => {
+    for (const metric of ['ConfigErrors', 'Unknown']) {
+      alarmOn(
+        { Namespace: 'Postdate', MetricName: metric, Dimensions: [{ Name: 'service', Value: 'postdate' }] },
+        1,
+      );
+    }
+    alarmOn({ Namespace: 'AWS/ApiGateway', MetricName: '5xx' }, 5);
+  });
+
+  it('notifies an encrypted, TLS-only topic whose key CloudWatch may use', () => {
+    template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: Match.anyValue() });
+    template.hasResourceProperties('AWS::KMS::Key', {
+      EnableKeyRotation: true,
+      KeyPolicy: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Principal: { Service: 'cloudwatch.amazonaws.com' },
+            Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+          }),
+        ]),
+      },
+    });
+    template.hasResourceProperties('AWS::SNS::TopicPolicy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      },
+    });
+    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(18);
+  });
+
+  it('has one dashboard that follows a message from enqueue to outcome', () => {
+    const [, dashboard] = only(template.findResources('AWS::CloudWatch::Dashboard'));
+    const body = JSON.stringify(dashboard.Properties.DashboardBody);
+    const order = ['Enqueue', 'Dispatch', 'Send queue', 'Sender', 'Outcomes'].map((title) =>
+      body.indexOf(title),
+    );
+    expect(order.every((index) => index >= 0)).toBe(true);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+    for (const metric of [
+      'IteratorAge',
+      'ApproximateAgeOfOldestMessage',
+      'Sent',
+      'Dead',
+      'Lateness',
+      'SmtpDuration',
+    ]) {
+      expect(body).toContain(`\\"${metric}\\"`);
+    }
+  });
+});
+
+/** `requireResource(names, 'key', 'VARIABLE')` calls in the function's own directory. */
+async function requiredResourceVariables(name: string): Promise<string[]> {
+  const directory = join(PROJECT_ROOT, 'lambdas', name);
+  const files = (await readdir(directory)).filter((file) => file.endsWith('.ts'));
+  const sources = await Promise.all(files.map((file) => readFile(join(directory, file), 'utf8')));
+  const pattern = /requireResource\(\s*\w+,\s*'\w+',\s*'(\w+)'\s*\)/g;
+  return [
+    ...new Set(sources.flatMap((source) => [...source.matchAll(pattern)].map((match) => match[1] ?? ''))),
+  ];
+}
+
+function schedulerRoleId(): string {
+  const roles = template.findResources('AWS::IAM::Role', {
+    Properties: {
+      AssumeRolePolicyDocument: {
+        Statement: Match.arrayWith([Match.objectLike({ Principal: { Service: 'scheduler.amazonaws.com' } })]),
+      },
+    },
+  });
+  return only(roles)[0];
+}
+
+function isArnOf(value: unknown, logicalId: string): boolean {
+  return JSON.stringify(value) === JSON.stringify(arnOf(logicalId));
+}
+
+function sortBy<T extends Record<K, string>, K extends string>(items: readonly T[], key: K): T[] {
+  return [...items].sort((a, b) => a[key].localeCompare(b[key]));
+}

@@ -1,0 +1,205 @@
+import { CfnResource, Duration, Stack, Token } from 'aws-cdk-lib';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../lambdas/core/config.js';
+import { PLACEHOLDER_SENDER, settingsFromContext } from '../../lib/contextProps.js';
+import { configEnvironment } from '../../lib/functionEnvironment.js';
+import { Postdate } from '../../lib/Postdate.js';
+import {
+  POSTDATE_DEFAULTS,
+  type PostdateProps,
+  PostdatePropsError,
+  resolvePostdateProps,
+} from '../../lib/postdateProps.js';
+import { testApp } from './support/synthesize.js';
+
+const VALID: PostdateProps = { defaultFrom: 'noreply@example.com', allowedFrom: ['*@example.com'] };
+
+function problemsOf(props: PostdateProps): readonly string[] {
+  try {
+    resolvePostdateProps(props);
+  } catch (error) {
+    if (error instanceof PostdatePropsError) return error.problems;
+    throw error;
+  }
+  return [];
+}
+
+describe('Postdate props', () => {
+  it('apply the DESIGN §8 defaults, and derive the Message-ID domain from defaultFrom', () => {
+    const resolved = resolvePostdateProps({
+      ...VALID,
+      defaultFrom: 'Ops <ops@mail.example.com>',
+      allowedFrom: ['*@mail.example.com'],
+    });
+    expect(resolved).toMatchObject({
+      maxAttempts: 8,
+      retryBaseSeconds: 30,
+      retryCapSeconds: 3600,
+      leaseSeconds: 120,
+      directDelayMaxSeconds: 900,
+      scheduleLeadSeconds: 90,
+      sweepGraceSeconds: 300,
+      maxHorizonDays: 400,
+      retentionDays: 30,
+      maxSendRate: undefined,
+      smtpPort: 587,
+      smtpRequireTls: true,
+      senderMaxConcurrency: POSTDATE_DEFAULTS.senderMaxConcurrency,
+      messageIdDomain: 'mail.example.com',
+    });
+    expect(resolved.sweepInterval.toMinutes()).toBe(5);
+    expect(resolvePostdateProps({ ...VALID, smtpSecure: true }).smtpPort).toBe(465);
+  });
+
+  it('report every problem at once, each naming its prop', () => {
+    const problems = problemsOf({
+      defaultFrom: 'someone@elsewhere.org',
+      allowedFrom: ['*@example.com', 'not a sender'],
+      maxAttempts: 0,
+      retryBaseSeconds: 600,
+      retryCapSeconds: 60,
+      leaseSeconds: 30,
+      scheduleLeadSeconds: 300,
+      directDelayMaxSeconds: 120,
+      senderMaxConcurrency: 1,
+      maxSendRate: -2,
+      smtpPort: 70_000,
+      messageIdDomain: 'no spaces.example',
+      sweepInterval: Duration.seconds(30),
+      authorizerCacheTtl: Duration.hours(2),
+      oldestMessageAgeAlarmThreshold: Duration.minutes(10),
+    });
+    const expected = [
+      /^allowedFrom: "not a sender"/,
+      /^defaultFrom "someone@elsewhere.org" is not matched by allowedFrom/,
+      /^maxAttempts must be a whole number from 1 to 1000, got 0/,
+      /^retryCapSeconds \(60\) must be at least retryBaseSeconds \(600\)/,
+      /^leaseSeconds \(30\) must exceed the sender's timeout of 60 s/,
+      /^scheduleLeadSeconds \(300\) must not exceed directDelayMaxSeconds \(120\)/,
+      /^senderMaxConcurrency must be a whole number from 2 to 1000, got 1/,
+      /^maxSendRate must be a positive number/,
+      /^smtpPort must be a whole number from 1 to 65535/,
+      /^messageIdDomain must be a domain name/,
+      /^sweepInterval must be at least 120 s/,
+      /^authorizerCacheTtl must be at most one hour/,
+      /^oldestMessageAgeAlarmThreshold must exceed 900 s/,
+    ];
+    for (const pattern of expected) {
+      expect(
+        problems.some((problem) => pattern.test(problem)),
+        `${pattern} in ${problems.join('\n')}`,
+      ).toBe(true);
+    }
+    expect(problems).toHaveLength(expected.length);
+  });
+
+  it('accept a defaultFrom with a display name and exact or wildcard senders', () => {
+    expect(problemsOf({ defaultFrom: 'Ops <ops@example.com>', allowedFrom: ['ops@example.com'] })).toEqual(
+      [],
+    );
+    expect(problemsOf({ defaultFrom: 'ops@example.com', allowedFrom: ['*'] })).toEqual([]);
+    expect(problemsOf({ defaultFrom: 'ops', allowedFrom: ['*'] })).toEqual([
+      expect.stringMatching(/^defaultFrom must be an address/),
+      'messageIdDomain could not be derived from defaultFrom; set it explicitly',
+    ]);
+  });
+
+  it('pass deploy-time tokens through unchecked', () => {
+    const stack = new Stack();
+    const port = Token.asNumber({ Ref: 'SmtpPortParameter' });
+    const host = Token.asString({ Ref: 'SmtpHostParameter' });
+    expect(problemsOf({ ...VALID, smtpPort: port, smtpHost: host })).toEqual([]);
+    expect(stack.resolve(resolvePostdateProps({ ...VALID, smtpPort: port }).smtpPort)).toEqual({
+      Ref: 'SmtpPortParameter',
+    });
+  });
+
+  it('make the construct throw before it creates anything', () => {
+    const stack = new Stack(testApp(), 'Invalid');
+    expect(() => new Postdate(stack, 'Postdate', { ...VALID, maxAttempts: 0, leaseSeconds: 10 })).toThrow(
+      PostdatePropsError,
+    );
+    expect(stack.node.findAll().filter((construct) => construct instanceof CfnResource)).toEqual([]);
+  });
+
+  it('become an environment that lambdas/core/config.ts reads back to the same values', () => {
+    const resolved = resolvePostdateProps({
+      ...VALID,
+      allowedFrom: ['*@example.com', 'ops@example.org'],
+      maxAttempts: 4,
+      maxSendRate: 2.5,
+      smtpRequireTls: false,
+    });
+    const config = loadConfig(configEnvironment(resolved, 'smtp.example.net'), 'aws');
+    expect(config).toMatchObject({
+      target: 'aws',
+      smtp: { host: 'smtp.example.net', port: 587, secure: false, requireTls: false },
+      defaultFrom: 'noreply@example.com',
+      allowedFrom: ['*@example.com', 'ops@example.org'],
+      messageIdDomain: 'example.com',
+      maxAttempts: 4,
+      retryBaseSeconds: 30,
+      retryCapSeconds: 3600,
+      leaseSeconds: 120,
+      directDelayMaxSeconds: 900,
+      scheduleLeadSeconds: 90,
+      sweepGraceSeconds: 300,
+      maxSendRate: 2.5,
+      maxHorizonDays: 400,
+      retentionDays: 30,
+    });
+  });
+});
+
+describe('settings from CDK context', () => {
+  const from = (context: Record<string, unknown>) => settingsFromContext((key) => context[key]);
+
+  it('let a bare synth work with example.com placeholders, and list them for a warning', () => {
+    const settings = from({});
+    expect(settings.stackName).toBe('Postdate');
+    expect(settings.stackProps.postdate.defaultFrom).toBe(PLACEHOLDER_SENDER.defaultFrom);
+    expect(settings.stackProps.postdate.allowedFrom).toEqual([PLACEHOLDER_SENDER.allowedFrom]);
+    expect(settings.stackProps.placeholders).toEqual(['defaultFrom', 'allowedFrom']);
+  });
+
+  it('read -c strings and cdk.json values alike', () => {
+    const settings = from({
+      stackName: 'Mail',
+      defaultFrom: 'noreply@example.org',
+      allowedFrom: 'noreply@example.org, *@mail.example.org',
+      maxAttempts: '5',
+      retentionDays: 14,
+      smtpSecure: 'true',
+      apiRateLimit: '2000',
+      sweepIntervalMinutes: 10,
+      removalPolicy: 'destroy',
+      alarmEmail: 'oncall@example.org',
+    });
+    expect(settings.stackName).toBe('Mail');
+    expect(settings.stackProps.placeholders).toEqual([]);
+    expect(settings.stackProps.alarmEmail).toBe('oncall@example.org');
+    const props = resolvePostdateProps(settings.stackProps.postdate);
+    expect(props).toMatchObject({
+      allowedFrom: ['noreply@example.org', '*@mail.example.org'],
+      maxAttempts: 5,
+      retentionDays: 14,
+      smtpSecure: true,
+      smtpPort: 465,
+      apiThrottle: { rateLimit: 2000, burstLimit: 2000 },
+      removalPolicy: 'destroy',
+    });
+    expect(props.sweepInterval.toMinutes()).toBe(10);
+  });
+
+  it('collect malformed values and throw them together', () => {
+    expect(() => from({ maxAttempts: 'eight', smtpSecure: 'yes', removalPolicy: 'keep' })).toThrow(
+      expect.objectContaining({
+        problems: expect.arrayContaining([
+          'context maxAttempts must be a number, got "eight"',
+          'context smtpSecure must be true or false, got "yes"',
+          'context removalPolicy must be "retain" or "destroy", got "keep"',
+        ]),
+      }),
+    );
+  });
+});
