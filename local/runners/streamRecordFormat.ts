@@ -50,5 +50,10 @@ function toLambdaValue(value: SdkAttributeValue): AttributeValue {
   if (value.BS !== undefined) return { BS: value.BS.map(base64) };
   if (value.L !== undefined) return { L: value.L.map(toLambdaValue) };
   if (value.M !== undefined) return { M: toLambdaImage(value.M) };
+  // The SDK's union deserializer turns an empty map (`{"M":{}}` on the wire) into `{}` with no member
+  // set; every other type keeps its member even when empty, so a member-less value is an empty map.
+  if (Object.keys(value).filter((key) => key !== '$unknown').length === 0 && value.$unknown === undefined) {
+    return { M: {} };
+  }
   throw new Error('unknown attribute value type in a stream record');
 }

@@ -1,0 +1,90 @@
+/**
+ * The CLI's typed errors and its exit codes. The entry point turns any of these into one line on
+ * stderr and the exit code; nothing else prints a stack to an operator.
+ */
+
+export const EXIT = {
+  ok: 0,
+  /** The command ran and something it was asked to do did not happen (not found, conflict, partial). */
+  failed: 1,
+  /** Bad usage: an unknown option, a malformed value, a missing resource name. */
+  usage: 2,
+  /** The stack (DynamoDB, SQS, the scheduler) could not be reached, or AWS refused the credentials. */
+  unreachable: 3,
+} as const;
+
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+export class CliError extends Error {
+  override readonly name: string = 'CliError';
+  constructor(
+    message: string,
+    readonly exitCode: ExitCode = EXIT.failed,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** A malformed option value or a missing name the command needs. */
+export class UsageError extends CliError {
+  override readonly name = 'UsageError';
+  constructor(message: string) {
+    super(message, EXIT.usage);
+  }
+}
+
+/** A service of the stack did not answer (connection refused, DNS, timeout). */
+export class StackUnreachableError extends CliError {
+  override readonly name = 'StackUnreachableError';
+  constructor(
+    readonly service: string,
+    readonly endpoint: string,
+    hint: string,
+    cause: unknown,
+  ) {
+    super(`cannot reach ${service} at ${endpoint} — ${hint}`, EXIT.unreachable, { cause });
+  }
+}
+
+/** Network-level failure codes (Node's, on the error, its cause or an AggregateError's members). */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EPIPE',
+]);
+
+/** Whether an error means "nothing answered" rather than "the service answered no". */
+export function isNetworkError(error: unknown, depth = 0): boolean {
+  if (typeof error !== 'object' || error === null || depth > 4) return false;
+  const { code, cause, errors, name } = error as {
+    code?: unknown;
+    cause?: unknown;
+    errors?: unknown;
+    name?: unknown;
+  };
+  if (typeof code === 'string' && NETWORK_CODES.has(code)) return true;
+  // The SDK's request handler raises these (with no `code`) when a connection or request times out.
+  if (name === 'TimeoutError' || name === 'RequestTimeout') return true;
+  if (Array.isArray(errors) && errors.some((inner) => isNetworkError(inner, depth + 1))) return true;
+  return isNetworkError(cause, depth + 1);
+}
+
+/** Whether AWS refused the credentials (expired SSO session, no credentials at all). */
+export function isCredentialsError(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const name = (error as { name?: unknown }).name;
+  // The SDK's own error classes; the names are part of its public contract.
+  return (
+    name === 'CredentialsProviderError' ||
+    name === 'ExpiredTokenException' ||
+    name === 'UnrecognizedClientException' ||
+    name === 'InvalidClientTokenId' ||
+    name === 'InvalidSignatureException'
+  );
+}

@@ -1,0 +1,112 @@
+/**
+ * `postdate keys create | list | revoke`: per-tenant API keys, through lambdas/keys/apiKeys.ts (the
+ * same code the authorizer and the local stack use). Only a key's SHA-256 is stored, so the secret
+ * is printed once, by `create`, and can never be shown again.
+ */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  ApiKeyError,
+  type ApiKeySummary,
+  createApiKey,
+  listApiKeys,
+  revokeApiKey,
+} from '../lambdas/keys/apiKeys.js';
+import { CliError, UsageError } from './cliErrors.js';
+import { type Output, paint, printFields, printTable } from './output.js';
+
+export interface KeysDeps {
+  readonly documents: DynamoDBDocumentClient;
+  readonly tableName: string;
+  readonly now: () => Date;
+}
+
+export interface CreatedKey {
+  readonly keyId: string;
+  readonly tenant: string;
+  /** The only time the secret exists outside the caller's hands. */
+  readonly secret: string;
+}
+
+export async function keysCreate(
+  deps: KeysDeps,
+  options: { tenant: string },
+  out: Output,
+): Promise<CreatedKey> {
+  const created = await translate(() =>
+    createApiKey(deps.documents, deps.tableName, { tenant: options.tenant, now: deps.now() }),
+  );
+  const report: CreatedKey = { keyId: created.keyId, tenant: options.tenant, secret: created.secret };
+  if (out.json) {
+    out.data(report);
+  } else {
+    printFields(out, [
+      ['key id', report.keyId],
+      ['tenant', report.tenant],
+      ['secret', paint(out, 'bold', report.secret)],
+    ]);
+    out.warn(paint(out, 'yellow', 'store the secret now: only its hash is kept, it cannot be shown again'));
+  }
+  return report;
+}
+
+export interface KeyListReport {
+  readonly keys: readonly ApiKeySummary[];
+}
+
+export async function keysList(
+  deps: KeysDeps,
+  options: { tenant?: string },
+  out: Output,
+): Promise<KeyListReport> {
+  const all = await listApiKeys(deps.documents, deps.tableName);
+  const keys = options.tenant === undefined ? all : all.filter((key) => key.tenant === options.tenant);
+  const report: KeyListReport = { keys };
+  if (out.json) {
+    out.data(report);
+  } else {
+    printTable(
+      out,
+      [
+        { header: 'KEY ID', value: (key: ApiKeySummary) => key.keyId },
+        { header: 'TENANT', value: (key) => key.tenant },
+        { header: 'CREATED', value: (key) => key.createdAt },
+        {
+          header: 'REVOKED',
+          value: (key) => key.revokedAt ?? 'active',
+          tone: (key) => (key.revokedAt ? 'red' : 'green'),
+        },
+      ],
+      keys,
+      'no API keys',
+    );
+  }
+  return report;
+}
+
+export async function keysRevoke(deps: KeysDeps, keyId: string, out: Output): Promise<ApiKeySummary> {
+  const revoked = await translate(() => revokeApiKey(deps.documents, deps.tableName, keyId, deps.now()));
+  if (out.json) {
+    out.data(revoked);
+  } else {
+    out.line(`revoked ${revoked.keyId} (tenant ${revoked.tenant}) at ${revoked.revokedAt ?? '?'}`);
+    out.warn('authorizers that cached the key stop accepting it within their cache TTL');
+  }
+  return revoked;
+}
+
+/** The distinct tenants that have (or had) a key: where `messages list` and `reconcile` look. */
+export async function knownTenants(deps: Pick<KeysDeps, 'documents' | 'tableName'>): Promise<string[]> {
+  const keys = await listApiKeys(deps.documents, deps.tableName);
+  return [...new Set(keys.map((key) => key.tenant))].sort();
+}
+
+async function translate<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (!(error instanceof ApiKeyError)) throw error;
+    if (error.reason === 'invalid-tenant' || error.reason === 'invalid-secret')
+      throw new UsageError(error.message);
+    throw new CliError(error.message, undefined, { cause: error });
+  }
+}

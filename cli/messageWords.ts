@@ -1,0 +1,41 @@
+/**
+ * What a status and an error class mean, in the words of docs/smtp-classification.md and DESIGN §2,
+ * with the next command an operator can run. Pure data: used by `messages show` and the runbook.
+ */
+import type { MessageStatus } from '../lambdas/core/messageStatus.js';
+import type { ErrorClass } from '../lambdas/store/messageRecord.js';
+
+export const STATUS_WORDS: Readonly<Record<MessageStatus, (id: string) => string>> = {
+  scheduled: () => 'accepted, waiting for its send time (in the scheduler or delayed in SQS)',
+  sending: () => 'leased by a sender right now; the outcome is written when the SMTP exchange ends',
+  retrying: () => 'a transient failure; the queue copy comes back after backoff with jitter',
+  sent: () => 'the SMTP relay accepted it (250 after DATA)',
+  failed: (id) =>
+    `permanent failure (5xx, or invalid content): fix the cause, then \`postdate messages retry ${id}\``,
+  dead: (id) =>
+    `transient failures used up every attempt and its copy is in the DLQ: \`postdate dlq redrive --ids ${id}\` ` +
+    `(same rev) or \`postdate messages retry ${id}\` (new rev)`,
+  cancelled: () => 'cancelled before a send began',
+  superseded: () => 'a newer version of its group exists, so it was not sent (freshness)',
+  expired: () => 'its not_after deadline passed before it could be sent',
+  unknown: (id) =>
+    'the relay may or may not have accepted it (ambiguous outcome, policy "hold"): search the relay\'s ' +
+    `logs for its Message-ID; if it never arrived, \`postdate messages retry ${id}\`, else leave it`,
+};
+
+export const ERROR_CLASS_WORDS: Readonly<Record<ErrorClass, string>> = {
+  transient:
+    'temporary: retried with exponential backoff and full jitter, then the DLQ after the last attempt',
+  permanent: 'permanent: the relay refused it for good (5xx); not retried until an operator retries it',
+  config:
+    'our SMTP configuration is wrong (credentials, TLS or a sender the relay does not allow): retried with a ' +
+    'long backoff and alarmed; fix the configuration and the messages go out by themselves',
+  ambiguous:
+    'ambiguous: the connection broke after the body was sent, so the relay may have the message; ' +
+    'policy "retry" retries it (receivers can dedupe by Message-ID), policy "hold" makes it unknown',
+};
+
+/** The Message-ID every attempt of a message carries (DESIGN §5): what to search the relay's logs for. */
+export function messageIdHeader(id: string, domain: string): string {
+  return `<${id}@${domain}>`;
+}

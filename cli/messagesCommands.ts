@@ -1,0 +1,427 @@
+/**
+ * `postdate messages list | show | cancel | retry`. Reads go through the indexes of
+ * docs/data-model.md (never a table scan); cancel and retry are the API's own conditional updates
+ * (lambdas/store/apiStore.ts), so an operator's move obeys exactly the same state machine as a client's.
+ */
+import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { isMessageStatus, type MessageStatus } from '../lambdas/core/messageStatus.js';
+import type { ApiStore, ShardPosition, TransitionResult } from '../lambdas/store/apiStore.js';
+import { type MessageStateRecord, messagePk } from '../lambdas/store/messageRecord.js';
+import { ITEM_SORT_KEY, KEY } from '../lambdas/store/tableLayout.js';
+import { CliError, UsageError } from './cliErrors.js';
+import { ERROR_CLASS_WORDS, messageIdHeader, STATUS_WORDS } from './messageWords.js';
+import {
+  type Column,
+  formatDuration,
+  type Output,
+  paint,
+  printFields,
+  printTable,
+  statusTone,
+} from './output.js';
+
+export interface MessagesDeps {
+  readonly documents: DynamoDBDocumentClient;
+  readonly tableName: string;
+  /** The API's store: its listing and its cancel/retry conditional updates. */
+  readonly store: ApiStore;
+  readonly now: () => Date;
+  /** The tenants to look in when `--tenant` is not given (every tenant that has an API key). */
+  readonly tenants: () => Promise<readonly string[]>;
+  /** POSTDATE_RETENTION_DAYS: the TTL a cancelled record gets, as the API gives it. */
+  readonly retentionDays: number;
+  /** POSTDATE_MESSAGE_ID_DOMAIN, to show the Message-ID to search the relay's logs for. */
+  readonly messageIdDomain: string;
+}
+
+/** One message as the CLI shows it: the API's fields plus the tenant (operators see every tenant). */
+export interface MessageRow {
+  readonly id: string;
+  readonly tenant: string;
+  readonly status: MessageStatus;
+  readonly rev: number;
+  readonly send_at: string;
+  readonly created_at: string;
+  readonly updated_at: string;
+  readonly attempts: number;
+  readonly last_error: MessageStateRecord['last_error'];
+  readonly tags: Readonly<Record<string, string>>;
+}
+
+// ---------------------------------------------------------------------------------------------- list
+
+export interface ListOptions {
+  readonly status?: string;
+  readonly since?: string;
+  /** `k=v` pairs; a message must carry every one. */
+  readonly tags?: readonly string[];
+  readonly tenant?: string;
+  /** @default 50 */
+  readonly limit?: number;
+}
+
+export interface ListReport {
+  readonly tenants: readonly string[];
+  readonly status: MessageStatus | null;
+  readonly since: string | null;
+  readonly items: readonly MessageRow[];
+  /** More messages matched than `limit`. */
+  readonly truncated: boolean;
+}
+
+/**
+ * Newest first, per tenant through `by_status` (with `--status`) or `by_tenant`, fanned out over the
+ * shards by the API's own listing; `--since` stops paging at the first older message; `--tag` filters
+ * the records read (tags are not in any index key).
+ */
+export async function messagesList(
+  deps: MessagesDeps,
+  options: ListOptions,
+  out: Output,
+): Promise<ListReport> {
+  const status = parseStatus(options.status);
+  const since = options.since === undefined ? null : parseSince(options.since, deps.now());
+  const tags = parseTags(options.tags ?? []);
+  const limit = options.limit ?? 50;
+  if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) {
+    throw new UsageError('--limit must be a whole number from 1 to 10000');
+  }
+  const tenants = options.tenant !== undefined ? [options.tenant] : [...(await deps.tenants())].sort();
+  const matches: MessageRow[] = [];
+  let truncated = false;
+  for (const tenant of tenants) {
+    let positions: readonly ShardPosition[] = [];
+    let found = 0;
+    for (;;) {
+      const page = await deps.store.listMessages({ tenant, status, limit: 100, positions });
+      let older = false;
+      for (const state of page.items) {
+        if (since !== null && state.created_at < since) {
+          older = true;
+          break;
+        }
+        if (!hasTags(state, tags)) continue;
+        if (found === limit) {
+          truncated = true;
+          break;
+        }
+        matches.push(toRow(state));
+        found++;
+      }
+      positions = page.positions;
+      const exhausted = positions.every((position) => position.kind === 'done');
+      if (older || exhausted || truncated || found > limit) break;
+    }
+  }
+  matches.sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0));
+  if (matches.length > limit) truncated = true;
+  const report: ListReport = { tenants, status, since, items: matches.slice(0, limit), truncated };
+  if (out.json) {
+    out.data(report);
+  } else {
+    printTable(out, listColumns(deps.now()), report.items, 'no messages match');
+    if (report.truncated) out.warn(`more than ${limit} messages match: narrow with --since or raise --limit`);
+  }
+  return report;
+}
+
+function listColumns(now: Date): Column<MessageRow>[] {
+  return [
+    { header: 'ID', value: (row) => row.id },
+    { header: 'TENANT', value: (row) => row.tenant },
+    { header: 'STATUS', value: (row) => row.status, tone: (row) => statusTone(row.status) },
+    { header: 'REV', value: (row) => String(row.rev), align: 'right' },
+    { header: 'ATTEMPTS', value: (row) => String(row.attempts), align: 'right' },
+    { header: 'SEND AT', value: (row) => row.send_at },
+    {
+      header: 'AGE',
+      value: (row) => formatDuration(now.getTime() - Date.parse(row.created_at)),
+      align: 'right',
+    },
+    {
+      header: 'LAST ERROR',
+      value: (row) =>
+        row.last_error
+          ? `${row.last_error.class} ${[row.last_error.code, row.last_error.enhanced_code].filter(Boolean).join(' ')}`.trim()
+          : '',
+    },
+    {
+      header: 'TAGS',
+      value: (row) =>
+        Object.entries(row.tags)
+          .map(([key, value]) => `${key}=${value}`)
+          .join(','),
+    },
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------- show
+
+export interface ShowReport {
+  readonly message: MessageRow & {
+    readonly not_after: string | null;
+    readonly on_ambiguous: 'retry' | 'hold';
+    readonly lease_until: string | null;
+    readonly sent_at: string | null;
+    readonly group: MessageStateRecord['group'];
+    readonly metadata: Readonly<Record<string, string>>;
+    readonly history: MessageStateRecord['history'];
+  };
+  readonly message_id_header: string;
+  /** The status and the last error, in words, with the next command to run. */
+  readonly explanation: { readonly status: string; readonly last_error: string | null };
+}
+
+export async function messagesShow(deps: MessagesDeps, id: string, out: Output): Promise<ShowReport> {
+  const state = await readState(deps, id);
+  if (state === null) throw new CliError(`no message ${id}`);
+  const error = state.last_error ?? null;
+  const report: ShowReport = {
+    message: {
+      ...toRow(state),
+      not_after: state.not_after ?? null,
+      on_ambiguous: state.on_ambiguous,
+      lease_until: state.lease_until ?? null,
+      sent_at: state.sent_at ?? null,
+      group: state.group ?? null,
+      metadata: state.metadata ?? {},
+      history: state.history ?? [],
+    },
+    message_id_header: messageIdHeader(state.id, deps.messageIdDomain),
+    explanation: {
+      status: STATUS_WORDS[state.status](state.id),
+      last_error: error === null ? null : errorInWords(error),
+    },
+  };
+  if (out.json) {
+    out.data(report);
+    return report;
+  }
+  const m = report.message;
+  printFields(out, [
+    ['id', m.id],
+    ['tenant', m.tenant],
+    ['status', `${paint(out, statusTone(m.status), m.status)} — ${report.explanation.status}`],
+    ['rev', String(m.rev)],
+    ['send at', m.send_at],
+    ['not after', m.not_after ?? '-'],
+    ['created', m.created_at],
+    ['updated', m.updated_at],
+    ...(m.sent_at ? ([['sent', m.sent_at]] as const) : []),
+    ...(m.lease_until ? ([['lease until', m.lease_until]] as const) : []),
+    ['attempts', String(m.attempts)],
+    ['on ambiguous', m.on_ambiguous],
+    ['message-id', report.message_id_header],
+    ['group', m.group ? `${m.group.key} v${m.group.version}` : '-'],
+    ['tags', pairs(m.tags)],
+    ['metadata', pairs(m.metadata)],
+    ['last error', report.explanation.last_error ?? '-'],
+  ]);
+  out.line('');
+  out.line(paint(out, 'bold', 'history'));
+  printTable(
+    out,
+    [
+      { header: 'AT', value: (row: MessageStateRecord['history'][number]) => row.at },
+      {
+        header: 'OUTCOME',
+        value: (row) => row.outcome,
+        tone: (row) => (row.outcome === 'sent' ? 'green' : 'red'),
+      },
+      { header: 'CODE', value: (row) => [row.code, row.enhanced_code].filter(Boolean).join(' ') },
+      { header: 'DURATION', value: (row) => `${row.duration_ms} ms`, align: 'right' },
+      { header: 'REPLY', value: (row) => row.reply ?? '' },
+    ],
+    m.history,
+    '(no attempts yet)',
+  );
+  return report;
+}
+
+function errorInWords(error: NonNullable<MessageStateRecord['last_error']>): string {
+  const codes = [error.code, error.enhanced_code].filter(Boolean).join(' ');
+  return `${ERROR_CLASS_WORDS[error.class]}${codes ? ` [${codes}]` : ''}${error.message ? `: ${error.message}` : ''}`;
+}
+
+// ------------------------------------------------------------------------------------ cancel / retry
+
+export interface TransitionRow {
+  readonly id: string;
+  readonly outcome: 'cancelled' | 'retried' | 'not-found' | 'conflict';
+  /** The status after the attempt (the current one when it lost its condition). */
+  readonly status: MessageStatus | null;
+  readonly rev: number | null;
+  readonly reason: string | null;
+}
+
+export interface TransitionReport {
+  readonly results: readonly TransitionRow[];
+  /** Whether every id got the transition. */
+  readonly ok: boolean;
+}
+
+/** Cancels a `scheduled` or `retrying` message (the API's DELETE, as the operator actor). */
+export async function messagesCancel(
+  deps: MessagesDeps,
+  ids: readonly string[],
+  out: Output,
+): Promise<TransitionReport> {
+  const now = deps.now();
+  const expiresAt = Math.floor(now.getTime() / 1000) + deps.retentionDays * 86_400;
+  return transitionEach(
+    deps,
+    ids,
+    'cancelled',
+    'cancel takes a scheduled or retrying message',
+    out,
+    (tenant, id) => deps.store.cancel({ tenant, id, now, expiresAt }),
+  );
+}
+
+/**
+ * Manual retry of `failed`, `dead` or `unknown` messages: rev + 1 and send_at = now, so the relay
+ * dispatches the new rev and any older copy (a DLQ copy of a `dead` message) becomes stale.
+ */
+export async function messagesRetry(
+  deps: MessagesDeps,
+  ids: readonly string[],
+  out: Output,
+): Promise<TransitionReport> {
+  const now = deps.now();
+  return transitionEach(
+    deps,
+    ids,
+    'retried',
+    'retry takes a failed, dead or unknown message',
+    out,
+    (tenant, id) => deps.store.retry({ tenant, id, now }),
+  );
+}
+
+async function transitionEach(
+  deps: MessagesDeps,
+  ids: readonly string[],
+  done: 'cancelled' | 'retried',
+  rule: string,
+  out: Output,
+  apply: (tenant: string, id: string) => Promise<TransitionResult>,
+): Promise<TransitionReport> {
+  if (ids.length === 0) throw new UsageError('give at least one message id');
+  const results: TransitionRow[] = [];
+  for (const id of ids) {
+    // The operator does not name the tenant: the record says whose it is, and the update is
+    // conditioned on that tenant like any API call.
+    const state = await readState(deps, id);
+    if (state === null) {
+      results.push({ id, outcome: 'not-found', status: null, rev: null, reason: 'no such message' });
+      continue;
+    }
+    const result = await apply(state.tenant, id);
+    if (result.kind === 'updated') {
+      results.push({ id, outcome: done, status: result.state.status, rev: result.state.rev, reason: null });
+    } else if (result.kind === 'not-found') {
+      results.push({ id, outcome: 'not-found', status: null, rev: null, reason: 'no such message' });
+    } else {
+      results.push({
+        id,
+        outcome: 'conflict',
+        status: result.current.status,
+        rev: result.current.rev,
+        reason: `it is ${result.current.status}: ${rule}`,
+      });
+    }
+  }
+  const report: TransitionReport = { results, ok: results.every((row) => row.outcome === done) };
+  if (out.json) {
+    out.data(report);
+  } else {
+    printTable(
+      out,
+      [
+        { header: 'ID', value: (row: TransitionRow) => row.id },
+        {
+          header: 'OUTCOME',
+          value: (row) => row.outcome,
+          tone: (row) => (row.outcome === done ? 'green' : 'red'),
+        },
+        {
+          header: 'STATUS',
+          value: (row) => row.status ?? '-',
+          tone: (row) => (row.status ? statusTone(row.status) : undefined),
+        },
+        { header: 'REV', value: (row) => (row.rev === null ? '-' : String(row.rev)), align: 'right' },
+        { header: 'WHY', value: (row) => row.reason ?? '' },
+      ],
+      results,
+    );
+  }
+  return report;
+}
+
+// ------------------------------------------------------------------------------------------- helpers
+
+/** The state record by id, whatever its tenant (strongly consistent). */
+export async function readState(
+  deps: Pick<MessagesDeps, 'documents' | 'tableName'>,
+  id: string,
+): Promise<MessageStateRecord | null> {
+  const { Item } = await deps.documents.send(
+    new GetCommand({
+      TableName: deps.tableName,
+      Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageState },
+      ConsistentRead: true,
+    }),
+  );
+  return (Item as MessageStateRecord | undefined) ?? null;
+}
+
+function toRow(state: MessageStateRecord): MessageRow {
+  return {
+    id: state.id,
+    tenant: state.tenant,
+    status: state.status,
+    rev: state.rev,
+    send_at: state.send_at,
+    created_at: state.created_at,
+    updated_at: state.updated_at,
+    attempts: state.attempts ?? 0,
+    last_error: state.last_error ?? null,
+    tags: state.tags ?? {},
+  };
+}
+
+export function parseStatus(value: string | undefined): MessageStatus | null {
+  if (value === undefined) return null;
+  if (!isMessageStatus(value)) throw new UsageError(`unknown status "${value}"`);
+  return value;
+}
+
+/** An ISO time, or a relative one: `30m`, `6h`, `2d` ago. Answers the ISO form with milliseconds. */
+export function parseSince(value: string, now: Date = new Date()): string {
+  const relative = /^(\d+)\s*(m|h|d)$/.exec(value.trim());
+  if (relative) {
+    const unit = { m: 60_000, h: 3_600_000, d: 86_400_000 }[relative[2] as 'm' | 'h' | 'd'];
+    return new Date(now.getTime() - Number(relative[1]) * unit).toISOString();
+  }
+  const time = Date.parse(value);
+  if (Number.isNaN(time))
+    throw new UsageError(`--since: "${value}" is neither an ISO time nor like 30m, 6h, 2d`);
+  return new Date(time).toISOString();
+}
+
+export function parseTags(values: readonly string[]): [string, string][] {
+  return values.map((value) => {
+    const at = value.indexOf('=');
+    if (at < 1) throw new UsageError(`--tag: "${value}" is not key=value`);
+    return [value.slice(0, at), value.slice(at + 1)];
+  });
+}
+
+function hasTags(state: MessageStateRecord, tags: readonly [string, string][]): boolean {
+  return tags.every(([key, value]) => state.tags?.[key] === value);
+}
+
+function pairs(record: Readonly<Record<string, string>>): string {
+  const entries = Object.entries(record);
+  return entries.length === 0 ? '-' : entries.map(([key, value]) => `${key}=${value}`).join(', ');
+}

@@ -1,0 +1,427 @@
+/**
+ * `postdate`: the operator CLI (DESIGN §6). This file is only the commander wiring: it parses the
+ * arguments, opens the target stack (cli/target.ts), builds each command's dependencies and maps the
+ * outcome to an exit code. The commands themselves live in one file per group and take their
+ * clients and an output sink as arguments, so tests call them directly.
+ *
+ * Run it with `npx postdate …` (package.json "bin", via cli/postdate.mjs) or `npm run cli -- …`.
+ */
+import { pathToFileURL } from 'node:url';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js';
+import { DynamoApiStore } from '../lambdas/store/apiStore.js';
+import { DynamoDueIndex } from '../lambdas/store/dueIndex.js';
+import { CliError, EXIT, type ExitCode, isCredentialsError, UsageError } from './cliErrors.js';
+import { dlqDrop, dlqRedrive, dlqShow, redriveSucceeded } from './dlqCommands.js';
+import { keysCreate, keysList, keysRevoke, knownTenants } from './keysCommands.js';
+import {
+  type MessagesDeps,
+  messagesCancel,
+  messagesList,
+  messagesRetry,
+  messagesShow,
+} from './messagesCommands.js';
+import { type Output, terminalOutput } from './output.js';
+import { reconcile, reconcileClean } from './reconcileCommand.js';
+import { relayFailureDeps, relayFailuresCleared, relayFailuresRedrive } from './relayFailuresCommand.js';
+import { openTarget, queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
+
+interface GlobalOptions extends TargetOptions {
+  readonly json?: boolean;
+}
+
+/** What one command action gets: the open target, the output sink and the configuration. */
+interface Context {
+  readonly target: Target;
+  readonly out: Output;
+  readonly config: Config;
+  readonly now: () => Date;
+}
+
+/** Runs an action with an open target; turns every failure into one line and an exit code. */
+function action<Args extends unknown[]>(
+  run: (context: Context, ...args: Args) => Promise<ExitCode>,
+): (...args: [...Args, Command]) => Promise<void> {
+  return async (...args) => {
+    const command = args[args.length - 1] as Command;
+    const options = command.optsWithGlobals<GlobalOptions>();
+    const out = terminalOutput({ json: options.json === true });
+    let target: Target | undefined;
+    try {
+      const config = readConfig();
+      target = openTarget(options);
+      process.exitCode = await run(
+        { target, out, config, now: () => new Date() },
+        ...(args.slice(0, -1) as Args),
+      );
+    } catch (error) {
+      process.exitCode = report(error, out, target);
+    } finally {
+      target?.dynamodb.destroy();
+      target?.sqs.destroy();
+    }
+  };
+}
+
+function report(error: unknown, out: Output, target: Target | undefined): ExitCode {
+  if (error instanceof CliError) {
+    out.warn(`postdate: ${error.message}`);
+    return error.exitCode;
+  }
+  if (isCredentialsError(error)) {
+    out.warn(
+      `postdate: AWS refused the credentials (${(error as Error).name}): sign in (aws sso login) or set AWS_PROFILE`,
+    );
+    return EXIT.unreachable;
+  }
+  const where = target
+    ? ` (${target.mode}: DynamoDB ${target.endpoints.dynamodb}, SQS ${target.endpoints.sqs})`
+    : '';
+  const described = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  out.warn(`postdate: ${described}${where}`);
+  if (process.env.POSTDATE_DEBUG && error instanceof Error && error.stack) out.warn(error.stack);
+  return EXIT.failed;
+}
+
+/** The service settings the CLI shares with the functions (retention, grace, delays), from the environment. */
+function readConfig(): Config {
+  try {
+    // 'local' only relaxes the AWS-required variables (SMTP_HOST, senders) the CLI never uses.
+    return loadConfig(process.env, 'local');
+  } catch (error) {
+    if (error instanceof ConfigError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+function messagesDeps(context: Context): MessagesDeps {
+  const { target, config } = context;
+  const tableName = target.refs.tableName;
+  return {
+    documents: target.documents,
+    tableName,
+    store: new DynamoApiStore(target.documents, tableName),
+    now: context.now,
+    tenants: () => knownTenants({ documents: target.documents, tableName }),
+    retentionDays: config.retentionDays,
+    messageIdDomain: config.messageIdDomain,
+  };
+}
+
+const ok = (success: boolean): ExitCode => (success ? EXIT.ok : EXIT.failed);
+
+function integer(name: string, min: number) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value) || Number(value) < min) {
+      throw new InvalidArgumentError(`${name} must be a whole number of at least ${min}`);
+    }
+    return Number(value);
+  };
+}
+
+function positiveNumber(value: string): number {
+  const number = Number(value);
+  if (!Number.isFinite(number) || number <= 0) throw new InvalidArgumentError('must be a positive number');
+  return number;
+}
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+/** `--ids a b c` and `--ids a,b,c` both work. */
+const splitIds = (values: readonly string[]) =>
+  values
+    .flatMap((value) => value.split(','))
+    .map((value) => value.trim())
+    .filter((value) => value !== '');
+
+export function buildProgram(): Command {
+  const program = new Command('postdate')
+    .description(
+      'Operate Postdate: messages, the DLQ, relay failures, reconciliation and API keys. ' +
+        'Talks to the local stack (npm start) unless a resource name (--table, --queue-url, --dlq-url, ' +
+        '--relay-failures-url or POSTDATE_TABLE_NAME) selects AWS with the usual credential chain. ' +
+        'Exit codes: 0 done, 1 failed or partly failed, 2 bad usage, 3 stack unreachable.',
+    )
+    .option('--json', 'print one JSON document instead of tables')
+    .option('--local', 'force the local stack even when POSTDATE_TABLE_NAME is set')
+    .option('--table <name>', 'the outbox table (env POSTDATE_TABLE_NAME)')
+    .option('--queue-url <url>', 'the send queue (env POSTDATE_SEND_QUEUE_URL)')
+    .option('--dlq-url <url>', "the send queue's dead-letter queue (env POSTDATE_SEND_DLQ_URL)")
+    .option('--relay-failures-url <url>', 'the relay failure queue (env POSTDATE_RELAY_FAILURE_QUEUE_URL)')
+    .addOption(new Option('--stack <name>', 'read the names from a CloudFormation stack (not supported yet)'))
+    .option('--region <region>', 'AWS region (env AWS_REGION)')
+    .option('--dynamodb-endpoint <url>', 'DynamoDB endpoint (env AWS_ENDPOINT_URL_DYNAMODB)')
+    .option('--sqs-endpoint <url>', 'SQS endpoint (env AWS_ENDPOINT_URL_SQS)')
+    .option('--scheduler-endpoint <url>', 'EventBridge Scheduler endpoint (env AWS_ENDPOINT_URL_SCHEDULER)')
+    .showHelpAfterError()
+    .exitOverride();
+
+  // ------------------------------------------------------------------------------------------ messages
+  const messages = program.command('messages').description('list, show, cancel and retry messages');
+  messages
+    .command('list')
+    .description('list messages, newest first (through the by_status / by_tenant indexes)')
+    .option(
+      '--status <status>',
+      'scheduled|sending|retrying|sent|failed|dead|cancelled|superseded|expired|unknown',
+    )
+    .option('--since <time>', 'created at or after: ISO time, or 30m / 6h / 2d ago')
+    .option('--tag <key=value>', 'only messages with this tag (repeatable)', collect)
+    .option('--tenant <tenant>', 'one tenant (default: every tenant that has an API key)')
+    .option('--limit <n>', 'at most this many', integer('--limit', 1), 50)
+    .action(
+      action(
+        async (
+          context,
+          options: { status?: string; since?: string; tag?: string[]; tenant?: string; limit: number },
+        ) => {
+          await messagesList(messagesDeps(context), { ...options, tags: options.tag ?? [] }, context.out);
+          return EXIT.ok;
+        },
+      ),
+    );
+  messages
+    .command('show')
+    .description('status, history and last error (in words) of one message')
+    .argument('<id>')
+    .action(
+      action(async (context, id: string) => {
+        await messagesShow(messagesDeps(context), id, context.out);
+        return EXIT.ok;
+      }),
+    );
+  messages
+    .command('cancel')
+    .description('cancel scheduled or retrying messages (as DELETE /v1/messages/{id})')
+    .argument('<id...>')
+    .action(
+      action(async (context, ids: string[]) =>
+        ok((await messagesCancel(messagesDeps(context), ids, context.out)).ok),
+      ),
+    );
+  messages
+    .command('retry')
+    .description('retry failed, dead or unknown messages now (rev + 1, as POST /v1/messages/{id}/retry)')
+    .argument('<id...>')
+    .action(
+      action(async (context, ids: string[]) =>
+        ok((await messagesRetry(messagesDeps(context), ids, context.out)).ok),
+      ),
+    );
+
+  // ----------------------------------------------------------------------------------------------- dlq
+  const dlq = program.command('dlq').description("the send queue's dead-letter queue");
+  dlq
+    .command('show')
+    .description('count, oldest age and a sample of the copies in the DLQ')
+    .option('--sample <n>', 'how many copies to peek at (0–100)', integer('--sample', 0), 10)
+    .action(
+      action(async ({ target, out, now }, options: { sample: number }) => {
+        const dlqUrl = await queueUrlOf(target.sqs, target.refs.deadLetterQueue, 'dead-letter queue');
+        await dlqShow(
+          {
+            sqs: target.sqs,
+            dlqUrl,
+            now,
+            table: { documents: target.documents, tableName: target.refs.tableName },
+          },
+          { sample: options.sample },
+          out,
+        );
+        return EXIT.ok;
+      }),
+    );
+  dlq
+    .command('redrive')
+    .description('move copies from the DLQ back to the send queue: chosen ids, or all (StartMessageMoveTask)')
+    .option('--ids <id...>', 'message ids (the id in the {v,id,rev} body), space- or comma-separated')
+    .option('--all', 'every copy, with SQS StartMessageMoveTask')
+    .option('--rate <n>', 'at most this many messages per second', positiveNumber)
+    .option('--dry-run', 'say what would move, move nothing')
+    .option('--no-wait', '--all: return once the move task has started')
+    .action(
+      action(
+        async (
+          { target, out, now },
+          options: { ids?: string[]; all?: boolean; rate?: number; dryRun?: boolean; wait: boolean },
+        ) => {
+          const dlqUrl = await queueUrlOf(target.sqs, target.refs.deadLetterQueue, 'dead-letter queue');
+          const sendQueueUrl = await queueUrlOf(target.sqs, target.refs.sendQueue, 'send queue');
+          const report = await dlqRedrive(
+            { sqs: target.sqs, dlqUrl, sendQueueUrl, now },
+            {
+              ids: splitIds(options.ids ?? []),
+              all: options.all === true,
+              dryRun: options.dryRun === true,
+              wait: options.wait,
+              ...(options.rate !== undefined ? { rate: options.rate } : {}),
+            },
+            out,
+          );
+          return ok(redriveSucceeded(report));
+        },
+      ),
+    );
+
+  dlq
+    .command('drop')
+    .description('delete chosen copies from the DLQ without sending them (their messages stay dead)')
+    .requiredOption('--ids <id...>', 'message ids (the id in the {v,id,rev} body), space- or comma-separated')
+    .option('--dry-run', 'say what would be dropped, drop nothing')
+    .action(
+      action(async ({ target, out, now }, options: { ids: string[]; dryRun?: boolean }) => {
+        const dlqUrl = await queueUrlOf(target.sqs, target.refs.deadLetterQueue, 'dead-letter queue');
+        const report = await dlqDrop(
+          { sqs: target.sqs, dlqUrl, now },
+          { ids: splitIds(options.ids), dryRun: options.dryRun === true },
+          out,
+        );
+        return ok(report.notFound.length === 0);
+      }),
+    );
+
+  // ------------------------------------------------------------------------------------ relay-failures
+  program
+    .command('relay-failures')
+    .description('the stream batches the relay gave up on')
+    .command('redrive')
+    .description('replay them from the stream, or sweep when the stream no longer holds them')
+    .option('--max <n>', 'stop after this many failure messages', integer('--max', 1), 1000)
+    .action(
+      action(async ({ target, out, now, config }, options: { max: number }) => {
+        const { refs, sqs } = target;
+        const sendQueueUrl = await queueUrlOf(sqs, refs.sendQueue, 'send queue');
+        const dead = refs.scheduleDeadLetter;
+        if (refs.scheduleGroup === undefined || refs.schedulerRoleArn === undefined || dead === undefined) {
+          throw new UsageError(
+            'relay-failures redrive needs POSTDATE_SCHEDULE_GROUP, POSTDATE_SCHEDULER_ROLE_ARN and POSTDATE_SCHEDULE_DLQ_ARN',
+          );
+        }
+        const deps = relayFailureDeps({
+          sqs,
+          documents: target.documents,
+          streams: target.streams(),
+          scheduler: target.scheduler(),
+          tableName: refs.tableName,
+          relayFailureQueueUrl: await queueUrlOf(sqs, refs.relayFailureQueue, 'relay failure queue'),
+          sendQueueUrl,
+          sendQueueArn: await queueArnOf(sqs, sendQueueUrl),
+          scheduleGroup: refs.scheduleGroup,
+          schedulerRoleArn: refs.schedulerRoleArn,
+          scheduleDeadLetterArn:
+            'arn' in dead
+              ? dead.arn
+              : await queueArnOf(sqs, await queueUrlOf(sqs, dead, 'schedule dead-letter queue')),
+          directDelayMaxSeconds: config.directDelayMaxSeconds,
+          scheduleLeadSeconds: config.scheduleLeadSeconds,
+          now,
+        });
+        return ok(relayFailuresCleared(await relayFailuresRedrive(deps, options, out)));
+      }),
+    );
+
+  // ---------------------------------------------------------------------------------------- reconcile
+  program
+    .command('reconcile')
+    .description('accepted vs dispatched vs terminal, by status and tag; index check; stuck messages')
+    .option('--since <time>', 'created at or after: ISO time, or 30m / 6h / 2d ago', '24h')
+    .option('--tenant <tenant>', 'one tenant (default: every tenant that has an API key)')
+    .option(
+      '--grace <seconds>',
+      'overdue beyond this is stuck (default POSTDATE_SWEEP_GRACE_SECONDS)',
+      integer('--grace', 0),
+    )
+    .action(
+      action(async (context, options: { since: string; tenant?: string; grace?: number }) => {
+        const { target, config } = context;
+        const tableName = target.refs.tableName;
+        const result = await reconcile(
+          {
+            documents: target.documents,
+            tableName,
+            dueIndex: new DynamoDueIndex(target.documents, tableName),
+            now: context.now,
+            tenants: () => knownTenants({ documents: target.documents, tableName }),
+            graceSeconds: options.grace ?? config.sweepGraceSeconds,
+          },
+          { since: options.since, ...(options.tenant !== undefined ? { tenant: options.tenant } : {}) },
+          context.out,
+        );
+        return ok(reconcileClean(result));
+      }),
+    );
+
+  // --------------------------------------------------------------------------------------------- keys
+  const keys = program.command('keys').description('per-tenant API keys');
+  const keysDeps = ({ target, now }: Context) => ({
+    documents: target.documents,
+    tableName: target.refs.tableName,
+    now,
+  });
+  keys
+    .command('create')
+    .description('create a key for a tenant; the secret is shown once')
+    .requiredOption('--tenant <tenant>', 'the tenant the key belongs to')
+    .action(
+      action(async (context, options: { tenant: string }) => {
+        await keysCreate(keysDeps(context), options, context.out);
+        return EXIT.ok;
+      }),
+    );
+  keys
+    .command('list')
+    .description('every key, without secrets')
+    .option('--tenant <tenant>', 'one tenant')
+    .action(
+      action(async (context, options: { tenant?: string }) => {
+        await keysList(keysDeps(context), options, context.out);
+        return EXIT.ok;
+      }),
+    );
+  keys
+    .command('revoke')
+    .description('revoke a key by its id')
+    .argument('<key-id>')
+    .action(
+      action(async (context, keyId: string) => {
+        await keysRevoke(keysDeps(context), keyId, context.out);
+        return EXIT.ok;
+      }),
+    );
+
+  return program;
+}
+
+/** Parses and runs; resolves with the exit code (commander's own usage errors are exit code 2). */
+export async function main(argv: readonly string[]): Promise<number> {
+  // The SDK's "Node 22 soon" notice is noise on an operator's terminal; the versions are pinned.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const program = buildProgram();
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help asked for (--help, `help`) exits 0; help shown because of an error, or a usage error, 2.
+      return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    throw error;
+  }
+  return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
+}
+
+// Run when executed directly (`tsx cli/postdate.ts`); the bin shim (cli/postdate.mjs) and tests call main().
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  runAsProcess(process.argv.slice(2));
+}
+
+/** Runs main and sets the process's exit code; a failure that escaped every handler is one line too. */
+export function runAsProcess(argv: readonly string[]): void {
+  main(argv).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      process.stderr.write(`postdate: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.exitCode = EXIT.failed;
+    },
+  );
+}

@@ -1,0 +1,417 @@
+/**
+ * `postdate reconcile`: does every accepted message have a truthful place? For each tenant and a
+ * window of creation times it counts, through the indexes only (never a table scan):
+ *
+ * - **accepted**: messages created in the window (the `by_tenant` index, written once per message);
+ * - their state records' statuses, grouped as **pending** (`scheduled`), **in flight** (`sending`,
+ *   `retrying`), **dispatched** (reached a sender: in flight + `sent`, `failed`, `dead`, `unknown`)
+ *   and **terminal** (every terminal status), overall, per tenant and per tag;
+ * - an **index check**: the `by_status` index's count for each status against the records' own
+ *   statuses, and accepted ids whose record is missing;
+ * - the **stuck** list from the sparse `due` index: non-terminal messages overdue by more than the
+ *   sweep grace (the sweeper re-dispatches these; a message listed twice in a row is really stuck).
+ */
+import { BatchGetCommand, type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { isTerminal, MESSAGE_STATUSES, type MessageStatus } from '../lambdas/core/messageStatus.js';
+import type { DueCursor, DueEntry, DueIndex } from '../lambdas/store/dueIndex.js';
+import { type MessageStateRecord, messagePk } from '../lambdas/store/messageRecord.js';
+import { INDEX, INDEX_SHARDS, ITEM_SORT_KEY, KEY } from '../lambdas/store/tableLayout.js';
+import { UsageError } from './cliErrors.js';
+import { parseSince } from './messagesCommands.js';
+import {
+  type Column,
+  formatDuration,
+  type Output,
+  paint,
+  printFields,
+  printTable,
+  statusTone,
+} from './output.js';
+
+export interface ReconcileDeps {
+  readonly documents: DynamoDBDocumentClient;
+  readonly tableName: string;
+  readonly dueIndex: DueIndex;
+  readonly now: () => Date;
+  readonly tenants: () => Promise<readonly string[]>;
+  /** POSTDATE_SWEEP_GRACE_SECONDS: how overdue a message must be to count as stuck. */
+  readonly graceSeconds: number;
+}
+
+export interface ReconcileOptions {
+  /** ISO time or relative (`24h`). @default 24h */
+  readonly since?: string;
+  readonly tenant?: string;
+}
+
+export type StatusCounts = Readonly<Record<MessageStatus, number>>;
+
+export interface Tally {
+  readonly accepted: number;
+  readonly pending: number;
+  readonly inFlight: number;
+  readonly dispatched: number;
+  readonly terminal: number;
+  readonly byStatus: StatusCounts;
+}
+
+export interface StuckMessage {
+  readonly id: string;
+  readonly tenant: string | null;
+  readonly status: MessageStatus;
+  readonly rev: number;
+  readonly dueAt: string;
+  readonly overdueMs: number;
+}
+
+export interface ReconcileReport {
+  readonly since: string;
+  readonly now: string;
+  readonly tenants: readonly string[];
+  readonly graceSeconds: number;
+  readonly totals: Tally;
+  readonly byTenant: Readonly<Record<string, Tally>>;
+  /** One entry per `key=value` tag seen in the window. */
+  readonly byTag: Readonly<Record<string, Tally>>;
+  readonly indexCheck: {
+    readonly consistent: boolean;
+    /** Where `by_status` disagrees with the records (index lag right after traffic, or a bad writer). */
+    readonly mismatches: readonly { tenant: string; status: MessageStatus; records: number; index: number }[];
+    /** Ids in `by_tenant` without a state record. */
+    readonly missingRecords: readonly string[];
+  };
+  readonly stuck: readonly StuckMessage[];
+}
+
+const DISPATCHED: ReadonlySet<MessageStatus> = new Set([
+  'sending',
+  'retrying',
+  'sent',
+  'failed',
+  'dead',
+  'unknown',
+] satisfies MessageStatus[]);
+
+export async function reconcile(
+  deps: ReconcileDeps,
+  options: ReconcileOptions,
+  out: Output,
+): Promise<ReconcileReport> {
+  const now = deps.now();
+  const since = parseSince(options.since ?? '24h', now);
+  if (since > now.toISOString()) throw new UsageError('--since is in the future');
+  const tenants = options.tenant !== undefined ? [options.tenant] : [...(await deps.tenants())].sort();
+
+  const totals = new TallyBuilder();
+  const byTenant: Record<string, Tally> = {};
+  const byTag = new Map<string, TallyBuilder>();
+  const mismatches: { tenant: string; status: MessageStatus; records: number; index: number }[] = [];
+  const missingRecords: string[] = [];
+  const tenantOf = new Map<string, string>();
+
+  for (const tenant of tenants) {
+    const ids = await acceptedIds(deps, tenant, since);
+    const states = await readStates(deps, ids);
+    const tally = new TallyBuilder();
+    for (const id of ids) {
+      const state = states.get(id);
+      if (state === undefined) {
+        missingRecords.push(id);
+        tally.accept(null);
+        totals.accept(null);
+        continue;
+      }
+      tenantOf.set(id, tenant);
+      tally.accept(state.status);
+      totals.accept(state.status);
+      for (const [key, value] of Object.entries(state.tags ?? {})) {
+        const tag = `${key}=${value}`;
+        const builder = byTag.get(tag) ?? new TallyBuilder();
+        builder.accept(state.status);
+        byTag.set(tag, builder);
+      }
+    }
+    byTenant[tenant] = tally.build();
+    const indexed = await statusIndexCounts(deps, tenant, since);
+    for (const status of MESSAGE_STATUSES) {
+      const records = tally.count(status);
+      const index = indexed[status];
+      if (records !== index) mismatches.push({ tenant, status, records, index });
+    }
+  }
+
+  const stuck = await stuckMessages(deps, now, tenants, options.tenant !== undefined);
+  const report: ReconcileReport = {
+    since,
+    now: now.toISOString(),
+    tenants,
+    graceSeconds: deps.graceSeconds,
+    totals: totals.build(),
+    byTenant,
+    byTag: Object.fromEntries(
+      [...byTag.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([tag, b]) => [tag, b.build()]),
+    ),
+    indexCheck: {
+      consistent: mismatches.length === 0 && missingRecords.length === 0,
+      mismatches,
+      missingRecords,
+    },
+    stuck,
+  };
+  render(report, out);
+  return report;
+}
+
+/** Whether reconcile found nothing to act on (the entry point's exit code). */
+export function reconcileClean(report: ReconcileReport): boolean {
+  return report.stuck.length === 0 && report.indexCheck.consistent;
+}
+
+// ------------------------------------------------------------------------------------------- reading
+
+/** Ids of the tenant's messages created at or after `since`: `by_tenant`, one query per shard. */
+async function acceptedIds(deps: ReconcileDeps, tenant: string, since: string): Promise<string[]> {
+  const index = INDEX.byTenant;
+  const shards = Array.from({ length: INDEX_SHARDS.byTenant }, (_, shard) => shard);
+  const perShard = await mapLimit(shards, QUERY_CONCURRENCY, async (shard) => {
+    const ids: string[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await deps.documents.send(
+        new QueryCommand({
+          TableName: deps.tableName,
+          IndexName: index.indexName,
+          KeyConditionExpression: '#pk = :pk AND #sk >= :since',
+          ExpressionAttributeNames: { '#pk': index.partitionKey, '#sk': index.sortKey },
+          ExpressionAttributeValues: { ':pk': `${tenant}#${shard}`, ':since': since },
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        const sortKey = item[index.sortKey];
+        if (typeof sortKey === 'string') ids.push(sortKey.slice(sortKey.lastIndexOf('#') + 1));
+      }
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return ids;
+  });
+  return perShard.flat();
+}
+
+/** `by_status` counts (Select COUNT) per status for the tenant's window: 8 shards × 10 statuses. */
+async function statusIndexCounts(deps: ReconcileDeps, tenant: string, since: string): Promise<StatusCounts> {
+  const index = INDEX.byStatus;
+  const partitions = MESSAGE_STATUSES.flatMap((status) =>
+    Array.from({ length: INDEX_SHARDS.byStatus }, (_, shard) => ({ status, shard })),
+  );
+  const perPartition = await mapLimit(partitions, QUERY_CONCURRENCY, async ({ status, shard }) => {
+    let count = 0;
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await deps.documents.send(
+        new QueryCommand({
+          TableName: deps.tableName,
+          IndexName: index.indexName,
+          KeyConditionExpression: '#pk = :pk AND #sk >= :since',
+          ExpressionAttributeNames: { '#pk': index.partitionKey, '#sk': index.sortKey },
+          ExpressionAttributeValues: { ':pk': `${tenant}#${status}#${shard}`, ':since': since },
+          Select: 'COUNT',
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      count += page.Count ?? 0;
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return { status, count };
+  });
+  const counts = emptyCounts();
+  for (const { status, count } of perPartition) counts[status] += count;
+  return counts;
+}
+
+async function readStates(
+  deps: Pick<ReconcileDeps, 'documents' | 'tableName'>,
+  ids: readonly string[],
+): Promise<Map<string, MessageStateRecord>> {
+  const found = new Map<string, MessageStateRecord>();
+  for (let start = 0; start < ids.length; start += 100) {
+    let pending: Record<string, unknown>[] = ids
+      .slice(start, start + 100)
+      .map((id) => ({ [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageState }));
+    for (let round = 0; pending.length > 0 && round < 10; round++) {
+      const result = await deps.documents.send(
+        new BatchGetCommand({ RequestItems: { [deps.tableName]: { Keys: pending, ConsistentRead: true } } }),
+      );
+      for (const item of result.Responses?.[deps.tableName] ?? []) {
+        const state = item as MessageStateRecord;
+        found.set(state.id, state);
+      }
+      pending = result.UnprocessedKeys?.[deps.tableName]?.Keys ?? [];
+    }
+  }
+  return found;
+}
+
+/** Overdue entries of the `due` index (every shard), non-terminal, oldest first. */
+async function stuckMessages(
+  deps: ReconcileDeps,
+  now: Date,
+  tenants: readonly string[],
+  onlyTheseTenants: boolean,
+): Promise<StuckMessage[]> {
+  const before = new Date(now.getTime() - deps.graceSeconds * 1000).toISOString();
+  const shards = Array.from({ length: INDEX_SHARDS.due }, (_, shard) => shard);
+  const perShard = await mapLimit(shards, QUERY_CONCURRENCY, async (shard) => {
+    const found: DueEntry[] = [];
+    let cursor: DueCursor | undefined;
+    do {
+      const page = await deps.dueIndex.overdue({ shard, before, limit: 500, cursor });
+      found.push(...page.entries.filter((entry) => !isTerminal(entry.status)));
+      cursor = page.cursor;
+    } while (cursor !== undefined);
+    return found;
+  });
+  const entries = perShard.flat();
+  // The due index holds no tenant: read the few stuck records to say whose they are.
+  const states = await readStates(
+    deps,
+    entries.map((entry) => entry.id),
+  );
+  return entries
+    .map((entry) => {
+      const state = states.get(entry.id);
+      return {
+        id: entry.id,
+        tenant: state?.tenant ?? null,
+        // The record is the truth; the index copy may lag a transition by a moment.
+        status: state?.status ?? entry.status,
+        rev: state?.rev ?? entry.rev,
+        dueAt: entry.due_at,
+        overdueMs: now.getTime() - Date.parse(entry.due_at),
+      };
+    })
+    .filter((entry) => !isTerminal(entry.status))
+    .filter((entry) => !onlyTheseTenants || (entry.tenant !== null && tenants.includes(entry.tenant)))
+    .sort((a, b) => (a.dueAt < b.dueAt ? -1 : a.dueAt > b.dueAt ? 1 : 0));
+}
+
+/** Index queries in flight at once: the shards are independent partitions. */
+const QUERY_CONCURRENCY = 16;
+
+/** `fn` over `items` with at most `limit` running at once; results in input order. */
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await fn(items[index] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+// ------------------------------------------------------------------------------------------ counting
+
+function emptyCounts(): Record<MessageStatus, number> {
+  return Object.fromEntries(MESSAGE_STATUSES.map((status) => [status, 0])) as Record<MessageStatus, number>;
+}
+
+class TallyBuilder {
+  private accepted = 0;
+  private readonly counts = emptyCounts();
+
+  /** One accepted message with its status (null: its record is missing). */
+  accept(status: MessageStatus | null): void {
+    this.accepted++;
+    if (status !== null) this.counts[status]++;
+  }
+
+  count(status: MessageStatus): number {
+    return this.counts[status];
+  }
+
+  build(): Tally {
+    const sum = (predicate: (status: MessageStatus) => boolean) =>
+      MESSAGE_STATUSES.filter(predicate).reduce((total, status) => total + this.counts[status], 0);
+    return {
+      accepted: this.accepted,
+      pending: this.counts.scheduled,
+      inFlight: this.counts.sending + this.counts.retrying,
+      dispatched: sum((status) => DISPATCHED.has(status)),
+      terminal: sum(isTerminal),
+      byStatus: { ...this.counts },
+    };
+  }
+}
+
+// ----------------------------------------------------------------------------------------- rendering
+
+function render(report: ReconcileReport, out: Output): void {
+  if (out.json) {
+    out.data(report);
+    return;
+  }
+  printFields(out, [
+    ['window', `created since ${report.since} (now ${report.now})`],
+    ['tenants', report.tenants.length > 0 ? report.tenants.join(', ') : '(none: no API keys)'],
+  ]);
+  out.line('');
+  const tallyColumns: Column<[string, Tally]>[] = [
+    { header: '', value: ([name]) => name },
+    { header: 'ACCEPTED', value: ([, t]) => String(t.accepted), align: 'right' },
+    { header: 'PENDING', value: ([, t]) => String(t.pending), align: 'right' },
+    { header: 'IN FLIGHT', value: ([, t]) => String(t.inFlight), align: 'right' },
+    { header: 'DISPATCHED', value: ([, t]) => String(t.dispatched), align: 'right' },
+    { header: 'TERMINAL', value: ([, t]) => String(t.terminal), align: 'right' },
+    // Only the statuses that occur, so the table fits a terminal; --json always has all ten.
+    ...MESSAGE_STATUSES.filter((status) => report.totals.byStatus[status] > 0).map(
+      (status): Column<[string, Tally]> => ({
+        header: status.toUpperCase(),
+        value: ([, t]) => String(t.byStatus[status]),
+        align: 'right',
+        tone: ([, t]) => (t.byStatus[status] > 0 ? statusTone(status) : undefined),
+      }),
+    ),
+  ];
+  printTable(out, tallyColumns, [
+    ['all', report.totals],
+    ...Object.entries(report.byTenant).map(([tenant, tally]): [string, Tally] => [`tenant ${tenant}`, tally]),
+    ...Object.entries(report.byTag).map(([tag, tally]): [string, Tally] => [`tag ${tag}`, tally]),
+  ]);
+  out.line('');
+  if (report.indexCheck.consistent) {
+    out.line(paint(out, 'green', 'indexes agree with the records'));
+  } else {
+    for (const m of report.indexCheck.mismatches) {
+      out.warn(
+        paint(
+          out,
+          'yellow',
+          `by_status ${m.tenant}/${m.status}: index ${m.index}, records ${m.records} (index lag right after traffic? run again)`,
+        ),
+      );
+    }
+    if (report.indexCheck.missingRecords.length > 0) {
+      out.warn(
+        paint(out, 'red', `accepted without a state record: ${report.indexCheck.missingRecords.join(', ')}`),
+      );
+    }
+  }
+  out.line('');
+  out.line(paint(out, 'bold', `stuck (non-terminal, overdue by more than ${report.graceSeconds} s)`));
+  printTable(
+    out,
+    [
+      { header: 'ID', value: (row: StuckMessage) => row.id },
+      { header: 'TENANT', value: (row) => row.tenant ?? '?' },
+      { header: 'STATUS', value: (row) => row.status, tone: (row) => statusTone(row.status) },
+      { header: 'REV', value: (row) => String(row.rev), align: 'right' },
+      { header: 'DUE AT', value: (row) => row.dueAt },
+      { header: 'OVERDUE', value: (row) => formatDuration(row.overdueMs), align: 'right' },
+    ],
+    report.stuck,
+    'nothing stuck',
+  );
+}

@@ -1,0 +1,107 @@
+/**
+ * `postdate relay-failures redrive`: re-dispatches what the relay's stream event source gave up on.
+ * SQS's console redrive cannot serve this queue (it is fed by a Lambda event source, and its messages
+ * describe a stream range, not a copy), so the CLI runs the relay's own redriveRelayFailures
+ * (lambdas/relay/redriveRelayFailures.ts) with real clients: replay the range while the stream still
+ * holds it, else one grace-0 sweep of the `due` index.
+ */
+import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import type { SchedulerClient } from '@aws-sdk/client-scheduler';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { EventBridgeScheduler } from '../lambdas/adapters/EventBridgeScheduler.js';
+import { SqsDispatchQueue } from '../lambdas/adapters/SqsDispatchQueue.js';
+import {
+  type RedriveRelayFailuresDeps,
+  type RedriveRelayFailuresReport,
+  redriveRelayFailures,
+} from '../lambdas/relay/redriveRelayFailures.js';
+import { SqsRelayFailureQueue } from '../lambdas/relay/relayFailureQueue.js';
+import { DynamoDbStreamRangeReader } from '../lambdas/relay/streamRange.js';
+import { DynamoDueIndex } from '../lambdas/store/dueIndex.js';
+import { UsageError } from './cliErrors.js';
+import { type Output, paint, printFields } from './output.js';
+
+export interface RelayFailureParts {
+  readonly sqs: SQSClient;
+  readonly documents: DynamoDBDocumentClient;
+  readonly streams: DynamoDBStreamsClient;
+  readonly scheduler: SchedulerClient;
+  readonly tableName: string;
+  readonly relayFailureQueueUrl: string;
+  readonly sendQueueUrl: string;
+  readonly sendQueueArn: string;
+  readonly scheduleGroup: string;
+  readonly schedulerRoleArn: string;
+  readonly scheduleDeadLetterArn: string;
+  /** POSTDATE_DIRECT_DELAY_MAX_SECONDS and POSTDATE_SCHEDULE_LEAD_SECONDS, as the relay has them. */
+  readonly directDelayMaxSeconds: number;
+  readonly scheduleLeadSeconds: number;
+  readonly now: () => Date;
+}
+
+/** The relay's dependencies, built from real clients exactly as lambdas/relay/handler.ts builds them. */
+export function relayFailureDeps(parts: RelayFailureParts): RedriveRelayFailuresDeps {
+  const queue = new SqsDispatchQueue(parts.sqs, parts.sendQueueUrl);
+  return {
+    failures: new SqsRelayFailureQueue(parts.sqs, parts.relayFailureQueueUrl),
+    relay: {
+      queue,
+      scheduler: new EventBridgeScheduler(parts.scheduler, {
+        groupName: parts.scheduleGroup,
+        sendQueueArn: parts.sendQueueArn,
+        roleArn: parts.schedulerRoleArn,
+        deadLetterArn: parts.scheduleDeadLetterArn,
+      }),
+      now: parts.now,
+      directDelayMaxSeconds: parts.directDelayMaxSeconds,
+      scheduleLeadSeconds: parts.scheduleLeadSeconds,
+    },
+    streamRange: new DynamoDbStreamRangeReader(parts.streams),
+    sweep: { dueIndex: new DynamoDueIndex(parts.documents, parts.tableName), queue, now: parts.now },
+  };
+}
+
+export interface RelayFailuresOptions {
+  /** Stop after this many failure messages. @default 1000 */
+  readonly max?: number;
+}
+
+export async function relayFailuresRedrive(
+  deps: RedriveRelayFailuresDeps,
+  options: RelayFailuresOptions,
+  out: Output,
+): Promise<RedriveRelayFailuresReport> {
+  const max = options.max ?? 1000;
+  if (!Number.isInteger(max) || max < 1) throw new UsageError('--max must be a whole number of at least 1');
+  const report = await redriveRelayFailures({ ...deps, maxMessages: max });
+  if (out.json) {
+    out.data(report);
+    return report;
+  }
+  printFields(out, [
+    ['failure messages', String(report.messages)],
+    ['replayed from the stream', String(report.replayed)],
+    ['covered by a sweep', String(report.sweptOver)],
+    ['left on the queue', paint(out, report.kept > 0 ? 'red' : 'green', String(report.kept))],
+    ...(report.sweep
+      ? ([
+          [
+            'sweep',
+            `${report.sweep.redispatched} re-dispatched of ${report.sweep.examined} overdue (${report.sweep.failed} refused)`,
+          ],
+        ] as const)
+      : []),
+  ]);
+  if (report.kept > 0) {
+    out.warn(
+      'some failure messages stay on the queue: run again later; the sweeper covers their messages meanwhile',
+    );
+  }
+  return report;
+}
+
+/** Whether every failure message was dealt with (the entry point's exit code). */
+export function relayFailuresCleared(report: RedriveRelayFailuresReport): boolean {
+  return report.kept === 0;
+}

@@ -1,0 +1,298 @@
+/**
+ * Which stack the CLI talks to, and the AWS clients for it.
+ *
+ * - **local** (the default): the stack `npm start` runs — DynamoDB Local, the SQS emulator and the
+ *   Scheduler emulator on loopback (ports from AWS_ENDPOINT_URL_* or POSTDATE_*_PORT, defaults as in
+ *   local/localEnv.ts), static dummy credentials, the local stack's resource names.
+ * - **aws**: chosen as soon as a resource name is given (`--table`, `--queue-url`, `--dlq-url`,
+ *   `--relay-failures-url`, or POSTDATE_TABLE_NAME in the environment); the usual credential chain
+ *   and region. Endpoints still honour AWS_ENDPOINT_URL_* (how the tests point it at the emulators).
+ *
+ * `--stack <name>` would read the names from CloudFormation outputs; that needs
+ * @aws-sdk/client-cloudformation, which is not a dependency, so it is refused with a message that
+ * says what to pass instead (docs/runbook.md, "Tools").
+ */
+import { DynamoDBClient, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { SchedulerClient } from '@aws-sdk/client-scheduler';
+import {
+  GetQueueAttributesCommand,
+  GetQueueUrlCommand,
+  QueueDoesNotExist,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { SCHEDULE_GROUP } from '../lib/queueLayout.js';
+import { LOCAL_PORT_DEFAULTS } from '../local/localEnv.js';
+import { CliError, isNetworkError, StackUnreachableError, UsageError } from './cliErrors.js';
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** The global options every command accepts (commander turns `--queue-url` into `queueUrl`). */
+export interface TargetOptions {
+  readonly local?: boolean;
+  readonly stack?: string;
+  readonly table?: string;
+  readonly queueUrl?: string;
+  readonly dlqUrl?: string;
+  readonly relayFailuresUrl?: string;
+  readonly region?: string;
+  readonly dynamodbEndpoint?: string;
+  readonly sqsEndpoint?: string;
+  readonly schedulerEndpoint?: string;
+}
+
+/**
+ * The names the local stack gives its resources (local/, `npm start`). The queues are found by name
+ * (`{prefix}-{logical name}` as local/createResources.ts creates them), so their URLs need no port.
+ */
+export const LOCAL_NAMES = {
+  tableName: 'postdate-outbox',
+  queuePrefix: 'postdate',
+  scheduleGroup: SCHEDULE_GROUP.logicalName,
+  schedulerRoleArn: 'arn:aws:iam::000000000000:role/postdate-local-scheduler',
+  region: 'us-east-1',
+} as const;
+
+export type TargetMode = 'local' | 'aws';
+
+/** Resource names as far as they are known; queue URLs may still be looked up by name. */
+export interface ResourceRefs {
+  readonly tableName: string;
+  readonly sendQueue: QueueRef | undefined;
+  readonly deadLetterQueue: QueueRef | undefined;
+  readonly relayFailureQueue: QueueRef | undefined;
+  readonly scheduleGroup: string | undefined;
+  readonly schedulerRoleArn: string | undefined;
+  /** Where the scheduler parks what it cannot deliver: an ARN (AWS) or a queue name (local). */
+  readonly scheduleDeadLetter: { readonly arn: string } | { readonly name: string } | undefined;
+}
+
+export type QueueRef = { readonly url: string } | { readonly name: string };
+
+export interface Target {
+  readonly mode: TargetMode;
+  readonly refs: ResourceRefs;
+  readonly endpoints: { readonly dynamodb: string; readonly sqs: string; readonly scheduler: string };
+  readonly dynamodb: DynamoDBClient;
+  readonly documents: DynamoDBDocumentClient;
+  readonly sqs: SQSClient;
+  /** Built on first use: only `relay-failures redrive` needs them. */
+  scheduler(): SchedulerClient;
+  streams(): DynamoDBStreamsClient;
+}
+
+/** Decides local or AWS from the options and the environment (pure: no client is built). */
+export function resolveMode(options: TargetOptions, env: Env): TargetMode {
+  if (options.stack !== undefined) {
+    throw new UsageError(
+      '--stack is not supported yet (it needs @aws-sdk/client-cloudformation): pass --table and the queue URLs, ' +
+        'or set POSTDATE_TABLE_NAME, POSTDATE_SEND_QUEUE_URL, POSTDATE_SEND_DLQ_URL, POSTDATE_RELAY_FAILURE_QUEUE_URL ' +
+        '(the stack outputs: aws cloudformation describe-stacks --stack-name <name> --query "Stacks[0].Outputs")',
+    );
+  }
+  if (options.local) return 'local';
+  const named =
+    options.table ??
+    options.queueUrl ??
+    options.dlqUrl ??
+    options.relayFailuresUrl ??
+    env.POSTDATE_TABLE_NAME;
+  return named !== undefined && named !== '' ? 'aws' : 'local';
+}
+
+/** The resource names for a mode, from the options, then the environment, then the local defaults. */
+export function resolveRefs(mode: TargetMode, options: TargetOptions, env: Env): ResourceRefs {
+  const pick = (flag: string | undefined, variable: string): string | undefined => {
+    const value = flag ?? env[variable];
+    return value === undefined || value.trim() === '' ? undefined : value.trim();
+  };
+  const queue = (url: string | undefined, logicalName: string): QueueRef | undefined =>
+    url !== undefined
+      ? { url }
+      : mode === 'local'
+        ? { name: `${LOCAL_NAMES.queuePrefix}-${logicalName}` }
+        : undefined;
+  const tableName =
+    pick(options.table, 'POSTDATE_TABLE_NAME') ?? (mode === 'local' ? LOCAL_NAMES.tableName : undefined);
+  if (tableName === undefined) throw new UsageError('no table: pass --table or set POSTDATE_TABLE_NAME');
+  const scheduleDlqArn = pick(undefined, 'POSTDATE_SCHEDULE_DLQ_ARN');
+  return {
+    tableName,
+    sendQueue: queue(pick(options.queueUrl, 'POSTDATE_SEND_QUEUE_URL'), 'send'),
+    deadLetterQueue: queue(pick(options.dlqUrl, 'POSTDATE_SEND_DLQ_URL'), 'send-dlq'),
+    relayFailureQueue: queue(
+      pick(options.relayFailuresUrl, 'POSTDATE_RELAY_FAILURE_QUEUE_URL'),
+      'relay-failures',
+    ),
+    scheduleGroup:
+      pick(undefined, 'POSTDATE_SCHEDULE_GROUP') ??
+      (mode === 'local' ? LOCAL_NAMES.scheduleGroup : undefined),
+    schedulerRoleArn:
+      pick(undefined, 'POSTDATE_SCHEDULER_ROLE_ARN') ??
+      (mode === 'local' ? LOCAL_NAMES.schedulerRoleArn : undefined),
+    scheduleDeadLetter:
+      scheduleDlqArn !== undefined
+        ? { arn: scheduleDlqArn }
+        : mode === 'local'
+          ? { name: `${LOCAL_NAMES.queuePrefix}-schedule-dlq` }
+          : undefined,
+  };
+}
+
+/** Builds the clients for the options and environment of one CLI run. */
+export function openTarget(options: TargetOptions, env: Env = process.env): Target {
+  const mode = resolveMode(options, env);
+  const refs = resolveRefs(mode, options, env);
+  const local = mode === 'local';
+  const loopback = (port: number) => `http://127.0.0.1:${port}`;
+  const localPort = (variable: string, fallback: number) => {
+    const raw = env[variable]?.trim();
+    return raw !== undefined && /^\d+$/.test(raw) ? Number(raw) : fallback;
+  };
+  const endpointFor = (flag: string | undefined, variable: string, localDefault: string) =>
+    flag ?? env[variable] ?? env.AWS_ENDPOINT_URL ?? (local ? localDefault : undefined);
+  const dynamodbEndpoint = endpointFor(
+    options.dynamodbEndpoint,
+    'AWS_ENDPOINT_URL_DYNAMODB',
+    loopback(localPort('POSTDATE_DYNAMODB_PORT', LOCAL_PORT_DEFAULTS.dynamodb)),
+  );
+  const sqsEndpoint = endpointFor(
+    options.sqsEndpoint,
+    'AWS_ENDPOINT_URL_SQS',
+    loopback(localPort('POSTDATE_SQS_PORT', LOCAL_PORT_DEFAULTS.sqs)),
+  );
+  const schedulerEndpoint = endpointFor(
+    options.schedulerEndpoint,
+    'AWS_ENDPOINT_URL_SCHEDULER',
+    loopback(localPort('POSTDATE_SCHEDULER_PORT', LOCAL_PORT_DEFAULTS.scheduler)),
+  );
+  const region =
+    options.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? (local ? LOCAL_NAMES.region : undefined);
+  const common = {
+    ...(region !== undefined ? { region } : {}),
+    // The emulators accept any credentials. Fixed ones locally mean a laptop without AWS credentials
+    // works, and an expired SSO session of a real profile never stands in the way of the local stack.
+    ...(local ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+    // Locally, fail fast: a stack that is not running should say so in about a second, not after retries.
+    ...(local ? { maxAttempts: 2 } : {}),
+    requestHandler: { connectionTimeout: local ? 1500 : 5000, requestTimeout: 30_000 },
+  };
+  const hint = local
+    ? 'is `npm start` running? (or pass --table/--queue-url for AWS)'
+    : 'check the region, the network and any AWS_ENDPOINT_URL_* setting';
+  const shown = (endpoint: string | undefined, service: string) =>
+    endpoint ??
+    `the ${service} endpoint of region ${region ?? '(no region set: pass --region or set AWS_REGION)'}`;
+
+  const dynamodb = new DynamoDBClient({
+    ...common,
+    ...(dynamodbEndpoint ? { endpoint: dynamodbEndpoint } : {}),
+  });
+  dynamodb.middlewareStack.add(
+    errorTranslator('DynamoDB', shown(dynamodbEndpoint, 'DynamoDB'), hint, refs),
+    TRANSLATOR,
+  );
+  const sqs = new SQSClient({ ...common, ...(sqsEndpoint ? { endpoint: sqsEndpoint } : {}) });
+  sqs.middlewareStack.add(errorTranslator('SQS', shown(sqsEndpoint, 'SQS'), hint, refs), TRANSLATOR);
+  let scheduler: SchedulerClient | undefined;
+  let streams: DynamoDBStreamsClient | undefined;
+
+  return {
+    mode,
+    refs,
+    endpoints: {
+      dynamodb: shown(dynamodbEndpoint, 'DynamoDB'),
+      sqs: shown(sqsEndpoint, 'SQS'),
+      scheduler: shown(schedulerEndpoint, 'Scheduler'),
+    },
+    dynamodb,
+    documents: DynamoDBDocumentClient.from(dynamodb, { marshallOptions: { removeUndefinedValues: true } }),
+    sqs,
+    scheduler() {
+      if (scheduler === undefined) {
+        scheduler = new SchedulerClient({
+          ...common,
+          ...(schedulerEndpoint ? { endpoint: schedulerEndpoint } : {}),
+        });
+        scheduler.middlewareStack.add(
+          errorTranslator('the Scheduler', shown(schedulerEndpoint, 'Scheduler'), hint),
+          TRANSLATOR,
+        );
+      }
+      return scheduler;
+    },
+    streams() {
+      if (streams === undefined) {
+        streams = new DynamoDBStreamsClient({
+          ...common,
+          ...(dynamodbEndpoint ? { endpoint: dynamodbEndpoint } : {}),
+        });
+        streams.middlewareStack.add(
+          errorTranslator('DynamoDB Streams', shown(dynamodbEndpoint, 'DynamoDB'), hint),
+          TRANSLATOR,
+        );
+      }
+      return streams;
+    },
+  };
+}
+
+/**
+ * A middleware that translates, at the edge, the failures an operator must read as one line: nothing
+ * answered at the endpoint (after the SDK's own retries), the table or a queue does not exist.
+ * Everything else passes through unchanged. Added at the `initialize` step, outside the retries.
+ */
+export function errorTranslator(service: string, endpoint: string, hint: string, refs?: ResourceRefs) {
+  return <Args, Result>(next: (args: Args) => Promise<Result>) =>
+    async (args: Args): Promise<Result> => {
+      try {
+        return await next(args);
+      } catch (error) {
+        if (isNetworkError(error)) throw new StackUnreachableError(service, endpoint, hint, error);
+        if (error instanceof ResourceNotFoundException && refs !== undefined) {
+          throw new CliError(
+            `DynamoDB at ${endpoint} has no table "${refs.tableName}" (or one of its indexes) — ${hint}`,
+            undefined,
+            { cause: error },
+          );
+        }
+        if (error instanceof QueueDoesNotExist) {
+          throw new CliError(`SQS at ${endpoint}: the queue does not exist — ${hint}`, undefined, {
+            cause: error,
+          });
+        }
+        throw error;
+      }
+    };
+}
+
+const TRANSLATOR = { step: 'initialize', name: 'postdateCliErrors' } as const;
+
+/** The queue's URL: given, or looked up by name (local stack). */
+export async function queueUrlOf(sqs: SQSClient, ref: QueueRef | undefined, what: string): Promise<string> {
+  if (ref === undefined) {
+    throw new UsageError(`no ${what} URL: ${QUEUE_FLAG_HINT[what] ?? 'pass its URL'}`);
+  }
+  if ('url' in ref) return ref.url;
+  const { QueueUrl } = await sqs.send(new GetQueueUrlCommand({ QueueName: ref.name }));
+  if (QueueUrl === undefined) throw new CliError(`SQS answered no URL for the queue ${ref.name}`);
+  return QueueUrl;
+}
+
+const QUEUE_FLAG_HINT: Record<string, string> = {
+  'send queue': 'pass --queue-url or set POSTDATE_SEND_QUEUE_URL',
+  'dead-letter queue': 'pass --dlq-url or set POSTDATE_SEND_DLQ_URL',
+  'relay failure queue': 'pass --relay-failures-url or set POSTDATE_RELAY_FAILURE_QUEUE_URL',
+  'schedule dead-letter queue': 'set POSTDATE_SCHEDULE_DLQ_ARN',
+};
+
+/** A queue's ARN (what StartMessageMoveTask and the scheduler's targets take). */
+export async function queueArnOf(sqs: SQSClient, queueUrl: string): Promise<string> {
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+  );
+  const arn = Attributes?.QueueArn;
+  if (arn === undefined) throw new CliError(`SQS answered no ARN for ${queueUrl}`);
+  return arn;
+}

@@ -1,0 +1,154 @@
+import {
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { encodeDispatchPayload, parseDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
+import { isTerminal, type MessageStatus } from '../../lambdas/core/messageStatus.js';
+import {
+  byStatusPk,
+  byTenantPk,
+  createdSortKey,
+  duePk,
+  type MessageStateRecord,
+  messagePk,
+} from '../../lambdas/store/messageRecord.js';
+import { ITEM_SORT_KEY } from '../../lambdas/store/tableLayout.js';
+
+/**
+ * Puts copies on the DLQ the way they get there in production: sent to the send queue, received
+ * once by a queue with maxReceiveCount 1 (freshQueues(1)), and moved by the emulator's redrive policy.
+ */
+export async function deadLetter(
+  sqs: SQSClient,
+  urls: { send: string; sendDeadLetter: string },
+  copies: readonly { id: string; rev: number }[],
+): Promise<void> {
+  for (let start = 0; start < copies.length; start += 10) {
+    await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: urls.send,
+        Entries: copies.slice(start, start + 10).map((copy, i) => ({
+          Id: String(i),
+          MessageBody: encodeDispatchPayload(copy),
+        })),
+      }),
+    );
+  }
+  let received = 0;
+  for (let round = 0; received < copies.length && round < 200; round++) {
+    const { Messages } = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: urls.send, MaxNumberOfMessages: 10, VisibilityTimeout: 0 }),
+    );
+    received += Messages?.length ?? 0;
+  }
+  await waitFor(async () => (await visibleCount(sqs, urls.sendDeadLetter)) === copies.length);
+}
+
+export async function visibleCount(sqs: SQSClient, queueUrl: string): Promise<number> {
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return Number(Attributes?.ApproximateNumberOfMessages ?? 0);
+}
+
+/** Reads every copy on a queue (and deletes nothing: they become visible again after `hideSeconds`). */
+export async function drainIds(sqs: SQSClient, queueUrl: string): Promise<{ id: string; rev: number }[]> {
+  const copies: { id: string; rev: number }[] = [];
+  for (let empty = 0; empty < 2; ) {
+    const { Messages } = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 60 }),
+    );
+    if (!Messages || Messages.length === 0) {
+      empty++;
+      continue;
+    }
+    for (const message of Messages) {
+      const parsed = parseDispatchPayload(message.Body ?? '');
+      if (parsed.ok) copies.push({ id: parsed.payload.id, rev: parsed.payload.rev });
+    }
+  }
+  return copies.sort((a, b) => a.id.localeCompare(b.id));
+}
+
+export async function waitFor(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+export interface SeedMessage {
+  readonly id: string;
+  readonly tenant?: string;
+  readonly status: MessageStatus;
+  readonly rev?: number;
+  readonly createdAt: string;
+  readonly sendAt?: string;
+  /** For non-terminal messages: when it should have moved on (defaults to sendAt). */
+  readonly dueAt?: string;
+  readonly tags?: Record<string, string>;
+  readonly lastError?: MessageStateRecord['last_error'];
+  readonly history?: MessageStateRecord['history'];
+  readonly attempts?: number;
+}
+
+/** The state record as the API and the sender write it, with every index key (docs/data-model.md). */
+export function stateRecord(seed: SeedMessage): MessageStateRecord {
+  const tenant = seed.tenant ?? 'acme';
+  const sendAt = seed.sendAt ?? seed.createdAt;
+  const live = !isTerminal(seed.status);
+  return {
+    pk: messagePk(seed.id),
+    sk: ITEM_SORT_KEY.messageState,
+    id: seed.id,
+    tenant,
+    status: seed.status,
+    rev: seed.rev ?? 1,
+    send_at: sendAt,
+    not_after: null,
+    created_at: seed.createdAt,
+    updated_at: seed.createdAt,
+    attempts: seed.attempts ?? 0,
+    last_error: seed.lastError ?? null,
+    history: seed.history ?? [],
+    group: null,
+    on_ambiguous: 'retry',
+    tags: seed.tags ?? {},
+    metadata: {},
+    lst_pk: byStatusPk(tenant, seed.status, seed.id),
+    lst_sk: createdSortKey(seed.createdAt, seed.id),
+    tnt_pk: byTenantPk(tenant, seed.id),
+    tnt_sk: createdSortKey(seed.createdAt, seed.id),
+    ...(live ? { due_pk: duePk(seed.id), due_at: seed.dueAt ?? sendAt } : {}),
+  };
+}
+
+export async function seedMessages(
+  documents: DynamoDBDocumentClient,
+  tableName: string,
+  seeds: readonly SeedMessage[],
+): Promise<MessageStateRecord[]> {
+  const records = seeds.map(stateRecord);
+  for (let start = 0; start < records.length; start += 25) {
+    await documents.send(
+      new BatchWriteCommand({
+        RequestItems: {
+          [tableName]: records.slice(start, start + 25).map((record) => ({ PutRequest: { Item: record } })),
+        },
+      }),
+    );
+  }
+  return records;
+}
+
+/** A URL-safe id like the API's (26 characters), distinct per `n`. */
+export function messageId(n: number): string {
+  return `01JQ5${String(n).padStart(21, '0')}`;
+}

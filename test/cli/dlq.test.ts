@@ -1,0 +1,184 @@
+import { describe, expect, it } from 'vitest';
+import { dlqDrop, dlqRedrive, dlqShow, redriveSucceeded } from '../../cli/dlqCommands.js';
+import { memoryOutput } from '../../cli/output.js';
+import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
+import { deadLetter, drainIds, messageId, seedMessages, visibleCount, waitFor } from './cliFixtures.js';
+
+const NOW = new Date('2026-11-29T12:00:00.000Z');
+
+async function deadLetteredCopies(count: number) {
+  const sqs = sqsClient();
+  const { urls } = await freshQueues(1);
+  const copies = Array.from({ length: count }, (_, i) => ({ id: messageId(i + 1), rev: i + 1 }));
+  await deadLetter(sqs, urls, copies);
+  return { sqs, urls, copies };
+}
+
+describe('postdate dlq show', () => {
+  it('counts the DLQ, samples copies with their record status, and leaves every copy visible', async () => {
+    const { sqs, urls, copies } = await deadLetteredCopies(3);
+    const { tableName } = await freshTable();
+    const documents = documentClient();
+    await seedMessages(
+      documents,
+      tableName,
+      copies.map((copy) => ({ id: copy.id, status: 'dead', rev: copy.rev, createdAt: NOW.toISOString() })),
+    );
+    const out = memoryOutput();
+
+    const report = await dlqShow(
+      {
+        sqs,
+        dlqUrl: urls.sendDeadLetter,
+        now: () => new Date(),
+        waitSeconds: 0,
+        table: { documents, tableName },
+      },
+      { sample: 10 },
+      out,
+    );
+
+    expect(report.count).toBe(3);
+    expect(report.sample.map((entry) => entry.id).sort()).toEqual(copies.map((copy) => copy.id));
+    expect(report.sample.every((entry) => entry.status === 'dead')).toBe(true);
+    expect(report.sample.every((entry) => entry.receiveCount !== null && entry.ageMs !== null)).toBe(true);
+    expect(report.oldestSampledAgeMs).not.toBeNull();
+    // The peek put every copy back at once.
+    expect(await visibleCount(sqs, urls.sendDeadLetter)).toBe(3);
+    expect(out.text()).toContain('messages:');
+    expect(out.text()).toContain(copies[0]?.id);
+  });
+
+  it('prints one JSON document with --json', async () => {
+    const { sqs, urls } = await deadLetteredCopies(1);
+    const out = memoryOutput({ json: true });
+
+    await dlqShow({ sqs, dlqUrl: urls.sendDeadLetter, now: () => new Date(), waitSeconds: 0 }, {}, out);
+
+    expect(out.lines).toEqual([]);
+    expect(out.documents).toHaveLength(1);
+    expect(out.documents[0]).toMatchObject({
+      count: 1,
+      sample: [{ id: messageId(1), rev: 1, status: null }],
+    });
+  });
+});
+
+describe('postdate dlq redrive --ids', () => {
+  it('moves exactly the chosen ids to the send queue and leaves every other copy in the DLQ', async () => {
+    const { sqs, urls, copies } = await deadLetteredCopies(12);
+    const chosen = [messageId(2), messageId(7), messageId(11)];
+    const out = memoryOutput();
+
+    const report = await dlqRedrive(
+      { sqs, dlqUrl: urls.sendDeadLetter, sendQueueUrl: urls.send, now: () => NOW, waitSeconds: 0 },
+      { ids: chosen },
+      out,
+    );
+
+    expect(report.mode).toBe('ids');
+    expect(redriveSucceeded(report)).toBe(true);
+    expect(await drainIds(sqs, urls.send)).toEqual(copies.filter((copy) => chosen.includes(copy.id)));
+    expect(await drainIds(sqs, urls.sendDeadLetter)).toEqual(
+      copies.filter((copy) => !chosen.includes(copy.id)),
+    );
+    expect(out.text()).toContain('moved 3 of 3');
+  });
+
+  it('reports ids that are not in the DLQ and fails, moving the ones that are', async () => {
+    const { sqs, urls } = await deadLetteredCopies(2);
+    const out = memoryOutput({ json: true });
+
+    const report = await dlqRedrive(
+      { sqs, dlqUrl: urls.sendDeadLetter, sendQueueUrl: urls.send, now: () => NOW, waitSeconds: 0 },
+      { ids: [messageId(1), messageId(99)] },
+      out,
+    );
+
+    expect(report).toMatchObject({ notFound: [messageId(99)], moved: [{ id: messageId(1), rev: 1 }] });
+    expect(redriveSucceeded(report)).toBe(false);
+    await waitFor(async () => (await visibleCount(sqs, urls.sendDeadLetter)) === 1);
+  });
+
+  it('moves nothing in a dry run and says what it would move', async () => {
+    const { sqs, urls } = await deadLetteredCopies(3);
+    const out = memoryOutput();
+
+    const report = await dlqRedrive(
+      { sqs, dlqUrl: urls.sendDeadLetter, sendQueueUrl: urls.send, now: () => NOW, waitSeconds: 0 },
+      { ids: [messageId(3)], dryRun: true },
+      out,
+    );
+
+    expect(report).toMatchObject({ dryRun: true, moved: [{ id: messageId(3), rev: 3 }] });
+    expect(await visibleCount(sqs, urls.send)).toBe(0);
+    expect(await visibleCount(sqs, urls.sendDeadLetter)).toBe(3);
+    expect(out.text()).toContain('would move 1 of 1');
+  });
+
+  it('refuses a malformed id or a missing choice before touching a queue', async () => {
+    const deps = { sqs: sqsClient(), dlqUrl: 'unused', sendQueueUrl: 'unused', now: () => NOW };
+    await expect(dlqRedrive(deps, { ids: ['not an id!'] }, memoryOutput())).rejects.toThrow(
+      /not a message id/,
+    );
+    await expect(dlqRedrive(deps, {}, memoryOutput())).rejects.toThrow(/--ids <id...> or --all/);
+    await expect(dlqRedrive(deps, { ids: ['a'], all: true }, memoryOutput())).rejects.toThrow(/either/);
+  });
+});
+
+describe('postdate dlq redrive --all', () => {
+  it('moves every copy with StartMessageMoveTask and follows the task to its end', async () => {
+    const { sqs, urls, copies } = await deadLetteredCopies(4);
+    const out = memoryOutput();
+
+    const report = await dlqRedrive(
+      {
+        sqs,
+        dlqUrl: urls.sendDeadLetter,
+        sendQueueUrl: urls.send,
+        now: () => NOW,
+        waitSeconds: 0,
+        pollMilliseconds: 100,
+      },
+      { all: true, rate: 100 },
+      out,
+    );
+
+    expect(report).toMatchObject({ mode: 'all', method: 'message-move-task', status: 'COMPLETED', moved: 4 });
+    expect(await drainIds(sqs, urls.send)).toEqual(copies);
+    expect(await visibleCount(sqs, urls.sendDeadLetter)).toBe(0);
+    expect(out.progressSteps.length).toBeGreaterThan(0);
+  });
+
+  it('counts without moving in a dry run', async () => {
+    const { sqs, urls } = await deadLetteredCopies(2);
+
+    const report = await dlqRedrive(
+      { sqs, dlqUrl: urls.sendDeadLetter, sendQueueUrl: urls.send, now: () => NOW, waitSeconds: 0 },
+      { all: true, dryRun: true },
+      memoryOutput(),
+    );
+
+    expect(report).toMatchObject({ mode: 'all', dryRun: true, toMove: 2, moved: 0 });
+    expect(await visibleCount(sqs, urls.sendDeadLetter)).toBe(2);
+  });
+});
+
+describe('postdate dlq drop', () => {
+  it('deletes exactly the chosen copies without sending them, after a dry run that deletes nothing', async () => {
+    const { sqs, urls, copies } = await deadLetteredCopies(5);
+    const deps = { sqs, dlqUrl: urls.sendDeadLetter, now: () => NOW, waitSeconds: 0 };
+
+    const rehearsal = await dlqDrop(deps, { ids: [messageId(4)], dryRun: true }, memoryOutput());
+    expect(rehearsal.dropped).toEqual([{ id: messageId(4), rev: 4 }]);
+    await waitFor(async () => (await visibleCount(sqs, urls.sendDeadLetter)) === 5);
+
+    const out = memoryOutput();
+    const report = await dlqDrop(deps, { ids: [messageId(4), messageId(5)] }, out);
+
+    expect(report).toMatchObject({ dryRun: false, notFound: [] });
+    expect(await visibleCount(sqs, urls.send)).toBe(0);
+    expect(await drainIds(sqs, urls.sendDeadLetter)).toEqual(copies.slice(0, 3));
+    expect(out.text()).toContain('dropped 2 of 2');
+  });
+});

@@ -1,0 +1,117 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { describe, expect, inject, it } from 'vitest';
+import { lookupApiKey } from '../../lambdas/keys/apiKeys.js';
+import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
+import { deadLetter, drainIds, messageId } from './cliFixtures.js';
+
+const run = promisify(execFile);
+
+/** Runs the real entry in a child process; resolves with its exit code and output (never rejects). */
+async function postdate(
+  command: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(
+      command === 'npx' ? 'npx' : process.execPath,
+      command === 'npx' ? ['tsx', 'cli/postdate.ts', ...args] : ['cli/postdate.mjs', ...args],
+      {
+        env: { ...process.env, NO_COLOR: '1', ...env },
+        timeout: 60_000,
+      },
+    );
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: number; stdout?: string; stderr?: string };
+    return {
+      code: typeof failed.code === 'number' ? failed.code : -1,
+      stdout: failed.stdout ?? '',
+      stderr: failed.stderr ?? '',
+    };
+  }
+}
+
+/** The emulators of this test run, reached the way an operator reaches AWS: names plus endpoints. */
+function awsEnv(): Record<string, string> {
+  return {
+    AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+    AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    AWS_REGION: 'us-east-1',
+  };
+}
+
+describe('the postdate entry point', () => {
+  it('prints its help with `npx tsx cli/postdate.ts --help`', async () => {
+    const result = await postdate('npx', ['--help']);
+    expect(result.code).toBe(0);
+    for (const command of ['messages', 'dlq', 'relay-failures', 'reconcile', 'keys']) {
+      expect(result.stdout).toContain(command);
+    }
+  }, 60_000);
+
+  it('runs a real command through the bin shim: keys create --json against a named table', async () => {
+    const { tableName } = await freshTable();
+    const result = await postdate(
+      'bin',
+      ['--json', '--table', tableName, 'keys', 'create', '--tenant', 'acme'],
+      awsEnv(),
+    );
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const created = JSON.parse(result.stdout) as { keyId: string; tenant: string; secret: string };
+    expect(await lookupApiKey(documentClient(), tableName, created.secret)).toMatchObject({
+      keyId: created.keyId,
+      tenant: 'acme',
+    });
+  }, 60_000);
+
+  it('redrives chosen ids from the command line, and exits 1 for an id that is not there', async () => {
+    const { tableName } = await freshTable();
+    const { urls } = await freshQueues(1);
+    const sqs = sqsClient();
+    await deadLetter(sqs, urls, [
+      { id: messageId(1), rev: 1 },
+      { id: messageId(2), rev: 1 },
+    ]);
+    const args = [
+      '--table',
+      tableName,
+      '--queue-url',
+      urls.send,
+      '--dlq-url',
+      urls.sendDeadLetter,
+      'dlq',
+      'redrive',
+    ];
+    const result = await postdate('bin', [...args, '--ids', messageId(2), messageId(3)], awsEnv());
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain('moved 1 of 2');
+    expect(result.stderr).toContain(`not in the DLQ: ${messageId(3)}`);
+    expect(await drainIds(sqs, urls.send)).toEqual([{ id: messageId(2), rev: 1 }]);
+  }, 60_000);
+
+  it('says in one line that the stack is unreachable, with exit code 3', async () => {
+    const result = await postdate('bin', [
+      '--local',
+      '--dynamodb-endpoint',
+      'http://127.0.0.1:9',
+      'messages',
+      'show',
+      messageId(1),
+    ]);
+    expect(result.code).toBe(3);
+    expect(result.stderr.trim()).toBe(
+      'postdate: cannot reach DynamoDB at http://127.0.0.1:9 — is `npm start` running? (or pass --table/--queue-url for AWS)',
+    );
+  }, 60_000);
+
+  it('exits 2 on bad usage', async () => {
+    const result = await postdate('bin', ['messages', 'list', '--limit', 'lots']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--limit must be a whole number');
+  }, 60_000);
+});

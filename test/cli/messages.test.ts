@@ -1,0 +1,171 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  type MessagesDeps,
+  messagesCancel,
+  messagesList,
+  messagesRetry,
+  messagesShow,
+  parseSince,
+  readState,
+} from '../../cli/messagesCommands.js';
+import { memoryOutput } from '../../cli/output.js';
+import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
+import { documentClient, freshTable } from '../support/awsLocal.js';
+import { messageId, type SeedMessage, seedMessages } from './cliFixtures.js';
+
+const NOW = new Date('2026-11-29T12:00:00.000Z');
+const minutesAgo = (minutes: number) => new Date(NOW.getTime() - minutes * 60_000).toISOString();
+
+const SEEDS: SeedMessage[] = [
+  { id: messageId(1), status: 'dead', createdAt: minutesAgo(50), tags: { kind: 'invoice' }, attempts: 8 },
+  { id: messageId(2), status: 'dead', createdAt: minutesAgo(40), tags: { kind: 'welcome' }, attempts: 8 },
+  { id: messageId(3), status: 'sent', createdAt: minutesAgo(30), tags: { kind: 'invoice' }, attempts: 1 },
+  { id: messageId(4), status: 'scheduled', createdAt: minutesAgo(20), sendAt: minutesAgo(-60) },
+  {
+    id: messageId(5),
+    status: 'unknown',
+    createdAt: minutesAgo(10),
+    attempts: 1,
+    lastError: {
+      class: 'ambiguous',
+      code: 'ECONNECTION',
+      enhanced_code: null,
+      message: 'connection closed after the body was sent',
+    },
+    history: [
+      {
+        at: minutesAgo(9),
+        outcome: 'ambiguous',
+        code: 'ECONNECTION',
+        enhanced_code: null,
+        reply: null,
+        duration_ms: 812,
+      },
+    ],
+  },
+  { id: messageId(6), tenant: 'globex', status: 'dead', createdAt: minutesAgo(5), attempts: 8 },
+  { id: messageId(7), status: 'failed', createdAt: minutesAgo(200), attempts: 1 },
+];
+
+let deps: MessagesDeps;
+
+beforeAll(async () => {
+  const { tableName } = await freshTable();
+  const documents = documentClient();
+  await seedMessages(documents, tableName, SEEDS);
+  deps = {
+    documents,
+    tableName,
+    store: new DynamoApiStore(documents, tableName),
+    now: () => NOW,
+    tenants: async () => ['acme', 'globex'],
+    retentionDays: 30,
+    messageIdDomain: 'mail.example.com',
+  };
+});
+
+describe('postdate messages list', () => {
+  it('lists one status across every tenant, newest first, through the by_status index', async () => {
+    const report = await messagesList(deps, { status: 'dead' }, memoryOutput());
+    expect(report.items.map((row) => [row.id, row.tenant])).toEqual([
+      [messageId(6), 'globex'],
+      [messageId(2), 'acme'],
+      [messageId(1), 'acme'],
+    ]);
+  });
+
+  it('narrows by tenant, by tag and by --since', async () => {
+    expect((await messagesList(deps, { status: 'dead', tenant: 'acme' }, memoryOutput())).items).toHaveLength(
+      2,
+    );
+    const invoices = await messagesList(deps, { tags: ['kind=invoice'] }, memoryOutput());
+    expect(invoices.items.map((row) => row.id)).toEqual([messageId(3), messageId(1)]);
+    const recent = await messagesList(deps, { since: '45m' }, memoryOutput());
+    expect(recent.items.map((row) => row.id)).toEqual([
+      messageId(6),
+      messageId(5),
+      messageId(4),
+      messageId(3),
+      messageId(2),
+    ]);
+  });
+
+  it('says when more match than --limit, and prints a table for people', async () => {
+    const out = memoryOutput();
+    const report = await messagesList(deps, { limit: 2 }, out);
+    expect(report.items).toHaveLength(2);
+    expect(report.truncated).toBe(true);
+    expect(out.lines[0]).toMatch(/^ID\s+TENANT\s+STATUS/);
+    expect(out.warnings[0]).toContain('more than 2');
+  });
+
+  it('rejects an unknown status, a bad tag and a bad time before reading anything', async () => {
+    await expect(messagesList(deps, { status: 'lost' }, memoryOutput())).rejects.toThrow(/unknown status/);
+    await expect(messagesList(deps, { tags: ['kind'] }, memoryOutput())).rejects.toThrow(/key=value/);
+    await expect(messagesList(deps, { since: 'yesterday' }, memoryOutput())).rejects.toThrow(/--since/);
+  });
+
+  it('reads relative times against the clock it is given', () => {
+    expect(parseSince('2h', NOW)).toBe('2026-11-29T10:00:00.000Z');
+    expect(parseSince('2026-11-28T00:00:00Z', NOW)).toBe('2026-11-28T00:00:00.000Z');
+  });
+});
+
+describe('postdate messages show', () => {
+  it('shows the status, the history and the last error in words, with the Message-ID to search for', async () => {
+    const out = memoryOutput();
+    const report = await messagesShow(deps, messageId(5), out);
+    expect(report.message.status).toBe('unknown');
+    expect(report.message_id_header).toBe(`<${messageId(5)}@mail.example.com>`);
+    expect(report.explanation.status).toContain(`postdate messages retry ${messageId(5)}`);
+    expect(report.explanation.last_error).toMatch(/^ambiguous: .*\[ECONNECTION\]/);
+    expect(out.text()).toContain('history');
+    expect(out.text()).toContain('812 ms');
+  });
+
+  it('fails with one line for an id that does not exist', async () => {
+    await expect(messagesShow(deps, messageId(404), memoryOutput())).rejects.toThrow(
+      `no message ${messageId(404)}`,
+    );
+  });
+});
+
+describe('postdate messages cancel and retry', () => {
+  it('cancels a scheduled message with the API conditional update, and refuses a sent one', async () => {
+    const out = memoryOutput({ json: true });
+    const report = await messagesCancel(deps, [messageId(4), messageId(3)], out);
+    expect(report.ok).toBe(false);
+    expect(report.results).toEqual([
+      { id: messageId(4), outcome: 'cancelled', status: 'cancelled', rev: 1, reason: null },
+      {
+        id: messageId(3),
+        outcome: 'conflict',
+        status: 'sent',
+        rev: 1,
+        reason: 'it is sent: cancel takes a scheduled or retrying message',
+      },
+    ]);
+    const cancelled = await readState(deps, messageId(4));
+    expect(cancelled?.due_pk).toBeUndefined();
+    expect(cancelled?.expires_at).toBe(Math.floor(NOW.getTime() / 1000) + 30 * 86_400);
+    expect(out.documents).toHaveLength(1);
+  });
+
+  it('retries dead, failed and unknown messages of any tenant with rev + 1, and reports an unknown id', async () => {
+    const report = await messagesRetry(
+      deps,
+      [messageId(6), messageId(7), messageId(5), messageId(404)],
+      memoryOutput(),
+    );
+    expect(report.results.map((row) => [row.id, row.outcome, row.status, row.rev])).toEqual([
+      [messageId(6), 'retried', 'scheduled', 2],
+      [messageId(7), 'retried', 'scheduled', 2],
+      [messageId(5), 'retried', 'scheduled', 2],
+      [messageId(404), 'not-found', null, null],
+    ]);
+    expect(report.ok).toBe(false);
+    const retried = await readState(deps, messageId(6));
+    expect(retried).toMatchObject({ tenant: 'globex', status: 'scheduled', send_at: NOW.toISOString() });
+    expect(retried?.due_pk).toBeDefined();
+  });
+});

@@ -1,0 +1,166 @@
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type MemoryOutput, memoryOutput } from '../../cli/output.js';
+import {
+  type ReconcileDeps,
+  type ReconcileReport,
+  reconcile,
+  reconcileClean,
+} from '../../cli/reconcileCommand.js';
+import { MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
+import { DynamoApiStore, type ShardPosition } from '../../lambdas/store/apiStore.js';
+import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
+import { byStatusPk } from '../../lambdas/store/messageRecord.js';
+import { documentClient, freshTable } from '../support/awsLocal.js';
+import { messageId, type SeedMessage, seedMessages, stateRecord } from './cliFixtures.js';
+
+const NOW = new Date('2026-11-29T12:00:00.000Z');
+const minutesAgo = (minutes: number) => new Date(NOW.getTime() - minutes * 60_000).toISOString();
+
+/** 14 messages of two tenants; #20 was created before the window; #4 and #5 are stuck. */
+const SEEDS: SeedMessage[] = [
+  { id: messageId(1), status: 'sent', createdAt: minutesAgo(100), tags: { kind: 'invoice' } },
+  { id: messageId(2), status: 'sent', createdAt: minutesAgo(90), tags: { kind: 'invoice' } },
+  { id: messageId(3), status: 'dead', createdAt: minutesAgo(80), tags: { kind: 'welcome' } },
+  // scheduled, due 30 min ago: overdue beyond the 5-minute grace
+  { id: messageId(4), status: 'scheduled', createdAt: minutesAgo(70), sendAt: minutesAgo(30) },
+  // sending, its lease ran out 20 min ago
+  {
+    id: messageId(5),
+    status: 'sending',
+    createdAt: minutesAgo(60),
+    dueAt: minutesAgo(20),
+    tags: { kind: 'invoice' },
+  },
+  // retrying, due again in 1 min: not stuck
+  { id: messageId(6), status: 'retrying', createdAt: minutesAgo(50), dueAt: minutesAgo(-1) },
+  // scheduled for tomorrow: not stuck
+  { id: messageId(7), status: 'scheduled', createdAt: minutesAgo(40), sendAt: minutesAgo(-1440) },
+  { id: messageId(8), status: 'cancelled', createdAt: minutesAgo(30) },
+  { id: messageId(9), status: 'unknown', createdAt: minutesAgo(20) },
+  { id: messageId(10), status: 'failed', createdAt: minutesAgo(10), tags: { kind: 'welcome' } },
+  { id: messageId(11), tenant: 'globex', status: 'sent', createdAt: minutesAgo(15) },
+  { id: messageId(12), tenant: 'globex', status: 'expired', createdAt: minutesAgo(14) },
+  { id: messageId(13), tenant: 'globex', status: 'superseded', createdAt: minutesAgo(13) },
+  { id: messageId(20), status: 'sent', createdAt: minutesAgo(3000) },
+];
+
+let deps: ReconcileDeps;
+let store: DynamoApiStore;
+/** One run over the last 24 hours (the default window), shared by the tests that only read it. */
+let day: { report: ReconcileReport; out: MemoryOutput };
+
+beforeAll(async () => {
+  const { tableName } = await freshTable();
+  const documents = documentClient();
+  await seedMessages(documents, tableName, SEEDS);
+  store = new DynamoApiStore(documents, tableName);
+  deps = {
+    documents,
+    tableName,
+    dueIndex: new DynamoDueIndex(documents, tableName),
+    now: () => NOW,
+    tenants: async () => ['acme', 'globex'],
+    graceSeconds: 300,
+  };
+  const out = memoryOutput();
+  day = { report: await reconcile(deps, {}, out), out };
+});
+
+/** The API's view: how many messages GET /v1/messages?status= lists for a tenant, page after page. */
+async function apiCount(
+  tenant: string,
+  status: (typeof MESSAGE_STATUSES)[number],
+  since: string,
+): Promise<number> {
+  let positions: readonly ShardPosition[] = [];
+  let count = 0;
+  for (;;) {
+    const page = await store.listMessages({ tenant, status, limit: 100, positions });
+    count += page.items.filter((item) => item.created_at >= since).length;
+    positions = page.positions;
+    if (positions.every((position) => position.kind === 'done')) return count;
+  }
+}
+
+describe('postdate reconcile', () => {
+  it('counts accepted, pending, in flight, dispatched and terminal messages in the window', async () => {
+    const { report } = day;
+    expect(report.since).toBe(minutesAgo(24 * 60));
+    expect(report.totals).toEqual({
+      accepted: 13,
+      pending: 2,
+      inFlight: 2,
+      dispatched: 2 + 3 + 1 + 1 + 1, // sending, retrying, sent ×3, failed, dead, unknown
+      terminal: 9,
+      byStatus: {
+        scheduled: 2,
+        sending: 1,
+        retrying: 1,
+        sent: 3,
+        failed: 1,
+        dead: 1,
+        cancelled: 1,
+        superseded: 1,
+        expired: 1,
+        unknown: 1,
+      },
+    });
+    expect(report.byTenant.globex).toMatchObject({ accepted: 3, terminal: 3, dispatched: 1 });
+    expect(report.byTag['kind=invoice']).toMatchObject({ accepted: 3, dispatched: 3, terminal: 2 });
+    expect(report.byTag['kind=welcome']?.byStatus).toMatchObject({ dead: 1, failed: 1 });
+  });
+
+  it("agrees with the API's listing for every tenant and status", async () => {
+    const { report } = day;
+    const pairs = ['acme', 'globex'].flatMap((tenant) =>
+      MESSAGE_STATUSES.map((status) => ({ tenant, status })),
+    );
+    const apiView = await Promise.all(
+      pairs.map(({ tenant, status }) => apiCount(tenant, status, report.since)),
+    );
+    expect(pairs.map(({ tenant, status }) => report.byTenant[tenant]?.byStatus[status])).toEqual(apiView);
+    expect(report.indexCheck.consistent).toBe(true);
+  });
+
+  it('lists exactly the non-terminal messages overdue beyond the sweep grace, oldest first', async () => {
+    const { report, out } = day;
+    expect(report.stuck.map((row) => [row.id, row.tenant, row.status])).toEqual([
+      [messageId(4), 'acme', 'scheduled'],
+      [messageId(5), 'acme', 'sending'],
+    ]);
+    expect(report.stuck[0]?.overdueMs).toBe(30 * 60_000);
+    expect(reconcileClean(report)).toBe(false);
+    expect(out.text()).toContain('stuck (non-terminal, overdue by more than 300 s)');
+    expect(out.text()).toContain(messageId(4));
+  });
+
+  it('narrows to one tenant and a shorter window', async () => {
+    const report = await reconcile(deps, { tenant: 'globex', since: '14m' }, memoryOutput({ json: true }));
+    expect(report.tenants).toEqual(['globex']);
+    expect(report.totals.accepted).toBe(2);
+    expect(report.stuck).toEqual([]);
+    expect(reconcileClean(report)).toBe(true);
+  });
+
+  it('reports a record whose by_status key disagrees with its status', async () => {
+    const { tableName } = await freshTable();
+    const documents = documentClient();
+    const record = stateRecord({ id: messageId(30), status: 'sent', createdAt: minutesAgo(5) });
+    // A writer that changed the status but not the index key.
+    await documents.send(
+      new PutCommand({
+        TableName: tableName,
+        Item: { ...record, lst_pk: byStatusPk('acme', 'retrying', record.id) },
+      }),
+    );
+    const out = memoryOutput();
+    const report = await reconcile({ ...deps, documents, tableName, tenants: async () => ['acme'] }, {}, out);
+    expect(report.indexCheck.mismatches).toEqual([
+      { tenant: 'acme', status: 'retrying', records: 0, index: 1 },
+      { tenant: 'acme', status: 'sent', records: 1, index: 0 },
+    ]);
+    expect(reconcileClean(report)).toBe(false);
+    expect(out.warnings.join('\n')).toContain('by_status acme/retrying: index 1, records 0');
+  });
+});

@@ -1,0 +1,108 @@
+import { SchedulerClient } from '@aws-sdk/client-scheduler';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { describe, expect, it } from 'vitest';
+import { memoryOutput } from '../../cli/output.js';
+import {
+  relayFailureDeps,
+  relayFailuresCleared,
+  relayFailuresRedrive,
+} from '../../cli/relayFailuresCommand.js';
+import { relayFailureMessage, StreamTail } from '../relay/streamTail.js';
+import {
+  documentClient,
+  freshQueues,
+  freshTable,
+  LOCAL_AWS,
+  sqsClient,
+  streamsClient,
+} from '../support/awsLocal.js';
+import { drainIds, messageId, seedMessages, visibleCount } from './cliFixtures.js';
+
+const NOW = new Date('2026-11-29T12:00:00.000Z');
+
+async function world() {
+  const { tableName, streamArn } = await freshTable();
+  const { urls, arns } = await freshQueues();
+  const sqs = sqsClient();
+  const documents = documentClient();
+  const deps = relayFailureDeps({
+    sqs,
+    documents,
+    streams: streamsClient(),
+    // Neither case below needs a schedule (every message is due); the relay tests cover the scheduler.
+    scheduler: new SchedulerClient({ ...LOCAL_AWS, endpoint: 'http://127.0.0.1:9', maxAttempts: 1 }),
+    tableName,
+    relayFailureQueueUrl: urls.relayFailures,
+    sendQueueUrl: urls.send,
+    sendQueueArn: arns.send,
+    scheduleGroup: 'postdate',
+    schedulerRoleArn: 'arn:aws:iam::000000000000:role/postdate-local-scheduler',
+    scheduleDeadLetterArn: arns.scheduleDeadLetter,
+    directDelayMaxSeconds: 900,
+    scheduleLeadSeconds: 90,
+    now: () => NOW,
+  });
+  const fail = (body: string) =>
+    sqs.send(new SendMessageCommand({ QueueUrl: urls.relayFailures, MessageBody: body }));
+  return { tableName, streamArn, urls, sqs, documents, deps, fail };
+}
+
+describe('postdate relay-failures redrive', () => {
+  it('replays a failed batch the stream still holds and empties the failure queue', async () => {
+    const w = await world();
+    await seedMessages(w.documents, w.tableName, [
+      { id: messageId(1), status: 'scheduled', createdAt: NOW.toISOString(), sendAt: NOW.toISOString() },
+    ]);
+    const tail = new StreamTail(w.streamArn);
+    await w.fail(tail.failureMessage(await tail.next()));
+    const out = memoryOutput();
+
+    const report = await relayFailuresRedrive(w.deps, {}, out);
+
+    expect(report).toMatchObject({ messages: 1, replayed: 1, sweptOver: 0, kept: 0 });
+    expect(relayFailuresCleared(report)).toBe(true);
+    expect(await drainIds(w.sqs, w.urls.send)).toEqual([{ id: messageId(1), rev: 1 }]);
+    expect(await visibleCount(w.sqs, w.urls.relayFailures)).toBe(0);
+    expect(out.text()).toMatch(/replayed from the stream:\s+1/);
+  });
+
+  it('covers a batch the stream no longer holds with a grace-0 sweep, and reports JSON', async () => {
+    const w = await world();
+    await seedMessages(w.documents, w.tableName, [
+      {
+        id: messageId(2),
+        status: 'scheduled',
+        createdAt: '2026-11-29T11:00:00.000Z',
+        sendAt: '2026-11-29T11:59:00.000Z',
+      },
+    ]);
+    await w.fail(
+      relayFailureMessage({
+        streamArn: w.streamArn,
+        shardId: 'shardId-00000001700000000000-deadbeef',
+        start: '000000000000000000100',
+        end: '000000000000000000200',
+        batchSize: 1,
+      }),
+    );
+    const out = memoryOutput({ json: true });
+
+    const report = await relayFailuresRedrive(w.deps, {}, out);
+
+    expect(report).toMatchObject({ messages: 1, replayed: 0, sweptOver: 1, kept: 0 });
+    expect(await drainIds(w.sqs, w.urls.send)).toEqual([{ id: messageId(2), rev: 1 }]);
+    expect(out.documents[0]).toMatchObject({ sweptOver: 1, sweep: { redispatched: 1 } });
+  });
+
+  it('keeps a failure message it cannot read and says so with a failing result', async () => {
+    const w = await world();
+    await w.fail('{"not":"a failure record"}');
+    const out = memoryOutput();
+
+    const report = await relayFailuresRedrive(w.deps, {}, out);
+
+    expect(report).toMatchObject({ messages: 1, kept: 1 });
+    expect(relayFailuresCleared(report)).toBe(false);
+    expect(out.warnings[0]).toContain('stay on the queue');
+  });
+});

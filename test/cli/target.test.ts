@@ -1,0 +1,71 @@
+import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { describe, expect, it } from 'vitest';
+import { isNetworkError } from '../../cli/cliErrors.js';
+import { LOCAL_NAMES, openTarget, queueUrlOf, resolveMode, resolveRefs } from '../../cli/target.js';
+import { LOCAL_PORT_DEFAULTS } from '../../local/localEnv.js';
+import { LOCAL_RESOURCES } from '../../local/localStack.js';
+import { freshQueues, sqsClient } from '../support/awsLocal.js';
+
+describe('which stack the CLI talks to', () => {
+  it('uses the local stack by default, with the names and ports `npm start` uses', () => {
+    expect(resolveMode({}, {})).toBe('local');
+    expect(LOCAL_NAMES).toMatchObject({
+      tableName: LOCAL_RESOURCES.tableName,
+      queuePrefix: LOCAL_RESOURCES.queuePrefix,
+      scheduleGroup: LOCAL_RESOURCES.scheduleGroup,
+      schedulerRoleArn: LOCAL_RESOURCES.schedulerRoleArn,
+    });
+    const target = openTarget({}, {});
+    expect(target.endpoints).toEqual({
+      dynamodb: `http://127.0.0.1:${LOCAL_PORT_DEFAULTS.dynamodb}`,
+      sqs: `http://127.0.0.1:${LOCAL_PORT_DEFAULTS.sqs}`,
+      scheduler: `http://127.0.0.1:${LOCAL_PORT_DEFAULTS.scheduler}`,
+    });
+    expect(target.refs.deadLetterQueue).toEqual({ name: 'postdate-send-dlq' });
+  });
+
+  it('switches to AWS when a resource name is given, and then needs every name it uses', () => {
+    expect(resolveMode({ table: 'prod-outbox' }, {})).toBe('aws');
+    expect(resolveMode({}, { POSTDATE_TABLE_NAME: 'prod-outbox' })).toBe('aws');
+    expect(resolveMode({ local: true }, { POSTDATE_TABLE_NAME: 'prod-outbox' })).toBe('local');
+    const refs = resolveRefs('aws', { dlqUrl: 'https://sqs/dlq' }, { POSTDATE_TABLE_NAME: 'prod-outbox' });
+    expect(refs).toMatchObject({ tableName: 'prod-outbox', deadLetterQueue: { url: 'https://sqs/dlq' } });
+    expect(refs.sendQueue).toBeUndefined();
+    expect(() => resolveRefs('aws', { dlqUrl: 'x' }, {})).toThrow(/--table/);
+  });
+
+  it('refuses --stack honestly, saying what to pass instead', () => {
+    expect(() => resolveMode({ stack: 'Postdate' }, {})).toThrow(/--stack is not supported yet.*--table/);
+  });
+
+  it('finds a local queue by name and says which flag is missing in AWS mode', async () => {
+    const { urls } = await freshQueues();
+    const name = urls.sendDeadLetter.slice(urls.sendDeadLetter.lastIndexOf('/') + 1);
+    expect(await queueUrlOf(sqsClient(), { name }, 'dead-letter queue')).toBe(urls.sendDeadLetter);
+    await expect(queueUrlOf(sqsClient(), undefined, 'dead-letter queue')).rejects.toThrow('pass --dlq-url');
+  });
+
+  it('turns "nothing answers" into one line naming the service, the endpoint and what to do', async () => {
+    const target = openTarget({ local: true, dynamodbEndpoint: 'http://127.0.0.1:9' }, {});
+    const failure = target.dynamodb.send(new ListTablesCommand({}));
+    await expect(failure).rejects.toMatchObject({
+      name: 'StackUnreachableError',
+      exitCode: 3,
+      message:
+        'cannot reach DynamoDB at http://127.0.0.1:9 — is `npm start` running? (or pass --table/--queue-url for AWS)',
+    });
+  });
+
+  it('tells network failures from answers', () => {
+    expect(isNetworkError(Object.assign(new Error('x'), { code: 'ECONNREFUSED' }))).toBe(true);
+    expect(
+      isNetworkError(new AggregateError([Object.assign(new Error('x'), { code: 'ECONNREFUSED' })])),
+    ).toBe(true);
+    expect(
+      isNetworkError(new Error('wrapped', { cause: Object.assign(new Error('x'), { code: 'ENOTFOUND' }) })),
+    ).toBe(true);
+    expect(isNetworkError(Object.assign(new Error('no'), { name: 'ConditionalCheckFailedException' }))).toBe(
+      false,
+    );
+  });
+});
