@@ -1,0 +1,38 @@
+import type { AttemptRecord, GroupRef, LastError, MessageStateRecord } from '../store/messageRecord.js';
+
+/** A message as the API answers it (DESIGN §3, "Response body of a message"). */
+export interface MessageView {
+  readonly id: string;
+  readonly status: string;
+  readonly send_at: string;
+  readonly not_after: string | null;
+  readonly created_at: string;
+  readonly updated_at: string;
+  readonly attempts: number;
+  readonly last_error: LastError | null;
+  readonly group: GroupRef | null;
+  readonly tags: Readonly<Record<string, string>>;
+  readonly metadata: Readonly<Record<string, string>>;
+  readonly rev: number;
+  /** Only on GET /v1/messages/{id}. */
+  readonly history?: readonly AttemptRecord[];
+}
+
+/** The state record → the API's view. Internal fields (tenant, lease, index keys) never leave. */
+export function messageView(state: MessageStateRecord, options: { withHistory: boolean }): MessageView {
+  const view: MessageView = {
+    id: state.id,
+    status: state.status,
+    send_at: state.send_at,
+    not_after: state.not_after ?? null,
+    created_at: state.created_at,
+    updated_at: state.updated_at,
+    attempts: state.attempts ?? 0,
+    last_error: state.last_error ?? null,
+    group: state.group ?? null,
+    tags: state.tags ?? {},
+    metadata: state.metadata ?? {},
+    rev: state.rev,
+  };
+  return options.withHistory ? { ...view, history: state.history ?? [] } : view;
+}

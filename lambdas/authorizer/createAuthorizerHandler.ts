@@ -1,0 +1,97 @@
+/**
+ * The HTTP API's Lambda authorizer (payload format 2.0, simple responses): `Authorization: Bearer
+ * pd_…` → `{ isAuthorized, context: { tenant, key_id } }`. The key is looked up by its SHA-256 only.
+ *
+ * Lookups are cached in memory per warm instance for `cacheTtlMs` (default 30 s), both hits and
+ * misses, keyed by the hash. A revocation therefore takes effect within that time on every instance
+ * (plus API Gateway's own authorizer cache, if the stack turns it on).
+ */
+import type {
+  APIGatewayRequestAuthorizerEventV2,
+  APIGatewaySimpleAuthorizerWithContextResult,
+} from 'aws-lambda';
+import { API_KEY_PATTERN, type ApiKeySummary, apiKeyHash } from '../keys/apiKeys.js';
+
+export interface AuthorizerContext {
+  readonly tenant: string;
+  readonly key_id: string;
+}
+
+export type AuthorizerResult = APIGatewaySimpleAuthorizerWithContextResult<{
+  tenant: string;
+  key_id: string;
+}>;
+
+export interface AuthorizerLogger {
+  info(message: string, attributes: Record<string, unknown>): void;
+  error(message: string, attributes: Record<string, unknown>): void;
+}
+
+export interface AuthorizerDependencies {
+  /** Finds a key by its secret (the adapter hashes it); null when unknown. */
+  readonly lookup: (secret: string) => Promise<ApiKeySummary | null>;
+  readonly now: () => Date;
+  readonly logger: AuthorizerLogger;
+  /** How long a lookup is trusted; default 30 s. */
+  readonly cacheTtlMs?: number;
+  /** Most entries kept; the oldest go first. Default 10,000. */
+  readonly cacheSize?: number;
+}
+
+const DENY: AuthorizerResult = { isAuthorized: false, context: { tenant: '', key_id: '' } };
+
+export function createAuthorizerHandler(
+  deps: AuthorizerDependencies,
+): (event: APIGatewayRequestAuthorizerEventV2) => Promise<AuthorizerResult> {
+  const ttl = deps.cacheTtlMs ?? 30_000;
+  const maxEntries = deps.cacheSize ?? 10_000;
+  const cache = new Map<string, { until: number; key: ApiKeySummary | null }>();
+
+  async function findKey(secret: string): Promise<ApiKeySummary | null> {
+    const hash = apiKeyHash(secret);
+    const now = deps.now().getTime();
+    const cached = cache.get(hash);
+    if (cached && cached.until > now) return cached.key;
+    const key = await deps.lookup(secret);
+    cache.delete(hash);
+    cache.set(hash, { until: now + ttl, key });
+    while (cache.size > maxEntries) {
+      const oldest = cache.keys().next().value;
+      if (oldest === undefined) break;
+      cache.delete(oldest);
+    }
+    return key;
+  }
+
+  return async function authorize(event: APIGatewayRequestAuthorizerEventV2): Promise<AuthorizerResult> {
+    const secret = bearerToken(event);
+    if (secret === null) {
+      deps.logger.info('denied', { reason: 'no bearer key' });
+      return DENY;
+    }
+    const key = await findKey(secret);
+    if (key === null || key.revokedAt !== null) {
+      deps.logger.info('denied', {
+        reason: key === null ? 'unknown key' : 'revoked key',
+        key_id: key?.keyId,
+      });
+      return DENY;
+    }
+    return { isAuthorized: true, context: { tenant: key.tenant, key_id: key.keyId } };
+  };
+}
+
+/** The `pd_…` token of `Authorization: Bearer pd_…`, or null. */
+export function bearerToken(
+  event: Pick<APIGatewayRequestAuthorizerEventV2, 'headers' | 'identitySource'>,
+): string | null {
+  let header: string | undefined;
+  for (const [name, value] of Object.entries(event.headers ?? {})) {
+    if (name.toLowerCase() === 'authorization') header = value;
+  }
+  header ??= event.identitySource?.[0];
+  if (header === undefined) return null;
+  const match = /^Bearer[ ]+(\S+)[ ]*$/i.exec(header);
+  const token = match?.[1];
+  return token !== undefined && API_KEY_PATTERN.test(token) ? token : null;
+}

@@ -1,0 +1,238 @@
+/**
+ * The transactional outbox (DESIGN §4): the DynamoDB writes that enqueue one message, as
+ * `TransactWriteItem`s. An application that keeps its own data in the outbox table's account can put
+ * them in the SAME `TransactWriteCommand` as its business change; the relay then picks the message up
+ * from the table's stream exactly as if it came through `POST /v1/messages`. The API's enqueue uses
+ * this very builder, so there is one code path.
+ *
+ * ```ts
+ * const parsed = parseEnqueueRequest(body, { now, allowedFrom, defaultFrom, maxHorizonDays });
+ * if (!parsed.ok) throw new Error(parsed.problem.detail);
+ * const groupHeadVersion = await readGroupHeadVersion(doc, table, tenant, parsed.value.group?.key);
+ * await doc.send(new TransactWriteCommand({ TransactItems: [
+ *   { Put: { TableName: 'orders', Item: order, ConditionExpression: 'attribute_not_exists(pk)' } },
+ *   ...buildOutboxTransactItems({ tableName: table, tenant, idempotencyKey: `order-${order.id}`,
+ *     request: parsed.value, now, random: Math.random, groupHeadVersion }),
+ * ] }));
+ * ```
+ *
+ * The transaction fails (TransactionCanceledException) if the idempotency key was already used,
+ * which is what makes a retried business transaction safe. A transaction holds at most 100 items;
+ * the outbox uses 3 or 4 of them.
+ */
+import { createHash } from 'node:crypto';
+import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { fingerprint } from '../core/fingerprint.js';
+import { newMessageId } from '../core/ids.js';
+import {
+  type EnqueueContext,
+  type EnqueueRequest,
+  fingerprintSource,
+  parseEnqueueRequest,
+} from '../core/messageSchema.js';
+import { MESSAGE_STATUS } from '../core/messageStatus.js';
+import type { ProblemDetails } from '../core/problem.js';
+import {
+  byStatusPk,
+  byTenantPk,
+  createdSortKey,
+  duePk,
+  groupHeadPk,
+  type IdempotencyGuardRecord,
+  idempotencyPk,
+  type MessageBodyRecord,
+  type MessageStateRecord,
+  messagePk,
+} from '../store/messageRecord.js';
+import { ITEM_SORT_KEY, KEY } from '../store/tableLayout.js';
+
+/** One element of `TransactWriteCommand`'s `TransactItems` (document-client types). */
+export type TransactWriteItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** Where each outbox item sits in the returned array (to read a TransactionCanceledException's reasons). */
+export const OUTBOX_ITEM_INDEX = { state: 0, body: 1, guard: 2, groupHead: 3 } as const;
+
+/** A tenant: lower-case letters, digits, `_` and `-`, 1–64 characters, starting with a letter or digit. */
+export const TENANT_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+/** Idempotency-Key: 1–255 printable ASCII characters (IETF httpapi Idempotency-Key draft). */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x20-\x7E]{1,255}$/;
+
+const DEFAULT_RETENTION_DAYS = 30;
+
+/** Thrown for a caller's mistake (bad tenant, bad key, invalid raw body); `problem` says what. */
+export class OutboxInputError extends Error {
+  override readonly name = 'OutboxInputError';
+  constructor(
+    message: string,
+    readonly problem?: ProblemDetails,
+  ) {
+    super(message);
+  }
+}
+
+interface OutboxCommonInput {
+  readonly tableName: string;
+  readonly tenant: string;
+  /** The caller's idempotency key (stored only as its SHA-256). */
+  readonly idempotencyKey: string;
+  readonly now: Date;
+  /** Random source in [0, 1) for the message id. */
+  readonly random: () => number;
+  /**
+   * The group head's current version (from `readGroupHeadVersion`), or null when there is none.
+   * Leave it undefined if you did not read it: the message is then written as `scheduled` and the
+   * transaction fails on the head item if a higher version already exists.
+   */
+  readonly groupHeadVersion?: number | null | undefined;
+  /** POSTDATE_RETENTION_DAYS, for the TTL of a message that is terminal at once (superseded). */
+  readonly retentionDays?: number;
+}
+
+export type OutboxInput =
+  | (OutboxCommonInput & { readonly request: EnqueueRequest })
+  | (OutboxCommonInput & {
+      /** A raw enqueue body (as for POST /v1/messages), validated here with the same rules. */
+      readonly body: unknown;
+      readonly validation: Omit<EnqueueContext, 'now'>;
+    });
+
+/** Everything the outbox writes, and the items that write it. */
+export interface OutboxWrite {
+  readonly messageId: string;
+  readonly state: MessageStateRecord;
+  readonly body: MessageBodyRecord;
+  readonly guard: IdempotencyGuardRecord;
+  readonly items: TransactWriteItem[];
+}
+
+/** The `TransactWriteItem`s that enqueue one message (state, body, idempotency guard, group head). */
+export function buildOutboxTransactItems(input: OutboxInput): TransactWriteItem[] {
+  return buildOutboxWrite(input).items;
+}
+
+/** SHA-256 hex of an idempotency key: the guard's key never holds the key itself. */
+export function idempotencyKeyHash(idempotencyKey: string): string {
+  return createHash('sha256').update(idempotencyKey, 'utf8').digest('hex');
+}
+
+/** The fingerprint stored on the guard: SHA-256 of the canonical request minus its clock-derived send time. */
+export function requestFingerprint(request: EnqueueRequest): string {
+  return fingerprint(fingerprintSource(request));
+}
+
+/** Like buildOutboxTransactItems, and also returns the records it writes (the API answers with the state). */
+export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
+  if (!TENANT_PATTERN.test(input.tenant)) {
+    throw new OutboxInputError('tenant must be 1–64 of a-z, 0-9, _ and -, starting with a letter or digit');
+  }
+  if (!IDEMPOTENCY_KEY_PATTERN.test(input.idempotencyKey)) {
+    throw new OutboxInputError('idempotencyKey must be 1–255 printable ASCII characters');
+  }
+  const request = requestOf(input);
+  const { tableName, tenant, now } = input;
+  const id = newMessageId(now.getTime(), input.random);
+  const createdAt = now.toISOString();
+  const head = input.groupHeadVersion ?? null;
+  const superseded = request.group !== null && head !== null && head > request.group.version;
+  const status = superseded ? MESSAGE_STATUS.superseded : MESSAGE_STATUS.scheduled;
+  const expiresAt = superseded
+    ? Math.floor(now.getTime() / 1000) + (input.retentionDays ?? DEFAULT_RETENTION_DAYS) * 86_400
+    : undefined;
+  const ttl = expiresAt === undefined ? {} : { expires_at: expiresAt };
+
+  const state: MessageStateRecord = {
+    pk: messagePk(id),
+    sk: ITEM_SORT_KEY.messageState,
+    id,
+    tenant,
+    status,
+    rev: 1,
+    send_at: request.send_at,
+    not_after: request.not_after,
+    created_at: createdAt,
+    updated_at: createdAt,
+    attempts: 0,
+    last_error: null,
+    history: [],
+    group: request.group,
+    on_ambiguous: request.on_ambiguous,
+    tags: request.tags,
+    metadata: request.metadata,
+    lst_pk: byStatusPk(tenant, status, id),
+    lst_sk: createdSortKey(createdAt, id),
+    tnt_pk: byTenantPk(tenant, id),
+    tnt_sk: createdSortKey(createdAt, id),
+    ...(superseded ? {} : { due_pk: duePk(id), due_at: request.send_at }),
+    ...ttl,
+  };
+  const body: MessageBodyRecord = {
+    pk: messagePk(id),
+    sk: ITEM_SORT_KEY.messageBody,
+    from: request.from,
+    to: request.to,
+    cc: request.cc,
+    bcc: request.bcc,
+    reply_to: request.reply_to,
+    subject: request.subject,
+    text: request.text,
+    html: request.html,
+    headers: request.headers,
+    ...ttl,
+  };
+  const guard: IdempotencyGuardRecord = {
+    pk: idempotencyPk(tenant, idempotencyKeyHash(input.idempotencyKey)),
+    sk: ITEM_SORT_KEY.idempotencyGuard,
+    message_id: id,
+    fingerprint: requestFingerprint(request),
+    created_at: createdAt,
+    ...ttl,
+  };
+
+  const isNew = `attribute_not_exists(${KEY.partition})`;
+  const items: TransactWriteItem[] = [
+    { Put: { TableName: tableName, Item: { ...state }, ConditionExpression: isNew } },
+    { Put: { TableName: tableName, Item: { ...body }, ConditionExpression: isNew } },
+    { Put: { TableName: tableName, Item: { ...guard }, ConditionExpression: isNew } },
+  ];
+  if (request.group !== null) {
+    const headKey = {
+      [KEY.partition]: groupHeadPk(tenant, request.group.key),
+      [KEY.sort]: ITEM_SORT_KEY.groupHead,
+    };
+    items.push(
+      superseded
+        ? // Heads only grow, but a caller could pass a wrong head: check it, so a message is never
+          // superseded by a version that does not exist.
+          {
+            ConditionCheck: {
+              TableName: tableName,
+              Key: headKey,
+              ConditionExpression: '#version > :version',
+              ExpressionAttributeNames: { '#version': 'version' },
+              ExpressionAttributeValues: { ':version': request.group.version },
+            },
+          }
+        : // Raise the head to this version (a max): fails if a higher version exists meanwhile.
+          {
+            Update: {
+              TableName: tableName,
+              Key: headKey,
+              UpdateExpression: 'SET #version = :version, #updated = :now',
+              ConditionExpression: `attribute_not_exists(${KEY.partition}) OR #version <= :version`,
+              ExpressionAttributeNames: { '#version': 'version', '#updated': 'updated_at' },
+              ExpressionAttributeValues: { ':version': request.group.version, ':now': createdAt },
+            },
+          },
+    );
+  }
+  return { messageId: id, state, body, guard, items };
+}
+
+function requestOf(input: OutboxInput): EnqueueRequest {
+  if ('request' in input) return input.request;
+  const parsed = parseEnqueueRequest(input.body, { ...input.validation, now: input.now });
+  if (!parsed.ok)
+    throw new OutboxInputError(`invalid enqueue body: ${parsed.problem.detail}`, parsed.problem);
+  return parsed.value;
+}

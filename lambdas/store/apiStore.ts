@@ -1,0 +1,422 @@
+/**
+ * The API's view of the outbox table: a small port and its DynamoDB adapter. Every vendor error that
+ * means something to the API (a lost condition, a cancelled transaction) becomes a typed outcome
+ * here; anything else passes through.
+ */
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import {
+  BatchGetCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { MESSAGE_STATUS, type MessageStatus } from '../core/messageStatus.js';
+import { TRANSITIONS, type TransitionEvent } from '../core/stateMachine.js';
+import { OUTBOX_ITEM_INDEX, type TransactWriteItem } from '../outbox/outboxItems.js';
+import {
+  byStatusPk,
+  duePk,
+  groupHeadPk,
+  type IdempotencyGuardRecord,
+  idempotencyPk,
+  type MessageStateRecord,
+  messagePk,
+} from './messageRecord.js';
+import { INDEX, INDEX_SHARDS, ITEM_SORT_KEY, KEY } from './tableLayout.js';
+
+/** The outcome of the enqueue transaction. */
+export type EnqueueWriteResult =
+  | { readonly kind: 'written' }
+  /** The idempotency guard exists: another request with this key won. Read it back. */
+  | { readonly kind: 'key-taken' }
+  /** The group head moved between our read and our write: read it again. */
+  | { readonly kind: 'group-moved' }
+  /** A concurrent transaction on the same items, or an id collision: try again. */
+  | { readonly kind: 'contended' };
+
+export type TransitionResult =
+  | { readonly kind: 'updated'; readonly state: MessageStateRecord }
+  | { readonly kind: 'not-found' }
+  /** The record is not in a status the transition leaves from; `current` is what it is now. */
+  | { readonly kind: 'conflict'; readonly current: MessageStateRecord }
+  /** Reschedule only: the new send time is not before the message's `not_after`. */
+  | { readonly kind: 'past-deadline'; readonly current: MessageStateRecord };
+
+export interface GroupHeadView {
+  readonly version: number;
+  readonly updated_at: string;
+}
+
+/** Where one shard of a listing stands: not started, after a sort key, or exhausted. */
+export type ShardPosition =
+  | { readonly kind: 'start' }
+  | { readonly kind: 'after'; readonly sortKey: string }
+  | { readonly kind: 'done' };
+
+export interface ListQuery {
+  readonly tenant: string;
+  readonly status: MessageStatus | null;
+  readonly limit: number;
+  /** One position per shard of the index used (`by_status` with a status, `by_tenant` without). */
+  readonly positions: readonly ShardPosition[];
+}
+
+export interface ListPage {
+  readonly items: readonly MessageStateRecord[];
+  readonly positions: readonly ShardPosition[];
+}
+
+/** The table as the API uses it. */
+export interface ApiStore {
+  /** The outbox table's name (the enqueue transaction's items name it). */
+  readonly tableName: string;
+  readGuard(
+    tenant: string,
+    keyHash: string,
+  ): Promise<Pick<IdempotencyGuardRecord, 'message_id' | 'fingerprint'> | null>;
+  readGroupHead(tenant: string, groupKey: string): Promise<number | null>;
+  writeEnqueue(items: readonly TransactWriteItem[]): Promise<EnqueueWriteResult>;
+  /** The state record, or null when it does not exist or belongs to another tenant. */
+  getMessage(tenant: string, id: string): Promise<MessageStateRecord | null>;
+  cancel(input: { tenant: string; id: string; now: Date; expiresAt: number }): Promise<TransitionResult>;
+  reschedule(input: { tenant: string; id: string; now: Date; sendAt: string }): Promise<TransitionResult>;
+  retry(input: { tenant: string; id: string; now: Date }): Promise<TransitionResult>;
+  /** Raises the head to `version` if it is higher (a max); answers the head as it is afterwards. */
+  raiseGroup(input: { tenant: string; groupKey: string; version: number; now: Date }): Promise<GroupHeadView>;
+  listMessages(query: ListQuery): Promise<ListPage>;
+}
+
+/** The statuses a transition of the state machine leaves from (the API's conditions come from it). */
+export function fromStatuses(event: TransitionEvent): readonly MessageStatus[] {
+  return TRANSITIONS.find((transition) => transition.event === event)?.from ?? [];
+}
+
+export function shardCount(status: MessageStatus | null): number {
+  return status === null ? INDEX_SHARDS.byTenant : INDEX_SHARDS.byStatus;
+}
+
+export class DynamoApiStore implements ApiStore {
+  constructor(
+    private readonly documents: DynamoDBDocumentClient,
+    readonly tableName: string,
+  ) {}
+
+  async readGuard(tenant: string, keyHash: string) {
+    const { Item } = await this.documents.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { [KEY.partition]: idempotencyPk(tenant, keyHash), [KEY.sort]: ITEM_SORT_KEY.idempotencyGuard },
+        ConsistentRead: true,
+      }),
+    );
+    if (!Item || typeof Item.message_id !== 'string' || typeof Item.fingerprint !== 'string') return null;
+    return { message_id: Item.message_id, fingerprint: Item.fingerprint };
+  }
+
+  async readGroupHead(tenant: string, groupKey: string): Promise<number | null> {
+    const { Item } = await this.documents.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { [KEY.partition]: groupHeadPk(tenant, groupKey), [KEY.sort]: ITEM_SORT_KEY.groupHead },
+        ConsistentRead: true,
+      }),
+    );
+    return typeof Item?.version === 'number' ? Item.version : null;
+  }
+
+  async writeEnqueue(items: readonly TransactWriteItem[]): Promise<EnqueueWriteResult> {
+    try {
+      await this.documents.send(new TransactWriteCommand({ TransactItems: [...items] }));
+      return { kind: 'written' };
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      const reasons = error.CancellationReasons ?? [];
+      const failed = (index: number) => reasons[index]?.Code === 'ConditionalCheckFailed';
+      if (failed(OUTBOX_ITEM_INDEX.guard)) return { kind: 'key-taken' };
+      if (failed(OUTBOX_ITEM_INDEX.groupHead)) return { kind: 'group-moved' };
+      // TransactionConflict (another transaction holds one of the items), a colliding id, throttling
+      // inside the transaction: nothing was written, trying again is safe.
+      return { kind: 'contended' };
+    }
+  }
+
+  async getMessage(tenant: string, id: string): Promise<MessageStateRecord | null> {
+    const { Item } = await this.documents.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageState },
+        ConsistentRead: true,
+      }),
+    );
+    const state = Item as MessageStateRecord | undefined;
+    return state && state.tenant === tenant ? state : null;
+  }
+
+  cancel(input: { tenant: string; id: string; now: Date; expiresAt: number }): Promise<TransitionResult> {
+    const allowed = fromStatuses('cancel');
+    const to = MESSAGE_STATUS.cancelled;
+    return this.transition(input.tenant, input.id, allowed, {
+      UpdateExpression:
+        'SET #status = :to, #updated = :now, #lst_pk = :lst_pk, #expires = :expires REMOVE #due_pk, #due_at',
+      names: {
+        '#updated': 'updated_at',
+        '#lst_pk': 'lst_pk',
+        '#expires': 'expires_at',
+        '#due_pk': 'due_pk',
+        '#due_at': 'due_at',
+      },
+      values: {
+        ':to': to,
+        ':now': input.now.toISOString(),
+        ':lst_pk': byStatusPk(input.tenant, to, input.id),
+        ':expires': input.expiresAt,
+      },
+    });
+  }
+
+  async reschedule(input: {
+    tenant: string;
+    id: string;
+    now: Date;
+    sendAt: string;
+  }): Promise<TransitionResult> {
+    const result = await this.transition(input.tenant, input.id, fromStatuses('reschedule'), {
+      UpdateExpression: 'SET #send_at = :send_at, #due_at = :send_at, #updated = :now ADD #rev :one',
+      extraCondition:
+        '(attribute_not_exists(#not_after) OR attribute_type(#not_after, :null) OR #not_after > :send_at)',
+      names: {
+        '#send_at': 'send_at',
+        '#due_at': 'due_at',
+        '#updated': 'updated_at',
+        '#rev': 'rev',
+        '#not_after': 'not_after',
+      },
+      values: { ':send_at': input.sendAt, ':now': input.now.toISOString(), ':one': 1, ':null': 'NULL' },
+      wouldPass: (current) =>
+        current.status === MESSAGE_STATUS.scheduled &&
+        (current.not_after === null || current.not_after > input.sendAt),
+    });
+    if (result.kind === 'conflict' && result.current.status === MESSAGE_STATUS.scheduled) {
+      return { kind: 'past-deadline', current: result.current };
+    }
+    return result;
+  }
+
+  retry(input: { tenant: string; id: string; now: Date }): Promise<TransitionResult> {
+    const to = MESSAGE_STATUS.scheduled;
+    const now = input.now.toISOString();
+    return this.transition(input.tenant, input.id, fromStatuses('manual-retry'), {
+      UpdateExpression:
+        'SET #status = :to, #send_at = :now, #updated = :now, #lst_pk = :lst_pk, #due_pk = :due_pk, #due_at = :now ADD #rev :one REMOVE #expires',
+      names: {
+        '#send_at': 'send_at',
+        '#updated': 'updated_at',
+        '#lst_pk': 'lst_pk',
+        '#due_pk': 'due_pk',
+        '#due_at': 'due_at',
+        '#rev': 'rev',
+        '#expires': 'expires_at',
+      },
+      values: {
+        ':to': to,
+        ':now': now,
+        ':lst_pk': byStatusPk(input.tenant, to, input.id),
+        ':due_pk': duePk(input.id),
+        ':one': 1,
+      },
+    });
+  }
+
+  async raiseGroup(input: {
+    tenant: string;
+    groupKey: string;
+    version: number;
+    now: Date;
+  }): Promise<GroupHeadView> {
+    const Key = {
+      [KEY.partition]: groupHeadPk(input.tenant, input.groupKey),
+      [KEY.sort]: ITEM_SORT_KEY.groupHead,
+    };
+    try {
+      const { Attributes } = await this.documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key,
+          UpdateExpression: 'SET #version = :version, #updated = :now',
+          ConditionExpression: `attribute_not_exists(${KEY.partition}) OR #version < :version`,
+          ExpressionAttributeNames: { '#version': 'version', '#updated': 'updated_at' },
+          ExpressionAttributeValues: { ':version': input.version, ':now': input.now.toISOString() },
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return headView(Attributes, input);
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      // The head is already at or above this version: answer it as it is.
+      const current =
+        error.Item !== undefined
+          ? { version: Number(error.Item.version?.N), updated_at: error.Item.updated_at?.S }
+          : (
+              await this.documents.send(
+                new GetCommand({ TableName: this.tableName, Key, ConsistentRead: true }),
+              )
+            ).Item;
+      return headView(current, input);
+    }
+  }
+
+  async listMessages(query: ListQuery): Promise<ListPage> {
+    const index = query.status === null ? INDEX.byTenant : INDEX.byStatus;
+    const shards = shardCount(query.status);
+    const partitionOf = (shard: number) =>
+      query.status === null ? `${query.tenant}#${shard}` : `${query.tenant}#${query.status}#${shard}`;
+    // Fan out: each shard returns its newest `limit` entries after its position, then merge.
+    const pages = await Promise.all(
+      Array.from({ length: shards }, async (_, shard) => {
+        const position = query.positions[shard] ?? { kind: 'start' };
+        if (position.kind === 'done') return { shard, keys: [] as string[], more: false };
+        const partition = partitionOf(shard);
+        const result = await this.documents.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            IndexName: index.indexName,
+            KeyConditionExpression: '#pk = :pk',
+            ExpressionAttributeNames: { '#pk': index.partitionKey },
+            ExpressionAttributeValues: { ':pk': partition },
+            ScanIndexForward: false,
+            Limit: query.limit,
+            ExclusiveStartKey:
+              position.kind === 'after' ? indexStartKey(index, partition, position.sortKey) : undefined,
+          }),
+        );
+        const keys = (result.Items ?? [])
+          .map((item) => item[index.sortKey])
+          .filter((key): key is string => typeof key === 'string');
+        return { shard, keys, more: result.LastEvaluatedKey !== undefined };
+      }),
+    );
+    const merged = pages
+      .flatMap((page) => page.keys.map((sortKey) => ({ shard: page.shard, sortKey })))
+      .sort((a, b) => (a.sortKey < b.sortKey ? 1 : a.sortKey > b.sortKey ? -1 : 0))
+      .slice(0, query.limit);
+    const positions: ShardPosition[] = pages.map((page) => {
+      const consumed = merged.filter((entry) => entry.shard === page.shard);
+      const last = consumed[consumed.length - 1];
+      if (consumed.length === page.keys.length && !page.more) return { kind: 'done' };
+      if (last) return { kind: 'after', sortKey: last.sortKey };
+      return query.positions[page.shard] ?? { kind: 'start' };
+    });
+    const ids = merged.map((entry) => idOfSortKey(entry.sortKey));
+    const states = await this.batchGetStates(ids);
+    // The index is eventually consistent: drop a record whose status has moved on since.
+    const items = ids
+      .map((id) => states.get(id))
+      .filter(
+        (state): state is MessageStateRecord =>
+          state !== undefined &&
+          state.tenant === query.tenant &&
+          (query.status === null || state.status === query.status),
+      );
+    return { items, positions };
+  }
+
+  private async batchGetStates(ids: readonly string[]): Promise<Map<string, MessageStateRecord>> {
+    const found = new Map<string, MessageStateRecord>();
+    let pending: Record<string, unknown>[] = ids.map((id) => ({
+      [KEY.partition]: messagePk(id),
+      [KEY.sort]: ITEM_SORT_KEY.messageState,
+    }));
+    for (let round = 0; pending.length > 0 && round < 10; round++) {
+      const chunk = pending.slice(0, 100);
+      const rest = pending.slice(100);
+      const result = await this.documents.send(
+        new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: chunk } } }),
+      );
+      for (const item of result.Responses?.[this.tableName] ?? []) {
+        const state = item as MessageStateRecord;
+        found.set(state.id, state);
+      }
+      const unprocessed = result.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
+      pending = [...rest, ...unprocessed];
+    }
+    return found;
+  }
+
+  private async transition(
+    tenant: string,
+    id: string,
+    allowed: readonly MessageStatus[],
+    update: {
+      UpdateExpression: string;
+      extraCondition?: string;
+      /** Whether a record read back after a lost condition would pass it now (then try again). */
+      wouldPass?: (current: MessageStateRecord) => boolean;
+      names: Record<string, string>;
+      values: Record<string, unknown>;
+    },
+  ): Promise<TransitionResult> {
+    const statusValues = Object.fromEntries(allowed.map((status, i) => [`:from${i}`, status]));
+    const condition = [
+      `attribute_exists(${KEY.partition})`,
+      '#tenant = :tenant',
+      `#status IN (${Object.keys(statusValues).join(', ')})`,
+      ...(update.extraCondition ? [update.extraCondition] : []),
+    ].join(' AND ');
+    const wouldPass = update.wouldPass ?? ((current: MessageStateRecord) => allowed.includes(current.status));
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const { Attributes } = await this.documents.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageState },
+            UpdateExpression: update.UpdateExpression,
+            ConditionExpression: condition,
+            ExpressionAttributeNames: { '#tenant': 'tenant', '#status': 'status', ...update.names },
+            ExpressionAttributeValues: { ':tenant': tenant, ...statusValues, ...update.values },
+            ReturnValues: 'ALL_NEW',
+          }),
+        );
+        return { kind: 'updated', state: Attributes as MessageStateRecord };
+      } catch (error) {
+        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+        // Lost the condition: read what is there now (strongly consistent) to say why. If the record
+        // moved back into an allowed status in between (sending → retrying), try once more.
+        const current = await this.getMessage(tenant, id);
+        if (current === null) return { kind: 'not-found' };
+        if (attempt >= 2 || !wouldPass(current)) return { kind: 'conflict', current };
+      }
+    }
+  }
+}
+
+function headView(
+  item: Record<string, unknown> | undefined,
+  input: { version: number; now: Date },
+): GroupHeadView {
+  const version =
+    typeof item?.version === 'number' && Number.isFinite(item.version) ? item.version : input.version;
+  const updatedAt = typeof item?.updated_at === 'string' ? item.updated_at : input.now.toISOString();
+  return { version, updated_at: updatedAt };
+}
+
+/** `{created_at}#{id}` → id (ids never contain `#`). */
+function idOfSortKey(sortKey: string): string {
+  return sortKey.slice(sortKey.lastIndexOf('#') + 1);
+}
+
+/** A GSI's ExclusiveStartKey needs the index keys and the table keys. */
+function indexStartKey(
+  index: { partitionKey: string; sortKey: string },
+  partition: string,
+  sortKey: string,
+): Record<string, string> {
+  return {
+    [index.partitionKey]: partition,
+    [index.sortKey]: sortKey,
+    [KEY.partition]: messagePk(idOfSortKey(sortKey)),
+    [KEY.sort]: ITEM_SORT_KEY.messageState,
+  };
+}

@@ -1,0 +1,89 @@
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { type ApiEvent, type ApiLogger, createApiHandler } from '../../lambdas/api/createApiHandler.js';
+import { type ApiStore, DynamoApiStore } from '../../lambdas/store/apiStore.js';
+import { documentClient, freshTable } from '../support/awsLocal.js';
+
+export interface LogLine {
+  readonly level: 'info' | 'warn' | 'error';
+  readonly message: string;
+  readonly attributes: Record<string, unknown>;
+}
+
+/** A clock the test moves by hand. */
+export function testClock(start = '2026-11-29T18:00:00.000Z') {
+  let current = new Date(start).getTime();
+  return {
+    now: () => new Date(current),
+    advance: (ms: number) => {
+      current += ms;
+    },
+    set: (iso: string) => {
+      current = new Date(iso).getTime();
+    },
+  };
+}
+
+/** A deterministic random source (a tiny LCG), so ids differ but runs repeat. */
+export function seededRandom(seed = 42): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
+    return state / 2 ** 32;
+  };
+}
+
+/** The api handler on a fresh DynamoDB Local table, with a clock and captured logs. */
+export async function apiHarness(
+  options: {
+    logger?: ApiLogger;
+    allowedFrom?: string[];
+    wrapStore?: (store: ApiStore) => ApiStore;
+    sleep?: (ms: number) => Promise<void>;
+  } = {},
+) {
+  const { tableName, streamArn } = await freshTable('api');
+  const documents = documentClient();
+  const store = new DynamoApiStore(documents, tableName);
+  const clock = testClock();
+  const logs: LogLine[] = [];
+  const capture: ApiLogger = {
+    info: (message, attributes) => logs.push({ level: 'info', message, attributes }),
+    warn: (message, attributes) => logs.push({ level: 'warn', message, attributes }),
+    error: (message, attributes) => logs.push({ level: 'error', message, attributes }),
+  };
+  const handle = createApiHandler({
+    store: options.wrapStore ? options.wrapStore(store) : store,
+    config: {
+      allowedFrom: options.allowedFrom ?? ['*@example.com'],
+      defaultFrom: 'postdate@example.com',
+      maxHorizonDays: 400,
+      retentionDays: 30,
+    },
+    now: clock.now,
+    random: Math.random,
+    logger: options.logger ?? capture,
+    sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+  });
+  const call = async (event: ApiEvent) => {
+    const result = await handle(event);
+    const headers = (result.headers ?? {}) as Record<string, string>;
+    return {
+      status: result.statusCode ?? 0,
+      headers,
+      json: result.body ? (JSON.parse(result.body) as Record<string, unknown>) : {},
+    };
+  };
+  const scanAll = async () => {
+    const items: Record<string, unknown>[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await documents.send(
+        new ScanCommand({ TableName: tableName, ExclusiveStartKey: startKey }),
+      );
+      items.push(...(page.Items ?? []));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return items;
+  };
+  return { tableName, streamArn, documents, store, clock, logs, handle, call, scanAll };
+}

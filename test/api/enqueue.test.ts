@@ -1,0 +1,304 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { fingerprint } from '../../lambdas/core/fingerprint.js';
+import { fingerprintSource } from '../../lambdas/core/messageSchema.js';
+import { idempotencyKeyHash } from '../../lambdas/outbox/outboxItems.js';
+import type { ApiStore } from '../../lambdas/store/apiStore.js';
+import {
+  byStatusPk,
+  byTenantPk,
+  createdSortKey,
+  duePk,
+  idempotencyPk,
+  messagePk,
+} from '../../lambdas/store/messageRecord.js';
+import { apiHarness } from './apiHarness.js';
+import { apiEvent, enqueueEvent, getEvent, validBody } from './events.js';
+
+type Harness = Awaited<ReturnType<typeof apiHarness>>;
+
+describe('POST /v1/messages (enqueue)', () => {
+  let api: Harness;
+  /** Outcomes of every enqueue transaction, to see that the races really raced. */
+  const transactions: string[] = [];
+  beforeAll(async () => {
+    api = await apiHarness({
+      wrapStore: (store) =>
+        Object.assign(Object.create(store) as ApiStore, {
+          writeEnqueue: async (items: Parameters<ApiStore['writeEnqueue']>[0]) => {
+            const result = await store.writeEnqueue(items);
+            transactions.push(result.kind);
+            return result;
+          },
+        }),
+    });
+  });
+
+  it('answers 202 with the message, and writes the state record, the body once and the guard', async () => {
+    const body = validBody({ send_at: '2026-12-01T09:00:00Z', not_after: '2026-12-01T10:00:00+00:00' });
+    const response = await api.call(enqueueEvent(body, { key: 'order-1001' }));
+
+    expect(response.status).toBe(202);
+    expect(response.headers['content-type']).toBe('application/json');
+    const id = String(response.json.id);
+    expect(response.headers.location).toBe(`/v1/messages/${id}`);
+    expect(response.json).toEqual({
+      id,
+      status: 'scheduled',
+      send_at: '2026-12-01T09:00:00.000Z',
+      not_after: '2026-12-01T10:00:00.000Z',
+      created_at: '2026-11-29T18:00:00.000Z',
+      updated_at: '2026-11-29T18:00:00.000Z',
+      attempts: 0,
+      last_error: null,
+      group: null,
+      tags: { kind: 'campaign-approved' },
+      metadata: { campaign_id: '42' },
+      rev: 1,
+    });
+
+    const get = async (pk: string, sk: string) =>
+      (await api.documents.send(new GetCommand({ TableName: api.tableName, Key: { pk, sk } }))).Item;
+    const state = await get(messagePk(id), 'STATE');
+    expect(state).toMatchObject({
+      tenant: 'acme',
+      status: 'scheduled',
+      rev: 1,
+      on_ambiguous: 'retry',
+      history: [],
+      lst_pk: byStatusPk('acme', 'scheduled', id),
+      lst_sk: createdSortKey('2026-11-29T18:00:00.000Z', id),
+      tnt_pk: byTenantPk('acme', id),
+      tnt_sk: createdSortKey('2026-11-29T18:00:00.000Z', id),
+      due_pk: duePk(id),
+      due_at: '2026-12-01T09:00:00.000Z',
+    });
+    expect(state).not.toHaveProperty('subject');
+    expect(state).not.toHaveProperty('expires_at');
+    expect(await get(messagePk(id), 'BODY')).toMatchObject({
+      from: 'Ops <ops@example.com>',
+      to: ['Ada Lovelace <ada@example.com>'],
+      cc: [],
+      bcc: [],
+      reply_to: null,
+      subject: 'Campaign approved',
+      text: 'Your campaign was approved.',
+      headers: { 'X-Campaign': '42' },
+    });
+    const guard = await get(idempotencyPk('acme', idempotencyKeyHash('order-1001')), 'IDEM');
+    expect(guard).toMatchObject({ message_id: id, created_at: '2026-11-29T18:00:00.000Z' });
+    expect(guard?.fingerprint).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('replays the same key and body with 200, the same message and Idempotent-Replayed: true, writing nothing', async () => {
+    const body = validBody({ delay_seconds: 600 });
+    const first = await api.call(enqueueEvent(body, { key: 'replay-1' }));
+    const before = await api.scanAll();
+    api.clock.advance(5_000);
+    // Same body, keys in another order: the fingerprint is over the canonical parsed body.
+    const reordered = Object.fromEntries(Object.entries(body).reverse());
+    const again = await api.call(enqueueEvent(reordered, { key: 'replay-1' }));
+
+    expect(first.status).toBe(202);
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.json).toEqual(first.json);
+    expect(await api.scanAll()).toEqual(before);
+  });
+
+  it('accepts the key as a Structured Field string: "abc" and abc are the same key', async () => {
+    const first = await api.call(enqueueEvent(validBody(), { key: '"sf-key-1"' }));
+    const again = await api.call(enqueueEvent(validBody(), { key: 'sf-key-1' }));
+    expect(first.status).toBe(202);
+    expect(again.status).toBe(200);
+    expect(again.json.id).toBe(first.json.id);
+  });
+
+  it('answers 422 for the same key with a different body, and leaves the original untouched', async () => {
+    const first = await api.call(enqueueEvent(validBody({ subject: 'Original' }), { key: 'reused-1' }));
+    const before = await api.scanAll();
+    const other = await api.call(enqueueEvent(validBody({ subject: 'Something else' }), { key: 'reused-1' }));
+
+    expect(first.status).toBe(202);
+    expect(other.status).toBe(422);
+    expect(other.headers['content-type']).toBe('application/problem+json');
+    expect(other.json).toMatchObject({
+      type: 'urn:postdate:problem:idempotency-key-reused',
+      status: 422,
+      errors: [{ field: 'Idempotency-Key', message: expect.any(String) }],
+    });
+    expect(await api.scanAll()).toEqual(before);
+  });
+
+  it('keeps keys per tenant: the same key in another tenant is another message', async () => {
+    const mine = await api.call(enqueueEvent(validBody(), { key: 'shared-key', tenant: 'acme' }));
+    const theirs = await api.call(enqueueEvent(validBody(), { key: 'shared-key', tenant: 'globex' }));
+    expect(mine.status).toBe(202);
+    expect(theirs.status).toBe(202);
+    expect(theirs.json.id).not.toBe(mine.json.id);
+  });
+
+  it('answers 400 without an Idempotency-Key, naming the header', async () => {
+    const before = await api.scanAll();
+    const response = await api.call(enqueueEvent(validBody(), { key: null }));
+    expect(response.status).toBe(400);
+    expect(response.json).toMatchObject({
+      type: 'urn:postdate:problem:idempotency-key-missing',
+      errors: [{ field: 'Idempotency-Key' }],
+    });
+    expect(await api.scanAll()).toHaveLength(before.length);
+  });
+
+  it('creates exactly one message from ten concurrent identical requests, and all ten answer it', async () => {
+    const body = validBody({ group: { key: 'race:1', version: 3 } });
+    transactions.length = 0;
+    const responses = await Promise.all(
+      Array.from({ length: 10 }, () => api.call(enqueueEvent(body, { key: 'race-key' }))),
+    );
+    const ids = new Set(responses.map((response) => response.json.id));
+    expect(ids.size).toBe(1);
+    expect(responses.filter((response) => response.status === 202)).toHaveLength(1);
+    expect(responses.filter((response) => response.status === 200)).toHaveLength(9);
+    for (const response of responses.filter((r) => r.status === 200)) {
+      expect(response.headers['idempotent-replayed']).toBe('true');
+    }
+    const items = await api.scanAll();
+    const [id] = [...ids];
+    expect(items.filter((item) => item.pk === messagePk(String(id)))).toHaveLength(2);
+    expect(items.filter((item) => item.message_id === id)).toHaveLength(1);
+    // More than one request got past the guard read and into a transaction: the race was real,
+    // and the losers read the winner back.
+    expect(transactions.length).toBeGreaterThan(1);
+    expect(transactions.filter((kind) => kind === 'written')).toHaveLength(1);
+  });
+
+  it('lets only one of ten concurrent requests with the same key but different bodies win; the rest get 422', async () => {
+    const responses = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        api.call(enqueueEvent(validBody({ subject: `Variant ${i}` }), { key: 'race-diff' })),
+      ),
+    );
+    expect(responses.filter((response) => response.status === 202)).toHaveLength(1);
+    expect(responses.filter((response) => response.status === 422)).toHaveLength(9);
+  });
+
+  it('answers a replay even after the send time has passed (the fingerprint ignores the clock)', async () => {
+    const body = validBody({ send_at: '2026-11-29T18:10:00Z' });
+    const first = await api.call(enqueueEvent(body, { key: 'late-replay' }));
+    api.clock.advance(60 * 60 * 1000);
+    const again = await api.call(enqueueEvent(body, { key: 'late-replay' }));
+    expect(again.status).toBe(200);
+    expect(again.json.id).toBe(first.json.id);
+  });
+
+  it('stores the fingerprint of the canonical request (what fingerprint.ts computes)', async () => {
+    const response = await api.call(enqueueEvent(validBody({ cc: [], bcc: null }), { key: 'fp-1' }));
+    const guard = await api.documents.send(
+      new GetCommand({
+        TableName: api.tableName,
+        Key: { pk: idempotencyPk('acme', idempotencyKeyHash('fp-1')), sk: 'IDEM' },
+      }),
+    );
+    expect(response.status).toBe(202);
+    expect(guard.Item?.fingerprint).toBe(
+      fingerprint(
+        fingerprintSource({
+          to: ['Ada Lovelace <ada@example.com>'],
+          cc: [],
+          bcc: [],
+          from: 'Ops <ops@example.com>',
+          reply_to: null,
+          subject: 'Campaign approved',
+          text: 'Your campaign was approved.',
+          html: '<p>Your campaign was approved.</p>',
+          headers: { 'X-Campaign': '42' },
+          requested_send_at: null,
+          delay_seconds: null,
+          send_at: 'ignored',
+          not_after: null,
+          group: null,
+          on_ambiguous: 'retry',
+          tags: { kind: 'campaign-approved' },
+          metadata: { campaign_id: '42' },
+        }),
+      ),
+    );
+  });
+
+  it('uses POSTDATE_DEFAULT_FROM when the request has no from', async () => {
+    const body = validBody();
+    delete body.from;
+    const response = await api.call(enqueueEvent(body, { key: 'default-from' }));
+    const stored = await api.documents.send(
+      new GetCommand({
+        TableName: api.tableName,
+        Key: { pk: messagePk(String(response.json.id)), sk: 'BODY' },
+      }),
+    );
+    expect(stored.Item?.from).toBe('postdate@example.com');
+  });
+
+  it('decodes a base64-encoded body from API Gateway', async () => {
+    const response = await api.call(enqueueEvent(validBody(), { key: 'b64-1', base64: true }));
+    expect(response.status).toBe(202);
+  });
+
+  it('accepts application/json with a UTF-8 charset', async () => {
+    const response = await api.call(
+      enqueueEvent(validBody(), {
+        key: 'charset-1',
+        headers: { 'content-type': 'application/json; charset=UTF-8' },
+      }),
+    );
+    expect(response.status).toBe(202);
+  });
+});
+
+describe('GET /v1/messages/{id}', () => {
+  let api: Harness;
+  beforeAll(async () => {
+    api = await apiHarness();
+  });
+
+  it('answers 200 with the message and its history', async () => {
+    const created = await api.call(enqueueEvent(validBody(), { key: 'get-1' }));
+    const response = await api.call(getEvent(String(created.json.id)));
+    expect(response.status).toBe(200);
+    expect(response.json).toEqual({ ...created.json, history: [] });
+  });
+
+  it("answers 404 for another tenant's message, never 403", async () => {
+    const created = await api.call(enqueueEvent(validBody(), { key: 'get-2', tenant: 'acme' }));
+    const response = await api.call(getEvent(String(created.json.id), 'globex'));
+    expect(response.status).toBe(404);
+    expect(response.headers['content-type']).toBe('application/problem+json');
+    expect(response.json).toMatchObject({ type: 'urn:postdate:problem:not-found', status: 404 });
+  });
+
+  it('answers 404 for an id that does not exist or cannot be one', async () => {
+    expect((await api.call(getEvent('01JDQ1T8Z6J5V1Y5M6Z8K4W2QX'))).status).toBe(404);
+    expect((await api.call(getEvent('not an id!'))).status).toBe(404);
+  });
+
+  it('answers 401 when the authorizer context is missing (the tenant never comes from the request)', async () => {
+    const response = await api.call(
+      apiEvent({
+        method: 'GET',
+        path: '/v1/messages/x',
+        routeKey: 'GET /v1/messages/{id}',
+        pathParameters: { id: 'x' },
+        tenant: null,
+        headers: { 'x-tenant': 'acme' },
+      }),
+    );
+    expect(response.status).toBe(401);
+  });
+});
+
+describe('GET /health', () => {
+  it('answers 200 without authentication', async () => {
+    const api = await apiHarness();
+    const response = await api.call(apiEvent({ method: 'GET', path: '/health', tenant: null }));
+    expect(response).toMatchObject({ status: 200, json: { status: 'ok' } });
+  });
+});

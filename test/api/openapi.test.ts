@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { API_ROUTES } from '../../lambdas/api/apiRoutes.js';
+import { buildOpenApiDocument } from '../../lambdas/api/openapi.js';
+import { EnqueueBodySchema } from '../../lambdas/core/messageSchema.js';
+import { apiHarness } from './apiHarness.js';
+import { apiEvent } from './events.js';
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'] as const;
+
+describe('the OpenAPI document', () => {
+  it('describes exactly the routes the handler serves', () => {
+    const document = buildOpenApiDocument();
+    const documented = Object.entries(document.paths ?? {})
+      .flatMap(([path, item]) =>
+        METHODS.filter((method) => (item as Record<string, unknown>)[method] !== undefined).map(
+          (method) => `${method.toUpperCase()} ${path}`,
+        ),
+      )
+      .sort();
+    expect(documented).toEqual(API_ROUTES.map((route) => `${route.method} ${route.path}`).sort());
+  });
+
+  it('is OpenAPI 3.1 with the request schemas generated from the validating zod schemas', () => {
+    const document = buildOpenApiDocument();
+    expect(document.openapi).toBe('3.1.0');
+    const enqueue = document.components?.schemas?.EnqueueRequest as {
+      properties: Record<string, unknown>;
+      additionalProperties: unknown;
+    };
+    expect(Object.keys(enqueue.properties).sort()).toEqual(Object.keys(EnqueueBodySchema.shape).sort());
+    // Strict objects: unknown fields are rejected, and the document says so.
+    expect(enqueue.additionalProperties).toBe(false);
+  });
+
+  it('marks every route but /health as needing the API key', () => {
+    const document = buildOpenApiDocument();
+    for (const route of API_ROUTES) {
+      const item = (document.paths?.[route.path] ?? {}) as Record<string, { security?: unknown[] }>;
+      const operation = item[route.method.toLowerCase()];
+      expect(operation?.security?.length ?? 0, route.name).toBe(route.authorized ? 1 : 0);
+    }
+  });
+
+  it('is served at GET /openapi.json', async () => {
+    const api = await apiHarness();
+    const response = await api.call(
+      apiEvent({ method: 'GET', path: '/openapi.json', routeKey: 'GET /openapi.json' }),
+    );
+    expect(response.status).toBe(200);
+    expect(response.headers['content-type']).toBe('application/json');
+    expect(response.json).toEqual(JSON.parse(JSON.stringify(buildOpenApiDocument())));
+  });
+});

@@ -1,0 +1,227 @@
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import {
+  type _Record,
+  DescribeStreamCommand,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+} from '@aws-sdk/client-dynamodb-streams';
+import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parseEnqueueRequest } from '../../lambdas/core/messageSchema.js';
+import { readGroupHeadVersion } from '../../lambdas/outbox/groupHead.js';
+import {
+  buildOutboxTransactItems,
+  buildOutboxWrite,
+  OUTBOX_ITEM_INDEX,
+  OutboxInputError,
+} from '../../lambdas/outbox/outboxItems.js';
+import { documentClient, freshTable, streamsClient } from '../support/awsLocal.js';
+import { seededRandom } from './apiHarness.js';
+import { validBody } from './events.js';
+
+const documents = documentClient();
+const now = new Date('2026-11-29T18:00:00.000Z');
+const validation = { allowedFrom: ['*@example.com'], defaultFrom: 'ops@example.com', maxHorizonDays: 400 };
+
+function request(overrides: Record<string, unknown> = {}) {
+  const parsed = parseEnqueueRequest(validBody(overrides), { ...validation, now });
+  if (!parsed.ok) throw new Error(parsed.problem.detail);
+  return parsed.value;
+}
+
+/** Every record of every shard of a table's stream, from the start. */
+async function streamRecords(streamArn: string): Promise<_Record[]> {
+  const streams = streamsClient();
+  const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
+  const records: _Record[] = [];
+  for (const shard of StreamDescription?.Shards ?? []) {
+    const { ShardIterator } = await streams.send(
+      new GetShardIteratorCommand({
+        StreamArn: streamArn,
+        ShardId: shard.ShardId,
+        ShardIteratorType: 'TRIM_HORIZON',
+      }),
+    );
+    let iterator = ShardIterator;
+    for (let page = 0; iterator && page < 10; page++) {
+      const result = await streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
+      records.push(...(result.Records ?? []));
+      if ((result.Records ?? []).length === 0) break;
+      iterator = result.NextShardIterator;
+    }
+  }
+  return records;
+}
+
+describe('the transactional outbox helper', () => {
+  let tableName: string;
+  let streamArn: string;
+  beforeAll(async () => {
+    ({ tableName, streamArn } = await freshTable('outbox'));
+  });
+
+  it('puts a business change and an email in one transaction; the message appears in the stream like any other', async () => {
+    const write = buildOutboxWrite({
+      tableName,
+      tenant: 'acme',
+      idempotencyKey: 'order-7-approved',
+      request: request({ send_at: '2026-12-01T09:00:00Z' }),
+      now,
+      random: seededRandom(1),
+    });
+    await documents.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          { Put: { TableName: tableName, Item: { pk: 'ORDER#7', sk: 'ORDER', status: 'approved' } } },
+          ...write.items,
+        ],
+      }),
+    );
+
+    const records = await streamRecords(streamArn);
+    const inserted = records
+      .filter((record) => record.eventName === 'INSERT')
+      .map((record) => `${record.dynamodb?.Keys?.pk?.S} ${record.dynamodb?.Keys?.sk?.S}`);
+    expect(inserted).toEqual(
+      expect.arrayContaining([
+        'ORDER#7 ORDER',
+        `MSG#${write.messageId} STATE`,
+        `MSG#${write.messageId} BODY`,
+      ]),
+    );
+    const state = records.find(
+      (record) =>
+        record.dynamodb?.Keys?.pk?.S === `MSG#${write.messageId}` && record.dynamodb?.Keys?.sk?.S === 'STATE',
+    );
+    // What the relay reads: a scheduled state record with rev 1, as an API enqueue writes it.
+    expect(state?.dynamodb?.NewImage).toMatchObject({
+      status: { S: 'scheduled' },
+      rev: { N: '1' },
+      tenant: { S: 'acme' },
+      send_at: { S: '2026-12-01T09:00:00.000Z' },
+    });
+  });
+
+  it('writes nothing when the business change fails its condition (all or nothing)', async () => {
+    const items = buildOutboxTransactItems({
+      tableName,
+      tenant: 'acme',
+      idempotencyKey: 'order-8-approved',
+      request: request(),
+      now,
+      random: seededRandom(2),
+    });
+    await expect(
+      documents.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              ConditionCheck: {
+                TableName: tableName,
+                Key: { pk: 'ORDER#8', sk: 'ORDER' },
+                ConditionExpression: 'attribute_exists(pk)',
+              },
+            },
+            ...items,
+          ],
+        }),
+      ),
+    ).rejects.toBeInstanceOf(TransactionCanceledException);
+    const records = await streamRecords(streamArn);
+    expect(records.some((record) => record.dynamodb?.Keys?.pk?.S === items[0]?.Put?.Item?.pk)).toBe(false);
+  });
+
+  it('makes a retried business transaction safe: the same idempotency key fails on the guard', async () => {
+    const build = (seed: number) =>
+      buildOutboxTransactItems({
+        tableName,
+        tenant: 'acme',
+        idempotencyKey: 'order-9-approved',
+        request: request(),
+        now,
+        random: seededRandom(seed),
+      });
+    await documents.send(new TransactWriteCommand({ TransactItems: build(3) }));
+    const error = await documents
+      .send(new TransactWriteCommand({ TransactItems: build(4) }))
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TransactionCanceledException);
+    const reasons = (error as TransactionCanceledException).CancellationReasons ?? [];
+    expect(reasons[OUTBOX_ITEM_INDEX.guard]?.Code).toBe('ConditionalCheckFailed');
+  });
+
+  it('validates a raw body with the API rules', () => {
+    expect(() =>
+      buildOutboxTransactItems({
+        tableName,
+        tenant: 'acme',
+        idempotencyKey: 'raw-1',
+        body: { to: ['x@example.com\r\nBcc: y@evil.test'], subject: 's', text: 't' },
+        validation,
+        now,
+        random: seededRandom(5),
+      }),
+    ).toThrow(OutboxInputError);
+    const items = buildOutboxTransactItems({
+      tableName,
+      tenant: 'acme',
+      idempotencyKey: 'raw-2',
+      body: validBody(),
+      validation,
+      now,
+      random: seededRandom(6),
+    });
+    expect(items).toHaveLength(3);
+  });
+
+  it('refuses a tenant that could break the key layout', () => {
+    expect(() =>
+      buildOutboxTransactItems({
+        tableName,
+        tenant: 'a#b',
+        idempotencyKey: 'k',
+        request: request(),
+        now,
+        random: Math.random,
+      }),
+    ).toThrow(OutboxInputError);
+  });
+
+  it('writes a superseded message when given a higher group head, and checks that head', async () => {
+    const raise = buildOutboxTransactItems({
+      tableName,
+      tenant: 'acme',
+      idempotencyKey: 'group-raise',
+      request: request({ group: { key: 'g-outbox', version: 5 } }),
+      now,
+      random: seededRandom(7),
+    });
+    await documents.send(new TransactWriteCommand({ TransactItems: raise }));
+    const head = await readGroupHeadVersion(documents, tableName, 'acme', 'g-outbox');
+    expect(head).toBe(5);
+    const stale = buildOutboxWrite({
+      tableName,
+      tenant: 'acme',
+      idempotencyKey: 'group-stale',
+      request: request({ group: { key: 'g-outbox', version: 4 } }),
+      now,
+      random: seededRandom(8),
+      groupHeadVersion: head,
+    });
+    expect(stale.state.status).toBe('superseded');
+    await documents.send(new TransactWriteCommand({ TransactItems: stale.items }));
+    // A head the caller made up is caught by the ConditionCheck.
+    const forged = buildOutboxWrite({
+      tableName,
+      tenant: 'acme',
+      idempotencyKey: 'group-forged',
+      request: request({ group: { key: 'g-outbox', version: 6 } }),
+      now,
+      random: seededRandom(9),
+      groupHeadVersion: 99,
+    });
+    await expect(
+      documents.send(new TransactWriteCommand({ TransactItems: forged.items })),
+    ).rejects.toBeInstanceOf(TransactionCanceledException);
+  });
+});
