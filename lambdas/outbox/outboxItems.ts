@@ -59,6 +59,8 @@ export const TENANT_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x20-\x7E]{1,255}$/;
 
 const DEFAULT_RETENTION_DAYS = 30;
+/** How long after its retention a message's body must outlive it: the send DLQ's retention. */
+const REDRIVE_WINDOW_DAYS = 14;
 
 /** Thrown for a caller's mistake (bad tenant, bad key, invalid raw body); `problem` says what. */
 export class OutboxInputError extends Error {
@@ -140,6 +142,15 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
     ? Math.floor(now.getTime() / 1000) + (input.retentionDays ?? DEFAULT_RETENTION_DAYS) * 86_400
     : undefined;
   const ttl = expiresAt === undefined ? {} : { expires_at: expiresAt };
+  // The body and the guard are written once and never updated (an update would bill the body's whole
+  // size again), so they get their expiry now: the retention after the send time, plus the DLQ's
+  // retention so that a redriven copy still finds its body. See docs/decisions.md.
+  const onceWrittenTtl = {
+    expires_at:
+      expiresAt ??
+      Math.floor(Date.parse(request.send_at) / 1000) +
+        ((input.retentionDays ?? DEFAULT_RETENTION_DAYS) + REDRIVE_WINDOW_DAYS) * 86_400,
+  };
 
   const state: MessageStateRecord = {
     pk: messagePk(id),
@@ -178,7 +189,7 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
     text: request.text,
     html: request.html,
     headers: request.headers,
-    ...ttl,
+    ...onceWrittenTtl,
   };
   const guard: IdempotencyGuardRecord = {
     pk: idempotencyPk(tenant, idempotencyKeyHash(input.idempotencyKey)),
@@ -186,7 +197,7 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
     message_id: id,
     fingerprint: requestFingerprint(request),
     created_at: createdAt,
-    ...ttl,
+    ...onceWrittenTtl,
   };
 
   const isNew = `attribute_not_exists(${KEY.partition})`;
