@@ -1,0 +1,60 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import middy from '@middy/core';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { loadConfig, loadResourceNames } from '../core/config.js';
+import { createSenderHandler } from './createSenderHandler.js';
+import { senderDependencies } from './senderDependencies.js';
+import type { SenderMetrics } from './senderMetrics.js';
+
+const logger = new Logger({ serviceName: 'postdate-sender' });
+const metrics = new Metrics({ namespace: 'Postdate', serviceName: 'postdate' });
+
+const senderMetrics: SenderMetrics = {
+  count: (name, value = 1) => metrics.addMetric(name, MetricUnit.Count, value),
+  milliseconds: (name, value) => metrics.addMetric(name, MetricUnit.Milliseconds, value),
+};
+
+type SenderBatchHandler = (event: SQSEvent) => Promise<SQSBatchResponse>;
+let sender: { readonly handle: SenderBatchHandler; readonly close: () => Promise<void> } | undefined;
+
+/**
+ * Wires the real clients once per cold start (the pooled SMTP transport itself opens on the first
+ * send); a bad configuration fails here, naming the variable.
+ */
+function wire(): { handle: SenderBatchHandler; close: () => Promise<void> } {
+  const env = process.env;
+  // Endpoints come from AWS_ENDPOINT_URL_DYNAMODB / AWS_ENDPOINT_URL_SQS when set (the local stack).
+  const deps = senderDependencies({
+    config: loadConfig(env, env.POSTDATE_LOCAL === 'true' ? 'local' : 'aws'),
+    names: loadResourceNames(env),
+    sqs: new SQSClient({}),
+    documents: DynamoDBDocumentClient.from(new DynamoDBClient({}), {
+      marshallOptions: { removeUndefinedValues: true },
+    }),
+    log: logger,
+    metrics: senderMetrics,
+  });
+  return { handle: createSenderHandler(deps), close: () => deps.mailer.close() };
+}
+
+/** Closes the pooled SMTP connections (the local stack calls it on stop; Lambda never needs to). */
+export async function closeSender(): Promise<void> {
+  const wired = sender;
+  sender = undefined;
+  await wired?.close();
+}
+
+/** The sender Lambda: SQS event source with ReportBatchItemFailures; EMF metrics flushed per invocation. */
+export const handler = middy<SQSEvent, SQSBatchResponse>()
+  .use(injectLambdaContext(logger))
+  .use(logMetrics(metrics))
+  .handler(async (event) => {
+    sender ??= wire();
+    return sender.handle(event);
+  });

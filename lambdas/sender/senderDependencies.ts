@@ -1,0 +1,68 @@
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { NodemailerMailer } from '../adapters/NodemailerMailer.js';
+import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
+import {
+  environmentSmtpCredentials,
+  type SmtpCredentialsSource,
+  secretsManagerSmtpCredentials,
+} from '../adapters/smtpCredentials.js';
+import { type Config, type ResourceNames, requireResource } from '../core/config.js';
+import { DynamoSenderStore } from '../store/senderTransitions.js';
+import { SqsCopyVisibility } from './copyVisibility.js';
+import { type SenderDependencies, senderSettings } from './createSenderHandler.js';
+import type { SenderLog } from './processCopy.js';
+import type { SenderMetrics } from './senderMetrics.js';
+
+export interface SenderWiring {
+  readonly config: Config;
+  readonly names: ResourceNames;
+  readonly sqs: SQSClient;
+  /** A document client that drops undefined values. */
+  readonly documents: DynamoDBDocumentClient;
+  /** Only used in AWS with POSTDATE_SMTP_SECRET_ARN set; created when absent. */
+  readonly secretsManager?: SecretsManagerClient;
+  readonly log?: SenderLog;
+  readonly metrics?: SenderMetrics;
+}
+
+/**
+ * The sender's real dependencies from the validated configuration and the clients: what the Lambda
+ * handler wires at cold start, and what the local stack can wire the same way.
+ */
+export function senderDependencies(wiring: SenderWiring): SenderDependencies {
+  const { config, names } = wiring;
+  const queueUrl = requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL');
+  return {
+    store: new DynamoSenderStore(wiring.documents, names.tableName),
+    mailer: new NodemailerMailer({
+      host: config.smtp.host ?? 'localhost',
+      port: config.smtp.port ?? (config.smtp.secure ? 465 : 587),
+      secure: config.smtp.secure,
+      requireTls: config.smtp.requireTls,
+      messageIdDomain: config.messageIdDomain,
+      credentials: credentialsSource(wiring),
+    }),
+    queue: new SqsDispatchQueue(wiring.sqs, queueUrl),
+    visibility: new SqsCopyVisibility(wiring.sqs, queueUrl),
+    settings: senderSettings(config),
+    maxSendRate: config.maxSendRate,
+    now: () => new Date(),
+    random: Math.random,
+    ...(wiring.log ? { log: wiring.log } : {}),
+    ...(wiring.metrics ? { metrics: wiring.metrics } : {}),
+  };
+}
+
+/** In AWS the relay login is a Secrets Manager secret; locally (or without a secret) SMTP_USER/SMTP_PASS. */
+function credentialsSource(wiring: SenderWiring): SmtpCredentialsSource {
+  const secretArn = wiring.names.smtpSecretArn;
+  if (wiring.config.target === 'aws' && secretArn !== undefined) {
+    return secretsManagerSmtpCredentials({
+      client: wiring.secretsManager ?? new SecretsManagerClient({}),
+      secretArn,
+    });
+  }
+  return environmentSmtpCredentials(wiring.config.smtp);
+}

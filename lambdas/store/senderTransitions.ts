@@ -1,0 +1,304 @@
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { isMessageStatus, MESSAGE_STATUS } from '../core/messageStatus.js';
+import {
+  type AttemptRecord,
+  byStatusPk,
+  duePk,
+  groupHeadPk,
+  type LastError,
+  type MessageBodyRecord,
+  type MessageStateRecord,
+  messagePk,
+} from './messageRecord.js';
+import { ITEM_SORT_KEY, KEY, TTL_ATTRIBUTE } from './tableLayout.js';
+
+/**
+ * The sender's reads and its conditional writes on the state record (docs/data-model.md,
+ * "Transitions and their writers"). Every write is one `UpdateItem` whose condition is the state the
+ * sender saw: same `rev`, same `status`, and while `sending` the same lease owner (and, for someone
+ * else's lease, that it has expired). A write that loses its condition changes nothing and comes
+ * back as `conflict`, never as an exception.
+ */
+
+/** The attempt history keeps the newest entries only, so the state record stays near 1 KB. */
+export const HISTORY_LIMIT = 20;
+
+export type TransitionResult =
+  | { readonly outcome: 'applied'; readonly record: MessageStateRecord }
+  | { readonly outcome: 'conflict' };
+
+/** A claim: the record moves to `sending`, leased to `owner` until `leaseUntil`. */
+export interface ClaimInput {
+  /** The record as read; the claim succeeds only if it is still exactly in that state. */
+  readonly observed: MessageStateRecord;
+  readonly owner: string;
+  readonly now: Date;
+  readonly leaseUntil: Date;
+  /** For a takeover of an expired lease: the ambiguous attempt of the sender that died. */
+  readonly interruptedAttempt?: AttemptRecord;
+  readonly lastError?: LastError;
+}
+
+/** The outcome of our own send, written while we hold the lease. */
+export interface OutcomeInput {
+  readonly claimed: MessageStateRecord;
+  readonly owner: string;
+  readonly to: 'sent' | 'retrying' | 'failed' | 'dead' | 'unknown';
+  readonly now: Date;
+  readonly attempt: AttemptRecord;
+  readonly lastError: LastError | null;
+  /** `retrying` only: when the copy comes back (the `due_at` the sweeper watches). */
+  readonly retryAt?: Date;
+  readonly retentionDays: number;
+}
+
+/** A terminal move without a send of ours: deadline passed, group superseded, or an expired lease held. */
+export interface SettleUnsentInput {
+  readonly observed: MessageStateRecord;
+  readonly to: 'expired' | 'superseded' | 'unknown';
+  readonly now: Date;
+  /** The ambiguous attempt of a sender that died holding the lease, when there was one. */
+  readonly interruptedAttempt?: AttemptRecord;
+  readonly lastError?: LastError;
+  readonly retentionDays: number;
+}
+
+export interface SenderStore {
+  /** The state record, read consistently; undefined when there is none or it is unreadable. */
+  readState(id: string): Promise<MessageStateRecord | undefined>;
+  readBody(id: string): Promise<MessageBodyRecord | undefined>;
+  /** The group head's version, read consistently; undefined when the group has no head. */
+  readGroupVersion(tenant: string, groupKey: string): Promise<number | undefined>;
+  claim(input: ClaimInput): Promise<TransitionResult>;
+  recordOutcome(input: OutcomeInput): Promise<TransitionResult>;
+  settleUnsent(input: SettleUnsentInput): Promise<TransitionResult>;
+}
+
+export class DynamoSenderStore implements SenderStore {
+  constructor(
+    private readonly documents: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async readState(id: string): Promise<MessageStateRecord | undefined> {
+    const { Item } = await this.documents.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageState },
+        ConsistentRead: true,
+      }),
+    );
+    return isStateRecord(Item) ? Item : undefined;
+  }
+
+  async readBody(id: string): Promise<MessageBodyRecord | undefined> {
+    const { Item } = await this.documents.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageBody },
+        ConsistentRead: true,
+      }),
+    );
+    return isBodyRecord(Item) ? Item : undefined;
+  }
+
+  async readGroupVersion(tenant: string, groupKey: string): Promise<number | undefined> {
+    const { Item } = await this.documents.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { [KEY.partition]: groupHeadPk(tenant, groupKey), [KEY.sort]: ITEM_SORT_KEY.groupHead },
+        ConsistentRead: true,
+        ProjectionExpression: 'version',
+      }),
+    );
+    const version = Item?.version;
+    return typeof version === 'number' ? version : undefined;
+  }
+
+  claim(input: ClaimInput): Promise<TransitionResult> {
+    const { observed, now } = input;
+    const update = new UpdateBuilder(observed, now);
+    update.set('status', MESSAGE_STATUS.sending);
+    update.set('lst_pk', byStatusPk(observed.tenant, MESSAGE_STATUS.sending, observed.id));
+    update.set('lease_owner', input.owner);
+    update.set('lease_until', input.leaseUntil.toISOString());
+    update.set('due_pk', duePk(observed.id));
+    update.set('due_at', input.leaseUntil.toISOString());
+    update.set('updated_at', now.toISOString());
+    update.setExpression('attempts', 'if_not_exists(#attempts, :zero) + :one', { ':zero': 0, ':one': 1 });
+    if (input.interruptedAttempt !== undefined) {
+      update.set('history', cappedHistory(observed.history, input.interruptedAttempt));
+    }
+    if (input.lastError !== undefined) update.set('last_error', input.lastError);
+    // A redriven `dead` record was terminal: it leaves the TTL behind and rejoins the due index.
+    update.remove(TTL_ATTRIBUTE);
+    return this.apply(update);
+  }
+
+  recordOutcome(input: OutcomeInput): Promise<TransitionResult> {
+    const { claimed, now } = input;
+    const update = new UpdateBuilder(claimed, now);
+    update.requireLeaseOwner(input.owner);
+    update.set('status', input.to);
+    update.set('lst_pk', byStatusPk(claimed.tenant, input.to, claimed.id));
+    update.set('updated_at', now.toISOString());
+    update.set('history', cappedHistory(claimed.history, input.attempt));
+    update.set('last_error', input.lastError);
+    update.remove('lease_owner');
+    update.remove('lease_until');
+    if (input.to === MESSAGE_STATUS.sent) update.set('sent_at', input.attempt.at);
+    if (input.to === MESSAGE_STATUS.retrying) {
+      update.set('due_at', (input.retryAt ?? now).toISOString());
+    } else {
+      this.becomeTerminal(update, now, input.retentionDays);
+    }
+    return this.apply(update);
+  }
+
+  settleUnsent(input: SettleUnsentInput): Promise<TransitionResult> {
+    const { observed, now } = input;
+    const update = new UpdateBuilder(observed, now);
+    update.set('status', input.to);
+    update.set('lst_pk', byStatusPk(observed.tenant, input.to, observed.id));
+    update.set('updated_at', now.toISOString());
+    if (input.interruptedAttempt !== undefined) {
+      update.set('history', cappedHistory(observed.history, input.interruptedAttempt));
+    }
+    if (input.lastError !== undefined) update.set('last_error', input.lastError);
+    update.remove('lease_owner');
+    update.remove('lease_until');
+    this.becomeTerminal(update, now, input.retentionDays);
+    return this.apply(update);
+  }
+
+  /** Terminal records leave the sweeper's index and get a TTL (docs/data-model.md). */
+  private becomeTerminal(update: UpdateBuilder, now: Date, retentionDays: number): void {
+    update.remove('due_pk');
+    update.remove('due_at');
+    update.set(TTL_ATTRIBUTE, Math.floor(now.getTime() / 1000) + retentionDays * 86_400);
+  }
+
+  private async apply(update: UpdateBuilder): Promise<TransitionResult> {
+    try {
+      const { Attributes } = await this.documents.send(
+        new UpdateCommand({ TableName: this.tableName, ...update.build(), ReturnValues: 'ALL_NEW' }),
+      );
+      if (!isStateRecord(Attributes)) throw new Error('the updated state record is unreadable');
+      return { outcome: 'applied', record: Attributes };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return { outcome: 'conflict' };
+      throw error;
+    }
+  }
+}
+
+/**
+ * Builds one UpdateItem whose condition is "the record is still as observed": same rev and status,
+ * and for a `sending` record the same lease owner — and, unless it is our own lease, a lease that has
+ * expired by `now` (a live lease belongs to a sender still at work).
+ */
+class UpdateBuilder {
+  private readonly sets: string[] = [];
+  private readonly removes: string[] = [];
+  private readonly names: Record<string, string> = {};
+  private readonly values: Record<string, unknown> = {};
+  private readonly conditions: string[] = [];
+  private ownLease = false;
+
+  constructor(
+    private readonly observed: MessageStateRecord,
+    private readonly now: Date,
+  ) {
+    this.conditions.push('attribute_exists(#pk)', '#rev = :observedRev', '#status = :observedStatus');
+    this.names['#pk'] = KEY.partition;
+    this.names['#rev'] = 'rev';
+    this.names['#status'] = 'status';
+    this.values[':observedRev'] = observed.rev;
+    this.values[':observedStatus'] = observed.status;
+  }
+
+  /** The write is ours only while we hold the lease (the outcome of our own send). */
+  requireLeaseOwner(owner: string): void {
+    this.ownLease = true;
+    this.conditions.push('#lease_owner = :owner');
+    this.names['#lease_owner'] = 'lease_owner';
+    this.values[':owner'] = owner;
+  }
+
+  set(attribute: string, value: unknown): void {
+    const name = this.name(attribute);
+    const placeholder = `:v_${attribute}`;
+    this.values[placeholder] = value;
+    this.sets.push(`${name} = ${placeholder}`);
+  }
+
+  setExpression(attribute: string, expression: string, values: Record<string, unknown>): void {
+    const name = this.name(attribute);
+    Object.assign(this.values, values);
+    this.sets.push(`${name} = ${expression}`);
+  }
+
+  remove(attribute: string): void {
+    this.removes.push(this.name(attribute));
+  }
+
+  build() {
+    const conditions = [...this.conditions];
+    if (this.observed.status === MESSAGE_STATUS.sending && !this.ownLease) {
+      // Someone else's lease: only an expired one may be taken over or settled.
+      conditions.push('#lease_owner = :previousOwner', '#lease_until < :now');
+      this.names['#lease_owner'] = 'lease_owner';
+      this.names['#lease_until'] = 'lease_until';
+      this.values[':previousOwner'] = this.observed.lease_owner ?? '';
+      this.values[':now'] = this.now.toISOString();
+    }
+    const expression = [`SET ${this.sets.join(', ')}`];
+    if (this.removes.length > 0) expression.push(`REMOVE ${this.removes.join(', ')}`);
+    return {
+      Key: { [KEY.partition]: this.observed.pk, [KEY.sort]: ITEM_SORT_KEY.messageState },
+      UpdateExpression: expression.join(' '),
+      ConditionExpression: conditions.join(' AND '),
+      ExpressionAttributeNames: { ...this.names },
+      ExpressionAttributeValues: { ...this.values },
+    };
+  }
+
+  private name(attribute: string): string {
+    const name = `#${attribute}`;
+    this.names[name] = attribute;
+    return name;
+  }
+}
+
+function cappedHistory(history: readonly AttemptRecord[] | undefined, entry: AttemptRecord): AttemptRecord[] {
+  return [...(history ?? []), entry].slice(-HISTORY_LIMIT);
+}
+
+function isStateRecord(value: unknown): value is MessageStateRecord {
+  const item = asItem(value);
+  return (
+    item !== undefined &&
+    item[KEY.sort] === ITEM_SORT_KEY.messageState &&
+    typeof item.id === 'string' &&
+    typeof item.tenant === 'string' &&
+    typeof item.rev === 'number' &&
+    isMessageStatus(item.status) &&
+    typeof item.send_at === 'string'
+  );
+}
+
+function isBodyRecord(value: unknown): value is MessageBodyRecord {
+  const item = asItem(value);
+  return (
+    item !== undefined &&
+    item[KEY.sort] === ITEM_SORT_KEY.messageBody &&
+    typeof item.from === 'string' &&
+    Array.isArray(item.to) &&
+    typeof item.subject === 'string'
+  );
+}
+
+function asItem(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : undefined;
+}

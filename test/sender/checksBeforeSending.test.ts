@@ -1,0 +1,232 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkTransition } from '../../lambdas/core/stateMachine.js';
+import type { SenderStore } from '../../lambdas/store/senderTransitions.js';
+import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
+import { putGroupHead } from './records.js';
+import { createSenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
+
+/**
+ * What the sender checks before it sends, and the copies it drops: stale revs, finished messages,
+ * superseded groups, passed deadlines, early copies, malformed bodies, and failures of its own parts.
+ */
+describe('the sender, before it sends', () => {
+  let world: SenderWorld;
+  beforeAll(async () => {
+    world = await startSenderWorld();
+    world.smtp.script();
+  });
+  afterAll(async () => {
+    await world.close();
+  });
+
+  it('drops a copy of a stale rev: acknowledged, nothing sent, nothing written', async () => {
+    const rig = await createSenderRig(world);
+    const message = await rig.putMessage({ rev: 2 });
+    await rig.dispatch({ id: message.id, rev: 1 });
+
+    const { response } = await rig.deliverNext();
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(rig.received(message.id)).toEqual([]);
+    expect(await rig.state(message.id)).toEqual(message);
+    expect(await rig.depth()).toEqual({ stored: 0, inFlight: 0, delayed: 0 });
+  });
+
+  it.each(['cancelled', 'expired', 'superseded', 'failed', 'unknown'] as const)(
+    'drops a copy of a %s message',
+    async (status) => {
+      const rig = await createSenderRig(world);
+      const message = await rig.putMessage({ status });
+      await rig.dispatch(message);
+
+      const { response } = await rig.deliverNext();
+
+      expect(response.batchItemFailures).toEqual([]);
+      expect(rig.received(message.id)).toEqual([]);
+      expect(await rig.state(message.id)).toEqual(message);
+    },
+  );
+
+  it('drops a copy of a message that does not exist', async () => {
+    const rig = await createSenderRig(world);
+    await rig.dispatch({ id: '01JNOSUCHMESSAGE0000000000', rev: 1 });
+    const { response } = await rig.deliverNext();
+    expect(response.batchItemFailures).toEqual([]);
+  });
+
+  it('supersedes a message whose group head is higher: nothing sent', async () => {
+    const rig = await createSenderRig(world);
+    const group = { key: 'campaign:42:status', version: 7 };
+    await putGroupHead(world.documents, world.tableName, group.key, 8);
+    const message = await rig.putMessage({ group });
+    await rig.dispatch(message);
+
+    const { response } = await rig.deliverNext();
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(rig.received(message.id)).toEqual([]);
+    const state = await rig.state(message.id);
+    expect(state.status).toBe('superseded');
+    expect(state.attempts).toBe(0);
+    expect(state.due_pk).toBeUndefined();
+    expect(state.expires_at).toBeDefined();
+    expect(rig.metrics.of('Superseded')).toBe(1);
+  });
+
+  it('sends a message whose group head is at its own version', async () => {
+    const rig = await createSenderRig(world);
+    const group = { key: 'campaign:43:status', version: 3 };
+    await putGroupHead(world.documents, world.tableName, group.key, 3);
+    const message = await rig.putMessage({ group });
+    await rig.dispatch(message);
+
+    await rig.deliverNext();
+
+    expect((await rig.state(message.id)).status).toBe('sent');
+    expect(rig.received(message.id)).toHaveLength(1);
+  });
+
+  it('expires a message past its not_after: nothing sent', async () => {
+    const rig = await createSenderRig(world);
+    const message = await rig.putMessage({
+      sendAt: new Date(rig.clock.ms - 60_000),
+      notAfter: new Date(rig.clock.ms - 1000),
+    });
+    await rig.dispatch(message);
+
+    const { response } = await rig.deliverNext();
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(rig.received(message.id)).toEqual([]);
+    const state = await rig.state(message.id);
+    expect(state.status).toBe('expired');
+    expect(state.lst_pk).toContain('#expired#');
+    expect(rig.metrics.of('Expired')).toBe(1);
+  });
+
+  it('puts an early copy back on the queue with the exact remaining DelaySeconds; not an attempt', async () => {
+    const rig = await createSenderRig(world);
+    const message = await rig.putMessage({ sendAt: new Date(rig.clock.ms + 30_400) });
+    await rig.dispatch(message);
+
+    const { response } = await rig.deliverNext();
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(rig.queue.enqueued).toEqual([{ payload: { id: message.id, rev: 1 }, delaySeconds: 30 }]);
+    expect(await rig.depth()).toEqual({ stored: 0, inFlight: 0, delayed: 1 });
+    expect(rig.received(message.id)).toEqual([]);
+    expect(await rig.state(message.id)).toEqual(message);
+    expect(rig.sleeps).toEqual([]);
+  });
+
+  it('waits in-process for a copy early by less than a second, then sends', async () => {
+    const rig = await createSenderRig(world);
+    const message = await rig.putMessage({ sendAt: new Date(rig.clock.ms + 400) });
+    await rig.dispatch(message);
+
+    await rig.deliverNext();
+
+    expect(rig.sleeps).toEqual([400]);
+    expect(rig.queue.enqueued).toEqual([]);
+    const state = await rig.state(message.id);
+    expect(state.status).toBe('sent');
+    expect(state.sent_at).toBe(new Date(Date.parse(message.send_at)).toISOString());
+  });
+
+  it('drops malformed copies without throwing, and still processes the rest of the batch', async () => {
+    const rig = await createSenderRig(world);
+    const message = await rig.putMessage();
+    await rig.dispatch('not json at all');
+    await rig.dispatch(JSON.stringify({ v: 2, id: message.id, rev: 1 }));
+    await rig.dispatch(message);
+    const records = [...(await rig.receive({ waitSeconds: 3, max: 3 }))];
+    while (records.length < 3)
+      records.push(...(await rig.receive({ waitSeconds: 3, max: 3 - records.length })));
+
+    const response = await rig.run(records);
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(rig.metrics.of('MalformedCopies')).toBe(2);
+    expect((await rig.state(message.id)).status).toBe('sent');
+    expect(await rig.depth()).toEqual({ stored: 0, inFlight: 0, delayed: 0 });
+    expect(rig.log.text()).not.toContain('not json at all');
+  });
+
+  it('fails a message whose body item is missing, permanently', async () => {
+    const rig = await createSenderRig(world);
+    const message = await rig.putMessage({ withoutBody: true });
+    await rig.dispatch(message);
+
+    const { response } = await rig.deliverNext();
+
+    expect(response.batchItemFailures).toEqual([]);
+    const state = await rig.state(message.id);
+    expect(state.status).toBe('failed');
+    expect(state.last_error).toMatchObject({ class: 'permanent' });
+  });
+
+  it('keeps a copy, without throwing, when its store is unreachable; the other copies go on', async () => {
+    const rig = await createSenderRig(world);
+    const healthy = await rig.putMessage();
+    const broken = await rig.putMessage();
+    const store: SenderStore = new DynamoSenderStore(world.documents, world.tableName);
+    const flaky: SenderStore = {
+      readState: async (id) => {
+        if (id === broken.id) throw Object.assign(new Error('throttled'), { name: 'ThrottlingException' });
+        return store.readState(id);
+      },
+      readBody: (id) => store.readBody(id),
+      readGroupVersion: (tenant, key) => store.readGroupVersion(tenant, key),
+      claim: (input) => store.claim(input),
+      recordOutcome: (input) => store.recordOutcome(input),
+      settleUnsent: (input) => store.settleUnsent(input),
+    };
+    await rig.dispatch(healthy);
+    await rig.dispatch(broken);
+    const records = [...(await rig.receive({ waitSeconds: 3, max: 2 }))];
+    while (records.length < 2)
+      records.push(...(await rig.receive({ waitSeconds: 3, max: 2 - records.length })));
+    const brokenCopy = records.find((record) => record.body.includes(broken.id));
+
+    const response = await rig.run(records, rig.newHandler({ store: flaky }));
+
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: brokenCopy?.messageId }]);
+    expect((await rig.state(healthy.id)).status).toBe('sent');
+    expect((await rig.state(broken.id)).status).toBe('scheduled');
+  });
+
+  it('spaces the sends of a batch at POSTDATE_MAX_SEND_RATE', async () => {
+    const rig = await createSenderRig(world, { maxSendRate: 1 });
+    const messages = [await rig.putMessage(), await rig.putMessage(), await rig.putMessage()];
+    for (const message of messages) await rig.dispatch(message);
+    const records = [...(await rig.receive({ waitSeconds: 3, max: 3 }))];
+    while (records.length < 3)
+      records.push(...(await rig.receive({ waitSeconds: 3, max: 3 - records.length })));
+
+    const response = await rig.run(records);
+
+    expect(response.batchItemFailures).toEqual([]);
+    // One token at once, then one a second: the limiter waited twice, a second each time.
+    expect(rig.sleeps).toEqual([1000, 1000]);
+    for (const message of messages) expect((await rig.state(message.id)).status).toBe('sent');
+  });
+
+  it('never sends a redriven copy of a dead message past its not_after', async () => {
+    const rig = await createSenderRig(world);
+    const message = await rig.putMessage({
+      status: 'dead',
+      attempts: 3,
+      sendAt: new Date(rig.clock.ms - 60_000),
+      notAfter: new Date(rig.clock.ms - 1000),
+    });
+    await rig.dispatch(message);
+
+    const { response } = await rig.deliverNext();
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(rig.received(message.id)).toEqual([]);
+    // Expired where the state machine lets the sender expire a dead message; otherwise left dead.
+    const expected = checkTransition('dead', 'expired', 'sender').allowed ? 'expired' : 'dead';
+    expect((await rig.state(message.id)).status).toBe(expected);
+  });
+});

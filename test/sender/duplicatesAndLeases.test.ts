@@ -1,0 +1,189 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SenderStore } from '../../lambdas/store/senderTransitions.js';
+import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
+import { createSenderRig, type SenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
+
+/**
+ * Never doubled by accident: duplicate copies, racing senders, and a sender that died mid-send (its
+ * record left `sending` with a lease that expires) — the next attempt follows on_ambiguous.
+ */
+
+/**
+ * The real store, except that every claim waits until `parties` claims have arrived: all racers have
+ * read the record as claimable before any of them writes, so the conditional write alone decides.
+ */
+function claimBarrier(store: SenderStore, parties: number): SenderStore {
+  let arrived = 0;
+  let release: () => void = () => {};
+  const allArrived = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  return {
+    readState: (id) => store.readState(id),
+    readBody: (id) => store.readBody(id),
+    readGroupVersion: (tenant, key) => store.readGroupVersion(tenant, key),
+    recordOutcome: (input) => store.recordOutcome(input),
+    settleUnsent: (input) => store.settleUnsent(input),
+    async claim(input) {
+      arrived += 1;
+      if (arrived >= parties) release();
+      await allArrived;
+      return store.claim(input);
+    },
+  };
+}
+
+/** A store whose outcome write never happens: the sender "dies" after SMTP, before recording. */
+function diesBeforeOutcome(store: SenderStore): SenderStore {
+  return {
+    readState: (id) => store.readState(id),
+    readBody: (id) => store.readBody(id),
+    readGroupVersion: (tenant, key) => store.readGroupVersion(tenant, key),
+    claim: (input) => store.claim(input),
+    settleUnsent: (input) => store.settleUnsent(input),
+    recordOutcome: async () => {
+      throw new Error('the sender was killed between DATA and the outcome write');
+    },
+  };
+}
+
+describe('the sender against duplicates and dead senders', () => {
+  let world: SenderWorld;
+  let store: SenderStore;
+  beforeAll(async () => {
+    world = await startSenderWorld();
+    store = new DynamoSenderStore(world.documents, world.tableName);
+  });
+  afterAll(async () => {
+    await world.close();
+  });
+
+  const accepted = (rig: SenderRig, id: string) =>
+    rig.received(id).filter((message) => message.outcome === 'accepted');
+
+  it('delivers once when the same SQS message is handed to two invocations at the same time', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script();
+    const message = await rig.putMessage();
+    await rig.dispatch(message);
+    const records = await rig.receive({ waitSeconds: 3, max: 1 });
+    expect(records).toHaveLength(1);
+
+    const racing = claimBarrier(store, 2);
+    const [first, second] = await Promise.all([
+      rig.newHandler({ store: racing })({ Records: records }),
+      rig.newHandler({ store: racing })({ Records: records }),
+    ]);
+
+    expect(accepted(rig, message.id)).toHaveLength(1);
+    const state = await rig.state(message.id);
+    expect(state.status).toBe('sent');
+    expect(state.attempts).toBe(1);
+    // The winner acknowledges; the loser saw a claim it lost and either acknowledges (the message is
+    // already sent when it looks again) or keeps the copy until the winner's lease ends.
+    const failures = [...first.batchItemFailures, ...second.batchItemFailures];
+    expect(failures.length).toBeLessThanOrEqual(1);
+  });
+
+  it('delivers once when two senders race on two copies of one id', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script();
+    const message = await rig.putMessage();
+    await rig.dispatch(message); // e.g. the relay's copy
+    await rig.dispatch(message); // and the sweeper's
+    const copies = await rig.receive({ waitSeconds: 3, max: 2 });
+    const more = copies.length < 2 ? await rig.receive({ waitSeconds: 3, max: 1 }) : [];
+    const [a, b] = [...copies, ...more];
+    if (a === undefined || b === undefined) throw new Error('expected two copies');
+
+    const racing = claimBarrier(store, 2);
+    await Promise.all([
+      rig.run([a], rig.newHandler({ store: racing })),
+      rig.run([b], rig.newHandler({ store: racing })),
+    ]);
+
+    expect(accepted(rig, message.id)).toHaveLength(1);
+    expect((await rig.state(message.id)).attempts).toBe(1);
+  });
+
+  it('keeps a copy whose message another sender holds under a live lease, until that lease ends; nothing is sent', async () => {
+    const rig = await createSenderRig(world);
+    const leaseUntil = new Date(rig.clock.ms + 60_000);
+    const message = await rig.putMessage({
+      status: 'sending',
+      attempts: 1,
+      leaseOwner: 'another-sender',
+      leaseUntil,
+    });
+    const transactionsBefore = world.smtp.transactions;
+    await rig.dispatch(message);
+
+    const { response } = await rig.deliverNext();
+
+    expect(response.batchItemFailures).toHaveLength(1);
+    expect(world.smtp.transactions).toBe(transactionsBefore);
+    expect(await rig.state(message.id)).toEqual(message);
+    // Hidden for the lease's remaining 60 s (+1), not the queue's default 6 minutes or 0.
+    expect(await rig.receive({ waitSeconds: 0 })).toEqual([]);
+    expect(await rig.depth()).toMatchObject({ inFlight: 1 });
+  });
+
+  describe('a sender killed between DATA and the outcome write', () => {
+    /** Runs one send whose sender dies after the relay accepted it; the record stays `sending`. */
+    async function killedSend(rig: SenderRig, onAmbiguous: 'retry' | 'hold') {
+      world.smtp.script();
+      const message = await rig.putMessage({ onAmbiguous });
+      await rig.dispatch(message);
+      const records = await rig.receive({ waitSeconds: 3, max: 1 });
+      const response = await rig.run(records, rig.newHandler({ store: diesBeforeOutcome(store) }));
+      expect(response.batchItemFailures).toHaveLength(1); // nothing thrown; the copy is kept
+      const left = await rig.state(message.id);
+      expect(left.status).toBe('sending');
+      expect(accepted(rig, message.id)).toHaveLength(1);
+      // The lease runs out (the sweeper then re-dispatches the current rev).
+      rig.clock.advance(121_000);
+      await rig.dispatch(message);
+      return message;
+    }
+
+    it('on_ambiguous = retry: the next attempt sends again with the same Message-ID and records the ambiguity', async () => {
+      const rig = await createSenderRig(world);
+      const message = await killedSend(rig, 'retry');
+
+      const { response } = await rig.deliverNext();
+
+      expect(response.batchItemFailures).toEqual([]);
+      const state = await rig.state(message.id);
+      expect(state.status).toBe('sent');
+      expect(state.attempts).toBe(2);
+      expect(state.history.map((entry) => entry.outcome)).toEqual(['ambiguous', 'sent']);
+      const copies = accepted(rig, message.id);
+      expect(copies).toHaveLength(2);
+      expect(copies.map((copy) => copy.messageId)).toEqual([
+        `<${message.id}@mail.test>`,
+        `<${message.id}@mail.test>`,
+      ]);
+      expect(rig.metrics.of('Ambiguous')).toBe(1);
+    });
+
+    it('on_ambiguous = hold: the message becomes unknown and nothing more is sent', async () => {
+      const rig = await createSenderRig(world);
+      const message = await killedSend(rig, 'hold');
+      const transactionsBefore = world.smtp.transactions;
+
+      const { response } = await rig.deliverNext();
+
+      expect(response.batchItemFailures).toEqual([]);
+      expect(world.smtp.transactions).toBe(transactionsBefore);
+      const state = await rig.state(message.id);
+      expect(state.status).toBe('unknown');
+      expect(state.lease_owner).toBeUndefined();
+      expect(state.due_pk).toBeUndefined();
+      expect(state.last_error).toMatchObject({ class: 'ambiguous' });
+      expect(state.history.map((entry) => entry.outcome)).toEqual(['ambiguous']);
+      expect(accepted(rig, message.id)).toHaveLength(1);
+      expect(rig.metrics.of('Unknown')).toBe(1);
+      expect(rig.metrics.of('Ambiguous')).toBe(1);
+    });
+  });
+});

@@ -1,0 +1,134 @@
+import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { newMessageId } from '../../lambdas/core/ids.js';
+import { MESSAGE_STATUS, type MessageStatus } from '../../lambdas/core/messageStatus.js';
+import {
+  byStatusPk,
+  byTenantPk,
+  createdSortKey,
+  duePk,
+  groupHeadPk,
+  type MessageBodyRecord,
+  type MessageStateRecord,
+  messagePk,
+} from '../../lambdas/store/messageRecord.js';
+import { ITEM_SORT_KEY, KEY } from '../../lambdas/store/tableLayout.js';
+
+/**
+ * A small factory for the items the sender reads: a message's state and body, and a group head. The
+ * sender's tests write them directly so they depend on nothing but the table layout.
+ */
+
+export const TENANT = 'tenant-a';
+
+export interface MessageFixture {
+  readonly status?: MessageStatus;
+  readonly rev?: number;
+  readonly sendAt?: Date;
+  readonly notAfter?: Date | null;
+  readonly group?: { key: string; version: number } | null;
+  readonly onAmbiguous?: 'retry' | 'hold';
+  readonly attempts?: number;
+  readonly leaseOwner?: string;
+  readonly leaseUntil?: Date;
+  readonly to?: readonly string[];
+  readonly cc?: readonly string[];
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Write no body item (a broken message). */
+  readonly withoutBody?: boolean;
+}
+
+export async function putMessage(
+  documents: DynamoDBDocumentClient,
+  tableName: string,
+  now: Date,
+  fixture: MessageFixture = {},
+): Promise<MessageStateRecord> {
+  const id = newMessageId(now.getTime(), Math.random);
+  const createdAt = new Date(now.getTime() - 60_000).toISOString();
+  const status = fixture.status ?? MESSAGE_STATUS.scheduled;
+  const sendAt = (fixture.sendAt ?? new Date(now.getTime() - 1000)).toISOString();
+  const terminal = !['scheduled', 'sending', 'retrying'].includes(status);
+  const state: MessageStateRecord = {
+    pk: messagePk(id),
+    sk: ITEM_SORT_KEY.messageState,
+    id,
+    tenant: TENANT,
+    status,
+    rev: fixture.rev ?? 1,
+    send_at: sendAt,
+    not_after:
+      fixture.notAfter === undefined || fixture.notAfter === null ? null : fixture.notAfter.toISOString(),
+    created_at: createdAt,
+    updated_at: createdAt,
+    attempts: fixture.attempts ?? 0,
+    last_error: null,
+    history: [],
+    group: fixture.group ?? null,
+    on_ambiguous: fixture.onAmbiguous ?? 'retry',
+    tags: { kind: 'test' },
+    metadata: {},
+    ...(fixture.leaseOwner !== undefined ? { lease_owner: fixture.leaseOwner } : {}),
+    ...(fixture.leaseUntil !== undefined ? { lease_until: fixture.leaseUntil.toISOString() } : {}),
+    lst_pk: byStatusPk(TENANT, status, id),
+    lst_sk: createdSortKey(createdAt, id),
+    tnt_pk: byTenantPk(TENANT, id),
+    tnt_sk: createdSortKey(createdAt, id),
+    ...(terminal
+      ? { expires_at: Math.floor(now.getTime() / 1000) + 86_400 }
+      : { due_pk: duePk(id), due_at: sendAt }),
+  };
+  await documents.send(new PutCommand({ TableName: tableName, Item: state }));
+  if (!fixture.withoutBody) {
+    const body: MessageBodyRecord = {
+      pk: messagePk(id),
+      sk: ITEM_SORT_KEY.messageBody,
+      from: 'Ops <ops@example.com>',
+      to: fixture.to ?? ['ada@example.org'],
+      cc: fixture.cc ?? [],
+      bcc: [],
+      reply_to: null,
+      subject: 'Campaign approved',
+      text: 'Your campaign was approved.',
+      html: '<p>Your campaign was approved.</p>',
+      headers: fixture.headers ?? { 'X-Campaign': '42' },
+    };
+    await documents.send(new PutCommand({ TableName: tableName, Item: body }));
+  }
+  return state;
+}
+
+export async function putGroupHead(
+  documents: DynamoDBDocumentClient,
+  tableName: string,
+  groupKey: string,
+  version: number,
+): Promise<void> {
+  await documents.send(
+    new PutCommand({
+      TableName: tableName,
+      Item: {
+        [KEY.partition]: groupHeadPk(TENANT, groupKey),
+        [KEY.sort]: ITEM_SORT_KEY.groupHead,
+        version,
+        updated_at: new Date().toISOString(),
+      },
+    }),
+  );
+}
+
+/** The state record as stored now (consistent read). */
+export async function readState(
+  documents: DynamoDBDocumentClient,
+  tableName: string,
+  id: string,
+): Promise<MessageStateRecord> {
+  const { Item } = await documents.send(
+    new GetCommand({
+      TableName: tableName,
+      Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageState },
+      ConsistentRead: true,
+    }),
+  );
+  if (Item === undefined) throw new Error(`no state record for ${id}`);
+  return Item as MessageStateRecord;
+}

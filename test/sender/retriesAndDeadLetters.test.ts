@@ -1,0 +1,144 @@
+import { DeleteMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sqsClient } from '../support/awsLocal.js';
+import { createSenderRig, type SenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
+
+/** Retries with backoff through the queue's visibility, the DLQ after the last receive, and redrive. */
+
+const TRANSIENT_AFTER_DATA = { afterData: { code: 451, message: '4.3.0 Try again later' } } as const;
+
+/** What an operator's redrive does: the copy leaves the DLQ and goes back on the send queue. */
+async function redriveFromDlq(rig: SenderRig): Promise<string> {
+  const [copy] = await rig.receive({ queueUrl: rig.urls.sendDeadLetter, waitSeconds: 3, max: 1 });
+  if (copy === undefined) throw new Error('the DLQ is empty');
+  const sqs = sqsClient();
+  await sqs.send(new SendMessageCommand({ QueueUrl: rig.urls.send, MessageBody: copy.body }));
+  await sqs.send(
+    new DeleteMessageCommand({ QueueUrl: rig.urls.sendDeadLetter, ReceiptHandle: copy.receiptHandle }),
+  );
+  return copy.body;
+}
+
+describe('the sender, retries and dead letters', () => {
+  let world: SenderWorld;
+  beforeAll(async () => {
+    world = await startSenderWorld();
+  });
+  afterAll(async () => {
+    await world.close();
+  });
+
+  it('retries a transient failure on every receive, then on the last allowed one makes it dead and lets the DLQ take the copy; a redriven copy is sent once', async () => {
+    const rig = await createSenderRig(world); // POSTDATE_MAX_ATTEMPTS = 3, backoff 0 s (random = 0)
+    world.smtp.script(TRANSIENT_AFTER_DATA);
+    const message = await rig.putMessage();
+    await rig.dispatch(message);
+
+    for (const receive of [1, 2]) {
+      const { records, response } = await rig.deliverNext();
+      expect(records[0]?.attributes.ApproximateReceiveCount).toBe(String(receive));
+      expect(response.batchItemFailures).toHaveLength(1);
+      expect((await rig.state(message.id)).status).toBe('retrying');
+    }
+    const last = await rig.deliverNext();
+    expect(last.records[0]?.attributes.ApproximateReceiveCount).toBe('3');
+    expect(last.response.batchItemFailures).toHaveLength(1);
+
+    const dead = await rig.state(message.id);
+    expect(dead.status).toBe('dead');
+    expect(dead.attempts).toBe(3);
+    expect(dead.history.map((entry) => [entry.outcome, entry.code])).toEqual([
+      ['transient', '451'],
+      ['transient', '451'],
+      ['transient', '451'],
+    ]);
+    expect(dead.due_pk).toBeUndefined();
+    expect(dead.expires_at).toBeDefined();
+    expect(rig.metrics.of('Retried')).toBe(2);
+    expect(rig.metrics.of('Dead')).toBe(1);
+    expect(rig.received(message.id).map((received) => received.outcome)).toEqual([
+      'refused',
+      'refused',
+      'refused',
+    ]);
+
+    // The copy was made visible at once, and the queue's redrive moved it to the DLQ.
+    const body = await redriveFromDlq(rig);
+    expect(body).toBe(JSON.stringify({ v: 1, id: message.id, rev: 1 }));
+    expect(await rig.depth()).toMatchObject({ stored: 1 });
+
+    world.smtp.script(); // the relay is healthy again
+    const redriven = await rig.deliverNext();
+    expect(redriven.response.batchItemFailures).toEqual([]);
+    const sent = await rig.state(message.id);
+    expect(sent.status).toBe('sent');
+    expect(sent.attempts).toBe(4);
+    expect(sent.history.at(-1)).toMatchObject({ outcome: 'sent', code: '250' });
+    expect(sent.due_pk).toBeUndefined();
+    expect(rig.received(message.id).filter((received) => received.outcome === 'accepted')).toHaveLength(1);
+
+    // The same copy redriven once more (an operator's double click) finds it sent: nothing is sent.
+    await rig.dispatch(message);
+    const again = await rig.deliverNext();
+    expect(again.response.batchItemFailures).toEqual([]);
+    expect(rig.received(message.id).filter((received) => received.outcome === 'accepted')).toHaveLength(1);
+    expect(await rig.depth()).toEqual({ stored: 0, inFlight: 0, delayed: 0 });
+  });
+
+  it('drops a redriven copy of a message that is already sent', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script();
+    const message = await rig.putMessage({ status: 'sent', attempts: 1 });
+    const transactionsBefore = world.smtp.transactions;
+    await rig.dispatch(message);
+
+    const { response } = await rig.deliverNext();
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(world.smtp.transactions).toBe(transactionsBefore);
+    expect(await rig.state(message.id)).toEqual(message);
+    expect(await rig.depth()).toEqual({ stored: 0, inFlight: 0, delayed: 0 });
+  });
+
+  it('hides the copy for the drawn backoff: ChangeMessageVisibility with full jitter, due_at at its end', async () => {
+    // random → 0.99 of [0, min(cap, base · 2^0)] = [0, 2] s → 2 s.
+    const rig = await createSenderRig(world, {
+      random: () => 0.99,
+      settings: { retryBaseSeconds: 2, retryCapSeconds: 60 },
+    });
+    world.smtp.script(TRANSIENT_AFTER_DATA);
+    const message = await rig.putMessage();
+    await rig.dispatch(message);
+
+    await rig.deliverNext();
+
+    const state = await rig.state(message.id);
+    expect(state.status).toBe('retrying');
+    expect(state.due_at).toBe(new Date(rig.clock.ms + 2000).toISOString());
+    expect(await rig.receive({ waitSeconds: 0 })).toEqual([]);
+    expect(await rig.depth()).toMatchObject({ inFlight: 1 });
+    const [back] = await rig.receive({ waitSeconds: 4, max: 1 });
+    expect(back?.attributes.ApproximateReceiveCount).toBe('2');
+  });
+
+  it('retries an ambiguous send under on_ambiguous = retry with the same Message-ID (at-least-once)', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script({ afterData: 'drop' }, {});
+    const message = await rig.putMessage({ onAmbiguous: 'retry' });
+    await rig.dispatch(message);
+
+    await rig.deliverNext();
+    expect((await rig.state(message.id)).status).toBe('retrying');
+    await rig.deliverNext();
+
+    const state = await rig.state(message.id);
+    expect(state.status).toBe('sent');
+    expect(state.history.map((entry) => entry.outcome)).toEqual(['ambiguous', 'sent']);
+    const copies = rig.received(message.id);
+    expect(copies.map((received) => received.outcome)).toEqual(['dropped', 'accepted']);
+    expect(new Set(copies.map((received) => received.messageId))).toEqual(
+      new Set([`<${message.id}@mail.test>`]),
+    );
+    expect(rig.metrics.of('Ambiguous')).toBe(1);
+  });
+});

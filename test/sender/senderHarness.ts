@@ -1,0 +1,309 @@
+import {
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  type Message,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+} from '@aws-sdk/client-sqs';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { NodemailerMailer } from '../../lambdas/adapters/NodemailerMailer.js';
+import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
+import {
+  environmentSmtpCredentials,
+  type SmtpCredentialsSource,
+} from '../../lambdas/adapters/smtpCredentials.js';
+import { encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
+import type { DispatchQueue, QueuedCopy } from '../../lambdas/ports/DispatchQueue.js';
+import type { Mailer } from '../../lambdas/ports/Mailer.js';
+import { SqsCopyVisibility } from '../../lambdas/sender/copyVisibility.js';
+import { createSenderHandler, type SenderDependencies } from '../../lambdas/sender/createSenderHandler.js';
+import type { SenderLog, SenderSettings } from '../../lambdas/sender/processCopy.js';
+import type {
+  SenderCountMetric,
+  SenderMetrics,
+  SenderTimeMetric,
+} from '../../lambdas/sender/senderMetrics.js';
+import type { MessageStateRecord } from '../../lambdas/store/messageRecord.js';
+import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
+import type { QueueArns, QueueUrls } from '../../local/createResources.js';
+import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
+import { startSmtpServer, type TestSmtpServer } from '../support/smtpServer.js';
+import { type MessageFixture, putMessage, readState } from './records.js';
+
+/**
+ * Everything a sender test needs, real where a real part exists: DynamoDB Local, the SQS emulator,
+ * a scripted smtp-server, nodemailer, and the sender handler driven the way Lambda drives it (receive
+ * a batch, call the handler, delete the copies it did not report as failures). Time the sender sees
+ * is a clock the test moves; SQS keeps real time, so backoffs in these tests are 0–2 seconds.
+ */
+
+/** Compressed settings: 3 receives before the DLQ, backoff of at most 1 s, 1 s early-copy wait. */
+export const TEST_SETTINGS: SenderSettings = {
+  maxAttempts: 3,
+  retryBaseSeconds: 1,
+  retryCapSeconds: 1,
+  leaseSeconds: 120,
+  retentionDays: 30,
+  maxEarlyWaitMs: 1000,
+};
+
+const FAST_SMTP_TIMEOUTS = {
+  connectionMs: 1000,
+  greetingMs: 400,
+  socketMs: 400,
+  dnsMs: 1000,
+  attemptMs: 5000,
+};
+
+export class TestClock {
+  constructor(public ms = Date.now()) {}
+  readonly now = (): Date => new Date(this.ms);
+  advance(milliseconds: number): void {
+    this.ms += milliseconds;
+  }
+}
+
+export class RecordingMetrics implements SenderMetrics {
+  readonly counts = new Map<string, number>();
+  readonly timings: { name: SenderTimeMetric; value: number }[] = [];
+  count(name: SenderCountMetric, value = 1): void {
+    this.counts.set(name, (this.counts.get(name) ?? 0) + value);
+  }
+  milliseconds(name: SenderTimeMetric, value: number): void {
+    this.timings.push({ name, value });
+  }
+  of(name: SenderCountMetric): number {
+    return this.counts.get(name) ?? 0;
+  }
+}
+
+/** Every log line the sender wrote, to check none of them carries an address. */
+export class RecordingLog implements SenderLog {
+  readonly lines: { level: string; message: string; attributes: Record<string, unknown> }[] = [];
+  info(message: string, attributes: Record<string, unknown>): void {
+    this.lines.push({ level: 'info', message, attributes });
+  }
+  warn(message: string, attributes: Record<string, unknown>): void {
+    this.lines.push({ level: 'warn', message, attributes });
+  }
+  error(message: string, attributes: Record<string, unknown>): void {
+    this.lines.push({ level: 'error', message, attributes });
+  }
+  text(): string {
+    return JSON.stringify(this.lines);
+  }
+}
+
+/** The send queue seen through a recorder, to check the exact DelaySeconds of re-enqueued copies. */
+export class RecordingQueue implements DispatchQueue {
+  readonly enqueued: QueuedCopy[] = [];
+  constructor(private readonly inner: DispatchQueue) {}
+  enqueue(copies: readonly QueuedCopy[]) {
+    this.enqueued.push(...copies);
+    return this.inner.enqueue(copies);
+  }
+}
+
+/** Shared per test file: one table, one SMTP server and one pooled mailer. */
+export interface SenderWorld {
+  readonly tableName: string;
+  readonly documents: DynamoDBDocumentClient;
+  readonly smtp: TestSmtpServer;
+  readonly mailer: Mailer;
+  close(): Promise<void>;
+}
+
+export async function startSenderWorld(
+  options: {
+    credentials?: { username: string; password: string };
+    mailerCredentials?: SmtpCredentialsSource;
+  } = {},
+): Promise<SenderWorld> {
+  const [{ tableName }, smtp] = await Promise.all([
+    freshTable('sender'),
+    startSmtpServer(options.credentials ? { credentials: options.credentials } : {}),
+  ]);
+  const mailer = new NodemailerMailer({
+    host: smtp.host,
+    port: smtp.port,
+    secure: false,
+    requireTls: false,
+    messageIdDomain: 'mail.test',
+    credentials:
+      options.mailerCredentials ?? environmentSmtpCredentials({ user: undefined, pass: undefined }),
+    timeouts: FAST_SMTP_TIMEOUTS,
+  });
+  return {
+    tableName,
+    documents: documentClient(),
+    smtp,
+    mailer,
+    async close() {
+      await mailer.close();
+      await smtp.close();
+    },
+  };
+}
+
+export interface SenderRig {
+  readonly world: SenderWorld;
+  readonly urls: QueueUrls;
+  readonly arns: QueueArns;
+  readonly clock: TestClock;
+  readonly metrics: RecordingMetrics;
+  readonly log: RecordingLog;
+  readonly queue: RecordingQueue;
+  /** In-process waits the sender asked for (they advance the clock instead of sleeping). */
+  readonly sleeps: number[];
+  readonly handler: (event: SQSEvent) => Promise<SQSBatchResponse>;
+  /** Another sender (its own handler, same table, queue and relay), e.g. for races. */
+  newHandler(overrides?: Partial<SenderDependencies>): (event: SQSEvent) => Promise<SQSBatchResponse>;
+  putMessage(fixture?: MessageFixture): Promise<MessageStateRecord>;
+  state(id: string): Promise<MessageStateRecord>;
+  /** Puts a `{v:1,id,rev}` copy on the send queue (or the raw body given). */
+  dispatch(copy: { id: string; rev: number } | string, delaySeconds?: number): Promise<void>;
+  /** Receives up to `max` copies (waiting up to `waitSeconds`) as Lambda would hand them over. */
+  receive(options?: { max?: number; waitSeconds?: number; queueUrl?: string }): Promise<SQSRecord[]>;
+  /** Calls a handler with the records and applies its answer: deletes every copy not reported failed. */
+  run(
+    records: SQSRecord[],
+    handler?: (event: SQSEvent) => Promise<SQSBatchResponse>,
+  ): Promise<SQSBatchResponse>;
+  /** Receives the next copy (one) and runs it as a batch; fails the test if nothing arrives. */
+  deliverNext(): Promise<{ records: SQSRecord[]; response: SQSBatchResponse }>;
+  /** Counts on a queue: messages stored (not delayed), in flight, delayed. */
+  depth(queueUrl?: string): Promise<{ stored: number; inFlight: number; delayed: number }>;
+  /** SMTP messages received for one Postdate id. */
+  received(id: string): TestSmtpServer['received'];
+}
+
+export async function createSenderRig(
+  world: SenderWorld,
+  options: { settings?: Partial<SenderSettings>; random?: () => number; maxSendRate?: number } = {},
+): Promise<SenderRig> {
+  const { urls, arns } = await freshQueues(options.settings?.maxAttempts ?? TEST_SETTINGS.maxAttempts);
+  const sqs = sqsClient();
+  const clock = new TestClock();
+  const metrics = new RecordingMetrics();
+  const log = new RecordingLog();
+  const queue = new RecordingQueue(new SqsDispatchQueue(sqs, urls.send));
+  const sleeps: number[] = [];
+  const store = new DynamoSenderStore(world.documents, world.tableName);
+  const settings = { ...TEST_SETTINGS, ...options.settings };
+
+  const newHandler = (overrides: Partial<SenderDependencies> = {}) =>
+    createSenderHandler({
+      store,
+      mailer: world.mailer,
+      queue,
+      visibility: new SqsCopyVisibility(sqs, urls.send),
+      settings,
+      maxSendRate: options.maxSendRate,
+      now: clock.now,
+      random: options.random ?? (() => 0),
+      sleep: async (milliseconds) => {
+        sleeps.push(milliseconds);
+        clock.advance(milliseconds);
+      },
+      log,
+      metrics,
+      ...overrides,
+    });
+  const handler = newHandler();
+
+  const receive = async (receiveOptions: { max?: number; waitSeconds?: number; queueUrl?: string } = {}) => {
+    const queueUrl = receiveOptions.queueUrl ?? urls.send;
+    const { Messages } = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: receiveOptions.max ?? 10,
+        WaitTimeSeconds: receiveOptions.waitSeconds ?? 0,
+        AttributeNames: ['All'],
+      }),
+    );
+    const arn = queueUrl === urls.send ? arns.send : arns.sendDeadLetter;
+    return (Messages ?? []).map((message) => toSqsRecord(message, arn));
+  };
+
+  const run = async (records: SQSRecord[], using = handler) => {
+    const response = await using({ Records: records });
+    const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
+    for (const record of records) {
+      if (failed.has(record.messageId)) continue;
+      await sqs.send(new DeleteMessageCommand({ QueueUrl: urls.send, ReceiptHandle: record.receiptHandle }));
+    }
+    return response;
+  };
+
+  return {
+    world,
+    urls,
+    arns,
+    clock,
+    metrics,
+    log,
+    queue,
+    sleeps,
+    handler,
+    newHandler,
+    putMessage: (fixture) => putMessage(world.documents, world.tableName, clock.now(), fixture),
+    state: (id) => readState(world.documents, world.tableName, id),
+    async dispatch(copy, delaySeconds = 0) {
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: urls.send,
+          MessageBody: typeof copy === 'string' ? copy : encodeDispatchPayload(copy),
+          DelaySeconds: delaySeconds,
+        }),
+      );
+    },
+    receive,
+    run,
+    async deliverNext() {
+      // One at a time: the emulator answers as soon as it has `max` copies, else at the end of the wait.
+      const records = await receive({ waitSeconds: 3, max: 1 });
+      if (records.length === 0) throw new Error('no copy arrived on the send queue');
+      const response = await run(records);
+      return { records, response };
+    },
+    async depth(queueUrl = urls.send) {
+      const { Attributes } = await sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: queueUrl,
+          AttributeNames: [
+            'ApproximateNumberOfMessages',
+            'ApproximateNumberOfMessagesNotVisible',
+            'ApproximateNumberOfMessagesDelayed',
+          ],
+        }),
+      );
+      return {
+        stored: Number(Attributes?.ApproximateNumberOfMessages ?? 0),
+        inFlight: Number(Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0),
+        delayed: Number(Attributes?.ApproximateNumberOfMessagesDelayed ?? 0),
+      };
+    },
+    received: (id) => world.smtp.received.filter((message) => message.postdateId === id),
+  };
+}
+
+function toSqsRecord(message: Message, queueArn: string): SQSRecord {
+  const attributes = message.Attributes ?? {};
+  return {
+    messageId: message.MessageId ?? '',
+    receiptHandle: message.ReceiptHandle ?? '',
+    body: message.Body ?? '',
+    attributes: {
+      ApproximateReceiveCount: attributes.ApproximateReceiveCount ?? '1',
+      SentTimestamp: attributes.SentTimestamp ?? '0',
+      SenderId: attributes.SenderId ?? 'local',
+      ApproximateFirstReceiveTimestamp: attributes.ApproximateFirstReceiveTimestamp ?? '0',
+    },
+    messageAttributes: {},
+    md5OfBody: message.MD5OfBody ?? '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: queueArn,
+    awsRegion: 'us-east-1',
+  };
+}

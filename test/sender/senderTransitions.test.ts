@@ -1,0 +1,223 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { AttemptRecord } from '../../lambdas/store/messageRecord.js';
+import { DynamoSenderStore, HISTORY_LIMIT } from '../../lambdas/store/senderTransitions.js';
+import { documentClient, freshTable } from '../support/awsLocal.js';
+import { type MessageFixture, putGroupHead, putMessage, readState, TENANT } from './records.js';
+
+/** The sender's conditional writes against DynamoDB Local: what each one requires and what it writes. */
+describe('DynamoSenderStore', () => {
+  const documents = documentClient();
+  let tableName: string;
+  let store: DynamoSenderStore;
+  const now = new Date('2026-12-01T09:00:00.000Z');
+  const leaseUntil = new Date('2026-12-01T09:02:00.000Z');
+  const attempt = (outcome: AttemptRecord['outcome'], at = now): AttemptRecord => ({
+    at: at.toISOString(),
+    outcome,
+    code: outcome === 'sent' ? '250' : '451',
+    enhanced_code: null,
+    reply: null,
+    duration_ms: 12,
+  });
+
+  beforeAll(async () => {
+    ({ tableName } = await freshTable('transitions'));
+    store = new DynamoSenderStore(documents, tableName);
+  });
+
+  const put = (fixture: MessageFixture = {}) => putMessage(documents, tableName, now, fixture);
+
+  it('claims a scheduled record: sending, leased, due at the lease end, one more attempt', async () => {
+    const observed = await put();
+    const result = await store.claim({ observed, owner: 'me', now, leaseUntil });
+    expect(result.outcome).toBe('applied');
+    const state = await readState(documents, tableName, observed.id);
+    expect(state).toMatchObject({
+      status: 'sending',
+      lease_owner: 'me',
+      lease_until: leaseUntil.toISOString(),
+      due_at: leaseUntil.toISOString(),
+      attempts: 1,
+      lst_pk: `${TENANT}#sending#${observed.lst_pk.split('#').at(-1)}`,
+    });
+  });
+
+  it('does not claim when the record moved since it was read (rev or status)', async () => {
+    const observed = await put();
+    expect((await store.claim({ observed, owner: 'first', now, leaseUntil })).outcome).toBe('applied');
+    expect((await store.claim({ observed, owner: 'second', now, leaseUntil })).outcome).toBe('conflict');
+    const stale = await put({ rev: 2 });
+    expect((await store.claim({ observed: { ...stale, rev: 1 }, owner: 'x', now, leaseUntil })).outcome).toBe(
+      'conflict',
+    );
+    expect((await readState(documents, tableName, observed.id)).lease_owner).toBe('first');
+  });
+
+  it('takes over an expired lease only, recording the interrupted attempt', async () => {
+    const live = await put({
+      status: 'sending',
+      leaseOwner: 'old',
+      leaseUntil: new Date(now.getTime() + 1000),
+    });
+    expect(
+      (
+        await store.claim({
+          observed: live,
+          owner: 'new',
+          now,
+          leaseUntil,
+          interruptedAttempt: attempt('ambiguous'),
+        })
+      ).outcome,
+    ).toBe('conflict');
+
+    const expired = await put({
+      status: 'sending',
+      leaseOwner: 'old',
+      leaseUntil: new Date(now.getTime() - 1000),
+    });
+    const result = await store.claim({
+      observed: expired,
+      owner: 'new',
+      now,
+      leaseUntil,
+      interruptedAttempt: attempt('ambiguous'),
+    });
+    expect(result.outcome).toBe('applied');
+    const state = await readState(documents, tableName, expired.id);
+    expect(state.lease_owner).toBe('new');
+    expect(state.history.map((entry) => entry.outcome)).toEqual(['ambiguous']);
+  });
+
+  it('claims a dead record again (a DLQ redrive): back in the due index, TTL removed', async () => {
+    const dead = await put({ status: 'dead', attempts: 3 });
+    expect(dead.expires_at).toBeDefined();
+    expect((await store.claim({ observed: dead, owner: 'me', now, leaseUntil })).outcome).toBe('applied');
+    const state = await readState(documents, tableName, dead.id);
+    expect(state.status).toBe('sending');
+    expect(state.expires_at).toBeUndefined();
+    expect(state.due_pk).toBeDefined();
+  });
+
+  it('writes an outcome only for the lease owner', async () => {
+    const observed = await put();
+    const claim = await store.claim({ observed, owner: 'me', now, leaseUntil });
+    if (claim.outcome !== 'applied') throw new Error('claim failed');
+    const common = {
+      claimed: claim.record,
+      to: 'sent' as const,
+      now,
+      attempt: attempt('sent'),
+      lastError: null,
+      retentionDays: 30,
+    };
+    expect((await store.recordOutcome({ ...common, owner: 'someone-else' })).outcome).toBe('conflict');
+    expect((await store.recordOutcome({ ...common, owner: 'me' })).outcome).toBe('applied');
+    const state = await readState(documents, tableName, observed.id);
+    expect(state).toMatchObject({ status: 'sent', sent_at: now.toISOString(), attempts: 1 });
+    expect(state.lease_owner).toBeUndefined();
+    expect(state.lease_until).toBeUndefined();
+    expect(state.due_pk).toBeUndefined();
+    expect(state.due_at).toBeUndefined();
+    expect(state.expires_at).toBe(Math.floor(now.getTime() / 1000) + 30 * 86_400);
+    expect(state.lst_pk).toContain('#sent#');
+    // Once written, the same outcome cannot be written twice.
+    expect((await store.recordOutcome({ ...common, owner: 'me' })).outcome).toBe('conflict');
+  });
+
+  it('keeps a retrying record in the due index, due when its backoff ends', async () => {
+    const observed = await put();
+    const claim = await store.claim({ observed, owner: 'me', now, leaseUntil });
+    if (claim.outcome !== 'applied') throw new Error('claim failed');
+    const retryAt = new Date(now.getTime() + 30_000);
+    await store.recordOutcome({
+      claimed: claim.record,
+      owner: 'me',
+      to: 'retrying',
+      now,
+      attempt: attempt('transient'),
+      lastError: { class: 'transient', code: '451', enhanced_code: null, message: 'temporary' },
+      retryAt,
+      retentionDays: 30,
+    });
+    const state = await readState(documents, tableName, observed.id);
+    expect(state).toMatchObject({
+      status: 'retrying',
+      due_at: retryAt.toISOString(),
+      last_error: { code: '451' },
+    });
+    expect(state.due_pk).toBeDefined();
+    expect(state.expires_at).toBeUndefined();
+  });
+
+  it('caps the history at the newest entries', async () => {
+    let observed = await put();
+    for (let index = 0; index < HISTORY_LIMIT + 3; index += 1) {
+      const at = new Date(now.getTime() + index * 1000);
+      const claim = await store.claim({ observed, owner: `o${index}`, now: at, leaseUntil });
+      if (claim.outcome !== 'applied') throw new Error('claim failed');
+      const outcome = await store.recordOutcome({
+        claimed: claim.record,
+        owner: `o${index}`,
+        to: 'retrying',
+        now: at,
+        attempt: attempt('transient', at),
+        lastError: null,
+        retryAt: at,
+        retentionDays: 30,
+      });
+      if (outcome.outcome !== 'applied') throw new Error('outcome failed');
+      observed = outcome.record;
+    }
+    expect(observed.history).toHaveLength(HISTORY_LIMIT);
+    expect(observed.history.at(-1)?.at).toBe(
+      new Date(now.getTime() + (HISTORY_LIMIT + 2) * 1000).toISOString(),
+    );
+    expect(observed.attempts).toBe(HISTORY_LIMIT + 3);
+  });
+
+  it('settles without sending only from the state it saw (expire, supersede, hold an expired lease)', async () => {
+    const scheduled = await put();
+    expect(
+      (await store.settleUnsent({ observed: scheduled, to: 'expired', now, retentionDays: 30 })).outcome,
+    ).toBe('applied');
+    expect(
+      (await store.settleUnsent({ observed: scheduled, to: 'superseded', now, retentionDays: 30 })).outcome,
+    ).toBe('conflict');
+
+    const live = await put({
+      status: 'sending',
+      leaseOwner: 'old',
+      leaseUntil: new Date(now.getTime() + 1000),
+    });
+    expect(
+      (await store.settleUnsent({ observed: live, to: 'unknown', now, retentionDays: 30 })).outcome,
+    ).toBe('conflict');
+    const expired = await put({
+      status: 'sending',
+      leaseOwner: 'old',
+      leaseUntil: new Date(now.getTime() - 1),
+    });
+    expect(
+      (
+        await store.settleUnsent({
+          observed: expired,
+          to: 'unknown',
+          now,
+          interruptedAttempt: attempt('ambiguous'),
+          retentionDays: 30,
+        })
+      ).outcome,
+    ).toBe('applied');
+    const state = await readState(documents, tableName, expired.id);
+    expect(state.status).toBe('unknown');
+    expect(state.lease_owner).toBeUndefined();
+    expect(state.history).toHaveLength(1);
+  });
+
+  it('reads a group head version, and nothing for a group without a head', async () => {
+    await putGroupHead(documents, tableName, 'campaign:9', 5);
+    expect(await store.readGroupVersion(TENANT, 'campaign:9')).toBe(5);
+    expect(await store.readGroupVersion(TENANT, 'no-such-group')).toBeUndefined();
+  });
+});
