@@ -1,0 +1,49 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { SchedulerClient } from '@aws-sdk/client-scheduler';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import middy from '@middy/core';
+import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import { EventBridgeScheduler } from '../adapters/EventBridgeScheduler.js';
+import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
+import { loadConfig, loadResourceNames, requireResource } from '../core/config.js';
+import { createRelayHandler } from './createRelayHandler.js';
+
+const logger = new Logger({ serviceName: 'postdate-relay' });
+
+type RelayBatchHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse>;
+let relay: RelayBatchHandler | undefined;
+
+/** Wires the real clients once per cold start; a bad configuration fails here, naming the variable. */
+function wire(): RelayBatchHandler {
+  const env = process.env;
+  const config = loadConfig(env, env.POSTDATE_LOCAL === 'true' ? 'local' : 'aws');
+  const names = loadResourceNames(env);
+  // Endpoints come from AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_SCHEDULER when set (the local stack).
+  const queue = new SqsDispatchQueue(
+    new SQSClient({}),
+    requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL'),
+  );
+  const scheduler = new EventBridgeScheduler(new SchedulerClient({}), {
+    groupName: requireResource(names, 'scheduleGroup', 'POSTDATE_SCHEDULE_GROUP'),
+    sendQueueArn: requireResource(names, 'sendQueueArn', 'POSTDATE_SEND_QUEUE_ARN'),
+    roleArn: requireResource(names, 'schedulerRoleArn', 'POSTDATE_SCHEDULER_ROLE_ARN'),
+    deadLetterArn: requireResource(names, 'scheduleDeadLetterArn', 'POSTDATE_SCHEDULE_DLQ_ARN'),
+  });
+  return createRelayHandler({
+    queue,
+    scheduler,
+    now: () => new Date(),
+    directDelayMaxSeconds: config.directDelayMaxSeconds,
+    scheduleLeadSeconds: config.scheduleLeadSeconds,
+    log: logger,
+  });
+}
+
+/** The relay Lambda: DynamoDB Streams event source (filtered to state records), ReportBatchItemFailures. */
+export const handler = middy<DynamoDBStreamEvent, DynamoDBBatchResponse>()
+  .use(injectLambdaContext(logger))
+  .handler(async (event) => {
+    relay ??= wire();
+    return relay(event);
+  });

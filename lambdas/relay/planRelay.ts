@@ -1,0 +1,60 @@
+import { MESSAGE_STATUS } from '../core/messageStatus.js';
+import { scheduleName } from '../ports/Scheduler.js';
+import { isStateRecord, type RelayRecord, type StateImage } from './relayRecord.js';
+
+/** What one stream record asks of the relay. Pure: no clock, no I/O. */
+export type RelayPlan =
+  | { readonly kind: 'ignore'; readonly reason: string }
+  | { readonly kind: 'invalid'; readonly reason: string }
+  | {
+      readonly kind: 'act';
+      readonly id: string;
+      /** Dispatch this revision (its time decides queue or schedule), or nothing. */
+      readonly dispatch: StateImage | null;
+      /** Schedules of earlier revisions to delete, in order (absent ones are fine). */
+      readonly deleteSchedules: readonly string[];
+    };
+
+/** A record that asks for work. */
+export type ActPlan = Extract<RelayPlan, { kind: 'act' }>;
+
+/**
+ * The relay's rules (docs/relay.md), on one record:
+ * - INSERT of a `scheduled` record → dispatch rev;
+ * - MODIFY whose `rev` changed while the new image is `scheduled` (reschedule, manual retry) →
+ *   dispatch the new rev, and delete the old rev's schedule if the old image was `scheduled`
+ *   (only a `scheduled` record can have a live schedule);
+ * - MODIFY from `scheduled` to `cancelled` → delete the old rev's schedule;
+ * - anything else (claims, outcomes, removals by TTL, other item kinds) → ignored.
+ */
+export function planRelay(record: RelayRecord): RelayPlan {
+  if (!isStateRecord(record)) return { kind: 'ignore', reason: 'not a message state record' };
+  if (record.eventName === 'INSERT') {
+    if (!record.newImage.ok) return { kind: 'invalid', reason: `new image: ${record.newImage.reason}` };
+    const inserted = record.newImage.image;
+    if (inserted.status !== MESSAGE_STATUS.scheduled) {
+      return { kind: 'ignore', reason: `inserted as ${inserted.status}` };
+    }
+    return { kind: 'act', id: inserted.id, dispatch: inserted, deleteSchedules: [] };
+  }
+  if (record.eventName !== 'MODIFY') return { kind: 'ignore', reason: `event ${record.eventName ?? 'none'}` };
+  if (!record.newImage.ok) return { kind: 'invalid', reason: `new image: ${record.newImage.reason}` };
+  if (!record.oldImage.ok) return { kind: 'invalid', reason: `old image: ${record.oldImage.reason}` };
+  const before = record.oldImage.image;
+  const after = record.newImage.image;
+  const hadSchedule = before.status === MESSAGE_STATUS.scheduled;
+  if (after.status === MESSAGE_STATUS.scheduled && after.rev !== before.rev) {
+    return {
+      kind: 'act',
+      id: after.id,
+      dispatch: after,
+      deleteSchedules: hadSchedule ? [scheduleName(before)] : [],
+    };
+  }
+  if (after.status === MESSAGE_STATUS.cancelled && hadSchedule) {
+    const names = [scheduleName(before)];
+    if (after.rev !== before.rev) names.push(scheduleName(after));
+    return { kind: 'act', id: after.id, dispatch: null, deleteSchedules: names };
+  }
+  return { kind: 'ignore', reason: `${before.status} → ${after.status}: nothing to dispatch or delete` };
+}

@@ -1,0 +1,175 @@
+import { type DispatchDecision, decideDispatch } from '../core/dispatchDecision.js';
+import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
+import { type Scheduler, scheduleName } from '../ports/Scheduler.js';
+import { type ActPlan, planRelay } from './planRelay.js';
+import type { RelayRecord, StateImage } from './relayRecord.js';
+
+/** The structured logger the relay writes to (Powertools Logger fits). Never given an address. */
+export interface RelayLog {
+  info(message: string, attributes: Record<string, unknown>): void;
+  warn(message: string, attributes: Record<string, unknown>): void;
+  error(message: string, attributes: Record<string, unknown>): void;
+}
+
+export interface RelayDeps {
+  readonly queue: DispatchQueue;
+  readonly scheduler: Scheduler;
+  readonly now: () => Date;
+  /** POSTDATE_DIRECT_DELAY_MAX_SECONDS: due within this → the queue with DelaySeconds. */
+  readonly directDelayMaxSeconds: number;
+  /** POSTDATE_SCHEDULE_LEAD_SECONDS: a schedule fires this much before send_at. */
+  readonly scheduleLeadSeconds: number;
+  readonly log?: RelayLog;
+  /** How many messages' records are worked on at once (records of one message stay in order). @default 8 */
+  readonly concurrency?: number;
+}
+
+export interface RelayOutcome {
+  /** Sequence numbers of the records that failed, in stream order. */
+  readonly failed: readonly string[];
+  readonly queued: number;
+  readonly scheduled: number;
+  /** CreateSchedule answered "exists": a replayed record. */
+  readonly alreadyScheduled: number;
+  readonly deletedSchedules: number;
+  readonly ignored: number;
+  readonly invalid: number;
+}
+
+/**
+ * Relays stream records to the send queue or the scheduler. Never throws for one record: a record
+ * whose work failed is returned in `failed` (the handler reports it as a batch item failure, and the
+ * event source retries from the lowest one). Records of one message are handled strictly in stream
+ * order, and after one of them fails the later ones of that message are failed too without being
+ * tried, so a retry replays that message's records in the original order: a schedule is never
+ * re-created after the record that deleted it. Every step is idempotent (schedule names come from
+ * id and rev; queue duplicates are dropped by the sender's rev and status rules), so a replay is safe.
+ */
+export async function relayRecords(records: readonly RelayRecord[], deps: RelayDeps): Promise<RelayOutcome> {
+  const counts = {
+    queued: 0,
+    scheduled: 0,
+    alreadyScheduled: 0,
+    deletedSchedules: 0,
+    ignored: 0,
+    invalid: 0,
+  };
+  const failed = new Set<string>();
+  const byMessage = new Map<string, { record: RelayRecord; plan: ActPlan }[]>();
+
+  for (const record of records) {
+    const plan = planRelay(record);
+    if (plan.kind === 'ignore') {
+      counts.ignored++;
+      continue;
+    }
+    if (plan.kind === 'invalid') {
+      // A state image the relay cannot read is a writer's bug that no retry can fix; failing it would
+      // hold up the whole shard until the event source gives up. It is logged as an error instead.
+      counts.invalid++;
+      deps.log?.error('relay skipped an unreadable state record', {
+        sequenceNumber: record.sequenceNumber,
+        reason: plan.reason,
+      });
+      continue;
+    }
+    const list = byMessage.get(plan.id) ?? [];
+    list.push({ record, plan });
+    byMessage.set(plan.id, list);
+  }
+
+  // Queue copies are collected and sent together at the end (SendMessageBatch, ten per request).
+  const pendingCopies = new Map<QueuedCopy, string>();
+
+  const relayMessage = async (steps: { record: RelayRecord; plan: ActPlan }[]): Promise<void> => {
+    let broken = false;
+    for (const { record, plan } of steps) {
+      if (broken) {
+        failed.add(record.sequenceNumber);
+        continue;
+      }
+      try {
+        for (const name of plan.deleteSchedules) {
+          if ((await deps.scheduler.deleteIfExists(name)) === 'deleted') counts.deletedSchedules++;
+        }
+        if (plan.dispatch !== null) {
+          const route = routeDispatch(plan.dispatch, deps);
+          if (route.path === 'queue') {
+            pendingCopies.set(
+              { payload: { id: plan.dispatch.id, rev: plan.dispatch.rev }, delaySeconds: route.delaySeconds },
+              record.sequenceNumber,
+            );
+          } else {
+            const created = await deps.scheduler.createOnce({
+              name: scheduleName(plan.dispatch),
+              fireAt: route.fireAt,
+              payload: { id: plan.dispatch.id, rev: plan.dispatch.rev },
+            });
+            if (created === 'created') counts.scheduled++;
+            else counts.alreadyScheduled++;
+          }
+        }
+      } catch (error) {
+        broken = true;
+        failed.add(record.sequenceNumber);
+        deps.log?.warn('relay could not handle a record', {
+          sequenceNumber: record.sequenceNumber,
+          messageId: plan.id,
+          error: describeError(error),
+        });
+      }
+    }
+  };
+
+  await forEachLimited([...byMessage.values()], deps.concurrency ?? 8, relayMessage);
+
+  if (pendingCopies.size > 0) {
+    const copies = [...pendingCopies.keys()];
+    let unsent: readonly QueuedCopy[];
+    try {
+      unsent = (await deps.queue.enqueue(copies)).failed;
+    } catch (error) {
+      unsent = copies;
+      deps.log?.warn('relay could not reach the send queue', { error: describeError(error) });
+    }
+    for (const copy of unsent) {
+      const sequenceNumber = pendingCopies.get(copy);
+      if (sequenceNumber !== undefined) failed.add(sequenceNumber);
+    }
+    counts.queued += copies.length - unsent.length;
+  }
+
+  const order = new Map(records.map((record, index) => [record.sequenceNumber, index]));
+  const failedInOrder = [...failed].sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0));
+  return { failed: failedInOrder, ...counts };
+}
+
+function routeDispatch(image: StateImage, deps: RelayDeps): DispatchDecision {
+  return decideDispatch({
+    sendAt: new Date(image.send_at),
+    now: deps.now(),
+    directDelayMaxSeconds: deps.directDelayMaxSeconds,
+    scheduleLeadSeconds: deps.scheduleLeadSeconds,
+  });
+}
+
+async function forEachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const item = items[next++];
+      if (item !== undefined) await work(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+}
+
+function describeError(error: unknown): { name: string; message: string } {
+  return error instanceof Error
+    ? { name: error.name, message: error.message }
+    : { name: 'non-error', message: String(error) };
+}

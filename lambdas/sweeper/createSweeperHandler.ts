@@ -1,0 +1,37 @@
+import { type SweepDeps, type SweepReport, sweep } from './sweep.js';
+
+/** A pass that left work undone (a shard unreadable, copies refused); the next run continues. */
+export class SweepIncompleteError extends Error {
+  override readonly name = 'SweepIncompleteError';
+  constructor(readonly report: SweepReport) {
+    super(
+      `sweep incomplete: ${report.shardErrors.length} shard(s) unreadable, ${report.failed} copy(ies) not enqueued`,
+    );
+  }
+}
+
+export function isIncomplete(report: SweepReport): boolean {
+  return report.shardErrors.length > 0 || report.failed > 0;
+}
+
+/**
+ * The sweeper's handler logic: one pass per invocation, logged and returned. It never throws for
+ * a shard or a copy: it does all it can and reports the rest (the Lambda wrapper turns an
+ * incomplete pass into an error so that it is alarmed).
+ */
+export function createSweeperHandler(deps: SweepDeps): () => Promise<SweepReport> {
+  return async function sweepOnce(): Promise<SweepReport> {
+    const report = await sweep(deps);
+    const summary = {
+      examined: report.examined,
+      redispatched: report.redispatched,
+      failed: report.failed,
+      skipped: report.skipped,
+      truncatedShards: report.truncatedShards,
+      shardErrors: report.shardErrors,
+    };
+    if (isIncomplete(report)) deps.log?.warn('sweep incomplete', summary);
+    else deps.log?.info('sweep finished', summary);
+    return report;
+  };
+}

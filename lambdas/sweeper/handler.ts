@@ -1,0 +1,44 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import middy from '@middy/core';
+import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
+import { loadConfig, loadResourceNames, requireResource } from '../core/config.js';
+import { DynamoDueIndex } from '../store/dueIndex.js';
+import { createSweeperHandler, isIncomplete, SweepIncompleteError } from './createSweeperHandler.js';
+import type { SweepReport } from './sweep.js';
+
+const logger = new Logger({ serviceName: 'postdate-sweeper' });
+
+let sweepOnce: (() => Promise<SweepReport>) | undefined;
+
+function wire(): () => Promise<SweepReport> {
+  const env = process.env;
+  const config = loadConfig(env, env.POSTDATE_LOCAL === 'true' ? 'local' : 'aws');
+  const names = loadResourceNames(env);
+  return createSweeperHandler({
+    dueIndex: new DynamoDueIndex(DynamoDBDocumentClient.from(new DynamoDBClient({})), names.tableName),
+    queue: new SqsDispatchQueue(
+      new SQSClient({}),
+      requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL'),
+    ),
+    now: () => new Date(),
+    graceSeconds: config.sweepGraceSeconds,
+    log: logger,
+  });
+}
+
+/**
+ * The sweeper Lambda, run by a schedule every few minutes. An incomplete pass (a shard unreadable,
+ * copies refused) is thrown after doing all it could, so the invocation counts as an error.
+ */
+export const handler = middy<unknown, SweepReport>()
+  .use(injectLambdaContext(logger))
+  .handler(async () => {
+    sweepOnce ??= wire();
+    const report = await sweepOnce();
+    if (isIncomplete(report)) throw new SweepIncompleteError(report);
+    return report;
+  });

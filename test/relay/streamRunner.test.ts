@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { EventBridgeScheduler } from '../../lambdas/adapters/EventBridgeScheduler.js';
+import { createRelayHandler } from '../../lambdas/relay/createRelayHandler.js';
+import { redriveRelayFailures } from '../../lambdas/relay/redriveRelayFailures.js';
+import { SqsRelayFailureQueue } from '../../lambdas/relay/relayFailureQueue.js';
+import { DynamoDbStreamRangeReader } from '../../lambdas/relay/streamRange.js';
+import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
+import { RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
+import { startStreamRunner } from '../../local/runners/streamRunner.js';
+import type { SchedulerEmulator } from '../../local/scheduler/startSchedulerEmulator.js';
+import { documentClient, freshTable, sqsClient, streamsClient } from '../support/awsLocal.js';
+import { OutboxWriter, stateRecord } from './records.js';
+import { relayWorld, SCHEDULER_ROLE_ARN, seconds, startScheduler, wholeSecondNow } from './relayParts.js';
+
+let scheduler: SchedulerEmulator;
+beforeAll(async () => {
+  scheduler = await startScheduler();
+});
+afterAll(async () => {
+  await scheduler.stop();
+});
+
+const DAY = 24 * 3600;
+
+describe('the relay behind the local stream event source', () => {
+  it('relays what the filtered stream delivers: queue copies, schedules, and nothing for other items', async () => {
+    const now = wholeSecondNow();
+    const { tableName, streamArn } = await freshTable();
+    const t = await relayWorld(scheduler, now);
+    const outbox = new OutboxWriter(tableName);
+    const runner = startStreamRunner({
+      dynamodbEndpoint: inject('dynamodbEndpoint'),
+      streamArn,
+      handler: createRelayHandler(t.deps),
+      filter: RELAY_STREAM_FILTER,
+      pollIntervalMs: 50,
+    });
+    try {
+      const immediate = await outbox.put(stateRecord({ sendAt: now, createdAt: now }));
+      await outbox.putBody(immediate.id);
+      const later = await outbox.put(stateRecord({ sendAt: seconds(now, 2 * DAY), createdAt: now }));
+      await outbox.reschedule(later.id, seconds(now, 3 * DAY));
+      await runner.idle();
+
+      expect(t.queue.copies).toEqual([{ payload: { id: immediate.id, rev: 1 }, delaySeconds: 0 }]);
+      expect(await t.scheduleNames()).toEqual([`pd-${later.id}-2`]);
+    } finally {
+      await runner.stop();
+    }
+  });
+
+  it('sends a batch it gives up on to the failure queue, and the redrive relays it from there', async () => {
+    const now = wholeSecondNow();
+    const { tableName, streamArn } = await freshTable();
+    const t = await relayWorld(scheduler, now);
+    const outbox = new OutboxWriter(tableName);
+    const misconfigured = new EventBridgeScheduler(t.schedulerSdk, {
+      groupName: 'no-such-group',
+      sendQueueArn: t.arns.send,
+      roleArn: SCHEDULER_ROLE_ARN,
+      deadLetterArn: t.arns.scheduleDeadLetter,
+    });
+    const runner = startStreamRunner({
+      dynamodbEndpoint: inject('dynamodbEndpoint'),
+      streamArn,
+      handler: createRelayHandler({ ...t.deps, scheduler: misconfigured }),
+      filter: RELAY_STREAM_FILTER,
+      maxAttempts: 1,
+      pollIntervalMs: 50,
+      onFailure: { sqsEndpoint: inject('sqsEndpoint'), queueUrl: t.urls.relayFailures },
+      log: () => {},
+    });
+    const later = await outbox.put(stateRecord({ sendAt: seconds(now, 2 * DAY), createdAt: now }));
+    try {
+      await runner.idle();
+    } finally {
+      await runner.stop();
+    }
+    expect(await t.scheduleNames()).toEqual([]);
+
+    const report = await redriveRelayFailures({
+      failures: new SqsRelayFailureQueue(sqsClient(), t.urls.relayFailures),
+      relay: t.deps,
+      streamRange: new DynamoDbStreamRangeReader(streamsClient()),
+      sweep: { dueIndex: new DynamoDueIndex(documentClient(), tableName), queue: t.queue, now: () => now },
+    });
+
+    expect(report).toMatchObject({ messages: 1, replayed: 1, kept: 0 });
+    expect(await t.scheduleNames()).toEqual([`pd-${later.id}-1`]);
+  });
+});
