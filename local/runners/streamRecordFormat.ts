@@ -50,8 +50,8 @@ function toLambdaValue(value: SdkAttributeValue): AttributeValue {
   if (value.BS !== undefined) return { BS: value.BS.map(base64) };
   if (value.L !== undefined) return { L: value.L.map(toLambdaValue) };
   if (value.M !== undefined) return { M: toLambdaImage(value.M) };
-  // The SDK's union deserializer turns an empty map (`{"M":{}}` on the wire) into `{}` with no member
-  // set; every other type keeps its member even when empty, so a member-less value is an empty map.
+  // DynamoDB Local's stream sends an empty map as a bare `{}` (AWS sends `{"M":{}}`), which the SDK
+  // deserializes to a value with no member set; no other type loses its member when empty.
   if (Object.keys(value).filter((key) => key !== '$unknown').length === 0 && value.$unknown === undefined) {
     return { M: {} };
   }
