@@ -198,7 +198,7 @@ async function acceptedIds(deps: ReconcileDeps, tenant: string, since: string): 
   return perShard.flat();
 }
 
-/** `by_status` counts (Select COUNT) per status for the tenant's window: 8 shards × 10 statuses. */
+/** `by_status` counts (Select COUNT) per status for the tenant's window: every shard × 10 statuses. */
 async function statusIndexCounts(deps: ReconcileDeps, tenant: string, since: string): Promise<StatusCounts> {
   const index = INDEX.byStatus;
   const partitions = MESSAGE_STATUSES.flatMap((status) =>

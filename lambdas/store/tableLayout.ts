@@ -23,8 +23,12 @@ export const PARTITION_PREFIX = {
   apiKey: 'APIKEY#',
 } as const;
 
-/** How many shards the index partition keys are spread over (no hot partitions, DESIGN §4). */
-export const INDEX_SHARDS = { byStatus: 8, byTenant: 8, due: 16 } as const;
+/**
+ * How many shards the index partition keys are spread over (no hot partitions, DESIGN §4). Sized for
+ * 10,000 messages/s (docs/capacity.md): at most ~625 writes/s per index key. Changing a count changes
+ * partition-key values; records written before keep their old suffixes.
+ */
+export const INDEX_SHARDS = { byStatus: 32, byTenant: 16, due: 64 } as const;
 
 export interface IndexDefinition {
   readonly indexName: string;
