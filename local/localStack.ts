@@ -1,0 +1,550 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { DescribeTableCommand, DynamoDBClient, ResourceInUseException } from '@aws-sdk/client-dynamodb';
+import {
+  ConflictException,
+  CreateScheduleGroupCommand,
+  GetScheduleGroupCommand,
+  SchedulerClient,
+} from '@aws-sdk/client-scheduler';
+import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type {
+  APIGatewayProxyEventV2,
+  APIGatewayRequestAuthorizerEventV2,
+  Context,
+  DynamoDBBatchResponse,
+  DynamoDBStreamEvent,
+  ScheduledEvent,
+  SQSBatchResponse,
+  SQSEvent,
+} from 'aws-lambda';
+import type { Config } from '../lambdas/core/config.js';
+import { createApiKey } from '../lambdas/keys/apiKeys.js';
+import { RELAY_STREAM_FILTER } from '../lambdas/store/tableLayout.js';
+import { SCHEDULE_GROUP } from '../lib/queueLayout.js';
+import { createOutboxTable, createQueues, type QueueArns, type QueueUrls } from './createResources.js';
+import { startDynamoDbLocal } from './dynamodbLocal.js';
+import { type HttpFrontEnd, type PartState, type Readiness, startHttpFrontEnd } from './http/httpFrontEnd.js';
+import { lambdaContext } from './http/lambdaContext.js';
+import {
+  applyEnvironment,
+  claimPorts,
+  configEnvironment,
+  LOCAL_PORT_DEFAULTS,
+  type LocalPart,
+  type LocalPorts,
+} from './localEnv.js';
+import { startSqsRunner } from './runners/sqsRunner.js';
+import { startStreamRunner } from './runners/streamRunner.js';
+import { startSchedulerEmulator } from './scheduler/startSchedulerEmulator.js';
+import { startMailViewer } from './smtp/mailViewer.js';
+import { type SmtpSink, startSmtpSink } from './smtp/smtpSink.js';
+import { startLocalSqs } from './sqsServer.js';
+
+/** The functions of DESIGN §1, by the directory of their `handler.ts`. */
+export const FUNCTIONS = ['api', 'authorizer', 'relay', 'sender', 'sweeper'] as const;
+export type FunctionName = (typeof FUNCTIONS)[number];
+
+/** How the local event sources read, mirroring lib/constructs (Dispatch.ts RELAY_STREAM, Sending.ts). */
+const RELAY_STREAM = { batchSize: 100, retryAttempts: 5, timeoutMs: 60_000 } as const;
+const SENDER_QUEUE = { batchSize: 10, maxConcurrency: 5, waitTimeSeconds: 1, timeoutMs: 60_000 } as const;
+const SWEEPER_TIMEOUT_MS = 60_000;
+/** The local sweeper runs at start and then this often (5 min in AWS). */
+const DEFAULT_SWEEP_INTERVAL_MS = 30_000;
+
+/** Names of the local resources; fixed so that a data dir finds its table again after a restart. */
+export const LOCAL_RESOURCES = {
+  tableName: 'postdate-outbox',
+  queuePrefix: 'postdate',
+  scheduleGroup: SCHEDULE_GROUP.logicalName,
+  schedulerRoleArn: 'arn:aws:iam::000000000000:role/postdate-local-scheduler',
+  tenant: 'local',
+} as const;
+
+export interface LocalStackOptions {
+  /** From `loadConfig(env, 'local')`; the handlers see exactly these values. */
+  readonly config: Config;
+  /** Overrides `config.dataDir`: DynamoDB under `dynamodb/`, schedules under `scheduler/`, mail under `mail/`. */
+  readonly dataDir?: string;
+  /** Ports of the parts (defaults in localEnv.ts, the API's from `config.port`); 0 picks a free port. */
+  readonly ports?: Partial<Record<LocalPart, number>>;
+  /** Options of the SMTP sink; ignored when `config.smtp.host` points at a real relay. */
+  readonly smtp?: { readonly maxBytes?: number };
+  /** JVM tuning of DynamoDB Local: `fast-start` (default) or `peak` for long benchmark runs. */
+  readonly dynamodbJvm?: 'fast-start' | 'peak';
+  /** How often the sweeper runs after the one at start. */
+  readonly sweepIntervalMs?: number;
+  /** No progress lines on stdout, and the functions log only warnings (tests). */
+  readonly quiet?: boolean;
+  readonly log?: (line: string) => void;
+}
+
+export interface LocalStack {
+  readonly apiUrl: string;
+  readonly apiKey: string;
+  /** Undefined when SMTP_HOST points at a real relay (no sink, no viewer). */
+  readonly mailViewerUrl: string | undefined;
+  readonly smtpSink: SmtpSink | undefined;
+  readonly dynamodbEndpoint: string;
+  readonly sqsEndpoint: string;
+  readonly schedulerEndpoint: string;
+  readonly tableName: string;
+  readonly streamArn: string;
+  readonly queueUrls: QueueUrls;
+  readonly queueArns: QueueArns;
+  readonly ports: LocalPorts;
+  /** Each function: loaded, or why not. */
+  readonly functions: Readonly<Record<FunctionName, 'loaded' | 'not built'>>;
+  readiness(): Promise<Readiness>;
+  /** Resolves once the relay's stream and the send queue have nothing visible left to hand over. */
+  idle(): Promise<void>;
+  /** Runs the sweeper once now (what its timer does every `sweepIntervalMs`). */
+  sweep(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+type AnyHandler = (event: unknown, context: Context) => Promise<unknown>;
+
+interface Stoppable {
+  readonly name: string;
+  stop(): Promise<void> | void;
+}
+
+const HOST = '127.0.0.1';
+/** Counts the stacks started in this process (each gets its own handler module instances). */
+let stackInstances = 0;
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * Starts the whole local stack (DESIGN §7): DynamoDB Local, the SQS and Scheduler emulators, the
+ * table, queues and schedule group from the shared definitions, a seeded API key, the handlers
+ * behind their local event sources, the sweeper, the HTTP front end and the SMTP sink with its
+ * viewer. `stop()` stops everything in reverse order. The handlers read `process.env` at cold
+ * start, like Lambda, so two stacks must not run in one process at the same time; one after the
+ * other is fine (each stack imports its own instances of the handler modules).
+ */
+export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
+  const { config } = options;
+  const log = options.quiet ? () => undefined : (options.log ?? ((line: string) => console.log(line)));
+  const dataDir = options.dataDir ?? config.dataDir;
+  const started: Stoppable[] = [];
+  const restoreEnv: (() => void)[] = [];
+  const stopAll = async () => {
+    for (const part of started.reverse()) {
+      try {
+        await part.stop();
+      } catch (error) {
+        log(`stopping ${part.name} failed: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+    started.length = 0;
+    for (const restore of restoreEnv.reverse()) restore();
+    restoreEnv.length = 0;
+  };
+
+  try {
+    const ports = await claimPorts({ ...LOCAL_PORT_DEFAULTS, api: config.port, ...options.ports }, HOST);
+    const externalSmtp = config.smtp.host !== undefined;
+
+    // Static configuration first: Powertools reads its variables when a handler module is imported.
+    restoreEnv.push(
+      applyEnvironment({
+        ...configEnvironment(config),
+        POSTDATE_LOCAL: 'true',
+        AWS_REGION: 'us-east-1',
+        AWS_ACCESS_KEY_ID: 'local',
+        AWS_SECRET_ACCESS_KEY: 'local',
+        AWS_ENDPOINT_URL_DYNAMODB: `http://${HOST}:${ports.dynamodb}`,
+        AWS_ENDPOINT_URL_SQS: `http://${HOST}:${ports.sqs}`,
+        AWS_ENDPOINT_URL_SCHEDULER: `http://${HOST}:${ports.scheduler}`,
+        POWERTOOLS_SERVICE_NAME: process.env.POWERTOOLS_SERVICE_NAME ?? 'postdate',
+        POWERTOOLS_METRICS_NAMESPACE: process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'Postdate',
+        POWERTOOLS_METRICS_DISABLED: process.env.POWERTOOLS_METRICS_DISABLED ?? 'true',
+        ...(options.quiet ? { POWERTOOLS_LOG_LEVEL: 'WARN' } : {}),
+        ...(externalSmtp ? {} : { SMTP_HOST: HOST, SMTP_PORT: String(ports.smtp) }),
+      }),
+    );
+    if (externalSmtp) {
+      restoreEnv.push(
+        applyEnvironment({
+          SMTP_HOST: config.smtp.host ?? '',
+          ...(config.smtp.port !== undefined ? { SMTP_PORT: String(config.smtp.port) } : {}),
+        }),
+      );
+    }
+
+    stackInstances += 1;
+    const handlersLoading = loadHandlers(stackInstances);
+    const dynamodbStarting = startDynamoDbLocal({
+      port: ports.dynamodb,
+      host: HOST,
+      ...(dataDir ? { dataDir: join(dataDir, 'dynamodb') } : {}),
+      ...(options.dynamodbJvm ? { jvm: options.dynamodbJvm } : {}),
+    });
+    // Awaited below, after the in-process parts started; marked handled now so that an early
+    // failure (no java) is not reported as an unhandled rejection meanwhile.
+    dynamodbStarting.catch(() => undefined);
+    const sqs = await startLocalSqs({ port: ports.sqs, host: HOST });
+    started.push({ name: 'the SQS emulator', stop: () => sqs.stop() });
+    const scheduler = await startSchedulerEmulator({
+      port: ports.scheduler,
+      host: HOST,
+      sqsEndpoint: sqs.endpoint,
+      ...(dataDir ? { dataDir: join(dataDir, 'scheduler') } : {}),
+    });
+    started.push({ name: 'the Scheduler emulator', stop: () => scheduler.stop() });
+    let sink: SmtpSink | undefined;
+    let mailViewerUrl: string | undefined;
+    if (!externalSmtp) {
+      const smtpSink = await startSmtpSink({
+        port: ports.smtp,
+        host: HOST,
+        ...(dataDir ? { dataDir: join(dataDir, 'mail') } : {}),
+        ...(options.smtp?.maxBytes !== undefined ? { maxBytes: options.smtp.maxBytes } : {}),
+      });
+      sink = smtpSink;
+      started.push({ name: 'the SMTP sink', stop: () => smtpSink.stop() });
+      const viewer = await startMailViewer({ port: ports.mailViewer, host: HOST, sink: smtpSink });
+      mailViewerUrl = viewer.url;
+      started.push({ name: 'the mail viewer', stop: () => viewer.stop() });
+    }
+    const dynamodb = await dynamodbStarting.catch(async (error: unknown) => {
+      // The handler imports may still be running; let them settle before the caller exits.
+      await handlersLoading.catch(() => undefined);
+      throw error;
+    });
+    started.push({ name: 'DynamoDB Local', stop: () => dynamodb.stop() });
+
+    const clients = localClients(dynamodb.endpoint, sqs.endpoint, scheduler.endpoint);
+    started.push({ name: 'the AWS clients', stop: () => clients.destroy() });
+    const table = await ensureTable(clients.dynamodb, LOCAL_RESOURCES.tableName);
+    const queues = await createQueues(clients.sqs, {
+      prefix: LOCAL_RESOURCES.queuePrefix,
+      maxAttempts: config.maxAttempts,
+    });
+    await ensureScheduleGroup(clients.scheduler, LOCAL_RESOURCES.scheduleGroup);
+    restoreEnv.push(
+      applyEnvironment({
+        POSTDATE_TABLE_NAME: LOCAL_RESOURCES.tableName,
+        POSTDATE_SEND_QUEUE_URL: queues.urls.send,
+        POSTDATE_SEND_QUEUE_ARN: queues.arns.send,
+        POSTDATE_SCHEDULE_GROUP: LOCAL_RESOURCES.scheduleGroup,
+        POSTDATE_SCHEDULER_ROLE_ARN: LOCAL_RESOURCES.schedulerRoleArn,
+        POSTDATE_SCHEDULE_DLQ_ARN: queues.arns.scheduleDeadLetter,
+        POSTDATE_RELAY_FAILURE_QUEUE_URL: queues.urls.relayFailures,
+      }),
+    );
+    const apiKey = await seedApiKey(clients.dynamodb, config.apiKey);
+
+    const handlers = await handlersLoading;
+    for (const name of FUNCTIONS) {
+      const loaded = handlers[name];
+      if (!loaded.handler) log(`${name} handler not built yet${loaded.note ? ` (${loaded.note})` : ''}`);
+    }
+
+    const runners: { idle(): Promise<void> }[] = [];
+    const relay = handlers.relay.handler;
+    if (relay) {
+      const runner = startStreamRunner({
+        dynamodbEndpoint: dynamodb.endpoint,
+        streamArn: table.streamArn,
+        handler: async (event: DynamoDBStreamEvent) =>
+          (await relay(event, lambdaContext('postdate-relay', RELAY_STREAM.timeoutMs))) as
+            | DynamoDBBatchResponse
+            | undefined,
+        batchSize: RELAY_STREAM.batchSize,
+        maxAttempts: RELAY_STREAM.retryAttempts,
+        bisectOnError: true,
+        onFailure: { sqsEndpoint: sqs.endpoint, queueUrl: queues.urls.relayFailures },
+        filter: RELAY_STREAM_FILTER,
+        // A reused table's old records were handled before the restart; the sweeper covers any gap.
+        startingPosition: table.existed ? 'LATEST' : 'TRIM_HORIZON',
+        log: (message: string, error?: unknown) =>
+          log(`relay event source: ${message}${describeError(error)}`),
+      });
+      runners.push(runner);
+      started.push({ name: 'the stream runner', stop: () => runner.stop() });
+    }
+
+    const sender = handlers.sender.handler;
+    if (sender) {
+      const runner = startSqsRunner({
+        sqsEndpoint: sqs.endpoint,
+        queueUrl: queues.urls.send,
+        queueArn: queues.arns.send,
+        handler: async (event: SQSEvent) =>
+          (await sender(event, lambdaContext('postdate-sender', SENDER_QUEUE.timeoutMs))) as
+            | SQSBatchResponse
+            | undefined,
+        batchSize: SENDER_QUEUE.batchSize,
+        maxConcurrency: SENDER_QUEUE.maxConcurrency,
+        waitTimeSeconds: SENDER_QUEUE.waitTimeSeconds,
+        log: (message: string, error?: unknown) =>
+          log(`sender event source: ${message}${describeError(error)}`),
+      });
+      runners.push(runner);
+      started.push({ name: 'the SQS runner', stop: () => runner.stop() });
+    }
+
+    const sweeper = handlers.sweeper.handler;
+    const sweep = periodicSweep(sweeper, log);
+    if (sweeper) {
+      await sweep.runOnce();
+      sweep.start(options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS);
+      started.push({ name: 'the sweeper', stop: () => sweep.stop() });
+    }
+
+    const functions = Object.fromEntries(
+      FUNCTIONS.map((name) => [name, handlers[name].handler ? 'loaded' : 'not built']),
+    ) as Record<FunctionName, 'loaded' | 'not built'>;
+    const readiness = async (): Promise<Readiness> => {
+      const probes = await Promise.all([
+        probe(() =>
+          clients.dynamodb.send(
+            new DescribeTableCommand({ TableName: LOCAL_RESOURCES.tableName }),
+            timeout(),
+          ),
+        ),
+        probe(() =>
+          clients.sqs.send(
+            new GetQueueAttributesCommand({ QueueUrl: queues.urls.send, AttributeNames: ['QueueArn'] }),
+            timeout(),
+          ),
+        ),
+        probe(() =>
+          clients.scheduler.send(
+            new GetScheduleGroupCommand({ Name: LOCAL_RESOURCES.scheduleGroup }),
+            timeout(),
+          ),
+        ),
+        sink ? probe(() => smtpGreets(HOST, sink.port)) : Promise.resolve<PartState>('external'),
+        mailViewerUrl ? probe(() => fetchAnswers(mailViewerUrl)) : Promise.resolve<PartState>('external'),
+      ]);
+      const [dynamodbState, sqsState, schedulerState, smtpState, viewerState] = probes;
+      const parts: Record<string, PartState> = {
+        dynamodb: dynamodbState ?? 'down',
+        sqs: sqsState ?? 'down',
+        scheduler: schedulerState ?? 'down',
+        smtp: smtpState ?? 'down',
+        mailViewer: viewerState ?? 'down',
+        relayEventSource: relay ? 'up' : 'not built',
+        senderEventSource: sender ? 'up' : 'not built',
+      };
+      for (const name of FUNCTIONS) {
+        parts[`${name}Function`] = handlers[name].handler ? 'up' : 'not built';
+      }
+      return { ready: Object.values(parts).every((state) => state !== 'down'), parts };
+    };
+
+    const frontEnd: HttpFrontEnd = await startHttpFrontEnd({
+      port: ports.api,
+      host: HOST,
+      api: handlers.api.handler as
+        | ((event: APIGatewayProxyEventV2, context: Context) => Promise<unknown>)
+        | undefined,
+      authorizer: handlers.authorizer.handler as
+        | ((event: APIGatewayRequestAuthorizerEventV2, context: Context) => Promise<unknown>)
+        | undefined,
+      readiness,
+      log: (line) => log(`http: ${line}`),
+    });
+    started.push({ name: 'the HTTP front end', stop: () => frontEnd.stop() });
+
+    return {
+      apiUrl: frontEnd.url,
+      apiKey,
+      mailViewerUrl,
+      smtpSink: sink,
+      dynamodbEndpoint: dynamodb.endpoint,
+      sqsEndpoint: sqs.endpoint,
+      schedulerEndpoint: scheduler.endpoint,
+      tableName: LOCAL_RESOURCES.tableName,
+      streamArn: table.streamArn,
+      queueUrls: queues.urls,
+      queueArns: queues.arns,
+      ports,
+      functions,
+      readiness,
+      sweep: () => sweep.runOnce(),
+      idle: async () => {
+        await Promise.all(runners.map((runner) => runner.idle()));
+      },
+      stop: stopAll,
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
+
+interface LoadedHandler {
+  readonly handler: AnyHandler | undefined;
+  readonly note?: string;
+}
+
+/** Imports each `lambdas/{fn}/handler.ts` that exists and is more than a placeholder. */
+async function loadHandlers(instance: number): Promise<Record<FunctionName, LoadedHandler>> {
+  const entries = await Promise.all(
+    FUNCTIONS.map(async (name): Promise<[FunctionName, LoadedHandler]> => {
+      const file = join(ROOT, 'lambdas', name, 'handler.ts');
+      if (!existsSync(file)) return [name, { handler: undefined }];
+      // The CDK stack needs a handler file to bundle; until a function lands it is a placeholder.
+      if (/^\/\*\*\s*Placeholder/.test(readFileSync(file, 'utf8'))) return [name, { handler: undefined }];
+      try {
+        // A fresh module instance per stack: each handler caches its wiring (clients, endpoints,
+        // queue URLs) at cold start, and a second stack in the same process has other ones.
+        const url = `${pathToFileURL(file).href}?stack=${instance}`;
+        const module: { handler?: unknown } = await import(url);
+        if (typeof module.handler !== 'function') {
+          return [name, { handler: undefined, note: 'it exports no handler function' }];
+        }
+        return [name, { handler: module.handler as AnyHandler }];
+      } catch (error) {
+        const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
+        return [name, { handler: undefined, note: `it failed to load: ${reason}` }];
+      }
+    }),
+  );
+  return Object.fromEntries(entries) as Record<FunctionName, LoadedHandler>;
+}
+
+function localClients(dynamodbEndpoint: string, sqsEndpoint: string, schedulerEndpoint: string) {
+  const common = { region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } };
+  const dynamodb = new DynamoDBClient({ ...common, endpoint: dynamodbEndpoint, maxAttempts: 2 });
+  const sqs = new SQSClient({ ...common, endpoint: sqsEndpoint, maxAttempts: 2 });
+  const scheduler = new SchedulerClient({ ...common, endpoint: schedulerEndpoint, maxAttempts: 2 });
+  return {
+    dynamodb,
+    sqs,
+    scheduler,
+    destroy() {
+      dynamodb.destroy();
+      sqs.destroy();
+      scheduler.destroy();
+    },
+  };
+}
+
+/** Creates the outbox table, or finds it again in a data dir after a restart. */
+async function ensureTable(
+  dynamodb: DynamoDBClient,
+  tableName: string,
+): Promise<{ streamArn: string; existed: boolean }> {
+  try {
+    return { streamArn: await createOutboxTable(dynamodb, tableName), existed: false };
+  } catch (error) {
+    if (!(error instanceof ResourceInUseException)) throw error;
+    const { Table } = await dynamodb.send(new DescribeTableCommand({ TableName: tableName }));
+    const streamArn = Table?.LatestStreamArn;
+    if (!streamArn)
+      throw new Error(`table ${tableName} exists without a stream: delete the data dir to reset`);
+    return { streamArn, existed: true };
+  }
+}
+
+async function ensureScheduleGroup(scheduler: SchedulerClient, name: string): Promise<void> {
+  try {
+    await scheduler.send(new CreateScheduleGroupCommand({ Name: name }));
+  } catch (error) {
+    if (!(error instanceof ConflictException)) throw error;
+  }
+}
+
+/**
+ * Seeds the API key of tenant `local`: POSTDATE_API_KEY when set (createApiKey is a no-op for a key
+ * that already exists after a restart on a kept database), otherwise a new one.
+ */
+async function seedApiKey(dynamodb: DynamoDBClient, fixed: string | undefined): Promise<string> {
+  const created = await createApiKey(DynamoDBDocumentClient.from(dynamodb), LOCAL_RESOURCES.tableName, {
+    tenant: LOCAL_RESOURCES.tenant,
+    secret: fixed,
+    now: new Date(),
+  });
+  return created.secret;
+}
+
+/** The sweeper at start and on a timer; a run never overlaps the previous one. */
+function periodicSweep(sweeper: AnyHandler | undefined, log: (line: string) => void) {
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  const runOnce = async (): Promise<void> => {
+    if (!sweeper) return;
+    if (running) return running;
+    running = (async () => {
+      try {
+        await sweeper(scheduledEvent(), lambdaContext('postdate-sweeper', SWEEPER_TIMEOUT_MS));
+      } catch (error) {
+        log(`sweeper: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+      } finally {
+        running = undefined;
+      }
+    })();
+    return running;
+  };
+  return {
+    runOnce,
+    start(intervalMs: number) {
+      timer = setInterval(() => void runOnce(), intervalMs);
+      timer.unref();
+    },
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
+
+function scheduledEvent(): ScheduledEvent {
+  return {
+    version: '0',
+    id: randomUUID(),
+    'detail-type': 'Scheduled Event',
+    source: 'aws.events',
+    account: '000000000000',
+    time: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    region: 'us-east-1',
+    resources: ['arn:aws:events:us-east-1:000000000000:rule/postdate-local-sweep'],
+    detail: {},
+  };
+}
+
+const timeout = () => ({ abortSignal: AbortSignal.timeout(1000) });
+
+async function probe(check: () => Promise<unknown>): Promise<PartState> {
+  try {
+    await check();
+    return 'up';
+  } catch {
+    return 'down';
+  }
+}
+
+/** Connects and waits for the 220 greeting, then says QUIT. */
+function smtpGreets(host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host, port });
+    socket.setTimeout(1000, () => socket.destroy(new Error('SMTP greeting timed out')));
+    socket.once('data', (chunk: Buffer) => {
+      const greeted = chunk.toString().startsWith('220');
+      socket.end('QUIT\r\n');
+      if (greeted) resolve();
+      else reject(new Error('no 220 greeting'));
+    });
+    socket.once('error', reject);
+  });
+}
+
+/** Any HTTP answer means the server is up (the probe does not make it render anything). */
+async function fetchAnswers(url: string): Promise<void> {
+  const response = await fetch(url, { method: 'HEAD', signal: AbortSignal.timeout(1000) });
+  await response.arrayBuffer();
+}
+
+function describeError(error: unknown): string {
+  if (error === undefined) return '';
+  return error instanceof Error ? `: ${error.name}: ${error.message}` : `: ${String(error)}`;
+}

@@ -1,0 +1,106 @@
+/**
+ * `npm start`: the whole Postdate pipeline on loopback (DESIGN §7, docs/local-stack.md).
+ * Every start-up failure a person can fix (a bad variable, no java, a busy port) is one line and
+ * exit code 1; Ctrl-C or SIGTERM stops every part, the java child included.
+ */
+import { performance } from 'node:perf_hooks';
+import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js';
+import { DynamoDbLocalError } from './dynamodbLocal.js';
+import { type LocalPorts, loadLocalPorts, PortInUseError } from './localEnv.js';
+import type { LocalStack } from './localStack.js';
+
+function fail(line: string): never {
+  process.stderr.write(`postdate: ${line}\n`);
+  process.exit(1);
+}
+
+function readConfiguration(): { config: Config; ports: LocalPorts } {
+  try {
+    const config = loadConfig(process.env, 'local');
+    return { config, ports: loadLocalPorts(process.env, config) };
+  } catch (error) {
+    if (error instanceof ConfigError) fail(error.message);
+    throw error;
+  }
+}
+
+function banner(stack: LocalStack, seconds: number, dataDir: string | undefined): string {
+  const notBuilt = Object.entries(stack.functions)
+    .filter(([, state]) => state === 'not built')
+    .map(([name]) => name);
+  const curl = [
+    `curl -sS -X POST ${stack.apiUrl}/v1/messages \\`,
+    `    -H 'Authorization: Bearer ${stack.apiKey}' \\`,
+    `    -H 'Content-Type: application/json' \\`,
+    `    -H "Idempotency-Key: hello-$(date +%s)" \\`,
+    `    -d '{"to":["ada@example.com"],"subject":"Hello from Postdate","text":"It works."}'`,
+  ];
+  return [
+    '',
+    `Postdate local stack ready in ${seconds.toFixed(1)} s`,
+    `  API          ${stack.apiUrl}   (readiness: ${stack.apiUrl}/health)`,
+    `  API key      ${stack.apiKey}`,
+    `  Mail viewer  ${stack.mailViewerUrl ?? `none: SMTP_HOST=${process.env.SMTP_HOST ?? ''} is used as the relay`}`,
+    `  Data         ${dataDir ? `kept in ${dataDir}` : 'in memory (set POSTDATE_DATA_DIR to keep it)'}`,
+    ...(notBuilt.length > 0 ? [`  Not built    ${notBuilt.join(', ')} (the stack runs without them)`] : []),
+    '',
+    'Enqueue a message:',
+    `  ${curl.join('\n')}`,
+    '',
+    'Ctrl-C stops everything.',
+    '',
+  ].join('\n');
+}
+
+async function main(): Promise<void> {
+  const began = performance.now();
+  const { config, ports } = readConfiguration();
+  let stack: LocalStack;
+  try {
+    // Loaded after the configuration is known to be good, so a bad variable fails at once.
+    const { startLocalStack } = await import('./localStack.js');
+    stack = await startLocalStack({ config, ports });
+  } catch (error) {
+    if (
+      error instanceof DynamoDbLocalError ||
+      error instanceof PortInUseError ||
+      error instanceof ConfigError
+    ) {
+      fail(error.message.split('\n')[0] ?? error.message);
+    }
+    const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    fail(`the local stack did not start: ${message.split('\n')[0]}`);
+  }
+  // One readiness check before saying "ready": it also warms the api function (its cold start).
+  const health = await fetch(`${stack.apiUrl}/health`).catch(() => undefined);
+  if (health?.status !== 200) {
+    const detail = health
+      ? ((await health.json().catch(() => ({}))) as { detail?: string }).detail
+      : undefined;
+    process.stderr.write(`postdate: GET /health is not 200 yet: ${detail ?? 'no answer'}\n`);
+  }
+  process.stdout.write(banner(stack, (performance.now() - began) / 1000, config.dataDir));
+
+  let stopping = false;
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      process.stderr.write(`postdate: ${signal} again, exiting without waiting\n`);
+      process.exit(1);
+    }
+    stopping = true;
+    process.stdout.write(`\npostdate: ${signal}: stopping every part…\n`);
+    stack.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(
+          `postdate: stopping failed: ${error instanceof Error ? error.message : String(error)}\n`,
+        );
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', shutdown);
+  process.on('SIGTERM', shutdown);
+}
+
+await main();

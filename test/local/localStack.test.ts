@@ -1,0 +1,234 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { createServer, type Server, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../lambdas/core/config.js';
+import { freePort } from '../../local/freePort.js';
+import { PortInUseError } from '../../local/localEnv.js';
+import { type LocalStack, startLocalStack } from '../../local/localStack.js';
+
+const API_KEY = 'pd_local-stack-spec-key-0001';
+const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
+
+/** Polls until `probe` returns a value, for at most `withinMs` (no fixed sleeps in the assertions). */
+async function eventually<T>(probe: () => Promise<T | undefined>, withinMs: number): Promise<T> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`nothing after ${withinMs} ms`);
+    await sleep(100);
+  }
+}
+
+function refusesConnections(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    socket.once('error', () => resolve(true));
+    socket.connect(port, '127.0.0.1', () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
+}
+
+describe('the local stack', () => {
+  let stack: LocalStack;
+  const envBefore = process.env.POSTDATE_TABLE_NAME;
+
+  beforeAll(async () => {
+    const config = loadConfig({ POSTDATE_API_KEY: API_KEY }, 'local');
+    stack = await startLocalStack({ config, ports: FREE_PORTS, quiet: true });
+  }, 90_000);
+
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('answers GET /health with 200 once every part is up, without an API key', async () => {
+    const response = await fetch(`${stack.apiUrl}/health`);
+    expect(response.status).toBe(200);
+    const readiness = await stack.readiness();
+    expect(readiness.ready).toBe(true);
+    expect(readiness.parts).toMatchObject({
+      dynamodb: 'up',
+      sqs: 'up',
+      scheduler: 'up',
+      smtp: 'up',
+      mailViewer: 'up',
+    });
+  });
+
+  it('seeds POSTDATE_API_KEY for tenant local: the key is accepted, no key is 401, a wrong one 403', async () => {
+    const list = (key?: string) =>
+      fetch(`${stack.apiUrl}/v1/messages`, key ? { headers: { authorization: `Bearer ${key}` } } : {});
+    expect(stack.apiKey).toBe(API_KEY);
+    expect((await list(API_KEY)).status).toBe(200);
+    expect((await list()).status).toBe(401);
+    expect((await list('pd_not-a-key-of-anyone')).status).toBe(403);
+  });
+
+  it('delivers a message enqueued with POST /v1/messages to the SMTP sink', async () => {
+    const response = await fetch(`${stack.apiUrl}/v1/messages`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${stack.apiKey}`,
+        'content-type': 'application/json',
+        'idempotency-key': 'local-stack-spec-1',
+      },
+      body: JSON.stringify({ to: ['ada@example.com'], subject: 'Local stack', text: 'It works.' }),
+    });
+    expect(response.status).toBe(202);
+    const { id } = (await response.json()) as { id: string };
+
+    const mail = await eventually(async () => {
+      const { items } = (await (await fetch(`${stack.mailViewerUrl}api/messages`)).json()) as {
+        items: { postdateId: string | null; subject: string | null; envelope: { to: string[] } }[];
+      };
+      return items.find((item) => item.postdateId === id);
+    }, 10_000);
+    expect(mail).toMatchObject({ subject: 'Local stack', envelope: { to: ['ada@example.com'] } });
+  });
+
+  it('reports 503 naming the part that went down', async () => {
+    await stack.smtpSink?.stop();
+    const response = await fetch(`${stack.apiUrl}/health`);
+    expect(response.status).toBe(503);
+    expect(await response.json()).toMatchObject({ parts: { smtp: 'down', dynamodb: 'up' } });
+  });
+
+  it('stops every part, frees every port and restores the environment', async () => {
+    await stack.stop();
+    for (const port of Object.values(stack.ports)) {
+      expect(await refusesConnections(port)).toBe(true);
+    }
+    expect(process.env.POSTDATE_TABLE_NAME).toBe(envBefore);
+  });
+});
+
+describe('starting the local stack', () => {
+  let blocker: Server;
+  beforeAll(async () => {
+    blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve()));
+  });
+  afterAll(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
+
+  it('refuses a port in use with one line naming the port and the variable to change', async () => {
+    const address = blocker.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    const starting = startLocalStack({
+      config: loadConfig({}, 'local'),
+      ports: { ...FREE_PORTS, sqs: port },
+      quiet: true,
+    });
+    await expect(starting).rejects.toBeInstanceOf(PortInUseError);
+    await expect(starting).rejects.toThrow(
+      `port ${port} (the SQS emulator) is already in use: stop what holds it, or set POSTDATE_SQS_PORT to another port (0 picks any free port)`,
+    );
+  });
+
+  it('npm start exits 1 with one line naming the variable when POSTDATE_PORT is invalid', async () => {
+    const child = spawn('npx', ['tsx', 'local/start.ts'], {
+      env: { ...process.env, POSTDATE_PORT: 'abc' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    let stdout = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(1);
+    expect(stdout).toBe('');
+    expect(
+      stderr
+        .trim()
+        .split('\n')
+        .filter((line) => line.startsWith('postdate:')),
+    ).toEqual(['postdate: POSTDATE_PORT: must be a whole number, got "abc"']);
+    expect(stderr).not.toMatch(/\n\s+at /);
+  }, 30_000);
+
+  it('npm start prints the API URL, key, viewer and a curl, and stops every child on SIGTERM', async () => {
+    const ports = {
+      POSTDATE_PORT: await freePort(),
+      POSTDATE_DYNAMODB_PORT: await freePort(),
+      POSTDATE_SQS_PORT: await freePort(),
+      POSTDATE_SCHEDULER_PORT: await freePort(),
+      POSTDATE_SMTP_SINK_PORT: await freePort(),
+      POSTDATE_MAIL_VIEWER_PORT: await freePort(),
+    };
+    const child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
+      env: {
+        ...process.env,
+        ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
+        POSTDATE_API_KEY: 'pd_npm-start-spec-key',
+        POWERTOOLS_LOG_LEVEL: 'WARN',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.resume();
+    await eventually(async () => (stdout.includes('Ctrl-C stops everything.') ? true : undefined), 60_000);
+
+    expect(stdout).toContain(`API          http://127.0.0.1:${ports.POSTDATE_PORT}`);
+    expect(stdout).toContain('API key      pd_npm-start-spec-key');
+    expect(stdout).toContain(`Mail viewer  http://127.0.0.1:${ports.POSTDATE_MAIL_VIEWER_PORT}/`);
+    expect(stdout).toContain(`curl -sS -X POST http://127.0.0.1:${ports.POSTDATE_PORT}/v1/messages`);
+    expect((await fetch(`http://127.0.0.1:${ports.POSTDATE_PORT}/health`)).status).toBe(200);
+
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    for (const port of Object.values(ports)) expect(await refusesConnections(port)).toBe(true);
+  }, 90_000);
+
+  it('npm start exits 1 with the one-line install hint when java is missing', async () => {
+    // A PATH with node and nothing else: no java.
+    const bin = mkdtempSync(join(tmpdir(), 'postdate-nojava-'));
+    symlinkSync(process.execPath, join(bin, 'node'));
+    try {
+      const env: Record<string, string> = {
+        ...(process.env as Record<string, string>),
+        PATH: bin,
+        POSTDATE_PORT: String(await freePort()),
+      };
+      for (const name of [
+        'POSTDATE_DYNAMODB_PORT',
+        'POSTDATE_SQS_PORT',
+        'POSTDATE_SCHEDULER_PORT',
+        'POSTDATE_SMTP_SINK_PORT',
+        'POSTDATE_MAIL_VIEWER_PORT',
+      ]) {
+        env[name] = '0';
+      }
+      const child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      child.stdout.resume();
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      expect(code).toBe(1);
+      expect(stderr.split('\n').filter((line) => line.startsWith('postdate:'))).toEqual([
+        'postdate: java was not found on PATH: DynamoDB Local needs Java 17+ (Debian/Ubuntu: sudo apt-get install -y default-jre-headless)',
+      ]);
+      expect(stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
