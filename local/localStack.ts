@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -386,14 +386,12 @@ interface LoadedHandler {
   readonly note?: string;
 }
 
-/** Imports each `lambdas/{fn}/handler.ts` that exists and is more than a placeholder. */
+/** Imports each `lambdas/{fn}/handler.ts`; one that is missing or fails to load is reported, not faked. */
 async function loadHandlers(instance: number): Promise<Record<FunctionName, LoadedHandler>> {
   const entries = await Promise.all(
     FUNCTIONS.map(async (name): Promise<[FunctionName, LoadedHandler]> => {
       const file = join(ROOT, 'lambdas', name, 'handler.ts');
       if (!existsSync(file)) return [name, { handler: undefined }];
-      // The CDK stack needs a handler file to bundle; until a function lands it is a placeholder.
-      if (/^\/\*\*\s*Placeholder/.test(readFileSync(file, 'utf8'))) return [name, { handler: undefined }];
       try {
         // A fresh module instance per stack: each handler caches its wiring (clients, endpoints,
         // queue URLs) at cold start, and a second stack in the same process has other ones.
