@@ -25,6 +25,10 @@ import type {
 import type { Config } from '../lambdas/core/config.js';
 import { createApiKey } from '../lambdas/keys/apiKeys.js';
 import { RELAY_STREAM_FILTER } from '../lambdas/store/tableLayout.js';
+import {
+  RELAY_STREAM as DEPLOYED_RELAY_STREAM,
+  SENDER_QUEUE as DEPLOYED_SENDER_QUEUE,
+} from '../lib/eventSourceLayout.js';
 import { SCHEDULE_GROUP } from '../lib/queueLayout.js';
 import { createOutboxTable, createQueues, type QueueArns, type QueueUrls } from './createResources.js';
 import { startDynamoDbLocal } from './dynamodbLocal.js';
@@ -49,9 +53,17 @@ import { startLocalSqs } from './sqsServer.js';
 export const FUNCTIONS = ['api', 'authorizer', 'relay', 'sender', 'sweeper'] as const;
 export type FunctionName = (typeof FUNCTIONS)[number];
 
-/** How the local event sources read, mirroring lib/constructs (Dispatch.ts RELAY_STREAM, Sending.ts). */
-const RELAY_STREAM = { batchSize: 100, retryAttempts: 5, timeoutMs: 60_000 } as const;
-const SENDER_QUEUE = { batchSize: 10, maxConcurrency: 5, waitTimeSeconds: 1, timeoutMs: 60_000 } as const;
+/** The local runners read like the deployed event sources (lib/eventSourceLayout.ts), plus local-only polling. */
+const RELAY_STREAM = {
+  ...DEPLOYED_RELAY_STREAM,
+  timeoutMs: DEPLOYED_RELAY_STREAM.timeoutSeconds * 1000,
+} as const;
+const SENDER_QUEUE = {
+  ...DEPLOYED_SENDER_QUEUE,
+  maxConcurrency: 5,
+  waitTimeSeconds: 1,
+  timeoutMs: DEPLOYED_SENDER_QUEUE.timeoutSeconds * 1000,
+} as const;
 const SWEEPER_TIMEOUT_MS = 60_000;
 /** The local sweeper runs at start and then this often (5 min in AWS). */
 const DEFAULT_SWEEP_INTERVAL_MS = 30_000;

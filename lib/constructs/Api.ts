@@ -6,24 +6,15 @@ import * as integrations from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { API_ROUTES } from '../../lambdas/api/apiRoutes.js';
 import { RESOURCE_ENV } from '../functionEnvironment.js';
 import type { ApiThrottle } from '../postdateProps.js';
 import { acknowledge } from './acknowledge.js';
 import { PostdateFunction } from './postdateFunction.js';
 import type { Storage } from './Storage.js';
 
-/** The routes of DESIGN §3. Only `GET /health` is public. */
-export const API_ROUTES = [
-  { method: 'POST', path: '/v1/messages', public: false },
-  { method: 'GET', path: '/v1/messages', public: false },
-  { method: 'GET', path: '/v1/messages/{id}', public: false },
-  { method: 'PATCH', path: '/v1/messages/{id}', public: false },
-  { method: 'DELETE', path: '/v1/messages/{id}', public: false },
-  { method: 'POST', path: '/v1/messages/{id}/retry', public: false },
-  { method: 'PUT', path: '/v1/groups/{key}', public: false },
-  { method: 'GET', path: '/openapi.json', public: false },
-  { method: 'GET', path: '/health', public: true },
-] as const satisfies readonly { method: keyof typeof apigw.HttpMethod; path: string; public: boolean }[];
+/** The routes of DESIGN §3, from the api handler's own route table: one list for the handler, the stack and the local front end. */
+export { API_ROUTES } from '../../lambdas/api/apiRoutes.js';
 
 /** The header the authorizer reads, and the cache key of its answers. */
 export const AUTHORIZATION_IDENTITY_SOURCE = '$request.header.Authorization';
@@ -127,9 +118,9 @@ export class Api extends Construct {
         path: route.path,
         methods: [apigw.HttpMethod[route.method]],
         integration,
-        authorizer: route.public ? new apigw.HttpNoneAuthorizer() : authorizer,
+        authorizer: route.authorized ? authorizer : new apigw.HttpNoneAuthorizer(),
       });
-      if (route.public && created) {
+      if (!route.authorized && created) {
         acknowledge(
           created,
           'AwsSolutions-APIG4',

@@ -9,6 +9,7 @@ import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
+import { RELAY_STREAM } from '../eventSourceLayout.js';
 import { RESOURCE_ENV } from '../functionEnvironment.js';
 import { SWEEPER_TIMEOUT_SECONDS } from '../postdateProps.js';
 import { QUEUE } from '../queueLayout.js';
@@ -17,17 +18,7 @@ import { PostdateFunction } from './postdateFunction.js';
 import { createFailureQueue, createSendQueues } from './queues.js';
 import type { Storage } from './Storage.js';
 
-/** How the relay reads the stream. Exported so the tests and docs/capacity.md share the numbers. */
-export const RELAY_STREAM = {
-  batchSize: 100,
-  /** Concurrent batches per shard; records of one item stay in order (same partition key). */
-  parallelizationFactor: 4,
-  /** Retries of a failing batch (bisected each time) before its records go to the failure queue. */
-  retryAttempts: 5,
-  /** Older records go to the failure queue; the sweeper re-dispatches their messages anyway. */
-  maxRecordAgeSeconds: 3600,
-  timeoutSeconds: 60,
-} as const;
+export { RELAY_STREAM } from '../eventSourceLayout.js';
 
 /** Prefix of every schedule name the relay creates (`pd-{id}-{rev}`, lambdas/ports/Scheduler.ts). */
 const SCHEDULE_NAME_PREFIX = 'pd-';

@@ -4,17 +4,14 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { SENDER_QUEUE } from '../eventSourceLayout.js';
 import { RESOURCE_ENV } from '../functionEnvironment.js';
 import { SENDER_TIMEOUT_SECONDS } from '../queueLayout.js';
 import { acknowledge } from './acknowledge.js';
 import { PostdateFunction } from './postdateFunction.js';
 import type { Storage } from './Storage.js';
 
-/** How the sender reads the send queue. */
-export const SENDER_QUEUE = {
-  /** Ten copies per invocation, no batching window: a due message should leave within a second. */
-  batchSize: 10,
-} as const;
+export { SENDER_QUEUE } from '../eventSourceLayout.js';
 
 export interface SendingProps {
   readonly storage: Storage;

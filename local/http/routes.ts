@@ -1,3 +1,5 @@
+import { API_ROUTES } from '../../lambdas/api/apiRoutes.js';
+
 /**
  * The routes of the HTTP API (DESIGN §3) as API Gateway HTTP API route keys. API Gateway matches a
  * request to one of them (a literal segment beats a `{param}`), invokes the Lambda authorizer for
@@ -10,17 +12,11 @@ export interface HttpRoute {
   readonly authorized: boolean;
 }
 
-export const HTTP_ROUTES: readonly HttpRoute[] = [
-  { routeKey: 'POST /v1/messages', authorized: true },
-  { routeKey: 'GET /v1/messages', authorized: true },
-  { routeKey: 'GET /v1/messages/{id}', authorized: true },
-  { routeKey: 'PATCH /v1/messages/{id}', authorized: true },
-  { routeKey: 'DELETE /v1/messages/{id}', authorized: true },
-  { routeKey: 'POST /v1/messages/{id}/retry', authorized: true },
-  { routeKey: 'PUT /v1/groups/{key}', authorized: true },
-  { routeKey: 'GET /openapi.json', authorized: true },
-  { routeKey: 'GET /health', authorized: false },
-];
+/** The api handler's own route table (lambdas/api/apiRoutes.ts), as API Gateway route keys. */
+export const HTTP_ROUTES: readonly HttpRoute[] = API_ROUTES.map((route) => ({
+  routeKey: `${route.method} ${route.path}`,
+  authorized: route.authorized,
+}));
 
 export interface RouteMatch {
   readonly route: HttpRoute;
