@@ -1,0 +1,247 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@smithy/core/client';
+
+/**
+ * Counts every AWS request made in this process, with the DynamoDB units it consumed.
+ *
+ * How it reaches every client without touching the handlers: the handlers build their clients
+ * inside `wire()` (lambdas/<fn>/handler.ts) and offer no hook, so the counter wraps
+ * `Client.prototype.send` of `@smithy/core/client`, the base class of every AWS SDK v3 client
+ * (DynamoDB, SQS, Scheduler, Streams, and lib-dynamodb's document client, which shares its
+ * DynamoDB client's middleware stack). On a stack's first use it adds one ordinary SDK middleware
+ * (`initialize` step) to that stack; the middleware does the counting. The wrapper only remembers
+ * who called `send` (from the call stack: `lambdas/…` is a function, `local/…` is the emulated AWS
+ * platform: event-source pollers, the scheduler's target delivery) in an AsyncLocalStorage.
+ *
+ * DynamoDB: the code under test does not ask for consumed capacity, so the middleware sets
+ * `ReturnConsumedCapacity: 'TOTAL'` on every DynamoDB data-plane command (a field that changes
+ * nothing but the response) and sums `ConsumedCapacity` from the answer.
+ */
+
+export type Origin =
+  | 'api'
+  | 'authorizer'
+  | 'relay'
+  | 'sender'
+  | 'sweeper'
+  | 'function'
+  | 'platform'
+  | 'other';
+
+export interface CountedRequest {
+  readonly origin: Origin;
+  /** The file that called `send` (relative to the repository), e.g. `lambdas/store/apiStore.ts`. */
+  readonly caller: string;
+  readonly service: string;
+  readonly command: string;
+  readonly ok: boolean;
+  readonly writeUnits: number;
+  readonly readUnits: number;
+  /** Bytes of the input as JSON (SQS bills each 64 KB chunk of payload as a request). */
+  readonly inputBytes: number;
+  /** For calls that carry messages or records: how many (ReceiveMessage, GetRecords, SendMessageBatch). */
+  readonly items: number;
+  /** GetRecords only: stream records whose key sort is STATE (they pass the relay's event filter). */
+  readonly relayRecords: number;
+  /** Wall time from this middleware to the answer (serialization, signing, the round trip, parsing). */
+  readonly ms: number;
+}
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const CAPACITY_COMMANDS = new Set([
+  'GetItemCommand',
+  'PutItemCommand',
+  'UpdateItemCommand',
+  'DeleteItemCommand',
+  'QueryCommand',
+  'ScanCommand',
+  'BatchGetItemCommand',
+  'BatchWriteItemCommand',
+  'TransactGetItemsCommand',
+  'TransactWriteItemsCommand',
+]);
+
+type SendFunction = (this: Client<never, never, never, never>, ...args: unknown[]) => unknown;
+interface Patchable {
+  prototype: { send: SendFunction };
+}
+
+export interface AwsRequestCounter {
+  /** Requests recorded since the last `take()`, emptied. */
+  take(): CountedRequest[];
+  uninstall(): void;
+}
+
+/** Installs the counter; call before the local stack starts (clients made earlier are counted too). */
+export function installAwsRequestCounter(): AwsRequestCounter {
+  const callers = new AsyncLocalStorage<{ origin: Origin; caller: string }>();
+  const recorded: CountedRequest[] = [];
+  const instrumented = new WeakSet<object>();
+  const middleware = counting(callers, recorded);
+
+  // The SDK may be loaded both as ESM and as CommonJS in one process: patch each copy of the class.
+  const classes = new Set<Patchable>([Client as unknown as Patchable]);
+  try {
+    const cjs = createRequire(import.meta.url)('@smithy/core/client') as { Client?: Patchable };
+    if (cjs.Client) classes.add(cjs.Client);
+  } catch {
+    // No CommonJS build: the ESM class is the only one.
+  }
+  const originals = new Map<Patchable, SendFunction>();
+  for (const cls of classes) {
+    const original = cls.prototype.send;
+    originals.set(cls, original);
+    cls.prototype.send = function countedSend(this: Client<never, never, never, never>, ...args: unknown[]) {
+      const stack = (this as unknown as { middlewareStack: MiddlewareStackLike }).middlewareStack;
+      if (!instrumented.has(stack)) {
+        instrumented.add(stack);
+        stack.add(middleware, { step: 'initialize', priority: 'high', name: 'postdateBenchCounter' });
+      }
+      return callers.run(callerOf(new Error().stack ?? ''), () => original.apply(this, args));
+    };
+  }
+  return {
+    take: () => recorded.splice(0, recorded.length),
+    uninstall() {
+      for (const [cls, original] of originals) cls.prototype.send = original;
+    },
+  };
+}
+
+interface MiddlewareStackLike {
+  add(middleware: unknown, options: Record<string, unknown>): void;
+}
+
+type Next = (args: { input: Record<string, unknown> }) => Promise<{ output: Record<string, unknown> }>;
+interface HandlerContext {
+  clientName?: string;
+  commandName?: string;
+}
+
+function counting(
+  callers: AsyncLocalStorage<{ origin: Origin; caller: string }>,
+  recorded: CountedRequest[],
+) {
+  return (next: Next, context: HandlerContext) =>
+    async function countRequest(args: { input: Record<string, unknown> }) {
+      const service = (context.clientName ?? 'unknown').replace(/Client$/, '');
+      const command = (context.commandName ?? 'unknown').replace(/Command$/, '');
+      const who = callers.getStore() ?? { origin: 'other' as const, caller: 'unknown' };
+      const isCapacityCommand = service === 'DynamoDB' && CAPACITY_COMMANDS.has(context.commandName ?? '');
+      const input =
+        isCapacityCommand && args.input.ReturnConsumedCapacity === undefined
+          ? { ...args.input, ReturnConsumedCapacity: 'TOTAL' }
+          : args.input;
+      const inputBytes = safeJsonLength(input);
+      const t0 = performance.now();
+      try {
+        const result = await next({ ...args, input });
+        const units = consumedUnits(result.output.ConsumedCapacity, command);
+        recorded.push({
+          ...who,
+          service,
+          command,
+          ok: true,
+          writeUnits: units.write,
+          readUnits: units.read,
+          inputBytes,
+          items: itemCount(command, input, result.output),
+          relayRecords: command === 'GetRecords' ? stateRecords(result.output.Records) : 0,
+          ms: performance.now() - t0,
+        });
+        return result;
+      } catch (error) {
+        const units = consumedUnits((error as { ConsumedCapacity?: unknown }).ConsumedCapacity, command);
+        recorded.push({
+          ...who,
+          service,
+          command,
+          ok: false,
+          writeUnits: units.write,
+          readUnits: units.read,
+          inputBytes,
+          items: 0,
+          relayRecords: 0,
+          ms: performance.now() - t0,
+        });
+        throw error;
+      }
+    };
+}
+
+function callerOf(stack: string): { origin: Origin; caller: string } {
+  const files = [...stack.matchAll(/\(?(?:file:\/\/)?(\/[^\s():]+\.(?:ts|js|mjs)):\d+:\d+\)?/g)]
+    .map((match) => match[1] ?? '')
+    .filter((file) => file.startsWith(ROOT) && !file.includes('/node_modules/'))
+    .map((file) => file.slice(ROOT.length))
+    .filter((file) => !file.startsWith('bench/'));
+  const caller = files[0] ?? 'unknown';
+  if (caller.startsWith('local/')) return { origin: 'platform', caller };
+  const fn = files
+    .map((file) => /^lambdas\/(api|authorizer|relay|sender|sweeper)\//.exec(file)?.[1])
+    .find((name) => name !== undefined) as Origin | undefined;
+  if (fn) return { origin: fn, caller };
+  return { origin: caller.startsWith('lambdas/') ? 'function' : 'other', caller };
+}
+
+const READ_COMMANDS = new Set(['GetItem', 'Query', 'Scan', 'BatchGetItem', 'TransactGetItems']);
+
+function consumedUnits(capacity: unknown, command: string): { write: number; read: number } {
+  const list = Array.isArray(capacity) ? capacity : capacity ? [capacity] : [];
+  let write = 0;
+  let read = 0;
+  for (const entry of list as {
+    CapacityUnits?: number;
+    WriteCapacityUnits?: number;
+    ReadCapacityUnits?: number;
+  }[]) {
+    if (entry.WriteCapacityUnits !== undefined || entry.ReadCapacityUnits !== undefined) {
+      write += entry.WriteCapacityUnits ?? 0;
+      read += entry.ReadCapacityUnits ?? 0;
+    } else {
+      // Only the total came back (TOTAL): a read command consumed read units, any other write units.
+      if (READ_COMMANDS.has(command)) read += entry.CapacityUnits ?? 0;
+      else write += entry.CapacityUnits ?? 0;
+    }
+  }
+  return { write, read };
+}
+
+function itemCount(command: string, input: Record<string, unknown>, output: Record<string, unknown>): number {
+  if (command === 'ReceiveMessage') return Array.isArray(output.Messages) ? output.Messages.length : 0;
+  if (command === 'GetRecords') return Array.isArray(output.Records) ? output.Records.length : 0;
+  if (command === 'SendMessageBatch' || command === 'DeleteMessageBatch')
+    return Array.isArray(input.Entries) ? input.Entries.length : 0;
+  if (command === 'TransactWriteItems' || command === 'TransactGetItems')
+    return Array.isArray(input.TransactItems) ? input.TransactItems.length : 0;
+  if (command === 'BatchWriteItem' || command === 'BatchGetItem') {
+    const perTable = Object.values((input.RequestItems ?? {}) as Record<string, unknown>);
+    return perTable.reduce<number>(
+      (sum, value) =>
+        sum + (Array.isArray(value) ? value.length : ((value as { Keys?: unknown[] }).Keys?.length ?? 0)),
+      0,
+    );
+  }
+  return 1;
+}
+
+function stateRecords(records: unknown): number {
+  if (!Array.isArray(records)) return 0;
+  return records.filter(
+    (record: { dynamodb?: { Keys?: { sk?: { S?: string } } } }) => record.dynamodb?.Keys?.sk?.S === 'STATE',
+  ).length;
+}
+
+function safeJsonLength(value: unknown): number {
+  try {
+    return Buffer.byteLength(
+      JSON.stringify(value, (_key, v: unknown) =>
+        v instanceof Uint8Array ? Buffer.from(v).toString('base64') : v,
+      ),
+    );
+  } catch {
+    return 0;
+  }
+}

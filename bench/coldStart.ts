@@ -1,0 +1,144 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { build } from 'esbuild';
+import type { BenchOptions, BenchResult, BenchRow } from './benchResult.js';
+import { withinGoal } from './benchResult.js';
+import { median, round } from './stats.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const FUNCTIONS = ['api', 'authorizer', 'relay', 'sender', 'sweeper'] as const;
+
+const GOAL_KB = 250;
+const GOAL_EXTRA_MS = 60;
+
+/**
+ * The esbuild options of lib/constructs/postdateFunction.ts (NodejsFunction `bundling`): ESM,
+ * platform node, target node22, minified, `module` before `main`, the `require` banner, the AWS SDK
+ * bundled (`bundleAwsSDK: true`, so no externals). The source map goes to its own file, which Lambda
+ * never loads: it is not counted in the size.
+ */
+const ESM_REQUIRE_BANNER =
+  "import { createRequire as __postdateCreateRequire } from 'node:module'; const require = __postdateCreateRequire(import.meta.url);";
+
+async function bundle(name: string, outDir: string, external: string[] = []): Promise<string> {
+  const outfile = join(outDir, external.length > 0 ? `${name}-runtime-sdk` : name, 'index.mjs');
+  await build({
+    entryPoints: [join(ROOT, 'lambdas', name, 'handler.ts')],
+    bundle: true,
+    outfile,
+    platform: 'node',
+    format: 'esm',
+    target: 'node22',
+    minify: true,
+    sourcemap: true,
+    sourcesContent: false,
+    mainFields: ['module', 'main'],
+    banner: { js: ESM_REQUIRE_BANNER },
+    logLevel: 'error',
+    external,
+  });
+  return outfile;
+}
+
+/**
+ * Imports one module in a fresh Node process and reports how long `import()` took, measured inside
+ * that process (so process start-up, which the baseline shares, does not dilute the difference).
+ */
+function timeImport(file: string): Promise<number> {
+  const script = `const t0 = performance.now(); await import(${JSON.stringify(pathToFileURL(file).href)}); process.stdout.write(String(performance.now() - t0));`;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      // The handlers read nothing at import but Powertools' service name; keep the env minimal and stable.
+      env: { PATH: process.env.PATH ?? '', AWS_REGION: 'us-east-1', POWERTOOLS_METRICS_DISABLED: 'true' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      err += chunk.toString();
+    });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const ms = Number(out);
+      if (code !== 0 || !Number.isFinite(ms))
+        reject(new Error(`importing ${file} failed (${code}): ${err.trim()}`));
+      else resolve(ms);
+    });
+  });
+}
+
+export async function coldStart(options: BenchOptions): Promise<BenchResult> {
+  const started = Date.now();
+  const samples = options.quick ? 5 : 20;
+  const dir = mkdtempSync(join(tmpdir(), 'postdate-bench-cold-'));
+  try {
+    const empty = join(dir, 'empty.mjs');
+    writeFileSync(empty, 'export {};\n');
+    const bundles: { name: string; file: string; kb: number; runtimeSdkKb: number }[] = [];
+    for (const name of FUNCTIONS) {
+      const file = await bundle(name, dir);
+      // For comparison only: the size if the runtime's own SDK were used (@aws-sdk/* and @smithy/*
+      // external), which the stack deliberately does not do (bundleAwsSDK: true).
+      const runtimeSdk = await bundle(name, dir, ['@aws-sdk/*', '@smithy/*']);
+      const kb = statSync(file).size / 1024;
+      const runtimeSdkKb = statSync(runtimeSdk).size / 1024;
+      bundles.push({ name, file, kb, runtimeSdkKb });
+      options.log(
+        `  bundled ${name}: ${round(kb, 1)} KB (${round(runtimeSdkKb, 1)} KB with the runtime's SDK)`,
+      );
+    }
+    // Interleaved: each round imports the empty module and then every bundle, so drift in the
+    // machine's load hits the baseline and the bundles alike.
+    const baseline: number[] = [];
+    const times = new Map<string, number[]>(bundles.map((b) => [b.name, []]));
+    for (let round_ = 0; round_ < samples; round_ += 1) {
+      baseline.push(await timeImport(empty));
+      for (const b of bundles) times.get(b.name)?.push(await timeImport(b.file));
+    }
+    const baselineMs = median(baseline);
+    const rows: BenchRow[] = [];
+    const details: Record<string, unknown> = { samples, baselineMs, node: process.version };
+    for (const b of bundles) {
+      const ms = median(times.get(b.name) ?? []);
+      const extra = ms - baselineMs;
+      rows.push({
+        metric: `${b.name} bundle size`,
+        value: round(b.kb, 1),
+        unit: 'KB',
+        goal: `≤ ${GOAL_KB} KB`,
+        pass: b.kb <= GOAL_KB,
+        note: `${round(b.runtimeSdkKb, 1)} KB with the runtime's SDK`,
+      });
+      rows.push({
+        metric: `${b.name} import, median of ${samples}`,
+        value: round(ms, 1),
+        unit: 'ms',
+        baseline: { label: 'empty module import', value: round(baselineMs, 2) },
+        comparison: { kind: 'difference', value: round(extra, 1) },
+        goal: `≤ +${GOAL_EXTRA_MS} ms`,
+        pass: withinGoal(extra, { max: GOAL_EXTRA_MS }),
+      });
+      details[b.name] = {
+        kb: round(b.kb, 1),
+        runtimeSdkKb: round(b.runtimeSdkKb, 1),
+        medianMs: round(ms, 2),
+        samplesMs: times.get(b.name),
+      };
+    }
+    return {
+      name: 'coldStart',
+      title: 'Cold start: bundle size and import time in a fresh Node process',
+      rows,
+      details,
+      seconds: (Date.now() - started) / 1000,
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

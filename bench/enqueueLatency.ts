@@ -1,0 +1,134 @@
+import { randomUUID } from 'node:crypto';
+import { DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { installAwsRequestCounter } from './awsRequestCounter.js';
+import type { BenchOptions, BenchResult } from './benchResult.js';
+import { ratioRow } from './benchResult.js';
+import { enqueue, enqueueBody, inParallel, startBenchStack } from './benchStack.js';
+import { round, spread } from './stats.js';
+
+const CONCURRENCY = 8;
+const BODY_BYTES = 1024;
+const GOAL = 2;
+
+/**
+ * Latency of `POST /v1/messages` through the local HTTP front end (authorizer, api handler, one
+ * transaction on DynamoDB Local) against one bare `PutItem` of an item as large as the request body,
+ * to the same DynamoDB Local, at the same concurrency. Rounds alternate between the two so that
+ * both see the same machine.
+ */
+export async function enqueueLatency(options: BenchOptions): Promise<BenchResult> {
+  const started = Date.now();
+  const rounds = options.quick ? 3 : 8;
+  const perRound = options.quick ? 40 : 60;
+  const stack = await startBenchStack({}, { dynamodbJvm: 'peak' });
+  const dynamodb = new DynamoDBClient({
+    endpoint: stack.dynamodbEndpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+  const api: number[] = [];
+  const put: number[] = [];
+  try {
+    const requestBytes = Buffer.byteLength(enqueueBody({ bodyBytes: BODY_BYTES, key: randomUUID() }));
+    const filler = 'x'.repeat(requestBytes);
+    const timed = async (task: () => Promise<unknown>): Promise<number> => {
+      const t0 = performance.now();
+      await task();
+      return performance.now() - t0;
+    };
+    const runApi = () =>
+      inParallel(Array.from({ length: perRound }), CONCURRENCY, () =>
+        timed(() => enqueue(stack, { bodyBytes: BODY_BYTES, key: randomUUID() })),
+      );
+    const runPut = () =>
+      inParallel(Array.from({ length: perRound }), CONCURRENCY, () =>
+        timed(() =>
+          dynamodb.send(
+            new PutItemCommand({
+              TableName: stack.tableName,
+              Item: { pk: { S: `BENCH#${randomUUID()}` }, sk: { S: 'BENCH' }, body: { S: filler } },
+            }),
+          ),
+        ),
+      );
+    // A warm-up round of each, not recorded (JIT, connection pools, DynamoDB Local's JVM).
+    await runApi();
+    await runPut();
+    // During the API rounds, the counter times each DynamoDB call of the authorizer and the api, to
+    // show how much of an enqueue is storage and how much the rest (front end, handlers, event loop).
+    const counter = installAwsRequestCounter();
+    const storageMs: number[] = [];
+    let storageCalls = 0;
+    const measuredApi = async () => {
+      counter.take();
+      const latencies = await runApi();
+      const calls = counter
+        .take()
+        .filter((r) => r.service === 'DynamoDB' && (r.origin === 'api' || r.origin === 'authorizer'));
+      storageCalls += calls.length;
+      storageMs.push(calls.reduce((sum, r) => sum + r.ms, 0) / latencies.length);
+      return latencies;
+    };
+    try {
+      for (let round_ = 0; round_ < rounds; round_ += 1) {
+        if (round_ % 2 === 0) {
+          api.push(...(await measuredApi()));
+          put.push(...(await runPut()));
+        } else {
+          put.push(...(await runPut()));
+          api.push(...(await measuredApi()));
+        }
+      }
+    } finally {
+      counter.uninstall();
+    }
+    const storagePerEnqueue = storageMs.reduce((sum, v) => sum + v, 0) / storageMs.length;
+    const callsPerEnqueue = storageCalls / api.length;
+    const meanEnqueue = api.reduce((sum, v) => sum + v, 0) / api.length;
+    const apiSpread = spread(api);
+    const putSpread = spread(put);
+    options.log(
+      `  per enqueue: ${round(callsPerEnqueue, 2)} DynamoDB calls taking ${round(storagePerEnqueue, 1)} ms of a mean ${round(meanEnqueue, 1)} ms`,
+    );
+    options.log(
+      `  POST /v1/messages p50 ${round(apiSpread.p50, 1)} ms p99 ${round(apiSpread.p99, 1)} ms; PutItem p50 ${round(putSpread.p50, 1)} ms p99 ${round(putSpread.p99, 1)} ms`,
+    );
+    return {
+      name: 'enqueueLatency',
+      title: `Enqueue latency: POST /v1/messages vs one bare PutItem (${requestBytes} B, concurrency ${CONCURRENCY})`,
+      rows: [
+        ratioRow({
+          metric: 'enqueue p50',
+          value: round(apiSpread.p50, 2),
+          unit: 'ms',
+          baselineLabel: 'PutItem p50',
+          baseline: round(putSpread.p50, 2),
+          goal: { text: `≤ ${GOAL}×`, max: GOAL },
+        }),
+        ratioRow({
+          metric: 'enqueue p99',
+          value: round(apiSpread.p99, 2),
+          unit: 'ms',
+          baselineLabel: 'PutItem p99',
+          baseline: round(putSpread.p99, 2),
+          goal: { text: `≤ ${GOAL}×`, max: GOAL },
+        }),
+      ],
+      details: {
+        concurrency: CONCURRENCY,
+        requestBytes,
+        rounds,
+        perRound,
+        api: apiSpread,
+        putItem: putSpread,
+        meanEnqueueMs: meanEnqueue,
+        dynamodbCallsPerEnqueue: callsPerEnqueue,
+        dynamodbMsPerEnqueue: storagePerEnqueue,
+      },
+      seconds: (Date.now() - started) / 1000,
+    };
+  } finally {
+    dynamodb.destroy();
+    await stack.stop();
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * AWS list prices used by the cost benchmark: us-east-1, on-demand, no free tier, no savings plans.
+ * Each price names its source. Checked on 2026-11-29 against the AWS pricing pages below (and
+ * third-party summaries of them dated 2025–2026 where the page itself was not reachable); update
+ * the date when you re-check.
+ */
+export const PRICES_CHECKED_ON = '2026-11-29';
+export const PRICES_REGION = 'us-east-1';
+
+export interface Price {
+  readonly usd: number;
+  /** What one `usd` buys. */
+  readonly per: string;
+  readonly source: string;
+  readonly note?: string;
+}
+
+export const PRICES = {
+  dynamodbWriteRequestUnit: {
+    usd: 0.625 / 1e6,
+    per: 'write request unit (on-demand, Standard table class; 1 KB, transactional ×2)',
+    source: 'https://aws.amazon.com/dynamodb/pricing/on-demand/',
+    note: 'on-demand prices after the November 2024 reduction ($0.625 per million WRU)',
+  },
+  dynamodbReadRequestUnit: {
+    usd: 0.125 / 1e6,
+    per: 'read request unit (on-demand; 4 KB strongly consistent, eventually consistent ½)',
+    source: 'https://aws.amazon.com/dynamodb/pricing/on-demand/',
+  },
+  dynamodbStreamsReadRequestUnit: {
+    usd: 0.02 / 1e5,
+    per: 'streams read request unit (one GetRecords call)',
+    source: 'https://aws.amazon.com/dynamodb/pricing/on-demand/',
+    note: 'GetRecords calls made by AWS Lambda for a DynamoDB trigger are not charged: the relay pays nothing here',
+  },
+  sqsRequest: {
+    usd: 0.4 / 1e6,
+    per: 'SQS standard request (each 64 KB chunk of payload is one request; a batch of up to 10 is one request)',
+    source: 'https://aws.amazon.com/sqs/pricing/',
+  },
+  lambdaArmGbSecond: {
+    usd: 0.0000133334,
+    per: 'Lambda GB-second, arm64 (first 6 billion GB-s tier)',
+    source: 'https://aws.amazon.com/lambda/pricing/',
+  },
+  lambdaRequest: {
+    usd: 0.2 / 1e6,
+    per: 'Lambda invocation',
+    source: 'https://aws.amazon.com/lambda/pricing/',
+  },
+  schedulerInvocation: {
+    usd: 1.0 / 1e6,
+    per: 'EventBridge Scheduler invocation (schedule creation and deletion are not billed)',
+    source: 'https://aws.amazon.com/eventbridge/pricing/',
+    note: '14 million invocations a month are free; ignored here',
+  },
+  httpApiRequest: {
+    usd: 1.0 / 1e6,
+    per: 'API Gateway HTTP API request (first 300 million a month; metered in 512 KB increments)',
+    source: 'https://aws.amazon.com/api-gateway/pricing/',
+  },
+  cloudwatchLogsIngestGb: {
+    usd: 0.5,
+    per: 'GB of CloudWatch Logs ingested (standard class; EMF metrics arrive as log lines)',
+    source: 'https://aws.amazon.com/cloudwatch/pricing/',
+    note: 'EMF custom metrics are billed per metric per month, not per message: not in the per-message cost',
+  },
+  secretsManagerApiCall: {
+    usd: 0.05 / 1e4,
+    per: 'Secrets Manager API call',
+    source: 'https://aws.amazon.com/secrets-manager/pricing/',
+    note: 'read once per sender cold start: not per message',
+  },
+  sesOutboundMessage: {
+    usd: 0.1 / 1e3,
+    per: 'SES outbound email (the comparison: $100 per million)',
+    source: 'https://aws.amazon.com/ses/pricing/',
+  },
+} as const satisfies Record<string, Price>;
+
+/** Memory of each function, as lib/constructs (Api.ts, Dispatch.ts, Sending.ts) deploys it. */
+export const FUNCTION_MEMORY_MB = {
+  api: 1024,
+  authorizer: 512,
+  relay: 512,
+  sender: 512,
+  sweeper: 512,
+} as const;
+
+/**
+ * Lambda billed duration is not measurable locally (emulator latencies are not AWS latencies), so it
+ * is modelled per invocation: a fixed handler overhead plus a typical in-region latency per AWS call
+ * the invocation makes, plus the SMTP exchange for a send. These are assumptions, stated here.
+ */
+export const DURATION_MODEL_MS = {
+  handlerOverhead: 5,
+  perDynamodbCall: 8,
+  perSqsOrSchedulerCall: 12,
+  /** One message over a pooled, already-open connection to an SMTP relay (SES SMTP) in the region. */
+  perSmtpSend: 120,
+} as const;
+
+/** Lambda writes START, END and REPORT lines for every invocation (plain text, about this many bytes). */
+export const PLATFORM_LOG_BYTES_PER_INVOCATION = 330;

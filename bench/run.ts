@@ -1,0 +1,131 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import type { BenchOptions, BenchResult, BenchRow } from './benchResult.js';
+import { coldStart } from './coldStart.js';
+import { cost } from './cost.js';
+import { enqueueLatency } from './enqueueLatency.js';
+import { precision } from './precision.js';
+import { round } from './stats.js';
+import { throughput } from './throughput.js';
+
+/**
+ * `npm run bench [-- --quick] [-- name …]`: runs the benchmarks (all, or those named), prints one
+ * table and writes bench/results/latest.json. Each benchmark that needs the local stack starts its
+ * own (with its own compressed configuration) and stops it before the next one begins.
+ */
+const BENCHMARKS: Record<string, (options: BenchOptions) => Promise<BenchResult>> = {
+  coldStart,
+  cost,
+  enqueueLatency,
+  throughput,
+  precision,
+};
+
+// The SDK's "Node 22 soon" notice (this machine runs Node 20) is noise in a benchmark's output.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
+
+async function main(argv: readonly string[]): Promise<number> {
+  const quick = argv.includes('--quick');
+  const names = argv.filter((arg) => !arg.startsWith('--'));
+  const unknown = names.filter((name) => !(name in BENCHMARKS));
+  if (unknown.length > 0) {
+    console.error(
+      `unknown benchmark(s): ${unknown.join(', ')}; known: ${Object.keys(BENCHMARKS).join(', ')}`,
+    );
+    return 2;
+  }
+  const selected = names.length > 0 ? names : Object.keys(BENCHMARKS);
+  const log = (line: string) => console.log(line);
+  const results: BenchResult[] = [];
+  const failures: { name: string; error: string }[] = [];
+  const began = new Date();
+  for (const name of selected) {
+    const run = BENCHMARKS[name];
+    if (!run) continue;
+    log(`▶ ${name}${quick ? ' (quick)' : ''}`);
+    try {
+      const result = await run({ quick, log });
+      results.push(result);
+      log(`  done in ${round(result.seconds, 1)} s`);
+    } catch (error) {
+      const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      failures.push({ name, error: message });
+      log(`  FAILED: ${message}`);
+    }
+  }
+  log('');
+  log(renderTable(results));
+  for (const failure of failures) log(`✗ ${failure.name} did not complete: ${failure.error}`);
+
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const file = `${RESULTS_DIR}latest.json`;
+  writeFileSync(
+    file,
+    `${JSON.stringify(
+      {
+        startedAt: began.toISOString(),
+        finishedAt: new Date().toISOString(),
+        quick,
+        machine: {
+          node: process.version,
+          platform: `${process.platform} ${process.arch}`,
+          cpus: cpus().length,
+          cpuModel: cpus()[0]?.model ?? 'unknown',
+          memoryGb: round(totalmem() / 1024 ** 3, 1),
+        },
+        results,
+        failures,
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  writeFileSync(`${RESULTS_DIR}latest.md`, `${renderMarkdown(results)}\n`);
+  log(`results written to ${file} (and latest.md, the same table in Markdown)`);
+  return failures.length > 0 ? 1 : 0;
+}
+
+function renderTable(results: readonly BenchResult[]): string {
+  const header = ['benchmark', 'metric', 'value', 'baseline (same run)', 'ratio / diff', 'goal', ''];
+  const lines: string[][] = [header];
+  for (const result of results) {
+    for (const row of result.rows) lines.push(cells(result.name, row));
+  }
+  const widths = header.map((_, column) => Math.max(...lines.map((line) => (line[column] ?? '').length)));
+  const format = (line: string[]) => line.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('  ');
+  const rule = widths.map((width) => '─'.repeat(width)).join('  ');
+  return [format(header), rule, ...lines.slice(1).map(format)].join('\n');
+}
+
+function renderMarkdown(results: readonly BenchResult[]): string {
+  const header = ['benchmark', 'metric', 'value', 'baseline (same run)', 'ratio / diff', 'goal', ''];
+  const escapePipes = (cell: string) => cell.replaceAll('|', '\\|');
+  const lines = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`];
+  for (const result of results) {
+    for (const row of result.rows) lines.push(`| ${cells(result.name, row).map(escapePipes).join(' | ')} |`);
+  }
+  return lines.join('\n');
+}
+
+function cells(benchmark: string, row: BenchRow): string[] {
+  const comparison = row.comparison
+    ? row.comparison.kind === 'ratio'
+      ? `${round(row.comparison.value, 3)}×`
+      : `${row.comparison.value >= 0 ? '+' : ''}${round(row.comparison.value, 1)} ${row.unit}`
+    : '';
+  const verdict = row.pass === undefined ? '' : row.pass ? 'ok' : 'MISSED';
+  return [
+    benchmark,
+    row.metric,
+    `${row.value} ${row.unit}`,
+    row.baseline ? `${row.baseline.label}: ${row.baseline.value}` : '',
+    comparison,
+    row.goal ?? row.note ?? '',
+    verdict,
+  ];
+}
+
+process.exitCode = await main(process.argv.slice(2));
