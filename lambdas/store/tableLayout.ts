@@ -78,9 +78,15 @@ export const KEY_ATTRIBUTES: readonly string[] = [
 ];
 
 /**
- * The stream filter that lets only message state records reach the relay. CDK puts it on the event
- * source mapping; the local stream runner applies the same pattern.
+ * The stream filter that lets only the records the relay acts on reach it: message state records
+ * whose new image is `scheduled` (an enqueue, a reschedule, a manual retry) or `cancelled` (its
+ * schedule must go). Claims, outcomes and TTL deletions never invoke the relay, which saves three
+ * invocations per message (bench/cost.ts). CDK puts it on the event source mapping; the local stream
+ * runner applies the same pattern.
  */
 export const RELAY_STREAM_FILTER = {
-  dynamodb: { Keys: { [KEY.sort]: { S: [ITEM_SORT_KEY.messageState] } } },
+  dynamodb: {
+    Keys: { [KEY.sort]: { S: [ITEM_SORT_KEY.messageState] } },
+    NewImage: { status: { S: ['scheduled', 'cancelled'] } },
+  },
 } as const;

@@ -27,10 +27,10 @@ function run(options: Omit<StreamRunnerOptions, 'dynamodbEndpoint'>): StreamRunn
 }
 
 /** Writes items `n-1` … `n-count` (sk STATE) one after the other, so the stream keeps that order. */
-async function putItems(tableName: string, count: number, sk = 'STATE'): Promise<void> {
+async function putItems(tableName: string, count: number, sk = 'STATE', status = 'scheduled'): Promise<void> {
   for (let index = 1; index <= count; index += 1) {
     await documentClient().send(
-      new PutCommand({ TableName: tableName, Item: { pk: `n-${index}`, sk, n: index } }),
+      new PutCommand({ TableName: tableName, Item: { pk: `n-${index}`, sk, n: index, status } }),
     );
   }
 }
@@ -103,13 +103,17 @@ describe('the local DynamoDB stream runner', () => {
     expect(remove?.dynamodb?.NewImage).toBeUndefined();
   });
 
-  it('applies the relay filter: records of other item kinds never reach the handler', async () => {
+  it('applies the relay filter: other item kinds and statuses the relay ignores never reach the handler', async () => {
     const { tableName, streamArn } = await freshTable();
     const seen = recorder(() => undefined);
     const runner = run({ streamArn, handler: seen.handler, filter: RELAY_STREAM_FILTER });
     await putItems(tableName, 2, 'BODY');
     await putItems(tableName, 3, 'STATE');
     await putItems(tableName, 1, 'IDEM');
+    // A claim rewrites n-1 as `sending`: filtered out, like every outcome.
+    await documentClient().send(
+      new PutCommand({ TableName: tableName, Item: { pk: 'n-1', sk: 'STATE', n: 1, status: 'sending' } }),
+    );
     await runner.idle();
     expect(seen.invocations.flat()).toEqual(['n-1', 'n-2', 'n-3']);
   });

@@ -12,9 +12,15 @@ const record = (sk: string, extra: Record<string, unknown> = {}) => ({
 });
 
 describe('the event filter subset of the local stream runner', () => {
-  it('matches the relay filter on message state records only', () => {
-    expect(matchesFilter(RELAY_STREAM_FILTER, record('STATE'))).toBe(true);
-    expect(matchesFilter(RELAY_STREAM_FILTER, record('BODY'))).toBe(false);
+  it('matches the relay filter on scheduled or cancelled message state records only', () => {
+    const image = (status: string) => ({ NewImage: { status: { S: status } } });
+    expect(matchesFilter(RELAY_STREAM_FILTER, record('STATE', image('scheduled')))).toBe(true);
+    expect(matchesFilter(RELAY_STREAM_FILTER, record('STATE', image('cancelled')))).toBe(true);
+    expect(matchesFilter(RELAY_STREAM_FILTER, record('STATE', image('sending')))).toBe(false);
+    expect(matchesFilter(RELAY_STREAM_FILTER, record('STATE', image('sent')))).toBe(false);
+    // A TTL deletion (REMOVE) has no new image.
+    expect(matchesFilter(RELAY_STREAM_FILTER, record('STATE'))).toBe(false);
+    expect(matchesFilter(RELAY_STREAM_FILTER, record('BODY', image('scheduled')))).toBe(false);
     expect(matchesFilter(RELAY_STREAM_FILTER, { dynamodb: {} })).toBe(false);
   });
 
