@@ -17,11 +17,10 @@ import {
   StartMessageMoveTaskCommand,
   UnsupportedOperation,
 } from '@aws-sdk/client-sqs';
-import { BatchGetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { SqsDispatchQueue } from '../lambdas/adapters/SqsDispatchQueue.js';
 import { type DispatchPayload, parseDispatchPayload } from '../lambdas/core/dispatchPayload.js';
-import { type MessageStateRecord, messagePk } from '../lambdas/store/messageRecord.js';
-import { ITEM_SORT_KEY, KEY } from '../lambdas/store/tableLayout.js';
+import { readStateRecords } from '../lambdas/store/stateReads.js';
 import { CliError, UsageError } from './cliErrors.js';
 import {
   type Column,
@@ -603,32 +602,8 @@ async function readStatuses(
   table: NonNullable<DlqDeps['table']>,
   ids: readonly string[],
 ): Promise<Map<string, string>> {
-  const statuses = new Map<string, string>();
-  const unique = [...new Set(ids)];
-  for (let start = 0; start < unique.length; start += 100) {
-    let pending: Record<string, unknown>[] = unique
-      .slice(start, start + 100)
-      .map((id) => ({ [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageState }));
-    for (let round = 0; pending.length > 0 && round < 10; round++) {
-      const result = await table.documents.send(
-        new BatchGetCommand({
-          RequestItems: {
-            [table.tableName]: {
-              Keys: pending,
-              ProjectionExpression: 'id, #s',
-              ExpressionAttributeNames: { '#s': 'status' },
-            },
-          },
-        }),
-      );
-      for (const item of result.Responses?.[table.tableName] ?? []) {
-        const state = item as Pick<MessageStateRecord, 'id' | 'status'>;
-        statuses.set(state.id, state.status);
-      }
-      pending = result.UnprocessedKeys?.[table.tableName]?.Keys ?? [];
-    }
-  }
-  return statuses;
+  const states = await readStateRecords(table.documents, table.tableName, ids);
+  return new Map([...states].map(([id, state]) => [id, state.status]));
 }
 
 /** A wait before each send so that at most `rate` go out per second; no wait without a rate. */

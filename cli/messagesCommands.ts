@@ -3,11 +3,11 @@
  * docs/data-model.md (never a table scan); cancel and retry are the API's own conditional updates
  * (lambdas/store/apiStore.ts), so an operator's move obeys exactly the same state machine as a client's.
  */
-import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { isMessageStatus, type MessageStatus } from '../lambdas/core/messageStatus.js';
 import type { ApiStore, ShardPosition, TransitionResult } from '../lambdas/store/apiStore.js';
-import { type MessageStateRecord, messagePk } from '../lambdas/store/messageRecord.js';
-import { ITEM_SORT_KEY, KEY } from '../lambdas/store/tableLayout.js';
+import { expiresAtAfter, type MessageStateRecord } from '../lambdas/store/messageRecord.js';
+import { readStateRecord } from '../lambdas/store/stateReads.js';
 import { CliError, UsageError } from './cliErrors.js';
 import { ERROR_CLASS_WORDS, messageIdHeader, STATUS_WORDS } from './messageWords.js';
 import {
@@ -267,7 +267,7 @@ export async function messagesCancel(
   out: Output,
 ): Promise<TransitionReport> {
   const now = deps.now();
-  const expiresAt = Math.floor(now.getTime() / 1000) + deps.retentionDays * 86_400;
+  const expiresAt = expiresAtAfter(now, deps.retentionDays);
   return transitionEach(
     deps,
     ids,
@@ -365,14 +365,7 @@ export async function readState(
   deps: Pick<MessagesDeps, 'documents' | 'tableName'>,
   id: string,
 ): Promise<MessageStateRecord | null> {
-  const { Item } = await deps.documents.send(
-    new GetCommand({
-      TableName: deps.tableName,
-      Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageState },
-      ConsistentRead: true,
-    }),
-  );
-  return (Item as MessageStateRecord | undefined) ?? null;
+  return (await readStateRecord(deps.documents, deps.tableName, id)) ?? null;
 }
 
 function toRow(state: MessageStateRecord): MessageRow {

@@ -11,11 +11,13 @@
  * - the **stuck** list from the sparse `due` index: non-terminal messages overdue by more than the
  *   sweep grace (the sweeper re-dispatches these; a message listed twice in a row is really stuck).
  */
-import { BatchGetCommand, type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, QueryCommand, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { isTerminal, MESSAGE_STATUSES, type MessageStatus } from '../lambdas/core/messageStatus.js';
+import { runWithConcurrency } from '../lambdas/core/runWithConcurrency.js';
 import type { DueCursor, DueEntry, DueIndex } from '../lambdas/store/dueIndex.js';
-import { type MessageStateRecord, messagePk } from '../lambdas/store/messageRecord.js';
-import { INDEX, INDEX_SHARDS, ITEM_SORT_KEY, KEY } from '../lambdas/store/tableLayout.js';
+import { byStatusShardPk, byTenantShardPk, idOfCreatedSortKey } from '../lambdas/store/messageRecord.js';
+import { readStateRecords } from '../lambdas/store/stateReads.js';
+import { INDEX, INDEX_SHARDS, type IndexDefinition } from '../lambdas/store/tableLayout.js';
 import { UsageError } from './cliErrors.js';
 import { parseSince } from './messagesCommands.js';
 import {
@@ -111,7 +113,7 @@ export async function reconcile(
 
   for (const tenant of tenants) {
     const ids = await acceptedIds(deps, tenant, since);
-    const states = await readStates(deps, ids);
+    const states = await readStateRecords(deps.documents, deps.tableName, ids, { consistentRead: true });
     const tally = new TallyBuilder();
     for (const id of ids) {
       const state = states.get(id);
@@ -173,26 +175,14 @@ export function reconcileClean(report: ReconcileReport): boolean {
 async function acceptedIds(deps: ReconcileDeps, tenant: string, since: string): Promise<string[]> {
   const index = INDEX.byTenant;
   const shards = Array.from({ length: INDEX_SHARDS.byTenant }, (_, shard) => shard);
-  const perShard = await mapLimit(shards, QUERY_CONCURRENCY, async (shard) => {
+  const perShard = await runWithConcurrency(shards, QUERY_CONCURRENCY, async (shard) => {
     const ids: string[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await deps.documents.send(
-        new QueryCommand({
-          TableName: deps.tableName,
-          IndexName: index.indexName,
-          KeyConditionExpression: '#pk = :pk AND #sk >= :since',
-          ExpressionAttributeNames: { '#pk': index.partitionKey, '#sk': index.sortKey },
-          ExpressionAttributeValues: { ':pk': `${tenant}#${shard}`, ':since': since },
-          ExclusiveStartKey: startKey,
-        }),
-      );
+    await queryWindow(deps, index, byTenantShardPk(tenant, shard), since, false, (page) => {
       for (const item of page.Items ?? []) {
         const sortKey = item[index.sortKey];
-        if (typeof sortKey === 'string') ids.push(sortKey.slice(sortKey.lastIndexOf('#') + 1));
+        if (typeof sortKey === 'string') ids.push(idOfCreatedSortKey(sortKey));
       }
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
+    });
     return ids;
   });
   return perShard.flat();
@@ -200,28 +190,14 @@ async function acceptedIds(deps: ReconcileDeps, tenant: string, since: string): 
 
 /** `by_status` counts (Select COUNT) per status for the tenant's window: every shard × 10 statuses. */
 async function statusIndexCounts(deps: ReconcileDeps, tenant: string, since: string): Promise<StatusCounts> {
-  const index = INDEX.byStatus;
   const partitions = MESSAGE_STATUSES.flatMap((status) =>
     Array.from({ length: INDEX_SHARDS.byStatus }, (_, shard) => ({ status, shard })),
   );
-  const perPartition = await mapLimit(partitions, QUERY_CONCURRENCY, async ({ status, shard }) => {
+  const perPartition = await runWithConcurrency(partitions, QUERY_CONCURRENCY, async ({ status, shard }) => {
     let count = 0;
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await deps.documents.send(
-        new QueryCommand({
-          TableName: deps.tableName,
-          IndexName: index.indexName,
-          KeyConditionExpression: '#pk = :pk AND #sk >= :since',
-          ExpressionAttributeNames: { '#pk': index.partitionKey, '#sk': index.sortKey },
-          ExpressionAttributeValues: { ':pk': `${tenant}#${status}#${shard}`, ':since': since },
-          Select: 'COUNT',
-          ExclusiveStartKey: startKey,
-        }),
-      );
+    await queryWindow(deps, INDEX.byStatus, byStatusShardPk(tenant, status, shard), since, true, (page) => {
       count += page.Count ?? 0;
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
+    });
     return { status, count };
   });
   const counts = emptyCounts();
@@ -229,27 +205,31 @@ async function statusIndexCounts(deps: ReconcileDeps, tenant: string, since: str
   return counts;
 }
 
-async function readStates(
+/** Every page of one index partition whose sort keys (`{created_at}#{id}`) are at or after `since`. */
+async function queryWindow(
   deps: Pick<ReconcileDeps, 'documents' | 'tableName'>,
-  ids: readonly string[],
-): Promise<Map<string, MessageStateRecord>> {
-  const found = new Map<string, MessageStateRecord>();
-  for (let start = 0; start < ids.length; start += 100) {
-    let pending: Record<string, unknown>[] = ids
-      .slice(start, start + 100)
-      .map((id) => ({ [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageState }));
-    for (let round = 0; pending.length > 0 && round < 10; round++) {
-      const result = await deps.documents.send(
-        new BatchGetCommand({ RequestItems: { [deps.tableName]: { Keys: pending, ConsistentRead: true } } }),
-      );
-      for (const item of result.Responses?.[deps.tableName] ?? []) {
-        const state = item as MessageStateRecord;
-        found.set(state.id, state);
-      }
-      pending = result.UnprocessedKeys?.[deps.tableName]?.Keys ?? [];
-    }
-  }
-  return found;
+  index: IndexDefinition,
+  partition: string,
+  since: string,
+  countOnly: boolean,
+  onPage: (page: QueryCommandOutput) => void,
+): Promise<void> {
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await deps.documents.send(
+      new QueryCommand({
+        TableName: deps.tableName,
+        IndexName: index.indexName,
+        KeyConditionExpression: '#pk = :pk AND #sk >= :since',
+        ExpressionAttributeNames: { '#pk': index.partitionKey, '#sk': index.sortKey },
+        ExpressionAttributeValues: { ':pk': partition, ':since': since },
+        ...(countOnly ? { Select: 'COUNT' as const } : {}),
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    onPage(page);
+    startKey = page.LastEvaluatedKey;
+  } while (startKey);
 }
 
 /** Overdue entries of the `due` index (every shard), non-terminal, oldest first. */
@@ -261,7 +241,7 @@ async function stuckMessages(
 ): Promise<StuckMessage[]> {
   const before = new Date(now.getTime() - deps.graceSeconds * 1000).toISOString();
   const shards = Array.from({ length: INDEX_SHARDS.due }, (_, shard) => shard);
-  const perShard = await mapLimit(shards, QUERY_CONCURRENCY, async (shard) => {
+  const perShard = await runWithConcurrency(shards, QUERY_CONCURRENCY, async (shard) => {
     const found: DueEntry[] = [];
     let cursor: DueCursor | undefined;
     do {
@@ -273,9 +253,11 @@ async function stuckMessages(
   });
   const entries = perShard.flat();
   // The due index holds no tenant: read the few stuck records to say whose they are.
-  const states = await readStates(
-    deps,
+  const states = await readStateRecords(
+    deps.documents,
+    deps.tableName,
     entries.map((entry) => entry.id),
+    { consistentRead: true },
   );
   return entries
     .map((entry) => {
@@ -297,20 +279,6 @@ async function stuckMessages(
 
 /** Index queries in flight at once: the shards are independent partitions. */
 const QUERY_CONCURRENCY = 16;
-
-/** `fn` over `items` with at most `limit` running at once; results in input order. */
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await fn(items[index] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
-}
 
 // ------------------------------------------------------------------------------------------ counting
 

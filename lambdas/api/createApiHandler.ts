@@ -11,6 +11,7 @@ import type {
   APIGatewayProxyStructuredResultV2,
 } from 'aws-lambda';
 import type { Config } from '../core/config.js';
+import { errorForLog } from '../core/errorForLog.js';
 import { isMessageId } from '../core/ids.js';
 import {
   parseEnqueueRequest,
@@ -21,7 +22,9 @@ import {
 import { isMessageStatus, type MessageStatus } from '../core/messageStatus.js';
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails, problem, validationProblem } from '../core/problem.js';
 import { TENANT_PATTERN } from '../outbox/outboxItems.js';
+import type { Log } from '../ports/Log.js';
 import { type ApiStore, type ShardPosition, shardCount, type TransitionResult } from '../store/apiStore.js';
+import { expiresAtAfter } from '../store/messageRecord.js';
 import { type ApiRoute, resolveRoute } from './apiRoutes.js';
 import { EnqueueContentionError, enqueueMessage } from './enqueueMessage.js';
 import { readIdempotencyKey } from './idempotencyKeyHeader.js';
@@ -40,11 +43,7 @@ export type ApiEvent = APIGatewayProxyEventV2WithLambdaAuthorizer<AuthorizerCont
 export type ApiResult = APIGatewayProxyStructuredResultV2;
 
 /** The few logger methods the handler uses (Powertools Logger satisfies it). */
-export interface ApiLogger {
-  info(message: string, attributes: Record<string, unknown>): void;
-  warn(message: string, attributes: Record<string, unknown>): void;
-  error(message: string, attributes: Record<string, unknown>): void;
-}
+export type ApiLogger = Log;
 
 export interface ApiHandlerDependencies {
   readonly store: ApiStore;
@@ -102,10 +101,7 @@ export function createApiHandler(deps: ApiHandlerDependencies): (event: ApiEvent
       deps.logger.error('request failed', {
         route: route.name,
         tenant,
-        error:
-          error instanceof Error
-            ? { name: error.name, message: error.message.slice(0, 200) }
-            : 'non-error thrown',
+        error: errorForLog(error),
       });
       return answer(route, tenant, problemResult(problem('internal', 'Something went wrong on our side.')));
     }
@@ -144,7 +140,7 @@ export function createApiHandler(deps: ApiHandlerDependencies): (event: ApiEvent
       case 'cancel': {
         if (!isMessageId(params.id ?? '')) return notFound();
         const now = deps.now();
-        const expiresAt = Math.floor(now.getTime() / 1000) + deps.config.retentionDays * 86_400;
+        const expiresAt = expiresAtAfter(now, deps.config.retentionDays);
         return transitionResult(
           await deps.store.cancel({ tenant, id: params.id ?? '', now, expiresAt }),
           200,

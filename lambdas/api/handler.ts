@@ -4,7 +4,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
-import { loadConfig, loadResourceNames } from '../core/config.js';
+import { configTargetOf, loadConfig, loadResourceNames } from '../core/config.js';
 import { DynamoApiStore } from '../store/apiStore.js';
 import { type ApiEvent, type ApiResult, createApiHandler } from './createApiHandler.js';
 
@@ -15,7 +15,7 @@ let api: ((event: ApiEvent) => Promise<ApiResult>) | undefined;
 /** Wires the real clients once per cold start; a bad configuration fails here, naming the variable. */
 function wire(): (event: ApiEvent) => Promise<ApiResult> {
   const env = process.env;
-  const config = loadConfig(env, env.POSTDATE_LOCAL === 'true' ? 'local' : 'aws');
+  const config = loadConfig(env, configTargetOf(env));
   const names = loadResourceNames(env);
   // The endpoint comes from AWS_ENDPOINT_URL_DYNAMODB when set (the local stack).
   const documents = DynamoDBDocumentClient.from(new DynamoDBClient({}), {

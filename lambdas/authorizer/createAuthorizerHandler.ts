@@ -11,6 +11,7 @@ import type {
   APIGatewaySimpleAuthorizerWithContextResult,
 } from 'aws-lambda';
 import { API_KEY_PATTERN, type ApiKeySummary, apiKeyHash } from '../keys/apiKeys.js';
+import type { Log } from '../ports/Log.js';
 
 export interface AuthorizerContext {
   readonly tenant: string;
@@ -22,10 +23,7 @@ export type AuthorizerResult = APIGatewaySimpleAuthorizerWithContextResult<{
   key_id: string;
 }>;
 
-export interface AuthorizerLogger {
-  info(message: string, attributes: Record<string, unknown>): void;
-  error(message: string, attributes: Record<string, unknown>): void;
-}
+export type AuthorizerLogger = Pick<Log, 'info' | 'error'>;
 
 export interface AuthorizerDependencies {
   /** Finds a key by its secret (the adapter hashes it); null when unknown. */

@@ -62,6 +62,11 @@ export class ConfigError extends Error {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
+/** The target a function runs for: `local` when the local stack set POSTDATE_LOCAL=true, else `aws`. */
+export function configTargetOf(env: Env): ConfigTarget {
+  return env.POSTDATE_LOCAL === 'true' ? 'local' : 'aws';
+}
+
 export function loadConfig(env: Env, target: ConfigTarget): Config {
   const local = target === 'local';
   const smtpHost = optionalString(env, 'SMTP_HOST');

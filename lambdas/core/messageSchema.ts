@@ -487,7 +487,7 @@ export function fingerprintSource(request: EnqueueRequest): Omit<EnqueueRequest,
 /** Validates an enqueue body against every rule of DESIGN §3. Never throws. */
 export function parseEnqueueRequest(body: unknown, ctx: EnqueueContext): Parsed<EnqueueRequest> {
   return guarded(() => {
-    const parsed = EnqueueBodySchema.safeParse(body);
+    const parsed = EnqueueBodySchema.safeParse(body, PARSE_CONTEXT);
     const hidden = prototypeKeyErrors(body);
     if (!parsed.success || hidden.length > 0) {
       const errors = parsed.success ? hidden : [...zodErrors(parsed.error), ...hidden];
@@ -567,7 +567,7 @@ export function parseRescheduleRequest(
   ctx: { readonly now: Date; readonly maxHorizonDays: number },
 ): Parsed<RescheduleRequest> {
   return guarded(() => {
-    const parsed = RescheduleBodySchema.safeParse(body);
+    const parsed = RescheduleBodySchema.safeParse(body, PARSE_CONTEXT);
     if (!parsed.success) return { ok: false, problem: validationProblem(zodErrors(parsed.error)) };
     const at = parseZonedTimestamp(parsed.data.send_at);
     if (!at) return { ok: false, problem: validationProblem([{ field: '/send_at', message: 'is invalid' }]) };
@@ -591,7 +591,7 @@ export interface GroupVersionRequest {
 /** Validates a group version body `{ version }`. Never throws. */
 export function parseGroupVersionRequest(body: unknown): Parsed<GroupVersionRequest> {
   return guarded(() => {
-    const parsed = GroupVersionBodySchema.safeParse(body);
+    const parsed = GroupVersionBodySchema.safeParse(body, PARSE_CONTEXT);
     if (!parsed.success) return { ok: false, problem: validationProblem(zodErrors(parsed.error)) };
     return { ok: true, value: { version: parsed.data.version } };
   });
@@ -600,7 +600,7 @@ export function parseGroupVersionRequest(body: unknown): Parsed<GroupVersionRequ
 /** Validates a group key taken from a URL path. Never throws. */
 export function parseGroupKey(key: string): Parsed<string> {
   return guarded(() => {
-    const parsed = GroupKeySchema.safeParse(key);
+    const parsed = GroupKeySchema.safeParse(key, PARSE_CONTEXT);
     if (!parsed.success) {
       return {
         ok: false,
@@ -644,6 +644,12 @@ function guarded<T>(parse: () => Parsed<T>): Parsed<T> {
   }
 }
 
+/**
+ * Issues carry the value they judged, so a missing field is told by `input === undefined` rather than
+ * by zod's message text (which changed between major versions). The values never leave zodErrors.
+ */
+const PARSE_CONTEXT = { reportInput: true } as const;
+
 /** One FieldError per zod issue, the field as a JSON Pointer; values are never echoed. */
 export function zodErrors(error: ZodError): FieldError[] {
   const errors: FieldError[] = [];
@@ -661,7 +667,7 @@ export function zodErrors(error: ZodError): FieldError[] {
 
 function issueMessage(issue: ZodError['issues'][number]): string {
   if (issue.code === 'invalid_type') {
-    if (issue.message.includes('received undefined')) return 'is required';
+    if (issue.input === undefined) return 'is required';
     if (issue.expected === 'object' && issue.path.length === 0) return 'must be a JSON object';
     if (issue.expected === 'int') return 'must be a whole number';
     return `must be ${issue.expected === 'array' || issue.expected === 'object' ? 'an' : 'a'} ${issue.expected}`;

@@ -11,7 +11,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
-  BatchGetCommand,
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
@@ -19,6 +18,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { TENANT_PATTERN } from '../outbox/outboxItems.js';
+import { batchGetItems } from '../store/batchGetItems.js';
 import { INDEX, ITEM_SORT_KEY, KEY, PARTITION_PREFIX } from '../store/tableLayout.js';
 
 /** The reserved by_tenant partition holding every API key. */
@@ -128,37 +128,14 @@ export async function listApiKeys(
   documents: DynamoDBDocumentClient,
   tableName: string,
 ): Promise<ApiKeySummary[]> {
-  const pks: string[] = [];
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await documents.send(
-      new QueryCommand({
-        TableName: tableName,
-        IndexName: INDEX.byTenant.indexName,
-        KeyConditionExpression: '#pk = :pk',
-        ExpressionAttributeNames: { '#pk': INDEX.byTenant.partitionKey },
-        ExpressionAttributeValues: { ':pk': API_KEYS_PARTITION },
-        ScanIndexForward: false,
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    for (const item of page.Items ?? []) if (typeof item.pk === 'string') pks.push(item.pk);
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
+  const pks = (await apiKeyIndexEntries(documents, tableName)).map((entry) => entry.pk);
+  const items = await batchGetItems(
+    documents,
+    tableName,
+    pks.map((pk) => ({ [KEY.partition]: pk, [KEY.sort]: ITEM_SORT_KEY.apiKey })),
+  );
   const records = new Map<string, ApiKeyRecord>();
-  for (let start = 0; start < pks.length; start += 100) {
-    let pending: Record<string, unknown>[] = pks
-      .slice(start, start + 100)
-      .map((pk) => ({ [KEY.partition]: pk, [KEY.sort]: ITEM_SORT_KEY.apiKey }));
-    for (let round = 0; pending.length > 0 && round < 10; round++) {
-      const result = await documents.send(
-        new BatchGetCommand({ RequestItems: { [tableName]: { Keys: pending } } }),
-      );
-      for (const item of result.Responses?.[tableName] ?? [])
-        records.set(String(item.pk), item as ApiKeyRecord);
-      pending = result.UnprocessedKeys?.[tableName]?.Keys ?? [];
-    }
-  }
+  for (const item of items) if (isApiKeyRecord(item)) records.set(item.pk, item);
   return pks
     .map((pk) => records.get(pk))
     .filter((record): record is ApiKeyRecord => record !== undefined)
@@ -189,7 +166,8 @@ export async function revokeApiKey(
         ReturnValues: 'ALL_NEW',
       }),
     );
-    return summary(Attributes as ApiKeyRecord);
+    if (!isApiKeyRecord(Attributes)) throw new Error('the revoked key record is unreadable');
+    return summary(Attributes);
   } catch (error) {
     if (!(error instanceof ConditionalCheckFailedException)) throw error;
     const existing = await readKey(documents, tableName, pk);
@@ -220,9 +198,7 @@ async function readKey(
       ConsistentRead: true,
     }),
   );
-  return Item && typeof Item.key_id === 'string' && typeof Item.tenant === 'string'
-    ? (Item as ApiKeyRecord)
-    : null;
+  return isApiKeyRecord(Item) ? Item : null;
 }
 
 async function findKeyPk(
@@ -230,30 +206,49 @@ async function findKeyPk(
   tableName: string,
   keyId: string,
 ): Promise<string | null> {
+  const entries = await apiKeyIndexEntries(documents, tableName);
+  return entries.find((entry) => entry.sortKey.endsWith(`#${keyId}`))?.pk ?? null;
+}
+
+/** The entries of the reserved `apikeys` partition of by_tenant (keys only), newest first. */
+async function apiKeyIndexEntries(
+  documents: DynamoDBDocumentClient,
+  tableName: string,
+): Promise<{ pk: string; sortKey: string }[]> {
+  const index = INDEX.byTenant;
+  const entries: { pk: string; sortKey: string }[] = [];
   let startKey: Record<string, unknown> | undefined;
   do {
     const page = await documents.send(
       new QueryCommand({
         TableName: tableName,
-        IndexName: INDEX.byTenant.indexName,
+        IndexName: index.indexName,
         KeyConditionExpression: '#pk = :pk',
-        ExpressionAttributeNames: { '#pk': INDEX.byTenant.partitionKey },
+        ExpressionAttributeNames: { '#pk': index.partitionKey },
         ExpressionAttributeValues: { ':pk': API_KEYS_PARTITION },
+        ScanIndexForward: false,
         ExclusiveStartKey: startKey,
       }),
     );
     for (const item of page.Items ?? []) {
-      if (
-        typeof item.tnt_sk === 'string' &&
-        item.tnt_sk.endsWith(`#${keyId}`) &&
-        typeof item.pk === 'string'
-      ) {
-        return item.pk;
-      }
+      const pk = item[KEY.partition];
+      const sortKey = item[index.sortKey];
+      if (typeof pk === 'string' && typeof sortKey === 'string') entries.push({ pk, sortKey });
     }
     startKey = page.LastEvaluatedKey;
   } while (startKey);
-  return null;
+  return entries;
+}
+
+function isApiKeyRecord(value: unknown): value is ApiKeyRecord {
+  if (typeof value !== 'object' || value === null) return false;
+  const item = value as Record<string, unknown>;
+  return (
+    typeof item[KEY.partition] === 'string' &&
+    typeof item.key_id === 'string' &&
+    typeof item.tenant === 'string' &&
+    typeof item.created_at === 'string'
+  );
 }
 
 function summary(record: ApiKeyRecord): ApiKeySummary {

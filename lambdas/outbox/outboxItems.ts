@@ -37,6 +37,7 @@ import {
   byTenantPk,
   createdSortKey,
   duePk,
+  expiresAtAfter,
   groupHeadPk,
   type IdempotencyGuardRecord,
   idempotencyPk,
@@ -138,18 +139,14 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
   const head = input.groupHeadVersion ?? null;
   const superseded = request.group !== null && head !== null && head > request.group.version;
   const status = superseded ? MESSAGE_STATUS.superseded : MESSAGE_STATUS.scheduled;
-  const expiresAt = superseded
-    ? Math.floor(now.getTime() / 1000) + (input.retentionDays ?? DEFAULT_RETENTION_DAYS) * 86_400
-    : undefined;
+  const retentionDays = input.retentionDays ?? DEFAULT_RETENTION_DAYS;
+  const expiresAt = superseded ? expiresAtAfter(now, retentionDays) : undefined;
   const ttl = expiresAt === undefined ? {} : { expires_at: expiresAt };
   // The body and the guard are written once and never updated (an update would bill the body's whole
   // size again), so they get their expiry now: the retention after the send time, plus the DLQ's
   // retention so that a redriven copy still finds its body. See docs/decisions.md.
   const onceWrittenTtl = {
-    expires_at:
-      expiresAt ??
-      Math.floor(Date.parse(request.send_at) / 1000) +
-        ((input.retentionDays ?? DEFAULT_RETENTION_DAYS) + REDRIVE_WINDOW_DAYS) * 86_400,
+    expires_at: expiresAt ?? expiresAtAfter(new Date(request.send_at), retentionDays + REDRIVE_WINDOW_DAYS),
   };
 
   const state: MessageStateRecord = {

@@ -6,7 +6,7 @@ import middy from '@middy/core';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { EventBridgeScheduler } from '../adapters/EventBridgeScheduler.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
-import { loadConfig, loadResourceNames, requireResource } from '../core/config.js';
+import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import { createRelayHandler } from './createRelayHandler.js';
 
 const logger = new Logger({ serviceName: 'postdate-relay' });
@@ -17,7 +17,7 @@ let relay: RelayBatchHandler | undefined;
 /** Wires the real clients once per cold start; a bad configuration fails here, naming the variable. */
 function wire(): RelayBatchHandler {
   const env = process.env;
-  const config = loadConfig(env, env.POSTDATE_LOCAL === 'true' ? 'local' : 'aws');
+  const config = loadConfig(env, configTargetOf(env));
   const names = loadResourceNames(env);
   // Endpoints come from AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_SCHEDULER when set (the local stack).
   const queue = new SqsDispatchQueue(

@@ -1,15 +1,14 @@
 import { type DispatchDecision, decideDispatch } from '../core/dispatchDecision.js';
+import { errorForLog } from '../core/errorForLog.js';
+import { runWithConcurrency } from '../core/runWithConcurrency.js';
 import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
+import type { Log } from '../ports/Log.js';
 import { type Scheduler, scheduleName } from '../ports/Scheduler.js';
 import { type ActPlan, planRelay } from './planRelay.js';
 import type { RelayRecord, StateImage } from './relayRecord.js';
 
 /** The structured logger the relay writes to (Powertools Logger fits). Never given an address. */
-export interface RelayLog {
-  info(message: string, attributes: Record<string, unknown>): void;
-  warn(message: string, attributes: Record<string, unknown>): void;
-  error(message: string, attributes: Record<string, unknown>): void;
-}
+export type RelayLog = Log;
 
 export interface RelayDeps {
   readonly queue: DispatchQueue;
@@ -115,13 +114,13 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
         deps.log?.warn('relay could not handle a record', {
           sequenceNumber: record.sequenceNumber,
           messageId: plan.id,
-          error: describeError(error),
+          error: errorForLog(error),
         });
       }
     }
   };
 
-  await forEachLimited([...byMessage.values()], deps.concurrency ?? 8, relayMessage);
+  await runWithConcurrency([...byMessage.values()], deps.concurrency ?? 8, relayMessage);
 
   if (pendingCopies.size > 0) {
     const copies = [...pendingCopies.keys()];
@@ -130,7 +129,7 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
       unsent = (await deps.queue.enqueue(copies)).failed;
     } catch (error) {
       unsent = copies;
-      deps.log?.warn('relay could not reach the send queue', { error: describeError(error) });
+      deps.log?.warn('relay could not reach the send queue', { error: errorForLog(error) });
     }
     for (const copy of unsent) {
       const sequenceNumber = pendingCopies.get(copy);
@@ -151,25 +150,4 @@ function routeDispatch(image: StateImage, deps: RelayDeps): DispatchDecision {
     directDelayMaxSeconds: deps.directDelayMaxSeconds,
     scheduleLeadSeconds: deps.scheduleLeadSeconds,
   });
-}
-
-async function forEachLimited<T>(
-  items: readonly T[],
-  limit: number,
-  work: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const item = items[next++];
-      if (item !== undefined) await work(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
-}
-
-function describeError(error: unknown): { name: string; message: string } {
-  return error instanceof Error
-    ? { name: error.name, message: error.message }
-    : { name: 'non-error', message: String(error) };
 }

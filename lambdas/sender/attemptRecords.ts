@@ -1,5 +1,6 @@
 import type { SmtpErrorClassification } from '../core/classifySmtpError.js';
 import { extractEnhancedCode } from '../core/classifySmtpError.js';
+import { redactAddresses } from '../core/errorForLog.js';
 import type { SendOutcome } from '../ports/Mailer.js';
 import type { AttemptRecord, LastError } from '../store/messageRecord.js';
 
@@ -12,14 +13,13 @@ import type { AttemptRecord, LastError } from '../store/messageRecord.js';
 /** Stored reply texts are cut to this many characters. */
 export const MAX_REPLY_LENGTH = 160;
 
-const ADDRESS = /<?[^\s<>@"]+@[^\s<>@"]+>?/g;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control characters is the point.
 const CONTROL = /[\u0000-\u001f\u007f]+/g;
 
 /** A relay reply without addresses or control characters, at most MAX_REPLY_LENGTH characters. */
 export function redactReply(reply: string | null): string | null {
   if (reply === null) return null;
-  const redacted = reply.replace(CONTROL, ' ').replace(ADDRESS, '<redacted>').replace(/\s+/g, ' ').trim();
+  const redacted = redactAddresses(reply.replace(CONTROL, ' ')).replace(/\s+/g, ' ').trim();
   if (redacted === '') return null;
   return redacted.length > MAX_REPLY_LENGTH ? `${redacted.slice(0, MAX_REPLY_LENGTH - 1)}…` : redacted;
 }

@@ -2,12 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { Config } from '../core/config.js';
+import { errorForLog } from '../core/errorForLog.js';
+import { runWithConcurrency } from '../core/runWithConcurrency.js';
+import type { CopyVisibility } from '../ports/CopyVisibility.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { Mailer } from '../ports/Mailer.js';
 import type { SenderStore } from '../store/senderTransitions.js';
-import type { CopyVisibility } from './copyVisibility.js';
 import { type CopyVerdict, processCopy, type SenderLog, type SenderSettings } from './processCopy.js';
-import { runWithConcurrency } from './runWithConcurrency.js';
 import { NO_METRICS, type SenderMetrics } from './senderMetrics.js';
 import { tokenBucket, UNLIMITED } from './sendRateLimiter.js';
 
@@ -89,7 +90,7 @@ export function createSenderHandler(
     } catch (error) {
       log.error('sender failed on a copy; it will come back', {
         sqsMessageId: record.messageId,
-        error: describeError(error),
+        error: errorForLog(error),
       });
       return { kind: 'keep', visibilitySeconds: undefined, reason: 'unexpected error' };
     }
@@ -120,11 +121,4 @@ export function createSenderHandler(
 function receiveCountOf(record: SQSRecord): number {
   const count = Number(record.attributes.ApproximateReceiveCount);
   return Number.isInteger(count) && count >= 1 ? count : 1;
-}
-
-/** An error's name and code only: messages can carry request data. */
-function describeError(error: unknown): Record<string, unknown> {
-  if (typeof error !== 'object' || error === null) return { type: typeof error };
-  const { name, code } = error as { name?: unknown; code?: unknown };
-  return { name: typeof name === 'string' ? name : 'Error', ...(typeof code === 'string' ? { code } : {}) };
 }

@@ -7,7 +7,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { loadConfig, loadResourceNames } from '../core/config.js';
+import { configTargetOf, loadConfig, loadResourceNames } from '../core/config.js';
 import { createSenderHandler } from './createSenderHandler.js';
 import { senderDependencies } from './senderDependencies.js';
 import type { SenderMetrics } from './senderMetrics.js';
@@ -31,7 +31,7 @@ function wire(): { handle: SenderBatchHandler; close: () => Promise<void> } {
   const env = process.env;
   // Endpoints come from AWS_ENDPOINT_URL_DYNAMODB / AWS_ENDPOINT_URL_SQS when set (the local stack).
   const deps = senderDependencies({
-    config: loadConfig(env, env.POSTDATE_LOCAL === 'true' ? 'local' : 'aws'),
+    config: loadConfig(env, configTargetOf(env)),
     names: loadResourceNames(env),
     sqs: new SQSClient({}),
     documents: DynamoDBDocumentClient.from(new DynamoDBClient({}), {

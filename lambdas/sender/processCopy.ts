@@ -1,9 +1,10 @@
 import { backoffSeconds, configBackoffSeconds } from '../core/backoff.js';
 import { decideArrival } from '../core/dispatchDecision.js';
 import { parseDispatchPayload } from '../core/dispatchPayload.js';
-import { isTerminal, MESSAGE_STATUS, type MessageStatus } from '../core/messageStatus.js';
+import { MESSAGE_STATUS, type MessageStatus } from '../core/messageStatus.js';
 import { checkTransition } from '../core/stateMachine.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
+import type { Log } from '../ports/Log.js';
 import type { Mailer, OutgoingEmail, SendOutcome } from '../ports/Mailer.js';
 import type { MessageBodyRecord, MessageStateRecord } from '../store/messageRecord.js';
 import type { SenderStore, TransitionResult } from '../store/senderTransitions.js';
@@ -25,12 +26,8 @@ import type { SendRateLimiter } from './sendRateLimiter.js';
  * It never throws for an expected situation; it answers with a verdict on the SQS copy.
  */
 
-/** The structured logger the sender writes to (Powertools Logger fits). Never given an address. */
-export interface SenderLog {
-  info(message: string, attributes: Record<string, unknown>): void;
-  warn(message: string, attributes: Record<string, unknown>): void;
-  error(message: string, attributes: Record<string, unknown>): void;
-}
+/** The structured logger the sender writes to (lambdas/ports/Log.ts). */
+export type SenderLog = Log;
 
 export interface SenderSettings {
   /** POSTDATE_MAX_ATTEMPTS: the receive on which a transient failure makes the message `dead`. */
@@ -189,8 +186,9 @@ class CopyRun {
       }
       return { kind: 'proceed', state };
     }
-    // `dead` is terminal but takes a copy redriven from the DLQ.
-    if (isTerminal(state.status) && state.status !== MESSAGE_STATUS.dead) {
+    // The state machine says which statuses a copy may still claim: scheduled, retrying, and `dead`
+    // (terminal, but it takes a copy redriven from the DLQ).
+    if (!checkTransition(state.status, MESSAGE_STATUS.sending, 'sender').allowed) {
       return this.drop(`already ${state.status}`);
     }
     return { kind: 'proceed', state };

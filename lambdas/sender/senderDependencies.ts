@@ -2,6 +2,7 @@ import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { NodemailerMailer } from '../adapters/NodemailerMailer.js';
+import { SqsCopyVisibility } from '../adapters/SqsCopyVisibility.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import {
   environmentSmtpCredentials,
@@ -10,7 +11,6 @@ import {
 } from '../adapters/smtpCredentials.js';
 import { type Config, type ResourceNames, requireResource } from '../core/config.js';
 import { DynamoSenderStore } from '../store/senderTransitions.js';
-import { SqsCopyVisibility } from './copyVisibility.js';
 import { type SenderDependencies, senderSettings } from './createSenderHandler.js';
 import type { SenderLog } from './processCopy.js';
 import type { SenderMetrics } from './senderMetrics.js';

@@ -5,7 +5,6 @@
  */
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
-  BatchGetCommand,
   type DynamoDBDocumentClient,
   GetCommand,
   QueryCommand,
@@ -14,16 +13,22 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { MESSAGE_STATUS, type MessageStatus } from '../core/messageStatus.js';
 import { TRANSITIONS, type TransitionEvent } from '../core/stateMachine.js';
+import { readGroupHeadVersion } from '../outbox/groupHead.js';
 import { OUTBOX_ITEM_INDEX, type TransactWriteItem } from '../outbox/outboxItems.js';
 import {
   byStatusPk,
+  byStatusShardPk,
+  byTenantShardPk,
   duePk,
   groupHeadPk,
   type IdempotencyGuardRecord,
   idempotencyPk,
+  idOfCreatedSortKey,
+  isMessageStateRecord,
   type MessageStateRecord,
   messagePk,
 } from './messageRecord.js';
+import { readStateRecord, readStateRecords } from './stateReads.js';
 import { INDEX, INDEX_SHARDS, ITEM_SORT_KEY, KEY } from './tableLayout.js';
 
 /** The outcome of the enqueue transaction. */
@@ -115,15 +120,8 @@ export class DynamoApiStore implements ApiStore {
     return { message_id: Item.message_id, fingerprint: Item.fingerprint };
   }
 
-  async readGroupHead(tenant: string, groupKey: string): Promise<number | null> {
-    const { Item } = await this.documents.send(
-      new GetCommand({
-        TableName: this.tableName,
-        Key: { [KEY.partition]: groupHeadPk(tenant, groupKey), [KEY.sort]: ITEM_SORT_KEY.groupHead },
-        ConsistentRead: true,
-      }),
-    );
-    return typeof Item?.version === 'number' ? Item.version : null;
+  readGroupHead(tenant: string, groupKey: string): Promise<number | null> {
+    return readGroupHeadVersion(this.documents, this.tableName, tenant, groupKey);
   }
 
   async writeEnqueue(items: readonly TransactWriteItem[]): Promise<EnqueueWriteResult> {
@@ -143,15 +141,8 @@ export class DynamoApiStore implements ApiStore {
   }
 
   async getMessage(tenant: string, id: string): Promise<MessageStateRecord | null> {
-    const { Item } = await this.documents.send(
-      new GetCommand({
-        TableName: this.tableName,
-        Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageState },
-        ConsistentRead: true,
-      }),
-    );
-    const state = Item as MessageStateRecord | undefined;
-    return state && state.tenant === tenant ? state : null;
+    const state = await readStateRecord(this.documents, this.tableName, id);
+    return state !== undefined && state.tenant === tenant ? state : null;
   }
 
   cancel(input: { tenant: string; id: string; now: Date; expiresAt: number }): Promise<TransitionResult> {
@@ -271,8 +262,9 @@ export class DynamoApiStore implements ApiStore {
   async listMessages(query: ListQuery): Promise<ListPage> {
     const index = query.status === null ? INDEX.byTenant : INDEX.byStatus;
     const shards = shardCount(query.status);
+    const status = query.status;
     const partitionOf = (shard: number) =>
-      query.status === null ? `${query.tenant}#${shard}` : `${query.tenant}#${query.status}#${shard}`;
+      status === null ? byTenantShardPk(query.tenant, shard) : byStatusShardPk(query.tenant, status, shard);
     // Fan out: each shard returns its newest `limit` entries after its position, then merge.
     const pages = await Promise.all(
       Array.from({ length: shards }, async (_, shard) => {
@@ -309,8 +301,8 @@ export class DynamoApiStore implements ApiStore {
       if (last) return { kind: 'after', sortKey: last.sortKey };
       return query.positions[page.shard] ?? { kind: 'start' };
     });
-    const ids = merged.map((entry) => idOfSortKey(entry.sortKey));
-    const states = await this.batchGetStates(ids);
+    const ids = merged.map((entry) => idOfCreatedSortKey(entry.sortKey));
+    const states = await readStateRecords(this.documents, this.tableName, ids);
     // The index is eventually consistent: drop a record whose status has moved on since.
     const items = ids
       .map((id) => states.get(id))
@@ -321,28 +313,6 @@ export class DynamoApiStore implements ApiStore {
           (query.status === null || state.status === query.status),
       );
     return { items, positions };
-  }
-
-  private async batchGetStates(ids: readonly string[]): Promise<Map<string, MessageStateRecord>> {
-    const found = new Map<string, MessageStateRecord>();
-    let pending: Record<string, unknown>[] = ids.map((id) => ({
-      [KEY.partition]: messagePk(id),
-      [KEY.sort]: ITEM_SORT_KEY.messageState,
-    }));
-    for (let round = 0; pending.length > 0 && round < 10; round++) {
-      const chunk = pending.slice(0, 100);
-      const rest = pending.slice(100);
-      const result = await this.documents.send(
-        new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: chunk } } }),
-      );
-      for (const item of result.Responses?.[this.tableName] ?? []) {
-        const state = item as MessageStateRecord;
-        found.set(state.id, state);
-      }
-      const unprocessed = result.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
-      pending = [...rest, ...unprocessed];
-    }
-    return found;
   }
 
   private async transition(
@@ -379,7 +349,8 @@ export class DynamoApiStore implements ApiStore {
             ReturnValues: 'ALL_NEW',
           }),
         );
-        return { kind: 'updated', state: Attributes as MessageStateRecord };
+        if (!isMessageStateRecord(Attributes)) throw new Error('the updated state record is unreadable');
+        return { kind: 'updated', state: Attributes };
       } catch (error) {
         if (!(error instanceof ConditionalCheckFailedException)) throw error;
         // Lost the condition: read what is there now (strongly consistent) to say why. If the record
@@ -402,11 +373,6 @@ function headView(
   return { version, updated_at: updatedAt };
 }
 
-/** `{created_at}#{id}` → id (ids never contain `#`). */
-function idOfSortKey(sortKey: string): string {
-  return sortKey.slice(sortKey.lastIndexOf('#') + 1);
-}
-
 /** A GSI's ExclusiveStartKey needs the index keys and the table keys. */
 function indexStartKey(
   index: { partitionKey: string; sortKey: string },
@@ -416,7 +382,7 @@ function indexStartKey(
   return {
     [index.partitionKey]: partition,
     [index.sortKey]: sortKey,
-    [KEY.partition]: messagePk(idOfSortKey(sortKey)),
+    [KEY.partition]: messagePk(idOfCreatedSortKey(sortKey)),
     [KEY.sort]: ITEM_SORT_KEY.messageState,
   };
 }

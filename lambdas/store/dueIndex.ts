@@ -1,5 +1,6 @@
 import { type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { isMessageStatus, type MessageStatus } from '../core/messageStatus.js';
+import { dueShardPk } from './messageRecord.js';
 import { INDEX } from './tableLayout.js';
 
 /** One entry of the sparse `due` index: what its INCLUDE projection carries. */
@@ -51,7 +52,7 @@ export class DynamoDueIndex implements DueIndex {
         IndexName: index.indexName,
         KeyConditionExpression: '#pk = :pk AND #at < :before',
         ExpressionAttributeNames: { '#pk': index.partitionKey, '#at': index.sortKey },
-        ExpressionAttributeValues: { ':pk': `due#${query.shard}`, ':before': query.before },
+        ExpressionAttributeValues: { ':pk': dueShardPk(query.shard), ':before': query.before },
         Limit: query.limit,
         ExclusiveStartKey: query.cursor === undefined ? undefined : { ...query.cursor },
       }),

@@ -1,5 +1,5 @@
-import type { MessageStatus } from '../core/messageStatus.js';
-import { INDEX_SHARDS, type ITEM_SORT_KEY, PARTITION_PREFIX } from './tableLayout.js';
+import { isMessageStatus, type MessageStatus } from '../core/messageStatus.js';
+import { INDEX_SHARDS, ITEM_SORT_KEY, KEY, PARTITION_PREFIX } from './tableLayout.js';
 
 /**
  * The items of the outbox table as the code sees them. Times are ISO-8601 UTC strings with
@@ -115,9 +115,56 @@ export function shardOf(id: string, shards: number): number {
   return hash % shards;
 }
 
+/** Index partition keys of one shard (the readers fan out over the shards with these). */
+export const byStatusShardPk = (tenant: string, status: MessageStatus, shard: number): string =>
+  `${tenant}#${status}#${shard}`;
+export const byTenantShardPk = (tenant: string, shard: number): string => `${tenant}#${shard}`;
+export const dueShardPk = (shard: number): string => `due#${shard}`;
+
+/** Index partition keys of one message (the writers set these). */
 export const byStatusPk = (tenant: string, status: MessageStatus, id: string): string =>
-  `${tenant}#${status}#${shardOf(id, INDEX_SHARDS.byStatus)}`;
+  byStatusShardPk(tenant, status, shardOf(id, INDEX_SHARDS.byStatus));
 export const byTenantPk = (tenant: string, id: string): string =>
-  `${tenant}#${shardOf(id, INDEX_SHARDS.byTenant)}`;
-export const duePk = (id: string): string => `due#${shardOf(id, INDEX_SHARDS.due)}`;
+  byTenantShardPk(tenant, shardOf(id, INDEX_SHARDS.byTenant));
+export const duePk = (id: string): string => dueShardPk(shardOf(id, INDEX_SHARDS.due));
 export const createdSortKey = (createdAt: string, id: string): string => `${createdAt}#${id}`;
+/** `{created_at}#{id}` → id (ids never contain `#`). */
+export const idOfCreatedSortKey = (sortKey: string): string => sortKey.slice(sortKey.lastIndexOf('#') + 1);
+
+/**
+ * A TTL value (`expires_at`, epoch seconds) `days` after `start`: a terminal record's is
+ * POSTDATE_RETENTION_DAYS after it ends; the body's and the guard's are counted from `send_at`.
+ */
+export function expiresAtAfter(start: Date, days: number): number {
+  return Math.floor(start.getTime() / 1000) + days * 86_400;
+}
+
+/** Whether an item read from the table is a state record with the fields every reader relies on. */
+export function isMessageStateRecord(value: unknown): value is MessageStateRecord {
+  const item = asItem(value);
+  return (
+    item !== undefined &&
+    item[KEY.sort] === ITEM_SORT_KEY.messageState &&
+    typeof item.id === 'string' &&
+    typeof item.tenant === 'string' &&
+    typeof item.rev === 'number' &&
+    isMessageStatus(item.status) &&
+    typeof item.send_at === 'string'
+  );
+}
+
+/** Whether an item read from the table is a body record the sender can send. */
+export function isMessageBodyRecord(value: unknown): value is MessageBodyRecord {
+  const item = asItem(value);
+  return (
+    item !== undefined &&
+    item[KEY.sort] === ITEM_SORT_KEY.messageBody &&
+    typeof item.from === 'string' &&
+    Array.isArray(item.to) &&
+    typeof item.subject === 'string'
+  );
+}
+
+function asItem(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : undefined;
+}

@@ -1,16 +1,20 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { isMessageStatus, MESSAGE_STATUS } from '../core/messageStatus.js';
+import { MESSAGE_STATUS } from '../core/messageStatus.js';
+import { readGroupHeadVersion } from '../outbox/groupHead.js';
 import {
   type AttemptRecord,
   byStatusPk,
   duePk,
-  groupHeadPk,
+  expiresAtAfter,
+  isMessageBodyRecord,
+  isMessageStateRecord,
   type LastError,
   type MessageBodyRecord,
   type MessageStateRecord,
   messagePk,
 } from './messageRecord.js';
+import { readStateRecord } from './stateReads.js';
 import { ITEM_SORT_KEY, KEY, TTL_ATTRIBUTE } from './tableLayout.js';
 
 /**
@@ -81,15 +85,8 @@ export class DynamoSenderStore implements SenderStore {
     private readonly tableName: string,
   ) {}
 
-  async readState(id: string): Promise<MessageStateRecord | undefined> {
-    const { Item } = await this.documents.send(
-      new GetCommand({
-        TableName: this.tableName,
-        Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageState },
-        ConsistentRead: true,
-      }),
-    );
-    return isStateRecord(Item) ? Item : undefined;
+  readState(id: string): Promise<MessageStateRecord | undefined> {
+    return readStateRecord(this.documents, this.tableName, id);
   }
 
   async readBody(id: string): Promise<MessageBodyRecord | undefined> {
@@ -100,20 +97,11 @@ export class DynamoSenderStore implements SenderStore {
         ConsistentRead: true,
       }),
     );
-    return isBodyRecord(Item) ? Item : undefined;
+    return isMessageBodyRecord(Item) ? Item : undefined;
   }
 
   async readGroupVersion(tenant: string, groupKey: string): Promise<number | undefined> {
-    const { Item } = await this.documents.send(
-      new GetCommand({
-        TableName: this.tableName,
-        Key: { [KEY.partition]: groupHeadPk(tenant, groupKey), [KEY.sort]: ITEM_SORT_KEY.groupHead },
-        ConsistentRead: true,
-        ProjectionExpression: 'version',
-      }),
-    );
-    const version = Item?.version;
-    return typeof version === 'number' ? version : undefined;
+    return (await readGroupHeadVersion(this.documents, this.tableName, tenant, groupKey)) ?? undefined;
   }
 
   claim(input: ClaimInput): Promise<TransitionResult> {
@@ -176,7 +164,7 @@ export class DynamoSenderStore implements SenderStore {
   private becomeTerminal(update: UpdateBuilder, now: Date, retentionDays: number): void {
     update.remove('due_pk');
     update.remove('due_at');
-    update.set(TTL_ATTRIBUTE, Math.floor(now.getTime() / 1000) + retentionDays * 86_400);
+    update.set(TTL_ATTRIBUTE, expiresAtAfter(now, retentionDays));
   }
 
   private async apply(update: UpdateBuilder): Promise<TransitionResult> {
@@ -184,7 +172,7 @@ export class DynamoSenderStore implements SenderStore {
       const { Attributes } = await this.documents.send(
         new UpdateCommand({ TableName: this.tableName, ...update.build(), ReturnValues: 'ALL_NEW' }),
       );
-      if (!isStateRecord(Attributes)) throw new Error('the updated state record is unreadable');
+      if (!isMessageStateRecord(Attributes)) throw new Error('the updated state record is unreadable');
       return { outcome: 'applied', record: Attributes };
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) return { outcome: 'conflict' };
@@ -273,32 +261,4 @@ class UpdateBuilder {
 
 function cappedHistory(history: readonly AttemptRecord[] | undefined, entry: AttemptRecord): AttemptRecord[] {
   return [...(history ?? []), entry].slice(-HISTORY_LIMIT);
-}
-
-function isStateRecord(value: unknown): value is MessageStateRecord {
-  const item = asItem(value);
-  return (
-    item !== undefined &&
-    item[KEY.sort] === ITEM_SORT_KEY.messageState &&
-    typeof item.id === 'string' &&
-    typeof item.tenant === 'string' &&
-    typeof item.rev === 'number' &&
-    isMessageStatus(item.status) &&
-    typeof item.send_at === 'string'
-  );
-}
-
-function isBodyRecord(value: unknown): value is MessageBodyRecord {
-  const item = asItem(value);
-  return (
-    item !== undefined &&
-    item[KEY.sort] === ITEM_SORT_KEY.messageBody &&
-    typeof item.from === 'string' &&
-    Array.isArray(item.to) &&
-    typeof item.subject === 'string'
-  );
-}
-
-function asItem(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : undefined;
 }

@@ -5,7 +5,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
-import { loadConfig, loadResourceNames, requireResource } from '../core/config.js';
+import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import { DynamoDueIndex } from '../store/dueIndex.js';
 import { createSweeperHandler, isIncomplete, SweepIncompleteError } from './createSweeperHandler.js';
 import type { SweepReport } from './sweep.js';
@@ -16,7 +16,7 @@ let sweepOnce: (() => Promise<SweepReport>) | undefined;
 
 function wire(): () => Promise<SweepReport> {
   const env = process.env;
-  const config = loadConfig(env, env.POSTDATE_LOCAL === 'true' ? 'local' : 'aws');
+  const config = loadConfig(env, configTargetOf(env));
   const names = loadResourceNames(env);
   return createSweeperHandler({
     dueIndex: new DynamoDueIndex(DynamoDBDocumentClient.from(new DynamoDBClient({})), names.tableName),

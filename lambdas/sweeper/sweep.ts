@@ -1,13 +1,11 @@
 import { isTerminal } from '../core/messageStatus.js';
 import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
+import type { Log } from '../ports/Log.js';
 import type { DueCursor, DueIndex } from '../store/dueIndex.js';
 import { INDEX_SHARDS } from '../store/tableLayout.js';
 
 /** The structured logger the sweeper writes to (Powertools Logger fits). */
-export interface SweepLog {
-  info(message: string, attributes: Record<string, unknown>): void;
-  warn(message: string, attributes: Record<string, unknown>): void;
-}
+export type SweepLog = Pick<Log, 'info' | 'warn'>;
 
 export interface SweepDeps {
   readonly dueIndex: DueIndex;

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, loadResourceNames, requireResource } from '../../lambdas/core/config.js';
+import {
+  ConfigError,
+  configTargetOf,
+  loadConfig,
+  loadResourceNames,
+  requireResource,
+} from '../../lambdas/core/config.js';
 
 const awsMinimum = {
   POSTDATE_DEFAULT_FROM: 'ops@example.com',
@@ -193,6 +199,15 @@ describe('configuration (DESIGN §8)', () => {
       const error = failure(() => requireResource(names, 'scheduleGroup', 'POSTDATE_SCHEDULE_GROUP'));
       expect(error.message).toBe('POSTDATE_SCHEDULE_GROUP: is required by this function');
     });
+  });
+});
+
+describe('configuration target', () => {
+  it('is local only when POSTDATE_LOCAL is exactly "true"', () => {
+    expect(configTargetOf({ POSTDATE_LOCAL: 'true' })).toBe('local');
+    expect(configTargetOf({})).toBe('aws');
+    expect(configTargetOf({ POSTDATE_LOCAL: '1' })).toBe('aws');
+    expect(configTargetOf({ POSTDATE_LOCAL: 'false' })).toBe('aws');
   });
 });
 

@@ -27,6 +27,19 @@ function fieldsOf(body: unknown, context = ctx): string[] {
 }
 
 describe('parseEnqueueRequest', () => {
+  it('says "is required" for a missing field and names the type for a wrong one, echoing no value', () => {
+    const errorsOf = (body: unknown) => {
+      const result = parseEnqueueRequest(body, ctx);
+      return result.ok ? [] : (result.problem.errors ?? []);
+    };
+    const { subject: _omitted, ...withoutSubject } = minimal;
+    expect(errorsOf(withoutSubject)).toEqual([{ field: '/subject', message: 'is required' }]);
+    expect(errorsOf({ ...minimal, subject: 4242 })).toEqual([
+      { field: '/subject', message: 'must be a string' },
+    ]);
+    expect(JSON.stringify(parseEnqueueRequest({ ...minimal, subject: 4242 }, ctx))).not.toContain('4242');
+  });
+
   it('accepts the minimal request and fills every default', () => {
     expect(parseEnqueueRequest(minimal, ctx)).toEqual({
       ok: true,

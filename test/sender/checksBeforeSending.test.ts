@@ -225,8 +225,8 @@ describe('the sender, before it sends', () => {
 
     expect(response.batchItemFailures).toEqual([]);
     expect(rig.received(message.id)).toEqual([]);
-    // Expired where the state machine lets the sender expire a dead message; otherwise left dead.
-    const expected = checkTransition('dead', 'expired', 'sender').allowed ? 'expired' : 'dead';
-    expect((await rig.state(message.id)).status).toBe(expected);
+    // There is no dead → expired (docs/decisions.md): the operator decides what a dead message becomes.
+    expect(checkTransition('dead', 'expired', 'sender').allowed).toBe(false);
+    expect((await rig.state(message.id)).status).toBe('dead');
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runWithConcurrency } from '../../lambdas/sender/runWithConcurrency.js';
+import { runWithConcurrency } from '../../lambdas/core/runWithConcurrency.js';
 import { tokenBucket } from '../../lambdas/sender/sendRateLimiter.js';
 
 describe('the send rate limit (POSTDATE_MAX_SEND_RATE), a token bucket on an injected clock', () => {

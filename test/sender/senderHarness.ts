@@ -8,6 +8,7 @@ import {
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { NodemailerMailer } from '../../lambdas/adapters/NodemailerMailer.js';
+import { SqsCopyVisibility } from '../../lambdas/adapters/SqsCopyVisibility.js';
 import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
 import {
   environmentSmtpCredentials,
@@ -16,7 +17,6 @@ import {
 import { encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import type { DispatchQueue, QueuedCopy } from '../../lambdas/ports/DispatchQueue.js';
 import type { Mailer } from '../../lambdas/ports/Mailer.js';
-import { SqsCopyVisibility } from '../../lambdas/sender/copyVisibility.js';
 import { createSenderHandler, type SenderDependencies } from '../../lambdas/sender/createSenderHandler.js';
 import type { SenderLog, SenderSettings } from '../../lambdas/sender/processCopy.js';
 import type {

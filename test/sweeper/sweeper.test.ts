@@ -157,8 +157,10 @@ describe('the sweeper', () => {
     const t = await setUp({ maxPerShard: 2, pageSize: 1 });
     // Three overdue messages in one shard of the due index.
     const ids: string[] = [];
-    for (let i = 0; ids.length < 3; i++) {
-      const record = stateRecord({ sendAt: seconds(t.t0, -100 + i), createdAt: t.t0 });
+    // send_at counts the ids found, not the tries: about 64 tries find one id of shard 5, and every
+    // one of the three must be overdue and older than the next.
+    while (ids.length < 3) {
+      const record = stateRecord({ sendAt: seconds(t.t0, -100 + ids.length), createdAt: t.t0 });
       if (shardOf(record.id, INDEX_SHARDS.due) !== 5) continue;
       await t.outbox.put(record);
       ids.push(record.id);

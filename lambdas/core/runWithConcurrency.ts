@@ -1,7 +1,7 @@
 /**
  * Runs `work` over `items` with at most `limit` at once and resolves with the results in input
- * order. `work` must not throw (the sender routes every failure to a result); if it does, the error
- * propagates after the others finished.
+ * order. `work` should not throw (the sender and the relay route every failure to a result); if it
+ * does, the first error propagates after every other item has finished.
  */
 export async function runWithConcurrency<T, R>(
   items: readonly T[],
