@@ -12,6 +12,7 @@ import type {
 } from 'aws-lambda';
 import type { Config } from '../core/config.js';
 import { errorForLog } from '../core/errorForLog.js';
+import { TENANT_PATTERN } from '../core/identifiers.js';
 import { isMessageId } from '../core/ids.js';
 import {
   parseEnqueueRequest,
@@ -21,7 +22,6 @@ import {
 } from '../core/messageSchema.js';
 import { isMessageStatus, type MessageStatus } from '../core/messageStatus.js';
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails, problem, validationProblem } from '../core/problem.js';
-import { TENANT_PATTERN } from '../outbox/outboxItems.js';
 import type { Log } from '../ports/Log.js';
 import { type ApiStore, type ShardPosition, shardCount, type TransitionResult } from '../store/apiStore.js';
 import { expiresAtAfter } from '../store/messageRecord.js';

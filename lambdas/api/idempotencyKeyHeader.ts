@@ -1,5 +1,5 @@
+import { IDEMPOTENCY_KEY_PATTERN } from '../core/identifiers.js';
 import { type ProblemDetails, problem } from '../core/problem.js';
-import { IDEMPOTENCY_KEY_PATTERN } from '../outbox/outboxItems.js';
 
 export type KeyRead =
   | { readonly ok: true; readonly key: string }

@@ -17,7 +17,7 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { TENANT_PATTERN } from '../outbox/outboxItems.js';
+import { TENANT_PATTERN } from '../core/identifiers.js';
 import { batchGetItems } from '../store/batchGetItems.js';
 import { INDEX, ITEM_SORT_KEY, KEY, PARTITION_PREFIX } from '../store/tableLayout.js';
 

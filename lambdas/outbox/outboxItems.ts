@@ -23,6 +23,7 @@
 import { createHash } from 'node:crypto';
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { fingerprint } from '../core/fingerprint.js';
+import { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/identifiers.js';
 import { newMessageId } from '../core/ids.js';
 import {
   type EnqueueContext,
@@ -53,11 +54,7 @@ export type TransactWriteItem = NonNullable<TransactWriteCommandInput['TransactI
 /** Where each outbox item sits in the returned array (to read a TransactionCanceledException's reasons). */
 export const OUTBOX_ITEM_INDEX = { state: 0, body: 1, guard: 2, groupHead: 3 } as const;
 
-/** A tenant: lower-case letters, digits, `_` and `-`, 1–64 characters, starting with a letter or digit. */
-export const TENANT_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
-
-/** Idempotency-Key: 1–255 printable ASCII characters (IETF httpapi Idempotency-Key draft). */
-export const IDEMPOTENCY_KEY_PATTERN = /^[\x20-\x7E]{1,255}$/;
+export { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/identifiers.js';
 
 const DEFAULT_RETENTION_DAYS = 30;
 /** How long after its retention a message's body must outlive it: the send DLQ's retention. */
