@@ -488,7 +488,7 @@ export function fingerprintSource(request: EnqueueRequest): Omit<EnqueueRequest,
 export function parseEnqueueRequest(body: unknown, ctx: EnqueueContext): Parsed<EnqueueRequest> {
   return guarded(() => {
     const parsed = EnqueueBodySchema.safeParse(body, PARSE_CONTEXT);
-    const hidden = prototypeKeyErrors(body);
+    const hidden = [...prototypeKeyErrors(body), ...illFormedStringErrors(body)];
     if (!parsed.success || hidden.length > 0) {
       const errors = parsed.success ? hidden : [...zodErrors(parsed.error), ...hidden];
       return { ok: false, problem: validationProblem(errors) };
@@ -629,6 +629,28 @@ function prototypeKeyErrors(body: unknown): FieldError[] {
     }
   }
   return errors;
+}
+
+/** A UTF-16 surrogate without its pair: valid in JSON (`"\\ud800"`), not Unicode, refused by DynamoDB. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const MAX_WALK_DEPTH = 8;
+
+/** Every string (value or name) in the body that is not well-formed Unicode, by its JSON Pointer. */
+function illFormedStringErrors(body: unknown, path: (string | number)[] = []): FieldError[] {
+  if (typeof body === 'string') {
+    return LONE_SURROGATE.test(body)
+      ? [{ field: jsonPointer(path), message: 'must be well-formed Unicode' }]
+      : [];
+  }
+  if (typeof body !== 'object' || body === null || path.length >= MAX_WALK_DEPTH) return [];
+  const entries: [string | number, unknown][] = Array.isArray(body)
+    ? body.map((item, index): [number, unknown] => [index, item])
+    : Object.entries(body);
+  return entries.flatMap(([name, value]) =>
+    typeof name === 'string' && LONE_SURROGATE.test(name)
+      ? [{ field: jsonPointer(path), message: 'has a field name that is not well-formed Unicode' }]
+      : illFormedStringErrors(value, [...path, name]),
+  );
 }
 
 function trimAll(list: readonly string[] | null | undefined): string[] {

@@ -390,3 +390,45 @@ describe('the other request bodies', () => {
     }
   });
 });
+
+describe('well-formed Unicode (found by the hostile-input run)', () => {
+  const ctx = {
+    now: new Date('2026-11-29T18:00:00Z'),
+    allowedFrom: ['*'],
+    defaultFrom: 'ops@example.com',
+    maxHorizonDays: 400,
+  };
+  const body = (extra: Record<string, unknown>) => ({
+    to: ['ada@example.com'],
+    subject: 'Hello',
+    text: 'Hi',
+    ...extra,
+  });
+
+  it('refuses a lone surrogate in the subject, which DynamoDB would refuse as invalid UTF-8', () => {
+    const parsed = parseEnqueueRequest(body({ subject: 'bad \ud800 subject' }), ctx);
+    expect(parsed.ok).toBe(false);
+    if (!parsed.ok)
+      expect(parsed.problem.errors).toContainEqual({
+        field: '/subject',
+        message: 'must be well-formed Unicode',
+      });
+  });
+
+  it('refuses one in a nested value and in a field name, naming where', () => {
+    const parsed = parseEnqueueRequest(
+      body({ tags: { kind: '\udc00' }, metadata: { ['k\ud800']: 'v' } }),
+      ctx,
+    );
+    expect(parsed.ok).toBe(false);
+    if (!parsed.ok) {
+      const fields = parsed.problem.errors?.map((error) => error.field);
+      expect(fields).toContain('/tags/kind');
+      expect(fields).toContain('/metadata');
+    }
+  });
+
+  it('accepts proper pairs such as emoji', () => {
+    expect(parseEnqueueRequest(body({ subject: 'Shipped 📦' }), ctx).ok).toBe(true);
+  });
+});
