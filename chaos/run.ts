@@ -1,0 +1,838 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { Command } from 'commander';
+import {
+  type SmtpBehaviour,
+  type SmtpReply,
+  startSmtpServer,
+  type TestSmtpServer,
+} from '../test/support/smtpServer.js';
+import { emitReport } from './check.js';
+import {
+  type AcceptedMessage,
+  type CheckResult,
+  checkRun,
+  type ExpectedFate,
+  type FinalView,
+  TERMINAL_STATUSES,
+} from './checker.js';
+import { type StackChild, type StackStats, startStackChild } from './stackChild.js';
+
+/**
+ * The chaos run (issue 8): N messages through the real local stack — run in a child process that
+ * is SIGKILLed and restarted on its data dir — while faults are injected, then the checker.
+ *
+ * Faults: SMTP 4xx/5xx at RCPT and after DATA, drops after the final dot, stalls past the socket
+ * timeout, AUTH refused (535) while the first stack process runs; duplicate and stale SQS copies;
+ * stream batches handed to the relay twice; DynamoDB throttling on a fraction of calls (SDK
+ * middleware); SIGKILL of the whole stack (the sender mid-send with it) and restart on the same
+ * data dir, where the sweeper must recover what SQS (memory only) lost.
+ */
+
+export interface ChaosOptions {
+  readonly messages: number;
+  readonly seed: number;
+  /**
+   * Give up waiting for terminal states this long after the last enqueue (the checker then counts
+   * the stragglers as lost).
+   */
+  readonly deadlineSeconds: number;
+  /** SIGKILLs of the stack during the run (each followed by a restart on the data dir). */
+  readonly kills: number;
+  /** Run the first stack process with a wrong SMTP password for this long (0: none). */
+  readonly authFailureSeconds: number;
+  readonly smtpFaultRate: number;
+  /** Stalls are costly (each ties a connection up for the 20 s socket timeout): their own rate. */
+  readonly stallRate: number;
+  readonly throttleRate: number;
+  readonly replayRate: number;
+  /** Extra copies of current payloads sent to the send queue, per accepted message. */
+  readonly duplicateCopyRate: number;
+  readonly concurrency: number;
+  /** POSTDATE_LEASE_SECONDS (default 30: longer than the 20 s SMTP socket timeout a stall runs into). */
+  readonly leaseSeconds?: number;
+  /** Multiplies the workload's delays (1: up to 40 s); the fast variant uses less. */
+  readonly timeScale?: number;
+  readonly reportPath: string;
+  readonly log?: (line: string) => void;
+}
+
+export interface ChaosOutcome {
+  readonly result: CheckResult;
+  readonly figures: Record<string, unknown>;
+  readonly exitCode: number;
+}
+
+/** A small deterministic PRNG (mulberry32), so a seed reproduces the workload and the fault script. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** The largest delay that goes straight to SQS in a run of time scale `scale` (8 s at 1). */
+export function directDelayMax(scale: number): number {
+  return Math.max(2, Math.round(8 * scale));
+}
+
+/**
+ * Compressed time: what takes minutes in AWS plays out in seconds (the delays of the workload are
+ * multiplied by `scale` too).
+ */
+export const compressedTime = (scale: number) => ({
+  ...COMPRESSED_TIME,
+  POSTDATE_DIRECT_DELAY_MAX_SECONDS: String(directDelayMax(scale)),
+});
+
+export const COMPRESSED_TIME = {
+  POSTDATE_DIRECT_DELAY_MAX_SECONDS: '8',
+  POSTDATE_SCHEDULE_LEAD_SECONDS: '1',
+  POSTDATE_RETRY_BASE_SECONDS: '1',
+  POSTDATE_RETRY_CAP_SECONDS: '3',
+  POSTDATE_LEASE_SECONDS: '30',
+  POSTDATE_SWEEP_GRACE_SECONDS: '3',
+  POSTDATE_MAX_ATTEMPTS: '8',
+  CHAOS_SWEEP_INTERVAL_MS: '2000',
+} as const;
+
+const SMTP_USER = 'chaos';
+const SMTP_PASSWORD = 'chaos-right-password';
+const API_KEY = 'pd_chaos-run-key-000001';
+
+type Kind = 'immediate' | 'short' | 'long' | 'cancel' | 'reschedule' | 'supersede' | 'group-fresh' | 'expire';
+
+interface Planned {
+  readonly index: number;
+  readonly kind: Kind;
+  readonly key: string;
+  readonly body: Record<string, unknown>;
+}
+
+interface Tracked {
+  readonly planned: Planned;
+  /** Which stack process answered the enqueue (and the follow-up), with what, when (for the report). */
+  acceptedBy: string;
+  /** When the message is due, from the enqueue's answer (ms). */
+  readonly sendAtMs: number;
+  id: string;
+  rev: number;
+  expectedFate: ExpectedFate;
+}
+
+/** The workload, reproducible from the seed. */
+export function planWorkload(count: number, random: () => number, runId: string, scale = 1): Planned[] {
+  const between = (low: number, high: number) => {
+    const [from, to] = [Math.round(low * scale), Math.round(high * scale)];
+    return from + Math.floor(random() * (to - from + 1));
+  };
+  const direct = directDelayMax(scale);
+  // Longer than the direct maximum: through the Scheduler emulator, fired `lead` early.
+  const later = () => direct + 2 + Math.floor(random() * Math.max(1, Math.round(22 * scale)));
+  const plans: Planned[] = [];
+  for (let index = 0; index < count; index += 1) {
+    const roll = random();
+    const kind: Kind =
+      roll < 0.33
+        ? 'immediate'
+        : roll < 0.6
+          ? 'short'
+          : roll < 0.8
+            ? 'long'
+            : roll < 0.85
+              ? 'cancel'
+              : roll < 0.9
+                ? 'reschedule'
+                : roll < 0.94
+                  ? 'supersede'
+                  : roll < 0.97
+                    ? 'group-fresh'
+                    : 'expire';
+    const body: Record<string, unknown> = {
+      to: [kind === 'expire' ? `expire-${index}@chaos.test` : `r${index}@chaos.test`],
+      subject: `chaos ${runId} #${index}`,
+      text: `message ${index} of chaos run ${runId}`,
+      tags: { kind },
+    };
+    if (random() < 0.1) body.on_ambiguous = 'hold';
+    switch (kind) {
+      case 'immediate':
+        break;
+      case 'short':
+        body.delay_seconds = 1 + Math.floor(random() * direct);
+        break;
+      case 'long':
+        body.delay_seconds = later();
+        break;
+      case 'cancel':
+        body.delay_seconds = between(20, 40);
+        break;
+      case 'reschedule':
+        body.delay_seconds = between(20, 40);
+        break;
+      case 'supersede':
+        body.delay_seconds = between(25, 40);
+        body.group = { key: `chaos-${runId}-g${index}`, version: 1 };
+        break;
+      case 'group-fresh':
+        body.delay_seconds = between(0, 5);
+        body.group = { key: `chaos-${runId}-fresh${index}`, version: 3 };
+        break;
+      case 'expire':
+        // send_at and not_after are set at enqueue time (see datedBody): due in 0–3 s, 4 s to live.
+        body.delay_seconds = between(0, 3);
+        break;
+    }
+    plans.push({ index, kind, key: `chaos-${runId}-${index}`, body });
+  }
+  return plans;
+}
+
+/** An expiring message gets absolute times when it is sent (the plan is made before the stack is up). */
+function datedBody(planned: Planned): Planned {
+  if (planned.kind !== 'expire') return planned;
+  const { delay_seconds: delay, ...rest } = planned.body;
+  const sendAt = Date.now() + Number(delay) * 1000;
+  return {
+    ...planned,
+    body: {
+      ...rest,
+      send_at: new Date(sendAt).toISOString(),
+      not_after: new Date(sendAt + 4000).toISOString(),
+    },
+  };
+}
+
+const reply = (code: number, message: string): SmtpReply => ({ code, message });
+
+/** The SMTP fault script: one behaviour per mail transaction, in order; the last one repeats. */
+export function smtpScript(
+  length: number,
+  random: () => number,
+  faultRate: number,
+  stallRate: number,
+): { behaviours: SmtpBehaviour[]; kinds: string[] } {
+  // Messages meant to expire: the relay refuses their recipient (451) until the deadline passes.
+  const expireRule = (address: string) =>
+    address.startsWith('expire-') ? reply(451, '4.2.1 Mailbox busy, try later') : undefined;
+  const behaviours: SmtpBehaviour[] = [];
+  const kinds: string[] = [];
+  const faults: [string, SmtpBehaviour][] = [
+    ['rcpt-451', { rcptTo: reply(451, '4.2.1 Try again later') }],
+    ['rcpt-550', { rcptTo: reply(550, '5.1.1 User unknown') }],
+    ['data-451', { rcptTo: expireRule, afterData: reply(451, '4.3.0 Temporary failure') }],
+    ['data-554', { rcptTo: expireRule, afterData: reply(554, '5.6.0 Content rejected') }],
+    ['data-drop', { rcptTo: expireRule, afterData: 'drop' }],
+    ['data-drop', { rcptTo: expireRule, afterData: 'drop' }],
+  ];
+  const stalls: [string, SmtpBehaviour][] = [
+    ['rcpt-stall', { rcptTo: 'stall' }],
+    ['data-stall', { rcptTo: expireRule, afterData: 'stall' }],
+  ];
+  for (let index = 0; index < length; index += 1) {
+    const roll = random();
+    const pick =
+      roll < stallRate
+        ? stalls[Math.floor(random() * stalls.length)]
+        : roll < stallRate + faultRate
+          ? faults[Math.floor(random() * faults.length)]
+          : undefined;
+    kinds.push(pick?.[0] ?? 'accept');
+    behaviours.push(pick?.[1] ?? { rcptTo: expireRule });
+  }
+  kinds.push('accept');
+  behaviours.push({ rcptTo: expireRule });
+  return { behaviours, kinds };
+}
+
+/** The stack process that is up now; requests wait for it across kills and restarts. */
+class CurrentStack {
+  private child: StackChild | undefined;
+  private ready: Promise<StackChild> | undefined;
+  private readonly retired: StackStats[] = [];
+
+  constructor(private readonly env: () => Record<string, string>) {}
+
+  /** Starts a stack process; a failed start (e.g. a handler mid-edit in a shared checkout) is tried again. */
+  async start(): Promise<StackChild> {
+    for (let attempt = 1; ; attempt += 1) {
+      this.ready = startStackChild(this.env());
+      try {
+        this.child = await this.ready;
+        return this.child;
+      } catch (error) {
+        this.ready = undefined;
+        if (attempt >= 3) throw error;
+        await sleep(2000);
+      }
+    }
+  }
+
+  async get(): Promise<StackChild> {
+    for (;;) {
+      if (this.child) return this.child;
+      if (this.ready) return this.ready;
+      await sleep(100);
+    }
+  }
+
+  async kill(): Promise<void> {
+    const child = this.child;
+    this.child = undefined;
+    this.ready = undefined;
+    if (!child) return;
+    await child.kill();
+    this.retired.push(child.stats());
+  }
+
+  async stop(): Promise<void> {
+    const child = this.child;
+    this.child = undefined;
+    this.ready = undefined;
+    if (!child) return;
+    await child.stop();
+    this.retired.push(child.stats());
+  }
+
+  totals(): { throttled: number; dynamodbCalls: number; replayedBatches: number; replayedRecords: number } {
+    const all = [...this.retired, ...(this.child ? [this.child.stats()] : [])];
+    return {
+      throttled: all.reduce((sum, stats) => sum + stats.throttled, 0),
+      dynamodbCalls: all.reduce((sum, stats) => sum + stats.dynamodbCalls, 0),
+      replayedBatches: all.reduce((sum, stats) => sum + stats.replays.batches, 0),
+      replayedRecords: all.reduce((sum, stats) => sum + stats.replays.records, 0),
+    };
+  }
+}
+
+interface ApiAnswer {
+  readonly pid: number;
+  readonly tries: number;
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+  readonly headers: Headers;
+}
+
+/**
+ * One API call, retried through kills and restarts (a connection error, a 5xx such as a throttle the
+ * SDK gave up on): safe because every call the run makes is idempotent (enqueue by its key).
+ */
+async function callApi(
+  stacks: CurrentStack,
+  method: string,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+  counters?: { retries: number; serverErrors: number },
+): Promise<ApiAnswer> {
+  for (let attempt = 0; ; attempt += 1) {
+    const stack = await stacks.get();
+    try {
+      const response = await fetch(`${stack.endpoints.apiUrl}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${stack.endpoints.apiKey}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...headers,
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        signal: AbortSignal.timeout(30_000),
+      });
+      const text = await response.text();
+      if (response.status >= 500) {
+        if (counters) counters.serverErrors += 1;
+        throw new Error(`${response.status} ${text.slice(0, 200)}`);
+      }
+      return {
+        pid: stack.endpoints.pid,
+        tries: attempt + 1,
+        status: response.status,
+        body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
+        headers: response.headers,
+      };
+    } catch (error) {
+      if (counters) counters.retries += 1;
+      if (attempt > 200) throw error;
+      await sleep(250);
+    }
+  }
+}
+
+async function forEachConcurrently<T>(
+  items: readonly T[],
+  concurrency: number,
+  work: (item: T) => Promise<void>,
+) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (;;) {
+        const item = items[next];
+        next += 1;
+        if (item === undefined) return;
+        await work(item);
+      }
+    }),
+  );
+}
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
+  const log = options.log ?? ((line: string) => console.log(line));
+  const startedAt = Date.now();
+  const random = seededRandom(options.seed);
+  const runId = `${options.seed.toString(36)}${startedAt.toString(36)}`;
+  const dataDir = mkdtempSync(join(tmpdir(), 'postdate-chaos-'));
+  const smtp: TestSmtpServer = await startSmtpServer({
+    credentials: { username: SMTP_USER, password: SMTP_PASSWORD },
+  });
+  const script = smtpScript(options.messages * 3, random, options.smtpFaultRate, options.stallRate);
+  smtp.script(...script.behaviours);
+
+  let authPhase = options.authFailureSeconds > 0;
+  const scale = options.timeScale ?? 1;
+  const stacks = new CurrentStack(() => ({
+    ...compressedTime(scale),
+    POSTDATE_LEASE_SECONDS: String(options.leaseSeconds ?? 30),
+    CHAOS_DATA_DIR: dataDir,
+    CHAOS_THROTTLE_RATE: String(options.throttleRate),
+    CHAOS_REPLAY_RATE: String(options.replayRate),
+    POSTDATE_API_KEY: API_KEY,
+    SMTP_HOST: smtp.host,
+    SMTP_PORT: String(smtp.port),
+    SMTP_USER,
+    SMTP_PASS: authPhase ? 'chaos-wrong-password' : SMTP_PASSWORD,
+    POWERTOOLS_LOG_LEVEL: 'ERROR',
+  }));
+
+  const counters = { retries: 0, serverErrors: 0 };
+  const figures = {
+    replayedEnqueues: 0,
+    replayMismatches: [] as string[],
+    cancelsAccepted: 0,
+    cancelsRefused: 0,
+    reschedulesAccepted: 0,
+    reschedulesRefused: 0,
+    groupsRaised: 0,
+    lateGroupRaises: 0,
+    expiringRefused: 0,
+    duplicateCopies: 0,
+    staleCopies: 0,
+    kills: [] as { atSeconds: number; statesBefore: Record<string, number> }[],
+  };
+  const tracked: Tracked[] = [];
+  let finished = false;
+  try {
+    let stack = await stacks.start();
+    log(
+      `chaos: stack up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s (${stack.endpoints.apiUrl}), ${options.messages} messages, seed ${options.seed}`,
+    );
+
+    const plans = planWorkload(options.messages, random, runId, scale);
+    let enqueued = 0;
+
+    // Duplicate (and stale) SQS copies while the run goes on.
+    const duplicator = (async () => {
+      let sqs: { client: SQSClient; endpoint: string } | undefined;
+      while (!finished) {
+        await sleep(200);
+        const current = await stacks.get();
+        if (!sqs || sqs.endpoint !== current.endpoints.sqsEndpoint) {
+          sqs?.client.destroy();
+          sqs = {
+            endpoint: current.endpoints.sqsEndpoint,
+            client: new SQSClient({
+              region: 'us-east-1',
+              endpoint: current.endpoints.sqsEndpoint,
+              credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+              maxAttempts: 1,
+            }),
+          };
+        }
+        const wanted = Math.ceil(tracked.length * options.duplicateCopyRate * 0.02);
+        for (let index = 0; index < wanted && tracked.length > 0; index += 1) {
+          const message = tracked[Math.floor(random() * tracked.length)];
+          if (!message) continue;
+          const stale = message.rev > 1 && random() < 0.5;
+          const rev = stale ? message.rev - 1 : message.rev;
+          try {
+            await sqs.client.send(
+              new SendMessageCommand({
+                QueueUrl: current.endpoints.sendQueueUrl,
+                MessageBody: JSON.stringify({ v: 1, id: message.id, rev }),
+                DelaySeconds: Math.floor(random() * 5),
+              }),
+            );
+            if (stale) figures.staleCopies += 1;
+            else figures.duplicateCopies += 1;
+          } catch {
+            // The stack is being killed; the next round uses the new one.
+          }
+        }
+      }
+      sqs?.client.destroy();
+    })();
+
+    // Kills and restarts, spread over the enqueue phase.
+    // The kill that ends the AUTH-failure phase counts as one of `kills`.
+    const midRunKills = Math.max(0, options.kills - (authPhase ? 1 : 0));
+    const killPoints = Array.from({ length: midRunKills }, (_, index) =>
+      Math.floor((options.messages * (index + 1)) / (midRunKills + 1)),
+    );
+    const chaosMonkey = (async () => {
+      if (authPhase) {
+        await sleep(options.authFailureSeconds * 1000);
+        authPhase = false;
+        log(
+          `chaos: SIGKILL of the stack ending the AUTH-failure phase (${smtp.authAttempts.filter((a) => !a.ok).length} logins refused)`,
+        );
+        figures.kills.push({
+          atSeconds: (Date.now() - startedAt) / 1000,
+          statesBefore: await statesNow(stacks),
+        });
+        await stacks.kill();
+        stack = await stacks.start();
+      }
+      for (const point of killPoints) {
+        while (enqueued < point && !finished) await sleep(100);
+        if (finished) return;
+        // Wait (a little) until messages are in every non-final state, so that the kill lands
+        // with some scheduled, some mid-send, some backing off and some sent.
+        let states = await statesNow(stacks);
+        const waitUntil = Date.now() + 10_000;
+        while (!finished && Date.now() < waitUntil && Object.values(states).some((count) => count === 0)) {
+          await sleep(200);
+          states = await statesNow(stacks);
+        }
+        figures.kills.push({ atSeconds: (Date.now() - startedAt) / 1000, statesBefore: states });
+        log(
+          `chaos: SIGKILL of the stack at ${enqueued}/${options.messages} enqueued (${describeStates(states)})`,
+        );
+        await stacks.kill();
+        stack = await stacks.start();
+        log(`chaos: stack restarted on the data dir (${stack.endpoints.apiUrl})`);
+      }
+    })();
+
+    await forEachConcurrently(plans, options.concurrency, async (plan) => {
+      const planned = datedBody(plan);
+      const answer = await callApi(
+        stacks,
+        'POST',
+        '/v1/messages',
+        planned.body,
+        { 'idempotency-key': planned.key },
+        counters,
+      );
+      if (answer.status === 400 && planned.kind === 'expire') {
+        // Its 4 s window passed while a kill held the request up: the API rightly refuses a
+        // not_after in the past. Not accepted, so not tracked (its recipient never accepts mail).
+        figures.expiringRefused += 1;
+        return;
+      }
+      if (answer.status !== 202 && answer.status !== 200)
+        throw new Error(
+          `enqueue #${planned.index} answered ${answer.status}: ${JSON.stringify(answer.body)}`,
+        );
+      const message: Tracked = {
+        planned,
+        acceptedBy: `${answer.status} from stack process ${answer.pid} after ${answer.tries} tr${answer.tries === 1 ? 'y' : 'ies'} at ${new Date().toISOString()}`,
+        sendAtMs: Date.parse(String(answer.body.send_at)),
+        id: String(answer.body.id),
+        rev: Number(answer.body.rev ?? 1),
+        expectedFate:
+          planned.kind === 'supersede' ? 'superseded' : planned.kind === 'expire' ? 'expired' : 'send',
+      };
+      tracked.push(message);
+      enqueued += 1;
+      if (random() < 0.05) {
+        const again = await callApi(
+          stacks,
+          'POST',
+          '/v1/messages',
+          planned.body,
+          { 'idempotency-key': planned.key },
+          counters,
+        );
+        figures.replayedEnqueues += 1;
+        if (again.status !== 200 || again.body.id !== message.id) figures.replayMismatches.push(planned.key);
+      }
+      await followUp(stacks, message, random, figures, counters);
+    });
+    log(
+      `chaos: ${tracked.length} accepted in ${((Date.now() - startedAt) / 1000).toFixed(1)} s; waiting for terminal states`,
+    );
+    await chaosMonkey;
+
+    const deadline = Date.now() + options.deadlineSeconds * 1000;
+    let pending = await nonTerminal(stacks);
+    while (pending > 0 && Date.now() < deadline) {
+      await sleep(2000);
+      pending = await nonTerminal(stacks);
+      log(`chaos: ${pending} not terminal yet (${((Date.now() - startedAt) / 1000).toFixed(0)} s)`);
+    }
+    // Let copies still in flight (a duplicate being read by the server) land in the SMTP log.
+    await sleep(1500);
+    finished = true;
+    await duplicator;
+
+    const views: Record<string, FinalView | null> = {};
+    await forEachConcurrently(tracked, options.concurrency * 2, async (message) => {
+      const answer = await callApi(stacks, 'GET', `/v1/messages/${message.id}`, undefined, {}, counters);
+      if (answer.status !== 200) message.acceptedBy += `; final GET answered ${answer.status}`;
+      views[message.id] =
+        answer.status === 200
+          ? {
+              id: message.id,
+              status: String(answer.body.status),
+              history: (answer.body.history as FinalView['history'] | undefined) ?? [],
+            }
+          : null;
+    });
+    const totals = stacks.totals();
+    await stacks.stop();
+
+    const accepted: AcceptedMessage[] = tracked.map((message) => ({
+      id: message.id,
+      idempotencyKey: message.planned.key,
+      expectedFate: message.expectedFate,
+      acceptedBy: message.acceptedBy,
+    }));
+    const smtpLog = smtp.received.map((copy) => ({
+      postdateId: copy.postdateId,
+      messageId: copy.messageId,
+      outcome: copy.outcome,
+    }));
+    const result = checkRun({ accepted, views, smtpLog });
+    const used = script.kinds.slice(0, smtp.transactions);
+    const smtpFaults: Record<string, number> = {};
+    for (const kind of used) smtpFaults[kind] = (smtpFaults[kind] ?? 0) + 1;
+    const report = {
+      run: {
+        messages: options.messages,
+        seed: options.seed,
+        seconds: Math.round((Date.now() - startedAt) / 100) / 10,
+        compressedTime: compressedTime(scale),
+        timeScale: scale,
+        workload: countBy(tracked.map((message) => message.planned.kind)),
+      },
+      faults: {
+        smtpTransactions: smtp.transactions,
+        smtpScript: smtpFaults,
+        authRefused: smtp.authAttempts.filter((attempt) => !attempt.ok).length,
+        duplicateSqsCopies: figures.duplicateCopies,
+        staleSqsCopies: figures.staleCopies,
+        dynamodbThrottled: totals.throttled,
+        dynamodbCalls: totals.dynamodbCalls,
+        replayedStreamBatches: totals.replayedBatches,
+        replayedStreamRecords: totals.replayedRecords,
+        stackKills: figures.kills,
+        apiRetries: counters.retries,
+        api5xx: counters.serverErrors,
+      },
+      client: {
+        replayedEnqueues: figures.replayedEnqueues,
+        replayMismatches: figures.replayMismatches,
+        cancelsAccepted: figures.cancelsAccepted,
+        cancelsRefused: figures.cancelsRefused,
+        reschedulesAccepted: figures.reschedulesAccepted,
+        reschedulesRefused: figures.reschedulesRefused,
+        groupsRaised: figures.groupsRaised,
+        lateGroupRaises: figures.lateGroupRaises,
+        expiringRefused: figures.expiringRefused,
+      },
+      // The SMTP log in full, so that `tsx chaos/check.ts` can check the run again.
+      input: { accepted, views, smtpLog },
+    };
+    log(
+      `chaos: faults: smtp ${JSON.stringify(smtpFaults)}, AUTH refused ${report.faults.authRefused}, ` +
+        `dup copies ${figures.duplicateCopies}, stale copies ${figures.staleCopies}, throttled ${totals.throttled}/${totals.dynamodbCalls} DynamoDB calls, ` +
+        `replayed stream batches ${totals.replayedBatches}, kills ${figures.kills.length}, API 5xx ${counters.serverErrors}`,
+    );
+    let exitCode = emitReport(
+      result,
+      options.reportPath,
+      report,
+      `Postdate chaos run (${options.messages} messages, seed ${options.seed})`,
+      log,
+    );
+    if (figures.replayMismatches.length > 0) {
+      log(
+        `chaos: FAIL: ${figures.replayMismatches.length} idempotent replays did not return the original message`,
+      );
+      exitCode = 1;
+    }
+    return { result, figures: report, exitCode };
+  } finally {
+    finished = true;
+    await stacks.kill().catch(() => undefined);
+    await smtp.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Cancels, reschedules and group raises, right after the enqueue; the expectation follows the answer. */
+async function followUp(
+  stacks: CurrentStack,
+  message: Tracked,
+  random: () => number,
+  figures: {
+    cancelsAccepted: number;
+    cancelsRefused: number;
+    reschedulesAccepted: number;
+    reschedulesRefused: number;
+    groupsRaised: number;
+    lateGroupRaises: number;
+  },
+  counters: { retries: number; serverErrors: number },
+): Promise<void> {
+  switch (message.planned.kind) {
+    case 'cancel': {
+      const answer = await callApi(stacks, 'DELETE', `/v1/messages/${message.id}`, undefined, {}, counters);
+      if (answer.status === 200) {
+        message.expectedFate = 'cancelled';
+        figures.cancelsAccepted += 1;
+      } else figures.cancelsRefused += 1;
+      return;
+    }
+    case 'reschedule': {
+      const sendAt = new Date(Date.now() + (2 + Math.floor(random() * 14)) * 1000).toISOString();
+      const answer = await callApi(
+        stacks,
+        'PATCH',
+        `/v1/messages/${message.id}`,
+        { send_at: sendAt },
+        {},
+        counters,
+      );
+      if (answer.status === 200) {
+        message.rev = Number(answer.body.rev ?? message.rev + 1);
+        figures.reschedulesAccepted += 1;
+      } else figures.reschedulesRefused += 1;
+      return;
+    }
+    case 'supersede': {
+      const group = message.planned.body.group as { key: string };
+      const answer = await callApi(
+        stacks,
+        'PUT',
+        `/v1/groups/${encodeURIComponent(group.key)}`,
+        { version: 2 },
+        {},
+        counters,
+      );
+      if (answer.status !== 200) throw new Error(`PUT group answered ${answer.status}`);
+      figures.groupsRaised += 1;
+      message.acceptedBy += `; group raised by process ${answer.pid} at ${new Date().toISOString()}`;
+      // The sender checks the group just before sending: a raise the client saw answered only
+      // shortly before the message was due (a kill delayed it) may or may not come in time.
+      if (Date.now() > message.sendAtMs - 2000) {
+        message.expectedFate = 'send-or-superseded';
+        figures.lateGroupRaises += 1;
+      }
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+const NON_TERMINAL = ['scheduled', 'sending', 'retrying'] as const;
+
+/** How many messages are not terminal, from the API's listing by status (paged). */
+async function nonTerminal(stacks: CurrentStack): Promise<number> {
+  let total = 0;
+  for (const status of NON_TERMINAL) total += await countStatus(stacks, status, Number.POSITIVE_INFINITY);
+  return total;
+}
+
+async function statesNow(stacks: CurrentStack): Promise<Record<string, number>> {
+  const states: Record<string, number> = {};
+  for (const status of [...NON_TERMINAL, 'sent']) states[status] = await countStatus(stacks, status, 500);
+  return states;
+}
+
+async function countStatus(stacks: CurrentStack, status: string, atMost: number): Promise<number> {
+  let count = 0;
+  let cursor: string | undefined;
+  do {
+    const query = `status=${status}&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+    const answer = await callApi(stacks, 'GET', `/v1/messages?${query}`, undefined);
+    const items = answer.body.items;
+    count += Array.isArray(items) ? items.length : 0;
+    cursor = typeof answer.body.next_cursor === 'string' ? answer.body.next_cursor : undefined;
+  } while (cursor && count < atMost);
+  return count;
+}
+
+function describeStates(states: Record<string, number>): string {
+  return Object.entries(states)
+    .map(([status, count]) => `${status} ${count >= 500 ? '500+' : count}`)
+    .join(', ');
+}
+
+function countBy(values: readonly string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const value of values) counts[value] = (counts[value] ?? 0) + 1;
+  return counts;
+}
+
+void TERMINAL_STATUSES;
+
+async function main(argv: readonly string[]): Promise<number> {
+  const program = new Command('chaos')
+    .option('--messages <n>', 'messages to send', '10000')
+    .option('--seed <n>', 'seed of the workload and the fault script', String(Date.now() % 1_000_000))
+    .option(
+      '--deadline <seconds>',
+      'seconds to wait for terminal states after the last enqueue (default: max(120, N/10))',
+    )
+    .option('--kills <n>', 'SIGKILLs of the stack (including the one ending the AUTH-failure phase)', '3')
+    .option('--auth-failure-seconds <n>', 'how long the first stack logs in with a wrong SMTP password', '8')
+    .option('--smtp-fault-rate <r>', 'fraction of SMTP transactions with a 4xx/5xx/drop fault', '0.12')
+    .option('--stall-rate <r>', 'fraction of SMTP transactions that stall past the timeout', '0.003')
+    .option('--throttle-rate <r>', 'fraction of DynamoDB calls throttled', '0.03')
+    .option('--replay-rate <r>', 'fraction of stream batches handed to the relay twice', '0.3')
+    .option('--duplicate-rate <r>', 'extra SQS copies per message', '0.3')
+    .option('--concurrency <n>', 'client requests in flight', '8')
+    .option('--time-scale <x>', 'multiplies the delays of the workload', '1')
+    .option(
+      '--out <file>',
+      'JSON report',
+      join(
+        dirname(fileURLToPath(import.meta.url)),
+        'reports',
+        `chaos-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
+      ),
+    )
+    .parse(['node', 'chaos', ...argv]);
+  const opts = program.opts<Record<string, string | undefined>>();
+  const messages = Number(opts.messages);
+  const outcome = await runChaos({
+    messages,
+    seed: Number(opts.seed),
+    deadlineSeconds: Number(opts.deadline ?? Math.max(120, Math.ceil(messages / 10))),
+    kills: Number(opts.kills),
+    authFailureSeconds: Number(opts.authFailureSeconds),
+    smtpFaultRate: Number(opts.smtpFaultRate),
+    stallRate: Number(opts.stallRate),
+    throttleRate: Number(opts.throttleRate),
+    replayRate: Number(opts.replayRate),
+    duplicateCopyRate: Number(opts.duplicateRate),
+    concurrency: Number(opts.concurrency),
+    timeScale: Number(opts.timeScale),
+    reportPath: String(opts.out),
+  });
+  return outcome.exitCode;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  process.exitCode = await main(process.argv.slice(2));
+}

@@ -1,0 +1,100 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+/** What a started stack process reports (its `CHAOS-READY` line). */
+export interface StackEndpoints {
+  readonly pid: number;
+  readonly apiUrl: string;
+  readonly apiKey: string;
+  readonly sqsEndpoint: string;
+  readonly dynamodbEndpoint: string;
+  readonly tableName: string;
+  readonly sendQueueUrl: string;
+}
+
+export interface StackStats {
+  readonly throttled: number;
+  readonly dynamodbCalls: number;
+  readonly replays: { readonly batches: number; readonly records: number };
+}
+
+export interface StackChild {
+  readonly endpoints: StackEndpoints;
+  /** The last stats line it printed (a killed process cannot report at exit). */
+  stats(): StackStats;
+  /** SIGKILL to the whole process group: the tsx wrapper, node, and DynamoDB Local's JVM. */
+  kill(): Promise<void>;
+  /** SIGTERM: a clean stop. */
+  stop(): Promise<void>;
+}
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const EMPTY_STATS: StackStats = { throttled: 0, dynamodbCalls: 0, replays: { batches: 0, records: 0 } };
+
+/**
+ * Starts `chaos/stackProcess.ts` under tsx in its own process group (so that a SIGKILL reaches the
+ * JVM too) and resolves once it printed `CHAOS-READY`.
+ */
+export function startStackChild(env: Record<string, string>, timeoutMs = 120_000): Promise<StackChild> {
+  const child: ChildProcess = spawn(
+    join(ROOT, 'node_modules', '.bin', 'tsx'),
+    [join(ROOT, 'chaos', 'stackProcess.ts')],
+    {
+      cwd: ROOT,
+      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    },
+  );
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let lastStats: StackStats = EMPTY_STATS;
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      killGroup(child);
+      reject(new Error(`the stack process was not ready within ${timeoutMs} ms:\n${stderr}`));
+    }, timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the stack process exited (${code}) before it was ready:\n${stderr}`));
+    });
+    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+    lines.on('line', (line) => {
+      if (line.startsWith('CHAOS-STATS ')) {
+        lastStats = JSON.parse(line.slice('CHAOS-STATS '.length)) as StackStats;
+      } else if (line.startsWith('CHAOS-READY ')) {
+        clearTimeout(timer);
+        const endpoints = JSON.parse(line.slice('CHAOS-READY '.length)) as StackEndpoints;
+        resolve({
+          endpoints,
+          stats: () => lastStats,
+          async kill() {
+            killGroup(child);
+            await exited;
+          },
+          async stop() {
+            if (child.pid !== undefined) process.kill(child.pid, 'SIGTERM');
+            const timeout = setTimeout(() => killGroup(child), 30_000);
+            await exited;
+            clearTimeout(timeout);
+            killGroup(child);
+          },
+        });
+      }
+    });
+  });
+}
+
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // The group is already gone.
+  }
+}

@@ -1,0 +1,121 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import { loadConfig } from '../lambdas/core/config.js';
+import { RELAY_STREAM_FILTER } from '../lambdas/store/tableLayout.js';
+import { lambdaContext } from '../local/http/lambdaContext.js';
+import { startLocalStack } from '../local/localStack.js';
+import { startStreamRunner } from '../local/runners/streamRunner.js';
+import { installDynamoDbThrottling, type ThrottleStats } from './throttleMiddleware.js';
+
+/**
+ * The local stack in its own process, so that the chaos and restart runs can SIGKILL it (with its
+ * DynamoDB Local JVM: the parent kills the whole process group) and start it again on the same data
+ * dir. Configuration comes from the environment exactly as for `npm start`, plus:
+ *
+ * - `CHAOS_DATA_DIR`: the data dir (required);
+ * - `CHAOS_SWEEP_INTERVAL_MS`: how often the sweeper runs (default 2000);
+ * - `CHAOS_THROTTLE_RATE`: the fraction of DynamoDB calls that throw a throttling error before they
+ *   are sent (an SDK middleware; default 0);
+ * - `CHAOS_REPLAY_RATE`: the fraction of stream batches handed to the relay a second time, by a
+ *   second event source over the same stream (default 0).
+ *
+ * It prints one `CHAOS-READY {json}` line when the API answers, then `CHAOS-STATS {json}` every
+ * half second (the parent keeps the last one it saw: a killed process cannot report at exit).
+ */
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+function rate(name: string): number {
+  const value = Number(process.env[name] ?? '0');
+  if (!Number.isFinite(value) || value < 0 || value > 1)
+    throw new Error(`${name}: must be a number in [0, 1]`);
+  return value;
+}
+
+async function main(): Promise<void> {
+  const dataDir = process.env.CHAOS_DATA_DIR;
+  if (!dataDir) throw new Error('CHAOS_DATA_DIR is required');
+  const config = loadConfig(process.env, 'local');
+  const stack = await startLocalStack({
+    config,
+    dataDir,
+    ports: { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 },
+    quiet: true,
+    sweepIntervalMs: Number(process.env.CHAOS_SWEEP_INTERVAL_MS ?? '2000'),
+  });
+
+  const throttle: ThrottleStats = installDynamoDbThrottling(rate('CHAOS_THROTTLE_RATE'), Math.random);
+
+  // A second event source over the same stream: the relay sees a fraction of the batches twice,
+  // as it does in AWS when a batch is retried after a partial success or a timeout.
+  const replayRate = rate('CHAOS_REPLAY_RATE');
+  const replays = { batches: 0, records: 0 };
+  let replayRunner: { stop(): Promise<void> } | undefined;
+  const relayFile = join(ROOT, 'lambdas', 'relay', 'handler.ts');
+  if (replayRate > 0 && existsSync(relayFile)) {
+    type RelayModule = {
+      handler: (event: DynamoDBStreamEvent, context: unknown) => Promise<DynamoDBBatchResponse | undefined>;
+    };
+    const relayModule = await (
+      import(`${pathToFileURL(relayFile).href}?chaos-replay`) as Promise<RelayModule>
+    ).catch((error: unknown) => {
+      process.stderr.write(
+        `CHAOS-WARN no stream replays: the relay handler failed to load: ${String(error)}\n`,
+      );
+      return undefined;
+    });
+    if (relayModule)
+      replayRunner = startStreamRunner({
+        dynamodbEndpoint: stack.dynamodbEndpoint,
+        streamArn: stack.streamArn,
+        filter: RELAY_STREAM_FILTER,
+        batchSize: 100,
+        maxAttempts: 2,
+        startingPosition: 'TRIM_HORIZON',
+        pollIntervalMs: 300,
+        log: () => undefined,
+        handler: async (event) => {
+          if (Math.random() >= replayRate) return undefined;
+          replays.batches += 1;
+          replays.records += event.Records.length;
+          return relayModule.handler(event, lambdaContext('postdate-relay-replay', 60_000));
+        },
+      });
+  }
+
+  const stats = () => ({ throttled: throttle.throttled, dynamodbCalls: throttle.calls, replays });
+  const ticker = setInterval(() => process.stdout.write(`CHAOS-STATS ${JSON.stringify(stats())}\n`), 500);
+  process.stdout.write(
+    `CHAOS-READY ${JSON.stringify({
+      pid: process.pid,
+      apiUrl: stack.apiUrl,
+      apiKey: stack.apiKey,
+      sqsEndpoint: stack.sqsEndpoint,
+      dynamodbEndpoint: stack.dynamodbEndpoint,
+      tableName: stack.tableName,
+      sendQueueUrl: stack.queueUrls.send,
+    })}\n`,
+  );
+
+  const stop = async () => {
+    clearInterval(ticker);
+    process.stdout.write(`CHAOS-STATS ${JSON.stringify(stats())}\n`);
+    await replayRunner?.stop();
+    await stack.stop();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void stop());
+  process.once('SIGINT', () => void stop());
+  // Keep the process alive until a signal.
+  for (;;) await sleep(60_000);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(
+    `CHAOS-ERROR ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+  process.exit(1);
+});
