@@ -30,8 +30,8 @@ export interface EnqueueInput {
 }
 
 /**
- * One enqueue body. `tags`, `metadata` and `headers` are never empty: an empty map in a stream
- * record currently stops the local stream runner (reported; see docs/benchmarks.md).
+ * One enqueue body. `tags`, `metadata` and `headers` are never empty, as in the first recorded runs
+ * (docs/benchmarks.md), so that later runs compare with them.
  */
 export function enqueueBody(input: EnqueueInput): string {
   return JSON.stringify({
