@@ -416,10 +416,7 @@ describe('well-formed Unicode (found by the hostile-input run)', () => {
   });
 
   it('refuses one in a nested value and in a field name, naming where', () => {
-    const parsed = parseEnqueueRequest(
-      body({ tags: { kind: '\udc00' }, metadata: { 'k\ud800': 'v' } }),
-      ctx,
-    );
+    const parsed = parseEnqueueRequest(body({ tags: { kind: '\udc00' }, metadata: { 'k\ud800': 'v' } }), ctx);
     expect(parsed.ok).toBe(false);
     if (!parsed.ok) {
       const fields = parsed.problem.errors?.map((error) => error.field);
