@@ -20,7 +20,9 @@ export class FireTimers {
     const timer = setTimeout(
       () => {
         this.#timers.delete(key);
-        if (wait > MAX_TIMEOUT_MS) this.arm(key, atMs);
+        // Beyond setTimeout's limit, or a millisecond early (timers run on a monotonic clock that
+        // Date.now() can be ahead of): arm again for the rest, so nothing ever fires before its time.
+        if (this.now() < atMs) this.arm(key, atMs);
         else this.onDue(key);
       },
       Math.min(wait, MAX_TIMEOUT_MS),
