@@ -284,21 +284,21 @@ class CurrentStack {
     }
   }
 
-  async kill(): Promise<void> {
-    const child = this.child;
-    this.child = undefined;
-    this.ready = undefined;
-    if (!child) return;
-    await child.kill();
-    this.retired.push(child.stats());
+  /** SIGKILL the stack's whole process group, as a crash would. */
+  kill(): Promise<void> {
+    return this.retire('kill');
   }
 
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
+    return this.retire('stop');
+  }
+
+  private async retire(how: 'kill' | 'stop'): Promise<void> {
     const child = this.child;
     this.child = undefined;
     this.ready = undefined;
     if (!child) return;
-    await child.stop();
+    await child[how]();
     this.retired.push(child.stats());
   }
 

@@ -242,6 +242,21 @@ class CopyRun {
 
   private async send(claimed: MessageStateRecord, owner: string): Promise<CopyVerdict> {
     const { deps } = this;
+    // Check, claim, check again: a group raised between the first read and our claim must still win
+    // ("approved" is never sent after "paused"). Only grouped messages pay this second read.
+    if (claimed.group !== null && claimed.group !== undefined) {
+      const head = await deps.store.readGroupVersion(claimed.tenant, claimed.group.key);
+      if (head !== undefined && head > claimed.group.version) {
+        const result = await deps.store.settleUnsent({
+          observed: claimed,
+          owner,
+          to: 'superseded',
+          now: deps.now(),
+          retentionDays: deps.settings.retentionDays,
+        });
+        return this.settled(result, 'superseded', SENDER_METRIC.superseded);
+      }
+    }
     const body = await deps.store.readBody(this.id);
     if (body === undefined) {
       const missing = missingBodyRecord(deps.now());

@@ -66,6 +66,8 @@ export interface SettleUnsentInput {
   readonly interruptedAttempt?: AttemptRecord;
   readonly lastError?: LastError;
   readonly retentionDays: number;
+  /** Set when the record is `sending` under our own lease (a check after our claim). */
+  readonly owner?: string;
 }
 
 export interface SenderStore {
@@ -147,6 +149,7 @@ export class DynamoSenderStore implements SenderStore {
   settleUnsent(input: SettleUnsentInput): Promise<TransitionResult> {
     const { observed, now } = input;
     const update = new UpdateBuilder(observed, now);
+    if (input.owner !== undefined) update.requireLeaseOwner(input.owner);
     update.set('status', input.to);
     update.set('lst_pk', byStatusPk(observed.tenant, input.to, observed.id));
     update.set('updated_at', now.toISOString());

@@ -73,6 +73,38 @@ describe('the sender, before it sends', () => {
     expect(rig.metrics.of('Superseded')).toBe(1);
   });
 
+  it('supersedes a message whose group is raised between its first check and its claim: nothing sent', async () => {
+    const rig = await createSenderRig(world);
+    const group = { key: 'campaign:43:status', version: 7 };
+    await putGroupHead(world.documents, world.tableName, group.key, 7);
+    const message = await rig.putMessage({ group });
+    await rig.dispatch(message);
+    const store = new DynamoSenderStore(world.documents, world.tableName);
+    // "Paused" lands after the sender read the head and before it claimed.
+    const racing: SenderStore = {
+      readState: (id) => store.readState(id),
+      readBody: (id) => store.readBody(id),
+      readGroupVersion: (tenant, key) => store.readGroupVersion(tenant, key),
+      claim: async (input) => {
+        await putGroupHead(world.documents, world.tableName, group.key, 8);
+        return store.claim(input);
+      },
+      recordOutcome: (input) => store.recordOutcome(input),
+      settleUnsent: (input) => store.settleUnsent(input),
+    };
+    const records = await rig.receive({ waitSeconds: 3, max: 1 });
+
+    const response = await rig.run(records, rig.newHandler({ store: racing }));
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(rig.received(message.id)).toEqual([]);
+    const state = await rig.state(message.id);
+    expect(state.status).toBe('superseded');
+    expect(state.lease_owner).toBeUndefined();
+    expect(state.due_pk).toBeUndefined();
+    expect(rig.metrics.of('Superseded')).toBe(1);
+  });
+
   it('sends a message whose group head is at its own version', async () => {
     const rig = await createSenderRig(world);
     const group = { key: 'campaign:43:status', version: 3 };
