@@ -1,13 +1,20 @@
 /**
- * Idempotent enqueue (DESIGN §4). The message and its idempotency guard are written in one
- * transaction with `attribute_not_exists` conditions (lambdas/outbox/outboxItems.ts). Before writing,
- * the guard is read: a replay answers from it without a (twice-billed) failed transaction. A lost
- * race (the guard appeared between the read and the write) reads the winner back. A replay never
- * writes anything, so a different body cannot touch the original.
+ * Idempotent enqueue (DESIGN §4). The message's id is derived from (tenant, Idempotency-Key), so the
+ * `attribute_not_exists` conditions on its records are the idempotency guard (docs/decisions.md,
+ * "The id is the idempotency guard"):
+ *
+ * - an ungrouped message is written as two conditional puts, the body first, then the state record
+ *   (which alone makes it visible to the relay): no transaction, no guard item, no pre-read;
+ * - a grouped message is written in one transaction with its group head, so "approved" can never be
+ *   accepted without the head knowing it.
+ *
+ * When a record already exists, the body's fingerprint tells a replay (200, the same message) from a
+ * reused key (422); a replay never writes anything. A body without a state record is an enqueue that
+ * died between its two puts: a request with the same fingerprint completes it.
  */
 import type { EnqueueRequest } from '../core/messageSchema.js';
-import { buildOutboxWrite, idempotencyKeyHash, requestFingerprint } from '../outbox/outboxItems.js';
-import type { ApiStore } from '../store/apiStore.js';
+import { buildOutboxWrite, type OutboxWrite, requestFingerprint } from '../outbox/outboxItems.js';
+import type { ApiStore, EnqueueWriteResult } from '../store/apiStore.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
 
 export type EnqueueOutcome =
@@ -38,23 +45,20 @@ export interface EnqueueDependencies {
 
 const MAX_ATTEMPTS = 10;
 
+/**
+ * How old a body without its state record may be and still be completed by a replay. A state record
+ * lives at least a day after the body is written (POSTDATE_RETENTION_DAYS ≥ 1), so an older orphan is
+ * the body of a message whose state already expired: the key is spent, never reused for a new send.
+ */
+export const RESUME_WINDOW_MS = 60 * 60 * 1000;
+
 export async function enqueueMessage(
   deps: EnqueueDependencies,
   input: EnqueueInput,
 ): Promise<EnqueueOutcome> {
-  const keyHash = idempotencyKeyHash(input.idempotencyKey);
   const fingerprint = requestFingerprint(input.request);
+  const group = input.request.group;
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const guard = await deps.store.readGuard(input.tenant, keyHash);
-    if (guard) {
-      if (guard.fingerprint !== fingerprint) return { kind: 'key-reused' };
-      const state = await deps.store.getMessage(input.tenant, guard.message_id);
-      // The guard and the state are written together; a guard without state means the state's TTL
-      // ran first. Nothing to replay, and a new message would break the key's promise.
-      if (state) return { kind: 'replayed', state };
-      return { kind: 'key-reused' };
-    }
-    const group = input.request.group;
     const groupHeadVersion = group ? await deps.store.readGroupHead(input.tenant, group.key) : null;
     const write = buildOutboxWrite({
       tableName: deps.store.tableName,
@@ -62,14 +66,47 @@ export async function enqueueMessage(
       idempotencyKey: input.idempotencyKey,
       request: input.request,
       now: input.now,
-      random: input.random,
       groupHeadVersion,
       retentionDays: input.retentionDays,
     });
-    const result = await deps.store.writeEnqueue(write.items);
+    const result = group ? await deps.store.writeEnqueue(write.items) : await writeInTurn(deps.store, write);
     if (result.kind === 'written') return { kind: 'created', state: write.state };
+    if (result.kind === 'exists') {
+      const settled = await settleExisting(deps.store, write, fingerprint, input.now);
+      if (settled) return settled;
+    }
     if (result.kind === 'contended') await deps.sleep(Math.floor(input.random() * 20 * (attempt + 1)) + 5);
-    // key-taken: the next round reads the winner's guard; group-moved: it reads the new head.
+    // exists but unsettled: a racing request is between its two puts, read again; group-moved: the
+    // next round reads the new head.
   }
   throw new EnqueueContentionError(`enqueue lost ${MAX_ATTEMPTS} races in a row`);
+}
+
+/** An ungrouped message: the body, then the state record that makes it visible. */
+async function writeInTurn(store: ApiStore, write: OutboxWrite): Promise<EnqueueWriteResult> {
+  const body = await store.putNew(write.body);
+  if (body.kind !== 'written') return body;
+  return store.putNew(write.state);
+}
+
+/**
+ * A record of this id exists. Answers the replay or the reuse, completes a dead enqueue of the same
+ * request, or answers undefined when a racing request has not finished writing yet.
+ */
+async function settleExisting(
+  store: ApiStore,
+  write: OutboxWrite,
+  fingerprint: string,
+  now: Date,
+): Promise<EnqueueOutcome | undefined> {
+  const body = await store.readBodyStamp(write.messageId);
+  if (body && body.fingerprint !== fingerprint) return { kind: 'key-reused' };
+  const state = await store.getMessage(write.state.tenant, write.messageId);
+  if (state) return body ? { kind: 'replayed', state } : { kind: 'key-reused' };
+  if (!body) return undefined;
+  const resumable =
+    write.state.group === null && now.getTime() - Date.parse(body.created_at) <= RESUME_WINDOW_MS;
+  if (!resumable) return { kind: 'key-reused' };
+  const completed = await store.putNew(write.state);
+  return completed.kind === 'written' ? { kind: 'created', state: write.state } : undefined;
 }

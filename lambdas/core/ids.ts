@@ -1,9 +1,17 @@
 /**
- * Message ids (DESIGN §2): opaque, URL-safe, at most 32 characters. Postdate issues ULIDs
- * (26 Crockford base-32 characters, time-ordered), built from a clock value and a random source
- * passed in.
+ * Message ids (DESIGN §2): opaque, URL-safe, at most 32 characters. A message's id is derived from
+ * its tenant and Idempotency-Key (`messageIdFor`), so the id itself is the idempotency guard: the
+ * enqueue's `attribute_not_exists` condition on the record keyed by it lets one request win
+ * (docs/decisions.md, "The id is the idempotency guard"). ULIDs (`newMessageId`) remain for ids
+ * that have no key, such as test fixtures.
  */
+import { createHash } from 'node:crypto';
 import { encodeTime, ulid } from 'ulid';
+
+/** RFC 4648 base-32, lower case: letters and digits only, never mistaken for a ULID. */
+const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
+/** 26 characters of 5 bits: the first 130 bits of a SHA-256. */
+const DERIVED_ID_CHARS = 26;
 
 const TIME_CHARS = 10;
 const ULID_PATTERN = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
@@ -25,6 +33,32 @@ export function newMessageId(nowMs: number, random: () => number): string {
   // ulid(seedTime) silently reads Date.now() when seedTime is 0 or NaN, so the time part is
   // encoded here (encodeTime validates it) and ulid() only supplies the 16 random characters.
   return encodeTime(nowMs, TIME_CHARS) + ulid(1, prng).slice(TIME_CHARS);
+}
+
+/**
+ * The id of the message a tenant enqueues with an Idempotency-Key: 26 lower-case base-32 characters
+ * of SHA-256(tenant, NUL, key). The same tenant and key always give the same id; different tenants
+ * never share one (the tenant is hashed in, and a tenant name cannot hold a NUL).
+ */
+export function messageIdFor(tenant: string, idempotencyKey: string): string {
+  const digest = createHash('sha256')
+    .update(tenant, 'utf8')
+    .update('\0')
+    .update(idempotencyKey, 'utf8')
+    .digest();
+  let id = '';
+  let buffer = 0;
+  let bits = 0;
+  for (const byte of digest) {
+    buffer = ((buffer << 8) | byte) & 0xffff;
+    bits += 8;
+    while (bits >= 5 && id.length < DERIVED_ID_CHARS) {
+      bits -= 5;
+      id += BASE32[(buffer >> bits) & 31];
+    }
+    if (id.length === DERIVED_ID_CHARS) break;
+  }
+  return id;
 }
 
 /**

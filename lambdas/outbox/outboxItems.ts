@@ -2,8 +2,8 @@
  * The transactional outbox (DESIGN §4): the DynamoDB writes that enqueue one message, as
  * `TransactWriteItem`s. An application that keeps its own data in the outbox table's account can put
  * them in the SAME `TransactWriteCommand` as its business change; the relay then picks the message up
- * from the table's stream exactly as if it came through `POST /v1/messages`. The API's enqueue uses
- * this very builder, so there is one code path.
+ * from the table's stream exactly as if it came through `POST /v1/messages`. The API's enqueue builds
+ * its records with this very function, so there is one definition of what a message is.
  *
  * ```ts
  * const parsed = parseEnqueueRequest(body, { now, allowedFrom, defaultFrom, maxHorizonDays });
@@ -12,19 +12,19 @@
  * await doc.send(new TransactWriteCommand({ TransactItems: [
  *   { Put: { TableName: 'orders', Item: order, ConditionExpression: 'attribute_not_exists(pk)' } },
  *   ...buildOutboxTransactItems({ tableName: table, tenant, idempotencyKey: `order-${order.id}`,
- *     request: parsed.value, now, random: Math.random, groupHeadVersion }),
+ *     request: parsed.value, now, groupHeadVersion }),
  * ] }));
  * ```
  *
- * The transaction fails (TransactionCanceledException) if the idempotency key was already used,
- * which is what makes a retried business transaction safe. A transaction holds at most 100 items;
- * the outbox uses 3 or 4 of them.
+ * The message's id is derived from (tenant, idempotency key), so its records' `attribute_not_exists`
+ * conditions are the idempotency guard: the transaction fails (TransactionCanceledException) if the
+ * key was already used, which is what makes a retried business transaction safe. A transaction
+ * holds at most 100 items; the outbox uses 2 or 3 of them.
  */
-import { createHash } from 'node:crypto';
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { fingerprint } from '../core/fingerprint.js';
 import { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/identifiers.js';
-import { newMessageId } from '../core/ids.js';
+import { messageIdFor } from '../core/ids.js';
 import {
   type EnqueueContext,
   type EnqueueRequest,
@@ -40,8 +40,6 @@ import {
   duePk,
   expiresAtAfter,
   groupHeadPk,
-  type IdempotencyGuardRecord,
-  idempotencyPk,
   type MessageBodyRecord,
   type MessageStateRecord,
   messagePk,
@@ -52,7 +50,7 @@ import { ITEM_SORT_KEY, KEY } from '../store/tableLayout.js';
 export type TransactWriteItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 /** Where each outbox item sits in the returned array (to read a TransactionCanceledException's reasons). */
-export const OUTBOX_ITEM_INDEX = { state: 0, body: 1, guard: 2, groupHead: 3 } as const;
+export const OUTBOX_ITEM_INDEX = { state: 0, body: 1, groupHead: 2 } as const;
 
 export { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/identifiers.js';
 
@@ -74,11 +72,9 @@ export class OutboxInputError extends Error {
 interface OutboxCommonInput {
   readonly tableName: string;
   readonly tenant: string;
-  /** The caller's idempotency key (stored only as its SHA-256). */
+  /** The caller's idempotency key (never stored: the message id is derived from it by a SHA-256). */
   readonly idempotencyKey: string;
   readonly now: Date;
-  /** Random source in [0, 1) for the message id. */
-  readonly random: () => number;
   /**
    * The group head's current version (from `readGroupHeadVersion`), or null when there is none.
    * Leave it undefined if you did not read it: the message is then written as `scheduled` and the
@@ -102,21 +98,15 @@ export interface OutboxWrite {
   readonly messageId: string;
   readonly state: MessageStateRecord;
   readonly body: MessageBodyRecord;
-  readonly guard: IdempotencyGuardRecord;
   readonly items: TransactWriteItem[];
 }
 
-/** The `TransactWriteItem`s that enqueue one message (state, body, idempotency guard, group head). */
+/** The `TransactWriteItem`s that enqueue one message (state, body, and the group head for a grouped one). */
 export function buildOutboxTransactItems(input: OutboxInput): TransactWriteItem[] {
   return buildOutboxWrite(input).items;
 }
 
-/** SHA-256 hex of an idempotency key: the guard's key never holds the key itself. */
-export function idempotencyKeyHash(idempotencyKey: string): string {
-  return createHash('sha256').update(idempotencyKey, 'utf8').digest('hex');
-}
-
-/** The fingerprint stored on the guard: SHA-256 of the canonical request minus its clock-derived send time. */
+/** The fingerprint stored on the body: SHA-256 of the canonical request minus its clock-derived send time. */
 export function requestFingerprint(request: EnqueueRequest): string {
   return fingerprint(fingerprintSource(request));
 }
@@ -131,7 +121,7 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
   }
   const request = requestOf(input);
   const { tableName, tenant, now } = input;
-  const id = newMessageId(now.getTime(), input.random);
+  const id = messageIdFor(tenant, input.idempotencyKey);
   const createdAt = now.toISOString();
   const head = input.groupHeadVersion ?? null;
   const superseded = request.group !== null && head !== null && head > request.group.version;
@@ -139,12 +129,11 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
   const retentionDays = input.retentionDays ?? DEFAULT_RETENTION_DAYS;
   const expiresAt = superseded ? expiresAtAfter(now, retentionDays) : undefined;
   const ttl = expiresAt === undefined ? {} : { expires_at: expiresAt };
-  // The body and the guard are written once and never updated (an update would bill the body's whole
-  // size again), so they get their expiry now: the retention after the send time, plus the DLQ's
-  // retention so that a redriven copy still finds its body. See docs/decisions.md.
-  const onceWrittenTtl = {
-    expires_at: expiresAt ?? expiresAtAfter(new Date(request.send_at), retentionDays + REDRIVE_WINDOW_DAYS),
-  };
+  // The body is written once and never updated (an update would bill its whole size again), so it
+  // gets its expiry now: the retention after the send time, plus the DLQ's retention so that a
+  // redriven copy still finds its body. See docs/decisions.md.
+  const bodyExpiresAt =
+    expiresAt ?? expiresAtAfter(new Date(request.send_at), retentionDays + REDRIVE_WINDOW_DAYS);
 
   const state: MessageStateRecord = {
     pk: messagePk(id),
@@ -174,6 +163,8 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
   const body: MessageBodyRecord = {
     pk: messagePk(id),
     sk: ITEM_SORT_KEY.messageBody,
+    fingerprint: requestFingerprint(request),
+    created_at: createdAt,
     from: request.from,
     to: request.to,
     cc: request.cc,
@@ -183,22 +174,13 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
     text: request.text,
     html: request.html,
     headers: request.headers,
-    ...onceWrittenTtl,
-  };
-  const guard: IdempotencyGuardRecord = {
-    pk: idempotencyPk(tenant, idempotencyKeyHash(input.idempotencyKey)),
-    sk: ITEM_SORT_KEY.idempotencyGuard,
-    message_id: id,
-    fingerprint: requestFingerprint(request),
-    created_at: createdAt,
-    ...onceWrittenTtl,
+    expires_at: bodyExpiresAt,
   };
 
   const isNew = `attribute_not_exists(${KEY.partition})`;
   const items: TransactWriteItem[] = [
     { Put: { TableName: tableName, Item: { ...state }, ConditionExpression: isNew } },
     { Put: { TableName: tableName, Item: { ...body }, ConditionExpression: isNew } },
-    { Put: { TableName: tableName, Item: { ...guard }, ConditionExpression: isNew } },
   ];
   if (request.group !== null) {
     const headKey = {
@@ -231,7 +213,7 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
           },
     );
   }
-  return { messageId: id, state, body, guard, items };
+  return { messageId: id, state, body, items };
 }
 
 function requestOf(input: OutboxInput): EnqueueRequest {

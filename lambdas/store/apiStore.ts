@@ -3,10 +3,15 @@
  * means something to the API (a lost condition, a cancelled transaction) becomes a typed outcome
  * here; anything else passes through.
  */
-import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import {
+  ConditionalCheckFailedException,
+  TransactionCanceledException,
+  TransactionConflictException,
+} from '@aws-sdk/client-dynamodb';
 import {
   type DynamoDBDocumentClient,
   GetCommand,
+  PutCommand,
   QueryCommand,
   TransactWriteCommand,
   UpdateCommand,
@@ -21,21 +26,20 @@ import {
   byTenantShardPk,
   duePk,
   groupHeadPk,
-  type IdempotencyGuardRecord,
-  idempotencyPk,
   idOfCreatedSortKey,
   isMessageStateRecord,
+  type MessageBodyRecord,
   type MessageStateRecord,
   messagePk,
 } from './messageRecord.js';
 import { readStateRecord, readStateRecords } from './stateReads.js';
 import { INDEX, INDEX_SHARDS, ITEM_SORT_KEY, KEY } from './tableLayout.js';
 
-/** The outcome of the enqueue transaction. */
+/** The outcome of an enqueue write (the transaction, or one conditional put). */
 export type EnqueueWriteResult =
   | { readonly kind: 'written' }
-  /** The idempotency guard exists: another request with this key won. Read it back. */
-  | { readonly kind: 'key-taken' }
+  /** The message's state or body exists: a request with this key came first. Read it back. */
+  | { readonly kind: 'exists' }
   /** The group head moved between our read and our write: read it again. */
   | { readonly kind: 'group-moved' }
   /** A concurrent transaction on the same items, or an id collision: try again. */
@@ -77,12 +81,13 @@ export interface ListPage {
 export interface ApiStore {
   /** The outbox table's name (the enqueue transaction's items name it). */
   readonly tableName: string;
-  readGuard(
-    tenant: string,
-    keyHash: string,
-  ): Promise<Pick<IdempotencyGuardRecord, 'message_id' | 'fingerprint'> | null>;
+  /** The fingerprint and creation time of a message's body, strongly consistent; null when absent. */
+  readBodyStamp(id: string): Promise<Pick<MessageBodyRecord, 'fingerprint' | 'created_at'> | null>;
   readGroupHead(tenant: string, groupKey: string): Promise<number | null>;
+  /** Writes the outbox items in one transaction (a grouped message: its head moves with it). */
   writeEnqueue(items: readonly TransactWriteItem[]): Promise<EnqueueWriteResult>;
+  /** One conditional put of a record that must not exist yet (an ungrouped message, item by item). */
+  putNew(record: MessageStateRecord | MessageBodyRecord): Promise<EnqueueWriteResult>;
   /** The state record, or null when it does not exist or belongs to another tenant. */
   getMessage(tenant: string, id: string): Promise<MessageStateRecord | null>;
   cancel(input: { tenant: string; id: string; now: Date; expiresAt: number }): Promise<TransitionResult>;
@@ -108,16 +113,35 @@ export class DynamoApiStore implements ApiStore {
     readonly tableName: string,
   ) {}
 
-  async readGuard(tenant: string, keyHash: string) {
+  async readBodyStamp(id: string) {
     const { Item } = await this.documents.send(
       new GetCommand({
         TableName: this.tableName,
-        Key: { [KEY.partition]: idempotencyPk(tenant, keyHash), [KEY.sort]: ITEM_SORT_KEY.idempotencyGuard },
+        Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageBody },
+        ProjectionExpression: 'fingerprint, created_at',
         ConsistentRead: true,
       }),
     );
-    if (!Item || typeof Item.message_id !== 'string' || typeof Item.fingerprint !== 'string') return null;
-    return { message_id: Item.message_id, fingerprint: Item.fingerprint };
+    if (!Item || typeof Item.fingerprint !== 'string' || typeof Item.created_at !== 'string') return null;
+    return { fingerprint: Item.fingerprint, created_at: Item.created_at };
+  }
+
+  async putNew(record: MessageStateRecord | MessageBodyRecord): Promise<EnqueueWriteResult> {
+    try {
+      await this.documents.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { ...record },
+          ConditionExpression: `attribute_not_exists(${KEY.partition})`,
+        }),
+      );
+      return { kind: 'written' };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return { kind: 'exists' };
+      // A transaction (an outbox user's, or a reschedule's) holds the item: nothing was written.
+      if (error instanceof TransactionConflictException) return { kind: 'contended' };
+      throw error;
+    }
   }
 
   readGroupHead(tenant: string, groupKey: string): Promise<number | null> {
@@ -132,10 +156,10 @@ export class DynamoApiStore implements ApiStore {
       if (!(error instanceof TransactionCanceledException)) throw error;
       const reasons = error.CancellationReasons ?? [];
       const failed = (index: number) => reasons[index]?.Code === 'ConditionalCheckFailed';
-      if (failed(OUTBOX_ITEM_INDEX.guard)) return { kind: 'key-taken' };
+      if (failed(OUTBOX_ITEM_INDEX.state) || failed(OUTBOX_ITEM_INDEX.body)) return { kind: 'exists' };
       if (failed(OUTBOX_ITEM_INDEX.groupHead)) return { kind: 'group-moved' };
-      // TransactionConflict (another transaction holds one of the items), a colliding id, throttling
-      // inside the transaction: nothing was written, trying again is safe.
+      // TransactionConflict (another transaction holds one of the items), throttling inside the
+      // transaction: nothing was written, trying again is safe.
       return { kind: 'contended' };
     }
   }

@@ -68,10 +68,17 @@ export interface MessageStateRecord {
   readonly expires_at?: number;
 }
 
-/** The body item, written once at enqueue and read by the sender: `pk = MSG#{id}`, `sk = BODY`. */
+/**
+ * The body item, written once at enqueue and read by the sender: `pk = MSG#{id}`, `sk = BODY`. It is
+ * written before the state record and carries the request's fingerprint, so a replayed request is
+ * told apart from a reused key (docs/decisions.md, "The id is the idempotency guard").
+ */
 export interface MessageBodyRecord {
   readonly pk: string;
   readonly sk: typeof ITEM_SORT_KEY.messageBody;
+  /** SHA-256 of the canonical request minus its clock-derived send time (outboxItems.requestFingerprint). */
+  readonly fingerprint: string;
+  readonly created_at: string;
   readonly from: string;
   readonly to: readonly string[];
   readonly cc: readonly string[];
@@ -84,16 +91,6 @@ export interface MessageBodyRecord {
   readonly expires_at?: number;
 }
 
-/** `pk = IDEM#{tenant}#{sha256(Idempotency-Key)}`, `sk = IDEM`. */
-export interface IdempotencyGuardRecord {
-  readonly pk: string;
-  readonly sk: typeof ITEM_SORT_KEY.idempotencyGuard;
-  readonly message_id: string;
-  readonly fingerprint: string;
-  readonly created_at: string;
-  readonly expires_at?: number;
-}
-
 /** `pk = GROUP#{tenant}#{group key}`, `sk = HEAD`. */
 export interface GroupHeadRecord {
   readonly pk: string;
@@ -103,12 +100,10 @@ export interface GroupHeadRecord {
 }
 
 export const messagePk = (id: string): string => `${PARTITION_PREFIX.message}${id}`;
-export const idempotencyPk = (tenant: string, keyHash: string): string =>
-  `${PARTITION_PREFIX.idempotencyGuard}${tenant}#${keyHash}`;
 export const groupHeadPk = (tenant: string, groupKey: string): string =>
   `${PARTITION_PREFIX.groupHead}${tenant}#${groupKey}`;
 
-/** A stable shard in [0, shards) from the id's last characters (ULIDs end in random bits). */
+/** A stable shard in [0, shards) from a hash of the id (ids are hashes or end in random bits). */
 export function shardOf(id: string, shards: number): number {
   let hash = 0;
   for (let i = 0; i < id.length; i++) hash = (hash * 31 + id.charCodeAt(i)) >>> 0;
@@ -133,7 +128,7 @@ export const idOfCreatedSortKey = (sortKey: string): string => sortKey.slice(sor
 
 /**
  * A TTL value (`expires_at`, epoch seconds) `days` after `start`: a terminal record's is
- * POSTDATE_RETENTION_DAYS after it ends; the body's and the guard's are counted from `send_at`.
+ * POSTDATE_RETENTION_DAYS after it ends; the body's is counted from `send_at`.
  */
 export function expiresAtAfter(start: Date, days: number): number {
   return Math.floor(start.getTime() / 1000) + days * 86_400;

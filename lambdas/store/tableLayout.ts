@@ -10,7 +10,6 @@ export const KEY = { partition: 'pk', sort: 'sk' } as const;
 export const ITEM_SORT_KEY = {
   messageState: 'STATE',
   messageBody: 'BODY',
-  idempotencyGuard: 'IDEM',
   groupHead: 'HEAD',
   apiKey: 'APIKEY',
 } as const;
@@ -18,7 +17,6 @@ export const ITEM_SORT_KEY = {
 /** Partition-key prefixes, one per item kind. */
 export const PARTITION_PREFIX = {
   message: 'MSG#',
-  idempotencyGuard: 'IDEM#',
   groupHead: 'GROUP#',
   apiKey: 'APIKEY#',
 } as const;
@@ -67,7 +65,7 @@ export const INDEX = {
   },
 } as const satisfies Record<string, IndexDefinition>;
 
-/** TTL attribute (epoch seconds), set on terminal records and on their body and guard. */
+/** TTL attribute (epoch seconds), set on terminal records and on every body. */
 export const TTL_ATTRIBUTE = 'expires_at';
 
 /** Every key attribute of the table and its indexes; all are strings. */

@@ -1,15 +1,15 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { RESUME_WINDOW_MS } from '../../lambdas/api/enqueueMessage.js';
 import { fingerprint } from '../../lambdas/core/fingerprint.js';
+import { messageIdFor } from '../../lambdas/core/ids.js';
 import { fingerprintSource } from '../../lambdas/core/messageSchema.js';
-import { idempotencyKeyHash } from '../../lambdas/outbox/outboxItems.js';
 import type { ApiStore } from '../../lambdas/store/apiStore.js';
 import {
   byStatusPk,
   byTenantPk,
   createdSortKey,
   duePk,
-  idempotencyPk,
   messagePk,
 } from '../../lambdas/store/messageRecord.js';
 import { apiHarness } from './apiHarness.js';
@@ -19,8 +19,9 @@ type Harness = Awaited<ReturnType<typeof apiHarness>>;
 
 describe('POST /v1/messages (enqueue)', () => {
   let api: Harness;
-  /** Outcomes of every enqueue transaction, to see that the races really raced. */
+  /** Outcomes of every enqueue transaction and conditional put, to see that the races really raced. */
   const transactions: string[] = [];
+  const puts: string[] = [];
   beforeAll(async () => {
     api = await apiHarness({
       wrapStore: (store) =>
@@ -30,17 +31,23 @@ describe('POST /v1/messages (enqueue)', () => {
             transactions.push(result.kind);
             return result;
           },
+          putNew: async (record: Parameters<ApiStore['putNew']>[0]) => {
+            const result = await store.putNew(record);
+            puts.push(`${record.sk} ${result.kind}`);
+            return result;
+          },
         }),
     });
   });
 
-  it('answers 202 with the message, and writes the state record, the body once and the guard', async () => {
+  it('answers 202 with the message, and writes the state record and the body once, under an id derived from the key', async () => {
     const body = validBody({ send_at: '2026-12-01T09:00:00Z', not_after: '2026-12-01T10:00:00+00:00' });
     const response = await api.call(enqueueEvent(body, { key: 'order-1001' }));
 
     expect(response.status).toBe(202);
     expect(response.headers['content-type']).toBe('application/json');
     const id = String(response.json.id);
+    expect(id).toBe(messageIdFor('acme', 'order-1001'));
     expect(response.headers.location).toBe(`/v1/messages/${id}`);
     expect(response.json).toEqual({
       id,
@@ -84,10 +91,11 @@ describe('POST /v1/messages (enqueue)', () => {
       subject: 'Campaign approved',
       text: 'Your campaign was approved.',
       headers: { 'X-Campaign': '42' },
+      created_at: '2026-11-29T18:00:00.000Z',
+      fingerprint: expect.stringMatching(/^[0-9a-f]{64}$/),
     });
-    const guard = await get(idempotencyPk('acme', idempotencyKeyHash('order-1001')), 'IDEM');
-    expect(guard).toMatchObject({ message_id: id, created_at: '2026-11-29T18:00:00.000Z' });
-    expect(guard?.fingerprint).toMatch(/^[0-9a-f]{64}$/);
+    // Two items and nothing else: no guard item, no transaction for an ungrouped message.
+    expect(await api.scanAll()).toHaveLength(2);
   });
 
   it('replays the same key and body with 200, the same message and Idempotent-Replayed: true, writing nothing', async () => {
@@ -150,6 +158,23 @@ describe('POST /v1/messages (enqueue)', () => {
   });
 
   it('creates exactly one message from ten concurrent identical requests, and all ten answer it', async () => {
+    const body = validBody();
+    puts.length = 0;
+    const responses = await Promise.all(
+      Array.from({ length: 10 }, () => api.call(enqueueEvent(body, { key: 'race-plain' }))),
+    );
+    const ids = new Set(responses.map((response) => response.json.id));
+    expect(ids).toEqual(new Set([messageIdFor('acme', 'race-plain')]));
+    expect(responses.filter((response) => response.status === 202)).toHaveLength(1);
+    expect(responses.filter((response) => response.status === 200)).toHaveLength(9);
+    const items = await api.scanAll();
+    expect(items.filter((item) => item.pk === messagePk(String([...ids][0])))).toHaveLength(2);
+    // The race was real: more than one request tried to put the body, exactly one state put won.
+    expect(puts.filter((put) => put.startsWith('BODY')).length).toBeGreaterThan(1);
+    expect(puts.filter((put) => put === 'STATE written')).toHaveLength(1);
+  });
+
+  it('creates exactly one grouped message from ten concurrent identical requests (the transaction path)', async () => {
     const body = validBody({ group: { key: 'race:1', version: 3 } });
     transactions.length = 0;
     const responses = await Promise.all(
@@ -165,9 +190,8 @@ describe('POST /v1/messages (enqueue)', () => {
     const items = await api.scanAll();
     const [id] = [...ids];
     expect(items.filter((item) => item.pk === messagePk(String(id)))).toHaveLength(2);
-    expect(items.filter((item) => item.message_id === id)).toHaveLength(1);
-    // More than one request got past the guard read and into a transaction: the race was real,
-    // and the losers read the winner back.
+    // More than one request got into a transaction: the race was real, and the losers read the
+    // winner back.
     expect(transactions.length).toBeGreaterThan(1);
     expect(transactions.filter((kind) => kind === 'written')).toHaveLength(1);
   });
@@ -191,16 +215,16 @@ describe('POST /v1/messages (enqueue)', () => {
     expect(again.json.id).toBe(first.json.id);
   });
 
-  it('stores the fingerprint of the canonical request (what fingerprint.ts computes)', async () => {
+  it('stores the fingerprint of the canonical request on the body (what fingerprint.ts computes)', async () => {
     const response = await api.call(enqueueEvent(validBody({ cc: [], bcc: null }), { key: 'fp-1' }));
-    const guard = await api.documents.send(
+    const stored = await api.documents.send(
       new GetCommand({
         TableName: api.tableName,
-        Key: { pk: idempotencyPk('acme', idempotencyKeyHash('fp-1')), sk: 'IDEM' },
+        Key: { pk: messagePk(messageIdFor('acme', 'fp-1')), sk: 'BODY' },
       }),
     );
     expect(response.status).toBe(202);
-    expect(guard.Item?.fingerprint).toBe(
+    expect(stored.Item?.fingerprint).toBe(
       fingerprint(
         fingerprintSource({
           to: ['Ada Lovelace <ada@example.com>'],
@@ -223,6 +247,51 @@ describe('POST /v1/messages (enqueue)', () => {
         }),
       ),
     );
+  });
+
+  describe('an enqueue that died between its body and its state record', () => {
+    /** Enqueues, then deletes the state record: what a crash between the two puts leaves behind. */
+    async function orphanBody(key: string, body: Record<string, unknown>) {
+      const first = await api.call(enqueueEvent(body, { key }));
+      expect(first.status).toBe(202);
+      await api.documents.send(
+        new DeleteCommand({
+          TableName: api.tableName,
+          Key: { pk: messagePk(String(first.json.id)), sk: 'STATE' },
+        }),
+      );
+      return String(first.json.id);
+    }
+
+    it('is completed by the client retrying the same request: 202, one message, under the same id', async () => {
+      const body = validBody();
+      const id = await orphanBody('crashed-1', body);
+      api.clock.advance(2_000);
+      const retried = await api.call(enqueueEvent(body, { key: 'crashed-1' }));
+      expect(retried.status).toBe(202);
+      expect(retried.json).toMatchObject({ id, status: 'scheduled' });
+      const items = (await api.scanAll()).filter((item) => item.pk === messagePk(id));
+      expect(items.map((item) => item.sk).sort()).toEqual(['BODY', 'STATE']);
+      expect((await api.call(enqueueEvent(body, { key: 'crashed-1' }))).status).toBe(200);
+    });
+
+    it('answers 422 to the same key with another body, and writes nothing', async () => {
+      await orphanBody('crashed-2', validBody({ subject: 'First' }));
+      const before = await api.scanAll();
+      const other = await api.call(enqueueEvent(validBody({ subject: 'Second' }), { key: 'crashed-2' }));
+      expect(other.status).toBe(422);
+      expect(await api.scanAll()).toEqual(before);
+    });
+
+    it('is never completed once older than the resume window: its state expired, the key is spent', async () => {
+      const body = validBody();
+      await orphanBody('crashed-3', body);
+      api.clock.advance(RESUME_WINDOW_MS + 1_000);
+      const before = await api.scanAll();
+      const late = await api.call(enqueueEvent(body, { key: 'crashed-3' }));
+      expect(late.status).toBe(422);
+      expect(await api.scanAll()).toEqual(before);
+    });
   });
 
   it('uses POSTDATE_DEFAULT_FROM when the request has no from', async () => {

@@ -8,7 +8,7 @@ import { enqueueEvent, getEvent, validBody } from './events.js';
  * injected by wrapping the real store; everything else stays real.
  */
 describe('when the table fails', () => {
-  it('answers 503 with Retry-After after ten lost races in a row, having written nothing', async () => {
+  it('answers 503 with Retry-After after ten lost races in a row, having written nothing (grouped: a transaction)', async () => {
     const waits: number[] = [];
     const api = await apiHarness({
       wrapStore: (store) =>
@@ -19,7 +19,9 @@ describe('when the table fails', () => {
         waits.push(ms);
       },
     });
-    const response = await api.call(enqueueEvent(validBody(), { key: 'contended' }));
+    const response = await api.call(
+      enqueueEvent(validBody({ group: { key: 'g', version: 1 } }), { key: 'contended' }),
+    );
     expect(response.status).toBe(503);
     expect(response.headers['retry-after']).toBe('1');
     expect(response.headers['content-type']).toBe('application/problem+json');
@@ -27,6 +29,19 @@ describe('when the table fails', () => {
     // It backed off between attempts (jittered, growing), without sleeping on the real clock here.
     expect(waits).toHaveLength(10);
     expect(waits.every((ms) => ms >= 5)).toBe(true);
+  });
+
+  it('answers 503 when a conditional put keeps meeting a transaction on the same item (ungrouped)', async () => {
+    const api = await apiHarness({
+      wrapStore: (store) =>
+        Object.assign(Object.create(store) as ApiStore, {
+          putNew: async () => ({ kind: 'contended' as const }),
+        }),
+      sleep: async () => {},
+    });
+    const response = await api.call(enqueueEvent(validBody(), { key: 'contended-put' }));
+    expect(response.status).toBe(503);
+    expect(await api.scanAll()).toEqual([]);
   });
 
   it('answers a generic 500 problem on an unexpected error, and logs its name but not the request', async () => {

@@ -16,7 +16,6 @@ import {
   OutboxInputError,
 } from '../../lambdas/outbox/outboxItems.js';
 import { documentClient, freshTable, streamsClient } from '../support/awsLocal.js';
-import { seededRandom } from './apiHarness.js';
 import { validBody } from './events.js';
 
 const documents = documentClient();
@@ -67,7 +66,6 @@ describe('the transactional outbox helper', () => {
       idempotencyKey: 'order-7-approved',
       request: request({ send_at: '2026-12-01T09:00:00Z' }),
       now,
-      random: seededRandom(1),
     });
     await documents.send(
       new TransactWriteCommand({
@@ -109,7 +107,6 @@ describe('the transactional outbox helper', () => {
       idempotencyKey: 'order-8-approved',
       request: request(),
       now,
-      random: seededRandom(2),
     });
     await expect(
       documents.send(
@@ -131,23 +128,34 @@ describe('the transactional outbox helper', () => {
     expect(records.some((record) => record.dynamodb?.Keys?.pk?.S === items[0]?.Put?.Item?.pk)).toBe(false);
   });
 
-  it('makes a retried business transaction safe: the same idempotency key fails on the guard', async () => {
-    const build = (seed: number) =>
+  it('makes a retried business transaction safe: the same idempotency key fails on the message records', async () => {
+    const build = (at: Date) =>
       buildOutboxTransactItems({
         tableName,
         tenant: 'acme',
         idempotencyKey: 'order-9-approved',
         request: request(),
-        now,
-        random: seededRandom(seed),
+        now: at,
       });
-    await documents.send(new TransactWriteCommand({ TransactItems: build(3) }));
+    await documents.send(new TransactWriteCommand({ TransactItems: build(now) }));
+    // The retry runs later, as a retry does: the id comes from the key, not from the clock.
     const error = await documents
-      .send(new TransactWriteCommand({ TransactItems: build(4) }))
+      .send(new TransactWriteCommand({ TransactItems: build(new Date(now.getTime() + 5_000)) }))
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TransactionCanceledException);
     const reasons = (error as TransactionCanceledException).CancellationReasons ?? [];
-    expect(reasons[OUTBOX_ITEM_INDEX.guard]?.Code).toBe('ConditionalCheckFailed');
+    expect(reasons[OUTBOX_ITEM_INDEX.state]?.Code).toBe('ConditionalCheckFailed');
+    expect(reasons[OUTBOX_ITEM_INDEX.body]?.Code).toBe('ConditionalCheckFailed');
+  });
+
+  it('derives the id from the tenant and the key: the same pair always, another tenant never', () => {
+    const idOf = (tenant: string, idempotencyKey: string, at: Date) =>
+      buildOutboxWrite({ tableName, tenant, idempotencyKey, request: request(), now: at }).messageId;
+    const first = idOf('acme', 'order-10', now);
+    expect(idOf('acme', 'order-10', new Date(now.getTime() + 60_000))).toBe(first);
+    expect(idOf('globex', 'order-10', now)).not.toBe(first);
+    expect(idOf('acme', 'order-11', now)).not.toBe(first);
+    expect(first).toMatch(/^[a-z2-7]{26}$/);
   });
 
   it('validates a raw body with the API rules', () => {
@@ -159,7 +167,6 @@ describe('the transactional outbox helper', () => {
         body: { to: ['x@example.com\r\nBcc: y@evil.test'], subject: 's', text: 't' },
         validation,
         now,
-        random: seededRandom(5),
       }),
     ).toThrow(OutboxInputError);
     const items = buildOutboxTransactItems({
@@ -169,9 +176,8 @@ describe('the transactional outbox helper', () => {
       body: validBody(),
       validation,
       now,
-      random: seededRandom(6),
     });
-    expect(items).toHaveLength(3);
+    expect(items).toHaveLength(2);
   });
 
   it('refuses a tenant that could break the key layout', () => {
@@ -182,7 +188,6 @@ describe('the transactional outbox helper', () => {
         idempotencyKey: 'k',
         request: request(),
         now,
-        random: Math.random,
       }),
     ).toThrow(OutboxInputError);
   });
@@ -194,7 +199,6 @@ describe('the transactional outbox helper', () => {
       idempotencyKey: 'group-raise',
       request: request({ group: { key: 'g-outbox', version: 5 } }),
       now,
-      random: seededRandom(7),
     });
     await documents.send(new TransactWriteCommand({ TransactItems: raise }));
     const head = await readGroupHeadVersion(documents, tableName, 'acme', 'g-outbox');
@@ -205,7 +209,6 @@ describe('the transactional outbox helper', () => {
       idempotencyKey: 'group-stale',
       request: request({ group: { key: 'g-outbox', version: 4 } }),
       now,
-      random: seededRandom(8),
       groupHeadVersion: head,
     });
     expect(stale.state.status).toBe('superseded');
@@ -217,7 +220,6 @@ describe('the transactional outbox helper', () => {
       idempotencyKey: 'group-forged',
       request: request({ group: { key: 'g-outbox', version: 6 } }),
       now,
-      random: seededRandom(9),
       groupHeadVersion: 99,
     });
     await expect(

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseEnqueueRequest } from '../../lambdas/core/messageSchema.js';
 import { buildOutboxWrite } from '../../lambdas/outbox/outboxItems.js';
-import { seededRandom } from './apiHarness.js';
 import { validBody } from './events.js';
 
 const now = new Date('2026-11-29T18:00:00.000Z');
@@ -16,32 +15,29 @@ function write(overrides: Record<string, unknown>, retentionDays = 30) {
     tenant: 'acme',
     idempotencyKey: 'k-1',
     now,
-    random: seededRandom(7),
     request: parsed.value,
     retentionDays,
   });
 }
 
 describe('expiry of the items written once', () => {
-  it('gives the body and the guard a TTL of the send time plus retention plus the DLQ redrive window', () => {
+  it('gives the body a TTL of the send time plus retention plus the DLQ redrive window', () => {
     const sendAt = '2026-12-10T09:00:00.000Z';
-    const { state, body, guard } = write({ send_at: sendAt }, 30);
+    const { state, body } = write({ send_at: sendAt }, 30);
     const expected = Date.parse(sendAt) / 1000 + (30 + 14) * DAY;
     expect(body.expires_at).toBe(expected);
-    expect(guard.expires_at).toBe(expected);
     // The state record is still live: it expires only once terminal.
     expect(state.expires_at).toBeUndefined();
   });
 
-  it('expires a message superseded at enqueue, body and guard included, one retention after now', () => {
-    const { state, body, guard } = write({ group: { key: 'g', version: 1 } }, 30);
+  it('expires a message superseded at enqueue, body included, one retention after now', () => {
+    const { state, body } = write({ group: { key: 'g', version: 1 } }, 30);
     expect(state.status).toBe('scheduled');
     const superseded = buildOutboxWrite({
       tableName: 't',
       tenant: 'acme',
       idempotencyKey: 'k-2',
       now,
-      random: seededRandom(8),
       groupHeadVersion: 5,
       request: (() => {
         const parsed = parseEnqueueRequest(validBody({ group: { key: 'g', version: 1 } }), {
@@ -56,8 +52,6 @@ describe('expiry of the items written once', () => {
     const expected = now.getTime() / 1000 + 30 * DAY;
     expect(superseded.state.expires_at).toBe(expected);
     expect(superseded.body.expires_at).toBe(expected);
-    expect(superseded.guard.expires_at).toBe(expected);
     expect(body.expires_at).toBeGreaterThan(expected);
-    expect(guard.expires_at).toBe(body.expires_at);
   });
 });

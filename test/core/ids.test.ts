@@ -1,12 +1,46 @@
+import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { decodeTime } from 'ulid';
 import { describe, expect, it } from 'vitest';
-import { isMessageId, isUlid, newMessageId } from '../../lambdas/core/ids.js';
+import { isMessageId, isUlid, messageIdFor, newMessageId } from '../../lambdas/core/ids.js';
 
 function sequence(values: number[]): () => number {
   let index = 0;
   return () => values[index++ % values.length] ?? 0;
 }
+
+describe('ids derived from (tenant, Idempotency-Key)', () => {
+  it('are the first 130 bits of SHA-256(tenant NUL key) in lower-case RFC 4648 base-32', () => {
+    const digest = createHash('sha256').update('acme\0order-1').digest();
+    const bits = [...digest].map((byte) => byte.toString(2).padStart(8, '0')).join('');
+    const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
+    const expected = Array.from(
+      { length: 26 },
+      (_, i) => alphabet[Number.parseInt(bits.slice(i * 5, i * 5 + 5), 2)],
+    );
+    expect(messageIdFor('acme', 'order-1')).toBe(expected.join(''));
+  });
+  it('are valid message ids, never ULIDs, and the same for the same pair', () => {
+    fc.assert(
+      fc.property(
+        fc.stringMatching(/^[a-z0-9][a-z0-9_-]{0,63}$/),
+        fc.string({ minLength: 1, maxLength: 255 }),
+        (tenant, key) => {
+          const id = messageIdFor(tenant, key);
+          expect(isMessageId(id)).toBe(true);
+          expect(isUlid(id)).toBe(false);
+          expect(id).toHaveLength(26);
+          expect(messageIdFor(tenant, key)).toBe(id);
+        },
+      ),
+    );
+  });
+  it('differ between tenants for the same key, and between keys of one tenant', () => {
+    expect(messageIdFor('acme', 'k')).not.toBe(messageIdFor('globex', 'k'));
+    // The separator keeps ("ab", "c") and ("a", "bc") apart.
+    expect(messageIdFor('ab', 'c')).not.toBe(messageIdFor('a', 'bc'));
+  });
+});
 
 describe('message ids (DESIGN §2)', () => {
   it('are ULIDs carrying the clock value passed in', () => {

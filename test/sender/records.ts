@@ -82,6 +82,8 @@ export async function putMessage(
     const body: MessageBodyRecord = {
       pk: messagePk(id),
       sk: ITEM_SORT_KEY.messageBody,
+      fingerprint: 'fixture',
+      created_at: createdAt,
       from: 'Ops <ops@example.com>',
       to: fixture.to ?? ['ada@example.org'],
       cc: fixture.cc ?? [],
