@@ -227,6 +227,34 @@ describe('the sender, before it sends', () => {
     expect((await rig.state(broken.id)).status).toBe('scheduled');
   });
 
+  it('sends nothing when the body read (made while the claim is written) fails, and keeps the copy', async () => {
+    const rig = await createSenderRig(world);
+    const message = await rig.putMessage();
+    const store: SenderStore = new DynamoSenderStore(world.documents, world.tableName);
+    let bodyReads = 0;
+    const flaky: SenderStore = {
+      readState: (id) => store.readState(id),
+      readBody: async () => {
+        bodyReads++;
+        throw Object.assign(new Error('throttled'), { name: 'ThrottlingException' });
+      },
+      readGroupVersion: (tenant, key) => store.readGroupVersion(tenant, key),
+      claim: (input) => store.claim(input),
+      recordOutcome: (input) => store.recordOutcome(input),
+      settleUnsent: (input) => store.settleUnsent(input),
+    };
+    await rig.dispatch(message);
+    const records = await rig.receive({ waitSeconds: 3, max: 1 });
+
+    const response = await rig.run(records, rig.newHandler({ store: flaky }));
+
+    expect(bodyReads).toBe(1);
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: records[0]?.messageId }]);
+    expect(rig.received(message.id)).toEqual([]);
+    // The claim was written; its lease runs out and the next copy settles it (the ambiguous rules).
+    expect((await rig.state(message.id)).status).toBe('sending');
+  });
+
   it('spaces the sends of a batch at POSTDATE_MAX_SEND_RATE', async () => {
     const rig = await createSenderRig(world, { maxSendRate: 1 });
     const messages = [await rig.putMessage(), await rig.putMessage(), await rig.putMessage()];
