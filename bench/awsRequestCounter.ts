@@ -1,7 +1,11 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import type { _Record as SdkStreamRecord } from '@aws-sdk/client-dynamodb-streams';
 import { Client } from '@smithy/core/client';
+import { RELAY_STREAM_FILTER } from '../lambdas/store/tableLayout.js';
+import { matchesFilter } from '../local/runners/eventFilter.js';
+import { toLambdaRecord } from '../local/runners/streamRecordFormat.js';
 
 /**
  * Counts every AWS request made in this process, with the DynamoDB units it consumed.
@@ -148,7 +152,7 @@ function counting(
           readUnits: units.read,
           inputBytes,
           items: itemCount(command, input, result.output),
-          relayRecords: command === 'GetRecords' ? stateRecords(result.output.Records) : 0,
+          relayRecords: command === 'GetRecords' ? relayRecordsOf(result.output.Records) : 0,
           ms: performance.now() - t0,
         });
         return result;
@@ -227,10 +231,11 @@ function itemCount(command: string, input: Record<string, unknown>, output: Reco
   return 1;
 }
 
-function stateRecords(records: unknown): number {
+/** Stream records that pass the relay's event filter, exactly as the local stream runner applies it. */
+function relayRecordsOf(records: unknown): number {
   if (!Array.isArray(records)) return 0;
-  return records.filter(
-    (record: { dynamodb?: { Keys?: { sk?: { S?: string } } } }) => record.dynamodb?.Keys?.sk?.S === 'STATE',
+  return (records as SdkStreamRecord[]).filter((record) =>
+    matchesFilter(RELAY_STREAM_FILTER, toLambdaRecord(record, 'counted')),
   ).length;
 }
 
