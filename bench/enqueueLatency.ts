@@ -46,7 +46,9 @@ export async function enqueueLatency(options: BenchOptions): Promise<BenchResult
     };
     const runApi = () =>
       inParallel(Array.from({ length: perRound }), CONCURRENCY, () =>
-        timed(() => enqueue(stack, { bodyBytes: BODY_BYTES, key: randomUUID(), delaySeconds: DELAY_SECONDS })),
+        timed(() =>
+          enqueue(stack, { bodyBytes: BODY_BYTES, key: randomUUID(), delaySeconds: DELAY_SECONDS }),
+        ),
       );
     const runPut = () =>
       inParallel(Array.from({ length: perRound }), CONCURRENCY, () =>
