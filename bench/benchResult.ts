@@ -31,6 +31,8 @@ export interface BenchOptions {
   /** Fewer samples and shorter delays: a smoke run of the benchmark, not a measurement. */
   readonly quick: boolean;
   readonly log: (line: string) => void;
+  /** `--scale-messages N`: how many queued messages the scale benchmark drains (defaults in scale.ts). */
+  readonly scaleMessages?: number;
 }
 
 export function ratioRow(input: {

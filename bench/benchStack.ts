@@ -31,7 +31,7 @@ export interface EnqueueInput {
 
 /**
  * One enqueue body. `tags`, `metadata` and `headers` are never empty, as in the first recorded runs
- * (docs/benchmarks.md), so that later runs compare with them.
+ * (docs/performance.md), so that later runs compare with them.
  */
 export function enqueueBody(input: EnqueueInput): string {
   return JSON.stringify({

@@ -2,16 +2,19 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { BenchOptions, BenchResult, BenchRow } from './benchResult.js';
+import { writeCharts } from './chart.js';
 import { coldStart } from './coldStart.js';
 import { cost } from './cost.js';
 import { enqueueLatency } from './enqueueLatency.js';
 import { precision } from './precision.js';
+import { scale } from './scale.js';
 import { round } from './stats.js';
 import { throughput } from './throughput.js';
 
 /**
- * `npm run bench [-- --quick] [-- name …]`: runs the benchmarks (all, or those named), prints one
- * table and writes bench/results/latest.json. Each benchmark that needs the local stack starts its
+ * `npm run bench [-- --quick] [-- --scale-messages N] [-- name …]`: runs the benchmarks (all, or
+ * those named), prints one table, writes bench/results/latest.json and draws the charts of the
+ * benchmarks that ran (chart.ts). Each benchmark that needs the local stack starts its
  * own (with its own compressed configuration) and stops it before the next one begins.
  */
 const BENCHMARKS: Record<string, (options: BenchOptions) => Promise<BenchResult>> = {
@@ -20,6 +23,7 @@ const BENCHMARKS: Record<string, (options: BenchOptions) => Promise<BenchResult>
   enqueueLatency,
   throughput,
   precision,
+  scale,
 };
 
 // The SDK's "Node 22 soon" notice (this machine runs Node 20) is noise in a benchmark's output.
@@ -28,8 +32,12 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
 
 async function main(argv: readonly string[]): Promise<number> {
-  const quick = argv.includes('--quick');
-  const names = argv.filter((arg) => !arg.startsWith('--'));
+  const parsed = parseArguments(argv);
+  if ('error' in parsed) {
+    console.error(parsed.error);
+    return 2;
+  }
+  const { quick, names, scaleMessages } = parsed;
   const unknown = names.filter((name) => !(name in BENCHMARKS));
   if (unknown.length > 0) {
     console.error(
@@ -47,7 +55,7 @@ async function main(argv: readonly string[]): Promise<number> {
     if (!run) continue;
     log(`▶ ${name}${quick ? ' (quick)' : ''}`);
     try {
-      const result = await run({ quick, log });
+      const result = await run({ quick, log, ...(scaleMessages !== undefined ? { scaleMessages } : {}) });
       results.push(result);
       log(`  done in ${round(result.seconds, 1)} s`);
     } catch (error) {
@@ -85,7 +93,31 @@ async function main(argv: readonly string[]): Promise<number> {
   );
   writeFileSync(`${RESULTS_DIR}latest.md`, `${renderMarkdown(results)}\n`);
   log(`results written to ${file} (and latest.md, the same table in Markdown)`);
+  for (const chart of writeCharts(results, RESULTS_DIR)) log(`chart written to ${chart}`);
   return failures.length > 0 ? 1 : 0;
+}
+
+/** `--quick`, `--scale-messages N` (or `=N`), and the names of the benchmarks to run. */
+function parseArguments(
+  argv: readonly string[],
+): { quick: boolean; names: string[]; scaleMessages: number | undefined } | { error: string } {
+  let quick = false;
+  let scaleMessages: number | undefined;
+  const names: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    if (arg === '--quick') quick = true;
+    else if (arg === '--scale-messages' || arg.startsWith('--scale-messages=')) {
+      const value = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : argv[++i];
+      const count = Number(value);
+      if (!Number.isInteger(count) || count < 100) {
+        return { error: `--scale-messages needs a whole number of at least 100, not ${value ?? 'nothing'}` };
+      }
+      scaleMessages = count;
+    } else if (arg.startsWith('--')) return { error: `unknown option ${arg}` };
+    else names.push(arg);
+  }
+  return { quick, names, scaleMessages };
 }
 
 function renderTable(results: readonly BenchResult[]): string {
