@@ -1,13 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import type { BenchOptions, BenchResult, BenchRow } from './benchResult.js';
 import { withinGoal } from './benchResult.js';
-import { enqueue, inParallel, startBenchStack, waitForDelivery } from './benchStack.js';
+import { enqueue, startBenchStack, waitForDelivery } from './benchStack.js';
 import { round, type Spread, spread } from './stats.js';
 
 const GOAL_P99_MS = 500;
 const BODY_BYTES = 1024;
-/** Consecutive messages of one case are due this far apart, so a case is a stream, not one burst. */
-const STAGGER_MS = 173;
+/**
+ * Consecutive messages of one case are enqueued this far apart, so a case is a stream, not one
+ * burst: with five cases that is five messages a second, well inside what the local stack drains
+ * (bench/scale.ts), so the lateness is the path's, not a backlog's.
+ */
+const STAGGER_MS = 1000;
+/** The cases' streams are offset from each other by this much. */
+const CASE_OFFSET_MS = 197;
 
 interface PathCase {
   readonly name: string;
@@ -55,20 +61,18 @@ export async function precision(options: BenchOptions): Promise<BenchResult> {
     const warm = await enqueue(stack, { bodyBytes: 10, key: randomUUID() });
     await waitForDelivery(stack, [warm.id], 60_000);
 
-    // Deferred messages are enqueued up front, interleaving the cases; each is due at
-    // base + its delay + its place in the case's stream. The set-up time is sized from the warm-up.
-    const deferredCases = cases.filter((c) => c.delaySeconds > 0);
-    const setupMs = 3000 + perCase * deferredCases.length * 400;
+    // Every message is enqueued at its own moment with its case's delay (`delay_seconds`, none for
+    // 0 s), so the relay sees exactly that much time left and takes the case's path: the cases are
+    // interleaved streams, each message STAGGER_MS after the previous one of its case.
+    const setupMs = 3000;
     const base = Date.now() + setupMs;
     const plan = cases.flatMap((pathCase, caseIndex) =>
-      pathCase.delaySeconds === 0
-        ? []
-        : Array.from({ length: perCase }, (_, i) => ({
-            caseIndex,
-            sendAt: new Date(base + pathCase.delaySeconds * 1000 + i * STAGGER_MS + caseIndex * 37),
-          })),
+      Array.from({ length: perCase }, (_, i) => ({
+        caseIndex,
+        delaySeconds: pathCase.delaySeconds,
+        enqueueAt: base + i * STAGGER_MS + caseIndex * CASE_OFFSET_MS,
+      })),
     );
-    plan.sort((a, b) => a.sendAt.getTime() - b.sendAt.getTime());
 
     const timerLateness: number[] = [];
     const timers: NodeJS.Timeout[] = [];
@@ -76,33 +80,27 @@ export async function precision(options: BenchOptions): Promise<BenchResult> {
       // The baseline: a timer for the same instant, armed in the same process.
       timers.push(setTimeout(() => timerLateness.push(Date.now() - dueAt), Math.max(0, dueAt - Date.now())));
     };
-    const deferred = await inParallel(plan, 4, async (item) => {
-      const message = await enqueue(stack, { bodyBytes: BODY_BYTES, key: randomUUID(), sendAt: item.sendAt });
-      armBaseline(message.sendAt.getTime());
-      return { ...item, id: message.id, sendAt: message.sendAt };
-    });
-    // Delay 0: immediate messages (no send_at), enqueued one by one as a stream while the deferred
-    // ones come due; their send_at is the acceptance time the API answers.
-    const immediateIndex = cases.findIndex((c) => c.delaySeconds === 0);
-    const immediate = await Promise.all(
-      Array.from(
-        { length: immediateIndex >= 0 ? perCase : 0 },
-        (_, i) =>
+    const enqueued = await Promise.all(
+      plan.map(
+        (item) =>
           new Promise<{ caseIndex: number; id: string; sendAt: Date }>((resolve, reject) => {
             setTimeout(
               () => {
-                enqueue(stack, { bodyBytes: BODY_BYTES, key: randomUUID() }).then(
-                  (message) => resolve({ caseIndex: immediateIndex, id: message.id, sendAt: message.sendAt }),
-                  reject,
-                );
+                enqueue(stack, {
+                  bodyBytes: BODY_BYTES,
+                  key: randomUUID(),
+                  ...(item.delaySeconds > 0 ? { delaySeconds: item.delaySeconds } : {}),
+                }).then((message) => {
+                  // The API's send_at is the truth (the acceptance time for 0 s).
+                  if (item.delaySeconds > 0) armBaseline(message.sendAt.getTime());
+                  resolve({ caseIndex: item.caseIndex, id: message.id, sendAt: message.sendAt });
+                }, reject);
               },
-              Math.max(0, base - Date.now()) + i * STAGGER_MS * 3,
+              Math.max(0, item.enqueueAt - Date.now()),
             );
           }),
       ),
     );
-    const enqueued = [...deferred, ...immediate];
-    const lateEnqueues = deferred.filter((m, i) => m.sendAt.getTime() !== plan[i]?.sendAt.getTime()).length;
     const longest = Math.max(...cases.map((c) => c.delaySeconds));
     const received = await waitForDelivery(
       stack,
@@ -144,7 +142,6 @@ export async function precision(options: BenchOptions): Promise<BenchResult> {
         perCase,
         compression: { POSTDATE_DIRECT_DELAY_MAX_SECONDS: directMax, POSTDATE_SCHEDULE_LEAD_SECONDS: lead },
         staggerMs: STAGGER_MS,
-        enqueuedAfterDue: lateEnqueues,
         baselineSetTimeout: baseline,
         paths: perPath,
       },

@@ -1,4 +1,4 @@
-import { type DispatchDecision, decideDispatch } from '../core/dispatchDecision.js';
+import { type DispatchDecision, decideDispatch, SQS_MAX_DELAY_SECONDS } from '../core/dispatchDecision.js';
 import { errorForLog } from '../core/errorForLog.js';
 import { runWithConcurrency } from '../core/runWithConcurrency.js';
 import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
@@ -77,8 +77,10 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
     byMessage.set(plan.id, list);
   }
 
-  // Queue copies are collected and sent together at the end (SendMessageBatch, ten per request).
-  const pendingCopies = new Map<QueuedCopy, string>();
+  // Queue copies are collected and sent together at the end (SendMessageBatch, ten per request),
+  // each with the record it came from and its send time: the delay is computed again just before the
+  // send, so the time spent on the batch's schedules is not added to the message's lateness.
+  const pendingCopies: PendingCopy[] = [];
 
   const relayMessage = async (steps: { record: RelayRecord; plan: ActPlan }[]): Promise<void> => {
     let broken = false;
@@ -94,10 +96,11 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
         if (plan.dispatch !== null) {
           const route = routeDispatch(plan.dispatch, deps);
           if (route.path === 'queue') {
-            pendingCopies.set(
-              { payload: { id: plan.dispatch.id, rev: plan.dispatch.rev }, delaySeconds: route.delaySeconds },
-              record.sequenceNumber,
-            );
+            pendingCopies.push({
+              payload: { id: plan.dispatch.id, rev: plan.dispatch.rev },
+              sendAtMs: Date.parse(plan.dispatch.send_at),
+              sequenceNumber: record.sequenceNumber,
+            });
           } else {
             const created = await deps.scheduler.createOnce({
               name: scheduleName(plan.dispatch),
@@ -122,8 +125,15 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
 
   await runWithConcurrency([...byMessage.values()], deps.concurrency ?? 8, relayMessage);
 
-  if (pendingCopies.size > 0) {
-    const copies = [...pendingCopies.keys()];
+  if (pendingCopies.length > 0) {
+    const nowMs = deps.now().getTime();
+    const sequenceOf = new Map<QueuedCopy, string>(
+      pendingCopies.map((pending) => [
+        { payload: pending.payload, delaySeconds: remainingDelaySeconds(pending.sendAtMs, nowMs) },
+        pending.sequenceNumber,
+      ]),
+    );
+    const copies = [...sequenceOf.keys()];
     let unsent: readonly QueuedCopy[];
     try {
       unsent = (await deps.queue.enqueue(copies)).failed;
@@ -132,7 +142,7 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
       deps.log?.warn('relay could not reach the send queue', { error: errorForLog(error) });
     }
     for (const copy of unsent) {
-      const sequenceNumber = pendingCopies.get(copy);
+      const sequenceNumber = sequenceOf.get(copy);
       if (sequenceNumber !== undefined) failed.add(sequenceNumber);
     }
     counts.queued += copies.length - unsent.length;
@@ -141,6 +151,17 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
   const order = new Map(records.map((record, index) => [record.sequenceNumber, index]));
   const failedInOrder = [...failed].sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0));
   return { failed: failedInOrder, ...counts };
+}
+
+interface PendingCopy {
+  readonly payload: QueuedCopy['payload'];
+  readonly sendAtMs: number;
+  readonly sequenceNumber: string;
+}
+
+/** Whole seconds left until the send time (the sender waits out the sub-second rest), in [0, 900]. */
+function remainingDelaySeconds(sendAtMs: number, nowMs: number): number {
+  return Math.min(SQS_MAX_DELAY_SECONDS, Math.max(0, Math.floor((sendAtMs - nowMs) / 1000)));
 }
 
 function routeDispatch(image: StateImage, deps: RelayDeps): DispatchDecision {

@@ -58,6 +58,30 @@ describe('the relay routes each new message by its send time', () => {
     expect(await t.scheduleNames()).toEqual([]);
   });
 
+  it('counts the delay at the moment the copy is sent, not when its record was read', async () => {
+    const t0 = wholeSecondNow();
+    let clock = t0.getTime();
+    const { tableName, streamArn } = await freshTable();
+    const world = await relayWorld(scheduler, t0, { now: () => new Date(clock) });
+    // The batch's schedule takes 3 s to create (a slow Scheduler, a busy machine): the queue copies
+    // are sent after it, and must not carry those 3 s as extra lateness.
+    const slowScheduler: typeof world.schedules = Object.assign(Object.create(world.schedules), {
+      createOnce: async (input: Parameters<typeof world.schedules.createOnce>[0]) => {
+        const created = await world.schedules.createOnce(input);
+        clock += 3_000;
+        return created;
+      },
+    });
+    const relay = createRelayHandler({ ...world.deps, scheduler: slowScheduler });
+    const outbox = new OutboxWriter(tableName);
+    await outbox.put(stateRecord({ sendAt: seconds(t0, 2 * DAY), createdAt: t0 }));
+    const soon = await outbox.put(stateRecord({ sendAt: seconds(t0, 600), createdAt: t0 }));
+
+    await relay(await new StreamTail(streamArn).next());
+
+    expect(world.queue.copies).toEqual([{ payload: { id: soon.id, rev: 1 }, delaySeconds: 597 }]);
+  });
+
   it('keeps the sub-second remainder for the sender: DelaySeconds is the floor of the remaining time', async () => {
     const t = await setUp();
     const message = await t.outbox.put(

@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
+import type { QueuedCopy } from '../../lambdas/ports/DispatchQueue.js';
+import { freshQueues, sqsClient } from '../support/awsLocal.js';
+import { drainQueue } from './relayParts.js';
+
+const copies = (n: number): QueuedCopy[] =>
+  Array.from({ length: n }, (_, i) => ({ payload: { id: `m${i}`, rev: 1 }, delaySeconds: 0 }));
+
+describe('the send queue on SQS', () => {
+  it('sends any number of copies in chunks of ten, every one of them', async () => {
+    const { urls } = await freshQueues();
+    const queue = new SqsDispatchQueue(sqsClient(), urls.send);
+
+    const { failed } = await queue.enqueue(copies(25));
+
+    expect(failed).toEqual([]);
+    const received = await drainQueue(urls.send);
+    expect(received.map((payload) => payload.id).sort()).toEqual(
+      copies(25)
+        .map((c) => c.payload.id)
+        .sort(),
+    );
+  });
+
+  it('returns every copy of every chunk as failed when the queue cannot be reached, without throwing', async () => {
+    const { urls } = await freshQueues();
+    const queue = new SqsDispatchQueue(sqsClient(), `${urls.send}-does-not-exist`);
+    const sent = copies(25);
+
+    const { failed } = await queue.enqueue(sent);
+
+    expect(new Set(failed)).toEqual(new Set(sent));
+  });
+});
