@@ -3,8 +3,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Command } from 'commander';
+import { messagePk } from '../lambdas/store/messageRecord.js';
+import { KEY } from '../lambdas/store/tableLayout.js';
 import {
   type SmtpBehaviour,
   type SmtpReply,
@@ -20,7 +23,15 @@ import {
   type FinalView,
   TERMINAL_STATUSES,
 } from './checker.js';
-import { type StackChild, type StackStats, startStackChild } from './stackChild.js';
+import { type SmtpMoment, startSmtpTap } from './smtpTap.js';
+import {
+  type SenderChild,
+  type SenderStats,
+  type StackChild,
+  type StackStats,
+  startSenderChild,
+  startStackChild,
+} from './stackChild.js';
 
 /**
  * The chaos run (issue 8): N messages through the real local stack — run in a child process that
@@ -29,8 +40,10 @@ import { type StackChild, type StackStats, startStackChild } from './stackChild.
  * Faults: SMTP 4xx/5xx at RCPT and after DATA, drops after the final dot, stalls past the socket
  * timeout, AUTH refused (535) while the first stack process runs; duplicate and stale SQS copies;
  * stream batches handed to the relay twice; DynamoDB throttling on a fraction of calls (SDK
- * middleware); SIGKILL of the whole stack (the sender mid-send with it) and restart on the same
- * data dir, where the sweeper must recover what SQS (memory only) lost.
+ * middleware); schedules fired twice or late by the Scheduler emulator; SIGKILL of the sender
+ * process alone at an SMTP moment (after DATA, or after the final dot before the reply) and its
+ * restart; SIGKILL of the whole stack and restart on the same data dir, where the sweeper must
+ * recover what SQS (memory only) lost.
  */
 
 export interface ChaosOptions {
@@ -52,6 +65,18 @@ export interface ChaosOptions {
   readonly replayRate: number;
   /** Extra copies of current payloads sent to the send queue, per accepted message. */
   readonly duplicateCopyRate: number;
+  /** Fraction of schedule firings the Scheduler emulator delivers twice. @default 0 */
+  readonly schedulerFireTwiceRate?: number;
+  /** Fraction of schedules that fire late, by 0.5 s to `schedulerLateMs`. @default 0 */
+  readonly schedulerLateRate?: number;
+  /** @default 5000 (longer than the sweeper's 3 s grace: sometimes the sweeper wins, sometimes the schedule) */
+  readonly schedulerLateMs?: number;
+  /**
+   * SIGKILLs of the sender process alone, each at an SMTP moment (the client just sent DATA, or
+   * the final dot and awaits the reply), then a restart of the sender. With any, the sender runs in
+   * its own process (`chaos/senderProcess.ts`). @default 0
+   */
+  readonly senderKills?: number;
   readonly concurrency: number;
   /** POSTDATE_LEASE_SECONDS (default 30: longer than the 20 s SMTP socket timeout a stall runs into). */
   readonly leaseSeconds?: number;
@@ -101,7 +126,10 @@ export const COMPRESSED_TIME = {
   POSTDATE_LEASE_SECONDS: '30',
   POSTDATE_SWEEP_GRACE_SECONDS: '3',
   POSTDATE_MAX_ATTEMPTS: '8',
-  CHAOS_SWEEP_INTERVAL_MS: '2000',
+  // Each sweep re-dispatches every overdue message, whether or not the copy of the previous sweep
+  // was handled yet: every 2 s, the 1,000+ messages a stack kill leaves overdue snowballed into
+  // 93,000 queued copies (10,000-message run, 2026-11-29). 10 s keeps that bounded.
+  CHAOS_SWEEP_INTERVAL_MS: '10000',
 } as const;
 
 const SMTP_USER = 'chaos';
@@ -226,8 +254,9 @@ export function smtpScript(
   const behaviours: SmtpBehaviour[] = [];
   const kinds: string[] = [];
   const faults: [string, SmtpBehaviour][] = [
-    ['rcpt-451', { rcptTo: reply(451, '4.2.1 Try again later') }],
-    ['rcpt-550', { rcptTo: reply(550, '5.1.1 User unknown') }],
+    // The expiring messages' own rule comes first: a 550 would rightly end one `failed`, not `expired`.
+    ['rcpt-451', { rcptTo: (address) => expireRule(address) ?? reply(451, '4.2.1 Try again later') }],
+    ['rcpt-550', { rcptTo: (address) => expireRule(address) ?? reply(550, '5.1.1 User unknown') }],
     ['data-451', { rcptTo: expireRule, afterData: reply(451, '4.3.0 Temporary failure') }],
     ['data-554', { rcptTo: expireRule, afterData: reply(554, '5.6.0 Content rejected') }],
     ['data-drop', { rcptTo: expireRule, afterData: 'drop' }],
@@ -257,14 +286,39 @@ export function smtpScript(
 class CurrentStack {
   private child: StackChild | undefined;
   private ready: Promise<StackChild> | undefined;
+  private sender: SenderChild | undefined;
+  /** The sender process being started (after a sender kill, or with a new stack). */
+  private senderStarting: Promise<void> | undefined;
   private readonly retired: StackStats[] = [];
+  private readonly retiredSenders: SenderStats[] = [];
 
-  constructor(private readonly env: () => Record<string, string>) {}
+  /**
+   * @param senderEnv when given, the sender runs in its own process (`chaos/senderProcess.ts`) with
+   *   the stack's function environment plus these variables, so that it can be SIGKILLed alone.
+   */
+  constructor(
+    private readonly env: () => Record<string, string>,
+    private readonly senderEnv?: () => Record<string, string>,
+  ) {}
 
   /** Starts a stack process; a failed start (e.g. a handler mid-edit in a shared checkout) is tried again. */
   async start(): Promise<StackChild> {
     for (let attempt = 1; ; attempt += 1) {
-      this.ready = startStackChild(this.env());
+      this.ready = (async () => {
+        const child = await startStackChild({
+          ...this.env(),
+          ...(this.senderEnv ? { CHAOS_SENDER: 'external' } : {}),
+        });
+        if (this.senderEnv) {
+          try {
+            this.sender = await this.startSender(child);
+          } catch (error) {
+            await child.kill();
+            throw error;
+          }
+        }
+        return child;
+      })();
       try {
         this.child = await this.ready;
         return this.child;
@@ -276,6 +330,13 @@ class CurrentStack {
     }
   }
 
+  private startSender(stack: StackChild): Promise<SenderChild> {
+    return startSenderChild({
+      ...stack.endpoints.functionEnvironment,
+      ...(this.senderEnv?.() ?? {}),
+    });
+  }
+
   async get(): Promise<StackChild> {
     for (;;) {
       if (this.child) return this.child;
@@ -284,7 +345,7 @@ class CurrentStack {
     }
   }
 
-  /** SIGKILL the stack's whole process group, as a crash would. */
+  /** SIGKILL the stack's whole process group (and the sender process), as a crash would. */
   kill(): Promise<void> {
     return this.retire('kill');
   }
@@ -293,22 +354,65 @@ class CurrentStack {
     return this.retire('stop');
   }
 
+  /**
+   * SIGKILL the sender process alone — the signal is sent before this returns, so a caller can
+   * place it at an exact moment of an SMTP transaction — then start a new one against the same
+   * stack. False when no sender process is up (one is starting, or the stack is down).
+   */
+  killSender(onRestarted: (error?: unknown) => void): boolean {
+    const sender = this.sender;
+    const stack = this.child;
+    if (!sender || !stack || this.senderStarting) return false;
+    this.sender = undefined;
+    const dying = sender.kill();
+    this.senderStarting = (async () => {
+      await dying;
+      this.retiredSenders.push(sender.stats());
+      try {
+        // The stack may have been killed meanwhile: then its restart brings its own sender.
+        if (this.child === stack) this.sender = await this.startSender(stack);
+        onRestarted();
+      } catch (error) {
+        onRestarted(error);
+      } finally {
+        this.senderStarting = undefined;
+      }
+    })();
+    return true;
+  }
+
   private async retire(how: 'kill' | 'stop'): Promise<void> {
     const child = this.child;
+    const sender = this.sender;
     this.child = undefined;
     this.ready = undefined;
+    this.sender = undefined;
+    await this.senderStarting;
+    const lateSender = this.sender as SenderChild | undefined;
+    this.sender = undefined;
+    for (const process of [sender, lateSender]) {
+      if (!process) continue;
+      await process[how]();
+      this.retiredSenders.push(process.stats());
+    }
     if (!child) return;
     await child[how]();
     this.retired.push(child.stats());
   }
 
-  totals(): { throttled: number; dynamodbCalls: number; replayedBatches: number; replayedRecords: number } {
+  totals() {
     const all = [...this.retired, ...(this.child ? [this.child.stats()] : [])];
+    const senders = [...this.retiredSenders, ...(this.sender ? [this.sender.stats()] : [])];
+    const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
     return {
-      throttled: all.reduce((sum, stats) => sum + stats.throttled, 0),
-      dynamodbCalls: all.reduce((sum, stats) => sum + stats.dynamodbCalls, 0),
-      replayedBatches: all.reduce((sum, stats) => sum + stats.replays.batches, 0),
-      replayedRecords: all.reduce((sum, stats) => sum + stats.replays.records, 0),
+      throttled: sum(all.map((stats) => stats.throttled)) + sum(senders.map((stats) => stats.throttled)),
+      dynamodbCalls:
+        sum(all.map((stats) => stats.dynamodbCalls)) + sum(senders.map((stats) => stats.dynamodbCalls)),
+      replayedBatches: sum(all.map((stats) => stats.replays.batches)),
+      replayedRecords: sum(all.map((stats) => stats.replays.records)),
+      scheduleFires: sum(all.map((stats) => stats.scheduler?.fires ?? 0)),
+      scheduleFiredTwice: sum(all.map((stats) => stats.scheduler?.firedTwice ?? 0)),
+      scheduleLate: sum(all.map((stats) => stats.scheduler?.late ?? 0)),
     };
   }
 }
@@ -395,22 +499,39 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
   });
   const script = smtpScript(options.messages * 3, random, options.smtpFaultRate, options.stallRate);
   smtp.script(...script.behaviours);
+  // The relay is reached through a tap that reports the SMTP moments the sender kills aim at.
+  const senderKills = options.senderKills ?? 0;
+  let onSmtpMoment: (moment: SmtpMoment) => void = () => undefined;
+  const tap = await startSmtpTap({
+    targetHost: smtp.host,
+    targetPort: smtp.port,
+    onMoment: (moment) => onSmtpMoment(moment),
+  });
 
   let authPhase = options.authFailureSeconds > 0;
   const scale = options.timeScale ?? 1;
-  const stacks = new CurrentStack(() => ({
-    ...compressedTime(scale),
-    POSTDATE_LEASE_SECONDS: String(options.leaseSeconds ?? 30),
-    CHAOS_DATA_DIR: dataDir,
-    CHAOS_THROTTLE_RATE: String(options.throttleRate),
-    CHAOS_REPLAY_RATE: String(options.replayRate),
-    POSTDATE_API_KEY: API_KEY,
-    SMTP_HOST: smtp.host,
-    SMTP_PORT: String(smtp.port),
+  const smtpEnv = () => ({
+    SMTP_HOST: tap.host,
+    SMTP_PORT: String(tap.port),
     SMTP_USER,
     SMTP_PASS: authPhase ? 'chaos-wrong-password' : SMTP_PASSWORD,
     POWERTOOLS_LOG_LEVEL: 'ERROR',
-  }));
+  });
+  const stacks = new CurrentStack(
+    () => ({
+      ...compressedTime(scale),
+      POSTDATE_LEASE_SECONDS: String(options.leaseSeconds ?? 30),
+      CHAOS_DATA_DIR: dataDir,
+      CHAOS_THROTTLE_RATE: String(options.throttleRate),
+      CHAOS_REPLAY_RATE: String(options.replayRate),
+      CHAOS_SCHEDULER_FIRE_TWICE_RATE: String(options.schedulerFireTwiceRate ?? 0),
+      CHAOS_SCHEDULER_LATE_RATE: String(options.schedulerLateRate ?? 0),
+      CHAOS_SCHEDULER_LATE_MS: String(options.schedulerLateMs ?? 5000),
+      POSTDATE_API_KEY: API_KEY,
+      ...smtpEnv(),
+    }),
+    senderKills > 0 ? () => ({ ...smtpEnv(), CHAOS_THROTTLE_RATE: String(options.throttleRate) }) : undefined,
+  );
 
   const counters = { retries: 0, serverErrors: 0 };
   const figures = {
@@ -426,6 +547,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
     duplicateCopies: 0,
     staleCopies: 0,
     kills: [] as { atSeconds: number; statesBefore: Record<string, number> }[],
+    senderKills: [] as { atSeconds: number; moment: SmtpMoment | 'timeout'; restartSeconds?: number }[],
+    senderRestartFailures: 0,
   };
   const tracked: Tracked[] = [];
   let finished = false;
@@ -439,6 +562,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
     let enqueued = 0;
 
     // Duplicate (and stale) SQS copies while the run goes on.
+    let copiesTried = 0;
     const duplicator = (async () => {
       let sqs: { client: SQSClient; endpoint: string } | undefined;
       while (!finished) {
@@ -456,9 +580,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
             }),
           };
         }
-        const wanted = Math.ceil(tracked.length * options.duplicateCopyRate * 0.02);
+        // `duplicateCopyRate` copies per accepted message in all, most of them of messages accepted
+        // lately (likely still in flight, where a copy races the real one), some of any message.
+        const wanted = Math.min(50, Math.floor(tracked.length * options.duplicateCopyRate) - copiesTried);
         for (let index = 0; index < wanted && tracked.length > 0; index += 1) {
-          const message = tracked[Math.floor(random() * tracked.length)];
+          copiesTried += 1;
+          const recent = random() < 0.7;
+          const from = recent ? Math.max(0, tracked.length - 200) : 0;
+          const message = tracked[from + Math.floor(random() * (tracked.length - from))];
           if (!message) continue;
           const stale = message.rev > 1 && random() < 0.5;
           const rev = stale ? message.rev - 1 : message.rev;
@@ -521,6 +650,47 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
       }
     })();
 
+    // Sender kills, spread over the enqueue phase between the stack kills: each is armed at its
+    // point and lands on the next SMTP moment the dice pick (or after 10 s without one).
+    const senderKillPoints = Array.from({ length: senderKills }, (_, index) =>
+      Math.floor((options.messages * (index + 0.5)) / (senderKills + 0.5)),
+    );
+    const senderMonkey = (async () => {
+      for (const point of senderKillPoints) {
+        while (enqueued < point && !finished) await sleep(100);
+        if (finished) return;
+        const armedAt = Date.now();
+        const killed = await new Promise<SmtpMoment | 'timeout' | undefined>((resolve) => {
+          const attempt = (moment: SmtpMoment | 'timeout') => {
+            if (moment !== 'timeout' && random() >= 0.3) return;
+            const atMs = Date.now();
+            const fired = stacks.killSender((error) => {
+              if (error) figures.senderRestartFailures += 1;
+              const entry = figures.senderKills.find((kill) => kill.atSeconds === (atMs - startedAt) / 1000);
+              if (entry) entry.restartSeconds = (Date.now() - atMs) / 1000;
+            });
+            if (!fired) return;
+            figures.senderKills.push({ atSeconds: (atMs - startedAt) / 1000, moment });
+            onSmtpMoment = () => undefined;
+            clearInterval(timer);
+            resolve(moment);
+          };
+          onSmtpMoment = attempt;
+          const timer = setInterval(() => {
+            if (finished) {
+              onSmtpMoment = () => undefined;
+              clearInterval(timer);
+              resolve(undefined);
+            } else if (Date.now() - armedAt > 10_000) attempt('timeout');
+          }, 250);
+        });
+        if (killed)
+          log(
+            `chaos: SIGKILL of the sender process alone (${killed}) at ${enqueued}/${options.messages} enqueued`,
+          );
+      }
+    })();
+
     await forEachConcurrently(plans, options.concurrency, async (plan) => {
       const planned = datedBody(plan);
       const answer = await callApi(
@@ -570,13 +740,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
       `chaos: ${tracked.length} accepted in ${((Date.now() - startedAt) / 1000).toFixed(1)} s; waiting for terminal states`,
     );
     await chaosMonkey;
+    await senderMonkey;
 
     const deadline = Date.now() + options.deadlineSeconds * 1000;
     let pending = await nonTerminal(stacks);
-    while (pending > 0 && Date.now() < deadline) {
+    while (pending.length > 0 && Date.now() < deadline) {
       await sleep(2000);
       pending = await nonTerminal(stacks);
-      log(`chaos: ${pending} not terminal yet (${((Date.now() - startedAt) / 1000).toFixed(0)} s)`);
+      log(
+        `chaos: not terminal yet: ${pending.join(', ') || 'none'} (${((Date.now() - startedAt) / 1000).toFixed(0)} s)`,
+      );
     }
     // Let copies still in flight (a duplicate being read by the server) land in the SMTP log.
     await sleep(1500);
@@ -586,7 +759,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
     const views: Record<string, FinalView | null> = {};
     await forEachConcurrently(tracked, options.concurrency * 2, async (message) => {
       const answer = await callApi(stacks, 'GET', `/v1/messages/${message.id}`, undefined, {}, counters);
-      if (answer.status !== 200) message.acceptedBy += `; final GET answered ${answer.status}`;
+      if (answer.status !== 200) {
+        message.acceptedBy += `; final GET answered ${answer.status}; in the table: ${await itemsInTable(stacks, message.id)}`;
+      }
       views[message.id] =
         answer.status === 200
           ? {
@@ -633,7 +808,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
         dynamodbCalls: totals.dynamodbCalls,
         replayedStreamBatches: totals.replayedBatches,
         replayedStreamRecords: totals.replayedRecords,
+        scheduleFires: totals.scheduleFires,
+        scheduleFiredTwice: totals.scheduleFiredTwice,
+        scheduleLate: totals.scheduleLate,
         stackKills: figures.kills,
+        senderKills: figures.senderKills,
+        senderRestartFailures: figures.senderRestartFailures,
         apiRetries: counters.retries,
         api5xx: counters.serverErrors,
       },
@@ -654,7 +834,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
     log(
       `chaos: faults: smtp ${JSON.stringify(smtpFaults)}, AUTH refused ${report.faults.authRefused}, ` +
         `dup copies ${figures.duplicateCopies}, stale copies ${figures.staleCopies}, throttled ${totals.throttled}/${totals.dynamodbCalls} DynamoDB calls, ` +
-        `replayed stream batches ${totals.replayedBatches}, kills ${figures.kills.length}, API 5xx ${counters.serverErrors}`,
+        `replayed stream batches ${totals.replayedBatches}, schedules fired ${totals.scheduleFires} (twice ${totals.scheduleFiredTwice}, late ${totals.scheduleLate}), ` +
+        `stack kills ${figures.kills.length}, sender kills ${figures.senderKills.length} (${figures.senderKills.map((kill) => kill.moment).join(', ')}), API 5xx ${counters.serverErrors}`,
     );
     let exitCode = emitReport(
       result,
@@ -673,6 +854,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
   } finally {
     finished = true;
     await stacks.kill().catch(() => undefined);
+    await tap.close();
     await smtp.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
@@ -744,13 +926,54 @@ async function followUp(
   }
 }
 
+/**
+ * For a message the API does not know: what the table itself holds under its partition (item kinds
+ * and the state record's status), read past the API, so that a loss tells "never stored" apart from
+ * "stored, but the API does not show it".
+ */
+async function itemsInTable(stacks: CurrentStack, id: string): Promise<string> {
+  const stack = await stacks.get();
+  const client = new DynamoDBClient({
+    region: 'us-east-1',
+    endpoint: stack.endpoints.dynamodbEndpoint,
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+  try {
+    const { Items = [] } = await client.send(
+      new QueryCommand({
+        TableName: stack.endpoints.tableName,
+        KeyConditionExpression: '#pk = :pk',
+        ExpressionAttributeNames: { '#pk': KEY.partition },
+        ExpressionAttributeValues: { ':pk': { S: messagePk(id) } },
+        ConsistentRead: true,
+      }),
+    );
+    if (Items.length === 0) return 'nothing';
+    return Items.map(
+      (item) => `${item[KEY.sort]?.S ?? '?'}${item.status?.S ? ` (${item.status.S})` : ''}`,
+    ).join(', ');
+  } catch (error) {
+    return `unreadable (${error instanceof Error ? error.name : String(error)})`;
+  } finally {
+    client.destroy();
+  }
+}
+
 const NON_TERMINAL = ['scheduled', 'sending', 'retrying'] as const;
 
-/** How many messages are not terminal, from the API's listing by status (paged). */
-async function nonTerminal(stacks: CurrentStack): Promise<number> {
-  let total = 0;
-  for (const status of NON_TERMINAL) total += await countStatus(stacks, status, Number.POSITIVE_INFINITY);
-  return total;
+/**
+ * The non-terminal statuses that still hold a message, from a one-item page of the API's listing of
+ * each: the wait only needs to know when none is left, and counting (a listing fans out over every
+ * index shard for each page) every 2 s would load the stack it waits for.
+ */
+async function nonTerminal(stacks: CurrentStack): Promise<string[]> {
+  const left: string[] = [];
+  for (const status of NON_TERMINAL) {
+    const answer = await callApi(stacks, 'GET', `/v1/messages?status=${status}&limit=1`, undefined);
+    const items = Array.isArray(answer.body.items) ? answer.body.items.length : 0;
+    if (items > 0 || typeof answer.body.next_cursor === 'string') left.push(status);
+  }
+  return left;
 }
 
 async function statesNow(stacks: CurrentStack): Promise<Record<string, number>> {
@@ -800,7 +1023,15 @@ async function main(argv: readonly string[]): Promise<number> {
     .option('--stall-rate <r>', 'fraction of SMTP transactions that stall past the timeout', '0.003')
     .option('--throttle-rate <r>', 'fraction of DynamoDB calls throttled', '0.03')
     .option('--replay-rate <r>', 'fraction of stream batches handed to the relay twice', '0.3')
-    .option('--duplicate-rate <r>', 'extra SQS copies per message', '0.3')
+    .option('--duplicate-rate <r>', 'extra SQS copies per accepted message (most of recent ones)', '1')
+    .option('--scheduler-twice-rate <r>', 'fraction of schedule firings delivered twice', '0.2')
+    .option(
+      '--scheduler-late-rate <r>',
+      'fraction of schedules fired late (0.5 s to --scheduler-late-ms)',
+      '0.2',
+    )
+    .option('--scheduler-late-ms <n>', 'latest late firing, ms', '5000')
+    .option('--sender-kills <n>', 'SIGKILLs of the sender process alone, at an SMTP moment', '4')
     .option('--concurrency <n>', 'client requests in flight', '8')
     .option('--time-scale <x>', 'multiplies the delays of the workload', '1')
     .option(
@@ -826,6 +1057,10 @@ async function main(argv: readonly string[]): Promise<number> {
     throttleRate: Number(opts.throttleRate),
     replayRate: Number(opts.replayRate),
     duplicateCopyRate: Number(opts.duplicateRate),
+    schedulerFireTwiceRate: Number(opts.schedulerTwiceRate),
+    schedulerLateRate: Number(opts.schedulerLateRate),
+    schedulerLateMs: Number(opts.schedulerLateMs),
+    senderKills: Number(opts.senderKills),
     concurrency: Number(opts.concurrency),
     timeScale: Number(opts.timeScale),
     reportPath: String(opts.out),

@@ -12,35 +12,77 @@ export interface StackEndpoints {
   readonly dynamodbEndpoint: string;
   readonly tableName: string;
   readonly sendQueueUrl: string;
+  readonly sendQueueArn: string;
+  /** What the handlers read at cold start: given to a sender process run next to the stack. */
+  readonly functionEnvironment: Readonly<Record<string, string>>;
 }
 
 export interface StackStats {
   readonly throttled: number;
   readonly dynamodbCalls: number;
   readonly replays: { readonly batches: number; readonly records: number };
+  /** Schedule invocations, the extra copies of double firings, and firings ≥ 0.5 s late. */
+  readonly scheduler: { readonly fires: number; readonly firedTwice: number; readonly late: number };
 }
 
-export interface StackChild {
-  readonly endpoints: StackEndpoints;
+/** What a sender process reports (`chaos/senderProcess.ts`). */
+export interface SenderStats {
+  readonly throttled: number;
+  readonly dynamodbCalls: number;
+}
+
+/** A chaos child process: one of `chaos/stackProcess.ts` or `chaos/senderProcess.ts`. */
+export interface ChaosChild<Ready, Stats> {
+  readonly endpoints: Ready;
   /** The last stats line it printed (a killed process cannot report at exit). */
-  stats(): StackStats;
-  /** SIGKILL to the whole process group: the tsx wrapper, node, and DynamoDB Local's JVM. */
+  stats(): Stats;
+  /** SIGKILL to the whole process group: the tsx wrapper, node, and (for the stack) DynamoDB Local's JVM. */
   kill(): Promise<void>;
   /** SIGTERM: a clean stop. */
   stop(): Promise<void>;
 }
 
+export type StackChild = ChaosChild<StackEndpoints, StackStats>;
+export type SenderChild = ChaosChild<{ readonly pid: number }, SenderStats>;
+
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const EMPTY_STATS: StackStats = { throttled: 0, dynamodbCalls: 0, replays: { batches: 0, records: 0 } };
+const EMPTY_STACK_STATS: StackStats = {
+  throttled: 0,
+  dynamodbCalls: 0,
+  replays: { batches: 0, records: 0 },
+  scheduler: { fires: 0, firedTwice: 0, late: 0 },
+};
 
 /**
  * Starts `chaos/stackProcess.ts` under tsx in its own process group (so that a SIGKILL reaches the
  * JVM too) and resolves once it printed `CHAOS-READY`.
  */
 export function startStackChild(env: Record<string, string>, timeoutMs = 120_000): Promise<StackChild> {
+  return startChaosChild<StackEndpoints, StackStats>('stackProcess.ts', env, EMPTY_STACK_STATS, timeoutMs);
+}
+
+/**
+ * Starts `chaos/senderProcess.ts`: the sender's SQS event source and handler against a running
+ * stack's emulators, in its own process group so that it can be SIGKILLed alone.
+ */
+export function startSenderChild(env: Record<string, string>, timeoutMs = 60_000): Promise<SenderChild> {
+  return startChaosChild<{ pid: number }, SenderStats>(
+    'senderProcess.ts',
+    env,
+    { throttled: 0, dynamodbCalls: 0 },
+    timeoutMs,
+  );
+}
+
+function startChaosChild<Ready, Stats>(
+  script: string,
+  env: Record<string, string>,
+  emptyStats: Stats,
+  timeoutMs: number,
+): Promise<ChaosChild<Ready, Stats>> {
   const child: ChildProcess = spawn(
     join(ROOT, 'node_modules', '.bin', 'tsx'),
-    [join(ROOT, 'chaos', 'stackProcess.ts')],
+    [join(ROOT, 'chaos', script)],
     {
       cwd: ROOT,
       env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...env },
@@ -49,7 +91,7 @@ export function startStackChild(env: Record<string, string>, timeoutMs = 120_000
     },
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  let lastStats: StackStats = EMPTY_STATS;
+  let lastStats = emptyStats;
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
@@ -57,19 +99,19 @@ export function startStackChild(env: Record<string, string>, timeoutMs = 120_000
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       killGroup(child);
-      reject(new Error(`the stack process was not ready within ${timeoutMs} ms:\n${stderr}`));
+      reject(new Error(`${script} was not ready within ${timeoutMs} ms:\n${stderr}`));
     }, timeoutMs);
     child.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`the stack process exited (${code}) before it was ready:\n${stderr}`));
+      reject(new Error(`${script} exited (${code}) before it was ready:\n${stderr}`));
     });
     const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
     lines.on('line', (line) => {
       if (line.startsWith('CHAOS-STATS ')) {
-        lastStats = JSON.parse(line.slice('CHAOS-STATS '.length)) as StackStats;
+        lastStats = JSON.parse(line.slice('CHAOS-STATS '.length)) as Stats;
       } else if (line.startsWith('CHAOS-READY ')) {
         clearTimeout(timer);
-        const endpoints = JSON.parse(line.slice('CHAOS-READY '.length)) as StackEndpoints;
+        const endpoints = JSON.parse(line.slice('CHAOS-READY '.length)) as Ready;
         resolve({
           endpoints,
           stats: () => lastStats,

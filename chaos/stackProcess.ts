@@ -20,7 +20,13 @@ import { installDynamoDbThrottling, type ThrottleStats } from './throttleMiddlew
  * - `CHAOS_THROTTLE_RATE`: the fraction of DynamoDB calls that throw a throttling error before they
  *   are sent (an SDK middleware; default 0);
  * - `CHAOS_REPLAY_RATE`: the fraction of stream batches handed to the relay a second time, by a
- *   second event source over the same stream (default 0).
+ *   second event source over the same stream (default 0);
+ * - `CHAOS_SCHEDULER_FIRE_TWICE_RATE`: the fraction of schedule firings the Scheduler emulator
+ *   delivers twice (default 0);
+ * - `CHAOS_SCHEDULER_LATE_RATE`, `CHAOS_SCHEDULER_LATE_MS`: the fraction of schedules that fire late,
+ *   and by up to how many ms (defaults 0 and 5000);
+ * - `CHAOS_SENDER=external`: no sender here; `chaos/senderProcess.ts` runs it with the
+ *   `functionEnvironment` this process reports (so that the sender can be SIGKILLed alone).
  *
  * It prints one `CHAOS-READY {json}` line when the API answers, then `CHAOS-STATS {json}` every
  * half second (the parent keeps the last one it saw: a killed process cannot report at exit).
@@ -39,12 +45,33 @@ async function main(): Promise<void> {
   const dataDir = process.env.CHAOS_DATA_DIR;
   if (!dataDir) throw new Error('CHAOS_DATA_DIR is required');
   const config = loadConfig(process.env, 'local');
+  const scheduler = { fires: 0, firedTwice: 0, late: 0 };
+  const fireTwiceRate = rate('CHAOS_SCHEDULER_FIRE_TWICE_RATE');
+  const lateRate = rate('CHAOS_SCHEDULER_LATE_RATE');
+  const lateMs = Number(process.env.CHAOS_SCHEDULER_LATE_MS ?? '5000');
+  if (!Number.isInteger(lateMs) || lateMs < 0)
+    throw new Error('CHAOS_SCHEDULER_LATE_MS: must be an integer ≥ 0');
   const stack = await startLocalStack({
     config,
     dataDir,
     ports: { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 },
     quiet: true,
     sweepIntervalMs: Number(process.env.CHAOS_SWEEP_INTERVAL_MS ?? '2000'),
+    sender: process.env.CHAOS_SENDER === 'external' ? 'external' : 'in-process',
+    // Scheduler is at-least-once and precise to about a minute: double and late firings.
+    schedulerFaults: {
+      fireTwice: () => Math.random() < fireTwiceRate,
+      // Asked when a schedule is armed: late by 0.5 s to lateMs (past the sweeper's grace at most).
+      delayMs: () =>
+        Math.random() < lateRate ? 500 + Math.floor(Math.random() * Math.max(0, lateMs - 500)) : 0,
+    },
+    onScheduleFire: (event) => {
+      if (event.copy === 2) scheduler.firedTwice += 1;
+      else {
+        scheduler.fires += 1;
+        if (event.firedAtMs - event.scheduledAtMs >= 500) scheduler.late += 1;
+      }
+    },
   });
 
   const throttle: ThrottleStats = installDynamoDbThrottling(rate('CHAOS_THROTTLE_RATE'), Math.random);
@@ -86,7 +113,7 @@ async function main(): Promise<void> {
       });
   }
 
-  const stats = () => ({ throttled: throttle.throttled, dynamodbCalls: throttle.calls, replays });
+  const stats = () => ({ throttled: throttle.throttled, dynamodbCalls: throttle.calls, replays, scheduler });
   const ticker = setInterval(() => process.stdout.write(`CHAOS-STATS ${JSON.stringify(stats())}\n`), 500);
   process.stdout.write(
     `CHAOS-READY ${JSON.stringify({
@@ -97,6 +124,8 @@ async function main(): Promise<void> {
       dynamodbEndpoint: stack.dynamodbEndpoint,
       tableName: stack.tableName,
       sendQueueUrl: stack.queueUrls.send,
+      sendQueueArn: stack.queueArns.send,
+      functionEnvironment: stack.functionEnvironment,
     })}\n`,
   );
 

@@ -42,9 +42,13 @@ import {
   type LocalPart,
   type LocalPorts,
 } from './localEnv.js';
-import { startSqsRunner } from './runners/sqsRunner.js';
+import { type SqsRunner, startSqsRunner } from './runners/sqsRunner.js';
 import { startStreamRunner } from './runners/streamRunner.js';
-import { startSchedulerEmulator } from './scheduler/startSchedulerEmulator.js';
+import {
+  type FireEvent,
+  type SchedulerFaults,
+  startSchedulerEmulator,
+} from './scheduler/startSchedulerEmulator.js';
 import { startMailViewer } from './smtp/mailViewer.js';
 import { type SmtpSink, startSmtpSink } from './smtp/smtpSink.js';
 import { startLocalSqs } from './sqsServer.js';
@@ -58,7 +62,7 @@ const RELAY_STREAM = {
   ...DEPLOYED_RELAY_STREAM,
   timeoutMs: DEPLOYED_RELAY_STREAM.timeoutSeconds * 1000,
 } as const;
-const SENDER_QUEUE = {
+export const SENDER_QUEUE = {
   ...DEPLOYED_SENDER_QUEUE,
   maxConcurrency: 5,
   waitTimeSeconds: 1,
@@ -90,6 +94,19 @@ export interface LocalStackOptions {
   readonly dynamodbJvm?: 'fast-start' | 'peak';
   /** How often the sweeper runs after the one at start. */
   readonly sweepIntervalMs?: number;
+  /**
+   * Fault hooks of the Scheduler emulator (chaos runs): fire a schedule twice, or late, or fail a
+   * delivery attempt. See `SchedulerFaults`.
+   */
+  readonly schedulerFaults?: SchedulerFaults;
+  /** Called after every invocation of a schedule (chaos runs count the double and late firings). */
+  readonly onScheduleFire?: (event: FireEvent) => void;
+  /**
+   * `external`: this stack runs no event source for the sender; another process does, against the
+   * same emulators, with `functionEnvironment` and `startSenderEventSource` (so that a chaos run can
+   * SIGKILL the sender alone). @default 'in-process'
+   */
+  readonly sender?: 'in-process' | 'external';
   /** No progress lines on stdout, and the functions log only warnings (tests). */
   readonly quiet?: boolean;
   readonly log?: (line: string) => void;
@@ -111,6 +128,11 @@ export interface LocalStack {
   readonly ports: LocalPorts;
   /** Each function: loaded, or why not. */
   readonly functions: Readonly<Record<FunctionName, 'loaded' | 'not built'>>;
+  /**
+   * The environment the handlers read at cold start (configuration, endpoints, resource names,
+   * SMTP): what a process that runs a function outside the stack must be given.
+   */
+  readonly functionEnvironment: Readonly<Record<string, string>>;
   readiness(): Promise<Readiness>;
   /** Resolves once the relay's stream and the send queue have nothing visible left to hand over. */
   idle(): Promise<void>;
@@ -145,6 +167,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const dataDir = options.dataDir ?? config.dataDir;
   const started: Stoppable[] = [];
   const restoreEnv: (() => void)[] = [];
+  const functionEnvironment: Record<string, string> = {};
+  const applyForFunctions = (values: Readonly<Record<string, string>>) => {
+    Object.assign(functionEnvironment, values);
+    restoreEnv.push(applyEnvironment(values));
+  };
   const stopAll = async () => {
     for (const part of started.reverse()) {
       try {
@@ -163,30 +190,26 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const externalSmtp = config.smtp.host !== undefined;
 
     // Static configuration first: Powertools reads its variables when a handler module is imported.
-    restoreEnv.push(
-      applyEnvironment({
-        ...configEnvironment(config),
-        POSTDATE_LOCAL: 'true',
-        AWS_REGION: 'us-east-1',
-        AWS_ACCESS_KEY_ID: 'local',
-        AWS_SECRET_ACCESS_KEY: 'local',
-        AWS_ENDPOINT_URL_DYNAMODB: `http://${HOST}:${ports.dynamodb}`,
-        AWS_ENDPOINT_URL_SQS: `http://${HOST}:${ports.sqs}`,
-        AWS_ENDPOINT_URL_SCHEDULER: `http://${HOST}:${ports.scheduler}`,
-        POWERTOOLS_SERVICE_NAME: process.env.POWERTOOLS_SERVICE_NAME ?? 'postdate',
-        POWERTOOLS_METRICS_NAMESPACE: process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'Postdate',
-        POWERTOOLS_METRICS_DISABLED: process.env.POWERTOOLS_METRICS_DISABLED ?? 'true',
-        ...(options.quiet ? { POWERTOOLS_LOG_LEVEL: 'WARN' } : {}),
-        ...(externalSmtp ? {} : { SMTP_HOST: HOST, SMTP_PORT: String(ports.smtp) }),
-      }),
-    );
+    applyForFunctions({
+      ...configEnvironment(config),
+      POSTDATE_LOCAL: 'true',
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      AWS_ENDPOINT_URL_DYNAMODB: `http://${HOST}:${ports.dynamodb}`,
+      AWS_ENDPOINT_URL_SQS: `http://${HOST}:${ports.sqs}`,
+      AWS_ENDPOINT_URL_SCHEDULER: `http://${HOST}:${ports.scheduler}`,
+      POWERTOOLS_SERVICE_NAME: process.env.POWERTOOLS_SERVICE_NAME ?? 'postdate',
+      POWERTOOLS_METRICS_NAMESPACE: process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'Postdate',
+      POWERTOOLS_METRICS_DISABLED: process.env.POWERTOOLS_METRICS_DISABLED ?? 'true',
+      ...(options.quiet ? { POWERTOOLS_LOG_LEVEL: 'WARN' } : {}),
+      ...(externalSmtp ? {} : { SMTP_HOST: HOST, SMTP_PORT: String(ports.smtp) }),
+    });
     if (externalSmtp) {
-      restoreEnv.push(
-        applyEnvironment({
-          SMTP_HOST: config.smtp.host ?? '',
-          ...(config.smtp.port !== undefined ? { SMTP_PORT: String(config.smtp.port) } : {}),
-        }),
-      );
+      applyForFunctions({
+        SMTP_HOST: config.smtp.host ?? '',
+        ...(config.smtp.port !== undefined ? { SMTP_PORT: String(config.smtp.port) } : {}),
+      });
     }
 
     stackInstances += 1;
@@ -207,6 +230,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       host: HOST,
       sqsEndpoint: sqs.endpoint,
       ...(dataDir ? { dataDir: join(dataDir, 'scheduler') } : {}),
+      ...(options.schedulerFaults ? { faults: options.schedulerFaults } : {}),
+      ...(options.onScheduleFire ? { onFire: options.onScheduleFire } : {}),
     });
     started.push({ name: 'the Scheduler emulator', stop: () => scheduler.stop() });
     let sink: SmtpSink | undefined;
@@ -239,17 +264,15 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       maxAttempts: config.maxAttempts,
     });
     await ensureScheduleGroup(clients.scheduler, LOCAL_RESOURCES.scheduleGroup);
-    restoreEnv.push(
-      applyEnvironment({
-        POSTDATE_TABLE_NAME: LOCAL_RESOURCES.tableName,
-        POSTDATE_SEND_QUEUE_URL: queues.urls.send,
-        POSTDATE_SEND_QUEUE_ARN: queues.arns.send,
-        POSTDATE_SCHEDULE_GROUP: LOCAL_RESOURCES.scheduleGroup,
-        POSTDATE_SCHEDULER_ROLE_ARN: LOCAL_RESOURCES.schedulerRoleArn,
-        POSTDATE_SCHEDULE_DLQ_ARN: queues.arns.scheduleDeadLetter,
-        POSTDATE_RELAY_FAILURE_QUEUE_URL: queues.urls.relayFailures,
-      }),
-    );
+    applyForFunctions({
+      POSTDATE_TABLE_NAME: LOCAL_RESOURCES.tableName,
+      POSTDATE_SEND_QUEUE_URL: queues.urls.send,
+      POSTDATE_SEND_QUEUE_ARN: queues.arns.send,
+      POSTDATE_SCHEDULE_GROUP: LOCAL_RESOURCES.scheduleGroup,
+      POSTDATE_SCHEDULER_ROLE_ARN: LOCAL_RESOURCES.schedulerRoleArn,
+      POSTDATE_SCHEDULE_DLQ_ARN: queues.arns.scheduleDeadLetter,
+      POSTDATE_RELAY_FAILURE_QUEUE_URL: queues.urls.relayFailures,
+    });
     const apiKey = await seedApiKey(clients.dynamodb, config.apiKey);
 
     const handlers = await handlersLoading;
@@ -282,19 +305,14 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       started.push({ name: 'the stream runner', stop: () => runner.stop() });
     }
 
-    const sender = handlers.sender.handler;
+    const externalSender = options.sender === 'external';
+    const sender = externalSender ? undefined : handlers.sender.handler;
     if (sender) {
-      const runner = startSqsRunner({
+      const runner = startSenderEventSource({
         sqsEndpoint: sqs.endpoint,
         queueUrl: queues.urls.send,
         queueArn: queues.arns.send,
-        handler: async (event: SQSEvent) =>
-          (await sender(event, lambdaContext('postdate-sender', SENDER_QUEUE.timeoutMs))) as
-            | SQSBatchResponse
-            | undefined,
-        batchSize: SENDER_QUEUE.batchSize,
-        maxConcurrency: SENDER_QUEUE.maxConcurrency,
-        waitTimeSeconds: SENDER_QUEUE.waitTimeSeconds,
+        handler: sender,
         log: (message: string, error?: unknown) =>
           log(`sender event source: ${message}${describeError(error)}`),
       });
@@ -344,7 +362,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         smtp: smtpState ?? 'down',
         mailViewer: viewerState ?? 'down',
         relayEventSource: relay ? 'up' : 'not built',
-        senderEventSource: sender ? 'up' : 'not built',
+        senderEventSource: externalSender ? 'external' : sender ? 'up' : 'not built',
       };
       for (const name of FUNCTIONS) {
         parts[`${name}Function`] = handlers[name].handler ? 'up' : 'not built';
@@ -380,6 +398,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       queueArns: queues.arns,
       ports,
       functions,
+      functionEnvironment,
       readiness,
       sweep: () => sweep.runOnce(),
       idle: async () => {
@@ -391,6 +410,34 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     await stopAll();
     throw error;
   }
+}
+
+/**
+ * The sender's SQS event source as the deployed mapping reads the send queue (batch size, maximum
+ * concurrency, the function timeout): used by the stack, and by a process that runs the sender on
+ * its own next to a stack started with `sender: 'external'`.
+ */
+export function startSenderEventSource(options: {
+  readonly sqsEndpoint: string;
+  readonly queueUrl: string;
+  readonly queueArn: string;
+  readonly handler: (event: SQSEvent, context: Context) => Promise<unknown>;
+  readonly log: (message: string, error?: unknown) => void;
+}): SqsRunner {
+  const { handler } = options;
+  return startSqsRunner({
+    sqsEndpoint: options.sqsEndpoint,
+    queueUrl: options.queueUrl,
+    queueArn: options.queueArn,
+    handler: async (event: SQSEvent) =>
+      (await handler(event, lambdaContext('postdate-sender', SENDER_QUEUE.timeoutMs))) as
+        | SQSBatchResponse
+        | undefined,
+    batchSize: SENDER_QUEUE.batchSize,
+    maxConcurrency: SENDER_QUEUE.maxConcurrency,
+    waitTimeSeconds: SENDER_QUEUE.waitTimeSeconds,
+    log: options.log,
+  });
 }
 
 interface LoadedHandler {

@@ -30,9 +30,11 @@ describe('the chaos workload and fault script', () => {
 
 /**
  * The fast variant of `npm run chaos`: ~60 messages through the local stack in a child process,
- * SMTP faults, duplicate and stale SQS copies, replayed stream batches, DynamoDB throttling, and one
- * SIGKILL of the whole stack with messages in every state, then a restart on the same data dir
- * (this is also the restart test: the sweeper must bring every message to a terminal state).
+ * SMTP faults, duplicate and stale SQS copies, replayed stream batches, DynamoDB throttling,
+ * schedules fired twice and late, one SIGKILL of the sender process alone at an SMTP moment (after
+ * DATA or after the final dot) and its restart, and one SIGKILL of the whole stack with messages in
+ * every state, then a restart on the same data dir (this is also the restart test: the sweeper must
+ * bring every message to a terminal state).
  */
 describe('the chaos run (fast variant, with a SIGKILL and a restart)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'postdate-chaos-spec-'));
@@ -51,6 +53,10 @@ describe('the chaos run (fast variant, with a SIGKILL and a restart)', () => {
       throttleRate: 0.05,
       replayRate: 0.5,
       duplicateCopyRate: 0.5,
+      schedulerFireTwiceRate: 0.5,
+      schedulerLateRate: 0.5,
+      schedulerLateMs: 4000,
+      senderKills: 1,
       concurrency: 6,
       timeScale: 0.4,
       leaseSeconds: 22,
@@ -74,12 +80,22 @@ describe('the chaos run (fast variant, with a SIGKILL and a restart)', () => {
       duplicateSqsCopies: number;
       dynamodbThrottled: number;
       replayedStreamBatches: number;
+      scheduleFires: number;
+      scheduleFiredTwice: number;
+      scheduleLate: number;
       stackKills: { statesBefore: Record<string, number> }[];
+      senderKills: { moment: string }[];
+      senderRestartFailures: number;
     };
     expect(Object.keys(faults.smtpScript).filter((kind) => kind !== 'accept').length).toBeGreaterThan(1);
     expect(faults.duplicateSqsCopies).toBeGreaterThan(0);
     expect(faults.dynamodbThrottled).toBeGreaterThan(0);
     expect(faults.replayedStreamBatches).toBeGreaterThan(0);
+    expect(faults.scheduleFires).toBeGreaterThan(0);
+    expect(faults.scheduleFiredTwice).toBeGreaterThan(0);
+    expect(faults.scheduleLate).toBeGreaterThan(0);
+    expect(faults.senderKills).toHaveLength(1);
+    expect(faults.senderRestartFailures).toBe(0);
     expect(faults.stackKills).toHaveLength(1);
     const before = faults.stackKills[0]?.statesBefore ?? {};
     expect(before.sent).toBeGreaterThan(0);

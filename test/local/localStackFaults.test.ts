@@ -1,0 +1,110 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Context, SQSEvent } from 'aws-lambda';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../lambdas/core/config.js';
+import { type LocalStack, startLocalStack, startSenderEventSource } from '../../local/localStack.js';
+import type { SqsRunner } from '../../local/runners/sqsRunner.js';
+import type { FireEvent } from '../../local/scheduler/startSchedulerEmulator.js';
+
+const API_KEY = 'pd_local-stack-faults-key-01';
+const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
+
+async function eventually<T>(
+  probe: () => Promise<T | undefined> | T | undefined,
+  withinMs: number,
+): Promise<T> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`nothing after ${withinMs} ms`);
+    await sleep(100);
+  }
+}
+
+/**
+ * The chaos run's hooks into the local stack: Scheduler faults passed through to the emulator, and
+ * a stack whose sender runs elsewhere (`sender: 'external'`) with `startSenderEventSource`.
+ */
+describe('the local stack with scheduler faults and an external sender', () => {
+  let stack: LocalStack | undefined;
+  let sender: SqsRunner | undefined;
+  let closeSender: (() => Promise<void>) | undefined;
+  afterAll(async () => {
+    await sender?.stop();
+    await closeSender?.();
+    await stack?.stop();
+  });
+
+  it('fires a schedule twice and late, runs no sender of its own, and the message is sent once', async () => {
+    const fires: FireEvent[] = [];
+    const config = loadConfig(
+      {
+        POSTDATE_API_KEY: API_KEY,
+        POSTDATE_DIRECT_DELAY_MAX_SECONDS: '1',
+        POSTDATE_SCHEDULE_LEAD_SECONDS: '1',
+        POSTDATE_SWEEP_GRACE_SECONDS: '60',
+      },
+      'local',
+    );
+    stack = await startLocalStack({
+      config,
+      ports: FREE_PORTS,
+      quiet: true,
+      sender: 'external',
+      schedulerFaults: { fireTwice: () => true, delayMs: () => 700 },
+      onScheduleFire: (event) => fires.push(event),
+    });
+    const running = stack;
+    const readiness = await running.readiness();
+    expect(readiness.parts.senderEventSource).toBe('external');
+    expect(running.functionEnvironment).toMatchObject({
+      POSTDATE_TABLE_NAME: running.tableName,
+      POSTDATE_SEND_QUEUE_URL: running.queueUrls.send,
+      AWS_ENDPOINT_URL_SQS: running.sqsEndpoint,
+      AWS_ENDPOINT_URL_DYNAMODB: running.dynamodbEndpoint,
+    });
+
+    const enqueued = await fetch(`${running.apiUrl}/v1/messages`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${API_KEY}`,
+        'content-type': 'application/json',
+        'idempotency-key': 'scheduler-faults-1',
+      },
+      body: JSON.stringify({ to: ['ada@example.com'], subject: 'Twice', text: 'once', delay_seconds: 4 }),
+    });
+    expect(enqueued.status).toBe(202);
+    const { id } = (await enqueued.json()) as { id: string };
+
+    // Both copies of the firing reach the queue, the first one late; no sender consumes them yet.
+    await eventually(() => (fires.some((fire) => fire.copy === 2) ? true : undefined), 20_000);
+    expect(fires.map((fire) => fire.copy)).toEqual([1, 2]);
+    expect(fires.every((fire) => fire.outcome === 'delivered')).toBe(true);
+    const first = fires[0] as FireEvent;
+    expect(first.firedAtMs - first.scheduledAtMs).toBeGreaterThanOrEqual(700);
+    const read = async () =>
+      (await (
+        await fetch(`${running.apiUrl}/v1/messages/${id}`, {
+          headers: { authorization: `Bearer ${API_KEY}` },
+        })
+      ).json()) as { status: string };
+    expect((await read()).status).toBe('scheduled');
+
+    // The sender, run on its own against the stack's queue: two copies, one send.
+    const senderModule = await import('../../lambdas/sender/handler.js');
+    closeSender = senderModule.closeSender;
+    const handler = (event: SQSEvent, context: Context) => senderModule.handler(event, context);
+    sender = startSenderEventSource({
+      sqsEndpoint: running.sqsEndpoint,
+      queueUrl: running.queueUrls.send,
+      queueArn: running.queueArns.send,
+      handler,
+      log: () => undefined,
+    });
+    await eventually(async () => ((await read()).status === 'sent' ? true : undefined), 20_000);
+    await sender.idle();
+    const copies = running.smtpSink?.messages().filter((mail) => mail.postdateId === id) ?? [];
+    expect(copies).toHaveLength(1);
+  }, 90_000);
+});
