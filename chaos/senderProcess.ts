@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context, SQSEvent } from 'aws-lambda';
 import { startSenderEventSource } from '../local/localStack.js';
+import { type ChaosChildParts, serveChaosChild } from './childProtocol.js';
 import { installDynamoDbThrottling } from './throttleMiddleware.js';
 
 /**
@@ -20,7 +20,7 @@ function required(name: string): string {
   return value;
 }
 
-async function main(): Promise<void> {
+async function start(): Promise<ChaosChildParts> {
   const rate = Number(process.env.CHAOS_THROTTLE_RATE ?? '0');
   if (!Number.isFinite(rate) || rate < 0 || rate > 1)
     throw new Error('CHAOS_THROTTLE_RATE: must be in [0, 1]');
@@ -36,25 +36,14 @@ async function main(): Promise<void> {
         `sender event source: ${message}${error instanceof Error ? `: ${error.name}: ${error.message}` : ''}\n`,
       ),
   });
-  const stats = () => ({ throttled: throttle.throttled, dynamodbCalls: throttle.calls });
-  const ticker = setInterval(() => process.stdout.write(`CHAOS-STATS ${JSON.stringify(stats())}\n`), 500);
-  process.stdout.write(`CHAOS-READY ${JSON.stringify({ pid: process.pid })}\n`);
-
-  const stop = async () => {
-    clearInterval(ticker);
-    process.stdout.write(`CHAOS-STATS ${JSON.stringify(stats())}\n`);
-    await runner.stop();
-    await closeSender();
-    process.exit(0);
+  return {
+    ready: { pid: process.pid },
+    stats: () => ({ throttled: throttle.throttled, dynamodbCalls: throttle.calls }),
+    stop: async () => {
+      await runner.stop();
+      await closeSender();
+    },
   };
-  process.once('SIGTERM', () => void stop());
-  process.once('SIGINT', () => void stop());
-  for (;;) await sleep(60_000);
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(
-    `CHAOS-ERROR ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-  );
-  process.exit(1);
-});
+serveChaosChild(start);

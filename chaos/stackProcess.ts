@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { loadConfig } from '../lambdas/core/config.js';
@@ -8,6 +7,7 @@ import { RELAY_STREAM_FILTER } from '../lambdas/store/tableLayout.js';
 import { lambdaContext } from '../local/http/lambdaContext.js';
 import { startLocalStack } from '../local/localStack.js';
 import { startStreamRunner } from '../local/runners/streamRunner.js';
+import { type ChaosChildParts, serveChaosChild } from './childProtocol.js';
 import { installDynamoDbThrottling, type ThrottleStats } from './throttleMiddleware.js';
 
 /**
@@ -41,7 +41,7 @@ function rate(name: string): number {
   return value;
 }
 
-async function main(): Promise<void> {
+async function start(): Promise<ChaosChildParts> {
   const dataDir = process.env.CHAOS_DATA_DIR;
   if (!dataDir) throw new Error('CHAOS_DATA_DIR is required');
   const config = loadConfig(process.env, 'local');
@@ -113,10 +113,8 @@ async function main(): Promise<void> {
       });
   }
 
-  const stats = () => ({ throttled: throttle.throttled, dynamodbCalls: throttle.calls, replays, scheduler });
-  const ticker = setInterval(() => process.stdout.write(`CHAOS-STATS ${JSON.stringify(stats())}\n`), 500);
-  process.stdout.write(
-    `CHAOS-READY ${JSON.stringify({
+  return {
+    ready: {
       pid: process.pid,
       apiUrl: stack.apiUrl,
       apiKey: stack.apiKey,
@@ -126,25 +124,13 @@ async function main(): Promise<void> {
       sendQueueUrl: stack.queueUrls.send,
       sendQueueArn: stack.queueArns.send,
       functionEnvironment: stack.functionEnvironment,
-    })}\n`,
-  );
-
-  const stop = async () => {
-    clearInterval(ticker);
-    process.stdout.write(`CHAOS-STATS ${JSON.stringify(stats())}\n`);
-    await replayRunner?.stop();
-    await stack.stop();
-    process.exit(0);
+    },
+    stats: () => ({ throttled: throttle.throttled, dynamodbCalls: throttle.calls, replays, scheduler }),
+    stop: async () => {
+      await replayRunner?.stop();
+      await stack.stop();
+    },
   };
-  process.once('SIGTERM', () => void stop());
-  process.once('SIGINT', () => void stop());
-  // Keep the process alive until a signal.
-  for (;;) await sleep(60_000);
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(
-    `CHAOS-ERROR ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-  );
-  process.exit(1);
-});
+serveChaosChild(start);

@@ -3,7 +3,7 @@ import { checkTransition } from '../../lambdas/core/stateMachine.js';
 import type { SenderStore } from '../../lambdas/store/senderTransitions.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import { putGroupHead } from './records.js';
-import { createSenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
+import { createSenderRig, type SenderWorld, startSenderWorld, storeWith } from './senderHarness.js';
 
 /**
  * What the sender checks before it sends, and the copies it drops: stale revs, finished messages,
@@ -81,17 +81,12 @@ describe('the sender, before it sends', () => {
     await rig.dispatch(message);
     const store = new DynamoSenderStore(world.documents, world.tableName);
     // "Paused" lands after the sender read the head and before it claimed.
-    const racing: SenderStore = {
-      readState: (id) => store.readState(id),
-      readBody: (id) => store.readBody(id),
-      readGroupVersion: (tenant, key) => store.readGroupVersion(tenant, key),
+    const racing = storeWith(store, {
       claim: async (input) => {
         await putGroupHead(world.documents, world.tableName, group.key, 8);
         return store.claim(input);
       },
-      recordOutcome: (input) => store.recordOutcome(input),
-      settleUnsent: (input) => store.settleUnsent(input),
-    };
+    });
     const records = await rig.receive({ waitSeconds: 3, max: 1 });
 
     const response = await rig.run(records, rig.newHandler({ store: racing }));
@@ -202,17 +197,12 @@ describe('the sender, before it sends', () => {
     const healthy = await rig.putMessage();
     const broken = await rig.putMessage();
     const store: SenderStore = new DynamoSenderStore(world.documents, world.tableName);
-    const flaky: SenderStore = {
+    const flaky = storeWith(store, {
       readState: async (id) => {
         if (id === broken.id) throw Object.assign(new Error('throttled'), { name: 'ThrottlingException' });
         return store.readState(id);
       },
-      readBody: (id) => store.readBody(id),
-      readGroupVersion: (tenant, key) => store.readGroupVersion(tenant, key),
-      claim: (input) => store.claim(input),
-      recordOutcome: (input) => store.recordOutcome(input),
-      settleUnsent: (input) => store.settleUnsent(input),
-    };
+    });
     await rig.dispatch(healthy);
     await rig.dispatch(broken);
     const records = [...(await rig.receive({ waitSeconds: 3, max: 2 }))];
@@ -232,17 +222,12 @@ describe('the sender, before it sends', () => {
     const message = await rig.putMessage();
     const store: SenderStore = new DynamoSenderStore(world.documents, world.tableName);
     let bodyReads = 0;
-    const flaky: SenderStore = {
-      readState: (id) => store.readState(id),
+    const flaky = storeWith(store, {
       readBody: async () => {
         bodyReads++;
         throw Object.assign(new Error('throttled'), { name: 'ThrottlingException' });
       },
-      readGroupVersion: (tenant, key) => store.readGroupVersion(tenant, key),
-      claim: (input) => store.claim(input),
-      recordOutcome: (input) => store.recordOutcome(input),
-      settleUnsent: (input) => store.settleUnsent(input),
-    };
+    });
     await rig.dispatch(message);
     const records = await rig.receive({ waitSeconds: 3, max: 1 });
 

@@ -1,7 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SenderStore } from '../../lambdas/store/senderTransitions.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
-import { createSenderRig, type SenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
+import {
+  createSenderRig,
+  type SenderRig,
+  type SenderWorld,
+  startSenderWorld,
+  storeWith,
+} from './senderHarness.js';
 
 /**
  * Never doubled by accident: duplicate copies, racing senders, and a sender that died mid-send (its
@@ -18,33 +24,23 @@ function claimBarrier(store: SenderStore, parties: number): SenderStore {
   const allArrived = new Promise<void>((resolve) => {
     release = resolve;
   });
-  return {
-    readState: (id) => store.readState(id),
-    readBody: (id) => store.readBody(id),
-    readGroupVersion: (tenant, key) => store.readGroupVersion(tenant, key),
-    recordOutcome: (input) => store.recordOutcome(input),
-    settleUnsent: (input) => store.settleUnsent(input),
+  return storeWith(store, {
     async claim(input) {
       arrived += 1;
       if (arrived >= parties) release();
       await allArrived;
       return store.claim(input);
     },
-  };
+  });
 }
 
 /** A store whose outcome write never happens: the sender "dies" after SMTP, before recording. */
 function diesBeforeOutcome(store: SenderStore): SenderStore {
-  return {
-    readState: (id) => store.readState(id),
-    readBody: (id) => store.readBody(id),
-    readGroupVersion: (tenant, key) => store.readGroupVersion(tenant, key),
-    claim: (input) => store.claim(input),
-    settleUnsent: (input) => store.settleUnsent(input),
+  return storeWith(store, {
     recordOutcome: async () => {
       throw new Error('the sender was killed between DATA and the outcome write');
     },
-  };
+  });
 }
 
 describe('the sender against duplicates and dead senders', () => {

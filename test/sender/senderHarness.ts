@@ -25,7 +25,7 @@ import type {
   SenderTimeMetric,
 } from '../../lambdas/sender/senderMetrics.js';
 import type { MessageStateRecord } from '../../lambdas/store/messageRecord.js';
-import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
+import { DynamoSenderStore, type SenderStore } from '../../lambdas/store/senderTransitions.js';
 import type { QueueArns, QueueUrls } from '../../local/createResources.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
 import { startSmtpServer, type TestSmtpServer } from '../support/smtpServer.js';
@@ -305,5 +305,22 @@ function toSqsRecord(message: Message, queueArn: string): SQSRecord {
     eventSource: 'aws:sqs',
     eventSourceARN: queueArn,
     awsRegion: 'us-east-1',
+  };
+}
+
+/**
+ * The real store with some of its operations replaced: for the failures and races DynamoDB Local
+ * cannot be made to produce on demand (a throttled read, a write that never happens, a raise landing
+ * between two steps). Everything not replaced goes to `store`.
+ */
+export function storeWith(store: SenderStore, replaced: Partial<SenderStore>): SenderStore {
+  return {
+    readState: (id) => store.readState(id),
+    readBody: (id) => store.readBody(id),
+    readGroupVersion: (tenant, key) => store.readGroupVersion(tenant, key),
+    claim: (input) => store.claim(input),
+    recordOutcome: (input) => store.recordOutcome(input),
+    settleUnsent: (input) => store.settleUnsent(input),
+    ...replaced,
   };
 }
