@@ -47,7 +47,7 @@ export interface CountedRequest {
   readonly inputBytes: number;
   /** For calls that carry messages or records: how many (ReceiveMessage, GetRecords, SendMessageBatch). */
   readonly items: number;
-  /** GetRecords only: stream records whose key sort is STATE (they pass the relay's event filter). */
+  /** GetRecords only: stream records that pass the relay's event filter (RELAY_STREAM_FILTER). */
   readonly relayRecords: number;
   /** Wall time from this middleware to the answer (serialization, signing, the round trip, parsing). */
   readonly ms: number;

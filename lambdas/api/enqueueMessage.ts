@@ -13,7 +13,7 @@
  * died between its two puts: a request with the same fingerprint completes it.
  */
 import type { EnqueueRequest } from '../core/messageSchema.js';
-import { buildOutboxWrite, type OutboxWrite, requestFingerprint } from '../outbox/outboxItems.js';
+import { buildOutboxWrite, type OutboxWrite } from '../outbox/outboxItems.js';
 import type { ApiStore, EnqueueWriteResult } from '../store/apiStore.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
 
@@ -56,7 +56,6 @@ export async function enqueueMessage(
   deps: EnqueueDependencies,
   input: EnqueueInput,
 ): Promise<EnqueueOutcome> {
-  const fingerprint = requestFingerprint(input.request);
   const group = input.request.group;
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const groupHeadVersion = group ? await deps.store.readGroupHead(input.tenant, group.key) : null;
@@ -72,12 +71,12 @@ export async function enqueueMessage(
     const result = group ? await deps.store.writeEnqueue(write.items) : await writeInTurn(deps.store, write);
     if (result.kind === 'written') return { kind: 'created', state: write.state };
     if (result.kind === 'exists') {
-      const settled = await settleExisting(deps.store, write, fingerprint, input.now);
+      const settled = await settleExisting(deps.store, write, input.now);
       if (settled) return settled;
     }
     if (result.kind === 'contended') await deps.sleep(Math.floor(input.random() * 20 * (attempt + 1)) + 5);
-    // exists but unsettled: a racing request is between its two puts, read again; group-moved: the
-    // next round reads the new head.
+    // exists but unsettled: another request completed the orphan first (or a record expired under
+    // us), so the next round reads what is there now; group-moved: the next round reads the new head.
   }
   throw new EnqueueContentionError(`enqueue lost ${MAX_ATTEMPTS} races in a row`);
 }
@@ -96,11 +95,11 @@ async function writeInTurn(store: ApiStore, write: OutboxWrite): Promise<Enqueue
 async function settleExisting(
   store: ApiStore,
   write: OutboxWrite,
-  fingerprint: string,
   now: Date,
 ): Promise<EnqueueOutcome | undefined> {
   const body = await store.readBodyStamp(write.messageId);
-  if (body && body.fingerprint !== fingerprint) return { kind: 'key-reused' };
+  // The body this request would have written carries its fingerprint: compare with the stored one.
+  if (body && body.fingerprint !== write.body.fingerprint) return { kind: 'key-reused' };
   const state = await store.getMessage(write.state.tenant, write.messageId);
   if (state) return body ? { kind: 'replayed', state } : { kind: 'key-reused' };
   if (!body) return undefined;
