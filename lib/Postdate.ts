@@ -49,6 +49,7 @@ export class Postdate extends Construct {
     const dispatch = new Dispatch(this, 'Dispatch', {
       storage,
       maxAttempts: resolved.maxAttempts,
+      senderTimeoutSeconds: resolved.senderTimeoutSeconds,
       sweepInterval: resolved.sweepInterval,
       configEnvironment: environment,
       logRetention: resolved.logRetention,
@@ -58,6 +59,7 @@ export class Postdate extends Construct {
       sendQueue: dispatch.sendQueue,
       smtpSecret: resolved.smtpSecret,
       maxConcurrency: resolved.senderMaxConcurrency,
+      timeoutSeconds: resolved.senderTimeoutSeconds,
       configEnvironment: environment,
       logRetention: resolved.logRetention,
       removalPolicy: resolved.removalPolicy,

@@ -3,7 +3,8 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
-import { SENDER_TIMEOUT_SECONDS } from './queueLayout.js';
+import { CONFIG_DEFAULTS } from '../lambdas/core/config.js';
+import { sendTimingProblems } from '../lambdas/core/sendTiming.js';
 
 /** Requests per second and burst for the HTTP API's default stage. */
 export interface ApiThrottle {
@@ -76,9 +77,27 @@ export interface PostdateProps {
   readonly retryCapSeconds?: number;
   /**
    * Sender lease (`POSTDATE_LEASE_SECONDS`); must exceed the sender's timeout.
-   * @default 120
+   * @default 300
    */
   readonly leaseSeconds?: number;
+  /**
+   * The sender function's timeout (`POSTDATE_SENDER_TIMEOUT_SECONDS`, at most 900); it must exceed
+   * one whole attempt: 2 × `smtpTimeoutSeconds` + `smtpReplyTimeoutSeconds` + 10 s for the outcome
+   * write. The send queue's visibility timeout is six times it.
+   * @default 240
+   */
+  readonly senderTimeoutSeconds?: number;
+  /**
+   * Connection, greeting and each SMTP command before the final dot (`POSTDATE_SMTP_TIMEOUT_SECONDS`).
+   * @default 20
+   */
+  readonly smtpTimeoutSeconds?: number;
+  /**
+   * The reply to the final dot is waited for at least this long, and longer when the invocation
+   * has time (`POSTDATE_SMTP_REPLY_TIMEOUT_SECONDS`). A short wait there duplicates mail.
+   * @default 120
+   */
+  readonly smtpReplyTimeoutSeconds?: number;
   /**
    * Messages due within this many seconds go straight to SQS with `DelaySeconds`; later ones are
    * scheduled (`POSTDATE_DIRECT_DELAY_MAX_SECONDS`, at most 900).
@@ -185,6 +204,9 @@ export interface ResolvedPostdateProps {
   readonly retryBaseSeconds: number;
   readonly retryCapSeconds: number;
   readonly leaseSeconds: number;
+  readonly senderTimeoutSeconds: number;
+  readonly smtpTimeoutSeconds: number;
+  readonly smtpReplyTimeoutSeconds: number;
   readonly directDelayMaxSeconds: number;
   readonly scheduleLeadSeconds: number;
   readonly sweepGraceSeconds: number;
@@ -212,7 +234,10 @@ export const POSTDATE_DEFAULTS = {
   maxAttempts: 8,
   retryBaseSeconds: 30,
   retryCapSeconds: 3600,
-  leaseSeconds: 120,
+  leaseSeconds: CONFIG_DEFAULTS.leaseSeconds,
+  senderTimeoutSeconds: CONFIG_DEFAULTS.senderTimeoutSeconds,
+  smtpTimeoutSeconds: CONFIG_DEFAULTS.smtpTimeoutSeconds,
+  smtpReplyTimeoutSeconds: CONFIG_DEFAULTS.smtpReplyTimeoutSeconds,
   directDelayMaxSeconds: 900,
   scheduleLeadSeconds: 90,
   sweepGraceSeconds: 300,
@@ -278,6 +303,9 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
     retryBaseSeconds: props.retryBaseSeconds ?? POSTDATE_DEFAULTS.retryBaseSeconds,
     retryCapSeconds: props.retryCapSeconds ?? POSTDATE_DEFAULTS.retryCapSeconds,
     leaseSeconds: props.leaseSeconds ?? POSTDATE_DEFAULTS.leaseSeconds,
+    senderTimeoutSeconds: props.senderTimeoutSeconds ?? POSTDATE_DEFAULTS.senderTimeoutSeconds,
+    smtpTimeoutSeconds: props.smtpTimeoutSeconds ?? POSTDATE_DEFAULTS.smtpTimeoutSeconds,
+    smtpReplyTimeoutSeconds: props.smtpReplyTimeoutSeconds ?? POSTDATE_DEFAULTS.smtpReplyTimeoutSeconds,
     directDelayMaxSeconds: props.directDelayMaxSeconds ?? POSTDATE_DEFAULTS.directDelayMaxSeconds,
     scheduleLeadSeconds: props.scheduleLeadSeconds ?? POSTDATE_DEFAULTS.scheduleLeadSeconds,
     sweepGraceSeconds: props.sweepGraceSeconds ?? POSTDATE_DEFAULTS.sweepGraceSeconds,
@@ -352,11 +380,18 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
     );
   }
   whole('leaseSeconds', resolved.leaseSeconds, 1, 43_200);
-  if (!Token.isUnresolved(resolved.leaseSeconds)) {
-    check(
-      resolved.leaseSeconds > SENDER_TIMEOUT_SECONDS,
-      `leaseSeconds (${resolved.leaseSeconds}) must exceed the sender's timeout of ${SENDER_TIMEOUT_SECONDS} s`,
-    );
+  whole('senderTimeoutSeconds', resolved.senderTimeoutSeconds, 1, 900);
+  whole('smtpTimeoutSeconds', resolved.smtpTimeoutSeconds, 1, 300);
+  whole('smtpReplyTimeoutSeconds', resolved.smtpReplyTimeoutSeconds, 1, 600);
+  const timing = [
+    resolved.leaseSeconds,
+    resolved.senderTimeoutSeconds,
+    resolved.smtpTimeoutSeconds,
+    resolved.smtpReplyTimeoutSeconds,
+  ];
+  if (!timing.some((value) => Token.isUnresolved(value))) {
+    // The same rule the functions check at cold start (lambdas/core/sendTiming.ts), named by prop.
+    for (const problem of sendTimingProblems(resolved)) problems.push(problem);
   }
 
   // Timing.

@@ -3,18 +3,38 @@
  * the CDK stack and the local stack create the same thing. See docs/data-model.md.
  */
 
-/** The sender Lambda's timeout; the lease (POSTDATE_LEASE_SECONDS, default 120) must exceed it. */
-export const SENDER_TIMEOUT_SECONDS = 60;
+import { CONFIG_DEFAULTS } from '../lambdas/core/config.js';
+
+/**
+ * The sender Lambda's default timeout (POSTDATE_SENDER_TIMEOUT_SECONDS); the lease must exceed it
+ * and it must exceed one whole attempt (lambdas/core/sendTiming.ts).
+ */
+export const SENDER_TIMEOUT_SECONDS = CONFIG_DEFAULTS.senderTimeoutSeconds;
+
+/** AWS guidance for an SQS event source: visibility at least six times the function timeout. */
+export const MIN_VISIBILITY_FACTOR = 6;
+
+/** The send queue's visibility timeout for a sender of this timeout. */
+export function sendQueueVisibilitySeconds(senderTimeoutSeconds: number): number {
+  return MIN_VISIBILITY_FACTOR * senderTimeoutSeconds;
+}
+
+/**
+ * The send queue's `maxReceiveCount`: only a backstop (DESIGN §5, "Dead means dead"). The sender
+ * itself moves a copy to the DLQ when the message's SMTP attempts are exhausted; receives that are
+ * no attempt (a live lease, a batch out of time, a released claim) must not reach it first.
+ */
+export function sendQueueMaxReceiveCount(maxAttempts: number): number {
+  return Math.min(1000, 3 * maxAttempts + 10);
+}
 
 export const QUEUE = {
   /** Standard queue carrying `{v, id, rev}` copies to the sender. */
   send: {
     logicalName: 'send',
-    /** AWS guidance for an SQS event source: at least six times the function timeout. */
-    visibilityTimeoutSeconds: 6 * SENDER_TIMEOUT_SECONDS,
     retentionDays: 4,
   },
-  /** Copies whose receives reached POSTDATE_MAX_ATTEMPTS; an operator redrives them. */
+  /** Copies of `dead` messages, moved by the sender (or by the backstop); an operator redrives them. */
   sendDeadLetter: { logicalName: 'send-dlq', retentionDays: 14 },
   /** Stream records the relay finally could not process (the event source's on-failure destination). */
   relayFailures: { logicalName: 'relay-failures', retentionDays: 14 },
@@ -22,9 +42,9 @@ export const QUEUE = {
   scheduleDeadLetter: { logicalName: 'schedule-dlq', retentionDays: 14 },
 } as const;
 
-/** The redrive policy of the send queue: `maxReceiveCount` is POSTDATE_MAX_ATTEMPTS. */
+/** The redrive policy of the send queue (its `maxReceiveCount` is the backstop above). */
 export function sendQueueRedrivePolicy(deadLetterTargetArn: string, maxAttempts: number): string {
-  return JSON.stringify({ deadLetterTargetArn, maxReceiveCount: maxAttempts });
+  return JSON.stringify({ deadLetterTargetArn, maxReceiveCount: sendQueueMaxReceiveCount(maxAttempts) });
 }
 
 export const SCHEDULE_GROUP = { logicalName: 'postdate' } as const;

@@ -7,7 +7,12 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { INDEX, KEY, KEY_ATTRIBUTES, TTL_ATTRIBUTE } from '../lambdas/store/tableLayout.js';
-import { QUEUE, sendQueueRedrivePolicy } from '../lib/queueLayout.js';
+import {
+  QUEUE,
+  SENDER_TIMEOUT_SECONDS,
+  sendQueueRedrivePolicy,
+  sendQueueVisibilitySeconds,
+} from '../lib/queueLayout.js';
 
 /** The CreateTable input for the outbox table, built from the shared layout. */
 export function outboxTableInput(tableName: string): CreateTableCommandInput {
@@ -66,10 +71,10 @@ export interface QueueArns {
   readonly scheduleDeadLetter: string;
 }
 
-/** Creates the send queue, its DLQ (redrive after `maxAttempts` receives) and the two failure queues. */
+/** Creates the send queue, its DLQ (the backstop redrive of lib/queueLayout.ts) and the two failure queues. */
 export async function createQueues(
   sqs: SQSClient,
-  options: { prefix: string; maxAttempts: number },
+  options: { prefix: string; maxAttempts: number; senderTimeoutSeconds?: number },
 ): Promise<{ urls: QueueUrls; arns: QueueArns }> {
   const create = async (logicalName: string, attributes: Record<string, string>) => {
     const { QueueUrl } = await sqs.send(
@@ -88,7 +93,9 @@ export async function createQueues(
     MessageRetentionPeriod: days(QUEUE.sendDeadLetter.retentionDays),
   });
   const send = await create(QUEUE.send.logicalName, {
-    VisibilityTimeout: String(QUEUE.send.visibilityTimeoutSeconds),
+    VisibilityTimeout: String(
+      sendQueueVisibilitySeconds(options.senderTimeoutSeconds ?? SENDER_TIMEOUT_SECONDS),
+    ),
     MessageRetentionPeriod: days(QUEUE.send.retentionDays),
     RedrivePolicy: sendQueueRedrivePolicy(dlq.arn, options.maxAttempts),
   });

@@ -1,3 +1,5 @@
+import { sendTimingProblems } from './sendTiming.js';
+
 /**
  * Configuration (DESIGN §8), read and validated once at cold start into a typed object. A bad value
  * throws a ConfigError naming the variable; nothing starts half-configured.
@@ -28,6 +30,12 @@ export interface Config {
   readonly retryBaseSeconds: number;
   readonly retryCapSeconds: number;
   readonly leaseSeconds: number;
+  /** The sender function's timeout (lease > it > one whole attempt: core/sendTiming.ts). */
+  readonly senderTimeoutSeconds: number;
+  /** Connection, greeting and each SMTP command before the final dot. */
+  readonly smtpTimeoutSeconds: number;
+  /** At least this long is waited for the reply to the final dot. */
+  readonly smtpReplyTimeoutSeconds: number;
   readonly directDelayMaxSeconds: number;
   readonly scheduleLeadSeconds: number;
   readonly sweepGraceSeconds: number;
@@ -59,6 +67,17 @@ export class ConfigError extends Error {
     super(`${variable}: ${reason}`);
   }
 }
+
+/**
+ * Defaults of the sender's timing (DESIGN §5): a reply to the final dot is waited for two minutes at
+ * least, so the function runs four and the lease lasts five.
+ */
+export const CONFIG_DEFAULTS = {
+  leaseSeconds: 300,
+  senderTimeoutSeconds: 240,
+  smtpTimeoutSeconds: 20,
+  smtpReplyTimeoutSeconds: 120,
+} as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -94,7 +113,28 @@ export function loadConfig(env: Env, target: ConfigTarget): Config {
     maxAttempts: integer(env, 'POSTDATE_MAX_ATTEMPTS', 8, 1, 1000),
     retryBaseSeconds: integer(env, 'POSTDATE_RETRY_BASE_SECONDS', 30, 1, 43_200),
     retryCapSeconds: integer(env, 'POSTDATE_RETRY_CAP_SECONDS', 3600, 1, 43_200),
-    leaseSeconds: integer(env, 'POSTDATE_LEASE_SECONDS', 120, 1, 43_200),
+    leaseSeconds: integer(env, 'POSTDATE_LEASE_SECONDS', CONFIG_DEFAULTS.leaseSeconds, 1, 43_200),
+    senderTimeoutSeconds: integer(
+      env,
+      'POSTDATE_SENDER_TIMEOUT_SECONDS',
+      CONFIG_DEFAULTS.senderTimeoutSeconds,
+      1,
+      900,
+    ),
+    smtpTimeoutSeconds: integer(
+      env,
+      'POSTDATE_SMTP_TIMEOUT_SECONDS',
+      CONFIG_DEFAULTS.smtpTimeoutSeconds,
+      1,
+      300,
+    ),
+    smtpReplyTimeoutSeconds: integer(
+      env,
+      'POSTDATE_SMTP_REPLY_TIMEOUT_SECONDS',
+      CONFIG_DEFAULTS.smtpReplyTimeoutSeconds,
+      1,
+      600,
+    ),
     directDelayMaxSeconds: integer(env, 'POSTDATE_DIRECT_DELAY_MAX_SECONDS', 900, 0, 900),
     scheduleLeadSeconds: integer(env, 'POSTDATE_SCHEDULE_LEAD_SECONDS', 90, 0, 900),
     sweepGraceSeconds: integer(env, 'POSTDATE_SWEEP_GRACE_SECONDS', 300, 0, 86_400),
@@ -105,6 +145,15 @@ export function loadConfig(env: Env, target: ConfigTarget): Config {
   };
   if (config.retryCapSeconds < config.retryBaseSeconds) {
     throw new ConfigError('POSTDATE_RETRY_CAP_SECONDS', 'must be at least POSTDATE_RETRY_BASE_SECONDS');
+  }
+  const [timingProblem] = sendTimingProblems(config);
+  if (timingProblem !== undefined) {
+    throw new ConfigError(
+      config.leaseSeconds <= config.senderTimeoutSeconds
+        ? 'POSTDATE_LEASE_SECONDS'
+        : 'POSTDATE_SENDER_TIMEOUT_SECONDS',
+      timingProblem,
+    );
   }
   if (smtpHost === undefined && !local) throw new ConfigError('SMTP_HOST', 'is required in AWS');
   if ((config.smtp.user === undefined) !== (config.smtp.pass === undefined)) {

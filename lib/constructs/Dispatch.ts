@@ -26,6 +26,8 @@ const SCHEDULE_NAME_PREFIX = 'pd-';
 export interface DispatchProps {
   readonly storage: Storage;
   readonly maxAttempts: number;
+  /** The sender's timeout: the send queue's visibility timeout is six times it. */
+  readonly senderTimeoutSeconds: number;
   readonly sweepInterval: Duration;
   readonly configEnvironment: Readonly<Record<string, string>>;
   readonly logRetention: logs.RetentionDays;
@@ -51,7 +53,10 @@ export class Dispatch extends Construct {
     const stack = Stack.of(this);
     const table = props.storage.table;
 
-    const queues = createSendQueues(this, props.maxAttempts);
+    const queues = createSendQueues(this, {
+      maxAttempts: props.maxAttempts,
+      senderTimeoutSeconds: props.senderTimeoutSeconds,
+    });
     this.sendQueue = queues.send;
     this.sendDeadLetterQueue = queues.sendDeadLetter;
     this.relayFailureQueue = createFailureQueue(this, 'RelayFailureQueue', QUEUE.relayFailures);

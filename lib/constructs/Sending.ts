@@ -6,7 +6,6 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { SENDER_QUEUE } from '../eventSourceLayout.js';
 import { RESOURCE_ENV } from '../functionEnvironment.js';
-import { SENDER_TIMEOUT_SECONDS } from '../queueLayout.js';
 import { acknowledge } from './acknowledge.js';
 import { PostdateFunction } from './postdateFunction.js';
 import type { Storage } from './Storage.js';
@@ -18,6 +17,8 @@ export interface SendingProps {
   readonly sendQueue: sqs.IQueue;
   readonly smtpSecret: secretsmanager.ISecret | undefined;
   readonly maxConcurrency: number;
+  /** POSTDATE_SENDER_TIMEOUT_SECONDS, checked against the lease and the SMTP timeouts. */
+  readonly timeoutSeconds: number;
   readonly configEnvironment: Readonly<Record<string, string>>;
   readonly logRetention: logs.RetentionDays;
   readonly removalPolicy: RemovalPolicy;
@@ -38,7 +39,7 @@ export class Sending extends Construct {
     this.sender = new PostdateFunction(this, 'Sender', {
       name: 'sender',
       description: 'Postdate sender: claims a due message and delivers it over SMTP',
-      timeout: Duration.seconds(SENDER_TIMEOUT_SECONDS),
+      timeout: Duration.seconds(props.timeoutSeconds),
       memorySize: 512,
       logRetention: props.logRetention,
       environment: {

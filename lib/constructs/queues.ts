@@ -1,10 +1,9 @@
 import { Duration } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { QUEUE, SENDER_TIMEOUT_SECONDS } from '../queueLayout.js';
+import { QUEUE, sendQueueMaxReceiveCount, sendQueueVisibilitySeconds } from '../queueLayout.js';
 
-/** AWS guidance for an SQS event source: visibility at least six times the function timeout. */
-export const MIN_VISIBILITY_FACTOR = 6;
+export { MIN_VISIBILITY_FACTOR } from '../queueLayout.js';
 
 /** Every queue of Postdate: encrypted at rest (SQS-managed keys) and reachable over TLS only. */
 function secureQueue(scope: Construct, id: string, props: sqs.QueueProps): sqs.Queue {
@@ -22,22 +21,23 @@ export interface SendQueues {
 
 /**
  * The send queue and its DLQ, from lib/queueLayout.ts (the local stack reads the same layout).
- * `maxReceiveCount` is POSTDATE_MAX_ATTEMPTS: the queue's redrive is the attempt limit.
+ * The sender moves copies of `dead` messages to the DLQ itself; `maxReceiveCount` is a backstop.
  */
-export function createSendQueues(scope: Construct, maxAttempts: number): SendQueues {
-  if (QUEUE.send.visibilityTimeoutSeconds < MIN_VISIBILITY_FACTOR * SENDER_TIMEOUT_SECONDS) {
-    throw new Error(
-      `queueLayout: the send queue's visibility (${QUEUE.send.visibilityTimeoutSeconds} s) must be at least ${MIN_VISIBILITY_FACTOR} × the sender timeout (${SENDER_TIMEOUT_SECONDS} s)`,
-    );
-  }
+export function createSendQueues(
+  scope: Construct,
+  options: { readonly maxAttempts: number; readonly senderTimeoutSeconds: number },
+): SendQueues {
   // A DLQ of a standard queue keeps a message's original enqueue time, so it must retain longer.
   const sendDeadLetter = secureQueue(scope, 'SendDeadLetterQueue', {
     retentionPeriod: Duration.days(QUEUE.sendDeadLetter.retentionDays),
   });
   const send = secureQueue(scope, 'SendQueue', {
-    visibilityTimeout: Duration.seconds(QUEUE.send.visibilityTimeoutSeconds),
+    visibilityTimeout: Duration.seconds(sendQueueVisibilitySeconds(options.senderTimeoutSeconds)),
     retentionPeriod: Duration.days(QUEUE.send.retentionDays),
-    deadLetterQueue: { queue: sendDeadLetter, maxReceiveCount: maxAttempts },
+    deadLetterQueue: {
+      queue: sendDeadLetter,
+      maxReceiveCount: sendQueueMaxReceiveCount(options.maxAttempts),
+    },
   });
   return { send, sendDeadLetter };
 }

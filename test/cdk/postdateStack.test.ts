@@ -9,7 +9,12 @@ import { RELAY_STREAM } from '../../lib/constructs/Dispatch.js';
 import { PROJECT_ROOT } from '../../lib/constructs/postdateFunction.js';
 import { RESOURCE_ENV } from '../../lib/functionEnvironment.js';
 import type { PostdateStack } from '../../lib/PostdateStack.js';
-import { QUEUE, SENDER_TIMEOUT_SECONDS } from '../../lib/queueLayout.js';
+import {
+  QUEUE,
+  SENDER_TIMEOUT_SECONDS,
+  sendQueueMaxReceiveCount,
+  sendQueueVisibilitySeconds,
+} from '../../lib/queueLayout.js';
 import { outboxTableInput } from '../../local/createResources.js';
 import {
   logicalIdOf,
@@ -107,13 +112,15 @@ describe('storage: the outbox table', () => {
 });
 
 describe('dispatch: queues', () => {
-  it('redrives a copy to the DLQ after maxAttempts receives', () => {
+  const maxAttempts = TEST_PROPS.postdate.maxAttempts ?? 8;
+  it('redrives a copy to the DLQ only as a backstop, well above maxAttempts (the sender moves dead copies itself)', () => {
     template.hasResourceProperties('AWS::SQS::Queue', {
       RedrivePolicy: {
         deadLetterTargetArn: arnOf(ids.sendDlq),
-        maxReceiveCount: TEST_PROPS.postdate.maxAttempts,
+        maxReceiveCount: sendQueueMaxReceiveCount(maxAttempts),
       },
     });
+    expect(sendQueueMaxReceiveCount(maxAttempts)).toBeGreaterThanOrEqual(2 * maxAttempts);
     const send = template.toJSON().Resources[ids.sendQueue] as Resource;
     expect(send.Properties.RedrivePolicy).toBeDefined();
   });
@@ -123,7 +130,7 @@ describe('dispatch: queues', () => {
     const visibility = sendQueue.Properties.VisibilityTimeout as number;
     const senderTimeout = fn('sender').Properties.Timeout as number;
     expect(senderTimeout).toBe(SENDER_TIMEOUT_SECONDS);
-    expect(visibility).toBe(QUEUE.send.visibilityTimeoutSeconds);
+    expect(visibility).toBe(sendQueueVisibilitySeconds(SENDER_TIMEOUT_SECONDS));
     expect(visibility).toBeGreaterThanOrEqual(6 * senderTimeout);
   });
 

@@ -1,4 +1,5 @@
 import { CfnResource, Duration, Stack, Token } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { PLACEHOLDER_SENDER, settingsFromContext } from '../../lib/contextProps.js';
@@ -35,7 +36,10 @@ describe('Postdate props', () => {
       maxAttempts: 8,
       retryBaseSeconds: 30,
       retryCapSeconds: 3600,
-      leaseSeconds: 120,
+      leaseSeconds: 300,
+      senderTimeoutSeconds: 240,
+      smtpTimeoutSeconds: 20,
+      smtpReplyTimeoutSeconds: 120,
       directDelayMaxSeconds: 900,
       scheduleLeadSeconds: 90,
       sweepGraceSeconds: 300,
@@ -74,7 +78,7 @@ describe('Postdate props', () => {
       /^defaultFrom "someone@elsewhere.org" is not matched by allowedFrom/,
       /^maxAttempts must be a whole number from 1 to 1000, got 0/,
       /^retryCapSeconds \(60\) must be at least retryBaseSeconds \(600\)/,
-      /^leaseSeconds \(30\) must exceed the sender's timeout of 60 s/,
+      /^the lease \(30 s\) must exceed the sender timeout \(240 s\)/,
       /^scheduleLeadSeconds \(300\) must not exceed directDelayMaxSeconds \(120\)/,
       /^senderMaxConcurrency must be a whole number from 2 to 1000, got 1/,
       /^maxSendRate must be a positive number/,
@@ -102,6 +106,35 @@ describe('Postdate props', () => {
       expect.stringMatching(/^defaultFrom must be an address/),
       'messageIdDomain could not be derived from defaultFrom; set it explicitly',
     ]);
+  });
+
+  it('hold lease > sender timeout > one whole attempt (2 × SMTP timeout + reply timeout + 10 s)', () => {
+    expect(problemsOf({ ...VALID, senderTimeoutSeconds: 170, leaseSeconds: 200 })).toEqual([
+      expect.stringMatching(/^the sender timeout \(170 s\) must exceed one whole attempt: .* = 170 s$/),
+    ]);
+    expect(problemsOf({ ...VALID, senderTimeoutSeconds: 171, leaseSeconds: 200 })).toEqual([]);
+    expect(problemsOf({ ...VALID, smtpReplyTimeoutSeconds: 600 })).toEqual([
+      expect.stringMatching(/^the sender timeout \(240 s\) must exceed one whole attempt/),
+    ]);
+    expect(
+      problemsOf({ ...VALID, smtpReplyTimeoutSeconds: 600, senderTimeoutSeconds: 900, leaseSeconds: 900 }),
+    ).toEqual([expect.stringMatching(/^the lease \(900 s\) must exceed the sender timeout \(900 s\)/)]);
+  });
+
+  it('give the sender function the timeout and the send queue six times it as visibility', () => {
+    const stack = new Stack(testApp(), 'Timing');
+    new Postdate(stack, 'Postdate', { ...VALID, senderTimeoutSeconds: 300, leaseSeconds: 400 });
+    const template = Template.fromStack(stack);
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Timeout: 300,
+      Environment: {
+        Variables: Match.objectLike({
+          POSTDATE_SENDER_TIMEOUT_SECONDS: '300',
+          POSTDATE_LEASE_SECONDS: '400',
+        }),
+      },
+    });
+    template.hasResourceProperties('AWS::SQS::Queue', { VisibilityTimeout: 1800 });
   });
 
   it('pass deploy-time tokens through unchecked', () => {
@@ -140,7 +173,10 @@ describe('Postdate props', () => {
       maxAttempts: 4,
       retryBaseSeconds: 30,
       retryCapSeconds: 3600,
-      leaseSeconds: 120,
+      leaseSeconds: 300,
+      senderTimeoutSeconds: 240,
+      smtpTimeoutSeconds: 20,
+      smtpReplyTimeoutSeconds: 120,
       directDelayMaxSeconds: 900,
       scheduleLeadSeconds: 90,
       sweepGraceSeconds: 300,

@@ -1,0 +1,76 @@
+/**
+ * The sender's time rules (DESIGN §5, "Never out of time mid-send" and "Timeouts"), in one place for
+ * the configuration loader, the CDK props and the sender itself:
+ *
+ *   lease  >  function timeout  >  one whole attempt (SMTP before the dot, the wait for the reply
+ *   to the final dot, the outcome write)
+ *
+ * An invocation claims a copy only while the time it has left covers one whole attempt, so an
+ * attempt never meets the function timeout; the lease outlives the function, so a live sender's
+ * record is never taken over by another one.
+ */
+
+export interface SendTiming {
+  /** POSTDATE_LEASE_SECONDS. */
+  readonly leaseSeconds: number;
+  /** POSTDATE_SENDER_TIMEOUT_SECONDS: the sender function's timeout. */
+  readonly senderTimeoutSeconds: number;
+  /**
+   * POSTDATE_SMTP_TIMEOUT_SECONDS: connection, greeting and each command before the final dot. The
+   * whole phase before the dot is bounded by {@link preDotBudgetMs}.
+   */
+  readonly smtpTimeoutSeconds: number;
+  /**
+   * POSTDATE_SMTP_REPLY_TIMEOUT_SECONDS: the reply to the final dot is waited for at least this long
+   * (RFC 5321 §4.5.3.2.6 gives it 10 minutes: a short wait there duplicates mail), and longer when
+   * the invocation has the time.
+   */
+  readonly smtpReplyTimeoutSeconds: number;
+}
+
+/** Reserved for the outcome write after the reply (and its retries): it must land before the kill. */
+export const OUTCOME_WRITE_RESERVE_MS = 10_000;
+
+/** RFC 5321 §4.5.3.2.6: no client waits longer than this for the reply to the final dot. */
+export const MAX_REPLY_WAIT_MS = 600_000;
+
+/** The phase before the final dot (connect, greeting, TLS, login, MAIL, RCPT, DATA, the body). */
+export function preDotBudgetMs(timing: Pick<SendTiming, 'smtpTimeoutSeconds'>): number {
+  return 2 * timing.smtpTimeoutSeconds * 1000;
+}
+
+/** The time an invocation must have left to claim a copy: one whole attempt and its outcome write. */
+export function attemptBudgetMs(
+  timing: Pick<SendTiming, 'smtpTimeoutSeconds' | 'smtpReplyTimeoutSeconds'>,
+): number {
+  return preDotBudgetMs(timing) + timing.smtpReplyTimeoutSeconds * 1000 + OUTCOME_WRITE_RESERVE_MS;
+}
+
+/** Every way the timing breaks the rule above, in words that name the settings; empty when it holds. */
+export function sendTimingProblems(timing: SendTiming): string[] {
+  const problems: string[] = [];
+  const attemptSeconds = attemptBudgetMs(timing) / 1000;
+  if (timing.senderTimeoutSeconds <= attemptSeconds) {
+    problems.push(
+      `the sender timeout (${timing.senderTimeoutSeconds} s) must exceed one whole attempt: ` +
+        `2 × the SMTP timeout (${timing.smtpTimeoutSeconds} s) + the reply timeout ` +
+        `(${timing.smtpReplyTimeoutSeconds} s) + ${OUTCOME_WRITE_RESERVE_MS / 1000} s for the outcome write = ${attemptSeconds} s`,
+    );
+  }
+  if (timing.leaseSeconds <= timing.senderTimeoutSeconds) {
+    problems.push(
+      `the lease (${timing.leaseSeconds} s) must exceed the sender timeout (${timing.senderTimeoutSeconds} s)`,
+    );
+  }
+  return problems;
+}
+
+/**
+ * When to give up waiting for the reply to the final dot, sent at `dotSentAt`: as late as the
+ * invocation allows (`endsBy`, its deadline less the outcome write), never sooner than the
+ * configured reply timeout (the claim rule leaves that much), never later than RFC 5321's ten
+ * minutes. Times in epoch milliseconds.
+ */
+export function replyDeadline(dotSentAt: number, endsBy: number, replyTimeoutMs: number): number {
+  return Math.min(dotSentAt + MAX_REPLY_WAIT_MS, Math.max(dotSentAt + replyTimeoutMs, endsBy));
+}
