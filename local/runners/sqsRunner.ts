@@ -6,14 +6,26 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import {
+  FunctionSandboxes,
+  type FunctionTimeout,
+  invokeLocal,
+  type LocalHandler,
+} from './functionSandbox.js';
 import { toLambdaSqsRecord } from './sqsRecordFormat.js';
 
 export interface SqsRunnerOptions {
   readonly sqsEndpoint: string;
   readonly queueUrl: string;
   readonly queueArn: string;
-  // biome-ignore lint/suspicious/noConfusingVoidType: a handler may return nothing, like Lambda's SQSHandler
-  readonly handler: (event: SQSEvent) => Promise<SQSBatchResponse | undefined | void>;
+  /**
+   * The function: `FunctionSandboxes` run it as Lambda does (a sandbox per poller, killed at its
+   * timeout; the runner closes them when it stops); a plain function is called in this process and
+   * never killed (tests).
+   */
+  readonly handler: LocalHandler<SQSEvent, SQSBatchResponse>;
+  /** Called once per invocation killed at its function timeout (its batch is left to come back). */
+  readonly onFunctionTimeout?: (kill: FunctionTimeout) => void;
   /** Messages per invocation, 1–10 (one ReceiveMessage). @default 10 */
   readonly batchSize?: number;
   /** Concurrent invocations (the mapping's ScalingConfig.MaximumConcurrency): one poller each. @default 2 */
@@ -40,8 +52,9 @@ export interface SqsRunner {
  * Plays a Lambda SQS event source mapping against the SQS emulator: `maxConcurrency` pollers each
  * receive up to `batchSize` messages, invoke `handler`, and delete the messages that succeeded.
  * Items in `batchItemFailures` are left alone to become visible again after their visibility
- * timeout (the sender may have changed it); a thrown error leaves the whole batch. The queue's
- * redrive policy then moves a message to the DLQ after maxReceiveCount receives, as in AWS.
+ * timeout (the sender may have changed it); a thrown error, or an invocation killed at its function
+ * timeout (its response is lost), leaves the whole batch. The queue's redrive policy then moves a
+ * message to the DLQ after maxReceiveCount receives, as in AWS.
  */
 export function startSqsRunner(options: SqsRunnerOptions): SqsRunner {
   const batchSize = options.batchSize ?? 10;
@@ -74,19 +87,30 @@ export function startSqsRunner(options: SqsRunnerOptions): SqsRunner {
     for (const waiter of ready) waiter.resolve();
   };
 
-  const handle = async (messages: Message[]): Promise<void> => {
+  const handle = async (slot: number, messages: Message[]): Promise<void> => {
     const records = messages.map((message) => toLambdaSqsRecord(message, options.queueArn));
-    let failedIds: Set<string>;
-    try {
-      const response = await options.handler({ Records: records });
-      const ids = (response?.batchItemFailures ?? []).map((failure) => failure.itemIdentifier);
-      const known = new Set(records.map((record) => record.messageId));
-      // Lambda treats an empty or unknown itemIdentifier as a failure of the whole batch.
-      failedIds = ids.every((id) => typeof id === 'string' && known.has(id)) ? new Set(ids) : known;
-    } catch (error) {
-      log('handler failed', error);
+    const outcome = await invokeLocal(options.handler, slot, { Records: records });
+    if (outcome.kind === 'threw') {
+      log('handler failed', outcome.error);
       return;
     }
+    if (outcome.kind === 'timedOut') {
+      const kill = {
+        functionName: options.handler instanceof FunctionSandboxes ? options.handler.name : 'handler',
+        startedAt: outcome.startedAt,
+        killedAt: outcome.killedAt,
+        records: records.length,
+      };
+      log(
+        `invocation of ${records.length} message(s) killed at its timeout after ${kill.killedAt - kill.startedAt} ms; they come back after their visibility timeout`,
+      );
+      options.onFunctionTimeout?.(kill);
+      return;
+    }
+    const ids = (outcome.value?.batchItemFailures ?? []).map((failure) => failure.itemIdentifier);
+    const known = new Set(records.map((record) => record.messageId));
+    // Lambda treats an empty or unknown itemIdentifier as a failure of the whole batch.
+    const failedIds = ids.every((id) => typeof id === 'string' && known.has(id)) ? new Set(ids) : known;
     const done = records.filter((record) => !failedIds.has(record.messageId));
     if (done.length === 0) return;
     const { Failed } = await sqs.send(
@@ -128,7 +152,7 @@ export function startSqsRunner(options: SqsRunnerOptions): SqsRunner {
       if (messages.length > 0) {
         running += 1;
         try {
-          await handle(messages);
+          await handle(index, messages);
         } catch (error) {
           log('acknowledging failed', error);
         } finally {
@@ -147,6 +171,7 @@ export function startSqsRunner(options: SqsRunnerOptions): SqsRunner {
       stopping.abort();
       await Promise.all(loops);
       for (const waiter of waiters.splice(0)) waiter.resolve();
+      if (options.handler instanceof FunctionSandboxes) await options.handler.close();
       sqs.destroy();
     },
   };

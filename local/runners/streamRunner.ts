@@ -13,6 +13,12 @@ import {
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { assertSupportedFilter, type FilterPattern, matchesFilter } from './eventFilter.js';
+import {
+  FunctionSandboxes,
+  type FunctionTimeout,
+  invokeLocal,
+  type LocalHandler,
+} from './functionSandbox.js';
 import { IdleWaiters } from './idleWaiters.js';
 import { type DiscardedBatch, type InvocationOutcome, StreamBatcher } from './streamBatcher.js';
 import { toLambdaRecord } from './streamRecordFormat.js';
@@ -23,8 +29,14 @@ const LOCAL_FUNCTION_ARN = 'arn:aws:lambda:us-east-1:000000000000:function:local
 export interface StreamRunnerOptions {
   readonly dynamodbEndpoint: string;
   readonly streamArn: string;
-  // biome-ignore lint/suspicious/noConfusingVoidType: a handler may return nothing, like Lambda's DynamoDBStreamHandler
-  readonly handler: (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | undefined | void>;
+  /**
+   * The function: `FunctionSandboxes` run it as Lambda does (one sandbox, as one batch runs at a
+   * time; killed at its timeout; the runner closes it when it stops); a plain function is called in
+   * this process and never killed (tests).
+   */
+  readonly handler: LocalHandler<DynamoDBStreamEvent, DynamoDBBatchResponse>;
+  /** Called once per invocation killed at its function timeout (a failed invocation: retried, bisected). */
+  readonly onFunctionTimeout?: (kill: FunctionTimeout) => void;
   /** Records per invocation (BatchSize). @default 100 */
   readonly batchSize?: number;
   /**
@@ -186,18 +198,31 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
   };
 
   const invoke = async (batch: DynamoDBRecord[]): Promise<InvocationOutcome> => {
-    try {
-      const response = await options.handler({ Records: structuredClone(batch) });
-      const failures = response?.batchItemFailures;
-      if (!failures || failures.length === 0) return { kind: 'ok' };
-      const ids = failures.map((failure) => failure.itemIdentifier);
-      // Lambda treats an empty or unknown itemIdentifier as a failure of the whole batch.
-      if (ids.some((id) => typeof id !== 'string' || id.length === 0)) return { kind: 'error' };
-      return { kind: 'partial', failedIds: ids };
-    } catch (error) {
-      log('handler failed', error);
+    const outcome = await invokeLocal(options.handler, 0, { Records: structuredClone(batch) });
+    if (outcome.kind === 'threw') {
+      log('handler failed', outcome.error);
       return { kind: 'error' };
     }
+    if (outcome.kind === 'timedOut') {
+      const kill = {
+        functionName: options.handler instanceof FunctionSandboxes ? options.handler.name : 'handler',
+        startedAt: outcome.startedAt,
+        killedAt: outcome.killedAt,
+        records: batch.length,
+      };
+      log(
+        `invocation of ${batch.length} record(s) killed at its timeout after ${kill.killedAt - kill.startedAt} ms; the batch fails`,
+      );
+      options.onFunctionTimeout?.(kill);
+      // Lambda counts a timeout as a function error: retried, bisected, as a thrown error.
+      return { kind: 'error' };
+    }
+    const failures = outcome.value?.batchItemFailures;
+    if (!failures || failures.length === 0) return { kind: 'ok' };
+    const ids = failures.map((failure) => failure.itemIdentifier);
+    // Lambda treats an empty or unknown itemIdentifier as a failure of the whole batch.
+    if (ids.some((id) => typeof id !== 'string' || id.length === 0)) return { kind: 'error' };
+    return { kind: 'partial', failedIds: ids };
   };
 
   const reportFailure = async (shardId: string, discarded: DiscardedBatch, outcome: InvocationOutcome) => {
@@ -277,6 +302,7 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
       stopping.abort();
       await loop;
       idle.releaseAll();
+      if (options.handler instanceof FunctionSandboxes) await options.handler.close();
       streams.destroy();
       failureSqs?.destroy();
     },

@@ -1,4 +1,8 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import {
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
@@ -6,15 +10,20 @@ import {
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { FunctionSandboxes, type FunctionTimeout } from '../../local/runners/functionSandbox.js';
 import { type SqsRunner, type SqsRunnerOptions, startSqsRunner } from '../../local/runners/sqsRunner.js';
 import { freshQueues, sqsClient } from '../support/awsLocal.js';
+import { type Effect, readEffects } from './fixtures/effectsFunction.js';
 
 const sqs = sqsClient();
 const runners: SqsRunner[] = [];
 afterEach(async () => {
   await Promise.all(runners.splice(0).map((runner) => runner.stop()));
 });
+const scratch = mkdtempSync(join(tmpdir(), 'sqs-runner-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+const FIXTURE = fileURLToPath(new URL('./fixtures/effectsFunction.ts', import.meta.url));
 
 function run(options: Omit<SqsRunnerOptions, 'sqsEndpoint'>): SqsRunner {
   const runner = startSqsRunner({ sqsEndpoint: inject('sqsEndpoint'), log: () => {}, ...options });
@@ -153,6 +162,11 @@ describe('the local SQS runner', () => {
 
   it('lets the queue redrive a message to the DLQ after maxReceiveCount failed receives', async () => {
     const { urls, arns } = await freshQueues(2);
+    // The queue's own policy says how many receives (the layout derives it from maxAttempts).
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: urls.send, AttributeNames: ['RedrivePolicy'] }),
+    );
+    const { maxReceiveCount } = JSON.parse(Attributes?.RedrivePolicy ?? '{}') as { maxReceiveCount: number };
     await sqs.send(new SendMessageCommand({ QueueUrl: urls.send, MessageBody: 'never' }));
     const counts: string[] = [];
     run({
@@ -168,7 +182,7 @@ describe('the local SQS runner', () => {
       new ReceiveMessageCommand({ QueueUrl: urls.sendDeadLetter, WaitTimeSeconds: 5 }),
     );
     expect(Messages?.map((message) => message.Body)).toEqual(['never']);
-    expect(counts).toEqual(['1', '2']);
+    expect(counts).toEqual(Array.from({ length: maxReceiveCount }, (_, index) => String(index + 1)));
   });
 
   it('never runs more than maxConcurrency invocations at once', async () => {
@@ -190,6 +204,97 @@ describe('the local SQS runner', () => {
     });
     await runner.idle();
     expect(peak).toBe(2);
+    expect(await messagesLeft(urls.send)).toBe(0);
+  });
+});
+
+/** The fixture function in worker sandboxes; its effects go to a file of its own. */
+function fixtureFunction(timeoutMs: number, slow: { attempts: number; ms: number } = { attempts: 0, ms: 0 }) {
+  const effectsFile = join(scratch, `${Math.random().toString(36).slice(2)}.jsonl`);
+  const sandboxes = new FunctionSandboxes({
+    name: 'fixture',
+    file: FIXTURE,
+    timeoutMs,
+    environment: {
+      FIXTURE_EFFECTS_FILE: effectsFile,
+      FIXTURE_SLOW_ATTEMPTS: String(slow.attempts),
+      FIXTURE_SLOW_MS: String(slow.ms),
+    },
+  });
+  return { sandboxes, effects: (): Effect[] => readEffects(effectsFile) };
+}
+
+async function until(predicate: () => boolean): Promise<void> {
+  while (!predicate()) await sleep(50);
+}
+
+describe('the local SQS runner with the function timeout enforced', () => {
+  it('kills an invocation that outlives its timeout: its effects stand, nothing after, the batch comes back to a fresh sandbox', async () => {
+    const { urls, arns } = await freshQueues();
+    await sendBodies(urls.send, ['k1', 'k2']);
+    const slowMs = 1500;
+    const fixture = fixtureFunction(500, { attempts: 1, ms: slowMs });
+    const kills: FunctionTimeout[] = [];
+    const runner = run({
+      queueUrl: urls.send,
+      queueArn: arns.send,
+      maxConcurrency: 1,
+      visibilityTimeoutSeconds: 1,
+      handler: fixture.sandboxes,
+      onFunctionTimeout: (kill) => kills.push(kill),
+    });
+    await until(() => fixture.effects().some((effect) => effect.step === 'done'));
+    await runner.idle();
+    const kill = kills[0];
+    if (!kill) throw new Error('no kill reported');
+    // The moment the killed invocation would have written `late` has passed.
+    await sleep(Math.max(0, kill.startedAt + slowMs + 100 - Date.now()));
+
+    expect(kills).toHaveLength(1);
+    expect(kill).toMatchObject({ functionName: 'fixture', records: 2 });
+    expect(kill.killedAt - kill.startedAt).toBeGreaterThanOrEqual(500);
+    const effects = fixture.effects();
+    expect(effects.map((effect) => `${effect.step}:${effect.attempt}`)).toEqual([
+      'start:1',
+      'start:2',
+      'done:2',
+    ]);
+    const [killed, again] = effects as [Effect, Effect];
+    // Nothing of the killed batch was deleted: both messages came back, received a second time.
+    expect([...again.ids].sort()).toEqual([...killed.ids].sort());
+    expect(killed.receiveCounts).toEqual(['1', '1']);
+    expect(again.receiveCounts).toEqual(['2', '2']);
+    // The next invocation started cold, in a fresh sandbox.
+    expect(again.instance).not.toBe(killed.instance);
+    // The context counted down from the deadline at which the kill came.
+    expect(killed.remainingMs).toBeGreaterThan(0);
+    expect(killed.remainingMs).toBeLessThanOrEqual(500);
+    expect(await messagesLeft(urls.send)).toBe(0);
+  });
+
+  it('runs an invocation that finishes in time as before: successes deleted, failures back, the sandbox stays warm', async () => {
+    const { urls, arns } = await freshQueues();
+    await sendBodies(urls.send, ['ok', 'fail']);
+    const fixture = fixtureFunction(2000);
+    const kills: FunctionTimeout[] = [];
+    const runner = run({
+      queueUrl: urls.send,
+      queueArn: arns.send,
+      maxConcurrency: 1,
+      visibilityTimeoutSeconds: 1,
+      handler: fixture.sandboxes,
+      onFunctionTimeout: (kill) => kills.push(kill),
+    });
+    await until(() => fixture.effects().some((effect) => effect.receiveCounts.includes('2')));
+    await runner.idle();
+    await sendBodies(urls.send, ['later']);
+    await runner.idle();
+
+    expect(kills).toEqual([]);
+    const done = fixture.effects().filter((effect) => effect.step === 'done');
+    expect(done.map((effect) => effect.receiveCounts)).toEqual([['1', '1'], ['2'], ['1']]);
+    expect(new Set(done.map((effect) => effect.instance)).size).toBe(1);
+    expect(done.every((effect) => effect.functionName === 'fixture')).toBe(true);
     expect(await messagesLeft(urls.send)).toBe(0);
   });
 });

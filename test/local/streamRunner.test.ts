@@ -1,14 +1,21 @@
-import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { DeleteCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
+import { FunctionSandboxes, type FunctionTimeout } from '../../local/runners/functionSandbox.js';
 import {
   type StreamRunner,
   type StreamRunnerOptions,
   startStreamRunner,
 } from '../../local/runners/streamRunner.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
+import { type Effect, readEffects } from './fixtures/effectsFunction.js';
 
 const runners: StreamRunner[] = [];
 afterEach(async () => {
@@ -217,5 +224,63 @@ describe('the local DynamoDB stream runner', () => {
     await documentClient().send(new PutCommand({ TableName: tableName, Item: { pk: 'late', sk: 'STATE' } }));
     await runner.idle();
     expect(seen.invocations).toEqual([['late']]);
+  });
+});
+
+describe('the local DynamoDB stream runner with the function timeout enforced', () => {
+  const scratch = mkdtempSync(join(tmpdir(), 'stream-runner-'));
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it('kills an invocation that outlives its timeout and treats it as a failed one: bisected, retried in a fresh sandbox', async () => {
+    const { tableName, streamArn } = await freshTable();
+    const { urls } = await freshQueues();
+    await putItems(tableName, 2);
+    const effectsFile = join(scratch, 'effects.jsonl');
+    const slowMs = 1500;
+    const kills: FunctionTimeout[] = [];
+    const runner = run({
+      streamArn,
+      maxAttempts: 2,
+      onFailure: { sqsEndpoint: inject('sqsEndpoint'), queueUrl: urls.relayFailures },
+      handler: new FunctionSandboxes({
+        name: 'fixture',
+        file: fileURLToPath(new URL('./fixtures/effectsFunction.ts', import.meta.url)),
+        timeoutMs: 500,
+        environment: {
+          FIXTURE_EFFECTS_FILE: effectsFile,
+          FIXTURE_SLOW_ATTEMPTS: '1',
+          FIXTURE_SLOW_MS: String(slowMs),
+        },
+      }),
+      onFunctionTimeout: (kill) => kills.push(kill),
+    });
+    await runner.idle();
+    const kill = kills[0];
+    if (!kill) throw new Error('no kill reported');
+    // The moment the killed invocation would have written `late` has passed.
+    await sleep(Math.max(0, kill.startedAt + slowMs + 100 - Date.now()));
+
+    expect(kills).toHaveLength(1);
+    expect(kill).toMatchObject({ functionName: 'fixture', records: 2 });
+    const effects = readEffects(effectsFile);
+    expect(effects.map((effect) => `${effect.step}:${effect.attempt}:${effect.ids.length}`)).toEqual([
+      'start:1:2',
+      'start:2:1',
+      'done:2:1',
+      'start:3:1',
+      'done:3:1',
+    ]);
+    const [killed, ...retried] = effects as [Effect, ...Effect[]];
+    expect(retried.flatMap((effect) => (effect.step === 'done' ? effect.ids : [])).sort()).toEqual(
+      [...killed.ids].sort(),
+    );
+    expect(retried.every((effect) => effect.instance !== killed.instance)).toBe(true);
+    const { Attributes } = await sqsClient().send(
+      new GetQueueAttributesCommand({
+        QueueUrl: urls.relayFailures,
+        AttributeNames: ['ApproximateNumberOfMessages'],
+      }),
+    );
+    expect(Attributes?.ApproximateNumberOfMessages).toBe('0');
   });
 });

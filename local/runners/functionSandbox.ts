@@ -1,0 +1,309 @@
+import { randomUUID } from 'node:crypto';
+import { Worker } from 'node:worker_threads';
+
+/**
+ * A local Lambda function run as Lambda runs it: each concurrent invocation slot is a sandbox of its
+ * own (a `worker_threads` Worker with its own module state, clients and connection pools), an
+ * invocation past its timeout is killed (the Worker is terminated: what it did so far stands,
+ * nothing after happens, its sockets die with it, its response is lost), and the next invocation
+ * in that slot starts cold in a fresh Worker. See local/EMULATORS.md.
+ */
+export interface LocalFunction {
+  /** The function's short name (`sender`): in kill reports, and the context's name unless given. */
+  readonly name: string;
+  /** The absolute path of the module that exports the handler (TypeScript is loaded with tsx). */
+  readonly file: string;
+  /** @default 'handler' */
+  readonly exportName?: string;
+  /**
+   * The function's environment variables, given to each Worker as its `process.env` on top of this
+   * process's (nothing is written to this process's environment).
+   */
+  readonly environment: Readonly<Record<string, string>>;
+  /** The function timeout: an invocation still running this long after its start is killed. */
+  readonly timeoutMs: number;
+  /** `context.functionName`. @default `name` */
+  readonly contextFunctionName?: string;
+  /**
+   * Modules (absolute paths) each sandbox imports before the handler's module, as a layer's
+   * `NODE_OPTIONS=--import` would: e.g. a fault-injecting SDK middleware in a chaos run.
+   */
+  readonly preload?: readonly string[];
+}
+
+/** One invocation killed at its timeout (times in epoch ms). */
+export interface FunctionTimeout<Name extends string = string> {
+  readonly functionName: Name;
+  /** When the invocation started (its deadline is this plus the timeout). */
+  readonly startedAt: number;
+  /** When its sandbox had stopped: nothing of the invocation ran after this. */
+  readonly killedAt: number;
+  /** Records in the invocation's event (0 for an event without `Records`, e.g. a scheduled one). */
+  readonly records: number;
+}
+
+/** How one invocation ended. */
+export type InvocationOutcome<R> =
+  | { readonly kind: 'returned'; readonly value: R | undefined }
+  | { readonly kind: 'threw'; readonly error: Error }
+  | { readonly kind: 'timedOut'; readonly startedAt: number; readonly killedAt: number };
+
+export type LoadResult = { readonly loaded: true } | { readonly loaded: false; readonly note: string };
+
+/** A handler the runners call in this process (tests): it is never killed, it has no timeout. */
+// biome-ignore lint/suspicious/noConfusingVoidType: a handler may return nothing, like Lambda's handler types
+export type InProcessHandler<E, R> = (event: E) => Promise<R | undefined | void>;
+
+/** What a runner is given to invoke: a handler in this process, or a function in sandboxes. */
+export type LocalHandler<E, R> = InProcessHandler<E, R> | FunctionSandboxes;
+
+/** @internal The Worker's `workerData`. */
+export interface SandboxData {
+  readonly file: string;
+  readonly exportName: string;
+  readonly functionName: string;
+  readonly preload: readonly string[];
+}
+
+/** @internal Parent → sandbox. */
+export interface ToSandbox {
+  readonly type: 'invoke';
+  readonly id: number;
+  readonly event: unknown;
+  readonly deadlineMs: number;
+  readonly awsRequestId: string;
+}
+
+/** @internal Sandbox → parent. */
+export type FromSandbox =
+  | { readonly type: 'loaded' }
+  | { readonly type: 'load-failed'; readonly note: string }
+  | { readonly type: 'returned'; readonly id: number; readonly value: unknown }
+  | {
+      readonly type: 'threw';
+      readonly id: number;
+      readonly error: { readonly name: string; readonly message: string; readonly stack?: string };
+    };
+
+/** Lambda's limit on a function's init phase (on-demand); a longer timeout extends it. */
+const INIT_LIMIT_MS = 10_000;
+const BOOT = new URL('./functionWorkerBoot.mjs', import.meta.url);
+
+function errorFrom(described: { name: string; message: string; stack?: string }): Error {
+  const error = new Error(described.message);
+  error.name = described.name;
+  if (described.stack) error.stack = described.stack;
+  return error;
+}
+
+/** Counts the records of an event the way the kill report does. */
+export function recordCount(event: unknown): number {
+  const records = (event as { Records?: unknown } | null)?.Records;
+  return Array.isArray(records) ? records.length : 0;
+}
+
+/**
+ * Invokes a runner's handler once: in this process, or in slot `slot` of the function's sandboxes.
+ * Never throws: a thrown error is an outcome, like a timeout.
+ */
+export async function invokeLocal<E, R>(
+  handler: LocalHandler<E, R>,
+  slot: number,
+  event: E,
+): Promise<InvocationOutcome<R>> {
+  if (handler instanceof FunctionSandboxes) return handler.invoke<R>(slot, event);
+  try {
+    return { kind: 'returned', value: (await handler(event)) ?? undefined };
+  } catch (error) {
+    return { kind: 'threw', error: error instanceof Error ? error : new Error(String(error)) };
+  }
+}
+
+/** One execution environment: a Worker, started at the first invocation and after every kill. */
+class Sandbox {
+  #worker: Worker | undefined;
+  #loading: Promise<LoadResult> | undefined;
+  #invocations = 0;
+  /** Settles the invocation in flight when the Worker dies under it. */
+  #onExit: ((error: Error) => void) | undefined;
+
+  constructor(private readonly fn: LocalFunction) {}
+
+  /** Starts the Worker and imports the function (its cold start), once per Worker. */
+  load(): Promise<LoadResult> {
+    this.#loading ??= this.#start();
+    return this.#loading;
+  }
+
+  #start(): Promise<LoadResult> {
+    const data: SandboxData = {
+      file: this.fn.file,
+      exportName: this.fn.exportName ?? 'handler',
+      functionName: this.fn.contextFunctionName ?? this.fn.name,
+      preload: this.fn.preload ?? [],
+    };
+    const worker = new Worker(BOOT, {
+      workerData: data,
+      env: { ...process.env, ...this.fn.environment },
+      // No inherited flags: the boot file registers tsx itself, under any parent.
+      execArgv: [],
+      name: `postdate-${this.fn.name}`,
+    });
+    // The invocation's deadline timer keeps the process up while it runs; an idle sandbox does not.
+    worker.unref();
+    this.#worker = worker;
+    worker.on('error', (error) => this.#onExit?.(error));
+    worker.on('exit', (code) => {
+      if (this.#worker === worker) this.#reset();
+      this.#onExit?.(new Error(`the ${this.fn.name} sandbox exited (code ${code})`));
+    });
+    return new Promise<LoadResult>((resolve) => {
+      const limit = setTimeout(
+        () => {
+          finish({
+            loaded: false,
+            note: `its init took longer than ${Math.max(INIT_LIMIT_MS, this.fn.timeoutMs)} ms`,
+          });
+          void worker.terminate();
+        },
+        Math.max(INIT_LIMIT_MS, this.fn.timeoutMs),
+      );
+      const onMessage = (message: FromSandbox) => {
+        if (message.type === 'loaded') finish({ loaded: true });
+        else if (message.type === 'load-failed') finish({ loaded: false, note: message.note });
+      };
+      const onGone = (error: unknown) =>
+        finish({
+          loaded: false,
+          note: `it failed to load: ${error instanceof Error ? error.message : String(error)}`,
+        });
+      const finish = (result: LoadResult) => {
+        clearTimeout(limit);
+        worker.off('message', onMessage);
+        worker.off('error', onGone);
+        worker.off('exit', onGone);
+        resolve(result);
+      };
+      worker.on('message', onMessage);
+      worker.once('error', onGone);
+      worker.once('exit', onGone);
+    });
+  }
+
+  #reset(): void {
+    this.#worker = undefined;
+    this.#loading = undefined;
+  }
+
+  /** Runs one invocation; kills the Worker at the deadline. */
+  async invoke<R>(event: unknown): Promise<InvocationOutcome<R>> {
+    const loaded = await this.load();
+    const worker = this.#worker;
+    if (!loaded.loaded || !worker) {
+      await this.stop();
+      return {
+        kind: 'threw',
+        error: new Error(
+          `the ${this.fn.name} function could not start: ${loaded.loaded ? 'its sandbox exited' : loaded.note}`,
+        ),
+      };
+    }
+    this.#invocations += 1;
+    const id = this.#invocations;
+    const startedAt = Date.now();
+    const deadlineMs = startedAt + this.fn.timeoutMs;
+    return new Promise<InvocationOutcome<R>>((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const settle = (outcome: InvocationOutcome<R>) => {
+        clearTimeout(timer);
+        worker.off('message', onMessage);
+        this.#onExit = undefined;
+        resolve(outcome);
+      };
+      const onMessage = (message: FromSandbox) => {
+        if (message.type === 'returned' && message.id === id) {
+          settle({ kind: 'returned', value: message.value as R | undefined });
+        } else if (message.type === 'threw' && message.id === id) {
+          settle({ kind: 'threw', error: errorFrom(message.error) });
+        }
+      };
+      const kill = () => {
+        // A timer may run a millisecond early; the kill never comes before the deadline.
+        if (Date.now() < deadlineMs) {
+          timer = setTimeout(kill, deadlineMs - Date.now());
+          return;
+        }
+        worker.off('message', onMessage);
+        this.#onExit = undefined;
+        if (this.#worker === worker) this.#reset();
+        void worker.terminate().then(
+          () => resolve({ kind: 'timedOut', startedAt, killedAt: Date.now() }),
+          () => resolve({ kind: 'timedOut', startedAt, killedAt: Date.now() }),
+        );
+      };
+      // A sandbox that dies under its invocation (an uncaught error) fails it; the next one is cold.
+      this.#onExit = (error) => settle({ kind: 'threw', error });
+      worker.on('message', onMessage);
+      timer = setTimeout(kill, this.fn.timeoutMs);
+      const message: ToSandbox = { type: 'invoke', id, event, deadlineMs, awsRequestId: randomUUID() };
+      try {
+        worker.postMessage(message);
+      } catch (error) {
+        settle({ kind: 'threw', error: error instanceof Error ? error : new Error(String(error)) });
+      }
+    });
+  }
+
+  async stop(): Promise<void> {
+    const worker = this.#worker;
+    this.#reset();
+    await worker?.terminate();
+  }
+}
+
+/**
+ * A function's sandboxes, one per concurrent invocation slot (a runner's poller), each started at
+ * its slot's first invocation. Give it to a runner as its `handler`; the runner stops it with itself.
+ */
+export class FunctionSandboxes {
+  readonly #slots = new Map<number, Sandbox>();
+
+  constructor(readonly fn: LocalFunction) {
+    if (!Number.isFinite(fn.timeoutMs) || fn.timeoutMs <= 0) {
+      throw new RangeError(`the ${fn.name} function's timeout must be a positive number of ms`);
+    }
+  }
+
+  get name(): string {
+    return this.fn.name;
+  }
+
+  #slot(index: number): Sandbox {
+    let sandbox = this.#slots.get(index);
+    if (!sandbox) {
+      sandbox = new Sandbox(this.fn);
+      this.#slots.set(index, sandbox);
+    }
+    return sandbox;
+  }
+
+  /**
+   * Starts slot 0's sandbox and imports the function there (so the first invocation is warm):
+   * whether the function loads, or why not.
+   */
+  load(): Promise<LoadResult> {
+    return this.#slot(0).load();
+  }
+
+  /** One invocation in slot `slot`'s sandbox (killed at the function's timeout). Never throws. */
+  invoke<R>(slot: number, event: unknown): Promise<InvocationOutcome<R>> {
+    return this.#slot(slot).invoke<R>(event);
+  }
+
+  /** Terminates every sandbox (the runners call it once no invocation runs). */
+  async close(): Promise<void> {
+    const sandboxes = [...this.#slots.values()];
+    this.#slots.clear();
+    await Promise.all(sandboxes.map((sandbox) => sandbox.stop()));
+  }
+}
