@@ -5,8 +5,9 @@ import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from 'smtp
 /**
  * A real SMTP server (npm `smtp-server`) on a free loopback port whose behaviour each test scripts:
  * accept, answer any 4xx/5xx at MAIL FROM, RCPT TO or after the final dot, reject AUTH (535), stall
- * (never answer) at the greeting, at RCPT TO or after the final dot, or drop the connection after the
- * final dot without replying. It records every message body it received, with its Message-ID.
+ * (never answer) at the greeting, at RCPT TO or after the final dot, answer 250 only after a delay
+ * (a slow relay), or drop the connection after the final dot without replying. It records every
+ * message body it received, with its Message-ID, and every transaction with the behaviour it applied.
  *
  * Used by the sender's tests and reusable by any suite that needs a relay it controls.
  */
@@ -28,9 +29,17 @@ export interface SmtpBehaviour {
   readonly rcptTo?: SmtpReply | ((address: string) => SmtpReply | undefined) | 'stall';
   /**
    * After the final dot: `accept` (250, the default), an error reply, `drop` (close the connection
-   * without a reply) or `stall` (never reply).
+   * without a reply), `stall` (never reply) or `{ acceptAfterMs }` (250, that long after the dot:
+   * content scanning, tarpitting).
    */
-  readonly afterData?: 'accept' | SmtpReply | 'drop' | 'stall';
+  readonly afterData?: 'accept' | SmtpReply | 'drop' | 'stall' | SlowAccept;
+  /** A name for this behaviour, kept with the transaction (e.g. the fault script's kind). */
+  readonly label?: string;
+}
+
+/** Answer 250 to the final dot, but only this long after it. */
+export interface SlowAccept {
+  readonly acceptAfterMs: number;
 }
 
 export const ACCEPT: SmtpBehaviour = {};
@@ -44,6 +53,21 @@ export interface ReceivedMessage {
   readonly raw: string;
   /** What the server did after the final dot. `dropped` and `stalled` mean the client got no reply. */
   readonly outcome: 'accepted' | 'refused' | 'dropped' | 'stalled';
+  /** The client's port of the connection that carried it. */
+  readonly remotePort?: number;
+  /** The behaviour's `label`, if it had one. */
+  readonly label?: string;
+  /** When the server had read the final dot (epoch ms). */
+  readonly receivedAtMs?: number;
+}
+
+/** One mail transaction (a MAIL FROM, or a connection whose greeting was stalled) and what the server did. */
+export interface TransactionRecord {
+  readonly remotePort: number | undefined;
+  readonly label: string | undefined;
+  readonly startedAtMs: number;
+  /** Set once the server read the body in full (the final dot). */
+  readonly received?: ReceivedMessage;
 }
 
 export interface TestSmtpServer {
@@ -57,6 +81,8 @@ export interface TestSmtpServer {
   readonly authAttempts: readonly { readonly username: string; readonly ok: boolean }[];
   /** Transactions started (MAIL FROM commands received). */
   readonly transactions: number;
+  /** Every transaction started, in order, with the behaviour's label and the body once received. */
+  readonly transactionLog: readonly TransactionRecord[];
   /**
    * Scripts the next transactions: the first behaviour applies to the next MAIL FROM, the second to
    * the one after, and so on; the last one repeats. `script()` with nothing means accept everything.
@@ -72,6 +98,9 @@ export interface StartSmtpServerOptions {
 
 export async function startSmtpServer(options: StartSmtpServerOptions = {}): Promise<TestSmtpServer> {
   const received: ReceivedMessage[] = [];
+  const transactionLog: { -readonly [K in keyof TransactionRecord]: TransactionRecord[K] }[] = [];
+  const sessionTransaction = new Map<string, (typeof transactionLog)[number]>();
+  const timers = new Set<NodeJS.Timeout>();
   const authAttempts: { username: string; ok: boolean }[] = [];
   let behaviours: SmtpBehaviour[] = [ACCEPT];
   let next = 0;
@@ -99,7 +128,13 @@ export async function startSmtpServer(options: StartSmtpServerOptions = {}): Pro
     logger: false,
     onConnect(session, callback) {
       if (peek().stallGreeting) {
-        sessionBehaviour.set(session.id, take());
+        const behaviour = take();
+        sessionBehaviour.set(session.id, behaviour);
+        transactionLog.push({
+          remotePort: session.remotePort,
+          label: behaviour.label,
+          startedAtMs: Date.now(),
+        });
         transactions += 1;
         return; // never greet
       }
@@ -119,6 +154,9 @@ export async function startSmtpServer(options: StartSmtpServerOptions = {}): Pro
       transactions += 1;
       const behaviour = take();
       sessionBehaviour.set(session.id, behaviour);
+      const record = { remotePort: session.remotePort, label: behaviour.label, startedAtMs: Date.now() };
+      transactionLog.push(record);
+      sessionTransaction.set(session.id, record);
       if (behaviour.mailFrom) return callback(replyError(behaviour.mailFrom));
       callback();
     },
@@ -137,22 +175,36 @@ export async function startSmtpServer(options: StartSmtpServerOptions = {}): Pro
         const raw = Buffer.concat(chunks).toString('utf8');
         const after = behaviour.afterData ?? 'accept';
         const outcome =
-          after === 'accept'
+          after === 'accept' || isSlowAccept(after)
             ? 'accepted'
             : after === 'drop'
               ? 'dropped'
               : after === 'stall'
                 ? 'stalled'
                 : 'refused';
-        received.push({
+        const message: ReceivedMessage = {
           messageId: header(raw, 'Message-ID'),
           postdateId: header(raw, 'X-Postdate-Id'),
           from: session.envelope.mailFrom ? session.envelope.mailFrom.address : null,
           to: session.envelope.rcptTo.map((rcpt) => rcpt.address),
           raw,
           outcome,
-        });
+          remotePort: session.remotePort,
+          ...(behaviour.label === undefined ? {} : { label: behaviour.label }),
+          receivedAtMs: Date.now(),
+        };
+        received.push(message);
+        const record = sessionTransaction.get(session.id);
+        if (record) record.received = message;
         if (after === 'accept') return callback(null, 'OK: queued as test');
+        if (isSlowAccept(after)) {
+          const timer = setTimeout(() => {
+            timers.delete(timer);
+            callback(null, 'OK: queued as test');
+          }, after.acceptAfterMs);
+          timers.add(timer);
+          return;
+        }
         if (after === 'stall') return; // never reply
         if (after === 'drop') {
           sockets.get(session.remotePort)?.destroy();
@@ -189,16 +241,22 @@ export async function startSmtpServer(options: StartSmtpServerOptions = {}): Pro
     get transactions() {
       return transactions;
     },
+    transactionLog,
     script(...scripted: SmtpBehaviour[]) {
       behaviours = scripted.length > 0 ? scripted : [ACCEPT];
       next = 0;
     },
     close: () =>
       new Promise<void>((resolve) => {
+        for (const timer of timers) clearTimeout(timer);
         for (const socket of sockets.values()) socket.destroy();
         server.close(() => resolve());
       }),
   };
+}
+
+function isSlowAccept(after: SmtpBehaviour['afterData']): after is SlowAccept {
+  return typeof after === 'object' && 'acceptAfterMs' in after;
 }
 
 function replyError(reply: SmtpReply): Error & { responseCode: number } {
