@@ -16,13 +16,9 @@ import type {
   APIGatewayProxyEventV2,
   APIGatewayRequestAuthorizerEventV2,
   Context,
-  DynamoDBBatchResponse,
-  DynamoDBStreamEvent,
   ScheduledEvent,
-  SQSBatchResponse,
-  SQSEvent,
 } from 'aws-lambda';
-import type { Config } from '../lambdas/core/config.js';
+import { type Config, loadConfig } from '../lambdas/core/config.js';
 import { createApiKey } from '../lambdas/keys/apiKeys.js';
 import { RELAY_STREAM_FILTER } from '../lambdas/store/tableLayout.js';
 import {
@@ -33,7 +29,6 @@ import { SCHEDULE_GROUP } from '../lib/queueLayout.js';
 import { createOutboxTable, createQueues, type QueueArns, type QueueUrls } from './createResources.js';
 import { startDynamoDbLocal } from './dynamodbLocal.js';
 import { type HttpFrontEnd, type PartState, type Readiness, startHttpFrontEnd } from './http/httpFrontEnd.js';
-import { lambdaContext } from './http/lambdaContext.js';
 import {
   applyEnvironment,
   claimPorts,
@@ -42,6 +37,7 @@ import {
   type LocalPart,
   type LocalPorts,
 } from './localEnv.js';
+import { FunctionSandboxes, type FunctionTimeout, type LoadResult } from './runners/functionSandbox.js';
 import { type SqsRunner, startSqsRunner } from './runners/sqsRunner.js';
 import { startStreamRunner } from './runners/streamRunner.js';
 import {
@@ -56,6 +52,15 @@ import { startLocalSqs } from './sqsServer.js';
 /** The functions of DESIGN §1, by the directory of their `handler.ts`. */
 export const FUNCTIONS = ['api', 'authorizer', 'relay', 'sender', 'sweeper'] as const;
 export type FunctionName = (typeof FUNCTIONS)[number];
+/**
+ * The functions behind an event source or a schedule: each runs in worker sandboxes and is killed
+ * at its function timeout (local/runners/functionSandbox.ts). The api and authorizer run in this
+ * process behind the HTTP front end, whose 30 s integration timeout bounds them.
+ */
+export const SANDBOXED_FUNCTIONS = ['relay', 'sender', 'sweeper'] as const;
+export type SandboxedFunctionName = (typeof SANDBOXED_FUNCTIONS)[number];
+/** One invocation killed at its function timeout: see `LocalStackOptions.onFunctionTimeout`. */
+export type FunctionTimeoutKill = FunctionTimeout<SandboxedFunctionName>;
 
 /** The local runners read like the deployed event sources (lib/eventSourceLayout.ts), plus local-only polling. */
 const RELAY_STREAM = {
@@ -66,9 +71,14 @@ export const SENDER_QUEUE = {
   ...DEPLOYED_SENDER_QUEUE,
   maxConcurrency: 5,
   waitTimeSeconds: 1,
+  /** The default sender timeout; the stack uses `config.senderTimeoutSeconds`. */
   timeoutMs: DEPLOYED_SENDER_QUEUE.timeoutSeconds * 1000,
 } as const;
-const SWEEPER_TIMEOUT_MS = 60_000;
+/**
+ * The sweeper's timeout: SWEEPER_TIMEOUT_SECONDS of lib/postdateProps.ts (not imported here, it
+ * would load aws-cdk-lib into the local stack; test/local/functionTimeouts.test.ts holds them equal).
+ */
+export const SWEEPER_TIMEOUT_MS = 120_000;
 /** The local sweeper runs at start and then this often (5 min in AWS). */
 const DEFAULT_SWEEP_INTERVAL_MS = 30_000;
 
@@ -107,6 +117,22 @@ export interface LocalStackOptions {
    * SIGKILL the sender alone). @default 'in-process'
    */
   readonly sender?: 'in-process' | 'external';
+  /**
+   * Function timeouts (ms) in place of the deployed ones (sender: `config.senderTimeoutSeconds`;
+   * relay and sweeper: lib/eventSourceLayout.ts, lib/postdateProps.ts), e.g. short ones in tests.
+   */
+  readonly functionTimeoutsMs?: Readonly<Partial<Record<SandboxedFunctionName, number>>>;
+  /**
+   * Called once per invocation killed at its function timeout (times in epoch ms; `records` is the
+   * size of the killed batch, 0 for the sweeper). The stack also logs each kill as one line.
+   */
+  readonly onFunctionTimeout?: (kill: FunctionTimeoutKill) => void;
+  /**
+   * Modules (absolute paths) every relay, sender and sweeper sandbox imports before its handler,
+   * as a layer would (a chaos run's fault-injecting SDK middleware). The api and authorizer run in
+   * this process and need none.
+   */
+  readonly functionPreload?: readonly string[];
   /** No progress lines on stdout, and the functions log only warnings (tests). */
   readonly quiet?: boolean;
   readonly log?: (line: string) => void;
@@ -128,9 +154,12 @@ export interface LocalStack {
   readonly ports: LocalPorts;
   /** Each function: loaded, or why not. */
   readonly functions: Readonly<Record<FunctionName, 'loaded' | 'not built'>>;
+  /** Each sandboxed function's timeout (ms), as enforced. */
+  readonly functionTimeoutsMs: Readonly<Record<SandboxedFunctionName, number>>;
   /**
    * The environment the handlers read at cold start (configuration, endpoints, resource names,
-   * SMTP): what a process that runs a function outside the stack must be given.
+   * SMTP): what each function sandbox is given, and what a process that runs a function outside the
+   * stack must be given.
    */
   readonly functionEnvironment: Readonly<Record<string, string>>;
   readiness(): Promise<Readiness>;
@@ -149,7 +178,7 @@ interface Stoppable {
 }
 
 const HOST = '127.0.0.1';
-/** Counts the stacks started in this process (each gets its own handler module instances). */
+/** Counts the stacks started in this process (each gets its own api and authorizer module instances). */
 let stackInstances = 0;
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -157,13 +186,24 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
  * Starts the whole local stack (DESIGN §7): DynamoDB Local, the SQS and Scheduler emulators, the
  * table, queues and schedule group from the shared definitions, a seeded API key, the handlers
  * behind their local event sources, the sweeper, the HTTP front end and the SMTP sink with its
- * viewer. `stop()` stops everything in reverse order. The handlers read `process.env` at cold
- * start, like Lambda, so two stacks must not run in one process at the same time; one after the
- * other is fine (each stack imports its own instances of the handler modules).
+ * viewer. `stop()` stops everything in reverse order. The relay, sender and sweeper run in worker
+ * sandboxes with their environment given explicitly, killed at their function timeouts. The api
+ * and authorizer run in this process and read `process.env` at cold start, like Lambda, so two
+ * stacks must not run in one process at the same time; one after the other is fine (each stack
+ * imports its own instances of those modules).
  */
 export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
   const { config } = options;
   const log = options.quiet ? () => undefined : (options.log ?? ((line: string) => console.log(line)));
+  const timeoutsMs: Record<SandboxedFunctionName, number> = {
+    sender: options.functionTimeoutsMs?.sender ?? config.senderTimeoutSeconds * 1000,
+    relay: options.functionTimeoutsMs?.relay ?? RELAY_STREAM.timeoutMs,
+    sweeper: options.functionTimeoutsMs?.sweeper ?? SWEEPER_TIMEOUT_MS,
+  };
+  const reportKill = (kill: FunctionTimeoutKill) => {
+    log(describeKill(kill, timeoutsMs[kill.functionName]));
+    options.onFunctionTimeout?.(kill);
+  };
   const dataDir = options.dataDir ?? config.dataDir;
   const started: Stoppable[] = [];
   const restoreEnv: (() => void)[] = [];
@@ -213,7 +253,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     }
 
     stackInstances += 1;
-    const handlersLoading = loadHandlers(stackInstances);
+    const handlersLoading = loadInProcessHandlers(stackInstances);
     const dynamodbStarting = startDynamoDbLocal({
       port: ports.dynamodb,
       host: HOST,
@@ -262,35 +302,80 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const queues = await createQueues(clients.sqs, {
       prefix: LOCAL_RESOURCES.queuePrefix,
       maxAttempts: config.maxAttempts,
+      senderTimeoutSeconds: config.senderTimeoutSeconds,
     });
     await ensureScheduleGroup(clients.scheduler, LOCAL_RESOURCES.scheduleGroup);
     applyForFunctions({
       POSTDATE_TABLE_NAME: LOCAL_RESOURCES.tableName,
       POSTDATE_SEND_QUEUE_URL: queues.urls.send,
+      POSTDATE_SEND_DLQ_URL: queues.urls.sendDeadLetter,
       POSTDATE_SEND_QUEUE_ARN: queues.arns.send,
       POSTDATE_SCHEDULE_GROUP: LOCAL_RESOURCES.scheduleGroup,
       POSTDATE_SCHEDULER_ROLE_ARN: LOCAL_RESOURCES.schedulerRoleArn,
       POSTDATE_SCHEDULE_DLQ_ARN: queues.arns.scheduleDeadLetter,
       POSTDATE_RELAY_FAILURE_QUEUE_URL: queues.urls.relayFailures,
     });
+    // The environment is complete: each sandboxed function starts its first sandbox (a cold start
+    // that then serves the first invocation) while the API key is seeded.
+    const sandboxes = Object.fromEntries(
+      SANDBOXED_FUNCTIONS.map((name) => [
+        name,
+        existsSync(handlerFile(name))
+          ? localFunctionSandboxes(name, {
+              environment: functionEnvironment,
+              timeoutMs: timeoutsMs[name],
+              ...(options.functionPreload ? { preload: options.functionPreload } : {}),
+            })
+          : undefined,
+      ]),
+    ) as Record<SandboxedFunctionName, FunctionSandboxes | undefined>;
+    for (const name of SANDBOXED_FUNCTIONS) {
+      const own = sandboxes[name];
+      if (own) started.push({ name: `the ${name} sandboxes`, stop: () => own.close() });
+    }
+    const sandboxesLoading = Promise.all(
+      SANDBOXED_FUNCTIONS.map(
+        async (name): Promise<[SandboxedFunctionName, LoadResult | undefined]> => [
+          name,
+          await sandboxes[name]?.load(),
+        ],
+      ),
+    );
     const apiKey = await seedApiKey(clients.dynamodb, config.apiKey);
 
-    const handlers = await handlersLoading;
+    const inProcess = await handlersLoading;
+    const loads = Object.fromEntries(await sandboxesLoading) as Record<
+      SandboxedFunctionName,
+      LoadResult | undefined
+    >;
+    const notes: Record<FunctionName, string | undefined> = {
+      api: inProcess.api.note,
+      authorizer: inProcess.authorizer.note,
+      relay: noteOf(loads.relay),
+      sender: noteOf(loads.sender),
+      sweeper: noteOf(loads.sweeper),
+    };
+    const built: Record<FunctionName, boolean> = {
+      api: inProcess.api.handler !== undefined,
+      authorizer: inProcess.authorizer.handler !== undefined,
+      relay: loads.relay?.loaded === true,
+      sender: loads.sender?.loaded === true,
+      sweeper: loads.sweeper?.loaded === true,
+    };
     for (const name of FUNCTIONS) {
-      const loaded = handlers[name];
-      if (!loaded.handler) log(`${name} handler not built yet${loaded.note ? ` (${loaded.note})` : ''}`);
+      if (!built[name]) log(`${name} handler not built yet${notes[name] ? ` (${notes[name]})` : ''}`);
     }
+    // An external sender runs in another process: this stack only checked that it loads.
+    if (options.sender === 'external') await sandboxes.sender?.close();
 
     const runners: { idle(): Promise<void> }[] = [];
-    const relay = handlers.relay.handler;
+    const relay = built.relay ? sandboxes.relay : undefined;
     if (relay) {
       const runner = startStreamRunner({
         dynamodbEndpoint: dynamodb.endpoint,
         streamArn: table.streamArn,
-        handler: async (event: DynamoDBStreamEvent) =>
-          (await relay(event, lambdaContext('postdate-relay', RELAY_STREAM.timeoutMs))) as
-            | DynamoDBBatchResponse
-            | undefined,
+        handler: relay,
+        onFunctionTimeout: (kill) => reportKill({ ...kill, functionName: 'relay' }),
         batchSize: RELAY_STREAM.batchSize,
         maxAttempts: RELAY_STREAM.retryAttempts,
         bisectOnError: true,
@@ -306,13 +391,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     }
 
     const externalSender = options.sender === 'external';
-    const sender = externalSender ? undefined : handlers.sender.handler;
+    const sender = externalSender || !built.sender ? undefined : sandboxes.sender;
     if (sender) {
-      const runner = startSenderEventSource({
-        sqsEndpoint: sqs.endpoint,
-        queueUrl: queues.urls.send,
-        queueArn: queues.arns.send,
+      const runner = startSqsRunner({
+        ...senderQueueReading(sqs.endpoint, queues.urls.send, queues.arns.send),
         handler: sender,
+        onFunctionTimeout: (kill) => reportKill({ ...kill, functionName: 'sender' }),
         log: (message: string, error?: unknown) =>
           log(`sender event source: ${message}${describeError(error)}`),
       });
@@ -320,8 +404,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       started.push({ name: 'the SQS runner', stop: () => runner.stop() });
     }
 
-    const sweeper = handlers.sweeper.handler;
-    const sweep = periodicSweep(sweeper, log);
+    const sweeper = built.sweeper ? sandboxes.sweeper : undefined;
+    const sweep = periodicSweep(sweeper, log, (kill) => reportKill({ ...kill, functionName: 'sweeper' }));
     if (sweeper) {
       await sweep.runOnce();
       sweep.start(options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS);
@@ -329,7 +413,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     }
 
     const functions = Object.fromEntries(
-      FUNCTIONS.map((name) => [name, handlers[name].handler ? 'loaded' : 'not built']),
+      FUNCTIONS.map((name) => [name, built[name] ? 'loaded' : 'not built']),
     ) as Record<FunctionName, 'loaded' | 'not built'>;
     const readiness = async (): Promise<Readiness> => {
       const probes = await Promise.all([
@@ -365,7 +449,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         senderEventSource: externalSender ? 'external' : sender ? 'up' : 'not built',
       };
       for (const name of FUNCTIONS) {
-        parts[`${name}Function`] = handlers[name].handler ? 'up' : 'not built';
+        parts[`${name}Function`] = built[name] ? 'up' : 'not built';
       }
       return { ready: Object.values(parts).every((state) => state !== 'down'), parts };
     };
@@ -373,10 +457,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const frontEnd: HttpFrontEnd = await startHttpFrontEnd({
       port: ports.api,
       host: HOST,
-      api: handlers.api.handler as
+      api: inProcess.api.handler as
         | ((event: APIGatewayProxyEventV2, context: Context) => Promise<unknown>)
         | undefined,
-      authorizer: handlers.authorizer.handler as
+      authorizer: inProcess.authorizer.handler as
         | ((event: APIGatewayRequestAuthorizerEventV2, context: Context) => Promise<unknown>)
         | undefined,
       readiness,
@@ -398,6 +482,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       queueArns: queues.arns,
       ports,
       functions,
+      functionTimeoutsMs: timeoutsMs,
       functionEnvironment,
       readiness,
       sweep: () => sweep.runOnce(),
@@ -412,32 +497,93 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   }
 }
 
+/** How the deployed mapping reads the send queue (batch size, maximum concurrency), plus local polling. */
+function senderQueueReading(sqsEndpoint: string, queueUrl: string, queueArn: string) {
+  return {
+    sqsEndpoint,
+    queueUrl,
+    queueArn,
+    batchSize: SENDER_QUEUE.batchSize,
+    maxConcurrency: SENDER_QUEUE.maxConcurrency,
+    waitTimeSeconds: SENDER_QUEUE.waitTimeSeconds,
+  } as const;
+}
+
 /**
  * The sender's SQS event source as the deployed mapping reads the send queue (batch size, maximum
- * concurrency, the function timeout): used by the stack, and by a process that runs the sender on
- * its own next to a stack started with `sender: 'external'`.
+ * concurrency), with the sender in worker sandboxes killed at its function timeout: used by the
+ * stack, and by a process that runs the sender on its own next to a stack started with
+ * `sender: 'external'` (given that stack's `functionEnvironment`).
  */
 export function startSenderEventSource(options: {
   readonly sqsEndpoint: string;
   readonly queueUrl: string;
   readonly queueArn: string;
-  readonly handler: (event: SQSEvent, context: Context) => Promise<unknown>;
+  /** The sender's environment: the stack's `functionEnvironment` (plus anything the caller adds). */
+  readonly environment: Readonly<Record<string, string>>;
+  /** @default POSTDATE_SENDER_TIMEOUT_SECONDS of `environment` (its `loadConfig`), 240 s unset */
+  readonly timeoutMs?: number;
+  /** Modules each sender sandbox imports before the handler (see `LocalStackOptions.functionPreload`). */
+  readonly preload?: readonly string[];
+  /** Called once per invocation killed at its timeout (its batch comes back after the visibility timeout). */
+  readonly onFunctionTimeout?: (kill: FunctionTimeoutKill) => void;
   readonly log: (message: string, error?: unknown) => void;
 }): SqsRunner {
-  const { handler } = options;
+  const timeoutMs = options.timeoutMs ?? loadConfig(options.environment, 'local').senderTimeoutSeconds * 1000;
+  const { onFunctionTimeout } = options;
   return startSqsRunner({
-    sqsEndpoint: options.sqsEndpoint,
-    queueUrl: options.queueUrl,
-    queueArn: options.queueArn,
-    handler: async (event: SQSEvent) =>
-      (await handler(event, lambdaContext('postdate-sender', SENDER_QUEUE.timeoutMs))) as
-        | SQSBatchResponse
-        | undefined,
-    batchSize: SENDER_QUEUE.batchSize,
-    maxConcurrency: SENDER_QUEUE.maxConcurrency,
-    waitTimeSeconds: SENDER_QUEUE.waitTimeSeconds,
+    ...senderQueueReading(options.sqsEndpoint, options.queueUrl, options.queueArn),
+    handler: localFunctionSandboxes('sender', {
+      environment: options.environment,
+      timeoutMs,
+      ...(options.preload ? { preload: options.preload } : {}),
+    }),
+    ...(onFunctionTimeout
+      ? {
+          onFunctionTimeout: (kill: FunctionTimeout) =>
+            onFunctionTimeout({ ...kill, functionName: 'sender' }),
+        }
+      : {}),
     log: options.log,
   });
+}
+
+/** `lambdas/{name}/handler.ts`. */
+function handlerFile(name: FunctionName): string {
+  return join(ROOT, 'lambdas', name, 'handler.ts');
+}
+
+/** A sandboxed function of the stack, as its CDK construct deploys it (`postdate-{name}`). */
+function localFunctionSandboxes(
+  name: SandboxedFunctionName,
+  options: {
+    readonly environment: Readonly<Record<string, string>>;
+    readonly timeoutMs: number;
+    readonly preload?: readonly string[];
+  },
+): FunctionSandboxes {
+  return new FunctionSandboxes({
+    name,
+    file: handlerFile(name),
+    contextFunctionName: `postdate-${name}`,
+    // Each sandbox would repeat the SDK's warning that this Node (20) is old; Lambda runs 22.
+    environment: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...options.environment },
+    timeoutMs: options.timeoutMs,
+    ...(options.preload ? { preload: options.preload } : {}),
+  });
+}
+
+function noteOf(load: LoadResult | undefined): string | undefined {
+  return load && !load.loaded ? load.note : undefined;
+}
+
+function describeKill(kill: FunctionTimeoutKill, timeoutMs: number): string {
+  const what = kill.functionName === 'sweeper' ? 'a sweep' : `a batch of ${kill.records} record(s)`;
+  return (
+    `${kill.functionName}: invocation killed at its ${timeoutMs} ms timeout (${what}, started ` +
+    `${new Date(kill.startedAt).toISOString()}, killed ${new Date(kill.killedAt).toISOString()}); ` +
+    'its effects so far stand, its response is lost'
+  );
 }
 
 interface LoadedHandler {
@@ -445,11 +591,14 @@ interface LoadedHandler {
   readonly note?: string;
 }
 
-/** Imports each `lambdas/{fn}/handler.ts`; one that is missing or fails to load is reported, not faked. */
-async function loadHandlers(instance: number): Promise<Record<FunctionName, LoadedHandler>> {
+/**
+ * Imports the api and authorizer `handler.ts` into this process; one that is missing or fails to
+ * load is reported, not faked.
+ */
+async function loadInProcessHandlers(instance: number): Promise<Record<'api' | 'authorizer', LoadedHandler>> {
   const entries = await Promise.all(
-    FUNCTIONS.map(async (name): Promise<[FunctionName, LoadedHandler]> => {
-      const file = join(ROOT, 'lambdas', name, 'handler.ts');
+    (['api', 'authorizer'] as const).map(async (name): Promise<[typeof name, LoadedHandler]> => {
+      const file = handlerFile(name);
       if (!existsSync(file)) return [name, { handler: undefined }];
       try {
         // A fresh module instance per stack: each handler caches its wiring (clients, endpoints,
@@ -466,7 +615,7 @@ async function loadHandlers(instance: number): Promise<Record<FunctionName, Load
       }
     }),
   );
-  return Object.fromEntries(entries) as Record<FunctionName, LoadedHandler>;
+  return Object.fromEntries(entries) as Record<'api' | 'authorizer', LoadedHandler>;
 }
 
 function localClients(dynamodbEndpoint: string, sqsEndpoint: string, schedulerEndpoint: string) {
@@ -524,8 +673,12 @@ async function seedApiKey(dynamodb: DynamoDBClient, fixed: string | undefined): 
   return created.secret;
 }
 
-/** The sweeper at start and on a timer; a run never overlaps the previous one. */
-function periodicSweep(sweeper: AnyHandler | undefined, log: (line: string) => void) {
+/** The sweeper at start and on a timer, in its sandbox; a run never overlaps the previous one. */
+function periodicSweep(
+  sweeper: FunctionSandboxes | undefined,
+  log: (line: string) => void,
+  onTimeout: (kill: FunctionTimeout) => void,
+) {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   const runOnce = async (): Promise<void> => {
@@ -533,9 +686,17 @@ function periodicSweep(sweeper: AnyHandler | undefined, log: (line: string) => v
     if (running) return running;
     running = (async () => {
       try {
-        await sweeper(scheduledEvent(), lambdaContext('postdate-sweeper', SWEEPER_TIMEOUT_MS));
-      } catch (error) {
-        log(`sweeper: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+        const outcome = await sweeper.invoke(0, scheduledEvent());
+        if (outcome.kind === 'threw') {
+          log(`sweeper: ${outcome.error.name}: ${outcome.error.message}`);
+        } else if (outcome.kind === 'timedOut') {
+          onTimeout({
+            functionName: sweeper.name,
+            startedAt: outcome.startedAt,
+            killedAt: outcome.killedAt,
+            records: 0,
+          });
+        }
       } finally {
         running = undefined;
       }

@@ -6,9 +6,11 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
+import { RELAY_STREAM } from '../../lib/eventSourceLayout.js';
+import { SWEEPER_TIMEOUT_SECONDS } from '../../lib/postdateProps.js';
 import { freePort } from '../../local/freePort.js';
 import { PortInUseError } from '../../local/localEnv.js';
-import { type LocalStack, startLocalStack } from '../../local/localStack.js';
+import { type LocalStack, SWEEPER_TIMEOUT_MS, startLocalStack } from '../../local/localStack.js';
 
 const API_KEY = 'pd_local-stack-spec-key-0001';
 const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
@@ -59,6 +61,22 @@ describe('the local stack', () => {
       scheduler: 'up',
       smtp: 'up',
       mailViewer: 'up',
+    });
+  });
+
+  it('runs every function and enforces the deployed function timeouts (the sender from the configuration)', () => {
+    expect(stack.functions).toEqual({
+      api: 'loaded',
+      authorizer: 'loaded',
+      relay: 'loaded',
+      sender: 'loaded',
+      sweeper: 'loaded',
+    });
+    expect(SWEEPER_TIMEOUT_MS).toBe(SWEEPER_TIMEOUT_SECONDS * 1000);
+    expect(stack.functionTimeoutsMs).toEqual({
+      sender: loadConfig({}, 'local').senderTimeoutSeconds * 1000,
+      relay: RELAY_STREAM.timeoutSeconds * 1000,
+      sweeper: SWEEPER_TIMEOUT_SECONDS * 1000,
     });
   });
 

@@ -1,8 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Context, SQSEvent } from 'aws-lambda';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
-import { type LocalStack, startLocalStack, startSenderEventSource } from '../../local/localStack.js';
+import {
+  type FunctionTimeoutKill,
+  type LocalStack,
+  startLocalStack,
+  startSenderEventSource,
+} from '../../local/localStack.js';
 import type { SqsRunner } from '../../local/runners/sqsRunner.js';
 import type { FireEvent } from '../../local/scheduler/startSchedulerEmulator.js';
 
@@ -23,21 +27,22 @@ async function eventually<T>(
 }
 
 /**
- * The chaos run's hooks into the local stack: Scheduler faults passed through to the emulator, and
- * a stack whose sender runs elsewhere (`sender: 'external'`) with `startSenderEventSource`.
+ * The chaos run's hooks into the local stack: Scheduler faults passed through to the emulator, a
+ * stack whose sender runs elsewhere (`sender: 'external'`) with `startSenderEventSource`, and the
+ * report of a function killed at its timeout.
  */
 describe('the local stack with scheduler faults and an external sender', () => {
   let stack: LocalStack | undefined;
   let sender: SqsRunner | undefined;
-  let closeSender: (() => Promise<void>) | undefined;
   afterAll(async () => {
     await sender?.stop();
-    await closeSender?.();
     await stack?.stop();
   });
 
   it('fires a schedule twice and late, runs no sender of its own, and the message is sent once', async () => {
     const fires: FireEvent[] = [];
+    const kills: FunctionTimeoutKill[] = [];
+    const senderKills: FunctionTimeoutKill[] = [];
     const config = loadConfig(
       {
         POSTDATE_API_KEY: API_KEY,
@@ -54,10 +59,18 @@ describe('the local stack with scheduler faults and an external sender', () => {
       sender: 'external',
       schedulerFaults: { fireTwice: () => true, delayMs: () => 700 },
       onScheduleFire: (event) => fires.push(event),
+      // A sweep takes longer than 1 ms: the one at start is killed, and reported.
+      functionTimeoutsMs: { sweeper: 1 },
+      onFunctionTimeout: (kill) => kills.push(kill),
     });
     const running = stack;
     const readiness = await running.readiness();
     expect(readiness.parts.senderEventSource).toBe('external');
+    expect(running.functions).toMatchObject({ relay: 'loaded', sender: 'loaded', sweeper: 'loaded' });
+    expect(kills).toEqual([
+      { functionName: 'sweeper', startedAt: expect.any(Number), killedAt: expect.any(Number), records: 0 },
+    ]);
+    expect(running.functionTimeoutsMs.sweeper).toBe(1);
     expect(running.functionEnvironment).toMatchObject({
       POSTDATE_TABLE_NAME: running.tableName,
       POSTDATE_SEND_QUEUE_URL: running.queueUrls.send,
@@ -91,20 +104,20 @@ describe('the local stack with scheduler faults and an external sender', () => {
       ).json()) as { status: string };
     expect((await read()).status).toBe('scheduled');
 
-    // The sender, run on its own against the stack's queue: two copies, one send.
-    const senderModule = await import('../../lambdas/sender/handler.js');
-    closeSender = senderModule.closeSender;
-    const handler = (event: SQSEvent, context: Context) => senderModule.handler(event, context);
+    // The sender, run on its own against the stack's queue (in its sandboxes, with the stack's
+    // functionEnvironment): two copies, one send, in time.
     sender = startSenderEventSource({
       sqsEndpoint: running.sqsEndpoint,
       queueUrl: running.queueUrls.send,
       queueArn: running.queueArns.send,
-      handler,
+      environment: running.functionEnvironment,
+      onFunctionTimeout: (kill) => senderKills.push(kill),
       log: () => undefined,
     });
     await eventually(async () => ((await read()).status === 'sent' ? true : undefined), 20_000);
     await sender.idle();
     const copies = running.smtpSink?.messages().filter((mail) => mail.postdateId === id) ?? [];
     expect(copies).toHaveLength(1);
+    expect(senderKills).toEqual([]);
   }, 90_000);
 });
