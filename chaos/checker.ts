@@ -1,20 +1,28 @@
+import { OUTCOME_WRITE_RESERVE_MS } from '../lambdas/core/sendTiming.js';
+
 /**
  * The total-queue checker of the chaos and restart runs (in the spirit of Jepsen's total-queue
- * checker): from what the clients were told (the accepted messages and the fate each should
- * reach), what the API says at the end (status and attempt history of each message), and what
- * the SMTP server received (one entry per copy whose body it read in full), it counts per message:
+ * checker). Its input is what the harness itself saw, never what Postdate recorded about its own
+ * sends: what the clients were told (the accepted messages and the fate each should reach), the
+ * API's final view of each message (status only: what the promise is about), every SMTP
+ * transaction the relay saw (from the TCP tap in front of it and the relay's own fault script) and
+ * every kill the harness dealt (SIGKILLs of the sender or the whole stack, timeout kills of a sender
+ * invocation by the local runner). Per message it counts:
  *
  * - lost: accepted but not terminal at the end (stuck), missing from the API, or `sent` and
  *   never received;
- * - duplicated: received more than once; a duplicate is explained when the message's history
- *   records at least one ambiguous attempt per extra copy (SMTP cannot promise exactly-once when
- *   the connection breaks after the final dot), otherwise it is an unexplained duplicate;
+ * - duplicated: received more than once. Each extra copy needs its own explanation by a fault the
+ *   harness injected that leaves the relay holding the body while the sender cannot know it
+ *   (`explainCopy`): the relay dropped the connection or stalled after reading the final dot, or a
+ *   kill cut the connection after that copy's final dot went and before its sender could have acted
+ *   on the reply. Anything else is an unexplained duplicate;
  * - unexpected: a copy received for an id never accepted, or for a message that was
- *   cancelled, superseded or expired (by its expected fate or its final status);
+ *   cancelled, superseded, expired or suppressed (by its expected fate or its final status);
  * - wrong fate: the final status contradicts what the client was told (e.g. a cancel answered
- *   200 but the message ended `sent`).
+ *   200 but the message ended `sent`), or the relay answered 250 to a sender that heard it and
+ *   lived to write it down, and the message did not end `sent`.
  *
- * Pure: no I/O, no clock. `chaos/checkReport.ts` prints and writes its result.
+ * Pure: no I/O, no clock. `chaos/check.ts` prints and writes its result.
  */
 
 /** Statuses a message may end in (DESIGN §2): terminal, or terminal until an operator acts. */
@@ -26,12 +34,27 @@ export const TERMINAL_STATUSES = [
   'superseded',
   'expired',
   'unknown',
+  'suppressed',
 ] as const;
 
 /**
+ * How far apart a kill and the close of a connection it cut may be seen: the kernel closes a dead
+ * process's sockets at once, but the tap sees the close on its own event loop, and a timeout kill is
+ * timed in another process.
+ */
+export const EXPLAIN_SLACK_MS = 2_000;
+
+/**
+ * After its sender heard the reply to the final dot, a kill explains the copy only this soon: the
+ * time the sender reserves for its outcome write (lambdas/core/sendTiming.ts). Later, the sender
+ * could have recorded what the relay said.
+ */
+export const REPLY_ACT_MS = OUTCOME_WRITE_RESERVE_MS;
+
+/**
  * What the client's answers promise about a message:
- * - `send`: it should be delivered (or end `failed`/`dead`/`unknown` when the relay refused it for
- *   good, which the history shows: those are truthful terminal states, not losses);
+ * - `send`: it should be delivered (or end `failed`/`dead`/`unknown`/`suppressed`: truthful
+ *   terminal states, not losses);
  * - `cancelled`: DELETE answered 200 before any send began;
  * - `superseded`: its group's head was raised above its version before it was due;
  * - `expired`: its `not_after` passed while the relay kept refusing it;
@@ -48,7 +71,7 @@ export interface AcceptedMessage {
   readonly acceptedBy?: string;
 }
 
-/** One attempt of the API's history (the fields the checker reads). */
+/** One attempt of the API's history (kept in the report for a reader; the verdict ignores it). */
 export interface HistoryEntry {
   readonly outcome: string;
   readonly at?: string;
@@ -62,24 +85,65 @@ export interface FinalView {
   readonly history: readonly HistoryEntry[];
 }
 
-/** One copy the SMTP server received in full (it read the final dot). */
-export interface ReceivedCopy {
-  /** The X-Postdate-Id header, or the id parsed from `Message-ID: <{id}@domain>`. */
+/** What the relay did once it had read the final dot (its own record of the behaviour it applied). */
+export type RelayOutcome = 'accepted' | 'refused' | 'dropped' | 'stalled';
+
+/**
+ * One SMTP transaction (from MAIL FROM on) as the harness saw it: the TCP tap in front of the relay
+ * (client bytes, the relay's replies, the close, with times) and the relay's fault script.
+ */
+export interface SmtpTransaction {
+  /** The tap's number of the connection, and the transaction's place on it (0, 1, …). */
+  readonly connection: number;
+  readonly index: number;
+  /** From the body's headers as they went through the tap: X-Postdate-Id and Message-ID. */
   readonly postdateId: string | null;
   readonly messageId: string | null;
+  /** The fault the harness told the relay to inject for this transaction (`accept` for none). */
+  readonly fault: string;
+  /** What the relay did after reading the final dot; null when it never read the body in full. */
+  readonly outcome: RelayOutcome | null;
+  readonly mailFromAtMs: number;
+  readonly dataCommandAtMs: number | null;
+  /** When the client's final dot went through the tap; null when the body never went. */
+  readonly finalDotAtMs: number | null;
   /**
-   * What the server did after the final dot. `accepted` is a delivery; `dropped` and `stalled` are
-   * deliveries too as far as the receiver is concerned (it has the body; the sender cannot know);
-   * `refused` (4xx/5xx after the dot) is not a delivery.
+   * The relay's reply to the final dot, when it went through the tap, and whether the client's side
+   * of the connection was still open to take it.
    */
-  readonly outcome: 'accepted' | 'dropped' | 'stalled' | 'refused';
+  readonly reply: {
+    readonly code: number;
+    readonly text: string;
+    readonly atMs: number;
+    readonly delivered: boolean;
+  } | null;
+  /** When the client sent its first command after the final dot on this connection; null if none. */
+  readonly clientCommandAfterDotAtMs: number | null;
+  /** When the connection closed (either side); null when it was still open at the end. */
+  readonly closedAtMs: number | null;
+  readonly closedBy: 'client' | 'server' | null;
+}
+
+/** A kill the harness dealt. */
+export interface KillRecord {
+  /**
+   * `sender-sigkill`: the sender process alone; `stack-sigkill`: the whole stack (the sender with
+   * it); `function-timeout`: the local runner killed one sender invocation at its function timeout.
+   */
+  readonly kind: 'sender-sigkill' | 'stack-sigkill' | 'function-timeout';
+  readonly atMs: number;
+  /** A timeout kill: the message ids of the killed invocation's records (only those can be cut). */
+  readonly ids?: readonly string[];
+  readonly startedAtMs?: number;
+  readonly functionName?: string;
 }
 
 export interface CheckInput {
   readonly accepted: readonly AcceptedMessage[];
   /** Keyed by message id; a missing entry or `null` means the API does not know the message. */
   readonly views: Readonly<Record<string, FinalView | null>>;
-  readonly smtpLog: readonly ReceivedCopy[];
+  readonly transactions: readonly SmtpTransaction[];
+  readonly kills: readonly KillRecord[];
 }
 
 export type Problem =
@@ -87,6 +151,23 @@ export type Problem =
   | { readonly kind: 'unexplained-duplicate'; readonly id: string; readonly reason: string }
   | { readonly kind: 'unexpected'; readonly id: string; readonly reason: string }
   | { readonly kind: 'wrong-fate'; readonly id: string; readonly reason: string };
+
+/** What explains one copy the relay holds: an injected fault after the final dot. */
+export type Explanation = 'relay-drop' | 'relay-stall' | KillRecord['kind'];
+
+/** A transaction of the input with the checker's reading of it. */
+export interface CheckedTransaction {
+  readonly connection: number;
+  readonly index: number;
+  readonly id: string | null;
+  readonly fault: string;
+  readonly outcome: RelayOutcome | null;
+  /** The relay holds the body (a delivery as far as the recipient is concerned). */
+  readonly copy: boolean;
+  readonly explainedBy: Explanation | null;
+  /** The kill that explains it, if one does. */
+  readonly killAtMs?: number;
+}
 
 export interface CheckResult {
   readonly ok: boolean;
@@ -100,56 +181,138 @@ export interface CheckResult {
     readonly unexplainedDuplicates: number;
     readonly unexpected: number;
     readonly wrongFate: number;
-    readonly ambiguousAttempts: number;
+    readonly transactions: number;
     readonly refusedCopies: number;
+    /** Copies that an injected fault after the dot explains (the bound on duplicates). */
+    readonly explainedCopies: number;
+    readonly kills: number;
   };
+  /** Explained copies by what explains them. */
+  readonly explainedBy: Readonly<Record<string, number>>;
   readonly byStatus: Readonly<Record<string, number>>;
   readonly byExpectedFate: Readonly<Record<string, number>>;
   readonly problems: readonly Problem[];
-  /** Duplicates that the history explains: id, copies received, ambiguous attempts recorded. */
-  readonly explained: readonly { readonly id: string; readonly copies: number; readonly ambiguous: number }[];
+  /** Duplicates that the harness's faults explain: id, copies, explained copies and by what. */
+  readonly explained: readonly {
+    readonly id: string;
+    readonly copies: number;
+    readonly explainedCopies: number;
+    readonly by: readonly Explanation[];
+  }[];
+  /** Every transaction, in input order, with its reading. */
+  readonly transactions: readonly CheckedTransaction[];
+  /** Every kill, with the ids whose final dot had gone and whose connection then died with it. */
+  readonly kills: readonly (KillRecord & { readonly afterTheDot: readonly string[] })[];
 }
 
 const TERMINAL: ReadonlySet<string> = new Set(TERMINAL_STATUSES);
-const NOT_TO_BE_SENT: ReadonlySet<string> = new Set(['cancelled', 'superseded', 'expired']);
+const NOT_TO_BE_SENT: ReadonlySet<string> = new Set(['cancelled', 'superseded', 'expired', 'suppressed']);
 
 /** The final statuses each expected fate allows. */
 const ALLOWED_STATUSES: Readonly<Record<ExpectedFate, ReadonlySet<string>>> = {
-  send: new Set(['sent', 'failed', 'dead', 'unknown']),
+  send: new Set(['sent', 'failed', 'dead', 'unknown', 'suppressed']),
   cancelled: new Set(['cancelled']),
   superseded: new Set(['superseded']),
   // A message that runs out of attempts before its deadline is `dead`: truthful, not delivered.
   expired: new Set(['expired', 'dead']),
-  'send-or-superseded': new Set(['sent', 'failed', 'dead', 'unknown', 'superseded']),
+  'send-or-superseded': new Set(['sent', 'failed', 'dead', 'unknown', 'suppressed', 'superseded']),
 };
 
 /** The message id of a copy: X-Postdate-Id, else the local part of `<{id}@domain>`. */
-export function copyId(copy: ReceivedCopy): string | null {
-  if (copy.postdateId) return copy.postdateId.trim();
+export function copyId(copy: Pick<SmtpTransaction, 'postdateId' | 'messageId'>): string | null {
+  if (copy.postdateId?.trim()) return copy.postdateId.trim();
   const match = copy.messageId ? /^<?([^@<>\s]+)@/.exec(copy.messageId.trim()) : null;
   return match?.[1] ?? null;
 }
 
-export function isDelivery(copy: ReceivedCopy): boolean {
-  return copy.outcome !== 'refused';
+/** The relay holds the body: it read the final dot and did not refuse it. */
+export function isCopy(transaction: Pick<SmtpTransaction, 'outcome'>): boolean {
+  return transaction.outcome !== null && transaction.outcome !== 'refused';
+}
+
+/**
+ * Whether `kill` cut `transaction` after its final dot, before its sender could know the answer:
+ * the dot went before the kill; the connection died with the kill (closed within the slack of it);
+ * if the client heard a reply, the kill came before it could have acted on it (`REPLY_ACT_MS`),
+ * and if it heard none, it had sent nothing more (a client that gave up on its own is no victim of
+ * the kill); a timeout kill cuts only the copies of its own invocation.
+ */
+export function killCut(kill: KillRecord, transaction: SmtpTransaction): boolean {
+  const dot = transaction.finalDotAtMs;
+  const closed = transaction.closedAtMs;
+  if (dot === null || closed === null) return false;
+  if (kill.atMs < dot) return false;
+  if (Math.abs(closed - kill.atMs) > EXPLAIN_SLACK_MS) return false;
+  const reply = transaction.reply;
+  if (reply?.delivered) {
+    if (kill.atMs > reply.atMs + REPLY_ACT_MS) return false;
+  } else if (transaction.clientCommandAfterDotAtMs !== null) {
+    return false;
+  }
+  if (kill.kind === 'function-timeout' && kill.ids !== undefined) {
+    const id = copyId(transaction);
+    if (id === null || !kill.ids.includes(id)) return false;
+  }
+  return true;
+}
+
+/** What explains one transaction's copy, if anything does (null for a refused or missing body too). */
+export function explainCopy(
+  transaction: SmtpTransaction,
+  kills: readonly KillRecord[],
+): { by: Explanation; killAtMs?: number } | null {
+  if (!isCopy(transaction)) return null;
+  if (transaction.outcome === 'dropped') return { by: 'relay-drop' };
+  if (transaction.outcome === 'stalled') return { by: 'relay-stall' };
+  const kill = kills.find((candidate) => killCut(candidate, transaction));
+  return kill ? { by: kill.kind, killAtMs: kill.atMs } : null;
+}
+
+/** A 2xx to the final dot that its sender heard and had the time to record (nothing cut it). */
+function heardAcceptance(transaction: SmtpTransaction, explanation: Explanation | null): boolean {
+  const reply = transaction.reply;
+  return (
+    transaction.outcome === 'accepted' &&
+    explanation === null &&
+    reply?.delivered === true &&
+    reply.code >= 200 &&
+    reply.code < 300
+  );
 }
 
 export function checkRun(input: CheckInput): CheckResult {
   const problems: Problem[] = [];
-  const explained: { id: string; copies: number; ambiguous: number }[] = [];
+  const explained: { id: string; copies: number; explainedCopies: number; by: Explanation[] }[] = [];
   const acceptedIds = new Map<string, AcceptedMessage>();
   for (const message of input.accepted) acceptedIds.set(message.id, message);
 
-  const copies = new Map<string, number>();
+  const perMessage = new Map<string, { copies: number; explained: Explanation[]; heard: number }>();
+  const transactions: CheckedTransaction[] = [];
+  const explainedBy: Record<string, number> = {};
   let received = 0;
   let refusedCopies = 0;
-  for (const copy of input.smtpLog) {
-    if (!isDelivery(copy)) {
-      refusedCopies += 1;
-      continue;
-    }
+  let explainedCopies = 0;
+  for (const transaction of input.transactions) {
+    const id = copyId(transaction);
+    const copy = isCopy(transaction);
+    const explanation = explainCopy(transaction, input.kills);
+    transactions.push({
+      connection: transaction.connection,
+      index: transaction.index,
+      id,
+      fault: transaction.fault,
+      outcome: transaction.outcome,
+      copy,
+      explainedBy: explanation?.by ?? null,
+      ...(explanation?.killAtMs === undefined ? {} : { killAtMs: explanation.killAtMs }),
+    });
+    if (transaction.outcome === 'refused') refusedCopies += 1;
+    if (!copy) continue;
     received += 1;
-    const id = copyId(copy);
+    if (explanation) {
+      explainedCopies += 1;
+      explainedBy[explanation.by] = (explainedBy[explanation.by] ?? 0) + 1;
+    }
     if (id === null || !acceptedIds.has(id)) {
       problems.push({
         kind: 'unexpected',
@@ -158,18 +321,22 @@ export function checkRun(input: CheckInput): CheckResult {
       });
       continue;
     }
-    copies.set(id, (copies.get(id) ?? 0) + 1);
+    const entry = perMessage.get(id) ?? { copies: 0, explained: [], heard: 0 };
+    entry.copies += 1;
+    if (explanation) entry.explained.push(explanation.by);
+    if (heardAcceptance(transaction, explanation?.by ?? null)) entry.heard += 1;
+    perMessage.set(id, entry);
   }
 
   const byStatus: Record<string, number> = {};
   const byExpectedFate: Record<string, number> = {};
   let deliveredOnce = 0;
   let duplicated = 0;
-  let ambiguousAttempts = 0;
   for (const message of input.accepted) {
     byExpectedFate[message.expectedFate] = (byExpectedFate[message.expectedFate] ?? 0) + 1;
     const view = input.views[message.id] ?? null;
-    const count = copies.get(message.id) ?? 0;
+    const seen = perMessage.get(message.id) ?? { copies: 0, explained: [], heard: 0 };
+    const count = seen.copies;
     if (count === 1) deliveredOnce += 1;
     if (view === null) {
       byStatus['(missing)'] = (byStatus['(missing)'] ?? 0) + 1;
@@ -181,8 +348,6 @@ export function checkRun(input: CheckInput): CheckResult {
       continue;
     }
     byStatus[view.status] = (byStatus[view.status] ?? 0) + 1;
-    const ambiguous = view.history.filter((entry) => entry.outcome === 'ambiguous').length;
-    ambiguousAttempts += ambiguous;
 
     if (!TERMINAL.has(view.status)) {
       problems.push({
@@ -191,23 +356,32 @@ export function checkRun(input: CheckInput): CheckResult {
         reason: `still ${view.status} at the end of the run (not terminal)`,
       });
     } else if (view.status === 'sent' && count === 0) {
-      problems.push({ kind: 'lost', id: message.id, reason: 'sent, but the SMTP server never received it' });
+      problems.push({ kind: 'lost', id: message.id, reason: 'sent, but the relay never received it' });
     }
 
     if (count > 1) {
       duplicated += 1;
-      if (count - 1 <= ambiguous) {
-        explained.push({ id: message.id, copies: count, ambiguous });
+      if (count - 1 <= seen.explained.length) {
+        explained.push({
+          id: message.id,
+          copies: count,
+          explainedCopies: seen.explained.length,
+          by: seen.explained,
+        });
       } else {
         problems.push({
           kind: 'unexplained-duplicate',
           id: message.id,
-          reason: `received ${count} times, but its history records ${ambiguous} ambiguous attempt(s)`,
+          reason:
+            `received ${count} times, ${seen.explained.length} explained by a fault after the dot` +
+            (seen.explained.length > 0 ? ` (${seen.explained.join(', ')})` : '') +
+            `; ${seen.heard} copy(ies) answered 2xx to a sender that heard it`,
         });
       }
     }
 
-    if (count > 0 && (NOT_TO_BE_SENT.has(message.expectedFate) || NOT_TO_BE_SENT.has(view.status))) {
+    const notToBeSent = NOT_TO_BE_SENT.has(message.expectedFate) || NOT_TO_BE_SENT.has(view.status);
+    if (count > 0 && notToBeSent) {
       problems.push({
         kind: 'unexpected',
         id: message.id,
@@ -221,8 +395,21 @@ export function checkRun(input: CheckInput): CheckResult {
         id: message.id,
         reason: `expected ${message.expectedFate}, ended ${view.status}`,
       });
+    } else if (TERMINAL.has(view.status) && !notToBeSent && view.status !== 'sent' && seen.heard > 0) {
+      problems.push({
+        kind: 'wrong-fate',
+        id: message.id,
+        reason: `the relay answered 250 to a sender that heard it and was not cut, but it ended ${view.status}`,
+      });
     }
   }
+
+  const kills = input.kills.map((kill) => ({
+    ...kill,
+    afterTheDot: input.transactions
+      .filter((transaction) => killCut(kill, transaction))
+      .map((transaction) => copyId(transaction) ?? '(no id)'),
+  }));
 
   const count = (kind: Problem['kind']) => problems.filter((problem) => problem.kind === kind).length;
   const counts = {
@@ -235,16 +422,21 @@ export function checkRun(input: CheckInput): CheckResult {
     unexplainedDuplicates: count('unexplained-duplicate'),
     unexpected: count('unexpected'),
     wrongFate: count('wrong-fate'),
-    ambiguousAttempts,
+    transactions: input.transactions.length,
     refusedCopies,
+    explainedCopies,
+    kills: input.kills.length,
   };
   return {
     ok: problems.length === 0,
     counts,
+    explainedBy,
     byStatus,
     byExpectedFate,
     problems,
     explained,
+    transactions,
+    kills,
   };
 }
 
@@ -253,9 +445,9 @@ export function formatReport(result: CheckResult, title = 'Postdate chaos check'
   const c = result.counts;
   const lines = [
     `${title}: ${result.ok ? 'PASS' : 'FAIL'}`,
-    `  accepted ${c.accepted}   copies received ${c.received}   delivered exactly once ${c.deliveredOnce}   refused after DATA ${c.refusedCopies}`,
+    `  accepted ${c.accepted}   SMTP transactions ${c.transactions}   copies received ${c.received}   delivered exactly once ${c.deliveredOnce}   refused after the dot ${c.refusedCopies}`,
     `  lost ${c.lost}   duplicated ${c.duplicated} (explained ${c.explainedDuplicates}, unexplained ${c.unexplainedDuplicates})   unexpected ${c.unexpected}   wrong fate ${c.wrongFate}`,
-    `  ambiguous attempts recorded ${c.ambiguousAttempts}`,
+    `  copies explained by a fault after the dot ${c.explainedCopies}: ${formatCounts(result.explainedBy)}   kills ${c.kills}`,
     `  final status: ${formatCounts(result.byStatus)}`,
     `  expected fate: ${formatCounts(result.byExpectedFate)}`,
   ];

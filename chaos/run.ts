@@ -6,6 +6,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Command } from 'commander';
+import { OUTCOME_WRITE_RESERVE_MS, sendTimingProblems } from '../lambdas/core/sendTiming.js';
 import { messagePk } from '../lambdas/store/messageRecord.js';
 import { KEY } from '../lambdas/store/tableLayout.js';
 import {
@@ -13,6 +14,7 @@ import {
   type SmtpReply,
   startSmtpServer,
   type TestSmtpServer,
+  type TransactionRecord,
 } from '../test/support/smtpServer.js';
 import { emitReport } from './check.js';
 import {
@@ -21,9 +23,11 @@ import {
   checkRun,
   type ExpectedFate,
   type FinalView,
+  type KillRecord,
+  type SmtpTransaction,
   TERMINAL_STATUSES,
 } from './checker.js';
-import { type SmtpMoment, startSmtpTap } from './smtpTap.js';
+import { type SmtpMoment, startSmtpTap, type TapTransaction } from './smtpTap.js';
 import {
   type SenderChild,
   type SenderStats,
@@ -31,19 +35,28 @@ import {
   type StackStats,
   startSenderChild,
   startStackChild,
+  type TimeoutKill,
 } from './stackChild.js';
+import type { FaultLine } from './throttleMiddleware.js';
 
 /**
  * The chaos run (issue 8): N messages through the real local stack — run in a child process that
  * is SIGKILLed and restarted on its data dir — while faults are injected, then the checker.
  *
- * Faults: SMTP 4xx/5xx at RCPT and after DATA, drops after the final dot, stalls past the socket
- * timeout, AUTH refused (535) while the first stack process runs; duplicate and stale SQS copies;
- * stream batches handed to the relay twice; DynamoDB throttling on a fraction of calls (SDK
- * middleware); schedules fired twice or late by the Scheduler emulator; SIGKILL of the sender
- * process alone at an SMTP moment (after DATA, or after the final dot before the reply) and its
- * restart; SIGKILL of the whole stack and restart on the same data dir, where the sweeper must
- * recover what SQS (memory only) lost.
+ * Faults: SMTP 4xx/5xx at RCPT and after DATA, drops after the final dot, stalls, a slow relay
+ * (the 250 comes 20–35 s after the dot, so that batches meet their function timeout), AUTH refused
+ * (535) while the first stack process runs; duplicate and stale SQS copies; stream batches handed to
+ * the relay twice; DynamoDB throttling on a fraction of calls (SDK middleware), the first outcome
+ * write of a fraction of messages and a fraction of body and group-head reads failing whole (above
+ * the SDK's retry); schedules fired twice or late by the Scheduler emulator; the send rate limit
+ * on; SIGKILL of the sender process alone at an SMTP moment (after DATA, or after the final dot
+ * before the reply) and its restart; SIGKILL of the whole stack and restart on the same data dir,
+ * where the sweeper must recover what SQS (memory only) lost; and the local runner's own kill of a
+ * sender invocation at its function timeout.
+ *
+ * The checker (chaos/checker.ts) reads only the harness's own record: the SMTP tap's transactions
+ * joined with the relay's fault script, and the kill log (sender and stack SIGKILLs dealt here,
+ * timeout kills reported by the stack and sender processes).
  */
 
 export interface ChaosOptions {
@@ -59,8 +72,16 @@ export interface ChaosOptions {
   /** Run the first stack process with a wrong SMTP password for this long (0: none). */
   readonly authFailureSeconds: number;
   readonly smtpFaultRate: number;
-  /** Stalls are costly (each ties a connection up for the 20 s socket timeout): their own rate. */
+  /** Stalls are costly (each ties a connection up for the reply timeout or longer): their own rate. */
   readonly stallRate: number;
+  /** Fraction of transactions the relay answers 20–35 s (× time scale) after the dot. @default 0 */
+  readonly slowRelayRate?: number;
+  /** Fraction of messages whose first outcome write fails on every SDK attempt. @default 0 */
+  readonly outcomeWriteFailureRate?: number;
+  /** Fraction of the sender's BODY and group-head reads that fail whole. @default 0 */
+  readonly readFailureRate?: number;
+  /** POSTDATE_MAX_SEND_RATE of the stack (messages/second per sender); undefined: unlimited. */
+  readonly maxSendRate?: number;
   readonly throttleRate: number;
   readonly replayRate: number;
   /** Extra copies of current payloads sent to the send queue, per accepted message. */
@@ -78,9 +99,7 @@ export interface ChaosOptions {
    */
   readonly senderKills?: number;
   readonly concurrency: number;
-  /** POSTDATE_LEASE_SECONDS (default 30: longer than the 20 s SMTP socket timeout a stall runs into). */
-  readonly leaseSeconds?: number;
-  /** Multiplies the workload's delays (1: up to 40 s); the fast variant uses less. */
+  /** Multiplies the workload's delays (1: up to 40 s) and the sender's timing; the fast variant uses less. */
   readonly timeScale?: number;
   readonly reportPath: string;
   readonly log?: (line: string) => void;
@@ -109,21 +128,54 @@ export function directDelayMax(scale: number): number {
   return Math.max(2, Math.round(8 * scale));
 }
 
+/** The slow relay's delay between the final dot and its 250, in seconds at time scale 1. */
+export const SLOW_RELAY_SECONDS = { min: 20, max: 35 } as const;
+
 /**
- * Compressed time: what takes minutes in AWS plays out in seconds (the delays of the workload are
- * multiplied by `scale` too).
+ * The sender's timing in a chaos run of time scale `scale`, chosen so that the configuration's rule
+ * holds (lease > sender timeout > 2 × SMTP timeout + reply timeout + the outcome-write reserve,
+ * lambdas/core/sendTiming.ts) with the sender timeout close to that bound: a batch whose copies meet
+ * the slow relay one after another outlives it unless the sender stops claiming in time. The reply
+ * timeout outlasts the slowest 250, so the slow relay alone never makes an attempt ambiguous. At
+ * scale 1: SMTP 5 s, reply 45 s, sender timeout 70 s (one attempt is 65 s), lease 90 s; at 0.4:
+ * 2 s, 18 s, 35 s (32 s), 45 s.
  */
-export const compressedTime = (scale: number) => ({
-  ...COMPRESSED_TIME,
-  POSTDATE_DIRECT_DELAY_MAX_SECONDS: String(directDelayMax(scale)),
-});
+export function chaosTiming(scale: number) {
+  const smtpTimeoutSeconds = Math.max(2, Math.round(5 * scale));
+  const smtpReplyTimeoutSeconds = Math.max(
+    Math.ceil(SLOW_RELAY_SECONDS.max * scale) + 4,
+    Math.round(45 * scale),
+  );
+  const attemptSeconds = 2 * smtpTimeoutSeconds + smtpReplyTimeoutSeconds + OUTCOME_WRITE_RESERVE_MS / 1000;
+  const senderTimeoutSeconds = Math.max(Math.round(70 * scale), attemptSeconds + 3);
+  const leaseSeconds = senderTimeoutSeconds + Math.max(10, Math.round(20 * scale));
+  const timing = { leaseSeconds, senderTimeoutSeconds, smtpTimeoutSeconds, smtpReplyTimeoutSeconds };
+  const [problem] = sendTimingProblems(timing);
+  if (problem !== undefined) throw new Error(`chaos timing at scale ${scale}: ${problem}`);
+  return timing;
+}
+
+/**
+ * Compressed time: what takes minutes in AWS plays out in seconds (the delays of the workload and
+ * the sender's timing are multiplied by `scale` too).
+ */
+export const compressedTime = (scale: number) => {
+  const timing = chaosTiming(scale);
+  return {
+    ...COMPRESSED_TIME,
+    POSTDATE_DIRECT_DELAY_MAX_SECONDS: String(directDelayMax(scale)),
+    POSTDATE_LEASE_SECONDS: String(timing.leaseSeconds),
+    POSTDATE_SENDER_TIMEOUT_SECONDS: String(timing.senderTimeoutSeconds),
+    POSTDATE_SMTP_TIMEOUT_SECONDS: String(timing.smtpTimeoutSeconds),
+    POSTDATE_SMTP_REPLY_TIMEOUT_SECONDS: String(timing.smtpReplyTimeoutSeconds),
+  };
+};
 
 export const COMPRESSED_TIME = {
   POSTDATE_DIRECT_DELAY_MAX_SECONDS: '8',
   POSTDATE_SCHEDULE_LEAD_SECONDS: '1',
   POSTDATE_RETRY_BASE_SECONDS: '1',
   POSTDATE_RETRY_CAP_SECONDS: '3',
-  POSTDATE_LEASE_SECONDS: '30',
   POSTDATE_SWEEP_GRACE_SECONDS: '3',
   POSTDATE_MAX_ATTEMPTS: '8',
   // Each sweep re-dispatches every overdue message, whether or not the copy of the previous sweep
@@ -241,12 +293,18 @@ function datedBody(planned: Planned): Planned {
 
 const reply = (code: number, message: string): SmtpReply => ({ code, message });
 
-/** The SMTP fault script: one behaviour per mail transaction, in order; the last one repeats. */
+/**
+ * The SMTP fault script: one behaviour per mail transaction, in order; the last one repeats. Each
+ * behaviour carries its kind as its label, so the relay's record of a transaction says which fault
+ * it injected. `slowRate` of the transactions get their 250 20–35 s (× `scale`) after the dot.
+ */
 export function smtpScript(
   length: number,
   random: () => number,
   faultRate: number,
   stallRate: number,
+  slowRate = 0,
+  scale = 1,
 ): { behaviours: SmtpBehaviour[]; kinds: string[] } {
   // Messages meant to expire: the relay refuses their recipient (451) until the deadline passes.
   const expireRule = (address: string) =>
@@ -266,19 +324,26 @@ export function smtpScript(
     ['rcpt-stall', { rcptTo: 'stall' }],
     ['data-stall', { rcptTo: expireRule, afterData: 'stall' }],
   ];
+  const slowMs = () => {
+    const [low, high] = [SLOW_RELAY_SECONDS.min * 1000 * scale, SLOW_RELAY_SECONDS.max * 1000 * scale];
+    return Math.round(low + random() * (high - low));
+  };
   for (let index = 0; index < length; index += 1) {
     const roll = random();
-    const pick =
+    const pick: [string, SmtpBehaviour] | undefined =
       roll < stallRate
         ? stalls[Math.floor(random() * stalls.length)]
         : roll < stallRate + faultRate
           ? faults[Math.floor(random() * faults.length)]
-          : undefined;
-    kinds.push(pick?.[0] ?? 'accept');
-    behaviours.push(pick?.[1] ?? { rcptTo: expireRule });
+          : roll < stallRate + faultRate + slowRate
+            ? ['data-slow', { rcptTo: expireRule, afterData: { acceptAfterMs: slowMs() } }]
+            : undefined;
+    const kind = pick?.[0] ?? 'accept';
+    kinds.push(kind);
+    behaviours.push({ ...(pick?.[1] ?? { rcptTo: expireRule }), label: kind });
   }
   kinds.push('accept');
-  behaviours.push({ rcptTo: expireRule });
+  behaviours.push({ rcptTo: expireRule, label: 'accept' });
   return { behaviours, kinds };
 }
 
@@ -291,6 +356,9 @@ class CurrentStack {
   private senderStarting: Promise<void> | undefined;
   private readonly retired: StackStats[] = [];
   private readonly retiredSenders: SenderStats[] = [];
+  private readonly retiredFaults: FaultLine[] = [];
+  /** Every SIGKILL this run dealt, timed just before the signal went. */
+  readonly kills: KillRecord[] = [];
 
   /**
    * @param senderEnv when given, the sender runs in its own process (`chaos/senderProcess.ts`) with
@@ -364,10 +432,12 @@ class CurrentStack {
     const stack = this.child;
     if (!sender || !stack || this.senderStarting) return false;
     this.sender = undefined;
+    this.kills.push({ kind: 'sender-sigkill', atMs: Date.now() });
     const dying = sender.kill();
     this.senderStarting = (async () => {
       await dying;
       this.retiredSenders.push(sender.stats());
+      this.retiredFaults.push(...sender.faults());
       try {
         // The stack may have been killed meanwhile: then its restart brings its own sender.
         if (this.child === stack) this.sender = await this.startSender(stack);
@@ -392,12 +462,32 @@ class CurrentStack {
     this.sender = undefined;
     for (const process of [sender, lateSender]) {
       if (!process) continue;
+      if (how === 'kill') this.kills.push({ kind: 'stack-sigkill', atMs: Date.now() });
       await process[how]();
       this.retiredSenders.push(process.stats());
+      this.retiredFaults.push(...process.faults());
     }
     if (!child) return;
+    if (how === 'kill') this.kills.push({ kind: 'stack-sigkill', atMs: Date.now() });
     await child[how]();
     this.retired.push(child.stats());
+    this.retiredFaults.push(...child.faults());
+  }
+
+  /** The whole-call DynamoDB faults injected in every process so far. */
+  faults(): FaultLine[] {
+    return [
+      ...this.retiredFaults,
+      ...(this.child ? this.child.faults() : []),
+      ...(this.sender ? this.sender.faults() : []),
+    ];
+  }
+
+  /** Sender invocations the local runners killed at their function timeout, in every process so far. */
+  timeoutKills(): TimeoutKill[] {
+    const all = [...this.retired, ...(this.child ? [this.child.stats()] : [])];
+    const senders = [...this.retiredSenders, ...(this.sender ? [this.sender.stats()] : [])];
+    return [...all, ...senders].flatMap((stats) => stats.timeoutKills ?? []);
   }
 
   totals() {
@@ -497,7 +587,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
   const smtp: TestSmtpServer = await startSmtpServer({
     credentials: { username: SMTP_USER, password: SMTP_PASSWORD },
   });
-  const script = smtpScript(options.messages * 3, random, options.smtpFaultRate, options.stallRate);
+  const scale = options.timeScale ?? 1;
+  const script = smtpScript(
+    options.messages * 3,
+    random,
+    options.smtpFaultRate,
+    options.stallRate,
+    options.slowRelayRate ?? 0,
+    scale,
+  );
   smtp.script(...script.behaviours);
   // The relay is reached through a tap that reports the SMTP moments the sender kills aim at.
   const senderKills = options.senderKills ?? 0;
@@ -509,7 +607,17 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
   });
 
   let authPhase = options.authFailureSeconds > 0;
-  const scale = options.timeScale ?? 1;
+  // The sender's DynamoDB faults, wherever it runs (the stack process, or the sender process and
+  // its sandboxes, whose preload reads them from the environment).
+  const senderFaultEnv = {
+    CHAOS_THROTTLE_RATE: String(options.throttleRate),
+    CHAOS_OUTCOME_WRITE_FAILURE_RATE: String(options.outcomeWriteFailureRate ?? 0),
+    CHAOS_READ_FAILURE_RATE: String(options.readFailureRate ?? 0),
+  };
+  const timingEnv = {
+    ...compressedTime(scale),
+    ...(options.maxSendRate === undefined ? {} : { POSTDATE_MAX_SEND_RATE: String(options.maxSendRate) }),
+  };
   const smtpEnv = () => ({
     SMTP_HOST: tap.host,
     SMTP_PORT: String(tap.port),
@@ -519,10 +627,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
   });
   const stacks = new CurrentStack(
     () => ({
-      ...compressedTime(scale),
-      POSTDATE_LEASE_SECONDS: String(options.leaseSeconds ?? 30),
+      ...timingEnv,
+      ...senderFaultEnv,
       CHAOS_DATA_DIR: dataDir,
-      CHAOS_THROTTLE_RATE: String(options.throttleRate),
       CHAOS_REPLAY_RATE: String(options.replayRate),
       CHAOS_SCHEDULER_FIRE_TWICE_RATE: String(options.schedulerFireTwiceRate ?? 0),
       CHAOS_SCHEDULER_LATE_RATE: String(options.schedulerLateRate ?? 0),
@@ -530,7 +637,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
       POSTDATE_API_KEY: API_KEY,
       ...smtpEnv(),
     }),
-    senderKills > 0 ? () => ({ ...smtpEnv(), CHAOS_THROTTLE_RATE: String(options.throttleRate) }) : undefined,
+    senderKills > 0 ? () => ({ ...timingEnv, ...smtpEnv(), ...senderFaultEnv }) : undefined,
   );
 
   const counters = { retries: 0, serverErrors: 0 };
@@ -780,12 +887,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
       expectedFate: message.expectedFate,
       acceptedBy: message.acceptedBy,
     }));
-    const smtpLog = smtp.received.map((copy) => ({
-      postdateId: copy.postdateId,
-      messageId: copy.messageId,
-      outcome: copy.outcome,
-    }));
-    const result = checkRun({ accepted, views, smtpLog });
+    const transactions = joinTransactions(tap.transactions(), smtp.transactionLog);
+    const timeoutKills = stacks.timeoutKills();
+    const kills: KillRecord[] = [
+      ...stacks.kills,
+      ...timeoutKills.filter((kill) => /sender/.test(kill.functionName)).map(timeoutKillRecord),
+    ].sort((a, b) => a.atMs - b.atMs);
+    const result = checkRun({ accepted, views, transactions, kills });
+    const injected = countBy(stacks.faults().map((fault) => fault.fault));
+    const slowReplies = transactions.filter(
+      (transaction) =>
+        transaction.fault === 'data-slow' && transaction.reply !== null && transaction.finalDotAtMs !== null,
+    );
+    const sends = transactions.filter((transaction) => transaction.outcome === 'accepted').length;
     const used = script.kinds.slice(0, smtp.transactions);
     const smtpFaults: Record<string, number> = {};
     for (const kind of used) smtpFaults[kind] = (smtpFaults[kind] ?? 0) + 1;
@@ -808,6 +922,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
         dynamodbCalls: totals.dynamodbCalls,
         replayedStreamBatches: totals.replayedBatches,
         replayedStreamRecords: totals.replayedRecords,
+        outcomeWritesFailed: injected['outcome-write'] ?? 0,
+        outcomeWritesFailedShareOfSends: sends === 0 ? 0 : (injected['outcome-write'] ?? 0) / sends,
+        bodyReadsFailed: injected['body-read'] ?? 0,
+        groupReadsFailed: injected['group-read'] ?? 0,
+        wholeCallFaults: stacks.faults(),
+        slowRelayReplies: slowReplies.length,
+        slowRelaySecondsMax:
+          Math.round(
+            Math.max(0, ...slowReplies.map((t) => (t.reply?.atMs ?? 0) - (t.finalDotAtMs ?? 0))) / 100,
+          ) / 10,
+        timeoutKills: timeoutKills.length,
+        maxSendRate: options.maxSendRate ?? null,
+        peakMailFromPerSecond: peakPerSecond(transactions.map((transaction) => transaction.mailFromAtMs)),
         scheduleFires: totals.scheduleFires,
         scheduleFiredTwice: totals.scheduleFiredTwice,
         scheduleLate: totals.scheduleLate,
@@ -828,14 +955,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
         lateGroupRaises: figures.lateGroupRaises,
         expiringRefused: figures.expiringRefused,
       },
-      // The SMTP log in full, so that `tsx chaos/check.ts` can check the run again.
-      input: { accepted, views, smtpLog },
+      // Every SMTP transaction and every kill, so that `tsx chaos/check.ts` can check the run again.
+      input: { accepted, views, transactions, kills },
     };
     log(
       `chaos: faults: smtp ${JSON.stringify(smtpFaults)}, AUTH refused ${report.faults.authRefused}, ` +
         `dup copies ${figures.duplicateCopies}, stale copies ${figures.staleCopies}, throttled ${totals.throttled}/${totals.dynamodbCalls} DynamoDB calls, ` +
         `replayed stream batches ${totals.replayedBatches}, schedules fired ${totals.scheduleFires} (twice ${totals.scheduleFiredTwice}, late ${totals.scheduleLate}), ` +
-        `stack kills ${figures.kills.length}, sender kills ${figures.senderKills.length} (${figures.senderKills.map((kill) => kill.moment).join(', ')}), API 5xx ${counters.serverErrors}`,
+        `stack kills ${figures.kills.length}, sender kills ${figures.senderKills.length} (${figures.senderKills.map((kill) => kill.moment).join(', ')}), ` +
+        `timeout kills ${timeoutKills.length}, outcome writes failed ${report.faults.outcomeWritesFailed} ` +
+        `(${(report.faults.outcomeWritesFailedShareOfSends * 100).toFixed(1)} % of ${sends} sends), ` +
+        `body reads failed ${report.faults.bodyReadsFailed}, group reads failed ${report.faults.groupReadsFailed}, ` +
+        `slow replies ${slowReplies.length} (max ${report.faults.slowRelaySecondsMax} s), ` +
+        `send rate limit ${options.maxSendRate ?? 'off'}/s (peak ${report.faults.peakMailFromPerSecond} MAIL FROM/s), API 5xx ${counters.serverErrors}`,
     );
     let exitCode = emitReport(
       result,
@@ -858,6 +990,78 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
     await smtp.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The checker's transactions: the tap's record of each (client side, times) joined with the relay's
+ * (the fault it injected, whether it read the body) by the tap's upstream port — the relay's remote
+ * port — and the transaction's place on its connection.
+ */
+export function joinTransactions(
+  tapped: readonly TapTransaction[],
+  relayed: readonly TransactionRecord[],
+): SmtpTransaction[] {
+  const byPort = new Map<number, TransactionRecord[]>();
+  for (const record of relayed) {
+    if (record.remotePort === undefined) continue;
+    const list = byPort.get(record.remotePort) ?? [];
+    list.push(record);
+    byPort.set(record.remotePort, list);
+  }
+  // A port is reused by later connections: take the relay's records that began within this
+  // connection's life, in order.
+  const onConnection = new Map<number, TransactionRecord[]>();
+  for (const transaction of tapped) {
+    if (onConnection.has(transaction.connection) || transaction.upstreamPort === undefined) continue;
+    const opened = transaction.connectionOpenedAtMs;
+    const closed = transaction.closedAtMs ?? Number.POSITIVE_INFINITY;
+    onConnection.set(
+      transaction.connection,
+      (byPort.get(transaction.upstreamPort) ?? []).filter(
+        (record) => record.startedAtMs >= opened - 50 && record.startedAtMs <= closed + 50,
+      ),
+    );
+  }
+  return tapped.map((transaction) => {
+    const record = onConnection.get(transaction.connection)?.[transaction.index];
+    return {
+      connection: transaction.connection,
+      index: transaction.index,
+      postdateId: transaction.postdateId ?? record?.received?.postdateId ?? null,
+      messageId: transaction.messageId ?? record?.received?.messageId ?? null,
+      fault: record?.label ?? (record ? 'accept' : '(not seen by the relay)'),
+      outcome: record?.received?.outcome ?? null,
+      mailFromAtMs: transaction.mailFromAtMs,
+      dataCommandAtMs: transaction.dataCommandAtMs,
+      finalDotAtMs: transaction.finalDotAtMs,
+      reply: transaction.reply,
+      clientCommandAfterDotAtMs: transaction.clientCommandAfterDotAtMs,
+      closedAtMs: transaction.closedAtMs,
+      closedBy: transaction.closedBy,
+    };
+  });
+}
+
+function timeoutKillRecord(kill: TimeoutKill): KillRecord {
+  return {
+    kind: 'function-timeout',
+    atMs: kill.killedAt,
+    startedAtMs: kill.startedAt,
+    functionName: kill.functionName,
+    ...(Array.isArray(kill.records) ? { ids: kill.records } : {}),
+  };
+}
+
+/** The most events that fell in one second. */
+function peakPerSecond(times: readonly number[]): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let peak = 0;
+  let from = 0;
+  for (let to = 0; to < sorted.length; to += 1) {
+    while ((sorted[to] ?? 0) - (sorted[from] ?? 0) >= 1000) from += 1;
+    peak = Math.max(peak, to - from + 1);
+  }
+  return peak;
 }
 
 /** Cancels, reschedules and group raises, right after the enqueue; the expectation follows the answer. */
@@ -1021,6 +1225,18 @@ async function main(argv: readonly string[]): Promise<number> {
     .option('--auth-failure-seconds <n>', 'how long the first stack logs in with a wrong SMTP password', '8')
     .option('--smtp-fault-rate <r>', 'fraction of SMTP transactions with a 4xx/5xx/drop fault', '0.12')
     .option('--stall-rate <r>', 'fraction of SMTP transactions that stall past the timeout', '0.003')
+    .option('--slow-relay-rate <r>', 'fraction of SMTP transactions answered 20–35 s after the dot', '0.03')
+    .option(
+      '--outcome-write-failure-rate <r>',
+      'fraction of messages whose first outcome write fails on every SDK attempt',
+      '0.03',
+    )
+    .option(
+      '--read-failure-rate <r>',
+      "fraction of the sender's body and group reads that fail whole",
+      '0.02',
+    )
+    .option('--max-send-rate <n>', 'POSTDATE_MAX_SEND_RATE of the stack (0: unlimited)', '10')
     .option('--throttle-rate <r>', 'fraction of DynamoDB calls throttled', '0.03')
     .option('--replay-rate <r>', 'fraction of stream batches handed to the relay twice', '0.3')
     .option('--duplicate-rate <r>', 'extra SQS copies per accepted message (most of recent ones)', '1')
@@ -1049,11 +1265,19 @@ async function main(argv: readonly string[]): Promise<number> {
   const outcome = await runChaos({
     messages,
     seed: Number(opts.seed),
-    deadlineSeconds: Number(opts.deadline ?? Math.max(120, Math.ceil(messages / 10))),
+    // Past the last enqueue, a kill's leases must run out before the sweeper can take them over.
+    deadlineSeconds: Number(
+      opts.deadline ??
+        Math.max(120, chaosTiming(Number(opts.timeScale)).leaseSeconds + 90, Math.ceil(messages / 10)),
+    ),
     kills: Number(opts.kills),
     authFailureSeconds: Number(opts.authFailureSeconds),
     smtpFaultRate: Number(opts.smtpFaultRate),
     stallRate: Number(opts.stallRate),
+    slowRelayRate: Number(opts.slowRelayRate),
+    outcomeWriteFailureRate: Number(opts.outcomeWriteFailureRate),
+    readFailureRate: Number(opts.readFailureRate),
+    ...(Number(opts.maxSendRate) > 0 ? { maxSendRate: Number(opts.maxSendRate) } : {}),
     throttleRate: Number(opts.throttleRate),
     replayRate: Number(opts.replayRate),
     duplicateCopyRate: Number(opts.duplicateRate),

@@ -2,6 +2,16 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { FAULT_LINE_PREFIX, type FaultLine } from './throttleMiddleware.js';
+
+/** An invocation the local runner killed at its function timeout (epoch ms), as a child reports it. */
+export interface TimeoutKill {
+  readonly functionName: string;
+  readonly startedAt: number;
+  readonly killedAt: number;
+  /** Records in the killed invocation's event (a count), or their message ids where a child has them. */
+  readonly records: number | readonly string[];
+}
 
 /** What a started stack process reports (its `CHAOS-READY` line). */
 export interface StackEndpoints {
@@ -23,12 +33,15 @@ export interface StackStats {
   readonly replays: { readonly batches: number; readonly records: number };
   /** Schedule invocations, the extra copies of double firings, and firings ≥ 0.5 s late. */
   readonly scheduler: { readonly fires: number; readonly firedTwice: number; readonly late: number };
+  /** Invocations of this process's sandboxes killed at their function timeout. */
+  readonly timeoutKills?: readonly TimeoutKill[];
 }
 
 /** What a sender process reports (`chaos/senderProcess.ts`). */
 export interface SenderStats {
   readonly throttled: number;
   readonly dynamodbCalls: number;
+  readonly timeoutKills?: readonly TimeoutKill[];
 }
 
 /** A chaos child process: one of `chaos/stackProcess.ts` or `chaos/senderProcess.ts`. */
@@ -36,6 +49,11 @@ export interface ChaosChild<Ready, Stats> {
   readonly endpoints: Ready;
   /** The last stats line it printed (a killed process cannot report at exit). */
   stats(): Stats;
+  /**
+   * Every whole-call DynamoDB fault injected in it or its sandboxes, from their `CHAOS-FAULT` lines
+   * (chaos/throttleMiddleware.ts).
+   */
+  faults(): readonly FaultLine[];
   /** SIGKILL to the whole process group: the tsx wrapper, node, and (for the stack) DynamoDB Local's JVM. */
   kill(): Promise<void>;
   /** SIGTERM: a clean stop. */
@@ -92,6 +110,7 @@ function startChaosChild<Ready, Stats>(
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let lastStats = emptyStats;
+  const faults: FaultLine[] = [];
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
@@ -107,7 +126,13 @@ function startChaosChild<Ready, Stats>(
     });
     const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
     lines.on('line', (line) => {
-      if (line.startsWith('CHAOS-STATS ')) {
+      if (line.startsWith(FAULT_LINE_PREFIX)) {
+        try {
+          faults.push(JSON.parse(line.slice(FAULT_LINE_PREFIX.length)) as FaultLine);
+        } catch {
+          // A line cut by a kill.
+        }
+      } else if (line.startsWith('CHAOS-STATS ')) {
         lastStats = JSON.parse(line.slice('CHAOS-STATS '.length)) as Stats;
       } else if (line.startsWith('CHAOS-READY ')) {
         clearTimeout(timer);
@@ -115,6 +140,7 @@ function startChaosChild<Ready, Stats>(
         resolve({
           endpoints,
           stats: () => lastStats,
+          faults: () => faults,
           async kill() {
             killGroup(child);
             await exited;

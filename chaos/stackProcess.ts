@@ -1,14 +1,19 @@
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { loadConfig } from '../lambdas/core/config.js';
 import { RELAY_STREAM_FILTER } from '../lambdas/store/tableLayout.js';
 import { lambdaContext } from '../local/http/lambdaContext.js';
-import { startLocalStack } from '../local/localStack.js';
+import { type FunctionTimeoutKill, startLocalStack } from '../local/localStack.js';
 import { startStreamRunner } from '../local/runners/streamRunner.js';
 import { type ChaosChildParts, serveChaosChild } from './childProtocol.js';
-import { installDynamoDbThrottling, type ThrottleStats } from './throttleMiddleware.js';
+import {
+  installDynamoDbThrottling,
+  type ThrottleStats,
+  type WholeCallFaults,
+  wholeCallFaultsFromEnv,
+} from './throttleMiddleware.js';
 
 /**
  * The local stack in its own process, so that the chaos and restart runs can SIGKILL it (with its
@@ -26,7 +31,14 @@ import { installDynamoDbThrottling, type ThrottleStats } from './throttleMiddlew
  * - `CHAOS_SCHEDULER_LATE_RATE`, `CHAOS_SCHEDULER_LATE_MS`: the fraction of schedules that fire late,
  *   and by up to how many ms (defaults 0 and 5000);
  * - `CHAOS_SENDER=external`: no sender here; `chaos/senderProcess.ts` runs it with the
- *   `functionEnvironment` this process reports (so that the sender can be SIGKILLed alone).
+ *   `functionEnvironment` this process reports (so that the sender can be SIGKILLed alone);
+ * - `CHAOS_OUTCOME_WRITE_FAILURE_RATE`, `CHAOS_READ_FAILURE_RATE`: the sender's DynamoDB faults
+ *   above the SDK's retry (chaos/throttleMiddleware.ts), when the sender runs here (default 0).
+ *
+ * The relay, the sweeper and an in-process sender run in worker sandboxes (the local stack kills an
+ * invocation at its function timeout, as Lambda does): each sandbox imports a preload written into
+ * the data dir that installs the same faults in its thread, where the handler's clients live. Each
+ * timeout kill is reported in the stats (`timeoutKills`).
  *
  * It prints one `CHAOS-READY {json}` line when the API answers, then `CHAOS-STATS {json}` every
  * half second (the parent keeps the last one it saw: a killed process cannot report at exit).
@@ -51,13 +63,24 @@ async function start(): Promise<ChaosChildParts> {
   const lateMs = Number(process.env.CHAOS_SCHEDULER_LATE_MS ?? '5000');
   if (!Number.isInteger(lateMs) || lateMs < 0)
     throw new Error('CHAOS_SCHEDULER_LATE_MS: must be an integer ≥ 0');
+  const throttleRate = rate('CHAOS_THROTTLE_RATE');
+  const senderHere = process.env.CHAOS_SENDER !== 'external';
+  // The whole-call faults aim at the sender's writes and reads: none when the sender is elsewhere.
+  const wholeCall: WholeCallFaults = senderHere
+    ? wholeCallFaultsFromEnv(process.env)
+    : { outcomeWriteFailureRate: 0, readFailureRate: 0 };
+  const timeoutKills: FunctionTimeoutKill[] = [];
   const stack = await startLocalStack({
     config,
     dataDir,
     ports: { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 },
     quiet: true,
     sweepIntervalMs: Number(process.env.CHAOS_SWEEP_INTERVAL_MS ?? '2000'),
-    sender: process.env.CHAOS_SENDER === 'external' ? 'external' : 'in-process',
+    sender: senderHere ? 'in-process' : 'external',
+    functionPreload: [faultPreload(dataDir, throttleRate, wholeCall)],
+    onFunctionTimeout: (kill) => {
+      timeoutKills.push(kill);
+    },
     // Scheduler is at-least-once and precise to about a minute: double and late firings.
     schedulerFaults: {
       fireTwice: () => Math.random() < fireTwiceRate,
@@ -74,7 +97,9 @@ async function start(): Promise<ChaosChildParts> {
     },
   });
 
-  const throttle: ThrottleStats = installDynamoDbThrottling(rate('CHAOS_THROTTLE_RATE'), Math.random);
+  // The api and the authorizer run in this thread: throttled, but no whole-call faults (the API's
+  // own body reads are not the sender's).
+  const throttle: ThrottleStats = installDynamoDbThrottling(throttleRate, Math.random, {});
 
   // A second event source over the same stream: the relay sees a fraction of the batches twice,
   // as it does in AWS when a batch is retried after a partial success or a timeout.
@@ -125,12 +150,34 @@ async function start(): Promise<ChaosChildParts> {
       sendQueueArn: stack.queueArns.send,
       functionEnvironment: stack.functionEnvironment,
     },
-    stats: () => ({ throttled: throttle.throttled, dynamodbCalls: throttle.calls, replays, scheduler }),
+    stats: () => ({
+      throttled: throttle.throttled,
+      dynamodbCalls: throttle.calls,
+      replays,
+      scheduler,
+      timeoutKills,
+    }),
     stop: async () => {
       await replayRunner?.stop();
       await stack.stop();
     },
   };
+}
+
+/**
+ * A preload for the function sandboxes (their environment is the functions', without the CHAOS_*
+ * variables): a module in the data dir that installs this run's DynamoDB faults in its thread.
+ */
+function faultPreload(dataDir: string, throttleRate: number, wholeCall: WholeCallFaults): string {
+  const file = join(dataDir, 'chaos-fault-preload.mjs');
+  const middleware = pathToFileURL(join(ROOT, 'chaos', 'throttleMiddleware.ts')).href;
+  writeFileSync(
+    file,
+    `// Written by chaos/stackProcess.ts: this run's DynamoDB faults, in each function sandbox.\n` +
+      `import { installDynamoDbThrottling } from ${JSON.stringify(middleware)};\n` +
+      `installDynamoDbThrottling(${throttleRate}, Math.random, ${JSON.stringify(wholeCall)});\n`,
+  );
+  return file;
 }
 
 serveChaosChild(start);

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { planWorkload, runChaos, seededRandom, smtpScript } from '../../chaos/run.js';
+import { chaosTiming, planWorkload, runChaos, seededRandom, smtpScript } from '../../chaos/run.js';
 
 describe('the chaos workload and fault script', () => {
   it('are reproducible from the seed and mix every kind', () => {
@@ -12,10 +12,11 @@ describe('the chaos workload and fault script', () => {
     expect(new Set(first.map((plan) => plan.kind))).toEqual(
       new Set(['immediate', 'short', 'long', 'cancel', 'reschedule', 'supersede', 'group-fresh', 'expire']),
     );
-    const script = smtpScript(2000, seededRandom(3), 0.2, 0.01);
+    const script = smtpScript(2000, seededRandom(3), 0.2, 0.01, 0.05);
     expect(new Set(script.kinds)).toEqual(
       new Set([
         'accept',
+        'data-slow',
         'rcpt-451',
         'rcpt-550',
         'data-451',
@@ -25,22 +26,50 @@ describe('the chaos workload and fault script', () => {
         'data-stall',
       ]),
     );
+    // Each behaviour names its fault, so the relay's record of a transaction says what it injected.
+    expect(script.behaviours.map((behaviour) => behaviour.label)).toEqual(script.kinds);
+    const slow = script.behaviours.flatMap((behaviour) =>
+      typeof behaviour.afterData === 'object' && 'acceptAfterMs' in behaviour.afterData
+        ? [behaviour.afterData.acceptAfterMs]
+        : [],
+    );
+    expect(Math.min(...slow)).toBeGreaterThanOrEqual(20_000);
+    expect(Math.max(...slow)).toBeLessThanOrEqual(35_000);
+  });
+
+  it('keep the sender timing rule at every time scale, with the reply timeout above the slowest 250', () => {
+    for (const scale of [0.4, 0.5, 1, 2]) {
+      const timing = chaosTiming(scale);
+      expect(timing.leaseSeconds).toBeGreaterThan(timing.senderTimeoutSeconds);
+      expect(timing.senderTimeoutSeconds).toBeGreaterThan(
+        2 * timing.smtpTimeoutSeconds + timing.smtpReplyTimeoutSeconds + 10,
+      );
+      expect(timing.smtpReplyTimeoutSeconds).toBeGreaterThan(35 * scale);
+    }
+    expect(chaosTiming(1)).toEqual({
+      leaseSeconds: 90,
+      senderTimeoutSeconds: 70,
+      smtpTimeoutSeconds: 5,
+      smtpReplyTimeoutSeconds: 45,
+    });
   });
 });
 
 /**
  * The fast variant of `npm run chaos`: ~60 messages through the local stack in a child process,
- * SMTP faults, duplicate and stale SQS copies, replayed stream batches, DynamoDB throttling,
- * schedules fired twice and late, one SIGKILL of the sender process alone at an SMTP moment (after
- * DATA or after the final dot) and its restart, and one SIGKILL of the whole stack with messages in
- * every state, then a restart on the same data dir (this is also the restart test: the sweeper must
- * bring every message to a terminal state).
+ * SMTP faults, a slow relay (250 after 8–14 s), duplicate and stale SQS copies, replayed stream
+ * batches, DynamoDB throttling, the first outcome write of some messages and some body and group
+ * reads failing whole, the send rate limit on, schedules fired twice and late, one SIGKILL of the
+ * sender process alone at an SMTP moment (after DATA or after the final dot) and its restart, and
+ * one SIGKILL of the whole stack with messages in every state, then a restart on the same data dir
+ * (this is also the restart test: the sweeper must bring every message to a terminal state). The
+ * strict checker decides: a duplicate is explained only by a fault injected after the dot.
  */
 describe('the chaos run (fast variant, with a SIGKILL and a restart)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'postdate-chaos-spec-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('loses nothing and doubles nothing without an ambiguous attempt to explain it', async () => {
+  it('loses nothing and doubles nothing without an injected fault after the dot to explain it', async () => {
     const reportPath = join(dir, 'report.json');
     const outcome = await runChaos({
       messages: 60,
@@ -50,6 +79,10 @@ describe('the chaos run (fast variant, with a SIGKILL and a restart)', () => {
       authFailureSeconds: 0,
       smtpFaultRate: 0.2,
       stallRate: 0.02,
+      slowRelayRate: 0.15,
+      outcomeWriteFailureRate: 0.2,
+      readFailureRate: 0.1,
+      maxSendRate: 5,
       throttleRate: 0.05,
       replayRate: 0.5,
       duplicateCopyRate: 0.5,
@@ -59,7 +92,6 @@ describe('the chaos run (fast variant, with a SIGKILL and a restart)', () => {
       senderKills: 1,
       concurrency: 6,
       timeScale: 0.4,
-      leaseSeconds: 22,
       reportPath,
       log: () => undefined,
     });
@@ -86,6 +118,11 @@ describe('the chaos run (fast variant, with a SIGKILL and a restart)', () => {
       stackKills: { statesBefore: Record<string, number> }[];
       senderKills: { moment: string }[];
       senderRestartFailures: number;
+      outcomeWritesFailed: number;
+      bodyReadsFailed: number;
+      groupReadsFailed: number;
+      slowRelayReplies: number;
+      maxSendRate: number | null;
     };
     expect(Object.keys(faults.smtpScript).filter((kind) => kind !== 'accept').length).toBeGreaterThan(1);
     expect(faults.duplicateSqsCopies).toBeGreaterThan(0);
@@ -97,16 +134,27 @@ describe('the chaos run (fast variant, with a SIGKILL and a restart)', () => {
     expect(faults.senderKills).toHaveLength(1);
     expect(faults.senderRestartFailures).toBe(0);
     expect(faults.stackKills).toHaveLength(1);
+    // The faults of issue 14: outcome writes failing whole after a send, reads failing after the
+    // claim, a slow relay, the rate limit on.
+    expect(faults.outcomeWritesFailed).toBeGreaterThan(0);
+    expect(faults.bodyReadsFailed + faults.groupReadsFailed).toBeGreaterThan(0);
+    expect(faults.slowRelayReplies).toBeGreaterThan(0);
+    expect(faults.maxSendRate).toBe(5);
     const before = faults.stackKills[0]?.statesBefore ?? {};
     expect(before.sent).toBeGreaterThan(0);
     expect((before.scheduled ?? 0) + (before.sending ?? 0) + (before.retrying ?? 0)).toBeGreaterThan(0);
 
     // The JSON report holds the checker's input, so the run can be checked again.
     const saved = JSON.parse(readFileSync(reportPath, 'utf8')) as {
-      input: { accepted: unknown[] };
+      input: { accepted: unknown[]; transactions: { fault: string }[]; kills: { kind: string }[] };
+      kills: { kind: string; afterTheDot: string[] }[];
       ok: boolean;
     };
     expect(saved.ok).toBe(true);
     expect(saved.input.accepted).toHaveLength(60);
+    expect(saved.input.transactions.length).toBeGreaterThanOrEqual(counts.received);
+    expect(saved.input.kills.map((kill) => kill.kind)).toEqual(
+      expect.arrayContaining(['sender-sigkill', 'stack-sigkill']),
+    );
   }, 180_000);
 });

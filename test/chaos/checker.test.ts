@@ -4,9 +4,12 @@ import {
   type CheckInput,
   checkRun,
   copyId,
+  EXPLAIN_SLACK_MS,
   type FinalView,
   formatReport,
-  type ReceivedCopy,
+  type KillRecord,
+  REPLY_ACT_MS,
+  type SmtpTransaction,
 } from '../../chaos/checker.js';
 
 const accepted = (id: string, expectedFate: AcceptedMessage['expectedFate'] = 'send'): AcceptedMessage => ({
@@ -19,17 +22,56 @@ const view = (id: string, status: string, outcomes: string[] = []): FinalView =>
   status,
   history: outcomes.map((outcome) => ({ outcome })),
 });
-const copy = (id: string, outcome: ReceivedCopy['outcome'] = 'accepted'): ReceivedCopy => ({
-  postdateId: id,
-  messageId: `<${id}@postdate.local>`,
-  outcome,
-});
+
+let connection = 0;
+/**
+ * One SMTP transaction as the tap and the relay saw it. By default: a 250 the client heard at
+ * dot + 5 ms, then the client went on (QUIT), the connection closed a little later.
+ */
+function tx(
+  id: string | null,
+  overrides: Partial<SmtpTransaction> & { dotAt?: number } = {},
+): SmtpTransaction {
+  const dotAt = overrides.dotAt ?? 1_000;
+  connection += 1;
+  const { dotAt: _ignored, ...rest } = overrides;
+  return {
+    connection,
+    index: 0,
+    postdateId: id,
+    messageId: id === null ? null : `<${id}@postdate.local>`,
+    fault: 'accept',
+    outcome: 'accepted',
+    mailFromAtMs: dotAt - 20,
+    dataCommandAtMs: dotAt - 10,
+    finalDotAtMs: dotAt,
+    reply: { code: 250, text: '250 OK: queued as test', atMs: dotAt + 5, delivered: true },
+    clientCommandAfterDotAtMs: dotAt + 6,
+    closedAtMs: dotAt + 50,
+    closedBy: 'client',
+    ...rest,
+  };
+}
+/** The relay dropped the connection after reading the final dot (an injected fault). */
+const dropped = (id: string, dotAt = 1_000) =>
+  tx(id, {
+    dotAt,
+    fault: 'data-drop',
+    outcome: 'dropped',
+    reply: null,
+    clientCommandAfterDotAtMs: null,
+    closedAtMs: dotAt + 2,
+    closedBy: 'server',
+  });
+/** The client sent the dot, heard nothing, and its connection died at `closedAt`. */
+const cutAfterDot = (id: string, dotAt: number, closedAt: number, extra: Partial<SmtpTransaction> = {}) =>
+  tx(id, { dotAt, reply: null, clientCommandAfterDotAtMs: null, closedAtMs: closedAt, ...extra });
 
 function run(input: Partial<CheckInput>) {
-  return checkRun({ accepted: [], views: {}, smtpLog: [], ...input });
+  return checkRun({ accepted: [], views: {}, transactions: [], kills: [], ...input });
 }
 
-describe('checkRun', () => {
+describe('checkRun: lost, unexpected, wrong fate', () => {
   it('passes a clean run: each message to send received once, cancelled ones never', () => {
     const result = run({
       accepted: [accepted('A'), accepted('B'), accepted('C', 'cancelled')],
@@ -38,10 +80,18 @@ describe('checkRun', () => {
         B: view('B', 'sent', ['transient', 'sent']),
         C: view('C', 'cancelled'),
       },
-      smtpLog: [copy('A'), copy('B', 'refused'), copy('B')],
+      transactions: [
+        tx('A'),
+        tx('B', {
+          fault: 'data-451',
+          outcome: 'refused',
+          reply: { code: 451, text: '451', atMs: 1005, delivered: true },
+        }),
+        tx('B'),
+      ],
     });
-    expect(result.ok).toBe(true);
     expect(result.problems).toEqual([]);
+    expect(result.ok).toBe(true);
     expect(result.counts).toMatchObject({
       accepted: 3,
       received: 2,
@@ -68,65 +118,74 @@ describe('checkRun', () => {
     }
   });
 
-  it('counts as lost a message reported sent that the SMTP server never received', () => {
+  it('counts as lost a message reported sent that the relay never received', () => {
     const result = run({
       accepted: [accepted('A')],
       views: { A: view('A', 'sent', ['sent']) },
-      smtpLog: [copy('A', 'refused')],
+      transactions: [tx('A', { outcome: 'refused', fault: 'data-554' })],
     });
     expect(result.counts.lost).toBe(1);
     expect(result.problems[0]?.reason).toContain('never received');
   });
 
-  it('accepts failed, dead and unknown as truthful ends of a message to send', () => {
+  it('accepts failed, dead, unknown and suppressed (DESIGN §2) as truthful ends of a message to send', () => {
     const result = run({
-      accepted: [accepted('F'), accepted('D'), accepted('U')],
+      accepted: [accepted('F'), accepted('D'), accepted('U'), accepted('S')],
       views: {
         F: view('F', 'failed', ['permanent']),
         D: view('D', 'dead'),
         U: view('U', 'unknown', ['ambiguous']),
+        S: view('S', 'suppressed'),
       },
-      smtpLog: [copy('U', 'dropped')],
+      transactions: [dropped('U')],
     });
-    expect(result.ok).toBe(true);
+    expect(result.problems).toEqual([]);
   });
 
-  it('explains a duplicate by an ambiguous attempt in the history', () => {
+  it('flags a copy received of a message that ended suppressed (it needs no SMTP transaction)', () => {
     const result = run({
-      accepted: [accepted('A')],
-      views: { A: view('A', 'sent', ['ambiguous', 'sent']) },
-      smtpLog: [copy('A', 'dropped'), copy('A')],
+      accepted: [accepted('S')],
+      views: { S: view('S', 'suppressed') },
+      transactions: [tx('S')],
     });
-    expect(result.ok).toBe(true);
-    expect(result.counts).toMatchObject({ duplicated: 1, explainedDuplicates: 1, unexplainedDuplicates: 0 });
-    expect(result.explained).toEqual([{ id: 'A', copies: 2, ambiguous: 1 }]);
+    expect(result.problems).toEqual([expect.objectContaining({ kind: 'unexpected', id: 'S' })]);
   });
 
-  it('flags a duplicate without an ambiguous attempt as unexplained', () => {
-    const result = run({
-      accepted: [accepted('A')],
-      views: { A: view('A', 'sent', ['transient', 'sent']) },
-      smtpLog: [copy('A'), copy('A')],
-    });
-    expect(result.ok).toBe(false);
-    expect(result.counts.unexplainedDuplicates).toBe(1);
-    expect(result.problems[0]).toMatchObject({ kind: 'unexplained-duplicate', id: 'A' });
+  it('flags a message the relay accepted with a 250 its live sender heard, but that did not end sent', () => {
+    for (const status of ['unknown', 'dead', 'failed']) {
+      const result = run({
+        accepted: [accepted('A')],
+        views: { A: view('A', status) },
+        transactions: [tx('A')],
+      });
+      expect(result.problems).toEqual([
+        { kind: 'wrong-fate', id: 'A', reason: expect.stringContaining('250') },
+      ]);
+    }
   });
 
-  it('needs one ambiguous attempt per extra copy', () => {
+  it('does not ask for sent when the sender could not hear the 250 (killed first)', () => {
     const result = run({
       accepted: [accepted('A')],
-      views: { A: view('A', 'sent', ['ambiguous', 'sent']) },
-      smtpLog: [copy('A', 'stalled'), copy('A'), copy('A')],
+      views: { A: view('A', 'unknown', ['ambiguous']) },
+      transactions: [
+        tx('A', {
+          dotAt: 1_000,
+          reply: { code: 250, text: '250', atMs: 1_010, delivered: false },
+          clientCommandAfterDotAtMs: null,
+          closedAtMs: 1_008,
+        }),
+      ],
+      kills: [{ kind: 'sender-sigkill', atMs: 1_005 }],
     });
-    expect(result.counts.unexplainedDuplicates).toBe(1);
+    expect(result.problems).toEqual([]);
   });
 
   it('flags a copy of a message that was never accepted, or that has no id', () => {
     const result = run({
       accepted: [accepted('A')],
       views: { A: view('A', 'sent', ['sent']) },
-      smtpLog: [copy('A'), copy('Z'), { postdateId: null, messageId: null, outcome: 'accepted' }],
+      transactions: [tx('A'), tx('Z'), tx(null)],
     });
     expect(result.counts.unexpected).toBe(2);
     expect(result.problems.map((problem) => problem.id)).toEqual(['Z', '(no id)']);
@@ -137,7 +196,7 @@ describe('checkRun', () => {
       const result = run({
         accepted: [accepted('A', fate)],
         views: { A: view('A', fate) },
-        smtpLog: [copy('A')],
+        transactions: [tx('A')],
       });
       expect(result.ok).toBe(false);
       expect(result.problems).toEqual([expect.objectContaining({ kind: 'unexpected', id: 'A' })]);
@@ -148,7 +207,7 @@ describe('checkRun', () => {
     const result = run({
       accepted: [accepted('A', 'cancelled'), accepted('B', 'superseded')],
       views: { A: view('A', 'sent', ['sent']), B: view('B', 'cancelled') },
-      smtpLog: [copy('A')],
+      transactions: [tx('A')],
     });
     expect(result.counts.wrongFate).toBe(2);
     expect(result.counts.unexpected).toBe(1);
@@ -162,17 +221,175 @@ describe('checkRun', () => {
         accepted('C', 'send-or-superseded'),
       ],
       views: { A: view('A', 'sent', ['sent']), B: view('B', 'superseded'), C: view('C', 'superseded') },
-      smtpLog: [copy('A'), copy('C')],
+      transactions: [tx('A'), tx('C')],
     });
     expect(result.problems).toEqual([expect.objectContaining({ kind: 'unexpected', id: 'C' })]);
   });
 
   it('reads the id from the Message-ID when X-Postdate-Id is missing', () => {
-    expect(copyId({ postdateId: null, messageId: '<01ABC@postdate.local>', outcome: 'accepted' })).toBe(
-      '01ABC',
+    expect(copyId({ postdateId: null, messageId: '<01ABC@postdate.local>' })).toBe('01ABC');
+    expect(copyId({ postdateId: ' 01XYZ ', messageId: null })).toBe('01XYZ');
+    expect(copyId({ postdateId: null, messageId: 'garbage' })).toBeNull();
+  });
+});
+
+describe('checkRun: a duplicate is explained only by a fault the harness injected after the dot', () => {
+  it('explains a duplicate by the relay dropping the connection after the final dot', () => {
+    const result = run({
+      accepted: [accepted('A')],
+      views: { A: view('A', 'sent', ['ambiguous', 'sent']) },
+      transactions: [dropped('A'), tx('A', { dotAt: 5_000 })],
+    });
+    expect(result.problems).toEqual([]);
+    expect(result.counts).toMatchObject({ duplicated: 1, explainedDuplicates: 1, unexplainedDuplicates: 0 });
+    expect(result.explained).toEqual([{ id: 'A', copies: 2, explainedCopies: 1, by: ['relay-drop'] }]);
+  });
+
+  it('explains a duplicate by the relay stalling after the final dot', () => {
+    const stalled = cutAfterDot('A', 1_000, 61_000, {
+      fault: 'data-stall',
+      outcome: 'stalled',
+      closedBy: 'client',
+    });
+    const result = run({
+      accepted: [accepted('A')],
+      views: { A: view('A', 'sent', ['ambiguous', 'sent']) },
+      transactions: [stalled, tx('A', { dotAt: 70_000 })],
+    });
+    expect(result.problems).toEqual([]);
+    expect(result.explained[0]?.by).toEqual(['relay-stall']);
+  });
+
+  it('never explains a duplicate by what Postdate recorded: an ambiguous attempt in the history is not enough', () => {
+    const result = run({
+      accepted: [accepted('A')],
+      // A lease takeover writes this after any stop of the first sender (a failed outcome write, a
+      // batch out of time): Postdate's own account, not the harness's.
+      views: { A: view('A', 'sent', ['ambiguous', 'sent']) },
+      transactions: [tx('A'), tx('A', { dotAt: 200_000 })],
+    });
+    expect(result.ok).toBe(false);
+    expect(result.problems).toEqual([
+      { kind: 'unexplained-duplicate', id: 'A', reason: expect.stringContaining('received 2 times') },
+    ]);
+  });
+
+  it('explains a copy whose final dot went just before a SIGKILL of the sender, its connection dying with it', () => {
+    const kills: KillRecord[] = [{ kind: 'sender-sigkill', atMs: 1_003 }];
+    const result = run({
+      accepted: [accepted('A')],
+      views: { A: view('A', 'sent', ['ambiguous', 'sent']) },
+      transactions: [cutAfterDot('A', 1_000, 1_010), tx('A', { dotAt: 9_000 })],
+      kills,
+    });
+    expect(result.problems).toEqual([]);
+    expect(result.explained[0]?.by).toEqual(['sender-sigkill']);
+    expect(result.kills).toEqual([{ ...kills[0], afterTheDot: ['A'] }]);
+  });
+
+  it('explains a copy cut by a SIGKILL of the whole stack the same way', () => {
+    const result = run({
+      accepted: [accepted('A')],
+      views: { A: view('A', 'sent', ['ambiguous', 'sent']) },
+      transactions: [cutAfterDot('A', 1_000, 4_000), tx('A', { dotAt: 9_000 })],
+      kills: [{ kind: 'stack-sigkill', atMs: 3_990 }],
+    });
+    expect(result.ok).toBe(true);
+  });
+
+  it('explains a copy by a timeout kill of the invocation that held it, not of another one', () => {
+    const transactions = [cutAfterDot('A', 1_000, 30_100), tx('A', { dotAt: 90_000 })];
+    const views = { A: view('A', 'sent', ['ambiguous', 'sent']) };
+    const timeout = (ids: string[]): KillRecord => ({
+      kind: 'function-timeout',
+      atMs: 30_000,
+      startedAtMs: 0,
+      functionName: 'postdate-sender',
+      ids,
+    });
+    expect(run({ accepted: [accepted('A')], views, transactions, kills: [timeout(['A', 'B'])] }).ok).toBe(
+      true,
     );
-    expect(copyId({ postdateId: ' 01XYZ ', messageId: null, outcome: 'accepted' })).toBe('01XYZ');
-    expect(copyId({ postdateId: null, messageId: 'garbage', outcome: 'accepted' })).toBeNull();
+    const other = run({ accepted: [accepted('A')], views, transactions, kills: [timeout(['B'])] });
+    expect(other.counts.unexplainedDuplicates).toBe(1);
+  });
+
+  it('does not explain a copy by a kill before its final dot went', () => {
+    const result = run({
+      accepted: [accepted('A')],
+      views: { A: view('A', 'sent', ['ambiguous', 'sent']) },
+      transactions: [cutAfterDot('A', 1_000, 1_005), tx('A', { dotAt: 9_000 })],
+      kills: [{ kind: 'sender-sigkill', atMs: 999 }],
+    });
+    expect(result.counts.unexplainedDuplicates).toBe(1);
+  });
+
+  it('does not explain a copy by a kill its connection outlived (another process, or long after)', () => {
+    const result = run({
+      accepted: [accepted('A')],
+      views: { A: view('A', 'sent', ['ambiguous', 'sent']) },
+      transactions: [cutAfterDot('A', 1_000, 1_010 + EXPLAIN_SLACK_MS + 5_000), tx('A', { dotAt: 90_000 })],
+      kills: [{ kind: 'sender-sigkill', atMs: 1_010 }],
+    });
+    expect(result.counts.unexplainedDuplicates).toBe(1);
+  });
+
+  it('does not explain a copy whose client gave up on its own (it sent a command after the dot, no reply heard)', () => {
+    // The sender's own reply timeout fired (hole 7): RSET/QUIT went, then a kill came along.
+    const result = run({
+      accepted: [accepted('A')],
+      views: { A: view('A', 'sent', ['ambiguous', 'sent']) },
+      transactions: [
+        cutAfterDot('A', 1_000, 21_010, { clientCommandAfterDotAtMs: 21_000 }),
+        tx('A', { dotAt: 90_000 }),
+      ],
+      kills: [{ kind: 'stack-sigkill', atMs: 21_005 }],
+    });
+    expect(result.counts.unexplainedDuplicates).toBe(1);
+  });
+
+  it('explains a copy whose 250 the sender heard only when the kill came before it could have written the outcome', () => {
+    const heardAt = 1_005;
+    const copy = (killAt: number) =>
+      run({
+        accepted: [accepted('A')],
+        views: { A: view('A', 'sent', ['ambiguous', 'sent']) },
+        transactions: [
+          tx('A', {
+            dotAt: 1_000,
+            reply: { code: 250, text: '250', atMs: heardAt, delivered: true },
+            closedAtMs: killAt + 5,
+          }),
+          tx('A', { dotAt: 900_000 }),
+        ],
+        kills: [{ kind: 'stack-sigkill', atMs: killAt }],
+      });
+    expect(copy(heardAt + REPLY_ACT_MS - 1).ok).toBe(true);
+    expect(copy(heardAt + REPLY_ACT_MS + 1_000).counts.unexplainedDuplicates).toBe(1);
+  });
+
+  it('needs one explained copy per extra copy', () => {
+    const result = run({
+      accepted: [accepted('A')],
+      views: { A: view('A', 'sent', ['ambiguous', 'ambiguous', 'sent']) },
+      transactions: [dropped('A'), tx('A', { dotAt: 5_000 }), tx('A', { dotAt: 9_000 })],
+    });
+    expect(result.counts.unexplainedDuplicates).toBe(1);
+    expect(result.problems[0]?.reason).toContain('1 explained');
+  });
+
+  it('lists every transaction with what explains it, so that the verdict can be checked again', () => {
+    const result = run({
+      accepted: [accepted('A')],
+      views: { A: view('A', 'sent', ['ambiguous', 'sent']) },
+      transactions: [dropped('A'), tx('A', { dotAt: 5_000 })],
+    });
+    expect(
+      result.transactions.map((entry) => [entry.id, entry.fault, entry.copy, entry.explainedBy]),
+    ).toEqual([
+      ['A', 'data-drop', true, 'relay-drop'],
+      ['A', 'accept', true, null],
+    ]);
   });
 });
 
@@ -184,7 +401,7 @@ describe('formatReport', () => {
       views: Object.fromEntries(accepted20.map((message) => [message.id, view(message.id, 'scheduled')])),
     });
     const text = formatReport(result);
-    expect(text.split('\n').length).toBeLessThanOrEqual(24);
+    expect(text.split('\n').length).toBeLessThanOrEqual(26);
     expect(text).toContain('FAIL');
     expect(text).toContain('lost (20)');
     expect(text).toContain('15 more');
