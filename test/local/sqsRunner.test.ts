@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -209,7 +210,10 @@ describe('the local SQS runner', () => {
 });
 
 /** The fixture function in worker sandboxes; its effects go to a file of its own. */
-function fixtureFunction(timeoutMs: number, slow: { attempts: number; ms: number } = { attempts: 0, ms: 0 }) {
+function fixtureFunction(
+  timeoutMs: number,
+  slow: { attempts: number; ms: number; connectPort?: number } = { attempts: 0, ms: 0 },
+) {
   const effectsFile = join(scratch, `${Math.random().toString(36).slice(2)}.jsonl`);
   const sandboxes = new FunctionSandboxes({
     name: 'fixture',
@@ -219,6 +223,7 @@ function fixtureFunction(timeoutMs: number, slow: { attempts: number; ms: number
       FIXTURE_EFFECTS_FILE: effectsFile,
       FIXTURE_SLOW_ATTEMPTS: String(slow.attempts),
       FIXTURE_SLOW_MS: String(slow.ms),
+      ...(slow.connectPort !== undefined ? { FIXTURE_CONNECT_PORT: String(slow.connectPort) } : {}),
     },
   });
   return { sandboxes, effects: (): Effect[] => readEffects(effectsFile) };
@@ -232,8 +237,21 @@ describe('the local SQS runner with the function timeout enforced', () => {
   it('kills an invocation that outlives its timeout: its effects stand, nothing after, the batch comes back to a fresh sandbox', async () => {
     const { urls, arns } = await freshQueues();
     await sendBodies(urls.send, ['k1', 'k2']);
+    // A server the slow invocation holds a connection to, as the sender holds its SMTP pool's.
+    const connections: Array<{ socket: Socket; closedAt?: number }> = [];
+    const server = createServer((socket) => {
+      const connection: { socket: Socket; closedAt?: number } = { socket };
+      connections.push(connection);
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        connection.closedAt = Date.now();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const address = server.address();
+    const connectPort = typeof address === 'object' && address ? address.port : 0;
     const slowMs = 1500;
-    const fixture = fixtureFunction(500, { attempts: 1, ms: slowMs });
+    const fixture = fixtureFunction(500, { attempts: 1, ms: slowMs, connectPort });
     const kills: FunctionTimeout[] = [];
     const runner = run({
       queueUrl: urls.send,
@@ -270,6 +288,10 @@ describe('the local SQS runner with the function timeout enforced', () => {
     expect(killed.remainingMs).toBeGreaterThan(0);
     expect(killed.remainingMs).toBeLessThanOrEqual(500);
     expect(await messagesLeft(urls.send)).toBe(0);
+    // Its open connection died with it.
+    expect(connections).toHaveLength(1);
+    expect(connections[0]?.closedAt).toBeGreaterThanOrEqual(kill.startedAt + 500);
+    await new Promise<void>((resolve) => server.close(() => resolve()));
   });
 
   it('runs an invocation that finishes in time as before: successes deleted, failures back, the sandbox stays warm', async () => {
