@@ -101,10 +101,12 @@ export function startSqsRunner(options: SqsRunnerOptions): SqsRunner {
         killedAt: outcome.killedAt,
         records: records.length,
       };
-      log(
-        `invocation of ${records.length} message(s) killed at its timeout after ${kill.killedAt - kill.startedAt} ms; they come back after their visibility timeout`,
-      );
-      options.onFunctionTimeout?.(kill);
+      // Reported once: to the callback, or in the runner's log when nobody listens.
+      if (options.onFunctionTimeout) options.onFunctionTimeout(kill);
+      else
+        log(
+          `invocation of ${records.length} message(s) killed at its timeout after ${kill.killedAt - kill.startedAt} ms; they come back after their visibility timeout`,
+        );
       return;
     }
     const ids = (outcome.value?.batchItemFailures ?? []).map((failure) => failure.itemIdentifier);

@@ -210,10 +210,12 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
         killedAt: outcome.killedAt,
         records: batch.length,
       };
-      log(
-        `invocation of ${batch.length} record(s) killed at its timeout after ${kill.killedAt - kill.startedAt} ms; the batch fails`,
-      );
-      options.onFunctionTimeout?.(kill);
+      // Reported once: to the callback, or in the runner's log when nobody listens.
+      if (options.onFunctionTimeout) options.onFunctionTimeout(kill);
+      else
+        log(
+          `invocation of ${batch.length} record(s) killed at its timeout after ${kill.killedAt - kill.startedAt} ms; the batch fails`,
+        );
       // Lambda counts a timeout as a function error: retried, bisected, as a thrown error.
       return { kind: 'error' };
     }
