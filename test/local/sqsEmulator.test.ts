@@ -7,10 +7,28 @@ import {
   ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
+  SetQueueAttributesCommand,
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { freshQueues, sqsClient } from '../support/awsLocal.js';
+
+/**
+ * Fresh queues whose send queue moves a message to its DLQ after exactly `maxReceiveCount`
+ * receives: these tests pin the emulator's redrive, not the layout's backstop count.
+ */
+async function queuesRedrivingAfter(maxReceiveCount: number) {
+  const queues = await freshQueues();
+  await sqs.send(
+    new SetQueueAttributesCommand({
+      QueueUrl: queues.urls.send,
+      Attributes: {
+        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: queues.arns.sendDeadLetter, maxReceiveCount }),
+      },
+    }),
+  );
+  return queues;
+}
 
 const sqs = sqsClient();
 
@@ -62,7 +80,7 @@ describe('the SQS emulator (local-aws-sqs 2.0.2 with patches/local-aws-sqs+2.0.2
   });
 
   it('moves a message to the DLQ after exactly maxReceiveCount receives, backoffs in between notwithstanding', async () => {
-    const { urls, arns } = await freshQueues(3);
+    const { urls, arns } = await queuesRedrivingAfter(3);
     await sqs.send(new SendMessageCommand({ QueueUrl: urls.send, MessageBody: 'poison' }));
     const counts: string[] = [];
     for (let attempt = 1; attempt <= 3; attempt += 1) {
@@ -162,7 +180,7 @@ describe('the SQS emulator (local-aws-sqs 2.0.2 with patches/local-aws-sqs+2.0.2
   });
 
   it('redrives the DLQ back to its source queue with StartMessageMoveTask', async () => {
-    const { urls, arns } = await freshQueues(1);
+    const { urls, arns } = await queuesRedrivingAfter(1);
     await sqs.send(new SendMessageCommand({ QueueUrl: urls.send, MessageBody: 'redrive me' }));
     const [message] = await receiveAtLeast(urls.send, 1);
     await sqs.send(
