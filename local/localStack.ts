@@ -302,7 +302,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const queues = await createQueues(clients.sqs, {
       prefix: LOCAL_RESOURCES.queuePrefix,
       maxAttempts: config.maxAttempts,
-      senderTimeoutSeconds: config.senderTimeoutSeconds,
+      // The visibility follows the timeout the sender runs with (a test may shorten it).
+      senderTimeoutSeconds: Math.ceil(timeoutsMs.sender / 1000),
     });
     await ensureScheduleGroup(clients.scheduler, LOCAL_RESOURCES.scheduleGroup);
     applyForFunctions({
