@@ -17,8 +17,11 @@ import { installDynamoDbThrottling } from './throttleMiddleware.js';
  * (every invocation of this process killed at its timeout: `{functionName, startedAt, killedAt,
  * records}`, epoch ms).
  *
- * This file is also each sender sandbox's preload: imported in a worker, it installs the DynamoDB
- * throttling there (where the handler's clients live) and reports its counts to the main thread.
+ * This file is also each sender sandbox's preload: imported in a worker (whose environment is this
+ * process's plus the function's), it installs the DynamoDB faults there, where the handler's clients
+ * live — the throttling and the whole-call faults of `CHAOS_OUTCOME_WRITE_FAILURE_RATE` and
+ * `CHAOS_READ_FAILURE_RATE` (each announced as a `CHAOS-FAULT` line, chaos/throttleMiddleware.ts) —
+ * and reports its throttling counts to the main thread.
  */
 
 const THROTTLE_STATS_CHANNEL = 'postdate-chaos-sender-throttle';
