@@ -296,7 +296,9 @@ const reply = (code: number, message: string): SmtpReply => ({ code, message });
 /**
  * The SMTP fault script: one behaviour per mail transaction, in order; the last one repeats. Each
  * behaviour carries its kind as its label, so the relay's record of a transaction says which fault
- * it injected. `slowRate` of the transactions get their 250 20–35 s (× `scale`) after the dot.
+ * it injected. `slowRate` of the transactions get their 250 20–35 s (× `scale`) after the dot, in
+ * runs of 1–6 consecutive transactions (a relay that scans or tarpits is slow for a while, and a
+ * batch then meets several slow replies in a row).
  */
 export function smtpScript(
   length: number,
@@ -328,16 +330,23 @@ export function smtpScript(
     const [low, high] = [SLOW_RELAY_SECONDS.min * 1000 * scale, SLOW_RELAY_SECONDS.max * 1000 * scale];
     return Math.round(low + random() * (high - low));
   };
+  const slowRun = { longest: 6, left: 0 };
+  // A run starts with this probability, so that `slowRate` of all transactions are slow.
+  const slowStart = slowRate / ((1 + slowRun.longest) / 2);
   for (let index = 0; index < length; index += 1) {
     const roll = random();
-    const pick: [string, SmtpBehaviour] | undefined =
-      roll < stallRate
+    if (slowRun.left === 0 && roll >= stallRate + faultRate && roll < stallRate + faultRate + slowStart) {
+      slowRun.left = 1 + Math.floor(random() * slowRun.longest);
+    }
+    const slow = slowRun.left > 0;
+    if (slow) slowRun.left -= 1;
+    const pick: [string, SmtpBehaviour] | undefined = slow
+      ? ['data-slow', { rcptTo: expireRule, afterData: { acceptAfterMs: slowMs() } }]
+      : roll < stallRate
         ? stalls[Math.floor(random() * stalls.length)]
         : roll < stallRate + faultRate
           ? faults[Math.floor(random() * faults.length)]
-          : roll < stallRate + faultRate + slowRate
-            ? ['data-slow', { rcptTo: expireRule, afterData: { acceptAfterMs: slowMs() } }]
-            : undefined;
+          : undefined;
     const kind = pick?.[0] ?? 'accept';
     kinds.push(kind);
     behaviours.push({ ...(pick?.[1] ?? { rcptTo: expireRule }), label: kind });
@@ -895,9 +904,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
     ].sort((a, b) => a.atMs - b.atMs);
     const result = checkRun({ accepted, views, transactions, kills });
     const injected = countBy(stacks.faults().map((fault) => fault.fault));
+    // Slow transactions whose dot went (the sender may have given up before the 250: hole 7).
     const slowReplies = transactions.filter(
-      (transaction) =>
-        transaction.fault === 'data-slow' && transaction.reply !== null && transaction.finalDotAtMs !== null,
+      (transaction) => transaction.fault === 'data-slow' && transaction.finalDotAtMs !== null,
     );
     const sends = transactions.filter((transaction) => transaction.outcome === 'accepted').length;
     const used = script.kinds.slice(0, smtp.transactions);
@@ -927,10 +936,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
         bodyReadsFailed: injected['body-read'] ?? 0,
         groupReadsFailed: injected['group-read'] ?? 0,
         wholeCallFaults: stacks.faults(),
-        slowRelayReplies: slowReplies.length,
+        slowRelayTransactions: slowReplies.length,
+        slowRelayRepliesHeard: slowReplies.filter((t) => t.reply?.delivered === true).length,
         slowRelaySecondsMax:
           Math.round(
-            Math.max(0, ...slowReplies.map((t) => (t.reply?.atMs ?? 0) - (t.finalDotAtMs ?? 0))) / 100,
+            Math.max(0, ...slowReplies.map((t) => (t.reply ? t.reply.atMs - (t.finalDotAtMs ?? 0) : 0))) /
+              100,
           ) / 10,
         timeoutKills: timeoutKills.length,
         maxSendRate: options.maxSendRate ?? null,
@@ -966,7 +977,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
         `timeout kills ${timeoutKills.length}, outcome writes failed ${report.faults.outcomeWritesFailed} ` +
         `(${(report.faults.outcomeWritesFailedShareOfSends * 100).toFixed(1)} % of ${sends} sends), ` +
         `body reads failed ${report.faults.bodyReadsFailed}, group reads failed ${report.faults.groupReadsFailed}, ` +
-        `slow replies ${slowReplies.length} (max ${report.faults.slowRelaySecondsMax} s), ` +
+        `slow relay ${slowReplies.length} after the dot (${report.faults.slowRelayRepliesHeard} replies heard, max ${report.faults.slowRelaySecondsMax} s), ` +
         `send rate limit ${options.maxSendRate ?? 'off'}/s (peak ${report.faults.peakMailFromPerSecond} MAIL FROM/s), API 5xx ${counters.serverErrors}`,
     );
     let exitCode = emitReport(

@@ -121,7 +121,7 @@ describe('the chaos run (fast variant, with a SIGKILL and a restart)', () => {
       outcomeWritesFailed: number;
       bodyReadsFailed: number;
       groupReadsFailed: number;
-      slowRelayReplies: number;
+      slowRelayTransactions: number;
       maxSendRate: number | null;
     };
     expect(Object.keys(faults.smtpScript).filter((kind) => kind !== 'accept').length).toBeGreaterThan(1);
@@ -138,7 +138,7 @@ describe('the chaos run (fast variant, with a SIGKILL and a restart)', () => {
     // claim, a slow relay, the rate limit on.
     expect(faults.outcomeWritesFailed).toBeGreaterThan(0);
     expect(faults.bodyReadsFailed + faults.groupReadsFailed).toBeGreaterThan(0);
-    expect(faults.slowRelayReplies).toBeGreaterThan(0);
+    expect(faults.slowRelayTransactions).toBeGreaterThan(0);
     expect(faults.maxSendRate).toBe(5);
     const before = faults.stackKills[0]?.statesBefore ?? {};
     expect(before.sent).toBeGreaterThan(0);
