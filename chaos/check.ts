@@ -22,14 +22,19 @@ export function emitReport(
   return result.ok ? 0 : 1;
 }
 
-/** `tsx chaos/check.ts <input.json> [report.json]`: checks a saved run (the run writes its input). */
+/**
+ * `tsx chaos/check.ts <report-or-input.json> [report.json]`: checks a saved run again from its
+ * transactions, kills, views and accepted messages (a chaos report keeps them under `input`).
+ */
 async function main(argv: readonly string[]): Promise<number> {
   const [inputPath, outPath] = argv;
   if (!inputPath) {
     console.error('usage: tsx chaos/check.ts <check-input.json> [report.json]');
     return 2;
   }
-  const input = JSON.parse(readFileSync(inputPath, 'utf8')) as CheckInput;
+  // A chaos report holds its checker input under `input`; a bare input file works too.
+  const parsed = JSON.parse(readFileSync(inputPath, 'utf8')) as CheckInput | { input: CheckInput };
+  const input = 'input' in parsed ? parsed.input : parsed;
   return emitReport(checkRun(input), outPath ?? inputPath.replace(/(\.json)?$/, '.report.json'));
 }
 
