@@ -469,15 +469,17 @@ class CurrentStack {
     await this.senderStarting;
     const lateSender = this.sender as SenderChild | undefined;
     this.sender = undefined;
+    // One entry per stack kill, timed at its first signal: the sender (its own process or the
+    // stack's) dies with that one.
+    if (how === 'kill' && (sender || lateSender || child))
+      this.kills.push({ kind: 'stack-sigkill', atMs: Date.now() });
     for (const process of [sender, lateSender]) {
       if (!process) continue;
-      if (how === 'kill') this.kills.push({ kind: 'stack-sigkill', atMs: Date.now() });
       await process[how]();
       this.retiredSenders.push(process.stats());
       this.retiredFaults.push(...process.faults());
     }
     if (!child) return;
-    if (how === 'kill') this.kills.push({ kind: 'stack-sigkill', atMs: Date.now() });
     await child[how]();
     this.retired.push(child.stats());
     this.retiredFaults.push(...child.faults());
@@ -751,7 +753,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
         // Wait (a little) until messages are in every non-final state, so that the kill lands
         // with some scheduled, some mid-send, some backing off and some sent.
         let states = await statesNow(stacks);
-        const waitUntil = Date.now() + 10_000;
+        // A restarted sender cold-starts its sandboxes: give it time to have sent something.
+        const waitUntil = Date.now() + 20_000;
         while (!finished && Date.now() < waitUntil && Object.values(states).some((count) => count === 0)) {
           await sleep(200);
           states = await statesNow(stacks);
