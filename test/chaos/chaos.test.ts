@@ -2,7 +2,16 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { chaosTiming, planWorkload, runChaos, seededRandom, smtpScript } from '../../chaos/run.js';
+import {
+  chaosTiming,
+  joinTransactions,
+  planWorkload,
+  runChaos,
+  seededRandom,
+  smtpScript,
+} from '../../chaos/run.js';
+import type { TapTransaction } from '../../chaos/smtpTap.js';
+import type { TransactionRecord } from '../support/smtpServer.js';
 
 describe('the chaos workload and fault script', () => {
   it('are reproducible from the seed and mix every kind', () => {
@@ -35,6 +44,71 @@ describe('the chaos workload and fault script', () => {
     );
     expect(Math.min(...slow)).toBeGreaterThanOrEqual(20_000);
     expect(Math.max(...slow)).toBeLessThanOrEqual(35_000);
+  });
+
+  it('join the tap’s transactions with the relay’s by port, connection lifetime and place on the connection', () => {
+    const tapped = (connection: number, index: number, port: number, openedAt: number, closedAt: number) =>
+      ({
+        connection,
+        index,
+        upstreamPort: port,
+        connectionOpenedAtMs: openedAt,
+        mailFromAtMs: openedAt + 10 + index,
+        dataCommandAtMs: null,
+        finalDotAtMs: openedAt + 20 + index,
+        postdateId: null,
+        messageId: null,
+        reply: null,
+        clientCommandAfterDotAtMs: null,
+        clientCommandAfterDot: null,
+        closedAtMs: closedAt,
+        closedBy: 'client',
+      }) satisfies TapTransaction;
+    const relayed = (
+      port: number,
+      at: number,
+      label: string,
+      postdateId: string | null,
+    ): TransactionRecord => ({
+      remotePort: port,
+      label,
+      startedAtMs: at,
+      ...(postdateId === null
+        ? {}
+        : {
+            received: {
+              messageId: null,
+              postdateId,
+              from: null,
+              to: [],
+              raw: '',
+              outcome: label === 'data-drop' ? 'dropped' : 'accepted',
+            },
+          }),
+    });
+    // Port 5000 is used by connection 1 (two transactions) and, later, reused by connection 3.
+    const joined = joinTransactions(
+      [
+        tapped(1, 0, 5000, 0, 100),
+        tapped(1, 1, 5000, 0, 100),
+        tapped(2, 0, 6000, 0, 50),
+        tapped(3, 0, 5000, 500, 600),
+      ],
+      [
+        relayed(5000, 10, 'accept', 'A'),
+        relayed(6000, 10, 'rcpt-550', null),
+        relayed(5000, 11, 'data-drop', 'B'),
+        relayed(5000, 510, 'data-slow', 'C'),
+      ],
+    );
+    expect(
+      joined.map((transaction) => [transaction.postdateId, transaction.fault, transaction.outcome]),
+    ).toEqual([
+      ['A', 'accept', 'accepted'],
+      ['B', 'data-drop', 'dropped'],
+      [null, 'rcpt-550', null],
+      ['C', 'data-slow', 'accepted'],
+    ]);
   });
 
   it('keep the sender timing rule at every time scale, with the reply timeout above the slowest 250', () => {
