@@ -57,6 +57,7 @@ export class Postdate extends Construct {
     const sending = new Sending(this, 'Sending', {
       storage,
       sendQueue: dispatch.sendQueue,
+      sendDeadLetterQueue: dispatch.sendDeadLetterQueue,
       smtpSecret: resolved.smtpSecret,
       maxConcurrency: resolved.senderMaxConcurrency,
       timeoutSeconds: resolved.senderTimeoutSeconds,

@@ -41,6 +41,7 @@ export const RESOURCE_ENV = {
   tableName: 'POSTDATE_TABLE_NAME',
   sendQueueUrl: 'POSTDATE_SEND_QUEUE_URL',
   sendQueueArn: 'POSTDATE_SEND_QUEUE_ARN',
+  sendDeadLetterQueueUrl: 'POSTDATE_SEND_DLQ_URL',
   scheduleGroup: 'POSTDATE_SCHEDULE_GROUP',
   schedulerRoleArn: 'POSTDATE_SCHEDULER_ROLE_ARN',
   scheduleDeadLetterArn: 'POSTDATE_SCHEDULE_DLQ_ARN',

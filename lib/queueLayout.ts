@@ -4,6 +4,7 @@
  */
 
 import { CONFIG_DEFAULTS } from '../lambdas/core/config.js';
+import { backstopReceiveCount } from '../lambdas/core/queueLimits.js';
 
 /**
  * The sender Lambda's default timeout (POSTDATE_SENDER_TIMEOUT_SECONDS); the lease must exceed it
@@ -19,14 +20,8 @@ export function sendQueueVisibilitySeconds(senderTimeoutSeconds: number): number
   return MIN_VISIBILITY_FACTOR * senderTimeoutSeconds;
 }
 
-/**
- * The send queue's `maxReceiveCount`: only a backstop (DESIGN §5, "Dead means dead"). The sender
- * itself moves a copy to the DLQ when the message's SMTP attempts are exhausted; receives that are
- * no attempt (a live lease, a batch out of time, a released claim) must not reach it first.
- */
-export function sendQueueMaxReceiveCount(maxAttempts: number): number {
-  return Math.min(1000, 3 * maxAttempts + 10);
-}
+/** The send queue's `maxReceiveCount`, a backstop well above POSTDATE_MAX_ATTEMPTS (lambdas/core/queueLimits.ts). */
+export const sendQueueMaxReceiveCount = backstopReceiveCount;
 
 export const QUEUE = {
   /** Standard queue carrying `{v, id, rev}` copies to the sender. */

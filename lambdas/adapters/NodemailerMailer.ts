@@ -1,7 +1,10 @@
 import type { Readable } from 'node:stream';
+import { domainToASCII } from 'node:url';
 import nodemailer, { type SendMailOptions, type SMTPPoolSentMessageInfo, type Transporter } from 'nodemailer';
-import { classifySmtpError } from '../core/classifySmtpError.js';
-import type { Mailer, OutgoingEmail, RejectedRecipient, SendOutcome } from '../ports/Mailer.js';
+import addressparser from 'nodemailer/lib/addressparser';
+import { classifySmtpError, reachedRelay } from '../core/classifySmtpError.js';
+import { MAX_REPLY_WAIT_MS, preDotBudgetMs, replyDeadline, type SendTiming } from '../core/sendTiming.js';
+import type { Mailer, OutgoingEmail, RecipientRefusal, SendLimits, SendOutcome } from '../ports/Mailer.js';
 import type { SmtpCredentialsSource } from './smtpCredentials.js';
 
 /**
@@ -16,33 +19,44 @@ import type { SmtpCredentialsSource } from './smtpCredentials.js';
  * `ambiguous` (the relay may have accepted the message); before it, `transient`.
  */
 
-/** Every SMTP timeout, set explicitly: nodemailer's socket default (10 min) outlives any Lambda. */
+/**
+ * Every SMTP timeout, set explicitly (nodemailer's socket default of 10 minutes outlives any Lambda).
+ * The phase before the final dot and the wait for its reply have separate limits: a relay that
+ * scans content may take minutes to answer the dot, and giving up there duplicates mail (the
+ * attempt becomes ambiguous); RFC 5321 §4.5.3.2.6 gives that reply ten minutes.
+ */
 export interface SmtpTimeouts {
   readonly connectionMs: number;
   readonly greetingMs: number;
-  /** Inactivity on an open connection, including the wait for the reply after the final dot. */
-  readonly socketMs: number;
   readonly dnsMs: number;
   /**
-   * The whole attempt, queueing for a pooled connection included: past it the send is aborted (its
-   * connection closed), so the outcome is always written before the function times out, even
-   * against a relay that trickles its replies, which no inactivity timeout notices.
+   * The whole phase before the final dot, queueing for a pooled connection included: past it the
+   * send is aborted (its connection closed), even against a relay that trickles its replies.
    */
-  readonly attemptMs: number;
+  readonly preDotMs: number;
+  /** The reply to the final dot is waited for at least this long (longer when `endsBy` allows). */
+  readonly replyMs: number;
 }
 
-/**
- * Defaults that fit the sender's 60 s timeout (lib/queueLayout.ts SENDER_TIMEOUT_SECONDS): one
- * attempt that hits every limit in turn still ends before the function does, and the lease
- * (POSTDATE_LEASE_SECONDS, default 120 s) outlives both.
- */
-export const DEFAULT_SMTP_TIMEOUTS: SmtpTimeouts = {
-  connectionMs: 10_000,
-  greetingMs: 10_000,
-  socketMs: 20_000,
-  dnsMs: 5_000,
-  attemptMs: 40_000,
-};
+/** The defaults of DESIGN §8: POSTDATE_SMTP_TIMEOUT_SECONDS = 20, POSTDATE_SMTP_REPLY_TIMEOUT_SECONDS = 120. */
+export const DEFAULT_SMTP_TIMEOUTS: SmtpTimeouts = smtpTimeoutsOf({
+  smtpTimeoutSeconds: 20,
+  smtpReplyTimeoutSeconds: 120,
+});
+
+/** The adapter's timeouts from the configured timing (lambdas/core/sendTiming.ts). */
+export function smtpTimeoutsOf(
+  timing: Pick<SendTiming, 'smtpTimeoutSeconds' | 'smtpReplyTimeoutSeconds'>,
+): SmtpTimeouts {
+  const stepMs = timing.smtpTimeoutSeconds * 1000;
+  return {
+    connectionMs: stepMs,
+    greetingMs: stepMs,
+    dnsMs: Math.min(5000, stepMs),
+    preDotMs: preDotBudgetMs(timing),
+    replyMs: timing.smtpReplyTimeoutSeconds * 1000,
+  };
+}
 
 export interface NodemailerMailerOptions {
   readonly host: string;
@@ -84,6 +98,10 @@ const ATTEMPT_FIELD = 'postdateAttempt';
 
 interface AttemptTracker {
   bodySent: boolean;
+  /** One of the attempt's own limits ended it (not the relay, not the network). */
+  timedOut: boolean;
+  /** Called once the whole body is handed over, right before the final dot. */
+  readonly onBodySent: () => void;
 }
 
 type PoolTransporter = Transporter<SMTPPoolSentMessageInfo>;
@@ -100,33 +118,79 @@ export class NodemailerMailer implements Mailer {
     this.now = options.now ?? (() => performance.now());
   }
 
-  async send(email: OutgoingEmail): Promise<SendOutcome> {
+  async send(email: OutgoingEmail, limits?: SendLimits): Promise<SendOutcome> {
     const started = this.now();
     const attempt = `a${++this.attemptCounter}`;
-    const tracker: AttemptTracker = { bodySent: false };
+    const abort = new AbortController();
+    const endsBy = limits?.endsBy ?? Date.now() + this.timeouts.preDotMs + this.timeouts.replyMs;
+    // Before the dot: the whole phase has its own limit. After it: wait as long as the invocation allows.
+    const timeOut = () => {
+      tracker.timedOut = true;
+      abort.abort();
+    };
+    let timer = setTimeout(timeOut, this.timeouts.preDotMs);
+    const tracker: AttemptTracker = {
+      bodySent: false,
+      timedOut: false,
+      onBodySent: () => {
+        clearTimeout(timer);
+        const dotSentAt = Date.now();
+        timer = setTimeout(timeOut, replyDeadline(dotSentAt, endsBy, this.timeouts.replyMs) - dotSentAt);
+      },
+    };
     this.trackers.set(attempt, tracker);
+    let transport: PoolTransporter;
     try {
-      const transporter = await this.transport();
-      const info = await transporter.sendMail(this.mailOptions(email, attempt));
+      transport = await this.transport();
+    } catch (error) {
+      // The login could not be read: nothing reached the relay.
+      clearTimeout(timer);
+      this.trackers.delete(attempt);
+      return this.failed(error, { bodySent: false, reachedRelay: false }, [], started);
+    }
+    const envelope = envelopeOf(email.envelope);
+    try {
+      const info = await transport.sendMail(this.mailOptions(email, envelope, attempt, abort.signal));
       return {
         delivered: true,
         reply: typeof info.response === 'string' ? info.response : null,
-        accepted: (info.accepted ?? []).map(String),
-        rejected: rejectedRecipients(info),
+        refused: refusalsOf(info.rejectedErrors, envelope),
         durationMs: Math.round(this.now() - started),
       };
-    } catch (error) {
-      const failure = classifySmtpError(error, { bodySent: tracker.bodySent });
-      if (failure.class === 'config') this.reset();
-      return {
-        delivered: false,
-        failure,
-        reply: replyText(error),
-        durationMs: Math.round(this.now() - started),
-      };
+    } catch (thrown) {
+      const context = { bodySent: tracker.bodySent };
+      // Our own limit aborted it: a timeout, whatever nodemailer calls the abort.
+      const error = tracker.timedOut ? attemptTimeout(thrown) : thrown;
+      return this.failed(
+        error,
+        { ...context, reachedRelay: reachedRelay(error, context) },
+        refusalsOf(rejectedErrorsOf(error), envelope),
+        started,
+      );
     } finally {
+      clearTimeout(timer);
       this.trackers.delete(attempt);
     }
+  }
+
+  private failed(
+    error: unknown,
+    context: { readonly bodySent: boolean; readonly reachedRelay: boolean },
+    refused: readonly RecipientRefusal[],
+    started: number,
+  ): SendOutcome {
+    const failure = classifySmtpError(error, { bodySent: context.bodySent });
+    // Only a refused login or a broken TLS setup says the pooled sessions themselves are wrong; a
+    // refusal of one sender (5.7.x at MAIL FROM) must not close the pool for every tenant.
+    if (failure.class === 'config' && !context.reachedRelay) this.reset();
+    return {
+      delivered: false,
+      failure,
+      reply: replyText(error),
+      reachedRelay: context.reachedRelay,
+      refused,
+      durationMs: Math.round(this.now() - started),
+    };
   }
 
   async close(): Promise<void> {
@@ -170,7 +234,9 @@ export class NodemailerMailer implements Mailer {
       auth: credentials ? { user: credentials.username, pass: credentials.password } : undefined,
       connectionTimeout: this.timeouts.connectionMs,
       greetingTimeout: this.timeouts.greetingMs,
-      socketTimeout: this.timeouts.socketMs,
+      // Inactivity never ends an attempt first: the attempt's own limits above do (before the dot,
+      // and the reply to it), and the reply to the final dot may take minutes.
+      socketTimeout: MAX_REPLY_WAIT_MS,
       dnsTimeout: this.timeouts.dnsMs,
       // Nothing a caller wrote may make nodemailer read a file or fetch a URL.
       disableFileAccess: true,
@@ -187,6 +253,7 @@ export class NodemailerMailer implements Mailer {
           // before the final dot: from here on a missing reply is ambiguous.
           input.once('end', () => {
             tracker.bodySent = true;
+            tracker.onBodySent();
           });
           return input;
         });
@@ -196,7 +263,12 @@ export class NodemailerMailer implements Mailer {
     return transporter;
   }
 
-  private mailOptions(email: OutgoingEmail, attempt: string): SendMailOptions {
+  private mailOptions(
+    email: OutgoingEmail,
+    envelope: readonly EnvelopeRecipient[],
+    attempt: string,
+    signal: AbortSignal,
+  ): SendMailOptions {
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(email.headers)) {
       if (RESERVED_HEADERS.has(name.trim().toLowerCase())) continue;
@@ -210,12 +282,17 @@ export class NodemailerMailer implements Mailer {
       cc: email.cc.length > 0 ? [...email.cc] : undefined,
       bcc: email.bcc.length > 0 ? [...email.bcc] : undefined,
       replyTo: email.replyTo ?? undefined,
+      // Only the pending recipients in RCPT TO; the headers show everyone, as on the first attempt.
+      envelope: {
+        from: addressparser(email.from, { flatten: true })[0]?.address ?? email.from,
+        to: envelope.map((recipient) => recipient.address),
+      },
       subject: email.subject,
       // Strings only: never a path, href or stream a caller could point somewhere.
       text: email.text ?? undefined,
       html: email.html ?? undefined,
       headers,
-      signal: AbortSignal.timeout(this.timeouts.attemptMs),
+      signal,
       disableFileAccess: true,
       disableUrlAccess: true,
     };
@@ -223,19 +300,62 @@ export class NodemailerMailer implements Mailer {
   }
 }
 
-function rejectedRecipients(info: SMTPPoolSentMessageInfo): RejectedRecipient[] {
-  const rejected = (info.rejected ?? []).map(String);
-  if (rejected.length === 0) return [];
-  const errors = info.rejectedErrors ?? [];
-  return rejected.map((address) => {
-    const error = errors.find((candidate) => (candidate as { recipient?: unknown }).recipient === address);
-    const classified = error === undefined ? undefined : classifySmtpError(error);
-    return {
-      address,
-      code: classified?.code ?? null,
-      enhancedCode: classified?.enhancedCode ?? null,
-    };
+/** One envelope recipient: the bare address nodemailer puts in RCPT TO, and the key it reports back. */
+interface EnvelopeRecipient {
+  readonly address: string;
+  readonly key: string;
+}
+
+function envelopeOf(recipients: readonly string[]): EnvelopeRecipient[] {
+  return recipients.map((recipient) => {
+    const address = addressparser(recipient, { flatten: true })[0]?.address ?? recipient;
+    return { address, key: addressKey(address) };
   });
+}
+
+/** Compares addresses as nodemailer reports them (it may punycode the domain). */
+function addressKey(address: string): string {
+  const at = address.lastIndexOf('@');
+  if (at < 0) return address.toLowerCase();
+  const domain = address.slice(at + 1);
+  return `${address.slice(0, at)}@${(domainToASCII(domain) || domain).toLowerCase()}`;
+}
+
+/** The error an attempt ended by its own limit is classified as: a timeout on the connection. */
+function attemptTimeout(cause: unknown): Error {
+  return Object.assign(new Error('the SMTP attempt timed out', { cause }), {
+    code: 'ETIMEDOUT',
+    command: 'CONN',
+  });
+}
+
+function rejectedErrorsOf(error: unknown): unknown[] | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const list = (error as { rejectedErrors?: unknown }).rejectedErrors;
+  return Array.isArray(list) ? list : undefined;
+}
+
+/** nodemailer's per-recipient RCPT TO errors as refusals by envelope position. */
+function refusalsOf(
+  errors: readonly unknown[] | undefined,
+  envelope: readonly EnvelopeRecipient[],
+): RecipientRefusal[] {
+  const refusals: RecipientRefusal[] = [];
+  for (const error of errors ?? []) {
+    const recipient = (error as { recipient?: unknown }).recipient;
+    if (typeof recipient !== 'string') continue;
+    const key = addressKey(recipient);
+    const index = envelope.findIndex((candidate) => candidate.key === key);
+    if (index < 0 || refusals.some((refusal) => refusal.index === index)) continue;
+    const classified = classifySmtpError(error);
+    refusals.push({
+      index,
+      code: classified.code,
+      enhancedCode: classified.enhancedCode,
+      permanent: classified.class === 'permanent',
+    });
+  }
+  return refusals;
 }
 
 function replyText(error: unknown): string | null {

@@ -1,3 +1,4 @@
+import { recipientCounts } from '../core/recipients.js';
 import type { AttemptRecord, GroupRef, LastError, MessageStateRecord } from '../store/messageRecord.js';
 
 /** A message as the API answers it (DESIGN §3, "Response body of a message"). */
@@ -10,6 +11,8 @@ export interface MessageView {
   readonly updated_at: string;
   readonly attempts: number;
   readonly last_error: LastError | null;
+  /** Recipients one by one (DESIGN §3, §5). */
+  readonly recipients: ReturnType<typeof recipientCounts>;
   readonly group: GroupRef | null;
   readonly tags: Readonly<Record<string, string>>;
   readonly metadata: Readonly<Record<string, string>>;
@@ -29,6 +32,10 @@ export function messageView(state: MessageStateRecord, options: { withHistory: b
     updated_at: state.updated_at,
     attempts: state.attempts ?? 0,
     last_error: state.last_error ?? null,
+    recipients: recipientCounts(state.rcpt_total ?? 0, {
+      accepted: state.rcpt_accepted ?? [],
+      rejected: state.rcpt_rejected ?? [],
+    }),
     group: state.group ?? null,
     tags: state.tags ?? {},
     metadata: state.metadata ?? {},

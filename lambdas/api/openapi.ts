@@ -46,8 +46,16 @@ const MessageSchema = z
     not_after: z.string().meta({ format: 'date-time' }).nullable(),
     created_at: z.string().meta({ format: 'date-time' }),
     updated_at: z.string().meta({ format: 'date-time' }),
-    attempts: z.int(),
+    attempts: z.int().meta({
+      description: 'SMTP transactions in which the relay saw the message (not queue receives).',
+    }),
     last_error: LastErrorSchema.nullable(),
+    recipients: z
+      .object({ accepted: z.int(), pending: z.int(), rejected: z.int(), suppressed: z.int() })
+      .meta({
+        description:
+          'Recipients one by one: accepted by the relay (never sent again), pending (deferred with a 4xx, retried), rejected for good (5xx).',
+      }),
     group: z.object({ key: z.string(), version: z.int() }).nullable(),
     tags: z.record(z.string(), z.string()),
     metadata: z.record(z.string(), z.string()),

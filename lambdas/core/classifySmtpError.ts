@@ -111,6 +111,42 @@ export function classifySmtpError(error: unknown, context: SmtpFailureContext = 
   }
 }
 
+/** Codes that say no connection to the relay was ever made. */
+const NO_CONNECTION_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'EDNS',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
+
+/** Commands of the session's setup: a failure there came before any mail transaction. */
+const SETUP_COMMANDS = /^(EHLO|HELO|LHLO|STARTTLS|AUTH\b)/;
+
+/**
+ * Whether the relay may have seen the message in this failed attempt (DESIGN §2: an attempt is an
+ * SMTP transaction in which the relay saw the message). False only where the failure provably came
+ * before MAIL FROM: no connection (refused, DNS, unreachable, connect or greeting timeout), the
+ * greeting refused, TLS or login failed. Anything else may have been later and counts. Never throws.
+ */
+export function reachedRelay(error: unknown, context: SmtpFailureContext = {}): boolean {
+  try {
+    if (readBodySent(context)) return true;
+    const shape = readShape(error);
+    if (shape.code !== null && (CONFIG_CODES.has(shape.code) || NO_CONNECTION_CODES.has(shape.code))) {
+      return false;
+    }
+    if (shape.timeoutType !== null && SETUP_TIMEOUTS.has(shape.timeoutType)) return false;
+    const command = shape.command ?? '';
+    // nodemailer reports the greeting's reply under CONN; a break without a reply may come at any step.
+    if (command === 'CONN' && shape.responseCode !== null) return false;
+    return !SETUP_COMMANDS.test(command);
+  } catch {
+    return true;
+  }
+}
+
 /** The RFC 3463 enhanced status code in a reply text, preferring the one right after the reply code. */
 export function extractEnhancedCode(response: string): string | null {
   if (typeof response !== 'string') return null;

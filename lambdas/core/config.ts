@@ -51,6 +51,8 @@ export interface ResourceNames {
   readonly tableName: string;
   readonly sendQueueUrl: string | undefined;
   readonly sendQueueArn: string | undefined;
+  /** The send queue's DLQ, where the sender moves copies of `dead` messages. */
+  readonly sendDeadLetterQueueUrl: string | undefined;
   readonly scheduleGroup: string | undefined;
   readonly schedulerRoleArn: string | undefined;
   readonly scheduleDeadLetterArn: string | undefined;
@@ -171,6 +173,7 @@ export function loadResourceNames(env: Env): ResourceNames {
     tableName: requiredString(env, 'POSTDATE_TABLE_NAME'),
     sendQueueUrl: optionalString(env, 'POSTDATE_SEND_QUEUE_URL'),
     sendQueueArn: optionalString(env, 'POSTDATE_SEND_QUEUE_ARN'),
+    sendDeadLetterQueueUrl: optionalString(env, 'POSTDATE_SEND_DLQ_URL'),
     scheduleGroup: optionalString(env, 'POSTDATE_SCHEDULE_GROUP'),
     schedulerRoleArn: optionalString(env, 'POSTDATE_SCHEDULER_ROLE_ARN'),
     scheduleDeadLetterArn: optionalString(env, 'POSTDATE_SCHEDULE_DLQ_ARN'),

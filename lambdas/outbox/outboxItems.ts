@@ -33,6 +33,7 @@ import {
 } from '../core/messageSchema.js';
 import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import type { ProblemDetails } from '../core/problem.js';
+import { recipientList } from '../core/recipients.js';
 import {
   byStatusPk,
   byTenantPk,
@@ -149,6 +150,7 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
     attempts: 0,
     last_error: null,
     history: [],
+    rcpt_total: recipientList(request).length,
     group: request.group,
     on_ambiguous: request.on_ambiguous,
     tags: request.tags,

@@ -14,13 +14,30 @@ export interface OutgoingEmail {
   readonly html: string | null;
   /** The caller's extra headers, passed as headers and nothing else. */
   readonly headers: Readonly<Record<string, string>>;
+  /**
+   * The recipients of this attempt's envelope (RCPT TO), as stored in to/cc/bcc: those still
+   * pending (DESIGN §5, "Recipients one by one"). The headers always show every recipient.
+   */
+  readonly envelope: readonly string[];
 }
 
-/** A recipient the relay refused while it accepted the message for others (partial rejection). */
-export interface RejectedRecipient {
-  readonly address: string;
+/** The time one attempt may take. */
+export interface SendLimits {
+  /**
+   * Epoch milliseconds by which the outcome must be known (the invocation's deadline less the
+   * outcome write): the reply to the final dot is waited for until then, at least the configured
+   * reply timeout.
+   */
+  readonly endsBy: number;
+}
+
+/** A recipient refused at RCPT TO, by its position in the attempt's `envelope`. */
+export interface RecipientRefusal {
+  readonly index: number;
   readonly code: string | null;
   readonly enhancedCode: string | null;
+  /** 5xx: rejected for good; 4xx: deferred, still pending. */
+  readonly permanent: boolean;
 }
 
 /** What became of one attempt. The relay's reply text is raw here; callers redact it before storing. */
@@ -29,8 +46,8 @@ export type SendOutcome =
       readonly delivered: true;
       /** The final reply (250 …) after DATA. */
       readonly reply: string | null;
-      readonly accepted: readonly string[];
-      readonly rejected: readonly RejectedRecipient[];
+      /** Recipients refused at RCPT TO while the others were accepted. */
+      readonly refused: readonly RecipientRefusal[];
       readonly durationMs: number;
     }
   | {
@@ -38,12 +55,20 @@ export type SendOutcome =
       readonly failure: SmtpErrorClassification;
       /** The relay's reply text when there was one. */
       readonly reply: string | null;
+      /**
+       * Whether the relay may have seen this message (MAIL FROM sent, or unknown): then the attempt
+       * counts (DESIGN §2). False only for failures that provably came before the transaction:
+       * refused or timed-out connections, DNS, the greeting, TLS and login.
+       */
+      readonly reachedRelay: boolean;
+      /** Recipients refused one by one when every one was refused at RCPT TO. */
+      readonly refused: readonly RecipientRefusal[];
       readonly durationMs: number;
     };
 
 /** The SMTP relay. `send` never throws: every failure comes back classified. */
 export interface Mailer {
-  send(email: OutgoingEmail): Promise<SendOutcome>;
+  send(email: OutgoingEmail, limits?: SendLimits): Promise<SendOutcome>;
   /** Closes pooled connections (tests, local stack shutdown). */
   close(): Promise<void>;
 }

@@ -36,8 +36,16 @@ export function domainsOf(addresses: readonly string[]): string[] {
   return [...new Set(addresses.map(domainOf))].sort();
 }
 
-/** The history entry of an attempt the relay answered or that failed. */
-export function attemptRecord(outcome: SendOutcome, at: Date): AttemptRecord {
+/**
+ * The history entry of an attempt the relay answered or that failed; `envelope` is the attempt's
+ * RCPT TO list, whose refused recipients are kept as domains only.
+ */
+export function attemptRecord(
+  outcome: SendOutcome,
+  at: Date,
+  envelope: readonly string[] = [],
+): AttemptRecord {
+  const refusedDomains = domainsOf(outcome.refused.map((refusal) => envelope[refusal.index] ?? ''));
   if (outcome.delivered) {
     const reply = outcome.reply ?? '';
     const code = /^(\d{3})/.exec(reply)?.[1] ?? null;
@@ -49,11 +57,9 @@ export function attemptRecord(outcome: SendOutcome, at: Date): AttemptRecord {
       reply: redactReply(outcome.reply),
       duration_ms: outcome.durationMs,
     };
-    return outcome.rejected.length === 0
-      ? entry
-      : { ...entry, rejected_domains: domainsOf(outcome.rejected.map((recipient) => recipient.address)) };
+    return refusedDomains.length === 0 ? entry : { ...entry, rejected_domains: refusedDomains };
   }
-  return {
+  const entry: AttemptRecord = {
     at: at.toISOString(),
     outcome: outcome.failure.class,
     code: outcome.failure.code,
@@ -61,6 +67,7 @@ export function attemptRecord(outcome: SendOutcome, at: Date): AttemptRecord {
     reply: redactReply(outcome.reply),
     duration_ms: outcome.durationMs,
   };
+  return refusedDomains.length === 0 ? entry : { ...entry, rejected_domains: refusedDomains };
 }
 
 /** `last_error` from a classification: the reason is written for operators and holds no address. */

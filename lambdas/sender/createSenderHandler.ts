@@ -1,14 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { Config } from '../core/config.js';
+import { parseDispatchPayload } from '../core/dispatchPayload.js';
 import { errorForLog } from '../core/errorForLog.js';
+import { backstopReceiveCount } from '../core/queueLimits.js';
 import { runWithConcurrency } from '../core/runWithConcurrency.js';
 import type { CopyVisibility } from '../ports/CopyVisibility.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { Mailer } from '../ports/Mailer.js';
 import type { SenderStore } from '../store/senderTransitions.js';
-import { type CopyVerdict, processCopy, type SenderLog, type SenderSettings } from './processCopy.js';
+import {
+  type CopyVerdict,
+  type InvocationTime,
+  processCopy,
+  type SenderLog,
+  type SenderSettings,
+} from './processCopy.js';
 import { NO_METRICS, type SenderMetrics } from './senderMetrics.js';
 import { tokenBucket, UNLIMITED } from './sendRateLimiter.js';
 
@@ -17,9 +25,16 @@ export interface SenderDependencies {
   readonly mailer: Mailer;
   /** Where early copies go back with their exact remaining delay. */
   readonly queue: DispatchQueue;
+  /** The send queue's DLQ: copies of messages that became `dead` (DESIGN §5, "Dead means dead"). */
+  readonly deadLetters: DispatchQueue;
   /** Sets when a kept copy is visible again (backoff, DLQ, live lease). */
   readonly visibility: CopyVisibility;
   readonly settings: SenderSettings;
+  /**
+   * The function timeout (POSTDATE_SENDER_TIMEOUT_SECONDS): the time an invocation has when it is
+   * called without a Lambda context (tests). With one, `getRemainingTimeInMillis()` decides.
+   */
+  readonly timeoutSeconds: number;
   /** POSTDATE_MAX_SEND_RATE, messages per second per container; undefined is unlimited. */
   readonly maxSendRate?: number | undefined;
   /** Copies of one batch worked on at once. @default 4 */
@@ -43,6 +58,10 @@ export function senderSettings(config: Config, maxEarlyWaitMs = 1000): SenderSet
     leaseSeconds: config.leaseSeconds,
     retentionDays: config.retentionDays,
     maxEarlyWaitMs,
+    timing: {
+      smtpTimeoutSeconds: config.smtpTimeoutSeconds,
+      smtpReplyTimeoutSeconds: config.smtpReplyTimeoutSeconds,
+    },
   };
 }
 
@@ -56,13 +75,14 @@ const SILENT: SenderLog = { info: () => {}, warn: () => {}, error: () => {} };
  */
 export function createSenderHandler(
   deps: SenderDependencies,
-): (event: SQSEvent) => Promise<SQSBatchResponse> {
+): (event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>) => Promise<SQSBatchResponse> {
   const wait = deps.sleep ?? ((milliseconds: number) => sleep(milliseconds));
   const log = deps.log ?? SILENT;
   const copyDeps = {
     store: deps.store,
     mailer: deps.mailer,
     queue: deps.queue,
+    deadLetters: deps.deadLetters,
     settings: deps.settings,
     now: deps.now,
     random: deps.random,
@@ -77,7 +97,9 @@ export function createSenderHandler(
     metrics: deps.metrics ?? NO_METRICS,
   };
 
-  async function verdictFor(record: SQSRecord): Promise<CopyVerdict> {
+  const backstop = backstopReceiveCount(deps.settings.maxAttempts);
+
+  async function verdictFor(record: SQSRecord, time: InvocationTime): Promise<CopyVerdict> {
     try {
       return await processCopy(
         {
@@ -86,19 +108,44 @@ export function createSenderHandler(
           receiveCount: receiveCountOf(record),
         },
         copyDeps,
+        time,
       );
     } catch (error) {
       log.error('sender failed on a copy; it will come back', {
         sqsMessageId: record.messageId,
         error: errorForLog(error),
       });
-      return { kind: 'keep', visibilitySeconds: undefined, reason: 'unexpected error' };
+      return {
+        kind: 'keep',
+        visibilitySeconds: UNEXPECTED_ERROR_VISIBILITY_SECONDS,
+        reason: 'unexpected error',
+      };
     }
   }
 
-  return async function sendBatch(event: SQSEvent): Promise<SQSBatchResponse> {
+  /**
+   * A copy kept so often that the queue's backstop (maxReceiveCount) would move it to the DLQ while
+   * its message is alive — receives that were no attempt (a live lease, out of time, a release) —
+   * is replaced by a fresh copy with the same body, so the DLQ holds only what the sender put there.
+   */
+  async function refreshed(record: SQSRecord, verdict: CopyVerdict): Promise<boolean> {
+    if (verdict.kind !== 'keep' || receiveCountOf(record) < backstop - 1) return false;
+    const parsed = parseDispatchPayload(record.body);
+    if (!parsed.ok) return false;
+    const { failed } = await deps.queue.enqueue([
+      { payload: parsed.payload, delaySeconds: verdict.visibilitySeconds ?? 0 },
+    ]);
+    return failed.length === 0;
+  }
+
+  return async function sendBatch(event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>) {
+    // The invocation's deadline on the sender's clock: every copy asks it before it claims.
+    const deadline =
+      deps.now().getTime() + (context?.getRemainingTimeInMillis() ?? deps.timeoutSeconds * 1000);
+    const time: InvocationTime = { remainingMs: () => deadline - deps.now().getTime() };
     const verdicts = await runWithConcurrency(event.Records, deps.concurrency ?? 4, async (record) => {
-      const verdict = await verdictFor(record);
+      const verdict = await verdictFor(record, time);
+      if (await refreshed(record, verdict)) return { record, verdict: { kind: 'ack', reason: 'refreshed' } };
       if (verdict.kind === 'keep' && verdict.visibilitySeconds !== undefined) {
         const changed = await deps.visibility.change(record.receiptHandle, verdict.visibilitySeconds);
         if (!changed) {
@@ -110,13 +157,17 @@ export function createSenderHandler(
       }
       return { record, verdict };
     });
-    return {
+    const response: SQSBatchResponse = {
       batchItemFailures: verdicts
         .filter(({ verdict }) => verdict.kind === 'keep')
         .map(({ record }) => ({ itemIdentifier: record.messageId })),
     };
+    return response;
   };
 }
+
+/** An unexpected error (DynamoDB unreachable, say) brings the copy back soon, not after 6 × the timeout. */
+const UNEXPECTED_ERROR_VISIBILITY_SECONDS = 30;
 
 function receiveCountOf(record: SQSRecord): number {
   const count = Number(record.attributes.ApproximateReceiveCount);

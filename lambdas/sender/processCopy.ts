@@ -1,7 +1,9 @@
-import { backoffSeconds, configBackoffSeconds } from '../core/backoff.js';
 import { decideArrival } from '../core/dispatchDecision.js';
 import { parseDispatchPayload } from '../core/dispatchPayload.js';
 import { MESSAGE_STATUS, type MessageStatus } from '../core/messageStatus.js';
+import { pendingPositions, recipientList } from '../core/recipients.js';
+import { admitCopy, decideOutcome, type OutcomeDecision } from '../core/sendDecision.js';
+import { attemptBudgetMs, OUTCOME_WRITE_RESERVE_MS, type SendTiming } from '../core/sendTiming.js';
 import { checkTransition } from '../core/stateMachine.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
@@ -20,17 +22,19 @@ import { SENDER_METRIC, type SenderCountMetric, type SenderMetrics } from './sen
 import type { SendRateLimiter } from './sendRateLimiter.js';
 
 /**
- * What the sender does with one queue copy `{v, id, rev}` (DESIGN §2, §5, §5a): read the record,
- * drop what is stale or finished, hold or re-delay what is early, expire or supersede what must not
- * go out, claim the lease, send, and write the outcome — each write conditioned on the state it saw.
- * It never throws for an expected situation; it answers with a verdict on the SQS copy.
+ * What the sender does with one queue copy `{v, id, rev}` (DESIGN §2, §5, §5a), as a short list of
+ * I/O steps around the two pure decisions of lambdas/core/sendDecision.ts: read the record and admit
+ * the copy (or drop it, wait for a lease, move it to the DLQ); hold or re-delay what is early;
+ * expire or supersede what must not go out; wait for the send rate; claim only with time for a
+ * whole attempt; send to the pending recipients; write the outcome until it lands. It never throws
+ * for an expected situation; it answers with a verdict on the SQS copy.
  */
 
 /** The structured logger the sender writes to (lambdas/ports/Log.ts). */
 export type SenderLog = Log;
 
 export interface SenderSettings {
-  /** POSTDATE_MAX_ATTEMPTS: the receive on which a transient failure makes the message `dead`. */
+  /** POSTDATE_MAX_ATTEMPTS: SMTP attempts (DESIGN §2) before the message is `dead`. */
   readonly maxAttempts: number;
   readonly retryBaseSeconds: number;
   readonly retryCapSeconds: number;
@@ -40,6 +44,8 @@ export interface SenderSettings {
   readonly retentionDays: number;
   /** A copy early by at most this is held in-process; earlier ones are re-enqueued. */
   readonly maxEarlyWaitMs: number;
+  /** The SMTP timeouts that make up one whole attempt (lambdas/core/sendTiming.ts). */
+  readonly timing: Pick<SendTiming, 'smtpTimeoutSeconds' | 'smtpReplyTimeoutSeconds'>;
 }
 
 /** One received SQS copy, as much of it as the sender needs. */
@@ -48,6 +54,11 @@ export interface ReceivedCopy {
   readonly body: string;
   /** SQS ApproximateReceiveCount of this copy (1 on its first receive). */
   readonly receiveCount: number;
+}
+
+/** The time the invocation has left (its deadline on the sender's clock). */
+export interface InvocationTime {
+  remainingMs(): number;
 }
 
 /** What happens to the SQS copy: deleted (`ack`), or kept and visible again after `visibilitySeconds`. */
@@ -64,6 +75,8 @@ export interface CopyDependencies {
   readonly store: SenderStore;
   readonly mailer: Mailer;
   readonly queue: DispatchQueue;
+  /** The send queue's DLQ: where the sender itself puts the copy of a message that became `dead`. */
+  readonly deadLetters: DispatchQueue;
   readonly settings: SenderSettings;
   readonly now: () => Date;
   readonly random: () => number;
@@ -74,8 +87,12 @@ export interface CopyDependencies {
   readonly metrics: SenderMetrics;
 }
 
-/** A copy that may go on, with the record it found. */
-type Admission = CopyVerdict | { readonly kind: 'proceed'; readonly state: MessageStateRecord };
+/** When a released or kept copy comes back after a read failed or a move to the DLQ did not happen. */
+const SHORT_RETRY_SECONDS = 5;
+/** The writes after a claim are retried with full jitter up to this pause. */
+const WRITE_RETRY_CAP_MS = 2000;
+/** A write retry is not started with less than this left before the invocation's end. */
+const WRITE_RETRY_FLOOR_MS = 500;
 
 const ack = (reason: string): CopyVerdict => ({ kind: 'ack', reason });
 const keep = (reason: string, visibilitySeconds?: number): CopyVerdict => ({
@@ -84,7 +101,11 @@ const keep = (reason: string, visibilitySeconds?: number): CopyVerdict => ({
   reason,
 });
 
-export async function processCopy(copy: ReceivedCopy, deps: CopyDependencies): Promise<CopyVerdict> {
+export async function processCopy(
+  copy: ReceivedCopy,
+  deps: CopyDependencies,
+  time: InvocationTime,
+): Promise<CopyVerdict> {
   const parsed = parseDispatchPayload(copy.body);
   if (!parsed.ok) {
     // Retrying a body that cannot be read would only fill the DLQ; the reason names no content.
@@ -95,8 +116,8 @@ export async function processCopy(copy: ReceivedCopy, deps: CopyDependencies): P
     deps.metrics.count(SENDER_METRIC.malformedCopies);
     return ack('malformed copy');
   }
-  const { id, rev } = parsed.payload;
-  return new CopyRun(id, rev, copy, deps).run();
+  const { id, rev, dlq } = parsed.payload;
+  return new CopyRun(id, rev, dlq === true, copy, deps, time).run();
 }
 
 /** One copy's way through the sender; a class only so the steps can share the context. */
@@ -104,18 +125,21 @@ class CopyRun {
   constructor(
     private readonly id: string,
     private readonly rev: number,
+    private readonly fromDeadLetters: boolean,
     private readonly copy: ReceivedCopy,
     private readonly deps: CopyDependencies,
+    private readonly time: InvocationTime,
   ) {}
 
   async run(): Promise<CopyVerdict> {
     const { deps } = this;
-    const admission = this.admit(await deps.store.readState(this.id), deps.now());
-    if (admission.kind !== 'proceed') return admission;
-    const observed = admission.state;
-    const interrupted = observed.status === MESSAGE_STATUS.sending;
+    const observed = await deps.store.readState(this.id);
+    const admission = this.admit(observed);
+    if (admission.kind === 'verdict') return admission.verdict;
+    if (observed === undefined) return this.drop('no such message');
+    const { takeover, redrive } = admission;
 
-    if (interrupted && observed.on_ambiguous === 'hold') return this.holdInterrupted(observed);
+    if (takeover && observed.on_ambiguous === 'hold') return this.holdInterrupted(observed);
 
     const arrival = decideArrival({
       sendAt: new Date(observed.send_at),
@@ -126,7 +150,7 @@ class CopyRun {
     if (arrival.action === 'wait') await deps.sleep(arrival.milliseconds);
 
     const now = deps.now();
-    const interruption = interrupted
+    const interruption = takeover
       ? {
           interruptedAttempt: interruptedAttemptRecord(observed.lease_until, now),
           lastError: INTERRUPTED_SEND_ERROR,
@@ -142,59 +166,74 @@ class CopyRun {
         retentionDays: deps.settings.retentionDays,
         ...interruption,
       });
-      return this.settled(result, 'expired', SENDER_METRIC.expired, interrupted);
+      return this.settled(result, 'expired', SENDER_METRIC.expired, takeover);
     }
 
-    if (observed.group !== null && observed.group !== undefined) {
-      const head = await deps.store.readGroupVersion(observed.tenant, observed.group.key);
-      if (head !== undefined && head > observed.group.version) {
-        if (!this.allowed(observed, 'superseded')) return this.drop('superseded by its group');
-        const result = await deps.store.settleUnsent({
-          observed,
-          to: 'superseded',
-          now,
-          retentionDays: deps.settings.retentionDays,
-          ...interruption,
-        });
-        return this.settled(result, 'superseded', SENDER_METRIC.superseded, interrupted);
-      }
+    if (await this.supersededBy(observed)) {
+      if (!this.allowed(observed, 'superseded')) return this.drop('superseded by its group');
+      const result = await deps.store.settleUnsent({
+        observed,
+        to: 'superseded',
+        now,
+        retentionDays: deps.settings.retentionDays,
+        ...interruption,
+      });
+      return this.settled(result, 'superseded', SENDER_METRIC.superseded, takeover);
+    }
+
+    // The rate limit waits before the claim, never under the lease (DESIGN §5).
+    await deps.rateLimiter.acquire();
+    // Never out of time mid-send: claim only with time left for one whole attempt and its write.
+    if (this.time.remainingMs() < attemptBudgetMs(deps.settings.timing)) {
+      deps.metrics.count(SENDER_METRIC.outOfTime);
+      this.deps.log.info('sender handed a copy back unclaimed: too little time left', this.context({}));
+      return keep('too little time left for a whole attempt; back unclaimed', 0);
     }
 
     const owner = deps.newLeaseOwner();
+    const claimedAt = deps.now();
     // The body is read while the claim is written: one round trip fewer on every send. A lost claim
     // wastes the read (rare); the read's failure surfaces only where the body is needed.
     const body = settled(deps.store.readBody(this.id));
     const claim = await deps.store.claim({
       observed,
       owner,
-      now,
-      leaseUntil: new Date(now.getTime() + deps.settings.leaseSeconds * 1000),
+      now: claimedAt,
+      leaseUntil: new Date(claimedAt.getTime() + deps.settings.leaseSeconds * 1000),
       ...interruption,
+      ...(redrive ? { attemptLimit: observed.attempts + deps.settings.maxAttempts } : {}),
     });
     if (claim.outcome === 'conflict') return this.afterConflict('claim lost');
     // The takeover of an expired lease recorded the interrupted attempt as ambiguous.
-    if (interrupted) deps.metrics.count(SENDER_METRIC.ambiguous);
-    return this.send(claim.record, owner, body);
+    if (takeover) deps.metrics.count(SENDER_METRIC.ambiguous);
+    return this.sendClaimed(claim.record, owner, body);
   }
 
-  /** Whether this copy may go on with the record it found, or what to do with the copy right away. */
-  private admit(state: MessageStateRecord | undefined, now: Date): Admission {
-    if (state === undefined) return this.drop('no such message');
-    if (state.rev !== this.rev) return this.drop(`stale rev (record is at rev ${state.rev})`);
-    if (state.status === MESSAGE_STATUS.sending) {
-      const leaseEnd = state.lease_until === undefined ? 0 : Date.parse(state.lease_until);
-      if (leaseEnd > now.getTime()) {
+  /** Whether this copy may go on with the record it found, or the verdict on it right away. */
+  private admit(
+    state: MessageStateRecord | undefined,
+  ):
+    | { readonly kind: 'verdict'; readonly verdict: Promise<CopyVerdict> | CopyVerdict }
+    | { readonly kind: 'proceed'; readonly takeover: boolean; readonly redrive: boolean } {
+    const admission = admitCopy(
+      state,
+      { rev: this.rev, sqsMessageId: this.copy.sqsMessageId, fromDeadLetters: this.fromDeadLetters },
+      this.deps.now(),
+    );
+    switch (admission.kind) {
+      case 'drop':
+        return { kind: 'verdict', verdict: this.drop(admission.reason) };
+      case 'wait-for-lease':
         // Another sender holds a live lease: come back when it has run out, to see how it ended.
-        return keep('leased by another sender', Math.ceil((leaseEnd - now.getTime()) / 1000) + 1);
-      }
-      return { kind: 'proceed', state };
+        return {
+          kind: 'verdict',
+          verdict: keep('leased by another sender', admission.visibilitySeconds),
+        };
+      case 'move-to-dead-letters':
+        return { kind: 'verdict', verdict: this.moveToDeadLetters() };
+      case 'proceed':
+        return admission;
     }
-    // The state machine says which statuses a copy may still claim: scheduled, retrying, and `dead`
-    // (terminal, but it takes a copy redriven from the DLQ).
-    if (!checkTransition(state.status, MESSAGE_STATUS.sending, 'sender').allowed) {
-      return this.drop(`already ${state.status}`);
-    }
-    return { kind: 'proceed', state };
   }
 
   /**
@@ -208,6 +247,13 @@ class CopyRun {
       this.deps.log.info('sender may not make this transition', this.context({ to, reason: check.reason }));
     }
     return check.allowed;
+  }
+
+  /** The group's head is above the message's version ("approved" is never sent after "paused"). */
+  private async supersededBy(record: MessageStateRecord): Promise<boolean> {
+    if (record.group === null || record.group === undefined) return false;
+    const head = await this.deps.store.readGroupVersion(record.tenant, record.group.key);
+    return head !== undefined && head > record.group.version;
   }
 
   private drop(reason: string): CopyVerdict {
@@ -231,9 +277,7 @@ class CopyRun {
 
   /** Early by more than a moment: back on the queue with the exact remaining delay; not an attempt. */
   private async redelay(delaySeconds: number): Promise<CopyVerdict> {
-    const { failed } = await this.deps.queue.enqueue([
-      { payload: { id: this.id, rev: this.rev }, delaySeconds },
-    ]);
+    const { failed } = await this.deps.queue.enqueue([{ payload: this.payload(), delaySeconds }]);
     if (failed.length > 0) {
       // Keep this copy instead, visible again when the message is due.
       return keep('early; re-enqueue failed', delaySeconds);
@@ -243,28 +287,49 @@ class CopyRun {
     return ack('early; re-enqueued');
   }
 
-  private async send(
+  /**
+   * Dead means dead (DESIGN §5): the record says `dead` (written first, under our lease), then the
+   * copy goes to the DLQ marked as the sender's own, then this copy is deleted. A failed move keeps
+   * this copy; it comes back as the record's `dead_copy` and the move is tried again.
+   */
+  private async moveToDeadLetters(): Promise<CopyVerdict> {
+    const { failed } = await this.deps.deadLetters.enqueue([
+      { payload: { id: this.id, rev: this.rev, dlq: true }, delaySeconds: 0 },
+    ]);
+    if (failed.length > 0) {
+      this.deps.log.warn('sender could not move a dead copy to the DLQ; it will try again', this.context({}));
+      return keep('dead; the move to the DLQ failed', SHORT_RETRY_SECONDS);
+    }
+    this.deps.metrics.count(SENDER_METRIC.deadLettered);
+    return ack('dead; moved to the DLQ');
+  }
+
+  private async sendClaimed(
     claimed: MessageStateRecord,
     owner: string,
     bodyRead: Promise<Settled<MessageBodyRecord | undefined>>,
   ): Promise<CopyVerdict> {
     const { deps } = this;
-    // Check, claim, check again: a group raised between the first read and our claim must still win
-    // ("approved" is never sent after "paused"). Only grouped messages pay this second read.
-    if (claimed.group !== null && claimed.group !== undefined) {
-      const head = await deps.store.readGroupVersion(claimed.tenant, claimed.group.key);
-      if (head !== undefined && head > claimed.group.version) {
-        const result = await deps.store.settleUnsent({
-          observed: claimed,
-          owner,
-          to: 'superseded',
-          now: deps.now(),
-          retentionDays: deps.settings.retentionDays,
-        });
-        return this.settled(result, 'superseded', SENDER_METRIC.superseded);
-      }
+    let superseded: boolean;
+    let body: MessageBodyRecord | undefined;
+    try {
+      // Check, claim, check again: a group raised between the first read and our claim still wins.
+      superseded = await this.supersededBy(claimed);
+      body = unwrap(await bodyRead);
+    } catch (error) {
+      // Nothing reached the relay: give the claim back (no attempt, nothing ambiguous).
+      return this.release(claimed, owner, error);
     }
-    const body = unwrap(await bodyRead);
+    if (superseded) {
+      const result = await deps.store.settleUnsent({
+        observed: claimed,
+        owner,
+        to: 'superseded',
+        now: deps.now(),
+        retentionDays: deps.settings.retentionDays,
+      });
+      return this.settled(result, 'superseded', SENDER_METRIC.superseded);
+    }
     if (body === undefined) {
       const missing = missingBodyRecord(deps.now());
       const result = await deps.store.recordOutcome({
@@ -275,100 +340,196 @@ class CopyRun {
         attempt: missing.attempt,
         lastError: missing.lastError,
         retentionDays: deps.settings.retentionDays,
+        attempts: claimed.attempts,
+        recipients: progressOf(claimed),
       });
       deps.log.error('sender found no body for a message', this.context({}));
       return this.settled(result, 'failed (no body)', SENDER_METRIC.failed);
     }
 
-    await deps.rateLimiter.acquire();
-    const outcome = await deps.mailer.send(outgoingEmail(this.id, body));
-    const now = deps.now();
+    const recipients = recipientList(body);
+    const positions = pendingPositions(recipients.length, progressOf(claimed));
+    const email = outgoingEmail(
+      this.id,
+      body,
+      positions.map((position) => recipients[position] ?? ''),
+    );
+    const outcome = await deps.mailer.send(email, {
+      endsBy: Date.now() + this.time.remainingMs() - OUTCOME_WRITE_RESERVE_MS,
+    });
     deps.metrics.milliseconds(SENDER_METRIC.smtpDuration, outcome.durationMs);
-    return this.recordOutcome(claimed, owner, outcome, now);
+    const decision = decideOutcome(
+      {
+        delivered: outcome.delivered,
+        ...(outcome.delivered ? {} : { failureClass: outcome.failure.class }),
+        reachedRelay: outcome.delivered || outcome.reachedRelay,
+        attempted: positions,
+        refused: outcome.refused.map((refusal) => ({
+          position: positions[refusal.index] ?? -1,
+          permanent: refusal.permanent,
+        })),
+      },
+      {
+        attempts: claimed.attempts,
+        ...(claimed.attempt_limit === undefined ? {} : { attempt_limit: claimed.attempt_limit }),
+        on_ambiguous: claimed.on_ambiguous,
+        recipients: progressOf(claimed),
+        recipientTotal: recipients.length,
+      },
+      deps.settings,
+      this.copy.receiveCount,
+      deps.random,
+    );
+    return this.recordOutcome(claimed, owner, outcome, decision, email.envelope);
+  }
+
+  /** A read failed after the claim and before MAIL FROM: the record goes back to waiting, unattempted. */
+  private async release(claimed: MessageStateRecord, owner: string, error: unknown): Promise<CopyVerdict> {
+    const now = this.deps.now();
+    this.deps.log.warn(
+      'sender released its claim: a read failed before the relay saw the message',
+      this.context({ error: error instanceof Error ? error.name : typeof error }),
+    );
+    const result = await this.writeUntilLanded(
+      () =>
+        this.deps.store.release({
+          claimed,
+          owner,
+          now,
+          retryAt: new Date(now.getTime() + SHORT_RETRY_SECONDS * 1000),
+        }),
+      { status: MESSAGE_STATUS.retrying, now },
+      claimed,
+    );
+    if (result.kind !== 'applied') return result.verdict;
+    this.deps.metrics.count(SENDER_METRIC.released);
+    return keep('a read failed before the send; claim released', SHORT_RETRY_SECONDS);
   }
 
   private async recordOutcome(
     claimed: MessageStateRecord,
     owner: string,
     outcome: SendOutcome,
-    now: Date,
+    decision: OutcomeDecision,
+    envelope: readonly string[],
   ): Promise<CopyVerdict> {
     const { deps } = this;
-    const attempt = attemptRecord(outcome, now);
-    const plan = this.plan(claimed, outcome);
-    const result = await deps.store.recordOutcome({
+    const now = deps.now();
+    const attempt = attemptRecord(outcome, now, envelope);
+    const result = await this.writeUntilLanded(
+      () =>
+        deps.store.recordOutcome({
+          claimed,
+          owner,
+          to: decision.to,
+          now,
+          attempt,
+          lastError: outcome.delivered ? null : lastErrorOf(outcome.failure),
+          retryAt:
+            decision.to === 'retrying'
+              ? new Date(now.getTime() + (decision.visibilitySeconds ?? 0) * 1000)
+              : undefined,
+          retentionDays: deps.settings.retentionDays,
+          attempts: decision.attempts,
+          recipients: decision.recipients,
+          ...(decision.to === 'dead' ? { deadCopy: this.copy.sqsMessageId } : {}),
+        }),
+      { status: decision.to, now },
       claimed,
-      owner,
-      to: plan.to,
-      now,
-      attempt,
-      lastError: outcome.delivered ? null : lastErrorOf(outcome.failure),
-      retryAt: plan.to === 'retrying' ? new Date(now.getTime() + plan.visibilitySeconds * 1000) : undefined,
-      retentionDays: deps.settings.retentionDays,
-    });
+    );
     const details = this.context({
-      status: plan.to,
+      status: decision.to,
       class: outcome.delivered ? 'sent' : outcome.failure.class,
       code: attempt.code,
       enhancedCode: attempt.enhanced_code,
       receiveCount: this.copy.receiveCount,
+      attempts: decision.attempts,
       durationMs: outcome.durationMs,
       ...(attempt.rejected_domains ? { rejectedDomains: attempt.rejected_domains } : {}),
     });
-    if (result.outcome === 'conflict') {
-      // Our lease was taken over (the send outlived it); the new holder has its own copy and
-      // treats our attempt as ambiguous. Nothing more is ours to write.
-      deps.log.error('sender lost its lease before recording the outcome', details);
-      return ack('lease lost before the outcome');
+    if (result.kind !== 'applied') {
+      deps.log.error('sender could not record the outcome of its attempt', details);
+      return result.verdict;
     }
     deps.log.info('sender recorded an outcome', details);
-    this.countOutcome(plan.to, outcome);
+    this.countOutcome(decision.to, outcome);
     if (outcome.delivered) {
       deps.metrics.milliseconds(
         SENDER_METRIC.lateness,
         Math.max(0, now.getTime() - Date.parse(claimed.send_at)),
       );
-      if (outcome.rejected.length > 0) {
+      if (outcome.refused.length > 0) {
         deps.log.warn('the relay refused some recipients', {
           ...this.context({}),
-          rejectedDomains: domainsOf(outcome.rejected.map((recipient) => recipient.address)),
+          refusedDomains: domainsOf(outcome.refused.map((refusal) => envelope[refusal.index] ?? '')),
         });
       }
     }
-    switch (plan.to) {
+    switch (decision.to) {
       case 'retrying':
-        return keep('retrying after backoff', plan.visibilitySeconds);
+        return keep('retrying after backoff', decision.visibilitySeconds);
       case 'dead':
-        // Visible at once: the queue's redrive moves it to the DLQ instead of delivering it again.
-        return keep('attempts exhausted; to the DLQ', 0);
+        return this.moveToDeadLetters();
       default:
-        return ack(plan.to);
+        return ack(decision.to);
     }
   }
 
-  /** Where a send's outcome takes the record. */
-  private plan(
+  /**
+   * A write after the claim, tried until it lands (DESIGN §5): it is conditional on our lease, so a
+   * retry can never overwrite someone else's move, and a message the relay accepted is never sent
+   * again because our own write failed. A conflict after a failed try may be our own earlier try
+   * that landed with its answer lost: the record tells (our status, our `updated_at`).
+   */
+  private async writeUntilLanded(
+    write: () => Promise<TransitionResult>,
+    ours: { readonly status: MessageStatus; readonly now: Date },
     claimed: MessageStateRecord,
-    outcome: SendOutcome,
-  ):
-    | { readonly to: 'sent' | 'failed' | 'unknown' | 'dead' }
-    | { readonly to: 'retrying'; readonly visibilitySeconds: number } {
-    if (outcome.delivered) return { to: 'sent' };
-    const failure = outcome.failure;
-    if (failure.class === 'permanent') return { to: 'failed' };
-    if (failure.class === 'ambiguous' && claimed.on_ambiguous === 'hold') return { to: 'unknown' };
-    // transient, config, or ambiguous under `retry` (at-least-once, same Message-ID).
-    if (this.copy.receiveCount >= this.deps.settings.maxAttempts) return { to: 'dead' };
-    const policy = {
-      baseSeconds: this.deps.settings.retryBaseSeconds,
-      capSeconds: this.deps.settings.retryCapSeconds,
-    };
-    const attempt = this.copy.receiveCount - 1;
-    const visibilitySeconds =
-      failure.class === 'config'
-        ? configBackoffSeconds(attempt, policy, this.deps.random)
-        : backoffSeconds(attempt, policy, this.deps.random);
-    return { to: 'retrying', visibilitySeconds };
+  ): Promise<{ readonly kind: 'applied' } | { readonly kind: 'not-applied'; readonly verdict: CopyVerdict }> {
+    const { deps } = this;
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        const result = await write();
+        if (result.outcome === 'applied') return { kind: 'applied' };
+        if (attempt > 0) {
+          const now = await deps.store.readState(this.id);
+          if (
+            now !== undefined &&
+            now.status === ours.status &&
+            now.updated_at === ours.now.toISOString() &&
+            now.lease_owner === undefined
+          ) {
+            return { kind: 'applied' };
+          }
+        }
+        // Our lease was taken over (the send outlived it); the new holder has its own copy and
+        // treats our attempt as ambiguous. Nothing more is ours to write.
+        deps.log.error('sender lost its lease before its write', this.context({}));
+        return { kind: 'not-applied', verdict: ack('lease lost before the write') };
+      } catch (error) {
+        // Equal jitter: never a pause of 0, so the time left always runs down between tries.
+        const ceiling = Math.min(WRITE_RETRY_CAP_MS, 100 * 2 ** attempt);
+        const pause = Math.round(ceiling / 2 + deps.random() * (ceiling / 2));
+        if (this.time.remainingMs() - pause < WRITE_RETRY_FLOOR_MS) {
+          deps.metrics.count(SENDER_METRIC.outcomeWriteFailures);
+          deps.log.error(
+            'sender gave up writing after its attempt: the invocation is out of time',
+            this.context({ tries: attempt + 1, error: errorName(error) }),
+          );
+          // The copy returns when our lease has run out; whoever takes it then finds it ambiguous.
+          const leaseEnd = Date.parse(claimed.lease_until ?? '') || deps.now().getTime();
+          return {
+            kind: 'not-applied',
+            verdict: keep(
+              'the write after the attempt never landed',
+              Math.max(1, Math.ceil((leaseEnd - deps.now().getTime()) / 1000) + 1),
+            ),
+          };
+        }
+        deps.metrics.count(SENDER_METRIC.outcomeWriteRetries);
+        await deps.sleep(pause);
+      }
+    }
   }
 
   private countOutcome(to: string, outcome: SendOutcome): void {
@@ -405,16 +566,24 @@ class CopyRun {
    * lease runs out; anything else comes back on the queue's own timeout.
    */
   private async afterConflict(reason: string): Promise<CopyVerdict> {
-    const now = this.deps.now();
-    const admission = this.admit(await this.deps.store.readState(this.id), now);
-    if (admission.kind !== 'proceed') return admission;
+    const admission = this.admit(await this.deps.store.readState(this.id));
+    if (admission.kind !== 'proceed') return admission.verdict;
     this.deps.log.info('sender will see this copy again', this.context({ reason }));
-    return keep(reason);
+    return keep(reason, SHORT_RETRY_SECONDS);
+  }
+
+  private payload() {
+    return { id: this.id, rev: this.rev, ...(this.fromDeadLetters ? { dlq: true as const } : {}) };
   }
 
   private context(extra: Record<string, unknown>): Record<string, unknown> {
     return { id: this.id, rev: this.rev, sqsMessageId: this.copy.sqsMessageId, ...extra };
   }
+}
+
+/** The record's recipient progress (positions in the body's to, cc, bcc). */
+function progressOf(record: MessageStateRecord) {
+  return { accepted: record.rcpt_accepted ?? [], rejected: record.rcpt_rejected ?? [] };
 }
 
 /** Whether a deadline (ISO time, or none) has passed. */
@@ -425,7 +594,7 @@ function isPast(deadline: string | null | undefined, now: Date): boolean {
 }
 
 /** The body item as the mailer takes it; only strings reach nodemailer. */
-function outgoingEmail(id: string, body: MessageBodyRecord): OutgoingEmail {
+function outgoingEmail(id: string, body: MessageBodyRecord, envelope: readonly string[]): OutgoingEmail {
   return {
     id,
     from: body.from,
@@ -437,7 +606,12 @@ function outgoingEmail(id: string, body: MessageBodyRecord): OutgoingEmail {
     text: body.text ?? null,
     html: body.html ?? null,
     headers: body.headers ?? {},
+    envelope,
   };
+}
+
+function errorName(error: unknown): string {
+  return error instanceof Error ? error.name : typeof error;
 }
 
 /** A promise's outcome as a value, so a result nobody waits for can never become an unhandled rejection. */

@@ -1,7 +1,7 @@
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { NodemailerMailer } from '../adapters/NodemailerMailer.js';
+import { NodemailerMailer, smtpTimeoutsOf } from '../adapters/NodemailerMailer.js';
 import { SqsCopyVisibility } from '../adapters/SqsCopyVisibility.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import {
@@ -34,6 +34,7 @@ export interface SenderWiring {
 export function senderDependencies(wiring: SenderWiring): SenderDependencies {
   const { config, names } = wiring;
   const queueUrl = requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL');
+  const deadLetterUrl = requireResource(names, 'sendDeadLetterQueueUrl', 'POSTDATE_SEND_DLQ_URL');
   return {
     store: new DynamoSenderStore(wiring.documents, names.tableName),
     mailer: new NodemailerMailer({
@@ -43,10 +44,13 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
       requireTls: config.smtp.requireTls,
       messageIdDomain: config.messageIdDomain,
       credentials: credentialsSource(wiring),
+      timeouts: smtpTimeoutsOf(config),
     }),
     queue: new SqsDispatchQueue(wiring.sqs, queueUrl),
+    deadLetters: new SqsDispatchQueue(wiring.sqs, deadLetterUrl),
     visibility: new SqsCopyVisibility(wiring.sqs, queueUrl),
     settings: senderSettings(config),
+    timeoutSeconds: config.senderTimeoutSeconds,
     maxSendRate: config.maxSendRate,
     now: () => new Date(),
     random: Math.random,

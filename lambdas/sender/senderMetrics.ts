@@ -17,6 +17,16 @@ export const SENDER_METRIC = {
   malformedCopies: 'MalformedCopies',
   /** Copies that arrived early and were put back on the queue with the exact remaining delay. */
   redelayed: 'Redelayed',
+  /** Copies of `dead` messages the sender moved to the DLQ itself. */
+  deadLettered: 'DeadLettered',
+  /** Copies handed back unclaimed: the invocation had too little time left for a whole attempt. */
+  outOfTime: 'OutOfTime',
+  /** Claims given back unused because a read failed before MAIL FROM (no attempt counted). */
+  released: 'Released',
+  /** A write after an attempt (or a release) failed and was tried again. */
+  outcomeWriteRetries: 'OutcomeWriteRetries',
+  /** A write after an attempt never landed before the time ran out: alarmed (the next copy finds it ambiguous). */
+  outcomeWriteFailures: 'OutcomeWriteFailures',
   smtpDuration: 'SmtpDuration',
   lateness: 'Lateness',
 } as const;

@@ -57,6 +57,15 @@ export interface MessageStateRecord {
   readonly lease_owner?: string;
   readonly lease_until?: string;
   readonly sent_at?: string;
+  /** The attempt count at which the message becomes `dead`; POSTDATE_MAX_ATTEMPTS when absent (a redrive raises it). */
+  readonly attempt_limit?: number;
+  /** On a `dead` record: the SQS message id of the copy the sender moves to the DLQ. */
+  readonly dead_copy?: string;
+  /** Recipients in the body's list (to, cc, bcc), when the enqueue recorded it. */
+  readonly rcpt_total?: number;
+  /** Positions in that list the relay accepted, and rejected for good (core/recipients.ts). */
+  readonly rcpt_accepted?: readonly number[];
+  readonly rcpt_rejected?: readonly number[];
   /** Index keys (docs/data-model.md). `due_pk`/`due_at` are absent on terminal records. */
   readonly lst_pk: string;
   readonly lst_sk: string;

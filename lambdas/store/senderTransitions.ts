@@ -1,6 +1,7 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { MESSAGE_STATUS } from '../core/messageStatus.js';
+import type { RecipientProgress } from '../core/recipients.js';
 import { readGroupHeadVersion } from '../outbox/groupHead.js';
 import {
   type AttemptRecord,
@@ -39,9 +40,14 @@ export interface ClaimInput {
   readonly owner: string;
   readonly now: Date;
   readonly leaseUntil: Date;
-  /** For a takeover of an expired lease: the ambiguous attempt of the sender that died. */
+  /**
+   * For a takeover of an expired lease: the ambiguous attempt of the sender that died. It counts as
+   * an attempt (the relay may have seen it).
+   */
   readonly interruptedAttempt?: AttemptRecord;
   readonly lastError?: LastError;
+  /** For a claim of a `dead` record by a copy redriven from the DLQ: its new attempt limit. */
+  readonly attemptLimit?: number;
 }
 
 /** The outcome of our own send, written while we hold the lease. */
@@ -55,6 +61,20 @@ export interface OutcomeInput {
   /** `retrying` only: when the copy comes back (the `due_at` the sweeper watches). */
   readonly retryAt?: Date;
   readonly retentionDays: number;
+  /** SMTP attempts including this one when the relay saw it (DESIGN §2). */
+  readonly attempts: number;
+  readonly recipients: RecipientProgress;
+  /** `dead` only: the SQS message id of the copy that goes to the DLQ. */
+  readonly deadCopy?: string;
+}
+
+/** Our claim given back unused (a read failed before MAIL FROM): no attempt, no history entry. */
+export interface ReleaseInput {
+  readonly claimed: MessageStateRecord;
+  readonly owner: string;
+  readonly now: Date;
+  /** When the copy comes back. */
+  readonly retryAt: Date;
 }
 
 /** A terminal move without a send of ours: deadline passed, group superseded, or an expired lease held. */
@@ -78,6 +98,7 @@ export interface SenderStore {
   readGroupVersion(tenant: string, groupKey: string): Promise<number | undefined>;
   claim(input: ClaimInput): Promise<TransitionResult>;
   recordOutcome(input: OutcomeInput): Promise<TransitionResult>;
+  release(input: ReleaseInput): Promise<TransitionResult>;
   settleUnsent(input: SettleUnsentInput): Promise<TransitionResult>;
 }
 
@@ -116,13 +137,17 @@ export class DynamoSenderStore implements SenderStore {
     update.set('due_pk', duePk(observed.id));
     update.set('due_at', input.leaseUntil.toISOString());
     update.set('updated_at', now.toISOString());
-    update.setExpression('attempts', 'if_not_exists(#attempts, :zero) + :one', { ':zero': 0, ':one': 1 });
     if (input.interruptedAttempt !== undefined) {
+      // The sender that died may have reached the relay: its attempt counts (DESIGN §2).
+      update.set('attempts', (observed.attempts ?? 0) + 1);
       update.set('history', cappedHistory(observed.history, input.interruptedAttempt));
     }
     if (input.lastError !== undefined) update.set('last_error', input.lastError);
-    // A redriven `dead` record was terminal: it leaves the TTL behind and rejoins the due index.
+    if (input.attemptLimit !== undefined) update.set('attempt_limit', input.attemptLimit);
+    // A redriven `dead` record was terminal: it leaves the TTL and its DLQ copy behind and rejoins
+    // the due index.
     update.remove(TTL_ATTRIBUTE);
+    update.remove('dead_copy');
     return this.apply(update);
   }
 
@@ -135,14 +160,33 @@ export class DynamoSenderStore implements SenderStore {
     update.set('updated_at', now.toISOString());
     update.set('history', cappedHistory(claimed.history, input.attempt));
     update.set('last_error', input.lastError);
+    update.set('attempts', input.attempts);
+    update.set('rcpt_accepted', [...input.recipients.accepted]);
+    update.set('rcpt_rejected', [...input.recipients.rejected]);
     update.remove('lease_owner');
     update.remove('lease_until');
     if (input.to === MESSAGE_STATUS.sent) update.set('sent_at', input.attempt.at);
+    if (input.to === MESSAGE_STATUS.dead && input.deadCopy !== undefined) {
+      update.set('dead_copy', input.deadCopy);
+    }
     if (input.to === MESSAGE_STATUS.retrying) {
       update.set('due_at', (input.retryAt ?? now).toISOString());
     } else {
       this.becomeTerminal(update, now, input.retentionDays);
     }
+    return this.apply(update);
+  }
+
+  release(input: ReleaseInput): Promise<TransitionResult> {
+    const { claimed, now } = input;
+    const update = new UpdateBuilder(claimed, now);
+    update.requireLeaseOwner(input.owner);
+    update.set('status', MESSAGE_STATUS.retrying);
+    update.set('lst_pk', byStatusPk(claimed.tenant, MESSAGE_STATUS.retrying, claimed.id));
+    update.set('updated_at', now.toISOString());
+    update.set('due_at', input.retryAt.toISOString());
+    update.remove('lease_owner');
+    update.remove('lease_until');
     return this.apply(update);
   }
 
@@ -154,6 +198,7 @@ export class DynamoSenderStore implements SenderStore {
     update.set('lst_pk', byStatusPk(observed.tenant, input.to, observed.id));
     update.set('updated_at', now.toISOString());
     if (input.interruptedAttempt !== undefined) {
+      update.set('attempts', (observed.attempts ?? 0) + 1);
       update.set('history', cappedHistory(observed.history, input.interruptedAttempt));
     }
     if (input.lastError !== undefined) update.set('last_error', input.lastError);

@@ -8,22 +8,12 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { SENDER_METRIC } from '../../lambdas/sender/senderMetrics.js';
 import { METRICS } from '../functionEnvironment.js';
 
 /** The sender's EMF metrics (namespace `Postdate`, dimension `service=postdate`). */
-export const POSTDATE_METRIC = {
-  sent: 'Sent',
-  retried: 'Retried',
-  failed: 'Failed',
-  dead: 'Dead',
-  ambiguous: 'Ambiguous',
-  superseded: 'Superseded',
-  expired: 'Expired',
-  configErrors: 'ConfigErrors',
-  unknown: 'Unknown',
-  smtpDuration: 'SmtpDuration',
-  lateness: 'Lateness',
-} as const;
+/** The sender's metric names, from the sender itself: an alarm can never watch a name nobody emits. */
+export const POSTDATE_METRIC = SENDER_METRIC;
 
 export interface OpsProps {
   readonly alarmTopic: sns.ITopic | undefined;
@@ -135,6 +125,12 @@ export class Ops extends Construct {
       'SmtpConfigErrors',
       'the SMTP relay refused authentication, TLS or the sender: fix the secret or the relay settings',
       postdateMetric(POSTDATE_METRIC.configErrors, 'Sum', FIVE_MINUTES),
+      1,
+    );
+    alarm(
+      'OutcomeWriteFailures',
+      'a sender could not record the outcome of an SMTP attempt before its time ran out; the next copy finds the message ambiguous (docs/runbook.md)',
+      postdateMetric(POSTDATE_METRIC.outcomeWriteFailures, 'Sum', FIVE_MINUTES),
       1,
     );
     alarm(

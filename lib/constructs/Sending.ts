@@ -15,6 +15,8 @@ export { SENDER_QUEUE } from '../eventSourceLayout.js';
 export interface SendingProps {
   readonly storage: Storage;
   readonly sendQueue: sqs.IQueue;
+  /** Where the sender moves the copies of `dead` messages itself. */
+  readonly sendDeadLetterQueue: sqs.IQueue;
   readonly smtpSecret: secretsmanager.ISecret | undefined;
   readonly maxConcurrency: number;
   /** POSTDATE_SENDER_TIMEOUT_SECONDS, checked against the lease and the SMTP timeouts. */
@@ -47,6 +49,7 @@ export class Sending extends Construct {
         [RESOURCE_ENV.tableName]: props.storage.table.tableName,
         [RESOURCE_ENV.sendQueueUrl]: props.sendQueue.queueUrl,
         [RESOURCE_ENV.sendQueueArn]: props.sendQueue.queueArn,
+        [RESOURCE_ENV.sendDeadLetterQueueUrl]: props.sendDeadLetterQueue.queueUrl,
         [RESOURCE_ENV.smtpSecretArn]: this.smtpSecret.secretArn,
       },
     });
@@ -60,6 +63,8 @@ export class Sending extends Construct {
     // The event source grants consume (receive, delete, ChangeMessageVisibility for the backoff).
     // Send: an early copy is put back with the exact remaining DelaySeconds (DESIGN §5a).
     props.sendQueue.grantSendMessages(this.sender.role);
+    // Dead means dead (DESIGN §5): the sender moves a dead message's copy to the DLQ itself.
+    props.sendDeadLetterQueue.grantSendMessages(this.sender.role);
     props.storage.table.grantReadWriteData(this.sender.role);
     props.storage.acknowledgeIndexWildcard(
       this.sender.role,

@@ -125,6 +125,14 @@ describe('dispatch: queues', () => {
     expect(send.Properties.RedrivePolicy).toBeDefined();
   });
 
+  it('lets the sender put copies of dead messages on the DLQ itself', () => {
+    const statements = JSON.stringify(template.findResources('AWS::IAM::Policy'));
+    expect(statements).toContain('sqs:SendMessage');
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ POSTDATE_SEND_DLQ_URL: { Ref: ids.sendDlq } }) },
+    });
+  });
+
   it('keeps a copy invisible at least six times as long as the deployed sender may run', () => {
     const sendQueue = template.toJSON().Resources[ids.sendQueue] as Resource;
     const visibility = sendQueue.Properties.VisibilityTimeout as number;
@@ -364,7 +372,7 @@ describe('every function', () => {
         POSTDATE_MESSAGE_ID_DOMAIN: 'example.com',
         POSTDATE_MAX_ATTEMPTS: '5',
         POSTDATE_MAX_SEND_RATE: '12',
-        POSTDATE_LEASE_SECONDS: '120',
+        POSTDATE_LEASE_SECONDS: '300',
         POSTDATE_TABLE_NAME: { Ref: ids.table },
       });
       expect(Object.keys(variables)).not.toContain('SMTP_PASS');
@@ -536,8 +544,8 @@ describe('ops: alarms and dashboard', () => {
     }
   });
 
-  it('alarms on config-class SMTP errors and unknown outcomes from the EMF metrics, and on API 5xx', () => {
-    for (const metric of ['ConfigErrors', 'Unknown']) {
+  it('alarms on config-class SMTP errors, outcome writes that never landed and unknown outcomes from the EMF metrics, and on API 5xx', () => {
+    for (const metric of ['ConfigErrors', 'OutcomeWriteFailures', 'Unknown']) {
       alarmOn(
         { Namespace: 'Postdate', MetricName: metric, Dimensions: [{ Name: 'service', Value: 'postdate' }] },
         1,
@@ -566,7 +574,7 @@ describe('ops: alarms and dashboard', () => {
         ]),
       },
     });
-    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(18);
+    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(19);
   });
 
   it('has one dashboard that follows a message from enqueue to outcome', () => {

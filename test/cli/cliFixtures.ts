@@ -18,8 +18,8 @@ import {
 import { ITEM_SORT_KEY } from '../../lambdas/store/tableLayout.js';
 
 /**
- * Puts copies on the DLQ the way they get there in production: sent to the send queue, received
- * once by a queue with maxReceiveCount 1 (freshQueues(1)), and moved by the emulator's redrive policy.
+ * Puts copies on the DLQ the way they get there in production: the sender puts each one there
+ * itself, marked `"dlq": true`, when its message becomes `dead`.
  */
 export async function deadLetter(
   sqs: SQSClient,
@@ -29,20 +29,13 @@ export async function deadLetter(
   for (let start = 0; start < copies.length; start += 10) {
     await sqs.send(
       new SendMessageBatchCommand({
-        QueueUrl: urls.send,
+        QueueUrl: urls.sendDeadLetter,
         Entries: copies.slice(start, start + 10).map((copy, i) => ({
           Id: String(i),
-          MessageBody: encodeDispatchPayload(copy),
+          MessageBody: encodeDispatchPayload({ ...copy, dlq: true }),
         })),
       }),
     );
-  }
-  let received = 0;
-  for (let round = 0; received < copies.length && round < 200; round++) {
-    const { Messages } = await sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: urls.send, MaxNumberOfMessages: 10, VisibilityTimeout: 0 }),
-    );
-    received += Messages?.length ?? 0;
   }
   await waitFor(async () => (await visibleCount(sqs, urls.sendDeadLetter)) === copies.length);
 }

@@ -36,14 +36,14 @@ describe('what the sender writes down about an attempt', () => {
       {
         delivered: true,
         reply: '250 2.0.0 OK: queued as ABC',
-        accepted: ['ada@example.org'],
-        rejected: [
-          { address: 'gone@example.net', code: '550', enhancedCode: '5.1.1' },
-          { address: 'other@EXAMPLE.net', code: '550', enhancedCode: '5.1.1' },
+        refused: [
+          { index: 1, code: '550', enhancedCode: '5.1.1', permanent: true },
+          { index: 2, code: '550', enhancedCode: '5.1.1', permanent: true },
         ],
         durationMs: 42,
       },
       at,
+      ['ada@example.org', 'gone@example.net', 'other@EXAMPLE.net'],
     );
     expect(entry).toEqual({
       at: at.toISOString(),
@@ -67,6 +67,8 @@ describe('what the sender writes down about an attempt', () => {
           reason: 'the recipient does not exist',
         },
         reply: '550 5.1.1 <ada@example.org> unknown',
+        reachedRelay: true,
+        refused: [],
         durationMs: 7,
       },
       new Date(0),

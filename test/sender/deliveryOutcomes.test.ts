@@ -17,6 +17,11 @@ interface Case {
   readonly enhancedCode?: string;
   /** Message bodies the relay received in full (a refusal at RCPT TO means none). */
   readonly bodies: number;
+  /**
+   * SMTP attempts counted (DESIGN §2: transactions in which the relay saw the message); 0 when
+   * the failure provably came before MAIL FROM. @default 1
+   */
+  readonly attempts?: number;
 }
 
 const cases: readonly Case[] = [
@@ -92,7 +97,7 @@ const cases: readonly Case[] = [
     bodies: 0,
   },
   {
-    name: 'a stall at RCPT TO past the socket timeout',
+    name: 'a stall at RCPT TO past the limit of the phase before the dot',
     behaviour: { rcptTo: 'stall' },
     status: 'retrying',
     outcome: 'transient',
@@ -100,12 +105,13 @@ const cases: readonly Case[] = [
     bodies: 0,
   },
   {
-    name: 'a greeting that never comes',
+    name: 'a greeting that never comes (no attempt: the relay never saw the message)',
     behaviour: { stallGreeting: true },
     status: 'retrying',
     outcome: 'transient',
     code: 'ETIMEDOUT',
     bodies: 0,
+    attempts: 0,
   },
   {
     name: 'a drop after the final dot, on_ambiguous = retry',
@@ -153,7 +159,7 @@ describe('the sender, one copy against each relay behaviour', () => {
 
     const state = await rig.state(message.id);
     expect(state.status).toBe(testCase.status);
-    expect(state.attempts).toBe(1);
+    expect(state.attempts).toBe(testCase.attempts ?? 1);
     expect(state.history).toHaveLength(1);
     expect(state.history[0]).toMatchObject({
       outcome: testCase.outcome,
@@ -243,6 +249,8 @@ describe('the sender with a relay that refuses its login', () => {
       const state = await rig.state(message.id);
       expect(state.status).toBe('retrying');
       expect(state.history[0]).toMatchObject({ outcome: 'config', code: '535', enhanced_code: '5.7.8' });
+      // A refused login comes before MAIL FROM: the relay never saw the message, no attempt counted.
+      expect(state.attempts).toBe(0);
       expect(rig.metrics.of('ConfigErrors')).toBe(1);
       expect(rig.metrics.of('Retried')).toBe(1);
       expect(world.smtp.authAttempts.map((attempt) => attempt.ok)).toEqual([false]);

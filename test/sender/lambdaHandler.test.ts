@@ -20,6 +20,7 @@ describe('the sender Lambda handler', () => {
       POSTDATE_LOCAL: 'true',
       POSTDATE_TABLE_NAME: tableName,
       POSTDATE_SEND_QUEUE_URL: urls.send,
+      POSTDATE_SEND_DLQ_URL: urls.sendDeadLetter,
       AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
       AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
       AWS_REGION: LOCAL_AWS.region,

@@ -1,10 +1,12 @@
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NodemailerMailer } from '../../lambdas/adapters/NodemailerMailer.js';
 import { environmentSmtpCredentials } from '../../lambdas/adapters/smtpCredentials.js';
 import type { OutgoingEmail } from '../../lambdas/ports/Mailer.js';
 import { startSmtpServer, type TestSmtpServer } from '../support/smtpServer.js';
 
-const FAST_TIMEOUTS = { connectionMs: 1000, greetingMs: 400, socketMs: 400, dnsMs: 1000, attemptMs: 5000 };
+const FAST_TIMEOUTS = { connectionMs: 1000, greetingMs: 400, dnsMs: 1000, preDotMs: 1000, replyMs: 1000 };
 
 function email(overrides: Partial<OutgoingEmail> = {}): OutgoingEmail {
   return {
@@ -18,6 +20,7 @@ function email(overrides: Partial<OutgoingEmail> = {}): OutgoingEmail {
     text: 'hello',
     html: null,
     headers: {},
+    envelope: overrides.envelope ?? [...(overrides.to ?? ['ada@example.org'])],
     ...overrides,
   };
 }
@@ -55,7 +58,7 @@ describe('NodemailerMailer against a real SMTP server', () => {
         headers: { 'X-Campaign': '42', 'Message-ID': '<forged@evil.test>', 'x-postdate-id': 'forged' },
       }),
     );
-    expect(outcome).toMatchObject({ delivered: true, accepted: ['ada@example.org'], rejected: [] });
+    expect(outcome).toMatchObject({ delivered: true, refused: [] });
     const received = server.received.slice(before);
     expect(received).toHaveLength(1);
     expect(received[0]?.messageId).toBe('<01JTESTMAILER0000000000000@mail.test>');
@@ -70,11 +73,10 @@ describe('NodemailerMailer against a real SMTP server', () => {
       rcptTo: (address) =>
         address === 'gone@example.net' ? { code: 550, message: '5.1.1 User unknown' } : undefined,
     });
-    const outcome = await mailer.send(email({ to: ['ada@example.org', 'gone@example.net'] }));
+    const outcome = await mailer.send(email({ to: ['ada@example.org', 'Gone <gone@example.net>'] }));
     expect(outcome).toMatchObject({
       delivered: true,
-      accepted: ['ada@example.org'],
-      rejected: [{ address: 'gone@example.net', code: '550', enhancedCode: '5.1.1' }],
+      refused: [{ index: 1, code: '550', enhancedCode: '5.1.1', permanent: true }],
     });
   });
 
@@ -124,10 +126,96 @@ describe('NodemailerMailer against a real SMTP server', () => {
       class: 'transient',
       code: 'ETIMEDOUT',
     });
+    expect(outcome.delivered ? 'delivered' : outcome.reachedRelay).toBe(true);
   });
 
-  it('aborts an attempt at its deadline even when no inactivity timeout fires: ambiguous after the body, transient before', async () => {
-    const slowSocket = { ...FAST_TIMEOUTS, socketMs: 10_000, attemptMs: 300 };
+  it('ends the phase before the dot at its own limit, even against a relay that trickles nothing: transient', async () => {
+    mailer = newMailer();
+    server.script({ rcptTo: 'stall' });
+    const started = Date.now();
+    const outcome = await mailer.send(email(), { endsBy: Date.now() + 60_000 });
+    expect(outcome.delivered ? 'delivered' : outcome.failure).toMatchObject({
+      class: 'transient',
+      code: 'ETIMEDOUT',
+    });
+    // Bounded by the phase's limit (preDotMs = 1 s), not by the invocation's minute.
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it('waits for the reply to the final dot at least the reply timeout, then calls it ambiguous', async () => {
+    mailer = newMailer();
+    server.script({ afterData: 'stall' });
+    const outcome = await mailer.send(email(), { endsBy: Date.now() });
+    expect(outcome.delivered ? 'delivered' : outcome.failure).toMatchObject({
+      class: 'ambiguous',
+      code: 'ETIMEDOUT',
+    });
+    expect(outcome.durationMs).toBeGreaterThanOrEqual(FAST_TIMEOUTS.replyMs - 50);
+  });
+});
+
+describe('NodemailerMailer against a slow relay (RFC 5321 §4.5.3.2.6: wait for the reply to the dot)', () => {
+  /** A relay that answers the final dot only after `replyDelayMs` (content scanning, tarpitting). */
+  async function slowRelay(replyDelayMs: number) {
+    const received: string[] = [];
+    const server = new SMTPServer({
+      disabledCommands: ['STARTTLS', 'AUTH'],
+      authOptional: true,
+      logger: false,
+      onData(stream, _session, callback) {
+        stream.on('data', () => {});
+        stream.on('end', () => {
+          received.push('body');
+          setTimeout(() => callback(), replyDelayMs);
+        });
+      },
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.server.address() as AddressInfo).port;
+    const mailer = new NodemailerMailer({
+      host: '127.0.0.1',
+      port,
+      secure: false,
+      requireTls: false,
+      messageIdDomain: 'mail.test',
+      credentials: environmentSmtpCredentials({ user: undefined, pass: undefined }),
+      // The reply timeout is 1 s; the relay takes 2.5 s.
+      timeouts: FAST_TIMEOUTS,
+    });
+    return {
+      received,
+      mailer,
+      async close() {
+        await mailer.close();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      },
+    };
+  }
+
+  it('is delivered once when the invocation has the time, although the reply timeout is shorter', async () => {
+    const relay = await slowRelay(2500);
+    try {
+      const outcome = await relay.mailer.send(email(), { endsBy: Date.now() + 6000 });
+      expect(outcome.delivered ? 'delivered' : outcome.failure).toBe('delivered');
+      expect(relay.received).toHaveLength(1);
+    } finally {
+      await relay.close();
+    }
+  });
+});
+
+describe('NodemailerMailer, more of the same server', () => {
+  let server: TestSmtpServer;
+  let mailer: NodemailerMailer;
+  beforeAll(async () => {
+    server = await startSmtpServer();
+  });
+  afterAll(async () => {
+    await mailer.close();
+    await server.close();
+  });
+
+  it('calls a greeting that never comes transient, and no attempt: the relay never saw the message', async () => {
     mailer = new NodemailerMailer({
       host: server.host,
       port: server.port,
@@ -135,27 +223,12 @@ describe('NodemailerMailer against a real SMTP server', () => {
       requireTls: false,
       messageIdDomain: 'mail.test',
       credentials: environmentSmtpCredentials({ user: undefined, pass: undefined }),
-      timeouts: slowSocket,
+      timeouts: FAST_TIMEOUTS,
     });
-    server.script({ afterData: 'stall' });
-    const afterBody = await mailer.send(email());
-    expect(afterBody.delivered ? 'delivered' : afterBody.failure).toMatchObject({
-      class: 'ambiguous',
-      code: 'EABORT',
-    });
-    server.script({ rcptTo: 'stall' });
-    const beforeBody = await mailer.send(email());
-    expect(beforeBody.delivered ? 'delivered' : beforeBody.failure).toMatchObject({
-      class: 'transient',
-      code: 'EABORT',
-    });
-  });
-
-  it('calls a greeting that never comes transient', async () => {
-    mailer = newMailer();
     server.script({ stallGreeting: true });
     const outcome = await mailer.send(email());
     expect(outcome.delivered ? 'delivered' : outcome.failure.class).toBe('transient');
+    expect(outcome.delivered ? 'delivered' : outcome.reachedRelay).toBe(false);
   });
 });
 

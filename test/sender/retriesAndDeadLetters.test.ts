@@ -1,5 +1,7 @@
 import { DeleteMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
+import type { DispatchQueue } from '../../lambdas/ports/DispatchQueue.js';
 import { sqsClient } from '../support/awsLocal.js';
 import { createSenderRig, type SenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
 
@@ -28,7 +30,7 @@ describe('the sender, retries and dead letters', () => {
     await world.close();
   });
 
-  it('retries a transient failure on every receive, then on the last allowed one makes it dead and lets the DLQ take the copy; a redriven copy is sent once', async () => {
+  it('retries a transient failure, then after the last allowed SMTP attempt records dead and moves the copy to the DLQ itself; a redriven copy is sent once', async () => {
     const rig = await createSenderRig(world); // POSTDATE_MAX_ATTEMPTS = 3, backoff 0 s (random = 0)
     world.smtp.script(TRANSIENT_AFTER_DATA);
     const message = await rig.putMessage();
@@ -42,7 +44,8 @@ describe('the sender, retries and dead letters', () => {
     }
     const last = await rig.deliverNext();
     expect(last.records[0]?.attributes.ApproximateReceiveCount).toBe('3');
-    expect(last.response.batchItemFailures).toHaveLength(1);
+    // Dead and moved in one step: the send queue no longer holds the copy, the DLQ does.
+    expect(last.response.batchItemFailures).toEqual([]);
 
     const dead = await rig.state(message.id);
     expect(dead.status).toBe('dead');
@@ -53,21 +56,28 @@ describe('the sender, retries and dead letters', () => {
       ['transient', '451'],
     ]);
     expect(dead.due_pk).toBeUndefined();
-    expect(dead.expires_at).toBeDefined();
     expect(rig.metrics.of('Retried')).toBe(2);
     expect(rig.metrics.of('Dead')).toBe(1);
+    expect(rig.metrics.of('DeadLettered')).toBe(1);
     expect(rig.received(message.id).map((received) => received.outcome)).toEqual([
       'refused',
       'refused',
       'refused',
     ]);
+    expect(await rig.depth()).toEqual({ stored: 0, inFlight: 0, delayed: 0 });
+    expect(await rig.depth(rig.urls.sendDeadLetter)).toMatchObject({ stored: 1 });
 
-    // The copy was made visible at once, and the queue's redrive moved it to the DLQ.
-    const body = await redriveFromDlq(rig);
-    expect(body).toBe(JSON.stringify({ v: 1, id: message.id, rev: 1 }));
-    expect(await rig.depth()).toMatchObject({ stored: 1 });
-
+    // Dead means dead: a stray copy (a duplicate, the sweeper's) is dropped, nothing is sent.
     world.smtp.script(); // the relay is healthy again
+    await rig.dispatch(message);
+    const stray = await rig.deliverNext();
+    expect(stray.response.batchItemFailures).toEqual([]);
+    expect(rig.received(message.id)).toHaveLength(3);
+    expect(await rig.state(message.id)).toMatchObject({ status: 'dead', attempts: 3 });
+
+    // The operator's redrive: the copy the sender put in the DLQ says so, and is sent.
+    const body = await redriveFromDlq(rig);
+    expect(JSON.parse(body)).toEqual({ v: 1, id: message.id, rev: 1, dlq: true });
     const redriven = await rig.deliverNext();
     expect(redriven.response.batchItemFailures).toEqual([]);
     const sent = await rig.state(message.id);
@@ -78,12 +88,58 @@ describe('the sender, retries and dead letters', () => {
     expect(rig.received(message.id).filter((received) => received.outcome === 'accepted')).toHaveLength(1);
 
     // The same copy redriven once more (an operator's double click) finds it sent: nothing is sent.
-    await rig.dispatch(message);
+    await rig.dispatch(body);
     const again = await rig.deliverNext();
     expect(again.response.batchItemFailures).toEqual([]);
     expect(rig.received(message.id).filter((received) => received.outcome === 'accepted')).toHaveLength(1);
     expect(await rig.depth()).toEqual({ stored: 0, inFlight: 0, delayed: 0 });
   });
+
+  it('gives a redriven message a fresh set of attempts, and dead-letters it again when they run out', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script(TRANSIENT_AFTER_DATA);
+    const message = await rig.putMessage({ status: 'dead', attempts: 3 });
+    await rig.dispatch(JSON.stringify({ v: 1, id: message.id, rev: 1, dlq: true }));
+
+    for (const attempts of [4, 5]) {
+      await rig.deliverNext();
+      expect(await rig.state(message.id)).toMatchObject({ status: 'retrying', attempts, attempt_limit: 6 });
+    }
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'dead', attempts: 6 });
+    expect(await rig.depth(rig.urls.sendDeadLetter)).toMatchObject({ stored: 1 });
+  });
+
+  it('keeps the copy of a message it made dead when the move to the DLQ fails, and moves it when the copy is back', async () => {
+    const rig = await createSenderRig(world, { settings: { maxAttempts: 1 } });
+    world.smtp.script(TRANSIENT_AFTER_DATA);
+    const message = await rig.putMessage();
+    await rig.dispatch(message);
+    let moves = 0;
+    const realDeadLetters = new SqsDispatchQueue(sqsClient(), rig.urls.sendDeadLetter);
+    const flakyDeadLetters: DispatchQueue = {
+      async enqueue(copies) {
+        moves += 1;
+        return moves === 1 ? { failed: copies } : realDeadLetters.enqueue(copies);
+      },
+    };
+    const handler = rig.newHandler({ deadLetters: flakyDeadLetters });
+
+    const first = await rig.receive({ waitSeconds: 3, max: 1 });
+    const kept = await rig.run(first, handler);
+    expect(kept.batchItemFailures).toHaveLength(1);
+    expect(await rig.state(message.id)).toMatchObject({ status: 'dead', attempts: 1 });
+    expect(await rig.depth(rig.urls.sendDeadLetter)).toMatchObject({ stored: 0 });
+
+    const [back] = await rig.receive({ waitSeconds: 8, max: 1 });
+    if (back === undefined) throw new Error('the kept copy did not come back');
+    const moved = await rig.run([back], handler);
+    expect(moved.batchItemFailures).toEqual([]);
+    expect(moves).toBe(2);
+    expect(rig.received(message.id)).toHaveLength(1); // no further SMTP attempt
+    expect(await rig.depth(rig.urls.sendDeadLetter)).toMatchObject({ stored: 1 });
+    expect(await rig.depth()).toEqual({ stored: 0, inFlight: 0, delayed: 0 });
+  }, 20_000);
 
   it('drops a redriven copy of a message that is already sent', async () => {
     const rig = await createSenderRig(world);

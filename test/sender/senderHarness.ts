@@ -6,8 +6,8 @@ import {
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { NodemailerMailer } from '../../lambdas/adapters/NodemailerMailer.js';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { NodemailerMailer, type SmtpTimeouts } from '../../lambdas/adapters/NodemailerMailer.js';
 import { SqsCopyVisibility } from '../../lambdas/adapters/SqsCopyVisibility.js';
 import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
 import {
@@ -15,6 +15,7 @@ import {
   type SmtpCredentialsSource,
 } from '../../lambdas/adapters/smtpCredentials.js';
 import { encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
+import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
 import type { DispatchQueue, QueuedCopy } from '../../lambdas/ports/DispatchQueue.js';
 import type { Mailer } from '../../lambdas/ports/Mailer.js';
 import { createSenderHandler, type SenderDependencies } from '../../lambdas/sender/createSenderHandler.js';
@@ -38,7 +39,10 @@ import { type MessageFixture, putMessage, readState } from './records.js';
  * is a clock the test moves; SQS keeps real time, so backoffs in these tests are 0–2 seconds.
  */
 
-/** Compressed settings: 3 receives before the DLQ, backoff of at most 1 s, 1 s early-copy wait. */
+/**
+ * Compressed settings: 3 SMTP attempts before the DLQ, backoff of at most 1 s, 1 s early-copy wait,
+ * and SMTP limits of about a second: the phase before the dot 1.5 s, the reply to it at least 1 s.
+ */
 export const TEST_SETTINGS: SenderSettings = {
   maxAttempts: 3,
   retryBaseSeconds: 1,
@@ -46,15 +50,24 @@ export const TEST_SETTINGS: SenderSettings = {
   leaseSeconds: 120,
   retentionDays: 30,
   maxEarlyWaitMs: 1000,
+  timing: { smtpTimeoutSeconds: 1, smtpReplyTimeoutSeconds: 1 },
 };
 
-const FAST_SMTP_TIMEOUTS = {
+/** One whole attempt under TEST_SETTINGS (2 × 1 s + 1 s + the 10 s outcome reserve) and a little more. */
+export const TEST_TIMEOUT_SECONDS = attemptBudgetMs(TEST_SETTINGS.timing) / 1000 + 1;
+
+export const FAST_SMTP_TIMEOUTS: SmtpTimeouts = {
   connectionMs: 1000,
   greetingMs: 400,
-  socketMs: 400,
   dnsMs: 1000,
-  attemptMs: 5000,
+  preDotMs: 1500,
+  replyMs: 1000,
 };
+
+/** A Lambda context with this much time left (on the real clock; the sender reads it once). */
+export function contextWithRemaining(milliseconds: number): Pick<Context, 'getRemainingTimeInMillis'> {
+  return { getRemainingTimeInMillis: () => milliseconds };
+}
 
 export class TestClock {
   constructor(public ms = Date.now()) {}
@@ -156,9 +169,9 @@ export interface SenderRig {
   readonly queue: RecordingQueue;
   /** In-process waits the sender asked for (they advance the clock instead of sleeping). */
   readonly sleeps: number[];
-  readonly handler: (event: SQSEvent) => Promise<SQSBatchResponse>;
+  readonly handler: SenderHandler;
   /** Another sender (its own handler, same table, queue and relay), e.g. for races. */
-  newHandler(overrides?: Partial<SenderDependencies>): (event: SQSEvent) => Promise<SQSBatchResponse>;
+  newHandler(overrides?: Partial<SenderDependencies>): SenderHandler;
   putMessage(fixture?: MessageFixture): Promise<MessageStateRecord>;
   state(id: string): Promise<MessageStateRecord>;
   /** Puts a `{v:1,id,rev}` copy on the send queue (or the raw body given). */
@@ -168,7 +181,8 @@ export interface SenderRig {
   /** Calls a handler with the records and applies its answer: deletes every copy not reported failed. */
   run(
     records: SQSRecord[],
-    handler?: (event: SQSEvent) => Promise<SQSBatchResponse>,
+    handler?: SenderHandler,
+    context?: Pick<Context, 'getRemainingTimeInMillis'>,
   ): Promise<SQSBatchResponse>;
   /** Receives the next copy (one) and runs it as a batch; fails the test if nothing arrives. */
   deliverNext(): Promise<{ records: SQSRecord[]; response: SQSBatchResponse }>;
@@ -177,6 +191,11 @@ export interface SenderRig {
   /** SMTP messages received for one Postdate id. */
   received(id: string): TestSmtpServer['received'];
 }
+
+export type SenderHandler = (
+  event: SQSEvent,
+  context?: Pick<Context, 'getRemainingTimeInMillis'>,
+) => Promise<SQSBatchResponse>;
 
 export async function createSenderRig(
   world: SenderWorld,
@@ -197,8 +216,10 @@ export async function createSenderRig(
       store,
       mailer: world.mailer,
       queue,
+      deadLetters: new SqsDispatchQueue(sqs, urls.sendDeadLetter),
       visibility: new SqsCopyVisibility(sqs, urls.send),
       settings,
+      timeoutSeconds: TEST_TIMEOUT_SECONDS,
       maxSendRate: options.maxSendRate,
       now: clock.now,
       random: options.random ?? (() => 0),
@@ -226,8 +247,12 @@ export async function createSenderRig(
     return (Messages ?? []).map((message) => toSqsRecord(message, arn));
   };
 
-  const run = async (records: SQSRecord[], using = handler) => {
-    const response = await using({ Records: records });
+  const run = async (
+    records: SQSRecord[],
+    using = handler,
+    context?: Pick<Context, 'getRemainingTimeInMillis'>,
+  ) => {
+    const response = await using({ Records: records }, context);
     const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
     for (const record of records) {
       if (failed.has(record.messageId)) continue;
@@ -320,6 +345,7 @@ export function storeWith(store: SenderStore, replaced: Partial<SenderStore>): S
     readGroupVersion: (tenant, key) => store.readGroupVersion(tenant, key),
     claim: (input) => store.claim(input),
     recordOutcome: (input) => store.recordOutcome(input),
+    release: (input) => store.release(input),
     settleUnsent: (input) => store.settleUnsent(input),
     ...replaced,
   };

@@ -27,7 +27,7 @@ describe('DynamoSenderStore', () => {
 
   const put = (fixture: MessageFixture = {}) => putMessage(documents, tableName, now, fixture);
 
-  it('claims a scheduled record: sending, leased, due at the lease end, one more attempt', async () => {
+  it('claims a scheduled record: sending, leased, due at the lease end; no attempt yet (the relay has seen nothing)', async () => {
     const observed = await put();
     const result = await store.claim({ observed, owner: 'me', now, leaseUntil });
     expect(result.outcome).toBe('applied');
@@ -37,7 +37,7 @@ describe('DynamoSenderStore', () => {
       lease_owner: 'me',
       lease_until: leaseUntil.toISOString(),
       due_at: leaseUntil.toISOString(),
-      attempts: 1,
+      attempts: 0,
       lst_pk: `${TENANT}#sending#${observed.lst_pk.split('#').at(-1)}`,
     });
   });
@@ -110,6 +110,8 @@ describe('DynamoSenderStore', () => {
       attempt: attempt('sent'),
       lastError: null,
       retentionDays: 30,
+      attempts: 1,
+      recipients: { accepted: [0], rejected: [] },
     };
     expect((await store.recordOutcome({ ...common, owner: 'someone-else' })).outcome).toBe('conflict');
     expect((await store.recordOutcome({ ...common, owner: 'me' })).outcome).toBe('applied');
@@ -139,6 +141,8 @@ describe('DynamoSenderStore', () => {
       lastError: { class: 'transient', code: '451', enhanced_code: null, message: 'temporary' },
       retryAt,
       retentionDays: 30,
+      attempts: 1,
+      recipients: { accepted: [], rejected: [] },
     });
     const state = await readState(documents, tableName, observed.id);
     expect(state).toMatchObject({
@@ -165,6 +169,8 @@ describe('DynamoSenderStore', () => {
         lastError: null,
         retryAt: at,
         retentionDays: 30,
+        attempts: index + 1,
+        recipients: { accepted: [], rejected: [] },
       });
       if (outcome.outcome !== 'applied') throw new Error('outcome failed');
       observed = outcome.record;

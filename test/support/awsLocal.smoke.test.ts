@@ -17,14 +17,14 @@ describe('the local AWS parts the tests share', () => {
     );
   });
 
-  it('creates a send queue that redrives to its DLQ after maxAttempts receives', async () => {
+  it('creates a send queue whose redrive to the DLQ is the backstop well above maxAttempts (3 × 3 + 10)', async () => {
     const { urls, arns } = await freshQueues(3);
     const { Attributes } = await sqsClient().send(
       new GetQueueAttributesCommand({ QueueUrl: urls.send, AttributeNames: ['RedrivePolicy'] }),
     );
     expect(JSON.parse(Attributes?.RedrivePolicy ?? '{}')).toEqual({
       deadLetterTargetArn: arns.sendDeadLetter,
-      maxReceiveCount: 3,
+      maxReceiveCount: 19,
     });
   });
 });

@@ -1,0 +1,150 @@
+import { backoffSeconds, configBackoffSeconds } from './backoff.js';
+import type { SmtpErrorClass } from './classifySmtpError.js';
+import { MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
+import {
+  pendingPositions,
+  progressAfter,
+  type RecipientProgress,
+  type RecipientRefusal,
+} from './recipients.js';
+import { checkTransition } from './stateMachine.js';
+
+/**
+ * The two decisions that carry the promise (DESIGN §2, §5), as pure functions: whether a queue copy
+ * may go on to a send (`admitCopy`), and what one attempt's outcome makes of the message
+ * (`decideOutcome`). The sender runs the I/O around them.
+ */
+
+/** What the admission reads of the state record. */
+export interface AdmissionRecord {
+  readonly status: MessageStatus;
+  readonly rev: number;
+  readonly lease_until?: string;
+  /** The SQS message id of the copy that made the message `dead` (its move to the DLQ). */
+  readonly dead_copy?: string;
+}
+
+/** What the admission reads of the queue copy. */
+export interface AdmissionCopy {
+  readonly rev: number;
+  readonly sqsMessageId: string;
+  /** The copy is one the sender put in the DLQ (`"dlq": true`), so an operator redrove it. */
+  readonly fromDeadLetters: boolean;
+}
+
+export type Admission =
+  | { readonly kind: 'drop'; readonly reason: string }
+  /** Another sender holds a live lease: the copy comes back when it ends. */
+  | { readonly kind: 'wait-for-lease'; readonly visibilitySeconds: number }
+  /** The message is `dead` and this is the copy whose move to the DLQ has not happened yet. */
+  | { readonly kind: 'move-to-dead-letters' }
+  /** The copy may claim: `takeover` when the record's lease expired mid-send, `redrive` from the DLQ. */
+  | { readonly kind: 'proceed'; readonly takeover: boolean; readonly redrive: boolean };
+
+export function admitCopy(record: AdmissionRecord | undefined, copy: AdmissionCopy, now: Date): Admission {
+  if (record === undefined) return { kind: 'drop', reason: 'no such message' };
+  if (record.rev !== copy.rev) return { kind: 'drop', reason: `stale rev (record is at rev ${record.rev})` };
+  if (record.status === MESSAGE_STATUS.sending) {
+    const leaseEnd = record.lease_until === undefined ? 0 : Date.parse(record.lease_until);
+    if (leaseEnd > now.getTime()) {
+      return { kind: 'wait-for-lease', visibilitySeconds: Math.ceil((leaseEnd - now.getTime()) / 1000) + 1 };
+    }
+    return { kind: 'proceed', takeover: true, redrive: false };
+  }
+  if (record.status === MESSAGE_STATUS.dead) {
+    // Dead means dead: only an operator's redrive from the DLQ sends it again.
+    if (copy.fromDeadLetters) return { kind: 'proceed', takeover: false, redrive: true };
+    if (record.dead_copy === copy.sqsMessageId) return { kind: 'move-to-dead-letters' };
+    return { kind: 'drop', reason: 'dead, and this copy did not come out of the DLQ' };
+  }
+  if (!checkTransition(record.status, MESSAGE_STATUS.sending, 'sender').allowed) {
+    return { kind: 'drop', reason: `already ${record.status}` };
+  }
+  return { kind: 'proceed', takeover: false, redrive: false };
+}
+
+/** One attempt's result, as the sender hands it to the decision (positions in the recipient list). */
+export interface AttemptResult {
+  /** The relay answered the final dot with 250. */
+  readonly delivered: boolean;
+  /** The failure's class when not delivered. */
+  readonly failureClass?: SmtpErrorClass;
+  /** The relay saw this message (MAIL FROM was, or may have been, sent): the attempt counts. */
+  readonly reachedRelay: boolean;
+  /** The positions in this attempt's envelope. */
+  readonly attempted: readonly number[];
+  /** Recipients refused one by one at RCPT TO (4xx deferred, 5xx rejected). */
+  readonly refused: readonly RecipientRefusal[];
+}
+
+export interface OutcomeRecord {
+  /** SMTP attempts so far (DESIGN §2: transactions in which the relay saw the message). */
+  readonly attempts: number;
+  /** The attempt count at which the message becomes `dead`; POSTDATE_MAX_ATTEMPTS when absent. */
+  readonly attempt_limit?: number;
+  readonly on_ambiguous: 'retry' | 'hold';
+  readonly recipients: RecipientProgress;
+  readonly recipientTotal: number;
+}
+
+export interface OutcomeSettings {
+  readonly maxAttempts: number;
+  readonly retryBaseSeconds: number;
+  readonly retryCapSeconds: number;
+}
+
+export type OutcomeStatus = 'sent' | 'retrying' | 'failed' | 'dead' | 'unknown';
+
+export interface OutcomeDecision {
+  readonly to: OutcomeStatus;
+  /** `retrying` only: when the copy is visible again. */
+  readonly visibilitySeconds?: number;
+  readonly attempts: number;
+  readonly recipients: RecipientProgress;
+}
+
+/**
+ * Where an attempt's outcome takes the message:
+ * - recipients settle one by one; `sent` when none is pending and at least one was accepted,
+ *   `failed` when every one was rejected;
+ * - a permanent failure without per-recipient replies rejects every attempted recipient;
+ * - ambiguous under `hold` is `unknown`;
+ * - anything else that leaves recipients pending (transient, config, ambiguous under `retry`, a
+ *   4xx for some recipients) retries after backoff with full jitter — `dead` once the attempts,
+ *   counted as SMTP transactions, reach the limit.
+ * `receiveCount` (the copy's ApproximateReceiveCount) sets the backoff's exponent.
+ */
+export function decideOutcome(
+  result: AttemptResult,
+  record: OutcomeRecord,
+  settings: OutcomeSettings,
+  receiveCount: number,
+  random: () => number,
+): OutcomeDecision {
+  const attempts = record.attempts + (result.reachedRelay ? 1 : 0);
+  const failureClass = result.delivered ? undefined : (result.failureClass ?? 'transient');
+  const recipients = progressAfter(record.recipients, {
+    attempted: result.attempted,
+    delivered: result.delivered,
+    refused: result.refused,
+    allRefused: failureClass === 'permanent' && result.refused.length === 0,
+  });
+  const pending = pendingPositions(record.recipientTotal, recipients);
+  const decided = (to: OutcomeStatus, visibilitySeconds?: number): OutcomeDecision => ({
+    to,
+    attempts,
+    recipients,
+    ...(visibilitySeconds === undefined ? {} : { visibilitySeconds }),
+  });
+
+  if (failureClass === 'ambiguous' && record.on_ambiguous === 'hold') return decided('unknown');
+  if (pending.length === 0) return decided(recipients.accepted.length > 0 ? 'sent' : 'failed');
+  if (attempts >= (record.attempt_limit ?? settings.maxAttempts)) return decided('dead');
+  const policy = { baseSeconds: settings.retryBaseSeconds, capSeconds: settings.retryCapSeconds };
+  const exponent = Math.max(0, receiveCount - 1);
+  const visibilitySeconds =
+    failureClass === 'config'
+      ? configBackoffSeconds(exponent, policy, random)
+      : backoffSeconds(exponent, policy, random);
+  return decided('retrying', visibilitySeconds);
+}

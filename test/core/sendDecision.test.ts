@@ -1,0 +1,189 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { SmtpErrorClass } from '../../lambdas/core/classifySmtpError.js';
+import { MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
+import { pendingPositions, progressAfter } from '../../lambdas/core/recipients.js';
+import { admitCopy, decideOutcome, type OutcomeRecord } from '../../lambdas/core/sendDecision.js';
+import { attemptBudgetMs, replyDeadline, sendTimingProblems } from '../../lambdas/core/sendTiming.js';
+
+/** The two decisions that carry the promise (DESIGN §2, §5), as specifications. */
+
+const SETTINGS = { maxAttempts: 3, retryBaseSeconds: 30, retryCapSeconds: 3600 };
+const NOW = new Date('2026-12-01T09:00:00.000Z');
+const copy = (overrides: Partial<Parameters<typeof admitCopy>[1]> = {}) => ({
+  rev: 1,
+  sqsMessageId: 'm-1',
+  fromDeadLetters: false,
+  ...overrides,
+});
+
+describe('admitting a queue copy', () => {
+  it('drops a copy of a dead message that did not come out of the DLQ (dead means dead)', () => {
+    expect(admitCopy({ status: 'dead', rev: 1 }, copy(), NOW)).toMatchObject({ kind: 'drop' });
+    expect(admitCopy({ status: 'dead', rev: 1 }, copy({ fromDeadLetters: true }), NOW)).toEqual({
+      kind: 'proceed',
+      takeover: false,
+      redrive: true,
+    });
+    expect(admitCopy({ status: 'dead', rev: 1, dead_copy: 'm-1' }, copy(), NOW)).toEqual({
+      kind: 'move-to-dead-letters',
+    });
+  });
+
+  it('never lets a copy claim a record of another rev, a live lease, or a status the sender may not leave', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...MESSAGE_STATUSES),
+        fc.integer({ min: 1, max: 5 }),
+        fc.integer({ min: 1, max: 5 }),
+        fc.integer({ min: -60_000, max: 60_000 }),
+        fc.boolean(),
+        (status, recordRev, copyRev, leaseOffset, fromDeadLetters) => {
+          const leaseUntil = new Date(NOW.getTime() + leaseOffset).toISOString();
+          const admission = admitCopy(
+            { status, rev: recordRev, lease_until: leaseUntil },
+            copy({ rev: copyRev, fromDeadLetters }),
+            NOW,
+          );
+          if (admission.kind !== 'proceed') return;
+          expect(recordRev).toBe(copyRev);
+          expect(['scheduled', 'retrying', 'sending', 'dead']).toContain(status);
+          if (status === 'sending') expect(leaseOffset).toBeLessThanOrEqual(0);
+          if (status === 'dead') expect(fromDeadLetters).toBe(true);
+        },
+      ),
+    );
+  });
+});
+
+const record = (overrides: Partial<OutcomeRecord> = {}): OutcomeRecord => ({
+  attempts: 0,
+  on_ambiguous: 'retry',
+  recipients: { accepted: [], rejected: [] },
+  recipientTotal: 1,
+  ...overrides,
+});
+const failure = (failureClass: SmtpErrorClass, reachedRelay = true) => ({
+  delivered: false,
+  failureClass,
+  reachedRelay,
+  attempted: [0],
+  refused: [],
+});
+
+describe('what an outcome makes of the message', () => {
+  it('counts an attempt only when the relay may have seen the message (DESIGN §2)', () => {
+    expect(decideOutcome(failure('transient', false), record(), SETTINGS, 1, () => 0).attempts).toBe(0);
+    expect(decideOutcome(failure('transient'), record(), SETTINGS, 1, () => 0).attempts).toBe(1);
+  });
+
+  it('makes a message dead after its last allowed SMTP attempt, however many receives it took', () => {
+    expect(decideOutcome(failure('transient'), record({ attempts: 2 }), SETTINGS, 50, () => 0).to).toBe(
+      'dead',
+    );
+    expect(
+      decideOutcome(failure('transient', false), record({ attempts: 2 }), SETTINGS, 50, () => 0).to,
+    ).toBe('retrying');
+    expect(
+      decideOutcome(failure('transient'), record({ attempts: 4, attempt_limit: 6 }), SETTINGS, 1, () => 0).to,
+    ).toBe('retrying');
+  });
+
+  it('holds an ambiguous outcome as unknown under hold, and retries it under retry', () => {
+    expect(
+      decideOutcome(failure('ambiguous'), record({ on_ambiguous: 'hold' }), SETTINGS, 1, () => 0).to,
+    ).toBe('unknown');
+    expect(decideOutcome(failure('ambiguous'), record(), SETTINGS, 1, () => 0).to).toBe('retrying');
+  });
+
+  it('never puts an accepted recipient back in an envelope, and ends sent only with none pending', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 6 }),
+        fc.array(
+          fc.record({ delivered: fc.boolean(), refusals: fc.array(fc.tuple(fc.nat(5), fc.boolean())) }),
+          {
+            maxLength: 6,
+          },
+        ),
+        (total, attempts) => {
+          let progress = { accepted: [] as number[], rejected: [] as number[] };
+          for (const attempt of attempts) {
+            const attempted = pendingPositions(total, progress);
+            for (const accepted of progress.accepted) expect(attempted).not.toContain(accepted);
+            const refused = attempt.refusals
+              .filter(([position]) => attempted.includes(position))
+              .map(([position, permanent]) => ({ position, permanent }));
+            const decision = decideOutcome(
+              {
+                delivered: attempt.delivered,
+                ...(attempt.delivered ? {} : { failureClass: 'transient' as const }),
+                reachedRelay: true,
+                attempted,
+                refused,
+              },
+              record({ recipients: progress, recipientTotal: total }),
+              { ...SETTINGS, maxAttempts: 100 },
+              1,
+              () => 0.5,
+            );
+            const pending = pendingPositions(total, decision.recipients);
+            if (decision.to === 'sent') {
+              expect(pending).toEqual([]);
+              expect(decision.recipients.accepted.length).toBeGreaterThan(0);
+            }
+            if (decision.to === 'failed') expect(decision.recipients.accepted).toEqual([]);
+            if (decision.to === 'retrying') expect(pending.length).toBeGreaterThan(0);
+            for (const accepted of progress.accepted)
+              expect(decision.recipients.accepted).toContain(accepted);
+            progress = {
+              accepted: [...decision.recipients.accepted],
+              rejected: [...decision.recipients.rejected],
+            };
+            if (decision.to !== 'retrying') break;
+          }
+        },
+      ),
+    );
+  });
+
+  it('rejects every attempted recipient on a permanent refusal of the whole message', () => {
+    expect(
+      progressAfter(
+        { accepted: [0], rejected: [] },
+        { attempted: [1, 2], delivered: false, refused: [], allRefused: true },
+      ),
+    ).toEqual({ accepted: [0], rejected: [1, 2] });
+  });
+});
+
+describe('the time rule (lease > sender timeout > one whole attempt)', () => {
+  it('holds for the defaults and names what breaks it', () => {
+    const defaults = {
+      leaseSeconds: 300,
+      senderTimeoutSeconds: 240,
+      smtpTimeoutSeconds: 20,
+      smtpReplyTimeoutSeconds: 120,
+    };
+    expect(sendTimingProblems(defaults)).toEqual([]);
+    expect(attemptBudgetMs(defaults)).toBe(40_000 + 120_000 + 10_000);
+    expect(sendTimingProblems({ ...defaults, senderTimeoutSeconds: 170 })).toHaveLength(1);
+    expect(sendTimingProblems({ ...defaults, leaseSeconds: 240 })).toHaveLength(1);
+  });
+
+  it('waits for the reply to the dot as long as the invocation allows, at least the reply timeout, at most ten minutes', () => {
+    fc.assert(
+      fc.property(
+        fc.nat(1_000_000),
+        fc.nat(2_000_000),
+        fc.integer({ min: 1000, max: 600_000 }),
+        (dot, endsBy, reply) => {
+          const deadline = replyDeadline(dot, endsBy, reply);
+          expect(deadline).toBeGreaterThanOrEqual(dot + reply);
+          expect(deadline).toBeLessThanOrEqual(dot + 600_000);
+          if (endsBy >= dot + reply && endsBy <= dot + 600_000) expect(deadline).toBe(endsBy);
+        },
+      ),
+    );
+  });
+});

@@ -1,0 +1,177 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoSenderStore, type SenderStore } from '../../lambdas/store/senderTransitions.js';
+import {
+  contextWithRemaining,
+  createSenderRig,
+  type SenderRig,
+  type SenderWorld,
+  startSenderWorld,
+  storeWith,
+} from './senderHarness.js';
+
+/**
+ * DESIGN §5, "Never out of time mid-send": the write after a 250 is retried until it lands (it is
+ * conditional on the lease, so a retry is safe), so a message the relay accepted is never sent again
+ * because our own database write failed; and a failure between the claim and MAIL FROM releases the
+ * claim — no attempt, nothing ambiguous.
+ */
+
+const throttled = () =>
+  Object.assign(new Error('Rate of requests exceeds the allowed throughput'), {
+    name: 'ThrottlingException',
+  });
+
+describe('the sender when its own writes and reads fail', () => {
+  let world: SenderWorld;
+  let store: SenderStore;
+  beforeAll(async () => {
+    world = await startSenderWorld();
+    store = new DynamoSenderStore(world.documents, world.tableName);
+  });
+  afterAll(async () => {
+    await world.close();
+  });
+
+  const accepted = (rig: SenderRig, id: string) =>
+    rig.received(id).filter((message) => message.outcome === 'accepted');
+
+  /** A store whose first `failures` outcome writes throw before reaching DynamoDB. */
+  function outcomeWritesFailing(failures: number): { store: SenderStore; tries: () => number } {
+    let tries = 0;
+    return {
+      tries: () => tries,
+      store: storeWith(store, {
+        async recordOutcome(input) {
+          tries += 1;
+          if (tries <= failures) throw throttled();
+          return store.recordOutcome(input);
+        },
+      }),
+    };
+  }
+
+  it.each(['retry', 'hold'] as const)(
+    'records a 250 whose first outcome writes were throttled, and never sends it again (on_ambiguous = %s)',
+    async (onAmbiguous) => {
+      const rig = await createSenderRig(world, { random: () => 0.5 });
+      world.smtp.script();
+      const message = await rig.putMessage({ onAmbiguous });
+      await rig.dispatch(message);
+      const flaky = outcomeWritesFailing(3);
+
+      const records = await rig.receive({ waitSeconds: 3, max: 1 });
+      const response = await rig.run(records, rig.newHandler({ store: flaky.store }));
+
+      expect(response.batchItemFailures).toEqual([]);
+      expect(flaky.tries()).toBe(4);
+      const state = await rig.state(message.id);
+      expect(state).toMatchObject({ status: 'sent', attempts: 1 });
+      expect(state.history.map((entry) => entry.outcome)).toEqual(['sent']);
+      expect(rig.metrics.of('OutcomeWriteRetries')).toBe(3);
+      expect(rig.metrics.of('OutcomeWriteFailures')).toBe(0);
+
+      // Whatever copy comes later (a duplicate, the sweeper's) finds it sent: one delivery in all.
+      rig.clock.advance(600_000);
+      await rig.dispatch(message);
+      await rig.deliverNext();
+      expect(accepted(rig, message.id)).toHaveLength(1);
+      expect((await rig.state(message.id)).status).toBe('sent');
+    },
+  );
+
+  it('takes a conflict after a failed try for its own write that landed with its answer lost', async () => {
+    const rig = await createSenderRig(world, { random: () => 0.5 });
+    world.smtp.script();
+    const message = await rig.putMessage();
+    await rig.dispatch(message);
+    let tries = 0;
+    const lostAnswer = storeWith(store, {
+      async recordOutcome(input) {
+        tries += 1;
+        const result = await store.recordOutcome(input);
+        if (tries === 1) throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError' });
+        return result;
+      },
+    });
+
+    const records = await rig.receive({ waitSeconds: 3, max: 1 });
+    const response = await rig.run(records, rig.newHandler({ store: lostAnswer }));
+
+    expect(tries).toBe(2);
+    expect(response.batchItemFailures).toEqual([]);
+    expect((await rig.state(message.id)).status).toBe('sent');
+    expect(rig.metrics.of('Sent')).toBe(1);
+    expect(accepted(rig, message.id)).toHaveLength(1);
+  });
+
+  it('gives up only when the invocation is out of time: counts OutcomeWriteFailures and keeps the copy until the lease ends', async () => {
+    const rig = await createSenderRig(world, { random: () => 1 });
+    world.smtp.script();
+    const message = await rig.putMessage();
+    await rig.dispatch(message);
+    const never = outcomeWritesFailing(Number.POSITIVE_INFINITY);
+
+    const records = await rig.receive({ waitSeconds: 3, max: 1 });
+    // 20 s on the sender's clock: the claim needs 13 s, the retries pause up to 2 s each.
+    const response = await rig.run(
+      records,
+      rig.newHandler({ store: never.store }),
+      contextWithRemaining(20_000),
+    );
+
+    expect(response.batchItemFailures).toHaveLength(1);
+    expect(never.tries()).toBeGreaterThan(3);
+    expect(rig.metrics.of('OutcomeWriteFailures')).toBe(1);
+    const state = await rig.state(message.id);
+    expect(state.status).toBe('sending');
+    // Hidden until the lease (120 s) has run out, not the queue's 6 × the timeout.
+    expect(await rig.receive({ waitSeconds: 0 })).toEqual([]);
+    expect(rig.log.lines.some((line) => line.level === 'error')).toBe(true);
+  });
+
+  it.each([
+    ['the body read', { readBody: async () => Promise.reject(throttled()) }],
+    [
+      'the group read after the claim',
+      (() => {
+        let reads = 0;
+        return {
+          readGroupVersion: async () => {
+            reads += 1;
+            if (reads === 2) throw throttled();
+            return undefined;
+          },
+        };
+      })(),
+    ],
+  ] as const)(
+    'releases the claim when %s fails: no attempt, nothing ambiguous, and the next copy sends it once (on_ambiguous = hold)',
+    async (_what, replaced) => {
+      const rig = await createSenderRig(world);
+      world.smtp.script();
+      const message = await rig.putMessage({ onAmbiguous: 'hold', group: { key: 'g', version: 1 } });
+      await rig.dispatch(message);
+      const transactionsBefore = world.smtp.transactions;
+
+      const records = await rig.receive({ waitSeconds: 3, max: 1 });
+      const response = await rig.run(records, rig.newHandler({ store: storeWith(store, replaced) }));
+
+      expect(response.batchItemFailures).toHaveLength(1);
+      expect(world.smtp.transactions).toBe(transactionsBefore);
+      const released = await rig.state(message.id);
+      expect(released).toMatchObject({ status: 'retrying', attempts: 0, history: [] });
+      expect(released.lease_owner).toBeUndefined();
+      expect(rig.metrics.of('Released')).toBe(1);
+
+      // The copy is back within seconds (not after a lease); it is sent, not held as unknown.
+      const [back] = await rig.receive({ waitSeconds: 8, max: 1 });
+      if (back === undefined) throw new Error('the released copy did not come back');
+      await rig.run([back]);
+      const sent = await rig.state(message.id);
+      expect(sent).toMatchObject({ status: 'sent', attempts: 1 });
+      expect(sent.history.map((entry) => entry.outcome)).toEqual(['sent']);
+      expect(accepted(rig, message.id)).toHaveLength(1);
+    },
+    20_000,
+  );
+});

@@ -1,0 +1,98 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { messageView } from '../../lambdas/api/messageView.js';
+import { createSenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
+
+/**
+ * DESIGN §5, "Recipients one by one": a recipient the relay accepted is never sent the message
+ * again; one deferred with a 4xx at RCPT stays pending and is retried (same Message-ID, only the
+ * pending recipients in the envelope); one rejected with a 5xx is recorded and not retried. The
+ * message is `sent` when no recipient is pending and at least one was accepted.
+ */
+
+describe('the sender, recipient by recipient', () => {
+  let world: SenderWorld;
+  beforeAll(async () => {
+    world = await startSenderWorld();
+  });
+  afterAll(async () => {
+    await world.close();
+  });
+
+  it('retries only the recipient deferred with a 4xx, never the accepted one nor the rejected one', async () => {
+    const rig = await createSenderRig(world);
+    const to = ['ada@example.org', 'Bob <bob@example.net>'];
+    const cc = ['cyd@example.com'];
+    world.smtp.script(
+      {
+        rcptTo: (address) => {
+          if (address === 'bob@example.net') return { code: 450, message: '4.2.1 Mailbox busy, try later' };
+          if (address === 'cyd@example.com') return { code: 550, message: '5.1.1 User unknown' };
+          return undefined;
+        },
+      },
+      {},
+    );
+    const message = await rig.putMessage({ to, cc });
+    await rig.dispatch(message);
+
+    const first = await rig.deliverNext();
+    expect(first.response.batchItemFailures).toHaveLength(1);
+    const waiting = await rig.state(message.id);
+    expect(waiting).toMatchObject({
+      status: 'retrying',
+      attempts: 1,
+      rcpt_accepted: [0],
+      rcpt_rejected: [2],
+    });
+
+    const second = await rig.deliverNext();
+    expect(second.response.batchItemFailures).toEqual([]);
+    const sent = await rig.state(message.id);
+    expect(sent).toMatchObject({ status: 'sent', attempts: 2, rcpt_accepted: [0, 1], rcpt_rejected: [2] });
+    expect(sent.history.map((entry) => entry.outcome)).toEqual(['sent', 'sent']);
+    expect(messageView({ ...sent, rcpt_total: 3 }, { withHistory: false }).recipients).toEqual({
+      accepted: 2,
+      pending: 0,
+      rejected: 1,
+      suppressed: 0,
+    });
+
+    // What the relay saw: the first envelope had all three, the retry only Bob; same Message-ID.
+    const copies = rig.received(message.id);
+    expect(copies.map((copy) => copy.to)).toEqual([['ada@example.org'], ['bob@example.net']]);
+    expect(new Set(copies.map((copy) => copy.messageId))).toEqual(new Set([`<${message.id}@mail.test>`]));
+    // The headers still show everyone, as on the first attempt.
+    expect(copies[1]?.raw).toMatch(/^To: ada@example.org, Bob <bob@example.net>$/m);
+    expect(rig.log.text()).not.toMatch(/(ada|bob|cyd)@/);
+  });
+
+  it('fails a message whose every recipient was rejected for good, and sends a message whose only pending recipient is rejected later', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script({ rcptTo: { code: 550, message: '5.1.1 User unknown' } });
+    const rejected = await rig.putMessage({ to: ['gone@example.org', 'lost@example.org'] });
+    await rig.dispatch(rejected);
+    await rig.deliverNext();
+    expect(await rig.state(rejected.id)).toMatchObject({
+      status: 'failed',
+      rcpt_accepted: [],
+      rcpt_rejected: [0, 1],
+    });
+
+    world.smtp.script(
+      {
+        rcptTo: (address) =>
+          address === 'later@example.org' ? { code: 451, message: '4.3.0 Greylisted' } : undefined,
+      },
+      { rcptTo: { code: 550, message: '5.1.1 User unknown' } },
+    );
+    const partly = await rig.putMessage({ to: ['ada@example.org', 'later@example.org'] });
+    await rig.dispatch(partly);
+    await rig.deliverNext();
+    await rig.deliverNext();
+    expect(await rig.state(partly.id)).toMatchObject({
+      status: 'sent',
+      rcpt_accepted: [0],
+      rcpt_rejected: [1],
+    });
+  });
+});
