@@ -153,18 +153,12 @@ export class DynamoSenderStore implements SenderStore {
 
   recordOutcome(input: OutcomeInput): Promise<TransitionResult> {
     const { claimed, now } = input;
-    const update = new UpdateBuilder(claimed, now);
-    update.requireLeaseOwner(input.owner);
-    update.set('status', input.to);
-    update.set('lst_pk', byStatusPk(claimed.tenant, input.to, claimed.id));
-    update.set('updated_at', now.toISOString());
+    const update = leaveSending(claimed, now, input.to, input.owner);
     update.set('history', cappedHistory(claimed.history, input.attempt));
     update.set('last_error', input.lastError);
     update.set('attempts', input.attempts);
     update.set('rcpt_accepted', [...input.recipients.accepted]);
     update.set('rcpt_rejected', [...input.recipients.rejected]);
-    update.remove('lease_owner');
-    update.remove('lease_until');
     if (input.to === MESSAGE_STATUS.sent) update.set('sent_at', input.attempt.at);
     if (input.to === MESSAGE_STATUS.dead && input.deadCopy !== undefined) {
       update.set('dead_copy', input.deadCopy);
@@ -179,31 +173,19 @@ export class DynamoSenderStore implements SenderStore {
 
   release(input: ReleaseInput): Promise<TransitionResult> {
     const { claimed, now } = input;
-    const update = new UpdateBuilder(claimed, now);
-    update.requireLeaseOwner(input.owner);
-    update.set('status', MESSAGE_STATUS.retrying);
-    update.set('lst_pk', byStatusPk(claimed.tenant, MESSAGE_STATUS.retrying, claimed.id));
-    update.set('updated_at', now.toISOString());
+    const update = leaveSending(claimed, now, MESSAGE_STATUS.retrying, input.owner);
     update.set('due_at', input.retryAt.toISOString());
-    update.remove('lease_owner');
-    update.remove('lease_until');
     return this.apply(update);
   }
 
   settleUnsent(input: SettleUnsentInput): Promise<TransitionResult> {
     const { observed, now } = input;
-    const update = new UpdateBuilder(observed, now);
-    if (input.owner !== undefined) update.requireLeaseOwner(input.owner);
-    update.set('status', input.to);
-    update.set('lst_pk', byStatusPk(observed.tenant, input.to, observed.id));
-    update.set('updated_at', now.toISOString());
+    const update = leaveSending(observed, now, input.to, input.owner);
     if (input.interruptedAttempt !== undefined) {
       update.set('attempts', (observed.attempts ?? 0) + 1);
       update.set('history', cappedHistory(observed.history, input.interruptedAttempt));
     }
     if (input.lastError !== undefined) update.set('last_error', input.lastError);
-    update.remove('lease_owner');
-    update.remove('lease_until');
     this.becomeTerminal(update, now, input.retentionDays);
     return this.apply(update);
   }
@@ -305,6 +287,27 @@ class UpdateBuilder {
     this.names[name] = attribute;
     return name;
   }
+}
+
+/**
+ * The start of every write that moves a record out of `sending` (or settles one that never got
+ * there): the new status and its index key, the time, and no lease. With `owner`, only the holder
+ * of that lease may write it.
+ */
+function leaveSending(
+  observed: MessageStateRecord,
+  now: Date,
+  to: MessageStateRecord['status'],
+  owner: string | undefined,
+): UpdateBuilder {
+  const update = new UpdateBuilder(observed, now);
+  if (owner !== undefined) update.requireLeaseOwner(owner);
+  update.set('status', to);
+  update.set('lst_pk', byStatusPk(observed.tenant, to, observed.id));
+  update.set('updated_at', now.toISOString());
+  update.remove('lease_owner');
+  update.remove('lease_until');
+  return update;
 }
 
 function cappedHistory(history: readonly AttemptRecord[] | undefined, entry: AttemptRecord): AttemptRecord[] {

@@ -42,6 +42,33 @@ export interface FunctionTimeout<Name extends string = string> {
   readonly records: number;
 }
 
+/**
+ * Reports one killed invocation once: to `onFunctionTimeout`, or in the runner's log when nobody
+ * listens, with what becomes of its records (`aftermath`).
+ */
+export function reportTimeout<E, R>(
+  handler: LocalHandler<E, R>,
+  outcome: { readonly startedAt: number; readonly killedAt: number },
+  records: number,
+  options: {
+    readonly onFunctionTimeout?: ((kill: FunctionTimeout) => void) | undefined;
+    readonly log: (message: string) => void;
+    readonly aftermath: string;
+  },
+): void {
+  const kill: FunctionTimeout = {
+    functionName: handler instanceof FunctionSandboxes ? handler.name : 'handler',
+    startedAt: outcome.startedAt,
+    killedAt: outcome.killedAt,
+    records,
+  };
+  if (options.onFunctionTimeout) options.onFunctionTimeout(kill);
+  else
+    options.log(
+      `invocation of ${records} record(s) killed at its timeout after ${kill.killedAt - kill.startedAt} ms; ${options.aftermath}`,
+    );
+}
+
 /** How one invocation ended. */
 export type InvocationOutcome<R> =
   | { readonly kind: 'returned'; readonly value: R | undefined }

@@ -11,6 +11,7 @@ import {
   type FunctionTimeout,
   invokeLocal,
   type LocalHandler,
+  reportTimeout,
 } from './functionSandbox.js';
 import { toLambdaSqsRecord } from './sqsRecordFormat.js';
 
@@ -95,18 +96,11 @@ export function startSqsRunner(options: SqsRunnerOptions): SqsRunner {
       return;
     }
     if (outcome.kind === 'timedOut') {
-      const kill = {
-        functionName: options.handler instanceof FunctionSandboxes ? options.handler.name : 'handler',
-        startedAt: outcome.startedAt,
-        killedAt: outcome.killedAt,
-        records: records.length,
-      };
-      // Reported once: to the callback, or in the runner's log when nobody listens.
-      if (options.onFunctionTimeout) options.onFunctionTimeout(kill);
-      else
-        log(
-          `invocation of ${records.length} message(s) killed at its timeout after ${kill.killedAt - kill.startedAt} ms; they come back after their visibility timeout`,
-        );
+      reportTimeout(options.handler, outcome, records.length, {
+        onFunctionTimeout: options.onFunctionTimeout,
+        log,
+        aftermath: 'they come back after their visibility timeout',
+      });
       return;
     }
     const ids = (outcome.value?.batchItemFailures ?? []).map((failure) => failure.itemIdentifier);

@@ -18,6 +18,7 @@ import {
   type FunctionTimeout,
   invokeLocal,
   type LocalHandler,
+  reportTimeout,
 } from './functionSandbox.js';
 import { IdleWaiters } from './idleWaiters.js';
 import { type DiscardedBatch, type InvocationOutcome, StreamBatcher } from './streamBatcher.js';
@@ -204,18 +205,11 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
       return { kind: 'error' };
     }
     if (outcome.kind === 'timedOut') {
-      const kill = {
-        functionName: options.handler instanceof FunctionSandboxes ? options.handler.name : 'handler',
-        startedAt: outcome.startedAt,
-        killedAt: outcome.killedAt,
-        records: batch.length,
-      };
-      // Reported once: to the callback, or in the runner's log when nobody listens.
-      if (options.onFunctionTimeout) options.onFunctionTimeout(kill);
-      else
-        log(
-          `invocation of ${batch.length} record(s) killed at its timeout after ${kill.killedAt - kill.startedAt} ms; the batch fails`,
-        );
+      reportTimeout(options.handler, outcome, batch.length, {
+        onFunctionTimeout: options.onFunctionTimeout,
+        log,
+        aftermath: 'the batch fails',
+      });
       // Lambda counts a timeout as a function error: retried, bisected, as a thrown error.
       return { kind: 'error' };
     }
