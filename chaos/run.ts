@@ -1239,7 +1239,7 @@ async function main(argv: readonly string[]): Promise<number> {
     .option('--auth-failure-seconds <n>', 'how long the first stack logs in with a wrong SMTP password', '8')
     .option('--smtp-fault-rate <r>', 'fraction of SMTP transactions with a 4xx/5xx/drop fault', '0.12')
     .option('--stall-rate <r>', 'fraction of SMTP transactions that stall past the timeout', '0.003')
-    .option('--slow-relay-rate <r>', 'fraction of SMTP transactions answered 20–35 s after the dot', '0.03')
+    .option('--slow-relay-rate <r>', 'fraction of SMTP transactions answered 20–35 s after the dot', '0.005')
     .option(
       '--outcome-write-failure-rate <r>',
       'fraction of messages whose first outcome write fails on every SDK attempt',
