@@ -17,7 +17,7 @@ import {
   type SenderLog,
   type SenderSettings,
 } from './processCopy.js';
-import { NO_METRICS, type SenderMetrics } from './senderMetrics.js';
+import { NO_METRICS, SENDER_METRIC, type SenderMetrics } from './senderMetrics.js';
 import { tokenBucket, UNLIMITED } from './sendRateLimiter.js';
 
 export interface SenderDependencies {
@@ -111,6 +111,7 @@ export function createSenderHandler(
         time,
       );
     } catch (error) {
+      copyDeps.metrics.count(SENDER_METRIC.unexpectedErrors);
       log.error('sender failed on a copy; it will come back', {
         sqsMessageId: record.messageId,
         error: errorForLog(error),

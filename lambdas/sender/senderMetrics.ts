@@ -25,6 +25,11 @@ export const SENDER_METRIC = {
   released: 'Released',
   /** A write after an attempt (or a release) failed and was tried again. */
   outcomeWriteRetries: 'OutcomeWriteRetries',
+  /**
+   * A copy failed on an error nobody expected (the store unreachable, a bug): kept for a retry. The
+   * batch still answers, so Lambda's own Errors metric never moves; this one is alarmed.
+   */
+  unexpectedErrors: 'UnexpectedErrors',
   /** A write after an attempt never landed before the time ran out: alarmed (the next copy finds it ambiguous). */
   outcomeWriteFailures: 'OutcomeWriteFailures',
   smtpDuration: 'SmtpDuration',

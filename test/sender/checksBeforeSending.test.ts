@@ -221,6 +221,8 @@ describe('the sender, before it sends', () => {
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: brokenCopy?.messageId }]);
     expect((await rig.state(healthy.id)).status).toBe('sent');
     expect((await rig.state(broken.id)).status).toBe('scheduled');
+    // Not a Lambda error (the batch answered), so it has its own metric for its alarm.
+    expect(rig.metrics.of('UnexpectedErrors')).toBe(1);
   });
 
   it('spaces the sends of a batch at POSTDATE_MAX_SEND_RATE', async () => {
