@@ -198,3 +198,34 @@ describe('the sender, retries and dead letters', () => {
     expect(rig.metrics.of('Ambiguous')).toBe(1);
   });
 });
+
+describe('the send queue backstop', () => {
+  let world: SenderWorld;
+  beforeAll(async () => {
+    world = await startSenderWorld();
+  });
+  afterAll(async () => {
+    await world.close();
+  });
+
+  it('replaces a copy kept so often that the queue would dead-letter it, so the DLQ only holds what the sender put there', async () => {
+    const rig = await createSenderRig(world, { settings: { maxAttempts: 1 } }); // backstop: 3 × 1 + 10 = 13
+    const message = await rig.putMessage({
+      status: 'sending',
+      leaseOwner: 'another-sender',
+      leaseUntil: new Date(rig.clock.ms + 30_000),
+    });
+    await rig.dispatch(message);
+    const [copy] = await rig.receive({ waitSeconds: 3, max: 1 });
+    if (copy === undefined) throw new Error('no copy');
+    // Its twelfth receive: one more keep and SQS's redrive would move a live message's copy.
+    const twelfth = { ...copy, attributes: { ...copy.attributes, ApproximateReceiveCount: '12' } };
+
+    const response = await rig.run([twelfth]);
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(rig.queue.enqueued).toEqual([{ payload: { v: 1, id: message.id, rev: 1 }, delaySeconds: 31 }]);
+    expect(await rig.depth()).toMatchObject({ delayed: 1 });
+    expect(await rig.depth(rig.urls.sendDeadLetter)).toMatchObject({ stored: 0 });
+  });
+});
