@@ -73,6 +73,49 @@ const CONNECTION_CODES: ReadonlySet<string> = new Set([
   'ENETUNREACH',
 ]);
 
+/**
+ * Node's TLS verification codes (`tls.TLSSocket` `verifyError()`, `checkServerIdentity`) that say the
+ * relay's certificate is not trusted: self-signed, from an unknown issuer, expired, for another name.
+ * nodemailer reports them as `ESOCKET` at `CONN` and keeps Node's code in `originalCode` (10.x) or
+ * in the `cause`; they are our setup to fix (the relay's certificate or our trust store), never a
+ * network blip, so they are config.
+ */
+export const TLS_CERTIFICATE_CODES: ReadonlySet<string> = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_DECRYPT_CERT_SIGNATURE',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_NOT_YET_VALID',
+  'CERT_HAS_EXPIRED',
+  'CERT_REVOKED',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'INVALID_CA',
+  'INVALID_PURPOSE',
+  'PATH_LENGTH_EXCEEDED',
+  'HOSTNAME_MISMATCH',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/**
+ * The one place a reply's words decide (docs/smtp-classification.md, "Amazon SES"): SES answers a
+ * sender it will not send for (identity not verified, IAM user not allowed, account paused) with a
+ * bare `554` and no enhanced code, the same reply as a refused message. Matched case-insensitively,
+ * only on a 554 without an enhanced code.
+ */
+export const SES_CONFIG_PHRASES: readonly string[] = [
+  'email address is not verified',
+  'not authorized to send',
+  'is not authorized to perform',
+  'sending paused for this account',
+];
+
+/** Codes the credentials source (lambdas/adapters/smtpCredentials.ts) gives a failed secret read. */
+const CREDENTIALS_READ_CODE = 'ESECRETREAD';
+
 /** Reply codes that say authentication or encryption is missing or wrong (RFC 4954, 3207). */
 const CONFIG_REPLY_CODES: ReadonlySet<number> = new Set([530, 534, 535, 538]);
 /** Enhanced codes that say the same (RFC 4954 §6, RFC 3463 X.7.x). */
@@ -94,6 +137,8 @@ interface ErrorShape {
   readonly command: string | null;
   readonly response: string | null;
   readonly timeoutType: string | null;
+  /** Node's TLS certificate code, from nodemailer's `originalCode`, the `code` or the `cause` chain. */
+  readonly certificateCode: string | null;
 }
 
 /** Classifies any thrown value. Never throws. */
@@ -119,6 +164,7 @@ const NO_CONNECTION_CODES: ReadonlySet<string> = new Set([
   'EAI_AGAIN',
   'EHOSTUNREACH',
   'ENETUNREACH',
+  CREDENTIALS_READ_CODE,
 ]);
 
 /** Commands of the session's setup: a failure there came before any mail transaction. */
@@ -134,6 +180,7 @@ export function reachedRelay(error: unknown, context: SmtpFailureContext = {}): 
   try {
     if (readBodySent(context)) return true;
     const shape = readShape(error);
+    if (shape.certificateCode !== null) return false;
     if (shape.code !== null && (CONFIG_CODES.has(shape.code) || NO_CONNECTION_CODES.has(shape.code))) {
       return false;
     }
@@ -172,6 +219,12 @@ function classifyShape(shape: ErrorShape, bodySent: boolean): SmtpErrorClassific
   if (shape.code !== null && CONFIG_CODES.has(shape.code)) {
     return result('config', configCodeReason(shape.code));
   }
+  if (shape.certificateCode !== null && reply === null) {
+    return result(
+      'config',
+      `the relay's TLS certificate is not trusted (${shape.certificateCode}): fix the relay's certificate, SMTP_HOST or the trust store`,
+    );
+  }
 
   if (reply !== null) {
     if (reply === 421) return result('transient', 'the relay is closing the connection (421); retried later');
@@ -180,7 +233,8 @@ function classifyShape(shape: ErrorShape, bodySent: boolean): SmtpErrorClassific
         return result('transient', 'the mailbox is full for now (4.2.2); retried later');
       return result('transient', `temporary refusal (${reply}) at ${commandName(command)}; retried later`);
     }
-    if (reply >= 500 && reply < 600) return classifyPermanentReply(reply, enhancedCode, command, result);
+    if (reply >= 500 && reply < 600)
+      return classifyPermanentReply(reply, enhancedCode, command, shape.response, result);
     return result('transient', `unexpected reply ${reply} at ${commandName(command)}; retried as transient`);
   }
 
@@ -192,6 +246,9 @@ function classifyShape(shape: ErrorShape, bodySent: boolean): SmtpErrorClassific
   }
   if (shape.code === null) return result('transient', 'an error without an SMTP code; retried as transient');
   if (PERMANENT_CODES.has(shape.code)) return result('permanent', permanentCodeReason(shape.code));
+  if (shape.code === CREDENTIALS_READ_CODE) {
+    return result('transient', 'the relay login could not be read from Secrets Manager; retried later');
+  }
   if (shape.timeoutType !== null && SETUP_TIMEOUTS.has(shape.timeoutType)) {
     return result('transient', 'the connection could not be set up in time; retried later');
   }
@@ -208,6 +265,7 @@ function classifyPermanentReply(
   reply: number,
   enhancedCode: string | null,
   command: string,
+  response: string | null,
   result: (cls: SmtpErrorClass, reason: string) => SmtpErrorClassification,
 ): SmtpErrorClassification {
   const at = commandName(command);
@@ -224,6 +282,12 @@ function classifyPermanentReply(
     return result(
       'config',
       `the relay does not allow our sender address (${reply} ${enhancedCode}) at MAIL FROM`,
+    );
+  }
+  if (isSesSenderRefusal(reply, enhancedCode, response)) {
+    return result(
+      'config',
+      `the relay (Amazon SES) will not send for our account or sender (${reply}) at ${at}: verify the identity or the sending permission`,
     );
   }
   if (reply === 503) {
@@ -247,6 +311,13 @@ function classifyPermanentReply(
         `permanent refusal (${reply}${enhancedCode === null ? '' : ` ${enhancedCode}`}) at ${at}`,
       );
   }
+}
+
+/** A bare 554 from SES whose text holds one of SES_CONFIG_PHRASES; an enhanced code always wins. */
+function isSesSenderRefusal(reply: number, enhancedCode: string | null, response: string | null): boolean {
+  if (reply !== 554 || enhancedCode !== null || response === null) return false;
+  const lower = response.toLowerCase();
+  return SES_CONFIG_PHRASES.some((phrase) => lower.includes(phrase));
 }
 
 function configCodeReason(code: string): string {
@@ -301,12 +372,28 @@ function readShape(error: unknown): ErrorShape {
 function shapeOf(error: unknown): ErrorShape {
   const response = text(safeGet(error, 'response'));
   return {
+    certificateCode: certificateCodeOf(error),
     code: codeOf(safeGet(error, 'code')),
     responseCode: replyCodeOf(safeGet(error, 'responseCode')) ?? replyCodeFromText(response),
     command: text(safeGet(error, 'command'))?.trim().toUpperCase() ?? null,
     response,
     timeoutType: text(safeGet(error, 'timeoutType')),
   };
+}
+
+/** The first TLS certificate code in `originalCode` or `code`, on the error or down its `cause` chain. */
+function certificateCodeOf(error: unknown): string | null {
+  let current: unknown = error;
+  for (let depth = 0; depth <= MAX_CAUSE_DEPTH && current !== undefined; depth += 1) {
+    for (const key of ['originalCode', 'code']) {
+      const code = codeOf(safeGet(current, key));
+      if (code !== null && TLS_CERTIFICATE_CODES.has(code)) return code;
+    }
+    const cause = safeGet(current, 'cause');
+    if (cause === current) return null;
+    current = cause;
+  }
+  return null;
 }
 
 function safeGet(value: unknown, key: string): unknown {

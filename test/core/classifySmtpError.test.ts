@@ -1,6 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { classifySmtpError, extractEnhancedCode } from '../../lambdas/core/classifySmtpError.js';
+import {
+  classifySmtpError,
+  extractEnhancedCode,
+  reachedRelay,
+  SES_CONFIG_PHRASES,
+} from '../../lambdas/core/classifySmtpError.js';
 
 /** Builds an error the way nodemailer's SMTPConnection._formatError does. */
 function nodemailerError(fields: {
@@ -310,6 +315,106 @@ describe('classifySmtpError (DESIGN §5)', () => {
           },
         ),
       );
+    });
+  });
+});
+
+describe('classifySmtpError at the edges (issue 15 §4)', () => {
+  describe('SES refusing our sender is config, not permanent', () => {
+    it.each([
+      '554 Message rejected: Email address is not verified. The following identities failed the check in region US-EAST-1: ops@example.com',
+      '554 Message rejected: Sending account is not authorized to send from this address',
+      "554 Access denied: User `arn:aws:iam::123456789012:user/ses-smtp' is not authorized to perform `ses:SendRawEmail' on resource `arn:aws:ses:us-east-1:123456789012:identity/example.com'",
+      '554 Message rejected: Sending paused for this account. For more information, please check the AWS console.',
+    ])('%s', (response) => {
+      for (const command of ['MAIL FROM', 'DATA']) {
+        const result = classifySmtpError(
+          nodemailerError({ code: 'EMESSAGE', responseCode: 554, command, response }),
+          { bodySent: command === 'DATA' },
+        );
+        expect(result.class, command).toBe('config');
+        expect(result.code).toBe('554');
+        // The reason never quotes the reply (it holds an address).
+        expect(result.reason).not.toContain('example.com');
+      }
+    });
+    it('keeps other 554 replies permanent, and an enhanced code wins over the words', () => {
+      expect(
+        classOf(nodemailerError({ responseCode: 554, command: 'DATA', response: '554 Transaction failed' })),
+      ).toBe('permanent');
+      expect(
+        classOf(
+          nodemailerError({
+            responseCode: 554,
+            command: 'RCPT TO',
+            response: '554 5.1.1 Email address is not verified by the receiver',
+          }),
+        ),
+      ).toBe('permanent');
+      expect(
+        classOf(
+          nodemailerError({
+            responseCode: 550,
+            command: 'DATA',
+            response: '550 Email address is not verified',
+          }),
+        ),
+      ).toBe('permanent');
+    });
+    it('reads SES_CONFIG_PHRASES, a small table, case-insensitively', () => {
+      expect(SES_CONFIG_PHRASES.length).toBeLessThanOrEqual(6);
+      for (const phrase of SES_CONFIG_PHRASES) {
+        const response = `554 Message rejected: ${phrase.toUpperCase()}`;
+        expect(classOf(nodemailerError({ responseCode: 554, command: 'DATA', response })), phrase).toBe(
+          'config',
+        );
+      }
+    });
+  });
+
+  describe('an untrusted relay certificate is config, before the relay saw anything', () => {
+    const certificateCodes = [
+      'DEPTH_ZERO_SELF_SIGNED_CERT',
+      'SELF_SIGNED_CERT_IN_CHAIN',
+      'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+      'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+      'CERT_HAS_EXPIRED',
+      'CERT_NOT_YET_VALID',
+      'ERR_TLS_CERT_ALTNAME_INVALID',
+    ];
+    it.each(certificateCodes)('%s as nodemailer reports it (ESOCKET, CONN, originalCode)', (tlsCode) => {
+      // The message is deliberately unhelpful: only the fields decide.
+      const error = nodemailerError({ code: 'ESOCKET', command: 'CONN' });
+      Object.assign(error, { originalCode: tlsCode });
+      expect(classOf(error)).toBe('config');
+      expect(reachedRelay(error)).toBe(false);
+      expect(classifySmtpError(error).reason).toContain(tlsCode);
+    });
+    it.each(certificateCodes)('%s as the cause of a wrapped error', (tlsCode) => {
+      const error = nodemailerError({ code: 'ESOCKET', command: 'CONN' });
+      Object.assign(error, { cause: Object.assign(new Error('x'), { code: tlsCode }) });
+      expect(classOf(error)).toBe('config');
+      expect(reachedRelay(error)).toBe(false);
+    });
+    it('keeps a plain socket error transient, and does not read the message', () => {
+      const reset = Object.assign(nodemailerError({ code: 'ESOCKET', command: 'CONN' }), {
+        originalCode: 'ECONNRESET',
+      });
+      expect(classOf(reset)).toBe('transient');
+      const worded = nodemailerError({ code: 'ESOCKET', command: 'CONN' });
+      worded.message = 'self-signed certificate';
+      expect(classOf(worded)).toBe('transient');
+    });
+  });
+
+  describe('the relay login from Secrets Manager', () => {
+    it('files a failed read (ESECRETREAD) as transient and a malformed secret (ECONFIG) as config, neither reaching the relay', () => {
+      const read = Object.assign(new Error('the SMTP secret could not be read'), { code: 'ESECRETREAD' });
+      expect(classifySmtpError(read)).toMatchObject({ class: 'transient', code: 'ESECRETREAD' });
+      expect(reachedRelay(read)).toBe(false);
+      const malformed = Object.assign(new Error('the SMTP secret is not JSON'), { code: 'ECONFIG' });
+      expect(classOf(malformed)).toBe('config');
+      expect(reachedRelay(malformed)).toBe(false);
     });
   });
 });

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { classifySmtpError } from '../../lambdas/core/classifySmtpError.js';
+import { classifySmtpError, SES_CONFIG_PHRASES } from '../../lambdas/core/classifySmtpError.js';
 
 interface DocRow {
   readonly caseName: string;
@@ -66,9 +66,25 @@ describe('docs/smtp-classification.md agrees with classifySmtpError', () => {
       '5.3.4',
       '5.7.1',
       'connection closed after DATA',
+      'DEPTH_ZERO_SELF_SIGNED_CERT',
+      'CERT_HAS_EXPIRED',
+      'ERR_TLS_CERT_ALTNAME_INVALID',
+      'Email address is not verified',
+      'not authorized',
+      'ESECRETREAD',
     ]) {
       expect(text, needle).toContain(needle);
     }
+  });
+
+  it('lists every SES phrase the classifier reads, and nothing else', () => {
+    const markdown = readFileSync(new URL('../../docs/smtp-classification.md', import.meta.url), 'utf8');
+    const section = markdown.slice(
+      markdown.indexOf('## Amazon SES'),
+      markdown.indexOf('## Notes for operators'),
+    );
+    const phrases = [...section.matchAll(/^\| `([^`]+)` \|/gm)].map((match) => match[1]);
+    expect(phrases).toEqual([...SES_CONFIG_PHRASES]);
   });
 
   it('states only the four classes', () => {
