@@ -226,6 +226,31 @@ const CASES: readonly HostileCase[] = [
     status: 400,
     field: '/headers/Content-Transfer-Encoding',
   },
+  // Headers that steer the relay (a configuration set belongs to the key, set by an operator).
+  {
+    name: 'an SES configuration set header',
+    event: enqueue({ headers: { 'X-SES-CONFIGURATION-SET': 'other-tenant' } }),
+    status: 400,
+    field: '/headers/X-SES-CONFIGURATION-SET',
+  },
+  {
+    name: 'an SES source ARN header',
+    event: enqueue({ headers: { 'x-ses-source-arn': 'arn:aws:ses:eu-west-1:111122223333:identity/x' } }),
+    status: 400,
+    field: '/headers/x-ses-source-arn',
+  },
+  {
+    name: "SendGrid's X-SMTPAPI header",
+    event: enqueue({ headers: { 'X-SMTPAPI': '{"to":["x@evil.test"]}' } }),
+    status: 400,
+    field: '/headers/X-SMTPAPI',
+  },
+  {
+    name: "Postmark's message stream header",
+    event: enqueue({ headers: { 'X-PM-Message-Stream': 'broadcast' } }),
+    status: 400,
+    field: '/headers/X-PM-Message-Stream',
+  },
   {
     name: 'a __proto__ header',
     event: () =>
@@ -416,6 +441,18 @@ describe('hostile input: problem+json, the field named, nothing written', () => 
     const response = await api.call(apiEvent({ method: 'DELETE', path: '/v1/messages' }));
     expect(response.status).toBe(405);
     expect(response.headers.allow).toBe('POST, GET');
+  });
+
+  it('says that a relay-control header controls the relay, in a 400 validation problem', async () => {
+    const response = await api.call(enqueue({ headers: { 'X-Mailgun-Variables': '{}' } }, 'relay-control')());
+    expect(response.status).toBe(400);
+    expect(response.json).toMatchObject({
+      type: 'urn:postdate:problem:validation',
+      status: 400,
+      errors: [
+        { field: '/headers/X-Mailgun-Variables', message: 'header controls the relay and may not be given' },
+      ],
+    });
   });
 
   it('never echoes a submitted value in a problem (values may be addresses)', async () => {

@@ -1,5 +1,7 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { errorForLog, redactAddresses } from '../../lambdas/core/errorForLog.js';
+import { acceptedAddress, addrSpec } from './messageSchemaArbitraries.js';
 
 describe('errorForLog', () => {
   it('keeps the name, a string code and the message with every address replaced', () => {
@@ -29,6 +31,49 @@ describe('errorForLog', () => {
   it('redacts bare and bracketed addresses alike', () => {
     expect(redactAddresses('to ada@example.com and <bob@example.org>.')).toBe(
       'to <redacted> and <redacted>.',
+    );
+  });
+
+  it('redacts quoted local parts, also inside a relay reply', () => {
+    expect(redactAddresses('"john doe"@example.com')).toBe('<redacted>');
+    expect(redactAddresses('550 5.1.1 <"john doe"@example.com>: user unknown')).toBe(
+      '550 5.1.1 <redacted>: user unknown',
+    );
+    expect(redactAddresses('550 5.1.1 <"a@b \\" <c>"@example.com>: user unknown')).toBe(
+      '550 5.1.1 <redacted>: user unknown',
+    );
+    expect(redactAddresses('he wrote "see ada@example.com" twice')).toBe('he wrote "see <redacted>" twice');
+  });
+
+  it('leaves no address the schema accepts, bare, bracketed or in a relay reply', () => {
+    fc.assert(
+      fc.property(addrSpec, ({ address }) => {
+        expect(redactAddresses(address)).toBe('<redacted>');
+        expect(redactAddresses(`550 5.1.1 <${address}>: user unknown`)).toBe(
+          '550 5.1.1 <redacted>: user unknown',
+        );
+        expect(redactAddresses(`RCPT TO:<${address}> refused; ${address} unknown`)).toBe(
+          'RCPT TO:<redacted> refused; <redacted> unknown',
+        );
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('leaves no addr-spec of any accepted mailbox, whatever its display name', () => {
+    fc.assert(
+      fc.property(acceptedAddress, ({ mailbox, address, domain }) => {
+        for (const text of [
+          mailbox,
+          `550 5.1.1 ${mailbox}: user unknown`,
+          `Recipients: ${mailbox}, ${mailbox}`,
+        ]) {
+          const redacted = redactAddresses(text);
+          expect(redacted).not.toContain(address);
+          expect(redacted).not.toContain(`@${domain}`);
+        }
+      }),
+      { numRuns: 1000 },
     );
   });
 });

@@ -177,6 +177,45 @@ describe('parseEnqueueRequest', () => {
     ]);
   });
 
+  it('refuses every header that steers a relay instead of describing the message, naming the field', () => {
+    const steering = [
+      'X-SES-CONFIGURATION-SET',
+      'x-ses-message-tags',
+      'X-SES-SOURCE-ARN',
+      'X-SES-FROM-ARN',
+      'X-SES-RETURN-PATH-ARN',
+      'X-SMTPAPI',
+      'X-Mailgun-Variables',
+      'X-Mailgun-Drop-Message',
+      'X-PM-Message-Stream',
+      'X-PM-Tag',
+      'X-MC-Subaccount',
+      'X-MC-Track',
+      'X-MSYS-API',
+      'X-Mailjet-Campaign',
+      'X-MJ-CustomID',
+    ];
+    for (const name of steering) {
+      const result = parseEnqueueRequest({ ...minimal, headers: { [name]: 'x' } }, ctx);
+      expect(result.ok, name).toBe(false);
+      expect(result.ok ? [] : result.problem.errors, name).toEqual([
+        { field: `/headers/${name}`, message: 'header controls the relay and may not be given' },
+      ]);
+      expect(result.ok ? 0 : result.problem.status).toBe(400);
+    }
+  });
+
+  it('still accepts headers that only look like relay controls', () => {
+    const headers = {
+      'X-Sessions': '2',
+      'X-PMO': 'a',
+      'X-MCP': 'b',
+      'X-Mailer-Info': 'c',
+      'X-SMTPAPI-Note': 'd',
+    };
+    expect(parseEnqueueRequest({ ...minimal, headers }, ctx).ok).toBe(true);
+  });
+
   it('limits tags and metadata (they live on the small, often written state record)', () => {
     const many = Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`t${i}`, 'v']));
     expect(fieldsOf({ ...minimal, tags: many })).toEqual(['/tags']);

@@ -2,10 +2,12 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   type EnqueueContext,
+  parseAddress,
   parseEnqueueRequest,
   parseGroupVersionRequest,
   parseRescheduleRequest,
 } from '../../lambdas/core/messageSchema.js';
+import { acceptedAddress } from './messageSchemaArbitraries.js';
 
 const ctx: EnqueueContext = {
   now: new Date('2026-11-29T18:00:00.000Z'),
@@ -125,6 +127,20 @@ describe('validation properties', () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('accepts every address the address generator makes (the generators other tests reuse)', () => {
+    let quoted = 0;
+    fc.assert(
+      fc.property(acceptedAddress, ({ mailbox, address, local, domain }) => {
+        if (local.startsWith('"')) quoted += 1;
+        expect(parseAddress(mailbox)).toMatchObject({ ok: true, value: { address, local, domain } });
+        expect(parseEnqueueRequest({ to: [mailbox], subject: 's', text: 't' }, ctx).ok).toBe(true);
+      }),
+      { numRuns: 500 },
+    );
+    // Quoted local parts are generated, not only dot-atoms.
+    expect(quoted).toBeGreaterThan(50);
   });
 
   it('never throws on bodies with the right field names and arbitrary values', () => {
