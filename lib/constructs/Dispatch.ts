@@ -163,6 +163,9 @@ export class Dispatch extends Construct {
       }),
     );
     this.sendQueue.grantSendMessages(this.sweeper.role);
+    // Lambda retries a failed asynchronous invocation twice by default; a sweep is covered by the
+    // next run, and retries would pile runs on top of each other.
+    this.sweeper.function.configureAsyncInvoke({ retryAttempts: 0 });
     new events.Rule(this, 'SweepSchedule', {
       description: 'Runs the Postdate sweeper',
       schedule: events.Schedule.rate(props.sweepInterval),

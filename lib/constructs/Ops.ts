@@ -1,4 +1,4 @@
-import { Aws, Duration, Names, RemovalPolicy } from 'aws-cdk-lib';
+import { Annotations, ArnFormat, Aws, Duration, Names, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
@@ -11,9 +11,18 @@ import { Construct } from 'constructs';
 import { SENDER_METRIC } from '../../lambdas/sender/senderMetrics.js';
 import { METRICS } from '../functionEnvironment.js';
 
-/** The sender's EMF metrics (namespace `Postdate`, dimension `service=postdate`). */
-/** The sender's metric names, from the sender itself: an alarm can never watch a name nobody emits. */
-export const POSTDATE_METRIC = SENDER_METRIC;
+/**
+ * The sender's EMF metrics (namespace `Postdate`, dimension `service=postdate`), named by the sender
+ * itself so an alarm never watches a name nobody emits.
+ */
+export const POSTDATE_METRIC = {
+  ...SENDER_METRIC,
+  /**
+   * Exceptions the sender did not expect (each becomes a batch-item failure, so Lambda's `Errors`
+   * never moves). TODO(issue 15): the sender must emit it; move the name into SENDER_METRIC then.
+   */
+  unexpectedErrors: 'UnexpectedErrors',
+} as const;
 
 export interface OpsProps {
   readonly alarmTopic: sns.ITopic | undefined;
@@ -42,6 +51,7 @@ export class Ops extends Construct {
   constructor(scope: Construct, id: string, props: OpsProps) {
     super(scope, id);
     this.alarmTopic = props.alarmTopic ?? this.createAlarmTopic();
+    this.letCloudWatchPublish(this.alarmTopic);
     const fns = props.functions;
 
     const alarms: cloudwatch.Alarm[] = [];
@@ -134,6 +144,18 @@ export class Ops extends Construct {
       1,
     );
     alarm(
+      'FailedMessages',
+      'messages ended failed (a permanent SMTP rejection, or the body was gone): the client sees status failed',
+      postdateMetric(POSTDATE_METRIC.failed, 'Sum', FIVE_MINUTES),
+      1,
+    );
+    alarm(
+      'SenderUnexpectedErrors',
+      "the sender hit errors it did not expect; they become batch-item failures, so the function's Errors metric does not move",
+      postdateMetric(POSTDATE_METRIC.unexpectedErrors, 'Sum', FIVE_MINUTES),
+      1,
+    );
+    alarm(
       'UnknownOutcomes',
       'messages whose outcome is ambiguous wait for an operator (status unknown)',
       postdateMetric(POSTDATE_METRIC.unknown, 'Sum', FIVE_MINUTES),
@@ -147,6 +169,40 @@ export class Ops extends Construct {
     );
     this.alarms = alarms;
     this.dashboard = this.createDashboard(props, alarms);
+  }
+
+  /**
+   * A topic policy replaces SNS's default one, and `enforceSSL` writes a policy holding only the TLS
+   * Deny: without this Allow, CloudWatch may not publish and every alarm is silent. A topic imported
+   * by ARN cannot be changed from here; its owner must add the same statement (docs/operations.md).
+   */
+  private letCloudWatchPublish(topic: sns.ITopic): void {
+    const stack = Stack.of(this);
+    const { statementAdded } = topic.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'CloudWatchAlarmsPublish',
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['sns:Publish'],
+        resources: [topic.topicArn],
+        conditions: {
+          StringEquals: { 'aws:SourceAccount': stack.account },
+          ArnLike: {
+            'aws:SourceArn': stack.formatArn({
+              service: 'cloudwatch',
+              resource: 'alarm',
+              resourceName: '*',
+              arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+            }),
+          },
+        },
+      }),
+    );
+    if (!statementAdded) {
+      Annotations.of(this).addWarningV2(
+        'postdate:alarmTopicPolicy',
+        'alarmTopic is imported: its policy must allow cloudwatch.amazonaws.com to sns:Publish (docs/operations.md), or no alarm reaches anyone',
+      );
+    }
   }
 
   private createAlarmTopic(): sns.Topic {

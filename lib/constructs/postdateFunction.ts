@@ -1,5 +1,6 @@
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { type Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { type Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -22,6 +23,26 @@ export const ARCHITECTURE = lambda.Architecture.ARM_64;
  */
 const ESM_REQUIRE_BANNER =
   "import { createRequire as __postdateCreateRequire } from 'node:module'; const require = __postdateCreateRequire(import.meta.url);";
+
+/** Resolves a package as Node would from the project root (the default of {@link assertEsbuildResolvable}). */
+const resolveFromProject = (name: string): string =>
+  createRequire(`${PROJECT_ROOT}package.json`).resolve(name);
+
+/**
+ * Throws, naming esbuild, when it cannot be resolved. Without it NodejsFunction silently falls back
+ * to bundling in Docker (an `npm ci --omit=dev` deploy, where esbuild, a devDependency, is absent):
+ * a different build, or a synth that hangs on a machine without Docker.
+ */
+export function assertEsbuildResolvable(resolve: (name: string) => string = resolveFromProject): void {
+  try {
+    resolve('esbuild');
+  } catch (error) {
+    throw new Error(
+      'Postdate bundles its functions with esbuild, which cannot be resolved from the project: install the dev dependencies (`npm ci`, not `npm ci --omit=dev`) or add esbuild to your dependencies. Postdate never falls back to Docker bundling.',
+      { cause: error },
+    );
+  }
+}
 
 export interface PostdateFunctionProps {
   readonly name: PostdateFunctionName;
@@ -56,6 +77,9 @@ export class PostdateFunction extends Construct {
     });
     this.logGroup.grantWrite(this.role);
 
+    // Only when this stack is bundled (the assertion tests skip bundling).
+    if (Stack.of(this).bundlingRequired) assertEsbuildResolvable();
+
     this.function = new nodejs.NodejsFunction(this, 'Function', {
       entry: `${PROJECT_ROOT}lambdas/${props.name}/handler.ts`,
       handler: 'handler',
@@ -68,7 +92,8 @@ export class PostdateFunction extends Construct {
       timeout: props.timeout,
       role: this.role,
       logGroup: this.logGroup,
-      environment: { ...props.environment },
+      // Stack traces point into lambdas/*.ts through the bundle's source map.
+      environment: { ...props.environment, NODE_OPTIONS: '--enable-source-maps' },
       bundling: {
         forceDockerBundling: false,
         format: nodejs.OutputFormat.ESM,

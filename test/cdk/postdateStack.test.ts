@@ -574,7 +574,7 @@ describe('ops: alarms and dashboard', () => {
         ]),
       },
     });
-    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(19);
+    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(21);
   });
 
   it('has one dashboard that follows a message from enqueue to outcome', () => {
