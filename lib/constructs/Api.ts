@@ -1,9 +1,8 @@
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, Names, RemovalPolicy } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import * as authorizers from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import * as integrations from 'aws-cdk-lib/aws-apigatewayv2-integrations';
-import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { API_ROUTES } from '../../lambdas/api/apiRoutes.js';
@@ -66,6 +65,7 @@ export class Api extends Construct {
       environment: { ...props.configEnvironment, ...tableEnv },
     });
     table.grantReadWriteData(this.api.role);
+    props.storage.denyApiKeyWrites(this.api.role);
     props.storage.acknowledgeIndexWildcard(
       this.api.role,
       'the API queries the listing indexes by_status and by_tenant (fan-out over shards)',
@@ -79,14 +79,8 @@ export class Api extends Construct {
       logRetention: props.logRetention,
       environment: { ...props.configEnvironment, ...tableEnv },
     });
-    // An API key is one item read by its hashed secret: GetItem on the base table, nothing else.
-    this.authorizer.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'ReadApiKeys',
-        actions: ['dynamodb:GetItem'],
-        resources: [table.tableArn],
-      }),
-    );
+    // An API key is one item read by its hashed secret: GetItem of APIKEY# items, nothing else.
+    props.storage.grantReadApiKeys(this.authorizer.role);
 
     const authorizer = new authorizers.HttpLambdaAuthorizer('ApiKeyAuthorizer', this.authorizer.function, {
       responseTypes: [authorizers.HttpLambdaResponseType.SIMPLE],
@@ -99,6 +93,9 @@ export class Api extends Construct {
       createDefaultStage: false,
     });
     this.accessLogs = new logs.LogGroup(this, 'AccessLogs', {
+      // Under /aws/vendedlogs/ the log delivery's resource policy stays within its size limit
+      // however many APIs log to the account; the unique name keeps two stacks apart.
+      logGroupName: `/aws/vendedlogs/apigateway/${Names.uniqueResourceName(this, { maxLength: 200, separator: '-' })}`,
       retention: props.logRetention,
       removalPolicy: RemovalPolicy.DESTROY,
     });

@@ -1,4 +1,5 @@
-import { Duration, type RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, type RemovalPolicy, Stack } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as sources from 'aws-cdk-lib/aws-lambda-event-sources';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
@@ -65,12 +66,39 @@ export class Sending extends Construct {
     props.sendQueue.grantSendMessages(this.sender.role);
     // Dead means dead (DESIGN §5): the sender moves a dead message's copy to the DLQ itself.
     props.sendDeadLetterQueue.grantSendMessages(this.sender.role);
-    props.storage.table.grantReadWriteData(this.sender.role);
-    props.storage.acknowledgeIndexWildcard(
-      this.sender.role,
-      'the sender reads and writes items of the base table only; the index ARNs come with grantReadWriteData',
+    // Items of the base table only: no index, no stream, no scan (grantReadWriteData would add the
+    // `index/*` wildcard and the stream reads).
+    this.sender.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ReadWriteOutboxItems',
+        actions: [
+          'dynamodb:BatchGetItem',
+          'dynamodb:ConditionCheckItem',
+          'dynamodb:DeleteItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:Query',
+          'dynamodb:UpdateItem',
+        ],
+        resources: [props.storage.table.tableArn],
+      }),
     );
+    props.storage.denyApiKeyWrites(this.sender.role);
     this.smtpSecret.grantRead(this.sender.role);
+    // A secret imported with its customer-managed key: grantRead adds nothing for an imported key,
+    // and the sender could not decrypt the credentials. Decrypt only through Secrets Manager.
+    if (props.smtpSecret?.encryptionKey !== undefined) {
+      this.sender.role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          sid: 'DecryptSmtpSecret',
+          actions: ['kms:Decrypt'],
+          resources: [props.smtpSecret.encryptionKey.keyArn],
+          conditions: {
+            StringEquals: { 'kms:ViaService': `secretsmanager.${Stack.of(this).region}.amazonaws.com` },
+          },
+        }),
+      );
+    }
   }
 
   private createSmtpSecret(removalPolicy: RemovalPolicy): secretsmanager.ISecret {

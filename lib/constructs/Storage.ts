@@ -1,9 +1,13 @@
 import { RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import type { IConstruct } from 'constructs';
 import { Construct } from 'constructs';
-import { INDEX, KEY, TTL_ATTRIBUTE } from '../../lambdas/store/tableLayout.js';
+import { INDEX, KEY, PARTITION_PREFIX, TTL_ATTRIBUTE } from '../../lambdas/store/tableLayout.js';
 import { acknowledge } from './acknowledge.js';
+
+/** The partition keys of API-key items, as an IAM `StringLike` pattern. */
+const API_KEY_ITEMS = `${PARTITION_PREFIX.apiKey}*`;
 
 export interface StorageProps {
   /** `RETAIN` also turns on deletion protection. */
@@ -60,6 +64,43 @@ export class Storage extends Construct {
       grantee,
       `AwsSolutions-IAM5[Resource::<${logicalId}.Arn>/index/*]`,
       `The index wildcard comes from CDK's table grant; ${why}. It covers only this table's indexes.`,
+    );
+  }
+
+  /**
+   * Lets the grantee get only API-key items (partition key `APIKEY#…`) of the base table:
+   * `ForAllValues` holds only when every partition key the request touches is a key item.
+   */
+  grantReadApiKeys(grantee: iam.IGrantable): void {
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ReadApiKeysOnly',
+        actions: ['dynamodb:GetItem'],
+        resources: [this.table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [API_KEY_ITEMS] } },
+      }),
+    );
+  }
+
+  /**
+   * Denies the grantee every write to an API-key item, whatever else it is allowed: `ForAnyValue`
+   * matches when any partition key of the request (a batch, a transaction's item) is a key item.
+   * Keys are written only by the keys CLI, with an operator's credentials.
+   */
+  denyApiKeyWrites(grantee: iam.IGrantable): void {
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'NeverWriteApiKeys',
+        effect: iam.Effect.DENY,
+        actions: [
+          'dynamodb:BatchWriteItem',
+          'dynamodb:DeleteItem',
+          'dynamodb:PutItem',
+          'dynamodb:UpdateItem',
+        ],
+        resources: [this.table.tableArn],
+        conditions: { 'ForAnyValue:StringLike': { 'dynamodb:LeadingKeys': [API_KEY_ITEMS] } },
+      }),
     );
   }
 
