@@ -3,8 +3,10 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
+import { backoffCeilingSeconds } from '../lambdas/core/backoff.js';
 import { CONFIG_DEFAULTS } from '../lambdas/core/config.js';
 import { sendTimingProblems } from '../lambdas/core/sendTiming.js';
+import { QUEUE } from './queueLayout.js';
 
 /** Requests per second and burst for the HTTP API's default stage. */
 export interface ApiThrottle {
@@ -379,6 +381,15 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
       `retryCapSeconds (${resolved.retryCapSeconds}) must be at least retryBaseSeconds (${resolved.retryBaseSeconds})`,
     );
   }
+  const backoff = [resolved.maxAttempts, resolved.retryBaseSeconds, resolved.retryCapSeconds];
+  if (!backoff.some((value) => Token.isUnresolved(value)) && Number.isInteger(resolved.maxAttempts)) {
+    const retrying = worstCaseRetrySeconds(resolved);
+    const retention = QUEUE.send.retentionDays * 86_400;
+    check(
+      retrying < retention,
+      `maxAttempts (${resolved.maxAttempts}) with retryBaseSeconds (${resolved.retryBaseSeconds}) and retryCapSeconds (${resolved.retryCapSeconds}) can keep a copy retrying ${retrying} s, longer than the send queue retention (${QUEUE.send.retentionDays} days = ${retention} s): SQS would delete it before its last attempt`,
+    );
+  }
   whole('leaseSeconds', resolved.leaseSeconds, 1, 43_200);
   whole('senderTimeoutSeconds', resolved.senderTimeoutSeconds, 1, 900);
   whole('smtpTimeoutSeconds', resolved.smtpTimeoutSeconds, 1, 300);
@@ -458,4 +469,19 @@ function senderMatches(pattern: string, address: string): boolean {
   if (normalized === '*') return true;
   if (normalized.startsWith('*@')) return address.endsWith(normalized.slice(1));
   return normalized === address;
+}
+
+/**
+ * The longest a copy can spend waiting between attempts: the sum of the backoff ceilings
+ * `min(cap, base · 2^n)` over the `maxAttempts − 1` retries (lambdas/core/backoff.ts).
+ */
+export function worstCaseRetrySeconds(
+  settings: Pick<ResolvedPostdateProps, 'maxAttempts' | 'retryBaseSeconds' | 'retryCapSeconds'>,
+): number {
+  const policy = { baseSeconds: settings.retryBaseSeconds, capSeconds: settings.retryCapSeconds };
+  let total = 0;
+  for (let attempt = 0; attempt < settings.maxAttempts - 1; attempt++) {
+    total += backoffCeilingSeconds(attempt, policy);
+  }
+  return total;
 }

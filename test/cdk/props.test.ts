@@ -11,6 +11,7 @@ import {
   PostdatePropsError,
   resolvePostdateProps,
 } from '../../lib/postdateProps.js';
+import { QUEUE } from '../../lib/queueLayout.js';
 import { testApp } from './support/synthesize.js';
 
 const VALID: PostdateProps = { defaultFrom: 'noreply@example.com', allowedFrom: ['*@example.com'] };
@@ -95,6 +96,24 @@ describe('Postdate props', () => {
       ).toBe(true);
     }
     expect(problems).toHaveLength(expected.length);
+  });
+
+  it('keep the worst-case retrying time (attempts × backoff) inside the send queue retention', () => {
+    // 100 attempts at a 12 h cap: about 49 days of backoff against 4 days of retention.
+    const problems = problemsOf({
+      ...VALID,
+      maxAttempts: 100,
+      retryBaseSeconds: 60,
+      retryCapSeconds: 43_200,
+    });
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/maxAttempts \(100\).*retryBaseSeconds \(60\).*retryCapSeconds \(43200\)/);
+    expect(problems[0]).toMatch(new RegExp(`send queue retention \\(${QUEUE.send.retentionDays} days`));
+    // The defaults and the test stack's props are far inside it.
+    expect(problemsOf(VALID)).toEqual([]);
+    expect(problemsOf({ ...VALID, maxAttempts: 8, retryBaseSeconds: 1, retryCapSeconds: 43_200 })).toEqual(
+      [],
+    );
   });
 
   it('accept a defaultFrom with a display name and exact or wildcard senders', () => {
