@@ -140,12 +140,18 @@ export class NodemailerMailer implements Mailer {
     };
     this.trackers.set(attempt, tracker);
     let transport: PoolTransporter;
+    const pending = this.transport();
     try {
-      transport = await this.transport();
+      // Reading the login counts inside the phase before the dot: a hanging read ends the attempt.
+      transport = await untilAborted(pending, abort.signal);
     } catch (error) {
-      // The login could not be read: nothing reached the relay.
+      // The login could not be read (or not in time): nothing reached the relay.
       clearTimeout(timer);
       this.trackers.delete(attempt);
+      if (tracker.timedOut) {
+        this.forget(pending);
+        return this.failed(attemptTimeout(error), { bodySent: false, reachedRelay: false }, [], started);
+      }
       return this.failed(error, { bodySent: false, reachedRelay: false }, [], started);
     }
     const envelope = envelopeOf(email.envelope);
@@ -208,6 +214,20 @@ export class NodemailerMailer implements Mailer {
   private reset(): void {
     this.options.credentials.invalidate();
     void this.close();
+  }
+
+  /**
+   * Drops a transport still being set up past an attempt's limit (a hanging secret read), with the
+   * cached login, so the next attempt reads again; closes it should it come up after all.
+   */
+  private forget(pending: Promise<PoolTransporter>): void {
+    if (this.transporter !== pending) return;
+    this.transporter = undefined;
+    this.options.credentials.invalidate();
+    pending.then(
+      (late) => late.close(),
+      () => {},
+    );
   }
 
   private transport(): Promise<PoolTransporter> {
@@ -319,6 +339,25 @@ function addressKey(address: string): string {
   if (at < 0) return address.toLowerCase();
   const domain = address.slice(at + 1);
   return `${address.slice(0, at)}@${(domainToASCII(domain) || domain).toLowerCase()}`;
+}
+
+/** The promise's outcome, or a rejection as soon as the signal aborts (the promise itself runs on). */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }
 
 /** The error an attempt ended by its own limit is classified as: a timeout on the connection. */

@@ -1,4 +1,11 @@
-import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import {
+  DecryptionFailure,
+  GetSecretValueCommand,
+  InvalidParameterException,
+  InvalidRequestException,
+  ResourceNotFoundException,
+  type SecretsManagerClient,
+} from '@aws-sdk/client-secrets-manager';
 
 /** The relay login. */
 export interface SmtpCredentials {
@@ -16,13 +23,24 @@ export interface SmtpCredentialsSource {
   invalidate(): void;
 }
 
+/**
+ * What went wrong with the relay login, as a code lambdas/core/classifySmtpError.ts reads:
+ * - `ESECRETREAD`: the read failed (throttled, a 5xx, the network, the SDK's timeouts): transient.
+ * - `ECONFIG` (nodemailer's code for a bad configuration): the secret is wrong (not JSON, no
+ *   username/password, does not exist, cannot be decrypted, access forbidden): config, alarmed.
+ */
+export type SmtpCredentialsErrorCode = 'ESECRETREAD' | 'ECONFIG';
+
 /** Raised when the secret cannot be read or does not hold `{ "username", "password" }`. */
 export class SmtpCredentialsError extends Error {
   override readonly name = 'SmtpCredentialsError';
-  /** nodemailer's code for a bad configuration, so the classifier files this under `config`. */
-  readonly code = 'ECONFIG';
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  readonly code: SmtpCredentialsErrorCode;
+  constructor(
+    message: string,
+    options: { readonly code: SmtpCredentialsErrorCode; readonly cause?: unknown },
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = options.code;
   }
 }
 
@@ -64,9 +82,7 @@ export function secretsManagerSmtpCredentials(
       const result = await options.client.send(new GetSecretValueCommand({ SecretId: options.secretArn }));
       secret = result.SecretString;
     } catch (error) {
-      throw new SmtpCredentialsError('the SMTP secret could not be read from Secrets Manager', {
-        cause: error,
-      });
+      throw secretReadError(error);
     }
     return parseSmtpSecret(secret);
   };
@@ -90,23 +106,58 @@ export function secretsManagerSmtpCredentials(
   };
 }
 
+/**
+ * Secrets Manager's answers that say the secret itself is wrong; anything else (throttling, 5xx,
+ * the network, a timeout, an error without a response) may pass and is retried.
+ */
+function secretReadError(error: unknown): SmtpCredentialsError {
+  const wrongSecret =
+    error instanceof ResourceNotFoundException ||
+    error instanceof DecryptionFailure ||
+    error instanceof InvalidParameterException ||
+    error instanceof InvalidRequestException ||
+    httpStatusOf(error) === 403;
+  return wrongSecret
+    ? new SmtpCredentialsError('the SMTP secret does not exist, cannot be decrypted or may not be read', {
+        code: 'ECONFIG',
+        cause: error,
+      })
+    : new SmtpCredentialsError('the SMTP secret could not be read from Secrets Manager', {
+        code: 'ESECRETREAD',
+        cause: error,
+      });
+}
+
+function httpStatusOf(error: unknown): number | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const metadata = (error as { $metadata?: { httpStatusCode?: unknown } }).$metadata;
+  return typeof metadata?.httpStatusCode === 'number' ? metadata.httpStatusCode : undefined;
+}
+
 /** Parses the secret string; the error never contains the secret's text. */
 export function parseSmtpSecret(secret: string | undefined): SmtpCredentials {
   if (secret === undefined || secret === '') {
-    throw new SmtpCredentialsError('the SMTP secret has no SecretString');
+    throw new SmtpCredentialsError('the SMTP secret has no SecretString', { code: 'ECONFIG' });
   }
   let value: unknown;
   try {
     value = JSON.parse(secret);
   } catch {
-    throw new SmtpCredentialsError('the SMTP secret is not JSON (expected {"username","password"})');
+    throw new SmtpCredentialsError('the SMTP secret is not JSON (expected {"username","password"})', {
+      code: 'ECONFIG',
+    });
   }
   if (typeof value !== 'object' || value === null) {
-    throw new SmtpCredentialsError('the SMTP secret is not a JSON object (expected {"username","password"})');
+    throw new SmtpCredentialsError(
+      'the SMTP secret is not a JSON object (expected {"username","password"})',
+      { code: 'ECONFIG' },
+    );
   }
   const { username, password } = value as Record<string, unknown>;
   if (typeof username !== 'string' || username === '' || typeof password !== 'string' || password === '') {
-    throw new SmtpCredentialsError('the SMTP secret must hold non-empty "username" and "password" strings');
+    throw new SmtpCredentialsError('the SMTP secret must hold non-empty "username" and "password" strings', {
+      code: 'ECONFIG',
+    });
   }
   return { username, password };
 }

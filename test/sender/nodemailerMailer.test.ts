@@ -1,8 +1,12 @@
 import type { AddressInfo } from 'node:net';
+import { type SecretsManagerClient, SecretsManagerServiceException } from '@aws-sdk/client-secrets-manager';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NodemailerMailer } from '../../lambdas/adapters/NodemailerMailer.js';
-import { environmentSmtpCredentials } from '../../lambdas/adapters/smtpCredentials.js';
+import {
+  environmentSmtpCredentials,
+  secretsManagerSmtpCredentials,
+} from '../../lambdas/adapters/smtpCredentials.js';
 import type { OutgoingEmail } from '../../lambdas/ports/Mailer.js';
 import { startSmtpServer, type TestSmtpServer } from '../support/smtpServer.js';
 
@@ -266,6 +270,119 @@ describe('NodemailerMailer with a relay that requires a login', () => {
     } finally {
       await mailer.close();
       await server.close();
+    }
+  });
+});
+
+describe('NodemailerMailer reading the relay login from Secrets Manager (issue 15 §4)', () => {
+  let server: TestSmtpServer;
+  beforeAll(async () => {
+    server = await startSmtpServer({ credentials: { username: 'postdate', password: 'right' } });
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+
+  /** A Secrets Manager client (the one stand-in: no local Secrets Manager) answering in turn. */
+  function secretsManager(answers: (() => Promise<{ SecretString?: string }>)[]) {
+    let calls = 0;
+    const client = {
+      send: () => {
+        const answer = answers[Math.min(calls, answers.length - 1)];
+        calls += 1;
+        return answer === undefined ? Promise.reject(new Error('no answer')) : answer();
+      },
+    } as unknown as SecretsManagerClient;
+    return { client, calls: () => calls };
+  }
+
+  function mailerWith(client: SecretsManagerClient, invalidations: { count: number }) {
+    const source = secretsManagerSmtpCredentials({
+      client,
+      secretArn: 'arn:aws:secretsmanager:eu-west-1:1:secret:smtp',
+    });
+    return new NodemailerMailer({
+      host: server.host,
+      port: server.port,
+      secure: false,
+      requireTls: false,
+      messageIdDomain: 'mail.test',
+      credentials: {
+        get: () => source.get(),
+        invalidate: () => {
+          invalidations.count += 1;
+          source.invalidate();
+        },
+      },
+      timeouts: FAST_TIMEOUTS,
+    });
+  }
+
+  const goodSecret = async () => ({ SecretString: '{"username":"postdate","password":"right"}' });
+
+  it('files a throttled read as transient (ESECRETREAD), before the relay, and reads again on the next send', async () => {
+    const throttled = new SecretsManagerServiceException({
+      name: 'ThrottlingException',
+      $fault: 'client',
+      $metadata: { httpStatusCode: 400 },
+      message: 'Rate exceeded',
+    });
+    const sm = secretsManager([() => Promise.reject(throttled), goodSecret]);
+    const invalidations = { count: 0 };
+    const mailer = mailerWith(sm.client, invalidations);
+    try {
+      const failed = await mailer.send(email());
+      expect(failed.delivered ? 'delivered' : failed.failure).toMatchObject({
+        class: 'transient',
+        code: 'ESECRETREAD',
+      });
+      expect(failed.delivered ? 'delivered' : failed.reachedRelay).toBe(false);
+      // Not a config failure: the pool and the cache are left alone.
+      expect(invalidations.count).toBe(0);
+      const sent = await mailer.send(email());
+      expect(sent.delivered).toBe(true);
+      expect(sm.calls()).toBe(2);
+    } finally {
+      await mailer.close();
+    }
+  });
+
+  it('files a malformed secret as config, before the relay, and drops the cached login', async () => {
+    const sm = secretsManager([async () => ({ SecretString: '{"username":"postdate"}' })]);
+    const invalidations = { count: 0 };
+    const mailer = mailerWith(sm.client, invalidations);
+    try {
+      const failed = await mailer.send(email());
+      expect(failed.delivered ? 'delivered' : failed.failure).toMatchObject({
+        class: 'config',
+        code: 'ECONFIG',
+      });
+      expect(failed.delivered ? 'delivered' : failed.reachedRelay).toBe(false);
+      expect(invalidations.count).toBe(1);
+    } finally {
+      await mailer.close();
+    }
+  });
+
+  it('ends an attempt whose secret read hangs at the limit before the dot: transient, not after minutes', async () => {
+    const sm = secretsManager([() => new Promise(() => {}), goodSecret]);
+    const mailer = mailerWith(sm.client, { count: 0 });
+    try {
+      const started = Date.now();
+      const outcome = await mailer.send(email(), { endsBy: Date.now() + 60_000 });
+      expect(outcome.delivered ? 'delivered' : outcome.failure).toMatchObject({
+        class: 'transient',
+        code: 'ETIMEDOUT',
+      });
+      expect(outcome.delivered ? 'delivered' : outcome.reachedRelay).toBe(false);
+      // The secret read counts inside the phase before the dot (preDotMs = 1 s).
+      expect(Date.now() - started).toBeLessThan(FAST_TIMEOUTS.preDotMs + 1500);
+      // The hanging read is not kept: the next attempt reads again and goes out.
+      const sent = await mailer.send(email());
+      expect(sent.delivered).toBe(true);
+      expect(sm.calls()).toBe(2);
+    } finally {
+      await mailer.close();
     }
   });
 });
