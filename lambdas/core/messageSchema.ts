@@ -201,6 +201,51 @@ function isReservedHeader(name: string): boolean {
   return RESERVED_HEADERS.has(lower) || lower.startsWith('content-');
 }
 
+/**
+ * Headers that steer a relay instead of describing a message (compared case-insensitively): a
+ * tenant could pick another tenant's configuration set, sending identity or IP pool, turn tracking
+ * on, or add recipients. A configuration set belongs to the API key, set by an operator. Each is a
+ * relay's documented control header (or family of them):
+ *
+ * - Amazon SES: `X-SES-CONFIGURATION-SET`, `X-SES-MESSAGE-TAGS`, `X-SES-SOURCE-ARN`,
+ *   `X-SES-FROM-ARN`, `X-SES-RETURN-PATH-ARN` — all `X-SES-*`
+ *   (https://docs.aws.amazon.com/ses/latest/dg/event-publishing-send-email.html,
+ *   https://docs.aws.amazon.com/ses/latest/dg/using-configuration-sets-in-email.html, SendRawEmail).
+ * - SendGrid: `X-SMTPAPI`, a JSON object of recipients, substitutions, filters and settings
+ *   (https://www.twilio.com/docs/sendgrid/for-developers/sending-email/building-an-x-smtpapi-header).
+ * - Mailgun: `X-Mailgun-Tag`, `-Dkim`, `-Drop-Message`, `-Track*`, `-Sending-Ip(-Pool)`,
+ *   `-Require-TLS`, `-Variables`, … — all `X-Mailgun-*`
+ *   (https://documentation.mailgun.com/docs/mailgun/user-manual/sending-messages/pass-sending-options).
+ * - Postmark: `X-PM-Message-Stream`, `X-PM-Tag`, `X-PM-Metadata-*`, … — all `X-PM-*`
+ *   (https://postmarkapp.com/support/article/1207-how-to-create-and-send-through-message-streams;
+ *   tag and metadata as read by Postmark's own ActiveCampaign/swiftmailer-postmark transport).
+ * - Mandrill (Mailchimp Transactional): `X-MC-Tags`, `-Track`, `-Template`, `-MergeVars`,
+ *   `-Metadata`, `-Subaccount`, `-BccAddress`, `-IpPool`, `-ReturnPathDomain`, `-SendAt`, … — all
+ *   `X-MC-*` (https://mandrill.zendesk.com/hc/en-us/articles/360039280433-How-to-Use-SMTP-Headers-to-Customize-Your-Messages).
+ * - SparkPost: `X-MSYS-API`, a JSON object of campaign, metadata and options
+ *   (https://developers.sparkpost.com/api/smtp/).
+ * - Mailjet: `X-Mailjet-Campaign`, `X-Mailjet-TrackOpen`, …, `X-MJ-CustomID`, `X-MJ-EventPayload`,
+ *   `X-MJ-TemplateID`, `X-MJ-Vars`, … — all `X-Mailjet-*` and `X-MJ-*`
+ *   (https://dev.mailjet.com/docs/smtp_relay/custom_headers).
+ */
+export const RELAY_CONTROL_HEADERS: {
+  readonly names: ReadonlySet<string>;
+  readonly prefixes: readonly string[];
+} = {
+  names: new Set(['x-smtpapi', 'x-msys-api']),
+  prefixes: ['x-ses-', 'x-mailgun-', 'x-pm-', 'x-mc-', 'x-mailjet-', 'x-mj-'],
+};
+
+function isRelayControlHeader(name: string): boolean {
+  const lower = name.toLowerCase();
+  return (
+    RELAY_CONTROL_HEADERS.names.has(lower) ||
+    RELAY_CONTROL_HEADERS.prefixes.some((prefix) => lower.startsWith(prefix))
+  );
+}
+
+export const RELAY_CONTROL_MESSAGE = 'header controls the relay and may not be given';
+
 // ─── Time ────────────────────────────────────────────────────────────────────────────────────────
 
 const ISO_WITH_ZONE =
@@ -273,6 +318,7 @@ const Headers = z
           `header name must be a token (letters, digits, !#$%&'*+-.^_\`|~) of at most ${LIMITS.maxHeaderNameLength} characters`,
         );
       else if (isReservedHeader(name)) issue('header is set by Postdate and may not be given');
+      else if (isRelayControlHeader(name)) issue(RELAY_CONTROL_MESSAGE);
       else if (seen.has(name.toLowerCase())) issue('header is given twice (names are case-insensitive)');
       else {
         const value = headers[name] ?? '';
@@ -286,7 +332,7 @@ const Headers = z
   })
   .meta({
     description:
-      'Extra headers. Names are RFC 9110 tokens; Message-ID, X-Postdate-Id, From, To, Cc, Bcc, Subject, Date, Reply-To, Sender, Return-Path, MIME-Version and Content-* are reserved.',
+      'Extra headers. Names are RFC 9110 tokens; Message-ID, X-Postdate-Id, From, To, Cc, Bcc, Subject, Date, Reply-To, Sender, Return-Path, MIME-Version and Content-* are reserved. Headers that control a relay are refused with 400 (`header controls the relay and may not be given`): X-SES-* (Amazon SES), X-SMTPAPI (SendGrid), X-Mailgun-*, X-PM-* (Postmark), X-MC-* (Mandrill), X-MSYS-API (SparkPost), X-Mailjet-* and X-MJ-* (Mailjet).',
     example: { 'X-Campaign': '42' },
   });
 
