@@ -13,12 +13,23 @@ export interface LoggedError {
 /** Longest message a log keeps. */
 const MAX_LOGGED_MESSAGE = 200;
 
-/** Anything shaped like an e-mail address, with or without angle brackets. */
-const ADDRESS = /<?[^\s<>@"]+@[^\s<>@"]+>?/g;
+/** A local part: characters but space, `<`, `>`, `@` and `"`, and whole quoted strings (`"john doe"`). */
+const LOCAL = String.raw`(?:[^\s<>@"]|"(?:[^"\\]|\\.)*")+`;
+const DOMAIN = String.raw`[^\s<>@"]+`;
+/** `<local@domain>`: redacted first, so that the quotes of a display name before it (`"A" <"b c"@d>`) are never paired with the address's. */
+const BRACKETED = new RegExp(`<${LOCAL}@${DOMAIN}>`, 'g');
+/** Anything else shaped like an e-mail address, with or without angle brackets. */
+const ADDRESS = new RegExp(`<?${LOCAL}@${DOMAIN}>?`, 'g');
 
-/** The text with every address replaced by `<redacted>`. */
+/**
+ * The text with every address replaced by `<redacted>`: every form messageSchema's `parseAddress`
+ * accepts, quoted local parts (`"john doe"@example.com`, `"a@b"@example.com`) included, so that no
+ * accepted address survives in a stored reply or a log. Each step of LOCAL consumes one character or
+ * one whole quoted string, never the same text both ways, so a hostile reply cannot make it backtrack
+ * catastrophically.
+ */
 export function redactAddresses(text: string): string {
-  return text.replace(ADDRESS, '<redacted>');
+  return text.replace(BRACKETED, '<redacted>').replace(ADDRESS, '<redacted>');
 }
 
 export function errorForLog(error: unknown): LoggedError {
