@@ -23,7 +23,8 @@ async function synthesizeApp(outdir: string, context: Record<string, string>): P
     PATH: process.env.PATH,
     HOME: outdir,
     CDK_OUTDIR: outdir,
-    CDK_CONTEXT_JSON: JSON.stringify(context),
+    // The CLI merges cdk.json's context (the pinned feature flags) under the -c values.
+    CDK_CONTEXT_JSON: JSON.stringify({ ...(await cdkJsonContext()), ...context }),
     AWS_EC2_METADATA_DISABLED: 'true',
     AWS_CONFIG_FILE: join(outdir, 'no-aws-config'),
     AWS_SHARED_CREDENTIALS_FILE: join(outdir, 'no-aws-credentials'),
@@ -40,6 +41,25 @@ async function synthesizeApp(outdir: string, context: Record<string, string>): P
     return { code: failed.code ?? 1, output: `${failed.stdout ?? ''}${failed.stderr ?? ''}` };
   }
 }
+
+/** The context of cdk.json, as the CDK CLI reads it. */
+async function cdkJsonContext(): Promise<Record<string, unknown>> {
+  const cdkJson = JSON.parse(await readFile(join(PROJECT_ROOT, 'cdk.json'), 'utf8')) as {
+    context: Record<string, unknown>;
+  };
+  return cdkJson.context;
+}
+
+describe('cdk.json', () => {
+  it("pins every feature flag aws-cdk-lib recommends, and fails the synth on CloudFormation's default rules", async () => {
+    const recommended = JSON.parse(
+      await readFile(join(PROJECT_ROOT, 'node_modules/aws-cdk-lib/recommended-feature-flags.json'), 'utf8'),
+    ) as Record<string, unknown>;
+    const context = await cdkJsonContext();
+    expect(context).toEqual(expect.objectContaining(recommended));
+    expect(context['@aws-cdk/core:validateAgainstDefaultRules']).toBe(true);
+  });
+});
 
 describe('the app synthesizes offline, with real bundling and no AWS credentials', () => {
   let outdir: string;
