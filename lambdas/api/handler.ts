@@ -4,6 +4,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
+import { awsClientOptions } from '../adapters/awsClients.js';
 import { configTargetOf, loadConfig, loadResourceNames } from '../core/config.js';
 import { DynamoApiStore } from '../store/apiStore.js';
 import { type ApiEvent, type ApiResult, createApiHandler } from './createApiHandler.js';
@@ -18,7 +19,7 @@ function wire(): (event: ApiEvent) => Promise<ApiResult> {
   const config = loadConfig(env, configTargetOf(env));
   const names = loadResourceNames(env);
   // The endpoint comes from AWS_ENDPOINT_URL_DYNAMODB when set (the local stack).
-  const documents = DynamoDBDocumentClient.from(new DynamoDBClient({}), {
+  const documents = DynamoDBDocumentClient.from(new DynamoDBClient(awsClientOptions()), {
     marshallOptions: { removeUndefinedValues: true },
   });
   return createApiHandler({

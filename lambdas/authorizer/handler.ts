@@ -4,6 +4,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import type { APIGatewayRequestAuthorizerEventV2 } from 'aws-lambda';
+import { awsClientOptions } from '../adapters/awsClients.js';
 import { loadResourceNames } from '../core/config.js';
 import { lookupApiKey } from '../keys/apiKeys.js';
 import { type AuthorizerResult, createAuthorizerHandler } from './createAuthorizerHandler.js';
@@ -15,7 +16,7 @@ let authorize: ((event: APIGatewayRequestAuthorizerEventV2) => Promise<Authorize
 /** Wires the DynamoDB client once per cold start (the endpoint from AWS_ENDPOINT_URL_DYNAMODB locally). */
 function wire(): (event: APIGatewayRequestAuthorizerEventV2) => Promise<AuthorizerResult> {
   const { tableName } = loadResourceNames(process.env);
-  const documents = DynamoDBDocumentClient.from(new DynamoDBClient({}));
+  const documents = DynamoDBDocumentClient.from(new DynamoDBClient(awsClientOptions()));
   return createAuthorizerHandler({
     lookup: (secret) => lookupApiKey(documents, tableName, secret),
     now: () => new Date(),

@@ -4,6 +4,7 @@ import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import { awsClientOptions } from '../adapters/awsClients.js';
 import { EventBridgeScheduler } from '../adapters/EventBridgeScheduler.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
@@ -21,10 +22,10 @@ function wire(): RelayBatchHandler {
   const names = loadResourceNames(env);
   // Endpoints come from AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_SCHEDULER when set (the local stack).
   const queue = new SqsDispatchQueue(
-    new SQSClient({}),
+    new SQSClient(awsClientOptions()),
     requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL'),
   );
-  const scheduler = new EventBridgeScheduler(new SchedulerClient({}), {
+  const scheduler = new EventBridgeScheduler(new SchedulerClient(awsClientOptions()), {
     groupName: requireResource(names, 'scheduleGroup', 'POSTDATE_SCHEDULE_GROUP'),
     sendQueueArn: requireResource(names, 'sendQueueArn', 'POSTDATE_SEND_QUEUE_ARN'),
     roleArn: requireResource(names, 'schedulerRoleArn', 'POSTDATE_SCHEDULER_ROLE_ARN'),

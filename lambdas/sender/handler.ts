@@ -7,6 +7,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { awsClientOptions } from '../adapters/awsClients.js';
 import { configTargetOf, loadConfig, loadResourceNames } from '../core/config.js';
 import { createSenderHandler } from './createSenderHandler.js';
 import { senderDependencies } from './senderDependencies.js';
@@ -33,8 +34,8 @@ function wire(): { handle: SenderBatchHandler; close: () => Promise<void> } {
   const deps = senderDependencies({
     config: loadConfig(env, configTargetOf(env)),
     names: loadResourceNames(env),
-    sqs: new SQSClient({}),
-    documents: DynamoDBDocumentClient.from(new DynamoDBClient({}), {
+    sqs: new SQSClient(awsClientOptions()),
+    documents: DynamoDBDocumentClient.from(new DynamoDBClient(awsClientOptions()), {
       marshallOptions: { removeUndefinedValues: true },
     }),
     log: logger,

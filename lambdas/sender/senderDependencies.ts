@@ -1,6 +1,7 @@
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { awsClientOptions } from '../adapters/awsClients.js';
 import { NodemailerMailer, smtpTimeoutsOf } from '../adapters/NodemailerMailer.js';
 import { SqsCopyVisibility } from '../adapters/SqsCopyVisibility.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
@@ -64,7 +65,7 @@ function credentialsSource(wiring: SenderWiring): SmtpCredentialsSource {
   const secretArn = wiring.names.smtpSecretArn;
   if (wiring.config.target === 'aws' && secretArn !== undefined) {
     return secretsManagerSmtpCredentials({
-      client: wiring.secretsManager ?? new SecretsManagerClient({}),
+      client: wiring.secretsManager ?? new SecretsManagerClient(awsClientOptions()),
       secretArn,
     });
   }

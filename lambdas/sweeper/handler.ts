@@ -4,6 +4,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
+import { awsClientOptions } from '../adapters/awsClients.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import { DynamoDueIndex } from '../store/dueIndex.js';
@@ -19,9 +20,12 @@ function wire(): () => Promise<SweepReport> {
   const config = loadConfig(env, configTargetOf(env));
   const names = loadResourceNames(env);
   return createSweeperHandler({
-    dueIndex: new DynamoDueIndex(DynamoDBDocumentClient.from(new DynamoDBClient({})), names.tableName),
+    dueIndex: new DynamoDueIndex(
+      DynamoDBDocumentClient.from(new DynamoDBClient(awsClientOptions())),
+      names.tableName,
+    ),
     queue: new SqsDispatchQueue(
-      new SQSClient({}),
+      new SQSClient(awsClientOptions()),
       requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL'),
     ),
     now: () => new Date(),
