@@ -137,6 +137,9 @@ const OPERATIONS: Record<RouteName, Operation> = {
         content: json(MessageSchema),
       },
       ...common,
+      400: problemResponse(
+        'Invalid request: `errors` names each field. A header that controls the relay (X-SES-*, X-SMTPAPI, …: see `headers`) is refused here.',
+      ),
       413: problemResponse('The body is larger than 256 KiB.'),
       415: problemResponse('The body is not application/json.'),
       422: problemResponse('The Idempotency-Key was used with a different body.'),

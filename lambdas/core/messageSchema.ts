@@ -229,19 +229,23 @@ function isReservedHeader(name: string): boolean {
  *   (https://dev.mailjet.com/docs/smtp_relay/custom_headers).
  */
 export const RELAY_CONTROL_HEADERS: {
-  readonly names: ReadonlySet<string>;
+  /** Whole names. */
+  readonly names: readonly string[];
+  /** Every name that starts with one of these. */
   readonly prefixes: readonly string[];
 } = {
-  names: new Set(['x-smtpapi', 'x-msys-api']),
-  prefixes: ['x-ses-', 'x-mailgun-', 'x-pm-', 'x-mc-', 'x-mailjet-', 'x-mj-'],
+  names: ['X-SMTPAPI', 'X-MSYS-API'],
+  prefixes: ['X-SES-', 'X-Mailgun-', 'X-PM-', 'X-MC-', 'X-Mailjet-', 'X-MJ-'],
 };
+
+const RELAY_CONTROL_NAMES: ReadonlySet<string> = new Set(
+  RELAY_CONTROL_HEADERS.names.map((name) => name.toLowerCase()),
+);
+const RELAY_CONTROL_PREFIXES = RELAY_CONTROL_HEADERS.prefixes.map((prefix) => prefix.toLowerCase());
 
 function isRelayControlHeader(name: string): boolean {
   const lower = name.toLowerCase();
-  return (
-    RELAY_CONTROL_HEADERS.names.has(lower) ||
-    RELAY_CONTROL_HEADERS.prefixes.some((prefix) => lower.startsWith(prefix))
-  );
+  return RELAY_CONTROL_NAMES.has(lower) || RELAY_CONTROL_PREFIXES.some((prefix) => lower.startsWith(prefix));
 }
 
 export const RELAY_CONTROL_MESSAGE = 'header controls the relay and may not be given';
@@ -331,8 +335,7 @@ const Headers = z
     }
   })
   .meta({
-    description:
-      'Extra headers. Names are RFC 9110 tokens; Message-ID, X-Postdate-Id, From, To, Cc, Bcc, Subject, Date, Reply-To, Sender, Return-Path, MIME-Version and Content-* are reserved. Headers that control a relay are refused with 400 (`header controls the relay and may not be given`): X-SES-* (Amazon SES), X-SMTPAPI (SendGrid), X-Mailgun-*, X-PM-* (Postmark), X-MC-* (Mandrill), X-MSYS-API (SparkPost), X-Mailjet-* and X-MJ-* (Mailjet).',
+    description: `Extra headers. Names are RFC 9110 tokens; Message-ID, X-Postdate-Id, From, To, Cc, Bcc, Subject, Date, Reply-To, Sender, Return-Path, MIME-Version and Content-* are reserved. Headers that control a relay instead of describing the message are refused (400, \`${RELAY_CONTROL_MESSAGE}\`): ${[...RELAY_CONTROL_HEADERS.names, ...RELAY_CONTROL_HEADERS.prefixes.map((prefix) => `${prefix}*`)].join(', ')} (Amazon SES, SendGrid, Mailgun, Postmark, Mandrill, SparkPost, Mailjet); a configuration set belongs to the API key.`,
     example: { 'X-Campaign': '42' },
   });
 

@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { API_ROUTES } from '../../lambdas/api/apiRoutes.js';
 import { buildOpenApiDocument } from '../../lambdas/api/openapi.js';
-import { EnqueueBodySchema } from '../../lambdas/core/messageSchema.js';
+import {
+  EnqueueBodySchema,
+  RELAY_CONTROL_HEADERS,
+  RELAY_CONTROL_MESSAGE,
+} from '../../lambdas/core/messageSchema.js';
 import { apiHarness } from './apiHarness.js';
 import { apiEvent } from './events.js';
 
@@ -30,6 +34,22 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(enqueue.properties).sort()).toEqual(Object.keys(EnqueueBodySchema.shape).sort());
     // Strict objects: unknown fields are rejected, and the document says so.
     expect(enqueue.additionalProperties).toBe(false);
+  });
+
+  it('describes the refusal of every relay-control header, on the headers field and the 400', () => {
+    const document = buildOpenApiDocument();
+    const enqueue = document.components?.schemas?.EnqueueRequest as {
+      properties: Record<string, { description?: string }>;
+    };
+    const description = enqueue.properties.headers?.description ?? '';
+    expect(description).toContain(RELAY_CONTROL_MESSAGE);
+    for (const name of RELAY_CONTROL_HEADERS.names) expect(description).toContain(name);
+    for (const prefix of RELAY_CONTROL_HEADERS.prefixes) expect(description).toContain(`${prefix}*`);
+    const enqueueItem = (document.paths?.['/v1/messages'] ?? {}) as Record<
+      string,
+      { responses?: Record<string, { description?: string }> }
+    >;
+    expect(enqueueItem.post?.responses?.['400']?.description).toContain('relay');
   });
 
   it('marks every route but /health as needing the API key', () => {
