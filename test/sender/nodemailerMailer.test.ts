@@ -104,6 +104,53 @@ describe('NodemailerMailer against a real SMTP server', () => {
     expect(outcome.failure.code).toBe(expectedCode);
   });
 
+  it.each([
+    [
+      'at MAIL FROM',
+      {
+        mailFrom: { code: 554, message: 'Access denied: User is not authorized to perform ses:SendRawEmail' },
+      },
+    ],
+    [
+      'after the final dot',
+      {
+        afterData: {
+          code: 554,
+          message:
+            'Message rejected: Email address is not verified. The following identities failed the check in region US-EAST-1: ops@example.com',
+        },
+      },
+    ],
+  ] as const)(
+    'files an SES sender refusal (bare 554) %s under config, without closing the pool for everyone',
+    async (_name, behaviour) => {
+      let invalidations = 0;
+      mailer = new NodemailerMailer({
+        host: server.host,
+        port: server.port,
+        secure: false,
+        requireTls: false,
+        messageIdDomain: 'mail.test',
+        credentials: {
+          get: async () => undefined,
+          invalidate: () => {
+            invalidations += 1;
+          },
+        },
+        timeouts: FAST_TIMEOUTS,
+      });
+      server.script(behaviour);
+      const outcome = await mailer.send(email());
+      expect(outcome.delivered ? 'delivered' : outcome.failure).toMatchObject({
+        class: 'config',
+        code: '554',
+      });
+      expect(outcome.delivered ? 'delivered' : outcome.reachedRelay).toBe(true);
+      // A refusal of one sender is not a broken session: the pool and the login stay.
+      expect(invalidations).toBe(0);
+    },
+  );
+
   it('calls a connection dropped after the final dot ambiguous, and the relay did get the body', async () => {
     mailer = newMailer();
     server.script({ afterData: 'drop' });
