@@ -1,4 +1,5 @@
 import { Annotations, CfnOutput, Stack, type StackProps, Tags } from 'aws-cdk-lib';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
@@ -14,6 +15,12 @@ export interface PostdateStackProps extends StackProps {
    * @default a new secret (set its value after the first deploy, docs/deploy.md)
    */
   readonly smtpSecretArn?: string;
+  /**
+   * The customer-managed KMS key that encrypts {@link smtpSecretArn}; the sender gets `kms:Decrypt`
+   * on it through Secrets Manager.
+   * @default the secret uses the AWS-managed key
+   */
+  readonly smtpSecretKeyArn?: string;
   /**
    * An existing SNS topic for the alarms.
    * @default a new encrypted topic
@@ -42,7 +49,13 @@ export class PostdateStack extends Stack {
     const smtpSecret =
       props.smtpSecretArn === undefined
         ? undefined
-        : secretsmanager.Secret.fromSecretCompleteArn(this, 'SmtpSecret', props.smtpSecretArn);
+        : secretsmanager.Secret.fromSecretAttributes(this, 'SmtpSecret', {
+            secretCompleteArn: props.smtpSecretArn,
+            encryptionKey:
+              props.smtpSecretKeyArn === undefined
+                ? undefined
+                : kms.Key.fromKeyArn(this, 'SmtpSecretKey', props.smtpSecretKeyArn),
+          });
     const alarmTopic =
       props.alarmTopicArn === undefined
         ? undefined

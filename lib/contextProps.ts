@@ -21,6 +21,7 @@ export const CONTEXT_KEYS = [
   'smtpSecure',
   'smtpRequireTls',
   'smtpSecretArn',
+  'smtpSecretKeyArn',
   'messageIdDomain',
   'maxAttempts',
   'retryBaseSeconds',
@@ -46,6 +47,9 @@ export const CONTEXT_KEYS = [
 ] as const;
 
 export type ContextKey = (typeof CONTEXT_KEYS)[number];
+
+/** `arn:{partition}:secretsmanager:{region}:{account}:secret:{name}-{6 characters}`. */
+const COMPLETE_SECRET_ARN = /^arn:[a-z-]+:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+-[A-Za-z0-9]{6}$/;
 
 export interface AppSettings {
   readonly stackName: string;
@@ -94,6 +98,18 @@ export function settingsFromContext(get: (key: ContextKey) => unknown): AppSetti
   else if (removal !== undefined)
     problems.push(`context removalPolicy must be "retain" or "destroy", got "${removal}"`);
 
+  // An imported secret is granted by its ARN; a partial one (no `-AbCdEf` suffix) matches nothing.
+  const smtpSecretArn = text('smtpSecretArn');
+  if (smtpSecretArn !== undefined && !COMPLETE_SECRET_ARN.test(smtpSecretArn)) {
+    problems.push(
+      `context smtpSecretArn must be the secret's complete ARN, ending in the six-character suffix Secrets Manager adds (…:secret:name-AbCdEf), got "${smtpSecretArn}"`,
+    );
+  }
+  const smtpSecretKeyArn = text('smtpSecretKeyArn');
+  if (smtpSecretKeyArn !== undefined && smtpSecretArn === undefined) {
+    problems.push('context smtpSecretKeyArn needs smtpSecretArn');
+  }
+
   const rateLimit = number('apiRateLimit');
   const burstLimit = number('apiBurstLimit');
   const sweepMinutes = number('sweepIntervalMinutes');
@@ -133,7 +149,8 @@ export function settingsFromContext(get: (key: ContextKey) => unknown): AppSetti
         authorizerCacheTtl: cacheSeconds === undefined ? undefined : Duration.seconds(cacheSeconds),
         removalPolicy,
       },
-      smtpSecretArn: text('smtpSecretArn'),
+      smtpSecretArn,
+      smtpSecretKeyArn,
       alarmTopicArn: text('alarmTopicArn'),
       alarmEmail: text('alarmEmail'),
       placeholders,

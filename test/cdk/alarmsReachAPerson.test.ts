@@ -13,6 +13,7 @@ import {
   type Resource,
   statementsOfRole,
   synthesizePostdate,
+  TEST_PROPS,
   testApp,
 } from './support/synthesize.js';
 
@@ -152,6 +153,19 @@ describe('alarms reach a person', () => {
     const senderFn = ownTemplate.toJSON().Resources[logicalIdOf(mail.functions.sender)] as Resource;
     const role = (senderFn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
     const decrypt = statementsOfRole(ownTemplate, role).filter((s) => s.Action.includes('kms:Decrypt'));
+    expect(decrypt.flatMap((s) => s.Resource)).toEqual([keyArn]);
+  });
+
+  it('lets the sender decrypt the secret of -c smtpSecretArn under -c smtpSecretKeyArn', () => {
+    const keyArn = 'arn:aws:kms:eu-west-1:123456789012:key/11111111-2222-3333-4444-555555555555';
+    const { template: keyed, stack: keyedStack } = synthesizePostdate({
+      ...TEST_PROPS,
+      smtpSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:team/smtp-AbCdEf',
+      smtpSecretKeyArn: keyArn,
+    });
+    const senderFn = keyed.toJSON().Resources[logicalIdOf(keyedStack.postdate.functions.sender)] as Resource;
+    const role = (senderFn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+    const decrypt = statementsOfRole(keyed, role).filter((s) => s.Action.includes('kms:Decrypt'));
     expect(decrypt.flatMap((s) => s.Resource)).toEqual([keyArn]);
   });
 

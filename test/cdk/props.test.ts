@@ -246,6 +246,23 @@ describe('settings from CDK context', () => {
     expect(props.sweepInterval.toMinutes()).toBe(10);
   });
 
+  it("take the SMTP secret by its complete ARN (with Secrets Manager's suffix), and its KMS key", () => {
+    const complete = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:team/smtp-AbCdEf';
+    const key = 'arn:aws:kms:eu-west-1:123456789012:key/11111111-2222-3333-4444-555555555555';
+    const settings = from({ smtpSecretArn: complete, smtpSecretKeyArn: key });
+    expect(settings.stackProps).toMatchObject({ smtpSecretArn: complete, smtpSecretKeyArn: key });
+    expect(() =>
+      from({ smtpSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:team/smtp' }),
+    ).toThrow(
+      expect.objectContaining({
+        problems: [expect.stringMatching(/^context smtpSecretArn must be the secret's complete ARN/)],
+      }),
+    );
+    expect(() => from({ smtpSecretKeyArn: key })).toThrow(
+      expect.objectContaining({ problems: ['context smtpSecretKeyArn needs smtpSecretArn'] }),
+    );
+  });
+
   it('collect malformed values and throw them together', () => {
     expect(() => from({ maxAttempts: 'eight', smtpSecure: 'yes', removalPolicy: 'keep' })).toThrow(
       expect.objectContaining({
