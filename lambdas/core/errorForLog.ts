@@ -13,9 +13,13 @@ export interface LoggedError {
 /** Longest message a log keeps. */
 const MAX_LOGGED_MESSAGE = 200;
 
-/** A local part: characters but space, `<`, `>`, `@` and `"`, and whole quoted strings (`"john doe"`). */
-const LOCAL = String.raw`(?:[^\s<>@"]|"(?:[^"\\]|\\.)*")+`;
-const DOMAIN = String.raw`[^\s<>@"]+`;
+/**
+ * A local part: characters but space, `<`, `>`, `@` and `"`, and whole quoted strings (`"john doe"`).
+ * Bounded by what an address may be (a local part of at most 64 characters, a domain of at most
+ * 253), so the work at each position of a long hostile text is bounded too.
+ */
+const LOCAL = String.raw`(?:[^\s<>@"]|"(?:[^"\\]|\\.){0,62}"){1,64}`;
+const DOMAIN = String.raw`[^\s<>@"]{1,253}`;
 /** `<local@domain>`: redacted first, so that the quotes of a display name before it (`"A" <"b c"@d>`) are never paired with the address's. */
 const BRACKETED = new RegExp(`<${LOCAL}@${DOMAIN}>`, 'g');
 /** Anything else shaped like an e-mail address, with or without angle brackets. */

@@ -76,4 +76,23 @@ describe('errorForLog', () => {
       { numRuns: 1000 },
     );
   });
+
+  it('does not slow down on a long hostile text (bounded work at each position)', () => {
+    // Unbounded, each of these takes seconds (quadratic); bounded, milliseconds.
+    for (const hostile of [
+      'a'.repeat(100_000),
+      '"a'.repeat(50_000),
+      '"'.repeat(100_000),
+      `"${'\\"'.repeat(50_000)}`,
+    ]) {
+      const started = performance.now();
+      redactAddresses(`550 ${hostile} @`);
+      expect(performance.now() - started).toBeLessThan(2000);
+    }
+  });
+
+  it('still redacts the domain of an address longer than any the schema accepts', () => {
+    const redacted = redactAddresses(`550 <${'x'.repeat(100)}@example.com>: user unknown`);
+    expect(redacted).not.toContain('example.com');
+  });
 });
