@@ -1,5 +1,5 @@
 import { Stack } from 'aws-cdk-lib';
-import { Capture, Match, Template } from 'aws-cdk-lib/assertions';
+import { Annotations, Capture, Match, Template } from 'aws-cdk-lib/assertions';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
@@ -116,6 +116,17 @@ describe('alarms reach a person', () => {
       own.resolve((topic.node.defaultChild as sns.CfnTopic).logicalId),
     ]);
     for (const id of notifiedTopics(ownTemplate)) expectCloudWatchMayPublish(ownTemplate, id);
+  });
+
+  it('warns at synth that an imported alarm topic needs the Allow (the stack cannot add it)', () => {
+    const { stack: imported } = synthesizePostdate({
+      ...TEST_PROPS,
+      alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:pager',
+    });
+    Annotations.fromStack(imported).hasWarning(
+      '*',
+      Match.stringLikeRegexp('alarmTopic is imported: its policy must allow cloudwatch.amazonaws.com'),
+    );
   });
 
   it('alarms on failed messages and on unexpected sender errors from the EMF metrics', () => {
