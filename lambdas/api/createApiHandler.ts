@@ -13,7 +13,7 @@ import type {
 import type { Config } from '../core/config.js';
 import { errorForLog } from '../core/errorForLog.js';
 import { TENANT_PATTERN } from '../core/identifiers.js';
-import { isMessageId } from '../core/ids.js';
+import { isMessageId, messageIdFor } from '../core/ids.js';
 import {
   parseEnqueueRequest,
   parseGroupKey,
@@ -22,9 +22,10 @@ import {
 } from '../core/messageSchema.js';
 import { isMessageStatus, type MessageStatus } from '../core/messageStatus.js';
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails, problem, validationProblem } from '../core/problem.js';
+import { requestFingerprint } from '../outbox/outboxItems.js';
 import type { Log } from '../ports/Log.js';
 import { type ApiStore, type ShardPosition, shardCount, type TransitionResult } from '../store/apiStore.js';
-import { expiresAtAfter } from '../store/messageRecord.js';
+import { expiresAtAfter, type MessageStateRecord } from '../store/messageRecord.js';
 import { type ApiRoute, resolveRoute } from './apiRoutes.js';
 import { EnqueueContentionError, enqueueMessage } from './enqueueMessage.js';
 import { readIdempotencyKey } from './idempotencyKeyHeader.js';
@@ -165,13 +166,27 @@ export function createApiHandler(deps: ApiHandlerDependencies): (event: ApiEvent
     const key = readIdempotencyKey(headerValue(event.headers, 'idempotency-key'));
     if (!key.ok) return problemResult(key.problem);
     const now = deps.now();
-    const parsed = parseEnqueueRequest(body.value, {
-      now,
+    const validation = {
       allowedFrom: deps.config.allowedFrom,
       defaultFrom: deps.config.defaultFrom,
       maxHorizonDays: deps.config.maxHorizonDays,
-    });
-    if (!parsed.ok) return problemResult(parsed.problem);
+    };
+    const parsed = parseEnqueueRequest(body.value, { ...validation, now });
+    if (!parsed.ok) {
+      // Time bounds judge a new message, not a replay: a request whose original exists (its
+      // `not_after` since passed, say) is answered with it, so the client learns what happened.
+      const original = await deps.store.getMessage(tenant, messageIdFor(tenant, key.key));
+      if (original?.fingerprint !== undefined) {
+        const asOriginal = parseEnqueueRequest(body.value, {
+          ...validation,
+          now: new Date(original.created_at),
+        });
+        if (asOriginal.ok && requestFingerprint(asOriginal.value) === original.fingerprint) {
+          return replayedResult(original);
+        }
+      }
+      return problemResult(parsed.problem);
+    }
     const outcome = await enqueueMessage(
       { store: deps.store, sleep },
       {
@@ -192,21 +207,23 @@ export function createApiHandler(deps: ApiHandlerDependencies): (event: ApiEvent
         ),
       );
     }
+    if (outcome.kind === 'replayed') return replayedResult(outcome.state);
     const view = messageView(outcome.state, { withHistory: false });
     const location = `/v1/messages/${outcome.state.id}`;
-    if (outcome.kind === 'replayed') {
-      return jsonResult(
-        200,
-        view,
-        { 'idempotent-replayed': 'true', location },
-        { message_id: outcome.state.id, replayed: true },
-      );
-    }
     return jsonResult(
       202,
       view,
       { location },
       { message_id: outcome.state.id, message_status: outcome.state.status },
+    );
+  }
+
+  function replayedResult(state: MessageStateRecord): Outcome {
+    return jsonResult(
+      200,
+      messageView(state, { withHistory: false }),
+      { 'idempotent-replayed': 'true', location: `/v1/messages/${state.id}` },
+      { message_id: state.id, replayed: true },
     );
   }
 

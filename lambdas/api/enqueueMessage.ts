@@ -8,9 +8,10 @@
  * - a grouped message is written in one transaction with its group head, so "approved" can never be
  *   accepted without the head knowing it.
  *
- * When a record already exists, the body's fingerprint tells a replay (200, the same message) from a
- * reused key (422); a replay never writes anything. A body without a state record is an enqueue that
- * died between its two puts: a request with the same fingerprint completes it.
+ * When a record already exists, the fingerprint (on the state record, and on the body) tells a replay
+ * (200, the same message) from a reused key (422); a replay never writes anything. A body without a
+ * state record is an enqueue that died between its two puts: a request with the same fingerprint
+ * completes it, for the whole retention.
  */
 import type { EnqueueRequest } from '../core/messageSchema.js';
 import { buildOutboxWrite, type OutboxWrite } from '../outbox/outboxItems.js';
@@ -45,12 +46,18 @@ export interface EnqueueDependencies {
 
 const MAX_ATTEMPTS = 10;
 
+const DAY_MS = 86_400_000;
+
 /**
- * How old a body without its state record may be and still be completed by a replay. A state record
- * lives at least a day after the body is written (POSTDATE_RETENTION_DAYS ≥ 1), so an older orphan is
- * the body of a message whose state already expired: the key is spent, never reused for a new send.
+ * How old a body without its state record may be and still be completed by a replay: the retention.
+ * A state record lives at least POSTDATE_RETENTION_DAYS after it was written (its TTL is set only
+ * once it is final, to the retention after that), so a younger orphan was never followed by its state
+ * record: the enqueue died between its two puts. An older one may be the body of a message whose
+ * state already expired: the key is spent, never reused for a new send.
  */
-export const RESUME_WINDOW_MS = 60 * 60 * 1000;
+export function resumeWindowMs(retentionDays: number): number {
+  return retentionDays * DAY_MS;
+}
 
 export async function enqueueMessage(
   deps: EnqueueDependencies,
@@ -68,10 +75,12 @@ export async function enqueueMessage(
       groupHeadVersion,
       retentionDays: input.retentionDays,
     });
-    const result = group ? await deps.store.writeEnqueue(write.items) : await writeInTurn(deps.store, write);
+    const { result, wroteBody } = group
+      ? { result: await deps.store.writeEnqueue(write.items), wroteBody: false }
+      : await writeInTurn(deps.store, write);
     if (result.kind === 'written') return { kind: 'created', state: write.state };
     if (result.kind === 'exists') {
-      const settled = await settleExisting(deps.store, write, input.now);
+      const settled = await settleExisting(deps.store, write, input, wroteBody);
       if (settled) return settled;
     }
     if (result.kind === 'contended') await deps.sleep(Math.floor(input.random() * 20 * (attempt + 1)) + 5);
@@ -82,29 +91,44 @@ export async function enqueueMessage(
 }
 
 /** An ungrouped message: the body, then the state record that makes it visible. */
-async function writeInTurn(store: ApiStore, write: OutboxWrite): Promise<EnqueueWriteResult> {
+async function writeInTurn(
+  store: ApiStore,
+  write: OutboxWrite,
+): Promise<{ result: EnqueueWriteResult; wroteBody: boolean }> {
   const body = await store.putNew(write.body);
-  if (body.kind !== 'written') return body;
-  return store.putNew(write.state);
+  if (body.kind !== 'written') return { result: body, wroteBody: false };
+  return { result: await store.putNew(write.state), wroteBody: true };
 }
 
 /**
  * A record of this id exists. Answers the replay or the reuse, completes a dead enqueue of the same
- * request, or answers undefined when a racing request has not finished writing yet.
+ * request, or answers undefined when a racing request has not finished writing yet. The state
+ * record's fingerprint decides while it lives (the body may have expired before it); when this
+ * request wrote a body beside an existing state record (the original's body was gone), it deletes
+ * that body again: a replay writes nothing, and a reuse never gives the original new content.
  */
 async function settleExisting(
   store: ApiStore,
   write: OutboxWrite,
-  now: Date,
+  input: EnqueueInput,
+  wroteBody: boolean,
 ): Promise<EnqueueOutcome | undefined> {
-  const body = await store.readBodyStamp(write.messageId);
-  // The body this request would have written carries its fingerprint: compare with the stored one.
-  if (body && body.fingerprint !== write.body.fingerprint) return { kind: 'key-reused' };
+  const ours = write.body.fingerprint;
   const state = await store.getMessage(write.state.tenant, write.messageId);
-  if (state) return body ? { kind: 'replayed', state } : { kind: 'key-reused' };
+  if (state) {
+    if (wroteBody) await store.deleteOwnBody(write.messageId, write.body);
+    // A state record written before it carried the fingerprint: the body's decides, if it is not ours.
+    const stored =
+      state.fingerprint ??
+      (wroteBody ? undefined : (await store.readBodyStamp(write.messageId))?.fingerprint);
+    return stored === ours ? { kind: 'replayed', state } : { kind: 'key-reused' };
+  }
+  const body = await store.readBodyStamp(write.messageId);
   if (!body) return undefined;
+  if (body.fingerprint !== ours) return { kind: 'key-reused' };
   const resumable =
-    write.state.group === null && now.getTime() - Date.parse(body.created_at) <= RESUME_WINDOW_MS;
+    write.state.group === null &&
+    input.now.getTime() - Date.parse(body.created_at) <= resumeWindowMs(input.retentionDays);
   if (!resumable) return { kind: 'key-reused' };
   const completed = await store.putNew(write.state);
   return completed.kind === 'written' ? { kind: 'created', state: write.state } : undefined;

@@ -107,7 +107,7 @@ export function buildOutboxTransactItems(input: OutboxInput): TransactWriteItem[
   return buildOutboxWrite(input).items;
 }
 
-/** The fingerprint stored on the body: SHA-256 of the canonical request minus its clock-derived send time. */
+/** The fingerprint stored on the body and the state record: SHA-256 of the canonical request minus its clock-derived send time. */
 export function requestFingerprint(request: EnqueueRequest): string {
   return fingerprint(fingerprintSource(request));
 }
@@ -136,6 +136,7 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
   const bodyExpiresAt =
     expiresAt ?? expiresAtAfter(new Date(request.send_at), retentionDays + REDRIVE_WINDOW_DAYS);
 
+  const requestPrint = requestFingerprint(request);
   const state: MessageStateRecord = {
     pk: messagePk(id),
     sk: ITEM_SORT_KEY.messageState,
@@ -155,6 +156,7 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
     on_ambiguous: request.on_ambiguous,
     tags: request.tags,
     metadata: request.metadata,
+    fingerprint: requestPrint,
     lst_pk: byStatusPk(tenant, status, id),
     lst_sk: createdSortKey(createdAt, id),
     tnt_pk: byTenantPk(tenant, id),
@@ -165,7 +167,7 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
   const body: MessageBodyRecord = {
     pk: messagePk(id),
     sk: ITEM_SORT_KEY.messageBody,
-    fingerprint: requestFingerprint(request),
+    fingerprint: requestPrint,
     created_at: createdAt,
     from: request.from,
     to: request.to,

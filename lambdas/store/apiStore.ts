@@ -9,6 +9,7 @@ import {
   TransactionConflictException,
 } from '@aws-sdk/client-dynamodb';
 import {
+  DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
@@ -86,6 +87,11 @@ export interface ApiStore {
   readGroupHead(tenant: string, groupKey: string): Promise<number | null>;
   /** Writes the outbox items in one transaction (a grouped message: its head moves with it). */
   writeEnqueue(items: readonly TransactWriteItem[]): Promise<EnqueueWriteResult>;
+  /**
+   * Deletes a body this request just wrote, if it is still the one it wrote (same fingerprint and
+   * creation time): the key turned out to belong to a message whose own body had expired.
+   */
+  deleteOwnBody(id: string, stamp: Pick<MessageBodyRecord, 'fingerprint' | 'created_at'>): Promise<void>;
   /** One conditional put of a record that must not exist yet (an ungrouped message, item by item). */
   putNew(record: MessageStateRecord | MessageBodyRecord): Promise<EnqueueWriteResult>;
   /** The state record, or null when it does not exist or belongs to another tenant. */
@@ -124,6 +130,23 @@ export class DynamoApiStore implements ApiStore {
     );
     if (!Item || typeof Item.fingerprint !== 'string' || typeof Item.created_at !== 'string') return null;
     return { fingerprint: Item.fingerprint, created_at: Item.created_at };
+  }
+
+  async deleteOwnBody(id: string, stamp: Pick<MessageBodyRecord, 'fingerprint' | 'created_at'>) {
+    try {
+      await this.documents.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageBody },
+          ConditionExpression: '#fp = :fp AND #created = :created',
+          ExpressionAttributeNames: { '#fp': 'fingerprint', '#created': 'created_at' },
+          ExpressionAttributeValues: { ':fp': stamp.fingerprint, ':created': stamp.created_at },
+        }),
+      );
+    } catch (error) {
+      // Not ours any more (or gone): nothing to undo.
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
   }
 
   async putNew(record: MessageStateRecord | MessageBodyRecord): Promise<EnqueueWriteResult> {

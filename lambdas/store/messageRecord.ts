@@ -54,6 +54,11 @@ export interface MessageStateRecord {
   readonly on_ambiguous: 'retry' | 'hold';
   readonly tags: Readonly<Record<string, string>>;
   readonly metadata: Readonly<Record<string, string>>;
+  /**
+   * The request's fingerprint, as on the body: a replay is told from a reused key by it for as long
+   * as the state record lives, even after the body expired. Absent on records written before it.
+   */
+  readonly fingerprint?: string;
   readonly lease_owner?: string;
   readonly lease_until?: string;
   readonly sent_at?: string;

@@ -1,6 +1,5 @@
 import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { RESUME_WINDOW_MS } from '../../lambdas/api/enqueueMessage.js';
 import { fingerprint } from '../../lambdas/core/fingerprint.js';
 import { messageIdFor } from '../../lambdas/core/ids.js';
 import { fingerprintSource } from '../../lambdas/core/messageSchema.js';
@@ -16,6 +15,8 @@ import { apiHarness } from './apiHarness.js';
 import { apiEvent, enqueueEvent, getEvent, validBody } from './events.js';
 
 type Harness = Awaited<ReturnType<typeof apiHarness>>;
+/** The harness's POSTDATE_RETENTION_DAYS (30). */
+const RETENTION_MS = 30 * 86_400_000;
 
 describe('POST /v1/messages (enqueue)', () => {
   let api: Harness;
@@ -284,15 +285,60 @@ describe('POST /v1/messages (enqueue)', () => {
       expect(await api.scanAll()).toEqual(before);
     });
 
-    it('is never completed once older than the resume window: its state expired, the key is spent', async () => {
-      const body = validBody();
-      await orphanBody('crashed-3', body);
-      api.clock.advance(RESUME_WINDOW_MS + 1_000);
-      const before = await api.scanAll();
+    it('is completed by its identical replay for the whole retention after its body was written', async () => {
+      const body = validBody({ send_at: '2027-02-01T09:00:00Z' });
+      const id = await orphanBody('crashed-3', body);
+      api.clock.advance(RETENTION_MS - 1_000);
       const late = await api.call(enqueueEvent(body, { key: 'crashed-3' }));
+      expect(late.status).toBe(202);
+      expect(late.json).toMatchObject({ id, status: 'scheduled' });
+    });
+
+    it('is never completed once older than the retention: its state may have expired, the key is spent', async () => {
+      const body = validBody({ send_at: '2027-06-01T09:00:00Z' });
+      await orphanBody('crashed-4', body);
+      api.clock.advance(RETENTION_MS + 1_000);
+      const before = await api.scanAll();
+      const late = await api.call(enqueueEvent(body, { key: 'crashed-4' }));
       expect(late.status).toBe(422);
       expect(await api.scanAll()).toEqual(before);
     });
+  });
+
+  describe('a key whose message outlived its body', () => {
+    it('stores the fingerprint on the state record too', async () => {
+      const response = await api.call(enqueueEvent(validBody(), { key: 'fp-state' }));
+      const id = String(response.json.id);
+      const items = (await api.scanAll()).filter((item) => item.pk === messagePk(id));
+      const [bodyItem, stateItem] = ['BODY', 'STATE'].map((sk) => items.find((item) => item.sk === sk));
+      expect(stateItem?.fingerprint).toBe(bodyItem?.fingerprint);
+    });
+
+    it('answers 422 to another body after the original body expired, and leaves the original untouched', async () => {
+      const first = await api.call(enqueueEvent(validBody({ subject: 'Original' }), { key: 'expired-body' }));
+      const id = String(first.json.id);
+      await api.documents.send(
+        new DeleteCommand({ TableName: api.tableName, Key: { pk: messagePk(id), sk: 'BODY' } }),
+      );
+      const before = await api.scanAll();
+      const other = await api.call(enqueueEvent(validBody({ subject: 'Other' }), { key: 'expired-body' }));
+      expect(other.status).toBe(422);
+      expect(await api.scanAll()).toEqual(before);
+    });
+  });
+
+  it('answers a replay after its not_after has passed with the stored message (200), not a validation error', async () => {
+    api.clock.set('2026-11-29T18:00:00.000Z');
+    const body = validBody({ send_at: '2026-11-29T18:10:00Z', not_after: '2026-11-29T19:00:00Z' });
+    const first = await api.call(enqueueEvent(body, { key: 'past-deadline-replay' }));
+    expect(first.status).toBe(202);
+    api.clock.advance(2 * 60 * 60 * 1000);
+    const again = await api.call(enqueueEvent(body, { key: 'past-deadline-replay' }));
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.json.id).toBe(first.json.id);
+    // A new key with the same body is still refused: the deadline has passed.
+    expect((await api.call(enqueueEvent(body, { key: 'past-deadline-new' }))).status).toBe(400);
   });
 
   it('uses POSTDATE_DEFAULT_FROM when the request has no from', async () => {
