@@ -15,14 +15,7 @@ import { METRICS } from '../functionEnvironment.js';
  * The sender's EMF metrics (namespace `Postdate`, dimension `service=postdate`), named by the sender
  * itself so an alarm never watches a name nobody emits.
  */
-export const POSTDATE_METRIC = {
-  ...SENDER_METRIC,
-  /**
-   * Exceptions the sender did not expect (each becomes a batch-item failure, so Lambda's `Errors`
-   * never moves). TODO(issue 15): the sender must emit it; move the name into SENDER_METRIC then.
-   */
-  unexpectedErrors: 'UnexpectedErrors',
-} as const;
+export const POSTDATE_METRIC = SENDER_METRIC;
 
 export interface OpsProps {
   readonly alarmTopic: sns.ITopic | undefined;
