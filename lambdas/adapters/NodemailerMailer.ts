@@ -3,6 +3,7 @@ import { domainToASCII } from 'node:url';
 import nodemailer, { type SendMailOptions, type SMTPPoolSentMessageInfo, type Transporter } from 'nodemailer';
 import addressparser from 'nodemailer/lib/addressparser';
 import { classifySmtpError, reachedRelay } from '../core/classifySmtpError.js';
+import { isRelayControlHeader } from '../core/relayControlHeaders.js';
 import { MAX_REPLY_WAIT_MS, preDotBudgetMs, replyDeadline, type SendTiming } from '../core/sendTiming.js';
 import type { Mailer, OutgoingEmail, RecipientRefusal, SendLimits, SendOutcome } from '../ports/Mailer.js';
 import type { SmtpCredentialsSource } from './smtpCredentials.js';
@@ -292,6 +293,8 @@ export class NodemailerMailer implements Mailer {
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(email.headers)) {
       if (RESERVED_HEADERS.has(name.trim().toLowerCase())) continue;
+      // Refused at enqueue; dropped here too, for what the outbox helper or an older enqueue stored.
+      if (isRelayControlHeader(name.trim())) continue;
       headers[name] = String(value).replace(/[\r\n]+/g, ' ');
     }
     headers['X-Postdate-Id'] = email.id;

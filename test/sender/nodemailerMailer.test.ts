@@ -59,7 +59,13 @@ describe('NodemailerMailer against a real SMTP server', () => {
     const before = server.received.length;
     const outcome = await mailer.send(
       email({
-        headers: { 'X-Campaign': '42', 'Message-ID': '<forged@evil.test>', 'x-postdate-id': 'forged' },
+        headers: {
+          'X-Campaign': '42',
+          'Message-ID': '<forged@evil.test>',
+          'x-postdate-id': 'forged',
+          // Stored before the enqueue refused relay controls, or written by the outbox helper.
+          'X-SES-CONFIGURATION-SET': 'another-tenants-set',
+        },
       }),
     );
     expect(outcome).toMatchObject({ delivered: true, refused: [] });
@@ -69,6 +75,7 @@ describe('NodemailerMailer against a real SMTP server', () => {
     expect(received[0]?.postdateId).toBe('01JTESTMAILER0000000000000');
     expect(received[0]?.raw).toMatch(/^X-Campaign: 42$/m);
     expect(received[0]?.raw).not.toContain('forged');
+    expect(received[0]?.raw).not.toMatch(/another-tenants-set/);
   });
 
   it('reports a partial recipient rejection on a delivered message', async () => {
