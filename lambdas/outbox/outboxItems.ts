@@ -35,6 +35,7 @@ import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import type { ProblemDetails } from '../core/problem.js';
 import { recipientList } from '../core/recipients.js';
 import {
+  bodyExpiresAtAfter,
   byStatusPk,
   byTenantPk,
   createdSortKey,
@@ -56,8 +57,6 @@ export const OUTBOX_ITEM_INDEX = { state: 0, body: 1, groupHead: 2 } as const;
 export { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/identifiers.js';
 
 const DEFAULT_RETENTION_DAYS = 30;
-/** How long after its retention a message's body must outlive it: the send DLQ's retention. */
-const REDRIVE_WINDOW_DAYS = 14;
 
 /** Thrown for a caller's mistake (bad tenant, bad key, invalid raw body); `problem` says what. */
 export class OutboxInputError extends Error {
@@ -133,8 +132,7 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
   // The body is written once and never updated (an update would bill its whole size again), so it
   // gets its expiry now: the retention after the send time, plus the DLQ's retention so that a
   // redriven copy still finds its body. See docs/decisions.md.
-  const bodyExpiresAt =
-    expiresAt ?? expiresAtAfter(new Date(request.send_at), retentionDays + REDRIVE_WINDOW_DAYS);
+  const bodyExpiresAt = expiresAt ?? bodyExpiresAtAfter(new Date(request.send_at), retentionDays);
 
   const requestPrint = requestFingerprint(request);
   const state: MessageStateRecord = {

@@ -78,8 +78,13 @@ export interface MessageStateRecord {
   readonly tnt_sk: string;
   readonly due_pk?: string;
   readonly due_at?: string;
-  /** TTL, epoch seconds, set when the record becomes terminal. */
+  /**
+   * TTL, epoch seconds, set when the record becomes final (`sent`, `cancelled`, `superseded`,
+   * `expired`, `suppressed`). `failed`, `dead` and `unknown` have none while they wait for an operator.
+   */
   readonly expires_at?: number;
+  /** Set while the body has no TTL because the message waits for an operator (failed, dead, unknown). */
+  readonly body_held?: boolean;
 }
 
 /**
@@ -146,6 +151,14 @@ export const idOfCreatedSortKey = (sortKey: string): string => sortKey.slice(sor
  */
 export function expiresAtAfter(start: Date, days: number): number {
   return Math.floor(start.getTime() / 1000) + days * 86_400;
+}
+
+/** How long after its retention a message's body must outlive it: the send DLQ's retention. */
+export const BODY_REDRIVE_WINDOW_DAYS = 14;
+
+/** A body's TTL counted from `start` (its send time): the retention, then the DLQ's redrive window. */
+export function bodyExpiresAtAfter(start: Date, retentionDays: number): number {
+  return expiresAtAfter(start, retentionDays + BODY_REDRIVE_WINDOW_DAYS);
 }
 
 /** Whether an item read from the table is a state record with the fields every reader relies on. */

@@ -1,10 +1,11 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { MESSAGE_STATUS } from '../core/messageStatus.js';
+import { MESSAGE_STATUS, type MessageStatus } from '../core/messageStatus.js';
 import type { RecipientProgress } from '../core/recipients.js';
 import { readGroupHeadVersion } from '../outbox/groupHead.js';
 import {
   type AttemptRecord,
+  bodyExpiresAtAfter,
   byStatusPk,
   duePk,
   expiresAtAfter,
@@ -102,6 +103,16 @@ export interface SenderStore {
   settleUnsent(input: SettleUnsentInput): Promise<TransitionResult>;
 }
 
+/** Terminal statuses that wait for an operator (DESIGN §2): no TTL while they wait. */
+const WAITING_FOR_OPERATOR: readonly MessageStatus[] = [
+  MESSAGE_STATUS.failed,
+  MESSAGE_STATUS.dead,
+  MESSAGE_STATUS.unknown,
+];
+
+/** What a transition does to the body's TTL: leave it (undefined), remove it (null), or set it. */
+type BodyTtl = number | null | undefined;
+
 export class DynamoSenderStore implements SenderStore {
   constructor(
     private readonly documents: DynamoDBDocumentClient,
@@ -165,10 +176,10 @@ export class DynamoSenderStore implements SenderStore {
     }
     if (input.to === MESSAGE_STATUS.retrying) {
       update.set('due_at', (input.retryAt ?? now).toISOString());
-    } else {
-      this.becomeTerminal(update, now, input.retentionDays);
+      return this.apply(update);
     }
-    return this.apply(update);
+    const body = this.becomeTerminal(update, claimed, input.to, now, input.retentionDays);
+    return this.applyWithBody(update, claimed.id, body);
   }
 
   release(input: ReleaseInput): Promise<TransitionResult> {
@@ -186,15 +197,66 @@ export class DynamoSenderStore implements SenderStore {
       update.set('history', cappedHistory(observed.history, input.interruptedAttempt));
     }
     if (input.lastError !== undefined) update.set('last_error', input.lastError);
-    this.becomeTerminal(update, now, input.retentionDays);
-    return this.apply(update);
+    const body = this.becomeTerminal(update, observed, input.to, now, input.retentionDays);
+    return this.applyWithBody(update, observed.id, body);
   }
 
-  /** Terminal records leave the sweeper's index and get a TTL (docs/data-model.md). */
-  private becomeTerminal(update: UpdateBuilder, now: Date, retentionDays: number): void {
+  /**
+   * Terminal records leave the sweeper's index (docs/data-model.md). A final one gets its TTL, the
+   * retention from now; one that waits for an operator (`failed`, `dead`, `unknown`) gets none, and
+   * neither does its body (`body_held`), until it leaves. Answers what the body's TTL must become:
+   * undefined to leave it, null to remove it, or a value.
+   */
+  private becomeTerminal(
+    update: UpdateBuilder,
+    observed: MessageStateRecord,
+    to: MessageStatus,
+    now: Date,
+    retentionDays: number,
+  ): BodyTtl {
     update.remove('due_pk');
     update.remove('due_at');
-    update.set(TTL_ATTRIBUTE, expiresAtAfter(now, retentionDays));
+    if (WAITING_FOR_OPERATOR.includes(to)) {
+      update.remove(TTL_ATTRIBUTE);
+      update.set('body_held', true);
+      return null;
+    }
+    const expiresAt = expiresAtAfter(now, retentionDays);
+    update.set(TTL_ATTRIBUTE, expiresAt);
+    if (observed.body_held === true) update.remove('body_held');
+    // Privacy: a superseded message's body goes with its state record.
+    if (to === MESSAGE_STATUS.superseded) return expiresAt;
+    // A held body gets back the life an enqueue gives it, counted from now.
+    return observed.body_held === true ? bodyExpiresAtAfter(now, retentionDays) : undefined;
+  }
+
+  /**
+   * The state update, then the body's TTL. The state goes first: the body is updated only for a
+   * transition that happened (a body updated for a lost one could lose its TTL for good). A failure
+   * between the two leaves the body's TTL as it was, and throws.
+   */
+  private async applyWithBody(update: UpdateBuilder, id: string, body: BodyTtl): Promise<TransitionResult> {
+    const result = await this.apply(update);
+    if (result.outcome === 'applied' && body !== undefined) await this.setBodyTtl(id, body);
+    return result;
+  }
+
+  private async setBodyTtl(id: string, expiresAt: number | null): Promise<void> {
+    try {
+      await this.documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageBody },
+          UpdateExpression: expiresAt === null ? 'REMOVE #ttl' : 'SET #ttl = :ttl',
+          ConditionExpression: `attribute_exists(${KEY.partition})`,
+          ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE },
+          ...(expiresAt === null ? {} : { ExpressionAttributeValues: { ':ttl': expiresAt } }),
+        }),
+      );
+    } catch (error) {
+      // No body (a broken message): nothing to keep or to expire.
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
   }
 
   private async apply(update: UpdateBuilder): Promise<TransitionResult> {

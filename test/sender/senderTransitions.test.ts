@@ -1,5 +1,6 @@
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { AttemptRecord } from '../../lambdas/store/messageRecord.js';
+import { type AttemptRecord, type MessageStateRecord, messagePk } from '../../lambdas/store/messageRecord.js';
 import { DynamoSenderStore, HISTORY_LIMIT } from '../../lambdas/store/senderTransitions.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
 import { type MessageFixture, putGroupHead, putMessage, readState, TENANT } from './records.js';
@@ -219,6 +220,109 @@ describe('DynamoSenderStore', () => {
     expect(state.status).toBe('unknown');
     expect(state.lease_owner).toBeUndefined();
     expect(state.history).toHaveLength(1);
+  });
+
+  describe('lifetimes (the TTL)', () => {
+    const DAY = 86_400;
+    const nowSeconds = Math.floor(now.getTime() / 1000);
+    const bodyOf = async (id: string) =>
+      (
+        await documents.send(
+          new GetCommand({
+            TableName: tableName,
+            Key: { pk: messagePk(id), sk: 'BODY' },
+            ConsistentRead: true,
+          }),
+        )
+      ).Item ?? {};
+    /** A scheduled message whose body has the TTL an enqueue gives it. */
+    const putWithBodyTtl = async (fixture: MessageFixture = {}) => {
+      const observed = await put(fixture);
+      await documents.send(
+        new UpdateCommand({
+          TableName: tableName,
+          Key: { pk: messagePk(observed.id), sk: 'BODY' },
+          UpdateExpression: 'SET expires_at = :e',
+          ExpressionAttributeValues: { ':e': nowSeconds + 44 * DAY },
+        }),
+      );
+      return observed;
+    };
+    const outcome = (claimed: MessageStateRecord, to: 'sent' | 'failed' | 'dead', at = now) =>
+      store.recordOutcome({
+        claimed,
+        owner: 'me',
+        to,
+        now: at,
+        attempt: attempt(to === 'sent' ? 'sent' : 'permanent', at),
+        lastError: null,
+        retentionDays: 30,
+        attempts: 1,
+        recipients: { accepted: [], rejected: [] },
+      });
+    const claimed = async (observed: MessageStateRecord) => {
+      const claim = await store.claim({ observed, owner: 'me', now, leaseUntil });
+      if (claim.outcome !== 'applied') throw new Error('claim failed');
+      return claim.record;
+    };
+
+    it.each(['failed', 'dead'] as const)(
+      'gives a %s record no TTL, neither the state nor the body, while it waits for an operator',
+      async (to) => {
+        const observed = await putWithBodyTtl();
+        expect((await outcome(await claimed(observed), to)).outcome).toBe('applied');
+        expect((await readState(documents, tableName, observed.id)).expires_at).toBeUndefined();
+        expect((await bodyOf(observed.id)).expires_at).toBeUndefined();
+      },
+    );
+
+    it('gives an unknown record (an expired lease held) no TTL, neither the state nor the body', async () => {
+      const expired = await putWithBodyTtl({
+        status: 'sending',
+        leaseOwner: 'old',
+        leaseUntil: new Date(now.getTime() - 1),
+      });
+      const result = await store.settleUnsent({ observed: expired, to: 'unknown', now, retentionDays: 30 });
+      expect(result.outcome).toBe('applied');
+      expect((await readState(documents, tableName, expired.id)).expires_at).toBeUndefined();
+      expect((await bodyOf(expired.id)).expires_at).toBeUndefined();
+    });
+
+    it('starts the TTL again when a waiting record leaves: a redriven dead message that is sent expires, body too', async () => {
+      const observed = await putWithBodyTtl();
+      const dead = await outcome(await claimed(observed), 'dead');
+      if (dead.outcome !== 'applied') throw new Error('dead failed');
+      const later = new Date(now.getTime() + 100 * DAY * 1000);
+      const redriven = await store.claim({
+        observed: dead.record,
+        owner: 'me',
+        now: later,
+        leaseUntil: later,
+        attemptLimit: 6,
+      });
+      if (redriven.outcome !== 'applied') throw new Error('redrive claim failed');
+      expect((await outcome(redriven.record, 'sent', later)).outcome).toBe('applied');
+      const laterSeconds = Math.floor(later.getTime() / 1000);
+      expect((await readState(documents, tableName, observed.id)).expires_at).toBe(laterSeconds + 30 * DAY);
+      expect((await bodyOf(observed.id)).expires_at).toBe(laterSeconds + (30 + 14) * DAY);
+    });
+
+    it('keeps the retention on sent and expired records, and their bodies keep theirs', async () => {
+      const sent = await putWithBodyTtl();
+      expect((await outcome(await claimed(sent), 'sent')).outcome).toBe('applied');
+      expect((await readState(documents, tableName, sent.id)).expires_at).toBe(nowSeconds + 30 * DAY);
+      expect((await bodyOf(sent.id)).expires_at).toBe(nowSeconds + 44 * DAY);
+      const expired = await putWithBodyTtl();
+      await store.settleUnsent({ observed: expired, to: 'expired', now, retentionDays: 30 });
+      expect((await readState(documents, tableName, expired.id)).expires_at).toBe(nowSeconds + 30 * DAY);
+    });
+
+    it("lets a superseded message's body go with its state record (privacy), not weeks later", async () => {
+      const observed = await putWithBodyTtl();
+      await store.settleUnsent({ observed, to: 'superseded', now, retentionDays: 30 });
+      expect((await readState(documents, tableName, observed.id)).expires_at).toBe(nowSeconds + 30 * DAY);
+      expect((await bodyOf(observed.id)).expires_at).toBe(nowSeconds + 30 * DAY);
+    });
   });
 
   it('reads a group head version, and nothing for a group without a head', async () => {
