@@ -25,7 +25,7 @@ import { PROBLEM_CONTENT_TYPE, type ProblemDetails, problem, validationProblem }
 import { requestFingerprint } from '../outbox/outboxItems.js';
 import type { Log } from '../ports/Log.js';
 import { type ApiStore, type ShardPosition, shardCount, type TransitionResult } from '../store/apiStore.js';
-import { expiresAtAfter, type MessageStateRecord } from '../store/messageRecord.js';
+import { bodyExpiresAtAfter, expiresAtAfter, type MessageStateRecord } from '../store/messageRecord.js';
 import { type ApiRoute, resolveRoute } from './apiRoutes.js';
 import { EnqueueContentionError, enqueueMessage } from './enqueueMessage.js';
 import { readIdempotencyKey } from './idempotencyKeyHeader.js';
@@ -148,13 +148,17 @@ export function createApiHandler(deps: ApiHandlerDependencies): (event: ApiEvent
           'cancelled',
         );
       }
-      case 'retry':
+      case 'retry': {
         if (!isMessageId(params.id ?? '')) return notFound();
+        const now = deps.now();
+        // It is sent now: its body must live the retention and the redrive window from now.
+        const bodyExpiresAt = bodyExpiresAtAfter(now, deps.config.retentionDays);
         return transitionResult(
-          await deps.store.retry({ tenant, id: params.id ?? '', now: deps.now() }),
+          await deps.store.retry({ tenant, id: params.id ?? '', now, bodyExpiresAt }),
           202,
           'retried',
         );
+      }
       case 'raiseGroup':
         return raiseGroup(tenant, params.key ?? '', event);
     }
@@ -281,7 +285,9 @@ export function createApiHandler(deps: ApiHandlerDependencies): (event: ApiEvent
     const now = deps.now();
     const parsed = parseRescheduleRequest(body.value, { now, maxHorizonDays: deps.config.maxHorizonDays });
     if (!parsed.ok) return problemResult(parsed.problem);
-    const result = await deps.store.reschedule({ tenant, id, now, sendAt: parsed.value.send_at });
+    const sendAt = parsed.value.send_at;
+    const bodyExpiresAt = bodyExpiresAtAfter(new Date(sendAt), deps.config.retentionDays);
+    const result = await deps.store.reschedule({ tenant, id, now, sendAt, bodyExpiresAt });
     if (result.kind === 'past-deadline') {
       return problemResult(
         validationProblem([{ field: '/send_at', message: "must be before the message's not_after" }]),

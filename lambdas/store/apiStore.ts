@@ -34,7 +34,7 @@ import {
   messagePk,
 } from './messageRecord.js';
 import { readStateRecord, readStateRecords } from './stateReads.js';
-import { INDEX, INDEX_SHARDS, ITEM_SORT_KEY, KEY } from './tableLayout.js';
+import { INDEX, INDEX_SHARDS, ITEM_SORT_KEY, KEY, TTL_ATTRIBUTE } from './tableLayout.js';
 
 /** The outcome of an enqueue write (the transaction, or one conditional put). */
 export type EnqueueWriteResult =
@@ -96,9 +96,21 @@ export interface ApiStore {
   putNew(record: MessageStateRecord | MessageBodyRecord): Promise<EnqueueWriteResult>;
   /** The state record, or null when it does not exist or belongs to another tenant. */
   getMessage(tenant: string, id: string): Promise<MessageStateRecord | null>;
+  /** Cancels; the body gets the state record's TTL (`expiresAt`), so it goes with it. */
   cancel(input: { tenant: string; id: string; now: Date; expiresAt: number }): Promise<TransitionResult>;
-  reschedule(input: { tenant: string; id: string; now: Date; sendAt: string }): Promise<TransitionResult>;
-  retry(input: { tenant: string; id: string; now: Date }): Promise<TransitionResult>;
+  /**
+   * Moves `send_at`. `bodyExpiresAt` is the body's TTL the new send time needs: when the message is
+   * rescheduled later, the body's TTL is raised to it first (never lowered).
+   */
+  reschedule(input: {
+    tenant: string;
+    id: string;
+    now: Date;
+    sendAt: string;
+    bodyExpiresAt: number;
+  }): Promise<TransitionResult>;
+  /** Retries now; a body that still has a TTL is raised to `bodyExpiresAt` first, when given. */
+  retry(input: { tenant: string; id: string; now: Date; bodyExpiresAt?: number }): Promise<TransitionResult>;
   /** Raises the head to `version` if it is higher (a max); answers the head as it is afterwards. */
   raiseGroup(input: { tenant: string; groupKey: string; version: number; now: Date }): Promise<GroupHeadView>;
   listMessages(query: ListQuery): Promise<ListPage>;
@@ -192,10 +204,15 @@ export class DynamoApiStore implements ApiStore {
     return state !== undefined && state.tenant === tenant ? state : null;
   }
 
-  cancel(input: { tenant: string; id: string; now: Date; expiresAt: number }): Promise<TransitionResult> {
+  async cancel(input: {
+    tenant: string;
+    id: string;
+    now: Date;
+    expiresAt: number;
+  }): Promise<TransitionResult> {
     const allowed = fromStatuses('cancel');
     const to = MESSAGE_STATUS.cancelled;
-    return this.transition(input.tenant, input.id, allowed, {
+    const result = await this.transition(input.tenant, input.id, allowed, {
       UpdateExpression:
         'SET #status = :to, #updated = :now, #lst_pk = :lst_pk, #expires = :expires REMOVE #due_pk, #due_at',
       names: {
@@ -212,6 +229,10 @@ export class DynamoApiStore implements ApiStore {
         ':expires': input.expiresAt,
       },
     });
+    // Privacy: the body goes with the state record. After the cancel, so only a cancelled message's
+    // body is shortened; a failure in between leaves the body's own (longer) TTL.
+    if (result.kind === 'updated') await this.setBodyTtl(input.id, input.expiresAt, 'any');
+    return result;
   }
 
   async reschedule(input: {
@@ -219,7 +240,14 @@ export class DynamoApiStore implements ApiStore {
     id: string;
     now: Date;
     sendAt: string;
+    bodyExpiresAt: number;
   }): Promise<TransitionResult> {
+    // The body first: once the state says the later time, its body must already live that long. Only
+    // when the message moves later than it is now (a body write bills the body's whole size).
+    const before = await this.getMessage(input.tenant, input.id);
+    if (before?.status === MESSAGE_STATUS.scheduled && input.sendAt > before.send_at) {
+      await this.setBodyTtl(input.id, input.bodyExpiresAt, 'raise');
+    }
     const result = await this.transition(input.tenant, input.id, fromStatuses('reschedule'), {
       UpdateExpression: 'SET #send_at = :send_at, #due_at = :send_at, #updated = :now ADD #rev :one',
       extraCondition:
@@ -242,8 +270,21 @@ export class DynamoApiStore implements ApiStore {
     return result;
   }
 
-  retry(input: { tenant: string; id: string; now: Date }): Promise<TransitionResult> {
+  async retry(input: {
+    tenant: string;
+    id: string;
+    now: Date;
+    bodyExpiresAt?: number;
+  }): Promise<TransitionResult> {
     const to = MESSAGE_STATUS.scheduled;
+    // A held body (body_held: the message waited for an operator) has no TTL and keeps none until
+    // the message is final; one that still has a TTL (held before bodies were) is raised first.
+    if (input.bodyExpiresAt !== undefined) {
+      const before = await this.getMessage(input.tenant, input.id);
+      if (before && fromStatuses('manual-retry').includes(before.status) && before.body_held !== true) {
+        await this.setBodyTtl(input.id, input.bodyExpiresAt, 'raise');
+      }
+    }
     const now = input.now.toISOString();
     return this.transition(input.tenant, input.id, fromStatuses('manual-retry'), {
       UpdateExpression:
@@ -265,6 +306,31 @@ export class DynamoApiStore implements ApiStore {
         ':one': 1,
       },
     });
+  }
+
+  /**
+   * Sets the body's TTL: `raise` only moves an existing TTL later, `any` sets it. One UpdateItem of
+   * the body (billed by the body's size), so callers write it only when it changes.
+   */
+  private async setBodyTtl(id: string, expiresAt: number, mode: 'raise' | 'any'): Promise<void> {
+    try {
+      await this.documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageBody },
+          UpdateExpression: 'SET #ttl = :ttl',
+          ConditionExpression:
+            mode === 'raise'
+              ? `attribute_exists(${KEY.partition}) AND #ttl < :ttl`
+              : `attribute_exists(${KEY.partition})`,
+          ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE },
+          ExpressionAttributeValues: { ':ttl': expiresAt },
+        }),
+      );
+    } catch (error) {
+      // No body, or it already lives long enough (or has no TTL at all): nothing to do.
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
   }
 
   async raiseGroup(input: {
