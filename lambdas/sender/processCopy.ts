@@ -330,7 +330,11 @@ class CopyRun {
       });
       return this.settled(result, 'superseded', SENDER_METRIC.superseded);
     }
-    if (body === undefined) {
+    // A body with another fingerprint than its state record's is not this message's: a request that
+    // reused the key wrote it after the original's body expired (and deletes it again). Never send it.
+    const foreign =
+      body !== undefined && claimed.fingerprint !== undefined && body.fingerprint !== claimed.fingerprint;
+    if (body === undefined || foreign) {
       const missing = missingBodyRecord(deps.now());
       const result = await deps.store.recordOutcome({
         claimed,
@@ -343,7 +347,10 @@ class CopyRun {
         attempts: claimed.attempts,
         recipients: progressOf(claimed),
       });
-      deps.log.error('sender found no body for a message', this.context({}));
+      deps.log.error(
+        body === undefined ? 'sender found no body for a message' : 'sender found a body of another request',
+        this.context({}),
+      );
       return this.settled(result, 'failed (no body)', SENDER_METRIC.failed);
     }
 

@@ -198,6 +198,28 @@ describe('the sender, before it sends', () => {
     expect(state.last_error).toMatchObject({ class: 'permanent' });
   });
 
+  it('fails a message whose body is not its own (another fingerprint than its state record), never sending it', async () => {
+    const rig = await createSenderRig(world);
+    const message = await rig.putMessage({ fingerprint: 'the-original-request' });
+    await rig.dispatch(message);
+
+    const { response } = await rig.deliverNext();
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(rig.received(message.id)).toEqual([]);
+    const state = await rig.state(message.id);
+    expect(state.status).toBe('failed');
+    expect(state.last_error).toMatchObject({ class: 'permanent' });
+  });
+
+  it("sends a message whose body has its state record's fingerprint", async () => {
+    const rig = await createSenderRig(world);
+    const message = await rig.putMessage({ fingerprint: 'fixture' });
+    await rig.dispatch(message);
+    await rig.deliverNext();
+    expect((await rig.state(message.id)).status).toBe('sent');
+  });
+
   it('keeps a copy, without throwing, when its store is unreachable; the other copies go on', async () => {
     const rig = await createSenderRig(world);
     const healthy = await rig.putMessage();

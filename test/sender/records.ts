@@ -33,6 +33,8 @@ export interface MessageFixture {
   readonly to?: readonly string[];
   readonly cc?: readonly string[];
   readonly headers?: Readonly<Record<string, string>>;
+  /** The request fingerprint on the state record (the body's is always `fixture`). */
+  readonly fingerprint?: string;
   /** Write no body item (a broken message). */
   readonly withoutBody?: boolean;
 }
@@ -67,6 +69,7 @@ export async function putMessage(
     on_ambiguous: fixture.onAmbiguous ?? 'retry',
     tags: { kind: 'test' },
     metadata: {},
+    ...(fixture.fingerprint !== undefined ? { fingerprint: fixture.fingerprint } : {}),
     ...(fixture.leaseOwner !== undefined ? { lease_owner: fixture.leaseOwner } : {}),
     ...(fixture.leaseUntil !== undefined ? { lease_until: fixture.leaseUntil.toISOString() } : {}),
     lst_pk: byStatusPk(TENANT, status, id),
