@@ -1,3 +1,4 @@
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   type MessagesDeps,
@@ -10,6 +11,7 @@ import {
 } from '../../cli/messagesCommands.js';
 import { memoryOutput } from '../../cli/output.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
+import { messagePk } from '../../lambdas/store/messageRecord.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
 import { messageId, type SeedMessage, seedMessages } from './cliFixtures.js';
 
@@ -152,6 +154,14 @@ describe('postdate messages cancel and retry', () => {
   });
 
   it('retries dead, failed and unknown messages of any tenant with rev + 1, and reports an unknown id', async () => {
+    // A body that still has the TTL its enqueue gave it (long past): the retry gives it the life of now.
+    const bodyKey = { pk: messagePk(messageId(7)), sk: 'BODY' };
+    await deps.documents.send(
+      new PutCommand({
+        TableName: deps.tableName,
+        Item: { ...bodyKey, fingerprint: 'f', created_at: minutesAgo(200), expires_at: 1 },
+      }),
+    );
     const report = await messagesRetry(
       deps,
       [messageId(6), messageId(7), messageId(5), messageId(404)],
@@ -167,5 +177,9 @@ describe('postdate messages cancel and retry', () => {
     const retried = await readState(deps, messageId(6));
     expect(retried).toMatchObject({ tenant: 'globex', status: 'scheduled', send_at: NOW.toISOString() });
     expect(retried?.due_pk).toBeDefined();
+    const { Item: body } = await deps.documents.send(
+      new GetCommand({ TableName: deps.tableName, Key: bodyKey }),
+    );
+    expect(body?.expires_at).toBe(Math.floor(NOW.getTime() / 1000) + (30 + 14) * 86_400);
   });
 });
