@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { type SecretsManagerClient, SecretsManagerServiceException } from '@aws-sdk/client-secrets-manager';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { NodemailerMailer } from '../../lambdas/adapters/NodemailerMailer.js';
+import { NodemailerMailer, type NodemailerMailerOptions } from '../../lambdas/adapters/NodemailerMailer.js';
 import {
   environmentSmtpCredentials,
   secretsManagerSmtpCredentials,
@@ -11,6 +11,23 @@ import type { OutgoingEmail } from '../../lambdas/ports/Mailer.js';
 import { startSmtpServer, type TestSmtpServer } from '../support/smtpServer.js';
 
 const FAST_TIMEOUTS = { connectionMs: 1000, greetingMs: 400, dnsMs: 1000, preDotMs: 1000, replyMs: 1000 };
+
+/** A mailer against a test relay: no login, no TLS, the fast timeouts; `overrides` replace any of it. */
+function mailerFor(
+  relay: { readonly host: string; readonly port: number },
+  overrides: Partial<NodemailerMailerOptions> = {},
+): NodemailerMailer {
+  return new NodemailerMailer({
+    host: relay.host,
+    port: relay.port,
+    secure: false,
+    requireTls: false,
+    messageIdDomain: 'mail.test',
+    credentials: environmentSmtpCredentials({ user: undefined, pass: undefined }),
+    timeouts: FAST_TIMEOUTS,
+    ...overrides,
+  });
+}
 
 function email(overrides: Partial<OutgoingEmail> = {}): OutgoingEmail {
   return {
@@ -39,16 +56,7 @@ describe('NodemailerMailer against a real SMTP server', () => {
   afterAll(async () => {
     await server.close();
   });
-  const newMailer = () =>
-    new NodemailerMailer({
-      host: server.host,
-      port: server.port,
-      secure: false,
-      requireTls: false,
-      messageIdDomain: 'mail.test',
-      credentials: environmentSmtpCredentials({ user: undefined, pass: undefined }),
-      timeouts: FAST_TIMEOUTS,
-    });
+  const newMailer = () => mailerFor(server);
   afterEach(async () => {
     await mailer.close();
   });
@@ -132,19 +140,13 @@ describe('NodemailerMailer against a real SMTP server', () => {
     'files an SES sender refusal (bare 554) %s under config, without closing the pool for everyone',
     async (_name, behaviour) => {
       let invalidations = 0;
-      mailer = new NodemailerMailer({
-        host: server.host,
-        port: server.port,
-        secure: false,
-        requireTls: false,
-        messageIdDomain: 'mail.test',
+      mailer = mailerFor(server, {
         credentials: {
           get: async () => undefined,
           invalidate: () => {
             invalidations += 1;
           },
         },
-        timeouts: FAST_TIMEOUTS,
       });
       server.script(behaviour);
       const outcome = await mailer.send(email());
@@ -230,16 +232,8 @@ describe('NodemailerMailer against a slow relay (RFC 5321 §4.5.3.2.6: wait for 
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.server.address() as AddressInfo).port;
-    const mailer = new NodemailerMailer({
-      host: '127.0.0.1',
-      port,
-      secure: false,
-      requireTls: false,
-      messageIdDomain: 'mail.test',
-      credentials: environmentSmtpCredentials({ user: undefined, pass: undefined }),
-      // The reply timeout is 1 s; the relay takes 2.5 s.
-      timeouts: FAST_TIMEOUTS,
-    });
+    // The reply timeout is 1 s; the relay takes 2.5 s.
+    const mailer = mailerFor({ host: '127.0.0.1', port });
     return {
       received,
       mailer,
@@ -274,15 +268,7 @@ describe('NodemailerMailer, more of the same server', () => {
   });
 
   it('calls a greeting that never comes transient, and no attempt: the relay never saw the message', async () => {
-    mailer = new NodemailerMailer({
-      host: server.host,
-      port: server.port,
-      secure: false,
-      requireTls: false,
-      messageIdDomain: 'mail.test',
-      credentials: environmentSmtpCredentials({ user: undefined, pass: undefined }),
-      timeouts: FAST_TIMEOUTS,
-    });
+    mailer = mailerFor(server);
     server.script({ stallGreeting: true });
     const outcome = await mailer.send(email());
     expect(outcome.delivered ? 'delivered' : outcome.failure.class).toBe('transient');
@@ -295,12 +281,7 @@ describe('NodemailerMailer with a relay that requires a login', () => {
     const server = await startSmtpServer({ credentials: { username: 'postdate', password: 'right' } });
     let reads = 0;
     let password = 'wrong';
-    const mailer = new NodemailerMailer({
-      host: server.host,
-      port: server.port,
-      secure: false,
-      requireTls: false,
-      messageIdDomain: 'mail.test',
+    const mailer = mailerFor(server, {
       credentials: {
         get: async () => {
           reads += 1;
@@ -308,7 +289,6 @@ describe('NodemailerMailer with a relay that requires a login', () => {
         },
         invalidate: () => {},
       },
-      timeouts: FAST_TIMEOUTS,
     });
     try {
       const refused = await mailer.send(email());
@@ -355,12 +335,7 @@ describe('NodemailerMailer reading the relay login from Secrets Manager (issue 1
       client,
       secretArn: 'arn:aws:secretsmanager:eu-west-1:1:secret:smtp',
     });
-    return new NodemailerMailer({
-      host: server.host,
-      port: server.port,
-      secure: false,
-      requireTls: false,
-      messageIdDomain: 'mail.test',
+    return mailerFor(server, {
       credentials: {
         get: () => source.get(),
         invalidate: () => {
@@ -368,7 +343,6 @@ describe('NodemailerMailer reading the relay login from Secrets Manager (issue 1
           source.invalidate();
         },
       },
-      timeouts: FAST_TIMEOUTS,
     });
   }
 
