@@ -19,6 +19,7 @@ import {
 import { SqsRelayFailureQueue } from '../lambdas/relay/relayFailureQueue.js';
 import { DynamoDbStreamRangeReader } from '../lambdas/relay/streamRange.js';
 import { DynamoDueIndex } from '../lambdas/store/dueIndex.js';
+import { DynamoSweepRecords } from '../lambdas/store/sweepRecords.js';
 import { UsageError } from './cliErrors.js';
 import { type Output, paint, printFields } from './output.js';
 
@@ -58,7 +59,12 @@ export function relayFailureDeps(parts: RelayFailureParts): RedriveRelayFailures
       scheduleLeadSeconds: parts.scheduleLeadSeconds,
     },
     streamRange: new DynamoDbStreamRangeReader(parts.streams),
-    sweep: { dueIndex: new DynamoDueIndex(parts.documents, parts.tableName), queue, now: parts.now },
+    sweep: {
+      dueIndex: new DynamoDueIndex(parts.documents, parts.tableName),
+      records: new DynamoSweepRecords(parts.documents, parts.tableName),
+      queue,
+      now: parts.now,
+    },
   };
 }
 

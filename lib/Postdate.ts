@@ -90,6 +90,7 @@ export class Postdate extends Construct {
       oldestMessageAgeAlarmThreshold: resolved.oldestMessageAgeAlarmThreshold,
       relayIteratorAgeAlarmThreshold: resolved.relayIteratorAgeAlarmThreshold,
       api5xxAlarmThreshold: resolved.api5xxAlarmThreshold,
+      sweepInterval: resolved.sweepInterval,
     });
 
     this.functions = functions;

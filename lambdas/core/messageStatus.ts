@@ -27,6 +27,20 @@ export const TERMINAL_STATUSES: ReadonlySet<MessageStatus> = new Set([
   MESSAGE_STATUS.unknown,
 ]);
 
+/**
+ * Terminal statuses that wait for an operator (DESIGN §2): no TTL while they wait, and counted by the
+ * sweeper into a gauge whose alarms stay on while any such message exists.
+ */
+export const WAITING_FOR_OPERATOR: readonly MessageStatus[] = [
+  MESSAGE_STATUS.failed,
+  MESSAGE_STATUS.dead,
+  MESSAGE_STATUS.unknown,
+];
+
+export function isWaitingForOperator(status: MessageStatus): boolean {
+  return WAITING_FOR_OPERATOR.includes(status);
+}
+
 export function isTerminal(status: MessageStatus): boolean {
   return TERMINAL_STATUSES.has(status);
 }

@@ -1,6 +1,6 @@
 import { type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { isMessageStatus, type MessageStatus } from '../core/messageStatus.js';
-import { dueShardPk } from './messageRecord.js';
+import { dueShardPk, waitingShardPk } from './messageRecord.js';
 import { INDEX } from './tableLayout.js';
 
 /** One entry of the sparse `due` index: what its INCLUDE projection carries. */
@@ -28,9 +28,11 @@ export interface DuePage {
   readonly cursor: DueCursor | undefined;
 }
 
-/** The sweeper's only read: one page of one shard of the `due` index. */
+/** The sweeper's reads of the `due` index: overdue entries, and how many messages wait for an operator. */
 export interface DueIndex {
   overdue(query: OverdueQuery): Promise<DuePage>;
+  /** How many messages of this status wait in one shard of the index's waiting partitions. */
+  countWaiting(status: MessageStatus, shard: number): Promise<number>;
 }
 
 /**
@@ -70,5 +72,27 @@ export class DynamoDueIndex implements DueIndex {
       }
     }
     return { entries, cursor: result.LastEvaluatedKey };
+  }
+
+  async countWaiting(status: MessageStatus, shard: number): Promise<number> {
+    const index = INDEX.due;
+    let count = 0;
+    let cursor: Record<string, unknown> | undefined;
+    do {
+      const result = await this.documents.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: index.indexName,
+          KeyConditionExpression: '#pk = :pk',
+          ExpressionAttributeNames: { '#pk': index.partitionKey },
+          ExpressionAttributeValues: { ':pk': waitingShardPk(status, shard) },
+          Select: 'COUNT',
+          ExclusiveStartKey: cursor,
+        }),
+      );
+      count += result.Count ?? 0;
+      cursor = result.LastEvaluatedKey;
+    } while (cursor !== undefined);
+    return count;
   }
 }

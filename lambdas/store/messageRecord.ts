@@ -71,7 +71,10 @@ export interface MessageStateRecord {
   /** Positions in that list the relay accepted, and rejected for good (core/recipients.ts). */
   readonly rcpt_accepted?: readonly number[];
   readonly rcpt_rejected?: readonly number[];
-  /** Index keys (docs/data-model.md). `due_pk`/`due_at` are absent on terminal records. */
+  /**
+   * Index keys (docs/data-model.md). `due_pk`/`due_at` are absent on final records; a record that
+   * waits for an operator sits in a waiting partition (`wait#{status}#{shard}`, since when).
+   */
   readonly lst_pk: string;
   readonly lst_sk: string;
   readonly tnt_pk: string;
@@ -85,6 +88,11 @@ export interface MessageStateRecord {
   readonly expires_at?: number;
   /** Set while the body has no TTL because the message waits for an operator (failed, dead, unknown). */
   readonly body_held?: boolean;
+  /** The sweeper's re-dispatches of the current stall, and the `due_at` it set (core/sweepDecision.ts). */
+  readonly sweep_count?: number;
+  readonly sweep_due_at?: string;
+  /** When the sweeper last re-dispatched this message. */
+  readonly swept_at?: string;
 }
 
 /**
@@ -134,6 +142,11 @@ export const byStatusShardPk = (tenant: string, status: MessageStatus, shard: nu
   `${tenant}#${status}#${shard}`;
 export const byTenantShardPk = (tenant: string, shard: number): string => `${tenant}#${shard}`;
 export const dueShardPk = (shard: number): string => `due#${shard}`;
+/**
+ * The `due` index's waiting partitions: messages that wait for an operator (failed, dead, unknown),
+ * `due_at` = since when. The sweeper's overdue reads never look here; its gauge counts them.
+ */
+export const waitingShardPk = (status: MessageStatus, shard: number): string => `wait#${status}#${shard}`;
 
 /** Index partition keys of one message (the writers set these). */
 export const byStatusPk = (tenant: string, status: MessageStatus, id: string): string =>
@@ -141,6 +154,8 @@ export const byStatusPk = (tenant: string, status: MessageStatus, id: string): s
 export const byTenantPk = (tenant: string, id: string): string =>
   byTenantShardPk(tenant, shardOf(id, INDEX_SHARDS.byTenant));
 export const duePk = (id: string): string => dueShardPk(shardOf(id, INDEX_SHARDS.due));
+export const waitingPk = (status: MessageStatus, id: string): string =>
+  waitingShardPk(status, shardOf(id, INDEX_SHARDS.waiting));
 export const createdSortKey = (createdAt: string, id: string): string => `${createdAt}#${id}`;
 /** `{created_at}#{id}` → id (ids never contain `#`). */
 export const idOfCreatedSortKey = (sortKey: string): string => sortKey.slice(sortKey.lastIndexOf('#') + 1);

@@ -1,6 +1,6 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { MESSAGE_STATUS, type MessageStatus } from '../core/messageStatus.js';
+import { isWaitingForOperator, MESSAGE_STATUS, type MessageStatus } from '../core/messageStatus.js';
 import type { RecipientProgress } from '../core/recipients.js';
 import { readGroupHeadVersion } from '../outbox/groupHead.js';
 import {
@@ -15,6 +15,7 @@ import {
   type MessageBodyRecord,
   type MessageStateRecord,
   messagePk,
+  waitingPk,
 } from './messageRecord.js';
 import { readStateRecord } from './stateReads.js';
 import { ITEM_SORT_KEY, KEY, TTL_ATTRIBUTE } from './tableLayout.js';
@@ -102,13 +103,6 @@ export interface SenderStore {
   release(input: ReleaseInput): Promise<TransitionResult>;
   settleUnsent(input: SettleUnsentInput): Promise<TransitionResult>;
 }
-
-/** Terminal statuses that wait for an operator (DESIGN §2): no TTL while they wait. */
-const WAITING_FOR_OPERATOR: readonly MessageStatus[] = [
-  MESSAGE_STATUS.failed,
-  MESSAGE_STATUS.dead,
-  MESSAGE_STATUS.unknown,
-];
 
 /** What a transition does to the body's TTL: leave it (undefined), remove it (null), or set it. */
 type BodyTtl = number | null | undefined;
@@ -202,7 +196,8 @@ export class DynamoSenderStore implements SenderStore {
   }
 
   /**
-   * Terminal records leave the sweeper's index (docs/data-model.md). A final one gets its TTL, the
+   * Terminal records leave the sweeper's part of the `due` index (docs/data-model.md). A final one
+   * leaves the index and gets its TTL, the
    * retention from now; one that waits for an operator (`failed`, `dead`, `unknown`) gets none, and
    * neither does its body (`body_held`), until it leaves. Answers what the body's TTL must become:
    * undefined to leave it, null to remove it, or a value.
@@ -214,13 +209,17 @@ export class DynamoSenderStore implements SenderStore {
     now: Date,
     retentionDays: number,
   ): BodyTtl {
-    update.remove('due_pk');
-    update.remove('due_at');
-    if (WAITING_FOR_OPERATOR.includes(to)) {
+    if (isWaitingForOperator(to)) {
+      // It waits in the `due` index's waiting partition of its status, since now: the sweeper counts
+      // these into the gauge whose alarm stays on while any exists.
+      update.set('due_pk', waitingPk(to, observed.id));
+      update.set('due_at', now.toISOString());
       update.remove(TTL_ATTRIBUTE);
       update.set('body_held', true);
       return null;
     }
+    update.remove('due_pk');
+    update.remove('due_at');
     const expiresAt = expiresAtAfter(now, retentionDays);
     update.set(TTL_ATTRIBUTE, expiresAt);
     if (observed.body_held === true) update.remove('body_held');

@@ -24,9 +24,11 @@ export const PARTITION_PREFIX = {
 /**
  * How many shards the index partition keys are spread over (no hot partitions, DESIGN §4). Sized for
  * 10,000 messages/s (docs/capacity.md): at most ~625 writes/s per index key. Changing a count changes
- * partition-key values; records written before keep their old suffixes.
+ * partition-key values; records written before keep their old suffixes. `waiting` shards the `due`
+ * index's partitions of messages waiting for an operator (one set per status): rare writes, counted by
+ * the sweeper every run, so fewer shards.
  */
-export const INDEX_SHARDS = { byStatus: 32, byTenant: 16, due: 64 } as const;
+export const INDEX_SHARDS = { byStatus: 32, byTenant: 16, due: 64, waiting: 16 } as const;
 
 export interface IndexDefinition {
   readonly indexName: string;
@@ -55,7 +57,9 @@ export const INDEX = {
   /**
    * Sparse index of non-terminal messages for the sweeper: `due_pk = due#{shard}`, `due_at` = the ISO
    * time after which the record should have moved (send_at, lease_until or next retry).
-   * Terminal records REMOVE `due_pk` and drop out of it.
+   * Final records REMOVE `due_pk` and drop out of it; records that wait for an operator (failed,
+   * dead, unknown) move to `due_pk = wait#{status}#{shard}`, `due_at` = since when, which the
+   * sweeper counts into its gauge and never re-dispatches.
    */
   due: {
     indexName: 'due',

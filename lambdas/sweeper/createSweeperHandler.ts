@@ -1,17 +1,20 @@
 import { type SweepDeps, type SweepReport, sweep } from './sweep.js';
 
-/** A pass that left work undone (a shard unreadable, copies refused); the next run continues. */
+/**
+ * A pass that left work undone (a shard unreadable, copies refused, a waiting count unread); the
+ * next run continues.
+ */
 export class SweepIncompleteError extends Error {
   override readonly name = 'SweepIncompleteError';
   constructor(readonly report: SweepReport) {
     super(
-      `sweep incomplete: ${report.shardErrors.length} shard(s) unreadable, ${report.failed} copy(ies) not enqueued`,
+      `sweep incomplete: ${report.shardErrors.length} shard(s) unreadable, ${report.failed} copy(ies) not enqueued, ${report.waiting.errors.length} waiting count(s) unread`,
     );
   }
 }
 
 export function isIncomplete(report: SweepReport): boolean {
-  return report.shardErrors.length > 0 || report.failed > 0;
+  return report.shardErrors.length > 0 || report.failed > 0 || report.waiting.errors.length > 0;
 }
 
 /**
@@ -27,6 +30,8 @@ export function createSweeperHandler(deps: SweepDeps): () => Promise<SweepReport
       redispatched: report.redispatched,
       failed: report.failed,
       skipped: report.skipped,
+      unstamped: report.unstamped,
+      waiting: report.waiting.counts,
       truncatedShards: report.truncatedShards,
       shardErrors: report.shardErrors,
     };

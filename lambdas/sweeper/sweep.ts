@@ -1,25 +1,33 @@
 import { isTerminal } from '../core/messageStatus.js';
+import { decideSweep } from '../core/sweepDecision.js';
 import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
-import type { DueCursor, DueIndex } from '../store/dueIndex.js';
+import type { SweepRecords } from '../ports/SweepRecords.js';
+import type { DueCursor, DueEntry, DueIndex } from '../store/dueIndex.js';
 import { INDEX_SHARDS } from '../store/tableLayout.js';
+import { SWEEPER_METRIC, type SweeperMetrics } from './sweeperMetrics.js';
+import { countWaiting, type WaitingCounts } from './waitingGauge.js';
 
 /** The structured logger the sweeper writes to (Powertools Logger fits). */
 export type SweepLog = Pick<Log, 'info' | 'warn'>;
 
 export interface SweepDeps {
   readonly dueIndex: DueIndex;
+  readonly records: SweepRecords;
   readonly queue: DispatchQueue;
   readonly now: () => Date;
   /** POSTDATE_SWEEP_GRACE_SECONDS: how overdue an entry must be before it is re-dispatched. */
   readonly graceSeconds: number;
   /** @default INDEX_SHARDS.due */
   readonly shards?: number;
+  /** @default INDEX_SHARDS.waiting */
+  readonly waitingShards?: number;
   /** At most this many entries per shard and run, so one run stays bounded. @default 500 */
   readonly maxPerShard?: number;
   /** @default 100 */
   readonly pageSize?: number;
   readonly log?: SweepLog;
+  readonly metrics?: SweeperMetrics;
 }
 
 export interface SweepReport {
@@ -29,21 +37,38 @@ export interface SweepReport {
   readonly redispatched: number;
   /** Copies the queue refused (they are found again by the next run). */
   readonly failed: number;
-  /** Entries with a terminal status (an index read that lags a transition), left alone. */
+  /**
+   * Entries left alone: terminal (an index read that lags a transition), gone, or no longer overdue
+   * by the record's own `due_at` (it moved on, or the sweeper's backoff for this stall runs).
+   */
   readonly skipped: number;
+  /** Re-dispatches whose stamp on the record failed (the next run may add one more copy: harmless). */
+  readonly unstamped: number;
   /** Shards that had more overdue entries than `maxPerShard`: the next run continues. */
   readonly truncatedShards: readonly number[];
-  /** Shards whose query failed, with the error's name. */
+  /** Shards whose query (or record read) failed, with the error's name. */
   readonly shardErrors: readonly { readonly shard: number; readonly error: string }[];
+  /** Messages waiting for an operator, per status, as published to the gauge. */
+  readonly waiting: WaitingCounts;
+}
+
+interface PageTally {
+  redispatched: number;
+  failed: number;
+  skipped: number;
+  unstamped: number;
 }
 
 /**
  * One anti-entropy pass (DESIGN §5a). For every shard of the sparse `due` index, reads the entries
  * whose `due_at` is older than now − grace — `scheduled` past send_at, `sending` past its lease,
- * `retrying` past its backoff — and puts `{id, rev}` with the entry's CURRENT rev on the send queue
- * with no delay. It never writes the table and never bumps a rev, so it can run at any moment next
- * to anything: a copy of a message that meanwhile moved on is dropped by the sender's rev and status
- * rules, and a duplicate copy can at worst lose a claim. It can never cause a second send.
+ * `retrying` past its backoff — reads their records, and puts `{id, rev}` with the record's CURRENT
+ * rev on the send queue with no delay, then stamps the record (core/sweepDecision.ts) so that a copy
+ * merely waiting behind a backlog is not re-dispatched on every run. It never writes a status or a
+ * rev, so it can run at any moment next to anything: a copy of a message that meanwhile moved on is
+ * dropped by the sender's rev and status rules. It can never cause a second send.
+ *
+ * Then it counts the messages that wait for an operator and publishes the gauge.
  */
 export async function sweep(deps: SweepDeps): Promise<SweepReport> {
   const shards = deps.shards ?? INDEX_SHARDS.due;
@@ -51,9 +76,7 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
   const pageSize = Math.min(deps.pageSize ?? 100, maxPerShard);
   const before = new Date(deps.now().getTime() - deps.graceSeconds * 1000).toISOString();
   let examined = 0;
-  let redispatched = 0;
-  let failed = 0;
-  let skipped = 0;
+  const tally: PageTally = { redispatched: 0, failed: 0, skipped: 0, unstamped: 0 };
   const truncatedShards: number[] = [];
   const shardErrors: { shard: number; error: string }[] = [];
 
@@ -71,24 +94,7 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
         cursor = page.cursor;
         seen += page.entries.length;
         examined += page.entries.length;
-        const copies: QueuedCopy[] = [];
-        for (const entry of page.entries) {
-          if (isTerminal(entry.status)) skipped++;
-          else copies.push({ payload: { id: entry.id, rev: entry.rev }, delaySeconds: 0 });
-        }
-        if (copies.length > 0) {
-          const result = await deps.queue.enqueue(copies);
-          failed += result.failed.length;
-          redispatched += copies.length - result.failed.length;
-          for (const copy of copies) {
-            if (!result.failed.includes(copy)) {
-              deps.log?.info('sweeper re-dispatched a stuck message', {
-                messageId: copy.payload.id,
-                rev: copy.payload.rev,
-              });
-            }
-          }
-        }
+        await sweepPage(deps, page.entries, tally);
       } while (cursor !== undefined && seen < maxPerShard);
       if (cursor !== undefined) truncatedShards.push(shard);
     } catch (error) {
@@ -97,5 +103,70 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
       deps.log?.warn('sweeper could not read a shard of the due index', { shard, error: name });
     }
   }
-  return { examined, redispatched, failed, skipped, truncatedShards, shardErrors };
+  deps.metrics?.count(SWEEPER_METRIC.redispatched, tally.redispatched);
+  const waiting = await publishWaiting(deps, deps.waitingShards ?? INDEX_SHARDS.waiting);
+  return { examined, ...tally, truncatedShards, shardErrors, waiting };
+}
+
+async function sweepPage(deps: SweepDeps, entries: readonly DueEntry[], tally: PageTally): Promise<void> {
+  const live = entries.filter((entry) => !isTerminal(entry.status));
+  tally.skipped += entries.length - live.length;
+  if (live.length === 0) return;
+  const records = await deps.records.read(live.map((entry) => entry.id));
+  const now = deps.now();
+  const planned: { copy: QueuedCopy; stamp: Parameters<SweepRecords['recordRedispatch']>[0] }[] = [];
+  for (const entry of live) {
+    const record = records.get(entry.id);
+    const decision = decideSweep({ record, now, graceSeconds: deps.graceSeconds });
+    if (decision.action === 'skip' || record === undefined) {
+      tally.skipped++;
+      continue;
+    }
+    planned.push({
+      copy: { payload: { id: entry.id, rev: decision.rev }, delaySeconds: 0 },
+      stamp: {
+        id: entry.id,
+        rev: decision.rev,
+        status: record.status,
+        seenDueAt: decision.seenDueAt,
+        nextDueAt: decision.nextDueAt,
+        sweepCount: decision.sweepCount,
+        now,
+      },
+    });
+  }
+  if (planned.length === 0) return;
+  // The copy first: a stamp that then fails costs at most one more harmless copy; a stamp before a
+  // refused copy would put off a lost message's rescue by the backoff.
+  const result = await deps.queue.enqueue(planned.map((plan) => plan.copy));
+  tally.failed += result.failed.length;
+  for (const plan of planned) {
+    if (result.failed.includes(plan.copy)) continue;
+    tally.redispatched++;
+    deps.log?.info('sweeper re-dispatched a stuck message', {
+      messageId: plan.stamp.id,
+      rev: plan.stamp.rev,
+      sweepCount: plan.stamp.sweepCount,
+    });
+    try {
+      await deps.records.recordRedispatch(plan.stamp);
+    } catch (error) {
+      tally.unstamped++;
+      deps.log?.warn('sweeper could not stamp a re-dispatch', {
+        messageId: plan.stamp.id,
+        error: error instanceof Error ? error.name : 'non-error',
+      });
+    }
+  }
+}
+
+async function publishWaiting(deps: SweepDeps, shards: number): Promise<WaitingCounts> {
+  const waiting = await countWaiting(deps.dueIndex, shards);
+  for (const [status, count] of Object.entries(waiting.counts)) {
+    deps.metrics?.count(SWEEPER_METRIC.waiting[status as keyof typeof SWEEPER_METRIC.waiting], count);
+  }
+  for (const failure of waiting.errors) {
+    deps.log?.warn('sweeper could not count the messages waiting for an operator', failure);
+  }
+  return waiting;
 }

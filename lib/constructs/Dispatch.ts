@@ -162,6 +162,11 @@ export class Dispatch extends Construct {
         resources: [props.storage.indexArn('due')],
       }),
     );
+    // It reads the records of overdue entries and stamps its re-dispatches on them (never a status).
+    props.storage.grantMessageItems(this.sweeper.role, 'ReadAndStampMessageStates', [
+      'dynamodb:BatchGetItem',
+      'dynamodb:UpdateItem',
+    ]);
     this.sendQueue.grantSendMessages(this.sweeper.role);
     // Lambda retries a failed asynchronous invocation twice by default; a sweep is covered by the
     // next run, and retries would pile runs on top of each other.

@@ -9,6 +9,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { SENDER_METRIC } from '../../lambdas/sender/senderMetrics.js';
+import { SWEEPER_METRIC } from '../../lambdas/sweeper/sweeperMetrics.js';
 import { METRICS } from '../functionEnvironment.js';
 
 /**
@@ -30,6 +31,8 @@ export interface OpsProps {
   readonly oldestMessageAgeAlarmThreshold: Duration;
   readonly relayIteratorAgeAlarmThreshold: Duration;
   readonly api5xxAlarmThreshold: number;
+  /** How often the sweeper runs: it publishes the gauges of messages waiting for an operator. */
+  readonly sweepInterval: Duration;
 }
 
 const ONE_MINUTE = Duration.minutes(1);
@@ -54,6 +57,7 @@ export class Ops extends Construct {
       metric: cloudwatch.IMetric,
       threshold: number,
       evaluationPeriods = 1,
+      treatMissingData = cloudwatch.TreatMissingData.NOT_BREACHING,
     ) => {
       const created = new cloudwatch.Alarm(this, alarmId, {
         alarmDescription: `Postdate: ${description} (docs/operations.md)`,
@@ -61,7 +65,7 @@ export class Ops extends Construct {
         threshold,
         evaluationPeriods,
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        treatMissingData,
       });
       created.addAlarmAction(new actions.SnsAction(this.alarmTopic));
       created.addOkAction(new actions.SnsAction(this.alarmTopic));
@@ -148,11 +152,26 @@ export class Ops extends Construct {
       postdateMetric(POSTDATE_METRIC.unexpectedErrors, 'Sum', FIVE_MINUTES),
       1,
     );
+    // Gauges, published by every sweep: in alarm while any such message exists, not for one period.
+    // A period without a datapoint (a run late or missed) keeps the state it had.
+    const waitingPeriod = Duration.minutes(
+      Math.max(1, Math.ceil(props.sweepInterval.toMinutes({ integral: false }))),
+    );
     alarm(
       'UnknownOutcomes',
-      'messages whose outcome is ambiguous wait for an operator (status unknown)',
-      postdateMetric(POSTDATE_METRIC.unknown, 'Sum', FIVE_MINUTES),
+      'messages whose outcome is ambiguous wait for an operator (status unknown); in alarm while any exists',
+      postdateMetric(SWEEPER_METRIC.waiting.unknown, 'Maximum', waitingPeriod),
       1,
+      1,
+      cloudwatch.TreatMissingData.IGNORE,
+    );
+    alarm(
+      'DeadMessages',
+      'messages that used up their attempts wait for an operator (status dead); in alarm while any exists',
+      postdateMetric(SWEEPER_METRIC.waiting.dead, 'Maximum', waitingPeriod),
+      1,
+      1,
+      cloudwatch.TreatMissingData.IGNORE,
     );
     alarm(
       'Api5xx',
@@ -277,6 +296,7 @@ export class Ops extends Construct {
       graph('2 Dispatch: sweeper', [
         sum(fns.sweeper.metricInvocations(), 'runs'),
         sum(fns.sweeper.metricErrors(), 'errors'),
+        outcome(SWEEPER_METRIC.redispatched).with({ label: 're-dispatched' }),
       ]),
     );
     dashboard.addWidgets(
@@ -312,11 +332,17 @@ export class Ops extends Construct {
         outcome(POSTDATE_METRIC.superseded),
         outcome(POSTDATE_METRIC.expired),
       ]),
-      graph('5 Needs attention', [
-        outcome(POSTDATE_METRIC.ambiguous),
-        outcome(POSTDATE_METRIC.unknown),
-        outcome(POSTDATE_METRIC.configErrors),
-      ]),
+      graph(
+        '5 Needs attention',
+        [
+          outcome(POSTDATE_METRIC.ambiguous),
+          outcome(POSTDATE_METRIC.unknown),
+          outcome(POSTDATE_METRIC.configErrors),
+        ],
+        Object.entries(SWEEPER_METRIC.waiting).map(([status, name]) =>
+          postdateMetric(name, 'Maximum', FIVE_MINUTES).with({ label: `waiting: ${status}` }),
+        ),
+      ),
       graph('5 Timing (ms)', [
         postdateMetric(POSTDATE_METRIC.lateness, 'p50', ONE_MINUTE).with({ label: 'lateness p50' }),
         postdateMetric(POSTDATE_METRIC.lateness, 'p99', ONE_MINUTE).with({ label: 'lateness p99' }),

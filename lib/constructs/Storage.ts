@@ -8,6 +8,7 @@ import { acknowledge } from './acknowledge.js';
 
 /** The partition keys of API-key items, as an IAM `StringLike` pattern. */
 const API_KEY_ITEMS = `${PARTITION_PREFIX.apiKey}*`;
+const MESSAGE_ITEMS = `${PARTITION_PREFIX.message}*`;
 
 export interface StorageProps {
   /** `RETAIN` also turns on deletion protection. */
@@ -100,6 +101,21 @@ export class Storage extends Construct {
         ],
         resources: [this.table.tableArn],
         conditions: { 'ForAnyValue:StringLike': { 'dynamodb:LeadingKeys': [API_KEY_ITEMS] } },
+      }),
+    );
+  }
+
+  /**
+   * Lets the grantee use `actions` on message items only (partition key `MSG#…`) of the base table:
+   * `ForAllValues` holds only when every partition key the request touches is a message's.
+   */
+  grantMessageItems(grantee: iam.IGrantable, sid: string, actions: readonly string[]): void {
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid,
+        actions: [...actions],
+        resources: [this.table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [MESSAGE_ITEMS] } },
       }),
     );
   }

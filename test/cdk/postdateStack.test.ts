@@ -284,12 +284,18 @@ describe('dispatch: the sweeper', () => {
     });
   });
 
-  it('may query only the due index and send only to the send queue', () => {
+  it('may query only the due index, read and stamp only message items, and send only to the send queue', () => {
     const dynamo = statements('sweeper').filter((s) => s.Action.some((a) => a.startsWith('dynamodb:')));
-    expect(dynamo).toHaveLength(1);
-    expect(dynamo[0]?.Action).toEqual(['dynamodb:Query']);
-    expect(JSON.stringify(dynamo[0]?.Resource)).toContain('/index/due');
-    expect(JSON.stringify(dynamo[0]?.Resource)).not.toContain('*');
+    expect(dynamo).toHaveLength(2);
+    const query = dynamo.find((s) => s.Action.includes('dynamodb:Query'));
+    expect(query?.Action).toEqual(['dynamodb:Query']);
+    expect(JSON.stringify(query?.Resource)).toContain('/index/due');
+    expect(JSON.stringify(query?.Resource)).not.toContain('*');
+    // Its re-dispatch stamp (issue 15 §4): message state items only, never an API key, never a delete.
+    const items = dynamo.find((s) => s !== query);
+    expect(items?.Action).toEqual(['dynamodb:BatchGetItem', 'dynamodb:UpdateItem']);
+    expect(JSON.stringify(items?.Resource)).not.toContain('index');
+    expect(items?.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['MSG#*'] } });
     const sqsTargets = statements('sweeper')
       .filter((s) => s.Action.some((a) => a.startsWith('sqs:')))
       .flatMap((s) => s.Resource);
@@ -544,14 +550,32 @@ describe('ops: alarms and dashboard', () => {
     }
   });
 
-  it('alarms on config-class SMTP errors, outcome writes that never landed and unknown outcomes from the EMF metrics, and on API 5xx', () => {
-    for (const metric of ['ConfigErrors', 'OutcomeWriteFailures', 'Unknown']) {
+  it('alarms on config-class SMTP errors and outcome writes that never landed from the EMF metrics, and on API 5xx', () => {
+    for (const metric of ['ConfigErrors', 'OutcomeWriteFailures']) {
       alarmOn(
         { Namespace: 'Postdate', MetricName: metric, Dimensions: [{ Name: 'service', Value: 'postdate' }] },
         1,
       );
     }
     alarmOn({ Namespace: 'AWS/ApiGateway', MetricName: '5xx' }, 5);
+  });
+
+  it('keeps the unknown and dead alarms on while such messages exist: gauges the sweeper publishes, a missed run keeps the state', () => {
+    for (const metric of ['WaitingUnknown', 'WaitingDead']) {
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        Namespace: 'Postdate',
+        MetricName: metric,
+        Dimensions: [{ Name: 'service', Value: 'postdate' }],
+        Statistic: 'Maximum',
+        Period: 300,
+        EvaluationPeriods: 1,
+        Threshold: 1,
+        TreatMissingData: 'ignore',
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        AlarmActions: [{ Ref: ids.topic }],
+        OKActions: [{ Ref: ids.topic }],
+      });
+    }
   });
 
   it('notifies an encrypted, TLS-only topic whose key CloudWatch may use', () => {
@@ -574,7 +598,7 @@ describe('ops: alarms and dashboard', () => {
         ]),
       },
     });
-    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(21);
+    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(22);
   });
 
   it('has one dashboard that follows a message from enqueue to outcome', () => {

@@ -4,6 +4,7 @@ import { redriveRelayFailures } from '../../lambdas/relay/redriveRelayFailures.j
 import { SqsRelayFailureQueue } from '../../lambdas/relay/relayFailureQueue.js';
 import { DynamoDbStreamRangeReader } from '../../lambdas/relay/streamRange.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
+import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
 import type { SchedulerEmulator } from '../../local/scheduler/startSchedulerEmulator.js';
 import { documentClient, freshTable, sqsClient, streamsClient } from '../support/awsLocal.js';
 import { OutboxWriter, stateRecord } from './records.js';
@@ -44,6 +45,7 @@ async function setUp() {
         streamRange: new DynamoDbStreamRangeReader(streamsClient()),
         sweep: {
           dueIndex: new DynamoDueIndex(documentClient(), tableName),
+          records: new DynamoSweepRecords(documentClient(), tableName),
           queue: world.queue,
           now: () => now,
         },
@@ -116,7 +118,12 @@ describe('redriving relay failures', () => {
       failures: new SqsRelayFailureQueue(sqsClient(), t.urls.relayFailures),
       relay: { ...t.deps, scheduler: brokenScheduler },
       streamRange: new DynamoDbStreamRangeReader(streamsClient()),
-      sweep: { dueIndex: new DynamoDueIndex(documentClient(), 'unused'), queue: t.queue, now: () => t.now },
+      sweep: {
+        dueIndex: new DynamoDueIndex(documentClient(), 'unused'),
+        records: new DynamoSweepRecords(documentClient(), 'unused'),
+        queue: t.queue,
+        now: () => t.now,
+      },
       hideSeconds: 1,
     });
 

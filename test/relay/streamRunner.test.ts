@@ -5,6 +5,7 @@ import { redriveRelayFailures } from '../../lambdas/relay/redriveRelayFailures.j
 import { SqsRelayFailureQueue } from '../../lambdas/relay/relayFailureQueue.js';
 import { DynamoDbStreamRangeReader } from '../../lambdas/relay/streamRange.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
+import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
 import { RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
 import { startStreamRunner } from '../../local/runners/streamRunner.js';
 import type { SchedulerEmulator } from '../../local/scheduler/startSchedulerEmulator.js';
@@ -82,7 +83,12 @@ describe('the relay behind the local stream event source', () => {
       failures: new SqsRelayFailureQueue(sqsClient(), t.urls.relayFailures),
       relay: t.deps,
       streamRange: new DynamoDbStreamRangeReader(streamsClient()),
-      sweep: { dueIndex: new DynamoDueIndex(documentClient(), tableName), queue: t.queue, now: () => now },
+      sweep: {
+        dueIndex: new DynamoDueIndex(documentClient(), tableName),
+        records: new DynamoSweepRecords(documentClient(), tableName),
+        queue: t.queue,
+        now: () => now,
+      },
     });
 
     expect(report).toMatchObject({ messages: 1, replayed: 1, kept: 0 });

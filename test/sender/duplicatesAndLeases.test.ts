@@ -184,7 +184,8 @@ describe('the sender against duplicates and dead senders', () => {
       const state = await rig.state(message.id);
       expect(state.status).toBe('unknown');
       expect(state.lease_owner).toBeUndefined();
-      expect(state.due_pk).toBeUndefined();
+      // Not overdue any more: it waits for an operator, counted by the sweeper's gauge.
+      expect(state.due_pk).toMatch(/^wait#unknown#\d+$/);
       expect(state.last_error).toMatchObject({ class: 'ambiguous' });
       expect(state.history.map((entry) => entry.outcome)).toEqual(['ambiguous']);
       expect(accepted(rig, message.id)).toHaveLength(1);

@@ -1,0 +1,79 @@
+/**
+ * What the sweeper does with one overdue entry of the `due` index (DESIGN §5a). Pure: the record
+ * and the clock are arguments.
+ *
+ * A copy that waits on the send queue behind a backlog looks, from the table, exactly like a lost
+ * one: its message is past its time and not moving. The sweeper cannot tell them apart, so it
+ * re-dispatches once and then backs off: each re-dispatch records itself on the state record
+ * (`sweep_count`, and `sweep_due_at` = the `due_at` it set), and the next one for the same stall
+ * waits twice as long, up to SWEEP_MAX_INTERVAL_SECONDS. A lost copy is replaced after the grace; a
+ * copy behind a backlog of length B gets about log2(B / grace) extra copies instead of one per run.
+ * Any other writer that moves the record (a claim, an outcome, a retry) sets its own `due_at`,
+ * which no longer equals `sweep_due_at`, so the count starts again for the next stall.
+ */
+import { isTerminal, type MessageStatus } from './messageStatus.js';
+
+/** The longest wait between two re-dispatches of one stalled message (unless the grace is longer). */
+export const SWEEP_MAX_INTERVAL_SECONDS = 3600;
+
+/** What the sweeper needs of a state record, read consistently just before it decides. */
+export interface SweptRecord {
+  readonly rev: number;
+  readonly status: MessageStatus;
+  readonly due_at?: string;
+  readonly sweep_count?: number;
+  readonly sweep_due_at?: string;
+}
+
+export type SweepDecision =
+  | { readonly action: 'skip'; readonly reason: 'gone' | 'terminal' | 'not-overdue' }
+  | {
+      readonly action: 'redispatch';
+      readonly rev: number;
+      /** The `due_at` the decision was made on: the record's write is conditional on it. */
+      readonly seenDueAt: string;
+      /** The record's new `due_at` (and `sweep_due_at`): when this stall is overdue again. */
+      readonly nextDueAt: string;
+      /** Re-dispatches of this stall, this one included. */
+      readonly sweepCount: number;
+    };
+
+export interface SweepInput {
+  readonly record: SweptRecord | undefined;
+  readonly now: Date;
+  readonly graceSeconds: number;
+}
+
+/**
+ * - No record, or a terminal one, or one without `due_at` → skip (the index lags a transition).
+ * - `due_at` not older than now − grace → skip (the record moved on since the index was read).
+ * - Otherwise re-dispatch the record's CURRENT rev; this is re-dispatch n of the stall (n = 1 when
+ *   the `due_at` is not one the sweeper set), and the next may come `grace × 2^n` seconds from now
+ *   (capped), so the new `due_at` is that minus the grace.
+ */
+export function decideSweep(input: SweepInput): SweepDecision {
+  const { record, now } = input;
+  if (record === undefined) return { action: 'skip', reason: 'gone' };
+  if (isTerminal(record.status) || record.due_at === undefined) return { action: 'skip', reason: 'terminal' };
+  const graceMs = Math.max(0, input.graceSeconds) * 1000;
+  const dueAtMs = Date.parse(record.due_at);
+  if (!(dueAtMs < now.getTime() - graceMs)) return { action: 'skip', reason: 'not-overdue' };
+  const earlier = record.sweep_due_at === record.due_at ? (record.sweep_count ?? 0) : 0;
+  const sweepCount = earlier + 1;
+  return {
+    action: 'redispatch',
+    rev: record.rev,
+    seenDueAt: record.due_at,
+    nextDueAt: new Date(
+      now.getTime() + sweepIntervalMs(sweepCount, input.graceSeconds) - graceMs,
+    ).toISOString(),
+    sweepCount,
+  };
+}
+
+/** The wait after re-dispatch n of one stall: grace × 2^n, at most max(grace, SWEEP_MAX_INTERVAL_SECONDS). */
+export function sweepIntervalMs(sweepCount: number, graceSeconds: number): number {
+  const grace = Math.max(1, graceSeconds);
+  const cap = Math.max(grace, SWEEP_MAX_INTERVAL_SECONDS);
+  return Math.min(cap, grace * 2 ** Math.min(Math.max(1, sweepCount), 30)) * 1000;
+}

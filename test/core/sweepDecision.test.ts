@@ -1,0 +1,100 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { isTerminal, MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
+import {
+  decideSweep,
+  SWEEP_MAX_INTERVAL_SECONDS,
+  type SweptRecord,
+  sweepIntervalMs,
+} from '../../lambdas/core/sweepDecision.js';
+
+/**
+ * The sweeper's decision on one overdue entry (DESIGN §5a, issue 15 §4): re-dispatch a message that
+ * is past its time and not moving, with its current rev — and, for one that stays stalled (a copy
+ * waiting behind a backlog looks the same), less and less often.
+ */
+const NOW = new Date('2026-12-01T09:00:00.000Z');
+const GRACE = 300;
+const ago = (seconds: number) => new Date(NOW.getTime() - seconds * 1000).toISOString();
+const record = (overrides: Partial<SweptRecord> = {}): SweptRecord => ({
+  rev: 3,
+  status: 'scheduled',
+  due_at: ago(GRACE + 1),
+  ...overrides,
+});
+
+describe('the sweeper re-dispatches', () => {
+  it('a live message overdue by more than the grace, with the rev of its record', () => {
+    expect(decideSweep({ record: record(), now: NOW, graceSeconds: GRACE })).toMatchObject({
+      action: 'redispatch',
+      rev: 3,
+      seenDueAt: ago(GRACE + 1),
+      sweepCount: 1,
+    });
+  });
+
+  it('nothing that is gone, terminal, or not overdue by the grace (the index lagged)', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...MESSAGE_STATUSES),
+        fc.integer({ min: -10_000, max: 10_000 }),
+        (status, overdueBy) => {
+          const decision = decideSweep({
+            record: record({ status, due_at: ago(overdueBy) }),
+            now: NOW,
+            graceSeconds: GRACE,
+          });
+          const expected = !isTerminal(status) && overdueBy > GRACE;
+          expect(decision.action === 'redispatch').toBe(expected);
+        },
+      ),
+    );
+    expect(decideSweep({ record: undefined, now: NOW, graceSeconds: GRACE })).toEqual({
+      action: 'skip',
+      reason: 'gone',
+    });
+    expect(decideSweep({ record: record({ due_at: undefined }), now: NOW, graceSeconds: GRACE }).action).toBe(
+      'skip',
+    );
+  });
+});
+
+describe('a stall that goes on', () => {
+  it('is not re-dispatched again before twice the wait of the last time, up to the cap', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 1, max: 7200 }), (earlier, grace) => {
+        const seen = ago(grace + 1);
+        const decision = decideSweep({
+          record: record({ due_at: seen, sweep_due_at: seen, sweep_count: earlier }),
+          now: NOW,
+          graceSeconds: grace,
+        });
+        if (decision.action !== 'redispatch') throw new Error('expected a re-dispatch');
+        expect(decision.sweepCount).toBe(earlier + 1);
+        // Overdue again (by the grace) exactly one interval from now.
+        const againAt = Date.parse(decision.nextDueAt) + grace * 1000;
+        const interval = againAt - NOW.getTime();
+        expect(interval).toBe(sweepIntervalMs(earlier + 1, grace));
+        expect(interval).toBeGreaterThanOrEqual(grace * 1000);
+        expect(interval).toBeLessThanOrEqual(Math.max(grace, SWEEP_MAX_INTERVAL_SECONDS) * 1000);
+      }),
+    );
+  });
+
+  it('waits longer after each re-dispatch until the cap: 2, 4, 8 … graces', () => {
+    const waits = [1, 2, 3, 4, 5, 6].map((count) => sweepIntervalMs(count, GRACE) / 1000);
+    expect(waits).toEqual([600, 1200, 2400, 3600, 3600, 3600]);
+    for (let count = 1; count < 60; count++) {
+      expect(sweepIntervalMs(count + 1, GRACE)).toBeGreaterThanOrEqual(sweepIntervalMs(count, GRACE));
+    }
+  });
+
+  it('starts again at one when another writer moved the record since (its due_at is not the one the sweeper set)', () => {
+    const decision = decideSweep({
+      record: record({ due_at: ago(GRACE + 1), sweep_due_at: ago(5000), sweep_count: 7 }),
+      now: NOW,
+      graceSeconds: GRACE,
+    });
+    expect(decision).toMatchObject({ action: 'redispatch', sweepCount: 1 });
+  });
+});
