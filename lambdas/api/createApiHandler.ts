@@ -21,7 +21,6 @@ import {
   parseRescheduleRequest,
 } from '../core/messageSchema.js';
 import { isMessageStatus, type MessageStatus } from '../core/messageStatus.js';
-import { PROBLEM_CONTENT_TYPE, type ProblemDetails, problem, validationProblem } from '../core/problem.js';
 import { requestFingerprint } from '../outbox/outboxItems.js';
 import type { Log } from '../ports/Log.js';
 import { type ApiStore, type ShardPosition, shardCount, type TransitionResult } from '../store/apiStore.js';
@@ -32,6 +31,7 @@ import { readIdempotencyKey } from './idempotencyKeyHeader.js';
 import { decodeListCursor, encodeListCursor } from './listCursor.js';
 import { messageView } from './messageView.js';
 import { buildOpenApiDocument } from './openapi.js';
+import { PROBLEM_CONTENT_TYPE, type ProblemDetails, problem, validationProblem } from './problem.js';
 import { headerValue, readJsonBody } from './requestBody.js';
 
 /** What the Lambda authorizer puts in `requestContext.authorizer.lambda`. */
