@@ -13,7 +13,7 @@
  * state record is an enqueue that died between its two puts: a request with the same fingerprint
  * completes it, for the whole retention.
  */
-import type { EnqueueRequest } from '../core/messageSchema.js';
+import type { EnqueueRequest } from '../core/enqueueRequest.js';
 import { buildOutboxWrite, type OutboxWrite } from '../outbox/outboxItems.js';
 import type { ApiStore, EnqueueWriteResult } from '../store/apiStore.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';

@@ -1,19 +1,19 @@
 /**
  * The OpenAPI 3.1 document of the HTTP API, generated from the same zod schemas that validate
- * requests (lambdas/core/messageSchema.ts) with @asteasolutions/zod-to-openapi. Served at
+ * requests (lambdas/core/requestSchemas.ts) with @asteasolutions/zod-to-openapi. Served at
  * GET /openapi.json; a test checks its paths and methods against API_ROUTES.
  */
 import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
+import { MESSAGE_STATUSES } from '../core/messageStatus.js';
 import {
   EnqueueBodySchema,
   GroupKeySchema,
   GroupVersionBodySchema,
   RescheduleBodySchema,
-} from '../core/messageSchema.js';
-import { MESSAGE_STATUSES } from '../core/messageStatus.js';
-import { PROBLEM_CONTENT_TYPE } from '../core/problem.js';
+} from '../core/requestSchemas.js';
 import { API_ROUTES, type RouteName } from './apiRoutes.js';
+import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
 const StatusSchema = z.enum(MESSAGE_STATUSES as [string, ...string[]]).meta({ id: 'MessageStatus' });
 

@@ -1,36 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import {
-  jsonPointer,
-  PROBLEM,
-  problem,
-  uniqueByField,
-  validationProblem,
-} from '../../lambdas/core/problem.js';
+import { jsonPointer, uniqueByField } from '../../lambdas/core/fieldErrors.js';
+import { validationProblem } from '../../lambdas/core/problem.js';
 
 describe('problem details (RFC 9457)', () => {
-  it('builds type, title, status and detail from the kind', () => {
-    expect(problem('notFound', 'No message with this id.')).toEqual({
-      type: 'urn:postdate:problem:not-found',
-      title: 'Not found',
-      status: 404,
-      detail: 'No message with this id.',
-    });
-  });
-
-  it('adds extensions without letting them override the standard members', () => {
-    expect(
-      problem('conflict', 'The message is sent.', {
-        extensions: { current_status: 'sent', status: 200, type: 'x' },
-      }),
-    ).toEqual({
-      type: PROBLEM.conflict.type,
-      title: PROBLEM.conflict.title,
-      status: 409,
-      detail: 'The message is sent.',
-      current_status: 'sent',
-    });
-  });
-
   it('keeps one error per field (the first) and summarises the fields in the detail', () => {
     const result = validationProblem([
       { field: '/to/0', message: 'first' },
@@ -44,12 +16,6 @@ describe('problem details (RFC 9457)', () => {
     ]);
     expect(result.detail).toBe('2 fields are invalid: /to/0, /subject.');
     expect(uniqueByField([])).toEqual([]);
-  });
-
-  it('gives every kind a distinct urn type', () => {
-    const types = Object.values(PROBLEM).map((kind) => kind.type);
-    expect(new Set(types).size).toBe(types.length);
-    for (const type of types) expect(type).toMatch(/^urn:postdate:problem:[a-z-]+$/);
   });
 
   it('writes fields as RFC 6901 JSON Pointers, escaping ~ and /', () => {

@@ -1,0 +1,25 @@
+/**
+ * What the api handler receives and answers: API Gateway HTTP API payload 2.0 behind the Lambda
+ * authorizer, and a structured result. The tenant comes only from the authorizer's context.
+ */
+import type {
+  APIGatewayProxyEventV2WithLambdaAuthorizer,
+  APIGatewayProxyStructuredResultV2,
+} from 'aws-lambda';
+import { TENANT_PATTERN } from '../core/identifiers.js';
+
+/** What the Lambda authorizer puts in `requestContext.authorizer.lambda`. */
+export interface AuthorizerContext {
+  readonly tenant: string;
+  readonly key_id: string;
+}
+
+export type ApiEvent = APIGatewayProxyEventV2WithLambdaAuthorizer<AuthorizerContext>;
+export type ApiResult = APIGatewayProxyStructuredResultV2;
+
+/** The tenant from the authorizer's context, or null when absent or malformed. */
+export function tenantOf(event: ApiEvent): string | null {
+  const context: Partial<AuthorizerContext> | undefined = event.requestContext?.authorizer?.lambda;
+  const tenant = context?.tenant;
+  return typeof tenant === 'string' && TENANT_PATTERN.test(tenant) ? tenant : null;
+}

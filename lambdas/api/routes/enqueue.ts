@@ -1,0 +1,84 @@
+/**
+ * POST /v1/messages: validates the body and the Idempotency-Key, enqueues once per key, and answers
+ * a replay with the original message (200, `idempotent-replayed: true`).
+ */
+import { validateEnqueueRequest } from '../../core/enqueueRequest.js';
+import { messageIdFor } from '../../core/ids.js';
+import { requestFingerprint } from '../../outbox/outboxItems.js';
+import type { MessageStateRecord } from '../../store/messageRecord.js';
+import { enqueueMessage } from '../enqueueMessage.js';
+import { readIdempotencyKey } from '../idempotencyKeyHeader.js';
+import { messageView } from '../messageView.js';
+import { problem, validationProblem } from '../problem.js';
+import { headerValue, readJsonBody } from '../requestBody.js';
+import { jsonResult, type Outcome, problemResult } from '../routeOutcome.js';
+import type { RouteDependencies, RouteHandler } from './route.js';
+
+export function enqueueRoute(deps: RouteDependencies): RouteHandler {
+  return async function enqueue({ tenant, event }) {
+    const body = readJsonBody(event);
+    if (!body.ok) return problemResult(body.problem);
+    const key = readIdempotencyKey(headerValue(event.headers, 'idempotency-key'));
+    if (!key.ok) return problemResult(key.problem);
+    const now = deps.now();
+    const validation = {
+      allowedFrom: deps.config.allowedFrom,
+      defaultFrom: deps.config.defaultFrom,
+      maxHorizonDays: deps.config.maxHorizonDays,
+    };
+    const parsed = validateEnqueueRequest(body.value, { ...validation, now });
+    if (!parsed.ok) {
+      // Time bounds judge a new message, not a replay: a request whose original exists (its
+      // `not_after` since passed, say) is answered with it, so the client learns what happened.
+      const original = await deps.store.getMessage(tenant, messageIdFor(tenant, key.key));
+      if (original?.fingerprint !== undefined) {
+        const asOriginal = validateEnqueueRequest(body.value, {
+          ...validation,
+          now: new Date(original.created_at),
+        });
+        if (asOriginal.ok && requestFingerprint(asOriginal.value) === original.fingerprint) {
+          return replayedResult(original);
+        }
+      }
+      return problemResult(validationProblem(parsed.errors));
+    }
+    const outcome = await enqueueMessage(
+      { store: deps.store, sleep: deps.sleep },
+      {
+        tenant,
+        idempotencyKey: key.key,
+        request: parsed.value,
+        now,
+        random: deps.random,
+        retentionDays: deps.config.retentionDays,
+      },
+    );
+    if (outcome.kind === 'key-reused') {
+      return problemResult(
+        problem(
+          'idempotencyKeyReused',
+          'This Idempotency-Key was used for a different request body; use a new key for a new message.',
+          { errors: [{ field: 'Idempotency-Key', message: 'was already used with a different body' }] },
+        ),
+      );
+    }
+    if (outcome.kind === 'replayed') return replayedResult(outcome.state);
+    const view = messageView(outcome.state, { withHistory: false });
+    const location = `/v1/messages/${outcome.state.id}`;
+    return jsonResult(
+      202,
+      view,
+      { location },
+      { message_id: outcome.state.id, message_status: outcome.state.status },
+    );
+  };
+}
+
+function replayedResult(state: MessageStateRecord): Outcome {
+  return jsonResult(
+    200,
+    messageView(state, { withHistory: false }),
+    { 'idempotent-replayed': 'true', location: `/v1/messages/${state.id}` },
+    { message_id: state.id, replayed: true },
+  );
+}

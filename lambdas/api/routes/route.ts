@@ -1,0 +1,31 @@
+/**
+ * One route of the HTTP API: a factory over the dependencies it needs, answering one matched
+ * request with an Outcome. The router (createApiHandler.ts) resolves the route, checks the tenant,
+ * logs the answer and turns a thrown error into a problem.
+ */
+import type { Config } from '../../core/config.js';
+import type { ApiStore } from '../../store/apiStore.js';
+import type { ApiEvent } from '../apiEvent.js';
+import type { Outcome } from '../routeOutcome.js';
+
+/** The settings the routes read. */
+export type ApiConfig = Pick<Config, 'allowedFrom' | 'defaultFrom' | 'maxHorizonDays' | 'retentionDays'>;
+
+export interface RouteDependencies {
+  readonly store: ApiStore;
+  readonly config: ApiConfig;
+  readonly now: () => Date;
+  readonly random: () => number;
+  /** Waits between enqueue attempts after a contended transaction. */
+  readonly sleep: (milliseconds: number) => Promise<void>;
+}
+
+export interface RouteRequest {
+  /** The authorizer's tenant ('' on a public route). */
+  readonly tenant: string;
+  /** The path parameters of the matched route, decoded. */
+  readonly params: Readonly<Record<string, string>>;
+  readonly event: ApiEvent;
+}
+
+export type RouteHandler = (request: RouteRequest) => Promise<Outcome>;
