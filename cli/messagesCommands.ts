@@ -1,5 +1,5 @@
 /**
- * `postdate messages list | show | cancel | retry`. Reads go through the indexes of
+ * `postdate messages list | show | cancel | retry | discard`. Reads go through the indexes of
  * docs/data-model.md (never a table scan); cancel and retry are the API's own conditional updates
  * (lambdas/store/apiStore.ts), so an operator's move obeys exactly the same state machine as a client's.
  */
@@ -251,7 +251,7 @@ function errorInWords(error: NonNullable<MessageStateRecord['last_error']>): str
 
 export interface TransitionRow {
   readonly id: string;
-  readonly outcome: 'cancelled' | 'retried' | 'not-found' | 'conflict';
+  readonly outcome: 'cancelled' | 'retried' | 'discarded' | 'not-found' | 'conflict';
   /** The status after the attempt (the current one when it lost its condition). */
   readonly status: MessageStatus | null;
   readonly rev: number | null;
@@ -304,10 +304,32 @@ export async function messagesRetry(
   );
 }
 
+/**
+ * An operator's decision to leave `failed`, `dead` or `unknown` messages as they are (runbook §2):
+ * the status stays, the message stops waiting — it leaves the waiting gauge, so its alarm can clear,
+ * and its record and body get the retention's TTL from now. A retry or a DLQ redrive still works.
+ */
+export async function messagesDiscard(
+  deps: MessagesDeps,
+  ids: readonly string[],
+  out: Output,
+): Promise<TransitionReport> {
+  const now = deps.now();
+  const expiresAt = expiresAtAfter(now, deps.retentionDays);
+  return transitionEach(
+    deps,
+    ids,
+    'discarded',
+    'discard takes a failed, dead or unknown message that still waits for an operator',
+    out,
+    (tenant, id) => deps.store.discard({ tenant, id, now, expiresAt }),
+  );
+}
+
 async function transitionEach(
   deps: MessagesDeps,
   ids: readonly string[],
-  done: 'cancelled' | 'retried',
+  done: 'cancelled' | 'retried' | 'discarded',
   rule: string,
   out: Output,
   apply: (tenant: string, id: string) => Promise<TransitionResult>,

@@ -17,6 +17,7 @@ import { keysCreate, keysList, keysRevoke, knownTenants } from './keysCommands.j
 import {
   type MessagesDeps,
   messagesCancel,
+  messagesDiscard,
   messagesList,
   messagesRetry,
   messagesShow,
@@ -156,7 +157,7 @@ export function buildProgram(): Command {
     .exitOverride();
 
   // ------------------------------------------------------------------------------------------ messages
-  const messages = program.command('messages').description('list, show, cancel and retry messages');
+  const messages = program.command('messages').description('list, show, cancel, retry and discard messages');
   messages
     .command('list')
     .description('list messages, newest first (through the by_status / by_tenant indexes)')
@@ -205,6 +206,18 @@ export function buildProgram(): Command {
     .action(
       action(async (context, ids: string[]) =>
         ok((await messagesRetry(messagesDeps(context), ids, context.out)).ok),
+      ),
+    );
+
+  messages
+    .command('discard')
+    .description(
+      'leave failed, dead or unknown messages as they are: they stop waiting for an operator (their alarm clears) and expire with the retention',
+    )
+    .argument('<id...>')
+    .action(
+      action(async (context, ids: string[]) =>
+        ok((await messagesDiscard(messagesDeps(context), ids, context.out)).ok),
       ),
     );
 

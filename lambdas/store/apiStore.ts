@@ -17,7 +17,7 @@ import {
   TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { MESSAGE_STATUS, type MessageStatus } from '../core/messageStatus.js';
+import { MESSAGE_STATUS, type MessageStatus, WAITING_FOR_OPERATOR } from '../core/messageStatus.js';
 import { TRANSITIONS, type TransitionEvent } from '../core/stateMachine.js';
 import { readGroupHeadVersion } from '../outbox/groupHead.js';
 import { OUTBOX_ITEM_INDEX, type TransactWriteItem } from '../outbox/outboxItems.js';
@@ -111,6 +111,12 @@ export interface ApiStore {
   }): Promise<TransitionResult>;
   /** Retries now; a body that still has a TTL is raised to `bodyExpiresAt` first, when given. */
   retry(input: { tenant: string; id: string; now: Date; bodyExpiresAt?: number }): Promise<TransitionResult>;
+  /**
+   * An operator's decision to leave a `failed`, `dead` or `unknown` message as it is (the CLI; no
+   * route): its status stays, it stops waiting — out of the waiting gauge, its TTL and its body's
+   * set to `expiresAt` — and a later retry or redrive still works.
+   */
+  discard(input: { tenant: string; id: string; now: Date; expiresAt: number }): Promise<TransitionResult>;
   /** Raises the head to `version` if it is higher (a max); answers the head as it is afterwards. */
   raiseGroup(input: { tenant: string; groupKey: string; version: number; now: Date }): Promise<GroupHeadView>;
   listMessages(query: ListQuery): Promise<ListPage>;
@@ -306,6 +312,33 @@ export class DynamoApiStore implements ApiStore {
         ':one': 1,
       },
     });
+  }
+
+  async discard(input: {
+    tenant: string;
+    id: string;
+    now: Date;
+    expiresAt: number;
+  }): Promise<TransitionResult> {
+    const result = await this.transition(input.tenant, input.id, WAITING_FOR_OPERATOR, {
+      UpdateExpression:
+        'SET #expires = :expires, #discarded = :now, #updated = :now REMOVE #due_pk, #due_at, #held',
+      // Only one that still waits (no TTL while it does): a second discard changes nothing and says so.
+      extraCondition: 'attribute_not_exists(#expires)',
+      wouldPass: () => false,
+      names: {
+        '#expires': 'expires_at',
+        '#discarded': 'discarded_at',
+        '#updated': 'updated_at',
+        '#due_pk': 'due_pk',
+        '#due_at': 'due_at',
+        '#held': 'body_held',
+      },
+      values: { ':expires': input.expiresAt, ':now': input.now.toISOString() },
+    });
+    // Privacy: the body goes with the state record, as for a cancel.
+    if (result.kind === 'updated') await this.setBodyTtl(input.id, input.expiresAt, 'any');
+    return result;
   }
 
   /**

@@ -91,6 +91,8 @@ export interface MessageStateRecord {
   /** The sweeper's re-dispatches of the current stall, and the `due_at` it set (core/sweepDecision.ts). */
   readonly sweep_count?: number;
   readonly sweep_due_at?: string;
+  /** When an operator decided to leave a failed, dead or unknown message as it is (it stopped waiting). */
+  readonly discarded_at?: string;
   /** When the sweeper last re-dispatched this message. */
   readonly swept_at?: string;
 }

@@ -3,14 +3,12 @@ import type { MessageStatus } from '../../lambdas/core/messageStatus.js';
 import type { DispatchQueue } from '../../lambdas/ports/DispatchQueue.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
-import type { MessageStateRecord } from '../../lambdas/store/messageRecord.js';
-import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
 import { createSweeperHandler, isIncomplete } from '../../lambdas/sweeper/createSweeperHandler.js';
 import type { SweeperMetricName } from '../../lambdas/sweeper/sweeperMetrics.js';
-import { OutboxWriter, stateRecord } from '../relay/records.js';
 import { seconds, wholeSecondNow } from '../relay/relayParts.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
+import { senderOutcomes } from './waitingMessages.js';
 
 /**
  * Issue 15 §5: the `unknown` and `dead` alarms stay in alarm while such messages exist. The sweeper
@@ -19,7 +17,6 @@ import { documentClient, freshTable } from '../support/awsLocal.js';
  * partial count would let an alarm clear).
  */
 const noCopies: DispatchQueue = { enqueue: async () => ({ failed: [] }) };
-const OWNER = 'sender-test';
 
 async function setUp() {
   const t0 = wholeSecondNow();
@@ -35,34 +32,7 @@ async function setUp() {
       graceSeconds: 300,
       metrics: { count: (name, value) => published.push({ name, value }) },
     })();
-  const sender = new DynamoSenderStore(documents, tableName);
-  const outbox = new OutboxWriter(tableName);
-  /** A message the sender claimed, then ended with `to` through its real outcome write. */
-  async function endedAs(to: 'sent' | 'failed' | 'dead' | 'unknown'): Promise<MessageStateRecord> {
-    const claimed = await outbox.put(
-      stateRecord({ status: 'sending', sendAt: t0, leaseUntil: seconds(t0, 300), createdAt: t0 }),
-    );
-    const result = await sender.recordOutcome({
-      claimed,
-      owner: OWNER,
-      to,
-      now: seconds(t0, 1),
-      attempt: {
-        at: seconds(t0, 1).toISOString(),
-        outcome: to === 'sent' ? 'sent' : 'permanent',
-        code: null,
-        enhanced_code: null,
-        reply: null,
-        duration_ms: 5,
-      },
-      lastError: null,
-      retentionDays: 30,
-      attempts: 1,
-      recipients: { accepted: [], rejected: [] },
-    });
-    if (result.outcome !== 'applied') throw new Error(`outcome ${to} did not apply`);
-    return result.record;
-  }
+  const endedAs = senderOutcomes(tableName, t0);
   const gauge = (status: MessageStatus) =>
     published.filter(
       (metric) => metric.name === `Waiting${status.charAt(0).toUpperCase()}${status.slice(1)}`,
