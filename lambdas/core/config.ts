@@ -136,6 +136,20 @@ export function loadConfig(env: Env, target: ConfigTarget): Config {
   return config;
 }
 
+/** The flat settings of a Config (the inverse of {@link loadConfig}'s nesting). */
+export function settingValuesOf(config: Config): SettingValues {
+  const { target: _target, smtp, ...rest } = config;
+  return {
+    ...rest,
+    smtpHost: smtp.host,
+    smtpPort: smtp.port,
+    smtpUser: smtp.user,
+    smtpPass: smtp.pass,
+    smtpSecure: smtp.secure,
+    smtpRequireTls: smtp.requireTls,
+  };
+}
+
 /**
  * Reads every row of core/configSpec.ts for the target: a blank variable is unset, an unset one takes
  * the target's default, and one required in AWS stops an AWS start. Cross-setting rules are
