@@ -86,7 +86,7 @@ export const CONFIG_SETTINGS = {
     local: undefined,
     aws: undefined,
     propDefault: '587, or 465 when `smtpSecure`',
-    description: "the relay's port (nodemailer picks 587 or 465 when unset)",
+    description: "the relay's port (unset: 587, or 465 when `SMTP_SECURE`)",
   },
   smtpUser: {
     variable: 'SMTP_USER',
