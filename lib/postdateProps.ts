@@ -62,8 +62,8 @@ export interface PostdateProps {
    */
   readonly messageIdDomain?: string;
   /**
-   * Receives of a queue copy before it goes to the dead-letter queue (`POSTDATE_MAX_ATTEMPTS`,
-   * the send queue's `maxReceiveCount`).
+   * SMTP attempts before a message is `dead` (`POSTDATE_MAX_ATTEMPTS`); the send queue's
+   * `maxReceiveCount` is a backstop above it.
    * @default 8
    */
   readonly maxAttempts?: number;

@@ -151,7 +151,7 @@ export const CONFIG_SETTINGS = {
     kind: { type: 'integer', min: 1, max: 1000, unit: 'count' },
     local: 8,
     aws: 8,
-    description: "SMTP attempts before the DLQ (the send queue's `maxReceiveCount`)",
+    description: "SMTP attempts before `dead` (the send queue's `maxReceiveCount` is a backstop above it)",
   },
   retryBaseSeconds: {
     variable: 'POSTDATE_RETRY_BASE_SECONDS',
