@@ -1,6 +1,7 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { CONFIG_SETTINGS, PROP_SETTINGS, type PropSettingName } from '../lambdas/core/configSpec.js';
 import type { PostdateStackProps } from './PostdateStack.js';
-import { PostdatePropsError } from './postdateProps.js';
+import { POSTDATE_DEFAULTS, type PostdateProps, PostdatePropsError } from './postdateProps.js';
 
 /**
  * Placeholders that let a bare `cdk synth` work. They are not deliverable senders: the stack warns
@@ -11,32 +12,17 @@ export const PLACEHOLDER_SENDER = {
   allowedFrom: '*@example.com',
 } as const;
 
-/** Every context key the app reads (`cdk deploy -c key=value`, or `context` in cdk.json). */
+/**
+ * Every context key the app reads (`cdk deploy -c key=value`, or `context` in cdk.json): a prop for
+ * every row of lambdas/core/configSpec.ts the construct sets, under the prop's name, and the
+ * settings of the stack and the construct alone.
+ */
 export const CONTEXT_KEYS = [
   'stackName',
-  'defaultFrom',
-  'allowedFrom',
-  'smtpHost',
-  'smtpPort',
-  'smtpSecure',
-  'smtpRequireTls',
+  ...PROP_SETTINGS,
   'smtpSecretArn',
   'smtpSecretKeyArn',
-  'messageIdDomain',
-  'maxAttempts',
-  'retryBaseSeconds',
-  'retryCapSeconds',
-  'leaseSeconds',
-  'senderTimeoutSeconds',
-  'smtpTimeoutSeconds',
-  'smtpReplyTimeoutSeconds',
-  'directDelayMaxSeconds',
-  'scheduleLeadSeconds',
-  'sweepGraceSeconds',
   'sweepIntervalMinutes',
-  'maxHorizonDays',
-  'retentionDays',
-  'maxSendRate',
   'senderMaxConcurrency',
   'apiRateLimit',
   'apiBurstLimit',
@@ -110,42 +96,39 @@ export function settingsFromContext(get: (key: ContextKey) => unknown): AppSetti
     problems.push('context smtpSecretKeyArn needs smtpSecretArn');
   }
 
+  // Each row by its kind; the senders are read above (a bare synth gets placeholders).
+  const settings: Partial<Record<PropSettingName, number | boolean | string | undefined>> = {};
+  for (const name of PROP_SETTINGS) {
+    const type = CONFIG_SETTINGS[name].kind.type;
+    if (type === 'senders' || name === 'defaultFrom') continue;
+    settings[name] =
+      type === 'integer' || type === 'rate' ? number(name) : type === 'boolean' ? flag(name) : text(name);
+  }
+  // Read by the parser of each row's kind, so each value has its prop's type.
+  const fromSpec = settings as Partial<Pick<PostdateProps, PropSettingName>>;
+
   const rateLimit = number('apiRateLimit');
   const burstLimit = number('apiBurstLimit');
   const sweepMinutes = number('sweepIntervalMinutes');
   const cacheSeconds = number('authorizerCacheSeconds');
 
-  const settings: AppSettings = {
+  const appSettings: AppSettings = {
     stackName: text('stackName') ?? 'Postdate',
     stackProps: {
       description: 'Postdate: deferred transactional email, never lost, never sent twice by accident',
       postdate: {
+        ...fromSpec,
         defaultFrom: defaultFrom ?? PLACEHOLDER_SENDER.defaultFrom,
         allowedFrom: (allowedFrom ?? PLACEHOLDER_SENDER.allowedFrom).split(','),
-        smtpHost: text('smtpHost'),
-        smtpPort: number('smtpPort'),
-        smtpSecure: flag('smtpSecure'),
-        smtpRequireTls: flag('smtpRequireTls'),
-        messageIdDomain: text('messageIdDomain'),
-        maxAttempts: number('maxAttempts'),
-        retryBaseSeconds: number('retryBaseSeconds'),
-        retryCapSeconds: number('retryCapSeconds'),
-        leaseSeconds: number('leaseSeconds'),
-        senderTimeoutSeconds: number('senderTimeoutSeconds'),
-        smtpTimeoutSeconds: number('smtpTimeoutSeconds'),
-        smtpReplyTimeoutSeconds: number('smtpReplyTimeoutSeconds'),
-        directDelayMaxSeconds: number('directDelayMaxSeconds'),
-        scheduleLeadSeconds: number('scheduleLeadSeconds'),
-        sweepGraceSeconds: number('sweepGraceSeconds'),
         sweepInterval: sweepMinutes === undefined ? undefined : Duration.minutes(sweepMinutes),
-        maxHorizonDays: number('maxHorizonDays'),
-        retentionDays: number('retentionDays'),
-        maxSendRate: number('maxSendRate'),
         senderMaxConcurrency: number('senderMaxConcurrency'),
         apiThrottle:
           rateLimit === undefined && burstLimit === undefined
             ? undefined
-            : { rateLimit: rateLimit ?? 1000, burstLimit: burstLimit ?? 2000 },
+            : {
+                rateLimit: rateLimit ?? POSTDATE_DEFAULTS.apiThrottle.rateLimit,
+                burstLimit: burstLimit ?? POSTDATE_DEFAULTS.apiThrottle.burstLimit,
+              },
         authorizerCacheTtl: cacheSeconds === undefined ? undefined : Duration.seconds(cacheSeconds),
         removalPolicy,
       },
@@ -157,5 +140,5 @@ export function settingsFromContext(get: (key: ContextKey) => unknown): AppSetti
     },
   };
   if (problems.length > 0) throw new PostdatePropsError(problems);
-  return settings;
+  return appSettings;
 }

@@ -4,7 +4,7 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { backoffCeilingSeconds } from '../lambdas/core/backoff.js';
-import { CONFIG_DEFAULTS } from '../lambdas/core/config.js';
+import { awsDefault, CONFIG_SETTINGS, PROP_SETTINGS } from '../lambdas/core/configSpec.js';
 import { sendTimingProblems } from '../lambdas/core/sendTiming.js';
 import { QUEUE } from './queueLayout.js';
 
@@ -62,8 +62,8 @@ export interface PostdateProps {
    */
   readonly messageIdDomain?: string;
   /**
-   * Receives of a queue copy before it goes to the dead-letter queue (`POSTDATE_MAX_ATTEMPTS`,
-   * the send queue's `maxReceiveCount`).
+   * SMTP attempts before a message is `dead` (`POSTDATE_MAX_ATTEMPTS`); the send queue's
+   * `maxReceiveCount` is a backstop above it.
    * @default 8
    */
   readonly maxAttempts?: number;
@@ -227,25 +227,28 @@ export interface ResolvedPostdateProps {
   readonly api5xxAlarmThreshold: number;
 }
 
-/** The defaults of {@link PostdateProps}, in one place. */
+/**
+ * The defaults of {@link PostdateProps}, in one place: those that become a function's variable are
+ * the AWS defaults of lambdas/core/configSpec.ts, the rest belong to the construct alone.
+ */
 export const POSTDATE_DEFAULTS = {
   smtpPort: 587,
   smtpSecurePort: 465,
-  smtpSecure: false,
-  smtpRequireTls: true,
-  maxAttempts: 8,
-  retryBaseSeconds: 30,
-  retryCapSeconds: 3600,
-  leaseSeconds: CONFIG_DEFAULTS.leaseSeconds,
-  senderTimeoutSeconds: CONFIG_DEFAULTS.senderTimeoutSeconds,
-  smtpTimeoutSeconds: CONFIG_DEFAULTS.smtpTimeoutSeconds,
-  smtpReplyTimeoutSeconds: CONFIG_DEFAULTS.smtpReplyTimeoutSeconds,
-  directDelayMaxSeconds: 900,
-  scheduleLeadSeconds: 90,
-  sweepGraceSeconds: 300,
+  smtpSecure: awsDefault('smtpSecure'),
+  smtpRequireTls: awsDefault('smtpRequireTls'),
+  maxAttempts: awsDefault('maxAttempts'),
+  retryBaseSeconds: awsDefault('retryBaseSeconds'),
+  retryCapSeconds: awsDefault('retryCapSeconds'),
+  leaseSeconds: awsDefault('leaseSeconds'),
+  senderTimeoutSeconds: awsDefault('senderTimeoutSeconds'),
+  smtpTimeoutSeconds: awsDefault('smtpTimeoutSeconds'),
+  smtpReplyTimeoutSeconds: awsDefault('smtpReplyTimeoutSeconds'),
+  directDelayMaxSeconds: awsDefault('directDelayMaxSeconds'),
+  scheduleLeadSeconds: awsDefault('scheduleLeadSeconds'),
+  sweepGraceSeconds: awsDefault('sweepGraceSeconds'),
   sweepIntervalMinutes: 5,
-  maxHorizonDays: 400,
-  retentionDays: 30,
+  maxHorizonDays: awsDefault('maxHorizonDays'),
+  retentionDays: awsDefault('retentionDays'),
   senderMaxConcurrency: 20,
   apiThrottle: { rateLimit: 1000, burstLimit: 2000 },
   authorizerCacheTtlSeconds: 30,
@@ -361,7 +364,6 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
       `smtpHost must be a host name, got "${resolved.smtpHost}"`,
     );
   }
-  whole('smtpPort', resolved.smtpPort, 1, 65_535);
   if (!Token.isUnresolved(resolved.messageIdDomain)) {
     check(
       DOMAIN.test(resolved.messageIdDomain),
@@ -371,10 +373,21 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
     );
   }
 
-  // Attempts, backoff, lease (the same ranges as lambdas/core/config.ts).
-  whole('maxAttempts', resolved.maxAttempts, 1, 1000);
-  whole('retryBaseSeconds', resolved.retryBaseSeconds, 1, 43_200);
-  whole('retryCapSeconds', resolved.retryCapSeconds, 1, 43_200);
+  // The range of every setting that becomes a function's variable: its row in lambdas/core/configSpec.ts.
+  for (const name of PROP_SETTINGS) {
+    const kind = CONFIG_SETTINGS[name].kind;
+    const value = resolved[name];
+    if (value === undefined || Token.isUnresolved(value)) continue;
+    if (kind.type === 'integer') whole(name, Number(value), kind.min, kind.max);
+    if (kind.type === 'rate') {
+      check(
+        typeof value === 'number' && Number.isFinite(value) && value > 0,
+        `${name} must be a positive number of messages per second, got ${value}`,
+      );
+    }
+  }
+
+  // Attempts, backoff, lease.
   if (!Token.isUnresolved(resolved.retryCapSeconds) && !Token.isUnresolved(resolved.retryBaseSeconds)) {
     check(
       resolved.retryCapSeconds >= resolved.retryBaseSeconds,
@@ -390,10 +403,6 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
       `maxAttempts (${resolved.maxAttempts}) with retryBaseSeconds (${resolved.retryBaseSeconds}) and retryCapSeconds (${resolved.retryCapSeconds}) can keep a copy retrying ${retrying} s, longer than the send queue retention (${QUEUE.send.retentionDays} days = ${retention} s): SQS would delete it before its last attempt`,
     );
   }
-  whole('leaseSeconds', resolved.leaseSeconds, 1, 43_200);
-  whole('senderTimeoutSeconds', resolved.senderTimeoutSeconds, 1, 900);
-  whole('smtpTimeoutSeconds', resolved.smtpTimeoutSeconds, 1, 300);
-  whole('smtpReplyTimeoutSeconds', resolved.smtpReplyTimeoutSeconds, 1, 600);
   const timing = [
     resolved.leaseSeconds,
     resolved.senderTimeoutSeconds,
@@ -406,8 +415,6 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
   }
 
   // Timing.
-  whole('directDelayMaxSeconds', resolved.directDelayMaxSeconds, 0, 900);
-  whole('scheduleLeadSeconds', resolved.scheduleLeadSeconds, 0, 900);
   if (
     !Token.isUnresolved(resolved.scheduleLeadSeconds) &&
     !Token.isUnresolved(resolved.directDelayMaxSeconds)
@@ -417,21 +424,12 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
       `scheduleLeadSeconds (${resolved.scheduleLeadSeconds}) must not exceed directDelayMaxSeconds (${resolved.directDelayMaxSeconds}): a schedule would fire before it was created`,
     );
   }
-  whole('sweepGraceSeconds', resolved.sweepGraceSeconds, 0, 86_400);
   check(
     resolved.sweepInterval.toSeconds() >= SWEEPER_TIMEOUT_SECONDS,
     `sweepInterval must be at least ${SWEEPER_TIMEOUT_SECONDS} s (the sweeper's timeout), got ${resolved.sweepInterval.toSeconds()} s`,
   );
-  whole('maxHorizonDays', resolved.maxHorizonDays, 1, 36_500);
-  whole('retentionDays', resolved.retentionDays, 1, 3650);
 
   // Throughput.
-  if (resolved.maxSendRate !== undefined && !Token.isUnresolved(resolved.maxSendRate)) {
-    check(
-      Number.isFinite(resolved.maxSendRate) && resolved.maxSendRate > 0,
-      `maxSendRate must be a positive number of messages per second, got ${resolved.maxSendRate}`,
-    );
-  }
   whole('senderMaxConcurrency', resolved.senderMaxConcurrency, 2, 1000);
   whole('apiThrottle.rateLimit', resolved.apiThrottle.rateLimit, 1, 1_000_000);
   whole('apiThrottle.burstLimit', resolved.apiThrottle.burstLimit, 1, 1_000_000);

@@ -1,5 +1,11 @@
 import { createServer } from 'node:net';
-import { type Config, ConfigError } from '../lambdas/core/config.js';
+import { type Config, ConfigError, settingValuesOf } from '../lambdas/core/config.js';
+import {
+  CONFIG_SETTINGS,
+  LOCAL_PORT_SETTINGS,
+  type SettingName,
+  settingsEnvironment,
+} from '../lambdas/core/configSpec.js';
 
 /** The parts of the local stack that listen on a port. */
 export type LocalPart = 'api' | 'dynamodb' | 'sqs' | 'scheduler' | 'smtp' | 'mailViewer';
@@ -8,22 +14,22 @@ export type LocalPorts = Readonly<Record<LocalPart, number>>;
 
 /** Fixed, documented default ports (docs/local-stack.md), each overridable; 0 picks any free port. */
 export const LOCAL_PORT_DEFAULTS: LocalPorts = {
-  api: 3000,
-  dynamodb: 8000,
-  sqs: 9324,
-  scheduler: 9330,
-  smtp: 1025,
-  mailViewer: 1080,
+  api: CONFIG_SETTINGS.port.local,
+  dynamodb: LOCAL_PORT_SETTINGS.dynamodb.default,
+  sqs: LOCAL_PORT_SETTINGS.sqs.default,
+  scheduler: LOCAL_PORT_SETTINGS.scheduler.default,
+  smtp: LOCAL_PORT_SETTINGS.smtp.default,
+  mailViewer: LOCAL_PORT_SETTINGS.mailViewer.default,
 };
 
-/** The variable that sets each port. `POSTDATE_PORT` is read by loadConfig (DESIGN §8). */
+/** The variable that sets each port (lambdas/core/configSpec.ts). `POSTDATE_PORT` is read by loadConfig. */
 export const LOCAL_PORT_VARIABLES: Readonly<Record<LocalPart, string>> = {
-  api: 'POSTDATE_PORT',
-  dynamodb: 'POSTDATE_DYNAMODB_PORT',
-  sqs: 'POSTDATE_SQS_PORT',
-  scheduler: 'POSTDATE_SCHEDULER_PORT',
-  smtp: 'POSTDATE_SMTP_SINK_PORT',
-  mailViewer: 'POSTDATE_MAIL_VIEWER_PORT',
+  api: CONFIG_SETTINGS.port.variable,
+  dynamodb: LOCAL_PORT_SETTINGS.dynamodb.variable,
+  sqs: LOCAL_PORT_SETTINGS.sqs.variable,
+  scheduler: LOCAL_PORT_SETTINGS.scheduler.variable,
+  smtp: LOCAL_PORT_SETTINGS.smtp.variable,
+  mailViewer: LOCAL_PORT_SETTINGS.mailViewer.variable,
 };
 
 const PART_NAMES: Readonly<Record<LocalPart, string>> = {
@@ -111,35 +117,23 @@ function probeListen(port: number, host: string): Promise<number | undefined> {
 }
 
 /**
+ * Settings the functions' environment does not carry from the Config: the stack points SMTP at the
+ * sink or the relay itself, and the API key and the data directory are the stack's own.
+ */
+const SET_BY_THE_STACK: ReadonlySet<SettingName> = new Set(['smtpHost', 'smtpPort', 'apiKey', 'dataDir']);
+
+/** The rows of lambdas/core/configSpec.ts the local stack passes to its functions. */
+export const LOCAL_FUNCTION_SETTINGS = (Object.keys(CONFIG_SETTINGS) as SettingName[]).filter(
+  (name) => !SET_BY_THE_STACK.has(name),
+);
+
+/**
  * The configuration as the functions read it (`loadConfig(process.env, 'local')`): the same
  * variables the CDK construct sets (lib/functionEnvironment.ts), so a Config given to the local
  * stack is exactly what its handlers see. SMTP is set by the stack itself (sink or relay).
  */
 export function configEnvironment(config: Config): Record<string, string> {
-  const environment: Record<string, string> = {
-    POSTDATE_PORT: String(config.port),
-    SMTP_SECURE: String(config.smtp.secure),
-    SMTP_REQUIRE_TLS: String(config.smtp.requireTls),
-    POSTDATE_DEFAULT_FROM: config.defaultFrom,
-    POSTDATE_ALLOWED_FROM: config.allowedFrom.join(','),
-    POSTDATE_MESSAGE_ID_DOMAIN: config.messageIdDomain,
-    POSTDATE_MAX_ATTEMPTS: String(config.maxAttempts),
-    POSTDATE_RETRY_BASE_SECONDS: String(config.retryBaseSeconds),
-    POSTDATE_RETRY_CAP_SECONDS: String(config.retryCapSeconds),
-    POSTDATE_LEASE_SECONDS: String(config.leaseSeconds),
-    POSTDATE_SENDER_TIMEOUT_SECONDS: String(config.senderTimeoutSeconds),
-    POSTDATE_SMTP_TIMEOUT_SECONDS: String(config.smtpTimeoutSeconds),
-    POSTDATE_SMTP_REPLY_TIMEOUT_SECONDS: String(config.smtpReplyTimeoutSeconds),
-    POSTDATE_DIRECT_DELAY_MAX_SECONDS: String(config.directDelayMaxSeconds),
-    POSTDATE_SCHEDULE_LEAD_SECONDS: String(config.scheduleLeadSeconds),
-    POSTDATE_SWEEP_GRACE_SECONDS: String(config.sweepGraceSeconds),
-    POSTDATE_MAX_HORIZON_DAYS: String(config.maxHorizonDays),
-    POSTDATE_RETENTION_DAYS: String(config.retentionDays),
-  };
-  if (config.maxSendRate !== undefined) environment.POSTDATE_MAX_SEND_RATE = String(config.maxSendRate);
-  if (config.smtp.user !== undefined) environment.SMTP_USER = config.smtp.user;
-  if (config.smtp.pass !== undefined) environment.SMTP_PASS = config.smtp.pass;
-  return environment;
+  return settingsEnvironment(settingValuesOf(config), LOCAL_FUNCTION_SETTINGS);
 }
 
 /**

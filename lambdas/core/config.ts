@@ -1,3 +1,14 @@
+import {
+  CONFIG_SETTINGS,
+  LOCAL_TARGET_VARIABLE,
+  REQUIRED,
+  RESOURCE_SETTINGS,
+  type ResourceName,
+  type SettingName,
+  type SettingSpec,
+  type SettingValue,
+  type SettingValues,
+} from './configSpec.js';
 import { sendTimingProblems } from './sendTiming.js';
 
 /**
@@ -47,7 +58,7 @@ export interface Config {
 }
 
 /** Names of deployed resources, set by the CDK construct (or the local stack) on each function. */
-export interface ResourceNames {
+export interface ResourceNames extends Readonly<Record<ResourceName, string | undefined>> {
   readonly tableName: string;
   readonly sendQueueUrl: string | undefined;
   readonly sendQueueArn: string | undefined;
@@ -72,114 +83,102 @@ export class ConfigError extends Error {
 
 /**
  * Defaults of the sender's timing (DESIGN §5): a reply to the final dot is waited for two minutes at
- * least, so the function runs four and the lease lasts five.
+ * least, so the function runs four and the lease lasts five. Rows of core/configSpec.ts.
  */
 export const CONFIG_DEFAULTS = {
-  leaseSeconds: 300,
-  senderTimeoutSeconds: 240,
-  smtpTimeoutSeconds: 20,
-  smtpReplyTimeoutSeconds: 120,
+  leaseSeconds: CONFIG_SETTINGS.leaseSeconds.aws,
+  senderTimeoutSeconds: CONFIG_SETTINGS.senderTimeoutSeconds.aws,
+  smtpTimeoutSeconds: CONFIG_SETTINGS.smtpTimeoutSeconds.aws,
+  smtpReplyTimeoutSeconds: CONFIG_SETTINGS.smtpReplyTimeoutSeconds.aws,
 } as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** The target a function runs for: `local` when the local stack set POSTDATE_LOCAL=true, else `aws`. */
 export function configTargetOf(env: Env): ConfigTarget {
-  return env.POSTDATE_LOCAL === 'true' ? 'local' : 'aws';
+  return env[LOCAL_TARGET_VARIABLE] === 'true' ? 'local' : 'aws';
 }
 
 export function loadConfig(env: Env, target: ConfigTarget): Config {
-  const local = target === 'local';
-  const smtpHost = optionalString(env, 'SMTP_HOST');
+  const { smtpHost, smtpPort, smtpUser, smtpPass, smtpSecure, smtpRequireTls, ...rest } = loadSettings(
+    env,
+    target,
+  );
   const config: Config = {
     target,
-    port: integer(env, 'POSTDATE_PORT', 3000, 1, 65535),
-    apiKey: optionalString(env, 'POSTDATE_API_KEY'),
     smtp: {
       host: smtpHost,
-      port: optionalInteger(env, 'SMTP_PORT', 1, 65535),
-      user: optionalString(env, 'SMTP_USER'),
-      pass: optionalString(env, 'SMTP_PASS'),
-      secure: boolean(env, 'SMTP_SECURE', false),
-      requireTls: boolean(env, 'SMTP_REQUIRE_TLS', !local),
+      port: smtpPort,
+      user: smtpUser,
+      pass: smtpPass,
+      secure: smtpSecure,
+      requireTls: smtpRequireTls,
     },
-    defaultFrom: local
-      ? (optionalString(env, 'POSTDATE_DEFAULT_FROM') ?? 'postdate@postdate.local')
-      : requiredString(env, 'POSTDATE_DEFAULT_FROM'),
-    allowedFrom: senderPatterns(
-      local
-        ? (optionalString(env, 'POSTDATE_ALLOWED_FROM') ?? '*')
-        : requiredString(env, 'POSTDATE_ALLOWED_FROM'),
-    ),
-    messageIdDomain: domain(env, 'POSTDATE_MESSAGE_ID_DOMAIN', 'postdate.local'),
-    maxAttempts: integer(env, 'POSTDATE_MAX_ATTEMPTS', 8, 1, 1000),
-    retryBaseSeconds: integer(env, 'POSTDATE_RETRY_BASE_SECONDS', 30, 1, 43_200),
-    retryCapSeconds: integer(env, 'POSTDATE_RETRY_CAP_SECONDS', 3600, 1, 43_200),
-    leaseSeconds: integer(env, 'POSTDATE_LEASE_SECONDS', CONFIG_DEFAULTS.leaseSeconds, 1, 43_200),
-    senderTimeoutSeconds: integer(
-      env,
-      'POSTDATE_SENDER_TIMEOUT_SECONDS',
-      CONFIG_DEFAULTS.senderTimeoutSeconds,
-      1,
-      900,
-    ),
-    smtpTimeoutSeconds: integer(
-      env,
-      'POSTDATE_SMTP_TIMEOUT_SECONDS',
-      CONFIG_DEFAULTS.smtpTimeoutSeconds,
-      1,
-      300,
-    ),
-    smtpReplyTimeoutSeconds: integer(
-      env,
-      'POSTDATE_SMTP_REPLY_TIMEOUT_SECONDS',
-      CONFIG_DEFAULTS.smtpReplyTimeoutSeconds,
-      1,
-      600,
-    ),
-    directDelayMaxSeconds: integer(env, 'POSTDATE_DIRECT_DELAY_MAX_SECONDS', 900, 0, 900),
-    scheduleLeadSeconds: integer(env, 'POSTDATE_SCHEDULE_LEAD_SECONDS', 90, 0, 900),
-    sweepGraceSeconds: integer(env, 'POSTDATE_SWEEP_GRACE_SECONDS', 300, 0, 86_400),
-    dataDir: optionalString(env, 'POSTDATE_DATA_DIR'),
-    maxSendRate: optionalPositiveNumber(env, 'POSTDATE_MAX_SEND_RATE'),
-    maxHorizonDays: integer(env, 'POSTDATE_MAX_HORIZON_DAYS', 400, 1, 36_500),
-    retentionDays: integer(env, 'POSTDATE_RETENTION_DAYS', 30, 1, 3650),
+    ...rest,
   };
+  const variable = (name: SettingName) => CONFIG_SETTINGS[name].variable;
   if (config.retryCapSeconds < config.retryBaseSeconds) {
-    throw new ConfigError('POSTDATE_RETRY_CAP_SECONDS', 'must be at least POSTDATE_RETRY_BASE_SECONDS');
+    throw new ConfigError(variable('retryCapSeconds'), `must be at least ${variable('retryBaseSeconds')}`);
   }
   const [timingProblem] = sendTimingProblems(config);
   if (timingProblem !== undefined) {
     throw new ConfigError(
-      config.leaseSeconds <= config.senderTimeoutSeconds
-        ? 'POSTDATE_LEASE_SECONDS'
-        : 'POSTDATE_SENDER_TIMEOUT_SECONDS',
+      variable(config.leaseSeconds <= config.senderTimeoutSeconds ? 'leaseSeconds' : 'senderTimeoutSeconds'),
       timingProblem,
     );
   }
-  if (smtpHost === undefined && !local) throw new ConfigError('SMTP_HOST', 'is required in AWS');
   if ((config.smtp.user === undefined) !== (config.smtp.pass === undefined)) {
     throw new ConfigError(
-      config.smtp.user === undefined ? 'SMTP_USER' : 'SMTP_PASS',
-      'SMTP_USER and SMTP_PASS go together',
+      variable(config.smtp.user === undefined ? 'smtpUser' : 'smtpPass'),
+      `${variable('smtpUser')} and ${variable('smtpPass')} go together`,
     );
   }
   return config;
 }
 
+/** The flat settings of a Config (the inverse of {@link loadConfig}'s nesting). */
+export function settingValuesOf(config: Config): SettingValues {
+  const { target: _target, smtp, ...rest } = config;
+  return {
+    ...rest,
+    smtpHost: smtp.host,
+    smtpPort: smtp.port,
+    smtpUser: smtp.user,
+    smtpPass: smtp.pass,
+    smtpSecure: smtp.secure,
+    smtpRequireTls: smtp.requireTls,
+  };
+}
+
+/**
+ * Reads every row of core/configSpec.ts for the target: a blank variable is unset, an unset one takes
+ * the target's default, and one required in AWS stops an AWS start. Cross-setting rules are
+ * {@link loadConfig}'s.
+ */
+export function loadSettings(env: Env, target: ConfigTarget): SettingValues {
+  const values: Partial<Record<SettingName, SettingValue | undefined>> = {};
+  for (const name of Object.keys(CONFIG_SETTINGS) as SettingName[]) {
+    const spec: SettingSpec = CONFIG_SETTINGS[name];
+    const raw = optionalString(env, spec.variable);
+    const fallback = target === 'local' ? spec.local : spec.aws;
+    if (raw !== undefined) values[name] = parseSetting(spec, raw);
+    else if (fallback === REQUIRED) throw new ConfigError(spec.variable, 'is required in AWS');
+    else values[name] = fallback;
+  }
+  // Each row was read by the parser of its kind, so each value has its row's type.
+  return values as SettingValues;
+}
+
 /** Reads the resource names; `POSTDATE_TABLE_NAME` is required, the rest only by the functions that use them. */
 export function loadResourceNames(env: Env): ResourceNames {
-  return {
-    tableName: requiredString(env, 'POSTDATE_TABLE_NAME'),
-    sendQueueUrl: optionalString(env, 'POSTDATE_SEND_QUEUE_URL'),
-    sendQueueArn: optionalString(env, 'POSTDATE_SEND_QUEUE_ARN'),
-    sendDeadLetterQueueUrl: optionalString(env, 'POSTDATE_SEND_DLQ_URL'),
-    scheduleGroup: optionalString(env, 'POSTDATE_SCHEDULE_GROUP'),
-    schedulerRoleArn: optionalString(env, 'POSTDATE_SCHEDULER_ROLE_ARN'),
-    scheduleDeadLetterArn: optionalString(env, 'POSTDATE_SCHEDULE_DLQ_ARN'),
-    relayFailureQueueUrl: optionalString(env, 'POSTDATE_RELAY_FAILURE_QUEUE_URL'),
-    smtpSecretArn: optionalString(env, 'POSTDATE_SMTP_SECRET_ARN'),
-  };
+  const tableName = requiredString(env, RESOURCE_SETTINGS.tableName.variable);
+  const names = Object.fromEntries(
+    (Object.keys(RESOURCE_SETTINGS) as ResourceName[]).map((name) => [
+      name,
+      optionalString(env, RESOURCE_SETTINGS[name].variable),
+    ]),
+  ) as Record<ResourceName, string | undefined>;
+  return { ...names, tableName };
 }
 
 /** Narrows an optional resource name to a string, or names the missing variable. */
@@ -205,60 +204,56 @@ function requiredString(env: Env, name: string): string {
   return value;
 }
 
-function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
-  return optionalInteger(env, name, min, max) ?? fallback;
-}
-
-function optionalInteger(env: Env, name: string, min: number, max: number): number | undefined {
-  const raw = optionalString(env, name);
-  if (raw === undefined) return undefined;
-  if (!/^-?\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
-  const value = Number(raw);
-  if (value < min || value > max)
-    throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
-  return value;
-}
-
-function optionalPositiveNumber(env: Env, name: string): number | undefined {
-  const raw = optionalString(env, name);
-  if (raw === undefined || raw === 'unlimited') return undefined;
-  // Decimal notation only: Number() would also read "0x10" or "1e3".
-  const value = /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isFinite(value) || value <= 0)
-    throw new ConfigError(name, `must be a positive number, got "${raw}"`);
-  return value;
-}
-
-function boolean(env: Env, name: string, fallback: boolean): boolean {
-  const raw = optionalString(env, name)?.toLowerCase();
-  if (raw === undefined) return fallback;
-  if (raw === 'true' || raw === '1') return true;
-  if (raw === 'false' || raw === '0') return false;
-  throw new ConfigError(name, `must be true or false, got "${raw}"`);
-}
-
-function domain(env: Env, name: string, fallback: string): string {
-  const value = optionalString(env, name) ?? fallback;
-  const label = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
-  if (!new RegExp(`^${label}(?:\\.${label})*$`).test(value)) {
-    throw new ConfigError(name, `must be a domain name, got "${value}"`);
+/** A set variable read by its row's kind; the only place a raw value becomes a setting. */
+function parseSetting(spec: SettingSpec, raw: string): SettingValue | undefined {
+  const name = spec.variable;
+  const kind = spec.kind;
+  switch (kind.type) {
+    case 'integer': {
+      if (!/^-?\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+      const value = Number(raw);
+      if (value < kind.min || value > kind.max)
+        throw new ConfigError(name, `must be between ${kind.min} and ${kind.max}, got ${value}`);
+      return value;
+    }
+    case 'rate': {
+      if (raw === 'unlimited') return undefined;
+      // Decimal notation only: Number() would also read "0x10" or "1e3".
+      const value = /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : Number.NaN;
+      if (!Number.isFinite(value) || value <= 0)
+        throw new ConfigError(name, `must be a positive number, got "${raw}"`);
+      return value;
+    }
+    case 'boolean': {
+      const lower = raw.toLowerCase();
+      if (lower === 'true' || lower === '1') return true;
+      if (lower === 'false' || lower === '0') return false;
+      throw new ConfigError(name, `must be true or false, got "${lower}"`);
+    }
+    case 'domain': {
+      const label = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
+      if (!new RegExp(`^${label}(?:\\.${label})*$`).test(raw)) {
+        throw new ConfigError(name, `must be a domain name, got "${raw}"`);
+      }
+      return raw;
+    }
+    case 'senders':
+      return senderPatterns(name, raw);
+    case 'text':
+      return raw;
   }
-  return value;
 }
 
-function senderPatterns(raw: string): string[] {
+function senderPatterns(name: string, raw: string): string[] {
   const patterns = raw
     .split(',')
     .map((pattern) => pattern.trim().toLowerCase())
     .filter((pattern) => pattern !== '');
   for (const pattern of patterns) {
     if (pattern !== '*' && !/^(\*|[^\s@*]+)@[^\s@*]+$/.test(pattern)) {
-      throw new ConfigError(
-        'POSTDATE_ALLOWED_FROM',
-        `"${pattern}" is neither an address, "*@domain" nor "*"`,
-      );
+      throw new ConfigError(name, `"${pattern}" is neither an address, "*@domain" nor "*"`);
     }
   }
-  if (patterns.length === 0) throw new ConfigError('POSTDATE_ALLOWED_FROM', 'lists no sender');
+  if (patterns.length === 0) throw new ConfigError(name, 'lists no sender');
   return patterns;
 }
