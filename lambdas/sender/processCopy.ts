@@ -69,6 +69,12 @@ export type CopyVerdict =
       /** Undefined: leave the queue's own visibility timeout. */
       readonly visibilitySeconds: number | undefined;
       readonly reason: string;
+      /**
+       * This copy is the record's `dead_copy` and its move to the DLQ is still owed: a copy that
+       * replaces it (near the queue's backstop) goes to the DLQ, marked `"dlq": true`, never back
+       * on the send queue under a new SQS id that the record does not know.
+       */
+      readonly deadCopy?: true;
     };
 
 export interface CopyDependencies {
@@ -298,7 +304,12 @@ class CopyRun {
     ]);
     if (failed.length > 0) {
       this.deps.log.warn('sender could not move a dead copy to the DLQ; it will try again', this.context({}));
-      return keep('dead; the move to the DLQ failed', SHORT_RETRY_SECONDS);
+      return {
+        kind: 'keep',
+        visibilitySeconds: SHORT_RETRY_SECONDS,
+        reason: 'dead; the move to the DLQ failed',
+        deadCopy: true,
+      };
     }
     this.deps.metrics.count(SENDER_METRIC.deadLettered);
     return ack('dead; moved to the DLQ');
