@@ -61,6 +61,27 @@ export function attemptBudgetMs(
   return preDotBudgetMs(timing) + timing.smtpReplyTimeoutSeconds * 1000 + outcomeWriteReserveMs(limits);
 }
 
+/** The claim rule: an invocation claims a copy only with time left for one whole attempt and its write. */
+export function hasTimeForAttempt(
+  remainingMs: number,
+  timing: Pick<SendTiming, 'smtpTimeoutSeconds' | 'smtpReplyTimeoutSeconds'>,
+  limits: AwsClientLimits = AWS_CLIENT_LIMITS,
+): boolean {
+  return remainingMs >= attemptBudgetMs(timing, limits);
+}
+
+/**
+ * The latest moment (epoch ms, on the clock `nowMs` is read from) the attempt may wait for the reply
+ * to its final dot: the invocation's end less the outcome-write reserve.
+ */
+export function replyEndsBy(
+  nowMs: number,
+  remainingMs: number,
+  limits: AwsClientLimits = AWS_CLIENT_LIMITS,
+): number {
+  return nowMs + remainingMs - outcomeWriteReserveMs(limits);
+}
+
 /** Every way the timing breaks the rule above, in words that name the settings; empty when it holds. */
 export function sendTimingProblems(
   timing: SendTiming,
