@@ -6,7 +6,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Command } from 'commander';
-import { OUTCOME_WRITE_RESERVE_MS, sendTimingProblems } from '../lambdas/core/sendTiming.js';
+import { attemptBudgetMs, sendTimingProblems } from '../lambdas/core/sendTiming.js';
 import { messagePk } from '../lambdas/store/messageRecord.js';
 import { KEY } from '../lambdas/store/tableLayout.js';
 import {
@@ -136,9 +136,10 @@ export const SLOW_RELAY_SECONDS = { min: 20, max: 35 } as const;
  * holds (lease > sender timeout > 2 × SMTP timeout + reply timeout + the outcome-write reserve,
  * lambdas/core/sendTiming.ts) with the sender timeout close to that bound: a batch whose copies meet
  * the slow relay one after another outlives it unless the sender stops claiming in time. The reply
- * timeout outlasts the slowest 250, so the slow relay alone never makes an attempt ambiguous. At
- * scale 1: SMTP 5 s, reply 45 s, sender timeout 70 s (one attempt is 65 s), lease 90 s; at 0.4:
- * 2 s, 18 s, 35 s (32 s), 45 s.
+ * timeout outlasts the slowest 250, so the slow relay alone never makes an attempt ambiguous. The
+ * reserve (one whole AWS SDK call at the clients' limits, 28 s) is not scaled: the run's clients
+ * keep their real limits. At scale 1: SMTP 5 s, reply 45 s, sender timeout 86 s (one attempt is
+ * 83 s), lease 106 s; at 0.4: 2 s, 18 s, 53 s (50 s), 63 s.
  */
 export function chaosTiming(scale: number) {
   const smtpTimeoutSeconds = Math.max(2, Math.round(5 * scale));
@@ -146,7 +147,7 @@ export function chaosTiming(scale: number) {
     Math.ceil(SLOW_RELAY_SECONDS.max * scale) + 4,
     Math.round(45 * scale),
   );
-  const attemptSeconds = 2 * smtpTimeoutSeconds + smtpReplyTimeoutSeconds + OUTCOME_WRITE_RESERVE_MS / 1000;
+  const attemptSeconds = Math.ceil(attemptBudgetMs({ smtpTimeoutSeconds, smtpReplyTimeoutSeconds }) / 1000);
   const senderTimeoutSeconds = Math.max(Math.round(70 * scale), attemptSeconds + 3);
   const leaseSeconds = senderTimeoutSeconds + Math.max(10, Math.round(20 * scale));
   const timing = { leaseSeconds, senderTimeoutSeconds, smtpTimeoutSeconds, smtpReplyTimeoutSeconds };

@@ -1,25 +1,15 @@
+import { AWS_CLIENT_LIMITS, type AwsClientLimits } from '../core/awsClientLimits.js';
+
 /**
- * The limits every AWS SDK client of the functions is built with (issue 15 §4), defined once.
+ * The options every AWS SDK client of the functions is built with (issue 15 §4). The numbers live
+ * in lambdas/core/awsClientLimits.ts, where the sender's timing derives its outcome-write reserve
+ * from them: changing them there moves the reserve and the clients together.
  *
  * The SDK's own defaults wait on a socket without end and retry three times with backoff, so one
  * stuck request could hold a Lambda invocation (and the SMTP attempt waiting on the secret) for
- * its whole timeout. These bound a hanging call to about maxAttempts × (connection + request) time.
+ * its whole timeout. These bound a hanging call (`worstCaseAwsCallMs`).
  */
-export interface AwsClientLimits {
-  /** Time to open the TCP (and TLS) connection to the service. */
-  readonly connectionTimeoutMs: number;
-  /** Time a request may wait on its socket without an answer. */
-  readonly requestTimeoutMs: number;
-  /** Attempts per call, the first included (the SDK's standard retry strategy backs off between them). */
-  readonly maxAttempts: number;
-}
-
-/** @default connection 3 s, request 5 s, 3 attempts */
-export const AWS_CLIENT_LIMITS: AwsClientLimits = {
-  connectionTimeoutMs: 3000,
-  requestTimeoutMs: 5000,
-  maxAttempts: 3,
-};
+export { AWS_CLIENT_LIMITS, type AwsClientLimits };
 
 /** What `new XxxClient(…)` accepts for these limits (an @smithy/node-http-handler options object). */
 export interface AwsClientOptions {

@@ -11,8 +11,9 @@ import { checkTransition } from './stateMachine.js';
 
 /**
  * The two decisions that carry the promise (DESIGN §2, §5), as pure functions: whether a queue copy
- * may go on to a send (`admitCopy`), and what one attempt's outcome makes of the message
- * (`decideOutcome`). The sender runs the I/O around them.
+ * may go on to a send (`admitCopy`, then `interruptedAttemptBecomes`, `claimTerms`, `bodyFault`),
+ * and what one attempt's outcome makes of the message (`decideOutcome`, `retryAtOf`). What must not
+ * go out at all is lambdas/core/unsentDecision.ts. The sender runs the I/O around them.
  */
 
 /** What the admission reads of the state record. */
@@ -47,7 +48,7 @@ export function admitCopy(record: AdmissionRecord | undefined, copy: AdmissionCo
   if (record.status === MESSAGE_STATUS.sending) {
     const leaseEnd = record.lease_until === undefined ? 0 : Date.parse(record.lease_until);
     if (leaseEnd > now.getTime()) {
-      return { kind: 'wait-for-lease', visibilitySeconds: Math.ceil((leaseEnd - now.getTime()) / 1000) + 1 };
+      return { kind: 'wait-for-lease', visibilitySeconds: leaseWaitSeconds(record.lease_until, now) };
     }
     return { kind: 'proceed', takeover: true, redrive: false };
   }
@@ -61,6 +62,55 @@ export function admitCopy(record: AdmissionRecord | undefined, copy: AdmissionCo
     return { kind: 'drop', reason: `already ${record.status}` };
   }
   return { kind: 'proceed', takeover: false, redrive: false };
+}
+
+/**
+ * How long a copy stays hidden so that it comes back just after a lease has run out (a second after
+ * its end, at least one second from now); a lease that is unreadable or absent counts as ending now.
+ */
+export function leaseWaitSeconds(leaseUntil: string | undefined, now: Date): number {
+  const leaseEnd = Date.parse(leaseUntil ?? '') || now.getTime();
+  return Math.max(1, Math.ceil((leaseEnd - now.getTime()) / 1000) + 1);
+}
+
+/**
+ * A takeover of an expired lease (a sender died mid-send) found an interrupted attempt, ambiguous
+ * (DESIGN §5): under `hold` the message becomes `unknown` and nothing is sent; under `retry` it is
+ * sent again.
+ */
+export function interruptedAttemptBecomes(onAmbiguous: 'retry' | 'hold'): 'unknown' | 'send-again' {
+  return onAmbiguous === 'hold' ? 'unknown' : 'send-again';
+}
+
+/** What a claim writes besides the owner: the lease's end and, on a DLQ redrive, a fresh attempt limit. */
+export interface ClaimTerms {
+  readonly leaseUntil: Date;
+  /** A redriven `dead` message gets POSTDATE_MAX_ATTEMPTS more attempts than it has had. */
+  readonly attemptLimit?: number;
+}
+
+export function claimTerms(
+  record: { readonly attempts: number },
+  redrive: boolean,
+  settings: { readonly leaseSeconds: number; readonly maxAttempts: number },
+  claimedAt: Date,
+): ClaimTerms {
+  const leaseUntil = new Date(claimedAt.getTime() + settings.leaseSeconds * 1000);
+  return redrive ? { leaseUntil, attemptLimit: record.attempts + settings.maxAttempts } : { leaseUntil };
+}
+
+/**
+ * Why a claimed message's body must not be sent: it is missing, or it is another request's (a
+ * request that reused the key wrote it after the original's body expired, and deletes it again) —
+ * its fingerprint differs from the state record's. Either way the message is `failed`.
+ */
+export function bodyFault(
+  recordFingerprint: string | undefined,
+  body: { readonly fingerprint: string } | undefined,
+): 'missing' | 'foreign' | undefined {
+  if (body === undefined) return 'missing';
+  if (recordFingerprint !== undefined && body.fingerprint !== recordFingerprint) return 'foreign';
+  return undefined;
 }
 
 /** One attempt's result, as the sender hands it to the decision (positions in the recipient list). */
@@ -147,4 +197,10 @@ export function decideOutcome(
       ? configBackoffSeconds(exponent, policy, random)
       : backoffSeconds(exponent, policy, random);
   return decided('retrying', visibilitySeconds);
+}
+
+/** When a `retrying` message is due again (the end of its backoff); undefined for any other outcome. */
+export function retryAtOf(decision: OutcomeDecision, now: Date): Date | undefined {
+  if (decision.to !== 'retrying') return undefined;
+  return new Date(now.getTime() + (decision.visibilitySeconds ?? 0) * 1000);
 }

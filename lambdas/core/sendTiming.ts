@@ -1,9 +1,11 @@
+import { AWS_CLIENT_LIMITS, type AwsClientLimits, worstCaseAwsCallMs } from './awsClientLimits.js';
+
 /**
  * The sender's time rules (DESIGN §5, "Never out of time mid-send" and "Timeouts"), in one place for
  * the configuration loader, the CDK props and the sender itself:
  *
  *   lease  >  function timeout  >  one whole attempt (SMTP before the dot, the wait for the reply
- *   to the final dot, the outcome write)
+ *   to the final dot, the outcome write: one whole AWS SDK call at the clients' limits)
  *
  * An invocation claims a copy only while the time it has left covers one whole attempt, so an
  * attempt never meets the function timeout; the lease outlives the function, so a live sender's
@@ -28,8 +30,20 @@ export interface SendTiming {
   readonly smtpReplyTimeoutSeconds: number;
 }
 
-/** Reserved for the outcome write after the reply (and its retries): it must land before the kill. */
-export const OUTCOME_WRITE_RESERVE_MS = 10_000;
+/** Beyond the SDK call itself: the answer's way back and the log line before the invocation ends. */
+const OUTCOME_WRITE_MARGIN_MS = 1000;
+
+/**
+ * The time reserved after the reply for the outcome write: one whole AWS SDK call in the worst case
+ * under the clients' limits (lambdas/core/awsClientLimits.ts), so a DynamoDB that hangs right after
+ * a 250 gives up, or answers, before the function timeout cuts the write.
+ */
+export function outcomeWriteReserveMs(limits: AwsClientLimits = AWS_CLIENT_LIMITS): number {
+  return worstCaseAwsCallMs(limits) + OUTCOME_WRITE_MARGIN_MS;
+}
+
+/** {@link outcomeWriteReserveMs} under the limits the functions' clients are built with (28 s). */
+export const OUTCOME_WRITE_RESERVE_MS = outcomeWriteReserveMs(AWS_CLIENT_LIMITS);
 
 /** RFC 5321 §4.5.3.2.6: no client waits longer than this for the reply to the final dot. */
 export const MAX_REPLY_WAIT_MS = 600_000;
@@ -42,19 +56,44 @@ export function preDotBudgetMs(timing: Pick<SendTiming, 'smtpTimeoutSeconds'>): 
 /** The time an invocation must have left to claim a copy: one whole attempt and its outcome write. */
 export function attemptBudgetMs(
   timing: Pick<SendTiming, 'smtpTimeoutSeconds' | 'smtpReplyTimeoutSeconds'>,
+  limits: AwsClientLimits = AWS_CLIENT_LIMITS,
 ): number {
-  return preDotBudgetMs(timing) + timing.smtpReplyTimeoutSeconds * 1000 + OUTCOME_WRITE_RESERVE_MS;
+  return preDotBudgetMs(timing) + timing.smtpReplyTimeoutSeconds * 1000 + outcomeWriteReserveMs(limits);
+}
+
+/** The claim rule: an invocation claims a copy only with time left for one whole attempt and its write. */
+export function hasTimeForAttempt(
+  remainingMs: number,
+  timing: Pick<SendTiming, 'smtpTimeoutSeconds' | 'smtpReplyTimeoutSeconds'>,
+  limits: AwsClientLimits = AWS_CLIENT_LIMITS,
+): boolean {
+  return remainingMs >= attemptBudgetMs(timing, limits);
+}
+
+/**
+ * The latest moment (epoch ms, on the clock `nowMs` is read from) the attempt may wait for the reply
+ * to its final dot: the invocation's end less the outcome-write reserve.
+ */
+export function replyEndsBy(
+  nowMs: number,
+  remainingMs: number,
+  limits: AwsClientLimits = AWS_CLIENT_LIMITS,
+): number {
+  return nowMs + remainingMs - outcomeWriteReserveMs(limits);
 }
 
 /** Every way the timing breaks the rule above, in words that name the settings; empty when it holds. */
-export function sendTimingProblems(timing: SendTiming): string[] {
+export function sendTimingProblems(
+  timing: SendTiming,
+  limits: AwsClientLimits = AWS_CLIENT_LIMITS,
+): string[] {
   const problems: string[] = [];
-  const attemptSeconds = attemptBudgetMs(timing) / 1000;
+  const attemptSeconds = attemptBudgetMs(timing, limits) / 1000;
   if (timing.senderTimeoutSeconds <= attemptSeconds) {
     problems.push(
       `the sender timeout (${timing.senderTimeoutSeconds} s) must exceed one whole attempt: ` +
         `2 × the SMTP timeout (${timing.smtpTimeoutSeconds} s) + the reply timeout ` +
-        `(${timing.smtpReplyTimeoutSeconds} s) + ${OUTCOME_WRITE_RESERVE_MS / 1000} s for the outcome write = ${attemptSeconds} s`,
+        `(${timing.smtpReplyTimeoutSeconds} s) + ${outcomeWriteReserveMs(limits) / 1000} s for the outcome write = ${attemptSeconds} s`,
     );
   }
   if (timing.leaseSeconds <= timing.senderTimeoutSeconds) {

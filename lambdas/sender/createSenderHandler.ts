@@ -128,11 +128,27 @@ export function createSenderHandler(
    * A copy kept so often that the queue's backstop (maxReceiveCount) would move it to the DLQ while
    * its message is alive — receives that were no attempt (a live lease, out of time, a release) —
    * is replaced by a fresh copy with the same body, so the DLQ holds only what the sender put there.
+   * A `dead` message's own copy whose move to the DLQ keeps failing is replaced by that move: a
+   * fresh copy on the send queue would have an SQS id the record does not know, and be dropped.
    */
   async function refreshed(record: SQSRecord, verdict: CopyVerdict): Promise<boolean> {
     if (verdict.kind !== 'keep' || receiveCountOf(record) < backstop - 1) return false;
     const parsed = parseDispatchPayload(record.body);
     if (!parsed.ok) return false;
+    if (verdict.deadCopy === true) {
+      const { failed } = await deps.deadLetters.enqueue([
+        { payload: { ...parsed.payload, dlq: true }, delaySeconds: 0 },
+      ]);
+      if (failed.length > 0) {
+        // Left to the queue's backstop, which moves this copy to the DLQ itself.
+        log.warn('sender could not move a dead copy to the DLQ near the backstop', {
+          sqsMessageId: record.messageId,
+        });
+        return false;
+      }
+      copyDeps.metrics.count(SENDER_METRIC.deadLettered);
+      return true;
+    }
     const { failed } = await deps.queue.enqueue([
       { payload: parsed.payload, delaySeconds: verdict.visibilitySeconds ?? 0 },
     ]);

@@ -1,8 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+// The SDK's own retry numbers (a dependency of every @aws-sdk client), read only to pin ours to them.
+import { MAXIMUM_RETRY_DELAY, Retry } from '@smithy/core/retry';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AWS_CLIENT_LIMITS, awsClientOptions } from '../../lambdas/adapters/awsClients.js';
+import { AWS_SDK_RETRY_BACKOFF } from '../../lambdas/core/awsClientLimits.js';
 
 /**
  * Issue 15 §4: every AWS SDK client the functions build has explicit connection and request
@@ -28,6 +31,12 @@ describe('awsClientOptions', () => {
       AWS_CLIENT_LIMITS.maxAttempts *
       (AWS_CLIENT_LIMITS.connectionTimeoutMs + AWS_CLIENT_LIMITS.requestTimeoutMs);
     expect(worstCaseMs).toBeLessThanOrEqual(30_000);
+  });
+
+  it('describes the SDK retry backoff the outcome-write reserve counts on (an SDK upgrade that changes it fails here)', () => {
+    expect(AWS_SDK_RETRY_BACKOFF.capMs).toBe(MAXIMUM_RETRY_DELAY);
+    // The larger of the two bases the standard strategy uses (throttling errors back off longer).
+    expect(AWS_SDK_RETRY_BACKOFF.baseMs).toBe(Math.max(Retry.delay(), Retry.throttlingDelay()));
   });
 
   describe('against an endpoint that accepts and never answers', () => {

@@ -11,6 +11,7 @@ import {
   smtpScript,
 } from '../../chaos/run.js';
 import type { TapTransaction } from '../../chaos/smtpTap.js';
+import { OUTCOME_WRITE_RESERVE_MS } from '../../lambdas/core/sendTiming.js';
 import type { TransactionRecord } from '../support/smtpServer.js';
 
 describe('the chaos workload and fault script', () => {
@@ -116,13 +117,13 @@ describe('the chaos workload and fault script', () => {
       const timing = chaosTiming(scale);
       expect(timing.leaseSeconds).toBeGreaterThan(timing.senderTimeoutSeconds);
       expect(timing.senderTimeoutSeconds).toBeGreaterThan(
-        2 * timing.smtpTimeoutSeconds + timing.smtpReplyTimeoutSeconds + 10,
+        2 * timing.smtpTimeoutSeconds + timing.smtpReplyTimeoutSeconds + OUTCOME_WRITE_RESERVE_MS / 1000,
       );
       expect(timing.smtpReplyTimeoutSeconds).toBeGreaterThan(35 * scale);
     }
     expect(chaosTiming(1)).toEqual({
-      leaseSeconds: 90,
-      senderTimeoutSeconds: 70,
+      leaseSeconds: 106,
+      senderTimeoutSeconds: 86,
       smtpTimeoutSeconds: 5,
       smtpReplyTimeoutSeconds: 45,
     });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
 import { DynamoSenderStore, type SenderStore } from '../../lambdas/store/senderTransitions.js';
 import {
   contextWithRemaining,
@@ -7,6 +8,7 @@ import {
   type SenderWorld,
   startSenderWorld,
   storeWith,
+  TEST_SETTINGS,
 } from './senderHarness.js';
 
 /**
@@ -112,11 +114,11 @@ describe('the sender when its own writes and reads fail', () => {
     const never = outcomeWritesFailing(Number.POSITIVE_INFINITY);
 
     const records = await rig.receive({ waitSeconds: 3, max: 1 });
-    // 20 s on the sender's clock: the claim needs 13 s, the retries pause up to 2 s each.
+    // 7 s on the sender's clock beyond what the claim needs; the retries pause up to 2 s each.
     const response = await rig.run(
       records,
       rig.newHandler({ store: never.store }),
-      contextWithRemaining(20_000),
+      contextWithRemaining(attemptBudgetMs(TEST_SETTINGS.timing) + 7_000),
     );
 
     expect(response.batchItemFailures).toHaveLength(1);

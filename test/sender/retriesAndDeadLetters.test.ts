@@ -1,7 +1,8 @@
 import { DeleteMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
-import type { DispatchQueue } from '../../lambdas/ports/DispatchQueue.js';
+import { parseDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
+import type { DispatchQueue, QueuedCopy } from '../../lambdas/ports/DispatchQueue.js';
 import { sqsClient } from '../support/awsLocal.js';
 import { createSenderRig, type SenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
 
@@ -229,4 +230,71 @@ describe('the send queue backstop', () => {
     expect(await rig.depth()).toMatchObject({ delayed: 1 });
     expect(await rig.depth(rig.urls.sendDeadLetter)).toMatchObject({ stored: 0 });
   });
+
+  it('replaces a dead copy whose move to the DLQ keeps failing by the DLQ copy itself, marked "dlq"', async () => {
+    const rig = await createSenderRig(world, { settings: { maxAttempts: 1 } }); // backstop 13
+    world.smtp.script(TRANSIENT_AFTER_DATA);
+    const message = await rig.putMessage();
+    await rig.dispatch(message);
+    // The DLQ refuses the sender's first two moves, then works again.
+    const flaky = new RefusingQueue(new SqsDispatchQueue(sqsClient(), rig.urls.sendDeadLetter), 2);
+    const handler = rig.newHandler({ deadLetters: flaky });
+
+    const [first] = await rig.receive({ waitSeconds: 3, max: 1 });
+    if (first === undefined) throw new Error('no copy');
+    expect((await rig.run([first], handler)).batchItemFailures).toHaveLength(1);
+    expect((await rig.state(message.id)).status).toBe('dead');
+    expect(world.smtp.transactions).toBeGreaterThan(0);
+
+    // The same copy back at its twelfth receive; the move fails once more and the backstop is near.
+    const [again] = await rig.receive({ waitSeconds: 8, max: 1 });
+    if (again === undefined) throw new Error('the dead copy did not come back');
+    expect(again.messageId).toBe(first.messageId);
+    const twelfth = { ...again, attributes: { ...again.attributes, ApproximateReceiveCount: '12' } };
+    expect((await rig.run([twelfth], handler)).batchItemFailures).toEqual([]);
+
+    // Nothing on the send queue would be dropped as a stray copy; the DLQ holds the marked copy.
+    expect(rig.queue.enqueued).toEqual([]);
+    expect(await rig.depth()).toEqual({ stored: 0, inFlight: 0, delayed: 0 });
+    const [parked] = await rig.receive({ queueUrl: rig.urls.sendDeadLetter, waitSeconds: 3, max: 1 });
+    expect(parked === undefined ? undefined : parseDispatchPayload(parked.body)).toEqual({
+      ok: true,
+      payload: { v: 1, id: message.id, rev: 1, dlq: true },
+    });
+    expect((await rig.state(message.id)).status).toBe('dead');
+  }, 20_000);
+
+  it('keeps the "dlq" marker of a redriven copy it replaces', async () => {
+    const rig = await createSenderRig(world, { settings: { maxAttempts: 1 } });
+    const message = await rig.putMessage({
+      status: 'sending',
+      leaseOwner: 'another-sender',
+      leaseUntil: new Date(rig.clock.ms + 30_000),
+    });
+    await rig.dispatch(JSON.stringify({ v: 1, id: message.id, rev: 1, dlq: true }));
+    const [copy] = await rig.receive({ waitSeconds: 3, max: 1 });
+    if (copy === undefined) throw new Error('no copy');
+    const twelfth = { ...copy, attributes: { ...copy.attributes, ApproximateReceiveCount: '12' } };
+
+    expect((await rig.run([twelfth])).batchItemFailures).toEqual([]);
+
+    expect(rig.queue.enqueued).toEqual([
+      { payload: { v: 1, id: message.id, rev: 1, dlq: true }, delaySeconds: 31 },
+    ]);
+  });
 });
+
+/** A queue that refuses its first `refusals` copies (a DLQ briefly unavailable), then passes them on. */
+class RefusingQueue implements DispatchQueue {
+  constructor(
+    private readonly inner: DispatchQueue,
+    private refusals: number,
+  ) {}
+  async enqueue(copies: readonly QueuedCopy[]) {
+    if (this.refusals > 0) {
+      this.refusals -= 1;
+      return { failed: copies };
+    }
+    return this.inner.enqueue(copies);
+  }
+}

@@ -53,7 +53,7 @@ export const TEST_SETTINGS: SenderSettings = {
   timing: { smtpTimeoutSeconds: 1, smtpReplyTimeoutSeconds: 1 },
 };
 
-/** One whole attempt under TEST_SETTINGS (2 × 1 s + 1 s + the 10 s outcome reserve) and a little more. */
+/** One whole attempt under TEST_SETTINGS (2 × 1 s + 1 s + the outcome-write reserve) and a little more. */
 export const TEST_TIMEOUT_SECONDS = attemptBudgetMs(TEST_SETTINGS.timing) / 1000 + 1;
 
 export const FAST_SMTP_TIMEOUTS: SmtpTimeouts = {

@@ -1,0 +1,70 @@
+import type { MessageStatus } from './messageStatus.js';
+import { checkTransition } from './stateMachine.js';
+
+/**
+ * What must not go out (DESIGN §4, §5): a message past its `not_after` deadline is `expired`, one
+ * whose group head has moved above its version is `superseded`, and either is settled without a
+ * send — where the state machine lets the sender make that move; where it does not (a DLQ-redriven
+ * copy of a `dead` message past its deadline, say) nothing is written and the copy is dropped.
+ * Pure: the sender reads the group head and hands it in.
+ */
+
+/** What the decision reads of the state record. */
+export interface UnsentRecord {
+  readonly status: MessageStatus;
+  readonly not_after?: string | null;
+  readonly group?: GroupVersion | null;
+}
+
+/** A message's place in its group: the version it was enqueued at. */
+export interface GroupVersion {
+  readonly key: string;
+  readonly version: number;
+}
+
+export type UnsentStatus = 'expired' | 'superseded';
+
+export type UnsentDecision =
+  | { readonly kind: 'send' }
+  /** Settle the message as `to` instead of sending it. */
+  | { readonly kind: 'settle'; readonly to: UnsentStatus }
+  /** It must not go out, and the sender may not settle it from its status either: drop the copy. */
+  | { readonly kind: 'drop'; readonly to: UnsentStatus; readonly reason: string; readonly forbidden: string };
+
+/** Whether a deadline (ISO time, or none) has passed; an unreadable one never has. */
+export function isPastDeadline(deadline: string | null | undefined, now: Date): boolean {
+  if (deadline === null || deadline === undefined) return false;
+  const at = Date.parse(deadline);
+  return Number.isFinite(at) && at < now.getTime();
+}
+
+/**
+ * The one group check (before the claim and again right after it): the group's head is above the
+ * message's version, so a newer version exists ("approved" is never sent after "paused").
+ */
+export function isSupersededBy(group: GroupVersion | null | undefined, head: number | undefined): boolean {
+  return group !== null && group !== undefined && head !== undefined && head > group.version;
+}
+
+/** Whether the decision needs the group head: the message is grouped and not already expired. */
+export function needsGroupHead(record: UnsentRecord, now: Date): boolean {
+  return record.group !== null && record.group !== undefined && !isPastDeadline(record.not_after, now);
+}
+
+/** The deadline first (it needs no read), then the group; `groupHead` as read, if it was. */
+export function decideUnsent(record: UnsentRecord, now: Date, groupHead: number | undefined): UnsentDecision {
+  const to: UnsentStatus | undefined = isPastDeadline(record.not_after, now)
+    ? 'expired'
+    : isSupersededBy(record.group, groupHead)
+      ? 'superseded'
+      : undefined;
+  if (to === undefined) return { kind: 'send' };
+  const check = checkTransition(record.status, to, 'sender');
+  if (check.allowed) return { kind: 'settle', to };
+  return {
+    kind: 'drop',
+    to,
+    reason: to === 'expired' ? 'past not_after' : 'superseded by its group',
+    forbidden: check.reason,
+  };
+}

@@ -1,0 +1,181 @@
+import { admitCopy } from '../core/sendDecision.js';
+import type { SendTiming } from '../core/sendTiming.js';
+import type { DispatchQueue } from '../ports/DispatchQueue.js';
+import type { Log } from '../ports/Log.js';
+import type { Mailer } from '../ports/Mailer.js';
+import type { MessageStateRecord } from '../store/messageRecord.js';
+import type { SenderStore, TransitionResult } from '../store/senderTransitions.js';
+import { ack, type CopyVerdict, keep, keepDeadCopy, SHORT_RETRY_SECONDS } from './copyVerdict.js';
+import { SENDER_METRIC, type SenderCountMetric, type SenderMetrics } from './senderMetrics.js';
+import type { SendRateLimiter } from './sendRateLimiter.js';
+
+/**
+ * One copy's way through the sender, as the steps share it: the copy, the sender's parts and the
+ * invocation's time, and the small steps every stage may end with (drop the copy, read the record
+ * again after a lost condition, move a dead copy to the DLQ).
+ */
+
+/** The structured logger the sender writes to (lambdas/ports/Log.ts). */
+export type SenderLog = Log;
+
+export interface SenderSettings {
+  /** POSTDATE_MAX_ATTEMPTS: SMTP attempts (DESIGN §2) before the message is `dead`. */
+  readonly maxAttempts: number;
+  readonly retryBaseSeconds: number;
+  readonly retryCapSeconds: number;
+  /** POSTDATE_LEASE_SECONDS: longer than the function timeout. */
+  readonly leaseSeconds: number;
+  /** POSTDATE_RETENTION_DAYS: TTL of terminal records. */
+  readonly retentionDays: number;
+  /** A copy early by at most this is held in-process; earlier ones are re-enqueued. */
+  readonly maxEarlyWaitMs: number;
+  /** The SMTP timeouts that make up one whole attempt (lambdas/core/sendTiming.ts). */
+  readonly timing: Pick<SendTiming, 'smtpTimeoutSeconds' | 'smtpReplyTimeoutSeconds'>;
+}
+
+/** One received SQS copy, as much of it as the sender needs. */
+export interface ReceivedCopy {
+  readonly sqsMessageId: string;
+  readonly body: string;
+  /** SQS ApproximateReceiveCount of this copy (1 on its first receive). */
+  readonly receiveCount: number;
+}
+
+/** The time the invocation has left (its deadline on the sender's clock). */
+export interface InvocationTime {
+  remainingMs(): number;
+}
+
+export interface CopyDependencies {
+  readonly store: SenderStore;
+  readonly mailer: Mailer;
+  readonly queue: DispatchQueue;
+  /** The send queue's DLQ: where the sender itself puts the copy of a message that became `dead`. */
+  readonly deadLetters: DispatchQueue;
+  readonly settings: SenderSettings;
+  readonly now: () => Date;
+  readonly random: () => number;
+  readonly sleep: (milliseconds: number) => Promise<void>;
+  readonly newLeaseOwner: () => string;
+  readonly rateLimiter: SendRateLimiter;
+  readonly log: SenderLog;
+  readonly metrics: SenderMetrics;
+}
+
+/** One copy `{v, id, rev}` on its way, with what every step needs. */
+export interface CopyRun {
+  readonly id: string;
+  readonly rev: number;
+  /** The copy is one the sender put in the DLQ (`"dlq": true`), so an operator redrove it. */
+  readonly fromDeadLetters: boolean;
+  readonly copy: ReceivedCopy;
+  readonly deps: CopyDependencies;
+  readonly time: InvocationTime;
+}
+
+/** Whether a copy may go on with the record it found, or the verdict on it right away. */
+export type Admitted =
+  | { readonly kind: 'verdict'; readonly verdict: Promise<CopyVerdict> | CopyVerdict }
+  | { readonly kind: 'proceed'; readonly takeover: boolean; readonly redrive: boolean };
+
+export function admitted(run: CopyRun, state: MessageStateRecord | undefined): Admitted {
+  const admission = admitCopy(
+    state,
+    { rev: run.rev, sqsMessageId: run.copy.sqsMessageId, fromDeadLetters: run.fromDeadLetters },
+    run.deps.now(),
+  );
+  switch (admission.kind) {
+    case 'drop':
+      return { kind: 'verdict', verdict: drop(run, admission.reason) };
+    case 'wait-for-lease':
+      // Another sender holds a live lease: come back when it has run out, to see how it ended.
+      return { kind: 'verdict', verdict: keep('leased by another sender', admission.visibilitySeconds) };
+    case 'move-to-dead-letters':
+      return { kind: 'verdict', verdict: moveToDeadLetters(run) };
+    case 'proceed':
+      return admission;
+  }
+}
+
+export function drop(run: CopyRun, reason: string): CopyVerdict {
+  run.deps.log.info('sender dropped a copy', logContext(run, { reason }));
+  return ack(reason);
+}
+
+/**
+ * Dead means dead (DESIGN §5): the record says `dead` (written first, under our lease), then the
+ * copy goes to the DLQ marked as the sender's own, then this copy is deleted. A failed move keeps
+ * this copy; it comes back as the record's `dead_copy` and the move is tried again.
+ */
+export async function moveToDeadLetters(run: CopyRun): Promise<CopyVerdict> {
+  const { failed } = await run.deps.deadLetters.enqueue([
+    { payload: { id: run.id, rev: run.rev, dlq: true }, delaySeconds: 0 },
+  ]);
+  if (failed.length > 0) {
+    run.deps.log.warn('sender could not move a dead copy to the DLQ; it will try again', logContext(run, {}));
+    return keepDeadCopy();
+  }
+  run.deps.metrics.count(SENDER_METRIC.deadLettered);
+  return ack('dead; moved to the DLQ');
+}
+
+/** After a write that did not send: acknowledge or keep the copy by what the record says now. */
+export async function settled(
+  run: CopyRun,
+  result: TransitionResult,
+  what: string,
+  metric: SenderCountMetric,
+  interrupted = false,
+): Promise<CopyVerdict> {
+  if (result.outcome === 'conflict') return afterConflict(run, `${what}: condition lost`);
+  run.deps.metrics.count(metric);
+  if (interrupted) run.deps.metrics.count(SENDER_METRIC.ambiguous);
+  run.deps.log.info(
+    'sender settled a message without sending',
+    logContext(run, { status: result.record.status }),
+  );
+  return ack(what);
+}
+
+/**
+ * A conditional write lost: someone else moved the record. Read it again; a record that is gone,
+ * stale or finished needs nothing from this copy; one another sender holds comes back when the
+ * lease runs out; anything else comes back on the queue's own timeout.
+ */
+export async function afterConflict(run: CopyRun, reason: string): Promise<CopyVerdict> {
+  const admission = admitted(run, await run.deps.store.readState(run.id));
+  if (admission.kind !== 'proceed') return admission.verdict;
+  run.deps.log.info('sender will see this copy again', logContext(run, { reason }));
+  return keep(reason, SHORT_RETRY_SECONDS);
+}
+
+/** The group head of a grouped message (undefined for one without a group or a group without a head). */
+export async function groupHeadOf(run: CopyRun, record: MessageStateRecord): Promise<number | undefined> {
+  if (record.group === null || record.group === undefined) return undefined;
+  return run.deps.store.readGroupVersion(record.tenant, record.group.key);
+}
+
+export function logContext(run: CopyRun, extra: Record<string, unknown>): Record<string, unknown> {
+  return { id: run.id, rev: run.rev, sqsMessageId: run.copy.sqsMessageId, ...extra };
+}
+
+export function errorName(error: unknown): string {
+  return error instanceof Error ? error.name : typeof error;
+}
+
+/** A promise's outcome as a value, so a result nobody waits for can never become an unhandled rejection. */
+export type Settled<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly error: unknown };
+
+export function settle<T>(promise: Promise<T>): Promise<Settled<T>> {
+  return promise.then(
+    (value) => ({ ok: true, value }),
+    (error: unknown) => ({ ok: false, error }),
+  );
+}
+
+export function unwrap<T>(outcome: Settled<T>): T {
+  if (!outcome.ok) throw outcome.error;
+  return outcome.value;
+}

@@ -1,0 +1,115 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  bodyFault,
+  claimTerms,
+  decideOutcome,
+  interruptedAttemptBecomes,
+  leaseWaitSeconds,
+  retryAtOf,
+} from '../../lambdas/core/sendDecision.js';
+import {
+  attemptBudgetMs,
+  hasTimeForAttempt,
+  OUTCOME_WRITE_RESERVE_MS,
+  replyEndsBy,
+} from '../../lambdas/core/sendTiming.js';
+
+/** The smaller decisions around a send (DESIGN §2, §5), as specifications. */
+
+const NOW = new Date('2026-12-01T09:00:00.000Z');
+const TIMING = { smtpTimeoutSeconds: 20, smtpReplyTimeoutSeconds: 120 };
+
+describe('waiting for a lease', () => {
+  it('brings the copy back just after the lease ends, never sooner than a second from now', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: -600_000, max: 600_000 }), (offset) => {
+        const seconds = leaseWaitSeconds(new Date(NOW.getTime() + offset).toISOString(), NOW);
+        expect(seconds).toBeGreaterThanOrEqual(1);
+        expect(NOW.getTime() + seconds * 1000).toBeGreaterThan(NOW.getTime() + offset);
+        if (offset > 0) expect(seconds).toBe(Math.ceil(offset / 1000) + 1);
+      }),
+    );
+    expect(leaseWaitSeconds(undefined, NOW)).toBe(1);
+    expect(leaseWaitSeconds('not a time', NOW)).toBe(1);
+  });
+});
+
+describe('an attempt interrupted by a dead sender (a lease found expired)', () => {
+  it('is ambiguous: unknown under hold, sent again under retry', () => {
+    expect(interruptedAttemptBecomes('hold')).toBe('unknown');
+    expect(interruptedAttemptBecomes('retry')).toBe('send-again');
+  });
+});
+
+describe('the claim', () => {
+  it('leases for POSTDATE_LEASE_SECONDS and gives a redriven message a fresh set of attempts', () => {
+    fc.assert(
+      fc.property(
+        fc.nat(50),
+        fc.integer({ min: 1, max: 20 }),
+        fc.integer({ min: 1, max: 3600 }),
+        fc.boolean(),
+        (attempts, maxAttempts, leaseSeconds, redrive) => {
+          const terms = claimTerms({ attempts }, redrive, { leaseSeconds, maxAttempts }, NOW);
+          expect(terms.leaseUntil.getTime() - NOW.getTime()).toBe(leaseSeconds * 1000);
+          expect(terms.attemptLimit).toBe(redrive ? attempts + maxAttempts : undefined);
+        },
+      ),
+    );
+  });
+
+  it('is made only with time left for one whole attempt and its outcome write', () => {
+    const budget = attemptBudgetMs(TIMING);
+    expect(hasTimeForAttempt(budget, TIMING)).toBe(true);
+    expect(hasTimeForAttempt(budget - 1, TIMING)).toBe(false);
+  });
+
+  it('leaves the outcome-write reserve after the longest wait for the reply', () => {
+    expect(replyEndsBy(1_000_000, 200_000)).toBe(1_200_000 - OUTCOME_WRITE_RESERVE_MS);
+  });
+});
+
+describe('the body of a claimed message', () => {
+  it('is sent only when it is there and is this request’s', () => {
+    expect(bodyFault('f1', undefined)).toBe('missing');
+    expect(bodyFault('f1', { fingerprint: 'f2' })).toBe('foreign');
+    expect(bodyFault('f1', { fingerprint: 'f1' })).toBeUndefined();
+    // A state record written before fingerprints were kept trusts its body.
+    expect(bodyFault(undefined, { fingerprint: 'f2' })).toBeUndefined();
+  });
+});
+
+describe('when a retrying message is due', () => {
+  it('is the end of its backoff, and only a retrying message has one', () => {
+    const settings = { maxAttempts: 5, retryBaseSeconds: 30, retryCapSeconds: 3600 };
+    const record = {
+      attempts: 0,
+      on_ambiguous: 'retry' as const,
+      recipients: { accepted: [], rejected: [] },
+      recipientTotal: 1,
+    };
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+        fc.integer({ min: 1, max: 10 }),
+        fc.boolean(),
+        (draw, receiveCount, delivered) => {
+          const decision = decideOutcome(
+            { delivered, failureClass: 'transient', reachedRelay: true, attempted: [0], refused: [] },
+            record,
+            settings,
+            receiveCount,
+            () => draw,
+          );
+          const due = retryAtOf(decision, NOW);
+          if (decision.to !== 'retrying') {
+            expect(due).toBeUndefined();
+            return;
+          }
+          expect(due?.getTime()).toBe(NOW.getTime() + (decision.visibilitySeconds ?? 0) * 1000);
+        },
+      ),
+    );
+  });
+});
