@@ -85,7 +85,8 @@ async function redriveIds(
   const scan = await handleChosenCopies(dlq, ids, options, { out, verb: 'moved' }, async (letter, copy) => {
     if (dryRun) return 'keep';
     await pace();
-    const moved = await dlq.forward(letter, { id: copy.id, rev: copy.rev }, sendQueue);
+    // The whole body, `"dlq": true` included: the sender sends a dead message only for a marked copy.
+    const moved = await dlq.forward(letter, copy, sendQueue);
     if (moved === 'moved') return 'done';
     failed.push({ id: copy.id, rev: copy.rev });
     return 'refused';
