@@ -127,14 +127,13 @@ function renderShow(report: DlqShowReport, out: Output): void {
   if (report.sample.length === 0) return;
   out.line('');
   const columns: Column<DlqSampleEntry>[] = [
-    { header: 'ID', value: (row) => row.id ?? `(unreadable: ${row.unreadable ?? '?'})` },
-    { header: 'REV', value: (row) => (row.rev === null ? '-' : String(row.rev)), align: 'right' },
+    ...sampleCopyColumns<DlqSampleEntry>(),
     {
       header: 'STATUS',
       value: (row) => row.status ?? '-',
       tone: (row) => (row.status ? statusTone(row.status) : undefined),
     },
-    { header: 'AGE', value: (row) => (row.ageMs === null ? '-' : formatDuration(row.ageMs)), align: 'right' },
+    sampleAgeColumn<DlqSampleEntry>(),
     {
       header: 'RECEIVES',
       value: (row) => (row.receiveCount === null ? '-' : String(row.receiveCount)),
@@ -142,4 +141,27 @@ function renderShow(report: DlqShowReport, out: Output): void {
     },
   ];
   printTable(out, columns, report.sample);
+}
+
+interface SampledCopy {
+  readonly id: string | null;
+  readonly rev: number | null;
+  readonly unreadable: string | null;
+  readonly ageMs: number | null;
+}
+
+/** The ID and REV columns of a sample, an unreadable body shown with its reason. */
+export function sampleCopyColumns<Row extends SampledCopy>(): Column<Row>[] {
+  return [
+    { header: 'ID', value: (row) => row.id ?? `(unreadable: ${row.unreadable ?? '?'})` },
+    { header: 'REV', value: (row) => (row.rev === null ? '-' : String(row.rev)), align: 'right' },
+  ];
+}
+
+export function sampleAgeColumn<Row extends SampledCopy>(): Column<Row> {
+  return {
+    header: 'AGE',
+    value: (row) => (row.ageMs === null ? '-' : formatDuration(row.ageMs)),
+    align: 'right',
+  };
 }
