@@ -1,6 +1,8 @@
 /** What the `dlq` commands are given: clients and names, never built on import. */
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
+import { pacer } from '../deadLetters/pacer.js';
 import { SqsDeadLetterQueue } from '../deadLetters/SqsDeadLetterQueue.js';
 
 export interface DlqDeps {
@@ -26,4 +28,13 @@ export function sendDeadLetterQueue(deps: DlqDeps): SqsDeadLetterQueue {
     ...(deps.waitSeconds !== undefined ? { waitSeconds: deps.waitSeconds } : {}),
     name: 'the DLQ',
   });
+}
+
+/** What a redrive moves copies with: from the DLQ, to the send queue, at most `rate` per second. */
+export function redriveParts(deps: RedriveDeps, rate: number | undefined) {
+  return {
+    dlq: sendDeadLetterQueue(deps),
+    sendQueue: new SqsDispatchQueue(deps.sqs, deps.sendQueueUrl),
+    pace: pacer(rate, deps.sleep),
+  };
 }

@@ -8,13 +8,12 @@ import {
   StartMessageMoveTaskCommand,
   UnsupportedOperation,
 } from '@aws-sdk/client-sqs';
-import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
 import { parseDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
-import { defaultSleep, pacer } from '../deadLetters/pacer.js';
+import { defaultSleep } from '../deadLetters/pacer.js';
 import { scanDeadLetters } from '../deadLetters/scanDeadLetters.js';
 import type { Output } from '../output.js';
 import { queueArnOf } from '../target.js';
-import { type RedriveDeps, sendDeadLetterQueue } from './dlqDeps.js';
+import { type RedriveDeps, redriveParts, sendDeadLetterQueue } from './dlqDeps.js';
 
 export interface MoveTaskReport {
   readonly mode: 'all';
@@ -98,9 +97,7 @@ async function moveEveryCopy(
   toMove: number,
   out: Output,
 ): Promise<MoveTaskReport> {
-  const dlq = sendDeadLetterQueue(deps);
-  const sendQueue = new SqsDispatchQueue(deps.sqs, deps.sendQueueUrl);
-  const pace = pacer(options.rate, deps.sleep);
+  const { dlq, sendQueue, pace } = redriveParts(deps, options.rate);
   let moved = 0;
   let left = 0;
   await scanDeadLetters(

@@ -4,13 +4,11 @@
  * redriven copy for a `dead` record with the same rev (docs/data-model.md); a copy whose rev is stale
  * (the message was retried or cancelled since) is dropped by the sender, so redriving never sends twice.
  */
-import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
 import type { DispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { UsageError } from '../cliErrors.js';
 import { assertMessageIds, handleChosenCopies } from '../deadLetters/chosenIds.js';
-import { pacer } from '../deadLetters/pacer.js';
 import { type Output, paint, printTable } from '../output.js';
-import { type RedriveDeps, sendDeadLetterQueue } from './dlqDeps.js';
+import { type RedriveDeps, redriveParts } from './dlqDeps.js';
 import { type MoveTaskReport, redriveAll } from './dlqMoveAll.js';
 
 export interface RedriveOptions {
@@ -77,9 +75,7 @@ async function redriveIds(
   options: RedriveOptions,
   out: Output,
 ): Promise<SelectiveRedriveReport> {
-  const dlq = sendDeadLetterQueue(deps);
-  const sendQueue = new SqsDispatchQueue(deps.sqs, deps.sendQueueUrl);
-  const pace = pacer(options.rate, deps.sleep);
+  const { dlq, sendQueue, pace } = redriveParts(deps, options.rate);
   const dryRun = options.dryRun === true;
   const failed: Pick<DispatchPayload, 'id' | 'rev'>[] = [];
   const scan = await handleChosenCopies(dlq, ids, options, { out, verb: 'moved' }, async (letter, copy) => {
