@@ -25,6 +25,11 @@ import {
 import { type Output, terminalOutput } from './output.js';
 import { reconcile, reconcileClean } from './reconcileCommand.js';
 import { relayFailureDeps, relayFailuresCleared, relayFailuresRedrive } from './relayFailuresCommand.js';
+import {
+  scheduleFailuresCleared,
+  scheduleFailuresRedrive,
+} from './scheduleFailures/scheduleFailuresRedrive.js';
+import { scheduleFailuresShow } from './scheduleFailures/scheduleFailuresShow.js';
 import { openTarget, queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
 
 interface GlobalOptions extends TargetOptions {
@@ -137,9 +142,9 @@ const splitIds = (values: readonly string[]) =>
 export function buildProgram(): Command {
   const program = new Command('postdate')
     .description(
-      'Operate Postdate: messages, the DLQ, relay failures, reconciliation and API keys. ' +
+      'Operate Postdate: messages, the DLQ, relay and schedule failures, reconciliation and API keys. ' +
         'Talks to the local stack (npm start) unless a resource name (--table, --queue-url, --dlq-url, ' +
-        '--relay-failures-url or POSTDATE_TABLE_NAME) selects AWS with the usual credential chain. ' +
+        '--relay-failures-url, --schedule-dlq-url or POSTDATE_TABLE_NAME) selects AWS with the usual credential chain. ' +
         'Exit codes: 0 done, 1 failed or partly failed, 2 bad usage, 3 stack unreachable.',
     )
     .option('--json', 'print one JSON document instead of tables')
@@ -148,6 +153,10 @@ export function buildProgram(): Command {
     .option('--queue-url <url>', 'the send queue (env POSTDATE_SEND_QUEUE_URL)')
     .option('--dlq-url <url>', "the send queue's dead-letter queue (env POSTDATE_SEND_DLQ_URL)")
     .option('--relay-failures-url <url>', 'the relay failure queue (env POSTDATE_RELAY_FAILURE_QUEUE_URL)')
+    .option(
+      '--schedule-dlq-url <url>',
+      "the schedules' dead-letter queue (env POSTDATE_SCHEDULE_DLQ_URL; stack output ScheduleDeadLetterQueueUrl)",
+    )
     .addOption(new Option('--stack <name>', 'read the names from a CloudFormation stack (not supported yet)'))
     .option('--region <region>', 'AWS region (env AWS_REGION)')
     .option('--dynamodb-endpoint <url>', 'DynamoDB endpoint (env AWS_ENDPOINT_URL_DYNAMODB)')
@@ -306,7 +315,7 @@ export function buildProgram(): Command {
         const dead = refs.scheduleDeadLetter;
         if (refs.scheduleGroup === undefined || refs.schedulerRoleArn === undefined || dead === undefined) {
           throw new UsageError(
-            'relay-failures redrive needs POSTDATE_SCHEDULE_GROUP, POSTDATE_SCHEDULER_ROLE_ARN and POSTDATE_SCHEDULE_DLQ_ARN',
+            'relay-failures redrive needs POSTDATE_SCHEDULE_GROUP, POSTDATE_SCHEDULER_ROLE_ARN and POSTDATE_SCHEDULE_DLQ_ARN (or --schedule-dlq-url)',
           );
         }
         const deps = relayFailureDeps({
@@ -329,6 +338,50 @@ export function buildProgram(): Command {
           now,
         });
         return ok(relayFailuresCleared(await relayFailuresRedrive(deps, options, out)));
+      }),
+    );
+
+  // --------------------------------------------------------------------------------- schedule-failures
+  const scheduleFailures = program
+    .command('schedule-failures')
+    .description('the schedules EventBridge Scheduler could not deliver to the send queue (its DLQ)');
+  const scheduleDlqUrl = (target: Target) =>
+    queueUrlOf(target.sqs, target.refs.scheduleDeadLetterQueue, 'schedule dead-letter queue');
+  scheduleFailures
+    .command('show')
+    .description('count, oldest age and a sample: message id, rev, error code, schedule name, age')
+    .option('--sample <n>', 'how many to peek at (0–100)', integer('--sample', 0), 10)
+    .action(
+      action(async ({ target, out, now }, options: { sample: number }) => {
+        await scheduleFailuresShow(
+          { sqs: target.sqs, scheduleDlqUrl: await scheduleDlqUrl(target), now },
+          { sample: options.sample },
+          out,
+        );
+        return EXIT.ok;
+      }),
+    );
+  scheduleFailures
+    .command('redrive')
+    .description(
+      "put each live message's copy (its current rev) on the send queue; drop those already finished",
+    )
+    .option('--ids <id...>', 'only these message ids, space- or comma-separated (default: all)')
+    .option('--dry-run', 'say what would be redriven and dropped, change nothing')
+    .action(
+      action(async ({ target, out, now }, options: { ids?: string[]; dryRun?: boolean }) => {
+        const report = await scheduleFailuresRedrive(
+          {
+            sqs: target.sqs,
+            scheduleDlqUrl: await scheduleDlqUrl(target),
+            sendQueueUrl: await queueUrlOf(target.sqs, target.refs.sendQueue, 'send queue'),
+            table: { documents: target.documents, tableName: target.refs.tableName },
+            now,
+          },
+          { ids: splitIds(options.ids ?? []), dryRun: options.dryRun === true },
+          out,
+        );
+        return ok(scheduleFailuresCleared(report));
       }),
     );
 

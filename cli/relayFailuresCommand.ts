@@ -16,11 +16,11 @@ import {
   type RedriveRelayFailuresReport,
   redriveRelayFailures,
 } from '../lambdas/relay/redriveRelayFailures.js';
-import { SqsRelayFailureQueue } from '../lambdas/relay/relayFailureQueue.js';
 import { DynamoDbStreamRangeReader } from '../lambdas/relay/streamRange.js';
 import { DynamoDueIndex } from '../lambdas/store/dueIndex.js';
 import { DynamoSweepRecords } from '../lambdas/store/sweepRecords.js';
 import { UsageError } from './cliErrors.js';
+import { SqsDeadLetterQueue } from './deadLetters/SqsDeadLetterQueue.js';
 import { type Output, paint, printFields } from './output.js';
 
 export interface RelayFailureParts {
@@ -45,7 +45,11 @@ export interface RelayFailureParts {
 export function relayFailureDeps(parts: RelayFailureParts): RedriveRelayFailuresDeps {
   const queue = new SqsDispatchQueue(parts.sqs, parts.sendQueueUrl);
   return {
-    failures: new SqsRelayFailureQueue(parts.sqs, parts.relayFailureQueueUrl),
+    // The CLI's one dead-letter adapter; no long poll, as the relay's own reader.
+    failures: new SqsDeadLetterQueue(parts.sqs, parts.relayFailureQueueUrl, {
+      waitSeconds: 0,
+      name: 'the relay failure queue',
+    }),
     relay: {
       queue,
       scheduler: new EventBridgeScheduler(parts.scheduler, {

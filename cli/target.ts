@@ -5,7 +5,7 @@
  *   Scheduler emulator on loopback (ports from AWS_ENDPOINT_URL_* or POSTDATE_*_PORT, defaults as in
  *   local/localEnv.ts), static dummy credentials, the local stack's resource names.
  * - **aws**: chosen as soon as a resource name is given (`--table`, `--queue-url`, `--dlq-url`,
- *   `--relay-failures-url`, or POSTDATE_TABLE_NAME in the environment); the usual credential chain
+ *   `--relay-failures-url`, `--schedule-dlq-url`, or POSTDATE_TABLE_NAME in the environment); the usual credential chain
  *   and region. Endpoints still honour AWS_ENDPOINT_URL_* (how the tests point it at the emulators).
  *
  * `--stack <name>` would read the names from CloudFormation outputs; that needs
@@ -22,7 +22,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { SCHEDULE_GROUP } from '../lib/queueLayout.js';
+import { QUEUE, SCHEDULE_GROUP } from '../lib/queueLayout.js';
 import { LOCAL_PORT_DEFAULTS } from '../local/localEnv.js';
 import { CliError, isNetworkError, StackUnreachableError, UsageError } from './cliErrors.js';
 
@@ -36,6 +36,7 @@ export interface TargetOptions {
   readonly queueUrl?: string;
   readonly dlqUrl?: string;
   readonly relayFailuresUrl?: string;
+  readonly scheduleDlqUrl?: string;
   readonly region?: string;
   readonly dynamodbEndpoint?: string;
   readonly sqsEndpoint?: string;
@@ -62,10 +63,15 @@ export interface ResourceRefs {
   readonly sendQueue: QueueRef | undefined;
   readonly deadLetterQueue: QueueRef | undefined;
   readonly relayFailureQueue: QueueRef | undefined;
+  /** The schedules' dead-letter queue, to read (`schedule-failures`). */
+  readonly scheduleDeadLetterQueue: QueueRef | undefined;
   readonly scheduleGroup: string | undefined;
   readonly schedulerRoleArn: string | undefined;
-  /** Where the scheduler parks what it cannot deliver: an ARN (AWS) or a queue name (local). */
-  readonly scheduleDeadLetter: { readonly arn: string } | { readonly name: string } | undefined;
+  /**
+   * Where new schedules park what the scheduler cannot deliver (`relay-failures redrive` creates
+   * schedules): POSTDATE_SCHEDULE_DLQ_ARN as the relay has it, else the queue read above.
+   */
+  readonly scheduleDeadLetter: { readonly arn: string } | QueueRef | undefined;
 }
 
 export type QueueRef = { readonly url: string } | { readonly name: string };
@@ -87,7 +93,8 @@ export function resolveMode(options: TargetOptions, env: Env): TargetMode {
   if (options.stack !== undefined) {
     throw new UsageError(
       '--stack is not supported yet (it needs @aws-sdk/client-cloudformation): pass --table and the queue URLs, ' +
-        'or set POSTDATE_TABLE_NAME, POSTDATE_SEND_QUEUE_URL, POSTDATE_SEND_DLQ_URL, POSTDATE_RELAY_FAILURE_QUEUE_URL ' +
+        'or set POSTDATE_TABLE_NAME, POSTDATE_SEND_QUEUE_URL, POSTDATE_SEND_DLQ_URL, POSTDATE_RELAY_FAILURE_QUEUE_URL, ' +
+        'POSTDATE_SCHEDULE_DLQ_URL ' +
         '(the stack outputs: aws cloudformation describe-stacks --stack-name <name> --query "Stacks[0].Outputs")',
     );
   }
@@ -97,6 +104,7 @@ export function resolveMode(options: TargetOptions, env: Env): TargetMode {
     options.queueUrl ??
     options.dlqUrl ??
     options.relayFailuresUrl ??
+    options.scheduleDlqUrl ??
     env.POSTDATE_TABLE_NAME;
   return named !== undefined && named !== '' ? 'aws' : 'local';
 }
@@ -117,6 +125,10 @@ export function resolveRefs(mode: TargetMode, options: TargetOptions, env: Env):
     pick(options.table, 'POSTDATE_TABLE_NAME') ?? (mode === 'local' ? LOCAL_NAMES.tableName : undefined);
   if (tableName === undefined) throw new UsageError('no table: pass --table or set POSTDATE_TABLE_NAME');
   const scheduleDlqArn = pick(undefined, 'POSTDATE_SCHEDULE_DLQ_ARN');
+  const scheduleDeadLetterQueue = queue(
+    pick(options.scheduleDlqUrl, 'POSTDATE_SCHEDULE_DLQ_URL'),
+    QUEUE.scheduleDeadLetter.logicalName,
+  );
   return {
     tableName,
     sendQueue: queue(pick(options.queueUrl, 'POSTDATE_SEND_QUEUE_URL'), 'send'),
@@ -131,12 +143,8 @@ export function resolveRefs(mode: TargetMode, options: TargetOptions, env: Env):
     schedulerRoleArn:
       pick(undefined, 'POSTDATE_SCHEDULER_ROLE_ARN') ??
       (mode === 'local' ? LOCAL_NAMES.schedulerRoleArn : undefined),
-    scheduleDeadLetter:
-      scheduleDlqArn !== undefined
-        ? { arn: scheduleDlqArn }
-        : mode === 'local'
-          ? { name: `${LOCAL_NAMES.queuePrefix}-schedule-dlq` }
-          : undefined,
+    scheduleDeadLetterQueue,
+    scheduleDeadLetter: scheduleDlqArn !== undefined ? { arn: scheduleDlqArn } : scheduleDeadLetterQueue,
   };
 }
 
@@ -284,7 +292,8 @@ const QUEUE_FLAG_HINT: Record<string, string> = {
   'send queue': 'pass --queue-url or set POSTDATE_SEND_QUEUE_URL',
   'dead-letter queue': 'pass --dlq-url or set POSTDATE_SEND_DLQ_URL',
   'relay failure queue': 'pass --relay-failures-url or set POSTDATE_RELAY_FAILURE_QUEUE_URL',
-  'schedule dead-letter queue': 'set POSTDATE_SCHEDULE_DLQ_ARN',
+  'schedule dead-letter queue':
+    'pass --schedule-dlq-url or set POSTDATE_SCHEDULE_DLQ_URL (stack output ScheduleDeadLetterQueueUrl)',
 };
 
 /** A queue's ARN (what StartMessageMoveTask and the scheduler's targets take). */

@@ -1,3 +1,4 @@
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { dlqDrop, dlqRedrive, dlqShow, redriveSucceeded } from '../../cli/dlqCommands.js';
 import { memoryOutput } from '../../cli/output.js';
@@ -83,6 +84,23 @@ describe('postdate dlq redrive --ids', () => {
       copies.filter((copy) => !chosen.includes(copy.id)),
     );
     expect(out.text()).toContain('moved 3 of 3');
+  });
+
+  it('keeps the "dlq": true mark, without which the sender drops a dead message\'s copy', async () => {
+    const { sqs, urls } = await deadLetteredCopies(1);
+
+    await dlqRedrive(
+      { sqs, dlqUrl: urls.sendDeadLetter, sendQueueUrl: urls.send, now: () => NOW, waitSeconds: 0 },
+      { ids: [messageId(1)] },
+      memoryOutput(),
+    );
+
+    const { Messages } = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: urls.send, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+    );
+    expect((Messages ?? []).map((message) => JSON.parse(message.Body ?? ''))).toEqual([
+      { v: 1, id: messageId(1), rev: 1, dlq: true },
+    ]);
   });
 
   it('reports ids that are not in the DLQ and fails, moving the ones that are', async () => {

@@ -1,9 +1,11 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, inject, it } from 'vitest';
+import { encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { lookupApiKey } from '../../lambdas/keys/apiKeys.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
-import { deadLetter, drainIds, messageId } from './cliFixtures.js';
+import { deadLetter, drainIds, messageId, seedMessages, visibleCount } from './cliFixtures.js';
 
 const run = promisify(execFile);
 
@@ -92,6 +94,32 @@ describe('the postdate entry point', () => {
     expect(result.stdout).toContain('moved 1 of 2');
     expect(result.stderr).toContain(`not in the DLQ: ${messageId(3)}`);
     expect(await drainIds(sqs, urls.send)).toEqual([{ id: messageId(2), rev: 1 }]);
+  }, 60_000);
+
+  it('redrives the schedule DLQ named by POSTDATE_SCHEDULE_DLQ_URL from the command line', async () => {
+    const { tableName } = await freshTable();
+    const { urls } = await freshQueues();
+    const sqs = sqsClient();
+    await seedMessages(documentClient(), tableName, [
+      { id: messageId(1), status: 'scheduled', createdAt: '2026-11-29T11:00:00.000Z' },
+    ]);
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: urls.scheduleDeadLetter,
+        MessageBody: encodeDispatchPayload({ id: messageId(1), rev: 1 }),
+        MessageAttributes: { ERROR_CODE: { DataType: 'String', StringValue: 'AWS.SQS.AccessDenied' } },
+      }),
+    );
+    const env = { ...awsEnv(), POSTDATE_SCHEDULE_DLQ_URL: urls.scheduleDeadLetter };
+    const args = ['--table', tableName, '--queue-url', urls.send, 'schedule-failures', 'redrive'];
+
+    const result = await postdate('bin', args, env);
+
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('redrive 1 messages to the send queue');
+    expect(await drainIds(sqs, urls.send)).toEqual([{ id: messageId(1), rev: 1 }]);
+    expect(await visibleCount(sqs, urls.scheduleDeadLetter)).toBe(0);
   }, 60_000);
 
   it('says in one line that the stack is unreachable, with exit code 3', async () => {

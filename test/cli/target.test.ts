@@ -34,6 +34,32 @@ describe('which stack the CLI talks to', () => {
     expect(() => resolveRefs('aws', { dlqUrl: 'x' }, {})).toThrow(/--table/);
   });
 
+  it("finds the schedules' DLQ by flag, by POSTDATE_SCHEDULE_DLQ_URL, or by the local name", async () => {
+    expect(resolveMode({ scheduleDlqUrl: 'https://sqs/schedule-dlq' }, {})).toBe('aws');
+    const byFlag = resolveRefs('aws', { scheduleDlqUrl: 'https://sqs/a' }, { POSTDATE_TABLE_NAME: 't' });
+    expect(byFlag.scheduleDeadLetterQueue).toEqual({ url: 'https://sqs/a' });
+    // relay-failures redrive gives new schedules this queue when the relay's ARN is not exported.
+    expect(byFlag.scheduleDeadLetter).toEqual({ url: 'https://sqs/a' });
+    const byEnv = resolveRefs(
+      'aws',
+      {},
+      {
+        POSTDATE_TABLE_NAME: 't',
+        POSTDATE_SCHEDULE_DLQ_URL: 'https://sqs/b',
+        POSTDATE_SCHEDULE_DLQ_ARN: 'arn:x',
+      },
+    );
+    expect(byEnv).toMatchObject({
+      scheduleDeadLetterQueue: { url: 'https://sqs/b' },
+      scheduleDeadLetter: { arn: 'arn:x' },
+    });
+    expect(resolveRefs('local', {}, {}).scheduleDeadLetterQueue).toEqual({ name: 'postdate-schedule-dlq' });
+    expect(resolveRefs('aws', {}, { POSTDATE_TABLE_NAME: 't' }).scheduleDeadLetterQueue).toBeUndefined();
+    await expect(queueUrlOf(sqsClient(), undefined, 'schedule dead-letter queue')).rejects.toThrow(
+      /--schedule-dlq-url or set POSTDATE_SCHEDULE_DLQ_URL \(stack output ScheduleDeadLetterQueueUrl\)/,
+    );
+  });
+
   it('refuses --stack honestly, saying what to pass instead', () => {
     expect(() => resolveMode({ stack: 'Postdate' }, {})).toThrow(/--stack is not supported yet.*--table/);
   });

@@ -1,0 +1,57 @@
+/**
+ * The `--ids` of the dead-letter commands: message ids (the `id` of a `{v, id, rev}` body, not SQS
+ * message ids), checked before any queue is touched, and the walk that finds exactly their copies.
+ */
+import { type DispatchPayload, parseDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
+import { isMessageId } from '../../lambdas/core/ids.js';
+import { UsageError } from '../cliErrors.js';
+import type { Output } from '../output.js';
+import type { DeadLetter, SqsDeadLetterQueue } from './SqsDeadLetterQueue.js';
+import { type ScanOptions, scanDeadLetters } from './scanDeadLetters.js';
+
+/** @throws UsageError naming every id that is not one. */
+export function assertMessageIds(ids: readonly string[]): void {
+  const bad = ids.filter((id) => !isMessageId(id));
+  if (bad.length > 0) throw new UsageError(`not a message id: ${bad.join(', ')}`);
+}
+
+/** What a handler did with one chosen copy: took it off (`done`), left it (`keep`), or was refused. */
+export type ChosenOutcome = 'done' | 'keep' | 'refused';
+
+export interface ChosenScan {
+  /** The chosen copies handled (done, or kept in a dry run), in the order they were found. */
+  readonly handled: Pick<DispatchPayload, 'id' | 'rev'>[];
+  readonly notFound: string[];
+  readonly scanned: number;
+}
+
+/**
+ * Walks the queue for the copies whose payload id is one of `ids` and hands each to `handle`, one at
+ * a time; every other message is left (released when the walk ends). The walk stops once every id
+ * was found, at an empty receive, or after `maxScan` messages.
+ */
+export async function handleChosenCopies(
+  queue: SqsDeadLetterQueue,
+  ids: readonly string[],
+  options: ScanOptions,
+  progress: { readonly out: Output; readonly verb: string },
+  handle: (letter: DeadLetter, copy: DispatchPayload) => Promise<ChosenOutcome>,
+): Promise<ChosenScan> {
+  const wanted = new Set(ids);
+  const found = new Set<string>();
+  const handled: Pick<DispatchPayload, 'id' | 'rev'>[] = [];
+  const { scanned } = await scanDeadLetters(
+    queue,
+    { ...options, finished: () => found.size >= wanted.size },
+    async (letter) => {
+      const parsed = parseDispatchPayload(letter.body);
+      if (!parsed.ok || !wanted.has(parsed.payload.id)) return 'keep';
+      found.add(parsed.payload.id);
+      const outcome = await handle(letter, parsed.payload);
+      if (outcome !== 'refused') handled.push({ id: parsed.payload.id, rev: parsed.payload.rev });
+      progress.out.progress(progress.verb, found.size, wanted.size);
+      return outcome === 'done' ? 'done' : 'keep';
+    },
+  );
+  return { handled, notFound: ids.filter((id) => !found.has(id)), scanned };
+}

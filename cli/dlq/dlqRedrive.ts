@@ -1,0 +1,155 @@
+/**
+ * `postdate dlq redrive`: copies from the send queue's DLQ back to the send queue, chosen ids
+ * (receive → send → delete, one at a time) or all (dlq/dlqMoveAll.ts). The sender's claim accepts a
+ * redriven copy for a `dead` record with the same rev (docs/data-model.md); a copy whose rev is stale
+ * (the message was retried or cancelled since) is dropped by the sender, so redriving never sends twice.
+ */
+import type { DispatchPayload } from '../../lambdas/core/dispatchPayload.js';
+import { UsageError } from '../cliErrors.js';
+import { assertMessageIds, handleChosenCopies } from '../deadLetters/chosenIds.js';
+import { type Output, paint, printTable } from '../output.js';
+import { type RedriveDeps, redriveParts } from './dlqDeps.js';
+import { type MoveTaskReport, redriveAll } from './dlqMoveAll.js';
+
+export interface RedriveOptions {
+  /** Message ids (the `id` of the `{v, id, rev}` body, not SQS message ids). */
+  readonly ids?: readonly string[];
+  readonly all?: boolean;
+  /** Messages per second. */
+  readonly rate?: number;
+  readonly dryRun?: boolean;
+  /** `--all`: return once the move task has started instead of following it. */
+  readonly wait?: boolean;
+  /** `--ids`: how long copies are hidden while the DLQ is scanned. @default 300 */
+  readonly hideSeconds?: number;
+  /** `--ids`: stop after this many copies were looked at. @default 100000 */
+  readonly maxScan?: number;
+}
+
+export interface SelectiveRedriveReport {
+  readonly mode: 'ids';
+  readonly dryRun: boolean;
+  readonly requested: readonly string[];
+  /** Copies moved (or, in a dry run, that would be moved): one per copy found in the DLQ. */
+  readonly moved: readonly Pick<DispatchPayload, 'id' | 'rev'>[];
+  /** Requested ids with no copy in the DLQ. */
+  readonly notFound: readonly string[];
+  /** Copies found but not moved because the send queue refused them (they stay in the DLQ). */
+  readonly failed: readonly Pick<DispatchPayload, 'id' | 'rev'>[];
+  readonly scanned: number;
+}
+
+export type RedriveReport = SelectiveRedriveReport | MoveTaskReport;
+
+export async function dlqRedrive(
+  deps: RedriveDeps,
+  options: RedriveOptions,
+  out: Output,
+): Promise<RedriveReport> {
+  const ids = options.ids ?? [];
+  if (ids.length > 0 === (options.all === true)) {
+    throw new UsageError('give either --ids <id...> or --all');
+  }
+  if (
+    options.rate !== undefined &&
+    (!Number.isFinite(options.rate) || options.rate <= 0 || options.rate > 500)
+  ) {
+    throw new UsageError('--rate must be a number of messages per second from 1 to 500');
+  }
+  assertMessageIds(ids);
+  const report = options.all
+    ? await redriveAll(deps, options, out)
+    : await redriveIds(deps, ids, options, out);
+  renderRedrive(report, out);
+  return report;
+}
+
+/**
+ * Moves exactly the copies whose payload id is one of `ids`, one copy at a time (send, then delete:
+ * a crash in between leaves a harmless duplicate, never a lost copy). Every other copy received while
+ * scanning is hidden until the scan ends and then released.
+ */
+async function redriveIds(
+  deps: RedriveDeps,
+  ids: readonly string[],
+  options: RedriveOptions,
+  out: Output,
+): Promise<SelectiveRedriveReport> {
+  const { dlq, sendQueue, pace } = redriveParts(deps, options.rate);
+  const dryRun = options.dryRun === true;
+  const failed: Pick<DispatchPayload, 'id' | 'rev'>[] = [];
+  const scan = await handleChosenCopies(dlq, ids, options, { out, verb: 'moved' }, async (letter, copy) => {
+    if (dryRun) return 'keep';
+    await pace();
+    // The whole body, `"dlq": true` included: the sender sends a dead message only for a marked copy.
+    const moved = await dlq.forward(letter, copy, sendQueue);
+    if (moved === 'moved') return 'done';
+    failed.push({ id: copy.id, rev: copy.rev });
+    return 'refused';
+  });
+  return {
+    mode: 'ids',
+    dryRun,
+    requested: [...ids],
+    moved: scan.handled,
+    notFound: scan.notFound,
+    failed,
+    scanned: scan.scanned,
+  };
+}
+
+function renderRedrive(report: RedriveReport, out: Output): void {
+  if (out.json) {
+    out.data(report);
+    return;
+  }
+  if (report.mode === 'all') {
+    renderMoveAll(report, out);
+    return;
+  }
+  const verb = report.dryRun ? 'would move' : 'moved';
+  out.line(
+    `${verb} ${report.moved.length} of ${report.requested.length} requested messages (scanned ${report.scanned})`,
+  );
+  printCopies(out, report.moved);
+  if (report.notFound.length > 0) {
+    out.warn(paint(out, 'red', `not in the DLQ: ${report.notFound.join(', ')}`));
+  }
+  if (report.failed.length > 0) {
+    out.warn(paint(out, 'red', `the send queue refused: ${report.failed.map((copy) => copy.id).join(', ')}`));
+  }
+}
+
+function renderMoveAll(report: MoveTaskReport, out: Output): void {
+  if (report.dryRun) {
+    out.line(`dry run: ${report.toMove} messages would be moved from the DLQ to the send queue`);
+    return;
+  }
+  const tone = report.status === 'COMPLETED' ? 'green' : report.status === 'RUNNING' ? 'yellow' : 'red';
+  out.line(
+    `${paint(out, tone, report.status)}: ${report.moved} of ${report.toMove} messages moved to the send queue (${report.method})`,
+  );
+  if (report.status === 'RUNNING') {
+    out.line('the move task keeps running; `postdate dlq show` reports what is left');
+  }
+  if (report.failureReason) out.warn(`reason: ${report.failureReason}`);
+}
+
+/** An ID / REV table of copies. */
+export function printCopies(out: Output, copies: readonly Pick<DispatchPayload, 'id' | 'rev'>[]): void {
+  printTable(
+    out,
+    [
+      { header: 'ID', value: (row: Pick<DispatchPayload, 'id' | 'rev'>) => row.id },
+      { header: 'REV', value: (row) => String(row.rev), align: 'right' },
+    ],
+    copies,
+  );
+}
+
+/** Whether a redrive did all it was asked (the entry point's exit code). */
+export function redriveSucceeded(report: RedriveReport): boolean {
+  if (report.mode === 'all')
+    return report.dryRun || report.status === 'COMPLETED' || report.status === 'RUNNING';
+  return report.notFound.length === 0 && report.failed.length === 0;
+}
