@@ -265,20 +265,13 @@ export interface TransitionReport {
 }
 
 /** Cancels a `scheduled` or `retrying` message (the API's DELETE, as the operator actor). */
-export async function messagesCancel(
+export function messagesCancel(
   deps: MessagesDeps,
   ids: readonly string[],
   out: Output,
 ): Promise<TransitionReport> {
-  const now = deps.now();
-  const expiresAt = expiresAtAfter(now, deps.retentionDays);
-  return transitionEach(
-    deps,
-    ids,
-    'cancelled',
-    'cancel takes a scheduled or retrying message',
-    out,
-    (tenant, id) => deps.store.cancel({ tenant, id, now, expiresAt }),
+  return endEach(deps, ids, out, 'cancelled', 'cancel takes a scheduled or retrying message', (input) =>
+    deps.store.cancel(input),
   );
 }
 
@@ -309,21 +302,33 @@ export async function messagesRetry(
  * the status stays, the message stops waiting — it leaves the waiting gauge, so its alarm can clear,
  * and its record and body get the retention's TTL from now. A retry or a DLQ redrive still works.
  */
-export async function messagesDiscard(
+export function messagesDiscard(
   deps: MessagesDeps,
   ids: readonly string[],
   out: Output,
 ): Promise<TransitionReport> {
-  const now = deps.now();
-  const expiresAt = expiresAtAfter(now, deps.retentionDays);
-  return transitionEach(
+  return endEach(
     deps,
     ids,
+    out,
     'discarded',
     'discard takes a failed, dead or unknown message that still waits for an operator',
-    out,
-    (tenant, id) => deps.store.discard({ tenant, id, now, expiresAt }),
+    (input) => deps.store.discard(input),
   );
+}
+
+/** A move after which the record (and its body) lives the retention from now: a cancel or a discard. */
+function endEach(
+  deps: MessagesDeps,
+  ids: readonly string[],
+  out: Output,
+  done: 'cancelled' | 'discarded',
+  rule: string,
+  end: (input: { tenant: string; id: string; now: Date; expiresAt: number }) => Promise<TransitionResult>,
+): Promise<TransitionReport> {
+  const now = deps.now();
+  const expiresAt = expiresAtAfter(now, deps.retentionDays);
+  return transitionEach(deps, ids, done, rule, out, (tenant, id) => end({ tenant, id, now, expiresAt }));
 }
 
 async function transitionEach(
