@@ -15,7 +15,7 @@ import {
   startSmtpServer,
   type TestSmtpServer,
   type TransactionRecord,
-} from '../test/support/smtpServer.js';
+} from '../local/smtp/controllableSmtpServer.js';
 import { emitReport } from './check.js';
 import {
   type AcceptedMessage,

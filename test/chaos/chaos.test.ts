@@ -12,7 +12,7 @@ import {
 } from '../../chaos/run.js';
 import type { TapTransaction } from '../../chaos/smtpTap.js';
 import { OUTCOME_WRITE_RESERVE_MS } from '../../lambdas/core/sendTiming.js';
-import type { TransactionRecord } from '../support/smtpServer.js';
+import type { TransactionRecord } from '../../local/smtp/controllableSmtpServer.js';
 
 describe('the chaos workload and fault script', () => {
   it('are reproducible from the seed and mix every kind', () => {
