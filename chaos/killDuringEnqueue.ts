@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import { Command } from 'commander';
-import { compressedTime, seededRandom } from './run.js';
+import { compressedTime } from './chaosTiming.js';
+import { seededRandom } from './seededRandom.js';
 import { type StackChild, startStackChild } from './stackChild.js';
 
 /**

@@ -184,7 +184,7 @@ export const CONFIG_SETTINGS = {
     local: 240,
     aws: 240,
     description:
-      "the sender function's timeout; must exceed one whole attempt (2 × SMTP timeout + reply timeout + 10 s)",
+      "the sender function's timeout; must exceed one whole attempt (2 × SMTP timeout + reply timeout + the outcome-write reserve, 28 s)",
   },
   smtpTimeoutSeconds: {
     variable: 'POSTDATE_SMTP_TIMEOUT_SECONDS',

@@ -2,17 +2,15 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  chaosTiming,
-  joinTransactions,
-  planWorkload,
-  runChaos,
-  seededRandom,
-  smtpScript,
-} from '../../chaos/run.js';
+import { chaosTiming } from '../../chaos/chaosTiming.js';
+import { joinTransactions } from '../../chaos/checkerInput.js';
+import { runChaos } from '../../chaos/runChaos.js';
+import { seededRandom } from '../../chaos/seededRandom.js';
+import { smtpScript } from '../../chaos/smtpFaultScript.js';
 import type { TapTransaction } from '../../chaos/smtpTap.js';
+import { planWorkload } from '../../chaos/workload.js';
 import { OUTCOME_WRITE_RESERVE_MS } from '../../lambdas/core/sendTiming.js';
-import type { TransactionRecord } from '../support/smtpServer.js';
+import type { TransactionRecord } from '../../local/smtp/controllableSmtpServer.js';
 
 describe('the chaos workload and fault script', () => {
   it('are reproducible from the seed and mix every kind', () => {

@@ -1,7 +1,7 @@
 import { createTransport } from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SmtpTap, startSmtpTap } from '../../chaos/smtpTap.js';
-import { startSmtpServer, type TestSmtpServer } from '../support/smtpServer.js';
+import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 
 /**
  * The tap records what the checker explains duplicates from: per transaction the message id, when

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SmtpBehaviour } from '../support/smtpServer.js';
+import type { SmtpBehaviour } from '../../local/smtp/controllableSmtpServer.js';
 import { createSenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
 
 /**

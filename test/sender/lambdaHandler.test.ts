@@ -1,7 +1,7 @@
 import type { Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, inject, it, onTestFinished, vi } from 'vitest';
+import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 import { documentClient, freshQueues, freshTable, LOCAL_AWS } from '../support/awsLocal.js';
-import { startSmtpServer, type TestSmtpServer } from '../support/smtpServer.js';
 import { putMessage, readState } from './records.js';
 
 /**

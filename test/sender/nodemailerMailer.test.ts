@@ -8,7 +8,7 @@ import {
   secretsManagerSmtpCredentials,
 } from '../../lambdas/adapters/smtpCredentials.js';
 import type { OutgoingEmail } from '../../lambdas/ports/Mailer.js';
-import { startSmtpServer, type TestSmtpServer } from '../support/smtpServer.js';
+import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 
 const FAST_TIMEOUTS = { connectionMs: 1000, greetingMs: 400, dnsMs: 1000, preDotMs: 1000, replyMs: 1000 };
 

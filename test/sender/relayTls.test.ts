@@ -3,8 +3,8 @@ import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NodemailerMailer } from '../../lambdas/adapters/NodemailerMailer.js';
 import { environmentSmtpCredentials } from '../../lambdas/adapters/smtpCredentials.js';
+import { startSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
-import { startSmtpServer } from '../support/smtpServer.js';
 import { createSenderRig, FAST_SMTP_TIMEOUTS, type SenderWorld } from './senderHarness.js';
 
 /**

@@ -28,8 +28,8 @@ import type {
 import type { MessageStateRecord } from '../../lambdas/store/messageRecord.js';
 import { DynamoSenderStore, type SenderStore } from '../../lambdas/store/senderTransitions.js';
 import type { QueueArns, QueueUrls } from '../../local/createResources.js';
+import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
-import { startSmtpServer, type TestSmtpServer } from '../support/smtpServer.js';
 import { type MessageFixture, putMessage, readState } from './records.js';
 
 /**

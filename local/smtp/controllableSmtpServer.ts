@@ -9,7 +9,9 @@ import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from 'smtp
  * (a slow relay), or drop the connection after the final dot without replying. It records every
  * message body it received, with its Message-ID, and every transaction with the behaviour it applied.
  *
- * Used by the sender's tests and reusable by any suite that needs a relay it controls.
+ * Used by the sender's tests and the chaos run (chaos/, which records the relay's side of every
+ * transaction with it); it lives in local/ so that nothing outside test/ imports from test/. Unlike
+ * smtpSink.ts (a relay that accepts everything, for the local stack), it is scripted per transaction.
  */
 
 /** An SMTP reply to send instead of the normal one; put the enhanced code first in `message`. */

@@ -1,0 +1,274 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startSmtpServer, type TestSmtpServer } from '../local/smtp/controllableSmtpServer.js';
+import { compressedTime } from './chaosTiming.js';
+import { type CheckResult, checkRun } from './checker.js';
+import { checkerInput } from './checkerInput.js';
+import { ChaosClient } from './client.js';
+import { CurrentStack } from './currentStack.js';
+import { type KillContext, type KillFigures, killSenders, killStacks, type SmtpMomentHook } from './kills.js';
+import { emitChaosReport } from './report.js';
+import { seededRandom } from './seededRandom.js';
+import { smtpScript } from './smtpFaultScript.js';
+import { startSmtpTap } from './smtpTap.js';
+import { type CopyFigures, sendExtraCopies } from './sqsCopies.js';
+import { nonTerminal } from './stackStatus.js';
+import { planWorkload } from './workload.js';
+
+/**
+ * The chaos run (issue 8): N messages through the real local stack — run in a child process that
+ * is SIGKILLed and restarted on its data dir — while faults are injected, then the checker.
+ *
+ * Faults: SMTP 4xx/5xx at RCPT and after DATA, drops after the final dot, stalls, a slow relay
+ * (the 250 comes 20–35 s after the dot, so that batches meet their function timeout), AUTH refused
+ * (535) while the first stack process runs; duplicate and stale SQS copies; stream batches handed to
+ * the relay twice; DynamoDB throttling on a fraction of calls (SDK middleware), the first outcome
+ * write of a fraction of messages and a fraction of body and group-head reads failing whole (above
+ * the SDK's retry); schedules fired twice or late by the Scheduler emulator; the send rate limit
+ * on; SIGKILL of the sender process alone at an SMTP moment (after DATA, or after the final dot
+ * before the reply) and its restart; SIGKILL of the whole stack and restart on the same data dir,
+ * where the sweeper must recover what SQS (memory only) lost; and the local runner's own kill of a
+ * sender invocation at its function timeout.
+ *
+ * The checker (chaos/checker.ts) reads only the harness's own record: the SMTP tap's transactions
+ * joined with the relay's fault script, and the kill log (sender and stack SIGKILLs dealt here,
+ * timeout kills reported by the stack and sender processes).
+ */
+
+export interface ChaosOptions {
+  readonly messages: number;
+  readonly seed: number;
+  /**
+   * Give up waiting for terminal states this long after the last enqueue (the checker then counts
+   * the stragglers as lost).
+   */
+  readonly deadlineSeconds: number;
+  /** SIGKILLs of the stack during the run (each followed by a restart on the data dir). */
+  readonly kills: number;
+  /** Run the first stack process with a wrong SMTP password for this long (0: none). */
+  readonly authFailureSeconds: number;
+  readonly smtpFaultRate: number;
+  /** Stalls are costly (each ties a connection up for the reply timeout or longer): their own rate. */
+  readonly stallRate: number;
+  /** Fraction of transactions the relay answers 20–35 s (× time scale) after the dot. @default 0 */
+  readonly slowRelayRate?: number;
+  /** Fraction of messages whose first outcome write fails on every SDK attempt. @default 0 */
+  readonly outcomeWriteFailureRate?: number;
+  /** Fraction of the sender's BODY and group-head reads that fail whole. @default 0 */
+  readonly readFailureRate?: number;
+  /** POSTDATE_MAX_SEND_RATE of the stack (messages/second per sender); undefined: unlimited. */
+  readonly maxSendRate?: number;
+  readonly throttleRate: number;
+  readonly replayRate: number;
+  /** Extra copies of current payloads sent to the send queue, per accepted message. */
+  readonly duplicateCopyRate: number;
+  /** Fraction of schedule firings the Scheduler emulator delivers twice. @default 0 */
+  readonly schedulerFireTwiceRate?: number;
+  /** Fraction of schedules that fire late, by 0.5 s to `schedulerLateMs`. @default 0 */
+  readonly schedulerLateRate?: number;
+  /** @default 5000 (longer than the sweeper's 3 s grace: sometimes the sweeper wins, sometimes the schedule) */
+  readonly schedulerLateMs?: number;
+  /**
+   * SIGKILLs of the sender process alone, each at an SMTP moment (the client just sent DATA, or
+   * the final dot and awaits the reply), then a restart of the sender. With any, the sender runs in
+   * its own process (`chaos/senderProcess.ts`). @default 0
+   */
+  readonly senderKills?: number;
+  readonly concurrency: number;
+  /** Multiplies the workload's delays (1: up to 40 s) and the sender's timing; the fast variant uses less. */
+  readonly timeScale?: number;
+  readonly reportPath: string;
+  readonly log?: (line: string) => void;
+}
+
+export interface ChaosOutcome {
+  readonly result: CheckResult;
+  readonly figures: Record<string, unknown>;
+  readonly exitCode: number;
+}
+
+const SMTP_USER = 'chaos';
+const SMTP_PASSWORD = 'chaos-right-password';
+const API_KEY = 'pd_chaos-run-key-000001';
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
+  const log = options.log ?? ((line: string) => console.log(line));
+  const startedAt = Date.now();
+  const random = seededRandom(options.seed);
+  const runId = `${options.seed.toString(36)}${startedAt.toString(36)}`;
+  const dataDir = mkdtempSync(join(tmpdir(), 'postdate-chaos-'));
+  const smtp: TestSmtpServer = await startSmtpServer({
+    credentials: { username: SMTP_USER, password: SMTP_PASSWORD },
+  });
+  const scale = options.timeScale ?? 1;
+  const script = smtpScript(
+    options.messages * 3,
+    random,
+    options.smtpFaultRate,
+    options.stallRate,
+    options.slowRelayRate ?? 0,
+    scale,
+  );
+  smtp.script(...script.behaviours);
+  // The relay is reached through a tap that reports the SMTP moments the sender kills aim at.
+  const senderKills = options.senderKills ?? 0;
+  const moments: SmtpMomentHook = { onMoment: () => undefined };
+  const tap = await startSmtpTap({
+    targetHost: smtp.host,
+    targetPort: smtp.port,
+    onMoment: (moment) => moments.onMoment(moment),
+  });
+
+  let authPhase = options.authFailureSeconds > 0;
+  // The sender's DynamoDB faults, wherever it runs (the stack process, or the sender process and
+  // its sandboxes, whose preload reads them from the environment).
+  const senderFaultEnv = {
+    CHAOS_THROTTLE_RATE: String(options.throttleRate),
+    CHAOS_OUTCOME_WRITE_FAILURE_RATE: String(options.outcomeWriteFailureRate ?? 0),
+    CHAOS_READ_FAILURE_RATE: String(options.readFailureRate ?? 0),
+  };
+  const timingEnv = {
+    ...compressedTime(scale),
+    ...(options.maxSendRate === undefined ? {} : { POSTDATE_MAX_SEND_RATE: String(options.maxSendRate) }),
+  };
+  const smtpEnv = () => ({
+    SMTP_HOST: tap.host,
+    SMTP_PORT: String(tap.port),
+    SMTP_USER,
+    SMTP_PASS: authPhase ? 'chaos-wrong-password' : SMTP_PASSWORD,
+    POWERTOOLS_LOG_LEVEL: 'ERROR',
+  });
+  const stacks = new CurrentStack(
+    () => ({
+      ...timingEnv,
+      ...senderFaultEnv,
+      CHAOS_DATA_DIR: dataDir,
+      CHAOS_REPLAY_RATE: String(options.replayRate),
+      CHAOS_SCHEDULER_FIRE_TWICE_RATE: String(options.schedulerFireTwiceRate ?? 0),
+      CHAOS_SCHEDULER_LATE_RATE: String(options.schedulerLateRate ?? 0),
+      CHAOS_SCHEDULER_LATE_MS: String(options.schedulerLateMs ?? 5000),
+      POSTDATE_API_KEY: API_KEY,
+      ...smtpEnv(),
+    }),
+    senderKills > 0 ? () => ({ ...timingEnv, ...smtpEnv(), ...senderFaultEnv }) : undefined,
+  );
+
+  const client = new ChaosClient(stacks, random);
+  const copies: CopyFigures = { duplicateCopies: 0, staleCopies: 0 };
+  const killFigures: KillFigures = { stackKills: [], senderKills: [], senderRestartFailures: 0 };
+  let finished = false;
+  try {
+    const stack = await stacks.start();
+    log(
+      `chaos: stack up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s (${stack.endpoints.apiUrl}), ${options.messages} messages, seed ${options.seed}`,
+    );
+
+    const plans = planWorkload(options.messages, random, runId, scale);
+    let enqueued = 0;
+    const copying = sendExtraCopies(
+      stacks,
+      client.tracked,
+      options.duplicateCopyRate,
+      random,
+      () => finished,
+      copies,
+    );
+    const killing: KillContext = {
+      stacks,
+      messages: options.messages,
+      startedAt,
+      random,
+      log,
+      enqueued: () => enqueued,
+      finished: () => finished,
+    };
+    const stackKills = killStacks(
+      killing,
+      options.kills,
+      authPhase
+        ? {
+            seconds: options.authFailureSeconds,
+            end: () => {
+              authPhase = false;
+            },
+            refusedLogins: () => smtp.authAttempts.filter((a) => !a.ok).length,
+          }
+        : undefined,
+      killFigures,
+    );
+    const senderKilling = killSenders(killing, senderKills, moments, killFigures);
+
+    await client.enqueueAll(plans, options.concurrency, () => {
+      enqueued += 1;
+    });
+    log(
+      `chaos: ${client.tracked.length} accepted in ${((Date.now() - startedAt) / 1000).toFixed(1)} s; waiting for terminal states`,
+    );
+    await stackKills;
+    await senderKilling;
+
+    const deadline = Date.now() + options.deadlineSeconds * 1000;
+    let pending = await nonTerminal(stacks);
+    while (pending.length > 0 && Date.now() < deadline) {
+      await sleep(2000);
+      pending = await nonTerminal(stacks);
+      log(
+        `chaos: not terminal yet: ${pending.join(', ') || 'none'} (${((Date.now() - startedAt) / 1000).toFixed(0)} s)`,
+      );
+    }
+    // Let copies still in flight (a duplicate being read by the server) land in the SMTP log.
+    await sleep(1500);
+    finished = true;
+    await copying;
+
+    const views = await client.finalViews(options.concurrency * 2);
+    const totals = stacks.totals();
+    await stacks.stop();
+
+    const timeoutKills = stacks.timeoutKills();
+    const input = checkerInput({
+      tracked: client.tracked,
+      views,
+      tapped: tap.transactions(),
+      relayed: smtp.transactionLog,
+      dealtKills: stacks.kills,
+      timeoutKills,
+    });
+    const result = checkRun(input);
+    const { report, exitCode } = emitChaosReport(
+      result,
+      {
+        messages: options.messages,
+        seed: options.seed,
+        startedAt,
+        timeScale: scale,
+        maxSendRate: options.maxSendRate,
+        tracked: client.tracked,
+        smtp: {
+          transactions: smtp.transactions,
+          refusedLogins: smtp.authAttempts.filter((attempt) => !attempt.ok).length,
+          script: script.kinds,
+        },
+        totals,
+        wholeCallFaults: stacks.faults(),
+        timeoutKills: timeoutKills.length,
+        copies,
+        kills: killFigures,
+        client: client.figures,
+        counters: client.counters,
+        input,
+      },
+      options.reportPath,
+      log,
+    );
+    return { result, figures: report, exitCode };
+  } finally {
+    finished = true;
+    await stacks.kill().catch(() => undefined);
+    await tap.close();
+    await smtp.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
