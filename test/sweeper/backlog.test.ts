@@ -84,7 +84,7 @@ describe('the sweeper and a backlog', () => {
     // The first run past the grace rescues a lost copy at once.
     expect(copiesAt[0]).toBeGreaterThan(GRACE);
     expect(copiesAt[0]).toBeLessThanOrEqual(GRACE + RUN_EVERY);
-    // 57 runs saw the message overdue; at most 1 + log2(7200 / grace) of them added a copy.
+    // 58 runs saw the message overdue; at most 1 + log2(7200 / grace) of them added a copy.
     expect(copiesAt.length).toBeLessThanOrEqual(1 + Math.floor(Math.log2(7200 / GRACE)));
     // Each wait is at least as long as the one before (the stall is not re-dispatched at a steady rate).
     const waits = copiesAt.slice(1).map((second, i) => second - (copiesAt[i] as number));
