@@ -45,7 +45,7 @@ describe('the local stack', () => {
   beforeAll(async () => {
     const config = loadConfig({ POSTDATE_API_KEY: API_KEY }, 'local');
     // Importing Powertools (the handlers do) adds its user agent to AWS_SDK_UA_APP_ID, as in Lambda.
-    await import('@aws-lambda-powertools/commons');
+    await import('@aws-lambda-powertools/logger');
     envAtStart = { ...process.env };
     stack = await startLocalStack({ config, ports: FREE_PORTS, quiet: true });
   }, 90_000);
