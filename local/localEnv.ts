@@ -128,28 +128,10 @@ export const LOCAL_FUNCTION_SETTINGS = (Object.keys(CONFIG_SETTINGS) as SettingN
 );
 
 /**
- * The configuration as the functions read it (`loadConfig(process.env, 'local')`): the same
- * variables the CDK construct sets (lib/functionEnvironment.ts), so a Config given to the local
- * stack is exactly what its handlers see. SMTP is set by the stack itself (sink or relay).
+ * The configuration as the functions read it (`loadConfig(env, 'local')`): the same variables the
+ * CDK construct sets (lib/functionEnvironment.ts), so a Config given to the local stack is exactly
+ * what its handlers see. SMTP is set by the stack itself (sink or relay): local/functionEnvironment.ts.
  */
 export function configEnvironment(config: Config): Record<string, string> {
   return settingsEnvironment(settingValuesOf(config), LOCAL_FUNCTION_SETTINGS);
-}
-
-/**
- * Sets variables on `process.env` and returns how to put the previous values back. The handlers
- * read their configuration from `process.env` at cold start, as in Lambda.
- */
-export function applyEnvironment(values: Readonly<Record<string, string>>): () => void {
-  const previous = new Map<string, string | undefined>();
-  for (const [name, value] of Object.entries(values)) {
-    previous.set(name, process.env[name]);
-    process.env[name] = value;
-  }
-  return () => {
-    for (const [name, value] of previous) {
-      if (value === undefined) delete process.env[name];
-      else process.env[name] = value;
-    }
-  };
 }

@@ -4,22 +4,33 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
+import type { Context } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
+import {
+  awsClientEnvironment,
+  type Environment,
+  loggerEnvironment,
+} from '../adapters/explicitEnvironment.js';
 import { configTargetOf, loadConfig, loadResourceNames } from '../core/config.js';
 import { DynamoApiStore } from '../store/apiStore.js';
 import { type ApiEvent, type ApiResult, createApiHandler } from './createApiHandler.js';
 
-const logger = new Logger({ serviceName: 'postdate-api' });
+/** The api function once wired: one API Gateway event in, one response out. */
+export type ApiHandler = (event: ApiEvent) => Promise<ApiResult>;
 
-let api: ((event: ApiEvent) => Promise<ApiResult>) | undefined;
+/** The api's Lambda entry: the middy handler with its Powertools middlewares. */
+export type ApiEntry = (event: ApiEvent, context: Context) => Promise<ApiResult>;
 
-/** Wires the real clients once per cold start; a bad configuration fails here, naming the variable. */
-function wire(): (event: ApiEvent) => Promise<ApiResult> {
-  const env = process.env;
+/**
+ * Wires the real clients from `env` (what the entry does once per cold start); a bad configuration
+ * fails here, naming the variable.
+ */
+export function wireApi(env: Environment, logger: Logger): ApiHandler {
   const config = loadConfig(env, configTargetOf(env));
   const names = loadResourceNames(env);
   // The endpoint comes from AWS_ENDPOINT_URL_DYNAMODB when set (the local stack).
-  const documents = DynamoDBDocumentClient.from(new DynamoDBClient(awsClientOptions()), {
+  const client = new DynamoDBClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'DYNAMODB') });
+  const documents = DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true },
   });
   return createApiHandler({
@@ -32,10 +43,21 @@ function wire(): (event: ApiEvent) => Promise<ApiResult> {
   });
 }
 
+/**
+ * The api Lambda for one environment: its logger and middlewares, wired from `env` on the first
+ * invocation and then reused. The deployed `handler` is this for `process.env`; the local stack runs
+ * one per stack with the stack's own environment.
+ */
+export function apiEntry(env: Environment): ApiEntry {
+  const logger = new Logger({ serviceName: 'postdate-api', ...loggerEnvironment(env) });
+  let api: ApiHandler | undefined;
+  return middy<ApiEvent, ApiResult>()
+    .use(injectLambdaContext(logger))
+    .handler(async (event) => {
+      api ??= wireApi(env, logger);
+      return api(event);
+    });
+}
+
 /** The api Lambda: API Gateway HTTP API (payload 2.0) behind the Lambda authorizer. */
-export const handler = middy<ApiEvent, ApiResult>()
-  .use(injectLambdaContext(logger))
-  .handler(async (event) => {
-    api ??= wire();
-    return api(event);
-  });
+export const handler = apiEntry(process.env);

@@ -3,20 +3,32 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
-import type { APIGatewayRequestAuthorizerEventV2 } from 'aws-lambda';
+import type { APIGatewayRequestAuthorizerEventV2, Context } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
+import {
+  awsClientEnvironment,
+  type Environment,
+  loggerEnvironment,
+} from '../adapters/explicitEnvironment.js';
 import { loadResourceNames } from '../core/config.js';
 import { lookupApiKey } from '../keys/apiKeys.js';
 import { type AuthorizerResult, createAuthorizerHandler } from './createAuthorizerHandler.js';
 
-const logger = new Logger({ serviceName: 'postdate-authorizer' });
+/** The authorizer once wired: one request authorizer event in, one simple response out. */
+export type AuthorizerHandler = (event: APIGatewayRequestAuthorizerEventV2) => Promise<AuthorizerResult>;
 
-let authorize: ((event: APIGatewayRequestAuthorizerEventV2) => Promise<AuthorizerResult>) | undefined;
+/** The authorizer's Lambda entry: the middy handler with its Powertools middlewares. */
+export type AuthorizerEntry = (
+  event: APIGatewayRequestAuthorizerEventV2,
+  context: Context,
+) => Promise<AuthorizerResult>;
 
-/** Wires the DynamoDB client once per cold start (the endpoint from AWS_ENDPOINT_URL_DYNAMODB locally). */
-function wire(): (event: APIGatewayRequestAuthorizerEventV2) => Promise<AuthorizerResult> {
-  const { tableName } = loadResourceNames(process.env);
-  const documents = DynamoDBDocumentClient.from(new DynamoDBClient(awsClientOptions()));
+/** Wires the DynamoDB client from `env` (what the entry does once per cold start). */
+export function wireAuthorizer(env: Environment, logger: Logger): AuthorizerHandler {
+  const { tableName } = loadResourceNames(env);
+  // The endpoint comes from AWS_ENDPOINT_URL_DYNAMODB when set (the local stack).
+  const client = new DynamoDBClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'DYNAMODB') });
+  const documents = DynamoDBDocumentClient.from(client);
   return createAuthorizerHandler({
     lookup: (secret) => lookupApiKey(documents, tableName, secret),
     now: () => new Date(),
@@ -24,10 +36,21 @@ function wire(): (event: APIGatewayRequestAuthorizerEventV2) => Promise<Authoriz
   });
 }
 
+/**
+ * The authorizer Lambda for one environment: its logger and middlewares, wired from `env` on the
+ * first invocation and then reused. The deployed `handler` is this for `process.env`; the local
+ * stack runs one per stack with the stack's own environment.
+ */
+export function authorizerEntry(env: Environment): AuthorizerEntry {
+  const logger = new Logger({ serviceName: 'postdate-authorizer', ...loggerEnvironment(env) });
+  let authorize: AuthorizerHandler | undefined;
+  return middy<APIGatewayRequestAuthorizerEventV2, AuthorizerResult>()
+    .use(injectLambdaContext(logger))
+    .handler(async (event) => {
+      authorize ??= wireAuthorizer(env, logger);
+      return authorize(event);
+    });
+}
+
 /** The Lambda authorizer: payload format 2.0, simple responses, context `{ tenant, key_id }`. */
-export const handler = middy<APIGatewayRequestAuthorizerEventV2, AuthorizerResult>()
-  .use(injectLambdaContext(logger))
-  .handler(async (event) => {
-    authorize ??= wire();
-    return authorize(event);
-  });
+export const handler = authorizerEntry(process.env);

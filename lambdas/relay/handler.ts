@@ -6,38 +6,45 @@ import middy from '@middy/core';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { EventBridgeScheduler } from '../adapters/EventBridgeScheduler.js';
+import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import { createRelayHandler } from './createRelayHandler.js';
 
 const logger = new Logger({ serviceName: 'postdate-relay' });
 
-type RelayBatchHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse>;
+/** The relay once wired: one stream batch in, its batch item failures out. */
+export type RelayBatchHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse>;
 let relay: RelayBatchHandler | undefined;
 
-/** Wires the real clients once per cold start; a bad configuration fails here, naming the variable. */
-function wire(): RelayBatchHandler {
-  const env = process.env;
+/**
+ * Wires the real clients from `env` (the entry does it once per cold start, from `process.env`); a
+ * bad configuration fails here, naming the variable.
+ */
+export function wireRelay(env: Environment, log: Logger): RelayBatchHandler {
   const config = loadConfig(env, configTargetOf(env));
   const names = loadResourceNames(env);
   // Endpoints come from AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_SCHEDULER when set (the local stack).
   const queue = new SqsDispatchQueue(
-    new SQSClient(awsClientOptions()),
+    new SQSClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'SQS') }),
     requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL'),
   );
-  const scheduler = new EventBridgeScheduler(new SchedulerClient(awsClientOptions()), {
-    groupName: requireResource(names, 'scheduleGroup', 'POSTDATE_SCHEDULE_GROUP'),
-    sendQueueArn: requireResource(names, 'sendQueueArn', 'POSTDATE_SEND_QUEUE_ARN'),
-    roleArn: requireResource(names, 'schedulerRoleArn', 'POSTDATE_SCHEDULER_ROLE_ARN'),
-    deadLetterArn: requireResource(names, 'scheduleDeadLetterArn', 'POSTDATE_SCHEDULE_DLQ_ARN'),
-  });
+  const scheduler = new EventBridgeScheduler(
+    new SchedulerClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'SCHEDULER') }),
+    {
+      groupName: requireResource(names, 'scheduleGroup', 'POSTDATE_SCHEDULE_GROUP'),
+      sendQueueArn: requireResource(names, 'sendQueueArn', 'POSTDATE_SEND_QUEUE_ARN'),
+      roleArn: requireResource(names, 'schedulerRoleArn', 'POSTDATE_SCHEDULER_ROLE_ARN'),
+      deadLetterArn: requireResource(names, 'scheduleDeadLetterArn', 'POSTDATE_SCHEDULE_DLQ_ARN'),
+    },
+  );
   return createRelayHandler({
     queue,
     scheduler,
     now: () => new Date(),
     directDelayMaxSeconds: config.directDelayMaxSeconds,
     scheduleLeadSeconds: config.scheduleLeadSeconds,
-    log: logger,
+    log,
   });
 }
 
@@ -45,6 +52,6 @@ function wire(): RelayBatchHandler {
 export const handler = middy<DynamoDBStreamEvent, DynamoDBBatchResponse>()
   .use(injectLambdaContext(logger))
   .handler(async (event) => {
-    relay ??= wire();
+    relay ??= wireRelay(process.env, logger);
     return relay(event);
   });

@@ -8,6 +8,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
+import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
 import { configTargetOf, loadConfig, loadResourceNames } from '../core/config.js';
 import { createSenderHandler } from './createSenderHandler.js';
 import { senderDependencies } from './senderDependencies.js';
@@ -25,19 +26,22 @@ type SenderBatchHandler = (event: SQSEvent) => Promise<SQSBatchResponse>;
 let sender: { readonly handle: SenderBatchHandler; readonly close: () => Promise<void> } | undefined;
 
 /**
- * Wires the real clients once per cold start (the pooled SMTP transport itself opens on the first
- * send); a bad configuration fails here, naming the variable.
+ * Wires the real clients from `env` (the entry does it once per cold start, from `process.env`; the
+ * pooled SMTP transport itself opens on the first send); a bad configuration fails here, naming the
+ * variable. The SMTP secret's client, when one is needed, reads `process.env` itself.
  */
-function wire(): { handle: SenderBatchHandler; close: () => Promise<void> } {
-  const env = process.env;
+export function wireSender(env: Environment): { handle: SenderBatchHandler; close: () => Promise<void> } {
   // Endpoints come from AWS_ENDPOINT_URL_DYNAMODB / AWS_ENDPOINT_URL_SQS when set (the local stack).
   const deps = senderDependencies({
     config: loadConfig(env, configTargetOf(env)),
     names: loadResourceNames(env),
-    sqs: new SQSClient(awsClientOptions()),
-    documents: DynamoDBDocumentClient.from(new DynamoDBClient(awsClientOptions()), {
-      marshallOptions: { removeUndefinedValues: true },
-    }),
+    sqs: new SQSClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'SQS') }),
+    documents: DynamoDBDocumentClient.from(
+      new DynamoDBClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'DYNAMODB') }),
+      {
+        marshallOptions: { removeUndefinedValues: true },
+      },
+    ),
     log: logger,
     metrics: senderMetrics,
   });
@@ -56,6 +60,6 @@ export const handler = middy<SQSEvent, SQSBatchResponse>()
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics))
   .handler(async (event) => {
-    sender ??= wire();
+    sender ??= wireSender(process.env);
     return sender.handle(event);
   });

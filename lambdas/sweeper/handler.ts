@@ -7,34 +7,47 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import { awsClientOptions } from '../adapters/awsClients.js';
+import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import { DynamoDueIndex } from '../store/dueIndex.js';
 import { DynamoSweepRecords } from '../store/sweepRecords.js';
 import { createSweeperHandler, isIncomplete, SweepIncompleteError } from './createSweeperHandler.js';
 import type { SweepReport } from './sweep.js';
+import type { SweeperMetrics } from './sweeperMetrics.js';
 
 const logger = new Logger({ serviceName: 'postdate-sweeper' });
 const metrics = new Metrics({ namespace: 'Postdate', serviceName: 'postdate' });
 
-let sweepOnce: (() => Promise<SweepReport>) | undefined;
+const sweeperMetrics: SweeperMetrics = {
+  count: (name, value) => metrics.addMetric(name, MetricUnit.Count, value),
+};
 
-function wire(): () => Promise<SweepReport> {
-  const env = process.env;
+/** The sweeper once wired: one pass over the due index. */
+export type SweepOnce = () => Promise<SweepReport>;
+let sweepOnce: SweepOnce | undefined;
+
+/**
+ * Wires the real clients from `env` (the entry does it once per cold start, from `process.env`); a
+ * bad configuration fails here, naming the variable.
+ */
+export function wireSweeper(env: Environment, log: Logger, metrics: SweeperMetrics): SweepOnce {
   const config = loadConfig(env, configTargetOf(env));
   const names = loadResourceNames(env);
-  const documents = DynamoDBDocumentClient.from(new DynamoDBClient(awsClientOptions()));
+  const documents = DynamoDBDocumentClient.from(
+    new DynamoDBClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'DYNAMODB') }),
+  );
   return createSweeperHandler({
     dueIndex: new DynamoDueIndex(documents, names.tableName),
     records: new DynamoSweepRecords(documents, names.tableName),
     queue: new SqsDispatchQueue(
-      new SQSClient(awsClientOptions()),
+      new SQSClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'SQS') }),
       requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL'),
     ),
     now: () => new Date(),
     graceSeconds: config.sweepGraceSeconds,
-    log: logger,
-    metrics: { count: (name, value) => metrics.addMetric(name, MetricUnit.Count, value) },
+    log,
+    metrics,
   });
 }
 
@@ -46,7 +59,7 @@ export const handler = middy<unknown, SweepReport>()
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics))
   .handler(async () => {
-    sweepOnce ??= wire();
+    sweepOnce ??= wireSweeper(process.env, logger, sweeperMetrics);
     const report = await sweepOnce();
     if (isIncomplete(report)) throw new SweepIncompleteError(report);
     return report;

@@ -40,9 +40,13 @@ function refusesConnections(port: number): Promise<boolean> {
 describe('the local stack', () => {
   let stack: LocalStack;
   const envBefore = process.env.POSTDATE_TABLE_NAME;
+  let envAtStart: NodeJS.ProcessEnv;
 
   beforeAll(async () => {
     const config = loadConfig({ POSTDATE_API_KEY: API_KEY }, 'local');
+    // Importing Powertools (the handlers do) adds its user agent to AWS_SDK_UA_APP_ID, as in Lambda.
+    await import('@aws-lambda-powertools/logger');
+    envAtStart = { ...process.env };
     stack = await startLocalStack({ config, ports: FREE_PORTS, quiet: true });
   }, 90_000);
 
@@ -78,6 +82,14 @@ describe('the local stack', () => {
       relay: RELAY_STREAM.timeoutSeconds * 1000,
       sweeper: SWEEPER_TIMEOUT_SECONDS * 1000,
     });
+  });
+
+  it('hands its functions their environment explicitly and writes nothing to process.env', () => {
+    expect(stack.functionEnvironment).toMatchObject({
+      POSTDATE_TABLE_NAME: stack.tableName,
+      AWS_ENDPOINT_URL_DYNAMODB: stack.dynamodbEndpoint,
+    });
+    expect({ ...process.env }).toEqual(envAtStart);
   });
 
   it('seeds POSTDATE_API_KEY for tenant local: the key is accepted, no key is 401, a wrong one 403', async () => {

@@ -1,0 +1,178 @@
+import { loadConfig } from '../lambdas/core/config.js';
+import { RELAY_STREAM_FILTER } from '../lambdas/store/tableLayout.js';
+import { type FunctionTimeoutKill, RELAY_STREAM, SENDER_QUEUE } from './localFunctions.js';
+import type { StackResources } from './localResources.js';
+import type { FunctionSandboxes, FunctionTimeout } from './runners/functionSandbox.js';
+import { type SqsRunner, startSqsRunner } from './runners/sqsRunner.js';
+import { type StreamRunner, startStreamRunner } from './runners/streamRunner.js';
+import { localFunctionSandboxes } from './sandboxedFunctions.js';
+
+/**
+ * The event sources of the sandboxed functions, set up like the CDK ones (lib/constructs/Dispatch.ts,
+ * Sending.ts, through lib/eventSourceLayout.ts): the table's stream in front of the relay, the send
+ * queue in front of the sender.
+ */
+
+type RunnerLog = (message: string, error?: unknown) => void;
+
+/** The stack's running event sources: what to stop (in order) and how to wait until they are idle. */
+export interface StackEventSources {
+  readonly relay: StreamRunner | undefined;
+  readonly sender: SqsRunner | undefined;
+  readonly started: readonly { readonly name: string; stop(): Promise<void> }[];
+  /** Resolves once the relay's stream and the send queue have nothing visible left to hand over. */
+  idle(): Promise<void>;
+}
+
+/**
+ * The relay's stream runner and the sender's queue runner of a stack, each when its function is
+ * there to run (the sender runs elsewhere when the stack's sender is `external`).
+ */
+export function startEventSources(options: {
+  readonly sqsEndpoint: string;
+  readonly dynamodbEndpoint: string;
+  readonly resources: StackResources;
+  readonly relay: FunctionSandboxes | undefined;
+  readonly sender: FunctionSandboxes | undefined;
+  readonly onFunctionTimeout: (kill: FunctionTimeoutKill) => void;
+  readonly log: (line: string) => void;
+}): StackEventSources {
+  const { table, queues } = options.resources;
+  const prefixed =
+    (prefix: string): RunnerLog =>
+    (message, error) =>
+      options.log(`${prefix}: ${message}${describeError(error)}`);
+  const relay = options.relay
+    ? startRelayEventSource({
+        dynamodbEndpoint: options.dynamodbEndpoint,
+        streamArn: table.streamArn,
+        relay: options.relay,
+        sqsEndpoint: options.sqsEndpoint,
+        relayFailuresQueueUrl: queues.urls.relayFailures,
+        startingPosition: table.existed ? 'LATEST' : 'TRIM_HORIZON',
+        onFunctionTimeout: options.onFunctionTimeout,
+        log: prefixed('relay event source'),
+      })
+    : undefined;
+  const sender = options.sender
+    ? startSenderQueue({
+        sqsEndpoint: options.sqsEndpoint,
+        queueUrl: queues.urls.send,
+        queueArn: queues.arns.send,
+        sender: options.sender,
+        onFunctionTimeout: options.onFunctionTimeout,
+        log: prefixed('sender event source'),
+      })
+    : undefined;
+  return {
+    relay,
+    sender,
+    started: [
+      ...(relay ? [{ name: 'the stream runner', stop: () => relay.stop() }] : []),
+      ...(sender ? [{ name: 'the SQS runner', stop: () => sender.stop() }] : []),
+    ],
+    idle: async () => {
+      await Promise.all([relay?.idle(), sender?.idle()]);
+    },
+  };
+}
+
+/**
+ * The relay behind the table's stream: batches of 100 with the shared stream filter (state records
+ * only), failing batches bisected and retried, then described to the relay-failures queue.
+ */
+export function startRelayEventSource(options: {
+  readonly dynamodbEndpoint: string;
+  readonly streamArn: string;
+  readonly relay: FunctionSandboxes;
+  readonly sqsEndpoint: string;
+  readonly relayFailuresQueueUrl: string;
+  /** `LATEST` on a reused table: its old records were handled before the restart (the sweeper covers any gap). */
+  readonly startingPosition: 'TRIM_HORIZON' | 'LATEST';
+  readonly onFunctionTimeout: (kill: FunctionTimeoutKill) => void;
+  readonly log: RunnerLog;
+}): StreamRunner {
+  return startStreamRunner({
+    dynamodbEndpoint: options.dynamodbEndpoint,
+    streamArn: options.streamArn,
+    handler: options.relay,
+    onFunctionTimeout: (kill) => options.onFunctionTimeout({ ...kill, functionName: 'relay' }),
+    batchSize: RELAY_STREAM.batchSize,
+    maxAttempts: RELAY_STREAM.retryAttempts,
+    bisectOnError: true,
+    onFailure: { sqsEndpoint: options.sqsEndpoint, queueUrl: options.relayFailuresQueueUrl },
+    filter: RELAY_STREAM_FILTER,
+    startingPosition: options.startingPosition,
+    log: options.log,
+  });
+}
+
+/**
+ * The sender behind the send queue as the deployed mapping reads it (batch size, maximum
+ * concurrency), plus local polling. Without `onFunctionTimeout` the runner logs each kill itself.
+ */
+export function startSenderQueue(options: {
+  readonly sqsEndpoint: string;
+  readonly queueUrl: string;
+  readonly queueArn: string;
+  readonly sender: FunctionSandboxes;
+  readonly onFunctionTimeout?: ((kill: FunctionTimeoutKill) => void) | undefined;
+  readonly log: RunnerLog;
+}): SqsRunner {
+  const { onFunctionTimeout } = options;
+  return startSqsRunner({
+    sqsEndpoint: options.sqsEndpoint,
+    queueUrl: options.queueUrl,
+    queueArn: options.queueArn,
+    batchSize: SENDER_QUEUE.batchSize,
+    maxConcurrency: SENDER_QUEUE.maxConcurrency,
+    waitTimeSeconds: SENDER_QUEUE.waitTimeSeconds,
+    handler: options.sender,
+    ...(onFunctionTimeout
+      ? {
+          onFunctionTimeout: (kill: FunctionTimeout) =>
+            onFunctionTimeout({ ...kill, functionName: 'sender' }),
+        }
+      : {}),
+    log: options.log,
+  });
+}
+
+/**
+ * The sender's SQS event source with the sender in worker sandboxes killed at its function timeout,
+ * for a process that runs the sender on its own next to a stack started with `sender: 'external'`
+ * (given that stack's `functionEnvironment`).
+ */
+export function startSenderEventSource(options: {
+  readonly sqsEndpoint: string;
+  readonly queueUrl: string;
+  readonly queueArn: string;
+  /** The sender's environment: the stack's `functionEnvironment` (plus anything the caller adds). */
+  readonly environment: Readonly<Record<string, string>>;
+  /** @default POSTDATE_SENDER_TIMEOUT_SECONDS of `environment` (its `loadConfig`), 240 s unset */
+  readonly timeoutMs?: number;
+  /** Modules each sender sandbox imports before the handler (see `LocalStackOptions.functionPreload`). */
+  readonly preload?: readonly string[];
+  /** Called once per invocation killed at its timeout (its batch comes back after the visibility timeout). */
+  readonly onFunctionTimeout?: (kill: FunctionTimeoutKill) => void;
+  readonly log: RunnerLog;
+}): SqsRunner {
+  const timeoutMs = options.timeoutMs ?? loadConfig(options.environment, 'local').senderTimeoutSeconds * 1000;
+  return startSenderQueue({
+    sqsEndpoint: options.sqsEndpoint,
+    queueUrl: options.queueUrl,
+    queueArn: options.queueArn,
+    sender: localFunctionSandboxes('sender', {
+      environment: options.environment,
+      timeoutMs,
+      ...(options.preload ? { preload: options.preload } : {}),
+    }),
+    onFunctionTimeout: options.onFunctionTimeout,
+    log: options.log,
+  });
+}
+
+function describeError(error: unknown): string {
+  if (error === undefined) return '';
+  return error instanceof Error ? `: ${error.name}: ${error.message}` : `: ${String(error)}`;
+}

@@ -1,0 +1,54 @@
+import type { Config } from '../lambdas/core/config.js';
+import { configEnvironment, type LocalPorts } from './localEnv.js';
+import type { StackResources } from './localResources.js';
+import { LOCAL_RESOURCES } from './localResources.js';
+
+/**
+ * The environment every function of the stack is wired from, as the CDK construct sets it
+ * (lib/functionEnvironment.ts): the configuration, the resources, the emulators' endpoints, dummy
+ * credentials and SMTP (the sink, or the relay of `config.smtp`). It is given explicitly: to each
+ * sandbox as its worker's `env`, to the in-process api and authorizer as their entries' argument;
+ * nothing is written to `process.env`.
+ */
+export function functionEnvironment(options: {
+  readonly config: Config;
+  readonly host: string;
+  readonly ports: LocalPorts;
+  readonly resources: StackResources;
+  /** The functions log only warnings. */
+  readonly quiet: boolean;
+}): Record<string, string> {
+  const { config, host, ports } = options;
+  const { queues } = options.resources;
+  const smtp =
+    config.smtp.host === undefined
+      ? { SMTP_HOST: host, SMTP_PORT: String(ports.smtp) }
+      : {
+          SMTP_HOST: config.smtp.host,
+          ...(config.smtp.port !== undefined ? { SMTP_PORT: String(config.smtp.port) } : {}),
+        };
+  return {
+    ...configEnvironment(config),
+    POSTDATE_LOCAL: 'true',
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    AWS_ENDPOINT_URL_DYNAMODB: `http://${host}:${ports.dynamodb}`,
+    AWS_ENDPOINT_URL_SQS: `http://${host}:${ports.sqs}`,
+    AWS_ENDPOINT_URL_SCHEDULER: `http://${host}:${ports.scheduler}`,
+    // The caller's own Powertools settings win; metrics are off unless asked for.
+    POWERTOOLS_SERVICE_NAME: process.env.POWERTOOLS_SERVICE_NAME ?? 'postdate',
+    POWERTOOLS_METRICS_NAMESPACE: process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'Postdate',
+    POWERTOOLS_METRICS_DISABLED: process.env.POWERTOOLS_METRICS_DISABLED ?? 'true',
+    ...(options.quiet ? { POWERTOOLS_LOG_LEVEL: 'WARN' } : {}),
+    ...smtp,
+    POSTDATE_TABLE_NAME: LOCAL_RESOURCES.tableName,
+    POSTDATE_SEND_QUEUE_URL: queues.urls.send,
+    POSTDATE_SEND_DLQ_URL: queues.urls.sendDeadLetter,
+    POSTDATE_SEND_QUEUE_ARN: queues.arns.send,
+    POSTDATE_SCHEDULE_GROUP: LOCAL_RESOURCES.scheduleGroup,
+    POSTDATE_SCHEDULER_ROLE_ARN: LOCAL_RESOURCES.schedulerRoleArn,
+    POSTDATE_SCHEDULE_DLQ_ARN: queues.arns.scheduleDeadLetter,
+    POSTDATE_RELAY_FAILURE_QUEUE_URL: queues.urls.relayFailures,
+  };
+}

@@ -1,0 +1,107 @@
+import { DescribeTableCommand, DynamoDBClient, ResourceInUseException } from '@aws-sdk/client-dynamodb';
+import { ConflictException, CreateScheduleGroupCommand, SchedulerClient } from '@aws-sdk/client-scheduler';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { createApiKey } from '../lambdas/keys/apiKeys.js';
+import { SCHEDULE_GROUP } from '../lib/queueLayout.js';
+import { createOutboxTable, createQueues, type QueueArns, type QueueUrls } from './createResources.js';
+
+/** Names of the local resources; fixed so that a data dir finds its table again after a restart. */
+export const LOCAL_RESOURCES = {
+  tableName: 'postdate-outbox',
+  queuePrefix: 'postdate',
+  scheduleGroup: SCHEDULE_GROUP.logicalName,
+  schedulerRoleArn: 'arn:aws:iam::000000000000:role/postdate-local-scheduler',
+  tenant: 'local',
+} as const;
+
+/** The stack's own clients of the emulators (resource creation, readiness probes). */
+export interface LocalClients {
+  readonly dynamodb: DynamoDBClient;
+  readonly sqs: SQSClient;
+  readonly scheduler: SchedulerClient;
+  destroy(): void;
+}
+
+export function localClients(endpoints: {
+  readonly dynamodb: string;
+  readonly sqs: string;
+  readonly scheduler: string;
+}): LocalClients {
+  const common = { region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } };
+  const dynamodb = new DynamoDBClient({ ...common, endpoint: endpoints.dynamodb, maxAttempts: 2 });
+  const sqs = new SQSClient({ ...common, endpoint: endpoints.sqs, maxAttempts: 2 });
+  const scheduler = new SchedulerClient({ ...common, endpoint: endpoints.scheduler, maxAttempts: 2 });
+  return {
+    dynamodb,
+    sqs,
+    scheduler,
+    destroy() {
+      dynamodb.destroy();
+      sqs.destroy();
+      scheduler.destroy();
+    },
+  };
+}
+
+/** The table (found again in a data dir: `existed`), the queues and the schedule group of the stack. */
+export interface StackResources {
+  readonly table: { readonly streamArn: string; readonly existed: boolean };
+  readonly queues: { readonly urls: QueueUrls; readonly arns: QueueArns };
+}
+
+/**
+ * Creates the table, queues and schedule group from the same definitions the CDK stack uses
+ * (lambdas/store/tableLayout.ts, lib/queueLayout.ts through createResources.ts).
+ */
+export async function createStackResources(
+  clients: LocalClients,
+  options: { readonly maxAttempts: number; readonly senderTimeoutSeconds: number },
+): Promise<StackResources> {
+  const table = await ensureTable(clients.dynamodb, LOCAL_RESOURCES.tableName);
+  const queues = await createQueues(clients.sqs, {
+    prefix: LOCAL_RESOURCES.queuePrefix,
+    maxAttempts: options.maxAttempts,
+    senderTimeoutSeconds: options.senderTimeoutSeconds,
+  });
+  await ensureScheduleGroup(clients.scheduler, LOCAL_RESOURCES.scheduleGroup);
+  return { table, queues };
+}
+
+/** Creates the outbox table, or finds it again in a data dir after a restart. */
+async function ensureTable(
+  dynamodb: DynamoDBClient,
+  tableName: string,
+): Promise<{ streamArn: string; existed: boolean }> {
+  try {
+    return { streamArn: await createOutboxTable(dynamodb, tableName), existed: false };
+  } catch (error) {
+    if (!(error instanceof ResourceInUseException)) throw error;
+    const { Table } = await dynamodb.send(new DescribeTableCommand({ TableName: tableName }));
+    const streamArn = Table?.LatestStreamArn;
+    if (!streamArn)
+      throw new Error(`table ${tableName} exists without a stream: delete the data dir to reset`);
+    return { streamArn, existed: true };
+  }
+}
+
+async function ensureScheduleGroup(scheduler: SchedulerClient, name: string): Promise<void> {
+  try {
+    await scheduler.send(new CreateScheduleGroupCommand({ Name: name }));
+  } catch (error) {
+    if (!(error instanceof ConflictException)) throw error;
+  }
+}
+
+/**
+ * Seeds the API key of tenant `local`: POSTDATE_API_KEY when set (createApiKey is a no-op for a key
+ * that already exists after a restart on a kept database), otherwise a new one.
+ */
+export async function seedApiKey(dynamodb: DynamoDBClient, fixed: string | undefined): Promise<string> {
+  const created = await createApiKey(DynamoDBDocumentClient.from(dynamodb), LOCAL_RESOURCES.tableName, {
+    tenant: LOCAL_RESOURCES.tenant,
+    secret: fixed,
+    now: new Date(),
+  });
+  return created.secret;
+}

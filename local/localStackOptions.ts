@@ -1,0 +1,88 @@
+import type { Config } from '../lambdas/core/config.js';
+import type { QueueArns, QueueUrls } from './createResources.js';
+import type { Readiness } from './http/httpFrontEnd.js';
+import type { LocalPart, LocalPorts } from './localEnv.js';
+import type { FunctionName, FunctionTimeoutKill, SandboxedFunctionName } from './localFunctions.js';
+import type { FireEvent, SchedulerFaults } from './scheduler/startSchedulerEmulator.js';
+import type { SmtpSink } from './smtp/smtpSink.js';
+
+/** What `startLocalStack()` takes and what it gives back (local/localStack.ts). */
+
+export interface LocalStackOptions {
+  /** From `loadConfig(env, 'local')`; the handlers see exactly these values. */
+  readonly config: Config;
+  /** Overrides `config.dataDir`: DynamoDB under `dynamodb/`, schedules under `scheduler/`, mail under `mail/`. */
+  readonly dataDir?: string;
+  /** Ports of the parts (defaults in localEnv.ts, the API's from `config.port`); 0 picks a free port. */
+  readonly ports?: Partial<Record<LocalPart, number>>;
+  /** Options of the SMTP sink; ignored when `config.smtp.host` points at a real relay. */
+  readonly smtp?: { readonly maxBytes?: number };
+  /** JVM tuning of DynamoDB Local: `fast-start` (default) or `peak` for long benchmark runs. */
+  readonly dynamodbJvm?: 'fast-start' | 'peak';
+  /** How often the sweeper runs after the one at start. */
+  readonly sweepIntervalMs?: number;
+  /**
+   * Fault hooks of the Scheduler emulator (chaos runs): fire a schedule twice, or late, or fail a
+   * delivery attempt. See `SchedulerFaults`.
+   */
+  readonly schedulerFaults?: SchedulerFaults;
+  /** Called after every invocation of a schedule (chaos runs count the double and late firings). */
+  readonly onScheduleFire?: (event: FireEvent) => void;
+  /**
+   * `external`: this stack runs no event source for the sender; another process does, against the
+   * same emulators, with `functionEnvironment` and `startSenderEventSource` (so that a chaos run can
+   * SIGKILL the sender alone). @default 'in-process'
+   */
+  readonly sender?: 'in-process' | 'external';
+  /**
+   * Function timeouts (ms) in place of the deployed ones (sender: `config.senderTimeoutSeconds`;
+   * relay and sweeper: lib/eventSourceLayout.ts, lib/postdateProps.ts), e.g. short ones in tests.
+   */
+  readonly functionTimeoutsMs?: Readonly<Partial<Record<SandboxedFunctionName, number>>>;
+  /**
+   * Called once per invocation killed at its function timeout (times in epoch ms; `records` is the
+   * size of the killed batch, 0 for the sweeper). The stack also logs each kill as one line.
+   */
+  readonly onFunctionTimeout?: (kill: FunctionTimeoutKill) => void;
+  /**
+   * Modules (absolute paths) every relay, sender and sweeper sandbox imports before its handler,
+   * as a layer would (a chaos run's fault-injecting SDK middleware). The api and authorizer run in
+   * this process and need none.
+   */
+  readonly functionPreload?: readonly string[];
+  /** No progress lines on stdout, and the functions log only warnings (tests). */
+  readonly quiet?: boolean;
+  readonly log?: (line: string) => void;
+}
+
+export interface LocalStack {
+  readonly apiUrl: string;
+  readonly apiKey: string;
+  /** Undefined when SMTP_HOST points at a real relay (no sink, no viewer). */
+  readonly mailViewerUrl: string | undefined;
+  readonly smtpSink: SmtpSink | undefined;
+  readonly dynamodbEndpoint: string;
+  readonly sqsEndpoint: string;
+  readonly schedulerEndpoint: string;
+  readonly tableName: string;
+  readonly streamArn: string;
+  readonly queueUrls: QueueUrls;
+  readonly queueArns: QueueArns;
+  readonly ports: LocalPorts;
+  /** Each function: loaded, or why not. */
+  readonly functions: Readonly<Record<FunctionName, 'loaded' | 'not built'>>;
+  /** Each sandboxed function's timeout (ms), as enforced. */
+  readonly functionTimeoutsMs: Readonly<Record<SandboxedFunctionName, number>>;
+  /**
+   * The environment the handlers are wired from at cold start (configuration, endpoints, resource
+   * names, SMTP): what each function sandbox and the in-process api and authorizer are given, and
+   * what a process that runs a function outside the stack must be given.
+   */
+  readonly functionEnvironment: Readonly<Record<string, string>>;
+  readiness(): Promise<Readiness>;
+  /** Resolves once the relay's stream and the send queue have nothing visible left to hand over. */
+  idle(): Promise<void>;
+  /** Runs the sweeper once now (what its timer does every `sweepIntervalMs`). */
+  sweep(): Promise<void>;
+  stop(): Promise<void>;
+}
