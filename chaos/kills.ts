@@ -69,9 +69,14 @@ export async function killStacks(
     // Wait (a little) until messages are in every non-final state, so that the kill lands
     // with some scheduled, some mid-send, some backing off and some sent.
     let states = await statesNow(stacks);
-    // A restarted sender cold-starts its sandboxes: give it time to have sent something.
-    const waitUntil = Date.now() + 20_000;
-    while (!run.finished() && Date.now() < waitUntil && Object.values(states).some((count) => count === 0)) {
+    // A restarted sender cold-starts its sandboxes: give it time to have sent something. Every state
+    // is waited for 20 s at most; something sent, longer (a loaded machine cold-starts slowly), since
+    // a kill before any send would not test a kill mid-run.
+    const started = Date.now();
+    const waiting = () =>
+      (Date.now() < started + 20_000 && Object.values(states).some((count) => count === 0)) ||
+      (Date.now() < started + 90_000 && (states.sent ?? 0) === 0);
+    while (!run.finished() && waiting()) {
       await sleep(200);
       states = await statesNow(stacks);
     }
