@@ -24,6 +24,7 @@ import {
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { QUEUE, SCHEDULE_GROUP } from '../lib/queueLayout.js';
 import { LOCAL_PORT_DEFAULTS } from '../local/localEnv.js';
+import { readStackFile, type StackFile } from '../local/stackFile.js';
 import { CliError, isNetworkError, StackUnreachableError, UsageError } from './cliErrors.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -149,7 +150,11 @@ export function resolveRefs(mode: TargetMode, options: TargetOptions, env: Env):
 }
 
 /** Builds the clients for the options and environment of one CLI run. */
-export function openTarget(options: TargetOptions, env: Env = process.env): Target {
+export function openTarget(
+  options: TargetOptions,
+  env: Env = process.env,
+  readRunningStack: () => StackFile | undefined = () => readStackFile(),
+): Target {
   const mode = resolveMode(options, env);
   const refs = resolveRefs(mode, options, env);
   const local = mode === 'local';
@@ -158,22 +163,33 @@ export function openTarget(options: TargetOptions, env: Env = process.env): Targ
     const raw = env[variable]?.trim();
     return raw !== undefined && /^\d+$/.test(raw) ? Number(raw) : fallback;
   };
+  // A stack `npm start` runs here says where it listens (local/stackFile.ts); the port variables
+  // and the defaults come after it.
+  const running = local ? readRunningStack() : undefined;
   const endpointFor = (flag: string | undefined, variable: string, localDefault: string) =>
     flag ?? env[variable] ?? env.AWS_ENDPOINT_URL ?? (local ? localDefault : undefined);
+  const localEndpoint = (
+    part: 'dynamodbEndpoint' | 'sqsEndpoint' | 'schedulerEndpoint',
+    variable: string,
+    fallback: number,
+  ) =>
+    env[variable] === undefined && running !== undefined
+      ? running[part]
+      : loopback(localPort(variable, fallback));
   const dynamodbEndpoint = endpointFor(
     options.dynamodbEndpoint,
     'AWS_ENDPOINT_URL_DYNAMODB',
-    loopback(localPort('POSTDATE_DYNAMODB_PORT', LOCAL_PORT_DEFAULTS.dynamodb)),
+    localEndpoint('dynamodbEndpoint', 'POSTDATE_DYNAMODB_PORT', LOCAL_PORT_DEFAULTS.dynamodb),
   );
   const sqsEndpoint = endpointFor(
     options.sqsEndpoint,
     'AWS_ENDPOINT_URL_SQS',
-    loopback(localPort('POSTDATE_SQS_PORT', LOCAL_PORT_DEFAULTS.sqs)),
+    localEndpoint('sqsEndpoint', 'POSTDATE_SQS_PORT', LOCAL_PORT_DEFAULTS.sqs),
   );
   const schedulerEndpoint = endpointFor(
     options.schedulerEndpoint,
     'AWS_ENDPOINT_URL_SCHEDULER',
-    loopback(localPort('POSTDATE_SCHEDULER_PORT', LOCAL_PORT_DEFAULTS.scheduler)),
+    localEndpoint('schedulerEndpoint', 'POSTDATE_SCHEDULER_PORT', LOCAL_PORT_DEFAULTS.scheduler),
   );
   const region =
     options.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? (local ? LOCAL_NAMES.region : undefined);

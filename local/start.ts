@@ -8,6 +8,7 @@ import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js'
 import { DynamoDbLocalError } from './dynamodbLocal.js';
 import { type LocalPorts, loadLocalPorts, PortInUseError } from './localEnv.js';
 import type { LocalStack } from './localStack.js';
+import { removeStackFile, STACK_FILE, writeStackFile } from './stackFile.js';
 
 function fail(line: string): never {
   process.stderr.write(`postdate: ${line}\n`);
@@ -42,6 +43,11 @@ function banner(stack: LocalStack, seconds: number, dataDir: string | undefined)
     `  API key      ${stack.apiKey}`,
     `  Mail viewer  ${stack.mailViewerUrl ?? `none: SMTP_HOST=${process.env.SMTP_HOST ?? ''} is used as the relay`}`,
     `  Data         ${dataDir ? `kept in ${dataDir}` : 'in memory (set POSTDATE_DATA_DIR to keep it)'}`,
+    `  DynamoDB     ${stack.dynamodbEndpoint}`,
+    `  SQS          ${stack.sqsEndpoint}`,
+    `  Scheduler    ${stack.schedulerEndpoint}`,
+    ...(stack.smtpSink ? [`  SMTP sink    ${stack.smtpSink.host}:${stack.smtpSink.port}`] : []),
+    `  (written to ${STACK_FILE}, where the CLI finds them)`,
     ...(notBuilt.length > 0 ? [`  Not built    ${notBuilt.join(', ')} (the stack runs without them)`] : []),
     '',
     'Enqueue a message:',
@@ -79,6 +85,16 @@ async function main(): Promise<void> {
       : undefined;
     process.stderr.write(`postdate: GET /health is not 200 yet: ${detail ?? 'no answer'}\n`);
   }
+  writeStackFile({
+    pid: process.pid,
+    startedAt: new Date().toISOString(),
+    apiUrl: stack.apiUrl,
+    mailViewerUrl: stack.mailViewerUrl ?? null,
+    dynamodbEndpoint: stack.dynamodbEndpoint,
+    sqsEndpoint: stack.sqsEndpoint,
+    schedulerEndpoint: stack.schedulerEndpoint,
+    smtpPort: stack.smtpSink?.port ?? null,
+  });
   process.stdout.write(banner(stack, (performance.now() - began) / 1000, config.dataDir));
 
   let stopping = false;
@@ -89,6 +105,7 @@ async function main(): Promise<void> {
     }
     stopping = true;
     process.stdout.write(`\npostdate: ${signal}: stopping every part…\n`);
+    removeStackFile(process.pid);
     stack.stop().then(
       () => process.exit(0),
       (error: unknown) => {

@@ -57,10 +57,10 @@ export const CONFIG_SETTINGS = {
   port: {
     variable: 'POSTDATE_PORT',
     prop: false,
-    kind: { type: 'integer', min: 1, max: 65_535, unit: 'port' },
+    kind: { type: 'integer', min: 0, max: 65_535, unit: 'port' },
     local: 3000,
     aws: 3000,
-    description: 'local API port',
+    description: 'local API port (0 picks a free one)',
   },
   apiKey: {
     variable: 'POSTDATE_API_KEY',

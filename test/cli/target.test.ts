@@ -1,9 +1,13 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { isNetworkError } from '../../cli/cliErrors.js';
 import { LOCAL_NAMES, openTarget, queueUrlOf, resolveMode, resolveRefs } from '../../cli/target.js';
 import { LOCAL_PORT_DEFAULTS } from '../../local/localEnv.js';
 import { LOCAL_RESOURCES } from '../../local/localStack.js';
+import { readStackFile, removeStackFile, type StackFile, writeStackFile } from '../../local/stackFile.js';
 import { freshQueues, sqsClient } from '../support/awsLocal.js';
 
 describe('which stack the CLI talks to', () => {
@@ -15,13 +19,58 @@ describe('which stack the CLI talks to', () => {
       scheduleGroup: LOCAL_RESOURCES.scheduleGroup,
       schedulerRoleArn: LOCAL_RESOURCES.schedulerRoleArn,
     });
-    const target = openTarget({}, {});
+    const target = openTarget({}, {}, () => undefined);
     expect(target.endpoints).toEqual({
       dynamodb: `http://127.0.0.1:${LOCAL_PORT_DEFAULTS.dynamodb}`,
       sqs: `http://127.0.0.1:${LOCAL_PORT_DEFAULTS.sqs}`,
       scheduler: `http://127.0.0.1:${LOCAL_PORT_DEFAULTS.scheduler}`,
     });
     expect(target.refs.deadLetterQueue).toEqual({ name: 'postdate-send-dlq' });
+  });
+
+  it('finds a stack `npm start` runs on other ports from the file it writes, unless a variable names the port', () => {
+    const running: StackFile = {
+      pid: 1,
+      startedAt: '2026-12-01T12:00:00.000Z',
+      apiUrl: 'http://127.0.0.1:41001',
+      mailViewerUrl: null,
+      dynamodbEndpoint: 'http://127.0.0.1:41002',
+      sqsEndpoint: 'http://127.0.0.1:41003',
+      schedulerEndpoint: 'http://127.0.0.1:41004',
+      smtpPort: 41005,
+    };
+    expect(openTarget({}, {}, () => running).endpoints).toEqual({
+      dynamodb: 'http://127.0.0.1:41002',
+      sqs: 'http://127.0.0.1:41003',
+      scheduler: 'http://127.0.0.1:41004',
+    });
+    expect(openTarget({}, { POSTDATE_SQS_PORT: '9999' }, () => running).endpoints.sqs).toBe(
+      'http://127.0.0.1:9999',
+    );
+    // Never for AWS.
+    const aws = openTarget({ table: 'prod-outbox' }, { AWS_REGION: 'eu-west-1' }, () => running);
+    expect(aws.endpoints.dynamodb).not.toContain('41002');
+  });
+
+  it('reads a stack file only while its process runs', () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'postdate-stackfile-'));
+    const file: StackFile = {
+      pid: process.pid,
+      startedAt: new Date().toISOString(),
+      apiUrl: 'http://127.0.0.1:1',
+      mailViewerUrl: null,
+      dynamodbEndpoint: 'http://127.0.0.1:2',
+      sqsEndpoint: 'http://127.0.0.1:3',
+      schedulerEndpoint: 'http://127.0.0.1:4',
+      smtpPort: null,
+    };
+    writeStackFile(file, cwd);
+    expect(readStackFile(cwd)).toEqual(file);
+    expect(readStackFile(cwd, () => false)).toBeUndefined();
+    removeStackFile(process.pid + 1, cwd); // someone else's: left alone
+    expect(readStackFile(cwd)).toEqual(file);
+    removeStackFile(process.pid, cwd);
+    expect(readStackFile(cwd)).toBeUndefined();
   });
 
   it('switches to AWS when a resource name is given, and then needs every name it uses', () => {

@@ -11,6 +11,7 @@ import { SWEEPER_TIMEOUT_SECONDS } from '../../lib/postdateProps.js';
 import { freePort } from '../../local/freePort.js';
 import { PortInUseError } from '../../local/localEnv.js';
 import { type LocalStack, SWEEPER_TIMEOUT_MS, startLocalStack } from '../../local/localStack.js';
+import { readStackFile } from '../../local/stackFile.js';
 
 const API_KEY = 'pd_local-stack-spec-key-0001';
 const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
@@ -221,6 +222,47 @@ describe('starting the local stack', () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     for (const port of Object.values(ports)) expect(await refusesConnections(port)).toBe(true);
+  }, 90_000);
+
+  it('npm start with every port 0 picks free ones, prints every endpoint and writes them where the CLI finds them', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
+      env: {
+        ...process.env,
+        POSTDATE_PORT: '0',
+        POSTDATE_DYNAMODB_PORT: '0',
+        POSTDATE_SQS_PORT: '0',
+        POSTDATE_SCHEDULER_PORT: '0',
+        POSTDATE_SMTP_SINK_PORT: '0',
+        POSTDATE_MAIL_VIEWER_PORT: '0',
+        POWERTOOLS_LOG_LEVEL: 'WARN',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.resume();
+    await eventually(async () => (stdout.includes('Ctrl-C stops everything.') ? true : undefined), 60_000);
+
+    const shown = (label: string) => stdout.match(new RegExp(`${label}\\s+(http://127\\.0\\.0\\.1:(\\d+))`));
+    const endpoints = ['API', 'DynamoDB', 'SQS', 'Scheduler'].map((label) => shown(label));
+    for (const endpoint of endpoints) expect(Number(endpoint?.[2])).toBeGreaterThan(0);
+    expect(stdout).toMatch(/SMTP sink {4}127\.0\.0\.1:[1-9]\d*/);
+    const file = readStackFile();
+    expect(file).toMatchObject({
+      pid: child.pid,
+      apiUrl: endpoints[0]?.[1],
+      dynamodbEndpoint: endpoints[1]?.[1],
+      sqsEndpoint: endpoints[2]?.[1],
+      schedulerEndpoint: endpoints[3]?.[1],
+    });
+    expect((await fetch(`${file?.apiUrl}/health`)).status).toBe(200);
+
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(readStackFile()).toBeUndefined();
   }, 90_000);
 
   it('npm start exits 1 with the one-line install hint when java is missing', async () => {

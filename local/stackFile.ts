@@ -1,0 +1,72 @@
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+/**
+ * Where `npm start` writes the endpoints of the stack it runs, so that the CLI (and anything else on
+ * the machine) finds a stack started on other ports — including ports picked freely with 0. The
+ * file holds no key and no credential: only loopback addresses, and the pid that owns them.
+ */
+export const STACK_FILE = join('.postdate', 'local-stack.json');
+
+export interface StackFile {
+  readonly pid: number;
+  readonly startedAt: string;
+  readonly apiUrl: string;
+  readonly mailViewerUrl: string | null;
+  readonly dynamodbEndpoint: string;
+  readonly sqsEndpoint: string;
+  readonly schedulerEndpoint: string;
+  readonly smtpPort: number | null;
+}
+
+export function stackFilePath(cwd: string = process.cwd()): string {
+  return join(cwd, STACK_FILE);
+}
+
+export function writeStackFile(file: StackFile, cwd?: string): void {
+  const path = stackFilePath(cwd);
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${JSON.stringify(file, null, 2)}\n`);
+}
+
+/** Removes the file if it is this process's (another stack may have written it since). */
+export function removeStackFile(pid: number, cwd?: string): void {
+  if (readStackFile(cwd)?.pid === pid) rmSync(stackFilePath(cwd), { force: true });
+}
+
+/** The file of a stack that is still running, or undefined (none, unreadable, or its process is gone). */
+export function readStackFile(
+  cwd?: string,
+  isAlive: (pid: number) => boolean = processIsAlive,
+): StackFile | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(stackFilePath(cwd), 'utf8'));
+  } catch {
+    return undefined;
+  }
+  if (!isStackFile(parsed) || !isAlive(parsed.pid)) return undefined;
+  return parsed;
+}
+
+function isStackFile(value: unknown): value is StackFile {
+  if (typeof value !== 'object' || value === null) return false;
+  const file = value as Record<string, unknown>;
+  return (
+    typeof file.pid === 'number' &&
+    typeof file.dynamodbEndpoint === 'string' &&
+    typeof file.sqsEndpoint === 'string' &&
+    typeof file.schedulerEndpoint === 'string' &&
+    typeof file.apiUrl === 'string'
+  );
+}
+
+function processIsAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists but is someone else's.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
