@@ -1,8 +1,9 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { LAUNCHER_CLASS, loopbackLauncherDir } from './dynamodb/loopbackLauncher.js';
 
 /** Raised when DynamoDB Local cannot start; its message is one line a person can act on. */
 export class DynamoDbLocalError extends Error {
@@ -12,6 +13,11 @@ export class DynamoDbLocalError extends Error {
 export interface DynamoDbLocal {
   readonly endpoint: string;
   readonly port: number;
+  /**
+   * `loopback` when it listens on 127.0.0.1 only (the launcher); `every interface` when the launcher
+   * could not be compiled and the plain jar runs (its Jetty connector has no host option).
+   */
+  readonly listensOn: 'loopback' | 'every interface';
   stop(): Promise<void>;
 }
 
@@ -66,12 +72,15 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions): Pr
   const { jar, libDir } = dynamoDbLocalJar();
   const host = options.host ?? '127.0.0.1';
   const jvmFlags = options.jvm === 'peak' ? [] : FAST_START_JVM_FLAGS;
+  // It accepts any credentials: listen on loopback only (DESIGN §7), through the launcher.
+  const launcher = loopbackLauncherDir(jar, libDir);
   const args = [
     `-Djava.library.path=${libDir}`,
     '-Xms64m',
     ...jvmFlags,
-    '-jar',
-    jar,
+    ...(launcher
+      ? ['-cp', [launcher, jar, join(libDir, '*')].join(delimiter), LAUNCHER_CLASS]
+      : ['-jar', jar]),
     '-sharedDb',
     '-disableTelemetry',
   ];
@@ -111,6 +120,7 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions): Pr
   return {
     endpoint,
     port: options.port,
+    listensOn: launcher ? 'loopback' : 'every interface',
     async stop() {
       if (child.exitCode !== null) return;
       child.kill('SIGTERM');
