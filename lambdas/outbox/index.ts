@@ -3,19 +3,7 @@
  * (docs/api.md, "The transactional outbox"). Everything an application needs to put a message in the
  * same transaction as its own change, and nothing else of Postdate's internals.
  */
-export { readGroupHeadVersion } from './groupHead.js';
-export {
-  buildOutboxTransactItems,
-  buildOutboxWrite,
-  IDEMPOTENCY_KEY_PATTERN,
-  OUTBOX_ITEM_INDEX,
-  OutboxInputError,
-  type OutboxInput,
-  type OutboxWrite,
-  requestFingerprint,
-  TENANT_PATTERN,
-  type TransactWriteItem,
-} from './outboxItems.js';
+
 export {
   type EnqueueContext,
   type EnqueueRequest,
@@ -23,3 +11,16 @@ export {
   parseEnqueueRequest,
 } from '../core/messageSchema.js';
 export type { ProblemDetails } from '../core/problem.js';
+export { readGroupHeadVersion } from './groupHead.js';
+export {
+  buildOutboxTransactItems,
+  buildOutboxWrite,
+  IDEMPOTENCY_KEY_PATTERN,
+  OUTBOX_ITEM_INDEX,
+  type OutboxInput,
+  OutboxInputError,
+  type OutboxWrite,
+  requestFingerprint,
+  TENANT_PATTERN,
+  type TransactWriteItem,
+} from './outboxItems.js';
