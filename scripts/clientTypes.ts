@@ -1,11 +1,11 @@
 /**
- * `npm run client:types` (part of `npm run build`): writes the OpenAPI document of the API, built by
- * the generator the API serves it from (lambdas/api/openapi.ts), to `dist/openapi.json`, and the
- * client's types generated from it by openapi-typescript to lambdas/client/openapiTypes.ts (committed;
+ * `npm run client:types`: writes the OpenAPI document of the API, built by the generator the API
+ * serves it from (lambdas/api/openapi.ts), to `dist/openapi.json`, and the client's types generated
+ * from it by openapi-typescript to lambdas/client/openapiTypes.ts (committed;
  * test/client/openapiTypes.test.ts fails when they differ from what the document generates).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
@@ -43,10 +43,22 @@ function formatted(source: string): string {
   return result.stdout;
 }
 
+/**
+ * `--check` (the build): writes dist/openapi.json and fails, naming the fix, when the committed types
+ * differ from what it generates; the build never rewrites a source file. Without it, writes both.
+ */
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const document = buildOpenApiDocument();
   mkdirSync(new URL('.', OPENAPI_BUILD_FILE), { recursive: true });
   writeFileSync(OPENAPI_BUILD_FILE, `${JSON.stringify(document, null, 2)}\n`);
-  writeFileSync(CLIENT_TYPES_FILE, await clientTypesSource(document));
-  process.stdout.write(`${fileURLToPath(OPENAPI_BUILD_FILE)}\n${fileURLToPath(CLIENT_TYPES_FILE)}\n`);
+  const types = await clientTypesSource(document);
+  if (process.argv.includes('--check')) {
+    if (readFileSync(CLIENT_TYPES_FILE, 'utf8') !== types) {
+      process.stderr.write('lambdas/client/openapiTypes.ts is stale: run `npm run client:types`\n');
+      process.exit(1);
+    }
+  } else {
+    writeFileSync(CLIENT_TYPES_FILE, types);
+    process.stdout.write(`${fileURLToPath(CLIENT_TYPES_FILE)}\n`);
+  }
 }

@@ -142,6 +142,7 @@ describe('the postdate package, installed in another CDK app', () => {
       expect(files).toContain(`${entry}.js`);
       expect(files).toContain(`${entry}.d.ts`);
     }
+    expect(files).toContain('dist/openapi.json');
     expect(files.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
     expect(files.some((file) => file.startsWith('test/') || file.startsWith('local/'))).toBe(false);
   });
