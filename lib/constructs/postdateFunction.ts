@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { type Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
@@ -8,11 +9,23 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { acknowledge } from './acknowledge.js';
 
-/** The repository root: entries, tsconfig and the lock file are resolved from here. */
+/**
+ * The root the construct runs from: this repository when it runs from `lib/*.ts` (tests, `cdk synth`
+ * here), the package's `dist/` when it runs from an installed package's `dist/lib/*.js`.
+ */
 export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** The functions of Postdate; each is `lambdas/{name}/handler.ts` exporting `handler`. */
 export type PostdateFunctionName = 'api' | 'authorizer' | 'relay' | 'sender' | 'sweeper';
+
+/** The five functions, in the order the build writes their bundles. */
+export const POSTDATE_FUNCTION_NAMES: readonly PostdateFunctionName[] = [
+  'api',
+  'authorizer',
+  'relay',
+  'sender',
+  'sweeper',
+];
 
 export const RUNTIME = lambda.Runtime.NODEJS_22_X;
 export const ARCHITECTURE = lambda.Architecture.ARM_64;
@@ -23,6 +36,68 @@ export const ARCHITECTURE = lambda.Architecture.ARM_64;
  */
 const ESM_REQUIRE_BANNER =
   "import { createRequire as __postdateCreateRequire } from 'node:module'; const require = __postdateCreateRequire(import.meta.url);";
+
+/**
+ * The one definition of how a function is bundled, in esbuild's own option names: NodejsFunction's
+ * `bundling` below is derived from it, and so is the package build (scripts/bundleFunctions.ts), so
+ * the prebuilt bundles an installed package deploys are the very ones this repository tests. The AWS
+ * SDK is bundled (no externals): its version is pinned in package.json and tested, not the runtime's.
+ */
+export const FUNCTION_ESBUILD_OPTIONS = {
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node22',
+  mainFields: ['module', 'main'],
+  banner: { js: ESM_REQUIRE_BANNER },
+  minify: true,
+  // Stack traces point into lambdas/*.ts through the bundle's source map (NODE_OPTIONS below).
+  sourcemap: true,
+  sourcesContent: false,
+} as const;
+
+/** The file name of every bundle; the Lambda handler is `index.handler`. */
+export const FUNCTION_BUNDLE_FILE = 'index.mjs';
+
+/** Where the package build writes a function's bundle, below {@link PROJECT_ROOT} of the compiled package. */
+export const prebuiltBundleDirectory = (name: PostdateFunctionName, root: string = PROJECT_ROOT): string =>
+  `${root}functions/${name}`;
+
+/**
+ * How a function's code is made. The rule (docs/decisions.md): the construct runs from the compiled
+ * package exactly when this module is JavaScript (`dist/lib/constructs/postdateFunction.js`); then
+ * the bundle the build wrote must be there, and is deployed as it is (`Code.fromAsset`: no esbuild,
+ * no lock file, no Docker). From the TypeScript sources (this repository: tests, `cdk synth`) there
+ * is no prebuilt bundle to trust, and NodejsFunction bundles `lambdas/{name}/handler.ts` with the
+ * local esbuild, from the same options.
+ */
+export type FunctionCodeSource =
+  | { readonly kind: 'prebuilt'; readonly directory: string }
+  | { readonly kind: 'source'; readonly entry: string };
+
+export class MissingFunctionBundleError extends Error {
+  override readonly name = 'MissingFunctionBundleError';
+  constructor(
+    readonly functionName: PostdateFunctionName,
+    readonly directory: string,
+  ) {
+    super(
+      `Postdate's prebuilt ${functionName} function is missing (${directory}/${FUNCTION_BUNDLE_FILE}): the package was not built. Run \`npm run build\` in the Postdate repository before packing it.`,
+    );
+  }
+}
+
+export function functionCodeSource(
+  name: PostdateFunctionName,
+  moduleUrl: string = import.meta.url,
+  exists: (path: string) => boolean = existsSync,
+): FunctionCodeSource {
+  const root = fileURLToPath(new URL('../../', moduleUrl));
+  if (!moduleUrl.endsWith('.js')) return { kind: 'source', entry: `${root}lambdas/${name}/handler.ts` };
+  const directory = prebuiltBundleDirectory(name, root);
+  if (!exists(`${directory}/${FUNCTION_BUNDLE_FILE}`)) throw new MissingFunctionBundleError(name, directory);
+  return { kind: 'prebuilt', directory };
+}
 
 /** Resolves a package as Node would from the project root (the default of {@link assertEsbuildResolvable}). */
 const resolveFromProject = (name: string): string =>
@@ -44,6 +119,19 @@ export function assertEsbuildResolvable(resolve: (name: string) => string = reso
   }
 }
 
+/** {@link FUNCTION_ESBUILD_OPTIONS} in NodejsFunction's names (it adds `bundle` and `platform` itself). */
+const nodejsBundling: nodejs.BundlingOptions = {
+  forceDockerBundling: false,
+  format: nodejs.OutputFormat.ESM,
+  target: FUNCTION_ESBUILD_OPTIONS.target,
+  mainFields: [...FUNCTION_ESBUILD_OPTIONS.mainFields],
+  banner: FUNCTION_ESBUILD_OPTIONS.banner.js,
+  minify: FUNCTION_ESBUILD_OPTIONS.minify,
+  sourceMap: FUNCTION_ESBUILD_OPTIONS.sourcemap,
+  sourcesContent: FUNCTION_ESBUILD_OPTIONS.sourcesContent,
+  bundleAwsSDK: true,
+};
+
 export interface PostdateFunctionProps {
   readonly name: PostdateFunctionName;
   readonly description: string;
@@ -54,12 +142,13 @@ export interface PostdateFunctionProps {
 }
 
 /**
- * One Postdate Lambda: local esbuild bundling (never Docker), nodejs22.x on arm64, its own log
+ * One Postdate Lambda: its prebuilt bundle (installed package) or local esbuild bundling (never
+ * Docker), nodejs22.x on arm64, its own log
  * group with a retention, and its own role that may write only to that log group. Every other
  * permission is granted by the construct that owns the resource.
  */
 export class PostdateFunction extends Construct {
-  readonly function: nodejs.NodejsFunction;
+  readonly function: lambda.Function;
   readonly role: iam.Role;
   readonly logGroup: logs.LogGroup;
 
@@ -77,14 +166,7 @@ export class PostdateFunction extends Construct {
     });
     this.logGroup.grantWrite(this.role);
 
-    // Only when this stack is bundled (the assertion tests skip bundling).
-    if (Stack.of(this).bundlingRequired) assertEsbuildResolvable();
-
-    this.function = new nodejs.NodejsFunction(this, 'Function', {
-      entry: `${PROJECT_ROOT}lambdas/${props.name}/handler.ts`,
-      handler: 'handler',
-      projectRoot: PROJECT_ROOT,
-      depsLockFilePath: `${PROJECT_ROOT}package-lock.json`,
+    const common = {
       description: props.description,
       runtime: RUNTIME,
       architecture: ARCHITECTURE,
@@ -92,22 +174,27 @@ export class PostdateFunction extends Construct {
       timeout: props.timeout,
       role: this.role,
       logGroup: this.logGroup,
-      // Stack traces point into lambdas/*.ts through the bundle's source map.
       environment: { ...props.environment, NODE_OPTIONS: '--enable-source-maps' },
-      bundling: {
-        forceDockerBundling: false,
-        format: nodejs.OutputFormat.ESM,
-        mainFields: ['module', 'main'],
-        banner: ESM_REQUIRE_BANNER,
-        target: 'node22',
-        minify: true,
-        sourceMap: true,
-        sourcesContent: false,
-        // The SDK version is pinned in package.json and tested; bundle it rather than take the
-        // runtime's.
-        bundleAwsSDK: true,
-      },
-    });
+    };
+    const source = functionCodeSource(props.name);
+    if (source.kind === 'prebuilt') {
+      this.function = new lambda.Function(this, 'Function', {
+        ...common,
+        code: lambda.Code.fromAsset(source.directory),
+        handler: 'index.handler',
+      });
+    } else {
+      // Only when this stack is bundled (the assertion tests skip bundling).
+      if (Stack.of(this).bundlingRequired) assertEsbuildResolvable();
+      this.function = new nodejs.NodejsFunction(this, 'Function', {
+        ...common,
+        entry: source.entry,
+        handler: 'handler',
+        projectRoot: PROJECT_ROOT,
+        depsLockFilePath: `${PROJECT_ROOT}package-lock.json`,
+        bundling: nodejsBundling,
+      });
+    }
     acknowledge(
       this.function,
       'AwsSolutions-L1',

@@ -1,0 +1,183 @@
+import createClient, { type Client } from 'openapi-fetch';
+import { PostdateProblemError, problemOf } from './clientErrors.js';
+import type { components, operations, paths } from './openapiTypes.js';
+import { IDEMPOTENCY_KEY_HEADER, retryingFetch } from './retryingFetch.js';
+import { DEFAULT_RETRY_POLICY, parseRetryAfter, type RetryPolicy } from './retryPolicy.js';
+
+export type Message = components['schemas']['Message'];
+export type MessageList = components['schemas']['MessageList'];
+export type MessageStatus = components['schemas']['MessageStatus'];
+export type GroupHead = components['schemas']['GroupHead'];
+export type EnqueueRequest = components['schemas']['EnqueueRequest'];
+export type RescheduleRequest = components['schemas']['RescheduleRequest'];
+export type GroupVersionRequest = components['schemas']['GroupVersionRequest'];
+export type ListQuery = NonNullable<operations['list']['parameters']['query']>;
+
+export interface PostdateClientOptions {
+  /** The API's base URL: the stack's `ApiUrl` output, or `npm start`'s `http://127.0.0.1:…`. */
+  readonly baseUrl: string;
+  /** A Postdate API key (`pd_…`), sent as `Authorization: Bearer`. */
+  readonly apiKey: string;
+  /** Retries of 429, 5xx and network errors (retryPolicy.ts); `{ maxAttempts: 1 }` turns them off. */
+  readonly retry?: Partial<RetryPolicy>;
+  /** The fetch to use (default `globalThis.fetch`). */
+  readonly fetch?: (request: Request) => Promise<Response>;
+  /** For tests: the jitter's random source, the clock and the wait. */
+  readonly random?: () => number;
+  readonly now?: () => Date;
+  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Makes an Idempotency-Key when the caller gives none (default `crypto.randomUUID()`). */
+  readonly newIdempotencyKey?: () => string;
+}
+
+export interface EnqueueOptions {
+  /**
+   * The key that makes a retried enqueue safe (1–255 printable ASCII). Give one derived from your own
+   * data (`order-7-confirmation`) so a retry of *your* operation is also deduplicated; without one the
+   * client makes a random key, which still covers its own retries.
+   */
+  readonly idempotencyKey?: string;
+  readonly signal?: AbortSignal;
+}
+
+export interface EnqueueResult {
+  readonly message: Message;
+  /** The key the message was enqueued with (given or generated). */
+  readonly idempotencyKey: string;
+  /** True when the API answered a replay of an earlier enqueue with the same key and body. */
+  readonly replayed: boolean;
+}
+
+export interface PostdateClient {
+  enqueue(request: EnqueueRequest, options?: EnqueueOptions): Promise<EnqueueResult>;
+  get(id: string, options?: { readonly signal?: AbortSignal }): Promise<Message>;
+  list(query?: ListQuery, options?: { readonly signal?: AbortSignal }): Promise<MessageList>;
+  reschedule(
+    id: string,
+    request: RescheduleRequest,
+    options?: { readonly signal?: AbortSignal },
+  ): Promise<Message>;
+  cancel(id: string, options?: { readonly signal?: AbortSignal }): Promise<Message>;
+  retry(id: string, options?: { readonly signal?: AbortSignal }): Promise<Message>;
+  raiseGroup(
+    key: string,
+    request: GroupVersionRequest,
+    options?: { readonly signal?: AbortSignal },
+  ): Promise<GroupHead>;
+  /** The typed openapi-fetch client underneath (with the same auth and retries), for anything else. */
+  readonly http: Client<paths>;
+}
+
+/**
+ * A typed client of Postdate's HTTP API. Every call resolves to the API's document or throws a
+ * PostdateProblemError (the RFC 9457 problem: `type`, `status`, `errors`) or, when no attempt got an
+ * answer, a PostdateNetworkError.
+ *
+ * ```ts
+ * const postdate = createPostdateClient({ baseUrl, apiKey });
+ * const { message } = await postdate.enqueue(
+ *   { from: 'ops@example.com', to: ['ada@example.com'], subject: 'Hi', text: 'Hello', delay_seconds: 60 },
+ *   { idempotencyKey: 'welcome-ada' },
+ * );
+ * ```
+ */
+export function createPostdateClient(options: PostdateClientOptions): PostdateClient {
+  const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+  const now = options.now ?? (() => new Date());
+  const http = createClient<paths>({
+    baseUrl: options.baseUrl.replace(/\/+$/, ''),
+    headers: { Authorization: `Bearer ${options.apiKey}` },
+    fetch: retryingFetch({
+      policy,
+      fetch: options.fetch ?? ((request) => globalThis.fetch(request)),
+      random: options.random ?? Math.random,
+      now,
+      sleep: options.sleep ?? sleepUnlessAborted,
+    }),
+  });
+  const newKey = options.newIdempotencyKey ?? (() => globalThis.crypto.randomUUID());
+
+  /** The document of a successful answer, or the problem of any other, thrown. */
+  function unwrap<T>(
+    answer: { data?: T; error?: unknown; response: Response },
+    idempotencyKey: string | null = null,
+  ): T {
+    const { data, error, response } = answer;
+    if (response.ok && data !== undefined) return data;
+    throw new PostdateProblemError(problemOf(response.status, response.statusText, error), {
+      retryAfterMs: parseRetryAfter(response.headers.get('retry-after'), now()),
+      idempotencyKey,
+    });
+  }
+
+  return {
+    http,
+    async enqueue(request, enqueueOptions = {}) {
+      const idempotencyKey = enqueueOptions.idempotencyKey ?? newKey();
+      const answer = await http.POST('/v1/messages', {
+        params: { header: { [IDEMPOTENCY_KEY_HEADER]: idempotencyKey } },
+        body: request,
+        ...signalOf(enqueueOptions),
+      });
+      const message = unwrap(answer, idempotencyKey);
+      const replayed = answer.response.headers.get('idempotent-replayed') === 'true';
+      return { message, idempotencyKey, replayed };
+    },
+    async get(id, callOptions = {}) {
+      return unwrap(
+        await http.GET('/v1/messages/{id}', { params: { path: { id } }, ...signalOf(callOptions) }),
+      );
+    },
+    async list(query = {}, callOptions = {}) {
+      return unwrap(await http.GET('/v1/messages', { params: { query }, ...signalOf(callOptions) }));
+    },
+    async reschedule(id, request, callOptions = {}) {
+      return unwrap(
+        await http.PATCH('/v1/messages/{id}', {
+          params: { path: { id } },
+          body: request,
+          ...signalOf(callOptions),
+        }),
+      );
+    },
+    async cancel(id, callOptions = {}) {
+      return unwrap(
+        await http.DELETE('/v1/messages/{id}', { params: { path: { id } }, ...signalOf(callOptions) }),
+      );
+    },
+    async retry(id, callOptions = {}) {
+      return unwrap(
+        await http.POST('/v1/messages/{id}/retry', { params: { path: { id } }, ...signalOf(callOptions) }),
+      );
+    },
+    async raiseGroup(key, request, callOptions = {}) {
+      return unwrap(
+        await http.PUT('/v1/groups/{key}', {
+          params: { path: { key } },
+          body: request,
+          ...signalOf(callOptions),
+        }),
+      );
+    },
+  };
+}
+
+function signalOf(options: { readonly signal?: AbortSignal }): { signal?: AbortSignal } {
+  return options.signal === undefined ? {} : { signal: options.signal };
+}
+
+function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      signal.removeEventListener('abort', aborted);
+      resolve();
+    }
+    function aborted(): void {
+      clearTimeout(timer);
+      reject(signal.reason);
+    }
+    signal.addEventListener('abort', aborted, { once: true });
+  });
+}

@@ -1,0 +1,192 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  createPostdateClient,
+  PostdateNetworkError,
+  PostdateProblemError,
+} from '../../lambdas/client/index.js';
+
+interface Seen {
+  readonly method: string;
+  readonly url: string;
+  readonly idempotencyKey: string | undefined;
+  readonly authorization: string | undefined;
+  readonly body: string;
+}
+
+type Answer = (response: ServerResponse, request: IncomingMessage) => void;
+
+/** A tiny HTTP server that gives the answers in order (the last one again if asked more often). */
+async function scriptedServer(
+  answers: readonly Answer[],
+): Promise<{ url: string; seen: Seen[]; server: Server }> {
+  const seen: Seen[] = [];
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      seen.push({
+        method: request.method ?? '',
+        url: request.url ?? '',
+        idempotencyKey: request.headers['idempotency-key'] as string | undefined,
+        authorization: request.headers.authorization,
+        body: Buffer.concat(chunks).toString('utf8'),
+      });
+      const answer = answers[Math.min(seen.length, answers.length) - 1];
+      answer?.(response, request);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, seen, server };
+}
+
+const problemAnswer =
+  (status: number, headers: Record<string, string> = {}, extra: Record<string, unknown> = {}): Answer =>
+  (response) => {
+    response.writeHead(status, { 'content-type': 'application/problem+json', ...headers });
+    response.end(
+      JSON.stringify({ type: `urn:test:${status}`, title: 'Nope', status, detail: 'Nope.', ...extra }),
+    );
+  };
+
+const MESSAGE = {
+  id: 'm-1',
+  status: 'scheduled',
+  send_at: '2026-12-01T12:00:00.000Z',
+  not_after: null,
+  created_at: '2026-12-01T12:00:00.000Z',
+  updated_at: '2026-12-01T12:00:00.000Z',
+  attempts: 0,
+  last_error: null,
+  recipients: { accepted: 0, pending: 1, rejected: 0, suppressed: 0 },
+  group: null,
+  tags: {},
+  metadata: {},
+  rev: 1,
+};
+const accepted: Answer = (response) => {
+  response.writeHead(202, { 'content-type': 'application/json' });
+  response.end(JSON.stringify(MESSAGE));
+};
+
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))));
+});
+
+async function start(answers: readonly Answer[]) {
+  const scripted = await scriptedServer(answers);
+  servers.push(scripted.server);
+  const sleeps: number[] = [];
+  const client = createPostdateClient({
+    baseUrl: `${scripted.url}/`,
+    apiKey: 'pd_retry-spec',
+    random: () => 0.5,
+    // Record each wait instead of sleeping through it (no test sleeps on the real clock).
+    sleep: async (ms) => {
+      sleeps.push(ms);
+    },
+    retry: { baseDelayMs: 100, maxDelayMs: 1_000 },
+  });
+  return { ...scripted, client, sleeps };
+}
+
+const REQUEST = { to: ['ada@example.com'], subject: 'Hi', text: 'Hello.' };
+
+describe('the client against a server that fails first', () => {
+  it('retries a 503 with the same Idempotency-Key and body after its Retry-After, then returns the 202', async () => {
+    const { client, seen, sleeps } = await start([problemAnswer(503, { 'retry-after': '2' }), accepted]);
+    const result = await client.enqueue(REQUEST, { idempotencyKey: 'order-7-confirmation' });
+    expect(result).toEqual({ message: MESSAGE, idempotencyKey: 'order-7-confirmation', replayed: false });
+    expect(seen).toHaveLength(2);
+    expect(seen.map((request) => request.idempotencyKey)).toEqual([
+      'order-7-confirmation',
+      'order-7-confirmation',
+    ]);
+    expect(seen[1]?.body).toBe(seen[0]?.body);
+    expect(JSON.parse(seen[0]?.body ?? '')).toEqual(REQUEST);
+    expect(seen.every((request) => request.authorization === 'Bearer pd_retry-spec')).toBe(true);
+    expect(seen.every((request) => request.method === 'POST' && request.url === '/v1/messages')).toBe(true);
+    expect(sleeps).toEqual([2_000]);
+  });
+
+  it('generates a key when none is given, and keeps it across retries of a 429 and a 500 (backoff with jitter)', async () => {
+    const { client, seen, sleeps } = await start([problemAnswer(429), problemAnswer(500), accepted]);
+    const result = await client.enqueue(REQUEST);
+    expect(result.idempotencyKey).toMatch(/^[0-9a-f-]{36}$/);
+    expect(seen.map((request) => request.idempotencyKey)).toEqual([
+      result.idempotencyKey,
+      result.idempotencyKey,
+      result.idempotencyKey,
+    ]);
+    // Full jitter with random() = 0.5: half of 100 ms, then half of 200 ms.
+    expect(sleeps).toEqual([50, 100]);
+  });
+
+  it('retries a connection reset with the same key', async () => {
+    const reset: Answer = (_response, request) => request.socket.destroy();
+    const { client, seen } = await start([reset, accepted]);
+    const result = await client.enqueue(REQUEST, { idempotencyKey: 'k-reset' });
+    expect(result.message.id).toBe('m-1');
+    expect(seen.map((request) => request.idempotencyKey)).toEqual(['k-reset', 'k-reset']);
+  });
+
+  it('stops after maxAttempts and throws the last problem, typed, with its key and Retry-After', async () => {
+    const { client, seen } = await start([problemAnswer(503, { 'retry-after': '1' })]);
+    const error = await client
+      .enqueue(REQUEST, { idempotencyKey: 'k-down' })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(PostdateProblemError);
+    expect(error).toMatchObject({
+      type: 'urn:test:503',
+      status: 503,
+      errors: [],
+      retryAfterMs: 1_000,
+      idempotencyKey: 'k-down',
+    });
+    expect(seen).toHaveLength(4);
+  });
+
+  it('does not retry a 4xx: a 400 is thrown at once with its field errors', async () => {
+    const errors = [{ field: '/to', message: 'at least one recipient' }];
+    const { client, seen } = await start([problemAnswer(400, {}, { errors })]);
+    const error = await client.enqueue(REQUEST).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(PostdateProblemError);
+    expect(error).toMatchObject({ status: 400, type: 'urn:test:400', errors });
+    expect(seen).toHaveLength(1);
+  });
+
+  it("turns a gateway's plain {message} answer into a problem of type about:blank", async () => {
+    const gateway: Answer = (response) => {
+      response.writeHead(401, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ message: 'Unauthorized' }));
+    };
+    const { client } = await start([gateway]);
+    const error = await client.get('m-1').catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ type: 'about:blank', status: 401, detail: 'Unauthorized', errors: [] });
+  });
+
+  it('does not retry a 503 of a cancel (a DELETE may have been done), but does retry its 429', async () => {
+    const once = await start([problemAnswer(503), accepted]);
+    await expect(once.client.cancel('m-1')).rejects.toMatchObject({ status: 503 });
+    expect(once.seen).toHaveLength(1);
+    const throttled = await start([problemAnswer(429), accepted]);
+    await expect(throttled.client.cancel('m-1')).resolves.toMatchObject({ id: 'm-1' });
+    expect(throttled.seen).toHaveLength(2);
+  });
+
+  it('throws a PostdateNetworkError naming the key when nothing ever answers', async () => {
+    const scripted = await scriptedServer([]);
+    const { url } = scripted;
+    await new Promise((resolve) => scripted.server.close(resolve));
+    const client = createPostdateClient({ baseUrl: url, apiKey: 'pd_x', sleep: async () => {} });
+    const error = await client
+      .enqueue(REQUEST, { idempotencyKey: 'k-gone' })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(PostdateNetworkError);
+    expect(error).toMatchObject({ idempotencyKey: 'k-gone' });
+    expect((error as Error).cause).toBeDefined();
+  });
+});

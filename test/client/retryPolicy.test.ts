@@ -1,0 +1,78 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  backoffDelayMs,
+  DEFAULT_RETRY_POLICY,
+  mayRetry,
+  parseRetryAfter,
+  retryDelayMs,
+} from '../../lambdas/client/retryPolicy.js';
+
+const policy = { maxAttempts: 4, baseDelayMs: 100, maxDelayMs: 1_000, maxRetryAfterMs: 10_000 };
+const enqueue = { method: 'POST', hasIdempotencyKey: true };
+
+describe('the client retry policy', () => {
+  it('retries 429, 5xx and network errors of a keyed request, and nothing else', () => {
+    for (const status of [429, 500, 502, 503, 504]) {
+      expect(mayRetry(enqueue, { kind: 'status', status, retryAfterMs: null })).toBe(true);
+    }
+    expect(mayRetry(enqueue, { kind: 'network' })).toBe(true);
+    for (const status of [200, 202, 400, 401, 403, 404, 409, 413, 415, 422]) {
+      expect(mayRetry(enqueue, { kind: 'status', status, retryAfterMs: null })).toBe(false);
+    }
+  });
+
+  it('retries GET and PUT like a keyed request; PATCH, DELETE and a keyless POST only after a 429', () => {
+    for (const method of ['GET', 'PUT']) {
+      expect(mayRetry({ method, hasIdempotencyKey: false }, { kind: 'network' })).toBe(true);
+    }
+    for (const method of ['PATCH', 'DELETE', 'POST']) {
+      const request = { method, hasIdempotencyKey: false };
+      expect(mayRetry(request, { kind: 'network' })).toBe(false);
+      expect(mayRetry(request, { kind: 'status', status: 503, retryAfterMs: null })).toBe(false);
+      expect(mayRetry(request, { kind: 'status', status: 429, retryAfterMs: null })).toBe(true);
+    }
+  });
+
+  it('backs off exponentially with full jitter under the cap', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 40 }), fc.double({ min: 0, max: 1, noNaN: true }), (retry, r) => {
+        const delay = backoffDelayMs(retry, policy, () => r);
+        expect(delay).toBeGreaterThanOrEqual(0);
+        expect(delay).toBeLessThanOrEqual(Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** retry));
+        expect(Number.isInteger(delay)).toBe(true);
+      }),
+    );
+    expect([0, 1, 2, 3, 4].map((retry) => backoffDelayMs(retry, policy, () => 1))).toEqual([
+      100, 200, 400, 800, 1_000,
+    ]);
+    expect(backoffDelayMs(0, policy, () => Number.NaN)).toBe(0);
+  });
+
+  it('honours Retry-After as given, and stops when it is longer than the policy waits or attempts are used up', () => {
+    const failure = (retryAfterMs: number | null) => ({ kind: 'status', status: 503, retryAfterMs }) as const;
+    expect(retryDelayMs({ request: enqueue, failure: failure(2_000), attempt: 1, policy }, () => 0)).toBe(
+      2_000,
+    );
+    expect(
+      retryDelayMs({ request: enqueue, failure: failure(20_000), attempt: 1, policy }, () => 0),
+    ).toBeNull();
+    expect(retryDelayMs({ request: enqueue, failure: failure(null), attempt: 1, policy }, () => 0.5)).toBe(
+      50,
+    );
+    expect(
+      retryDelayMs({ request: enqueue, failure: failure(null), attempt: 4, policy }, () => 0.5),
+    ).toBeNull();
+    expect(DEFAULT_RETRY_POLICY.maxAttempts).toBeGreaterThan(1);
+  });
+
+  it('reads Retry-After as delay-seconds or an HTTP-date', () => {
+    const now = new Date('2026-12-01T12:00:00Z');
+    expect(parseRetryAfter('3', now)).toBe(3_000);
+    expect(parseRetryAfter(' 0 ', now)).toBe(0);
+    expect(parseRetryAfter('Tue, 01 Dec 2026 12:00:05 GMT', now)).toBe(5_000);
+    expect(parseRetryAfter('Tue, 01 Dec 2026 11:00:00 GMT', now)).toBe(0);
+    expect(parseRetryAfter('soon', now)).toBeNull();
+    expect(parseRetryAfter(null, now)).toBeNull();
+  });
+});
