@@ -6,10 +6,8 @@ import {
   type SettingValue,
   settingsEnvironment,
 } from '../lambdas/core/configSpec.js';
+import { METRICS } from '../lambdas/core/metricNames.js';
 import type { ResolvedPostdateProps } from './postdateProps.js';
-
-/** Metric namespace and service dimension of the sender's EMF metrics (Powertools). */
-export const METRICS = { namespace: 'Postdate', service: 'postdate' } as const;
 
 /**
  * The configuration every function reads with `loadConfig(process.env, 'aws')` (DESIGN §8): every row

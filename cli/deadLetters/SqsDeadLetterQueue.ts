@@ -14,7 +14,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { DispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import type { DispatchQueue } from '../../lambdas/ports/DispatchQueue.js';
-import type { RelayFailureMessage, RelayFailureQueue } from '../../lambdas/relay/relayFailureQueue.js';
+import type { RelayFailureMessage, RelayFailureQueue } from '../../lambdas/ports/RelayFailureQueue.js';
 import { CliError } from '../cliErrors.js';
 
 /** SQS's most messages per receive, delete or visibility batch. */

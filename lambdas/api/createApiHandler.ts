@@ -8,11 +8,12 @@
  * Logs carry the route, the status, the tenant, the message id and problem types: never an
  * address, a subject, a body, a header value or the Idempotency-Key.
  */
+
+import { type ApiRoute, type RouteName, resolveRoute } from '../core/apiRoutes.js';
 import { errorForLog } from '../core/errorForLog.js';
+import type { ApiStore } from '../ports/ApiStore.js';
 import type { Log } from '../ports/Log.js';
-import type { ApiStore } from '../store/apiStore.js';
 import { type ApiEvent, type ApiResult, tenantOf } from './apiEvent.js';
-import { type ApiRoute, type RouteName, resolveRoute } from './apiRoutes.js';
 import { EnqueueContentionError } from './enqueueMessage.js';
 import { problem } from './problem.js';
 import { type Outcome, problemResult } from './routeOutcome.js';

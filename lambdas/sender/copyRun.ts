@@ -1,12 +1,13 @@
+import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
 import { admitCopy } from '../core/sendDecision.js';
 import type { SendTiming } from '../core/sendTiming.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
 import type { Mailer } from '../ports/Mailer.js';
+import type { SenderMetrics } from '../ports/SenderMetrics.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
 import type { SenderStore, TransitionResult } from '../store/senderTransitions.js';
 import { ack, type CopyVerdict, keep, keepDeadCopy, SHORT_RETRY_SECONDS } from './copyVerdict.js';
-import { SENDER_METRIC, type SenderCountMetric, type SenderMetrics } from './senderMetrics.js';
 import type { SendRateLimiter } from './sendRateLimiter.js';
 
 /**

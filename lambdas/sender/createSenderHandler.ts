@@ -4,11 +4,13 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import type { Config } from '../core/config.js';
 import { parseDispatchPayload } from '../core/dispatchPayload.js';
 import { errorForLog } from '../core/errorForLog.js';
+import { SENDER_METRIC } from '../core/metricNames.js';
 import { backstopReceiveCount } from '../core/queueLimits.js';
 import { runWithConcurrency } from '../core/runWithConcurrency.js';
 import type { CopyVisibility } from '../ports/CopyVisibility.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { Mailer } from '../ports/Mailer.js';
+import { NO_METRICS, type SenderMetrics } from '../ports/SenderMetrics.js';
 import type { SenderStore } from '../store/senderTransitions.js';
 import {
   type CopyVerdict,
@@ -17,7 +19,6 @@ import {
   type SenderLog,
   type SenderSettings,
 } from './processCopy.js';
-import { NO_METRICS, SENDER_METRIC, type SenderMetrics } from './senderMetrics.js';
 import { tokenBucket, UNLIMITED } from './sendRateLimiter.js';
 
 export interface SenderDependencies {

@@ -9,9 +9,9 @@ import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { configTargetOf, loadConfig, loadResourceNames } from '../core/config.js';
+import type { SenderMetrics } from '../ports/SenderMetrics.js';
 import { createSenderHandler } from './createSenderHandler.js';
 import { senderDependencies } from './senderDependencies.js';
-import type { SenderMetrics } from './senderMetrics.js';
 
 const logger = new Logger({ serviceName: 'postdate-sender' });
 const metrics = new Metrics({ namespace: 'Postdate', serviceName: 'postdate' });

@@ -11,10 +11,10 @@ import {
   secretsManagerSmtpCredentials,
 } from '../adapters/smtpCredentials.js';
 import { type Config, type ResourceNames, requireResource } from '../core/config.js';
+import type { SenderMetrics } from '../ports/SenderMetrics.js';
 import { DynamoSenderStore } from '../store/senderTransitions.js';
 import { type SenderDependencies, senderSettings } from './createSenderHandler.js';
 import type { SenderLog } from './processCopy.js';
-import type { SenderMetrics } from './senderMetrics.js';
 
 export interface SenderWiring {
   readonly config: Config;

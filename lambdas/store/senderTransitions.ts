@@ -2,7 +2,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { isWaitingForOperator, MESSAGE_STATUS, type MessageStatus } from '../core/messageStatus.js';
 import type { RecipientProgress } from '../core/recipients.js';
-import { readGroupHeadVersion } from '../outbox/groupHead.js';
+import { readGroupHeadVersion } from './groupHead.js';
 import {
   type AttemptRecord,
   bodyExpiresAtAfter,

@@ -1,11 +1,12 @@
 import { isTerminal } from '../core/messageStatus.js';
+import { SWEEPER_METRIC } from '../core/metricNames.js';
 import { decideSweep } from '../core/sweepDecision.js';
 import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
+import type { SweeperMetrics } from '../ports/SweeperMetrics.js';
 import type { SweepRecords } from '../ports/SweepRecords.js';
 import type { DueCursor, DueEntry, DueIndex } from '../store/dueIndex.js';
 import { INDEX_SHARDS } from '../store/tableLayout.js';
-import { SWEEPER_METRIC, type SweeperMetrics } from './sweeperMetrics.js';
 import { countWaiting, type WaitingCounts } from './waitingGauge.js';
 
 /** The structured logger the sweeper writes to (Powertools Logger fits). */

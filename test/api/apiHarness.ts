@@ -1,6 +1,7 @@
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { type ApiEvent, type ApiLogger, createApiHandler } from '../../lambdas/api/createApiHandler.js';
-import { type ApiStore, DynamoApiStore } from '../../lambdas/store/apiStore.js';
+import type { ApiStore } from '../../lambdas/ports/ApiStore.js';
+import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
 
 export interface LogLine {

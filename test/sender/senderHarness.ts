@@ -15,16 +15,13 @@ import {
   type SmtpCredentialsSource,
 } from '../../lambdas/adapters/smtpCredentials.js';
 import { encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
+import type { SenderCountMetric, SenderTimeMetric } from '../../lambdas/core/metricNames.js';
 import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
 import type { DispatchQueue, QueuedCopy } from '../../lambdas/ports/DispatchQueue.js';
 import type { Mailer } from '../../lambdas/ports/Mailer.js';
+import type { SenderMetrics } from '../../lambdas/ports/SenderMetrics.js';
 import { createSenderHandler, type SenderDependencies } from '../../lambdas/sender/createSenderHandler.js';
 import type { SenderLog, SenderSettings } from '../../lambdas/sender/processCopy.js';
-import type {
-  SenderCountMetric,
-  SenderMetrics,
-  SenderTimeMetric,
-} from '../../lambdas/sender/senderMetrics.js';
 import type { MessageStateRecord } from '../../lambdas/store/messageRecord.js';
 import { DynamoSenderStore, type SenderStore } from '../../lambdas/store/senderTransitions.js';
 import type { QueueArns, QueueUrls } from '../../local/createResources.js';

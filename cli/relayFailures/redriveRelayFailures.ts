@@ -1,7 +1,7 @@
-import { type SweepDeps, type SweepReport, sweep } from '../sweeper/sweep.js';
+import type { RelayFailureQueue } from '../../lambdas/ports/RelayFailureQueue.js';
+import { type RelayDeps, type RelayLog, relayRecords } from '../../lambdas/relay/relayRecords.js';
+import { type SweepDeps, type SweepReport, sweep } from '../../lambdas/sweeper/sweep.js';
 import { parseRelayFailure } from './relayFailure.js';
-import type { RelayFailureQueue } from './relayFailureQueue.js';
-import { type RelayDeps, type RelayLog, relayRecords } from './relayRecords.js';
 import type { StreamRangeReader } from './streamRange.js';
 
 export interface RedriveRelayFailuresDeps {
