@@ -15,7 +15,7 @@ import type { ResolvedPostdateProps } from './postdateProps.js';
  * and the local stack read one contract. SMTP credentials are not here: the sender reads them from
  * the secret named by `POSTDATE_SMTP_SECRET_ARN`.
  */
-export function configEnvironment(props: ResolvedPostdateProps, smtpHost: string): Record<string, string> {
+export function propsEnvironment(props: ResolvedPostdateProps, smtpHost: string): Record<string, string> {
   const values: Partial<Record<PropSettingName, SettingValue | undefined>> = {};
   for (const name of PROP_SETTINGS) values[name] = props[name];
   values.smtpHost = smtpHost;

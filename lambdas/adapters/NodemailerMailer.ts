@@ -6,7 +6,7 @@ import { classifySmtpError, reachedRelay } from '../core/classifySmtpError.js';
 import { isRelayControlHeader } from '../core/relayControlHeaders.js';
 import { MAX_REPLY_WAIT_MS, preDotBudgetMs, replyDeadline, type SendTiming } from '../core/sendTiming.js';
 import type { Mailer, OutgoingEmail, RecipientRefusal, SendLimits, SendOutcome } from '../ports/Mailer.js';
-import type { SmtpCredentialsSource } from './smtpCredentials.js';
+import type { SmtpCredentialsSource } from '../ports/SmtpCredentialsSource.js';
 
 /**
  * The SMTP relay through one nodemailer pooled transport per warm container (DESIGN §5), created

@@ -14,6 +14,7 @@
  * completes it, for the whole retention.
  */
 import type { EnqueueRequest } from '../core/enqueueRequest.js';
+import { PostdateError } from '../core/postdateError.js';
 import type { ApiStore, EnqueueRecords, EnqueueWriteResult } from '../ports/ApiStore.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
 import { outboxRecords } from '../store/outboxRecords.js';
@@ -24,9 +25,11 @@ export type EnqueueOutcome =
   | { readonly kind: 'key-reused' };
 
 /** Too many lost races in a row (heavy contention on one key or group): the client may retry. */
-export class EnqueueContentionError extends Error {
+export class EnqueueContentionError extends PostdateError {
   override readonly name = 'EnqueueContentionError';
-  readonly class = 'transient';
+  constructor(message: string) {
+    super(message, { class: 'transient' });
+  }
 }
 
 export interface EnqueueInput {

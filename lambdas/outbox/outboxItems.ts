@@ -23,6 +23,7 @@
  */
 import { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/identifiers.js';
 import { type EnqueueContext, type EnqueueRequest, parseEnqueueRequest } from '../core/messageSchema.js';
+import { PostdateError } from '../core/postdateError.js';
 import type { ProblemDetails } from '../core/problem.js';
 import type { EnqueueRecords } from '../ports/ApiStore.js';
 import {
@@ -38,13 +39,13 @@ export { readGroupHeadVersion } from '../store/groupHead.js';
 export { OUTBOX_ITEM_INDEX, type TransactWriteItem } from '../store/outboxRecords.js';
 
 /** Thrown for a caller's mistake (bad tenant, bad key, invalid raw body); `problem` says what. */
-export class OutboxInputError extends Error {
+export class OutboxInputError extends PostdateError {
   override readonly name = 'OutboxInputError';
   constructor(
     message: string,
     readonly problem?: ProblemDetails,
   ) {
-    super(message);
+    super(message, { class: 'permanent' });
   }
 }
 

@@ -22,7 +22,7 @@ import {
 import { ack, type CopyVerdict, keep } from './copyVerdict.js';
 import { sendClaimed } from './sendClaimed.js';
 
-export type { CopyDependencies, InvocationTime, ReceivedCopy, SenderLog, SenderSettings } from './copyRun.js';
+export type { CopyDependencies, InvocationTime, ReceivedCopy, SenderSettings } from './copyRun.js';
 export type { CopyVerdict } from './copyVerdict.js';
 
 /**
