@@ -3,7 +3,7 @@
  * with the next command an operator can run. Pure data: used by `messages show` and the runbook.
  */
 import type { MessageStatus } from '../lambdas/core/messageStatus.js';
-import type { ErrorClass } from '../lambdas/store/messageRecord.js';
+import type { ErrorClass } from '../lambdas/core/postdateError.js';
 
 export const STATUS_WORDS: Readonly<Record<MessageStatus, (id: string) => string>> = {
   scheduled: () => 'accepted, waiting for its send time (in the scheduler or delayed in SQS)',

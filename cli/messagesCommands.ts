@@ -5,7 +5,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { isMessageStatus, type MessageStatus } from '../lambdas/core/messageStatus.js';
-import type { ApiStore, ShardPosition, TransitionResult } from '../lambdas/store/apiStore.js';
+import type { ApiStore, ShardPosition, TransitionResult } from '../lambdas/ports/ApiStore.js';
 import {
   bodyExpiresAtAfter,
   expiresAtAfter,

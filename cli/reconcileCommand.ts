@@ -14,7 +14,7 @@
 import { type DynamoDBDocumentClient, QueryCommand, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { isTerminal, MESSAGE_STATUSES, type MessageStatus } from '../lambdas/core/messageStatus.js';
 import { runWithConcurrency } from '../lambdas/core/runWithConcurrency.js';
-import type { DueCursor, DueEntry, DueIndex } from '../lambdas/store/dueIndex.js';
+import type { DueCursor, DueEntry, DueIndex } from '../lambdas/ports/DueIndex.js';
 import { byStatusShardPk, byTenantShardPk, idOfCreatedSortKey } from '../lambdas/store/messageRecord.js';
 import { readStateRecords } from '../lambdas/store/stateReads.js';
 import { INDEX, INDEX_SHARDS, type IndexDefinition } from '../lambdas/store/tableLayout.js';

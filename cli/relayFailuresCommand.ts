@@ -1,9 +1,9 @@
 /**
  * `postdate relay-failures redrive`: re-dispatches what the relay's stream event source gave up on.
  * SQS's console redrive cannot serve this queue (it is fed by a Lambda event source, and its messages
- * describe a stream range, not a copy), so the CLI runs the relay's own redriveRelayFailures
- * (lambdas/relay/redriveRelayFailures.ts) with real clients: replay the range while the stream still
- * holds it, else one grace-0 sweep of the `due` index.
+ * describe a stream range, not a copy), so the CLI runs redriveRelayFailures
+ * (cli/relayFailures/redriveRelayFailures.ts) with real clients: replay the range with the relay's own
+ * logic while the stream still holds it, else one grace-0 sweep of the `due` index.
  */
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { SchedulerClient } from '@aws-sdk/client-scheduler';
@@ -11,17 +11,17 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { EventBridgeScheduler } from '../lambdas/adapters/EventBridgeScheduler.js';
 import { SqsDispatchQueue } from '../lambdas/adapters/SqsDispatchQueue.js';
-import {
-  type RedriveRelayFailuresDeps,
-  type RedriveRelayFailuresReport,
-  redriveRelayFailures,
-} from '../lambdas/relay/redriveRelayFailures.js';
-import { DynamoDbStreamRangeReader } from '../lambdas/relay/streamRange.js';
 import { DynamoDueIndex } from '../lambdas/store/dueIndex.js';
 import { DynamoSweepRecords } from '../lambdas/store/sweepRecords.js';
 import { UsageError } from './cliErrors.js';
 import { SqsDeadLetterQueue } from './deadLetters/SqsDeadLetterQueue.js';
 import { type Output, paint, printFields } from './output.js';
+import {
+  type RedriveRelayFailuresDeps,
+  type RedriveRelayFailuresReport,
+  redriveRelayFailures,
+} from './relayFailures/redriveRelayFailures.js';
+import { DynamoDbStreamRangeReader } from './relayFailures/streamRange.js';
 
 export interface RelayFailureParts {
   readonly sqs: SQSClient;

@@ -13,7 +13,7 @@ import { Ops } from './constructs/Ops.js';
 import type { PostdateFunctionName } from './constructs/postdateFunction.js';
 import { Sending } from './constructs/Sending.js';
 import { Storage } from './constructs/Storage.js';
-import { configEnvironment } from './functionEnvironment.js';
+import { propsEnvironment } from './functionEnvironment.js';
 import { type PostdateProps, PostdatePropsError, resolvePostdateProps } from './postdateProps.js';
 
 export type { ApiThrottle, PostdateProps } from './postdateProps.js';
@@ -42,7 +42,7 @@ export class Postdate extends Construct {
     super(scope, id);
     const resolved = resolvePostdateProps(props);
     const smtpHost = resolved.smtpHost ?? `email-smtp.${Aws.REGION}.amazonaws.com`;
-    const environment = configEnvironment(resolved, smtpHost);
+    const environment = propsEnvironment(resolved, smtpHost);
     assertFunctionsWouldStart(environment);
 
     const storage = new Storage(this, 'Storage', { removalPolicy: resolved.removalPolicy });

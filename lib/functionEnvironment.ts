@@ -6,10 +6,8 @@ import {
   type SettingValue,
   settingsEnvironment,
 } from '../lambdas/core/configSpec.js';
+import { METRICS } from '../lambdas/core/metricNames.js';
 import type { ResolvedPostdateProps } from './postdateProps.js';
-
-/** Metric namespace and service dimension of the sender's EMF metrics (Powertools). */
-export const METRICS = { namespace: 'Postdate', service: 'postdate' } as const;
 
 /**
  * The configuration every function reads with `loadConfig(process.env, 'aws')` (DESIGN §8): every row
@@ -17,7 +15,7 @@ export const METRICS = { namespace: 'Postdate', service: 'postdate' } as const;
  * and the local stack read one contract. SMTP credentials are not here: the sender reads them from
  * the secret named by `POSTDATE_SMTP_SECRET_ARN`.
  */
-export function configEnvironment(props: ResolvedPostdateProps, smtpHost: string): Record<string, string> {
+export function propsEnvironment(props: ResolvedPostdateProps, smtpHost: string): Record<string, string> {
   const values: Partial<Record<PropSettingName, SettingValue | undefined>> = {};
   for (const name of PROP_SETTINGS) values[name] = props[name];
   values.smtpHost = smtpHost;

@@ -5,6 +5,7 @@ import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { backoffCeilingSeconds } from '../lambdas/core/backoff.js';
 import { awsDefault, CONFIG_SETTINGS, PROP_SETTINGS } from '../lambdas/core/configSpec.js';
+import { PostdateError } from '../lambdas/core/postdateError.js';
 import { sendTimingProblems } from '../lambdas/core/sendTiming.js';
 import { QUEUE } from './queueLayout.js';
 
@@ -261,10 +262,12 @@ export const POSTDATE_DEFAULTS = {
 export const SWEEPER_TIMEOUT_SECONDS = 120;
 
 /** Every problem with a {@link PostdateProps}, reported at once. */
-export class PostdatePropsError extends Error {
+export class PostdatePropsError extends PostdateError {
   override readonly name = 'PostdatePropsError';
   constructor(readonly problems: readonly string[]) {
-    super(`Invalid Postdate props:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
+    super(`Invalid Postdate props:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`, {
+      class: 'config',
+    });
   }
 }
 

@@ -13,12 +13,10 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { DispatchPayload } from '../../lambdas/core/dispatchPayload.js';
+import { SQS_MAX_BATCH } from '../../lambdas/core/queueLimits.js';
 import type { DispatchQueue } from '../../lambdas/ports/DispatchQueue.js';
-import type { RelayFailureMessage, RelayFailureQueue } from '../../lambdas/relay/relayFailureQueue.js';
+import type { RelayFailureMessage, RelayFailureQueue } from '../../lambdas/ports/RelayFailureQueue.js';
 import { CliError } from '../cliErrors.js';
-
-/** SQS's most messages per receive, delete or visibility batch. */
-export const SQS_MAX_BATCH = 10;
 
 /** One received message, in the CLI's words. */
 export interface DeadLetter extends RelayFailureMessage {

@@ -4,7 +4,8 @@
  * received twice, and is then released at once (ChangeMessageVisibility 0) — also when the visitor
  * throws. The walk ends at an empty receive, after `maxScan` messages, or when `finished` says so.
  */
-import { type DeadLetter, SQS_MAX_BATCH, type SqsDeadLetterQueue } from './SqsDeadLetterQueue.js';
+import { SQS_MAX_BATCH } from '../../lambdas/core/queueLimits.js';
+import type { DeadLetter, SqsDeadLetterQueue } from './SqsDeadLetterQueue.js';
 
 export interface ScanOptions {
   /** How long messages are hidden while the queue is walked. @default 300 */

@@ -3,10 +3,11 @@ import { domainToASCII } from 'node:url';
 import nodemailer, { type SendMailOptions, type SMTPPoolSentMessageInfo, type Transporter } from 'nodemailer';
 import addressparser from 'nodemailer/lib/addressparser';
 import { classifySmtpError, reachedRelay } from '../core/classifySmtpError.js';
+import { isReservedHeader } from '../core/headerSafety.js';
 import { isRelayControlHeader } from '../core/relayControlHeaders.js';
 import { MAX_REPLY_WAIT_MS, preDotBudgetMs, replyDeadline, type SendTiming } from '../core/sendTiming.js';
 import type { Mailer, OutgoingEmail, RecipientRefusal, SendLimits, SendOutcome } from '../ports/Mailer.js';
-import type { SmtpCredentialsSource } from './smtpCredentials.js';
+import type { SmtpCredentialsSource } from '../ports/SmtpCredentialsSource.js';
 
 /**
  * The SMTP relay through one nodemailer pooled transport per warm container (DESIGN §5), created
@@ -75,24 +76,6 @@ export interface NodemailerMailerOptions {
   /** Monotonic milliseconds, for durations. */
   readonly now?: () => number;
 }
-
-/** Headers the sender sets itself; a caller's header of the same name is dropped, never merged. */
-const RESERVED_HEADERS: ReadonlySet<string> = new Set([
-  'message-id',
-  'x-postdate-id',
-  'from',
-  'sender',
-  'to',
-  'cc',
-  'bcc',
-  'reply-to',
-  'subject',
-  'date',
-  'return-path',
-  'mime-version',
-  'content-type',
-  'content-transfer-encoding',
-]);
 
 /** Where the adapter finds its per-attempt tracker inside nodemailer's copy of the mail data. */
 const ATTEMPT_FIELD = 'postdateAttempt';
@@ -292,7 +275,8 @@ export class NodemailerMailer implements Mailer {
   ): SendMailOptions {
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(email.headers)) {
-      if (RESERVED_HEADERS.has(name.trim().toLowerCase())) continue;
+      // Set by the sender itself: a caller's header of the same name is dropped, never merged.
+      if (isReservedHeader(name.trim())) continue;
       // Refused at enqueue; dropped here too, for what the outbox helper or an older enqueue stored.
       if (isRelayControlHeader(name.trim())) continue;
       headers[name] = String(value).replace(/[\r\n]+/g, ' ');

@@ -1,8 +1,6 @@
 import { ChangeMessageVisibilityCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { CopyVisibility } from '../ports/CopyVisibility.js';
-
-/** SQS accepts visibility timeouts from 0 to 12 hours. */
-export const MAX_VISIBILITY_SECONDS = 43_200;
+import { SQS_MAX_VISIBILITY_SECONDS } from '../core/queueLimits.js';
+import type { CopyVisibility, VisibilityChange } from '../ports/CopyVisibility.js';
 
 /** CopyVisibility on SQS: `ChangeMessageVisibility` on the send queue, clamped to what SQS accepts. */
 export class SqsCopyVisibility implements CopyVisibility {
@@ -11,7 +9,7 @@ export class SqsCopyVisibility implements CopyVisibility {
     private readonly queueUrl: string,
   ) {}
 
-  async change(receiptHandle: string, seconds: number): Promise<boolean> {
+  async change(receiptHandle: string, seconds: number): Promise<VisibilityChange> {
     try {
       await this.sqs.send(
         new ChangeMessageVisibilityCommand({
@@ -20,14 +18,15 @@ export class SqsCopyVisibility implements CopyVisibility {
           VisibilityTimeout: clampVisibility(seconds),
         }),
       );
-      return true;
-    } catch {
-      return false;
+      return { changed: true };
+    } catch (error) {
+      // An expired receipt handle, throttling, access denied: the cause tells them apart.
+      return { changed: false, error };
     }
   }
 }
 
 export function clampVisibility(seconds: number): number {
   if (!Number.isFinite(seconds) || seconds <= 0) return 0;
-  return Math.min(MAX_VISIBILITY_SECONDS, Math.ceil(seconds));
+  return Math.min(SQS_MAX_VISIBILITY_SECONDS, Math.ceil(seconds));
 }

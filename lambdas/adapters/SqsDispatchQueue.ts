@@ -1,9 +1,20 @@
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { SQS_MAX_DELAY_SECONDS } from '../core/dispatchDecision.js';
 import { encodeDispatchPayload } from '../core/dispatchPayload.js';
-import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
+import { type ErrorClass, PostdateError } from '../core/postdateError.js';
+import { SQS_MAX_BATCH, SQS_MAX_DELAY_SECONDS } from '../core/queueLimits.js';
+import type { DispatchQueue, EnqueueResult, QueuedCopy } from '../ports/DispatchQueue.js';
 
-const SQS_MAX_BATCH = 10;
+/** SQS answered the batch but refused some of its entries (`Failed`); `code` is SQS's own. */
+export class QueueRefusedError extends PostdateError {
+  override readonly name = 'QueueRefusedError';
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+    errorClass: ErrorClass,
+  ) {
+    super(message, { class: errorClass });
+  }
+}
 
 /** The send queue on SQS: `SendMessageBatch` in chunks of ten, partial failures returned, not thrown. */
 export class SqsDispatchQueue implements DispatchQueue {
@@ -13,16 +24,18 @@ export class SqsDispatchQueue implements DispatchQueue {
   ) {}
 
   /** Sends the chunks at once: a relay batch of 100 copies is one round trip, not ten in a row. */
-  async enqueue(copies: readonly QueuedCopy[]): Promise<{ failed: readonly QueuedCopy[] }> {
+  async enqueue(copies: readonly QueuedCopy[]): Promise<EnqueueResult> {
     const chunks: QueuedCopy[][] = [];
     for (let start = 0; start < copies.length; start += SQS_MAX_BATCH) {
       chunks.push(copies.slice(start, start + SQS_MAX_BATCH));
     }
-    const failed = await Promise.all(chunks.map((chunk) => this.sendChunk(chunk)));
-    return { failed: failed.flat() };
+    const results = await Promise.all(chunks.map((chunk) => this.sendChunk(chunk)));
+    const failed = results.flatMap((result) => result.failed);
+    const error = results.find((result) => result.failed.length > 0)?.error;
+    return error === undefined ? { failed } : { failed, error };
   }
 
-  private async sendChunk(chunk: readonly QueuedCopy[]): Promise<QueuedCopy[]> {
+  private async sendChunk(chunk: readonly QueuedCopy[]): Promise<EnqueueResult> {
     try {
       const result = await this.sqs.send(
         new SendMessageBatchCommand({
@@ -34,13 +47,24 @@ export class SqsDispatchQueue implements DispatchQueue {
           })),
         }),
       );
-      return (result.Failed ?? []).flatMap((entry) => {
+      const refused = result.Failed ?? [];
+      const failed = refused.flatMap((entry) => {
         const copy = chunk[Number(entry.Id)];
         return copy ? [copy] : [];
       });
-    } catch {
-      // The whole request failed (throttling, network): every copy of this chunk is unsent.
-      return [...chunk];
+      const first = refused[0];
+      if (first === undefined) return { failed };
+      // SenderFault: the entry itself is wrong; otherwise SQS could not take it now.
+      const error = new QueueRefusedError(
+        `SQS refused ${refused.length} of ${chunk.length} copies (${first.Code ?? 'no code'})`,
+        first.Code,
+        first.SenderFault === true ? 'permanent' : 'transient',
+      );
+      return { failed, error };
+    } catch (error) {
+      // The whole request failed (throttling, access denied, network): every copy of this chunk is
+      // unsent, and the cause says which.
+      return { failed: [...chunk], error };
     }
   }
 }

@@ -6,22 +6,8 @@ import {
   ResourceNotFoundException,
   type SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
-
-/** The relay login. */
-export interface SmtpCredentials {
-  readonly username: string;
-  readonly password: string;
-}
-
-/**
- * Where the relay login comes from. `get` resolves `undefined` when the relay needs no login
- * (a local sink); `invalidate` drops a cached value so the next `get` reads it again (called after
- * the relay refused the login, so a rotated secret is picked up without a cold start).
- */
-export interface SmtpCredentialsSource {
-  get(): Promise<SmtpCredentials | undefined>;
-  invalidate(): void;
-}
+import { PostdateError } from '../core/postdateError.js';
+import type { SmtpCredentials, SmtpCredentialsSource } from '../ports/SmtpCredentialsSource.js';
 
 /**
  * What went wrong with the relay login, as a code lambdas/core/classifySmtpError.ts reads:
@@ -32,14 +18,14 @@ export interface SmtpCredentialsSource {
 export type SmtpCredentialsErrorCode = 'ESECRETREAD' | 'ECONFIG';
 
 /** Raised when the secret cannot be read or does not hold `{ "username", "password" }`. */
-export class SmtpCredentialsError extends Error {
+export class SmtpCredentialsError extends PostdateError {
   override readonly name = 'SmtpCredentialsError';
   readonly code: SmtpCredentialsErrorCode;
   constructor(
     message: string,
     options: { readonly code: SmtpCredentialsErrorCode; readonly cause?: unknown },
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(message, { class: options.code === 'ESECRETREAD' ? 'transient' : 'config', cause: options.cause });
     this.code = options.code;
   }
 }

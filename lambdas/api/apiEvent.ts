@@ -6,14 +6,12 @@ import type {
   APIGatewayProxyEventV2WithLambdaAuthorizer,
   APIGatewayProxyStructuredResultV2,
 } from 'aws-lambda';
+import type { AuthorizerContext } from '../core/authorizerContext.js';
 import { TENANT_PATTERN } from '../core/identifiers.js';
 
-/** What the Lambda authorizer puts in `requestContext.authorizer.lambda`. */
-export interface AuthorizerContext {
-  readonly tenant: string;
-  readonly key_id: string;
-}
+export type { AuthorizerContext } from '../core/authorizerContext.js';
 
+/** The request, with what the Lambda authorizer put in `requestContext.authorizer.lambda`. */
 export type ApiEvent = APIGatewayProxyEventV2WithLambdaAuthorizer<AuthorizerContext>;
 export type ApiResult = APIGatewayProxyStructuredResultV2;
 

@@ -8,12 +8,13 @@
  * Logs carry the route, the status, the tenant, the message id and problem types: never an
  * address, a subject, a body, a header value or the Idempotency-Key.
  */
+
+import { type ApiRoute, type RouteName, resolveRoute } from '../core/apiRoutes.js';
 import { errorForLog } from '../core/errorForLog.js';
+import { isTransient } from '../core/postdateError.js';
+import type { ApiStore } from '../ports/ApiStore.js';
 import type { Log } from '../ports/Log.js';
-import type { ApiStore } from '../store/apiStore.js';
 import { type ApiEvent, type ApiResult, tenantOf } from './apiEvent.js';
-import { type ApiRoute, type RouteName, resolveRoute } from './apiRoutes.js';
-import { EnqueueContentionError } from './enqueueMessage.js';
 import { problem } from './problem.js';
 import { type Outcome, problemResult } from './routeOutcome.js';
 import { cancelMessageRoute } from './routes/cancelMessage.js';
@@ -30,14 +31,13 @@ import type { ApiConfig, RouteDependencies, RouteHandler } from './routes/route.
 export type { ApiEvent, ApiResult, AuthorizerContext } from './apiEvent.js';
 
 /** The few logger methods the handler uses (Powertools Logger satisfies it). */
-export type ApiLogger = Log;
 
 export interface ApiHandlerDependencies {
   readonly store: ApiStore;
   readonly config: ApiConfig;
   readonly now: () => Date;
   readonly random: () => number;
-  readonly logger: ApiLogger;
+  readonly logger: Log;
   /** Waits between enqueue attempts after a contended transaction; defaults to a timer. */
   readonly sleep?: (milliseconds: number) => Promise<void>;
 }
@@ -89,7 +89,8 @@ export function createApiHandler(deps: ApiHandlerDependencies): (event: ApiEvent
       const result = await routes[route.name]({ tenant: tenant ?? '', params, event });
       return answer(route, tenant, result);
     } catch (error) {
-      if (error instanceof EnqueueContentionError) {
+      // A transient error (too many lost races on one key): the client may retry, and is told so.
+      if (isTransient(error)) {
         return answer(
           route,
           tenant,

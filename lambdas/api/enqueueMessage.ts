@@ -14,9 +14,10 @@
  * completes it, for the whole retention.
  */
 import type { EnqueueRequest } from '../core/enqueueRequest.js';
-import { buildOutboxWrite, type OutboxWrite } from '../outbox/outboxItems.js';
-import type { ApiStore, EnqueueWriteResult } from '../store/apiStore.js';
+import { PostdateError } from '../core/postdateError.js';
+import type { ApiStore, EnqueueRecords, EnqueueWriteResult } from '../ports/ApiStore.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
+import { outboxRecords } from '../store/outboxRecords.js';
 
 export type EnqueueOutcome =
   | { readonly kind: 'created'; readonly state: MessageStateRecord }
@@ -24,9 +25,11 @@ export type EnqueueOutcome =
   | { readonly kind: 'key-reused' };
 
 /** Too many lost races in a row (heavy contention on one key or group): the client may retry. */
-export class EnqueueContentionError extends Error {
+export class EnqueueContentionError extends PostdateError {
   override readonly name = 'EnqueueContentionError';
-  readonly class = 'transient';
+  constructor(message: string) {
+    super(message, { class: 'transient' });
+  }
 }
 
 export interface EnqueueInput {
@@ -66,8 +69,7 @@ export async function enqueueMessage(
   const group = input.request.group;
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const groupHeadVersion = group ? await deps.store.readGroupHead(input.tenant, group.key) : null;
-    const write = buildOutboxWrite({
-      tableName: deps.store.tableName,
+    const write = outboxRecords({
       tenant: input.tenant,
       idempotencyKey: input.idempotencyKey,
       request: input.request,
@@ -76,7 +78,7 @@ export async function enqueueMessage(
       retentionDays: input.retentionDays,
     });
     const { result, wroteBody } = group
-      ? { result: await deps.store.writeEnqueue(write.items), wroteBody: false }
+      ? { result: await deps.store.writeEnqueue(write), wroteBody: false }
       : await writeInTurn(deps.store, write);
     if (result.kind === 'written') return { kind: 'created', state: write.state };
     if (result.kind === 'exists') {
@@ -93,7 +95,7 @@ export async function enqueueMessage(
 /** An ungrouped message: the body, then the state record that makes it visible. */
 async function writeInTurn(
   store: ApiStore,
-  write: OutboxWrite,
+  write: EnqueueRecords,
 ): Promise<{ result: EnqueueWriteResult; wroteBody: boolean }> {
   const body = await store.putNew(write.body);
   if (body.kind !== 'written') return { result: body, wroteBody: false };
@@ -109,7 +111,7 @@ async function writeInTurn(
  */
 async function settleExisting(
   store: ApiStore,
-  write: OutboxWrite,
+  write: EnqueueRecords,
   input: EnqueueInput,
   wroteBody: boolean,
 ): Promise<EnqueueOutcome | undefined> {

@@ -4,7 +4,7 @@
  * (exhausted). It carries no tenant: the tenant always comes from the authorizer.
  */
 import type { MessageStatus } from '../core/messageStatus.js';
-import type { ShardPosition } from '../store/apiStore.js';
+import type { ShardPosition } from '../ports/ApiStore.js';
 
 const SORT_KEY = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z#[0-9A-Za-z_-]{1,32}$/;
 

@@ -1,5 +1,6 @@
+import type { GroupRef } from '../core/enqueueRequest.js';
 import { recipientCounts } from '../core/recipients.js';
-import type { AttemptRecord, GroupRef, LastError, MessageStateRecord } from '../store/messageRecord.js';
+import type { AttemptRecord, LastError, MessageStateRecord } from '../store/messageRecord.js';
 
 /** A message as the API answers it (DESIGN §3, "Response body of a message"). */
 export interface MessageView {

@@ -5,6 +5,7 @@
  */
 import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
+import { API_ROUTES, type RouteName } from '../core/apiRoutes.js';
 import { MESSAGE_STATUSES } from '../core/messageStatus.js';
 import {
   EnqueueBodySchema,
@@ -12,7 +13,6 @@ import {
   GroupVersionBodySchema,
   RescheduleBodySchema,
 } from '../core/requestSchemas.js';
-import { API_ROUTES, type RouteName } from './apiRoutes.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
 const StatusSchema = z.enum(MESSAGE_STATUSES as [string, ...string[]]).meta({ id: 'MessageStatus' });

@@ -2,7 +2,7 @@
  * What a route answers: the HTTP response and the safe attributes for the request's log line. Every
  * error is `application/problem+json`; every answer is `cache-control: no-store`.
  */
-import type { TransitionResult } from '../store/apiStore.js';
+import type { TransitionResult } from '../ports/ApiStore.js';
 import type { ApiResult } from './apiEvent.js';
 import { messageView } from './messageView.js';
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails, problem } from './problem.js';

@@ -10,26 +10,19 @@ import type {
   APIGatewayRequestAuthorizerEventV2,
   APIGatewaySimpleAuthorizerWithContextResult,
 } from 'aws-lambda';
+import type { AuthorizerContext } from '../core/authorizerContext.js';
 import { API_KEY_PATTERN, type ApiKeySummary, apiKeyHash } from '../keys/apiKeys.js';
 import type { Log } from '../ports/Log.js';
 
-export interface AuthorizerContext {
-  readonly tenant: string;
-  readonly key_id: string;
-}
-
 export type AuthorizerResult = APIGatewaySimpleAuthorizerWithContextResult<{
-  tenant: string;
-  key_id: string;
+  -readonly [field in keyof AuthorizerContext]: AuthorizerContext[field];
 }>;
-
-export type AuthorizerLogger = Pick<Log, 'info' | 'error'>;
 
 export interface AuthorizerDependencies {
   /** Finds a key by its secret (the adapter hashes it); null when unknown. */
   readonly lookup: (secret: string) => Promise<ApiKeySummary | null>;
   readonly now: () => Date;
-  readonly logger: AuthorizerLogger;
+  readonly logger: Log;
   /** How long a lookup is trusted; default 30 s. */
   readonly cacheTtlMs?: number;
   /** Most entries kept; the oldest go first. Default 10,000. */

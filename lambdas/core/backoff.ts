@@ -15,8 +15,7 @@ export interface BackoffPolicy {
   readonly capSeconds: number;
 }
 
-/** SQS ChangeMessageVisibility accepts at most 12 hours. */
-export const SQS_MAX_VISIBILITY_SECONDS = 43_200;
+import { SQS_MAX_VISIBILITY_SECONDS } from './queueLimits.js';
 
 /** Config-class errors (bad credentials, TLS, sender not allowed) wait at least this long. */
 export const CONFIG_BACKOFF_FLOOR_SECONDS = 900;

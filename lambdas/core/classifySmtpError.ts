@@ -12,11 +12,10 @@
  * (`code` ECONNECTION or ETIMEDOUT, `command` 'CONN', no reply), so the caller, which sees the body
  * being handed over, says so with `context.bodySent`; only then is such a failure `ambiguous`.
  */
-
-export type SmtpErrorClass = 'transient' | 'permanent' | 'config' | 'ambiguous';
+import type { ErrorClass } from './postdateError.js';
 
 export interface SmtpErrorClassification {
-  readonly class: SmtpErrorClass;
+  readonly class: ErrorClass;
   /** The SMTP reply code ("451") when there was a reply, else nodemailer's code ("ECONNECTION"), else null. */
   readonly code: string | null;
   /** RFC 3463 enhanced status code from the reply text ("5.1.1"), if any. */
@@ -209,7 +208,7 @@ function classifyShape(shape: ErrorShape, bodySent: boolean): SmtpErrorClassific
   const reply = shape.responseCode;
   const command = shape.command ?? '';
   const code = reply !== null ? String(reply) : shape.code;
-  const result = (cls: SmtpErrorClass, reason: string): SmtpErrorClassification => ({
+  const result = (cls: ErrorClass, reason: string): SmtpErrorClassification => ({
     class: cls,
     code,
     enhancedCode,
@@ -266,7 +265,7 @@ function classifyPermanentReply(
   enhancedCode: string | null,
   command: string,
   response: string | null,
-  result: (cls: SmtpErrorClass, reason: string) => SmtpErrorClassification,
+  result: (cls: ErrorClass, reason: string) => SmtpErrorClassification,
 ): SmtpErrorClassification {
   const at = commandName(command);
   if (CONFIG_REPLY_CODES.has(reply) || (enhancedCode !== null && CONFIG_ENHANCED_CODES.has(enhancedCode))) {

@@ -9,6 +9,7 @@ import {
   type SettingValue,
   type SettingValues,
 } from './configSpec.js';
+import { PostdateError } from './postdateError.js';
 import { sendTimingProblems } from './sendTiming.js';
 
 /**
@@ -71,13 +72,13 @@ export interface ResourceNames extends Readonly<Record<ResourceName, string | un
   readonly smtpSecretArn: string | undefined;
 }
 
-export class ConfigError extends Error {
+export class ConfigError extends PostdateError {
   override readonly name = 'ConfigError';
   constructor(
     readonly variable: string,
     reason: string,
   ) {
-    super(`${variable}: ${reason}`);
+    super(`${variable}: ${reason}`, { class: 'config' });
   }
 }
 

@@ -3,8 +3,7 @@
  * (DESIGN §5a). Pure: the clock is an argument.
  */
 
-/** SQS DelaySeconds accepts at most 15 minutes. */
-export const SQS_MAX_DELAY_SECONDS = 900;
+import { SQS_MAX_DELAY_SECONDS } from './queueLimits.js';
 
 export type DispatchDecision = { path: 'queue'; delaySeconds: number } | { path: 'schedule'; fireAt: Date };
 

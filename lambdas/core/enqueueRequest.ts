@@ -6,6 +6,7 @@
  */
 import { isAllowedSender, parseAddress } from './addresses.js';
 import { type FieldError, guarded, type Validated } from './fieldErrors.js';
+import { fingerprint } from './fingerprint.js';
 import { illFormedStringErrors, prototypeKeyErrors } from './hiddenInputErrors.js';
 import { EnqueueBodySchema } from './requestSchemas.js';
 import { horizonEndMs, parseZonedTimestamp } from './timestamps.js';
@@ -57,6 +58,11 @@ export interface EnqueueContext {
 export function fingerprintSource(request: EnqueueRequest): Omit<EnqueueRequest, 'send_at'> {
   const { send_at: _effective, ...rest } = request;
   return rest;
+}
+
+/** The fingerprint stored on the body and the state record: SHA-256 of the canonical request minus its clock-derived send time. */
+export function requestFingerprint(request: EnqueueRequest): string {
+  return fingerprint(fingerprintSource(request));
 }
 
 /** Validates an enqueue body against every rule of DESIGN §3. Never throws. */

@@ -43,7 +43,11 @@ export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
   'mime-version',
 ]);
 
-function isReservedHeader(name: string): boolean {
+/**
+ * Whether Postdate sets this header itself (RESERVED_HEADERS and every `Content-*`, which the MIME
+ * composition owns): the enqueue refuses it, the sender drops a stored one.
+ */
+export function isReservedHeader(name: string): boolean {
   const lower = name.toLowerCase();
   return RESERVED_HEADERS.has(lower) || lower.startsWith('content-');
 }

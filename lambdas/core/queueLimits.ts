@@ -1,4 +1,17 @@
 /**
+ * SQS's own limits, defined once for the functions, the CLI and the construct: most entries per
+ * batch request, longest `DelaySeconds`, longest visibility timeout.
+ */
+/** Most messages per SendMessageBatch, DeleteMessageBatch, ChangeMessageVisibilityBatch or receive. */
+export const SQS_MAX_BATCH = 10;
+
+/** SQS DelaySeconds accepts at most 15 minutes. */
+export const SQS_MAX_DELAY_SECONDS = 900;
+
+/** SQS ChangeMessageVisibility accepts at most 12 hours. */
+export const SQS_MAX_VISIBILITY_SECONDS = 43_200;
+
+/**
  * The send queue's `maxReceiveCount`: only a backstop (DESIGN §5, "Dead means dead"). The sender
  * itself moves a copy to the DLQ when the message's SMTP attempts are exhausted; receives that are
  * no attempt (a live lease, a batch out of time, a released claim) must not reach it first, and the

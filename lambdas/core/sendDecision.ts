@@ -1,6 +1,6 @@
 import { backoffSeconds, configBackoffSeconds } from './backoff.js';
-import type { SmtpErrorClass } from './classifySmtpError.js';
 import { MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
+import type { ErrorClass } from './postdateError.js';
 import {
   pendingPositions,
   progressAfter,
@@ -118,7 +118,7 @@ export interface AttemptResult {
   /** The relay answered the final dot with 250. */
   readonly delivered: boolean;
   /** The failure's class when not delivered. */
-  readonly failureClass?: SmtpErrorClass;
+  readonly failureClass?: ErrorClass;
   /** The relay saw this message (MAIL FROM was, or may have been, sent): the attempt counts. */
   readonly reachedRelay: boolean;
   /** The positions in this attempt's envelope. */

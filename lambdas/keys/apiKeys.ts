@@ -18,6 +18,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { TENANT_PATTERN } from '../core/identifiers.js';
+import { PostdateError } from '../core/postdateError.js';
 import { batchGetItems } from '../store/batchGetItems.js';
 import { INDEX, ITEM_SORT_KEY, KEY, PARTITION_PREFIX } from '../store/tableLayout.js';
 
@@ -46,13 +47,13 @@ export interface ApiKeyRecord {
   readonly tnt_sk: string;
 }
 
-export class ApiKeyError extends Error {
+export class ApiKeyError extends PostdateError {
   override readonly name = 'ApiKeyError';
   constructor(
     message: string,
     readonly reason: 'invalid-tenant' | 'invalid-secret' | 'secret-in-use' | 'not-found',
   ) {
-    super(message);
+    super(message, { class: 'permanent' });
   }
 }
 

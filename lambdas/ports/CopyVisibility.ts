@@ -4,6 +4,10 @@
  * the DLQ, when a live lease runs out for a duplicate.
  */
 export interface CopyVisibility {
-  /** Resolves false when the queue refused (e.g. the receipt handle expired); never throws. */
-  change(receiptHandle: string, seconds: number): Promise<boolean>;
+  /** Resolves `changed: false` with the queue's error when it refused (e.g. the receipt handle expired); never throws. */
+  change(receiptHandle: string, seconds: number): Promise<VisibilityChange>;
 }
+
+export type VisibilityChange =
+  | { readonly changed: true }
+  | { readonly changed: false; readonly error: unknown };

@@ -1,5 +1,6 @@
-import { type DispatchDecision, decideDispatch, SQS_MAX_DELAY_SECONDS } from '../core/dispatchDecision.js';
+import { type DispatchDecision, decideDispatch } from '../core/dispatchDecision.js';
 import { errorForLog } from '../core/errorForLog.js';
+import { SQS_MAX_DELAY_SECONDS } from '../core/queueLimits.js';
 import { runWithConcurrency } from '../core/runWithConcurrency.js';
 import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
@@ -8,7 +9,6 @@ import { type ActPlan, planRelay } from './planRelay.js';
 import type { RelayRecord, StateImage } from './relayRecord.js';
 
 /** The structured logger the relay writes to (Powertools Logger fits). Never given an address. */
-export type RelayLog = Log;
 
 export interface RelayDeps {
   readonly queue: DispatchQueue;
@@ -18,7 +18,7 @@ export interface RelayDeps {
   readonly directDelayMaxSeconds: number;
   /** POSTDATE_SCHEDULE_LEAD_SECONDS: a schedule fires this much before send_at. */
   readonly scheduleLeadSeconds: number;
-  readonly log?: RelayLog;
+  readonly log?: Log;
   /** How many messages' records are worked on at once (records of one message stay in order). @default 8 */
   readonly concurrency?: number;
 }
@@ -136,7 +136,14 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
     const copies = [...sequenceOf.keys()];
     let unsent: readonly QueuedCopy[];
     try {
-      unsent = (await deps.queue.enqueue(copies)).failed;
+      const result = await deps.queue.enqueue(copies);
+      unsent = result.failed;
+      if (unsent.length > 0 && result.error !== undefined) {
+        deps.log?.warn('relay could not enqueue some copies', {
+          failed: unsent.length,
+          error: errorForLog(result.error),
+        });
+      }
     } catch (error) {
       unsent = copies;
       deps.log?.warn('relay could not reach the send queue', { error: errorForLog(error) });

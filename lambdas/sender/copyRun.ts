@@ -1,13 +1,15 @@
+import { errorForLog } from '../core/errorForLog.js';
+import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
 import { admitCopy } from '../core/sendDecision.js';
 import type { SendTiming } from '../core/sendTiming.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
 import type { Mailer } from '../ports/Mailer.js';
+import type { SenderMetrics } from '../ports/SenderMetrics.js';
+import type { SenderStore, SenderWriteResult } from '../ports/SenderStore.js';
+import type { SendRateLimiter } from '../ports/SendRateLimiter.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
-import type { SenderStore, TransitionResult } from '../store/senderTransitions.js';
 import { ack, type CopyVerdict, keep, keepDeadCopy, SHORT_RETRY_SECONDS } from './copyVerdict.js';
-import { SENDER_METRIC, type SenderCountMetric, type SenderMetrics } from './senderMetrics.js';
-import type { SendRateLimiter } from './sendRateLimiter.js';
 
 /**
  * One copy's way through the sender, as the steps share it: the copy, the sender's parts and the
@@ -16,7 +18,6 @@ import type { SendRateLimiter } from './sendRateLimiter.js';
  */
 
 /** The structured logger the sender writes to (lambdas/ports/Log.ts). */
-export type SenderLog = Log;
 
 export interface SenderSettings {
   /** POSTDATE_MAX_ATTEMPTS: SMTP attempts (DESIGN §2) before the message is `dead`. */
@@ -58,7 +59,7 @@ export interface CopyDependencies {
   readonly sleep: (milliseconds: number) => Promise<void>;
   readonly newLeaseOwner: () => string;
   readonly rateLimiter: SendRateLimiter;
-  readonly log: SenderLog;
+  readonly log: Log;
   readonly metrics: SenderMetrics;
 }
 
@@ -108,11 +109,14 @@ export function drop(run: CopyRun, reason: string): CopyVerdict {
  * this copy; it comes back as the record's `dead_copy` and the move is tried again.
  */
 export async function moveToDeadLetters(run: CopyRun): Promise<CopyVerdict> {
-  const { failed } = await run.deps.deadLetters.enqueue([
+  const { failed, error } = await run.deps.deadLetters.enqueue([
     { payload: { id: run.id, rev: run.rev, dlq: true }, delaySeconds: 0 },
   ]);
   if (failed.length > 0) {
-    run.deps.log.warn('sender could not move a dead copy to the DLQ; it will try again', logContext(run, {}));
+    run.deps.log.warn(
+      'sender could not move a dead copy to the DLQ; it will try again',
+      logContext(run, error === undefined ? {} : { error: errorForLog(error) }),
+    );
     return keepDeadCopy();
   }
   run.deps.metrics.count(SENDER_METRIC.deadLettered);
@@ -122,7 +126,7 @@ export async function moveToDeadLetters(run: CopyRun): Promise<CopyVerdict> {
 /** After a write that did not send: acknowledge or keep the copy by what the record says now. */
 export async function settled(
   run: CopyRun,
-  result: TransitionResult,
+  result: SenderWriteResult,
   what: string,
   metric: SenderCountMetric,
   interrupted = false,

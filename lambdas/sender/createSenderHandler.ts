@@ -4,21 +4,18 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import type { Config } from '../core/config.js';
 import { parseDispatchPayload } from '../core/dispatchPayload.js';
 import { errorForLog } from '../core/errorForLog.js';
+import { SENDER_METRIC } from '../core/metricNames.js';
 import { backstopReceiveCount } from '../core/queueLimits.js';
 import { runWithConcurrency } from '../core/runWithConcurrency.js';
 import type { CopyVisibility } from '../ports/CopyVisibility.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
+import type { Log } from '../ports/Log.js';
 import type { Mailer } from '../ports/Mailer.js';
-import type { SenderStore } from '../store/senderTransitions.js';
-import {
-  type CopyVerdict,
-  type InvocationTime,
-  processCopy,
-  type SenderLog,
-  type SenderSettings,
-} from './processCopy.js';
-import { NO_METRICS, SENDER_METRIC, type SenderMetrics } from './senderMetrics.js';
-import { tokenBucket, UNLIMITED } from './sendRateLimiter.js';
+import { NO_METRICS, type SenderMetrics } from '../ports/SenderMetrics.js';
+import type { SenderStore } from '../ports/SenderStore.js';
+import { UNLIMITED } from '../ports/SendRateLimiter.js';
+import { type CopyVerdict, type InvocationTime, processCopy, type SenderSettings } from './processCopy.js';
+import { tokenBucket } from './sendRateLimiter.js';
 
 export interface SenderDependencies {
   readonly store: SenderStore;
@@ -45,7 +42,7 @@ export interface SenderDependencies {
   readonly sleep?: (milliseconds: number) => Promise<void>;
   /** A lease owner unique per attempt. @default a random UUID */
   readonly newLeaseOwner?: () => string;
-  readonly log?: SenderLog;
+  readonly log?: Log;
   readonly metrics?: SenderMetrics;
 }
 
@@ -65,7 +62,7 @@ export function senderSettings(config: Config, maxEarlyWaitMs = 1000): SenderSet
   };
 }
 
-const SILENT: SenderLog = { info: () => {}, warn: () => {}, error: () => {} };
+const SILENT: Log = { info: () => {}, warn: () => {}, error: () => {} };
 
 /**
  * The sender's handler logic for an SQS batch (partial batch responses): every copy is processed
@@ -136,13 +133,14 @@ export function createSenderHandler(
     const parsed = parseDispatchPayload(record.body);
     if (!parsed.ok) return false;
     if (verdict.deadCopy === true) {
-      const { failed } = await deps.deadLetters.enqueue([
+      const { failed, error } = await deps.deadLetters.enqueue([
         { payload: { ...parsed.payload, dlq: true }, delaySeconds: 0 },
       ]);
       if (failed.length > 0) {
         // Left to the queue's backstop, which moves this copy to the DLQ itself.
         log.warn('sender could not move a dead copy to the DLQ near the backstop', {
           sqsMessageId: record.messageId,
+          ...(error === undefined ? {} : { error: errorForLog(error) }),
         });
         return false;
       }
@@ -164,11 +162,12 @@ export function createSenderHandler(
       const verdict = await verdictFor(record, time);
       if (await refreshed(record, verdict)) return { record, verdict: { kind: 'ack', reason: 'refreshed' } };
       if (verdict.kind === 'keep' && verdict.visibilitySeconds !== undefined) {
-        const changed = await deps.visibility.change(record.receiptHandle, verdict.visibilitySeconds);
-        if (!changed) {
+        const change = await deps.visibility.change(record.receiptHandle, verdict.visibilitySeconds);
+        if (!change.changed) {
           log.warn('sender could not change a copy visibility', {
             sqsMessageId: record.messageId,
             visibilitySeconds: verdict.visibilitySeconds,
+            error: errorForLog(change.error),
           });
         }
       }

@@ -10,12 +10,13 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
 import { configTargetOf, loadConfig, loadResourceNames } from '../core/config.js';
+import { METRICS } from '../core/metricNames.js';
+import type { SenderMetrics } from '../ports/SenderMetrics.js';
 import { createSenderHandler } from './createSenderHandler.js';
 import { senderDependencies } from './senderDependencies.js';
-import type { SenderMetrics } from './senderMetrics.js';
 
 const logger = new Logger({ serviceName: 'postdate-sender' });
-const metrics = new Metrics({ namespace: 'Postdate', serviceName: 'postdate' });
+const metrics = new Metrics({ namespace: METRICS.namespace, serviceName: METRICS.service });
 
 const senderMetrics: SenderMetrics = {
   count: (name, value = 1) => metrics.addMetric(name, MetricUnit.Count, value),

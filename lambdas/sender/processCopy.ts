@@ -1,5 +1,6 @@
 import { decideArrival } from '../core/dispatchDecision.js';
 import { parseDispatchPayload } from '../core/dispatchPayload.js';
+import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
 import { claimTerms, interruptedAttemptBecomes } from '../core/sendDecision.js';
 import { hasTimeForAttempt } from '../core/sendTiming.js';
 import { decideUnsent, needsGroupHead, type UnsentStatus } from '../core/unsentDecision.js';
@@ -20,9 +21,8 @@ import {
 } from './copyRun.js';
 import { ack, type CopyVerdict, keep } from './copyVerdict.js';
 import { sendClaimed } from './sendClaimed.js';
-import { SENDER_METRIC, type SenderCountMetric } from './senderMetrics.js';
 
-export type { CopyDependencies, InvocationTime, ReceivedCopy, SenderLog, SenderSettings } from './copyRun.js';
+export type { CopyDependencies, InvocationTime, ReceivedCopy, SenderSettings } from './copyRun.js';
 export type { CopyVerdict } from './copyVerdict.js';
 
 /**

@@ -1,4 +1,5 @@
 import { MESSAGE_STATUS } from '../core/messageStatus.js';
+import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
 import { pendingPositions, type RecipientProgress, recipientList } from '../core/recipients.js';
 import {
   type AttemptResult,
@@ -24,7 +25,6 @@ import {
   unwrap,
 } from './copyRun.js';
 import { ack, type CopyVerdict, keep, SHORT_RETRY_SECONDS } from './copyVerdict.js';
-import { SENDER_METRIC, type SenderCountMetric } from './senderMetrics.js';
 import { writeUntilLanded } from './writeUntilLanded.js';
 
 /**

@@ -1,15 +1,10 @@
+import type { SendRateLimiter } from '../ports/SendRateLimiter.js';
+
 /**
  * POSTDATE_MAX_SEND_RATE: a token bucket per warm container. Tokens refill continuously at `rate` per
  * second up to `burst`; each SMTP send takes one, waiting for it when the bucket is empty. The clock
  * and the wait are injected, so tests never sleep.
  */
-export interface SendRateLimiter {
-  /** Resolves when a send may start. */
-  acquire(): Promise<void>;
-}
-
-export const UNLIMITED: SendRateLimiter = { acquire: async () => {} };
-
 export interface TokenBucketOptions {
   /** Messages per second. */
   readonly rate: number;

@@ -5,16 +5,13 @@ import { awsClientOptions } from '../adapters/awsClients.js';
 import { NodemailerMailer, smtpTimeoutsOf } from '../adapters/NodemailerMailer.js';
 import { SqsCopyVisibility } from '../adapters/SqsCopyVisibility.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
-import {
-  environmentSmtpCredentials,
-  type SmtpCredentialsSource,
-  secretsManagerSmtpCredentials,
-} from '../adapters/smtpCredentials.js';
+import { environmentSmtpCredentials, secretsManagerSmtpCredentials } from '../adapters/smtpCredentials.js';
 import { type Config, type ResourceNames, requireResource } from '../core/config.js';
+import type { Log } from '../ports/Log.js';
+import type { SenderMetrics } from '../ports/SenderMetrics.js';
+import type { SmtpCredentialsSource } from '../ports/SmtpCredentialsSource.js';
 import { DynamoSenderStore } from '../store/senderTransitions.js';
 import { type SenderDependencies, senderSettings } from './createSenderHandler.js';
-import type { SenderLog } from './processCopy.js';
-import type { SenderMetrics } from './senderMetrics.js';
 
 export interface SenderWiring {
   readonly config: Config;
@@ -24,7 +21,7 @@ export interface SenderWiring {
   readonly documents: DynamoDBDocumentClient;
   /** Only used in AWS with POSTDATE_SMTP_SECRET_ARN set; created when absent. */
   readonly secretsManager?: SecretsManagerClient;
-  readonly log?: SenderLog;
+  readonly log?: Log;
   readonly metrics?: SenderMetrics;
 }
 

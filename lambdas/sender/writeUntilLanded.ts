@@ -1,11 +1,11 @@
 import type { MessageStatus } from '../core/messageStatus.js';
+import { SENDER_METRIC } from '../core/metricNames.js';
 import { leaseWaitSeconds } from '../core/sendDecision.js';
 import { isOwnEarlierWrite, nextWriteTry } from '../core/writeRetry.js';
+import type { SenderWriteResult } from '../ports/SenderStore.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
-import type { TransitionResult } from '../store/senderTransitions.js';
 import { type CopyRun, errorName, logContext } from './copyRun.js';
 import { ack, type CopyVerdict, keep } from './copyVerdict.js';
-import { SENDER_METRIC } from './senderMetrics.js';
 
 export type Landed =
   | { readonly kind: 'applied' }
@@ -19,7 +19,7 @@ export type Landed =
  */
 export async function writeUntilLanded(
   run: CopyRun,
-  write: () => Promise<TransitionResult>,
+  write: () => Promise<SenderWriteResult>,
   ours: { readonly status: MessageStatus; readonly now: Date },
   claimed: MessageStateRecord,
 ): Promise<Landed> {

@@ -1,5 +1,5 @@
 /**
- * The API's view of the outbox table: a small port and its DynamoDB adapter. Every vendor error that
+ * The API's view of the outbox table: the DynamoDB adapter of the ApiStore port (ports/ApiStore.ts). Every vendor error that
  * means something to the API (a lost condition, a cancelled transaction) becomes a typed outcome
  * here; anything else passes through.
  */
@@ -19,8 +19,17 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { MESSAGE_STATUS, type MessageStatus, WAITING_FOR_OPERATOR } from '../core/messageStatus.js';
 import { TRANSITIONS, type TransitionEvent } from '../core/stateMachine.js';
-import { readGroupHeadVersion } from '../outbox/groupHead.js';
-import { OUTBOX_ITEM_INDEX, type TransactWriteItem } from '../outbox/outboxItems.js';
+import type {
+  ApiStore,
+  EnqueueRecords,
+  EnqueueWriteResult,
+  GroupHeadView,
+  ListPage,
+  ListQuery,
+  ShardPosition,
+  TransitionResult,
+} from '../ports/ApiStore.js';
+import { readGroupHeadVersion } from './groupHead.js';
 import {
   byStatusPk,
   byStatusShardPk,
@@ -33,94 +42,9 @@ import {
   type MessageStateRecord,
   messagePk,
 } from './messageRecord.js';
+import { OUTBOX_ITEM_INDEX, outboxTransactItems } from './outboxRecords.js';
 import { readStateRecord, readStateRecords } from './stateReads.js';
 import { INDEX, INDEX_SHARDS, ITEM_SORT_KEY, KEY, TTL_ATTRIBUTE } from './tableLayout.js';
-
-/** The outcome of an enqueue write (the transaction, or one conditional put). */
-export type EnqueueWriteResult =
-  | { readonly kind: 'written' }
-  /** The message's state or body exists: a request with this key came first. Read it back. */
-  | { readonly kind: 'exists' }
-  /** The group head moved between our read and our write: read it again. */
-  | { readonly kind: 'group-moved' }
-  /** A concurrent transaction on the same items, or an id collision: try again. */
-  | { readonly kind: 'contended' };
-
-export type TransitionResult =
-  | { readonly kind: 'updated'; readonly state: MessageStateRecord }
-  | { readonly kind: 'not-found' }
-  /** The record is not in a status the transition leaves from; `current` is what it is now. */
-  | { readonly kind: 'conflict'; readonly current: MessageStateRecord }
-  /** Reschedule only: the new send time is not before the message's `not_after`. */
-  | { readonly kind: 'past-deadline'; readonly current: MessageStateRecord };
-
-export interface GroupHeadView {
-  readonly version: number;
-  readonly updated_at: string;
-}
-
-/** Where one shard of a listing stands: not started, after a sort key, or exhausted. */
-export type ShardPosition =
-  | { readonly kind: 'start' }
-  | { readonly kind: 'after'; readonly sortKey: string }
-  | { readonly kind: 'done' };
-
-export interface ListQuery {
-  readonly tenant: string;
-  readonly status: MessageStatus | null;
-  readonly limit: number;
-  /** One position per shard of the index used (`by_status` with a status, `by_tenant` without). */
-  readonly positions: readonly ShardPosition[];
-}
-
-export interface ListPage {
-  readonly items: readonly MessageStateRecord[];
-  readonly positions: readonly ShardPosition[];
-}
-
-/** The table as the API uses it. */
-export interface ApiStore {
-  /** The outbox table's name (the enqueue transaction's items name it). */
-  readonly tableName: string;
-  /** The fingerprint and creation time of a message's body, strongly consistent; null when absent. */
-  readBodyStamp(id: string): Promise<Pick<MessageBodyRecord, 'fingerprint' | 'created_at'> | null>;
-  readGroupHead(tenant: string, groupKey: string): Promise<number | null>;
-  /** Writes the outbox items in one transaction (a grouped message: its head moves with it). */
-  writeEnqueue(items: readonly TransactWriteItem[]): Promise<EnqueueWriteResult>;
-  /**
-   * Deletes a body this request just wrote, if it is still the one it wrote (same fingerprint and
-   * creation time): the key turned out to belong to a message whose own body had expired.
-   */
-  deleteOwnBody(id: string, stamp: Pick<MessageBodyRecord, 'fingerprint' | 'created_at'>): Promise<void>;
-  /** One conditional put of a record that must not exist yet (an ungrouped message, item by item). */
-  putNew(record: MessageStateRecord | MessageBodyRecord): Promise<EnqueueWriteResult>;
-  /** The state record, or null when it does not exist or belongs to another tenant. */
-  getMessage(tenant: string, id: string): Promise<MessageStateRecord | null>;
-  /** Cancels; the body gets the state record's TTL (`expiresAt`), so it goes with it. */
-  cancel(input: { tenant: string; id: string; now: Date; expiresAt: number }): Promise<TransitionResult>;
-  /**
-   * Moves `send_at`. `bodyExpiresAt` is the body's TTL the new send time needs: when the message is
-   * rescheduled later, the body's TTL is raised to it first (never lowered).
-   */
-  reschedule(input: {
-    tenant: string;
-    id: string;
-    now: Date;
-    sendAt: string;
-    bodyExpiresAt: number;
-  }): Promise<TransitionResult>;
-  /** Retries now; a body that still has a TTL is raised to `bodyExpiresAt` first, when given. */
-  retry(input: { tenant: string; id: string; now: Date; bodyExpiresAt?: number }): Promise<TransitionResult>;
-  /**
-   * An operator's decision to leave a `failed`, `dead` or `unknown` message as it is (the CLI; no
-   * route): its status stays, it stops waiting — out of the waiting gauge, its TTL and its body's
-   * set to `expiresAt` — and a later retry or redrive still works.
-   */
-  discard(input: { tenant: string; id: string; now: Date; expiresAt: number }): Promise<TransitionResult>;
-  /** Raises the head to `version` if it is higher (a max); answers the head as it is afterwards. */
-  raiseGroup(input: { tenant: string; groupKey: string; version: number; now: Date }): Promise<GroupHeadView>;
-  listMessages(query: ListQuery): Promise<ListPage>;
-}
 
 /** The statuses a transition of the state machine leaves from (the API's conditions come from it). */
 export function fromStatuses(event: TransitionEvent): readonly MessageStatus[] {
@@ -189,9 +113,10 @@ export class DynamoApiStore implements ApiStore {
     return readGroupHeadVersion(this.documents, this.tableName, tenant, groupKey);
   }
 
-  async writeEnqueue(items: readonly TransactWriteItem[]): Promise<EnqueueWriteResult> {
+  async writeEnqueue(records: EnqueueRecords): Promise<EnqueueWriteResult> {
     try {
-      await this.documents.send(new TransactWriteCommand({ TransactItems: [...items] }));
+      const items = outboxTransactItems(this.tableName, records);
+      await this.documents.send(new TransactWriteCommand({ TransactItems: items }));
       return { kind: 'written' };
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;

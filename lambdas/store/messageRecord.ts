@@ -1,4 +1,6 @@
+import type { GroupRef } from '../core/enqueueRequest.js';
 import { isMessageStatus, type MessageStatus } from '../core/messageStatus.js';
+import type { ErrorClass } from '../core/postdateError.js';
 import { INDEX_SHARDS, ITEM_SORT_KEY, KEY, PARTITION_PREFIX } from './tableLayout.js';
 
 /**
@@ -6,8 +8,6 @@ import { INDEX_SHARDS, ITEM_SORT_KEY, KEY, PARTITION_PREFIX } from './tableLayou
  * milliseconds (`2026-12-01T09:00:00.000Z`): fixed width, so they compare correctly as strings in
  * DynamoDB conditions and key conditions. See docs/data-model.md.
  */
-
-export type ErrorClass = 'transient' | 'permanent' | 'config' | 'ambiguous';
 
 export interface LastError {
   readonly class: ErrorClass;
@@ -27,11 +27,6 @@ export interface AttemptRecord {
   readonly duration_ms: number;
   /** Recipients the relay refused while the message was still sent (partial rejection), as domains. */
   readonly rejected_domains?: readonly string[];
-}
-
-export interface GroupRef {
-  readonly key: string;
-  readonly version: number;
 }
 
 /** The small, mutable state record: `pk = MSG#{id}`, `sk = STATE`. The relay's stream reads only these. */

@@ -1,8 +1,15 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { isWaitingForOperator, MESSAGE_STATUS, type MessageStatus } from '../core/messageStatus.js';
-import type { RecipientProgress } from '../core/recipients.js';
-import { readGroupHeadVersion } from '../outbox/groupHead.js';
+import type {
+  ClaimInput,
+  OutcomeInput,
+  ReleaseInput,
+  SenderStore,
+  SenderWriteResult,
+  SettleUnsentInput,
+} from '../ports/SenderStore.js';
+import { readGroupHeadVersion } from './groupHead.js';
 import {
   type AttemptRecord,
   bodyExpiresAtAfter,
@@ -11,7 +18,6 @@ import {
   expiresAtAfter,
   isMessageBodyRecord,
   isMessageStateRecord,
-  type LastError,
   type MessageBodyRecord,
   type MessageStateRecord,
   messagePk,
@@ -21,7 +27,7 @@ import { readStateRecord } from './stateReads.js';
 import { ITEM_SORT_KEY, KEY, TTL_ATTRIBUTE } from './tableLayout.js';
 
 /**
- * The sender's reads and its conditional writes on the state record (docs/data-model.md,
+ * The DynamoDB adapter of the SenderStore port (ports/SenderStore.ts): the sender's reads and its conditional writes on the state record (docs/data-model.md,
  * "Transitions and their writers"). Every write is one `UpdateItem` whose condition is the state the
  * sender saw: same `rev`, same `status`, and while `sending` the same lease owner (and, for someone
  * else's lease, that it has expired). A write that loses its condition changes nothing and comes
@@ -30,79 +36,6 @@ import { ITEM_SORT_KEY, KEY, TTL_ATTRIBUTE } from './tableLayout.js';
 
 /** The attempt history keeps the newest entries only, so the state record stays near 1 KB. */
 export const HISTORY_LIMIT = 20;
-
-export type TransitionResult =
-  | { readonly outcome: 'applied'; readonly record: MessageStateRecord }
-  | { readonly outcome: 'conflict' };
-
-/** A claim: the record moves to `sending`, leased to `owner` until `leaseUntil`. */
-export interface ClaimInput {
-  /** The record as read; the claim succeeds only if it is still exactly in that state. */
-  readonly observed: MessageStateRecord;
-  readonly owner: string;
-  readonly now: Date;
-  readonly leaseUntil: Date;
-  /**
-   * For a takeover of an expired lease: the ambiguous attempt of the sender that died. It counts as
-   * an attempt (the relay may have seen it).
-   */
-  readonly interruptedAttempt?: AttemptRecord;
-  readonly lastError?: LastError;
-  /** For a claim of a `dead` record by a copy redriven from the DLQ: its new attempt limit. */
-  readonly attemptLimit?: number;
-}
-
-/** The outcome of our own send, written while we hold the lease. */
-export interface OutcomeInput {
-  readonly claimed: MessageStateRecord;
-  readonly owner: string;
-  readonly to: 'sent' | 'retrying' | 'failed' | 'dead' | 'unknown';
-  readonly now: Date;
-  readonly attempt: AttemptRecord;
-  readonly lastError: LastError | null;
-  /** `retrying` only: when the copy comes back (the `due_at` the sweeper watches). */
-  readonly retryAt?: Date;
-  readonly retentionDays: number;
-  /** SMTP attempts including this one when the relay saw it (DESIGN §2). */
-  readonly attempts: number;
-  readonly recipients: RecipientProgress;
-  /** `dead` only: the SQS message id of the copy that goes to the DLQ. */
-  readonly deadCopy?: string;
-}
-
-/** Our claim given back unused (a read failed before MAIL FROM): no attempt, no history entry. */
-export interface ReleaseInput {
-  readonly claimed: MessageStateRecord;
-  readonly owner: string;
-  readonly now: Date;
-  /** When the copy comes back. */
-  readonly retryAt: Date;
-}
-
-/** A terminal move without a send of ours: deadline passed, group superseded, or an expired lease held. */
-export interface SettleUnsentInput {
-  readonly observed: MessageStateRecord;
-  readonly to: 'expired' | 'superseded' | 'unknown';
-  readonly now: Date;
-  /** The ambiguous attempt of a sender that died holding the lease, when there was one. */
-  readonly interruptedAttempt?: AttemptRecord;
-  readonly lastError?: LastError;
-  readonly retentionDays: number;
-  /** Set when the record is `sending` under our own lease (a check after our claim). */
-  readonly owner?: string;
-}
-
-export interface SenderStore {
-  /** The state record, read consistently; undefined when there is none or it is unreadable. */
-  readState(id: string): Promise<MessageStateRecord | undefined>;
-  readBody(id: string): Promise<MessageBodyRecord | undefined>;
-  /** The group head's version, read consistently; undefined when the group has no head. */
-  readGroupVersion(tenant: string, groupKey: string): Promise<number | undefined>;
-  claim(input: ClaimInput): Promise<TransitionResult>;
-  recordOutcome(input: OutcomeInput): Promise<TransitionResult>;
-  release(input: ReleaseInput): Promise<TransitionResult>;
-  settleUnsent(input: SettleUnsentInput): Promise<TransitionResult>;
-}
 
 /** What a transition does to the body's TTL: leave it (undefined), remove it (null), or set it. */
 type BodyTtl = number | null | undefined;
@@ -132,7 +65,7 @@ export class DynamoSenderStore implements SenderStore {
     return (await readGroupHeadVersion(this.documents, this.tableName, tenant, groupKey)) ?? undefined;
   }
 
-  claim(input: ClaimInput): Promise<TransitionResult> {
+  claim(input: ClaimInput): Promise<SenderWriteResult> {
     const { observed, now } = input;
     const update = new UpdateBuilder(observed, now);
     update.set('status', MESSAGE_STATUS.sending);
@@ -156,7 +89,7 @@ export class DynamoSenderStore implements SenderStore {
     return this.apply(update);
   }
 
-  recordOutcome(input: OutcomeInput): Promise<TransitionResult> {
+  recordOutcome(input: OutcomeInput): Promise<SenderWriteResult> {
     const { claimed, now } = input;
     const update = leaveSending(claimed, now, input.to, input.owner);
     update.set('history', cappedHistory(claimed.history, input.attempt));
@@ -176,14 +109,14 @@ export class DynamoSenderStore implements SenderStore {
     return this.applyWithBody(update, claimed.id, body);
   }
 
-  release(input: ReleaseInput): Promise<TransitionResult> {
+  release(input: ReleaseInput): Promise<SenderWriteResult> {
     const { claimed, now } = input;
     const update = leaveSending(claimed, now, MESSAGE_STATUS.retrying, input.owner);
     update.set('due_at', input.retryAt.toISOString());
     return this.apply(update);
   }
 
-  settleUnsent(input: SettleUnsentInput): Promise<TransitionResult> {
+  settleUnsent(input: SettleUnsentInput): Promise<SenderWriteResult> {
     const { observed, now } = input;
     const update = leaveSending(observed, now, input.to, input.owner);
     if (input.interruptedAttempt !== undefined) {
@@ -234,7 +167,7 @@ export class DynamoSenderStore implements SenderStore {
    * transition that happened (a body updated for a lost one could lose its TTL for good). A failure
    * between the two leaves the body's TTL as it was, and throws.
    */
-  private async applyWithBody(update: UpdateBuilder, id: string, body: BodyTtl): Promise<TransitionResult> {
+  private async applyWithBody(update: UpdateBuilder, id: string, body: BodyTtl): Promise<SenderWriteResult> {
     const result = await this.apply(update);
     if (result.outcome === 'applied' && body !== undefined) await this.setBodyTtl(id, body);
     return result;
@@ -258,7 +191,7 @@ export class DynamoSenderStore implements SenderStore {
     }
   }
 
-  private async apply(update: UpdateBuilder): Promise<TransitionResult> {
+  private async apply(update: UpdateBuilder): Promise<SenderWriteResult> {
     try {
       const { Attributes } = await this.documents.send(
         new UpdateCommand({ TableName: this.tableName, ...update.build(), ReturnValues: 'ALL_NEW' }),

@@ -1,14 +1,16 @@
+import { PostdateError } from '../core/postdateError.js';
 import { type SweepDeps, type SweepReport, sweep } from './sweep.js';
 
 /**
  * A pass that left work undone (a shard unreadable, copies refused, a waiting count unread); the
  * next run continues.
  */
-export class SweepIncompleteError extends Error {
+export class SweepIncompleteError extends PostdateError {
   override readonly name = 'SweepIncompleteError';
   constructor(readonly report: SweepReport) {
     super(
       `sweep incomplete: ${report.shardErrors.length} shard(s) unreadable, ${report.failed} copy(ies) not enqueued, ${report.waiting.errors.length} waiting count(s) unread`,
+      { class: 'transient' },
     );
   }
 }

@@ -10,14 +10,15 @@ import { awsClientOptions } from '../adapters/awsClients.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
+import { METRICS } from '../core/metricNames.js';
+import type { SweeperMetrics } from '../ports/SweeperMetrics.js';
 import { DynamoDueIndex } from '../store/dueIndex.js';
 import { DynamoSweepRecords } from '../store/sweepRecords.js';
 import { createSweeperHandler, isIncomplete, SweepIncompleteError } from './createSweeperHandler.js';
 import type { SweepReport } from './sweep.js';
-import type { SweeperMetrics } from './sweeperMetrics.js';
 
 const logger = new Logger({ serviceName: 'postdate-sweeper' });
-const metrics = new Metrics({ namespace: 'Postdate', serviceName: 'postdate' });
+const metrics = new Metrics({ namespace: METRICS.namespace, serviceName: METRICS.service });
 
 const sweeperMetrics: SweeperMetrics = {
   count: (name, value) => metrics.addMetric(name, MetricUnit.Count, value),

@@ -1,15 +1,16 @@
+import { errorForLog } from '../core/errorForLog.js';
 import { isTerminal } from '../core/messageStatus.js';
+import { SWEEPER_METRIC } from '../core/metricNames.js';
 import { decideSweep } from '../core/sweepDecision.js';
 import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
+import type { DueCursor, DueEntry, DueIndex } from '../ports/DueIndex.js';
 import type { Log } from '../ports/Log.js';
+import type { SweeperMetrics } from '../ports/SweeperMetrics.js';
 import type { SweepRecords } from '../ports/SweepRecords.js';
-import type { DueCursor, DueEntry, DueIndex } from '../store/dueIndex.js';
 import { INDEX_SHARDS } from '../store/tableLayout.js';
-import { SWEEPER_METRIC, type SweeperMetrics } from './sweeperMetrics.js';
 import { countWaiting, type WaitingCounts } from './waitingGauge.js';
 
 /** The structured logger the sweeper writes to (Powertools Logger fits). */
-export type SweepLog = Pick<Log, 'info' | 'warn'>;
 
 export interface SweepDeps {
   readonly dueIndex: DueIndex;
@@ -26,7 +27,7 @@ export interface SweepDeps {
   readonly maxPerShard?: number;
   /** @default 100 */
   readonly pageSize?: number;
-  readonly log?: SweepLog;
+  readonly log?: Log;
   readonly metrics?: SweeperMetrics;
 }
 
@@ -140,6 +141,12 @@ async function sweepPage(deps: SweepDeps, entries: readonly DueEntry[], tally: P
   // refused copy would put off a lost message's rescue by the backoff.
   const result = await deps.queue.enqueue(planned.map((plan) => plan.copy));
   tally.failed += result.failed.length;
+  if (result.failed.length > 0 && result.error !== undefined) {
+    deps.log?.warn('sweeper could not re-dispatch some copies', {
+      failed: result.failed.length,
+      error: errorForLog(result.error),
+    });
+  }
   for (const plan of planned) {
     if (result.failed.includes(plan.copy)) continue;
     tally.redispatched++;

@@ -1,7 +1,7 @@
 import { WAITING_FOR_OPERATOR } from '../core/messageStatus.js';
+import type { WaitingStatus } from '../core/metricNames.js';
 import { runWithConcurrency } from '../core/runWithConcurrency.js';
-import type { DueIndex } from '../store/dueIndex.js';
-import type { WaitingStatus } from './sweeperMetrics.js';
+import type { DueIndex } from '../ports/DueIndex.js';
 
 /** How many messages wait for an operator, per status; a status whose count failed is absent. */
 export interface WaitingCounts {

@@ -5,7 +5,7 @@ import * as authorizers from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import * as integrations from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { API_ROUTES } from '../../lambdas/api/apiRoutes.js';
+import { API_ROUTES } from '../../lambdas/core/apiRoutes.js';
 import { RESOURCE_ENV } from '../functionEnvironment.js';
 import type { ApiThrottle } from '../postdateProps.js';
 import { acknowledge } from './acknowledge.js';
@@ -13,7 +13,7 @@ import { PostdateFunction } from './postdateFunction.js';
 import type { Storage } from './Storage.js';
 
 /** The routes of DESIGN §3, from the api handler's own route table: one list for the handler, the stack and the local front end. */
-export { API_ROUTES } from '../../lambdas/api/apiRoutes.js';
+export { API_ROUTES } from '../../lambdas/core/apiRoutes.js';
 
 /** The header the authorizer reads, and the cache key of its answers. */
 export const AUTHORIZATION_IDENTITY_SOURCE = '$request.header.Authorization';

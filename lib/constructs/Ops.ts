@@ -8,9 +8,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { SENDER_METRIC } from '../../lambdas/sender/senderMetrics.js';
-import { SWEEPER_METRIC } from '../../lambdas/sweeper/sweeperMetrics.js';
-import { METRICS } from '../functionEnvironment.js';
+import { METRICS, SENDER_METRIC, SWEEPER_METRIC } from '../../lambdas/core/metricNames.js';
 
 /**
  * The sender's EMF metrics (namespace `Postdate`, dimension `service=postdate`), named by the sender

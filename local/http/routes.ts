@@ -1,4 +1,4 @@
-import { API_ROUTES } from '../../lambdas/api/apiRoutes.js';
+import { API_ROUTES } from '../../lambdas/core/apiRoutes.js';
 
 /**
  * The routes of the HTTP API (DESIGN §3) as API Gateway HTTP API route keys. API Gateway matches a

@@ -1,6 +1,8 @@
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { type ApiEvent, type ApiLogger, createApiHandler } from '../../lambdas/api/createApiHandler.js';
-import { type ApiStore, DynamoApiStore } from '../../lambdas/store/apiStore.js';
+import { type ApiEvent, createApiHandler } from '../../lambdas/api/createApiHandler.js';
+import type { ApiStore } from '../../lambdas/ports/ApiStore.js';
+import type { Log } from '../../lambdas/ports/Log.js';
+import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
 
 export interface LogLine {
@@ -35,7 +37,7 @@ export function seededRandom(seed = 42): () => number {
 /** The api handler on a fresh DynamoDB Local table, with a clock and captured logs. */
 export async function apiHarness(
   options: {
-    logger?: ApiLogger;
+    logger?: Log;
     allowedFrom?: string[];
     wrapStore?: (store: ApiStore) => ApiStore;
     sleep?: (ms: number) => Promise<void>;
@@ -46,7 +48,7 @@ export async function apiHarness(
   const store = new DynamoApiStore(documents, tableName);
   const clock = testClock();
   const logs: LogLine[] = [];
-  const capture: ApiLogger = {
+  const capture: Log = {
     info: (message, attributes) => logs.push({ level: 'info', message, attributes }),
     warn: (message, attributes) => logs.push({ level: 'warn', message, attributes }),
     error: (message, attributes) => logs.push({ level: 'error', message, attributes }),

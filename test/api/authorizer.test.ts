@@ -112,6 +112,7 @@ describe('the Lambda authorizer', () => {
       now: clock.now,
       logger: {
         info: (message, attributes) => logs.push(JSON.stringify({ message, ...attributes })),
+        warn: (message, attributes) => logs.push(JSON.stringify({ message, ...attributes })),
         error: (message, attributes) => logs.push(JSON.stringify({ message, ...attributes })),
       },
       ...options,

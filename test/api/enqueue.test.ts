@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { fingerprint } from '../../lambdas/core/fingerprint.js';
 import { messageIdFor } from '../../lambdas/core/ids.js';
 import { fingerprintSource } from '../../lambdas/core/messageSchema.js';
-import type { ApiStore } from '../../lambdas/store/apiStore.js';
+import type { ApiStore } from '../../lambdas/ports/ApiStore.js';
 import {
   byStatusPk,
   byTenantPk,

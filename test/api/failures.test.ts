@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ApiStore } from '../../lambdas/store/apiStore.js';
+import type { ApiStore } from '../../lambdas/ports/ApiStore.js';
 import { apiHarness } from './apiHarness.js';
 import { enqueueEvent, getEvent, validBody } from './events.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { API_ROUTES } from '../../lambdas/api/apiRoutes.js';
 import { buildOpenApiDocument } from '../../lambdas/api/openapi.js';
+import { API_ROUTES } from '../../lambdas/core/apiRoutes.js';
 import {
   EnqueueBodySchema,
   RELAY_CONTROL_HEADERS,

@@ -4,7 +4,7 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { SENDER_METRIC } from '../../lambdas/sender/senderMetrics.js';
+import { SENDER_METRIC } from '../../lambdas/core/metricNames.js';
 import { POSTDATE_METRIC } from '../../lib/constructs/Ops.js';
 import { assertEsbuildResolvable } from '../../lib/constructs/postdateFunction.js';
 import { Postdate } from '../../lib/Postdate.js';

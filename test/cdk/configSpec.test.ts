@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { CONFIG_SETTINGS, PROP_SETTINGS, RESOURCE_SETTINGS } from '../../lambdas/core/configSpec.js';
 import { CONTEXT_KEYS, settingsFromContext } from '../../lib/contextProps.js';
-import { configEnvironment, RESOURCE_ENV } from '../../lib/functionEnvironment.js';
+import { propsEnvironment, RESOURCE_ENV } from '../../lib/functionEnvironment.js';
 import { resolvePostdateProps } from '../../lib/postdateProps.js';
 import { configEnvironment as localConfigEnvironment } from '../../local/localEnv.js';
 import { synthesizePostdate, TEST_PROPS } from './support/synthesize.js';
@@ -49,7 +49,7 @@ describe('the construct and the local stack carry every row of the configuration
 
   it('the local stack sets the same variables on its functions as the construct', () => {
     const resolved = resolvePostdateProps({ ...TEST_PROPS.postdate, maxSendRate: 3 });
-    const construct = configEnvironment(resolved, 'smtp.example.net');
+    const construct = propsEnvironment(resolved, 'smtp.example.net');
     const config = loadConfig({ POSTDATE_MAX_SEND_RATE: '3', SMTP_USER: 'u', SMTP_PASS: 'p' }, 'local');
     const local = localConfigEnvironment(config);
     // The local stack sets SMTP_HOST and SMTP_PORT itself (the sink or the relay).

@@ -3,7 +3,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { PLACEHOLDER_SENDER, settingsFromContext } from '../../lib/contextProps.js';
-import { configEnvironment } from '../../lib/functionEnvironment.js';
+import { propsEnvironment } from '../../lib/functionEnvironment.js';
 import { Postdate } from '../../lib/Postdate.js';
 import {
   POSTDATE_DEFAULTS,
@@ -182,7 +182,7 @@ describe('Postdate props', () => {
       maxSendRate: 2.5,
       smtpRequireTls: false,
     });
-    const config = loadConfig(configEnvironment(resolved, 'smtp.example.net'), 'aws');
+    const config = loadConfig(propsEnvironment(resolved, 'smtp.example.net'), 'aws');
     expect(config).toMatchObject({
       target: 'aws',
       smtp: { host: 'smtp.example.net', port: 587, secure: false, requireTls: false },

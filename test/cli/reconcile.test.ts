@@ -8,7 +8,8 @@ import {
   reconcileClean,
 } from '../../cli/reconcileCommand.js';
 import { MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
-import { DynamoApiStore, type ShardPosition } from '../../lambdas/store/apiStore.js';
+import type { ShardPosition } from '../../lambdas/ports/ApiStore.js';
+import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { byStatusPk } from '../../lambdas/store/messageRecord.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';

@@ -7,8 +7,8 @@ import {
   configBackoffCeilingSeconds,
   configBackoffFloorSeconds,
   configBackoffSeconds,
-  SQS_MAX_VISIBILITY_SECONDS,
 } from '../../lambdas/core/backoff.js';
+import { SQS_MAX_VISIBILITY_SECONDS } from '../../lambdas/core/queueLimits.js';
 
 const defaults = { baseSeconds: 30, capSeconds: 3600 };
 const lowest = () => 0;

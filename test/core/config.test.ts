@@ -124,12 +124,14 @@ describe('configuration (DESIGN §8)', () => {
         port: 3000,
         maxSendRate: undefined,
       });
+      // 0 picks a free port, as for every other port of the local stack (docs/local-stack.md).
+      expect(loadConfig({ POSTDATE_PORT: '0' }, 'local').port).toBe(0);
     });
   });
 
   describe('every bad value stops the start and names its variable', () => {
     const cases: [string, string, RegExp][] = [
-      ['POSTDATE_PORT', '0', /between 1 and 65535/],
+      ['POSTDATE_PORT', '65536', /between 0 and 65535/],
       ['POSTDATE_PORT', 'http', /whole number/],
       ['SMTP_PORT', '70000', /between 1 and 65535/],
       ['SMTP_SECURE', 'yes', /true or false/],

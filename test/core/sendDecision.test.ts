@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { SmtpErrorClass } from '../../lambdas/core/classifySmtpError.js';
 import { MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
+import type { ErrorClass } from '../../lambdas/core/postdateError.js';
 import { pendingPositions, progressAfter } from '../../lambdas/core/recipients.js';
 import { admitCopy, decideOutcome, type OutcomeRecord } from '../../lambdas/core/sendDecision.js';
 import { attemptBudgetMs, replyDeadline, sendTimingProblems } from '../../lambdas/core/sendTiming.js';
@@ -63,7 +63,7 @@ const record = (overrides: Partial<OutcomeRecord> = {}): OutcomeRecord => ({
   recipientTotal: 1,
   ...overrides,
 });
-const failure = (failureClass: SmtpErrorClass, reachedRelay = true) => ({
+const failure = (failureClass: ErrorClass, reachedRelay = true) => ({
   delivered: false,
   failureClass,
   reachedRelay,

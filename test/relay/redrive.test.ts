@@ -1,8 +1,8 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { redriveRelayFailures } from '../../lambdas/relay/redriveRelayFailures.js';
-import { SqsRelayFailureQueue } from '../../lambdas/relay/relayFailureQueue.js';
-import { DynamoDbStreamRangeReader } from '../../lambdas/relay/streamRange.js';
+import { SqsDeadLetterQueue } from '../../cli/deadLetters/SqsDeadLetterQueue.js';
+import { redriveRelayFailures } from '../../cli/relayFailures/redriveRelayFailures.js';
+import { DynamoDbStreamRangeReader } from '../../cli/relayFailures/streamRange.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
 import type { SchedulerEmulator } from '../../local/scheduler/startSchedulerEmulator.js';
@@ -26,7 +26,7 @@ async function setUp() {
   const now = wholeSecondNow();
   const { tableName, streamArn } = await freshTable();
   const world = await relayWorld(scheduler, now);
-  const failures = new SqsRelayFailureQueue(sqsClient(), world.urls.relayFailures);
+  const failures = new SqsDeadLetterQueue(sqsClient(), world.urls.relayFailures, { waitSeconds: 0 });
   return {
     ...world,
     now,
@@ -115,7 +115,7 @@ describe('redriving relay failures', () => {
     });
 
     const report = await redriveRelayFailures({
-      failures: new SqsRelayFailureQueue(sqsClient(), t.urls.relayFailures),
+      failures: new SqsDeadLetterQueue(sqsClient(), t.urls.relayFailures, { waitSeconds: 0 }),
       relay: { ...t.deps, scheduler: brokenScheduler },
       streamRange: new DynamoDbStreamRangeReader(streamsClient()),
       sweep: {

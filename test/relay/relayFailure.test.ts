@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compareSequenceNumbers, parseRelayFailure } from '../../lambdas/relay/relayFailure.js';
+import { compareSequenceNumbers, parseRelayFailure } from '../../cli/relayFailures/relayFailure.js';
 import { relayFailureMessage } from './streamTail.js';
 
 describe('a relay failure message', () => {

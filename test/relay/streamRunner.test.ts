@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { SqsDeadLetterQueue } from '../../cli/deadLetters/SqsDeadLetterQueue.js';
+import { redriveRelayFailures } from '../../cli/relayFailures/redriveRelayFailures.js';
+import { DynamoDbStreamRangeReader } from '../../cli/relayFailures/streamRange.js';
 import { EventBridgeScheduler } from '../../lambdas/adapters/EventBridgeScheduler.js';
 import { createRelayHandler } from '../../lambdas/relay/createRelayHandler.js';
-import { redriveRelayFailures } from '../../lambdas/relay/redriveRelayFailures.js';
-import { SqsRelayFailureQueue } from '../../lambdas/relay/relayFailureQueue.js';
-import { DynamoDbStreamRangeReader } from '../../lambdas/relay/streamRange.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
 import { RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
@@ -80,7 +80,7 @@ describe('the relay behind the local stream event source', () => {
     expect(await t.scheduleNames()).toEqual([]);
 
     const report = await redriveRelayFailures({
-      failures: new SqsRelayFailureQueue(sqsClient(), t.urls.relayFailures),
+      failures: new SqsDeadLetterQueue(sqsClient(), t.urls.relayFailures, { waitSeconds: 0 }),
       relay: t.deps,
       streamRange: new DynamoDbStreamRangeReader(streamsClient()),
       sweep: {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkTransition } from '../../lambdas/core/stateMachine.js';
-import type { SenderStore } from '../../lambdas/store/senderTransitions.js';
+import type { SenderStore } from '../../lambdas/ports/SenderStore.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import { putGroupHead } from './records.js';
 import {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SenderStore } from '../../lambdas/store/senderTransitions.js';
+import type { SenderStore } from '../../lambdas/ports/SenderStore.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import {
   createSenderRig,

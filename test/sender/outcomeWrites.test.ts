@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
-import { DynamoSenderStore, type SenderStore } from '../../lambdas/store/senderTransitions.js';
+import type { SenderStore } from '../../lambdas/ports/SenderStore.js';
+import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import {
   contextWithRemaining,
   createSenderRig,

@@ -10,23 +10,20 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import { NodemailerMailer, type SmtpTimeouts } from '../../lambdas/adapters/NodemailerMailer.js';
 import { SqsCopyVisibility } from '../../lambdas/adapters/SqsCopyVisibility.js';
 import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
-import {
-  environmentSmtpCredentials,
-  type SmtpCredentialsSource,
-} from '../../lambdas/adapters/smtpCredentials.js';
+import { environmentSmtpCredentials } from '../../lambdas/adapters/smtpCredentials.js';
 import { encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
+import type { SenderCountMetric, SenderTimeMetric } from '../../lambdas/core/metricNames.js';
 import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
 import type { DispatchQueue, QueuedCopy } from '../../lambdas/ports/DispatchQueue.js';
+import type { Log } from '../../lambdas/ports/Log.js';
 import type { Mailer } from '../../lambdas/ports/Mailer.js';
+import type { SenderMetrics } from '../../lambdas/ports/SenderMetrics.js';
+import type { SenderStore } from '../../lambdas/ports/SenderStore.js';
+import type { SmtpCredentialsSource } from '../../lambdas/ports/SmtpCredentialsSource.js';
 import { createSenderHandler, type SenderDependencies } from '../../lambdas/sender/createSenderHandler.js';
-import type { SenderLog, SenderSettings } from '../../lambdas/sender/processCopy.js';
-import type {
-  SenderCountMetric,
-  SenderMetrics,
-  SenderTimeMetric,
-} from '../../lambdas/sender/senderMetrics.js';
+import type { SenderSettings } from '../../lambdas/sender/processCopy.js';
 import type { MessageStateRecord } from '../../lambdas/store/messageRecord.js';
-import { DynamoSenderStore, type SenderStore } from '../../lambdas/store/senderTransitions.js';
+import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import type { QueueArns, QueueUrls } from '../../local/createResources.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
@@ -92,7 +89,7 @@ export class RecordingMetrics implements SenderMetrics {
 }
 
 /** Every log line the sender wrote, to check none of them carries an address. */
-export class RecordingLog implements SenderLog {
+export class RecordingLog implements Log {
   readonly lines: { level: string; message: string; attributes: Record<string, unknown> }[] = [];
   info(message: string, attributes: Record<string, unknown>): void {
     this.lines.push({ level: 'info', message, attributes });

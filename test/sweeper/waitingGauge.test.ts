@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { MessageStatus } from '../../lambdas/core/messageStatus.js';
+import type { SweeperMetricName } from '../../lambdas/core/metricNames.js';
 import type { DispatchQueue } from '../../lambdas/ports/DispatchQueue.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
 import { createSweeperHandler, isIncomplete } from '../../lambdas/sweeper/createSweeperHandler.js';
-import type { SweeperMetricName } from '../../lambdas/sweeper/sweeperMetrics.js';
 import { seconds, wholeSecondNow } from '../relay/relayParts.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
 import { senderOutcomes } from './waitingMessages.js';

@@ -2,9 +2,8 @@
  * POST /v1/messages: validates the body and the Idempotency-Key, enqueues once per key, and answers
  * a replay with the original message (200, `idempotent-replayed: true`).
  */
-import { validateEnqueueRequest } from '../../core/enqueueRequest.js';
+import { requestFingerprint, validateEnqueueRequest } from '../../core/enqueueRequest.js';
 import { messageIdFor } from '../../core/ids.js';
-import { requestFingerprint } from '../../outbox/outboxItems.js';
 import type { MessageStateRecord } from '../../store/messageRecord.js';
 import { enqueueMessage } from '../enqueueMessage.js';
 import { readIdempotencyKey } from '../idempotencyKeyHeader.js';

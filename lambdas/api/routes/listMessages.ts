@@ -4,7 +4,8 @@
  */
 import type { FieldError } from '../../core/fieldErrors.js';
 import { isMessageStatus, type MessageStatus } from '../../core/messageStatus.js';
-import { type ShardPosition, shardCount } from '../../store/apiStore.js';
+import type { ShardPosition } from '../../ports/ApiStore.js';
+import { shardCount } from '../../store/apiStore.js';
 import { decodeListCursor, encodeListCursor } from '../listCursor.js';
 import { messageView } from '../messageView.js';
 import { validationProblem } from '../problem.js';

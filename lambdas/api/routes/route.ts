@@ -4,7 +4,7 @@
  * logs the answer and turns a thrown error into a problem.
  */
 import type { Config } from '../../core/config.js';
-import type { ApiStore } from '../../store/apiStore.js';
+import type { ApiStore } from '../../ports/ApiStore.js';
 import type { ApiEvent } from '../apiEvent.js';
 import type { Outcome } from '../routeOutcome.js';
 

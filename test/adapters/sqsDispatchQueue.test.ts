@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
 import type { QueuedCopy } from '../../lambdas/ports/DispatchQueue.js';
+import { drainQueue } from '../relay/relayParts.js';
 import { freshQueues, sqsClient } from '../support/awsLocal.js';
-import { drainQueue } from './relayParts.js';
 
 const copies = (n: number): QueuedCopy[] =>
   Array.from({ length: n }, (_, i) => ({ payload: { id: `m${i}`, rev: 1 }, delaySeconds: 0 }));
@@ -31,5 +31,24 @@ describe('the send queue on SQS', () => {
     const { failed } = await queue.enqueue(sent);
 
     expect(new Set(failed)).toEqual(new Set(sent));
+  });
+
+  it("keeps the cause of a failed request: the queue's own error, not a bare list", async () => {
+    const { urls } = await freshQueues();
+    const queue = new SqsDispatchQueue(sqsClient(), `${urls.send}-does-not-exist`);
+
+    const { failed, error } = await queue.enqueue(copies(3));
+
+    expect(failed).toHaveLength(3);
+    expect(error).toBeInstanceOf(Error);
+    // The SDK's exception for a missing queue, so a log tells it from throttling or access denied.
+    expect((error as Error).name).toMatch(/QueueDoesNotExist|NonExistentQueue/);
+  });
+
+  it('answers no error when every copy was enqueued', async () => {
+    const { urls } = await freshQueues();
+    const result = await new SqsDispatchQueue(sqsClient(), urls.send).enqueue(copies(2));
+
+    expect(result).toEqual({ failed: [] });
   });
 });

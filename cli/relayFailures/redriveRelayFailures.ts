@@ -1,7 +1,8 @@
-import { type SweepDeps, type SweepReport, sweep } from '../sweeper/sweep.js';
+import type { Log } from '../../lambdas/ports/Log.js';
+import type { RelayFailureQueue } from '../../lambdas/ports/RelayFailureQueue.js';
+import { type RelayDeps, relayRecords } from '../../lambdas/relay/relayRecords.js';
+import { type SweepDeps, type SweepReport, sweep } from '../../lambdas/sweeper/sweep.js';
 import { parseRelayFailure } from './relayFailure.js';
-import type { RelayFailureQueue } from './relayFailureQueue.js';
-import { type RelayDeps, type RelayLog, relayRecords } from './relayRecords.js';
 import type { StreamRangeReader } from './streamRange.js';
 
 export interface RedriveRelayFailuresDeps {
@@ -16,7 +17,7 @@ export interface RedriveRelayFailuresDeps {
   readonly maxMessages?: number;
   /** How long a received failure message stays hidden while it is worked on. @default 300 */
   readonly hideSeconds?: number;
-  readonly log?: RelayLog;
+  readonly log?: Log;
 }
 
 export interface RedriveRelayFailuresReport {

@@ -6,8 +6,8 @@ import {
   ResourceNotFoundException,
   TrimmedDataAccessException,
 } from '@aws-sdk/client-dynamodb-streams';
+import { fromSdkRecord, type RelayRecord } from '../../lambdas/relay/relayRecord.js';
 import { compareSequenceNumbers, type RelayFailureInfo } from './relayFailure.js';
-import { fromSdkRecord, type RelayRecord } from './relayRecord.js';
 
 export type StreamRangeRead =
   | { readonly kind: 'records'; readonly records: readonly RelayRecord[] }

@@ -1,7 +1,16 @@
 /**
- * The sender's metrics (DESIGN §6): one count per outcome and class, the SMTP duration and the
- * lateness `sent_at − send_at`. Names are the CloudWatch metric names (namespace `Postdate`); the
- * alarms in lib/ refer to them by these constants.
+ * The CloudWatch metrics the functions publish (DESIGN §6) and the alarms in lib/ watch: one
+ * definition of the namespace, the service dimension and every name, so an alarm cannot drift from
+ * the metric it watches.
+ */
+import { MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
+
+/** Metric namespace and service dimension of the functions' EMF metrics (Powertools). */
+export const METRICS = { namespace: 'Postdate', service: 'postdate' } as const;
+
+/**
+ * The sender's metrics: one count per outcome and class, the SMTP duration and the lateness
+ * `sent_at − send_at`.
  */
 export const SENDER_METRIC = {
   sent: 'Sent',
@@ -42,11 +51,21 @@ export type SenderCountMetric = Exclude<
 >;
 export type SenderTimeMetric = 'SmtpDuration' | 'Lateness';
 
-/** Where the sender reports metrics. The Lambda adapts Powertools Metrics (EMF); tests record. */
-export interface SenderMetrics {
-  count(name: SenderCountMetric, value?: number): void;
-  milliseconds(name: SenderTimeMetric, value: number): void;
-}
+/**
+ * The sweeper's metrics: a gauge per status that waits for an operator — how many such messages
+ * exist, published every run, so their alarms stay on while any exists — and the count of copies it
+ * re-dispatched.
+ */
+export const SWEEPER_METRIC = {
+  waiting: {
+    [MESSAGE_STATUS.failed]: 'WaitingFailed',
+    [MESSAGE_STATUS.dead]: 'WaitingDead',
+    [MESSAGE_STATUS.unknown]: 'WaitingUnknown',
+  },
+  redispatched: 'Redispatched',
+} as const satisfies { waiting: Partial<Record<MessageStatus, string>>; redispatched: string };
 
-/** Metrics that go nowhere (for callers that do not care). */
-export const NO_METRICS: SenderMetrics = { count: () => {}, milliseconds: () => {} };
+export type WaitingStatus = keyof typeof SWEEPER_METRIC.waiting;
+export type SweeperMetricName =
+  | (typeof SWEEPER_METRIC.waiting)[WaitingStatus]
+  | typeof SWEEPER_METRIC.redispatched;

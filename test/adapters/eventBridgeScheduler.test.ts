@@ -2,7 +2,13 @@ import { ResourceNotFoundException } from '@aws-sdk/client-scheduler';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventBridgeScheduler } from '../../lambdas/adapters/EventBridgeScheduler.js';
 import type { SchedulerEmulator } from '../../local/scheduler/startSchedulerEmulator.js';
-import { relayWorld, SCHEDULER_ROLE_ARN, seconds, startScheduler, wholeSecondNow } from './relayParts.js';
+import {
+  relayWorld,
+  SCHEDULER_ROLE_ARN,
+  seconds,
+  startScheduler,
+  wholeSecondNow,
+} from '../relay/relayParts.js';
 
 let scheduler: SchedulerEmulator;
 beforeAll(async () => {

@@ -1,0 +1,9 @@
+/**
+ * What the Lambda authorizer hands the api function for an authorized request (API Gateway's
+ * `requestContext.authorizer.lambda`): the contract between the two functions, defined once.
+ */
+export interface AuthorizerContext {
+  readonly tenant: string;
+  /** The API key's id (never its secret): for logs and the audit trail. */
+  readonly key_id: string;
+}

@@ -1,0 +1,33 @@
+import type { MessageStatus } from '../core/messageStatus.js';
+
+/** One entry of the sparse `due` index: what its INCLUDE projection carries. */
+export interface DueEntry {
+  readonly id: string;
+  readonly rev: number;
+  readonly status: MessageStatus;
+  readonly due_at: string;
+}
+
+/** Where the next page starts (DynamoDB's LastEvaluatedKey, opaque to callers). */
+export type DueCursor = Readonly<Record<string, unknown>>;
+
+export interface OverdueQuery {
+  /** The shard number n of `due_pk = due#{n}`. */
+  readonly shard: number;
+  /** ISO time: entries with `due_at` strictly before it, oldest first. */
+  readonly before: string;
+  readonly limit: number;
+  readonly cursor?: DueCursor | undefined;
+}
+
+export interface DuePage {
+  readonly entries: readonly DueEntry[];
+  readonly cursor: DueCursor | undefined;
+}
+
+/** The sweeper's reads of the `due` index: overdue entries, and how many messages wait for an operator. */
+export interface DueIndex {
+  overdue(query: OverdueQuery): Promise<DuePage>;
+  /** How many messages of this status wait in one shard of the index's waiting partitions. */
+  countWaiting(status: MessageStatus, shard: number): Promise<number>;
+}

@@ -1,0 +1,15 @@
+/** One message of the relay's on-failure destination, as received. */
+export interface RelayFailureMessage {
+  readonly body: string;
+  readonly receipt: string;
+}
+
+/**
+ * The relay's on-failure destination, as the redrive reads it (DESIGN §5a). The CLI's
+ * `SqsDeadLetterQueue` (cli/deadLetters/) is its SQS adapter.
+ */
+export interface RelayFailureQueue {
+  /** Up to `max` (≤ 10) messages, hidden from other readers for `hideSeconds`. */
+  receive(max: number, hideSeconds: number): Promise<readonly RelayFailureMessage[]>;
+  remove(receipt: string): Promise<void>;
+}

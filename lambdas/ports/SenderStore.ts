@@ -1,0 +1,87 @@
+/**
+ * The table as the sender uses it (DESIGN §5, docs/data-model.md "Transitions and their writers"):
+ * consistent reads and the conditional writes on the state record. A write that loses its condition
+ * changes nothing and comes back as `conflict`, never as an exception. The DynamoDB adapter is
+ * store/senderTransitions.ts.
+ */
+import type { RecipientProgress } from '../core/recipients.js';
+import type {
+  AttemptRecord,
+  LastError,
+  MessageBodyRecord,
+  MessageStateRecord,
+} from '../store/messageRecord.js';
+
+/** A conditional write of the sender: applied (the record as written), or its condition lost. */
+export type SenderWriteResult =
+  | { readonly outcome: 'applied'; readonly record: MessageStateRecord }
+  | { readonly outcome: 'conflict' };
+
+/** A claim: the record moves to `sending`, leased to `owner` until `leaseUntil`. */
+export interface ClaimInput {
+  /** The record as read; the claim succeeds only if it is still exactly in that state. */
+  readonly observed: MessageStateRecord;
+  readonly owner: string;
+  readonly now: Date;
+  readonly leaseUntil: Date;
+  /**
+   * For a takeover of an expired lease: the ambiguous attempt of the sender that died. It counts as
+   * an attempt (the relay may have seen it).
+   */
+  readonly interruptedAttempt?: AttemptRecord;
+  readonly lastError?: LastError;
+  /** For a claim of a `dead` record by a copy redriven from the DLQ: its new attempt limit. */
+  readonly attemptLimit?: number;
+}
+
+/** The outcome of our own send, written while we hold the lease. */
+export interface OutcomeInput {
+  readonly claimed: MessageStateRecord;
+  readonly owner: string;
+  readonly to: 'sent' | 'retrying' | 'failed' | 'dead' | 'unknown';
+  readonly now: Date;
+  readonly attempt: AttemptRecord;
+  readonly lastError: LastError | null;
+  /** `retrying` only: when the copy comes back (the `due_at` the sweeper watches). */
+  readonly retryAt?: Date;
+  readonly retentionDays: number;
+  /** SMTP attempts including this one when the relay saw it (DESIGN §2). */
+  readonly attempts: number;
+  readonly recipients: RecipientProgress;
+  /** `dead` only: the SQS message id of the copy that goes to the DLQ. */
+  readonly deadCopy?: string;
+}
+
+/** Our claim given back unused (a read failed before MAIL FROM): no attempt, no history entry. */
+export interface ReleaseInput {
+  readonly claimed: MessageStateRecord;
+  readonly owner: string;
+  readonly now: Date;
+  /** When the copy comes back. */
+  readonly retryAt: Date;
+}
+
+/** A terminal move without a send of ours: deadline passed, group superseded, or an expired lease held. */
+export interface SettleUnsentInput {
+  readonly observed: MessageStateRecord;
+  readonly to: 'expired' | 'superseded' | 'unknown';
+  readonly now: Date;
+  /** The ambiguous attempt of a sender that died holding the lease, when there was one. */
+  readonly interruptedAttempt?: AttemptRecord;
+  readonly lastError?: LastError;
+  readonly retentionDays: number;
+  /** Set when the record is `sending` under our own lease (a check after our claim). */
+  readonly owner?: string;
+}
+
+export interface SenderStore {
+  /** The state record, read consistently; undefined when there is none or it is unreadable. */
+  readState(id: string): Promise<MessageStateRecord | undefined>;
+  readBody(id: string): Promise<MessageBodyRecord | undefined>;
+  /** The group head's version, read consistently; undefined when the group has no head. */
+  readGroupVersion(tenant: string, groupKey: string): Promise<number | undefined>;
+  claim(input: ClaimInput): Promise<SenderWriteResult>;
+  recordOutcome(input: OutcomeInput): Promise<SenderWriteResult>;
+  release(input: ReleaseInput): Promise<SenderWriteResult>;
+  settleUnsent(input: SettleUnsentInput): Promise<SenderWriteResult>;
+}

@@ -1,0 +1,161 @@
+/**
+ * The records one enqueue writes (DESIGN §4) and the DynamoDB items that write them: the one
+ * definition of what a message is, used by the API's store adapter and by the public outbox
+ * (lambdas/outbox/outboxItems.ts) alike.
+ *
+ * The message's id is derived from (tenant, idempotency key), so the records' `attribute_not_exists`
+ * conditions are the idempotency guard. A transaction holds at most 100 items; the outbox uses 2 or 3.
+ */
+import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { type EnqueueRequest, requestFingerprint } from '../core/enqueueRequest.js';
+import { messageIdFor } from '../core/ids.js';
+import { MESSAGE_STATUS } from '../core/messageStatus.js';
+import { recipientList } from '../core/recipients.js';
+import type { EnqueueRecords } from '../ports/ApiStore.js';
+import {
+  bodyExpiresAtAfter,
+  byStatusPk,
+  byTenantPk,
+  createdSortKey,
+  duePk,
+  expiresAtAfter,
+  groupHeadPk,
+  type MessageBodyRecord,
+  type MessageStateRecord,
+  messagePk,
+} from './messageRecord.js';
+import { ITEM_SORT_KEY, KEY } from './tableLayout.js';
+
+/** One element of `TransactWriteCommand`'s `TransactItems` (document-client types). */
+export type TransactWriteItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** Where each outbox item sits in the returned array (to read a TransactionCanceledException's reasons). */
+export const OUTBOX_ITEM_INDEX = { state: 0, body: 1, groupHead: 2 } as const;
+
+const DEFAULT_RETENTION_DAYS = 30;
+
+export interface OutboxRecordsInput {
+  readonly tenant: string;
+  /** The caller's idempotency key (never stored: the message id is derived from it by a SHA-256). */
+  readonly idempotencyKey: string;
+  readonly request: EnqueueRequest;
+  readonly now: Date;
+  /**
+   * The group head's current version (from `readGroupHeadVersion`), or null when there is none.
+   * Leave it undefined if you did not read it: the message is then written as `scheduled` and the
+   * transaction fails on the head item if a higher version already exists.
+   */
+  readonly groupHeadVersion?: number | null | undefined;
+  /** POSTDATE_RETENTION_DAYS, for the TTL of a message that is terminal at once (superseded). */
+  readonly retentionDays?: number;
+}
+
+/** The records that enqueue one message. Pure: the clock is `now`. */
+export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
+  const { request, tenant, now } = input;
+  const id = messageIdFor(tenant, input.idempotencyKey);
+  const createdAt = now.toISOString();
+  const head = input.groupHeadVersion ?? null;
+  const superseded = request.group !== null && head !== null && head > request.group.version;
+  const status = superseded ? MESSAGE_STATUS.superseded : MESSAGE_STATUS.scheduled;
+  const retentionDays = input.retentionDays ?? DEFAULT_RETENTION_DAYS;
+  const expiresAt = superseded ? expiresAtAfter(now, retentionDays) : undefined;
+  const ttl = expiresAt === undefined ? {} : { expires_at: expiresAt };
+  // The body is written once and never updated (an update would bill its whole size again), so it
+  // gets its expiry now: the retention after the send time, plus the DLQ's retention so that a
+  // redriven copy still finds its body. See docs/decisions.md.
+  const bodyExpiresAt = expiresAt ?? bodyExpiresAtAfter(new Date(request.send_at), retentionDays);
+
+  const requestPrint = requestFingerprint(request);
+  const state: MessageStateRecord = {
+    pk: messagePk(id),
+    sk: ITEM_SORT_KEY.messageState,
+    id,
+    tenant,
+    status,
+    rev: 1,
+    send_at: request.send_at,
+    not_after: request.not_after,
+    created_at: createdAt,
+    updated_at: createdAt,
+    attempts: 0,
+    last_error: null,
+    history: [],
+    rcpt_total: recipientList(request).length,
+    group: request.group,
+    on_ambiguous: request.on_ambiguous,
+    tags: request.tags,
+    metadata: request.metadata,
+    fingerprint: requestPrint,
+    lst_pk: byStatusPk(tenant, status, id),
+    lst_sk: createdSortKey(createdAt, id),
+    tnt_pk: byTenantPk(tenant, id),
+    tnt_sk: createdSortKey(createdAt, id),
+    ...(superseded ? {} : { due_pk: duePk(id), due_at: request.send_at }),
+    ...ttl,
+  };
+  const body: MessageBodyRecord = {
+    pk: messagePk(id),
+    sk: ITEM_SORT_KEY.messageBody,
+    fingerprint: requestPrint,
+    created_at: createdAt,
+    from: request.from,
+    to: request.to,
+    cc: request.cc,
+    bcc: request.bcc,
+    reply_to: request.reply_to,
+    subject: request.subject,
+    text: request.text,
+    html: request.html,
+    headers: request.headers,
+    expires_at: bodyExpiresAt,
+  };
+  return { messageId: id, state, body };
+}
+
+/**
+ * The `TransactWriteItem`s that write `records` into `tableName`: both records if they do not exist
+ * yet, and for a grouped message its head, raised to the message's version (or checked to be above
+ * it, when the message is written as superseded).
+ */
+export function outboxTransactItems(tableName: string, records: EnqueueRecords): TransactWriteItem[] {
+  const { state, body } = records;
+  const isNew = `attribute_not_exists(${KEY.partition})`;
+  const items: TransactWriteItem[] = [
+    { Put: { TableName: tableName, Item: { ...state }, ConditionExpression: isNew } },
+    { Put: { TableName: tableName, Item: { ...body }, ConditionExpression: isNew } },
+  ];
+  const group = state.group;
+  if (group !== null) {
+    const headKey = {
+      [KEY.partition]: groupHeadPk(state.tenant, group.key),
+      [KEY.sort]: ITEM_SORT_KEY.groupHead,
+    };
+    items.push(
+      state.status === MESSAGE_STATUS.superseded
+        ? // Heads only grow, but a caller could pass a wrong head: check it, so a message is never
+          // superseded by a version that does not exist.
+          {
+            ConditionCheck: {
+              TableName: tableName,
+              Key: headKey,
+              ConditionExpression: '#version > :version',
+              ExpressionAttributeNames: { '#version': 'version' },
+              ExpressionAttributeValues: { ':version': group.version },
+            },
+          }
+        : // Raise the head to this version (a max): fails if a higher version exists meanwhile.
+          {
+            Update: {
+              TableName: tableName,
+              Key: headKey,
+              UpdateExpression: 'SET #version = :version, #updated = :now',
+              ConditionExpression: `attribute_not_exists(${KEY.partition}) OR #version <= :version`,
+              ExpressionAttributeNames: { '#version': 'version', '#updated': 'updated_at' },
+              ExpressionAttributeValues: { ':version': group.version, ':now': state.created_at },
+            },
+          },
+    );
+  }
+  return items;
+}
