@@ -4,7 +4,7 @@ import { ratioRow } from './benchResult.js';
 import { startBenchStack } from './benchStack.js';
 import { startBullmqPeer } from './bullmqPeer.js';
 import { type LatenessRun, measureLateness, precisionSetup } from './lateness.js';
-import { postdateTarget } from './mailTarget.js';
+import { type MailTarget, postdateTarget } from './mailTarget.js';
 import { type PipelineRun, pooledNodemailerPerSecond, runPipeline } from './pipeline.js';
 import { findExecutable, REDIS_INSTALL_HINT, startRedisServer } from './redisServer.js';
 import { round, spread } from './stats.js';
@@ -59,15 +59,7 @@ export async function peer(options: BenchOptions): Promise<BenchResult> {
   let postdateLateness: LatenessRun;
   try {
     const postdate = postdateTarget(stack);
-    await postdate.warm();
-    postdateRun = await runPipeline(postdate, {
-      messages: postdateMessages,
-      bodyBytes: BODY_BYTES,
-      concurrency: CONCURRENCY,
-    });
-    options.log(
-      `  Postdate end to end: ${postdateMessages} messages, ${round(postdateRun.perSecond, 1)}/s (enqueue alone ${round(postdateRun.enqueuePerSecond, 1)}/s)`,
-    );
+    postdateRun = await endToEnd('Postdate', postdate, postdateMessages, options.log);
     await stack.idle();
     postdateLateness = await measureLateness(postdate, {
       delaysSeconds: delays,
@@ -102,15 +94,7 @@ export async function peer(options: BenchOptions): Promise<BenchResult> {
     description = bullmq.description;
     versions = { bullmq: bullmq.bullmqVersion, ioredis: bullmq.ioredisVersion, redis: bullmq.redisVersion };
     try {
-      await bullmq.warm();
-      peerRun = await runPipeline(bullmq, {
-        messages: peerMessages,
-        bodyBytes: BODY_BYTES,
-        concurrency: CONCURRENCY,
-      });
-      options.log(
-        `  ${label} end to end: ${peerMessages} messages, ${round(peerRun.perSecond, 1)}/s (enqueue alone ${round(peerRun.enqueuePerSecond, 1)}/s)`,
-      );
+      peerRun = await endToEnd(label, bullmq, peerMessages, options.log);
       peerLateness = await measureLateness(bullmq, {
         delaysSeconds: [PEER_DELAY_SECONDS],
         perCase: setup.perCase,
@@ -213,4 +197,19 @@ export async function peer(options: BenchOptions): Promise<BenchResult> {
     },
     seconds: (Date.now() - started) / 1000,
   };
+}
+
+/** Warms `target`, then runs its end to end with the settings every system here gets. */
+async function endToEnd(
+  name: string,
+  target: MailTarget,
+  messages: number,
+  log: (line: string) => void,
+): Promise<PipelineRun> {
+  await target.warm();
+  const run = await runPipeline(target, { messages, bodyBytes: BODY_BYTES, concurrency: CONCURRENCY });
+  log(
+    `  ${name} end to end: ${messages} messages, ${round(run.perSecond, 1)}/s (enqueue alone ${round(run.enqueuePerSecond, 1)}/s)`,
+  );
+  return run;
 }
