@@ -25,7 +25,8 @@ const LATENESS_GOAL = 1;
  *   (counted at the sink), for Postdate on the local stack (pipeline.ts, as bench/throughput.ts
  *   runs it), for the peer, and for raw pooled nodemailer to the same kind of sink;
  * - lateness (accepted at the sink − due time): Postdate on each dispatch path (lateness.ts, as
- *   bench/precision.ts runs it) against the peer's jobs delayed PEER_DELAY_SECONDS.
+ *   bench/precision.ts runs it) against the peer's jobs delayed PEER_DELAY_SECONDS, in as many
+ *   streams as Postdate has paths.
  *
  * Postdate runs first with only its local stack up, then the peer with only its Redis and its
  * own sink (the same smtp-server based sink the stack starts), so neither shares the two cores
@@ -95,8 +96,10 @@ export async function peer(options: BenchOptions): Promise<BenchResult> {
     versions = { bullmq: bullmq.bullmqVersion, ioredis: bullmq.ioredisVersion, redis: bullmq.redisVersion };
     try {
       peerRun = await endToEnd(label, bullmq, peerMessages, options.log);
+      // As many streams as Postdate has paths, all delayed PEER_DELAY_SECONDS: the peer gets the
+      // same message rate, and its p99 comes from as many samples as all of Postdate's paths.
       peerLateness = await measureLateness(bullmq, {
-        delaysSeconds: [PEER_DELAY_SECONDS],
+        delaysSeconds: delays.map(() => PEER_DELAY_SECONDS),
         perCase: setup.perCase,
         bodyBytes: BODY_BYTES,
       });
@@ -116,7 +119,7 @@ export async function peer(options: BenchOptions): Promise<BenchResult> {
     await redis.stop();
   }
 
-  const peerSpread = spread(peerLateness.perCase[0] ?? []);
+  const peerSpread = spread(peerLateness.perCase.flat());
   const peerTimer = spread(peerLateness.timer);
   const postdateTimer = spread(postdateLateness.timer);
   options.log(
@@ -177,7 +180,7 @@ export async function peer(options: BenchOptions): Promise<BenchResult> {
 
   return {
     name: 'peer',
-    title: `Peer: Postdate beside ${description}, same run (end to end ${postdateMessages} Postdate / ${peerMessages} peer messages of ${BODY_BYTES} B; lateness ${setup.perCase} messages per path)`,
+    title: `Peer: Postdate beside ${description}, same run (end to end ${postdateMessages} Postdate / ${peerMessages} peer messages of ${BODY_BYTES} B; lateness ${setup.perCase} messages per Postdate path, ${setup.perCase * delays.length} peer jobs delayed ${PEER_DELAY_SECONDS} s)`,
     rows,
     details: {
       versions,
@@ -192,7 +195,12 @@ export async function peer(options: BenchOptions): Promise<BenchResult> {
       lateness: {
         compression: setup.env,
         postdate: { paths: postdatePaths, baselineSetTimeout: postdateTimer },
-        peer: { delaySeconds: PEER_DELAY_SECONDS, ...peerSpread, baselineSetTimeout: peerTimer },
+        peer: {
+          delaySeconds: PEER_DELAY_SECONDS,
+          streams: delays.length,
+          ...peerSpread,
+          baselineSetTimeout: peerTimer,
+        },
       },
     },
     seconds: (Date.now() - started) / 1000,
