@@ -178,6 +178,10 @@ export async function peer(options: BenchOptions): Promise<BenchResult> {
     );
   });
 
+  // The two systems run minutes apart on a shared machine: each phase's bare timer says how loaded it was.
+  options.log(
+    `  setTimeout p99 during Postdate's lateness run ${round(postdateTimer.p99, 1)} ms, during the peer's ${round(peerTimer.p99, 1)} ms`,
+  );
   return {
     name: 'peer',
     title: `Peer: Postdate beside ${description}, same run (end to end ${postdateMessages} Postdate / ${peerMessages} peer messages of ${BODY_BYTES} B; lateness ${setup.perCase} messages per Postdate path, ${setup.perCase * delays.length} peer jobs delayed ${PEER_DELAY_SECONDS} s)`,
