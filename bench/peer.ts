@@ -73,7 +73,10 @@ export async function peer(options: BenchOptions): Promise<BenchResult> {
 
   // The peer: its own Redis and a sink of the same kind.
   const redis = await startRedisServer(redisBinary);
-  const sink = await startSmtpSink({ port: 0 });
+  const sink = await startSmtpSink({ port: 0 }).catch(async (error: unknown) => {
+    await redis.stop();
+    throw error;
+  });
   let label: string;
   let description: string;
   let rawSpread: { before: number; after: number };
@@ -95,7 +98,11 @@ export async function peer(options: BenchOptions): Promise<BenchResult> {
     description = bullmq.description;
     versions = { bullmq: bullmq.bullmqVersion, ioredis: bullmq.ioredisVersion, redis: bullmq.redisVersion };
     try {
+      // Each phase waits on the sink's list of messages: keep it to this phase's (Postdate's sink
+      // holds a few hundred when its lateness run starts).
+      sink.clear();
       peerRun = await endToEnd(label, bullmq, peerMessages, options.log);
+      sink.clear();
       // As many streams as Postdate has paths, all delayed PEER_DELAY_SECONDS: the peer gets the
       // same message rate, and its p99 comes from as many samples as all of Postdate's paths.
       peerLateness = await measureLateness(bullmq, {
