@@ -32,6 +32,19 @@ export function ratePerSecond(count: number, startedAt: number, receiveTimes: It
   return seconds > 0 ? count / seconds : Number.NaN;
 }
 
+/** The rate of several runs taken together: all their messages over all their time. */
+export function combinedRate(
+  runs: readonly { readonly messages: number; readonly perSecond: number }[],
+): number {
+  let messages = 0;
+  let seconds = 0;
+  for (const run of runs) {
+    messages += run.messages;
+    seconds += run.messages / run.perSecond;
+  }
+  return seconds > 0 ? messages / seconds : Number.NaN;
+}
+
 /**
  * Immediate messages submitted as fast as `target` takes them, `settings.concurrency` at a time;
  * the clock stops at the last one the SMTP sink accepted.
