@@ -1,5 +1,6 @@
 import { loadConfig } from '../lambdas/core/config.js';
 import { type LocalStack, startLocalStack } from '../local/localStack.js';
+import type { ReceivedMailSummary, SmtpSink } from '../local/smtp/smtpSink.js';
 import { sleep } from './stats.js';
 
 /**
@@ -71,19 +72,33 @@ export async function enqueue(stack: LocalStack, input: EnqueueInput): Promise<E
 }
 
 /** Waits until the SMTP sink has received every id (by X-Postdate-Id); returns each receive time. */
-export async function waitForDelivery(
+export function waitForDelivery(
   stack: LocalStack,
   ids: readonly string[],
   timeoutMs: number,
 ): Promise<Map<string, Date>> {
-  const wanted = new Set(ids);
+  const sink = stack.smtpSink;
+  if (!sink) throw new Error('the local stack has no SMTP sink');
+  return waitForMail(sink, ids, timeoutMs, (mail) => mail.postdateId);
+}
+
+/**
+ * Waits until `sink` has received a message for every key (`keyOf` reads it from a received
+ * message: Postdate's X-Postdate-Id, a peer's Message-ID); returns each key's first receive time.
+ */
+export async function waitForMail(
+  sink: Pick<SmtpSink, 'messages'>,
+  keys: readonly string[],
+  timeoutMs: number,
+  keyOf: (mail: ReceivedMailSummary) => string | null,
+): Promise<Map<string, Date>> {
+  const wanted = new Set(keys);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const received = new Map<string, Date>();
-    for (const mail of stack.smtpSink?.messages() ?? []) {
-      if (mail.postdateId && wanted.has(mail.postdateId) && !received.has(mail.postdateId)) {
-        received.set(mail.postdateId, new Date(mail.receivedAt));
-      }
+    for (const mail of sink.messages()) {
+      const key = keyOf(mail);
+      if (key !== null && wanted.has(key) && !received.has(key)) received.set(key, new Date(mail.receivedAt));
     }
     if (received.size === wanted.size) return received;
     if (Date.now() > deadline) {

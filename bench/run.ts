@@ -6,6 +6,7 @@ import { writeCharts } from './chart.js';
 import { coldStart } from './coldStart.js';
 import { cost } from './cost.js';
 import { enqueueLatency } from './enqueueLatency.js';
+import { peer } from './peer.js';
 import { precision } from './precision.js';
 import { scale } from './scale.js';
 import { round } from './stats.js';
@@ -23,6 +24,7 @@ const BENCHMARKS: Record<string, (options: BenchOptions) => Promise<BenchResult>
   enqueueLatency,
   throughput,
   precision,
+  peer,
   scale,
 };
 

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient, PutItemCommand, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
-import { createTransport } from 'nodemailer';
 import { installAwsRequestCounter } from './awsRequestCounter.js';
 import type { BenchOptions, BenchResult } from './benchResult.js';
 import { ratioRow } from './benchResult.js';
-import { enqueue, inParallel, startBenchStack, waitForDelivery } from './benchStack.js';
+import { inParallel, startBenchStack } from './benchStack.js';
+import { postdateTarget } from './mailTarget.js';
+import { pooledNodemailerPerSecond, runPipeline } from './pipeline.js';
 import { round } from './stats.js';
 
 const BODY_BYTES = 1024;
@@ -75,15 +76,8 @@ export async function throughput(options: BenchOptions): Promise<BenchResult> {
 
     // Warm-up of both paths (DynamoDB Local's JIT needs a few thousand writes, pools), not recorded.
     await conditionalWritesPerSecond(messages * 2);
-    const warm = await inParallel(Array.from({ length: 20 }), CONCURRENCY, () =>
-      enqueue(stack, { bodyBytes: BODY_BYTES, key: randomUUID() }),
-    );
-    await waitForDelivery(
-      stack,
-      warm.map((m) => m.id),
-      60_000,
-    );
-    await stack.idle();
+    const postdate = postdateTarget(stack);
+    await postdate.warm();
 
     const writesBefore = await conditionalWritesPerSecond(messages * 2);
 
@@ -91,24 +85,11 @@ export async function throughput(options: BenchOptions): Promise<BenchResult> {
     const counter = installAwsRequestCounter();
     let pipelinePerSecond: number;
     let writesPerMessage: number;
-    // The share of one core the Node process (front end and every function) used during the run.
     let nodeCpuShare: number;
     try {
-      const t0 = performance.now();
-      const cpu0 = process.cpuUsage();
-      const enqueued = await inParallel(Array.from({ length: messages }), CONCURRENCY, () =>
-        enqueue(stack, { bodyBytes: BODY_BYTES, key: randomUUID() }),
-      );
-      const enqueueSeconds = (performance.now() - t0) / 1000;
-      await waitForDelivery(
-        stack,
-        enqueued.map((m) => m.id),
-        300_000,
-      );
-      const wallSeconds = (performance.now() - t0) / 1000;
-      pipelinePerSecond = messages / wallSeconds;
-      const cpu = process.cpuUsage(cpu0);
-      nodeCpuShare = (cpu.user + cpu.system) / 1e6 / wallSeconds;
+      const run = await runPipeline(postdate, { messages, bodyBytes: BODY_BYTES, concurrency: CONCURRENCY });
+      pipelinePerSecond = run.perSecond;
+      nodeCpuShare = run.nodeCpuShare;
       await stack.idle();
       const writes = counter
         .take()
@@ -116,7 +97,7 @@ export async function throughput(options: BenchOptions): Promise<BenchResult> {
         .reduce((sum, r) => sum + itemWrites(r.command, r.inputBytes, r.items), 0);
       writesPerMessage = writes / messages;
       options.log(
-        `  pipeline: ${messages} messages, ${round(pipelinePerSecond, 1)}/s end to end (enqueue alone ${round(messages / enqueueSeconds, 1)}/s), ${round(writesPerMessage, 2)} item writes per message; the Node process used ${round(nodeCpuShare * 100, 0)} % of a core`,
+        `  pipeline: ${messages} messages, ${round(pipelinePerSecond, 1)}/s end to end (enqueue alone ${round(run.enqueuePerSecond, 1)}/s), ${round(writesPerMessage, 2)} item writes per message; the Node process used ${round(nodeCpuShare * 100, 0)} % of a core`,
       );
     } finally {
       counter.uninstall();
@@ -139,35 +120,11 @@ export async function throughput(options: BenchOptions): Promise<BenchResult> {
     // Raw nodemailer: a pooled transport straight to the same sink, same message size.
     const sink = stack.smtpSink;
     if (!sink) throw new Error('the local stack has no SMTP sink');
-    const transport = createTransport({
-      pool: true,
-      host: sink.host,
-      port: sink.port,
-      secure: false,
-      ignoreTLS: true,
+    const rawPerSecond = await pooledNodemailerPerSecond(sink, {
+      messages,
+      bodyBytes: BODY_BYTES,
+      concurrency: CONCURRENCY,
     });
-    let rawPerSecond: number;
-    try {
-      await transport.sendMail({
-        from: 'bench@example.com',
-        to: 'bench@example.com',
-        subject: 'warm',
-        text: filler,
-      });
-      const t0 = performance.now();
-      await inParallel(Array.from({ length: messages }), CONCURRENCY, (_, i) =>
-        transport.sendMail({
-          from: 'postdate@postdate.local',
-          to: 'bench@example.com',
-          subject: `raw ${i}`,
-          text: filler,
-          headers: { 'X-Bench': 'postdate' },
-        }),
-      );
-      rawPerSecond = messages / ((performance.now() - t0) / 1000);
-    } finally {
-      transport.close();
-    }
     options.log(`  raw nodemailer pooled: ${round(rawPerSecond, 1)} messages/s`);
 
     return {
