@@ -38,6 +38,22 @@ function refusesConnections(port: number): Promise<boolean> {
   });
 }
 
+/** `npm start` (local/start.ts) with extra variables, resolved once its banner says it is ready. */
+async function startNpmStart(variables: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
+    env: { ...process.env, ...variables, POWERTOOLS_LOG_LEVEL: 'WARN' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  let stdout = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr.resume();
+  await eventually(async () => (stdout.includes('Ctrl-C stops everything.') ? true : undefined), 60_000);
+  return { child, exited, stdout };
+}
+
 describe('the local stack', () => {
   let stack: LocalStack;
   const envBefore = process.env.POSTDATE_TABLE_NAME;
@@ -196,22 +212,10 @@ describe('starting the local stack', () => {
       POSTDATE_SMTP_SINK_PORT: await freePort(),
       POSTDATE_MAIL_VIEWER_PORT: await freePort(),
     };
-    const child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
-      env: {
-        ...process.env,
-        ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
-        POSTDATE_API_KEY: 'pd_npm-start-spec-key',
-        POWERTOOLS_LOG_LEVEL: 'WARN',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const { child, exited, stdout } = await startNpmStart({
+      ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
+      POSTDATE_API_KEY: 'pd_npm-start-spec-key',
     });
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    let stdout = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.resume();
-    await eventually(async () => (stdout.includes('Ctrl-C stops everything.') ? true : undefined), 60_000);
 
     expect(stdout).toContain(`API          http://127.0.0.1:${ports.POSTDATE_PORT}`);
     expect(stdout).toContain('API key      pd_npm-start-spec-key');
@@ -225,26 +229,14 @@ describe('starting the local stack', () => {
   }, 90_000);
 
   it('npm start with every port 0 picks free ones, prints every endpoint and writes them where the CLI finds them', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
-      env: {
-        ...process.env,
-        POSTDATE_PORT: '0',
-        POSTDATE_DYNAMODB_PORT: '0',
-        POSTDATE_SQS_PORT: '0',
-        POSTDATE_SCHEDULER_PORT: '0',
-        POSTDATE_SMTP_SINK_PORT: '0',
-        POSTDATE_MAIL_VIEWER_PORT: '0',
-        POWERTOOLS_LOG_LEVEL: 'WARN',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const { child, exited, stdout } = await startNpmStart({
+      POSTDATE_PORT: '0',
+      POSTDATE_DYNAMODB_PORT: '0',
+      POSTDATE_SQS_PORT: '0',
+      POSTDATE_SCHEDULER_PORT: '0',
+      POSTDATE_SMTP_SINK_PORT: '0',
+      POSTDATE_MAIL_VIEWER_PORT: '0',
     });
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    let stdout = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.resume();
-    await eventually(async () => (stdout.includes('Ctrl-C stops everything.') ? true : undefined), 60_000);
 
     const shown = (label: string) => stdout.match(new RegExp(`${label}\\s+(http://127\\.0\\.0\\.1:(\\d+))`));
     const endpoints = ['API', 'DynamoDB', 'SQS', 'Scheduler'].map((label) => shown(label));
