@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 /**
  * `postdate`: the operator CLI (DESIGN §6). This file is only the commander wiring: it parses the
  * arguments, opens the target stack (cli/target.ts), builds each command's dependencies and maps the
@@ -139,8 +140,17 @@ const splitIds = (values: readonly string[]) =>
     .map((value) => value.trim())
     .filter((value) => value !== '');
 
+/** The version in the package.json beside this CLI (one directory up from cli/). */
+function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    version?: unknown;
+  };
+  return typeof manifest.version === 'string' ? manifest.version : 'unknown';
+}
+
 export function buildProgram(): Command {
   const program = new Command('postdate')
+    .version(packageVersion(), '-V, --version', 'print the version of Postdate this CLI belongs to')
     .description(
       'Operate Postdate: messages, the DLQ, relay and schedule failures, reconciliation and API keys. ' +
         'Talks to the local stack (npm start) unless a resource name (--table, --queue-url, --dlq-url, ' +

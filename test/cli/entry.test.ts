@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, inject, it } from 'vitest';
@@ -53,6 +54,14 @@ describe('the postdate entry point', () => {
     for (const command of ['messages', 'dlq', 'relay-failures', 'reconcile', 'keys']) {
       expect(result.stdout).toContain(command);
     }
+  }, 60_000);
+
+  it('prints the version of the package it belongs to with --version (issue 17 §4)', async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    const result = await postdate('bin', ['--version']);
+    expect(result).toMatchObject({ code: 0, stdout: `${version}\n` });
   }, 60_000);
 
   it('runs a real command through the bin shim: keys create --json against a named table', async () => {
