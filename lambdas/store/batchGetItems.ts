@@ -15,7 +15,7 @@ export async function batchGetItems(
   documents: DynamoDBDocumentClient,
   tableName: string,
   keys: readonly Record<string, unknown>[],
-  options: { readonly consistentRead?: boolean } = {},
+  options: { readonly consistentRead?: boolean; readonly projection?: string } = {},
 ): Promise<Record<string, unknown>[]> {
   const items: Record<string, unknown>[] = [];
   for (let start = 0; start < keys.length; start += BATCH_GET_LIMIT) {
@@ -27,6 +27,7 @@ export async function batchGetItems(
             [tableName]: {
               Keys: pending,
               ...(options.consistentRead ? { ConsistentRead: true } : {}),
+              ...(options.projection ? { ProjectionExpression: options.projection } : {}),
             },
           },
         }),

@@ -64,4 +64,25 @@ export class DynamoDueIndex implements DueIndex {
     } while (cursor !== undefined);
     return count;
   }
+
+  async recentlyWaiting(status: MessageStatus, shard: number, since: string): Promise<string[]> {
+    const index = INDEX.due;
+    const ids: string[] = [];
+    let cursor: Record<string, unknown> | undefined;
+    do {
+      const result = await this.documents.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: index.indexName,
+          KeyConditionExpression: '#pk = :pk AND #at >= :since',
+          ExpressionAttributeNames: { '#pk': index.partitionKey, '#at': index.sortKey },
+          ExpressionAttributeValues: { ':pk': waitingShardPk(status, shard), ':since': since },
+          ExclusiveStartKey: cursor,
+        }),
+      );
+      for (const item of result.Items ?? []) if (typeof item.id === 'string') ids.push(item.id);
+      cursor = result.LastEvaluatedKey;
+    } while (cursor !== undefined);
+    return ids;
+  }
 }

@@ -8,6 +8,7 @@ import type { Log } from '../ports/Log.js';
 import type { SweeperMetrics } from '../ports/SweeperMetrics.js';
 import type { SweepRecords } from '../ports/SweepRecords.js';
 import { INDEX_SHARDS } from '../store/tableLayout.js';
+import { holdRecentBodies } from './bodyRepair.js';
 import { countWaiting, type WaitingCounts } from './waitingGauge.js';
 
 /** The structured logger the sweeper writes to (Powertools Logger fits). */
@@ -51,6 +52,10 @@ export interface SweepReport {
   readonly shardErrors: readonly { readonly shard: number; readonly error: string }[];
   /** Messages waiting for an operator, per status, as published to the gauge. */
   readonly waiting: WaitingCounts;
+  /** Bodies of recently waiting messages whose TTL a crash left, now held (bodyRepair.ts). */
+  readonly bodiesHeld: number;
+  /** Waiting statuses whose body check failed, with the error's name (the next run checks again). */
+  readonly bodyRepairErrors: readonly { readonly status: string; readonly error: string }[];
 }
 
 interface PageTally {
@@ -105,8 +110,10 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
     }
   }
   deps.metrics?.count(SWEEPER_METRIC.redispatched, tally.redispatched);
-  const waiting = await publishWaiting(deps, deps.waitingShards ?? INDEX_SHARDS.waiting);
-  return { examined, ...tally, truncatedShards, shardErrors, waiting };
+  const waitingShards = deps.waitingShards ?? INDEX_SHARDS.waiting;
+  const waiting = await publishWaiting(deps, waitingShards);
+  const repair = await holdRecentBodies(deps, waitingShards);
+  return { examined, ...tally, truncatedShards, shardErrors, waiting, ...repair };
 }
 
 async function sweepPage(deps: SweepDeps, entries: readonly DueEntry[], tally: PageTally): Promise<void> {

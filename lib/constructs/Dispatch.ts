@@ -163,8 +163,11 @@ export class Dispatch extends Construct {
       }),
     );
     // It reads the records of overdue entries and stamps its re-dispatches on them (never a status).
+    // It also holds the body of a message that waits for an operator when a crash left its TTL
+    // (a transaction: the state is checked, the body updated).
     props.storage.grantMessageItems(this.sweeper.role, 'ReadAndStampMessageStates', [
       'dynamodb:BatchGetItem',
+      'dynamodb:ConditionCheckItem',
       'dynamodb:UpdateItem',
     ]);
     this.sendQueue.grantSendMessages(this.sweeper.role);
