@@ -293,7 +293,11 @@ describe('dispatch: the sweeper', () => {
     expect(JSON.stringify(query?.Resource)).not.toContain('*');
     // Its re-dispatch stamp (issue 15 §4): message state items only, never an API key, never a delete.
     const items = dynamo.find((s) => s !== query);
-    expect(items?.Action).toEqual(['dynamodb:BatchGetItem', 'dynamodb:ConditionCheckItem', 'dynamodb:UpdateItem']);
+    expect(items?.Action).toEqual([
+      'dynamodb:BatchGetItem',
+      'dynamodb:ConditionCheckItem',
+      'dynamodb:UpdateItem',
+    ]);
     expect(JSON.stringify(items?.Resource)).not.toContain('index');
     expect(items?.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['MSG#*'] } });
     const sqsTargets = statements('sweeper')
