@@ -44,6 +44,9 @@ export const TERMINAL_STATUSES = [
  */
 export const EXPLAIN_SLACK_MS = 2_000;
 
+/** How long the final dot may take from a client killed right after writing it to the relay's read. */
+export const DOT_TRANSIT_MS = 250;
+
 /**
  * After its sender heard the reply to the final dot, a kill explains the copy only this soon: the
  * time the sender reserves for its outcome write (lambdas/core/sendTiming.ts). Later, the sender
@@ -241,7 +244,12 @@ export function killCut(kill: KillRecord, transaction: SmtpTransaction): boolean
   const dot = transaction.finalDotAtMs;
   const closed = transaction.closedAtMs;
   if (dot === null || closed === null) return false;
-  if (kill.atMs < dot) return false;
+  // The kill is recorded just before the signal; bytes the client wrote before it died may reach the
+  // relay a moment after that record. A dot read up to DOT_TRANSIT_MS after the kill was still sent
+  // before it — by a transaction that had begun before it (a new process cannot get that far so fast).
+  if (kill.atMs < dot && (dot - kill.atMs > DOT_TRANSIT_MS || transaction.mailFromAtMs > kill.atMs)) {
+    return false;
+  }
   if (Math.abs(closed - kill.atMs) > EXPLAIN_SLACK_MS) return false;
   const reply = transaction.reply;
   if (reply?.delivered) {

@@ -4,6 +4,7 @@ import {
   type CheckInput,
   checkRun,
   copyId,
+  DOT_TRANSIT_MS,
   EXPLAIN_SLACK_MS,
   type FinalView,
   formatReport,
@@ -314,12 +315,12 @@ describe('checkRun: a duplicate is explained only by a fault the harness injecte
     expect(other.counts.unexplainedDuplicates).toBe(1);
   });
 
-  it('does not explain a copy by a kill before its final dot went', () => {
+  it('does not explain a copy by a kill before its final dot went (longer before the relay read it than the dot can travel)', () => {
     const result = run({
       accepted: [accepted('A')],
       views: { A: view('A', 'sent', ['ambiguous', 'sent']) },
       transactions: [cutAfterDot('A', 1_000, 1_005), tx('A', { dotAt: 9_000 })],
-      kills: [{ kind: 'sender-sigkill', atMs: 999 }],
+      kills: [{ kind: 'sender-sigkill', atMs: 1_000 - DOT_TRANSIT_MS - 1 }],
     });
     expect(result.counts.unexplainedDuplicates).toBe(1);
   });
@@ -390,6 +391,30 @@ describe('checkRun: a duplicate is explained only by a fault the harness injecte
       ['A', 'data-drop', true, 'relay-drop'],
       ['A', 'accept', true, null],
     ]);
+  });
+});
+
+describe('checkRun: a kill recorded a moment before the relay read the dot', () => {
+  const sigkill = (atMs: number): KillRecord => ({ kind: 'sender-sigkill', atMs });
+  // Seen in a 1,000-message run: the harness recorded the SIGKILL at 628, the relay read the dot the
+  // dying client had already written at 629 and answered 250 at 634 to nobody.
+  const killedWhileTheDotTravelled = (killAt: number, mailFromAt: number) => ({
+    accepted: [accepted('A')],
+    views: { A: view('A', 'sent', ['ambiguous', 'sent']) },
+    transactions: [
+      tx('A', { dotAt: 629, mailFromAtMs: mailFromAt, clientCommandAfterDotAtMs: null, closedAtMs: 640 }),
+      tx('A', { dotAt: 9_000 }),
+    ],
+    kills: [sigkill(killAt)],
+  });
+
+  it('explains the duplicate: a dot the relay read after the kill was written before the client died', () => {
+    expect(run(killedWhileTheDotTravelled(628, 456)).counts).toMatchObject({ unexplainedDuplicates: 0 });
+  });
+
+  it('does not, for a transaction that began after the kill or a dot read long after it', () => {
+    expect(run(killedWhileTheDotTravelled(628, 629)).counts.unexplainedDuplicates).toBe(1);
+    expect(run(killedWhileTheDotTravelled(300, 200)).counts.unexplainedDuplicates).toBe(1);
   });
 });
 
