@@ -193,6 +193,22 @@ export function reachedRelay(error: unknown, context: SmtpFailureContext = {}): 
   }
 }
 
+/**
+ * Whether a failed attempt says the relay itself is unavailable, not this message (DESIGN §5, "An
+ * outage is not the message's fault"): a 421 (the relay closing the session) at any step, or a
+ * transient or config failure that provably came before MAIL FROM — connection refused or timed out,
+ * DNS, the greeting refused, TLS, the login, the relay credentials unreadable. A 4xx or 5xx at MAIL
+ * FROM or RCPT TO (other than 421) concerns the message or its sender, and leaves the breaker alone.
+ * Reads only the classification's class and code: pure, total, never throws.
+ */
+export function isRelayUnavailable(
+  failure: Pick<SmtpErrorClassification, 'class' | 'code'>,
+  reachedRelay: boolean,
+): boolean {
+  if (failure.code === '421') return true;
+  return !reachedRelay && (failure.class === 'transient' || failure.class === 'config');
+}
+
 /** The RFC 3463 enhanced status code in a reply text, preferring the one right after the reply code. */
 export function extractEnhancedCode(response: string): string | null {
   if (typeof response !== 'string') return null;

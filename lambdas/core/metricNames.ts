@@ -41,6 +41,13 @@ export const SENDER_METRIC = {
   unexpectedErrors: 'UnexpectedErrors',
   /** A write after an attempt never landed before the time ran out: alarmed (the next copy finds it ambiguous). */
   outcomeWriteFailures: 'OutcomeWriteFailures',
+  /**
+   * The relay is unavailable (DESIGN §5): counted when a sender opens the breaker, when a probe
+   * fails, and for every copy handed back while it is open, so the alarm stays on for the outage.
+   */
+  relayUnavailable: 'RelayUnavailable',
+  /** Copies handed back unclaimed because an operator paused sending (all, or their kind). */
+  sendingPaused: 'SendingPaused',
   smtpDuration: 'SmtpDuration',
   lateness: 'Lateness',
 } as const;

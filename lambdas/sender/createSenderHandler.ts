@@ -15,6 +15,7 @@ import { NO_METRICS, type SenderMetrics } from '../ports/SenderMetrics.js';
 import type { SenderStore } from '../ports/SenderStore.js';
 import { UNLIMITED } from '../ports/SendRateLimiter.js';
 import { type CopyVerdict, type InvocationTime, processCopy, type SenderSettings } from './processCopy.js';
+import type { RelayGate } from './relayGate.js';
 import { tokenBucket } from './sendRateLimiter.js';
 
 export interface SenderDependencies {
@@ -44,6 +45,8 @@ export interface SenderDependencies {
   readonly newLeaseOwner?: () => string;
   readonly log?: Log;
   readonly metrics?: SenderMetrics;
+  /** The sending gate (relay breaker, operator pause: sender/relayGate.ts); absent, nothing waits. */
+  readonly relayGate?: RelayGate;
 }
 
 /** The sender's settings from the validated configuration (DESIGN §8). */
@@ -92,6 +95,7 @@ export function createSenderHandler(
         : tokenBucket({ rate: deps.maxSendRate, now: () => deps.now().getTime(), sleep: wait }),
     log,
     metrics: deps.metrics ?? NO_METRICS,
+    relayGate: deps.relayGate,
   };
 
   const backstop = backstopReceiveCount(deps.settings.maxAttempts);

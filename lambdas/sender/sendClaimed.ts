@@ -25,6 +25,7 @@ import {
   unwrap,
 } from './copyRun.js';
 import { ack, type CopyVerdict, keep, SHORT_RETRY_SECONDS } from './copyVerdict.js';
+import { relayAware } from './gateSteps.js';
 import { writeUntilLanded } from './writeUntilLanded.js';
 
 /**
@@ -104,7 +105,14 @@ export async function sendClaimed(
     run.copy.receiveCount,
     deps.random,
   );
-  return recordOutcome(run, claimed, owner, outcome, decision, email.envelope);
+  return recordOutcome(
+    run,
+    claimed,
+    owner,
+    outcome,
+    await relayAware(run, outcome, decision),
+    email.envelope,
+  );
 }
 
 /** A read failed after the claim and before MAIL FROM: the record goes back to waiting, unattempted. */

@@ -3,15 +3,19 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { NodemailerMailer, smtpTimeoutsOf } from '../adapters/NodemailerMailer.js';
+import { NodemailerRelayProbe } from '../adapters/NodemailerRelayProbe.js';
 import { SqsCopyVisibility } from '../adapters/SqsCopyVisibility.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { environmentSmtpCredentials, secretsManagerSmtpCredentials } from '../adapters/smtpCredentials.js';
 import { type Config, type ResourceNames, requireResource } from '../core/config.js';
+import type { BreakerSettings } from '../core/relayBreaker.js';
 import type { Log } from '../ports/Log.js';
-import type { SenderMetrics } from '../ports/SenderMetrics.js';
+import { NO_METRICS, type SenderMetrics } from '../ports/SenderMetrics.js';
 import type { SmtpCredentialsSource } from '../ports/SmtpCredentialsSource.js';
 import { DynamoSenderStore } from '../store/senderTransitions.js';
+import { DynamoSendingGate } from '../store/sendingGate.js';
 import { type SenderDependencies, senderSettings } from './createSenderHandler.js';
+import { RelayGate } from './relayGate.js';
 
 export interface SenderWiring {
   readonly config: Config;
@@ -33,18 +37,29 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
   const { config, names } = wiring;
   const queueUrl = requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL');
   const deadLetterUrl = requireResource(names, 'sendDeadLetterQueueUrl', 'POSTDATE_SEND_DLQ_URL');
+  const relay = {
+    host: config.smtp.host ?? 'localhost',
+    port: config.smtp.port ?? (config.smtp.secure ? 465 : 587),
+    secure: config.smtp.secure,
+    requireTls: config.smtp.requireTls,
+    credentials: credentialsSource(wiring),
+    timeouts: smtpTimeoutsOf(config),
+  };
+  const queue = new SqsDispatchQueue(wiring.sqs, queueUrl);
   return {
     store: new DynamoSenderStore(wiring.documents, names.tableName),
-    mailer: new NodemailerMailer({
-      host: config.smtp.host ?? 'localhost',
-      port: config.smtp.port ?? (config.smtp.secure ? 465 : 587),
-      secure: config.smtp.secure,
-      requireTls: config.smtp.requireTls,
-      messageIdDomain: config.messageIdDomain,
-      credentials: credentialsSource(wiring),
-      timeouts: smtpTimeoutsOf(config),
+    mailer: new NodemailerMailer({ ...relay, messageIdDomain: config.messageIdDomain }),
+    relayGate: new RelayGate({
+      store: new DynamoSendingGate(wiring.documents, names.tableName),
+      probe: new NodemailerRelayProbe(relay),
+      queue,
+      settings: relayBreakerSettings(config),
+      now: () => new Date(),
+      random: Math.random,
+      log: wiring.log ?? SILENT,
+      metrics: wiring.metrics ?? NO_METRICS,
     }),
-    queue: new SqsDispatchQueue(wiring.sqs, queueUrl),
+    queue,
     deadLetters: new SqsDispatchQueue(wiring.sqs, deadLetterUrl),
     visibility: new SqsCopyVisibility(wiring.sqs, queueUrl),
     settings: senderSettings(config),
@@ -56,6 +71,21 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
     ...(wiring.metrics ? { metrics: wiring.metrics } : {}),
   };
 }
+
+/**
+ * The breaker's timing: one probe per POSTDATE_RELAY_PROBE_SECONDS; a probe (connect, greeting,
+ * EHLO, STARTTLS, login: a few SMTP steps) holds its claim for three SMTP timeouts.
+ */
+export function relayBreakerSettings(
+  config: Pick<Config, 'relayProbeSeconds' | 'smtpTimeoutSeconds'>,
+): BreakerSettings {
+  return {
+    probeIntervalMs: config.relayProbeSeconds * 1000,
+    probeTimeoutMs: 3 * config.smtpTimeoutSeconds * 1000,
+  };
+}
+
+const SILENT: Log = { info: () => {}, warn: () => {}, error: () => {} };
 
 /** In AWS the relay login is a Secrets Manager secret; locally (or without a secret) SMTP_USER/SMTP_PASS. */
 function credentialsSource(wiring: SenderWiring): SmtpCredentialsSource {
