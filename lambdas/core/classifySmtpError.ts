@@ -138,6 +138,8 @@ interface ErrorShape {
   readonly timeoutType: string | null;
   /** Node's TLS certificate code, from nodemailer's `originalCode`, the `code` or the `cause` chain. */
   readonly certificateCode: string | null;
+  /** Node's failed system call (`connect`, `getaddrinfo`, `read`, …), when the error carries one. */
+  readonly syscall: string | null;
 }
 
 /** Classifies any thrown value. Never throws. */
@@ -184,6 +186,9 @@ export function reachedRelay(error: unknown, context: SmtpFailureContext = {}): 
       return false;
     }
     if (shape.timeoutType !== null && SETUP_TIMEOUTS.has(shape.timeoutType)) return false;
+    // nodemailer reports a refused or unreachable connect as ESOCKET at CONN; Node's `syscall`
+    // says the socket never connected (`connect`) or the name never resolved (`getaddrinfo`).
+    if (shape.syscall === 'connect' || shape.syscall === 'getaddrinfo') return false;
     const command = shape.command ?? '';
     // nodemailer reports the greeting's reply under CONN; a break without a reply may come at any step.
     if (command === 'CONN' && shape.responseCode !== null) return false;
@@ -393,6 +398,7 @@ function shapeOf(error: unknown): ErrorShape {
     command: text(safeGet(error, 'command'))?.trim().toUpperCase() ?? null,
     response,
     timeoutType: text(safeGet(error, 'timeoutType')),
+    syscall: text(safeGet(error, 'syscall')),
   };
 }
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isRelayUnavailable } from '../../lambdas/core/classifySmtpError.js';
+import { classifySmtpError, isRelayUnavailable, reachedRelay } from '../../lambdas/core/classifySmtpError.js';
 import {
   BREAKER_STATE,
   type BreakerState,
@@ -245,5 +245,19 @@ describe('a failure that is the relay’s', () => {
     [{ class: 'ambiguous', code: 'ECONNECTION' }, true, false],
   ] as const)('%j reachedRelay=%s → %s', (failure, reachedRelay, expected) => {
     expect(isRelayUnavailable(failure, reachedRelay)).toBe(expected);
+  });
+
+  it('a refused connect as nodemailer reports it (ESOCKET at CONN, syscall connect) never reached the relay', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), {
+      code: 'ESOCKET',
+      command: 'CONN',
+      errno: -111,
+      syscall: 'connect',
+    });
+    expect(reachedRelay(refused)).toBe(false);
+    expect(isRelayUnavailable(classifySmtpError(refused), reachedRelay(refused))).toBe(true);
+    // A session that broke later (no connect syscall) may have been mid-transaction: it counts.
+    const broken = Object.assign(new Error('Connection closed'), { code: 'ECONNECTION', command: 'CONN' });
+    expect(reachedRelay(broken)).toBe(true);
   });
 });
