@@ -31,6 +31,7 @@ import {
   scheduleFailuresRedrive,
 } from './scheduleFailures/scheduleFailuresRedrive.js';
 import { scheduleFailuresShow } from './scheduleFailures/scheduleFailuresShow.js';
+import { registerSendingCommands } from './sendingCommands.js';
 import { openTarget, queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
 
 interface GlobalOptions extends TargetOptions {
@@ -425,6 +426,8 @@ export function buildProgram(): Command {
         return ok(reconcileClean(result));
       }),
     );
+
+  registerSendingCommands(program);
 
   // --------------------------------------------------------------------------------------------- keys
   const keys = program.command('keys').description('per-tenant API keys');
