@@ -70,9 +70,16 @@ export const SWEEPER_METRIC = {
     [MESSAGE_STATUS.unknown]: 'WaitingUnknown',
   },
   redispatched: 'Redispatched',
-} as const satisfies { waiting: Partial<Record<MessageStatus, string>>; redispatched: string };
+  /** A gauge, 1 while the relay breaker is not closed (the senders count the same name). */
+  relayUnavailable: SENDER_METRIC.relayUnavailable,
+} as const satisfies {
+  waiting: Partial<Record<MessageStatus, string>>;
+  redispatched: string;
+  relayUnavailable: string;
+};
 
 export type WaitingStatus = keyof typeof SWEEPER_METRIC.waiting;
 export type SweeperMetricName =
   | (typeof SWEEPER_METRIC.waiting)[WaitingStatus]
-  | typeof SWEEPER_METRIC.redispatched;
+  | typeof SWEEPER_METRIC.redispatched
+  | typeof SWEEPER_METRIC.relayUnavailable;

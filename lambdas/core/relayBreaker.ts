@@ -48,11 +48,31 @@ export interface BreakerState {
 
 export const NEVER_OPENED: BreakerState = { state: BREAKER_STATE.closed, version: 0 };
 
+/**
+ * The probe token's copy on the send queue: a dispatch payload `{v: 1, id: PROBE_TOKEN_ID, rev:
+ * token}`. No message has this id (ids are ULIDs or 26 lower-case base-32 characters, never `_`).
+ */
+export const PROBE_TOKEN_ID = '_relay-probe';
+
 export interface BreakerSettings {
   /** POSTDATE_RELAY_PROBE_SECONDS in milliseconds: at most one probe per interval, fleet-wide. */
   readonly probeIntervalMs: number;
   /** How long a probe may take before another sender may claim the probe (the prober died). */
   readonly probeTimeoutMs: number;
+}
+
+/**
+ * The breaker's timing from the configuration: one probe per POSTDATE_RELAY_PROBE_SECONDS; a probe
+ * (connect, greeting, EHLO, STARTTLS, login: a few SMTP steps) holds its claim for three SMTP timeouts.
+ */
+export function relayBreakerSettings(config: {
+  readonly relayProbeSeconds: number;
+  readonly smtpTimeoutSeconds: number;
+}): BreakerSettings {
+  return {
+    probeIntervalMs: config.relayProbeSeconds * 1000,
+    probeTimeoutMs: 3 * config.smtpTimeoutSeconds * 1000,
+  };
 }
 
 /** A pause an operator set: why and since when. */
@@ -212,10 +232,22 @@ export function tokenArrival(breaker: BreakerState, token: string, now: Date): T
   return { kind: 'rearm', delaySeconds: Math.max(1, Math.ceil((next - now.getTime()) / 1000)) };
 }
 
-/** The breaker with a new token (it replaces the one that arrived, or a lost one). */
-export function tokenReplaced(breaker: BreakerState, token: string): BreakerState | undefined {
+/**
+ * The breaker with a new token (it replaces the one that arrived, or a lost one). `dueSince`, for a
+ * lost one: the probe, long due, counts as due from then, so the new token is not found lost at once.
+ */
+export function tokenReplaced(
+  breaker: BreakerState,
+  token: string,
+  dueSince?: Date,
+): BreakerState | undefined {
   if (breaker.state === BREAKER_STATE.closed) return undefined;
-  return { ...breaker, version: breaker.version + 1, token };
+  return {
+    ...breaker,
+    version: breaker.version + 1,
+    token,
+    ...(dueSince === undefined ? {} : { probe_at: dueSince.toISOString() }),
+  };
 }
 
 /**

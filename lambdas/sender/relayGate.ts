@@ -7,6 +7,7 @@ import {
   type BreakerState,
   gateDecision,
   opened,
+  PROBE_TOKEN_ID,
   probeClaimed,
   probeFailed,
   probeSucceeded,
@@ -31,8 +32,7 @@ import type { RelayProbe, SendingGateStore } from '../ports/SendingGate.js';
  * relay while the write is on its way. The table stays the only truth: the next read replaces it.
  */
 
-/** The probe token's copy on the send queue: a dispatch payload with this id (no message has it). */
-export const PROBE_TOKEN_ID = '_relay-probe';
+export { PROBE_TOKEN_ID } from '../core/relayBreaker.js';
 
 export interface RelayGateOptions {
   readonly store: SendingGateStore;

@@ -8,7 +8,7 @@ import { SqsCopyVisibility } from '../adapters/SqsCopyVisibility.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { environmentSmtpCredentials, secretsManagerSmtpCredentials } from '../adapters/smtpCredentials.js';
 import { type Config, type ResourceNames, requireResource } from '../core/config.js';
-import type { BreakerSettings } from '../core/relayBreaker.js';
+import { relayBreakerSettings } from '../core/relayBreaker.js';
 import type { Log } from '../ports/Log.js';
 import { NO_METRICS, type SenderMetrics } from '../ports/SenderMetrics.js';
 import type { SmtpCredentialsSource } from '../ports/SmtpCredentialsSource.js';
@@ -69,19 +69,6 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
     random: Math.random,
     ...(wiring.log ? { log: wiring.log } : {}),
     ...(wiring.metrics ? { metrics: wiring.metrics } : {}),
-  };
-}
-
-/**
- * The breaker's timing: one probe per POSTDATE_RELAY_PROBE_SECONDS; a probe (connect, greeting,
- * EHLO, STARTTLS, login: a few SMTP steps) holds its claim for three SMTP timeouts.
- */
-export function relayBreakerSettings(
-  config: Pick<Config, 'relayProbeSeconds' | 'smtpTimeoutSeconds'>,
-): BreakerSettings {
-  return {
-    probeIntervalMs: config.relayProbeSeconds * 1000,
-    probeTimeoutMs: 3 * config.smtpTimeoutSeconds * 1000,
   };
 }
 
