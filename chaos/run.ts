@@ -20,7 +20,7 @@ async function main(argv: readonly string[]): Promise<number> {
     .option('--auth-failure-seconds <n>', 'how long the first stack logs in with a wrong SMTP password', '8')
     .option(
       '--relay-outage-seconds <n>',
-      'a relay outage (421 at the greeting) this long, 2 s after the enqueues begin',
+      'a relay outage (421 at the greeting) this long, once sending is under way',
       '20',
     )
     .option('--smtp-fault-rate <r>', 'fraction of SMTP transactions with a 4xx/5xx/drop fault', '0.12')

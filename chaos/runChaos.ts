@@ -51,7 +51,7 @@ export interface ChaosOptions {
   /** Run the first stack process with a wrong SMTP password for this long (0: none). */
   readonly authFailureSeconds: number;
   /**
-   * A relay outage (issue 19 §1): this long after the enqueues begin (2 s), the relay answers every
+   * A relay outage (issue 19 §1): once the relay has seen its first ten transactions, it answers every
    * connection 421 for this many seconds (0: none). No message may be dead or lost because of it.
    * @default 0
    */
@@ -213,7 +213,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
     const outageSeconds = options.relayOutageSeconds ?? 0;
     const outagePhase = (async () => {
       if (outageSeconds <= 0) return;
-      await sleep(2000);
+      // Once sending is under way (the tap saw its first transactions), so the outage meets traffic.
+      const begin = Date.now();
+      while (tap.transactions().length < 10 && Date.now() - begin < 120_000) await sleep(200);
       await outage.set('down');
       log(`chaos: relay outage begins (${outageSeconds} s of 421 at the greeting)`);
       await sleep(outageSeconds * 1000);
