@@ -34,6 +34,9 @@ import type { RelayProbe, SendingGateStore } from '../ports/SendingGate.js';
 
 export { PROBE_TOKEN_ID } from '../core/relayBreaker.js';
 
+/** Conditional writes of one transition before it gives up (each loss means a fresh read first). */
+const MAX_TRANSITION_WRITES = 4;
+
 export interface RelayGateOptions {
   readonly store: SendingGateStore;
   readonly probe: RelayProbe;
@@ -105,64 +108,50 @@ export class RelayGate {
     }
     const next = tokenArrival(breaker, breaker.token ?? '', now());
     const delaySeconds = next.kind === 'rearm' ? next.delaySeconds : 1;
-    return this.rearm(breaker, delaySeconds);
+    return this.rearm(breaker, String(token), delaySeconds);
   }
 
   /** Opens a closed breaker (the winner arms the token); an open one is left as it is. */
   private async open(failure: SmtpErrorClassification): Promise<void> {
-    const { store, settings, now, log, metrics } = this.options;
+    const { settings, now, log, metrics } = this.options;
     const reason = `${failure.code ?? 'no code'}: ${failure.reason}`;
     const current = await this.read(true);
     const token = this.newToken();
-    const next = opened(current.breaker, { reason }, now(), settings, token);
     // Whatever the write does, this container holds its copies from now on.
+    const next = opened(current.breaker, { reason }, now(), settings, token);
     this.remember({ ...current, breaker: next ?? current.breaker });
-    if (next === undefined) return;
-    if ((await store.writeBreaker(current.breaker, next)) === 'conflict') {
-      this.cached = undefined;
-      return;
-    }
+    const written = await this.transition(current.breaker, (breaker) =>
+      opened(breaker, { reason }, now(), settings, token),
+    );
+    if (written === undefined) return;
     metrics.count(SENDER_METRIC.relayUnavailable);
     log.warn('the relay is unavailable: the breaker opened for every sender', {
       code: failure.code,
       class: failure.class,
-      probeAt: next.probe_at,
+      probeAt: written.probe_at,
     });
-    await this.enqueueToken(next, Math.ceil(settings.probeIntervalMs / 1000));
+    await this.enqueueToken(written, Math.ceil(settings.probeIntervalMs / 1000));
   }
 
   /** Claims the probe and runs it; answers whether the breaker closed (by this probe). */
   private async probe(observed: BreakerState): Promise<boolean> {
-    const { store, probe, settings, now, log } = this.options;
+    const { probe, settings, now, log } = this.options;
     const owner = `probe-${randomUUID()}`;
-    const claim = probeClaimed(observed, owner, now(), settings);
-    if (claim === undefined || (await store.writeBreaker(observed, claim)) === 'conflict') {
-      this.cached = undefined;
-      return false;
-    }
-    this.remember({ ...(this.cached?.gate ?? (await this.read(true))), breaker: claim });
+    const claim = await this.transition(observed, (breaker) => probeClaimed(breaker, owner, now(), settings));
+    if (claim === undefined) return false;
     const result = await probe.probe();
     if (result.ok) {
-      const closed = probeSucceeded(claim, owner, now());
-      if (closed !== undefined && (await store.writeBreaker(claim, closed)) === 'written') {
-        this.remember({ ...(this.cached?.gate ?? (await this.read(true))), breaker: closed });
-        log.info('the relay answered the probe: the breaker closed', {
-          outageMs: now().getTime() - Date.parse(observed.opened_at ?? now().toISOString()),
-          probeMs: result.durationMs,
-        });
-        return true;
-      }
-      this.cached = undefined;
-      return false;
+      // The claim is this prober's until the result is written, whoever moved the version meanwhile.
+      const closed = await this.transition(claim, (breaker) => probeSucceeded(breaker, owner, now()));
+      if (closed === undefined) return false;
+      log.info('the relay answered the probe: the breaker closed', {
+        outageMs: now().getTime() - Date.parse(observed.opened_at ?? now().toISOString()),
+        probeMs: result.durationMs,
+      });
+      return true;
     }
-    const reopened = probeFailed(claim, owner, {
-      reason: `${result.failure.code ?? 'no code'}: ${result.failure.reason}`,
-    });
-    if (reopened !== undefined && (await store.writeBreaker(claim, reopened)) === 'written') {
-      this.remember({ ...(this.cached?.gate ?? (await this.read(true))), breaker: reopened });
-    } else {
-      this.cached = undefined;
-    }
+    const reason = `${result.failure.code ?? 'no code'}: ${result.failure.reason}`;
+    await this.transition(claim, (breaker) => probeFailed(breaker, owner, { reason }));
     this.options.metrics.count(SENDER_METRIC.relayUnavailable);
     log.info('the relay did not answer the probe: the breaker stays open', {
       code: result.failure.code,
@@ -173,17 +162,46 @@ export class RelayGate {
   }
 
   /** Replaces the token with a new one, delayed until the next probe; keeps the copy if it cannot. */
-  private async rearm(observed: BreakerState, delaySeconds: number): Promise<TokenOutcome> {
-    const next = tokenReplaced(observed, this.newToken());
-    if (next === undefined) return { kind: 'done', reason: 'the breaker closed' };
-    if ((await this.options.store.writeBreaker(observed, next)) === 'conflict') {
-      // Someone else moved the breaker (a probe, another token): the next arrival decides again.
+  private async rearm(observed: BreakerState, arrived: string, delaySeconds: number): Promise<TokenOutcome> {
+    const token = this.newToken();
+    const next = await this.transition(observed, (breaker) =>
+      // A duplicate of the same token copy, or a token the sweeper replaced, re-arms nothing.
+      breaker.token === arrived ? tokenReplaced(breaker, token) : undefined,
+    );
+    if (next === undefined) {
+      const { breaker } = await this.read(true);
+      if (breaker.state === 'closed') return { kind: 'done', reason: 'the breaker closed' };
+      if (breaker.token !== arrived) return { kind: 'done', reason: 'not the current token' };
+      // The breaker kept moving under every write: the next arrival of this copy decides again.
       return { kind: 'keep', seconds: delaySeconds };
     }
-    this.remember({ ...(this.cached?.gate ?? (await this.read(true))), breaker: next });
     // A token that does not reach the queue is found lost by the sweeper, which arms a new one.
     await this.enqueueToken(next, delaySeconds);
     return { kind: 'done', reason: 'token re-armed for the next probe' };
+  }
+
+  /**
+   * Writes one transition of the breaker, decided on the state seen: first on `observed`, then, when
+   * another writer moved the breaker meanwhile (a token re-armed, another sender's write), again on
+   * a fresh read — the transition decides anew and answers undefined when it no longer applies.
+   * Answers the state written, and remembers it; undefined when nothing was written.
+   */
+  private async transition(
+    observed: BreakerState,
+    next: (breaker: BreakerState) => BreakerState | undefined,
+  ): Promise<BreakerState | undefined> {
+    let seen = observed;
+    for (let write = 0; write < MAX_TRANSITION_WRITES; write++) {
+      const state = next(seen);
+      if (state === undefined) break;
+      if ((await this.options.store.writeBreaker(seen, state)) === 'written') {
+        this.remember({ ...(this.cached?.gate ?? (await this.read(true))), breaker: state });
+        return state;
+      }
+      seen = (await this.read(true)).breaker;
+    }
+    this.cached = undefined;
+    return undefined;
   }
 
   private async enqueueToken(breaker: BreakerState, delaySeconds: number): Promise<void> {

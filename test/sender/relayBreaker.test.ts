@@ -131,14 +131,17 @@ describe('the relay circuit breaker', () => {
     const sender = rig.sender();
     await rig.run(await rig.receive({ max: 10, waitSeconds: 2 }), sender);
     await world.outage.set('up');
-    const backAt = Date.now();
+    const linesBefore = rig.log.lines.length;
     await rig.drive({
       handlers: [sender],
       timeoutMs: 30_000,
       done: async () => messages.every((message) => rig.received(message.id).length > 0),
     });
-    // Within about one probe interval (+ its spread) of the relay's return.
-    expect(Date.now() - backAt).toBeLessThan(6 * BREAKER_SETTINGS.probeIntervalMs);
+    // One probe after the return closed it: none failed, none was needed again.
+    const probes = rig.log.lines.slice(linesBefore).map((line) => line.message);
+    expect(probes.filter((message) => message.includes('answered the probe'))).toHaveLength(1);
+    expect(probes.filter((message) => message.includes('did not answer the probe'))).toHaveLength(0);
+    expect((await rig.gateStore.read()).breaker.state).toBe('closed');
     for (const message of messages) {
       expect(rig.received(message.id)).toHaveLength(1);
       expect((await rig.state(message.id)).attempts).toBe(1);
