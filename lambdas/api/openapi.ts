@@ -4,7 +4,7 @@
  * GET /openapi.json; a test checks its paths and methods against API_ROUTES.
  */
 import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from '@asteasolutions/zod-to-openapi';
-import { z } from 'zod';
+import * as z from 'zod';
 import { API_ROUTES, type RouteName } from '../core/apiRoutes.js';
 import { MESSAGE_STATUSES } from '../core/messageStatus.js';
 import {

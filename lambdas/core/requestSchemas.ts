@@ -3,7 +3,7 @@
  * neither configuration nor the clock. The same schemas generate the OpenAPI document
  * (lambdas/api/openapi.ts), so what is documented is what is checked.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseAddress } from './addresses.js';
 import {
   controlCharacterProblem,

@@ -108,25 +108,6 @@ describe('the credential chain of the function bundles', () => {
       await rm(dir, { recursive: true, force: true });
     });
 
-    it('replaces the SDK chain: none of its SSO, ini, process, web-identity or metadata links is bundled', async () => {
-      const metafile = await bundleLikeAFunction(
-        { file: join(PROJECT_ROOT, 'lambdas/authorizer/handler.ts') },
-        join(dir, 'authorizer/index.mjs'),
-      );
-      const packages = bundledPackages(metafile);
-      for (const absent of [
-        '@aws-sdk/credential-provider-node',
-        '@aws-sdk/credential-provider-ini',
-        '@aws-sdk/credential-provider-sso',
-        '@aws-sdk/credential-provider-process',
-        '@aws-sdk/credential-provider-web-identity',
-        '@aws-sdk/nested-clients',
-      ])
-        expect(packages, absent).not.toContain(absent);
-      expect(packages).toContain('@aws-sdk/credential-provider-env');
-      expect(Object.keys(metafile.inputs)).toContain('lambdas/adapters/lambdaCredentialProvider.ts');
-    });
-
     it('signs real requests with the credentials of the environment', async () => {
       const { tableName } = await freshTable('credentials');
       const source = [
