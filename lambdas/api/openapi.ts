@@ -18,6 +18,7 @@ import {
   GatewayErrorSchema,
   headersOf,
   json,
+  jsonResponse,
   type Operation,
   ProblemSchema,
   problemResponse,
@@ -42,7 +43,11 @@ const OPERATIONS: Record<RouteName, Operation> = {
   },
   openapi: {
     summary: 'This document',
-    responses: { 200: { description: 'The OpenAPI 3.1 document.', content: json(z.object({}).loose()) } },
+    responses: {
+      200: jsonResponse('The OpenAPI 3.1 document.', z.object({}).loose(), {
+        headers: ['Access-Control-Allow-Origin'],
+      }),
+    },
   },
 };
 

@@ -1137,6 +1137,8 @@ export interface operations {
       /** @description The OpenAPI 3.1 document. */
       200: {
         headers: {
+          /** @description Any origin may read the document (Swagger UI in a browser, generators). */
+          'Access-Control-Allow-Origin': '*';
           [name: string]: unknown;
         };
         content: {

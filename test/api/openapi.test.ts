@@ -191,8 +191,12 @@ describe('the OpenAPI document tells the truth about the answers (issue 17 §3)'
       },
     });
     running.push(frontEnd);
-    const response = await fetch(`${frontEnd.url}/openapi.json`);
+    const response = await fetch(`${frontEnd.url}/openapi.json`, {
+      headers: { origin: 'https://editor.example' },
+    });
     expect(response.status).toBe(200);
+    // A browser on another origin (Swagger UI) may read it: a simple GET needs no preflight.
+    expect(response.headers.get('access-control-allow-origin')).toBe('*');
     expect(await response.json()).toEqual(JSON.parse(JSON.stringify(buildOpenApiDocument())));
     expect(authorizerCalls).toBe(0);
   });

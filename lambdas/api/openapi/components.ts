@@ -21,7 +21,7 @@ export interface Operation extends Pick<RouteConfig, 'summary' | 'description' |
 /** Responses by status code (`'200'`, `'404'`, …). */
 export type Responses = Record<string, ResponseConfig>;
 
-type HeaderName = 'Location' | 'Idempotent-Replayed' | 'Retry-After';
+type HeaderName = 'Location' | 'Idempotent-Replayed' | 'Retry-After' | 'Access-Control-Allow-Origin';
 
 interface HeaderDeclaration {
   readonly description: string;
@@ -102,6 +102,11 @@ export const RESPONSE_HEADERS: Readonly<Record<HeaderName, HeaderDeclaration>> =
       "Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it).",
     required: false,
     schema: { type: 'string', pattern: '^[0-9]+$', example: '1' },
+  },
+  'Access-Control-Allow-Origin': {
+    description: 'Any origin may read the document (Swagger UI in a browser, generators).',
+    required: true,
+    schema: { type: 'string', enum: ['*'] },
   },
 };
 
