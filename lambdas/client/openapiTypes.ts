@@ -14,7 +14,20 @@ export interface paths {
     /** List messages, newest first */
     get: operations['list'];
     put?: never;
-    /** Enqueue a message */
+    /**
+     * Enqueue a message
+     * @description Stores the message once per Idempotency-Key and sends it at `send_at` (or after `delay_seconds`; neither = now).
+     *
+     *     The request schema encodes what JSON Schema can: at least one recipient, `text` or `html`, not both `send_at` and `delay_seconds`, the caps on `tags`, `metadata` and `headers`, no CR or LF in header material. Checked only by the server (400 with `errors`):
+     *
+     *     - at most 50 recipients in `to`, `cc` and `bcc` together;
+     *     - every address is an RFC 5322 mailbox; `from` matches POSTDATE_ALLOWED_FROM;
+     *     - other control characters in header material; reserved and relay-control header names; a header given twice;
+     *     - `send_at` at most POSTDATE_MAX_HORIZON_DAYS ahead, `not_after` after `send_at`;
+     *     - `tags` and `metadata` together at most 2048 bytes of JSON.
+     *
+     *     A body over 256 KiB is a 413.
+     */
     post: operations['enqueue'];
     delete?: never;
     options?: never;
@@ -114,7 +127,10 @@ export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
     Message: {
-      /** @example 01JDQ1T8Z6J5V1Y5M6Z8K4W2QX */
+      /**
+       * @description Opaque and URL-safe, at most 32 characters: 26 lower-case base-32 characters derived from the tenant and the Idempotency-Key.
+       * @example 6avlce7kbqozea42u7lasaa337
+       */
       id: string;
       status: components['schemas']['MessageStatus'];
       /** Format: date-time */
@@ -179,7 +195,23 @@ export interface components {
       duration_ms: number;
       rejected_domains?: string[];
     };
+    /**
+     * @description An RFC 9457 problem (`application/problem+json`).
+     * @example {
+     *       "type": "urn:postdate:problem:validation",
+     *       "title": "The request is invalid",
+     *       "status": 400,
+     *       "detail": "The request has 1 invalid field.",
+     *       "errors": [
+     *         {
+     *           "field": "/to/0",
+     *           "message": "must be an email address (local@domain)"
+     *         }
+     *       ]
+     *     }
+     */
     Problem: {
+      /** @description A URN naming the problem (docs/api.md, "Errors"). */
       type: string;
       title: string;
       status: number;
@@ -205,7 +237,16 @@ export interface components {
         | 'expired'
         | 'unknown';
     };
-    /** @description An email to send later (DESIGN §3). */
+    /**
+     * @description An answer of API Gateway itself (not of Postdate's function): `{"message": "Unauthorized"}`, `"Forbidden"`, `"Too Many Requests"`, `"Request Entity Too Large"`, `"Internal Server Error"`, `"Service Unavailable"`, `"Not Found"`.
+     * @example {
+     *       "message": "Unauthorized"
+     *     }
+     */
+    GatewayError: {
+      message: string;
+    };
+    /** @description An email to send later (DESIGN §3). At most 50 recipients in to, cc and bcc together, and tags and metadata at most 2048 bytes of JSON together: JSON Schema cannot say these, the server checks them. */
     EnqueueRequest: {
       to?: string[] | null;
       cc?: string[] | null;
@@ -220,6 +261,7 @@ export interface components {
        * @example Ada Lovelace <ada@example.com>
        */
       reply_to?: string | null;
+      /** @description One line: no CR, LF or other control character but TAB. */
       subject: string;
       text?: string | null;
       html?: string | null;
@@ -266,7 +308,26 @@ export interface components {
       metadata?: {
         [key: string]: string;
       } | null;
-    };
+    } & ((
+      | {
+          to: unknown[];
+        }
+      | {
+          cc: unknown[];
+        }
+      | {
+          bcc: unknown[];
+        }
+    ) &
+      (
+        | {
+            text: string;
+          }
+        | {
+            html: string;
+          }
+      ) &
+      unknown);
     /** @description Freshness guard: the message is not sent once a higher version of its group exists. */
     Group: {
       /** @example campaign:42:status */
@@ -309,8 +370,9 @@ export interface operations {
     parameters: {
       query?: {
         status?: components['schemas']['MessageStatus'];
-        /** @description 1–100, default 20. */
-        limit?: string;
+        /** @description Messages per page. */
+        limit?: number;
+        /** @description The previous page's `next_cursor`, with the same `status`. */
         cursor?: string;
       };
       header?: never;
@@ -328,7 +390,7 @@ export interface operations {
           'application/json': components['schemas']['MessageList'];
         };
       };
-      /** @description Invalid request: `errors` names each field. */
+      /** @description An invalid `status`, `limit` or `cursor`: `errors` names each. */
       400: {
         headers: {
           [name: string]: unknown;
@@ -337,13 +399,54 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['GatewayError'];
           'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };
@@ -352,7 +455,7 @@ export interface operations {
     parameters: {
       query?: never;
       header: {
-        /** @description 1–255 printable ASCII characters. */
+        /** @description 1–255 printable ASCII characters, bare or as a Structured Field string (`"…"`, its quotes not counted): the same key and body answer the same message. */
         'Idempotency-Key': string;
       };
       path?: never;
@@ -364,9 +467,13 @@ export interface operations {
       };
     };
     responses: {
-      /** @description A replay of the same key and body: the original message, header `Idempotent-Replayed: true`. */
+      /** @description A replay of the same key and body: the original message. */
       200: {
         headers: {
+          /** @description The message: `/v1/messages/{id}`. */
+          Location: string;
+          /** @description Present, `true`, when this answers a replay of an earlier request with the same key. */
+          'Idempotent-Replayed': 'true';
           [name: string]: unknown;
         };
         content: {
@@ -376,13 +483,15 @@ export interface operations {
       /** @description Accepted and stored. */
       202: {
         headers: {
+          /** @description The message: `/v1/messages/{id}`. */
+          Location: string;
           [name: string]: unknown;
         };
         content: {
           'application/json': components['schemas']['Message'];
         };
       };
-      /** @description Invalid request: `errors` names each field. A header that controls the relay (X-SES-*, X-SMTPAPI, …: see `headers`) is refused here. */
+      /** @description Invalid request: `errors` names each field. A missing or invalid Idempotency-Key is a 400 too. A header that controls the relay (X-SES-*, X-SMTPAPI, …: see `headers`) is refused here. */
       400: {
         headers: {
           [name: string]: unknown;
@@ -391,25 +500,36 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['GatewayError'];
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is larger than 256 KiB. */
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is larger than 256 KiB (a problem), or than API Gateway's 10 MB (`{"message": "Request Entity Too Large"}`). */
       413: {
         headers: {
           [name: string]: unknown;
         };
         content: {
           'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
-      /** @description The body is not application/json. */
+      /** @description The body is not `application/json` (UTF-8). */
       415: {
         headers: {
           [name: string]: unknown;
@@ -427,6 +547,37 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
     };
   };
   get: {
@@ -434,7 +585,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        /** @description The message id. */
+        /** @description The message id. One that is not a possible id answers 404, as an unknown one does. */
         id: string;
       };
       cookie?: never;
@@ -450,8 +601,27 @@ export interface operations {
           'application/json': components['schemas']['Message'];
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description No such message for this tenant (another tenant's id included). */
+      404: {
         headers: {
           [name: string]: unknown;
         };
@@ -459,13 +629,35 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description No such message for this tenant. */
-      404: {
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
         headers: {
           [name: string]: unknown;
         };
         content: {
           'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };
@@ -475,7 +667,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        /** @description The message id. */
+        /** @description The message id. One that is not a possible id answers 404, as an unknown one does. */
         id: string;
       };
       cookie?: never;
@@ -491,16 +683,26 @@ export interface operations {
           'application/json': components['schemas']['Message'];
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['GatewayError'];
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description No such message. */
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description No such message for this tenant (another tenant's id included). */
       404: {
         headers: {
           [name: string]: unknown;
@@ -509,13 +711,44 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The message is sending or terminal. */
+      /** @description The message is sending or terminal (`current_status` says what it is). */
       409: {
         headers: {
           [name: string]: unknown;
         };
         content: {
           'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };
@@ -525,7 +758,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        /** @description The message id. */
+        /** @description The message id. One that is not a possible id answers 404, as an unknown one does. */
         id: string;
       };
       cookie?: never;
@@ -545,7 +778,7 @@ export interface operations {
           'application/json': components['schemas']['Message'];
         };
       };
-      /** @description Invalid request: `errors` names each field. */
+      /** @description Invalid request: `errors` names each field (`send_at` beyond the horizon or not before the message's `not_after`). */
       400: {
         headers: {
           [name: string]: unknown;
@@ -554,16 +787,26 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['GatewayError'];
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description No such message. */
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description No such message for this tenant (another tenant's id included). */
       404: {
         headers: {
           [name: string]: unknown;
@@ -572,13 +815,63 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The message is no longer scheduled. */
+      /** @description The message is no longer scheduled (`current_status` says what it is). */
       409: {
         headers: {
           [name: string]: unknown;
         };
         content: {
           'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is larger than 256 KiB (a problem), or than API Gateway's 10 MB (`{"message": "Request Entity Too Large"}`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is not `application/json` (UTF-8). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };
@@ -588,7 +881,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        /** @description The message id. */
+        /** @description The message id. One that is not a possible id answers 404, as an unknown one does. */
         id: string;
       };
       cookie?: never;
@@ -604,16 +897,26 @@ export interface operations {
           'application/json': components['schemas']['Message'];
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['GatewayError'];
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description No such message. */
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description No such message for this tenant (another tenant's id included). */
       404: {
         headers: {
           [name: string]: unknown;
@@ -622,13 +925,44 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The message is not failed, dead or unknown. */
+      /** @description The message is not failed, dead or unknown (`current_status` says what it is). */
       409: {
         headers: {
           [name: string]: unknown;
         };
         content: {
           'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };
@@ -657,7 +991,7 @@ export interface operations {
           'application/json': components['schemas']['GroupHead'];
         };
       };
-      /** @description Invalid request: `errors` names each field. */
+      /** @description An invalid group key or version: `errors` names each. */
       400: {
         headers: {
           [name: string]: unknown;
@@ -666,13 +1000,73 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['GatewayError'];
           'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is larger than 256 KiB (a problem), or than API Gateway's 10 MB (`{"message": "Request Entity Too Large"}`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is not `application/json` (UTF-8). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };
@@ -698,6 +1092,37 @@ export interface operations {
           };
         };
       };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
     };
   };
   openapi: {
@@ -712,12 +1137,45 @@ export interface operations {
       /** @description The OpenAPI 3.1 document. */
       200: {
         headers: {
+          /** @description Any origin may read the document (Swagger UI in a browser, generators). */
+          'Access-Control-Allow-Origin': '*';
           [name: string]: unknown;
         };
         content: {
           'application/json': {
             [key: string]: unknown;
           };
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };

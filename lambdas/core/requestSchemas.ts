@@ -15,6 +15,21 @@ import {
 import { LIMITS } from './requestLimits.js';
 import { parseZonedTimestamp } from './timestamps.js';
 
+/*
+ * What the OpenAPI document can say of a rule that a refinement checks (JSON Schema patterns are
+ * ECMA-262; the refinements stay the validation, these only describe it). Test:
+ * test/api/openapiRequestSchemas.test.ts holds the document to what these schemas accept and refuse.
+ */
+/** No control character (C0, DEL, C1): addresses, tags, metadata keys, group keys. */
+const NO_CONTROL_PATTERN = '^[^\\u0000-\\u001F\\u007F-\\u009F]*$';
+/** No control character but TAB, so no CR or LF: the subject and header values. */
+const NO_CONTROL_BUT_TAB_PATTERN = '^[^\\u0000-\\u0008\\u000A-\\u001F\\u007F-\\u009F]*$';
+/** A recipient list with at least one address. */
+const NON_EMPTY = (field: string) => ({
+  required: [field],
+  properties: { [field]: { type: 'array', minItems: 1 } },
+});
+
 const Address = z
   .string()
   .superRefine((value, ctx) => {
@@ -24,6 +39,7 @@ const Address = z
   .meta({
     description: 'An RFC 5322 mailbox: `ada@example.com` or `Ada Lovelace <ada@example.com>`.',
     example: 'Ada Lovelace <ada@example.com>',
+    pattern: NO_CONTROL_PATTERN,
   });
 
 const RecipientList = z
@@ -38,6 +54,10 @@ const Subject = z
   .superRefine((value, ctx) => {
     const problem = controlCharacterProblem(value, true);
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .meta({
+    description: 'One line: no CR, LF or other control character but TAB.',
+    pattern: NO_CONTROL_BUT_TAB_PATTERN,
   });
 
 const Headers = z
@@ -61,6 +81,13 @@ const Headers = z
   .meta({
     description: `Extra headers. Names are RFC 9110 tokens; Message-ID, X-Postdate-Id, From, To, Cc, Bcc, Subject, Date, Reply-To, Sender, Return-Path, MIME-Version and Content-* are reserved. Headers that control a relay instead of describing the message are refused (400, \`${RELAY_CONTROL_MESSAGE}\`): ${[...RELAY_CONTROL_HEADERS.names, ...RELAY_CONTROL_HEADERS.prefixes.map((prefix) => `${prefix}*`)].join(', ')} (Amazon SES, SendGrid, Mailgun, Postmark, Mandrill, SparkPost, Mailjet); a configuration set belongs to the API key.`,
     example: { 'X-Campaign': '42' },
+    maxProperties: LIMITS.maxHeaders,
+    propertyNames: { pattern: "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$", maxLength: LIMITS.maxHeaderNameLength },
+    additionalProperties: {
+      type: 'string',
+      maxLength: LIMITS.maxHeaderValueLength,
+      pattern: NO_CONTROL_BUT_TAB_PATTERN,
+    },
   });
 
 const Timestamp = z
@@ -106,14 +133,26 @@ const Tags = stringMap({
   keyLength: LIMITS.maxTagKeyLength,
   valueLength: LIMITS.maxTagValueLength,
   headerMaterial: true,
-}).meta({ description: 'Small labels for listing and metrics.', example: { kind: 'campaign-approved' } });
+}).meta({
+  description: 'Small labels for listing and metrics.',
+  example: { kind: 'campaign-approved' },
+  maxProperties: LIMITS.maxTags,
+  propertyNames: { minLength: 1, maxLength: LIMITS.maxTagKeyLength, pattern: NO_CONTROL_PATTERN },
+  additionalProperties: { type: 'string', maxLength: LIMITS.maxTagValueLength, pattern: NO_CONTROL_PATTERN },
+});
 
 const Metadata = stringMap({
   entries: LIMITS.maxMetadataEntries,
   keyLength: LIMITS.maxMetadataKeyLength,
   valueLength: LIMITS.maxMetadataValueLength,
   headerMaterial: false,
-}).meta({ description: 'Your own small string data, returned as given.', example: { campaign_id: '42' } });
+}).meta({
+  description: 'Your own small string data, returned as given.',
+  example: { campaign_id: '42' },
+  maxProperties: LIMITS.maxMetadataEntries,
+  propertyNames: { minLength: 1, maxLength: LIMITS.maxMetadataKeyLength, pattern: NO_CONTROL_PATTERN },
+  additionalProperties: { type: 'string', maxLength: LIMITS.maxMetadataValueLength },
+});
 
 /** A group key: 1–200 characters, no control characters (it is also a URL path segment). */
 export const GroupKeySchema = z
@@ -128,7 +167,12 @@ export const GroupKeySchema = z
         message: `must be 1–${LIMITS.maxGroupKeyLength} printable characters without leading or trailing spaces`,
       });
   })
-  .meta({ example: 'campaign:42:status' });
+  .meta({
+    example: 'campaign:42:status',
+    minLength: 1,
+    maxLength: LIMITS.maxGroupKeyLength,
+    pattern: '^(?!\\s)[^\\u0000-\\u001F\\u007F-\\u009F]*(?<!\\s)$',
+  });
 
 const GroupVersion = z
   .int('must be a whole number')
@@ -193,7 +237,30 @@ export const EnqueueBodySchema = z
         path: ['metadata'],
       });
   })
-  .meta({ id: 'EnqueueRequest', description: 'An email to send later (DESIGN §3).' });
+  .meta({
+    id: 'EnqueueRequest',
+    description: `An email to send later (DESIGN §3). At most ${LIMITS.maxRecipients} recipients in to, cc and bcc together, and tags and metadata at most ${LIMITS.maxTagsAndMetadataBytes} bytes of JSON together: JSON Schema cannot say these, the server checks them.`,
+    allOf: [
+      {
+        description: 'At least one recipient (to, cc or bcc).',
+        anyOf: [NON_EMPTY('to'), NON_EMPTY('cc'), NON_EMPTY('bcc')],
+      },
+      {
+        description: 'text or html.',
+        anyOf: ['text', 'html'].map((field) => ({
+          required: [field],
+          properties: { [field]: { type: 'string', minLength: 1 } },
+        })),
+      },
+      {
+        description: 'send_at or delay_seconds, not both.',
+        not: {
+          required: ['send_at', 'delay_seconds'],
+          properties: { send_at: { type: 'string' }, delay_seconds: { type: 'integer' } },
+        },
+      },
+    ],
+  });
 
 export const RescheduleBodySchema = z
   .strictObject({ send_at: Timestamp })

@@ -454,7 +454,7 @@ describe('api: the HTTP API', () => {
     });
   });
 
-  it('checks the API key on every route but GET /health', () => {
+  it('checks the API key on every route but GET /health and GET /openapi.json', () => {
     const authorizer = only(template.findResources('AWS::ApiGatewayV2::Authorizer'))[0];
     for (const route of Object.values(template.findResources('AWS::ApiGatewayV2::Route'))) {
       const properties = route.Properties as {
@@ -462,7 +462,7 @@ describe('api: the HTTP API', () => {
         AuthorizationType: string;
         AuthorizerId?: unknown;
       };
-      if (properties.RouteKey === 'GET /health') {
+      if (properties.RouteKey === 'GET /health' || properties.RouteKey === 'GET /openapi.json') {
         expect(properties.AuthorizationType).toBe('NONE');
       } else {
         expect(properties).toMatchObject({ AuthorizationType: 'CUSTOM', AuthorizerId: { Ref: authorizer } });
