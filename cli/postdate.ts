@@ -182,7 +182,7 @@ export function buildProgram(): Command {
     .description('list messages, newest first (through the by_status / by_tenant indexes)')
     .option(
       '--status <status>',
-      'scheduled|sending|retrying|sent|failed|dead|cancelled|superseded|expired|unknown',
+      'scheduled|sending|retrying|sent|failed|dead|cancelled|superseded|expired|unknown|suppressed',
     )
     .option('--since <time>', 'created at or after: ISO time, or 30m / 6h / 2d ago')
     .option('--tag <key=value>', 'only messages with this tag (repeatable)', collect)
