@@ -109,6 +109,41 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/suppressions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List this tenant's suppressed addresses, in address order */
+    get: operations['listSuppressions'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/suppressions/{address}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /** Suppress an address: messages are no longer sent to it */
+    put: operations['putSuppression'];
+    post?: never;
+    /** Remove an address from the list */
+    delete: operations['deleteSuppression'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -160,7 +195,8 @@ export interface components {
       | 'cancelled'
       | 'superseded'
       | 'expired'
-      | 'unknown';
+      | 'unknown'
+      | 'suppressed';
     LastError: {
       /** @enum {string} */
       class: 'transient' | 'permanent' | 'config' | 'ambiguous';
@@ -203,7 +239,8 @@ export interface components {
         | 'cancelled'
         | 'superseded'
         | 'expired'
-        | 'unknown';
+        | 'unknown'
+        | 'suppressed';
     };
     /** @description An email to send later (DESIGN §3). */
     EnqueueRequest: {
@@ -295,6 +332,33 @@ export interface components {
     /** @description Raise a group's version without sending anything. */
     GroupVersionRequest: {
       version: number;
+    };
+    SuppressionList: {
+      items: components['schemas']['Suppression'][];
+      /** @description Pass as `cursor` for the next page; null at the end. */
+      next_cursor: string | null;
+    };
+    Suppression: {
+      /**
+       * @description Normalised: the addr-spec, lower-cased (local part and domain).
+       * @example ada@example.com
+       */
+      address: string;
+      reason: components['schemas']['SuppressionReason'];
+      /** @description The message whose hard bounce or complaint added the address; null when added by hand. */
+      message_id: string | null;
+      /** Format: date-time */
+      created_at: string;
+    };
+    /** @enum {string} */
+    SuppressionReason: 'hard_bounce' | 'complaint' | 'manual';
+    /** @description Add an address to this tenant's suppression list. */
+    SuppressionRequest: {
+      /**
+       * @description Defaults to `manual`.
+       * @enum {string}
+       */
+      reason?: 'hard_bounce' | 'complaint' | 'manual';
     };
   };
   responses: never;
@@ -718,6 +782,143 @@ export interface operations {
           'application/json': {
             [key: string]: unknown;
           };
+        };
+      };
+    };
+  };
+  listSuppressions: {
+    parameters: {
+      query?: {
+        /** @description 1–100, default 50. */
+        limit?: string;
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of the list. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['SuppressionList'];
+        };
+      };
+      /** @description Invalid request: `errors` names each field. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Missing or invalid API key. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  putSuppression: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description An email address (local@domain, URL-encoded); compared lower-cased. */
+        address: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': components['schemas']['SuppressionRequest'];
+      };
+    };
+    responses: {
+      /** @description On the list (an existing entry keeps its time and message; a given reason replaces its reason). */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Suppression'];
+        };
+      };
+      /** @description Invalid request: `errors` names `address` or the body field. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Missing or invalid API key. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  deleteSuppression: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description An email address (local@domain, URL-encoded); compared lower-cased. */
+        address: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Removed; the entry as it was. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Suppression'];
+        };
+      };
+      /** @description Invalid request: `errors` names each field. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Missing or invalid API key. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description This address is not on the suppression list. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
         };
       };
     };

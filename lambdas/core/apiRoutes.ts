@@ -3,7 +3,10 @@
  * checked against this list. A route either needs the authorizer's tenant or is public.
  */
 
+import { SUPPRESSION_ROUTES, type SuppressionRouteName } from './suppressionRoutes.js';
+
 export type RouteName =
+  | SuppressionRouteName
   | 'enqueue'
   | 'list'
   | 'get'
@@ -32,6 +35,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { name: 'raiseGroup', method: 'PUT', path: '/v1/groups/{key}', authorized: true },
   { name: 'health', method: 'GET', path: '/health', authorized: false },
   { name: 'openapi', method: 'GET', path: '/openapi.json', authorized: true },
+  ...SUPPRESSION_ROUTES,
 ];
 
 export type RouteResolution =

@@ -29,8 +29,8 @@ export interface SuppressionList {
     reason: SuppressionReason | undefined;
     now: Date;
   }): Promise<Suppression>;
-  /** Removes an entry; `not-found` when the tenant has none for the address. */
-  remove(tenant: string, address: string): Promise<'removed' | 'not-found'>;
+  /** Removes an entry and answers it; null when the tenant had none for the address. */
+  remove(tenant: string, address: string): Promise<Suppression | null>;
   /** A page of at most `limit` entries after the address `after` (null: from the start). */
   list(tenant: string, page: { limit: number; after: string | null }): Promise<SuppressionPage>;
 }

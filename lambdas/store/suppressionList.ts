@@ -139,7 +139,7 @@ export class DynamoSuppressionList implements SuppressionList {
     return entry;
   }
 
-  async remove(tenant: string, address: string): Promise<'removed' | 'not-found'> {
+  async remove(tenant: string, address: string): Promise<Suppression | null> {
     const { Attributes } = await this.documents.send(
       new DeleteCommand({
         TableName: this.tableName,
@@ -147,7 +147,7 @@ export class DynamoSuppressionList implements SuppressionList {
         ReturnValues: 'ALL_OLD',
       }),
     );
-    return Attributes === undefined ? 'not-found' : 'removed';
+    return suppressionOf(Attributes) ?? null;
   }
 
   async list(tenant: string, page: { limit: number; after: string | null }): Promise<SuppressionPage> {
