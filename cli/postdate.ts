@@ -31,6 +31,7 @@ import {
   scheduleFailuresRedrive,
 } from './scheduleFailures/scheduleFailuresRedrive.js';
 import { scheduleFailuresShow } from './scheduleFailures/scheduleFailuresShow.js';
+import { registerSuppressionsCommands } from './suppressionsCommands.js';
 import { openTarget, queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
 
 interface GlobalOptions extends TargetOptions {
@@ -464,6 +465,7 @@ export function buildProgram(): Command {
       }),
     );
 
+  registerSuppressionsCommands(program, action);
   return program;
 }
 
