@@ -1,4 +1,6 @@
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
+import { stateRecord } from '../cli/cliFixtures.js';
 import { apiHarness } from './apiHarness.js';
 import { apiEvent } from './events.js';
 
@@ -190,6 +192,40 @@ describe('the suppression routes', () => {
       apiEvent({ method: 'POST', path: '/v1/suppressions/eve@example.com' }),
     );
     expect(wrongMethod.status).toBe(405);
+  });
+
+  it('lists suppressed messages by status, with their suppressed count', async () => {
+    const api = await apiHarness();
+    const record = {
+      ...stateRecord({
+        id: '01JQ5000000000000000000SUP',
+        tenant: 'acme',
+        status: 'suppressed',
+        createdAt: '2026-11-29T17:00:00.000Z',
+      }),
+      rcpt_total: 2,
+      rcpt_suppressed: [0, 1],
+    };
+    await api.documents.send(new PutCommand({ TableName: api.tableName, Item: record }));
+    const listed = await api.call(
+      apiEvent({
+        method: 'GET',
+        path: '/v1/messages',
+        routeKey: 'GET /v1/messages',
+        query: { status: 'suppressed' },
+      }),
+    );
+    expect(listed.status).toBe(200);
+    expect(listed.json).toMatchObject({
+      items: [
+        {
+          id: record.id,
+          status: 'suppressed',
+          attempts: 0,
+          recipients: { accepted: 0, pending: 0, rejected: 0, suppressed: 2 },
+        },
+      ],
+    });
   });
 
   it('logs no address', async () => {

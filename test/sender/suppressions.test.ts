@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { messageView } from '../../lambdas/api/messageView.js';
 import { SUPPRESSION_REASON } from '../../lambdas/core/suppressions.js';
+import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import { DynamoSuppressionList } from '../../lambdas/store/suppressionList.js';
 import { TENANT } from './records.js';
-import { createSenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
+import { createSenderRig, type SenderWorld, startSenderWorld, storeWith } from './senderHarness.js';
 
 /**
  * DESIGN §12 at send time: a recipient refused at RCPT TO with a 5.1.x joins the tenant's list (reason
@@ -137,6 +138,30 @@ describe('the sender and the suppression list', () => {
       sent_at: done.history[0]?.at,
     });
     expect(world.smtp.transactions).toBe(transactionsBefore);
+  });
+
+  it('gives the claim back, without an attempt, when the list cannot be read', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script();
+    const real = new DynamoSenderStore(world.documents, world.tableName);
+    const unreadable = storeWith(real, {
+      suppressions: {
+        suppressedAmong: () => Promise.reject(new Error('throttled')),
+        addReported: (input) => real.suppressions.addReported(input),
+        put: (input) => real.suppressions.put(input),
+        remove: (tenant, address) => real.suppressions.remove(tenant, address),
+        list: (tenant, page) => real.suppressions.list(tenant, page),
+      },
+    });
+    const transactionsBefore = world.smtp.transactions;
+    const message = await rig.putMessage({ to: ['someone@example.com'] });
+    await rig.dispatch(message);
+    const records = await rig.receive({ waitSeconds: 3, max: 1 });
+    const response = await rig.run(records, rig.newHandler({ store: unreadable }));
+    expect(response.batchItemFailures).toHaveLength(1);
+    expect(await rig.state(message.id)).toMatchObject({ status: 'retrying', attempts: 0, history: [] });
+    expect(world.smtp.transactions).toBe(transactionsBefore);
+    expect(rig.metrics.of('Released')).toBe(1);
   });
 
   it("consults only the message's own tenant's list", async () => {
