@@ -172,9 +172,17 @@ export async function killDuringEnqueue(options: {
 }
 
 function isTerminal(status: string): boolean {
-  return ['sent', 'failed', 'dead', 'cancelled', 'superseded', 'expired', 'unknown', 'missing'].includes(
-    status,
-  );
+  return [
+    'sent',
+    'failed',
+    'dead',
+    'cancelled',
+    'superseded',
+    'expired',
+    'unknown',
+    'suppressed',
+    'missing',
+  ].includes(status);
 }
 
 async function main(argv: readonly string[]): Promise<number> {

@@ -31,6 +31,7 @@ import {
   scheduleFailuresRedrive,
 } from './scheduleFailures/scheduleFailuresRedrive.js';
 import { scheduleFailuresShow } from './scheduleFailures/scheduleFailuresShow.js';
+import { registerSuppressionsCommands } from './suppressionsCommands.js';
 import { openTarget, queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
 
 interface GlobalOptions extends TargetOptions {
@@ -182,7 +183,7 @@ export function buildProgram(): Command {
     .description('list messages, newest first (through the by_status / by_tenant indexes)')
     .option(
       '--status <status>',
-      'scheduled|sending|retrying|sent|failed|dead|cancelled|superseded|expired|unknown',
+      'scheduled|sending|retrying|sent|failed|dead|cancelled|superseded|expired|unknown|suppressed',
     )
     .option('--since <time>', 'created at or after: ISO time, or 30m / 6h / 2d ago')
     .option('--tag <key=value>', 'only messages with this tag (repeatable)', collect)
@@ -464,6 +465,7 @@ export function buildProgram(): Command {
       }),
     );
 
+  registerSuppressionsCommands(program, action);
   return program;
 }
 

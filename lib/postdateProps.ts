@@ -153,6 +153,15 @@ export interface PostdateProps {
    */
   readonly alarmTopic?: sns.ITopic;
   /**
+   * The SNS topic Amazon SES publishes bounce and complaint notifications to (an identity's
+   * feedback notifications, or a configuration set's SNS event destination). When given, a small
+   * function subscribed to it adds `Permanent` bounces and complaints to the suppression list of the
+   * tenant whose message it was (DESIGN §12). Turn on "include original email headers" for identity
+   * notifications: the message is found by its `X-Postdate-Id` (docs/api.md, "Suppressions").
+   * @default none: only hard bounces at RCPT TO (5.1.x) and the API add suppressions
+   */
+  readonly sesNotificationTopic?: sns.ITopic;
+  /**
    * Throttling of the HTTP API's default stage.
    * @default { rateLimit: 1000, burstLimit: 2000 }
    */
@@ -219,6 +228,7 @@ export interface ResolvedPostdateProps {
   readonly maxSendRate: number | undefined;
   readonly senderMaxConcurrency: number;
   readonly alarmTopic: sns.ITopic | undefined;
+  readonly sesNotificationTopic: sns.ITopic | undefined;
   readonly apiThrottle: ApiThrottle;
   readonly authorizerCacheTtl: Duration;
   readonly logRetention: logs.RetentionDays;
@@ -323,6 +333,7 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
     maxSendRate: props.maxSendRate,
     senderMaxConcurrency: props.senderMaxConcurrency ?? POSTDATE_DEFAULTS.senderMaxConcurrency,
     alarmTopic: props.alarmTopic,
+    sesNotificationTopic: props.sesNotificationTopic,
     apiThrottle: props.apiThrottle ?? POSTDATE_DEFAULTS.apiThrottle,
     authorizerCacheTtl:
       props.authorizerCacheTtl ?? Duration.seconds(POSTDATE_DEFAULTS.authorizerCacheTtlSeconds),

@@ -27,6 +27,7 @@ import { raiseGroupRoute } from './routes/raiseGroup.js';
 import { rescheduleMessageRoute } from './routes/rescheduleMessage.js';
 import { retryMessageRoute } from './routes/retryMessage.js';
 import type { ApiConfig, RouteDependencies, RouteHandler } from './routes/route.js';
+import { suppressionRoutes } from './routes/suppressions.js';
 
 export type { ApiEvent, ApiResult, AuthorizerContext } from './apiEvent.js';
 
@@ -54,6 +55,7 @@ function routeHandlers(deps: RouteDependencies): Readonly<Record<RouteName, Rout
     cancel: cancelMessageRoute(deps),
     retry: retryMessageRoute(deps),
     raiseGroup: raiseGroupRoute(deps),
+    ...suppressionRoutes(deps),
   };
 }
 

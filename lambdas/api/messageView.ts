@@ -36,6 +36,7 @@ export function messageView(state: MessageStateRecord, options: { withHistory: b
     recipients: recipientCounts(state.rcpt_total ?? 0, {
       accepted: state.rcpt_accepted ?? [],
       rejected: state.rcpt_rejected ?? [],
+      suppressed: state.rcpt_suppressed ?? [],
     }),
     group: state.group ?? null,
     tags: state.tags ?? {},

@@ -26,6 +26,7 @@ import {
   type Responses,
 } from './openapi/components.js';
 import { MESSAGE_OPERATIONS } from './openapi/messageOperations.js';
+import { SUPPRESSION_OPERATIONS } from './openapi/suppressionOperations.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
 export {
@@ -49,6 +50,7 @@ const OPERATIONS: Record<RouteName, Operation> = {
       }),
     },
   },
+  ...SUPPRESSION_OPERATIONS,
 };
 
 const gateway = { 'application/json': { schema: GatewayErrorSchema } };

@@ -4,7 +4,10 @@
  * (the liveness probe) and `/openapi.json` (so Swagger UI and generators can fetch it, DESIGN §3).
  */
 
+import { SUPPRESSION_ROUTES, type SuppressionRouteName } from './suppressionRoutes.js';
+
 export type RouteName =
+  | SuppressionRouteName
   | 'enqueue'
   | 'list'
   | 'get'
@@ -34,6 +37,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { name: 'raiseGroup', method: 'PUT', path: '/v1/groups/{key}', authorized: true },
   { name: 'health', method: 'GET', path: '/health', authorized: false },
   { name: 'openapi', method: 'GET', path: '/openapi.json', authorized: false },
+  ...SUPPRESSION_ROUTES,
 ];
 
 export type RouteResolution =

@@ -1,6 +1,6 @@
 import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
-import { pendingPositions, type RecipientProgress, recipientList } from '../core/recipients.js';
+import { type RecipientProgress, recipientList, type Screening } from '../core/recipients.js';
 import {
   type AttemptResult,
   bodyFault,
@@ -25,6 +25,7 @@ import {
   unwrap,
 } from './copyRun.js';
 import { ack, type CopyVerdict, keep, SHORT_RETRY_SECONDS } from './copyVerdict.js';
+import { screenSuppressed, settleSuppressed, suppressHardBounces } from './suppressedRecipients.js';
 import { writeUntilLanded } from './writeUntilLanded.js';
 
 /**
@@ -82,7 +83,15 @@ export async function sendClaimed(
   }
 
   const recipients = recipientList(body);
-  const positions = pendingPositions(recipients.length, progressOf(claimed));
+  // Suppressions (DESIGN §12): read at send time, not at enqueue; a failed read gives the claim back.
+  let screening: Screening;
+  try {
+    screening = await screenSuppressed(run, claimed, recipients, progressOf(claimed));
+  } catch (error) {
+    return release(run, claimed, owner, error);
+  }
+  if (screening.kind === 'settle') return settleSuppressed(run, claimed, owner, screening);
+  const positions = screening.envelope;
   const email = outgoingEmail(
     run.id,
     body,
@@ -97,14 +106,16 @@ export async function sendClaimed(
       attempts: claimed.attempts,
       ...(claimed.attempt_limit === undefined ? {} : { attempt_limit: claimed.attempt_limit }),
       on_ambiguous: claimed.on_ambiguous,
-      recipients: progressOf(claimed),
+      recipients: screening.progress,
       recipientTotal: recipients.length,
     },
     deps.settings,
     run.copy.receiveCount,
     deps.random,
   );
-  return recordOutcome(run, claimed, owner, outcome, decision, email.envelope);
+  const verdict = await recordOutcome(run, claimed, owner, outcome, decision, email.envelope);
+  await suppressHardBounces(run, claimed, outcome, email.envelope);
+  return verdict;
 }
 
 /** A read failed after the claim and before MAIL FROM: the record goes back to waiting, unattempted. */
@@ -230,7 +241,11 @@ function attemptResultOf(outcome: SendOutcome, positions: readonly number[]): At
 
 /** The record's recipient progress (positions in the body's to, cc, bcc). */
 function progressOf(record: MessageStateRecord): RecipientProgress {
-  return { accepted: record.rcpt_accepted ?? [], rejected: record.rcpt_rejected ?? [] };
+  return {
+    accepted: record.rcpt_accepted ?? [],
+    rejected: record.rcpt_rejected ?? [],
+    ...(record.rcpt_suppressed === undefined ? {} : { suppressed: record.rcpt_suppressed }),
+  };
 }
 
 /** The body item as the mailer takes it; only strings reach nodemailer. */

@@ -66,6 +66,8 @@ export interface MessageStateRecord {
   /** Positions in that list the relay accepted, and rejected for good (core/recipients.ts). */
   readonly rcpt_accepted?: readonly number[];
   readonly rcpt_rejected?: readonly number[];
+  /** Positions left out because they were on the tenant's suppression list at send time (DESIGN §12). */
+  readonly rcpt_suppressed?: readonly number[];
   /**
    * Index keys (docs/data-model.md). `due_pk`/`due_at` are absent on final records; a record that
    * waits for an operator sits in a waiting partition (`wait#{status}#{shard}`, since when).

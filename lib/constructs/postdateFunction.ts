@@ -15,16 +15,20 @@ import { acknowledge } from './acknowledge.js';
  */
 export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-/** The functions of Postdate; each is `lambdas/{name}/handler.ts` exporting `handler`. */
-export type PostdateFunctionName = 'api' | 'authorizer' | 'relay' | 'sender' | 'sweeper';
+/**
+ * The functions of Postdate; each is `lambdas/{name}/handler.ts` exporting `handler`. `bounces` is
+ * deployed only when the construct is given the SES notification topic (lib/constructs/Bounces.ts).
+ */
+export type PostdateFunctionName = 'api' | 'authorizer' | 'relay' | 'sender' | 'sweeper' | 'bounces';
 
-/** The five functions, in the order the build writes their bundles. */
+/** Every function, in the order the build writes their bundles. */
 export const POSTDATE_FUNCTION_NAMES: readonly PostdateFunctionName[] = [
   'api',
   'authorizer',
   'relay',
   'sender',
   'sweeper',
+  'bounces',
 ];
 
 export const RUNTIME = lambda.Runtime.NODEJS_22_X;

@@ -15,7 +15,7 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const FOLDERS = ['lambdas', 'lib', 'local', 'cli', 'chaos', 'bench'] as const;
 
 /** The functions deployed as their own Lambda: each may use the layers below, never another function. */
-const FUNCTIONS = ['api', 'authorizer', 'relay', 'sender', 'sweeper'] as const;
+const FUNCTIONS = ['api', 'authorizer', 'relay', 'sender', 'sweeper', 'bounces'] as const;
 
 type LayerName =
   | 'core'

@@ -441,6 +441,9 @@ describe('api: the HTTP API', () => {
       'PUT /v1/groups/{key}',
       'GET /health',
       'GET /openapi.json',
+      'GET /v1/suppressions',
+      'PUT /v1/suppressions/{address}',
+      'DELETE /v1/suppressions/{address}',
     ];
     const routeKeys = Object.values(template.findResources('AWS::ApiGatewayV2::Route')).map(
       (route) => (route.Properties as { RouteKey: string }).RouteKey,

@@ -344,6 +344,8 @@ export function storeWith(store: SenderStore, replaced: Partial<SenderStore>): S
     recordOutcome: (input) => store.recordOutcome(input),
     release: (input) => store.release(input),
     settleUnsent: (input) => store.settleUnsent(input),
+    settleScreened: (input) => store.settleScreened(input),
+    suppressions: store.suppressions,
     ...replaced,
   };
 }
