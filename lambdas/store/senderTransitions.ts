@@ -98,6 +98,9 @@ export class DynamoSenderStore implements SenderStore {
     update.set('rcpt_accepted', [...input.recipients.accepted]);
     update.set('rcpt_rejected', [...input.recipients.rejected]);
     if (input.to === MESSAGE_STATUS.sent) update.set('sent_at', input.attempt.at);
+    if (input.attempt.provider_message_id !== undefined) {
+      update.set('provider_message_id', input.attempt.provider_message_id);
+    }
     if (input.to === MESSAGE_STATUS.dead && input.deadCopy !== undefined) {
       update.set('dead_copy', input.deadCopy);
     }

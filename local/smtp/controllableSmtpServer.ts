@@ -35,6 +35,11 @@ export interface SmtpBehaviour {
    * content scanning, tarpitting).
    */
   readonly afterData?: 'accept' | SmtpReply | 'drop' | 'stall' | SlowAccept;
+  /**
+   * The text of the 250 reply to the final dot when the message is accepted, as a relay words it
+   * (e.g. "2.0.0 Ok: queued as 224B824BD40"; the server sends `250 {text}`). @default ACCEPT_REPLY
+   */
+  readonly acceptReply?: string;
   /** A name for this behaviour, kept with the transaction (e.g. the fault script's kind). */
   readonly label?: string;
 }
@@ -45,6 +50,9 @@ export interface SlowAccept {
 }
 
 export const ACCEPT: SmtpBehaviour = {};
+
+/** The server's 250 text after the final dot unless a behaviour names another (Postfix's shape). */
+export const ACCEPT_REPLY = 'OK: queued as test';
 
 /** One message body the server received in full (the client sent the final dot). */
 export interface ReceivedMessage {
@@ -198,11 +206,12 @@ export async function startSmtpServer(options: StartSmtpServerOptions = {}): Pro
         received.push(message);
         const record = sessionTransaction.get(session.id);
         if (record) record.received = message;
-        if (after === 'accept') return callback(null, 'OK: queued as test');
+        const acceptReply = behaviour.acceptReply ?? ACCEPT_REPLY;
+        if (after === 'accept') return callback(null, acceptReply);
         if (isSlowAccept(after)) {
           const timer = setTimeout(() => {
             timers.delete(timer);
-            callback(null, 'OK: queued as test');
+            callback(null, acceptReply);
           }, after.acceptAfterMs);
           timers.add(timer);
           return;
