@@ -31,7 +31,8 @@ import {
   scheduleFailuresRedrive,
 } from './scheduleFailures/scheduleFailuresRedrive.js';
 import { scheduleFailuresShow } from './scheduleFailures/scheduleFailuresShow.js';
-import { openTarget, queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
+import { openTargetWithStack } from './stackTarget.js';
+import { queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
 
 interface GlobalOptions extends TargetOptions {
   readonly json?: boolean;
@@ -56,7 +57,7 @@ function action<Args extends unknown[]>(
     let target: Target | undefined;
     try {
       const config = readConfig();
-      target = openTarget(options);
+      target = await openTargetWithStack(options);
       process.exitCode = await run(
         { target, out, config, now: () => new Date() },
         ...(args.slice(0, -1) as Args),
@@ -167,7 +168,9 @@ export function buildProgram(): Command {
       '--schedule-dlq-url <url>',
       "the schedules' dead-letter queue (env POSTDATE_SCHEDULE_DLQ_URL; stack output ScheduleDeadLetterQueueUrl)",
     )
-    .addOption(new Option('--stack <name>', 'read the names from a CloudFormation stack (not supported yet)'))
+    .addOption(
+      new Option('--stack <name>', 'read the names from the outputs of a deployed CloudFormation stack'),
+    )
     .option('--region <region>', 'AWS region (env AWS_REGION)')
     .option('--dynamodb-endpoint <url>', 'DynamoDB endpoint (env AWS_ENDPOINT_URL_DYNAMODB)')
     .option('--sqs-endpoint <url>', 'SQS endpoint (env AWS_ENDPOINT_URL_SQS)')
