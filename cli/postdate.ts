@@ -23,6 +23,7 @@ import {
   messagesRetry,
   messagesShow,
 } from './messagesCommands.js';
+import { type ExportOptions, messagesExport, openLineSink } from './messagesExport.js';
 import { type Output, terminalOutput } from './output.js';
 import { reconcile, reconcileClean } from './reconcileCommand.js';
 import { relayFailureDeps, relayFailuresCleared, relayFailuresRedrive } from './relayFailuresCommand.js';
@@ -201,6 +202,28 @@ export function buildProgram(): Command {
           return EXIT.ok;
         },
       ),
+    );
+  messages
+    .command('export')
+    .description(
+      'messages created in a time range, as JSON Lines: state, attempts, replies (bodies: --with-bodies)',
+    )
+    .requiredOption('--since <time>', 'created at or after: ISO time, or 30m / 6h / 2d ago')
+    .option('--until <time>', 'created before: ISO time, or 30m / 6h / 2d ago (default: now)')
+    .option('--status <statuses>', 'only these statuses, comma-separated')
+    .option('--tenant <tenant>', 'one tenant (default: every tenant that has an API key)')
+    .option('--with-bodies', "include each message's body (recipients and content: personal data)")
+    .option('--out <file>', 'write the lines to this file instead of stdout')
+    .action(
+      action(async (context, options: ExportOptions & { out?: string }) => {
+        const lines = openLineSink(options.out);
+        try {
+          await messagesExport(messagesDeps(context), options, lines.sink, context.out);
+        } finally {
+          await lines.close();
+        }
+        return EXIT.ok;
+      }),
     );
   messages
     .command('show')
