@@ -80,9 +80,23 @@ export interface TransactionRecord {
   readonly received?: ReceivedMessage;
 }
 
+/** One SMTP session (a client connection), as the server saw it. */
+export interface SessionRecord {
+  readonly remotePort: number;
+  readonly openedAtMs: number;
+  /** Mail transactions (MAIL FROM) on it. */
+  readonly transactions: number;
+  /** The client sent QUIT on it. */
+  readonly quit: boolean;
+  /** The connection has closed. */
+  readonly closed: boolean;
+}
+
 export interface TestSmtpServer {
   readonly host: string;
   readonly port: number;
+  /** Every session (client connection), in the order they opened. */
+  readonly sessions: readonly SessionRecord[];
   /** Every message body received in full, in order. */
   readonly received: readonly ReceivedMessage[];
   /** Received messages the server answered with 250 (or dropped/stalled: it may count as delivered). */
@@ -116,6 +130,7 @@ export async function startSmtpServer(options: StartSmtpServerOptions = {}): Pro
   let next = 0;
   let transactions = 0;
   const sockets = new Map<number, Socket>();
+  const sessions: { -readonly [K in keyof SessionRecord]: SessionRecord[K] }[] = [];
   /** The behaviour chosen for each open session (at connect for greeting stalls, else at MAIL FROM). */
   const sessionBehaviour = new Map<string, SmtpBehaviour>();
 
@@ -162,6 +177,10 @@ export async function startSmtpServer(options: StartSmtpServerOptions = {}): Pro
     },
     onMailFrom(_address, session, callback) {
       transactions += 1;
+      const connection = sessions.find(
+        (record) => record.remotePort === session.remotePort && !record.closed,
+      );
+      if (connection) connection.transactions += 1;
       const behaviour = take();
       sessionBehaviour.set(session.id, behaviour);
       const record = { remotePort: session.remotePort, label: behaviour.label, startedAtMs: Date.now() };
@@ -232,7 +251,16 @@ export async function startSmtpServer(options: StartSmtpServerOptions = {}): Pro
     const port = socket.remotePort;
     if (port === undefined) return;
     sockets.set(port, socket);
-    socket.once('close', () => sockets.delete(port));
+    const record = { remotePort: port, openedAtMs: Date.now(), transactions: 0, quit: false, closed: false };
+    sessions.push(record);
+    // Commands are lines; QUIT is one outside a message body (the tests' bodies have no such line).
+    socket.on('data', (chunk: Buffer) => {
+      if (/(^|\n)QUIT\r?\n/i.test(chunk.toString('latin1'))) record.quit = true;
+    });
+    socket.once('close', () => {
+      record.closed = true;
+      sockets.delete(port);
+    });
   });
 
   const host = '127.0.0.1';
@@ -246,6 +274,7 @@ export async function startSmtpServer(options: StartSmtpServerOptions = {}): Pro
   return {
     host,
     port,
+    sessions,
     received,
     deliveries: () => received.filter((message) => message.outcome !== 'refused'),
     authAttempts,
