@@ -85,6 +85,7 @@ export function regionOfStackId(stackId: string | undefined): string | undefined
 export async function describeStack(
   client: CloudFormationClient,
   stackName: string,
+  region?: string,
 ): Promise<DescribedStack> {
   let answer: DescribeStacksCommandOutput;
   try {
@@ -93,7 +94,7 @@ export async function describeStack(
     if (isNetworkError(error)) {
       throw new StackUnreachableError(
         'CloudFormation',
-        `region ${(await client.config.region()) || '(none)'}`,
+        `region ${region ?? '(the default region)'}`,
         'check the region (--region, AWS_REGION) and the network',
         error,
       );
@@ -127,9 +128,10 @@ export async function openTargetWithStack(
   if (stackName === undefined) return openTarget(options, env);
   if (stackName === '') throw new UsageError('--stack needs the name of a deployed stack');
   if (options.local) throw new UsageError('--stack and --local name two different stacks: pass one');
-  const client = cloudFormation(options.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION);
+  const region = options.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
+  const client = cloudFormation(region);
   try {
-    const stack = await describeStack(client, stackName);
+    const stack = await describeStack(client, stackName, region);
     const resolved = targetFromStack(stackName, stack, options, env);
     return openTarget(resolved.options, resolved.env);
   } finally {

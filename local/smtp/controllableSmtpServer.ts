@@ -112,6 +112,8 @@ export interface TestSmtpServer {
    * the one after, and so on; the last one repeats. `script()` with nothing means accept everything.
    */
   script(...behaviours: SmtpBehaviour[]): void;
+  /** Closes every open client connection from the server's side (a relay that ends idle sessions). */
+  disconnectAll(): void;
   close(): Promise<void>;
 }
 
@@ -285,6 +287,9 @@ export async function startSmtpServer(options: StartSmtpServerOptions = {}): Pro
     script(...scripted: SmtpBehaviour[]) {
       behaviours = scripted.length > 0 ? scripted : [ACCEPT];
       next = 0;
+    },
+    disconnectAll() {
+      for (const socket of sockets.values()) socket.destroy();
     },
     close: () =>
       new Promise<void>((resolve) => {

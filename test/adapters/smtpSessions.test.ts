@@ -187,6 +187,16 @@ describe('pooled SMTP sessions against a real smtp-server', () => {
     expect(sessions()[0]?.transactions).toBe(2);
   });
 
+  it('sends on a fresh session when the relay closed the idle one, without a failure', async () => {
+    const relay = mailerWith();
+    expect((await relay.send(email(1))).delivered).toBe(true);
+    server.disconnectAll();
+    await eventually(() => sessions()[0]?.closed === true);
+    const outcome = await relay.send(email(2));
+    expect(outcome.delivered).toBe(true);
+    expect(sessions().map((session) => session.transactions)).toEqual([1, 1]);
+  });
+
   it('closes a session whose reply never came without reusing it', async () => {
     const relay = mailerWith();
     server.script({ afterData: 'stall' }, {});
