@@ -184,7 +184,7 @@ export class NodemailerMailer implements Mailer {
         } catch (thrown) {
           const failure: SessionFailure = { error: thrown, unread: !message.readableDidRead };
           if (tracker.timedOut || abort.signal.aborted) {
-            this.sessions.discard(session);
+            session.pool.discard(session);
             const error = attemptTimeout(thrown);
             const context = { bodySent: tracker.bodySent };
             return this.failed(
@@ -195,7 +195,7 @@ export class NodemailerMailer implements Mailer {
             );
           }
           if (reused && round === 0 && failure.unread && replyCodeOf(thrown) === undefined) {
-            this.sessions.discard(session);
+            session.pool.discard(session);
             continue;
           }
           await this.afterFailedTransaction(session, thrown);
@@ -237,10 +237,10 @@ export class NodemailerMailer implements Mailer {
   private afterTransaction(session: SmtpSession, outcome: 'ok' | 'transient'): void {
     if (outcome === 'transient') {
       this.sessions.renew();
-      this.sessions.release(session, false);
+      session.pool.release(session, false);
       return;
     }
-    this.sessions.release(session, true);
+    session.pool.release(session, true);
   }
 
   /**
@@ -252,7 +252,7 @@ export class NodemailerMailer implements Mailer {
     const code = replyCodeOf(error);
     if (code !== undefined && code >= 400 && code < 500) {
       this.sessions.renew();
-      this.sessions.release(session, false);
+      session.pool.release(session, false);
       return;
     }
     if (code !== undefined && code >= 500 && !session.broken) {
@@ -264,11 +264,11 @@ export class NodemailerMailer implements Mailer {
           resolve(!resetError);
         });
       });
-      if (reset) this.sessions.release(session, true);
-      else this.sessions.discard(session);
+      if (reset) session.pool.release(session, true);
+      else session.pool.discard(session);
       return;
     }
-    this.sessions.discard(session);
+    session.pool.discard(session);
   }
 
   async close(): Promise<void> {

@@ -21,6 +21,8 @@ export interface SessionLimits {
 
 /** One logged-in SMTP session. */
 export interface SmtpSession {
+  /** The pool it belongs to: it goes back there, even after the mailer replaced its pool. */
+  readonly pool: SmtpSessionPool;
   readonly connection: SMTPConnection;
   readonly openedAt: number;
   /** The pool's generation when it began to open; sessions of an older one are not reused. */
@@ -151,6 +153,7 @@ export class SmtpSessionPool {
 
   private track(connection: SMTPConnection, generation: number): SmtpSession {
     const session: SmtpSession = {
+      pool: this,
       connection,
       openedAt: this.now(),
       generation,
