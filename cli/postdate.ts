@@ -23,6 +23,7 @@ import {
   messagesRetry,
   messagesShow,
 } from './messagesCommands.js';
+import { type ExportOptions, messagesExport, openLineSink } from './messagesExport.js';
 import { type Output, terminalOutput } from './output.js';
 import { reconcile, reconcileClean } from './reconcileCommand.js';
 import { relayFailureDeps, relayFailuresCleared, relayFailuresRedrive } from './relayFailuresCommand.js';
@@ -31,8 +32,9 @@ import {
   scheduleFailuresRedrive,
 } from './scheduleFailures/scheduleFailuresRedrive.js';
 import { scheduleFailuresShow } from './scheduleFailures/scheduleFailuresShow.js';
+import { openTargetWithStack } from './stackTarget.js';
 import { registerSuppressionsCommands } from './suppressionsCommands.js';
-import { openTarget, queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
+import { queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
 
 interface GlobalOptions extends TargetOptions {
   readonly json?: boolean;
@@ -57,7 +59,7 @@ function action<Args extends unknown[]>(
     let target: Target | undefined;
     try {
       const config = readConfig();
-      target = openTarget(options);
+      target = await openTargetWithStack(options);
       process.exitCode = await run(
         { target, out, config, now: () => new Date() },
         ...(args.slice(0, -1) as Args),
@@ -168,7 +170,9 @@ export function buildProgram(): Command {
       '--schedule-dlq-url <url>',
       "the schedules' dead-letter queue (env POSTDATE_SCHEDULE_DLQ_URL; stack output ScheduleDeadLetterQueueUrl)",
     )
-    .addOption(new Option('--stack <name>', 'read the names from a CloudFormation stack (not supported yet)'))
+    .addOption(
+      new Option('--stack <name>', 'read the names from the outputs of a deployed CloudFormation stack'),
+    )
     .option('--region <region>', 'AWS region (env AWS_REGION)')
     .option('--dynamodb-endpoint <url>', 'DynamoDB endpoint (env AWS_ENDPOINT_URL_DYNAMODB)')
     .option('--sqs-endpoint <url>', 'SQS endpoint (env AWS_ENDPOINT_URL_SQS)')
@@ -199,6 +203,28 @@ export function buildProgram(): Command {
           return EXIT.ok;
         },
       ),
+    );
+  messages
+    .command('export')
+    .description(
+      'messages created in a time range, as JSON Lines: state, attempts, replies (bodies: --with-bodies)',
+    )
+    .requiredOption('--since <time>', 'created at or after: ISO time, or 30m / 6h / 2d ago')
+    .option('--until <time>', 'created before: ISO time, or 30m / 6h / 2d ago (default: now)')
+    .option('--status <statuses>', 'only these statuses, comma-separated')
+    .option('--tenant <tenant>', 'one tenant (default: every tenant that has an API key)')
+    .option('--with-bodies', "include each message's body (recipients and content: personal data)")
+    .option('--out <file>', 'write the lines to this file instead of stdout')
+    .action(
+      action(async (context, options: ExportOptions & { out?: string }) => {
+        const lines = openLineSink(options.out);
+        try {
+          await messagesExport(messagesDeps(context), options, lines.sink, context.out);
+        } finally {
+          await lines.close();
+        }
+        return EXIT.ok;
+      }),
     );
   messages
     .command('show')

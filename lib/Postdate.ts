@@ -31,6 +31,8 @@ export class Postdate extends Construct {
   readonly relayFailureQueue: sqs.IQueue;
   readonly scheduleDeadLetterQueue: sqs.IQueue;
   readonly scheduleGroupName: string;
+  /** The role EventBridge Scheduler assumes to put schedules' copies on the send queue. */
+  readonly schedulerRoleArn: string;
   readonly smtpSecret: secretsmanager.ISecret;
   readonly alarmTopic: sns.ITopic;
   readonly httpApi: apigw.IHttpApi;
@@ -115,6 +117,7 @@ export class Postdate extends Construct {
     this.relayFailureQueue = dispatch.relayFailureQueue;
     this.scheduleDeadLetterQueue = dispatch.scheduleDeadLetterQueue;
     this.scheduleGroupName = dispatch.scheduleGroupName;
+    this.schedulerRoleArn = dispatch.schedulerRole.roleArn;
     this.smtpSecret = sending.smtpSecret;
     this.alarmTopic = ops.alarmTopic;
     this.httpApi = api.httpApi;

@@ -102,6 +102,18 @@ export interface PostdateProps {
    */
   readonly smtpReplyTimeoutSeconds?: number;
   /**
+   * Messages one pooled SMTP session carries before the sender says QUIT and opens another
+   * (`POSTDATE_SMTP_SESSION_MAX_MESSAGES`).
+   * @default 100
+   */
+  readonly smtpSessionMaxMessages?: number;
+  /**
+   * A pooled SMTP session is not reused after this many seconds (`POSTDATE_SMTP_SESSION_MAX_AGE_SECONDS`):
+   * a relay applies a reloaded policy to new sessions only.
+   * @default 120
+   */
+  readonly smtpSessionMaxAgeSeconds?: number;
+  /**
    * Messages due within this many seconds go straight to SQS with `DelaySeconds`; later ones are
    * scheduled (`POSTDATE_DIRECT_DELAY_MAX_SECONDS`, at most 900).
    * @default 900
@@ -219,6 +231,8 @@ export interface ResolvedPostdateProps {
   readonly senderTimeoutSeconds: number;
   readonly smtpTimeoutSeconds: number;
   readonly smtpReplyTimeoutSeconds: number;
+  readonly smtpSessionMaxMessages: number;
+  readonly smtpSessionMaxAgeSeconds: number;
   readonly directDelayMaxSeconds: number;
   readonly scheduleLeadSeconds: number;
   readonly sweepGraceSeconds: number;
@@ -254,6 +268,8 @@ export const POSTDATE_DEFAULTS = {
   senderTimeoutSeconds: awsDefault('senderTimeoutSeconds'),
   smtpTimeoutSeconds: awsDefault('smtpTimeoutSeconds'),
   smtpReplyTimeoutSeconds: awsDefault('smtpReplyTimeoutSeconds'),
+  smtpSessionMaxMessages: awsDefault('smtpSessionMaxMessages'),
+  smtpSessionMaxAgeSeconds: awsDefault('smtpSessionMaxAgeSeconds'),
   directDelayMaxSeconds: awsDefault('directDelayMaxSeconds'),
   scheduleLeadSeconds: awsDefault('scheduleLeadSeconds'),
   sweepGraceSeconds: awsDefault('sweepGraceSeconds'),
@@ -324,6 +340,8 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
     senderTimeoutSeconds: props.senderTimeoutSeconds ?? POSTDATE_DEFAULTS.senderTimeoutSeconds,
     smtpTimeoutSeconds: props.smtpTimeoutSeconds ?? POSTDATE_DEFAULTS.smtpTimeoutSeconds,
     smtpReplyTimeoutSeconds: props.smtpReplyTimeoutSeconds ?? POSTDATE_DEFAULTS.smtpReplyTimeoutSeconds,
+    smtpSessionMaxMessages: props.smtpSessionMaxMessages ?? POSTDATE_DEFAULTS.smtpSessionMaxMessages,
+    smtpSessionMaxAgeSeconds: props.smtpSessionMaxAgeSeconds ?? POSTDATE_DEFAULTS.smtpSessionMaxAgeSeconds,
     directDelayMaxSeconds: props.directDelayMaxSeconds ?? POSTDATE_DEFAULTS.directDelayMaxSeconds,
     scheduleLeadSeconds: props.scheduleLeadSeconds ?? POSTDATE_DEFAULTS.scheduleLeadSeconds,
     sweepGraceSeconds: props.sweepGraceSeconds ?? POSTDATE_DEFAULTS.sweepGraceSeconds,

@@ -12,6 +12,8 @@ export interface MessageView {
   readonly updated_at: string;
   readonly attempts: number;
   readonly last_error: LastError | null;
+  /** The relay's own id for the message, from its final 250 reply; null when it named none. */
+  readonly provider_message_id: string | null;
   /** Recipients one by one (DESIGN §3, §5). */
   readonly recipients: ReturnType<typeof recipientCounts>;
   readonly group: GroupRef | null;
@@ -33,6 +35,7 @@ export function messageView(state: MessageStateRecord, options: { withHistory: b
     updated_at: state.updated_at,
     attempts: state.attempts ?? 0,
     last_error: state.last_error ?? null,
+    provider_message_id: state.provider_message_id ?? null,
     recipients: recipientCounts(state.rcpt_total ?? 0, {
       accepted: state.rcpt_accepted ?? [],
       rejected: state.rcpt_rejected ?? [],

@@ -179,6 +179,11 @@ export interface components {
       /** @description SMTP transactions in which the relay saw the message (not queue receives). */
       attempts: number;
       last_error: components['schemas']['LastError'];
+      /**
+       * @description The relay's own id (queue id) from the final 250 reply of the last accepted attempt that named one; what an operator quotes to the provider. Null when none did.
+       * @example 01000154dc729264-93fdd7ea-f039-43d6-91ed-653e8547867c-000000
+       */
+      provider_message_id: string | null;
       /** @description Recipients one by one: accepted by the relay (never sent again), pending (deferred with a 4xx, retried), rejected for good (5xx). */
       recipients: {
         accepted: number;
@@ -230,6 +235,8 @@ export interface components {
       reply: string | null;
       duration_ms: number;
       rejected_domains?: string[];
+      /** @description The relay's own id from its final 250 reply, when it named one in a known shape. */
+      provider_message_id?: string;
     };
     /**
      * @description An RFC 9457 problem (`application/problem+json`).

@@ -202,6 +202,23 @@ export const CONFIG_SETTINGS = {
     aws: 120,
     description: 'the reply to the final dot is waited for at least this long (a short wait duplicates mail)',
   },
+  smtpSessionMaxMessages: {
+    variable: 'POSTDATE_SMTP_SESSION_MAX_MESSAGES',
+    prop: true,
+    kind: { type: 'integer', min: 1, max: 10_000, unit: 'count' },
+    local: 100,
+    aws: 100,
+    description: 'messages one pooled SMTP session carries before the sender says QUIT and opens another',
+  },
+  smtpSessionMaxAgeSeconds: {
+    variable: 'POSTDATE_SMTP_SESSION_MAX_AGE_SECONDS',
+    prop: true,
+    kind: seconds(1, 3600),
+    local: 120,
+    aws: 120,
+    description:
+      'a pooled SMTP session is not reused after this long (a relay applies a reloaded policy to new sessions only)',
+  },
   directDelayMaxSeconds: {
     variable: 'POSTDATE_DIRECT_DELAY_MAX_SECONDS',
     prop: true,

@@ -43,6 +43,8 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
       messageIdDomain: config.messageIdDomain,
       credentials: credentialsSource(wiring),
       timeouts: smtpTimeoutsOf(config),
+      maxMessagesPerSession: config.smtpSessionMaxMessages,
+      maxSessionAgeMs: config.smtpSessionMaxAgeSeconds * 1000,
     }),
     queue: new SqsDispatchQueue(wiring.sqs, queueUrl),
     deadLetters: new SqsDispatchQueue(wiring.sqs, deadLetterUrl),

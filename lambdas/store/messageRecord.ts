@@ -27,6 +27,8 @@ export interface AttemptRecord {
   readonly duration_ms: number;
   /** Recipients the relay refused while the message was still sent (partial rejection), as domains. */
   readonly rejected_domains?: readonly string[];
+  /** The relay's own id from its final 250 reply, when it named one (core/providerMessageId.ts). */
+  readonly provider_message_id?: string;
 }
 
 /** The small, mutable state record: `pk = MSG#{id}`, `sk = STATE`. The relay's stream reads only these. */
@@ -57,6 +59,8 @@ export interface MessageStateRecord {
   readonly lease_owner?: string;
   readonly lease_until?: string;
   readonly sent_at?: string;
+  /** The relay's id of the last accepted attempt that named one (DESIGN §3, §5). */
+  readonly provider_message_id?: string;
   /** The attempt count at which the message becomes `dead`; POSTDATE_MAX_ATTEMPTS when absent (a redrive raises it). */
   readonly attempt_limit?: number;
   /** On a `dead` record: the SQS message id of the copy the sender moves to the DLQ. */

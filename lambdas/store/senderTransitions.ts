@@ -108,6 +108,9 @@ export class DynamoSenderStore implements SenderStore {
       update.set('rcpt_suppressed', [...input.recipients.suppressed]);
     }
     if (input.to === MESSAGE_STATUS.sent) update.set('sent_at', input.attempt.at);
+    if (input.attempt.provider_message_id !== undefined) {
+      update.set('provider_message_id', input.attempt.provider_message_id);
+    }
     if (input.to === MESSAGE_STATUS.dead && input.deadCopy !== undefined) {
       update.set('dead_copy', input.deadCopy);
     }

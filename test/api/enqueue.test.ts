@@ -59,6 +59,7 @@ describe('POST /v1/messages (enqueue)', () => {
       updated_at: '2026-11-29T18:00:00.000Z',
       attempts: 0,
       last_error: null,
+      provider_message_id: null,
       recipients: { accepted: 0, pending: 1, rejected: 0, suppressed: 0 },
       group: null,
       tags: { kind: 'campaign-approved' },

@@ -42,6 +42,9 @@ const AttemptSchema = z
     reply: z.string().nullable(),
     duration_ms: z.number(),
     rejected_domains: z.array(z.string()).optional(),
+    provider_message_id: z.string().optional().meta({
+      description: "The relay's own id from its final 250 reply, when it named one in a known shape.",
+    }),
   })
   .meta({ id: 'Attempt' });
 
@@ -63,6 +66,11 @@ const MessageSchema = z
       description: 'SMTP transactions in which the relay saw the message (not queue receives).',
     }),
     last_error: LastErrorSchema.nullable(),
+    provider_message_id: z.string().nullable().meta({
+      description:
+        "The relay's own id (queue id) from the final 250 reply of the last accepted attempt that named one; what an operator quotes to the provider. Null when none did.",
+      example: '01000154dc729264-93fdd7ea-f039-43d6-91ed-653e8547867c-000000',
+    }),
     recipients: z
       .object({ accepted: z.int(), pending: z.int(), rejected: z.int(), suppressed: z.int() })
       .meta({
