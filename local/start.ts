@@ -126,7 +126,11 @@ async function main(): Promise<void> {
   try {
     // Loaded after the configuration is known to be good, so a bad variable fails at once.
     const { startLocalStack } = await import('./localStack.js');
-    stack = await startLocalStack({ config, ports });
+    stack = await startLocalStack({
+      config,
+      ports,
+      ...(viewer ? { externalViewer: { smtpPort: viewer.smtpPort, url: viewer.url } } : {}),
+    });
   } catch (error) {
     await viewer?.stop().catch(() => undefined);
     if (

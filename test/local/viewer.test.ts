@@ -81,7 +81,12 @@ describe.skipIf(skipReason !== undefined)(
         { POSTDATE_API_KEY: API_KEY, SMTP_HOST: viewer.smtpHost, SMTP_PORT: String(viewer.smtpPort) },
         'local',
       );
-      stack = await startLocalStack({ config, ports: FREE_PORTS, quiet: true });
+      stack = await startLocalStack({
+        config,
+        ports: FREE_PORTS,
+        quiet: true,
+        externalViewer: { smtpPort: viewer.smtpPort, url: viewer.url },
+      });
       browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
       page = await browser.newPage();
     }, 120_000);
@@ -90,6 +95,11 @@ describe.skipIf(skipReason !== undefined)(
       await browser?.close();
       await stack?.stop();
       await viewer?.stop();
+    });
+
+    it('is part of the readiness: GET /health probes its SMTP greeting and its page', async () => {
+      expect((await stack.readiness()).parts).toMatchObject({ smtp: 'up', mailViewer: 'up' });
+      expect((await fetch(`${stack.apiUrl}/health`)).status).toBe(200);
     });
 
     it('shows a message sent through the stack: its subject, its HTML rendered, its text', async () => {
