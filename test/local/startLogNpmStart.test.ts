@@ -67,13 +67,13 @@ describe('npm start with POSTDATE_LOG unset (pretty)', () => {
       body: JSON.stringify({ to: ['ada@example.com'], subject: 'Pretty', text: 'Short lines.' }),
     });
     expect(response.status).toBe(202);
-    const after = () => stdout.slice(stdout.indexOf('Ctrl-C stops everything.'));
+    const sinceBanner = () => stdout.slice(stdout.indexOf('Ctrl-C stops everything.'));
     await eventually(
-      () => (/ sender +sender recorded an outcome .* sent/.test(after()) ? true : undefined),
+      () => (/ sender +sender recorded an outcome .* sent/.test(sinceBanner()) ? true : undefined),
       60_000,
     );
 
-    const lines = after()
+    const lines = sinceBanner()
       .split('\n')
       .slice(1)
       .filter((line) => line !== '');
