@@ -11,9 +11,9 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js';
 import { DynamoDbLocalError } from './dynamodbLocal.js';
-import { type LocalPorts, loadLocalPorts, PortInUseError } from './localEnv.js';
+import { claimPorts, type LocalPorts, loadLocalPorts, PortInUseError } from './localEnv.js';
 import type { LocalStack } from './localStack.js';
-import { MaildevMissingError, type MaildevViewer, startMaildevViewer } from './smtp/maildevViewer.js';
+import { type MaildevViewer, startMaildevViewer } from './smtp/maildevViewer.js';
 import { removeStackFile, STACK_FILE, writeStackFile } from './stackFile.js';
 import { installLogFilter, type LocalLogMode, logModeOf } from './startLog.js';
 
@@ -38,27 +38,34 @@ function readConfiguration(env: NodeJS.ProcessEnv = process.env): {
   }
 }
 
-/**
- * MailDev on the sink's and the viewer's ports, unless `SMTP_HOST` names a relay (then there is
- * no viewer) or the package is missing (then the built-in sink and its page stand in).
- */
-async function startViewer(config: Config, ports: LocalPorts): Promise<MaildevViewer | undefined> {
-  if (config.smtp.host !== undefined) return undefined;
+/** Whether the `maildev` package can be loaded (it is a devDependency; a bare install may lack it). */
+function maildevInstalled(): boolean {
   try {
-    return await startMaildevViewer({
-      smtpPort: ports.smtp,
-      webPort: ports.mailViewer,
-      host: HOST,
-      ...(config.dataDir ? { mailDirectory: join(config.dataDir, 'maildev') } : {}),
-    });
-  } catch (error) {
-    if (error instanceof PortInUseError) fail(error.message);
-    if (error instanceof MaildevMissingError) {
-      process.stderr.write(`postdate: ${error.message}; using the built-in SMTP sink and viewer\n`);
-      return undefined;
-    }
-    throw error;
+    import.meta.resolve('maildev');
+    return true;
+  } catch {
+    return false;
   }
+}
+
+/**
+ * MailDev's ports: the sink's and the viewer's, a 0 made concrete now, so that the functions'
+ * SMTP_PORT is known before MailDev listens and both start side by side. None when `SMTP_HOST`
+ * names a relay (then there is no viewer) or MailDev is missing (then the built-in sink stands in).
+ */
+async function viewerPortsOf(config: Config, ports: LocalPorts) {
+  if (config.smtp.host !== undefined) return undefined;
+  if (!maildevInstalled()) {
+    process.stderr.write(
+      'postdate: the maildev package is not installed (npm ci installs it); using the built-in SMTP sink and viewer\n',
+    );
+    return undefined;
+  }
+  // A taken fixed port stops the start here, with the line that names its variable.
+  const claimed = await claimPorts({ ...ports, api: 0, dynamodb: 0, sqs: 0, scheduler: 0 }, HOST).catch(
+    (error: unknown) => fail(error instanceof PortInUseError ? error.message : String(error)),
+  );
+  return { smtp: claimed.smtp, web: claimed.mailViewer };
 }
 
 function banner(
@@ -110,15 +117,21 @@ async function main(): Promise<void> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const first = readConfiguration();
   const logs = installLogFilter(process.stdout, first.logMode);
-  const viewer = await startViewer(first.config, first.ports);
+  const viewerPorts = await viewerPortsOf(first.config, first.ports);
+  const viewerStarting = viewerPorts
+    ? startMaildevViewer({
+        smtpPort: viewerPorts.smtp,
+        webPort: viewerPorts.web,
+        host: HOST,
+        ...(first.config.dataDir ? { mailDirectory: join(first.config.dataDir, 'maildev') } : {}),
+      })
+    : Promise.resolve(undefined);
+  // Awaited after the stack started; marked handled now so an early failure is not unhandled meanwhile.
+  viewerStarting.catch(() => undefined);
   // With MailDev, the functions send to it as to any relay; the sink's and viewer's ports are its.
-  const { config, ports } = viewer
+  const { config, ports } = viewerPorts
     ? {
-        ...readConfiguration({
-          ...process.env,
-          SMTP_HOST: viewer.smtpHost,
-          SMTP_PORT: String(viewer.smtpPort),
-        }),
+        ...readConfiguration({ ...process.env, SMTP_HOST: HOST, SMTP_PORT: String(viewerPorts.smtp) }),
         ports: { ...first.ports, smtp: 0, mailViewer: 0 },
       }
     : first;
@@ -129,10 +142,12 @@ async function main(): Promise<void> {
     stack = await startLocalStack({
       config,
       ports,
-      ...(viewer ? { externalViewer: { smtpPort: viewer.smtpPort, url: viewer.url } } : {}),
+      ...(viewerPorts
+        ? { externalViewer: { smtpPort: viewerPorts.smtp, url: `http://${HOST}:${viewerPorts.web}` } }
+        : {}),
     });
   } catch (error) {
-    await viewer?.stop().catch(() => undefined);
+    await viewerStarting.then((viewer) => viewer?.stop()).catch(() => undefined);
     if (
       error instanceof DynamoDbLocalError ||
       error instanceof PortInUseError ||
@@ -142,6 +157,14 @@ async function main(): Promise<void> {
     }
     const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     fail(`the local stack did not start: ${message.split('\n')[0]}`);
+  }
+  let viewer: MaildevViewer | undefined;
+  try {
+    viewer = await viewerStarting;
+  } catch (error) {
+    await stack.stop().catch(() => undefined);
+    const message = error instanceof Error ? error.message : String(error);
+    fail(error instanceof PortInUseError ? message : `MailDev did not start: ${message.split('\n')[0]}`);
   }
   // One readiness check before saying "ready": it also warms the api function (its cold start).
   const health = await fetch(`${stack.apiUrl}/health`).catch(() => undefined);
