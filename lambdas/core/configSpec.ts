@@ -387,3 +387,19 @@ export const LOCAL_PORT_SETTINGS = {
   string,
   { readonly variable: string; readonly default: number; readonly description: string }
 >;
+
+/** How `npm start` shows the functions' JSON logs (local/startLog.ts). */
+export const LOCAL_LOG_MODES = ['pretty', 'quiet', 'json'] as const;
+export type LocalLogMode = (typeof LOCAL_LOG_MODES)[number];
+
+/** `npm start` only (the functions never read it); `npm start -- --quiet|--pretty|--json` wins over it. */
+export const LOCAL_LOG_SETTING = {
+  variable: 'POSTDATE_LOG',
+  default: 'pretty',
+  description:
+    "`npm start`'s log: `pretty` (one short line per log entry, nothing at INFO before the banner), `quiet` (warnings and errors only) or `json` (the functions' lines as written)",
+} as const satisfies {
+  readonly variable: string;
+  readonly default: LocalLogMode;
+  readonly description: string;
+};
