@@ -8,11 +8,12 @@ import { z } from 'zod';
 import { API_ROUTES, type RouteName } from '../core/apiRoutes.js';
 import { MESSAGE_STATUSES } from '../core/messageStatus.js';
 import {
-  EnqueueBodySchema,
+  EnqueueBodyDocumentSchema,
   GroupKeySchema,
   GroupVersionBodySchema,
   RescheduleBodySchema,
 } from '../core/requestSchemas.js';
+import { TEMPLATE_OPERATIONS } from './openapi/templatesOperations.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
 const StatusSchema = z.enum(MESSAGE_STATUSES as [string, ...string[]]).meta({ id: 'MessageStatus' });
@@ -56,6 +57,9 @@ const MessageSchema = z
         description:
           'Recipients one by one: accepted by the relay (never sent again), pending (deferred with a 4xx, retried), rejected for good (5xx).',
       }),
+    template: z.object({ name: z.string(), version: z.int() }).nullable().meta({
+      description: 'A template message: its template and the version it was pinned to (DESIGN §10).',
+    }),
     group: z.object({ key: z.string(), version: z.int() }).nullable(),
     tags: z.record(z.string(), z.string()),
     metadata: z.record(z.string(), z.string()),
@@ -127,7 +131,7 @@ const OPERATIONS: Record<RouteName, Operation> = {
           .max(255)
           .meta({ description: '1–255 printable ASCII characters.' }),
       }),
-      body: { content: json(EnqueueBodySchema), required: true },
+      body: { content: json(EnqueueBodyDocumentSchema), required: true },
     },
     responses: {
       202: { description: 'Accepted and stored.', content: json(MessageSchema) },
@@ -142,7 +146,9 @@ const OPERATIONS: Record<RouteName, Operation> = {
       ),
       413: problemResponse('The body is larger than 256 KiB.'),
       415: problemResponse('The body is not application/json.'),
-      422: problemResponse('The Idempotency-Key was used with a different body.'),
+      422: problemResponse(
+        'The Idempotency-Key was used with a different body; or the template cannot be used (missing, archived, no such version) or the message does not render with its data (`errors` names each variable or field).',
+      ),
     },
   },
   list: {
@@ -214,6 +220,7 @@ const OPERATIONS: Record<RouteName, Operation> = {
     summary: 'This document',
     responses: { 200: { description: 'The OpenAPI 3.1 document.', content: json(z.object({}).loose()) } },
   },
+  ...TEMPLATE_OPERATIONS,
 };
 
 /** Builds the OpenAPI 3.1 document (pure; the handler caches the result). */

@@ -109,6 +109,76 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/templates': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List this tenant's templates by name */
+    get: operations['listTemplates'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/templates/{name}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get the latest version of a template */
+    get: operations['getTemplate'];
+    /** Store a new immutable version of a template */
+    put: operations['putTemplate'];
+    post?: never;
+    /** Archive a template */
+    delete: operations['archiveTemplate'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/templates/{name}/versions/{version}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get one version of a template */
+    get: operations['getTemplateVersion'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/templates/{name}/render': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Preview a template with data (nothing is sent) */
+    post: operations['renderTemplate'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -135,6 +205,11 @@ export interface components {
         rejected: number;
         suppressed: number;
       };
+      /** @description A template message: its template and the version it was pinned to (DESIGN §10). */
+      template: {
+        name: string;
+        version: number;
+      } | null;
       group: {
         key: string;
         version: number;
@@ -205,8 +280,12 @@ export interface components {
         | 'expired'
         | 'unknown';
     };
-    /** @description An email to send later (DESIGN §3). */
-    EnqueueRequest: {
+    /** @description An email to send later (DESIGN §3): its content inline (`subject`, `text`, `html`), or a stored `template` and its `data` — not both. */
+    EnqueueRequest:
+      | components['schemas']['InlineEnqueueRequest']
+      | components['schemas']['TemplateEnqueueRequest'];
+    /** @description An email to send later with its content (DESIGN §3): `text` or `html` or both. */
+    InlineEnqueueRequest: {
       to?: string[] | null;
       cc?: string[] | null;
       bcc?: string[] | null;
@@ -220,9 +299,6 @@ export interface components {
        * @example Ada Lovelace <ada@example.com>
        */
       reply_to?: string | null;
-      subject: string;
-      text?: string | null;
-      html?: string | null;
       /**
        * @description Extra headers. Names are RFC 9110 tokens; Message-ID, X-Postdate-Id, From, To, Cc, Bcc, Subject, Date, Reply-To, Sender, Return-Path, MIME-Version and Content-* are reserved. Headers that control a relay instead of describing the message are refused (400, `header controls the relay and may not be given`): X-SMTPAPI, X-MSYS-API, X-SES-*, X-Mailgun-*, X-PM-*, X-MC-*, X-Mailjet-*, X-MJ-* (Amazon SES, SendGrid, Mailgun, Postmark, Mandrill, SparkPost, Mailjet); a configuration set belongs to the API key.
        * @example {
@@ -266,6 +342,9 @@ export interface components {
       metadata?: {
         [key: string]: string;
       } | null;
+      subject: string;
+      text?: string | null;
+      html?: string | null;
     };
     /** @description Freshness guard: the message is not sent once a higher version of its group exists. */
     Group: {
@@ -273,6 +352,86 @@ export interface components {
       key: string;
       version: number;
     } | null;
+    /** @description An email to send later, built at send time from a stored template and `data` (DESIGN §10). */
+    TemplateEnqueueRequest: {
+      to?: string[] | null;
+      cc?: string[] | null;
+      bcc?: string[] | null;
+      /**
+       * @description Defaults to POSTDATE_DEFAULT_FROM; must match POSTDATE_ALLOWED_FROM.
+       * @example Ada Lovelace <ada@example.com>
+       */
+      from?: string | null;
+      /**
+       * @description An RFC 5322 mailbox: `ada@example.com` or `Ada Lovelace <ada@example.com>`.
+       * @example Ada Lovelace <ada@example.com>
+       */
+      reply_to?: string | null;
+      /**
+       * @description Extra headers. Names are RFC 9110 tokens; Message-ID, X-Postdate-Id, From, To, Cc, Bcc, Subject, Date, Reply-To, Sender, Return-Path, MIME-Version and Content-* are reserved. Headers that control a relay instead of describing the message are refused (400, `header controls the relay and may not be given`): X-SMTPAPI, X-MSYS-API, X-SES-*, X-Mailgun-*, X-PM-*, X-MC-*, X-Mailjet-*, X-MJ-* (Amazon SES, SendGrid, Mailgun, Postmark, Mandrill, SparkPost, Mailjet); a configuration set belongs to the API key.
+       * @example {
+       *       "X-Campaign": "42"
+       *     }
+       */
+      headers?: {
+        [key: string]: string;
+      } | null;
+      /**
+       * Format: date-time
+       * @description When to send; a past time means now. At most POSTDATE_MAX_HORIZON_DAYS ahead.
+       * @example 2026-12-01T09:00:00Z
+       */
+      send_at?: string | null;
+      delay_seconds?: number | null;
+      /**
+       * Format: date-time
+       * @description Deadline: past it the message expires unsent.
+       * @example 2026-12-01T09:00:00Z
+       */
+      not_after?: string | null;
+      group?: components['schemas']['Group'];
+      /** @enum {string|null} */
+      on_ambiguous?: 'retry' | 'hold' | null;
+      /**
+       * @description Small labels for listing and metrics.
+       * @example {
+       *       "kind": "campaign-approved"
+       *     }
+       */
+      tags?: {
+        [key: string]: string;
+      } | null;
+      /**
+       * @description Your own small string data, returned as given.
+       * @example {
+       *       "campaign_id": "42"
+       *     }
+       */
+      metadata?: {
+        [key: string]: string;
+      } | null;
+      template: components['schemas']['TemplateRef'];
+      /**
+       * @description The template's variables; default `{}`.
+       * @example {
+       *       "campaign": {
+       *         "name": "Winter sale",
+       *         "id": 42
+       *       },
+       *       "first_name": "Ada"
+       *     }
+       */
+      data?: {
+        [key: string]: unknown;
+      } | null;
+    };
+    /** @description A stored template (DESIGN §10). */
+    TemplateRef: {
+      /** @example campaign-approved */
+      name: string;
+      /** @description A version to pin; without it, the latest at enqueue time (then pinned). */
+      version?: number | null;
+    };
     MessageList: {
       items: components['schemas']['Message'][];
       /** @description Pass as `cursor` for the next page; null at the end. */
@@ -295,6 +454,75 @@ export interface components {
     /** @description Raise a group's version without sending anything. */
     GroupVersionRequest: {
       version: number;
+    };
+    TemplateList: {
+      items: components['schemas']['Template'][];
+      /** @description Pass as `cursor` for the next page; null at the end. */
+      next_cursor: string | null;
+    };
+    Template: {
+      name: string;
+      latest_version: number;
+      description: string | null;
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+      /** Format: date-time */
+      archived_at: string | null;
+    };
+    /** @description One immutable version of a template. */
+    TemplateVersion: {
+      name: string;
+      version: number;
+      subject: string;
+      text: string | null;
+      html: string | null;
+      description: string | null;
+      /** Format: date-time */
+      created_at: string;
+      latest_version: number;
+      /**
+       * Format: date-time
+       * @description Set once archived: no new message may use the template.
+       */
+      archived_at: string | null;
+    };
+    /** @description A new immutable version of a template. Handlebars: `{{name}}`, `{{#if}}`, `{{#unless}}`, `{{#each}}`, `{{#with}}`; no partials, no other helpers, no prototype access. */
+    TemplateRequest: {
+      /** @description Handlebars; rendered without HTML escaping, on one line. */
+      subject: string;
+      /** @description Handlebars; rendered without HTML escaping. */
+      text?: string | null;
+      /** @description Handlebars; every `{{variable}}` is HTML-escaped. */
+      html?: string | null;
+      description?: string | null;
+    };
+    /** @description What a message with this data would be; nothing is sent. */
+    RenderedTemplate: {
+      name: string;
+      version: number;
+      subject: string;
+      text: string | null;
+      html: string | null;
+    };
+    /** @description Render a template with this data; nothing is sent. */
+    TemplateRenderRequest: {
+      /**
+       * @description The template's variables: a JSON object of at most 64 KiB.
+       * @example {
+       *       "campaign": {
+       *         "name": "Winter sale",
+       *         "id": 42
+       *       },
+       *       "first_name": "Ada"
+       *     }
+       */
+      data: {
+        [key: string]: unknown;
+      };
+      /** @description Default: the latest version. */
+      version?: number | null;
     };
   };
   responses: never;
@@ -418,7 +646,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The Idempotency-Key was used with a different body. */
+      /** @description The Idempotency-Key was used with a different body; or the template cannot be used (missing, archived, no such version) or the message does not render with its data (`errors` names each variable or field). */
       422: {
         headers: {
           [name: string]: unknown;
@@ -718,6 +946,285 @@ export interface operations {
           'application/json': {
             [key: string]: unknown;
           };
+        };
+      };
+    };
+  };
+  listTemplates: {
+    parameters: {
+      query?: {
+        /** @description 1–100, default 20. */
+        limit?: string;
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of templates. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TemplateList'];
+        };
+      };
+      /** @description Invalid request: `errors` names each field. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Missing or invalid API key. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  getTemplate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The latest version. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TemplateVersion'];
+        };
+      };
+      /** @description Missing or invalid API key. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such template (or version) for this tenant. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  putTemplate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['TemplateRequest'];
+      };
+    };
+    responses: {
+      /** @description Stored as the previous version + 1 (two concurrent PUTs get two versions). */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TemplateVersion'];
+        };
+      };
+      /** @description Invalid request or template: a Handlebars syntax error, a partial, a helper other than #if, #unless, #each and #with, a prototype name, unescaped html output; `errors` names the part and the place. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Missing or invalid API key. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Too many concurrent versions of this template; retry. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  archiveTemplate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Archived: no new message may use it; queued messages still render and send. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Template'];
+        };
+      };
+      /** @description Missing or invalid API key. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such template (or version) for this tenant. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  getTemplateVersion: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+        /** @description A version number, from 1. */
+        version: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The version. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TemplateVersion'];
+        };
+      };
+      /** @description Missing or invalid API key. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such template (or version) for this tenant. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  renderTemplate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['TemplateRenderRequest'];
+      };
+    };
+    responses: {
+      /** @description The rendered subject, text and html. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RenderedTemplate'];
+        };
+      };
+      /** @description Invalid request: `errors` names each field. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Missing or invalid API key. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such template (or version) for this tenant. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The template does not render with this data: `errors` names each missing variable or field. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
         };
       };
     };

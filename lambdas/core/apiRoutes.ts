@@ -3,6 +3,8 @@
  * checked against this list. A route either needs the authorizer's tenant or is public.
  */
 
+import { TEMPLATE_ROUTES, type TemplateRouteName } from './templateRoutes.js';
+
 export type RouteName =
   | 'enqueue'
   | 'list'
@@ -12,7 +14,8 @@ export type RouteName =
   | 'retry'
   | 'raiseGroup'
   | 'health'
-  | 'openapi';
+  | 'openapi'
+  | TemplateRouteName;
 
 export interface ApiRoute {
   readonly name: RouteName;
@@ -32,6 +35,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { name: 'raiseGroup', method: 'PUT', path: '/v1/groups/{key}', authorized: true },
   { name: 'health', method: 'GET', path: '/health', authorized: false },
   { name: 'openapi', method: 'GET', path: '/openapi.json', authorized: true },
+  ...TEMPLATE_ROUTES,
 ];
 
 export type RouteResolution =

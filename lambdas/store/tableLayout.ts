@@ -12,6 +12,8 @@ export const ITEM_SORT_KEY = {
   messageBody: 'BODY',
   groupHead: 'HEAD',
   apiKey: 'APIKEY',
+  /** A template version's sort key is this and the version, zero-padded (store/templateStore.ts). */
+  templateVersion: 'V#',
 } as const;
 
 /** Partition-key prefixes, one per item kind. */
@@ -19,6 +21,10 @@ export const PARTITION_PREFIX = {
   message: 'MSG#',
   groupHead: 'GROUP#',
   apiKey: 'APIKEY#',
+  /** One partition per tenant: its template heads, sort key = the template's name. */
+  templateHeads: 'TPLS#',
+  /** One partition per template: its versions. */
+  templateVersions: 'TPL#',
 } as const;
 
 /**

@@ -3,6 +3,7 @@ import { type ApiEvent, createApiHandler } from '../../lambdas/api/createApiHand
 import type { ApiStore } from '../../lambdas/ports/ApiStore.js';
 import type { Log } from '../../lambdas/ports/Log.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
+import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
 
 export interface LogLine {
@@ -55,6 +56,7 @@ export async function apiHarness(
   };
   const handle = createApiHandler({
     store: options.wrapStore ? options.wrapStore(store) : store,
+    templates: new DynamoTemplateStore(documents, tableName),
     config: {
       allowedFrom: options.allowedFrom ?? ['*@example.com'],
       defaultFrom: 'postdate@example.com',
