@@ -27,13 +27,13 @@ export const TEMPLATE_BLOCK_HELPERS = ['if', 'unless', 'each', 'with'] as const;
 const DATA_VARIABLES = new Set(['index', 'key', 'first', 'last', 'root']);
 
 /**
- * Names a path may never go through: everything an object or a function inherits. Handlebars ≥ 4.6
- * already refuses to resolve them (they render as an empty string, which strict rendering must not
- * allow either), so they are refused when the template is stored.
+ * Names a path may never go through: everything a plain object inherits, and the way to a
+ * prototype. Handlebars ≥ 4.6 already refuses to resolve them (they render as an empty string, which
+ * strict rendering must not allow either), so they are refused when the template is stored. Data is
+ * JSON, so no value is a function: `name` and `length` stay ordinary fields.
  */
 const PROTOTYPE_NAMES: ReadonlySet<string> = new Set([
   ...Object.getOwnPropertyNames(Object.prototype),
-  ...Object.getOwnPropertyNames(Function.prototype),
   'prototype',
   '__proto__',
   'constructor',
