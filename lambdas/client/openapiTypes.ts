@@ -299,6 +299,9 @@ export interface components {
        * @example Ada Lovelace <ada@example.com>
        */
       reply_to?: string | null;
+      subject: string;
+      text?: string | null;
+      html?: string | null;
       /**
        * @description Extra headers. Names are RFC 9110 tokens; Message-ID, X-Postdate-Id, From, To, Cc, Bcc, Subject, Date, Reply-To, Sender, Return-Path, MIME-Version and Content-* are reserved. Headers that control a relay instead of describing the message are refused (400, `header controls the relay and may not be given`): X-SMTPAPI, X-MSYS-API, X-SES-*, X-Mailgun-*, X-PM-*, X-MC-*, X-Mailjet-*, X-MJ-* (Amazon SES, SendGrid, Mailgun, Postmark, Mandrill, SparkPost, Mailjet); a configuration set belongs to the API key.
        * @example {
@@ -342,9 +345,6 @@ export interface components {
       metadata?: {
         [key: string]: string;
       } | null;
-      subject: string;
-      text?: string | null;
-      html?: string | null;
     };
     /** @description Freshness guard: the message is not sent once a higher version of its group exists. */
     Group: {
@@ -367,6 +367,20 @@ export interface components {
        * @example Ada Lovelace <ada@example.com>
        */
       reply_to?: string | null;
+      template: components['schemas']['TemplateRef'];
+      /**
+       * @description The template's variables; default `{}`.
+       * @example {
+       *       "campaign": {
+       *         "name": "Winter sale",
+       *         "id": 42
+       *       },
+       *       "first_name": "Ada"
+       *     }
+       */
+      data?: {
+        [key: string]: unknown;
+      } | null;
       /**
        * @description Extra headers. Names are RFC 9110 tokens; Message-ID, X-Postdate-Id, From, To, Cc, Bcc, Subject, Date, Reply-To, Sender, Return-Path, MIME-Version and Content-* are reserved. Headers that control a relay instead of describing the message are refused (400, `header controls the relay and may not be given`): X-SMTPAPI, X-MSYS-API, X-SES-*, X-Mailgun-*, X-PM-*, X-MC-*, X-Mailjet-*, X-MJ-* (Amazon SES, SendGrid, Mailgun, Postmark, Mandrill, SparkPost, Mailjet); a configuration set belongs to the API key.
        * @example {
@@ -409,20 +423,6 @@ export interface components {
        */
       metadata?: {
         [key: string]: string;
-      } | null;
-      template: components['schemas']['TemplateRef'];
-      /**
-       * @description The template's variables; default `{}`.
-       * @example {
-       *       "campaign": {
-       *         "name": "Winter sale",
-       *         "id": 42
-       *       },
-       *       "first_name": "Ada"
-       *     }
-       */
-      data?: {
-        [key: string]: unknown;
       } | null;
     };
     /** @description A stored template (DESIGN §10). */

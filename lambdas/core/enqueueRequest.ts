@@ -143,10 +143,13 @@ export function validateEnqueueRequest(body: unknown, ctx: EnqueueContext): Vali
         subject: input.subject ?? '',
         text: input.text || null,
         html: input.html || null,
-        template: input.template
-          ? { name: input.template.name, version: input.template.version ?? null }
-          : null,
-        data: input.template ? rawData(body) : null,
+        // Only a template message carries these: an inline request stays exactly what it was.
+        ...(input.template
+          ? {
+              template: { name: input.template.name, version: input.template.version ?? null },
+              data: rawData(body),
+            }
+          : {}),
         headers: { ...input.headers },
         requested_send_at: requestedSendAt,
         delay_seconds: input.send_at == null ? (input.delay_seconds ?? null) : null,

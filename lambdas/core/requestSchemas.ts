@@ -141,8 +141,8 @@ const Group = z.strictObject({ key: GroupKeySchema, version: GroupVersion }).met
   description: 'Freshness guard: the message is not sent once a higher version of its group exists.',
 });
 
-/** The fields every enqueue has, whatever its content. */
-const enqueueEnvelope = {
+/** The fields every enqueue has, whatever its content: the addresses, then the rest. */
+const enqueueAddresses = {
   to: RecipientList,
   cc: RecipientList,
   bcc: RecipientList,
@@ -150,6 +150,9 @@ const enqueueEnvelope = {
     description: 'Defaults to POSTDATE_DEFAULT_FROM; must match POSTDATE_ALLOWED_FROM.',
   }),
   reply_to: Address.nullish(),
+};
+
+const enqueueDelivery = {
   headers: Headers.nullish(),
   send_at: Timestamp.nullish().meta({
     description: 'When to send; a past time means now. At most POSTDATE_MAX_HORIZON_DAYS ahead.',
@@ -223,10 +226,11 @@ function envelopeRules(
  */
 export const EnqueueBodySchema = z
   .strictObject({
-    ...enqueueEnvelope,
+    ...enqueueAddresses,
     subject: Subject.nullish(),
     text: inlineContent.text,
     html: inlineContent.html,
+    ...enqueueDelivery,
     template: TemplateRefSchema.nullish(),
     data: templateContent.data,
   })
@@ -251,15 +255,19 @@ export const EnqueueBodySchema = z
   })
   .meta({ id: 'EnqueueRequest', description: 'An email to send later (DESIGN §3).' });
 
-const InlineEnqueueSchema = z.strictObject({ ...enqueueEnvelope, ...inlineContent }).meta({
-  id: 'InlineEnqueueRequest',
-  description: 'An email to send later with its content (DESIGN §3): `text` or `html` or both.',
-});
+const InlineEnqueueSchema = z
+  .strictObject({ ...enqueueAddresses, ...inlineContent, ...enqueueDelivery })
+  .meta({
+    id: 'InlineEnqueueRequest',
+    description: 'An email to send later with its content (DESIGN §3): `text` or `html` or both.',
+  });
 
-const TemplateEnqueueSchema = z.strictObject({ ...enqueueEnvelope, ...templateContent }).meta({
-  id: 'TemplateEnqueueRequest',
-  description: 'An email to send later, built at send time from a stored template and `data` (DESIGN §10).',
-});
+const TemplateEnqueueSchema = z
+  .strictObject({ ...enqueueAddresses, ...templateContent, ...enqueueDelivery })
+  .meta({
+    id: 'TemplateEnqueueRequest',
+    description: 'An email to send later, built at send time from a stored template and `data` (DESIGN §10).',
+  });
 
 /**
  * The enqueue body for the OpenAPI document: exactly one of the two forms (`oneOf`), built from the
