@@ -32,6 +32,7 @@ import {
 } from './scheduleFailures/scheduleFailuresRedrive.js';
 import { scheduleFailuresShow } from './scheduleFailures/scheduleFailuresShow.js';
 import { openTarget, queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
+import { registerTemplatesCommands } from './templatesCommands.js';
 
 interface GlobalOptions extends TargetOptions {
   readonly json?: boolean;
@@ -463,6 +464,7 @@ export function buildProgram(): Command {
         return EXIT.ok;
       }),
     );
+  registerTemplatesCommands(program, action);
 
   return program;
 }
