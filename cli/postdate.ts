@@ -44,6 +44,7 @@ import { scheduleFailuresShow } from './scheduleFailures/scheduleFailuresShow.js
 import { openTargetWithStack } from './stackTarget.js';
 import { registerSuppressionsCommands } from './suppressionsCommands.js';
 import { queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
+import { registerTemplatesCommands } from './templatesCommands.js';
 
 interface GlobalOptions extends TargetOptions {
   readonly json?: boolean;
@@ -521,6 +522,7 @@ export function buildProgram(): Command {
         return EXIT.ok;
       }),
     );
+  registerTemplatesCommands(program, action);
 
   registerSuppressionsCommands(program, action);
   return program;

@@ -1,5 +1,6 @@
 import type { GroupRef } from '../core/enqueueRequest.js';
 import { recipientCounts } from '../core/recipients.js';
+import type { PinnedTemplate } from '../core/templateRequests.js';
 import type { AttemptRecord, LastError, MessageStateRecord } from '../store/messageRecord.js';
 
 /** A message as the API answers it (DESIGN §3, "Response body of a message"). */
@@ -16,6 +17,8 @@ export interface MessageView {
   readonly provider_message_id: string | null;
   /** Recipients one by one (DESIGN §3, §5). */
   readonly recipients: ReturnType<typeof recipientCounts>;
+  /** A template message's template and pinned version (DESIGN §10). */
+  readonly template: PinnedTemplate | null;
   readonly group: GroupRef | null;
   readonly tags: Readonly<Record<string, string>>;
   readonly metadata: Readonly<Record<string, string>>;
@@ -41,6 +44,7 @@ export function messageView(state: MessageStateRecord, options: { withHistory: b
       rejected: state.rcpt_rejected ?? [],
       suppressed: state.rcpt_suppressed ?? [],
     }),
+    template: state.template ?? null,
     group: state.group ?? null,
     tags: state.tags ?? {},
     metadata: state.metadata ?? {},

@@ -27,6 +27,7 @@ import {
 } from './openapi/components.js';
 import { MESSAGE_OPERATIONS } from './openapi/messageOperations.js';
 import { SUPPRESSION_OPERATIONS } from './openapi/suppressionOperations.js';
+import { TEMPLATE_OPERATIONS } from './openapi/templatesOperations.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
 export {
@@ -51,6 +52,7 @@ const OPERATIONS: Record<RouteName, Operation> = {
     },
   },
   ...SUPPRESSION_OPERATIONS,
+  ...TEMPLATE_OPERATIONS,
 };
 
 const gateway = { 'application/json': { schema: GatewayErrorSchema } };

@@ -157,6 +157,76 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/templates': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List this tenant's templates by name */
+    get: operations['listTemplates'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/templates/{name}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get the latest version of a template */
+    get: operations['getTemplate'];
+    /** Store a new immutable version of a template */
+    put: operations['putTemplate'];
+    post?: never;
+    /** Archive a template */
+    delete: operations['archiveTemplate'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/templates/{name}/versions/{version}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get one version of a template */
+    get: operations['getTemplateVersion'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/templates/{name}/render': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Preview a template with data (nothing is sent) */
+    post: operations['renderTemplate'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -191,6 +261,11 @@ export interface components {
         rejected: number;
         suppressed: number;
       };
+      /** @description A template message: its template and the version it was pinned to (DESIGN §10). */
+      template: {
+        name: string;
+        version: number;
+      } | null;
       group: {
         key: string;
         version: number;
@@ -290,8 +365,12 @@ export interface components {
     GatewayError: {
       message: string;
     };
-    /** @description An email to send later (DESIGN §3). At most 50 recipients in to, cc and bcc together, and tags and metadata at most 2048 bytes of JSON together: JSON Schema cannot say these, the server checks them. */
-    EnqueueRequest: {
+    /** @description An email to send later (DESIGN §3): its content inline (`subject`, `text`, `html`), or a stored `template` and its `data` — not both. At most 50 recipients in to, cc and bcc together, and tags and metadata at most 2048 bytes of JSON together: JSON Schema cannot say these, the server checks them. */
+    EnqueueRequest:
+      | components['schemas']['InlineEnqueueRequest']
+      | components['schemas']['TemplateEnqueueRequest'];
+    /** @description An email to send later with its content (DESIGN §3): `text` or `html` or both. */
+    InlineEnqueueRequest: {
       to?: string[] | null;
       cc?: string[] | null;
       bcc?: string[] | null;
@@ -363,6 +442,7 @@ export interface components {
           bcc: unknown[];
         }
     ) &
+      unknown &
       (
         | {
             text: string;
@@ -370,14 +450,104 @@ export interface components {
         | {
             html: string;
           }
-      ) &
-      unknown);
+      ));
     /** @description Freshness guard: the message is not sent once a higher version of its group exists. */
     Group: {
       /** @example campaign:42:status */
       key: string;
       version: number;
     } | null;
+    /** @description An email to send later, built at send time from a stored template and `data` (DESIGN §10). */
+    TemplateEnqueueRequest: {
+      to?: string[] | null;
+      cc?: string[] | null;
+      bcc?: string[] | null;
+      /**
+       * @description Defaults to POSTDATE_DEFAULT_FROM; must match POSTDATE_ALLOWED_FROM.
+       * @example Ada Lovelace <ada@example.com>
+       */
+      from?: string | null;
+      /**
+       * @description An RFC 5322 mailbox: `ada@example.com` or `Ada Lovelace <ada@example.com>`.
+       * @example Ada Lovelace <ada@example.com>
+       */
+      reply_to?: string | null;
+      template: components['schemas']['TemplateRef'];
+      /**
+       * @description The template's variables; default `{}`.
+       * @example {
+       *       "campaign": {
+       *         "name": "Winter sale",
+       *         "id": 42
+       *       },
+       *       "first_name": "Ada"
+       *     }
+       */
+      data?: {
+        [key: string]: unknown;
+      } | null;
+      /**
+       * @description Extra headers. Names are RFC 9110 tokens; Message-ID, X-Postdate-Id, From, To, Cc, Bcc, Subject, Date, Reply-To, Sender, Return-Path, MIME-Version and Content-* are reserved. Headers that control a relay instead of describing the message are refused (400, `header controls the relay and may not be given`): X-SMTPAPI, X-MSYS-API, X-SES-*, X-Mailgun-*, X-PM-*, X-MC-*, X-Mailjet-*, X-MJ-* (Amazon SES, SendGrid, Mailgun, Postmark, Mandrill, SparkPost, Mailjet); a configuration set belongs to the API key.
+       * @example {
+       *       "X-Campaign": "42"
+       *     }
+       */
+      headers?: {
+        [key: string]: string;
+      } | null;
+      /**
+       * Format: date-time
+       * @description When to send; a past time means now. At most POSTDATE_MAX_HORIZON_DAYS ahead.
+       * @example 2026-12-01T09:00:00Z
+       */
+      send_at?: string | null;
+      delay_seconds?: number | null;
+      /**
+       * Format: date-time
+       * @description Deadline: past it the message expires unsent.
+       * @example 2026-12-01T09:00:00Z
+       */
+      not_after?: string | null;
+      group?: components['schemas']['Group'];
+      /** @enum {string|null} */
+      on_ambiguous?: 'retry' | 'hold' | null;
+      /**
+       * @description Small labels for listing and metrics.
+       * @example {
+       *       "kind": "campaign-approved"
+       *     }
+       */
+      tags?: {
+        [key: string]: string;
+      } | null;
+      /**
+       * @description Your own small string data, returned as given.
+       * @example {
+       *       "campaign_id": "42"
+       *     }
+       */
+      metadata?: {
+        [key: string]: string;
+      } | null;
+    } & ((
+      | {
+          to: unknown[];
+        }
+      | {
+          cc: unknown[];
+        }
+      | {
+          bcc: unknown[];
+        }
+    ) &
+      unknown);
+    /** @description A stored template (DESIGN §10). */
+    TemplateRef: {
+      /** @example campaign-approved */
+      name: string;
+      /** @description A version to pin; without it, the latest at enqueue time (then pinned). */
+      version?: number | null;
+    };
     MessageList: {
       items: components['schemas']['Message'][];
       /** @description Pass as `cursor` for the next page; null at the end. */
@@ -427,6 +597,75 @@ export interface components {
        * @enum {string}
        */
       reason?: 'hard_bounce' | 'complaint' | 'manual';
+    };
+    TemplateList: {
+      items: components['schemas']['Template'][];
+      /** @description Pass as `cursor` for the next page; null at the end. */
+      next_cursor: string | null;
+    };
+    Template: {
+      name: string;
+      latest_version: number;
+      description: string | null;
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+      /** Format: date-time */
+      archived_at: string | null;
+    };
+    /** @description One immutable version of a template. */
+    TemplateVersion: {
+      name: string;
+      version: number;
+      subject: string;
+      text: string | null;
+      html: string | null;
+      description: string | null;
+      /** Format: date-time */
+      created_at: string;
+      latest_version: number;
+      /**
+       * Format: date-time
+       * @description Set once archived: no new message may use the template.
+       */
+      archived_at: string | null;
+    };
+    /** @description A new immutable version of a template. Handlebars: `{{name}}`, `{{#if}}`, `{{#unless}}`, `{{#each}}`, `{{#with}}`; no partials, no other helpers, no prototype access. */
+    TemplateRequest: {
+      /** @description Handlebars; rendered without HTML escaping, on one line. */
+      subject: string;
+      /** @description Handlebars; rendered without HTML escaping. */
+      text?: string | null;
+      /** @description Handlebars; every `{{variable}}` is HTML-escaped. */
+      html?: string | null;
+      description?: string | null;
+    };
+    /** @description What a message with this data would be; nothing is sent. */
+    RenderedTemplate: {
+      name: string;
+      version: number;
+      subject: string;
+      text: string | null;
+      html: string | null;
+    };
+    /** @description Render a template with this data; nothing is sent. */
+    TemplateRenderRequest: {
+      /**
+       * @description The template's variables: a JSON object of at most 64 KiB.
+       * @example {
+       *       "campaign": {
+       *         "name": "Winter sale",
+       *         "id": 42
+       *       },
+       *       "first_name": "Ada"
+       *     }
+       */
+      data: {
+        [key: string]: unknown;
+      };
+      /** @description Default: the latest version. */
+      version?: number | null;
     };
   };
   responses: never;
@@ -541,7 +780,7 @@ export interface operations {
       /** @description A replay of the same key and body: the original message. */
       200: {
         headers: {
-          /** @description The message: `/v1/messages/{id}`. */
+          /** @description The resource the answer is about: `/v1/messages/{id}`, or a template version `/v1/templates/{name}/versions/{version}`. */
           Location: string;
           /** @description Present, `true`, when this answers a replay of an earlier request with the same key. */
           'Idempotent-Replayed': 'true';
@@ -554,7 +793,7 @@ export interface operations {
       /** @description Accepted and stored. */
       202: {
         headers: {
-          /** @description The message: `/v1/messages/{id}`. */
+          /** @description The resource the answer is about: `/v1/messages/{id}`, or a template version `/v1/templates/{name}/versions/{version}`. */
           Location: string;
           [name: string]: unknown;
         };
@@ -609,7 +848,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The Idempotency-Key was used with a different body. */
+      /** @description The Idempotency-Key was used with a different body; or the template cannot be used (missing, archived, no such version) or the message does not render with its data (`errors` names each variable or field). */
       422: {
         headers: {
           [name: string]: unknown;
@@ -1490,6 +1729,562 @@ export interface operations {
       };
       /** @description This address is not on the suppression list. */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+    };
+  };
+  listTemplates: {
+    parameters: {
+      query?: {
+        /** @description Templates per page. */
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of templates. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TemplateList'];
+        };
+      };
+      /** @description Invalid request: `errors` names each field. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+    };
+  };
+  getTemplate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The latest version. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TemplateVersion'];
+        };
+      };
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description No such template (or version) for this tenant. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+    };
+  };
+  putTemplate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['TemplateRequest'];
+      };
+    };
+    responses: {
+      /** @description Stored as the previous version + 1 (two concurrent PUTs get two versions). */
+      201: {
+        headers: {
+          /** @description The resource the answer is about: `/v1/messages/{id}`, or a template version `/v1/templates/{name}/versions/{version}`. */
+          Location: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TemplateVersion'];
+        };
+      };
+      /** @description Invalid request or template: a Handlebars syntax error, a partial, a helper other than #if, #unless, #each and #with, a prototype name, unescaped html output; `errors` names the part and the place. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is larger than 256 KiB (a problem), or than API Gateway's 10 MB (`{"message": "Request Entity Too Large"}`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is not `application/json` (UTF-8). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Too many concurrent versions of this template; retry. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+    };
+  };
+  archiveTemplate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Archived: no new message may use it; queued messages still render and send. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Template'];
+        };
+      };
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description No such template (or version) for this tenant. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+    };
+  };
+  getTemplateVersion: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+        /** @description A version number, from 1. */
+        version: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The version. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TemplateVersion'];
+        };
+      };
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description No such template (or version) for this tenant. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+    };
+  };
+  renderTemplate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['TemplateRenderRequest'];
+      };
+    };
+    responses: {
+      /** @description The rendered subject, text and html. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RenderedTemplate'];
+        };
+      };
+      /** @description Invalid request: `errors` names each field. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description No such template (or version) for this tenant. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is larger than 256 KiB (a problem), or than API Gateway's 10 MB (`{"message": "Request Entity Too Large"}`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is not `application/json` (UTF-8). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The template does not render with this data: `errors` names each missing variable or field. */
+      422: {
         headers: {
           [name: string]: unknown;
         };

@@ -5,6 +5,7 @@
  */
 
 import { SUPPRESSION_ROUTES, type SuppressionRouteName } from './suppressionRoutes.js';
+import { TEMPLATE_ROUTES, type TemplateRouteName } from './templateRoutes.js';
 
 export type RouteName =
   | SuppressionRouteName
@@ -16,7 +17,8 @@ export type RouteName =
   | 'retry'
   | 'raiseGroup'
   | 'health'
-  | 'openapi';
+  | 'openapi'
+  | TemplateRouteName;
 
 export interface ApiRoute {
   readonly name: RouteName;
@@ -38,6 +40,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { name: 'health', method: 'GET', path: '/health', authorized: false },
   { name: 'openapi', method: 'GET', path: '/openapi.json', authorized: false },
   ...SUPPRESSION_ROUTES,
+  ...TEMPLATE_ROUTES,
 ];
 
 export type RouteResolution =

@@ -13,6 +13,7 @@ import {
   RELAY_CONTROL_MESSAGE,
 } from './headerSafety.js';
 import { LIMITS } from './requestLimits.js';
+import { TemplateDataSchema, TemplateRefSchema } from './templateRequests.js';
 import { parseZonedTimestamp } from './timestamps.js';
 
 /*
@@ -184,83 +185,170 @@ const Group = z.strictObject({ key: GroupKeySchema, version: GroupVersion }).met
   description: 'Freshness guard: the message is not sent once a higher version of its group exists.',
 });
 
+/** The fields every enqueue has, whatever its content: the addresses, then the rest. */
+const enqueueAddresses = {
+  to: RecipientList,
+  cc: RecipientList,
+  bcc: RecipientList,
+  from: Address.nullish().meta({
+    description: 'Defaults to POSTDATE_DEFAULT_FROM; must match POSTDATE_ALLOWED_FROM.',
+  }),
+  reply_to: Address.nullish(),
+};
+
+const enqueueDelivery = {
+  headers: Headers.nullish(),
+  send_at: Timestamp.nullish().meta({
+    description: 'When to send; a past time means now. At most POSTDATE_MAX_HORIZON_DAYS ahead.',
+  }),
+  delay_seconds: z.int('must be a whole number of seconds').min(0, 'must be at least 0').nullish(),
+  not_after: Timestamp.nullish().meta({ description: 'Deadline: past it the message expires unsent.' }),
+  group: Group.nullish(),
+  on_ambiguous: z.enum(['retry', 'hold']).nullish(),
+  tags: Tags.nullish(),
+  metadata: Metadata.nullish(),
+};
+
+/** The content of an inline message. */
+const inlineContent = {
+  subject: Subject,
+  text: z.string().nullish(),
+  html: z.string().nullish(),
+};
+
+/** The content of a template message (DESIGN §10): rendered at send time from the pinned version. */
+const templateContent = {
+  template: TemplateRefSchema,
+  data: TemplateDataSchema.nullish().meta({ description: "The template's variables; default `{}`." }),
+};
+
+/** What one enqueue must satisfy whatever its form (recipients, times, label sizes). */
+function envelopeRules(
+  body: {
+    to?: readonly string[] | null;
+    cc?: readonly string[] | null;
+    bcc?: readonly string[] | null;
+    send_at?: string | null;
+    delay_seconds?: number | null;
+    tags?: Readonly<Record<string, string>> | null;
+    metadata?: Readonly<Record<string, string>> | null;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const recipients = (body.to?.length ?? 0) + (body.cc?.length ?? 0) + (body.bcc?.length ?? 0);
+  if (recipients === 0)
+    ctx.addIssue({
+      code: 'custom',
+      message: 'at least one recipient (to, cc or bcc) is required',
+      path: ['to'],
+    });
+  if (recipients > LIMITS.maxRecipients)
+    ctx.addIssue({
+      code: 'custom',
+      message: `at most ${LIMITS.maxRecipients} recipients in to, cc and bcc together`,
+      path: ['to'],
+    });
+  if (body.send_at != null && body.delay_seconds != null)
+    ctx.addIssue({
+      code: 'custom',
+      message: 'give send_at or delay_seconds, not both',
+      path: ['delay_seconds'],
+    });
+  const labels = JSON.stringify({ tags: body.tags ?? {}, metadata: body.metadata ?? {} });
+  if (new TextEncoder().encode(labels).length > LIMITS.maxTagsAndMetadataBytes)
+    ctx.addIssue({
+      code: 'custom',
+      message: `tags and metadata together must be at most ${LIMITS.maxTagsAndMetadataBytes} bytes of JSON`,
+      path: ['metadata'],
+    });
+}
+
+/**
+ * The enqueue body as it is validated: one object with both forms' fields, so that every mistake
+ * gets its own field error (a template and a subject together, a subject missing) rather than a
+ * union's "matches neither". The OpenAPI document shows the two forms as EnqueueBodyDocumentSchema.
+ */
 export const EnqueueBodySchema = z
   .strictObject({
-    to: RecipientList,
-    cc: RecipientList,
-    bcc: RecipientList,
-    from: Address.nullish().meta({
-      description: 'Defaults to POSTDATE_DEFAULT_FROM; must match POSTDATE_ALLOWED_FROM.',
-    }),
-    reply_to: Address.nullish(),
-    subject: Subject,
-    text: z.string().nullish(),
-    html: z.string().nullish(),
-    headers: Headers.nullish(),
-    send_at: Timestamp.nullish().meta({
-      description: 'When to send; a past time means now. At most POSTDATE_MAX_HORIZON_DAYS ahead.',
-    }),
-    delay_seconds: z.int('must be a whole number of seconds').min(0, 'must be at least 0').nullish(),
-    not_after: Timestamp.nullish().meta({ description: 'Deadline: past it the message expires unsent.' }),
-    group: Group.nullish(),
-    on_ambiguous: z.enum(['retry', 'hold']).nullish(),
-    tags: Tags.nullish(),
-    metadata: Metadata.nullish(),
+    ...enqueueAddresses,
+    subject: Subject.nullish(),
+    text: inlineContent.text,
+    html: inlineContent.html,
+    ...enqueueDelivery,
+    template: TemplateRefSchema.nullish(),
+    data: templateContent.data,
   })
   .superRefine((body, ctx) => {
-    const recipients = (body.to?.length ?? 0) + (body.cc?.length ?? 0) + (body.bcc?.length ?? 0);
-    if (recipients === 0)
-      ctx.addIssue({
-        code: 'custom',
-        message: 'at least one recipient (to, cc or bcc) is required',
-        path: ['to'],
-      });
-    if (recipients > LIMITS.maxRecipients)
-      ctx.addIssue({
-        code: 'custom',
-        message: `at most ${LIMITS.maxRecipients} recipients in to, cc and bcc together`,
-        path: ['to'],
-      });
+    envelopeRules(body, ctx);
+    if (body.template != null) {
+      for (const field of ['subject', 'text', 'html'] as const) {
+        if (body[field] != null)
+          ctx.addIssue({
+            code: 'custom',
+            message: 'give a template or subject/text/html, not both',
+            path: [field],
+          });
+      }
+      return;
+    }
+    if (body.data != null)
+      ctx.addIssue({ code: 'custom', message: 'is only given with a template', path: ['data'] });
+    if (body.subject == null) ctx.addIssue({ code: 'custom', message: 'is required', path: ['subject'] });
     if (!body.text && !body.html)
       ctx.addIssue({ code: 'custom', message: 'text or html is required', path: ['text'] });
-    if (body.send_at != null && body.delay_seconds != null)
-      ctx.addIssue({
-        code: 'custom',
-        message: 'give send_at or delay_seconds, not both',
-        path: ['delay_seconds'],
-      });
-    const labels = JSON.stringify({ tags: body.tags ?? {}, metadata: body.metadata ?? {} });
-    if (new TextEncoder().encode(labels).length > LIMITS.maxTagsAndMetadataBytes)
-      ctx.addIssue({
-        code: 'custom',
-        message: `tags and metadata together must be at most ${LIMITS.maxTagsAndMetadataBytes} bytes of JSON`,
-        path: ['metadata'],
-      });
   })
   .meta({
-    id: 'EnqueueRequest',
-    description: `An email to send later (DESIGN §3). At most ${LIMITS.maxRecipients} recipients in to, cc and bcc together, and tags and metadata at most ${LIMITS.maxTagsAndMetadataBytes} bytes of JSON together: JSON Schema cannot say these, the server checks them.`,
-    allOf: [
-      {
-        description: 'At least one recipient (to, cc or bcc).',
-        anyOf: [NON_EMPTY('to'), NON_EMPTY('cc'), NON_EMPTY('bcc')],
-      },
-      {
-        description: 'text or html.',
-        anyOf: ['text', 'html'].map((field) => ({
-          required: [field],
-          properties: { [field]: { type: 'string', minLength: 1 } },
-        })),
-      },
-      {
-        description: 'send_at or delay_seconds, not both.',
-        not: {
-          required: ['send_at', 'delay_seconds'],
-          properties: { send_at: { type: 'string' }, delay_seconds: { type: 'integer' } },
-        },
-      },
-    ],
+    description: 'The enqueue body as validated; the OpenAPI document shows it as EnqueueBodyDocumentSchema.',
   });
+
+/** What JSON Schema can say of every enqueue body (the document's `allOf` on each form). */
+const ENVELOPE_RULES = [
+  {
+    description: 'At least one recipient (to, cc or bcc).',
+    anyOf: [NON_EMPTY('to'), NON_EMPTY('cc'), NON_EMPTY('bcc')],
+  },
+  {
+    description: 'send_at or delay_seconds, not both.',
+    not: {
+      required: ['send_at', 'delay_seconds'],
+      properties: { send_at: { type: 'string' }, delay_seconds: { type: 'integer' } },
+    },
+  },
+];
+
+const TEXT_OR_HTML = {
+  description: 'text or html.',
+  anyOf: ['text', 'html'].map((field) => ({
+    required: [field],
+    properties: { [field]: { type: 'string', minLength: 1 } },
+  })),
+};
+
+const InlineEnqueueSchema = z
+  .strictObject({ ...enqueueAddresses, ...inlineContent, ...enqueueDelivery })
+  .meta({
+    id: 'InlineEnqueueRequest',
+    description: 'An email to send later with its content (DESIGN §3): `text` or `html` or both.',
+    allOf: [...ENVELOPE_RULES, TEXT_OR_HTML],
+  });
+
+const TemplateEnqueueSchema = z
+  .strictObject({ ...enqueueAddresses, ...templateContent, ...enqueueDelivery })
+  .meta({
+    id: 'TemplateEnqueueRequest',
+    description: 'An email to send later, built at send time from a stored template and `data` (DESIGN §10).',
+    allOf: ENVELOPE_RULES,
+  });
+
+/**
+ * The enqueue body for the OpenAPI document: exactly one of the two forms (`oneOf`), built from the
+ * same field schemas that EnqueueBodySchema validates with.
+ */
+export const EnqueueBodyDocumentSchema = z.union([InlineEnqueueSchema, TemplateEnqueueSchema]).meta({
+  id: 'EnqueueRequest',
+  description: `An email to send later (DESIGN §3): its content inline (\`subject\`, \`text\`, \`html\`), or a stored \`template\` and its \`data\` — not both. At most ${LIMITS.maxRecipients} recipients in to, cc and bcc together, and tags and metadata at most ${LIMITS.maxTagsAndMetadataBytes} bytes of JSON together: JSON Schema cannot say these, the server checks them.`,
+  _internal: { unionPreferredType: 'oneOf', refId: 'EnqueueRequest' },
+} as Record<string, unknown>);
 
 export const RescheduleBodySchema = z
   .strictObject({ send_at: Timestamp })

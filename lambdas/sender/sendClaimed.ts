@@ -26,6 +26,7 @@ import {
 } from './copyRun.js';
 import { ack, type CopyVerdict, keep, SHORT_RETRY_SECONDS } from './copyVerdict.js';
 import { screenSuppressed, settleSuppressed, suppressHardBounces } from './suppressedRecipients.js';
+import { sendableBody, unrenderableRecord } from './templateBody.js';
 import { writeUntilLanded } from './writeUntilLanded.js';
 
 /**
@@ -81,6 +82,29 @@ export async function sendClaimed(
     );
     return settled(run, result, 'failed (no body)', SENDER_METRIC.failed);
   }
+  // A template message is rendered here, from its pinned version (DESIGN §10).
+  const sendable = await sendableBody(deps.templates, claimed.tenant, body);
+  if (sendable.kind === 'read-failed') return release(run, claimed, owner, sendable.error);
+  if (sendable.kind === 'unrenderable') {
+    const unrenderable = unrenderableRecord(deps.now(), sendable.reason);
+    const result = await deps.store.recordOutcome({
+      claimed,
+      owner,
+      to: 'failed',
+      now: deps.now(),
+      attempt: unrenderable.attempt,
+      lastError: unrenderable.lastError,
+      retentionDays: deps.settings.retentionDays,
+      attempts: claimed.attempts,
+      recipients: progressOf(claimed),
+    });
+    deps.log.error(
+      'sender could not render a template message',
+      logContext(run, { template: body.template?.name }),
+    );
+    return settled(run, result, 'failed (template did not render)', SENDER_METRIC.failed);
+  }
+  body = sendable.body;
 
   const recipients = recipientList(body);
   // Suppressions (DESIGN §12): read at send time, not at enqueue; a failed read gives the claim back.

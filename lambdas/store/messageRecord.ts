@@ -1,6 +1,7 @@
 import type { GroupRef } from '../core/enqueueRequest.js';
 import { isMessageStatus, type MessageStatus } from '../core/messageStatus.js';
 import type { ErrorClass } from '../core/postdateError.js';
+import type { PinnedTemplate } from '../core/templateRequests.js';
 import { INDEX_SHARDS, ITEM_SORT_KEY, KEY, PARTITION_PREFIX } from './tableLayout.js';
 
 /**
@@ -51,6 +52,8 @@ export interface MessageStateRecord {
   readonly on_ambiguous: 'retry' | 'hold';
   readonly tags: Readonly<Record<string, string>>;
   readonly metadata: Readonly<Record<string, string>>;
+  /** A template message's template and pinned version (DESIGN §10); absent on an inline message. */
+  readonly template?: PinnedTemplate;
   /**
    * The request's fingerprint, as on the body: a replay is told from a reused key by it for as long
    * as the state record lives, even after the body expired. Absent on records written before it.
@@ -114,10 +117,15 @@ export interface MessageBodyRecord {
   readonly cc: readonly string[];
   readonly bcc: readonly string[];
   readonly reply_to: string | null;
+  /** '' on a template message: its subject, text and html are rendered at send time. */
   readonly subject: string;
   readonly text: string | null;
   readonly html: string | null;
   readonly headers: Readonly<Record<string, string>>;
+  /** A template message's template and pinned version (DESIGN §10). */
+  readonly template?: PinnedTemplate;
+  /** A template message's data, as the JSON text it was given in (kept exactly; no DynamoDB number limits). */
+  readonly data_json?: string;
   readonly expires_at?: number;
 }
 

@@ -12,6 +12,8 @@ export const ITEM_SORT_KEY = {
   messageBody: 'BODY',
   groupHead: 'HEAD',
   apiKey: 'APIKEY',
+  /** A template version's sort key is this and the version, zero-padded (store/templateStore.ts). */
+  templateVersion: 'V#',
 } as const;
 
 /** Partition-key prefixes, one per item kind. */
@@ -21,6 +23,10 @@ export const PARTITION_PREFIX = {
   apiKey: 'APIKEY#',
   /** A tenant's suppression list (DESIGN §12): `SUPP#{tenant}#{shard}`, sort key = the address. */
   suppression: 'SUPP#',
+  /** One partition per tenant: its template heads, sort key = the template's name. */
+  templateHeads: 'TPLS#',
+  /** One partition per template: its versions. */
+  templateVersions: 'TPL#',
 } as const;
 
 /**

@@ -4,6 +4,7 @@ import { buildOpenApiDocument } from '../../lambdas/api/openapi.js';
 import type { ApiStore } from '../../lambdas/ports/ApiStore.js';
 import type { Log } from '../../lambdas/ports/Log.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
+import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
 import {
   assertDocumentedResponse,
@@ -96,6 +97,7 @@ export async function apiHarness(
   const handle = documentedHandler(
     createApiHandler({
       store: options.wrapStore ? options.wrapStore(store) : store,
+      templates: new DynamoTemplateStore(documents, tableName),
       config: {
         allowedFrom: options.allowedFrom ?? ['*@example.com'],
         defaultFrom: 'postdate@example.com',

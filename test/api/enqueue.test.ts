@@ -61,6 +61,7 @@ describe('POST /v1/messages (enqueue)', () => {
       last_error: null,
       provider_message_id: null,
       recipients: { accepted: 0, pending: 1, rejected: 0, suppressed: 0 },
+      template: null,
       group: null,
       tags: { kind: 'campaign-approved' },
       metadata: { campaign_id: '42' },

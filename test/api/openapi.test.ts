@@ -51,18 +51,28 @@ describe('the OpenAPI document', () => {
   it('is OpenAPI 3.1 with the request schemas generated from the validating zod schemas', () => {
     const document = buildOpenApiDocument();
     expect(document.openapi).toBe('3.1.0');
-    const enqueue = document.components?.schemas?.EnqueueRequest as {
-      properties: Record<string, unknown>;
-      additionalProperties: unknown;
-    };
-    expect(Object.keys(enqueue.properties).sort()).toEqual(Object.keys(EnqueueBodySchema.shape).sort());
+    // Two forms (DESIGN §3, §10): exactly one of inline content or a template, together the fields
+    // the validating schema knows.
+    const schemas = document.components?.schemas ?? {};
+    const enqueue = schemas.EnqueueRequest as { oneOf: { $ref: string }[] };
+    expect(enqueue.oneOf.map((ref) => ref.$ref)).toEqual([
+      '#/components/schemas/InlineEnqueueRequest',
+      '#/components/schemas/TemplateEnqueueRequest',
+    ]);
+    const forms = ['InlineEnqueueRequest', 'TemplateEnqueueRequest'].map(
+      (name) => schemas[name] as { properties: Record<string, unknown>; additionalProperties: unknown },
+    );
+    const documented = new Set(forms.flatMap((form) => Object.keys(form.properties)));
+    expect([...documented].sort()).toEqual(Object.keys(EnqueueBodySchema.shape).sort());
+    expect(Object.keys(forms[0]?.properties ?? {})).not.toContain('template');
+    expect(Object.keys(forms[1]?.properties ?? {})).not.toContain('subject');
     // Strict objects: unknown fields are rejected, and the document says so.
-    expect(enqueue.additionalProperties).toBe(false);
+    for (const form of forms) expect(form.additionalProperties).toBe(false);
   });
 
   it('describes the refusal of every relay-control header, on the headers field and the 400', () => {
     const document = buildOpenApiDocument();
-    const enqueue = document.components?.schemas?.EnqueueRequest as {
+    const enqueue = document.components?.schemas?.InlineEnqueueRequest as {
       properties: Record<string, { description?: string }>;
     };
     const description = enqueue.properties.headers?.description ?? '';

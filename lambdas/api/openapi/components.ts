@@ -88,7 +88,8 @@ export const json = (schema: z.ZodType) => ({ 'application/json': { schema } });
 /** The response headers Postdate sends, each declared once and referenced where it is sent. */
 export const RESPONSE_HEADERS: Readonly<Record<HeaderName, HeaderDeclaration>> = {
   Location: {
-    description: 'The message: `/v1/messages/{id}`.',
+    description:
+      'The resource the answer is about: `/v1/messages/{id}`, or a template version `/v1/templates/{name}/versions/{version}`.',
     required: true,
     schema: { type: 'string', example: `/v1/messages/${EXAMPLE_MESSAGE_ID}` },
   },

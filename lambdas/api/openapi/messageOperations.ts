@@ -9,7 +9,7 @@ import { IDEMPOTENCY_KEY_PATTERN } from '../../core/identifiers.js';
 import { MESSAGE_ID_PATTERN } from '../../core/ids.js';
 import { LIMITS } from '../../core/requestLimits.js';
 import {
-  EnqueueBodySchema,
+  EnqueueBodyDocumentSchema,
   GroupKeySchema,
   GroupVersionBodySchema,
   RescheduleBodySchema,
@@ -77,6 +77,9 @@ const MessageSchema = z
         description:
           'Recipients one by one: accepted by the relay (never sent again), pending (deferred with a 4xx, retried), rejected for good (5xx).',
       }),
+    template: z.object({ name: z.string(), version: z.int() }).nullable().meta({
+      description: 'A template message: its template and the version it was pinned to (DESIGN §10).',
+    }),
     group: z.object({ key: z.string(), version: z.int() }).nullable(),
     tags: z.record(z.string(), z.string()),
     metadata: z.record(z.string(), z.string()),
@@ -131,7 +134,7 @@ export const MESSAGE_OPERATIONS = {
           example: 'campaign-42-approved',
         }),
       }),
-      body: { content: json(EnqueueBodySchema), required: true },
+      body: { content: json(EnqueueBodyDocumentSchema), required: true },
     },
     responses: {
       202: jsonResponse('Accepted and stored.', MessageSchema, { headers: ['Location'] }),
@@ -141,7 +144,9 @@ export const MESSAGE_OPERATIONS = {
       400: problemResponse(
         'Invalid request: `errors` names each field. A missing or invalid Idempotency-Key is a 400 too. A header that controls the relay (X-SES-*, X-SMTPAPI, …: see `headers`) is refused here.',
       ),
-      422: problemResponse('The Idempotency-Key was used with a different body.'),
+      422: problemResponse(
+        'The Idempotency-Key was used with a different body; or the template cannot be used (missing, archived, no such version) or the message does not render with its data (`errors` names each variable or field).',
+      ),
     },
   },
   list: {
