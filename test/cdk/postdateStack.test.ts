@@ -444,6 +444,12 @@ describe('api: the HTTP API', () => {
       'GET /v1/suppressions',
       'PUT /v1/suppressions/{address}',
       'DELETE /v1/suppressions/{address}',
+      'PUT /v1/templates/{name}',
+      'GET /v1/templates',
+      'GET /v1/templates/{name}',
+      'GET /v1/templates/{name}/versions/{version}',
+      'DELETE /v1/templates/{name}',
+      'POST /v1/templates/{name}/render',
     ];
     const routeKeys = Object.values(template.findResources('AWS::ApiGatewayV2::Route')).map(
       (route) => (route.Properties as { RouteKey: string }).RouteKey,
