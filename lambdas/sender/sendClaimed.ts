@@ -64,18 +64,7 @@ export async function sendClaimed(
   }
   const fault = bodyFault(claimed.fingerprint, body);
   if (body === undefined || fault !== undefined) {
-    const missing = missingBodyRecord(deps.now());
-    const result = await deps.store.recordOutcome({
-      claimed,
-      owner,
-      to: 'failed',
-      now: deps.now(),
-      attempt: missing.attempt,
-      lastError: missing.lastError,
-      retentionDays: deps.settings.retentionDays,
-      attempts: claimed.attempts,
-      recipients: progressOf(claimed),
-    });
+    const result = await failUnsent(run, claimed, owner, missingBodyRecord(deps.now()));
     deps.log.error(
       fault === 'foreign' ? 'sender found a body of another request' : 'sender found no body for a message',
       logContext(run, {}),
@@ -86,18 +75,7 @@ export async function sendClaimed(
   const sendable = await sendableBody(deps.templates, claimed.tenant, body);
   if (sendable.kind === 'read-failed') return release(run, claimed, owner, sendable.error);
   if (sendable.kind === 'unrenderable') {
-    const unrenderable = unrenderableRecord(deps.now(), sendable.reason);
-    const result = await deps.store.recordOutcome({
-      claimed,
-      owner,
-      to: 'failed',
-      now: deps.now(),
-      attempt: unrenderable.attempt,
-      lastError: unrenderable.lastError,
-      retentionDays: deps.settings.retentionDays,
-      attempts: claimed.attempts,
-      recipients: progressOf(claimed),
-    });
+    const result = await failUnsent(run, claimed, owner, unrenderableRecord(deps.now(), sendable.reason));
     deps.log.error(
       'sender could not render a template message',
       logContext(run, { template: body.template?.name }),
@@ -140,6 +118,30 @@ export async function sendClaimed(
   const verdict = await recordOutcome(run, claimed, owner, outcome, decision, email.envelope);
   await suppressHardBounces(run, claimed, outcome, email.envelope);
   return verdict;
+}
+
+/**
+ * A message that can never be sent as stored (no body, a template that does not render) is
+ * `failed` under the lease, without an SMTP transaction: its attempt count and recipients stay.
+ */
+function failUnsent(
+  run: CopyRun,
+  claimed: MessageStateRecord,
+  owner: string,
+  record: ReturnType<typeof missingBodyRecord>,
+) {
+  const { deps } = run;
+  return deps.store.recordOutcome({
+    claimed,
+    owner,
+    to: 'failed',
+    now: deps.now(),
+    attempt: record.attempt,
+    lastError: record.lastError,
+    retentionDays: deps.settings.retentionDays,
+    attempts: claimed.attempts,
+    recipients: progressOf(claimed),
+  });
 }
 
 /** A read failed after the claim and before MAIL FROM: the record goes back to waiting, unattempted. */
