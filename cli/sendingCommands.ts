@@ -10,9 +10,9 @@ import type { Command } from 'commander';
 import { type PauseCommand, pauseAfter, type SendingGateState } from '../lambdas/core/relayBreaker.js';
 import type { SendingGateStore } from '../lambdas/ports/SendingGate.js';
 import { DynamoSendingGate } from '../lambdas/store/sendingGate.js';
-import { CliError, EXIT, type ExitCode, UsageError } from './cliErrors.js';
-import { type Output, paint, printFields, terminalOutput } from './output.js';
-import { openTarget, type TargetOptions } from './target.js';
+import { CliError, EXIT, UsageError } from './cliErrors.js';
+import type { CommandAction, CommandContext } from './commandAction.js';
+import { type Output, paint, printFields } from './output.js';
 
 export interface SendingDeps {
   readonly gate: SendingGateStore;
@@ -124,7 +124,11 @@ export function render(gate: SendingGateState, out: Output): void {
 }
 
 /** Registers `postdate sending …` (one line in cli/postdate.ts). */
-export function registerSendingCommands(program: Command): void {
+export function registerSendingCommands(program: Command, action: CommandAction): void {
+  const deps = ({ target, now }: CommandContext): SendingDeps => ({
+    gate: new DynamoSendingGate(target.documents, target.refs.tableName),
+    now,
+  });
   const sending = program
     .command('sending')
     .description('pause and resume sending (all, or one tags.kind); the relay breaker and the pauses');
@@ -134,48 +138,28 @@ export function registerSendingCommands(program: Command): void {
     .option('--kind <kind>', 'only messages whose tags.kind is this (others keep flowing)')
     .option('--reason <text>', 'why, shown by `sending status`')
     .action(
-      run((deps, out, options: { kind?: string; reason?: string }) => sendingPause(deps, options, out)),
+      action(async (context, options: { kind?: string; reason?: string }) => {
+        await sendingPause(deps(context), options, context.out);
+        return EXIT.ok;
+      }),
     );
   sending
     .command('resume')
     .description('let held messages go: everything, or one kind (also out of a pause of everything)')
     .option('--kind <kind>', 'only this tags.kind')
-    .action(run((deps, out, options: { kind?: string }) => sendingResume(deps, options, out)));
+    .action(
+      action(async (context, options: { kind?: string }) => {
+        await sendingResume(deps(context), options, context.out);
+        return EXIT.ok;
+      }),
+    );
   sending
     .command('status')
     .description('the relay breaker (closed, open, half-open) and what is paused')
-    .action(run((deps, out) => sendingStatus(deps, out)));
-}
-
-function run<Options>(
-  body: (deps: SendingDeps, out: Output, options: Options) => Promise<unknown>,
-): (options: Options, command: Command) => Promise<void> {
-  return async (options, command) => {
-    const globals = command.optsWithGlobals<TargetOptions & { json?: boolean }>();
-    const out = terminalOutput({ json: globals.json === true });
-    let target: ReturnType<typeof openTarget> | undefined;
-    try {
-      target = openTarget(globals);
-      await body(
-        { gate: new DynamoSendingGate(target.documents, target.refs.tableName), now: () => new Date() },
-        out,
-        options,
-      );
-      process.exitCode = EXIT.ok;
-    } catch (error) {
-      process.exitCode = failure(error, out);
-    } finally {
-      target?.dynamodb.destroy();
-      target?.sqs.destroy();
-    }
-  };
-}
-
-function failure(error: unknown, out: Output): ExitCode {
-  if (error instanceof CliError) {
-    out.warn(`postdate: ${error.message}`);
-    return error.exitCode;
-  }
-  out.warn(`postdate: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
-  return EXIT.failed;
+    .action(
+      action(async (context) => {
+        await sendingStatus(deps(context), context.out);
+        return EXIT.ok;
+      }),
+    );
 }

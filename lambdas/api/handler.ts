@@ -13,6 +13,7 @@ import {
 } from '../adapters/explicitEnvironment.js';
 import { configTargetOf, loadConfig, loadResourceNames } from '../core/config.js';
 import { DynamoApiStore } from '../store/apiStore.js';
+import { DynamoTemplateStore } from '../store/templateStore.js';
 import { type ApiEvent, type ApiResult, createApiHandler } from './createApiHandler.js';
 
 /** The api function once wired: one API Gateway event in, one response out. */
@@ -35,6 +36,7 @@ export function wireApi(env: Environment, logger: Logger): ApiHandler {
   });
   return createApiHandler({
     store: new DynamoApiStore(documents, names.tableName),
+    templates: new DynamoTemplateStore(documents, names.tableName),
     config,
     now: () => new Date(),
     // Message ids take their random part from here: a CSPRNG, not Math.random.

@@ -14,6 +14,7 @@ import { NO_METRICS, type SenderMetrics } from '../ports/SenderMetrics.js';
 import type { SmtpCredentialsSource } from '../ports/SmtpCredentialsSource.js';
 import { DynamoSenderStore } from '../store/senderTransitions.js';
 import { DynamoSendingGate } from '../store/sendingGate.js';
+import { DynamoTemplateStore } from '../store/templateStore.js';
 import { type SenderDependencies, senderSettings } from './createSenderHandler.js';
 import { RelayGate } from './relayGate.js';
 
@@ -48,7 +49,13 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
   const queue = new SqsDispatchQueue(wiring.sqs, queueUrl);
   return {
     store: new DynamoSenderStore(wiring.documents, names.tableName),
-    mailer: new NodemailerMailer({ ...relay, messageIdDomain: config.messageIdDomain }),
+    templates: new DynamoTemplateStore(wiring.documents, names.tableName),
+    mailer: new NodemailerMailer({
+      ...relay,
+      messageIdDomain: config.messageIdDomain,
+      maxMessagesPerSession: config.smtpSessionMaxMessages,
+      maxSessionAgeMs: config.smtpSessionMaxAgeSeconds * 1000,
+    }),
     relayGate: new RelayGate({
       store: new DynamoSendingGate(wiring.documents, names.tableName),
       probe: new NodemailerRelayProbe(relay),

@@ -125,4 +125,15 @@ describe('the app synthesizes offline, with real bundling and no AWS credentials
     const report = JSON.parse(stdout) as Record<string, string>;
     expect(Object.values(report), stdout).toEqual(bundles.map(() => 'function'));
   });
+
+  it("bundles the functions' own credential chain, not the SDK's (its SSO and ini links never answer in Lambda)", async () => {
+    const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
+    for (const r of functions) {
+      const key = (r.Properties.Code as { S3Key: string }).S3Key;
+      const bundle = await readFile(join(outdir, `asset.${key.replace(/\.zip$/, '')}`, 'index.mjs'), 'utf8');
+      // The SDK chain's debug lines name each link; the replacement names none.
+      expect(bundle).not.toContain('defaultProvider::fromSSO');
+      expect(bundle).not.toContain('defaultProvider::fromIni');
+    }
+  });
 });
