@@ -28,6 +28,8 @@ export const BREAKER_SETTINGS: BreakerSettings = { probeIntervalMs: 1000, probeT
 
 export interface BreakerWorld extends SenderWorld {
   readonly outage: RelayOutage;
+  /** The senders' own mailers, closed with the world (a closed pool opens no session again). */
+  readonly senderMailers: NodemailerMailer[];
 }
 
 export async function startBreakerWorld(): Promise<BreakerWorld> {
@@ -42,13 +44,16 @@ export async function startBreakerWorld(): Promise<BreakerWorld> {
     timeouts: FAST_SMTP_TIMEOUTS,
   };
   const mailer = new NodemailerMailer({ ...relay, messageIdDomain: 'mail.test' });
+  const senderMailers: NodemailerMailer[] = [];
   return {
     tableName,
     documents: documentClient(),
     smtp,
     mailer,
     outage,
+    senderMailers,
     async close() {
+      for (const senderMailer of senderMailers.splice(0)) await senderMailer.close();
       await mailer.close();
       await outage.close();
       await smtp.close();
@@ -76,7 +81,6 @@ export async function createBreakerRig(
     settings: { ...TEST_SETTINGS, ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}) },
   });
   const gateStore = new DynamoSendingGate(world.documents, world.tableName);
-  const mailers: NodemailerMailer[] = [];
   const sender = (): SenderHandler => {
     const mailer = new NodemailerMailer({
       host: world.outage.host,
@@ -87,7 +91,7 @@ export async function createBreakerRig(
       credentials: environmentSmtpCredentials({ user: undefined, pass: undefined }),
       timeouts: FAST_SMTP_TIMEOUTS,
     });
-    mailers.push(mailer);
+    world.senderMailers.push(mailer);
     const now = () => new Date();
     return rig.newHandler({
       mailer,
@@ -133,7 +137,6 @@ export async function createBreakerRig(
         );
         rounds++;
       }
-      for (const mailer of mailers.splice(0)) await mailer.close();
       return rounds;
     },
   };

@@ -232,7 +232,7 @@ describe('the relay circuit breaker', () => {
     }
     expect((await rig.gateStore.read()).pause).toMatchObject({ kinds: {} });
     expect(NOT_PAUSED.version).toBe(0);
-  });
+  }, 60_000);
 
   it('the probe token probes when no copy arrives, and a stale token is dropped', async () => {
     const rig = await createBreakerRig(world);
