@@ -6,6 +6,7 @@ import { writeCharts } from './chart.js';
 import { coldStart } from './coldStart.js';
 import { cost } from './cost.js';
 import { enqueueLatency } from './enqueueLatency.js';
+import { outage } from './outage.js';
 import { peer } from './peer.js';
 import { precision } from './precision.js';
 import { scale } from './scale.js';
@@ -28,6 +29,7 @@ const BENCHMARKS: Record<string, (options: BenchOptions) => Promise<BenchResult>
   precision,
   peer,
   scale,
+  outage,
 };
 
 // The SDK's "Node 22 soon" notice (this machine runs Node 20) is noise in a benchmark's output.

@@ -18,6 +18,11 @@ async function main(argv: readonly string[]): Promise<number> {
     )
     .option('--kills <n>', 'SIGKILLs of the stack (including the one ending the AUTH-failure phase)', '3')
     .option('--auth-failure-seconds <n>', 'how long the first stack logs in with a wrong SMTP password', '8')
+    .option(
+      '--relay-outage-seconds <n>',
+      'a relay outage (421 at the greeting) this long, once sending is under way',
+      '20',
+    )
     .option('--smtp-fault-rate <r>', 'fraction of SMTP transactions with a 4xx/5xx/drop fault', '0.12')
     .option('--stall-rate <r>', 'fraction of SMTP transactions that stall past the timeout', '0.003')
     .option('--slow-relay-rate <r>', 'fraction of SMTP transactions answered 20–35 s after the dot', '0.005')
@@ -67,6 +72,7 @@ async function main(argv: readonly string[]): Promise<number> {
     ),
     kills: Number(opts.kills),
     authFailureSeconds: Number(opts.authFailureSeconds),
+    relayOutageSeconds: Number(opts.relayOutageSeconds),
     smtpFaultRate: Number(opts.smtpFaultRate),
     stallRate: Number(opts.stallRate),
     slowRelayRate: Number(opts.slowRelayRate),

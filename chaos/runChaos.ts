@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startSmtpServer, type TestSmtpServer } from '../local/smtp/controllableSmtpServer.js';
+import { startRelayOutage } from '../local/smtp/relayOutage.js';
 import { compressedTime } from './chaosTiming.js';
 import { type CheckResult, checkRun } from './checker.js';
 import { checkerInput } from './checkerInput.js';
@@ -49,6 +50,12 @@ export interface ChaosOptions {
   readonly kills: number;
   /** Run the first stack process with a wrong SMTP password for this long (0: none). */
   readonly authFailureSeconds: number;
+  /**
+   * A relay outage (issue 19 §1): once the relay has seen its first ten transactions, it answers every
+   * connection 421 for this many seconds (0: none). No message may be dead or lost because of it.
+   * @default 0
+   */
+  readonly relayOutageSeconds?: number;
   readonly smtpFaultRate: number;
   /** Stalls are costly (each ties a connection up for the reply timeout or longer): their own rate. */
   readonly stallRate: number;
@@ -121,6 +128,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
     onMoment: (moment) => moments.onMoment(moment),
   });
 
+  // In front of the tap: the relay outage phase answers 421 at the greeting, so nothing reaches the tap.
+  const outage = await startRelayOutage({ targetHost: tap.host, targetPort: tap.port });
+
   let authPhase = options.authFailureSeconds > 0;
   // The sender's DynamoDB faults, wherever it runs (the stack process, or the sender process and
   // its sandboxes, whose preload reads them from the environment).
@@ -134,8 +144,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
     ...(options.maxSendRate === undefined ? {} : { POSTDATE_MAX_SEND_RATE: String(options.maxSendRate) }),
   };
   const smtpEnv = () => ({
-    SMTP_HOST: tap.host,
-    SMTP_PORT: String(tap.port),
+    SMTP_HOST: outage.host,
+    SMTP_PORT: String(outage.port),
     SMTP_USER,
     SMTP_PASS: authPhase ? 'chaos-wrong-password' : SMTP_PASSWORD,
     POWERTOOLS_LOG_LEVEL: 'ERROR',
@@ -200,6 +210,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
     );
     const senderKilling = killSenders(killing, senderKills, moments, killFigures);
 
+    const outageSeconds = options.relayOutageSeconds ?? 0;
+    const outagePhase = (async () => {
+      if (outageSeconds <= 0) return;
+      // Once sending is under way (the tap saw its first transactions), so the outage meets traffic.
+      const begin = Date.now();
+      while (tap.transactions().length < 10 && Date.now() - begin < 120_000) await sleep(200);
+      await outage.set('down');
+      log(`chaos: relay outage begins (${outageSeconds} s of 421 at the greeting)`);
+      await sleep(outageSeconds * 1000);
+      await outage.set('up');
+      log(`chaos: relay outage over; ${outage.connections.down} connection attempts during it`);
+    })();
     await client.enqueueAll(plans, options.concurrency, () => {
       enqueued += 1;
     });
@@ -208,6 +230,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
     );
     await stackKills;
     await senderKilling;
+    await outagePhase;
 
     const deadline = Date.now() + options.deadlineSeconds * 1000;
     let pending = await nonTerminal(stacks);
@@ -267,6 +290,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
   } finally {
     finished = true;
     await stacks.kill().catch(() => undefined);
+    await outage.close();
     await tap.close();
     await smtp.close();
     rmSync(dataDir, { recursive: true, force: true });

@@ -41,6 +41,7 @@ import {
   scheduleFailuresRedrive,
 } from './scheduleFailures/scheduleFailuresRedrive.js';
 import { scheduleFailuresShow } from './scheduleFailures/scheduleFailuresShow.js';
+import { registerSendingCommands } from './sendingCommands.js';
 import { openTargetWithStack } from './stackTarget.js';
 import { registerSuppressionsCommands } from './suppressionsCommands.js';
 import { queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
@@ -484,6 +485,8 @@ export function buildProgram(): Command {
         return ok(reconcileClean(result));
       }),
     );
+
+  registerSendingCommands(program, action);
 
   // --------------------------------------------------------------------------------------------- keys
   const keys = program.command('keys').description('per-tenant API keys');

@@ -9,13 +9,17 @@
  * - an **index check**: the `by_status` index's count for each status against the records' own
  *   statuses, and accepted ids whose record is missing;
  * - the **stuck** list from the sparse `due` index: non-terminal messages overdue by more than the
- *   sweep grace (the sweeper re-dispatches these; a message listed twice in a row is really stuck).
+ *   sweep grace (the sweeper re-dispatches these; a message listed twice in a row is really stuck);
+ * - the **sending gate**: the relay circuit breaker and the operator's pauses. While the relay is
+ *   unavailable or sending is paused, waiting messages are overdue by design, not stuck.
  */
 import { type DynamoDBDocumentClient, QueryCommand, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { isTerminal, MESSAGE_STATUSES, type MessageStatus } from '../lambdas/core/messageStatus.js';
+import type { SendingGateState } from '../lambdas/core/relayBreaker.js';
 import { runWithConcurrency } from '../lambdas/core/runWithConcurrency.js';
 import type { DueCursor, DueEntry, DueIndex } from '../lambdas/ports/DueIndex.js';
 import { byStatusShardPk, byTenantShardPk, idOfCreatedSortKey } from '../lambdas/store/messageRecord.js';
+import { DynamoSendingGate } from '../lambdas/store/sendingGate.js';
 import { readStateRecords } from '../lambdas/store/stateReads.js';
 import { INDEX, INDEX_SHARDS, type IndexDefinition } from '../lambdas/store/tableLayout.js';
 import { UsageError } from './cliErrors.js';
@@ -29,6 +33,7 @@ import {
   printTable,
   statusTone,
 } from './output.js';
+import { render as renderSending } from './sendingCommands.js';
 
 export interface ReconcileDeps {
   readonly documents: DynamoDBDocumentClient;
@@ -83,6 +88,8 @@ export interface ReconcileReport {
     readonly missingRecords: readonly string[];
   };
   readonly stuck: readonly StuckMessage[];
+  /** The relay breaker and the pauses (lambdas/core/relayBreaker.ts), as the senders see them. */
+  readonly sending: SendingGateState;
 }
 
 const DISPATCHED: ReadonlySet<MessageStatus> = new Set([
@@ -143,6 +150,7 @@ export async function reconcile(
   }
 
   const stuck = await stuckMessages(deps, now, tenants, options.tenant !== undefined);
+  const sending = await new DynamoSendingGate(deps.documents, deps.tableName).read();
   const report: ReconcileReport = {
     since,
     now: now.toISOString(),
@@ -159,14 +167,20 @@ export async function reconcile(
       missingRecords,
     },
     stuck,
+    sending,
   };
   render(report, out);
   return report;
 }
 
-/** Whether reconcile found nothing to act on (the entry point's exit code). */
+/**
+ * Whether reconcile found nothing to act on (the entry point's exit code). An open relay breaker
+ * is something to act on (the relay is down); a pause is the operator's own doing.
+ */
 export function reconcileClean(report: ReconcileReport): boolean {
-  return report.stuck.length === 0 && report.indexCheck.consistent;
+  return (
+    report.stuck.length === 0 && report.indexCheck.consistent && report.sending.breaker.state === 'closed'
+  );
 }
 
 // ------------------------------------------------------------------------------------------- reading
@@ -367,6 +381,8 @@ function render(report: ReconcileReport, out: Output): void {
       );
     }
   }
+  out.line('');
+  renderSending(report.sending, out);
   out.line('');
   out.line(paint(out, 'bold', `stuck (non-terminal, overdue by more than ${report.graceSeconds} s)`));
   printTable(

@@ -16,9 +16,9 @@ import {
 } from '../lambdas/core/suppressions.js';
 import type { SuppressionList } from '../lambdas/ports/SuppressionList.js';
 import { DynamoSuppressionList } from '../lambdas/store/suppressionList.js';
-import { CliError, EXIT, type ExitCode, UsageError } from './cliErrors.js';
+import { CliError, EXIT, UsageError } from './cliErrors.js';
+import type { CommandAction, CommandContext } from './commandAction.js';
 import { type Output, printTable } from './output.js';
-import type { Target } from './target.js';
 
 /** The tenant whose key the local stack seeds (local/, `npm start`). */
 export const LOCAL_TENANT = 'local';
@@ -132,20 +132,8 @@ function checkedAddress(address: string): string {
   return validated.value;
 }
 
-/** What a command action gets from cli/postdate.ts (its `Context`, as far as these commands need it). */
-export interface SuppressionsContext {
-  readonly target: Target;
-  readonly out: Output;
-  readonly now: () => Date;
-}
-
-/** cli/postdate.ts's `action`: runs a command with an open target and turns failures into exit codes. */
-export type CommandAction = <Args extends unknown[]>(
-  run: (context: SuppressionsContext, ...args: Args) => Promise<ExitCode>,
-) => (...args: [...Args, Command]) => Promise<void>;
-
 /** The tenant a command works on: `--tenant`, or `local` against the local stack. */
-function tenantOf(context: SuppressionsContext, tenant: string | undefined): string {
+function tenantOf(context: CommandContext, tenant: string | undefined): string {
   if (tenant !== undefined) return tenant;
   if (context.target.mode === 'local') return LOCAL_TENANT;
   throw new UsageError('--tenant is required against AWS');
@@ -162,7 +150,7 @@ export function registerSuppressionsCommands(program: Command, action: CommandAc
   const group = program
     .command('suppressions')
     .description("a tenant's suppression list: addresses Postdate no longer sends to (DESIGN §12)");
-  const deps = ({ target, now }: SuppressionsContext) =>
+  const deps = ({ target, now }: CommandContext) =>
     suppressionsDeps(target.documents, target.refs.tableName, now);
   group
     .command('list')

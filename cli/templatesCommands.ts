@@ -10,25 +10,14 @@ import { validateTemplateName, validateTemplatePut } from '../lambdas/core/templ
 import type { TemplateStore } from '../lambdas/ports/TemplateStore.js';
 import { DynamoTemplateStore } from '../lambdas/store/templateStore.js';
 import { EXIT, type ExitCode, UsageError } from './cliErrors.js';
+import type { CommandAction, CommandContext } from './commandAction.js';
 import type { Output } from './output.js';
-import type { Target } from './target.js';
 
 export interface TemplatesDeps {
   readonly store: TemplateStore;
   readonly now: () => Date;
   readonly readText: (path: string) => Promise<string>;
 }
-
-export interface TemplatesContext {
-  readonly target: Pick<Target, 'documents' | 'refs'>;
-  readonly out: Output;
-  readonly now: () => Date;
-}
-
-/** postdate.ts's action wrapper: an open target, the output sink, failures as exit codes. */
-export type TemplatesAction = <Args extends unknown[]>(
-  run: (context: TemplatesContext, ...args: Args) => Promise<ExitCode>,
-) => (...args: [...Args, Command]) => Promise<void>;
 
 const DEFAULT_TENANT = 'local';
 
@@ -181,8 +170,8 @@ function positiveInteger(value: string): number {
 }
 
 /** `postdate templates put|list|show|render`, with postdate.ts's action wrapper. */
-export function registerTemplatesCommands(program: Command, action: TemplatesAction): void {
-  const deps = (context: TemplatesContext): TemplatesDeps => ({
+export function registerTemplatesCommands(program: Command, action: CommandAction): void {
+  const deps = (context: CommandContext): TemplatesDeps => ({
     store: new DynamoTemplateStore(context.target.documents, context.target.refs.tableName),
     now: context.now,
     readText: (path) => readFile(path, 'utf8'),

@@ -153,6 +153,11 @@ export interface PostdateProps {
    */
   readonly maxSendRate?: number;
   /**
+   * The relay circuit breaker's probe interval (`POSTDATE_RELAY_PROBE_SECONDS`, 1–900).
+   * @default 30
+   */
+  readonly relayProbeSeconds?: number;
+  /**
    * Most concurrent sender invocations the SQS event source starts (2–1000). With
    * {@link maxSendRate} this bounds the pressure on the relay.
    * @default 20
@@ -240,6 +245,7 @@ export interface ResolvedPostdateProps {
   readonly maxHorizonDays: number;
   readonly retentionDays: number;
   readonly maxSendRate: number | undefined;
+  readonly relayProbeSeconds: number;
   readonly senderMaxConcurrency: number;
   readonly alarmTopic: sns.ITopic | undefined;
   readonly sesNotificationTopic: sns.ITopic | undefined;
@@ -276,6 +282,7 @@ export const POSTDATE_DEFAULTS = {
   sweepIntervalMinutes: 5,
   maxHorizonDays: awsDefault('maxHorizonDays'),
   retentionDays: awsDefault('retentionDays'),
+  relayProbeSeconds: awsDefault('relayProbeSeconds'),
   senderMaxConcurrency: 20,
   apiThrottle: { rateLimit: 1000, burstLimit: 2000 },
   authorizerCacheTtlSeconds: 30,
@@ -349,6 +356,7 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
     maxHorizonDays: props.maxHorizonDays ?? POSTDATE_DEFAULTS.maxHorizonDays,
     retentionDays: props.retentionDays ?? POSTDATE_DEFAULTS.retentionDays,
     maxSendRate: props.maxSendRate,
+    relayProbeSeconds: props.relayProbeSeconds ?? POSTDATE_DEFAULTS.relayProbeSeconds,
     senderMaxConcurrency: props.senderMaxConcurrency ?? POSTDATE_DEFAULTS.senderMaxConcurrency,
     alarmTopic: props.alarmTopic,
     sesNotificationTopic: props.sesNotificationTopic,

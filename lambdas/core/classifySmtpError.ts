@@ -138,6 +138,8 @@ interface ErrorShape {
   readonly timeoutType: string | null;
   /** Node's TLS certificate code, from nodemailer's `originalCode`, the `code` or the `cause` chain. */
   readonly certificateCode: string | null;
+  /** Node's failed system call (`connect`, `getaddrinfo`, `read`, …), when the error carries one. */
+  readonly syscall: string | null;
 }
 
 /** Classifies any thrown value. Never throws. */
@@ -184,6 +186,9 @@ export function reachedRelay(error: unknown, context: SmtpFailureContext = {}): 
       return false;
     }
     if (shape.timeoutType !== null && SETUP_TIMEOUTS.has(shape.timeoutType)) return false;
+    // nodemailer reports a refused or unreachable connect as ESOCKET at CONN; Node's `syscall`
+    // says the socket never connected (`connect`) or the name never resolved (`getaddrinfo`).
+    if (shape.syscall === 'connect' || shape.syscall === 'getaddrinfo') return false;
     const command = shape.command ?? '';
     // nodemailer reports the greeting's reply under CONN; a break without a reply may come at any step.
     if (command === 'CONN' && shape.responseCode !== null) return false;
@@ -191,6 +196,22 @@ export function reachedRelay(error: unknown, context: SmtpFailureContext = {}): 
   } catch {
     return true;
   }
+}
+
+/**
+ * Whether a failed attempt says the relay itself is unavailable, not this message (DESIGN §5, "An
+ * outage is not the message's fault"): a 421 (the relay closing the session) at any step, or a
+ * transient or config failure that provably came before MAIL FROM — connection refused or timed out,
+ * DNS, the greeting refused, TLS, the login, the relay credentials unreadable. A 4xx or 5xx at MAIL
+ * FROM or RCPT TO (other than 421) concerns the message or its sender, and leaves the breaker alone.
+ * Reads only the classification's class and code: pure, total, never throws.
+ */
+export function isRelayUnavailable(
+  failure: Pick<SmtpErrorClassification, 'class' | 'code'>,
+  reachedRelay: boolean,
+): boolean {
+  if (failure.code === '421') return true;
+  return !reachedRelay && (failure.class === 'transient' || failure.class === 'config');
 }
 
 /** The RFC 3463 enhanced status code in a reply text, preferring the one right after the reply code. */
@@ -377,6 +398,7 @@ function shapeOf(error: unknown): ErrorShape {
     command: text(safeGet(error, 'command'))?.trim().toUpperCase() ?? null,
     response,
     timeoutType: text(safeGet(error, 'timeoutType')),
+    syscall: text(safeGet(error, 'syscall')),
   };
 }
 

@@ -58,6 +58,8 @@ export interface Config {
   readonly dataDir: string | undefined;
   /** Messages per second per sender; undefined is unlimited. */
   readonly maxSendRate: number | undefined;
+  /** POSTDATE_RELAY_PROBE_SECONDS: the circuit breaker's probe interval (core/relayBreaker.ts). */
+  readonly relayProbeSeconds: number;
   readonly maxHorizonDays: number;
   readonly retentionDays: number;
 }

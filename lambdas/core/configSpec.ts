@@ -259,6 +259,15 @@ export const CONFIG_SETTINGS = {
     aws: undefined,
     description: 'messages/second per sender (unset or `unlimited`: unlimited)',
   },
+  relayProbeSeconds: {
+    variable: 'POSTDATE_RELAY_PROBE_SECONDS',
+    prop: true,
+    kind: seconds(1, 900),
+    local: 30,
+    aws: 30,
+    description:
+      'while the relay is unavailable (or sending is paused), one probe of the relay per this interval, and copies wait about this long between looks',
+  },
   maxHorizonDays: {
     variable: 'POSTDATE_MAX_HORIZON_DAYS',
     prop: true,

@@ -47,6 +47,13 @@ export const SENDER_METRIC = {
   unexpectedErrors: 'UnexpectedErrors',
   /** A write after an attempt never landed before the time ran out: alarmed (the next copy finds it ambiguous). */
   outcomeWriteFailures: 'OutcomeWriteFailures',
+  /**
+   * The relay is unavailable (DESIGN §5): counted when a sender opens the breaker, when a probe
+   * fails, and for every copy handed back while it is open, so the alarm stays on for the outage.
+   */
+  relayUnavailable: 'RelayUnavailable',
+  /** Copies handed back unclaimed because an operator paused sending (all, or their kind). */
+  sendingPaused: 'SendingPaused',
   smtpDuration: 'SmtpDuration',
   lateness: 'Lateness',
 } as const;
@@ -69,9 +76,16 @@ export const SWEEPER_METRIC = {
     [MESSAGE_STATUS.unknown]: 'WaitingUnknown',
   },
   redispatched: 'Redispatched',
-} as const satisfies { waiting: Partial<Record<MessageStatus, string>>; redispatched: string };
+  /** A gauge, 1 while the relay breaker is not closed (the senders count the same name). */
+  relayUnavailable: SENDER_METRIC.relayUnavailable,
+} as const satisfies {
+  waiting: Partial<Record<MessageStatus, string>>;
+  redispatched: string;
+  relayUnavailable: string;
+};
 
 export type WaitingStatus = keyof typeof SWEEPER_METRIC.waiting;
 export type SweeperMetricName =
   | (typeof SWEEPER_METRIC.waiting)[WaitingStatus]
-  | typeof SWEEPER_METRIC.redispatched;
+  | typeof SWEEPER_METRIC.redispatched
+  | typeof SWEEPER_METRIC.relayUnavailable;

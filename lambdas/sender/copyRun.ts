@@ -11,6 +11,7 @@ import type { SenderStore, SenderWriteResult } from '../ports/SenderStore.js';
 import type { SendRateLimiter } from '../ports/SendRateLimiter.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
 import { ack, type CopyVerdict, keep, keepDeadCopy, SHORT_RETRY_SECONDS } from './copyVerdict.js';
+import type { RelayGate } from './relayGate.js';
 
 /**
  * One copy's way through the sender, as the steps share it: the copy, the sender's parts and the
@@ -64,6 +65,8 @@ export interface CopyDependencies {
   readonly templates: TemplateRenderer;
   readonly log: Log;
   readonly metrics: SenderMetrics;
+  /** The sending gate (relay breaker, operator pause); absent, every copy may be sent. */
+  readonly relayGate?: RelayGate | undefined;
 }
 
 /** One copy `{v, id, rev}` on its way, with what every step needs. */

@@ -17,6 +17,7 @@ import type { SenderStore } from '../ports/SenderStore.js';
 import { UNLIMITED } from '../ports/SendRateLimiter.js';
 import type { TemplateVersions } from '../ports/TemplateStore.js';
 import { type CopyVerdict, type InvocationTime, processCopy, type SenderSettings } from './processCopy.js';
+import type { RelayGate } from './relayGate.js';
 import { tokenBucket } from './sendRateLimiter.js';
 
 export interface SenderDependencies {
@@ -48,6 +49,8 @@ export interface SenderDependencies {
   readonly newLeaseOwner?: () => string;
   readonly log?: Log;
   readonly metrics?: SenderMetrics;
+  /** The sending gate (relay breaker, operator pause: sender/relayGate.ts); absent, nothing waits. */
+  readonly relayGate?: RelayGate;
 }
 
 /** The sender's settings from the validated configuration (DESIGN §8). */
@@ -98,6 +101,7 @@ export function createSenderHandler(
     templates: createTemplateRenderer((ref) => deps.templates.getVersion(ref.tenant, ref.name, ref.version)),
     log,
     metrics: deps.metrics ?? NO_METRICS,
+    relayGate: deps.relayGate,
   };
 
   const backstop = backstopReceiveCount(deps.settings.maxAttempts);

@@ -20,6 +20,8 @@ import {
   settled,
 } from './copyRun.js';
 import { ack, type CopyVerdict, keep } from './copyVerdict.js';
+import { heldByGate, probeToken } from './gateSteps.js';
+import { PROBE_TOKEN_ID } from './relayGate.js';
 import { sendClaimed } from './sendClaimed.js';
 
 export type { CopyDependencies, InvocationTime, ReceivedCopy, SenderSettings } from './copyRun.js';
@@ -50,6 +52,7 @@ export async function processCopy(
     return ack('malformed copy');
   }
   const { id, rev, dlq } = parsed.payload;
+  if (id === PROBE_TOKEN_ID) return probeToken(deps, rev, copy.sqsMessageId);
   return runCopy({ id, rev, fromDeadLetters: dlq === true, copy, deps, time });
 }
 
@@ -101,6 +104,9 @@ async function runCopy(run: CopyRun): Promise<CopyVerdict> {
     return settled(run, result, unsent.to, UNSENT_METRIC[unsent.to], takeover);
   }
 
+  // While the relay is unavailable or this kind is paused: back unclaimed, no attempt (DESIGN §5).
+  const held = await heldByGate(run, observed);
+  if (held !== undefined) return held;
   // The rate limit waits before the claim, never under the lease (DESIGN §5).
   await deps.rateLimiter.acquire();
   // Never out of time mid-send: claim only with time left for one whole attempt and its write.

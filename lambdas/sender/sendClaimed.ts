@@ -25,6 +25,7 @@ import {
   unwrap,
 } from './copyRun.js';
 import { ack, type CopyVerdict, keep, SHORT_RETRY_SECONDS } from './copyVerdict.js';
+import { relayAware } from './gateSteps.js';
 import { screenSuppressed, settleSuppressed, suppressHardBounces } from './suppressedRecipients.js';
 import { sendableBody, unrenderableRecord } from './templateBody.js';
 import { writeUntilLanded } from './writeUntilLanded.js';
@@ -115,7 +116,14 @@ export async function sendClaimed(
     run.copy.receiveCount,
     deps.random,
   );
-  const verdict = await recordOutcome(run, claimed, owner, outcome, decision, email.envelope);
+  const verdict = await recordOutcome(
+    run,
+    claimed,
+    owner,
+    outcome,
+    await relayAware(run, outcome, decision),
+    email.envelope,
+  );
   await suppressHardBounces(run, claimed, outcome, email.envelope);
   return verdict;
 }

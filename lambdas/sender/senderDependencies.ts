@@ -3,16 +3,20 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { NodemailerMailer, smtpTimeoutsOf } from '../adapters/NodemailerMailer.js';
+import { NodemailerRelayProbe } from '../adapters/NodemailerRelayProbe.js';
 import { SqsCopyVisibility } from '../adapters/SqsCopyVisibility.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { environmentSmtpCredentials, secretsManagerSmtpCredentials } from '../adapters/smtpCredentials.js';
 import { type Config, type ResourceNames, requireResource } from '../core/config.js';
+import { relayBreakerSettings } from '../core/relayBreaker.js';
 import type { Log } from '../ports/Log.js';
-import type { SenderMetrics } from '../ports/SenderMetrics.js';
+import { NO_METRICS, type SenderMetrics } from '../ports/SenderMetrics.js';
 import type { SmtpCredentialsSource } from '../ports/SmtpCredentialsSource.js';
 import { DynamoSenderStore } from '../store/senderTransitions.js';
+import { DynamoSendingGate } from '../store/sendingGate.js';
 import { DynamoTemplateStore } from '../store/templateStore.js';
 import { type SenderDependencies, senderSettings } from './createSenderHandler.js';
+import { RelayGate } from './relayGate.js';
 
 export interface SenderWiring {
   readonly config: Config;
@@ -34,21 +38,35 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
   const { config, names } = wiring;
   const queueUrl = requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL');
   const deadLetterUrl = requireResource(names, 'sendDeadLetterQueueUrl', 'POSTDATE_SEND_DLQ_URL');
+  const relay = {
+    host: config.smtp.host ?? 'localhost',
+    port: config.smtp.port ?? (config.smtp.secure ? 465 : 587),
+    secure: config.smtp.secure,
+    requireTls: config.smtp.requireTls,
+    credentials: credentialsSource(wiring),
+    timeouts: smtpTimeoutsOf(config),
+  };
+  const queue = new SqsDispatchQueue(wiring.sqs, queueUrl);
   return {
     store: new DynamoSenderStore(wiring.documents, names.tableName),
     templates: new DynamoTemplateStore(wiring.documents, names.tableName),
     mailer: new NodemailerMailer({
-      host: config.smtp.host ?? 'localhost',
-      port: config.smtp.port ?? (config.smtp.secure ? 465 : 587),
-      secure: config.smtp.secure,
-      requireTls: config.smtp.requireTls,
+      ...relay,
       messageIdDomain: config.messageIdDomain,
-      credentials: credentialsSource(wiring),
-      timeouts: smtpTimeoutsOf(config),
       maxMessagesPerSession: config.smtpSessionMaxMessages,
       maxSessionAgeMs: config.smtpSessionMaxAgeSeconds * 1000,
     }),
-    queue: new SqsDispatchQueue(wiring.sqs, queueUrl),
+    relayGate: new RelayGate({
+      store: new DynamoSendingGate(wiring.documents, names.tableName),
+      probe: new NodemailerRelayProbe(relay),
+      queue,
+      settings: relayBreakerSettings(config),
+      now: () => new Date(),
+      random: Math.random,
+      log: wiring.log ?? SILENT,
+      metrics: wiring.metrics ?? NO_METRICS,
+    }),
+    queue,
     deadLetters: new SqsDispatchQueue(wiring.sqs, deadLetterUrl),
     visibility: new SqsCopyVisibility(wiring.sqs, queueUrl),
     settings: senderSettings(config),
@@ -60,6 +78,8 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
     ...(wiring.metrics ? { metrics: wiring.metrics } : {}),
   };
 }
+
+const SILENT: Log = { info: () => {}, warn: () => {}, error: () => {} };
 
 /** In AWS the relay login is a Secrets Manager secret; locally (or without a secret) SMTP_USER/SMTP_PASS. */
 function credentialsSource(wiring: SenderWiring): SmtpCredentialsSource {

@@ -11,8 +11,10 @@ import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvi
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import { METRICS } from '../core/metricNames.js';
+import { relayBreakerSettings } from '../core/relayBreaker.js';
 import type { SweeperMetrics } from '../ports/SweeperMetrics.js';
 import { DynamoDueIndex } from '../store/dueIndex.js';
+import { DynamoSendingGate } from '../store/sendingGate.js';
 import { DynamoSweepRecords } from '../store/sweepRecords.js';
 import { createSweeperHandler, isIncomplete, SweepIncompleteError } from './createSweeperHandler.js';
 import type { SweepReport } from './sweep.js';
@@ -47,6 +49,10 @@ export function wireSweeper(env: Environment, log: Logger, metrics: SweeperMetri
     ),
     now: () => new Date(),
     graceSeconds: config.sweepGraceSeconds,
+    gate: {
+      store: new DynamoSendingGate(documents, names.tableName),
+      settings: relayBreakerSettings(config),
+    },
     log,
     metrics,
   });

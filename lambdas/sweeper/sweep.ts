@@ -9,6 +9,7 @@ import type { SweeperMetrics } from '../ports/SweeperMetrics.js';
 import type { SweepRecords } from '../ports/SweepRecords.js';
 import { INDEX_SHARDS } from '../store/tableLayout.js';
 import { holdRecentBodies } from './bodyRepair.js';
+import { type BreakerCheck, checkBreaker, type SweeperGate } from './relayToken.js';
 import { countWaiting, type WaitingCounts } from './waitingGauge.js';
 
 /** The structured logger the sweeper writes to (Powertools Logger fits). */
@@ -30,6 +31,8 @@ export interface SweepDeps {
   readonly pageSize?: number;
   readonly log?: Log;
   readonly metrics?: SweeperMetrics;
+  /** The relay breaker (relayToken.ts); absent, the sweeper ignores it. */
+  readonly gate?: SweeperGate;
 }
 
 export interface SweepReport {
@@ -56,6 +59,12 @@ export interface SweepReport {
   readonly bodiesHeld: number;
   /** Waiting statuses whose body check failed, with the error's name (the next run checks again). */
   readonly bodyRepairErrors: readonly { readonly status: string; readonly error: string }[];
+  /**
+   * The relay breaker as this run found it. While it is not closed the overdue pass is skipped:
+   * every waiting copy is held by the breaker anyway, and the copies come back by themselves when it
+   * closes; the run after that re-dispatches what is really lost.
+   */
+  readonly breaker?: BreakerCheck;
 }
 
 interface PageTally {
@@ -85,8 +94,14 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
   const tally: PageTally = { redispatched: 0, failed: 0, skipped: 0, unstamped: 0 };
   const truncatedShards: number[] = [];
   const shardErrors: { shard: number; error: string }[] = [];
+  const breaker =
+    deps.gate === undefined ? undefined : await checkBreaker(deps.gate, deps.queue, deps.now(), deps.log);
+  if (breaker !== undefined) {
+    deps.metrics?.count(SWEEPER_METRIC.relayUnavailable, breaker.state === 'closed' ? 0 : 1);
+  }
+  const overdueShards = breaker === undefined || breaker.state === 'closed' ? shards : 0;
 
-  for (let shard = 0; shard < shards; shard++) {
+  for (let shard = 0; shard < overdueShards; shard++) {
     let cursor: DueCursor | undefined;
     let seen = 0;
     try {
@@ -113,7 +128,15 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
   const waitingShards = deps.waitingShards ?? INDEX_SHARDS.waiting;
   const waiting = await publishWaiting(deps, waitingShards);
   const repair = await holdRecentBodies(deps, waitingShards);
-  return { examined, ...tally, truncatedShards, shardErrors, waiting, ...repair };
+  return {
+    examined,
+    ...tally,
+    truncatedShards,
+    shardErrors,
+    waiting,
+    ...repair,
+    ...(breaker === undefined ? {} : { breaker }),
+  };
 }
 
 async function sweepPage(deps: SweepDeps, entries: readonly DueEntry[], tally: PageTally): Promise<void> {

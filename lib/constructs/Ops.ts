@@ -172,6 +172,16 @@ export class Ops extends Construct {
       cloudwatch.TreatMissingData.IGNORE,
     );
     alarm(
+      'RelayUnavailable',
+      'the SMTP relay is unavailable (refused, timed out, 421, login or TLS): the circuit breaker holds every message, none is attempted or dead-lettered, one probe per POSTDATE_RELAY_PROBE_SECONDS; `postdate sending status` (docs/runbook.md)',
+      // The senders count it while they hold copies or a probe fails; the sweeper publishes 1 while
+      // the breaker is open and 0 once it closed, so a quiet period keeps the state it had.
+      postdateMetric(SENDER_METRIC.relayUnavailable, 'Maximum', waitingPeriod),
+      1,
+      1,
+      cloudwatch.TreatMissingData.IGNORE,
+    );
+    alarm(
       'Api5xx',
       'the API answered server errors',
       props.httpApi.metricServerError({ period: FIVE_MINUTES, statistic: 'Sum' }),
@@ -341,6 +351,19 @@ export class Ops extends Construct {
         Object.entries(SWEEPER_METRIC.waiting).map(([status, name]) =>
           postdateMetric(name, 'Maximum', FIVE_MINUTES).with({ label: `waiting: ${status}` }),
         ),
+      ),
+      graph(
+        '5 Relay and sending gate',
+        [
+          postdateMetric(SENDER_METRIC.relayUnavailable, 'Maximum', ONE_MINUTE).with({
+            label: 'relay unavailable (breaker open)',
+          }),
+        ],
+        [
+          postdateMetric(SENDER_METRIC.sendingPaused, 'Sum', ONE_MINUTE).with({
+            label: 'copies held by a pause',
+          }),
+        ],
       ),
       graph('5 Timing (ms)', [
         postdateMetric(POSTDATE_METRIC.lateness, 'p50', ONE_MINUTE).with({ label: 'lateness p50' }),

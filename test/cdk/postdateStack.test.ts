@@ -611,7 +611,7 @@ describe('ops: alarms and dashboard', () => {
         ]),
       },
     });
-    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(22);
+    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(23);
   });
 
   it('has one dashboard that follows a message from enqueue to outcome', () => {

@@ -56,6 +56,7 @@ describe('configuration (DESIGN §8)', () => {
         sweepGraceSeconds: 300,
         dataDir: undefined,
         maxSendRate: undefined,
+        relayProbeSeconds: 30,
         maxHorizonDays: 400,
         retentionDays: 30,
       });

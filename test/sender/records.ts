@@ -37,6 +37,8 @@ export interface MessageFixture {
   readonly fingerprint?: string;
   /** Write no body item (a broken message). */
   readonly withoutBody?: boolean;
+  /** @default { kind: 'test' } */
+  readonly tags?: Readonly<Record<string, string>>;
 }
 
 export async function putMessage(
@@ -67,7 +69,7 @@ export async function putMessage(
     history: [],
     group: fixture.group ?? null,
     on_ambiguous: fixture.onAmbiguous ?? 'retry',
-    tags: { kind: 'test' },
+    tags: fixture.tags ?? { kind: 'test' },
     metadata: {},
     ...(fixture.fingerprint !== undefined ? { fingerprint: fixture.fingerprint } : {}),
     ...(fixture.leaseOwner !== undefined ? { lease_owner: fixture.leaseOwner } : {}),

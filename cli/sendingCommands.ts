@@ -1,0 +1,165 @@
+/**
+ * `postdate sending pause [--kind K] [--reason …]`, `resume [--kind K]`, `status` (DESIGN §5, §6):
+ * the operator's side of the sending gate (lambdas/core/relayBreaker.ts). A pause holds copies the
+ * way an open relay breaker does — each goes back to the queue unclaimed, no attempt counted, never
+ * dead-lettered — so sending can stop during an incident, or one kind of notification can roll out
+ * at a time (pause all, then resume the kinds one by one), without losing anything. A resume lets
+ * the held copies through as they come back (within about POSTDATE_RELAY_PROBE_SECONDS).
+ */
+import type { Command } from 'commander';
+import { type PauseCommand, pauseAfter, type SendingGateState } from '../lambdas/core/relayBreaker.js';
+import type { SendingGateStore } from '../lambdas/ports/SendingGate.js';
+import { DynamoSendingGate } from '../lambdas/store/sendingGate.js';
+import { CliError, EXIT, UsageError } from './cliErrors.js';
+import type { CommandAction, CommandContext } from './commandAction.js';
+import { type Output, paint, printFields } from './output.js';
+
+export interface SendingDeps {
+  readonly gate: SendingGateStore;
+  readonly now: () => Date;
+}
+
+/** A kind as the API stores it in `tags.kind`: a short printable value. */
+const KIND_PATTERN = /^[\x21-\x7e]{1,128}$/;
+
+/** Applies one pause or resume (read, change, conditional write; again when an operator raced us). */
+export async function changePause(deps: SendingDeps, command: PauseCommand): Promise<SendingGateState> {
+  if (command.kind !== undefined && !KIND_PATTERN.test(command.kind)) {
+    throw new UsageError('--kind must be 1–128 printable characters without spaces');
+  }
+  for (let round = 0; round < 5; round++) {
+    const gate = await deps.gate.read();
+    const next = pauseAfter(gate.pause, command, deps.now());
+    if ((await deps.gate.writePause(gate.pause, next)) === 'written') return { ...gate, pause: next };
+  }
+  throw new CliError('the pause changed under us five times in a row; run the command again');
+}
+
+export async function sendingPause(
+  deps: SendingDeps,
+  options: { kind?: string; reason?: string },
+  out: Output,
+): Promise<SendingGateState> {
+  const gate = await changePause(deps, {
+    action: 'pause',
+    kind: options.kind,
+    reason: options.reason ?? 'paused by an operator',
+  });
+  if (!out.json) {
+    out.line(
+      paint(
+        out,
+        'yellow',
+        options.kind === undefined
+          ? 'sending paused: every message waits (no attempt counted) until `postdate sending resume`'
+          : `sending paused for kind ${options.kind}: its messages wait, other kinds flow`,
+      ),
+    );
+  }
+  render(gate, out);
+  return gate;
+}
+
+export async function sendingResume(
+  deps: SendingDeps,
+  options: { kind?: string },
+  out: Output,
+): Promise<SendingGateState> {
+  const gate = await changePause(deps, { action: 'resume', kind: options.kind });
+  if (!out.json) {
+    out.line(
+      paint(
+        out,
+        'green',
+        options.kind === undefined
+          ? 'sending resumed: the held messages go out as their copies come back'
+          : `sending resumed for kind ${options.kind}`,
+      ),
+    );
+  }
+  render(gate, out);
+  return gate;
+}
+
+export async function sendingStatus(deps: SendingDeps, out: Output): Promise<SendingGateState> {
+  const gate = await deps.gate.read();
+  render(gate, out);
+  return gate;
+}
+
+/** The gate in words: the relay breaker and the pauses. */
+export function render(gate: SendingGateState, out: Output): void {
+  if (out.json) {
+    out.data(gate);
+    return;
+  }
+  const { breaker, pause } = gate;
+  const relay =
+    breaker.state === 'closed'
+      ? paint(out, 'green', 'available (breaker closed)')
+      : paint(
+          out,
+          'red',
+          `UNAVAILABLE (breaker ${breaker.state} since ${breaker.opened_at ?? '?'}; next probe ${breaker.probe_at ?? '?'}; ${breaker.failed_probes ?? 0} failed probe(s); ${breaker.reason ?? ''})`,
+        );
+  const paused =
+    pause.all === undefined
+      ? Object.keys(pause.kinds).length === 0
+        ? paint(out, 'green', 'nothing')
+        : paint(out, 'yellow', `kinds ${Object.keys(pause.kinds).sort().join(', ')}`)
+      : paint(
+          out,
+          'yellow',
+          `everything since ${pause.all.at} (${pause.all.reason})${
+            pause.all.except.length > 0 ? `, except kinds ${pause.all.except.join(', ')}` : ''
+          }`,
+        );
+  printFields(out, [
+    ['relay', relay],
+    ['paused', paused],
+    ...Object.entries(pause.kinds)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([kind, entry]): [string, string] => [`  kind ${kind}`, `since ${entry.at} (${entry.reason})`]),
+  ]);
+}
+
+/** Registers `postdate sending …` (one line in cli/postdate.ts). */
+export function registerSendingCommands(program: Command, action: CommandAction): void {
+  const deps = ({ target, now }: CommandContext): SendingDeps => ({
+    gate: new DynamoSendingGate(target.documents, target.refs.tableName),
+    now,
+  });
+  const sending = program
+    .command('sending')
+    .description('pause and resume sending (all, or one tags.kind); the relay breaker and the pauses');
+  sending
+    .command('pause')
+    .description('hold messages (no attempt counted, nothing dead-lettered) until resumed')
+    .option('--kind <kind>', 'only messages whose tags.kind is this (others keep flowing)')
+    .option('--reason <text>', 'why, shown by `sending status`')
+    .action(
+      action(async (context, options: { kind?: string; reason?: string }) => {
+        await sendingPause(deps(context), options, context.out);
+        return EXIT.ok;
+      }),
+    );
+  sending
+    .command('resume')
+    .description('let held messages go: everything, or one kind (also out of a pause of everything)')
+    .option('--kind <kind>', 'only this tags.kind')
+    .action(
+      action(async (context, options: { kind?: string }) => {
+        await sendingResume(deps(context), options, context.out);
+        return EXIT.ok;
+      }),
+    );
+  sending
+    .command('status')
+    .description('the relay breaker (closed, open, half-open) and what is paused')
+    .action(
+      action(async (context) => {
+        await sendingStatus(deps(context), context.out);
+        return EXIT.ok;
+      }),
+    );
+}

@@ -1,0 +1,310 @@
+/**
+ * The sending gate (DESIGN §5, "An outage is not the message's fault"), as pure decisions: the relay
+ * circuit breaker that every sender shares — its state is one item in the table, written only with a
+ * condition on the version the writer read — and the operator's pause (all, or one `tags.kind`).
+ *
+ * - **closed**: copies are sent. A failure that is the relay's (lambdas/core/classifySmtpError.ts,
+ *   `isRelayUnavailable`) opens it: {@link opened}.
+ * - **open**: copies are handed back unclaimed (no attempt). The first sender that finds the probe
+ *   due wins the conditional write of {@link probeClaimed} and becomes the only prober until
+ *   `probe_until`; everyone else waits.
+ * - **half-open**: one sender probes. Success closes it ({@link probeSucceeded}); failure opens it
+ *   again with the next probe one interval after the claim ({@link probeFailed}). A prober that died
+ *   lets the next sender claim once `probe_until` has passed.
+ *
+ * Every transition answers the state to write, or undefined when there is nothing to write (the
+ * event does not apply to the state seen). The writer adds one to `version` and writes only if the
+ * item still has the version it read: two senders racing on the same state, one of them wins.
+ * Nothing here reads a clock or a random source: `now` and new tokens are arguments.
+ */
+
+export const BREAKER_STATE = { closed: 'closed', open: 'open', halfOpen: 'half-open' } as const;
+export type BreakerStateName = (typeof BREAKER_STATE)[keyof typeof BREAKER_STATE];
+
+/** The breaker as stored. Times are ISO-8601 UTC with milliseconds (they compare as strings). */
+export interface BreakerState {
+  readonly state: BreakerStateName;
+  /** Bumped by every write; 0 for a breaker never written. */
+  readonly version: number;
+  /** Open and half-open: since when the relay is unavailable. */
+  readonly opened_at?: string;
+  /** Open and half-open: why (the classification's code and reason, no reply text, no address). */
+  readonly reason?: string;
+  /** Open and half-open: the earliest time the next probe may start. */
+  readonly probe_at?: string;
+  /** Half-open: the sender that probes, and until when its claim holds. */
+  readonly probe_owner?: string;
+  readonly probe_until?: string;
+  /**
+   * Open and half-open: the id of the one probe token copy that may probe when no copy arrives (a
+   * copy on the send queue delayed by the interval). A token whose id is not this one is dropped.
+   */
+  readonly token?: string;
+  /** Closed after an outage: when it closed. */
+  readonly closed_at?: string;
+  /** Probes that failed during this outage. */
+  readonly failed_probes?: number;
+}
+
+export const NEVER_OPENED: BreakerState = { state: BREAKER_STATE.closed, version: 0 };
+
+/**
+ * The probe token's copy on the send queue: a dispatch payload `{v: 1, id: PROBE_TOKEN_ID, rev:
+ * token}`. No message has this id (ids are ULIDs or 26 lower-case base-32 characters, never `_`).
+ */
+export const PROBE_TOKEN_ID = '_relay-probe';
+
+export interface BreakerSettings {
+  /** POSTDATE_RELAY_PROBE_SECONDS in milliseconds: at most one probe per interval, fleet-wide. */
+  readonly probeIntervalMs: number;
+  /** How long a probe may take before another sender may claim the probe (the prober died). */
+  readonly probeTimeoutMs: number;
+}
+
+/**
+ * The breaker's timing from the configuration: one probe per POSTDATE_RELAY_PROBE_SECONDS; a probe
+ * (connect, greeting, EHLO, STARTTLS, login: a few SMTP steps) holds its claim for three SMTP timeouts.
+ */
+export function relayBreakerSettings(config: {
+  readonly relayProbeSeconds: number;
+  readonly smtpTimeoutSeconds: number;
+}): BreakerSettings {
+  return {
+    probeIntervalMs: config.relayProbeSeconds * 1000,
+    probeTimeoutMs: 3 * config.smtpTimeoutSeconds * 1000,
+  };
+}
+
+/** A pause an operator set: why and since when. */
+export interface PauseEntry {
+  readonly reason: string;
+  readonly at: string;
+}
+
+/**
+ * The operator's pauses: everything (`all`, with the kinds resumed one by one since: `except`), and
+ * single kinds. A copy waits when its kind is paused, or everything is and its kind is not excepted.
+ */
+export interface PauseState {
+  readonly version: number;
+  readonly all?: PauseEntry & { readonly except: readonly string[] };
+  readonly kinds: Readonly<Record<string, PauseEntry>>;
+}
+
+export const NOT_PAUSED: PauseState = { version: 0, kinds: {} };
+
+export interface SendingGateState {
+  readonly breaker: BreakerState;
+  readonly pause: PauseState;
+}
+
+export type GateDecision =
+  | { readonly kind: 'send' }
+  /** Open and the probe is due: try to claim it ({@link probeClaimed}); the winner probes. */
+  | { readonly kind: 'probe' }
+  /** Hand the copy back unclaimed, visible again after `seconds`; no attempt. */
+  | { readonly kind: 'wait'; readonly seconds: number; readonly cause: 'relay-unavailable' | 'paused' };
+
+/**
+ * May a copy of a message of this kind be sent now? The pause first (it needs no probe), then the
+ * breaker. A copy that waits comes back when the next probe may have closed the breaker, spread over
+ * one interval (`spread` in [0, 1)) so that the backlog does not return in one wave.
+ */
+export function gateDecision(
+  gate: SendingGateState,
+  kind: string | undefined,
+  now: Date,
+  settings: BreakerSettings,
+  spread = 0,
+): GateDecision {
+  const intervalSeconds = Math.max(1, Math.ceil(settings.probeIntervalMs / 1000));
+  const jitter = Math.floor(unit(spread) * intervalSeconds);
+  if (isPaused(gate.pause, kind)) {
+    return { kind: 'wait', seconds: intervalSeconds + jitter, cause: 'paused' };
+  }
+  const { breaker } = gate;
+  if (breaker.state === BREAKER_STATE.closed) return { kind: 'send' };
+  if (mayClaimProbe(breaker, now)) return { kind: 'probe' };
+  const nextProbeMs = Math.max(timeOf(breaker.probe_at, now), timeOf(breaker.probe_until, now));
+  const untilProbe = Math.max(1, Math.ceil((nextProbeMs - now.getTime()) / 1000));
+  return { kind: 'wait', seconds: untilProbe + jitter, cause: 'relay-unavailable' };
+}
+
+/** Whether copies of this kind (undefined: a message without `tags.kind`) must wait for a resume. */
+export function isPaused(pause: PauseState, kind: string | undefined): boolean {
+  if (kind !== undefined && Object.hasOwn(pause.kinds, kind)) return true;
+  if (pause.all === undefined) return false;
+  return kind === undefined || !pause.all.except.includes(kind);
+}
+
+/**
+ * A relay failure was seen: a closed breaker opens, the first probe one interval from now, with a
+ * new token. An open or half-open one stays as it is (nothing to write).
+ */
+export function opened(
+  breaker: BreakerState,
+  failure: { readonly reason: string },
+  now: Date,
+  settings: BreakerSettings,
+  token: string,
+): BreakerState | undefined {
+  if (breaker.state !== BREAKER_STATE.closed) return undefined;
+  return {
+    state: BREAKER_STATE.open,
+    version: breaker.version + 1,
+    opened_at: now.toISOString(),
+    reason: failure.reason,
+    probe_at: new Date(now.getTime() + settings.probeIntervalMs).toISOString(),
+    token,
+    failed_probes: 0,
+  };
+}
+
+/** Open with the probe due, or half-open with a prober that ran out of time. */
+export function mayClaimProbe(breaker: BreakerState, now: Date): boolean {
+  if (breaker.state === BREAKER_STATE.open) return timeOf(breaker.probe_at, now) <= now.getTime();
+  if (breaker.state === BREAKER_STATE.halfOpen) {
+    // The prober ran out of time (it died): the next may claim, but never within the interval.
+    return timeOf(breaker.probe_until, now) < now.getTime() && timeOf(breaker.probe_at, now) <= now.getTime();
+  }
+  return false;
+}
+
+/**
+ * `owner` claims the probe: half-open, its claim held for the probe timeout, and the probe after it
+ * no sooner than one interval from now, whatever this one's result — so probes are at least one
+ * interval apart however many senders race.
+ */
+export function probeClaimed(
+  breaker: BreakerState,
+  owner: string,
+  now: Date,
+  settings: BreakerSettings,
+): BreakerState | undefined {
+  if (!mayClaimProbe(breaker, now)) return undefined;
+  return {
+    ...breaker,
+    state: BREAKER_STATE.halfOpen,
+    version: breaker.version + 1,
+    probe_owner: owner,
+    probe_until: new Date(now.getTime() + settings.probeTimeoutMs).toISOString(),
+    probe_at: new Date(now.getTime() + settings.probeIntervalMs).toISOString(),
+  };
+}
+
+/** The relay answered `owner`'s probe: closed; the backlog drains. */
+export function probeSucceeded(breaker: BreakerState, owner: string, now: Date): BreakerState | undefined {
+  if (breaker.state !== BREAKER_STATE.halfOpen || breaker.probe_owner !== owner) return undefined;
+  return { state: BREAKER_STATE.closed, version: breaker.version + 1, closed_at: now.toISOString() };
+}
+
+/** `owner`'s probe failed: open again; the next probe stays where the claim put it. */
+export function probeFailed(
+  breaker: BreakerState,
+  owner: string,
+  failure: { readonly reason: string },
+): BreakerState | undefined {
+  if (breaker.state !== BREAKER_STATE.halfOpen || breaker.probe_owner !== owner) return undefined;
+  const { probe_owner: _owner, probe_until: _until, ...rest } = breaker;
+  return {
+    ...rest,
+    state: BREAKER_STATE.open,
+    version: breaker.version + 1,
+    reason: failure.reason,
+    failed_probes: (breaker.failed_probes ?? 0) + 1,
+  };
+}
+
+export type TokenDecision =
+  /** Not the breaker's token, or the breaker is closed: delete it. */
+  | { readonly kind: 'drop'; readonly reason: string }
+  /** The probe is due: try to claim it. */
+  | { readonly kind: 'probe' }
+  /** Too early (a copy probed meanwhile): put a fresh token on the queue for the next probe. */
+  | { readonly kind: 'rearm'; readonly delaySeconds: number };
+
+/** A probe token copy arrived. */
+export function tokenArrival(breaker: BreakerState, token: string, now: Date): TokenDecision {
+  if (breaker.state === BREAKER_STATE.closed) return { kind: 'drop', reason: 'the breaker is closed' };
+  if (breaker.token !== token) return { kind: 'drop', reason: 'not the current token' };
+  if (mayClaimProbe(breaker, now)) return { kind: 'probe' };
+  const next = Math.max(timeOf(breaker.probe_at, now), timeOf(breaker.probe_until, now));
+  return { kind: 'rearm', delaySeconds: Math.max(1, Math.ceil((next - now.getTime()) / 1000)) };
+}
+
+/**
+ * The breaker with a new token (it replaces the one that arrived, or a lost one). `dueSince`, for a
+ * lost one: the probe, long due, counts as due from then, so the new token is not found lost at once.
+ */
+export function tokenReplaced(
+  breaker: BreakerState,
+  token: string,
+  dueSince?: Date,
+): BreakerState | undefined {
+  if (breaker.state === BREAKER_STATE.closed) return undefined;
+  return {
+    ...breaker,
+    version: breaker.version + 1,
+    token,
+    ...(dueSince === undefined ? {} : { probe_at: dueSince.toISOString() }),
+  };
+}
+
+/**
+ * The sweeper's safety net: an open breaker whose probe has been due for two intervals with nobody
+ * probing has lost its token (its copy was lost, or the sender holding it died): it gets a new one.
+ */
+export function tokenLost(breaker: BreakerState, now: Date, settings: BreakerSettings): boolean {
+  if (breaker.state === BREAKER_STATE.closed) return false;
+  const claimEnd = breaker.probe_until === undefined ? 0 : timeOf(breaker.probe_until, now);
+  const due = Math.max(timeOf(breaker.probe_at, now), claimEnd);
+  return due + 2 * settings.probeIntervalMs < now.getTime();
+}
+
+export type PauseCommand =
+  | { readonly action: 'pause'; readonly kind?: string | undefined; readonly reason: string }
+  | { readonly action: 'resume'; readonly kind?: string | undefined };
+
+/**
+ * The pauses after an operator's command:
+ * - `pause` (all): everything waits, earlier exceptions forgotten;
+ * - `pause --kind K`: K waits;
+ * - `resume` (all): nothing waits any more;
+ * - `resume --kind K`: K flows again — its own pause lifted, and excepted from a pause of all (the
+ *   roll-out: pause all, then resume the kinds one at a time).
+ */
+export function pauseAfter(pause: PauseState, command: PauseCommand, now: Date): PauseState {
+  const at = now.toISOString();
+  const version = pause.version + 1;
+  if (command.action === 'pause') {
+    if (command.kind === undefined) {
+      return { version, kinds: pause.kinds, all: { reason: command.reason, at, except: [] } };
+    }
+    const all =
+      pause.all === undefined
+        ? undefined
+        : { ...pause.all, except: pause.all.except.filter((kind) => kind !== command.kind) };
+    return {
+      version,
+      kinds: { ...pause.kinds, [command.kind]: { reason: command.reason, at } },
+      ...(all === undefined ? {} : { all }),
+    };
+  }
+  if (command.kind === undefined) return { version, kinds: {} };
+  const { [command.kind]: _lifted, ...kinds } = pause.kinds;
+  const resumed = command.kind;
+  const all =
+    pause.all === undefined
+      ? undefined
+      : { ...pause.all, except: [...new Set([...pause.all.except, resumed])].sort() };
+  return { version, kinds, ...(all === undefined ? {} : { all }) };
+}
+
+function timeOf(iso: string | undefined, now: Date): number {
+  const parsed = iso === undefined ? Number.NaN : Date.parse(iso);
+  return Number.isFinite(parsed) ? parsed : now.getTime();
+}
+
+function unit(value: number): number {
+  return Number.isFinite(value) && value >= 0 && value < 1 ? value : 0;
+}

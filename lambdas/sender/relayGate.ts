@@ -1,0 +1,239 @@
+import { randomInt, randomUUID } from 'node:crypto';
+import { isRelayUnavailable, type SmtpErrorClassification } from '../core/classifySmtpError.js';
+import { errorForLog } from '../core/errorForLog.js';
+import { SENDER_METRIC } from '../core/metricNames.js';
+import {
+  type BreakerSettings,
+  type BreakerState,
+  gateDecision,
+  opened,
+  PROBE_TOKEN_ID,
+  probeClaimed,
+  probeFailed,
+  probeSucceeded,
+  type SendingGateState,
+  tokenArrival,
+  tokenReplaced,
+} from '../core/relayBreaker.js';
+import type { DispatchQueue } from '../ports/DispatchQueue.js';
+import type { Log } from '../ports/Log.js';
+import type { SendOutcome } from '../ports/Mailer.js';
+import type { SenderMetrics } from '../ports/SenderMetrics.js';
+import type { RelayProbe, SendingGateStore } from '../ports/SendingGate.js';
+
+/**
+ * The sending gate as one sender container uses it (DESIGN §5, "An outage is not the message's
+ * fault"): the decisions are core/relayBreaker.ts's, the state is the table's (store/sendingGate.ts),
+ * and this only runs the steps between them — read the gate (a read is reused for `cacheMs`), claim
+ * and run the probe, open the breaker after a relay failure and put the probe token on the queue.
+ *
+ * The one thing a container keeps for itself is what it saw last: after its own relay failure it
+ * treats the breaker as open at once (without waiting for a read), so its other copies do not try the
+ * relay while the write is on its way. The table stays the only truth: the next read replaces it.
+ */
+
+export { PROBE_TOKEN_ID } from '../core/relayBreaker.js';
+
+/** Conditional writes of one transition before it gives up (each loss means a fresh read first). */
+const MAX_TRANSITION_WRITES = 4;
+
+export interface RelayGateOptions {
+  readonly store: SendingGateStore;
+  readonly probe: RelayProbe;
+  /** Where the probe token goes (the send queue). */
+  readonly queue: DispatchQueue;
+  readonly settings: BreakerSettings;
+  readonly now: () => Date;
+  readonly random: () => number;
+  /** A read of the gate is reused this long. @default 1000 */
+  readonly cacheMs?: number;
+  readonly log: Log;
+  readonly metrics: SenderMetrics;
+}
+
+export type GateAdmission =
+  | { readonly kind: 'send' }
+  | { readonly kind: 'wait'; readonly seconds: number; readonly cause: 'relay-unavailable' | 'paused' };
+
+export type TokenOutcome =
+  | { readonly kind: 'done'; readonly reason: string }
+  /** The token could not be replaced: keep this copy, visible again after `seconds`. */
+  | { readonly kind: 'keep'; readonly seconds: number };
+
+export class RelayGate {
+  private cached: { readonly gate: SendingGateState; readonly readAtMs: number } | undefined;
+
+  constructor(private readonly options: RelayGateOptions) {}
+
+  /** Before a claim: may a copy of a message of `kind` go to the relay now? Probes when it is due. */
+  async admit(kind: string | undefined): Promise<GateAdmission> {
+    const { settings, now, random } = this.options;
+    const gate = await this.read(false);
+    const decision = gateDecision(gate, kind, now(), settings, random());
+    if (decision.kind !== 'probe') return decision;
+    const closed = await this.probe(gate.breaker);
+    if (closed) return { kind: 'send' };
+    const again = gateDecision(await this.read(false), kind, now(), settings, random());
+    return again.kind === 'wait'
+      ? again
+      : { kind: 'wait', seconds: Math.ceil(settings.probeIntervalMs / 1000), cause: 'relay-unavailable' };
+  }
+
+  /**
+   * After an attempt: a failure that is the relay's opens the breaker for every sender (the winner of
+   * the write puts the probe token on the queue). Answers whether the relay was unavailable.
+   */
+  async afterAttempt(outcome: SendOutcome): Promise<boolean> {
+    if (outcome.delivered || !isRelayUnavailable(outcome.failure, outcome.reachedRelay)) return false;
+    await this.open(outcome.failure);
+    return true;
+  }
+
+  /** How long a copy that failed on the relay waits: one probe interval. */
+  waitSeconds(): number {
+    return Math.max(1, Math.ceil(this.options.settings.probeIntervalMs / 1000));
+  }
+
+  /** The probe token's copy arrived (`token` is its rev). */
+  async onToken(token: number): Promise<TokenOutcome> {
+    const { now } = this.options;
+    const gate = await this.read(true);
+    const decision = tokenArrival(gate.breaker, String(token), now());
+    if (decision.kind === 'drop') return { kind: 'done', reason: decision.reason };
+    let breaker = gate.breaker;
+    if (decision.kind === 'probe') {
+      if (await this.probe(breaker)) return { kind: 'done', reason: 'probe succeeded; the breaker closed' };
+      breaker = (await this.read(true)).breaker;
+      if (breaker.state === 'closed') return { kind: 'done', reason: 'the breaker closed' };
+    }
+    const next = tokenArrival(breaker, breaker.token ?? '', now());
+    const delaySeconds = next.kind === 'rearm' ? next.delaySeconds : 1;
+    return this.rearm(breaker, String(token), delaySeconds);
+  }
+
+  /** Opens a closed breaker (the winner arms the token); an open one is left as it is. */
+  private async open(failure: SmtpErrorClassification): Promise<void> {
+    const { settings, now, log, metrics } = this.options;
+    const reason = `${failure.code ?? 'no code'}: ${failure.reason}`;
+    const current = await this.read(true);
+    const token = this.newToken();
+    // Whatever the write does, this container holds its copies from now on.
+    const next = opened(current.breaker, { reason }, now(), settings, token);
+    this.remember({ ...current, breaker: next ?? current.breaker });
+    const written = await this.transition(current.breaker, (breaker) =>
+      opened(breaker, { reason }, now(), settings, token),
+    );
+    if (written === undefined) return;
+    metrics.count(SENDER_METRIC.relayUnavailable);
+    log.warn('the relay is unavailable: the breaker opened for every sender', {
+      code: failure.code,
+      class: failure.class,
+      probeAt: written.probe_at,
+    });
+    await this.enqueueToken(written, Math.ceil(settings.probeIntervalMs / 1000));
+  }
+
+  /** Claims the probe and runs it; answers whether the breaker closed (by this probe). */
+  private async probe(observed: BreakerState): Promise<boolean> {
+    const { probe, settings, now, log } = this.options;
+    const owner = `probe-${randomUUID()}`;
+    const claim = await this.transition(observed, (breaker) => probeClaimed(breaker, owner, now(), settings));
+    if (claim === undefined) return false;
+    const result = await probe.probe();
+    if (result.ok) {
+      // The claim is this prober's until the result is written, whoever moved the version meanwhile.
+      const closed = await this.transition(claim, (breaker) => probeSucceeded(breaker, owner, now()));
+      if (closed === undefined) return false;
+      log.info('the relay answered the probe: the breaker closed', {
+        outageMs: now().getTime() - Date.parse(observed.opened_at ?? now().toISOString()),
+        probeMs: result.durationMs,
+      });
+      return true;
+    }
+    const reason = `${result.failure.code ?? 'no code'}: ${result.failure.reason}`;
+    await this.transition(claim, (breaker) => probeFailed(breaker, owner, { reason }));
+    this.options.metrics.count(SENDER_METRIC.relayUnavailable);
+    log.info('the relay did not answer the probe: the breaker stays open', {
+      code: result.failure.code,
+      class: result.failure.class,
+      probeMs: result.durationMs,
+    });
+    return false;
+  }
+
+  /** Replaces the token with a new one, delayed until the next probe; keeps the copy if it cannot. */
+  private async rearm(observed: BreakerState, arrived: string, delaySeconds: number): Promise<TokenOutcome> {
+    const token = this.newToken();
+    const next = await this.transition(observed, (breaker) =>
+      // A duplicate of the same token copy, or a token the sweeper replaced, re-arms nothing.
+      breaker.token === arrived ? tokenReplaced(breaker, token) : undefined,
+    );
+    if (next === undefined) {
+      const { breaker } = await this.read(true);
+      if (breaker.state === 'closed') return { kind: 'done', reason: 'the breaker closed' };
+      if (breaker.token !== arrived) return { kind: 'done', reason: 'not the current token' };
+      // The breaker kept moving under every write: the next arrival of this copy decides again.
+      return { kind: 'keep', seconds: delaySeconds };
+    }
+    // A token that does not reach the queue is found lost by the sweeper, which arms a new one.
+    await this.enqueueToken(next, delaySeconds);
+    return { kind: 'done', reason: 'token re-armed for the next probe' };
+  }
+
+  /**
+   * Writes one transition of the breaker, decided on the state seen: first on `observed`, then, when
+   * another writer moved the breaker meanwhile (a token re-armed, another sender's write), again on
+   * a fresh read — the transition decides anew and answers undefined when it no longer applies.
+   * Answers the state written, and remembers it; undefined when nothing was written.
+   */
+  private async transition(
+    observed: BreakerState,
+    next: (breaker: BreakerState) => BreakerState | undefined,
+  ): Promise<BreakerState | undefined> {
+    let seen = observed;
+    for (let write = 0; write < MAX_TRANSITION_WRITES; write++) {
+      const state = next(seen);
+      if (state === undefined) break;
+      if ((await this.options.store.writeBreaker(seen, state)) === 'written') {
+        this.remember({ ...(this.cached?.gate ?? (await this.read(true))), breaker: state });
+        return state;
+      }
+      seen = (await this.read(true)).breaker;
+    }
+    this.cached = undefined;
+    return undefined;
+  }
+
+  private async enqueueToken(breaker: BreakerState, delaySeconds: number): Promise<void> {
+    const rev = Number(breaker.token);
+    if (!Number.isInteger(rev) || rev < 1) return;
+    const { failed, error } = await this.options.queue.enqueue([
+      { payload: { id: PROBE_TOKEN_ID, rev }, delaySeconds },
+    ]);
+    if (failed.length > 0) {
+      this.options.log.warn('the probe token could not be queued; the sweeper will arm a new one', {
+        ...(error === undefined ? {} : { error: errorForLog(error) }),
+      });
+    }
+  }
+
+  private async read(fresh: boolean): Promise<SendingGateState> {
+    const nowMs = this.options.now().getTime();
+    const cacheMs = this.options.cacheMs ?? 1000;
+    if (!fresh && this.cached !== undefined && nowMs - this.cached.readAtMs < cacheMs) {
+      return this.cached.gate;
+    }
+    const gate = await this.options.store.read();
+    this.remember(gate);
+    return gate;
+  }
+
+  private remember(gate: SendingGateState): void {
+    this.cached = { gate, readAtMs: this.options.now().getTime() };
+  }
+
+  /** A token id: a positive whole number, carried as the token copy's rev. */
+  private newToken(): string {
+    return String(randomInt(1, 2 ** 31));
+  }
+}

@@ -1,0 +1,132 @@
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  BREAKER_STATE,
+  type BreakerState,
+  NEVER_OPENED,
+  NOT_PAUSED,
+  type PauseEntry,
+  type PauseState,
+  type SendingGateState,
+} from '../core/relayBreaker.js';
+import type { SendingGateStore } from '../ports/SendingGate.js';
+import { KEY } from './tableLayout.js';
+
+/**
+ * The sending gate's item in the outbox table (docs/reliability.md, "Relay outages"): `pk =
+ * GATE#sending`, `sk = GATE`, one per table. It carries no index attribute and is no message state
+ * record, so the relay's stream filter, the indexes and every message reader pass it by. The breaker
+ * (`breaker`, `breaker_version`) is written by the senders, the pauses (`pause`, `pause_version`) by
+ * the operator's CLI: two attributes with their own versions, so the two writers never undo each
+ * other. Reads are consistent; the senders cache a read for about a second (sender/relayGate.ts).
+ */
+export const SENDING_GATE_KEY = { [KEY.partition]: 'GATE#sending', [KEY.sort]: 'GATE' } as const;
+
+export class DynamoSendingGate implements SendingGateStore {
+  constructor(
+    private readonly documents: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async read(): Promise<SendingGateState> {
+    const { Item } = await this.documents.send(
+      new GetCommand({ TableName: this.tableName, Key: SENDING_GATE_KEY, ConsistentRead: true }),
+    );
+    return { breaker: breakerOf(Item), pause: pauseOf(Item) };
+  }
+
+  writeBreaker(observed: BreakerState, next: BreakerState): Promise<'written' | 'conflict'> {
+    const { version, ...stored } = next;
+    return this.write('breaker', observed.version, version, stored);
+  }
+
+  writePause(observed: PauseState, next: PauseState): Promise<'written' | 'conflict'> {
+    const { version, ...stored } = next;
+    return this.write('pause', observed.version, version, stored);
+  }
+
+  private async write(
+    attribute: 'breaker' | 'pause',
+    observedVersion: number,
+    nextVersion: number,
+    value: object,
+  ): Promise<'written' | 'conflict'> {
+    try {
+      await this.documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: SENDING_GATE_KEY,
+          UpdateExpression: 'SET #value = :value, #version = :next',
+          // Version 0 is a part never written: its attribute must not exist yet.
+          ConditionExpression:
+            observedVersion === 0 ? 'attribute_not_exists(#version)' : '#version = :observed',
+          ExpressionAttributeNames: { '#value': attribute, '#version': `${attribute}_version` },
+          ExpressionAttributeValues: {
+            ':value': value,
+            ':next': nextVersion,
+            ...(observedVersion === 0 ? {} : { ':observed': observedVersion }),
+          },
+        }),
+      );
+      return 'written';
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return 'conflict';
+      throw error;
+    }
+  }
+}
+
+function breakerOf(item: Record<string, unknown> | undefined): BreakerState {
+  const version = item?.breaker_version;
+  const stored = item?.breaker;
+  if (typeof version !== 'number' || typeof stored !== 'object' || stored === null) return NEVER_OPENED;
+  const value = stored as Record<string, unknown>;
+  const state = Object.values(BREAKER_STATE).find((name) => name === value.state) ?? BREAKER_STATE.closed;
+  const text = (key: string) => (typeof value[key] === 'string' ? { [key]: value[key] as string } : {});
+  return {
+    state,
+    version,
+    ...text('opened_at'),
+    ...text('reason'),
+    ...text('probe_at'),
+    ...text('probe_owner'),
+    ...text('probe_until'),
+    ...text('token'),
+    ...text('closed_at'),
+    ...(typeof value.failed_probes === 'number' ? { failed_probes: value.failed_probes } : {}),
+  };
+}
+
+function pauseOf(item: Record<string, unknown> | undefined): PauseState {
+  const version = item?.pause_version;
+  const stored = item?.pause;
+  if (typeof version !== 'number' || typeof stored !== 'object' || stored === null) return NOT_PAUSED;
+  const value = stored as Record<string, unknown>;
+  const kinds: Record<string, PauseEntry> = {};
+  if (typeof value.kinds === 'object' && value.kinds !== null) {
+    for (const [kind, entry] of Object.entries(value.kinds as Record<string, unknown>)) {
+      const parsed = entryOf(entry);
+      if (parsed !== undefined) kinds[kind] = parsed;
+    }
+  }
+  const all = entryOf(value.all);
+  const except = (value.all as { except?: unknown } | undefined)?.except;
+  return {
+    version,
+    kinds,
+    ...(all === undefined
+      ? {}
+      : {
+          all: {
+            ...all,
+            except: Array.isArray(except) ? except.filter((kind) => typeof kind === 'string') : [],
+          },
+        }),
+  };
+}
+
+function entryOf(value: unknown): PauseEntry | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { reason, at } = value as Record<string, unknown>;
+  return typeof reason === 'string' && typeof at === 'string' ? { reason, at } : undefined;
+}

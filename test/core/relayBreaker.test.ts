@@ -1,0 +1,263 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { classifySmtpError, isRelayUnavailable, reachedRelay } from '../../lambdas/core/classifySmtpError.js';
+import {
+  BREAKER_STATE,
+  type BreakerState,
+  gateDecision,
+  isPaused,
+  NEVER_OPENED,
+  NOT_PAUSED,
+  opened,
+  type PauseState,
+  pauseAfter,
+  probeClaimed,
+  probeFailed,
+  probeSucceeded,
+  tokenArrival,
+  tokenLost,
+  tokenReplaced,
+} from '../../lambdas/core/relayBreaker.js';
+
+/**
+ * DESIGN §5, "An outage is not the message's fault": a breaker shared by every sender through
+ * conditional writes; closed → open on a relay failure; open → half-open for exactly one prober per
+ * interval; half-open → closed when the relay answers, → open when it does not. The operator's pause
+ * holds everything or one `tags.kind`.
+ */
+const T0 = new Date('2026-12-01T09:00:00.000Z');
+const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
+const SETTINGS = { probeIntervalMs: 30_000, probeTimeoutMs: 10_000 };
+const FAILURE = { reason: '421: the relay is closing the connection' };
+const gate = (breaker: BreakerState, pause: PauseState = NOT_PAUSED) => ({ breaker, pause });
+
+describe('the breaker', () => {
+  it('closed lets copies through; a relay failure opens it with the first probe one interval later', () => {
+    expect(gateDecision(gate(NEVER_OPENED), undefined, T0, SETTINGS)).toEqual({ kind: 'send' });
+    const open = opened(NEVER_OPENED, FAILURE, T0, SETTINGS, '7');
+    expect(open).toMatchObject({
+      state: 'open',
+      version: 1,
+      opened_at: T0.toISOString(),
+      probe_at: at(30).toISOString(),
+      token: '7',
+    });
+    // Already open: nothing to write, whoever else saw the relay fail.
+    expect(open && opened(open, FAILURE, at(1), SETTINGS, '8')).toBeUndefined();
+  });
+
+  it('open holds every copy until the probe is due, then asks for one probe', () => {
+    const open = opened(NEVER_OPENED, FAILURE, T0, SETTINGS, '7') as BreakerState;
+    expect(gateDecision(gate(open), 'x', at(10), SETTINGS)).toEqual({
+      kind: 'wait',
+      seconds: 20,
+      cause: 'relay-unavailable',
+    });
+    expect(gateDecision(gate(open), 'x', at(30), SETTINGS)).toEqual({ kind: 'probe' });
+  });
+
+  it('half-open: one prober; success closes, failure reopens with the next probe one interval after the claim', () => {
+    const open = opened(NEVER_OPENED, FAILURE, T0, SETTINGS, '7') as BreakerState;
+    const half = probeClaimed(open, 'a', at(30), SETTINGS) as BreakerState;
+    expect(half).toMatchObject({ state: 'half-open', probe_owner: 'a', version: 2 });
+    expect(probeClaimed(half, 'b', at(31), SETTINGS)).toBeUndefined();
+    expect(gateDecision(gate(half), undefined, at(31), SETTINGS)).toMatchObject({ kind: 'wait' });
+    // Only the prober settles it.
+    expect(probeSucceeded(half, 'b', at(32))).toBeUndefined();
+    expect(probeSucceeded(half, 'a', at(32))).toMatchObject({ state: 'closed', version: 3 });
+    const again = probeFailed(half, 'a', FAILURE) as BreakerState;
+    expect(again).toMatchObject({ state: 'open', probe_at: at(60).toISOString(), failed_probes: 1 });
+    expect(again.probe_owner).toBeUndefined();
+  });
+
+  it('a prober that died is replaced once its claim ran out, never within the interval', () => {
+    const open = opened(NEVER_OPENED, FAILURE, T0, SETTINGS, '7') as BreakerState;
+    const half = probeClaimed(open, 'a', at(30), SETTINGS) as BreakerState;
+    expect(probeClaimed(half, 'b', at(45), SETTINGS)).toBeUndefined(); // claim over, interval not
+    expect(probeClaimed(half, 'b', at(60), SETTINGS)).toMatchObject({ probe_owner: 'b' });
+  });
+
+  it('the token: dropped when stale or closed, probes when due, re-armed when early; lost after two idle intervals', () => {
+    const open = opened(NEVER_OPENED, FAILURE, T0, SETTINGS, '7') as BreakerState;
+    expect(tokenArrival(open, '6', at(30))).toMatchObject({ kind: 'drop' });
+    expect(tokenArrival(NEVER_OPENED, '7', at(30))).toMatchObject({ kind: 'drop' });
+    expect(tokenArrival(open, '7', at(30))).toEqual({ kind: 'probe' });
+    expect(tokenArrival(open, '7', at(12))).toEqual({ kind: 'rearm', delaySeconds: 18 });
+    expect(tokenReplaced(open, '9')).toMatchObject({ token: '9', version: 2 });
+    expect(tokenReplaced(NEVER_OPENED, '9')).toBeUndefined();
+    expect(tokenLost(open, at(90), SETTINGS)).toBe(false);
+    expect(tokenLost(open, at(91), SETTINGS)).toBe(true);
+    expect(tokenLost(NEVER_OPENED, at(1000), SETTINGS)).toBe(false);
+  });
+
+  /**
+   * Any number of senders, any interleaving, a relay that is up or down at random: model the table
+   * as one versioned cell, let every sender decide on a possibly stale read and write conditionally.
+   */
+  it('races: probes are at least one interval apart, every write bumps the version by one, and it only closes on a probe that succeeded', () => {
+    const step = fc.record({
+      sender: fc.integer({ min: 0, max: 4 }),
+      advanceMs: fc.integer({ min: 0, max: 20_000 }),
+      stale: fc.boolean(),
+      event: fc.constantFrom('failure', 'copy', 'token', 'probe-result'),
+      relayUp: fc.boolean(),
+    });
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 1, maxLength: 80 }), (steps) => {
+        let stored: BreakerState = NEVER_OPENED;
+        let previousRead: BreakerState = NEVER_OPENED;
+        let nowMs = T0.getTime();
+        const claims: number[] = [];
+        const probing = new Map<number, { owner: string; claim: BreakerState }>();
+        const write = (observed: BreakerState, next: BreakerState | undefined): boolean => {
+          if (next === undefined || observed.version !== stored.version) return false;
+          expect(next.version).toBe(stored.version + 1);
+          if (next.state === BREAKER_STATE.closed && stored.state !== BREAKER_STATE.closed) {
+            expect(stored.state).toBe(BREAKER_STATE.halfOpen);
+          }
+          stored = next;
+          return true;
+        };
+        let tokens = 0;
+        for (const { sender, advanceMs, stale, event, relayUp } of steps) {
+          nowMs += advanceMs;
+          const now = new Date(nowMs);
+          const seen = stale ? previousRead : stored;
+          previousRead = stored;
+          if (event === 'failure') {
+            write(seen, opened(seen, FAILURE, now, SETTINGS, String(++tokens)));
+          } else if (event === 'probe-result') {
+            const held = probing.get(sender);
+            if (held === undefined) continue;
+            probing.delete(sender);
+            const next = relayUp
+              ? probeSucceeded(stored, held.owner, now)
+              : probeFailed(stored, held.owner, FAILURE);
+            write(stored, next);
+          } else {
+            const decision =
+              event === 'token'
+                ? tokenArrival(seen, seen.token ?? '', now).kind
+                : gateDecision(gate(seen), undefined, now, SETTINGS).kind;
+            if (decision === 'send') expect(seen.state).toBe(BREAKER_STATE.closed);
+            if (decision !== 'probe') continue;
+            const owner = `s${sender}-${nowMs}`;
+            const claim = probeClaimed(seen, owner, now, SETTINGS);
+            if (write(seen, claim) && claim !== undefined) {
+              claims.push(nowMs);
+              probing.set(sender, { owner, claim });
+            }
+          }
+        }
+        for (let i = 1; i < claims.length; i++) {
+          expect((claims[i] ?? 0) - (claims[i - 1] ?? 0)).toBeGreaterThanOrEqual(SETTINGS.probeIntervalMs);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('a copy that waits comes back within one interval of the next probe, never sooner than a second', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 120_000 }),
+        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+        (elapsedMs, spread) => {
+          const open = opened(NEVER_OPENED, FAILURE, T0, SETTINGS, '1') as BreakerState;
+          const now = new Date(T0.getTime() + elapsedMs);
+          const decision = gateDecision(gate(open), undefined, now, SETTINGS, spread);
+          if (decision.kind !== 'wait') return;
+          const untilProbe = Math.ceil((Date.parse(open.probe_at ?? '') - now.getTime()) / 1000);
+          expect(decision.seconds).toBeGreaterThanOrEqual(Math.max(1, untilProbe));
+          expect(decision.seconds).toBeLessThan(Math.max(1, untilProbe) + 30);
+        },
+      ),
+    );
+  });
+});
+
+describe('the pause', () => {
+  it('pause all holds every kind and messages without one; resume --kind lets that kind through (the roll-out)', () => {
+    const all = pauseAfter(NOT_PAUSED, { action: 'pause', reason: 'incident' }, T0);
+    expect(isPaused(all, 'welcome')).toBe(true);
+    expect(isPaused(all, undefined)).toBe(true);
+    const rolled = pauseAfter(all, { action: 'resume', kind: 'welcome' }, at(1));
+    expect(isPaused(rolled, 'welcome')).toBe(false);
+    expect(isPaused(rolled, 'invoice')).toBe(true);
+    expect(isPaused(rolled, undefined)).toBe(true);
+    expect(pauseAfter(rolled, { action: 'resume' }, at(2))).toEqual({ version: 3, kinds: {} });
+  });
+
+  it('pause --kind holds that kind only; a paused kind waits even while the breaker is closed', () => {
+    const one = pauseAfter(NOT_PAUSED, { action: 'pause', kind: 'campaign', reason: 'rollout' }, T0);
+    expect(isPaused(one, 'campaign')).toBe(true);
+    expect(isPaused(one, 'invoice')).toBe(false);
+    expect(isPaused(one, undefined)).toBe(false);
+    expect(gateDecision(gate(NEVER_OPENED, one), 'campaign', T0, SETTINGS)).toEqual({
+      kind: 'wait',
+      seconds: 30,
+      cause: 'paused',
+    });
+    expect(gateDecision(gate(NEVER_OPENED, one), 'invoice', T0, SETTINGS)).toEqual({ kind: 'send' });
+    const resumed = pauseAfter(one, { action: 'resume', kind: 'campaign' }, at(1));
+    expect(isPaused(resumed, 'campaign')).toBe(false);
+  });
+
+  it('any sequence of commands: a kind is paused exactly as the last command that concerns it says', () => {
+    const command = fc.oneof(
+      fc.record({
+        action: fc.constant('pause' as const),
+        kind: fc.option(fc.constantFrom('a', 'b'), { nil: undefined }),
+        reason: fc.constant('r'),
+      }),
+      fc.record({
+        action: fc.constant('resume' as const),
+        kind: fc.option(fc.constantFrom('a', 'b'), { nil: undefined }),
+      }),
+    );
+    fc.assert(
+      fc.property(fc.array(command, { maxLength: 12 }), (commands) => {
+        let pause = NOT_PAUSED;
+        for (const c of commands) pause = pauseAfter(pause, c, T0);
+        for (const kind of ['a', 'b']) {
+          const last = [...commands].reverse().find((c) => c.kind === kind || c.kind === undefined);
+          expect(isPaused(pause, kind)).toBe(last?.action === 'pause');
+        }
+        expect(pause.version).toBe(commands.length);
+      }),
+    );
+  });
+});
+
+describe('a failure that is the relay’s', () => {
+  it.each([
+    [{ class: 'transient', code: 'ECONNREFUSED' }, false, true],
+    [{ class: 'transient', code: 'ETIMEDOUT' }, false, true],
+    [{ class: 'transient', code: '421' }, false, true],
+    [{ class: 'transient', code: '421' }, true, true],
+    [{ class: 'config', code: 'EAUTH' }, false, true],
+    [{ class: 'config', code: 'ETLS' }, false, true],
+    [{ class: 'transient', code: '451' }, true, false],
+    [{ class: 'transient', code: '450' }, true, false],
+    [{ class: 'config', code: '550' }, true, false],
+    [{ class: 'permanent', code: '550' }, true, false],
+    [{ class: 'permanent', code: 'EENVELOPE' }, false, false],
+    [{ class: 'ambiguous', code: 'ECONNECTION' }, true, false],
+  ] as const)('%j reachedRelay=%s → %s', (failure, reachedRelay, expected) => {
+    expect(isRelayUnavailable(failure, reachedRelay)).toBe(expected);
+  });
+
+  it('a refused connect as nodemailer reports it (ESOCKET at CONN, syscall connect) never reached the relay', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), {
+      code: 'ESOCKET',
+      command: 'CONN',
+      errno: -111,
+      syscall: 'connect',
+    });
+    expect(reachedRelay(refused)).toBe(false);
+    expect(isRelayUnavailable(classifySmtpError(refused), reachedRelay(refused))).toBe(true);
+    // A session that broke later (no connect syscall) may have been mid-transaction: it counts.
+    const broken = Object.assign(new Error('Connection closed'), { code: 'ECONNECTION', command: 'CONN' });
+    expect(reachedRelay(broken)).toBe(true);
+  });
+});

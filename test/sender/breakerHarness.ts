@@ -1,0 +1,143 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { SQSRecord } from 'aws-lambda';
+import { NodemailerMailer } from '../../lambdas/adapters/NodemailerMailer.js';
+import { NodemailerRelayProbe } from '../../lambdas/adapters/NodemailerRelayProbe.js';
+import { environmentSmtpCredentials } from '../../lambdas/adapters/smtpCredentials.js';
+import type { BreakerSettings } from '../../lambdas/core/relayBreaker.js';
+import { RelayGate } from '../../lambdas/sender/relayGate.js';
+import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
+import { startSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
+import { type RelayOutage, startRelayOutage } from '../../local/smtp/relayOutage.js';
+import { documentClient, freshTable } from '../support/awsLocal.js';
+import {
+  createSenderRig,
+  FAST_SMTP_TIMEOUTS,
+  type SenderHandler,
+  type SenderRig,
+  type SenderWorld,
+  TEST_SETTINGS,
+} from './senderHarness.js';
+
+/**
+ * The sender's world with a relay that can go down (local/smtp/relayOutage.ts in front of the
+ * scripted smtp-server), and senders that each have their own gate, as separate containers do. The
+ * gates read the one gate item of the table; time is the real clock (SQS keeps real time and the
+ * breaker's probe interval is in it), compressed: a probe interval of one second.
+ */
+export const BREAKER_SETTINGS: BreakerSettings = { probeIntervalMs: 1000, probeTimeoutMs: 3000 };
+
+export interface BreakerWorld extends SenderWorld {
+  readonly outage: RelayOutage;
+  /** The senders' own mailers, closed with the world (a closed pool opens no session again). */
+  readonly senderMailers: NodemailerMailer[];
+}
+
+export async function startBreakerWorld(): Promise<BreakerWorld> {
+  const [{ tableName }, smtp] = await Promise.all([freshTable('breaker'), startSmtpServer()]);
+  const outage = await startRelayOutage({ targetHost: smtp.host, targetPort: smtp.port });
+  const relay = {
+    host: outage.host,
+    port: outage.port,
+    secure: false,
+    requireTls: false,
+    credentials: environmentSmtpCredentials({ user: undefined, pass: undefined }),
+    timeouts: FAST_SMTP_TIMEOUTS,
+  };
+  const mailer = new NodemailerMailer({ ...relay, messageIdDomain: 'mail.test' });
+  const senderMailers: NodemailerMailer[] = [];
+  return {
+    tableName,
+    documents: documentClient(),
+    smtp,
+    mailer,
+    outage,
+    senderMailers,
+    async close() {
+      for (const senderMailer of senderMailers.splice(0)) await senderMailer.close();
+      await mailer.close();
+      await outage.close();
+      await smtp.close();
+    },
+  };
+}
+
+export interface BreakerRig extends SenderRig {
+  readonly gateStore: DynamoSendingGate;
+  /** A sender of its own (its own gate and its own pooled mailer), as another container. */
+  sender(): SenderHandler;
+  /** Receives and runs copies with `handler` until `done()` or the deadline; answers the rounds. */
+  drive(options: {
+    handlers: readonly SenderHandler[];
+    done: () => Promise<boolean>;
+    timeoutMs: number;
+  }): Promise<number>;
+}
+
+export async function createBreakerRig(
+  world: BreakerWorld,
+  options: { maxAttempts?: number } = {},
+): Promise<BreakerRig> {
+  const rig = await createSenderRig(world, {
+    settings: { ...TEST_SETTINGS, ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}) },
+  });
+  const gateStore = new DynamoSendingGate(world.documents, world.tableName);
+  const sender = (): SenderHandler => {
+    const mailer = new NodemailerMailer({
+      host: world.outage.host,
+      port: world.outage.port,
+      secure: false,
+      requireTls: false,
+      messageIdDomain: 'mail.test',
+      credentials: environmentSmtpCredentials({ user: undefined, pass: undefined }),
+      timeouts: FAST_SMTP_TIMEOUTS,
+    });
+    world.senderMailers.push(mailer);
+    const now = () => new Date();
+    return rig.newHandler({
+      mailer,
+      now,
+      sleep: (milliseconds) => sleep(milliseconds),
+      relayGate: new RelayGate({
+        store: gateStore,
+        probe: new NodemailerRelayProbe({
+          host: world.outage.host,
+          port: world.outage.port,
+          secure: false,
+          requireTls: false,
+          credentials: environmentSmtpCredentials({ user: undefined, pass: undefined }),
+          timeouts: FAST_SMTP_TIMEOUTS,
+        }),
+        queue: rig.queue,
+        settings: BREAKER_SETTINGS,
+        now,
+        random: Math.random,
+        cacheMs: 0,
+        log: rig.log,
+        metrics: rig.metrics,
+      }),
+    });
+  };
+  return {
+    ...rig,
+    gateStore,
+    sender,
+    async drive({ handlers, done, timeoutMs }) {
+      const deadline = Date.now() + timeoutMs;
+      let rounds = 0;
+      while (!(await done())) {
+        if (Date.now() > deadline) throw new Error(`not done after ${rounds} rounds`);
+        const batches: SQSRecord[][] = [];
+        for (const _ of handlers) batches.push(await rig.receive({ max: 10, waitSeconds: 0 }));
+        if (batches.every((batch) => batch.length === 0)) await sleep(200);
+        await Promise.all(
+          handlers.map((handler, index) => {
+            const records = batches[index] ?? [];
+            return records.length > 0 ? rig.run(records, handler) : Promise.resolve();
+          }),
+        );
+        rounds++;
+      }
+      return rounds;
+    },
+  };
+}

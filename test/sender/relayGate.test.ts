@@ -1,0 +1,131 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
+import type { BreakerState } from '../../lambdas/core/relayBreaker.js';
+import type { ProbeResult, RelayProbe } from '../../lambdas/ports/SendingGate.js';
+import { RelayGate } from '../../lambdas/sender/relayGate.js';
+import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
+import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
+import { BREAKER_SETTINGS } from './breakerHarness.js';
+import { RecordingLog, RecordingMetrics, RecordingQueue } from './senderHarness.js';
+
+/**
+ * DESIGN §5: while the breaker is half-open one sender probes, and its result decides — success
+ * closes the breaker, failure opens it again. Other writers may move the breaker's version while the
+ * probe runs (the probe token re-armed by another sender, the sweeper's safety net): the probe's
+ * result must still be written, or the fleet waits for a prober that already finished. The gate item
+ * is DynamoDB Local's; the probe is a relay that answers when the test says so.
+ */
+
+class HeldProbe implements RelayProbe {
+  private release: ((result: ProbeResult) => void) | undefined;
+  started = 0;
+  probe(): Promise<ProbeResult> {
+    this.started++;
+    return new Promise((resolve) => {
+      this.release = resolve;
+    });
+  }
+  async answer(result: ProbeResult): Promise<void> {
+    while (this.release === undefined) await new Promise((resolve) => setTimeout(resolve, 5));
+    this.release(result);
+  }
+}
+
+const UNAVAILABLE = {
+  class: 'transient',
+  code: '421',
+  enhancedCode: null,
+  reason: 'the relay closed the session',
+} as const;
+
+describe('a probe while another writer moves the breaker', () => {
+  let store: DynamoSendingGate;
+  let queue: RecordingQueue;
+  let token: string;
+
+  beforeEach(async () => {
+    const [{ tableName }, { urls }] = await Promise.all([freshTable('gate'), freshQueues()]);
+    store = new DynamoSendingGate(documentClient(), tableName);
+    queue = new RecordingQueue(new SqsDispatchQueue(sqsClient(), urls.send));
+    const dueSince = new Date(Date.now() - 10).toISOString();
+    token = '12345';
+    const open: BreakerState = {
+      state: 'open',
+      version: 1,
+      opened_at: dueSince,
+      reason: '421: the relay closed the session',
+      probe_at: dueSince,
+      token,
+      failed_probes: 0,
+    };
+    expect(await store.writeBreaker({ state: 'closed', version: 0 }, open)).toBe('written');
+  });
+
+  const gate = (probe: RelayProbe) =>
+    new RelayGate({
+      store,
+      probe,
+      queue,
+      settings: BREAKER_SETTINGS,
+      now: () => new Date(),
+      random: () => 0,
+      cacheMs: 0,
+      log: new RecordingLog(),
+      metrics: new RecordingMetrics(),
+    });
+
+  it('a relay that answers closes the breaker, though the token was re-armed during the probe', async () => {
+    const probe = new HeldProbe();
+    const admission = gate(probe).admit(undefined);
+    await waitFor(async () => (await store.read()).breaker.state === 'half-open');
+
+    // The token arrives at another sender while the probe runs: too early, it is re-armed.
+    const tokenOutcome = await gate(new HeldProbe()).onToken(Number(token));
+    expect(tokenOutcome).toEqual({ kind: 'done', reason: 'token re-armed for the next probe' });
+
+    await probe.answer({ ok: true, durationMs: 3 });
+    expect(await admission).toEqual({ kind: 'send' });
+    expect((await store.read()).breaker.state).toBe('closed');
+    expect(probe.started).toBe(1);
+  });
+
+  it('a relay that does not answer opens it again, with the new token and no prober left', async () => {
+    const probe = new HeldProbe();
+    const admission = gate(probe).admit(undefined);
+    await waitFor(async () => (await store.read()).breaker.state === 'half-open');
+    await gate(new HeldProbe()).onToken(Number(token));
+    const rearmed = (await store.read()).breaker.token;
+    expect(rearmed).not.toBe(token);
+
+    await probe.answer({ ok: false, failure: UNAVAILABLE, durationMs: 3 });
+    expect((await admission).kind).toBe('wait');
+    const { breaker } = await store.read();
+    expect(breaker).toMatchObject({ state: 'open', token: rearmed, failed_probes: 1 });
+    expect(breaker.probe_owner).toBeUndefined();
+  });
+
+  it('a duplicate of the token copy re-arms nothing once the first re-armed it', async () => {
+    const holder = new HeldProbe();
+    const admission = gate(holder).admit(undefined);
+    await waitFor(async () => (await store.read()).breaker.state === 'half-open');
+    const [first, duplicate] = await Promise.all([
+      gate(new HeldProbe()).onToken(Number(token)),
+      gate(new HeldProbe()).onToken(Number(token)),
+    ]);
+    const outcomes = [first, duplicate].map((outcome) => (outcome.kind === 'done' ? outcome.reason : 'kept'));
+    expect(outcomes.filter((reason) => reason === 'token re-armed for the next probe')).toHaveLength(1);
+    const tokens = queue.enqueued.filter((copy) => copy.payload.id === '_relay-probe');
+    expect(tokens).toHaveLength(1);
+    expect(String(tokens[0]?.payload.rev)).toBe((await store.read()).breaker.token);
+    await holder.answer({ ok: true, durationMs: 1 });
+    await admission;
+  });
+});
+
+async function waitFor(condition: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('condition not met within 5 s');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

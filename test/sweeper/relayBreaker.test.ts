@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
+import { NEVER_OPENED, opened, PROBE_TOKEN_ID } from '../../lambdas/core/relayBreaker.js';
+import type { DispatchQueue, QueuedCopy } from '../../lambdas/ports/DispatchQueue.js';
+import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
+import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
+import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
+import { sweep } from '../../lambdas/sweeper/sweep.js';
+import { putMessage } from '../sender/records.js';
+import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
+
+/**
+ * The sweeper during a relay outage (DESIGN §5, §5a): the safety net under the probe token — a lost
+ * token is replaced — and no re-dispatch of messages that wait because the breaker holds them.
+ */
+const SETTINGS = { probeIntervalMs: 30_000, probeTimeoutMs: 10_000 };
+
+class Recording implements DispatchQueue {
+  readonly copies: QueuedCopy[] = [];
+  constructor(private readonly inner: DispatchQueue) {}
+  enqueue(copies: readonly QueuedCopy[]) {
+    this.copies.push(...copies);
+    return this.inner.enqueue(copies);
+  }
+}
+
+async function world() {
+  const { tableName } = await freshTable('sweep-breaker');
+  const { urls } = await freshQueues();
+  const documents = documentClient();
+  const store = new DynamoSendingGate(documents, tableName);
+  const queue = new Recording(new SqsDispatchQueue(sqsClient(), urls.send));
+  const run = (now: Date) =>
+    sweep({
+      dueIndex: new DynamoDueIndex(documents, tableName),
+      records: new DynamoSweepRecords(documents, tableName),
+      queue,
+      now: () => now,
+      graceSeconds: 300,
+      shards: 64,
+      gate: { store, settings: SETTINGS },
+    });
+  return { tableName, documents, store, queue, run };
+}
+
+describe('the sweeper and the relay breaker', () => {
+  it('re-arms a token lost for two probe intervals, and leaves overdue messages to the breaker while it is open', async () => {
+    const w = await world();
+    const openedAt = new Date(Date.now() - 3_600_000);
+    const message = await putMessage(w.documents, w.tableName, new Date(openedAt.getTime() - 600_000));
+    const open = opened(NEVER_OPENED, { reason: 'ESOCKET: refused' }, openedAt, SETTINGS, '11');
+    if (open === undefined) throw new Error('opens');
+    await w.store.writeBreaker(NEVER_OPENED, open);
+
+    const report = await w.run(new Date());
+    expect(report.breaker).toEqual({ state: 'open', tokenRearmed: true });
+    expect(report.redispatched).toBe(0);
+    const tokens = w.queue.copies.filter((copy) => copy.payload.id === PROBE_TOKEN_ID);
+    expect(tokens).toHaveLength(1);
+    const after = await w.store.read();
+    expect(after.breaker.token).toBe(String(tokens[0]?.payload.rev));
+    expect(w.queue.copies.some((copy) => copy.payload.id === message.id)).toBe(false);
+
+    // Two runs in a row: the fresh token is not lost yet.
+    expect((await w.run(new Date())).breaker).toEqual({ state: 'open', tokenRearmed: false });
+  });
+
+  it('with the breaker closed it sweeps as before', async () => {
+    const w = await world();
+    const message = await putMessage(w.documents, w.tableName, new Date(Date.now() - 3_600_000));
+    const report = await w.run(new Date());
+    expect(report.breaker).toEqual({ state: 'closed', tokenRearmed: false });
+    expect(w.queue.copies.map((copy) => copy.payload.id)).toContain(message.id);
+  });
+});
