@@ -27,6 +27,7 @@ import { raiseGroupRoute } from './routes/raiseGroup.js';
 import { rescheduleMessageRoute } from './routes/rescheduleMessage.js';
 import { retryMessageRoute } from './routes/retryMessage.js';
 import type { ApiConfig, RouteDependencies, RouteHandler } from './routes/route.js';
+import { type WebhookRouteDependencies, webhookRouteHandlers } from './routes/webhooks.js';
 
 export type { ApiEvent, ApiResult, AuthorizerContext } from './apiEvent.js';
 
@@ -40,6 +41,8 @@ export interface ApiHandlerDependencies {
   readonly logger: Log;
   /** Waits between enqueue attempts after a contended transaction; defaults to a timer. */
   readonly sleep?: (milliseconds: number) => Promise<void>;
+  /** The webhook routes' store and queue; without them those routes answer 404. */
+  readonly webhooks?: WebhookRouteDependencies;
 }
 
 /** One module per route; the record's type makes a route of API_ROUTES without a module a type error. */
@@ -54,6 +57,7 @@ function routeHandlers(deps: RouteDependencies): Readonly<Record<RouteName, Rout
     cancel: cancelMessageRoute(deps),
     retry: retryMessageRoute(deps),
     raiseGroup: raiseGroupRoute(deps),
+    ...webhookRouteHandlers(deps.webhooks),
   };
 }
 

@@ -13,6 +13,7 @@ import {
   GroupVersionBodySchema,
   RescheduleBodySchema,
 } from '../core/requestSchemas.js';
+import { WEBHOOK_OPERATIONS } from './openapi/webhookOperations.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
 const StatusSchema = z.enum(MESSAGE_STATUSES as [string, ...string[]]).meta({ id: 'MessageStatus' });
@@ -214,6 +215,7 @@ const OPERATIONS: Record<RouteName, Operation> = {
     summary: 'This document',
     responses: { 200: { description: 'The OpenAPI 3.1 document.', content: json(z.object({}).loose()) } },
   },
+  ...WEBHOOK_OPERATIONS,
 };
 
 /** Builds the OpenAPI 3.1 document (pure; the handler caches the result). */

@@ -109,6 +109,93 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/webhooks': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** This tenant's webhook endpoints */
+    get: operations['listWebhooks'];
+    put?: never;
+    /** Subscribe an endpoint to this tenant's events */
+    post: operations['createWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhooks/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** One webhook endpoint with its delivery counts */
+    get: operations['getWebhook'];
+    put?: never;
+    post?: never;
+    /** Remove a webhook endpoint (its queued deliveries stop) */
+    delete: operations['deleteWebhook'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhooks/{id}/test': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Deliver a `webhook.test` event now */
+    post: operations['testWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhooks/{id}/deliveries': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** An endpoint's deliveries and their attempts, newest first */
+    get: operations['listWebhookDeliveries'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhooks/{id}/deliveries/{delivery}/retry': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Deliver a failed delivery again (a new retry window) */
+    post: operations['retryWebhookDelivery'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -296,6 +383,93 @@ export interface components {
     GroupVersionRequest: {
       version: number;
     };
+    CreatedWebhook: {
+      /** @example whe_01JE0000000000000000000000 */
+      id: string;
+      url: string;
+      /** @description null: every event type. */
+      events: components['schemas']['EventType'][] | null;
+      description: string | null;
+      created_at: string;
+      /** @description The signing secret, `whsec_…`: shown here once, never again. */
+      secret: string;
+    };
+    /** @enum {string} */
+    EventType:
+      | 'message.scheduled'
+      | 'message.retrying'
+      | 'message.sent'
+      | 'message.failed'
+      | 'message.dead'
+      | 'message.cancelled'
+      | 'message.superseded'
+      | 'message.expired'
+      | 'message.unknown'
+      | 'webhook.test';
+    CreateWebhookBody: {
+      /** @description Where events are POSTed: `https` in AWS; locally `http` to loopback too. */
+      url: string;
+      /** @description The event types to deliver; absent: all of them. */
+      events?:
+        | (
+            | 'message.scheduled'
+            | 'message.retrying'
+            | 'message.sent'
+            | 'message.failed'
+            | 'message.dead'
+            | 'message.cancelled'
+            | 'message.superseded'
+            | 'message.expired'
+            | 'message.unknown'
+            | 'webhook.test'
+          )[]
+        | null;
+      description?: string | null;
+    };
+    Webhook: {
+      /** @example whe_01JE0000000000000000000000 */
+      id: string;
+      url: string;
+      /** @description null: every event type. */
+      events: components['schemas']['EventType'][] | null;
+      description: string | null;
+      created_at: string;
+    };
+    WebhookWithCounts: {
+      /** @example whe_01JE0000000000000000000000 */
+      id: string;
+      url: string;
+      /** @description null: every event type. */
+      events: components['schemas']['EventType'][] | null;
+      description: string | null;
+      created_at: string;
+      deliveries: {
+        pending: number;
+        delivered: number;
+        failed: number;
+      };
+    };
+    WebhookDelivery: {
+      id: string;
+      webhook_id: string;
+      event_id: string;
+      event_type: components['schemas']['EventType'];
+      status: components['schemas']['WebhookDeliveryStatus'];
+      attempts: number;
+      next_attempt_at: string | null;
+      created_at: string;
+      updated_at: string;
+      delivered_at: string | null;
+      history: {
+        at: string;
+        status_code: number | null;
+        /** @description `timeout`, `refused: …` or `network: …`; null for an answer. */
+        error: string | null;
+        duration_ms: number;
+      }[];
+    };
+    /** @enum {string} */
+    WebhookDeliveryStatus: 'pending' | 'delivered' | 'failed';
   };
   responses: never;
   parameters: never;
@@ -716,6 +890,421 @@ export interface operations {
         };
         content: {
           'application/json': {
+            [key: string]: unknown;
+          };
+        };
+      };
+    };
+  };
+  listWebhooks: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The endpoints. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: components['schemas']['Webhook'][];
+          };
+        };
+      };
+      /** @description Missing or invalid API key. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+    };
+  };
+  createWebhook: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['CreateWebhookBody'];
+      };
+    };
+    responses: {
+      /** @description Created; `secret` is shown this once. */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CreatedWebhook'];
+        };
+      };
+      /** @description Invalid request (a URL the policy refuses included): `errors` names each field. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+      /** @description Missing or invalid API key. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+      /** @description The tenant has 20 endpoints already. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+    };
+  };
+  getWebhook: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The webhook endpoint id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The endpoint. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookWithCounts'];
+        };
+      };
+      /** @description Missing or invalid API key. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+      /** @description No such webhook endpoint for this tenant. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+    };
+  };
+  deleteWebhook: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The webhook endpoint id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Removed. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            /** @enum {boolean} */
+            deleted: true;
+          };
+        };
+      };
+      /** @description Missing or invalid API key. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+      /** @description No such webhook endpoint for this tenant. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+    };
+  };
+  testWebhook: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The webhook endpoint id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The delivery, queued. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookDelivery'];
+        };
+      };
+      /** @description Missing or invalid API key. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+      /** @description No such webhook endpoint for this tenant. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+    };
+  };
+  listWebhookDeliveries: {
+    parameters: {
+      query?: {
+        status?: components['schemas']['WebhookDeliveryStatus'];
+        /** @description 1–100, default 20. */
+        limit?: string;
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        /** @description The webhook endpoint id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of deliveries. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: components['schemas']['WebhookDelivery'][];
+            next_cursor: string | null;
+          };
+        };
+      };
+      /** @description Invalid query: `errors` names each field. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+      /** @description Missing or invalid API key. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+      /** @description No such webhook endpoint for this tenant. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+    };
+  };
+  retryWebhookDelivery: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The webhook endpoint id. */
+        id: string;
+        /** @description The delivery id. */
+        delivery: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Pending again (rev + 1). */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookDelivery'];
+        };
+      };
+      /** @description Missing or invalid API key. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+      /** @description No such endpoint or delivery. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+      /** @description The delivery is not failed. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+          } & {
             [key: string]: unknown;
           };
         };

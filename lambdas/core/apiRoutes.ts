@@ -2,6 +2,7 @@
  * The routes the api handler serves (DESIGN §3), as data: the OpenAPI document and its test are
  * checked against this list. A route either needs the authorizer's tenant or is public.
  */
+import { WEBHOOK_API_ROUTES, type WebhookRouteName } from './webhookApiRoutes.js';
 
 export type RouteName =
   | 'enqueue'
@@ -12,7 +13,8 @@ export type RouteName =
   | 'retry'
   | 'raiseGroup'
   | 'health'
-  | 'openapi';
+  | 'openapi'
+  | WebhookRouteName;
 
 export interface ApiRoute {
   readonly name: RouteName;
@@ -32,6 +34,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { name: 'raiseGroup', method: 'PUT', path: '/v1/groups/{key}', authorized: true },
   { name: 'health', method: 'GET', path: '/health', authorized: false },
   { name: 'openapi', method: 'GET', path: '/openapi.json', authorized: true },
+  ...WEBHOOK_API_ROUTES,
 ];
 
 export type RouteResolution =

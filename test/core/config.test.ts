@@ -56,6 +56,8 @@ describe('configuration (DESIGN §8)', () => {
         maxSendRate: undefined,
         maxHorizonDays: 400,
         retentionDays: 30,
+        webhookRetryHours: 24,
+        webhookAllowPrivateUrls: true,
       });
     });
     it('insists on TLS in AWS by default', () => {

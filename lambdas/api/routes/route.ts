@@ -7,6 +7,7 @@ import type { Config } from '../../core/config.js';
 import type { ApiStore } from '../../ports/ApiStore.js';
 import type { ApiEvent } from '../apiEvent.js';
 import type { Outcome } from '../routeOutcome.js';
+import type { WebhookRouteDependencies } from './webhooks.js';
 
 /** The settings the routes read. */
 export type ApiConfig = Pick<Config, 'allowedFrom' | 'defaultFrom' | 'maxHorizonDays' | 'retentionDays'>;
@@ -18,6 +19,7 @@ export interface RouteDependencies {
   readonly random: () => number;
   /** Waits between enqueue attempts after a contended transaction. */
   readonly sleep: (milliseconds: number) => Promise<void>;
+  readonly webhooks?: WebhookRouteDependencies | undefined;
 }
 
 export interface RouteRequest {
