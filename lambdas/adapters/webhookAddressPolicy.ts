@@ -30,8 +30,8 @@ for (const [network, prefix] of [
 for (const [network, prefix] of [
   ['::', 128],
   ['::1', 128],
-  // IPv4-mapped and NAT64 addresses would reach the IPv4 ranges above by another name.
-  ['::ffff:0:0', 96],
+  // NAT64 would reach the IPv4 ranges above by another name. (IPv4-mapped ::ffff:a.b.c.d needs no
+  // row: BlockList checks it against the IPv4 rules, and a ::ffff:0:0/96 row would match every IPv4.)
   ['64:ff9b::', 96],
   ['100::', 64],
   ['2001:db8::', 32],

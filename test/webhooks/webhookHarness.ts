@@ -29,7 +29,11 @@ export interface Received {
 export type Answer = number | 'stall';
 
 /** A real HTTP receiver on 127.0.0.1 that records every POST and answers as told. */
-export async function startReceiver(answer: (index: number, request: Received) => Answer = () => 200) {
+export async function startReceiver(
+  answer: (index: number, request: Received) => Answer = () => 200,
+  /** Where a 3xx answer points. */
+  redirectTo = 'http://169.254.169.254/latest/meta-data/',
+) {
   const received: Received[] = [];
   let connections = 0;
   const stalled: ServerResponse[] = [];
@@ -49,7 +53,7 @@ export async function startReceiver(answer: (index: number, request: Received) =
         stalled.push(res);
         return;
       }
-      if (reply >= 300 && reply < 400) res.setHeader('location', 'http://169.254.169.254/latest/meta-data/');
+      if (reply >= 300 && reply < 400) res.setHeader('location', redirectTo);
       res.statusCode = reply;
       res.end('ok');
     });
