@@ -1,6 +1,7 @@
 import { Aws } from 'aws-cdk-lib';
 import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as events from 'aws-cdk-lib/aws-events';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
@@ -13,6 +14,7 @@ import { Ops } from './constructs/Ops.js';
 import type { PostdateFunctionName } from './constructs/postdateFunction.js';
 import { Sending } from './constructs/Sending.js';
 import { Storage } from './constructs/Storage.js';
+import { Webhooks } from './constructs/Webhooks.js';
 import { propsEnvironment } from './functionEnvironment.js';
 import { type PostdateProps, PostdatePropsError, resolvePostdateProps } from './postdateProps.js';
 
@@ -33,7 +35,9 @@ export class Postdate extends Construct {
   readonly smtpSecret: secretsmanager.ISecret;
   readonly alarmTopic: sns.ITopic;
   readonly httpApi: apigw.IHttpApi;
-  /** The five functions, e.g. to add alarms or subscriptions of your own. */
+  /** The bus every status change is put on (`source: postdate`, `detail-type` = the type). */
+  readonly eventBus: events.IEventBus;
+  /** The functions, e.g. to add alarms or subscriptions of your own. */
   readonly functions: Readonly<Record<PostdateFunctionName, lambda.IFunction>>;
   /** The base URL of the API (`https://{id}.execute-api.{region}.amazonaws.com/`). */
   readonly apiUrl: string;
@@ -72,7 +76,7 @@ export class Postdate extends Construct {
       configEnvironment: environment,
       logRetention: resolved.logRetention,
     });
-    const functions = {
+    const core = {
       api: api.api.function,
       authorizer: api.authorizer.function,
       relay: dispatch.relay.function,
@@ -81,7 +85,7 @@ export class Postdate extends Construct {
     };
     const ops = new Ops(this, 'Ops', {
       alarmTopic: resolved.alarmTopic,
-      functions,
+      functions: core,
       sendQueue: dispatch.sendQueue,
       sendDeadLetterQueue: dispatch.sendDeadLetterQueue,
       relayFailureQueue: dispatch.relayFailureQueue,
@@ -93,7 +97,16 @@ export class Postdate extends Construct {
       sweepInterval: resolved.sweepInterval,
     });
 
-    this.functions = functions;
+    const webhooks = new Webhooks(this, 'Webhooks', {
+      storage,
+      api: api.api,
+      eventBus: resolved.eventBus,
+      configEnvironment: environment,
+      logRetention: resolved.logRetention,
+      alarmTopic: ops.alarmTopic,
+    });
+    this.eventBus = webhooks.eventBus;
+    this.functions = { ...core, events: webhooks.producer.function, webhooks: webhooks.delivery.function };
     this.table = storage.table;
     this.sendQueue = dispatch.sendQueue;
     this.sendDeadLetterQueue = dispatch.sendDeadLetterQueue;

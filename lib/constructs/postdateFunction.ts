@@ -16,7 +16,14 @@ import { acknowledge } from './acknowledge.js';
 export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** The functions of Postdate; each is `lambdas/{name}/handler.ts` exporting `handler`. */
-export type PostdateFunctionName = 'api' | 'authorizer' | 'relay' | 'sender' | 'sweeper';
+export type PostdateFunctionName =
+  | 'api'
+  | 'authorizer'
+  | 'relay'
+  | 'sender'
+  | 'sweeper'
+  | 'events'
+  | 'webhooks';
 
 /** The five functions, in the order the build writes their bundles. */
 export const POSTDATE_FUNCTION_NAMES: readonly PostdateFunctionName[] = [
@@ -25,6 +32,8 @@ export const POSTDATE_FUNCTION_NAMES: readonly PostdateFunctionName[] = [
   'relay',
   'sender',
   'sweeper',
+  'events',
+  'webhooks',
 ];
 
 export const RUNTIME = lambda.Runtime.NODEJS_22_X;

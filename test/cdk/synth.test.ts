@@ -106,7 +106,7 @@ describe('the app synthesizes offline, with real bundling and no AWS credentials
     const functions = Object.entries(template.Resources).filter(
       ([, r]) => r.Type === 'AWS::Lambda::Function',
     );
-    expect(functions).toHaveLength(5);
+    expect(functions).toHaveLength(7);
     const bundles = functions.map(([id, r]) => {
       const key = (r.Properties.Code as { S3Key: string }).S3Key;
       return { id, file: join(outdir, `asset.${key.replace(/\.zip$/, '')}`, 'index.mjs') };
