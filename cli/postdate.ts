@@ -32,6 +32,7 @@ import {
 } from './scheduleFailures/scheduleFailuresRedrive.js';
 import { scheduleFailuresShow } from './scheduleFailures/scheduleFailuresShow.js';
 import { openTarget, queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
+import { registerWebhooksCommands } from './webhooksCommands.js';
 
 interface GlobalOptions extends TargetOptions {
   readonly json?: boolean;
@@ -464,6 +465,7 @@ export function buildProgram(): Command {
       }),
     );
 
+  registerWebhooksCommands(program);
   return program;
 }
 
