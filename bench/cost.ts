@@ -396,7 +396,7 @@ function logSource(line: string): string {
  * Counts the bytes of JSON lines (Powertools logs and EMF blobs) written to stdout/stderr, which is
  * what CloudWatch Logs would ingest, and keeps them off the terminal.
  */
-function captureLogBytes() {
+export function captureLogBytes() {
   let bytes = 0;
   let bySource = new Map<string, number>();
   const streams = [process.stdout, process.stderr] as const;

@@ -10,6 +10,7 @@ import { peer } from './peer.js';
 import { precision } from './precision.js';
 import { scale } from './scale.js';
 import { round } from './stats.js';
+import { templates } from './templates.js';
 import { throughput } from './throughput.js';
 
 /**
@@ -21,6 +22,7 @@ import { throughput } from './throughput.js';
 const BENCHMARKS: Record<string, (options: BenchOptions) => Promise<BenchResult>> = {
   coldStart,
   cost,
+  templates,
   enqueueLatency,
   throughput,
   precision,

@@ -367,7 +367,8 @@ function handMadeAttacks(targets: HostileTargets): HostileRequest[] {
     enqueue('auth:basic', json(VALID_BODY), 'basic'),
     { attack: 'auth:forged-get', method: 'GET', path: `/v1/messages/${own}`, auth: 'forged', headers: [] },
     { attack: 'auth:none-list', method: 'GET', path: '/v1/messages', auth: 'none', headers: [] },
-    { attack: 'auth:none-openapi', method: 'GET', path: '/openapi.json', auth: 'none', headers: [] },
+    // `/openapi.json` is public (DESIGN §3); the template list is not.
+    { attack: 'auth:none-templates', method: 'GET', path: '/v1/templates', auth: 'none', headers: [] },
     {
       attack: 'other-tenant:get',
       method: 'GET',

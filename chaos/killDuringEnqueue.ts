@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import { Command } from 'commander';
 import { compressedTime } from './chaosTiming.js';
+import { TERMINAL_STATUSES } from './checker.js';
 import { seededRandom } from './seededRandom.js';
 import { type StackChild, startStackChild } from './stackChild.js';
 
@@ -171,10 +172,9 @@ export async function killDuringEnqueue(options: {
   }
 }
 
+/** A status the run may stop waiting on: one a message ends in, or a record gone (`missing`). */
 function isTerminal(status: string): boolean {
-  return ['sent', 'failed', 'dead', 'cancelled', 'superseded', 'expired', 'unknown', 'missing'].includes(
-    status,
-  );
+  return status === 'missing' || (TERMINAL_STATUSES as readonly string[]).includes(status);
 }
 
 async function main(argv: readonly string[]): Promise<number> {

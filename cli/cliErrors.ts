@@ -88,3 +88,52 @@ export function isCredentialsError(error: unknown): boolean {
     name === 'InvalidSignatureException'
   );
 }
+
+/** What kind of failure an error document reports; `type` is `urn:postdate:cli:{kind}`. */
+export type CliErrorKind = 'usage' | 'failed' | 'unreachable' | 'credentials' | 'internal';
+
+const TITLES: Readonly<Record<CliErrorKind, string>> = {
+  usage: 'Bad usage',
+  failed: 'The command failed',
+  unreachable: 'The stack could not be reached',
+  credentials: 'AWS refused the credentials',
+  internal: 'Unexpected error',
+};
+
+/**
+ * An error as the one JSON document of a `--json` run (docs/cli.md, "JSON output"): problem-shaped
+ * as the API's errors (RFC 9457's `type`, `title`, `detail`), with the exit code in place of an
+ * HTTP status, inside `error` so that a script tells it from a result by one key.
+ */
+export interface ErrorDocument {
+  readonly error: {
+    readonly type: string;
+    readonly title: string;
+    readonly detail: string;
+    readonly exit_code: ExitCode;
+    /** The SDK's or Node's name for an unexpected error (never a stack). */
+    readonly name?: string;
+  };
+}
+
+export function errorDocument(
+  kind: CliErrorKind,
+  detail: string,
+  exitCode: ExitCode,
+  name?: string,
+): ErrorDocument {
+  return {
+    error: {
+      type: `urn:postdate:cli:${kind}`,
+      title: TITLES[kind],
+      detail,
+      exit_code: exitCode,
+      ...(name !== undefined ? { name } : {}),
+    },
+  };
+}
+
+/** The kind of a CliError by its exit code (usage 2, unreachable 3, otherwise failed). */
+export function kindOfExit(exitCode: ExitCode): CliErrorKind {
+  return exitCode === EXIT.usage ? 'usage' : exitCode === EXIT.unreachable ? 'unreachable' : 'failed';
+}

@@ -18,6 +18,8 @@ export const STATUS_WORDS: Readonly<Record<MessageStatus, (id: string) => string
   cancelled: () => 'cancelled before a send began',
   superseded: () => 'a newer version of its group exists, so it was not sent (freshness)',
   expired: () => 'its not_after deadline passed before it could be sent',
+  suppressed: () =>
+    "every recipient was on the tenant's suppression list at send time, so nothing was sent: `postdate suppressions list`",
   unknown: (id) =>
     'the relay may or may not have accepted it (ambiguous outcome, policy "hold"): search the relay\'s ' +
     `logs for its Message-ID; if it never arrived, \`postdate messages retry ${id}\`, else leave it`,

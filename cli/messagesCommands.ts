@@ -167,6 +167,8 @@ export interface ShowReport {
     readonly on_ambiguous: 'retry' | 'hold';
     readonly lease_until: string | null;
     readonly sent_at: string | null;
+    /** The relay's own id from its final 250 reply (what to quote to the provider). */
+    readonly provider_message_id: string | null;
     readonly group: MessageStateRecord['group'];
     readonly metadata: Readonly<Record<string, string>>;
     readonly history: MessageStateRecord['history'];
@@ -187,6 +189,7 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
       on_ambiguous: state.on_ambiguous,
       lease_until: state.lease_until ?? null,
       sent_at: state.sent_at ?? null,
+      provider_message_id: state.provider_message_id ?? null,
       group: state.group ?? null,
       metadata: state.metadata ?? {},
       history: state.history ?? [],
@@ -216,6 +219,7 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
     ['attempts', String(m.attempts)],
     ['on ambiguous', m.on_ambiguous],
     ['message-id', report.message_id_header],
+    ['relay id', m.provider_message_id ?? '-'],
     ['group', m.group ? `${m.group.key} v${m.group.version}` : '-'],
     ['tags', pairs(m.tags)],
     ['metadata', pairs(m.metadata)],
@@ -234,6 +238,7 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
       },
       { header: 'CODE', value: (row) => [row.code, row.enhanced_code].filter(Boolean).join(' ') },
       { header: 'DURATION', value: (row) => `${row.duration_ms} ms`, align: 'right' },
+      { header: 'RELAY ID', value: (row) => row.provider_message_id ?? '' },
       { header: 'REPLY', value: (row) => row.reply ?? '' },
     ],
     m.history,

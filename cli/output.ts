@@ -4,8 +4,43 @@
  *
  * - `--json`: exactly one JSON document on stdout per command, nothing else on stdout.
  * - people: tables and lines on stdout; colour and the progress bar only when the stream is a TTY.
- * - errors and progress always go to stderr, so `--json` output stays parseable.
+ * - errors and progress always go to stderr, so `--json` output stays parseable; with `--json` an
+ *   error is also one document on stdout, `{"error": {…}}` (cli/cliErrors.ts, `errorDocument`).
+ *
+ * Every JSON document goes through `jsonStyle`: snake_case keys, as the API writes them, whatever
+ * the command's own types call them. A command adds nothing to get it: `out.data(report)`.
  */
+
+/**
+ * Keys whose values are maps of someone's own keys (a tenant's tags and metadata, the headers of a
+ * message, SQS message attributes, tallies by tenant or tag): their keys are data, kept as they are.
+ */
+const VERBATIM_KEYS = new Set(['tags', 'metadata', 'headers', 'attributes', 'by_tenant', 'by_tag']);
+
+/** `receiveCount` → `receive_count`; keys already in snake_case (or UPPER_CASE) stay as they are. */
+export function snakeCase(key: string): string {
+  return key.replace(
+    /([a-z0-9])([A-Z])/g,
+    (_, before: string, capital: string) => `${before}_${capital.toLowerCase()}`,
+  );
+}
+
+/**
+ * The one JSON style of the CLI: a copy of `value` with every object key in snake_case (the
+ * API's style), except inside the maps named in VERBATIM_KEYS. Dates become ISO strings, as
+ * JSON.stringify makes them.
+ */
+export function jsonStyle(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(jsonStyle);
+  if (value instanceof Date) return value.toISOString();
+  if (typeof value !== 'object' || value === null) return value;
+  const styled: Record<string, unknown> = {};
+  for (const [key, inner] of Object.entries(value as Record<string, unknown>)) {
+    const name = snakeCase(key);
+    styled[name] = VERBATIM_KEYS.has(name) ? inner : jsonStyle(inner);
+  }
+  return styled;
+}
 
 export interface Output {
   /** `--json` was given: commands print one JSON document instead of tables. */
@@ -55,7 +90,7 @@ export function terminalOutput(options: TerminalOutputOptions): Output {
     },
     data(value) {
       clearBar();
-      stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+      stdout.write(`${JSON.stringify(jsonStyle(value), null, 2)}\n`);
     },
     warn(text) {
       clearBar();
@@ -95,7 +130,7 @@ export function memoryOutput(options: { json?: boolean } = {}): MemoryOutput {
     progressSteps,
     line: (text) => lines.push(text),
     // Round-trip through JSON so tests see exactly what a script would parse.
-    data: (value) => documents.push(JSON.parse(JSON.stringify(value))),
+    data: (value) => documents.push(JSON.parse(JSON.stringify(jsonStyle(value)))),
     warn: (text) => warnings.push(text),
     progress: (label, done, total) => progressSteps.push({ label, done, total }),
     text: () => lines.join('\n'),

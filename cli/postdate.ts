@@ -12,7 +12,16 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js';
 import { DynamoApiStore } from '../lambdas/store/apiStore.js';
 import { DynamoDueIndex } from '../lambdas/store/dueIndex.js';
-import { CliError, EXIT, type ExitCode, isCredentialsError, UsageError } from './cliErrors.js';
+import {
+  CliError,
+  type CliErrorKind,
+  EXIT,
+  type ExitCode,
+  errorDocument,
+  isCredentialsError,
+  kindOfExit,
+  UsageError,
+} from './cliErrors.js';
 import { dlqDrop, dlqRedrive, dlqShow, redriveSucceeded } from './dlqCommands.js';
 import { keysCreate, keysList, keysRevoke, knownTenants } from './keysCommands.js';
 import {
@@ -23,7 +32,8 @@ import {
   messagesRetry,
   messagesShow,
 } from './messagesCommands.js';
-import { type Output, terminalOutput } from './output.js';
+import { type ExportOptions, messagesExport, openLineSink } from './messagesExport.js';
+import { memoryOutput, type Output, terminalOutput } from './output.js';
 import { reconcile, reconcileClean } from './reconcileCommand.js';
 import { relayFailureDeps, relayFailuresCleared, relayFailuresRedrive } from './relayFailuresCommand.js';
 import {
@@ -31,7 +41,10 @@ import {
   scheduleFailuresRedrive,
 } from './scheduleFailures/scheduleFailuresRedrive.js';
 import { scheduleFailuresShow } from './scheduleFailures/scheduleFailuresShow.js';
-import { openTarget, queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
+import { openTargetWithStack } from './stackTarget.js';
+import { registerSuppressionsCommands } from './suppressionsCommands.js';
+import { queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
+import { registerTemplatesCommands } from './templatesCommands.js';
 import { registerWebhooksCommands } from './webhooksCommands.js';
 
 interface GlobalOptions extends TargetOptions {
@@ -57,7 +70,7 @@ function action<Args extends unknown[]>(
     let target: Target | undefined;
     try {
       const config = readConfig();
-      target = openTarget(options);
+      target = await openTargetWithStack(options);
       process.exitCode = await run(
         { target, out, config, now: () => new Date() },
         ...(args.slice(0, -1) as Args),
@@ -72,23 +85,34 @@ function action<Args extends unknown[]>(
 }
 
 function report(error: unknown, out: Output, target: Target | undefined): ExitCode {
-  if (error instanceof CliError) {
-    out.warn(`postdate: ${error.message}`);
-    return error.exitCode;
-  }
+  const [kind, detail, code, name] = described(error, target);
+  out.warn(`postdate: ${detail}`);
+  if (out.json) out.data(errorDocument(kind, detail, code, name));
+  if (process.env.POSTDATE_DEBUG && error instanceof Error && error.stack) out.warn(error.stack);
+  return code;
+}
+
+function described(
+  error: unknown,
+  target: Target | undefined,
+): [CliErrorKind, string, ExitCode, string | undefined] {
+  if (error instanceof CliError)
+    return [kindOfExit(error.exitCode), error.message, error.exitCode, undefined];
   if (isCredentialsError(error)) {
-    out.warn(
-      `postdate: AWS refused the credentials (${(error as Error).name}): sign in (aws sso login) or set AWS_PROFILE`,
-    );
-    return EXIT.unreachable;
+    const name = (error as Error).name;
+    return [
+      'credentials',
+      `AWS refused the credentials (${name}): sign in (aws sso login) or set AWS_PROFILE`,
+      EXIT.unreachable,
+      name,
+    ];
   }
   const where = target
     ? ` (${target.mode}: DynamoDB ${target.endpoints.dynamodb}, SQS ${target.endpoints.sqs})`
     : '';
-  const described = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  out.warn(`postdate: ${described}${where}`);
-  if (process.env.POSTDATE_DEBUG && error instanceof Error && error.stack) out.warn(error.stack);
-  return EXIT.failed;
+  const name = error instanceof Error ? error.name : undefined;
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return ['internal', `${text}${where}`, EXIT.failed, name];
 }
 
 /** The service settings the CLI shares with the functions (retention, grace, delays), from the environment. */
@@ -168,7 +192,9 @@ export function buildProgram(): Command {
       '--schedule-dlq-url <url>',
       "the schedules' dead-letter queue (env POSTDATE_SCHEDULE_DLQ_URL; stack output ScheduleDeadLetterQueueUrl)",
     )
-    .addOption(new Option('--stack <name>', 'read the names from a CloudFormation stack (not supported yet)'))
+    .addOption(
+      new Option('--stack <name>', 'read the names from the outputs of a deployed CloudFormation stack'),
+    )
     .option('--region <region>', 'AWS region (env AWS_REGION)')
     .option('--dynamodb-endpoint <url>', 'DynamoDB endpoint (env AWS_ENDPOINT_URL_DYNAMODB)')
     .option('--sqs-endpoint <url>', 'SQS endpoint (env AWS_ENDPOINT_URL_SQS)')
@@ -183,7 +209,7 @@ export function buildProgram(): Command {
     .description('list messages, newest first (through the by_status / by_tenant indexes)')
     .option(
       '--status <status>',
-      'scheduled|sending|retrying|sent|failed|dead|cancelled|superseded|expired|unknown',
+      'scheduled|sending|retrying|sent|failed|dead|cancelled|superseded|expired|unknown|suppressed',
     )
     .option('--since <time>', 'created at or after: ISO time, or 30m / 6h / 2d ago')
     .option('--tag <key=value>', 'only messages with this tag (repeatable)', collect)
@@ -199,6 +225,28 @@ export function buildProgram(): Command {
           return EXIT.ok;
         },
       ),
+    );
+  messages
+    .command('export')
+    .description(
+      'messages created in a time range, as JSON Lines: state, attempts, replies (bodies: --with-bodies)',
+    )
+    .requiredOption('--since <time>', 'created at or after: ISO time, or 30m / 6h / 2d ago')
+    .option('--until <time>', 'created before: ISO time, or 30m / 6h / 2d ago (default: now)')
+    .option('--status <statuses>', 'only these statuses, comma-separated')
+    .option('--tenant <tenant>', 'one tenant (default: every tenant that has an API key)')
+    .option('--with-bodies', "include each message's body (recipients and content: personal data)")
+    .option('--out <file>', 'write the lines to this file instead of stdout')
+    .action(
+      action(async (context, options: ExportOptions & { out?: string }) => {
+        const lines = openLineSink(options.out);
+        try {
+          await messagesExport(messagesDeps(context), options, lines.sink, context.out);
+        } finally {
+          await lines.close();
+        }
+        return EXIT.ok;
+      }),
     );
   messages
     .command('show')
@@ -245,10 +293,19 @@ export function buildProgram(): Command {
   const dlq = program.command('dlq').description("the send queue's dead-letter queue");
   dlq
     .command('show')
-    .description('count, oldest age and a sample of the copies in the DLQ')
-    .option('--sample <n>', 'how many copies to peek at (0–100)', integer('--sample', 0), 10)
+    .description(
+      'the counts of the DLQ and its dead messages from the table; --peek n receives copies (SQS has no true peek)',
+    )
+    .option(
+      '--peek <n>',
+      'receive up to n copies to show them (0–100; each receive counts)',
+      integer('--peek', 0),
+      0,
+    )
+    .addOption(new Option('--sample <n>').argParser(integer('--sample', 0)).hideHelp())
     .action(
-      action(async ({ target, out, now }, options: { sample: number }) => {
+      action(async (context, options: { peek: number; sample?: number }) => {
+        const { target, out, now } = context;
         const dlqUrl = await queueUrlOf(target.sqs, target.refs.deadLetterQueue, 'dead-letter queue');
         await dlqShow(
           {
@@ -256,8 +313,10 @@ export function buildProgram(): Command {
             dlqUrl,
             now,
             table: { documents: target.documents, tableName: target.refs.tableName },
+            deadMessages: () =>
+              messagesList(messagesDeps(context), { status: 'dead', limit: 20 }, memoryOutput()),
           },
-          { sample: options.sample },
+          { sample: options.sample ?? options.peek },
           out,
         );
         return EXIT.ok;
@@ -464,7 +523,9 @@ export function buildProgram(): Command {
         return EXIT.ok;
       }),
     );
+  registerTemplatesCommands(program, action);
 
+  registerSuppressionsCommands(program, action);
   registerWebhooksCommands(program);
   return program;
 }
@@ -479,7 +540,12 @@ export async function main(argv: readonly string[]): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) {
       // Help asked for (--help, `help`) exits 0; help shown because of an error, or a usage error, 2.
-      return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+      if (error.exitCode === 0) return EXIT.ok;
+      if (argv.includes('--json')) {
+        const detail = error.message.replace(/^error: /, '');
+        process.stdout.write(`${JSON.stringify(errorDocument('usage', detail, EXIT.usage), null, 2)}\n`);
+      }
+      return EXIT.usage;
     }
     throw error;
   }

@@ -8,9 +8,8 @@
  *   `--relay-failures-url`, `--schedule-dlq-url`, or POSTDATE_TABLE_NAME in the environment); the usual credential chain
  *   and region. Endpoints still honour AWS_ENDPOINT_URL_* (how the tests point it at the emulators).
  *
- * `--stack <name>` would read the names from CloudFormation outputs; that needs
- * @aws-sdk/client-cloudformation, which is not a dependency, so it is refused with a message that
- * says what to pass instead (docs/runbook.md, "Tools").
+ * - **aws from a stack**: `--stack <name>` reads the names from the stack's CloudFormation outputs
+ *   (cli/stackTarget.ts), then comes here with them as if they were flags.
  */
 import { DynamoDBClient, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
@@ -91,14 +90,8 @@ export interface Target {
 
 /** Decides local or AWS from the options and the environment (pure: no client is built). */
 export function resolveMode(options: TargetOptions, env: Env): TargetMode {
-  if (options.stack !== undefined) {
-    throw new UsageError(
-      '--stack is not supported yet (it needs @aws-sdk/client-cloudformation): pass --table and the queue URLs, ' +
-        'or set POSTDATE_TABLE_NAME, POSTDATE_SEND_QUEUE_URL, POSTDATE_SEND_DLQ_URL, POSTDATE_RELAY_FAILURE_QUEUE_URL, ' +
-        'POSTDATE_SCHEDULE_DLQ_URL ' +
-        '(the stack outputs: aws cloudformation describe-stacks --stack-name <name> --query "Stacks[0].Outputs")',
-    );
-  }
+  // A deployed stack; its names are read from its outputs first (cli/stackTarget.ts).
+  if (options.stack !== undefined) return 'aws';
   if (options.local) return 'local';
   const named =
     options.table ??

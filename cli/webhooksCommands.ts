@@ -12,7 +12,8 @@ import type { WebhookQueue, WebhookStore } from '../lambdas/ports/Webhooks.js';
 import { DynamoWebhookStore, deliveryExpiresAt } from '../lambdas/store/webhookStore.js';
 import { CliError, EXIT, UsageError } from './cliErrors.js';
 import { type Output, printTable, terminalOutput } from './output.js';
-import { openTarget, type TargetOptions } from './target.js';
+import { openTargetWithStack } from './stackTarget.js';
+import type { Target, TargetOptions } from './target.js';
 
 export interface WebhooksDeps {
   readonly store: WebhookStore;
@@ -136,7 +137,7 @@ export function registerWebhooksCommands(program: Command): void {
       const command = args[args.length - 1] as Command;
       const options = command.optsWithGlobals<TargetOptions & { json?: boolean; queueUrl?: string }>();
       const out = terminalOutput({ json: options.json === true });
-      let target: ReturnType<typeof openTarget> | undefined;
+      let target: Target | undefined;
       try {
         let config: Config;
         try {
@@ -145,7 +146,7 @@ export function registerWebhooksCommands(program: Command): void {
           if (error instanceof ConfigError) throw new UsageError(error.message);
           throw error;
         }
-        target = openTarget(options);
+        target = await openTargetWithStack(options);
         const queueUrl = options.queueUrl ?? process.env.POSTDATE_WEBHOOK_QUEUE_URL;
         await body(
           {

@@ -9,6 +9,7 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ConfigError, loadConfig } from '../lambdas/core/config.js';
 import { Api } from './constructs/Api.js';
+import { Bounces } from './constructs/Bounces.js';
 import { Dispatch } from './constructs/Dispatch.js';
 import { Ops } from './constructs/Ops.js';
 import type { PostdateFunctionName } from './constructs/postdateFunction.js';
@@ -32,13 +33,17 @@ export class Postdate extends Construct {
   readonly relayFailureQueue: sqs.IQueue;
   readonly scheduleDeadLetterQueue: sqs.IQueue;
   readonly scheduleGroupName: string;
+  /** The role EventBridge Scheduler assumes to put schedules' copies on the send queue. */
+  readonly schedulerRoleArn: string;
   readonly smtpSecret: secretsmanager.ISecret;
   readonly alarmTopic: sns.ITopic;
   readonly httpApi: apigw.IHttpApi;
   /** The bus every status change is put on (`source: postdate`, `detail-type` = the type). */
   readonly eventBus: events.IEventBus;
-  /** The functions, e.g. to add alarms or subscriptions of your own. */
-  readonly functions: Readonly<Record<PostdateFunctionName, lambda.IFunction>>;
+  /** The functions always deployed, e.g. to add alarms or subscriptions of your own. */
+  readonly functions: Readonly<Record<Exclude<PostdateFunctionName, 'bounces'>, lambda.IFunction>>;
+  /** The function that reads SES bounces and complaints, when `sesNotificationTopic` was given. */
+  readonly bounces: lambda.IFunction | undefined;
   /** The base URL of the API (`https://{id}.execute-api.{region}.amazonaws.com/`). */
   readonly apiUrl: string;
 
@@ -105,14 +110,27 @@ export class Postdate extends Construct {
       logRetention: resolved.logRetention,
       alarmTopic: ops.alarmTopic,
     });
+    const bounces =
+      resolved.sesNotificationTopic === undefined
+        ? undefined
+        : new Bounces(this, 'Bounces', {
+            storage,
+            sesNotificationTopic: resolved.sesNotificationTopic,
+            configEnvironment: environment,
+            logRetention: resolved.logRetention,
+            alarmTopic: ops.alarmTopic,
+          });
+
     this.eventBus = webhooks.eventBus;
     this.functions = { ...core, events: webhooks.producer.function, webhooks: webhooks.delivery.function };
+    this.bounces = bounces?.bounces.function;
     this.table = storage.table;
     this.sendQueue = dispatch.sendQueue;
     this.sendDeadLetterQueue = dispatch.sendDeadLetterQueue;
     this.relayFailureQueue = dispatch.relayFailureQueue;
     this.scheduleDeadLetterQueue = dispatch.scheduleDeadLetterQueue;
     this.scheduleGroupName = dispatch.scheduleGroupName;
+    this.schedulerRoleArn = dispatch.schedulerRole.roleArn;
     this.smtpSecret = sending.smtpSecret;
     this.alarmTopic = ops.alarmTopic;
     this.httpApi = api.httpApi;

@@ -99,6 +99,11 @@ export class PostdateStack extends Stack {
       'EventBridge Scheduler group of the one-time schedules',
     );
     output(
+      'SchedulerRoleArn',
+      this.postdate.schedulerRoleArn,
+      'The role the scheduler assumes to deliver schedules (POSTDATE_SCHEDULER_ROLE_ARN)',
+    );
+    output(
       'SmtpSecretArn',
       this.postdate.smtpSecret.secretArn,
       'Set {"username","password"} of the SMTP relay here',

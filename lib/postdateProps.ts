@@ -103,6 +103,18 @@ export interface PostdateProps {
    */
   readonly smtpReplyTimeoutSeconds?: number;
   /**
+   * Messages one pooled SMTP session carries before the sender says QUIT and opens another
+   * (`POSTDATE_SMTP_SESSION_MAX_MESSAGES`).
+   * @default 100
+   */
+  readonly smtpSessionMaxMessages?: number;
+  /**
+   * A pooled SMTP session is not reused after this many seconds (`POSTDATE_SMTP_SESSION_MAX_AGE_SECONDS`):
+   * a relay applies a reloaded policy to new sessions only.
+   * @default 120
+   */
+  readonly smtpSessionMaxAgeSeconds?: number;
+  /**
    * Messages due within this many seconds go straight to SQS with `DelaySeconds`; later ones are
    * scheduled (`POSTDATE_DIRECT_DELAY_MAX_SECONDS`, at most 900).
    * @default 900
@@ -166,6 +178,15 @@ export interface PostdateProps {
    */
   readonly alarmTopic?: sns.ITopic;
   /**
+   * The SNS topic Amazon SES publishes bounce and complaint notifications to (an identity's
+   * feedback notifications, or a configuration set's SNS event destination). When given, a small
+   * function subscribed to it adds `Permanent` bounces and complaints to the suppression list of the
+   * tenant whose message it was (DESIGN §12). Turn on "include original email headers" for identity
+   * notifications: the message is found by its `X-Postdate-Id` (docs/api.md, "Suppressions").
+   * @default none: only hard bounces at RCPT TO (5.1.x) and the API add suppressions
+   */
+  readonly sesNotificationTopic?: sns.ITopic;
+  /**
    * Throttling of the HTTP API's default stage.
    * @default { rateLimit: 1000, burstLimit: 2000 }
    */
@@ -223,6 +244,8 @@ export interface ResolvedPostdateProps {
   readonly senderTimeoutSeconds: number;
   readonly smtpTimeoutSeconds: number;
   readonly smtpReplyTimeoutSeconds: number;
+  readonly smtpSessionMaxMessages: number;
+  readonly smtpSessionMaxAgeSeconds: number;
   readonly directDelayMaxSeconds: number;
   readonly scheduleLeadSeconds: number;
   readonly sweepGraceSeconds: number;
@@ -234,6 +257,7 @@ export interface ResolvedPostdateProps {
   readonly maxSendRate: number | undefined;
   readonly senderMaxConcurrency: number;
   readonly alarmTopic: sns.ITopic | undefined;
+  readonly sesNotificationTopic: sns.ITopic | undefined;
   readonly apiThrottle: ApiThrottle;
   readonly authorizerCacheTtl: Duration;
   readonly logRetention: logs.RetentionDays;
@@ -259,6 +283,8 @@ export const POSTDATE_DEFAULTS = {
   senderTimeoutSeconds: awsDefault('senderTimeoutSeconds'),
   smtpTimeoutSeconds: awsDefault('smtpTimeoutSeconds'),
   smtpReplyTimeoutSeconds: awsDefault('smtpReplyTimeoutSeconds'),
+  smtpSessionMaxMessages: awsDefault('smtpSessionMaxMessages'),
+  smtpSessionMaxAgeSeconds: awsDefault('smtpSessionMaxAgeSeconds'),
   directDelayMaxSeconds: awsDefault('directDelayMaxSeconds'),
   scheduleLeadSeconds: awsDefault('scheduleLeadSeconds'),
   sweepGraceSeconds: awsDefault('sweepGraceSeconds'),
@@ -330,6 +356,8 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
     senderTimeoutSeconds: props.senderTimeoutSeconds ?? POSTDATE_DEFAULTS.senderTimeoutSeconds,
     smtpTimeoutSeconds: props.smtpTimeoutSeconds ?? POSTDATE_DEFAULTS.smtpTimeoutSeconds,
     smtpReplyTimeoutSeconds: props.smtpReplyTimeoutSeconds ?? POSTDATE_DEFAULTS.smtpReplyTimeoutSeconds,
+    smtpSessionMaxMessages: props.smtpSessionMaxMessages ?? POSTDATE_DEFAULTS.smtpSessionMaxMessages,
+    smtpSessionMaxAgeSeconds: props.smtpSessionMaxAgeSeconds ?? POSTDATE_DEFAULTS.smtpSessionMaxAgeSeconds,
     directDelayMaxSeconds: props.directDelayMaxSeconds ?? POSTDATE_DEFAULTS.directDelayMaxSeconds,
     scheduleLeadSeconds: props.scheduleLeadSeconds ?? POSTDATE_DEFAULTS.scheduleLeadSeconds,
     sweepGraceSeconds: props.sweepGraceSeconds ?? POSTDATE_DEFAULTS.sweepGraceSeconds,
@@ -341,6 +369,7 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
     maxSendRate: props.maxSendRate,
     senderMaxConcurrency: props.senderMaxConcurrency ?? POSTDATE_DEFAULTS.senderMaxConcurrency,
     alarmTopic: props.alarmTopic,
+    sesNotificationTopic: props.sesNotificationTopic,
     apiThrottle: props.apiThrottle ?? POSTDATE_DEFAULTS.apiThrottle,
     authorizerCacheTtl:
       props.authorizerCacheTtl ?? Duration.seconds(POSTDATE_DEFAULTS.authorizerCacheTtlSeconds),

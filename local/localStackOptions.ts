@@ -17,6 +17,11 @@ export interface LocalStackOptions {
   readonly ports?: Partial<Record<LocalPart, number>>;
   /** Options of the SMTP sink; ignored when `config.smtp.host` points at a real relay. */
   readonly smtp?: { readonly maxBytes?: number };
+  /**
+   * A mail viewer run beside the stack that `config.smtp` points at (npm start's MailDev): `GET
+   * /health` probes its SMTP greeting and its page as it would the built-in sink's.
+   */
+  readonly externalViewer?: { readonly smtpPort: number; readonly url: string };
   /** JVM tuning of DynamoDB Local: `fast-start` (default) or `peak` for long benchmark runs. */
   readonly dynamodbJvm?: 'fast-start' | 'peak';
   /** How often the sweeper runs after the one at start. */

@@ -2,30 +2,78 @@
  * `npm start`: the whole Postdate pipeline on loopback (DESIGN §7, docs/local-stack.md).
  * Every start-up failure a person can fix (a bad variable, no java, a busy port) is one line and
  * exit code 1; Ctrl-C or SIGTERM stops every part, the java child included.
+ *
+ * Unless `SMTP_HOST` names a relay, mail goes to MailDev (local/smtp/maildevViewer.ts), reached as
+ * any relay is, through `SMTP_HOST`/`SMTP_PORT`; the functions' logs are shown as `POSTDATE_LOG`
+ * says (local/startLog.ts).
  */
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js';
 import { DynamoDbLocalError } from './dynamodbLocal.js';
-import { type LocalPorts, loadLocalPorts, PortInUseError } from './localEnv.js';
+import { claimPorts, type LocalPorts, loadLocalPorts, PortInUseError } from './localEnv.js';
 import type { LocalStack } from './localStack.js';
+import { type MaildevViewer, startMaildevViewer } from './smtp/maildevViewer.js';
 import { removeStackFile, STACK_FILE, writeStackFile } from './stackFile.js';
+import { installLogFilter, type LocalLogMode, logModeOf } from './startLog.js';
+
+const HOST = '127.0.0.1';
 
 function fail(line: string): never {
   process.stderr.write(`postdate: ${line}\n`);
   process.exit(1);
 }
 
-function readConfiguration(): { config: Config; ports: LocalPorts } {
+function readConfiguration(env: NodeJS.ProcessEnv = process.env): {
+  config: Config;
+  ports: LocalPorts;
+  logMode: LocalLogMode;
+} {
   try {
-    const config = loadConfig(process.env, 'local');
-    return { config, ports: loadLocalPorts(process.env, config) };
+    const config = loadConfig(env, 'local');
+    return { config, ports: loadLocalPorts(env, config), logMode: logModeOf(process.argv.slice(2), env) };
   } catch (error) {
     if (error instanceof ConfigError) fail(error.message);
     throw error;
   }
 }
 
-function banner(stack: LocalStack, seconds: number, dataDir: string | undefined): string {
+/** Whether the `maildev` package can be loaded (it is a devDependency; a bare install may lack it). */
+function maildevInstalled(): boolean {
+  try {
+    import.meta.resolve('maildev');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * MailDev's ports: the sink's and the viewer's, a 0 made concrete now, so that the functions'
+ * SMTP_PORT is known before MailDev listens and both start side by side. None when `SMTP_HOST`
+ * names a relay (then there is no viewer) or MailDev is missing (then the built-in sink stands in).
+ */
+async function viewerPortsOf(config: Config, ports: LocalPorts) {
+  if (config.smtp.host !== undefined) return undefined;
+  if (!maildevInstalled()) {
+    process.stderr.write(
+      'postdate: the maildev package is not installed (npm ci installs it); using the built-in SMTP sink and viewer\n',
+    );
+    return undefined;
+  }
+  // A taken fixed port stops the start here, with the line that names its variable.
+  const claimed = await claimPorts({ ...ports, api: 0, dynamodb: 0, sqs: 0, scheduler: 0 }, HOST).catch(
+    (error: unknown) => fail(error instanceof PortInUseError ? error.message : String(error)),
+  );
+  return { smtp: claimed.smtp, web: claimed.mailViewer };
+}
+
+function banner(
+  stack: LocalStack,
+  viewer: MaildevViewer | undefined,
+  seconds: number,
+  dataDir: string | undefined,
+): string {
   const notBuilt = Object.entries(stack.functions)
     .filter(([, state]) => state === 'not built')
     .map(([name]) => name);
@@ -41,11 +89,16 @@ function banner(stack: LocalStack, seconds: number, dataDir: string | undefined)
     `Postdate local stack ready in ${seconds.toFixed(1)} s`,
     `  API          ${stack.apiUrl}   (readiness: ${stack.apiUrl}/health)`,
     `  API key      ${stack.apiKey}`,
-    `  Mail viewer  ${stack.mailViewerUrl ?? `none: SMTP_HOST=${process.env.SMTP_HOST ?? ''} is used as the relay`}`,
+    `  Mail viewer  ${viewer ? `${viewer.url}/   (MailDev: rendered HTML, text, headers, search, attachments)` : (stack.mailViewerUrl ?? `none: SMTP_HOST=${process.env.SMTP_HOST ?? ''} is used as the relay`)}`,
     `  Data         ${dataDir ? `kept in ${dataDir}` : 'in memory (set POSTDATE_DATA_DIR to keep it)'}`,
     `  DynamoDB     ${stack.dynamodbEndpoint}`,
     `  SQS          ${stack.sqsEndpoint}`,
     `  Scheduler    ${stack.schedulerEndpoint}`,
+    ...(viewer
+      ? [
+          `  SMTP sink    ${viewer.smtpHost}:${viewer.smtpPort}   (MailDev's; SMTP_HOST/SMTP_PORT of the functions)`,
+        ]
+      : []),
     ...(stack.smtpSink ? [`  SMTP sink    ${stack.smtpSink.host}:${stack.smtpSink.port}`] : []),
     `  (written to ${STACK_FILE}, where the CLI finds them)`,
     ...(notBuilt.length > 0 ? [`  Not built    ${notBuilt.join(', ')} (the stack runs without them)`] : []),
@@ -60,13 +113,41 @@ function banner(stack: LocalStack, seconds: number, dataDir: string | undefined)
 
 async function main(): Promise<void> {
   const began = performance.now();
-  const { config, ports } = readConfiguration();
+  // The SDK's "Node 22 soon" notice is noise on a developer's terminal; the versions are pinned.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const first = readConfiguration();
+  const logs = installLogFilter(process.stdout, first.logMode);
+  const viewerPorts = await viewerPortsOf(first.config, first.ports);
+  const viewerStarting = viewerPorts
+    ? startMaildevViewer({
+        smtpPort: viewerPorts.smtp,
+        webPort: viewerPorts.web,
+        host: HOST,
+        ...(first.config.dataDir ? { mailDirectory: join(first.config.dataDir, 'maildev') } : {}),
+      })
+    : Promise.resolve(undefined);
+  // Awaited after the stack started; marked handled now so an early failure is not unhandled meanwhile.
+  viewerStarting.catch(() => undefined);
+  // With MailDev, the functions send to it as to any relay; the sink's and viewer's ports are its.
+  const { config, ports } = viewerPorts
+    ? {
+        ...readConfiguration({ ...process.env, SMTP_HOST: HOST, SMTP_PORT: String(viewerPorts.smtp) }),
+        ports: { ...first.ports, smtp: 0, mailViewer: 0 },
+      }
+    : first;
   let stack: LocalStack;
   try {
     // Loaded after the configuration is known to be good, so a bad variable fails at once.
     const { startLocalStack } = await import('./localStack.js');
-    stack = await startLocalStack({ config, ports });
+    stack = await startLocalStack({
+      config,
+      ports,
+      ...(viewerPorts
+        ? { externalViewer: { smtpPort: viewerPorts.smtp, url: `http://${HOST}:${viewerPorts.web}` } }
+        : {}),
+    });
   } catch (error) {
+    await viewerStarting.then((viewer) => viewer?.stop()).catch(() => undefined);
     if (
       error instanceof DynamoDbLocalError ||
       error instanceof PortInUseError ||
@@ -76,6 +157,14 @@ async function main(): Promise<void> {
     }
     const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     fail(`the local stack did not start: ${message.split('\n')[0]}`);
+  }
+  let viewer: MaildevViewer | undefined;
+  try {
+    viewer = await viewerStarting;
+  } catch (error) {
+    await stack.stop().catch(() => undefined);
+    const message = error instanceof Error ? error.message : String(error);
+    fail(error instanceof PortInUseError ? message : `MailDev did not start: ${message.split('\n')[0]}`);
   }
   // One readiness check before saying "ready": it also warms the api function (its cold start).
   const health = await fetch(`${stack.apiUrl}/health`).catch(() => undefined);
@@ -89,13 +178,14 @@ async function main(): Promise<void> {
     pid: process.pid,
     startedAt: new Date().toISOString(),
     apiUrl: stack.apiUrl,
-    mailViewerUrl: stack.mailViewerUrl ?? null,
+    mailViewerUrl: viewer ? `${viewer.url}/` : (stack.mailViewerUrl ?? null),
     dynamodbEndpoint: stack.dynamodbEndpoint,
     sqsEndpoint: stack.sqsEndpoint,
     schedulerEndpoint: stack.schedulerEndpoint,
-    smtpPort: stack.smtpSink?.port ?? null,
+    smtpPort: viewer?.smtpPort ?? stack.smtpSink?.port ?? null,
   });
-  process.stdout.write(banner(stack, (performance.now() - began) / 1000, config.dataDir));
+  process.stdout.write(banner(stack, viewer, (performance.now() - began) / 1000, config.dataDir));
+  logs.bannerShown();
 
   let stopping = false;
   const shutdown = (signal: NodeJS.Signals) => {
@@ -106,15 +196,18 @@ async function main(): Promise<void> {
     stopping = true;
     process.stdout.write(`\npostdate: ${signal}: stopping every part…\n`);
     removeStackFile(process.pid);
-    stack.stop().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        process.stderr.write(
-          `postdate: stopping failed: ${error instanceof Error ? error.message : String(error)}\n`,
-        );
-        process.exit(1);
-      },
-    );
+    stack
+      .stop()
+      .then(() => viewer?.stop())
+      .then(
+        () => process.exit(0),
+        (error: unknown) => {
+          process.stderr.write(
+            `postdate: stopping failed: ${error instanceof Error ? error.message : String(error)}\n`,
+          );
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGINT', shutdown);
   process.on('SIGTERM', shutdown);

@@ -2,7 +2,8 @@
  * `npm run client:types`: writes the OpenAPI document of the API, built by the generator the API
  * serves it from (lambdas/api/openapi.ts), to `dist/openapi.json`, and the client's types generated
  * from it by openapi-typescript to lambdas/client/openapiTypes.ts (committed;
- * test/client/openapiTypes.test.ts fails when they differ from what the document generates).
+ * test/client/openapiTypes.test.ts fails when they differ from what the document generates), and
+ * the document itself to docs/openapi.json (as `npm run openapi` does).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -10,6 +11,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { buildOpenApiDocument } from '../lambdas/api/openapi.js';
+import { OPENAPI_DOCUMENT_FILE, openApiDocumentSource } from './openapiDocument.js';
 
 export const CLIENT_TYPES_FILE = new URL('../lambdas/client/openapiTypes.ts', import.meta.url);
 export const OPENAPI_BUILD_FILE = new URL('../dist/openapi.json', import.meta.url);
@@ -59,6 +61,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     }
   } else {
     writeFileSync(CLIENT_TYPES_FILE, types);
-    process.stdout.write(`${fileURLToPath(CLIENT_TYPES_FILE)}\n`);
+    // The committed document too (`npm run openapi`), so one command keeps both in step.
+    writeFileSync(OPENAPI_DOCUMENT_FILE, openApiDocumentSource(document));
+    process.stdout.write(`${fileURLToPath(CLIENT_TYPES_FILE)}\n${fileURLToPath(OPENAPI_DOCUMENT_FILE)}\n`);
   }
 }

@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
   CONFIG_SETTINGS,
+  LOCAL_LOG_SETTING,
   LOCAL_PORT_SETTINGS,
   LOCAL_TARGET_VARIABLE,
   REQUIRED,
@@ -71,6 +72,8 @@ export function configurationMarkdown(): string {
     row(['variable', 'default', 'part']),
     row(['---', '---', '---']),
     ...ports,
+    '',
+    `and ${code(`${LOCAL_LOG_SETTING.variable}`)} (default ${code(LOCAL_LOG_SETTING.default)}) chooses ${LOCAL_LOG_SETTING.description}.`,
     '',
   ].join('\n');
 }

@@ -1,24 +1,29 @@
 import type { Readable } from 'node:stream';
 import { domainToASCII } from 'node:url';
-import nodemailer, { type SendMailOptions, type SMTPPoolSentMessageInfo, type Transporter } from 'nodemailer';
 import addressparser from 'nodemailer/lib/addressparser';
+import MailComposer, { type MailComposerOptions } from 'nodemailer/lib/mail-composer';
+import SMTPConnection, { type SMTPConnectionSendInfo } from 'nodemailer/lib/smtp-connection';
 import { classifySmtpError, reachedRelay } from '../core/classifySmtpError.js';
+import { CONFIG_SETTINGS } from '../core/configSpec.js';
 import { isReservedHeader } from '../core/headerSafety.js';
 import { isRelayControlHeader } from '../core/relayControlHeaders.js';
 import { MAX_REPLY_WAIT_MS, preDotBudgetMs, replyDeadline, type SendTiming } from '../core/sendTiming.js';
 import type { Mailer, OutgoingEmail, RecipientRefusal, SendLimits, SendOutcome } from '../ports/Mailer.js';
-import type { SmtpCredentialsSource } from '../ports/SmtpCredentialsSource.js';
+import type { SmtpCredentials, SmtpCredentialsSource } from '../ports/SmtpCredentialsSource.js';
+import { type SmtpSession, SmtpSessionPool, untilAborted } from './smtpSessionPool.js';
 
 /**
- * The SMTP relay through one nodemailer pooled transport per warm container (DESIGN §5), created
- * lazily on the first send with the credentials of the moment.
+ * The SMTP relay through pooled sessions per warm container (DESIGN §5): nodemailer composes the
+ * message (MailComposer) and speaks SMTP (SMTPConnection); the sessions are ours
+ * (smtpSessionPool.ts), so that a transient refusal retires them, they age out and count their
+ * messages, and they end with QUIT — nodemailer's own pool does none of the three.
  *
  * nodemailer reports a connection that broke after the final dot exactly like one that broke before
  * MAIL FROM (ECONNECTION / ETIMEDOUT, command CONN, no reply). Only the sender can see the difference,
- * so this adapter watches the message stream nodemailer hands to the connection: the stream is read
- * only after the relay answered DATA with 354, and it ends when the whole body has been handed over,
- * right before nodemailer writes the final dot. A failure without a reply after that point is
- * `ambiguous` (the relay may have accepted the message); before it, `transient`.
+ * so this adapter watches the message stream it hands to the connection: the stream is read only
+ * after the relay answered DATA with 354, and it ends when the whole body has been handed over,
+ * right before the final dot. A failure without a reply after that point is `ambiguous` (the relay
+ * may have accepted the message); before it, `transient`.
  */
 
 /**
@@ -70,96 +75,141 @@ export interface NodemailerMailerOptions {
   /** The right side of `Message-ID: <{id}@{domain}>` (POSTDATE_MESSAGE_ID_DOMAIN). */
   readonly messageIdDomain: string;
   readonly credentials: SmtpCredentialsSource;
-  /** Pooled connections; keep it at least the sender's per-batch concurrency. Default 4. */
+  /** Pooled sessions; keep it at least the sender's per-batch concurrency. Default 4. */
   readonly maxConnections?: number;
+  /** Messages one session carries before QUIT (POSTDATE_SMTP_SESSION_MAX_MESSAGES). Default 100. */
+  readonly maxMessagesPerSession?: number;
+  /** How long a session is reused after it opened (POSTDATE_SMTP_SESSION_MAX_AGE_SECONDS). Default 120 s. */
+  readonly maxSessionAgeMs?: number;
   readonly timeouts?: Partial<SmtpTimeouts>;
-  /** Monotonic milliseconds, for durations. */
+  /** Monotonic milliseconds, for durations and session ages. */
   readonly now?: () => number;
 }
 
-/** Where the adapter finds its per-attempt tracker inside nodemailer's copy of the mail data. */
-const ATTEMPT_FIELD = 'postdateAttempt';
+/** The defaults of POSTDATE_SMTP_SESSION_MAX_MESSAGES and POSTDATE_SMTP_SESSION_MAX_AGE_SECONDS. */
+export const DEFAULT_SESSION_LIMITS = {
+  maxMessages: CONFIG_SETTINGS.smtpSessionMaxMessages.aws,
+  maxAgeMs: CONFIG_SETTINGS.smtpSessionMaxAgeSeconds.aws * 1000,
+} as const;
 
 interface AttemptTracker {
   bodySent: boolean;
   /** One of the attempt's own limits ended it (not the relay, not the network). */
   timedOut: boolean;
-  /** Called once the whole body is handed over, right before the final dot. */
-  readonly onBodySent: () => void;
 }
 
-type PoolTransporter = Transporter<SMTPPoolSentMessageInfo>;
+/** The failure of a send on a session, with what the session is good for afterwards. */
+interface SessionFailure {
+  readonly error: unknown;
+  /** Not a byte of the message was read: nothing of it reached the relay on this session. */
+  readonly unread: boolean;
+}
 
 export class NodemailerMailer implements Mailer {
-  private transporter: Promise<PoolTransporter> | undefined;
-  private readonly trackers = new Map<string, AttemptTracker>();
-  private attemptCounter = 0;
+  private sessions: SmtpSessionPool;
   private readonly timeouts: SmtpTimeouts;
   private readonly now: () => number;
 
   constructor(private readonly options: NodemailerMailerOptions) {
     this.timeouts = { ...DEFAULT_SMTP_TIMEOUTS, ...options.timeouts };
     this.now = options.now ?? (() => performance.now());
+    this.sessions = this.newPool();
   }
 
   async send(email: OutgoingEmail, limits?: SendLimits): Promise<SendOutcome> {
     const started = this.now();
-    const attempt = `a${++this.attemptCounter}`;
     const abort = new AbortController();
     const endsBy = limits?.endsBy ?? Date.now() + this.timeouts.preDotMs + this.timeouts.replyMs;
+    const tracker: AttemptTracker = { bodySent: false, timedOut: false };
     // Before the dot: the whole phase has its own limit. After it: wait as long as the invocation allows.
     const timeOut = () => {
       tracker.timedOut = true;
       abort.abort();
     };
     let timer = setTimeout(timeOut, this.timeouts.preDotMs);
-    const tracker: AttemptTracker = {
-      bodySent: false,
-      timedOut: false,
-      onBodySent: () => {
-        clearTimeout(timer);
-        const dotSentAt = Date.now();
-        timer = setTimeout(timeOut, replyDeadline(dotSentAt, endsBy, this.timeouts.replyMs) - dotSentAt);
-      },
-    };
-    this.trackers.set(attempt, tracker);
-    let transport: PoolTransporter;
-    const pending = this.transport();
-    try {
-      // Reading the login counts inside the phase before the dot: a hanging read ends the attempt.
-      transport = await untilAborted(pending, abort.signal);
-    } catch (error) {
-      // The login could not be read (or not in time): nothing reached the relay.
+    const onBodySent = () => {
+      tracker.bodySent = true;
       clearTimeout(timer);
-      this.trackers.delete(attempt);
-      if (tracker.timedOut) {
-        this.forget(pending);
-        return this.failed(attemptTimeout(error), { bodySent: false, reachedRelay: false }, [], started);
-      }
-      return this.failed(error, { bodySent: false, reachedRelay: false }, [], started);
-    }
-    const envelope = envelopeOf(email.envelope);
+      const dotSentAt = Date.now();
+      timer = setTimeout(timeOut, replyDeadline(dotSentAt, endsBy, this.timeouts.replyMs) - dotSentAt);
+    };
+    const beforeRelay = { bodySent: false, reachedRelay: false } as const;
     try {
-      const info = await transport.sendMail(this.mailOptions(email, envelope, attempt, abort.signal));
-      return {
-        delivered: true,
-        reply: typeof info.response === 'string' ? info.response : null,
-        refused: refusalsOf(info.rejectedErrors, envelope),
-        durationMs: Math.round(this.now() - started),
+      let credentials: SmtpCredentials | undefined;
+      try {
+        // Reading the login counts inside the phase before the dot: a hanging read ends the attempt.
+        credentials = await untilAborted(this.options.credentials.get(), abort.signal);
+      } catch (error) {
+        if (!tracker.timedOut) return this.failed(error, beforeRelay, [], started);
+        // The hanging read is not kept: the next attempt reads again.
+        this.options.credentials.invalidate();
+        return this.failed(attemptTimeout(error), beforeRelay, [], started);
+      }
+      const envelope = envelopeOf(email.envelope);
+      const smtpEnvelope = {
+        from: addressparser(email.from, { flatten: true })[0]?.address ?? email.from,
+        // Only the pending recipients in RCPT TO; the headers show everyone, as on the first attempt.
+        to: envelope.map((recipient) => recipient.address),
       };
-    } catch (thrown) {
-      const context = { bodySent: tracker.bodySent };
-      // Our own limit aborted it: a timeout, whatever nodemailer calls the abort.
-      const error = tracker.timedOut ? attemptTimeout(thrown) : thrown;
-      return this.failed(
-        error,
-        { ...context, reachedRelay: reachedRelay(error, context) },
-        refusalsOf(rejectedErrorsOf(error), envelope),
-        started,
-      );
+      // A reused session the relay closed while it sat idle fails before a byte of the message is
+      // read: that message goes out on a fresh session, once, within the same attempt.
+      for (let round = 0; ; round++) {
+        let session: SmtpSession;
+        try {
+          session = await this.sessions.acquire(abort.signal, () => this.openSession(credentials));
+        } catch (thrown) {
+          const error = tracker.timedOut ? attemptTimeout(thrown) : thrown;
+          // Connect, greeting, TLS and login: all before MAIL FROM.
+          return this.failed(
+            error,
+            { bodySent: false, reachedRelay: reachedRelay(error, { bodySent: false }) },
+            [],
+            started,
+          );
+        }
+        const reused = session.messages > 0;
+        const message = this.compose(email, onBodySent);
+        session.messages += 1;
+        try {
+          const info = await untilAborted(sendOn(session, smtpEnvelope, message), abort.signal);
+          const refused = refusalsOf(info.rejectedErrors, envelope);
+          // A recipient deferred with a 4xx: its retry must meet a session opened after this one.
+          this.afterTransaction(session, refused.some((refusal) => !refusal.permanent) ? 'transient' : 'ok');
+          return {
+            delivered: true,
+            reply: typeof info.response === 'string' ? info.response : null,
+            refused,
+            durationMs: Math.round(this.now() - started),
+          };
+        } catch (thrown) {
+          const failure: SessionFailure = { error: thrown, unread: !message.readableDidRead };
+          if (tracker.timedOut || abort.signal.aborted) {
+            session.pool.discard(session);
+            const error = attemptTimeout(thrown);
+            const context = { bodySent: tracker.bodySent };
+            return this.failed(
+              error,
+              { ...context, reachedRelay: reachedRelay(error, context) },
+              [],
+              started,
+            );
+          }
+          if (reused && round === 0 && failure.unread && replyCodeOf(thrown) === undefined) {
+            session.pool.discard(session);
+            continue;
+          }
+          await this.afterFailedTransaction(session, thrown);
+          const context = { bodySent: tracker.bodySent };
+          return this.failed(
+            thrown,
+            { ...context, reachedRelay: reachedRelay(thrown, context) },
+            refusalsOf(rejectedErrorsOf(thrown), envelope),
+            started,
+          );
+        }
+      }
     } finally {
       clearTimeout(timer);
-      this.trackers.delete(attempt);
     }
   }
 
@@ -183,96 +233,126 @@ export class NodemailerMailer implements Mailer {
     };
   }
 
-  async close(): Promise<void> {
-    const pending = this.transporter;
-    this.transporter = undefined;
-    if (pending === undefined) return;
-    try {
-      (await pending).close();
-    } catch {
-      // A transport that never came up has nothing to close.
+  /** After a message the relay accepted: the session carries the next one, unless a 4xx came with it. */
+  private afterTransaction(session: SmtpSession, outcome: 'ok' | 'transient'): void {
+    if (outcome === 'transient') {
+      this.sessions.renew();
+      session.pool.release(session, false);
+      return;
     }
-  }
-
-  /** Drops the transport and the cached login after a config-class failure (e.g. a rotated secret). */
-  private reset(): void {
-    this.options.credentials.invalidate();
-    void this.close();
+    session.pool.release(session, true);
   }
 
   /**
-   * Drops a transport still being set up past an attempt's limit (a hanging secret read), with the
-   * cached login, so the next attempt reads again; closes it should it come up after all.
+   * After a refused or failed transaction. A 4xx (at MAIL FROM, RCPT TO or after DATA): QUIT, and
+   * every session opened before it retired. A 5xx for this message: RSET and carry on (the session is
+   * fine). Anything else (a broken connection, a reply that never came): close it without QUIT.
    */
-  private forget(pending: Promise<PoolTransporter>): void {
-    if (this.transporter !== pending) return;
-    this.transporter = undefined;
+  private async afterFailedTransaction(session: SmtpSession, error: unknown): Promise<void> {
+    const code = replyCodeOf(error);
+    if (code !== undefined && code >= 400 && code < 500) {
+      this.sessions.renew();
+      session.pool.release(session, false);
+      return;
+    }
+    if (code !== undefined && code >= 500 && !session.broken) {
+      // Reset before the outcome is reported, so the next message finds the session ready.
+      const reset = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), Math.min(this.timeouts.connectionMs, 5000));
+        session.connection.reset((resetError) => {
+          clearTimeout(timer);
+          resolve(!resetError);
+        });
+      });
+      if (reset) session.pool.release(session, true);
+      else session.pool.discard(session);
+      return;
+    }
+    session.pool.discard(session);
+  }
+
+  async close(): Promise<void> {
+    this.sessions.close();
+  }
+
+  /** After a config-class failure (e.g. a rotated secret): the cached login and every session go. */
+  private reset(): void {
     this.options.credentials.invalidate();
-    pending.then(
-      (late) => late.close(),
-      () => {},
+    this.sessions.close();
+    this.sessions = this.newPool();
+  }
+
+  private newPool(): SmtpSessionPool {
+    return new SmtpSessionPool(
+      {
+        maxSessions: this.options.maxConnections ?? 4,
+        maxMessages: this.options.maxMessagesPerSession ?? DEFAULT_SESSION_LIMITS.maxMessages,
+        maxAgeMs: this.options.maxSessionAgeMs ?? DEFAULT_SESSION_LIMITS.maxAgeMs,
+      },
+      this.now,
     );
   }
 
-  private transport(): Promise<PoolTransporter> {
-    if (this.transporter === undefined) {
-      const created = this.createTransport();
-      this.transporter = created;
-      created.catch(() => {
-        if (this.transporter === created) this.transporter = undefined;
-      });
-    }
-    return this.transporter;
-  }
-
-  private async createTransport(): Promise<PoolTransporter> {
-    const credentials = await this.options.credentials.get();
-    const transporter = nodemailer.createTransport({
-      pool: true,
-      maxConnections: this.options.maxConnections ?? 4,
-      maxMessages: 100,
+  /** Connect, greeting, EHLO, STARTTLS when required, login: a session ready for MAIL FROM. */
+  private openSession(credentials: SmtpCredentials | undefined): Promise<SMTPConnection> {
+    const connection = new SMTPConnection({
       host: this.options.host,
       port: this.options.port,
       secure: this.options.secure,
       requireTLS: !this.options.secure && this.options.requireTls,
-      auth: credentials ? { user: credentials.username, pass: credentials.password } : undefined,
       connectionTimeout: this.timeouts.connectionMs,
       greetingTimeout: this.timeouts.greetingMs,
-      // Inactivity never ends an attempt first: the attempt's own limits above do (before the dot,
-      // and the reply to it), and the reply to the final dot may take minutes.
+      // Inactivity never ends an attempt first: the attempt's own limits do (before the dot, and
+      // the reply to it), and the reply to the final dot may take minutes.
       socketTimeout: MAX_REPLY_WAIT_MS,
       dnsTimeout: this.timeouts.dnsMs,
-      // Nothing a caller wrote may make nodemailer read a file or fetch a URL.
-      disableFileAccess: true,
-      disableUrlAccess: true,
       logger: false,
       debug: false,
     });
-    transporter.use('stream', (mail, done) => {
-      const key = (mail.data as Record<string, unknown>)[ATTEMPT_FIELD];
-      const tracker = typeof key === 'string' ? this.trackers.get(key) : undefined;
-      if (tracker !== undefined) {
-        mail.message.processFunc((input: Readable) => {
-          // 'end' fires once the connection has read the whole body, i.e. after 354 and right
-          // before the final dot: from here on a missing reply is ambiguous.
-          input.once('end', () => {
-            tracker.bodySent = true;
-            tracker.onBodySent();
-          });
-          return input;
-        });
-      }
-      done();
+    return new Promise<SMTPConnection>((resolve, reject) => {
+      let settled = false;
+      const fail = (error: unknown) => {
+        if (settled) return;
+        settled = true;
+        connection.close();
+        reject(error);
+      };
+      connection.once('error', fail);
+      connection.once('end', () =>
+        fail(
+          Object.assign(new Error('the connection closed before the session was ready'), {
+            code: 'ECONNECTION',
+            command: 'CONN',
+          }),
+        ),
+      );
+      const ready = () => {
+        if (settled) return;
+        settled = true;
+        connection.removeListener('error', fail);
+        resolve(connection);
+      };
+      connection.connect((error) => {
+        if (error) return fail(error);
+        if (credentials === undefined || !connection.allowsAuth) return ready();
+        connection.login(
+          { credentials: { user: credentials.username, pass: credentials.password } },
+          (loginError) => (loginError ? fail(loginError) : ready()),
+        );
+      });
     });
-    return transporter;
   }
 
-  private mailOptions(
-    email: OutgoingEmail,
-    envelope: readonly EnvelopeRecipient[],
-    attempt: string,
-    signal: AbortSignal,
-  ): SendMailOptions {
+  /** The message as nodemailer composes it; `onBodySent` fires once the whole body is handed over. */
+  private compose(email: OutgoingEmail, onBodySent: () => void): Readable {
+    const stream = new MailComposer(this.mailOptions(email)).compile().createReadStream();
+    // 'end' fires once the connection has read the whole body, i.e. after 354 and right before the
+    // final dot: from here on a missing reply is ambiguous.
+    stream.once('end', onBodySent);
+    return stream;
+  }
+
+  private mailOptions(email: OutgoingEmail): MailComposerOptions {
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(email.headers)) {
       // Set by the sender itself: a caller's header of the same name is dropped, never merged.
@@ -282,29 +362,44 @@ export class NodemailerMailer implements Mailer {
       headers[name] = String(value).replace(/[\r\n]+/g, ' ');
     }
     headers['X-Postdate-Id'] = email.id;
-    const options: SendMailOptions = {
+    return {
       messageId: `<${email.id}@${this.options.messageIdDomain}>`,
       from: email.from,
       to: [...email.to],
       cc: email.cc.length > 0 ? [...email.cc] : undefined,
       bcc: email.bcc.length > 0 ? [...email.bcc] : undefined,
       replyTo: email.replyTo ?? undefined,
-      // Only the pending recipients in RCPT TO; the headers show everyone, as on the first attempt.
-      envelope: {
-        from: addressparser(email.from, { flatten: true })[0]?.address ?? email.from,
-        to: envelope.map((recipient) => recipient.address),
-      },
       subject: email.subject,
       // Strings only: never a path, href or stream a caller could point somewhere.
       text: email.text ?? undefined,
       html: email.html ?? undefined,
       headers,
-      signal,
       disableFileAccess: true,
       disableUrlAccess: true,
     };
-    return Object.assign(options, { [ATTEMPT_FIELD]: attempt });
   }
+}
+
+/** One message on one session: MAIL FROM, RCPT TO, DATA, the body and the final reply. */
+function sendOn(
+  session: SmtpSession,
+  envelope: { readonly from: string; readonly to: readonly string[] },
+  message: Readable,
+): Promise<SMTPConnectionSendInfo> {
+  return new Promise((resolve, reject) => {
+    session.connection.send({ from: envelope.from, to: [...envelope.to] }, message, (error, info) => {
+      if (error) reject(error);
+      else if (info === undefined) reject(new Error('the SMTP connection reported no result'));
+      else resolve(info);
+    });
+  });
+}
+
+/** The relay's reply code on an error, when the relay replied. */
+function replyCodeOf(error: unknown): number | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const code = (error as { responseCode?: unknown }).responseCode;
+  return typeof code === 'number' ? code : undefined;
 }
 
 /** One envelope recipient: the bare address nodemailer puts in RCPT TO, and the key it reports back. */
@@ -326,25 +421,6 @@ function addressKey(address: string): string {
   if (at < 0) return address.toLowerCase();
   const domain = address.slice(at + 1);
   return `${address.slice(0, at)}@${(domainToASCII(domain) || domain).toLowerCase()}`;
-}
-
-/** The promise's outcome, or a rejection as soon as the signal aborts (the promise itself runs on). */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }
 
 /** The error an attempt ended by its own limit is classified as: a timeout on the connection. */

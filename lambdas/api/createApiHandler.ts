@@ -12,8 +12,10 @@
 import { type ApiRoute, type RouteName, resolveRoute } from '../core/apiRoutes.js';
 import { errorForLog } from '../core/errorForLog.js';
 import { isTransient } from '../core/postdateError.js';
+import { createTemplateRenderer } from '../core/templateRenderer.js';
 import type { ApiStore } from '../ports/ApiStore.js';
 import type { Log } from '../ports/Log.js';
+import type { TemplateStore } from '../ports/TemplateStore.js';
 import { type ApiEvent, type ApiResult, tenantOf } from './apiEvent.js';
 import { problem } from './problem.js';
 import { type Outcome, problemResult } from './routeOutcome.js';
@@ -27,6 +29,8 @@ import { raiseGroupRoute } from './routes/raiseGroup.js';
 import { rescheduleMessageRoute } from './routes/rescheduleMessage.js';
 import { retryMessageRoute } from './routes/retryMessage.js';
 import type { ApiConfig, RouteDependencies, RouteHandler } from './routes/route.js';
+import { suppressionRoutes } from './routes/suppressions.js';
+import { templateRoutes } from './routes/templates.js';
 import { type WebhookRouteDependencies, webhookRouteHandlers } from './routes/webhooks.js';
 
 export type { ApiEvent, ApiResult, AuthorizerContext } from './apiEvent.js';
@@ -35,6 +39,8 @@ export type { ApiEvent, ApiResult, AuthorizerContext } from './apiEvent.js';
 
 export interface ApiHandlerDependencies {
   readonly store: ApiStore;
+  /** Stored templates (DESIGN §10); the handler compiles each version once (a bounded cache). */
+  readonly templates: TemplateStore;
   readonly config: ApiConfig;
   readonly now: () => Date;
   readonly random: () => number;
@@ -57,13 +63,18 @@ function routeHandlers(deps: RouteDependencies): Readonly<Record<RouteName, Rout
     cancel: cancelMessageRoute(deps),
     retry: retryMessageRoute(deps),
     raiseGroup: raiseGroupRoute(deps),
+    ...suppressionRoutes(deps),
+    ...templateRoutes(deps),
     ...webhookRouteHandlers(deps.webhooks),
   };
 }
 
 export function createApiHandler(deps: ApiHandlerDependencies): (event: ApiEvent) => Promise<ApiResult> {
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
-  const routes = routeHandlers({ ...deps, sleep });
+  const renderer = createTemplateRenderer((ref) =>
+    deps.templates.getVersion(ref.tenant, ref.name, ref.version),
+  );
+  const routes = routeHandlers({ ...deps, sleep, renderer });
 
   return async function handleApiRequest(event: ApiEvent): Promise<ApiResult> {
     const method = event.requestContext?.http?.method ?? 'GET';

@@ -39,6 +39,8 @@ export interface EnqueueInput {
   readonly now: Date;
   readonly random: () => number;
   readonly retentionDays: number;
+  /** A template message that names no version: the latest, which its records pin. */
+  readonly templateVersion?: number;
 }
 
 export interface EnqueueDependencies {
@@ -76,6 +78,7 @@ export async function enqueueMessage(
       now: input.now,
       groupHeadVersion,
       retentionDays: input.retentionDays,
+      ...(input.templateVersion === undefined ? {} : { templateVersion: input.templateVersion }),
     });
     const { result, wroteBody } = group
       ? { result: await deps.store.writeEnqueue(write), wroteBody: false }

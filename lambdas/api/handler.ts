@@ -13,6 +13,7 @@ import {
 } from '../adapters/explicitEnvironment.js';
 import { configTargetOf, loadConfig, loadResourceNames } from '../core/config.js';
 import { DynamoApiStore } from '../store/apiStore.js';
+import { DynamoTemplateStore } from '../store/templateStore.js';
 import { type ApiEvent, type ApiResult, createApiHandler } from './createApiHandler.js';
 import { wireWebhookRoutes } from './wireWebhookRoutes.js';
 
@@ -39,6 +40,7 @@ export function wireApi(env: Environment, logger: Logger): ApiHandler {
   const webhooks = wireWebhookRoutes(env, { config, names, documents, random });
   return createApiHandler({
     store: new DynamoApiStore(documents, names.tableName),
+    templates: new DynamoTemplateStore(documents, names.tableName),
     config,
     now: () => new Date(),
     random,

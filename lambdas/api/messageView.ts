@@ -1,5 +1,6 @@
 import type { GroupRef } from '../core/enqueueRequest.js';
 import { recipientCounts } from '../core/recipients.js';
+import type { PinnedTemplate } from '../core/templateRequests.js';
 import type { AttemptRecord, LastError, MessageStateRecord } from '../store/messageRecord.js';
 
 /** A message as the API answers it (DESIGN §3, "Response body of a message"). */
@@ -12,8 +13,12 @@ export interface MessageView {
   readonly updated_at: string;
   readonly attempts: number;
   readonly last_error: LastError | null;
+  /** The relay's own id for the message, from its final 250 reply; null when it named none. */
+  readonly provider_message_id: string | null;
   /** Recipients one by one (DESIGN §3, §5). */
   readonly recipients: ReturnType<typeof recipientCounts>;
+  /** A template message's template and pinned version (DESIGN §10). */
+  readonly template: PinnedTemplate | null;
   readonly group: GroupRef | null;
   readonly tags: Readonly<Record<string, string>>;
   readonly metadata: Readonly<Record<string, string>>;
@@ -33,10 +38,13 @@ export function messageView(state: MessageStateRecord, options: { withHistory: b
     updated_at: state.updated_at,
     attempts: state.attempts ?? 0,
     last_error: state.last_error ?? null,
+    provider_message_id: state.provider_message_id ?? null,
     recipients: recipientCounts(state.rcpt_total ?? 0, {
       accepted: state.rcpt_accepted ?? [],
       rejected: state.rcpt_rejected ?? [],
+      suppressed: state.rcpt_suppressed ?? [],
     }),
+    template: state.template ?? null,
     group: state.group ?? null,
     tags: state.tags ?? {},
     metadata: state.metadata ?? {},

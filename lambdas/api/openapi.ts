@@ -1,222 +1,149 @@
 /**
  * The OpenAPI 3.1 document of the HTTP API, generated from the same zod schemas that validate
  * requests (lambdas/core/requestSchemas.ts) with @asteasolutions/zod-to-openapi. Served at
- * GET /openapi.json; a test checks its paths and methods against API_ROUTES.
+ * GET /openapi.json and committed as docs/openapi.json (`npm run openapi`); the API tests validate
+ * every answer they receive against it (test/api/apiHarness.ts).
+ *
+ * Each feature's operations live in lambdas/api/openapi/<feature>Operations.ts and are spread into
+ * OPERATIONS. The answers that do not depend on the operation are added here, per route: the
+ * gateway's own (401/403 on a route behind the authorizer, 429, 500, 503, 413 over 10 MB), the
+ * function's failures (500, 503 with Retry-After) and, on a route with a JSON body, its 400/413/415.
  */
-import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from '@asteasolutions/zod-to-openapi';
-import { z } from 'zod';
-import { API_ROUTES, type RouteName } from '../core/apiRoutes.js';
-import { MESSAGE_STATUSES } from '../core/messageStatus.js';
+import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
+import * as z from 'zod';
+import { API_ROUTES, type ApiRoute, type RouteName } from '../core/apiRoutes.js';
+import { CONFIG_SETTINGS } from '../core/configSpec.js';
+import { LIMITS } from '../core/requestLimits.js';
 import {
-  EnqueueBodySchema,
-  GroupKeySchema,
-  GroupVersionBodySchema,
-  RescheduleBodySchema,
-} from '../core/requestSchemas.js';
+  GatewayErrorSchema,
+  headersOf,
+  json,
+  jsonResponse,
+  type Operation,
+  ProblemSchema,
+  problemResponse,
+  type ResponseConfig,
+  type Responses,
+} from './openapi/components.js';
+import { MESSAGE_OPERATIONS } from './openapi/messageOperations.js';
+import { SUPPRESSION_OPERATIONS } from './openapi/suppressionOperations.js';
+import { TEMPLATE_OPERATIONS } from './openapi/templatesOperations.js';
 import { WEBHOOK_OPERATIONS } from './openapi/webhookOperations.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
-const StatusSchema = z.enum(MESSAGE_STATUSES as [string, ...string[]]).meta({ id: 'MessageStatus' });
-
-const LastErrorSchema = z
-  .object({
-    class: z.enum(['transient', 'permanent', 'config', 'ambiguous']),
-    code: z.string().nullable(),
-    enhanced_code: z.string().nullable(),
-    message: z.string(),
-  })
-  .meta({ id: 'LastError' });
-
-const AttemptSchema = z
-  .object({
-    at: z.string().meta({ format: 'date-time' }),
-    outcome: z.enum(['sent', 'transient', 'permanent', 'config', 'ambiguous']),
-    code: z.string().nullable(),
-    enhanced_code: z.string().nullable(),
-    reply: z.string().nullable(),
-    duration_ms: z.number(),
-    rejected_domains: z.array(z.string()).optional(),
-  })
-  .meta({ id: 'Attempt' });
-
-const MessageSchema = z
-  .object({
-    id: z.string().meta({ example: '01JDQ1T8Z6J5V1Y5M6Z8K4W2QX' }),
-    status: StatusSchema,
-    send_at: z.string().meta({ format: 'date-time' }),
-    not_after: z.string().meta({ format: 'date-time' }).nullable(),
-    created_at: z.string().meta({ format: 'date-time' }),
-    updated_at: z.string().meta({ format: 'date-time' }),
-    attempts: z.int().meta({
-      description: 'SMTP transactions in which the relay saw the message (not queue receives).',
-    }),
-    last_error: LastErrorSchema.nullable(),
-    recipients: z
-      .object({ accepted: z.int(), pending: z.int(), rejected: z.int(), suppressed: z.int() })
-      .meta({
-        description:
-          'Recipients one by one: accepted by the relay (never sent again), pending (deferred with a 4xx, retried), rejected for good (5xx).',
-      }),
-    group: z.object({ key: z.string(), version: z.int() }).nullable(),
-    tags: z.record(z.string(), z.string()),
-    metadata: z.record(z.string(), z.string()),
-    rev: z.int(),
-    history: z.array(AttemptSchema).optional().meta({ description: 'Only on GET /v1/messages/{id}.' }),
-  })
-  .meta({ id: 'Message' });
-
-const MessageListSchema = z
-  .object({
-    items: z.array(MessageSchema),
-    next_cursor: z
-      .string()
-      .nullable()
-      .meta({ description: 'Pass as `cursor` for the next page; null at the end.' }),
-  })
-  .meta({ id: 'MessageList' });
-
-const GroupHeadSchema = z
-  .object({ key: z.string(), version: z.int(), updated_at: z.string().meta({ format: 'date-time' }) })
-  .meta({ id: 'GroupHead' });
-
-const ProblemSchema = z
-  .object({
-    type: z.string(),
-    title: z.string(),
-    status: z.int(),
-    detail: z.string(),
-    errors: z
-      .array(
-        z.object({
-          field: z.string().meta({
-            description:
-              'A JSON Pointer into the body (`/to/2`), `body`, a header name or a query/path parameter.',
-          }),
-          message: z.string(),
-        }),
-      )
-      .optional(),
-    current_status: StatusSchema.optional().meta({
-      description: 'On a 409: the status the message has now.',
-    }),
-  })
-  .meta({ id: 'Problem' });
-
-const json = (schema: z.ZodType) => ({ 'application/json': { schema } });
-const problemResponse = (description: string) => ({
-  description,
-  content: { [PROBLEM_CONTENT_TYPE]: { schema: ProblemSchema } },
-});
-const idParam = z.object({ id: z.string().meta({ description: 'The message id.' }) });
-
-type Operation = Pick<RouteConfig, 'summary' | 'request' | 'responses'>;
-
-const common = {
-  400: problemResponse('Invalid request: `errors` names each field.'),
-  401: problemResponse('Missing or invalid API key.'),
-};
+export {
+  EXAMPLE_MESSAGE_ID,
+  type Operation,
+  problemResponse,
+} from './openapi/components.js';
 
 /** One operation per route name; the test checks these against API_ROUTES. */
 const OPERATIONS: Record<RouteName, Operation> = {
-  enqueue: {
-    summary: 'Enqueue a message',
-    request: {
-      headers: z.object({
-        'Idempotency-Key': z
-          .string()
-          .min(1)
-          .max(255)
-          .meta({ description: '1–255 printable ASCII characters.' }),
-      }),
-      body: { content: json(EnqueueBodySchema), required: true },
-    },
-    responses: {
-      202: { description: 'Accepted and stored.', content: json(MessageSchema) },
-      200: {
-        description:
-          'A replay of the same key and body: the original message, header `Idempotent-Replayed: true`.',
-        content: json(MessageSchema),
-      },
-      ...common,
-      400: problemResponse(
-        'Invalid request: `errors` names each field. A header that controls the relay (X-SES-*, X-SMTPAPI, …: see `headers`) is refused here.',
-      ),
-      413: problemResponse('The body is larger than 256 KiB.'),
-      415: problemResponse('The body is not application/json.'),
-      422: problemResponse('The Idempotency-Key was used with a different body.'),
-    },
-  },
-  list: {
-    summary: 'List messages, newest first',
-    request: {
-      query: z.object({
-        status: StatusSchema.optional(),
-        limit: z.string().optional().meta({ description: '1–100, default 20.' }),
-        cursor: z.string().optional(),
-      }),
-    },
-    responses: { 200: { description: 'A page of messages.', content: json(MessageListSchema) }, ...common },
-  },
-  get: {
-    summary: 'Get a message with its attempt history',
-    request: { params: idParam },
-    responses: {
-      200: { description: 'The message.', content: json(MessageSchema) },
-      401: common[401],
-      404: problemResponse('No such message for this tenant.'),
-    },
-  },
-  reschedule: {
-    summary: 'Reschedule a scheduled message',
-    request: { params: idParam, body: { content: json(RescheduleBodySchema), required: true } },
-    responses: {
-      200: { description: 'Rescheduled (rev + 1).', content: json(MessageSchema) },
-      ...common,
-      404: problemResponse('No such message.'),
-      409: problemResponse('The message is no longer scheduled.'),
-    },
-  },
-  cancel: {
-    summary: 'Cancel a scheduled or retrying message',
-    request: { params: idParam },
-    responses: {
-      200: { description: 'Cancelled.', content: json(MessageSchema) },
-      401: common[401],
-      404: problemResponse('No such message.'),
-      409: problemResponse('The message is sending or terminal.'),
-    },
-  },
-  retry: {
-    summary: 'Retry a failed, dead or unknown message',
-    request: { params: idParam },
-    responses: {
-      202: { description: 'Scheduled again now (rev + 1).', content: json(MessageSchema) },
-      401: common[401],
-      404: problemResponse('No such message.'),
-      409: problemResponse('The message is not failed, dead or unknown.'),
-    },
-  },
-  raiseGroup: {
-    summary: "Raise a group's version without sending",
-    request: {
-      params: z.object({ key: GroupKeySchema }),
-      body: { content: json(GroupVersionBodySchema), required: true },
-    },
-    responses: {
-      200: { description: 'The group head after the raise.', content: json(GroupHeadSchema) },
-      ...common,
-    },
-  },
+  ...MESSAGE_OPERATIONS,
   health: {
     summary: 'Liveness (no authentication)',
     responses: { 200: { description: 'Alive.', content: json(z.object({ status: z.literal('ok') })) } },
   },
   openapi: {
     summary: 'This document',
-    responses: { 200: { description: 'The OpenAPI 3.1 document.', content: json(z.object({}).loose()) } },
+    responses: {
+      200: jsonResponse('The OpenAPI 3.1 document.', z.object({}).loose(), {
+        headers: ['Access-Control-Allow-Origin'],
+      }),
+    },
   },
+  ...SUPPRESSION_OPERATIONS,
+  ...TEMPLATE_OPERATIONS,
   ...WEBHOOK_OPERATIONS,
 };
+
+const gateway = { 'application/json': { schema: GatewayErrorSchema } };
+const problemBody = { [PROBLEM_CONTENT_TYPE]: { schema: ProblemSchema } };
+
+/** The answers of a route that its operation does not list itself. */
+function platformResponses(route: ApiRoute, operation: Operation): Responses {
+  const withBody = operation.request?.body !== undefined;
+  return {
+    ...(withBody
+      ? {
+          400: problemResponse('The body is empty, not UTF-8 or not JSON, or a field is invalid.'),
+          413: {
+            description: `The body is larger than ${LIMITS.maxBodyBytes / 1024} KiB (a problem), or than API Gateway's 10 MB (\`{"message": "Request Entity Too Large"}\`).`,
+            content: { ...problemBody, ...gateway },
+          },
+          415: problemResponse('The body is not `application/json` (UTF-8).'),
+        }
+      : {}),
+    ...(route.authorized
+      ? {
+          401: {
+            description:
+              'No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer\'s tenant.',
+            content: { ...gateway, ...problemBody },
+          },
+          403: {
+            description:
+              'The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`.',
+            content: gateway,
+          },
+        }
+      : {}),
+    429: {
+      description: 'The stage\'s throttle: API Gateway answers `{"message": "Too Many Requests"}`.',
+      content: gateway,
+    },
+    500: {
+      description:
+        'Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed.',
+      content: { ...problemBody, ...gateway },
+    },
+    503: {
+      description:
+        'Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out.',
+      headers: headersOf(['Retry-After']),
+      content: { ...problemBody, ...gateway },
+    },
+  };
+}
+
+/** The operation's own answers, completed: its description wins, the media types and headers add up. */
+function allResponses(route: ApiRoute, operation: Operation): Responses {
+  const merged: Record<string, ResponseConfig> = { ...operation.responses };
+  for (const [status, added] of Object.entries(platformResponses(route, operation))) {
+    const own = merged[status];
+    merged[status] = own
+      ? {
+          ...added,
+          ...own,
+          // The document's versions (3.0/3.1/3.2) each have a HeadersObject; the union of two is one of them.
+          headers: { ...plainHeaders(added.headers), ...plainHeaders(own.headers) } as HeadersObject,
+          content: { ...added.content, ...own.content },
+        }
+      : added;
+  }
+  return merged;
+}
+
+type HeadersObject = Exclude<NonNullable<ResponseConfig['headers']>, z.ZodObject>;
+
+function plainHeaders(headers: ResponseConfig['headers']): HeadersObject {
+  if (headers instanceof z.ZodObject) throw new TypeError('declare response headers with headersOf()');
+  return headers ?? {};
+}
+
+/** Where the API answers: the local stack (`npm start`) and a deployed stack's `ApiUrl`. */
+const SERVERS: { url: string; description: string; variables: Record<string, { default: string }> }[] = [
+  {
+    url: 'http://127.0.0.1:{port}',
+    description: 'The local stack (`npm start`; POSTDATE_PORT).',
+    variables: { port: { default: String(CONFIG_SETTINGS.port.local) } },
+  },
+  {
+    url: 'https://{apiId}.execute-api.{region}.amazonaws.com',
+    description: "A deployed stack: its `ApiUrl` output (the HTTP API's `$default` stage).",
+    variables: { apiId: { default: 'abc123defg' }, region: { default: 'us-east-1' } },
+  },
+];
 
 /** Builds the OpenAPI 3.1 document (pure; the handler caches the result). */
 export function buildOpenApiDocument(): ReturnType<OpenApiGeneratorV31['generateDocument']> {
@@ -233,9 +160,10 @@ export function buildOpenApiDocument(): ReturnType<OpenApiGeneratorV31['generate
       path: route.path,
       operationId: route.name,
       summary: operation.summary,
+      ...(operation.description ? { description: operation.description } : {}),
       security: route.authorized ? [{ [bearer.name]: [] }] : [],
       request: operation.request,
-      responses: operation.responses,
+      responses: allResponses(route, operation),
     });
   }
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
@@ -243,7 +171,10 @@ export function buildOpenApiDocument(): ReturnType<OpenApiGeneratorV31['generate
     info: {
       title: 'Postdate',
       version: '1.0.0',
-      description: 'Deferred transactional email that is never lost and never sent twice by accident.',
+      description:
+        'Deferred transactional email that is never lost and never sent twice by accident.\n\nErrors of the service are RFC 9457 problems (`application/problem+json`); answers API Gateway gives itself (a missing or denied key, throttling, a failed function) are `{"message": …}` (`application/json`). A path or method not listed here answers 404 `{"message": "Not Found"}` from API Gateway.',
+      license: { name: 'MIT', identifier: 'MIT' },
     },
+    servers: SERVERS,
   });
 }

@@ -55,6 +55,11 @@ export const PROBLEM = {
     title: 'This Idempotency-Key was already used with a different body',
     status: 422,
   },
+  template: {
+    type: 'urn:postdate:problem:template',
+    title: 'The template cannot be used with this request',
+    status: 422,
+  },
   internal: { type: 'urn:postdate:problem:internal', title: 'Internal error', status: 500 },
   unavailable: {
     type: 'urn:postdate:problem:unavailable',

@@ -14,7 +14,20 @@ export interface paths {
     /** List messages, newest first */
     get: operations['list'];
     put?: never;
-    /** Enqueue a message */
+    /**
+     * Enqueue a message
+     * @description Stores the message once per Idempotency-Key and sends it at `send_at` (or after `delay_seconds`; neither = now).
+     *
+     *     The request schema encodes what JSON Schema can: at least one recipient, `text` or `html`, not both `send_at` and `delay_seconds`, the caps on `tags`, `metadata` and `headers`, no CR or LF in header material. Checked only by the server (400 with `errors`):
+     *
+     *     - at most 50 recipients in `to`, `cc` and `bcc` together;
+     *     - every address is an RFC 5322 mailbox; `from` matches POSTDATE_ALLOWED_FROM;
+     *     - other control characters in header material; reserved and relay-control header names; a header given twice;
+     *     - `send_at` at most POSTDATE_MAX_HORIZON_DAYS ahead, `not_after` after `send_at`;
+     *     - `tags` and `metadata` together at most 2048 bytes of JSON.
+     *
+     *     A body over 256 KiB is a 413.
+     */
     post: operations['enqueue'];
     delete?: never;
     options?: never;
@@ -103,6 +116,111 @@ export interface paths {
     get: operations['openapi'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/suppressions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List this tenant's suppressed addresses, in address order */
+    get: operations['listSuppressions'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/suppressions/{address}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /** Suppress an address: messages are no longer sent to it */
+    put: operations['putSuppression'];
+    post?: never;
+    /** Remove an address from the list */
+    delete: operations['deleteSuppression'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/templates': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List this tenant's templates by name */
+    get: operations['listTemplates'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/templates/{name}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get the latest version of a template */
+    get: operations['getTemplate'];
+    /** Store a new immutable version of a template */
+    put: operations['putTemplate'];
+    post?: never;
+    /** Archive a template */
+    delete: operations['archiveTemplate'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/templates/{name}/versions/{version}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get one version of a template */
+    get: operations['getTemplateVersion'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/templates/{name}/render': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Preview a template with data (nothing is sent) */
+    post: operations['renderTemplate'];
     delete?: never;
     options?: never;
     head?: never;
@@ -201,7 +319,10 @@ export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
     Message: {
-      /** @example 01JDQ1T8Z6J5V1Y5M6Z8K4W2QX */
+      /**
+       * @description Opaque and URL-safe, at most 32 characters: 26 lower-case base-32 characters derived from the tenant and the Idempotency-Key.
+       * @example 6avlce7kbqozea42u7lasaa337
+       */
       id: string;
       status: components['schemas']['MessageStatus'];
       /** Format: date-time */
@@ -215,6 +336,11 @@ export interface components {
       /** @description SMTP transactions in which the relay saw the message (not queue receives). */
       attempts: number;
       last_error: components['schemas']['LastError'];
+      /**
+       * @description The relay's own id (queue id) from the final 250 reply of the last accepted attempt that named one; what an operator quotes to the provider. Null when none did.
+       * @example 01000154dc729264-93fdd7ea-f039-43d6-91ed-653e8547867c-000000
+       */
+      provider_message_id: string | null;
       /** @description Recipients one by one: accepted by the relay (never sent again), pending (deferred with a 4xx, retried), rejected for good (5xx). */
       recipients: {
         accepted: number;
@@ -222,6 +348,11 @@ export interface components {
         rejected: number;
         suppressed: number;
       };
+      /** @description A template message: its template and the version it was pinned to (DESIGN §10). */
+      template: {
+        name: string;
+        version: number;
+      } | null;
       group: {
         key: string;
         version: number;
@@ -247,7 +378,8 @@ export interface components {
       | 'cancelled'
       | 'superseded'
       | 'expired'
-      | 'unknown';
+      | 'unknown'
+      | 'suppressed';
     LastError: {
       /** @enum {string} */
       class: 'transient' | 'permanent' | 'config' | 'ambiguous';
@@ -265,8 +397,26 @@ export interface components {
       reply: string | null;
       duration_ms: number;
       rejected_domains?: string[];
+      /** @description The relay's own id from its final 250 reply, when it named one in a known shape. */
+      provider_message_id?: string;
     };
+    /**
+     * @description An RFC 9457 problem (`application/problem+json`).
+     * @example {
+     *       "type": "urn:postdate:problem:validation",
+     *       "title": "The request is invalid",
+     *       "status": 400,
+     *       "detail": "The request has 1 invalid field.",
+     *       "errors": [
+     *         {
+     *           "field": "/to/0",
+     *           "message": "must be an email address (local@domain)"
+     *         }
+     *       ]
+     *     }
+     */
     Problem: {
+      /** @description A URN naming the problem (docs/api.md, "Errors"). */
       type: string;
       title: string;
       status: number;
@@ -290,10 +440,24 @@ export interface components {
         | 'cancelled'
         | 'superseded'
         | 'expired'
-        | 'unknown';
+        | 'unknown'
+        | 'suppressed';
     };
-    /** @description An email to send later (DESIGN §3). */
-    EnqueueRequest: {
+    /**
+     * @description An answer of API Gateway itself (not of Postdate's function): `{"message": "Unauthorized"}`, `"Forbidden"`, `"Too Many Requests"`, `"Request Entity Too Large"`, `"Internal Server Error"`, `"Service Unavailable"`, `"Not Found"`.
+     * @example {
+     *       "message": "Unauthorized"
+     *     }
+     */
+    GatewayError: {
+      message: string;
+    };
+    /** @description An email to send later (DESIGN §3): its content inline (`subject`, `text`, `html`), or a stored `template` and its `data` — not both. At most 50 recipients in to, cc and bcc together, and tags and metadata at most 2048 bytes of JSON together: JSON Schema cannot say these, the server checks them. */
+    EnqueueRequest:
+      | components['schemas']['InlineEnqueueRequest']
+      | components['schemas']['TemplateEnqueueRequest'];
+    /** @description An email to send later with its content (DESIGN §3): `text` or `html` or both. */
+    InlineEnqueueRequest: {
       to?: string[] | null;
       cc?: string[] | null;
       bcc?: string[] | null;
@@ -307,6 +471,7 @@ export interface components {
        * @example Ada Lovelace <ada@example.com>
        */
       reply_to?: string | null;
+      /** @description One line: no CR, LF or other control character but TAB. */
       subject: string;
       text?: string | null;
       html?: string | null;
@@ -353,13 +518,123 @@ export interface components {
       metadata?: {
         [key: string]: string;
       } | null;
-    };
+    } & ((
+      | {
+          to: unknown[];
+        }
+      | {
+          cc: unknown[];
+        }
+      | {
+          bcc: unknown[];
+        }
+    ) &
+      unknown &
+      (
+        | {
+            text: string;
+          }
+        | {
+            html: string;
+          }
+      ));
     /** @description Freshness guard: the message is not sent once a higher version of its group exists. */
     Group: {
       /** @example campaign:42:status */
       key: string;
       version: number;
     } | null;
+    /** @description An email to send later, built at send time from a stored template and `data` (DESIGN §10). */
+    TemplateEnqueueRequest: {
+      to?: string[] | null;
+      cc?: string[] | null;
+      bcc?: string[] | null;
+      /**
+       * @description Defaults to POSTDATE_DEFAULT_FROM; must match POSTDATE_ALLOWED_FROM.
+       * @example Ada Lovelace <ada@example.com>
+       */
+      from?: string | null;
+      /**
+       * @description An RFC 5322 mailbox: `ada@example.com` or `Ada Lovelace <ada@example.com>`.
+       * @example Ada Lovelace <ada@example.com>
+       */
+      reply_to?: string | null;
+      template: components['schemas']['TemplateRef'];
+      /**
+       * @description The template's variables; default `{}`.
+       * @example {
+       *       "campaign": {
+       *         "name": "Winter sale",
+       *         "id": 42
+       *       },
+       *       "first_name": "Ada"
+       *     }
+       */
+      data?: {
+        [key: string]: unknown;
+      } | null;
+      /**
+       * @description Extra headers. Names are RFC 9110 tokens; Message-ID, X-Postdate-Id, From, To, Cc, Bcc, Subject, Date, Reply-To, Sender, Return-Path, MIME-Version and Content-* are reserved. Headers that control a relay instead of describing the message are refused (400, `header controls the relay and may not be given`): X-SMTPAPI, X-MSYS-API, X-SES-*, X-Mailgun-*, X-PM-*, X-MC-*, X-Mailjet-*, X-MJ-* (Amazon SES, SendGrid, Mailgun, Postmark, Mandrill, SparkPost, Mailjet); a configuration set belongs to the API key.
+       * @example {
+       *       "X-Campaign": "42"
+       *     }
+       */
+      headers?: {
+        [key: string]: string;
+      } | null;
+      /**
+       * Format: date-time
+       * @description When to send; a past time means now. At most POSTDATE_MAX_HORIZON_DAYS ahead.
+       * @example 2026-12-01T09:00:00Z
+       */
+      send_at?: string | null;
+      delay_seconds?: number | null;
+      /**
+       * Format: date-time
+       * @description Deadline: past it the message expires unsent.
+       * @example 2026-12-01T09:00:00Z
+       */
+      not_after?: string | null;
+      group?: components['schemas']['Group'];
+      /** @enum {string|null} */
+      on_ambiguous?: 'retry' | 'hold' | null;
+      /**
+       * @description Small labels for listing and metrics.
+       * @example {
+       *       "kind": "campaign-approved"
+       *     }
+       */
+      tags?: {
+        [key: string]: string;
+      } | null;
+      /**
+       * @description Your own small string data, returned as given.
+       * @example {
+       *       "campaign_id": "42"
+       *     }
+       */
+      metadata?: {
+        [key: string]: string;
+      } | null;
+    } & ((
+      | {
+          to: unknown[];
+        }
+      | {
+          cc: unknown[];
+        }
+      | {
+          bcc: unknown[];
+        }
+    ) &
+      unknown);
+    /** @description A stored template (DESIGN §10). */
+    TemplateRef: {
+      /** @example campaign-approved */
+      name: string;
+      /** @description A version to pin; without it, the latest at enqueue time (then pinned). */
+      version?: number | null;
+    };
     MessageList: {
       items: components['schemas']['Message'][];
       /** @description Pass as `cursor` for the next page; null at the end. */
@@ -383,6 +658,102 @@ export interface components {
     GroupVersionRequest: {
       version: number;
     };
+    SuppressionList: {
+      items: components['schemas']['Suppression'][];
+      /** @description Pass as `cursor` for the next page; null at the end. */
+      next_cursor: string | null;
+    };
+    Suppression: {
+      /**
+       * @description Normalised: the addr-spec, lower-cased (local part and domain).
+       * @example ada@example.com
+       */
+      address: string;
+      reason: components['schemas']['SuppressionReason'];
+      /** @description The message whose hard bounce or complaint added the address; null when added by hand. */
+      message_id: string | null;
+      /** Format: date-time */
+      created_at: string;
+    };
+    /** @enum {string} */
+    SuppressionReason: 'hard_bounce' | 'complaint' | 'manual';
+    /** @description Add an address to this tenant's suppression list. */
+    SuppressionRequest: {
+      /**
+       * @description Defaults to `manual`.
+       * @enum {string}
+       */
+      reason?: 'hard_bounce' | 'complaint' | 'manual';
+    };
+    TemplateList: {
+      items: components['schemas']['Template'][];
+      /** @description Pass as `cursor` for the next page; null at the end. */
+      next_cursor: string | null;
+    };
+    Template: {
+      name: string;
+      latest_version: number;
+      description: string | null;
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+      /** Format: date-time */
+      archived_at: string | null;
+    };
+    /** @description One immutable version of a template. */
+    TemplateVersion: {
+      name: string;
+      version: number;
+      subject: string;
+      text: string | null;
+      html: string | null;
+      description: string | null;
+      /** Format: date-time */
+      created_at: string;
+      latest_version: number;
+      /**
+       * Format: date-time
+       * @description Set once archived: no new message may use the template.
+       */
+      archived_at: string | null;
+    };
+    /** @description A new immutable version of a template. Handlebars: `{{name}}`, `{{#if}}`, `{{#unless}}`, `{{#each}}`, `{{#with}}`; no partials, no other helpers, no prototype access. */
+    TemplateRequest: {
+      /** @description Handlebars; rendered without HTML escaping, on one line. */
+      subject: string;
+      /** @description Handlebars; rendered without HTML escaping. */
+      text?: string | null;
+      /** @description Handlebars; every `{{variable}}` is HTML-escaped. */
+      html?: string | null;
+      description?: string | null;
+    };
+    /** @description What a message with this data would be; nothing is sent. */
+    RenderedTemplate: {
+      name: string;
+      version: number;
+      subject: string;
+      text: string | null;
+      html: string | null;
+    };
+    /** @description Render a template with this data; nothing is sent. */
+    TemplateRenderRequest: {
+      /**
+       * @description The template's variables: a JSON object of at most 64 KiB.
+       * @example {
+       *       "campaign": {
+       *         "name": "Winter sale",
+       *         "id": 42
+       *       },
+       *       "first_name": "Ada"
+       *     }
+       */
+      data: {
+        [key: string]: unknown;
+      };
+      /** @description Default: the latest version. */
+      version?: number | null;
+    };
     CreatedWebhook: {
       /** @example whe_01JE0000000000000000000000 */
       id: string;
@@ -390,8 +761,9 @@ export interface components {
       /** @description null: every event type. */
       events: components['schemas']['EventType'][] | null;
       description: string | null;
+      /** Format: date-time */
       created_at: string;
-      /** @description The signing secret, `whsec_…`: shown here once, never again. */
+      /** @description The signing secret, `whsec_` + base64 of 32 bytes: shown here once, never again. */
       secret: string;
     };
     /** @enum {string} */
@@ -405,6 +777,7 @@ export interface components {
       | 'message.superseded'
       | 'message.expired'
       | 'message.unknown'
+      | 'message.suppressed'
       | 'webhook.test';
     CreateWebhookBody: {
       /** @description Where events are POSTed: `https` in AWS; locally `http` to loopback too. */
@@ -421,10 +794,14 @@ export interface components {
             | 'message.superseded'
             | 'message.expired'
             | 'message.unknown'
+            | 'message.suppressed'
             | 'webhook.test'
           )[]
         | null;
       description?: string | null;
+    };
+    WebhookList: {
+      items: components['schemas']['Webhook'][];
     };
     Webhook: {
       /** @example whe_01JE0000000000000000000000 */
@@ -433,6 +810,7 @@ export interface components {
       /** @description null: every event type. */
       events: components['schemas']['EventType'][] | null;
       description: string | null;
+      /** Format: date-time */
       created_at: string;
     };
     WebhookWithCounts: {
@@ -442,6 +820,7 @@ export interface components {
       /** @description null: every event type. */
       events: components['schemas']['EventType'][] | null;
       description: string | null;
+      /** Format: date-time */
       created_at: string;
       deliveries: {
         pending: number;
@@ -452,15 +831,25 @@ export interface components {
     WebhookDelivery: {
       id: string;
       webhook_id: string;
+      /** @description The `webhook-id` header of every attempt. */
       event_id: string;
       event_type: components['schemas']['EventType'];
       status: components['schemas']['WebhookDeliveryStatus'];
       attempts: number;
+      /**
+       * Format: date-time
+       * @description Set while pending.
+       */
       next_attempt_at: string | null;
+      /** Format: date-time */
       created_at: string;
+      /** Format: date-time */
       updated_at: string;
+      /** Format: date-time */
       delivered_at: string | null;
+      /** @description The attempts, oldest first (the newest 20). */
       history: {
+        /** Format: date-time */
         at: string;
         status_code: number | null;
         /** @description `timeout`, `refused: …` or `network: …`; null for an answer. */
@@ -470,6 +859,11 @@ export interface components {
     };
     /** @enum {string} */
     WebhookDeliveryStatus: 'pending' | 'delivered' | 'failed';
+    WebhookDeliveryList: {
+      items: components['schemas']['WebhookDelivery'][];
+      /** @description Pass as `cursor` for the next page; null at the end. */
+      next_cursor: string | null;
+    };
   };
   responses: never;
   parameters: never;
@@ -483,8 +877,9 @@ export interface operations {
     parameters: {
       query?: {
         status?: components['schemas']['MessageStatus'];
-        /** @description 1–100, default 20. */
-        limit?: string;
+        /** @description Messages per page. */
+        limit?: number;
+        /** @description The previous page's `next_cursor`, with the same `status`. */
         cursor?: string;
       };
       header?: never;
@@ -502,7 +897,7 @@ export interface operations {
           'application/json': components['schemas']['MessageList'];
         };
       };
-      /** @description Invalid request: `errors` names each field. */
+      /** @description An invalid `status`, `limit` or `cursor`: `errors` names each. */
       400: {
         headers: {
           [name: string]: unknown;
@@ -511,13 +906,54 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['GatewayError'];
           'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };
@@ -526,7 +962,7 @@ export interface operations {
     parameters: {
       query?: never;
       header: {
-        /** @description 1–255 printable ASCII characters. */
+        /** @description 1–255 printable ASCII characters, bare or as a Structured Field string (`"…"`, its quotes not counted): the same key and body answer the same message. */
         'Idempotency-Key': string;
       };
       path?: never;
@@ -538,9 +974,13 @@ export interface operations {
       };
     };
     responses: {
-      /** @description A replay of the same key and body: the original message, header `Idempotent-Replayed: true`. */
+      /** @description A replay of the same key and body: the original message. */
       200: {
         headers: {
+          /** @description The resource the answer is about: `/v1/messages/{id}`, a template version `/v1/templates/{name}/versions/{version}`, or a webhook endpoint `/v1/webhooks/{id}`. */
+          Location: string;
+          /** @description Present, `true`, when this answers a replay of an earlier request with the same key. */
+          'Idempotent-Replayed': 'true';
           [name: string]: unknown;
         };
         content: {
@@ -550,13 +990,15 @@ export interface operations {
       /** @description Accepted and stored. */
       202: {
         headers: {
+          /** @description The resource the answer is about: `/v1/messages/{id}`, a template version `/v1/templates/{name}/versions/{version}`, or a webhook endpoint `/v1/webhooks/{id}`. */
+          Location: string;
           [name: string]: unknown;
         };
         content: {
           'application/json': components['schemas']['Message'];
         };
       };
-      /** @description Invalid request: `errors` names each field. A header that controls the relay (X-SES-*, X-SMTPAPI, …: see `headers`) is refused here. */
+      /** @description Invalid request: `errors` names each field. A missing or invalid Idempotency-Key is a 400 too. A header that controls the relay (X-SES-*, X-SMTPAPI, …: see `headers`) is refused here. */
       400: {
         headers: {
           [name: string]: unknown;
@@ -565,25 +1007,36 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['GatewayError'];
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The body is larger than 256 KiB. */
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is larger than 256 KiB (a problem), or than API Gateway's 10 MB (`{"message": "Request Entity Too Large"}`). */
       413: {
         headers: {
           [name: string]: unknown;
         };
         content: {
           'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
-      /** @description The body is not application/json. */
+      /** @description The body is not `application/json` (UTF-8). */
       415: {
         headers: {
           [name: string]: unknown;
@@ -592,13 +1045,44 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The Idempotency-Key was used with a different body. */
+      /** @description The Idempotency-Key was used with a different body; or the template cannot be used (missing, archived, no such version) or the message does not render with its data (`errors` names each variable or field). */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
           'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };
@@ -608,7 +1092,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        /** @description The message id. */
+        /** @description The message id. One that is not a possible id answers 404, as an unknown one does. */
         id: string;
       };
       cookie?: never;
@@ -624,8 +1108,27 @@ export interface operations {
           'application/json': components['schemas']['Message'];
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description No such message for this tenant (another tenant's id included). */
+      404: {
         headers: {
           [name: string]: unknown;
         };
@@ -633,13 +1136,35 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description No such message for this tenant. */
-      404: {
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
         headers: {
           [name: string]: unknown;
         };
         content: {
           'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };
@@ -649,7 +1174,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        /** @description The message id. */
+        /** @description The message id. One that is not a possible id answers 404, as an unknown one does. */
         id: string;
       };
       cookie?: never;
@@ -665,16 +1190,26 @@ export interface operations {
           'application/json': components['schemas']['Message'];
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['GatewayError'];
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description No such message. */
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description No such message for this tenant (another tenant's id included). */
       404: {
         headers: {
           [name: string]: unknown;
@@ -683,13 +1218,44 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The message is sending or terminal. */
+      /** @description The message is sending or terminal (`current_status` says what it is). */
       409: {
         headers: {
           [name: string]: unknown;
         };
         content: {
           'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };
@@ -699,7 +1265,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        /** @description The message id. */
+        /** @description The message id. One that is not a possible id answers 404, as an unknown one does. */
         id: string;
       };
       cookie?: never;
@@ -719,7 +1285,7 @@ export interface operations {
           'application/json': components['schemas']['Message'];
         };
       };
-      /** @description Invalid request: `errors` names each field. */
+      /** @description Invalid request: `errors` names each field (`send_at` beyond the horizon or not before the message's `not_after`). */
       400: {
         headers: {
           [name: string]: unknown;
@@ -728,16 +1294,26 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['GatewayError'];
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description No such message. */
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description No such message for this tenant (another tenant's id included). */
       404: {
         headers: {
           [name: string]: unknown;
@@ -746,13 +1322,63 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The message is no longer scheduled. */
+      /** @description The message is no longer scheduled (`current_status` says what it is). */
       409: {
         headers: {
           [name: string]: unknown;
         };
         content: {
           'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is larger than 256 KiB (a problem), or than API Gateway's 10 MB (`{"message": "Request Entity Too Large"}`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is not `application/json` (UTF-8). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };
@@ -762,7 +1388,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        /** @description The message id. */
+        /** @description The message id. One that is not a possible id answers 404, as an unknown one does. */
         id: string;
       };
       cookie?: never;
@@ -778,16 +1404,26 @@ export interface operations {
           'application/json': components['schemas']['Message'];
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['GatewayError'];
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description No such message. */
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description No such message for this tenant (another tenant's id included). */
       404: {
         headers: {
           [name: string]: unknown;
@@ -796,13 +1432,44 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The message is not failed, dead or unknown. */
+      /** @description The message is not failed, dead or unknown (`current_status` says what it is). */
       409: {
         headers: {
           [name: string]: unknown;
         };
         content: {
           'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };
@@ -831,7 +1498,7 @@ export interface operations {
           'application/json': components['schemas']['GroupHead'];
         };
       };
-      /** @description Invalid request: `errors` names each field. */
+      /** @description An invalid group key or version: `errors` names each. */
       400: {
         headers: {
           [name: string]: unknown;
@@ -840,13 +1507,73 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['GatewayError'];
           'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is larger than 256 KiB (a problem), or than API Gateway's 10 MB (`{"message": "Request Entity Too Large"}`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is not `application/json` (UTF-8). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };
@@ -872,6 +1599,37 @@ export interface operations {
           };
         };
       };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
     };
   };
   openapi: {
@@ -886,12 +1644,880 @@ export interface operations {
       /** @description The OpenAPI 3.1 document. */
       200: {
         headers: {
+          /** @description Any origin may read the document (Swagger UI in a browser, generators). */
+          'Access-Control-Allow-Origin': '*';
           [name: string]: unknown;
         };
         content: {
           'application/json': {
             [key: string]: unknown;
           };
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+    };
+  };
+  listSuppressions: {
+    parameters: {
+      query?: {
+        /** @description Entries per page. */
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of the list. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['SuppressionList'];
+        };
+      };
+      /** @description An invalid `limit` or `cursor`: `errors` names each. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+    };
+  };
+  putSuppression: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description An email address (local@domain, URL-encoded); compared lower-cased. */
+        address: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': components['schemas']['SuppressionRequest'];
+      };
+    };
+    responses: {
+      /** @description On the list (an existing entry keeps its time and message; a given reason replaces its reason). */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Suppression'];
+        };
+      };
+      /** @description Invalid request: `errors` names `address` or the body field. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is larger than 256 KiB (a problem), or than API Gateway's 10 MB (`{"message": "Request Entity Too Large"}`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is not `application/json` (UTF-8). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+    };
+  };
+  deleteSuppression: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description An email address (local@domain, URL-encoded); compared lower-cased. */
+        address: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Removed; the entry as it was. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Suppression'];
+        };
+      };
+      /** @description Invalid request: `errors` names `address`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description This address is not on the suppression list. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+    };
+  };
+  listTemplates: {
+    parameters: {
+      query?: {
+        /** @description Templates per page. */
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of templates. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TemplateList'];
+        };
+      };
+      /** @description Invalid request: `errors` names each field. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+    };
+  };
+  getTemplate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The latest version. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TemplateVersion'];
+        };
+      };
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description No such template (or version) for this tenant. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+    };
+  };
+  putTemplate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['TemplateRequest'];
+      };
+    };
+    responses: {
+      /** @description Stored as the previous version + 1 (two concurrent PUTs get two versions). */
+      201: {
+        headers: {
+          /** @description The resource the answer is about: `/v1/messages/{id}`, a template version `/v1/templates/{name}/versions/{version}`, or a webhook endpoint `/v1/webhooks/{id}`. */
+          Location: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TemplateVersion'];
+        };
+      };
+      /** @description Invalid request or template: a Handlebars syntax error, a partial, a helper other than #if, #unless, #each and #with, a prototype name, unescaped html output; `errors` names the part and the place. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is larger than 256 KiB (a problem), or than API Gateway's 10 MB (`{"message": "Request Entity Too Large"}`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is not `application/json` (UTF-8). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Too many concurrent versions of this template; retry. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+    };
+  };
+  archiveTemplate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Archived: no new message may use it; queued messages still render and send. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Template'];
+        };
+      };
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description No such template (or version) for this tenant. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+    };
+  };
+  getTemplateVersion: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+        /** @description A version number, from 1. */
+        version: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The version. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TemplateVersion'];
+        };
+      };
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description No such template (or version) for this tenant. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+    };
+  };
+  renderTemplate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['TemplateRenderRequest'];
+      };
+    };
+    responses: {
+      /** @description The rendered subject, text and html. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RenderedTemplate'];
+        };
+      };
+      /** @description Invalid request: `errors` names each field. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description No such template (or version) for this tenant. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is larger than 256 KiB (a problem), or than API Gateway's 10 MB (`{"message": "Request Entity Too Large"}`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is not `application/json` (UTF-8). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The template does not render with this data: `errors` names each missing variable or field. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };
@@ -911,24 +2537,66 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': {
-            items: components['schemas']['Webhook'][];
-          };
+          'application/json': components['schemas']['WebhookList'];
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/problem+json': {
-            type: string;
-            title: string;
-            status: number;
-          } & {
-            [key: string]: unknown;
-          };
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Webhooks are not set up on this deployment. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };
@@ -949,6 +2617,8 @@ export interface operations {
       /** @description Created; `secret` is shown this once. */
       201: {
         headers: {
+          /** @description The resource the answer is about: `/v1/messages/{id}`, a template version `/v1/templates/{name}/versions/{version}`, or a webhook endpoint `/v1/webhooks/{id}`. */
+          Location: string;
           [name: string]: unknown;
         };
         content: {
@@ -961,28 +2631,35 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/problem+json': {
-            type: string;
-            title: string;
-            status: number;
-          } & {
-            [key: string]: unknown;
-          };
+          'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/problem+json': {
-            type: string;
-            title: string;
-            status: number;
-          } & {
-            [key: string]: unknown;
-          };
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Webhooks are not set up on this deployment. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
         };
       };
       /** @description The tenant has 20 endpoints already. */
@@ -991,13 +2668,57 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/problem+json': {
-            type: string;
-            title: string;
-            status: number;
-          } & {
-            [key: string]: unknown;
-          };
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The body is larger than 256 KiB (a problem), or than API Gateway's 10 MB (`{"message": "Request Entity Too Large"}`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is not `application/json` (UTF-8). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };
@@ -1007,7 +2728,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        /** @description The webhook endpoint id. */
+        /** @description The webhook endpoint id (`whe_…`). */
         id: string;
       };
       cookie?: never;
@@ -1023,19 +2744,23 @@ export interface operations {
           'application/json': components['schemas']['WebhookWithCounts'];
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/problem+json': {
-            type: string;
-            title: string;
-            status: number;
-          } & {
-            [key: string]: unknown;
-          };
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
         };
       };
       /** @description No such webhook endpoint for this tenant. */
@@ -1044,13 +2769,38 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/problem+json': {
-            type: string;
-            title: string;
-            status: number;
-          } & {
-            [key: string]: unknown;
-          };
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };
@@ -1060,7 +2810,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        /** @description The webhook endpoint id. */
+        /** @description The webhook endpoint id (`whe_…`). */
         id: string;
       };
       cookie?: never;
@@ -1080,19 +2830,23 @@ export interface operations {
           };
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/problem+json': {
-            type: string;
-            title: string;
-            status: number;
-          } & {
-            [key: string]: unknown;
-          };
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
         };
       };
       /** @description No such webhook endpoint for this tenant. */
@@ -1101,13 +2855,38 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/problem+json': {
-            type: string;
-            title: string;
-            status: number;
-          } & {
-            [key: string]: unknown;
-          };
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };
@@ -1117,7 +2896,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        /** @description The webhook endpoint id. */
+        /** @description The webhook endpoint id (`whe_…`). */
         id: string;
       };
       cookie?: never;
@@ -1133,19 +2912,23 @@ export interface operations {
           'application/json': components['schemas']['WebhookDelivery'];
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/problem+json': {
-            type: string;
-            title: string;
-            status: number;
-          } & {
-            [key: string]: unknown;
-          };
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
         };
       };
       /** @description No such webhook endpoint for this tenant. */
@@ -1154,13 +2937,38 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/problem+json': {
-            type: string;
-            title: string;
-            status: number;
-          } & {
-            [key: string]: unknown;
-          };
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };
@@ -1169,13 +2977,13 @@ export interface operations {
     parameters: {
       query?: {
         status?: components['schemas']['WebhookDeliveryStatus'];
-        /** @description 1–100, default 20. */
-        limit?: string;
+        /** @description Deliveries per page. */
+        limit?: number;
         cursor?: string;
       };
       header?: never;
       path: {
-        /** @description The webhook endpoint id. */
+        /** @description The webhook endpoint id (`whe_…`). */
         id: string;
       };
       cookie?: never;
@@ -1188,10 +2996,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': {
-            items: components['schemas']['WebhookDelivery'][];
-            next_cursor: string | null;
-          };
+          'application/json': components['schemas']['WebhookDeliveryList'];
         };
       };
       /** @description Invalid query: `errors` names each field. */
@@ -1200,28 +3005,26 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/problem+json': {
-            type: string;
-            title: string;
-            status: number;
-          } & {
-            [key: string]: unknown;
-          };
+          'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/problem+json': {
-            type: string;
-            title: string;
-            status: number;
-          } & {
-            [key: string]: unknown;
-          };
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
         };
       };
       /** @description No such webhook endpoint for this tenant. */
@@ -1230,13 +3033,38 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/problem+json': {
-            type: string;
-            title: string;
-            status: number;
-          } & {
-            [key: string]: unknown;
-          };
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };
@@ -1246,9 +3074,9 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        /** @description The webhook endpoint id. */
+        /** @description The webhook endpoint id (`whe_…`). */
         id: string;
-        /** @description The delivery id. */
+        /** @description The delivery id (`dlv_…`). */
         delivery: string;
       };
       cookie?: never;
@@ -1264,19 +3092,23 @@ export interface operations {
           'application/json': components['schemas']['WebhookDelivery'];
         };
       };
-      /** @description Missing or invalid API key. */
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/problem+json': {
-            type: string;
-            title: string;
-            status: number;
-          } & {
-            [key: string]: unknown;
-          };
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
         };
       };
       /** @description No such endpoint or delivery. */
@@ -1285,28 +3117,47 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/problem+json': {
-            type: string;
-            title: string;
-            status: number;
-          } & {
-            [key: string]: unknown;
-          };
+          'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The delivery is not failed. */
+      /** @description The delivery is not failed; `current_status` is not a message status here. */
       409: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/problem+json': {
-            type: string;
-            title: string;
-            status: number;
-          } & {
-            [key: string]: unknown;
-          };
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
         };
       };
     };

@@ -1,10 +1,15 @@
 /**
  * The routes the api handler serves (DESIGN §3), as data: the OpenAPI document and its test are
- * checked against this list. A route either needs the authorizer's tenant or is public.
+ * checked against this list. A route either needs the authorizer's tenant or is public: `/health`
+ * (the liveness probe) and `/openapi.json` (so Swagger UI and generators can fetch it, DESIGN §3).
  */
+
+import { SUPPRESSION_ROUTES, type SuppressionRouteName } from './suppressionRoutes.js';
+import { TEMPLATE_ROUTES, type TemplateRouteName } from './templateRoutes.js';
 import { WEBHOOK_API_ROUTES, type WebhookRouteName } from './webhookApiRoutes.js';
 
 export type RouteName =
+  | SuppressionRouteName
   | 'enqueue'
   | 'list'
   | 'get'
@@ -14,6 +19,7 @@ export type RouteName =
   | 'raiseGroup'
   | 'health'
   | 'openapi'
+  | TemplateRouteName
   | WebhookRouteName;
 
 export interface ApiRoute {
@@ -21,6 +27,7 @@ export interface ApiRoute {
   readonly method: 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'PUT';
   /** Path template in API Gateway / OpenAPI form: `/v1/messages/{id}`. */
   readonly path: string;
+  /** Behind the Lambda authorizer (an API key); false: public, in the stack and the local front end alike. */
   readonly authorized: boolean;
 }
 
@@ -33,7 +40,9 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { name: 'retry', method: 'POST', path: '/v1/messages/{id}/retry', authorized: true },
   { name: 'raiseGroup', method: 'PUT', path: '/v1/groups/{key}', authorized: true },
   { name: 'health', method: 'GET', path: '/health', authorized: false },
-  { name: 'openapi', method: 'GET', path: '/openapi.json', authorized: true },
+  { name: 'openapi', method: 'GET', path: '/openapi.json', authorized: false },
+  ...SUPPRESSION_ROUTES,
+  ...TEMPLATE_ROUTES,
   ...WEBHOOK_API_ROUTES,
 ];
 

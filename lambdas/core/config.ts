@@ -48,6 +48,10 @@ export interface Config {
   readonly smtpTimeoutSeconds: number;
   /** At least this long is waited for the reply to the final dot. */
   readonly smtpReplyTimeoutSeconds: number;
+  /** Messages one pooled SMTP session carries before QUIT. */
+  readonly smtpSessionMaxMessages: number;
+  /** Seconds a pooled SMTP session is reused after it opened. */
+  readonly smtpSessionMaxAgeSeconds: number;
   readonly directDelayMaxSeconds: number;
   readonly scheduleLeadSeconds: number;
   readonly sweepGraceSeconds: number;

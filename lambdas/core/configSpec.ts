@@ -202,6 +202,23 @@ export const CONFIG_SETTINGS = {
     aws: 120,
     description: 'the reply to the final dot is waited for at least this long (a short wait duplicates mail)',
   },
+  smtpSessionMaxMessages: {
+    variable: 'POSTDATE_SMTP_SESSION_MAX_MESSAGES',
+    prop: true,
+    kind: { type: 'integer', min: 1, max: 10_000, unit: 'count' },
+    local: 100,
+    aws: 100,
+    description: 'messages one pooled SMTP session carries before the sender says QUIT and opens another',
+  },
+  smtpSessionMaxAgeSeconds: {
+    variable: 'POSTDATE_SMTP_SESSION_MAX_AGE_SECONDS',
+    prop: true,
+    kind: seconds(1, 3600),
+    local: 120,
+    aws: 120,
+    description:
+      'a pooled SMTP session is not reused after this long (a relay applies a reloaded policy to new sessions only)',
+  },
   directDelayMaxSeconds: {
     variable: 'POSTDATE_DIRECT_DELAY_MAX_SECONDS',
     prop: true,
@@ -396,3 +413,19 @@ export const LOCAL_PORT_SETTINGS = {
   string,
   { readonly variable: string; readonly default: number; readonly description: string }
 >;
+
+/** How `npm start` shows the functions' JSON logs (local/startLog.ts). */
+export const LOCAL_LOG_MODES = ['pretty', 'quiet', 'json'] as const;
+export type LocalLogMode = (typeof LOCAL_LOG_MODES)[number];
+
+/** `npm start` only (the functions never read it); `npm start -- --quiet|--pretty|--json` wins over it. */
+export const LOCAL_LOG_SETTING = {
+  variable: 'POSTDATE_LOG',
+  default: 'pretty',
+  description:
+    "`npm start`'s log: `pretty` (one short line per log entry, nothing at INFO before the banner), `quiet` (warnings and errors only) or `json` (the functions' lines as written)",
+} as const satisfies {
+  readonly variable: string;
+  readonly default: LocalLogMode;
+  readonly description: string;
+};

@@ -9,6 +9,7 @@ import { type FieldError, guarded, type Validated } from './fieldErrors.js';
 import { fingerprint } from './fingerprint.js';
 import { illFormedStringErrors, prototypeKeyErrors } from './hiddenInputErrors.js';
 import { EnqueueBodySchema } from './requestSchemas.js';
+import { rawData } from './templateRequests.js';
 import { horizonEndMs, parseZonedTimestamp } from './timestamps.js';
 import { PARSE_CONTEXT, zodErrors } from './zodFieldErrors.js';
 
@@ -24,9 +25,18 @@ export interface EnqueueRequest {
   readonly bcc: readonly string[];
   readonly from: string;
   readonly reply_to: string | null;
+  /** The inline subject; '' for a template message, whose subject is rendered from the template. */
   readonly subject: string;
   readonly text: string | null;
   readonly html: string | null;
+  /**
+   * The template the message names (DESIGN §10), with the version the client asked for (null: the
+   * latest at enqueue time, which the records pin); null or absent for an inline message (absent
+   * keeps requests built by hand before templates existed valid).
+   */
+  readonly template?: TemplateRequestRef | null;
+  /** The template's data (`{}` when the request gave none); null or absent for an inline message. */
+  readonly data?: Readonly<Record<string, unknown>> | null;
   readonly headers: Readonly<Record<string, string>>;
   /** The `send_at` the client asked for (normalized), or null. Part of the fingerprint. */
   readonly requested_send_at: string | null;
@@ -39,6 +49,12 @@ export interface EnqueueRequest {
   readonly on_ambiguous: 'retry' | 'hold';
   readonly tags: Readonly<Record<string, string>>;
   readonly metadata: Readonly<Record<string, string>>;
+}
+
+/** A template named by an enqueue: the version is the one asked for, or null for the latest. */
+export interface TemplateRequestRef {
+  readonly name: string;
+  readonly version: number | null;
 }
 
 export interface EnqueueContext {
@@ -55,9 +71,14 @@ export interface EnqueueContext {
  * What an idempotency fingerprint covers: the canonical request without the effective send time,
  * which depends on the clock (a replay a second later must still match).
  */
-export function fingerprintSource(request: EnqueueRequest): Omit<EnqueueRequest, 'send_at'> {
-  const { send_at: _effective, ...rest } = request;
-  return rest;
+export function fingerprintSource(
+  request: EnqueueRequest,
+): Omit<EnqueueRequest, 'send_at' | 'template' | 'data'> &
+  Partial<Pick<EnqueueRequest, 'template' | 'data'>> {
+  const { send_at: _effective, template, data, ...rest } = request;
+  // An inline request hashes exactly as it did before templates existed: its stored fingerprints
+  // still recognise its replays.
+  return template == null ? rest : { ...rest, template, data: data ?? {} };
 }
 
 /** The fingerprint stored on the body and the state record: SHA-256 of the canonical request minus its clock-derived send time. */
@@ -119,9 +140,16 @@ export function validateEnqueueRequest(body: unknown, ctx: EnqueueContext): Vali
         bcc: trimAll(input.bcc),
         from,
         reply_to: input.reply_to?.trim() || null,
-        subject: input.subject,
+        subject: input.subject ?? '',
         text: input.text || null,
         html: input.html || null,
+        // Only a template message carries these: an inline request stays exactly what it was.
+        ...(input.template
+          ? {
+              template: { name: input.template.name, version: input.template.version ?? null },
+              data: rawData(body),
+            }
+          : {}),
         headers: { ...input.headers },
         requested_send_at: requestedSendAt,
         delay_seconds: input.send_at == null ? (input.delay_seconds ?? null) : null,

@@ -16,7 +16,7 @@ const DERIVED_ID_CHARS = 26;
 const TIME_CHARS = 10;
 const ULID_PATTERN = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
 /** Any id the contract allows; the same rule as the dispatch payload's `id`. */
-const MESSAGE_ID_PATTERN = /^[0-9A-Za-z_-]{1,32}$/;
+export const MESSAGE_ID_PATTERN = /^[0-9A-Za-z_-]{1,32}$/;
 
 /**
  * A new ULID for `nowMs`. `random` must return values in [0, 1); values outside are folded into it.

@@ -10,6 +10,8 @@ export const MESSAGE_STATUS = {
   superseded: 'superseded',
   expired: 'expired',
   unknown: 'unknown',
+  /** Every recipient was on the tenant's suppression list at send time (DESIGN §12): nothing was sent. */
+  suppressed: 'suppressed',
 } as const;
 
 export type MessageStatus = (typeof MESSAGE_STATUS)[keyof typeof MESSAGE_STATUS];
@@ -25,6 +27,7 @@ export const TERMINAL_STATUSES: ReadonlySet<MessageStatus> = new Set([
   MESSAGE_STATUS.superseded,
   MESSAGE_STATUS.expired,
   MESSAGE_STATUS.unknown,
+  MESSAGE_STATUS.suppressed,
 ]);
 
 /**

@@ -21,6 +21,12 @@ export const SENDER_METRIC = {
   unknown: 'Unknown',
   superseded: 'Superseded',
   expired: 'Expired',
+  /** Messages that ended `suppressed`: every recipient on the tenant's suppression list (DESIGN §12). */
+  suppressed: 'Suppressed',
+  /** Recipients left out of an envelope because they were on the suppression list. */
+  suppressedRecipients: 'SuppressedRecipients',
+  /** Addresses added to a suppression list by a hard bounce at RCPT TO (5.1.x) or an SES notification. */
+  suppressionsAdded: 'SuppressionsAdded',
   configErrors: 'ConfigErrors',
   /** Copies dropped because their body was not a valid `{v, id, rev}`. */
   malformedCopies: 'MalformedCopies',

@@ -10,6 +10,12 @@ export interface RecipientProgress {
   readonly accepted: readonly number[];
   /** Positions the relay refused for good (5xx). */
   readonly rejected: readonly number[];
+  /**
+   * Positions left out because the address was on the tenant's suppression list when an attempt
+   * was about to be made (DESIGN §12). Settled like a rejection: never sent to by this message.
+   * Absent means none (records written before suppressions).
+   */
+  readonly suppressed?: readonly number[];
 }
 
 export const NO_PROGRESS: RecipientProgress = { accepted: [], rejected: [] };
@@ -32,7 +38,7 @@ export function recipientList(body: {
 
 /** Positions still to be sent to, in order. */
 export function pendingPositions(total: number, progress: RecipientProgress): number[] {
-  const settled = new Set([...progress.accepted, ...progress.rejected]);
+  const settled = new Set([...progress.accepted, ...progress.rejected, ...(progress.suppressed ?? [])]);
   return Array.from({ length: total }, (_, position) => position).filter(
     (position) => !settled.has(position),
   );
@@ -61,19 +67,67 @@ export function progressAfter(
     if (permanent === true || (permanent === undefined && attempt.allRefused)) rejected.add(position);
     else if (permanent === undefined && attempt.delivered) accepted.add(position);
   }
-  return { accepted: sorted(accepted), rejected: sorted(rejected) };
+  return withSuppressed({ accepted: sorted(accepted), rejected: sorted(rejected) }, progress.suppressed);
 }
 
-/** Counts for the message view (DESIGN §3). Suppressions arrive with §12. */
+/**
+ * What the suppression list makes of a claimed message before its attempt (DESIGN §12). `suppressed`
+ * are the pending positions whose address is on the list now. They are settled as suppressed and
+ * left out of the envelope; when that leaves nobody pending the message is settled without an SMTP
+ * transaction: `suppressed` when nobody was ever accepted or rejected, else `sent` (someone accepted)
+ * or `failed` (only rejections), as an attempt would have left it. With nothing newly suppressed the
+ * message goes on to its attempt exactly as before.
+ */
+export type Screening =
+  | { readonly kind: 'send'; readonly progress: RecipientProgress; readonly envelope: readonly number[] }
+  | {
+      readonly kind: 'settle';
+      readonly to: 'suppressed' | 'sent' | 'failed';
+      readonly progress: RecipientProgress;
+    };
+
+export function screenRecipients(
+  total: number,
+  progress: RecipientProgress,
+  suppressedNow: readonly number[],
+): Screening {
+  const pending = pendingPositions(total, progress);
+  const newly = new Set(suppressedNow.filter((position) => pending.includes(position)));
+  if (newly.size === 0) return { kind: 'send', progress, envelope: pending };
+  const screened = withSuppressed(progress, [...(progress.suppressed ?? []), ...newly]);
+  const envelope = pending.filter((position) => !newly.has(position));
+  if (envelope.length > 0) return { kind: 'send', progress: screened, envelope };
+  const to = screened.accepted.length > 0 ? 'sent' : screened.rejected.length > 0 ? 'failed' : 'suppressed';
+  return { kind: 'settle', to, progress: screened };
+}
+
+/** Counts for the message view (DESIGN §3). */
 export function recipientCounts(
   total: number,
   progress: RecipientProgress,
 ): { accepted: number; pending: number; rejected: number; suppressed: number } {
   const accepted = progress.accepted.length;
   const rejected = progress.rejected.length;
-  return { accepted, pending: Math.max(0, total - accepted - rejected), rejected, suppressed: 0 };
+  const suppressed = progress.suppressed?.length ?? 0;
+  return {
+    accepted,
+    pending: Math.max(0, total - accepted - rejected - suppressed),
+    rejected,
+    suppressed,
+  };
 }
 
 function sorted(positions: ReadonlySet<number>): number[] {
   return [...positions].sort((a, b) => a - b);
+}
+
+/** The progress with `suppressed` set (sorted, distinct), or without the field when there are none. */
+function withSuppressed(
+  progress: Pick<RecipientProgress, 'accepted' | 'rejected'>,
+  suppressed: readonly number[] | undefined,
+): RecipientProgress {
+  const { accepted, rejected } = progress;
+  return suppressed === undefined || suppressed.length === 0
+    ? { accepted, rejected }
+    : { accepted, rejected, suppressed: sorted(new Set(suppressed)) };
 }

@@ -3,7 +3,7 @@
  * neither configuration nor the clock. The same schemas generate the OpenAPI document
  * (lambdas/api/openapi.ts), so what is documented is what is checked.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseAddress } from './addresses.js';
 import {
   controlCharacterProblem,
@@ -13,7 +13,23 @@ import {
   RELAY_CONTROL_MESSAGE,
 } from './headerSafety.js';
 import { LIMITS } from './requestLimits.js';
+import { TemplateDataSchema, TemplateRefSchema } from './templateRequests.js';
 import { parseZonedTimestamp } from './timestamps.js';
+
+/*
+ * What the OpenAPI document can say of a rule that a refinement checks (JSON Schema patterns are
+ * ECMA-262; the refinements stay the validation, these only describe it). Test:
+ * test/api/openapiRequestSchemas.test.ts holds the document to what these schemas accept and refuse.
+ */
+/** No control character (C0, DEL, C1): addresses, tags, metadata keys, group keys. */
+const NO_CONTROL_PATTERN = '^[^\\u0000-\\u001F\\u007F-\\u009F]*$';
+/** No control character but TAB, so no CR or LF: the subject and header values. */
+const NO_CONTROL_BUT_TAB_PATTERN = '^[^\\u0000-\\u0008\\u000A-\\u001F\\u007F-\\u009F]*$';
+/** A recipient list with at least one address. */
+const NON_EMPTY = (field: string) => ({
+  required: [field],
+  properties: { [field]: { type: 'array', minItems: 1 } },
+});
 
 const Address = z
   .string()
@@ -24,6 +40,7 @@ const Address = z
   .meta({
     description: 'An RFC 5322 mailbox: `ada@example.com` or `Ada Lovelace <ada@example.com>`.',
     example: 'Ada Lovelace <ada@example.com>',
+    pattern: NO_CONTROL_PATTERN,
   });
 
 const RecipientList = z
@@ -38,6 +55,10 @@ const Subject = z
   .superRefine((value, ctx) => {
     const problem = controlCharacterProblem(value, true);
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .meta({
+    description: 'One line: no CR, LF or other control character but TAB.',
+    pattern: NO_CONTROL_BUT_TAB_PATTERN,
   });
 
 const Headers = z
@@ -61,6 +82,13 @@ const Headers = z
   .meta({
     description: `Extra headers. Names are RFC 9110 tokens; Message-ID, X-Postdate-Id, From, To, Cc, Bcc, Subject, Date, Reply-To, Sender, Return-Path, MIME-Version and Content-* are reserved. Headers that control a relay instead of describing the message are refused (400, \`${RELAY_CONTROL_MESSAGE}\`): ${[...RELAY_CONTROL_HEADERS.names, ...RELAY_CONTROL_HEADERS.prefixes.map((prefix) => `${prefix}*`)].join(', ')} (Amazon SES, SendGrid, Mailgun, Postmark, Mandrill, SparkPost, Mailjet); a configuration set belongs to the API key.`,
     example: { 'X-Campaign': '42' },
+    maxProperties: LIMITS.maxHeaders,
+    propertyNames: { pattern: "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$", maxLength: LIMITS.maxHeaderNameLength },
+    additionalProperties: {
+      type: 'string',
+      maxLength: LIMITS.maxHeaderValueLength,
+      pattern: NO_CONTROL_BUT_TAB_PATTERN,
+    },
   });
 
 const Timestamp = z
@@ -106,14 +134,26 @@ const Tags = stringMap({
   keyLength: LIMITS.maxTagKeyLength,
   valueLength: LIMITS.maxTagValueLength,
   headerMaterial: true,
-}).meta({ description: 'Small labels for listing and metrics.', example: { kind: 'campaign-approved' } });
+}).meta({
+  description: 'Small labels for listing and metrics.',
+  example: { kind: 'campaign-approved' },
+  maxProperties: LIMITS.maxTags,
+  propertyNames: { minLength: 1, maxLength: LIMITS.maxTagKeyLength, pattern: NO_CONTROL_PATTERN },
+  additionalProperties: { type: 'string', maxLength: LIMITS.maxTagValueLength, pattern: NO_CONTROL_PATTERN },
+});
 
 const Metadata = stringMap({
   entries: LIMITS.maxMetadataEntries,
   keyLength: LIMITS.maxMetadataKeyLength,
   valueLength: LIMITS.maxMetadataValueLength,
   headerMaterial: false,
-}).meta({ description: 'Your own small string data, returned as given.', example: { campaign_id: '42' } });
+}).meta({
+  description: 'Your own small string data, returned as given.',
+  example: { campaign_id: '42' },
+  maxProperties: LIMITS.maxMetadataEntries,
+  propertyNames: { minLength: 1, maxLength: LIMITS.maxMetadataKeyLength, pattern: NO_CONTROL_PATTERN },
+  additionalProperties: { type: 'string', maxLength: LIMITS.maxMetadataValueLength },
+});
 
 /** A group key: 1–200 characters, no control characters (it is also a URL path segment). */
 export const GroupKeySchema = z
@@ -128,7 +168,12 @@ export const GroupKeySchema = z
         message: `must be 1–${LIMITS.maxGroupKeyLength} printable characters without leading or trailing spaces`,
       });
   })
-  .meta({ example: 'campaign:42:status' });
+  .meta({
+    example: 'campaign:42:status',
+    minLength: 1,
+    maxLength: LIMITS.maxGroupKeyLength,
+    pattern: '^(?!\\s)[^\\u0000-\\u001F\\u007F-\\u009F]*(?<!\\s)$',
+  });
 
 const GroupVersion = z
   .int('must be a whole number')
@@ -140,60 +185,170 @@ const Group = z.strictObject({ key: GroupKeySchema, version: GroupVersion }).met
   description: 'Freshness guard: the message is not sent once a higher version of its group exists.',
 });
 
+/** The fields every enqueue has, whatever its content: the addresses, then the rest. */
+const enqueueAddresses = {
+  to: RecipientList,
+  cc: RecipientList,
+  bcc: RecipientList,
+  from: Address.nullish().meta({
+    description: 'Defaults to POSTDATE_DEFAULT_FROM; must match POSTDATE_ALLOWED_FROM.',
+  }),
+  reply_to: Address.nullish(),
+};
+
+const enqueueDelivery = {
+  headers: Headers.nullish(),
+  send_at: Timestamp.nullish().meta({
+    description: 'When to send; a past time means now. At most POSTDATE_MAX_HORIZON_DAYS ahead.',
+  }),
+  delay_seconds: z.int('must be a whole number of seconds').min(0, 'must be at least 0').nullish(),
+  not_after: Timestamp.nullish().meta({ description: 'Deadline: past it the message expires unsent.' }),
+  group: Group.nullish(),
+  on_ambiguous: z.enum(['retry', 'hold']).nullish(),
+  tags: Tags.nullish(),
+  metadata: Metadata.nullish(),
+};
+
+/** The content of an inline message. */
+const inlineContent = {
+  subject: Subject,
+  text: z.string().nullish(),
+  html: z.string().nullish(),
+};
+
+/** The content of a template message (DESIGN §10): rendered at send time from the pinned version. */
+const templateContent = {
+  template: TemplateRefSchema,
+  data: TemplateDataSchema.nullish().meta({ description: "The template's variables; default `{}`." }),
+};
+
+/** What one enqueue must satisfy whatever its form (recipients, times, label sizes). */
+function envelopeRules(
+  body: {
+    to?: readonly string[] | null;
+    cc?: readonly string[] | null;
+    bcc?: readonly string[] | null;
+    send_at?: string | null;
+    delay_seconds?: number | null;
+    tags?: Readonly<Record<string, string>> | null;
+    metadata?: Readonly<Record<string, string>> | null;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const recipients = (body.to?.length ?? 0) + (body.cc?.length ?? 0) + (body.bcc?.length ?? 0);
+  if (recipients === 0)
+    ctx.addIssue({
+      code: 'custom',
+      message: 'at least one recipient (to, cc or bcc) is required',
+      path: ['to'],
+    });
+  if (recipients > LIMITS.maxRecipients)
+    ctx.addIssue({
+      code: 'custom',
+      message: `at most ${LIMITS.maxRecipients} recipients in to, cc and bcc together`,
+      path: ['to'],
+    });
+  if (body.send_at != null && body.delay_seconds != null)
+    ctx.addIssue({
+      code: 'custom',
+      message: 'give send_at or delay_seconds, not both',
+      path: ['delay_seconds'],
+    });
+  const labels = JSON.stringify({ tags: body.tags ?? {}, metadata: body.metadata ?? {} });
+  if (new TextEncoder().encode(labels).length > LIMITS.maxTagsAndMetadataBytes)
+    ctx.addIssue({
+      code: 'custom',
+      message: `tags and metadata together must be at most ${LIMITS.maxTagsAndMetadataBytes} bytes of JSON`,
+      path: ['metadata'],
+    });
+}
+
+/**
+ * The enqueue body as it is validated: one object with both forms' fields, so that every mistake
+ * gets its own field error (a template and a subject together, a subject missing) rather than a
+ * union's "matches neither". The OpenAPI document shows the two forms as EnqueueBodyDocumentSchema.
+ */
 export const EnqueueBodySchema = z
   .strictObject({
-    to: RecipientList,
-    cc: RecipientList,
-    bcc: RecipientList,
-    from: Address.nullish().meta({
-      description: 'Defaults to POSTDATE_DEFAULT_FROM; must match POSTDATE_ALLOWED_FROM.',
-    }),
-    reply_to: Address.nullish(),
-    subject: Subject,
-    text: z.string().nullish(),
-    html: z.string().nullish(),
-    headers: Headers.nullish(),
-    send_at: Timestamp.nullish().meta({
-      description: 'When to send; a past time means now. At most POSTDATE_MAX_HORIZON_DAYS ahead.',
-    }),
-    delay_seconds: z.int('must be a whole number of seconds').min(0, 'must be at least 0').nullish(),
-    not_after: Timestamp.nullish().meta({ description: 'Deadline: past it the message expires unsent.' }),
-    group: Group.nullish(),
-    on_ambiguous: z.enum(['retry', 'hold']).nullish(),
-    tags: Tags.nullish(),
-    metadata: Metadata.nullish(),
+    ...enqueueAddresses,
+    subject: Subject.nullish(),
+    text: inlineContent.text,
+    html: inlineContent.html,
+    ...enqueueDelivery,
+    template: TemplateRefSchema.nullish(),
+    data: templateContent.data,
   })
   .superRefine((body, ctx) => {
-    const recipients = (body.to?.length ?? 0) + (body.cc?.length ?? 0) + (body.bcc?.length ?? 0);
-    if (recipients === 0)
-      ctx.addIssue({
-        code: 'custom',
-        message: 'at least one recipient (to, cc or bcc) is required',
-        path: ['to'],
-      });
-    if (recipients > LIMITS.maxRecipients)
-      ctx.addIssue({
-        code: 'custom',
-        message: `at most ${LIMITS.maxRecipients} recipients in to, cc and bcc together`,
-        path: ['to'],
-      });
+    envelopeRules(body, ctx);
+    if (body.template != null) {
+      for (const field of ['subject', 'text', 'html'] as const) {
+        if (body[field] != null)
+          ctx.addIssue({
+            code: 'custom',
+            message: 'give a template or subject/text/html, not both',
+            path: [field],
+          });
+      }
+      return;
+    }
+    if (body.data != null)
+      ctx.addIssue({ code: 'custom', message: 'is only given with a template', path: ['data'] });
+    if (body.subject == null) ctx.addIssue({ code: 'custom', message: 'is required', path: ['subject'] });
     if (!body.text && !body.html)
       ctx.addIssue({ code: 'custom', message: 'text or html is required', path: ['text'] });
-    if (body.send_at != null && body.delay_seconds != null)
-      ctx.addIssue({
-        code: 'custom',
-        message: 'give send_at or delay_seconds, not both',
-        path: ['delay_seconds'],
-      });
-    const labels = JSON.stringify({ tags: body.tags ?? {}, metadata: body.metadata ?? {} });
-    if (new TextEncoder().encode(labels).length > LIMITS.maxTagsAndMetadataBytes)
-      ctx.addIssue({
-        code: 'custom',
-        message: `tags and metadata together must be at most ${LIMITS.maxTagsAndMetadataBytes} bytes of JSON`,
-        path: ['metadata'],
-      });
   })
-  .meta({ id: 'EnqueueRequest', description: 'An email to send later (DESIGN §3).' });
+  .meta({
+    description: 'The enqueue body as validated; the OpenAPI document shows it as EnqueueBodyDocumentSchema.',
+  });
+
+/** What JSON Schema can say of every enqueue body (the document's `allOf` on each form). */
+const ENVELOPE_RULES = [
+  {
+    description: 'At least one recipient (to, cc or bcc).',
+    anyOf: [NON_EMPTY('to'), NON_EMPTY('cc'), NON_EMPTY('bcc')],
+  },
+  {
+    description: 'send_at or delay_seconds, not both.',
+    not: {
+      required: ['send_at', 'delay_seconds'],
+      properties: { send_at: { type: 'string' }, delay_seconds: { type: 'integer' } },
+    },
+  },
+];
+
+const TEXT_OR_HTML = {
+  description: 'text or html.',
+  anyOf: ['text', 'html'].map((field) => ({
+    required: [field],
+    properties: { [field]: { type: 'string', minLength: 1 } },
+  })),
+};
+
+const InlineEnqueueSchema = z
+  .strictObject({ ...enqueueAddresses, ...inlineContent, ...enqueueDelivery })
+  .meta({
+    id: 'InlineEnqueueRequest',
+    description: 'An email to send later with its content (DESIGN §3): `text` or `html` or both.',
+    allOf: [...ENVELOPE_RULES, TEXT_OR_HTML],
+  });
+
+const TemplateEnqueueSchema = z
+  .strictObject({ ...enqueueAddresses, ...templateContent, ...enqueueDelivery })
+  .meta({
+    id: 'TemplateEnqueueRequest',
+    description: 'An email to send later, built at send time from a stored template and `data` (DESIGN §10).',
+    allOf: ENVELOPE_RULES,
+  });
+
+/**
+ * The enqueue body for the OpenAPI document: exactly one of the two forms (`oneOf`), built from the
+ * same field schemas that EnqueueBodySchema validates with.
+ */
+export const EnqueueBodyDocumentSchema = z.union([InlineEnqueueSchema, TemplateEnqueueSchema]).meta({
+  id: 'EnqueueRequest',
+  description: `An email to send later (DESIGN §3): its content inline (\`subject\`, \`text\`, \`html\`), or a stored \`template\` and its \`data\` — not both. At most ${LIMITS.maxRecipients} recipients in to, cc and bcc together, and tags and metadata at most ${LIMITS.maxTagsAndMetadataBytes} bytes of JSON together: JSON Schema cannot say these, the server checks them.`,
+  _internal: { unionPreferredType: 'oneOf', refId: 'EnqueueRequest' },
+} as Record<string, unknown>);
 
 export const RescheduleBodySchema = z
   .strictObject({ send_at: Timestamp })

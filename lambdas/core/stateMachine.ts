@@ -26,7 +26,8 @@ export type TransitionEvent =
   | 'attempts-exhausted'
   | 'ambiguous-hold'
   | 'expire'
-  | 'supersede';
+  | 'supersede'
+  | 'suppress';
 
 export interface Transition {
   readonly event: TransitionEvent;
@@ -138,6 +139,14 @@ export const TRANSITIONS: readonly Transition[] = [
     to: S.superseded,
     actors: ['sender'],
     description: "the group's head version is higher than the message's: it is not sent",
+  },
+  {
+    event: 'suppress',
+    from: [S.sending],
+    to: S.suppressed,
+    actors: ['sender'],
+    description:
+      "every recipient is on the tenant's suppression list at send time (DESIGN §12): no SMTP transaction",
   },
 ];
 

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { encodeTime } from 'ulid';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Validated } from './fieldErrors.js';
 import { EVENT_TYPES, type EventType } from './messageEvents.js';
 import { PARSE_CONTEXT, zodErrors } from './zodFieldErrors.js';

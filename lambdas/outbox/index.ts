@@ -24,3 +24,4 @@ export {
   TENANT_PATTERN,
   type TransactWriteItem,
 } from './outboxItems.js';
+export { type OutboxTemplate, readOutboxTemplate } from './outboxTemplate.js';

@@ -16,6 +16,9 @@
  * ] }));
  * ```
  *
+ * A template message (`"template"` + `"data"`, DESIGN §10) needs the template it names, read first:
+ * `template: await readOutboxTemplate(doc, table, tenant, 'campaign-approved')`.
+ *
  * The message's id is derived from (tenant, idempotency key), so its records' `attribute_not_exists`
  * conditions are the idempotency guard: the transaction fails (TransactionCanceledException) if the
  * key was already used, which is what makes a retried business transaction safe. A transaction
@@ -32,6 +35,7 @@ import {
   outboxTransactItems,
   type TransactWriteItem,
 } from '../store/outboxRecords.js';
+import { checkOutboxTemplate, type OutboxTemplate } from './outboxTemplate.js';
 
 export { requestFingerprint } from '../core/enqueueRequest.js';
 export { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/identifiers.js';
@@ -49,9 +53,14 @@ export class OutboxInputError extends PostdateError {
   }
 }
 
-type OutboxCommonInput = Omit<OutboxRecordsInput, 'request'> & {
+type OutboxCommonInput = Omit<OutboxRecordsInput, 'request' | 'templateVersion'> & {
   /** The outbox table's name (the items name it). */
   readonly tableName: string;
+  /**
+   * For a template message (`template` + `data` in the request): the template it names, read with
+   * readOutboxTemplate. The message is validated with it as the API would and pinned to its version.
+   */
+  readonly template?: OutboxTemplate;
 };
 
 export type OutboxInput =
@@ -80,10 +89,19 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
   if (!IDEMPOTENCY_KEY_PATTERN.test(input.idempotencyKey)) {
     throw new OutboxInputError('idempotencyKey must be 1–255 printable ASCII characters');
   }
+  const request = requestOf(input);
+  let templateVersion: number | undefined;
+  if (request.template != null) {
+    const checked = checkOutboxTemplate(request, input.template);
+    if (!checked.ok)
+      throw new OutboxInputError(`template message: ${checked.problem.detail}`, checked.problem);
+    templateVersion = checked.version;
+  }
   const records = outboxRecords({
     tenant: input.tenant,
     idempotencyKey: input.idempotencyKey,
-    request: requestOf(input),
+    request,
+    ...(templateVersion === undefined ? {} : { templateVersion }),
     now: input.now,
     groupHeadVersion: input.groupHeadVersion,
     ...(input.retentionDays === undefined ? {} : { retentionDays: input.retentionDays }),

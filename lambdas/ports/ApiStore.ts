@@ -4,6 +4,7 @@
  */
 import type { MessageStatus } from '../core/messageStatus.js';
 import type { MessageBodyRecord, MessageStateRecord } from '../store/messageRecord.js';
+import type { SuppressionList } from './SuppressionList.js';
 
 /** The two records of one enqueued message (store/outboxRecords.ts builds them). */
 export interface EnqueueRecords {
@@ -94,4 +95,6 @@ export interface ApiStore {
   /** Raises the head to `version` if it is higher (a max); answers the head as it is afterwards. */
   raiseGroup(input: { tenant: string; groupKey: string; version: number; now: Date }): Promise<GroupHeadView>;
   listMessages(query: ListQuery): Promise<ListPage>;
+  /** The tenants' suppression lists (DESIGN §12). */
+  readonly suppressions: SuppressionList;
 }

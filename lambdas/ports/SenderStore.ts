@@ -11,6 +11,7 @@ import type {
   MessageBodyRecord,
   MessageStateRecord,
 } from '../store/messageRecord.js';
+import type { SuppressionList } from './SuppressionList.js';
 
 /** A conditional write of the sender: applied (the record as written), or its condition lost. */
 export type SenderWriteResult =
@@ -74,6 +75,19 @@ export interface SettleUnsentInput {
   readonly owner?: string;
 }
 
+/**
+ * A claimed message whose remaining recipients are all on the suppression list (DESIGN §12): it ends
+ * without an SMTP transaction (no attempt, no history entry), written under our lease.
+ */
+export interface SettleScreenedInput {
+  readonly claimed: MessageStateRecord;
+  readonly owner: string;
+  readonly to: 'suppressed' | 'sent' | 'failed';
+  readonly now: Date;
+  readonly recipients: RecipientProgress;
+  readonly retentionDays: number;
+}
+
 export interface SenderStore {
   /** The state record, read consistently; undefined when there is none or it is unreadable. */
   readState(id: string): Promise<MessageStateRecord | undefined>;
@@ -84,4 +98,7 @@ export interface SenderStore {
   recordOutcome(input: OutcomeInput): Promise<SenderWriteResult>;
   release(input: ReleaseInput): Promise<SenderWriteResult>;
   settleUnsent(input: SettleUnsentInput): Promise<SenderWriteResult>;
+  settleScreened(input: SettleScreenedInput): Promise<SenderWriteResult>;
+  /** The tenants' suppression lists: read before each attempt, added to by hard bounces at RCPT. */
+  readonly suppressions: SuppressionList;
 }

@@ -1,6 +1,7 @@
 import type { SmtpErrorClassification } from '../core/classifySmtpError.js';
 import { extractEnhancedCode } from '../core/classifySmtpError.js';
 import { redactAddresses } from '../core/errorForLog.js';
+import { providerMessageIdOf } from '../core/providerMessageId.js';
 import type { SendOutcome } from '../ports/Mailer.js';
 import type { AttemptRecord, LastError } from '../store/messageRecord.js';
 
@@ -49,6 +50,8 @@ export function attemptRecord(
   if (outcome.delivered) {
     const reply = outcome.reply ?? '';
     const code = /^(\d{3})/.exec(reply)?.[1] ?? null;
+    // Read from the raw reply: redaction could take an id that looks like an address apart.
+    const providerMessageId = providerMessageIdOf(outcome.reply);
     const entry: AttemptRecord = {
       at: at.toISOString(),
       outcome: 'sent',
@@ -56,6 +59,7 @@ export function attemptRecord(
       enhanced_code: extractEnhancedCode(reply),
       reply: redactReply(outcome.reply),
       duration_ms: outcome.durationMs,
+      ...(providerMessageId === null ? {} : { provider_message_id: providerMessageId }),
     };
     return refusedDomains.length === 0 ? entry : { ...entry, rejected_domains: refusedDomains };
   }

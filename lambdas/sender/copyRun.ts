@@ -2,6 +2,7 @@ import { errorForLog } from '../core/errorForLog.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
 import { admitCopy } from '../core/sendDecision.js';
 import type { SendTiming } from '../core/sendTiming.js';
+import type { TemplateRenderer } from '../core/templateRenderer.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
 import type { Mailer } from '../ports/Mailer.js';
@@ -59,6 +60,8 @@ export interface CopyDependencies {
   readonly sleep: (milliseconds: number) => Promise<void>;
   readonly newLeaseOwner: () => string;
   readonly rateLimiter: SendRateLimiter;
+  /** Renders template messages from their pinned version (compiled once per warm function). */
+  readonly templates: TemplateRenderer;
   readonly log: Log;
   readonly metrics: SenderMetrics;
 }

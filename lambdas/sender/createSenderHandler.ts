@@ -7,6 +7,7 @@ import { errorForLog } from '../core/errorForLog.js';
 import { SENDER_METRIC } from '../core/metricNames.js';
 import { backstopReceiveCount } from '../core/queueLimits.js';
 import { runWithConcurrency } from '../core/runWithConcurrency.js';
+import { createTemplateRenderer } from '../core/templateRenderer.js';
 import type { CopyVisibility } from '../ports/CopyVisibility.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
@@ -14,11 +15,14 @@ import type { Mailer } from '../ports/Mailer.js';
 import { NO_METRICS, type SenderMetrics } from '../ports/SenderMetrics.js';
 import type { SenderStore } from '../ports/SenderStore.js';
 import { UNLIMITED } from '../ports/SendRateLimiter.js';
+import type { TemplateVersions } from '../ports/TemplateStore.js';
 import { type CopyVerdict, type InvocationTime, processCopy, type SenderSettings } from './processCopy.js';
 import { tokenBucket } from './sendRateLimiter.js';
 
 export interface SenderDependencies {
   readonly store: SenderStore;
+  /** Where template messages' pinned versions are read (DESIGN §10). */
+  readonly templates: TemplateVersions;
   readonly mailer: Mailer;
   /** Where early copies go back with their exact remaining delay. */
   readonly queue: DispatchQueue;
@@ -90,6 +94,8 @@ export function createSenderHandler(
       deps.maxSendRate === undefined
         ? UNLIMITED
         : tokenBucket({ rate: deps.maxSendRate, now: () => deps.now().getTime(), sleep: wait }),
+    // One renderer per warm container: each template version is read and compiled once.
+    templates: createTemplateRenderer((ref) => deps.templates.getVersion(ref.tenant, ref.name, ref.version)),
     log,
     metrics: deps.metrics ?? NO_METRICS,
   };

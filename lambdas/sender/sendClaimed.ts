@@ -1,6 +1,6 @@
 import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
-import { pendingPositions, type RecipientProgress, recipientList } from '../core/recipients.js';
+import { type RecipientProgress, recipientList, type Screening } from '../core/recipients.js';
 import {
   type AttemptResult,
   bodyFault,
@@ -25,6 +25,8 @@ import {
   unwrap,
 } from './copyRun.js';
 import { ack, type CopyVerdict, keep, SHORT_RETRY_SECONDS } from './copyVerdict.js';
+import { screenSuppressed, settleSuppressed, suppressHardBounces } from './suppressedRecipients.js';
+import { sendableBody, unrenderableRecord } from './templateBody.js';
 import { writeUntilLanded } from './writeUntilLanded.js';
 
 /**
@@ -62,27 +64,36 @@ export async function sendClaimed(
   }
   const fault = bodyFault(claimed.fingerprint, body);
   if (body === undefined || fault !== undefined) {
-    const missing = missingBodyRecord(deps.now());
-    const result = await deps.store.recordOutcome({
-      claimed,
-      owner,
-      to: 'failed',
-      now: deps.now(),
-      attempt: missing.attempt,
-      lastError: missing.lastError,
-      retentionDays: deps.settings.retentionDays,
-      attempts: claimed.attempts,
-      recipients: progressOf(claimed),
-    });
+    const result = await failUnsent(run, claimed, owner, missingBodyRecord(deps.now()));
     deps.log.error(
       fault === 'foreign' ? 'sender found a body of another request' : 'sender found no body for a message',
       logContext(run, {}),
     );
     return settled(run, result, 'failed (no body)', SENDER_METRIC.failed);
   }
+  // A template message is rendered here, from its pinned version (DESIGN §10).
+  const sendable = await sendableBody(deps.templates, claimed.tenant, body);
+  if (sendable.kind === 'read-failed') return release(run, claimed, owner, sendable.error);
+  if (sendable.kind === 'unrenderable') {
+    const result = await failUnsent(run, claimed, owner, unrenderableRecord(deps.now(), sendable.reason));
+    deps.log.error(
+      'sender could not render a template message',
+      logContext(run, { template: body.template?.name }),
+    );
+    return settled(run, result, 'failed (template did not render)', SENDER_METRIC.failed);
+  }
+  body = sendable.body;
 
   const recipients = recipientList(body);
-  const positions = pendingPositions(recipients.length, progressOf(claimed));
+  // Suppressions (DESIGN §12): read at send time, not at enqueue; a failed read gives the claim back.
+  let screening: Screening;
+  try {
+    screening = await screenSuppressed(run, claimed, recipients, progressOf(claimed));
+  } catch (error) {
+    return release(run, claimed, owner, error);
+  }
+  if (screening.kind === 'settle') return settleSuppressed(run, claimed, owner, screening);
+  const positions = screening.envelope;
   const email = outgoingEmail(
     run.id,
     body,
@@ -97,14 +108,40 @@ export async function sendClaimed(
       attempts: claimed.attempts,
       ...(claimed.attempt_limit === undefined ? {} : { attempt_limit: claimed.attempt_limit }),
       on_ambiguous: claimed.on_ambiguous,
-      recipients: progressOf(claimed),
+      recipients: screening.progress,
       recipientTotal: recipients.length,
     },
     deps.settings,
     run.copy.receiveCount,
     deps.random,
   );
-  return recordOutcome(run, claimed, owner, outcome, decision, email.envelope);
+  const verdict = await recordOutcome(run, claimed, owner, outcome, decision, email.envelope);
+  await suppressHardBounces(run, claimed, outcome, email.envelope);
+  return verdict;
+}
+
+/**
+ * A message that can never be sent as stored (no body, a template that does not render) is
+ * `failed` under the lease, without an SMTP transaction: its attempt count and recipients stay.
+ */
+function failUnsent(
+  run: CopyRun,
+  claimed: MessageStateRecord,
+  owner: string,
+  record: ReturnType<typeof missingBodyRecord>,
+) {
+  const { deps } = run;
+  return deps.store.recordOutcome({
+    claimed,
+    owner,
+    to: 'failed',
+    now: deps.now(),
+    attempt: record.attempt,
+    lastError: record.lastError,
+    retentionDays: deps.settings.retentionDays,
+    attempts: claimed.attempts,
+    recipients: progressOf(claimed),
+  });
 }
 
 /** A read failed after the claim and before MAIL FROM: the record goes back to waiting, unattempted. */
@@ -230,7 +267,11 @@ function attemptResultOf(outcome: SendOutcome, positions: readonly number[]): At
 
 /** The record's recipient progress (positions in the body's to, cc, bcc). */
 function progressOf(record: MessageStateRecord): RecipientProgress {
-  return { accepted: record.rcpt_accepted ?? [], rejected: record.rcpt_rejected ?? [] };
+  return {
+    accepted: record.rcpt_accepted ?? [],
+    rejected: record.rcpt_rejected ?? [],
+    ...(record.rcpt_suppressed === undefined ? {} : { suppressed: record.rcpt_suppressed }),
+  };
 }
 
 /** The body item as the mailer takes it; only strings reach nodemailer. */

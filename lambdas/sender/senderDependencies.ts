@@ -11,6 +11,7 @@ import type { Log } from '../ports/Log.js';
 import type { SenderMetrics } from '../ports/SenderMetrics.js';
 import type { SmtpCredentialsSource } from '../ports/SmtpCredentialsSource.js';
 import { DynamoSenderStore } from '../store/senderTransitions.js';
+import { DynamoTemplateStore } from '../store/templateStore.js';
 import { type SenderDependencies, senderSettings } from './createSenderHandler.js';
 
 export interface SenderWiring {
@@ -35,6 +36,7 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
   const deadLetterUrl = requireResource(names, 'sendDeadLetterQueueUrl', 'POSTDATE_SEND_DLQ_URL');
   return {
     store: new DynamoSenderStore(wiring.documents, names.tableName),
+    templates: new DynamoTemplateStore(wiring.documents, names.tableName),
     mailer: new NodemailerMailer({
       host: config.smtp.host ?? 'localhost',
       port: config.smtp.port ?? (config.smtp.secure ? 465 : 587),
@@ -43,6 +45,8 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
       messageIdDomain: config.messageIdDomain,
       credentials: credentialsSource(wiring),
       timeouts: smtpTimeoutsOf(config),
+      maxMessagesPerSession: config.smtpSessionMaxMessages,
+      maxSessionAgeMs: config.smtpSessionMaxAgeSeconds * 1000,
     }),
     queue: new SqsDispatchQueue(wiring.sqs, queueUrl),
     deadLetters: new SqsDispatchQueue(wiring.sqs, deadLetterUrl),

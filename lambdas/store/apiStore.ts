@@ -44,6 +44,7 @@ import {
 } from './messageRecord.js';
 import { OUTBOX_ITEM_INDEX, outboxTransactItems } from './outboxRecords.js';
 import { readStateRecord, readStateRecords } from './stateReads.js';
+import { DynamoSuppressionList } from './suppressionList.js';
 import { INDEX, INDEX_SHARDS, ITEM_SORT_KEY, KEY, TTL_ATTRIBUTE } from './tableLayout.js';
 
 /** The statuses a transition of the state machine leaves from (the API's conditions come from it). */
@@ -56,10 +57,14 @@ export function shardCount(status: MessageStatus | null): number {
 }
 
 export class DynamoApiStore implements ApiStore {
+  readonly suppressions: DynamoSuppressionList;
+
   constructor(
     private readonly documents: DynamoDBDocumentClient,
     readonly tableName: string,
-  ) {}
+  ) {
+    this.suppressions = new DynamoSuppressionList(documents, tableName);
+  }
 
   async readBodyStamp(id: string) {
     const { Item } = await this.documents.send(

@@ -1,6 +1,7 @@
 import type { GroupRef } from '../core/enqueueRequest.js';
 import { isMessageStatus, type MessageStatus } from '../core/messageStatus.js';
 import type { ErrorClass } from '../core/postdateError.js';
+import type { PinnedTemplate } from '../core/templateRequests.js';
 import { INDEX_SHARDS, ITEM_SORT_KEY, KEY, PARTITION_PREFIX } from './tableLayout.js';
 
 /**
@@ -27,6 +28,8 @@ export interface AttemptRecord {
   readonly duration_ms: number;
   /** Recipients the relay refused while the message was still sent (partial rejection), as domains. */
   readonly rejected_domains?: readonly string[];
+  /** The relay's own id from its final 250 reply, when it named one (core/providerMessageId.ts). */
+  readonly provider_message_id?: string;
 }
 
 /** The small, mutable state record: `pk = MSG#{id}`, `sk = STATE`. The relay's stream reads only these. */
@@ -49,6 +52,8 @@ export interface MessageStateRecord {
   readonly on_ambiguous: 'retry' | 'hold';
   readonly tags: Readonly<Record<string, string>>;
   readonly metadata: Readonly<Record<string, string>>;
+  /** A template message's template and pinned version (DESIGN §10); absent on an inline message. */
+  readonly template?: PinnedTemplate;
   /**
    * The request's fingerprint, as on the body: a replay is told from a reused key by it for as long
    * as the state record lives, even after the body expired. Absent on records written before it.
@@ -57,6 +62,8 @@ export interface MessageStateRecord {
   readonly lease_owner?: string;
   readonly lease_until?: string;
   readonly sent_at?: string;
+  /** The relay's id of the last accepted attempt that named one (DESIGN §3, §5). */
+  readonly provider_message_id?: string;
   /** The attempt count at which the message becomes `dead`; POSTDATE_MAX_ATTEMPTS when absent (a redrive raises it). */
   readonly attempt_limit?: number;
   /** On a `dead` record: the SQS message id of the copy the sender moves to the DLQ. */
@@ -66,6 +73,8 @@ export interface MessageStateRecord {
   /** Positions in that list the relay accepted, and rejected for good (core/recipients.ts). */
   readonly rcpt_accepted?: readonly number[];
   readonly rcpt_rejected?: readonly number[];
+  /** Positions left out because they were on the tenant's suppression list at send time (DESIGN §12). */
+  readonly rcpt_suppressed?: readonly number[];
   /**
    * Index keys (docs/data-model.md). `due_pk`/`due_at` are absent on final records; a record that
    * waits for an operator sits in a waiting partition (`wait#{status}#{shard}`, since when).
@@ -108,10 +117,15 @@ export interface MessageBodyRecord {
   readonly cc: readonly string[];
   readonly bcc: readonly string[];
   readonly reply_to: string | null;
+  /** '' on a template message: its subject, text and html are rendered at send time. */
   readonly subject: string;
   readonly text: string | null;
   readonly html: string | null;
   readonly headers: Readonly<Record<string, string>>;
+  /** A template message's template and pinned version (DESIGN §10). */
+  readonly template?: PinnedTemplate;
+  /** A template message's data, as the JSON text it was given in (kept exactly; no DynamoDB number limits). */
+  readonly data_json?: string;
   readonly expires_at?: number;
 }
 

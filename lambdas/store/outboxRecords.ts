@@ -11,6 +11,7 @@ import { type EnqueueRequest, requestFingerprint } from '../core/enqueueRequest.
 import { messageIdFor } from '../core/ids.js';
 import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import { recipientList } from '../core/recipients.js';
+import type { PinnedTemplate } from '../core/templateRequests.js';
 import type { EnqueueRecords } from '../ports/ApiStore.js';
 import {
   bodyExpiresAtAfter,
@@ -48,6 +49,24 @@ export interface OutboxRecordsInput {
   readonly groupHeadVersion?: number | null | undefined;
   /** POSTDATE_RETENTION_DAYS, for the TTL of a message that is terminal at once (superseded). */
   readonly retentionDays?: number;
+  /**
+   * A template message whose request names no version: the version it is pinned to (the latest when
+   * it was validated). Ignored for an inline message or when the request names a version.
+   */
+  readonly templateVersion?: number;
+}
+
+/** The template and version a message's records pin, or null for an inline message. */
+export function pinnedTemplateOf(
+  request: EnqueueRequest,
+  templateVersion: number | undefined,
+): PinnedTemplate | null {
+  const template = request.template;
+  if (template == null) return null;
+  const version = template.version ?? templateVersion;
+  if (version === undefined)
+    throw new TypeError('a template message needs its version: the request names none and none was resolved');
+  return { name: template.name, version };
 }
 
 /** The records that enqueue one message. Pure: the clock is `now`. */
@@ -67,6 +86,8 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
   const bodyExpiresAt = expiresAt ?? bodyExpiresAtAfter(new Date(request.send_at), retentionDays);
 
   const requestPrint = requestFingerprint(request);
+  const template = pinnedTemplateOf(request, input.templateVersion);
+  const pinned = template === null ? {} : { template };
   const state: MessageStateRecord = {
     pk: messagePk(id),
     sk: ITEM_SORT_KEY.messageState,
@@ -86,6 +107,7 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
     on_ambiguous: request.on_ambiguous,
     tags: request.tags,
     metadata: request.metadata,
+    ...pinned,
     fingerprint: requestPrint,
     lst_pk: byStatusPk(tenant, status, id),
     lst_sk: createdSortKey(createdAt, id),
@@ -108,6 +130,7 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
     text: request.text,
     html: request.html,
     headers: request.headers,
+    ...(template === null ? {} : { template, data_json: JSON.stringify(request.data ?? {}) }),
     expires_at: bodyExpiresAt,
   };
   return { messageId: id, state, body };

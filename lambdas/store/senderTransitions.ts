@@ -7,8 +7,10 @@ import type {
   ReleaseInput,
   SenderStore,
   SenderWriteResult,
+  SettleScreenedInput,
   SettleUnsentInput,
 } from '../ports/SenderStore.js';
+import type { SuppressionList } from '../ports/SuppressionList.js';
 import { readGroupHeadVersion } from './groupHead.js';
 import {
   type AttemptRecord,
@@ -24,6 +26,7 @@ import {
   waitingPk,
 } from './messageRecord.js';
 import { readStateRecord } from './stateReads.js';
+import { DynamoSuppressionList } from './suppressionList.js';
 import { ITEM_SORT_KEY, KEY, TTL_ATTRIBUTE } from './tableLayout.js';
 
 /**
@@ -41,10 +44,14 @@ export const HISTORY_LIMIT = 20;
 type BodyTtl = number | null | undefined;
 
 export class DynamoSenderStore implements SenderStore {
+  readonly suppressions: SuppressionList;
+
   constructor(
     private readonly documents: DynamoDBDocumentClient,
     private readonly tableName: string,
-  ) {}
+  ) {
+    this.suppressions = new DynamoSuppressionList(documents, tableName);
+  }
 
   readState(id: string): Promise<MessageStateRecord | undefined> {
     return readStateRecord(this.documents, this.tableName, id);
@@ -97,7 +104,13 @@ export class DynamoSenderStore implements SenderStore {
     update.set('attempts', input.attempts);
     update.set('rcpt_accepted', [...input.recipients.accepted]);
     update.set('rcpt_rejected', [...input.recipients.rejected]);
+    if (input.recipients.suppressed !== undefined) {
+      update.set('rcpt_suppressed', [...input.recipients.suppressed]);
+    }
     if (input.to === MESSAGE_STATUS.sent) update.set('sent_at', input.attempt.at);
+    if (input.attempt.provider_message_id !== undefined) {
+      update.set('provider_message_id', input.attempt.provider_message_id);
+    }
     if (input.to === MESSAGE_STATUS.dead && input.deadCopy !== undefined) {
       update.set('dead_copy', input.deadCopy);
     }
@@ -126,6 +139,22 @@ export class DynamoSenderStore implements SenderStore {
     if (input.lastError !== undefined) update.set('last_error', input.lastError);
     const body = this.becomeTerminal(update, observed, input.to, now, input.retentionDays);
     return this.applyWithBody(update, observed.id, body);
+  }
+
+  settleScreened(input: SettleScreenedInput): Promise<SenderWriteResult> {
+    const { claimed, now } = input;
+    // No attempt: attempts, history and last_error stay as the earlier attempts left them.
+    const update = leaveSending(claimed, now, input.to, input.owner);
+    update.set('rcpt_accepted', [...input.recipients.accepted]);
+    update.set('rcpt_rejected', [...input.recipients.rejected]);
+    update.set('rcpt_suppressed', [...(input.recipients.suppressed ?? [])]);
+    if (input.to === MESSAGE_STATUS.sent) {
+      // Sent by an earlier attempt (the one whose 250 accepted the others): its time is the send's.
+      const delivered = [...(claimed.history ?? [])].reverse().find((entry) => entry.outcome === 'sent');
+      update.set('sent_at', delivered?.at ?? now.toISOString());
+    }
+    const body = this.becomeTerminal(update, claimed, input.to, now, input.retentionDays);
+    return this.applyWithBody(update, claimed.id, body);
   }
 
   /**

@@ -12,6 +12,8 @@ export const ITEM_SORT_KEY = {
   messageBody: 'BODY',
   groupHead: 'HEAD',
   apiKey: 'APIKEY',
+  /** A template version's sort key is this and the version, zero-padded (store/templateStore.ts). */
+  templateVersion: 'V#',
 } as const;
 
 /** Partition-key prefixes, one per item kind. */
@@ -19,7 +21,20 @@ export const PARTITION_PREFIX = {
   message: 'MSG#',
   groupHead: 'GROUP#',
   apiKey: 'APIKEY#',
+  /** A tenant's suppression list (DESIGN §12): `SUPP#{tenant}#{shard}`, sort key = the address. */
+  suppression: 'SUPP#',
+  /** One partition per tenant: its template heads, sort key = the template's name. */
+  templateHeads: 'TPLS#',
+  /** One partition per template: its versions. */
+  templateVersions: 'TPL#',
 } as const;
+
+/**
+ * A tenant's suppression list is spread over this many partitions by a hash of the address: every
+ * send reads it (one item per recipient), so one tenant's sends never all hit one partition; a
+ * listing merges the shards (lambdas/store/suppressionList.ts). Changing it moves every entry.
+ */
+export const SUPPRESSION_SHARDS = 16;
 
 /**
  * How many shards the index partition keys are spread over (no hot partitions, DESIGN §4). Sized for

@@ -5,7 +5,7 @@ import * as authorizers from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import * as integrations from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { API_ROUTES } from '../../lambdas/core/apiRoutes.js';
+import { API_ROUTES, type RouteName } from '../../lambdas/core/apiRoutes.js';
 import { RESOURCE_ENV } from '../functionEnvironment.js';
 import type { ApiThrottle } from '../postdateProps.js';
 import { acknowledge } from './acknowledge.js';
@@ -35,6 +35,14 @@ const ACCESS_LOG_FORMAT = JSON.stringify({
   tenant: '$context.authorizer.tenant',
 });
 
+/** Why a route without the authorizer may be public (the cdk-nag APIG4 acknowledgement). */
+const PUBLIC_ROUTE_REASONS: Partial<Record<RouteName, string>> = {
+  health:
+    'GET /health is the unauthenticated liveness probe of DESIGN §3; it returns a constant and reads no data.',
+  openapi:
+    'GET /openapi.json is the public API description of DESIGN §3 (for Swagger UI and generators); it is built from code and reads no data.',
+};
+
 export interface ApiProps {
   readonly storage: Storage;
   readonly throttle: ApiThrottle;
@@ -43,7 +51,7 @@ export interface ApiProps {
   readonly logRetention: logs.RetentionDays;
 }
 
-/** The HTTP API: a Lambda authorizer on every route but `/health`, stage throttling and access logs. */
+/** The HTTP API: a Lambda authorizer on every route but the public ones (`/health`, `/openapi.json`), stage throttling and access logs. */
 export class Api extends Construct {
   readonly httpApi: apigw.HttpApi;
   readonly stage: apigw.HttpStage;
@@ -118,11 +126,10 @@ export class Api extends Construct {
         authorizer: route.authorized ? authorizer : new apigw.HttpNoneAuthorizer(),
       });
       if (!route.authorized && created) {
-        acknowledge(
-          created,
-          'AwsSolutions-APIG4',
-          'GET /health is the unauthenticated liveness probe of DESIGN §3; it returns a constant and reads no data.',
-        );
+        const reason = PUBLIC_ROUTE_REASONS[route.name];
+        // A new public route is a decision: it needs its reason here, not a blanket acknowledgement.
+        if (reason === undefined) throw new Error(`${route.method} ${route.path} is public: give its reason`);
+        acknowledge(created, 'AwsSolutions-APIG4', reason);
       }
     }
   }

@@ -329,6 +329,7 @@ export class Ops extends Construct {
         outcome(POSTDATE_METRIC.dead),
         outcome(POSTDATE_METRIC.superseded),
         outcome(POSTDATE_METRIC.expired),
+        outcome(POSTDATE_METRIC.suppressed),
       ]),
       graph(
         '5 Needs attention',

@@ -15,23 +15,28 @@ import { acknowledge } from './acknowledge.js';
  */
 export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-/** The functions of Postdate; each is `lambdas/{name}/handler.ts` exporting `handler`. */
+/**
+ * The functions of Postdate; each is `lambdas/{name}/handler.ts` exporting `handler`. `bounces` is
+ * deployed only when the construct is given the SES notification topic (lib/constructs/Bounces.ts).
+ */
 export type PostdateFunctionName =
   | 'api'
   | 'authorizer'
   | 'relay'
   | 'sender'
   | 'sweeper'
+  | 'bounces'
   | 'events'
   | 'webhooks';
 
-/** The five functions, in the order the build writes their bundles. */
+/** Every function, in the order the build writes their bundles. */
 export const POSTDATE_FUNCTION_NAMES: readonly PostdateFunctionName[] = [
   'api',
   'authorizer',
   'relay',
   'sender',
   'sweeper',
+  'bounces',
   'events',
   'webhooks',
 ];
@@ -50,7 +55,9 @@ const ESM_REQUIRE_BANNER =
  * The one definition of how a function is bundled, in esbuild's own option names: NodejsFunction's
  * `bundling` below is derived from it, and so is the package build (scripts/bundleFunctions.ts), so
  * the prebuilt bundles an installed package deploys are the very ones this repository tests. The AWS
- * SDK is bundled (no externals): its version is pinned in package.json and tested, not the runtime's.
+ * SDK is bundled (no externals): its version is pinned in package.json and tested, not the runtime's;
+ * its credential chain is replaced by the two links that can answer inside Lambda
+ * (lambdas/adapters/lambdaCredentialProvider.ts).
  */
 export const FUNCTION_ESBUILD_OPTIONS = {
   bundle: true,
@@ -63,6 +70,9 @@ export const FUNCTION_ESBUILD_OPTIONS = {
   // Stack traces point into lambdas/*.ts through the bundle's source map (NODE_OPTIONS below).
   sourcemap: true,
   sourcesContent: false,
+  alias: {
+    '@aws-sdk/credential-provider-node': `${PROJECT_ROOT}lambdas/adapters/lambdaCredentialProvider.ts`,
+  },
 } as const;
 
 /** The file name of every bundle; the Lambda handler is `index.handler`. */
@@ -139,6 +149,9 @@ const nodejsBundling: nodejs.BundlingOptions = {
   sourceMap: FUNCTION_ESBUILD_OPTIONS.sourcemap,
   sourcesContent: FUNCTION_ESBUILD_OPTIONS.sourcesContent,
   bundleAwsSDK: true,
+  esbuildArgs: Object.fromEntries(
+    Object.entries(FUNCTION_ESBUILD_OPTIONS.alias).map(([from, to]) => [`--alias:${from}`, to]),
+  ),
 };
 
 export interface PostdateFunctionProps {

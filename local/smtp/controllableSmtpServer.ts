@@ -35,6 +35,11 @@ export interface SmtpBehaviour {
    * content scanning, tarpitting).
    */
   readonly afterData?: 'accept' | SmtpReply | 'drop' | 'stall' | SlowAccept;
+  /**
+   * The text of the 250 reply to the final dot when the message is accepted, as a relay words it
+   * (e.g. "2.0.0 Ok: queued as 224B824BD40"; the server sends `250 {text}`). @default ACCEPT_REPLY
+   */
+  readonly acceptReply?: string;
   /** A name for this behaviour, kept with the transaction (e.g. the fault script's kind). */
   readonly label?: string;
 }
@@ -45,6 +50,9 @@ export interface SlowAccept {
 }
 
 export const ACCEPT: SmtpBehaviour = {};
+
+/** The server's 250 text after the final dot unless a behaviour names another (Postfix's shape). */
+export const ACCEPT_REPLY = 'OK: queued as test';
 
 /** One message body the server received in full (the client sent the final dot). */
 export interface ReceivedMessage {
@@ -72,9 +80,23 @@ export interface TransactionRecord {
   readonly received?: ReceivedMessage;
 }
 
+/** One SMTP session (a client connection), as the server saw it. */
+export interface SessionRecord {
+  readonly remotePort: number;
+  readonly openedAtMs: number;
+  /** Mail transactions (MAIL FROM) on it. */
+  readonly transactions: number;
+  /** The client sent QUIT on it. */
+  readonly quit: boolean;
+  /** The connection has closed. */
+  readonly closed: boolean;
+}
+
 export interface TestSmtpServer {
   readonly host: string;
   readonly port: number;
+  /** Every session (client connection), in the order they opened. */
+  readonly sessions: readonly SessionRecord[];
   /** Every message body received in full, in order. */
   readonly received: readonly ReceivedMessage[];
   /** Received messages the server answered with 250 (or dropped/stalled: it may count as delivered). */
@@ -90,6 +112,8 @@ export interface TestSmtpServer {
    * the one after, and so on; the last one repeats. `script()` with nothing means accept everything.
    */
   script(...behaviours: SmtpBehaviour[]): void;
+  /** Closes every open client connection from the server's side (a relay that ends idle sessions). */
+  disconnectAll(): void;
   close(): Promise<void>;
 }
 
@@ -108,6 +132,7 @@ export async function startSmtpServer(options: StartSmtpServerOptions = {}): Pro
   let next = 0;
   let transactions = 0;
   const sockets = new Map<number, Socket>();
+  const sessions: { -readonly [K in keyof SessionRecord]: SessionRecord[K] }[] = [];
   /** The behaviour chosen for each open session (at connect for greeting stalls, else at MAIL FROM). */
   const sessionBehaviour = new Map<string, SmtpBehaviour>();
 
@@ -154,6 +179,10 @@ export async function startSmtpServer(options: StartSmtpServerOptions = {}): Pro
     },
     onMailFrom(_address, session, callback) {
       transactions += 1;
+      const connection = sessions.find(
+        (record) => record.remotePort === session.remotePort && !record.closed,
+      );
+      if (connection) connection.transactions += 1;
       const behaviour = take();
       sessionBehaviour.set(session.id, behaviour);
       const record = { remotePort: session.remotePort, label: behaviour.label, startedAtMs: Date.now() };
@@ -198,11 +227,12 @@ export async function startSmtpServer(options: StartSmtpServerOptions = {}): Pro
         received.push(message);
         const record = sessionTransaction.get(session.id);
         if (record) record.received = message;
-        if (after === 'accept') return callback(null, 'OK: queued as test');
+        const acceptReply = behaviour.acceptReply ?? ACCEPT_REPLY;
+        if (after === 'accept') return callback(null, acceptReply);
         if (isSlowAccept(after)) {
           const timer = setTimeout(() => {
             timers.delete(timer);
-            callback(null, 'OK: queued as test');
+            callback(null, acceptReply);
           }, after.acceptAfterMs);
           timers.add(timer);
           return;
@@ -223,7 +253,16 @@ export async function startSmtpServer(options: StartSmtpServerOptions = {}): Pro
     const port = socket.remotePort;
     if (port === undefined) return;
     sockets.set(port, socket);
-    socket.once('close', () => sockets.delete(port));
+    const record = { remotePort: port, openedAtMs: Date.now(), transactions: 0, quit: false, closed: false };
+    sessions.push(record);
+    // Commands are lines; QUIT is one outside a message body (the tests' bodies have no such line).
+    socket.on('data', (chunk: Buffer) => {
+      if (/(^|\n)QUIT\r?\n/i.test(chunk.toString('latin1'))) record.quit = true;
+    });
+    socket.once('close', () => {
+      record.closed = true;
+      sockets.delete(port);
+    });
   });
 
   const host = '127.0.0.1';
@@ -237,6 +276,7 @@ export async function startSmtpServer(options: StartSmtpServerOptions = {}): Pro
   return {
     host,
     port,
+    sessions,
     received,
     deliveries: () => received.filter((message) => message.outcome !== 'refused'),
     authAttempts,
@@ -247,6 +287,9 @@ export async function startSmtpServer(options: StartSmtpServerOptions = {}): Pro
     script(...scripted: SmtpBehaviour[]) {
       behaviours = scripted.length > 0 ? scripted : [ACCEPT];
       next = 0;
+    },
+    disconnectAll() {
+      for (const socket of sockets.values()) socket.destroy();
     },
     close: () =>
       new Promise<void>((resolve) => {

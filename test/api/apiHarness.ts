@@ -1,9 +1,16 @@
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { type ApiEvent, createApiHandler } from '../../lambdas/api/createApiHandler.js';
+import { type ApiEvent, type ApiResult, createApiHandler } from '../../lambdas/api/createApiHandler.js';
+import { buildOpenApiDocument } from '../../lambdas/api/openapi.js';
 import type { ApiStore } from '../../lambdas/ports/ApiStore.js';
 import type { Log } from '../../lambdas/ports/Log.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
+import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
+import {
+  assertDocumentedResponse,
+  type ResponseCheck,
+  responseChecker,
+} from '../support/openApiResponses.js';
 
 export interface LogLine {
   readonly level: 'info' | 'warn' | 'error';
@@ -34,7 +41,41 @@ export function seededRandom(seed = 42): () => number {
   };
 }
 
-/** The api handler on a fresh DynamoDB Local table, with a clock and captured logs. */
+let documentCheck: ResponseCheck | undefined;
+
+/** The checker of the document the API serves, built once per test file. */
+export function documentedResponseCheck(): ResponseCheck {
+  documentCheck ??= responseChecker(buildOpenApiDocument());
+  return documentCheck;
+}
+
+/**
+ * The api handler wrapped so that every answer is checked against the OpenAPI document: an answer
+ * the document does not describe throws, failing the test that received it.
+ */
+export function documentedHandler(
+  handle: (event: ApiEvent) => Promise<ApiResult>,
+  check: ResponseCheck = documentedResponseCheck(),
+): (event: ApiEvent) => Promise<ApiResult> {
+  return async function documentedHandle(event) {
+    const result = await handle(event);
+    assertDocumentedResponse(
+      check,
+      { method: event.requestContext?.http?.method ?? 'GET', path: event.rawPath ?? '/' },
+      {
+        status: result.statusCode ?? 200,
+        headers: (result.headers ?? {}) as Record<string, string>,
+        body: result.isBase64Encoded ? Buffer.from(result.body ?? '', 'base64').toString() : result.body,
+      },
+    );
+    return result;
+  };
+}
+
+/**
+ * The api handler on a fresh DynamoDB Local table, with a clock and captured logs. Every answer it
+ * gives is checked against the OpenAPI document (`documentedHandler`).
+ */
 export async function apiHarness(
   options: {
     logger?: Log;
@@ -53,19 +94,22 @@ export async function apiHarness(
     warn: (message, attributes) => logs.push({ level: 'warn', message, attributes }),
     error: (message, attributes) => logs.push({ level: 'error', message, attributes }),
   };
-  const handle = createApiHandler({
-    store: options.wrapStore ? options.wrapStore(store) : store,
-    config: {
-      allowedFrom: options.allowedFrom ?? ['*@example.com'],
-      defaultFrom: 'postdate@example.com',
-      maxHorizonDays: 400,
-      retentionDays: 30,
-    },
-    now: clock.now,
-    random: Math.random,
-    logger: options.logger ?? capture,
-    sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
-  });
+  const handle = documentedHandler(
+    createApiHandler({
+      store: options.wrapStore ? options.wrapStore(store) : store,
+      templates: new DynamoTemplateStore(documents, tableName),
+      config: {
+        allowedFrom: options.allowedFrom ?? ['*@example.com'],
+        defaultFrom: 'postdate@example.com',
+        maxHorizonDays: 400,
+        retentionDays: 30,
+      },
+      now: clock.now,
+      random: Math.random,
+      logger: options.logger ?? capture,
+      sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+    }),
+  );
   const call = async (event: ApiEvent) => {
     const result = await handle(event);
     const headers = (result.headers ?? {}) as Record<string, string>;

@@ -15,7 +15,16 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const FOLDERS = ['lambdas', 'lib', 'local', 'cli', 'chaos', 'bench'] as const;
 
 /** The functions deployed as their own Lambda: each may use the layers below, never another function. */
-const FUNCTIONS = ['api', 'authorizer', 'relay', 'sender', 'sweeper', 'events', 'webhooks'] as const;
+const FUNCTIONS = [
+  'api',
+  'authorizer',
+  'relay',
+  'sender',
+  'sweeper',
+  'bounces',
+  'events',
+  'webhooks',
+] as const;
 
 type LayerName =
   | 'core'
@@ -48,7 +57,12 @@ const ALL_LAMBDAS: readonly LayerName[] = [...BELOW_FUNCTIONS, 'outbox', ...FUNC
 
 const LAYERS: readonly Layer[] = [
   /** Pure decisions: no SDK, no SMTP, no I/O; the clock and the random source are arguments. */
-  { name: 'core', files: /^lambdas\/core\//, may: [], packages: ['zod', 'ulid', 'node:crypto'] },
+  {
+    name: 'core',
+    files: /^lambdas\/core\//,
+    may: [],
+    packages: ['zod', 'ulid', 'node:crypto', 'handlebars'],
+  },
   /** The table's items and key layout as plain data: what every layer, the CDK included, agrees on. */
   {
     name: 'records',

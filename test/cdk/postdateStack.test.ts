@@ -453,6 +453,15 @@ describe('api: the HTTP API', () => {
       'PUT /v1/groups/{key}',
       'GET /health',
       'GET /openapi.json',
+      'GET /v1/suppressions',
+      'PUT /v1/suppressions/{address}',
+      'DELETE /v1/suppressions/{address}',
+      'PUT /v1/templates/{name}',
+      'GET /v1/templates',
+      'GET /v1/templates/{name}',
+      'GET /v1/templates/{name}/versions/{version}',
+      'DELETE /v1/templates/{name}',
+      'POST /v1/templates/{name}/render',
       'POST /v1/webhooks',
       'GET /v1/webhooks',
       'GET /v1/webhooks/{id}',
@@ -473,7 +482,7 @@ describe('api: the HTTP API', () => {
     });
   });
 
-  it('checks the API key on every route but GET /health', () => {
+  it('checks the API key on every route but GET /health and GET /openapi.json', () => {
     const authorizer = only(template.findResources('AWS::ApiGatewayV2::Authorizer'))[0];
     for (const route of Object.values(template.findResources('AWS::ApiGatewayV2::Route'))) {
       const properties = route.Properties as {
@@ -481,7 +490,7 @@ describe('api: the HTTP API', () => {
         AuthorizationType: string;
         AuthorizerId?: unknown;
       };
-      if (properties.RouteKey === 'GET /health') {
+      if (properties.RouteKey === 'GET /health' || properties.RouteKey === 'GET /openapi.json') {
         expect(properties.AuthorizationType).toBe('NONE');
       } else {
         expect(properties).toMatchObject({ AuthorizationType: 'CUSTOM', AuthorizerId: { Ref: authorizer } });

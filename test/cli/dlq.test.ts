@@ -42,7 +42,9 @@ describe('postdate dlq show', () => {
     expect(report.count).toBe(3);
     expect(report.sample.map((entry) => entry.id).sort()).toEqual(copies.map((copy) => copy.id));
     expect(report.sample.every((entry) => entry.status === 'dead')).toBe(true);
-    expect(report.sample.every((entry) => entry.receiveCount !== null && entry.ageMs !== null)).toBe(true);
+    expect(report.sample.every((entry) => entry.receivesBeforePeek !== null && entry.ageMs !== null)).toBe(
+      true,
+    );
     expect(report.oldestSampledAgeMs).not.toBeNull();
     // The peek put every copy back at once.
     expect(await visibleCount(sqs, urls.sendDeadLetter)).toBe(3);
@@ -54,7 +56,12 @@ describe('postdate dlq show', () => {
     const { sqs, urls } = await deadLetteredCopies(1);
     const out = memoryOutput({ json: true });
 
-    await dlqShow({ sqs, dlqUrl: urls.sendDeadLetter, now: () => new Date(), waitSeconds: 0 }, {}, out);
+    // Copies are received only when asked for (`--peek`): SQS has no true peek (test/cli/dlqShow.test.ts).
+    await dlqShow(
+      { sqs, dlqUrl: urls.sendDeadLetter, now: () => new Date(), waitSeconds: 0 },
+      { sample: 1 },
+      out,
+    );
 
     expect(out.lines).toEqual([]);
     expect(out.documents).toHaveLength(1);

@@ -73,9 +73,10 @@ describe('the postdate entry point', () => {
     );
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
-    const created = JSON.parse(result.stdout) as { keyId: string; tenant: string; secret: string };
+    // --json is snake_case, as the API (docs/cli.md, "JSON output").
+    const created = JSON.parse(result.stdout) as { key_id: string; tenant: string; secret: string };
     expect(await lookupApiKey(documentClient(), tableName, created.secret)).toMatchObject({
-      keyId: created.keyId,
+      keyId: created.key_id,
       tenant: 'acme',
     });
   }, 60_000);

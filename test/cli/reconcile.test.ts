@@ -105,6 +105,7 @@ describe('postdate reconcile', () => {
         superseded: 1,
         expired: 1,
         unknown: 1,
+        suppressed: 0,
       },
     });
     expect(report.byTenant.globex).toMatchObject({ accepted: 3, terminal: 3, dispatched: 1 });

@@ -91,7 +91,8 @@ describe('postdate relay-failures redrive', () => {
 
     expect(report).toMatchObject({ messages: 1, replayed: 0, sweptOver: 1, kept: 0 });
     expect(await drainIds(w.sqs, w.urls.send)).toEqual([{ id: messageId(2), rev: 1 }]);
-    expect(out.documents[0]).toMatchObject({ sweptOver: 1, sweep: { redispatched: 1 } });
+    // The JSON document is snake_case, as every --json document (docs/cli.md).
+    expect(out.documents[0]).toMatchObject({ swept_over: 1, sweep: { redispatched: 1 } });
   });
 
   it('keeps a failure message it cannot read and says so with a failing result', async () => {

@@ -109,8 +109,8 @@ describe('which stack the CLI talks to', () => {
     );
   });
 
-  it('refuses --stack honestly, saying what to pass instead', () => {
-    expect(() => resolveMode({ stack: 'Postdate' }, {})).toThrow(/--stack is not supported yet.*--table/);
+  it('takes --stack for a deployed stack in AWS (its names come from its outputs: stackTarget.test.ts)', () => {
+    expect(resolveMode({ stack: 'Postdate' }, {})).toBe('aws');
   });
 
   it('finds a local queue by name and says which flag is missing in AWS mode', async () => {

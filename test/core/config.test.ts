@@ -49,6 +49,8 @@ describe('configuration (DESIGN §8)', () => {
         senderTimeoutSeconds: 240,
         smtpTimeoutSeconds: 20,
         smtpReplyTimeoutSeconds: 120,
+        smtpSessionMaxMessages: 100,
+        smtpSessionMaxAgeSeconds: 120,
         directDelayMaxSeconds: 900,
         scheduleLeadSeconds: 90,
         sweepGraceSeconds: 300,

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig, loadSettings, settingValuesOf } from '../../lambdas/core/config.js';
 import {
   CONFIG_SETTINGS,
+  LOCAL_LOG_SETTING,
   LOCAL_PORT_SETTINGS,
   LOCAL_TARGET_VARIABLE,
   REQUIRED,
@@ -93,6 +94,7 @@ describe('the configuration spec (lambdas/core/configSpec.ts) and what is derive
       ...names.map((name) => specOf(name).variable),
       ...Object.values(RESOURCE_SETTINGS).map((spec) => spec.variable),
       ...Object.values(LOCAL_PORT_SETTINGS).map((spec) => spec.variable),
+      LOCAL_LOG_SETTING.variable,
       LOCAL_TARGET_VARIABLE,
     ]);
     const unknown = [...sources('lambdas'), ...sources('local')].flatMap((file) =>

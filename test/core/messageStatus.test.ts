@@ -8,7 +8,7 @@ import {
 } from '../../lambdas/core/messageStatus.js';
 
 describe('message statuses (DESIGN §2)', () => {
-  it('are exactly the ten statuses of the contract', () => {
+  it('are exactly the eleven statuses of the contract', () => {
     expect([...MESSAGE_STATUSES].sort()).toEqual(
       [
         'cancelled',
@@ -20,6 +20,7 @@ describe('message statuses (DESIGN §2)', () => {
         'sending',
         'sent',
         'superseded',
+        'suppressed',
         'unknown',
       ].sort(),
     );
@@ -31,7 +32,7 @@ describe('message statuses (DESIGN §2)', () => {
       'sending',
       'retrying',
     ]);
-    expect(TERMINAL_STATUSES.size).toBe(7);
+    expect(TERMINAL_STATUSES.size).toBe(8);
   });
   it('recognise only their own names', () => {
     expect(isMessageStatus('sent')).toBe(true);

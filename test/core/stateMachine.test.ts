@@ -87,6 +87,17 @@ describe('the state machine (DESIGN §2, docs/data-model.md)', () => {
         expect(allowed(from, 'superseded', 'sender')).toBe(true);
       }
     });
+    it('ends a claimed message whose every recipient is suppressed as suppressed (DESIGN §12)', () => {
+      expect(findTransition('sending', 'suppressed')?.event).toBe('suppress');
+      expect(allowed('sending', 'suppressed', 'sender')).toBe(true);
+      // Only after the claim, under the lease: the list is read at send time, never at enqueue.
+      for (const from of ['scheduled', 'retrying', 'failed', 'dead', 'unknown'] as const) {
+        expect(allowed(from, 'suppressed', 'sender')).toBe(false);
+      }
+      for (const who of ['api', 'operator', 'sweeper'] as const) {
+        expect(allowed('sending', 'suppressed', who)).toBe(false);
+      }
+    });
     it('cannot go back from sending to scheduled', () => {
       expect(reasonOf('sending', 'scheduled', 'sender')).toBe(
         'there is no transition from sending to scheduled',
@@ -106,7 +117,7 @@ describe('the state machine (DESIGN §2, docs/data-model.md)', () => {
       expect(reasonOf('sent', 'scheduled', 'operator')).toBe(
         "sent is terminal; only an operator's manual retry leaves failed, dead or unknown",
       );
-      for (const from of ['cancelled', 'superseded', 'expired'] as const) {
+      for (const from of ['cancelled', 'superseded', 'expired', 'suppressed'] as const) {
         expect(transitionsFrom(from)).toEqual([]);
       }
     });
@@ -178,6 +189,24 @@ describe('the state machine (DESIGN §2, docs/data-model.md)', () => {
           const row = findTransition(from, to);
           expect(check.allowed).toBe(row?.actors.includes(who) ?? false);
           if (!check.allowed) expect(check.reason).toMatch(/\w+ \w+/);
+        }),
+      );
+    });
+
+    it('a suppressed message is never sent nor moved again, whatever anyone tries', () => {
+      fc.assert(
+        fc.property(fc.array(fc.tuple(status, actor), { maxLength: 30 }), (steps) => {
+          for (const [to, who] of steps) expect(allowed('suppressed', to, who)).toBe(false);
+        }),
+      );
+    });
+
+    it('reaches suppressed only from sending, by the sender, through one row', () => {
+      fc.assert(
+        fc.property(status, actor, (from, who) => {
+          if (allowed(from, 'suppressed', who)) {
+            expect([from, who]).toEqual(['sending', 'sender']);
+          }
         }),
       );
     });

@@ -52,6 +52,7 @@ describe('what the sender writes down about an attempt', () => {
       enhanced_code: '2.0.0',
       reply: '250 2.0.0 OK: queued as ABC',
       duration_ms: 42,
+      provider_message_id: 'ABC',
       rejected_domains: ['example.net'],
     });
   });

@@ -24,6 +24,7 @@ import { createSenderHandler, type SenderDependencies } from '../../lambdas/send
 import type { SenderSettings } from '../../lambdas/sender/processCopy.js';
 import type { MessageStateRecord } from '../../lambdas/store/messageRecord.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
+import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
 import type { QueueArns, QueueUrls } from '../../local/createResources.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
@@ -211,6 +212,7 @@ export async function createSenderRig(
   const newHandler = (overrides: Partial<SenderDependencies> = {}) =>
     createSenderHandler({
       store,
+      templates: new DynamoTemplateStore(world.documents, world.tableName),
       mailer: world.mailer,
       queue,
       deadLetters: new SqsDispatchQueue(sqs, urls.sendDeadLetter),
@@ -344,6 +346,8 @@ export function storeWith(store: SenderStore, replaced: Partial<SenderStore>): S
     recordOutcome: (input) => store.recordOutcome(input),
     release: (input) => store.release(input),
     settleUnsent: (input) => store.settleUnsent(input),
+    settleScreened: (input) => store.settleScreened(input),
+    suppressions: store.suppressions,
     ...replaced,
   };
 }

@@ -13,8 +13,11 @@ import { checkWebhookUrl, type WebhookUrlPolicy } from '../../lambdas/adapters/w
 import { createApiHandler } from '../../lambdas/api/createApiHandler.js';
 import type { Log } from '../../lambdas/ports/Log.js';
 import type { WebhookHttp, WebhookQueue } from '../../lambdas/ports/Webhooks.js';
+import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
+import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
 import { DynamoWebhookStore } from '../../lambdas/store/webhookStore.js';
 import { createWebhookDeliveryHandler } from '../../lambdas/webhooks/createWebhookDeliveryHandler.js';
+import { documentedHandler } from '../api/apiHarness.js';
 import { apiEvent, type RequestOptions } from '../api/events.js';
 import { documentClient, freshTable, sqsClient, uniqueName } from '../support/awsLocal.js';
 
@@ -129,22 +132,26 @@ export async function webhookHarness(
   const retryHours = options.retryHours ?? 24;
   const random = options.random ?? (() => 0.5);
   const metrics: string[] = [];
-  const api = createApiHandler({
-    store: undefined as never,
-    config: { allowedFrom: ['*'], defaultFrom: 'p@example.com', maxHorizonDays: 400, retentionDays: 30 },
-    now: clock.now,
-    random: Math.random,
-    logger: silent,
-    webhooks: {
-      store,
-      queue,
-      checkUrl: (url) => checkWebhookUrl(url, policy),
-      retryHours,
-      retentionDays: 30,
+  // Every answer is checked against the OpenAPI document, as in test/api/apiHarness.ts.
+  const api = documentedHandler(
+    createApiHandler({
+      store: new DynamoApiStore(documentClient(), tableName),
+      templates: new DynamoTemplateStore(documentClient(), tableName),
+      config: { allowedFrom: ['*'], defaultFrom: 'p@example.com', maxHorizonDays: 400, retentionDays: 30 },
       now: clock.now,
       random: Math.random,
-    },
-  });
+      logger: silent,
+      webhooks: {
+        store,
+        queue,
+        checkUrl: (url) => checkWebhookUrl(url, policy),
+        retryHours,
+        retentionDays: 30,
+        now: clock.now,
+        random: Math.random,
+      },
+    }),
+  );
   const deliver = createWebhookDeliveryHandler({
     store,
     queue,

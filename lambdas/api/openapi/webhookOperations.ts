@@ -1,30 +1,20 @@
 /**
  * The OpenAPI operations of the webhook routes (DESIGN §3, §11), spread into OPERATIONS
- * (lambdas/api/openapi.ts). Request schemas are the validating ones (core/webhooks.ts).
+ * (lambdas/api/openapi.ts), which adds the answers every route shares (401/403, 429, 5xx and, with a
+ * JSON body, 400/413/415). The request body is the schema that validates it (core/webhooks.ts).
  */
-import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
-import { z } from 'zod';
+import * as z from 'zod';
 import { EVENT_TYPES } from '../../core/messageEvents.js';
 import type { WebhookRouteName } from '../../core/webhookApiRoutes.js';
 import { CreateWebhookBodySchema, WEBHOOK_DELIVERY_STATUSES, WEBHOOK_LIMITS } from '../../core/webhooks.js';
-import { PROBLEM_CONTENT_TYPE } from '../problem.js';
-
-type Operation = Pick<RouteConfig, 'summary' | 'request' | 'responses'>;
-
-const json = (schema: z.ZodType) => ({ 'application/json': { schema } });
-const problem = (description: string) => ({
-  description,
-  content: {
-    [PROBLEM_CONTENT_TYPE]: {
-      schema: z.object({ type: z.string(), title: z.string(), status: z.number() }).loose(),
-    },
-  },
-});
+import { json, jsonResponse, type Operation, problemResponse as problem } from './components.js';
 
 const EventTypeSchema = z.enum(EVENT_TYPES as [string, ...string[]]).meta({ id: 'EventType' });
 const DeliveryStatusSchema = z
   .enum(WEBHOOK_DELIVERY_STATUSES as [string, ...string[]])
   .meta({ id: 'WebhookDeliveryStatus' });
+
+const dateTime = () => z.string().meta({ format: 'date-time' });
 
 const WebhookSchema = z
   .object({
@@ -32,46 +22,61 @@ const WebhookSchema = z
     url: z.string(),
     events: z.array(EventTypeSchema).nullable().meta({ description: 'null: every event type.' }),
     description: z.string().nullable(),
-    created_at: z.string(),
+    created_at: dateTime(),
   })
   .meta({ id: 'Webhook' });
 
 const CreatedWebhookSchema = WebhookSchema.extend({
-  secret: z.string().meta({ description: 'The signing secret, `whsec_…`: shown here once, never again.' }),
+  secret: z.string().meta({
+    description: 'The signing secret, `whsec_` + base64 of 32 bytes: shown here once, never again.',
+  }),
 }).meta({ id: 'CreatedWebhook' });
 
 const WebhookWithCountsSchema = WebhookSchema.extend({
-  deliveries: z.object({ pending: z.number(), delivered: z.number(), failed: z.number() }),
+  deliveries: z.object({ pending: z.int(), delivered: z.int(), failed: z.int() }),
 }).meta({ id: 'WebhookWithCounts' });
+
+const WebhookListSchema = z.object({ items: z.array(WebhookSchema) }).meta({ id: 'WebhookList' });
 
 const DeliverySchema = z
   .object({
     id: z.string(),
     webhook_id: z.string(),
-    event_id: z.string(),
+    event_id: z.string().meta({ description: 'The `webhook-id` header of every attempt.' }),
     event_type: EventTypeSchema,
     status: DeliveryStatusSchema,
-    attempts: z.number(),
-    next_attempt_at: z.string().nullable(),
-    created_at: z.string(),
-    updated_at: z.string(),
-    delivered_at: z.string().nullable(),
-    history: z.array(
-      z.object({
-        at: z.string(),
-        status_code: z.number().nullable(),
-        error: z
-          .string()
-          .nullable()
-          .meta({ description: '`timeout`, `refused: …` or `network: …`; null for an answer.' }),
-        duration_ms: z.number(),
-      }),
-    ),
+    attempts: z.int(),
+    next_attempt_at: dateTime().nullable().meta({ description: 'Set while pending.' }),
+    created_at: dateTime(),
+    updated_at: dateTime(),
+    delivered_at: dateTime().nullable(),
+    history: z
+      .array(
+        z.object({
+          at: dateTime(),
+          status_code: z.int().nullable(),
+          error: z
+            .string()
+            .nullable()
+            .meta({ description: '`timeout`, `refused: …` or `network: …`; null for an answer.' }),
+          duration_ms: z.number(),
+        }),
+      )
+      .meta({ description: `The attempts, oldest first (the newest ${WEBHOOK_LIMITS.maxHistory}).` }),
   })
   .meta({ id: 'WebhookDelivery' });
 
-const idParam = z.object({ id: z.string().meta({ description: 'The webhook endpoint id.' }) });
-const unauthorized = problem('Missing or invalid API key.');
+const DeliveryListSchema = z
+  .object({
+    items: z.array(DeliverySchema),
+    next_cursor: z
+      .string()
+      .nullable()
+      .meta({ description: 'Pass as `cursor` for the next page; null at the end.' }),
+  })
+  .meta({ id: 'WebhookDeliveryList' });
+
+const idParam = z.object({ id: z.string().meta({ description: 'The webhook endpoint id (`whe_…`).' }) });
 const notFound = problem('No such webhook endpoint for this tenant.');
 
 export const WEBHOOK_OPERATIONS: Record<WebhookRouteName, Operation> = {
@@ -79,17 +84,19 @@ export const WEBHOOK_OPERATIONS: Record<WebhookRouteName, Operation> = {
     summary: "Subscribe an endpoint to this tenant's events",
     request: { body: { content: json(CreateWebhookBodySchema), required: true } },
     responses: {
-      201: { description: 'Created; `secret` is shown this once.', content: json(CreatedWebhookSchema) },
+      201: jsonResponse('Created; `secret` is shown this once.', CreatedWebhookSchema, {
+        headers: ['Location'],
+      }),
       400: problem('Invalid request (a URL the policy refuses included): `errors` names each field.'),
-      401: unauthorized,
+      404: problem('Webhooks are not set up on this deployment.'),
       409: problem(`The tenant has ${WEBHOOK_LIMITS.maxEndpointsPerTenant} endpoints already.`),
     },
   },
   listWebhooks: {
     summary: "This tenant's webhook endpoints",
     responses: {
-      200: { description: 'The endpoints.', content: json(z.object({ items: z.array(WebhookSchema) })) },
-      401: unauthorized,
+      200: { description: 'The endpoints.', content: json(WebhookListSchema) },
+      404: problem('Webhooks are not set up on this deployment.'),
     },
   },
   getWebhook: {
@@ -97,7 +104,6 @@ export const WEBHOOK_OPERATIONS: Record<WebhookRouteName, Operation> = {
     request: { params: idParam },
     responses: {
       200: { description: 'The endpoint.', content: json(WebhookWithCountsSchema) },
-      401: unauthorized,
       404: notFound,
     },
   },
@@ -106,7 +112,6 @@ export const WEBHOOK_OPERATIONS: Record<WebhookRouteName, Operation> = {
     request: { params: idParam },
     responses: {
       200: { description: 'Removed.', content: json(z.object({ id: z.string(), deleted: z.literal(true) })) },
-      401: unauthorized,
       404: notFound,
     },
   },
@@ -115,7 +120,6 @@ export const WEBHOOK_OPERATIONS: Record<WebhookRouteName, Operation> = {
     request: { params: idParam },
     responses: {
       202: { description: 'The delivery, queued.', content: json(DeliverySchema) },
-      401: unauthorized,
       404: notFound,
     },
   },
@@ -126,32 +130,29 @@ export const WEBHOOK_OPERATIONS: Record<WebhookRouteName, Operation> = {
       query: z.object({
         status: DeliveryStatusSchema.optional(),
         limit: z
-          .string()
+          .int()
+          .min(1)
+          .max(WEBHOOK_LIMITS.listMax)
           .optional()
-          .meta({ description: `1–${WEBHOOK_LIMITS.listMax}, default ${WEBHOOK_LIMITS.listDefault}.` }),
+          .meta({ description: 'Deliveries per page.', default: WEBHOOK_LIMITS.listDefault }),
         cursor: z.string().optional(),
       }),
     },
     responses: {
-      200: {
-        description: 'A page of deliveries.',
-        content: json(z.object({ items: z.array(DeliverySchema), next_cursor: z.string().nullable() })),
-      },
+      200: { description: 'A page of deliveries.', content: json(DeliveryListSchema) },
       400: problem('Invalid query: `errors` names each field.'),
-      401: unauthorized,
       404: notFound,
     },
   },
   retryWebhookDelivery: {
     summary: 'Deliver a failed delivery again (a new retry window)',
     request: {
-      params: idParam.extend({ delivery: z.string().meta({ description: 'The delivery id.' }) }),
+      params: idParam.extend({ delivery: z.string().meta({ description: 'The delivery id (`dlv_…`).' }) }),
     },
     responses: {
       202: { description: 'Pending again (rev + 1).', content: json(DeliverySchema) },
-      401: unauthorized,
       404: problem('No such endpoint or delivery.'),
-      409: problem('The delivery is not failed.'),
+      409: problem('The delivery is not failed; `current_status` is not a message status here.'),
     },
   },
 };

@@ -11,6 +11,7 @@ import { messageView } from '../messageView.js';
 import { problem, validationProblem } from '../problem.js';
 import { headerValue, readJsonBody } from '../requestBody.js';
 import { jsonResult, type Outcome, problemResult } from '../routeOutcome.js';
+import { checkTemplateMessage } from '../templateEnqueue.js';
 import type { RouteDependencies, RouteHandler } from './route.js';
 
 export function enqueueRoute(deps: RouteDependencies): RouteHandler {
@@ -26,20 +27,26 @@ export function enqueueRoute(deps: RouteDependencies): RouteHandler {
       maxHorizonDays: deps.config.maxHorizonDays,
     };
     const parsed = validateEnqueueRequest(body.value, { ...validation, now });
-    if (!parsed.ok) {
-      // Time bounds judge a new message, not a replay: a request whose original exists (its
-      // `not_after` since passed, say) is answered with it, so the client learns what happened.
+    // Time bounds and a template's state judge a new message, not a replay: a request whose original
+    // exists (its `not_after` since passed, its template since archived) is answered with it, so the
+    // client learns what happened.
+    const replayOf = async (): Promise<Outcome | undefined> => {
       const original = await deps.store.getMessage(tenant, messageIdFor(tenant, key.key));
-      if (original?.fingerprint !== undefined) {
-        const asOriginal = validateEnqueueRequest(body.value, {
-          ...validation,
-          now: new Date(original.created_at),
-        });
-        if (asOriginal.ok && requestFingerprint(asOriginal.value) === original.fingerprint) {
-          return replayedResult(original);
-        }
-      }
-      return problemResult(validationProblem(parsed.errors));
+      if (original?.fingerprint === undefined) return undefined;
+      const asOriginal = validateEnqueueRequest(body.value, {
+        ...validation,
+        now: new Date(original.created_at),
+      });
+      return asOriginal.ok && requestFingerprint(asOriginal.value) === original.fingerprint
+        ? replayedResult(original)
+        : undefined;
+    };
+    if (!parsed.ok) return (await replayOf()) ?? problemResult(validationProblem(parsed.errors));
+    let templateVersion: number | undefined;
+    if (parsed.value.template != null) {
+      const checked = await checkTemplateMessage(deps, tenant, parsed.value);
+      if (!checked.ok) return (await replayOf()) ?? problemResult(checked.problem);
+      templateVersion = checked.version;
     }
     const outcome = await enqueueMessage(
       { store: deps.store, sleep: deps.sleep },
@@ -50,6 +57,7 @@ export function enqueueRoute(deps: RouteDependencies): RouteHandler {
         now,
         random: deps.random,
         retentionDays: deps.config.retentionDays,
+        ...(templateVersion === undefined ? {} : { templateVersion }),
       },
     );
     if (outcome.kind === 'key-reused') {

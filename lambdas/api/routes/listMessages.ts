@@ -12,7 +12,7 @@ import { validationProblem } from '../problem.js';
 import { jsonResult, problemResult } from '../routeOutcome.js';
 import type { RouteDependencies, RouteHandler } from './route.js';
 
-const LIST_LIMIT = { default: 20, min: 1, max: 100 } as const;
+export const LIST_LIMIT = { default: 20, min: 1, max: 100 } as const;
 
 export function listMessagesRoute(deps: Pick<RouteDependencies, 'store'>): RouteHandler {
   return async function listMessages({ tenant, event }) {

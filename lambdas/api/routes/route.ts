@@ -4,7 +4,9 @@
  * logs the answer and turns a thrown error into a problem.
  */
 import type { Config } from '../../core/config.js';
+import type { TemplateRenderer } from '../../core/templateRenderer.js';
 import type { ApiStore } from '../../ports/ApiStore.js';
+import type { TemplateStore } from '../../ports/TemplateStore.js';
 import type { ApiEvent } from '../apiEvent.js';
 import type { Outcome } from '../routeOutcome.js';
 import type { WebhookRouteDependencies } from './webhooks.js';
@@ -14,6 +16,9 @@ export type ApiConfig = Pick<Config, 'allowedFrom' | 'defaultFrom' | 'maxHorizon
 
 export interface RouteDependencies {
   readonly store: ApiStore;
+  /** Stored templates (DESIGN §10), and their renderer with its compiled-version cache. */
+  readonly templates: TemplateStore;
+  readonly renderer: TemplateRenderer;
   readonly config: ApiConfig;
   readonly now: () => Date;
   readonly random: () => number;

@@ -95,7 +95,7 @@ export function webhookRouteHandlers(
       return jsonResult(
         201,
         { ...endpointView(endpoint), secret: endpoint.secret },
-        {},
+        { location: `/v1/webhooks/${endpoint.id}` },
         { webhook_id: endpoint.id },
       );
     },
@@ -277,7 +277,7 @@ function deliveryNotFound(): Outcome {
 function deliveryConflict(current: WebhookDelivery): Outcome {
   return problemResult(
     problem('conflict', `The delivery is ${current.status}; only a failed delivery can be retried.`, {
-      extensions: { current_status: current.status },
+      extensions: { delivery_status: current.status },
     }),
     {},
     { delivery_id: current.id },

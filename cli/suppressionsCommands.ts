@@ -1,0 +1,227 @@
+/**
+ * `postdate suppressions list | add | remove`: one tenant's suppression list (DESIGN §6, §12), through
+ * the same adapter the API and the sender use (lambdas/store/suppressionList.ts), so an address is
+ * normalised and stored exactly as `PUT /v1/suppressions/{address}` would. Against the local stack the
+ * tenant defaults to `local` (the tenant of the key `npm start` seeds); against AWS it must be named.
+ */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { type Command, InvalidArgumentError } from 'commander';
+import { TENANT_PATTERN } from '../lambdas/core/identifiers.js';
+import {
+  isSuppressionReason,
+  SUPPRESSION_REASONS,
+  type Suppression,
+  type SuppressionReason,
+  validateSuppressionAddress,
+} from '../lambdas/core/suppressions.js';
+import type { SuppressionList } from '../lambdas/ports/SuppressionList.js';
+import { DynamoSuppressionList } from '../lambdas/store/suppressionList.js';
+import { CliError, EXIT, type ExitCode, UsageError } from './cliErrors.js';
+import { type Output, printTable } from './output.js';
+import type { Target } from './target.js';
+
+/** The tenant whose key the local stack seeds (local/, `npm start`). */
+export const LOCAL_TENANT = 'local';
+
+export interface SuppressionsDeps {
+  readonly list: SuppressionList;
+  readonly now: () => Date;
+}
+
+export function suppressionsDeps(documents: DynamoDBDocumentClient, tableName: string, now: () => Date) {
+  return { list: new DynamoSuppressionList(documents, tableName), now };
+}
+
+export interface SuppressionListReport {
+  readonly tenant: string;
+  readonly items: readonly Suppression[];
+  /** Where the next page starts (`--after`), or null when this was the end. */
+  readonly next: string | null;
+}
+
+/** One page (`--limit`, `--after`), or every entry with `--all`. */
+export async function suppressionsList(
+  deps: SuppressionsDeps,
+  options: { tenant: string; limit: number; after?: string; all?: boolean },
+  out: Output,
+): Promise<SuppressionListReport> {
+  const tenant = checkedTenant(options.tenant);
+  let after = options.after === undefined ? null : checkedAddress(options.after);
+  const items: Suppression[] = [];
+  let next: string | null;
+  do {
+    const page = await deps.list.list(tenant, { limit: options.limit, after });
+    items.push(...page.items);
+    next = page.next;
+    after = next;
+  } while (options.all === true && next !== null);
+  const report: SuppressionListReport = { tenant, items, next };
+  if (out.json) {
+    out.data(report);
+    return report;
+  }
+  printTable(
+    out,
+    [
+      { header: 'ADDRESS', value: (entry: Suppression) => entry.address },
+      {
+        header: 'REASON',
+        value: (entry) => entry.reason,
+        tone: (entry) => (entry.reason === 'manual' ? 'dim' : 'yellow'),
+      },
+      { header: 'MESSAGE', value: (entry) => entry.message_id ?? '-' },
+      { header: 'SINCE', value: (entry) => entry.created_at },
+    ],
+    items,
+    `no suppressed addresses for tenant ${tenant}`,
+  );
+  if (next !== null) out.line(`more: --after ${next} (or --all)`);
+  return report;
+}
+
+export async function suppressionsAdd(
+  deps: SuppressionsDeps,
+  options: { tenant: string; address: string; reason?: string },
+  out: Output,
+): Promise<Suppression> {
+  const tenant = checkedTenant(options.tenant);
+  const address = checkedAddress(options.address);
+  let reason: SuppressionReason | undefined;
+  if (options.reason !== undefined) {
+    if (!isSuppressionReason(options.reason)) {
+      throw new UsageError(`--reason must be one of ${SUPPRESSION_REASONS.join(', ')}`);
+    }
+    reason = options.reason;
+  }
+  const entry = await deps.list.put({ tenant, address, reason, now: deps.now() });
+  if (out.json) out.data(entry);
+  else
+    out.line(`suppressed ${entry.address} for tenant ${tenant} (${entry.reason}, since ${entry.created_at})`);
+  return entry;
+}
+
+export async function suppressionsRemove(
+  deps: SuppressionsDeps,
+  options: { tenant: string; address: string },
+  out: Output,
+): Promise<Suppression> {
+  const tenant = checkedTenant(options.tenant);
+  const address = checkedAddress(options.address);
+  const removed = await deps.list.remove(tenant, address);
+  if (removed === null) throw new CliError(`${address} is not on the suppression list of tenant ${tenant}`);
+  if (out.json) out.data(removed);
+  else
+    out.line(
+      `removed ${removed.address} from the suppression list of tenant ${tenant} (was ${removed.reason})`,
+    );
+  return removed;
+}
+
+function checkedTenant(tenant: string): string {
+  if (!TENANT_PATTERN.test(tenant)) {
+    throw new UsageError(
+      '--tenant must be 1–64 lower-case letters, digits, _ or -, starting with a letter or digit',
+    );
+  }
+  return tenant;
+}
+
+function checkedAddress(address: string): string {
+  const validated = validateSuppressionAddress(address);
+  if (!validated.ok) throw new UsageError(`the address ${validated.errors[0]?.message ?? 'is invalid'}`);
+  return validated.value;
+}
+
+/** What a command action gets from cli/postdate.ts (its `Context`, as far as these commands need it). */
+export interface SuppressionsContext {
+  readonly target: Target;
+  readonly out: Output;
+  readonly now: () => Date;
+}
+
+/** cli/postdate.ts's `action`: runs a command with an open target and turns failures into exit codes. */
+export type CommandAction = <Args extends unknown[]>(
+  run: (context: SuppressionsContext, ...args: Args) => Promise<ExitCode>,
+) => (...args: [...Args, Command]) => Promise<void>;
+
+/** The tenant a command works on: `--tenant`, or `local` against the local stack. */
+function tenantOf(context: SuppressionsContext, tenant: string | undefined): string {
+  if (tenant !== undefined) return tenant;
+  if (context.target.mode === 'local') return LOCAL_TENANT;
+  throw new UsageError('--tenant is required against AWS');
+}
+
+function positiveInteger(value: string): number {
+  if (!/^\d{1,3}$/.test(value) || Number(value) < 1 || Number(value) > 100) {
+    throw new InvalidArgumentError('must be a whole number from 1 to 100');
+  }
+  return Number(value);
+}
+
+export function registerSuppressionsCommands(program: Command, action: CommandAction): void {
+  const group = program
+    .command('suppressions')
+    .description("a tenant's suppression list: addresses Postdate no longer sends to (DESIGN §12)");
+  const deps = ({ target, now }: SuppressionsContext) =>
+    suppressionsDeps(target.documents, target.refs.tableName, now);
+  group
+    .command('list')
+    .description('the suppressed addresses of a tenant, in address order')
+    .option('--tenant <tenant>', 'the tenant (default on the local stack: local)')
+    .option('--limit <n>', 'at most this many per page (1–100)', positiveInteger, 50)
+    .option('--after <address>', 'start after this address (the `more:` line of the previous page)')
+    .option('--all', 'every page')
+    .action(
+      action(async (context, options: { tenant?: string; limit: number; after?: string; all?: boolean }) => {
+        await suppressionsList(
+          deps(context),
+          {
+            tenant: tenantOf(context, options.tenant),
+            limit: options.limit,
+            ...(options.after === undefined ? {} : { after: options.after }),
+            all: options.all === true,
+          },
+          context.out,
+        );
+        return EXIT.ok;
+      }),
+    );
+  group
+    .command('add')
+    .description('suppress an address (as PUT /v1/suppressions/{address})')
+    .argument('<address>')
+    .option('--tenant <tenant>', 'the tenant (default on the local stack: local)')
+    .option(
+      '--reason <reason>',
+      `${SUPPRESSION_REASONS.join('|')} (default: manual; an existing entry keeps its own)`,
+    )
+    .action(
+      action(async (context, address: string, options: { tenant?: string; reason?: string }) => {
+        await suppressionsAdd(
+          deps(context),
+          {
+            tenant: tenantOf(context, options.tenant),
+            address,
+            ...(options.reason === undefined ? {} : { reason: options.reason }),
+          },
+          context.out,
+        );
+        return EXIT.ok;
+      }),
+    );
+  group
+    .command('remove')
+    .description('remove an address from the list (as DELETE /v1/suppressions/{address}); exit 1 if absent')
+    .argument('<address>')
+    .option('--tenant <tenant>', 'the tenant (default on the local stack: local)')
+    .action(
+      action(async (context, address: string, options: { tenant?: string }) => {
+        await suppressionsRemove(
+          deps(context),
+          { tenant: tenantOf(context, options.tenant), address },
+          context.out,
+        );
+        return EXIT.ok;
+      }),
+    );
+}

@@ -1,0 +1,263 @@
+/**
+ * `postdate templates …` (DESIGN §6, §10): store a new version from files, list, show, and render
+ * with a data file — straight against the table, with the same validation as the API (a template
+ * that would be refused by `PUT /v1/templates/{name}` is refused here with the same reasons).
+ */
+import { readFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import { createTemplateRenderer } from '../lambdas/core/templateRenderer.js';
+import { validateTemplateName, validateTemplatePut } from '../lambdas/core/templateRequests.js';
+import type { TemplateStore } from '../lambdas/ports/TemplateStore.js';
+import { DynamoTemplateStore } from '../lambdas/store/templateStore.js';
+import { EXIT, type ExitCode, UsageError } from './cliErrors.js';
+import type { Output } from './output.js';
+import type { Target } from './target.js';
+
+export interface TemplatesDeps {
+  readonly store: TemplateStore;
+  readonly now: () => Date;
+  readonly readText: (path: string) => Promise<string>;
+}
+
+export interface TemplatesContext {
+  readonly target: Pick<Target, 'documents' | 'refs'>;
+  readonly out: Output;
+  readonly now: () => Date;
+}
+
+/** postdate.ts's action wrapper: an open target, the output sink, failures as exit codes. */
+export type TemplatesAction = <Args extends unknown[]>(
+  run: (context: TemplatesContext, ...args: Args) => Promise<ExitCode>,
+) => (...args: [...Args, Command]) => Promise<void>;
+
+const DEFAULT_TENANT = 'local';
+
+function name(value: string): string {
+  const checked = validateTemplateName(value);
+  if (!checked.ok) throw new UsageError(`template name ${checked.errors[0]?.message ?? 'is invalid'}`);
+  return checked.value;
+}
+
+export async function templatesPut(
+  deps: TemplatesDeps,
+  input: {
+    name: string;
+    tenant: string;
+    subject: string;
+    htmlFile?: string;
+    textFile?: string;
+    description?: string;
+  },
+  out: Output,
+): Promise<ExitCode> {
+  const body = {
+    subject: input.subject,
+    ...(input.htmlFile ? { html: await deps.readText(input.htmlFile) } : {}),
+    ...(input.textFile ? { text: await deps.readText(input.textFile) } : {}),
+    ...(input.description ? { description: input.description } : {}),
+  };
+  const parsed = validateTemplatePut(body);
+  if (!parsed.ok) {
+    for (const error of parsed.errors) out.warn(`postdate: ${error.field} ${error.message}`);
+    return EXIT.failed;
+  }
+  const { description, ...content } = parsed.value;
+  const result = await deps.store.putVersion({
+    tenant: input.tenant,
+    name: name(input.name),
+    content,
+    description,
+    now: deps.now(),
+  });
+  if (result.kind === 'contended') {
+    out.warn('postdate: other versions of this template are being stored right now; try again');
+    return EXIT.failed;
+  }
+  out.data({
+    name: result.version.name,
+    version: result.version.version,
+    created_at: result.version.created_at,
+  });
+  out.line(`stored ${result.version.name} version ${result.version.version}`);
+  return EXIT.ok;
+}
+
+export async function templatesList(
+  deps: TemplatesDeps,
+  input: { tenant: string },
+  out: Output,
+): Promise<ExitCode> {
+  const items = [];
+  let after: string | null = null;
+  do {
+    const page = await deps.store.list(input.tenant, { limit: 100, after });
+    items.push(...page.items);
+    after = page.next;
+  } while (after !== null);
+  out.data({ items });
+  for (const head of items)
+    out.line(
+      `${head.name}\tv${head.latest_version}\t${head.archived_at ? `archived ${head.archived_at}` : 'active'}\t${head.description ?? ''}`,
+    );
+  if (items.length === 0) out.line(`no templates for tenant ${input.tenant}`);
+  return EXIT.ok;
+}
+
+export async function templatesShow(
+  deps: TemplatesDeps,
+  input: { name: string; tenant: string; version?: number },
+  out: Output,
+): Promise<ExitCode> {
+  const head = await deps.store.getHead(input.tenant, name(input.name));
+  const version =
+    head && (await deps.store.getVersion(input.tenant, head.name, input.version ?? head.latest_version));
+  if (!head || !version) {
+    out.warn(
+      `postdate: no template ${input.name}${input.version ? ` version ${input.version}` : ''} for tenant ${input.tenant}`,
+    );
+    return EXIT.failed;
+  }
+  out.data({ ...version, latest_version: head.latest_version, archived_at: head.archived_at });
+  out.line(
+    `${version.name} v${version.version} (latest v${head.latest_version}${head.archived_at ? ', archived' : ''})`,
+  );
+  out.line(`subject: ${version.subject}`);
+  if (version.text !== null) out.line(`--- text\n${version.text}`);
+  if (version.html !== null) out.line(`--- html\n${version.html}`);
+  return EXIT.ok;
+}
+
+export async function templatesRender(
+  deps: TemplatesDeps,
+  input: { name: string; tenant: string; dataFile: string; version?: number },
+  out: Output,
+): Promise<ExitCode> {
+  let data: unknown;
+  try {
+    data = JSON.parse(await deps.readText(input.dataFile));
+  } catch {
+    throw new UsageError(`--data-file ${input.dataFile} is not a JSON file`);
+  }
+  if (typeof data !== 'object' || data === null || Array.isArray(data))
+    throw new UsageError('--data-file must hold a JSON object');
+  const head = await deps.store.getHead(input.tenant, name(input.name));
+  if (!head) {
+    out.warn(`postdate: no template ${input.name} for tenant ${input.tenant}`);
+    return EXIT.failed;
+  }
+  const renderer = createTemplateRenderer((ref) => deps.store.getVersion(ref.tenant, ref.name, ref.version));
+  const version = input.version ?? head.latest_version;
+  const rendered = await renderer.render(
+    { tenant: input.tenant, name: head.name, version },
+    data as Record<string, unknown>,
+  );
+  if (rendered.kind === 'missing') {
+    out.warn(`postdate: template ${head.name} has no version ${version}`);
+    return EXIT.failed;
+  }
+  if (rendered.kind === 'invalid') {
+    for (const error of rendered.errors) out.warn(`postdate: ${error.field} ${error.message}`);
+    return EXIT.failed;
+  }
+  out.data({ name: head.name, version, ...rendered.content });
+  out.line(`subject: ${rendered.content.subject}`);
+  if (rendered.content.text !== null) out.line(`--- text\n${rendered.content.text}`);
+  if (rendered.content.html !== null) out.line(`--- html\n${rendered.content.html}`);
+  return EXIT.ok;
+}
+
+function withVersion(templateName: string, options: { tenant: string; templateVersion?: number }) {
+  return {
+    name: templateName,
+    tenant: options.tenant,
+    ...(options.templateVersion === undefined ? {} : { version: options.templateVersion }),
+  };
+}
+
+function positiveInteger(value: string): number {
+  if (!/^[1-9]\d{0,15}$/.test(value))
+    throw new UsageError('--template-version must be a whole number of at least 1');
+  return Number(value);
+}
+
+/** `postdate templates put|list|show|render`, with postdate.ts's action wrapper. */
+export function registerTemplatesCommands(program: Command, action: TemplatesAction): void {
+  const deps = (context: TemplatesContext): TemplatesDeps => ({
+    store: new DynamoTemplateStore(context.target.documents, context.target.refs.tableName),
+    now: context.now,
+    readText: (path) => readFile(path, 'utf8'),
+  });
+  const templates = program
+    .command('templates')
+    .description('stored templates (DESIGN §10): put, list, show, render');
+  const tenantOption = [
+    '--tenant <tenant>',
+    `the tenant (default: ${DEFAULT_TENANT}, the local stack's)`,
+    DEFAULT_TENANT,
+  ] as const;
+  templates
+    .command('put')
+    .description('store a new immutable version (previous + 1)')
+    .argument('<name>')
+    .requiredOption('--subject <subject>', 'the subject (Handlebars)')
+    .option('--html-file <path>', 'the html part (Handlebars, escaped)')
+    .option('--text-file <path>', 'the text part (Handlebars)')
+    .option('--description <text>', 'what the template is for')
+    .option(...tenantOption)
+    .action(
+      action(
+        async (
+          context,
+          templateName: string,
+          options: {
+            subject: string;
+            htmlFile?: string;
+            textFile?: string;
+            description?: string;
+            tenant: string;
+          },
+        ) => templatesPut(deps(context), { ...options, name: templateName }, context.out),
+      ),
+    );
+  templates
+    .command('list')
+    .description("a tenant's templates by name")
+    .option(...tenantOption)
+    .action(
+      action(async (context, options: { tenant: string }) =>
+        templatesList(deps(context), options, context.out),
+      ),
+    );
+  templates
+    .command('show')
+    .description('the latest version of a template, or --version N')
+    .argument('<name>')
+    .option('--template-version <n>', 'one version', positiveInteger)
+    .option(...tenantOption)
+    .action(
+      action(async (context, templateName: string, options: { tenant: string; templateVersion?: number }) =>
+        templatesShow(deps(context), withVersion(templateName, options), context.out),
+      ),
+    );
+  templates
+    .command('render')
+    .description('render a template with a JSON data file (nothing is sent)')
+    .argument('<name>')
+    .requiredOption('--data-file <path>', 'a JSON object: the template variables')
+    .option('--template-version <n>', 'one version (default: the latest)', positiveInteger)
+    .option(...tenantOption)
+    .action(
+      action(
+        async (
+          context,
+          templateName: string,
+          options: { tenant: string; dataFile: string; templateVersion?: number },
+        ) =>
+          templatesRender(
+            deps(context),
+            { ...withVersion(templateName, options), dataFile: options.dataFile },
+            context.out,
+          ),
+      ),
+    );
+}

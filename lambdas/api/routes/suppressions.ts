@@ -1,0 +1,88 @@
+/**
+ * The tenant's suppression list (DESIGN §3, §12):
+ * - GET /v1/suppressions?limit=&cursor= — a page in address order, `{items, next_cursor}`;
+ * - PUT /v1/suppressions/{address} `{reason?}` — adds the address (normalised), 200 with the entry;
+ * - DELETE /v1/suppressions/{address} — removes it, 200 with the entry removed, 404 when absent.
+ * The tenant always comes from the authorizer: another tenant's entries are never seen nor touched.
+ */
+import type { SuppressionRouteName } from '../../core/suppressionRoutes.js';
+import { validateSuppressionAddress, validateSuppressionRequest } from '../../core/suppressions.js';
+import { problem, validationProblem } from '../problem.js';
+import { readJsonBody } from '../requestBody.js';
+import { jsonResult, problemResult } from '../routeOutcome.js';
+import { decodeSuppressionCursor, encodeSuppressionCursor } from '../suppressionCursor.js';
+import type { RouteDependencies, RouteHandler } from './route.js';
+
+export const SUPPRESSION_LIST_LIMIT = { default: 50, min: 1, max: 100 } as const;
+
+export function suppressionRoutes(
+  deps: Pick<RouteDependencies, 'store' | 'now'>,
+): Readonly<Record<SuppressionRouteName, RouteHandler>> {
+  const list = deps.store.suppressions;
+  return {
+    async listSuppressions({ tenant, event }) {
+      const query: Readonly<Record<string, string | undefined>> = event.queryStringParameters ?? {};
+      const errors: { field: string; message: string }[] = [];
+      let limit: number = SUPPRESSION_LIST_LIMIT.default;
+      if (query.limit !== undefined) {
+        const value = /^\d{1,4}$/.test(query.limit) ? Number(query.limit) : Number.NaN;
+        if (value >= SUPPRESSION_LIST_LIMIT.min && value <= SUPPRESSION_LIST_LIMIT.max) limit = value;
+        else {
+          errors.push({
+            field: 'limit',
+            message: `must be a whole number from ${SUPPRESSION_LIST_LIMIT.min} to ${SUPPRESSION_LIST_LIMIT.max}`,
+          });
+        }
+      }
+      let after: string | null = null;
+      if (query.cursor !== undefined && query.cursor !== '') {
+        after = decodeSuppressionCursor(query.cursor);
+        if (after === null) errors.push({ field: 'cursor', message: 'is not a cursor from this listing' });
+      }
+      if (errors.length > 0) return problemResult(validationProblem(errors));
+      const page = await list.list(tenant, { limit, after });
+      return jsonResult(
+        200,
+        { items: page.items, next_cursor: page.next === null ? null : encodeSuppressionCursor(page.next) },
+        {},
+        { count: page.items.length },
+      );
+    },
+
+    async putSuppression({ tenant, params, event }) {
+      const address = validateSuppressionAddress(params.address ?? '');
+      // The body is optional: none means `{}`; one that is there must be a valid JSON object.
+      let body: unknown;
+      if (event.body !== undefined && event.body !== '') {
+        const read = readJsonBody(event);
+        if (!read.ok) return problemResult(read.problem);
+        body = read.value;
+      }
+      const request = validateSuppressionRequest(body);
+      const errors = [...(address.ok ? [] : address.errors), ...(request.ok ? [] : request.errors)];
+      if (!address.ok || !request.ok) return problemResult(validationProblem(errors));
+      const given = body !== undefined && (body as { reason?: unknown }).reason !== undefined;
+      const entry = await list.put({
+        tenant,
+        address: address.value,
+        reason: given ? request.value.reason : undefined,
+        now: deps.now(),
+      });
+      return jsonResult(200, entry, {}, { reason: entry.reason });
+    },
+
+    async deleteSuppression({ tenant, params }) {
+      const address = validateSuppressionAddress(params.address ?? '');
+      if (!address.ok) return problemResult(validationProblem(address.errors));
+      const removed = await list.remove(tenant, address.value);
+      if (removed === null) {
+        return problemResult(
+          problem('notFound', 'This address is not on the suppression list.', {
+            errors: [{ field: 'address', message: 'is not on the suppression list' }],
+          }),
+        );
+      }
+      return jsonResult(200, removed, {}, { reason: removed.reason });
+    },
+  };
+}

@@ -1,0 +1,204 @@
+/**
+ * The template routes (DESIGN §3, §10): store a new immutable version, list, read the latest or one
+ * version, archive, and preview a render. Every route is the tenant's own: another tenant's template
+ * is a 404 like one that does not exist.
+ */
+import type { FieldError } from '../../core/fieldErrors.js';
+import {
+  TEMPLATE_LIMITS,
+  validateTemplateName,
+  validateTemplatePut,
+  validateTemplateRender,
+  validateTemplateVersion,
+} from '../../core/templateRequests.js';
+import type { TemplateRouteName } from '../../core/templateRoutes.js';
+import type { TemplateHead, TemplateVersion } from '../../ports/TemplateStore.js';
+import { problem, validationProblem } from '../problem.js';
+import { readJsonBody } from '../requestBody.js';
+import { jsonResult, type Outcome, problemResult } from '../routeOutcome.js';
+import { renderProblem } from '../templateEnqueue.js';
+import type { RouteDependencies, RouteHandler } from './route.js';
+
+type TemplateDependencies = Pick<RouteDependencies, 'templates' | 'renderer' | 'now'>;
+
+/** The handlers of TEMPLATE_ROUTES, by route name. */
+export function templateRoutes(
+  deps: TemplateDependencies,
+): Readonly<Record<TemplateRouteName, RouteHandler>> {
+  return {
+    putTemplate: putTemplateRoute(deps),
+    listTemplates: listTemplatesRoute(deps),
+    getTemplate: getTemplateRoute(deps),
+    getTemplateVersion: getTemplateVersionRoute(deps),
+    archiveTemplate: archiveTemplateRoute(deps),
+    renderTemplate: renderTemplateRoute(deps),
+  };
+}
+
+/** A version as the API answers it. */
+export function templateVersionView(version: TemplateVersion, head?: TemplateHead) {
+  return {
+    name: version.name,
+    version: version.version,
+    subject: version.subject,
+    text: version.text,
+    html: version.html,
+    description: version.description,
+    created_at: version.created_at,
+    ...(head === undefined ? {} : { latest_version: head.latest_version, archived_at: head.archived_at }),
+  };
+}
+
+/** A template's head as the listing shows it. */
+export function templateHeadView(head: TemplateHead) {
+  return {
+    name: head.name,
+    latest_version: head.latest_version,
+    description: head.description,
+    created_at: head.created_at,
+    updated_at: head.updated_at,
+    archived_at: head.archived_at,
+  };
+}
+
+function putTemplateRoute(deps: TemplateDependencies): RouteHandler {
+  return async function putTemplate({ tenant, params, event }) {
+    const name = validateTemplateName(params.name ?? '');
+    if (!name.ok) return problemResult(validationProblem(name.errors));
+    const body = readJsonBody(event);
+    if (!body.ok) return problemResult(body.problem);
+    const parsed = validateTemplatePut(body.value);
+    if (!parsed.ok) return problemResult(validationProblem(parsed.errors));
+    const { description, ...content } = parsed.value;
+    const result = await deps.templates.putVersion({
+      tenant,
+      name: name.value,
+      content,
+      description,
+      now: deps.now(),
+    });
+    if (result.kind === 'contended')
+      return problemResult(
+        problem('unavailable', 'Too many versions of this template are being stored at once; retry.'),
+        {
+          'retry-after': '1',
+        },
+      );
+    return jsonResult(
+      201,
+      templateVersionView(result.version, result.head),
+      { location: `/v1/templates/${encodeURIComponent(name.value)}/versions/${result.version.version}` },
+      { template: name.value, template_version: result.version.version },
+    );
+  };
+}
+
+function listTemplatesRoute(deps: TemplateDependencies): RouteHandler {
+  return async function listTemplates({ tenant, event }) {
+    const query: Readonly<Record<string, string | undefined>> = event.queryStringParameters ?? {};
+    const errors: FieldError[] = [];
+    let limit = 20;
+    if (query.limit !== undefined) {
+      const value = /^\d{1,4}$/.test(query.limit) ? Number(query.limit) : Number.NaN;
+      if (!(value >= 1 && value <= TEMPLATE_LIMITS.maxListLimit))
+        errors.push({
+          field: 'limit',
+          message: `must be a whole number from 1 to ${TEMPLATE_LIMITS.maxListLimit}`,
+        });
+      else limit = value;
+    }
+    let after: string | null = null;
+    if (query.cursor !== undefined && query.cursor !== '') {
+      after = decodeTemplateCursor(query.cursor);
+      if (after === null) errors.push({ field: 'cursor', message: 'is not a cursor from this listing' });
+    }
+    if (errors.length > 0) return problemResult(validationProblem(errors));
+    const page = await deps.templates.list(tenant, { limit, after });
+    return jsonResult(
+      200,
+      {
+        items: page.items.map(templateHeadView),
+        next_cursor: page.next === null ? null : encodeTemplateCursor(page.next),
+      },
+      {},
+      { count: page.items.length },
+    );
+  };
+}
+
+function getTemplateRoute(deps: TemplateDependencies): RouteHandler {
+  return async function getTemplate({ tenant, params }) {
+    const name = validateTemplateName(params.name ?? '');
+    if (!name.ok) return templateNotFound();
+    const head = await deps.templates.getHead(tenant, name.value);
+    if (head === undefined) return templateNotFound();
+    const version = await deps.templates.getVersion(tenant, name.value, head.latest_version);
+    if (version === undefined) return templateNotFound();
+    return jsonResult(200, templateVersionView(version, head), {}, { template: name.value });
+  };
+}
+
+function getTemplateVersionRoute(deps: TemplateDependencies): RouteHandler {
+  return async function getTemplateVersion({ tenant, params }) {
+    const name = validateTemplateName(params.name ?? '');
+    const number = validateTemplateVersion(params.version ?? '');
+    if (!name.ok || !number.ok) return templateNotFound();
+    const [head, version] = await Promise.all([
+      deps.templates.getHead(tenant, name.value),
+      deps.templates.getVersion(tenant, name.value, number.value),
+    ]);
+    if (head === undefined || version === undefined) return templateNotFound();
+    return jsonResult(200, templateVersionView(version, head), {}, { template: name.value });
+  };
+}
+
+function archiveTemplateRoute(deps: TemplateDependencies): RouteHandler {
+  return async function archiveTemplate({ tenant, params }) {
+    const name = validateTemplateName(params.name ?? '');
+    if (!name.ok) return templateNotFound();
+    const head = await deps.templates.archive(tenant, name.value, deps.now());
+    if (head === undefined) return templateNotFound();
+    return jsonResult(200, templateHeadView(head), {}, { template: name.value });
+  };
+}
+
+function renderTemplateRoute(deps: TemplateDependencies): RouteHandler {
+  return async function renderTemplate({ tenant, params, event }) {
+    const name = validateTemplateName(params.name ?? '');
+    if (!name.ok) return templateNotFound();
+    const body = readJsonBody(event);
+    if (!body.ok) return problemResult(body.problem);
+    const parsed = validateTemplateRender(body.value);
+    if (!parsed.ok) return problemResult(validationProblem(parsed.errors));
+    const head = await deps.templates.getHead(tenant, name.value);
+    if (head === undefined) return templateNotFound();
+    const version = parsed.value.version ?? head.latest_version;
+    const rendered = await deps.renderer.render({ tenant, name: name.value, version }, parsed.value.data);
+    if (rendered.kind === 'missing') return templateNotFound('No such version of this template.');
+    if (rendered.kind === 'invalid') return problemResult(renderProblem(rendered.errors));
+    return jsonResult(200, { name: name.value, version, ...rendered.content }, {}, { template: name.value });
+  };
+}
+
+function templateNotFound(detail = 'No template of this name.'): Outcome {
+  return problemResult(problem('notFound', detail, { errors: [{ field: 'name', message: 'not found' }] }));
+}
+
+/** The listing's cursor: base64url of `{"v":1,"after":name}`. */
+function encodeTemplateCursor(after: string): string {
+  return Buffer.from(JSON.stringify({ v: 1, after }), 'utf8').toString('base64url');
+}
+
+function decodeTemplateCursor(cursor: string): string | null {
+  if (!/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) return null;
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as {
+      v?: unknown;
+      after?: unknown;
+    };
+    if (value.v !== 1 || typeof value.after !== 'string') return null;
+    return validateTemplateName(value.after).ok ? value.after : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * The suppression list of DESIGN §12, its pure part: how an address is normalised, which relay
+ * replies add one, and the requests of its routes. Nothing here does I/O; the DynamoDB adapter is
+ * lambdas/store/suppressionList.ts.
+ *
+ * Normalisation (docs/decisions.md, "Suppressed addresses are compared lower-cased"): the addr-spec
+ * of a mailbox (a display name is dropped), the domain lower-cased as DNS is case-insensitive, and
+ * the local part lower-cased too. RFC 5321 lets a receiver treat the local part's case as meaningful,
+ * but no mailbox provider of note does; a list that missed `Ada@` after `ada@` hard-bounced would
+ * send again to a dead or complaining mailbox, which costs the sender's reputation, while two real
+ * mailboxes that differ only in case are practically unheard of.
+ */
+import * as z from 'zod';
+import { parseAddress } from './addresses.js';
+import { type FieldError, guarded, type Validated } from './fieldErrors.js';
+import { PARSE_CONTEXT, zodErrors } from './zodFieldErrors.js';
+
+/** Why an address is on the list. `hard_bounce` and `complaint` are added by Postdate itself. */
+export const SUPPRESSION_REASON = {
+  hardBounce: 'hard_bounce',
+  complaint: 'complaint',
+  manual: 'manual',
+} as const;
+
+export type SuppressionReason = (typeof SUPPRESSION_REASON)[keyof typeof SUPPRESSION_REASON];
+
+export const SUPPRESSION_REASONS: readonly SuppressionReason[] = Object.values(SUPPRESSION_REASON);
+
+/** One entry of a tenant's list, as the API shows it. */
+export interface Suppression {
+  /** The normalised address (lower-case). */
+  readonly address: string;
+  readonly reason: SuppressionReason;
+  /** The Postdate message whose bounce or complaint added it; null when added by hand. */
+  readonly message_id: string | null;
+  readonly created_at: string;
+}
+
+/** A suppression to write: the tenant's, with where it came from. */
+export interface SuppressionInput {
+  readonly tenant: string;
+  readonly address: string;
+  readonly reason: SuppressionReason;
+  readonly messageId: string | null;
+  readonly now: Date;
+}
+
+/**
+ * The normalised form of one mailbox (`Ada <Ada@Example.COM>` → `ada@example.com`), or undefined
+ * when it is not one. Used on a message's recipients at send time.
+ */
+export function suppressionKey(mailbox: string): string | undefined {
+  const parsed = parseAddress(mailbox);
+  return parsed.ok ? normalised(parsed.value.local, parsed.value.domain) : undefined;
+}
+
+/**
+ * Validates an address given to the API or the CLI (the `{address}` of the routes): a bare addr-spec,
+ * RFC 5322-valid; answers its normalised form. Its one error names the field `address`. Never throws.
+ */
+export function validateSuppressionAddress(address: string): Validated<string> {
+  return guarded(() => {
+    const parsed = parseAddress(address);
+    if (!parsed.ok) return invalidAddress(parsed.reason);
+    if (parsed.value.name !== null || address !== parsed.value.address) {
+      return invalidAddress('must be a bare address (local@domain), without a display name or spaces');
+    }
+    return { ok: true, value: normalised(parsed.value.local, parsed.value.domain) };
+  });
+}
+
+function invalidAddress(message: string): { ok: false; errors: FieldError[] } {
+  return { ok: false, errors: [{ field: 'address', message }] };
+}
+
+function normalised(local: string, domain: string): string {
+  return `${local.toLowerCase()}@${domain.toLowerCase()}`;
+}
+
+/**
+ * Whether a recipient's refusal at RCPT TO makes it a hard bounce that joins the list: a 5xx whose
+ * enhanced status code (RFC 3463) is of class 5, subject 1 — addressing: bad mailbox (5.1.1), bad
+ * system (5.1.2), bad syntax (5.1.3), moved (5.1.6), … Other permanent refusals (5.7.1 policy, 5.2.2
+ * mailbox full, 5.4.x routing) say nothing about the address for good and do not.
+ */
+export function isHardBounce(refusal: { readonly permanent: boolean; readonly enhancedCode: string | null }) {
+  return refusal.permanent && refusal.enhancedCode !== null && /^5\.1\.\d{1,3}$/.test(refusal.enhancedCode);
+}
+
+export const SuppressionReasonSchema = z
+  .enum(SUPPRESSION_REASONS as [SuppressionReason, ...SuppressionReason[]])
+  .meta({ id: 'SuppressionReason' });
+
+/** The body of PUT /v1/suppressions/{address}: optional, `{}` or `{ "reason": … }`. */
+export const SuppressionBodySchema = z
+  .strictObject({
+    reason: SuppressionReasonSchema.optional().meta({ description: 'Defaults to `manual`.' }),
+  })
+  .meta({ id: 'SuppressionRequest', description: "Add an address to this tenant's suppression list." });
+
+export interface SuppressionRequest {
+  readonly reason: SuppressionReason;
+}
+
+/** Validates the PUT body; an absent body (undefined) means `{}`. Never throws. */
+export function validateSuppressionRequest(body: unknown): Validated<SuppressionRequest> {
+  return guarded(() => {
+    const parsed = SuppressionBodySchema.safeParse(body ?? {}, PARSE_CONTEXT);
+    if (!parsed.success) return { ok: false, errors: zodErrors(parsed.error) };
+    return { ok: true, value: { reason: parsed.data.reason ?? SUPPRESSION_REASON.manual } };
+  });
+}
+
+/** Whether a value read back is one of the reasons (an item written by a later version may not be). */
+export function isSuppressionReason(value: unknown): value is SuppressionReason {
+  return typeof value === 'string' && (SUPPRESSION_REASONS as readonly string[]).includes(value);
+}

@@ -1,0 +1,204 @@
+/**
+ * The template requests of DESIGN §3 and §10 as zod schemas (they also generate the OpenAPI
+ * document) and their validations: a template's name, a new version `{subject, text?, html?,
+ * description?}` (its syntax checked by templateSyntax.ts), a preview `{data, version?}`, and the
+ * enqueue's `template {name, version?}` + `data`. Pure; nothing here throws on any input.
+ */
+import * as z from 'zod';
+import { type FieldError, guarded, type Validated } from './fieldErrors.js';
+import { controlCharacterProblem } from './headerSafety.js';
+import { illFormedStringErrors } from './hiddenInputErrors.js';
+import { templateSyntaxErrors } from './templateSyntax.js';
+import { PARSE_CONTEXT, zodErrors } from './zodFieldErrors.js';
+
+export const TEMPLATE_LIMITS = {
+  maxNameLength: 100,
+  /** A subject's source: longer than the rendered limit (998), for its blocks and variables. */
+  maxSubjectSourceLength: 2000,
+  maxDescriptionLength: 500,
+  /** A message's `data`, as UTF-8 JSON (DESIGN §3). */
+  maxDataBytes: 64 * 1024,
+  /** How deep `data` may nest (its fingerprint and its render walk it). */
+  maxDataDepth: 32,
+  /** Templates a page of `GET /v1/templates` holds at most. */
+  maxListLimit: 100,
+} as const;
+
+const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+/** A template's name: 1–100 of letters, digits, `.`, `_` and `-`, starting with a letter or digit (a URL path segment). */
+export const TemplateNameSchema = z
+  .string()
+  .superRefine((value, ctx) => {
+    if (value.length > TEMPLATE_LIMITS.maxNameLength || !NAME_PATTERN.test(value))
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be 1–${TEMPLATE_LIMITS.maxNameLength} of letters, digits, '.', '_' and '-', starting with a letter or digit`,
+      });
+  })
+  .meta({ example: 'campaign-approved' });
+
+const TemplateVersionNumber = z
+  .int('must be a whole number')
+  .min(1, 'must be at least 1')
+  .max(Number.MAX_SAFE_INTEGER, 'must be a safe integer');
+
+/** `data`: a JSON object of at most 64 KiB, nested at most 32 deep. */
+export const TemplateDataSchema = z
+  .record(z.string(), z.unknown())
+  .superRefine((data, ctx) => {
+    const problem = dataProblem(data);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .meta({
+    description: `The template's variables: a JSON object of at most ${TEMPLATE_LIMITS.maxDataBytes / 1024} KiB.`,
+    example: { campaign: { name: 'Winter sale', id: 42 }, first_name: 'Ada' },
+  });
+
+/** The enqueue's template reference. */
+export const TemplateRefSchema = z
+  .strictObject({
+    name: TemplateNameSchema,
+    version: TemplateVersionNumber.nullish().meta({
+      description: 'A version to pin; without it, the latest at enqueue time (then pinned).',
+    }),
+  })
+  .meta({ id: 'TemplateRef', description: 'A stored template (DESIGN §10).' });
+
+const PartSource = z.string().min(1, 'must not be empty');
+
+export const TemplatePutBodySchema = z
+  .strictObject({
+    subject: PartSource.max(
+      TEMPLATE_LIMITS.maxSubjectSourceLength,
+      `must be at most ${TEMPLATE_LIMITS.maxSubjectSourceLength} characters`,
+    ).meta({ description: 'Handlebars; rendered without HTML escaping, on one line.' }),
+    text: PartSource.nullish().meta({ description: 'Handlebars; rendered without HTML escaping.' }),
+    html: PartSource.nullish().meta({ description: 'Handlebars; every `{{variable}}` is HTML-escaped.' }),
+    description: z
+      .string()
+      .max(
+        TEMPLATE_LIMITS.maxDescriptionLength,
+        `must be at most ${TEMPLATE_LIMITS.maxDescriptionLength} characters`,
+      )
+      .nullish(),
+  })
+  .superRefine((body, ctx) => {
+    if (!body.text && !body.html)
+      ctx.addIssue({ code: 'custom', message: 'text or html is required', path: ['text'] });
+  })
+  .meta({
+    id: 'TemplateRequest',
+    description:
+      'A new immutable version of a template. Handlebars: `{{name}}`, `{{#if}}`, `{{#unless}}`, `{{#each}}`, `{{#with}}`; no partials, no other helpers, no prototype access.',
+  });
+
+export const TemplateRenderBodySchema = z
+  .strictObject({
+    data: TemplateDataSchema,
+    version: TemplateVersionNumber.nullish().meta({ description: 'Default: the latest version.' }),
+  })
+  .meta({ id: 'TemplateRenderRequest', description: 'Render a template with this data; nothing is sent.' });
+
+/** The template of an enqueued message with the version it was pinned to (on its records). */
+export interface PinnedTemplate {
+  readonly name: string;
+  readonly version: number;
+}
+
+/** A validated new version. */
+export interface TemplatePut {
+  readonly subject: string;
+  readonly text: string | null;
+  readonly html: string | null;
+  readonly description: string | null;
+}
+
+/** A validated preview request. */
+export interface TemplateRender {
+  readonly data: Readonly<Record<string, unknown>>;
+  readonly version: number | null;
+}
+
+/** Validates a template name from a URL path. */
+export function validateTemplateName(name: string): Validated<string> {
+  return guarded(() => {
+    const parsed = TemplateNameSchema.safeParse(name, PARSE_CONTEXT);
+    if (parsed.success) return { ok: true, value: parsed.data };
+    return { ok: false, errors: zodErrors(parsed.error).map((error) => ({ ...error, field: 'name' })) };
+  });
+}
+
+/** Validates a version number from a URL path (`1`, `2`, …). */
+export function validateTemplateVersion(version: string): Validated<number> {
+  const number = /^[1-9]\d{0,15}$/.test(version) ? Number(version) : Number.NaN;
+  return Number.isSafeInteger(number)
+    ? { ok: true, value: number }
+    : { ok: false, errors: [{ field: 'version', message: 'must be a whole number of at least 1' }] };
+}
+
+/** Validates `PUT /v1/templates/{name}`: the structure, then every part's Handlebars. */
+export function validateTemplatePut(body: unknown): Validated<TemplatePut> {
+  return guarded(() => {
+    const parsed = TemplatePutBodySchema.safeParse(body, PARSE_CONTEXT);
+    const hidden = illFormedStringErrors(body);
+    if (!parsed.success || hidden.length > 0)
+      return { ok: false, errors: parsed.success ? hidden : [...zodErrors(parsed.error), ...hidden] };
+    const value: TemplatePut = {
+      subject: parsed.data.subject,
+      text: parsed.data.text || null,
+      html: parsed.data.html || null,
+      description: parsed.data.description ?? null,
+    };
+    const errors: FieldError[] = [];
+    const subjectControl = controlCharacterProblem(value.subject, true);
+    if (subjectControl) errors.push({ field: '/subject', message: subjectControl });
+    for (const part of ['subject', 'text', 'html'] as const) {
+      const source = value[part];
+      if (source !== null) errors.push(...templateSyntaxErrors(part, source));
+    }
+    return errors.length > 0 ? { ok: false, errors } : { ok: true, value };
+  });
+}
+
+/** Validates `POST /v1/templates/{name}/render`. `data` is the body's own object, not a copy. */
+export function validateTemplateRender(body: unknown): Validated<TemplateRender> {
+  return guarded(() => {
+    const parsed = TemplateRenderBodySchema.safeParse(body, PARSE_CONTEXT);
+    const hidden = illFormedStringErrors(body);
+    if (!parsed.success || hidden.length > 0)
+      return { ok: false, errors: parsed.success ? hidden : [...zodErrors(parsed.error), ...hidden] };
+    return {
+      ok: true,
+      value: { data: rawData(body), version: parsed.data.version ?? null },
+    };
+  });
+}
+
+/**
+ * The `data` member of a body that passed its schema, as JSON.parse made it: a schema's copy would
+ * turn an own `__proto__` key into a prototype.
+ */
+export function rawData(body: unknown): Readonly<Record<string, unknown>> {
+  const data = (body as { data?: unknown } | null)?.data;
+  return typeof data === 'object' && data !== null && !Array.isArray(data)
+    ? (data as Record<string, unknown>)
+    : {};
+}
+
+function dataProblem(data: unknown): string | null {
+  if (depthOf(data, 0) > TEMPLATE_LIMITS.maxDataDepth)
+    return `must nest at most ${TEMPLATE_LIMITS.maxDataDepth} levels deep`;
+  const bytes = new TextEncoder().encode(JSON.stringify(data)).length;
+  if (bytes > TEMPLATE_LIMITS.maxDataBytes)
+    return `must be at most ${TEMPLATE_LIMITS.maxDataBytes} bytes of JSON (it is ${bytes})`;
+  return null;
+}
+
+function depthOf(value: unknown, depth: number): number {
+  if (typeof value !== 'object' || value === null) return depth;
+  if (depth > TEMPLATE_LIMITS.maxDataDepth) return depth;
+  let deepest = depth + 1;
+  for (const item of Object.values(value)) deepest = Math.max(deepest, depthOf(item, depth + 1));
+  return deepest;
+}

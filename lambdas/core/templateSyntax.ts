@@ -1,0 +1,220 @@
+/**
+ * What a stored template may say (DESIGN §10): Handlebars, the syntax SendGrid dynamic templates and
+ * Mailgun use, narrowed to what can be rendered safely and strictly. A template is checked here when
+ * it is stored, so a template that would need a custom helper, a partial or the prototype never gets
+ * a version. Pure: the source in, field errors out.
+ *
+ * Allowed: `{{path}}` (`name`, `order.total`, `this`, `../name`, `@index`, `@key`, `@first`,
+ * `@last`, `@root.x`), comments, and the four built-in blocks `#if`, `#unless`, `#each`, `#with`
+ * (each with one path argument and an optional `{{else}}`). Refused, each with its reason:
+ * partials, decorators and inline partials, any other helper or block (`lookup`, `log`, raw
+ * blocks, mustache sections), helper arguments, sub-expressions, literals as values, block
+ * parameters (`as |item|`: Handlebars does not check them strictly, so a missing field would render
+ * as an empty string), a path through a prototype name (`constructor`, `__proto__`, …) and, in
+ * `html`, unescaped output (`{{{x}}}`, `{{& x}}`).
+ */
+import Handlebars from 'handlebars';
+import type { FieldError } from './fieldErrors.js';
+
+/** The parts of a template and of the message it renders. */
+export const TEMPLATE_PARTS = ['subject', 'text', 'html'] as const;
+export type TemplatePart = (typeof TEMPLATE_PARTS)[number];
+
+/** The only helpers a template may use: Handlebars' built-in blocks. */
+export const TEMPLATE_BLOCK_HELPERS = ['if', 'unless', 'each', 'with'] as const;
+
+/** `@` variables the built-in blocks provide. */
+const DATA_VARIABLES = new Set(['index', 'key', 'first', 'last', 'root']);
+
+/**
+ * Names a path may never go through: everything a plain object inherits, and the way to a
+ * prototype. Handlebars ≥ 4.6 already refuses to resolve them (they render as an empty string, which
+ * strict rendering must not allow either), so they are refused when the template is stored. Data is
+ * JSON, so no value is a function: `name` and `length` stay ordinary fields.
+ */
+const PROTOTYPE_NAMES: ReadonlySet<string> = new Set([
+  ...Object.getOwnPropertyNames(Object.prototype),
+  'prototype',
+  '__proto__',
+  'constructor',
+]);
+
+/** One Handlebars environment for Postdate: nothing registered on it but the built-ins. */
+export const handlebars = Handlebars.create();
+// Handlebars logs a console warning for a refused prototype lookup; the store-time check refuses
+// those paths, and the renderer reports every failure itself, so its logger stays quiet.
+handlebars.logger.level = 'silent' as unknown as number;
+
+/** Compile options for one part: strict, built-in helpers only, `html` escaped and nothing else. */
+export function compileOptions(part: TemplatePart): CompileOptions {
+  return {
+    strict: true,
+    knownHelpersOnly: true,
+    knownHelpers: {
+      if: true,
+      unless: true,
+      each: true,
+      with: true,
+      log: false,
+      lookup: false,
+      helperMissing: false,
+      blockHelperMissing: false,
+    },
+    noEscape: part !== 'html',
+  };
+}
+
+/** The runtime options of every render: no prototype access (the Handlebars ≥ 4.6 defaults, stated). */
+export const RUNTIME_OPTIONS = {
+  allowProtoPropertiesByDefault: false,
+  allowProtoMethodsByDefault: false,
+  allowCallsToHelperMissing: false,
+} as const;
+
+type CompileOptions = NonNullable<Parameters<typeof Handlebars.compile>[1]>;
+
+interface Located {
+  readonly loc?: { readonly start: { readonly line: number; readonly column: number } } | null;
+}
+
+interface Node extends Located {
+  readonly type: string;
+  readonly [key: string]: unknown;
+}
+
+/** The errors of one part's source (field `/subject`, `/text` or `/html`); none when it may be stored. */
+export function templateSyntaxErrors(part: TemplatePart, source: string): FieldError[] {
+  const field = `/${part}`;
+  let program: Node;
+  try {
+    program = handlebars.parseWithoutProcessing(source) as unknown as Node;
+  } catch (error) {
+    return [{ field, message: `is not valid Handlebars: ${parseErrorSummary(error)}` }];
+  }
+  const problems: string[] = [];
+  walk(program, part, problems);
+  if (problems.length === 0) {
+    try {
+      // Compiling finds what the walk does not model (mismatched blocks after processing, say).
+      handlebars.precompile(source, compileOptions(part));
+    } catch (error) {
+      problems.push(`is not valid Handlebars: ${parseErrorSummary(error)}`);
+    }
+  }
+  return [...new Set(problems)].slice(0, 5).map((message) => ({ field, message }));
+}
+
+function walk(node: Node, part: TemplatePart, problems: string[]): void {
+  const at = where(node);
+  switch (node.type) {
+    case 'Program':
+      if (Array.isArray(node.blockParams) && node.blockParams.length > 0)
+        problems.push(`uses block parameters (as |…|)${at}: use this or the field's name inside the block`);
+      for (const child of node.body as Node[]) walk(child, part, problems);
+      return;
+    case 'ContentStatement':
+    case 'CommentStatement':
+      return;
+    case 'MustacheStatement':
+      mustache(node, part, problems, at);
+      return;
+    case 'BlockStatement':
+      block(node, part, problems, at);
+      return;
+    case 'PartialStatement':
+    case 'PartialBlockStatement':
+      problems.push(`uses a partial${at}: templates have no partials`);
+      return;
+    case 'DecoratorBlock':
+    case 'Decorator':
+      problems.push(`uses a decorator or an inline partial${at}: templates have neither`);
+      return;
+    default:
+      problems.push(`uses ${node.type}${at}, which templates do not support`);
+  }
+}
+
+function mustache(node: Node, part: TemplatePart, problems: string[], at: string): void {
+  const path = node.path as Node;
+  if (path.type !== 'PathExpression') {
+    problems.push(`outputs a literal or an expression${at}: only a variable may be output`);
+    return;
+  }
+  if (hasArguments(node)) {
+    problems.push(
+      `calls ${quoted(path)} with arguments${at}: templates have no helpers but #if, #unless, #each and #with`,
+    );
+    return;
+  }
+  if (part === 'html' && node.escaped === false) {
+    problems.push(
+      `outputs ${quoted(path)} unescaped ({{{…}}} or {{&…}})${at}: html output is always escaped`,
+    );
+  }
+  pathProblems(path, problems, at);
+}
+
+function block(node: Node, part: TemplatePart, problems: string[], at: string): void {
+  const path = node.path as Node;
+  const name = path.type === 'PathExpression' ? String(path.original) : '';
+  if (!(TEMPLATE_BLOCK_HELPERS as readonly string[]).includes(name)) {
+    problems.push(
+      `uses the block ${name === '' ? 'of a literal' : `#${name}`}${at}: only #if, #unless, #each and #with are allowed`,
+    );
+    return;
+  }
+  const params = (node.params as Node[] | undefined) ?? [];
+  const hash = node.hash as { pairs?: unknown[] } | undefined;
+  const [argument] = params;
+  if (params.length !== 1 || (hash?.pairs?.length ?? 0) > 0 || argument === undefined) {
+    problems.push(`#${name} takes exactly one variable${at}`);
+  } else if (argument.type !== 'PathExpression') {
+    problems.push(`#${name} takes a variable, not a literal or an expression${at}`);
+  } else {
+    pathProblems(argument, problems, at);
+  }
+  if (node.program) walk(node.program as Node, part, problems);
+  if (node.inverse) walk(node.inverse as Node, part, problems);
+}
+
+function pathProblems(path: Node, problems: string[], at: string): void {
+  const parts = (path.parts as string[] | undefined) ?? [];
+  if (path.data === true) {
+    const [head] = parts;
+    if (head === undefined || !DATA_VARIABLES.has(head)) {
+      problems.push(
+        `uses the unknown variable @${head ?? ''}${at}: @index, @key, @first, @last and @root exist`,
+      );
+      return;
+    }
+  }
+  const denied = parts.find((segment) => PROTOTYPE_NAMES.has(segment));
+  if (denied !== undefined) {
+    problems.push(`reads ${quoted(path)}${at}, which goes through the prototype name "${denied}"`);
+  }
+}
+
+function hasArguments(node: Node): boolean {
+  const params = node.params as unknown[] | undefined;
+  const hash = node.hash as { pairs?: unknown[] } | undefined;
+  return (params?.length ?? 0) > 0 || (hash?.pairs?.length ?? 0) > 0;
+}
+
+function quoted(path: Node): string {
+  return `{{${String(path.original)}}}`;
+}
+
+function where(node: Located): string {
+  const start = node.loc?.start;
+  return start ? ` (line ${start.line}, column ${start.column + 1})` : '';
+}
+
+/** A parse error's first line and what was expected, without Handlebars' source excerpt. */
+function parseErrorSummary(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  const lines = text.split('\n').map((line) => line.trim());
+  const first = (lines[0] ?? 'unreadable').replace(/:$/, '');
+  const expecting = lines.find((line) => line.startsWith('Expecting'));
+  const summary = expecting ? `${first}: ${expecting}` : first;
+  return summary.length > 240 ? `${summary.slice(0, 239)}…` : summary;
+}

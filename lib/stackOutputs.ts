@@ -1,0 +1,20 @@
+/**
+ * The outputs of a deployed PostdateStack (lib/PostdateStack.ts), by their CloudFormation output
+ * keys. The stack writes them and `postdate --stack NAME` reads them (cli/stackTarget.ts), so an
+ * operator never copies a name or an ARN by hand (DESIGN §6); test/cdk/stackOutputs.test.ts checks
+ * that the synthesized stack has every one.
+ */
+export const STACK_OUTPUT = {
+  apiUrl: 'ApiUrl',
+  tableName: 'TableName',
+  sendQueueUrl: 'SendQueueUrl',
+  sendDeadLetterQueueUrl: 'SendDeadLetterQueueUrl',
+  relayFailureQueueUrl: 'RelayFailureQueueUrl',
+  scheduleDeadLetterQueueUrl: 'ScheduleDeadLetterQueueUrl',
+  scheduleGroupName: 'ScheduleGroupName',
+  schedulerRoleArn: 'SchedulerRoleArn',
+  smtpSecretArn: 'SmtpSecretArn',
+  alarmTopicArn: 'AlarmTopicArn',
+} as const;
+
+export type StackOutputName = keyof typeof STACK_OUTPUT;

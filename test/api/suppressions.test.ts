@@ -1,0 +1,238 @@
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { describe, expect, it } from 'vitest';
+import { stateRecord } from '../cli/cliFixtures.js';
+import { apiHarness } from './apiHarness.js';
+import { apiEvent } from './events.js';
+
+/**
+ * DESIGN §3 and §12: `GET /v1/suppressions?cursor=`, `PUT /v1/suppressions/{address}` `{reason?}`,
+ * `DELETE /v1/suppressions/{address}` — this tenant's list only, addresses stored normalised,
+ * problem+json naming the field for bad input, nothing written by a refused request.
+ */
+
+type Api = Awaited<ReturnType<typeof apiHarness>>;
+
+const put = (api: Api, address: string, options: { body?: unknown; tenant?: string } = {}) =>
+  api.call(
+    apiEvent({
+      method: 'PUT',
+      path: `/v1/suppressions/${encodeURIComponent(address)}`,
+      routeKey: 'PUT /v1/suppressions/{address}',
+      pathParameters: { address },
+      ...(options.body === undefined ? {} : { body: options.body }),
+      ...(options.tenant === undefined ? {} : { tenant: options.tenant }),
+    }),
+  );
+
+const remove = (api: Api, address: string, tenant?: string) =>
+  api.call(
+    apiEvent({
+      method: 'DELETE',
+      path: `/v1/suppressions/${encodeURIComponent(address)}`,
+      routeKey: 'DELETE /v1/suppressions/{address}',
+      pathParameters: { address },
+      ...(tenant === undefined ? {} : { tenant }),
+    }),
+  );
+
+const list = (api: Api, query: Record<string, string> = {}, tenant?: string) =>
+  api.call(
+    apiEvent({
+      method: 'GET',
+      path: '/v1/suppressions',
+      routeKey: 'GET /v1/suppressions',
+      query,
+      ...(tenant === undefined ? {} : { tenant }),
+    }),
+  );
+
+const suppressionItems = async (api: Api) =>
+  (await api.scanAll()).filter((item) => String(item.pk).startsWith('SUPP#'));
+
+describe('the suppression routes', () => {
+  it('adds an address normalised, answers 200 with the entry, and lists it', async () => {
+    const api = await apiHarness();
+    const added = await put(api, 'Ada@Example.COM');
+    expect(added.status).toBe(200);
+    expect(added.json).toEqual({
+      address: 'ada@example.com',
+      reason: 'manual',
+      message_id: null,
+      created_at: '2026-11-29T18:00:00.000Z',
+    });
+    const withReason = await put(api, 'bob@example.com', { body: { reason: 'complaint' } });
+    expect(withReason).toMatchObject({
+      status: 200,
+      json: { address: 'bob@example.com', reason: 'complaint' },
+    });
+
+    const page = await list(api);
+    expect(page.status).toBe(200);
+    expect(page.json).toEqual({
+      items: [
+        expect.objectContaining({ address: 'ada@example.com', reason: 'manual' }),
+        expect.objectContaining({ address: 'bob@example.com', reason: 'complaint' }),
+      ],
+      next_cursor: null,
+    });
+  });
+
+  it('is idempotent: a repeated PUT keeps the entry; a given reason replaces its reason only', async () => {
+    const api = await apiHarness();
+    await put(api, 'ada@example.com', { body: { reason: 'complaint' } });
+    api.clock.advance(60_000);
+    const again = await put(api, 'ADA@example.com');
+    expect(again.json).toEqual({
+      address: 'ada@example.com',
+      reason: 'complaint',
+      message_id: null,
+      created_at: '2026-11-29T18:00:00.000Z',
+    });
+    const changed = await put(api, 'ada@example.com', { body: { reason: 'manual' } });
+    expect(changed.json).toMatchObject({ reason: 'manual', created_at: '2026-11-29T18:00:00.000Z' });
+    expect(await suppressionItems(api)).toHaveLength(1);
+  });
+
+  it('pages the list in address order with an opaque cursor', async () => {
+    const api = await apiHarness();
+    const addresses = Array.from({ length: 23 }, (_, i) => `user${String(i).padStart(2, '0')}@example.org`);
+    for (const address of addresses) expect((await put(api, address)).status).toBe(200);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page = await list(api, { limit: '10', ...(cursor === null ? {} : { cursor }) });
+      expect(page.status).toBe(200);
+      const body = page.json as { items: { address: string }[]; next_cursor: string | null };
+      expect(body.items.length).toBeLessThanOrEqual(10);
+      seen.push(...body.items.map((item) => item.address));
+      cursor = body.next_cursor;
+      pages += 1;
+    } while (cursor !== null && pages < 10);
+    expect(seen).toEqual(addresses);
+    expect(pages).toBe(3);
+  });
+
+  it('removes an address (200 with what was removed), then answers 404 naming the address', async () => {
+    const api = await apiHarness();
+    await put(api, 'ada@example.com');
+    const removed = await remove(api, 'Ada@example.com');
+    expect(removed).toMatchObject({ status: 200, json: { address: 'ada@example.com', reason: 'manual' } });
+    expect(await suppressionItems(api)).toEqual([]);
+    const again = await remove(api, 'ada@example.com');
+    expect(again.status).toBe(404);
+    expect(again.headers['content-type']).toBe('application/problem+json');
+    expect(again.json).toMatchObject({
+      type: 'urn:postdate:problem:not-found',
+      status: 404,
+      errors: [{ field: 'address', message: 'is not on the suppression list' }],
+    });
+  });
+
+  it('refuses a bad address or body with a 400 naming the field, and writes nothing', async () => {
+    const api = await apiHarness();
+    for (const bad of ['not-an-address', 'ada@localhost', 'Ada <ada@example.com>', 'a@b@example.com']) {
+      const refused = await put(api, bad);
+      expect(refused.status, bad).toBe(400);
+      expect(refused.headers['content-type']).toBe('application/problem+json');
+      expect(refused.json).toMatchObject({
+        type: 'urn:postdate:problem:validation',
+        errors: [{ field: 'address', message: expect.any(String) }],
+      });
+      expect(JSON.stringify(refused.json)).not.toContain(bad);
+      expect((await remove(api, bad)).status).toBe(400);
+    }
+    const badReason = await put(api, 'ada@example.com', { body: { reason: 'because' } });
+    expect(badReason.status).toBe(400);
+    expect((badReason.json as { errors: { field: string }[] }).errors.map((e) => e.field)).toEqual([
+      '/reason',
+    ]);
+    const unknownField = await put(api, 'ada@example.com', { body: { reason: 'manual', note: 'x' } });
+    expect((unknownField.json as { errors: { field: string }[] }).errors.map((e) => e.field)).toEqual([
+      '/note',
+    ]);
+    const notJson = await put(api, 'ada@example.com', { body: '{"reason":' });
+    expect(notJson.status).toBe(400);
+    expect(await suppressionItems(api)).toEqual([]);
+
+    const badCursor = await list(api, { cursor: 'bm90LWEtY3Vyc29y' });
+    expect(badCursor).toMatchObject({ status: 400, json: { errors: [{ field: 'cursor' }] } });
+    const badLimit = await list(api, { limit: '0' });
+    expect(badLimit).toMatchObject({ status: 400, json: { errors: [{ field: 'limit' }] } });
+  });
+
+  it("keeps tenants apart: another tenant never sees nor removes this tenant's entries", async () => {
+    const api = await apiHarness();
+    await put(api, 'ada@example.com', { tenant: 'acme' });
+    await put(api, 'bob@example.com', { tenant: 'globex' });
+    expect((await list(api, {}, 'globex')).json).toEqual({
+      items: [expect.objectContaining({ address: 'bob@example.com' })],
+      next_cursor: null,
+    });
+    expect((await remove(api, 'ada@example.com', 'globex')).status).toBe(404);
+    expect((await list(api, {}, 'acme')).json).toEqual({
+      items: [expect.objectContaining({ address: 'ada@example.com' })],
+      next_cursor: null,
+    });
+    // The same address on both lists is two entries, removed one at a time.
+    await put(api, 'ada@example.com', { tenant: 'globex' });
+    expect((await remove(api, 'ada@example.com', 'globex')).status).toBe(200);
+    expect((await list(api, {}, 'acme')).json).toMatchObject({ items: [{ address: 'ada@example.com' }] });
+  });
+
+  it('needs an API key, and matches the routes behind $default too', async () => {
+    const api = await apiHarness();
+    const anonymous = await api.call(
+      apiEvent({ method: 'GET', path: '/v1/suppressions', routeKey: 'GET /v1/suppressions', tenant: null }),
+    );
+    expect(anonymous.status).toBe(401);
+    const viaDefault = await api.call(apiEvent({ method: 'PUT', path: '/v1/suppressions/eve@example.com' }));
+    expect(viaDefault).toMatchObject({ status: 200, json: { address: 'eve@example.com' } });
+    const wrongMethod = await api.call(
+      apiEvent({ method: 'POST', path: '/v1/suppressions/eve@example.com' }),
+    );
+    expect(wrongMethod.status).toBe(405);
+  });
+
+  it('lists suppressed messages by status, with their suppressed count', async () => {
+    const api = await apiHarness();
+    const record = {
+      ...stateRecord({
+        id: '01JQ5000000000000000000SUP',
+        tenant: 'acme',
+        status: 'suppressed',
+        createdAt: '2026-11-29T17:00:00.000Z',
+      }),
+      rcpt_total: 2,
+      rcpt_suppressed: [0, 1],
+    };
+    await api.documents.send(new PutCommand({ TableName: api.tableName, Item: record }));
+    const listed = await api.call(
+      apiEvent({
+        method: 'GET',
+        path: '/v1/messages',
+        routeKey: 'GET /v1/messages',
+        query: { status: 'suppressed' },
+      }),
+    );
+    expect(listed.status).toBe(200);
+    expect(listed.json).toMatchObject({
+      items: [
+        {
+          id: record.id,
+          status: 'suppressed',
+          attempts: 0,
+          recipients: { accepted: 0, pending: 0, rejected: 0, suppressed: 2 },
+        },
+      ],
+    });
+  });
+
+  it('logs no address', async () => {
+    const api = await apiHarness();
+    await put(api, 'secret.person@example.com');
+    await list(api);
+    await remove(api, 'secret.person@example.com');
+    expect(JSON.stringify(api.logs)).not.toContain('secret.person');
+  });
+});

@@ -1,0 +1,130 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { describe, expect, inject, it } from 'vitest';
+import { EXIT, errorDocument } from '../../cli/cliErrors.js';
+import { jsonStyle, memoryOutput, snakeCase } from '../../cli/output.js';
+import { freshTable } from '../support/awsLocal.js';
+
+/**
+ * One JSON style across the CLI's commands (issue 17 §4): snake_case keys as the API writes them,
+ * a tenant's own keys (tags, metadata, headers) left as they are, and in `--json` mode an error is
+ * one JSON document on stdout too, `{"error": {type, title, detail, exit_code}}` (docs/cli.md).
+ */
+
+const run = promisify(execFile);
+
+async function postdate(args: string[], env: Record<string, string> = {}) {
+  try {
+    const { stdout, stderr } = await run(process.execPath, ['cli/postdate.mjs', ...args], {
+      env: { ...process.env, NO_COLOR: '1', ...env },
+      timeout: 60_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: failed.code ?? -1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
+  }
+}
+
+describe('the JSON style', () => {
+  it('turns every key into snake_case, leaving snake_case and UPPER_CASE keys as they are', () => {
+    expect(snakeCase('receiveCount')).toBe('receive_count');
+    expect(snakeCase('oldestSampledAgeMs')).toBe('oldest_sampled_age_ms');
+    expect(snakeCase('sqsMessageId')).toBe('sqs_message_id');
+    expect(snakeCase('created_at')).toBe('created_at');
+    expect(snakeCase('ERROR_CODE')).toBe('ERROR_CODE');
+    expect(
+      jsonStyle({
+        queueUrl: 'u',
+        inFlight: 0,
+        sample: [{ receivesBeforePeek: 1, lastError: { enhancedCode: '4.7.0' } }],
+        when: new Date('2026-12-01T00:00:00.000Z'),
+        nothing: null,
+      }),
+    ).toEqual({
+      queue_url: 'u',
+      in_flight: 0,
+      sample: [{ receives_before_peek: 1, last_error: { enhanced_code: '4.7.0' } }],
+      when: '2026-12-01T00:00:00.000Z',
+      nothing: null,
+    });
+  });
+
+  it("keeps a tenant's own keys: tags, metadata, headers, SQS attributes, tallies by tenant and by tag", () => {
+    const own = { campaignId: '42', 'X-Campaign': '7' };
+    expect(
+      jsonStyle({
+        items: [{ tags: own, metadata: own, headers: own }],
+        attributes: { ERROR_CODE: 'x', scheduleArn: 'y' },
+        byTenant: { acmeCorp: { inFlight: 1 } },
+        byTag: { 'kind=campaignApproved': 2 },
+      }),
+    ).toEqual({
+      items: [{ tags: own, metadata: own, headers: own }],
+      attributes: { ERROR_CODE: 'x', scheduleArn: 'y' },
+      by_tenant: { acmeCorp: { inFlight: 1 } },
+      by_tag: { 'kind=campaignApproved': 2 },
+    });
+  });
+
+  it('is what every command prints with --json: the sinks apply it to each document', () => {
+    const out = memoryOutput({ json: true });
+    out.data({ keyId: 'k', createdAt: 't' });
+    expect(out.documents).toEqual([{ key_id: 'k', created_at: 't' }]);
+  });
+
+  it('shapes an error as a problem inside "error", with the exit code in place of an HTTP status', () => {
+    expect(errorDocument('failed', 'no message abc', EXIT.failed)).toEqual({
+      error: {
+        type: 'urn:postdate:cli:failed',
+        title: 'The command failed',
+        detail: 'no message abc',
+        exit_code: 1,
+      },
+    });
+  });
+});
+
+describe('errors in --json mode', () => {
+  it('a failed command prints one JSON error document on stdout, the line on stderr, and exits 1', async () => {
+    const { tableName } = await freshTable();
+    const result = await postdate(['--json', '--table', tableName, 'messages', 'show', 'nosuchmessage'], {
+      AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+      AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      AWS_REGION: 'us-east-1',
+    });
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stdout)).toEqual({
+      error: {
+        type: 'urn:postdate:cli:failed',
+        title: 'The command failed',
+        detail: 'no message nosuchmessage',
+        exit_code: 1,
+      },
+    });
+    expect(result.stderr).toContain('postdate: no message nosuchmessage');
+  }, 60_000);
+
+  it('a usage error (an unknown option) is a JSON document too, exit code 2', async () => {
+    const result = await postdate(['--json', 'dlq', 'show', '--frobnicate']);
+    expect(result.code).toBe(2);
+    const document = JSON.parse(result.stdout) as {
+      error: { type: string; detail: string; exit_code: number };
+    };
+    expect(document.error).toMatchObject({ type: 'urn:postdate:cli:usage', exit_code: 2 });
+    expect(document.error.detail).toContain('--frobnicate');
+  }, 60_000);
+
+  it('a stack that does not answer: exit 3, type unreachable', async () => {
+    const result = await postdate(['--json', '--local', 'messages', 'list'], {
+      AWS_ENDPOINT_URL_DYNAMODB: 'http://127.0.0.1:9',
+      AWS_ENDPOINT_URL_SQS: 'http://127.0.0.1:9',
+    });
+    expect(result.code).toBe(3);
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      error: { type: 'urn:postdate:cli:unreachable', exit_code: 3 },
+    });
+  }, 60_000);
+});

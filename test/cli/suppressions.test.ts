@@ -1,0 +1,178 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { memoryOutput } from '../../cli/output.js';
+import {
+  type SuppressionsDeps,
+  suppressionsAdd,
+  suppressionsDeps,
+  suppressionsList,
+  suppressionsRemove,
+} from '../../cli/suppressionsCommands.js';
+import { DynamoSuppressionList } from '../../lambdas/store/suppressionList.js';
+import { documentClient, freshTable } from '../support/awsLocal.js';
+
+/** `postdate suppressions list | add | remove` (DESIGN §6, §12), on DynamoDB Local. */
+
+let deps: SuppressionsDeps;
+let tableName: string;
+const clock = new Date('2026-12-01T10:00:00.000Z');
+
+beforeAll(async () => {
+  ({ tableName } = await freshTable('cli'));
+  deps = suppressionsDeps(documentClient(), tableName, () => clock);
+});
+
+describe('postdate suppressions', () => {
+  it('adds an address normalised, lists it, and removes it', async () => {
+    const out = memoryOutput();
+    const added = await suppressionsAdd(deps, { tenant: 'acme', address: 'Ada@Example.com' }, out);
+    expect(added).toEqual({
+      address: 'ada@example.com',
+      reason: 'manual',
+      message_id: null,
+      created_at: clock.toISOString(),
+    });
+    expect(out.text()).toContain('suppressed ada@example.com for tenant acme');
+    await suppressionsAdd(
+      deps,
+      { tenant: 'acme', address: 'bob@example.com', reason: 'complaint' },
+      memoryOutput(),
+    );
+
+    const listed = memoryOutput();
+    const report = await suppressionsList(deps, { tenant: 'acme', limit: 50 }, listed);
+    expect(report.items.map((entry) => [entry.address, entry.reason])).toEqual([
+      ['ada@example.com', 'manual'],
+      ['bob@example.com', 'complaint'],
+    ]);
+    expect(listed.text()).toMatch(/ADDRESS\s+REASON/);
+
+    const removed = await suppressionsRemove(
+      deps,
+      { tenant: 'acme', address: 'ADA@example.com' },
+      memoryOutput(),
+    );
+    expect(removed.address).toBe('ada@example.com');
+    expect(
+      await new DynamoSuppressionList(documentClient(), tableName).suppressedAmong('acme', [
+        'ada@example.com',
+      ]),
+    ).toEqual(new Set());
+  });
+
+  it('pages with --limit and --after, or reads everything with --all', async () => {
+    for (let i = 0; i < 7; i++) {
+      await suppressionsAdd(deps, { tenant: 'paged', address: `p${i}@example.org` }, memoryOutput());
+    }
+    const first = await suppressionsList(deps, { tenant: 'paged', limit: 3 }, memoryOutput());
+    expect(first.items.map((entry) => entry.address)).toEqual([
+      'p0@example.org',
+      'p1@example.org',
+      'p2@example.org',
+    ]);
+    expect(first.next).toBe('p2@example.org');
+    const second = await suppressionsList(
+      deps,
+      { tenant: 'paged', limit: 3, after: first.next ?? '' },
+      memoryOutput(),
+    );
+    expect(second.items[0]?.address).toBe('p3@example.org');
+    const all = await suppressionsList(
+      deps,
+      { tenant: 'paged', limit: 3, all: true },
+      memoryOutput({ json: true }),
+    );
+    expect(all.items).toHaveLength(7);
+    expect(all.next).toBeNull();
+  });
+
+  it('refuses a bad address, tenant or reason as usage (exit 2), and an absent address as a failure (exit 1)', async () => {
+    await expect(
+      suppressionsAdd(deps, { tenant: 'acme', address: 'nobody' }, memoryOutput()),
+    ).rejects.toMatchObject({
+      name: 'UsageError',
+      exitCode: 2,
+    });
+    await expect(
+      suppressionsAdd(deps, { tenant: 'Not A Tenant', address: 'a@example.com' }, memoryOutput()),
+    ).rejects.toMatchObject({ exitCode: 2 });
+    await expect(
+      suppressionsAdd(deps, { tenant: 'acme', address: 'a@example.com', reason: 'spam' }, memoryOutput()),
+    ).rejects.toMatchObject({
+      exitCode: 2,
+      message: expect.stringContaining('hard_bounce, complaint, manual'),
+    });
+    await expect(
+      suppressionsRemove(deps, { tenant: 'acme', address: 'never@example.com' }, memoryOutput()),
+    ).rejects.toMatchObject({ name: 'CliError', exitCode: 1 });
+  });
+
+  it('keeps tenants apart', async () => {
+    await suppressionsAdd(deps, { tenant: 'one', address: 'shared@example.com' }, memoryOutput());
+    expect((await suppressionsList(deps, { tenant: 'two', limit: 50 }, memoryOutput())).items).toEqual([]);
+    await expect(
+      suppressionsRemove(deps, { tenant: 'two', address: 'shared@example.com' }, memoryOutput()),
+    ).rejects.toMatchObject({ exitCode: 1 });
+  });
+});
+
+const run = promisify(execFile);
+
+/** The real entry through the bin shim, against the emulators of this test run; never rejects. */
+async function postdate(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, ['cli/postdate.mjs', ...args], {
+      env: {
+        ...process.env,
+        NO_COLOR: '1',
+        AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+        AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
+      },
+      timeout: 60_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: number; stdout?: string; stderr?: string };
+    return {
+      code: typeof failed.code === 'number' ? failed.code : -1,
+      stdout: failed.stdout ?? '',
+      stderr: failed.stderr ?? '',
+    };
+  }
+}
+
+describe('postdate suppressions, through the entry point against the local target', () => {
+  it('adds, lists and removes for the local tenant by default', async () => {
+    const local = ['--local', '--table', tableName];
+    const added = await postdate([
+      ...local,
+      '--json',
+      'suppressions',
+      'add',
+      'Eve@Example.net',
+      '--reason',
+      'complaint',
+    ]);
+    expect(added.stderr).toBe('');
+    expect(added.code).toBe(0);
+    expect(JSON.parse(added.stdout)).toMatchObject({ address: 'eve@example.net', reason: 'complaint' });
+
+    const listed = await postdate([...local, '--json', 'suppressions', 'list']);
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout)).toMatchObject({
+      tenant: 'local',
+      items: [{ address: 'eve@example.net', reason: 'complaint', message_id: null }],
+      next: null,
+    });
+
+    const removed = await postdate([...local, 'suppressions', 'remove', 'eve@example.net']);
+    expect(removed).toMatchObject({ code: 0 });
+    expect(removed.stdout).toContain('removed eve@example.net');
+    const absent = await postdate([...local, 'suppressions', 'remove', 'eve@example.net']);
+    expect(absent.code).toBe(1);
+    expect(absent.stderr).toContain('is not on the suppression list of tenant local');
+    const bad = await postdate([...local, 'suppressions', 'add', 'not-an-address']);
+    expect(bad.code).toBe(2);
+  }, 120_000);
+});

@@ -1,0 +1,174 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  pendingPositions,
+  progressAfter,
+  type RecipientProgress,
+  recipientCounts,
+  screenRecipients,
+} from '../../lambdas/core/recipients.js';
+import {
+  isHardBounce,
+  suppressionKey,
+  validateSuppressionAddress,
+  validateSuppressionRequest,
+} from '../../lambdas/core/suppressions.js';
+
+/** DESIGN §12: normalised addresses, the refusals that add one, and what the list makes of a message. */
+
+describe('suppressed addresses', () => {
+  it('are stored normalised: the addr-spec, lower-cased (domain and local part)', () => {
+    expect(suppressionKey('Ada Lovelace <Ada@Example.COM>')).toBe('ada@example.com');
+    expect(suppressionKey('"Lovelace, Ada" <ADA@example.com>')).toBe('ada@example.com');
+    expect(suppressionKey('not an address')).toBeUndefined();
+    expect(validateSuppressionAddress('Bob@Example.Net')).toEqual({ ok: true, value: 'bob@example.net' });
+  });
+
+  it('refuse a bad address, naming the field `address`, without echoing it', () => {
+    for (const bad of ['', 'nobody', 'a@b', 'Ada <ada@example.com>', ' ada@example.com', 'a\r\n@x.com']) {
+      const result = validateSuppressionAddress(bad);
+      expect(result.ok, JSON.stringify(bad)).toBe(false);
+      if (!result.ok) {
+        expect(result.errors).toHaveLength(1);
+        expect(result.errors[0]?.field).toBe('address');
+        if (bad.length > 3) expect(result.errors[0]?.message).not.toContain(bad.trim());
+      }
+    }
+  });
+
+  it('take a PUT body with an optional known reason and nothing else', () => {
+    expect(validateSuppressionRequest(undefined)).toEqual({ ok: true, value: { reason: 'manual' } });
+    expect(validateSuppressionRequest({})).toEqual({ ok: true, value: { reason: 'manual' } });
+    expect(validateSuppressionRequest({ reason: 'complaint' })).toEqual({
+      ok: true,
+      value: { reason: 'complaint' },
+    });
+    const bad = validateSuppressionRequest({ reason: 'spam' });
+    expect(bad.ok || bad.errors.map((error) => error.field)).toEqual(['/reason']);
+    const unknown = validateSuppressionRequest({ reason: 'manual', note: 'x' });
+    expect(unknown.ok || unknown.errors.map((error) => error.field)).toEqual(['/note']);
+    const notObject = validateSuppressionRequest([]);
+    expect(notObject.ok).toBe(false);
+  });
+});
+
+describe('hard bounces', () => {
+  it('are the permanent refusals with an enhanced code 5.1.x', () => {
+    for (const code of ['5.1.1', '5.1.2', '5.1.3', '5.1.6', '5.1.10']) {
+      expect(isHardBounce({ permanent: true, enhancedCode: code }), code).toBe(true);
+    }
+    for (const code of ['5.7.1', '5.2.2', '5.4.1', '5.0.0', '4.1.1', '5.1', '5.11.1', null]) {
+      expect(isHardBounce({ permanent: true, enhancedCode: code }), String(code)).toBe(false);
+    }
+    expect(isHardBounce({ permanent: false, enhancedCode: '5.1.1' })).toBe(false);
+  });
+});
+
+describe('screening a claimed message against the list', () => {
+  const none: RecipientProgress = { accepted: [], rejected: [] };
+
+  it('leaves the suppressed out of the envelope and sends to the rest', () => {
+    expect(screenRecipients(3, none, [1])).toEqual({
+      kind: 'send',
+      progress: { accepted: [], rejected: [], suppressed: [1] },
+      envelope: [0, 2],
+    });
+  });
+
+  it('ends a message whose every recipient is suppressed as suppressed', () => {
+    expect(screenRecipients(2, none, [1, 0])).toEqual({
+      kind: 'settle',
+      to: 'suppressed',
+      progress: { accepted: [], rejected: [], suppressed: [0, 1] },
+    });
+  });
+
+  it('ends it as an attempt would have when the pending rest is suppressed', () => {
+    expect(screenRecipients(2, { accepted: [0], rejected: [] }, [1])).toMatchObject({
+      kind: 'settle',
+      to: 'sent',
+    });
+    expect(screenRecipients(2, { accepted: [], rejected: [0] }, [1])).toMatchObject({
+      kind: 'settle',
+      to: 'failed',
+    });
+  });
+
+  it('changes nothing when nobody pending is on the list (settled positions are not screened again)', () => {
+    const progress = { accepted: [0], rejected: [1] };
+    expect(screenRecipients(3, progress, [0, 1])).toEqual({ kind: 'send', progress, envelope: [2] });
+  });
+
+  const arbitraryCase = fc
+    .integer({ min: 1, max: 12 })
+    .chain((total) =>
+      fc.record({
+        total: fc.constant(total),
+        settled: fc.array(fc.constantFrom('pending', 'accepted', 'rejected', 'suppressed'), {
+          minLength: total,
+          maxLength: total,
+        }),
+        listed: fc.subarray(Array.from({ length: total }, (_, i) => i)),
+      }),
+    )
+    .map(({ total, settled, listed }) => {
+      const at = (kind: string) => settled.flatMap((value, i) => (value === kind ? [i] : []));
+      const suppressed = at('suppressed');
+      const progress: RecipientProgress = {
+        accepted: at('accepted'),
+        rejected: at('rejected'),
+        ...(suppressed.length > 0 ? { suppressed } : {}),
+      };
+      return { total, progress, listed };
+    });
+
+  it('never puts a listed recipient in the envelope, never unsettles anyone, and counts every recipient once', () => {
+    fc.assert(
+      fc.property(arbitraryCase, ({ total, progress, listed }) => {
+        const screening = screenRecipients(total, progress, listed);
+        const pendingBefore = pendingPositions(total, progress);
+        const after = screening.progress;
+        // Settled positions stay settled as they were.
+        expect(after.accepted).toEqual(progress.accepted);
+        expect(after.rejected).toEqual(progress.rejected);
+        for (const position of progress.suppressed ?? []) expect(after.suppressed).toContain(position);
+        // Newly suppressed: exactly the pending ones on the list.
+        const newly = (after.suppressed ?? []).filter((p) => !(progress.suppressed ?? []).includes(p));
+        expect(newly).toEqual(pendingBefore.filter((p) => listed.includes(p)));
+        const counts = recipientCounts(total, after);
+        expect(counts.accepted + counts.rejected + counts.suppressed + counts.pending).toBe(total);
+        if (screening.kind === 'send') {
+          expect(screening.envelope).toEqual(pendingPositions(total, after));
+          for (const position of screening.envelope) expect(listed).not.toContain(position);
+          // Nobody newly suppressed: the message goes on exactly as it would have without a list.
+          if (newly.length === 0) expect(screening.progress).toBe(progress);
+          else expect(screening.envelope.length).toBeGreaterThan(0);
+        } else {
+          expect(pendingPositions(total, after)).toEqual([]);
+          expect(newly.length).toBeGreaterThan(0);
+          const expected =
+            after.accepted.length > 0 ? 'sent' : after.rejected.length > 0 ? 'failed' : 'suppressed';
+          expect(screening.to).toBe(expected);
+        }
+      }),
+    );
+  });
+
+  it('keeps the suppressed through the outcome of the attempt that follows', () => {
+    fc.assert(
+      fc.property(arbitraryCase, fc.boolean(), ({ total, progress, listed }, delivered) => {
+        const screening = screenRecipients(total, progress, listed);
+        if (screening.kind !== 'send') return;
+        const after = progressAfter(screening.progress, {
+          attempted: screening.envelope,
+          delivered,
+          refused: [],
+          allRefused: !delivered,
+        });
+        expect(after.suppressed ?? []).toEqual(screening.progress.suppressed ?? []);
+        const counts = recipientCounts(total, after);
+        expect(counts.accepted + counts.rejected + counts.suppressed + counts.pending).toBe(total);
+      }),
+    );
+  });
+});

@@ -1,0 +1,87 @@
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+
+/**
+ * `npm start`'s default log mode end to end (issue 17 §4: "request logs drown the banner"): the
+ * banner is the last thing printed at start, and a request then adds one short line per function
+ * log entry — the api's in-process line and the relay's and sender's from their worker sandboxes —
+ * and no Powertools JSON line.
+ */
+
+async function eventually<T>(probe: () => T | undefined, withinMs: number): Promise<T> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`nothing after ${withinMs} ms`);
+    await sleep(100);
+  }
+}
+
+describe('npm start with POSTDATE_LOG unset (pretty)', () => {
+  let child: ChildProcessWithoutNullStreams | undefined;
+
+  afterAll(async () => {
+    if (child && child.exitCode === null) {
+      const exited = new Promise((resolve) => child?.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
+  });
+
+  it('keeps the banner last at start, then prints one short line per log entry and no JSON', async () => {
+    const ports = [
+      'PORT',
+      'DYNAMODB_PORT',
+      'SQS_PORT',
+      'SCHEDULER_PORT',
+      'SMTP_SINK_PORT',
+      'MAIL_VIEWER_PORT',
+    ];
+    const env: NodeJS.ProcessEnv = { ...process.env, POSTDATE_API_KEY: 'pd_pretty-log-spec-key' };
+    for (const port of ports) env[`POSTDATE_${port}`] = '0';
+    delete env.POSTDATE_LOG;
+    delete env.POWERTOOLS_LOG_LEVEL;
+    child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], { env, stdio: 'pipe' });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.resume();
+
+    await eventually(() => (stdout.includes('Ctrl-C stops everything.') ? true : undefined), 150_000);
+    // At start, the functions logged (the sweep, the readiness request) but nothing of it shows.
+    const beforeBanner = stdout.slice(0, stdout.indexOf('Postdate local stack ready'));
+    expect(beforeBanner).not.toMatch(/^\d\d:\d\d:\d\d |^\{/m);
+    const apiUrl = stdout.match(/API {10}(http:\/\/127\.0\.0\.1:\d+)/)?.[1];
+    expect(apiUrl).toBeDefined();
+
+    const response = await fetch(`${apiUrl}/v1/messages`, {
+      method: 'POST',
+      headers: {
+        authorization: 'Bearer pd_pretty-log-spec-key',
+        'content-type': 'application/json',
+        'idempotency-key': 'pretty-log-1',
+      },
+      body: JSON.stringify({ to: ['ada@example.com'], subject: 'Pretty', text: 'Short lines.' }),
+    });
+    expect(response.status).toBe(202);
+    const sinceBanner = () => stdout.slice(stdout.indexOf('Ctrl-C stops everything.'));
+    await eventually(
+      () => (/ sender +sender recorded an outcome .* sent/.test(sinceBanner()) ? true : undefined),
+      60_000,
+    );
+
+    const lines = sinceBanner()
+      .split('\n')
+      .slice(1)
+      .filter((line) => line !== '');
+    expect(lines.some((line) => /^\d\d:\d\d:\d\d api +request enqueue tenant=local 202 /.test(line))).toBe(
+      true,
+    );
+    expect(lines.some((line) => /^\d\d:\d\d:\d\d relay /.test(line))).toBe(true);
+    expect(lines.filter((line) => line.startsWith('{'))).toEqual([]);
+    for (const line of lines) expect(line.length).toBeLessThanOrEqual(160);
+  }, 240_000);
+});

@@ -1,0 +1,152 @@
+import { existsSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../lambdas/core/config.js';
+import { type LocalStack, startLocalStack } from '../../local/localStack.js';
+import { type MaildevViewer, startMaildevViewer } from '../../local/smtp/maildevViewer.js';
+
+/**
+ * The mail viewer of `npm start` (DESIGN §7, issue 17 §4) seen as a developer sees it: a message
+ * goes through the whole local stack (API → relay → queue → sender → SMTP) to MailDev, reached as a
+ * relay through SMTP_HOST/SMTP_PORT exactly as local/start.ts wires it, and a real Chromium (Debian's
+ * package, headless) opens the page and finds its subject, its rendered HTML, its text and search.
+ */
+
+const API_KEY = 'pd_viewer-spec-key-0001';
+const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
+
+/** A Chromium on this machine: CHROMIUM_PATH, or where Debian and others install it. */
+function findChromium(): string | undefined {
+  const candidates = [
+    process.env.CHROMIUM_PATH,
+    '/usr/bin/chromium',
+    '/usr/bin/chromium-browser',
+    '/usr/bin/google-chrome',
+    '/usr/bin/google-chrome-stable',
+  ];
+  return candidates.find((path): path is string => path !== undefined && path !== '' && existsSync(path));
+}
+
+const chromiumPath = findChromium();
+// CI installs chromium (.ci/run): there a missing binary is a failure, never a silent skip.
+const skipReason =
+  chromiumPath === undefined && process.env.CI !== 'true'
+    ? 'no chromium binary (apt-get install -y chromium, or set CHROMIUM_PATH)'
+    : undefined;
+
+async function eventually<T>(probe: () => Promise<T | undefined>, withinMs: number): Promise<T> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`nothing after ${withinMs} ms`);
+    await sleep(100);
+  }
+}
+
+interface MaildevEmail {
+  readonly id: string;
+  readonly subject: string;
+}
+
+describe.skipIf(skipReason !== undefined)(
+  `the mail viewer in a real browser${skipReason ? ` (skipped: ${skipReason})` : ''}`,
+  () => {
+    let viewer: MaildevViewer;
+    let stack: LocalStack;
+    let browser: Browser;
+    let page: Page;
+    const subject = `Your order ${Date.now()} shipped`;
+    const otherSubject = `Invoice ${Date.now()} ready`;
+
+    async function enqueue(key: string, body: Record<string, unknown>): Promise<number> {
+      const response = await fetch(`${stack.apiUrl}/v1/messages`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${API_KEY}`,
+          'content-type': 'application/json',
+          'idempotency-key': key,
+        },
+        body: JSON.stringify({ to: ['ada@example.com'], from: 'postdate@postdate.local', ...body }),
+      });
+      await response.arrayBuffer();
+      return response.status;
+    }
+
+    beforeAll(async () => {
+      if (chromiumPath === undefined) throw new Error('CI=true but no chromium binary: .ci/run installs it');
+      viewer = await startMaildevViewer({ smtpPort: 0, webPort: 0, host: '127.0.0.1' });
+      const config = loadConfig(
+        { POSTDATE_API_KEY: API_KEY, SMTP_HOST: viewer.smtpHost, SMTP_PORT: String(viewer.smtpPort) },
+        'local',
+      );
+      stack = await startLocalStack({
+        config,
+        ports: FREE_PORTS,
+        quiet: true,
+        externalViewer: { smtpPort: viewer.smtpPort, url: viewer.url },
+      });
+      browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
+      page = await browser.newPage();
+    }, 120_000);
+
+    afterAll(async () => {
+      await browser?.close();
+      await stack?.stop();
+      await viewer?.stop();
+    });
+
+    it('is part of the readiness: GET /health probes its SMTP greeting and its page', async () => {
+      expect((await stack.readiness()).parts).toMatchObject({ smtp: 'up', mailViewer: 'up' });
+      expect((await fetch(`${stack.apiUrl}/health`)).status).toBe(200);
+    });
+
+    it('shows a message sent through the stack: its subject, its HTML rendered, its text', async () => {
+      expect(
+        await enqueue(`viewer-${subject}`, {
+          subject,
+          text: 'It is on its way (plain text part).',
+          html: '<h1 id="title">Shipped</h1><p>Your parcel is <strong id="state">on its way</strong>.</p>',
+        }),
+      ).toBe(202);
+      expect(
+        await enqueue(`viewer-${otherSubject}`, { subject: otherSubject, text: 'Invoice attached.' }),
+      ).toBe(202);
+      // The sender delivered both to MailDev (its REST API is what the page reads too).
+      await eventually(async () => {
+        const emails = (await (await fetch(`${viewer.url}/api/email`)).json()) as MaildevEmail[];
+        return emails.length >= 2 ? emails : undefined;
+      }, 60_000);
+
+      await page.goto(`${viewer.url}/`);
+      await page.getByText(subject).first().click();
+      // The subject heads the message; the HTML part is rendered (elements, not source) in its frame.
+      await expect
+        .poll(() => page.getByRole('heading', { name: subject }).count(), { timeout: 10_000 })
+        .toBe(1);
+      const html = page.frameLocator('iframe').first();
+      await expect.poll(() => html.locator('#state').textContent(), { timeout: 10_000 }).toBe('on its way');
+      expect(await html.locator('h1#title').textContent()).toBe('Shipped');
+      // Rendered, not shown as source: no tag is visible as text anywhere on the page.
+      expect(await page.locator('body').textContent()).not.toContain('<strong');
+
+      await page
+        .getByRole('tab', { name: 'Plain Text' })
+        .or(page.getByText('Plain Text', { exact: true }))
+        .first()
+        .click();
+      await expect
+        .poll(() => page.getByText('It is on its way (plain text part).').count(), { timeout: 10_000 })
+        .toBeGreaterThan(0);
+    }, 90_000);
+
+    it('finds a message by searching its subject', async () => {
+      await page.goto(`${viewer.url}/`);
+      await expect.poll(() => page.getByText(otherSubject).count(), { timeout: 10_000 }).toBeGreaterThan(0);
+      await page.getByPlaceholder(/search/i).fill('Invoice');
+      await expect.poll(() => page.getByText(subject).count(), { timeout: 10_000 }).toBe(0);
+      expect(await page.getByText(otherSubject).count()).toBeGreaterThan(0);
+    }, 30_000);
+  },
+);

@@ -1,0 +1,176 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { messageView } from '../../lambdas/api/messageView.js';
+import { SUPPRESSION_REASON } from '../../lambdas/core/suppressions.js';
+import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
+import { DynamoSuppressionList } from '../../lambdas/store/suppressionList.js';
+import { TENANT } from './records.js';
+import { createSenderRig, type SenderWorld, startSenderWorld, storeWith } from './senderHarness.js';
+
+/**
+ * DESIGN §12 at send time: a recipient refused at RCPT TO with a 5.1.x joins the tenant's list (reason
+ * hard_bounce, the message's id) and the next message to it leaves it out; other permanent refusals do
+ * not add anything; suppressed recipients are left out of the envelope and counted; a message whose
+ * every recipient is suppressed ends `suppressed` without an SMTP transaction.
+ */
+
+describe('the sender and the suppression list', () => {
+  let world: SenderWorld;
+  let list: DynamoSuppressionList;
+  beforeAll(async () => {
+    world = await startSenderWorld();
+    list = new DynamoSuppressionList(world.documents, world.tableName);
+  });
+  afterAll(async () => {
+    await world.close();
+  });
+
+  it('adds a recipient refused with 5.1.1 and leaves it out of the next message, which ends suppressed without a transaction', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script({ rcptTo: { code: 550, message: '5.1.1 <gone@example.org>: User unknown' } });
+    const first = await rig.putMessage({ to: ['Gone <gone@Example.ORG>'] });
+    await rig.dispatch(first);
+    await rig.deliverNext();
+    expect(await rig.state(first.id)).toMatchObject({ status: 'failed', rcpt_rejected: [0] });
+    const page = await list.list(TENANT, { limit: 10, after: null });
+    expect(page.items).toEqual([
+      expect.objectContaining({
+        address: 'gone@example.org',
+        reason: SUPPRESSION_REASON.hardBounce,
+        message_id: first.id,
+      }),
+    ]);
+    expect(rig.metrics.of('SuppressionsAdded')).toBe(1);
+
+    world.smtp.script();
+    const transactionsBefore = world.smtp.transactions;
+    // Another spelling of the same mailbox: the list compares normalised addresses.
+    const second = await rig.putMessage({ to: ['GONE@example.org'] });
+    await rig.dispatch(second);
+    const { response } = await rig.deliverNext();
+    expect(response.batchItemFailures).toEqual([]);
+    const suppressed = await rig.state(second.id);
+    expect(suppressed).toMatchObject({
+      status: 'suppressed',
+      attempts: 0,
+      history: [],
+      rcpt_suppressed: [0],
+    });
+    expect(suppressed.expires_at).toBeGreaterThan(0);
+    expect(suppressed.due_pk).toBeUndefined();
+    expect(messageView({ ...suppressed, rcpt_total: 1 }, { withHistory: false }).recipients).toEqual({
+      accepted: 0,
+      pending: 0,
+      rejected: 0,
+      suppressed: 1,
+    });
+    // No SMTP transaction for it: the sink saw nothing.
+    expect(world.smtp.transactions).toBe(transactionsBefore);
+    expect(rig.received(second.id)).toEqual([]);
+    expect(rig.metrics.of('Suppressed')).toBe(1);
+    expect(rig.log.text()).not.toMatch(/gone@/i);
+  });
+
+  it('adds nothing for a permanent refusal that is not about the address (5.7.1 policy, 5.2.2 mailbox full)', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script({
+      rcptTo: (address) =>
+        address === 'policy@example.com'
+          ? { code: 550, message: '5.7.1 Relaying denied by policy' }
+          : { code: 552, message: '5.2.2 Mailbox full' },
+    });
+    const message = await rig.putMessage({ to: ['policy@example.com', 'full@example.com'] });
+    await rig.dispatch(message);
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'failed', rcpt_rejected: [0, 1] });
+    expect(await list.suppressedAmong(TENANT, ['policy@example.com', 'full@example.com'])).toEqual(new Set());
+    expect(rig.metrics.of('SuppressionsAdded')).toBe(0);
+  });
+
+  it('sends a partly suppressed message to the others and counts the suppressed one', async () => {
+    const rig = await createSenderRig(world);
+    await list.put({ tenant: TENANT, address: 'optout@example.net', reason: 'manual', now: new Date() });
+    world.smtp.script();
+    const message = await rig.putMessage({
+      to: ['ada@example.net'],
+      cc: ['Opt Out <OptOut@example.net>', 'bob@example.net'],
+    });
+    await rig.dispatch(message);
+    await rig.deliverNext();
+    const sent = await rig.state(message.id);
+    expect(sent).toMatchObject({
+      status: 'sent',
+      attempts: 1,
+      rcpt_accepted: [0, 2],
+      rcpt_rejected: [],
+      rcpt_suppressed: [1],
+    });
+    expect(messageView({ ...sent, rcpt_total: 3 }, { withHistory: false }).recipients).toEqual({
+      accepted: 2,
+      pending: 0,
+      rejected: 0,
+      suppressed: 1,
+    });
+    const copies = rig.received(message.id);
+    expect(copies.map((copy) => copy.to)).toEqual([['ada@example.net', 'bob@example.net']]);
+    expect(rig.metrics.of('SuppressedRecipients')).toBe(1);
+  });
+
+  it('ends a message sent to some recipients as sent, without another transaction, when the pending rest is suppressed before its retry', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script({
+      rcptTo: (address) =>
+        address === 'later@example.com' ? { code: 450, message: '4.2.1 Try again later' } : undefined,
+    });
+    const message = await rig.putMessage({ to: ['now@example.com', 'later@example.com'] });
+    await rig.dispatch(message);
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'retrying', rcpt_accepted: [0] });
+
+    await list.put({ tenant: TENANT, address: 'later@example.com', reason: 'complaint', now: new Date() });
+    const transactionsBefore = world.smtp.transactions;
+    await rig.deliverNext();
+    const done = await rig.state(message.id);
+    expect(done).toMatchObject({
+      status: 'sent',
+      attempts: 1,
+      rcpt_accepted: [0],
+      rcpt_suppressed: [1],
+      sent_at: done.history[0]?.at,
+    });
+    expect(world.smtp.transactions).toBe(transactionsBefore);
+  });
+
+  it('gives the claim back, without an attempt, when the list cannot be read', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script();
+    const real = new DynamoSenderStore(world.documents, world.tableName);
+    const unreadable = storeWith(real, {
+      suppressions: {
+        suppressedAmong: () => Promise.reject(new Error('throttled')),
+        addReported: (input) => real.suppressions.addReported(input),
+        put: (input) => real.suppressions.put(input),
+        remove: (tenant, address) => real.suppressions.remove(tenant, address),
+        list: (tenant, page) => real.suppressions.list(tenant, page),
+      },
+    });
+    const transactionsBefore = world.smtp.transactions;
+    const message = await rig.putMessage({ to: ['someone@example.com'] });
+    await rig.dispatch(message);
+    const records = await rig.receive({ waitSeconds: 3, max: 1 });
+    const response = await rig.run(records, rig.newHandler({ store: unreadable }));
+    expect(response.batchItemFailures).toHaveLength(1);
+    expect(await rig.state(message.id)).toMatchObject({ status: 'retrying', attempts: 0, history: [] });
+    expect(world.smtp.transactions).toBe(transactionsBefore);
+    expect(rig.metrics.of('Released')).toBe(1);
+  });
+
+  it("consults only the message's own tenant's list", async () => {
+    const rig = await createSenderRig(world);
+    await list.put({ tenant: 'tenant-b', address: 'shared@example.com', reason: 'manual', now: new Date() });
+    world.smtp.script();
+    const message = await rig.putMessage({ to: ['shared@example.com'] });
+    await rig.dispatch(message);
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'sent', rcpt_accepted: [0] });
+  });
+});
