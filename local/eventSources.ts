@@ -77,7 +77,7 @@ export function startEventSources(options: {
         streamArn: table.streamArn,
         queue: options.webhooks.queue,
         environment: options.webhooks.environment,
-        startingPosition: table.existed ? 'LATEST' : 'TRIM_HORIZON',
+        reusedTable: table.existed,
         log: prefixed('webhooks'),
       })
     : undefined;

@@ -1,4 +1,8 @@
-import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { SqsWebhookQueue } from '../lambdas/adapters/SqsWebhookQueue.js';
+import { loadResourceNames } from '../lambdas/core/config.js';
 import { wireEvents } from '../lambdas/events/handler.js';
 import type { Log } from '../lambdas/ports/Log.js';
 import { wireWebhookDelivery } from '../lambdas/webhooks/handler.js';
@@ -10,6 +14,7 @@ import {
 } from '../lib/webhookLayout.js';
 import { type SqsRunner, startSqsRunner } from './runners/sqsRunner.js';
 import { type StreamRunner, startStreamRunner } from './runners/streamRunner.js';
+import { requeuePendingDeliveries } from './webhookRecovery.js';
 
 /**
  * Events and webhooks on the local stack (DESIGN §11): the event producer behind the table's stream
@@ -62,7 +67,13 @@ export function startWebhookEventSources(options: {
   readonly queue: { readonly url: string; readonly arn: string };
   /** The stack's function environment (it names the table and the webhook queue). */
   readonly environment: Readonly<Record<string, string>>;
-  readonly startingPosition: 'TRIM_HORIZON' | 'LATEST';
+  /**
+   * A table found again in the data dir: the producer replays the stream from its oldest record
+   * (its runner's checkpoint died with the last process; the replay makes the same event ids and
+   * finds the deliveries already written), and the deliveries still pending are queued again (the
+   * SQS emulator lost their copies: local/webhookRecovery.ts).
+   */
+  readonly reusedTable: boolean;
   readonly log: (message: string, error?: unknown) => void;
 }): WebhookEventSources {
   const functionLog = (prefix: string): Log => ({
@@ -80,7 +91,7 @@ export function startWebhookEventSources(options: {
     maxAttempts: EVENTS_STREAM.retryAttempts,
     bisectOnError: true,
     filter: EVENTS_STREAM_FILTER,
-    startingPosition: options.startingPosition,
+    startingPosition: 'TRIM_HORIZON',
     log: (message, error) =>
       options.log(`events event source: ${message}${error ? `: ${String(error)}` : ''}`),
   });
@@ -95,6 +106,7 @@ export function startWebhookEventSources(options: {
     log: (message, error) =>
       options.log(`webhook event source: ${message}${error ? `: ${String(error)}` : ''}`),
   });
+  const recovery = options.reusedTable ? requeue(options) : Promise.resolve();
   return {
     events,
     delivery,
@@ -103,7 +115,33 @@ export function startWebhookEventSources(options: {
       { name: 'the webhook queue runner', stop: () => delivery.stop() },
     ],
     idle: async () => {
+      await recovery;
       await Promise.all([events.idle(), delivery.idle()]);
     },
   };
+}
+
+async function requeue(options: {
+  readonly dynamodbEndpoint: string;
+  readonly sqsEndpoint: string;
+  readonly queue: { readonly url: string };
+  readonly environment: Readonly<Record<string, string>>;
+  readonly log: (message: string, error?: unknown) => void;
+}): Promise<void> {
+  const common = { region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } };
+  const dynamodb = new DynamoDBClient({ ...common, endpoint: options.dynamodbEndpoint });
+  const sqs = new SQSClient({ ...common, endpoint: options.sqsEndpoint });
+  try {
+    const queued = await requeuePendingDeliveries(
+      DynamoDBDocumentClient.from(dynamodb),
+      loadResourceNames(options.environment).tableName,
+      new SqsWebhookQueue(sqs, options.queue.url),
+    );
+    if (queued > 0) options.log(`webhook recovery: ${queued} pending deliveries queued again`);
+  } catch (error) {
+    options.log('webhook recovery: the pending deliveries could not be queued again', error);
+  } finally {
+    dynamodb.destroy();
+    sqs.destroy();
+  }
 }
