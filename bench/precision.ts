@@ -4,6 +4,7 @@ import { startBenchStack } from './benchStack.js';
 import { measureLateness, precisionSetup, STAGGER_MS } from './lateness.js';
 import { postdateTarget } from './mailTarget.js';
 import { round, type Spread, spread } from './stats.js';
+import { startWebhookLatencyProbe } from './webhookLatency.js';
 
 const GOAL_P99_MS = 500;
 const BODY_BYTES = 1024;
@@ -16,12 +17,17 @@ const BODY_BYTES = 1024;
  * Time compression: the production thresholds (15 min direct to SQS, 90 s schedule lead) are
  * scaled down through the same variables the Lambdas read, so every code path runs in seconds
  * (lateness.ts, precisionSetup).
+ *
+ * Beside it, in the same run: the webhook latency (bench/webhookLatency.ts), the time from each status
+ * change of these messages (`message.scheduled` at acceptance, `message.sent`) to its webhook's
+ * arrival at a receiver subscribed to the local tenant.
  */
 export async function precision(options: BenchOptions): Promise<BenchResult> {
   const started = Date.now();
   const setup = precisionSetup(options.quick);
   const { cases, perCase, directMax, lead } = setup;
   const stack = await startBenchStack(setup.env);
+  const webhooks = await startWebhookLatencyProbe(stack);
   try {
     // Every message is enqueued at its own moment with its case's delay (`delay_seconds`, none for
     // 0 s), so the relay sees exactly that much time left and takes the case's path.
@@ -54,6 +60,25 @@ export async function precision(options: BenchOptions): Promise<BenchResult> {
     options.log(
       `  baseline setTimeout            p50 ${round(baseline.p50, 1)} ms  p99 ${round(baseline.p99, 1)} ms  max ${round(baseline.max, 1)} ms`,
     );
+
+    // The last sends' events are still on their way: wait for the `message.sent` of every message
+    // (the warm-up's too: they are in the figures, a few early events among many).
+    const messages = run.perCase.reduce((sum, lateness) => sum + lateness.length, 0);
+    await webhooks.waitForSent(messages, 60_000);
+    const latency = webhooks.spreads();
+    for (const [type, s] of [['every event', latency.all] as const, ...Object.entries(latency.byType)]) {
+      options.log(
+        `  webhook ${type.padEnd(20)} status change → arrival p50 ${round(s.p50, 0)} ms  p99 ${round(s.p99, 0)} ms  max ${round(s.max, 0)} ms  (${s.n} events)`,
+      );
+    }
+    rows.push({
+      metric: `webhook latency, status change → arrival p99 (p50 ${round(latency.all.p50, 0)}, max ${round(latency.all.max, 0)}; ${latency.all.n} events)`,
+      value: round(latency.all.p99, 0),
+      unit: 'ms',
+      baseline: { label: 'setTimeout p99', value: round(baseline.p99, 1) },
+      comparison: { kind: 'ratio', value: round(latency.all.p99 / Math.max(baseline.p99, 1), 1) },
+      note: `${webhooks.arrived('message.sent')} of ${webhooks.arrived('message.scheduled')} sent events arrived (${messages} measured messages and the warm-up's); ${webhooks.unverified()} unverified`,
+    });
     return {
       name: 'precision',
       title: `Scheduling precision: lateness at the SMTP sink (${perCase} messages per path; D=${directMax} s, lead ${lead} s)`,
@@ -64,10 +89,12 @@ export async function precision(options: BenchOptions): Promise<BenchResult> {
         staggerMs: STAGGER_MS,
         baselineSetTimeout: baseline,
         paths: perPath,
+        webhookLatency: latency,
       },
       seconds: (Date.now() - started) / 1000,
     };
   } finally {
+    await webhooks.close();
     await stack.stop();
   }
 }

@@ -7,6 +7,8 @@ import { datedBody, type PlannedMessage } from './workload.js';
 /** A message the API accepted, and what the client was told about it since. */
 export interface TrackedMessage {
   readonly planned: PlannedMessage;
+  /** The tenant whose key enqueued it (and made every later call about it). */
+  readonly tenant: string;
   /** Which stack process answered the enqueue (and the follow-up), with what, when (for the report). */
   acceptedBy: string;
   /** When the message is due, from the enqueue's answer (ms). */
@@ -14,6 +16,12 @@ export interface TrackedMessage {
   id: string;
   rev: number;
   expectedFate: ExpectedFate;
+}
+
+/** A tenant of the run: its name, and its API key (none: the key the stack seeds, tenant `local`). */
+export interface ChaosTenant {
+  readonly name: string;
+  readonly apiKey?: string;
 }
 
 /** The client's side of the report: replays, cancels, reschedules and group raises, and how they went. */
@@ -50,18 +58,43 @@ export class ChaosClient {
     expiringRefused: 0,
   };
 
+  /**
+   * @param tenants the tenants the messages are spread over, in turn by their index, each with its
+   *   API key; by default the one tenant of the key the stack seeds.
+   */
   constructor(
     private readonly stacks: CurrentStack,
     private readonly random: () => number,
+    private readonly tenants: readonly ChaosTenant[] = [{ name: 'local' }],
   ) {}
 
-  private call(method: string, path: string, body: unknown, headers: Record<string, string> = {}) {
-    return callApi(this.stacks, method, path, body, headers, this.counters);
+  private call(
+    tenant: string,
+    method: string,
+    path: string,
+    body: unknown,
+    headers: Record<string, string> = {},
+  ) {
+    const apiKey = this.tenants.find((candidate) => candidate.name === tenant)?.apiKey;
+    return callApi(
+      this.stacks,
+      method,
+      path,
+      body,
+      { ...(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }), ...headers },
+      this.counters,
+    );
+  }
+
+  private tenantOf(planned: PlannedMessage): string {
+    return this.tenants[planned.index % this.tenants.length]?.name ?? 'local';
   }
 
   /** One enqueue, by the message's idempotency key (a replay answers the original message). */
   private enqueue(planned: PlannedMessage): Promise<ApiAnswer> {
-    return this.call('POST', '/v1/messages', planned.body, { 'idempotency-key': planned.key });
+    return this.call(this.tenantOf(planned), 'POST', '/v1/messages', planned.body, {
+      'idempotency-key': planned.key,
+    });
   }
 
   /** Enqueues every planned message, `concurrency` at a time; `onAccepted` after each accepted one. */
@@ -81,6 +114,7 @@ export class ChaosClient {
         );
       const message: TrackedMessage = {
         planned,
+        tenant: this.tenantOf(planned),
         acceptedBy: `${answer.status} from stack process ${answer.pid} after ${answer.tries} tr${answer.tries === 1 ? 'y' : 'ies'} at ${new Date().toISOString()}`,
         sendAtMs: Date.parse(String(answer.body.send_at)),
         id: String(answer.body.id),
@@ -105,7 +139,7 @@ export class ChaosClient {
     const figures = this.figures;
     switch (message.planned.kind) {
       case 'cancel': {
-        const answer = await this.call('DELETE', `/v1/messages/${message.id}`, undefined);
+        const answer = await this.call(message.tenant, 'DELETE', `/v1/messages/${message.id}`, undefined);
         // A 409 saying `cancelled` is our own cancel: its first try landed and its answer was lost
         // to a kill, so the retry found it done (nobody else cancels in this run).
         const ours = answer.status === 409 && answer.body.current_status === 'cancelled';
@@ -117,7 +151,9 @@ export class ChaosClient {
       }
       case 'reschedule': {
         const sendAt = new Date(Date.now() + (2 + Math.floor(this.random() * 14)) * 1000).toISOString();
-        const answer = await this.call('PATCH', `/v1/messages/${message.id}`, { send_at: sendAt });
+        const answer = await this.call(message.tenant, 'PATCH', `/v1/messages/${message.id}`, {
+          send_at: sendAt,
+        });
         if (answer.status === 200) {
           message.rev = Number(answer.body.rev ?? message.rev + 1);
           figures.reschedulesAccepted += 1;
@@ -126,7 +162,9 @@ export class ChaosClient {
       }
       case 'supersede': {
         const group = message.planned.body.group as { key: string };
-        const answer = await this.call('PUT', `/v1/groups/${encodeURIComponent(group.key)}`, { version: 2 });
+        const answer = await this.call(message.tenant, 'PUT', `/v1/groups/${encodeURIComponent(group.key)}`, {
+          version: 2,
+        });
         if (answer.status !== 200) throw new Error(`PUT group answered ${answer.status}`);
         figures.groupsRaised += 1;
         message.acceptedBy += `; group raised by process ${answer.pid} at ${new Date().toISOString()}`;
@@ -150,7 +188,7 @@ export class ChaosClient {
   async finalViews(concurrency: number): Promise<Record<string, FinalView | null>> {
     const views: Record<string, FinalView | null> = {};
     await forEachConcurrently(this.tracked, concurrency, async (message) => {
-      const answer = await this.call('GET', `/v1/messages/${message.id}`, undefined);
+      const answer = await this.call(message.tenant, 'GET', `/v1/messages/${message.id}`, undefined);
       if (answer.status !== 200) {
         message.acceptedBy += `; final GET answered ${answer.status}; in the table: ${await itemsInTable(this.stacks, message.id)}`;
       }

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { ChaosTenant } from './client.js';
 import type { CurrentStack } from './currentStack.js';
 import type { SmtpMoment } from './smtpTap.js';
 import { describeStates, statesNow } from './stackStatus.js';
@@ -25,6 +26,8 @@ export interface KillContext {
   /** Messages the API accepted so far. */
   readonly enqueued: () => number;
   readonly finished: () => boolean;
+  /** The tenants whose messages are counted before a kill. @default the stack's own key's */
+  readonly tenants?: readonly ChaosTenant[];
 }
 
 /** The first stack's SMTP logins fail this long; a stack kill ends the phase. */
@@ -58,7 +61,7 @@ export async function killStacks(
     );
     figures.stackKills.push({
       atSeconds: (Date.now() - run.startedAt) / 1000,
-      statesBefore: await statesNow(stacks),
+      statesBefore: await statesNow(stacks, run.tenants),
     });
     await stacks.kill();
     await stacks.start();
@@ -68,7 +71,7 @@ export async function killStacks(
     if (run.finished()) return;
     // Wait (a little) until messages are in every non-final state, so that the kill lands
     // with some scheduled, some mid-send, some backing off and some sent.
-    let states = await statesNow(stacks);
+    let states = await statesNow(stacks, run.tenants);
     // A restarted sender cold-starts its sandboxes: give it time to have sent something. Every state
     // is waited for 20 s at most; something sent, longer (a loaded machine cold-starts slowly), since
     // a kill before any send would not test a kill mid-run.
@@ -78,7 +81,7 @@ export async function killStacks(
       (Date.now() < started + 90_000 && (states.sent ?? 0) === 0);
     while (!run.finished() && waiting()) {
       await sleep(200);
-      states = await statesNow(stacks);
+      states = await statesNow(stacks, run.tenants);
     }
     figures.stackKills.push({ atSeconds: (Date.now() - run.startedAt) / 1000, statesBefore: states });
     log(

@@ -7,6 +7,7 @@ import type { CurrentStack } from './currentStack.js';
 import type { KillFigures } from './kills.js';
 import type { CopyFigures } from './sqsCopies.js';
 import type { FaultLine } from './throttleMiddleware.js';
+import { checkWebhooks, formatWebhookReport, type WebhookCheckInput } from './webhookChecker.js';
 
 /** Everything the run recorded, for its report. */
 export interface ChaosRecords {
@@ -31,6 +32,8 @@ export interface ChaosRecords {
   readonly client: ClientFigures;
   readonly counters: ApiCounters;
   readonly input: CheckInput;
+  /** The webhook checker's input, when the run had webhook receivers. */
+  readonly webhooks?: WebhookCheckInput;
 }
 
 /**
@@ -44,7 +47,9 @@ export function emitChaosReport(
   reportPath: string,
   log: (line: string) => void,
 ): { readonly report: Record<string, unknown>; readonly exitCode: number } {
-  const { report, sends } = chaosReport(records);
+  const { report: base, sends } = chaosReport(records);
+  const webhooks = records.webhooks ? checkWebhooks(records.webhooks) : undefined;
+  const report = webhooks ? { ...base, webhooks: { result: webhooks, input: records.webhooks } } : base;
   const { faults } = report;
   const { copies, kills, totals } = records;
   log(
@@ -65,6 +70,10 @@ export function emitChaosReport(
     `Postdate chaos run (${records.messages} messages, seed ${records.seed})`,
     log,
   );
+  if (webhooks) {
+    log(formatWebhookReport(webhooks));
+    if (!webhooks.ok) exitCode = 1;
+  }
   const mismatches = records.client.replayMismatches.length;
   if (mismatches > 0) {
     log(`chaos: FAIL: ${mismatches} idempotent replays did not return the original message`);

@@ -48,6 +48,13 @@ async function main(argv: readonly string[]): Promise<number> {
     )
     .option('--scheduler-late-ms <n>', 'latest late firing, ms', '5000')
     .option('--sender-kills <n>', 'SIGKILLs of the sender process alone, at an SMTP moment', '4')
+    .option('--webhook-failure-rate <r>', 'fraction of webhook POSTs the receiver answers 500', '0.1')
+    .option(
+      '--webhook-stall-rate <r>',
+      'fraction of webhook POSTs the receiver stalls past the 10 s timeout',
+      '0.03',
+    )
+    .option('--webhook-deadline <seconds>', 'seconds to wait for the last events once all is terminal', '180')
     .option('--concurrency <n>', 'client requests in flight', '8')
     .option('--time-scale <x>', 'multiplies the delays of the workload', '1')
     .option(
@@ -86,6 +93,11 @@ async function main(argv: readonly string[]): Promise<number> {
     schedulerLateRate: Number(opts.schedulerLateRate),
     schedulerLateMs: Number(opts.schedulerLateMs),
     senderKills: Number(opts.senderKills),
+    webhooks: {
+      failureRate: Number(opts.webhookFailureRate),
+      stallRate: Number(opts.webhookStallRate),
+      deadlineSeconds: Number(opts.webhookDeadline),
+    },
     concurrency: Number(opts.concurrency),
     timeScale: Number(opts.timeScale),
     reportPath: String(opts.out),

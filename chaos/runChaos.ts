@@ -7,7 +7,7 @@ import { startRelayOutage } from '../local/smtp/relayOutage.js';
 import { compressedTime } from './chaosTiming.js';
 import { type CheckResult, checkRun } from './checker.js';
 import { checkerInput } from './checkerInput.js';
-import { ChaosClient } from './client.js';
+import { ChaosClient, type ChaosTenant } from './client.js';
 import { CurrentStack } from './currentStack.js';
 import { type KillContext, type KillFigures, killSenders, killStacks, type SmtpMomentHook } from './kills.js';
 import { emitChaosReport } from './report.js';
@@ -16,6 +16,9 @@ import { smtpScript } from './smtpFaultScript.js';
 import { startSmtpTap } from './smtpTap.js';
 import { type CopyFigures, sendExtraCopies } from './sqsCopies.js';
 import { nonTerminal } from './stackStatus.js';
+import { checkWebhooks, type WebhookCheckInput } from './webhookChecker.js';
+import { startWebhookReceiver, type WebhookReceiver } from './webhookReceiver.js';
+import { setUpWebhookTenants } from './webhookSetup.js';
 import { planWorkload } from './workload.js';
 
 /**
@@ -33,9 +36,15 @@ import { planWorkload } from './workload.js';
  * where the sweeper must recover what SQS (memory only) lost; and the local runner's own kill of a
  * sender invocation at its function timeout.
  *
+ * With `webhooks`, the messages are spread over two tenants, each with its endpoint on one real
+ * receiver (chaos/webhookReceiver.ts) that answers a seeded share of the POSTs 500 and lets another
+ * share stall past Postdate's 10 s attempt timeout (not compressed: the timeout is DESIGN §11's, not a
+ * setting); after the messages are terminal the run waits for the events still on their way.
+ *
  * The checker (chaos/checker.ts) reads only the harness's own record: the SMTP tap's transactions
  * joined with the relay's fault script, and the kill log (sender and stack SIGKILLs dealt here,
- * timeout kills reported by the stack and sender processes).
+ * timeout kills reported by the stack and sender processes). The webhook checker
+ * (chaos/webhookChecker.ts) reads the receiver's record beside what the clients observed.
  */
 
 export interface ChaosOptions {
@@ -84,6 +93,16 @@ export interface ChaosOptions {
    */
   readonly senderKills?: number;
   readonly concurrency: number;
+  /**
+   * A webhook receiver per tenant (two tenants): the share of POSTs it answers 500, the share it
+   * stalls past the 10 s timeout, and how long to wait for the last events once every message is
+   * terminal. Absent: no webhooks, one tenant.
+   */
+  readonly webhooks?: {
+    readonly failureRate: number;
+    readonly stallRate: number;
+    readonly deadlineSeconds: number;
+  };
   /** Multiplies the workload's delays (1: up to 40 s) and the sender's timing; the fast variant uses less. */
   readonly timeScale?: number;
   readonly reportPath: string;
@@ -165,7 +184,17 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
     senderKills > 0 ? () => ({ ...timingEnv, ...smtpEnv(), ...senderFaultEnv }) : undefined,
   );
 
-  const client = new ChaosClient(stacks, random);
+  // The receiver draws from its own sequence, so the workload and the fault script stay what the
+  // seed made them without webhooks.
+  const receiver: WebhookReceiver | undefined = options.webhooks
+    ? await startWebhookReceiver({
+        random: seededRandom(options.seed ^ 0x5eed),
+        failureRate: options.webhooks.failureRate,
+        stallRate: options.webhooks.stallRate,
+      })
+    : undefined;
+  let tenants: readonly ChaosTenant[] = [{ name: 'local' }];
+  let client = new ChaosClient(stacks, random, tenants);
   const copies: CopyFigures = { duplicateCopies: 0, staleCopies: 0 };
   const killFigures: KillFigures = { stackKills: [], senderKills: [], senderRestartFailures: 0 };
   let finished = false;
@@ -174,6 +203,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
     log(
       `chaos: stack up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s (${stack.endpoints.apiUrl}), ${options.messages} messages, seed ${options.seed}`,
     );
+    if (receiver) {
+      tenants = await setUpWebhookTenants(stacks, receiver);
+      client = new ChaosClient(stacks, random, tenants);
+      log(
+        `chaos: webhook endpoints of ${tenants.map((tenant) => tenant.name).join(', ')} on port ${receiver.port}`,
+      );
+    }
 
     const plans = planWorkload(options.messages, random, runId, scale);
     let enqueued = 0;
@@ -193,6 +229,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
       log,
       enqueued: () => enqueued,
       finished: () => finished,
+      tenants,
     };
     const stackKills = killStacks(
       killing,
@@ -233,10 +270,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
     await outagePhase;
 
     const deadline = Date.now() + options.deadlineSeconds * 1000;
-    let pending = await nonTerminal(stacks);
+    let pending = await nonTerminal(stacks, tenants);
     while (pending.length > 0 && Date.now() < deadline) {
       await sleep(2000);
-      pending = await nonTerminal(stacks);
+      pending = await nonTerminal(stacks, tenants);
       log(
         `chaos: not terminal yet: ${pending.join(', ') || 'none'} (${((Date.now() - startedAt) / 1000).toFixed(0)} s)`,
       );
@@ -247,6 +284,31 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
     await copying;
 
     const views = await client.finalViews(options.concurrency * 2);
+    let webhookInput: WebhookCheckInput | undefined;
+    if (receiver && options.webhooks) {
+      const input = (): WebhookCheckInput => ({
+        tenants: tenants.map((tenant) => tenant.name),
+        messages: client.tracked.map((message) => ({
+          id: message.id,
+          tenant: message.tenant,
+          finalStatus: views[message.id]?.status ?? null,
+          outcomes: (views[message.id]?.history ?? []).map((attempt) => attempt.outcome),
+        })),
+        received: [...receiver.received],
+      });
+      // Events are delivered after their status changes: wait for the last ones (retries included).
+      const waitStarted = Date.now();
+      const webhookDeadline = waitStarted + options.webhooks.deadlineSeconds * 1000;
+      let missing = checkWebhooks(input()).counts.missing;
+      while (missing > 0 && Date.now() < webhookDeadline) {
+        await sleep(500);
+        missing = checkWebhooks(input()).counts.missing;
+      }
+      log(
+        `chaos: webhooks: ${missing} status changes still missing after ${((Date.now() - waitStarted) / 1000).toFixed(1)} s of waiting`,
+      );
+      webhookInput = input();
+    }
     const totals = stacks.totals();
     await stacks.stop();
 
@@ -282,6 +344,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
         client: client.figures,
         counters: client.counters,
         input,
+        ...(webhookInput ? { webhooks: webhookInput } : {}),
       },
       options.reportPath,
       log,
@@ -291,6 +354,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
     finished = true;
     await stacks.kill().catch(() => undefined);
     await outage.close();
+    await receiver?.close();
     await tap.close();
     await smtp.close();
     rmSync(dataDir, { recursive: true, force: true });

@@ -2,6 +2,7 @@ import { DynamoDBClient, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { messagePk } from '../lambdas/store/messageRecord.js';
 import { KEY } from '../lambdas/store/tableLayout.js';
 import { callApi } from './callApi.js';
+import type { ChaosTenant } from './client.js';
 import type { CurrentStack } from './currentStack.js';
 
 /*
@@ -50,28 +51,56 @@ const NON_TERMINAL = ['scheduled', 'sending', 'retrying'] as const;
  * each: the wait only needs to know when none is left, and counting (a listing fans out over every
  * index shard for each page) every 2 s would load the stack it waits for.
  */
-export async function nonTerminal(stacks: CurrentStack): Promise<string[]> {
-  const left: string[] = [];
-  for (const status of NON_TERMINAL) {
-    const answer = await callApi(stacks, 'GET', `/v1/messages?status=${status}&limit=1`, undefined);
-    const items = Array.isArray(answer.body.items) ? answer.body.items.length : 0;
-    if (items > 0 || typeof answer.body.next_cursor === 'string') left.push(status);
+export async function nonTerminal(
+  stacks: CurrentStack,
+  tenants: readonly ChaosTenant[] = [{ name: 'local' }],
+): Promise<string[]> {
+  const left = new Set<string>();
+  for (const tenant of tenants) {
+    for (const status of NON_TERMINAL) {
+      const answer = await callApi(
+        stacks,
+        'GET',
+        `/v1/messages?status=${status}&limit=1`,
+        undefined,
+        keyHeader(tenant),
+      );
+      const items = Array.isArray(answer.body.items) ? answer.body.items.length : 0;
+      if (items > 0 || typeof answer.body.next_cursor === 'string') left.add(status);
+    }
   }
-  return left;
+  return NON_TERMINAL.filter((status) => left.has(status));
 }
 
-export async function statesNow(stacks: CurrentStack): Promise<Record<string, number>> {
+/** The message count of each status, summed over the tenants (each counted up to 500). */
+export async function statesNow(
+  stacks: CurrentStack,
+  tenants: readonly ChaosTenant[] = [{ name: 'local' }],
+): Promise<Record<string, number>> {
   const states: Record<string, number> = {};
-  for (const status of [...NON_TERMINAL, 'sent']) states[status] = await countStatus(stacks, status, 500);
+  for (const status of [...NON_TERMINAL, 'sent']) {
+    states[status] = 0;
+    for (const tenant of tenants) states[status] += await countStatus(stacks, tenant, status, 500);
+  }
   return states;
 }
 
-async function countStatus(stacks: CurrentStack, status: string, atMost: number): Promise<number> {
+/** The header of a tenant's own key (none: the key the stack seeds). */
+function keyHeader(tenant: ChaosTenant): Record<string, string> {
+  return tenant.apiKey === undefined ? {} : { authorization: `Bearer ${tenant.apiKey}` };
+}
+
+async function countStatus(
+  stacks: CurrentStack,
+  tenant: ChaosTenant,
+  status: string,
+  atMost: number,
+): Promise<number> {
   let count = 0;
   let cursor: string | undefined;
   do {
     const query = `status=${status}&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
-    const answer = await callApi(stacks, 'GET', `/v1/messages?${query}`, undefined);
+    const answer = await callApi(stacks, 'GET', `/v1/messages?${query}`, undefined, keyHeader(tenant));
     const items = answer.body.items;
     count += Array.isArray(items) ? items.length : 0;
     cursor = typeof answer.body.next_cursor === 'string' ? answer.body.next_cursor : undefined;

@@ -46,6 +46,7 @@ import { openTargetWithStack } from './stackTarget.js';
 import { registerSuppressionsCommands } from './suppressionsCommands.js';
 import { queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
 import { registerTemplatesCommands } from './templatesCommands.js';
+import { registerWebhooksCommands } from './webhooksCommands.js';
 
 interface GlobalOptions extends TargetOptions {
   readonly json?: boolean;
@@ -528,6 +529,7 @@ export function buildProgram(): Command {
   registerTemplatesCommands(program, action);
 
   registerSuppressionsCommands(program, action);
+  registerWebhooksCommands(program);
   return program;
 }
 

@@ -1,6 +1,7 @@
 import { Aws } from 'aws-cdk-lib';
 import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as events from 'aws-cdk-lib/aws-events';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
@@ -14,6 +15,7 @@ import { Ops } from './constructs/Ops.js';
 import type { PostdateFunctionName } from './constructs/postdateFunction.js';
 import { Sending } from './constructs/Sending.js';
 import { Storage } from './constructs/Storage.js';
+import { Webhooks } from './constructs/Webhooks.js';
 import { propsEnvironment } from './functionEnvironment.js';
 import { type PostdateProps, PostdatePropsError, resolvePostdateProps } from './postdateProps.js';
 
@@ -36,7 +38,9 @@ export class Postdate extends Construct {
   readonly smtpSecret: secretsmanager.ISecret;
   readonly alarmTopic: sns.ITopic;
   readonly httpApi: apigw.IHttpApi;
-  /** The five functions, e.g. to add alarms or subscriptions of your own. */
+  /** The bus every status change is put on (`source: postdate`, `detail-type` = the type). */
+  readonly eventBus: events.IEventBus;
+  /** The functions always deployed, e.g. to add alarms or subscriptions of your own. */
   readonly functions: Readonly<Record<Exclude<PostdateFunctionName, 'bounces'>, lambda.IFunction>>;
   /** The function that reads SES bounces and complaints, when `sesNotificationTopic` was given. */
   readonly bounces: lambda.IFunction | undefined;
@@ -77,7 +81,7 @@ export class Postdate extends Construct {
       configEnvironment: environment,
       logRetention: resolved.logRetention,
     });
-    const functions = {
+    const core = {
       api: api.api.function,
       authorizer: api.authorizer.function,
       relay: dispatch.relay.function,
@@ -86,7 +90,7 @@ export class Postdate extends Construct {
     };
     const ops = new Ops(this, 'Ops', {
       alarmTopic: resolved.alarmTopic,
-      functions,
+      functions: core,
       sendQueue: dispatch.sendQueue,
       sendDeadLetterQueue: dispatch.sendDeadLetterQueue,
       relayFailureQueue: dispatch.relayFailureQueue,
@@ -98,6 +102,14 @@ export class Postdate extends Construct {
       sweepInterval: resolved.sweepInterval,
     });
 
+    const webhooks = new Webhooks(this, 'Webhooks', {
+      storage,
+      api: api.api,
+      eventBus: resolved.eventBus,
+      configEnvironment: environment,
+      logRetention: resolved.logRetention,
+      alarmTopic: ops.alarmTopic,
+    });
     const bounces =
       resolved.sesNotificationTopic === undefined
         ? undefined
@@ -109,7 +121,8 @@ export class Postdate extends Construct {
             alarmTopic: ops.alarmTopic,
           });
 
-    this.functions = functions;
+    this.eventBus = webhooks.eventBus;
+    this.functions = { ...core, events: webhooks.producer.function, webhooks: webhooks.delivery.function };
     this.bounces = bounces?.bounces.function;
     this.table = storage.table;
     this.sendQueue = dispatch.sendQueue;

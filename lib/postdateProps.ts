@@ -1,4 +1,5 @@
 import { Duration, RemovalPolicy, Token } from 'aws-cdk-lib';
+import type * as events from 'aws-cdk-lib/aws-events';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
@@ -148,6 +149,18 @@ export interface PostdateProps {
    */
   readonly retentionDays?: number;
   /**
+   * Hours a webhook delivery is retried, with backoff and full jitter, before it is `failed`
+   * (`POSTDATE_WEBHOOK_RETRY_HOURS`, DESIGN §11).
+   * @default 24
+   */
+  readonly webhookRetryHours?: number;
+  /**
+   * The EventBridge bus every status change is put on (`source: postdate`, `detail-type` = the
+   * event type, DESIGN §11). Users route events from it with ordinary rules.
+   * @default a new bus, created by the construct
+   */
+  readonly eventBus?: events.IEventBus;
+  /**
    * Messages per second per sender instance (`POSTDATE_MAX_SEND_RATE`).
    * @default unlimited
    */
@@ -244,6 +257,8 @@ export interface ResolvedPostdateProps {
   readonly sweepInterval: Duration;
   readonly maxHorizonDays: number;
   readonly retentionDays: number;
+  readonly webhookRetryHours: number;
+  readonly eventBus: events.IEventBus | undefined;
   readonly maxSendRate: number | undefined;
   readonly relayProbeSeconds: number;
   readonly senderMaxConcurrency: number;
@@ -283,6 +298,7 @@ export const POSTDATE_DEFAULTS = {
   maxHorizonDays: awsDefault('maxHorizonDays'),
   retentionDays: awsDefault('retentionDays'),
   relayProbeSeconds: awsDefault('relayProbeSeconds'),
+  webhookRetryHours: awsDefault('webhookRetryHours'),
   senderMaxConcurrency: 20,
   apiThrottle: { rateLimit: 1000, burstLimit: 2000 },
   authorizerCacheTtlSeconds: 30,
@@ -355,6 +371,8 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
     sweepInterval: props.sweepInterval ?? Duration.minutes(POSTDATE_DEFAULTS.sweepIntervalMinutes),
     maxHorizonDays: props.maxHorizonDays ?? POSTDATE_DEFAULTS.maxHorizonDays,
     retentionDays: props.retentionDays ?? POSTDATE_DEFAULTS.retentionDays,
+    webhookRetryHours: props.webhookRetryHours ?? POSTDATE_DEFAULTS.webhookRetryHours,
+    eventBus: props.eventBus,
     maxSendRate: props.maxSendRate,
     relayProbeSeconds: props.relayProbeSeconds ?? POSTDATE_DEFAULTS.relayProbeSeconds,
     senderMaxConcurrency: props.senderMaxConcurrency ?? POSTDATE_DEFAULTS.senderMaxConcurrency,

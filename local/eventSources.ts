@@ -6,6 +6,7 @@ import type { FunctionSandboxes, FunctionTimeout } from './runners/functionSandb
 import { type SqsRunner, startSqsRunner } from './runners/sqsRunner.js';
 import { type StreamRunner, startStreamRunner } from './runners/streamRunner.js';
 import { localFunctionSandboxes } from './sandboxedFunctions.js';
+import { startWebhookEventSources } from './webhookEventSources.js';
 
 /**
  * The event sources of the sandboxed functions, set up like the CDK ones (lib/constructs/Dispatch.ts,
@@ -36,6 +37,11 @@ export function startEventSources(options: {
   readonly sender: FunctionSandboxes | undefined;
   readonly onFunctionTimeout: (kill: FunctionTimeoutKill) => void;
   readonly log: (line: string) => void;
+  /** The event producer and the webhook delivery beside the relay (DESIGN §11), when given their queue. */
+  readonly webhooks?: {
+    readonly queue: { readonly url: string; readonly arn: string };
+    readonly environment: Readonly<Record<string, string>>;
+  };
 }): StackEventSources {
   const { table, queues } = options.resources;
   const prefixed =
@@ -64,15 +70,27 @@ export function startEventSources(options: {
         log: prefixed('sender event source'),
       })
     : undefined;
+  const webhooks = options.webhooks
+    ? startWebhookEventSources({
+        dynamodbEndpoint: options.dynamodbEndpoint,
+        sqsEndpoint: options.sqsEndpoint,
+        streamArn: table.streamArn,
+        queue: options.webhooks.queue,
+        environment: options.webhooks.environment,
+        reusedTable: table.existed,
+        log: prefixed('webhooks'),
+      })
+    : undefined;
   return {
     relay,
     sender,
     started: [
       ...(relay ? [{ name: 'the stream runner', stop: () => relay.stop() }] : []),
       ...(sender ? [{ name: 'the SQS runner', stop: () => sender.stop() }] : []),
+      ...(webhooks?.started ?? []),
     ],
     idle: async () => {
-      await Promise.all([relay?.idle(), sender?.idle()]);
+      await Promise.all([relay?.idle(), sender?.idle(), webhooks?.idle()]);
     },
   };
 }

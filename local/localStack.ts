@@ -26,6 +26,7 @@ import { startSchedulerEmulator } from './scheduler/startSchedulerEmulator.js';
 import { startMailViewer } from './smtp/mailViewer.js';
 import { type SmtpSink, startSmtpSink } from './smtp/smtpSink.js';
 import { startLocalSqs } from './sqsServer.js';
+import { createWebhookQueue } from './webhookEventSources.js';
 
 export { startSenderEventSource } from './eventSources.js';
 export {
@@ -138,13 +139,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       senderTimeoutSeconds: Math.ceil(timeoutsMs.sender / 1000),
     });
     const { table, queues } = resources;
-    const environment = functionEnvironment({
-      config,
-      host: HOST,
-      ports,
-      resources,
-      quiet: options.quiet === true,
-    });
+    const webhookQueue = await createWebhookQueue(clients.sqs, LOCAL_RESOURCES.queuePrefix);
+    const environment = {
+      ...functionEnvironment({ config, host: HOST, ports, resources, quiet: options.quiet === true }),
+      POSTDATE_WEBHOOK_QUEUE_URL: webhookQueue.url,
+    };
     // The environment is complete: each sandboxed function starts its first sandbox (a cold start
     // that then serves the first invocation) while the API key is seeded.
     const { sandboxes, loading } = startSandboxedFunctions({
@@ -171,6 +170,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       sender: externalSender || !built.sender ? undefined : sandboxes.sender,
       onFunctionTimeout: reportKill,
       log,
+      webhooks: { queue: webhookQueue, environment },
     });
     started.push(...eventSources.started);
 

@@ -31,6 +31,7 @@ import { retryMessageRoute } from './routes/retryMessage.js';
 import type { ApiConfig, RouteDependencies, RouteHandler } from './routes/route.js';
 import { suppressionRoutes } from './routes/suppressions.js';
 import { templateRoutes } from './routes/templates.js';
+import { type WebhookRouteDependencies, webhookRouteHandlers } from './routes/webhooks.js';
 
 export type { ApiEvent, ApiResult, AuthorizerContext } from './apiEvent.js';
 
@@ -46,6 +47,8 @@ export interface ApiHandlerDependencies {
   readonly logger: Log;
   /** Waits between enqueue attempts after a contended transaction; defaults to a timer. */
   readonly sleep?: (milliseconds: number) => Promise<void>;
+  /** The webhook routes' store and queue; without them those routes answer 404. */
+  readonly webhooks?: WebhookRouteDependencies;
 }
 
 /** One module per route; the record's type makes a route of API_ROUTES without a module a type error. */
@@ -62,6 +65,7 @@ function routeHandlers(deps: RouteDependencies): Readonly<Record<RouteName, Rout
     raiseGroup: raiseGroupRoute(deps),
     ...suppressionRoutes(deps),
     ...templateRoutes(deps),
+    ...webhookRouteHandlers(deps.webhooks),
   };
 }
 

@@ -15,6 +15,7 @@ import { configTargetOf, loadConfig, loadResourceNames } from '../core/config.js
 import { DynamoApiStore } from '../store/apiStore.js';
 import { DynamoTemplateStore } from '../store/templateStore.js';
 import { type ApiEvent, type ApiResult, createApiHandler } from './createApiHandler.js';
+import { wireWebhookRoutes } from './wireWebhookRoutes.js';
 
 /** The api function once wired: one API Gateway event in, one response out. */
 export type ApiHandler = (event: ApiEvent) => Promise<ApiResult>;
@@ -34,14 +35,17 @@ export function wireApi(env: Environment, logger: Logger): ApiHandler {
   const documents = DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true },
   });
+  // Message ids take their random part from here: a CSPRNG, not Math.random.
+  const random = () => randomInt(2 ** 47) / 2 ** 47;
+  const webhooks = wireWebhookRoutes(env, { config, names, documents, random });
   return createApiHandler({
     store: new DynamoApiStore(documents, names.tableName),
     templates: new DynamoTemplateStore(documents, names.tableName),
     config,
     now: () => new Date(),
-    // Message ids take their random part from here: a CSPRNG, not Math.random.
-    random: () => randomInt(2 ** 47) / 2 ** 47,
+    random,
     logger,
+    ...(webhooks ? { webhooks } : {}),
   });
 }
 

@@ -28,6 +28,7 @@ import {
 import { MESSAGE_OPERATIONS } from './openapi/messageOperations.js';
 import { SUPPRESSION_OPERATIONS } from './openapi/suppressionOperations.js';
 import { TEMPLATE_OPERATIONS } from './openapi/templatesOperations.js';
+import { WEBHOOK_OPERATIONS } from './openapi/webhookOperations.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
 export {
@@ -53,6 +54,7 @@ const OPERATIONS: Record<RouteName, Operation> = {
   },
   ...SUPPRESSION_OPERATIONS,
   ...TEMPLATE_OPERATIONS,
+  ...WEBHOOK_OPERATIONS,
 };
 
 const gateway = { 'application/json': { schema: GatewayErrorSchema } };

@@ -6,6 +6,7 @@
 
 import { SUPPRESSION_ROUTES, type SuppressionRouteName } from './suppressionRoutes.js';
 import { TEMPLATE_ROUTES, type TemplateRouteName } from './templateRoutes.js';
+import { WEBHOOK_API_ROUTES, type WebhookRouteName } from './webhookApiRoutes.js';
 
 export type RouteName =
   | SuppressionRouteName
@@ -18,7 +19,8 @@ export type RouteName =
   | 'raiseGroup'
   | 'health'
   | 'openapi'
-  | TemplateRouteName;
+  | TemplateRouteName
+  | WebhookRouteName;
 
 export interface ApiRoute {
   readonly name: RouteName;
@@ -41,6 +43,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { name: 'openapi', method: 'GET', path: '/openapi.json', authorized: false },
   ...SUPPRESSION_ROUTES,
   ...TEMPLATE_ROUTES,
+  ...WEBHOOK_API_ROUTES,
 ];
 
 export type RouteResolution =

@@ -62,6 +62,10 @@ export interface Config {
   readonly relayProbeSeconds: number;
   readonly maxHorizonDays: number;
   readonly retentionDays: number;
+  /** A webhook delivery retries this long, then is `failed`. */
+  readonly webhookRetryHours: number;
+  /** Local stack: webhooks may use `http` and loopback or private addresses. */
+  readonly webhookAllowPrivateUrls: boolean;
 }
 
 /** Names of deployed resources, set by the CDK construct (or the local stack) on each function. */
@@ -76,6 +80,8 @@ export interface ResourceNames extends Readonly<Record<ResourceName, string | un
   readonly scheduleDeadLetterArn: string | undefined;
   readonly relayFailureQueueUrl: string | undefined;
   readonly smtpSecretArn: string | undefined;
+  readonly webhookQueueUrl: string | undefined;
+  readonly eventBusName: string | undefined;
 }
 
 export class ConfigError extends PostdateError {

@@ -14,7 +14,7 @@ export type SettingKind =
       readonly type: 'integer';
       readonly min: number;
       readonly max: number;
-      readonly unit: 'seconds' | 'days' | 'count' | 'port';
+      readonly unit: 'seconds' | 'hours' | 'days' | 'count' | 'port';
     }
   /** Messages per second: a positive decimal, or `unlimited`. */
   | { readonly type: 'rate' }
@@ -284,6 +284,24 @@ export const CONFIG_SETTINGS = {
     aws: 30,
     description: 'TTL of terminal records (and their bodies and idempotency guards)',
   },
+  webhookRetryHours: {
+    variable: 'POSTDATE_WEBHOOK_RETRY_HOURS',
+    prop: true,
+    kind: { type: 'integer', min: 1, max: 72, unit: 'hours' },
+    local: 24,
+    aws: 24,
+    description:
+      'a webhook delivery is retried with backoff and jitter this long, then `failed` (DESIGN §11)',
+  },
+  webhookAllowPrivateUrls: {
+    variable: 'POSTDATE_WEBHOOK_ALLOW_PRIVATE_URLS',
+    prop: false,
+    kind: { type: 'boolean' },
+    local: true,
+    aws: false,
+    description:
+      'webhooks may use plain `http` and loopback or private addresses (the local stack); in AWS only `https` to public addresses',
+  },
 } as const satisfies Record<string, SettingSpec>;
 
 export type SettingName = keyof typeof CONFIG_SETTINGS;
@@ -370,6 +388,14 @@ export const RESOURCE_SETTINGS = {
   relayFailureQueueUrl: {
     variable: 'POSTDATE_RELAY_FAILURE_QUEUE_URL',
     description: "the relay's on-failure queue (redriven by the CLI)",
+  },
+  webhookQueueUrl: {
+    variable: 'POSTDATE_WEBHOOK_QUEUE_URL',
+    description: 'the webhook delivery queue (the event producer, the api and the delivery function)',
+  },
+  eventBusName: {
+    variable: 'POSTDATE_EVENT_BUS_NAME',
+    description: 'the EventBridge bus the event producer puts events on (AWS; unset locally)',
   },
   smtpSecretArn: {
     variable: 'POSTDATE_SMTP_SECRET_ARN',

@@ -89,3 +89,15 @@ export type SweeperMetricName =
   | (typeof SWEEPER_METRIC.waiting)[WaitingStatus]
   | typeof SWEEPER_METRIC.redispatched
   | typeof SWEEPER_METRIC.relayUnavailable;
+
+/** The webhook functions' metrics (DESIGN §11): deliveries by how they ended, and events produced. */
+export const WEBHOOK_METRIC = {
+  delivered: 'WebhookDelivered',
+  retried: 'WebhookRetried',
+  /** A delivery whose retry window ran out: alarmed. */
+  failed: 'WebhookDeliveriesFailed',
+  /** Attempts the address policy refused (a private address, a non-https URL). */
+  refused: 'WebhookRefused',
+  eventsPublished: 'EventsPublished',
+} as const;
+export type WebhookMetric = (typeof WEBHOOK_METRIC)[keyof typeof WEBHOOK_METRIC];

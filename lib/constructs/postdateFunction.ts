@@ -19,7 +19,15 @@ export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
  * The functions of Postdate; each is `lambdas/{name}/handler.ts` exporting `handler`. `bounces` is
  * deployed only when the construct is given the SES notification topic (lib/constructs/Bounces.ts).
  */
-export type PostdateFunctionName = 'api' | 'authorizer' | 'relay' | 'sender' | 'sweeper' | 'bounces';
+export type PostdateFunctionName =
+  | 'api'
+  | 'authorizer'
+  | 'relay'
+  | 'sender'
+  | 'sweeper'
+  | 'bounces'
+  | 'events'
+  | 'webhooks';
 
 /** Every function, in the order the build writes their bundles. */
 export const POSTDATE_FUNCTION_NAMES: readonly PostdateFunctionName[] = [
@@ -29,6 +37,8 @@ export const POSTDATE_FUNCTION_NAMES: readonly PostdateFunctionName[] = [
   'sender',
   'sweeper',
   'bounces',
+  'events',
+  'webhooks',
 ];
 
 export const RUNTIME = lambda.Runtime.NODEJS_22_X;

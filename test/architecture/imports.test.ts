@@ -15,7 +15,16 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const FOLDERS = ['lambdas', 'lib', 'local', 'cli', 'chaos', 'bench'] as const;
 
 /** The functions deployed as their own Lambda: each may use the layers below, never another function. */
-const FUNCTIONS = ['api', 'authorizer', 'relay', 'sender', 'sweeper', 'bounces'] as const;
+const FUNCTIONS = [
+  'api',
+  'authorizer',
+  'relay',
+  'sender',
+  'sweeper',
+  'bounces',
+  'events',
+  'webhooks',
+] as const;
 
 type LayerName =
   | 'core'
@@ -95,6 +104,11 @@ const LAYERS: readonly Layer[] = [
 
 /** Single edges that the layers above would refuse, each with the reason it stands. */
 const ALLOWED_EDGES: readonly { readonly from: string; readonly to: string; readonly why: string }[] = [
+  {
+    from: 'lambdas/events/produceEvents.ts',
+    to: 'lambdas/api/messageView.ts',
+    why: "an event's data is the API's message view (DESIGN §11): one definition of it",
+  },
   {
     from: 'cli/target.ts',
     to: 'local/localEnv.ts',

@@ -186,7 +186,7 @@ describe('alarms reach a person', () => {
         Properties: { Handler: 'index.handler' },
       }),
     ) as Resource[];
-    expect(functions).toHaveLength(5);
+    expect(functions).toHaveLength(7);
     for (const fn of functions) {
       expect(
         (fn.Properties.Environment as { Variables: Record<string, string> }).Variables.NODE_OPTIONS,

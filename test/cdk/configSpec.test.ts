@@ -55,10 +55,16 @@ describe('the construct and the local stack carry every row of the configuration
     // The local stack sets SMTP_HOST and SMTP_PORT itself (the sink or the relay).
     const localVariables = new Set([...Object.keys(local), 'SMTP_HOST', 'SMTP_PORT']);
     expect(propVariables.filter((variable) => !localVariables.has(variable))).toEqual([]);
-    // What the local stack sets beyond the construct: the API port and the relay's login (in AWS
-    // read from the SMTP secret), none of them a prop.
+    // What the local stack sets beyond the construct: the API port, the relay's login (in AWS
+    // read from the SMTP secret) and the webhooks' leave to use http and private addresses (AWS
+    // never has it), none of them a prop.
     const beyond = Object.keys(local).filter((variable) => !(variable in construct));
-    expect(beyond.sort()).toEqual(['POSTDATE_PORT', 'SMTP_PASS', 'SMTP_USER']);
+    expect(beyond.sort()).toEqual([
+      'POSTDATE_PORT',
+      'POSTDATE_WEBHOOK_ALLOW_PRIVATE_URLS',
+      'SMTP_PASS',
+      'SMTP_USER',
+    ]);
     // And each reads back to the same Config.
     expect(loadConfig(local, 'local')).toEqual(config);
   });

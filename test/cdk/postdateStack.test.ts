@@ -151,8 +151,12 @@ describe('dispatch: queues', () => {
   });
 
   it('encrypts every queue with SQS-managed keys and denies every request not made over TLS', () => {
-    const queueIds = [ids.sendQueue, ids.sendDlq, ids.relayFailures, ids.scheduleDlq];
-    expect(Object.keys(template.findResources('AWS::SQS::Queue')).sort()).toEqual([...queueIds].sort());
+    const queueIds = Object.keys(template.findResources('AWS::SQS::Queue'));
+    // The four of dispatch and the three of webhooks (queue, DLQ, the event producer's failures).
+    expect(queueIds).toEqual(
+      expect.arrayContaining([ids.sendQueue, ids.sendDlq, ids.relayFailures, ids.scheduleDlq]),
+    );
+    expect(queueIds).toHaveLength(7);
     for (const queueId of queueIds) {
       expect((template.toJSON().Resources[queueId] as Resource).Properties.SqsManagedSseEnabled).toBe(true);
       template.hasResourceProperties('AWS::SQS::QueuePolicy', {
@@ -367,7 +371,7 @@ describe('every function', () => {
       expect(group.Type).toBe('AWS::Logs::LogGroup');
       expect(group.Properties.RetentionInDays).toBe(30);
     }
-    expect(Object.keys(template.findResources('AWS::Lambda::Function'))).toHaveLength(5);
+    expect(Object.keys(template.findResources('AWS::Lambda::Function'))).toHaveLength(7);
   });
 
   it('gets the DESIGN §8 configuration from the props, and no SMTP password', () => {
@@ -420,12 +424,20 @@ describe('every function', () => {
     ]);
   });
 
-  it('the API reads and writes the table and touches no queue or secret', () => {
+  it('the API reads and writes the table, only sends to the webhook queue and touches no secret', () => {
     const actions = actionsOf('api');
     expect(actions).toEqual(
       expect.arrayContaining(['dynamodb:Query', 'dynamodb:UpdateItem', 'dynamodb:PutItem']),
     );
-    expect(actions.filter((a) => a.startsWith('sqs:') || a.startsWith('secretsmanager:'))).toEqual([]);
+    // Test events and manual retries of webhook deliveries (DESIGN §3) go on the webhook queue.
+    expect(actions.filter((a) => a.startsWith('sqs:'))).toEqual(expect.arrayContaining(['sqs:SendMessage']));
+    expect(
+      actions.filter(
+        (a) =>
+          (a.startsWith('sqs:') && !a.startsWith('sqs:SendMessage') && !a.startsWith('sqs:GetQueue')) ||
+          a.startsWith('secretsmanager:'),
+      ),
+    ).toEqual([]);
   });
 });
 
@@ -450,6 +462,13 @@ describe('api: the HTTP API', () => {
       'GET /v1/templates/{name}/versions/{version}',
       'DELETE /v1/templates/{name}',
       'POST /v1/templates/{name}/render',
+      'POST /v1/webhooks',
+      'GET /v1/webhooks',
+      'GET /v1/webhooks/{id}',
+      'DELETE /v1/webhooks/{id}',
+      'POST /v1/webhooks/{id}/test',
+      'GET /v1/webhooks/{id}/deliveries',
+      'POST /v1/webhooks/{id}/deliveries/{delivery}/retry',
     ];
     const routeKeys = Object.values(template.findResources('AWS::ApiGatewayV2::Route')).map(
       (route) => (route.Properties as { RouteKey: string }).RouteKey,
@@ -611,7 +630,9 @@ describe('ops: alarms and dashboard', () => {
         ]),
       },
     });
-    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(23);
+    // 23 of Ops (RelayUnavailable among them), and the three of webhooks (failed deliveries, their
+    // DLQ, the producer's failures).
+    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(26);
   });
 
   it('has one dashboard that follows a message from enqueue to outcome', () => {

@@ -8,6 +8,7 @@ import { runChaos } from '../../chaos/runChaos.js';
 import { seededRandom } from '../../chaos/seededRandom.js';
 import { smtpScript } from '../../chaos/smtpFaultScript.js';
 import type { TapTransaction } from '../../chaos/smtpTap.js';
+import type { WebhookCheckResult } from '../../chaos/webhookChecker.js';
 import { planWorkload } from '../../chaos/workload.js';
 import { OUTCOME_WRITE_RESERVE_MS } from '../../lambdas/core/sendTiming.js';
 import type { TransactionRecord } from '../../local/smtp/controllableSmtpServer.js';
@@ -136,7 +137,9 @@ describe('the chaos workload and fault script', () => {
  * sender process alone at an SMTP moment (after DATA or after the final dot) and its restart, and
  * one SIGKILL of the whole stack with messages in every state, then a restart on the same data dir
  * (this is also the restart test: the sweeper must bring every message to a terminal state). The
- * strict checker decides: a duplicate is explained only by a fault injected after the dot.
+ * strict checker decides: a duplicate is explained only by a fault injected after the dot. The
+ * messages belong to two tenants, each with a webhook endpoint on a receiver that fails and stalls
+ * some POSTs; the webhook checker decides that every status change reached its own tenant.
  */
 describe('the chaos run (fast variant, with a SIGKILL and a restart)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'postdate-chaos-spec-'));
@@ -163,6 +166,7 @@ describe('the chaos run (fast variant, with a SIGKILL and a restart)', () => {
       schedulerLateRate: 0.5,
       schedulerLateMs: 4000,
       senderKills: 1,
+      webhooks: { failureRate: 0.15, stallRate: 0.04, deadlineSeconds: 60 },
       concurrency: 6,
       timeScale: 0.4,
       reportPath,
@@ -178,6 +182,27 @@ describe('the chaos run (fast variant, with a SIGKILL and a restart)', () => {
       wrongFate: 0,
     });
     expect(outcome.exitCode).toBe(0);
+
+    // Every status change reached its tenant's receiver, signed, and never another tenant's; the
+    // receiver really failed and stalled some POSTs (the 10 s timeout is not compressed).
+    const webhooks = outcome.figures.webhooks as {
+      result: WebhookCheckResult;
+      input: { messages: { tenant: string }[] };
+    };
+    expect(webhooks.result.problems).toEqual([]);
+    expect(webhooks.result.counts).toMatchObject({
+      missing: 0,
+      crossed: 0,
+      badSignatures: 0,
+      wrongEvents: 0,
+    });
+    expect(webhooks.result.counts.reached).toBe(webhooks.result.counts.expected);
+    expect(webhooks.result.counts.expected).toBeGreaterThanOrEqual(2 * 60);
+    expect(webhooks.result.counts.answered.fail).toBeGreaterThan(0);
+    expect(webhooks.result.counts.answered.stall).toBeGreaterThan(0);
+    expect(new Set(webhooks.input.messages.map((message) => message.tenant))).toEqual(
+      new Set(['local', 'chaos-b']),
+    );
 
     // The faults really happened.
     const faults = outcome.figures.faults as {
@@ -229,5 +254,5 @@ describe('the chaos run (fast variant, with a SIGKILL and a restart)', () => {
     expect(saved.input.kills.map((kill) => kill.kind)).toEqual(
       expect.arrayContaining(['sender-sigkill', 'stack-sigkill']),
     );
-  }, 180_000);
+  }, 240_000);
 });

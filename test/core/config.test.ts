@@ -59,6 +59,8 @@ describe('configuration (DESIGN §8)', () => {
         relayProbeSeconds: 30,
         maxHorizonDays: 400,
         retentionDays: 30,
+        webhookRetryHours: 24,
+        webhookAllowPrivateUrls: true,
       });
     });
     it('insists on TLS in AWS by default', () => {

@@ -89,7 +89,7 @@ export const json = (schema: z.ZodType) => ({ 'application/json': { schema } });
 export const RESPONSE_HEADERS: Readonly<Record<HeaderName, HeaderDeclaration>> = {
   Location: {
     description:
-      'The resource the answer is about: `/v1/messages/{id}`, or a template version `/v1/templates/{name}/versions/{version}`.',
+      'The resource the answer is about: `/v1/messages/{id}`, a template version `/v1/templates/{name}/versions/{version}`, or a webhook endpoint `/v1/webhooks/{id}`.',
     required: true,
     schema: { type: 'string', example: `/v1/messages/${EXAMPLE_MESSAGE_ID}` },
   },

@@ -9,6 +9,7 @@ import type { ApiStore } from '../../ports/ApiStore.js';
 import type { TemplateStore } from '../../ports/TemplateStore.js';
 import type { ApiEvent } from '../apiEvent.js';
 import type { Outcome } from '../routeOutcome.js';
+import type { WebhookRouteDependencies } from './webhooks.js';
 
 /** The settings the routes read. */
 export type ApiConfig = Pick<Config, 'allowedFrom' | 'defaultFrom' | 'maxHorizonDays' | 'retentionDays'>;
@@ -23,6 +24,7 @@ export interface RouteDependencies {
   readonly random: () => number;
   /** Waits between enqueue attempts after a contended transaction. */
   readonly sleep: (milliseconds: number) => Promise<void>;
+  readonly webhooks?: WebhookRouteDependencies | undefined;
 }
 
 export interface RouteRequest {

@@ -1,0 +1,94 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+import type { LocalStack } from '../local/localStack.js';
+import { type Spread, sleep, spread } from './stats.js';
+
+/**
+ * Webhook latency on the local stack (issue 20): the time from a status change to its webhook's
+ * arrival at a receiver on 127.0.0.1, i.e. the receiver's clock at the POST minus the event's
+ * `created_at` (the state record's `updated_at`, written with the status: the same machine's clock).
+ * It spans the table's stream, the event producer (stream runner poll, fan-out, the delivery write),
+ * the webhook queue and the delivery function's signed POST. The first arrival of each event counts
+ * (the receiver answers 200 at once, so there are no retries); every signature is verified.
+ */
+export interface WebhookLatencyProbe {
+  /** Events that arrived so far, of a type (`message.sent`) or all. */
+  arrived(type?: string): number;
+  /**
+   * Waits until every message whose acceptance arrived (at least `messages` of them) has its
+   * `message.sent` too — every bench message is sent — or `timeoutMs` passed.
+   */
+  waitForSent(messages: number, timeoutMs: number): Promise<void>;
+  /** The latency spread of every first arrival, and per event type. */
+  spreads(): { readonly all: Spread; readonly byType: Readonly<Record<string, Spread>> };
+  readonly unverified: () => number;
+  close(): Promise<void>;
+}
+
+export async function startWebhookLatencyProbe(stack: LocalStack): Promise<WebhookLatencyProbe> {
+  const first = new Map<string, { type: string; latencyMs: number }>();
+  let unverified = 0;
+  let verifier: Webhook | undefined;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const arrivedAt = Date.now();
+      res.statusCode = 200;
+      res.end();
+      const body = Buffer.concat(chunks).toString('utf8');
+      try {
+        verifier?.verify(body, req.headers as Record<string, string>);
+      } catch {
+        unverified += 1;
+        return;
+      }
+      const event = JSON.parse(body) as { id: string; type: string; created_at: string };
+      if (!first.has(event.id)) {
+        first.set(event.id, { type: event.type, latencyMs: arrivedAt - Date.parse(event.created_at) });
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const created = await fetch(`${stack.apiUrl}/v1/webhooks`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${stack.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ url: `http://127.0.0.1:${port}/bench`, description: 'bench: webhook latency' }),
+  });
+  const endpoint = (await created.json()) as { secret?: string };
+  if (created.status !== 201 || typeof endpoint.secret !== 'string') {
+    server.close();
+    throw new Error(`POST /v1/webhooks answered ${created.status}`);
+  }
+  verifier = new Webhook(endpoint.secret);
+
+  const ofType = (type?: string) =>
+    [...first.values()].filter((entry) => type === undefined || entry.type === type);
+  return {
+    arrived: (type) => ofType(type).length,
+    async waitForSent(messages, timeoutMs) {
+      const deadline = Date.now() + timeoutMs;
+      const done = () => {
+        const accepted = ofType('message.scheduled').length;
+        return accepted >= messages && ofType('message.sent').length >= accepted;
+      };
+      while (!done() && Date.now() < deadline) await sleep(100);
+    },
+    spreads() {
+      const byType: Record<string, Spread> = {};
+      for (const type of new Set(ofType().map((entry) => entry.type))) {
+        const samples = ofType(type).map((entry) => entry.latencyMs);
+        byType[type] = spread(samples);
+      }
+      return { all: spread(ofType().map((entry) => entry.latencyMs)), byType };
+    },
+    unverified: () => unverified,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

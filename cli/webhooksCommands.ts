@@ -1,0 +1,200 @@
+/**
+ * `postdate webhooks list | deliveries | retry` (DESIGN §11): an operator's view of a tenant's
+ * endpoints and deliveries, and the manual retry of a failed delivery, through the same store and
+ * conditions as the API (lambdas/store/webhookStore.ts). The secret is never shown.
+ */
+
+import type { Command } from 'commander';
+import { SqsWebhookQueue } from '../lambdas/adapters/SqsWebhookQueue.js';
+import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js';
+import { isWebhookDeliveryStatus } from '../lambdas/core/webhooks.js';
+import type { WebhookQueue, WebhookStore } from '../lambdas/ports/Webhooks.js';
+import { DynamoWebhookStore, deliveryExpiresAt } from '../lambdas/store/webhookStore.js';
+import { CliError, EXIT, UsageError } from './cliErrors.js';
+import { type Output, printTable, terminalOutput } from './output.js';
+import { openTargetWithStack } from './stackTarget.js';
+import type { Target, TargetOptions } from './target.js';
+
+export interface WebhooksDeps {
+  readonly store: WebhookStore;
+  readonly queue: WebhookQueue | undefined;
+  readonly now: () => Date;
+  readonly retryHours: number;
+  readonly retentionDays: number;
+}
+
+export async function webhooksList(deps: WebhooksDeps, tenant: string, out: Output): Promise<void> {
+  const endpoints = await deps.store.listEndpoints(tenant);
+  const rows = endpoints.map((endpoint) => ({
+    id: endpoint.id,
+    url: endpoint.url,
+    events: endpoint.events?.join(',') ?? 'all',
+    created_at: endpoint.createdAt,
+  }));
+  if (out.json) return out.data(rows);
+  printTable(
+    out,
+    [
+      { header: 'ID', value: (row) => row.id },
+      { header: 'URL', value: (row) => row.url },
+      { header: 'EVENTS', value: (row) => row.events },
+      { header: 'CREATED', value: (row) => row.created_at },
+    ],
+    rows,
+  );
+}
+
+export async function webhooksDeliveries(
+  deps: WebhooksDeps,
+  options: {
+    readonly tenant: string;
+    readonly endpoint: string;
+    readonly status?: string;
+    readonly limit: number;
+  },
+  out: Output,
+): Promise<void> {
+  const endpoint = await deps.store.getEndpoint(options.tenant, options.endpoint);
+  if (!endpoint)
+    throw new CliError(`no webhook endpoint ${options.endpoint} for tenant ${options.tenant}`, EXIT.failed);
+  if (options.status !== undefined && !isWebhookDeliveryStatus(options.status)) {
+    throw new UsageError('--status must be pending, delivered or failed');
+  }
+  const page = await deps.store.listDeliveries({
+    endpointId: endpoint.id,
+    status: options.status !== undefined && isWebhookDeliveryStatus(options.status) ? options.status : null,
+    limit: options.limit,
+    cursor: null,
+  });
+  const rows = page.items.map((delivery) => ({
+    id: delivery.id,
+    event: delivery.eventType,
+    status: delivery.status,
+    attempts: delivery.attempts,
+    last: delivery.history.at(-1)?.error ?? String(delivery.history.at(-1)?.statusCode ?? '–'),
+    updated_at: delivery.updatedAt,
+  }));
+  if (out.json) return out.data(rows);
+  printTable(
+    out,
+    [
+      { header: 'DELIVERY', value: (row) => row.id },
+      { header: 'EVENT', value: (row) => row.event },
+      { header: 'STATUS', value: (row) => row.status },
+      { header: 'ATTEMPTS', value: (row) => String(row.attempts), align: 'right' },
+      { header: 'LAST', value: (row) => row.last },
+      { header: 'UPDATED', value: (row) => row.updated_at },
+    ],
+    rows,
+  );
+}
+
+/** As `POST /v1/webhooks/{id}/deliveries/{delivery}/retry`: the copy first, then the conditional write. */
+export async function webhooksRetry(
+  deps: WebhooksDeps,
+  options: { readonly tenant: string; readonly endpoint: string; readonly delivery: string },
+  out: Output,
+): Promise<void> {
+  if (!deps.queue)
+    throw new UsageError('set POSTDATE_WEBHOOK_QUEUE_URL (or --queue-url) to retry a delivery');
+  const endpoint = await deps.store.getEndpoint(options.tenant, options.endpoint);
+  const current = endpoint ? await deps.store.getDelivery(endpoint.id, options.delivery) : null;
+  if (!endpoint || !current || current.tenant !== options.tenant) {
+    throw new CliError(`no delivery ${options.delivery} of endpoint ${options.endpoint}`, EXIT.failed);
+  }
+  if (current.status !== 'failed')
+    throw new CliError(`the delivery is ${current.status}; only a failed one can be retried`, EXIT.failed);
+  const now = deps.now();
+  const copy = {
+    v: 1,
+    endpoint: endpoint.id,
+    delivery: current.id,
+    rev: current.rev + 1,
+    seq: current.attempts,
+  } as const;
+  const sent = await deps.queue.send([{ copy, delaySeconds: 0 }]);
+  if (sent.failed.length > 0) throw sent.error ?? new Error('the webhook queue refused the copy');
+  const result = await deps.store.retryDelivery({
+    endpointId: endpoint.id,
+    deliveryId: current.id,
+    now: now.toISOString(),
+    expiresAt: deliveryExpiresAt(now, deps.retryHours, deps.retentionDays),
+  });
+  if (result.kind !== 'updated')
+    throw new CliError(`the delivery could not be retried (${result.kind})`, EXIT.failed);
+  if (out.json) return out.data({ id: current.id, status: result.delivery.status });
+  out.line(`${current.id}: pending again (rev ${result.delivery.rev})`);
+}
+
+/** Registers `postdate webhooks …` (one line in cli/postdate.ts). */
+export function registerWebhooksCommands(program: Command): void {
+  const webhooks = program
+    .command('webhooks')
+    .description("list a tenant's webhook endpoints and deliveries, retry a failed delivery");
+  const run =
+    <A extends unknown[]>(body: (deps: WebhooksDeps, out: Output, ...args: A) => Promise<void>) =>
+    async (...args: [...A, Command]) => {
+      const command = args[args.length - 1] as Command;
+      const options = command.optsWithGlobals<TargetOptions & { json?: boolean; queueUrl?: string }>();
+      const out = terminalOutput({ json: options.json === true });
+      let target: Target | undefined;
+      try {
+        let config: Config;
+        try {
+          config = loadConfig(process.env, 'local');
+        } catch (error) {
+          if (error instanceof ConfigError) throw new UsageError(error.message);
+          throw error;
+        }
+        target = await openTargetWithStack(options);
+        const queueUrl = options.queueUrl ?? process.env.POSTDATE_WEBHOOK_QUEUE_URL;
+        await body(
+          {
+            store: new DynamoWebhookStore(target.documents, target.refs.tableName),
+            queue: queueUrl ? new SqsWebhookQueue(target.sqs, queueUrl) : undefined,
+            now: () => new Date(),
+            retryHours: config.webhookRetryHours,
+            retentionDays: config.retentionDays,
+          },
+          out,
+          ...(args.slice(0, -1) as A),
+        );
+        process.exitCode = EXIT.ok;
+      } catch (error) {
+        out.warn(`postdate: ${error instanceof Error ? error.message : String(error)}`);
+        process.exitCode = error instanceof CliError ? error.exitCode : EXIT.failed;
+      } finally {
+        target?.dynamodb.destroy();
+        target?.sqs.destroy();
+      }
+    };
+  webhooks
+    .command('list')
+    .description("a tenant's endpoints (never their secrets)")
+    .requiredOption('--tenant <tenant>', 'the tenant')
+    .action(run(async (deps, out, options: { tenant: string }) => webhooksList(deps, options.tenant, out)));
+  webhooks
+    .command('deliveries')
+    .description("an endpoint's deliveries, newest first")
+    .argument('<endpoint>')
+    .requiredOption('--tenant <tenant>', 'the tenant')
+    .option('--status <status>', 'pending|delivered|failed')
+    .option('--limit <n>', 'at most this many', (value) => Number(value), 50)
+    .action(
+      run(async (deps, out, endpoint: string, options: { tenant: string; status?: string; limit: number }) =>
+        webhooksDeliveries(deps, { ...options, endpoint }, out),
+      ),
+    );
+  webhooks
+    .command('retry')
+    .description('deliver a failed delivery again (as POST /v1/webhooks/{id}/deliveries/{delivery}/retry)')
+    .argument('<endpoint>')
+    .argument('<delivery>')
+    .requiredOption('--tenant <tenant>', 'the tenant')
+    .option('--queue-url <url>', 'the webhook queue (default: POSTDATE_WEBHOOK_QUEUE_URL)')
+    .action(
+      run(async (deps, out, endpoint: string, delivery: string, options: { tenant: string }) =>
+        webhooksRetry(deps, { tenant: options.tenant, endpoint, delivery }, out),
+      ),
+    );
+}

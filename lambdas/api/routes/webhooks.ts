@@ -1,0 +1,285 @@
+/**
+ * The webhook routes (DESIGN §3, §11): a tenant's endpoints, their deliveries, a test event and the
+ * manual retry of a failed delivery. An endpoint is found only under the caller's tenant, so another
+ * tenant's id answers 404. The signing secret is in the answer to the POST that creates it and never
+ * again (nor in any log line).
+ */
+import { randomBytes } from 'node:crypto';
+import type { FieldError } from '../../core/fieldErrors.js';
+import { newMessageId } from '../../core/ids.js';
+import { type PostdateEvent, WEBHOOK_TEST_EVENT_TYPE } from '../../core/messageEvents.js';
+import type { WebhookRouteName } from '../../core/webhookApiRoutes.js';
+import {
+  isWebhookDeliveryId,
+  isWebhookDeliveryStatus,
+  isWebhookEndpointId,
+  validateCreateWebhook,
+  WEBHOOK_LIMITS,
+  WEBHOOK_SECRET_BYTES,
+  WEBHOOK_SECRET_PREFIX,
+  type WebhookDeliveryStatus,
+  webhookEndpointId,
+} from '../../core/webhooks.js';
+import type { WebhookDelivery, WebhookEndpoint, WebhookQueue, WebhookStore } from '../../ports/Webhooks.js';
+import { deliveryExpiresAt, newDelivery } from '../../store/webhookStore.js';
+import { problem, validationProblem } from '../problem.js';
+import { readJsonBody } from '../requestBody.js';
+import { jsonResult, type Outcome, problemResult } from '../routeOutcome.js';
+import type { RouteHandler } from './route.js';
+
+/** What the webhook routes need; absent, they answer 404 (the stack has no webhook queue). */
+export interface WebhookRouteDependencies {
+  readonly store: WebhookStore;
+  readonly queue: WebhookQueue;
+  /** Checks a URL at creation (scheme, literal addresses); the delivery checks the address it connects to. */
+  readonly checkUrl: (url: string) => { readonly ok: true } | { readonly ok: false; readonly reason: string };
+  readonly retryHours: number;
+  readonly retentionDays: number;
+  readonly now: () => Date;
+  readonly random: () => number;
+  /** @default `whsec_` + base64 of 32 bytes from the CSPRNG */
+  readonly newSecret?: () => string;
+}
+
+export function webhookRouteHandlers(
+  deps: WebhookRouteDependencies | undefined,
+): Readonly<Record<WebhookRouteName, RouteHandler>> {
+  if (deps === undefined) {
+    const unavailable: RouteHandler = async () =>
+      problemResult(problem('notFound', 'Webhooks are not set up on this deployment.'));
+    return {
+      createWebhook: unavailable,
+      listWebhooks: unavailable,
+      getWebhook: unavailable,
+      deleteWebhook: unavailable,
+      testWebhook: unavailable,
+      listWebhookDeliveries: unavailable,
+      retryWebhookDelivery: unavailable,
+    };
+  }
+  const newSecret =
+    deps.newSecret ??
+    (() => `${WEBHOOK_SECRET_PREFIX}${randomBytes(WEBHOOK_SECRET_BYTES).toString('base64')}`);
+
+  const findEndpoint = async (tenant: string, id: string | undefined): Promise<WebhookEndpoint | null> =>
+    id !== undefined && isWebhookEndpointId(id) ? deps.store.getEndpoint(tenant, id) : null;
+
+  return {
+    async createWebhook({ tenant, event }) {
+      const body = readJsonBody(event);
+      if (!body.ok) return problemResult(body.problem);
+      const parsed = validateCreateWebhook(body.value);
+      if (!parsed.ok) return problemResult(validationProblem(parsed.errors));
+      const url = deps.checkUrl(parsed.value.url);
+      if (!url.ok) return problemResult(validationProblem([{ field: '/url', message: url.reason }]));
+      const now = deps.now();
+      const endpoint: WebhookEndpoint = {
+        id: webhookEndpointId(newMessageId(now.getTime(), deps.random)),
+        tenant,
+        url: parsed.value.url,
+        events: parsed.value.events,
+        description: parsed.value.description,
+        secret: newSecret(),
+        createdAt: now.toISOString(),
+      };
+      const created = await deps.store.createEndpoint(endpoint, WEBHOOK_LIMITS.maxEndpointsPerTenant);
+      if (created === 'limit') {
+        return problemResult(
+          problem(
+            'conflict',
+            `A tenant may have at most ${WEBHOOK_LIMITS.maxEndpointsPerTenant} webhook endpoints.`,
+          ),
+        );
+      }
+      // The only answer that carries the secret.
+      return jsonResult(
+        201,
+        { ...endpointView(endpoint), secret: endpoint.secret },
+        { location: `/v1/webhooks/${endpoint.id}` },
+        { webhook_id: endpoint.id },
+      );
+    },
+
+    async listWebhooks({ tenant }) {
+      const endpoints = await deps.store.listEndpoints(tenant);
+      return jsonResult(200, { items: endpoints.map(endpointView) }, {}, { count: endpoints.length });
+    },
+
+    async getWebhook({ tenant, params }) {
+      const endpoint = await findEndpoint(tenant, params.id);
+      if (!endpoint) return webhookNotFound();
+      const deliveries = await deps.store.countDeliveries(endpoint.id);
+      return jsonResult(200, { ...endpointView(endpoint), deliveries }, {}, { webhook_id: endpoint.id });
+    },
+
+    async deleteWebhook({ tenant, params }) {
+      const id = params.id ?? '';
+      if (!isWebhookEndpointId(id)) return webhookNotFound();
+      if ((await deps.store.deleteEndpoint(tenant, id)) === 'not-found') return webhookNotFound();
+      // Deliveries still queued find no endpoint and stop; their records expire with their TTL.
+      return jsonResult(200, { id, deleted: true }, {}, { webhook_id: id });
+    },
+
+    async testWebhook({ tenant, params }) {
+      const endpoint = await findEndpoint(tenant, params.id);
+      if (!endpoint) return webhookNotFound();
+      const now = deps.now();
+      const event: PostdateEvent = {
+        id: `evt_${randomBytes(16).toString('hex')}`,
+        type: WEBHOOK_TEST_EVENT_TYPE,
+        created_at: now.toISOString(),
+        tenant,
+        data: { webhook_id: endpoint.id, message: 'A test event from Postdate.' },
+      };
+      const delivery = newDelivery({
+        endpoint,
+        event,
+        now,
+        retryHours: deps.retryHours,
+        retentionDays: deps.retentionDays,
+      });
+      await deps.store.putDelivery(delivery);
+      await sendCopy(deps.queue, delivery);
+      return jsonResult(
+        202,
+        deliveryView(delivery),
+        {},
+        { webhook_id: endpoint.id, delivery_id: delivery.id },
+      );
+    },
+
+    async listWebhookDeliveries({ tenant, params, event }) {
+      const endpoint = await findEndpoint(tenant, params.id);
+      if (!endpoint) return webhookNotFound();
+      const query: Readonly<Record<string, string | undefined>> = event.queryStringParameters ?? {};
+      const errors: FieldError[] = [];
+      let status: WebhookDeliveryStatus | null = null;
+      if (query.status !== undefined && query.status !== '') {
+        if (isWebhookDeliveryStatus(query.status)) status = query.status;
+        else errors.push({ field: 'status', message: 'must be pending, delivered or failed' });
+      }
+      let limit: number = WEBHOOK_LIMITS.listDefault;
+      if (query.limit !== undefined) {
+        const value = /^\d{1,4}$/.test(query.limit) ? Number(query.limit) : Number.NaN;
+        if (value >= 1 && value <= WEBHOOK_LIMITS.listMax) limit = value;
+        else
+          errors.push({
+            field: 'limit',
+            message: `must be a whole number from 1 to ${WEBHOOK_LIMITS.listMax}`,
+          });
+      }
+      let cursor: string | null = null;
+      if (query.cursor !== undefined && query.cursor !== '') {
+        if (isWebhookDeliveryId(query.cursor)) cursor = query.cursor;
+        else errors.push({ field: 'cursor', message: 'is not a cursor from this listing' });
+      }
+      if (errors.length > 0) return problemResult(validationProblem(errors));
+      const page = await deps.store.listDeliveries({ endpointId: endpoint.id, status, limit, cursor });
+      return jsonResult(
+        200,
+        { items: page.items.map(deliveryView), next_cursor: page.nextCursor },
+        {},
+        { webhook_id: endpoint.id, count: page.items.length },
+      );
+    },
+
+    async retryWebhookDelivery({ tenant, params }) {
+      const endpoint = await findEndpoint(tenant, params.id);
+      const deliveryId = params.delivery ?? '';
+      if (!endpoint || !isWebhookDeliveryId(deliveryId)) return deliveryNotFound();
+      const current = await deps.store.getDelivery(endpoint.id, deliveryId);
+      if (!current || current.tenant !== tenant) return deliveryNotFound();
+      if (current.status !== 'failed') return deliveryConflict(current);
+      const now = deps.now();
+      // The copy goes first, for the revision the retry is about to write: a copy that arrives before
+      // the write is put back until it lands (the delivery function never drops a copy from the
+      // future), and one whose write never lands is stale and dropped.
+      await sendCopy(deps.queue, { ...current, rev: current.rev + 1 });
+      const result = await deps.store.retryDelivery({
+        endpointId: endpoint.id,
+        deliveryId,
+        now: now.toISOString(),
+        expiresAt: deliveryExpiresAt(now, deps.retryHours, deps.retentionDays),
+      });
+      if (result.kind === 'not-found') return deliveryNotFound();
+      if (result.kind === 'conflict') return deliveryConflict(result.current);
+      return jsonResult(
+        202,
+        deliveryView(result.delivery),
+        {},
+        { webhook_id: endpoint.id, delivery_id: deliveryId },
+      );
+    },
+  };
+}
+
+async function sendCopy(queue: WebhookQueue, delivery: WebhookDelivery): Promise<void> {
+  const copy = {
+    v: 1,
+    endpoint: delivery.endpointId,
+    delivery: delivery.id,
+    rev: delivery.rev,
+    seq: delivery.attempts,
+  } as const;
+  const { failed, error } = await queue.send([{ copy, delaySeconds: 0 }]);
+  if (failed.length > 0) throw error ?? new Error('the webhook queue refused the copy');
+}
+
+/** An endpoint as the API answers it (never its secret). */
+export function endpointView(endpoint: WebhookEndpoint): Record<string, unknown> {
+  return {
+    id: endpoint.id,
+    url: endpoint.url,
+    events: endpoint.events,
+    description: endpoint.description,
+    created_at: endpoint.createdAt,
+  };
+}
+
+/** A delivery as the API answers it: its state and attempts (not the payload). */
+export function deliveryView(delivery: WebhookDelivery): Record<string, unknown> {
+  return {
+    id: delivery.id,
+    webhook_id: delivery.endpointId,
+    event_id: delivery.eventId,
+    event_type: delivery.eventType,
+    status: delivery.status,
+    attempts: delivery.attempts,
+    next_attempt_at: delivery.status === 'pending' ? delivery.nextAttemptAt : null,
+    created_at: delivery.createdAt,
+    updated_at: delivery.updatedAt,
+    delivered_at: delivery.deliveredAt,
+    history: delivery.history.map((attempt) => ({
+      at: attempt.at,
+      status_code: attempt.statusCode,
+      error: attempt.error,
+      duration_ms: attempt.durationMs,
+    })),
+  };
+}
+
+function webhookNotFound(): Outcome {
+  return problemResult(
+    problem('notFound', 'No webhook endpoint with this id.', {
+      errors: [{ field: 'id', message: 'not found' }],
+    }),
+  );
+}
+
+function deliveryNotFound(): Outcome {
+  return problemResult(
+    problem('notFound', 'No such delivery of this webhook endpoint.', {
+      errors: [{ field: 'delivery', message: 'not found' }],
+    }),
+  );
+}
+
+function deliveryConflict(current: WebhookDelivery): Outcome {
+  return problemResult(
+    problem('conflict', `The delivery is ${current.status}; only a failed delivery can be retried.`, {
+      extensions: { delivery_status: current.status },
+    }),
+    {},
+    { delivery_id: current.id },
+  );
+}

@@ -1,0 +1,185 @@
+/**
+ * Webhooks (DESIGN §11), the pure part: the request schema of `POST /v1/webhooks`, the ids of
+ * endpoints and deliveries, the copy that travels on the webhook queue, and the decision after an
+ * attempt (delivered, retry at a time drawn with backoff and full jitter, or `failed` once the retry
+ * window is spent). No clock and no random source of its own: both are arguments.
+ */
+import { createHash } from 'node:crypto';
+import { encodeTime } from 'ulid';
+import * as z from 'zod';
+import type { Validated } from './fieldErrors.js';
+import { EVENT_TYPES, type EventType } from './messageEvents.js';
+import { PARSE_CONTEXT, zodErrors } from './zodFieldErrors.js';
+
+/** An attempt that has no 2xx answer within this is a failed attempt (DESIGN §11). */
+export const WEBHOOK_TIMEOUT_MS = 10_000;
+
+/** The endpoint's signing secret: `whsec_` + base64 of 32 random bytes (Standard Webhooks). */
+export const WEBHOOK_SECRET_PREFIX = 'whsec_';
+export const WEBHOOK_SECRET_BYTES = 32;
+
+export const WEBHOOK_LIMITS = {
+  maxUrlLength: 2048,
+  maxDescriptionLength: 256,
+  /** Endpoints per tenant: fan-out reads them all for every event. */
+  maxEndpointsPerTenant: 20,
+  /** Attempts kept on a delivery (newest last); the count goes on. */
+  maxHistory: 20,
+  listDefault: 20,
+  listMax: 100,
+} as const;
+
+export const WEBHOOK_DELIVERY_STATUS = {
+  pending: 'pending',
+  delivered: 'delivered',
+  failed: 'failed',
+} as const;
+export type WebhookDeliveryStatus = (typeof WEBHOOK_DELIVERY_STATUS)[keyof typeof WEBHOOK_DELIVERY_STATUS];
+export const WEBHOOK_DELIVERY_STATUSES: readonly WebhookDeliveryStatus[] =
+  Object.values(WEBHOOK_DELIVERY_STATUS);
+
+export function isWebhookDeliveryStatus(value: unknown): value is WebhookDeliveryStatus {
+  return typeof value === 'string' && (WEBHOOK_DELIVERY_STATUSES as readonly string[]).includes(value);
+}
+
+/** The retry schedule: full jitter over `min(cap, base · 2^n)`. */
+export const WEBHOOK_BACKOFF = { baseMs: 5_000, capMs: 3_600_000 } as const;
+
+const ENDPOINT_ID = /^whe_[0-9A-HJKMNP-TV-Z]{26}$/;
+const DELIVERY_ID = /^dlv_[0-9A-HJKMNP-TV-Z]{10}[0-9a-f]{20}$/;
+
+export const isWebhookEndpointId = (value: string): boolean => ENDPOINT_ID.test(value);
+export const isWebhookDeliveryId = (value: string): boolean => DELIVERY_ID.test(value);
+
+/** `whe_` + a ULID (given by the caller, which owns the clock and the random source). */
+export const webhookEndpointId = (ulid: string): string => `whe_${ulid}`;
+
+/**
+ * A delivery's id: `dlv_` + the event's time (10 ULID characters, so ids sort by time and a listing
+ * is newest first) + 20 hex characters of SHA-256(endpoint, event id). The same event to the same
+ * endpoint always has the same delivery, so a replayed stream batch creates nothing new.
+ */
+export function webhookDeliveryId(endpointId: string, eventId: string, eventTimeMs: number): string {
+  const digest = createHash('sha256').update(`${endpointId}\0${eventId}`, 'utf8').digest('hex');
+  const time = Math.min(Math.max(0, Math.floor(eventTimeMs)), 2 ** 48 - 1);
+  return `dlv_${encodeTime(time, 10)}${digest.slice(0, 20)}`;
+}
+
+/** `POST /v1/webhooks`. `events` absent or null: every event type. */
+export const CreateWebhookBodySchema = z
+  .strictObject({
+    url: z
+      .string()
+      .min(1)
+      .max(WEBHOOK_LIMITS.maxUrlLength)
+      .meta({ description: 'Where events are POSTed: `https` in AWS; locally `http` to loopback too.' }),
+    events: z
+      .array(z.enum(EVENT_TYPES as [EventType, ...EventType[]]))
+      .min(1)
+      .nullish()
+      .meta({ description: 'The event types to deliver; absent: all of them.' }),
+    description: z.string().max(WEBHOOK_LIMITS.maxDescriptionLength).nullish(),
+  })
+  .meta({ id: 'CreateWebhookBody' });
+
+export interface CreateWebhookRequest {
+  readonly url: string;
+  readonly events: readonly EventType[] | null;
+  readonly description: string | null;
+}
+
+export function validateCreateWebhook(body: unknown): Validated<CreateWebhookRequest> {
+  const parsed = CreateWebhookBodySchema.safeParse(body, PARSE_CONTEXT);
+  if (!parsed.success) return { ok: false, errors: zodErrors(parsed.error) };
+  const events = parsed.data.events ? [...new Set(parsed.data.events)] : null;
+  return {
+    ok: true,
+    value: { url: parsed.data.url, events, description: parsed.data.description ?? null },
+  };
+}
+
+/** Whether an endpoint that subscribed to `events` receives an event of `type`. */
+export function isSubscribed(events: readonly string[] | null, type: EventType): boolean {
+  return events === null || events.includes(type);
+}
+
+/**
+ * What the webhook queue carries: which delivery, its revision (bumped by a manual retry) and the
+ * attempt count the copy is for. A copy whose `rev` or `seq` is not the record's is stale and is
+ * dropped, so a duplicate copy never starts a second retry chain.
+ */
+export interface WebhookCopy {
+  readonly v: 1;
+  readonly endpoint: string;
+  readonly delivery: string;
+  readonly rev: number;
+  readonly seq: number;
+}
+
+const WebhookCopySchema = z.strictObject({
+  v: z.literal(1),
+  endpoint: z.string().regex(ENDPOINT_ID),
+  delivery: z.string().regex(DELIVERY_ID),
+  rev: z.number().int().min(1),
+  seq: z.number().int().min(0),
+});
+
+export function encodeWebhookCopy(copy: WebhookCopy): string {
+  return JSON.stringify(copy);
+}
+
+export function decodeWebhookCopy(body: string): WebhookCopy | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return null;
+  }
+  const parsed = WebhookCopySchema.safeParse(value);
+  return parsed.success ? parsed.data : null;
+}
+
+/** How one attempt ended, as the HTTP adapter reports it. */
+export type AttemptResult =
+  | { readonly kind: 'response'; readonly statusCode: number }
+  | { readonly kind: 'timeout' }
+  /** The URL's address is one the policy refuses (loopback, private, metadata…), or its scheme. */
+  | { readonly kind: 'refused'; readonly reason: string }
+  | { readonly kind: 'network'; readonly reason: string };
+
+export const isDelivered = (result: AttemptResult): boolean =>
+  result.kind === 'response' && result.statusCode >= 200 && result.statusCode < 300;
+
+/** The delay before retry `n` (n = attempts made so far, from 1): uniform in [0, min(cap, base · 2^(n−1))]. */
+export function webhookRetryDelayMs(attempts: number, random: () => number): number {
+  const n = Number.isFinite(attempts) ? Math.max(1, Math.floor(attempts)) : 1;
+  const ceiling = Math.min(WEBHOOK_BACKOFF.capMs, WEBHOOK_BACKOFF.baseMs * 2 ** Math.min(n - 1, 40));
+  const draw = random();
+  const unit = Number.isFinite(draw) ? Math.min(Math.max(draw, 0), 1) : 0;
+  return Math.floor(unit * ceiling);
+}
+
+export type AttemptDecision =
+  | { readonly kind: 'delivered' }
+  | { readonly kind: 'retry'; readonly at: Date }
+  | { readonly kind: 'failed' };
+
+/**
+ * After an attempt: a 2xx is delivered; anything else is retried at now + a jittered delay, unless
+ * that time falls past the retry window (`retryHours` from the window's start: the first attempt,
+ * or a manual retry), when the delivery is `failed`.
+ */
+export function decideAfterAttempt(input: {
+  readonly result: AttemptResult;
+  /** Attempts made, this one included. */
+  readonly attempts: number;
+  readonly windowStartedAt: Date;
+  readonly now: Date;
+  readonly retryHours: number;
+  readonly random: () => number;
+}): AttemptDecision {
+  if (isDelivered(input.result)) return { kind: 'delivered' };
+  const at = new Date(input.now.getTime() + webhookRetryDelayMs(input.attempts, input.random));
+  const windowEnd = input.windowStartedAt.getTime() + input.retryHours * 3_600_000;
+  return at.getTime() > windowEnd ? { kind: 'failed' } : { kind: 'retry', at };
+}

@@ -1,0 +1,73 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import middy from '@middy/core';
+import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import { awsClientOptions } from '../adapters/awsClients.js';
+import { EventBridgeBus } from '../adapters/EventBridgeBus.js';
+import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
+import { SqsWebhookQueue } from '../adapters/SqsWebhookQueue.js';
+import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
+import { METRICS, type WebhookMetric } from '../core/metricNames.js';
+import type { Log } from '../ports/Log.js';
+import { DynamoWebhookStore } from '../store/webhookStore.js';
+import { createEventsHandler } from './createEventsHandler.js';
+
+export type EventsBatchHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse>;
+
+/**
+ * Wires the event producer from `env`: the bus when `POSTDATE_EVENT_BUS_NAME` is set (AWS), the
+ * webhook store and queue always.
+ */
+export function wireEvents(
+  env: Environment,
+  log: Log,
+  count?: (metric: WebhookMetric, value: number) => void,
+): EventsBatchHandler {
+  const config = loadConfig(env, configTargetOf(env));
+  const names = loadResourceNames(env);
+  const documents = DynamoDBDocumentClient.from(
+    new DynamoDBClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'DYNAMODB') }),
+    { marshallOptions: { removeUndefinedValues: true } },
+  );
+  const busName = names.eventBusName;
+  return createEventsHandler({
+    bus:
+      busName === undefined
+        ? undefined
+        : new EventBridgeBus(
+            new EventBridgeClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'EVENTBRIDGE') }),
+            busName,
+          ),
+    store: new DynamoWebhookStore(documents, names.tableName),
+    queue: new SqsWebhookQueue(
+      new SQSClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'SQS') }),
+      requireResource(names, 'webhookQueueUrl', 'POSTDATE_WEBHOOK_QUEUE_URL'),
+    ),
+    now: () => new Date(),
+    retryHours: config.webhookRetryHours,
+    retentionDays: config.retentionDays,
+    log,
+    ...(count ? { count } : {}),
+  });
+}
+
+const logger = new Logger({ serviceName: 'postdate-events' });
+const metrics = new Metrics({ namespace: METRICS.namespace, serviceName: METRICS.service });
+let produce: EventsBatchHandler | undefined;
+
+/** The event producer Lambda: DynamoDB Streams event source (state records), ReportBatchItemFailures. */
+export const handler = middy<DynamoDBStreamEvent, DynamoDBBatchResponse>()
+  .use(injectLambdaContext(logger))
+  .use(logMetrics(metrics))
+  .handler(async (event) => {
+    produce ??= wireEvents(process.env, logger, (metric, value) =>
+      metrics.addMetric(metric, MetricUnit.Count, value),
+    );
+    return produce(event);
+  });

@@ -1,0 +1,143 @@
+import { messageView } from '../api/messageView.js';
+import { errorForLog } from '../core/errorForLog.js';
+import { deriveStatusChange, messageEvent, type PostdateEvent } from '../core/messageEvents.js';
+import { WEBHOOK_METRIC, type WebhookMetric } from '../core/metricNames.js';
+import { runWithConcurrency } from '../core/runWithConcurrency.js';
+import { isSubscribed, WEBHOOK_DELIVERY_STATUS } from '../core/webhooks.js';
+import type { Log } from '../ports/Log.js';
+import type { EventBus, QueuedWebhookCopy, WebhookQueue, WebhookStore } from '../ports/Webhooks.js';
+import { newDelivery } from '../store/webhookStore.js';
+import type { EventRecord } from './eventRecords.js';
+
+export interface EventDeps {
+  /** AWS: the EventBridge bus; absent locally (the local stack has no bus). */
+  readonly bus?: EventBus | undefined;
+  readonly store: WebhookStore;
+  readonly queue: WebhookQueue;
+  readonly now: () => Date;
+  readonly retryHours: number;
+  readonly retentionDays: number;
+  readonly log?: Log;
+  readonly count?: (metric: WebhookMetric, value: number) => void;
+}
+
+export interface EventsOutcome {
+  /** Sequence numbers of the records to retry, in stream order. */
+  readonly failed: readonly string[];
+  readonly events: number;
+  readonly deliveries: number;
+}
+
+/**
+ * Turns a stream batch into events: each status change one event (core/messageEvents.ts), put on the
+ * bus and written as one delivery per subscribed endpoint of the event's tenant, each delivery's
+ * first copy queued. A record whose event could not be put or delivered is reported for a retry;
+ * the replay makes the same ids, so the bus gets a duplicate consumers dedupe and the deliveries
+ * already written are found, not doubled.
+ */
+export async function produceEvents(
+  records: readonly EventRecord[],
+  deps: EventDeps,
+): Promise<EventsOutcome> {
+  const failed = new Set<string>();
+  const events: { sequenceNumber: string; event: PostdateEvent }[] = [];
+  for (const record of records) {
+    const change = deriveStatusChange(record.change);
+    if (change === null || record.state === null) continue;
+    const { history: _history, ...view } = messageView(record.state, { withHistory: false });
+    events.push({ sequenceNumber: record.sequenceNumber, event: messageEvent(change, view) });
+  }
+  if (events.length === 0) return { failed: [], events: 0, deliveries: 0 };
+
+  if (deps.bus) {
+    try {
+      const published = await deps.bus.publish(events.map((entry) => entry.event));
+      const refused = new Set(published.failed);
+      for (const entry of events) if (refused.has(entry.event)) failed.add(entry.sequenceNumber);
+      if (published.failed.length > 0) {
+        deps.log?.warn('some events were not put on the bus', {
+          failed: published.failed.length,
+          error: errorForLog(published.error),
+        });
+      }
+      deps.count?.(WEBHOOK_METRIC.eventsPublished, events.length - published.failed.length);
+    } catch (error) {
+      for (const entry of events) failed.add(entry.sequenceNumber);
+      deps.log?.warn('the event bus could not be reached', { error: errorForLog(error) });
+    }
+  }
+
+  // One read of each tenant's endpoints per batch; an event only ever reaches its own tenant's.
+  const tenants = [...new Set(events.map((entry) => entry.event.tenant))];
+  const endpointsOf = new Map<string, Awaited<ReturnType<WebhookStore['listEndpoints']>>>();
+  let deliveries = 0;
+  await runWithConcurrency(tenants, 4, async (tenant) => {
+    try {
+      endpointsOf.set(tenant, await deps.store.listEndpoints(tenant));
+    } catch (error) {
+      for (const entry of events) if (entry.event.tenant === tenant) failed.add(entry.sequenceNumber);
+      deps.log?.warn('could not read webhook endpoints', { tenant, error: errorForLog(error) });
+    }
+  });
+  const now = deps.now();
+  const copies: { sequenceNumber: string; queued: QueuedWebhookCopy }[] = [];
+  await runWithConcurrency(events, 8, async ({ sequenceNumber, event }) => {
+    const endpoints = endpointsOf.get(event.tenant) ?? [];
+    for (const endpoint of endpoints) {
+      if (endpoint.tenant !== event.tenant || !isSubscribed(endpoint.events, event.type)) continue;
+      try {
+        const written = await deps.store.putDelivery(
+          newDelivery({
+            endpoint,
+            event,
+            now,
+            retryHours: deps.retryHours,
+            retentionDays: deps.retentionDays,
+          }),
+        );
+        const delivery = written.delivery;
+        // A replay finds its delivery; one never attempted may have lost its copy, so it gets one
+        // again (a duplicate copy costs at most one extra POST: see deliverCopy).
+        if (
+          written.kind === 'created' ||
+          (delivery.status === WEBHOOK_DELIVERY_STATUS.pending && delivery.attempts === 0)
+        ) {
+          deliveries += written.kind === 'created' ? 1 : 0;
+          copies.push({
+            sequenceNumber,
+            queued: {
+              copy: { v: 1, endpoint: delivery.endpointId, delivery: delivery.id, rev: delivery.rev, seq: 0 },
+              delaySeconds: 0,
+            },
+          });
+        }
+      } catch (error) {
+        failed.add(sequenceNumber);
+        deps.log?.warn('could not write a webhook delivery', {
+          endpointId: endpoint.id,
+          error: errorForLog(error),
+        });
+      }
+    }
+  });
+  if (copies.length > 0) {
+    const sequenceOf = new Map(copies.map((entry) => [entry.queued, entry.sequenceNumber]));
+    const sent = await deps.queue.send(copies.map((entry) => entry.queued));
+    for (const queued of sent.failed) {
+      const sequenceNumber = sequenceOf.get(queued);
+      if (sequenceNumber !== undefined) failed.add(sequenceNumber);
+    }
+    if (sent.failed.length > 0) {
+      deps.log?.warn('could not queue some webhook copies', {
+        failed: sent.failed.length,
+        error: errorForLog(sent.error),
+      });
+    }
+  }
+  const order = new Map(records.map((record, index) => [record.sequenceNumber, index]));
+  return {
+    failed: [...failed].sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0)),
+    events: events.length,
+    deliveries,
+  };
+}

@@ -1,0 +1,426 @@
+/**
+ * Webhook endpoints and deliveries in the outbox table (the DynamoDB adapter of ports/Webhooks.ts):
+ *
+ * - endpoint: `pk = WHEP#{tenant}`, `sk = {endpoint id}`: a tenant's endpoints are one partition,
+ *   which the fan-out reads for every event and no other tenant's key can reach;
+ * - delivery: `pk = WHDL#{endpoint id}`, `sk = {delivery id}`: the ids begin with the event's time,
+ *   so the partition read backwards is newest first.
+ *
+ * Neither has `sk = STATE`, so no stream filter lets them reach the relay or the event producer, and
+ * neither carries an index key, so no listing or sweep sees them. Lost conditions become typed
+ * outcomes here; other errors pass through.
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import {
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { isEventType, type PostdateEvent } from '../core/messageEvents.js';
+import {
+  isWebhookDeliveryStatus,
+  WEBHOOK_DELIVERY_STATUS,
+  WEBHOOK_LIMITS,
+  type WebhookDeliveryStatus,
+  webhookDeliveryId,
+} from '../core/webhooks.js';
+import type {
+  AttemptWrite,
+  DeliveryAttempt,
+  DeliveryCounts,
+  DeliveryPage,
+  WebhookDelivery,
+  WebhookEndpoint,
+  WebhookStore,
+} from '../ports/Webhooks.js';
+import { KEY, TTL_ATTRIBUTE } from './tableLayout.js';
+
+export const WEBHOOK_PARTITION_PREFIX = { endpoint: 'WHEP#', delivery: 'WHDL#' } as const;
+
+const endpointPk = (tenant: string): string => `${WEBHOOK_PARTITION_PREFIX.endpoint}${tenant}`;
+const deliveryPk = (endpointId: string): string => `${WEBHOOK_PARTITION_PREFIX.delivery}${endpointId}`;
+
+export class DynamoWebhookStore implements WebhookStore {
+  constructor(
+    private readonly documents: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async createEndpoint(endpoint: WebhookEndpoint, limit: number): Promise<'created' | 'limit'> {
+    // A soft limit: two creates at once may both pass; fan-out cost stays bounded all the same.
+    if ((await this.listEndpoints(endpoint.tenant)).length >= limit) return 'limit';
+    await this.documents.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: {
+          [KEY.partition]: endpointPk(endpoint.tenant),
+          [KEY.sort]: endpoint.id,
+          id: endpoint.id,
+          tenant: endpoint.tenant,
+          url: endpoint.url,
+          events: endpoint.events,
+          description: endpoint.description,
+          secret: endpoint.secret,
+          created_at: endpoint.createdAt,
+        },
+        ConditionExpression: 'attribute_not_exists(#pk)',
+        ExpressionAttributeNames: { '#pk': KEY.partition },
+      }),
+    );
+    return 'created';
+  }
+
+  async listEndpoints(tenant: string): Promise<readonly WebhookEndpoint[]> {
+    const endpoints: WebhookEndpoint[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.documents.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: '#pk = :pk',
+          ExpressionAttributeNames: { '#pk': KEY.partition },
+          ExpressionAttributeValues: { ':pk': endpointPk(tenant) },
+          ConsistentRead: true,
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        const endpoint = readEndpoint(item);
+        if (endpoint) endpoints.push(endpoint);
+      }
+      start = page.LastEvaluatedKey;
+    } while (start !== undefined);
+    return endpoints;
+  }
+
+  async getEndpoint(tenant: string, id: string): Promise<WebhookEndpoint | null> {
+    const { Item } = await this.documents.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { [KEY.partition]: endpointPk(tenant), [KEY.sort]: id },
+        ConsistentRead: true,
+      }),
+    );
+    return Item ? readEndpoint(Item) : null;
+  }
+
+  async deleteEndpoint(tenant: string, id: string): Promise<'deleted' | 'not-found'> {
+    try {
+      await this.documents.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: { [KEY.partition]: endpointPk(tenant), [KEY.sort]: id },
+          ConditionExpression: 'attribute_exists(#pk)',
+          ExpressionAttributeNames: { '#pk': KEY.partition },
+        }),
+      );
+      return 'deleted';
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return 'not-found';
+      throw error;
+    }
+  }
+
+  async countDeliveries(endpointId: string): Promise<DeliveryCounts> {
+    const counts: Record<WebhookDeliveryStatus, number> = { pending: 0, delivered: 0, failed: 0 };
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.documents.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: '#pk = :pk',
+          ProjectionExpression: '#status',
+          ExpressionAttributeNames: { '#pk': KEY.partition, '#status': 'status' },
+          ExpressionAttributeValues: { ':pk': deliveryPk(endpointId) },
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        if (isWebhookDeliveryStatus(item.status)) counts[item.status]++;
+      }
+      start = page.LastEvaluatedKey;
+    } while (start !== undefined);
+    return counts;
+  }
+
+  async putDelivery(
+    delivery: WebhookDelivery,
+  ): Promise<{ readonly kind: 'created' | 'exists'; readonly delivery: WebhookDelivery }> {
+    try {
+      await this.documents.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: deliveryItem(delivery),
+          ConditionExpression: 'attribute_not_exists(#pk)',
+          ExpressionAttributeNames: { '#pk': KEY.partition },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { kind: 'created', delivery };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) {
+        const existing = error.Item ? readDelivery(unmarshallLoose(error.Item)) : null;
+        return { kind: 'exists', delivery: existing ?? delivery };
+      }
+      throw error;
+    }
+  }
+
+  async getDelivery(endpointId: string, deliveryId: string): Promise<WebhookDelivery | null> {
+    const { Item } = await this.documents.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { [KEY.partition]: deliveryPk(endpointId), [KEY.sort]: deliveryId },
+        ConsistentRead: true,
+      }),
+    );
+    return Item ? readDelivery(Item) : null;
+  }
+
+  async listDeliveries(query: {
+    readonly endpointId: string;
+    readonly status: WebhookDeliveryStatus | null;
+    readonly limit: number;
+    readonly cursor: string | null;
+  }): Promise<DeliveryPage> {
+    const items: WebhookDelivery[] = [];
+    let start: Record<string, unknown> | undefined =
+      query.cursor === null
+        ? undefined
+        : { [KEY.partition]: deliveryPk(query.endpointId), [KEY.sort]: query.cursor };
+    // A status filter reads past the deliveries of other statuses: keep reading until the page is full.
+    do {
+      const page = await this.documents.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: '#pk = :pk',
+          ExpressionAttributeNames: {
+            '#pk': KEY.partition,
+            ...(query.status ? { '#status': 'status' } : {}),
+          },
+          ExpressionAttributeValues: {
+            ':pk': deliveryPk(query.endpointId),
+            ...(query.status ? { ':status': query.status } : {}),
+          },
+          ...(query.status ? { FilterExpression: '#status = :status' } : {}),
+          ScanIndexForward: false,
+          Limit: query.limit - items.length,
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        const delivery = readDelivery(item);
+        if (delivery) items.push(delivery);
+      }
+      start = page.LastEvaluatedKey;
+    } while (start !== undefined && items.length < query.limit);
+    const last = items.at(-1);
+    const nextCursor = start !== undefined && last ? last.id : null;
+    return { items, nextCursor };
+  }
+
+  async recordAttempt(write: AttemptWrite): Promise<'updated' | 'conflict'> {
+    const delivered = write.next.kind === 'delivered';
+    const status =
+      write.next.kind === 'retry'
+        ? WEBHOOK_DELIVERY_STATUS.pending
+        : delivered
+          ? WEBHOOK_DELIVERY_STATUS.delivered
+          : WEBHOOK_DELIVERY_STATUS.failed;
+    try {
+      await this.documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { [KEY.partition]: deliveryPk(write.endpointId), [KEY.sort]: write.deliveryId },
+          // The history is capped by the reader keeping the newest; the write appends.
+          UpdateExpression:
+            'SET #status = :status, attempts = :next, history = list_append(if_not_exists(history, :empty), :attempt), ' +
+            'window_started_at = :window, next_attempt_at = :nextAt, updated_at = :now, delivered_at = :deliveredAt',
+          ConditionExpression: '#status = :pending AND rev = :rev AND attempts = :seq',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':status': status,
+            ':pending': WEBHOOK_DELIVERY_STATUS.pending,
+            ':rev': write.rev,
+            ':seq': write.seq,
+            ':next': write.seq + 1,
+            ':empty': [],
+            ':attempt': [attemptItem(write.attempt)],
+            ':window': write.windowStartedAt,
+            ':nextAt': write.next.kind === 'retry' ? write.next.at : null,
+            ':now': write.attempt.at,
+            ':deliveredAt': delivered ? write.next.at : null,
+          },
+        }),
+      );
+      return 'updated';
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return 'conflict';
+      throw error;
+    }
+  }
+
+  async retryDelivery(input: {
+    readonly endpointId: string;
+    readonly deliveryId: string;
+    readonly now: string;
+    readonly expiresAt: number;
+  }): Promise<
+    | { readonly kind: 'updated'; readonly delivery: WebhookDelivery }
+    | { readonly kind: 'not-found' }
+    | { readonly kind: 'conflict'; readonly current: WebhookDelivery }
+  > {
+    try {
+      const { Attributes } = await this.documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { [KEY.partition]: deliveryPk(input.endpointId), [KEY.sort]: input.deliveryId },
+          UpdateExpression:
+            'SET #status = :pending, rev = rev + :one, window_started_at = :now, next_attempt_at = :now, updated_at = :now, #ttl = :expiresAt',
+          ConditionExpression: '#status = :failed',
+          ExpressionAttributeNames: { '#status': 'status', '#ttl': TTL_ATTRIBUTE },
+          ExpressionAttributeValues: {
+            ':pending': WEBHOOK_DELIVERY_STATUS.pending,
+            ':failed': WEBHOOK_DELIVERY_STATUS.failed,
+            ':one': 1,
+            ':now': input.now,
+            ':expiresAt': input.expiresAt,
+          },
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      const delivery = Attributes ? readDelivery(Attributes) : null;
+      return delivery ? { kind: 'updated', delivery } : { kind: 'not-found' };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) {
+        const current = error.Item ? readDelivery(unmarshallLoose(error.Item)) : null;
+        return current ? { kind: 'conflict', current } : { kind: 'not-found' };
+      }
+      throw error;
+    }
+  }
+}
+
+/**
+ * A new delivery of `event` to `endpoint`: pending, due now, kept until the retry window and the
+ * retention have passed (DynamoDB's TTL then removes it).
+ */
+export function newDelivery(input: {
+  readonly endpoint: Pick<WebhookEndpoint, 'id' | 'tenant'>;
+  readonly event: PostdateEvent;
+  readonly now: Date;
+  readonly retryHours: number;
+  readonly retentionDays: number;
+}): WebhookDelivery {
+  const { endpoint, event, now } = input;
+  const at = now.toISOString();
+  return {
+    id: webhookDeliveryId(endpoint.id, event.id, Date.parse(event.created_at) || now.getTime()),
+    endpointId: endpoint.id,
+    tenant: endpoint.tenant,
+    eventId: event.id,
+    eventType: event.type,
+    payload: JSON.stringify(event),
+    status: WEBHOOK_DELIVERY_STATUS.pending,
+    rev: 1,
+    attempts: 0,
+    history: [],
+    windowStartedAt: null,
+    nextAttemptAt: at,
+    createdAt: at,
+    updatedAt: at,
+    deliveredAt: null,
+    expiresAt: deliveryExpiresAt(now, input.retryHours, input.retentionDays),
+  };
+}
+
+/** Epoch seconds: the retry window, then the retention. */
+export function deliveryExpiresAt(now: Date, retryHours: number, retentionDays: number): number {
+  return Math.floor(now.getTime() / 1000) + retryHours * 3600 + retentionDays * 86_400;
+}
+
+function deliveryItem(delivery: WebhookDelivery): Record<string, unknown> {
+  return {
+    [KEY.partition]: deliveryPk(delivery.endpointId),
+    [KEY.sort]: delivery.id,
+    id: delivery.id,
+    endpoint_id: delivery.endpointId,
+    tenant: delivery.tenant,
+    event_id: delivery.eventId,
+    event_type: delivery.eventType,
+    payload: delivery.payload,
+    status: delivery.status,
+    rev: delivery.rev,
+    attempts: delivery.attempts,
+    history: delivery.history.map(attemptItem),
+    window_started_at: delivery.windowStartedAt,
+    next_attempt_at: delivery.nextAttemptAt,
+    created_at: delivery.createdAt,
+    updated_at: delivery.updatedAt,
+    delivered_at: delivery.deliveredAt,
+    [TTL_ATTRIBUTE]: delivery.expiresAt,
+  };
+}
+
+function attemptItem(attempt: DeliveryAttempt): Record<string, unknown> {
+  return {
+    at: attempt.at,
+    status_code: attempt.statusCode,
+    error: attempt.error,
+    duration_ms: attempt.durationMs,
+  };
+}
+
+const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+
+function readEndpoint(item: Record<string, unknown>): WebhookEndpoint | null {
+  const { id, tenant, url, secret, created_at } = item;
+  if (typeof id !== 'string' || typeof tenant !== 'string' || typeof url !== 'string') return null;
+  if (typeof secret !== 'string' || typeof created_at !== 'string') return null;
+  const events = Array.isArray(item.events) ? item.events.filter(isEventType) : null;
+  return { id, tenant, url, events, description: text(item.description), secret, createdAt: created_at };
+}
+
+function readDelivery(item: Record<string, unknown>): WebhookDelivery | null {
+  const { id, endpoint_id, tenant, event_id, event_type, payload, status, rev, attempts } = item;
+  if (typeof id !== 'string' || typeof endpoint_id !== 'string' || typeof tenant !== 'string') return null;
+  if (typeof event_id !== 'string' || !isEventType(event_type) || typeof payload !== 'string') return null;
+  if (!isWebhookDeliveryStatus(status) || typeof rev !== 'number' || typeof attempts !== 'number')
+    return null;
+  const history = (Array.isArray(item.history) ? item.history : [])
+    .map((entry: Record<string, unknown>) => ({
+      at: text(entry.at) ?? '',
+      statusCode: typeof entry.status_code === 'number' ? entry.status_code : null,
+      error: text(entry.error),
+      durationMs: typeof entry.duration_ms === 'number' ? entry.duration_ms : 0,
+    }))
+    .slice(-WEBHOOK_LIMITS.maxHistory);
+  return {
+    id,
+    endpointId: endpoint_id,
+    tenant,
+    eventId: event_id,
+    eventType: event_type,
+    payload,
+    status,
+    rev,
+    attempts,
+    history,
+    windowStartedAt: text(item.window_started_at),
+    nextAttemptAt: text(item.next_attempt_at),
+    createdAt: text(item.created_at) ?? '',
+    updatedAt: text(item.updated_at) ?? '',
+    deliveredAt: text(item.delivered_at),
+    expiresAt: typeof item[TTL_ATTRIBUTE] === 'number' ? (item[TTL_ATTRIBUTE] as number) : 0,
+  };
+}
+
+/** The item a lost condition returns is in the low-level shape; the document client does not convert it. */
+function unmarshallLoose(item: Record<string, unknown>): Record<string, unknown> {
+  return unmarshall(item as Parameters<typeof unmarshall>[0]);
+}

@@ -1,0 +1,36 @@
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { errorForLog } from '../core/errorForLog.js';
+import { type CopyOutcome, type DeliveryDeps, deliverCopy } from './deliverCopy.js';
+
+/**
+ * The delivery function's batch: every copy at once (each attempt has its own timeout, so one slow
+ * endpoint does not hold the others' attempts back), the ones that must come back reported as batch
+ * item failures. It never throws for one copy.
+ */
+export function createWebhookDeliveryHandler(
+  deps: DeliveryDeps,
+): (event: SQSEvent) => Promise<SQSBatchResponse> {
+  return async function deliverBatch(event: SQSEvent): Promise<SQSBatchResponse> {
+    const outcomes = await Promise.all(
+      event.Records.map(async (record): Promise<CopyOutcome | 'kept'> => {
+        try {
+          return await deliverCopy(record.body, deps);
+        } catch (error) {
+          deps.log?.warn('webhook copy kept for a retry', {
+            messageId: record.messageId,
+            error: errorForLog(error),
+          });
+          return 'kept';
+        }
+      }),
+    );
+    const counts: Record<string, number> = {};
+    for (const outcome of outcomes) counts[outcome] = (counts[outcome] ?? 0) + 1;
+    deps.log?.info('webhook batch done', { records: event.Records.length, ...counts });
+    return {
+      batchItemFailures: event.Records.flatMap((record, index) =>
+        outcomes[index] === 'kept' ? [{ itemIdentifier: record.messageId }] : [],
+      ),
+    };
+  };
+}

@@ -1,0 +1,177 @@
+import { Webhook } from 'standardwebhooks';
+import { WEBHOOK_METRIC, type WebhookMetric } from '../core/metricNames.js';
+import { PostdateError } from '../core/postdateError.js';
+import { SQS_MAX_DELAY_SECONDS } from '../core/queueLimits.js';
+import {
+  type AttemptResult,
+  decideAfterAttempt,
+  decodeWebhookCopy,
+  WEBHOOK_DELIVERY_STATUS,
+  WEBHOOK_TIMEOUT_MS,
+  type WebhookCopy,
+} from '../core/webhooks.js';
+import type { Log } from '../ports/Log.js';
+import type { DeliveryAttempt, WebhookHttp, WebhookQueue, WebhookStore } from '../ports/Webhooks.js';
+
+export interface DeliveryDeps {
+  readonly store: WebhookStore;
+  readonly queue: WebhookQueue;
+  readonly http: WebhookHttp;
+  readonly now: () => Date;
+  readonly random: () => number;
+  /** POSTDATE_WEBHOOK_RETRY_HOURS. */
+  readonly retryHours: number;
+  /** @default WEBHOOK_TIMEOUT_MS (10 s, DESIGN §11) */
+  readonly timeoutMs?: number;
+  readonly log?: Log;
+  readonly count?: (metric: WebhookMetric) => void;
+}
+
+export type CopyOutcome =
+  | 'delivered'
+  | 'retry'
+  | 'failed'
+  /** Another revision, another attempt count, or not pending any more: nothing to do. */
+  | 'stale'
+  /** Arrived before its time (SQS delays at most 15 minutes): put back with the rest of the wait. */
+  | 'redelayed'
+  /** The endpoint was removed: the delivery stops. */
+  | 'endpoint-gone'
+  | 'malformed';
+
+/** A copy for a revision the record does not have yet (a manual retry's write still to land). */
+export class CopyAheadError extends PostdateError {
+  override readonly name = 'CopyAheadError';
+  constructor(readonly deliveryId: string) {
+    super(`delivery ${deliveryId}: the copy's revision is not written yet`, { class: 'transient' });
+  }
+}
+
+/**
+ * One copy from the webhook queue, as a short list of steps: read the delivery; drop a stale copy;
+ * put back an early one; read the endpoint (gone: stop); sign and POST once; write the outcome if the
+ * copy is still current; queue the next attempt. Throws only when the copy must come back (a read, a
+ * write or the queue failed): the handler reports it as a batch item failure.
+ *
+ * One delivery's copy never waits for another's: each delivery is its own SQS message with its own
+ * delay, so a failing or stalled endpoint holds up only its own deliveries, each for at most one
+ * timeout per attempt.
+ */
+export async function deliverCopy(body: string, deps: DeliveryDeps): Promise<CopyOutcome> {
+  const copy = decodeWebhookCopy(body);
+  if (copy === null) return 'malformed';
+  const delivery = await deps.store.getDelivery(copy.endpoint, copy.delivery);
+  if (delivery === null) return 'stale';
+  if (copy.rev > delivery.rev) throw new CopyAheadError(delivery.id);
+  if (delivery.status !== WEBHOOK_DELIVERY_STATUS.pending || copy.rev !== delivery.rev) return 'stale';
+  const dueMs = Date.parse(delivery.nextAttemptAt ?? '') || 0;
+  if (copy.seq === delivery.attempts - 1) {
+    // This copy's attempt was written but the next copy could not be queued (the copy came back):
+    // queue it now. A duplicate of it costs one extra POST; the attempt write lets one chain go on.
+    await sendOrThrow(deps.queue, { ...copy, seq: delivery.attempts }, dueMs - deps.now().getTime());
+    return 'redelayed';
+  }
+  if (copy.seq !== delivery.attempts) return 'stale';
+  const waitMs = dueMs - deps.now().getTime();
+  if (waitMs > 1000) {
+    await sendOrThrow(deps.queue, copy, waitMs);
+    return 'redelayed';
+  }
+  const endpoint = await deps.store.getEndpoint(delivery.tenant, delivery.endpointId);
+  if (endpoint === null) {
+    deps.log?.info('webhook endpoint removed; delivery stops', { deliveryId: delivery.id });
+    return 'endpoint-gone';
+  }
+
+  const started = deps.now();
+  const headers = signedHeaders(endpoint.secret, delivery.eventId, started, delivery.payload);
+  const result = await deps.http.post({
+    url: endpoint.url,
+    headers,
+    body: delivery.payload,
+    timeoutMs: deps.timeoutMs ?? WEBHOOK_TIMEOUT_MS,
+  });
+  const ended = deps.now();
+  const windowStartedAt = delivery.windowStartedAt ? new Date(delivery.windowStartedAt) : started;
+  const decision = decideAfterAttempt({
+    result,
+    attempts: delivery.attempts + 1,
+    windowStartedAt,
+    now: ended,
+    retryHours: deps.retryHours,
+    random: deps.random,
+  });
+  const attempt: DeliveryAttempt = {
+    at: started.toISOString(),
+    statusCode: result.kind === 'response' ? result.statusCode : null,
+    error: attemptError(result),
+    durationMs: Math.max(0, ended.getTime() - started.getTime()),
+  };
+  if (result.kind === 'refused') deps.count?.(WEBHOOK_METRIC.refused);
+  const written = await deps.store.recordAttempt({
+    endpointId: delivery.endpointId,
+    deliveryId: delivery.id,
+    rev: copy.rev,
+    seq: copy.seq,
+    attempt,
+    windowStartedAt: windowStartedAt.toISOString(),
+    next:
+      decision.kind === 'retry'
+        ? { kind: 'retry', at: decision.at.toISOString() }
+        : { kind: decision.kind, at: ended.toISOString() },
+  });
+  if (written === 'conflict') return 'stale';
+  const logged = {
+    deliveryId: delivery.id,
+    eventType: delivery.eventType,
+    attempts: delivery.attempts + 1,
+    statusCode: attempt.statusCode,
+    error: attempt.error,
+  };
+  if (decision.kind === 'delivered') {
+    deps.count?.(WEBHOOK_METRIC.delivered);
+    return 'delivered';
+  }
+  if (decision.kind === 'failed') {
+    deps.count?.(WEBHOOK_METRIC.failed);
+    deps.log?.warn('webhook delivery failed: its retry window is spent', logged);
+    return 'failed';
+  }
+  deps.count?.(WEBHOOK_METRIC.retried);
+  deps.log?.info('webhook attempt failed; retrying', { ...logged, nextAttemptAt: decision.at.toISOString() });
+  await sendOrThrow(deps.queue, { ...copy, seq: copy.seq + 1 }, decision.at.getTime() - ended.getTime());
+  return 'retry';
+}
+
+/** The Standard Webhooks headers, signed with the reference implementation. */
+export function signedHeaders(
+  secret: string,
+  eventId: string,
+  at: Date,
+  payload: string,
+): Record<string, string> {
+  return {
+    'webhook-id': eventId,
+    'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+    'webhook-signature': new Webhook(secret).sign(eventId, at, payload),
+  };
+}
+
+function attemptError(result: AttemptResult): string | null {
+  switch (result.kind) {
+    case 'response':
+      return null;
+    case 'timeout':
+      return 'timeout';
+    case 'refused':
+      return `refused: ${result.reason}`;
+    case 'network':
+      return `network: ${result.reason}`;
+  }
+}
+
+async function sendOrThrow(queue: WebhookQueue, copy: WebhookCopy, waitMs: number): Promise<void> {
+  const delaySeconds = Math.min(SQS_MAX_DELAY_SECONDS, Math.max(0, Math.ceil(waitMs / 1000)));
+  const { failed, error } = await queue.send([{ copy, delaySeconds }]);
+  if (failed.length > 0) throw error ?? new Error('the webhook queue refused a copy');
+}

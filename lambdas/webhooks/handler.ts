@@ -1,0 +1,67 @@
+import { randomInt } from 'node:crypto';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import middy from '@middy/core';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { awsClientOptions } from '../adapters/awsClients.js';
+import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
+import { createNodeWebhookHttp } from '../adapters/nodeWebhookHttp.js';
+import { SqsWebhookQueue } from '../adapters/SqsWebhookQueue.js';
+import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
+import { METRICS, type WebhookMetric } from '../core/metricNames.js';
+import type { Log } from '../ports/Log.js';
+import { DynamoWebhookStore } from '../store/webhookStore.js';
+import { createWebhookDeliveryHandler } from './createWebhookDeliveryHandler.js';
+
+export type WebhookBatchHandler = (event: SQSEvent) => Promise<SQSBatchResponse>;
+
+/**
+ * Wires the delivery function from `env` (once per cold start); a bad configuration fails here,
+ * naming the variable. `count` publishes a metric (EMF in AWS; the local stack logs nothing).
+ */
+export function wireWebhookDelivery(
+  env: Environment,
+  log: Log,
+  count?: (metric: WebhookMetric) => void,
+): WebhookBatchHandler {
+  const config = loadConfig(env, configTargetOf(env));
+  const names = loadResourceNames(env);
+  const documents = DynamoDBDocumentClient.from(
+    new DynamoDBClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'DYNAMODB') }),
+    { marshallOptions: { removeUndefinedValues: true } },
+  );
+  const queue = new SqsWebhookQueue(
+    new SQSClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'SQS') }),
+    requireResource(names, 'webhookQueueUrl', 'POSTDATE_WEBHOOK_QUEUE_URL'),
+  );
+  return createWebhookDeliveryHandler({
+    store: new DynamoWebhookStore(documents, names.tableName),
+    queue,
+    http: createNodeWebhookHttp({ policy: config.webhookAllowPrivateUrls ? 'local' : 'public-https' }),
+    now: () => new Date(),
+    random: () => randomInt(2 ** 47) / 2 ** 47,
+    retryHours: config.webhookRetryHours,
+    log,
+    ...(count ? { count } : {}),
+  });
+}
+
+const logger = new Logger({ serviceName: 'postdate-webhooks' });
+const metrics = new Metrics({ namespace: METRICS.namespace, serviceName: METRICS.service });
+let deliver: WebhookBatchHandler | undefined;
+
+/** The webhook delivery Lambda: SQS event source with ReportBatchItemFailures; EMF metrics per invocation. */
+export const handler = middy<SQSEvent, SQSBatchResponse>()
+  .use(injectLambdaContext(logger))
+  .use(logMetrics(metrics))
+  .handler(async (event) => {
+    deliver ??= wireWebhookDelivery(process.env, logger, (metric) =>
+      metrics.addMetric(metric, MetricUnit.Count, 1),
+    );
+    return deliver(event);
+  });

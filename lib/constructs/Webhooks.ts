@@ -1,0 +1,183 @@
+import { Duration } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sources from 'aws-cdk-lib/aws-lambda-event-sources';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { METRICS, WEBHOOK_METRIC } from '../../lambdas/core/metricNames.js';
+import { RESOURCE_ENV } from '../functionEnvironment.js';
+import { EVENTS_STREAM, EVENTS_STREAM_FILTER, WEBHOOK_DELIVERY, WEBHOOK_QUEUE } from '../webhookLayout.js';
+import { acknowledge } from './acknowledge.js';
+import { PostdateFunction } from './postdateFunction.js';
+import type { Storage } from './Storage.js';
+
+/** Partition-key prefixes of the webhook items (lambdas/store/webhookStore.ts). */
+const ENDPOINT_ITEMS = 'WHEP#*';
+const DELIVERY_ITEMS = 'WHDL#*';
+
+export interface WebhooksProps {
+  readonly storage: Storage;
+  /** The api function: it creates endpoints and queues test events and manual retries. */
+  readonly api: PostdateFunction;
+  /** @default a new bus */
+  readonly eventBus?: events.IEventBus | undefined;
+  readonly configEnvironment: Readonly<Record<string, string>>;
+  readonly logRetention: logs.RetentionDays;
+  readonly alarmTopic: sns.ITopic;
+}
+
+/**
+ * Events and webhooks (DESIGN §11): the event producer on the table's stream (beside the relay)
+ * puts every status change on the bus and writes one delivery per subscribed endpoint; the delivery
+ * function behind the webhook queue signs and POSTs each one. Alarmed: deliveries that end `failed`,
+ * copies in the webhook DLQ, stream records the producer gave up on.
+ */
+export class Webhooks extends Construct {
+  readonly eventBus: events.IEventBus;
+  readonly queue: sqs.Queue;
+  readonly deadLetterQueue: sqs.Queue;
+  readonly eventFailureQueue: sqs.Queue;
+  readonly producer: PostdateFunction;
+  readonly delivery: PostdateFunction;
+  readonly alarms: readonly cloudwatch.Alarm[];
+
+  constructor(scope: Construct, id: string, props: WebhooksProps) {
+    super(scope, id);
+    const table = props.storage.table;
+    this.eventBus = props.eventBus ?? new events.EventBus(this, 'Bus');
+
+    const secure = { encryption: sqs.QueueEncryption.SQS_MANAGED, enforceSSL: true } as const;
+    this.deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {
+      ...secure,
+      retentionPeriod: Duration.days(WEBHOOK_QUEUE.deadLetter.retentionDays),
+    });
+    this.queue = new sqs.Queue(this, 'Queue', {
+      ...secure,
+      visibilityTimeout: Duration.seconds(WEBHOOK_QUEUE.visibilityTimeoutSeconds),
+      retentionPeriod: Duration.days(WEBHOOK_QUEUE.retentionDays),
+      deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: WEBHOOK_QUEUE.maxReceiveCount },
+    });
+    this.eventFailureQueue = new sqs.Queue(this, 'EventFailureQueue', {
+      ...secure,
+      retentionPeriod: Duration.days(14),
+    });
+
+    const baseEnv = {
+      ...props.configEnvironment,
+      [RESOURCE_ENV.tableName]: table.tableName,
+      [RESOURCE_ENV.webhookQueueUrl]: this.queue.queueUrl,
+    };
+    const items = (sid: string, actions: string[], prefix: string) =>
+      new iam.PolicyStatement({
+        sid,
+        actions,
+        resources: [table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [prefix] } },
+      });
+
+    this.producer = new PostdateFunction(this, 'Events', {
+      name: 'events',
+      description: 'Postdate events: status changes to the event bus and to the webhook deliveries',
+      timeout: Duration.seconds(EVENTS_STREAM.timeoutSeconds),
+      memorySize: 512,
+      logRetention: props.logRetention,
+      environment: { ...baseEnv, [RESOURCE_ENV.eventBusName]: this.eventBus.eventBusName },
+    });
+    this.producer.function.addEventSource(
+      new sources.DynamoEventSource(table, {
+        startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+        batchSize: EVENTS_STREAM.batchSize,
+        bisectBatchOnError: true,
+        retryAttempts: EVENTS_STREAM.retryAttempts,
+        maxRecordAge: Duration.hours(EVENTS_STREAM.maxRecordAgeHours),
+        reportBatchItemFailures: true,
+        onFailure: new sources.SqsDlq(this.eventFailureQueue),
+        filters: [lambda.FilterCriteria.filter(EVENTS_STREAM_FILTER)],
+      }),
+    );
+    this.eventBus.grantPutEventsTo(this.producer.role);
+    this.queue.grantSendMessages(this.producer.role);
+    this.producer.role.addToPrincipalPolicy(items('ReadEndpoints', ['dynamodb:Query'], ENDPOINT_ITEMS));
+    this.producer.role.addToPrincipalPolicy(items('WriteDeliveries', ['dynamodb:PutItem'], DELIVERY_ITEMS));
+
+    this.delivery = new PostdateFunction(this, 'Delivery', {
+      name: 'webhooks',
+      description: 'Postdate webhooks: signed deliveries with retries',
+      timeout: Duration.seconds(WEBHOOK_DELIVERY.timeoutSeconds),
+      memorySize: 256,
+      logRetention: props.logRetention,
+      environment: baseEnv,
+    });
+    this.delivery.function.addEventSource(
+      new sources.SqsEventSource(this.queue, {
+        batchSize: WEBHOOK_DELIVERY.batchSize,
+        maxConcurrency: WEBHOOK_DELIVERY.maxConcurrency,
+        reportBatchItemFailures: true,
+      }),
+    );
+    this.queue.grantSendMessages(this.delivery.role);
+    this.delivery.role.addToPrincipalPolicy(items('ReadEndpoints', ['dynamodb:GetItem'], ENDPOINT_ITEMS));
+    this.delivery.role.addToPrincipalPolicy(
+      items('ReadAndWriteDeliveries', ['dynamodb:GetItem', 'dynamodb:UpdateItem'], DELIVERY_ITEMS),
+    );
+
+    // The api: test events and manual retries go on the queue.
+    this.queue.grantSendMessages(props.api.role);
+    props.api.function.addEnvironment(RESOURCE_ENV.webhookQueueUrl, this.queue.queueUrl);
+
+    const alarms: cloudwatch.Alarm[] = [];
+    const alarm = (alarmId: string, description: string, metric: cloudwatch.IMetric) => {
+      const created = new cloudwatch.Alarm(this, alarmId, {
+        alarmDescription: `Postdate: ${description} (docs/operations.md)`,
+        metric,
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+      created.addAlarmAction(new actions.SnsAction(props.alarmTopic));
+      created.addOkAction(new actions.SnsAction(props.alarmTopic));
+      alarms.push(created);
+    };
+    alarm(
+      'WebhookDeliveriesFailed',
+      'webhook deliveries ended failed after their retry window; list and retry them (GET /v1/webhooks/{id}/deliveries?status=failed)',
+      new cloudwatch.Metric({
+        namespace: METRICS.namespace,
+        metricName: WEBHOOK_METRIC.failed,
+        dimensionsMap: { service: METRICS.service },
+        statistic: 'Sum',
+        period: Duration.minutes(5),
+      }),
+    );
+    const visible = (queue: sqs.IQueue) =>
+      queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum' });
+    alarm(
+      'WebhookDeadLetterQueueNotEmpty',
+      'webhook copies reached their DLQ',
+      visible(this.deadLetterQueue),
+    );
+    alarm(
+      'EventFailuresNotEmpty',
+      'stream records the event producer gave up on',
+      visible(this.eventFailureQueue),
+    );
+    this.alarms = alarms;
+
+    acknowledge(
+      this.eventFailureQueue,
+      'AwsSolutions-SQS3',
+      "This queue is the event producer's on-failure destination: a last stop read by operators and alarms, so it has no DLQ of its own.",
+    );
+    acknowledge(
+      this.producer.role,
+      'AwsSolutions-IAM5[Resource::*]',
+      "dynamodb:ListStreams supports no resource-level permission; CDK's DynamoEventSource grants exactly this one action on '*' (the stream read actions are scoped to the table's stream).",
+    );
+  }
+}

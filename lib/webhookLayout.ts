@@ -1,0 +1,44 @@
+/**
+ * The event producer's stream source and the webhook queue, as plain data (no CDK import), so the
+ * CDK construct (lib/constructs/Webhooks.ts) and the local stack (local/webhookEventSources.ts)
+ * build the same thing.
+ */
+import { ITEM_SORT_KEY, KEY } from '../lambdas/store/tableLayout.js';
+
+/**
+ * The stream records the event producer reads: message state records written or changed (a REMOVE
+ * is a TTL deletion, never an event). Whether the status changed is decided in code
+ * (core/messageEvents.ts): a filter cannot compare the two images.
+ */
+export const EVENTS_STREAM_FILTER = {
+  eventName: ['INSERT', 'MODIFY'],
+  dynamodb: { Keys: { [KEY.sort]: { S: [ITEM_SORT_KEY.messageState] } } },
+} as const;
+
+/** The event producer's stream event source (beside the relay's: a shard's second reader). */
+export const EVENTS_STREAM = {
+  batchSize: 100,
+  retryAttempts: 10,
+  maxRecordAgeHours: 24,
+  timeoutSeconds: 60,
+} as const;
+
+/** The delivery function: ten copies at once, each attempt at most 10 s. */
+export const WEBHOOK_DELIVERY = {
+  batchSize: 10,
+  timeoutSeconds: 60,
+  maxConcurrency: 10,
+} as const;
+
+export const WEBHOOK_QUEUE = {
+  logicalName: 'webhooks',
+  /** Six times the function's timeout (AWS's guidance for an SQS event source). */
+  visibilityTimeoutSeconds: 6 * WEBHOOK_DELIVERY.timeoutSeconds,
+  retentionDays: 4,
+  /**
+   * Receives before a copy goes to the DLQ: the delivery function only fails a copy when a read, a
+   * write or the queue failed (a failing endpoint is a retry with its own delay, not a receive).
+   */
+  maxReceiveCount: 10,
+  deadLetter: { logicalName: 'webhooks-dlq', retentionDays: 14 },
+} as const;

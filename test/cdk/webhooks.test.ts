@@ -1,0 +1,101 @@
+import { Stack } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as events from 'aws-cdk-lib/aws-events';
+import { describe, expect, it } from 'vitest';
+import { Postdate } from '../../lib/Postdate.js';
+import { PostdatePropsError } from '../../lib/postdateProps.js';
+import { EVENTS_STREAM_FILTER, WEBHOOK_QUEUE } from '../../lib/webhookLayout.js';
+import { synthesizePostdate, TEST_PROPS, testApp } from './support/synthesize.js';
+
+const { template } = synthesizePostdate();
+
+const functionWithEnv = (variable: string) =>
+  template.findResources('AWS::Lambda::Function', {
+    Properties: { Environment: { Variables: Match.objectLike({ [variable]: Match.anyValue() }) } },
+  });
+
+describe('events and webhooks in AWS (DESIGN §11)', () => {
+  it('creates a bus and gives the event producer its name and the right to put events', () => {
+    template.resourceCountIs('AWS::Events::EventBus', 1);
+    const producers = functionWithEnv('POSTDATE_EVENT_BUS_NAME');
+    expect(Object.keys(producers)).toHaveLength(1);
+    template.hasResourceProperties('AWS::IAM::Policy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([Match.objectLike({ Action: 'events:PutEvents', Effect: 'Allow' })]),
+      },
+    });
+  });
+
+  it('feeds the producer from the stream with its own filter, bisecting and sending failures to a queue', () => {
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      BisectBatchOnFunctionError: true,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      FilterCriteria: { Filters: [{ Pattern: JSON.stringify(EVENTS_STREAM_FILTER) }] },
+      DestinationConfig: { OnFailure: { Destination: Match.anyValue() } },
+      StartingPosition: 'TRIM_HORIZON',
+    });
+  });
+
+  it('delivers from a queue with a DLQ, partial batch failures and bounded concurrency', () => {
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      VisibilityTimeout: WEBHOOK_QUEUE.visibilityTimeoutSeconds,
+      RedrivePolicy: {
+        maxReceiveCount: WEBHOOK_QUEUE.maxReceiveCount,
+        deadLetterTargetArn: Match.anyValue(),
+      },
+      SqsManagedSseEnabled: true,
+    });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      ScalingConfig: { MaximumConcurrency: Match.anyValue() },
+      EventSourceArn: Match.anyValue(),
+    });
+    // The producer, the delivery function and the api all know the webhook queue.
+    expect(Object.keys(functionWithEnv('POSTDATE_WEBHOOK_QUEUE_URL')).length).toBe(3);
+  });
+
+  it('scopes the webhook functions to webhook items of the table', () => {
+    for (const prefix of ['WHEP#*', 'WHDL#*']) {
+      template.hasResourceProperties('AWS::IAM::Policy', {
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            Match.objectLike({
+              Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [prefix] } },
+            }),
+          ]),
+        },
+      });
+    }
+  });
+
+  it('alarms on deliveries that end failed, to the alarm topic', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'WebhookDeliveriesFailed',
+      Namespace: 'Postdate',
+      Dimensions: [{ Name: 'service', Value: 'postdate' }],
+      Threshold: 1,
+      AlarmActions: [Match.anyValue()],
+    });
+  });
+
+  it('sets POSTDATE_WEBHOOK_RETRY_HOURS from its prop and checks its range', () => {
+    const app = testApp();
+    const stack = new Stack(app, 'Hours');
+    new Postdate(stack, 'P', { ...TEST_PROPS.postdate, webhookRetryHours: 6 });
+    const hours = Template.fromStack(stack).findResources('AWS::Lambda::Function', {
+      Properties: { Environment: { Variables: Match.objectLike({ POSTDATE_WEBHOOK_RETRY_HOURS: '6' }) } },
+    });
+    expect(Object.keys(hours).length).toBeGreaterThanOrEqual(2);
+    expect(
+      () => new Postdate(new Stack(testApp(), 'Bad'), 'P', { ...TEST_PROPS.postdate, webhookRetryHours: 0 }),
+    ).toThrow(PostdatePropsError);
+  });
+
+  it('uses a bus passed in its props instead of creating one', () => {
+    const stack = new Stack(testApp(), 'OwnBus');
+    const bus = new events.EventBus(stack, 'Mine', { eventBusName: 'mine' });
+    const postdate = new Postdate(stack, 'P', { ...TEST_PROPS.postdate, eventBus: bus });
+    expect(postdate.eventBus).toBe(bus);
+    Template.fromStack(stack).resourceCountIs('AWS::Events::EventBus', 1);
+  });
+});

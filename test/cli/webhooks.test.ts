@@ -1,0 +1,66 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { memoryOutput } from '../../cli/output.js';
+import { buildProgram } from '../../cli/postdate.js';
+import { webhooksDeliveries, webhooksList, webhooksRetry } from '../../cli/webhooksCommands.js';
+import { startReceiver, subscribe, webhookHarness } from '../webhooks/webhookHarness.js';
+
+const receivers: Awaited<ReturnType<typeof startReceiver>>[] = [];
+afterEach(async () => {
+  await Promise.all(receivers.splice(0).map((started) => started.close()));
+});
+
+describe('postdate webhooks', () => {
+  it('is registered with list, deliveries and retry', () => {
+    const webhooks = buildProgram().commands.find((command) => command.name() === 'webhooks');
+    expect(webhooks?.commands.map((command) => command.name())).toEqual(['list', 'deliveries', 'retry']);
+  });
+
+  it('lists endpoints (no secret) and deliveries, and retries a failed delivery', async () => {
+    let healthy = false;
+    const hook = await startReceiver(() => (healthy ? 200 : 500));
+    receivers.push(hook);
+    const harness = await webhookHarness({ retryHours: 1 });
+    const endpoint = await subscribe(harness, hook.url(), 'acme');
+    await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` });
+    await harness.pump();
+    const deps = {
+      store: harness.store,
+      queue: harness.queue,
+      now: harness.clock.now,
+      retryHours: 1,
+      retentionDays: 30,
+    };
+
+    const listed = memoryOutput({ json: true });
+    await webhooksList(deps, 'acme', listed);
+    expect(JSON.stringify(listed.documents)).toContain(endpoint.id);
+    expect(JSON.stringify(listed.documents)).not.toContain(endpoint.secret);
+
+    const failed = memoryOutput({ json: true });
+    await webhooksDeliveries(
+      deps,
+      { tenant: 'acme', endpoint: endpoint.id, status: 'failed', limit: 10 },
+      failed,
+    );
+    const [row] = failed.documents[0] as { id: string; status: string }[];
+    expect(row?.status).toBe('failed');
+
+    healthy = true;
+    await webhooksRetry(
+      deps,
+      { tenant: 'acme', endpoint: endpoint.id, delivery: row?.id ?? '' },
+      memoryOutput(),
+    );
+    await harness.pump();
+    const after = memoryOutput({ json: true });
+    await webhooksDeliveries(deps, { tenant: 'acme', endpoint: endpoint.id, limit: 10 }, after);
+    expect((after.documents[0] as { status: string }[])[0]?.status).toBe('delivered');
+    await expect(
+      webhooksRetry(
+        deps,
+        { tenant: 'other', endpoint: endpoint.id, delivery: row?.id ?? '' },
+        memoryOutput(),
+      ),
+    ).rejects.toThrow(/no delivery/);
+  });
+});

@@ -1,0 +1,146 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  type AttemptResult,
+  decideAfterAttempt,
+  decodeWebhookCopy,
+  encodeWebhookCopy,
+  isSubscribed,
+  isWebhookDeliveryId,
+  validateCreateWebhook,
+  WEBHOOK_BACKOFF,
+  WEBHOOK_TIMEOUT_MS,
+  webhookDeliveryId,
+  webhookRetryDelayMs,
+} from '../../lambdas/core/webhooks.js';
+
+const failure: AttemptResult = { kind: 'response', statusCode: 500 };
+const resultArb: fc.Arbitrary<AttemptResult> = fc.oneof(
+  fc.integer({ min: 100, max: 599 }).map((statusCode) => ({ kind: 'response', statusCode }) as const),
+  fc.constant({ kind: 'timeout' } as const),
+  fc.constant({ kind: 'refused', reason: 'x' } as const),
+  fc.constant({ kind: 'network', reason: 'ECONNREFUSED' } as const),
+);
+
+describe('webhook retries (DESIGN §11)', () => {
+  it('waits 10 s for an answer', () => {
+    expect(WEBHOOK_TIMEOUT_MS).toBe(10_000);
+  });
+
+  it('draws each delay with full jitter under min(cap, base · 2^(n−1)) (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: -5, max: 200 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (n, draw) => {
+          const delay = webhookRetryDelayMs(n, () => draw);
+          const ceiling = Math.min(WEBHOOK_BACKOFF.capMs, WEBHOOK_BACKOFF.baseMs * 2 ** (Math.max(1, n) - 1));
+          expect(delay).toBeGreaterThanOrEqual(0);
+          expect(delay).toBeLessThanOrEqual(ceiling);
+          expect(Number.isInteger(delay)).toBe(true);
+        },
+      ),
+    );
+    expect(webhookRetryDelayMs(1, () => 0.999_999)).toBeLessThanOrEqual(WEBHOOK_BACKOFF.baseMs);
+    expect(webhookRetryDelayMs(3, () => Number.NaN)).toBe(0);
+  });
+
+  it('is delivered exactly on a 2xx; otherwise retried inside the window or failed past it (property)', () => {
+    fc.assert(
+      fc.property(
+        resultArb,
+        fc.integer({ min: 1, max: 60 }),
+        fc.integer({ min: 0, max: 48 * 3_600_000 }),
+        fc.integer({ min: 1, max: 72 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (result, attempts, elapsedMs, retryHours, draw) => {
+          const windowStartedAt = new Date('2026-12-01T00:00:00.000Z');
+          const now = new Date(windowStartedAt.getTime() + elapsedMs);
+          const decision = decideAfterAttempt({
+            result,
+            attempts,
+            windowStartedAt,
+            now,
+            retryHours,
+            random: () => draw,
+          });
+          const ok = result.kind === 'response' && result.statusCode >= 200 && result.statusCode < 300;
+          if (ok) {
+            expect(decision.kind).toBe('delivered');
+            return;
+          }
+          expect(decision.kind).not.toBe('delivered');
+          const windowEnd = windowStartedAt.getTime() + retryHours * 3_600_000;
+          if (decision.kind === 'retry') {
+            expect(decision.at.getTime()).toBeGreaterThanOrEqual(now.getTime());
+            expect(decision.at.getTime()).toBeLessThanOrEqual(windowEnd);
+          } else {
+            expect(now.getTime() + webhookRetryDelayMs(attempts, () => draw)).toBeGreaterThan(windowEnd);
+          }
+        },
+      ),
+    );
+  });
+
+  it('ends failed after the window with a schedule that keeps trying until then', () => {
+    const start = new Date('2026-12-01T00:00:00.000Z');
+    let now = start;
+    let attempts = 0;
+    for (;;) {
+      attempts++;
+      const decision = decideAfterAttempt({
+        result: failure,
+        attempts,
+        windowStartedAt: start,
+        now,
+        retryHours: 24,
+        random: () => 0.5,
+      });
+      if (decision.kind !== 'retry') {
+        expect(decision.kind).toBe('failed');
+        break;
+      }
+      now = decision.at;
+    }
+    expect(now.getTime() - start.getTime()).toBeGreaterThan(23 * 3_600_000);
+    expect(attempts).toBeGreaterThan(20);
+  });
+});
+
+describe('webhook ids, copies and requests', () => {
+  it('gives one event to one endpoint one delivery id, sortable by the event time', () => {
+    const a = webhookDeliveryId('whe_01JE0000000000000000000000', 'evt_1', Date.UTC(2026, 11, 1));
+    expect(webhookDeliveryId('whe_01JE0000000000000000000000', 'evt_1', Date.UTC(2026, 11, 1))).toBe(a);
+    expect(webhookDeliveryId('whe_01JE0000000000000000000001', 'evt_1', Date.UTC(2026, 11, 1))).not.toBe(a);
+    const later = webhookDeliveryId('whe_01JE0000000000000000000000', 'evt_0', Date.UTC(2026, 11, 2));
+    expect(later > a).toBe(true);
+    expect(isWebhookDeliveryId(a)).toBe(true);
+  });
+
+  it('round-trips a copy and refuses anything else', () => {
+    const copy = {
+      v: 1,
+      endpoint: 'whe_01JE0000000000000000000000',
+      delivery: webhookDeliveryId('whe_01JE0000000000000000000000', 'evt_1', 0),
+      rev: 2,
+      seq: 3,
+    } as const;
+    expect(decodeWebhookCopy(encodeWebhookCopy(copy))).toEqual(copy);
+    expect(decodeWebhookCopy('{')).toBeNull();
+    expect(decodeWebhookCopy(JSON.stringify({ ...copy, rev: 0 }))).toBeNull();
+    expect(decodeWebhookCopy(JSON.stringify({ ...copy, extra: 1 }))).toBeNull();
+  });
+
+  it('validates POST /v1/webhooks and subscriptions', () => {
+    expect(validateCreateWebhook({ url: 'https://example.com/hook' })).toEqual({
+      ok: true,
+      value: { url: 'https://example.com/hook', events: null, description: null },
+    });
+    const bad = validateCreateWebhook({ url: '', events: ['message.sending'], other: 1 });
+    expect(bad.ok).toBe(false);
+    if (!bad.ok)
+      expect(bad.errors.map((error) => error.field).sort()).toEqual(['/events/0', '/other', '/url']);
+    expect(isSubscribed(null, 'message.sent')).toBe(true);
+    expect(isSubscribed(['message.failed'], 'message.sent')).toBe(false);
+  });
+});

@@ -1,0 +1,65 @@
+/**
+ * The local stack delivers webhooks for real (DESIGN §7, §11): a message enqueued over HTTP reaches a
+ * receiver on 127.0.0.1 as `message.scheduled` and `message.sent`, signed with the endpoint's secret.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../lambdas/core/config.js';
+import { type LocalStack, startLocalStack } from '../../local/localStack.js';
+import { startReceiver } from '../webhooks/webhookHarness.js';
+
+const API_KEY = 'pd_local-stack-webhooks-key-01';
+const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
+
+describe('the local stack delivers webhooks', () => {
+  let stack: LocalStack;
+  let hook: Awaited<ReturnType<typeof startReceiver>>;
+
+  beforeAll(async () => {
+    hook = await startReceiver();
+    stack = await startLocalStack({
+      config: loadConfig({ POSTDATE_API_KEY: API_KEY }, 'local'),
+      ports: FREE_PORTS,
+      quiet: true,
+    });
+  }, 90_000);
+  afterAll(async () => {
+    await stack?.stop();
+    await hook?.close();
+  });
+
+  it('posts each status change of an enqueued message to the subscribed endpoint', async () => {
+    const headers = { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' };
+    const created = await fetch(`${stack.apiUrl}/v1/webhooks`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ url: hook.url() }),
+    });
+    expect(created.status).toBe(201);
+    const endpoint = (await created.json()) as { id: string; secret: string };
+    const enqueued = await fetch(`${stack.apiUrl}/v1/messages`, {
+      method: 'POST',
+      headers: { ...headers, 'idempotency-key': 'webhooks-e2e-1' },
+      body: JSON.stringify({ to: ['ada@example.com'], subject: 'Hi', text: 'Hello' }),
+    });
+    expect(enqueued.status).toBe(202);
+    const { id } = (await enqueued.json()) as { id: string };
+
+    const deadline = Date.now() + 60_000;
+    const types = () => hook.received.map((request) => JSON.parse(request.body).type as string);
+    while (!types().includes('message.sent') && Date.now() < deadline) await sleep(100);
+    expect(types().sort()).toEqual(['message.scheduled', 'message.sent']);
+    for (const request of hook.received) {
+      const event = new Webhook(endpoint.secret).verify(request.body, {
+        'webhook-id': String(request.headers['webhook-id']),
+        'webhook-timestamp': String(request.headers['webhook-timestamp']),
+        'webhook-signature': String(request.headers['webhook-signature']),
+      }) as { tenant: string; data: { id: string } };
+      expect(event.data.id).toBe(id);
+    }
+    const deliveries = await fetch(`${stack.apiUrl}/v1/webhooks/${endpoint.id}/deliveries`, { headers });
+    const page = (await deliveries.json()) as { items: { status: string }[] };
+    expect(page.items.map((item) => item.status)).toEqual(['delivered', 'delivered']);
+  }, 90_000);
+});

@@ -1,0 +1,213 @@
+/**
+ * The event producer (DESIGN §11) over stream records as the Lambda event source hands them over:
+ * one event per status change, to the bus and to each subscribed endpoint of the event's own tenant
+ * only; a replayed batch makes the same ids and no second delivery.
+ */
+import { marshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBRecord } from 'aws-lambda';
+import { Webhook } from 'standardwebhooks';
+import { afterEach, describe, expect, it } from 'vitest';
+import { EventBridgeBus } from '../../lambdas/adapters/EventBridgeBus.js';
+import { deriveStatusChange, type PostdateEvent } from '../../lambdas/core/messageEvents.js';
+import type { MessageStatus } from '../../lambdas/core/messageStatus.js';
+import { createEventsHandler } from '../../lambdas/events/createEventsHandler.js';
+import type { EventBus } from '../../lambdas/ports/Webhooks.js';
+import { startReceiver, subscribe, webhookHarness } from './webhookHarness.js';
+
+const receivers: Awaited<ReturnType<typeof startReceiver>>[] = [];
+afterEach(async () => {
+  await Promise.all(receivers.splice(0).map((started) => started.close()));
+});
+
+let sequence = 0;
+function state(tenant: string, id: string, status: MessageStatus, rev: number, updatedAt: string) {
+  return {
+    pk: `MSG#${id}`,
+    sk: 'STATE',
+    id,
+    tenant,
+    status,
+    rev,
+    send_at: '2026-12-01T09:00:00.000Z',
+    not_after: null,
+    created_at: '2026-12-01T08:00:00.000Z',
+    updated_at: updatedAt,
+    attempts: status === 'sent' ? 1 : 0,
+    last_error: null,
+    history: [],
+    group: null,
+    on_ambiguous: 'retry',
+    tags: { kind: 'test' },
+    metadata: {},
+    rcpt_total: 1,
+    lst_pk: 'x',
+    lst_sk: 'y',
+    tnt_pk: 'x',
+    tnt_sk: 'y',
+  };
+}
+/** A stream record in the Lambda event source's shape. */
+function record(
+  eventName: 'INSERT' | 'MODIFY',
+  before: ReturnType<typeof state> | null,
+  after: ReturnType<typeof state>,
+): DynamoDBRecord {
+  sequence++;
+  return {
+    eventName,
+    dynamodb: {
+      SequenceNumber: String(sequence).padStart(10, '0'),
+      Keys: { pk: { S: after.pk }, sk: { S: 'STATE' } },
+      ...(before ? { OldImage: marshall(before, { removeUndefinedValues: true }) as never } : {}),
+      NewImage: marshall(after, { removeUndefinedValues: true }) as never,
+    },
+  };
+}
+
+function lifecycle(tenant: string, id: string): DynamoDBRecord[] {
+  const scheduled = state(tenant, id, 'scheduled', 1, '2026-12-01T08:00:00.000Z');
+  const sending = state(tenant, id, 'sending', 1, '2026-12-01T09:00:00.100Z');
+  const sent = state(tenant, id, 'sent', 1, '2026-12-01T09:00:01.000Z');
+  return [
+    record('INSERT', null, scheduled),
+    record('MODIFY', scheduled, sending),
+    record('MODIFY', sending, sent),
+  ];
+}
+
+describe('the event producer', () => {
+  it("delivers each tenant's events to that tenant's endpoints only, and a replay adds nothing", async () => {
+    const harness = await webhookHarness();
+    const hookA = await startReceiver();
+    const hookB = await startReceiver();
+    const hookSentOnly = await startReceiver();
+    receivers.push(hookA, hookB, hookSentOnly);
+    const a = await subscribe(harness, hookA.url(), 'tenant-a');
+    const b = await subscribe(harness, hookB.url(), 'tenant-b');
+    await subscribe(harness, hookSentOnly.url(), 'tenant-b', ['message.sent']);
+    const published: PostdateEvent[] = [];
+    const bus: EventBus = {
+      publish: async (events) => {
+        published.push(...events);
+        return { failed: [] };
+      },
+    };
+    const produce = createEventsHandler({
+      bus,
+      store: harness.store,
+      queue: harness.queue,
+      now: harness.clock.now,
+      retryHours: 24,
+      retentionDays: 30,
+    });
+    const batch = [...lifecycle('tenant-a', 'msga'), ...lifecycle('tenant-b', 'msgb')];
+    expect((await produce({ Records: batch })).batchItemFailures).toEqual([]);
+    await harness.pump();
+
+    // Deliveries are not ordered (each is its own SQS message): a receiver orders by created_at.
+    const typesOf = (hook: typeof hookA) =>
+      hook.received.map((request) => JSON.parse(request.body).type).sort();
+    expect(typesOf(hookA)).toEqual(['message.scheduled', 'message.sent']);
+    expect(typesOf(hookB)).toEqual(['message.scheduled', 'message.sent']);
+    expect(typesOf(hookSentOnly)).toEqual(['message.sent']);
+    for (const request of hookA.received) {
+      const event = new Webhook(a.secret).verify(request.body, {
+        'webhook-id': String(request.headers['webhook-id']),
+        'webhook-timestamp': String(request.headers['webhook-timestamp']),
+        'webhook-signature': String(request.headers['webhook-signature']),
+      }) as PostdateEvent;
+      expect(event.tenant).toBe('tenant-a');
+      expect(event.data).toMatchObject({ id: 'msga', tags: { kind: 'test' } });
+      expect(event.data).not.toHaveProperty('history');
+      // B's secret does not verify A's deliveries.
+      expect(() =>
+        new Webhook(b.secret).verify(request.body, {
+          'webhook-id': String(request.headers['webhook-id']),
+          'webhook-timestamp': String(request.headers['webhook-timestamp']),
+          'webhook-signature': String(request.headers['webhook-signature']),
+        }),
+      ).toThrow();
+    }
+    for (const request of hookB.received) expect(JSON.parse(request.body).tenant).toBe('tenant-b');
+    const sent = hookA.received
+      .map((request) => JSON.parse(request.body))
+      .find((event) => event.type === 'message.sent');
+    expect(sent.data.previous_status).toBe('sending');
+    expect(sent.id).toBe(
+      deriveStatusChange({
+        eventName: 'MODIFY',
+        before: {
+          id: 'msga',
+          tenant: 'tenant-a',
+          status: 'sending',
+          rev: 1,
+          updated_at: '2026-12-01T09:00:00.100Z',
+        },
+        after: {
+          id: 'msga',
+          tenant: 'tenant-a',
+          status: 'sent',
+          rev: 1,
+          updated_at: '2026-12-01T09:00:01.000Z',
+        },
+      })?.eventId,
+    );
+    expect(published.map((event) => event.type)).toEqual([
+      'message.scheduled',
+      'message.sent',
+      'message.scheduled',
+      'message.sent',
+    ]);
+
+    // The stream hands the same batch over again: same ids on the bus, no second delivery.
+    const firstIds = published.map((event) => event.id);
+    await produce({ Records: structuredClone(batch) });
+    await harness.pump();
+    expect(published.slice(4).map((event) => event.id)).toEqual(firstIds);
+    expect(hookA.received).toHaveLength(2);
+    expect(hookB.received).toHaveLength(2);
+  });
+
+  it('reports a record for a retry when the bus refuses its event', async () => {
+    const harness = await webhookHarness();
+    const produce = createEventsHandler({
+      bus: { publish: async (events) => ({ failed: events.slice(0, 1), error: new Error('throttled') }) },
+      store: harness.store,
+      queue: harness.queue,
+      now: harness.clock.now,
+      retryHours: 24,
+      retentionDays: 30,
+    });
+    const batch = lifecycle('tenant-a', 'msgc');
+    const { batchItemFailures } = await produce({ Records: batch });
+    expect(batchItemFailures).toEqual([{ itemIdentifier: batch[0]?.dynamodb?.SequenceNumber }]);
+  });
+
+  it('puts events on EventBridge with source postdate and the type as detail-type', async () => {
+    const inputs: unknown[] = [];
+    const client = {
+      send: async (command: { input: { Entries: unknown[] } }) => {
+        inputs.push(command.input);
+        return { Entries: command.input.Entries.map(() => ({ EventId: 'x' })) };
+      },
+    };
+    const bus = new EventBridgeBus(client as never, 'postdate-bus');
+    const event: PostdateEvent = {
+      id: 'evt_1',
+      type: 'message.sent',
+      created_at: '2026-12-01T09:00:01.000Z',
+      tenant: 't',
+      data: { id: 'm' },
+    };
+    const many = Array.from({ length: 12 }, (_, index) => ({ ...event, id: `evt_${index}` }));
+    expect(await bus.publish(many)).toEqual({ failed: [] });
+    expect(inputs).toHaveLength(2);
+    expect((inputs[0] as { Entries: unknown[] }).Entries[0]).toEqual({
+      EventBusName: 'postdate-bus',
+      Source: 'postdate',
+      DetailType: 'message.sent',
+      Detail: JSON.stringify({ ...event, id: 'evt_0' }),
+      Time: new Date('2026-12-01T09:00:01.000Z'),
+    });
+  });
+});

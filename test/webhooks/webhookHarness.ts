@@ -1,0 +1,233 @@
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  ChangeMessageVisibilityCommand,
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  ReceiveMessageCommand,
+} from '@aws-sdk/client-sqs';
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { createNodeWebhookHttp } from '../../lambdas/adapters/nodeWebhookHttp.js';
+import { SqsWebhookQueue } from '../../lambdas/adapters/SqsWebhookQueue.js';
+import { checkWebhookUrl, type WebhookUrlPolicy } from '../../lambdas/adapters/webhookAddressPolicy.js';
+import { createApiHandler } from '../../lambdas/api/createApiHandler.js';
+import type { Log } from '../../lambdas/ports/Log.js';
+import type { WebhookHttp, WebhookQueue } from '../../lambdas/ports/Webhooks.js';
+import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
+import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
+import { DynamoWebhookStore } from '../../lambdas/store/webhookStore.js';
+import { createWebhookDeliveryHandler } from '../../lambdas/webhooks/createWebhookDeliveryHandler.js';
+import { documentedHandler } from '../api/apiHarness.js';
+import { apiEvent, type RequestOptions } from '../api/events.js';
+import { documentClient, freshTable, sqsClient, uniqueName } from '../support/awsLocal.js';
+
+/** What a receiver saw: one POST. */
+export interface Received {
+  readonly path: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: string;
+}
+
+/** How the receiver answers the n-th request (from 0): a status, or `stall` (never answers). */
+export type Answer = number | 'stall';
+
+/** A real HTTP receiver on 127.0.0.1 that records every POST and answers as told. */
+export async function startReceiver(
+  answer: (index: number, request: Received) => Answer = () => 200,
+  /** Where a 3xx answer points. */
+  redirectTo = 'http://169.254.169.254/latest/meta-data/',
+) {
+  const received: Received[] = [];
+  let connections = 0;
+  const stalled: ServerResponse[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const request = {
+        path: req.url ?? '/',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      };
+      const index = received.length;
+      received.push(request);
+      const reply = answer(index, request);
+      if (reply === 'stall') {
+        stalled.push(res);
+        return;
+      }
+      if (reply >= 300 && reply < 400) res.setHeader('location', redirectTo);
+      res.statusCode = reply;
+      res.end('ok');
+    });
+  });
+  server.on('connection', () => {
+    connections++;
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    port,
+    url: (path = '/hook') => `http://127.0.0.1:${port}${path}`,
+    received,
+    connections: () => connections,
+    close: async () => {
+      for (const res of stalled) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** A clock the test moves by hand. */
+export function manualClock(start = Date.now()) {
+  // It starts at the real time: receivers verify `webhook-timestamp` against their own clock (±5 min).
+  let current = start;
+  return {
+    now: () => new Date(current),
+    advance: (ms: number) => {
+      current += ms;
+    },
+  };
+}
+
+/**
+ * The real SQS queue, except that a copy's delay is played on the test's clock: the copy is visible
+ * at once and the clock jumps to its time, so a retry schedule of hours runs in milliseconds and
+ * nothing sleeps. The delays asked for are recorded.
+ */
+function clockDelayedQueue(queue: WebhookQueue, clock: ReturnType<typeof manualClock>) {
+  const delays: number[] = [];
+  const wrapped: WebhookQueue = {
+    send: async (copies) => {
+      const longest = Math.max(0, ...copies.map((entry) => entry.delaySeconds));
+      delays.push(...copies.map((entry) => entry.delaySeconds));
+      clock.advance(longest * 1000);
+      return queue.send(copies.map((entry) => ({ ...entry, delaySeconds: 0 })));
+    },
+  };
+  return { queue: wrapped, delays };
+}
+
+const silent: Log = { info: () => {}, warn: () => {}, error: () => {} };
+
+/** The API's webhook routes and the delivery function on a fresh table and queue. */
+export async function webhookHarness(
+  options: {
+    readonly policy?: WebhookUrlPolicy;
+    readonly http?: WebhookHttp;
+    readonly retryHours?: number;
+    readonly timeoutMs?: number;
+    readonly random?: () => number;
+  } = {},
+) {
+  const { tableName } = await freshTable('webhooks');
+  const sqs = sqsClient();
+  const created = await sqs.send(new CreateQueueCommand({ QueueName: uniqueName('webhooks') }));
+  const queueUrl = created.QueueUrl ?? '';
+  const store = new DynamoWebhookStore(documentClient(), tableName);
+  const clock = manualClock();
+  const { queue, delays } = clockDelayedQueue(new SqsWebhookQueue(sqs, queueUrl), clock);
+  const policy = options.policy ?? 'local';
+  const retryHours = options.retryHours ?? 24;
+  const random = options.random ?? (() => 0.5);
+  const metrics: string[] = [];
+  // Every answer is checked against the OpenAPI document, as in test/api/apiHarness.ts.
+  const api = documentedHandler(
+    createApiHandler({
+      store: new DynamoApiStore(documentClient(), tableName),
+      templates: new DynamoTemplateStore(documentClient(), tableName),
+      config: { allowedFrom: ['*'], defaultFrom: 'p@example.com', maxHorizonDays: 400, retentionDays: 30 },
+      now: clock.now,
+      random: Math.random,
+      logger: silent,
+      webhooks: {
+        store,
+        queue,
+        checkUrl: (url) => checkWebhookUrl(url, policy),
+        retryHours,
+        retentionDays: 30,
+        now: clock.now,
+        random: Math.random,
+      },
+    }),
+  );
+  const deliver = createWebhookDeliveryHandler({
+    store,
+    queue,
+    http: options.http ?? createNodeWebhookHttp({ policy }),
+    now: clock.now,
+    random,
+    retryHours,
+    ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+    count: (metric) => metrics.push(metric),
+  });
+
+  const call = async (request: RequestOptions) => {
+    const result = await api(apiEvent(request));
+    // biome-ignore lint/suspicious/noExplicitAny: a test reads the JSON answers by their documented shape
+    return { status: result.statusCode ?? 0, json: JSON.parse(result.body ?? '{}') as Record<string, any> };
+  };
+
+  /**
+   * Runs the delivery function over the queue until it is empty (or `rounds` batches ran, or
+   * `until` holds), as the SQS event source would: a failed copy becomes visible again at once.
+   */
+  const pump = async (limits: { rounds?: number; until?: () => boolean } = {}) => {
+    let rounds = 0;
+    for (; rounds < (limits.rounds ?? 200); rounds++) {
+      if (limits.until?.()) break;
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }),
+      );
+      if (Messages.length === 0) break;
+      const event: SQSEvent = {
+        Records: Messages.map(
+          (message) =>
+            ({
+              messageId: message.MessageId ?? '',
+              body: message.Body ?? '',
+              receiptHandle: message.ReceiptHandle,
+            }) as SQSRecord,
+        ),
+      };
+      const { batchItemFailures } = await deliver(event);
+      const failed = new Set(batchItemFailures.map((failure) => failure.itemIdentifier));
+      for (const message of Messages) {
+        if (failed.has(message.MessageId ?? '')) {
+          await sqs.send(
+            new ChangeMessageVisibilityCommand({
+              QueueUrl: queueUrl,
+              ReceiptHandle: message.ReceiptHandle,
+              VisibilityTimeout: 0,
+            }),
+          );
+        } else {
+          await sqs.send(
+            new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle }),
+          );
+        }
+      }
+    }
+    return rounds;
+  };
+
+  return { tableName, store, queue, queueUrl, clock, delays, metrics, call, pump, deliver };
+}
+
+/** Creates an endpoint through the API; its id and the secret shown once. */
+export async function subscribe(
+  harness: Awaited<ReturnType<typeof webhookHarness>>,
+  url: string,
+  tenant = 'acme',
+  events?: string[],
+) {
+  const created = await harness.call({
+    method: 'POST',
+    path: '/v1/webhooks',
+    tenant,
+    body: { url, ...(events ? { events } : {}) },
+  });
+  if (created.status !== 201) throw new Error(`subscribe: ${created.status} ${JSON.stringify(created.json)}`);
+  return { id: created.json.id as string, secret: created.json.secret as string };
+}
