@@ -125,9 +125,24 @@ export function gateDecision(
   const { breaker } = gate;
   if (breaker.state === BREAKER_STATE.closed) return { kind: 'send' };
   if (mayClaimProbe(breaker, now)) return { kind: 'probe' };
-  const nextProbeMs = Math.max(timeOf(breaker.probe_at, now), timeOf(breaker.probe_until, now));
-  const untilProbe = Math.max(1, Math.ceil((nextProbeMs - now.getTime()) / 1000));
-  return { kind: 'wait', seconds: untilProbe + jitter, cause: 'relay-unavailable' };
+  const untilProbe = Math.max(1, Math.ceil((nextProbeTime(breaker, now) - now.getTime()) / 1000));
+  return {
+    kind: 'wait',
+    seconds: Math.min(untilProbe, intervalSeconds) + jitter,
+    cause: 'relay-unavailable',
+  };
+}
+
+/**
+ * When a held copy should look again. Open: when the probe is due. Half-open (a probe in flight):
+ * when the next probe may start if this one fails (`probe_at`), or, once that has passed, when a
+ * prober that died may be replaced (`probe_until`) — never the claim's end while the probe is young:
+ * the claim (three SMTP timeouts) outlasts the interval, and a probe ends in well under a second.
+ */
+function nextProbeTime(breaker: BreakerState, now: Date): number {
+  const probeAt = timeOf(breaker.probe_at, now);
+  if (breaker.state !== BREAKER_STATE.halfOpen || probeAt > now.getTime()) return probeAt;
+  return timeOf(breaker.probe_until, now);
 }
 
 /** Whether copies of this kind (undefined: a message without `tags.kind`) must wait for a resume. */
@@ -228,7 +243,7 @@ export function tokenArrival(breaker: BreakerState, token: string, now: Date): T
   if (breaker.state === BREAKER_STATE.closed) return { kind: 'drop', reason: 'the breaker is closed' };
   if (breaker.token !== token) return { kind: 'drop', reason: 'not the current token' };
   if (mayClaimProbe(breaker, now)) return { kind: 'probe' };
-  const next = Math.max(timeOf(breaker.probe_at, now), timeOf(breaker.probe_until, now));
+  const next = nextProbeTime(breaker, now);
   return { kind: 'rearm', delaySeconds: Math.max(1, Math.ceil((next - now.getTime()) / 1000)) };
 }
 

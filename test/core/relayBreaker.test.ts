@@ -70,6 +70,29 @@ describe('the breaker', () => {
     expect(again.probe_owner).toBeUndefined();
   });
 
+  it('a copy that meets a probe in flight waits for the next probe time, not for the claim to run out', () => {
+    // In AWS the claim (3 × the SMTP timeout, 60 s) outlasts the interval (30 s), and a probe of a
+    // refusing relay ends in well under a second: a copy held until the claim's end would come back a
+    // minute after the relay did (a real Postfix run showed it, docs/reliability.md).
+    const settings = { probeIntervalMs: 30_000, probeTimeoutMs: 60_000 };
+    const open = opened(NEVER_OPENED, FAILURE, T0, settings, '7') as BreakerState;
+    const half = probeClaimed(open, 'a', at(30), settings) as BreakerState;
+    expect(gateDecision(gate(half), undefined, at(31), settings)).toEqual({
+      kind: 'wait',
+      seconds: 29,
+      cause: 'relay-unavailable',
+    });
+    // A prober that died: the copies keep coming back once per interval until the claim runs out.
+    expect(gateDecision(gate(half), undefined, at(61), settings)).toEqual({
+      kind: 'wait',
+      seconds: 29,
+      cause: 'relay-unavailable',
+    });
+    expect(gateDecision(gate(half), undefined, at(91), settings)).toEqual({ kind: 'probe' });
+    // The token too: re-armed for the next probe time, so a lone token probes once per interval.
+    expect(tokenArrival(half, '7', at(31))).toEqual({ kind: 'rearm', delaySeconds: 29 });
+  });
+
   it('a prober that died is replaced once its claim ran out, never within the interval', () => {
     const open = opened(NEVER_OPENED, FAILURE, T0, SETTINGS, '7') as BreakerState;
     const half = probeClaimed(open, 'a', at(30), SETTINGS) as BreakerState;
