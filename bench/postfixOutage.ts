@@ -73,6 +73,8 @@ interface MessageOutcome {
   readonly attempts: number | undefined;
   readonly lastError: unknown;
   readonly providerMessageId: string | null | undefined;
+  /** The attempts Postdate recorded (the API's `history`). */
+  readonly history: readonly unknown[];
 }
 
 export async function postfixOutage(options: BenchOptions): Promise<BenchResult> {
@@ -97,11 +99,15 @@ export async function postfixOutage(options: BenchOptions): Promise<BenchResult>
   let stack: LocalStack | undefined;
   try {
     await postfix.start();
-    stack = await startBenchStack({
-      SMTP_HOST: postfix.host,
-      SMTP_PORT: String(postfix.port),
-      POSTDATE_RELAY_PROBE_SECONDS: String(PROBE_SECONDS),
-    });
+    // POSTFIX_OUTAGE_VERBOSE=1: the functions' INFO logs on stdout (what each copy did, and why).
+    stack = await startBenchStack(
+      {
+        SMTP_HOST: postfix.host,
+        SMTP_PORT: String(postfix.port),
+        POSTDATE_RELAY_PROBE_SECONDS: String(PROBE_SECONDS),
+      },
+      { quiet: process.env.POSTFIX_OUTAGE_VERBOSE !== '1' },
+    );
     const results: CaseResult[] = [];
     for (const outageCase of options.quick ? QUICK_CASES : CASES) {
       const result = await runCase(outageCase, stack, postfix, sink, options);
@@ -192,6 +198,7 @@ async function runCase(
       attempts: view.attempts,
       lastError: view.last_error ?? null,
       providerMessageId: view.provider_message_id,
+      history: view.history ?? [],
     } satisfies MessageOutcome;
   });
   await sleep(500);
@@ -253,17 +260,18 @@ function caseRows(result: CaseResult): BenchRow[] {
   ];
 }
 
-async function messageView(
-  stack: LocalStack,
-  id: string,
-): Promise<{
-  status?: string;
-  attempts?: number;
-  last_error?: unknown;
-  provider_message_id?: string | null;
-}> {
+/** The API's view of a message, the fields the benchmark reports. */
+interface MessageViewFields {
+  readonly status?: string;
+  readonly attempts?: number;
+  readonly last_error?: unknown;
+  readonly provider_message_id?: string | null;
+  readonly history?: readonly unknown[];
+}
+
+async function messageView(stack: LocalStack, id: string): Promise<MessageViewFields> {
   const response = await fetch(`${stack.apiUrl}/v1/messages/${id}`, {
     headers: { authorization: `Bearer ${stack.apiKey}` },
   });
-  return (await response.json()) as { status?: string; attempts?: number; last_error?: unknown };
+  return (await response.json()) as MessageViewFields;
 }
