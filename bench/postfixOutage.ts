@@ -48,7 +48,12 @@ const QUICK_CASES: readonly OutageCase[] = [{ kind: 'stopped', seconds: 15 }];
 
 interface CaseResult {
   readonly name: string;
+  /** From the outage's start until `postfix start` / `postfix reload` returned. */
   readonly outageMs: number;
+  /** How long the ten enqueues took (they begin with the outage). */
+  readonly enqueueMs: number;
+  /** How long `postfix start` (stopped) or `postfix reload` (421) took. */
+  readonly recoveryCommandMs: number;
   readonly received: number;
   readonly lost: number;
   readonly doubled: number;
@@ -160,15 +165,18 @@ async function runCase(
         sendAt: new Date(outageStart + DUE_AFTER_MS),
       }),
   );
+  const enqueueMs = Date.now() - outageStart;
   const ids = enqueued.map((message) => message.id);
   const wanted = new Set(ids);
   const receivedOf = () =>
     sink.messages().filter((mail) => mail.postdateId !== null && wanted.has(mail.postdateId));
   await sleep(outageStart + outageCase.seconds * 1000 - Date.now());
   const receivedDuringOutage = receivedOf().length;
+  const recoveryBegan = Date.now();
   if (outageCase.kind === 'stopped') await postfix.start();
   else await postfix.setMode('accept');
   const recoveredAt = Date.now();
+  const recoveryCommandMs = recoveredAt - recoveryBegan;
   const outageMs = recoveredAt - outageStart;
   options.log(`  ${name}: Postfix back after ${round(outageMs / 1000, 1)} s`);
 
@@ -206,6 +214,8 @@ async function runCase(
   return {
     name,
     outageMs,
+    enqueueMs,
+    recoveryCommandMs,
     received: perId.size,
     lost: ids.filter((id) => !perId.has(id)).length,
     doubled: [...perId.values()].filter((count) => count > 1).length,
