@@ -8,6 +8,7 @@ import { cost } from './cost.js';
 import { enqueueLatency } from './enqueueLatency.js';
 import { outage } from './outage.js';
 import { peer } from './peer.js';
+import { postfixOutage } from './postfixOutage.js';
 import { precision } from './precision.js';
 import { scale } from './scale.js';
 import { round } from './stats.js';
@@ -30,6 +31,7 @@ const BENCHMARKS: Record<string, (options: BenchOptions) => Promise<BenchResult>
   peer,
   scale,
   outage,
+  'postfix-outage': postfixOutage,
 };
 
 // The SDK's "Node 22 soon" notice (this machine runs Node 20) is noise in a benchmark's output.
