@@ -29,6 +29,7 @@ import type {
   ShardPosition,
   TransitionResult,
 } from '../ports/ApiStore.js';
+import { storedBodyItem } from './bodyContent.js';
 import { readGroupHeadVersion } from './groupHead.js';
 import {
   byStatusPk,
@@ -101,7 +102,8 @@ export class DynamoApiStore implements ApiStore {
       await this.documents.send(
         new PutCommand({
           TableName: this.tableName,
-          Item: { ...record },
+          // A body's text and html are stored compressed when that saves units (bodyContent.ts).
+          Item: record.sk === ITEM_SORT_KEY.messageBody ? { ...storedBodyItem(record) } : { ...record },
           ConditionExpression: `attribute_not_exists(${KEY.partition})`,
         }),
       );

@@ -13,6 +13,7 @@ import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import { recipientList } from '../core/recipients.js';
 import type { PinnedTemplate } from '../core/templateRequests.js';
 import type { EnqueueRecords } from '../ports/ApiStore.js';
+import { storedBodyItem } from './bodyContent.js';
 import {
   bodyExpiresAtAfter,
   byStatusPk,
@@ -146,7 +147,7 @@ export function outboxTransactItems(tableName: string, records: EnqueueRecords):
   const isNew = `attribute_not_exists(${KEY.partition})`;
   const items: TransactWriteItem[] = [
     { Put: { TableName: tableName, Item: { ...state }, ConditionExpression: isNew } },
-    { Put: { TableName: tableName, Item: { ...body }, ConditionExpression: isNew } },
+    { Put: { TableName: tableName, Item: { ...storedBodyItem(body) }, ConditionExpression: isNew } },
   ];
   const group = state.group;
   if (group !== null) {

@@ -11,6 +11,7 @@ import type {
   SettleUnsentInput,
 } from '../ports/SenderStore.js';
 import type { SuppressionList } from '../ports/SuppressionList.js';
+import { bodyOfStoredItem } from './bodyContent.js';
 import { readGroupHeadVersion } from './groupHead.js';
 import {
   type AttemptRecord,
@@ -65,7 +66,7 @@ export class DynamoSenderStore implements SenderStore {
         ConsistentRead: true,
       }),
     );
-    return isMessageBodyRecord(Item) ? Item : undefined;
+    return isMessageBodyRecord(Item) ? bodyOfStoredItem(Item, id) : undefined;
   }
 
   async readGroupVersion(tenant: string, groupKey: string): Promise<number | undefined> {
