@@ -1,8 +1,11 @@
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../lambdas/core/config.js';
 import { type LocalStack, startLocalStack } from '../local/localStack.js';
 import type { ReceivedMailSummary, SmtpSink } from '../local/smtp/smtpSink.js';
 import { sleep } from './stats.js';
+
+const SANDBOX_COUNTER = fileURLToPath(new URL('./sandboxRequestCounter.ts', import.meta.url));
 
 /**
  * The local stack as the benchmarks use it: every port picked free, the sweeper out of the way
@@ -11,7 +14,12 @@ import { sleep } from './stats.js';
  */
 export async function startBenchStack(
   env: Readonly<Record<string, string>> = {},
-  options: { quiet?: boolean; dynamodbJvm?: 'fast-start' | 'peak' } = {},
+  options: {
+    quiet?: boolean;
+    dynamodbJvm?: 'fast-start' | 'peak';
+    /** Count the sandboxed functions' AWS requests too (bench/sandboxRequestCounter.ts). */
+    countSandboxRequests?: boolean;
+  } = {},
 ): Promise<LocalStack> {
   const config = loadConfig({ ...env }, 'local');
   return startLocalStack({
@@ -21,6 +29,7 @@ export async function startBenchStack(
     log: () => undefined,
     sweepIntervalMs: 3_600_000,
     ...(options.dynamodbJvm ? { dynamodbJvm: options.dynamodbJvm } : {}),
+    ...(options.countSandboxRequests ? { functionPreload: [SANDBOX_COUNTER] } : {}),
   });
 }
 
