@@ -335,7 +335,8 @@ async function readBodies(deps: ExportDeps, ids: readonly string[]): Promise<Map
   const bodies = new Map<string, MessageBodyRecord>();
   for (const item of items) {
     const pk = item[KEY.partition];
-    if (isMessageBodyRecord(item) && typeof pk === 'string') bodies.set(pk, bodyOfStoredItem(item, pk));
+    const body = typeof pk === 'string' ? bodyOfStoredItem(item, pk) : undefined;
+    if (isMessageBodyRecord(body) && typeof pk === 'string') bodies.set(pk, body);
   }
   return bodies;
 }

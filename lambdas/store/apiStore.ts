@@ -122,7 +122,7 @@ export class DynamoApiStore implements ApiStore {
 
   async writeEnqueue(records: EnqueueRecords): Promise<EnqueueWriteResult> {
     try {
-      const items = outboxTransactItems(this.tableName, records);
+      const items = outboxTransactItems(this.tableName, records, { compressBody: true });
       await this.documents.send(new TransactWriteCommand({ TransactItems: items }));
       return { kind: 'written' };
     } catch (error) {

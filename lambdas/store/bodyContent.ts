@@ -1,10 +1,16 @@
 /**
- * How a body's `text` and `html` are stored (issue 21: write units follow the item's size). The
- * writers store them brotli-compressed in one binary attribute, `content`, marked
- * `content_encoding: 'br'`, when that makes the item smaller; else as they are. The readers take
+ * How a body's `subject`, `text` and `html` are stored (issue 21: write units follow the item's
+ * size). The api stores them brotli-compressed in one binary attribute, `content`, marked
+ * `content_encoding: 'br'`, when that saves a write unit; else as they are. The readers take
  * either form, so items written before compression existed, or written uncompressed because it did
- * not save, read as they always did. The compressed value is `[text, html]` as JSON, so `null`
- * (no html part) and `''` stay apart and the decoded strings are byte for byte the request's.
+ * not save, read as they always did. The compressed value is `[subject, text, html]` as JSON, so
+ * `null` (no html part) and `''` stay apart and the decoded strings are byte for byte the request's.
+ *
+ * The subject goes in too so that a sender older than this code, which does not know `content`,
+ * finds no `subject`, takes the item for no body and fails the message (`failed`: the body is held
+ * and `postdate messages retry` sends it once upgraded) — instead of sending a mail with an empty
+ * text, which it would do if only text and html were missing (a deployment that updates the api
+ * before the sender).
  */
 import { brotliCompressSync, brotliDecompressSync, constants } from 'node:zlib';
 import { ERROR_CLASS, PostdateError } from '../core/postdateError.js';
@@ -14,7 +20,8 @@ import type { MessageBodyRecord } from './messageRecord.js';
 export const BODY_CONTENT_ENCODING = { brotli: 'br' } as const;
 
 /** A body as the table holds it: the record, with `text`/`html` maybe replaced by `content`. */
-export type StoredBodyItem = Omit<MessageBodyRecord, 'text' | 'html'> & {
+export type StoredBodyItem = Omit<MessageBodyRecord, 'subject' | 'text' | 'html'> & {
+  readonly subject?: string;
   readonly text?: string | null;
   readonly html?: string | null;
   readonly content_encoding?: typeof BODY_CONTENT_ENCODING.brotli;
@@ -31,12 +38,22 @@ const BROTLI_QUALITY = 6;
 const attributeBytes = (name: string, value: string | null): number =>
   Buffer.byteLength(name) + (value === null ? 1 : Buffer.byteLength(value));
 
-/** The item to write for `body`: compressed when that is smaller than the plain text and html. */
+/** DynamoDB bills a write by the item's size in 1 KB units. */
+const WRITE_UNIT_BYTES = 1024;
+
+/**
+ * The item to write for `body`: compressed only when that saves a write unit (so a short body, whose
+ * item fits in one unit anyway, stays plain and readable in the console). The rest of the item is
+ * sized by its JSON, a slight over-estimate of DynamoDB's count that is the same for both forms.
+ */
 export function storedBodyItem(body: MessageBodyRecord): StoredBodyItem {
-  const plainBytes = attributeBytes('text', body.text) + attributeBytes('html', body.html);
-  // Nothing to gain below the marker's own size (a template message has neither part).
-  if (plainBytes < 64) return body;
-  const json = JSON.stringify([body.text, body.html]);
+  const { subject, text, html, ...rest } = body;
+  const restBytes = Buffer.byteLength(JSON.stringify(rest));
+  const plainBytes =
+    attributeBytes('subject', subject) + attributeBytes('text', text) + attributeBytes('html', html);
+  const units = (bytes: number) => Math.ceil((restBytes + bytes) / WRITE_UNIT_BYTES);
+  if (units(plainBytes) <= 1) return body;
+  const json = JSON.stringify([subject, text, html]);
   const content = brotliCompressSync(json, {
     params: {
       [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
@@ -46,8 +63,7 @@ export function storedBodyItem(body: MessageBodyRecord): StoredBodyItem {
   });
   const compressedBytes =
     Buffer.byteLength('content') + content.byteLength + attributeBytes('content_encoding', 'br');
-  if (compressedBytes >= plainBytes) return body;
-  const { text: _text, html: _html, ...rest } = body;
+  if (units(compressedBytes) >= units(plainBytes)) return body;
   return { ...rest, content_encoding: BODY_CONTENT_ENCODING.brotli, content };
 }
 
@@ -85,10 +101,10 @@ export function bodyOfStoredItem<T extends object>(item: T, id: string): T {
   } catch (error) {
     throw new BodyContentError(id, encoding, error);
   }
-  if (!Array.isArray(parts) || parts.length !== 2 || !parts.every(isTextPart))
+  if (!Array.isArray(parts) || parts.length !== 3 || typeof parts[0] !== 'string' || !parts.every(isTextPart))
     throw new BodyContentError(id, encoding);
   const { content: _content, content_encoding: _encoding, ...rest } = fields;
-  return { ...rest, text: parts[0], html: parts[1] } as unknown as T;
+  return { ...rest, subject: parts[0], text: parts[1], html: parts[2] } as unknown as T;
 }
 
 const isTextPart = (value: unknown): value is string | null => value === null || typeof value === 'string';

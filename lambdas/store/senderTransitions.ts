@@ -66,7 +66,8 @@ export class DynamoSenderStore implements SenderStore {
         ConsistentRead: true,
       }),
     );
-    return isMessageBodyRecord(Item) ? bodyOfStoredItem(Item, id) : undefined;
+    const body = Item === undefined ? undefined : bodyOfStoredItem(Item, id);
+    return isMessageBodyRecord(body) ? body : undefined;
   }
 
   async readGroupVersion(tenant: string, groupKey: string): Promise<number | undefined> {

@@ -2,9 +2,11 @@ import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { mailText } from '../../bench/benchStack.js';
+import { buildOutboxWrite } from '../../lambdas/outbox/outboxItems.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { BodyContentError, bodyOfStoredItem, storedBodyItem } from '../../lambdas/store/bodyContent.js';
-import { type MessageBodyRecord, messagePk } from '../../lambdas/store/messageRecord.js';
+import { isMessageBodyRecord, type MessageBodyRecord, messagePk } from '../../lambdas/store/messageRecord.js';
+import { OUTBOX_ITEM_INDEX, outboxTransactItems } from '../../lambdas/store/outboxRecords.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import { ITEM_SORT_KEY } from '../../lambdas/store/tableLayout.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
@@ -31,7 +33,7 @@ function body(text: string | null, html: string | null): MessageBodyRecord {
   };
 }
 
-describe('storedBodyItem / bodyOfStoredItem', () => {
+describe('storedBodyItem / bodyOfStoredItem (compressed only when that saves a write unit)', () => {
   it('gives back exactly the text and html it was given, whichever form it chose', () => {
     fc.assert(
       fc.property(
@@ -49,30 +51,37 @@ describe('storedBodyItem / bodyOfStoredItem', () => {
   it('compresses prose, keeps null and empty parts apart, and leaves everything else as it is', () => {
     const record = body(mailText(20 * 1024), null);
     const stored = storedBodyItem(record);
-    expect(stored).toMatchObject({ content_encoding: 'br', subject: 'Your order', to: ['ada@example.org'] });
-    expect(stored).not.toHaveProperty('text');
+    expect(stored).toMatchObject({
+      content_encoding: 'br',
+      to: ['ada@example.org'],
+      fingerprint: record.fingerprint,
+    });
+    for (const part of ['subject', 'text', 'html']) expect(stored).not.toHaveProperty(part);
     expect(stored.content?.byteLength).toBeLessThan(10 * 1024);
     expect(bodyOfStoredItem(stored, record.pk)).toEqual(record);
     const empty = body('', null);
-    expect(bodyOfStoredItem(storedBodyItem({ ...empty, text: 'a'.repeat(500), html: '' }), empty.pk)).toEqual(
-      {
-        ...empty,
-        text: 'a'.repeat(500),
-        html: '',
-      },
-    );
+    const emptyHtml = storedBodyItem({ ...empty, text: 'a'.repeat(2000), html: '' });
+    expect(emptyHtml).toHaveProperty('content_encoding', 'br');
+    expect(bodyOfStoredItem(emptyHtml, empty.pk)).toEqual({ ...empty, text: 'a'.repeat(2000), html: '' });
   });
 
-  it('stores plain what compressing would not make smaller: short text, a template message (no parts)', () => {
+  it('stores plain what fits in one write unit anyway: a short mail, a template message (no parts)', () => {
     for (const record of [
       body('Your campaign was approved.', '<p>Your campaign was approved.</p>'),
       body('Your order 4711 has shipped and will arrive on Thursday, 3 December.', null),
+      body('Your campaign was approved. '.repeat(12), '<p>Your campaign was approved.</p>'.repeat(6)),
       body(null, null),
     ]) {
       const stored = storedBodyItem(record);
       expect(stored).toBe(record);
       expect(stored).not.toHaveProperty('content_encoding');
     }
+  });
+
+  it('is, to a sender older than compression, no body at all (it fails the message, held), never a mail without text', () => {
+    // The older sender's check on the raw item was isMessageBodyRecord: it wants a string subject.
+    expect(isMessageBodyRecord(storedBodyItem(body(mailText(4096), '<p>hi</p>')))).toBe(false);
+    expect(isMessageBodyRecord(storedBodyItem(body('Short.', null)))).toBe(true);
   });
 
   it('refuses content it cannot read with a BodyContentError (class config), never a body without text', () => {
@@ -138,5 +147,31 @@ describe('bodies in DynamoDB Local', () => {
     expect(
       await new DynamoSenderStore(documents, tableName).readBody(record.pk.slice('MSG#'.length)),
     ).toEqual(record);
+  });
+});
+
+describe('who compresses', () => {
+  const input = {
+    tableName: 'outbox',
+    tenant: 'acme',
+    idempotencyKey: 'long-body',
+    now: new Date('2026-12-01T12:00:00.000Z'),
+    body: { to: ['ada@example.org'], subject: 'Long', text: mailText(8192) },
+    validation: { allowedFrom: ['*'], defaultFrom: 'ops@example.com', maxHorizonDays: 400 },
+  };
+  const bodyItemOf = (items: ReturnType<typeof outboxTransactItems>) =>
+    items[OUTBOX_ITEM_INDEX.body]?.Put?.Item as Record<string, unknown>;
+
+  it('the public outbox helper writes the body plain (an application may upgrade before its stack)', () => {
+    const write = buildOutboxWrite(input);
+    expect(bodyItemOf(write.items)).toMatchObject({ subject: 'Long', text: input.body.text });
+    expect(bodyItemOf(write.items)).not.toHaveProperty('content_encoding');
+  });
+
+  it("the api's transaction (a grouped enqueue) writes it compressed", () => {
+    const write = buildOutboxWrite(input);
+    const items = outboxTransactItems('outbox', write, { compressBody: true });
+    expect(bodyItemOf(items)).toMatchObject({ content_encoding: 'br' });
+    expect(bodyOfStoredItem(bodyItemOf(items), write.messageId)).toEqual(write.body);
   });
 });
