@@ -179,7 +179,10 @@ export async function scale(options: BenchOptions): Promise<BenchResult> {
         chunk.map((key) => {
           const write = outboxWrite(key, sendAt);
           wanted.add(write.messageId);
-          return { ...write.state };
+          // The request's fingerprint covers its explicit send_at, which differs between the two
+          // passes: the state carries its body's, as one enqueue's records do (else the sender
+          // takes every body for another request's).
+          return { ...write.state, fingerprint: outboxWrite(key, provisional).body.fingerprint };
         }),
       ),
     );
