@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { BroadcastChannel } from 'node:worker_threads';
 import type { _Record as SdkStreamRecord } from '@aws-sdk/client-dynamodb-streams';
 import { Client } from '@smithy/core/client';
 import { RELAY_STREAM_FILTER } from '../lambdas/store/tableLayout.js';
@@ -78,12 +79,44 @@ export interface AwsRequestCounter {
   uninstall(): void;
 }
 
+/**
+ * The relay, sender and sweeper run in worker sandboxes (local/runners/functionSandbox.ts), whose
+ * SDK clients this thread's patch never sees: bench/sandboxRequestCounter.ts, preloaded into each
+ * sandbox (benchStack.ts, `countSandboxRequests`), counts there and posts every request on this
+ * channel, and the counter of the main thread adds them to its own.
+ */
+export const SANDBOX_REQUESTS_CHANNEL = 'postdate-bench-aws-requests';
+
 /** Installs the counter; call before the local stack starts (clients made earlier are counted too). */
-export function installAwsRequestCounter(): AwsRequestCounter {
+export function installAwsRequestCounter(
+  options: { forward?: { channel: BroadcastChannel; origin: Origin } } = {},
+): AwsRequestCounter {
   const callers = new AsyncLocalStorage<{ origin: Origin; caller: string }>();
   const recorded: CountedRequest[] = [];
+  const { forward } = options;
+  // In a sandbox every request is posted to the main thread, attributed to the sandbox's function
+  // when the call stack (cut at an await) names none.
+  const sink: Pick<CountedRequest[], 'push'> = forward
+    ? {
+        push: (...requests: CountedRequest[]) => {
+          for (const request of requests) {
+            const origin =
+              request.origin === 'function' || request.origin === 'other' ? forward.origin : request.origin;
+            forward.channel.postMessage({ ...request, origin });
+          }
+          return 0;
+        },
+      }
+    : recorded;
+  const listener = forward ? undefined : new BroadcastChannel(SANDBOX_REQUESTS_CHANNEL);
+  if (listener) {
+    listener.onmessage = (event) => {
+      recorded.push((event as { data: CountedRequest }).data);
+    };
+    listener.unref();
+  }
   const instrumented = new WeakSet<object>();
-  const middleware = counting(callers, recorded);
+  const middleware = counting(callers, sink);
 
   // The SDK may be loaded both as ESM and as CommonJS in one process: patch each copy of the class.
   const classes = new Set<Patchable>([Client as unknown as Patchable]);
@@ -109,6 +142,7 @@ export function installAwsRequestCounter(): AwsRequestCounter {
   return {
     take: () => recorded.splice(0, recorded.length),
     uninstall() {
+      listener?.close();
       for (const [cls, original] of originals) cls.prototype.send = original;
     },
   };
@@ -126,7 +160,7 @@ interface HandlerContext {
 
 function counting(
   callers: AsyncLocalStorage<{ origin: Origin; caller: string }>,
-  recorded: CountedRequest[],
+  recorded: Pick<CountedRequest[], 'push'>,
 ) {
   return (next: Next, context: HandlerContext) =>
     async function countRequest(args: { input: Record<string, unknown> }) {

@@ -1,7 +1,11 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../lambdas/core/config.js';
 import { type LocalStack, startLocalStack } from '../local/localStack.js';
 import type { ReceivedMailSummary, SmtpSink } from '../local/smtp/smtpSink.js';
 import { sleep } from './stats.js';
+
+const SANDBOX_COUNTER = fileURLToPath(new URL('./sandboxRequestCounter.ts', import.meta.url));
 
 /**
  * The local stack as the benchmarks use it: every port picked free, the sweeper out of the way
@@ -10,7 +14,12 @@ import { sleep } from './stats.js';
  */
 export async function startBenchStack(
   env: Readonly<Record<string, string>> = {},
-  options: { quiet?: boolean; dynamodbJvm?: 'fast-start' | 'peak' } = {},
+  options: {
+    quiet?: boolean;
+    dynamodbJvm?: 'fast-start' | 'peak';
+    /** Count the sandboxed functions' AWS requests too (bench/sandboxRequestCounter.ts). */
+    countSandboxRequests?: boolean;
+  } = {},
 ): Promise<LocalStack> {
   const config = loadConfig({ ...env }, 'local');
   return startLocalStack({
@@ -20,6 +29,7 @@ export async function startBenchStack(
     log: () => undefined,
     sweepIntervalMs: 3_600_000,
     ...(options.dynamodbJvm ? { dynamodbJvm: options.dynamodbJvm } : {}),
+    ...(options.countSandboxRequests ? { functionPreload: [SANDBOX_COUNTER] } : {}),
   });
 }
 
@@ -30,6 +40,22 @@ export interface EnqueueInput {
   readonly key: string;
 }
 
+/** English prose (from this repository's docs), so that compressed bodies compress as mail does, not as `xxx…`. */
+const PROSE = readFileSync(new URL('./fixtures/mailText.txt', import.meta.url), 'utf8');
+
+/** `bytes` bytes (UTF-8) of prose; the fixture repeats past its 24 KB. */
+export function mailText(bytes: number): string {
+  let text = '';
+  while (Buffer.byteLength(text) < bytes) text += PROSE;
+  const buffer = Buffer.from(text);
+  // Cut at a character boundary: drop a trailing partial UTF-8 sequence, pad with spaces to size.
+  const cut = buffer
+    .subarray(0, bytes)
+    .toString('utf8')
+    .replace(/\uFFFD+$/, '');
+  return cut.padEnd(cut.length + (bytes - Buffer.byteLength(cut)), ' ');
+}
+
 /**
  * One enqueue body. `tags`, `metadata` and `headers` are never empty, as in the first recorded runs
  * (docs/performance.md), so that later runs compare with them.
@@ -38,7 +64,7 @@ export function enqueueBody(input: EnqueueInput): string {
   return JSON.stringify({
     to: ['bench@example.com'],
     subject: `bench ${input.key}`,
-    text: 'x'.repeat(input.bodyBytes),
+    text: mailText(input.bodyBytes),
     headers: { 'X-Bench': 'postdate' },
     tags: { kind: 'bench' },
     metadata: { key: input.key },

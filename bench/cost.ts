@@ -76,7 +76,7 @@ export async function cost(options: BenchOptions): Promise<BenchResult> {
       POSTDATE_DIRECT_DELAY_MAX_SECONDS: String(DIRECT_DELAY_MAX_SECONDS),
       POSTDATE_SCHEDULE_LEAD_SECONDS: String(SCHEDULE_LEAD_SECONDS),
     },
-    { quiet: false },
+    { quiet: false, countSandboxRequests: true },
   );
   const rows: BenchRow[] = [];
   const details: Record<string, unknown> = {

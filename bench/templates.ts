@@ -51,7 +51,7 @@ export async function templates(options: BenchOptions): Promise<BenchResult> {
   const logBytes = captureLogBytes();
   const previousMetrics = process.env.POWERTOOLS_METRICS_DISABLED;
   process.env.POWERTOOLS_METRICS_DISABLED = 'false';
-  const stack = await startBenchStack({}, { quiet: false });
+  const stack = await startBenchStack({}, { quiet: false, countSandboxRequests: true });
   const call = (method: string, path: string, body: unknown, key?: string) =>
     fetch(`${stack.apiUrl}${path}`, {
       method,

@@ -31,7 +31,7 @@ function itemWrites(command: string, inputBytes: number, items: number): number 
 export async function throughput(options: BenchOptions): Promise<BenchResult> {
   const started = Date.now();
   const messages = options.quick ? 150 : 400;
-  const stack = await startBenchStack({}, { dynamodbJvm: 'peak' });
+  const stack = await startBenchStack({}, { dynamodbJvm: 'peak', countSandboxRequests: true });
   const dynamodb = new DynamoDBClient({
     endpoint: stack.dynamodbEndpoint,
     region: 'us-east-1',

@@ -17,6 +17,7 @@ import { type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb
 import { isMessageStatus, type MessageStatus } from '../lambdas/core/messageStatus.js';
 import { recipientCounts } from '../lambdas/core/recipients.js';
 import { batchGetItems } from '../lambdas/store/batchGetItems.js';
+import { bodyOfStoredItem } from '../lambdas/store/bodyContent.js';
 import {
   byStatusShardPk,
   byTenantShardPk,
@@ -334,7 +335,8 @@ async function readBodies(deps: ExportDeps, ids: readonly string[]): Promise<Map
   const bodies = new Map<string, MessageBodyRecord>();
   for (const item of items) {
     const pk = item[KEY.partition];
-    if (isMessageBodyRecord(item) && typeof pk === 'string') bodies.set(pk, item);
+    const body = typeof pk === 'string' ? bodyOfStoredItem(item, pk) : undefined;
+    if (isMessageBodyRecord(body) && typeof pk === 'string') bodies.set(pk, body);
   }
   return bodies;
 }

@@ -29,6 +29,7 @@ import type {
   ShardPosition,
   TransitionResult,
 } from '../ports/ApiStore.js';
+import { storedBodyItem } from './bodyContent.js';
 import { readGroupHeadVersion } from './groupHead.js';
 import {
   byStatusPk,
@@ -101,7 +102,8 @@ export class DynamoApiStore implements ApiStore {
       await this.documents.send(
         new PutCommand({
           TableName: this.tableName,
-          Item: { ...record },
+          // A body's text and html are stored compressed when that saves units (bodyContent.ts).
+          Item: record.sk === ITEM_SORT_KEY.messageBody ? { ...storedBodyItem(record) } : { ...record },
           ConditionExpression: `attribute_not_exists(${KEY.partition})`,
         }),
       );
@@ -120,7 +122,7 @@ export class DynamoApiStore implements ApiStore {
 
   async writeEnqueue(records: EnqueueRecords): Promise<EnqueueWriteResult> {
     try {
-      const items = outboxTransactItems(this.tableName, records);
+      const items = outboxTransactItems(this.tableName, records, { compressBody: true });
       await this.documents.send(new TransactWriteCommand({ TransactItems: items }));
       return { kind: 'written' };
     } catch (error) {

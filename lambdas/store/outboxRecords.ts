@@ -13,6 +13,7 @@ import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import { recipientList } from '../core/recipients.js';
 import type { PinnedTemplate } from '../core/templateRequests.js';
 import type { EnqueueRecords } from '../ports/ApiStore.js';
+import { storedBodyItem } from './bodyContent.js';
 import {
   bodyExpiresAtAfter,
   byStatusPk,
@@ -141,8 +142,15 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
  * yet, and for a grouped message its head, raised to the message's version (or checked to be above
  * it, when the message is written as superseded).
  */
-export function outboxTransactItems(tableName: string, records: EnqueueRecords): TransactWriteItem[] {
-  const { state, body } = records;
+export function outboxTransactItems(
+  tableName: string,
+  records: EnqueueRecords,
+  options: { readonly compressBody?: boolean } = {},
+): TransactWriteItem[] {
+  const { state } = records;
+  // The api (deployed with its sender) compresses the body; the public outbox helper writes it
+  // plain by default, since an application may upgrade this package before its stack's sender.
+  const body = options.compressBody === true ? storedBodyItem(records.body) : records.body;
   const isNew = `attribute_not_exists(${KEY.partition})`;
   const items: TransactWriteItem[] = [
     { Put: { TableName: tableName, Item: { ...state }, ConditionExpression: isNew } },

@@ -11,6 +11,7 @@ import type {
   SettleUnsentInput,
 } from '../ports/SenderStore.js';
 import type { SuppressionList } from '../ports/SuppressionList.js';
+import { bodyOfStoredItem } from './bodyContent.js';
 import { readGroupHeadVersion } from './groupHead.js';
 import {
   type AttemptRecord,
@@ -65,7 +66,8 @@ export class DynamoSenderStore implements SenderStore {
         ConsistentRead: true,
       }),
     );
-    return isMessageBodyRecord(Item) ? Item : undefined;
+    const body = Item === undefined ? undefined : bodyOfStoredItem(Item, id);
+    return isMessageBodyRecord(body) ? body : undefined;
   }
 
   async readGroupVersion(tenant: string, groupKey: string): Promise<number | undefined> {

@@ -58,3 +58,13 @@ describe.each(POSTDATE_FUNCTION_NAMES)('the %s bundle', (name) => {
     );
   });
 });
+
+describe('the api bundle', () => {
+  it('serves the document generated at build time: no OpenAPI generator, the committed docs/openapi.json inlined', async () => {
+    const inputs = await bundledInputs('api');
+    const packages = new Set([...inputs.keys()].flatMap((file) => packageOf(file) ?? []));
+    expect(packages).not.toContain('@asteasolutions/zod-to-openapi');
+    expect([...inputs.keys()].filter((file) => file.startsWith('lambdas/api/openapi'))).toEqual([]);
+    expect([...inputs.keys()]).toContain('docs/openapi.json');
+  });
+});

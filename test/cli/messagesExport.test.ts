@@ -3,13 +3,14 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { type MessagesDeps, messagesShow } from '../../cli/messagesCommands.js';
 import { type ExportedMessage, messagesExport, openLineSink } from '../../cli/messagesExport.js';
 import { memoryOutput } from '../../cli/output.js';
 import type { MessageStatus } from '../../lambdas/core/messageStatus.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
+import { storedBodyItem } from '../../lambdas/store/bodyContent.js';
 import { byStatusPk, messagePk } from '../../lambdas/store/messageRecord.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
 import { messageId, type SeedMessage, seedMessages, stateRecord } from './cliFixtures.js';
@@ -53,6 +54,10 @@ const inRange = (seed: SeedMessage, statuses?: readonly MessageStatus[]) =>
   seed.createdAt < UNTIL &&
   (statuses === undefined || statuses.includes(seed.status));
 
+/** 'Hello', or for every fourth message a long text that the writers store compressed. */
+const seedText = (id: string) =>
+  (Number(id.slice(-4)) - 1000) % 4 === 0 ? `Hello ${id}. `.repeat(40) : 'Hello';
+
 let deps: MessagesDeps;
 let tableName: string;
 
@@ -60,12 +65,13 @@ beforeAll(async () => {
   ({ tableName } = await freshTable());
   const documents = documentClient();
   await seedMessages(documents, tableName, SEEDS);
-  // Bodies for some of them (the others' bodies are gone, as after their TTL).
+  // Bodies for some of them (the others' bodies are gone, as after their TTL); every fourth one's
+  // text is long enough to be stored compressed, as the api stores it (bodyContent.ts).
   for (const seed of SEEDS.filter((_, n) => n % 2 === 0)) {
     await documents.send(
       new PutCommand({
         TableName: tableName,
-        Item: {
+        Item: storedBodyItem({
           pk: messagePk(seed.id),
           sk: 'BODY',
           fingerprint: 'f',
@@ -76,10 +82,10 @@ beforeAll(async () => {
           bcc: [],
           reply_to: null,
           subject: `About ${seed.id}`,
-          text: 'Hello',
+          text: seedText(seed.id),
           html: null,
           headers: {},
-        },
+        }),
       }),
     );
   }
@@ -153,7 +159,12 @@ describe('postdate messages export', () => {
     expect(JSON.stringify(messages)).not.toContain('@');
   });
 
-  it('adds each body with --with-bodies, null where the body is gone', async () => {
+  it('adds each body with --with-bodies, null where the body is gone, stored compressed or not', async () => {
+    const stored = await documentClient().send(
+      new GetCommand({ TableName: tableName, Key: { pk: messagePk(messageId(1000)), sk: 'BODY' } }),
+    );
+    expect(stored.Item).toMatchObject({ content_encoding: 'br' });
+    expect(stored.Item).not.toHaveProperty('text');
     const { messages } = await exportLines({ since: SINCE, until: UNTIL, withBodies: true });
     expect(messages).toHaveLength(72);
     for (const message of messages) {
@@ -162,6 +173,8 @@ describe('postdate messages export', () => {
         expect(message.body).toMatchObject({
           subject: `About ${message.id}`,
           to: [`user-${message.id}@example.org`],
+          text: seedText(message.id),
+          html: null,
         });
       } else {
         expect(message.body).toBeNull();

@@ -1,6 +1,7 @@
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { newMessageId } from '../../lambdas/core/ids.js';
 import { MESSAGE_STATUS, type MessageStatus } from '../../lambdas/core/messageStatus.js';
+import { storedBodyItem } from '../../lambdas/store/bodyContent.js';
 import {
   byStatusPk,
   byTenantPk,
@@ -39,6 +40,14 @@ export interface MessageFixture {
   readonly withoutBody?: boolean;
   /** @default { kind: 'test' } */
   readonly tags?: Readonly<Record<string, string>>;
+  readonly text?: string;
+  readonly html?: string | null;
+  /**
+   * How the body item stores text and html: `plain`, as items written before compression did (and
+   * as the writers still do when compressing would not save), or as the writers store it now
+   * (store/bodyContent.ts: compressed when that saves). @default 'plain'
+   */
+  readonly bodyForm?: 'plain' | 'as-written';
 }
 
 export async function putMessage(
@@ -95,11 +104,12 @@ export async function putMessage(
       bcc: [],
       reply_to: null,
       subject: 'Campaign approved',
-      text: 'Your campaign was approved.',
-      html: '<p>Your campaign was approved.</p>',
+      text: fixture.text ?? 'Your campaign was approved.',
+      html: fixture.html === undefined ? '<p>Your campaign was approved.</p>' : fixture.html,
       headers: fixture.headers ?? { 'X-Campaign': '42' },
     };
-    await documents.send(new PutCommand({ TableName: tableName, Item: body }));
+    const item = fixture.bodyForm === 'as-written' ? storedBodyItem(body) : body;
+    await documents.send(new PutCommand({ TableName: tableName, Item: item }));
   }
   return state;
 }
