@@ -14,7 +14,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../lib/constructs/postdateFunction.js';
 
 const run = promisify(execFile);
-const FUNCTIONS = ['api', 'authorizer', 'relay', 'sender', 'sweeper'];
+/** Deployed by a stack with the defaults (`bounces` only comes with an SES notification topic). */
+const FUNCTIONS = ['api', 'authorizer', 'events', 'relay', 'sender', 'sweeper', 'webhooks'];
+/** Every bundle the package ships. */
+const BUNDLES = [...FUNCTIONS, 'bounces'];
 const repoPackage = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as {
   devDependencies: Record<string, string>;
 };
@@ -135,9 +138,9 @@ describe('the postdate package, installed in another CDK app', () => {
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  it('ships compiled ESM with types and the five prebuilt bundles, no TypeScript sources', () => {
+  it('ships compiled ESM with types and every prebuilt bundle, no TypeScript sources', () => {
     const files = JSON.parse(readFileSync(join(work, 'files.json'), 'utf8')) as string[];
-    for (const name of FUNCTIONS) expect(files).toContain(`dist/functions/${name}/index.mjs`);
+    for (const name of BUNDLES) expect(files).toContain(`dist/functions/${name}/index.mjs`);
     for (const entry of ['dist/lib/Postdate', 'dist/lambdas/outbox/index', 'dist/lambdas/client/index']) {
       expect(files).toContain(`${entry}.js`);
       expect(files).toContain(`${entry}.d.ts`);
@@ -155,7 +158,7 @@ describe('the postdate package, installed in another CDK app', () => {
     expect(existsSync(join(installed, 'postdate', 'package-lock.json'))).toBe(false);
   });
 
-  it('synthesizes new Postdate(…) with plain node: five functions deployed from the prebuilt bundles', async () => {
+  it('synthesizes new Postdate(…) with plain node: its functions deployed from the prebuilt bundles', async () => {
     writeFileSync(join(app, 'synth.mjs'), SYNTH_SCRIPT);
     const { stdout } = await run(process.execPath, ['synth.mjs'], {
       cwd: app,
@@ -172,7 +175,7 @@ describe('the postdate package, installed in another CDK app', () => {
     };
     expect(result.functionNames).toEqual(FUNCTIONS);
     const postdateFunctions = result.functions.filter((fn) => fn.handler === 'index.handler');
-    expect(postdateFunctions).toHaveLength(5);
+    expect(postdateFunctions).toHaveLength(FUNCTIONS.length);
     for (const fn of postdateFunctions) {
       expect(fn.runtime).toBe('nodejs22.x');
       expect(fn.code.S3Key).toBeDefined();
