@@ -1,8 +1,8 @@
-import type { AttributeValue as SdkAttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import type { DynamoDBRecord, AttributeValue as LambdaAttributeValue } from 'aws-lambda';
+import type { DynamoDBRecord } from 'aws-lambda';
 import { isMessageStatus } from '../core/messageStatus.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
+import { type SdkAttributeMap, sdkImageOf } from '../store/streamImage.js';
 import { KEY, RELAY_STREAM_FILTER } from '../store/tableLayout.js';
 
 /** The part of a state record's image that the relay reads. */
@@ -26,8 +26,6 @@ export type ImageRead =
   | { readonly ok: true; readonly image: StateImage }
   | { readonly ok: false; readonly reason: string };
 
-type AttributeMap = Record<string, SdkAttributeValue>;
-
 /** From the Lambda event source's record (images as JSON, binary values base64 strings). */
 export function fromLambdaRecord(record: DynamoDBRecord): RelayRecord {
   const stream = record.dynamodb;
@@ -35,8 +33,8 @@ export function fromLambdaRecord(record: DynamoDBRecord): RelayRecord {
     sequenceNumber: stream?.SequenceNumber ?? '',
     eventName: record.eventName,
     sortKey: stream?.Keys?.[KEY.sort]?.S,
-    oldImage: readImage(stream?.OldImage ? fromLambdaMap(stream.OldImage) : undefined),
-    newImage: readImage(stream?.NewImage ? fromLambdaMap(stream.NewImage) : undefined),
+    oldImage: readImage(stream?.OldImage ? sdkImageOf(stream.OldImage) : undefined),
+    newImage: readImage(stream?.NewImage ? sdkImageOf(stream.NewImage) : undefined),
   };
 }
 
@@ -46,9 +44,9 @@ export interface SdkStreamRecord {
   readonly dynamodb?:
     | {
         readonly SequenceNumber?: string | undefined;
-        readonly Keys?: AttributeMap | undefined;
-        readonly NewImage?: AttributeMap | undefined;
-        readonly OldImage?: AttributeMap | undefined;
+        readonly Keys?: SdkAttributeMap | undefined;
+        readonly NewImage?: SdkAttributeMap | undefined;
+        readonly OldImage?: SdkAttributeMap | undefined;
       }
     | undefined;
 }
@@ -74,9 +72,9 @@ export function isStateRecord(record: RelayRecord): boolean {
 /** The only attributes the relay reads; the rest of the image is never decoded, so it cannot trip the relay. */
 const READ_ATTRIBUTES = ['id', 'rev', 'status', 'send_at'] as const;
 
-function readImage(map: AttributeMap | undefined): ImageRead {
+function readImage(map: SdkAttributeMap | undefined): ImageRead {
   if (map === undefined) return { ok: false, reason: 'no image' };
-  const wanted: AttributeMap = {};
+  const wanted: SdkAttributeMap = {};
   for (const name of READ_ATTRIBUTES) {
     const value = map[name];
     if (value !== undefined) wanted[name] = value;
@@ -97,25 +95,4 @@ function readImage(map: AttributeMap | undefined): ImageRead {
     return { ok: false, reason: 'image has no ISO send_at' };
   }
   return { ok: true, image: { id, rev, status, send_at } };
-}
-
-function fromLambdaMap(map: Record<string, LambdaAttributeValue>): AttributeMap {
-  const out: AttributeMap = {};
-  for (const [name, value] of Object.entries(map)) out[name] = fromLambdaValue(value);
-  return out;
-}
-
-/** The event source sends binary as base64 strings; the SDK's unmarshall expects bytes. */
-function fromLambdaValue(value: LambdaAttributeValue): SdkAttributeValue {
-  if (value.B !== undefined) return { B: Buffer.from(value.B, 'base64') };
-  if (value.BS !== undefined) return { BS: value.BS.map((b) => Buffer.from(b, 'base64')) };
-  if (value.L !== undefined) return { L: value.L.map(fromLambdaValue) };
-  if (value.M !== undefined) return { M: fromLambdaMap(value.M) };
-  if (value.S !== undefined) return { S: value.S };
-  if (value.N !== undefined) return { N: value.N };
-  if (value.BOOL !== undefined) return { BOOL: value.BOOL };
-  if (value.NULL !== undefined) return { NULL: value.NULL };
-  if (value.SS !== undefined) return { SS: value.SS };
-  if (value.NS !== undefined) return { NS: value.NS };
-  return { NULL: true };
 }
