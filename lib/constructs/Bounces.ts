@@ -1,6 +1,5 @@
 import { Duration } from 'aws-cdk-lib';
-import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
-import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as destinations from 'aws-cdk-lib/aws-lambda-destinations';
 import type * as logs from 'aws-cdk-lib/aws-logs';
@@ -11,6 +10,7 @@ import { Construct } from 'constructs';
 import { PARTITION_PREFIX } from '../../lambdas/store/tableLayout.js';
 import { RESOURCE_ENV } from '../functionEnvironment.js';
 import { acknowledge } from './acknowledge.js';
+import { postdateAlarm } from './alarms.js';
 import { PostdateFunction } from './postdateFunction.js';
 import { createFailureQueue } from './queues.js';
 import type { Storage } from './Storage.js';
@@ -81,19 +81,8 @@ export class Bounces extends Construct {
       }),
     );
 
-    const alarm = (alarmId: string, description: string, metric: cloudwatch.IMetric) => {
-      const created = new cloudwatch.Alarm(this, alarmId, {
-        alarmDescription: `Postdate: ${description} (docs/operations.md)`,
-        metric,
-        threshold: 1,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
-      created.addAlarmAction(new actions.SnsAction(props.alarmTopic));
-      created.addOkAction(new actions.SnsAction(props.alarmTopic));
-      return created;
-    };
+    const alarm = (alarmId: string, description: string, metric: cloudwatch.IMetric) =>
+      postdateAlarm(this, alarmId, props.alarmTopic, description, metric);
     this.alarms = [
       alarm(
         'BouncesErrors',

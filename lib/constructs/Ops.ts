@@ -1,7 +1,6 @@
 import { Annotations, ArnFormat, Aws, Duration, Names, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
-import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -9,6 +8,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { METRICS, SENDER_METRIC, SWEEPER_METRIC } from '../../lambdas/core/metricNames.js';
+import { postdateAlarm } from './alarms.js';
 
 /**
  * The sender's EMF metrics (namespace `Postdate`, dimension `service=postdate`), named by the sender
@@ -57,16 +57,11 @@ export class Ops extends Construct {
       evaluationPeriods = 1,
       treatMissingData = cloudwatch.TreatMissingData.NOT_BREACHING,
     ) => {
-      const created = new cloudwatch.Alarm(this, alarmId, {
-        alarmDescription: `Postdate: ${description} (docs/operations.md)`,
-        metric,
+      const created = postdateAlarm(this, alarmId, this.alarmTopic, description, metric, {
         threshold,
         evaluationPeriods,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         treatMissingData,
       });
-      created.addAlarmAction(new actions.SnsAction(this.alarmTopic));
-      created.addOkAction(new actions.SnsAction(this.alarmTopic));
       alarms.push(created);
       return created;
     };

@@ -1,6 +1,5 @@
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
-import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -13,6 +12,7 @@ import { METRICS, WEBHOOK_METRIC } from '../../lambdas/core/metricNames.js';
 import { RESOURCE_ENV } from '../functionEnvironment.js';
 import { EVENTS_STREAM, EVENTS_STREAM_FILTER, WEBHOOK_DELIVERY, WEBHOOK_QUEUE } from '../webhookLayout.js';
 import { acknowledge } from './acknowledge.js';
+import { postdateAlarm } from './alarms.js';
 import { PostdateFunction } from './postdateFunction.js';
 import type { Storage } from './Storage.js';
 
@@ -132,17 +132,7 @@ export class Webhooks extends Construct {
 
     const alarms: cloudwatch.Alarm[] = [];
     const alarm = (alarmId: string, description: string, metric: cloudwatch.IMetric) => {
-      const created = new cloudwatch.Alarm(this, alarmId, {
-        alarmDescription: `Postdate: ${description} (docs/operations.md)`,
-        metric,
-        threshold: 1,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
-      created.addAlarmAction(new actions.SnsAction(props.alarmTopic));
-      created.addOkAction(new actions.SnsAction(props.alarmTopic));
-      alarms.push(created);
+      alarms.push(postdateAlarm(this, alarmId, props.alarmTopic, description, metric));
     };
     alarm(
       'WebhookDeliveriesFailed',

@@ -1,0 +1,38 @@
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import type { Construct } from 'constructs';
+
+export interface PostdateAlarmOptions {
+  /** @default 1 */
+  readonly threshold?: number;
+  /** @default 1 */
+  readonly evaluationPeriods?: number;
+  /** @default NOT_BREACHING */
+  readonly treatMissingData?: cloudwatch.TreatMissingData;
+}
+
+/**
+ * One of Postdate's alarms: it fires at or above its threshold, tells the operators' topic when it
+ * fires and when it clears, and its description says what happened and points to the runbook.
+ */
+export function postdateAlarm(
+  scope: Construct,
+  id: string,
+  topic: sns.ITopic,
+  description: string,
+  metric: cloudwatch.IMetric,
+  options: PostdateAlarmOptions = {},
+): cloudwatch.Alarm {
+  const alarm = new cloudwatch.Alarm(scope, id, {
+    alarmDescription: `Postdate: ${description} (docs/operations.md)`,
+    metric,
+    threshold: options.threshold ?? 1,
+    evaluationPeriods: options.evaluationPeriods ?? 1,
+    comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+    treatMissingData: options.treatMissingData ?? cloudwatch.TreatMissingData.NOT_BREACHING,
+  });
+  alarm.addAlarmAction(new actions.SnsAction(topic));
+  alarm.addOkAction(new actions.SnsAction(topic));
+  return alarm;
+}
