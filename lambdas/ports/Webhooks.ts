@@ -96,17 +96,7 @@ export interface WebhookStore {
   /** `conflict`: the record moved on (another copy wrote, a manual retry, a removal). */
   recordAttempt(write: AttemptWrite): Promise<'updated' | 'conflict'>;
   /** A `failed` delivery back to `pending`, rev + 1, a new window from `now`. */
-  retryDelivery(input: {
-    readonly endpointId: string;
-    readonly deliveryId: string;
-    readonly now: string;
-    /** The new TTL: the new window and the retention from now. */
-    readonly expiresAt: number;
-  }): Promise<
-    | { readonly kind: 'updated'; readonly delivery: WebhookDelivery }
-    | { readonly kind: 'not-found' }
-    | { readonly kind: 'conflict'; readonly current: WebhookDelivery }
-  >;
+  retryDelivery(input: DeliveryRetry): Promise<DeliveryRetryResult>;
 }
 
 export interface QueuedWebhookCopy {
@@ -139,3 +129,17 @@ export interface EventBus {
     events: readonly PostdateEvent[],
   ): Promise<{ readonly failed: readonly PostdateEvent[]; readonly error?: unknown }>;
 }
+
+/** A manual retry of a `failed` delivery (POST …/deliveries/{id}/retry). */
+export interface DeliveryRetry {
+  readonly endpointId: string;
+  readonly deliveryId: string;
+  readonly now: string;
+  /** The new TTL: the new window and the retention from now. */
+  readonly expiresAt: number;
+}
+
+export type DeliveryRetryResult =
+  | { readonly kind: 'updated'; readonly delivery: WebhookDelivery }
+  | { readonly kind: 'not-found' }
+  | { readonly kind: 'conflict'; readonly current: WebhookDelivery };

@@ -33,6 +33,8 @@ import type {
   DeliveryAttempt,
   DeliveryCounts,
   DeliveryPage,
+  DeliveryRetry,
+  DeliveryRetryResult,
   WebhookDelivery,
   WebhookEndpoint,
   WebhookStore,
@@ -264,16 +266,7 @@ export class DynamoWebhookStore implements WebhookStore {
     }
   }
 
-  async retryDelivery(input: {
-    readonly endpointId: string;
-    readonly deliveryId: string;
-    readonly now: string;
-    readonly expiresAt: number;
-  }): Promise<
-    | { readonly kind: 'updated'; readonly delivery: WebhookDelivery }
-    | { readonly kind: 'not-found' }
-    | { readonly kind: 'conflict'; readonly current: WebhookDelivery }
-  > {
+  async retryDelivery(input: DeliveryRetry): Promise<DeliveryRetryResult> {
     try {
       const { Attributes } = await this.documents.send(
         new UpdateCommand({
