@@ -99,17 +99,11 @@ export interface ExportedMessage {
   readonly body?: ExportedBody | null;
 }
 
-export interface ExportedBody {
-  readonly from: string;
-  readonly to: readonly string[];
-  readonly cc: readonly string[];
-  readonly bcc: readonly string[];
-  readonly reply_to: string | null;
-  readonly subject: string;
-  readonly text: string | null;
-  readonly html: string | null;
-  readonly headers: Readonly<Record<string, string>>;
-}
+/** The body's envelope and content as stored (text and html read back from either stored form). */
+export type ExportedBody = Pick<
+  MessageBodyRecord,
+  'from' | 'to' | 'cc' | 'bcc' | 'reply_to' | 'subject' | 'text' | 'html' | 'headers'
+>;
 
 /** Records read per batch (BatchGetItem's limit) and index entries per query page. */
 const BATCH = 100;
