@@ -74,30 +74,34 @@ export interface ExportReport {
   readonly skipped: number;
 }
 
-/** One line of the export. */
-export interface ExportedMessage {
-  readonly id: string;
-  readonly tenant: string;
-  readonly status: MessageStatus;
-  readonly rev: number;
-  readonly send_at: string;
-  readonly not_after: string | null;
-  readonly created_at: string;
-  readonly updated_at: string;
+/**
+ * One line of the export: the state record's own fields as stored (the history with redacted replies
+ * and the relay's ids), the optional ones made explicit nulls, and the recipient counts.
+ */
+export type ExportedMessage = Pick<
+  MessageStateRecord,
+  | 'id'
+  | 'tenant'
+  | 'status'
+  | 'rev'
+  | 'send_at'
+  | 'not_after'
+  | 'created_at'
+  | 'updated_at'
+  | 'attempts'
+  | 'last_error'
+  | 'on_ambiguous'
+  | 'group'
+  | 'tags'
+  | 'metadata'
+  | 'history'
+> & {
   readonly sent_at: string | null;
-  readonly attempts: number;
-  readonly last_error: MessageStateRecord['last_error'];
   readonly provider_message_id: string | null;
   readonly recipients: ReturnType<typeof recipientCounts>;
-  readonly on_ambiguous: 'retry' | 'hold';
-  readonly group: MessageStateRecord['group'];
-  readonly tags: Readonly<Record<string, string>>;
-  readonly metadata: Readonly<Record<string, string>>;
-  /** The attempts, each with its code, redacted reply, duration and the relay's id. */
-  readonly history: MessageStateRecord['history'];
   /** Only with `--with-bodies`; null when the body is gone (its TTL passed). */
   readonly body?: ExportedBody | null;
-}
+};
 
 /** The body's envelope and content as stored (text and html read back from either stored form). */
 export type ExportedBody = Pick<
