@@ -99,15 +99,20 @@ export class DynamoWebhookStore implements WebhookStore {
     return endpoints;
   }
 
-  async getEndpoint(tenant: string, id: string): Promise<WebhookEndpoint | null> {
+  private async consistentItem(pk: string, sk: string): Promise<Record<string, unknown> | undefined> {
     const { Item } = await this.documents.send(
       new GetCommand({
         TableName: this.tableName,
-        Key: { [KEY.partition]: endpointPk(tenant), [KEY.sort]: id },
+        Key: { [KEY.partition]: pk, [KEY.sort]: sk },
         ConsistentRead: true,
       }),
     );
-    return Item ? readEndpoint(Item) : null;
+    return Item;
+  }
+
+  async getEndpoint(tenant: string, id: string): Promise<WebhookEndpoint | null> {
+    const item = await this.consistentItem(endpointPk(tenant), id);
+    return item ? readEndpoint(item) : null;
   }
 
   async deleteEndpoint(tenant: string, id: string): Promise<'deleted' | 'not-found'> {
@@ -173,14 +178,8 @@ export class DynamoWebhookStore implements WebhookStore {
   }
 
   async getDelivery(endpointId: string, deliveryId: string): Promise<WebhookDelivery | null> {
-    const { Item } = await this.documents.send(
-      new GetCommand({
-        TableName: this.tableName,
-        Key: { [KEY.partition]: deliveryPk(endpointId), [KEY.sort]: deliveryId },
-        ConsistentRead: true,
-      }),
-    );
-    return Item ? readDelivery(Item) : null;
+    const item = await this.consistentItem(deliveryPk(endpointId), deliveryId);
+    return item ? readDelivery(item) : null;
   }
 
   async listDeliveries(query: {
