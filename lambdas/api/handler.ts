@@ -3,7 +3,6 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import {
@@ -11,6 +10,7 @@ import {
   type Environment,
   loggerEnvironment,
 } from '../adapters/explicitEnvironment.js';
+import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
 import { configTargetOf, loadConfig, loadResourceNames } from '../core/config.js';
 import { DynamoApiStore } from '../store/apiStore.js';
 import { DynamoTemplateStore } from '../store/templateStore.js';
@@ -57,7 +57,7 @@ export function wireApi(env: Environment, logger: Logger): ApiHandler {
 export function apiEntry(env: Environment): ApiEntry {
   const logger = new Logger({ serviceName: 'postdate-api', ...loggerEnvironment(env) });
   let api: ApiHandler | undefined;
-  return middy<ApiEvent, ApiResult>()
+  return lambdaMiddy<ApiEvent, ApiResult>()
     .use(injectLambdaContext(logger))
     .handler(async (event) => {
       api ??= wireApi(env, logger);

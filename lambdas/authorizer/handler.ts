@@ -2,7 +2,6 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import middy from '@middy/core';
 import type { APIGatewayRequestAuthorizerEventV2, Context } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import {
@@ -10,6 +9,7 @@ import {
   type Environment,
   loggerEnvironment,
 } from '../adapters/explicitEnvironment.js';
+import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
 import { loadResourceNames } from '../core/config.js';
 import { lookupApiKey } from '../keys/apiKeys.js';
 import { type AuthorizerResult, createAuthorizerHandler } from './createAuthorizerHandler.js';
@@ -44,7 +44,7 @@ export function wireAuthorizer(env: Environment, logger: Logger): AuthorizerHand
 export function authorizerEntry(env: Environment): AuthorizerEntry {
   const logger = new Logger({ serviceName: 'postdate-authorizer', ...loggerEnvironment(env) });
   let authorize: AuthorizerHandler | undefined;
-  return middy<APIGatewayRequestAuthorizerEventV2, AuthorizerResult>()
+  return lambdaMiddy<APIGatewayRequestAuthorizerEventV2, AuthorizerResult>()
     .use(injectLambdaContext(logger))
     .handler(async (event) => {
       authorize ??= wireAuthorizer(env, logger);

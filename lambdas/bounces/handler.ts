@@ -4,10 +4,10 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import middy from '@middy/core';
 import type { SNSEvent } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
+import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
 import { configTargetOf, loadConfig, loadResourceNames } from '../core/config.js';
 import { METRICS, SENDER_METRIC } from '../core/metricNames.js';
 import type { Log } from '../ports/Log.js';
@@ -45,7 +45,7 @@ export function wireBounces(
 }
 
 /** The bounce function: subscribed to the SES bounce and complaint topic (lib/constructs/Bounces.ts). */
-export const handler = middy<SNSEvent, BouncesReport>()
+export const handler = lambdaMiddy<SNSEvent, BouncesReport>()
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics))
   .handler(async (event) => {

@@ -6,11 +6,11 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import middy from '@middy/core';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { EventBridgeBus } from '../adapters/EventBridgeBus.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
+import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
 import { SqsWebhookQueue } from '../adapters/SqsWebhookQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import { METRICS, type WebhookMetric } from '../core/metricNames.js';
@@ -62,7 +62,7 @@ const metrics = new Metrics({ namespace: METRICS.namespace, serviceName: METRICS
 let produce: EventsBatchHandler | undefined;
 
 /** The event producer Lambda: DynamoDB Streams event source (state records), ReportBatchItemFailures. */
-export const handler = middy<DynamoDBStreamEvent, DynamoDBBatchResponse>()
+export const handler = lambdaMiddy<DynamoDBStreamEvent, DynamoDBBatchResponse>()
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics))
   .handler(async (event) => {

@@ -2,11 +2,11 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import middy from '@middy/core';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { EventBridgeScheduler } from '../adapters/EventBridgeScheduler.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
+import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import { createRelayHandler } from './createRelayHandler.js';
@@ -49,7 +49,7 @@ export function wireRelay(env: Environment, log: Logger): RelayBatchHandler {
 }
 
 /** The relay Lambda: DynamoDB Streams event source (filtered to state records), ReportBatchItemFailures. */
-export const handler = middy<DynamoDBStreamEvent, DynamoDBBatchResponse>()
+export const handler = lambdaMiddy<DynamoDBStreamEvent, DynamoDBBatchResponse>()
   .use(injectLambdaContext(logger))
   .handler(async (event) => {
     relay ??= wireRelay(process.env, logger);

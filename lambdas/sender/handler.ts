@@ -5,10 +5,10 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
+import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
 import { configTargetOf, loadConfig, loadResourceNames } from '../core/config.js';
 import { METRICS } from '../core/metricNames.js';
 import type { SenderMetrics } from '../ports/SenderMetrics.js';
@@ -57,7 +57,7 @@ export async function closeSender(): Promise<void> {
 }
 
 /** The sender Lambda: SQS event source with ReportBatchItemFailures; EMF metrics flushed per invocation. */
-export const handler = middy<SQSEvent, SQSBatchResponse>()
+export const handler = lambdaMiddy<SQSEvent, SQSBatchResponse>()
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics))
   .handler(async (event) => {

@@ -5,9 +5,9 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import middy from '@middy/core';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
+import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import { METRICS } from '../core/metricNames.js';
@@ -62,7 +62,7 @@ export function wireSweeper(env: Environment, log: Logger, metrics: SweeperMetri
  * The sweeper Lambda, run by a schedule every few minutes. An incomplete pass (a shard unreadable,
  * copies refused) is thrown after doing all it could, so the invocation counts as an error.
  */
-export const handler = middy<unknown, SweepReport>()
+export const handler = lambdaMiddy<unknown, SweepReport>()
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics))
   .handler(async () => {

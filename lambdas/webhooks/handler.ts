@@ -6,10 +6,10 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
+import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
 import { createNodeWebhookHttp } from '../adapters/nodeWebhookHttp.js';
 import { SqsWebhookQueue } from '../adapters/SqsWebhookQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
@@ -56,7 +56,7 @@ const metrics = new Metrics({ namespace: METRICS.namespace, serviceName: METRICS
 let deliver: WebhookBatchHandler | undefined;
 
 /** The webhook delivery Lambda: SQS event source with ReportBatchItemFailures; EMF metrics per invocation. */
-export const handler = middy<SQSEvent, SQSBatchResponse>()
+export const handler = lambdaMiddy<SQSEvent, SQSBatchResponse>()
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics))
   .handler(async (event) => {
