@@ -64,6 +64,30 @@ export function admitCopy(record: AdmissionRecord | undefined, copy: AdmissionCo
   return { kind: 'proceed', takeover: false, redrive: false };
 }
 
+/** What `sendableAt` reads of the state record. */
+export interface SendableRecord {
+  readonly status: MessageStatus;
+  readonly send_at: string;
+  readonly due_at?: string;
+  /** The `due_at` the sweeper set when it re-dispatched the current stall (core/sweepDecision.ts). */
+  readonly sweep_due_at?: string;
+}
+
+/**
+ * When a copy of this record may be sent: at `send_at`, and a `retrying` message not before the
+ * retry time its failed attempt chose (its `due_at`). Any copy of the current rev may arrive — the
+ * Scheduler firing twice, a re-dispatch, a second copy — and none may cut the backoff short, or two
+ * copies would retry at twice the rate and spend the attempts early. A `due_at` the sweeper set is
+ * not a retry time (it is when the stall is overdue again; the retry time had passed long before).
+ */
+export function sendableAt(record: SendableRecord): Date {
+  const sendAt = new Date(record.send_at);
+  if (record.status !== MESSAGE_STATUS.retrying || record.due_at === undefined) return sendAt;
+  if (record.due_at === record.sweep_due_at) return sendAt;
+  const retryAt = Date.parse(record.due_at);
+  return Number.isFinite(retryAt) && retryAt > sendAt.getTime() ? new Date(retryAt) : sendAt;
+}
+
 /**
  * How long a copy stays hidden so that it comes back just after a lease has run out (a second after
  * its end, at least one second from now); a lease that is unreadable or absent counts as ending now.

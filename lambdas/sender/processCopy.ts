@@ -1,7 +1,7 @@
 import { decideArrival } from '../core/dispatchDecision.js';
 import { parseDispatchPayload } from '../core/dispatchPayload.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
-import { claimTerms, interruptedAttemptBecomes } from '../core/sendDecision.js';
+import { claimTerms, interruptedAttemptBecomes, sendableAt } from '../core/sendDecision.js';
 import { hasTimeForAttempt } from '../core/sendTiming.js';
 import { decideUnsent, needsGroupHead, type UnsentStatus } from '../core/unsentDecision.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
@@ -69,7 +69,7 @@ async function runCopy(run: CopyRun): Promise<CopyVerdict> {
   }
 
   const arrival = decideArrival({
-    sendAt: new Date(observed.send_at),
+    sendAt: sendableAt(observed),
     now: deps.now(),
     maxWaitMs: deps.settings.maxEarlyWaitMs,
   });

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
 import type { ErrorClass } from '../../lambdas/core/postdateError.js';
 import { pendingPositions, progressAfter } from '../../lambdas/core/recipients.js';
-import { admitCopy, decideOutcome, type OutcomeRecord } from '../../lambdas/core/sendDecision.js';
+import { admitCopy, decideOutcome, type OutcomeRecord, sendableAt } from '../../lambdas/core/sendDecision.js';
 import { attemptBudgetMs, replyDeadline, sendTimingProblems } from '../../lambdas/core/sendTiming.js';
 
 /** The two decisions that carry the promise (DESIGN §2, §5), as specifications. */
@@ -69,6 +69,34 @@ const failure = (failureClass: ErrorClass, reachedRelay = true) => ({
   reachedRelay,
   attempted: [0],
   refused: [],
+});
+
+describe('when a copy may be sent', () => {
+  const sendAt = '2026-12-01T10:00:00.000Z';
+  const later = '2026-12-01T10:05:00.000Z';
+
+  it('is send_at for every status but retrying', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...MESSAGE_STATUSES.filter((status) => status !== 'retrying')),
+        (status) => {
+          expect(sendableAt({ status, send_at: sendAt, due_at: later }).toISOString()).toBe(sendAt);
+        },
+      ),
+    );
+  });
+
+  it('is the retry time its failed attempt chose for a retrying message, never before send_at', () => {
+    expect(sendableAt({ status: 'retrying', send_at: sendAt, due_at: later }).toISOString()).toBe(later);
+    expect(sendableAt({ status: 'retrying', send_at: later, due_at: sendAt }).toISOString()).toBe(later);
+    expect(sendableAt({ status: 'retrying', send_at: sendAt }).toISOString()).toBe(sendAt);
+  });
+
+  it('ignores a due_at the sweeper set: its copy is the re-dispatch of an overdue retry', () => {
+    expect(
+      sendableAt({ status: 'retrying', send_at: sendAt, due_at: later, sweep_due_at: later }).toISOString(),
+    ).toBe(sendAt);
+  });
 });
 
 describe('what an outcome makes of the message', () => {

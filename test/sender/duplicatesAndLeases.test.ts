@@ -132,6 +132,44 @@ describe('the sender against duplicates and dead senders', () => {
     expect(await rig.depth()).toMatchObject({ inFlight: 1 });
   });
 
+  it('keeps a retrying message to its backoff: a second copy that arrives before the retry time sends nothing, and is sent once after it', async () => {
+    // Backoff of up to 600 s, drawn at its ceiling: the first failure sets the retry 300 s out.
+    const rig = await createSenderRig(world, {
+      settings: { retryBaseSeconds: 300, retryCapSeconds: 600 },
+      random: () => 0.999,
+    });
+    world.smtp.script({ afterData: { code: 451, message: '4.3.0 Try again later' } });
+    const message = await rig.putMessage();
+    await rig.dispatch(message);
+    await rig.deliverNext();
+    const retrying = await rig.state(message.id);
+    expect(retrying).toMatchObject({ status: 'retrying', attempts: 1 });
+    const retryAt = Date.parse(retrying.due_at ?? '');
+    expect(retryAt - rig.clock.ms).toBeGreaterThanOrEqual(250_000);
+
+    // Another copy of the same rev (the Scheduler fired twice, the sweeper, the api's own copy)
+    // arrives a minute later, while the first is hidden for its backoff.
+    world.smtp.script();
+    rig.clock.advance(60_000);
+    const transactionsBefore = world.smtp.transactions;
+    await rig.dispatch(message);
+    const early = await rig.deliverNext();
+    expect(world.smtp.transactions).toBe(transactionsBefore);
+    expect(await rig.state(message.id)).toEqual(retrying);
+    // Not sent early, and not lost: it comes back at the retry time, as a delayed copy.
+    expect(early.response.batchItemFailures).toEqual([]);
+    expect(rig.queue.enqueued).toEqual([
+      { payload: { id: message.id, rev: 1 }, delaySeconds: Math.floor((retryAt - rig.clock.ms) / 1000) },
+    ]);
+
+    // At the retry time a copy sends it, once.
+    rig.clock.advance(retryAt - rig.clock.ms + 1);
+    await rig.dispatch(message);
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'sent', attempts: 2 });
+    expect(accepted(rig, message.id)).toHaveLength(1);
+  });
+
   describe('a sender killed between DATA and the outcome write', () => {
     /** Runs one send whose sender dies after the relay accepted it; the record stays `sending`. */
     async function killedSend(rig: SenderRig, onAmbiguous: 'retry' | 'hold') {

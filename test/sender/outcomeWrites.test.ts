@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
 import type { SenderStore } from '../../lambdas/ports/SenderStore.js';
+import { SHORT_RETRY_SECONDS } from '../../lambdas/sender/copyVerdict.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import {
   contextWithRemaining,
@@ -169,6 +170,8 @@ describe('the sender when its own writes and reads fail', () => {
       // The copy is back within seconds (not after a lease); it is sent, not held as unknown.
       const [back] = await rig.receive({ waitSeconds: 8, max: 1 });
       if (back === undefined) throw new Error('the released copy did not come back');
+      // The seconds it was hidden passed on the sender's clock too: the release set its retry then.
+      rig.clock.advance(SHORT_RETRY_SECONDS * 1000);
       await rig.run([back]);
       const sent = await rig.state(message.id);
       expect(sent).toMatchObject({ status: 'sent', attempts: 1 });
