@@ -80,6 +80,7 @@ export class Postdate extends Construct {
       authorizerCacheTtl: resolved.authorizerCacheTtl,
       configEnvironment: environment,
       logRetention: resolved.logRetention,
+      ...(resolved.apiImmediateCopy ? { immediateCopyQueue: dispatch.sendQueue } : {}),
     });
     const core = {
       api: api.api.function,

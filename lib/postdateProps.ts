@@ -121,6 +121,14 @@ export interface PostdateProps {
    */
   readonly directDelayMaxSeconds?: number;
   /**
+   * The api puts an immediate message's copy on the send queue itself, right after its write, so
+   * the sender need not wait for the stream and the relay (`POSTDATE_API_IMMEDIATE_COPY`). The
+   * relay's copy still follows and is dropped; it costs one SQS request and one state read more per
+   * immediate message (docs/decisions.md).
+   * @default true
+   */
+  readonly apiImmediateCopy?: boolean;
+  /**
    * A schedule fires this long before `send_at`; the rest is an exact SQS delay
    * (`POSTDATE_SCHEDULE_LEAD_SECONDS`). EventBridge Scheduler is precise to about 60 s.
    * @default 90
@@ -252,6 +260,7 @@ export interface ResolvedPostdateProps {
   readonly smtpSessionMaxMessages: number;
   readonly smtpSessionMaxAgeSeconds: number;
   readonly directDelayMaxSeconds: number;
+  readonly apiImmediateCopy: boolean;
   readonly scheduleLeadSeconds: number;
   readonly sweepGraceSeconds: number;
   readonly sweepInterval: Duration;
@@ -292,6 +301,7 @@ export const POSTDATE_DEFAULTS = {
   smtpSessionMaxMessages: awsDefault('smtpSessionMaxMessages'),
   smtpSessionMaxAgeSeconds: awsDefault('smtpSessionMaxAgeSeconds'),
   directDelayMaxSeconds: awsDefault('directDelayMaxSeconds'),
+  apiImmediateCopy: awsDefault('apiImmediateCopy'),
   scheduleLeadSeconds: awsDefault('scheduleLeadSeconds'),
   sweepGraceSeconds: awsDefault('sweepGraceSeconds'),
   sweepIntervalMinutes: 5,
@@ -366,6 +376,7 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
     smtpSessionMaxMessages: props.smtpSessionMaxMessages ?? POSTDATE_DEFAULTS.smtpSessionMaxMessages,
     smtpSessionMaxAgeSeconds: props.smtpSessionMaxAgeSeconds ?? POSTDATE_DEFAULTS.smtpSessionMaxAgeSeconds,
     directDelayMaxSeconds: props.directDelayMaxSeconds ?? POSTDATE_DEFAULTS.directDelayMaxSeconds,
+    apiImmediateCopy: props.apiImmediateCopy ?? POSTDATE_DEFAULTS.apiImmediateCopy,
     scheduleLeadSeconds: props.scheduleLeadSeconds ?? POSTDATE_DEFAULTS.scheduleLeadSeconds,
     sweepGraceSeconds: props.sweepGraceSeconds ?? POSTDATE_DEFAULTS.sweepGraceSeconds,
     sweepInterval: props.sweepInterval ?? Duration.minutes(POSTDATE_DEFAULTS.sweepIntervalMinutes),

@@ -14,6 +14,7 @@ import { errorForLog } from '../core/errorForLog.js';
 import { isTransient } from '../core/postdateError.js';
 import { createTemplateRenderer } from '../core/templateRenderer.js';
 import type { ApiStore } from '../ports/ApiStore.js';
+import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
 import type { TemplateStore } from '../ports/TemplateStore.js';
 import { type ApiEvent, type ApiResult, tenantOf } from './apiEvent.js';
@@ -49,6 +50,8 @@ export interface ApiHandlerDependencies {
   readonly sleep?: (milliseconds: number) => Promise<void>;
   /** The webhook routes' store and queue; without them those routes answer 404. */
   readonly webhooks?: WebhookRouteDependencies;
+  /** The send queue, when the api puts an immediate message's copy itself (POSTDATE_API_IMMEDIATE_COPY). */
+  readonly immediateCopies?: DispatchQueue;
 }
 
 /** One module per route; the record's type makes a route of API_ROUTES without a module a type error. */

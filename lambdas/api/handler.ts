@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
@@ -11,7 +12,8 @@ import {
   loggerEnvironment,
 } from '../adapters/explicitEnvironment.js';
 import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
-import { configTargetOf, loadConfig, loadResourceNames } from '../core/config.js';
+import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
+import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import { DynamoApiStore } from '../store/apiStore.js';
 import { DynamoTemplateStore } from '../store/templateStore.js';
 import { type ApiEvent, type ApiResult, createApiHandler } from './createApiHandler.js';
@@ -38,6 +40,13 @@ export function wireApi(env: Environment, logger: Logger): ApiHandler {
   // Message ids take their random part from here: a CSPRNG, not Math.random.
   const random = () => randomInt(2 ** 47) / 2 ** 47;
   const webhooks = wireWebhookRoutes(env, { config, names, documents, random });
+  // The endpoint comes from AWS_ENDPOINT_URL_SQS when set (the local stack).
+  const immediateCopies = config.apiImmediateCopy
+    ? new SqsDispatchQueue(
+        new SQSClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'SQS') }),
+        requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL'),
+      )
+    : undefined;
   return createApiHandler({
     store: new DynamoApiStore(documents, names.tableName),
     templates: new DynamoTemplateStore(documents, names.tableName),
@@ -46,6 +55,7 @@ export function wireApi(env: Environment, logger: Logger): ApiHandler {
     random,
     logger,
     ...(webhooks ? { webhooks } : {}),
+    ...(immediateCopies ? { immediateCopies } : {}),
   });
 }
 

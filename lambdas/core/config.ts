@@ -53,6 +53,8 @@ export interface Config {
   /** Seconds a pooled SMTP session is reused after it opened. */
   readonly smtpSessionMaxAgeSeconds: number;
   readonly directDelayMaxSeconds: number;
+  /** POSTDATE_API_IMMEDIATE_COPY: the api's own copy of an immediate message (api/immediateCopy.ts). */
+  readonly apiImmediateCopy: boolean;
   readonly scheduleLeadSeconds: number;
   readonly sweepGraceSeconds: number;
   readonly dataDir: string | undefined;

@@ -227,6 +227,15 @@ export const CONFIG_SETTINGS = {
     aws: 900,
     description: 'due within this → SQS `DelaySeconds`; later → scheduler',
   },
+  apiImmediateCopy: {
+    variable: 'POSTDATE_API_IMMEDIATE_COPY',
+    prop: true,
+    kind: { type: 'boolean' },
+    local: true,
+    aws: true,
+    description:
+      'the api puts an immediate message on the send queue itself, without waiting for the stream and the relay (whose copy still follows, and is dropped)',
+  },
   scheduleLeadSeconds: {
     variable: 'POSTDATE_SCHEDULE_LEAD_SECONDS',
     prop: true,

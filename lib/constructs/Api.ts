@@ -4,6 +4,7 @@ import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import * as authorizers from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import * as integrations from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { API_ROUTES, type RouteName } from '../../lambdas/core/apiRoutes.js';
 import { RESOURCE_ENV } from '../functionEnvironment.js';
@@ -49,6 +50,8 @@ export interface ApiProps {
   readonly authorizerCacheTtl: Duration;
   readonly configEnvironment: Readonly<Record<string, string>>;
   readonly logRetention: logs.RetentionDays;
+  /** The send queue, when the api puts an immediate message's copy itself (`apiImmediateCopy`). */
+  readonly immediateCopyQueue?: sqs.IQueue;
 }
 
 /** The HTTP API: a Lambda authorizer on every route but the public ones (`/health`, `/openapi.json`), stage throttling and access logs. */
@@ -70,9 +73,16 @@ export class Api extends Construct {
       timeout: Duration.seconds(10),
       memorySize: 1024,
       logRetention: props.logRetention,
-      environment: { ...props.configEnvironment, ...tableEnv },
+      environment: {
+        ...props.configEnvironment,
+        ...tableEnv,
+        ...(props.immediateCopyQueue
+          ? { [RESOURCE_ENV.sendQueueUrl]: props.immediateCopyQueue.queueUrl }
+          : {}),
+      },
     });
     table.grantReadWriteData(this.api.role);
+    props.immediateCopyQueue?.grantSendMessages(this.api.role);
     props.storage.denyApiKeyWrites(this.api.role);
     props.storage.acknowledgeIndexWildcard(
       this.api.role,

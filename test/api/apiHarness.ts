@@ -2,6 +2,7 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { type ApiEvent, type ApiResult, createApiHandler } from '../../lambdas/api/createApiHandler.js';
 import { buildOpenApiDocument } from '../../lambdas/api/openapi.js';
 import type { ApiStore } from '../../lambdas/ports/ApiStore.js';
+import type { DispatchQueue } from '../../lambdas/ports/DispatchQueue.js';
 import type { Log } from '../../lambdas/ports/Log.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
@@ -82,6 +83,7 @@ export async function apiHarness(
     allowedFrom?: string[];
     wrapStore?: (store: ApiStore) => ApiStore;
     sleep?: (ms: number) => Promise<void>;
+    immediateCopies?: DispatchQueue;
   } = {},
 ) {
   const { tableName, streamArn } = await freshTable('api');
@@ -108,6 +110,7 @@ export async function apiHarness(
       random: Math.random,
       logger: options.logger ?? capture,
       sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+      ...(options.immediateCopies ? { immediateCopies: options.immediateCopies } : {}),
     }),
   );
   const call = async (event: ApiEvent) => {

@@ -1,9 +1,10 @@
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { Context } from 'aws-lambda';
 import { beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import type { ApiEvent } from '../../lambdas/api/createApiHandler.js';
 import { createApiKey } from '../../lambdas/keys/apiKeys.js';
 import { lambdaContext } from '../../local/http/lambdaContext.js';
-import { documentClient, freshTable, LOCAL_AWS } from '../support/awsLocal.js';
+import { documentClient, freshQueues, freshTable, LOCAL_AWS, sqsClient } from '../support/awsLocal.js';
 import { documentedHandler } from './apiHarness.js';
 import { authorizerEvent, enqueueEvent, getEvent, validBody } from './events.js';
 
@@ -13,8 +14,12 @@ import { authorizerEvent, enqueueEvent, getEvent, validBody } from './events.js'
  */
 describe('the Lambda entry points', () => {
   let secret: string;
+  let sendQueueUrl: string;
   beforeAll(async () => {
     const { tableName } = await freshTable('wiring');
+    sendQueueUrl = (await freshQueues()).urls.send;
+    vi.stubEnv('POSTDATE_SEND_QUEUE_URL', sendQueueUrl);
+    vi.stubEnv('AWS_ENDPOINT_URL_SQS', inject('sqsEndpoint'));
     vi.stubEnv('POSTDATE_LOCAL', 'true');
     vi.stubEnv('POSTDATE_TABLE_NAME', tableName);
     vi.stubEnv('POSTDATE_ALLOWED_FROM', '*@example.com');
@@ -46,5 +51,10 @@ describe('the Lambda entry points', () => {
     const fetched = await api(getEvent(id), lambdaContext('postdate-api', 10_000));
     expect(fetched.statusCode).toBe(200);
     expect(JSON.parse(String(fetched.body)).status).toBe('scheduled');
+    // POSTDATE_API_IMMEDIATE_COPY is on by default: the immediate message's copy is on the queue.
+    const { Messages } = await sqsClient().send(
+      new ReceiveMessageCommand({ QueueUrl: sendQueueUrl, WaitTimeSeconds: 1 }),
+    );
+    expect(Messages?.map((message) => JSON.parse(message.Body ?? ''))).toEqual([{ v: 1, id, rev: 1 }]);
   });
 });

@@ -527,6 +527,33 @@ describe('api: the HTTP API', () => {
     expect(fields.status).toBe('$context.status');
     expect(format.asString()).not.toMatch(/header|Authorization/i);
   });
+
+  it("puts an immediate message's copy on the send queue itself (apiImmediateCopy, on by default): that queue only", () => {
+    const environment = (fn('api').Properties.Environment as { Variables: Record<string, unknown> })
+      .Variables;
+    expect(environment[RESOURCE_ENV.sendQueueUrl]).toEqual({ Ref: ids.sendQueue });
+    const sends = statements('api').filter((s) => s.Action.includes('sqs:SendMessage'));
+    const targets = sends.flatMap((s) => s.Resource);
+    expect(targets).toEqual(expect.arrayContaining([arnOf(ids.sendQueue)]));
+  });
+
+  it('with apiImmediateCopy false, neither knows nor may send to the send queue', () => {
+    const off = synthesizePostdate({
+      ...TEST_PROPS,
+      postdate: { ...TEST_PROPS.postdate, apiImmediateCopy: false },
+    });
+    const resources = off.template.toJSON().Resources as Record<string, Resource>;
+    const api = resources[logicalIdOf(off.stack.postdate.functions.api)] as Resource;
+    const variables = (api.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+    expect(variables[RESOURCE_ENV.sendQueueUrl]).toBeUndefined();
+    expect(variables.POSTDATE_API_IMMEDIATE_COPY).toBe('false');
+    const role = (api.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+    const sendQueueId = logicalIdOf(off.stack.postdate.sendQueue);
+    const sendsToIt = statementsOfRole(off.template, role).filter(
+      (s) => s.Action.includes('sqs:SendMessage') && s.Resource.some((r) => isArnOf(r, sendQueueId)),
+    );
+    expect(sendsToIt).toEqual([]);
+  });
 });
 
 describe('ops: alarms and dashboard', () => {

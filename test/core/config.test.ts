@@ -52,6 +52,7 @@ describe('configuration (DESIGN §8)', () => {
         smtpSessionMaxMessages: 100,
         smtpSessionMaxAgeSeconds: 120,
         directDelayMaxSeconds: 900,
+        apiImmediateCopy: true,
         scheduleLeadSeconds: 90,
         sweepGraceSeconds: 300,
         dataDir: undefined,

@@ -1,15 +1,18 @@
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, inject, it } from 'vitest';
 import { createApiKey } from '../../lambdas/keys/apiKeys.js';
 import { lambdaContext } from '../../local/http/lambdaContext.js';
 import { importInProcessFunctions, inProcessFunctions } from '../../local/inProcessFunctions.js';
 import { authorizerEvent, enqueueEvent, getEvent, validBody } from '../api/events.js';
-import { documentClient, freshTable, LOCAL_AWS } from '../support/awsLocal.js';
+import { documentClient, freshQueues, freshTable, LOCAL_AWS, sqsClient } from '../support/awsLocal.js';
 
 /** The environment a local stack gives its functions, reduced to what the api and authorizer read. */
-function stackEnvironment(tableName: string): Record<string, string> {
+function stackEnvironment(tableName: string, sendQueueUrl: string): Record<string, string> {
   return {
     POSTDATE_LOCAL: 'true',
     POSTDATE_TABLE_NAME: tableName,
+    POSTDATE_SEND_QUEUE_URL: sendQueueUrl,
+    AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
     POSTDATE_ALLOWED_FROM: '*@example.com',
     AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
     AWS_REGION: LOCAL_AWS.region,
@@ -27,12 +30,13 @@ function stackEnvironment(tableName: string): Record<string, string> {
 describe('the in-process api and authorizer', () => {
   it('are wired from the environment they are given: two stacks in one process share nothing', async () => {
     const [a, b] = await Promise.all([freshTable('in-process-a'), freshTable('in-process-b')]);
+    const [queuesA, queuesB] = await Promise.all([freshQueues(), freshQueues()]);
     const { secret } = await createApiKey(documentClient(), a.tableName, { tenant: 'acme', now: new Date() });
     // Importing Powertools adds its user agent to AWS_SDK_UA_APP_ID (as in Lambda); that is all.
     const imported = await importInProcessFunctions();
     const envBefore = { ...process.env };
-    const stackA = inProcessFunctions(imported, stackEnvironment(a.tableName));
-    const stackB = inProcessFunctions(imported, stackEnvironment(b.tableName));
+    const stackA = inProcessFunctions(imported, stackEnvironment(a.tableName, queuesA.urls.send));
+    const stackB = inProcessFunctions(imported, stackEnvironment(b.tableName, queuesB.urls.send));
     const [authorizeA, authorizeB, apiA, apiB] = [
       stackA.authorizer.entry,
       stackB.authorizer.entry,
@@ -58,6 +62,14 @@ describe('the in-process api and authorizer', () => {
     const id = JSON.parse(String(created.body)).id as string;
     expect((await apiA(getEvent(id), lambdaContext('postdate-api', 10_000))).statusCode).toBe(200);
     expect((await apiB(getEvent(id), lambdaContext('postdate-api', 10_000))).statusCode).toBe(404);
+    // The api's own copy of the immediate message went to its stack's queue, not the other's.
+    const copiesOn = async (queueUrl: string) =>
+      (
+        (await sqsClient().send(new ReceiveMessageCommand({ QueueUrl: queueUrl, WaitTimeSeconds: 1 })))
+          .Messages ?? []
+      ).map((message) => JSON.parse(message.Body ?? '') as unknown);
+    expect(await copiesOn(queuesA.urls.send)).toEqual([{ v: 1, id, rev: 1 }]);
+    expect(await copiesOn(queuesB.urls.send)).toEqual([]);
 
     expect({ ...process.env }).toEqual(envBefore);
   });

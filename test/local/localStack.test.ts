@@ -140,6 +140,36 @@ describe('the local stack', () => {
     expect(mail).toMatchObject({ subject: 'Local stack', envelope: { to: ['ada@example.com'] } });
   });
 
+  it('sends each immediate message once, though the api and the relay each put a copy on the queue', async () => {
+    const ids: string[] = [];
+    for (const n of [1, 2, 3, 4, 5]) {
+      const response = await fetch(`${stack.apiUrl}/v1/messages`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${stack.apiKey}`,
+          'content-type': 'application/json',
+          'idempotency-key': `local-stack-two-copies-${n}`,
+        },
+        body: JSON.stringify({ to: ['ada@example.com'], subject: `Two copies ${n}`, text: 'Once.' }),
+      });
+      expect(response.status).toBe(202);
+      ids.push(((await response.json()) as { id: string }).id);
+    }
+    const deliveriesOf = async () => {
+      const { items } = (await (await fetch(`${stack.mailViewerUrl}api/messages`)).json()) as {
+        items: { postdateId: string | null }[];
+      };
+      return ids.map((id) => items.filter((item) => item.postdateId === id).length);
+    };
+    await eventually(
+      async () => ((await deliveriesOf()).every((count) => count > 0) ? true : undefined),
+      10_000,
+    );
+    // Time for the second copies: the relay's polls the stream every 200 ms, then the sender's.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(await deliveriesOf()).toEqual([1, 1, 1, 1, 1]);
+  });
+
   it('reports 503 naming the part that went down', async () => {
     await stack.smtpSink?.stop();
     const response = await fetch(`${stack.apiUrl}/health`);

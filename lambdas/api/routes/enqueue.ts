@@ -7,6 +7,7 @@ import { messageIdFor } from '../../core/ids.js';
 import type { MessageStateRecord } from '../../store/messageRecord.js';
 import { enqueueMessage } from '../enqueueMessage.js';
 import { readIdempotencyKey } from '../idempotencyKeyHeader.js';
+import { putImmediateCopy } from '../immediateCopy.js';
 import { messageView } from '../messageView.js';
 import { problem, validationProblem } from '../problem.js';
 import { headerValue, readJsonBody } from '../requestBody.js';
@@ -70,13 +71,18 @@ export function enqueueRoute(deps: RouteDependencies): RouteHandler {
       );
     }
     if (outcome.kind === 'replayed') return replayedResult(outcome.state);
+    const immediateCopy = await putImmediateCopy(deps.immediateCopies, outcome.state, now);
     const view = messageView(outcome.state, { withHistory: false });
     const location = `/v1/messages/${outcome.state.id}`;
     return jsonResult(
       202,
       view,
       { location },
-      { message_id: outcome.state.id, message_status: outcome.state.status },
+      {
+        message_id: outcome.state.id,
+        message_status: outcome.state.status,
+        ...(immediateCopy === undefined ? {} : { immediate_copy: immediateCopy }),
+      },
     );
   };
 }

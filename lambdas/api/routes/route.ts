@@ -6,6 +6,7 @@
 import type { Config } from '../../core/config.js';
 import type { TemplateRenderer } from '../../core/templateRenderer.js';
 import type { ApiStore } from '../../ports/ApiStore.js';
+import type { DispatchQueue } from '../../ports/DispatchQueue.js';
 import type { TemplateStore } from '../../ports/TemplateStore.js';
 import type { ApiEvent } from '../apiEvent.js';
 import type { Outcome } from '../routeOutcome.js';
@@ -25,6 +26,8 @@ export interface RouteDependencies {
   /** Waits between enqueue attempts after a contended transaction. */
   readonly sleep: (milliseconds: number) => Promise<void>;
   readonly webhooks?: WebhookRouteDependencies | undefined;
+  /** The send queue, for the api's own copy of an immediate message (api/immediateCopy.ts). */
+  readonly immediateCopies?: DispatchQueue | undefined;
 }
 
 export interface RouteRequest {

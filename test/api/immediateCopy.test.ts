@@ -1,0 +1,65 @@
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { describe, expect, it } from 'vitest';
+import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
+import { freshQueues, sqsClient } from '../support/awsLocal.js';
+import { apiHarness } from './apiHarness.js';
+import { enqueueEvent, validBody } from './events.js';
+
+/**
+ * With `POSTDATE_API_IMMEDIATE_COPY` the api puts an immediate message's copy on the send queue
+ * itself, right after the state record is written (issue 21): the sender need not wait for the
+ * stream and the relay. The relay's copy still follows (the stream stays the safety net), and the
+ * `rev` and status rules drop the second; test/local/immediateCopy.test.ts shows the message sent
+ * once end to end.
+ */
+describe('the api’s own copy of an immediate message', () => {
+  const copiesOn = async (queueUrl: string) => {
+    const { Messages } = await sqsClient().send(
+      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+    );
+    return (Messages ?? []).map((message) => JSON.parse(message.Body ?? '') as unknown);
+  };
+
+  it('is on the send queue when POST answers 202, as the relay would put it: {v, id, rev}', async () => {
+    const { urls } = await freshQueues();
+    const api = await apiHarness({ immediateCopies: new SqsDispatchQueue(sqsClient(), urls.send) });
+
+    const created = await api.call(enqueueEvent(validBody(), { key: 'now-1' }));
+
+    expect(created.status).toBe(202);
+    expect(await copiesOn(urls.send)).toEqual([{ v: 1, id: created.json.id, rev: 1 }]);
+    expect(api.logs.find((line) => line.message === 'request')?.attributes).toMatchObject({
+      immediate_copy: 'enqueued',
+    });
+  });
+
+  it('is not made for a message due later, nor for a replay', async () => {
+    const { urls } = await freshQueues();
+    const api = await apiHarness({ immediateCopies: new SqsDispatchQueue(sqsClient(), urls.send) });
+
+    const later = await api.call(enqueueEvent(validBody({ delay_seconds: 5 }), { key: 'later-1' }));
+    expect(later.status).toBe(202);
+    const first = await api.call(enqueueEvent(validBody(), { key: 'now-2' }));
+    const replay = await api.call(enqueueEvent(validBody(), { key: 'now-2' }));
+    expect(replay.status).toBe(200);
+
+    expect(await copiesOn(urls.send)).toEqual([{ v: 1, id: first.json.id, rev: 1 }]);
+  });
+
+  it('that cannot be enqueued changes nothing the client sees: 202, the message stored, the relay’s copy to come', async () => {
+    const { urls } = await freshQueues();
+    const missing = urls.send.replace(/[^/]+$/, 'no-such-queue');
+    const api = await apiHarness({ immediateCopies: new SqsDispatchQueue(sqsClient(), missing) });
+
+    const created = await api.call(enqueueEvent(validBody(), { key: 'now-3' }));
+
+    expect(created.status).toBe(202);
+    expect(created.json).toMatchObject({ status: 'scheduled' });
+    const stored = await api.store.getMessage('acme', String(created.json.id));
+    expect(stored).toMatchObject({ status: 'scheduled', rev: 1 });
+    expect(api.logs.find((line) => line.message === 'request')?.attributes).toMatchObject({
+      status: 202,
+      immediate_copy: 'failed',
+    });
+  });
+});
