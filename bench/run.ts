@@ -6,6 +6,7 @@ import { writeCharts } from './chart.js';
 import { coldStart } from './coldStart.js';
 import { cost } from './cost.js';
 import { enqueueLatency } from './enqueueLatency.js';
+import { immediateCopy } from './immediateCopy.js';
 import { outage } from './outage.js';
 import { peer } from './peer.js';
 import { postfixOutage } from './postfixOutage.js';
@@ -28,6 +29,7 @@ const BENCHMARKS: Record<string, (options: BenchOptions) => Promise<BenchResult>
   enqueueLatency,
   throughput,
   precision,
+  'immediate-copy': immediateCopy,
   peer,
   scale,
   outage,
