@@ -257,7 +257,9 @@ describe('the local SQS runner with the function timeout enforced', () => {
       queueUrl: urls.send,
       queueArn: arns.send,
       maxConcurrency: 1,
-      visibilityTimeoutSeconds: 1,
+      // Long enough for the second invocation, in a cold sandbox on a loaded machine, to finish before
+      // its copies are visible again (with 1 s a slow start saw them a third time).
+      visibilityTimeoutSeconds: 3,
       handler: fixture.sandboxes,
       onFunctionTimeout: (kill) => kills.push(kill),
     });
