@@ -41,6 +41,8 @@ export interface EnqueueInput {
   readonly retentionDays: number;
   /** A template message that names no version: the latest, which its records pin. */
   readonly templateVersion?: number;
+  /** The api will put the copy of a message due now on the queue itself (api/immediateCopy.ts). */
+  readonly apiCopy?: boolean;
 }
 
 export interface EnqueueDependencies {
@@ -79,6 +81,7 @@ export async function enqueueMessage(
       groupHeadVersion,
       retentionDays: input.retentionDays,
       ...(input.templateVersion === undefined ? {} : { templateVersion: input.templateVersion }),
+      ...(input.apiCopy === true ? { apiCopy: true } : {}),
     });
     const { result, wroteBody } = group
       ? { result: await deps.store.writeEnqueue(write), wroteBody: false }

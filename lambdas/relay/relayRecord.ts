@@ -6,7 +6,7 @@ import { type SdkAttributeMap, sdkImageOf } from '../store/streamImage.js';
 import { KEY, RELAY_STREAM_FILTER } from '../store/tableLayout.js';
 
 /** The part of a state record's image that the relay reads. */
-export type StateImage = Pick<MessageStateRecord, 'id' | 'rev' | 'status' | 'send_at'>;
+export type StateImage = Pick<MessageStateRecord, 'id' | 'rev' | 'status' | 'send_at' | 'api_copy'>;
 
 /**
  * One stream record as the relay sees it, whatever delivered it: the Lambda event source (images
@@ -70,7 +70,7 @@ export function isStateRecord(record: RelayRecord): boolean {
 }
 
 /** The only attributes the relay reads; the rest of the image is never decoded, so it cannot trip the relay. */
-const READ_ATTRIBUTES = ['id', 'rev', 'status', 'send_at'] as const;
+const READ_ATTRIBUTES = ['id', 'rev', 'status', 'send_at', 'api_copy'] as const;
 
 function readImage(map: SdkAttributeMap | undefined): ImageRead {
   if (map === undefined) return { ok: false, reason: 'no image' };
@@ -85,7 +85,7 @@ function readImage(map: SdkAttributeMap | undefined): ImageRead {
   } catch (error) {
     return { ok: false, reason: `image does not unmarshall: ${(error as Error).message}` };
   }
-  const { id, rev, status, send_at } = item;
+  const { id, rev, status, send_at, api_copy } = item;
   if (typeof id !== 'string' || id === '') return { ok: false, reason: 'image has no id' };
   if (typeof rev !== 'number' || !Number.isSafeInteger(rev) || rev < 1) {
     return { ok: false, reason: 'image has no positive integer rev' };
@@ -94,5 +94,5 @@ function readImage(map: SdkAttributeMap | undefined): ImageRead {
   if (typeof send_at !== 'string' || Number.isNaN(Date.parse(send_at))) {
     return { ok: false, reason: 'image has no ISO send_at' };
   }
-  return { ok: true, image: { id, rev, status, send_at } };
+  return { ok: true, image: { id, rev, status, send_at, ...(api_copy === true ? { api_copy } : {}) } };
 }

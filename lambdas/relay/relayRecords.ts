@@ -96,10 +96,12 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
         if (plan.dispatch !== null) {
           const route = routeDispatch(plan.dispatch, deps);
           if (route.path === 'queue') {
+            const backup = record.eventName === 'INSERT' && plan.dispatch.api_copy === true;
             pendingCopies.push({
               payload: { id: plan.dispatch.id, rev: plan.dispatch.rev },
               sendAtMs: Date.parse(plan.dispatch.send_at),
               sequenceNumber: record.sequenceNumber,
+              minDelaySeconds: backup ? API_COPY_BACKUP_DELAY_SECONDS : 0,
             });
           } else {
             const created = await deps.scheduler.createOnce({
@@ -129,7 +131,10 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
     const nowMs = deps.now().getTime();
     const sequenceOf = new Map<QueuedCopy, string>(
       pendingCopies.map((pending) => [
-        { payload: pending.payload, delaySeconds: remainingDelaySeconds(pending.sendAtMs, nowMs) },
+        {
+          payload: pending.payload,
+          delaySeconds: Math.max(pending.minDelaySeconds, remainingDelaySeconds(pending.sendAtMs, nowMs)),
+        },
         pending.sequenceNumber,
       ]),
     );
@@ -164,7 +169,18 @@ interface PendingCopy {
   readonly payload: QueuedCopy['payload'];
   readonly sendAtMs: number;
   readonly sequenceNumber: string;
+  /** A backup of the api's own copy waits at least this long (API_COPY_BACKUP_DELAY_SECONDS). */
+  readonly minDelaySeconds: number;
 }
+
+/**
+ * How long the relay holds back its copy of a message the api already put on the queue
+ * (`api_copy`, INSERT only): longer than a send on a healthy relay takes, so the sender finds the
+ * message `sent` and drops the copy after one read, instead of finding it `sending` and hiding the
+ * copy in flight for the whole lease. It is still the backup: if the api's copy never made it, the
+ * message goes this much later.
+ */
+export const API_COPY_BACKUP_DELAY_SECONDS = 5;
 
 /** Whole seconds left until the send time (the sender waits out the sub-second rest), in [0, 900]. */
 function remainingDelaySeconds(sendAtMs: number, nowMs: number): number {

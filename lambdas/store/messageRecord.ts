@@ -59,6 +59,12 @@ export interface MessageStateRecord {
    * as the state record lives, even after the body expired. Absent on records written before it.
    */
   readonly fingerprint?: string;
+  /**
+   * Written by the api on a message due now whose copy it puts on the send queue itself
+   * (POSTDATE_API_IMMEDIATE_COPY): the relay then holds its own copy of the INSERT back a few
+   * seconds, as the backup it is (relay/relayRecords.ts).
+   */
+  readonly api_copy?: true;
   readonly lease_owner?: string;
   readonly lease_until?: string;
   readonly sent_at?: string;

@@ -55,6 +55,11 @@ export interface OutboxRecordsInput {
    * it was validated). Ignored for an inline message or when the request names a version.
    */
   readonly templateVersion?: number;
+  /**
+   * The api puts the copy of a message due now on the send queue itself (POSTDATE_API_IMMEDIATE_COPY):
+   * such a state record says so (`api_copy`), and the relay holds its own copy back.
+   */
+  readonly apiCopy?: boolean;
 }
 
 /** The template and version a message's records pin, or null for an inline message. */
@@ -109,6 +114,11 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
     tags: request.tags,
     metadata: request.metadata,
     ...pinned,
+    ...(input.apiCopy === true &&
+    status === MESSAGE_STATUS.scheduled &&
+    Date.parse(request.send_at) <= now.getTime()
+      ? { api_copy: true as const }
+      : {}),
     fingerprint: requestPrint,
     lst_pk: byStatusPk(tenant, status, id),
     lst_sk: createdSortKey(createdAt, id),

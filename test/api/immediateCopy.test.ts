@@ -31,6 +31,9 @@ describe('the api’s own copy of an immediate message', () => {
     expect(api.logs.find((line) => line.message === 'request')?.attributes).toMatchObject({
       immediate_copy: 'enqueued',
     });
+    // Its record says so, and the relay holds its own copy of the INSERT back (test/relay).
+    expect(await api.store.getMessage('acme', String(created.json.id))).toMatchObject({ api_copy: true });
+    expect(created.json).not.toHaveProperty('api_copy');
   });
 
   it('is not made for a message due later, nor for a replay', async () => {
@@ -44,6 +47,17 @@ describe('the api’s own copy of an immediate message', () => {
     expect(replay.status).toBe(200);
 
     expect(await copiesOn(urls.send)).toEqual([{ v: 1, id: first.json.id, rev: 1 }]);
+    // The later message's record is not marked: the relay's copy is its only one, sent at once.
+    expect(await api.store.getMessage('acme', String(later.json.id))).not.toHaveProperty('api_copy');
+  });
+
+  it('is not made, nor marked, by an api without a send queue', async () => {
+    const api = await apiHarness();
+
+    const created = await api.call(enqueueEvent(validBody(), { key: 'now-4' }));
+
+    expect(created.status).toBe(202);
+    expect(await api.store.getMessage('acme', String(created.json.id))).not.toHaveProperty('api_copy');
   });
 
   it('that cannot be enqueued changes nothing the client sees: 202, the message stored, the relay’s copy to come', async () => {

@@ -165,8 +165,8 @@ describe('the local stack', () => {
       async () => ((await deliveriesOf()).every((count) => count > 0) ? true : undefined),
       10_000,
     );
-    // Time for the second copies: the relay's polls the stream every 200 ms, then the sender's.
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    // Time for the second copies: the relay's, held back 5 s behind the api's, then read and dropped.
+    await new Promise((resolve) => setTimeout(resolve, 6_500));
     expect(await deliveriesOf()).toEqual([1, 1, 1, 1, 1]);
   });
 

@@ -4,6 +4,7 @@ import { EventBridgeScheduler } from '../../lambdas/adapters/EventBridgeSchedule
 import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
 import { encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { createRelayHandler } from '../../lambdas/relay/createRelayHandler.js';
+import { API_COPY_BACKUP_DELAY_SECONDS } from '../../lambdas/relay/relayRecords.js';
 import type { SchedulerEmulator } from '../../local/scheduler/startSchedulerEmulator.js';
 import { freshTable, sqsClient } from '../support/awsLocal.js';
 import { OutboxWriter, stateRecord } from './records.js';
@@ -45,6 +46,43 @@ describe('the relay routes each new message by its send time', () => {
     expect(t.queue.copies).toEqual([{ payload: { id: message.id, rev: 1 }, delaySeconds: 0 }]);
     expect(await t.drain()).toEqual([{ v: 1, id: message.id, rev: 1 }]);
     expect(await t.scheduleNames()).toEqual([]);
+  });
+
+  it('holds back its copy of a message the api already put on the queue (api_copy): a backup, not a race for the lease', async () => {
+    const t = await setUp();
+    const copied = await t.outbox.put({
+      ...stateRecord({ sendAt: t.now, createdAt: t.now }),
+      api_copy: true,
+    });
+    const own = await t.outbox.put(stateRecord({ sendAt: t.now, createdAt: t.now }));
+
+    await t.relay(await t.stream.next());
+
+    // The api's copy is sent by now; the relay's comes after it, when the first send is done and the
+    // sender drops it after one read, rather than hiding it for the lease while the send runs. An
+    // application's own outbox write (no api copy) goes at once, as before.
+    expect(t.queue.copies).toEqual([
+      { payload: { id: copied.id, rev: 1 }, delaySeconds: API_COPY_BACKUP_DELAY_SECONDS },
+      { payload: { id: own.id, rev: 1 }, delaySeconds: 0 },
+    ]);
+  });
+
+  it('does not hold back the copy of a later revision of such a message (a manual retry: no api copy then)', async () => {
+    const t = await setUp();
+    const message = await t.outbox.put({
+      ...stateRecord({ sendAt: t.now, createdAt: t.now }),
+      api_copy: true,
+    });
+    await t.outbox.claim(message.id, seconds(t.now, 120));
+    await t.outbox.finish(message.id, 'failed');
+    await t.outbox.retry(message.id, t.now);
+
+    await t.relay(await t.stream.next());
+
+    expect(t.queue.copies).toEqual([
+      { payload: { id: message.id, rev: 1 }, delaySeconds: API_COPY_BACKUP_DELAY_SECONDS },
+      { payload: { id: message.id, rev: 2 }, delaySeconds: 0 },
+    ]);
   });
 
   it('sends a 10-minute message to the queue with DelaySeconds 600, and schedules nothing', async () => {

@@ -59,6 +59,7 @@ export function enqueueRoute(deps: RouteDependencies): RouteHandler {
         random: deps.random,
         retentionDays: deps.config.retentionDays,
         ...(templateVersion === undefined ? {} : { templateVersion }),
+        ...(deps.immediateCopies === undefined ? {} : { apiCopy: true }),
       },
     );
     if (outcome.kind === 'key-reused') {
@@ -71,7 +72,7 @@ export function enqueueRoute(deps: RouteDependencies): RouteHandler {
       );
     }
     if (outcome.kind === 'replayed') return replayedResult(outcome.state);
-    const immediateCopy = await putImmediateCopy(deps.immediateCopies, outcome.state, now);
+    const immediateCopy = await putImmediateCopy(deps.immediateCopies, outcome.state);
     const view = messageView(outcome.state, { withHistory: false });
     const location = `/v1/messages/${outcome.state.id}`;
     return jsonResult(
