@@ -189,7 +189,6 @@ export async function cost(options: BenchOptions): Promise<BenchResult> {
 }
 
 /** Waits until the event sources have nothing left and the last stream records were handed over. */
-/** Waits until the pipeline is quiet, twice (a late copy may wake it once more). */
 export async function settle(stack: { idle(): Promise<void> }): Promise<void> {
   await stack.idle();
   await sleep(1500);

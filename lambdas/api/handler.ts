@@ -39,13 +39,12 @@ export function wireApi(env: Environment, logger: Logger): ApiHandler {
   });
   // Message ids take their random part from here: a CSPRNG, not Math.random.
   const random = () => randomInt(2 ** 47) / 2 ** 47;
-  const webhooks = wireWebhookRoutes(env, { config, names, documents, random });
-  // The endpoint comes from AWS_ENDPOINT_URL_SQS when set (the local stack).
+  // One SQS client for the webhook routes and the immediate copies; its endpoint comes from
+  // AWS_ENDPOINT_URL_SQS when set (the local stack). Constructing it makes no request.
+  const sqs = new SQSClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'SQS') });
+  const webhooks = wireWebhookRoutes({ config, names, documents, sqs, random });
   const immediateCopies = config.apiImmediateCopy
-    ? new SqsDispatchQueue(
-        new SQSClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'SQS') }),
-        requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL'),
-      )
+    ? new SqsDispatchQueue(sqs, requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL'))
     : undefined;
   return createApiHandler({
     store: new DynamoApiStore(documents, names.tableName),

@@ -1,7 +1,5 @@
-import { SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { awsClientOptions } from '../adapters/awsClients.js';
-import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
 import { SqsWebhookQueue } from '../adapters/SqsWebhookQueue.js';
 import { checkWebhookUrl } from '../adapters/webhookAddressPolicy.js';
 import type { Config, ResourceNames } from '../core/config.js';
@@ -12,24 +10,20 @@ import type { WebhookRouteDependencies } from './routes/webhooks.js';
  * The webhook routes' real store and queue, when the stack has a webhook queue
  * (`POSTDATE_WEBHOOK_QUEUE_URL`); without one the routes answer 404.
  */
-export function wireWebhookRoutes(
-  env: Environment,
-  wiring: {
-    readonly config: Config;
-    readonly names: ResourceNames;
-    readonly documents: DynamoDBDocumentClient;
-    readonly random: () => number;
-  },
-): WebhookRouteDependencies | undefined {
+export function wireWebhookRoutes(wiring: {
+  readonly config: Config;
+  readonly names: ResourceNames;
+  readonly documents: DynamoDBDocumentClient;
+  /** The api's one SQS client (it also carries the api's immediate copies). */
+  readonly sqs: SQSClient;
+  readonly random: () => number;
+}): WebhookRouteDependencies | undefined {
   const queueUrl = wiring.names.webhookQueueUrl;
   if (queueUrl === undefined) return undefined;
   const policy = wiring.config.webhookAllowPrivateUrls ? 'local' : 'public-https';
   return {
     store: new DynamoWebhookStore(wiring.documents, wiring.names.tableName),
-    queue: new SqsWebhookQueue(
-      new SQSClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'SQS') }),
-      queueUrl,
-    ),
+    queue: new SqsWebhookQueue(wiring.sqs, queueUrl),
     checkUrl: (url) => checkWebhookUrl(url, policy),
     retryHours: wiring.config.webhookRetryHours,
     retentionDays: wiring.config.retentionDays,
