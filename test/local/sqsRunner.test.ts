@@ -273,19 +273,20 @@ describe('the local SQS runner with the function timeout enforced', () => {
     expect(kills).toHaveLength(1);
     expect(kill).toMatchObject({ functionName: 'fixture', records: 2 });
     expect(kill.killedAt - kill.startedAt).toBeGreaterThanOrEqual(500);
-    const effects = fixture.effects();
-    expect(effects.map((effect) => `${effect.step}:${effect.attempt}`)).toEqual([
-      'start:1',
-      'start:2',
-      'done:2',
-    ]);
-    const [killed, again] = effects as [Effect, Effect];
-    // Nothing of the killed batch was deleted: both messages came back, received a second time.
-    expect([...again.ids].sort()).toEqual([...killed.ids].sort());
-    expect(killed.receiveCounts).toEqual(['1', '1']);
-    expect(again.receiveCounts).toEqual(['2', '2']);
+    const [killed, ...after] = fixture.effects();
+    if (!killed) throw new Error('no effects');
+    expect(killed).toMatchObject({ step: 'start', attempt: 1, receiveCounts: ['1', '1'] });
+    // The killed invocation wrote nothing after its kill; every later one started and finished.
+    expect(after.map((effect) => effect.step)).not.toContain('late');
+    const done = after.filter((effect) => effect.step === 'done');
+    expect(after).toHaveLength(done.length * 2);
+    // Nothing of the killed batch was deleted: each message came back and was handled once more,
+    // received a second time. SQS may hand the two back in one batch or in two (the emulator
+    // splits them when their visibility ends in different polls), so no invocation count is fixed.
+    expect(done.flatMap((effect) => effect.ids).sort()).toEqual([...killed.ids].sort());
+    expect(done.flatMap((effect) => effect.receiveCounts)).toEqual(['2', '2']);
     // The next invocation started cold, in a fresh sandbox.
-    expect(again.instance).not.toBe(killed.instance);
+    expect(done[0]?.instance).not.toBe(killed.instance);
     // The context counted down from the deadline at which the kill came.
     expect(killed.remainingMs).toBeGreaterThan(0);
     expect(killed.remainingMs).toBeLessThanOrEqual(500);
