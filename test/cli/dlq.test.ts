@@ -46,8 +46,9 @@ describe('postdate dlq show', () => {
       true,
     );
     expect(report.oldestSampledAgeMs).not.toBeNull();
-    // The peek put every copy back at once.
-    expect(await visibleCount(sqs, urls.sendDeadLetter)).toBe(3);
+    // The peek put every copy back at once (hidden 30 s otherwise); the emulator applies a release on
+    // a 0 ms timer, so the count is waited for.
+    await waitFor(async () => (await visibleCount(sqs, urls.sendDeadLetter)) === 3);
     expect(out.text()).toContain('messages:');
     expect(out.text()).toContain(copies[0]?.id);
   });
@@ -137,7 +138,7 @@ describe('postdate dlq redrive --ids', () => {
 
     expect(report).toMatchObject({ dryRun: true, moved: [{ id: messageId(3), rev: 3 }] });
     expect(await visibleCount(sqs, urls.send)).toBe(0);
-    expect(await visibleCount(sqs, urls.sendDeadLetter)).toBe(3);
+    await waitFor(async () => (await visibleCount(sqs, urls.sendDeadLetter)) === 3);
     expect(out.text()).toContain('would move 1 of 1');
   });
 

@@ -96,7 +96,8 @@ describe('postdate schedule-failures show', () => {
       ],
     });
     expect(report.sample[0]?.ageMs).not.toBeNull();
-    expect(await visibleCount(w.sqs, w.urls.scheduleDeadLetter)).toBe(1);
+    // Left on the DLQ and put back (the emulator applies the release on a 0 ms timer, hence the wait).
+    await waitFor(async () => (await visibleCount(w.sqs, w.urls.scheduleDeadLetter)) === 1);
     const people = memoryOutput();
     await scheduleFailuresShow(w.deps(), {}, people);
     expect(people.text()).toMatch(/TargetDeliveryFailed\s+m-/);
