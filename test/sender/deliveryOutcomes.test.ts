@@ -1,6 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import type { SmtpTimeouts } from '../../lambdas/adapters/NodemailerMailer.js';
 import type { SmtpBehaviour } from '../../local/smtp/controllableSmtpServer.js';
-import { createSenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
+import {
+  createSenderRig,
+  type SenderWorld,
+  SHORT_GREETING_SMTP_TIMEOUTS,
+  smtpMailer,
+  startSenderWorld,
+} from './senderHarness.js';
 
 /**
  * One queue copy, one real SMTP answer: for every behaviour of the relay, the record's final status,
@@ -22,6 +29,8 @@ interface Case {
    * the failure provably came before MAIL FROM. @default 1
    */
   readonly attempts?: number;
+  /** The mailer's limits when one of them is the case's subject (the world's mailer otherwise). */
+  readonly timeouts?: SmtpTimeouts;
 }
 
 const cases: readonly Case[] = [
@@ -112,6 +121,7 @@ const cases: readonly Case[] = [
     code: 'ETIMEDOUT',
     bodies: 0,
     attempts: 0,
+    timeouts: SHORT_GREETING_SMTP_TIMEOUTS,
   },
   {
     name: 'a drop after the final dot, on_ambiguous = retry',
@@ -150,7 +160,9 @@ describe('the sender, one copy against each relay behaviour', () => {
   });
 
   it.each(cases)('$name → $status', async (testCase) => {
-    const rig = await createSenderRig(world);
+    const mailer = testCase.timeouts ? smtpMailer(world.smtp, { timeouts: testCase.timeouts }) : undefined;
+    if (mailer) onTestFinished(() => mailer.close());
+    const rig = await createSenderRig(world, mailer ? { mailer } : {});
     world.smtp.script(testCase.behaviour);
     // Each case its own recipient: a 5.1.1 puts its address on the tenant's suppression list
     // (DESIGN §12), and the next message to it would not be sent at all.

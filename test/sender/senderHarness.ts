@@ -54,13 +54,39 @@ export const TEST_SETTINGS: SenderSettings = {
 /** One whole attempt under TEST_SETTINGS (2 × 1 s + 1 s + the outcome-write reserve) and a little more. */
 export const TEST_TIMEOUT_SECONDS = attemptBudgetMs(TEST_SETTINGS.timing) / 1000 + 1;
 
+/**
+ * The mailers' SMTP limits in these tests. The greeting has 5 s, so only the phase before the dot
+ * (1.5 s, connect and greeting included) bounds it: the relay runs in the test's own process, and
+ * after any stall of the event loop Node runs expired timers before it reads the sockets, so a short
+ * greeting limit can beat a greeting that is already waiting. Only a test whose relay never greets
+ * uses a short one ({@link SHORT_GREETING_SMTP_TIMEOUTS}).
+ */
 export const FAST_SMTP_TIMEOUTS: SmtpTimeouts = {
   connectionMs: 1000,
-  greetingMs: 400,
+  greetingMs: 5000,
   dnsMs: 1000,
   preDotMs: 1500,
   replyMs: 1000,
 };
+
+/** For a relay that never sends its greeting: the greeting limit (400 ms) ends the attempt, well inside the phase before the dot. */
+export const SHORT_GREETING_SMTP_TIMEOUTS: SmtpTimeouts = { ...FAST_SMTP_TIMEOUTS, greetingMs: 400 };
+
+/** A pooled mailer to the scripted relay, as the sender uses it (no STARTTLS, Message-IDs @mail.test). */
+export function smtpMailer(
+  smtp: Pick<TestSmtpServer, 'host' | 'port'>,
+  options: { timeouts?: SmtpTimeouts; credentials?: SmtpCredentialsSource } = {},
+): NodemailerMailer {
+  return new NodemailerMailer({
+    host: smtp.host,
+    port: smtp.port,
+    secure: false,
+    requireTls: false,
+    messageIdDomain: 'mail.test',
+    credentials: options.credentials ?? environmentSmtpCredentials({ user: undefined, pass: undefined }),
+    timeouts: options.timeouts ?? FAST_SMTP_TIMEOUTS,
+  });
+}
 
 /** A Lambda context with this much time left (on the real clock; the sender reads it once). */
 export function contextWithRemaining(milliseconds: number): Pick<Context, 'getRemainingTimeInMillis'> {
@@ -135,16 +161,10 @@ export async function startSenderWorld(
     freshTable('sender'),
     startSmtpServer(options.credentials ? { credentials: options.credentials } : {}),
   ]);
-  const mailer = new NodemailerMailer({
-    host: smtp.host,
-    port: smtp.port,
-    secure: false,
-    requireTls: false,
-    messageIdDomain: 'mail.test',
-    credentials:
-      options.mailerCredentials ?? environmentSmtpCredentials({ user: undefined, pass: undefined }),
-    timeouts: FAST_SMTP_TIMEOUTS,
-  });
+  const mailer = smtpMailer(
+    smtp,
+    options.mailerCredentials ? { credentials: options.mailerCredentials } : {},
+  );
   return {
     tableName,
     documents: documentClient(),
@@ -197,7 +217,13 @@ export type SenderHandler = (
 
 export async function createSenderRig(
   world: SenderWorld,
-  options: { settings?: Partial<SenderSettings>; random?: () => number; maxSendRate?: number } = {},
+  options: {
+    settings?: Partial<SenderSettings>;
+    random?: () => number;
+    maxSendRate?: number;
+    /** The handlers' mailer instead of the world's (e.g. one with other limits); the caller closes it. */
+    mailer?: Mailer;
+  } = {},
 ): Promise<SenderRig> {
   const { urls, arns } = await freshQueues(options.settings?.maxAttempts ?? TEST_SETTINGS.maxAttempts);
   const sqs = sqsClient();
@@ -213,7 +239,7 @@ export async function createSenderRig(
     createSenderHandler({
       store,
       templates: new DynamoTemplateStore(world.documents, world.tableName),
-      mailer: world.mailer,
+      mailer: options.mailer ?? world.mailer,
       queue,
       deadLetters: new SqsDispatchQueue(sqs, urls.sendDeadLetter),
       visibility: new SqsCopyVisibility(sqs, urls.send),

@@ -133,7 +133,7 @@ describe('webhook delivery (DESIGN §11)', () => {
   });
 
   it('retries a 500 and a timeout with the same webhook-id, each attempt signed again', async () => {
-    const harness = await webhookHarness({ timeoutMs: 300 });
+    const harness = await webhookHarness({ timeoutMs: 2000 });
     const hook = await receiver((index) => (index === 0 ? 500 : index === 1 ? 'stall' : 204));
     const endpoint = await subscribe(harness, hook.url());
     await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` });
@@ -233,7 +233,7 @@ describe('webhook delivery (DESIGN §11)', () => {
   });
 
   it("never lets one endpoint's failures delay another's delivery", async () => {
-    const harness = await webhookHarness({ timeoutMs: 300 });
+    const harness = await webhookHarness({ timeoutMs: 2000 });
     const stalled = await receiver(() => 'stall');
     const healthy = await receiver(() => 200);
     const slow = await subscribe(harness, stalled.url());
