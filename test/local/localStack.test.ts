@@ -4,6 +4,7 @@ import { createServer, type Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { RELAY_STREAM } from '../../lib/eventSourceLayout.js';
@@ -12,6 +13,7 @@ import { freePort } from '../../local/freePort.js';
 import { PortInUseError } from '../../local/localEnv.js';
 import { type LocalStack, SWEEPER_TIMEOUT_MS, startLocalStack } from '../../local/localStack.js';
 import { readStackFile } from '../../local/stackFile.js';
+import { LOCAL_AWS } from '../support/awsLocal.js';
 
 const API_KEY = 'pd_local-stack-spec-key-0001';
 const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
@@ -136,9 +138,10 @@ describe('the local stack', () => {
         items: { postdateId: string | null; subject: string | null; envelope: { to: string[] } }[];
       };
       return items.find((item) => item.postdateId === id);
-    }, 10_000);
+      // The first delivery may need a cold sender sandbox (only slot 0 is warmed at start).
+    }, 30_000);
     expect(mail).toMatchObject({ subject: 'Local stack', envelope: { to: ['ada@example.com'] } });
-  });
+  }, 60_000);
 
   it('sends each immediate message once, though the api and the relay each put a copy on the queue', async () => {
     const ids: string[] = [];
@@ -161,14 +164,51 @@ describe('the local stack', () => {
       };
       return ids.map((id) => items.filter((item) => item.postdateId === id).length);
     };
+    // Each first delivery may need a cold sender sandbox: 5 pollers, only slot 0 warmed at start.
     await eventually(
       async () => ((await deliveriesOf()).every((count) => count > 0) ? true : undefined),
-      10_000,
+      30_000,
     );
-    // Time for the second copies: the relay's, held back 5 s behind the api's, then read and dropped.
-    await new Promise((resolve) => setTimeout(resolve, 6_500));
+    // Then the second copies: the relay's, held back 5 s (DelaySeconds) behind the api's. An empty
+    // queue alone could be seen before the relay has put them there, so first `idle()`: the relay's
+    // stream runner resolves it only after a polling pass that started after the call found nothing
+    // left, i.e. once the relay has handled every INSERT of the POSTs above: its copies are on the
+    // queue.
+    await stack.idle();
+    // Then until no copy is delayed or visible: each has been received. Copies in flight are not
+    // waited for: on a loaded machine a copy may be read while the other one is being sent, and the
+    // sender then hides it for the rest of the lease (POSTDATE_LEASE_SECONDS, 300 s), after which it
+    // finds the message `sent` and drops it, which the status check below stands for.
+    const sqs = new SQSClient({ ...LOCAL_AWS, endpoint: stack.sqsEndpoint });
+    try {
+      await eventually(async () => {
+        const { Attributes } = await sqs.send(
+          new GetQueueAttributesCommand({
+            QueueUrl: stack.queueUrls.send,
+            AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesDelayed'],
+          }),
+        );
+        const left =
+          Number(Attributes?.ApproximateNumberOfMessages ?? 0) +
+          Number(Attributes?.ApproximateNumberOfMessagesDelayed ?? 0);
+        return left === 0 ? true : undefined;
+      }, 20_000);
+    } finally {
+      sqs.destroy();
+    }
+    // And until every invocation that received one has ended (sent, dropped or hidden the copy).
+    await stack.idle();
     expect(await deliveriesOf()).toEqual([1, 1, 1, 1, 1]);
-  });
+    const statuses = await Promise.all(
+      ids.map(async (id) => {
+        const response = await fetch(`${stack.apiUrl}/v1/messages/${id}`, {
+          headers: { authorization: `Bearer ${stack.apiKey}` },
+        });
+        return ((await response.json()) as { status: string }).status;
+      }),
+    );
+    expect(statuses).toEqual(['sent', 'sent', 'sent', 'sent', 'sent']);
+  }, 60_000);
 
   it('reports 503 naming the part that went down', async () => {
     await stack.smtpSink?.stop();

@@ -229,8 +229,20 @@ function fixtureFunction(
   return { sandboxes, effects: (): Effect[] => readEffects(effectsFile) };
 }
 
-async function until(predicate: () => boolean): Promise<void> {
-  while (!predicate()) await sleep(50);
+/**
+ * Polls `predicate` every 50 ms; throws if it still fails after `withinMs`, saying what was awaited
+ * (`what`, read at the deadline so that it can describe the state then).
+ */
+async function until(
+  predicate: () => boolean,
+  withinMs = 30_000,
+  what: () => string = () => 'the condition',
+): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`still waiting after ${withinMs} ms for ${what()}`);
+    await sleep(50);
+  }
 }
 
 describe('the local SQS runner with the function timeout enforced', () => {
@@ -265,7 +277,13 @@ describe('the local SQS runner with the function timeout enforced', () => {
         said.push(`${message} ${error instanceof Error ? error.message : JSON.stringify(error ?? '')}`),
       onFunctionTimeout: (kill) => kills.push(kill),
     });
-    await until(() => fixture.effects().some((effect) => effect.step === 'done'));
+    // Two cold sandbox starts (the killed one and its fresh successor) on a possibly loaded machine.
+    await until(
+      () => fixture.effects().some((effect) => effect.step === 'done'),
+      45_000,
+      () =>
+        `an invocation after the kill to finish (kills reported: ${kills.length}; runner said: ${said.join('; ') || 'nothing'}; effects: ${JSON.stringify(fixture.effects().map((effect) => effect.step))})`,
+    );
     await runner.idle();
     const kill = kills[0];
     if (!kill) throw new Error('no kill reported');
@@ -299,7 +317,7 @@ describe('the local SQS runner with the function timeout enforced', () => {
     expect(connections).toHaveLength(1);
     expect(connections[0]?.closedAt).toBeGreaterThanOrEqual(kill.startedAt + 500);
     await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
+  }, 60_000);
 
   it('runs an invocation that finishes in time as before: successes deleted, failures back, the sandbox stays warm', async () => {
     const { urls, arns } = await freshQueues();

@@ -64,9 +64,10 @@ describe('a template message on the local stack', () => {
     const { id, template } = (await enqueued.json()) as { id: string; template: unknown };
     expect(template).toEqual({ name: 'order-shipped', version: 1 });
 
+    // The first delivery of this stack may need a cold sender sandbox (only slot 0 is warmed).
     const mail = await eventually(
       async () => stack.smtpSink?.messages().find((message) => message.postdateId === id),
-      15_000,
+      30_000,
     );
     expect(mail.subject).toBe('Order A-17 shipped');
     const raw = mail.raw.toString('utf8');
@@ -81,7 +82,8 @@ describe('a template message on the local stack', () => {
     const view = await eventually(async () => {
       const message = (await (await call('GET', `/v1/messages/${id}`)).json()) as { status: string };
       return message.status === 'sent' ? message : undefined;
-    }, 10_000);
+      // The mail is at the sink: what is left is the sender's write of `sent` after the SMTP reply.
+    }, 20_000);
     expect(view).toMatchObject({ status: 'sent', template: { name: 'order-shipped', version: 1 } });
-  });
+  }, 60_000);
 });
