@@ -1,9 +1,4 @@
-import {
-  GetQueueAttributesCommand,
-  ReceiveMessageCommand,
-  SendMessageBatchCommand,
-  type SQSClient,
-} from '@aws-sdk/client-sqs';
+import { ReceiveMessageCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { encodeDispatchPayload, parseDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { isTerminal, type MessageStatus } from '../../lambdas/core/messageStatus.js';
@@ -16,6 +11,7 @@ import {
   messagePk,
 } from '../../lambdas/store/messageRecord.js';
 import { ITEM_SORT_KEY } from '../../lambdas/store/tableLayout.js';
+import { queueDepth } from '../support/awsLocal.js';
 
 /**
  * Puts copies on the DLQ the way they get there in production: the sender puts each one there
@@ -41,13 +37,7 @@ export async function deadLetter(
 }
 
 export async function visibleCount(sqs: SQSClient, queueUrl: string): Promise<number> {
-  const { Attributes } = await sqs.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: queueUrl,
-      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-    }),
-  );
-  return Number(Attributes?.ApproximateNumberOfMessages ?? 0);
+  return (await queueDepth(sqs, queueUrl)).visible;
 }
 
 /** Reads every copy on a queue (and deletes nothing: they become visible again after `hideSeconds`). */

@@ -4,7 +4,7 @@ import { createServer, type Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { RELAY_STREAM } from '../../lib/eventSourceLayout.js';
@@ -13,7 +13,7 @@ import { freePort } from '../../local/freePort.js';
 import { PortInUseError } from '../../local/localEnv.js';
 import { type LocalStack, SWEEPER_TIMEOUT_MS, startLocalStack } from '../../local/localStack.js';
 import { readStackFile } from '../../local/stackFile.js';
-import { LOCAL_AWS } from '../support/awsLocal.js';
+import { LOCAL_AWS, queueDepth } from '../support/awsLocal.js';
 
 const API_KEY = 'pd_local-stack-spec-key-0001';
 const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
@@ -182,16 +182,8 @@ describe('the local stack', () => {
     const sqs = new SQSClient({ ...LOCAL_AWS, endpoint: stack.sqsEndpoint });
     try {
       await eventually(async () => {
-        const { Attributes } = await sqs.send(
-          new GetQueueAttributesCommand({
-            QueueUrl: stack.queueUrls.send,
-            AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesDelayed'],
-          }),
-        );
-        const left =
-          Number(Attributes?.ApproximateNumberOfMessages ?? 0) +
-          Number(Attributes?.ApproximateNumberOfMessagesDelayed ?? 0);
-        return left === 0 ? true : undefined;
+        const { visible, delayed } = await queueDepth(sqs, stack.queueUrls.send);
+        return visible + delayed === 0 ? true : undefined;
       }, 20_000);
     } finally {
       sqs.destroy();

@@ -14,7 +14,7 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { FunctionSandboxes, type FunctionTimeout } from '../../local/runners/functionSandbox.js';
 import { type SqsRunner, type SqsRunnerOptions, startSqsRunner } from '../../local/runners/sqsRunner.js';
-import { freshQueues, sqsClient } from '../support/awsLocal.js';
+import { freshQueues, queueDepth, sqsClient } from '../support/awsLocal.js';
 import { type Effect, readEffects } from './fixtures/effectsFunction.js';
 
 const sqs = sqsClient();
@@ -43,16 +43,8 @@ async function sendBodies(queueUrl: string, bodies: string[]): Promise<void> {
 
 /** Messages still in the queue, visible or in flight (0 once every one has been deleted). */
 async function messagesLeft(queueUrl: string): Promise<number> {
-  const { Attributes } = await sqs.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: queueUrl,
-      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-    }),
-  );
-  return (
-    Number(Attributes?.ApproximateNumberOfMessages) +
-    Number(Attributes?.ApproximateNumberOfMessagesNotVisible)
-  );
+  const { visible, inFlight } = await queueDepth(sqs, queueUrl);
+  return visible + inFlight;
 }
 
 /** Resolves once `predicate` holds over the deliveries seen so far. */

@@ -4,7 +4,7 @@ import {
   ListSchedulesCommand,
   SchedulerClient,
 } from '@aws-sdk/client-scheduler';
-import { DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { inject } from 'vitest';
 import { EventBridgeScheduler } from '../../lambdas/adapters/EventBridgeScheduler.js';
 import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
@@ -16,7 +16,7 @@ import {
   type SchedulerEmulator,
   startSchedulerEmulator,
 } from '../../local/scheduler/startSchedulerEmulator.js';
-import { freshQueues, LOCAL_AWS, sqsClient, uniqueName } from '../support/awsLocal.js';
+import { freshQueues, LOCAL_AWS, queueDepth, sqsClient, uniqueName } from '../support/awsLocal.js';
 
 export const SCHEDULER_ROLE_ARN = 'arn:aws:iam::000000000000:role/postdate-scheduler';
 
@@ -86,16 +86,8 @@ export async function relayWorld(
     },
     /** Copies on the send queue: visible now, and still delayed. */
     async queueDepth(): Promise<{ visible: number; delayed: number }> {
-      const { Attributes } = await sqsClient().send(
-        new GetQueueAttributesCommand({
-          QueueUrl: urls.send,
-          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesDelayed'],
-        }),
-      );
-      return {
-        visible: Number(Attributes?.ApproximateNumberOfMessages ?? 0),
-        delayed: Number(Attributes?.ApproximateNumberOfMessagesDelayed ?? 0),
-      };
+      const { visible, delayed } = await queueDepth(sqsClient(), urls.send);
+      return { visible, delayed };
     },
     /** Receives and deletes every visible copy on the send queue (what a sender or a purge would take). */
     async drain(): Promise<DispatchPayload[]> {

@@ -1,6 +1,5 @@
 import {
   DeleteMessageCommand,
-  GetQueueAttributesCommand,
   type Message,
   ReceiveMessageCommand,
   SendMessageCommand,
@@ -27,7 +26,7 @@ import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
 import type { QueueArns, QueueUrls } from '../../local/createResources.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
-import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
+import { documentClient, freshQueues, freshTable, queueDepth, sqsClient } from '../support/awsLocal.js';
 import { type MessageFixture, putMessage, readState } from './records.js';
 
 /**
@@ -318,21 +317,8 @@ export async function createSenderRig(
       return { records, response };
     },
     async depth(queueUrl = urls.send) {
-      const { Attributes } = await sqs.send(
-        new GetQueueAttributesCommand({
-          QueueUrl: queueUrl,
-          AttributeNames: [
-            'ApproximateNumberOfMessages',
-            'ApproximateNumberOfMessagesNotVisible',
-            'ApproximateNumberOfMessagesDelayed',
-          ],
-        }),
-      );
-      return {
-        stored: Number(Attributes?.ApproximateNumberOfMessages ?? 0),
-        inFlight: Number(Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0),
-        delayed: Number(Attributes?.ApproximateNumberOfMessagesDelayed ?? 0),
-      };
+      const { visible, inFlight, delayed } = await queueDepth(sqs, queueUrl);
+      return { stored: visible, inFlight, delayed };
     },
     received: (id) => world.smtp.received.filter((message) => message.postdateId === id),
   };

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import { SQSClient } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import {
@@ -31,6 +31,28 @@ export function streamsClient(): DynamoDBStreamsClient {
 
 export function sqsClient(): SQSClient {
   return new SQSClient({ ...LOCAL_AWS, endpoint: inject('sqsEndpoint') });
+}
+
+/** A queue's counts as SQS reports them: visible now, in flight (received, not deleted), delayed. */
+export async function queueDepth(
+  sqs: SQSClient,
+  queueUrl: string,
+): Promise<{ visible: number; inFlight: number; delayed: number }> {
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: [
+        'ApproximateNumberOfMessages',
+        'ApproximateNumberOfMessagesNotVisible',
+        'ApproximateNumberOfMessagesDelayed',
+      ],
+    }),
+  );
+  return {
+    visible: Number(Attributes?.ApproximateNumberOfMessages ?? 0),
+    inFlight: Number(Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0),
+    delayed: Number(Attributes?.ApproximateNumberOfMessagesDelayed ?? 0),
+  };
 }
 
 /** A name no other test uses: `{prefix}-{random}`. */
