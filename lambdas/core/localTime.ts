@@ -1,0 +1,405 @@
+/**
+ * Local time and quiet hours (DESIGN §16): a wall-clock time in an IANA zone turned into the instant
+ * it names, the instant shown back as a wall clock, and the quiet-hours rule the sender applies
+ * whenever a message comes due. Pure: the zone rules are the runtime's `Intl` data (Node 20 has no
+ * Temporal), the clock is an argument. docs/decisions/local-time.md says why each rule is what it is.
+ *
+ * Daylight saving, as java.time and Temporal's `compatible` disambiguation do it:
+ * - a wall time that does not exist (the spring gap) moves forward by the gap's length: 02:30 in a
+ *   02:00→03:00 gap is 03:30;
+ * - a wall time that exists twice (the autumn overlap) is the earlier instant.
+ */
+import * as z from 'zod';
+import type { FieldError, Validated } from './fieldErrors.js';
+import { ERROR_CLASS, PostdateError } from './postdateError.js';
+
+/** A wall-clock date and time with no zone: what a clock on the recipient's wall shows. */
+export interface LocalDateTime {
+  readonly year: number;
+  /** 1–12. */
+  readonly month: number;
+  readonly day: number;
+  /** 0–23. */
+  readonly hour: number;
+  readonly minute: number;
+  readonly second: number;
+}
+
+/** Quiet hours in the message's `time_zone`: `HH:MM` each, start ≠ end; end < start crosses midnight. */
+export interface QuietHours {
+  readonly start: string;
+  readonly end: string;
+}
+
+/** A zone the runtime does not know (a hand-written record, an older runtime): never a guess. */
+export class UnknownTimeZoneError extends PostdateError {
+  override readonly name = 'UnknownTimeZoneError';
+  readonly field = '/time_zone';
+  constructor(cause?: unknown) {
+    super('time_zone is not a time zone this runtime knows', { class: ERROR_CLASS.permanent, cause });
+  }
+}
+
+/** A quiet-hours window that is not one (start = end, not `HH:MM`): never a guess. */
+export class InvalidQuietHoursError extends PostdateError {
+  override readonly name = 'InvalidQuietHoursError';
+  readonly field = '/quiet_hours';
+  constructor() {
+    super('quiet_hours must be two different HH:MM times', { class: ERROR_CLASS.permanent });
+  }
+}
+
+const SECOND = 1000;
+const DAY = 86_400 * SECOND;
+
+// ── Zones ─────────────────────────────────────────────────────────────────────────────────────
+
+/** How an IANA name is spelled: components that start with a capital (`Etc/GMT+5`, `EST5EDT`). */
+const IANA_NAME = /^[A-Z][A-Za-z0-9_+-]*(?:\/[A-Z][A-Za-z0-9_+-]*)*$/;
+/** Longer than any name in the tz database (the longest is 32): refused before `Intl` reads it. */
+const MAX_ZONE_LENGTH = 64;
+const TIME_ZONE_MESSAGE = 'must be an IANA time zone name as the tz database spells it, e.g. Europe/Berlin';
+
+let canonicalZones: ReadonlySet<string> | undefined;
+
+/**
+ * Whether `name` is a time zone: one of `Intl.supportedValuesOf('timeZone')`, or an alias the
+ * runtime resolves (`UTC`, `Etc/UTC`, `Asia/Kolkata`, `US/Eastern`) spelled as the tz database
+ * spells it. Case matters, as in the tz database and java.time: `europe/berlin` is refused even
+ * though `Intl` would read it, so one zone has one spelling in records and metrics.
+ */
+export function isTimeZone(name: string): boolean {
+  canonicalZones ??= new Set(Intl.supportedValuesOf('timeZone'));
+  if (canonicalZones.has(name)) return true;
+  if (name.length > MAX_ZONE_LENGTH || !IANA_NAME.test(name)) return false;
+  try {
+    formatterFor(name);
+    return true;
+  } catch {
+    // Unknown to Intl: the answer is "not a zone", the RangeError says nothing more.
+    return false;
+  }
+}
+
+/** `time_zone` checked: the name, or a field error naming `/time_zone` (never echoing the value). */
+export function validateTimeZone(name: string): Validated<string> {
+  return isTimeZone(name)
+    ? { ok: true, value: name }
+    : { ok: false, errors: [{ field: '/time_zone', message: TIME_ZONE_MESSAGE }] };
+}
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+/** One formatter per zone (building one costs far more than using it); throws for an unknown zone. */
+function formatterFor(zone: string): Intl.DateTimeFormat {
+  let format = formatters.get(zone);
+  if (format) return format;
+  try {
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      hourCycle: 'h23',
+      era: 'short',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
+  } catch (error) {
+    throw new UnknownTimeZoneError(error);
+  }
+  formatters.set(zone, format);
+  return format;
+}
+
+/**
+ * The wall clock at an instant, as milliseconds read as if UTC ("wall ms"): whole seconds, so
+ * `wallAt(t) - t` is the zone's offset at `t` (to the second: old local mean times have seconds).
+ */
+function wallAt(instantMs: number, zone: string): number {
+  const fields = { year: 0, month: 1, day: 1, hour: 0, minute: 0, second: 0 };
+  let beforeChrist = false;
+  for (const part of formatterFor(zone).formatToParts(instantMs)) {
+    if (part.type === 'era') beforeChrist = part.value.startsWith('B');
+    else if (part.type in fields) fields[part.type as keyof typeof fields] = Number(part.value);
+  }
+  return wallMsOf({ ...fields, year: beforeChrist ? 1 - fields.year : fields.year });
+}
+
+const offsetAt = (instantMs: number, zone: string) =>
+  wallAt(instantMs, zone) - Math.floor(instantMs / SECOND) * SECOND;
+
+function wallMsOf(local: LocalDateTime): number {
+  // setUTCFullYear, not Date.UTC: Date.UTC reads years 0–99 as 1900–1999.
+  const date = new Date(0);
+  date.setUTCFullYear(local.year, local.month - 1, local.day);
+  date.setUTCHours(local.hour, local.minute, local.second, 0);
+  return date.getTime();
+}
+
+function localOf(wallMs: number): LocalDateTime {
+  const date = new Date(wallMs);
+  return {
+    year: date.getUTCFullYear(),
+    month: date.getUTCMonth() + 1,
+    day: date.getUTCDate(),
+    hour: date.getUTCHours(),
+    minute: date.getUTCMinutes(),
+    second: date.getUTCSeconds(),
+  };
+}
+
+/**
+ * Every instant whose wall clock is `wallMs`, earliest first: none in a gap, two in an overlap.
+ * The offsets tried are those a day before and a day after, as Temporal's reference code does: no
+ * zone changes its offset twice within two days (the closest in the tz data are weeks apart).
+ */
+function instantsShowing(wallMs: number, zone: string): number[] {
+  const offsets = new Set([offsetAt(wallMs - DAY, zone), offsetAt(wallMs + DAY, zone)]);
+  return [...offsets]
+    .map((offset) => wallMs - offset)
+    .filter((instant) => wallAt(instant, zone) === wallMs)
+    .sort((a, b) => a - b);
+}
+
+/**
+ * The instants a wall time resolves to: those that show it, or — in a gap — the one instant it
+ * moves forward to by the gap's length (Temporal's `compatible`: shift by the offset change, take
+ * the later instant showing the shifted time).
+ */
+function resolveWall(wallMs: number, zone: string): number[] {
+  const showing = instantsShowing(wallMs, zone);
+  if (showing.length > 0) return showing;
+  const offsetBefore = offsetAt(wallMs - DAY, zone);
+  const gap = offsetAt(wallMs + DAY, zone) - offsetBefore;
+  const later = instantsShowing(wallMs + gap, zone).at(-1);
+  return [later ?? wallMs - offsetBefore];
+}
+
+/** The instant a wall-clock time names in `zone`: forward by the gap in a gap, the earlier in an overlap. */
+export function zonedInstant(local: LocalDateTime, zone: string): Date {
+  return new Date(resolveWall(wallMsOf(local), zone)[0] as number);
+}
+
+/** The wall clock an instant shows in `zone` (the message view's `send_at_local`). */
+export function localDateTimeAt(instant: Date, zone: string): LocalDateTime {
+  return localOf(wallAt(instant.getTime(), zone));
+}
+
+// ── send_at_local ─────────────────────────────────────────────────────────────────────────────
+
+const LOCAL_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/i;
+const WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)$/i;
+const SEND_AT_LOCAL_MESSAGES = {
+  offset: 'must be a local time without an offset or Z (an instant is send_at)',
+  form: 'must be a local date-time like 2026-12-03T09:00 or 2026-12-03T09:00:00',
+  range: 'is not a date and time of the calendar (month 01–12, a day of that month, 00:00:00–23:59:59)',
+} as const;
+
+/** `send_at_local` read: `YYYY-MM-DDTHH:MM` or `…:SS`, no offset, a real calendar date. */
+export function parseSendAtLocal(text: string): Validated<LocalDateTime> {
+  const refuse = (message: string): Validated<LocalDateTime> => ({
+    ok: false,
+    errors: [{ field: '/send_at_local', message }],
+  });
+  const match = LOCAL_DATE_TIME.exec(text);
+  if (!match) return refuse(SEND_AT_LOCAL_MESSAGES[WITH_OFFSET.test(text) ? 'offset' : 'form']);
+  const [year, month, day, hour, minute, second] = match.slice(1).map((field) => Number(field ?? '0')) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const valid =
+    year >= 1 &&
+    month >= 1 &&
+    month <= 12 &&
+    day >= 1 &&
+    day <= daysInMonth(year, month) &&
+    hour <= 23 &&
+    minute <= 59 &&
+    second <= 59;
+  return valid
+    ? { ok: true, value: { year, month, day, hour, minute, second } }
+    : refuse(SEND_AT_LOCAL_MESSAGES.range);
+}
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+}
+
+/** A wall-clock time as `YYYY-MM-DDTHH:MM:SS` (the message view's form: always with seconds). */
+export function formatLocalDateTime(local: LocalDateTime): string {
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${String(local.year).padStart(4, '0')}-${two(local.month)}-${two(local.day)}T${two(local.hour)}:${two(local.minute)}:${two(local.second)}`;
+}
+
+/** `send_at_local` in `time_zone` as the instant to store as `send_at`, or every bad field. */
+export function sendAtFromLocal(sendAtLocal: string, timeZone: string): Validated<Date> {
+  const local = parseSendAtLocal(sendAtLocal);
+  const zone = validateTimeZone(timeZone);
+  if (!local.ok || !zone.ok) {
+    const errors: FieldError[] = [...(local.ok ? [] : local.errors), ...(zone.ok ? [] : zone.errors)];
+    return { ok: false, errors };
+  }
+  return { ok: true, value: zonedInstant(local.value, zone.value) };
+}
+
+// ── Quiet hours ───────────────────────────────────────────────────────────────────────────────
+
+const HH_MM = /^([01]\d|2[0-3]):([0-5]\d)$/;
+const HH_MM_MESSAGE = 'must be a time of day HH:MM, 00:00–23:59';
+const SAME_START_AND_END_MESSAGE =
+  'must differ from start (a window from a time to itself is ambiguous: omit quiet_hours for none)';
+
+/** The window in seconds of the day: [start, end), crossing midnight when end < start. */
+interface Window {
+  readonly start: number;
+  readonly end: number;
+}
+
+function windowOf(quietHours: QuietHours): Window {
+  const start = HH_MM.exec(quietHours.start);
+  const end = HH_MM.exec(quietHours.end);
+  if (!start || !end || quietHours.start === quietHours.end) throw new InvalidQuietHoursError();
+  const seconds = (match: RegExpExecArray) => Number(match[1]) * 3600 + Number(match[2]) * 60;
+  return { start: seconds(start), end: seconds(end) };
+}
+
+/** Whether a wall time (wall ms) is inside the window: its start included, its end not. */
+function isInside(wallMs: number, window: Window): boolean {
+  const second = (((wallMs % DAY) + DAY) % DAY) / SECOND;
+  return window.start < window.end
+    ? second >= window.start && second < window.end
+    : second >= window.start || second < window.end;
+}
+
+/** A hold never reaches this many days; not finding an end within them is a broken zone, not a wait. */
+const MAX_HOLD_DAYS = 4;
+
+/**
+ * When a message that comes due at `due` may go, given quiet hours in `zone`: undefined when `due`
+ * is outside the window; otherwise the window's end as an instant — the first instant after `due`
+ * that shows the end time and is outside the window (after a fall-back the window can come round
+ * twice in one night). An end time that falls in a spring gap moves forward by the gap's length,
+ * as `send_at_local` does; if that lands back inside the window, the next day's end is taken.
+ */
+export function heldUntil(due: Date, quietHours: QuietHours, zone: string): Date | undefined {
+  const window = windowOf(quietHours);
+  const dueMs = due.getTime();
+  const dueWall = wallAt(dueMs, zone);
+  if (!isInside(dueWall, window)) return undefined;
+  const dueDay = dueWall - (((dueWall % DAY) + DAY) % DAY);
+  for (let day = 0; day < MAX_HOLD_DAYS; day++) {
+    for (const end of resolveWall(dueDay + day * DAY + window.end * SECOND, zone)) {
+      if (end > dueMs && !isInside(wallAt(end, zone), window)) return new Date(end);
+    }
+  }
+  throw new PostdateError(`no end of quiet hours within ${MAX_HOLD_DAYS} days`, {
+    class: ERROR_CLASS.permanent,
+  });
+}
+
+/** What quiet hours make of a message that comes due now: hold is no attempt (DESIGN §16). */
+export type QuietHoursDecision =
+  | { readonly kind: 'send' }
+  | { readonly kind: 'hold'; readonly until: Date }
+  /** Its `not_after` comes before the window ends: it can never go, so it expires. */
+  | { readonly kind: 'expire' };
+
+export interface QuietHoursInput {
+  /** When the message comes due: its send time, or now after a retry, an outage or a pause. */
+  readonly due: Date;
+  readonly quietHours?: QuietHours | null;
+  readonly timeZone?: string | null;
+  readonly notAfter?: Date | null;
+}
+
+/**
+ * Quiet hours combined with `not_after`: send when due outside them; hold until their end; expire
+ * when `not_after` comes before that end (a deadline at the end itself still lets it go, as a
+ * deadline is only past once it is behind us). Whether `not_after` is already past at `due` is the
+ * sender's deadline check (core/unsentDecision.ts), made before this one.
+ */
+export function quietHoursDecision(input: QuietHoursInput): QuietHoursDecision {
+  if (input.quietHours == null) return { kind: 'send' };
+  if (input.timeZone == null) throw new UnknownTimeZoneError();
+  const until = heldUntil(input.due, input.quietHours, input.timeZone);
+  if (until === undefined) return { kind: 'send' };
+  if (input.notAfter != null && input.notAfter.getTime() < until.getTime()) return { kind: 'expire' };
+  return { kind: 'hold', until };
+}
+
+// ── The request fields, for the API to add ────────────────────────────────────────────────────
+
+/** `time_zone`: an IANA name (see {@link isTimeZone}). */
+export const TimeZoneSchema = z
+  .string()
+  .superRefine((value, ctx) => {
+    if (!isTimeZone(value)) ctx.addIssue({ code: 'custom', message: TIME_ZONE_MESSAGE });
+  })
+  .meta({
+    description: 'An IANA time zone name, spelled as the tz database spells it.',
+    example: 'Europe/Berlin',
+    maxLength: MAX_ZONE_LENGTH,
+  });
+
+/** `send_at_local`: a wall-clock time without offset. */
+export const SendAtLocalSchema = z
+  .string()
+  .superRefine((value, ctx) => {
+    const parsed = parseSendAtLocal(value);
+    if (!parsed.ok)
+      for (const error of parsed.errors) ctx.addIssue({ code: 'custom', message: error.message });
+  })
+  .meta({
+    description:
+      'A wall-clock time in time_zone, without offset. One that does not exist (a spring gap) moves forward by the gap; one that exists twice (an autumn overlap) is the earlier instant.',
+    example: '2026-12-03T09:00',
+    pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2})?$',
+  });
+
+const TimeOfDay = z.string().regex(HH_MM, HH_MM_MESSAGE).meta({ example: '21:00' });
+
+/** `quiet_hours`: `{start, end}` in time_zone, start ≠ end; the window may cross midnight. */
+export const QuietHoursSchema = z
+  .strictObject({ start: TimeOfDay, end: TimeOfDay.meta({ example: '08:00' }) })
+  .superRefine((window, ctx) => {
+    if (window.start === window.end)
+      ctx.addIssue({ code: 'custom', message: SAME_START_AND_END_MESSAGE, path: ['end'] });
+  })
+  .meta({
+    description:
+      'A message that comes due inside [start, end) in time_zone waits until end (crossing midnight when end < start), unless not_after comes first; start must differ from end.',
+  });
+
+/** The three fields as the enqueue, batch item and reschedule bodies will carry them. */
+export const LOCAL_TIME_FIELDS = {
+  send_at_local: SendAtLocalSchema.nullish(),
+  time_zone: TimeZoneSchema.nullish(),
+  quiet_hours: QuietHoursSchema.nullish(),
+};
+
+/** What the fields need of each other and of send_at / delay_seconds: call from the body's superRefine. */
+export function localTimeRules(
+  body: {
+    readonly send_at?: string | null;
+    readonly delay_seconds?: number | null;
+    readonly send_at_local?: string | null;
+    readonly time_zone?: string | null;
+    readonly quiet_hours?: QuietHours | null;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const issue = (field: string, message: string) => ctx.addIssue({ code: 'custom', message, path: [field] });
+  if (body.send_at_local != null && (body.send_at != null || body.delay_seconds != null))
+    issue('send_at_local', 'give send_at_local instead of send_at or delay_seconds, not with them');
+  if (body.time_zone == null) {
+    if (body.send_at_local != null) issue('time_zone', 'is required with send_at_local');
+    else if (body.quiet_hours != null) issue('time_zone', 'is required with quiet_hours');
+  }
+}
