@@ -66,7 +66,9 @@ let canonicalZones: ReadonlySet<string> | undefined;
  * Whether `name` is a time zone: one of `Intl.supportedValuesOf('timeZone')`, or an alias the
  * runtime resolves (`UTC`, `Etc/UTC`, `Asia/Kolkata`, `US/Eastern`) spelled as the tz database
  * spells it. Case matters, as in the tz database and java.time: `europe/berlin` is refused even
- * though `Intl` would read it, so one zone has one spelling in records and metrics.
+ * though `Intl` would read it, so one zone has one spelling in records and metrics. Node lists no
+ * aliases, so an alias is held to the form only (each part starts with a capital: `US/EASTERN`
+ * passes); a name in the list is matched exactly.
  */
 export function isTimeZone(name: string): boolean {
   canonicalZones ??= new Set(Intl.supportedValuesOf('timeZone'));
