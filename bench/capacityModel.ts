@@ -739,7 +739,7 @@ export function requestsTable(): string[] {
       row([
         call.fn,
         call.request,
-        `\`${call.item}\``,
+        call.item.includes('#') ? `\`${call.item}\`` : call.item,
         call.units,
         ...JOURNEY_IDS.map((id) => count(counts.get(id) ?? 0)),
       ]),
