@@ -1,0 +1,869 @@
+/**
+ * The capacity model behind docs/capacity.md (DESIGN §4, "No hot partitions"): the requests one
+ * message makes on each path, as data read from the code, and what they load at a given rate —
+ * every quota and every partition key on the way, and the rate at which each one binds.
+ *
+ * Pure arithmetic: no AWS SDK, no clock. The numbers the code defines are imported from where they
+ * are defined (shard counts, batch sizes, event source concurrency, prop defaults); the few the code
+ * keeps inline are copied below with the file that holds them (test/bench/capacityModel.test.ts
+ * checks those files still say so). Quotas are AWS's defaults, each with its page in
+ * docs/capacity.md. `npm run capacity` prints the tables the page carries; the test fails when the
+ * page and the model disagree.
+ */
+import { pathToFileURL } from 'node:url';
+import { SQS_MAX_BATCH } from '../lambdas/core/queueLimits.js';
+import { INDEX_SHARDS, SUPPRESSION_SHARDS } from '../lambdas/store/tableLayout.js';
+import { RELAY_STREAM, SENDER_QUEUE } from '../lib/eventSourceLayout.js';
+import { POSTDATE_DEFAULTS } from '../lib/postdateProps.js';
+import { EVENTS_STREAM, WEBHOOK_DELIVERY } from '../lib/webhookLayout.js';
+
+/** What the model assumes about the traffic and the time things take (docs/capacity.md §1). */
+export const ASSUMPTIONS = {
+  /** Messages per second, all of one tenant (the worst case for its partition keys). */
+  rate: 10_000,
+  /** The body item in write units as stored: a 4 KB HTML mail, compressed (docs/data-model.md). */
+  bodyUnits: 2,
+  recipients: 1,
+  /** Subscribed webhook endpoints of the tenant, each subscribed to every event type. */
+  endpoints: 1,
+  /** A delivery item (the event's JSON and its bookkeeping) in write units. */
+  deliveryUnits: 2,
+  apiSeconds: 0.04,
+  smtpSeconds: 0.25,
+  /** The sender's DynamoDB round trips around one send: state read, claim with body read, outcome. */
+  tableSecondsPerSend: 0.03,
+  /** A copy that is read and dropped, or read and put back with its remaining delay. */
+  quickCopySeconds: 0.01,
+  /** A copy queued with `DelaySeconds = floor(remaining)` arrives up to 1 s early and waits it out. */
+  earlyWaitSeconds: 0.5,
+  streamBatchSeconds: 0.1,
+  endpointSeconds: 0.3,
+} as const;
+
+/** Inline in the code (the test checks each file still says so). */
+export const INLINE = {
+  /** lambdas/sender/createSenderHandler.ts: `deps.concurrency ?? 4`, copies of a batch at once. */
+  senderCopiesAtOnce: 4,
+  /** lambdas/sender/relayGate.ts: `cacheMs ?? 1000`, how long a container reuses its gate read. */
+  gateCacheSeconds: 1,
+  /** lambdas/adapters/EventBridgeBus.ts: `PUT_EVENTS_MAX = 10`, events per PutEvents. */
+  eventsPerPut: 10,
+  /** lambdas/adapters/smtpCredentials.ts: `5 * 60_000`, how long a container keeps the SMTP secret. */
+  secretCacheSeconds: 300,
+} as const;
+
+/** Status changes that are events on every path: `scheduled` at acceptance, then `sent`. */
+const EVENTS_PER_MESSAGE = 2;
+/** State records the event producer's filter passes: the INSERT, the claim and the outcome. */
+const EVENT_RECORDS_PER_MESSAGE = 3;
+
+export type LimitKind = 'prop' | 'code' | 'quota' | 'hard' | 'design' | 'hot key';
+
+export interface Limit {
+  readonly label: string;
+  readonly capacity: number;
+  readonly kind: LimitKind;
+  /** What moves it. */
+  readonly moves: string;
+}
+
+const DEFAULTS = POSTDATE_DEFAULTS;
+
+/** The limits that are not one partition key. */
+export const LIMITS = {
+  senderMaxConcurrency: {
+    label: '`senderMaxConcurrency` (sender event source)',
+    capacity: DEFAULTS.senderMaxConcurrency,
+    kind: 'prop',
+    moves: '`-c senderMaxConcurrency=…` (at most 1,000)',
+  },
+  apiStage: {
+    label: '`apiThrottle.rateLimit` (the stage)',
+    capacity: DEFAULTS.apiThrottle.rateLimit,
+    kind: 'prop',
+    moves: '`-c apiRateLimit=… -c apiBurstLimit=…`',
+  },
+  webhookConcurrency: {
+    label: 'webhook delivery `MaximumConcurrency`',
+    capacity: WEBHOOK_DELIVERY.maxConcurrency,
+    kind: 'code',
+    moves: 'a prop (code: lib/webhookLayout.ts)',
+  },
+  apiAccount: {
+    label: 'API Gateway account throttle, rps',
+    capacity: 10_000,
+    kind: 'quota',
+    moves: 'quota raise (2,500 in newer Regions); a batch enqueue',
+  },
+  lambdaConcurrency: {
+    label: 'Lambda concurrent executions',
+    capacity: 1_000,
+    kind: 'quota',
+    moves: 'quota raise ("tens of thousands")',
+  },
+  lambdaInvocations: {
+    label: 'Lambda invocations/s (10 × concurrency)',
+    capacity: 10 * 1_000,
+    kind: 'quota',
+    moves: 'follows the concurrency quota',
+  },
+  senderEventSource: {
+    label: 'SQS event source, 1,000 batches at once',
+    capacity: 1_000,
+    kind: 'hard',
+    moves: 'more copies at once per batch (code), a second queue',
+  },
+  tableWrites: {
+    label: 'table writes (on-demand, per table)',
+    capacity: 40_000,
+    kind: 'quota',
+    moves: 'quota raise; pre-warm (`WarmThroughput`)',
+  },
+  tableReads: {
+    label: 'table reads (on-demand, per table)',
+    capacity: 40_000,
+    kind: 'quota',
+    moves: 'quota raise; pre-warm',
+  },
+  byStatusWrites: {
+    label: 'index `by_status` writes',
+    capacity: 40_000,
+    kind: 'quota',
+    moves: 'quota raise',
+  },
+  dueWrites: { label: 'index `due` writes', capacity: 40_000, kind: 'quota', moves: 'quota raise' },
+  byTenantWrites: {
+    label: 'index `by_tenant` writes',
+    capacity: 40_000,
+    kind: 'quota',
+    moves: 'quota raise',
+  },
+  schedulerCreate: {
+    label: 'Scheduler `CreateSchedule`/s',
+    capacity: 5_000,
+    kind: 'quota',
+    moves: 'quota raise ("tens of thousands")',
+  },
+  schedulerInvoke: {
+    label: 'Scheduler invocations/s',
+    capacity: 1_000,
+    kind: 'quota',
+    moves: 'quota raise ("tens of thousands")',
+  },
+  putEvents: {
+    label: 'EventBridge `PutEvents`/s (us-east-1)',
+    capacity: 10_000,
+    kind: 'quota',
+    moves: 'quota raise (2,400 in us-east-2, fewer elsewhere)',
+  },
+  secretReads: {
+    label: 'Secrets Manager `GetSecretValue`/s',
+    capacity: 10_000,
+    kind: 'quota',
+    moves: 'quota raise',
+  },
+  sqsInFlight: {
+    label: 'send queue in flight (~120,000)',
+    capacity: 120_000,
+    kind: 'quota',
+    moves: 'support request; shorter invocations',
+  },
+} as const satisfies Record<string, Limit>;
+
+export type LimitId = keyof typeof LIMITS;
+
+/** Partition keys that take more than the spread load of a message id. */
+export interface HotKey {
+  readonly key: string;
+  /** Whose traffic lands on it. */
+  readonly scope: string;
+  /** How many partition-key values share the load evenly (shards); 1 for one item. */
+  readonly shards: number;
+  readonly moves: string;
+}
+
+const shardRange = (shards: number) => `{0..${shards - 1}}`;
+
+export const KEYS = {
+  groupHead: {
+    key: 'GROUP#{tenant}#{group}',
+    scope: 'one group',
+    shards: 1,
+    moves: 'write the head only when the version rises; read it once (code)',
+  },
+  templateHeads: {
+    key: 'TPLS#{tenant}',
+    scope: 'one tenant',
+    shards: 1,
+    moves: 'cache the head briefly (code)',
+  },
+  deliveries: {
+    key: 'WHDL#{endpoint}',
+    scope: 'one endpoint',
+    shards: 1,
+    moves: 'shard the key (code)',
+  },
+  endpoints: {
+    key: 'WHEP#{tenant}',
+    scope: 'one tenant',
+    shards: 1,
+    moves: 'read the endpoint from the copy or a cache (code)',
+  },
+  gate: {
+    key: 'GATE#sending',
+    scope: 'the stack',
+    shards: 1,
+    moves: 'read it less often per container (code)',
+  },
+  suppressions: {
+    key: `SUPP#{tenant}#${shardRange(SUPPRESSION_SHARDS)}`,
+    scope: 'one tenant',
+    shards: SUPPRESSION_SHARDS,
+    moves: '`SUPPRESSION_SHARDS`',
+  },
+  byStatusScheduled: {
+    key: `by_status {tenant}#scheduled#${shardRange(INDEX_SHARDS.byStatus)}`,
+    scope: 'one tenant',
+    shards: INDEX_SHARDS.byStatus,
+    moves: '`INDEX_SHARDS.byStatus`',
+  },
+  byStatusSending: {
+    key: `by_status {tenant}#sending#${shardRange(INDEX_SHARDS.byStatus)}`,
+    scope: 'one tenant',
+    shards: INDEX_SHARDS.byStatus,
+    moves: '`INDEX_SHARDS.byStatus`',
+  },
+  byStatusSent: {
+    key: `by_status {tenant}#sent#${shardRange(INDEX_SHARDS.byStatus)}`,
+    scope: 'one tenant',
+    shards: INDEX_SHARDS.byStatus,
+    moves: '`INDEX_SHARDS.byStatus`',
+  },
+  byTenant: {
+    key: `by_tenant {tenant}#${shardRange(INDEX_SHARDS.byTenant)}`,
+    scope: 'one tenant',
+    shards: INDEX_SHARDS.byTenant,
+    moves: '`INDEX_SHARDS.byTenant`',
+  },
+  due: {
+    key: `due due#${shardRange(INDEX_SHARDS.due)}`,
+    scope: 'every tenant',
+    shards: INDEX_SHARDS.due,
+    moves: '`INDEX_SHARDS.due`',
+  },
+} as const satisfies Record<string, HotKey>;
+
+export type KeyId = keyof typeof KEYS;
+
+/** DynamoDB's ceiling for one partition, whatever the table's mode (docs/capacity.md §2). */
+export const PARTITION = { writeUnits: 1_000, readUnits: 3_000 } as const;
+
+/** One request a message causes, and what each one costs. */
+export interface Call {
+  readonly fn: 'api' | 'relay' | 'scheduler' | 'sender' | 'events' | 'webhooks';
+  readonly request: string;
+  readonly item: string;
+  readonly units: string;
+  readonly perMessage: number;
+  readonly loads?: Partial<Record<LimitId, number>>;
+  readonly keys?: readonly { readonly key: KeyId; readonly read?: number; readonly write?: number }[];
+}
+
+/** One copy on the send queue and the time it holds a sender slot. */
+interface Copy {
+  readonly seconds: number;
+}
+
+export interface Journey {
+  readonly label: string;
+  /** API requests per message (a batch enqueue carries 100). */
+  readonly apiRequests: number;
+  readonly calls: readonly Call[];
+  readonly copies: readonly Copy[];
+  /** Webhook deliveries per message (events × subscribed endpoints). */
+  readonly deliveries: number;
+}
+
+const A = ASSUMPTIONS;
+const B = A.bodyUnits;
+const sendSeconds = A.tableSecondsPerSend + A.smtpSeconds;
+const INDEXED_PUT = { byStatusWrites: 1, byTenantWrites: 1, dueWrites: 1 } as const;
+const INDEXED_PUT_KEYS = [
+  { key: 'byStatusScheduled', write: 1 },
+  { key: 'byTenant', write: 1 },
+  { key: 'due', write: 1 },
+] as const;
+
+const CALLS = {
+  putBody: {
+    fn: 'api',
+    request: 'PutItem, new',
+    item: 'MSG#{id} BODY',
+    units: `${B} W`,
+    perMessage: 1,
+    loads: { tableWrites: B },
+  },
+  putState: {
+    fn: 'api',
+    request: 'PutItem, new',
+    item: 'MSG#{id} STATE + 3 index entries',
+    units: '1 W + 1 W per index',
+    perMessage: 1,
+    loads: { tableWrites: 1, ...INDEXED_PUT },
+    keys: INDEXED_PUT_KEYS,
+  },
+  readGroupHead: {
+    fn: 'api',
+    request: 'GetItem, consistent',
+    item: 'GROUP#{tenant}#{group}',
+    units: '1 R',
+    perMessage: 1,
+    loads: { tableReads: 1 },
+    keys: [{ key: 'groupHead', read: 1 }],
+  },
+  enqueueGrouped: {
+    fn: 'api',
+    request: 'TransactWriteItems: STATE, BODY, head',
+    item: 'MSG#{id} ×2, GROUP#{tenant}#{group}',
+    units: `2×(1 + ${B} + 1) W + 1 W per index`,
+    perMessage: 1,
+    loads: { tableWrites: 2 * (1 + B + 1), ...INDEXED_PUT },
+    // The head is rewritten on every enqueue, even when the version does not rise.
+    keys: [...INDEXED_PUT_KEYS, { key: 'groupHead', write: 2 }],
+  },
+  readTemplateHead: {
+    fn: 'api',
+    request: 'GetItem, consistent (no cache)',
+    item: 'TPLS#{tenant}',
+    units: '1 R',
+    perMessage: 1,
+    loads: { tableReads: 1 },
+    keys: [{ key: 'templateHeads', read: 1 }],
+  },
+  apiCopy: {
+    fn: 'api',
+    request: 'SendMessageBatch, 1 copy',
+    item: 'send queue',
+    units: '—',
+    perMessage: 1,
+  },
+  relayCopies: {
+    fn: 'relay',
+    request: `SendMessageBatch, ${SQS_MAX_BATCH} copies`,
+    item: 'send queue',
+    units: '—',
+    perMessage: 1 / SQS_MAX_BATCH,
+  },
+  createSchedule: {
+    fn: 'relay',
+    request: 'CreateSchedule',
+    item: 'the schedule group',
+    units: '—',
+    perMessage: 1,
+    loads: { schedulerCreate: 1 },
+  },
+  scheduleFires: {
+    fn: 'scheduler',
+    request: 'invocation: SendMessage',
+    item: 'send queue',
+    units: '—',
+    perMessage: 1,
+    loads: { schedulerInvoke: 1 },
+  },
+  redelay: {
+    fn: 'sender',
+    request: 'SendMessageBatch, the early copy again',
+    item: 'send queue',
+    units: '—',
+    perMessage: 1,
+  },
+  readGroupHeadTwice: {
+    fn: 'sender',
+    request: 'GetItem, consistent, before and after the claim',
+    item: 'GROUP#{tenant}#{group}',
+    units: '1 R',
+    perMessage: 2,
+    loads: { tableReads: 1 },
+    keys: [{ key: 'groupHead', read: 1 }],
+  },
+  claim: {
+    fn: 'sender',
+    request: 'UpdateItem, claim',
+    item: 'MSG#{id} STATE',
+    units: '1 W + by_status 2 + due 2',
+    perMessage: 1,
+    loads: { tableWrites: 1, byStatusWrites: 2, dueWrites: 2 },
+    keys: [
+      { key: 'byStatusScheduled', write: 1 },
+      { key: 'byStatusSending', write: 1 },
+      { key: 'due', write: 2 },
+    ],
+  },
+  readBody: {
+    fn: 'sender',
+    request: 'GetItem, consistent',
+    item: 'MSG#{id} BODY',
+    units: `${Math.ceil(B / 4)} R`,
+    perMessage: 1,
+    loads: { tableReads: Math.ceil(B / 4) },
+  },
+  suppressions: {
+    fn: 'sender',
+    request: 'BatchGetItem, a key per recipient',
+    item: 'SUPP#{tenant}#{shard}',
+    units: '0.5 R',
+    perMessage: A.recipients,
+    loads: { tableReads: 0.5 },
+    keys: [{ key: 'suppressions', read: 0.5 }],
+  },
+  smtp: {
+    fn: 'sender',
+    request: 'SMTP transaction',
+    item: 'the relay (SES counts recipients)',
+    units: '—',
+    perMessage: 1,
+  },
+  outcome: {
+    fn: 'sender',
+    request: 'UpdateItem, outcome',
+    item: 'MSG#{id} STATE',
+    units: '1 W + by_status 2 + due 1',
+    perMessage: 1,
+    loads: { tableWrites: 1, byStatusWrites: 2, dueWrites: 1 },
+    keys: [
+      { key: 'byStatusSending', write: 1 },
+      { key: 'byStatusSent', write: 1 },
+      { key: 'due', write: 1 },
+    ],
+  },
+  putEvents: {
+    fn: 'events',
+    request: `PutEvents, ${INLINE.eventsPerPut} events`,
+    item: 'the event bus',
+    units: '—',
+    perMessage: EVENTS_PER_MESSAGE / INLINE.eventsPerPut,
+    loads: { putEvents: 1 },
+  },
+  listEndpoints: {
+    fn: 'events',
+    request: 'Query, consistent, per batch',
+    item: 'WHEP#{tenant}',
+    units: '1 R',
+    perMessage: EVENT_RECORDS_PER_MESSAGE / EVENTS_STREAM.batchSize,
+    loads: { tableReads: 1 },
+    keys: [{ key: 'endpoints', read: 1 }],
+  },
+} as const satisfies Record<string, Call>;
+
+/** The calls of the webhook deliveries of one message, `deliveries` of them (events × endpoints). */
+function deliveryCalls(deliveries: number): Call[] {
+  const D = A.deliveryUnits;
+  return [
+    {
+      fn: 'events',
+      request: 'PutItem, new delivery',
+      item: 'WHDL#{endpoint}',
+      units: `${D} W`,
+      perMessage: deliveries,
+      loads: { tableWrites: D },
+      keys: [{ key: 'deliveries', write: D }],
+    },
+    {
+      fn: 'events',
+      request: `SendMessageBatch, ${SQS_MAX_BATCH} copies`,
+      item: 'webhook queue',
+      units: '—',
+      perMessage: deliveries / SQS_MAX_BATCH,
+    },
+    {
+      fn: 'webhooks',
+      request: 'GetItem, consistent',
+      item: 'WHDL#{endpoint}',
+      units: '1 R',
+      perMessage: deliveries,
+      loads: { tableReads: 1 },
+      keys: [{ key: 'deliveries', read: 1 }],
+    },
+    {
+      fn: 'webhooks',
+      request: 'GetItem, consistent',
+      item: 'WHEP#{tenant}',
+      units: '1 R',
+      perMessage: deliveries,
+      loads: { tableReads: 1 },
+      keys: [{ key: 'endpoints', read: 1 }],
+    },
+    {
+      fn: 'webhooks',
+      request: 'UpdateItem, attempt',
+      item: 'WHDL#{endpoint}',
+      units: `${D} W`,
+      perMessage: deliveries,
+      loads: { tableWrites: D },
+      keys: [{ key: 'deliveries', write: D }],
+    },
+  ];
+}
+
+const C = CALLS;
+const sending = [C.claim, C.readBody, C.suppressions, C.smtp, C.outcome];
+const always = [C.putEvents, C.listEndpoints];
+/** Due now: the api's copy is sent, the relay's backup (held back a few seconds) is read and dropped. */
+const IMMEDIATE_COPIES: readonly Copy[] = [{ seconds: sendSeconds }, { seconds: A.quickCopySeconds }];
+const stateReads = (copies: number): Call => ({
+  fn: 'sender',
+  request: 'GetItem, consistent, per copy',
+  item: 'MSG#{id} STATE',
+  units: '1 R',
+  perMessage: copies,
+  loads: { tableReads: 1 },
+});
+const immediateCalls = [
+  C.putBody,
+  C.putState,
+  C.apiCopy,
+  C.relayCopies,
+  stateReads(2),
+  ...sending,
+  ...always,
+];
+
+/** The paths of DESIGN §4, each as the code takes it. */
+export const JOURNEYS = {
+  immediate: {
+    label: 'immediate',
+    apiRequests: 1,
+    calls: immediateCalls,
+    copies: IMMEDIATE_COPIES,
+    deliveries: 0,
+  },
+  deferred: {
+    label: 'deferred ≤ 15 min',
+    apiRequests: 1,
+    calls: [C.putBody, C.putState, C.relayCopies, stateReads(1), ...sending, ...always],
+    copies: [{ seconds: sendSeconds + A.earlyWaitSeconds }],
+    deliveries: 0,
+  },
+  scheduled: {
+    label: 'deferred > 15 min',
+    apiRequests: 1,
+    calls: [
+      C.putBody,
+      C.putState,
+      C.createSchedule,
+      C.scheduleFires,
+      stateReads(2),
+      C.redelay,
+      ...sending,
+      ...always,
+    ],
+    copies: [{ seconds: A.quickCopySeconds }, { seconds: sendSeconds + A.earlyWaitSeconds }],
+    deliveries: 0,
+  },
+  templated: {
+    label: 'templated',
+    apiRequests: 1,
+    calls: [C.readTemplateHead, ...immediateCalls],
+    copies: IMMEDIATE_COPIES,
+    deliveries: 0,
+  },
+  grouped: {
+    label: 'grouped',
+    apiRequests: 1,
+    calls: [
+      C.readGroupHead,
+      C.enqueueGrouped,
+      C.apiCopy,
+      C.relayCopies,
+      stateReads(2),
+      C.readGroupHeadTwice,
+      ...sending,
+      ...always,
+    ],
+    copies: IMMEDIATE_COPIES,
+    deliveries: 0,
+  },
+  webhooks: {
+    label: 'webhooks',
+    apiRequests: 1,
+    calls: [...immediateCalls, ...deliveryCalls(EVENTS_PER_MESSAGE * A.endpoints)],
+    copies: IMMEDIATE_COPIES,
+    deliveries: EVENTS_PER_MESSAGE * A.endpoints,
+  },
+  batch: {
+    label: 'batch (not built)',
+    apiRequests: 1 / 100,
+    calls: immediateCalls,
+    copies: IMMEDIATE_COPIES,
+    deliveries: 0,
+  },
+} as const satisfies Record<string, Journey>;
+
+export type JourneyId = keyof typeof JOURNEYS;
+export const JOURNEY_IDS = Object.keys(JOURNEYS) as JourneyId[];
+
+/** What one message of a journey asks of every limit, per message (units, requests or slots). */
+export interface Demand {
+  readonly limits: Readonly<Record<string, number>>;
+  /** Sender slots (concurrency-seconds) per message. */
+  readonly senderSeconds: number;
+}
+
+/** The sender runs `batchSize` copies `senderCopiesAtOnce` at a time: ⌈10/4⌉ = 3 rounds a batch. */
+const senderParallelism =
+  SENDER_QUEUE.batchSize / Math.ceil(SENDER_QUEUE.batchSize / INLINE.senderCopiesAtOnce);
+
+export function demand(journey: Journey): Demand {
+  const limits: Record<string, number> = {};
+  const add = (id: string, amount: number) => {
+    if (amount > 0) limits[id] = (limits[id] ?? 0) + amount;
+  };
+  for (const call of journey.calls) {
+    for (const [id, amount] of Object.entries(call.loads ?? {})) add(id, call.perMessage * amount);
+    for (const load of call.keys ?? []) {
+      const shards = KEYS[load.key].shards;
+      add(keyLimitId(load.key, 'write'), (call.perMessage * (load.write ?? 0)) / shards);
+      add(keyLimitId(load.key, 'read'), (call.perMessage * (load.read ?? 0)) / shards);
+    }
+  }
+  const copySeconds = journey.copies.reduce((sum, copy) => sum + copy.seconds, 0);
+  const senderSeconds = copySeconds / senderParallelism;
+  const senderInvocations = journey.copies.length / SENDER_QUEUE.batchSize;
+  const batchSeconds =
+    (copySeconds / journey.copies.length) * Math.ceil(SENDER_QUEUE.batchSize / INLINE.senderCopiesAtOnce);
+  const deliverySeconds =
+    (journey.deliveries / WEBHOOK_DELIVERY.batchSize) * (A.endpointSeconds + A.tableSecondsPerSend);
+  const streamInvocations = 1 / RELAY_STREAM.batchSize + EVENT_RECORDS_PER_MESSAGE / EVENTS_STREAM.batchSize;
+  add('apiStage', journey.apiRequests);
+  add('apiAccount', journey.apiRequests);
+  add(
+    'lambdaInvocations',
+    journey.apiRequests +
+      senderInvocations +
+      streamInvocations +
+      journey.deliveries / WEBHOOK_DELIVERY.batchSize,
+  );
+  add(
+    'lambdaConcurrency',
+    A.apiSeconds + senderSeconds + streamInvocations * A.streamBatchSeconds + deliverySeconds,
+  );
+  add('senderMaxConcurrency', senderSeconds);
+  add('senderEventSource', senderSeconds);
+  add('webhookConcurrency', deliverySeconds);
+  add('secretReads', senderSeconds / INLINE.secretCacheSeconds);
+  // A copy is in flight from its receive to its batch's end.
+  add('sqsInFlight', journey.copies.length * batchSeconds);
+  // Every sender container reads the gate once per cache period while it works.
+  const gateReads = senderSeconds / INLINE.gateCacheSeconds;
+  add(keyLimitId('gate', 'read'), gateReads);
+  add('tableReads', gateReads);
+  return { limits, senderSeconds };
+}
+
+export function keyLimitId(key: KeyId, op: 'read' | 'write'): string {
+  return `${key}.${op}`;
+}
+
+/** Every limit a journey can meet: the named ones, and a read and a write limit per hot key. */
+export function limitOf(id: string): Limit {
+  if (id in LIMITS) return LIMITS[id as LimitId];
+  const [key, op] = id.split('.') as [KeyId, 'read' | 'write'];
+  const hot = KEYS[key];
+  const units = op === 'write' ? PARTITION.writeUnits : PARTITION.readUnits;
+  return {
+    label: `\`${hot.key}\` ${op}s`,
+    capacity: units,
+    kind: hot.shards > 1 ? 'design' : 'hot key',
+    moves: hot.moves,
+  };
+}
+
+/** The rate (messages/s) at which a limit binds on a journey; Infinity when the journey does not use it. */
+export function ceiling(journey: Journey, id: string): number {
+  const perMessage = demand(journey).limits[id] ?? 0;
+  return perMessage > 0 ? limitOf(id).capacity / perMessage : Number.POSITIVE_INFINITY;
+}
+
+/** Every limit any journey meets, the tightest first (by its lowest ceiling over the journeys). */
+export function limitIds(): string[] {
+  const ids = new Set(JOURNEY_IDS.flatMap((id) => Object.keys(demand(JOURNEYS[id]).limits)));
+  const lowest = (id: string) => Math.min(...JOURNEY_IDS.map((journey) => ceiling(JOURNEYS[journey], id)));
+  return [...ids].sort((a, b) => lowest(a) - lowest(b) || a.localeCompare(b));
+}
+
+/** The first limit of `kinds` to bind on a journey, and where. */
+export function firstToBind(journey: Journey, kinds: readonly LimitKind[]): { id: string; rate: number } {
+  const candidates = limitIds()
+    .filter((id) => kinds.includes(limitOf(id).kind))
+    .map((id) => ({ id, rate: ceiling(journey, id) }))
+    .filter((entry) => Number.isFinite(entry.rate));
+  const first = candidates.sort((a, b) => a.rate - b.rate)[0];
+  if (first === undefined) throw new Error(`${journey.label}: no limit of ${kinds.join(', ')}`);
+  return first;
+}
+
+/** A rate as the page prints it: three significant figures. */
+export function rate(value: number): string {
+  if (!Number.isFinite(value)) return '—';
+  const rounded = Number(value.toPrecision(3));
+  return rounded.toLocaleString('en-US');
+}
+
+const row = (cells: readonly (string | number)[]) => `| ${cells.join(' | ')} |`;
+const header = (cells: readonly string[]) => [row(cells), row(cells.map(() => '---'))];
+const count = (value: number) => (value === 0 ? '' : Number(value.toPrecision(3)).toString());
+
+/** §3: every request per message, by path. */
+export function requestsTable(): string[] {
+  const lines = header([
+    'fn',
+    'request',
+    'item or key',
+    'units',
+    ...JOURNEY_IDS.map((id) => JOURNEYS[id].label),
+  ]);
+  const seen = new Map<string, Map<JourneyId, number>>();
+  const first = new Map<string, Call>();
+  for (const id of JOURNEY_IDS) {
+    for (const call of JOURNEYS[id].calls) {
+      const name = `${call.fn}|${call.request}|${call.item}`;
+      first.set(name, first.get(name) ?? call);
+      const counts = seen.get(name) ?? new Map<JourneyId, number>();
+      counts.set(id, (counts.get(id) ?? 0) + call.perMessage);
+      seen.set(name, counts);
+    }
+  }
+  for (const [name, counts] of seen) {
+    const call = first.get(name) as Call;
+    lines.push(
+      row([
+        call.fn,
+        call.request,
+        call.item.includes('#') ? `\`${call.item}\`` : call.item,
+        call.units,
+        ...JOURNEY_IDS.map((id) => count(counts.get(id) ?? 0)),
+      ]),
+    );
+  }
+  return lines;
+}
+
+/** §4: the rate at which each limit binds, by path, the tightest limit first. */
+export function ceilingsTable(): string[] {
+  const lines = header(['limit', 'kind', 'default', ...JOURNEY_IDS.map((id) => JOURNEYS[id].label)]);
+  for (const id of limitIds()) {
+    const limit = limitOf(id);
+    lines.push(
+      row([
+        limit.label,
+        limit.kind,
+        limit.capacity.toLocaleString('en-US'),
+        ...JOURNEY_IDS.map((journey) => rate(ceiling(JOURNEYS[journey], id))),
+      ]),
+    );
+  }
+  return lines;
+}
+
+/** §4: what binds first on each path: as deployed, then AWS's own limits, then a key. */
+export function firstTable(): string[] {
+  const lines = header(['path', 'first as deployed', 'first AWS limit', 'first key']);
+  const describe = (entry: { id: string; rate: number }) => `${limitOf(entry.id).label}: ${rate(entry.rate)}`;
+  for (const id of JOURNEY_IDS) {
+    const journey = JOURNEYS[id];
+    lines.push(
+      row([
+        journey.label,
+        describe(firstToBind(journey, ['prop', 'code', 'quota', 'hard', 'design', 'hot key'])),
+        describe(firstToBind(journey, ['quota', 'hard'])),
+        describe(firstToBind(journey, ['design', 'hot key'])),
+      ]),
+    );
+  }
+  return lines;
+}
+
+/** §5: the load on each hot key at `at` messages/s of one tenant (the path that loads it most). */
+export function hotKeysTable(at: number = A.rate): string[] {
+  const lines = header([
+    'key',
+    'scope',
+    `units/s on one key at ${rate(at)} msg/s`,
+    'share of a partition',
+    'binds at',
+    'at 100,000/s',
+    'moved by',
+  ]);
+  for (const key of Object.keys(KEYS) as KeyId[]) {
+    const hot = KEYS[key];
+    const loads = (op: 'read' | 'write') =>
+      Math.max(...JOURNEY_IDS.map((id) => demand(JOURNEYS[id]).limits[keyLimitId(key, op)] ?? 0));
+    const share = (messages: number) =>
+      Math.max(
+        (loads('write') * messages) / PARTITION.writeUnits,
+        (loads('read') * messages) / PARTITION.readUnits,
+      );
+    const write = loads('write') * at;
+    const read = loads('read') * at;
+    const parts = [write > 0 ? `${rate(write)} W` : '', read > 0 ? `${rate(read)} R` : ''].filter(Boolean);
+    lines.push(
+      row([
+        `\`${hot.key}\``,
+        hot.scope,
+        parts.join(', '),
+        `${rate(share(at) * 100)} %`,
+        rate(at / share(at)),
+        hot.shards > 1
+          ? `${shardsFor(hot.shards, share(100_000))} shards`
+          : `${rate(share(100_000) * 100)} %`,
+        hot.moves,
+      ]),
+    );
+  }
+  return lines;
+}
+
+/** The shard count (a power of two, as today's) that keeps each shard within one partition. */
+export function shardsFor(shards: number, share: number): number {
+  let needed = shards;
+  while (share * (shards / needed) > 1) needed *= 2;
+  return needed;
+}
+
+/** §6: what each quota, prop and event source limit must become for every path at 10,000/s and at 100,000/s. */
+export function raisesTable(): string[] {
+  const lines = header(['limit', 'default', 'needed at 10,000/s', 'needed at 100,000/s', 'moved by']);
+  for (const id of limitIds().filter((id) => id in LIMITS)) {
+    const limit = limitOf(id);
+    const worst = Math.max(...JOURNEY_IDS.map((journey) => demand(JOURNEYS[journey]).limits[id] ?? 0));
+    const needed = (at: number) => worst * at;
+    if (needed(100_000) <= limit.capacity) continue;
+    lines.push(
+      row([
+        limit.label,
+        limit.capacity.toLocaleString('en-US'),
+        needed(10_000) > limit.capacity ? `**${rate(needed(10_000))}**` : rate(needed(10_000)),
+        rate(needed(100_000)),
+        limit.moves,
+      ]),
+    );
+  }
+  return lines;
+}
+
+/** Every table the page carries, in its order. */
+export function capacityTables(): Record<string, string[]> {
+  return {
+    requests: requestsTable(),
+    ceilings: ceilingsTable(),
+    first: firstTable(),
+    hotKeys: hotKeysTable(),
+    raises: raisesTable(),
+  };
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  for (const [name, lines] of Object.entries(capacityTables())) {
+    process.stdout.write(`<!-- capacity: ${name} -->\n${lines.join('\n')}\n\n`);
+  }
+}
