@@ -8,7 +8,6 @@ import type { Log } from '../ports/Log.js';
 import type { SweeperMetrics } from '../ports/SweeperMetrics.js';
 import type { SweepRecords } from '../ports/SweepRecords.js';
 import { INDEX_SHARDS } from '../store/tableLayout.js';
-import { holdRecentBodies } from './bodyRepair.js';
 import { type BreakerCheck, checkBreaker, type SweeperGate } from './relayToken.js';
 import { countWaiting, type WaitingCounts } from './waitingGauge.js';
 
@@ -55,10 +54,6 @@ export interface SweepReport {
   readonly shardErrors: readonly { readonly shard: number; readonly error: string }[];
   /** Messages waiting for an operator, per status, as published to the gauge. */
   readonly waiting: WaitingCounts;
-  /** Bodies of recently waiting messages whose TTL a crash left, now held (bodyRepair.ts). */
-  readonly bodiesHeld: number;
-  /** Waiting statuses whose body check failed, with the error's name (the next run checks again). */
-  readonly bodyRepairErrors: readonly { readonly status: string; readonly error: string }[];
   /**
    * The relay breaker as this run found it. While it is not closed the overdue pass is skipped:
    * every waiting copy is held by the breaker anyway, and the copies come back by themselves when it
@@ -127,14 +122,12 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
   deps.metrics?.count(SWEEPER_METRIC.redispatched, tally.redispatched);
   const waitingShards = deps.waitingShards ?? INDEX_SHARDS.waiting;
   const waiting = await publishWaiting(deps, waitingShards);
-  const repair = await holdRecentBodies(deps, waitingShards);
   return {
     examined,
     ...tally,
     truncatedShards,
     shardErrors,
     waiting,
-    ...repair,
     ...(breaker === undefined ? {} : { breaker }),
   };
 }
