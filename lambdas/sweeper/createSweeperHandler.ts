@@ -34,6 +34,7 @@ export function createSweeperHandler(deps: SweepDeps): () => Promise<SweepReport
       skipped: report.skipped,
       unstamped: report.unstamped,
       waiting: report.waiting.counts,
+      paused: report.paused,
       truncatedShards: report.truncatedShards,
       shardErrors: report.shardErrors,
     };
