@@ -6,11 +6,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { isMessageStatus, type MessageStatus } from '../lambdas/core/messageStatus.js';
 import type { ApiStore, ShardPosition, TransitionResult } from '../lambdas/ports/ApiStore.js';
-import {
-  bodyExpiresAtAfter,
-  expiresAtAfter,
-  type MessageStateRecord,
-} from '../lambdas/store/messageRecord.js';
+import { expiresAtAfter, type MessageStateRecord } from '../lambdas/store/messageRecord.js';
 import { readStateRecord } from '../lambdas/store/stateReads.js';
 import { CliError, UsageError } from './cliErrors.js';
 import { ERROR_CLASS_WORDS, messageIdHeader, STATUS_WORDS } from './messageWords.js';
@@ -296,9 +292,7 @@ export async function messagesRetry(
     'retried',
     'retry takes a failed, dead or unknown message',
     out,
-    // Sent now: a body that still has a TTL must live the retention and the redrive window from now.
-    (tenant, id) =>
-      deps.store.retry({ tenant, id, now, bodyExpiresAt: bodyExpiresAtAfter(now, deps.retentionDays) }),
+    (tenant, id) => deps.store.retry({ tenant, id, now }),
   );
 }
 

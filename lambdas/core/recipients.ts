@@ -131,3 +131,13 @@ function withSuppressed(
     ? { accepted, rejected }
     : { accepted, rejected, suppressed: sorted(new Set(suppressed)) };
 }
+
+/**
+ * An operator's manual retry of a failed, dead or unknown message (DESIGN §3): every recipient not
+ * yet accepted is pending again — the rejected and the suppressed alike (the sender screens the
+ * suppression list again before the attempt, so one still on it stays out). The accepted stay
+ * settled: a recipient the relay accepted is never sent the message again.
+ */
+export function progressAfterManualRetry(progress: RecipientProgress): RecipientProgress {
+  return { accepted: progress.accepted, rejected: [], suppressed: [] };
+}

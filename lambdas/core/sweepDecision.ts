@@ -12,6 +12,7 @@
  * which no longer equals `sweep_due_at`, so the count starts again for the next stall.
  */
 import { isTerminal, type MessageStatus } from './messageStatus.js';
+import { isPaused, type PauseState } from './relayBreaker.js';
 
 /** The longest wait between two re-dispatches of one stalled message (unless the grace is longer). */
 export const SWEEP_MAX_INTERVAL_SECONDS = 3600;
@@ -23,10 +24,12 @@ export interface SweptRecord {
   readonly due_at?: string;
   readonly sweep_count?: number;
   readonly sweep_due_at?: string;
+  /** `tags.kind` decides whether an operator's pause holds the message. */
+  readonly tags?: Readonly<Record<string, string>>;
 }
 
 export type SweepDecision =
-  | { readonly action: 'skip'; readonly reason: 'gone' | 'terminal' | 'not-overdue' }
+  | { readonly action: 'skip'; readonly reason: 'gone' | 'terminal' | 'paused' | 'not-overdue' }
   | {
       readonly action: 'redispatch';
       readonly rev: number;
@@ -42,10 +45,17 @@ export interface SweepInput {
   readonly record: SweptRecord | undefined;
   readonly now: Date;
   readonly graceSeconds: number;
+  /**
+   * The operator's pauses as this run read them. A paused message is not lost: every copy of it is
+   * handed back by the senders until it is resumed, so a re-dispatch would only add copies.
+   */
+  readonly pause?: PauseState;
 }
 
 /**
  * - No record, or a terminal one, or one without `due_at` → skip (the index lags a transition).
+ * - Its `tags.kind` paused, or everything paused and its kind not resumed since → skip, as the
+ *   sweeper skips everything while the relay breaker holds it; it is swept again once resumed.
  * - `due_at` not older than now − grace → skip (the record moved on since the index was read).
  * - Otherwise re-dispatch the record's CURRENT rev; this is re-dispatch n of the stall (n = 1 when
  *   the `due_at` is not one the sweeper set), and the next may come `grace × 2^n` seconds from now
@@ -55,6 +65,9 @@ export function decideSweep(input: SweepInput): SweepDecision {
   const { record, now } = input;
   if (record === undefined) return { action: 'skip', reason: 'gone' };
   if (isTerminal(record.status) || record.due_at === undefined) return { action: 'skip', reason: 'terminal' };
+  if (input.pause !== undefined && isPaused(input.pause, record.tags?.kind)) {
+    return { action: 'skip', reason: 'paused' };
+  }
   const graceMs = Math.max(0, input.graceSeconds) * 1000;
   const dueAtMs = Date.parse(record.due_at);
   if (!(dueAtMs < now.getTime() - graceMs)) return { action: 'skip', reason: 'not-overdue' };

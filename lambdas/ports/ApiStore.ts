@@ -71,21 +71,15 @@ export interface ApiStore {
   putNew(record: MessageStateRecord | MessageBodyRecord): Promise<EnqueueWriteResult>;
   /** The state record, or null when it does not exist or belongs to another tenant. */
   getMessage(tenant: string, id: string): Promise<MessageStateRecord | null>;
-  /** Cancels; the body gets the state record's TTL (`expiresAt`), so it goes with it. */
+  /** Cancels; the state record and the body expire at `expiresAt` (core/messageLifetime.ts). */
   cancel(input: { tenant: string; id: string; now: Date; expiresAt: number }): Promise<TransitionResult>;
+  /** Moves `send_at` (and `rev + 1`); a scheduled message has no TTL, however far it moves. */
+  reschedule(input: { tenant: string; id: string; now: Date; sendAt: string }): Promise<TransitionResult>;
   /**
-   * Moves `send_at`. `bodyExpiresAt` is the body's TTL the new send time needs: when the message is
-   * rescheduled later, the body's TTL is raised to it first (never lowered).
+   * Retries now: every recipient not yet accepted is pending again, and a discarded message's TTLs
+   * (state and body) come off.
    */
-  reschedule(input: {
-    tenant: string;
-    id: string;
-    now: Date;
-    sendAt: string;
-    bodyExpiresAt: number;
-  }): Promise<TransitionResult>;
-  /** Retries now; a body that still has a TTL is raised to `bodyExpiresAt` first, when given. */
-  retry(input: { tenant: string; id: string; now: Date; bodyExpiresAt?: number }): Promise<TransitionResult>;
+  retry(input: { tenant: string; id: string; now: Date }): Promise<TransitionResult>;
   /**
    * An operator's decision to leave a `failed`, `dead` or `unknown` message as it is (the CLI; no
    * route): its status stays, it stops waiting — out of the waiting gauge, its TTL and its body's

@@ -30,6 +30,4 @@ export interface DueIndex {
   overdue(query: OverdueQuery): Promise<DuePage>;
   /** How many messages of this status wait in one shard of the index's waiting partitions. */
   countWaiting(status: MessageStatus, shard: number): Promise<number>;
-  /** Ids of the messages of this status that began waiting in one shard at or after `since` (ISO). */
-  recentlyWaiting(status: MessageStatus, shard: number, since: string): Promise<string[]>;
 }

@@ -21,9 +21,4 @@ export interface SweepRecords {
   read(ids: readonly string[]): Promise<ReadonlyMap<string, SweptRecord>>;
   /** `moved-on` when the record is no longer as seen (someone else wrote it since): nothing written. */
   recordRedispatch(input: RedispatchRecord): Promise<'recorded' | 'moved-on'>;
-  /**
-   * Removes the body's TTL of each message that still waits in `status` (no TTL of its own) but whose
-   * body kept one — what a sender killed between its two writes leaves. Answers how many it held.
-   */
-  holdBodies(status: SweptRecord['status'], ids: readonly string[]): Promise<number>;
 }

@@ -17,7 +17,9 @@ import {
   TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { lifetimeChange, type TtlWrite } from '../core/messageLifetime.js';
 import { MESSAGE_STATUS, type MessageStatus, WAITING_FOR_OPERATOR } from '../core/messageStatus.js';
+import { NO_PROGRESS, progressAfterManualRetry } from '../core/recipients.js';
 import { TRANSITIONS, type TransitionEvent } from '../core/stateMachine.js';
 import type {
   ApiStore,
@@ -167,9 +169,10 @@ export class DynamoApiStore implements ApiStore {
         ':expires': input.expiresAt,
       },
     });
-    // Privacy: the body goes with the state record. After the cancel, so only a cancelled message's
-    // body is shortened; a failure in between leaves the body's own (longer) TTL.
-    if (result.kind === 'updated') await this.setBodyTtl(input.id, input.expiresAt, 'any');
+    // The body expires with its state record (core/messageLifetime.ts): after the cancel, so only a
+    // cancelled message's body gets a TTL; a failure in between leaves a body that outlives it.
+    if (result.kind === 'updated')
+      await this.writeBodyTtl(input.id, { kind: 'set', expiresAt: input.expiresAt });
     return result;
   }
 
@@ -178,14 +181,8 @@ export class DynamoApiStore implements ApiStore {
     id: string;
     now: Date;
     sendAt: string;
-    bodyExpiresAt: number;
   }): Promise<TransitionResult> {
-    // The body first: once the state says the later time, its body must already live that long. Only
-    // when the message moves later than it is now (a body write bills the body's whole size).
-    const before = await this.getMessage(input.tenant, input.id);
-    if (before?.status === MESSAGE_STATUS.scheduled && input.sendAt > before.send_at) {
-      await this.setBodyTtl(input.id, input.bodyExpiresAt, 'raise');
-    }
+    // A scheduled message has no TTL on either record, however far it moves: only the state changes.
     const result = await this.transition(input.tenant, input.id, fromStatuses('reschedule'), {
       UpdateExpression: 'SET #send_at = :send_at, #due_at = :send_at, #updated = :now ADD #rev :one',
       extraCondition:
@@ -208,25 +205,33 @@ export class DynamoApiStore implements ApiStore {
     return result;
   }
 
-  async retry(input: {
-    tenant: string;
-    id: string;
-    now: Date;
-    bodyExpiresAt?: number;
-  }): Promise<TransitionResult> {
+  async retry(input: { tenant: string; id: string; now: Date }): Promise<TransitionResult> {
     const to = MESSAGE_STATUS.scheduled;
-    // A held body (body_held: the message waited for an operator) has no TTL and keeps none until
-    // the message is final; one that still has a TTL (held before bodies were) is raised first.
-    if (input.bodyExpiresAt !== undefined) {
-      const before = await this.getMessage(input.tenant, input.id);
-      if (before && fromStatuses('manual-retry').includes(before.status) && before.body_held !== true) {
-        await this.setBodyTtl(input.id, input.bodyExpiresAt, 'raise');
-      }
+    // A message an operator had discarded has TTLs; the retry takes it back, so they come off — the
+    // body's before the state's, so that no crash leaves a live message whose body can expire. The
+    // strongly consistent read of the small state record (1 unit) tells whether the body, billed by
+    // its size, needs a write at all.
+    const before = await this.getMessage(input.tenant, input.id);
+    const retried = progressAfterManualRetry(
+      before === null
+        ? NO_PROGRESS
+        : { accepted: before.rcpt_accepted ?? [], rejected: before.rcpt_rejected ?? [] },
+    );
+    if (before !== null && fromStatuses('manual-retry').includes(before.status)) {
+      const lifetime = lifetimeChange({
+        currentExpiresAt: before.expires_at,
+        to,
+        now: input.now,
+        retentionDays: 0, // unused: a retry never starts the retention
+      });
+      if (lifetime.body.kind === 'remove') await this.writeBodyTtl(input.id, lifetime.body);
     }
     const now = input.now.toISOString();
     return this.transition(input.tenant, input.id, fromStatuses('manual-retry'), {
+      // Every recipient not yet accepted is pending again (DESIGN §3, core/recipients.ts): the
+      // accepted stay as they are, the rejected and the suppressed are written as the rule leaves them.
       UpdateExpression:
-        'SET #status = :to, #send_at = :now, #updated = :now, #lst_pk = :lst_pk, #due_pk = :due_pk, #due_at = :now ADD #rev :one REMOVE #expires',
+        'SET #status = :to, #send_at = :now, #updated = :now, #lst_pk = :lst_pk, #due_pk = :due_pk, #due_at = :now, #rejected = :rejected, #suppressed = :suppressed ADD #rev :one REMOVE #expires',
       names: {
         '#send_at': 'send_at',
         '#updated': 'updated_at',
@@ -235,6 +240,8 @@ export class DynamoApiStore implements ApiStore {
         '#due_at': 'due_at',
         '#rev': 'rev',
         '#expires': 'expires_at',
+        '#rejected': 'rcpt_rejected',
+        '#suppressed': 'rcpt_suppressed',
       },
       values: {
         ':to': to,
@@ -242,6 +249,8 @@ export class DynamoApiStore implements ApiStore {
         ':lst_pk': byStatusPk(input.tenant, to, input.id),
         ':due_pk': duePk(input.id),
         ':one': 1,
+        ':rejected': [...retried.rejected],
+        ':suppressed': [...(retried.suppressed ?? [])],
       },
     });
   }
@@ -253,8 +262,7 @@ export class DynamoApiStore implements ApiStore {
     expiresAt: number;
   }): Promise<TransitionResult> {
     const result = await this.transition(input.tenant, input.id, WAITING_FOR_OPERATOR, {
-      UpdateExpression:
-        'SET #expires = :expires, #discarded = :now, #updated = :now REMOVE #due_pk, #due_at, #held',
+      UpdateExpression: 'SET #expires = :expires, #discarded = :now, #updated = :now REMOVE #due_pk, #due_at',
       // Only one that still waits (no TTL while it does): a second discard changes nothing and says so.
       extraCondition: 'attribute_not_exists(#expires)',
       wouldPass: () => false,
@@ -264,36 +272,33 @@ export class DynamoApiStore implements ApiStore {
         '#updated': 'updated_at',
         '#due_pk': 'due_pk',
         '#due_at': 'due_at',
-        '#held': 'body_held',
       },
       values: { ':expires': input.expiresAt, ':now': input.now.toISOString() },
     });
-    // Privacy: the body goes with the state record, as for a cancel.
-    if (result.kind === 'updated') await this.setBodyTtl(input.id, input.expiresAt, 'any');
+    // The message has ended for good: its body expires with the state record, as for a cancel.
+    if (result.kind === 'updated')
+      await this.writeBodyTtl(input.id, { kind: 'set', expiresAt: input.expiresAt });
     return result;
   }
 
   /**
-   * Sets the body's TTL: `raise` only moves an existing TTL later, `any` sets it. One UpdateItem of
-   * the body (billed by the body's size), so callers write it only when it changes.
+   * Sets or removes the body's TTL: one UpdateItem of the body, billed by the body's size, so only
+   * where core/messageLifetime.ts says it changes.
    */
-  private async setBodyTtl(id: string, expiresAt: number, mode: 'raise' | 'any'): Promise<void> {
+  private async writeBodyTtl(id: string, write: Exclude<TtlWrite, { kind: 'keep' }>): Promise<void> {
     try {
       await this.documents.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageBody },
-          UpdateExpression: 'SET #ttl = :ttl',
-          ConditionExpression:
-            mode === 'raise'
-              ? `attribute_exists(${KEY.partition}) AND #ttl < :ttl`
-              : `attribute_exists(${KEY.partition})`,
+          UpdateExpression: write.kind === 'remove' ? 'REMOVE #ttl' : 'SET #ttl = :ttl',
+          ConditionExpression: `attribute_exists(${KEY.partition})`,
           ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE },
-          ExpressionAttributeValues: { ':ttl': expiresAt },
+          ...(write.kind === 'set' ? { ExpressionAttributeValues: { ':ttl': write.expiresAt } } : {}),
         }),
       );
     } catch (error) {
-      // No body, or it already lives long enough (or has no TTL at all): nothing to do.
+      // No body (a broken message): nothing to keep or to expire.
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
     }
   }

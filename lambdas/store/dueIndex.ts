@@ -44,48 +44,24 @@ export class DynamoDueIndex implements DueIndex {
   }
 
   async countWaiting(status: MessageStatus, shard: number): Promise<number> {
-    let count = 0;
-    for await (const page of this.waitingPages(status, shard, undefined, 'COUNT')) count += page.Count ?? 0;
-    return count;
-  }
-
-  async recentlyWaiting(status: MessageStatus, shard: number, since: string): Promise<string[]> {
-    const ids: string[] = [];
-    for await (const page of this.waitingPages(status, shard, since, 'ALL_PROJECTED_ATTRIBUTES')) {
-      for (const item of page.Items ?? []) if (typeof item.id === 'string') ids.push(item.id);
-    }
-    return ids;
-  }
-
-  /** Every page of one waiting partition (`due_at >= since` when given). */
-  private async *waitingPages(
-    status: MessageStatus,
-    shard: number,
-    since: string | undefined,
-    select: 'COUNT' | 'ALL_PROJECTED_ATTRIBUTES',
-  ) {
     const index = INDEX.due;
+    let count = 0;
     let cursor: Record<string, unknown> | undefined;
     do {
       const page = await this.documents.send(
         new QueryCommand({
           TableName: this.tableName,
           IndexName: index.indexName,
-          KeyConditionExpression: since === undefined ? '#pk = :pk' : '#pk = :pk AND #at >= :since',
-          ExpressionAttributeNames: {
-            '#pk': index.partitionKey,
-            ...(since === undefined ? {} : { '#at': index.sortKey }),
-          },
-          ExpressionAttributeValues: {
-            ':pk': waitingShardPk(status, shard),
-            ...(since === undefined ? {} : { ':since': since }),
-          },
-          Select: select,
+          KeyConditionExpression: '#pk = :pk',
+          ExpressionAttributeNames: { '#pk': index.partitionKey },
+          ExpressionAttributeValues: { ':pk': waitingShardPk(status, shard) },
+          Select: 'COUNT',
           ExclusiveStartKey: cursor,
         }),
       );
-      yield page;
+      count += page.Count ?? 0;
       cursor = page.LastEvaluatedKey;
     } while (cursor !== undefined);
+    return count;
   }
 }

@@ -92,12 +92,10 @@ export interface MessageStateRecord {
   readonly due_pk?: string;
   readonly due_at?: string;
   /**
-   * TTL, epoch seconds, set when the record becomes final (`sent`, `cancelled`, `superseded`,
-   * `expired`, `suppressed`). `failed`, `dead` and `unknown` have none while they wait for an operator.
+   * TTL, epoch seconds, set when the message ends for good (a final status, or an operator's
+   * discard), and on its body with it (core/messageLifetime.ts). Absent while it lives or waits.
    */
   readonly expires_at?: number;
-  /** Set while the body has no TTL because the message waits for an operator (failed, dead, unknown). */
-  readonly body_held?: boolean;
   /** The sweeper's re-dispatches of the current stall, and the `due_at` it set (core/sweepDecision.ts). */
   readonly sweep_count?: number;
   readonly sweep_due_at?: string;
@@ -108,7 +106,8 @@ export interface MessageStateRecord {
 }
 
 /**
- * The body item, written once at enqueue and read by the sender: `pk = MSG#{id}`, `sk = BODY`. It is
+ * The body item, written once at enqueue and read by the sender: `pk = MSG#{id}`, `sk = BODY`. Its
+ * only later write is its TTL, set when the message ends for good (core/messageLifetime.ts). It is
  * written before the state record and carries the request's fingerprint, so a replayed request is
  * told apart from a reused key (docs/decisions.md, "The id is the idempotency guard").
  */
@@ -177,21 +176,8 @@ export const createdSortKey = (createdAt: string, id: string): string => `${crea
 /** `{created_at}#{id}` → id (ids never contain `#`). */
 export const idOfCreatedSortKey = (sortKey: string): string => sortKey.slice(sortKey.lastIndexOf('#') + 1);
 
-/**
- * A TTL value (`expires_at`, epoch seconds) `days` after `start`: a terminal record's is
- * POSTDATE_RETENTION_DAYS after it ends; the body's is counted from `send_at`.
- */
-export function expiresAtAfter(start: Date, days: number): number {
-  return Math.floor(start.getTime() / 1000) + days * 86_400;
-}
-
-/** How long after its retention a message's body must outlive it: the send DLQ's retention. */
-export const BODY_REDRIVE_WINDOW_DAYS = 14;
-
-/** A body's TTL counted from `start` (its send time): the retention, then the DLQ's redrive window. */
-export function bodyExpiresAtAfter(start: Date, retentionDays: number): number {
-  return expiresAtAfter(start, retentionDays + BODY_REDRIVE_WINDOW_DAYS);
-}
+/** A TTL value (`expires_at`, epoch seconds): the rule that uses it is core/messageLifetime.ts. */
+export { expiresAtAfter } from '../core/messageLifetime.js';
 
 /** Whether an item read from the table is a state record with the fields every reader relies on. */
 export function isMessageStateRecord(value: unknown): value is MessageStateRecord {

@@ -9,18 +9,17 @@
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { type EnqueueRequest, requestFingerprint } from '../core/enqueueRequest.js';
 import { messageIdFor } from '../core/ids.js';
+import { lifetimeChange } from '../core/messageLifetime.js';
 import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import { recipientList } from '../core/recipients.js';
 import type { PinnedTemplate } from '../core/templateRequests.js';
 import type { EnqueueRecords } from '../ports/ApiStore.js';
 import { storedBodyItem } from './bodyContent.js';
 import {
-  bodyExpiresAtAfter,
   byStatusPk,
   byTenantPk,
   createdSortKey,
   duePk,
-  expiresAtAfter,
   groupHeadPk,
   type MessageBodyRecord,
   type MessageStateRecord,
@@ -83,13 +82,16 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
   const head = input.groupHeadVersion ?? null;
   const superseded = request.group !== null && head !== null && head > request.group.version;
   const status = superseded ? MESSAGE_STATUS.superseded : MESSAGE_STATUS.scheduled;
-  const retentionDays = input.retentionDays ?? DEFAULT_RETENTION_DAYS;
-  const expiresAt = superseded ? expiresAtAfter(now, retentionDays) : undefined;
-  const ttl = expiresAt === undefined ? {} : { expires_at: expiresAt };
-  // The body is written once and never updated (an update would bill its whole size again), so it
-  // gets its expiry now: the retention after the send time, plus the DLQ's retention so that a
-  // redriven copy still finds its body. See docs/decisions.md.
-  const bodyExpiresAt = expiresAt ?? bodyExpiresAtAfter(new Date(request.send_at), retentionDays);
+  // A live message has no TTL on either record, however long it waits; one superseded at enqueue
+  // has ended already, and both records get the retention from now (core/messageLifetime.ts).
+  const lifetime = lifetimeChange({
+    currentExpiresAt: undefined,
+    to: status,
+    now,
+    retentionDays: input.retentionDays ?? DEFAULT_RETENTION_DAYS,
+  });
+  const ttl = lifetime.state.kind === 'set' ? { expires_at: lifetime.state.expiresAt } : {};
+  const bodyTtl = lifetime.body.kind === 'set' ? { expires_at: lifetime.body.expiresAt } : {};
 
   const requestPrint = requestFingerprint(request);
   const template = pinnedTemplateOf(request, input.templateVersion);
@@ -142,7 +144,7 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
     html: request.html,
     headers: request.headers,
     ...(template === null ? {} : { template, data_json: JSON.stringify(request.data ?? {}) }),
-    expires_at: bodyExpiresAt,
+    ...bodyTtl,
   };
   return { messageId: id, state, body };
 }

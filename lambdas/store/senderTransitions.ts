@@ -1,5 +1,6 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { lifetimeChange, type TtlWrite } from '../core/messageLifetime.js';
 import { isWaitingForOperator, MESSAGE_STATUS, type MessageStatus } from '../core/messageStatus.js';
 import type {
   ClaimInput,
@@ -15,10 +16,8 @@ import { bodyOfStoredItem } from './bodyContent.js';
 import { readGroupHeadVersion } from './groupHead.js';
 import {
   type AttemptRecord,
-  bodyExpiresAtAfter,
   byStatusPk,
   duePk,
-  expiresAtAfter,
   isMessageBodyRecord,
   isMessageStateRecord,
   type MessageBodyRecord,
@@ -40,9 +39,6 @@ import { ITEM_SORT_KEY, KEY, TTL_ATTRIBUTE } from './tableLayout.js';
 
 /** The attempt history keeps the newest entries only, so the state record stays near 1 KB. */
 export const HISTORY_LIMIT = 20;
-
-/** What a transition does to the body's TTL: leave it (undefined), remove it (null), or set it. */
-type BodyTtl = number | null | undefined;
 
 export class DynamoSenderStore implements SenderStore {
   readonly suppressions: SuppressionList;
@@ -74,8 +70,17 @@ export class DynamoSenderStore implements SenderStore {
     return (await readGroupHeadVersion(this.documents, this.tableName, tenant, groupKey)) ?? undefined;
   }
 
-  claim(input: ClaimInput): Promise<SenderWriteResult> {
+  async claim(input: ClaimInput): Promise<SenderWriteResult> {
     const { observed, now } = input;
+    // A redriven `dead` message an operator had discarded ends no more: its body's TTL comes off
+    // before the claim, so that no crash leaves a live message whose body can expire.
+    const lifetime = lifetimeChange({
+      currentExpiresAt: observed.expires_at,
+      to: MESSAGE_STATUS.sending,
+      now,
+      retentionDays: 0, // unused: a claim never starts the retention
+    });
+    if (lifetime.body.kind === 'remove') await this.writeBodyTtl(observed.id, lifetime.body);
     const update = new UpdateBuilder(observed, now);
     update.set('status', MESSAGE_STATUS.sending);
     update.set('lst_pk', byStatusPk(observed.tenant, MESSAGE_STATUS.sending, observed.id));
@@ -91,11 +96,11 @@ export class DynamoSenderStore implements SenderStore {
     }
     if (input.lastError !== undefined) update.set('last_error', input.lastError);
     if (input.attemptLimit !== undefined) update.set('attempt_limit', input.attemptLimit);
-    // A redriven `dead` record was terminal: it leaves the TTL and its DLQ copy behind and rejoins
+    // A redriven `dead` record was terminal: it leaves any TTL and its DLQ copy behind and rejoins
     // the due index.
     update.remove(TTL_ATTRIBUTE);
     update.remove('dead_copy');
-    return this.apply(update);
+    return await this.apply(update);
   }
 
   recordOutcome(input: OutcomeInput): Promise<SenderWriteResult> {
@@ -160,11 +165,10 @@ export class DynamoSenderStore implements SenderStore {
   }
 
   /**
-   * Terminal records leave the sweeper's part of the `due` index (docs/data-model.md). A final one
-   * leaves the index and gets its TTL, the
-   * retention from now; one that waits for an operator (`failed`, `dead`, `unknown`) gets none, and
-   * neither does its body (`body_held`), until it leaves. Answers what the body's TTL must become:
-   * undefined to leave it, null to remove it, or a value.
+   * Terminal records leave the sweeper's part of the `due` index (docs/data-model.md). One that waits
+   * for an operator (`failed`, `dead`, `unknown`) moves to the waiting partition of its status and,
+   * like every message that has not ended, has no TTL; a final one leaves the index and starts its
+   * retention (core/messageLifetime.ts). Answers what the body's TTL must become.
    */
   private becomeTerminal(
     update: UpdateBuilder,
@@ -172,48 +176,46 @@ export class DynamoSenderStore implements SenderStore {
     to: MessageStatus,
     now: Date,
     retentionDays: number,
-  ): BodyTtl {
+  ): TtlWrite {
+    const lifetime = lifetimeChange({ currentExpiresAt: observed.expires_at, to, now, retentionDays });
     if (isWaitingForOperator(to)) {
       // It waits in the `due` index's waiting partition of its status, since now: the sweeper counts
       // these into the gauge whose alarm stays on while any exists.
       update.set('due_pk', waitingPk(to, observed.id));
       update.set('due_at', now.toISOString());
-      update.remove(TTL_ATTRIBUTE);
-      update.set('body_held', true);
-      return null;
+    } else {
+      update.remove('due_pk');
+      update.remove('due_at');
     }
-    update.remove('due_pk');
-    update.remove('due_at');
-    const expiresAt = expiresAtAfter(now, retentionDays);
-    update.set(TTL_ATTRIBUTE, expiresAt);
-    if (observed.body_held === true) update.remove('body_held');
-    // Privacy: a superseded message's body goes with its state record.
-    if (to === MESSAGE_STATUS.superseded) return expiresAt;
-    // A held body gets back the life an enqueue gives it, counted from now.
-    return observed.body_held === true ? bodyExpiresAtAfter(now, retentionDays) : undefined;
+    if (lifetime.state.kind === 'set') update.set(TTL_ATTRIBUTE, lifetime.state.expiresAt);
+    else if (lifetime.state.kind === 'remove') update.remove(TTL_ATTRIBUTE);
+    return lifetime.body;
   }
 
   /**
-   * The state update, then the body's TTL. The state goes first: the body is updated only for a
-   * transition that happened (a body updated for a lost one could lose its TTL for good). A failure
-   * between the two leaves the body's TTL as it was, and throws.
+   * The state update, then the body's TTL. The state goes first: the body's TTL is set only for a
+   * transition that happened (a body given a TTL for a lost one would expire under a live message).
+   * A failure between the two leaves a body without a TTL — it outlives its message, it never
+   * leaves a message without its body — and throws. A removal never comes here: it goes before the
+   * state write (claim).
    */
-  private async applyWithBody(update: UpdateBuilder, id: string, body: BodyTtl): Promise<SenderWriteResult> {
+  private async applyWithBody(update: UpdateBuilder, id: string, body: TtlWrite): Promise<SenderWriteResult> {
     const result = await this.apply(update);
-    if (result.outcome === 'applied' && body !== undefined) await this.setBodyTtl(id, body);
+    if (result.outcome === 'applied' && body.kind === 'set') await this.writeBodyTtl(id, body);
     return result;
   }
 
-  private async setBodyTtl(id: string, expiresAt: number | null): Promise<void> {
+  /** One UpdateItem of the body (billed by the body's size): only when its TTL changes. */
+  private async writeBodyTtl(id: string, write: Exclude<TtlWrite, { kind: 'keep' }>): Promise<void> {
     try {
       await this.documents.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageBody },
-          UpdateExpression: expiresAt === null ? 'REMOVE #ttl' : 'SET #ttl = :ttl',
+          UpdateExpression: write.kind === 'remove' ? 'REMOVE #ttl' : 'SET #ttl = :ttl',
           ConditionExpression: `attribute_exists(${KEY.partition})`,
           ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE },
-          ...(expiresAt === null ? {} : { ExpressionAttributeValues: { ':ttl': expiresAt } }),
+          ...(write.kind === 'set' ? { ExpressionAttributeValues: { ':ttl': write.expiresAt } } : {}),
         }),
       );
     } catch (error) {

@@ -16,12 +16,7 @@ export class SweepIncompleteError extends PostdateError {
 }
 
 export function isIncomplete(report: SweepReport): boolean {
-  return (
-    report.shardErrors.length > 0 ||
-    report.failed > 0 ||
-    report.waiting.errors.length > 0 ||
-    report.bodyRepairErrors.length > 0
-  );
+  return report.shardErrors.length > 0 || report.failed > 0 || report.waiting.errors.length > 0;
 }
 
 /**
@@ -39,7 +34,7 @@ export function createSweeperHandler(deps: SweepDeps): () => Promise<SweepReport
       skipped: report.skipped,
       unstamped: report.unstamped,
       waiting: report.waiting.counts,
-      bodiesHeld: report.bodiesHeld,
+      paused: report.paused,
       truncatedShards: report.truncatedShards,
       shardErrors: report.shardErrors,
     };

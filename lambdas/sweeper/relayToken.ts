@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import {
   type BreakerSettings,
+  type BreakerState,
   type BreakerStateName,
   PROBE_TOKEN_ID,
   tokenLost,
@@ -30,11 +31,11 @@ export interface BreakerCheck {
  */
 export async function checkBreaker(
   gate: SweeperGate,
+  breaker: BreakerState,
   queue: DispatchQueue,
   now: Date,
   log: Log | undefined,
 ): Promise<BreakerCheck> {
-  const { breaker } = await gate.store.read();
   if (!tokenLost(breaker, now, gate.settings)) return { state: breaker.state, tokenRearmed: false };
   const next = tokenReplaced(breaker, String(randomInt(1, 2 ** 31)), now);
   if (next === undefined || (await gate.store.writeBreaker(breaker, next)) === 'conflict') {

@@ -1,6 +1,7 @@
 import { errorForLog } from '../core/errorForLog.js';
 import { isTerminal } from '../core/messageStatus.js';
 import { SWEEPER_METRIC } from '../core/metricNames.js';
+import type { PauseState } from '../core/relayBreaker.js';
 import { decideSweep } from '../core/sweepDecision.js';
 import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
 import type { DueCursor, DueEntry, DueIndex } from '../ports/DueIndex.js';
@@ -8,7 +9,6 @@ import type { Log } from '../ports/Log.js';
 import type { SweeperMetrics } from '../ports/SweeperMetrics.js';
 import type { SweepRecords } from '../ports/SweepRecords.js';
 import { INDEX_SHARDS } from '../store/tableLayout.js';
-import { holdRecentBodies } from './bodyRepair.js';
 import { type BreakerCheck, checkBreaker, type SweeperGate } from './relayToken.js';
 import { countWaiting, type WaitingCounts } from './waitingGauge.js';
 
@@ -43,10 +43,13 @@ export interface SweepReport {
   /** Copies the queue refused (they are found again by the next run). */
   readonly failed: number;
   /**
-   * Entries left alone: terminal (an index read that lags a transition), gone, or no longer overdue
-   * by the record's own `due_at` (it moved on, or the sweeper's backoff for this stall runs).
+   * Entries left alone: terminal (an index read that lags a transition), gone, paused by an operator,
+   * or no longer overdue by the record's own `due_at` (it moved on, or the sweeper's backoff for this
+   * stall runs).
    */
   readonly skipped: number;
+  /** Of those, the overdue messages an operator's pause holds (core/sweepDecision.ts). */
+  readonly paused: number;
   /** Re-dispatches whose stamp on the record failed (the next run may add one more copy: harmless). */
   readonly unstamped: number;
   /** Shards that had more overdue entries than `maxPerShard`: the next run continues. */
@@ -55,10 +58,6 @@ export interface SweepReport {
   readonly shardErrors: readonly { readonly shard: number; readonly error: string }[];
   /** Messages waiting for an operator, per status, as published to the gauge. */
   readonly waiting: WaitingCounts;
-  /** Bodies of recently waiting messages whose TTL a crash left, now held (bodyRepair.ts). */
-  readonly bodiesHeld: number;
-  /** Waiting statuses whose body check failed, with the error's name (the next run checks again). */
-  readonly bodyRepairErrors: readonly { readonly status: string; readonly error: string }[];
   /**
    * The relay breaker as this run found it. While it is not closed the overdue pass is skipped:
    * every waiting copy is held by the breaker anyway, and the copies come back by themselves when it
@@ -71,6 +70,7 @@ interface PageTally {
   redispatched: number;
   failed: number;
   skipped: number;
+  paused: number;
   unstamped: number;
 }
 
@@ -79,7 +79,9 @@ interface PageTally {
  * whose `due_at` is older than now − grace — `scheduled` past send_at, `sending` past its lease,
  * `retrying` past its backoff — reads their records, and puts `{id, rev}` with the record's CURRENT
  * rev on the send queue with no delay, then stamps the record (core/sweepDecision.ts) so that a copy
- * merely waiting behind a backlog is not re-dispatched on every run. It never writes a status or a
+ * merely waiting behind a backlog is not re-dispatched on every run. A message an operator paused,
+ * like every message while the relay breaker is open, is left to the senders that hold it. It never
+ * writes a status or a
  * rev, so it can run at any moment next to anything: a copy of a message that meanwhile moved on is
  * dropped by the sender's rev and status rules. It can never cause a second send.
  *
@@ -91,11 +93,14 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
   const pageSize = Math.min(deps.pageSize ?? 100, maxPerShard);
   const before = new Date(deps.now().getTime() - deps.graceSeconds * 1000).toISOString();
   let examined = 0;
-  const tally: PageTally = { redispatched: 0, failed: 0, skipped: 0, unstamped: 0 };
+  const tally: PageTally = { redispatched: 0, failed: 0, skipped: 0, paused: 0, unstamped: 0 };
   const truncatedShards: number[] = [];
   const shardErrors: { shard: number; error: string }[] = [];
+  const gate = deps.gate === undefined ? undefined : await deps.gate.store.read();
   const breaker =
-    deps.gate === undefined ? undefined : await checkBreaker(deps.gate, deps.queue, deps.now(), deps.log);
+    deps.gate === undefined || gate === undefined
+      ? undefined
+      : await checkBreaker(deps.gate, gate.breaker, deps.queue, deps.now(), deps.log);
   if (breaker !== undefined) {
     deps.metrics?.count(SWEEPER_METRIC.relayUnavailable, breaker.state === 'closed' ? 0 : 1);
   }
@@ -115,7 +120,7 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
         cursor = page.cursor;
         seen += page.entries.length;
         examined += page.entries.length;
-        await sweepPage(deps, page.entries, tally);
+        await sweepPage(deps, page.entries, tally, gate?.pause);
       } while (cursor !== undefined && seen < maxPerShard);
       if (cursor !== undefined) truncatedShards.push(shard);
     } catch (error) {
@@ -127,19 +132,22 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
   deps.metrics?.count(SWEEPER_METRIC.redispatched, tally.redispatched);
   const waitingShards = deps.waitingShards ?? INDEX_SHARDS.waiting;
   const waiting = await publishWaiting(deps, waitingShards);
-  const repair = await holdRecentBodies(deps, waitingShards);
   return {
     examined,
     ...tally,
     truncatedShards,
     shardErrors,
     waiting,
-    ...repair,
     ...(breaker === undefined ? {} : { breaker }),
   };
 }
 
-async function sweepPage(deps: SweepDeps, entries: readonly DueEntry[], tally: PageTally): Promise<void> {
+async function sweepPage(
+  deps: SweepDeps,
+  entries: readonly DueEntry[],
+  tally: PageTally,
+  pause: PauseState | undefined,
+): Promise<void> {
   const live = entries.filter((entry) => !isTerminal(entry.status));
   tally.skipped += entries.length - live.length;
   if (live.length === 0) return;
@@ -148,9 +156,15 @@ async function sweepPage(deps: SweepDeps, entries: readonly DueEntry[], tally: P
   const planned: { copy: QueuedCopy; stamp: Parameters<SweepRecords['recordRedispatch']>[0] }[] = [];
   for (const entry of live) {
     const record = records.get(entry.id);
-    const decision = decideSweep({ record, now, graceSeconds: deps.graceSeconds });
+    const decision = decideSweep({
+      record,
+      now,
+      graceSeconds: deps.graceSeconds,
+      ...(pause === undefined ? {} : { pause }),
+    });
     if (decision.action === 'skip' || record === undefined) {
       tally.skipped++;
+      if (decision.action === 'skip' && decision.reason === 'paused') tally.paused++;
       continue;
     }
     planned.push({

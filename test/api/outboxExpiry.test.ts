@@ -21,13 +21,11 @@ function write(overrides: Record<string, unknown>, retentionDays = 30) {
 }
 
 describe('expiry of the items written once', () => {
-  it('gives the body a TTL of the send time plus retention plus the DLQ redrive window', () => {
-    const sendAt = '2026-12-10T09:00:00.000Z';
-    const { state, body } = write({ send_at: sendAt }, 30);
-    const expected = Date.parse(sendAt) / 1000 + (30 + 14) * DAY;
-    expect(body.expires_at).toBe(expected);
-    // The state record is still live: it expires only once terminal.
+  it('gives a live message no TTL, neither the state record nor the body, however far its send time', () => {
+    const { state, body } = write({ send_at: '2027-12-10T09:00:00.000Z' }, 30);
+    // Only a terminal status starts the retention clock (DESIGN §2).
     expect(state.expires_at).toBeUndefined();
+    expect(body.expires_at).toBeUndefined();
   });
 
   it('expires a message superseded at enqueue, body included, one retention after now', () => {
@@ -52,6 +50,6 @@ describe('expiry of the items written once', () => {
     const expected = now.getTime() / 1000 + 30 * DAY;
     expect(superseded.state.expires_at).toBe(expected);
     expect(superseded.body.expires_at).toBe(expected);
-    expect(body.expires_at).toBeGreaterThan(expected);
+    expect(body.expires_at).toBeUndefined();
   });
 });

@@ -318,26 +318,22 @@ describe('the body lives as long as the message needs it', () => {
     );
     return Item ?? {};
   };
-  /** The harness's retention (30 days) plus the DLQ redrive window (14), from `iso`. */
-  const bodyTtlFrom = (iso: string) => Math.floor(Date.parse(iso) / 1000) + (30 + 14) * 86_400;
 
-  it("moves the body's TTL with a reschedule that outlives it, and never shortens it", async () => {
+  it('gives a scheduled message no TTL on its body, however far it is rescheduled', async () => {
     const id = await enqueued(api, { send_at: '2026-12-01T09:00:00Z' });
-    expect((await body(id)).expires_at).toBe(bodyTtlFrom('2026-12-01T09:00:00Z'));
-    const later = '2027-03-01T09:00:00.000Z';
-    expect((await api.call(reschedule(id, later))).status).toBe(200);
-    expect((await body(id)).expires_at).toBe(bodyTtlFrom(later));
-    expect((await api.call(reschedule(id, '2026-12-20T09:00:00.000Z'))).status).toBe(200);
-    expect((await body(id)).expires_at).toBe(bodyTtlFrom(later));
+    expect((await body(id)).expires_at).toBeUndefined();
+    expect((await api.call(reschedule(id, '2027-11-01T09:00:00.000Z'))).status).toBe(200);
+    expect((await body(id)).expires_at).toBeUndefined();
+    expect((await state(api, id)).expires_at).toBeUndefined();
   });
 
-  it('gives the body of a manually retried message the life of its new send time', async () => {
+  it('gives a manually retried message no TTL, neither its state nor its body', async () => {
     const id = await enqueued(api, { send_at: '2026-12-01T09:00:00Z' });
     await forceStatus(api, id, 'failed');
     api.clock.advance(60 * 86_400_000);
-    const now = api.clock.now().toISOString();
     expect((await api.call(retry(id))).status).toBe(202);
-    expect((await body(id)).expires_at).toBe(bodyTtlFrom(now));
+    expect((await body(id)).expires_at).toBeUndefined();
+    expect((await state(api, id)).expires_at).toBeUndefined();
   });
 
   it("lets a cancelled message's body go with its state record (privacy)", async () => {

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isTerminal, MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
+import type { PauseState } from '../../lambdas/core/relayBreaker.js';
 import {
   decideSweep,
   SWEEP_MAX_INTERVAL_SECONDS,
@@ -96,5 +97,37 @@ describe('a stall that goes on', () => {
       graceSeconds: GRACE,
     });
     expect(decision).toMatchObject({ action: 'redispatch', sweepCount: 1 });
+  });
+});
+
+describe('a message an operator paused', () => {
+  const kinds = fc.constantFrom('digest', 'invoice', 'campaign');
+  const pauseState = fc.record({
+    version: fc.constant(1),
+    kinds: fc.dictionary(kinds, fc.constant({ reason: 'r', at: NOW.toISOString() })),
+    all: fc.option(
+      fc.record({
+        reason: fc.constant('r'),
+        at: fc.constant(NOW.toISOString()),
+        except: fc.uniqueArray(kinds),
+      }),
+      { nil: undefined },
+    ),
+  });
+
+  it('is never re-dispatched while its kind is held by the pause, and swept as before otherwise', () => {
+    fc.assert(
+      fc.property(pauseState, fc.option(kinds, { nil: undefined }), (rawPause, kind) => {
+        const pause: PauseState =
+          rawPause.all === undefined ? { version: 1, kinds: rawPause.kinds } : rawPause;
+        const overdue = record(kind === undefined ? {} : { tags: { kind } });
+        const decision = decideSweep({ record: overdue, now: NOW, graceSeconds: GRACE, pause });
+        const held =
+          (kind !== undefined && Object.hasOwn(pause.kinds, kind)) ||
+          (pause.all !== undefined && (kind === undefined || !pause.all.except.includes(kind)));
+        expect(decision.action).toBe(held ? 'skip' : 'redispatch');
+        if (held) expect(decision).toEqual({ action: 'skip', reason: 'paused' });
+      }),
+    );
   });
 });

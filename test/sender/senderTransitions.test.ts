@@ -1,4 +1,4 @@
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type AttemptRecord, type MessageStateRecord, messagePk } from '../../lambdas/store/messageRecord.js';
 import { DynamoSenderStore, HISTORY_LIMIT } from '../../lambdas/store/senderTransitions.js';
@@ -235,17 +235,10 @@ describe('DynamoSenderStore', () => {
           }),
         )
       ).Item ?? {};
-    /** A scheduled message whose body has the TTL an enqueue gives it. */
-    const putWithBodyTtl = async (fixture: MessageFixture = {}) => {
+    /** A scheduled message as an enqueue writes it: no TTL on the state record nor on the body. */
+    const putLive = async (fixture: MessageFixture = {}) => {
       const observed = await put(fixture);
-      await documents.send(
-        new UpdateCommand({
-          TableName: tableName,
-          Key: { pk: messagePk(observed.id), sk: 'BODY' },
-          UpdateExpression: 'SET expires_at = :e',
-          ExpressionAttributeValues: { ':e': nowSeconds + 44 * DAY },
-        }),
-      );
+      expect((await bodyOf(observed.id)).expires_at).toBeUndefined();
       return observed;
     };
     const outcome = (claimed: MessageStateRecord, to: 'sent' | 'failed' | 'dead', at = now) =>
@@ -269,7 +262,7 @@ describe('DynamoSenderStore', () => {
     it.each(['failed', 'dead'] as const)(
       'gives a %s record no TTL, neither the state nor the body, while it waits for an operator',
       async (to) => {
-        const observed = await putWithBodyTtl();
+        const observed = await putLive();
         expect((await outcome(await claimed(observed), to)).outcome).toBe('applied');
         expect((await readState(documents, tableName, observed.id)).expires_at).toBeUndefined();
         expect((await bodyOf(observed.id)).expires_at).toBeUndefined();
@@ -277,7 +270,7 @@ describe('DynamoSenderStore', () => {
     );
 
     it('gives an unknown record (an expired lease held) no TTL, neither the state nor the body', async () => {
-      const expired = await putWithBodyTtl({
+      const expired = await putLive({
         status: 'sending',
         leaseOwner: 'old',
         leaseUntil: new Date(now.getTime() - 1),
@@ -289,7 +282,7 @@ describe('DynamoSenderStore', () => {
     });
 
     it('starts the TTL again when a waiting record leaves: a redriven dead message that is sent expires, body too', async () => {
-      const observed = await putWithBodyTtl();
+      const observed = await putLive();
       const dead = await outcome(await claimed(observed), 'dead');
       if (dead.outcome !== 'applied') throw new Error('dead failed');
       const later = new Date(now.getTime() + 100 * DAY * 1000);
@@ -304,21 +297,22 @@ describe('DynamoSenderStore', () => {
       expect((await outcome(redriven.record, 'sent', later)).outcome).toBe('applied');
       const laterSeconds = Math.floor(later.getTime() / 1000);
       expect((await readState(documents, tableName, observed.id)).expires_at).toBe(laterSeconds + 30 * DAY);
-      expect((await bodyOf(observed.id)).expires_at).toBe(laterSeconds + (30 + 14) * DAY);
+      expect((await bodyOf(observed.id)).expires_at).toBe(laterSeconds + 30 * DAY);
     });
 
-    it('keeps the retention on sent and expired records, and their bodies keep theirs', async () => {
-      const sent = await putWithBodyTtl();
+    it('starts the retention of sent and expired records, and of their bodies with them', async () => {
+      const sent = await putLive();
       expect((await outcome(await claimed(sent), 'sent')).outcome).toBe('applied');
       expect((await readState(documents, tableName, sent.id)).expires_at).toBe(nowSeconds + 30 * DAY);
-      expect((await bodyOf(sent.id)).expires_at).toBe(nowSeconds + 44 * DAY);
-      const expired = await putWithBodyTtl();
+      expect((await bodyOf(sent.id)).expires_at).toBe(nowSeconds + 30 * DAY);
+      const expired = await putLive();
       await store.settleUnsent({ observed: expired, to: 'expired', now, retentionDays: 30 });
       expect((await readState(documents, tableName, expired.id)).expires_at).toBe(nowSeconds + 30 * DAY);
+      expect((await bodyOf(expired.id)).expires_at).toBe(nowSeconds + 30 * DAY);
     });
 
     it("lets a superseded message's body go with its state record (privacy), not weeks later", async () => {
-      const observed = await putWithBodyTtl();
+      const observed = await putLive();
       await store.settleUnsent({ observed, to: 'superseded', now, retentionDays: 30 });
       expect((await readState(documents, tableName, observed.id)).expires_at).toBe(nowSeconds + 30 * DAY);
       expect((await bodyOf(observed.id)).expires_at).toBe(nowSeconds + 30 * DAY);

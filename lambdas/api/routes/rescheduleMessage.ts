@@ -1,7 +1,6 @@
 /** PATCH /v1/messages/{id}: a new send time for a scheduled message, before its not_after. */
 import { isMessageId } from '../../core/ids.js';
 import { validateRescheduleRequest } from '../../core/rescheduleRequest.js';
-import { bodyExpiresAtAfter } from '../../store/messageRecord.js';
 import { validationProblem } from '../problem.js';
 import { readJsonBody } from '../requestBody.js';
 import { notFound, problemResult, transitionResult } from '../routeOutcome.js';
@@ -19,8 +18,7 @@ export function rescheduleMessageRoute(
     const parsed = validateRescheduleRequest(body.value, { now, maxHorizonDays: deps.config.maxHorizonDays });
     if (!parsed.ok) return problemResult(validationProblem(parsed.errors));
     const sendAt = parsed.value.send_at;
-    const bodyExpiresAt = bodyExpiresAtAfter(new Date(sendAt), deps.config.retentionDays);
-    const result = await deps.store.reschedule({ tenant, id, now, sendAt, bodyExpiresAt });
+    const result = await deps.store.reschedule({ tenant, id, now, sendAt });
     if (result.kind === 'past-deadline') {
       return problemResult(
         validationProblem([{ field: '/send_at', message: "must be before the message's not_after" }]),

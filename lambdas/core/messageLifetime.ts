@@ -1,0 +1,77 @@
+/**
+ * How long a message's records live (DESIGN §2): "No TTL deletes a message that is not terminal, or
+ * its body or attachments, however long it waits … Only a terminal status starts the retention
+ * clock." One rule, decided here and nowhere else: the state record and the body carry a TTL
+ * (`expires_at`) exactly while the message has ended for good — a final status (sent, cancelled,
+ * superseded, expired, suppressed) or an operator's discard of one that waited (failed, dead,
+ * unknown). Every other message, however long it waits (a pause, an outage, a far send_at, a
+ * reschedule, an operator who has not looked yet), has none on either record. Pure: the clock is an
+ * argument. docs/decisions/lifetimes.md says why, and what it costs.
+ */
+import { MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
+
+/** The statuses that start the retention clock: final, nothing can take the message out of them. */
+export const RETAINED_STATUSES: readonly MessageStatus[] = [
+  MESSAGE_STATUS.sent,
+  MESSAGE_STATUS.cancelled,
+  MESSAGE_STATUS.superseded,
+  MESSAGE_STATUS.expired,
+  MESSAGE_STATUS.suppressed,
+];
+
+export function startsRetention(status: MessageStatus): boolean {
+  return RETAINED_STATUSES.includes(status);
+}
+
+/** A TTL value (`expires_at`, epoch seconds): `days` after `start`. */
+export function expiresAtAfter(start: Date, days: number): number {
+  return Math.floor(start.getTime() / 1000) + days * 86_400;
+}
+
+/** What one write does to a record's TTL: leave it, set it (epoch seconds), or remove it. */
+export type TtlWrite =
+  | { readonly kind: 'keep' }
+  | { readonly kind: 'set'; readonly expiresAt: number }
+  | { readonly kind: 'remove' };
+
+export interface LifetimeChange {
+  /** Part of the state record's own conditional write, which happens anyway: it costs nothing. */
+  readonly state: TtlWrite;
+  /**
+   * The body's own UpdateItem, billed by the body's size: `keep` (no write) unless the TTL changes.
+   * A `remove` goes BEFORE the state write, a `set` AFTER it (and only if the state write applied),
+   * so that a crash between the two leaves a body that lives longer than its message — never a
+   * message whose body can expire.
+   */
+  readonly body: TtlWrite;
+}
+
+export interface LifetimeInput {
+  /** The state record's TTL before the write; undefined when it has none (or is being created). */
+  readonly currentExpiresAt: number | undefined;
+  /** The status the write leaves the message in. */
+  readonly to: MessageStatus;
+  /** An operator's discard: the status stays (failed, dead or unknown) and the message stops waiting. */
+  readonly discard?: boolean;
+  readonly now: Date;
+  /** POSTDATE_RETENTION_DAYS. */
+  readonly retentionDays: number;
+}
+
+const KEEP: TtlWrite = { kind: 'keep' };
+const REMOVE: TtlWrite = { kind: 'remove' };
+
+/**
+ * The TTLs after a write that leaves the message in `to`:
+ * - into a final status, or a discard: both records expire one retention from now;
+ * - anything else (live, or waiting for an operator): neither has a TTL. The body is written only
+ *   when it had one, which it has exactly when the state record had: a message taken out of a
+ *   discard (a manual retry, a DLQ redrive). Every other move leaves the body alone.
+ */
+export function lifetimeChange(input: LifetimeInput): LifetimeChange {
+  if (input.discard === true || startsRetention(input.to)) {
+    const expiresAt = expiresAtAfter(input.now, input.retentionDays);
+    return { state: { kind: 'set', expiresAt }, body: { kind: 'set', expiresAt } };
+  }
+  return { state: REMOVE, body: input.currentExpiresAt === undefined ? KEEP : REMOVE };
+}

@@ -1,0 +1,110 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ApiEvent } from '../../lambdas/api/apiEvent.js';
+import { retryMessageRoute } from '../../lambdas/api/routes/retryMessage.js';
+import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
+import { TENANT } from '../sender/records.js';
+import { createSenderRig, type SenderWorld, startSenderWorld } from '../sender/senderHarness.js';
+
+/**
+ * DESIGN §3, `POST /v1/messages/{id}/retry`: "manual retry of failed, dead or unknown: every recipient
+ * not yet accepted is pending again (one still suppressed stays out)". The route and its store on
+ * DynamoDB Local, the real sender, and a real smtp-server that first refuses and then accepts.
+ */
+describe('a manual retry sends to every recipient not yet accepted', () => {
+  let world: SenderWorld;
+  beforeAll(async () => {
+    world = await startSenderWorld();
+  });
+  afterAll(async () => {
+    await world.close();
+  });
+
+  async function retryThroughRoute(rig: Awaited<ReturnType<typeof createSenderRig>>, id: string) {
+    const deps = {
+      store: new DynamoApiStore(world.documents, world.tableName),
+      config: { retentionDays: 30, allowedFrom: ['*'], defaultFrom: 'ops@example.com', maxHorizonDays: 400 },
+      now: rig.clock.now,
+    };
+    return retryMessageRoute(deps)({ tenant: TENANT, params: { id }, event: {} as ApiEvent });
+  }
+
+  it('a message whose every recipient got a 550 is failed; retried, with the relay now accepting, it is sent to them', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script({ rcptTo: { code: 550, message: '5.7.1 Relaying denied by policy' } });
+    const message = await rig.putMessage({ to: ['ada@example.org', 'bob@example.org'] });
+    await rig.dispatch(message);
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'failed', rcpt_rejected: [0, 1] });
+
+    world.smtp.script();
+    const answer = await retryThroughRoute(rig, message.id);
+    expect(answer.statusCode).toBe(202);
+    const retried = await rig.state(message.id);
+    expect(retried).toMatchObject({ status: 'scheduled', rev: 2, rcpt_rejected: [] });
+
+    await rig.dispatch({ id: message.id, rev: 2 });
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'sent', rcpt_accepted: [0, 1] });
+    const copies = rig.received(message.id);
+    expect(copies.map((copy) => copy.to)).toEqual([['ada@example.org', 'bob@example.org']]);
+  });
+
+  it('a dead message: the retry leaves out the recipient already accepted and tries the deferred and the rejected', async () => {
+    const rig = await createSenderRig(world);
+    const refuse = (address: string) => {
+      if (address === 'bob@example.org') return { code: 450, message: '4.2.1 Mailbox busy, try later' };
+      if (address === 'cyd@example.org') return { code: 550, message: '5.7.1 Relaying denied by policy' };
+      return undefined;
+    };
+    world.smtp.script({ rcptTo: refuse });
+    const message = await rig.putMessage({ to: ['ada@example.org', 'bob@example.org', 'cyd@example.org'] });
+    await rig.dispatch(message);
+    // Three attempts (TEST_SETTINGS.maxAttempts): ada accepted in the first, bob deferred every time.
+    for (let attempt = 0; attempt < 3; attempt++) await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({
+      status: 'dead',
+      rcpt_accepted: [0],
+      rcpt_rejected: [2],
+    });
+
+    world.smtp.script();
+    expect((await retryThroughRoute(rig, message.id)).statusCode).toBe(202);
+    await rig.dispatch({ id: message.id, rev: 2 });
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'sent', rcpt_accepted: [0, 1, 2] });
+    expect(rig.received(message.id).map((copy) => copy.to)).toEqual([
+      ['ada@example.org'],
+      ['bob@example.org', 'cyd@example.org'],
+    ]);
+  });
+
+  it('a failed message with a suppressed recipient: the retry sends to the others only', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script({
+      rcptTo: (address) =>
+        address === 'dee@example.org'
+          ? { code: 550, message: '5.1.1 User unknown' }
+          : { code: 550, message: '5.7.1 Relaying denied by policy' },
+    });
+    const message = await rig.putMessage({ to: ['eve@example.org', 'dee@example.org'] });
+    await rig.dispatch(message);
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'failed', rcpt_rejected: [0, 1] });
+    expect(
+      await new DynamoApiStore(world.documents, world.tableName).suppressions.suppressedAmong(TENANT, [
+        'dee@example.org',
+      ]),
+    ).toEqual(new Set(['dee@example.org']));
+
+    world.smtp.script();
+    expect((await retryThroughRoute(rig, message.id)).statusCode).toBe(202);
+    await rig.dispatch({ id: message.id, rev: 2 });
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({
+      status: 'sent',
+      rcpt_accepted: [0],
+      rcpt_suppressed: [1],
+    });
+    expect(rig.received(message.id).map((copy) => copy.to)).toEqual([['eve@example.org']]);
+  });
+});

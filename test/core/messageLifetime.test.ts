@@ -1,0 +1,173 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  expiresAtAfter,
+  lifetimeChange,
+  RETAINED_STATUSES,
+  startsRetention,
+  type TtlWrite,
+} from '../../lambdas/core/messageLifetime.js';
+import {
+  isTerminal,
+  isWaitingForOperator,
+  MESSAGE_STATUS,
+  MESSAGE_STATUSES,
+  type MessageStatus,
+} from '../../lambdas/core/messageStatus.js';
+import { TRANSITIONS } from '../../lambdas/core/stateMachine.js';
+
+/**
+ * DESIGN §2: "No TTL deletes a message that is not terminal, or its body or attachments, however long
+ * it waits …; dead, failed and unknown wait for an operator the same way. Only a terminal status
+ * starts the retention clock." Random lives of a message through the state machine's transitions
+ * (and an operator's discard), applying lifetimeChange the way the store does — body removals before
+ * the state write, body TTLs after it — and a crash possible between the two writes of any step.
+ */
+
+const RETENTION_DAYS = 30;
+const DAY_MS = 86_400_000;
+
+interface Records {
+  status: MessageStatus;
+  stateTtl: number | undefined;
+  bodyTtl: number | undefined;
+}
+
+type Step =
+  | { readonly op: 'transition'; readonly pick: number; readonly days: number; readonly crash: boolean }
+  | { readonly op: 'discard'; readonly days: number; readonly crash: boolean };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  fc.record({
+    op: fc.constant('transition' as const),
+    pick: fc.nat(),
+    days: fc.integer({ min: 0, max: 400 }),
+    crash: fc.boolean(),
+  }),
+  fc.record({
+    op: fc.constant('discard' as const),
+    days: fc.integer({ min: 0, max: 400 }),
+    crash: fc.boolean(),
+  }),
+);
+
+function apply(write: TtlWrite, current: number | undefined): number | undefined {
+  if (write.kind === 'keep') return current;
+  return write.kind === 'set' ? write.expiresAt : undefined;
+}
+
+/** Whether the message has ended for good: a final status, or a waiting one an operator discarded. */
+const ended = (records: Records) => startsRetention(records.status) || records.stateTtl !== undefined;
+
+describe('lifetimeChange', () => {
+  it('starts the retention only in final statuses; failed, dead and unknown wait without one', () => {
+    expect([...RETAINED_STATUSES].sort()).toEqual([
+      'cancelled',
+      'expired',
+      'sent',
+      'superseded',
+      'suppressed',
+    ]);
+    for (const status of MESSAGE_STATUSES) {
+      const final = isTerminal(status) && !isWaitingForOperator(status);
+      expect(startsRetention(status)).toBe(final);
+    }
+  });
+
+  it('sets both TTLs one retention from now on a final status or a discard', () => {
+    const now = new Date('2026-12-01T09:00:00.000Z');
+    const expiresAt = expiresAtAfter(now, RETENTION_DAYS);
+    expect(expiresAt).toBe(Date.parse('2026-12-31T09:00:00.000Z') / 1000);
+    for (const to of ['sent', 'superseded'] as const) {
+      expect(lifetimeChange({ currentExpiresAt: undefined, to, now, retentionDays: RETENTION_DAYS })).toEqual(
+        {
+          state: { kind: 'set', expiresAt },
+          body: { kind: 'set', expiresAt },
+        },
+      );
+    }
+    expect(
+      lifetimeChange({ currentExpiresAt: undefined, to: 'dead', discard: true, now, retentionDays: 30 }).body,
+    ).toEqual({ kind: 'set', expiresAt });
+  });
+
+  it('never leaves a TTL on a message that has not ended, nor on its body, whatever it goes through', () => {
+    fc.assert(
+      fc.property(fc.boolean(), fc.array(step, { maxLength: 60 }), (supersededAtEnqueue, steps) => {
+        let clock = Date.parse('2026-12-01T09:00:00.000Z');
+        // The enqueue: a new message, scheduled or (its group moved on) superseded at once.
+        const enqueued = lifetimeChange({
+          currentExpiresAt: undefined,
+          to: supersededAtEnqueue ? MESSAGE_STATUS.superseded : MESSAGE_STATUS.scheduled,
+          now: new Date(clock),
+          retentionDays: RETENTION_DAYS,
+        });
+        const records: Records = {
+          status: supersededAtEnqueue ? MESSAGE_STATUS.superseded : MESSAGE_STATUS.scheduled,
+          stateTtl: apply(enqueued.state, undefined),
+          bodyTtl: apply(enqueued.body, undefined),
+        };
+        let bodyWrites = 0;
+        let bodyWritesAllowed = records.bodyTtl === undefined ? 0 : 1;
+        for (const next of steps) {
+          clock += next.days * DAY_MS;
+          const now = new Date(clock);
+          let to: MessageStatus;
+          let discard = false;
+          if (next.op === 'discard') {
+            // The CLI's discard: only a message that waits for an operator and has no TTL yet.
+            if (!isWaitingForOperator(records.status) || records.stateTtl !== undefined) continue;
+            to = records.status;
+            discard = true;
+          } else {
+            const exits = TRANSITIONS.filter((transition) => transition.from.includes(records.status));
+            const transition = exits[next.pick % Math.max(1, exits.length)];
+            if (transition === undefined) continue;
+            to = transition.to;
+          }
+          const wasEnded = ended(records);
+          const change = lifetimeChange({
+            currentExpiresAt: records.stateTtl,
+            to,
+            discard,
+            now,
+            retentionDays: RETENTION_DAYS,
+          });
+          if (change.body.kind !== 'keep') bodyWrites++;
+          // The cost: a body is written only when the message ends, or comes back from having ended.
+          if (discard || startsRetention(to) || wasEnded) bodyWritesAllowed++;
+          expect(bodyWrites).toBeLessThanOrEqual(bodyWritesAllowed);
+
+          // The order of the store: a removal of the body's TTL, then the state write, then a TTL set.
+          if (change.body.kind === 'remove') records.bodyTtl = undefined;
+          if (next.crash) {
+            // A crash between the two writes: the body never expires while its message would not.
+            expect(records.bodyTtl === undefined || records.stateTtl !== undefined).toBe(true);
+          }
+          records.status = to;
+          records.stateTtl = apply(change.state, records.stateTtl);
+          if (next.crash && change.body.kind === 'set') {
+            expect(records.stateTtl).toBeDefined();
+          }
+          if (change.body.kind === 'set') records.bodyTtl = change.body.expiresAt;
+
+          if (
+            !isTerminal(records.status) ||
+            (isWaitingForOperator(records.status) && !discard && !ended(records))
+          ) {
+            expect(records.stateTtl).toBeUndefined();
+            expect(records.bodyTtl).toBeUndefined();
+          }
+          if (startsRetention(records.status) || discard) {
+            const expected = expiresAtAfter(now, RETENTION_DAYS);
+            expect(records.stateTtl).toBe(expected);
+            expect(records.bodyTtl).toBe(expected);
+          }
+          // Steady state: the body has a TTL exactly when its state record has one.
+          expect(records.bodyTtl === undefined).toBe(records.stateTtl === undefined);
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
