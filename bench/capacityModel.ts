@@ -436,6 +436,14 @@ const CALLS = {
       { key: 'due', write: 1 },
     ],
   },
+  bodyTtl: {
+    fn: 'sender',
+    request: 'UpdateItem, the body\'s TTL when the message ends',
+    item: 'MSG#{id} BODY',
+    units: `${B} W`,
+    perMessage: 1,
+    loads: { tableWrites: B },
+  },
   putEvents: {
     fn: 'events',
     request: `PutEvents, ${INLINE.eventsPerPut} events`,
@@ -506,7 +514,7 @@ function deliveryCalls(deliveries: number): Call[] {
 }
 
 const C = CALLS;
-const sending = [C.claim, C.readBody, C.suppressions, C.smtp, C.outcome];
+const sending = [C.claim, C.readBody, C.suppressions, C.smtp, C.outcome, C.bodyTtl];
 const always = [C.putEvents, C.listEndpoints];
 /** Due now: the api's copy is sent, the relay's backup (held back a few seconds) is read and dropped. */
 const IMMEDIATE_COPIES: readonly Copy[] = [{ seconds: sendSeconds }, { seconds: A.quickCopySeconds }];
