@@ -133,7 +133,7 @@ export class NodemailerMailer implements Mailer {
       const dotSentAt = Date.now();
       timer = setTimeout(timeOut, replyDeadline(dotSentAt, endsBy, this.timeouts.replyMs) - dotSentAt);
     };
-    const beforeRelay = { bodySent: false, reachedRelay: false } as const;
+    const beforeRelay = { bodySent: false, reachedRelay: false, beforeTransaction: true } as const;
     try {
       let credentials: SmtpCredentials | undefined;
       try {
@@ -160,12 +160,7 @@ export class NodemailerMailer implements Mailer {
         } catch (thrown) {
           const error = tracker.timedOut ? attemptTimeout(thrown) : thrown;
           // Connect, greeting, TLS and login: all before MAIL FROM.
-          return this.failed(
-            error,
-            { bodySent: false, reachedRelay: reachedRelay(error, { bodySent: false }) },
-            [],
-            started,
-          );
+          return this.failed(error, beforeRelay, [], started);
         }
         const reused = session.messages > 0;
         const message = this.compose(email, onBodySent);
@@ -215,14 +210,21 @@ export class NodemailerMailer implements Mailer {
 
   private failed(
     error: unknown,
-    context: { readonly bodySent: boolean; readonly reachedRelay: boolean },
+    context: {
+      readonly bodySent: boolean;
+      readonly reachedRelay: boolean;
+      readonly beforeTransaction?: boolean;
+    },
     refused: readonly RecipientRefusal[],
     started: number,
   ): SendOutcome {
-    const failure = classifySmtpError(error, { bodySent: context.bodySent });
+    const failure = classifySmtpError(error, {
+      bodySent: context.bodySent,
+      beforeTransaction: context.beforeTransaction === true,
+    });
     // Only a refused login or a broken TLS setup says the pooled sessions themselves are wrong; a
     // refusal of one sender (5.7.x at MAIL FROM) must not close the pool for every tenant.
-    if (failure.class === 'config' && !context.reachedRelay) this.reset();
+    if (failure.class === 'config' && failure.origin === 'outage') this.reset();
     return {
       delivered: false,
       failure,
