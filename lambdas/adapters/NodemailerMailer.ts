@@ -121,11 +121,17 @@ export class NodemailerMailer implements Mailer {
     const abort = new AbortController();
     const endsBy = limits?.endsBy ?? Date.now() + this.timeouts.preDotMs + this.timeouts.replyMs;
     const tracker: AttemptTracker = { bodySent: false, timedOut: false };
-    // Before the dot: the whole phase has its own limit. After it: wait as long as the invocation allows.
-    const timeOut = () => {
-      tracker.timedOut = true;
-      abort.abort();
-    };
+    let finished = false;
+    // Before the dot: the whole phase has its own limit. After it: wait as long as the invocation
+    // allows. A limit that fires is only declared once what already sits in the socket has been
+    // read: after a stalled event loop Node runs overdue timers before it reads the sockets, and a
+    // 250 that arrived during the stall must win over the timer (DESIGN §5).
+    const timeOut = () =>
+      afterPendingReads(() => {
+        if (finished) return;
+        tracker.timedOut = true;
+        abort.abort();
+      });
     let timer = setTimeout(timeOut, this.timeouts.preDotMs);
     const onBodySent = () => {
       tracker.bodySent = true;
@@ -204,6 +210,7 @@ export class NodemailerMailer implements Mailer {
         }
       }
     } finally {
+      finished = true;
       clearTimeout(timer);
     }
   }
@@ -380,6 +387,14 @@ export class NodemailerMailer implements Mailer {
       disableUrlAccess: true,
     };
   }
+}
+
+/**
+ * Runs `declare` once the event loop has read what is waiting on its sockets: two turns of the
+ * check phase, each after a poll phase that reads every socket with data already received.
+ */
+function afterPendingReads(declare: () => void): void {
+  setImmediate(() => setImmediate(declare));
 }
 
 /** One message on one session: MAIL FROM, RCPT TO, DATA, the body and the final reply. */
