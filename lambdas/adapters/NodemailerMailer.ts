@@ -121,11 +121,17 @@ export class NodemailerMailer implements Mailer {
     const abort = new AbortController();
     const endsBy = limits?.endsBy ?? Date.now() + this.timeouts.preDotMs + this.timeouts.replyMs;
     const tracker: AttemptTracker = { bodySent: false, timedOut: false };
-    // Before the dot: the whole phase has its own limit. After it: wait as long as the invocation allows.
-    const timeOut = () => {
-      tracker.timedOut = true;
-      abort.abort();
-    };
+    let finished = false;
+    // Before the dot: the whole phase has its own limit. After it: wait as long as the invocation
+    // allows. A limit that fires is only declared once what already sits in the socket has been
+    // read: after a stalled event loop Node runs overdue timers before it reads the sockets, and a
+    // 250 that arrived during the stall must win over the timer (DESIGN §5).
+    const timeOut = () =>
+      afterPendingReads(() => {
+        if (finished) return;
+        tracker.timedOut = true;
+        abort.abort();
+      });
     let timer = setTimeout(timeOut, this.timeouts.preDotMs);
     const onBodySent = () => {
       tracker.bodySent = true;
@@ -133,7 +139,7 @@ export class NodemailerMailer implements Mailer {
       const dotSentAt = Date.now();
       timer = setTimeout(timeOut, replyDeadline(dotSentAt, endsBy, this.timeouts.replyMs) - dotSentAt);
     };
-    const beforeRelay = { bodySent: false, reachedRelay: false } as const;
+    const beforeRelay = { bodySent: false, reachedRelay: false, beforeTransaction: true } as const;
     try {
       let credentials: SmtpCredentials | undefined;
       try {
@@ -160,12 +166,7 @@ export class NodemailerMailer implements Mailer {
         } catch (thrown) {
           const error = tracker.timedOut ? attemptTimeout(thrown) : thrown;
           // Connect, greeting, TLS and login: all before MAIL FROM.
-          return this.failed(
-            error,
-            { bodySent: false, reachedRelay: reachedRelay(error, { bodySent: false }) },
-            [],
-            started,
-          );
+          return this.failed(error, beforeRelay, [], started);
         }
         const reused = session.messages > 0;
         const message = this.compose(email, onBodySent);
@@ -209,20 +210,28 @@ export class NodemailerMailer implements Mailer {
         }
       }
     } finally {
+      finished = true;
       clearTimeout(timer);
     }
   }
 
   private failed(
     error: unknown,
-    context: { readonly bodySent: boolean; readonly reachedRelay: boolean },
+    context: {
+      readonly bodySent: boolean;
+      readonly reachedRelay: boolean;
+      readonly beforeTransaction?: boolean;
+    },
     refused: readonly RecipientRefusal[],
     started: number,
   ): SendOutcome {
-    const failure = classifySmtpError(error, { bodySent: context.bodySent });
+    const failure = classifySmtpError(error, {
+      bodySent: context.bodySent,
+      beforeTransaction: context.beforeTransaction === true,
+    });
     // Only a refused login or a broken TLS setup says the pooled sessions themselves are wrong; a
     // refusal of one sender (5.7.x at MAIL FROM) must not close the pool for every tenant.
-    if (failure.class === 'config' && !context.reachedRelay) this.reset();
+    if (failure.class === 'config' && failure.origin === 'outage') this.reset();
     return {
       delivered: false,
       failure,
@@ -378,6 +387,14 @@ export class NodemailerMailer implements Mailer {
       disableUrlAccess: true,
     };
   }
+}
+
+/**
+ * Runs `declare` once the event loop has read what is waiting on its sockets: two turns of the
+ * check phase, each after a poll phase that reads every socket with data already received.
+ */
+function afterPendingReads(declare: () => void): void {
+  setImmediate(() => setImmediate(declare));
 }
 
 /** One message on one session: MAIL FROM, RCPT TO, DATA, the body and the final reply. */

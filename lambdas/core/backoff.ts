@@ -3,7 +3,8 @@
  * `delay = random(0, min(cap, base · 2^attempt))`, in whole seconds.
  *
  * `attempt` counts from 0: it is the number of failed attempts *before* the one that just failed,
- * so the first retry waits up to `base` seconds. The sender passes `ApproximateReceiveCount − 1`.
+ * so the first retry waits up to `base` seconds. The sender passes the message's `attempts` before
+ * the failed one (core/sendDecision.ts), never a queue receive count.
  * A negative, fractional or non-finite attempt is read as its floor, at least 0.
  *
  * Every result is also clamped to SQS's ChangeMessageVisibility maximum (43 200 s = 12 h), the

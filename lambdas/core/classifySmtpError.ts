@@ -14,8 +14,31 @@
  */
 import type { ErrorClass } from './postdateError.js';
 
+/**
+ * Where a failure happened, which decides whose it is (DESIGN §5; lambdas/core/sendDecision.ts
+ * decides what each makes of the message):
+ * - `outage`: before MAIL FROM, at the relay — connection refused or timed out, DNS, a reply at the
+ *   greeting or EHLO (421 included), TLS, the login, the relay login unreadable. The relay's, not
+ *   the message's: no attempt, and the breaker opens for every sender.
+ * - `local`: before MAIL FROM, refused by our own SMTP client before anything was sent (nodemailer's
+ *   envelope checks, command `API`): no attempt, and nothing for the breaker.
+ * - `throttle`: the relay says it is throttling the sender (SES's `454 Throttling failure: …`), at
+ *   any step: the fleet's pressure, no attempt, never dead.
+ * - `transaction`: a reply to this message's own commands (MAIL, RCPT, DATA, the final dot), 421
+ *   included, or a break once MAIL FROM may have been sent: this message's outcome, one attempt.
+ */
+export const FAILURE_ORIGIN = {
+  outage: 'outage',
+  local: 'local',
+  throttle: 'throttle',
+  transaction: 'transaction',
+} as const;
+export type FailureOrigin = (typeof FAILURE_ORIGIN)[keyof typeof FAILURE_ORIGIN];
+
 export interface SmtpErrorClassification {
   readonly class: ErrorClass;
+  /** Where it happened, and so whose failure it is. */
+  readonly origin: FailureOrigin;
   /** The SMTP reply code ("451") when there was a reply, else nodemailer's code ("ECONNECTION"), else null. */
   readonly code: string | null;
   /** RFC 3463 enhanced status code from the reply text ("5.1.1"), if any. */
@@ -30,6 +53,12 @@ export interface SmtpFailureContext {
    * without a reply after that point is ambiguous: the relay may have accepted the message.
    */
   readonly bodySent?: boolean;
+  /**
+   * True when the failure came while the session was being set up (the login read, connect,
+   * greeting, EHLO, STARTTLS, AUTH): before MAIL FROM whatever the error looks like — nodemailer
+   * reports a setup that ran out of time like any other timeout.
+   */
+  readonly beforeTransaction?: boolean;
 }
 
 /** nodemailer codes that mean our own configuration (credentials, TLS, settings) is wrong. */
@@ -100,6 +129,19 @@ export const TLS_CERTIFICATE_CODES: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * Amazon SES's throttling replies (its SMTP interface documents `454 Throttling failure: Maximum
+ * sending rate exceeded` and `454 Throttling failure: Daily message quota exceeded`, and it may
+ * answer MAIL FROM with 421 or 454 and the same words). No enhanced code tells them apart from any
+ * other 4xx, so the words are read here, at the edge, into the `throttle` origin; matched
+ * case-insensitively, only on a 4xx reply. Nothing downstream reads reply text.
+ */
+export const SES_THROTTLE_PHRASES: readonly string[] = [
+  'throttling failure',
+  'maximum sending rate exceeded',
+  'daily message quota exceeded',
+];
+
+/**
  * The one place a reply's words decide (docs/smtp-classification.md, "Amazon SES"): SES answers a
  * sender it will not send for (identity not verified, IAM user not allowed, account paused) with a
  * bare `554` and no enhanced code, the same reply as a refused message. Matched case-insensitively,
@@ -145,11 +187,23 @@ interface ErrorShape {
 /** Classifies any thrown value. Never throws. */
 export function classifySmtpError(error: unknown, context: SmtpFailureContext = {}): SmtpErrorClassification {
   try {
-    return classifyShape(readShape(error), readBodySent(context));
+    const shape = readShape(error);
+    const bodySent = readBodySent(context);
+    const origin = originOf(shape, bodySent, safeGet(context, 'beforeTransaction') === true);
+    const classified = classifyShape(shape, bodySent);
+    return origin === FAILURE_ORIGIN.throttle
+      ? {
+          ...classified,
+          class: 'transient',
+          origin,
+          reason: `the relay is throttling our sending (${classified.code}) at ${commandName(shape.command ?? '')}; every sender slows down`,
+        }
+      : { ...classified, origin };
   } catch {
     // Only reachable through hostile objects (e.g. a Proxy whose traps throw on every access).
     return {
       class: 'transient',
+      origin: FAILURE_ORIGIN.transaction,
       code: null,
       enhancedCode: null,
       reason: 'unreadable error; retried as transient',
@@ -180,38 +234,44 @@ const SETUP_COMMANDS = /^(EHLO|HELO|LHLO|STARTTLS|AUTH\b)/;
 export function reachedRelay(error: unknown, context: SmtpFailureContext = {}): boolean {
   try {
     if (readBodySent(context)) return true;
-    const shape = readShape(error);
-    if (shape.certificateCode !== null) return false;
-    if (shape.code !== null && (CONFIG_CODES.has(shape.code) || NO_CONNECTION_CODES.has(shape.code))) {
-      return false;
-    }
-    if (shape.timeoutType !== null && SETUP_TIMEOUTS.has(shape.timeoutType)) return false;
-    // nodemailer reports a refused or unreachable connect as ESOCKET at CONN; Node's `syscall`
-    // says the socket never connected (`connect`) or the name never resolved (`getaddrinfo`).
-    if (shape.syscall === 'connect' || shape.syscall === 'getaddrinfo') return false;
-    const command = shape.command ?? '';
-    // nodemailer reports the greeting's reply under CONN; a break without a reply may come at any step.
-    if (command === 'CONN' && shape.responseCode !== null) return false;
-    return !SETUP_COMMANDS.test(command);
+    return shapeReachedRelay(readShape(error));
   } catch {
     return true;
   }
 }
 
-/**
- * Whether a failed attempt says the relay itself is unavailable, not this message (DESIGN §5, "An
- * outage is not the message's fault"): a 421 (the relay closing the session) at any step, or a
- * transient or config failure that provably came before MAIL FROM — connection refused or timed out,
- * DNS, the greeting refused, TLS, the login, the relay credentials unreadable. A 4xx or 5xx at MAIL
- * FROM or RCPT TO (other than 421) concerns the message or its sender, and leaves the breaker alone.
- * Reads only the classification's class and code: pure, total, never throws.
- */
-export function isRelayUnavailable(
-  failure: Pick<SmtpErrorClassification, 'class' | 'code'>,
-  reachedRelay: boolean,
-): boolean {
-  if (failure.code === '421') return true;
-  return !reachedRelay && (failure.class === 'transient' || failure.class === 'config');
+function shapeReachedRelay(shape: ErrorShape): boolean {
+  if (shape.certificateCode !== null) return false;
+  if (shape.code !== null && (CONFIG_CODES.has(shape.code) || NO_CONNECTION_CODES.has(shape.code))) {
+    return false;
+  }
+  if (shape.timeoutType !== null && SETUP_TIMEOUTS.has(shape.timeoutType)) return false;
+  // nodemailer reports a refused or unreachable connect as ESOCKET at CONN; Node's `syscall`
+  // says the socket never connected (`connect`) or the name never resolved (`getaddrinfo`).
+  if (shape.syscall === 'connect' || shape.syscall === 'getaddrinfo') return false;
+  const command = shape.command ?? '';
+  // nodemailer's own checks before it sends anything (an empty or invalid envelope).
+  if (command === 'API' && shape.responseCode === null) return false;
+  // nodemailer reports the greeting's reply under CONN; a break without a reply may come at any step.
+  if (command === 'CONN' && shape.responseCode !== null) return false;
+  return !SETUP_COMMANDS.test(command);
+}
+
+/** Where the failure happened ({@link FAILURE_ORIGIN}); throttling first, at whatever step it came. */
+function originOf(shape: ErrorShape, bodySent: boolean, beforeTransaction: boolean): FailureOrigin {
+  if (isThrottleReply(shape)) return FAILURE_ORIGIN.throttle;
+  if (bodySent) return FAILURE_ORIGIN.transaction;
+  if (shape.command === 'API' && shape.responseCode === null) return FAILURE_ORIGIN.local;
+  if (beforeTransaction || !shapeReachedRelay(shape)) return FAILURE_ORIGIN.outage;
+  return FAILURE_ORIGIN.transaction;
+}
+
+/** A 4xx reply in SES's throttling words (SES_THROTTLE_PHRASES). */
+function isThrottleReply(shape: ErrorShape): boolean {
+  const reply = shape.responseCode;
+  if (reply === null || reply < 400 || reply >= 500 || shape.response === null) return false;
+  const lower = shape.response.toLowerCase();
+  return SES_THROTTLE_PHRASES.some((phrase) => lower.includes(phrase));
 }
 
 /** The RFC 3463 enhanced status code in a reply text, preferring the one right after the reply code. */
@@ -224,12 +284,15 @@ export function extractEnhancedCode(response: string): string | null {
   return anywhere?.[1] ?? null;
 }
 
-function classifyShape(shape: ErrorShape, bodySent: boolean): SmtpErrorClassification {
+/** The classification before its origin is added. */
+type Classified = Omit<SmtpErrorClassification, 'origin'>;
+
+function classifyShape(shape: ErrorShape, bodySent: boolean): Classified {
   const enhancedCode = shape.response === null ? null : extractEnhancedCode(shape.response);
   const reply = shape.responseCode;
   const command = shape.command ?? '';
   const code = reply !== null ? String(reply) : shape.code;
-  const result = (cls: ErrorClass, reason: string): SmtpErrorClassification => ({
+  const result = (cls: ErrorClass, reason: string): Classified => ({
     class: cls,
     code,
     enhancedCode,
@@ -286,8 +349,8 @@ function classifyPermanentReply(
   enhancedCode: string | null,
   command: string,
   response: string | null,
-  result: (cls: ErrorClass, reason: string) => SmtpErrorClassification,
-): SmtpErrorClassification {
+  result: (cls: ErrorClass, reason: string) => Classified,
+): Classified {
   const at = commandName(command);
   if (CONFIG_REPLY_CODES.has(reply) || (enhancedCode !== null && CONFIG_ENHANCED_CODES.has(enhancedCode))) {
     return result(

@@ -3,14 +3,19 @@
  * circuit breaker that every sender shares — its state is one item in the table, written only with a
  * condition on the version the writer read — and the operator's pause (all, or one `tags.kind`).
  *
- * - **closed**: copies are sent. A failure that is the relay's (lambdas/core/classifySmtpError.ts,
- *   `isRelayUnavailable`) opens it: {@link opened}.
+ * - **closed**: copies are sent. A failure that is the relay's (the `outage` origin of
+ *   lambdas/core/classifySmtpError.ts, decided in sendDecision.ts) opens it: {@link opened}.
  * - **open**: copies are handed back unclaimed (no attempt). The first sender that finds the probe
  *   due wins the conditional write of {@link probeClaimed} and becomes the only prober until
  *   `probe_until`; everyone else waits.
  * - **half-open**: one sender probes. Success closes it ({@link probeSucceeded}); failure opens it
  *   again with the next probe one interval after the claim ({@link probeFailed}). A prober that died
  *   lets the next sender claim once `probe_until` has passed.
+ *
+ * - **throttled** (any state): the relay said it is throttling us (SES's `454 Throttling failure`).
+ *   {@link throttled} halves the fleet's rate factor and holds every sender for a moment; the factor
+ *   climbs back by itself, additively, as time passes without another throttle ({@link rateFactor}):
+ *   multiplicative decrease, additive increase, read by every sender with the gate.
  *
  * Every transition answers the state to write, or undefined when there is nothing to write (the
  * event does not apply to the state seen). The writer adds one to `version` and writes only if the
@@ -44,6 +49,15 @@ export interface BreakerState {
   readonly closed_at?: string;
   /** Probes that failed during this outage. */
   readonly failed_probes?: number;
+  /**
+   * The fleet's share of its send rate after the relay last throttled us, in (0, 1], as written
+   * then; {@link rateFactor} adds what time has given back since. Absent: 1.
+   */
+  readonly rate_factor?: number;
+  /** When the relay last throttled a sender. */
+  readonly throttled_at?: string;
+  /** No sender starts a send before this (a moment after a throttle, longer the lower the factor). */
+  readonly throttled_until?: string;
 }
 
 export const NEVER_OPENED: BreakerState = { state: BREAKER_STATE.closed, version: 0 };
@@ -59,7 +73,24 @@ export interface BreakerSettings {
   readonly probeIntervalMs: number;
   /** How long a probe may take before another sender may claim the probe (the prober died). */
   readonly probeTimeoutMs: number;
+  /**
+   * After a throttle every sender holds this long divided by the new rate factor (2 s at ½, 64 s at
+   * the floor: a daily quota is not met again in a second). @default THROTTLE.holdMs
+   */
+  readonly throttleHoldMs?: number;
 }
+
+/**
+ * The fleet's slow-down (docs/decisions/throttle.md): each throttle halves the rate factor (never
+ * below `minFactor`); throttles within `debounceMs` of the last one are the same wave and halve it
+ * once; the factor climbs back by `recoveryPerSecond` per second without a throttle.
+ */
+export const THROTTLE = {
+  minFactor: 1 / 64,
+  recoveryPerSecond: 0.05,
+  debounceMs: 1000,
+  holdMs: 1000,
+} as const;
 
 /**
  * The breaker's timing from the configuration: one probe per POSTDATE_RELAY_PROBE_SECONDS; a probe
@@ -99,11 +130,14 @@ export interface SendingGateState {
 }
 
 export type GateDecision =
-  | { readonly kind: 'send' }
+  /** Send, at `rateFactor` of the send rate (the fleet's slow-down after a throttle, {@link rateFactor}). */
+  | { readonly kind: 'send'; readonly rateFactor: number }
   /** Open and the probe is due: try to claim it ({@link probeClaimed}); the winner probes. */
   | { readonly kind: 'probe' }
   /** Hand the copy back unclaimed, visible again after `seconds`; no attempt. */
-  | { readonly kind: 'wait'; readonly seconds: number; readonly cause: 'relay-unavailable' | 'paused' };
+  | { readonly kind: 'wait'; readonly seconds: number; readonly cause: GateWaitCause };
+
+export type GateWaitCause = 'relay-unavailable' | 'paused' | 'throttled';
 
 /**
  * May a copy of a message of this kind be sent now? The pause first (it needs no probe), then the
@@ -123,7 +157,15 @@ export function gateDecision(
     return { kind: 'wait', seconds: intervalSeconds + jitter, cause: 'paused' };
   }
   const { breaker } = gate;
-  if (breaker.state === BREAKER_STATE.closed) return { kind: 'send' };
+  if (breaker.state === BREAKER_STATE.closed) {
+    const heldUntil =
+      breaker.throttled_until === undefined ? Number.NaN : Date.parse(breaker.throttled_until);
+    if (heldUntil > now.getTime()) {
+      const seconds = Math.max(1, Math.ceil((heldUntil - now.getTime()) / 1000));
+      return { kind: 'wait', seconds: seconds + Math.floor(unit(spread) * seconds), cause: 'throttled' };
+    }
+    return { kind: 'send', rateFactor: rateFactor(breaker, now) };
+  }
   if (mayClaimProbe(breaker, now)) return { kind: 'probe' };
   const untilProbe = Math.max(1, Math.ceil((nextProbeTime(breaker, now) - now.getTime()) / 1000));
   return {
@@ -143,6 +185,52 @@ function nextProbeTime(breaker: BreakerState, now: Date): number {
   const probeAt = timeOf(breaker.probe_at, now);
   if (breaker.state !== BREAKER_STATE.halfOpen || probeAt > now.getTime()) return probeAt;
   return timeOf(breaker.probe_until, now);
+}
+
+/**
+ * The fleet's share of its send rate now: the factor written at the last throttle plus what the
+ * time since has given back (THROTTLE.recoveryPerSecond a second), at most 1.
+ */
+export function rateFactor(breaker: BreakerState, now: Date): number {
+  const written = breaker.rate_factor;
+  if (written === undefined || !Number.isFinite(written)) return 1;
+  const since = breaker.throttled_at === undefined ? Number.NaN : Date.parse(breaker.throttled_at);
+  const seconds = Number.isFinite(since)
+    ? Math.max(0, (now.getTime() - since) / 1000)
+    : Number.POSITIVE_INFINITY;
+  return Math.min(1, Math.max(THROTTLE.minFactor, written) + THROTTLE.recoveryPerSecond * seconds);
+}
+
+/**
+ * The relay throttled a sender: the rate factor halves (never below the floor) and every sender
+ * holds for `throttleHoldMs / factor`. Undefined (nothing to write) when the last throttle was
+ * within the debounce: one wave of replies to sends already under way slows the fleet once.
+ */
+export function throttled(
+  breaker: BreakerState,
+  now: Date,
+  settings: BreakerSettings,
+): BreakerState | undefined {
+  const last = breaker.throttled_at === undefined ? Number.NaN : Date.parse(breaker.throttled_at);
+  if (Number.isFinite(last) && now.getTime() - last < THROTTLE.debounceMs) return undefined;
+  const factor = Math.max(THROTTLE.minFactor, rateFactor(breaker, now) / 2);
+  const holdMs = (settings.throttleHoldMs ?? THROTTLE.holdMs) / factor;
+  return {
+    ...breaker,
+    version: breaker.version + 1,
+    rate_factor: factor,
+    throttled_at: now.toISOString(),
+    throttled_until: new Date(now.getTime() + holdMs).toISOString(),
+  };
+}
+
+/** The throttle fields, carried across the breaker's own transitions. */
+function throttleOf(breaker: BreakerState): Partial<BreakerState> {
+  return {
+    ...(breaker.rate_factor === undefined ? {} : { rate_factor: breaker.rate_factor }),
+    ...(breaker.throttled_at === undefined ? {} : { throttled_at: breaker.throttled_at }),
+    ...(breaker.throttled_until === undefined ? {} : { throttled_until: breaker.throttled_until }),
+  };
 }
 
 /** Whether copies of this kind (undefined: a message without `tags.kind`) must wait for a resume. */
@@ -165,6 +253,7 @@ export function opened(
 ): BreakerState | undefined {
   if (breaker.state !== BREAKER_STATE.closed) return undefined;
   return {
+    ...throttleOf(breaker),
     state: BREAKER_STATE.open,
     version: breaker.version + 1,
     opened_at: now.toISOString(),
@@ -210,7 +299,12 @@ export function probeClaimed(
 /** The relay answered `owner`'s probe: closed; the backlog drains. */
 export function probeSucceeded(breaker: BreakerState, owner: string, now: Date): BreakerState | undefined {
   if (breaker.state !== BREAKER_STATE.halfOpen || breaker.probe_owner !== owner) return undefined;
-  return { state: BREAKER_STATE.closed, version: breaker.version + 1, closed_at: now.toISOString() };
+  return {
+    ...throttleOf(breaker),
+    state: BREAKER_STATE.closed,
+    version: breaker.version + 1,
+    closed_at: now.toISOString(),
+  };
 }
 
 /** `owner`'s probe failed: open again; the next probe stays where the claim put it. */

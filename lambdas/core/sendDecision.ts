@@ -1,4 +1,5 @@
 import { backoffSeconds, configBackoffSeconds } from './backoff.js';
+import { FAILURE_ORIGIN, type FailureOrigin } from './classifySmtpError.js';
 import { MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
 import type { ErrorClass } from './postdateError.js';
 import {
@@ -143,8 +144,8 @@ export interface AttemptResult {
   readonly delivered: boolean;
   /** The failure's class when not delivered. */
   readonly failureClass?: ErrorClass;
-  /** The relay saw this message (MAIL FROM was, or may have been, sent): the attempt counts. */
-  readonly reachedRelay: boolean;
+  /** Where the failure happened (core/classifySmtpError.ts); `transaction` when absent. */
+  readonly origin?: FailureOrigin;
   /** The positions in this attempt's envelope. */
   readonly attempted: readonly number[];
   /** Recipients refused one by one at RCPT TO (4xx deferred, 5xx rejected). */
@@ -165,9 +166,17 @@ export interface OutcomeSettings {
   readonly maxAttempts: number;
   readonly retryBaseSeconds: number;
   readonly retryCapSeconds: number;
+  /**
+   * How long a copy waits after an outage: about when the sending gate's next probe may have closed
+   * the breaker (POSTDATE_RELAY_PROBE_SECONDS). Absent (no gate): the backoff.
+   */
+  readonly relayWaitSeconds?: number;
 }
 
 export type OutcomeStatus = 'sent' | 'retrying' | 'failed' | 'dead' | 'unknown';
+
+/** What the attempt tells every sender, besides this message: the relay is down, or throttling. */
+export type FleetSignal = 'relay-unavailable' | 'throttled';
 
 export interface OutcomeDecision {
   readonly to: OutcomeStatus;
@@ -175,28 +184,55 @@ export interface OutcomeDecision {
   readonly visibilitySeconds?: number;
   readonly attempts: number;
   readonly recipients: RecipientProgress;
+  /** For the sending gate (core/relayBreaker.ts): open the breaker, or slow the fleet down. */
+  readonly fleet?: FleetSignal;
 }
 
+/** A throttled copy comes back after 1 to this many seconds (the gate then holds it while the fleet slows). */
+export const THROTTLED_RETRY_SECONDS = 3;
+
 /**
- * Where an attempt's outcome takes the message:
- * - recipients settle one by one; `sent` when none is pending and at least one was accepted,
- *   `failed` when every one was rejected;
- * - a permanent failure without per-recipient replies rejects every attempted recipient;
- * - ambiguous under `hold` is `unknown`;
- * - anything else that leaves recipients pending (transient, config, ambiguous under `retry`, a
- *   4xx for some recipients) retries after backoff with full jitter — `dead` once the attempts,
- *   counted as SMTP transactions, reach the limit.
- * `receiveCount` (the copy's ApproximateReceiveCount) sets the backoff's exponent.
+ * Where an attempt's outcome takes the message — the whole rule, in this one place (DESIGN §2, §5):
+ * - **an outage** (before MAIL FROM, at the relay: connection, greeting, EHLO, TLS, login) is no
+ *   attempt and never `dead`: the message waits for the breaker, which opens for every sender;
+ * - **throttling** (SES's `454 Throttling failure`) is no attempt and never `dead`: the copy comes
+ *   back shortly, and every sender slows down;
+ * - **a local refusal** before MAIL FROM (our client refused the envelope) is no attempt and never
+ *   `dead`; a permanent one rejects the attempted recipients;
+ * - **a reply to the message's own commands** (MAIL, RCPT, DATA, the final dot; 421 included) or a
+ *   break after MAIL FROM counts exactly one attempt, and the recipients settle one by one: `sent`
+ *   when none is pending and at least one was accepted, `failed` when every one was rejected; a
+ *   permanent failure without per-recipient replies rejects every attempted recipient; ambiguous
+ *   under `hold` is `unknown`; anything that leaves recipients pending retries after backoff with
+ *   full jitter, and is `dead` once the attempts reach the limit.
+ * The backoff's exponent is the message's attempts before this one (never a queue receive count: a
+ * pause or an outage inflates receives, a re-delayed copy restarts them).
  */
 export function decideOutcome(
   result: AttemptResult,
   record: OutcomeRecord,
   settings: OutcomeSettings,
-  receiveCount: number,
   random: () => number,
 ): OutcomeDecision {
-  const attempts = record.attempts + (result.reachedRelay ? 1 : 0);
+  const origin = result.delivered
+    ? FAILURE_ORIGIN.transaction
+    : (result.origin ?? FAILURE_ORIGIN.transaction);
   const failureClass = result.delivered ? undefined : (result.failureClass ?? 'transient');
+  const unchanged = { attempts: record.attempts, recipients: record.recipients };
+  if (origin === FAILURE_ORIGIN.outage) {
+    // With a gate, back when its next probe may have closed the breaker; without one, the backoff.
+    const wait =
+      settings.relayWaitSeconds === undefined
+        ? backoffAfter(failureClass, record.attempts, settings, random)
+        : Math.max(1, Math.ceil(settings.relayWaitSeconds));
+    return { to: 'retrying', visibilitySeconds: wait, ...unchanged, fleet: 'relay-unavailable' };
+  }
+  if (origin === FAILURE_ORIGIN.throttle) {
+    const wait = 1 + Math.floor(unitInterval(random()) * THROTTLED_RETRY_SECONDS);
+    return { to: 'retrying', visibilitySeconds: wait, ...unchanged, fleet: 'throttled' };
+  }
+  const counted = origin === FAILURE_ORIGIN.transaction;
+  const attempts = record.attempts + (counted ? 1 : 0);
   const recipients = progressAfter(record.recipients, {
     attempted: result.attempted,
     delivered: result.delivered,
@@ -213,14 +249,26 @@ export function decideOutcome(
 
   if (failureClass === 'ambiguous' && record.on_ambiguous === 'hold') return decided('unknown');
   if (pending.length === 0) return decided(recipients.accepted.length > 0 ? 'sent' : 'failed');
-  if (attempts >= (record.attempt_limit ?? settings.maxAttempts)) return decided('dead');
+  if (counted && attempts >= (record.attempt_limit ?? settings.maxAttempts)) return decided('dead');
+  return decided('retrying', backoffAfter(failureClass, record.attempts, settings, random));
+}
+
+/** The backoff after a failed attempt; `attemptsBefore` (the message's, never the queue's) is the exponent. */
+export function backoffAfter(
+  failureClass: ErrorClass | undefined,
+  attemptsBefore: number,
+  settings: OutcomeSettings,
+  random: () => number,
+): number {
   const policy = { baseSeconds: settings.retryBaseSeconds, capSeconds: settings.retryCapSeconds };
-  const exponent = Math.max(0, receiveCount - 1);
-  const visibilitySeconds =
-    failureClass === 'config'
-      ? configBackoffSeconds(exponent, policy, random)
-      : backoffSeconds(exponent, policy, random);
-  return decided('retrying', visibilitySeconds);
+  return failureClass === 'config'
+    ? configBackoffSeconds(attemptsBefore, policy, random)
+    : backoffSeconds(attemptsBefore, policy, random);
+}
+
+function unitInterval(value: number): number {
+  if (!Number.isFinite(value) || value < 0) return 0;
+  return value >= 1 ? 1 - Number.EPSILON : value;
 }
 
 /** When a `retrying` message is due again (the end of its backoff); undefined for any other outcome. */

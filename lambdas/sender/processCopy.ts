@@ -20,7 +20,6 @@ import {
   settled,
 } from './copyRun.js';
 import { ack, type CopyVerdict, keep } from './copyVerdict.js';
-import { heldByGate, probeToken } from './gateSteps.js';
 import { PROBE_TOKEN_ID } from './relayGate.js';
 import { sendClaimed } from './sendClaimed.js';
 
@@ -104,11 +103,11 @@ async function runCopy(run: CopyRun): Promise<CopyVerdict> {
     return settled(run, result, unsent.to, UNSENT_METRIC[unsent.to], takeover);
   }
 
-  // While the relay is unavailable or this kind is paused: back unclaimed, no attempt (DESIGN §5).
-  const held = await heldByGate(run, observed);
-  if (held !== undefined) return held;
-  // The rate limit waits before the claim, never under the lease (DESIGN §5).
-  await deps.rateLimiter.acquire();
+  // While the relay is unavailable, throttling us or this kind is paused: back unclaimed, no attempt.
+  const gate = await passGate(run, observed);
+  if (gate.kind === 'held') return gate.verdict;
+  // The rate limit waits before the claim, never under the lease (DESIGN §5), in recipients.
+  await deps.rateLimiter.acquire(pendingRecipients(observed), gate.rateFactor);
   // Never out of time mid-send: claim only with time left for one whole attempt and its write.
   if (!hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing)) {
     deps.metrics.count(SENDER_METRIC.outOfTime);
@@ -134,6 +133,56 @@ async function runCopy(run: CopyRun): Promise<CopyVerdict> {
   // The takeover of an expired lease recorded the interrupted attempt as ambiguous.
   if (takeover) deps.metrics.count(SENDER_METRIC.ambiguous);
   return sendClaimed(run, claim.record, owner, body);
+}
+
+/**
+ * The sending gate before the rate limit and the claim (sender/relayGate.ts, core/relayBreaker.ts):
+ * the copy goes back unclaimed (no attempt, DESIGN §2) while the breaker is open, the relay's
+ * throttle holds the fleet, or its kind is paused — visible again about when that may be over.
+ * Else it passes at the fleet's rate factor.
+ */
+async function passGate(
+  run: CopyRun,
+  observed: MessageStateRecord,
+): Promise<
+  | { readonly kind: 'held'; readonly verdict: CopyVerdict }
+  | { readonly kind: 'pass'; readonly rateFactor: number }
+> {
+  const gate = run.deps.relayGate;
+  if (gate === undefined) return { kind: 'pass', rateFactor: 1 };
+  const admission = await gate.admit(observed.tags?.kind);
+  if (admission.kind === 'send') return { kind: 'pass', rateFactor: admission.rateFactor };
+  if (admission.cause !== 'throttled') {
+    run.deps.metrics.count(
+      admission.cause === 'paused' ? SENDER_METRIC.sendingPaused : SENDER_METRIC.relayUnavailable,
+    );
+  }
+  run.deps.log.info(
+    'sender handed a copy back unclaimed: sending waits',
+    logContext(run, { cause: admission.cause, visibilitySeconds: admission.seconds }),
+  );
+  return { kind: 'held', verdict: keep(`sending waits (${admission.cause})`, admission.seconds) };
+}
+
+/** The recipients this send will have (the rate's unit): those not yet settled, at least one. */
+function pendingRecipients(record: MessageStateRecord): number {
+  const settled =
+    (record.rcpt_accepted?.length ?? 0) +
+    (record.rcpt_rejected?.length ?? 0) +
+    (record.rcpt_suppressed?.length ?? 0);
+  return Math.max(1, (record.rcpt_total ?? 1) - settled);
+}
+
+/** The probe token's copy (`{v, id: PROBE_TOKEN_ID, rev: token}`): probe when due, or re-arm. */
+async function probeToken(deps: CopyDependencies, token: number, sqsMessageId: string): Promise<CopyVerdict> {
+  const gate = deps.relayGate;
+  if (gate === undefined) return ack('probe token without a gate');
+  const outcome = await gate.onToken(token);
+  deps.log.info('sender handled the probe token', {
+    sqsMessageId,
+    outcome: outcome.kind === 'done' ? outcome.reason : 'kept',
+  });
+  return outcome.kind === 'done' ? ack(outcome.reason) : keep('probe token kept', outcome.seconds);
 }
 
 const UNSENT_METRIC: Readonly<Record<UnsentStatus, SenderCountMetric>> = {

@@ -1,10 +1,11 @@
 import { randomInt, randomUUID } from 'node:crypto';
-import { isRelayUnavailable, type SmtpErrorClassification } from '../core/classifySmtpError.js';
+import type { SmtpErrorClassification } from '../core/classifySmtpError.js';
 import { errorForLog } from '../core/errorForLog.js';
 import { SENDER_METRIC } from '../core/metricNames.js';
 import {
   type BreakerSettings,
   type BreakerState,
+  type GateWaitCause,
   gateDecision,
   opened,
   PROBE_TOKEN_ID,
@@ -12,12 +13,13 @@ import {
   probeFailed,
   probeSucceeded,
   type SendingGateState,
+  throttled,
   tokenArrival,
   tokenReplaced,
 } from '../core/relayBreaker.js';
+import type { FleetSignal } from '../core/sendDecision.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
-import type { SendOutcome } from '../ports/Mailer.js';
 import type { SenderMetrics } from '../ports/SenderMetrics.js';
 import type { RelayProbe, SendingGateStore } from '../ports/SendingGate.js';
 
@@ -25,7 +27,8 @@ import type { RelayProbe, SendingGateStore } from '../ports/SendingGate.js';
  * The sending gate as one sender container uses it (DESIGN §5, "An outage is not the message's
  * fault"): the decisions are core/relayBreaker.ts's, the state is the table's (store/sendingGate.ts),
  * and this only runs the steps between them — read the gate (a read is reused for `cacheMs`), claim
- * and run the probe, open the breaker after a relay failure and put the probe token on the queue.
+ * and run the probe, open the breaker after a relay failure and put the probe token on the queue,
+ * slow the fleet down after the relay throttled us.
  *
  * The one thing a container keeps for itself is what it saw last: after its own relay failure it
  * treats the breaker as open at once (without waiting for a read), so its other copies do not try the
@@ -52,8 +55,9 @@ export interface RelayGateOptions {
 }
 
 export type GateAdmission =
-  | { readonly kind: 'send' }
-  | { readonly kind: 'wait'; readonly seconds: number; readonly cause: 'relay-unavailable' | 'paused' };
+  /** Send, at `rateFactor` of the send rate (the fleet's slow-down after the relay throttled us). */
+  | { readonly kind: 'send'; readonly rateFactor: number }
+  | { readonly kind: 'wait'; readonly seconds: number; readonly cause: GateWaitCause };
 
 export type TokenOutcome =
   | { readonly kind: 'done'; readonly reason: string }
@@ -72,7 +76,7 @@ export class RelayGate {
     const decision = gateDecision(gate, kind, now(), settings, random());
     if (decision.kind !== 'probe') return decision;
     const closed = await this.probe(gate.breaker);
-    if (closed) return { kind: 'send' };
+    if (closed) return { kind: 'send', rateFactor: 1 };
     const again = gateDecision(await this.read(false), kind, now(), settings, random());
     return again.kind === 'wait'
       ? again
@@ -80,13 +84,22 @@ export class RelayGate {
   }
 
   /**
-   * After an attempt: a failure that is the relay's opens the breaker for every sender (the winner of
-   * the write puts the probe token on the queue). Answers whether the relay was unavailable.
+   * After an attempt whose decision (core/sendDecision.ts) has a word for every sender: the relay is
+   * unavailable — the breaker opens (the winner of the write puts the probe token on the queue) — or
+   * it throttles us — the fleet's rate factor halves and every sender holds a moment.
    */
-  async afterAttempt(outcome: SendOutcome): Promise<boolean> {
-    if (outcome.delivered || !isRelayUnavailable(outcome.failure, outcome.reachedRelay)) return false;
-    await this.open(outcome.failure);
-    return true;
+  async signal(signal: FleetSignal, failure: SmtpErrorClassification): Promise<void> {
+    if (signal === 'relay-unavailable') return this.open(failure);
+    const { settings, now, log } = this.options;
+    const written = await this.transition((await this.read(true)).breaker, (breaker) =>
+      throttled(breaker, now(), settings),
+    );
+    if (written === undefined) return;
+    log.warn('the relay is throttling us: every sender slows down', {
+      code: failure.code,
+      rateFactor: written.rate_factor,
+      heldUntil: written.throttled_until,
+    });
   }
 
   /** How long a copy that failed on the relay waits: one probe interval. */

@@ -1,3 +1,4 @@
+import { errorForLog } from '../core/errorForLog.js';
 import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
 import { type RecipientProgress, recipientList, type Screening } from '../core/recipients.js';
@@ -5,6 +6,7 @@ import {
   type AttemptResult,
   bodyFault,
   decideOutcome,
+  type FleetSignal,
   type OutcomeDecision,
   type OutcomeStatus,
   retryAtOf,
@@ -25,7 +27,6 @@ import {
   unwrap,
 } from './copyRun.js';
 import { ack, type CopyVerdict, keep, SHORT_RETRY_SECONDS } from './copyVerdict.js';
-import { relayAware } from './gateSteps.js';
 import { screenSuppressed, settleSuppressed, suppressHardBounces } from './suppressedRecipients.js';
 import { sendableBody, unrenderableRecord } from './templateBody.js';
 import { writeUntilLanded } from './writeUntilLanded.js';
@@ -112,20 +113,35 @@ export async function sendClaimed(
       recipients: screening.progress,
       recipientTotal: recipients.length,
     },
-    deps.settings,
-    run.copy.receiveCount,
+    { ...deps.settings, ...(deps.relayGate ? { relayWaitSeconds: deps.relayGate.waitSeconds() } : {}) },
     deps.random,
   );
-  const verdict = await recordOutcome(
-    run,
-    claimed,
-    owner,
-    outcome,
-    await relayAware(run, outcome, decision),
-    email.envelope,
-  );
+  if (decision.fleet !== undefined && !outcome.delivered) await tellTheFleet(run, decision.fleet, outcome);
+  const verdict = await recordOutcome(run, claimed, owner, outcome, decision, email.envelope);
   await suppressHardBounces(run, claimed, outcome, email.envelope);
   return verdict;
+}
+
+/**
+ * The decision's word for every sender (the relay is unavailable, or throttling us) goes to the
+ * sending gate. A gate that cannot be reached changes nothing here: the outcome write must not wait
+ * on it, and the decision stands.
+ */
+async function tellTheFleet(
+  run: CopyRun,
+  signal: FleetSignal,
+  outcome: Extract<SendOutcome, { delivered: false }>,
+): Promise<void> {
+  const gate = run.deps.relayGate;
+  if (gate === undefined) return;
+  try {
+    await gate.signal(signal, outcome.failure);
+  } catch (error) {
+    run.deps.log.warn(
+      'sender could not update the sending gate',
+      logContext(run, { signal, error: errorForLog(error) }),
+    );
+  }
 }
 
 /**
@@ -211,6 +227,7 @@ async function recordOutcome(
     class: outcome.delivered ? 'sent' : outcome.failure.class,
     code: attempt.code,
     enhancedCode: attempt.enhanced_code,
+    origin: outcome.delivered ? undefined : outcome.failure.origin,
     receiveCount: run.copy.receiveCount,
     attempts: decision.attempts,
     durationMs: outcome.durationMs,
@@ -263,8 +280,7 @@ function countOutcome(run: CopyRun, to: OutcomeStatus, outcome: SendOutcome): vo
 function attemptResultOf(outcome: SendOutcome, positions: readonly number[]): AttemptResult {
   return {
     delivered: outcome.delivered,
-    ...(outcome.delivered ? {} : { failureClass: outcome.failure.class }),
-    reachedRelay: outcome.delivered || outcome.reachedRelay,
+    ...(outcome.delivered ? {} : { failureClass: outcome.failure.class, origin: outcome.failure.origin }),
     attempted: positions,
     refused: outcome.refused.map((refusal) => ({
       position: positions[refusal.index] ?? -1,

@@ -94,6 +94,9 @@ function breakerOf(item: Record<string, unknown> | undefined): BreakerState {
     ...text('token'),
     ...text('closed_at'),
     ...(typeof value.failed_probes === 'number' ? { failed_probes: value.failed_probes } : {}),
+    ...(typeof value.rate_factor === 'number' ? { rate_factor: value.rate_factor } : {}),
+    ...text('throttled_at'),
+    ...text('throttled_until'),
   };
 }
 

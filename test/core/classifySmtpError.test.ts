@@ -49,6 +49,8 @@ describe('classifySmtpError (DESIGN §5)', () => {
       );
       expect(result).toEqual({
         class: 'transient',
+        // The greeting's reply (CONN): the relay's, before MAIL FROM.
+        origin: 'outage',
         code: '421',
         enhancedCode: '4.3.2',
         reason: 'the relay is closing the connection (421); retried later',
@@ -186,6 +188,7 @@ describe('classifySmtpError (DESIGN §5)', () => {
       for (const value of [null, undefined, 'boom', 42, [], {}, new Error('plain')]) {
         expect(classifySmtpError(value)).toEqual({
           class: 'transient',
+          origin: 'transaction',
           code: null,
           enhancedCode: null,
           reason: 'an error without an SMTP code; retried as transient',

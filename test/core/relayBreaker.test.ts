@@ -1,8 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { classifySmtpError, isRelayUnavailable, reachedRelay } from '../../lambdas/core/classifySmtpError.js';
+import { classifySmtpError, reachedRelay } from '../../lambdas/core/classifySmtpError.js';
 import {
   BREAKER_STATE,
+  type BreakerSettings,
   type BreakerState,
   gateDecision,
   isPaused,
@@ -14,6 +15,9 @@ import {
   probeClaimed,
   probeFailed,
   probeSucceeded,
+  rateFactor,
+  THROTTLE,
+  throttled,
   tokenArrival,
   tokenLost,
   tokenReplaced,
@@ -33,7 +37,10 @@ const gate = (breaker: BreakerState, pause: PauseState = NOT_PAUSED) => ({ break
 
 describe('the breaker', () => {
   it('closed lets copies through; a relay failure opens it with the first probe one interval later', () => {
-    expect(gateDecision(gate(NEVER_OPENED), undefined, T0, SETTINGS)).toEqual({ kind: 'send' });
+    expect(gateDecision(gate(NEVER_OPENED), undefined, T0, SETTINGS)).toEqual({
+      kind: 'send',
+      rateFactor: 1,
+    });
     const open = opened(NEVER_OPENED, FAILURE, T0, SETTINGS, '7');
     expect(open).toMatchObject({
       state: 'open',
@@ -221,7 +228,10 @@ describe('the pause', () => {
       seconds: 30,
       cause: 'paused',
     });
-    expect(gateDecision(gate(NEVER_OPENED, one), 'invoice', T0, SETTINGS)).toEqual({ kind: 'send' });
+    expect(gateDecision(gate(NEVER_OPENED, one), 'invoice', T0, SETTINGS)).toEqual({
+      kind: 'send',
+      rateFactor: 1,
+    });
     const resumed = pauseAfter(one, { action: 'resume', kind: 'campaign' }, at(1));
     expect(isPaused(resumed, 'campaign')).toBe(false);
   });
@@ -252,22 +262,23 @@ describe('the pause', () => {
   });
 });
 
-describe('a failure that is the relay’s', () => {
+describe('a failure that is the relay’s: the outage origin', () => {
+  const error = (fields: Record<string, unknown>) => Object.assign(new Error('smtp'), fields);
   it.each([
-    [{ class: 'transient', code: 'ECONNREFUSED' }, false, true],
-    [{ class: 'transient', code: 'ETIMEDOUT' }, false, true],
-    [{ class: 'transient', code: '421' }, false, true],
-    [{ class: 'transient', code: '421' }, true, true],
-    [{ class: 'config', code: 'EAUTH' }, false, true],
-    [{ class: 'config', code: 'ETLS' }, false, true],
-    [{ class: 'transient', code: '451' }, true, false],
-    [{ class: 'transient', code: '450' }, true, false],
-    [{ class: 'config', code: '550' }, true, false],
-    [{ class: 'permanent', code: '550' }, true, false],
-    [{ class: 'permanent', code: 'EENVELOPE' }, false, false],
-    [{ class: 'ambiguous', code: 'ECONNECTION' }, true, false],
-  ] as const)('%j reachedRelay=%s → %s', (failure, reachedRelay, expected) => {
-    expect(isRelayUnavailable(failure, reachedRelay)).toBe(expected);
+    [{ code: 'ECONNREFUSED' }, 'outage'],
+    [{ code: 'ETIMEDOUT', timeoutType: 'GREETING_TIMEOUT' }, 'outage'],
+    [{ responseCode: 421, command: 'CONN', response: '421 4.3.2 Service not available' }, 'outage'],
+    [{ responseCode: 421, command: 'EHLO', response: '421 4.3.2 Shutting down' }, 'outage'],
+    [{ code: 'EAUTH', responseCode: 535, command: 'AUTH PLAIN', response: '535 5.7.8 no' }, 'outage'],
+    [{ code: 'ETLS', command: 'STARTTLS' }, 'outage'],
+    [{ responseCode: 421, command: 'DATA', response: '421 4.4.2 closing' }, 'transaction'],
+    [{ responseCode: 421, command: 'MAIL FROM', response: '421 4.4.2 closing' }, 'transaction'],
+    [{ responseCode: 451, command: 'DATA', response: '451 4.3.0 later' }, 'transaction'],
+    [{ responseCode: 550, command: 'RCPT TO', response: '550 5.1.1 unknown' }, 'transaction'],
+    [{ code: 'EENVELOPE', command: 'API' }, 'local'],
+    [{ code: 'ECONNECTION', command: 'CONN' }, 'transaction'],
+  ] as const)('%j → %s', (fields, expected) => {
+    expect(classifySmtpError(error(fields)).origin).toBe(expected);
   });
 
   it('a refused connect as nodemailer reports it (ESOCKET at CONN, syscall connect) never reached the relay', () => {
@@ -278,9 +289,76 @@ describe('a failure that is the relay’s', () => {
       syscall: 'connect',
     });
     expect(reachedRelay(refused)).toBe(false);
-    expect(isRelayUnavailable(classifySmtpError(refused), reachedRelay(refused))).toBe(true);
+    expect(classifySmtpError(refused).origin).toBe('outage');
     // A session that broke later (no connect syscall) may have been mid-transaction: it counts.
     const broken = Object.assign(new Error('Connection closed'), { code: 'ECONNECTION', command: 'CONN' });
     expect(reachedRelay(broken)).toBe(true);
+    expect(classifySmtpError(broken).origin).toBe('transaction');
+    // The same break while the session was being set up is the relay's.
+    expect(classifySmtpError(broken, { beforeTransaction: true }).origin).toBe('outage');
+  });
+});
+
+describe('the fleet’s slow-down after the relay throttled us', () => {
+  const SLOW: BreakerSettings = { probeIntervalMs: 30_000, probeTimeoutMs: 60_000, throttleHoldMs: 1000 };
+  const at = (ms: number) => new Date(T0.getTime() + ms);
+  const gateOf = (breaker: BreakerState) => ({ breaker, pause: NOT_PAUSED });
+
+  it('halves the rate factor on each wave, never below the floor, and holds every sender meanwhile', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 20_000 }), { minLength: 1, maxLength: 12 }), (gaps) => {
+        let breaker: BreakerState = NEVER_OPENED;
+        let now = 0;
+        for (const gap of gaps) {
+          now += gap;
+          const before = rateFactor(breaker, at(now));
+          const next = throttled(breaker, at(now), SLOW);
+          if (next === undefined) {
+            // The same wave: within the debounce of the last throttle.
+            expect(now - Date.parse(breaker.throttled_at ?? '') + T0.getTime()).toBeLessThan(
+              THROTTLE.debounceMs,
+            );
+            continue;
+          }
+          expect(next.version).toBe(breaker.version + 1);
+          expect(next.rate_factor).toBeCloseTo(Math.max(THROTTLE.minFactor, before / 2), 10);
+          expect(next.rate_factor).toBeGreaterThanOrEqual(THROTTLE.minFactor);
+          const decision = gateDecision(gateOf(next), undefined, at(now), SLOW);
+          expect(decision).toMatchObject({ kind: 'wait', cause: 'throttled' });
+          breaker = next;
+        }
+      }),
+    );
+  });
+
+  it('gives the rate back additively with time, up to 1, and lets copies through once the hold is over', () => {
+    const first = throttled(NEVER_OPENED, T0, SLOW);
+    if (first === undefined) throw new Error('a first throttle always writes');
+    expect(first.rate_factor).toBe(0.5);
+    expect(Date.parse(first.throttled_until ?? '') - T0.getTime()).toBe(2000);
+    expect(gateDecision(gateOf(first), undefined, at(1999), SLOW)).toMatchObject({
+      kind: 'wait',
+      cause: 'throttled',
+    });
+    const after = gateDecision(gateOf(first), undefined, at(2000), SLOW);
+    expect(after.kind === 'send' && after.rateFactor).toBeCloseTo(0.5 + 2 * THROTTLE.recoveryPerSecond, 10);
+    fc.assert(
+      fc.property(fc.nat(120_000), fc.nat(120_000), (a, b) => {
+        const [early, late] = a <= b ? [a, b] : [b, a];
+        expect(rateFactor(first, at(early))).toBeLessThanOrEqual(rateFactor(first, at(late)));
+        expect(rateFactor(first, at(late))).toBeLessThanOrEqual(1);
+      }),
+    );
+    expect(rateFactor(first, at(10_000))).toBe(1);
+  });
+
+  it('outlives the breaker’s own transitions: an outage does not forget the throttle', () => {
+    const slow = throttled(NEVER_OPENED, T0, SLOW);
+    if (slow === undefined) throw new Error('a first throttle always writes');
+    const open = opened(slow, FAILURE, at(100), SLOW, '9');
+    expect(open).toMatchObject({ state: 'open', rate_factor: 0.5, throttled_at: T0.toISOString() });
+    const claimed = open && probeClaimed(open, 'p', at(SLOW.probeIntervalMs + 100), SLOW);
+    const closed = claimed && probeSucceeded(claimed, 'p', at(SLOW.probeIntervalMs + 110));
+    expect(closed).toMatchObject({ state: 'closed', rate_factor: 0.5 });
   });
 });

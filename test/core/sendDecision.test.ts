@@ -63,10 +63,10 @@ const record = (overrides: Partial<OutcomeRecord> = {}): OutcomeRecord => ({
   recipientTotal: 1,
   ...overrides,
 });
-const failure = (failureClass: ErrorClass, reachedRelay = true) => ({
+const failure = (failureClass: ErrorClass, counted = true) => ({
   delivered: false,
   failureClass,
-  reachedRelay,
+  origin: counted ? ('transaction' as const) : ('local' as const),
   attempted: [0],
   refused: [],
 });
@@ -101,27 +101,25 @@ describe('when a copy may be sent', () => {
 
 describe('what an outcome makes of the message', () => {
   it('counts an attempt only when the relay may have seen the message (DESIGN §2)', () => {
-    expect(decideOutcome(failure('transient', false), record(), SETTINGS, 1, () => 0).attempts).toBe(0);
-    expect(decideOutcome(failure('transient'), record(), SETTINGS, 1, () => 0).attempts).toBe(1);
+    expect(decideOutcome(failure('transient', false), record(), SETTINGS, () => 0).attempts).toBe(0);
+    expect(decideOutcome(failure('transient'), record(), SETTINGS, () => 0).attempts).toBe(1);
   });
 
   it('makes a message dead after its last allowed SMTP attempt, however many receives it took', () => {
-    expect(decideOutcome(failure('transient'), record({ attempts: 2 }), SETTINGS, 50, () => 0).to).toBe(
-      'dead',
+    expect(decideOutcome(failure('transient'), record({ attempts: 2 }), SETTINGS, () => 0).to).toBe('dead');
+    expect(decideOutcome(failure('transient', false), record({ attempts: 2 }), SETTINGS, () => 0).to).toBe(
+      'retrying',
     );
     expect(
-      decideOutcome(failure('transient', false), record({ attempts: 2 }), SETTINGS, 50, () => 0).to,
-    ).toBe('retrying');
-    expect(
-      decideOutcome(failure('transient'), record({ attempts: 4, attempt_limit: 6 }), SETTINGS, 1, () => 0).to,
+      decideOutcome(failure('transient'), record({ attempts: 4, attempt_limit: 6 }), SETTINGS, () => 0).to,
     ).toBe('retrying');
   });
 
   it('holds an ambiguous outcome as unknown under hold, and retries it under retry', () => {
-    expect(
-      decideOutcome(failure('ambiguous'), record({ on_ambiguous: 'hold' }), SETTINGS, 1, () => 0).to,
-    ).toBe('unknown');
-    expect(decideOutcome(failure('ambiguous'), record(), SETTINGS, 1, () => 0).to).toBe('retrying');
+    expect(decideOutcome(failure('ambiguous'), record({ on_ambiguous: 'hold' }), SETTINGS, () => 0).to).toBe(
+      'unknown',
+    );
+    expect(decideOutcome(failure('ambiguous'), record(), SETTINGS, () => 0).to).toBe('retrying');
   });
 
   it('never puts an accepted recipient back in an envelope, and ends sent only with none pending', () => {
@@ -146,13 +144,12 @@ describe('what an outcome makes of the message', () => {
               {
                 delivered: attempt.delivered,
                 ...(attempt.delivered ? {} : { failureClass: 'transient' as const }),
-                reachedRelay: true,
+                origin: 'transaction',
                 attempted,
                 refused,
               },
               record({ recipients: progress, recipientTotal: total }),
               { ...SETTINGS, maxAttempts: 100 },
-              1,
               () => 0.5,
             );
             const pending = pendingPositions(total, decision.recipients);

@@ -92,14 +92,12 @@ describe('when a retrying message is due', () => {
     fc.assert(
       fc.property(
         fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
-        fc.integer({ min: 1, max: 10 }),
         fc.boolean(),
-        (draw, receiveCount, delivered) => {
+        (draw, delivered) => {
           const decision = decideOutcome(
-            { delivered, failureClass: 'transient', reachedRelay: true, attempted: [0], refused: [] },
+            { delivered, failureClass: 'transient', origin: 'transaction', attempted: [0], refused: [] },
             record,
             settings,
-            receiveCount,
             () => draw,
           );
           const due = retryAtOf(decision, NOW);

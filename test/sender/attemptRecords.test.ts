@@ -63,6 +63,7 @@ describe('what the sender writes down about an attempt', () => {
         delivered: false,
         failure: {
           class: 'permanent',
+          origin: 'transaction',
           code: '550',
           enhancedCode: '5.1.1',
           reason: 'the recipient does not exist',

@@ -22,9 +22,15 @@ import {
  * The sender's world with a relay that can go down (local/smtp/relayOutage.ts in front of the
  * scripted smtp-server), and senders that each have their own gate, as separate containers do. The
  * gates read the one gate item of the table; time is the real clock (SQS keeps real time and the
- * breaker's probe interval is in it), compressed: a probe interval of one second.
+ * breaker's probe interval is in it), compressed: a probe interval of one second, a throttle hold
+ * of a quarter of one.
  */
-export const BREAKER_SETTINGS: BreakerSettings = { probeIntervalMs: 1000, probeTimeoutMs: 3000 };
+export const BREAKER_SETTINGS: BreakerSettings = {
+  probeIntervalMs: 1000,
+  probeTimeoutMs: 3000,
+  // A throttle holds the fleet 250 ms ÷ the rate factor (0.5 s, 1 s, 2 s …) instead of 1 s ÷ it.
+  throttleHoldMs: 250,
+};
 
 export interface BreakerWorld extends SenderWorld {
   readonly outage: RelayOutage;

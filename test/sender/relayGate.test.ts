@@ -32,6 +32,7 @@ class HeldProbe implements RelayProbe {
 }
 
 const UNAVAILABLE = {
+  origin: 'outage',
   class: 'transient',
   code: '421',
   enhancedCode: null,
@@ -84,7 +85,7 @@ describe('a probe while another writer moves the breaker', () => {
     expect(tokenOutcome).toEqual({ kind: 'done', reason: 'token re-armed for the next probe' });
 
     await probe.answer({ ok: true, durationMs: 3 });
-    expect(await admission).toEqual({ kind: 'send' });
+    expect(await admission).toEqual({ kind: 'send', rateFactor: 1 });
     expect((await store.read()).breaker.state).toBe('closed');
     expect(probe.started).toBe(1);
   });

@@ -50,6 +50,47 @@ describe('the send rate limit (POSTDATE_MAX_SEND_RATE), a token bucket on an inj
   });
 });
 
+describe('the send rate counts recipients and takes the fleet factor (DESIGN §5, "Rate")', () => {
+  const clock = () => {
+    let ms = 0;
+    return {
+      now: () => ms,
+      sleep: async (milliseconds: number) => {
+        ms += milliseconds;
+      },
+      elapsed: () => ms,
+    };
+  };
+
+  it('spends one token per recipient: 10 recipients a second is one 5-recipient message every half second', async () => {
+    const time = clock();
+    const limiter = tokenBucket({ rate: 10, now: time.now, sleep: time.sleep });
+    for (let index = 0; index < 6; index += 1) await limiter.acquire(5);
+    // The burst (10) carries two messages at once, then one every 500 ms.
+    expect(time.elapsed()).toBe(2000);
+  });
+
+  it('lets a message with more recipients than the burst go, alone, at the burst', async () => {
+    const time = clock();
+    const limiter = tokenBucket({ rate: 2, now: time.now, sleep: time.sleep });
+    await limiter.acquire(50);
+    await limiter.acquire(50);
+    expect(time.elapsed()).toBe(1000);
+  });
+
+  it('sends at half the rate while the fleet factor is ½, and at the full rate again at 1', async () => {
+    const time = clock();
+    const limiter = tokenBucket({ rate: 4, burst: 1, now: time.now, sleep: time.sleep });
+    await limiter.acquire(1, 0.5);
+    const slowStart = time.elapsed();
+    for (let index = 0; index < 4; index += 1) await limiter.acquire(1, 0.5);
+    expect(time.elapsed() - slowStart).toBe(2000);
+    const fullStart = time.elapsed();
+    for (let index = 0; index < 4; index += 1) await limiter.acquire(1, 1);
+    expect(time.elapsed() - fullStart).toBe(1000);
+  });
+});
+
 describe('bounded concurrency within a batch', () => {
   it('runs at most `limit` at once and keeps the input order', async () => {
     let running = 0;

@@ -1,0 +1,204 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { backoffCeilingSeconds } from '../../lambdas/core/backoff.js';
+import { classifySmtpError, type FailureOrigin } from '../../lambdas/core/classifySmtpError.js';
+import type { ErrorClass } from '../../lambdas/core/postdateError.js';
+import { pendingPositions } from '../../lambdas/core/recipients.js';
+import {
+  type AttemptResult,
+  decideOutcome,
+  type OutcomeRecord,
+  THROTTLED_RETRY_SECONDS,
+} from '../../lambdas/core/sendDecision.js';
+
+/**
+ * DESIGN §2 and §5, the one rule: an outage (before MAIL FROM) is no attempt and never dead, and
+ * holds every sender; throttling is no attempt and never dead; a reply to the message's own commands
+ * counts exactly one attempt; `dead` only when the attempts reach the limit with recipients pending;
+ * the backoff's exponent is the message's attempts.
+ */
+
+const SETTINGS = { maxAttempts: 4, retryBaseSeconds: 30, retryCapSeconds: 3600, relayWaitSeconds: 30 };
+
+const origins: fc.Arbitrary<FailureOrigin> = fc.constantFrom('outage', 'local', 'throttle', 'transaction');
+const classes: fc.Arbitrary<ErrorClass> = fc.constantFrom('transient', 'permanent', 'config', 'ambiguous');
+
+/** A record with up to 5 recipients, some settled, and its attempts anywhere around the limit. */
+const records: fc.Arbitrary<OutcomeRecord> = fc
+  .record({
+    total: fc.integer({ min: 1, max: 5 }),
+    settled: fc.array(fc.tuple(fc.nat(4), fc.boolean()), { maxLength: 4 }),
+    attempts: fc.nat(8),
+    limit: fc.option(fc.integer({ min: 1, max: 10 }), { nil: undefined }),
+    hold: fc.boolean(),
+  })
+  .map(({ total, settled, attempts, limit, hold }) => {
+    const accepted: number[] = [];
+    const rejected: number[] = [];
+    for (const [position, ok] of settled) {
+      if (position >= total || accepted.includes(position) || rejected.includes(position)) continue;
+      (ok ? accepted : rejected).push(position);
+    }
+    return {
+      attempts,
+      ...(limit === undefined ? {} : { attempt_limit: limit }),
+      on_ambiguous: hold ? ('hold' as const) : ('retry' as const),
+      recipients: { accepted, rejected },
+      recipientTotal: total,
+    };
+  });
+
+/** A failed attempt on the record's pending recipients. */
+const failures = (record: OutcomeRecord): fc.Arbitrary<AttemptResult> => {
+  const attempted = pendingPositions(record.recipientTotal, record.recipients);
+  return fc.record({
+    delivered: fc.constant(false),
+    failureClass: classes,
+    origin: origins,
+    attempted: fc.constant(attempted),
+    refused: fc
+      .subarray(attempted)
+      .chain((refused) =>
+        fc.tuple(
+          ...refused.map((position) =>
+            fc.record({ position: fc.constant(position), permanent: fc.boolean() }),
+          ),
+        ),
+      ),
+  });
+};
+
+const cases = records
+  .filter((record) => pendingPositions(record.recipientTotal, record.recipients).length > 0)
+  .chain((record) =>
+    fc.tuple(
+      fc.constant(record),
+      failures(record),
+      fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+    ),
+  );
+
+describe('the outcome decision, by where the failure happened', () => {
+  it('an outage never counts an attempt, never ends the message, leaves its recipients, and holds the fleet', () => {
+    fc.assert(
+      fc.property(cases, ([record, result, draw]) => {
+        const decision = decideOutcome({ ...result, origin: 'outage' }, record, SETTINGS, () => draw);
+        expect(decision.to).toBe('retrying');
+        expect(decision.attempts).toBe(record.attempts);
+        expect(decision.recipients).toEqual(record.recipients);
+        expect(decision.fleet).toBe('relay-unavailable');
+        expect(decision.visibilitySeconds).toBe(SETTINGS.relayWaitSeconds);
+      }),
+    );
+  });
+
+  it('a throttle never counts an attempt, never ends the message, and comes back within seconds', () => {
+    fc.assert(
+      fc.property(cases, ([record, result, draw]) => {
+        const decision = decideOutcome({ ...result, origin: 'throttle' }, record, SETTINGS, () => draw);
+        expect(decision.to).toBe('retrying');
+        expect(decision.attempts).toBe(record.attempts);
+        expect(decision.recipients).toEqual(record.recipients);
+        expect(decision.fleet).toBe('throttled');
+        expect(decision.visibilitySeconds).toBeGreaterThanOrEqual(1);
+        expect(decision.visibilitySeconds).toBeLessThanOrEqual(THROTTLED_RETRY_SECONDS);
+      }),
+    );
+  });
+
+  it('a refusal by our own client before MAIL FROM counts no attempt and is never dead', () => {
+    fc.assert(
+      fc.property(cases, ([record, result, draw]) => {
+        const decision = decideOutcome({ ...result, origin: 'local' }, record, SETTINGS, () => draw);
+        expect(decision.attempts).toBe(record.attempts);
+        expect(decision.to).not.toBe('dead');
+        expect(decision.fleet).toBeUndefined();
+      }),
+    );
+  });
+
+  it('a reply to the message’s own commands counts exactly one attempt and never holds the fleet', () => {
+    fc.assert(
+      fc.property(cases, ([record, result, draw]) => {
+        const decision = decideOutcome({ ...result, origin: 'transaction' }, record, SETTINGS, () => draw);
+        expect(decision.attempts).toBe(record.attempts + 1);
+        expect(decision.fleet).toBeUndefined();
+      }),
+    );
+  });
+
+  it('dead iff a counted attempt reaches the limit with recipients still pending (ambiguous under hold aside)', () => {
+    fc.assert(
+      fc.property(cases, ([record, result, draw]) => {
+        const decision = decideOutcome(result, record, SETTINGS, () => draw);
+        const limit = record.attempt_limit ?? SETTINGS.maxAttempts;
+        const pending = pendingPositions(record.recipientTotal, decision.recipients);
+        const heldUnknown = result.failureClass === 'ambiguous' && record.on_ambiguous === 'hold';
+        const expected =
+          result.origin === 'transaction' &&
+          !heldUnknown &&
+          pending.length > 0 &&
+          record.attempts + 1 >= limit;
+        expect(decision.to === 'dead').toBe(expected);
+      }),
+    );
+  });
+
+  it('the backoff’s exponent is the message’s attempts before this one (no receive count enters)', () => {
+    fc.assert(
+      fc.property(fc.nat(12), fc.constantFrom<FailureOrigin>('transaction', 'local'), (attempts, origin) => {
+        const record: OutcomeRecord = {
+          attempts,
+          attempt_limit: 100,
+          on_ambiguous: 'retry',
+          recipients: { accepted: [], rejected: [] },
+          recipientTotal: 1,
+        };
+        const result: AttemptResult = {
+          delivered: false,
+          failureClass: 'transient',
+          origin,
+          attempted: [0],
+          refused: [],
+        };
+        const policy = { baseSeconds: SETTINGS.retryBaseSeconds, capSeconds: SETTINGS.retryCapSeconds };
+        // The highest draw gives the ceiling: min(cap, base · 2^attempts).
+        const top = decideOutcome(result, record, SETTINGS, () => 1 - Number.EPSILON);
+        expect(top.visibilitySeconds).toBe(backoffCeilingSeconds(attempts, policy));
+        expect(decideOutcome(result, record, SETTINGS, () => 0).visibilitySeconds).toBe(0);
+      }),
+    );
+  });
+});
+
+describe('SES throttling is read at the edge into the throttle origin', () => {
+  const reply = (responseCode: number, response: string, command: string) =>
+    Object.assign(new Error('smtp'), { code: 'EENVELOPE', responseCode, response, command });
+
+  it.each([
+    ['454 Throttling failure: Maximum sending rate exceeded.', 454, 'MAIL FROM'],
+    ['454 Throttling failure: Daily message quota exceeded.', 454, 'MAIL FROM'],
+    ['454 Throttling failure: Maximum sending rate exceeded.', 454, 'DATA'],
+    ['421 Throttling failure: Maximum sending rate exceeded.', 421, 'MAIL FROM'],
+    ['454 Throttling failure: Daily message quota exceeded.', 454, 'RCPT TO'],
+  ])('%s at %s', (text, code, command) => {
+    const classified = classifySmtpError(reply(code, text, command));
+    expect(classified).toMatchObject({ origin: 'throttle', class: 'transient', code: String(code) });
+    expect(classified.reason).not.toContain('Throttling failure');
+  });
+
+  it('only a 4xx: a 5xx that says the words is the message’s own refusal', () => {
+    expect(classifySmtpError(reply(554, '554 Throttling failure: nope', 'DATA')).origin).toBe('transaction');
+  });
+
+  it('a 421 without the words at MAIL FROM or after DATA is the message’s own, at the greeting the relay’s', () => {
+    expect(classifySmtpError(reply(421, '421 4.4.2 closing', 'MAIL FROM')).origin).toBe('transaction');
+    expect(classifySmtpError(reply(421, '421 4.4.2 closing', 'DATA')).origin).toBe('transaction');
+    expect(classifySmtpError(reply(421, '421 4.3.2 Service not available', 'CONN')).origin).toBe('outage');
+  });
+
+  it('an empty envelope refused by nodemailer before MAIL FROM (EENVELOPE at API) is local: no attempt', () => {
+    const refused = Object.assign(new Error('No recipients defined'), { code: 'EENVELOPE', command: 'API' });
+    expect(classifySmtpError(refused)).toMatchObject({ origin: 'local', class: 'permanent' });
+  });
+});

@@ -1,0 +1,119 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { SmtpBehaviour } from '../../local/smtp/controllableSmtpServer.js';
+import { type BreakerWorld, createBreakerRig, startBreakerWorld } from './breakerHarness.js';
+
+/**
+ * DESIGN §5, one rule in one place: what happens before MAIL FROM is the relay's (an outage: the
+ * breaker opens for every sender, no attempt); a reply to the message's own commands, 421 included,
+ * is the message's (it counts, and the message goes `dead` after POSTDATE_MAX_ATTEMPTS); SES's
+ * throttling replies are the fleet's pressure (no attempt, never dead, sent once the relay accepts).
+ * Real parts: DynamoDB Local (the gate item), the SQS emulator, a scripted smtp-server.
+ */
+
+const CLOSING_AFTER_DATA: SmtpBehaviour = {
+  afterData: { code: 421, message: '4.4.2 Message content rejected for now, closing connection' },
+};
+const SES_RATE: SmtpBehaviour = {
+  mailFrom: { code: 454, message: 'Throttling failure: Maximum sending rate exceeded.' },
+};
+const SES_QUOTA: SmtpBehaviour = {
+  mailFrom: { code: 454, message: 'Throttling failure: Daily message quota exceeded.' },
+};
+const SES_RATE_AFTER_DATA: SmtpBehaviour = {
+  afterData: { code: 454, message: 'Throttling failure: Maximum sending rate exceeded.' },
+};
+
+describe('the sender decides an outcome by where it happened', () => {
+  let world: BreakerWorld;
+  beforeEach(async () => {
+    world = await startBreakerWorld();
+  });
+  afterEach(async () => {
+    await world.close();
+  });
+
+  it('a 421 after DATA is the message’s own: it counts, the message goes dead after max attempts, the breaker never opens', async () => {
+    const rig = await createBreakerRig(world, { maxAttempts: 3 });
+    await world.outage.set('up');
+    world.smtp.script(CLOSING_AFTER_DATA);
+    const message = await rig.putMessage();
+    await rig.dispatch(message);
+    await rig.drive({
+      handlers: [rig.sender()],
+      timeoutMs: 45_000,
+      done: async () => (await rig.state(message.id)).status === 'dead',
+    });
+    const dead = await rig.state(message.id);
+    expect(dead.attempts).toBe(3);
+    expect(dead.history.map((entry) => entry.code)).toEqual(['421', '421', '421']);
+    expect(rig.received(message.id)).toHaveLength(3);
+    const gate = await rig.gateStore.read();
+    expect(gate.breaker).toMatchObject({ state: 'closed', version: 0 });
+    expect(rig.metrics.of('RelayUnavailable')).toBe(0);
+    expect((await rig.depth(rig.urls.sendDeadLetter)).stored).toBe(1);
+  }, 60_000);
+
+  it('SES throttling (rate and daily quota, at MAIL FROM and after DATA) counts no attempt, kills nothing, and every message ends sent once the relay accepts', async () => {
+    const rig = await createBreakerRig(world, { maxAttempts: 2 });
+    await world.outage.set('up');
+    // More throttled transactions than the messages have attempts between them.
+    world.smtp.script(
+      SES_RATE,
+      SES_RATE,
+      SES_QUOTA,
+      SES_RATE_AFTER_DATA,
+      SES_RATE,
+      SES_QUOTA,
+      SES_RATE,
+      SES_RATE_AFTER_DATA,
+      {},
+    );
+    const messages = await Promise.all([1, 2, 3].map(() => rig.putMessage()));
+    for (const message of messages) await rig.dispatch(message);
+    await rig.drive({
+      handlers: [rig.sender(), rig.sender()],
+      timeoutMs: 60_000,
+      done: async () => {
+        const states = await Promise.all(messages.map((message) => rig.state(message.id)));
+        return states.every((state) => state.status === 'sent' || state.status === 'dead');
+      },
+    });
+    expect(world.smtp.transactions).toBeGreaterThanOrEqual(9);
+    for (const message of messages) {
+      const state = await rig.state(message.id);
+      expect(state.status).toBe('sent');
+      expect(state.attempts).toBe(1);
+      expect(rig.received(message.id).filter((received) => received.outcome === 'accepted')).toHaveLength(1);
+    }
+    expect(rig.metrics.of('Dead')).toBe(0);
+    expect((await rig.depth(rig.urls.sendDeadLetter)).stored).toBe(0);
+    // Throttling is not an outage: the breaker never opened; the fleet's rate factor came down.
+    const { breaker } = await rig.gateStore.read();
+    expect(breaker.state).toBe('closed');
+    expect(breaker.rate_factor).toBeLessThan(1);
+    expect(breaker.throttled_until).toBeDefined();
+    expect(rig.metrics.of('RelayUnavailable')).toBe(0);
+  }, 90_000);
+
+  it('a 421 greeting is an outage: the breaker opens, no attempt is counted, nothing goes dead', async () => {
+    const rig = await createBreakerRig(world, { maxAttempts: 1 });
+    await world.outage.set('down');
+    const message = await rig.putMessage();
+    await rig.dispatch(message);
+    const sender = rig.sender();
+    await rig.run(await rig.receive({ max: 1, waitSeconds: 3 }), sender);
+    const gate = await rig.gateStore.read();
+    expect(gate.breaker.state).toBe('open');
+    expect(gate.breaker.reason).toMatch(/^421/);
+    const state = await rig.state(message.id);
+    expect(state.attempts).toBe(0);
+    expect(state.status).not.toBe('dead');
+    await world.outage.set('up');
+    await rig.drive({
+      handlers: [sender],
+      timeoutMs: 30_000,
+      done: async () => (await rig.state(message.id)).status === 'sent',
+    });
+    expect((await rig.state(message.id)).attempts).toBe(1);
+  }, 60_000);
+});
