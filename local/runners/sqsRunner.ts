@@ -122,7 +122,11 @@ export function startSqsRunner(options: SqsRunnerOptions): SqsRunner {
   // no message waits for a cold start that a warm poller could have spared it (DESIGN §7: the first
   // message is as quick as the hundredth); after a kill its slot warms again before it polls.
   const sandboxes = options.handler instanceof FunctionSandboxes ? options.handler : undefined;
-  const stopped = new Promise<void>((resolve) => stopping.signal.addEventListener('abort', () => resolve()));
+  // Resolved by stop() (not an abort listener: the SDK's receives already hold several on the signal).
+  let markStopped: () => void = () => undefined;
+  const stopped = new Promise<void>((resolve) => {
+    markStopped = resolve;
+  });
   // A function that does not load is not warmed again and again: its invocations then fail as before.
   const unloadable = new Set<number>();
   const warm = async (index: number): Promise<void> => {
@@ -187,6 +191,7 @@ export function startSqsRunner(options: SqsRunnerOptions): SqsRunner {
     idle: () => new Promise<void>((resolve) => waiters.push({ after: tick, resolve })),
     async stop() {
       stopping.abort();
+      markStopped();
       await Promise.all(loops);
       for (const waiter of waiters.splice(0)) waiter.resolve();
       if (options.handler instanceof FunctionSandboxes) await options.handler.close();
