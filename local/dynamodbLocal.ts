@@ -78,6 +78,8 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions): Pr
     `-Djava.library.path=${libDir}`,
     '-Xms64m',
     ...jvmFlags,
+    // The launcher exits when its stdin (a pipe from this process) ends: this process's death ends it.
+    ...(launcher ? ['-Dpostdate.exitWithParent=true'] : []),
     ...(launcher
       ? ['-cp', [launcher, jar, join(libDir, '*')].join(delimiter), LAUNCHER_CLASS]
       : ['-jar', jar]),
@@ -91,7 +93,14 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions): Pr
   } else {
     args.push('-inMemory');
   }
-  const child: ChildProcess = spawn('java', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // With the launcher, its own process group: a Ctrl-C at the terminal reaches this process, which
+  // stops the engine in order, and a stack that dies takes the engine with it (the stdin pipe above).
+  // The plain jar cannot watch its stdin: it stays in this group, to get the terminal's signals.
+  const child: ChildProcess = spawn('java', args, {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    detached: launcher !== undefined,
+  });
+  child.stdin?.on('error', () => undefined);
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => {
     output = (output + chunk.toString()).slice(-4000);

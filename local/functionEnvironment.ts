@@ -14,7 +14,7 @@ export function functionEnvironment(options: {
   readonly config: Config;
   readonly host: string;
   readonly ports: LocalPorts;
-  readonly resources: StackResources;
+  readonly resources: Pick<StackResources, 'queues'>;
   /** The functions log only warnings. */
   readonly quiet: boolean;
 }): Record<string, string> {

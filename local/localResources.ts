@@ -51,25 +51,29 @@ export interface StackResources {
 }
 
 /**
- * Creates the table, queues and schedule group from the same definitions the CDK stack uses
- * (lambdas/store/tableLayout.ts, lib/queueLayout.ts through createResources.ts).
+ * The queues and the schedule group of the stack, from the same definitions the CDK stack uses
+ * (lib/queueLayout.ts through createResources.ts). They need only the SQS and Scheduler emulators,
+ * which start in an instant: made first, they complete the functions' environment while DynamoDB
+ * Local's JVM is still starting, so the functions load meanwhile.
  */
-export async function createStackResources(
+export async function createQueueResources(
   clients: LocalClients,
   options: { readonly maxAttempts: number; readonly senderTimeoutSeconds: number },
-): Promise<StackResources> {
-  const table = await ensureTable(clients.dynamodb, LOCAL_RESOURCES.tableName);
+): Promise<StackResources['queues']> {
   const queues = await createQueues(clients.sqs, {
     prefix: LOCAL_RESOURCES.queuePrefix,
     maxAttempts: options.maxAttempts,
     senderTimeoutSeconds: options.senderTimeoutSeconds,
   });
   await ensureScheduleGroup(clients.scheduler, LOCAL_RESOURCES.scheduleGroup);
-  return { table, queues };
+  return queues;
 }
 
-/** Creates the outbox table, or finds it again in a data dir after a restart. */
-async function ensureTable(
+/**
+ * Creates the outbox table (lambdas/store/tableLayout.ts through createResources.ts), or finds it
+ * again in a data dir after a restart.
+ */
+export async function ensureTable(
   dynamodb: DynamoDBClient,
   tableName: string,
 ): Promise<{ streamArn: string; existed: boolean }> {

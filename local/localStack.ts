@@ -17,11 +17,17 @@ import {
   type FunctionTimeoutKill,
   functionTimeoutsMs,
 } from './localFunctions.js';
-import { createStackResources, LOCAL_RESOURCES, localClients, seedApiKey } from './localResources.js';
+import {
+  createQueueResources,
+  ensureTable,
+  LOCAL_RESOURCES,
+  localClients,
+  seedApiKey,
+} from './localResources.js';
 import type { LocalStack, LocalStackOptions } from './localStackOptions.js';
 import { DEFAULT_SWEEP_INTERVAL_MS, periodicSweep } from './periodicSweep.js';
 import { stackReadiness } from './readiness.js';
-import { sandboxedLoads, startSandboxedFunctions } from './sandboxedFunctions.js';
+import { describeWarmFunctions, sandboxedLoads, startSandboxedFunctions } from './sandboxedFunctions.js';
 import { startSchedulerEmulator } from './scheduler/startSchedulerEmulator.js';
 import { startMailViewer } from './smtp/mailViewer.js';
 import { type SmtpSink, startSmtpSink } from './smtp/smtpSink.js';
@@ -61,6 +67,7 @@ const HOST = '127.0.0.1';
 export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
   const { config } = options;
   const log = options.quiet ? () => undefined : (options.log ?? ((line: string) => console.log(line)));
+  const progress = options.onPartReady ?? (() => undefined);
   const timeoutsMs = functionTimeoutsMs(config, options.functionTimeoutsMs);
   const reportKill = (kill: FunctionTimeoutKill) => {
     log(describeKill(kill, timeoutsMs[kill.functionName]));
@@ -96,6 +103,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     dynamodbStarting.catch(() => undefined);
     const sqs = await startLocalSqs({ port: ports.sqs, host: HOST });
     started.push({ name: 'the SQS emulator', stop: () => sqs.stop() });
+    progress('SQS emulator', sqs.endpoint);
     const scheduler = await startSchedulerEmulator({
       port: ports.scheduler,
       host: HOST,
@@ -105,6 +113,46 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       ...(options.onScheduleFire ? { onFire: options.onScheduleFire } : {}),
     });
     started.push({ name: 'the Scheduler emulator', stop: () => scheduler.stop() });
+    progress('Scheduler emulator', scheduler.endpoint);
+
+    // DynamoDB Local's endpoint is known before it answers (its port is claimed): the clients are
+    // made now, and the queues (which need only SQS and the Scheduler) at once.
+    const dynamodbEndpoint = `http://${HOST}:${ports.dynamodb}`;
+    const clients = localClients({
+      dynamodb: dynamodbEndpoint,
+      sqs: sqs.endpoint,
+      scheduler: scheduler.endpoint,
+    });
+    started.push({ name: 'the AWS clients', stop: () => clients.destroy() });
+    const queues = await createQueueResources(clients, {
+      maxAttempts: config.maxAttempts,
+      // The visibility follows the timeout the sender runs with (a test may shorten it).
+      senderTimeoutSeconds: Math.ceil(timeoutsMs.sender / 1000),
+    });
+    const webhookQueue = await createWebhookQueue(clients.sqs, LOCAL_RESOURCES.queuePrefix);
+    const environment = {
+      ...functionEnvironment({
+        config,
+        host: HOST,
+        ports,
+        resources: { queues },
+        quiet: options.quiet === true,
+      }),
+      POSTDATE_WEBHOOK_QUEUE_URL: webhookQueue.url,
+    };
+    // The environment is complete: every sandbox of each sandboxed function starts now (its cold
+    // start), while the JVM starts, so that the stack says ready with warm functions (DESIGN §7).
+    const { sandboxes, loading } = startSandboxedFunctions({
+      environment,
+      timeoutsMs,
+      preload: options.functionPreload,
+    });
+    for (const [name, own] of Object.entries(sandboxes)) {
+      if (own) started.push({ name: `the ${name} sandboxes`, stop: () => own.close() });
+    }
+    // Marked handled now; awaited below.
+    loading.catch(() => undefined);
+
     let sink: SmtpSink | undefined;
     let mailViewerUrl: string | undefined;
     if (!externalSmtp) {
@@ -119,45 +167,22 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       const viewer = await startMailViewer({ port: ports.mailViewer, host: HOST, sink: smtpSink });
       mailViewerUrl = viewer.url;
       started.push({ name: 'the mail viewer', stop: () => viewer.stop() });
+      progress('SMTP sink', `${HOST}:${smtpSink.port}`);
     }
     const dynamodb = await dynamodbStarting.catch(async (error: unknown) => {
       // The handler imports may still be running; let them settle before the caller exits.
-      await modulesLoading.catch(() => undefined);
+      await Promise.all([modulesLoading.catch(() => undefined), loading.catch(() => undefined)]);
       throw error;
     });
     started.push({ name: 'DynamoDB Local', stop: () => dynamodb.stop() });
-
-    const clients = localClients({
-      dynamodb: dynamodb.endpoint,
-      sqs: sqs.endpoint,
-      scheduler: scheduler.endpoint,
-    });
-    started.push({ name: 'the AWS clients', stop: () => clients.destroy() });
-    const resources = await createStackResources(clients, {
-      maxAttempts: config.maxAttempts,
-      // The visibility follows the timeout the sender runs with (a test may shorten it).
-      senderTimeoutSeconds: Math.ceil(timeoutsMs.sender / 1000),
-    });
-    const { table, queues } = resources;
-    const webhookQueue = await createWebhookQueue(clients.sqs, LOCAL_RESOURCES.queuePrefix);
-    const environment = {
-      ...functionEnvironment({ config, host: HOST, ports, resources, quiet: options.quiet === true }),
-      POSTDATE_WEBHOOK_QUEUE_URL: webhookQueue.url,
-    };
-    // The environment is complete: each sandboxed function starts its first sandbox (a cold start
-    // that then serves the first invocation) while the API key is seeded.
-    const { sandboxes, loading } = startSandboxedFunctions({
-      environment,
-      timeoutsMs,
-      preload: options.functionPreload,
-    });
-    for (const [name, own] of Object.entries(sandboxes)) {
-      if (own) started.push({ name: `the ${name} sandboxes`, stop: () => own.close() });
-    }
+    const table = await ensureTable(clients.dynamodb, LOCAL_RESOURCES.tableName);
+    const resources = { table, queues };
+    progress('DynamoDB Local', dynamodb.endpoint);
     const apiKey = await seedApiKey(clients.dynamodb, config.apiKey);
 
     const inProcess = inProcessFunctions(await modulesLoading, environment);
     const built = builtFunctions({ ...inProcessLoads(inProcess), ...sandboxedLoads(await loading) }, log);
+    progress('functions', describeWarmFunctions(sandboxes, built));
     const externalSender = options.sender === 'external';
     // An external sender runs in another process: this stack only checked that it loads.
     if (externalSender) await sandboxes.sender?.close();
@@ -200,6 +225,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       log,
     });
     started.push({ name: 'the HTTP front end', stop: () => frontEnd.stop() });
+    progress('API', frontEnd.url);
 
     return {
       apiUrl: frontEnd.url,
@@ -220,6 +246,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       functionTimeoutsMs: timeoutsMs,
       functionEnvironment: environment,
       readiness,
+      coldInvocations: () => ({
+        relay: sandboxes.relay?.coldInvocations ?? 0,
+        sender: sandboxes.sender?.coldInvocations ?? 0,
+        sweeper: sandboxes.sweeper?.coldInvocations ?? 0,
+      }),
       sweep: () => sweep.runOnce(),
       idle: () => eventSources.idle(),
       stop: stopAll,

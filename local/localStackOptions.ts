@@ -57,6 +57,11 @@ export interface LocalStackOptions {
   readonly functionPreload?: readonly string[];
   /** No progress lines on stdout, and the functions log only warnings (tests). */
   readonly quiet?: boolean;
+  /**
+   * Called as each part comes up (`npm start` prints a line for each): the part's name and where it
+   * listens, or, for `functions`, which are warm and in how many sandboxes.
+   */
+  readonly onPartReady?: (part: string, detail: string) => void;
   readonly log?: (line: string) => void;
 }
 
@@ -85,6 +90,11 @@ export interface LocalStack {
    */
   readonly functionEnvironment: Readonly<Record<string, string>>;
   readiness(): Promise<Readiness>;
+  /**
+   * Per sandboxed function, the invocations so far that had to start their sandbox first (a cold
+   * start on a message's path). 0 after start: the stack says ready with every sandbox warm.
+   */
+  coldInvocations(): Readonly<Record<SandboxedFunctionName, number>>;
   /** Resolves once the relay's stream and the send queue have nothing visible left to hand over. */
   idle(): Promise<void>;
   /** Runs the sweeper once now (what its timer does every `sweepIntervalMs`). */

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import {
   type FunctionLoad,
+  type FunctionName,
   handlerFile,
   SANDBOXED_FUNCTIONS,
   type SandboxedFunctionName,
@@ -37,7 +38,9 @@ export type StackSandboxes = Readonly<Record<SandboxedFunctionName, FunctionSand
 
 /**
  * The sandboxes of each sandboxed function whose `handler.ts` exists, each starting its first
- * sandbox now (a cold start that then serves the first invocation); `loading` says which loaded.
+ * sandbox now, so that the stack says ready with every function warm (DESIGN §7: the first message
+ * is as quick as the hundredth); `loading` says which loaded. A runner with more than one slot
+ * (the sender's queue) warms its other sandboxes itself before it polls with them.
  */
 export function startSandboxedFunctions(options: {
   readonly environment: Readonly<Record<string, string>>;
@@ -77,4 +80,18 @@ export function sandboxedLoads(
   const loadOf = (load: LoadResult | undefined): FunctionLoad =>
     load?.loaded === false ? { built: false, note: load.note } : { built: load?.loaded === true };
   return { relay: loadOf(loads.relay), sender: loadOf(loads.sender), sweeper: loadOf(loads.sweeper) };
+}
+
+/** The progress line of the functions: which are warm, which are not built. */
+export function describeWarmFunctions(
+  sandboxes: StackSandboxes,
+  built: Readonly<Record<FunctionName, boolean>>,
+): string {
+  const warm = SANDBOXED_FUNCTIONS.filter((name) => built[name] && sandboxes[name]);
+  const inProcess = (['api', 'authorizer'] as const).filter((name) => built[name]);
+  const missing = (Object.keys(built) as FunctionName[]).filter((name) => !built[name]);
+  return [
+    `warm: ${[...inProcess, ...warm].join(', ')}`,
+    ...(missing.length > 0 ? [`not built: ${missing.join(', ')}`] : []),
+  ].join('; ');
 }

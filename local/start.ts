@@ -113,10 +113,16 @@ function banner(
 
 async function main(): Promise<void> {
   const began = performance.now();
+  const running = stopOnEverySignal();
   // The SDK's "Node 22 soon" notice is noise on a developer's terminal; the versions are pinned.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const first = readConfiguration();
   const logs = installLogFilter(process.stdout, first.logMode);
+  const partReady = (part: string, detail: string) =>
+    process.stdout.write(
+      `  up  ${part.padEnd(19)} ${detail}   (${((performance.now() - began) / 1000).toFixed(1)} s)\n`,
+    );
+  process.stdout.write('Starting the Postdate local stack…\n');
   const viewerPorts = await viewerPortsOf(first.config, first.ports);
   const viewerStarting = viewerPorts
     ? startMaildevViewer({
@@ -124,6 +130,9 @@ async function main(): Promise<void> {
         webPort: viewerPorts.web,
         host: HOST,
         ...(first.config.dataDir ? { mailDirectory: join(first.config.dataDir, 'maildev') } : {}),
+      }).then((viewer) => {
+        partReady('MailDev', `${viewer.url}/ (SMTP ${viewer.smtpHost}:${viewer.smtpPort})`);
+        return viewer;
       })
     : Promise.resolve(undefined);
   // Awaited after the stack started; marked handled now so an early failure is not unhandled meanwhile.
@@ -142,6 +151,7 @@ async function main(): Promise<void> {
     stack = await startLocalStack({
       config,
       ports,
+      onPartReady: partReady,
       ...(viewerPorts
         ? { externalViewer: { smtpPort: viewerPorts.smtp, url: `http://${HOST}:${viewerPorts.web}` } }
         : {}),
@@ -187,30 +197,75 @@ async function main(): Promise<void> {
   process.stdout.write(banner(stack, viewer, (performance.now() - began) / 1000, config.dataDir));
   logs.bannerShown();
 
-  let stopping = false;
-  const shutdown = (signal: NodeJS.Signals) => {
-    if (stopping) {
-      process.stderr.write(`postdate: ${signal} again, exiting without waiting\n`);
+  running.parts = { stack, viewer };
+}
+
+/** How long a graceful stop may take before the process exits anyway (java is killed at 3 s). */
+const STOP_DEADLINE_MS = 15_000;
+/** A second signal this soon after the first is the same request (a terminal and a parent both relay one Ctrl-C). */
+const SAME_SIGNAL_MS = 2_000;
+/** How often the stack checks that the process that started it is still there. */
+const PARENT_WATCH_MS = 500;
+
+/**
+ * Any way of stopping stops every part and frees every port (DESIGN §7): Ctrl-C (SIGINT), SIGTERM,
+ * a closed terminal (SIGHUP), and the end of the parent (npm, when it is sent SIGTERM, ends without
+ * passing it on through its shell: this process is orphaned). The first signal stops the parts in
+ * order and exits 0; a repeat within {@link SAME_SIGNAL_MS} is the same request; a later one, or a
+ * stop past {@link STOP_DEADLINE_MS}, exits at once (DynamoDB Local still ends: its stdin closes).
+ */
+function stopOnEverySignal(): { parts?: { stack: LocalStack; viewer: MaildevViewer | undefined } } {
+  const running: { parts?: { stack: LocalStack; viewer: MaildevViewer | undefined } } = {};
+  let firstAt: number | undefined;
+  const say = (stream: NodeJS.WriteStream, line: string) => {
+    // After a closed terminal a write fails (EIO); the stop goes on regardless.
+    try {
+      stream.write(line);
+    } catch {}
+  };
+  const shutdown = (reason: string) => {
+    if (firstAt !== undefined) {
+      if (Date.now() - firstAt < SAME_SIGNAL_MS) return;
+      say(process.stderr, `postdate: ${reason} again, exiting without waiting\n`);
       process.exit(1);
     }
-    stopping = true;
-    process.stdout.write(`\npostdate: ${signal}: stopping every part…\n`);
+    firstAt = Date.now();
+    const { parts } = running;
+    if (parts === undefined) {
+      // Not ready yet: nothing to stop in order. The workers and MailDev end with this process,
+      // DynamoDB Local when its stdin closes.
+      say(process.stderr, `postdate: ${reason} before the stack was ready; exiting\n`);
+      process.exit(1);
+    }
+    say(process.stdout, `\npostdate: ${reason}: stopping every part…\n`);
     removeStackFile(process.pid);
-    stack
+    setTimeout(() => {
+      say(process.stderr, `postdate: the parts did not stop within ${STOP_DEADLINE_MS / 1000} s; exiting\n`);
+      process.exit(1);
+    }, STOP_DEADLINE_MS).unref();
+    parts.stack
       .stop()
-      .then(() => viewer?.stop())
+      .then(() => parts.viewer?.stop())
       .then(
         () => process.exit(0),
         (error: unknown) => {
-          process.stderr.write(
+          say(
+            process.stderr,
             `postdate: stopping failed: ${error instanceof Error ? error.message : String(error)}\n`,
           );
           process.exit(1);
         },
       );
   };
-  process.on('SIGINT', shutdown);
-  process.on('SIGTERM', shutdown);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => shutdown(signal));
+  // A closed terminal or a reader gone (`npm start | head`) must not crash the stop.
+  process.stdout.on('error', () => undefined);
+  process.stderr.on('error', () => undefined);
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) shutdown(`its parent (pid ${parent}) ended`);
+  }, PARENT_WATCH_MS).unref();
+  return running;
 }
 
 await main();

@@ -222,6 +222,11 @@ class Sandbox {
     this.#loading = undefined;
   }
 
+  /** Whether this sandbox was started (or is starting) before now: an invocation now is warm. */
+  get started(): boolean {
+    return this.#loading !== undefined;
+  }
+
   /** Runs one invocation; kills the Worker at the deadline. */
   async invoke<R>(event: unknown): Promise<InvocationOutcome<R>> {
     const loaded = await this.load();
@@ -294,6 +299,7 @@ class Sandbox {
  */
 export class FunctionSandboxes {
   readonly #slots = new Map<number, Sandbox>();
+  #coldInvocations = 0;
 
   constructor(readonly fn: LocalFunction) {
     if (!Number.isFinite(fn.timeoutMs) || fn.timeoutMs <= 0) {
@@ -315,16 +321,27 @@ export class FunctionSandboxes {
   }
 
   /**
-   * Starts slot 0's sandbox and imports the function there (so the first invocation is warm):
-   * whether the function loads, or why not.
+   * Starts slot `slot`'s sandbox and imports the function there (so that the slot's next invocation
+   * is warm), or finds it started: whether the function loads, or why not.
    */
-  load(): Promise<LoadResult> {
-    return this.#slot(0).load();
+  load(slot = 0): Promise<LoadResult> {
+    return this.#slot(slot).load();
   }
 
   /** One invocation in slot `slot`'s sandbox (killed at the function's timeout). Never throws. */
   invoke<R>(slot: number, event: unknown): Promise<InvocationOutcome<R>> {
-    return this.#slot(slot).invoke<R>(event);
+    const sandbox = this.#slot(slot);
+    if (!sandbox.started) this.#coldInvocations += 1;
+    return sandbox.invoke<R>(event);
+  }
+
+  /**
+   * Invocations so far that found their sandbox not started and paid its cold start (a slot's first
+   * use without `load`, or the first after a kill). A stack that says ready with warm functions
+   * (DESIGN §7) keeps this at 0 until a timeout kills a sandbox.
+   */
+  get coldInvocations(): number {
+    return this.#coldInvocations;
   }
 
   /** Terminates every sandbox (the runners call it once no invocation runs). */

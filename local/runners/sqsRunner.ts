@@ -118,8 +118,27 @@ export function startSqsRunner(options: SqsRunnerOptions): SqsRunner {
     if (Failed && Failed.length > 0) log(`could not delete ${Failed.length} handled message(s)`, Failed);
   };
 
+  // A poller takes messages only once its sandbox is warm (started and the function imported), so
+  // no message waits for a cold start that a warm poller could have spared it (DESIGN §7: the first
+  // message is as quick as the hundredth); after a kill its slot warms again before it polls.
+  const sandboxes = options.handler instanceof FunctionSandboxes ? options.handler : undefined;
+  // Resolved by stop() (not an abort listener: the SDK's receives already hold several on the signal).
+  let markStopped: () => void = () => undefined;
+  const stopped = new Promise<void>((resolve) => {
+    markStopped = resolve;
+  });
+  // A function that does not load is not warmed again and again: its invocations then fail as before.
+  const unloadable = new Set<number>();
+  const warm = async (index: number): Promise<void> => {
+    if (!sandboxes || unloadable.has(index)) return;
+    const loaded = await Promise.race([sandboxes.load(index), stopped]);
+    if (loaded && !loaded.loaded) unloadable.add(index);
+  };
+
   const poll = async (index: number): Promise<void> => {
     while (!stopping.signal.aborted) {
+      await warm(index);
+      if (stopping.signal.aborted) return;
       tick += 1;
       const startedAt = tick;
       let messages: Message[] = [];
@@ -159,12 +178,20 @@ export function startSqsRunner(options: SqsRunnerOptions): SqsRunner {
     }
   };
 
-  const loops = Array.from({ length: pollers }, (_, index) => poll(index));
+  // The sandboxes warm one after another, beside the first poller's work: not all at once, so that
+  // on a small machine their start does not slow the messages already being handled.
+  let warmedBefore: Promise<void> = Promise.resolve();
+  const loops = Array.from({ length: pollers }, (_, index) => {
+    const warmed = warmedBefore.then(() => warm(index));
+    warmedBefore = warmed;
+    return warmed.then(() => poll(index));
+  });
 
   return {
     idle: () => new Promise<void>((resolve) => waiters.push({ after: tick, resolve })),
     async stop() {
       stopping.abort();
+      markStopped();
       await Promise.all(loops);
       for (const waiter of waiters.splice(0)) waiter.resolve();
       if (options.handler instanceof FunctionSandboxes) await options.handler.close();

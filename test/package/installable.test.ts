@@ -158,6 +158,21 @@ describe('the postdate package, installed in another CDK app', () => {
     expect(existsSync(join(installed, 'postdate', 'package-lock.json'))).toBe(false);
   });
 
+  it('installs the postdate bin as compiled JavaScript that runs without tsx (DESIGN §7)', async () => {
+    const files = JSON.parse(readFileSync(join(work, 'files.json'), 'utf8')) as string[];
+    expect(files).toEqual(expect.arrayContaining(['cli/postdate.mjs', 'dist/cli.mjs']));
+    expect(existsSync(join(app, 'node_modules', 'tsx'))).toBe(false);
+    const bin = join(app, 'node_modules', '.bin', 'postdate');
+    const version = await run(bin, ['--version'], { cwd: app });
+    expect(version.stdout.trim()).toBe(
+      JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')).version,
+    );
+    const help = await run(bin, ['--help'], { cwd: app });
+    for (const command of ['messages', 'dlq', 'reconcile', 'keys', 'templates']) {
+      expect(help.stdout).toContain(command);
+    }
+  }, 60_000);
+
   it('synthesizes new Postdate(…) with plain node: its functions deployed from the prebuilt bundles', async () => {
     writeFileSync(join(app, 'synth.mjs'), SYNTH_SCRIPT);
     const { stdout } = await run(process.execPath, ['synth.mjs'], {

@@ -1,0 +1,133 @@
+import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
+import { createConnection } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/**
+ * `npm start` as a person, an IDE or CI runs it: through npm, as the leader of its own process group
+ * (as a terminal makes it), every port picked freely so that stacks of parallel runs do not meet.
+ * The tests of test/local/ that need the whole chain (npm → shell → node → java) use it.
+ */
+export interface NpmStart {
+  readonly child: ChildProcessWithoutNullStreams;
+  /** Everything printed so far on stdout. */
+  stdout(): string;
+  /** Everything printed so far on stderr. */
+  stderr(): string;
+  /** Resolves with npm's exit code and signal. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const PORT_VARIABLES = [
+  'POSTDATE_PORT',
+  'POSTDATE_DYNAMODB_PORT',
+  'POSTDATE_SQS_PORT',
+  'POSTDATE_SCHEDULER_PORT',
+  'POSTDATE_SMTP_SINK_PORT',
+  'POSTDATE_MAIL_VIEWER_PORT',
+];
+
+export function npmStart(env: NodeJS.ProcessEnv = {}): NpmStart {
+  const merged: NodeJS.ProcessEnv = { ...process.env, ...env };
+  for (const name of PORT_VARIABLES) merged[name] = '0';
+  delete merged.POSTDATE_LOG;
+  const child = spawn('npm', ['start'], { env: merged, stdio: 'pipe', detached: true });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    err += chunk.toString();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Waits for `probe` to return a value, polling; fails after `withinMs` saying what it waited for. */
+export async function until<T>(
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  withinMs: number,
+): Promise<T> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`waited ${withinMs} ms for ${what}`);
+    await sleep(100);
+  }
+}
+
+/** Waits for the banner's last line; returns the stdout so far. */
+export function ready(start: NpmStart, withinMs = 180_000): Promise<string> {
+  return until(
+    `the banner (stdout: ${start.stdout().slice(-300)} stderr: ${start.stderr().slice(-300)})`,
+    () => (start.stdout().includes('Ctrl-C stops everything.') ? start.stdout() : undefined),
+    withinMs,
+  );
+}
+
+/** The ports the banner names (API, viewer, DynamoDB, SQS, Scheduler, SMTP sink). */
+export function bannerPorts(banner: string): number[] {
+  const ports = [...banner.matchAll(/127\.0\.0\.1:(\d+)/g)].map((match) => Number(match[1]));
+  return [...new Set(ports)];
+}
+
+/** The API URL the banner names. */
+export function bannerApiUrl(banner: string): string {
+  const url = banner.match(/API {10}(http:\/\/127\.0\.0\.1:\d+)/)?.[1];
+  if (!url) throw new Error(`no API URL in the banner: ${banner}`);
+  return url;
+}
+
+/** Every descendant of `pid` (children first found by `ps`), with its command name. */
+export function descendants(pid: number): { pid: number; command: string }[] {
+  const found: { pid: number; command: string }[] = [];
+  let output = '';
+  try {
+    output = execFileSync('ps', ['-o', 'pid=,comm=', '--ppid', String(pid)]).toString();
+  } catch {
+    // ps exits 1 when there is no child.
+    return found;
+  }
+  for (const line of output.trim().split('\n')) {
+    const [child, command] = line.trim().split(/\s+/, 2);
+    if (!child) continue;
+    found.push({ pid: Number(child), command: command ?? '' }, ...descendants(Number(child)));
+  }
+  return found;
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether something accepts a TCP connection on 127.0.0.1:`port`. */
+export function portTaken(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** Kills whatever of `pids` is still alive (a failed test must not leave a stack behind). */
+export function killLeftovers(pids: readonly number[]): void {
+  for (const pid of pids) {
+    if (isAlive(pid)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
+    }
+  }
+}

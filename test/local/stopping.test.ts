@@ -1,0 +1,100 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  bannerPorts,
+  descendants,
+  isAlive,
+  killLeftovers,
+  type NpmStart,
+  npmStart,
+  portTaken,
+  ready,
+  until,
+} from './npmStartProcess.js';
+
+/**
+ * DESIGN §7: "Any way of stopping it — Ctrl-C, SIGTERM to any process of the chain, a closed
+ * terminal — stops every part and frees every port." Each case starts the stack through npm as a
+ * terminal would (npm the leader of its process group), stops it one way, and waits (with a
+ * deadline) until no process of the chain is left and no port of the banner answers.
+ */
+
+const STOPPED_WITHIN_MS = 30_000;
+
+let leftovers: number[] = [];
+
+afterEach(() => {
+  killLeftovers(leftovers);
+  leftovers = [];
+});
+
+async function started(): Promise<{
+  start: NpmStart;
+  chain: { pid: number; command: string }[];
+  ports: number[];
+}> {
+  const start = npmStart();
+  const banner = await ready(start);
+  const npmPid = start.child.pid;
+  if (npmPid === undefined) throw new Error('npm did not start');
+  const chain = [{ pid: npmPid, command: 'npm' }, ...descendants(npmPid)];
+  leftovers = chain.map((process) => process.pid);
+  const ports = bannerPorts(banner);
+  // The chain holds the stack's node process and DynamoDB Local's java, and every port answers.
+  expect(chain.map((process) => process.command)).toEqual(expect.arrayContaining(['node', 'java']));
+  expect(ports.length).toBeGreaterThanOrEqual(5);
+  for (const port of ports) expect(await portTaken(port), `port ${port} before the stop`).toBe(true);
+  return { start, chain, ports };
+}
+
+async function expectAllGone(chain: readonly { pid: number; command: string }[], ports: readonly number[]) {
+  await until(
+    'every process of the chain to end',
+    () => (chain.every((process) => !isAlive(process.pid)) ? true : undefined),
+    STOPPED_WITHIN_MS,
+  ).catch((error: unknown) => {
+    const left = chain.filter((process) => isAlive(process.pid));
+    throw new Error(
+      `${String(error)}; still running: ${left.map((p) => `${p.command} ${p.pid}`).join(', ')}`,
+    );
+  });
+  for (const port of ports) {
+    await until(
+      `port ${port} to be free`,
+      async () => ((await portTaken(port)) ? undefined : true),
+      STOPPED_WITHIN_MS,
+    );
+  }
+}
+
+describe('stopping npm start', () => {
+  it('SIGTERM to npm alone (an IDE, a process manager, CI) stops every part and frees every port', async () => {
+    const { start, chain, ports } = await started();
+    process.kill(start.child.pid as number, 'SIGTERM');
+    await expectAllGone(chain, ports);
+  }, 300_000);
+
+  it('one Ctrl-C (SIGINT to the process group) stops gracefully: exit 0, no second-signal exit', async () => {
+    const { start, chain, ports } = await started();
+    process.kill(-(start.child.pid as number), 'SIGINT');
+    const exit = await start.exited;
+    await expectAllGone(chain, ports);
+    expect(start.stdout()).toContain('SIGINT: stopping every part');
+    expect(start.stderr()).not.toContain('again');
+    expect(exit).toEqual({ code: 0, signal: null });
+  }, 300_000);
+
+  it('a closed terminal (SIGHUP to the process group) stops every part and frees every port', async () => {
+    const { start, chain, ports } = await started();
+    process.kill(-(start.child.pid as number), 'SIGHUP');
+    await expectAllGone(chain, ports);
+    expect(start.stdout()).toContain('SIGHUP: stopping every part');
+  }, 300_000);
+
+  it('SIGKILL to the stack’s node process still ends DynamoDB Local and frees its port', async () => {
+    const { chain, ports } = await started();
+    const node = chain.find((process) => process.command === 'node');
+    if (!node) throw new Error('no node process in the chain');
+    process.kill(node.pid, 'SIGKILL');
+    await expectAllGone(chain, ports);
+  }, 300_000);
+});
