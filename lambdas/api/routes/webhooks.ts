@@ -138,8 +138,10 @@ export function webhookRouteHandlers(
         retryHours: deps.retryHours,
         retentionDays: deps.retentionDays,
       });
+      // The copy goes first, as for a manual retry: a queue failure leaves nothing behind (no
+      // delivery pending for good), and a copy whose write never lands waits a while and is dropped.
+      if (!(await sendCopy(deps.queue, delivery, now))) return queueUnavailable('No test event was sent.');
       await deps.store.putDelivery(delivery);
-      await sendCopy(deps.queue, delivery);
       return jsonResult(
         202,
         deliveryView(delivery),
@@ -192,9 +194,10 @@ export function webhookRouteHandlers(
       if (current.status !== 'failed') return deliveryConflict(current);
       const now = deps.now();
       // The copy goes first, for the revision the retry is about to write: a copy that arrives before
-      // the write is put back until it lands (the delivery function never drops a copy from the
-      // future), and one whose write never lands is stale and dropped.
-      await sendCopy(deps.queue, { ...current, rev: current.rev + 1 });
+      // the write is put back until it lands, and one whose write never lands is dropped as stale
+      // after a bounded wait (decideCopyAhead). A queue failure changes nothing.
+      if (!(await sendCopy(deps.queue, { ...current, rev: current.rev + 1 }, now)))
+        return queueUnavailable('The delivery was not retried; it is still failed.');
       const result = await deps.store.retryDelivery({
         endpointId: endpoint.id,
         deliveryId,
@@ -213,16 +216,25 @@ export function webhookRouteHandlers(
   };
 }
 
-async function sendCopy(queue: WebhookQueue, delivery: WebhookDelivery): Promise<void> {
+/** Queues the copy for a write still to come (`issued_at`); false when the queue refused it. */
+async function sendCopy(queue: WebhookQueue, delivery: WebhookDelivery, now: Date): Promise<boolean> {
   const copy = {
     v: 1,
     endpoint: delivery.endpointId,
     delivery: delivery.id,
     rev: delivery.rev,
     seq: delivery.attempts,
+    issued_at: now.getTime(),
   } as const;
-  const { failed, error } = await queue.send([{ copy, delaySeconds: 0 }]);
-  if (failed.length > 0) throw error ?? new Error('the webhook queue refused the copy');
+  const { failed } = await queue.send([{ copy, delaySeconds: 0 }]);
+  return failed.length === 0;
+}
+
+function queueUnavailable(detail: string): Outcome {
+  return problemResult(
+    problem('unavailable', `The webhook queue is unavailable. ${detail} Try again shortly.`),
+    { 'retry-after': '5' },
+  );
 }
 
 /** An endpoint as the API answers it (never its secret). */
