@@ -18,6 +18,23 @@ export const WEBHOOK_TIMEOUT_MS = 10_000;
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
 export const WEBHOOK_SECRET_BYTES = 32;
 
+/** After a rotation the previous secret keeps signing beside the new one this long (DESIGN §3). */
+export const WEBHOOK_SECRET_OVERLAP_MS = 24 * 3_600_000;
+
+/**
+ * The secrets a delivery is signed with at `now`: the current one, and the previous one while its
+ * overlap lasts (Standard Webhooks: several space-separated signatures, a receiver holding either
+ * secret verifies).
+ */
+export function signingSecrets(
+  endpoint: { readonly secret: string; readonly previousSecret?: { secret: string; until: string } | null },
+  now: Date,
+): string[] {
+  const previous = endpoint.previousSecret;
+  const live = previous && now.getTime() < Date.parse(previous.until);
+  return live ? [endpoint.secret, previous.secret] : [endpoint.secret];
+}
+
 export const WEBHOOK_LIMITS = {
   maxUrlLength: 2048,
   maxDescriptionLength: 256,

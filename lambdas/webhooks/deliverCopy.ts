@@ -6,6 +6,7 @@ import {
   decideAfterAttempt,
   decideCopyAhead,
   decodeWebhookCopy,
+  signingSecrets,
   WEBHOOK_DELIVERY_STATUS,
   WEBHOOK_TIMEOUT_MS,
   type WebhookCopy,
@@ -82,7 +83,12 @@ export async function deliverCopy(body: string, deps: DeliveryDeps): Promise<Cop
   }
 
   const started = deps.now();
-  const headers = signedHeaders(endpoint.secret, delivery.eventId, started, delivery.payload);
+  const headers = signedHeaders(
+    signingSecrets(endpoint, started),
+    delivery.eventId,
+    started,
+    delivery.payload,
+  );
   const result = await deps.http.post({
     url: endpoint.url,
     headers,
@@ -141,9 +147,9 @@ export async function deliverCopy(body: string, deps: DeliveryDeps): Promise<Cop
   return 'retry';
 }
 
-/** The Standard Webhooks headers, signed with the reference implementation. */
+/** The Standard Webhooks headers, signed with the reference implementation, one signature per secret. */
 export function signedHeaders(
-  secret: string,
+  secrets: readonly string[],
   eventId: string,
   at: Date,
   payload: string,
@@ -151,7 +157,7 @@ export function signedHeaders(
   return {
     'webhook-id': eventId,
     'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-    'webhook-signature': new Webhook(secret).sign(eventId, at, payload),
+    'webhook-signature': secrets.map((secret) => new Webhook(secret).sign(eventId, at, payload)).join(' '),
   };
 }
 

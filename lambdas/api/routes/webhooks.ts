@@ -1,8 +1,8 @@
 /**
  * The webhook routes (DESIGN §3, §11): a tenant's endpoints, their deliveries, a test event and the
- * manual retry of a failed delivery. An endpoint is found only under the caller's tenant, so another
- * tenant's id answers 404. The signing secret is in the answer to the POST that creates it and never
- * again (nor in any log line).
+ * manual retry of a failed delivery, the rotation of a secret. An endpoint is found only under the
+ * caller's tenant, so another tenant's id answers 404. A signing secret is in the answer to the POST
+ * that creates or rotates it and never again (nor in any log line).
  */
 import { randomBytes } from 'node:crypto';
 import type { FieldError } from '../../core/fieldErrors.js';
@@ -16,6 +16,7 @@ import {
   validateCreateWebhook,
   WEBHOOK_LIMITS,
   WEBHOOK_SECRET_BYTES,
+  WEBHOOK_SECRET_OVERLAP_MS,
   WEBHOOK_SECRET_PREFIX,
   type WebhookDeliveryStatus,
   webhookEndpointId,
@@ -53,6 +54,7 @@ export function webhookRouteHandlers(
       getWebhook: unavailable,
       deleteWebhook: unavailable,
       testWebhook: unavailable,
+      rotateWebhookSecret: unavailable,
       listWebhookDeliveries: unavailable,
       retryWebhookDelivery: unavailable,
     };
@@ -147,6 +149,21 @@ export function webhookRouteHandlers(
         deliveryView(delivery),
         {},
         { webhook_id: endpoint.id, delivery_id: delivery.id },
+      );
+    },
+
+    async rotateWebhookSecret({ tenant, params }) {
+      const id = params.id ?? '';
+      if (!isWebhookEndpointId(id)) return webhookNotFound();
+      const previousUntil = new Date(deps.now().getTime() + WEBHOOK_SECRET_OVERLAP_MS).toISOString();
+      const rotated = await deps.store.rotateSecret({ tenant, id, secret: newSecret(), previousUntil });
+      if (rotated === 'not-found') return webhookNotFound();
+      // Like the creation's answer, the only one that carries the new secret.
+      return jsonResult(
+        200,
+        { ...endpointView(rotated), secret: rotated.secret, previous_secret_expires_at: previousUntil },
+        {},
+        { webhook_id: rotated.id },
       );
     },
 
