@@ -1,13 +1,20 @@
 /**
- * `postdate webhooks list | deliveries | retry` (DESIGN §11): an operator's view of a tenant's
- * endpoints and deliveries, and the manual retry of a failed delivery, through the same store and
- * conditions as the API (lambdas/store/webhookStore.ts). The secret is never shown.
+ * `postdate webhooks list | deliveries | retry | rotate-secret` (DESIGN §11): an operator's view of a
+ * tenant's endpoints and deliveries, the manual retry of a failed delivery and the rotation of a
+ * secret, through the same store and conditions as the API (lambdas/store/webhookStore.ts). A secret
+ * is shown only by the rotation that makes it.
  */
 
+import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { SqsWebhookQueue } from '../lambdas/adapters/SqsWebhookQueue.js';
 import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js';
-import { isWebhookDeliveryStatus } from '../lambdas/core/webhooks.js';
+import {
+  isWebhookDeliveryStatus,
+  WEBHOOK_SECRET_BYTES,
+  WEBHOOK_SECRET_OVERLAP_MS,
+  WEBHOOK_SECRET_PREFIX,
+} from '../lambdas/core/webhooks.js';
 import type { WebhookQueue, WebhookStore } from '../lambdas/ports/Webhooks.js';
 import { DynamoWebhookStore, deliveryExpiresAt } from '../lambdas/store/webhookStore.js';
 import { CliError, EXIT, UsageError } from './cliErrors.js';
@@ -111,6 +118,8 @@ export async function webhooksRetry(
     delivery: current.id,
     rev: current.rev + 1,
     seq: current.attempts,
+    // Queued before its write: the delivery function waits for the write a bounded time.
+    issued_at: now.getTime(),
   } as const;
   const sent = await deps.queue.send([{ copy, delaySeconds: 0 }]);
   if (sent.failed.length > 0) throw sent.error ?? new Error('the webhook queue refused the copy');
@@ -126,11 +135,33 @@ export async function webhooksRetry(
   out.line(`${current.id}: pending again (rev ${result.delivery.rev})`);
 }
 
+/** As `POST /v1/webhooks/{id}/rotate-secret`: prints the new secret (the only time it is shown). */
+export async function webhooksRotateSecret(
+  deps: WebhooksDeps,
+  options: { readonly tenant: string; readonly endpoint: string },
+  out: Output,
+): Promise<void> {
+  const previousUntil = new Date(deps.now().getTime() + WEBHOOK_SECRET_OVERLAP_MS).toISOString();
+  const secret = `${WEBHOOK_SECRET_PREFIX}${randomBytes(WEBHOOK_SECRET_BYTES).toString('base64')}`;
+  const rotated = await deps.store.rotateSecret({
+    tenant: options.tenant,
+    id: options.endpoint,
+    secret,
+    previousUntil,
+  });
+  if (rotated === 'not-found') throw new CliError(`no endpoint ${options.endpoint}`, EXIT.failed);
+  if (out.json) return out.data({ id: rotated.id, secret, previous_secret_expires_at: previousUntil });
+  out.line(`${rotated.id}: new secret ${secret}`);
+  out.line(`the previous secret keeps signing beside it until ${previousUntil}`);
+}
+
 /** Registers `postdate webhooks …` (one line in cli/postdate.ts). */
 export function registerWebhooksCommands(program: Command): void {
   const webhooks = program
     .command('webhooks')
-    .description("list a tenant's webhook endpoints and deliveries, retry a failed delivery");
+    .description(
+      "list a tenant's webhook endpoints and deliveries, retry a failed delivery, rotate a secret",
+    );
   const run =
     <A extends unknown[]>(body: (deps: WebhooksDeps, out: Output, ...args: A) => Promise<void>) =>
     async (...args: [...A, Command]) => {
@@ -183,6 +214,16 @@ export function registerWebhooksCommands(program: Command): void {
     .action(
       run(async (deps, out, endpoint: string, options: { tenant: string; status?: string; limit: number }) =>
         webhooksDeliveries(deps, { ...options, endpoint }, out),
+      ),
+    );
+  webhooks
+    .command('rotate-secret')
+    .description('a new signing secret; the previous one signs beside it for 24 h')
+    .argument('<endpoint>')
+    .requiredOption('--tenant <tenant>', 'the tenant')
+    .action(
+      run(async (deps, out, endpoint: string, options: { tenant: string }) =>
+        webhooksRotateSecret(deps, { tenant: options.tenant, endpoint }, out),
       ),
     );
   webhooks

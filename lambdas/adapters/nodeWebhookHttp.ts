@@ -1,6 +1,6 @@
 /**
- * One webhook attempt over node:http(s): a POST with the signed headers, answered within the
- * timeout or not at all. Redirects are never followed (a 3xx is an answer that is not 2xx, so the
+ * One webhook attempt over node:http(s): a POST with the signed headers, answered — status, headers
+ * and the whole body — within the timeout or not at all; past it the socket is destroyed. Redirects are never followed (a 3xx is an answer that is not 2xx, so the
  * attempt fails and the delivery retries): a redirect cannot lead a delivery somewhere the policy
  * refuses. Under `public-https` the addresses are checked where they are used: the connection's own
  * DNS lookup is replaced by one that refuses a private answer (so no second resolution can differ,
@@ -91,10 +91,16 @@ export function createNodeWebhookHttp(options: {
         };
         const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
         const req = send(url, requestOptions, (response) => {
-          finish({ kind: 'response', statusCode: response.statusCode ?? 0 });
-          // The body is the receiver's; nothing of it is kept. Read it off and let the socket close.
-          response.resume();
+          // The timeout covers the whole exchange (DESIGN §11): the answer counts once its body has
+          // ended, so a receiver that sends headers and never ends holds nothing past the timeout.
+          // The body is the receiver's; nothing of it is kept.
+          const statusCode = response.statusCode ?? 0;
+          response.on('end', () => finish({ kind: 'response', statusCode }));
+          response.on('close', () => {
+            if (!response.complete) finish({ kind: 'network', reason: 'ECONNRESET' });
+          });
           response.on('error', () => {});
+          response.resume();
         });
         const timer = setTimeout(() => {
           finish({ kind: 'timeout' });

@@ -1,11 +1,13 @@
 /**
  * The enqueue of a template message (DESIGN §3, §10): the template and version must exist and the
  * template must not be archived, and the message must render with its data — the rendered subject
- * under §3's header rules, the rendered body within the size limit. Each failure is a 422 problem
+ * under §3's header rules, the rendered body within the size limit, the render within its bounds of
+ * steps and time (renderCost.ts). Each failure is a 422 problem
  * naming the field or the variable; nothing is stored. The answer is the version to pin.
  */
 import type { EnqueueRequest } from '../core/enqueueRequest.js';
 import type { FieldError } from '../core/fieldErrors.js';
+import { RENDER_BOUNDS } from '../core/renderCost.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
 import type { TemplateStore } from '../ports/TemplateStore.js';
 import { type ProblemDetails, problem } from './problem.js';
@@ -37,6 +39,18 @@ export async function checkTemplateMessage(
   if (rendered.kind === 'missing')
     return unusable('The template has no such version.', '/template/version', 'does not exist');
   if (rendered.kind === 'invalid') return { ok: false, problem: renderProblem(rendered.errors) };
+  // The steps were bounded before the render; its time is measured too, so what is accepted renders
+  // within the bound in the sender (DESIGN §5).
+  if (rendered.renderMs > RENDER_BOUNDS.maxMillis)
+    return {
+      ok: false,
+      problem: renderProblem([
+        {
+          field: '/data',
+          message: `makes the template take ${Math.ceil(rendered.renderMs)} ms to render, more than the ${RENDER_BOUNDS.maxMillis} ms a render may take`,
+        },
+      ]),
+    };
   return { ok: true, version };
 }
 

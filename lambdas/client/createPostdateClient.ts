@@ -12,6 +12,7 @@ export type EnqueueRequest = components['schemas']['EnqueueRequest'];
 export type RescheduleRequest = components['schemas']['RescheduleRequest'];
 export type GroupVersionRequest = components['schemas']['GroupVersionRequest'];
 export type ListQuery = NonNullable<operations['list']['parameters']['query']>;
+export type RotatedWebhook = components['schemas']['RotatedWebhook'];
 
 export interface PostdateClientOptions {
   /** The API's base URL: the stack's `ApiUrl` output, or `npm start`'s `http://127.0.0.1:…`. */
@@ -64,6 +65,8 @@ export interface PostdateClient {
     request: GroupVersionRequest,
     options?: { readonly signal?: AbortSignal },
   ): Promise<GroupHead>;
+  /** A new signing secret for a webhook endpoint; the previous one signs beside it for 24 h. */
+  rotateWebhookSecret(id: string, options?: { readonly signal?: AbortSignal }): Promise<RotatedWebhook>;
   /** The typed openapi-fetch client underneath (with the same auth and retries), for anything else. */
   readonly http: Client<paths>;
 }
@@ -148,6 +151,14 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     async retry(id, callOptions = {}) {
       return unwrap(
         await http.POST('/v1/messages/{id}/retry', { params: { path: { id } }, ...signalOf(callOptions) }),
+      );
+    },
+    async rotateWebhookSecret(id, callOptions = {}) {
+      return unwrap(
+        await http.POST('/v1/webhooks/{id}/rotate-secret', {
+          params: { path: { id } },
+          ...signalOf(callOptions),
+        }),
       );
     },
     async raiseGroup(key, request, callOptions = {}) {

@@ -280,6 +280,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/webhooks/{id}/rotate-secret': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** A new signing secret; the previous one keeps signing beside it for 24 h */
+    post: operations['rotateWebhookSecret'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/webhooks/{id}/deliveries': {
     parameters: {
       query?: never;
@@ -859,6 +876,23 @@ export interface components {
     };
     /** @enum {string} */
     WebhookDeliveryStatus: 'pending' | 'delivered' | 'failed';
+    RotatedWebhook: {
+      /** @example whe_01JE0000000000000000000000 */
+      id: string;
+      url: string;
+      /** @description null: every event type. */
+      events: components['schemas']['EventType'][] | null;
+      description: string | null;
+      /** Format: date-time */
+      created_at: string;
+      /** @description The signing secret, `whsec_` + base64 of 32 bytes: shown here once, never again. */
+      secret: string;
+      /**
+       * Format: date-time
+       * @description Until then deliveries carry a signature with the previous secret too; after it, only `secret`.
+       */
+      previous_secret_expires_at: string;
+    };
     WebhookDeliveryList: {
       items: components['schemas']['WebhookDelivery'][];
       /** @description Pass as `cursor` for the next page; null at the end. */
@@ -2910,6 +2944,88 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['WebhookDelivery'];
+        };
+      };
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description No such webhook endpoint for this tenant. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+    };
+  };
+  rotateWebhookSecret: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The webhook endpoint id (`whe_…`). */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The new `secret`, shown this once. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RotatedWebhook'];
         };
       };
       /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */

@@ -10,6 +10,7 @@
  */
 import { type FieldError, jsonPointer } from './fieldErrors.js';
 import { controlCharacterProblem } from './headerSafety.js';
+import { type AstNode, type MeasuredPart, measureRender, RENDER_BOUNDS } from './renderCost.js';
 import { LIMITS } from './requestLimits.js';
 import { compileOptions, handlebars, RUNTIME_OPTIONS, type TemplatePart } from './templateSyntax.js';
 
@@ -33,6 +34,8 @@ type PartRenderer = (data: unknown) => string;
 export interface CompiledTemplate {
   readonly content: TemplateContent;
   readonly parts: ReadonlyArray<{ readonly part: TemplatePart; readonly render: PartRenderer }>;
+  /** The parsed parts, walked with the data before a render to bound its cost (renderCost.ts). */
+  readonly measured: readonly MeasuredPart[];
 }
 
 export type RenderResult =
@@ -42,9 +45,12 @@ export type RenderResult =
 /** Compiles a stored version (its syntax was checked when it was stored). */
 export function compileTemplate(content: TemplateContent): CompiledTemplate {
   const parts: { part: TemplatePart; render: PartRenderer }[] = [];
+  const measured: MeasuredPart[] = [];
   for (const part of ['subject', 'text', 'html'] as const) {
     const source = content[part];
     if (source === null) continue;
+    // `parse` (not parseWithoutProcessing): the statements as the compiler sees them, `~` applied.
+    measured.push({ program: handlebars.parse(source) as unknown as AstNode, escaped: part === 'html' });
     const template = handlebars.compile(source, compileOptions(part));
     // The first call compiles (Handlebars compiles lazily); this one is on the stored source, with
     // no data, and its failure (a missing variable) is expected and ignored.
@@ -55,7 +61,7 @@ export function compileTemplate(content: TemplateContent): CompiledTemplate {
     }
     parts.push({ part, render: (data) => template(data, RUNTIME_OPTIONS) });
   }
-  return { content, parts };
+  return { content, parts, measured };
 }
 
 /** Renders a compiled template with `data` (a JSON object). Never throws. */
@@ -63,6 +69,10 @@ export function renderTemplate(
   compiled: CompiledTemplate,
   data: Readonly<Record<string, unknown>>,
 ): RenderResult {
+  // Handlebars cannot be interrupted: the render's cost is known first, and a render over its
+  // bounds never starts (DESIGN §5).
+  const cost = measureRender(compiled.measured, data);
+  if (!cost.within) return { ok: false, errors: [overBoundError(cost.over)] };
   const rendered: Record<TemplatePart, string | null> = { subject: null, text: null, html: null };
   const errors: FieldError[] = [];
   for (const { part, render } of compiled.parts) {
@@ -88,6 +98,16 @@ export function renderTemplate(
       message: `the rendered message is ${bytes} bytes, more than the ${LIMITS.maxBodyBytes} a message may have`,
     });
   return errors.length > 0 ? { ok: false, errors } : { ok: true, value: { subject, text, html } };
+}
+
+function overBoundError(over: 'steps' | 'bytes'): FieldError {
+  return {
+    field: '/data',
+    message:
+      over === 'steps'
+        ? `makes the template take more than ${RENDER_BOUNDS.maxSteps} steps to render (statements and loop iterations, the render bound): loop over less data or nest fewer loops`
+        : `the rendered message would be more than the ${RENDER_BOUNDS.maxOutputBytes} a message may have (bytes of subject, text and html)`,
+  };
 }
 
 /**

@@ -15,6 +15,7 @@
  */
 import Handlebars from 'handlebars';
 import type { FieldError } from './fieldErrors.js';
+import { type AstNode, eachNesting, RENDER_BOUNDS } from './renderCost.js';
 
 /** The parts of a template and of the message it renders. */
 export const TEMPLATE_PARTS = ['subject', 'text', 'html'] as const;
@@ -93,6 +94,13 @@ export function templateSyntaxErrors(part: TemplatePart, source: string): FieldE
   }
   const problems: string[] = [];
   walk(program, part, problems);
+  // Each level of loops multiplies a render's work by the data's length: the depth is bounded here,
+  // the work itself when a message is accepted (renderCost.ts).
+  const nesting = eachNesting(program as unknown as AstNode);
+  if (nesting > RENDER_BOUNDS.maxEachNesting)
+    problems.push(
+      `nests #each ${nesting} deep: at most ${RENDER_BOUNDS.maxEachNesting} loops may nest inside each other`,
+    );
   if (problems.length === 0) {
     try {
       // Compiling finds what the walk does not model (mismatched blocks after processing, say).

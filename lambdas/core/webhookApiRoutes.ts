@@ -10,6 +10,7 @@ export type WebhookRouteName =
   | 'getWebhook'
   | 'deleteWebhook'
   | 'testWebhook'
+  | 'rotateWebhookSecret'
   | 'listWebhookDeliveries'
   | 'retryWebhookDelivery';
 
@@ -19,6 +20,12 @@ export const WEBHOOK_API_ROUTES: readonly (ApiRoute & { readonly name: WebhookRo
   { name: 'getWebhook', method: 'GET', path: '/v1/webhooks/{id}', authorized: true },
   { name: 'deleteWebhook', method: 'DELETE', path: '/v1/webhooks/{id}', authorized: true },
   { name: 'testWebhook', method: 'POST', path: '/v1/webhooks/{id}/test', authorized: true },
+  {
+    name: 'rotateWebhookSecret',
+    method: 'POST',
+    path: '/v1/webhooks/{id}/rotate-secret',
+    authorized: true,
+  },
   { name: 'listWebhookDeliveries', method: 'GET', path: '/v1/webhooks/{id}/deliveries', authorized: true },
   {
     name: 'retryWebhookDelivery',

@@ -18,6 +18,23 @@ export const WEBHOOK_TIMEOUT_MS = 10_000;
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
 export const WEBHOOK_SECRET_BYTES = 32;
 
+/** After a rotation the previous secret keeps signing beside the new one this long (DESIGN §3). */
+export const WEBHOOK_SECRET_OVERLAP_MS = 24 * 3_600_000;
+
+/**
+ * The secrets a delivery is signed with at `now`: the current one, and the previous one while its
+ * overlap lasts (Standard Webhooks: several space-separated signatures, a receiver holding either
+ * secret verifies).
+ */
+export function signingSecrets(
+  endpoint: { readonly secret: string; readonly previousSecret?: { secret: string; until: string } | null },
+  now: Date,
+): string[] {
+  const previous = endpoint.previousSecret;
+  const live = previous && now.getTime() < Date.parse(previous.until);
+  return live ? [endpoint.secret, previous.secret] : [endpoint.secret];
+}
+
 export const WEBHOOK_LIMITS = {
   maxUrlLength: 2048,
   maxDescriptionLength: 256,
@@ -114,6 +131,12 @@ export interface WebhookCopy {
   readonly delivery: string;
   readonly rev: number;
   readonly seq: number;
+  /**
+   * Set only on a copy queued BEFORE the write it is for (the test event, a manual retry): when it
+   * was queued (epoch ms). Such a copy may arrive before its write lands; it waits for it a bounded
+   * time (decideCopyAhead).
+   */
+  readonly issued_at?: number;
 }
 
 const WebhookCopySchema = z.strictObject({
@@ -122,7 +145,33 @@ const WebhookCopySchema = z.strictObject({
   delivery: z.string().regex(DELIVERY_ID),
   rev: z.number().int().min(1),
   seq: z.number().int().min(0),
+  issued_at: z.number().int().min(0).optional(),
 });
+
+/**
+ * How long a copy queued before its write waits for that write. The routes that queue first run in
+ * the api function (10 s timeout, lib/constructs/Api.ts); a write that has not landed a minute after
+ * its copy was queued never will (its function is gone).
+ */
+export const WEBHOOK_COPY_AHEAD_WAIT_MS = 60_000;
+
+export type CopyAheadDecision =
+  | { readonly kind: 'wait'; readonly delaySeconds: number }
+  | { readonly kind: 'stale' };
+
+/**
+ * A copy for a record that is not there yet, or for a revision the record does not have yet. A
+ * copy queued before its write (`issued_at`) comes back shortly while the write may still land, and
+ * is stale after WEBHOOK_COPY_AHEAD_WAIT_MS (its write failed: the route answered an error, nothing
+ * changed). Any other copy is only ever queued after its write, so a record behind it moved on
+ * (removed, expired): stale.
+ */
+export function decideCopyAhead(copy: WebhookCopy, now: Date): CopyAheadDecision {
+  if (copy.issued_at === undefined) return { kind: 'stale' };
+  const age = now.getTime() - copy.issued_at;
+  if (age >= WEBHOOK_COPY_AHEAD_WAIT_MS) return { kind: 'stale' };
+  return { kind: 'wait', delaySeconds: age < 5_000 ? 1 : 5 };
+}
 
 export function encodeWebhookCopy(copy: WebhookCopy): string {
   return JSON.stringify(copy);

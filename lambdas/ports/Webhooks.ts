@@ -14,6 +14,8 @@ export interface WebhookEndpoint {
   readonly events: readonly EventType[] | null;
   readonly description: string | null;
   readonly secret: string;
+  /** The secret before the last rotation, still signing beside `secret` until `until` (ISO). */
+  readonly previousSecret?: { readonly secret: string; readonly until: string } | null;
   readonly createdAt: string;
 }
 
@@ -81,6 +83,13 @@ export interface WebhookStore {
   listEndpoints(tenant: string): Promise<readonly WebhookEndpoint[]>;
   getEndpoint(tenant: string, id: string): Promise<WebhookEndpoint | null>;
   deleteEndpoint(tenant: string, id: string): Promise<'deleted' | 'not-found'>;
+  /** A new `secret`; the current one becomes `previousSecret` until `previousUntil`, in one write. */
+  rotateSecret(rotation: {
+    readonly tenant: string;
+    readonly id: string;
+    readonly secret: string;
+    readonly previousUntil: string;
+  }): Promise<WebhookEndpoint | 'not-found'>;
   countDeliveries(endpointId: string): Promise<DeliveryCounts>;
   /** Writes a new delivery; an existing one (a replay) is returned as it is. */
   putDelivery(

@@ -115,6 +115,34 @@ export class DynamoWebhookStore implements WebhookStore {
     return item ? readEndpoint(item) : null;
   }
 
+  async rotateSecret(rotation: {
+    readonly tenant: string;
+    readonly id: string;
+    readonly secret: string;
+    readonly previousUntil: string;
+  }): Promise<WebhookEndpoint | 'not-found'> {
+    try {
+      const { Attributes } = await this.documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { [KEY.partition]: endpointPk(rotation.tenant), [KEY.sort]: rotation.id },
+          // The right-hand `#secret` is the value before this write: the current secret becomes the
+          // previous one atomically, so no delivery signs with a secret that is neither.
+          UpdateExpression:
+            'SET previous_secret = #secret, previous_secret_until = :until, #secret = :secret',
+          ConditionExpression: 'attribute_exists(#pk)',
+          ExpressionAttributeNames: { '#pk': KEY.partition, '#secret': 'secret' },
+          ExpressionAttributeValues: { ':secret': rotation.secret, ':until': rotation.previousUntil },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return (Attributes && readEndpoint(Attributes)) ?? 'not-found';
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return 'not-found';
+      throw error;
+    }
+  }
+
   async deleteEndpoint(tenant: string, id: string): Promise<'deleted' | 'not-found'> {
     try {
       await this.documents.send(
@@ -375,7 +403,21 @@ function readEndpoint(item: Record<string, unknown>): WebhookEndpoint | null {
   if (typeof id !== 'string' || typeof tenant !== 'string' || typeof url !== 'string') return null;
   if (typeof secret !== 'string' || typeof created_at !== 'string') return null;
   const events = Array.isArray(item.events) ? item.events.filter(isEventType) : null;
-  return { id, tenant, url, events, description: text(item.description), secret, createdAt: created_at };
+  const { previous_secret, previous_secret_until } = item;
+  const previousSecret =
+    typeof previous_secret === 'string' && typeof previous_secret_until === 'string'
+      ? { secret: previous_secret, until: previous_secret_until }
+      : null;
+  return {
+    id,
+    tenant,
+    url,
+    events,
+    description: text(item.description),
+    secret,
+    previousSecret,
+    createdAt: created_at,
+  };
 }
 
 function readDelivery(item: Record<string, unknown>): WebhookDelivery | null {

@@ -5,7 +5,8 @@ import { type CopyOutcome, type DeliveryDeps, deliverCopy } from './deliverCopy.
 /**
  * The delivery function's batch: every copy at once (each attempt has its own timeout, so one slow
  * endpoint does not hold the others' attempts back), the ones that must come back reported as batch
- * item failures. It never throws for one copy.
+ * item failures, and so is a body that cannot be decoded (the queue's redrive policy dead-letters
+ * it). It never throws for one copy.
  */
 export function createWebhookDeliveryHandler(
   deps: DeliveryDeps,
@@ -14,7 +15,14 @@ export function createWebhookDeliveryHandler(
     const outcomes = await Promise.all(
       event.Records.map(async (record): Promise<CopyOutcome | 'kept'> => {
         try {
-          return await deliverCopy(record.body, deps);
+          const outcome = await deliverCopy(record.body, deps);
+          if (outcome !== 'malformed') return outcome;
+          // Not ours to read, and not ours to drop: after the queue's receive limit the redrive
+          // policy moves it to the DLQ, whose alarm brings it to a person.
+          deps.log?.warn('webhook copy cannot be decoded; failed for the dead-letter queue', {
+            messageId: record.messageId,
+          });
+          return 'kept';
         } catch (error) {
           deps.log?.warn('webhook copy kept for a retry', {
             messageId: record.messageId,

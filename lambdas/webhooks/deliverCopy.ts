@@ -1,11 +1,12 @@
 import { Webhook } from 'standardwebhooks';
 import { WEBHOOK_METRIC, type WebhookMetric } from '../core/metricNames.js';
-import { PostdateError } from '../core/postdateError.js';
 import { SQS_MAX_DELAY_SECONDS } from '../core/queueLimits.js';
 import {
   type AttemptResult,
   decideAfterAttempt,
+  decideCopyAhead,
   decodeWebhookCopy,
+  signingSecrets,
   WEBHOOK_DELIVERY_STATUS,
   WEBHOOK_TIMEOUT_MS,
   type WebhookCopy,
@@ -37,21 +38,15 @@ export type CopyOutcome =
   | 'redelayed'
   /** The endpoint was removed: the delivery stops. */
   | 'endpoint-gone'
+  /** Not a copy this function can read: the handler fails it, so the redrive policy dead-letters it. */
   | 'malformed';
 
-/** A copy for a revision the record does not have yet (a manual retry's write still to land). */
-export class CopyAheadError extends PostdateError {
-  override readonly name = 'CopyAheadError';
-  constructor(readonly deliveryId: string) {
-    super(`delivery ${deliveryId}: the copy's revision is not written yet`, { class: 'transient' });
-  }
-}
-
 /**
- * One copy from the webhook queue, as a short list of steps: read the delivery; drop a stale copy;
- * put back an early one; read the endpoint (gone: stop); sign and POST once; write the outcome if the
+ * One copy from the webhook queue, as a short list of steps: read the delivery; put back a copy that
+ * came before its own write (a while, then it is stale); drop a stale copy; put back an early one; read the endpoint (gone: stop); sign and POST once; write the outcome if the
  * copy is still current; queue the next attempt. Throws only when the copy must come back (a read, a
- * write or the queue failed): the handler reports it as a batch item failure.
+ * write or the queue failed): the handler reports it as a batch item failure, as it does a copy it
+ * cannot decode.
  *
  * One delivery's copy never waits for another's: each delivery is its own SQS message with its own
  * delay, so a failing or stalled endpoint holds up only its own deliveries, each for at most one
@@ -61,8 +56,12 @@ export async function deliverCopy(body: string, deps: DeliveryDeps): Promise<Cop
   const copy = decodeWebhookCopy(body);
   if (copy === null) return 'malformed';
   const delivery = await deps.store.getDelivery(copy.endpoint, copy.delivery);
-  if (delivery === null) return 'stale';
-  if (copy.rev > delivery.rev) throw new CopyAheadError(delivery.id);
+  if (delivery === null || copy.rev > delivery.rev) {
+    const ahead = decideCopyAhead(copy, deps.now());
+    if (ahead.kind === 'stale') return 'stale';
+    await sendOrThrow(deps.queue, copy, ahead.delaySeconds * 1000);
+    return 'redelayed';
+  }
   if (delivery.status !== WEBHOOK_DELIVERY_STATUS.pending || copy.rev !== delivery.rev) return 'stale';
   const dueMs = Date.parse(delivery.nextAttemptAt ?? '') || 0;
   if (copy.seq === delivery.attempts - 1) {
@@ -84,7 +83,12 @@ export async function deliverCopy(body: string, deps: DeliveryDeps): Promise<Cop
   }
 
   const started = deps.now();
-  const headers = signedHeaders(endpoint.secret, delivery.eventId, started, delivery.payload);
+  const headers = signedHeaders(
+    signingSecrets(endpoint, started),
+    delivery.eventId,
+    started,
+    delivery.payload,
+  );
   const result = await deps.http.post({
     url: endpoint.url,
     headers,
@@ -143,9 +147,9 @@ export async function deliverCopy(body: string, deps: DeliveryDeps): Promise<Cop
   return 'retry';
 }
 
-/** The Standard Webhooks headers, signed with the reference implementation. */
+/** The Standard Webhooks headers, signed with the reference implementation, one signature per secret. */
 export function signedHeaders(
-  secret: string,
+  secrets: readonly string[],
   eventId: string,
   at: Date,
   payload: string,
@@ -153,7 +157,7 @@ export function signedHeaders(
   return {
     'webhook-id': eventId,
     'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-    'webhook-signature': new Webhook(secret).sign(eventId, at, payload),
+    'webhook-signature': secrets.map((secret) => new Webhook(secret).sign(eventId, at, payload)).join(' '),
   };
 }
 

@@ -467,6 +467,7 @@ describe('api: the HTTP API', () => {
       'GET /v1/webhooks/{id}',
       'DELETE /v1/webhooks/{id}',
       'POST /v1/webhooks/{id}/test',
+      'POST /v1/webhooks/{id}/rotate-secret',
       'GET /v1/webhooks/{id}/deliveries',
       'POST /v1/webhooks/{id}/deliveries/{delivery}/retry',
     ];

@@ -1,7 +1,13 @@
+import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { memoryOutput } from '../../cli/output.js';
 import { buildProgram } from '../../cli/postdate.js';
-import { webhooksDeliveries, webhooksList, webhooksRetry } from '../../cli/webhooksCommands.js';
+import {
+  webhooksDeliveries,
+  webhooksList,
+  webhooksRetry,
+  webhooksRotateSecret,
+} from '../../cli/webhooksCommands.js';
 import { startReceiver, subscribe, webhookHarness } from '../webhooks/webhookHarness.js';
 
 const receivers: Awaited<ReturnType<typeof startReceiver>>[] = [];
@@ -10,9 +16,46 @@ afterEach(async () => {
 });
 
 describe('postdate webhooks', () => {
-  it('is registered with list, deliveries and retry', () => {
+  it('is registered with list, deliveries, rotate-secret and retry', () => {
     const webhooks = buildProgram().commands.find((command) => command.name() === 'webhooks');
-    expect(webhooks?.commands.map((command) => command.name())).toEqual(['list', 'deliveries', 'retry']);
+    expect(webhooks?.commands.map((command) => command.name())).toEqual([
+      'list',
+      'deliveries',
+      'rotate-secret',
+      'retry',
+    ]);
+  });
+
+  it('rotates a secret: prints the new one, and the old one signs beside it', async () => {
+    const hook = await startReceiver();
+    receivers.push(hook);
+    const harness = await webhookHarness();
+    const endpoint = await subscribe(harness, hook.url(), 'acme');
+    const deps = {
+      store: harness.store,
+      queue: harness.queue,
+      now: harness.clock.now,
+      retryHours: 24,
+      retentionDays: 30,
+    };
+    const out = memoryOutput({ json: true });
+    await webhooksRotateSecret(deps, { tenant: 'acme', endpoint: endpoint.id }, out);
+    const { secret } = out.documents[0] as { secret: string };
+    expect(secret).toMatch(/^whsec_/);
+    await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` });
+    await harness.pump();
+    const [request] = hook.received;
+    if (!request) throw new Error('nothing received');
+    const headers = {
+      'webhook-id': String(request.headers['webhook-id']),
+      'webhook-timestamp': String(request.headers['webhook-timestamp']),
+      'webhook-signature': String(request.headers['webhook-signature']),
+    };
+    expect(() => new Webhook(secret).verify(request.body, headers)).not.toThrow();
+    expect(() => new Webhook(endpoint.secret).verify(request.body, headers)).not.toThrow();
+    await expect(
+      webhooksRotateSecret(deps, { tenant: 'other', endpoint: endpoint.id }, memoryOutput()),
+    ).rejects.toThrow('no endpoint');
   });
 
   it('lists endpoints (no secret) and deliveries, and retries a failed delivery', async () => {

@@ -3,12 +3,14 @@ import { describe, expect, it } from 'vitest';
 import {
   type AttemptResult,
   decideAfterAttempt,
+  decideCopyAhead,
   decodeWebhookCopy,
   encodeWebhookCopy,
   isSubscribed,
   isWebhookDeliveryId,
   validateCreateWebhook,
   WEBHOOK_BACKOFF,
+  WEBHOOK_COPY_AHEAD_WAIT_MS,
   WEBHOOK_TIMEOUT_MS,
   webhookDeliveryId,
   webhookRetryDelayMs,
@@ -129,6 +131,38 @@ describe('webhook ids, copies and requests', () => {
     expect(decodeWebhookCopy('{')).toBeNull();
     expect(decodeWebhookCopy(JSON.stringify({ ...copy, rev: 0 }))).toBeNull();
     expect(decodeWebhookCopy(JSON.stringify({ ...copy, extra: 1 }))).toBeNull();
+  });
+
+  it('lets a copy queued before its write wait for it a bounded time, and no other copy', () => {
+    const base = {
+      v: 1,
+      endpoint: 'whe_01JE0000000000000000000000',
+      delivery: webhookDeliveryId('whe_01JE0000000000000000000000', 'evt_1', 0),
+      rev: 2,
+      seq: 0,
+    } as const;
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 2 ** 45 }),
+        fc.integer({ min: -1000, max: 10 * WEBHOOK_COPY_AHEAD_WAIT_MS }),
+        (issuedAt, age) => {
+          const now = new Date(issuedAt + age);
+          expect(decideCopyAhead(base, now)).toEqual({ kind: 'stale' });
+          const decision = decideCopyAhead({ ...base, issued_at: issuedAt }, now);
+          if (age >= WEBHOOK_COPY_AHEAD_WAIT_MS) expect(decision).toEqual({ kind: 'stale' });
+          else {
+            expect(decision.kind).toBe('wait');
+            // Each wait is short, so a write that lands is followed within seconds.
+            if (decision.kind === 'wait') expect(decision.delaySeconds).toBeGreaterThanOrEqual(1);
+            if (decision.kind === 'wait') expect(decision.delaySeconds).toBeLessThanOrEqual(5);
+          }
+        },
+      ),
+    );
+    expect(decodeWebhookCopy(encodeWebhookCopy({ ...base, issued_at: 5 }))).toEqual({
+      ...base,
+      issued_at: 5,
+    });
   });
 
   it('validates POST /v1/webhooks and subscriptions', () => {

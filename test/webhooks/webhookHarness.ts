@@ -12,7 +12,7 @@ import { SqsWebhookQueue } from '../../lambdas/adapters/SqsWebhookQueue.js';
 import { checkWebhookUrl, type WebhookUrlPolicy } from '../../lambdas/adapters/webhookAddressPolicy.js';
 import { createApiHandler } from '../../lambdas/api/createApiHandler.js';
 import type { Log } from '../../lambdas/ports/Log.js';
-import type { WebhookHttp, WebhookQueue } from '../../lambdas/ports/Webhooks.js';
+import type { WebhookHttp, WebhookQueue, WebhookStore } from '../../lambdas/ports/Webhooks.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
 import { DynamoWebhookStore } from '../../lambdas/store/webhookStore.js';
@@ -119,6 +119,10 @@ export async function webhookHarness(
     readonly retryHours?: number;
     readonly timeoutMs?: number;
     readonly random?: () => number;
+    /** Wraps the queue the API's routes send to (a refusing queue, say); the delivery function's is untouched. */
+    readonly apiQueue?: (queue: WebhookQueue) => WebhookQueue;
+    /** Wraps the store the API's routes write to (a write that never lands, say). */
+    readonly apiStore?: (store: WebhookStore) => WebhookStore;
   } = {},
 ) {
   const { tableName } = await freshTable('webhooks');
@@ -142,8 +146,8 @@ export async function webhookHarness(
       random: Math.random,
       logger: silent,
       webhooks: {
-        store,
-        queue,
+        store: options.apiStore ? options.apiStore(store) : store,
+        queue: options.apiQueue ? options.apiQueue(queue) : queue,
         checkUrl: (url) => checkWebhookUrl(url, policy),
         retryHours,
         retentionDays: 30,

@@ -32,6 +32,13 @@ const CreatedWebhookSchema = WebhookSchema.extend({
   }),
 }).meta({ id: 'CreatedWebhook' });
 
+const RotatedWebhookSchema = CreatedWebhookSchema.extend({
+  previous_secret_expires_at: dateTime().meta({
+    description:
+      'Until then deliveries carry a signature with the previous secret too; after it, only `secret`.',
+  }),
+}).meta({ id: 'RotatedWebhook' });
+
 const WebhookWithCountsSchema = WebhookSchema.extend({
   deliveries: z.object({ pending: z.int(), delivered: z.int(), failed: z.int() }),
 }).meta({ id: 'WebhookWithCounts' });
@@ -120,6 +127,14 @@ export const WEBHOOK_OPERATIONS: Record<WebhookRouteName, Operation> = {
     request: { params: idParam },
     responses: {
       202: { description: 'The delivery, queued.', content: json(DeliverySchema) },
+      404: notFound,
+    },
+  },
+  rotateWebhookSecret: {
+    summary: 'A new signing secret; the previous one keeps signing beside it for 24 h',
+    request: { params: idParam },
+    responses: {
+      200: jsonResponse('The new `secret`, shown this once.', RotatedWebhookSchema),
       404: notFound,
     },
   },

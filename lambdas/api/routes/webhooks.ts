@@ -1,8 +1,8 @@
 /**
  * The webhook routes (DESIGN §3, §11): a tenant's endpoints, their deliveries, a test event and the
- * manual retry of a failed delivery. An endpoint is found only under the caller's tenant, so another
- * tenant's id answers 404. The signing secret is in the answer to the POST that creates it and never
- * again (nor in any log line).
+ * manual retry of a failed delivery, the rotation of a secret. An endpoint is found only under the
+ * caller's tenant, so another tenant's id answers 404. A signing secret is in the answer to the POST
+ * that creates or rotates it and never again (nor in any log line).
  */
 import { randomBytes } from 'node:crypto';
 import type { FieldError } from '../../core/fieldErrors.js';
@@ -16,6 +16,7 @@ import {
   validateCreateWebhook,
   WEBHOOK_LIMITS,
   WEBHOOK_SECRET_BYTES,
+  WEBHOOK_SECRET_OVERLAP_MS,
   WEBHOOK_SECRET_PREFIX,
   type WebhookDeliveryStatus,
   webhookEndpointId,
@@ -53,6 +54,7 @@ export function webhookRouteHandlers(
       getWebhook: unavailable,
       deleteWebhook: unavailable,
       testWebhook: unavailable,
+      rotateWebhookSecret: unavailable,
       listWebhookDeliveries: unavailable,
       retryWebhookDelivery: unavailable,
     };
@@ -138,13 +140,30 @@ export function webhookRouteHandlers(
         retryHours: deps.retryHours,
         retentionDays: deps.retentionDays,
       });
+      // The copy goes first, as for a manual retry: a queue failure leaves nothing behind (no
+      // delivery pending for good), and a copy whose write never lands waits a while and is dropped.
+      if (!(await sendCopy(deps.queue, delivery, now))) return queueUnavailable('No test event was sent.');
       await deps.store.putDelivery(delivery);
-      await sendCopy(deps.queue, delivery);
       return jsonResult(
         202,
         deliveryView(delivery),
         {},
         { webhook_id: endpoint.id, delivery_id: delivery.id },
+      );
+    },
+
+    async rotateWebhookSecret({ tenant, params }) {
+      const id = params.id ?? '';
+      if (!isWebhookEndpointId(id)) return webhookNotFound();
+      const previousUntil = new Date(deps.now().getTime() + WEBHOOK_SECRET_OVERLAP_MS).toISOString();
+      const rotated = await deps.store.rotateSecret({ tenant, id, secret: newSecret(), previousUntil });
+      if (rotated === 'not-found') return webhookNotFound();
+      // Like the creation's answer, the only one that carries the new secret.
+      return jsonResult(
+        200,
+        { ...endpointView(rotated), secret: rotated.secret, previous_secret_expires_at: previousUntil },
+        {},
+        { webhook_id: rotated.id },
       );
     },
 
@@ -192,9 +211,10 @@ export function webhookRouteHandlers(
       if (current.status !== 'failed') return deliveryConflict(current);
       const now = deps.now();
       // The copy goes first, for the revision the retry is about to write: a copy that arrives before
-      // the write is put back until it lands (the delivery function never drops a copy from the
-      // future), and one whose write never lands is stale and dropped.
-      await sendCopy(deps.queue, { ...current, rev: current.rev + 1 });
+      // the write is put back until it lands, and one whose write never lands is dropped as stale
+      // after a bounded wait (decideCopyAhead). A queue failure changes nothing.
+      if (!(await sendCopy(deps.queue, { ...current, rev: current.rev + 1 }, now)))
+        return queueUnavailable('The delivery was not retried; it is still failed.');
       const result = await deps.store.retryDelivery({
         endpointId: endpoint.id,
         deliveryId,
@@ -213,16 +233,25 @@ export function webhookRouteHandlers(
   };
 }
 
-async function sendCopy(queue: WebhookQueue, delivery: WebhookDelivery): Promise<void> {
+/** Queues the copy for a write still to come (`issued_at`); false when the queue refused it. */
+async function sendCopy(queue: WebhookQueue, delivery: WebhookDelivery, now: Date): Promise<boolean> {
   const copy = {
     v: 1,
     endpoint: delivery.endpointId,
     delivery: delivery.id,
     rev: delivery.rev,
     seq: delivery.attempts,
+    issued_at: now.getTime(),
   } as const;
-  const { failed, error } = await queue.send([{ copy, delaySeconds: 0 }]);
-  if (failed.length > 0) throw error ?? new Error('the webhook queue refused the copy');
+  const { failed } = await queue.send([{ copy, delaySeconds: 0 }]);
+  return failed.length === 0;
+}
+
+function queueUnavailable(detail: string): Outcome {
+  return problemResult(
+    problem('unavailable', `The webhook queue is unavailable. ${detail} Try again shortly.`),
+    { 'retry-after': '5' },
+  );
 }
 
 /** An endpoint as the API answers it (never its secret). */

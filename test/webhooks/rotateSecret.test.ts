@@ -1,0 +1,94 @@
+/**
+ * Rotating an endpoint's signing secret (DESIGN §3): `POST /v1/webhooks/{id}/rotate-secret` answers
+ * 200 with a new `whsec_` secret; for 24 h every delivery carries a signature with the old secret
+ * beside the new one (Standard Webhooks: several space-separated signatures), so a receiver holding
+ * either verifies — checked with `standardwebhooks`, the reference implementation; after 24 h only
+ * the new one signs.
+ */
+import { Webhook } from 'standardwebhooks';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Received, startReceiver, subscribe, webhookHarness } from './webhookHarness.js';
+
+const receivers: Awaited<ReturnType<typeof startReceiver>>[] = [];
+afterEach(async () => {
+  await Promise.all(receivers.splice(0).map((started) => started.close()));
+});
+
+const headersOf = (request: Received) => ({
+  'webhook-id': String(request.headers['webhook-id']),
+  'webhook-timestamp': String(request.headers['webhook-timestamp']),
+  'webhook-signature': String(request.headers['webhook-signature']),
+});
+
+/** The signature `secret` makes for this request (the reference library's own `sign`). */
+const signatureBy = (secret: string, request: Received) => {
+  const headers = headersOf(request);
+  return new Webhook(secret).sign(
+    headers['webhook-id'],
+    new Date(Number(headers['webhook-timestamp']) * 1000),
+    request.body,
+  );
+};
+
+describe('POST /v1/webhooks/{id}/rotate-secret', () => {
+  it('answers a new secret; both sign for 24 h, then only the new one', async () => {
+    const harness = await webhookHarness();
+    const hook = await startReceiver();
+    receivers.push(hook);
+    const endpoint = await subscribe(harness, hook.url());
+
+    const rotated = await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/rotate-secret` });
+    expect(rotated.status).toBe(200);
+    const secret = rotated.json.secret as string;
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(secret).not.toBe(endpoint.secret);
+    expect(rotated.json).toMatchObject({ id: endpoint.id, url: hook.url() });
+    expect(Date.parse(rotated.json.previous_secret_expires_at) - harness.clock.now().getTime()).toBe(
+      24 * 3_600_000,
+    );
+    // Shown once: the endpoint's other answers never carry it.
+    const shown = await harness.call({ method: 'GET', path: `/v1/webhooks/${endpoint.id}` });
+    expect(JSON.stringify(shown.json)).not.toContain(secret);
+
+    await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` });
+    await harness.pump();
+    const [during] = hook.received;
+    if (!during) throw new Error('nothing received during the overlap');
+    // A receiver holding either secret verifies the same delivery.
+    expect(() => new Webhook(endpoint.secret).verify(during.body, headersOf(during))).not.toThrow();
+    expect(() => new Webhook(secret).verify(during.body, headersOf(during))).not.toThrow();
+    expect(headersOf(during)['webhook-signature'].split(' ')).toHaveLength(2);
+
+    harness.clock.advance(24 * 3_600_000 + 1000);
+    await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` });
+    await harness.pump();
+    const after = hook.received[1];
+    if (!after) throw new Error('nothing received after the overlap');
+    // (Its timestamp is a day ahead of the real clock, so the signatures are compared, not verified.)
+    expect(headersOf(after)['webhook-signature']).toBe(signatureBy(secret, after));
+    expect(headersOf(after)['webhook-signature']).not.toContain(signatureBy(endpoint.secret, after));
+  });
+
+  it("answers 404 for another tenant's endpoint or an unknown id, and changes nothing", async () => {
+    const harness = await webhookHarness();
+    const hook = await startReceiver();
+    receivers.push(hook);
+    const endpoint = await subscribe(harness, hook.url());
+    const foreign = await harness.call({
+      method: 'POST',
+      path: `/v1/webhooks/${endpoint.id}/rotate-secret`,
+      tenant: 'other',
+    });
+    expect(foreign.status).toBe(404);
+    const unknown = await harness.call({
+      method: 'POST',
+      path: '/v1/webhooks/whe_01JE0000000000000000000000/rotate-secret',
+    });
+    expect(unknown.status).toBe(404);
+    await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` });
+    await harness.pump();
+    const [request] = hook.received;
+    if (!request) throw new Error('nothing received');
+    expect(headersOf(request)['webhook-signature']).toBe(signatureBy(endpoint.secret, request));
+  });
+});
