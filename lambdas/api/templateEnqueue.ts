@@ -7,7 +7,6 @@
  */
 import type { EnqueueRequest } from '../core/enqueueRequest.js';
 import type { FieldError } from '../core/fieldErrors.js';
-import { RENDER_BOUNDS } from '../core/renderCost.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
 import type { TemplateStore } from '../ports/TemplateStore.js';
 import { type ProblemDetails, problem } from './problem.js';
@@ -39,18 +38,8 @@ export async function checkTemplateMessage(
   if (rendered.kind === 'missing')
     return unusable('The template has no such version.', '/template/version', 'does not exist');
   if (rendered.kind === 'invalid') return { ok: false, problem: renderProblem(rendered.errors) };
-  // The steps were bounded before the render; its time is measured too, so what is accepted renders
-  // within the bound in the sender (DESIGN §5).
-  if (rendered.renderMs > RENDER_BOUNDS.maxMillis)
-    return {
-      ok: false,
-      problem: renderProblem([
-        {
-          field: '/data',
-          message: `makes the template take ${Math.ceil(rendered.renderMs)} ms to render, more than the ${RENDER_BOUNDS.maxMillis} ms a render may take`,
-        },
-      ]),
-    };
+  // The steps and the output were bounded before the render (core/renderCost.ts): the same pinned
+  // version with the same data costs the same in the sender (DESIGN §5).
   return { ok: true, version };
 }
 

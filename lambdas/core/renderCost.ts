@@ -22,8 +22,6 @@ export const RENDER_BOUNDS = {
   maxSteps: 50_000,
   /** The rendered subject, text and html together: the body limit of an inline message. */
   maxOutputBytes: LIMITS.maxBodyBytes,
-  /** The enqueue's render, measured: above it the message is refused (a backstop to the steps). */
-  maxMillis: 250,
   /** `#each` inside `#each` at most this deep, checked when a template is stored. */
   maxEachNesting: 3,
 } as const;

@@ -28,8 +28,6 @@ export type TemplateRenderOutcome =
   | {
       readonly kind: 'rendered';
       readonly content: RenderedContent;
-      /** How long the render took (the enqueue refuses one over RENDER_BOUNDS.maxMillis). */
-      readonly renderMs: number;
     }
   | { readonly kind: 'invalid'; readonly errors: readonly FieldError[] }
   | { readonly kind: 'missing' };
@@ -51,17 +49,13 @@ export const DEFAULT_TEMPLATE_CACHE_ENTRIES = 100;
 export function createTemplateRenderer(
   load: LoadTemplateVersion,
   maxEntries: number = DEFAULT_TEMPLATE_CACHE_ENTRIES,
-  /** A monotonic clock in milliseconds, to measure each render. @default performance.now */
-  elapsedMs: () => number = () => performance.now(),
 ): TemplateRenderer {
   const compiled = new LruCache<CompiledTemplate>(maxEntries);
   const outcome = (template: CompiledTemplate | undefined, data: Readonly<Record<string, unknown>>) => {
     if (template === undefined) return { kind: 'missing' } as const;
-    const started = elapsedMs();
     const result = renderTemplate(template, data);
-    const renderMs = elapsedMs() - started;
     return result.ok
-      ? ({ kind: 'rendered', content: result.value, renderMs } as const)
+      ? ({ kind: 'rendered', content: result.value } as const)
       : ({ kind: 'invalid', errors: result.errors } as const);
   };
   return {
