@@ -1,4 +1,5 @@
 import { Annotations, CfnOutput, Stack, type StackProps, Tags } from 'aws-cdk-lib';
+import * as events from 'aws-cdk-lib/aws-events';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
@@ -8,8 +9,8 @@ import { Postdate } from './Postdate.js';
 import type { PostdateProps } from './postdateProps.js';
 
 export interface PostdateStackProps extends StackProps {
-  /** The construct's props, except the two that are resources (given by ARN below). */
-  readonly postdate: Omit<PostdateProps, 'smtpSecret' | 'alarmTopic'>;
+  /** The construct's props, except those that are resources (given by ARN below). */
+  readonly postdate: Omit<PostdateProps, 'smtpSecret' | 'alarmTopic' | 'sesNotificationTopic' | 'eventBus'>;
   /**
    * An existing secret `{username, password}` for the SMTP relay.
    * @default a new secret (set its value after the first deploy, docs/deploy.md)
@@ -26,6 +27,17 @@ export interface PostdateStackProps extends StackProps {
    * @default a new encrypted topic
    */
   readonly alarmTopicArn?: string;
+  /**
+   * The SNS topic Amazon SES publishes bounces and complaints to: deploys the bounces function
+   * (DESIGN §12).
+   * @default no SES feedback
+   */
+  readonly sesNotificationTopicArn?: string;
+  /**
+   * An existing EventBridge bus for the events (DESIGN §11).
+   * @default a new bus
+   */
+  readonly eventBusArn?: string;
   /**
    * Subscribes this address to the alarm topic (the subscription must be confirmed by mail).
    * @default no subscription
@@ -61,7 +73,22 @@ export class PostdateStack extends Stack {
         ? undefined
         : sns.Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn);
 
-    this.postdate = new Postdate(this, 'Postdate', { ...props.postdate, smtpSecret, alarmTopic });
+    const sesNotificationTopic =
+      props.sesNotificationTopicArn === undefined
+        ? undefined
+        : sns.Topic.fromTopicArn(this, 'SesNotificationTopic', props.sesNotificationTopicArn);
+    const eventBus =
+      props.eventBusArn === undefined
+        ? undefined
+        : events.EventBus.fromEventBusArn(this, 'EventBus', props.eventBusArn);
+
+    this.postdate = new Postdate(this, 'Postdate', {
+      ...props.postdate,
+      smtpSecret,
+      alarmTopic,
+      sesNotificationTopic,
+      eventBus,
+    });
 
     if (props.alarmEmail !== undefined) {
       this.postdate.alarmTopic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));

@@ -29,6 +29,8 @@ export const CONTEXT_KEYS = [
   'authorizerCacheSeconds',
   'alarmTopicArn',
   'alarmEmail',
+  'sesNotificationTopicArn',
+  'eventBusArn',
   'removalPolicy',
 ] as const;
 
@@ -96,6 +98,15 @@ export function settingsFromContext(get: (key: ContextKey) => unknown): AppSetti
     problems.push('context smtpSecretKeyArn needs smtpSecretArn');
   }
 
+  // A topic or bus is imported by its ARN; a bare name would import nothing that exists.
+  const arnOf = (key: ContextKey, service: string): string | undefined => {
+    const value = text(key);
+    if (value !== undefined && (!value.startsWith('arn:') || value.split(':')[2] !== service)) {
+      problems.push(`context ${key} must be an ${service} ARN (arn:…:${service}:…), got "${value}"`);
+    }
+    return value;
+  };
+
   // Each row by its kind; the senders are read above (a bare synth gets placeholders).
   const settings: Partial<Record<PropSettingName, number | boolean | string | undefined>> = {};
   for (const name of PROP_SETTINGS) {
@@ -135,6 +146,8 @@ export function settingsFromContext(get: (key: ContextKey) => unknown): AppSetti
       smtpSecretArn,
       smtpSecretKeyArn,
       alarmTopicArn: text('alarmTopicArn'),
+      sesNotificationTopicArn: arnOf('sesNotificationTopicArn', 'sns'),
+      eventBusArn: arnOf('eventBusArn', 'events'),
       alarmEmail: text('alarmEmail'),
       placeholders,
     },

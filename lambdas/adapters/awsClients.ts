@@ -1,3 +1,5 @@
+import { appendFileSync } from 'node:fs';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { AWS_CLIENT_LIMITS, type AwsClientLimits } from '../core/awsClientLimits.js';
 
 /**
@@ -11,14 +13,40 @@ import { AWS_CLIENT_LIMITS, type AwsClientLimits } from '../core/awsClientLimits
  */
 export { AWS_CLIENT_LIMITS, type AwsClientLimits };
 
-/** What `new XxxClient(…)` accepts for these limits (an @smithy/node-http-handler options object). */
+/** The @smithy/node-http-handler options of {@link AWS_CLIENT_LIMITS}. */
+export interface AwsRequestHandlerOptions {
+  readonly connectionTimeout: number;
+  readonly requestTimeout: number;
+  readonly throwOnRequestTimeout: true;
+}
+
+/** What `new XxxClient(…)` accepts for these limits. */
 export interface AwsClientOptions {
   readonly maxAttempts: number;
-  readonly requestHandler: {
-    readonly connectionTimeout: number;
-    readonly requestTimeout: number;
-    readonly throwOnRequestTimeout: true;
-  };
+  /** The handler options; a recording handler built from them when calls are recorded (below). */
+  readonly requestHandler: AwsRequestHandlerOptions | NodeHttpHandler;
+}
+
+/**
+ * The test suites' switch (DESIGN §6, "Permissions are part of the contract"): when it names a file,
+ * every request a client built from here sends is appended to it as one JSON line, tagged with
+ * {@link FUNCTION_VARIABLE}. test/iam/ evaluates them against each function's policy. Lambda never
+ * sets it.
+ */
+export const RECORD_VARIABLE = 'POSTDATE_RECORD_AWS_CALLS';
+/** The function whose code builds the client (`api`, `sweeper`, …), read when the client is built. */
+export const FUNCTION_VARIABLE = 'POSTDATE_FUNCTION';
+
+/** One recorded request, as it went on the wire (the protocol's target, path and JSON body). */
+export interface RecordedAwsRequest {
+  readonly function: string;
+  readonly hostname: string;
+  readonly method: string;
+  readonly path: string;
+  readonly query: Readonly<Record<string, unknown>>;
+  /** `x-amz-target` of the JSON protocols (`DynamoDB_20120810.GetItem`), absent for REST ones. */
+  readonly target?: string;
+  readonly body?: string;
 }
 
 /**
@@ -27,13 +55,45 @@ export interface AwsClientOptions {
  */
 export function awsClientOptions(overrides: Partial<AwsClientLimits> = {}): AwsClientOptions {
   const limits = { ...AWS_CLIENT_LIMITS, ...overrides };
+  const handlerOptions: AwsRequestHandlerOptions = {
+    connectionTimeout: limits.connectionTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    // Without it @smithy/node-http-handler 4.x only logs a warning when requestTimeout passes.
+    throwOnRequestTimeout: true,
+  };
+  const recordTo = process.env[RECORD_VARIABLE];
   return {
     maxAttempts: limits.maxAttempts,
-    requestHandler: {
-      connectionTimeout: limits.connectionTimeoutMs,
-      requestTimeout: limits.requestTimeoutMs,
-      // Without it @smithy/node-http-handler 4.x only logs a warning when requestTimeout passes.
-      throwOnRequestTimeout: true,
-    },
+    requestHandler: recordTo
+      ? new RecordingHttpHandler(handlerOptions, recordTo, process.env[FUNCTION_VARIABLE] ?? 'unnamed')
+      : handlerOptions,
   };
+}
+
+/** The SDK's own handler, with every request appended to a file before it is sent. */
+class RecordingHttpHandler extends NodeHttpHandler {
+  constructor(
+    options: AwsRequestHandlerOptions,
+    private readonly file: string,
+    private readonly functionName: string,
+  ) {
+    super(options);
+  }
+
+  override handle(...args: Parameters<NodeHttpHandler['handle']>): ReturnType<NodeHttpHandler['handle']> {
+    const [request] = args;
+    const target = request.headers['x-amz-target'];
+    const line: RecordedAwsRequest = {
+      function: this.functionName,
+      hostname: request.hostname,
+      method: request.method,
+      path: request.path,
+      query: request.query ?? {},
+      ...(target ? { target } : {}),
+      ...(typeof request.body === 'string' ? { body: request.body } : {}),
+      ...(request.body instanceof Uint8Array ? { body: new TextDecoder().decode(request.body) } : {}),
+    };
+    appendFileSync(this.file, `${JSON.stringify(line)}\n`);
+    return super.handle(...args);
+  }
 }

@@ -3,10 +3,12 @@ import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import * as authorizers from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import * as integrations from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { API_ROUTES, type RouteName } from '../../lambdas/core/apiRoutes.js';
+import { INDEX } from '../../lambdas/store/tableLayout.js';
 import { RESOURCE_ENV } from '../functionEnvironment.js';
 import type { ApiThrottle } from '../postdateProps.js';
 import { acknowledge } from './acknowledge.js';
@@ -81,13 +83,50 @@ export class Api extends Construct {
           : {}),
       },
     });
-    table.grantReadWriteData(this.api.role);
-    props.immediateCopyQueue?.grantSendMessages(this.api.role);
-    props.storage.denyApiKeyWrites(this.api.role);
-    props.storage.acknowledgeIndexWildcard(
+    // The item kinds each route touches, and the two listing indexes: no scan, no stream, no
+    // API-key item (the authorizer reads those), no `due` index (DESIGN §6).
+    const storage = props.storage;
+    storage.grantItems(
       this.api.role,
-      'the API queries the listing indexes by_status and by_tenant (fan-out over shards)',
+      'ReadTenantItems',
+      ['dynamodb:GetItem'],
+      ['message', 'groupHead', 'templateHeads', 'templateVersions', 'webhookEndpoint', 'webhookDelivery'],
     );
+    // A listing page reads its messages' states in one batch.
+    storage.grantItems(this.api.role, 'ReadListedMessages', ['dynamodb:BatchGetItem'], ['message']);
+    storage.grantItems(
+      this.api.role,
+      'PutTenantItems',
+      ['dynamodb:PutItem'],
+      ['message', 'templateVersions', 'webhookEndpoint', 'webhookDelivery'],
+    );
+    storage.grantItems(
+      this.api.role,
+      'UpdateTenantItems',
+      ['dynamodb:UpdateItem'],
+      ['message', 'groupHead', 'suppression', 'templateHeads', 'webhookDelivery'],
+    );
+    storage.grantItems(
+      this.api.role,
+      'DeleteSuppressionsAndEndpoints',
+      ['dynamodb:DeleteItem'],
+      ['suppression', 'webhookEndpoint'],
+    );
+    storage.grantItems(
+      this.api.role,
+      'QueryTenantPartitions',
+      ['dynamodb:Query'],
+      ['suppression', 'templateHeads', 'webhookEndpoint', 'webhookDelivery'],
+    );
+    this.api.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'QueryListingIndexes',
+        actions: ['dynamodb:Query'],
+        resources: [storage.indexArn(INDEX.byStatus.indexName), storage.indexArn(INDEX.byTenant.indexName)],
+      }),
+    );
+    props.immediateCopyQueue?.grantSendMessages(this.api.role);
+    storage.denyApiKeyWrites(this.api.role);
 
     this.authorizer = new PostdateFunction(this, 'Authorizer', {
       name: 'authorizer',

@@ -163,13 +163,21 @@ export class Dispatch extends Construct {
       }),
     );
     // It reads the records of overdue entries and stamps its re-dispatches on them (never a status).
-    // It also holds the body of a message that waits for an operator when a crash left its TTL
-    // (a transaction: the state is checked, the body updated).
-    props.storage.grantMessageItems(this.sweeper.role, 'ReadAndStampMessageStates', [
-      'dynamodb:BatchGetItem',
-      'dynamodb:ConditionCheckItem',
-      'dynamodb:UpdateItem',
-    ]);
+    // (ConditionCheckItem: the body repair's transaction, lambdas/sweeper/bodyRepair.ts.)
+    props.storage.grantItems(
+      this.sweeper.role,
+      'ReadAndStampMessageStates',
+      ['dynamodb:BatchGetItem', 'dynamodb:ConditionCheckItem', 'dynamodb:UpdateItem'],
+      ['message'],
+    );
+    // Every sweep starts from the sending gate: it reads the breaker, replaces a lost probe token and
+    // publishes the relay gauge (docs/reliability.md, "Relay outages").
+    props.storage.grantItems(
+      this.sweeper.role,
+      'ReadAndRenewSendingGate',
+      ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+      ['sendingGate'],
+    );
     this.sendQueue.grantSendMessages(this.sweeper.role);
     // Lambda retries a failed asynchronous invocation twice by default; a sweep is covered by the
     // next run, and retries would pile runs on top of each other.

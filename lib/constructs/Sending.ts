@@ -66,25 +66,38 @@ export class Sending extends Construct {
     props.sendQueue.grantSendMessages(this.sender.role);
     // Dead means dead (DESIGN §5): the sender moves a dead message's copy to the DLQ itself.
     props.sendDeadLetterQueue.grantSendMessages(this.sender.role);
-    // Items of the base table only: no index, no stream, no scan (grantReadWriteData would add the
-    // `index/*` wildcard and the stream reads).
-    this.sender.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'ReadWriteOutboxItems',
-        actions: [
-          'dynamodb:BatchGetItem',
-          'dynamodb:ConditionCheckItem',
-          'dynamodb:DeleteItem',
-          'dynamodb:GetItem',
-          'dynamodb:PutItem',
-          'dynamodb:Query',
-          'dynamodb:UpdateItem',
-        ],
-        resources: [props.storage.table.tableArn],
-      }),
+    // Items of the base table only (no index, no stream, no scan), and of the kinds a send touches:
+    // it reads a message, its group head, its template version, its recipients' suppressions and
+    // the sending gate; it writes the message, a hard bounce's suppression and the gate. Templates
+    // and webhook endpoints it never writes. (A suppression's tenant is not in the key's prefix, so
+    // IAM cannot tell one tenant's entries from another's: the code writes the message's tenant.)
+    props.storage.grantItems(
+      this.sender.role,
+      'ReadSendingItems',
+      ['dynamodb:GetItem'],
+      ['message', 'groupHead', 'templateVersions', 'sendingGate'],
+    );
+    props.storage.grantItems(
+      this.sender.role,
+      'ReadSuppressions',
+      ['dynamodb:BatchGetItem'],
+      ['suppression'],
+    );
+    props.storage.grantItems(
+      this.sender.role,
+      'WriteSendingItems',
+      ['dynamodb:UpdateItem'],
+      ['message', 'suppression', 'sendingGate'],
     );
     props.storage.denyApiKeyWrites(this.sender.role);
-    this.smtpSecret.grantRead(this.sender.role);
+    // GetSecretValue only (grantRead adds DescribeSecret, which the sender never calls).
+    this.sender.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ReadSmtpSecret',
+        actions: ['secretsmanager:GetSecretValue'],
+        resources: [this.smtpSecret.secretArn],
+      }),
+    );
     // A secret imported with its customer-managed key: grantRead adds nothing for an imported key,
     // and the sender could not decrypt the credentials. Decrypt only through Secrets Manager.
     if (props.smtpSecret?.encryptionKey !== undefined) {

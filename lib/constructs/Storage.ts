@@ -10,6 +10,25 @@ import { acknowledge } from './acknowledge.js';
 const API_KEY_ITEMS = `${PARTITION_PREFIX.apiKey}*`;
 const MESSAGE_ITEMS = `${PARTITION_PREFIX.message}*`;
 
+/**
+ * The item kinds of the shared table as `dynamodb:LeadingKeys` patterns: a function's grant names
+ * the kinds it reads or writes, and no other (DESIGN §6). API-key items are never among them (only
+ * the authorizer reads those, with its own grant). The webhook and gate keys are the store's
+ * (lambdas/store/webhookStore.ts, sendingGate.ts), which lib/ may not import; test/iam/ holds them equal.
+ */
+export const ITEMS = {
+  message: MESSAGE_ITEMS,
+  groupHead: `${PARTITION_PREFIX.groupHead}*`,
+  suppression: `${PARTITION_PREFIX.suppression}*`,
+  templateHeads: `${PARTITION_PREFIX.templateHeads}*`,
+  templateVersions: `${PARTITION_PREFIX.templateVersions}*`,
+  webhookEndpoint: 'WHEP#*',
+  webhookDelivery: 'WHDL#*',
+  /** The one sending-gate item (the relay breaker and the pause). */
+  sendingGate: 'GATE#sending',
+} as const;
+export type ItemKind = keyof typeof ITEMS;
+
 export interface StorageProps {
   /** `RETAIN` also turns on deletion protection. */
   readonly removalPolicy: RemovalPolicy;
@@ -116,6 +135,28 @@ export class Storage extends Construct {
         actions: [...actions],
         resources: [this.table.tableArn],
         conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [MESSAGE_ITEMS] } },
+      }),
+    );
+  }
+
+  /**
+   * Lets the grantee use `actions` on the base table's items of `kinds` only: `ForAllValues` holds
+   * only when every partition key the request touches is one of them.
+   */
+  grantItems(
+    grantee: iam.IGrantable,
+    sid: string,
+    actions: readonly string[],
+    kinds: readonly ItemKind[],
+  ): void {
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid,
+        actions: [...actions],
+        resources: [this.table.tableArn],
+        conditions: {
+          'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': kinds.map((kind) => ITEMS[kind]) },
+        },
       }),
     );
   }

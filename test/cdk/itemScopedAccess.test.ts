@@ -57,15 +57,13 @@ describe('IAM scoped by item (dynamodb:LeadingKeys)', () => {
     const dynamo = statementsOf('sender').filter(
       (s) => s.Effect === 'Allow' && s.Action.some((a) => a.startsWith('dynamodb:')),
     );
-    expect(dynamo.flatMap((s) => s.Resource)).toEqual([tableArn()]);
+    expect(new Set(dynamo.flatMap((s) => s.Resource).map((r) => JSON.stringify(r)))).toEqual(
+      new Set([JSON.stringify(tableArn())]),
+    );
     const actions = dynamo.flatMap((s) => s.Action);
-    expect(actions).toEqual(
-      expect.arrayContaining([
-        'dynamodb:GetItem',
-        'dynamodb:UpdateItem',
-        'dynamodb:PutItem',
-        'dynamodb:Query',
-      ]),
+    // What a send reads and writes (test/iam/ proves it against the calls the sender makes).
+    expect(new Set(actions)).toEqual(
+      new Set(['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:UpdateItem']),
     );
     expect(actions.filter((a) => /Scan|GetRecords|GetShardIterator|DescribeStream/.test(a))).toEqual([]);
   });

@@ -288,15 +288,15 @@ describe('dispatch: the sweeper', () => {
     });
   });
 
-  it('may query only the due index, read and stamp only message items, and send only to the send queue', () => {
+  it('may query only the due index, read and stamp only message items, read and renew only the sending gate, and send only to the send queue', () => {
     const dynamo = statements('sweeper').filter((s) => s.Action.some((a) => a.startsWith('dynamodb:')));
-    expect(dynamo).toHaveLength(2);
+    expect(dynamo).toHaveLength(3);
     const query = dynamo.find((s) => s.Action.includes('dynamodb:Query'));
     expect(query?.Action).toEqual(['dynamodb:Query']);
     expect(JSON.stringify(query?.Resource)).toContain('/index/due');
     expect(JSON.stringify(query?.Resource)).not.toContain('*');
     // Its re-dispatch stamp (issue 15 §4): message state items only, never an API key, never a delete.
-    const items = dynamo.find((s) => s !== query);
+    const items = dynamo.find((s) => s.Sid === 'ReadAndStampMessageStates');
     expect(items?.Action).toEqual([
       'dynamodb:BatchGetItem',
       'dynamodb:ConditionCheckItem',
@@ -304,6 +304,12 @@ describe('dispatch: the sweeper', () => {
     ]);
     expect(JSON.stringify(items?.Resource)).not.toContain('index');
     expect(items?.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['MSG#*'] } });
+    // Every sweep reads the sending gate first and may replace a lost probe token (DESIGN §6).
+    const gate = dynamo.find((s) => s.Sid === 'ReadAndRenewSendingGate');
+    expect(gate?.Action).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
+    expect(gate?.Condition).toEqual({
+      'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['GATE#sending'] },
+    });
     const sqsTargets = statements('sweeper')
       .filter((s) => s.Action.some((a) => a.startsWith('sqs:')))
       .flatMap((s) => s.Resource);

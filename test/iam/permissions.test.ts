@@ -1,0 +1,535 @@
+import { mkdtempSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CreateScheduleGroupCommand } from '@aws-sdk/client-scheduler';
+import { CreateQueueCommand, type Message, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { runSimulation } from '@cloud-copilot/iam-simulate';
+import type { DynamoDBRecord, SQSEvent } from 'aws-lambda';
+import type { IConstruct } from 'constructs';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { FUNCTION_VARIABLE, RECORD_VARIABLE } from '../../lambdas/adapters/awsClients.js';
+import { wireApi } from '../../lambdas/api/handler.js';
+import { wireAuthorizer } from '../../lambdas/authorizer/handler.js';
+import { wireBounces } from '../../lambdas/bounces/handler.js';
+import { wireEvents } from '../../lambdas/events/handler.js';
+import { createApiKey } from '../../lambdas/keys/apiKeys.js';
+import type { Log } from '../../lambdas/ports/Log.js';
+import { wireRelay } from '../../lambdas/relay/handler.js';
+import { wireSender } from '../../lambdas/sender/handler.js';
+import { RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
+import { wireSweeper } from '../../lambdas/sweeper/handler.js';
+import { wireWebhookDelivery } from '../../lambdas/webhooks/handler.js';
+import type { Bounces } from '../../lib/constructs/Bounces.js';
+import type { PostdateFunctionName } from '../../lib/constructs/postdateFunction.js';
+import type { Webhooks } from '../../lib/constructs/Webhooks.js';
+import { EVENTS_STREAM_FILTER } from '../../lib/webhookLayout.js';
+import { type FilterPattern, matchesFilter } from '../../local/runners/eventFilter.js';
+import { toLambdaSqsRecord } from '../../local/runners/sqsRecordFormat.js';
+import type { SchedulerEmulator } from '../../local/scheduler/startSchedulerEmulator.js';
+import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
+import { apiEvent, authorizerEvent, validBody } from '../api/events.js';
+import { permanentBounce, snsEvent } from '../bounces/sesNotifications.js';
+import { logicalIdOf, synthesizePostdate, TEST_PROPS } from '../cdk/support/synthesize.js';
+import { stateRecord } from '../relay/records.js';
+import { schedulerClient, startScheduler } from '../relay/relayParts.js';
+import { StreamTail } from '../relay/streamTail.js';
+import {
+  documentClient,
+  freshQueues,
+  freshTable,
+  LOCAL_AWS,
+  sqsClient,
+  uniqueName,
+} from '../support/awsLocal.js';
+import { startReceiver } from '../webhooks/webhookHarness.js';
+import { type IamRequest, iamRequestsOf, readRecordedRequests } from './iamRequests.js';
+import {
+  arnOf,
+  type PolicyStatement,
+  roleStatements,
+  TEST_ACCOUNT,
+  templateResolver,
+} from './templatePolicies.js';
+
+/**
+ * DESIGN §6, "Permissions are part of the contract". No emulator enforces IAM, so this file proves
+ * the grants on AWS's own terms: it drives every function, wired exactly as its Lambda entry wires
+ * it, through representative work on the emulators with every AWS request recorded
+ * (lambdas/adapters/awsClients.ts), then evaluates each recorded request — action, resource ARN,
+ * dynamodb:LeadingKeys, iam:PassedToService — against that function's policy in the synthesized
+ * template with an IAM policy simulator. None may be denied; and every action a policy allows must
+ * be one the function was seen making, or stand on the commented allow-list below.
+ */
+
+const SES_TOPIC_ARN = `arn:aws:sns:us-east-1:${TEST_ACCOUNT}:ses-feedback`;
+const BUS_NAME = 'postdate-iam-bus';
+const SILENT: Log = { info: () => {}, warn: () => {}, error: () => {} };
+
+const recordFile = join(mkdtempSync(join(tmpdir(), 'postdate-iam-')), 'aws-calls.jsonl');
+const { template, stack } = synthesizePostdate({
+  ...TEST_PROPS,
+  sesNotificationTopicArn: SES_TOPIC_ARN,
+});
+const postdate = stack.postdate;
+const webhooksConstruct = postdate.node.findChild('Webhooks') as Webhooks;
+
+let env: Record<string, string>;
+let tableName: string;
+let streamArn: string;
+let tail: StreamTail;
+let sendQueue: { url: string; arn: string };
+let webhookQueue: { url: string; arn: string };
+let scheduler: SchedulerEmulator;
+let smtp: TestSmtpServer;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+let eventBridge: Server;
+let names: Record<string, string>;
+/** Stream records not yet handed to the relay and the event producer. */
+const streamRecords: DynamoDBRecord[] = [];
+
+/** Builds a function's clients with its requests recorded under its name (read when they are built). */
+function as<T>(name: PostdateFunctionName, wire: () => T): T {
+  vi.stubEnv(RECORD_VARIABLE, recordFile);
+  vi.stubEnv(FUNCTION_VARIABLE, name);
+  try {
+    return wire();
+  } finally {
+    vi.unstubAllEnvs();
+  }
+}
+
+const queueName = (url: string) => url.split('/').pop() ?? url;
+
+async function receiveAll(queueUrl: string): Promise<Message[]> {
+  const { Messages } = await sqsClient().send(
+    new ReceiveMessageCommand({
+      QueueUrl: queueUrl,
+      MaxNumberOfMessages: 10,
+      WaitTimeSeconds: 1,
+      MessageSystemAttributeNames: ['All'],
+    }),
+  );
+  return Messages ?? [];
+}
+
+const sqsEvent = (messages: readonly Message[], queueArn: string): SQSEvent => ({
+  Records: messages.map((message) => toLambdaSqsRecord(message, queueArn)),
+});
+
+async function pullStream(): Promise<void> {
+  streamRecords.push(...(await tail.next()).Records);
+}
+
+beforeAll(async () => {
+  ({ tableName, streamArn } = await freshTable('iam'));
+  tail = new StreamTail(streamArn);
+  const queues = await freshQueues(2);
+  sendQueue = { url: queues.urls.send, arn: queues.arns.send };
+  const { QueueUrl } = await sqsClient().send(new CreateQueueCommand({ QueueName: uniqueName('whq') }));
+  const webhookQueueUrl = QueueUrl ?? '';
+  webhookQueue = {
+    url: webhookQueueUrl,
+    arn: queues.arns.send.replace(queueName(queues.urls.send), queueName(webhookQueueUrl)),
+  };
+  scheduler = await startScheduler();
+  await schedulerClient(scheduler.endpoint).send(
+    new CreateScheduleGroupCommand({ Name: postdate.scheduleGroupName }),
+  );
+  smtp = await startSmtpServer();
+  receiver = await startReceiver();
+  // No EventBridge emulator exists: this endpoint answers PutEvents as EventBridge does, so the
+  // request is made (and recorded) as in AWS.
+  eventBridge = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const entries = (JSON.parse(Buffer.concat(chunks).toString()) as { Entries: unknown[] }).Entries;
+      res.setHeader('content-type', 'application/x-amz-json-1.1');
+      res.end(
+        JSON.stringify({ FailedEntryCount: 0, Entries: entries.map((_, i) => ({ EventId: `e${i}` })) }),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => eventBridge.listen(0, '127.0.0.1', resolve));
+
+  names = {
+    [logicalIdOf(postdate.table)]: tableName,
+    [logicalIdOf(postdate.sendQueue)]: queueName(queues.urls.send),
+    [logicalIdOf(postdate.sendDeadLetterQueue)]: queueName(queues.urls.sendDeadLetter),
+    [logicalIdOf(postdate.relayFailureQueue)]: queueName(queues.urls.relayFailures),
+    [logicalIdOf(postdate.scheduleDeadLetterQueue)]: queueName(queues.urls.scheduleDeadLetter),
+    [logicalIdOf(webhooksConstruct.queue)]: queueName(webhookQueueUrl),
+    [logicalIdOf(webhooksConstruct.eventBus)]: BUS_NAME,
+  };
+  const { resolve } = templateResolver(template, names);
+  env = {
+    AWS_REGION: LOCAL_AWS.region,
+    AWS_ACCESS_KEY_ID: LOCAL_AWS.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: LOCAL_AWS.credentials.secretAccessKey,
+    AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+    AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
+    AWS_ENDPOINT_URL_SCHEDULER: scheduler.endpoint,
+    AWS_ENDPOINT_URL_EVENTBRIDGE: `http://127.0.0.1:${(eventBridge.address() as AddressInfo).port}`,
+    POSTDATE_LOCAL: 'true',
+    POWERTOOLS_LOG_LEVEL: 'ERROR',
+    POSTDATE_ALLOWED_FROM: '*@example.com',
+    POSTDATE_WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+    POSTDATE_MAX_ATTEMPTS: '2',
+    SMTP_HOST: smtp.host,
+    SMTP_PORT: String(smtp.port),
+    SMTP_REQUIRE_TLS: 'false',
+    POSTDATE_TABLE_NAME: tableName,
+    POSTDATE_SEND_QUEUE_URL: queues.urls.send,
+    POSTDATE_SEND_QUEUE_ARN: queues.arns.send,
+    POSTDATE_SEND_DLQ_URL: queues.urls.sendDeadLetter,
+    POSTDATE_RELAY_FAILURE_QUEUE_URL: queues.urls.relayFailures,
+    POSTDATE_SCHEDULE_GROUP: postdate.scheduleGroupName,
+    // The role the relay passes is the stack's own, so iam:PassRole is checked against it.
+    POSTDATE_SCHEDULER_ROLE_ARN: String(resolve(stack.resolve(postdate.schedulerRoleArn))),
+    POSTDATE_SCHEDULE_DLQ_ARN: queues.arns.scheduleDeadLetter,
+    POSTDATE_WEBHOOK_QUEUE_URL: webhookQueueUrl,
+    POSTDATE_EVENT_BUS_NAME: BUS_NAME,
+  };
+}, 60_000);
+
+afterAll(async () => {
+  await smtp?.close().catch(() => {});
+  await receiver?.close();
+  await scheduler?.stop();
+  await new Promise<void>((resolve) => (eventBridge ? eventBridge.close(() => resolve()) : resolve()));
+});
+
+// The scenarios make hundreds of requests on a shared, loaded machine.
+describe('every function, wired as in Lambda, with its AWS requests recorded', { timeout: 120_000 }, () => {
+  let messageIds: string[] = [];
+  let webhookId = '';
+
+  it('authorizer: a key authorizes its tenant, an unknown key does not', async () => {
+    const { secret } = await createApiKey(documentClient(), tableName, { tenant: 'acme', now: new Date() });
+    const authorize = as('authorizer', () => wireAuthorizer(env, SILENT as never));
+    expect(await authorize(authorizerEvent({ authorization: `Bearer ${secret}` }))).toMatchObject({
+      isAuthorized: true,
+    });
+    expect(await authorize(authorizerEvent({ authorization: 'Bearer pd_live_unknown' }))).toMatchObject({
+      isAuthorized: false,
+    });
+  });
+
+  it('api: messages, groups, templates, webhooks and suppressions', async () => {
+    const api = as('api', () => wireApi(env, SILENT as never));
+    const call = async (
+      method: string,
+      path: string,
+      body?: unknown,
+      headers: Record<string, string> = {},
+      query?: Record<string, string>,
+    ) => {
+      const result = await api(apiEvent({ method, path, body, headers, ...(query ? { query } : {}) }));
+      return { status: result.statusCode ?? 0, json: result.body ? JSON.parse(result.body) : {} };
+    };
+    const enqueue = (key: string, body: Record<string, unknown>) =>
+      call('POST', '/v1/messages', validBody(body), { 'idempotency-key': key });
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+
+    const now = await enqueue('now', { to: ['bounce-me@example.com'] });
+    expect(now.status).toBe(202);
+    expect((await enqueue('now', { to: ['bounce-me@example.com'] })).status).toBe(200);
+    const deferred = await enqueue('deferred', { send_at: later });
+    const cancelled = await enqueue('cancelled', { send_at: later });
+    const grouped = await enqueue('grouped', { group: { key: 'campaign:1', version: 1 } });
+    expect((await call('PUT', '/v1/groups/campaign:2', { version: 3 })).status).toBe(200);
+    messageIds = [now.json.id, deferred.json.id, grouped.json.id];
+
+    expect((await call('GET', `/v1/messages/${now.json.id}`)).status).toBe(200);
+    expect((await call('GET', '/v1/messages')).status).toBe(200);
+    expect((await call('GET', '/v1/messages', undefined, {}, { status: 'scheduled' })).status).toBe(200);
+    expect((await call('PATCH', `/v1/messages/${deferred.json.id}`, { send_at: later })).status).toBe(200);
+    expect((await call('DELETE', `/v1/messages/${cancelled.json.id}`)).status).toBe(200);
+    expect((await call('POST', `/v1/messages/${deferred.json.id}/retry`)).status).toBe(409);
+
+    const template = { subject: 'Hello {{name}}', text: 'Hi {{name}}' };
+    expect((await call('PUT', '/v1/templates/welcome', template)).status).toBe(201);
+    expect((await call('PUT', '/v1/templates/welcome', template)).status).toBe(201);
+    expect((await call('GET', '/v1/templates')).status).toBe(200);
+    expect((await call('GET', '/v1/templates/welcome')).status).toBe(200);
+    expect((await call('GET', '/v1/templates/welcome/versions/1')).status).toBe(200);
+    expect((await call('POST', '/v1/templates/welcome/render', { data: { name: 'Ada' } })).status).toBe(200);
+    const templated = await call(
+      'POST',
+      '/v1/messages',
+      {
+        to: ['ada@example.com'],
+        from: 'ops@example.com',
+        template: { name: 'welcome' },
+        data: { name: 'Ada' },
+      },
+      { 'idempotency-key': 'templated' },
+    );
+    expect(templated.status).toBe(202);
+    messageIds.push(templated.json.id);
+
+    const webhook = await call('POST', '/v1/webhooks', { url: receiver.url() });
+    expect(webhook.status).toBe(201);
+    webhookId = webhook.json.id;
+    expect((await call('GET', '/v1/webhooks')).status).toBe(200);
+    expect((await call('GET', `/v1/webhooks/${webhookId}`)).status).toBe(200);
+    expect((await call('POST', `/v1/webhooks/${webhookId}/test`)).status).toBe(202);
+    expect((await call('GET', `/v1/webhooks/${webhookId}/deliveries`)).status).toBe(200);
+
+    expect((await call('PUT', '/v1/suppressions/gone@example.com', { reason: 'manual' })).status).toBe(200);
+    expect((await call('GET', '/v1/suppressions')).status).toBe(200);
+    expect((await call('DELETE', '/v1/suppressions/gone@example.com')).status).toBe(200);
+    expect((await call('PUT', '/v1/suppressions/blocked@example.com', {})).status).toBe(200);
+    const suppressed = await enqueue('suppressed', { to: ['blocked@example.com'] });
+    messageIds.push(suppressed.json.id);
+    expect((await call('DELETE', '/v1/templates/welcome')).status).toBe(200);
+  });
+
+  it('relay: due copies to the queue, later ones to a schedule, a cancel deletes its schedule', async () => {
+    await pullStream();
+    const relay = as('relay', () => wireRelay(env, SILENT as never));
+    const records = streamRecords.filter((record) =>
+      matchesFilter(RELAY_STREAM_FILTER as FilterPattern, record),
+    );
+    expect(records.length).toBeGreaterThan(0);
+    expect(await relay({ Records: records })).toEqual({ batchItemFailures: [] });
+  });
+
+  it('events: every status change to the bus and to the subscribed endpoint', async () => {
+    const produce = as('events', () => wireEvents(env, SILENT));
+    const records = streamRecords.filter((record) =>
+      matchesFilter(EVENTS_STREAM_FILTER as FilterPattern, record),
+    );
+    expect(records.length).toBeGreaterThan(0);
+    expect(await produce({ Records: records })).toEqual({ batchItemFailures: [] });
+  });
+
+  it('webhooks: deliveries are signed and POSTed', async () => {
+    const deliver = as('webhooks', () => wireWebhookDelivery(env, SILENT));
+    const copies = await receiveAll(webhookQueue.url);
+    expect(copies.length).toBeGreaterThan(0);
+    await deliver(sqsEvent(copies, webhookQueue.arn));
+    expect(receiver.received.length).toBeGreaterThan(0);
+    const api = as('api', () => wireApi(env, SILENT as never));
+    const removed = await api(apiEvent({ method: 'DELETE', path: `/v1/webhooks/${webhookId}` }));
+    expect(removed.statusCode).toBe(200);
+  });
+
+  it('sweeper: re-dispatches an overdue message and counts those that wait', async () => {
+    const past = new Date(Date.now() - 3_600_000);
+    for (const status of ['scheduled', 'dead', 'unknown'] as const) {
+      await documentClient().send(
+        new PutCommand({
+          TableName: tableName,
+          Item: stateRecord({ sendAt: past, createdAt: past, status }),
+        }),
+      );
+    }
+    const sweep = as('sweeper', () => wireSweeper(env, SILENT as never, { count: () => {} }));
+    const report = await sweep();
+    expect(report).toBeDefined();
+  });
+
+  it('sender: sends, suppresses, bounces a recipient, backs off, and meets a relay that refuses connections', async () => {
+    const sender = as('sender', () => wireSender(env));
+    try {
+      smtp.script(
+        { rcptTo: { code: 550, message: '5.1.1 User unknown' } },
+        { afterData: { code: 451, message: '4.3.0 Try later' } },
+        {},
+      );
+      const copies = await receiveAll(sendQueue.url);
+      expect(copies.length).toBeGreaterThan(0);
+      await sender.handle(sqsEvent(copies, sendQueue.arn));
+      expect(smtp.transactions).toBeGreaterThan(0);
+      // A relay that refuses connections: the breaker opens on the sending gate item.
+      await smtp.close();
+      const api = as('api', () => wireApi(env, SILENT as never));
+      for (const key of ['outage-1', 'outage-2', 'outage-3']) {
+        const result = await api(
+          apiEvent({
+            method: 'POST',
+            path: '/v1/messages',
+            body: validBody(),
+            headers: { 'idempotency-key': key },
+          }),
+        );
+        expect(result.statusCode).toBe(202);
+        const copies = await receiveAll(sendQueue.url);
+        await sender.handle(sqsEvent(copies, sendQueue.arn));
+      }
+    } finally {
+      await sender.close();
+    }
+  });
+
+  it('bounces: an SES hard bounce suppresses the address for the message tenant', async () => {
+    const bounce = as('bounces', () => wireBounces(env, SILENT, () => {}));
+    await bounce(snsEvent(permanentBounce(messageIds[0] ?? '', ['bounce-me@example.com'])));
+  });
+});
+
+describe('the recorded requests, evaluated against each function role in the synthesized template', {
+  timeout: 120_000,
+}, () => {
+  it('denies none', async () => {
+    const { resolve } = templateResolver(template, names);
+    const requests = readRecordedRequests(recordFile).flatMap(iamRequestsOf);
+    const denied: string[] = [];
+    for (const request of requests) {
+      const decision = await evaluate(request, resolve);
+      if (decision !== 'Allowed') denied.push(`${request.function} ${decision}: ${describeRequest(request)}`);
+    }
+    expect(new Set(requests.map((request) => request.function))).toEqual(
+      new Set(['api', 'authorizer', 'relay', 'sender', 'sweeper', 'events', 'webhooks', 'bounces']),
+    );
+    expect(denied).toEqual([]);
+  });
+
+  it('allows nothing a function was never seen making, beyond the commented allow-list', () => {
+    const { resolve } = templateResolver(template, names);
+    const requests = readRecordedRequests(recordFile).flatMap(iamRequestsOf);
+    const short = shortNames(resolve);
+    const unused: string[] = [];
+    for (const name of FUNCTIONS) {
+      const made = requests.filter((request) => request.function === name);
+      for (const statement of roleStatements(template, roleOf(name), resolve)) {
+        if (statement.Effect !== 'Allow') continue;
+        const patterns = leadingKeyPatterns(statement) ?? [undefined];
+        for (const action of statement.Action) {
+          if (LAMBDA_SERVICE_ACTIONS.test(action)) continue;
+          for (const resource of statement.Resource) {
+            for (const pattern of patterns) {
+              const seen = made.some(
+                (request) =>
+                  request.action === action &&
+                  globMatches(resource, request.resource) &&
+                  (pattern === undefined ||
+                    ((request.context['dynamodb:LeadingKeys'] ?? []) as string[]).some((key) =>
+                      globMatches(pattern, key),
+                    )),
+              );
+              const key = `${name} ${action} ${short(resource)}${pattern ? ` ${pattern}` : ''}`;
+              if (!seen && ALLOWED_BUT_NOT_MADE[key] === undefined) unused.push(key);
+            }
+          }
+        }
+      }
+    }
+    expect(unused).toEqual([]);
+  });
+});
+
+const FUNCTIONS: readonly PostdateFunctionName[] = [
+  'api',
+  'authorizer',
+  'relay',
+  'sender',
+  'sweeper',
+  'events',
+  'webhooks',
+  'bounces',
+];
+
+function leadingKeyPatterns(statement: PolicyStatement): string[] | undefined {
+  const condition = statement.Condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'];
+  return condition === undefined ? undefined : [condition].flat();
+}
+
+function globMatches(pattern: string, value: string): boolean {
+  const expression = pattern
+    .split('*')
+    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+    .join('.*');
+  return new RegExp(`^${expression}$`).test(value);
+}
+
+/** A resource ARN with the test's physical names replaced by what they are. */
+function shortNames(resolve: (value: unknown) => unknown): (resource: string) => string {
+  const bounces = postdate.node.findChild('Bounces') as Bounces;
+  const arn = (construct: IConstruct) => String(resolve({ 'Fn::GetAtt': [logicalIdOf(construct), 'Arn'] }));
+  const labels = new Map<string, string>([
+    [arn(postdate.sendQueue), 'sendQueue'],
+    [arn(postdate.sendDeadLetterQueue), 'sendDeadLetterQueue'],
+    [arn(postdate.relayFailureQueue), 'relayFailureQueue'],
+    [arn(webhooksConstruct.queue), 'webhookQueue'],
+    [arn(webhooksConstruct.eventFailureQueue), 'eventFailureQueue'],
+    [arn(bounces.failureQueue), 'bounceFailureQueue'],
+    [arn(webhooksConstruct.eventBus), 'bus'],
+    [String(resolve(stack.resolve(postdate.smtpSecret.secretArn))), 'smtpSecret'],
+  ]);
+  const table = arnOf.table(tableName);
+  return (resource) => labels.get(resource) ?? resource.split(table).join('table');
+}
+
+/**
+ * Grants no function's code makes, each with its reason; every other allowed (action, resource,
+ * item kind) must be one a function was seen making above. Keys: `function action resource [kind]`.
+ */
+const ALLOWED_BUT_NOT_MADE: Readonly<Record<string, string>> = {
+  // POST /v1/webhooks/{id}/deliveries/{delivery}/retry: needs a delivery whose retry window ran out.
+  'api dynamodb:GetItem table WHDL#*': 'the delivery retry route reads the failed delivery',
+  'api dynamodb:UpdateItem table WHDL#*': 'the delivery retry route makes the failed delivery pending',
+  // Lambda's own destinations, sent to with the function's role: never by its code.
+  'relay sqs:SendMessage relayFailureQueue':
+    "the relay's event source mapping sends a batch it gave up on to its on-failure queue",
+  'events sqs:SendMessage eventFailureQueue':
+    "the event producer's event source mapping sends a batch it gave up on to its on-failure queue",
+  'bounces sqs:SendMessage bounceFailureQueue':
+    "Lambda's asynchronous invocation sends a notification it gave up on to the failure queue",
+  'webhooks sqs:ChangeMessageVisibility webhookQueue':
+    "part of CDK's SqsEventSource consume grant; the delivery code re-queues instead",
+  // Paths the scenarios above do not reach.
+  'sender sqs:SendMessage sendDeadLetterQueue':
+    "a dead message's copy moved to the DLQ (after POSTDATE_MAX_ATTEMPTS)",
+  'sender secretsmanager:GetSecretValue smtpSecret':
+    'the SMTP secret is read in AWS only (POSTDATE_LOCAL reads SMTP_USER/SMTP_PASS); no Secrets Manager emulator',
+  'sender sqs:SendMessage sendQueue':
+    'an early copy put back with its exact remaining delay (DESIGN §5a); reached only when a copy comes early',
+  'sender dynamodb:UpdateItem table GATE#sending':
+    'the relay breaker opening and its probe token: needs consecutive relay failures past the threshold',
+  'sweeper dynamodb:ConditionCheckItem table MSG#*':
+    "the body repair's transaction (lambdas/sweeper/bodyRepair.ts); goes with it",
+  'sweeper dynamodb:UpdateItem table GATE#sending':
+    'replaces a lost probe token, only while the breaker is open past a probe interval',
+  'webhooks sqs:SendMessage webhookQueue': 'a failed delivery re-queued with its backoff',
+};
+
+/** Actions Lambda itself takes with the function's role (event sources, logs), never its code. */
+const LAMBDA_SERVICE_ACTIONS =
+  /^(logs:|dynamodb:(DescribeStream|GetRecords|GetShardIterator|ListStreams)$|sqs:(ReceiveMessage|DeleteMessage|GetQueueAttributes|GetQueueUrl)$)/;
+
+function describeRequest(request: IamRequest): string {
+  return `${request.action} ${request.resource} ${JSON.stringify(request.context)}`;
+}
+
+function roleOf(name: PostdateFunctionName): string {
+  const fn = name === 'bounces' ? postdate.bounces : postdate.functions[name];
+  if (fn === undefined) throw new Error(`no ${name} function in the stack`);
+  const resource = template.toJSON().Resources[logicalIdOf(fn)];
+  return resource.Properties.Role['Fn::GetAtt'][0];
+}
+
+async function evaluate(request: IamRequest, resolve: (value: unknown) => unknown): Promise<string> {
+  const role = roleOf(request.function as PostdateFunctionName);
+  const statements = roleStatements(template, role, resolve);
+  const result = await runSimulation(
+    {
+      request: {
+        principal: arnOf.role(role),
+        action: request.action,
+        resource: { resource: request.resource, accountId: TEST_ACCOUNT },
+        contextVariables: { ...request.context },
+      },
+      identityPolicies: [{ name: role, policy: { Version: '2012-10-17', Statement: statements } }],
+      serviceControlPolicies: [],
+      resourceControlPolicies: [],
+    },
+    {},
+  );
+  if (result.resultType === 'error') return `error ${JSON.stringify(result.errors)}`;
+  return result.overallResult;
+}

@@ -1,0 +1,138 @@
+import type { Template } from 'aws-cdk-lib/assertions';
+
+/**
+ * Each function's identity policy as IAM would hold it once deployed: the statements of the
+ * synthesized template with every CloudFormation intrinsic resolved to a concrete ARN, built from
+ * the physical names the test gave its resources, in a fixed test account and region.
+ */
+
+export const TEST_ACCOUNT = '123456789012';
+export const TEST_REGION = 'us-east-1';
+
+export interface PolicyStatement {
+  readonly Sid?: string;
+  readonly Effect: 'Allow' | 'Deny';
+  readonly Action: string[];
+  readonly Resource: string[];
+  readonly Condition?: Record<string, Record<string, string | string[]>>;
+}
+
+type TemplateResources = Record<string, { Type: string; Properties?: Record<string, unknown> }>;
+
+/** ARNs and names of AWS resources in the test account, the way AWS spells them. */
+export const arnOf = {
+  table: (name: string) => `arn:aws:dynamodb:${TEST_REGION}:${TEST_ACCOUNT}:table/${name}`,
+  queue: (name: string) => `arn:aws:sqs:${TEST_REGION}:${TEST_ACCOUNT}:${name}`,
+  queueUrl: (name: string) => `https://sqs.${TEST_REGION}.amazonaws.com/${TEST_ACCOUNT}/${name}`,
+  role: (name: string) => `arn:aws:iam::${TEST_ACCOUNT}:role/${name}`,
+  eventBus: (name: string) => `arn:aws:events:${TEST_REGION}:${TEST_ACCOUNT}:event-bus/${name}`,
+  schedule: (group: string, name: string) =>
+    `arn:aws:scheduler:${TEST_REGION}:${TEST_ACCOUNT}:schedule/${group}/${name}`,
+  secret: (name: string) => `arn:aws:secretsmanager:${TEST_REGION}:${TEST_ACCOUNT}:secret:${name}`,
+};
+
+/**
+ * Resolves `Ref`, `Fn::GetAtt`, `Fn::Join` and the pseudo parameters of a template value. A logical
+ * id found in `names` takes that physical name (the test's table, queues, bus); any other takes its
+ * logical id as its name.
+ */
+export function templateResolver(template: Template, names: Readonly<Record<string, string>>) {
+  const resources = template.toJSON().Resources as TemplateResources;
+  const pseudo: Record<string, string> = {
+    'AWS::Region': TEST_REGION,
+    'AWS::AccountId': TEST_ACCOUNT,
+    'AWS::Partition': 'aws',
+    'AWS::URLSuffix': 'amazonaws.com',
+  };
+  const nameOf = (id: string): string => {
+    const given = names[id];
+    if (given !== undefined) return given;
+    const declared = resources[id]?.Properties?.Name;
+    return typeof declared === 'string' ? declared : id;
+  };
+  const attribute = (id: string, attr: string): string => {
+    const type = resources[id]?.Type;
+    const name = nameOf(id);
+    switch (`${type}.${attr}`) {
+      case 'AWS::DynamoDB::Table.Arn':
+        return arnOf.table(name);
+      case 'AWS::DynamoDB::Table.StreamArn':
+        return `${arnOf.table(name)}/stream/2026-12-01T00:00:00.000`;
+      case 'AWS::SQS::Queue.Arn':
+        return arnOf.queue(name);
+      case 'AWS::SQS::Queue.QueueUrl':
+        return arnOf.queueUrl(name);
+      case 'AWS::SQS::Queue.QueueName':
+        return name;
+      case 'AWS::IAM::Role.Arn':
+        return arnOf.role(name);
+      case 'AWS::Events::EventBus.Arn':
+        return arnOf.eventBus(name);
+      case 'AWS::Events::EventBus.Name':
+        return name;
+      case 'AWS::Scheduler::ScheduleGroup.Arn':
+        return `arn:aws:scheduler:${TEST_REGION}:${TEST_ACCOUNT}:schedule-group/${name}`;
+      default:
+        return `arn:aws:unresolved:${TEST_REGION}:${TEST_ACCOUNT}:${id}.${attr}`;
+    }
+  };
+  const reference = (id: string): string => {
+    const pseudoValue = pseudo[id];
+    if (pseudoValue !== undefined) return pseudoValue;
+    switch (resources[id]?.Type) {
+      case 'AWS::SQS::Queue':
+        return arnOf.queueUrl(nameOf(id));
+      case 'AWS::SecretsManager::Secret':
+        return arnOf.secret(`${nameOf(id)}-AbCdEf`);
+      case 'AWS::SNS::Topic':
+        return `arn:aws:sns:${TEST_REGION}:${TEST_ACCOUNT}:${nameOf(id)}`;
+      case 'AWS::KMS::Key':
+        return `${TEST_ACCOUNT}-key-${id}`;
+      default:
+        return nameOf(id);
+    }
+  };
+  const resolve = (value: unknown): unknown => {
+    if (typeof value === 'string') return value;
+    if (Array.isArray(value)) return value.map(resolve);
+    if (value === null || typeof value !== 'object') return value;
+    const object = value as Record<string, unknown>;
+    if ('Ref' in object) return reference(String(object.Ref));
+    if ('Fn::GetAtt' in object) {
+      const [id, attr] = object['Fn::GetAtt'] as [string, string];
+      return attribute(id, attr);
+    }
+    if ('Fn::Join' in object) {
+      const [separator, parts] = object['Fn::Join'] as [string, unknown[]];
+      return parts.map((part) => String(resolve(part))).join(separator);
+    }
+    return Object.fromEntries(Object.entries(object).map(([key, inner]) => [key, resolve(inner)]));
+  };
+  return { resolve, nameOf };
+}
+
+/** Every statement of the inline policies attached to a role, resolved. */
+export function roleStatements(
+  template: Template,
+  roleLogicalId: string,
+  resolve: (value: unknown) => unknown,
+): PolicyStatement[] {
+  const policies = template.findResources('AWS::IAM::Policy');
+  const attached = Object.values(policies).filter((policy) =>
+    (policy.Properties.Roles as unknown[]).some((role) => (role as { Ref?: string }).Ref === roleLogicalId),
+  );
+  return attached.flatMap((policy) =>
+    (policy.Properties.PolicyDocument.Statement as Record<string, unknown>[]).map((raw) => {
+      const statement = resolve(raw) as Record<string, unknown>;
+      return {
+        ...statement,
+        Action: toArray(statement.Action as string | string[]),
+        Resource: toArray(statement.Resource as string | string[]),
+      } as PolicyStatement;
+    }),
+  );
+}
+
+function toArray<T>(value: T | T[]): T[] {
+  return Array.isArray(value) ? value : [value];
+}
