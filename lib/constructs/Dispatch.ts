@@ -163,11 +163,10 @@ export class Dispatch extends Construct {
       }),
     );
     // It reads the records of overdue entries and stamps its re-dispatches on them (never a status).
-    // (ConditionCheckItem: the body repair's transaction, lambdas/sweeper/bodyRepair.ts.)
     props.storage.grantItems(
       this.sweeper.role,
       'ReadAndStampMessageStates',
-      ['dynamodb:BatchGetItem', 'dynamodb:ConditionCheckItem', 'dynamodb:UpdateItem'],
+      ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem'],
       ['message'],
     );
     // Every sweep starts from the sending gate: it reads the breaker, replaces a lost probe token and

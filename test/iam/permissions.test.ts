@@ -491,8 +491,6 @@ const ALLOWED_BUT_NOT_MADE: Readonly<Record<string, string>> = {
     'an early copy put back with its exact remaining delay (DESIGN §5a); reached only when a copy comes early',
   'sender dynamodb:UpdateItem table GATE#sending':
     'the relay breaker opening and its probe token: needs consecutive relay failures past the threshold',
-  'sweeper dynamodb:ConditionCheckItem table MSG#*':
-    "the body repair's transaction (lambdas/sweeper/bodyRepair.ts); goes with it",
   'sweeper dynamodb:UpdateItem table GATE#sending':
     'replaces a lost probe token, only while the breaker is open past a probe interval',
   'webhooks sqs:SendMessage webhookQueue': 'a failed delivery re-queued with its backoff',
