@@ -1,6 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
+  createWriteStream,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -69,7 +70,8 @@ function chaosRun(
 ): Promise<{ code: number | null; report: Record<string, unknown> | null }> {
   const reportPath = logPath.replace(/\.log$/, '.json');
   return new Promise((resolve) => {
-    const log: Buffer[] = [];
+    // Written as it comes, so that a long run can be followed.
+    const log = createWriteStream(logPath);
     const child = spawn(
       join(dir, 'node_modules', '.bin', 'tsx'),
       ['chaos/run.ts', ...args, '--out', reportPath],
@@ -78,10 +80,10 @@ function chaosRun(
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     );
-    child.stdout.on('data', (chunk: Buffer) => log.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => log.push(chunk));
+    child.stdout.pipe(log, { end: false });
+    child.stderr.pipe(log, { end: false });
     child.once('close', (code) => {
-      writeFileSync(logPath, Buffer.concat(log));
+      log.end();
       const report = existsSync(reportPath)
         ? (JSON.parse(readFileSync(reportPath, 'utf8')) as Record<string, unknown>)
         : null;
@@ -167,11 +169,20 @@ async function main(argv: readonly string[]): Promise<number> {
     .option('--clean-seeds <n>', 'unmodified runs, on seeds seed, seed+1, …', '2')
     .option('--only <names>', 'comma-separated variants to run (unmodified, or mutant names)')
     .option('--time-scale <x>', 'time scale of the chaos runs', '0.5')
+    .option('--chaos <args>', 'more options for each chaos run (chaos/run.ts), space-separated', '')
     .parse(['node', 'chaos:mutants', ...argv]);
   const opts = program.opts<Record<string, string | undefined>>();
   const seed = Number(opts.seed);
   const only = opts.only ? new Set(opts.only.split(',')) : undefined;
-  const chaosArgs = ['--messages', String(opts.messages), '--time-scale', String(opts.timeScale)];
+  const chaosArgs = [
+    '--messages',
+    String(opts.messages),
+    '--time-scale',
+    String(opts.timeScale),
+    ...String(opts.chaos ?? '')
+      .split(' ')
+      .filter(Boolean),
+  ];
   // Every anchor is checked before a single run starts: a stale one stops the whole run at once.
   for (const mutant of MUTANTS) {
     for (const patch of mutant.patches) applyPatch(readFileSync(join(ROOT, patch.file), 'utf8'), patch);
