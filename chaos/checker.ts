@@ -543,7 +543,7 @@ export function checkRun(input: CheckInput): CheckResult {
       );
     } else if (count > 0) {
       // The relay holds a copy: the recipient has it, whatever the sender could hear.
-      const lastCopyAt = copyTime(copies[count - 1]?.transaction as SmtpTransaction);
+      const lastCopyAt = Math.max(...copies.map((copy) => copyTime(copy.transaction)));
       const truthful =
         (view.status === 'unknown' && message.onAmbiguous === 'hold') ||
         (view.status === 'failed' && refusals.some((r) => r.permanent && r.atMs > lastCopyAt)) ||
