@@ -314,7 +314,7 @@ export function killCut(kill: KillRecord, transaction: SmtpTransaction): boolean
 /**
  * Whether the harness's own cut of a session (the relay outage's start) cut `transaction` after its
  * final dot, before its sender heard the reply: the same session (by the tap's client port), the dot
- * went before the cut, the connection closed at or after the cut (within the slack), and the sender
+ * went before the cut (read by the tap at most `DOT_TRANSIT_MS` after it), the connection closed at or after the cut (within the slack), and the sender
  * sent nothing more after the dot (it had heard nothing). A reply the tap passed on less than
  * `DOT_TRANSIT_MS` before the cut may still have been in the proxy when it was destroyed.
  */
@@ -322,7 +322,10 @@ export function sessionCut(cut: SessionCut, transaction: SmtpTransaction): boole
   const dot = transaction.finalDotAtMs;
   const closed = transaction.closedAtMs;
   if (dot === null || closed === null || transaction.clientPort !== cut.clientPort) return false;
-  if (dot > cut.atMs || closed < cut.atMs || closed - cut.atMs > EXPLAIN_SLACK_MS) return false;
+  // The proxy forwards nothing after the cut: a dot the tap read just after it was sent before it.
+  if (dot > cut.atMs + DOT_TRANSIT_MS || closed < cut.atMs || closed - cut.atMs > EXPLAIN_SLACK_MS) {
+    return false;
+  }
   if (transaction.clientCommandAfterDotAtMs !== null) return false;
   const reply = transaction.reply;
   return reply === null || !reply.delivered || reply.atMs > cut.atMs - DOT_TRANSIT_MS;

@@ -5,6 +5,7 @@ import {
   type CheckInput,
   type CheckResult,
   checkRun,
+  DOT_TRANSIT_MS,
   EXPLAIN_SLACK_MS,
   type FinalView,
   type KillRecord,
@@ -215,9 +216,18 @@ describe('the checker FAILS a cut the harness did not inject, and PASSES the one
     const result = check({
       ...history,
       transactions: [first, copy('A', 9_000)],
-      cuts: [outageCut(900, first)],
+      cuts: [outageCut(1_000 - DOT_TRANSIT_MS - 1, first)],
     });
     expect(kinds(result)).toEqual(['unexplained-duplicate']);
+  });
+
+  it('PASSES: the tap read the dot 18 ms after the cut (the proxy had passed it on before; seen in a run)', () => {
+    const result = check({
+      ...history,
+      transactions: [first, copy('A', 9_000)],
+      cuts: [outageCut(982, first)],
+    });
+    expect(result.problems).toEqual([]);
   });
 
   it('PASSES: the relay outage began after the dot and cut this very session', () => {
