@@ -11,16 +11,21 @@ import { OUTCOME_WRITE_RESERVE_MS } from '../lambdas/core/sendTiming.js';
  *
  * - lost: accepted but not terminal at the end (stuck), missing from the API, or `sent` and
  *   never received;
- * - duplicated: received more than once. Each extra copy needs its own explanation by a fault the
- *   harness injected that leaves the relay holding the body while the sender cannot know it
- *   (`explainCopy`): the relay dropped the connection or stalled after reading the final dot, or a
- *   kill cut the connection after that copy's final dot went and before its sender could have acted
- *   on the reply. Anything else is an unexplained duplicate;
+ * - duplicated: received more than once. The copies are ordered by the time their final dot went,
+ *   and every copy but the last needs its own explanation by a fault the harness injected on THAT
+ *   copy, one that leaves the relay holding the body while the sender cannot know it
+ *   (`explainCopy`): the relay dropped the connection or stalled after reading the final dot, the
+ *   relay outage cut the session, or a kill cut the connection after that copy's final dot went and
+ *   before its sender could have acted on the reply. Anything else is an unexplained duplicate (a
+ *   fault on a later copy explains nothing about an earlier one);
  * - unexpected: a copy received for an id never accepted, or for a message that was
  *   cancelled, superseded, expired or suppressed (by its expected fate or its final status);
  * - wrong fate: the final status contradicts what the client was told (e.g. a cancel answered
- *   200 but the message ended `sent`), or the relay answered 250 to a sender that heard it and
- *   lived to write it down, and the message did not end `sent`.
+ *   200 but the message ended `sent`); or the relay holds a copy and the message did not end `sent`
+ *   (`unknown` is right under `on_ambiguous: "hold"` unless the sender heard the 250; `failed` only
+ *   when the relay refused the message permanently after its last copy; `dead` only when the sender
+ *   tried again after its last copy); or it ended `failed` though the relay never refused it with
+ *   a 5xx (at RCPT TO for its recipient, or to its final dot).
  *
  * Pure: no I/O, no clock. `chaos/check.ts` prints and writes its result.
  */
@@ -38,11 +43,17 @@ export const TERMINAL_STATUSES = [
 ] as const;
 
 /**
- * How far apart a kill and the close of a connection it cut may be seen: the kernel closes a dead
- * process's sockets at once, but the tap sees the close on its own event loop, and a timeout kill is
- * timed in another process.
+ * How long after a kill (or a cut) the tap may see the close of a connection it cut: the kernel
+ * closes a dead process's sockets at once, but the tap sees the close on its own event loop. One-sided:
+ * a connection that closed before the kill did not die of it.
  */
 export const EXPLAIN_SLACK_MS = 2_000;
+
+/**
+ * A timeout kill is recorded once the runner's `worker.terminate()` resolved, after the worker's
+ * sockets closed: its connections may close this long before its record.
+ */
+export const TERMINATE_MS = 1_000;
 
 /** How long the final dot may take from a client killed right after writing it to the relay's read. */
 export const DOT_TRANSIT_MS = 250;
@@ -70,6 +81,13 @@ export interface AcceptedMessage {
   readonly id: string;
   readonly idempotencyKey: string;
   readonly expectedFate: ExpectedFate;
+  /**
+   * Its envelope recipients, as the client enqueued them: unique to the message in the workload, so
+   * a refusal at RCPT TO (before any body, hence any id, went) is attributed by its address.
+   */
+  readonly recipients: readonly string[];
+  /** Its `on_ambiguous` policy (DESIGN §5). @default 'retry' */
+  readonly onAmbiguous?: 'retry' | 'hold';
   /** How the client got its answer (e.g. which process, after how many tries): shown with a loss. */
   readonly acceptedBy?: string;
 }
@@ -120,11 +138,36 @@ export interface SmtpTransaction {
     readonly atMs: number;
     readonly delivered: boolean;
   } | null;
+  /** Every RCPT TO of the transaction with the relay's reply (null: none went through the tap). */
+  readonly recipients?: readonly RecipientReply[];
+  /**
+   * The client's port as the tap saw it: the port of the outage proxy's session towards the tap, by
+   * which the proxy reports the sessions it cut (`SessionCut`).
+   */
+  readonly clientPort?: number;
   /** When the client sent its first command after the final dot on this connection; null if none. */
   readonly clientCommandAfterDotAtMs: number | null;
   /** When the connection closed (either side); null when it was still open at the end. */
   readonly closedAtMs: number | null;
   readonly closedBy: 'client' | 'server' | null;
+}
+
+/** One RCPT TO and the relay's reply to it, as it went through the tap. */
+export interface RecipientReply {
+  readonly address: string;
+  readonly code: number | null;
+  readonly atMs: number | null;
+}
+
+/**
+ * A session the harness cut on its own: the relay outage (local/smtp/relayOutage.ts) closes every
+ * session open when it begins, including transactions already past the dot.
+ */
+export interface SessionCut {
+  readonly kind: 'relay-outage';
+  readonly atMs: number;
+  /** The cut session's port towards the tap (the tap's `clientPort`). */
+  readonly clientPort: number;
 }
 
 /** A kill the harness dealt. */
@@ -147,6 +190,8 @@ export interface CheckInput {
   readonly views: Readonly<Record<string, FinalView | null>>;
   readonly transactions: readonly SmtpTransaction[];
   readonly kills: readonly KillRecord[];
+  /** Sessions the harness cut (none in a saved report from before they were recorded). */
+  readonly cuts?: readonly SessionCut[];
 }
 
 export type Problem =
@@ -156,7 +201,7 @@ export type Problem =
   | { readonly kind: 'wrong-fate'; readonly id: string; readonly reason: string };
 
 /** What explains one copy the relay holds: an injected fault after the final dot. */
-export type Explanation = 'relay-drop' | 'relay-stall' | KillRecord['kind'];
+export type Explanation = 'relay-drop' | 'relay-stall' | SessionCut['kind'] | KillRecord['kind'];
 
 /** A transaction of the input with the checker's reading of it. */
 export interface CheckedTransaction {
@@ -168,7 +213,7 @@ export interface CheckedTransaction {
   /** The relay holds the body (a delivery as far as the recipient is concerned). */
   readonly copy: boolean;
   readonly explainedBy: Explanation | null;
-  /** The kill that explains it, if one does. */
+  /** The kill or cut that explains it, if one does. */
   readonly killAtMs?: number;
 }
 
@@ -235,7 +280,8 @@ export function isCopy(transaction: Pick<SmtpTransaction, 'outcome'>): boolean {
 
 /**
  * Whether `kill` cut `transaction` after its final dot, before its sender could know the answer:
- * the dot went before the kill; the connection died with the kill (closed within the slack of it);
+ * the dot went before the kill; the connection died with the kill (closed at or after it, within
+ * the slack);
  * if the client heard a reply, the kill came before it could have acted on it (`REPLY_ACT_MS`),
  * and if it heard none, it had sent nothing more (a client that gave up on its own is no victim of
  * the kill); a timeout kill cuts only the copies of its own invocation.
@@ -250,7 +296,8 @@ export function killCut(kill: KillRecord, transaction: SmtpTransaction): boolean
   if (kill.atMs < dot && (dot - kill.atMs > DOT_TRANSIT_MS || transaction.mailFromAtMs > kill.atMs)) {
     return false;
   }
-  if (Math.abs(closed - kill.atMs) > EXPLAIN_SLACK_MS) return false;
+  const killBegan = kill.kind === 'function-timeout' ? kill.atMs - TERMINATE_MS : kill.atMs;
+  if (closed < killBegan || closed - kill.atMs > EXPLAIN_SLACK_MS) return false;
   const reply = transaction.reply;
   if (reply?.delivered) {
     if (kill.atMs > reply.atMs + REPLY_ACT_MS) return false;
@@ -264,16 +311,63 @@ export function killCut(kill: KillRecord, transaction: SmtpTransaction): boolean
   return true;
 }
 
+/**
+ * Whether the harness's own cut of a session (the relay outage's start) cut `transaction` after its
+ * final dot, before its sender heard the reply: the same session (by the tap's client port), the dot
+ * went before the cut (read by the tap at most `DOT_TRANSIT_MS` after it), the connection closed at or after the cut (within the slack), and the sender
+ * sent nothing more after the dot (it had heard nothing). A reply the tap passed on less than
+ * `DOT_TRANSIT_MS` before the cut may still have been in the proxy when it was destroyed.
+ */
+export function sessionCut(cut: SessionCut, transaction: SmtpTransaction): boolean {
+  const dot = transaction.finalDotAtMs;
+  const closed = transaction.closedAtMs;
+  if (dot === null || closed === null || transaction.clientPort !== cut.clientPort) return false;
+  // The proxy forwards nothing after the cut: a dot the tap read just after it was sent before it.
+  if (dot > cut.atMs + DOT_TRANSIT_MS || closed < cut.atMs || closed - cut.atMs > EXPLAIN_SLACK_MS) {
+    return false;
+  }
+  if (transaction.clientCommandAfterDotAtMs !== null) return false;
+  const reply = transaction.reply;
+  return reply === null || !reply.delivered || reply.atMs > cut.atMs - DOT_TRANSIT_MS;
+}
+
 /** What explains one transaction's copy, if anything does (null for a refused or missing body too). */
 export function explainCopy(
   transaction: SmtpTransaction,
   kills: readonly KillRecord[],
+  cuts: readonly SessionCut[] = [],
 ): { by: Explanation; killAtMs?: number } | null {
   if (!isCopy(transaction)) return null;
   if (transaction.outcome === 'dropped') return { by: 'relay-drop' };
   if (transaction.outcome === 'stalled') return { by: 'relay-stall' };
+  const cut = cuts.find((candidate) => sessionCut(candidate, transaction));
+  if (cut) return { by: cut.kind, killAtMs: cut.atMs };
   const kill = kills.find((candidate) => killCut(candidate, transaction));
   return kill ? { by: kill.kind, killAtMs: kill.atMs } : null;
+}
+
+/** When a transaction's copy went: its final dot (a copy always has one; the MAIL FROM otherwise). */
+const copyTime = (transaction: SmtpTransaction): number =>
+  transaction.finalDotAtMs ?? transaction.mailFromAtMs;
+
+/**
+ * The relay refused the message in this transaction: a 4xx/5xx to its RCPT TO, or to its final dot.
+ * Its time, and whether it was permanent (5xx); null when it did not.
+ */
+function refusal(
+  transaction: SmtpTransaction,
+  recipients: ReadonlySet<string>,
+): { atMs: number; permanent: boolean } | null {
+  for (const rcpt of transaction.recipients ?? []) {
+    if (rcpt.code !== null && rcpt.code >= 400 && recipients.has(rcpt.address.toLowerCase())) {
+      return { atMs: rcpt.atMs ?? transaction.mailFromAtMs, permanent: rcpt.code >= 500 };
+    }
+  }
+  const reply = transaction.reply;
+  if (transaction.outcome === 'refused' && reply !== null && reply.code >= 400) {
+    return { atMs: reply.atMs, permanent: reply.code >= 500 };
+  }
+  return null;
 }
 
 /** A 2xx to the final dot that its sender heard and had the time to record (nothing cut it). */
@@ -288,13 +382,45 @@ function heardAcceptance(transaction: SmtpTransaction, explanation: Explanation 
   );
 }
 
+/** What the harness saw of one accepted message over the wire. */
+interface MessageWire {
+  /** Its copies, in the order their final dot went, each with what explains it. */
+  readonly copies: { readonly transaction: SmtpTransaction; readonly explanation: Explanation | null }[];
+  /** Copies answered 2xx to a sender that heard it, uncut. */
+  heard: number;
+  /** Every transaction of the message (by its id, or its recipient's address). */
+  readonly transactions: SmtpTransaction[];
+}
+
 export function checkRun(input: CheckInput): CheckResult {
   const problems: Problem[] = [];
+  const cuts = input.cuts ?? [];
   const explained: { id: string; copies: number; explainedCopies: number; by: Explanation[] }[] = [];
   const acceptedIds = new Map<string, AcceptedMessage>();
-  for (const message of input.accepted) acceptedIds.set(message.id, message);
+  const byRecipient = new Map<string, string>();
+  for (const message of input.accepted) {
+    acceptedIds.set(message.id, message);
+    for (const address of message.recipients) byRecipient.set(address.toLowerCase(), message.id);
+  }
+  /** The message a transaction was for: its body's id, else the owner of a recipient it named. */
+  const ownerOf = (transaction: SmtpTransaction): string | null => {
+    const id = copyId(transaction);
+    if (id !== null) return id;
+    for (const rcpt of transaction.recipients ?? []) {
+      const owner = byRecipient.get(rcpt.address.toLowerCase());
+      if (owner !== undefined) return owner;
+    }
+    return null;
+  };
 
-  const perMessage = new Map<string, { copies: number; explained: Explanation[]; heard: number }>();
+  const perMessage = new Map<string, MessageWire>();
+  const wireOf = (id: string): MessageWire => {
+    const found = perMessage.get(id);
+    if (found) return found;
+    const created: MessageWire = { copies: [], heard: 0, transactions: [] };
+    perMessage.set(id, created);
+    return created;
+  };
   const transactions: CheckedTransaction[] = [];
   const explainedBy: Record<string, number> = {};
   let received = 0;
@@ -303,7 +429,7 @@ export function checkRun(input: CheckInput): CheckResult {
   for (const transaction of input.transactions) {
     const id = copyId(transaction);
     const copy = isCopy(transaction);
-    const explanation = explainCopy(transaction, input.kills);
+    const explanation = explainCopy(transaction, input.kills, cuts);
     transactions.push({
       connection: transaction.connection,
       index: transaction.index,
@@ -315,6 +441,8 @@ export function checkRun(input: CheckInput): CheckResult {
       ...(explanation?.killAtMs === undefined ? {} : { killAtMs: explanation.killAtMs }),
     });
     if (transaction.outcome === 'refused') refusedCopies += 1;
+    const owner = ownerOf(transaction);
+    if (owner !== null && acceptedIds.has(owner)) wireOf(owner).transactions.push(transaction);
     if (!copy) continue;
     received += 1;
     if (explanation) {
@@ -329,11 +457,9 @@ export function checkRun(input: CheckInput): CheckResult {
       });
       continue;
     }
-    const entry = perMessage.get(id) ?? { copies: 0, explained: [], heard: 0 };
-    entry.copies += 1;
-    if (explanation) entry.explained.push(explanation.by);
-    if (heardAcceptance(transaction, explanation?.by ?? null)) entry.heard += 1;
-    perMessage.set(id, entry);
+    const wire = wireOf(id);
+    wire.copies.push({ transaction, explanation: explanation?.by ?? null });
+    if (heardAcceptance(transaction, explanation?.by ?? null)) wire.heard += 1;
   }
 
   const byStatus: Record<string, number> = {};
@@ -343,8 +469,9 @@ export function checkRun(input: CheckInput): CheckResult {
   for (const message of input.accepted) {
     byExpectedFate[message.expectedFate] = (byExpectedFate[message.expectedFate] ?? 0) + 1;
     const view = input.views[message.id] ?? null;
-    const seen = perMessage.get(message.id) ?? { copies: 0, explained: [], heard: 0 };
-    const count = seen.copies;
+    const wire = perMessage.get(message.id) ?? { copies: [], heard: 0, transactions: [] };
+    const copies = [...wire.copies].sort((a, b) => copyTime(a.transaction) - copyTime(b.transaction));
+    const count = copies.length;
     if (count === 1) deliveredOnce += 1;
     if (view === null) {
       byStatus['(missing)'] = (byStatus['(missing)'] ?? 0) + 1;
@@ -369,21 +496,20 @@ export function checkRun(input: CheckInput): CheckResult {
 
     if (count > 1) {
       duplicated += 1;
-      if (count - 1 <= seen.explained.length) {
-        explained.push({
-          id: message.id,
-          copies: count,
-          explainedCopies: seen.explained.length,
-          by: seen.explained,
-        });
+      // Every copy but the last must be explained by a fault on that very copy.
+      const earlier = copies.slice(0, -1);
+      const unexplained = earlier.filter((copy) => copy.explanation === null).length;
+      const by = earlier.flatMap((copy) => (copy.explanation === null ? [] : [copy.explanation]));
+      if (unexplained === 0) {
+        explained.push({ id: message.id, copies: count, explainedCopies: by.length, by });
       } else {
         problems.push({
           kind: 'unexplained-duplicate',
           id: message.id,
           reason:
-            `received ${count} times, ${seen.explained.length} explained by a fault after the dot` +
-            (seen.explained.length > 0 ? ` (${seen.explained.join(', ')})` : '') +
-            `; ${seen.heard} copy(ies) answered 2xx to a sender that heard it`,
+            `received ${count} times; ${unexplained} of the ${count - 1} copies before the last have no fault after their own dot` +
+            (by.length > 0 ? ` (the others: ${by.join(', ')})` : '') +
+            `; ${wire.heard} copy(ies) answered 2xx to a sender that heard it`,
         });
       }
     }
@@ -397,18 +523,44 @@ export function checkRun(input: CheckInput): CheckResult {
       });
     }
 
-    if (TERMINAL.has(view.status) && !ALLOWED_STATUSES[message.expectedFate].has(view.status)) {
-      problems.push({
-        kind: 'wrong-fate',
-        id: message.id,
-        reason: `expected ${message.expectedFate}, ended ${view.status}`,
-      });
-    } else if (TERMINAL.has(view.status) && !notToBeSent && view.status !== 'sent' && seen.heard > 0) {
-      problems.push({
-        kind: 'wrong-fate',
-        id: message.id,
-        reason: `the relay answered 250 to a sender that heard it and was not cut, but it ended ${view.status}`,
-      });
+    const wrongFate = (reason: string) => problems.push({ kind: 'wrong-fate', id: message.id, reason });
+    if (!TERMINAL.has(view.status) || view.status === 'sent') {
+      if (TERMINAL.has(view.status) && !ALLOWED_STATUSES[message.expectedFate].has(view.status)) {
+        wrongFate(`expected ${message.expectedFate}, ended ${view.status}`);
+      }
+      continue;
+    }
+    if (!ALLOWED_STATUSES[message.expectedFate].has(view.status)) {
+      wrongFate(`expected ${message.expectedFate}, ended ${view.status}`);
+      continue;
+    }
+    if (notToBeSent) continue;
+    const recipients = new Set(message.recipients.map((address) => address.toLowerCase()));
+    const refusals = wire.transactions.flatMap((transaction) => {
+      const refused = refusal(transaction, recipients);
+      return refused ? [refused] : [];
+    });
+    if (wire.heard > 0) {
+      wrongFate(
+        `the relay answered 250 to a sender that heard it and was not cut, but it ended ${view.status}`,
+      );
+    } else if (count > 0) {
+      // The relay holds a copy: the recipient has it, whatever the sender could hear.
+      const lastCopyAt = Math.max(...copies.map((copy) => copyTime(copy.transaction)));
+      const truthful =
+        (view.status === 'unknown' && message.onAmbiguous === 'hold') ||
+        (view.status === 'failed' && refusals.some((r) => r.permanent && r.atMs > lastCopyAt)) ||
+        (view.status === 'dead' && wire.transactions.some((t) => t.mailFromAtMs > lastCopyAt));
+      if (!truthful) {
+        wrongFate(
+          `the relay holds ${count} copy(ies) (${copies.map((copy) => copy.transaction.fault).join(', ')}), but it ended ${view.status}` +
+            ` (on_ambiguous ${message.onAmbiguous ?? 'retry'}, ${refusals.length} refusal(s) after the last copy)`,
+        );
+      }
+    } else if (view.status === 'failed' && !refusals.some((r) => r.permanent)) {
+      wrongFate('it ended failed, but the relay never refused it with a 5xx');
+    } else if (view.status === 'unknown' && message.onAmbiguous !== 'hold') {
+      wrongFate('it ended unknown, but its on_ambiguous policy is retry');
     }
   }
 

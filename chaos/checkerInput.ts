@@ -1,5 +1,13 @@
 import type { TransactionRecord } from '../local/smtp/controllableSmtpServer.js';
-import type { AcceptedMessage, CheckInput, FinalView, KillRecord, SmtpTransaction } from './checker.js';
+import type { SessionCutRecord } from '../local/smtp/relayOutage.js';
+import type {
+  AcceptedMessage,
+  CheckInput,
+  FinalView,
+  KillRecord,
+  SessionCut,
+  SmtpTransaction,
+} from './checker.js';
 import type { TrackedMessage } from './client.js';
 import type { TapTransaction } from './smtpTap.js';
 import type { TimeoutKill } from './stackChild.js';
@@ -7,8 +15,8 @@ import type { TimeoutKill } from './stackChild.js';
 /**
  * The checker's input (chaos/checker.ts), from the harness's own records only: the messages the
  * client saw accepted and their final views, the SMTP tap's transactions joined with the relay's
- * fault script, and the kill log (the SIGKILLs the run dealt, and the sender invocations the local
- * runners killed at their function timeout).
+ * fault script, the kill log (the SIGKILLs the run dealt, and the sender invocations the local
+ * runners killed at their function timeout), and the sessions the relay outage cut when it began.
  */
 export function checkerInput(records: {
   readonly tracked: readonly TrackedMessage[];
@@ -17,19 +25,31 @@ export function checkerInput(records: {
   readonly relayed: readonly TransactionRecord[];
   readonly dealtKills: readonly KillRecord[];
   readonly timeoutKills: readonly TimeoutKill[];
+  readonly outageCuts: readonly SessionCutRecord[];
 }): CheckInput {
-  const accepted: AcceptedMessage[] = records.tracked.map((message) => ({
-    id: message.id,
-    idempotencyKey: message.planned.key,
-    expectedFate: message.expectedFate,
-    acceptedBy: message.acceptedBy,
-  }));
+  const accepted: AcceptedMessage[] = records.tracked.map((message) => {
+    const { to, on_ambiguous: onAmbiguous } = message.planned.body;
+    return {
+      id: message.id,
+      idempotencyKey: message.planned.key,
+      expectedFate: message.expectedFate,
+      acceptedBy: message.acceptedBy,
+      recipients: Array.isArray(to) ? to.map(String) : typeof to === 'string' ? [to] : [],
+      onAmbiguous: onAmbiguous === 'hold' ? 'hold' : 'retry',
+    };
+  });
   const transactions = joinTransactions(records.tapped, records.relayed);
   const kills: KillRecord[] = [
     ...records.dealtKills,
     ...records.timeoutKills.filter((kill) => /sender/.test(kill.functionName)).map(timeoutKillRecord),
   ].sort((a, b) => a.atMs - b.atMs);
-  return { accepted, views: records.views, transactions, kills };
+  // The outage proxy's connection towards the tap is the tap's client: its port joins the two.
+  const cuts: SessionCut[] = records.outageCuts.map((cut) => ({
+    kind: 'relay-outage',
+    atMs: cut.atMs,
+    clientPort: cut.upstreamPort,
+  }));
+  return { accepted, views: records.views, transactions, kills, cuts };
 }
 
 /**
@@ -73,6 +93,8 @@ export function joinTransactions(
       outcome: record?.received?.outcome ?? null,
       mailFromAtMs: transaction.mailFromAtMs,
       dataCommandAtMs: transaction.dataCommandAtMs,
+      recipients: transaction.recipients,
+      ...(transaction.clientPort === undefined ? {} : { clientPort: transaction.clientPort }),
       finalDotAtMs: transaction.finalDotAtMs,
       reply: transaction.reply,
       clientCommandAfterDotAtMs: transaction.clientCommandAfterDotAtMs,

@@ -320,6 +320,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
       relayed: smtp.transactionLog,
       dealtKills: stacks.kills,
       timeoutKills,
+      outageCuts: outage.cuts,
     });
     const result = checkRun(input);
     const { report, exitCode } = emitChaosReport(

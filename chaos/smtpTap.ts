@@ -10,9 +10,16 @@ export interface TapTransaction {
   readonly index: number;
   /** The tap's own port towards the relay: the relay sees it as the session's remote port. */
   readonly upstreamPort: number | undefined;
+  /** The client's port (in the chaos run, the outage proxy's session towards the tap). */
+  readonly clientPort: number | undefined;
   readonly connectionOpenedAtMs: number;
   readonly mailFromAtMs: number;
   dataCommandAtMs: number | null;
+  /**
+   * Every RCPT TO and the relay's reply to it (code and time; null until it came): a refusal at RCPT
+   * carries no body, so the checker attributes it to its message by the address.
+   */
+  recipients: { address: string; code: number | null; atMs: number | null }[];
   /** When the client's final dot had been forwarded to the relay. */
   finalDotAtMs: number | null;
   /** From the body's headers as they went through. */
@@ -79,7 +86,8 @@ export async function startSmtpTap(options: {
      * What each reply still to come answers, in order (clients pipeline MAIL, RCPT and DATA): the
      * greeting first, then one reply per command line, and one to the final dot.
      */
-    const pending: (string | TapTransaction)[] = ['greeting'];
+    type Answered = string | TapTransaction | TapTransaction['recipients'][number];
+    const pending: Answered[] = ['greeting'];
     let inData = false;
     let head = '';
     let tail = '';
@@ -95,15 +103,24 @@ export async function startSmtpTap(options: {
         }
       }
       const verb = line.split(' ', 1)[0]?.toUpperCase() ?? '';
+      const address = /^RCPT TO:\s*<?([^>\s]*)>?/i.exec(line)?.[1];
+      if (verb === 'RCPT' && current && address !== undefined) {
+        const recipient = { address, code: null, atMs: null };
+        current.recipients.push(recipient);
+        pending.push(recipient);
+        return;
+      }
       pending.push(verb);
       if (verb === 'MAIL') {
         current = {
           connection,
           index: mine.length,
           upstreamPort,
+          clientPort: client.remotePort,
           connectionOpenedAtMs: openedAt,
           mailFromAtMs: at,
           dataCommandAtMs: null,
+          recipients: [],
           finalDotAtMs: null,
           postdateId: null,
           messageId: null,
@@ -179,7 +196,10 @@ export async function startSmtpTap(options: {
         if (!final) continue; // a continuation line (`250-…`) of a multi-line reply
         const code = Number(final[1]);
         const answered = pending.shift();
-        if (typeof answered === 'object') {
+        if (typeof answered === 'object' && 'address' in answered) {
+          answered.code = code;
+          answered.atMs = at;
+        } else if (typeof answered === 'object') {
           answered.reply = { code, text: line.slice(0, 200), atMs: at, delivered };
         } else if (answered === 'DATA') {
           inData = code === 354;

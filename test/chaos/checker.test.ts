@@ -17,6 +17,7 @@ const accepted = (id: string, expectedFate: AcceptedMessage['expectedFate'] = 's
   id,
   idempotencyKey: `key-${id}`,
   expectedFate,
+  recipients: [`r-${id}@chaos.test`],
 });
 const view = (id: string, status: string, outcomes: string[] = []): FinalView => ({
   id,
@@ -131,14 +132,21 @@ describe('checkRun: lost, unexpected, wrong fate', () => {
 
   it('accepts failed, dead, unknown and suppressed (DESIGN §2) as truthful ends of a message to send', () => {
     const result = run({
-      accepted: [accepted('F'), accepted('D'), accepted('U'), accepted('S')],
+      accepted: [accepted('F'), accepted('D'), { ...accepted('U'), onAmbiguous: 'hold' }, accepted('S')],
       views: {
         F: view('F', 'failed', ['permanent']),
         D: view('D', 'dead'),
         U: view('U', 'unknown', ['ambiguous']),
         S: view('S', 'suppressed'),
       },
-      transactions: [dropped('U')],
+      transactions: [
+        tx('F', {
+          fault: 'data-554',
+          outcome: 'refused',
+          reply: { code: 554, text: '554 5.6.0', atMs: 1_005, delivered: true },
+        }),
+        dropped('U'),
+      ],
     });
     expect(result.problems).toEqual([]);
   });
@@ -165,9 +173,9 @@ describe('checkRun: lost, unexpected, wrong fate', () => {
     }
   });
 
-  it('does not ask for sent when the sender could not hear the 250 (killed first)', () => {
+  it('does not ask for sent when the sender could not hear the 250 (killed first) and its policy is hold', () => {
     const result = run({
-      accepted: [accepted('A')],
+      accepted: [{ ...accepted('A'), onAmbiguous: 'hold' }],
       views: { A: view('A', 'unknown', ['ambiguous']) },
       transactions: [
         tx('A', {
@@ -376,7 +384,7 @@ describe('checkRun: a duplicate is explained only by a fault the harness injecte
       transactions: [dropped('A'), tx('A', { dotAt: 5_000 }), tx('A', { dotAt: 9_000 })],
     });
     expect(result.counts.unexplainedDuplicates).toBe(1);
-    expect(result.problems[0]?.reason).toContain('1 explained');
+    expect(result.problems[0]?.reason).toContain('1 of the 2 copies before the last');
   });
 
   it('lists every transaction with what explains it, so that the verdict can be checked again', () => {

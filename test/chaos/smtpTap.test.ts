@@ -65,6 +65,10 @@ describe('the SMTP tap', () => {
     expect(dropped?.closedBy).toBe('server');
     expect(dropped?.clientCommandAfterDotAtMs).toBeNull();
     expect(refused?.finalDotAtMs).toBeNull();
+    // RCPT TO replies per transaction: a refusal at RCPT carries no body, only the address.
+    expect(accepted?.recipients).toEqual([{ address: 'b@example.com', code: 250, atMs: expect.any(Number) }]);
+    expect(refused?.recipients).toEqual([{ address: 'b@example.com', code: 550, atMs: expect.any(Number) }]);
+    expect(new Set(seen.map((transaction) => transaction.clientPort)).size).toBe(4);
     for (const transaction of seen) expect(transaction.closedAtMs).not.toBeNull();
     expect(moments.filter((moment) => moment === 'end-of-data')).toHaveLength(3);
 
