@@ -38,7 +38,9 @@ const RECORD_OUTCOME = `    const { claimed, now } = input;
 const AMBIGUOUS = `    return result(
       'ambiguous',`;
 const RELAY_INSERT = `    return { kind: 'act', id: inserted.id, dispatch: inserted, deleteSchedules: [] };`;
-const SWEEP_DECISION = `    const decision = decideSweep({ record, now, graceSeconds: deps.graceSeconds });`;
+const SWEEP_DECISION = `    const decision = decideSweep({
+      record,
+      now,`;
 const FRESHNESS = `  return group !== null && group !== undefined && head !== undefined && head > group.version;`;
 
 export const MUTANTS: readonly Mutant[] = [

@@ -169,7 +169,8 @@ export interface PostdateProps {
    */
   readonly eventBus?: events.IEventBus;
   /**
-   * Messages per second per sender instance (`POSTDATE_MAX_SEND_RATE`).
+   * The relay's sending rate for the whole fleet, in recipients per second as SES counts them
+   * (`POSTDATE_MAX_SEND_RATE`); each sender takes 1/{@link senderMaxConcurrency} of it.
    * @default unlimited
    */
   readonly maxSendRate?: number;
@@ -309,7 +310,7 @@ export const POSTDATE_DEFAULTS = {
   retentionDays: awsDefault('retentionDays'),
   relayProbeSeconds: awsDefault('relayProbeSeconds'),
   webhookRetryHours: awsDefault('webhookRetryHours'),
-  senderMaxConcurrency: 20,
+  senderMaxConcurrency: awsDefault('senderMaxConcurrency'),
   apiThrottle: { rateLimit: 1000, burstLimit: 2000 },
   authorizerCacheTtlSeconds: 30,
   oldestMessageAgeAlarmMinutes: 30,
@@ -451,7 +452,7 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
     if (kind.type === 'rate') {
       check(
         typeof value === 'number' && Number.isFinite(value) && value > 0,
-        `${name} must be a positive number of messages per second, got ${value}`,
+        `${name} must be a positive number of recipients per second, got ${value}`,
       );
     }
   }
@@ -499,7 +500,6 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
   );
 
   // Throughput.
-  whole('senderMaxConcurrency', resolved.senderMaxConcurrency, 2, 1000);
   whole('apiThrottle.rateLimit', resolved.apiThrottle.rateLimit, 1, 1_000_000);
   whole('apiThrottle.burstLimit', resolved.apiThrottle.burstLimit, 1, 1_000_000);
   check(

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../lambdas/core/config.js';
+import { CONFIG_SETTINGS } from '../lambdas/core/configSpec.js';
 import {
   RELAY_STREAM as DEPLOYED_RELAY_STREAM,
   SENDER_QUEUE as DEPLOYED_SENDER_QUEUE,
@@ -35,7 +36,8 @@ export const RELAY_STREAM = {
 } as const;
 export const SENDER_QUEUE = {
   ...DEPLOYED_SENDER_QUEUE,
-  maxConcurrency: 5,
+  // The senders' count is also their share of POSTDATE_MAX_SEND_RATE: one home, the config spec.
+  maxConcurrency: CONFIG_SETTINGS.senderMaxConcurrency.local,
   waitTimeSeconds: 1,
   /** The default sender timeout; the stack uses `config.senderTimeoutSeconds`. */
   timeoutMs: DEPLOYED_SENDER_QUEUE.timeoutSeconds * 1000,

@@ -1,6 +1,7 @@
 import { appendFileSync } from 'node:fs';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { AWS_CLIENT_LIMITS, type AwsClientLimits } from '../core/awsClientLimits.js';
+import { AWS_CALL_RECORDING } from '../core/configSpec.js';
 
 /**
  * The options every AWS SDK client of the functions is built with (issue 15 §4). The numbers live
@@ -33,9 +34,9 @@ export interface AwsClientOptions {
  * {@link FUNCTION_VARIABLE}. test/iam/ evaluates them against each function's policy. Lambda never
  * sets it.
  */
-export const RECORD_VARIABLE = 'POSTDATE_RECORD_AWS_CALLS';
+export const RECORD_VARIABLE = AWS_CALL_RECORDING.file;
 /** The function whose code builds the client (`api`, `sweeper`, …), read when the client is built. */
-export const FUNCTION_VARIABLE = 'POSTDATE_FUNCTION';
+export const FUNCTION_VARIABLE = AWS_CALL_RECORDING.function;
 
 /** One recorded request, as it went on the wire (the protocol's target, path and JSON body). */
 export interface RecordedAwsRequest {

@@ -58,8 +58,10 @@ export interface Config {
   readonly scheduleLeadSeconds: number;
   readonly sweepGraceSeconds: number;
   readonly dataDir: string | undefined;
-  /** Messages per second per sender; undefined is unlimited. */
+  /** The relay's rate for the whole fleet, in recipients per second; undefined is unlimited. */
   readonly maxSendRate: number | undefined;
+  /** How many senders run at once; each takes this share of `maxSendRate`. */
+  readonly senderMaxConcurrency: number;
   /** POSTDATE_RELAY_PROBE_SECONDS: the circuit breaker's probe interval (core/relayBreaker.ts). */
   readonly relayProbeSeconds: number;
   readonly maxHorizonDays: number;

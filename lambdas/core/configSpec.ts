@@ -266,7 +266,17 @@ export const CONFIG_SETTINGS = {
     kind: { type: 'rate' },
     local: undefined,
     aws: undefined,
-    description: 'messages/second per sender (unset or `unlimited`: unlimited)',
+    description:
+      "the relay's rate for the whole fleet, in recipients/second as SES counts them; each sender takes an equal share of `POSTDATE_SENDER_MAX_CONCURRENCY` (unset or `unlimited`: unlimited)",
+  },
+  senderMaxConcurrency: {
+    variable: 'POSTDATE_SENDER_MAX_CONCURRENCY',
+    prop: true,
+    kind: { type: 'integer', min: 2, max: 1000, unit: 'count' },
+    local: 5,
+    aws: 20,
+    description:
+      "how many senders run at once (the send queue's event source `MaximumConcurrency`); each takes this share of `POSTDATE_MAX_SEND_RATE`",
   },
   relayProbeSeconds: {
     variable: 'POSTDATE_RELAY_PROBE_SECONDS',
@@ -416,6 +426,17 @@ export type ResourceName = keyof typeof RESOURCE_SETTINGS;
 
 /** Set by the local stack on its functions: they run for the `local` target (`configTargetOf`). */
 export const LOCAL_TARGET_VARIABLE = 'POSTDATE_LOCAL';
+
+/**
+ * The test suites' recording of AWS requests (DESIGN §6, "Permissions are part of the contract";
+ * lambdas/adapters/awsClients.ts, test/iam/). Lambda never sets them.
+ */
+export const AWS_CALL_RECORDING = {
+  /** A file: every request a function's client sends is appended to it as one JSON line. */
+  file: 'POSTDATE_RECORD_AWS_CALLS',
+  /** The function whose code builds the client (`api`, `sweeper`, …), read when it is built. */
+  function: 'POSTDATE_FUNCTION',
+} as const;
 
 /**
  * Ports of the local stack's parts other than the API (whose port is `POSTDATE_PORT`), read by

@@ -37,7 +37,10 @@ export interface SenderDependencies {
    * called without a Lambda context (tests). With one, `getRemainingTimeInMillis()` decides.
    */
   readonly timeoutSeconds: number;
-  /** POSTDATE_MAX_SEND_RATE, messages per second per container; undefined is unlimited. */
+  /**
+   * This container's share of POSTDATE_MAX_SEND_RATE (the relay's rate for the fleet, in recipients
+   * per second, divided by POSTDATE_SENDER_MAX_CONCURRENCY); undefined is unlimited.
+   */
   readonly maxSendRate?: number | undefined;
   /** Copies of one batch worked on at once. @default 4 */
   readonly concurrency?: number;

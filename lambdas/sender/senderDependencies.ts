@@ -71,7 +71,9 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
     visibility: new SqsCopyVisibility(wiring.sqs, queueUrl),
     settings: senderSettings(config),
     timeoutSeconds: config.senderTimeoutSeconds,
-    maxSendRate: config.maxSendRate,
+    // DESIGN §5 "Rate": the rate is the relay's, for the fleet; each sender takes an equal share.
+    maxSendRate:
+      config.maxSendRate === undefined ? undefined : config.maxSendRate / config.senderMaxConcurrency,
     now: () => new Date(),
     random: Math.random,
     ...(wiring.log ? { log: wiring.log } : {}),

@@ -46,6 +46,7 @@ describe('configuration (DESIGN §8)', () => {
         retryBaseSeconds: 30,
         retryCapSeconds: 3600,
         leaseSeconds: 300,
+        senderMaxConcurrency: 5,
         senderTimeoutSeconds: 240,
         smtpTimeoutSeconds: 20,
         smtpReplyTimeoutSeconds: 120,

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, loadSettings, settingValuesOf } from '../../lambdas/core/config.js';
 import {
+  AWS_CALL_RECORDING,
   CONFIG_SETTINGS,
   LOCAL_LOG_SETTING,
   LOCAL_PORT_SETTINGS,
@@ -96,6 +97,7 @@ describe('the configuration spec (lambdas/core/configSpec.ts) and what is derive
       ...Object.values(LOCAL_PORT_SETTINGS).map((spec) => spec.variable),
       LOCAL_LOG_SETTING.variable,
       LOCAL_TARGET_VARIABLE,
+      ...Object.values(AWS_CALL_RECORDING),
     ]);
     const unknown = [...sources('lambdas'), ...sources('local')].flatMap((file) =>
       variablesIn(file)
