@@ -124,7 +124,7 @@ export interface PostdateProps {
    * The api puts an immediate message's copy on the send queue itself, right after its write, so
    * the sender need not wait for the stream and the relay (`POSTDATE_API_IMMEDIATE_COPY`). The
    * relay's copy still follows and is dropped; it costs one SQS request and one state read more per
-   * immediate message (docs/decisions.md).
+   * immediate message (docs/decisions/).
    * @default true
    */
   readonly apiImmediateCopy?: boolean;

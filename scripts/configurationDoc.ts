@@ -43,7 +43,7 @@ export function configurationMarkdown(): string {
     'The same variables configure the Lambda functions (set by the CDK construct from the prop of the',
     'same name) and the local stack (read from the environment of `npm start`); DESIGN §8 is the',
     'contract. Each is validated once at start, and a bad value stops the start with a message that',
-    'names the variable. Where a value differs from DESIGN §8, docs/decisions.md says why.',
+    'names the variable. Where a value differs from DESIGN §8, docs/decisions/ says why.',
     '',
     '## Settings',
     '',

@@ -5,7 +5,7 @@
  * - live (not terminal): a copy `{v, id, rev}` with the record's CURRENT rev goes on the send queue
  *   with delay 0, then the DLQ message is deleted. The sender admits only the record's rev (a copy of
  *   an older one would just be dropped), re-delays a copy that is early, and its rev and status rules
- *   drop any second copy, so a redrive never sends twice (DESIGN §5a, docs/decisions.md);
+ *   drop any second copy, so a redrive never sends twice (DESIGN §5a, docs/decisions/);
  * - terminal (sent, cancelled, dead, …): nothing is left to send; the DLQ message is deleted, with a
  *   line saying so;
  * - no record, or a body that is not a `{v, id, rev}` payload: left on the DLQ and reported.

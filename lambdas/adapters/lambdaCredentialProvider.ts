@@ -7,7 +7,7 @@
  * (`AWS_CONTAINER_CREDENTIALS_FULL_URI` / `_RELATIVE_URI`) they are read there, as the SDK's own
  * chain would. The SSO, ini, process, web-identity and instance-metadata links of the SDK's chain
  * can never answer inside Lambda, yet they and their nested STS/SSO clients are a fifth of a small
- * bundle (docs/decisions.md). The local stack and the tests run the SDK's own chain: this module is
+ * bundle (docs/decisions/). The local stack and the tests run the SDK's own chain: this module is
  * only ever bundled.
  */
 import { fromEnv } from '@aws-sdk/credential-provider-env';

@@ -1,6 +1,6 @@
 /**
  * Idempotent enqueue (DESIGN §4). The message's id is derived from (tenant, Idempotency-Key), so the
- * `attribute_not_exists` conditions on its records are the idempotency guard (docs/decisions.md,
+ * `attribute_not_exists` conditions on its records are the idempotency guard (docs/decisions/,
  * "The id is the idempotency guard"):
  *
  * - an ungrouped message is written as two conditional puts, the body first, then the state record

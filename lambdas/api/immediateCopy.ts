@@ -1,5 +1,5 @@
 /**
- * The api's own copy of an immediate message (`POSTDATE_API_IMMEDIATE_COPY`, docs/decisions.md):
+ * The api's own copy of an immediate message (`POSTDATE_API_IMMEDIATE_COPY`, docs/decisions/):
  * right after its state record is written, the copy the relay would put on the send queue, so the
  * sender need not wait for the stream and the relay. The relay's copy still follows, held back a
  * few seconds because the record says `api_copy` — the stream stays the safety net, for a copy this

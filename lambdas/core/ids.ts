@@ -2,7 +2,7 @@
  * Message ids (DESIGN §2): opaque, URL-safe, at most 32 characters. A message's id is derived from
  * its tenant and Idempotency-Key (`messageIdFor`), so the id itself is the idempotency guard: the
  * enqueue's `attribute_not_exists` condition on the record keyed by it lets one request win
- * (docs/decisions.md, "The id is the idempotency guard"). ULIDs (`newMessageId`) remain for ids
+ * (docs/decisions/, "The id is the idempotency guard"). ULIDs (`newMessageId`) remain for ids
  * that have no key, such as test fixtures.
  */
 import { createHash } from 'node:crypto';

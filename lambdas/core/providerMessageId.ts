@@ -3,7 +3,7 @@
  * final 250 reply names, stored as `provider_message_id`. It is what an operator quotes to the
  * provider or greps for in the relay's logs.
  *
- * Only reply shapes seen in real transcripts are read (docs/decisions.md, "The relay's id"); any
+ * Only reply shapes seen in real transcripts are read (docs/decisions/, "The relay's id"); any
  * other reply yields null. A wrong id is worse than none: an operator would chase another message.
  */
 

@@ -3,7 +3,7 @@
  * replies add one, and the requests of its routes. Nothing here does I/O; the DynamoDB adapter is
  * lambdas/store/suppressionList.ts.
  *
- * Normalisation (docs/decisions.md, "Suppressed addresses are compared lower-cased"): the addr-spec
+ * Normalisation (docs/decisions/, "Suppressed addresses are compared lower-cased"): the addr-spec
  * of a mailbox (a display name is dropped), the domain lower-cased as DNS is case-insensitive, and
  * the local part lower-cased too. RFC 5321 lets a receiver treat the local part's case as meaningful,
  * but no mailbox provider of note does; a list that missed `Ada@` after `ada@` hard-bounced would

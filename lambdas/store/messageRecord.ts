@@ -109,7 +109,7 @@ export interface MessageStateRecord {
  * The body item, written once at enqueue and read by the sender: `pk = MSG#{id}`, `sk = BODY`. Its
  * only later write is its TTL, set when the message ends for good (core/messageLifetime.ts). It is
  * written before the state record and carries the request's fingerprint, so a replayed request is
- * told apart from a reused key (docs/decisions.md, "The id is the idempotency guard").
+ * told apart from a reused key (docs/decisions/, "The id is the idempotency guard").
  */
 export interface MessageBodyRecord {
   readonly pk: string;

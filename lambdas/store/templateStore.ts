@@ -1,6 +1,6 @@
 /**
  * The DynamoDB adapter of the TemplateStore port (ports/TemplateStore.ts), in the outbox table
- * (docs/decisions.md, "Templates: the items and their cost"):
+ * (docs/decisions/, "Templates: the items and their cost"):
  *
  * - the head, `pk = TPLS#{tenant}`, `sk = {name}`: latest version, description, archived; one
  *   partition per tenant holds its heads, so the listing is one Query by name;

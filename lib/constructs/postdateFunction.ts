@@ -83,7 +83,7 @@ export const prebuiltBundleDirectory = (name: PostdateFunctionName, root: string
   `${root}functions/${name}`;
 
 /**
- * How a function's code is made. The rule (docs/decisions.md): the construct runs from the compiled
+ * How a function's code is made. The rule (docs/decisions/): the construct runs from the compiled
  * package exactly when this module is JavaScript (`dist/lib/constructs/postdateFunction.js`); then
  * the bundle the build wrote must be there, and is deployed as it is (`Code.fromAsset`: no esbuild,
  * no lock file, no Docker). From the TypeScript sources (this repository: tests, `cdk synth`) there

@@ -3,7 +3,7 @@ import { providerMessageIdOf } from '../../lambdas/core/providerMessageId.js';
 
 /**
  * Final replies to DATA as relays really send them (public transcripts and relay logs; the
- * sources are named in docs/decisions.md, "The relay's id"), with the id an operator would quote.
+ * sources are named in docs/decisions/, "The relay's id"), with the id an operator would quote.
  */
 const REAL_REPLIES: readonly { relay: string; reply: string; id: string | null }[] = [
   {

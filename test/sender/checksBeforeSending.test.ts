@@ -277,7 +277,7 @@ describe('the sender, before it sends', () => {
 
     expect(response.batchItemFailures).toEqual([]);
     expect(rig.received(message.id)).toEqual([]);
-    // There is no dead → expired (docs/decisions.md): the operator decides what a dead message becomes.
+    // There is no dead → expired (docs/decisions/): the operator decides what a dead message becomes.
     expect(checkTransition('dead', 'expired', 'sender').allowed).toBe(false);
     expect((await rig.state(message.id)).status).toBe('dead');
   });
