@@ -2,7 +2,7 @@
  * Local time and quiet hours (DESIGN §16): a wall-clock time in an IANA zone turned into the instant
  * it names, the instant shown back as a wall clock, and the quiet-hours rule the sender applies
  * whenever a message comes due. Pure: the zone rules are the runtime's `Intl` data (Node 20 has no
- * Temporal), the clock is an argument. docs/decisions/local-time.md says why each rule is what it is.
+ * Temporal), the clock is an argument. docs/decisions/0056-local-time.md says why each rule is what it is.
  *
  * Daylight saving, as java.time and Temporal's `compatible` disambiguation do it:
  * - a wall time that does not exist (the spring gap) moves forward by the gap's length: 02:30 in a

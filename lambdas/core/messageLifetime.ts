@@ -6,7 +6,7 @@
  * superseded, expired, suppressed) or an operator's discard of one that waited (failed, dead,
  * unknown). Every other message, however long it waits (a pause, an outage, a far send_at, a
  * reschedule, an operator who has not looked yet), has none on either record. Pure: the clock is an
- * argument. docs/decisions/lifetimes.md says why, and what it costs.
+ * argument. docs/decisions/0047-lifetimes.md says why, and what it costs.
  */
 import { MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
 

@@ -81,7 +81,7 @@ export interface BreakerSettings {
 }
 
 /**
- * The fleet's slow-down (docs/decisions/throttle.md): each throttle halves the rate factor (never
+ * The fleet's slow-down (docs/decisions/0049-throttle.md): each throttle halves the rate factor (never
  * below `minFactor`); throttles within `debounceMs` of the last one are the same wave and halve it
  * once; the factor climbs back by `recoveryPerSecond` per second without a throttle.
  */
