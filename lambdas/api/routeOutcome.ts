@@ -3,8 +3,8 @@
  * error is `application/problem+json`; every answer is `cache-control: no-store`.
  */
 import type { TransitionResult } from '../ports/ApiStore.js';
+import { messageView } from '../store/messageView.js';
 import type { ApiResult } from './apiEvent.js';
-import { messageView } from './messageView.js';
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails, problem } from './problem.js';
 
 export interface Outcome {

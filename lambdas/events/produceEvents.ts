@@ -1,4 +1,3 @@
-import { messageView } from '../api/messageView.js';
 import { errorForLog } from '../core/errorForLog.js';
 import { deriveStatusChange, messageEvent, type PostdateEvent } from '../core/messageEvents.js';
 import { WEBHOOK_METRIC, type WebhookMetric } from '../core/metricNames.js';
@@ -6,6 +5,7 @@ import { runWithConcurrency } from '../core/runWithConcurrency.js';
 import { isSubscribed, WEBHOOK_DELIVERY_STATUS } from '../core/webhooks.js';
 import type { Log } from '../ports/Log.js';
 import type { EventBus, QueuedWebhookCopy, WebhookQueue, WebhookStore } from '../ports/Webhooks.js';
+import { messageView } from '../store/messageView.js';
 import { newDelivery } from '../store/webhookStore.js';
 import type { EventRecord } from './eventRecords.js';
 

@@ -16,6 +16,7 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { ERROR_CLASS, PostdateError } from '../core/postdateError.js';
 import {
   isSuppressionReason,
   SUPPRESSION_REASON,
@@ -43,8 +44,12 @@ export function suppressionKeyOf(tenant: string, address: string): Record<string
 }
 
 /** Thrown when a read of the list could not be completed: the caller must not act as if nothing were listed. */
-export class SuppressionReadError extends Error {
+export class SuppressionReadError extends PostdateError {
   override readonly name = 'SuppressionReadError';
+  constructor(message: string) {
+    // Unprocessed keys are DynamoDB's throttling: another try may read them.
+    super(message, { class: ERROR_CLASS.transient });
+  }
 }
 
 export class DynamoSuppressionList implements SuppressionList {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { messageView } from '../../lambdas/api/messageView.js';
+import { messageView } from '../../lambdas/store/messageView.js';
 import { createSenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
 
 /**

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { messageView } from '../../lambdas/api/messageView.js';
 import { SUPPRESSION_REASON } from '../../lambdas/core/suppressions.js';
+import { messageView } from '../../lambdas/store/messageView.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import { DynamoSuppressionList } from '../../lambdas/store/suppressionList.js';
 import { TENANT } from './records.js';

@@ -5,10 +5,10 @@
 import { requestFingerprint, validateEnqueueRequest } from '../../core/enqueueRequest.js';
 import { messageIdFor } from '../../core/ids.js';
 import type { MessageStateRecord } from '../../store/messageRecord.js';
+import { messageView } from '../../store/messageView.js';
 import { enqueueMessage } from '../enqueueMessage.js';
 import { readIdempotencyKey } from '../idempotencyKeyHeader.js';
 import { putImmediateCopy } from '../immediateCopy.js';
-import { messageView } from '../messageView.js';
 import { problem, validationProblem } from '../problem.js';
 import { headerValue, readJsonBody } from '../requestBody.js';
 import { jsonResult, type Outcome, problemResult } from '../routeOutcome.js';

@@ -1,6 +1,6 @@
 /** GET /v1/messages/{id}: one message of the tenant, with its history. */
 import { isMessageId } from '../../core/ids.js';
-import { messageView } from '../messageView.js';
+import { messageView } from '../../store/messageView.js';
 import { jsonResult, notFound } from '../routeOutcome.js';
 import type { RouteDependencies, RouteHandler } from './route.js';
 

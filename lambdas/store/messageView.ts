@@ -1,7 +1,7 @@
 import type { GroupRef } from '../core/enqueueRequest.js';
 import { recipientCounts } from '../core/recipients.js';
 import type { PinnedTemplate } from '../core/templateRequests.js';
-import type { AttemptRecord, LastError, MessageStateRecord } from '../store/messageRecord.js';
+import type { AttemptRecord, LastError, MessageStateRecord } from './messageRecord.js';
 
 /** A message as the API answers it (DESIGN §3, "Response body of a message"). */
 export interface MessageView {
