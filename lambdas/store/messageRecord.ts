@@ -134,14 +134,6 @@ export interface MessageBodyRecord {
   readonly expires_at?: number;
 }
 
-/** `pk = GROUP#{tenant}#{group key}`, `sk = HEAD`. */
-export interface GroupHeadRecord {
-  readonly pk: string;
-  readonly sk: typeof ITEM_SORT_KEY.groupHead;
-  readonly version: number;
-  readonly updated_at: string;
-}
-
 export const messagePk = (id: string): string => `${PARTITION_PREFIX.message}${id}`;
 export const groupHeadPk = (tenant: string, groupKey: string): string =>
   `${PARTITION_PREFIX.groupHead}${tenant}#${groupKey}`;

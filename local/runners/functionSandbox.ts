@@ -123,12 +123,6 @@ function errorFrom(described: { name: string; message: string; stack?: string })
   return error;
 }
 
-/** Counts the records of an event the way the kill report does. */
-export function recordCount(event: unknown): number {
-  const records = (event as { Records?: unknown } | null)?.Records;
-  return Array.isArray(records) ? records.length : 0;
-}
-
 /**
  * Invokes a runner's handler once: in this process, or in slot `slot` of the function's sandboxes.
  * Never throws: a thrown error is an outcome, like a timeout.

@@ -33,15 +33,6 @@ export function testClock(start = '2026-11-29T18:00:00.000Z') {
   };
 }
 
-/** A deterministic random source (a tiny LCG), so ids differ but runs repeat. */
-export function seededRandom(seed = 42): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
-    return state / 2 ** 32;
-  };
-}
-
 let documentCheck: ResponseCheck | undefined;
 
 /** The checker of the document the API serves, built once per test file. */

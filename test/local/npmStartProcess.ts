@@ -75,13 +75,6 @@ export function bannerPorts(banner: string): number[] {
   return [...new Set(ports)];
 }
 
-/** The API URL the banner names. */
-export function bannerApiUrl(banner: string): string {
-  const url = banner.match(/API {10}(http:\/\/127\.0\.0\.1:\d+)/)?.[1];
-  if (!url) throw new Error(`no API URL in the banner: ${banner}`);
-  return url;
-}
-
 /** Every descendant of `pid` (children first found by `ps`), with its command name. */
 export function descendants(pid: number): { pid: number; command: string }[] {
   const found: { pid: number; command: string }[] = [];

@@ -142,8 +142,3 @@ export function headersOf(names: readonly HeaderName[]): NonNullable<ResponseCon
     names.map((name) => [name, { ...RESPONSE_HEADERS[name], schema: { ...RESPONSE_HEADERS[name].schema } }]),
   );
 }
-
-/** An answer of API Gateway itself, `{"message": …}`. */
-export function gatewayContent() {
-  return json(GatewayErrorSchema);
-}
