@@ -438,7 +438,7 @@ const CALLS = {
   },
   bodyTtl: {
     fn: 'sender',
-    request: 'UpdateItem, the body\'s TTL when the message ends',
+    request: "UpdateItem, the body's TTL when the message ends",
     item: 'MSG#{id} BODY',
     units: `${B} W`,
     perMessage: 1,
