@@ -112,8 +112,13 @@ export type FromSandbox =
       readonly error: { readonly name: string; readonly message: string; readonly stack?: string };
     };
 
-/** Lambda's limit on a function's init phase (on-demand); a longer timeout extends it. */
-const INIT_LIMIT_MS = 10_000;
+/**
+ * How long a sandbox's init may take. Lambda's own limit is 10 s, but Lambda loads a bundle while a
+ * sandbox here first compiles the handler's TypeScript (tsx): on a loaded 2-core machine that alone
+ * passed 10 s and the function was reported "not built" (local/EMULATORS.md). A longer timeout
+ * extends it, as in Lambda.
+ */
+const INIT_LIMIT_MS = 30_000;
 const BOOT = new URL('./functionWorkerBoot.mjs', import.meta.url);
 
 function errorFrom(described: { name: string; message: string; stack?: string }): Error {
