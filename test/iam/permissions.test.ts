@@ -235,6 +235,7 @@ afterAll(async () => {
 describe('every function, wired as in Lambda, with its AWS requests recorded', { timeout: 120_000 }, () => {
   let messageIds: string[] = [];
   let webhookId = '';
+  let deadId = '';
 
   it('authorizer: a key authorizes its tenant, an unknown key does not', async () => {
     const { secret } = await createApiKey(documentClient(), tableName, { tenant: 'acme', now: new Date() });
@@ -452,6 +453,7 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
       // A 421 after DATA is this message's outcome: with one attempt allowed, its copy moves to the DLQ.
       smtp.script({ afterData: { code: 421, message: '4.4.2 Closing connection' } });
       const dead = await enqueue('dead', { to: ['dead@example.com'] });
+      deadId = dead;
       await sendOnce(wired({ POSTDATE_MAX_ATTEMPTS: '1' }));
       expect(
         (await receiveAll(queueUrls.sendDeadLetter)).map((copy) => JSON.parse(copy.Body ?? '{}').id),
@@ -476,6 +478,12 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
     } finally {
       for (const sender of senders) await sender.close();
     }
+  });
+
+  it('api: a dead message retried by hand', async () => {
+    const api = as('api', () => wireApi(env, SILENT as never));
+    const retried = await api(apiEvent({ method: 'POST', path: `/v1/messages/${deadId}/retry` }));
+    expect(retried.statusCode).toBe(202);
   });
 
   it('sweeper: replaces the probe token of a breaker open past two probe intervals', async () => {
