@@ -104,7 +104,7 @@ export class Api extends Construct {
       this.api.role,
       'UpdateTenantItems',
       ['dynamodb:UpdateItem'],
-      ['message', 'groupHead', 'suppression', 'templateHeads', 'webhookDelivery'],
+      ['message', 'groupHead', 'suppression', 'templateHeads', 'webhookEndpoint', 'webhookDelivery'],
     );
     storage.grantItems(
       this.api.role,
