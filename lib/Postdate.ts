@@ -1,4 +1,4 @@
-import { Aws } from 'aws-cdk-lib';
+import { Aws, Stack } from 'aws-cdk-lib';
 import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as events from 'aws-cdk-lib/aws-events';
@@ -51,7 +51,7 @@ export class Postdate extends Construct {
     super(scope, id);
     const resolved = resolvePostdateProps(props);
     const smtpHost = resolved.smtpHost ?? `email-smtp.${Aws.REGION}.amazonaws.com`;
-    const environment = propsEnvironment(resolved, smtpHost);
+    const environment = propsEnvironment(resolved, smtpHost, Stack.of(this).stackName);
     assertFunctionsWouldStart(environment);
 
     const storage = new Storage(this, 'Storage', { removalPolicy: resolved.removalPolicy });
@@ -121,6 +121,8 @@ export class Postdate extends Construct {
             logRetention: resolved.logRetention,
             alarmTopic: ops.alarmTopic,
           });
+
+    ops.showAlarms([...ops.alarms, ...webhooks.alarms, ...(bounces?.alarms ?? [])]);
 
     this.eventBus = webhooks.eventBus;
     this.functions = { ...core, events: webhooks.producer.function, webhooks: webhooks.delivery.function };

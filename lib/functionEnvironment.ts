@@ -13,14 +13,20 @@ import type { ResolvedPostdateProps } from './postdateProps.js';
  * The configuration every function reads with `loadConfig(process.env, 'aws')` (DESIGN §8): every row
  * of lambdas/core/configSpec.ts the construct sets, from the prop of the same name, so the functions
  * and the local stack read one contract. SMTP credentials are not here: the sender reads them from
- * the secret named by `POSTDATE_SMTP_SECRET_ARN`.
+ * the secret named by `POSTDATE_SMTP_SECRET_ARN`. `stackName` becomes `POSTDATE_STACK`.
  */
-export function propsEnvironment(props: ResolvedPostdateProps, smtpHost: string): Record<string, string> {
+export function propsEnvironment(
+  props: ResolvedPostdateProps,
+  smtpHost: string,
+  stackName: string,
+): Record<string, string> {
   const values: Partial<Record<PropSettingName, SettingValue | undefined>> = {};
   for (const name of PROP_SETTINGS) values[name] = props[name];
   values.smtpHost = smtpHost;
   return {
     ...settingsEnvironment(values, PROP_SETTINGS),
+    // The `stack` dimension of every metric (DESIGN §6), read by lambdas/adapters/powertoolsMetrics.ts.
+    [RESOURCE_SETTINGS.stackName.variable]: stackName,
     POWERTOOLS_SERVICE_NAME: METRICS.service,
     POWERTOOLS_METRICS_NAMESPACE: METRICS.namespace,
   };

@@ -1,4 +1,6 @@
 import type { Config } from '../lambdas/core/config.js';
+import { RESOURCE_SETTINGS } from '../lambdas/core/configSpec.js';
+import { METRICS } from '../lambdas/core/metricNames.js';
 import { configEnvironment, type LocalPorts } from './localEnv.js';
 import type { StackResources } from './localResources.js';
 import { LOCAL_RESOURCES } from './localResources.js';
@@ -37,9 +39,11 @@ export function functionEnvironment(options: {
     AWS_ENDPOINT_URL_SQS: `http://${host}:${ports.sqs}`,
     AWS_ENDPOINT_URL_SCHEDULER: `http://${host}:${ports.scheduler}`,
     // The caller's own Powertools settings win; metrics are off unless asked for.
-    POWERTOOLS_SERVICE_NAME: process.env.POWERTOOLS_SERVICE_NAME ?? 'postdate',
-    POWERTOOLS_METRICS_NAMESPACE: process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'Postdate',
+    POWERTOOLS_SERVICE_NAME: process.env.POWERTOOLS_SERVICE_NAME ?? METRICS.service,
+    POWERTOOLS_METRICS_NAMESPACE: process.env.POWERTOOLS_METRICS_NAMESPACE ?? METRICS.namespace,
     POWERTOOLS_METRICS_DISABLED: process.env.POWERTOOLS_METRICS_DISABLED ?? 'true',
+    // The `stack` dimension of the metrics, as the construct sets it to the stack's name.
+    [RESOURCE_SETTINGS.stackName.variable]: RESOURCE_SETTINGS.stackName.local,
     ...(options.quiet ? { POWERTOOLS_LOG_LEVEL: 'WARN' } : {}),
     ...smtp,
     POSTDATE_TABLE_NAME: LOCAL_RESOURCES.tableName,

@@ -1,5 +1,5 @@
 /**
- * The package build's second half (`npm run build`): the five prebuilt function bundles, written to
+ * The package build's second half (`npm run build`): the eight prebuilt function bundles, written to
  * `dist/functions/{name}/index.mjs` with the esbuild options the construct's NodejsFunction uses in
  * this repository (FUNCTION_ESBUILD_OPTIONS, one definition). An installed package deploys these
  * with `Code.fromAsset`, so a consumer's `cdk deploy` needs no esbuild, lock file or Docker.

@@ -1,6 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -8,15 +8,16 @@ import type { SNSEvent } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
 import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
+import { functionMetrics } from '../adapters/powertoolsMetrics.js';
 import { configTargetOf, loadConfig, loadResourceNames } from '../core/config.js';
-import { METRICS, SENDER_METRIC } from '../core/metricNames.js';
+import { SENDER_METRIC } from '../core/metricNames.js';
 import type { Log } from '../ports/Log.js';
 import { readStateRecord } from '../store/stateReads.js';
 import { DynamoSuppressionList } from '../store/suppressionList.js';
 import { type BouncesReport, createBouncesHandler } from './createBouncesHandler.js';
 
 const logger = new Logger({ serviceName: 'postdate-bounces' });
-const metrics = new Metrics({ namespace: METRICS.namespace, serviceName: METRICS.service });
+const metrics = functionMetrics(process.env);
 
 let handle: ((event: SNSEvent) => Promise<BouncesReport>) | undefined;
 

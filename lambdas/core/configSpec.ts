@@ -420,7 +420,16 @@ export const RESOURCE_SETTINGS = {
     variable: 'POSTDATE_SMTP_SECRET_ARN',
     description: "the secret holding the relay's credentials (the sender only)",
   },
-} as const satisfies Record<string, { readonly variable: string; readonly description: string }>;
+  stackName: {
+    variable: 'POSTDATE_STACK',
+    local: 'local',
+    description:
+      "the CloudFormation stack's name (every function): the `stack` dimension of every metric, so two stacks' alarms never add up (DESIGN §6); `local` when unset",
+  },
+} as const satisfies Record<
+  string,
+  { readonly variable: string; readonly description: string; readonly local?: string }
+>;
 
 export type ResourceName = keyof typeof RESOURCE_SETTINGS;
 

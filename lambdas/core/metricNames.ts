@@ -9,6 +9,15 @@ import { MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
 export const METRICS = { namespace: 'Postdate', service: 'postdate' } as const;
 
 /**
+ * The dimensions every Postdate metric carries (DESIGN §6): the service, and the stack's own name, so
+ * two Postdates in one account and region never add up in each other's alarms or dashboards. The
+ * functions' metrics and the alarms and dashboard in lib/ both take them from here.
+ */
+export function metricDimensions(stackName: string): { readonly service: string; readonly stack: string } {
+  return { service: METRICS.service, stack: stackName };
+}
+
+/**
  * The sender's metrics: one count per outcome and class, the SMTP duration and the lateness
  * `sent_at − send_at`.
  */

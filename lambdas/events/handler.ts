@@ -1,6 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
@@ -11,9 +11,10 @@ import { awsClientOptions } from '../adapters/awsClients.js';
 import { EventBridgeBus } from '../adapters/EventBridgeBus.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
 import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
+import { functionMetrics } from '../adapters/powertoolsMetrics.js';
 import { SqsWebhookQueue } from '../adapters/SqsWebhookQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
-import { METRICS, type WebhookMetric } from '../core/metricNames.js';
+import type { WebhookMetric } from '../core/metricNames.js';
 import type { Log } from '../ports/Log.js';
 import { DynamoWebhookStore } from '../store/webhookStore.js';
 import { createEventsHandler } from './createEventsHandler.js';
@@ -58,7 +59,7 @@ export function wireEvents(
 }
 
 const logger = new Logger({ serviceName: 'postdate-events' });
-const metrics = new Metrics({ namespace: METRICS.namespace, serviceName: METRICS.service });
+const metrics = functionMetrics(process.env);
 let produce: EventsBatchHandler | undefined;
 
 /** The event producer Lambda: DynamoDB Streams event source (state records), ReportBatchItemFailures. */

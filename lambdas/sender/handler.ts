@@ -1,6 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
@@ -9,14 +9,14 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
 import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
+import { functionMetrics } from '../adapters/powertoolsMetrics.js';
 import { configTargetOf, loadConfig, loadResourceNames } from '../core/config.js';
-import { METRICS } from '../core/metricNames.js';
 import type { SenderMetrics } from '../ports/SenderMetrics.js';
 import { createSenderHandler } from './createSenderHandler.js';
 import { senderDependencies } from './senderDependencies.js';
 
 const logger = new Logger({ serviceName: 'postdate-sender' });
-const metrics = new Metrics({ namespace: METRICS.namespace, serviceName: METRICS.service });
+const metrics = functionMetrics(process.env);
 
 const senderMetrics: SenderMetrics = {
   count: (name, value = 1) => metrics.addMetric(name, MetricUnit.Count, value),

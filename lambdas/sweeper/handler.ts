@@ -1,6 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
@@ -8,9 +8,9 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
 import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
+import { functionMetrics } from '../adapters/powertoolsMetrics.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
-import { METRICS } from '../core/metricNames.js';
 import { relayBreakerSettings } from '../core/relayBreaker.js';
 import type { SweeperMetrics } from '../ports/SweeperMetrics.js';
 import { DynamoDueIndex } from '../store/dueIndex.js';
@@ -20,7 +20,7 @@ import { createSweeperHandler, isIncomplete, SweepIncompleteError } from './crea
 import type { SweepReport } from './sweep.js';
 
 const logger = new Logger({ serviceName: 'postdate-sweeper' });
-const metrics = new Metrics({ namespace: METRICS.namespace, serviceName: METRICS.service });
+const metrics = functionMetrics(process.env);
 
 const sweeperMetrics: SweeperMetrics = {
   count: (name, value) => metrics.addMetric(name, MetricUnit.Count, value),

@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
@@ -11,9 +11,10 @@ import { awsClientOptions } from '../adapters/awsClients.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
 import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
 import { createNodeWebhookHttp } from '../adapters/nodeWebhookHttp.js';
+import { functionMetrics } from '../adapters/powertoolsMetrics.js';
 import { SqsWebhookQueue } from '../adapters/SqsWebhookQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
-import { METRICS, type WebhookMetric } from '../core/metricNames.js';
+import type { WebhookMetric } from '../core/metricNames.js';
 import type { Log } from '../ports/Log.js';
 import { DynamoWebhookStore } from '../store/webhookStore.js';
 import { createWebhookDeliveryHandler } from './createWebhookDeliveryHandler.js';
@@ -52,7 +53,7 @@ export function wireWebhookDelivery(
 }
 
 const logger = new Logger({ serviceName: 'postdate-webhooks' });
-const metrics = new Metrics({ namespace: METRICS.namespace, serviceName: METRICS.service });
+const metrics = functionMetrics(process.env);
 let deliver: WebhookBatchHandler | undefined;
 
 /** The webhook delivery Lambda: SQS event source with ReportBatchItemFailures; EMF metrics per invocation. */

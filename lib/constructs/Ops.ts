@@ -7,12 +7,12 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { METRICS, SENDER_METRIC, SWEEPER_METRIC } from '../../lambdas/core/metricNames.js';
-import { postdateAlarm } from './alarms.js';
+import { SENDER_METRIC, SWEEPER_METRIC } from '../../lambdas/core/metricNames.js';
+import { postdateAlarm, stackMetric } from './alarms.js';
 
 /**
- * The sender's EMF metrics (namespace `Postdate`, dimension `service=postdate`), named by the sender
- * itself so an alarm never watches a name nobody emits.
+ * The sender's EMF metrics (namespace `Postdate`, dimensions `service=postdate` and `stack=<stack
+ * name>`), named by the sender itself so an alarm never watches a name nobody emits.
  */
 export const POSTDATE_METRIC = SENDER_METRIC;
 
@@ -124,25 +124,25 @@ export class Ops extends Construct {
     alarm(
       'SmtpConfigErrors',
       'the SMTP relay refused authentication, TLS or the sender: fix the secret or the relay settings',
-      postdateMetric(POSTDATE_METRIC.configErrors, 'Sum', FIVE_MINUTES),
+      stackMetric(this, POSTDATE_METRIC.configErrors, 'Sum', FIVE_MINUTES),
       1,
     );
     alarm(
       'OutcomeWriteFailures',
       'a sender could not record the outcome of an SMTP attempt before its time ran out; the next copy finds the message ambiguous (docs/runbook.md)',
-      postdateMetric(POSTDATE_METRIC.outcomeWriteFailures, 'Sum', FIVE_MINUTES),
+      stackMetric(this, POSTDATE_METRIC.outcomeWriteFailures, 'Sum', FIVE_MINUTES),
       1,
     );
     alarm(
       'FailedMessages',
       'messages ended failed (a permanent SMTP rejection, or the body was gone): the client sees status failed',
-      postdateMetric(POSTDATE_METRIC.failed, 'Sum', FIVE_MINUTES),
+      stackMetric(this, POSTDATE_METRIC.failed, 'Sum', FIVE_MINUTES),
       1,
     );
     alarm(
       'SenderUnexpectedErrors',
       "the sender hit errors it did not expect; they become batch-item failures, so the function's Errors metric does not move",
-      postdateMetric(POSTDATE_METRIC.unexpectedErrors, 'Sum', FIVE_MINUTES),
+      stackMetric(this, POSTDATE_METRIC.unexpectedErrors, 'Sum', FIVE_MINUTES),
       1,
     );
     // Gauges, published by every sweep: in alarm while any such message exists, not for one period.
@@ -153,7 +153,7 @@ export class Ops extends Construct {
     alarm(
       'UnknownOutcomes',
       'messages whose outcome is ambiguous wait for an operator (status unknown); in alarm while any exists',
-      postdateMetric(SWEEPER_METRIC.waiting.unknown, 'Maximum', waitingPeriod),
+      stackMetric(this, SWEEPER_METRIC.waiting.unknown, 'Maximum', waitingPeriod),
       1,
       1,
       cloudwatch.TreatMissingData.IGNORE,
@@ -161,7 +161,7 @@ export class Ops extends Construct {
     alarm(
       'DeadMessages',
       'messages that used up their attempts wait for an operator (status dead); in alarm while any exists',
-      postdateMetric(SWEEPER_METRIC.waiting.dead, 'Maximum', waitingPeriod),
+      stackMetric(this, SWEEPER_METRIC.waiting.dead, 'Maximum', waitingPeriod),
       1,
       1,
       cloudwatch.TreatMissingData.IGNORE,
@@ -171,7 +171,7 @@ export class Ops extends Construct {
       'the SMTP relay is unavailable (refused, timed out, 421, login or TLS): the circuit breaker holds every message, none is attempted or dead-lettered, one probe per POSTDATE_RELAY_PROBE_SECONDS; `postdate sending status` (docs/runbook.md)',
       // The senders count it while they hold copies or a probe fails; the sweeper publishes 1 while
       // the breaker is open and 0 once it closed, so a quiet period keeps the state it had.
-      postdateMetric(SENDER_METRIC.relayUnavailable, 'Maximum', waitingPeriod),
+      stackMetric(this, SENDER_METRIC.relayUnavailable, 'Maximum', waitingPeriod),
       1,
       1,
       cloudwatch.TreatMissingData.IGNORE,
@@ -183,7 +183,7 @@ export class Ops extends Construct {
       props.api5xxAlarmThreshold,
     );
     this.alarms = alarms;
-    this.dashboard = this.createDashboard(props, alarms);
+    this.dashboard = this.createDashboard(props);
   }
 
   /**
@@ -247,7 +247,17 @@ export class Ops extends Construct {
     });
   }
 
-  private createDashboard(props: OpsProps, alarms: readonly cloudwatch.Alarm[]): cloudwatch.Dashboard {
+  /**
+   * The dashboard's last row: the state of every alarm of the stack (this construct's and those other
+   * constructs made on its topic), given once all exist.
+   */
+  showAlarms(alarms: readonly cloudwatch.IAlarm[]): void {
+    this.dashboard.addWidgets(
+      new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: [...alarms], width: 24, height: 6 }),
+    );
+  }
+
+  private createDashboard(props: OpsProps): cloudwatch.Dashboard {
     const fns = props.functions;
     const graph = (title: string, left: cloudwatch.IMetric[], right: cloudwatch.IMetric[] = []) =>
       new cloudwatch.GraphWidget({ title, left, right, width: 8, height: 6 });
@@ -255,7 +265,7 @@ export class Ops extends Construct {
       metric.with({ statistic: 'Sum', period: ONE_MINUTE, label });
     const max = (metric: cloudwatch.Metric, label: string) =>
       metric.with({ statistic: 'Maximum', period: ONE_MINUTE, label });
-    const outcome = (name: string) => postdateMetric(name, 'Sum', ONE_MINUTE);
+    const outcome = (name: string) => stackMetric(this, name, 'Sum', ONE_MINUTE);
 
     const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
       // Dashboards are global to the account: the region keeps two deployments of one stack apart.
@@ -353,43 +363,29 @@ export class Ops extends Construct {
           outcome(POSTDATE_METRIC.configErrors),
         ],
         Object.entries(SWEEPER_METRIC.waiting).map(([status, name]) =>
-          postdateMetric(name, 'Maximum', FIVE_MINUTES).with({ label: `waiting: ${status}` }),
+          stackMetric(this, name, 'Maximum', FIVE_MINUTES).with({ label: `waiting: ${status}` }),
         ),
       ),
       graph(
         '5 Relay and sending gate',
         [
-          postdateMetric(SENDER_METRIC.relayUnavailable, 'Maximum', ONE_MINUTE).with({
+          stackMetric(this, SENDER_METRIC.relayUnavailable, 'Maximum', ONE_MINUTE).with({
             label: 'relay unavailable (breaker open)',
           }),
         ],
         [
-          postdateMetric(SENDER_METRIC.sendingPaused, 'Sum', ONE_MINUTE).with({
+          stackMetric(this, SENDER_METRIC.sendingPaused, 'Sum', ONE_MINUTE).with({
             label: 'copies held by a pause',
           }),
         ],
       ),
       graph('5 Timing (ms)', [
-        postdateMetric(POSTDATE_METRIC.lateness, 'p50', ONE_MINUTE).with({ label: 'lateness p50' }),
-        postdateMetric(POSTDATE_METRIC.lateness, 'p99', ONE_MINUTE).with({ label: 'lateness p99' }),
-        postdateMetric(POSTDATE_METRIC.smtpDuration, 'p50', ONE_MINUTE).with({ label: 'SMTP p50' }),
-        postdateMetric(POSTDATE_METRIC.smtpDuration, 'p99', ONE_MINUTE).with({ label: 'SMTP p99' }),
+        stackMetric(this, POSTDATE_METRIC.lateness, 'p50', ONE_MINUTE).with({ label: 'lateness p50' }),
+        stackMetric(this, POSTDATE_METRIC.lateness, 'p99', ONE_MINUTE).with({ label: 'lateness p99' }),
+        stackMetric(this, POSTDATE_METRIC.smtpDuration, 'p50', ONE_MINUTE).with({ label: 'SMTP p50' }),
+        stackMetric(this, POSTDATE_METRIC.smtpDuration, 'p99', ONE_MINUTE).with({ label: 'SMTP p99' }),
       ]),
-    );
-    dashboard.addWidgets(
-      new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: [...alarms], width: 24, height: 4 }),
     );
     return dashboard;
   }
-}
-
-/** One of the sender's EMF metrics. */
-export function postdateMetric(metricName: string, statistic: string, period: Duration): cloudwatch.Metric {
-  return new cloudwatch.Metric({
-    namespace: METRICS.namespace,
-    metricName,
-    dimensionsMap: { service: METRICS.service },
-    statistic,
-    period,
-  });
 }

@@ -1,5 +1,5 @@
 import { Duration } from 'aws-cdk-lib';
-import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -8,11 +8,11 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { METRICS, WEBHOOK_METRIC } from '../../lambdas/core/metricNames.js';
+import { WEBHOOK_METRIC } from '../../lambdas/core/metricNames.js';
 import { RESOURCE_ENV } from '../functionEnvironment.js';
 import { EVENTS_STREAM, EVENTS_STREAM_FILTER, WEBHOOK_DELIVERY, WEBHOOK_QUEUE } from '../webhookLayout.js';
 import { acknowledge } from './acknowledge.js';
-import { postdateAlarm } from './alarms.js';
+import { postdateAlarm, stackMetric } from './alarms.js';
 import { PostdateFunction } from './postdateFunction.js';
 import type { Storage } from './Storage.js';
 
@@ -137,13 +137,7 @@ export class Webhooks extends Construct {
     alarm(
       'WebhookDeliveriesFailed',
       'webhook deliveries ended failed after their retry window; list and retry them (GET /v1/webhooks/{id}/deliveries?status=failed)',
-      new cloudwatch.Metric({
-        namespace: METRICS.namespace,
-        metricName: WEBHOOK_METRIC.failed,
-        dimensionsMap: { service: METRICS.service },
-        statistic: 'Sum',
-        period: Duration.minutes(5),
-      }),
+      stackMetric(this, WEBHOOK_METRIC.failed, 'Sum', Duration.minutes(5)),
     );
     const visible = (queue: sqs.IQueue) =>
       queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum' });

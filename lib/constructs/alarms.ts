@@ -1,7 +1,9 @@
+import { type Duration, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
+import { METRICS, metricDimensions } from '../../lambdas/core/metricNames.js';
 
 export interface PostdateAlarmOptions {
   /** @default 1 */
@@ -35,4 +37,23 @@ export function postdateAlarm(
   alarm.addAlarmAction(new actions.SnsAction(topic));
   alarm.addOkAction(new actions.SnsAction(topic));
   return alarm;
+}
+
+/**
+ * One of the functions' EMF metrics of the stack `scope` is in, with the dimensions they emit it with
+ * (lambdas/adapters/powertoolsMetrics.ts): another stack's metric of the same name is not this one.
+ */
+export function stackMetric(
+  scope: Construct,
+  metricName: string,
+  statistic: string,
+  period: Duration,
+): cloudwatch.Metric {
+  return new cloudwatch.Metric({
+    namespace: METRICS.namespace,
+    metricName,
+    dimensionsMap: metricDimensions(Stack.of(scope).stackName),
+    statistic,
+    period,
+  });
 }

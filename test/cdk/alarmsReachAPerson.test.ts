@@ -135,7 +135,10 @@ describe('alarms reach a person', () => {
       template.hasResourceProperties('AWS::CloudWatch::Alarm', {
         Namespace: 'Postdate',
         MetricName: metric,
-        Dimensions: [{ Name: 'service', Value: 'postdate' }],
+        Dimensions: [
+          { Name: 'service', Value: 'postdate' },
+          { Name: 'stack', Value: 'PostdateUnderTest' },
+        ],
         Threshold: 1,
         ComparisonOperator: 'GreaterThanOrEqualToThreshold',
       });

@@ -49,7 +49,7 @@ describe('the construct and the local stack carry every row of the configuration
 
   it('the local stack sets the same variables on its functions as the construct', () => {
     const resolved = resolvePostdateProps({ ...TEST_PROPS.postdate, maxSendRate: 3 });
-    const construct = propsEnvironment(resolved, 'smtp.example.net');
+    const construct = propsEnvironment(resolved, 'smtp.example.net', 'PostdateUnderTest');
     const config = loadConfig({ POSTDATE_MAX_SEND_RATE: '3', SMTP_USER: 'u', SMTP_PASS: 'p' }, 'local');
     const local = localConfigEnvironment(config);
     // The local stack sets SMTP_HOST and SMTP_PORT itself (the sink or the relay).

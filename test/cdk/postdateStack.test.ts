@@ -615,7 +615,14 @@ describe('ops: alarms and dashboard', () => {
   it('alarms on config-class SMTP errors and outcome writes that never landed from the EMF metrics, and on API 5xx', () => {
     for (const metric of ['ConfigErrors', 'OutcomeWriteFailures']) {
       alarmOn(
-        { Namespace: 'Postdate', MetricName: metric, Dimensions: [{ Name: 'service', Value: 'postdate' }] },
+        {
+          Namespace: 'Postdate',
+          MetricName: metric,
+          Dimensions: [
+            { Name: 'service', Value: 'postdate' },
+            { Name: 'stack', Value: 'PostdateUnderTest' },
+          ],
+        },
         1,
       );
     }
@@ -627,7 +634,10 @@ describe('ops: alarms and dashboard', () => {
       template.hasResourceProperties('AWS::CloudWatch::Alarm', {
         Namespace: 'Postdate',
         MetricName: metric,
-        Dimensions: [{ Name: 'service', Value: 'postdate' }],
+        Dimensions: [
+          { Name: 'service', Value: 'postdate' },
+          { Name: 'stack', Value: 'PostdateUnderTest' },
+        ],
         Statistic: 'Maximum',
         Period: 300,
         EvaluationPeriods: 1,

@@ -182,7 +182,7 @@ describe('Postdate props', () => {
       maxSendRate: 2.5,
       smtpRequireTls: false,
     });
-    const config = loadConfig(propsEnvironment(resolved, 'smtp.example.net'), 'aws');
+    const config = loadConfig(propsEnvironment(resolved, 'smtp.example.net', 'PostdateUnderTest'), 'aws');
     expect(config).toMatchObject({
       target: 'aws',
       smtp: { host: 'smtp.example.net', port: 587, secure: false, requireTls: false },

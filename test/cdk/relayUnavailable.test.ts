@@ -14,7 +14,10 @@ describe('the RelayUnavailable alarm', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Namespace: METRICS.namespace,
       MetricName: SENDER_METRIC.relayUnavailable,
-      Dimensions: [{ Name: 'service', Value: METRICS.service }],
+      Dimensions: [
+        { Name: 'service', Value: METRICS.service },
+        { Name: 'stack', Value: 'PostdateUnderTest' },
+      ],
       Statistic: 'Maximum',
       Threshold: 1,
       ComparisonOperator: 'GreaterThanOrEqualToThreshold',

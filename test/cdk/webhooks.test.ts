@@ -72,7 +72,10 @@ describe('events and webhooks in AWS (DESIGN §11)', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'WebhookDeliveriesFailed',
       Namespace: 'Postdate',
-      Dimensions: [{ Name: 'service', Value: 'postdate' }],
+      Dimensions: [
+        { Name: 'service', Value: 'postdate' },
+        { Name: 'stack', Value: 'PostdateUnderTest' },
+      ],
       Threshold: 1,
       AlarmActions: [Match.anyValue()],
     });
