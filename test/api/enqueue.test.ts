@@ -307,6 +307,48 @@ describe('POST /v1/messages (enqueue)', () => {
     });
   });
 
+  describe('a request overtaken between its body and its state record', () => {
+    it('never deletes the body a racing identical request completed its message with', async () => {
+      // Request A puts the body and stalls before its state record; B (the client's retry) finds
+      // A's body, completes the message with it; then A's state put finds B's record.
+      let bodyPut!: () => void;
+      const aPutTheBody = new Promise<void>((resolve) => {
+        bodyPut = resolve;
+      });
+      let release!: () => void;
+      const bDone = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let stalled = false;
+      const racing = await apiHarness({
+        wrapStore: (store) =>
+          Object.assign(Object.create(store) as ApiStore, {
+            putNew: async (record: Parameters<ApiStore['putNew']>[0]) => {
+              const result = await store.putNew(record);
+              if (!stalled && record.sk === 'BODY' && result.kind === 'written') {
+                stalled = true;
+                bodyPut();
+                await bDone;
+              }
+              return result;
+            },
+          }),
+      });
+      const body = validBody();
+      const first = racing.call(enqueueEvent(body, { key: 'overtaken' }));
+      await aPutTheBody;
+      const retry = await racing.call(enqueueEvent(body, { key: 'overtaken' }));
+      expect(retry.status).toBe(202);
+      release();
+      const original = await first;
+      expect(original.status).toBe(200);
+      expect(original.json.id).toBe(retry.json.id);
+      const id = String(retry.json.id);
+      const items = (await racing.scanAll()).filter((item) => item.pk === messagePk(id));
+      expect(items.map((item) => item.sk).sort()).toEqual(['BODY', 'STATE']);
+    });
+  });
+
   describe('a key whose message outlived its body', () => {
     it('stores the fingerprint on the state record too', async () => {
       const response = await api.call(enqueueEvent(validBody(), { key: 'fp-state' }));
