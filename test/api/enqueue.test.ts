@@ -358,6 +358,29 @@ describe('POST /v1/messages (enqueue)', () => {
       expect(stateItem?.fingerprint).toBe(bodyItem?.fingerprint);
     });
 
+    it('answers a replay after an ended message lost its body with 200, and leaves no body of its own', async () => {
+      const body = validBody({ send_at: '2027-03-01T09:00:00Z' });
+      const first = await api.call(enqueueEvent(body, { key: 'ended-body' }));
+      const id = String(first.json.id);
+      const cancelled = await api.call(
+        apiEvent({
+          method: 'DELETE',
+          path: `/v1/messages/${id}`,
+          routeKey: 'DELETE /v1/messages/{id}',
+          pathParameters: { id },
+        }),
+      );
+      expect(cancelled.status).toBe(200);
+      await api.documents.send(
+        new DeleteCommand({ TableName: api.tableName, Key: { pk: messagePk(id), sk: 'BODY' } }),
+      );
+      const before = await api.scanAll();
+      const replay = await api.call(enqueueEvent(body, { key: 'ended-body' }));
+      expect(replay.status).toBe(200);
+      expect(replay.json).toMatchObject({ id, status: 'cancelled' });
+      expect(await api.scanAll()).toEqual(before);
+    });
+
     it('answers 422 to another body after the original body expired, and leaves the original untouched', async () => {
       const first = await api.call(enqueueEvent(validBody({ subject: 'Original' }), { key: 'expired-body' }));
       const id = String(first.json.id);
