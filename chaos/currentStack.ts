@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { LocalStreamDiscard } from '../local/localStack.js';
 import type { KillRecord } from './checker.js';
 import {
   type SenderChild,
@@ -154,6 +155,12 @@ export class CurrentStack {
     const all = [...this.retired, ...(this.child ? [this.child.stats()] : [])];
     const senders = [...this.retiredSenders, ...(this.sender ? [this.sender.stats()] : [])];
     return [...all, ...senders].flatMap((stats) => stats.timeoutKills ?? []);
+  }
+
+  /** Stream batches the stacks' runners gave up on, in every stack process so far. */
+  streamDiscards(): LocalStreamDiscard[] {
+    const all = [...this.retired, ...(this.child ? [this.child.stats()] : [])];
+    return all.flatMap((stats) => stats.streamDiscards ?? []);
   }
 
   totals() {

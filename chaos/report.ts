@@ -1,3 +1,4 @@
+import type { LocalStreamDiscard } from '../local/localStack.js';
 import type { ApiCounters } from './callApi.js';
 import { compressedTime } from './chaosTiming.js';
 import { emitReport } from './check.js';
@@ -27,6 +28,8 @@ export interface ChaosRecords {
   /** The whole-call DynamoDB faults injected in every process. */
   readonly wholeCallFaults: readonly FaultLine[];
   readonly timeoutKills: number;
+  /** Stream batches the stacks' runners gave up on after their retries. */
+  readonly streamDiscards: readonly LocalStreamDiscard[];
   readonly copies: CopyFigures;
   readonly kills: KillFigures;
   readonly client: ClientFigures;
@@ -70,6 +73,7 @@ export function emitChaosReport(
     `Postdate chaos run (${records.messages} messages, seed ${records.seed})`,
     log,
   );
+  if (records.streamDiscards.length > 0) log(describeStreamDiscards(records.streamDiscards));
   if (webhooks) {
     log(formatWebhookReport(webhooks));
     if (!webhooks.ok) exitCode = 1;
@@ -124,6 +128,7 @@ function chaosReport(records: ChaosRecords) {
           Math.max(0, ...slowReplies.map((t) => (t.reply ? t.reply.atMs - (t.finalDotAtMs ?? 0) : 0))) / 100,
         ) / 10,
       timeoutKills: records.timeoutKills,
+      streamDiscards: records.streamDiscards,
       maxSendRate: records.maxSendRate ?? null,
       peakMailFromPerSecond: peakPerSecond(transactions.map((transaction) => transaction.mailFromAtMs)),
       scheduleFires: totals.scheduleFires,
@@ -158,4 +163,18 @@ function countBy(values: readonly string[]): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const value of values) counts[value] = (counts[value] ?? 0) + 1;
   return counts;
+}
+
+/**
+ * One line on the batches the stream runners gave up on: the event producer has no on-failure queue
+ * locally, so its discarded records are status changes no webhook will carry.
+ */
+function describeStreamDiscards(discards: readonly LocalStreamDiscard[]): string {
+  const parts = discards.map(
+    (discard) =>
+      `${discard.source} gave up on ${discard.keys.length} record(s) after ${discard.invokeCount} invocations` +
+      ` (${discard.destination === 'onFailure' ? 'to its failure queue' : 'dropped'}): ` +
+      discard.keys.map((key) => Object.values(key).join('/')).join(', '),
+  );
+  return `chaos: stream give-ups: ${parts.join('; ')}`;
 }

@@ -340,6 +340,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
         totals,
         wholeCallFaults: stacks.faults(),
         timeoutKills: timeoutKills.length,
+        streamDiscards: stacks.streamDiscards(),
         copies,
         kills: killFigures,
         client: client.figures,

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { LocalStreamDiscard } from '../local/localStack.js';
 import { FAULT_LINE_PREFIX, type FaultLine } from './throttleMiddleware.js';
 
 /** An invocation the local runner killed at its function timeout (epoch ms), as a child reports it. */
@@ -35,6 +36,8 @@ export interface StackStats {
   readonly scheduler: { readonly fires: number; readonly firedTwice: number; readonly late: number };
   /** Invocations of this process's sandboxes killed at their function timeout. */
   readonly timeoutKills?: readonly TimeoutKill[];
+  /** Stream batches the relay's or the event producer's runner gave up on after their retries. */
+  readonly streamDiscards?: readonly LocalStreamDiscard[];
 }
 
 /** What a sender process reports (`chaos/senderProcess.ts`). */

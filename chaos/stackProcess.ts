@@ -5,7 +5,7 @@ import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { loadConfig } from '../lambdas/core/config.js';
 import { RELAY_STREAM_FILTER } from '../lambdas/store/tableLayout.js';
 import { lambdaContext } from '../local/http/lambdaContext.js';
-import { type FunctionTimeoutKill, startLocalStack } from '../local/localStack.js';
+import { type FunctionTimeoutKill, type LocalStreamDiscard, startLocalStack } from '../local/localStack.js';
 import { startStreamRunner } from '../local/runners/streamRunner.js';
 import { type ChaosChildParts, serveChaosChild } from './childProtocol.js';
 import {
@@ -70,6 +70,7 @@ async function start(): Promise<ChaosChildParts> {
     ? wholeCallFaultsFromEnv(process.env)
     : { outcomeWriteFailureRate: 0, readFailureRate: 0 };
   const timeoutKills: FunctionTimeoutKill[] = [];
+  const streamDiscards: LocalStreamDiscard[] = [];
   const stack = await startLocalStack({
     config,
     dataDir,
@@ -80,6 +81,9 @@ async function start(): Promise<ChaosChildParts> {
     functionPreload: [faultPreload(dataDir, throttleRate, wholeCall)],
     onFunctionTimeout: (kill) => {
       timeoutKills.push(kill);
+    },
+    onStreamDiscard: (discard) => {
+      streamDiscards.push(discard);
     },
     // Scheduler is at-least-once and precise to about a minute: double and late firings.
     schedulerFaults: {
@@ -156,6 +160,7 @@ async function start(): Promise<ChaosChildParts> {
       replays,
       scheduler,
       timeoutKills,
+      streamDiscards,
     }),
     stop: async () => {
       await replayRunner?.stop();

@@ -2,9 +2,10 @@ import { loadConfig } from '../lambdas/core/config.js';
 import { RELAY_STREAM_FILTER } from '../lambdas/store/tableLayout.js';
 import { type FunctionTimeoutKill, RELAY_STREAM, SENDER_QUEUE } from './localFunctions.js';
 import type { StackResources } from './localResources.js';
+import type { LocalStreamDiscard } from './localStackOptions.js';
 import type { FunctionSandboxes, FunctionTimeout } from './runners/functionSandbox.js';
 import { type SqsRunner, startSqsRunner } from './runners/sqsRunner.js';
-import { type StreamRunner, startStreamRunner } from './runners/streamRunner.js';
+import { type StreamDiscard, type StreamRunner, startStreamRunner } from './runners/streamRunner.js';
 import { localFunctionSandboxes } from './sandboxedFunctions.js';
 import { startWebhookEventSources } from './webhookEventSources.js';
 
@@ -36,6 +37,7 @@ export function startEventSources(options: {
   readonly relay: FunctionSandboxes | undefined;
   readonly sender: FunctionSandboxes | undefined;
   readonly onFunctionTimeout: (kill: FunctionTimeoutKill) => void;
+  readonly onStreamDiscard?: ((discard: LocalStreamDiscard) => void) | undefined;
   readonly log: (line: string) => void;
   /** The event producer and the webhook delivery beside the relay (DESIGN §11), when given their queue. */
   readonly webhooks?: {
@@ -57,6 +59,7 @@ export function startEventSources(options: {
         relayFailuresQueueUrl: queues.urls.relayFailures,
         startingPosition: table.existed ? 'LATEST' : 'TRIM_HORIZON',
         onFunctionTimeout: options.onFunctionTimeout,
+        onDiscard: (discard) => options.onStreamDiscard?.({ ...discard, source: 'relay' }),
         log: prefixed('relay event source'),
       })
     : undefined;
@@ -78,6 +81,7 @@ export function startEventSources(options: {
         queue: options.webhooks.queue,
         environment: options.webhooks.environment,
         reusedTable: table.existed,
+        onDiscard: (discard) => options.onStreamDiscard?.({ ...discard, source: 'events' }),
         log: prefixed('webhooks'),
       })
     : undefined;
@@ -108,6 +112,7 @@ export function startRelayEventSource(options: {
   /** `LATEST` on a reused table: its old records were handled before the restart (the sweeper covers any gap). */
   readonly startingPosition: 'TRIM_HORIZON' | 'LATEST';
   readonly onFunctionTimeout: (kill: FunctionTimeoutKill) => void;
+  readonly onDiscard?: (discard: StreamDiscard) => void;
   readonly log: RunnerLog;
 }): StreamRunner {
   return startStreamRunner({
@@ -119,6 +124,7 @@ export function startRelayEventSource(options: {
     maxAttempts: RELAY_STREAM.retryAttempts,
     bisectOnError: true,
     onFailure: { sqsEndpoint: options.sqsEndpoint, queueUrl: options.relayFailuresQueueUrl },
+    ...(options.onDiscard ? { onDiscard: options.onDiscard } : {}),
     filter: RELAY_STREAM_FILTER,
     startingPosition: options.startingPosition,
     log: options.log,

@@ -45,7 +45,7 @@ export {
   SWEEPER_TIMEOUT_MS,
 } from './localFunctions.js';
 export { LOCAL_RESOURCES } from './localResources.js';
-export type { LocalStack, LocalStackOptions } from './localStackOptions.js';
+export type { LocalStack, LocalStackOptions, LocalStreamDiscard } from './localStackOptions.js';
 
 interface Stoppable {
   readonly name: string;
@@ -194,6 +194,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       relay: built.relay ? sandboxes.relay : undefined,
       sender: externalSender || !built.sender ? undefined : sandboxes.sender,
       onFunctionTimeout: reportKill,
+      onStreamDiscard: options.onStreamDiscard,
       log,
       webhooks: { queue: webhookQueue, environment },
     });

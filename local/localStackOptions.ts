@@ -3,10 +3,14 @@ import type { QueueArns, QueueUrls } from './createResources.js';
 import type { Readiness } from './http/httpFrontEnd.js';
 import type { LocalPart, LocalPorts } from './localEnv.js';
 import type { FunctionName, FunctionTimeoutKill, SandboxedFunctionName } from './localFunctions.js';
+import type { StreamDiscard } from './runners/streamRunner.js';
 import type { FireEvent, SchedulerFaults } from './scheduler/startSchedulerEmulator.js';
 import type { SmtpSink } from './smtp/smtpSink.js';
 
 /** What `startLocalStack()` takes and what it gives back (local/localStack.ts). */
+
+/** A stream batch given up on, and whose runner gave up on it. */
+export type LocalStreamDiscard = StreamDiscard & { readonly source: 'relay' | 'events' };
 
 export interface LocalStackOptions {
   /** From `loadConfig(env, 'local')`; the handlers see exactly these values. */
@@ -49,6 +53,12 @@ export interface LocalStackOptions {
    * size of the killed batch, 0 for the sweeper). The stack also logs each kill as one line.
    */
   readonly onFunctionTimeout?: (kill: FunctionTimeoutKill) => void;
+  /**
+   * Called once per stream batch the relay's or the event producer's runner gave up on after its
+   * retries (the stack also logs each). The producer has no on-failure queue locally: its records
+   * are lost to webhooks, and a quiet stack must still let a harness count them.
+   */
+  readonly onStreamDiscard?: (discard: LocalStreamDiscard) => void;
   /**
    * Modules (absolute paths) every relay, sender and sweeper sandbox imports before its handler,
    * as a layer would (a chaos run's fault-injecting SDK middleware). The api and authorizer run in

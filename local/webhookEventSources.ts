@@ -13,7 +13,7 @@ import {
   WEBHOOK_QUEUE,
 } from '../lib/webhookLayout.js';
 import { type SqsRunner, startSqsRunner } from './runners/sqsRunner.js';
-import { type StreamRunner, startStreamRunner } from './runners/streamRunner.js';
+import { type StreamDiscard, type StreamRunner, startStreamRunner } from './runners/streamRunner.js';
 import { requeuePendingDeliveries } from './webhookRecovery.js';
 
 /**
@@ -74,6 +74,8 @@ export function startWebhookEventSources(options: {
    * SQS emulator lost their copies: local/webhookRecovery.ts).
    */
   readonly reusedTable: boolean;
+  /** Each batch the producer's runner gave up on (there is no on-failure queue locally). */
+  readonly onDiscard?: (discard: StreamDiscard) => void;
   readonly log: (message: string, error?: unknown) => void;
 }): WebhookEventSources {
   const functionLog = (prefix: string): Log => ({
@@ -92,6 +94,7 @@ export function startWebhookEventSources(options: {
     bisectOnError: true,
     filter: EVENTS_STREAM_FILTER,
     startingPosition: 'TRIM_HORIZON',
+    ...(options.onDiscard ? { onDiscard: options.onDiscard } : {}),
     log: (message, error) =>
       options.log(`events event source: ${message}${error ? `: ${String(error)}` : ''}`),
   });

@@ -14,6 +14,7 @@
  * completes it, for the whole retention.
  */
 import type { EnqueueRequest } from '../core/enqueueRequest.js';
+import { isTerminal } from '../core/messageStatus.js';
 import { PostdateError } from '../core/postdateError.js';
 import type { ApiStore, EnqueueRecords, EnqueueWriteResult } from '../ports/ApiStore.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
@@ -112,8 +113,8 @@ async function writeInTurn(
  * A record of this id exists. Answers the replay or the reuse, completes a dead enqueue of the same
  * request, or answers undefined when a racing request has not finished writing yet. The state
  * record's fingerprint decides while it lives (the body may have expired before it); when this
- * request wrote a body beside an existing state record (the original's body was gone), it deletes
- * that body again: a replay writes nothing, and a reuse never gives the original new content.
+ * request wrote a body beside an ended message (its body expired) or under another request's key, it
+ * deletes that body again: a replay writes nothing, and a reuse never gives the original new content.
  */
 async function settleExisting(
   store: ApiStore,
@@ -124,7 +125,11 @@ async function settleExisting(
   const ours = write.body.fingerprint;
   const state = await store.getMessage(write.state.tenant, write.messageId);
   if (state) {
-    if (wroteBody) await store.deleteOwnBody(write.messageId, write.body);
+    // A live message's body carries no TTL, so a body we could put beside its state record is the
+    // one it reads: a racing identical request completed the message with it. Only the body we put
+    // beside an ended message (its own body expired) or under another request's key is undone.
+    const readsOurBody = !isTerminal(state.status) && (state.fingerprint ?? ours) === ours;
+    if (wroteBody && !readsOurBody) await store.deleteOwnBody(write.messageId, write.body);
     // A state record written before it carried the fingerprint: the body's decides, if it is not ours.
     const stored =
       state.fingerprint ??

@@ -49,6 +49,11 @@ export interface StreamRunnerOptions {
   readonly bisectOnError?: boolean;
   /** The on-failure destination (an SQS queue), as DestinationConfig.OnFailure. */
   readonly onFailure?: { readonly sqsEndpoint: string; readonly queueUrl: string };
+  /**
+   * Called for every batch given up on after its retries, whether or not it went to `onFailure`: a
+   * local stack may run quiet, and a record no function will see again must still be countable.
+   */
+  readonly onDiscard?: (discard: StreamDiscard) => void;
   /** An EventBridge filter pattern (or a list of them, OR-ed) as in FilterCriteria; see eventFilter.ts. */
   readonly filter?: object;
   /** @default 200 */
@@ -57,6 +62,16 @@ export interface StreamRunnerOptions {
   readonly startingPosition?: 'TRIM_HORIZON' | 'LATEST';
   /** Where runner problems (stream API errors, undeliverable failure records) are reported. @default console.warn */
   readonly log?: (message: string, error?: unknown) => void;
+}
+
+/** A batch the runner gave up on after its retries (what AWS would send to the on-failure destination). */
+export interface StreamDiscard {
+  readonly shardId: string;
+  /** Each discarded record's key, attribute name to its string or number value. */
+  readonly keys: readonly Readonly<Record<string, string>>[];
+  readonly invokeCount: number;
+  /** `onFailure`: a failure record went to the destination; `none`: there is none, or it refused it. */
+  readonly destination: 'onFailure' | 'none';
 }
 
 export interface StreamRunner {
@@ -250,11 +265,19 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
         streamArn: options.streamArn,
       },
     };
+    const destination = await sendToOnFailure(failure, discarded.records.length);
+    options.onDiscard?.({
+      shardId,
+      keys: discarded.records.map((record) => keyOf(record)),
+      invokeCount: discarded.invokeCount,
+      destination,
+    });
+  };
+
+  const sendToOnFailure = async (failure: object, size: number): Promise<StreamDiscard['destination']> => {
     if (!failureSqs || !options.onFailure) {
-      log(
-        `dropped a batch of ${discarded.records.length} record(s) after its retries (no onFailure destination)`,
-      );
-      return;
+      log(`dropped a batch of ${size} record(s) after its retries (no onFailure destination)`);
+      return 'none';
     }
     try {
       await failureSqs.send(
@@ -263,8 +286,10 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
           MessageBody: JSON.stringify(failure),
         }),
       );
+      return 'onFailure';
     } catch (error) {
       log('could not send a failure record to the onFailure queue', error);
+      return 'none';
     }
   };
 
@@ -303,4 +328,14 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
       failureSqs?.destroy();
     },
   };
+}
+
+/** A stream record's key as plain strings (`S` or `N` attributes). */
+function keyOf(record: DynamoDBRecord): Record<string, string> {
+  const key: Record<string, string> = {};
+  for (const [name, value] of Object.entries(record.dynamodb?.Keys ?? {})) {
+    const plain = value.S ?? value.N;
+    if (plain !== undefined) key[name] = plain;
+  }
+  return key;
 }

@@ -307,6 +307,48 @@ describe('POST /v1/messages (enqueue)', () => {
     });
   });
 
+  describe('a request overtaken between its body and its state record', () => {
+    it('never deletes the body a racing identical request completed its message with', async () => {
+      // Request A puts the body and stalls before its state record; B (the client's retry) finds
+      // A's body, completes the message with it; then A's state put finds B's record.
+      let bodyPut!: () => void;
+      const aPutTheBody = new Promise<void>((resolve) => {
+        bodyPut = resolve;
+      });
+      let release!: () => void;
+      const bDone = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let stalled = false;
+      const racing = await apiHarness({
+        wrapStore: (store) =>
+          Object.assign(Object.create(store) as ApiStore, {
+            putNew: async (record: Parameters<ApiStore['putNew']>[0]) => {
+              const result = await store.putNew(record);
+              if (!stalled && record.sk === 'BODY' && result.kind === 'written') {
+                stalled = true;
+                bodyPut();
+                await bDone;
+              }
+              return result;
+            },
+          }),
+      });
+      const body = validBody();
+      const first = racing.call(enqueueEvent(body, { key: 'overtaken' }));
+      await aPutTheBody;
+      const retry = await racing.call(enqueueEvent(body, { key: 'overtaken' }));
+      expect(retry.status).toBe(202);
+      release();
+      const original = await first;
+      expect(original.status).toBe(200);
+      expect(original.json.id).toBe(retry.json.id);
+      const id = String(retry.json.id);
+      const items = (await racing.scanAll()).filter((item) => item.pk === messagePk(id));
+      expect(items.map((item) => item.sk).sort()).toEqual(['BODY', 'STATE']);
+    });
+  });
+
   describe('a key whose message outlived its body', () => {
     it('stores the fingerprint on the state record too', async () => {
       const response = await api.call(enqueueEvent(validBody(), { key: 'fp-state' }));
@@ -314,6 +356,29 @@ describe('POST /v1/messages (enqueue)', () => {
       const items = (await api.scanAll()).filter((item) => item.pk === messagePk(id));
       const [bodyItem, stateItem] = ['BODY', 'STATE'].map((sk) => items.find((item) => item.sk === sk));
       expect(stateItem?.fingerprint).toBe(bodyItem?.fingerprint);
+    });
+
+    it('answers a replay after an ended message lost its body with 200, and leaves no body of its own', async () => {
+      const body = validBody({ send_at: '2027-03-01T09:00:00Z' });
+      const first = await api.call(enqueueEvent(body, { key: 'ended-body' }));
+      const id = String(first.json.id);
+      const cancelled = await api.call(
+        apiEvent({
+          method: 'DELETE',
+          path: `/v1/messages/${id}`,
+          routeKey: 'DELETE /v1/messages/{id}',
+          pathParameters: { id },
+        }),
+      );
+      expect(cancelled.status).toBe(200);
+      await api.documents.send(
+        new DeleteCommand({ TableName: api.tableName, Key: { pk: messagePk(id), sk: 'BODY' } }),
+      );
+      const before = await api.scanAll();
+      const replay = await api.call(enqueueEvent(body, { key: 'ended-body' }));
+      expect(replay.status).toBe(200);
+      expect(replay.json).toMatchObject({ id, status: 'cancelled' });
+      expect(await api.scanAll()).toEqual(before);
     });
 
     it('answers 422 to another body after the original body expired, and leaves the original untouched', async () => {

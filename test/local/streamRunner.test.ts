@@ -10,6 +10,7 @@ import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
 import { FunctionSandboxes, type FunctionTimeout } from '../../local/runners/functionSandbox.js';
 import {
+  type StreamDiscard,
   type StreamRunner,
   type StreamRunnerOptions,
   startStreamRunner,
@@ -213,6 +214,31 @@ describe('the local DynamoDB stream runner', () => {
       new ReceiveMessageCommand({ QueueUrl: urls.relayFailures, WaitTimeSeconds: 1 }),
     );
     expect(JSON.parse(Messages?.[0]?.Body ?? '{}').DDBStreamBatchInfo.batchSize).toBe(3);
+  });
+
+  it('reports every batch it gives up on to onDiscard, with no onFailure destination too (a local give-up is never silent)', async () => {
+    const { tableName, streamArn } = await freshTable();
+    await putItems(tableName, 4);
+    const seen = recorder((records) => {
+      if (records.some((record) => pkOf(record) === 'n-3')) throw new Error('poison');
+      return undefined;
+    });
+    const discards: StreamDiscard[] = [];
+    const runner = run({
+      streamArn,
+      handler: seen.handler,
+      maxAttempts: 2,
+      onDiscard: (discard) => discards.push(discard),
+    });
+    await runner.idle();
+    expect(discards).toEqual([
+      {
+        shardId: expect.any(String),
+        keys: [{ pk: 'n-3', sk: 'STATE' }],
+        invokeCount: 3,
+        destination: 'none',
+      },
+    ]);
   });
 
   it('starts at LATEST when asked: records written before the start are skipped', async () => {
