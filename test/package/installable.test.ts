@@ -199,7 +199,17 @@ describe('the postdate package, installed in another CDK app', () => {
     }
     expect(result.outboxItems).toBe(2);
     expect(result.clientCalls).toEqual(
-      ['cancel', 'enqueue', 'get', 'http', 'list', 'raiseGroup', 'reschedule', 'retry'].sort(),
+      [
+        'cancel',
+        'enqueue',
+        'get',
+        'http',
+        'list',
+        'raiseGroup',
+        'reschedule',
+        'retry',
+        'rotateWebhookSecret',
+      ].sort(),
     );
     expect(result.problemError).toBe('function');
   }, 120_000);
