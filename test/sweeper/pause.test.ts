@@ -1,13 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
 import { type PauseCommand, pauseAfter } from '../../lambdas/core/relayBreaker.js';
-import type { DispatchQueue, QueuedCopy } from '../../lambdas/ports/DispatchQueue.js';
-import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
-import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
-import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
-import { sweep } from '../../lambdas/sweeper/sweep.js';
 import { putMessage } from '../sender/records.js';
-import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
+import { sweepWorld } from './sweepWorld.js';
 
 /**
  * DESIGN §5 and §5a: an operator's pause holds copies the way an open breaker does, so the sweeper
@@ -15,37 +9,10 @@ import { documentClient, freshQueues, freshTable, sqsClient } from '../support/a
  * skips messages whose `tags.kind` is paused (or everything, but the kinds resumed since), and sweeps
  * them again once they are resumed.
  */
-const SETTINGS = { probeIntervalMs: 30_000, probeTimeoutMs: 10_000 };
 const MINUTE = 60_000;
 
-class Recording implements DispatchQueue {
-  readonly copies: QueuedCopy[] = [];
-  constructor(private readonly inner: DispatchQueue) {}
-  enqueue(copies: readonly QueuedCopy[]) {
-    this.copies.push(...copies);
-    return this.inner.enqueue(copies);
-  }
-  of(id: string): number {
-    return this.copies.filter((copy) => copy.payload.id === id).length;
-  }
-}
-
 async function world() {
-  const { tableName } = await freshTable('sweep-pause');
-  const { urls } = await freshQueues();
-  const documents = documentClient();
-  const gate = new DynamoSendingGate(documents, tableName);
-  const queue = new Recording(new SqsDispatchQueue(sqsClient(), urls.send));
-  const run = (now: Date) =>
-    sweep({
-      dueIndex: new DynamoDueIndex(documents, tableName),
-      records: new DynamoSweepRecords(documents, tableName),
-      queue,
-      now: () => now,
-      graceSeconds: 300,
-      shards: 64,
-      gate: { store: gate, settings: SETTINGS },
-    });
+  const { tableName, documents, gate, queue, run } = await sweepWorld('sweep-pause');
   const operator = async (command: PauseCommand) => {
     const { pause } = await gate.read();
     expect(await gate.writePause(pause, pauseAfter(pause, command, new Date()))).toBe('written');

@@ -1,45 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
 import { NEVER_OPENED, opened, PROBE_TOKEN_ID } from '../../lambdas/core/relayBreaker.js';
-import type { DispatchQueue, QueuedCopy } from '../../lambdas/ports/DispatchQueue.js';
-import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
-import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
-import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
-import { sweep } from '../../lambdas/sweeper/sweep.js';
 import { putMessage } from '../sender/records.js';
-import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
+import { SWEEP_GATE_SETTINGS as SETTINGS, sweepWorld } from './sweepWorld.js';
 
 /**
  * The sweeper during a relay outage (DESIGN §5, §5a): the safety net under the probe token — a lost
  * token is replaced — and no re-dispatch of messages that wait because the breaker holds them.
  */
-const SETTINGS = { probeIntervalMs: 30_000, probeTimeoutMs: 10_000 };
-
-class Recording implements DispatchQueue {
-  readonly copies: QueuedCopy[] = [];
-  constructor(private readonly inner: DispatchQueue) {}
-  enqueue(copies: readonly QueuedCopy[]) {
-    this.copies.push(...copies);
-    return this.inner.enqueue(copies);
-  }
-}
 
 async function world() {
-  const { tableName } = await freshTable('sweep-breaker');
-  const { urls } = await freshQueues();
-  const documents = documentClient();
-  const store = new DynamoSendingGate(documents, tableName);
-  const queue = new Recording(new SqsDispatchQueue(sqsClient(), urls.send));
-  const run = (now: Date) =>
-    sweep({
-      dueIndex: new DynamoDueIndex(documents, tableName),
-      records: new DynamoSweepRecords(documents, tableName),
-      queue,
-      now: () => now,
-      graceSeconds: 300,
-      shards: 64,
-      gate: { store, settings: SETTINGS },
-    });
+  const { tableName, documents, gate: store, queue, run } = await sweepWorld('sweep-breaker');
   return { tableName, documents, store, queue, run };
 }
 

@@ -1,0 +1,47 @@
+import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
+import type { DispatchQueue, QueuedCopy } from '../../lambdas/ports/DispatchQueue.js';
+import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
+import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
+import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
+import { sweep } from '../../lambdas/sweeper/sweep.js';
+import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
+
+/** The breaker's settings the sweeper tests run with. */
+export const SWEEP_GATE_SETTINGS = { probeIntervalMs: 30_000, probeTimeoutMs: 10_000 };
+
+/** The send queue, recording every copy the sweeper puts on it. */
+class RecordingQueue implements DispatchQueue {
+  readonly copies: QueuedCopy[] = [];
+  constructor(private readonly inner: DispatchQueue) {}
+  enqueue(copies: readonly QueuedCopy[]) {
+    this.copies.push(...copies);
+    return this.inner.enqueue(copies);
+  }
+  /** How many copies of one message went out. */
+  of(id: string): number {
+    return this.copies.filter((copy) => copy.payload.id === id).length;
+  }
+}
+
+/**
+ * A fresh table and send queue on the emulators, the real sending gate, and `run(now)`: one sweep
+ * with the real adapters, as the sweeper function wires them (grace 300 s, 64 due shards).
+ */
+export async function sweepWorld(prefix: string) {
+  const { tableName } = await freshTable(prefix);
+  const { urls } = await freshQueues();
+  const documents = documentClient();
+  const gate = new DynamoSendingGate(documents, tableName);
+  const queue = new RecordingQueue(new SqsDispatchQueue(sqsClient(), urls.send));
+  const run = (now: Date) =>
+    sweep({
+      dueIndex: new DynamoDueIndex(documents, tableName),
+      records: new DynamoSweepRecords(documents, tableName),
+      queue,
+      now: () => now,
+      graceSeconds: 300,
+      shards: 64,
+      gate: { store: gate, settings: SWEEP_GATE_SETTINGS },
+    });
+  return { tableName, documents, gate, queue, run };
+}
