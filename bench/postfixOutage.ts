@@ -19,7 +19,8 @@ import { round, sleep } from './stats.js';
  * - `421`: Postfix runs but answers every connection `421 4.3.2` at the greeting and closes it
  *   (an access map's 421 with `smtpd_delay_reject = no`) … `postfix reload` without it.
  * The breaker probes every POSTDATE_RELAY_PROBE_SECONDS=3 s (the default is 30 s: see
- * docs/reliability.md). Everything else is the local defaults (8 attempts, retry base 30 s).
+ * bench/reports/2026-12-01-postfix-outage.md). Everything else is the local defaults (8 attempts,
+ * retry base 30 s).
  *
  * Decided from what the sink received (X-Postdate-Id) and from what the harness did: lost (never
  * received), doubled (received more than once), and dead from the API. Connections Postfix saw

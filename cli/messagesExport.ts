@@ -2,7 +2,7 @@
  * `postdate messages export --since … --until … [--status …] [--with-bodies]` (DESIGN §6): every
  * message created in a time range, as JSON Lines, oldest first — its state, its attempts with the
  * relay's replies, and with `--with-bodies` its content. For audits, and for recovery after a
- * disaster together with DynamoDB's point-in-time recovery (docs/runbook.md §6).
+ * disaster together with DynamoDB's point-in-time recovery (docs/recovery.md).
  *
  * It reads through the indexes (never a table scan): `by_tenant`, or `by_status` per status, whose
  * sort key `{created_at}#{id}` makes the range one key condition per shard; the shards are merged in

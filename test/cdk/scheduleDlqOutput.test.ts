@@ -5,7 +5,7 @@ import { logicalIdOf, synthesizePostdate } from './support/synthesize.js';
 
 /**
  * `postdate schedule-failures` reads the schedules' dead-letter queue from the stack output
- * ScheduleDeadLetterQueueUrl (docs/runbook.md, POSTDATE_SCHEDULE_DLQ_URL). It must be the queue the
+ * ScheduleDeadLetterQueueUrl (docs/operations.md, POSTDATE_SCHEDULE_DLQ_URL). It must be the queue the
  * relay gives every schedule as its DeadLetterConfig (POSTDATE_SCHEDULE_DLQ_ARN), or the CLI would
  * redrive an empty queue while the failures pile up in another.
  */

@@ -3,12 +3,17 @@ import type { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { buildProgram } from '../../cli/postdate.js';
 
+/** The runbook and the pages its setup (operations.md) and its restore and export (recovery.md) moved to. */
+const OPERATOR_PAGES = ['runbook.md', 'operations.md', 'recovery.md'];
+
 /**
- * Every command the runbook tells an operator to type: the `npx postdate …` spans. (Bare
+ * Every command the runbook's pages tell an operator to type: the `npx postdate …` spans. (Bare
  * `postdate …` spans name tools in prose; the tools table shows syntax such as `[--since 24h]`.)
  */
 function runbookCommands(): string[] {
-  const text = readFileSync(new URL('../../docs/runbook.md', import.meta.url), 'utf8');
+  const text = OPERATOR_PAGES.map((page) =>
+    readFileSync(new URL(`../../docs/${page}`, import.meta.url), 'utf8'),
+  ).join('\n');
   const commands = [...text.matchAll(/`npx postdate ([^`]+)`/g)].map((match) => match[1] ?? '');
   return [...new Set(commands.filter((command) => !command.includes('<command>')))];
 }
@@ -43,7 +48,7 @@ function dryProgram(): { program: Command; ran: string[] } {
   return { program, ran };
 }
 
-describe('docs/runbook.md', () => {
+describe('docs/runbook.md, operations.md and recovery.md', () => {
   const commands = runbookCommands();
 
   it('names postdate commands in its steps', () => {

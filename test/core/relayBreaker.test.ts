@@ -80,7 +80,7 @@ describe('the breaker', () => {
   it('a copy that meets a probe in flight waits for the next probe time, not for the claim to run out', () => {
     // In AWS the claim (3 × the SMTP timeout, 60 s) outlasts the interval (30 s), and a probe of a
     // refusing relay ends in well under a second: a copy held until the claim's end would come back a
-    // minute after the relay did (a real Postfix run showed it, docs/reliability.md).
+    // minute after the relay did (a real Postfix run showed it, bench/reports/2026-12-01-postfix-outage.md).
     const settings = { probeIntervalMs: 30_000, probeTimeoutMs: 60_000 };
     const open = opened(NEVER_OPENED, FAILURE, T0, settings, '7') as BreakerState;
     const half = probeClaimed(open, 'a', at(30), settings) as BreakerState;
