@@ -1,30 +1,29 @@
 import { decideArrival } from '../core/dispatchDecision.js';
 import { parseDispatchPayload } from '../core/dispatchPayload.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
+import { PROBE_TOKEN_ID } from '../core/relayBreaker.js';
 import { claimTerms, interruptedAttemptBecomes, sendableAt } from '../core/sendDecision.js';
 import { hasTimeForAttempt } from '../core/sendTiming.js';
 import { decideUnsent, needsGroupHead, type UnsentStatus } from '../core/unsentDecision.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
-import { INTERRUPTED_SEND_ERROR, interruptedAttemptRecord } from './attemptRecords.js';
 import {
+  ack,
   admitted,
   afterConflict,
   type CopyDependencies,
   type CopyRun,
+  type CopyVerdict,
   drop,
   groupHeadOf,
   type InvocationTime,
+  keep,
   logContext,
   type ReceivedCopy,
   settle,
   settled,
 } from './copyRun.js';
-import { ack, type CopyVerdict, keep } from './copyVerdict.js';
-import { PROBE_TOKEN_ID } from './relayGate.js';
+import { INTERRUPTED_SEND_ERROR, interruptedAttemptRecord } from './outcomeWrite.js';
 import { sendClaimed } from './sendClaimed.js';
-
-export type { CopyDependencies, InvocationTime, ReceivedCopy, SenderSettings } from './copyRun.js';
-export type { CopyVerdict } from './copyVerdict.js';
 
 /**
  * What the sender does with one queue copy `{v, id, rev}` (DESIGN §2, §5, §5a), as a short list of
