@@ -71,7 +71,8 @@ export function senderSettings(config: Config, maxEarlyWaitMs = 1000): SenderSet
   };
 }
 
-const SILENT: Log = { info: () => {}, warn: () => {}, error: () => {} };
+/** A log that goes nowhere: the default when the wiring gives none. */
+export const SILENT: Log = { info: () => {}, warn: () => {}, error: () => {} };
 
 /**
  * The sender's handler logic for an SQS batch (partial batch responses): every copy is processed

@@ -30,8 +30,8 @@ import { sendClaimed } from './sendClaimed.js';
  * I/O steps around the pure decisions of lambdas/core (sendDecision.ts, unsentDecision.ts,
  * writeRetry.ts, sendTiming.ts): read the record and admit the copy (or drop it, wait for a lease,
  * move it to the DLQ); settle an interrupted attempt under `hold`; hold or re-delay what is early;
- * expire or supersede what must not go out; wait for the send rate; claim only with time for a
- * whole attempt; then send under the lease (sendClaimed.ts). It never throws for an expected
+ * expire or supersede what must not go out; pass the sending gate and wait for the send rate
+ * (relayGate.ts); claim only with time for a whole attempt; then send under the lease (sendClaimed.ts). It never throws for an expected
  * situation; it answers with a verdict on the SQS copy.
  */
 export async function processCopy(
