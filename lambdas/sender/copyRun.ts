@@ -1,5 +1,6 @@
 import { errorForLog } from '../core/errorForLog.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
+import type { RecipientProgress } from '../core/recipients.js';
 import { admitCopy } from '../core/sendDecision.js';
 import type { SendTiming } from '../core/sendTiming.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
@@ -209,6 +210,15 @@ export async function afterConflict(run: CopyRun, reason: string): Promise<CopyV
 export async function groupHeadOf(run: CopyRun, record: MessageStateRecord): Promise<number | undefined> {
   if (record.group === null || record.group === undefined) return undefined;
   return run.deps.store.readGroupVersion(record.tenant, record.group.key);
+}
+
+/** The record's recipient progress (positions in the body's to, cc, bcc). */
+export function progressOf(record: MessageStateRecord): RecipientProgress {
+  return {
+    accepted: record.rcpt_accepted ?? [],
+    rejected: record.rcpt_rejected ?? [],
+    ...(record.rcpt_suppressed === undefined ? {} : { suppressed: record.rcpt_suppressed }),
+  };
 }
 
 export function logContext(run: CopyIdentity, extra: Record<string, unknown>): Record<string, unknown> {

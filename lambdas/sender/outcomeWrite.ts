@@ -3,7 +3,6 @@ import { redactAddresses } from '../core/errorForLog.js';
 import { MESSAGE_STATUS, type MessageStatus } from '../core/messageStatus.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
 import { providerMessageIdOf } from '../core/providerMessageId.js';
-import type { RecipientProgress } from '../core/recipients.js';
 import {
   leaseWaitSeconds,
   type OutcomeDecision,
@@ -23,6 +22,7 @@ import {
   keep,
   logContext,
   moveToDeadLetters,
+  progressOf,
   SHORT_RETRY_SECONDS,
 } from './copyRun.js';
 
@@ -266,14 +266,7 @@ export async function suppressHardBounces(
   );
 }
 
-/** The record's recipient progress (positions in the body's to, cc, bcc). */
-export function progressOf(record: MessageStateRecord): RecipientProgress {
-  return {
-    accepted: record.rcpt_accepted ?? [],
-    rejected: record.rcpt_rejected ?? [],
-    ...(record.rcpt_suppressed === undefined ? {} : { suppressed: record.rcpt_suppressed }),
-  };
-}
+// What an attempt writes down: its history entry and `last_error`, without an address.
 
 /** Stored reply texts are cut to this many characters. */
 export const MAX_REPLY_LENGTH = 160;

@@ -19,6 +19,7 @@ import {
   type CopyVerdict,
   groupHeadOf,
   logContext,
+  progressOf,
   type Settled,
   settled,
   unwrap,
@@ -26,7 +27,6 @@ import {
 import {
   failUnsent,
   missingBodyRecord,
-  progressOf,
   recordOutcome,
   release,
   suppressHardBounces,
