@@ -1,6 +1,6 @@
 import { type DispatchDecision, decideDispatch } from '../core/dispatchDecision.js';
 import { errorForLog } from '../core/errorForLog.js';
-import { SQS_MAX_DELAY_SECONDS } from '../core/queueLimits.js';
+import { sqsDelaySeconds } from '../core/queueLimits.js';
 import { runWithConcurrency } from '../core/runWithConcurrency.js';
 import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
@@ -133,7 +133,7 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
       pendingCopies.map((pending) => [
         {
           payload: pending.payload,
-          delaySeconds: Math.max(pending.minDelaySeconds, remainingDelaySeconds(pending.sendAtMs, nowMs)),
+          delaySeconds: Math.max(pending.minDelaySeconds, sqsDelaySeconds((pending.sendAtMs - nowMs) / 1000)),
         },
         pending.sequenceNumber,
       ]),
@@ -181,11 +181,6 @@ interface PendingCopy {
  * message goes this much later.
  */
 export const API_COPY_BACKUP_DELAY_SECONDS = 5;
-
-/** Whole seconds left until the send time (the sender waits out the sub-second rest), in [0, 900]. */
-function remainingDelaySeconds(sendAtMs: number, nowMs: number): number {
-  return Math.min(SQS_MAX_DELAY_SECONDS, Math.max(0, Math.floor((sendAtMs - nowMs) / 1000)));
-}
 
 function routeDispatch(image: StateImage, deps: RelayDeps): DispatchDecision {
   return decideDispatch({
