@@ -5,6 +5,7 @@ import { runWithConcurrency } from '../core/runWithConcurrency.js';
 import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
 import { type Scheduler, scheduleName } from '../ports/Scheduler.js';
+import { inStreamOrder } from '../store/streamRecord.js';
 import { type ActPlan, planRelay } from './planRelay.js';
 import type { RelayRecord, StateImage } from './relayRecord.js';
 
@@ -160,9 +161,7 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
     counts.queued += copies.length - unsent.length;
   }
 
-  const order = new Map(records.map((record, index) => [record.sequenceNumber, index]));
-  const failedInOrder = [...failed].sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0));
-  return { failed: failedInOrder, ...counts };
+  return { failed: inStreamOrder(records, failed), ...counts };
 }
 
 interface PendingCopy {
