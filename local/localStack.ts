@@ -203,11 +203,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const sweeper = built.sweeper ? sandboxes.sweeper : undefined;
     const sweep = periodicSweep(sweeper, log, (kill) => reportKill({ ...kill, functionName: 'sweeper' }));
     if (sweeper) {
-      // The first sweep (overdue messages of a kept data directory) runs beside the API's start, not
-      // before it: ready does not wait for it, and stop() waits for a run under way.
-      sweep
-        .runOnce()
-        .catch((error: unknown) => log(`sweeper: ${error instanceof Error ? error.message : String(error)}`));
+      await sweep.runOnce();
       sweep.start(options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS);
       started.push({ name: 'the sweeper', stop: () => sweep.stop() });
     }
