@@ -14,8 +14,14 @@
  * completes it, for the whole retention.
  */
 import type { EnqueueRequest } from '../core/enqueueRequest.js';
-import { isTerminal } from '../core/messageStatus.js';
+import { messageIdFor } from '../core/ids.js';
 import { PostdateError } from '../core/postdateError.js';
+import {
+  decideReplay,
+  needsBodyStamp,
+  type ReplayDecision,
+  type ReplayInput,
+} from '../core/replayDecision.js';
 import type { ApiStore, EnqueueRecords, EnqueueWriteResult } from '../ports/ApiStore.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
 import { outboxRecords } from '../store/outboxRecords.js';
@@ -53,19 +59,6 @@ export interface EnqueueDependencies {
 }
 
 const MAX_ATTEMPTS = 10;
-
-const DAY_MS = 86_400_000;
-
-/**
- * How old a body without its state record may be and still be completed by a replay: the retention.
- * A state record lives at least POSTDATE_RETENTION_DAYS after it was written (its TTL is set only
- * once it is final, to the retention after that), so a younger orphan was never followed by its state
- * record: the enqueue died between its two puts. An older one may be the body of a message whose
- * state already expired: the key is spent, never reused for a new send.
- */
-export function resumeWindowMs(retentionDays: number): number {
-  return retentionDays * DAY_MS;
-}
 
 export async function enqueueMessage(
   deps: EnqueueDependencies,
@@ -110,11 +103,9 @@ async function writeInTurn(
 }
 
 /**
- * A record of this id exists. Answers the replay or the reuse, completes a dead enqueue of the same
- * request, or answers undefined when a racing request has not finished writing yet. The state
- * record's fingerprint decides while it lives (the body may have expired before it); when this
- * request wrote a body beside an ended message (its body expired) or under another request's key, it
- * deletes that body again: a replay writes nothing, and a reuse never gives the original new content.
+ * A record of this id exists: reads what is there and acts on the replay rule (core/replayDecision.ts)
+ * — the replay or the reuse, a dead enqueue of the same request completed, or undefined when a racing
+ * request has not finished writing yet.
  */
 async function settleExisting(
   store: ApiStore,
@@ -123,26 +114,68 @@ async function settleExisting(
   wroteBody: boolean,
 ): Promise<EnqueueOutcome | undefined> {
   const ours = write.body.fingerprint;
-  const state = await store.getMessage(write.state.tenant, write.messageId);
-  if (state) {
-    // A live message's body carries no TTL, so a body we could put beside its state record is the
-    // one it reads: a racing identical request completed the message with it. Only the body we put
-    // beside an ended message (its own body expired) or under another request's key is undone.
-    const readsOurBody = !isTerminal(state.status) && (state.fingerprint ?? ours) === ours;
-    if (wroteBody && !readsOurBody) await store.deleteOwnBody(write.messageId, write.body);
-    // A state record written before it carried the fingerprint: the body's decides, if it is not ours.
-    const stored =
-      state.fingerprint ??
-      (wroteBody ? undefined : (await store.readBodyStamp(write.messageId))?.fingerprint);
-    return stored === ours ? { kind: 'replayed', state } : { kind: 'key-reused' };
+  const { state, decision } = await judgeStored(store, write.state.tenant, write.messageId, () => ours, {
+    wroteBody,
+    grouped: write.state.group !== null,
+    now: input.now,
+    retentionDays: input.retentionDays,
+  });
+  if ('undoOwnBody' in decision && decision.undoOwnBody)
+    await store.deleteOwnBody(write.messageId, write.body);
+  switch (decision.kind) {
+    case 'replay':
+      return state ? { kind: 'replayed', state } : undefined;
+    case 'key-reused':
+      return { kind: 'key-reused' };
+    case 'complete': {
+      const completed = await store.putNew(write.state);
+      return completed.kind === 'written' ? { kind: 'created', state: write.state } : undefined;
+    }
+    case 'in-flight':
+      return undefined;
   }
-  const body = await store.readBodyStamp(write.messageId);
-  if (!body) return undefined;
-  if (body.fingerprint !== ours) return { kind: 'key-reused' };
-  const resumable =
-    write.state.group === null &&
-    input.now.getTime() - Date.parse(body.created_at) <= resumeWindowMs(input.retentionDays);
-  if (!resumable) return { kind: 'key-reused' };
-  const completed = await store.putNew(write.state);
-  return completed.kind === 'written' ? { kind: 'created', state: write.state } : undefined;
+}
+
+/**
+ * The stored message a request that is not (or no longer) a valid new message replays, if any: its
+ * time bounds and its template's state judge a new message, not a replay, so a request whose original
+ * exists (its `not_after` since passed, its template since archived) is answered with it.
+ * `fingerprintAt` is the request's fingerprint as validated at the original's creation, or undefined
+ * when it was no valid message then either.
+ */
+export async function findReplay(
+  store: ApiStore,
+  input: {
+    readonly tenant: string;
+    readonly idempotencyKey: string;
+    readonly fingerprintAt: (createdAt: Date) => string | undefined;
+    readonly now: Date;
+    readonly retentionDays: number;
+  },
+): Promise<MessageStateRecord | undefined> {
+  const { state, decision } = await judgeStored(
+    store,
+    input.tenant,
+    messageIdFor(input.tenant, input.idempotencyKey),
+    input.fingerprintAt,
+    { wroteBody: false, grouped: false, now: input.now, retentionDays: input.retentionDays },
+  );
+  return decision.kind === 'replay' && state ? state : undefined;
+}
+
+/** The one reading of a message's records for the replay rule, and the rule's answer on them. */
+async function judgeStored(
+  store: ApiStore,
+  tenant: string,
+  messageId: string,
+  fingerprintAt: (createdAt: Date) => string | undefined,
+  request: Omit<ReplayInput, 'ours' | 'state' | 'body'>,
+): Promise<{ state: MessageStateRecord | null; decision: ReplayDecision }> {
+  const state = await store.getMessage(tenant, messageId);
+  const body = needsBodyStamp({ state, wroteBody: request.wroteBody })
+    ? await store.readBodyStamp(messageId)
+    : null;
+  const createdAt = state?.created_at ?? body?.created_at;
+  const ours = createdAt === undefined ? undefined : fingerprintAt(new Date(createdAt));
+  return { state, decision: decideReplay({ ...request, ours, state, body }) };
 }

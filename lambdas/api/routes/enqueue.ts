@@ -3,10 +3,9 @@
  * a replay with the original message (200, `idempotent-replayed: true`).
  */
 import { requestFingerprint, validateEnqueueRequest } from '../../core/enqueueRequest.js';
-import { messageIdFor } from '../../core/ids.js';
 import type { MessageStateRecord } from '../../store/messageRecord.js';
 import { messageView } from '../../store/messageView.js';
-import { enqueueMessage } from '../enqueueMessage.js';
+import { enqueueMessage, findReplay } from '../enqueueMessage.js';
 import { readIdempotencyKey } from '../idempotencyKeyHeader.js';
 import { putImmediateCopy } from '../immediateCopy.js';
 import { problem, validationProblem } from '../problem.js';
@@ -28,19 +27,19 @@ export function enqueueRoute(deps: RouteDependencies): RouteHandler {
       maxHorizonDays: deps.config.maxHorizonDays,
     };
     const parsed = validateEnqueueRequest(body.value, { ...validation, now });
-    // Time bounds and a template's state judge a new message, not a replay: a request whose original
-    // exists (its `not_after` since passed, its template since archived) is answered with it, so the
-    // client learns what happened.
+    // Time bounds and a template's state judge a new message, not a replay (enqueueMessage.ts).
     const replayOf = async (): Promise<Outcome | undefined> => {
-      const original = await deps.store.getMessage(tenant, messageIdFor(tenant, key.key));
-      if (original?.fingerprint === undefined) return undefined;
-      const asOriginal = validateEnqueueRequest(body.value, {
-        ...validation,
-        now: new Date(original.created_at),
+      const original = await findReplay(deps.store, {
+        tenant,
+        idempotencyKey: key.key,
+        fingerprintAt: (createdAt) => {
+          const asOriginal = validateEnqueueRequest(body.value, { ...validation, now: createdAt });
+          return asOriginal.ok ? requestFingerprint(asOriginal.value) : undefined;
+        },
+        now,
+        retentionDays: deps.config.retentionDays,
       });
-      return asOriginal.ok && requestFingerprint(asOriginal.value) === original.fingerprint
-        ? replayedResult(original)
-        : undefined;
+      return original === undefined ? undefined : replayedResult(original);
     };
     if (!parsed.ok) return (await replayOf()) ?? problemResult(validationProblem(parsed.errors));
     let templateVersion: number | undefined;
