@@ -4,7 +4,7 @@
  * JSON body, 413/415).
  */
 import * as z from 'zod';
-import type { SuppressionRouteName } from '../../core/suppressionRoutes.js';
+import type { SuppressionRouteName } from '../../core/apiRoutes.js';
 import { SuppressionBodySchema, SuppressionReasonSchema } from '../../core/suppressions.js';
 import { SUPPRESSION_LIST_LIMIT } from '../routes/suppressions.js';
 import { json, type Operation, problemResponse } from './components.js';

@@ -4,13 +4,13 @@
  * (lambdas/core/templateRequests.ts); problems refer to the document's shared `Problem` schema.
  */
 import * as z from 'zod';
+import type { TemplateRouteName } from '../../core/apiRoutes.js';
 import {
   TEMPLATE_LIMITS,
   TemplateNameSchema,
   TemplatePutBodySchema,
   TemplateRenderBodySchema,
 } from '../../core/templateRequests.js';
-import type { TemplateRouteName } from '../../core/templateRoutes.js';
 import { json, jsonResponse, type Operation, problemResponse as problem } from './components.js';
 
 const TemplateVersionSchema = z

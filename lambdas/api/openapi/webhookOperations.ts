@@ -4,8 +4,8 @@
  * JSON body, 400/413/415). The request body is the schema that validates it (core/webhooks.ts).
  */
 import * as z from 'zod';
+import type { WebhookRouteName } from '../../core/apiRoutes.js';
 import { EVENT_TYPES } from '../../core/messageEvents.js';
-import type { WebhookRouteName } from '../../core/webhookApiRoutes.js';
 import { CreateWebhookBodySchema, WEBHOOK_DELIVERY_STATUSES, WEBHOOK_LIMITS } from '../../core/webhooks.js';
 import { json, jsonResponse, type Operation, problemResponse as problem } from './components.js';
 

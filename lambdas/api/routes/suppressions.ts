@@ -5,7 +5,7 @@
  * - DELETE /v1/suppressions/{address} — removes it, 200 with the entry removed, 404 when absent.
  * The tenant always comes from the authorizer: another tenant's entries are never seen nor touched.
  */
-import type { SuppressionRouteName } from '../../core/suppressionRoutes.js';
+import type { SuppressionRouteName } from '../../core/apiRoutes.js';
 import { validateSuppressionAddress, validateSuppressionRequest } from '../../core/suppressions.js';
 import { problem, validationProblem } from '../problem.js';
 import { readJsonBody } from '../requestBody.js';

@@ -3,6 +3,8 @@
  * version, archive, and preview a render. Every route is the tenant's own: another tenant's template
  * is a 404 like one that does not exist.
  */
+
+import type { TemplateRouteName } from '../../core/apiRoutes.js';
 import type { FieldError } from '../../core/fieldErrors.js';
 import {
   TEMPLATE_LIMITS,
@@ -11,7 +13,6 @@ import {
   validateTemplateRender,
   validateTemplateVersion,
 } from '../../core/templateRequests.js';
-import type { TemplateRouteName } from '../../core/templateRoutes.js';
 import type { TemplateHead, TemplateVersion } from '../../ports/TemplateStore.js';
 import { problem, validationProblem } from '../problem.js';
 import { readJsonBody } from '../requestBody.js';
@@ -21,7 +22,7 @@ import type { RouteDependencies, RouteHandler } from './route.js';
 
 type TemplateDependencies = Pick<RouteDependencies, 'templates' | 'renderer' | 'now'>;
 
-/** The handlers of TEMPLATE_ROUTES, by route name. */
+/** The handlers of the template routes (core/apiRoutes.ts), by route name. */
 export function templateRoutes(
   deps: TemplateDependencies,
 ): Readonly<Record<TemplateRouteName, RouteHandler>> {

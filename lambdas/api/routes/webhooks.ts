@@ -5,10 +5,10 @@
  * that creates or rotates it and never again (nor in any log line).
  */
 import { randomBytes } from 'node:crypto';
+import type { WebhookRouteName } from '../../core/apiRoutes.js';
 import type { FieldError } from '../../core/fieldErrors.js';
 import { newMessageId } from '../../core/ids.js';
 import { type PostdateEvent, WEBHOOK_TEST_EVENT_TYPE } from '../../core/messageEvents.js';
-import type { WebhookRouteName } from '../../core/webhookApiRoutes.js';
 import {
   isWebhookDeliveryId,
   isWebhookDeliveryStatus,
