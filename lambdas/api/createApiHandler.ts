@@ -12,14 +12,14 @@
 import { type ApiRoute, type RouteName, resolveRoute } from '../core/apiRoutes.js';
 import { errorForLog } from '../core/errorForLog.js';
 import { isTransient } from '../core/postdateError.js';
+import { problem } from '../core/problem.js';
 import { createTemplateRenderer } from '../core/templateRenderer.js';
 import type { ApiStore } from '../ports/ApiStore.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
 import type { TemplateStore } from '../ports/TemplateStore.js';
-import { type ApiEvent, type ApiResult, tenantOf } from './apiEvent.js';
-import { problem } from './problem.js';
-import { type Outcome, problemResult } from './routeOutcome.js';
+import type { ApiConfig, RouteDependencies, RouteHandler } from './route.js';
+import { type ApiEvent, type ApiResult, type Outcome, problemResult, tenantOf } from './route.js';
 import { cancelMessageRoute } from './routes/cancelMessage.js';
 import { enqueueRoute } from './routes/enqueue.js';
 import { getMessageRoute } from './routes/getMessage.js';
@@ -29,12 +29,11 @@ import { openApiRoute } from './routes/openapi.js';
 import { raiseGroupRoute } from './routes/raiseGroup.js';
 import { rescheduleMessageRoute } from './routes/rescheduleMessage.js';
 import { retryMessageRoute } from './routes/retryMessage.js';
-import type { ApiConfig, RouteDependencies, RouteHandler } from './routes/route.js';
 import { suppressionRoutes } from './routes/suppressions.js';
 import { templateRoutes } from './routes/templates.js';
 import { type WebhookRouteDependencies, webhookRouteHandlers } from './routes/webhooks.js';
 
-export type { ApiEvent, ApiResult, AuthorizerContext } from './apiEvent.js';
+export type { ApiEvent, ApiResult, AuthorizerContext } from './route.js';
 
 /** The few logger methods the handler uses (Powertools Logger satisfies it). */
 

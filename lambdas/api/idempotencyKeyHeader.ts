@@ -1,5 +1,5 @@
 import { IDEMPOTENCY_KEY_PATTERN } from '../core/identifiers.js';
-import { type ProblemDetails, problem } from './problem.js';
+import { type ProblemDetails, problem } from '../core/problem.js';
 
 export type KeyRead =
   | { readonly ok: true; readonly key: string }

@@ -13,6 +13,7 @@ import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-ope
 import * as z from 'zod';
 import { API_ROUTES, type ApiRoute, type RouteName } from '../core/apiRoutes.js';
 import { CONFIG_SETTINGS } from '../core/configSpec.js';
+import { PROBLEM_CONTENT_TYPE } from '../core/problem.js';
 import { LIMITS } from '../core/requestLimits.js';
 import {
   GatewayErrorSchema,
@@ -29,7 +30,6 @@ import { MESSAGE_OPERATIONS } from './openapi/messageOperations.js';
 import { SUPPRESSION_OPERATIONS } from './openapi/suppressionOperations.js';
 import { TEMPLATE_OPERATIONS } from './openapi/templatesOperations.js';
 import { WEBHOOK_OPERATIONS } from './openapi/webhookOperations.js';
-import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
 export {
   EXAMPLE_MESSAGE_ID,

@@ -1,5 +1,5 @@
+import { type ProblemDetails, problem } from '../core/problem.js';
 import { LIMITS } from '../core/requestLimits.js';
-import { type ProblemDetails, problem } from './problem.js';
 
 /** Header lookup that ignores case (payload 2.0 lower-cases names; a test or proxy may not). */
 export function headerValue(

@@ -6,10 +6,10 @@
  * naming the field or the variable; nothing is stored. The answer is the version to pin.
  */
 import type { EnqueueRequest } from '../core/enqueueRequest.js';
-import type { FieldError } from '../core/fieldErrors.js';
+import type { FieldError } from '../core/problem.js';
+import { type ProblemDetails, problem } from '../core/problem.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
 import type { TemplateStore } from '../ports/TemplateStore.js';
-import { type ProblemDetails, problem } from './problem.js';
 
 export type TemplateCheck =
   | { readonly ok: true; readonly version: number }

@@ -5,13 +5,19 @@
  * here throws on any input.
  */
 import { isAllowedSender, parseAddress } from './addresses.js';
-import { type FieldError, guarded, type Validated } from './fieldErrors.js';
 import { fingerprint } from './fingerprint.js';
-import { illFormedStringErrors, prototypeKeyErrors } from './hiddenInputErrors.js';
+import {
+  type FieldError,
+  guarded,
+  illFormedStringErrors,
+  PARSE_CONTEXT,
+  prototypeKeyErrors,
+  type Validated,
+  zodErrors,
+} from './problem.js';
 import { EnqueueBodySchema } from './requestSchemas.js';
 import { rawData } from './templateRequests.js';
 import { horizonEndMs, parseZonedTimestamp } from './timestamps.js';
-import { PARSE_CONTEXT, zodErrors } from './zodFieldErrors.js';
 
 export interface GroupRef {
   readonly key: string;

@@ -1,7 +1,6 @@
 /** The group requests (PUT /v1/groups/{key}): the key from the path and the body `{ version }`. */
-import { guarded, type Validated } from './fieldErrors.js';
+import { guarded, PARSE_CONTEXT, type Validated, zodErrors } from './problem.js';
 import { GroupKeySchema, GroupVersionBodySchema } from './requestSchemas.js';
-import { PARSE_CONTEXT, zodErrors } from './zodFieldErrors.js';
 
 export interface GroupVersionRequest {
   readonly version: number;

@@ -17,8 +17,8 @@
  * Pure: no AWS SDK, no network, the clock is an argument.
  */
 import { type EnqueueContext, type EnqueueRequest, validateEnqueueRequest } from './enqueueRequest.js';
-import type { Validated } from './fieldErrors.js';
 import { type GroupVersionRequest, validateGroupKey, validateGroupVersionRequest } from './groupRequests.js';
+import type { Validated } from './problem.js';
 import { type ProblemDetails, validationProblem } from './problem.js';
 import { type RescheduleRequest, validateRescheduleRequest } from './rescheduleRequest.js';
 
@@ -31,6 +31,7 @@ export {
 } from './enqueueRequest.js';
 export type { GroupVersionRequest } from './groupRequests.js';
 export { RELAY_CONTROL_HEADERS, RELAY_CONTROL_MESSAGE, RESERVED_HEADERS } from './headerSafety.js';
+export { zodErrors } from './problem.js';
 export { LIMITS } from './requestLimits.js';
 export {
   EnqueueBodySchema,
@@ -40,7 +41,6 @@ export {
 } from './requestSchemas.js';
 export type { RescheduleRequest } from './rescheduleRequest.js';
 export { parseZonedTimestamp } from './timestamps.js';
-export { zodErrors } from './zodFieldErrors.js';
 
 export type Parsed<T> =
   | { readonly ok: true; readonly value: T }

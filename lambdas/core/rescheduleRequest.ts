@@ -1,8 +1,7 @@
 /** The reschedule request `{ send_at }` (PATCH /v1/messages/{id}): a new send time within the horizon. */
-import { guarded, type Validated } from './fieldErrors.js';
+import { guarded, PARSE_CONTEXT, type Validated, zodErrors } from './problem.js';
 import { RescheduleBodySchema } from './requestSchemas.js';
 import { horizonEndMs, parseZonedTimestamp } from './timestamps.js';
-import { PARSE_CONTEXT, zodErrors } from './zodFieldErrors.js';
 
 export interface RescheduleRequest {
   /** The effective new send time (a past time means now), ISO-8601 UTC with ms. */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiEvent } from '../../lambdas/api/apiEvent.js';
+import type { ApiEvent } from '../../lambdas/api/route.js';
 import { retryMessageRoute } from '../../lambdas/api/routes/retryMessage.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { TENANT } from '../sender/records.js';

@@ -9,7 +9,7 @@ import type { ResponseConfig, RouteConfig } from '@asteasolutions/zod-to-openapi
 import * as z from 'zod';
 import { messageIdFor } from '../../core/ids.js';
 import { MESSAGE_STATUSES } from '../../core/messageStatus.js';
-import { PROBLEM_CONTENT_TYPE } from '../problem.js';
+import { PROBLEM_CONTENT_TYPE } from '../../core/problem.js';
 
 export type { ResponseConfig } from '@asteasolutions/zod-to-openapi';
 

@@ -1,8 +1,8 @@
 /** DELETE /v1/messages/{id}: cancels a `scheduled` or `retrying` message (409 when sending or final). */
 import { isMessageId } from '../../core/ids.js';
 import { expiresAtAfter } from '../../store/messageRecord.js';
-import { notFound, transitionResult } from '../routeOutcome.js';
-import type { RouteDependencies, RouteHandler } from './route.js';
+import type { RouteDependencies, RouteHandler } from '../route.js';
+import { notFound, transitionResult } from '../route.js';
 
 export function cancelMessageRoute(deps: Pick<RouteDependencies, 'store' | 'config' | 'now'>): RouteHandler {
   return async function cancelMessage({ tenant, params }) {

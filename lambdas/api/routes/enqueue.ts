@@ -3,16 +3,16 @@
  * a replay with the original message (200, `idempotent-replayed: true`).
  */
 import { requestFingerprint, validateEnqueueRequest } from '../../core/enqueueRequest.js';
+import { problem, validationProblem } from '../../core/problem.js';
 import type { MessageStateRecord } from '../../store/messageRecord.js';
 import { messageView } from '../../store/messageView.js';
 import { enqueueMessage, findReplay } from '../enqueueMessage.js';
 import { readIdempotencyKey } from '../idempotencyKeyHeader.js';
 import { putImmediateCopy } from '../immediateCopy.js';
-import { problem, validationProblem } from '../problem.js';
 import { headerValue, readJsonBody } from '../requestBody.js';
-import { jsonResult, type Outcome, problemResult } from '../routeOutcome.js';
+import type { RouteDependencies, RouteHandler } from '../route.js';
+import { jsonResult, type Outcome, problemResult } from '../route.js';
 import { checkTemplateMessage } from '../templateEnqueue.js';
-import type { RouteDependencies, RouteHandler } from './route.js';
 
 export function enqueueRoute(deps: RouteDependencies): RouteHandler {
   return async function enqueue({ tenant, event }) {

@@ -1,8 +1,8 @@
 /** GET /v1/messages/{id}: one message of the tenant, with its history. */
 import { isMessageId } from '../../core/ids.js';
 import { messageView } from '../../store/messageView.js';
-import { jsonResult, notFound } from '../routeOutcome.js';
-import type { RouteDependencies, RouteHandler } from './route.js';
+import type { RouteDependencies, RouteHandler } from '../route.js';
+import { jsonResult, notFound } from '../route.js';
 
 export function getMessageRoute(deps: Pick<RouteDependencies, 'store'>): RouteHandler {
   return async function getMessage({ tenant, params }) {

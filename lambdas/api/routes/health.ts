@@ -1,6 +1,7 @@
 /** GET /health: public, answers without touching the store. */
-import { jsonResult } from '../routeOutcome.js';
-import type { RouteHandler } from './route.js';
+
+import type { RouteHandler } from '../route.js';
+import { jsonResult } from '../route.js';
 
 export function healthRoute(): RouteHandler {
   return async function health() {

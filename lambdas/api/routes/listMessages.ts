@@ -2,15 +2,16 @@
  * GET /v1/messages: the tenant's messages, newest first, optionally of one status, a page at a
  * time (`limit`, and the opaque `cursor` of the previous page).
  */
-import type { FieldError } from '../../core/fieldErrors.js';
+
 import { isMessageStatus, type MessageStatus } from '../../core/messageStatus.js';
+import type { FieldError } from '../../core/problem.js';
+import { validationProblem } from '../../core/problem.js';
 import type { ShardPosition } from '../../ports/ApiStore.js';
 import { shardCount } from '../../store/apiStore.js';
 import { messageView } from '../../store/messageView.js';
 import { decodeListCursor, encodeListCursor } from '../listCursor.js';
-import { validationProblem } from '../problem.js';
-import { jsonResult, problemResult } from '../routeOutcome.js';
-import type { RouteDependencies, RouteHandler } from './route.js';
+import type { RouteDependencies, RouteHandler } from '../route.js';
+import { jsonResult, problemResult } from '../route.js';
 
 export const LIST_LIMIT = { default: 20, min: 1, max: 100 } as const;
 

@@ -6,8 +6,8 @@
  * public, and readable from any origin so that Swagger UI in a browser can load it.
  */
 import document from '../../../docs/openapi.json' with { type: 'json' };
-import { rawJsonResult } from '../routeOutcome.js';
-import type { RouteHandler } from './route.js';
+import type { RouteHandler } from '../route.js';
+import { rawJsonResult } from '../route.js';
 
 export function openApiRoute(): RouteHandler {
   let text: string | undefined;

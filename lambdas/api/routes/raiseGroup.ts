@@ -1,9 +1,9 @@
 /** PUT /v1/groups/{key}: raises a group's version without sending anything. */
 import { validateGroupKey, validateGroupVersionRequest } from '../../core/groupRequests.js';
-import { validationProblem } from '../problem.js';
+import { validationProblem } from '../../core/problem.js';
 import { readJsonBody } from '../requestBody.js';
-import { jsonResult, problemResult } from '../routeOutcome.js';
-import type { RouteDependencies, RouteHandler } from './route.js';
+import type { RouteDependencies, RouteHandler } from '../route.js';
+import { jsonResult, problemResult } from '../route.js';
 
 export function raiseGroupRoute(deps: Pick<RouteDependencies, 'store' | 'now'>): RouteHandler {
   return async function raiseGroup({ tenant, params, event }) {

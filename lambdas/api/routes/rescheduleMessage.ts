@@ -1,10 +1,10 @@
 /** PATCH /v1/messages/{id}: a new send time for a scheduled message, before its not_after. */
 import { isMessageId } from '../../core/ids.js';
+import { validationProblem } from '../../core/problem.js';
 import { validateRescheduleRequest } from '../../core/rescheduleRequest.js';
-import { validationProblem } from '../problem.js';
 import { readJsonBody } from '../requestBody.js';
-import { notFound, problemResult, transitionResult } from '../routeOutcome.js';
-import type { RouteDependencies, RouteHandler } from './route.js';
+import type { RouteDependencies, RouteHandler } from '../route.js';
+import { notFound, problemResult, transitionResult } from '../route.js';
 
 export function rescheduleMessageRoute(
   deps: Pick<RouteDependencies, 'store' | 'config' | 'now'>,

@@ -6,12 +6,12 @@
  * The tenant always comes from the authorizer: another tenant's entries are never seen nor touched.
  */
 import type { SuppressionRouteName } from '../../core/apiRoutes.js';
+import { problem, validationProblem } from '../../core/problem.js';
 import { validateSuppressionAddress, validateSuppressionRequest } from '../../core/suppressions.js';
-import { problem, validationProblem } from '../problem.js';
 import { readJsonBody } from '../requestBody.js';
-import { jsonResult, problemResult } from '../routeOutcome.js';
+import type { RouteDependencies, RouteHandler } from '../route.js';
+import { jsonResult, problemResult } from '../route.js';
 import { decodeSuppressionCursor, encodeSuppressionCursor } from '../suppressionCursor.js';
-import type { RouteDependencies, RouteHandler } from './route.js';
 
 export const SUPPRESSION_LIST_LIMIT = { default: 50, min: 1, max: 100 } as const;
 

@@ -5,7 +5,8 @@
  */
 
 import type { TemplateRouteName } from '../../core/apiRoutes.js';
-import type { FieldError } from '../../core/fieldErrors.js';
+import type { FieldError } from '../../core/problem.js';
+import { problem, validationProblem } from '../../core/problem.js';
 import {
   TEMPLATE_LIMITS,
   validateTemplateName,
@@ -14,11 +15,10 @@ import {
   validateTemplateVersion,
 } from '../../core/templateRequests.js';
 import type { TemplateHead, TemplateVersion } from '../../ports/TemplateStore.js';
-import { problem, validationProblem } from '../problem.js';
 import { readJsonBody } from '../requestBody.js';
-import { jsonResult, type Outcome, problemResult } from '../routeOutcome.js';
+import type { RouteDependencies, RouteHandler } from '../route.js';
+import { jsonResult, type Outcome, problemResult } from '../route.js';
 import { renderProblem } from '../templateEnqueue.js';
-import type { RouteDependencies, RouteHandler } from './route.js';
 
 type TemplateDependencies = Pick<RouteDependencies, 'templates' | 'renderer' | 'now'>;
 

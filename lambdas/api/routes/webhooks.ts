@@ -6,9 +6,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { WebhookRouteName } from '../../core/apiRoutes.js';
-import type { FieldError } from '../../core/fieldErrors.js';
 import { newMessageId } from '../../core/ids.js';
 import { type PostdateEvent, WEBHOOK_TEST_EVENT_TYPE } from '../../core/messageEvents.js';
+import type { FieldError } from '../../core/problem.js';
+import { problem, validationProblem } from '../../core/problem.js';
 import {
   isWebhookDeliveryId,
   isWebhookDeliveryStatus,
@@ -23,10 +24,9 @@ import {
 } from '../../core/webhooks.js';
 import type { WebhookDelivery, WebhookEndpoint, WebhookQueue, WebhookStore } from '../../ports/Webhooks.js';
 import { deliveryExpiresAt, newDelivery } from '../../store/webhookStore.js';
-import { problem, validationProblem } from '../problem.js';
 import { readJsonBody } from '../requestBody.js';
-import { jsonResult, type Outcome, problemResult } from '../routeOutcome.js';
-import type { RouteHandler } from './route.js';
+import type { RouteHandler } from '../route.js';
+import { jsonResult, type Outcome, problemResult } from '../route.js';
 
 /** What the webhook routes need; absent, they answer 404 (the stack has no webhook queue). */
 export interface WebhookRouteDependencies {
