@@ -13,8 +13,9 @@ import type {
 } from 'aws-lambda';
 import type { AuthorizerContext } from '../core/authorizerContext.js';
 import type { Config } from '../core/config.js';
-import { TENANT_PATTERN } from '../core/identifiers.js';
+import { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/identifiers.js';
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails, problem } from '../core/problem.js';
+import { LIMITS } from '../core/requestLimits.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
 import type { ApiStore, TransitionResult } from '../ports/ApiStore.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
@@ -49,7 +50,7 @@ export interface RouteDependencies {
   /** Waits between enqueue attempts after a contended transaction. */
   readonly sleep: (milliseconds: number) => Promise<void>;
   readonly webhooks?: WebhookRouteDependencies | undefined;
-  /** The send queue, for the api's own copy of an immediate message (api/immediateCopy.ts). */
+  /** The send queue, for the api's own copy of an immediate message (api/routes/enqueue.ts). */
   readonly immediateCopies?: DispatchQueue | undefined;
 }
 
@@ -144,4 +145,152 @@ export function transitionResult(result: TransitionResult, okStatus: number, ver
         { message_id: result.current.id, message_status: result.current.status },
       );
   }
+}
+
+// Reading the request: headers, the JSON body, the Idempotency-Key.
+
+/** Header lookup that ignores case (payload 2.0 lower-cases names; a test or proxy may not). */
+export function headerValue(
+  headers: Readonly<Record<string, string | undefined>> | undefined,
+  name: string,
+): string | undefined {
+  if (!headers) return undefined;
+  const wanted = name.toLowerCase();
+  for (const [key, value] of Object.entries(headers)) {
+    if (key.toLowerCase() === wanted) return value;
+  }
+  return undefined;
+}
+
+export type BodyRead =
+  | { readonly ok: true; readonly value: unknown }
+  | { readonly ok: false; readonly problem: ProblemDetails };
+
+/**
+ * Reads a JSON request body: `application/json` (a `charset` other than UTF-8 is refused), at most
+ * 256 KiB after base64 decoding, valid UTF-8, valid JSON. Each failure is a problem naming the field.
+ */
+export function readJsonBody(event: {
+  readonly headers?: Readonly<Record<string, string | undefined>> | undefined;
+  readonly body?: string | undefined;
+  readonly isBase64Encoded?: boolean | undefined;
+}): BodyRead {
+  const contentType = headerValue(event.headers, 'content-type');
+  const mediaProblem = checkContentType(contentType);
+  if (mediaProblem) return { ok: false, problem: mediaProblem };
+  const raw = event.body ?? '';
+  // Base64 is 4/3 of the bytes: a body far over the limit is refused before decoding it.
+  if (raw.length > LIMITS.maxBodyBytes * 2) return { ok: false, problem: tooLarge() };
+  const bytes = event.isBase64Encoded ? Buffer.from(raw, 'base64') : Buffer.from(raw, 'utf8');
+  if (bytes.length > LIMITS.maxBodyBytes) return { ok: false, problem: tooLarge() };
+  if (bytes.length === 0) {
+    return {
+      ok: false,
+      problem: problem('invalidJson', 'The body is empty; send a JSON object.', {
+        errors: [{ field: 'body', message: 'is required' }],
+      }),
+    };
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return {
+      ok: false,
+      problem: problem('invalidJson', 'The body is not valid UTF-8.', {
+        errors: [{ field: 'body', message: 'must be UTF-8 encoded JSON' }],
+      }),
+    };
+  }
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return {
+      ok: false,
+      problem: problem('invalidJson', 'The body could not be parsed as JSON.', {
+        errors: [{ field: 'body', message: 'must be valid JSON' }],
+      }),
+    };
+  }
+}
+
+function tooLarge(): ProblemDetails {
+  return problem('payloadTooLarge', `The body is larger than ${LIMITS.maxBodyBytes} bytes.`, {
+    errors: [{ field: 'body', message: `must be at most ${LIMITS.maxBodyBytes} bytes` }],
+  });
+}
+
+function checkContentType(contentType: string | undefined): ProblemDetails | null {
+  const fail = (detail: string) =>
+    problem('unsupportedMediaType', detail, {
+      errors: [{ field: 'Content-Type', message: 'must be application/json' }],
+    });
+  if (contentType === undefined || contentType.trim() === '')
+    return fail('The Content-Type header is missing.');
+  const [type = '', ...parameters] = contentType.split(';').map((part) => part.trim().toLowerCase());
+  if (type !== 'application/json') return fail('The body must be application/json.');
+  for (const parameter of parameters) {
+    const [name, value = ''] = parameter.split('=').map((part) => part.trim());
+    if (name === 'charset' && value.replaceAll('"', '') !== 'utf-8' && value.replaceAll('"', '') !== 'utf8') {
+      return fail('Only the UTF-8 charset is accepted.');
+    }
+  }
+  return null;
+}
+
+export type KeyRead =
+  | { readonly ok: true; readonly key: string }
+  | { readonly ok: false; readonly problem: ProblemDetails };
+
+/**
+ * Reads the `Idempotency-Key` header. The IETF httpapi draft defines it as a Structured Field string
+ * (`"8e03978e-…"`); a bare value is accepted too, as most clients send one. Either way the key is
+ * 1–255 printable ASCII characters, and `"abc"` and `abc` are the same key.
+ */
+export function readIdempotencyKey(raw: string | undefined): KeyRead {
+  const field = 'Idempotency-Key';
+  if (raw === undefined || raw === '') {
+    return {
+      ok: false,
+      problem: problem('missingIdempotencyKey', 'POST /v1/messages needs an Idempotency-Key header.', {
+        errors: [{ field, message: 'is required' }],
+      }),
+    };
+  }
+  const key = unquote(raw.trim());
+  if (key === null || !IDEMPOTENCY_KEY_PATTERN.test(key)) {
+    return {
+      ok: false,
+      problem: problem(
+        'invalidIdempotencyKey',
+        'The Idempotency-Key must be 1–255 printable ASCII characters.',
+        {
+          errors: [{ field, message: 'must be 1–255 printable ASCII characters' }],
+        },
+      ),
+    };
+  }
+  return { ok: true, key };
+}
+
+/** An sf-string (`"…"` with `\"` and `\\` escapes) → its content; anything else as is; null if malformed. */
+function unquote(value: string): string | null {
+  if (!value.startsWith('"')) return value;
+  if (value.length < 2 || !value.endsWith('"')) return null;
+  let out = '';
+  const inner = value.slice(1, -1);
+  for (let i = 0; i < inner.length; i++) {
+    const char = inner[i];
+    if (char === '\\') {
+      const next = inner[i + 1];
+      if (next !== '"' && next !== '\\') return null;
+      out += next;
+      i++;
+    } else if (char === '"') {
+      return null;
+    } else {
+      out += char;
+    }
+  }
+  return out;
 }

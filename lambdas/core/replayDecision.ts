@@ -3,7 +3,7 @@
  * has records becomes. The id is derived from (tenant, Idempotency-Key), so a record of it is this
  * key's earlier request, or one still being written; the fingerprint tells a replay (200, the stored
  * message) from a reused key (422). The api reads the records and acts on the answer
- * (api/enqueueMessage.ts); nothing here reads or writes.
+ * (api/routes/enqueue.ts); nothing here reads or writes.
  */
 import { isTerminal, type MessageStatus } from './messageStatus.js';
 

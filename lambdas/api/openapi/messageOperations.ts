@@ -14,7 +14,7 @@ import {
   GroupVersionBodySchema,
   RescheduleBodySchema,
 } from '../../core/requestSchemas.js';
-import { LIST_LIMIT } from '../routes/listMessages.js';
+import { LIST_LIMIT } from '../routes/messages.js';
 import {
   EXAMPLE_MESSAGE_ID,
   json,
