@@ -13,9 +13,8 @@ import type {
 } from 'aws-lambda';
 import type { AuthorizerContext } from '../core/authorizerContext.js';
 import type { Config } from '../core/config.js';
-import { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/identifiers.js';
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails, problem } from '../core/problem.js';
-import { LIMITS } from '../core/requestLimits.js';
+import { IDEMPOTENCY_KEY_PATTERN, LIMITS, TENANT_PATTERN } from '../core/requestLimits.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
 import type { ApiStore, TransitionResult } from '../ports/ApiStore.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';

@@ -1,7 +1,7 @@
 /**
  * The request bodies of DESIGN §3 as zod 4 schemas: structure, types, limits and the rules that need
  * neither configuration nor the clock. The same schemas generate the OpenAPI document
- * (lambdas/api/openapi.ts), so what is documented is what is checked.
+ * (lib/openapi/openApiDocument.ts), so what is documented is what is checked.
  */
 import * as z from 'zod';
 import { parseAddress } from './addresses.js';

@@ -8,6 +8,7 @@ import { validateGroupKey, validateGroupVersionRequest } from '../../core/groupR
 import { isMessageId } from '../../core/ids.js';
 import { isMessageStatus, type MessageStatus } from '../../core/messageStatus.js';
 import { type FieldError, validationProblem } from '../../core/problem.js';
+import { LIST_LIMIT } from '../../core/requestLimits.js';
 import { validateRescheduleRequest } from '../../core/rescheduleRequest.js';
 import type { ShardPosition } from '../../ports/ApiStore.js';
 import { shardCount } from '../../store/apiStore.js';
@@ -33,8 +34,6 @@ export function getMessageRoute(deps: Pick<RouteDependencies, 'store'>): RouteHa
     return jsonResult(200, messageView(state, { withHistory: true }), {}, { message_id: id });
   };
 }
-
-export const LIST_LIMIT = { default: 20, min: 1, max: 100 } as const;
 
 /**
  * GET /v1/messages: the tenant's messages, newest first, optionally of one status, a page at a

@@ -5,8 +5,10 @@
  * - DELETE /v1/suppressions/{address} — removes it, 200 with the entry removed, 404 when absent.
  * The tenant always comes from the authorizer: another tenant's entries are never seen nor touched.
  */
+
 import type { SuppressionRouteName } from '../../core/apiRoutes.js';
 import { problem, validationProblem } from '../../core/problem.js';
+import { SUPPRESSION_LIST_LIMIT } from '../../core/requestLimits.js';
 import { validateSuppressionAddress, validateSuppressionRequest } from '../../core/suppressions.js';
 import {
   jsonResult,
@@ -15,8 +17,6 @@ import {
   type RouteHandler,
   readJsonBody,
 } from '../route.js';
-
-export const SUPPRESSION_LIST_LIMIT = { default: 50, min: 1, max: 100 } as const;
 
 export function suppressionRoutes(
   deps: Pick<RouteDependencies, 'store' | 'now'>,
