@@ -37,7 +37,7 @@ import {
 } from '../store/outboxRecords.js';
 import { checkOutboxTemplate, type OutboxTemplate } from './outboxTemplate.js';
 
-export { requestFingerprint } from '../core/enqueueRequest.js';
+export { requestFingerprint } from '../core/messageSchema.js';
 export { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/requestLimits.js';
 export { readGroupHeadVersion } from '../store/groupHead.js';
 export { OUTBOX_ITEM_INDEX, type TransactWriteItem } from '../store/outboxRecords.js';

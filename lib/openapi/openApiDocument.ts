@@ -1,6 +1,6 @@
 /**
  * The OpenAPI 3.1 document of the HTTP API, generated from the same zod schemas that validate
- * requests (lambdas/core/requestSchemas.ts) with @asteasolutions/zod-to-openapi. Served at
+ * requests (lambdas/core/messageSchema.ts) with @asteasolutions/zod-to-openapi. Served at
  * GET /openapi.json and committed as docs/openapi.json (`npm run openapi`); the API tests validate
  * every answer they receive against it (test/api/apiHarness.ts).
  *

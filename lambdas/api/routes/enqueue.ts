@@ -23,12 +23,9 @@
  * fails to put and for an api that dies before it — and the sender drops the second by the `rev`
  * and status rules (DESIGN §2), so this can only make the message earlier, never doubled.
  */
-import {
-  type EnqueueRequest,
-  requestFingerprint,
-  validateEnqueueRequest,
-} from '../../core/enqueueRequest.js';
+
 import { messageIdFor } from '../../core/ids.js';
+import { type EnqueueRequest, requestFingerprint, validateEnqueueRequest } from '../../core/messageSchema.js';
 import { PostdateError } from '../../core/postdateError.js';
 import { problem, validationProblem } from '../../core/problem.js';
 import {

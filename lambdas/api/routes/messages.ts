@@ -4,12 +4,15 @@
  * reads; the enqueue has its own file (enqueue.ts).
  */
 
-import { validateGroupKey, validateGroupVersionRequest } from '../../core/groupRequests.js';
 import { isMessageId } from '../../core/ids.js';
+import {
+  validateGroupKey,
+  validateGroupVersionRequest,
+  validateRescheduleRequest,
+} from '../../core/messageSchema.js';
 import { isMessageStatus, type MessageStatus } from '../../core/messageStatus.js';
 import { type FieldError, validationProblem } from '../../core/problem.js';
 import { LIST_LIMIT } from '../../core/requestLimits.js';
-import { validateRescheduleRequest } from '../../core/rescheduleRequest.js';
 import type { ShardPosition } from '../../ports/ApiStore.js';
 import { shardCount } from '../../store/apiStore.js';
 import { expiresAtAfter } from '../../store/messageRecord.js';

@@ -4,7 +4,7 @@
  * is a 404 like one that does not exist.
  */
 import type { TemplateRouteName } from '../../core/apiRoutes.js';
-import type { EnqueueRequest } from '../../core/enqueueRequest.js';
+import type { EnqueueRequest } from '../../core/messageSchema.js';
 import { type FieldError, type ProblemDetails, problem, validationProblem } from '../../core/problem.js';
 import type { TemplateRenderer } from '../../core/templateRenderer.js';
 import {
