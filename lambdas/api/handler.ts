@@ -11,7 +11,7 @@ import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '
 import { DynamoApiStore } from '../store/apiStore.js';
 import { DynamoTemplateStore } from '../store/templateStore.js';
 import { type ApiEvent, type ApiResult, createApiHandler } from './createApiHandler.js';
-import { wireWebhookRoutes } from './wireWebhookRoutes.js';
+import { wireWebhookRoutes } from './routes/webhooks.js';
 
 /** The api function once wired: one API Gateway event in, one response out. */
 export type ApiHandler = (event: ApiEvent) => Promise<ApiResult>;

@@ -61,7 +61,7 @@ describe('the api bundle', () => {
     const inputs = await bundledInputs('api');
     const packages = new Set([...inputs.keys()].flatMap((file) => packageOf(file) ?? []));
     expect(packages).not.toContain('@asteasolutions/zod-to-openapi');
-    expect([...inputs.keys()].filter((file) => file.startsWith('lambdas/api/openapi'))).toEqual([]);
+    expect([...inputs.keys()].filter((file) => file.startsWith('lib/openapi/'))).toEqual([]);
     expect([...inputs.keys()]).toContain('docs/openapi.json');
   });
 });

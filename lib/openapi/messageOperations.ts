@@ -1,20 +1,18 @@
 /**
  * The OpenAPI operations of the message routes (DESIGN §3) and the schemas of their answers. The
- * request schemas are the validating ones (lambdas/core/requestSchemas.ts); the answers every route
- * can give (401, 403, 429, 5xx, the JSON body's 400/413/415) are added by lambdas/api/openapi.ts.
+ * request schemas are the validating ones (lambdas/core/messageSchema.ts); the answers every route
+ * can give (401, 403, 429, 5xx, the JSON body's 400/413/415) are added by lib/openapi/openApiDocument.ts.
  */
 import * as z from 'zod';
-import type { RouteName } from '../../core/apiRoutes.js';
-import { IDEMPOTENCY_KEY_PATTERN } from '../../core/identifiers.js';
-import { MESSAGE_ID_PATTERN } from '../../core/ids.js';
-import { LIMITS } from '../../core/requestLimits.js';
+import type { RouteName } from '../../lambdas/core/apiRoutes.js';
+import { MESSAGE_ID_PATTERN } from '../../lambdas/core/ids.js';
 import {
   EnqueueBodyDocumentSchema,
   GroupKeySchema,
   GroupVersionBodySchema,
   RescheduleBodySchema,
-} from '../../core/requestSchemas.js';
-import { LIST_LIMIT } from '../routes/listMessages.js';
+} from '../../lambdas/core/messageSchema.js';
+import { IDEMPOTENCY_KEY_PATTERN, LIMITS, LIST_LIMIT } from '../../lambdas/core/requestLimits.js';
 import {
   EXAMPLE_MESSAGE_ID,
   json,

@@ -1,16 +1,16 @@
 /**
  * The OpenAPI operations of the template routes (DESIGN §3, §10), spread into the document's
- * OPERATIONS (lambdas/api/openapi.ts). Request bodies are the schemas that validate them
+ * OPERATIONS (lib/openapi/openApiDocument.ts). Request bodies are the schemas that validate them
  * (lambdas/core/templateRequests.ts); problems refer to the document's shared `Problem` schema.
  */
 import * as z from 'zod';
+import type { TemplateRouteName } from '../../lambdas/core/apiRoutes.js';
 import {
   TEMPLATE_LIMITS,
   TemplateNameSchema,
   TemplatePutBodySchema,
   TemplateRenderBodySchema,
-} from '../../core/templateRequests.js';
-import type { TemplateRouteName } from '../../core/templateRoutes.js';
+} from '../../lambdas/core/templateRequests.js';
 import { json, jsonResponse, type Operation, problemResponse as problem } from './components.js';
 
 const TemplateVersionSchema = z

@@ -1,19 +1,20 @@
 /**
  * The OpenAPI 3.1 document of the HTTP API, generated from the same zod schemas that validate
- * requests (lambdas/core/requestSchemas.ts) with @asteasolutions/zod-to-openapi. Served at
+ * requests (lambdas/core/messageSchema.ts) with @asteasolutions/zod-to-openapi. Served at
  * GET /openapi.json and committed as docs/openapi.json (`npm run openapi`); the API tests validate
  * every answer they receive against it (test/api/apiHarness.ts).
  *
- * Each feature's operations live in lambdas/api/openapi/<feature>Operations.ts and are spread into
+ * Each feature's operations live in lib/openapi/<feature>Operations.ts and are spread into
  * OPERATIONS. The answers that do not depend on the operation are added here, per route: the
  * gateway's own (401/403 on a route behind the authorizer, 429, 500, 503, 413 over 10 MB), the
  * function's failures (500, 503 with Retry-After) and, on a route with a JSON body, its 400/413/415.
  */
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import * as z from 'zod';
-import { API_ROUTES, type ApiRoute, type RouteName } from '../core/apiRoutes.js';
-import { CONFIG_SETTINGS } from '../core/configSpec.js';
-import { LIMITS } from '../core/requestLimits.js';
+import { API_ROUTES, type ApiRoute, type RouteName } from '../../lambdas/core/apiRoutes.js';
+import { CONFIG_SETTINGS } from '../../lambdas/core/configSpec.js';
+import { PROBLEM_CONTENT_TYPE } from '../../lambdas/core/problem.js';
+import { LIMITS } from '../../lambdas/core/requestLimits.js';
 import {
   GatewayErrorSchema,
   headersOf,
@@ -24,18 +25,17 @@ import {
   problemResponse,
   type ResponseConfig,
   type Responses,
-} from './openapi/components.js';
-import { MESSAGE_OPERATIONS } from './openapi/messageOperations.js';
-import { SUPPRESSION_OPERATIONS } from './openapi/suppressionOperations.js';
-import { TEMPLATE_OPERATIONS } from './openapi/templatesOperations.js';
-import { WEBHOOK_OPERATIONS } from './openapi/webhookOperations.js';
-import { PROBLEM_CONTENT_TYPE } from './problem.js';
+} from './components.js';
+import { MESSAGE_OPERATIONS } from './messageOperations.js';
+import { SUPPRESSION_OPERATIONS } from './suppressionOperations.js';
+import { TEMPLATE_OPERATIONS } from './templatesOperations.js';
+import { WEBHOOK_OPERATIONS } from './webhookOperations.js';
 
 export {
   EXAMPLE_MESSAGE_ID,
   type Operation,
   problemResponse,
-} from './openapi/components.js';
+} from './components.js';
 
 /** One operation per route name; the test checks these against API_ROUTES. */
 const OPERATIONS: Record<RouteName, Operation> = {

@@ -1,15 +1,15 @@
 /**
  * The pieces of the OpenAPI document that every group of operations shares: the problem and the
  * gateway-error bodies, the response headers, and small builders (`json`, `problemResponse`). A
- * feature's operations (`lambdas/api/openapi/<feature>Operations.ts`) import these and are spread into
- * `OPERATIONS` (lambdas/api/openapi.ts); the answers every route can give (401, 403, 429, 5xx, and the
+ * feature's operations (`lib/openapi/<feature>Operations.ts`) import these and are spread into
+ * `OPERATIONS` (lib/openapi/openApiDocument.ts); the answers every route can give (401, 403, 429, 5xx, and the
  * body errors of a route with a JSON body) are added there, so an operation lists only its own.
  */
 import type { ResponseConfig, RouteConfig } from '@asteasolutions/zod-to-openapi';
 import * as z from 'zod';
-import { messageIdFor } from '../../core/ids.js';
-import { MESSAGE_STATUSES } from '../../core/messageStatus.js';
-import { PROBLEM_CONTENT_TYPE } from '../problem.js';
+import { messageIdFor } from '../../lambdas/core/ids.js';
+import { MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
+import { PROBLEM_CONTENT_TYPE } from '../../lambdas/core/problem.js';
 
 export type { ResponseConfig } from '@asteasolutions/zod-to-openapi';
 

@@ -1,12 +1,12 @@
 /**
  * The OpenAPI operations of the suppression routes (DESIGN §3, §12), spread into OPERATIONS
- * (lambdas/api/openapi.ts), which adds the answers every route shares (401/403, 429, 5xx and, with a
+ * (lib/openapi/openApiDocument.ts), which adds the answers every route shares (401/403, 429, 5xx and, with a
  * JSON body, 413/415).
  */
 import * as z from 'zod';
-import type { SuppressionRouteName } from '../../core/suppressionRoutes.js';
-import { SuppressionBodySchema, SuppressionReasonSchema } from '../../core/suppressions.js';
-import { SUPPRESSION_LIST_LIMIT } from '../routes/suppressions.js';
+import type { SuppressionRouteName } from '../../lambdas/core/apiRoutes.js';
+import { SUPPRESSION_LIST_LIMIT } from '../../lambdas/core/requestLimits.js';
+import { SuppressionBodySchema, SuppressionReasonSchema } from '../../lambdas/core/suppressions.js';
 import { json, type Operation, problemResponse } from './components.js';
 
 const SuppressionSchema = z

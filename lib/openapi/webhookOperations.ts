@@ -1,12 +1,16 @@
 /**
  * The OpenAPI operations of the webhook routes (DESIGN §3, §11), spread into OPERATIONS
- * (lambdas/api/openapi.ts), which adds the answers every route shares (401/403, 429, 5xx and, with a
+ * (lib/openapi/openApiDocument.ts), which adds the answers every route shares (401/403, 429, 5xx and, with a
  * JSON body, 400/413/415). The request body is the schema that validates it (core/webhooks.ts).
  */
 import * as z from 'zod';
-import { EVENT_TYPES } from '../../core/messageEvents.js';
-import type { WebhookRouteName } from '../../core/webhookApiRoutes.js';
-import { CreateWebhookBodySchema, WEBHOOK_DELIVERY_STATUSES, WEBHOOK_LIMITS } from '../../core/webhooks.js';
+import type { WebhookRouteName } from '../../lambdas/core/apiRoutes.js';
+import { EVENT_TYPES } from '../../lambdas/core/messageEvents.js';
+import {
+  CreateWebhookBodySchema,
+  WEBHOOK_DELIVERY_STATUSES,
+  WEBHOOK_LIMITS,
+} from '../../lambdas/core/webhooks.js';
 import { json, jsonResponse, type Operation, problemResponse as problem } from './components.js';
 
 const EventTypeSchema = z.enum(EVENT_TYPES as [string, ...string[]]).meta({ id: 'EventType' });
