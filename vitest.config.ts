@@ -12,9 +12,8 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // On 2 cores vitest's default is one worker: the suites that wait on a JVM, an SMTP timeout or a
-    // child process would leave the other core idle.
-    maxWorkers: 2,
+    // vitest's default on 2 cores is one worker. Two halved the run's wall time on a loaded machine
+    // but made timing-sensitive suites fail there (docs/decisions/0069-test-run-layout.md).
     // The SDK warns on Node 20 that releases after January 2027 need Node 22; the versions are pinned.
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     projects: [
