@@ -1,14 +1,34 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+/**
+ * Suites with no emulator, no process, no server and no module state: the pure core, the layer
+ * rules and the CDK assertions. They share their worker's modules (`isolate: false`), so that
+ * aws-cdk-lib and fast-check are imported once per worker, not once per file (test/README.md).
+ */
+const PURE = ['test/core/**/*.test.ts', 'test/cdk/**/*.test.ts', 'test/architecture/**/*.test.ts'];
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['test/support/globalSetup.ts'],
     testTimeout: 20_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // vitest's default on 2 cores is one worker. Two halved the run's wall time on a loaded machine
+    // but made timing-sensitive suites fail there (docs/decisions/0069-test-run-layout.md).
     // The SDK warns on Node 20 that releases after January 2027 need Node 22; the versions are pinned.
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    projects: [
+      { extends: true, test: { name: 'pure', include: PURE, isolate: false } },
+      {
+        extends: true,
+        test: {
+          name: 'parts',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...PURE],
+          // One DynamoDB Local and one SQS emulator for the run (test/support/globalSetup.ts).
+          globalSetup: ['test/support/globalSetup.ts'],
+        },
+      },
+    ],
     coverage: {
       provider: 'v8',
       include: ['lambdas/**/*.ts'],

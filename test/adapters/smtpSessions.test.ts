@@ -3,6 +3,7 @@ import { NodemailerMailer, type NodemailerMailerOptions } from '../../lambdas/ad
 import { environmentSmtpCredentials } from '../../lambdas/adapters/smtpCredentials.js';
 import type { OutgoingEmail } from '../../lambdas/ports/Mailer.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
+import { eventually } from '../support/eventually.js';
 
 /**
  * Pooled sessions (DESIGN §1, §5; issue 19 §1): against Postfix a recipient refused with 450 stayed
@@ -30,15 +31,6 @@ function email(n: number, envelope: readonly string[] = ['ada@example.org']): Ou
     headers: {},
     envelope,
   };
-}
-
-/** Polls (no fixed sleep) until the condition holds; fails after two seconds. */
-async function eventually(check: () => boolean): Promise<void> {
-  const deadline = Date.now() + 2000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 describe('pooled SMTP sessions against a real smtp-server', () => {
@@ -73,7 +65,9 @@ describe('pooled SMTP sessions against a real smtp-server', () => {
   beforeEach(async () => {
     await mailer?.close();
     mailer = undefined;
-    await eventually(() => server.sessions.every((session) => session.closed));
+    await eventually('every session closed', () => server.sessions.every((session) => session.closed), {
+      withinMs: 2000,
+    });
     firstSession = server.sessions.length;
     clock = 1_000_000;
     server.script();
@@ -85,7 +79,7 @@ describe('pooled SMTP sessions against a real smtp-server', () => {
     expect(sessions()).toHaveLength(1);
     expect(sessions()[0]?.transactions).toBe(3);
     await relay.close();
-    await eventually(() => sessions()[0]?.closed === true);
+    await eventually('the first session closed', () => sessions()[0]?.closed === true, { withinMs: 2000 });
     expect(sessions()[0]?.quit).toBe(true);
   });
 
@@ -93,10 +87,13 @@ describe('pooled SMTP sessions against a real smtp-server', () => {
     const relay = mailerWith({ maxMessagesPerSession: 2 });
     for (let n = 0; n < 5; n++) expect((await relay.send(email(n))).delivered).toBe(true);
     expect(sessions().map((session) => session.transactions)).toEqual([2, 2, 1]);
-    await eventually(() =>
-      sessions()
-        .slice(0, 2)
-        .every((session) => session.closed),
+    await eventually(
+      'the first two sessions closed',
+      () =>
+        sessions()
+          .slice(0, 2)
+          .every((session) => session.closed),
+      { withinMs: 2000 },
     );
     expect(
       sessions()
@@ -114,7 +111,7 @@ describe('pooled SMTP sessions against a real smtp-server', () => {
     clock += 2_000;
     expect((await relay.send(email(3))).delivered).toBe(true);
     expect(sessions().map((session) => session.transactions)).toEqual([2, 1]);
-    await eventually(() => sessions()[0]?.closed === true);
+    await eventually('the first session closed', () => sessions()[0]?.closed === true, { withinMs: 2000 });
     expect(sessions()[0]?.quit).toBe(true);
   });
 
@@ -136,7 +133,7 @@ describe('pooled SMTP sessions against a real smtp-server', () => {
       expect(retried.delivered).toBe(true);
       expect(sessions()).toHaveLength(2);
       expect(sessions().map((session) => session.transactions)).toEqual([1, 1]);
-      await eventually(() => sessions()[0]?.closed === true);
+      await eventually('the first session closed', () => sessions()[0]?.closed === true, { withinMs: 2000 });
       expect(sessions()[0]?.quit).toBe(true);
     },
   );
@@ -164,10 +161,13 @@ describe('pooled SMTP sessions against a real smtp-server', () => {
     expect(sessions()).toHaveLength(2);
     server.script({ rcptTo: { code: 450, message: '4.7.1 policy' } }, {});
     expect((await relay.send(email(3))).delivered).toBe(false);
-    await eventually(() =>
-      sessions()
-        .slice(0, 2)
-        .every((session) => session.closed),
+    await eventually(
+      'the first two sessions closed',
+      () =>
+        sessions()
+          .slice(0, 2)
+          .every((session) => session.closed),
+      { withinMs: 2000 },
     );
     expect(
       sessions()
@@ -194,7 +194,7 @@ describe('pooled SMTP sessions against a real smtp-server', () => {
     const relay = mailerWith();
     expect((await relay.send(email(1))).delivered).toBe(true);
     server.disconnectAll();
-    await eventually(() => sessions()[0]?.closed === true);
+    await eventually('the first session closed', () => sessions()[0]?.closed === true, { withinMs: 2000 });
     const outcome = await relay.send(email(2));
     expect(outcome.delivered).toBe(true);
     expect(sessions().map((session) => session.transactions)).toEqual([1, 1]);
@@ -207,6 +207,6 @@ describe('pooled SMTP sessions against a real smtp-server', () => {
     expect(stalled.delivered ? 'delivered' : stalled.failure.class).toBe('ambiguous');
     expect((await relay.send(email(2))).delivered).toBe(true);
     expect(sessions()).toHaveLength(2);
-    await eventually(() => sessions()[0]?.closed === true);
+    await eventually('the first session closed', () => sessions()[0]?.closed === true, { withinMs: 2000 });
   });
 });

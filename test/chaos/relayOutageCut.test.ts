@@ -1,4 +1,3 @@
-import { setTimeout as delay } from 'node:timers/promises';
 import { createTransport } from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { explainCopy } from '../../chaos/checker.js';
@@ -6,15 +5,7 @@ import { checkerInput } from '../../chaos/checkerInput.js';
 import { type SmtpTap, startSmtpTap } from '../../chaos/smtpTap.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 import { type RelayOutage, startRelayOutage } from '../../local/smtp/relayOutage.js';
-
-/** Waits for a condition with a deadline (no fixed sleeps); says what it waited for. */
-async function until(what: string, condition: () => boolean, deadlineMs = 20_000): Promise<void> {
-  const deadline = Date.now() + deadlineMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await delay(20);
-  }
-}
+import { eventually } from '../support/eventually.js';
 
 /**
  * The chaos run's relay path: a client → the outage proxy → the SMTP tap → the relay. When the
@@ -58,11 +49,17 @@ describe('a relay outage that cuts a session past its final dot', () => {
       () => 'delivered',
       () => 'cut',
     );
-    await until('the final dot through the tap', () => tap.transactions()[0]?.finalDotAtMs != null);
-    await until('the relay to read the body', () => smtp.transactionLog[0]?.received !== undefined);
+    await eventually('the final dot through the tap', () => tap.transactions()[0]?.finalDotAtMs != null, {
+      withinMs: 20_000,
+    });
+    await eventually('the relay to read the body', () => smtp.transactionLog[0]?.received !== undefined, {
+      withinMs: 20_000,
+    });
     await outage.set('down');
     expect(await settled).toBe('cut');
-    await until('the tap to see the close', () => tap.transactions()[0]?.closedAtMs != null);
+    await eventually('the tap to see the close', () => tap.transactions()[0]?.closedAtMs != null, {
+      withinMs: 20_000,
+    });
 
     expect(outage.outages).toEqual([{ startedAtMs: expect.any(Number), endedAtMs: null }]);
     expect(outage.cuts).toHaveLength(1);

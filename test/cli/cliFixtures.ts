@@ -12,6 +12,7 @@ import {
 } from '../../lambdas/store/messageRecord.js';
 import { ITEM_SORT_KEY } from '../../lambdas/store/tableLayout.js';
 import { queueDepth } from '../support/awsLocal.js';
+import { eventually } from '../support/eventually.js';
 
 /**
  * Puts copies on the DLQ the way they get there in production: the sender puts each one there
@@ -33,7 +34,10 @@ export async function deadLetter(
       }),
     );
   }
-  await waitFor(async () => (await visibleCount(sqs, urls.sendDeadLetter)) === copies.length);
+  await eventually(
+    `${copies.length} visible on the send DLQ`,
+    async () => (await visibleCount(sqs, urls.sendDeadLetter)) === copies.length,
+  );
 }
 
 export async function visibleCount(sqs: SQSClient, queueUrl: string): Promise<number> {
@@ -57,14 +61,6 @@ export async function drainIds(sqs: SQSClient, queueUrl: string): Promise<{ id: 
     }
   }
   return copies.sort((a, b) => a.id.localeCompare(b.id));
-}
-
-export async function waitFor(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 export interface SeedMessage {

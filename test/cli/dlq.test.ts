@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { dlqDrop, dlqRedrive, dlqShow, redriveSucceeded } from '../../cli/dlqCommands.js';
 import { memoryOutput } from '../../cli/output.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
-import { deadLetter, drainIds, messageId, seedMessages, visibleCount, waitFor } from './cliFixtures.js';
+import { eventually } from '../support/eventually.js';
+import { deadLetter, drainIds, messageId, seedMessages, visibleCount } from './cliFixtures.js';
 
 const NOW = new Date('2026-11-29T12:00:00.000Z');
 
@@ -48,7 +49,10 @@ describe('postdate dlq show', () => {
     expect(report.oldestSampledAgeMs).not.toBeNull();
     // The peek put every copy back at once (hidden 30 s otherwise); the emulator applies a release on
     // a 0 ms timer, so the count is waited for.
-    await waitFor(async () => (await visibleCount(sqs, urls.sendDeadLetter)) === 3);
+    await eventually(
+      '3 visible on the send DLQ',
+      async () => (await visibleCount(sqs, urls.sendDeadLetter)) === 3,
+    );
     expect(out.text()).toContain('messages:');
     expect(out.text()).toContain(copies[0]?.id);
   });
@@ -123,7 +127,10 @@ describe('postdate dlq redrive --ids', () => {
 
     expect(report).toMatchObject({ notFound: [messageId(99)], moved: [{ id: messageId(1), rev: 1 }] });
     expect(redriveSucceeded(report)).toBe(false);
-    await waitFor(async () => (await visibleCount(sqs, urls.sendDeadLetter)) === 1);
+    await eventually(
+      '1 visible on the send DLQ',
+      async () => (await visibleCount(sqs, urls.sendDeadLetter)) === 1,
+    );
   });
 
   it('moves nothing in a dry run and says what it would move', async () => {
@@ -138,7 +145,10 @@ describe('postdate dlq redrive --ids', () => {
 
     expect(report).toMatchObject({ dryRun: true, moved: [{ id: messageId(3), rev: 3 }] });
     expect(await visibleCount(sqs, urls.send)).toBe(0);
-    await waitFor(async () => (await visibleCount(sqs, urls.sendDeadLetter)) === 3);
+    await eventually(
+      '3 visible on the send DLQ',
+      async () => (await visibleCount(sqs, urls.sendDeadLetter)) === 3,
+    );
     expect(out.text()).toContain('would move 1 of 1');
   });
 
@@ -197,7 +207,10 @@ describe('postdate dlq drop', () => {
 
     const rehearsal = await dlqDrop(deps, { ids: [messageId(4)], dryRun: true }, memoryOutput());
     expect(rehearsal.dropped).toEqual([{ id: messageId(4), rev: 4 }]);
-    await waitFor(async () => (await visibleCount(sqs, urls.sendDeadLetter)) === 5);
+    await eventually(
+      '5 visible on the send DLQ',
+      async () => (await visibleCount(sqs, urls.sendDeadLetter)) === 5,
+    );
 
     const out = memoryOutput();
     const report = await dlqDrop(deps, { ids: [messageId(4), messageId(5)] }, out);

@@ -5,7 +5,8 @@ import { messagesList } from '../../cli/messagesCommands.js';
 import { memoryOutput } from '../../cli/output.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
-import { deadLetter, messageId, seedMessages, visibleCount, waitFor } from './cliFixtures.js';
+import { eventually } from '../support/eventually.js';
+import { deadLetter, messageId, seedMessages, visibleCount } from './cliFixtures.js';
 
 /**
  * `postdate dlq show` must not count its own looks as receives (issue 17 §4). SQS has no true peek,
@@ -107,7 +108,10 @@ describe('postdate dlq show --peek', () => {
     expect(second.sample.map((entry) => entry.receivesBeforePeek)).toEqual([1, 1]);
     expect(out.text()).toContain('peeked at 2 copies: SQS has no true peek');
     // Both copies were put back (the emulator applies the release on a 0 ms timer, hence the wait).
-    await waitFor(async () => (await visibleCount(sqs, urls.sendDeadLetter)) === 2);
+    await eventually(
+      '2 visible on the send DLQ',
+      async () => (await visibleCount(sqs, urls.sendDeadLetter)) === 2,
+    );
   });
 
   it('prints one snake_case JSON document with --json', async () => {

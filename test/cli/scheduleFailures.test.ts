@@ -10,7 +10,8 @@ import { encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { deliverScheduleInput } from '../../local/scheduler/deliverScheduleInput.js';
 import type { StoredSchedule } from '../../local/scheduler/scheduleStore.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
-import { drainIds, messageId, type SeedMessage, seedMessages, visibleCount, waitFor } from './cliFixtures.js';
+import { eventually } from '../support/eventually.js';
+import { drainIds, messageId, type SeedMessage, seedMessages, visibleCount } from './cliFixtures.js';
 
 const NOW = new Date('2026-11-29T12:00:00.000Z');
 const ROLE = 'arn:aws:iam::000000000000:role/postdate-local-scheduler';
@@ -56,7 +57,10 @@ async function world(seeds: readonly SeedMessage[], scheduled: readonly { id: st
     });
     expect(result.outcome).toBe('dead-lettered');
   }
-  await waitFor(async () => (await visibleCount(sqs, urls.scheduleDeadLetter)) === scheduled.length);
+  await eventually(
+    `${scheduled.length} visible on the schedule DLQ`,
+    async () => (await visibleCount(sqs, urls.scheduleDeadLetter)) === scheduled.length,
+  );
   const deps = (sendQueueUrl = urls.send) => ({
     sqs,
     scheduleDlqUrl: urls.scheduleDeadLetter,
@@ -97,7 +101,10 @@ describe('postdate schedule-failures show', () => {
     });
     expect(report.sample[0]?.ageMs).not.toBeNull();
     // Left on the DLQ and put back (the emulator applies the release on a 0 ms timer, hence the wait).
-    await waitFor(async () => (await visibleCount(w.sqs, w.urls.scheduleDeadLetter)) === 1);
+    await eventually(
+      '1 visible on the schedule DLQ',
+      async () => (await visibleCount(w.sqs, w.urls.scheduleDeadLetter)) === 1,
+    );
     const people = memoryOutput();
     await scheduleFailuresShow(w.deps(), {}, people);
     expect(people.text()).toMatch(/TargetDeliveryFailed\s+m-/);
@@ -154,7 +161,10 @@ describe('postdate schedule-failures redrive', () => {
       ],
     );
     await w.sqs.send(new SendMessageCommand({ QueueUrl: w.urls.scheduleDeadLetter, MessageBody: '{}' }));
-    await waitFor(async () => (await visibleCount(w.sqs, w.urls.scheduleDeadLetter)) === 3);
+    await eventually(
+      '3 visible on the schedule DLQ',
+      async () => (await visibleCount(w.sqs, w.urls.scheduleDeadLetter)) === 3,
+    );
     const out = memoryOutput();
 
     const report = await scheduleFailuresRedrive(w.deps(), {}, out);
@@ -165,7 +175,10 @@ describe('postdate schedule-failures redrive', () => {
     ]);
     expect(report.noRecord).toEqual([{ id: messageId(9), rev: 1 }]);
     expect(await drainIds(w.sqs, w.urls.send)).toEqual([{ id: messageId(1), rev: 1 }]);
-    await waitFor(async () => (await visibleCount(w.sqs, w.urls.scheduleDeadLetter)) === 2);
+    await eventually(
+      '2 visible on the schedule DLQ',
+      async () => (await visibleCount(w.sqs, w.urls.scheduleDeadLetter)) === 2,
+    );
     expect(out.warnings.join('\n')).toMatch(/unreadable body/);
   });
 
@@ -206,7 +219,10 @@ describe('postdate schedule-failures redrive', () => {
       dropped: [{ id: messageId(2) }],
     });
     expect(await visibleCount(w.sqs, w.urls.send)).toBe(0);
-    await waitFor(async () => (await visibleCount(w.sqs, w.urls.scheduleDeadLetter)) === 2);
+    await eventually(
+      '2 visible on the schedule DLQ',
+      async () => (await visibleCount(w.sqs, w.urls.scheduleDeadLetter)) === 2,
+    );
     expect(out.text()).toContain('would redrive 1 messages');
     expect(out.text()).toContain('would drop');
   });
@@ -219,7 +235,10 @@ describe('postdate schedule-failures redrive', () => {
     expect(report.failed).toEqual([{ id: messageId(1), rev: 1 }]);
     expect(report.redriven).toEqual([]);
     expect(scheduleFailuresCleared(report)).toBe(false);
-    await waitFor(async () => (await visibleCount(w.sqs, w.urls.scheduleDeadLetter)) === 1);
+    await eventually(
+      '1 visible on the schedule DLQ',
+      async () => (await visibleCount(w.sqs, w.urls.scheduleDeadLetter)) === 1,
+    );
   });
 
   it('refuses a malformed id before touching a queue', async () => {

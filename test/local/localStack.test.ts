@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { createServer, type Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
@@ -14,20 +13,10 @@ import { PortInUseError } from '../../local/localEnv.js';
 import { type LocalStack, SWEEPER_TIMEOUT_MS, startLocalStack } from '../../local/localStack.js';
 import { readStackFile } from '../../local/stackFile.js';
 import { LOCAL_AWS, queueDepth } from '../support/awsLocal.js';
+import { eventually } from '../support/eventually.js';
 
 const API_KEY = 'pd_local-stack-spec-key-0001';
 const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
-
-/** Polls until `probe` returns a value, for at most `withinMs` (no fixed sleeps in the assertions). */
-async function eventually<T>(probe: () => Promise<T | undefined>, withinMs: number): Promise<T> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`nothing after ${withinMs} ms`);
-    await sleep(100);
-  }
-}
 
 function refusesConnections(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -52,7 +41,10 @@ async function startNpmStart(variables: Record<string, string>) {
     stdout += chunk.toString();
   });
   child.stderr.resume();
-  await eventually(async () => (stdout.includes('Ctrl-C stops everything.') ? true : undefined), 60_000);
+  await eventually('the banner', () => stdout.includes('Ctrl-C stops everything.'), {
+    withinMs: 60_000,
+    everyMs: 100,
+  });
   return { child, exited, stdout };
 }
 
@@ -133,13 +125,17 @@ describe('the local stack', () => {
     expect(response.status).toBe(202);
     const { id } = (await response.json()) as { id: string };
 
-    const mail = await eventually(async () => {
-      const { items } = (await (await fetch(`${stack.mailViewerUrl}api/messages`)).json()) as {
-        items: { postdateId: string | null; subject: string | null; envelope: { to: string[] } }[];
-      };
-      return items.find((item) => item.postdateId === id);
-      // The first delivery may need a cold sender sandbox (only slot 0 is warmed at start).
-    }, 30_000);
+    const mail = await eventually(
+      'the mail in the viewer',
+      async () => {
+        const { items } = (await (await fetch(`${stack.mailViewerUrl}api/messages`)).json()) as {
+          items: { postdateId: string | null; subject: string | null; envelope: { to: string[] } }[];
+        };
+        return items.find((item) => item.postdateId === id);
+        // The first delivery may need a cold sender sandbox (only slot 0 is warmed at start).
+      },
+      { withinMs: 30_000, everyMs: 100 },
+    );
     expect(mail).toMatchObject({ subject: 'Local stack', envelope: { to: ['ada@example.com'] } });
   }, 60_000);
 
@@ -165,10 +161,10 @@ describe('the local stack', () => {
       return ids.map((id) => items.filter((item) => item.postdateId === id).length);
     };
     // Each first delivery may need a cold sender sandbox: 5 pollers, only slot 0 warmed at start.
-    await eventually(
-      async () => ((await deliveriesOf()).every((count) => count > 0) ? true : undefined),
-      30_000,
-    );
+    await eventually('a delivery of each', async () => (await deliveriesOf()).every((count) => count > 0), {
+      withinMs: 30_000,
+      everyMs: 100,
+    });
     // Then the second copies: the relay's, held back 5 s (DelaySeconds) behind the api's. An empty
     // queue alone could be seen before the relay has put them there, so first `idle()`: the relay's
     // stream runner resolves it only after a polling pass that started after the call found nothing
@@ -181,10 +177,14 @@ describe('the local stack', () => {
     // finds the message `sent` and drops it, which the status check below stands for.
     const sqs = new SQSClient({ ...LOCAL_AWS, endpoint: stack.sqsEndpoint });
     try {
-      await eventually(async () => {
-        const { visible, delayed } = await queueDepth(sqs, stack.queueUrls.send);
-        return visible + delayed === 0 ? true : undefined;
-      }, 20_000);
+      await eventually(
+        'no copy visible or delayed on the send queue',
+        async () => {
+          const { visible, delayed } = await queueDepth(sqs, stack.queueUrls.send);
+          return visible + delayed === 0;
+        },
+        { withinMs: 20_000, everyMs: 100 },
+      );
     } finally {
       sqs.destroy();
     }

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import {
@@ -9,22 +8,10 @@ import {
 } from '../../local/localStack.js';
 import type { SqsRunner } from '../../local/runners/sqsRunner.js';
 import type { FireEvent } from '../../local/scheduler/startSchedulerEmulator.js';
+import { eventually } from '../support/eventually.js';
 
 const API_KEY = 'pd_local-stack-faults-key-01';
 const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
-
-async function eventually<T>(
-  probe: () => Promise<T | undefined> | T | undefined,
-  withinMs: number,
-): Promise<T> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`nothing after ${withinMs} ms`);
-    await sleep(100);
-  }
-}
 
 /**
  * The chaos run's hooks into the local stack: Scheduler faults passed through to the emulator, a
@@ -91,7 +78,10 @@ describe('the local stack with scheduler faults and an external sender', () => {
     const { id } = (await enqueued.json()) as { id: string };
 
     // Both copies of the firing reach the queue, the first one late; no sender consumes them yet.
-    await eventually(() => (fires.some((fire) => fire.copy === 2) ? true : undefined), 20_000);
+    await eventually('the second copy of the firing', () => fires.some((fire) => fire.copy === 2), {
+      withinMs: 20_000,
+      everyMs: 100,
+    });
     expect(fires.map((fire) => fire.copy)).toEqual([1, 2]);
     expect(fires.every((fire) => fire.outcome === 'delivered')).toBe(true);
     const first = fires[0] as FireEvent;
@@ -114,7 +104,10 @@ describe('the local stack with scheduler faults and an external sender', () => {
       onFunctionTimeout: (kill) => senderKills.push(kill),
       log: () => undefined,
     });
-    await eventually(async () => ((await read()).status === 'sent' ? true : undefined), 20_000);
+    await eventually('the message sent', async () => (await read()).status === 'sent', {
+      withinMs: 20_000,
+      everyMs: 100,
+    });
     await sender.idle();
     const copies = running.smtpSink?.messages().filter((mail) => mail.postdateId === id) ?? [];
     expect(copies).toHaveLength(1);

@@ -2,11 +2,11 @@
  * The local stack delivers webhooks for real (DESIGN §7, §11): a message enqueued over HTTP reaches a
  * receiver on 127.0.0.1 as `message.scheduled` and `message.sent`, signed with the endpoint's secret.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
+import { eventually } from '../support/eventually.js';
 import { startReceiver } from '../webhooks/webhookHarness.js';
 
 const API_KEY = 'pd_local-stack-webhooks-key-01';
@@ -55,16 +55,19 @@ describe('the local stack delivers webhooks', () => {
     // Both events, and both recorded as delivered: the receiver records a request before it replies,
     // the delivery is written `delivered` only after the reply, and the two events of one batch are
     // posted together, so the first `message.sent` seen says nothing about the rest.
-    const deadline = Date.now() + 60_000;
-    while (Date.now() < deadline) {
-      const seen = types();
-      const settled =
-        seen.includes('message.scheduled') &&
-        seen.includes('message.sent') &&
-        (await statuses()).filter((status) => status === 'delivered').length >= 2;
-      if (settled) break;
-      await sleep(100);
-    }
+    // Past the deadline, the assertions below say what is missing.
+    await eventually(
+      'both events posted and delivered',
+      async () => {
+        const seen = types();
+        return (
+          seen.includes('message.scheduled') &&
+          seen.includes('message.sent') &&
+          (await statuses()).filter((status) => status === 'delivered').length >= 2
+        );
+      },
+      { withinMs: 60_000, everyMs: 100 },
+    ).catch(() => undefined);
     expect(types().sort()).toEqual(['message.scheduled', 'message.sent']);
     for (const request of hook.received) {
       const event = new Webhook(endpoint.secret).verify(request.body, {

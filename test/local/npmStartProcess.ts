@@ -1,6 +1,6 @@
 import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
 import { createConnection } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { eventually } from '../support/eventually.js';
 
 /**
  * `npm start` as a person, an IDE or CI runs it: through npm, as the leader of its own process group
@@ -45,27 +45,13 @@ export function npmStart(env: NodeJS.ProcessEnv = {}): NpmStart {
   return { child, stdout: () => out, stderr: () => err, exited };
 }
 
-/** Waits for `probe` to return a value, polling; fails after `withinMs` saying what it waited for. */
-export async function until<T>(
-  what: string,
-  probe: () => T | undefined | Promise<T | undefined>,
-  withinMs: number,
-): Promise<T> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`waited ${withinMs} ms for ${what}`);
-    await sleep(100);
-  }
-}
-
 /** Waits for the banner's last line; returns the stdout so far. */
 export function ready(start: NpmStart, withinMs = 180_000): Promise<string> {
-  return until(
-    `the banner (stdout: ${start.stdout().slice(-300)} stderr: ${start.stderr().slice(-300)})`,
+  return eventually(
+    // Read at the deadline: what the stack printed by then.
+    () => `the banner (stdout: ${start.stdout().slice(-300)} stderr: ${start.stderr().slice(-300)})`,
     () => (start.stdout().includes('Ctrl-C stops everything.') ? start.stdout() : undefined),
-    withinMs,
+    { withinMs, everyMs: 100 },
   );
 }
 

@@ -15,6 +15,7 @@ import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { FunctionSandboxes, type FunctionTimeout } from '../../local/runners/functionSandbox.js';
 import { type SqsRunner, type SqsRunnerOptions, startSqsRunner } from '../../local/runners/sqsRunner.js';
 import { freshQueues, queueDepth, sqsClient } from '../support/awsLocal.js';
+import { eventually } from '../support/eventually.js';
 import { type Effect, readEffects } from './fixtures/effectsFunction.js';
 
 const sqs = sqsClient();
@@ -221,22 +222,6 @@ function fixtureFunction(
   return { sandboxes, effects: (): Effect[] => readEffects(effectsFile) };
 }
 
-/**
- * Polls `predicate` every 50 ms; throws if it still fails after `withinMs`, saying what was awaited
- * (`what`, read at the deadline so that it can describe the state then).
- */
-async function until(
-  predicate: () => boolean,
-  withinMs = 30_000,
-  what: () => string = () => 'the condition',
-): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`still waiting after ${withinMs} ms for ${what()}`);
-    await sleep(50);
-  }
-}
-
 describe('the local SQS runner with the function timeout enforced', () => {
   it('kills an invocation that outlives its timeout: its effects stand, nothing after, the batch comes back to a fresh sandbox', async () => {
     const { urls, arns } = await freshQueues();
@@ -270,11 +255,11 @@ describe('the local SQS runner with the function timeout enforced', () => {
       onFunctionTimeout: (kill) => kills.push(kill),
     });
     // Two cold sandbox starts (the killed one and its fresh successor) on a possibly loaded machine.
-    await until(
-      () => fixture.effects().some((effect) => effect.step === 'done'),
-      45_000,
+    await eventually(
       () =>
         `an invocation after the kill to finish (kills reported: ${kills.length}; runner said: ${said.join('; ') || 'nothing'}; effects: ${JSON.stringify(fixture.effects().map((effect) => effect.step))})`,
+      () => fixture.effects().some((effect) => effect.step === 'done'),
+      { withinMs: 45_000, everyMs: 50 },
     );
     await runner.idle();
     const kill = kills[0];
@@ -324,7 +309,14 @@ describe('the local SQS runner with the function timeout enforced', () => {
       handler: fixture.sandboxes,
       onFunctionTimeout: (kill) => kills.push(kill),
     });
-    await until(() => fixture.effects().some((effect) => effect.receiveCounts.includes('2')));
+    await eventually(
+      'a second receive',
+      () => fixture.effects().some((effect) => effect.receiveCounts.includes('2')),
+      {
+        withinMs: 30_000,
+        everyMs: 50,
+      },
+    );
     await runner.idle();
     await sendBodies(urls.send, ['later']);
     await runner.idle();

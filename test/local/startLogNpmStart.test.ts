@@ -1,6 +1,6 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
+import { eventually } from '../support/eventually.js';
 
 /**
  * `npm start`'s default log mode end to end (issue 17 §4: "request logs drown the banner"): the
@@ -8,16 +8,6 @@ import { afterAll, describe, expect, it } from 'vitest';
  * log entry — the api's in-process line and the relay's and sender's from their worker sandboxes —
  * and no Powertools JSON line.
  */
-
-async function eventually<T>(probe: () => T | undefined, withinMs: number): Promise<T> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`nothing after ${withinMs} ms`);
-    await sleep(100);
-  }
-}
 
 describe('npm start with POSTDATE_LOG unset (pretty)', () => {
   let child: ChildProcessWithoutNullStreams | undefined;
@@ -50,7 +40,10 @@ describe('npm start with POSTDATE_LOG unset (pretty)', () => {
     });
     child.stderr.resume();
 
-    await eventually(() => (stdout.includes('Ctrl-C stops everything.') ? true : undefined), 150_000);
+    await eventually('the banner', () => stdout.includes('Ctrl-C stops everything.'), {
+      withinMs: 150_000,
+      everyMs: 100,
+    });
     // At start, the functions logged (the sweep, the readiness request) but nothing of it shows.
     const beforeBanner = stdout.slice(0, stdout.indexOf('Postdate local stack ready'));
     expect(beforeBanner).not.toMatch(/^\d\d:\d\d:\d\d |^\{/m);
@@ -78,10 +71,14 @@ describe('npm start with POSTDATE_LOG unset (pretty)', () => {
     const senderLine = (line: string) => / sender +sender recorded an outcome .* sent/.test(line);
     // The three come in no fixed order: the api puts its own copy on the queue, so the sender need
     // not wait for the relay (whose stream is polled every 200 ms). Wait for all of them.
-    await eventually(() => {
-      const now = lines();
-      return [apiLine, relayLine, senderLine].every((matches) => now.some(matches)) ? true : undefined;
-    }, 60_000).catch(() => undefined);
+    await eventually(
+      'the api, relay and sender lines',
+      () => {
+        const now = lines();
+        return [apiLine, relayLine, senderLine].every((matches) => now.some(matches));
+      },
+      { withinMs: 60_000, everyMs: 100 },
+    ).catch(() => undefined);
 
     const printed = lines();
     expect(printed.some(apiLine), 'the api line').toBe(true);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SenderStore } from '../../lambdas/ports/SenderStore.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
+import { eventually } from '../support/eventually.js';
 import {
   createSenderRig,
   type SenderRig,
@@ -41,14 +42,6 @@ function claimBarrier(store: SenderStore, parties: number): SenderStore {
  */
 function killedBeforeOutcome(store: SenderStore): SenderStore {
   return storeWith(store, { recordOutcome: () => new Promise(() => {}) });
-}
-
-async function until(condition: () => Promise<boolean> | boolean): Promise<void> {
-  for (let tries = 0; tries < 100; tries += 1) {
-    if (await condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('the condition never held');
 }
 
 describe('the sender against duplicates and dead senders', () => {
@@ -179,7 +172,7 @@ describe('the sender against duplicates and dead senders', () => {
       const records = await rig.receive({ waitSeconds: 3, max: 1 });
       // The invocation never answers (its process is gone): the copy is neither deleted nor kept.
       void rig.newHandler({ store: killedBeforeOutcome(store) })({ Records: records });
-      await until(async () => accepted(rig, message.id).length === 1);
+      await eventually('the relay to accept the message', () => accepted(rig, message.id).length === 1);
       const left = await rig.state(message.id);
       expect(left.status).toBe('sending');
       expect(accepted(rig, message.id)).toHaveLength(1);

@@ -5,6 +5,7 @@ import type { ProbeResult, RelayProbe } from '../../lambdas/ports/SendingGate.js
 import { RelayGate } from '../../lambdas/sender/relayGate.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
+import { eventually } from '../support/eventually.js';
 import { BREAKER_SETTINGS } from './breakerHarness.js';
 import { RecordingLog, RecordingMetrics, RecordingQueue } from './senderHarness.js';
 
@@ -78,7 +79,7 @@ describe('a probe while another writer moves the breaker', () => {
   it('a relay that answers closes the breaker, though the token was re-armed during the probe', async () => {
     const probe = new HeldProbe();
     const admission = gate(probe).admit(undefined);
-    await waitFor(async () => (await store.read()).breaker.state === 'half-open');
+    await eventually('the breaker half-open', async () => (await store.read()).breaker.state === 'half-open');
 
     // The token arrives at another sender while the probe runs: too early, it is re-armed.
     const tokenOutcome = await gate(new HeldProbe()).onToken(Number(token));
@@ -93,7 +94,7 @@ describe('a probe while another writer moves the breaker', () => {
   it('a relay that does not answer opens it again, with the new token and no prober left', async () => {
     const probe = new HeldProbe();
     const admission = gate(probe).admit(undefined);
-    await waitFor(async () => (await store.read()).breaker.state === 'half-open');
+    await eventually('the breaker half-open', async () => (await store.read()).breaker.state === 'half-open');
     await gate(new HeldProbe()).onToken(Number(token));
     const rearmed = (await store.read()).breaker.token;
     expect(rearmed).not.toBe(token);
@@ -108,7 +109,7 @@ describe('a probe while another writer moves the breaker', () => {
   it('a duplicate of the token copy re-arms nothing once the first re-armed it', async () => {
     const holder = new HeldProbe();
     const admission = gate(holder).admit(undefined);
-    await waitFor(async () => (await store.read()).breaker.state === 'half-open');
+    await eventually('the breaker half-open', async () => (await store.read()).breaker.state === 'half-open');
     const [first, duplicate] = await Promise.all([
       gate(new HeldProbe()).onToken(Number(token)),
       gate(new HeldProbe()).onToken(Number(token)),
@@ -122,11 +123,3 @@ describe('a probe while another writer moves the breaker', () => {
     await admission;
   });
 });
-
-async function waitFor(condition: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met within 5 s');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}

@@ -8,6 +8,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { SQSRecord } from 'aws-lambda';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { WebhookQueue, WebhookStore } from '../../lambdas/ports/Webhooks.js';
+import { eventually } from '../support/eventually.js';
 import { startReceiver, webhookHarness } from './webhookHarness.js';
 
 const servers: Server[] = [];
@@ -56,15 +57,6 @@ const deliveriesOf = async (harness: Awaited<ReturnType<typeof webhookHarness>>,
     attempts: number;
   }[];
 
-/** Waits for a condition with a deadline (no fixed sleep); the message says what it waited for. */
-async function until(what: string, condition: () => boolean, deadlineMs = 20_000): Promise<void> {
-  const deadline = Date.now() + deadlineMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`waited ${deadlineMs} ms for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 /** A receiver that sends `200` and a first chunk of body, and then never ends it. */
 async function neverEndingReceiver() {
   const sockets: { closed: boolean }[] = [];
@@ -102,8 +94,10 @@ describe('a receiver that never ends its answer (DESIGN §11: 2xx within 10 s)',
     expect((await harness.call({ method: 'POST', path: `/v1/webhooks/${id}/test` })).status).toBe(202);
 
     await harness.pump({ rounds: 3 });
-    await until('three connections', () => hook.sockets.length >= 3);
-    await until('every receiver socket closed', () => hook.sockets.every((socket) => socket.closed));
+    await eventually('three connections', () => hook.sockets.length >= 3, { withinMs: 20_000 });
+    await eventually('every receiver socket closed', () => hook.sockets.every((socket) => socket.closed), {
+      withinMs: 20_000,
+    });
 
     const [delivery] = (await harness.call({ method: 'GET', path: `/v1/webhooks/${id}/deliveries` })).json
       .items;

@@ -1,20 +1,11 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
+import { eventually } from '../support/eventually.js';
 
 const API_KEY = 'pd_warm-start-spec-key';
 const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
 const MESSAGES = 10;
-
-async function until<T>(what: string, probe: () => T | undefined, withinMs: number): Promise<T> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`waited ${withinMs} ms for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 /**
  * DESIGN §7: "the functions are warm when it says so (the first message is as quick as the
@@ -50,10 +41,13 @@ describe('the local stack says ready with warm functions', () => {
       });
       expect(response.status).toBe(202);
     }
-    await until(
+    await eventually(
       `${MESSAGES} mails at the sink`,
-      () => ((running.smtpSink?.messages().length ?? 0) >= MESSAGES ? true : undefined),
-      120_000,
+      () => (running.smtpSink?.messages().length ?? 0) >= MESSAGES,
+      {
+        withinMs: 120_000,
+        everyMs: 100,
+      },
     );
     await running.idle();
     expect(running.coldInvocations()).toEqual({ relay: 0, sender: 0, sweeper: 0 });

@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { type MaildevViewer, startMaildevViewer } from '../../local/smtp/maildevViewer.js';
+import { eventually } from '../support/eventually.js';
 
 /**
  * The mail viewer of `npm start` (DESIGN §7, issue 17 §4) seen as a developer sees it: a message
@@ -34,16 +34,6 @@ const skipReason =
   chromiumPath === undefined && process.env.CI !== 'true'
     ? 'no chromium binary (apt-get install -y chromium, or set CHROMIUM_PATH)'
     : undefined;
-
-async function eventually<T>(probe: () => Promise<T | undefined>, withinMs: number): Promise<T> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`nothing after ${withinMs} ms`);
-    await sleep(100);
-  }
-}
 
 interface MaildevEmail {
   readonly id: string;
@@ -114,10 +104,14 @@ describe.skipIf(skipReason !== undefined)(
         await enqueue(`viewer-${otherSubject}`, { subject: otherSubject, text: 'Invoice attached.' }),
       ).toBe(202);
       // The sender delivered both to MailDev (its REST API is what the page reads too).
-      await eventually(async () => {
-        const emails = (await (await fetch(`${viewer.url}/api/email`)).json()) as MaildevEmail[];
-        return emails.length >= 2 ? emails : undefined;
-      }, 60_000);
+      await eventually(
+        'both mails in MailDev',
+        async () => {
+          const emails = (await (await fetch(`${viewer.url}/api/email`)).json()) as MaildevEmail[];
+          return emails.length >= 2 ? emails : undefined;
+        },
+        { withinMs: 60_000, everyMs: 100 },
+      );
 
       await page.goto(`${viewer.url}/`);
       await page.getByText(subject).first().click();

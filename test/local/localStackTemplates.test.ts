@@ -2,23 +2,13 @@
  * A template message through the whole local stack (DESIGN §7, §10): PUT a template over HTTP,
  * enqueue a message that names it, and read the rendered mail at the SMTP sink and its mail viewer.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
+import { eventually } from '../support/eventually.js';
 
 const API_KEY = 'pd_local-stack-templates-key-01';
 const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
-
-async function eventually<T>(probe: () => Promise<T | undefined>, withinMs: number): Promise<T> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`nothing after ${withinMs} ms`);
-    await sleep(100);
-  }
-}
 
 describe('a template message on the local stack', () => {
   let stack: LocalStack;
@@ -66,8 +56,9 @@ describe('a template message on the local stack', () => {
 
     // The first delivery of this stack may need a cold sender sandbox (only slot 0 is warmed).
     const mail = await eventually(
-      async () => stack.smtpSink?.messages().find((message) => message.postdateId === id),
-      30_000,
+      'the mail at the sink',
+      () => stack.smtpSink?.messages().find((message) => message.postdateId === id),
+      { withinMs: 30_000, everyMs: 100 },
     );
     expect(mail.subject).toBe('Order A-17 shipped');
     const raw = mail.raw.toString('utf8');
@@ -79,11 +70,15 @@ describe('a template message on the local stack', () => {
     };
     expect(listed.items.find((item) => item.postdateId === id)?.subject).toBe('Order A-17 shipped');
 
-    const view = await eventually(async () => {
-      const message = (await (await call('GET', `/v1/messages/${id}`)).json()) as { status: string };
-      return message.status === 'sent' ? message : undefined;
-      // The mail is at the sink: what is left is the sender's write of `sent` after the SMTP reply.
-    }, 20_000);
+    const view = await eventually(
+      'the message sent',
+      async () => {
+        const message = (await (await call('GET', `/v1/messages/${id}`)).json()) as { status: string };
+        return message.status === 'sent' ? message : undefined;
+        // The mail is at the sink: what is left is the sender's write of `sent` after the SMTP reply.
+      },
+      { withinMs: 20_000, everyMs: 100 },
+    );
     expect(view).toMatchObject({ status: 'sent', template: { name: 'order-shipped', version: 1 } });
   }, 60_000);
 });

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { eventually } from '../support/eventually.js';
 import {
   bannerPorts,
   descendants,
@@ -8,7 +9,6 @@ import {
   npmStart,
   portTaken,
   ready,
-  until,
 } from './npmStartProcess.js';
 
 /**
@@ -47,10 +47,13 @@ async function started(): Promise<{
 }
 
 async function expectAllGone(chain: readonly { pid: number; command: string }[], ports: readonly number[]) {
-  await until(
+  await eventually(
     'every process of the chain to end',
-    () => (chain.every((process) => !isAlive(process.pid)) ? true : undefined),
-    STOPPED_WITHIN_MS,
+    () => chain.every((process) => !isAlive(process.pid)),
+    {
+      withinMs: STOPPED_WITHIN_MS,
+      everyMs: 100,
+    },
   ).catch((error: unknown) => {
     const left = chain.filter((process) => isAlive(process.pid));
     throw new Error(
@@ -58,11 +61,10 @@ async function expectAllGone(chain: readonly { pid: number; command: string }[],
     );
   });
   for (const port of ports) {
-    await until(
-      `port ${port} to be free`,
-      async () => ((await portTaken(port)) ? undefined : true),
-      STOPPED_WITHIN_MS,
-    );
+    await eventually(`port ${port} to be free`, async () => !(await portTaken(port)), {
+      withinMs: STOPPED_WITHIN_MS,
+      everyMs: 100,
+    });
   }
 }
 
