@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { eventually } from '../support/eventually.js';
 import {
   bannerPorts,
   descendants,
@@ -8,7 +9,6 @@ import {
   npmStart,
   portTaken,
   ready,
-  until,
 } from './npmStartProcess.js';
 
 /**
@@ -50,17 +50,15 @@ async function running(): Promise<Running> {
 }
 
 async function expectNothingLeft({ chain, ports }: Running): Promise<void> {
-  await until(
+  await eventually(
     `every process of the chain to end (${chain.map((part) => `${part.command} ${part.pid}`).join(', ')})`,
     () => (chain.every((part) => !isAlive(part.pid)) ? true : undefined),
-    STOPPED_WITHIN_MS,
+    { withinMs: STOPPED_WITHIN_MS },
   );
   for (const port of ports) {
-    await until(
-      `port ${port} to be free`,
-      async () => ((await portTaken(port)) ? undefined : true),
-      STOPPED_WITHIN_MS,
-    );
+    await eventually(`port ${port} to be free`, async () => ((await portTaken(port)) ? undefined : true), {
+      withinMs: STOPPED_WITHIN_MS,
+    });
   }
 }
 
@@ -96,10 +94,10 @@ describe('stopping npm start: the other paths', () => {
   it('Ctrl-C again while the stop is under way still leaves no process and no port', async () => {
     const stack = await running();
     signal(-stack.npm, 'SIGINT');
-    await until(
+    await eventually(
       'the stop to begin',
       () => (stack.start.stdout().includes('SIGINT: stopping every part') ? true : undefined),
-      STOPPED_WITHIN_MS,
+      { withinMs: STOPPED_WITHIN_MS },
     );
     signal(-stack.npm, 'SIGINT');
     await stack.start.exited;

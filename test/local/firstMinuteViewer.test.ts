@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createTransport } from 'nodemailer';
 import { describe, expect, it } from 'vitest';
 import { startMaildevViewer } from '../../local/smtp/maildevViewer.js';
-import { until } from './npmStartProcess.js';
+import { eventually } from '../support/eventually.js';
 
 /**
  * MailDev as `npm start` runs it (issue 29): its mail lives where the stack's data lives — the data
@@ -28,10 +28,10 @@ describe('the MailDev viewer of npm start', () => {
     try {
       expect(viewer.mailDirectory).not.toBe('/tmp/maildev');
       await sendOne(viewer.smtpPort);
-      await until(
+      await eventually(
         'the mail on disk',
         () => (readdirSync(viewer.mailDirectory).some((file) => file.endsWith('.eml')) ? true : undefined),
-        10_000,
+        { withinMs: 10_000 },
       );
     } finally {
       await viewer.stop();
@@ -45,10 +45,10 @@ describe('the MailDev viewer of npm start', () => {
     try {
       const viewer = await startMaildevViewer({ smtpPort: 0, webPort: 0, host: '127.0.0.1', mailDirectory });
       await sendOne(viewer.smtpPort);
-      await until(
+      await eventually(
         'the mail on disk',
         () => (readdirSync(mailDirectory).some((file) => file.endsWith('.eml')) ? true : undefined),
-        10_000,
+        { withinMs: 10_000 },
       );
       await viewer.stop();
       expect(readdirSync(mailDirectory).filter((file) => file.endsWith('.eml'))).toHaveLength(1);
