@@ -84,10 +84,10 @@ export const LIMITS = {
     moves: '`-c apiRateLimit=… -c apiBurstLimit=…`',
   },
   webhookConcurrency: {
-    label: 'webhook delivery `MaximumConcurrency`',
+    label: '`webhookMaxConcurrency` (webhook delivery event source)',
     capacity: WEBHOOK_DELIVERY.maxConcurrency,
-    kind: 'code',
-    moves: 'a prop (code: lib/webhookLayout.ts)',
+    kind: 'prop',
+    moves: '`-c webhookMaxConcurrency=…` (at most 1,000)',
   },
   apiAccount: {
     label: 'API Gateway account throttle, rps',

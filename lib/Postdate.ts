@@ -110,6 +110,7 @@ export class Postdate extends Construct {
       configEnvironment: environment,
       logRetention: resolved.logRetention,
       alarmTopic: ops.alarmTopic,
+      maxConcurrency: resolved.webhookMaxConcurrency,
     });
     const bounces =
       resolved.sesNotificationTopic === undefined

@@ -24,6 +24,7 @@ export const CONTEXT_KEYS = [
   'smtpSecretKeyArn',
   'sweepIntervalMinutes',
   'senderMaxConcurrency',
+  'webhookMaxConcurrency',
   'apiRateLimit',
   'apiBurstLimit',
   'authorizerCacheSeconds',
@@ -133,6 +134,7 @@ export function settingsFromContext(get: (key: ContextKey) => unknown): AppSetti
         allowedFrom: (allowedFrom ?? PLACEHOLDER_SENDER.allowedFrom).split(','),
         sweepInterval: sweepMinutes === undefined ? undefined : Duration.minutes(sweepMinutes),
         senderMaxConcurrency: number('senderMaxConcurrency'),
+        webhookMaxConcurrency: number('webhookMaxConcurrency'),
         apiThrottle:
           rateLimit === undefined && burstLimit === undefined
             ? undefined

@@ -9,6 +9,7 @@ import { awsDefault, CONFIG_SETTINGS, PROP_SETTINGS } from '../lambdas/core/conf
 import { PostdateError } from '../lambdas/core/postdateError.js';
 import { sendTimingProblems } from '../lambdas/core/sendTiming.js';
 import { QUEUE } from './queueLayout.js';
+import { WEBHOOK_DELIVERY } from './webhookLayout.js';
 
 /** Requests per second and burst for the HTTP API's default stage. */
 export interface ApiThrottle {
@@ -186,6 +187,13 @@ export interface PostdateProps {
    */
   readonly senderMaxConcurrency?: number;
   /**
+   * Most concurrent webhook deliveries the SQS event source starts (2–1000). Each delivery waits
+   * at most 10 s for an endpoint, so this bounds deliveries per second to about 10× it while
+   * endpoints are slow (docs/capacity.md).
+   * @default 10
+   */
+  readonly webhookMaxConcurrency?: number;
+  /**
    * Where alarms notify (alarm and OK).
    * @default a new SNS topic encrypted with a new customer-managed KMS key (CloudWatch cannot publish
    * to a topic under the AWS-managed SNS key)
@@ -272,6 +280,7 @@ export interface ResolvedPostdateProps {
   readonly maxSendRate: number | undefined;
   readonly relayProbeSeconds: number;
   readonly senderMaxConcurrency: number;
+  readonly webhookMaxConcurrency: number;
   readonly alarmTopic: sns.ITopic | undefined;
   readonly sesNotificationTopic: sns.ITopic | undefined;
   readonly apiThrottle: ApiThrottle;
@@ -311,6 +320,7 @@ export const POSTDATE_DEFAULTS = {
   relayProbeSeconds: awsDefault('relayProbeSeconds'),
   webhookRetryHours: awsDefault('webhookRetryHours'),
   senderMaxConcurrency: awsDefault('senderMaxConcurrency'),
+  webhookMaxConcurrency: WEBHOOK_DELIVERY.maxConcurrency,
   apiThrottle: { rateLimit: 1000, burstLimit: 2000 },
   authorizerCacheTtlSeconds: 30,
   oldestMessageAgeAlarmMinutes: 30,
@@ -388,6 +398,7 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
     maxSendRate: props.maxSendRate,
     relayProbeSeconds: props.relayProbeSeconds ?? POSTDATE_DEFAULTS.relayProbeSeconds,
     senderMaxConcurrency: props.senderMaxConcurrency ?? POSTDATE_DEFAULTS.senderMaxConcurrency,
+    webhookMaxConcurrency: props.webhookMaxConcurrency ?? POSTDATE_DEFAULTS.webhookMaxConcurrency,
     alarmTopic: props.alarmTopic,
     sesNotificationTopic: props.sesNotificationTopic,
     apiThrottle: props.apiThrottle ?? POSTDATE_DEFAULTS.apiThrottle,
@@ -500,6 +511,7 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
   );
 
   // Throughput.
+  whole('webhookMaxConcurrency', resolved.webhookMaxConcurrency, 2, 1000);
   whole('apiThrottle.rateLimit', resolved.apiThrottle.rateLimit, 1, 1_000_000);
   whole('apiThrottle.burstLimit', resolved.apiThrottle.burstLimit, 1, 1_000_000);
   check(

@@ -23,7 +23,10 @@ export const EVENTS_STREAM = {
   timeoutSeconds: 60,
 } as const;
 
-/** The delivery function: ten copies at once, each attempt at most 10 s. */
+/**
+ * The delivery function: each attempt at most 10 s; `maxConcurrency` is the default of the
+ * construct's `webhookMaxConcurrency` prop and the local stack's setting.
+ */
 export const WEBHOOK_DELIVERY = {
   batchSize: 10,
   timeoutSeconds: 60,

@@ -29,6 +29,8 @@ export interface WebhooksProps {
   readonly configEnvironment: Readonly<Record<string, string>>;
   readonly logRetention: logs.RetentionDays;
   readonly alarmTopic: sns.ITopic;
+  /** Most deliveries at once (the construct's `webhookMaxConcurrency`). */
+  readonly maxConcurrency: number;
 }
 
 /**
@@ -116,7 +118,7 @@ export class Webhooks extends Construct {
     this.delivery.function.addEventSource(
       new sources.SqsEventSource(this.queue, {
         batchSize: WEBHOOK_DELIVERY.batchSize,
-        maxConcurrency: WEBHOOK_DELIVERY.maxConcurrency,
+        maxConcurrency: props.maxConcurrency,
         reportBatchItemFailures: true,
       }),
     );

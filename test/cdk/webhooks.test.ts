@@ -94,6 +94,23 @@ describe('events and webhooks in AWS (DESIGN §11)', () => {
     ).toThrow(PostdatePropsError);
   });
 
+  it('bounds the delivery function by webhookMaxConcurrency (default 10, 2–1000; issue 34)', () => {
+    const deliveryScaling = (template: Template) =>
+      Object.values(
+        template.findResources('AWS::Lambda::EventSourceMapping', {
+          Properties: { ScalingConfig: Match.anyValue(), EventSourceArn: Match.anyValue() },
+        }),
+      ).map((mapping) => (mapping as { Properties: { ScalingConfig: unknown } }).Properties.ScalingConfig);
+    expect(deliveryScaling(template)).toContainEqual({ MaximumConcurrency: 10 });
+    const stack = new Stack(testApp(), 'Wide');
+    new Postdate(stack, 'P', { ...TEST_PROPS.postdate, webhookMaxConcurrency: 200 });
+    expect(deliveryScaling(Template.fromStack(stack))).toContainEqual({ MaximumConcurrency: 200 });
+    expect(
+      () =>
+        new Postdate(new Stack(testApp(), 'Bad'), 'P', { ...TEST_PROPS.postdate, webhookMaxConcurrency: 1 }),
+    ).toThrow(/webhookMaxConcurrency must be a whole number from 2 to 1000, got 1/);
+  });
+
   it('uses a bus passed in its props instead of creating one', () => {
     const stack = new Stack(testApp(), 'OwnBus');
     const bus = new events.EventBus(stack, 'Mine', { eventBusName: 'mine' });
