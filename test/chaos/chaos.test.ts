@@ -145,7 +145,12 @@ describe('the chaos workload and fault script', () => {
  */
 describe('the chaos run (fast variant, with a SIGKILL and a restart)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'postdate-chaos-spec-'));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  // A failed run keeps its report (every transaction, fault and webhook POST) for the reader.
+  let checked = false;
+  afterAll(() => {
+    if (checked) rmSync(dir, { recursive: true, force: true });
+    else console.error(`the chaos run's report is kept in ${dir}`);
+  });
 
   it('loses nothing and doubles nothing without an injected fault after the dot to explain it', async () => {
     const reportPath = join(dir, 'report.json');
@@ -256,5 +261,6 @@ describe('the chaos run (fast variant, with a SIGKILL and a restart)', () => {
     expect(saved.input.kills.map((kill) => kill.kind)).toEqual(
       expect.arrayContaining(['sender-sigkill', 'stack-sigkill']),
     );
+    checked = true;
   }, 240_000);
 });
