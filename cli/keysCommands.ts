@@ -1,9 +1,11 @@
 /**
  * `postdate keys create | list | revoke`: per-tenant API keys, through lambdas/keys/apiKeys.ts (the
  * same code the authorizer and the local stack use). Only a key's SHA-256 is stored, so the secret
- * is printed once, by `create`, and can never be shown again.
+ * is printed once, by `create`, and can never be shown again. `create --test` makes a test key
+ * (DESIGN §14): it acts for the tenant's test side, whose messages never reach the relay.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { testSideOf } from '../lambdas/core/testSide.js';
 import {
   ApiKeyError,
   type ApiKeySummary,
@@ -23,25 +25,28 @@ export interface KeysDeps {
 export interface CreatedKey {
   readonly keyId: string;
   readonly tenant: string;
+  readonly test: boolean;
   /** The only time the secret exists outside the caller's hands. */
   readonly secret: string;
 }
 
 export async function keysCreate(
   deps: KeysDeps,
-  options: { tenant: string },
+  options: { tenant: string; test?: boolean | undefined },
   out: Output,
 ): Promise<CreatedKey> {
+  const test = options.test === true;
   const created = await translate(() =>
-    createApiKey(deps.documents, deps.tableName, { tenant: options.tenant, now: deps.now() }),
+    createApiKey(deps.documents, deps.tableName, { tenant: options.tenant, test, now: deps.now() }),
   );
-  const report: CreatedKey = { keyId: created.keyId, tenant: options.tenant, secret: created.secret };
+  const report: CreatedKey = { keyId: created.keyId, tenant: options.tenant, test, secret: created.secret };
   if (out.json) {
     out.data(report);
   } else {
     printFields(out, [
       ['key id', report.keyId],
       ['tenant', report.tenant],
+      ['mode', report.test ? 'test (never sent to the relay)' : 'live'],
       ['secret', paint(out, 'bold', report.secret)],
     ]);
     out.warn(paint(out, 'yellow', 'store the secret now: only its hash is kept, it cannot be shown again'));
@@ -69,6 +74,7 @@ export async function keysList(
       [
         { header: 'KEY ID', value: (key: ApiKeySummary) => key.keyId },
         { header: 'TENANT', value: (key) => key.tenant },
+        { header: 'MODE', value: (key) => (key.test ? 'test' : 'live') },
         { header: 'CREATED', value: (key) => key.createdAt },
         {
           header: 'REVOKED',
@@ -94,10 +100,13 @@ export async function keysRevoke(deps: KeysDeps, keyId: string, out: Output): Pr
   return revoked;
 }
 
-/** The distinct tenants that have (or had) a key: where `messages list` and `reconcile` look. */
+/**
+ * The distinct tenant ids that have (or had) a key, a test key's test side included (`acme.test`):
+ * where `messages list` and `reconcile` look.
+ */
 export async function knownTenants(deps: Pick<KeysDeps, 'documents' | 'tableName'>): Promise<string[]> {
   const keys = await listApiKeys(deps.documents, deps.tableName);
-  return [...new Set(keys.map((key) => key.tenant))].sort();
+  return [...new Set(keys.map((key) => (key.test ? testSideOf(key.tenant) : key.tenant)))].sort();
 }
 
 async function translate<T>(run: () => Promise<T>): Promise<T> {

@@ -500,8 +500,9 @@ export function buildProgram(): Command {
     .command('create')
     .description('create a key for a tenant; the secret is shown once')
     .requiredOption('--tenant <tenant>', 'the tenant the key belongs to')
+    .option('--test', "a test key (pd_test_…): the tenant's test side, never sent to the relay")
     .action(
-      action(async (context, options: { tenant: string }) => {
+      action(async (context, options: { tenant: string; test?: boolean }) => {
         await keysCreate(keysDeps(context), options, context.out);
         return EXIT.ok;
       }),

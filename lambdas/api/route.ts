@@ -14,8 +14,9 @@ import type {
 import type { AuthorizerContext } from '../core/authorizerContext.js';
 import type { Config } from '../core/config.js';
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails, problem } from '../core/problem.js';
-import { IDEMPOTENCY_KEY_PATTERN, LIMITS, TENANT_PATTERN } from '../core/requestLimits.js';
+import { IDEMPOTENCY_KEY_PATTERN, LIMITS } from '../core/requestLimits.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
+import { SIDE_TENANT_PATTERN } from '../core/testSide.js';
 import type { ApiStore, TransitionResult } from '../ports/ApiStore.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { TemplateStore } from '../ports/TemplateStore.js';
@@ -28,11 +29,11 @@ export type { AuthorizerContext } from '../core/authorizerContext.js';
 export type ApiEvent = APIGatewayProxyEventV2WithLambdaAuthorizer<AuthorizerContext>;
 export type ApiResult = APIGatewayProxyStructuredResultV2;
 
-/** The tenant from the authorizer's context, or null when absent or malformed. */
+/** The tenant id from the authorizer's context (a test key's is a test side), or null when absent or malformed. */
 export function tenantOf(event: ApiEvent): string | null {
   const context: Partial<AuthorizerContext> | undefined = event.requestContext?.authorizer?.lambda;
   const tenant = context?.tenant;
-  return typeof tenant === 'string' && TENANT_PATTERN.test(tenant) ? tenant : null;
+  return typeof tenant === 'string' && SIDE_TENANT_PATTERN.test(tenant) ? tenant : null;
 }
 
 /** The settings the routes read. */

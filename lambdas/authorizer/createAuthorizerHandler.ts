@@ -1,6 +1,8 @@
 /**
  * The HTTP API's Lambda authorizer (payload format 2.0, simple responses): `Authorization: Bearer
  * pd_…` → `{ isAuthorized, context: { tenant, key_id } }`. The key is looked up by its SHA-256 only.
+ * A test key's `tenant` is its tenant's test side (`acme.test`, core/testSide.ts): every function
+ * downstream keys its records by that id, so a test key sees only test data and a live key none.
  *
  * Lookups are cached in memory per warm instance for `cacheTtlMs` (default 30 s), both hits and
  * misses, keyed by the hash. A revocation therefore takes effect within that time on every instance
@@ -11,6 +13,7 @@ import type {
   APIGatewaySimpleAuthorizerWithContextResult,
 } from 'aws-lambda';
 import type { AuthorizerContext } from '../core/authorizerContext.js';
+import { testSideOf } from '../core/testSide.js';
 import { API_KEY_PATTERN, type ApiKeySummary, apiKeyHash } from '../keys/apiKeys.js';
 import type { Log } from '../ports/Log.js';
 
@@ -68,7 +71,8 @@ export function createAuthorizerHandler(
       });
       return DENY;
     }
-    return { isAuthorized: true, context: { tenant: key.tenant, key_id: key.keyId } };
+    const tenant = key.test ? testSideOf(key.tenant) : key.tenant;
+    return { isAuthorized: true, context: { tenant, key_id: key.keyId } };
   };
 }
 

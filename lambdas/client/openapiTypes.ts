@@ -381,6 +381,8 @@ export interface components {
         [key: string]: string;
       };
       rev: number;
+      /** @description Enqueued with a test key (`pd_test_…`, DESIGN §14): it ran through everything but the relay, and its outcome is the mailbox simulator's. False for a live message. */
+      test: boolean;
       /** @description Only on GET /v1/messages/{id}. */
       history?: components['schemas']['Attempt'][];
     };

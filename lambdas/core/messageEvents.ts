@@ -8,6 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import { MESSAGE_STATUS, MESSAGE_STATUSES, type MessageStatus } from './messageStatus.js';
+import { publicTenant } from './testSide.js';
 
 /** The statuses that are events: all but `sending`. */
 export type EventStatus = Exclude<MessageStatus, typeof MESSAGE_STATUS.sending>;
@@ -116,7 +117,8 @@ export interface PostdateEvent<Data = Readonly<Record<string, unknown>>> {
 
 /**
  * The event of a status change, with the message's view (DESIGN §3, without history) as its data
- * plus `previous_status`. The view is built by the caller from the new image.
+ * plus `previous_status`. The view is built by the caller from the new image. The event names the
+ * tenant by its public name; a test side's event says so with the view's `test: true` (DESIGN §14).
  */
 export function messageEvent<View extends object>(
   change: StatusChange,
@@ -126,7 +128,7 @@ export function messageEvent<View extends object>(
     id: change.eventId,
     type: change.type,
     created_at: change.createdAt,
-    tenant: change.tenant,
+    tenant: publicTenant(change.tenant),
     data: { ...view, previous_status: change.previousStatus },
   };
 }

@@ -41,12 +41,17 @@ export async function produceEvents(
   deps: EventDeps,
 ): Promise<EventsOutcome> {
   const failed = new Set<string>();
-  const events: { sequenceNumber: string; event: PostdateEvent }[] = [];
+  // `tenant` is the tenant id the endpoints are kept under (a test side's own); the event shows the public name.
+  const events: { sequenceNumber: string; tenant: string; event: PostdateEvent }[] = [];
   for (const record of records) {
     const change = deriveStatusChange(record.change);
     if (change === null || record.state === null) continue;
     const { history: _history, ...view } = messageView(record.state, { withHistory: false });
-    events.push({ sequenceNumber: record.sequenceNumber, event: messageEvent(change, view) });
+    events.push({
+      sequenceNumber: record.sequenceNumber,
+      tenant: change.tenant,
+      event: messageEvent(change, view),
+    });
   }
   if (events.length === 0) return { failed: [], events: 0, deliveries: 0 };
 
@@ -69,23 +74,23 @@ export async function produceEvents(
   }
 
   // One read of each tenant's endpoints per batch; an event only ever reaches its own tenant's.
-  const tenants = [...new Set(events.map((entry) => entry.event.tenant))];
+  const tenants = [...new Set(events.map((entry) => entry.tenant))];
   const endpointsOf = new Map<string, Awaited<ReturnType<WebhookStore['listEndpoints']>>>();
   let deliveries = 0;
   await runWithConcurrency(tenants, 4, async (tenant) => {
     try {
       endpointsOf.set(tenant, await deps.store.listEndpoints(tenant));
     } catch (error) {
-      for (const entry of events) if (entry.event.tenant === tenant) failed.add(entry.sequenceNumber);
+      for (const entry of events) if (entry.tenant === tenant) failed.add(entry.sequenceNumber);
       deps.log?.warn('could not read webhook endpoints', { tenant, error: errorForLog(error) });
     }
   });
   const now = deps.now();
   const copies: { sequenceNumber: string; queued: QueuedWebhookCopy }[] = [];
-  await runWithConcurrency(events, 8, async ({ sequenceNumber, event }) => {
-    const endpoints = endpointsOf.get(event.tenant) ?? [];
+  await runWithConcurrency(events, 8, async ({ sequenceNumber, tenant, event }) => {
+    const endpoints = endpointsOf.get(tenant) ?? [];
     for (const endpoint of endpoints) {
-      if (endpoint.tenant !== event.tenant || !isSubscribed(endpoint.events, event.type)) continue;
+      if (endpoint.tenant !== tenant || !isSubscribed(endpoint.events, event.type)) continue;
       try {
         const written = await deps.store.putDelivery(
           newDelivery({

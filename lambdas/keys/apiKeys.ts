@@ -3,6 +3,9 @@
  * only its SHA-256 is stored: `pk = APIKEY#{sha256 hex}`, `sk = APIKEY`, with key_id, tenant,
  * created_at and revoked_at. The secret is shown once, by createApiKey, and never again.
  *
+ * A test key (DESIGN §14) is `pd_test_` + 43 characters and its item says `test: true`: the
+ * authorizer hands out the tenant's test side (core/testSide.ts) for it, never the tenant itself.
+ *
  * Listing without a table scan: every key item also carries `tnt_pk = "apikeys"` and
  * `tnt_sk = {created_at}#{key_id}`, so all keys sit in one partition of the by_tenant index. No
  * tenant can collide with it: a message's `tnt_pk` is always `{tenant}#{shard}` (tenants never
@@ -19,6 +22,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { PostdateError } from '../core/postdateError.js';
 import { TENANT_PATTERN } from '../core/requestLimits.js';
+import { TEST_KEY_PREFIX } from '../core/testSide.js';
 import { batchGetItems } from '../store/batchGetItems.js';
 import { INDEX, ITEM_SORT_KEY, KEY, PARTITION_PREFIX } from '../store/tableLayout.js';
 
@@ -33,6 +37,8 @@ export interface ApiKeySummary {
   readonly tenant: string;
   readonly createdAt: string;
   readonly revokedAt: string | null;
+  /** A test key: it acts for the tenant's test side (DESIGN §14). */
+  readonly test: boolean;
 }
 
 /** The stored item. */
@@ -43,6 +49,8 @@ export interface ApiKeyRecord {
   readonly tenant: string;
   readonly created_at: string;
   readonly revoked_at: string | null;
+  /** Written only for a test key; a live key's item has none (keys made before test mode). */
+  readonly test?: true;
   readonly tnt_pk: typeof API_KEYS_PARTITION;
   readonly tnt_sk: string;
 }
@@ -73,12 +81,13 @@ export function isValidTenant(tenant: string): boolean {
 /**
  * Creates a key for a tenant and returns its secret (show it once). With `secret` (the local stack's
  * POSTDATE_API_KEY) the key is that secret; creating it again for the same tenant is a no-op that
- * returns the existing key id, so a restart on a kept database works.
+ * returns the existing key id, so a restart on a kept database works. With `test` it is a test key
+ * (`pd_test_…`); a given secret must then start with `pd_test_`, and a live key's must not.
  */
 export async function createApiKey(
   documents: DynamoDBDocumentClient,
   tableName: string,
-  options: { tenant: string; secret?: string | undefined; now: Date },
+  options: { tenant: string; secret?: string | undefined; test?: boolean | undefined; now: Date },
 ): Promise<{ keyId: string; secret: string }> {
   if (!isValidTenant(options.tenant)) {
     throw new ApiKeyError(
@@ -92,7 +101,17 @@ export async function createApiKey(
       'invalid-secret',
     );
   }
-  const secret = options.secret ?? `pd_${randomBytes(32).toString('base64url')}`;
+  const test = options.test === true;
+  if (options.secret !== undefined && options.secret.startsWith(TEST_KEY_PREFIX) !== test) {
+    throw new ApiKeyError(
+      test
+        ? `a test key must start with "${TEST_KEY_PREFIX}"`
+        : `only a test key starts with "${TEST_KEY_PREFIX}"`,
+      'invalid-secret',
+    );
+  }
+  const secret =
+    options.secret ?? `${test ? TEST_KEY_PREFIX : 'pd_'}${randomBytes(32).toString('base64url')}`;
   const keyId = `key_${randomBytes(8).toString('hex')}`;
   const createdAt = options.now.toISOString();
   const record: ApiKeyRecord = {
@@ -102,6 +121,7 @@ export async function createApiKey(
     tenant: options.tenant,
     created_at: createdAt,
     revoked_at: null,
+    ...(test ? { test: true as const } : {}),
     tnt_pk: API_KEYS_PARTITION,
     tnt_sk: `${createdAt}#${keyId}`,
   };
@@ -117,7 +137,12 @@ export async function createApiKey(
   } catch (error) {
     if (!(error instanceof ConditionalCheckFailedException)) throw error;
     const existing = await readKey(documents, tableName, record.pk);
-    if (existing && existing.tenant === options.tenant && existing.revoked_at === null) {
+    if (
+      existing &&
+      existing.tenant === options.tenant &&
+      (existing.test === true) === test &&
+      existing.revoked_at === null
+    ) {
       return { keyId: existing.key_id, secret };
     }
     throw new ApiKeyError('this secret is already a key of another tenant, or revoked', 'secret-in-use');
@@ -258,5 +283,6 @@ function summary(record: ApiKeyRecord): ApiKeySummary {
     tenant: record.tenant,
     createdAt: record.created_at,
     revokedAt: typeof record.revoked_at === 'string' ? record.revoked_at : null,
+    test: record.test === true,
   };
 }

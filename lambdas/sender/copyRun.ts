@@ -54,6 +54,8 @@ export interface InvocationTime {
 export interface CopyDependencies {
   readonly store: SenderStore;
   readonly mailer: Mailer;
+  /** A test message's mailer in place of the relay (DESIGN §14), given its attempts so far. */
+  readonly simulator: (attemptsBefore: number) => Mailer;
   readonly queue: DispatchQueue;
   /** The send queue's DLQ: where the sender itself puts the copy of a message that became `dead`. */
   readonly deadLetters: DispatchQueue;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { MailboxSimulator } from '../adapters/MailboxSimulator.js';
 import type { Config } from '../core/config.js';
 import { parseDispatchPayload } from '../core/dispatchPayload.js';
 import { errorForLog } from '../core/errorForLog.js';
@@ -24,6 +25,8 @@ export interface SenderDependencies {
   /** Where template messages' pinned versions are read (DESIGN §10). */
   readonly templates: TemplateVersions;
   readonly mailer: Mailer;
+  /** Test messages' mailer (DESIGN §14); default the mailbox simulator (adapters/MailboxSimulator.ts). */
+  readonly simulator?: ((attemptsBefore: number) => Mailer) | undefined;
   /** Where early copies go back with their exact remaining delay. */
   readonly queue: DispatchQueue;
   /** The send queue's DLQ: copies of messages that became `dead` (DESIGN §5, "Dead means dead"). */
@@ -88,6 +91,7 @@ export function createSenderHandler(
   const copyDeps = {
     store: deps.store,
     mailer: deps.mailer,
+    simulator: deps.simulator ?? ((attemptsBefore: number) => new MailboxSimulator({ attemptsBefore })),
     queue: deps.queue,
     deadLetters: deps.deadLetters,
     settings: deps.settings,

@@ -4,6 +4,7 @@ import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
 import { PROBE_TOKEN_ID } from '../core/relayBreaker.js';
 import { claimTerms, interruptedAttemptBecomes, sendableAt } from '../core/sendDecision.js';
 import { hasTimeForAttempt } from '../core/sendTiming.js';
+import { isTestSide } from '../core/testSide.js';
 import { decideUnsent, needsGroupHead, type UnsentStatus } from '../core/unsentDecision.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
 import {
@@ -148,7 +149,8 @@ async function passGate(
   | { readonly kind: 'pass'; readonly rateFactor: number }
 > {
   const gate = run.deps.relayGate;
-  if (gate === undefined) return { kind: 'pass', rateFactor: 1 };
+  // A test message never reaches the relay (DESIGN §14): no breaker, pause or throttle holds it.
+  if (gate === undefined || isTestSide(observed.tenant)) return { kind: 'pass', rateFactor: 1 };
   const admission = await gate.admit(observed.tags?.kind);
   if (admission.kind === 'send') return { kind: 'pass', rateFactor: admission.rateFactor };
   if (admission.cause !== 'throttled') {

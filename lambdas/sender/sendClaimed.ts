@@ -10,6 +10,7 @@ import { type AttemptResult, bodyFault, decideOutcome, type FleetSignal } from '
 import { replyEndsBy } from '../core/sendTiming.js';
 import { suppressionKey } from '../core/suppressions.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
+import { isTestSide } from '../core/testSide.js';
 import { isSupersededBy } from '../core/unsentDecision.js';
 import type { OutgoingEmail, SendOutcome } from '../ports/Mailer.js';
 import type { MessageBodyRecord, MessageStateRecord } from '../store/messageRecord.js';
@@ -107,8 +108,11 @@ export async function sendClaimed(
     body,
     positions.map((position) => recipients[position] ?? ''),
   );
+  // A test message is never handed to the relay: the simulator answers in its place (DESIGN §14).
+  const test = isTestSide(claimed.tenant);
+  const mailer = test ? deps.simulator(claimed.attempts ?? 0) : deps.mailer;
   // The mailer keeps time on the real clock; the reserve after the reply is ours.
-  const outcome = await deps.mailer.send(email, { endsBy: replyEndsBy(Date.now(), run.time.remainingMs()) });
+  const outcome = await mailer.send(email, { endsBy: replyEndsBy(Date.now(), run.time.remainingMs()) });
   deps.metrics.milliseconds(SENDER_METRIC.smtpDuration, outcome.durationMs);
   const decision = decideOutcome(
     attemptResultOf(outcome, positions),
@@ -122,7 +126,9 @@ export async function sendClaimed(
     { ...deps.settings, ...(deps.relayGate ? { relayWaitSeconds: deps.relayGate.waitSeconds() } : {}) },
     deps.random,
   );
-  if (decision.fleet !== undefined && !outcome.delivered) await tellTheFleet(run, decision.fleet, outcome);
+  // A simulated reply says nothing about the relay.
+  if (decision.fleet !== undefined && !outcome.delivered && !test)
+    await tellTheFleet(run, decision.fleet, outcome);
   const verdict = await recordOutcome(run, claimed, owner, outcome, decision, email.envelope);
   await suppressHardBounces(run, claimed, outcome, email.envelope);
   return verdict;

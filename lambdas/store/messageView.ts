@@ -1,6 +1,7 @@
 import type { GroupRef } from '../core/messageSchema.js';
 import { recipientCounts } from '../core/recipients.js';
 import type { PinnedTemplate } from '../core/templateRequests.js';
+import { isTestSide } from '../core/testSide.js';
 import type { AttemptRecord, LastError, MessageStateRecord } from './messageRecord.js';
 
 /** A message as the API answers it (DESIGN §3, "Response body of a message"). */
@@ -23,6 +24,8 @@ export interface MessageView {
   readonly tags: Readonly<Record<string, string>>;
   readonly metadata: Readonly<Record<string, string>>;
   readonly rev: number;
+  /** Sent with a test key (DESIGN §14): never handed to the relay, its outcome the simulator's. */
+  readonly test: boolean;
   /** Only on GET /v1/messages/{id}. */
   readonly history?: readonly AttemptRecord[];
 }
@@ -49,6 +52,7 @@ export function messageView(state: MessageStateRecord, options: { withHistory: b
     tags: state.tags ?? {},
     metadata: state.metadata ?? {},
     rev: state.rev,
+    test: isTestSide(state.tenant),
   };
   return options.withHistory ? { ...view, history: state.history ?? [] } : view;
 }

@@ -82,6 +82,10 @@ const MessageSchema = z
     tags: z.record(z.string(), z.string()),
     metadata: z.record(z.string(), z.string()),
     rev: z.int(),
+    test: z.boolean().meta({
+      description:
+        "Enqueued with a test key (`pd_test_…`, DESIGN §14): it ran through everything but the relay, and its outcome is the mailbox simulator's. False for a live message.",
+    }),
     history: z.array(AttemptSchema).optional().meta({ description: 'Only on GET /v1/messages/{id}.' }),
   })
   .meta({ id: 'Message' });

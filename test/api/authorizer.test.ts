@@ -76,8 +76,14 @@ describe('API keys', () => {
     const b = await createApiKey(documents, own, { tenant: 'globex', now: new Date('2026-11-30T00:00:00Z') });
     const keys = await listApiKeys(documents, own);
     expect(keys).toEqual([
-      { keyId: b.keyId, tenant: 'globex', createdAt: '2026-11-30T00:00:00.000Z', revokedAt: null },
-      { keyId: a.keyId, tenant: 'acme', createdAt: now.toISOString(), revokedAt: null },
+      {
+        keyId: b.keyId,
+        tenant: 'globex',
+        createdAt: '2026-11-30T00:00:00.000Z',
+        revokedAt: null,
+        test: false,
+      },
+      { keyId: a.keyId, tenant: 'acme', createdAt: now.toISOString(), revokedAt: null, test: false },
     ]);
   });
 

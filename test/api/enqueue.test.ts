@@ -66,6 +66,7 @@ describe('POST /v1/messages (enqueue)', () => {
       tags: { kind: 'campaign-approved' },
       metadata: { campaign_id: '42' },
       rev: 1,
+      test: false,
     });
 
     const get = async (pk: string, sk: string) =>

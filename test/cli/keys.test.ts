@@ -49,6 +49,22 @@ describe('postdate keys', () => {
     );
   });
 
+  it('creates a test key (--test) for the tenant’s test side, which reconcile and messages list then cover', async () => {
+    const out = memoryOutput();
+    const created = await keysCreate(deps, { tenant: 'hooli', test: true }, out);
+    expect(created).toMatchObject({ tenant: 'hooli', test: true });
+    expect(created.secret).toMatch(/^pd_test_/);
+    expect(out.text()).toContain('test (never sent to the relay)');
+    expect(await lookupApiKey(deps.documents, deps.tableName, created.secret)).toMatchObject({
+      tenant: 'hooli',
+      test: true,
+    });
+    const listed = await keysList(deps, { tenant: 'hooli' }, memoryOutput());
+    expect(listed.keys.map((key) => key.test)).toEqual([true]);
+    expect(await knownTenants(deps)).toContain('hooli.test');
+    expect(await knownTenants(deps)).not.toContain('hooli');
+  });
+
   it('fails with one line for a bad tenant (usage) or an unknown key id', async () => {
     await expect(keysCreate(deps, { tenant: 'Not A Tenant' }, memoryOutput())).rejects.toMatchObject({
       name: 'UsageError',

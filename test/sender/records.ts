@@ -22,6 +22,8 @@ import { ITEM_SORT_KEY, KEY } from '../../lambdas/store/tableLayout.js';
 export const TENANT = 'tenant-a';
 
 export interface MessageFixture {
+  /** @default TENANT */
+  readonly tenant?: string;
   readonly status?: MessageStatus;
   readonly rev?: number;
   readonly sendAt?: Date;
@@ -61,11 +63,12 @@ export async function putMessage(
   const status = fixture.status ?? MESSAGE_STATUS.scheduled;
   const sendAt = (fixture.sendAt ?? new Date(now.getTime() - 1000)).toISOString();
   const terminal = !['scheduled', 'sending', 'retrying'].includes(status);
+  const tenant = fixture.tenant ?? TENANT;
   const state: MessageStateRecord = {
     pk: messagePk(id),
     sk: ITEM_SORT_KEY.messageState,
     id,
-    tenant: TENANT,
+    tenant,
     status,
     rev: fixture.rev ?? 1,
     send_at: sendAt,
@@ -83,9 +86,9 @@ export async function putMessage(
     ...(fixture.fingerprint !== undefined ? { fingerprint: fixture.fingerprint } : {}),
     ...(fixture.leaseOwner !== undefined ? { lease_owner: fixture.leaseOwner } : {}),
     ...(fixture.leaseUntil !== undefined ? { lease_until: fixture.leaseUntil.toISOString() } : {}),
-    lst_pk: byStatusPk(TENANT, status, id),
+    lst_pk: byStatusPk(tenant, status, id),
     lst_sk: createdSortKey(createdAt, id),
-    tnt_pk: byTenantPk(TENANT, id),
+    tnt_pk: byTenantPk(tenant, id),
     tnt_sk: createdSortKey(createdAt, id),
     ...(terminal
       ? { expires_at: Math.floor(now.getTime() / 1000) + 86_400 }

@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { EventBridgeBus } from '../../lambdas/adapters/EventBridgeBus.js';
 import { deriveStatusChange, type PostdateEvent } from '../../lambdas/core/messageEvents.js';
 import type { MessageStatus } from '../../lambdas/core/messageStatus.js';
+import { testSideOf } from '../../lambdas/core/testSide.js';
 import { createEventsHandler } from '../../lambdas/events/createEventsHandler.js';
 import type { EventBus } from '../../lambdas/ports/Webhooks.js';
 import { startReceiver, subscribe, webhookHarness } from './webhookHarness.js';
@@ -166,6 +167,52 @@ describe('the event producer', () => {
     expect(published.slice(4).map((event) => event.id)).toEqual(firstIds);
     expect(hookA.received).toHaveLength(2);
     expect(hookB.received).toHaveLength(2);
+  });
+
+  it("delivers a test side's events with test: true to the test side's endpoints only, under the public tenant", async () => {
+    const harness = await webhookHarness();
+    const liveHook = await startReceiver();
+    const testHook = await startReceiver();
+    receivers.push(liveHook, testHook);
+    await subscribe(harness, liveHook.url(), 'acme');
+    await subscribe(harness, testHook.url(), testSideOf('acme'));
+    const published: PostdateEvent[] = [];
+    const produce = createEventsHandler({
+      bus: {
+        publish: async (events) => {
+          published.push(...events);
+          return { failed: [] };
+        },
+      },
+      store: harness.store,
+      queue: harness.queue,
+      now: harness.clock.now,
+      retryHours: 24,
+      retentionDays: 30,
+    });
+    const batch = [...lifecycle(testSideOf('acme'), 'msgt'), ...lifecycle('acme', 'msgl')];
+    expect((await produce({ Records: batch })).batchItemFailures).toEqual([]);
+    await harness.pump();
+
+    const payloads = (hook: typeof liveHook) => hook.received.map((request) => JSON.parse(request.body));
+    expect(
+      payloads(testHook)
+        .map((event) => [event.tenant, event.data.id, event.data.test])
+        .sort(),
+    ).toEqual([
+      ['acme', 'msgt', true],
+      ['acme', 'msgt', true],
+    ]);
+    expect(
+      payloads(liveHook)
+        .map((event) => [event.tenant, event.data.id, event.data.test])
+        .sort(),
+    ).toEqual([
+      ['acme', 'msgl', false],
+      ['acme', 'msgl', false],
+    ]);
+    expect(published.map((event) => event.tenant)).toEqual(['acme', 'acme', 'acme', 'acme']);
+    expect(JSON.stringify(published)).not.toContain(testSideOf('acme'));
   });
 
   it('reports a record for a retry when the bus refuses its event', async () => {

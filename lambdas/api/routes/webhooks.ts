@@ -14,6 +14,7 @@ import type { Config, ResourceNames } from '../../core/config.js';
 import { newMessageId } from '../../core/ids.js';
 import { type PostdateEvent, WEBHOOK_TEST_EVENT_TYPE } from '../../core/messageEvents.js';
 import { type FieldError, problem, validationProblem } from '../../core/problem.js';
+import { publicTenant } from '../../core/testSide.js';
 import {
   isWebhookDeliveryId,
   isWebhookDeliveryStatus,
@@ -132,7 +133,7 @@ export function webhookRouteHandlers(
         id: `evt_${randomBytes(16).toString('hex')}`,
         type: WEBHOOK_TEST_EVENT_TYPE,
         created_at: now.toISOString(),
-        tenant,
+        tenant: publicTenant(tenant),
         data: { webhook_id: endpoint.id, message: 'A test event from Postdate.' },
       };
       const delivery = newDelivery({

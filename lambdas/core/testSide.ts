@@ -1,0 +1,38 @@
+/**
+ * Test mode's two sides of a tenant (DESIGN §14). A test key (`pd_test_…`) acts for the tenant's
+ * *test side*: an internal tenant id, the tenant's name with `.test` after it (`acme` →
+ * `acme.test`). A live tenant's name can never hold a dot (TENANT_PATTERN), so the two never meet:
+ * every tenant-scoped record — messages, group heads, templates, webhooks, suppressions, list
+ * indexes — is keyed by the tenant id and so is isolated by construction, with no check to forget.
+ *
+ * The id with its suffix stays internal: what callers see (an event's `tenant`) is the public name,
+ * and `test: true` says which side it came from.
+ */
+import { TENANT_PATTERN } from './requestLimits.js';
+
+/** What a test side's tenant id ends with; a dot, which no live tenant name may contain. */
+export const TEST_SIDE_SUFFIX = '.test';
+
+/** A tenant id as the authorizer hands it to the functions: a live tenant or a test side. */
+export const SIDE_TENANT_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}(?:\.test)?$/;
+
+/** The secret prefix of a test key; a live key never starts with it. */
+export const TEST_KEY_PREFIX = 'pd_test_';
+
+/** The reserved domain of the mailbox simulator (RFC 2606 `.test`). */
+export const SIMULATOR_DOMAIN = 'simulator.postdate.test';
+
+/** The internal tenant id a test key of `tenant` acts for. */
+export function testSideOf(tenant: string): string {
+  return `${tenant}${TEST_SIDE_SUFFIX}`;
+}
+
+/** Whether a tenant id is a test side (its messages never reach the relay). */
+export function isTestSide(tenantId: string): boolean {
+  return tenantId.endsWith(TEST_SIDE_SUFFIX) && TENANT_PATTERN.test(publicTenant(tenantId));
+}
+
+/** The tenant's public name: the id without the test side's suffix. */
+export function publicTenant(tenantId: string): string {
+  return tenantId.endsWith(TEST_SIDE_SUFFIX) ? tenantId.slice(0, -TEST_SIDE_SUFFIX.length) : tenantId;
+}

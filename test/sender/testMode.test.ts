@@ -1,0 +1,117 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SIMULATOR_DOMAIN, testSideOf } from '../../lambdas/core/testSide.js';
+import { messageView } from '../../lambdas/store/messageView.js';
+import { DynamoSuppressionList } from '../../lambdas/store/suppressionList.js';
+import { TENANT } from './records.js';
+import { createSenderRig, type SenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
+
+/**
+ * DESIGN §14 at send time: a test message runs through the sender — claim, suppressions, the
+ * outcome decision, the suppression of a hard bounce — but is never handed to the relay. The sender
+ * here has a real SMTP mailer and a real smtp-server that records every connection: it stays at
+ * none while test messages to every simulator address reach their outcomes, and a live message
+ * then opens one.
+ */
+
+const TEST_SIDE = testSideOf(TENANT);
+const at = (mailbox: string) => `${mailbox}@${SIMULATOR_DOMAIN}`;
+
+describe('the sender and test messages', () => {
+  let world: SenderWorld;
+  let list: DynamoSuppressionList;
+  beforeAll(async () => {
+    world = await startSenderWorld();
+    list = new DynamoSuppressionList(world.documents, world.tableName);
+  });
+  afterAll(async () => {
+    await world.close();
+  });
+
+  async function sendTest(rig: SenderRig, to: string[], onAmbiguous: 'retry' | 'hold' = 'retry') {
+    const message = await rig.putMessage({ tenant: TEST_SIDE, to, onAmbiguous });
+    await rig.dispatch(message);
+    await rig.deliverNext();
+    return message.id;
+  }
+
+  it('ends every simulator address in its outcome without opening an SMTP connection', async () => {
+    const rig = await createSenderRig(world);
+
+    const delivered = await sendTest(rig, [at('delivered')]);
+    expect(await rig.state(delivered)).toMatchObject({ status: 'sent', attempts: 1, rcpt_accepted: [0] });
+    expect((await rig.state(delivered)).history.map((entry) => [entry.outcome, entry.code])).toEqual([
+      ['sent', '250'],
+    ]);
+
+    const anyone = await sendTest(rig, ['Ada <ada@example.org>']);
+    expect(await rig.state(anyone)).toMatchObject({ status: 'sent', attempts: 1 });
+
+    const bounced = await sendTest(rig, [at('bounce')]);
+    const bounce = await rig.state(bounced);
+    expect(bounce).toMatchObject({ status: 'failed', attempts: 1, rcpt_rejected: [0] });
+    expect(bounce.history.map((entry) => [entry.outcome, entry.code, entry.enhanced_code])).toEqual([
+      ['permanent', '550', '5.1.1'],
+    ]);
+
+    const rejected = await sendTest(rig, [at('reject')]);
+    const reject = await rig.state(rejected);
+    expect(reject).toMatchObject({ status: 'failed', attempts: 1 });
+    expect(reject.history.map((entry) => [entry.outcome, entry.code, entry.enhanced_code])).toEqual([
+      ['permanent', '550', '5.7.1'],
+    ]);
+
+    const deferred = await sendTest(rig, [at('defer')]);
+    expect(await rig.state(deferred)).toMatchObject({ status: 'retrying', attempts: 1 });
+    await rig.deliverNext();
+    const defer = await rig.state(deferred);
+    expect(defer).toMatchObject({ status: 'sent', attempts: 2, rcpt_accepted: [0] });
+    expect(defer.history.map((entry) => [entry.outcome, entry.code])).toEqual([
+      ['transient', '451'],
+      ['sent', '250'],
+    ]);
+
+    const held = await sendTest(rig, [at('ambiguous')], 'hold');
+    const ambiguous = await rig.state(held);
+    expect(ambiguous).toMatchObject({ status: 'unknown', attempts: 1 });
+    expect(ambiguous.history.map((entry) => entry.outcome)).toEqual(['ambiguous']);
+
+    const slow = await sendTest(rig, [at('slow')]);
+    expect(await rig.state(slow)).toMatchObject({ status: 'sent', attempts: 1 });
+
+    // One message, recipients one by one: accepted, refused for good, deferred (pending).
+    const mixed = await sendTest(rig, [at('delivered'), at('reject'), at('defer')]);
+    expect(await rig.state(mixed)).toMatchObject({ rcpt_accepted: [0], rcpt_rejected: [1] });
+
+    // On a queue of its own: the mixed message's retry copy is on this one.
+    const retryRig = await createSenderRig(world);
+    const retried = await sendTest(retryRig, [at('ambiguous')], 'retry');
+    expect(await retryRig.state(retried)).toMatchObject({ status: 'retrying', attempts: 1 });
+
+    for (const id of [delivered, bounced, deferred, held, slow]) {
+      expect(messageView(await rig.state(id), { withHistory: false }).test).toBe(true);
+    }
+    expect(world.smtp.sessions).toEqual([]);
+    expect(world.smtp.transactions).toBe(0);
+
+    // The bounce suppressed the address on the test side only.
+    const testList = await list.list(TEST_SIDE, { limit: 10, after: null });
+    expect(testList.items.map((item) => [item.address, item.message_id])).toEqual([[at('bounce'), bounced]]);
+    expect((await list.list(TENANT, { limit: 10, after: null })).items).toEqual([]);
+
+    // A live message through the same sender and mailer does open a connection: the server counts.
+    const liveRig = await createSenderRig(world);
+    const live = await liveRig.putMessage({ to: ['ada@example.org'] });
+    await liveRig.dispatch(live);
+    await liveRig.deliverNext();
+    expect(await liveRig.state(live.id)).toMatchObject({ status: 'sent' });
+    expect(messageView(await liveRig.state(live.id), { withHistory: false }).test).toBe(false);
+    expect(world.smtp.sessions.length).toBeGreaterThan(0);
+    expect(liveRig.received(live.id)).toHaveLength(1);
+  });
+
+  it('leaves a bounced test address out of the next test message, as the relay’s own bounce would', async () => {
+    const rig = await createSenderRig(world);
+    const again = await sendTest(rig, [at('bounce')]);
+    expect(await rig.state(again)).toMatchObject({ status: 'suppressed', attempts: 0 });
+  });
+});
