@@ -120,3 +120,16 @@ function relayOf(entry: unknown, index: number): RelayConfig {
     maxSendRate: rate,
   };
 }
+
+/**
+ * What one relay's gate answer means for the copy (DESIGN §15): `send` through this relay; `next`,
+ * try the next relay in order — only when this relay is unavailable (its breaker open, or the
+ * operator disabled it); `wait`, hand the copy back — the operator paused sending (for every relay)
+ * or the relay is throttling us (its breaker is closed: the fleet slows down, it does not move).
+ */
+export function failoverStep(
+  admission: { readonly kind: 'send' } | { readonly kind: 'wait'; readonly cause: string },
+): 'send' | 'next' | 'wait' {
+  if (admission.kind === 'send') return 'send';
+  return admission.cause === 'relay-unavailable' ? 'next' : 'wait';
+}

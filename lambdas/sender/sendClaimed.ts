@@ -20,6 +20,7 @@ import {
   groupHeadOf,
   logContext,
   progressOf,
+  type SenderRelay,
   type Settled,
   settled,
   unwrap,
@@ -48,6 +49,7 @@ export async function sendClaimed(
   claimed: MessageStateRecord,
   owner: string,
   bodyRead: Promise<Settled<MessageBodyRecord | undefined>>,
+  relay: SenderRelay,
 ): Promise<CopyVerdict> {
   const { deps } = run;
   let superseded: boolean;
@@ -108,7 +110,7 @@ export async function sendClaimed(
     positions.map((position) => recipients[position] ?? ''),
   );
   // The mailer keeps time on the real clock; the reserve after the reply is ours.
-  const outcome = await deps.mailer.send(email, { endsBy: replyEndsBy(Date.now(), run.time.remainingMs()) });
+  const outcome = await relay.mailer.send(email, { endsBy: replyEndsBy(Date.now(), run.time.remainingMs()) });
   deps.metrics.milliseconds(SENDER_METRIC.smtpDuration, outcome.durationMs);
   const decision = decideOutcome(
     attemptResultOf(outcome, positions),
@@ -119,10 +121,11 @@ export async function sendClaimed(
       recipients: screening.progress,
       recipientTotal: recipients.length,
     },
-    { ...deps.settings, ...(deps.relayGate ? { relayWaitSeconds: deps.relayGate.waitSeconds() } : {}) },
+    { ...deps.settings, ...relayWait(run, relay) },
     deps.random,
   );
-  if (decision.fleet !== undefined && !outcome.delivered) await tellTheFleet(run, decision.fleet, outcome);
+  if (decision.fleet !== undefined && !outcome.delivered)
+    await tellTheFleet(run, relay, decision.fleet, outcome);
   const verdict = await recordOutcome(run, claimed, owner, outcome, decision, email.envelope);
   await suppressHardBounces(run, claimed, outcome, email.envelope);
   return verdict;
@@ -281,16 +284,27 @@ function attemptResultOf(outcome: SendOutcome, positions: readonly number[]): At
 }
 
 /**
+ * How long a copy waits after its relay was found unavailable: one probe interval, about when the
+ * relay's breaker may have closed — or a moment when a later relay may take it (DESIGN §15).
+ */
+function relayWait(run: CopyRun, relay: SenderRelay): { readonly relayWaitSeconds?: number } {
+  if (relay.gate === undefined) return {};
+  const later = run.deps.relays.indexOf(relay) < run.deps.relays.length - 1;
+  return { relayWaitSeconds: later ? 1 : relay.gate.waitSeconds() };
+}
+
+/**
  * The decision's word for every sender (the relay is unavailable, or throttling us) goes to the
  * sending gate. A gate that cannot be reached changes nothing here: the outcome write must not wait
  * on it, and the decision stands.
  */
 async function tellTheFleet(
   run: CopyRun,
+  relay: SenderRelay,
   signal: FleetSignal,
   outcome: Extract<SendOutcome, { delivered: false }>,
 ): Promise<void> {
-  const gate = run.deps.relayGate;
+  const gate = relay.gate;
   if (gate === undefined) return;
   try {
     await gate.signal(signal, outcome.failure);
