@@ -126,7 +126,7 @@ export async function sendClaimed(
   );
   if (decision.fleet !== undefined && !outcome.delivered)
     await tellTheFleet(run, relay, decision.fleet, outcome);
-  const verdict = await recordOutcome(run, claimed, owner, outcome, decision, email.envelope);
+  const verdict = await recordOutcome(run, claimed, owner, outcome, decision, email.envelope, relay.name);
   await suppressHardBounces(run, claimed, outcome, email.envelope);
   return verdict;
 }

@@ -5,6 +5,7 @@ import { NodemailerRelayProbe } from '../../lambdas/adapters/NodemailerRelayProb
 import { environmentSmtpCredentials } from '../../lambdas/adapters/smtpCredentials.js';
 import type { SmtpCredentialsSource } from '../../lambdas/ports/SmtpCredentialsSource.js';
 import { RelayGate } from '../../lambdas/sender/relayGate.js';
+import { messageView } from '../../lambdas/store/messageView.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 import { type RelayOutage, startRelayOutage } from '../../local/smtp/relayOutage.js';
@@ -105,6 +106,11 @@ describe('failover across relays', () => {
       const state = await rig.state(message.id);
       expect(state.status).toBe('sent');
       expect(state.attempts).toBe(1);
+      // The attempt and the message name the relay the mail left through (DESIGN §15, §3a).
+      // The history keeps the outage seen on the first relay (no attempt counted), then the send.
+      expect(state.history.at(-1)?.relay).toBe('backup');
+      for (const attempt of state.history.slice(0, -1)) expect(attempt.relay).toBe('primary');
+      expect(messageView(state, { withHistory: false }).relay).toBe('backup');
     }
     expect(primary.relay).toBeDefined();
     return messages;
@@ -191,6 +197,7 @@ describe('failover across relays', () => {
     for (const message of later) {
       expect(deliveredTo(world.smtp, message.id)).toHaveLength(1);
       expect(deliveredTo(backup, message.id)).toHaveLength(0);
+      expect((await rig.state(message.id)).relay).toBe('primary');
     }
   });
 
