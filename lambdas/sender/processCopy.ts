@@ -158,7 +158,10 @@ async function passGate(
       relay.gate === undefined
         ? { kind: 'send', rateFactor: 1 }
         : await relay.gate.admit(observed.tags?.kind);
-    if (admission.kind === 'send') return { kind: 'pass', rateFactor: admission.rateFactor, relay };
+    if (admission.kind === 'send') {
+      if (relay !== run.deps.relays[0]) run.deps.metrics.count(SENDER_METRIC.failoverSends);
+      return { kind: 'pass', rateFactor: admission.rateFactor, relay };
+    }
     // Paused or throttled: the copy waits for this relay. Unavailable: the next relay is tried, and
     // if none takes the copy it looks again when the soonest probe is due.
     const step = failoverStep(admission);

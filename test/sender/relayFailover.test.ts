@@ -124,6 +124,8 @@ describe('failover across relays', () => {
     expect(primary.breaker.state).not.toBe('closed');
     const second = await new DynamoSendingGate(world.documents, world.tableName, 'backup').read();
     expect(second.breaker.state).toBe('closed');
+    // The metric behind the alarm "mail leaves through anything but the first relay".
+    expect(rig.metrics.of('FailoverSends')).toBeGreaterThanOrEqual(5);
     await world.outage.set('up');
   });
 
