@@ -112,6 +112,8 @@ function rangeOf(kind: SettingKind): string {
       return 'domain name';
     case 'senders':
       return 'addresses, `*@domain` or `*`, comma-separated';
+    case 'relays':
+      return 'JSON array of relays';
     case 'text':
       return 'text';
   }

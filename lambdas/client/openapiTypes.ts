@@ -358,6 +358,11 @@ export interface components {
        * @example 01000154dc729264-93fdd7ea-f039-43d6-91ed-653e8547867c-000000
        */
       provider_message_id: string | null;
+      /**
+       * @description The relay the last attempt went through (DESIGN §15: `POSTDATE_RELAYS` names them; `default` when only `SMTP_*` is set). Null before any attempt.
+       * @example default
+       */
+      relay: string | null;
       /** @description Recipients one by one: accepted by the relay (never sent again), pending (deferred with a 4xx, retried), rejected for good (5xx). */
       recipients: {
         accepted: number;
@@ -418,6 +423,8 @@ export interface components {
       rejected_domains?: string[];
       /** @description The relay's own id from its final 250 reply, when it named one in a known shape. */
       provider_message_id?: string;
+      /** @description The relay this attempt went through (`POSTDATE_RELAYS`, or `default`). */
+      relay?: string;
     };
     /**
      * @description An RFC 9457 problem (`application/problem+json`).

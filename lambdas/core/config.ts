@@ -10,6 +10,7 @@ import {
   type SettingValues,
 } from './configSpec.js';
 import { PostdateError } from './postdateError.js';
+import { DEFAULT_RELAY, parseRelays, RELAYS_VARIABLE, type RelayConfig, RelayListError } from './relays.js';
 import { sendTimingProblems } from './sendTiming.js';
 
 /**
@@ -34,6 +35,13 @@ export interface Config {
   readonly port: number;
   readonly apiKey: string | undefined;
   readonly smtp: SmtpConfig;
+  /** POSTDATE_RELAYS as set (undefined: unset); `relays` is what it says. */
+  readonly relaysJson: string | undefined;
+  /**
+   * The relays in order (DESIGN §15, core/relays.ts): POSTDATE_RELAYS, or the one relay `smtp`
+   * describes, named `default`. Never empty.
+   */
+  readonly relays: readonly RelayConfig[];
   readonly defaultFrom: string;
   /** Exact addresses or `*@domain` patterns; `*` alone allows every sender. */
   readonly allowedFrom: readonly string[];
@@ -121,16 +129,18 @@ export function loadConfig(env: Env, target: ConfigTarget): Config {
     env,
     target,
   );
+  const smtp: SmtpConfig = {
+    host: smtpHost,
+    port: smtpPort,
+    user: smtpUser,
+    pass: smtpPass,
+    secure: smtpSecure,
+    requireTls: smtpRequireTls,
+  };
   const config: Config = {
     target,
-    smtp: {
-      host: smtpHost,
-      port: smtpPort,
-      user: smtpUser,
-      pass: smtpPass,
-      secure: smtpSecure,
-      requireTls: smtpRequireTls,
-    },
+    smtp,
+    relays: relaysOf(rest.relaysJson, smtp, rest.maxSendRate),
     ...rest,
   };
   const variable = (name: SettingName) => CONFIG_SETTINGS[name].variable;
@@ -153,9 +163,29 @@ export function loadConfig(env: Env, target: ConfigTarget): Config {
   return config;
 }
 
+/** POSTDATE_RELAYS read (core/relays.ts), or the one relay `SMTP_*` describes. */
+function relaysOf(
+  text: string | undefined,
+  smtp: SmtpConfig,
+  maxSendRate: number | undefined,
+): readonly RelayConfig[] {
+  if (text === undefined) return [{ name: DEFAULT_RELAY, ...smtp, secretArn: undefined, maxSendRate }];
+  return relayList(text);
+}
+
+/** POSTDATE_RELAYS parsed, or a ConfigError naming it with the entry and field at fault. */
+function relayList(text: string): readonly RelayConfig[] {
+  try {
+    return parseRelays(text);
+  } catch (error) {
+    if (error instanceof RelayListError) throw new ConfigError(RELAYS_VARIABLE, error.message);
+    throw error;
+  }
+}
+
 /** The flat settings of a Config (the inverse of {@link loadConfig}'s nesting). */
 export function settingValuesOf(config: Config): SettingValues {
-  const { target: _target, smtp, ...rest } = config;
+  const { target: _target, smtp, relays: _relays, ...rest } = config;
   return {
     ...rest,
     smtpHost: smtp.host,
@@ -256,6 +286,9 @@ function parseSetting(spec: SettingSpec, raw: string): SettingValue | undefined 
     }
     case 'senders':
       return senderPatterns(name, raw);
+    case 'relays':
+      relayList(raw);
+      return raw;
     case 'text':
       return raw;
   }

@@ -26,6 +26,8 @@ export type SettingKind =
   | { readonly type: 'domain' }
   /** Comma-separated addresses, `*@domain` patterns, or `*` alone. */
   | { readonly type: 'senders' }
+  /** A JSON array of relays (core/relays.ts `parseRelays`), kept as the text that was set. */
+  | { readonly type: 'relays' }
   | { readonly type: 'text' };
 
 /** A setting's value as the loader returns it. */
@@ -121,6 +123,15 @@ export const CONFIG_SETTINGS = {
     local: false,
     aws: true,
     description: 'insist on STARTTLS when not `SMTP_SECURE`',
+  },
+  relaysJson: {
+    variable: 'POSTDATE_RELAYS',
+    prop: false,
+    kind: { type: 'relays' },
+    local: undefined,
+    aws: undefined,
+    description:
+      'failover across relays (DESIGN §15): a JSON array `[{name, host, port, secure, require_tls, user?, pass?, secret_arn?, max_send_rate?}]`, tried in order (unset: `SMTP_*` is the one relay, named `default`)',
   },
   defaultFrom: {
     variable: 'POSTDATE_DEFAULT_FROM',

@@ -63,6 +63,11 @@ export const SENDER_METRIC = {
   relayUnavailable: 'RelayUnavailable',
   /** Copies handed back unclaimed because an operator paused sending (all, or their kind). */
   sendingPaused: 'SendingPaused',
+  /**
+   * Copies that left through a relay other than the first (DESIGN §15): the first is unavailable
+   * and mail fails over. Alarmed while any does.
+   */
+  failoverSends: 'FailoverSends',
   smtpDuration: 'SmtpDuration',
   lateness: 'Lateness',
 } as const;

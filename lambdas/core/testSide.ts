@@ -19,6 +19,9 @@ export const SIDE_TENANT_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}(?:\.test)?$/;
 /** The secret prefix of a test key; a live key never starts with it. */
 export const TEST_KEY_PREFIX = 'pd_test_';
 
+/** The relay a test message's attempts name (DESIGN §15's `relay`): the simulator, never a real one. */
+export const SIMULATOR_RELAY = 'simulator';
+
 /** The reserved domain of the mailbox simulator (RFC 2606 `.test`). */
 export const SIMULATOR_DOMAIN = 'simulator.postdate.test';
 

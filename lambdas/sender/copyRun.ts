@@ -71,6 +71,18 @@ export interface CopyDependencies {
   readonly metrics: SenderMetrics;
   /** The sending gate (relay breaker, operator pause); absent, every copy may be sent. */
   readonly relayGate?: RelayGate | undefined;
+  /**
+   * The relays in order (DESIGN §15), the first being `mailer` and `relayGate` under its name; a
+   * copy leaves through the first whose gate lets it (processCopy.ts).
+   */
+  readonly relays: readonly SenderRelay[];
+}
+
+/** One relay as the sender uses it: its name (in attempts and logs), its mailer and its gate. */
+export interface SenderRelay {
+  readonly name: string;
+  readonly mailer: Mailer;
+  readonly gate?: RelayGate | undefined;
 }
 
 /** Which copy this is: the message's `{id, rev}` and the SQS copy that carries it (what logs name). */

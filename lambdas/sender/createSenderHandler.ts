@@ -7,6 +7,7 @@ import { parseDispatchPayload } from '../core/dispatchPayload.js';
 import { errorForLog } from '../core/errorForLog.js';
 import { SENDER_METRIC } from '../core/metricNames.js';
 import { backstopReceiveCount } from '../core/queueLimits.js';
+import { DEFAULT_RELAY } from '../core/relays.js';
 import { runWithConcurrency } from '../core/runWithConcurrency.js';
 import { createTemplateRenderer } from '../core/templateRenderer.js';
 import type { CopyVisibility } from '../ports/CopyVisibility.js';
@@ -16,7 +17,13 @@ import type { Mailer } from '../ports/Mailer.js';
 import { NO_METRICS, type SenderMetrics } from '../ports/SenderMetrics.js';
 import type { SenderStore } from '../ports/SenderStore.js';
 import type { TemplateVersions } from '../ports/TemplateStore.js';
-import { type CopyVerdict, type InvocationTime, moveToDeadLetters, type SenderSettings } from './copyRun.js';
+import {
+  type CopyVerdict,
+  type InvocationTime,
+  moveToDeadLetters,
+  type SenderRelay,
+  type SenderSettings,
+} from './copyRun.js';
 import { processCopy } from './processCopy.js';
 import { type RelayGate, tokenBucket, UNLIMITED } from './relayGate.js';
 
@@ -56,6 +63,10 @@ export interface SenderDependencies {
   readonly metrics?: SenderMetrics;
   /** The sending gate (relay breaker, operator pause: sender/relayGate.ts); absent, nothing waits. */
   readonly relayGate?: RelayGate;
+  /** The name of the relay `mailer` sends through (DESIGN §15). @default 'default' */
+  readonly relayName?: string;
+  /** The relays after the first, in order, each with its own mailer and gate (DESIGN §15). */
+  readonly failover?: readonly SenderRelay[];
 }
 
 /** The sender's settings from the validated configuration (DESIGN §8). */
@@ -109,6 +120,10 @@ export function createSenderHandler(
     log,
     metrics: deps.metrics ?? NO_METRICS,
     relayGate: deps.relayGate,
+    relays: [
+      { name: deps.relayName ?? DEFAULT_RELAY, mailer: deps.mailer, gate: deps.relayGate },
+      ...(deps.failover ?? []),
+    ],
   };
 
   const backstop = backstopReceiveCount(deps.settings.maxAttempts);

@@ -47,10 +47,12 @@ export async function recordOutcome(
   outcome: SendOutcome,
   decision: OutcomeDecision,
   envelope: readonly string[],
+  relay?: string,
 ): Promise<CopyVerdict> {
   const { deps } = run;
   const now = deps.now();
-  const attempt = attemptRecord(outcome, now, envelope);
+  // Every attempt names the relay it went through (DESIGN §15).
+  const attempt = { ...attemptRecord(outcome, now, envelope), ...(relay === undefined ? {} : { relay }) };
   const result = await writeUntilLanded(
     run,
     () =>

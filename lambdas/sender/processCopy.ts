@@ -2,6 +2,7 @@ import { decideArrival } from '../core/dispatchDecision.js';
 import { parseDispatchPayload } from '../core/dispatchPayload.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
 import { PROBE_TOKEN_ID } from '../core/relayBreaker.js';
+import { failoverStep } from '../core/relays.js';
 import { claimTerms, interruptedAttemptBecomes, sendableAt } from '../core/sendDecision.js';
 import { hasTimeForAttempt } from '../core/sendTiming.js';
 import { isTestSide } from '../core/testSide.js';
@@ -20,10 +21,12 @@ import {
   keep,
   logContext,
   type ReceivedCopy,
+  type SenderRelay,
   settle,
   settled,
 } from './copyRun.js';
 import { INTERRUPTED_SEND_ERROR, interruptedAttemptRecord } from './outcomeWrite.js';
+import type { GateAdmission, RelayGate } from './relayGate.js';
 import { sendClaimed } from './sendClaimed.js';
 
 /**
@@ -132,37 +135,55 @@ async function runCopy(run: CopyRun): Promise<CopyVerdict> {
   if (claim.outcome === 'conflict') return afterConflict(run, 'claim lost');
   // The takeover of an expired lease recorded the interrupted attempt as ambiguous.
   if (takeover) deps.metrics.count(SENDER_METRIC.ambiguous);
-  return sendClaimed(run, claim.record, owner, body);
+  return sendClaimed(run, claim.record, owner, body, gate.relay);
 }
 
 /**
- * The sending gate before the rate limit and the claim (sender/relayGate.ts, core/relayBreaker.ts):
- * the copy goes back unclaimed (no attempt, DESIGN §2) while the breaker is open, the relay's
- * throttle holds the fleet, or its kind is paused — visible again about when that may be over.
- * Else it passes at the fleet's rate factor.
+ * The sending gate before the rate limit and the claim (sender/relayGate.ts, core/relayBreaker.ts),
+ * relay by relay in order (DESIGN §15, core/relays.ts `failoverStep`): the copy leaves through the
+ * first relay whose gate lets it — a relay whose breaker is open probes when its probe is due, so the
+ * first relay is tested once per interval whichever relay the mail leaves through. It goes back
+ * unclaimed (no attempt, DESIGN §2) while every relay is unavailable, the relay's throttle holds the
+ * fleet, or its kind is paused — visible again about when that may be over.
  */
 async function passGate(
   run: CopyRun,
   observed: MessageStateRecord,
 ): Promise<
   | { readonly kind: 'held'; readonly verdict: CopyVerdict }
-  | { readonly kind: 'pass'; readonly rateFactor: number }
+  | { readonly kind: 'pass'; readonly rateFactor: number; readonly relay: SenderRelay }
 > {
-  const gate = run.deps.relayGate;
   // A test message never reaches the relay (DESIGN §14): no breaker, pause or throttle holds it.
-  if (gate === undefined || isTestSide(observed.tenant)) return { kind: 'pass', rateFactor: 1 };
-  const admission = await gate.admit(observed.tags?.kind);
-  if (admission.kind === 'send') return { kind: 'pass', rateFactor: admission.rateFactor };
-  if (admission.cause !== 'throttled') {
+  const first = run.deps.relays[0];
+  if (isTestSide(observed.tenant) && first !== undefined)
+    return { kind: 'pass', rateFactor: 1, relay: first };
+  let held: Extract<GateAdmission, { kind: 'wait' }> | undefined;
+  for (const relay of run.deps.relays) {
+    const admission: GateAdmission =
+      relay.gate === undefined
+        ? { kind: 'send', rateFactor: 1 }
+        : await relay.gate.admit(observed.tags?.kind);
+    if (admission.kind === 'send') {
+      if (relay !== run.deps.relays[0]) run.deps.metrics.count(SENDER_METRIC.failoverSends);
+      return { kind: 'pass', rateFactor: admission.rateFactor, relay };
+    }
+    // Paused or throttled: the copy waits for this relay. Unavailable: the next relay is tried, and
+    // if none takes the copy it looks again when the soonest probe is due.
+    const step = failoverStep(admission);
+    if (step === 'wait' || held === undefined || admission.seconds < held.seconds) held = admission;
+    if (step === 'wait') break;
+  }
+  if (held === undefined) return { kind: 'held', verdict: keep('no relay', 1) };
+  if (held.cause !== 'throttled') {
     run.deps.metrics.count(
-      admission.cause === 'paused' ? SENDER_METRIC.sendingPaused : SENDER_METRIC.relayUnavailable,
+      held.cause === 'paused' ? SENDER_METRIC.sendingPaused : SENDER_METRIC.relayUnavailable,
     );
   }
   run.deps.log.info(
     'sender handed a copy back unclaimed: sending waits',
-    logContext(run, { cause: admission.cause, visibilitySeconds: admission.seconds }),
+    logContext(run, { cause: held.cause, visibilitySeconds: held.seconds }),
   );
-  return { kind: 'held', verdict: keep(`sending waits (${admission.cause})`, admission.seconds) };
+  return { kind: 'held', verdict: keep(`sending waits (${held.cause})`, held.seconds) };
 }
 
 /** The recipients this send will have (the rate's unit): those not yet settled, at least one. */
@@ -174,9 +195,13 @@ function pendingRecipients(record: MessageStateRecord): number {
   return Math.max(1, (record.rcpt_total ?? 1) - settled);
 }
 
-/** The probe token's copy (`{v, id: PROBE_TOKEN_ID, rev: token}`): probe when due, or re-arm. */
+/**
+ * The probe token's copy (`{v, id: PROBE_TOKEN_ID, rev: token}`): probe when due, or re-arm. With
+ * several relays, the token is the one relay's whose breaker holds it (tokens are random); the first
+ * relay's gate drops a token nobody holds.
+ */
 async function probeToken(deps: CopyDependencies, token: number, sqsMessageId: string): Promise<CopyVerdict> {
-  const gate = deps.relayGate;
+  const gate = await gateHolding(deps, token);
   if (gate === undefined) return ack('probe token without a gate');
   const outcome = await gate.onToken(token);
   deps.log.info('sender handled the probe token', {
@@ -184,6 +209,13 @@ async function probeToken(deps: CopyDependencies, token: number, sqsMessageId: s
     outcome: outcome.kind === 'done' ? outcome.reason : 'kept',
   });
   return outcome.kind === 'done' ? ack(outcome.reason) : keep('probe token kept', outcome.seconds);
+}
+
+async function gateHolding(deps: CopyDependencies, token: number): Promise<RelayGate | undefined> {
+  const gates = deps.relays.flatMap((relay) => (relay.gate === undefined ? [] : [relay.gate]));
+  if (gates.length <= 1) return deps.relayGate;
+  for (const gate of gates) if (await gate.holdsToken(token)) return gate;
+  return deps.relayGate;
 }
 
 const UNSENT_METRIC: Readonly<Record<UnsentStatus, SenderCountMetric>> = {

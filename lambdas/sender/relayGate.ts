@@ -109,6 +109,11 @@ export class RelayGate {
     return Math.max(1, Math.ceil(this.options.settings.probeIntervalMs / 1000));
   }
 
+  /** Whether `token` is this relay's current probe token (with several relays, which gate it is for). */
+  async holdsToken(token: number): Promise<boolean> {
+    return (await this.read(true)).breaker.token === String(token);
+  }
+
   /** The probe token's copy arrived (`token` is its rev). */
   async onToken(token: number): Promise<TokenOutcome> {
     const { now } = this.options;

@@ -10,7 +10,7 @@ import { type AttemptResult, bodyFault, decideOutcome, type FleetSignal } from '
 import { replyEndsBy } from '../core/sendTiming.js';
 import { suppressionKey } from '../core/suppressions.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
-import { isTestSide } from '../core/testSide.js';
+import { isTestSide, SIMULATOR_RELAY } from '../core/testSide.js';
 import { isSupersededBy } from '../core/unsentDecision.js';
 import type { OutgoingEmail, SendOutcome } from '../ports/Mailer.js';
 import type { MessageBodyRecord, MessageStateRecord } from '../store/messageRecord.js';
@@ -21,6 +21,7 @@ import {
   groupHeadOf,
   logContext,
   progressOf,
+  type SenderRelay,
   type Settled,
   settled,
   unwrap,
@@ -49,6 +50,7 @@ export async function sendClaimed(
   claimed: MessageStateRecord,
   owner: string,
   bodyRead: Promise<Settled<MessageBodyRecord | undefined>>,
+  relay: SenderRelay,
 ): Promise<CopyVerdict> {
   const { deps } = run;
   let superseded: boolean;
@@ -110,7 +112,7 @@ export async function sendClaimed(
   );
   // A test message is never handed to the relay: the simulator answers in its place (DESIGN §14).
   const test = isTestSide(claimed.tenant);
-  const mailer = test ? deps.simulator(claimed.attempts ?? 0) : deps.mailer;
+  const mailer = test ? deps.simulator(claimed.attempts ?? 0) : relay.mailer;
   // The mailer keeps time on the real clock; the reserve after the reply is ours.
   const outcome = await mailer.send(email, { endsBy: replyEndsBy(Date.now(), run.time.remainingMs()) });
   deps.metrics.milliseconds(SENDER_METRIC.smtpDuration, outcome.durationMs);
@@ -123,13 +125,14 @@ export async function sendClaimed(
       recipients: screening.progress,
       recipientTotal: recipients.length,
     },
-    { ...deps.settings, ...(deps.relayGate ? { relayWaitSeconds: deps.relayGate.waitSeconds() } : {}) },
+    { ...deps.settings, ...relayWait(run, relay) },
     deps.random,
   );
-  // A simulated reply says nothing about the relay.
+  // A simulated reply says nothing about the relay, and the attempt names the simulator.
   if (decision.fleet !== undefined && !outcome.delivered && !test)
-    await tellTheFleet(run, decision.fleet, outcome);
-  const verdict = await recordOutcome(run, claimed, owner, outcome, decision, email.envelope);
+    await tellTheFleet(run, relay, decision.fleet, outcome);
+  const relayName = test ? SIMULATOR_RELAY : relay.name;
+  const verdict = await recordOutcome(run, claimed, owner, outcome, decision, email.envelope, relayName);
   await suppressHardBounces(run, claimed, outcome, email.envelope);
   return verdict;
 }
@@ -287,16 +290,27 @@ function attemptResultOf(outcome: SendOutcome, positions: readonly number[]): At
 }
 
 /**
+ * How long a copy waits after its relay was found unavailable: one probe interval, about when the
+ * relay's breaker may have closed — or a moment when a later relay may take it (DESIGN §15).
+ */
+function relayWait(run: CopyRun, relay: SenderRelay): { readonly relayWaitSeconds?: number } {
+  if (relay.gate === undefined) return {};
+  const later = run.deps.relays.indexOf(relay) < run.deps.relays.length - 1;
+  return { relayWaitSeconds: later ? 1 : relay.gate.waitSeconds() };
+}
+
+/**
  * The decision's word for every sender (the relay is unavailable, or throttling us) goes to the
  * sending gate. A gate that cannot be reached changes nothing here: the outcome write must not wait
  * on it, and the decision stands.
  */
 async function tellTheFleet(
   run: CopyRun,
+  relay: SenderRelay,
   signal: FleetSignal,
   outcome: Extract<SendOutcome, { delivered: false }>,
 ): Promise<void> {
-  const gate = run.deps.relayGate;
+  const gate = relay.gate;
   if (gate === undefined) return;
   try {
     await gate.signal(signal, outcome.failure);

@@ -7,14 +7,16 @@ import { NodemailerRelayProbe } from '../adapters/NodemailerRelayProbe.js';
 import { SqsCopyVisibility } from '../adapters/SqsCopyVisibility.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { environmentSmtpCredentials, secretsManagerSmtpCredentials } from '../adapters/smtpCredentials.js';
-import { type Config, type ResourceNames, requireResource } from '../core/config.js';
+import { type Config, ConfigError, type ResourceNames, requireResource } from '../core/config.js';
 import { relayBreakerSettings } from '../core/relayBreaker.js';
+import { DEFAULT_RELAY, type RelayConfig } from '../core/relays.js';
 import type { Log } from '../ports/Log.js';
 import { NO_METRICS, type SenderMetrics } from '../ports/SenderMetrics.js';
 import type { SmtpCredentialsSource } from '../ports/SmtpCredentialsSource.js';
 import { DynamoSenderStore } from '../store/senderTransitions.js';
 import { DynamoSendingGate } from '../store/sendingGate.js';
 import { DynamoTemplateStore } from '../store/templateStore.js';
+import type { SenderRelay } from './copyRun.js';
 import { type SenderDependencies, SILENT, senderSettings } from './createSenderHandler.js';
 import { RelayGate } from './relayGate.js';
 
@@ -38,34 +40,17 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
   const { config, names } = wiring;
   const queueUrl = requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL');
   const deadLetterUrl = requireResource(names, 'sendDeadLetterQueueUrl', 'POSTDATE_SEND_DLQ_URL');
-  const relay = {
-    host: config.smtp.host ?? 'localhost',
-    port: config.smtp.port ?? (config.smtp.secure ? 465 : 587),
-    secure: config.smtp.secure,
-    requireTls: config.smtp.requireTls,
-    credentials: credentialsSource(wiring),
-    timeouts: smtpTimeoutsOf(config),
-  };
   const queue = new SqsDispatchQueue(wiring.sqs, queueUrl);
+  // DESIGN §15: each relay in order, with its own mailer and breaker; the first is `mailer`.
+  const [first, ...others] = config.relays.map((relay) => senderRelay(wiring, relay, queue));
+  if (first === undefined) throw new ConfigError('POSTDATE_RELAYS', 'lists no relay');
   return {
     store: new DynamoSenderStore(wiring.documents, names.tableName),
     templates: new DynamoTemplateStore(wiring.documents, names.tableName),
-    mailer: new NodemailerMailer({
-      ...relay,
-      messageIdDomain: config.messageIdDomain,
-      maxMessagesPerSession: config.smtpSessionMaxMessages,
-      maxSessionAgeMs: config.smtpSessionMaxAgeSeconds * 1000,
-    }),
-    relayGate: new RelayGate({
-      store: new DynamoSendingGate(wiring.documents, names.tableName),
-      probe: new NodemailerRelayProbe(relay),
-      queue,
-      settings: relayBreakerSettings(config),
-      now: () => new Date(),
-      random: Math.random,
-      log: wiring.log ?? SILENT,
-      metrics: wiring.metrics ?? NO_METRICS,
-    }),
+    mailer: first.mailer,
+    relayGate: first.gate,
+    relayName: first.name,
+    ...(others.length > 0 ? { failover: others } : {}),
     queue,
     deadLetters: new SqsDispatchQueue(wiring.sqs, deadLetterUrl),
     visibility: new SqsCopyVisibility(wiring.sqs, queueUrl),
@@ -81,14 +66,54 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
   };
 }
 
-/** In AWS the relay login is a Secrets Manager secret; locally (or without a secret) SMTP_USER/SMTP_PASS. */
-function credentialsSource(wiring: SenderWiring): SmtpCredentialsSource {
-  const secretArn = wiring.names.smtpSecretArn;
+/** One relay's mailer and gate (its breaker in the table: store/sendingGate.ts `breakerKeyOf`). */
+function senderRelay(
+  wiring: SenderWiring,
+  relayConfig: RelayConfig,
+  queue: SqsDispatchQueue,
+): SenderRelay & { readonly gate: RelayGate } {
+  const { config, names } = wiring;
+  const relay = {
+    host: relayConfig.host ?? 'localhost',
+    port: relayConfig.port ?? (relayConfig.secure ? 465 : 587),
+    secure: relayConfig.secure,
+    requireTls: relayConfig.requireTls,
+    credentials: credentialsSource(wiring, relayConfig),
+    timeouts: smtpTimeoutsOf(config),
+  };
+  return {
+    name: relayConfig.name,
+    mailer: new NodemailerMailer({
+      ...relay,
+      messageIdDomain: config.messageIdDomain,
+      maxMessagesPerSession: config.smtpSessionMaxMessages,
+      maxSessionAgeMs: config.smtpSessionMaxAgeSeconds * 1000,
+    }),
+    gate: new RelayGate({
+      store: new DynamoSendingGate(wiring.documents, names.tableName, relayConfig.name),
+      probe: new NodemailerRelayProbe(relay),
+      queue,
+      settings: relayBreakerSettings(config),
+      now: () => new Date(),
+      random: Math.random,
+      log: wiring.log ?? SILENT,
+      metrics: wiring.metrics ?? NO_METRICS,
+    }),
+  };
+}
+
+/**
+ * In AWS the relay login is a Secrets Manager secret (the relay's own `secret_arn`, or for the
+ * default relay POSTDATE_SMTP_SECRET_ARN); locally (or without a secret) its user and pass.
+ */
+function credentialsSource(wiring: SenderWiring, relay: RelayConfig): SmtpCredentialsSource {
+  const secretArn =
+    relay.secretArn ?? (relay.name === DEFAULT_RELAY ? wiring.names.smtpSecretArn : undefined);
   if (wiring.config.target === 'aws' && secretArn !== undefined) {
     return secretsManagerSmtpCredentials({
       client: wiring.secretsManager ?? new SecretsManagerClient(awsClientOptions()),
       secretArn,
     });
   }
-  return environmentSmtpCredentials(wiring.config.smtp);
+  return environmentSmtpCredentials(relay);
 }

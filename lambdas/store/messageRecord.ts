@@ -30,6 +30,8 @@ export interface AttemptRecord {
   readonly rejected_domains?: readonly string[];
   /** The relay's own id from its final 250 reply, when it named one (core/providerMessageId.ts). */
   readonly provider_message_id?: string;
+  /** The relay the attempt went through (DESIGN §15); absent on attempts recorded before failover. */
+  readonly relay?: string;
 }
 
 /** The small, mutable state record: `pk = MSG#{id}`, `sk = STATE`. The relay's stream reads only these. */
@@ -70,6 +72,8 @@ export interface MessageStateRecord {
   readonly sent_at?: string;
   /** The relay's id of the last accepted attempt that named one (DESIGN §3, §5). */
   readonly provider_message_id?: string;
+  /** The relay the last attempt went through (DESIGN §15). */
+  readonly relay?: string;
   /** The attempt count at which the message becomes `dead`; POSTDATE_MAX_ATTEMPTS when absent (a redrive raises it). */
   readonly attempt_limit?: number;
   /** On a `dead` record: the SQS message id of the copy the sender moves to the DLQ. */

@@ -16,6 +16,8 @@ export interface MessageView {
   readonly last_error: LastError | null;
   /** The relay's own id for the message, from its final 250 reply; null when it named none. */
   readonly provider_message_id: string | null;
+  /** The relay the last attempt went through (DESIGN §15); null before any attempt. */
+  readonly relay: string | null;
   /** Recipients one by one (DESIGN §3, §5). */
   readonly recipients: ReturnType<typeof recipientCounts>;
   /** A template message's template and pinned version (DESIGN §10). */
@@ -42,6 +44,7 @@ export function messageView(state: MessageStateRecord, options: { withHistory: b
     attempts: state.attempts ?? 0,
     last_error: state.last_error ?? null,
     provider_message_id: state.provider_message_id ?? null,
+    relay: state.relay ?? null,
     recipients: recipientCounts(state.rcpt_total ?? 0, {
       accepted: state.rcpt_accepted ?? [],
       rejected: state.rcpt_rejected ?? [],

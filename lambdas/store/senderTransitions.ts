@@ -118,6 +118,7 @@ export class DynamoSenderStore implements SenderStore {
     if (input.attempt.provider_message_id !== undefined) {
       update.set('provider_message_id', input.attempt.provider_message_id);
     }
+    if (input.attempt.relay !== undefined) update.set('relay', input.attempt.relay);
     if (input.to === MESSAGE_STATUS.dead && input.deadCopy !== undefined) {
       update.set('dead_copy', input.deadCopy);
     }

@@ -9,6 +9,7 @@ import {
   type PauseState,
   type SendingGateState,
 } from '../core/relayBreaker.js';
+import { DEFAULT_RELAY } from '../core/relays.js';
 import type { SendingGateStore } from '../ports/SendingGate.js';
 import { KEY } from './tableLayout.js';
 
@@ -22,30 +23,50 @@ import { KEY } from './tableLayout.js';
  */
 export const SENDING_GATE_KEY = { [KEY.partition]: 'GATE#sending', [KEY.sort]: 'GATE' } as const;
 
+/**
+ * Where a relay's breaker lives (DESIGN §15): the relay `default` (the one `SMTP_*` describes) keeps
+ * the gate item it always had, so nothing migrates; every other relay has an item of its own beside
+ * it (`sk = RELAY#{name}`) holding only its breaker. The pauses stay on the gate item, for every relay.
+ */
+export function breakerKeyOf(relay: string): Readonly<Record<string, string>> {
+  return relay === DEFAULT_RELAY ? SENDING_GATE_KEY : { ...SENDING_GATE_KEY, [KEY.sort]: `RELAY#${relay}` };
+}
+
 export class DynamoSendingGate implements SendingGateStore {
+  private readonly breakerKey: Readonly<Record<string, string>>;
+
+  /** The gate of `relay` (DESIGN §15): its breaker, and the pauses every relay shares. */
   constructor(
     private readonly documents: DynamoDBDocumentClient,
     private readonly tableName: string,
-  ) {}
+    relay: string = DEFAULT_RELAY,
+  ) {
+    this.breakerKey = breakerKeyOf(relay);
+  }
 
   async read(): Promise<SendingGateState> {
-    const { Item } = await this.documents.send(
-      new GetCommand({ TableName: this.tableName, Key: SENDING_GATE_KEY, ConsistentRead: true }),
-    );
-    return { breaker: breakerOf(Item), pause: pauseOf(Item) };
+    const get = (Key: Readonly<Record<string, string>>) =>
+      this.documents.send(new GetCommand({ TableName: this.tableName, Key, ConsistentRead: true }));
+    if (this.breakerKey === SENDING_GATE_KEY) {
+      const { Item } = await get(SENDING_GATE_KEY);
+      return { breaker: breakerOf(Item), pause: pauseOf(Item) };
+    }
+    const [breakerItem, gateItem] = await Promise.all([get(this.breakerKey), get(SENDING_GATE_KEY)]);
+    return { breaker: breakerOf(breakerItem.Item), pause: pauseOf(gateItem.Item) };
   }
 
   writeBreaker(observed: BreakerState, next: BreakerState): Promise<'written' | 'conflict'> {
     const { version, ...stored } = next;
-    return this.write('breaker', observed.version, version, stored);
+    return this.write(this.breakerKey, 'breaker', observed.version, version, stored);
   }
 
   writePause(observed: PauseState, next: PauseState): Promise<'written' | 'conflict'> {
     const { version, ...stored } = next;
-    return this.write('pause', observed.version, version, stored);
+    return this.write(SENDING_GATE_KEY, 'pause', observed.version, version, stored);
   }
 
   private async write(
+    key: Readonly<Record<string, string>>,
     attribute: 'breaker' | 'pause',
     observedVersion: number,
     nextVersion: number,
@@ -55,7 +76,7 @@ export class DynamoSendingGate implements SendingGateStore {
       await this.documents.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: SENDING_GATE_KEY,
+          Key: key,
           UpdateExpression: 'SET #value = :value, #version = :next',
           // Version 0 is a part never written: its attribute must not exist yet.
           ConditionExpression:

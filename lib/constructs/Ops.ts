@@ -177,6 +177,13 @@ export class Ops extends Construct {
       cloudwatch.TreatMissingData.IGNORE,
     );
     alarm(
+      'RelayFailover',
+      'mail is leaving through a relay other than the first of POSTDATE_RELAYS (DESIGN §15): the first is unavailable; its probe brings the mail back when it answers',
+      stackMetric(this, SENDER_METRIC.failoverSends, 'Sum', ONE_MINUTE),
+      1,
+      1,
+    );
+    alarm(
       'Api5xx',
       'the API answered server errors',
       props.httpApi.metricServerError({ period: FIVE_MINUTES, statistic: 'Sum' }),

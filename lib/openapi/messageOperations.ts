@@ -43,6 +43,9 @@ const AttemptSchema = z
     provider_message_id: z.string().optional().meta({
       description: "The relay's own id from its final 250 reply, when it named one in a known shape.",
     }),
+    relay: z.string().optional().meta({
+      description: 'The relay this attempt went through (`POSTDATE_RELAYS`, or `default`).',
+    }),
   })
   .meta({ id: 'Attempt' });
 
@@ -68,6 +71,11 @@ const MessageSchema = z
       description:
         "The relay's own id (queue id) from the final 250 reply of the last accepted attempt that named one; what an operator quotes to the provider. Null when none did.",
       example: '01000154dc729264-93fdd7ea-f039-43d6-91ed-653e8547867c-000000',
+    }),
+    relay: z.string().nullable().meta({
+      description:
+        'The relay the last attempt went through (DESIGN §15: `POSTDATE_RELAYS` names them; `default` when only `SMTP_*` is set). Null before any attempt.',
+      example: 'default',
     }),
     recipients: z
       .object({ accepted: z.int(), pending: z.int(), rejected: z.int(), suppressed: z.int() })

@@ -60,6 +60,7 @@ describe('POST /v1/messages (enqueue)', () => {
       attempts: 0,
       last_error: null,
       provider_message_id: null,
+      relay: null,
       recipients: { accepted: 0, pending: 1, rejected: 0, suppressed: 0 },
       template: null,
       group: null,

@@ -670,9 +670,15 @@ describe('ops: alarms and dashboard', () => {
         ]),
       },
     });
-    // 23 of Ops (RelayUnavailable among them), and the three of webhooks (failed deliveries, their
-    // DLQ, the producer's failures).
-    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(26);
+    // 24 of Ops (RelayUnavailable and RelayFailover among them), and the three of webhooks (failed
+    // deliveries, their DLQ, the producer's failures).
+    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(27);
+    // DESIGN §15: an alarm while mail leaves through anything but the first relay.
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'FailoverSends',
+      Statistic: 'Sum',
+      Threshold: 1,
+    });
   });
 
   it('has one dashboard that follows a message from enqueue to outcome', () => {

@@ -52,6 +52,8 @@ function otherValue(spec: SettingSpec): string {
       return 'mail.example.org';
     case 'senders':
       return 'ops@example.org';
+    case 'relays':
+      return '[{"name":"a","host":"127.0.0.1","port":2525,"secure":false,"require_tls":false}]';
     case 'text':
       return 'some-text';
   }
@@ -70,6 +72,8 @@ function badValue(spec: SettingSpec): string | undefined {
       return 'not a domain';
     case 'senders':
       return 'nobody';
+    case 'relays':
+      return '[]';
     case 'text':
       return undefined;
   }

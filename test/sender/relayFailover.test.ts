@@ -1,0 +1,283 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { NodemailerMailer } from '../../lambdas/adapters/NodemailerMailer.js';
+import { NodemailerRelayProbe } from '../../lambdas/adapters/NodemailerRelayProbe.js';
+import { environmentSmtpCredentials } from '../../lambdas/adapters/smtpCredentials.js';
+import type { SmtpCredentialsSource } from '../../lambdas/ports/SmtpCredentialsSource.js';
+import { RelayGate } from '../../lambdas/sender/relayGate.js';
+import { messageView } from '../../lambdas/store/messageView.js';
+import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
+import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
+import { type RelayOutage, startRelayOutage } from '../../local/smtp/relayOutage.js';
+import {
+  BREAKER_SETTINGS,
+  type BreakerRig,
+  type BreakerWorld,
+  createBreakerRig,
+  startBreakerWorld,
+} from './breakerHarness.js';
+import { FAST_SMTP_TIMEOUTS, type SenderHandler } from './senderHarness.js';
+
+/**
+ * DESIGN §15, failover across relays, on real parts: two smtp-servers — `primary` behind the
+ * pass-through that plays an outage (nothing listening, or 421 at the greeting), and `backup` —
+ * each relay with its own breaker in DynamoDB Local, the copies on the SQS emulator. What each
+ * server received decides "sent exactly once, and through which relay".
+ */
+
+const NO_LOGIN = environmentSmtpCredentials({ user: undefined, pass: undefined });
+
+interface Endpoint {
+  readonly host: string;
+  readonly port: number;
+}
+
+describe('failover across relays', () => {
+  let world: BreakerWorld;
+  let backup: TestSmtpServer;
+  const mailers: NodemailerMailer[] = [];
+  beforeEach(async () => {
+    [world, backup] = await Promise.all([startBreakerWorld(), startSmtpServer()]);
+  });
+  afterEach(async () => {
+    for (const mailer of mailers.splice(0)) await mailer.close();
+    await world.close();
+    await backup.close();
+  });
+
+  /** One relay as a sender container has it: its pooled mailer and its gate. */
+  function relay(rig: BreakerRig, name: string, endpoint: Endpoint, credentials = NO_LOGIN) {
+    const options = {
+      host: endpoint.host,
+      port: endpoint.port,
+      secure: false,
+      requireTls: false,
+      credentials,
+      timeouts: FAST_SMTP_TIMEOUTS,
+    };
+    const mailer = new NodemailerMailer({ ...options, messageIdDomain: 'mail.test' });
+    mailers.push(mailer);
+    const gate = new RelayGate({
+      store: new DynamoSendingGate(world.documents, world.tableName, name),
+      probe: new NodemailerRelayProbe(options),
+      queue: rig.queue,
+      settings: BREAKER_SETTINGS,
+      now: () => new Date(),
+      random: Math.random,
+      cacheMs: 0,
+      log: rig.log,
+      metrics: rig.metrics,
+    });
+    return { name, mailer, gate };
+  }
+
+  /** A sender with `primary` (through the outage pass-through) first and `backup` second. */
+  function failoverSender(rig: BreakerRig, primaryLogin: SmtpCredentialsSource = NO_LOGIN): SenderHandler {
+    const first = relay(rig, 'primary', world.outage, primaryLogin);
+    return rig.newHandler({
+      mailer: first.mailer,
+      relayGate: first.gate,
+      relayName: first.name,
+      failover: [relay(rig, 'backup', backup)],
+      now: () => new Date(),
+      sleep: (milliseconds) => sleep(milliseconds),
+    });
+  }
+
+  const deliveredTo = (server: TestSmtpServer, id: string) =>
+    server.received.filter((message) => message.postdateId === id && message.outcome === 'accepted');
+
+  async function sendsThroughBackup(
+    rig: BreakerRig,
+    sender: SenderHandler,
+    primary: { readonly relay: TestSmtpServer | RelayOutage },
+  ) {
+    const messages = await Promise.all([1, 2, 3, 4, 5].map(() => rig.putMessage()));
+    for (const message of messages) await rig.dispatch(message);
+    await rig.drive({
+      handlers: [sender],
+      timeoutMs: 30_000,
+      done: async () => messages.every((message) => deliveredTo(backup, message.id).length > 0),
+    });
+    for (const message of messages) {
+      // Exactly once, through the backup; the outage counted no attempt; 0 dead.
+      expect(deliveredTo(backup, message.id)).toHaveLength(1);
+      expect(deliveredTo(world.smtp, message.id)).toHaveLength(0);
+      const state = await rig.state(message.id);
+      expect(state.status).toBe('sent');
+      expect(state.attempts).toBe(1);
+      // The attempt and the message name the relay the mail left through (DESIGN §15, §3a).
+      // The history keeps the outage seen on the first relay (no attempt counted), then the send.
+      expect(state.history.at(-1)?.relay).toBe('backup');
+      for (const attempt of state.history.slice(0, -1)) expect(attempt.relay).toBe('primary');
+      expect(messageView(state, { withHistory: false }).relay).toBe('backup');
+    }
+    expect(primary.relay).toBeDefined();
+    return messages;
+  }
+
+  it('the first relay refuses connections: the mail leaves through the second, once each, no attempt counted', async () => {
+    const rig = await createBreakerRig(world);
+    await world.outage.set('refusing');
+    await sendsThroughBackup(rig, failoverSender(rig), { relay: world.outage });
+    const primary = await new DynamoSendingGate(world.documents, world.tableName, 'primary').read();
+    expect(primary.breaker.state).not.toBe('closed');
+    const second = await new DynamoSendingGate(world.documents, world.tableName, 'backup').read();
+    expect(second.breaker.state).toBe('closed');
+    // The metric behind the alarm "mail leaves through anything but the first relay".
+    expect(rig.metrics.of('FailoverSends')).toBeGreaterThanOrEqual(5);
+    await world.outage.set('up');
+  });
+
+  it('the first relay answers 421 at the greeting: the second takes the mail; at most one attempt per probe interval reaches the first', async () => {
+    const rig = await createBreakerRig(world);
+    await world.outage.set('down');
+    const startedAt = Date.now();
+    const before = world.outage.connections.down;
+    await sendsThroughBackup(rig, failoverSender(rig), { relay: world.outage });
+    const elapsedMs = Date.now() - startedAt;
+    // One failing connection per copy already on its way (4 at once in a batch), then the probes.
+    expect(world.outage.connections.down - before).toBeLessThanOrEqual(
+      4 + Math.ceil(elapsedMs / BREAKER_SETTINGS.probeIntervalMs),
+    );
+    await world.outage.set('up');
+  });
+
+  it('the first relay refuses the login: the second takes the mail', async () => {
+    const guarded = await startSmtpServer({ credentials: { username: 'postdate', password: 'right' } });
+    try {
+      const outage = await startRelayOutage({ targetHost: guarded.host, targetPort: guarded.port });
+      try {
+        const rig = await createBreakerRig(world);
+        const wrong = environmentSmtpCredentials({ user: 'postdate', pass: 'wrong' });
+        const first = relay(rig, 'primary', outage, wrong);
+        const sender = rig.newHandler({
+          mailer: first.mailer,
+          relayGate: first.gate,
+          relayName: first.name,
+          failover: [relay(rig, 'backup', backup)],
+          now: () => new Date(),
+          sleep: (milliseconds) => sleep(milliseconds),
+        });
+        await sendsThroughBackup(rig, sender, { relay: guarded });
+        expect(guarded.received).toHaveLength(0);
+        expect(guarded.authAttempts.some((attempt) => !attempt.ok)).toBe(true);
+      } finally {
+        await outage.close();
+      }
+    } finally {
+      await guarded.close();
+    }
+  });
+
+  it('the first relay comes back: its probe closes its breaker and the mail returns to it', async () => {
+    const rig = await createBreakerRig(world);
+    const sender = failoverSender(rig);
+    await world.outage.set('down');
+    await sendsThroughBackup(rig, sender, { relay: world.outage });
+
+    await world.outage.set('up');
+    const later = await Promise.all([1, 2, 3].map(() => rig.putMessage()));
+    // Copies keep arriving; the first one after the probe is due probes the first relay, which answers.
+    const deadline = Date.now() + 20_000;
+    let closed = false;
+    while (!closed && Date.now() < deadline) {
+      const probeMessage = await rig.putMessage();
+      await rig.dispatch(probeMessage);
+      await rig.run(await rig.receive({ max: 10, waitSeconds: 1 }), sender);
+      closed =
+        (await new DynamoSendingGate(world.documents, world.tableName, 'primary').read()).breaker.state ===
+        'closed';
+    }
+    expect(closed).toBe(true);
+    for (const message of later) await rig.dispatch(message);
+    await rig.drive({
+      handlers: [sender],
+      timeoutMs: 20_000,
+      done: async () => later.every((message) => deliveredTo(world.smtp, message.id).length > 0),
+    });
+    for (const message of later) {
+      expect(deliveredTo(world.smtp, message.id)).toHaveLength(1);
+      expect(deliveredTo(backup, message.id)).toHaveLength(0);
+      expect((await rig.state(message.id)).relay).toBe('primary');
+    }
+  });
+
+  it('every relay unavailable: the copy waits unclaimed, no attempt counted, nothing sent', async () => {
+    const backupOutage = await startRelayOutage({ targetHost: backup.host, targetPort: backup.port });
+    try {
+      const rig = await createBreakerRig(world);
+      const first = relay(rig, 'primary', world.outage);
+      const sender = rig.newHandler({
+        mailer: first.mailer,
+        relayGate: first.gate,
+        relayName: first.name,
+        failover: [relay(rig, 'backup', backupOutage)],
+        now: () => new Date(),
+        sleep: (milliseconds) => sleep(milliseconds),
+      });
+      await world.outage.set('refusing');
+      await backupOutage.set('down');
+      const message = await rig.putMessage();
+      await rig.dispatch(message);
+      for (let round = 0; round < 3; round++) {
+        await rig.run(await rig.receive({ max: 10, waitSeconds: 2 }), sender);
+      }
+      const state = await rig.state(message.id);
+      expect(state.attempts).toBe(0);
+      expect(['scheduled', 'retrying']).toContain(state.status);
+      expect(backup.received).toHaveLength(0);
+      expect(world.smtp.received).toHaveLength(0);
+      for (const name of ['primary', 'backup']) {
+        const gate = await new DynamoSendingGate(world.documents, world.tableName, name).read();
+        expect(gate.breaker.state).not.toBe('closed');
+      }
+      await world.outage.set('up');
+      await backupOutage.set('up');
+    } finally {
+      await backupOutage.close();
+    }
+  });
+
+  it('a recipient the first relay accepted is never sent again through the second', async () => {
+    const rig = await createBreakerRig(world);
+    const sender = failoverSender(rig);
+    // The first relay takes a@ and defers b@ (451 at RCPT), then goes down.
+    world.smtp.script({
+      rcptTo: (address) =>
+        address.startsWith('b@') ? { code: 451, message: '4.2.1 Try again later' } : undefined,
+    });
+    const message = await rig.putMessage({ to: ['a@example.com', 'b@example.com'] });
+    await rig.dispatch(message);
+    await rig.run(await rig.receive({ max: 1, waitSeconds: 2 }), sender);
+    expect(deliveredTo(world.smtp, message.id).map((received) => received.to)).toEqual([['a@example.com']]);
+
+    await world.outage.set('refusing');
+    await rig.drive({
+      handlers: [sender],
+      timeoutMs: 30_000,
+      done: async () => deliveredTo(backup, message.id).length > 0,
+    });
+    expect(deliveredTo(backup, message.id).map((received) => received.to)).toEqual([['b@example.com']]);
+    expect((await rig.state(message.id)).status).toBe('sent');
+    await world.outage.set('up');
+  });
+
+  it('hold: an ambiguous outcome on the first relay is never sent through the second', async () => {
+    const rig = await createBreakerRig(world);
+    const sender = failoverSender(rig);
+    // The first relay reads the body, then the connection breaks before the final reply.
+    world.smtp.script({ afterData: 'drop' });
+    const message = await rig.putMessage({ onAmbiguous: 'hold' });
+    await rig.dispatch(message);
+    await rig.run(await rig.receive({ max: 1, waitSeconds: 2 }), sender);
+    // Even with the first relay down from now on, nothing crosses to the second.
+    await world.outage.set('refusing');
+    for (let round = 0; round < 2; round++) {
+      await rig.run(await rig.receive({ max: 10, waitSeconds: 1 }), sender);
+    }
+    expect((await rig.state(message.id)).status).toBe('unknown');
+    expect(backup.received).toHaveLength(0);
+    await world.outage.set('up');
+  });
+});
