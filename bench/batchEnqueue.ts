@@ -32,17 +32,17 @@ interface Side {
  */
 export async function batchEnqueue(options: BenchOptions): Promise<BenchResult> {
   const started = Date.now();
-  const rounds = options.quick ? 2 : 6;
+  const rounds = options.quick ? 1 : 6;
   const counter = installAwsRequestCounter();
   const stack = await startBenchStack({}, { dynamodbJvm: 'peak' });
   const single: Side = { msPerMessage: [], writeUnits: 0, readUnits: 0, dynamodbCalls: 0, messages: 0 };
   const batch: Side = { msPerMessage: [], writeUnits: 0, readUnits: 0, dynamodbCalls: 0, messages: 0 };
-  const runSingles = () =>
-    inParallel(Array.from({ length: ITEMS }), CONCURRENCY, () =>
+  const runSingles = (count = ITEMS) =>
+    inParallel(Array.from({ length: count }), CONCURRENCY, () =>
       enqueue(stack, { bodyBytes: BODY_BYTES, key: randomUUID(), delaySeconds: DELAY_SECONDS }),
     );
-  const runBatch = async () => {
-    const messages = Array.from({ length: ITEMS }, () => {
+  const runBatch = async (count = ITEMS) => {
+    const messages = Array.from({ length: count }, () => {
       const key = randomUUID();
       return {
         idempotency_key: key,
@@ -75,15 +75,15 @@ export async function batchEnqueue(options: BenchOptions): Promise<BenchResult> 
   };
   try {
     // A warm-up of each, not recorded (JIT, connection pools, DynamoDB Local's JVM).
-    await runSingles();
-    await runBatch();
+    await runSingles(options.quick ? 16 : ITEMS);
+    await runBatch(options.quick ? 16 : ITEMS);
     for (let round_ = 0; round_ < rounds; round_ += 1) {
       if (round_ % 2 === 0) {
-        await measured(single, runSingles);
-        await measured(batch, runBatch);
+        await measured(single, () => runSingles());
+        await measured(batch, () => runBatch());
       } else {
-        await measured(batch, runBatch);
-        await measured(single, runSingles);
+        await measured(batch, () => runBatch());
+        await measured(single, () => runSingles());
       }
     }
   } finally {
