@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { batchEnqueue } from './batchEnqueue.js';
 import type { BenchOptions, BenchResult, BenchRow } from './benchResult.js';
 import { writeCharts } from './chart.js';
 import { coldStart } from './coldStart.js';
@@ -29,6 +30,7 @@ const BENCHMARKS: Record<string, (options: BenchOptions) => Promise<BenchResult>
   cost,
   templates,
   enqueueLatency,
+  'batch-enqueue': batchEnqueue,
   throughput,
   precision,
   'immediate-copy': immediateCopy,

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
  */
 import { pathToFileURL } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { createPostdateClient } from '../lambdas/client/index.js';
 import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js';
 import { DynamoApiStore } from '../lambdas/store/apiStore.js';
 import { DynamoDueIndex } from '../lambdas/store/dueIndex.js';
@@ -32,6 +33,7 @@ import {
   messagesRetry,
   messagesShow,
 } from './messagesCommands.js';
+import { messagesEnqueue, readLinesFile } from './messagesEnqueue.js';
 import { type ExportOptions, messagesExport, openLineSink } from './messagesExport.js';
 import { memoryOutput, type Output, terminalOutput } from './output.js';
 import { reconcile, reconcileClean } from './reconcileCommand.js';
@@ -247,6 +249,33 @@ export function buildProgram(): Command {
           await lines.close();
         }
         return EXIT.ok;
+      }),
+    );
+  messages
+    .command('enqueue')
+    .description(
+      'enqueue the messages of a JSON Lines file (one body with its idempotency_key per line) through POST /v1/messages/batch, 100 at a time; safe to run again',
+    )
+    .requiredOption('--file <path>', 'the JSON Lines file (- for stdin)')
+    .option('--mode <mode>', 'permissive (default) or strict (per batch of 100)')
+    .option('--api-url <url>', "the API's base URL (env POSTDATE_API_URL)")
+    .option('--api-key <key>', 'an API key of the tenant (env POSTDATE_API_KEY)')
+    .action(
+      action(async (context, options: { file: string; mode?: string; apiUrl?: string; apiKey?: string }) => {
+        const baseUrl = options.apiUrl ?? process.env.POSTDATE_API_URL;
+        const apiKey = options.apiKey ?? process.env.POSTDATE_API_KEY;
+        if (!baseUrl || !apiKey)
+          throw new UsageError('give --api-url and --api-key (or POSTDATE_API_URL, POSTDATE_API_KEY)');
+        if (options.mode !== undefined && options.mode !== 'permissive' && options.mode !== 'strict')
+          throw new UsageError('--mode is permissive or strict');
+        const client = createPostdateClient({ baseUrl, apiKey });
+        const text = readLinesFile(options.file);
+        const report = await messagesEnqueue(
+          client,
+          { text, ...(options.mode === undefined ? {} : { mode: options.mode }) },
+          context.out,
+        );
+        return ok(report.ok);
       }),
     );
   messages

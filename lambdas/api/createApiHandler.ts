@@ -32,6 +32,7 @@ import {
   tenantOf,
 } from './route.js';
 import { enqueueRoute } from './routes/enqueue.js';
+import { enqueueBatchRoute } from './routes/enqueueBatch.js';
 import {
   cancelMessageRoute,
   getMessageRoute,
@@ -87,6 +88,7 @@ function routeHandlers(deps: RouteDependencies): Readonly<Record<RouteName, Rout
     health: async () => jsonResult(200, { status: 'ok' }),
     openapi: openApiRoute(),
     enqueue: enqueueRoute(deps),
+    enqueueBatch: enqueueBatchRoute(deps),
     get: getMessageRoute(deps),
     list: listMessagesRoute(deps),
     reschedule: rescheduleMessageRoute(deps),

@@ -168,21 +168,25 @@ export type BodyRead =
 
 /**
  * Reads a JSON request body: `application/json` (a `charset` other than UTF-8 is refused), at most
- * 256 KiB after base64 decoding, valid UTF-8, valid JSON. Each failure is a problem naming the field.
+ * `maxBytes` (256 KiB unless a route says otherwise) after base64 decoding, valid UTF-8, valid JSON.
+ * Each failure is a problem naming the field.
  */
-export function readJsonBody(event: {
-  readonly headers?: Readonly<Record<string, string | undefined>> | undefined;
-  readonly body?: string | undefined;
-  readonly isBase64Encoded?: boolean | undefined;
-}): BodyRead {
+export function readJsonBody(
+  event: {
+    readonly headers?: Readonly<Record<string, string | undefined>> | undefined;
+    readonly body?: string | undefined;
+    readonly isBase64Encoded?: boolean | undefined;
+  },
+  maxBytes: number = LIMITS.maxBodyBytes,
+): BodyRead {
   const contentType = headerValue(event.headers, 'content-type');
   const mediaProblem = checkContentType(contentType);
   if (mediaProblem) return { ok: false, problem: mediaProblem };
   const raw = event.body ?? '';
   // Base64 is 4/3 of the bytes: a body far over the limit is refused before decoding it.
-  if (raw.length > LIMITS.maxBodyBytes * 2) return { ok: false, problem: tooLarge() };
+  if (raw.length > maxBytes * 2) return { ok: false, problem: tooLarge(maxBytes) };
   const bytes = event.isBase64Encoded ? Buffer.from(raw, 'base64') : Buffer.from(raw, 'utf8');
-  if (bytes.length > LIMITS.maxBodyBytes) return { ok: false, problem: tooLarge() };
+  if (bytes.length > maxBytes) return { ok: false, problem: tooLarge(maxBytes) };
   if (bytes.length === 0) {
     return {
       ok: false,
@@ -214,9 +218,9 @@ export function readJsonBody(event: {
   }
 }
 
-function tooLarge(): ProblemDetails {
-  return problem('payloadTooLarge', `The body is larger than ${LIMITS.maxBodyBytes} bytes.`, {
-    errors: [{ field: 'body', message: `must be at most ${LIMITS.maxBodyBytes} bytes` }],
+function tooLarge(maxBytes: number): ProblemDetails {
+  return problem('payloadTooLarge', `The body is larger than ${maxBytes} bytes.`, {
+    errors: [{ field: 'body', message: `must be at most ${maxBytes} bytes` }],
   });
 }
 

@@ -9,6 +9,9 @@ export type MessageList = components['schemas']['MessageList'];
 export type MessageStatus = components['schemas']['MessageStatus'];
 export type GroupHead = components['schemas']['GroupHead'];
 export type EnqueueRequest = components['schemas']['EnqueueRequest'];
+export type BatchEnqueueRequest = components['schemas']['BatchEnqueueRequest'];
+export type BatchEnqueueResponse = components['schemas']['BatchEnqueueResponse'];
+export type BatchResult = components['schemas']['BatchResult'];
 export type RescheduleRequest = components['schemas']['RescheduleRequest'];
 export type GroupVersionRequest = components['schemas']['GroupVersionRequest'];
 export type ListQuery = NonNullable<operations['list']['parameters']['query']>;
@@ -75,6 +78,13 @@ export interface EnqueueResult {
 
 export interface PostdateClient {
   enqueue(request: EnqueueRequest, options?: EnqueueOptions): Promise<EnqueueResult>;
+  /**
+   * Up to 100 enqueues in one request (DESIGN §3a), each under its own `idempotency_key`: one result
+   * per item in request order, each what a single enqueue of it would have answered (`status`, and
+   * `message` or `problem`). Permissive by default; `mode: 'strict'` throws the 400 and enqueues
+   * nothing when one item is invalid. Retried like an enqueue: every item carries its key.
+   */
+  enqueueBatch(request: BatchEnqueueRequest, options?: CallOptions): Promise<BatchEnqueueResponse>;
   get(id: string, options?: { readonly signal?: AbortSignal }): Promise<Message>;
   list(query?: ListQuery, options?: { readonly signal?: AbortSignal }): Promise<MessageList>;
   reschedule(
@@ -194,6 +204,9 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
       const message = unwrap(answer, idempotencyKey);
       const replayed = answer.response.headers.get('idempotent-replayed') === 'true';
       return { message, idempotencyKey, replayed };
+    },
+    async enqueueBatch(request, callOptions = {}) {
+      return unwrap(await http.POST('/v1/messages/batch', { body: request, ...signalOf(callOptions) }));
     },
     async get(id, callOptions = {}) {
       return unwrap(

@@ -11,6 +11,9 @@ export {
   type ProblemFieldError,
 } from './clientErrors.js';
 export {
+  type BatchEnqueueRequest,
+  type BatchEnqueueResponse,
+  type BatchResult,
   createPostdateClient,
   type EnqueueOptions,
   type EnqueueRequest,

@@ -35,6 +35,31 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/messages/batch': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Enqueue up to 100 messages, each under its own idempotency key
+     * @description Up to 100 enqueue bodies, each with its own `idempotency_key` (no Idempotency-Key header): each item is atomic on its own, exactly as a POST /v1/messages with that key, with its own schedule, template or content. Replaying a whole batch (after a timeout) answers the stored items as replays and enqueues nothing twice.
+     *
+     *     - `mode: "permissive"` (default): every valid item is enqueued; each other one is reported in its result.
+     *     - `mode: "strict"`: every item is judged first; if one is invalid nothing is enqueued and the answer is a 400 whose `errors` name each failing item (`/messages/3/to`).
+     *
+     *     An item given a key already given earlier in the same batch is a 400 for that item. The whole body is at most 2 MiB, each item at most 256 KiB as JSON (that item's 413).
+     */
+    post: operations['enqueueBatch'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/messages/{id}': {
     parameters: {
       query?: never;
@@ -661,6 +686,266 @@ export interface components {
       /** @description A version to pin; without it, the latest at enqueue time (then pinned). */
       version?: number | null;
     };
+    BatchEnqueueResponse: {
+      /** @description One per item, in request order. */
+      results: components['schemas']['BatchResult'][];
+    };
+    BatchResult: {
+      /** @description The item's place in `messages`, from 0. */
+      index: number;
+      /** @description What a single POST /v1/messages of this item would have answered: 202 new, 200 replay, 400/413/422 refused; 500/503 when its write failed (retry the batch: the stored items replay). */
+      status: number;
+      /** @description With a message: true when it is a replay (200). */
+      replayed?: boolean;
+      /** @description For a 2xx: the message. */
+      message?: {
+        /**
+         * @description Opaque and URL-safe, at most 32 characters: 26 lower-case base-32 characters derived from the tenant and the Idempotency-Key.
+         * @example 6avlce7kbqozea42u7lasaa337
+         */
+        id: string;
+        status: components['schemas']['MessageStatus'];
+        /** Format: date-time */
+        send_at: string;
+        /** Format: date-time */
+        not_after: string | null;
+        /** Format: date-time */
+        created_at: string;
+        /** Format: date-time */
+        updated_at: string;
+        /** @description SMTP transactions in which the relay saw the message (not queue receives). */
+        attempts: number;
+        last_error: components['schemas']['LastError'];
+        /**
+         * @description The relay's own id (queue id) from the final 250 reply of the last accepted attempt that named one; what an operator quotes to the provider. Null when none did.
+         * @example 01000154dc729264-93fdd7ea-f039-43d6-91ed-653e8547867c-000000
+         */
+        provider_message_id: string | null;
+        /** @description Recipients one by one: accepted by the relay (never sent again), pending (deferred with a 4xx, retried), rejected for good (5xx). */
+        recipients: {
+          accepted: number;
+          pending: number;
+          rejected: number;
+          suppressed: number;
+        };
+        /** @description A template message: its template and the version it was pinned to (DESIGN §10). */
+        template: {
+          name: string;
+          version: number;
+        } | null;
+        group: {
+          key: string;
+          version: number;
+        } | null;
+        tags: {
+          [key: string]: string;
+        };
+        metadata: {
+          [key: string]: string;
+        };
+        rev: number;
+        /** @description Only on GET /v1/messages/{id}. */
+        history?: components['schemas']['Attempt'][];
+      };
+      /**
+       * @description Otherwise: the problem, its `errors` naming fields of the batch (`/messages/3/to`).
+       * @example {
+       *       "type": "urn:postdate:problem:validation",
+       *       "title": "The request is invalid",
+       *       "status": 400,
+       *       "detail": "The request has 1 invalid field.",
+       *       "errors": [
+       *         {
+       *           "field": "/to/0",
+       *           "message": "must be an email address (local@domain)"
+       *         }
+       *       ]
+       *     }
+       */
+      problem?: {
+        /** @description A URN naming the problem (docs/api.md, "Errors"). */
+        type: string;
+        title: string;
+        status: number;
+        detail: string;
+        errors?: {
+          /** @description A JSON Pointer into the body (`/to/2`), `body`, a header name or a query/path parameter. */
+          field: string;
+          message: string;
+        }[];
+        /**
+         * @description On a 409: the status the message has now.
+         * @enum {string}
+         */
+        current_status?:
+          | 'scheduled'
+          | 'sending'
+          | 'retrying'
+          | 'sent'
+          | 'failed'
+          | 'dead'
+          | 'cancelled'
+          | 'superseded'
+          | 'expired'
+          | 'unknown'
+          | 'suppressed';
+      };
+    };
+    BatchEnqueueRequest: {
+      /** @description 1–100 enqueue bodies (EnqueueRequest: the same rules, each at most 256 KiB as JSON), each with its own `idempotency_key`. */
+      messages: (components['schemas']['InlineBatchItem'] | components['schemas']['TemplateBatchItem'])[];
+      /**
+       * @description `permissive` (default): every valid item is enqueued and each other one reported in its result. `strict`: every item is judged first, and if one is invalid nothing is enqueued (400 naming each failing item).
+       * @enum {string}
+       */
+      mode?: 'permissive' | 'strict';
+    };
+    /** @description An email to send later with its content (DESIGN §3): `text` or `html` or both. With this item's own `idempotency_key`. */
+    InlineBatchItem: {
+      to?: string[] | null;
+      cc?: string[] | null;
+      bcc?: string[] | null;
+      /**
+       * @description Defaults to POSTDATE_DEFAULT_FROM; must match POSTDATE_ALLOWED_FROM.
+       * @example Ada Lovelace <ada@example.com>
+       */
+      from?: string | null;
+      /**
+       * @description An RFC 5322 mailbox: `ada@example.com` or `Ada Lovelace <ada@example.com>`.
+       * @example Ada Lovelace <ada@example.com>
+       */
+      reply_to?: string | null;
+      /** @description One line: no CR, LF or other control character but TAB. */
+      subject: string;
+      text?: string | null;
+      html?: string | null;
+      /**
+       * @description Extra headers. Names are RFC 9110 tokens; Message-ID, X-Postdate-Id, From, To, Cc, Bcc, Subject, Date, Reply-To, Sender, Return-Path, MIME-Version and Content-* are reserved. Headers that control a relay instead of describing the message are refused (400, `header controls the relay and may not be given`): X-SMTPAPI, X-MSYS-API, X-SES-*, X-Mailgun-*, X-PM-*, X-MC-*, X-Mailjet-*, X-MJ-* (Amazon SES, SendGrid, Mailgun, Postmark, Mandrill, SparkPost, Mailjet); a configuration set belongs to the API key.
+       * @example {
+       *       "X-Campaign": "42"
+       *     }
+       */
+      headers?: {
+        [key: string]: string;
+      } | null;
+      /**
+       * Format: date-time
+       * @description When to send; a past time means now. At most POSTDATE_MAX_HORIZON_DAYS ahead.
+       * @example 2026-12-01T09:00:00Z
+       */
+      send_at?: string | null;
+      delay_seconds?: number | null;
+      /**
+       * Format: date-time
+       * @description Deadline: past it the message expires unsent.
+       * @example 2026-12-01T09:00:00Z
+       */
+      not_after?: string | null;
+      group?: components['schemas']['Group'];
+      /** @enum {string|null} */
+      on_ambiguous?: 'retry' | 'hold' | null;
+      /**
+       * @description Small labels for listing and metrics.
+       * @example {
+       *       "kind": "campaign-approved"
+       *     }
+       */
+      tags?: {
+        [key: string]: string;
+      } | null;
+      /**
+       * @description Your own small string data, returned as given.
+       * @example {
+       *       "campaign_id": "42"
+       *     }
+       */
+      metadata?: {
+        [key: string]: string;
+      } | null;
+      /**
+       * @description This item's Idempotency-Key, 1–255 printable ASCII characters: the item is exactly a POST /v1/messages with this key (no Structured Field quotes here: the string is the key).
+       * @example order-7-confirmation
+       */
+      idempotency_key: string;
+    };
+    /** @description An email to send later, built at send time from a stored template and `data` (DESIGN §10). With this item's own `idempotency_key`. */
+    TemplateBatchItem: {
+      to?: string[] | null;
+      cc?: string[] | null;
+      bcc?: string[] | null;
+      /**
+       * @description Defaults to POSTDATE_DEFAULT_FROM; must match POSTDATE_ALLOWED_FROM.
+       * @example Ada Lovelace <ada@example.com>
+       */
+      from?: string | null;
+      /**
+       * @description An RFC 5322 mailbox: `ada@example.com` or `Ada Lovelace <ada@example.com>`.
+       * @example Ada Lovelace <ada@example.com>
+       */
+      reply_to?: string | null;
+      template: components['schemas']['TemplateRef'];
+      /**
+       * @description The template's variables; default `{}`.
+       * @example {
+       *       "campaign": {
+       *         "name": "Winter sale",
+       *         "id": 42
+       *       },
+       *       "first_name": "Ada"
+       *     }
+       */
+      data?: {
+        [key: string]: unknown;
+      } | null;
+      /**
+       * @description Extra headers. Names are RFC 9110 tokens; Message-ID, X-Postdate-Id, From, To, Cc, Bcc, Subject, Date, Reply-To, Sender, Return-Path, MIME-Version and Content-* are reserved. Headers that control a relay instead of describing the message are refused (400, `header controls the relay and may not be given`): X-SMTPAPI, X-MSYS-API, X-SES-*, X-Mailgun-*, X-PM-*, X-MC-*, X-Mailjet-*, X-MJ-* (Amazon SES, SendGrid, Mailgun, Postmark, Mandrill, SparkPost, Mailjet); a configuration set belongs to the API key.
+       * @example {
+       *       "X-Campaign": "42"
+       *     }
+       */
+      headers?: {
+        [key: string]: string;
+      } | null;
+      /**
+       * Format: date-time
+       * @description When to send; a past time means now. At most POSTDATE_MAX_HORIZON_DAYS ahead.
+       * @example 2026-12-01T09:00:00Z
+       */
+      send_at?: string | null;
+      delay_seconds?: number | null;
+      /**
+       * Format: date-time
+       * @description Deadline: past it the message expires unsent.
+       * @example 2026-12-01T09:00:00Z
+       */
+      not_after?: string | null;
+      group?: components['schemas']['Group'];
+      /** @enum {string|null} */
+      on_ambiguous?: 'retry' | 'hold' | null;
+      /**
+       * @description Small labels for listing and metrics.
+       * @example {
+       *       "kind": "campaign-approved"
+       *     }
+       */
+      tags?: {
+        [key: string]: string;
+      } | null;
+      /**
+       * @description Your own small string data, returned as given.
+       * @example {
+       *       "campaign_id": "42"
+       *     }
+       */
+      metadata?: {
+        [key: string]: string;
+      } | null;
+      /**
+       * @description This item's Idempotency-Key, 1–255 printable ASCII characters: the item is exactly a POST /v1/messages with this key (no Structured Field quotes here: the string is the key).
+       * @example order-7-confirmation
+       */
+      idempotency_key: string;
+    };
     MessageList: {
       items: components['schemas']['Message'][];
       /** @description Pass as `cursor` for the next page; null at the end. */
@@ -1090,6 +1375,108 @@ export interface operations {
       };
       /** @description The Idempotency-Key was used with a different body; or the template cannot be used (missing, archived, no such version) or the message does not render with its data (`errors` names each variable or field). */
       422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+    };
+  };
+  enqueueBatch: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['BatchEnqueueRequest'];
+      };
+    };
+    responses: {
+      /** @description One result per item, in request order. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BatchEnqueueResponse'];
+        };
+      };
+      /** @description The envelope is invalid (`messages` empty or over 100 items, an unknown `mode` or field), or in strict mode an item is: `errors` names each field (`/messages/3/to`) and nothing was enqueued. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is larger than 2 MiB (a problem), or than API Gateway's 10 MB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is not `application/json` (UTF-8). */
+      415: {
         headers: {
           [name: string]: unknown;
         };

@@ -4,7 +4,7 @@
  *
  * A request is retried after a 429, a 5xx or a network error only when repeating it cannot do the
  * work twice: it carries an `Idempotency-Key` (every enqueue does; the API answers a replay with the
- * original message), or it is a GET or PUT (raising a group's version is idempotent). A PATCH, a
+ * original message; a batch enqueue's items each carry theirs), or it is a GET or PUT (raising a group's version is idempotent). A PATCH, a
  * DELETE or a keyless POST is retried after a 429 only, which API Gateway answers before the
  * function runs.
  */

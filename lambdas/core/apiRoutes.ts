@@ -30,6 +30,7 @@ export type WebhookRouteName =
 
 export type RouteName =
   | 'enqueue'
+  | 'enqueueBatch'
   | 'list'
   | 'get'
   | 'reschedule'
@@ -53,6 +54,7 @@ export interface ApiRoute {
 
 export const API_ROUTES: readonly ApiRoute[] = [
   { name: 'enqueue', method: 'POST', path: '/v1/messages', authorized: true },
+  { name: 'enqueueBatch', method: 'POST', path: '/v1/messages/batch', authorized: true },
   { name: 'list', method: 'GET', path: '/v1/messages', authorized: true },
   { name: 'get', method: 'GET', path: '/v1/messages/{id}', authorized: true },
   { name: 'reschedule', method: 'PATCH', path: '/v1/messages/{id}', authorized: true },

@@ -40,4 +40,12 @@ export const LIMITS = {
   maxGroupKeyLength: 200,
   /** The whole request body (HTTP: 413 above it). */
   maxBodyBytes: 256 * 1024,
+  /** Items of one POST /v1/messages/batch (DESIGN §3a). */
+  maxBatchMessages: 100,
+  /**
+   * A batch's whole body (HTTP: 413 above it); each item is still at most maxBodyBytes as JSON.
+   * Lambda takes at most 6 MB per synchronous invocation, the body escaped inside the event's JSON
+   * (at worst twice its size): docs/decisions/0076-batch-body-bound.md.
+   */
+  maxBatchBodyBytes: 2 * 1024 * 1024,
 } as const;

@@ -5,6 +5,7 @@
  */
 import * as z from 'zod';
 import type { RouteName } from '../../lambdas/core/apiRoutes.js';
+import { BatchEnqueueBodyDocumentSchema } from '../../lambdas/core/batchEnqueueSchema.js';
 import { MESSAGE_ID_PATTERN } from '../../lambdas/core/ids.js';
 import {
   EnqueueBodyDocumentSchema,
@@ -18,6 +19,7 @@ import {
   json,
   jsonResponse,
   type Operation,
+  ProblemSchema,
   problemResponse,
   StatusSchema,
 } from './components.js';
@@ -108,6 +110,25 @@ const MessageListSchema = z
   })
   .meta({ id: 'MessageList' });
 
+const BatchResultSchema = z
+  .object({
+    index: z.int().min(0).meta({ description: "The item's place in `messages`, from 0." }),
+    status: z.int().meta({
+      description:
+        'What a single POST /v1/messages of this item would have answered: 202 new, 200 replay, 400/413/422 refused; 500/503 when its write failed (retry the batch: the stored items replay).',
+    }),
+    replayed: z.boolean().optional().meta({ description: 'With a message: true when it is a replay (200).' }),
+    message: MessageSchema.optional().meta({ description: 'For a 2xx: the message.' }),
+    problem: ProblemSchema.optional().meta({
+      description: 'Otherwise: the problem, its `errors` naming fields of the batch (`/messages/3/to`).',
+    }),
+  })
+  .meta({ id: 'BatchResult' });
+
+const BatchResponseSchema = z
+  .object({ results: z.array(BatchResultSchema).meta({ description: 'One per item, in request order.' }) })
+  .meta({ id: 'BatchEnqueueResponse' });
+
 const GroupHeadSchema = z
   .object({ key: z.string(), version: z.int(), updated_at: z.string().meta({ format: 'date-time' }) })
   .meta({ id: 'GroupHead' });
@@ -156,6 +177,27 @@ export const MESSAGE_OPERATIONS = {
       ),
       422: problemResponse(
         'The Idempotency-Key was used with a different body; or the template cannot be used (missing, archived, no such version) or the message does not render with its data (`errors` names each variable or field).',
+      ),
+    },
+  },
+  enqueueBatch: {
+    summary: 'Enqueue up to 100 messages, each under its own idempotency key',
+    description: [
+      `Up to ${LIMITS.maxBatchMessages} enqueue bodies, each with its own \`idempotency_key\` (no Idempotency-Key header): each item is atomic on its own, exactly as a POST /v1/messages with that key, with its own schedule, template or content. Replaying a whole batch (after a timeout) answers the stored items as replays and enqueues nothing twice.`,
+      '',
+      '- `mode: "permissive"` (default): every valid item is enqueued; each other one is reported in its result.',
+      '- `mode: "strict"`: every item is judged first; if one is invalid nothing is enqueued and the answer is a 400 whose `errors` name each failing item (`/messages/3/to`).',
+      '',
+      `An item given a key already given earlier in the same batch is a 400 for that item. The whole body is at most ${LIMITS.maxBatchBodyBytes / 1024 / 1024} MiB, each item at most ${LIMITS.maxBodyBytes / 1024} KiB as JSON (that item's 413).`,
+    ].join('\n'),
+    request: { body: { content: json(BatchEnqueueBodyDocumentSchema), required: true } },
+    responses: {
+      200: jsonResponse('One result per item, in request order.', BatchResponseSchema),
+      400: problemResponse(
+        'The envelope is invalid (`messages` empty or over 100 items, an unknown `mode` or field), or in strict mode an item is: `errors` names each field (`/messages/3/to`) and nothing was enqueued.',
+      ),
+      413: problemResponse(
+        `The body is larger than ${LIMITS.maxBatchBodyBytes / 1024 / 1024} MiB (a problem), or than API Gateway's 10 MB.`,
       ),
     },
   },

@@ -42,6 +42,34 @@ describe('the OpenAPI response check', () => {
     expect(check(enqueue, invalid)).toEqual([]);
   });
 
+  it('passes the batch answers: 200 with new, replayed and refused items; the strict 400; the 413', async () => {
+    const api = await apiHarness();
+    const batch = { method: 'POST', path: '/v1/messages/batch' };
+    const send = (body: unknown) =>
+      observed(
+        api.handle(apiEvent({ method: 'POST', path: batch.path, routeKey: 'POST /v1/messages/batch', body })),
+      );
+    const messages = [
+      { idempotency_key: 'b-1', ...validBody() },
+      { idempotency_key: 'b-2', ...validBody({ to: [] }) },
+    ];
+    const mixed = await send({ messages });
+    expect(mixed.status).toBe(200);
+    expect(check(batch, mixed)).toEqual([]);
+    const replayed = await send({
+      messages: [messages[0], { idempotency_key: 'b-1', ...validBody({ subject: 'x' }) }],
+    });
+    expect(check(batch, replayed)).toEqual([]);
+    const strict = await send({ messages, mode: 'strict' });
+    expect(strict.status).toBe(400);
+    expect(check(batch, strict)).toEqual([]);
+    const large = await send({
+      messages: [{ idempotency_key: 'b-3', ...validBody({ text: 'x'.repeat(2_200_000) }) }],
+    });
+    expect(large.status).toBe(413);
+    expect(check(batch, large)).toEqual([]);
+  });
+
   it('catches a body that does not match, an undeclared status, content type or header, and a missing one', async () => {
     const api = await apiHarness();
     const accepted = await observed(api.handle(enqueueEvent(validBody())));

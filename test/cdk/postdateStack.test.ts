@@ -453,6 +453,7 @@ describe('api: the HTTP API', () => {
       'DELETE /v1/messages/{id}',
       'POST /v1/messages/{id}/retry',
       'PUT /v1/groups/{key}',
+      'POST /v1/messages/batch',
       'GET /health',
       'GET /openapi.json',
       'GET /v1/suppressions',

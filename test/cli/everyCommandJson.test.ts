@@ -1,7 +1,7 @@
 /**
  * Output scripts can trust (issue 29): every command of `postdate`, run as a script runs it (the
  * bin, `--json`, against a running local stack), prints JSON that parses — one document, or JSON
- * Lines for `messages export` — whether it succeeds or refuses; keys are snake_case all the way down
+ * Lines for `messages export` and `messages enqueue` — whether it succeeds or refuses; keys are snake_case all the way down
  * except a tenant's own names; and a reader that goes away (`| head`) ends the command quietly.
  */
 import { execFile, spawn } from 'node:child_process';
@@ -19,6 +19,8 @@ import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 const run = promisify(execFile);
 const BIN = resolve('cli/postdate.mjs');
 const API_KEY = 'pd_every-command-json-key-01';
+/** The commands that print JSON Lines (one document per line) rather than one document. */
+const JSON_LINES = new Set(['messages export', 'messages enqueue']);
 const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
 
 /** Every leaf command of the program, as typed: `messages list`, `reconcile`, … */
@@ -57,6 +59,12 @@ describe('every postdate command with --json, against the local stack', () => {
     dir = await mkdtemp(join(tmpdir(), 'postdate-cli-json-'));
     await writeFile(join(dir, 'welcome.txt'), 'Hi {{name}}');
     await writeFile(join(dir, 'data.json'), '{"name": "Ada"}');
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const item = { to: ['ada@example.com'], subject: 'Batch', text: 'Batch.', send_at: later };
+    await writeFile(
+      join(dir, 'batch.jsonl'),
+      [1, 2].map((i) => JSON.stringify({ idempotency_key: `every-command-batch-${i}`, ...item })).join('\n'),
+    );
     const { message } = await client.enqueue(
       {
         to: ['ada@example.com'],
@@ -105,6 +113,16 @@ describe('every postdate command with --json, against the local stack', () => {
   const invocations = (): Record<string, readonly string[]> => ({
     'messages list': ['messages', 'list'],
     'messages export': ['messages', 'export', '--since', '1h'],
+    'messages enqueue': [
+      'messages',
+      'enqueue',
+      '--file',
+      'batch.jsonl',
+      '--api-url',
+      stack.apiUrl,
+      '--api-key',
+      stack.apiKey,
+    ],
     'messages show': ['messages', 'show', messageId],
     'messages retry': ['messages', 'retry', messageId],
     'messages cancel': ['messages', 'cancel', messageId],
@@ -147,12 +165,12 @@ describe('every postdate command with --json, against the local stack', () => {
       const lines = stdout.trim().split('\n');
       let documents: unknown[];
       try {
-        documents = name === 'messages export' ? lines.map((line) => JSON.parse(line)) : [JSON.parse(stdout)];
+        documents = JSON_LINES.has(name) ? lines.map((line) => JSON.parse(line)) : [JSON.parse(stdout)];
       } catch {
         unparsed.push(`${name} (exit ${code}): ${stdout.slice(0, 200)}`);
         continue;
       }
-      if (code !== 0 && name !== 'messages export') {
+      if (code !== 0 && !JSON_LINES.has(name)) {
         // A refusal or a finding to act on: either the error document with the same exit code, or
         // the command's report (reconcile, redrives: exit 1 says there is something to act on).
         const error = (documents[0] as { error?: { exit_code?: number } }).error;

@@ -38,6 +38,27 @@ describe('postdate/client against the local stack', () => {
     expect(await postdate.get(first.message.id)).toMatchObject({ id: first.message.id, status: 'scheduled' });
   });
 
+  it('enqueues a batch: one result per item in order, and the same batch again is all replays', async () => {
+    const messages = [0, 1, 2].map((i) => ({
+      idempotency_key: `client-${run}-batch-${i}`,
+      to: ['ada@example.com'],
+      subject: 'Batch',
+      text: `Item ${i}.`,
+      send_at: later(),
+    }));
+    const first = await postdate.enqueueBatch({ messages });
+    expect(first.results.map((result) => [result.index, result.status])).toEqual([
+      [0, 202],
+      [1, 202],
+      [2, 202],
+    ]);
+    const again = await postdate.enqueueBatch({ messages });
+    expect(again.results.map((result) => result.replayed)).toEqual([true, true, true]);
+    expect(again.results.map((result) => result.message?.id)).toEqual(
+      first.results.map((result) => result.message?.id),
+    );
+  });
+
   it('makes a key when none is given', async () => {
     const { idempotencyKey, message } = await postdate.enqueue({
       to: ['bob@example.com'],

@@ -27,7 +27,7 @@
 import { messageIdFor } from '../../core/ids.js';
 import { type EnqueueRequest, requestFingerprint, validateEnqueueRequest } from '../../core/messageSchema.js';
 import { PostdateError } from '../../core/postdateError.js';
-import { problem, validationProblem } from '../../core/problem.js';
+import { type ProblemDetails, problem, validationProblem } from '../../core/problem.js';
 import {
   decideReplay,
   needsBodyStamp,
@@ -57,79 +57,133 @@ export function enqueueRoute(deps: RouteDependencies): RouteHandler {
     if (!body.ok) return problemResult(body.problem);
     const key = readIdempotencyKey(headerValue(event.headers, 'idempotency-key'));
     if (!key.ok) return problemResult(key.problem);
-    const now = deps.now();
-    const validation = {
-      allowedFrom: deps.config.allowedFrom,
-      defaultFrom: deps.config.defaultFrom,
-      maxHorizonDays: deps.config.maxHorizonDays,
-    };
-    const parsed = validateEnqueueRequest(body.value, { ...validation, now });
-    // Time bounds and a template's state judge a new message, not a replay (findReplay, below).
-    const replayOf = async (): Promise<Outcome | undefined> => {
-      const original = await findReplay(deps.store, {
-        tenant,
-        idempotencyKey: key.key,
-        fingerprintAt: (createdAt) => {
-          const asOriginal = validateEnqueueRequest(body.value, { ...validation, now: createdAt });
-          return asOriginal.ok ? requestFingerprint(asOriginal.value) : undefined;
-        },
-        now,
-        retentionDays: deps.config.retentionDays,
-      });
-      return original === undefined ? undefined : replayedResult(original);
-    };
-    if (!parsed.ok) return (await replayOf()) ?? problemResult(validationProblem(parsed.errors));
-    let templateVersion: number | undefined;
-    if (parsed.value.template != null) {
-      const checked = await checkTemplateMessage(deps, tenant, parsed.value);
-      if (!checked.ok) return (await replayOf()) ?? problemResult(checked.problem);
-      templateVersion = checked.version;
-    }
-    const outcome = await enqueueMessage(
-      { store: deps.store, sleep: deps.sleep },
-      {
-        tenant,
-        idempotencyKey: key.key,
-        request: parsed.value,
-        now,
-        random: deps.random,
-        retentionDays: deps.config.retentionDays,
-        ...(templateVersion === undefined ? {} : { templateVersion }),
-        ...(deps.immediateCopies === undefined ? {} : { apiCopy: true }),
-      },
-    );
-    if (outcome.kind === 'key-reused') {
-      return problemResult(
-        problem(
-          'idempotencyKeyReused',
-          'This Idempotency-Key was used for a different request body; use a new key for a new message.',
-          { errors: [{ field: 'Idempotency-Key', message: 'was already used with a different body' }] },
-        ),
-      );
-    }
-    if (outcome.kind === 'replayed') return replayedResult(outcome.state);
-    const immediateCopy = await putImmediateCopy(deps.immediateCopies, outcome.state);
-    const view = messageView(outcome.state, { withHistory: false });
-    const location = `/v1/messages/${outcome.state.id}`;
-    return jsonResult(
-      202,
-      view,
-      { location },
-      {
-        message_id: outcome.state.id,
-        message_status: outcome.state.status,
-        ...(immediateCopy === undefined ? {} : { immediate_copy: immediateCopy }),
-      },
-    );
+    const item = { tenant, idempotencyKey: key.key, body: body.value, now: deps.now() };
+    const judged = await judgeEnqueue(deps, item);
+    return enqueueOutcome(judged.kind === 'valid' ? await writeJudgedEnqueue(deps, item, judged) : judged);
   };
 }
 
-function replayedResult(state: MessageStateRecord): Outcome {
+/** What one enqueue answers, before HTTP: a new message, a replay of the stored one, or a problem. */
+export type EnqueueAnswer =
+  | {
+      readonly kind: 'created';
+      readonly state: MessageStateRecord;
+      readonly immediateCopy?: ImmediateCopyOutcome | undefined;
+    }
+  | { readonly kind: 'replayed'; readonly state: MessageStateRecord }
+  | { readonly kind: 'problem'; readonly problem: ProblemDetails };
+
+/** A request judged a valid new message: what its write needs. */
+export interface ValidEnqueue {
+  readonly kind: 'valid';
+  readonly request: EnqueueRequest;
+  /** A template message that names no version: the latest now. */
+  readonly templateVersion?: number | undefined;
+}
+
+/** One enqueue request: the body as parsed JSON, under its idempotency key, at `now`. */
+export interface EnqueueItem {
+  readonly tenant: string;
+  readonly idempotencyKey: string;
+  readonly body: unknown;
+  readonly now: Date;
+}
+
+/**
+ * Judges one enqueue without writing: valid (then writeJudgedEnqueue stores it), or the answer it
+ * already has — the stored message it replays, or its problem. A single enqueue and each item of a
+ * batch (routes/enqueueBatch.ts) go through here and writeJudgedEnqueue alike.
+ */
+export async function judgeEnqueue(
+  deps: RouteDependencies,
+  item: EnqueueItem,
+): Promise<ValidEnqueue | EnqueueAnswer> {
+  const validation = {
+    allowedFrom: deps.config.allowedFrom,
+    defaultFrom: deps.config.defaultFrom,
+    maxHorizonDays: deps.config.maxHorizonDays,
+  };
+  const parsed = validateEnqueueRequest(item.body, { ...validation, now: item.now });
+  // Time bounds and a template's state judge a new message, not a replay (findReplay, below).
+  const replayOr = async (problem: ProblemDetails): Promise<EnqueueAnswer> => {
+    const original = await findReplay(deps.store, {
+      tenant: item.tenant,
+      idempotencyKey: item.idempotencyKey,
+      fingerprintAt: (createdAt) => {
+        const asOriginal = validateEnqueueRequest(item.body, { ...validation, now: createdAt });
+        return asOriginal.ok ? requestFingerprint(asOriginal.value) : undefined;
+      },
+      now: item.now,
+      retentionDays: deps.config.retentionDays,
+    });
+    return original === undefined ? { kind: 'problem', problem } : { kind: 'replayed', state: original };
+  };
+  if (!parsed.ok) return replayOr(validationProblem(parsed.errors));
+  if (parsed.value.template == null) return { kind: 'valid', request: parsed.value };
+  const checked = await checkTemplateMessage(deps, item.tenant, parsed.value);
+  if (!checked.ok) return replayOr(checked.problem);
+  return { kind: 'valid', request: parsed.value, templateVersion: checked.version };
+}
+
+/** Stores a judged enqueue once per key (enqueueMessage) and puts its immediate copy, if any. */
+export async function writeJudgedEnqueue(
+  deps: RouteDependencies,
+  item: EnqueueItem,
+  valid: ValidEnqueue,
+): Promise<EnqueueAnswer> {
+  const outcome = await enqueueMessage(
+    { store: deps.store, sleep: deps.sleep },
+    {
+      tenant: item.tenant,
+      idempotencyKey: item.idempotencyKey,
+      request: valid.request,
+      now: item.now,
+      random: deps.random,
+      retentionDays: deps.config.retentionDays,
+      ...(valid.templateVersion === undefined ? {} : { templateVersion: valid.templateVersion }),
+      ...(deps.immediateCopies === undefined ? {} : { apiCopy: true }),
+    },
+  );
+  if (outcome.kind === 'key-reused') {
+    return {
+      kind: 'problem',
+      problem: problem(
+        'idempotencyKeyReused',
+        'This Idempotency-Key was used for a different request body; use a new key for a new message.',
+        { errors: [{ field: 'Idempotency-Key', message: 'was already used with a different body' }] },
+      ),
+    };
+  }
+  if (outcome.kind === 'replayed') return outcome;
+  return {
+    kind: 'created',
+    state: outcome.state,
+    immediateCopy: await putImmediateCopy(deps.immediateCopies, outcome.state),
+  };
+}
+
+/** A single enqueue's HTTP answer: 202 with Location, 200 with `Idempotent-Replayed`, or the problem. */
+function enqueueOutcome(answer: EnqueueAnswer): Outcome {
+  if (answer.kind === 'problem') return problemResult(answer.problem);
+  const view = messageView(answer.state, { withHistory: false });
+  const location = `/v1/messages/${answer.state.id}`;
+  if (answer.kind === 'replayed') {
+    return jsonResult(
+      200,
+      view,
+      { 'idempotent-replayed': 'true', location },
+      { message_id: answer.state.id, replayed: true },
+    );
+  }
   return jsonResult(
-    200,
-    messageView(state, { withHistory: false }),
-    { 'idempotent-replayed': 'true', location: `/v1/messages/${state.id}` },
-    { message_id: state.id, replayed: true },
+    202,
+    view,
+    { location },
+    {
+      message_id: answer.state.id,
+      message_status: answer.state.status,
+      ...(answer.immediateCopy === undefined ? {} : { immediate_copy: answer.immediateCopy }),
+    },
   );
 }
 

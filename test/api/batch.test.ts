@@ -1,0 +1,240 @@
+/**
+ * POST /v1/messages/batch (DESIGN §3a) on DynamoDB Local: each item is atomic on its own, exactly as
+ * a single enqueue with its key; permissive by default, strict on request; results in request order;
+ * a batch replayed after being cut mid-request enqueues nothing twice.
+ */
+import { describe, expect, it } from 'vitest';
+import type { ApiEvent } from '../../lambdas/api/createApiHandler.js';
+import { messageIdFor } from '../../lambdas/core/ids.js';
+import type { ApiStore } from '../../lambdas/ports/ApiStore.js';
+import { apiHarness } from './apiHarness.js';
+import { apiEvent, enqueueEvent, getEvent, validBody } from './events.js';
+
+type Harness = Awaited<ReturnType<typeof apiHarness>>;
+
+interface BatchResult {
+  index: number;
+  status: number;
+  replayed?: boolean;
+  message?: { id: string; send_at: string; group: unknown; status: string };
+  problem?: { type: string; status: number; errors?: { field: string; message: string }[] };
+}
+
+function batchEvent(body: unknown): ApiEvent {
+  return apiEvent({ method: 'POST', path: '/v1/messages/batch', routeKey: 'POST /v1/messages/batch', body });
+}
+
+async function sendBatch(api: Harness, body: unknown) {
+  const response = await api.call(batchEvent(body));
+  return { ...response, results: (response.json.results ?? []) as BatchResult[] };
+}
+
+const item = (key: string, overrides: Record<string, unknown> = {}) => ({
+  idempotency_key: key,
+  ...validBody(overrides),
+});
+
+/** State and body records of the given ids in the table. */
+async function recordsOf(api: Harness, ids: readonly string[]) {
+  const wanted = new Set(ids.map((id) => `MSG#${id}`));
+  return (await api.scanAll()).filter((record) => wanted.has(String(record.pk)));
+}
+
+describe('POST /v1/messages/batch', () => {
+  it('enqueues every valid item in permissive mode and reports the others, each as a single enqueue would', async () => {
+    const api = await apiHarness();
+    expect((await api.call(enqueueEvent(validBody(), { key: 'pre-same' }))).status).toBe(202);
+    expect((await api.call(enqueueEvent(validBody(), { key: 'pre-other' }))).status).toBe(202);
+
+    const response = await sendBatch(api, {
+      messages: [
+        item('new-at', { send_at: '2026-12-01T09:00:00Z' }),
+        item('invalid', { to: [] }),
+        item('pre-same'),
+        item('pre-other', { subject: 'Another subject' }),
+        item('new-delay', { delay_seconds: 600 }),
+        item('new-group', { group: { key: 'campaign:42', version: 3 } }),
+        { ...validBody() },
+      ],
+    });
+
+    expect(response.status).toBe(200);
+    expect(response.results.map((result) => [result.index, result.status])).toEqual([
+      [0, 202],
+      [1, 400],
+      [2, 200],
+      [3, 422],
+      [4, 202],
+      [5, 202],
+      [6, 400],
+    ]);
+    const [at, invalid, replay, reused, delayed, grouped, keyless] = response.results;
+    expect(at?.message?.id).toBe(messageIdFor('acme', 'new-at'));
+    expect(at?.replayed).toBe(false);
+    expect(at?.message?.send_at).toBe('2026-12-01T09:00:00.000Z');
+    expect(invalid?.problem?.type).toBe('urn:postdate:problem:validation');
+    expect(invalid?.problem?.errors?.every((error) => error.field.startsWith('/messages/1/'))).toBe(true);
+    expect(replay?.replayed).toBe(true);
+    expect(replay?.message?.id).toBe(messageIdFor('acme', 'pre-same'));
+    expect(reused?.problem?.type).toBe('urn:postdate:problem:idempotency-key-reused');
+    expect(reused?.problem?.errors).toEqual([
+      { field: '/messages/3/idempotency_key', message: 'was already used with a different body' },
+    ]);
+    expect(delayed?.message?.send_at).toBe('2026-11-29T18:10:00.000Z');
+    expect(grouped?.message?.group).toEqual({ key: 'campaign:42', version: 3 });
+    expect(keyless?.problem?.errors).toEqual([
+      { field: '/messages/6/idempotency_key', message: 'is required' },
+    ]);
+
+    // What was stored is what a GET reads; what was refused is not stored.
+    const stored = await api.call(getEvent(messageIdFor('acme', 'new-delay')));
+    expect(stored.status).toBe(200);
+    expect((await api.call(getEvent(messageIdFor('acme', 'invalid')))).status).toBe(404);
+    const original = await api.call(getEvent(messageIdFor('acme', 'pre-other')));
+    expect(original.json.rev).toBe(1);
+  });
+
+  it('in strict mode enqueues nothing when one item is invalid, and names each failing item', async () => {
+    const api = await apiHarness();
+    const before = await api.scanAll();
+    const messages = [
+      item('s-0'),
+      item('s-1', { to: ['not an address'] }),
+      item('s-2'),
+      item('s-3', { subject: undefined, text: undefined, html: undefined }),
+    ];
+
+    const response = await sendBatch(api, { messages, mode: 'strict' });
+
+    expect(response.status).toBe(400);
+    expect(response.headers['content-type']).toBe('application/problem+json');
+    const fields = (response.json.errors as { field: string }[]).map((error) => error.field);
+    expect(fields.some((field) => field.startsWith('/messages/1/'))).toBe(true);
+    expect(fields.some((field) => field.startsWith('/messages/3/'))).toBe(true);
+    expect(fields.every((field) => /^\/messages\/[13]\//.test(field))).toBe(true);
+    expect(await api.scanAll()).toEqual(before);
+
+    const valid = await sendBatch(api, { messages: [item('s-0'), item('s-2')], mode: 'strict' });
+    expect(valid.results.map((result) => result.status)).toEqual([202, 202]);
+  });
+
+  it('answers 100 items in request order, each under the id of its own key', async () => {
+    const api = await apiHarness();
+    const messages = Array.from({ length: 100 }, (_, i) =>
+      item(`order-${i}`, i % 2 === 0 ? { delay_seconds: 60 + i } : { send_at: '2026-12-02T09:00:00Z' }),
+    );
+
+    const response = await sendBatch(api, { messages });
+
+    expect(response.status).toBe(200);
+    expect(response.results).toHaveLength(100);
+    response.results.forEach((result, i) => {
+      expect(result.index).toBe(i);
+      expect(result.status).toBe(202);
+      expect(result.message?.id).toBe(messageIdFor('acme', `order-${i}`));
+    });
+    const ids = messages.map((_, i) => messageIdFor('acme', `order-${i}`));
+    expect(await recordsOf(api, ids)).toHaveLength(200);
+  });
+
+  it('enqueues nothing twice when a batch cut mid-request is replayed whole: the same ids, every item once', async () => {
+    // 30 puts for 20 items of two puts each: some items are written, some not, some only their body.
+    let putsLeft = 30;
+    const api = await apiHarness({
+      wrapStore: (store) =>
+        Object.assign(Object.create(store) as ApiStore, {
+          putNew: async (record: Parameters<ApiStore['putNew']>[0]) => {
+            if (putsLeft-- <= 0) throw new Error('injected: the store is gone');
+            return store.putNew(record);
+          },
+        }),
+    });
+    const messages = Array.from({ length: 20 }, (_, i) => item(`cut-${i}`, { delay_seconds: 300 }));
+    const ids = messages.map((_, i) => messageIdFor('acme', `cut-${i}`));
+
+    const cut = await sendBatch(api, { messages });
+    expect(cut.status).toBe(200);
+    const written = cut.results.filter((result) => result.status === 202);
+    const failed = cut.results.filter((result) => result.status === 500);
+    expect(written.length).toBeGreaterThan(0);
+    expect(failed.length).toBeGreaterThan(0);
+    expect(written.length + failed.length).toBe(20);
+    expect(failed[0]?.problem?.type).toBe('urn:postdate:problem:internal');
+
+    putsLeft = Number.POSITIVE_INFINITY;
+    const replay = await sendBatch(api, { messages });
+    expect(replay.results.map((result) => result.message?.id)).toEqual(ids);
+    for (const result of written) {
+      expect(replay.results[result.index]).toMatchObject({ status: 200, replayed: true });
+      expect(replay.results[result.index]?.message?.id).toBe(result.message?.id);
+    }
+    for (const result of failed) expect(replay.results[result.index]?.status).toBe(202);
+    // One state record and one body per item, nothing more.
+    const records = await recordsOf(api, ids);
+    expect(records.filter((record) => record.sk === 'STATE')).toHaveLength(20);
+    expect(records.filter((record) => record.sk === 'BODY')).toHaveLength(20);
+
+    const again = await sendBatch(api, { messages });
+    expect(again.results.every((result) => result.status === 200 && result.replayed === true)).toBe(true);
+    expect(await recordsOf(api, ids)).toHaveLength(40);
+  });
+
+  it('answers 500 when no item could be written, and the replay then enqueues each item once', async () => {
+    let failing = true;
+    const api = await apiHarness({
+      wrapStore: (store) =>
+        Object.assign(Object.create(store) as ApiStore, {
+          putNew: async (record: Parameters<ApiStore['putNew']>[0]) => {
+            if (failing && record.sk === 'STATE') throw new Error('injected: the store is gone');
+            return store.putNew(record);
+          },
+        }),
+    });
+    const messages = Array.from({ length: 5 }, (_, i) => item(`gone-${i}`));
+    const cut = await sendBatch(api, { messages });
+    expect(cut.status).toBe(500);
+    failing = false;
+    const replay = await sendBatch(api, { messages });
+    expect(replay.results.map((result) => result.status)).toEqual([202, 202, 202, 202, 202]);
+    const ids = messages.map((_, i) => messageIdFor('acme', `gone-${i}`));
+    expect(await recordsOf(api, ids)).toHaveLength(10);
+  });
+
+  it('refuses 101 items, an empty list and an unknown mode with a 400 naming the field, storing nothing', async () => {
+    const api = await apiHarness();
+    const before = await api.scanAll();
+    const tooMany = await sendBatch(api, {
+      messages: Array.from({ length: 101 }, (_, i) => item(`many-${i}`)),
+    });
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.json.errors).toEqual([expect.objectContaining({ field: '/messages' })]);
+    const empty = await sendBatch(api, { messages: [] });
+    expect(empty.status).toBe(400);
+    expect(empty.json.errors).toEqual([expect.objectContaining({ field: '/messages' })]);
+    const mode = await sendBatch(api, { messages: [item('m-1')], mode: 'lenient' });
+    expect(mode.status).toBe(400);
+    expect(mode.json.errors).toEqual([expect.objectContaining({ field: '/mode' })]);
+    expect(await api.scanAll()).toEqual(before);
+  });
+
+  it('refuses a key given twice in one batch on the later item, and an item over 256 KiB with its own 413', async () => {
+    const api = await apiHarness();
+    const response = await sendBatch(api, {
+      messages: [item('twice'), item('twice'), item('big', { text: 'x'.repeat(256 * 1024) })],
+    });
+    expect(response.results.map((result) => result.status)).toEqual([202, 400, 413]);
+    expect(response.results[1]?.problem?.errors).toEqual([
+      { field: '/messages/1/idempotency_key', message: 'repeats the key of /messages/0' },
+    ]);
+    expect(response.results[2]?.problem?.type).toBe('urn:postdate:problem:payload-too-large');
+  });
+
+  it('refuses a body over the batch bound with a 413', async () => {
+    const api = await apiHarness();
+    const text = 'x'.repeat(200 * 1024);
+    const messages = Array.from({ length: 11 }, (_, i) => item(`large-${i}`, { text }));
+    const response = await sendBatch(api, { messages });
+    expect(response.status).toBe(413);
+    expect(response.json.type).toBe('urn:postdate:problem:payload-too-large');
+  });
+});
