@@ -14,7 +14,7 @@ export type SettingKind =
       readonly type: 'integer';
       readonly min: number;
       readonly max: number;
-      readonly unit: 'seconds' | 'hours' | 'days' | 'count' | 'port';
+      readonly unit: 'seconds' | 'hours' | 'days' | 'count' | 'port' | 'KiB' | 'MB';
     }
   /** Messages per second: a positive decimal, or `unlimited`. */
   | { readonly type: 'rate' }
@@ -312,6 +312,24 @@ export const CONFIG_SETTINGS = {
     description:
       'a webhook delivery is retried with backoff and jitter this long, then `failed` (DESIGN §11)',
   },
+  inlineAttachmentMaxKb: {
+    variable: 'POSTDATE_INLINE_ATTACHMENT_MAX_KB',
+    prop: true,
+    // At most 4 MiB decoded: as base64 in the JSON body it stays under Lambda's 6 MB request payload.
+    kind: { type: 'integer', min: 0, max: 4096, unit: 'KiB' },
+    local: 3072,
+    aws: 3072,
+    description:
+      'inline (base64) attachments of one message, decoded, in all (DESIGN §13); larger files go through `POST /v1/attachments`',
+  },
+  maxMessageMb: {
+    variable: 'POSTDATE_MAX_MESSAGE_MB',
+    prop: true,
+    kind: { type: 'integer', min: 1, max: 40, unit: 'MB' },
+    local: 40,
+    aws: 40,
+    description: "a message's whole size, attachments included as base64 (SES's limit is 40)",
+  },
   webhookAllowPrivateUrls: {
     variable: 'POSTDATE_WEBHOOK_ALLOW_PRIVATE_URLS',
     prop: false,
@@ -419,6 +437,14 @@ export const RESOURCE_SETTINGS = {
   smtpSecretArn: {
     variable: 'POSTDATE_SMTP_SECRET_ARN',
     description: "the secret holding the relay's credentials (the sender only)",
+  },
+  attachmentBucket: {
+    variable: 'POSTDATE_ATTACHMENT_BUCKET',
+    description: 'the S3 bucket of attachments (DESIGN §13: the api stores and pre-signs, the sender reads)',
+  },
+  attachmentEndpoint: {
+    variable: 'POSTDATE_S3_ENDPOINT',
+    description: "local: the S3 emulator's URL (unset in AWS)",
   },
   stackName: {
     variable: 'POSTDATE_STACK',
