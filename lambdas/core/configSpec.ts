@@ -483,6 +483,7 @@ export const LOCAL_PORT_SETTINGS = {
   scheduler: { variable: 'POSTDATE_SCHEDULER_PORT', default: 9330, description: 'the Scheduler emulator' },
   smtp: { variable: 'POSTDATE_SMTP_SINK_PORT', default: 1025, description: 'the SMTP sink' },
   mailViewer: { variable: 'POSTDATE_MAIL_VIEWER_PORT', default: 1080, description: 'the mail viewer' },
+  s3: { variable: 'POSTDATE_S3_PORT', default: 9340, description: 'the S3 emulator (attachments)' },
 } as const satisfies Record<
   string,
   { readonly variable: string; readonly default: number; readonly description: string }
