@@ -12,7 +12,8 @@ import { controlCharacterProblem } from './headerSafety.js';
 
 export const ATTACHMENT_LIMITS = {
   /** Attachments on one message. */
-  maxAttachments: 20,
+  // Each is kept on the small state record (about 150 bytes), written three times or more.
+  maxAttachments: 10,
   /** A filename's length in characters (what most file systems keep). */
   maxFilenameLength: 255,
   /** RFC 6838 §4.2: 127 characters each side of the slash. */
@@ -354,6 +355,12 @@ export function maxUploadBytes(limits: AttachmentSizeLimits): number {
  *   message lives (the token is random, so a refused replay never overwrites the original's bytes).
  */
 export const ATTACHMENT_AREAS = { uploads: 'uploads/', messages: 'messages/' } as const;
+
+/**
+ * The tag that ends a message's attachments: the bucket's lifecycle expires `messages/` objects
+ * tagged `ended` a retention after they were written (lib/constructs/Attachments.ts).
+ */
+export const ATTACHMENT_LIFETIME_TAG = { key: 'postdate-lifetime', ended: 'ended' } as const;
 
 export function uploadKey(tenant: string, attachmentId: string): string {
   return `${ATTACHMENT_AREAS.uploads}${encodeURIComponent(tenant)}/${attachmentId}`;

@@ -3,7 +3,6 @@
  * uploads and takes an upload into a message; the sender opens a stream. The S3 adapter is
  * adapters/S3AttachmentStore.ts. Keys are laid out by core/attachments.ts.
  */
-import type { Readable } from 'node:stream';
 import { PostdateError } from '../core/postdateError.js';
 
 /** What the store knows of an object without reading it. */
@@ -31,7 +30,7 @@ export interface AttachmentStore {
    */
   copy(from: string, to: string): Promise<{ readonly sha256: string } | undefined>;
   /** The bytes as a stream, read as they are sent (the sender never holds a large file whole). */
-  open(key: string): Promise<Readable>;
+  open(key: string): Promise<AsyncIterable<Uint8Array>>;
   /** A PUT URL valid `expiresInSeconds`, with the exact size and type in its signature. */
   presignPut(
     key: string,

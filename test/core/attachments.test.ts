@@ -74,8 +74,8 @@ describe('attachment validation (DESIGN §13)', () => {
     ).toContain('/attachments/0/url');
   });
 
-  it('refuses more than 20 attachments', () => {
-    const many = Array.from({ length: 21 }, () => ({ filename: 'a.txt', content: b64('x') }));
+  it('refuses more than 10 attachments', () => {
+    const many = Array.from({ length: 11 }, () => ({ filename: 'a.txt', content: b64('x') }));
     expect(errorsOf(many)[0]?.field).toBe('/attachments');
   });
 
