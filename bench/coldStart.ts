@@ -4,11 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
-import {
-  FUNCTION_BUNDLE_FILE,
-  FUNCTION_ESBUILD_OPTIONS,
-  POSTDATE_FUNCTION_NAMES,
-} from '../lib/constructs/postdateFunction.js';
+import { POSTDATE_FUNCTIONS } from '../lambdas/core/postdateFunctions.js';
+import { FUNCTION_BUNDLE_FILE, FUNCTION_ESBUILD_OPTIONS } from '../lib/constructs/postdateFunction.js';
 import type { BenchOptions, BenchResult, BenchRow } from './benchResult.js';
 import { withinGoal } from './benchResult.js';
 import { median, round } from './stats.js';
@@ -81,7 +78,7 @@ export async function coldStart(options: BenchOptions): Promise<BenchResult> {
     const empty = join(dir, 'empty.mjs');
     writeFileSync(empty, 'export {};\n');
     const bundles: { name: string; file: string; chainFile: string; kb: number; runtimeSdkKb: number }[] = [];
-    for (const name of POSTDATE_FUNCTION_NAMES) {
+    for (const name of POSTDATE_FUNCTIONS) {
       const file = await bundle(name, dir, 'shipped');
       const chainFile = await bundle(name, dir, 'sdk-credential-chain');
       const runtimeSdk = await bundle(name, dir, 'runtime-sdk');

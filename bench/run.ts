@@ -6,6 +6,7 @@ import { writeCharts } from './chart.js';
 import { coldStart } from './coldStart.js';
 import { cost } from './cost.js';
 import { enqueueLatency } from './enqueueLatency.js';
+import { firstMinute } from './firstMinute.js';
 import { immediateCopy } from './immediateCopy.js';
 import { outage } from './outage.js';
 import { peer } from './peer.js';
@@ -24,6 +25,7 @@ import { throughput } from './throughput.js';
  */
 const BENCHMARKS: Record<string, (options: BenchOptions) => Promise<BenchResult>> = {
   coldStart,
+  'first-minute': firstMinute,
   cost,
   templates,
   enqueueLatency,

@@ -8,7 +8,7 @@
  *    sender reads and renders the body) with and without rendering, compiled-template cache warm.
  */
 import { createTemplateRenderer } from '../lambdas/core/templateRenderer.js';
-import { sendableBody } from '../lambdas/sender/templateBody.js';
+import { sendableBody } from '../lambdas/sender/sendClaimed.js';
 import type { MessageBodyRecord } from '../lambdas/store/messageRecord.js';
 import { installAwsRequestCounter } from './awsRequestCounter.js';
 import type { BenchOptions, BenchResult, BenchRow } from './benchResult.js';

@@ -12,10 +12,16 @@
  */
 
 /**
- * Keys whose values are maps of someone's own keys (a tenant's tags and metadata, the headers of a
- * message, SQS message attributes, tallies by tenant or tag): their keys are data, kept as they are.
+ * Keys whose values are someone's own data (a tenant's tags and metadata, the headers of a message,
+ * SQS message attributes): kept as they are, all the way down.
  */
-const VERBATIM_KEYS = new Set(['tags', 'metadata', 'headers', 'attributes', 'by_tenant', 'by_tag']);
+const VERBATIM_KEYS = new Set(['tags', 'metadata', 'headers', 'attributes']);
+
+/**
+ * Keys whose values are maps keyed by someone's own names (tallies by tenant or by tag): the names
+ * are data, kept as they are; what each name maps to is ours, styled like any other value.
+ */
+const NAMED_MAP_KEYS = new Set(['by_tenant', 'by_tag']);
 
 /** `receiveCount` → `receive_count`; keys already in snake_case (or UPPER_CASE) stay as they are. */
 export function snakeCase(key: string): string {
@@ -27,7 +33,7 @@ export function snakeCase(key: string): string {
 
 /**
  * The one JSON style of the CLI: a copy of `value` with every object key in snake_case (the
- * API's style), except inside the maps named in VERBATIM_KEYS. Dates become ISO strings, as
+ * API's style), except inside the maps named in VERBATIM_KEYS and the names of NAMED_MAP_KEYS. Dates become ISO strings, as
  * JSON.stringify makes them.
  */
 export function jsonStyle(value: unknown): unknown {
@@ -37,7 +43,11 @@ export function jsonStyle(value: unknown): unknown {
   const styled: Record<string, unknown> = {};
   for (const [key, inner] of Object.entries(value as Record<string, unknown>)) {
     const name = snakeCase(key);
-    styled[name] = VERBATIM_KEYS.has(name) ? inner : jsonStyle(inner);
+    styled[name] = VERBATIM_KEYS.has(name)
+      ? inner
+      : NAMED_MAP_KEYS.has(name) && typeof inner === 'object' && inner !== null && !Array.isArray(inner)
+        ? Object.fromEntries(Object.entries(inner).map(([own, value]) => [own, jsonStyle(value)]))
+        : jsonStyle(inner);
   }
   return styled;
 }

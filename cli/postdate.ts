@@ -562,6 +562,7 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
 
 /** Runs main and sets the process's exit code; a failure that escaped every handler is one line too. */
 export function runAsProcess(argv: readonly string[]): void {
+  exitQuietlyWhenTheReaderGoes();
   main(argv).then(
     (code) => {
       process.exitCode = code;
@@ -571,4 +572,17 @@ export function runAsProcess(argv: readonly string[]): void {
       process.exitCode = EXIT.failed;
     },
   );
+}
+
+/**
+ * `postdate … | head`: once the reader has what it wants it closes the pipe, and the next write
+ * fails with EPIPE. That is the reader's choice, not a failure: stop at once, without a stack.
+ */
+function exitQuietlyWhenTheReaderGoes(): void {
+  const onError = (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit(typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok);
+  };
+  process.stdout.on('error', onError);
+  process.stderr.on('error', onError);
 }

@@ -6,7 +6,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type Command, InvalidArgumentError } from 'commander';
-import { TENANT_PATTERN } from '../lambdas/core/identifiers.js';
+import { TENANT_PATTERN } from '../lambdas/core/requestLimits.js';
 import {
   isSuppressionReason,
   SUPPRESSION_REASONS,

@@ -9,7 +9,7 @@ import { createTemplateRenderer } from '../lambdas/core/templateRenderer.js';
 import { validateTemplateName, validateTemplatePut } from '../lambdas/core/templateRequests.js';
 import type { TemplateStore } from '../lambdas/ports/TemplateStore.js';
 import { DynamoTemplateStore } from '../lambdas/store/templateStore.js';
-import { EXIT, type ExitCode, UsageError } from './cliErrors.js';
+import { EXIT, type ExitCode, errorDocument, UsageError } from './cliErrors.js';
 import type { CommandAction, CommandContext } from './commandAction.js';
 import type { Output } from './output.js';
 
@@ -46,10 +46,7 @@ export async function templatesPut(
     ...(input.description ? { description: input.description } : {}),
   };
   const parsed = validateTemplatePut(body);
-  if (!parsed.ok) {
-    for (const error of parsed.errors) out.warn(`postdate: ${error.field} ${error.message}`);
-    return EXIT.failed;
-  }
+  if (!parsed.ok) return refused(out, fieldErrors(parsed.errors));
   const { description, ...content } = parsed.value;
   const result = await deps.store.putVersion({
     tenant: input.tenant,
@@ -58,16 +55,15 @@ export async function templatesPut(
     description,
     now: deps.now(),
   });
-  if (result.kind === 'contended') {
-    out.warn('postdate: other versions of this template are being stored right now; try again');
-    return EXIT.failed;
-  }
-  out.data({
-    name: result.version.name,
-    version: result.version.version,
-    created_at: result.version.created_at,
-  });
-  out.line(`stored ${result.version.name} version ${result.version.version}`);
+  if (result.kind === 'contended')
+    return refused(out, 'other versions of this template are being stored right now; try again');
+  if (out.json)
+    out.data({
+      name: result.version.name,
+      version: result.version.version,
+      created_at: result.version.created_at,
+    });
+  else out.line(`stored ${result.version.name} version ${result.version.version}`);
   return EXIT.ok;
 }
 
@@ -83,7 +79,10 @@ export async function templatesList(
     items.push(...page.items);
     after = page.next;
   } while (after !== null);
-  out.data({ items });
+  if (out.json) {
+    out.data({ items });
+    return EXIT.ok;
+  }
   for (const head of items)
     out.line(
       `${head.name}\tv${head.latest_version}\t${head.archived_at ? `archived ${head.archived_at}` : 'active'}\t${head.description ?? ''}`,
@@ -100,13 +99,15 @@ export async function templatesShow(
   const head = await deps.store.getHead(input.tenant, name(input.name));
   const version =
     head && (await deps.store.getVersion(input.tenant, head.name, input.version ?? head.latest_version));
-  if (!head || !version) {
-    out.warn(
-      `postdate: no template ${input.name}${input.version ? ` version ${input.version}` : ''} for tenant ${input.tenant}`,
+  if (!head || !version)
+    return refused(
+      out,
+      `no template ${input.name}${input.version ? ` version ${input.version}` : ''} for tenant ${input.tenant}`,
     );
-    return EXIT.failed;
+  if (out.json) {
+    out.data({ ...version, latest_version: head.latest_version, archived_at: head.archived_at });
+    return EXIT.ok;
   }
-  out.data({ ...version, latest_version: head.latest_version, archived_at: head.archived_at });
   out.line(
     `${version.name} v${version.version} (latest v${head.latest_version}${head.archived_at ? ', archived' : ''})`,
   );
@@ -130,29 +131,38 @@ export async function templatesRender(
   if (typeof data !== 'object' || data === null || Array.isArray(data))
     throw new UsageError('--data-file must hold a JSON object');
   const head = await deps.store.getHead(input.tenant, name(input.name));
-  if (!head) {
-    out.warn(`postdate: no template ${input.name} for tenant ${input.tenant}`);
-    return EXIT.failed;
-  }
+  if (!head) return refused(out, `no template ${input.name} for tenant ${input.tenant}`);
   const renderer = createTemplateRenderer((ref) => deps.store.getVersion(ref.tenant, ref.name, ref.version));
   const version = input.version ?? head.latest_version;
   const rendered = await renderer.render(
     { tenant: input.tenant, name: head.name, version },
     data as Record<string, unknown>,
   );
-  if (rendered.kind === 'missing') {
-    out.warn(`postdate: template ${head.name} has no version ${version}`);
-    return EXIT.failed;
+  if (rendered.kind === 'missing') return refused(out, `template ${head.name} has no version ${version}`);
+  if (rendered.kind === 'invalid') return refused(out, fieldErrors(rendered.errors));
+  if (out.json) {
+    out.data({ name: head.name, version, ...rendered.content });
+    return EXIT.ok;
   }
-  if (rendered.kind === 'invalid') {
-    for (const error of rendered.errors) out.warn(`postdate: ${error.field} ${error.message}`);
-    return EXIT.failed;
-  }
-  out.data({ name: head.name, version, ...rendered.content });
   out.line(`subject: ${rendered.content.subject}`);
   if (rendered.content.text !== null) out.line(`--- text\n${rendered.content.text}`);
   if (rendered.content.html !== null) out.line(`--- html\n${rendered.content.html}`);
   return EXIT.ok;
+}
+
+/**
+ * A refusal: the line on stderr and, with `--json`, the one error document on stdout (as for any
+ * failed command), so a script parses what it gets either way.
+ */
+function refused(out: Output, detail: string): ExitCode {
+  out.warn(`postdate: ${detail}`);
+  if (out.json) out.data(errorDocument('failed', detail, EXIT.failed));
+  return EXIT.failed;
+}
+
+/** Every refused field, in one line: `/html uses a partial; /subject …`. */
+function fieldErrors(errors: readonly { field: string; message: string }[]): string {
+  return errors.map((error) => `${error.field} ${error.message}`).join('; ');
 }
 
 function withVersion(templateName: string, options: { tenant: string; templateVersion?: number }) {

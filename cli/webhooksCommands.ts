@@ -17,7 +17,7 @@ import {
 } from '../lambdas/core/webhooks.js';
 import type { WebhookQueue, WebhookStore } from '../lambdas/ports/Webhooks.js';
 import { DynamoWebhookStore, deliveryExpiresAt } from '../lambdas/store/webhookStore.js';
-import { CliError, EXIT, UsageError } from './cliErrors.js';
+import { CliError, EXIT, errorDocument, kindOfExit, UsageError } from './cliErrors.js';
 import { type Output, printTable, terminalOutput } from './output.js';
 import { openTargetWithStack } from './stackTarget.js';
 import type { Target, TargetOptions } from './target.js';
@@ -192,8 +192,12 @@ export function registerWebhooksCommands(program: Command): void {
         );
         process.exitCode = EXIT.ok;
       } catch (error) {
-        out.warn(`postdate: ${error instanceof Error ? error.message : String(error)}`);
-        process.exitCode = error instanceof CliError ? error.exitCode : EXIT.failed;
+        const detail = error instanceof Error ? error.message : String(error);
+        const code = error instanceof CliError ? error.exitCode : EXIT.failed;
+        out.warn(`postdate: ${detail}`);
+        // As every other command: with --json a refusal is one error document on stdout too.
+        if (out.json) out.data(errorDocument(kindOfExit(code), detail, code));
+        process.exitCode = code;
       } finally {
         target?.dynamodb.destroy();
         target?.sqs.destroy();

@@ -2,29 +2,37 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../lambdas/core/config.js';
 import { CONFIG_SETTINGS } from '../lambdas/core/configSpec.js';
+import type { PostdateFunctionName } from '../lambdas/core/postdateFunctions.js';
 import {
   RELAY_STREAM as DEPLOYED_RELAY_STREAM,
   SENDER_QUEUE as DEPLOYED_SENDER_QUEUE,
 } from '../lib/eventSourceLayout.js';
 import type { FunctionTimeout } from './runners/functionSandbox.js';
 
-/** The functions of DESIGN §1, by the directory of their `handler.ts`. */
-export const FUNCTIONS = ['api', 'authorizer', 'relay', 'sender', 'sweeper'] as const;
-export type FunctionName = (typeof FUNCTIONS)[number];
-
 /**
  * The functions behind API Gateway: they run in the stack's process behind the HTTP front end,
  * whose 30 s integration timeout bounds them, each wired from the stack's environment.
  */
-export const IN_PROCESS_FUNCTIONS = ['api', 'authorizer'] as const;
+export const IN_PROCESS_FUNCTIONS = ['api', 'authorizer'] as const satisfies readonly PostdateFunctionName[];
 export type InProcessFunctionName = (typeof IN_PROCESS_FUNCTIONS)[number];
 
 /**
  * The functions behind an event source or a schedule: each runs in worker sandboxes and is killed
  * at its function timeout (local/runners/functionSandbox.ts).
  */
-export const SANDBOXED_FUNCTIONS = ['relay', 'sender', 'sweeper'] as const;
+export const SANDBOXED_FUNCTIONS = [
+  'relay',
+  'sender',
+  'sweeper',
+] as const satisfies readonly PostdateFunctionName[];
 export type SandboxedFunctionName = (typeof SANDBOXED_FUNCTIONS)[number];
+
+/**
+ * The functions the stack loads from their `handler.ts`, of the one list (lambdas/core/postdateFunctions.ts);
+ * it wires `events` and `webhooks` in its own process (local/webhookEventSources.ts) and runs no `bounces`.
+ */
+export const FUNCTIONS = [...IN_PROCESS_FUNCTIONS, ...SANDBOXED_FUNCTIONS] as const;
+export type FunctionName = (typeof FUNCTIONS)[number];
 
 /** One invocation killed at its function timeout: see `LocalStackOptions.onFunctionTimeout`. */
 export type FunctionTimeoutKill = FunctionTimeout<SandboxedFunctionName>;

@@ -8,11 +8,8 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import {
-  FUNCTION_BUNDLE_FILE,
-  FUNCTION_ESBUILD_OPTIONS,
-  POSTDATE_FUNCTION_NAMES,
-} from '../lib/constructs/postdateFunction.js';
+import { POSTDATE_FUNCTIONS } from '../lambdas/core/postdateFunctions.js';
+import { FUNCTION_BUNDLE_FILE, FUNCTION_ESBUILD_OPTIONS } from '../lib/constructs/postdateFunction.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -21,7 +18,7 @@ export async function bundleFunctions(outDir: string = join(ROOT, 'dist')): Prom
   const functionsDir = join(outDir, 'functions');
   rmSync(functionsDir, { recursive: true, force: true });
   return Promise.all(
-    POSTDATE_FUNCTION_NAMES.map(async (name) => {
+    POSTDATE_FUNCTIONS.map(async (name) => {
       const outfile = join(functionsDir, name, FUNCTION_BUNDLE_FILE);
       await build({
         ...FUNCTION_ESBUILD_OPTIONS,

@@ -1,6 +1,6 @@
 /**
  * `npm run client:types`: writes the OpenAPI document of the API, built by the generator the API
- * serves it from (lambdas/api/openapi.ts), to `dist/openapi.json`, and the client's types generated
+ * serves it from (lib/openapi/openApiDocument.ts), to `dist/openapi.json`, and the client's types generated
  * from it by openapi-typescript to lambdas/client/openapiTypes.ts (committed;
  * test/client/openapiTypes.test.ts fails when they differ from what the document generates), and
  * the document itself to docs/openapi.json (as `npm run openapi` does).
@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { buildOpenApiDocument } from '../lambdas/api/openapi.js';
+import { buildOpenApiDocument } from '../lib/openapi/openApiDocument.js';
 import { OPENAPI_DOCUMENT_FILE, openApiDocumentSource } from './openapiDocument.js';
 
 export const CLIENT_TYPES_FILE = new URL('../lambdas/client/openapiTypes.ts', import.meta.url);

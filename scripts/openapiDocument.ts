@@ -1,6 +1,6 @@
 /**
  * `npm run openapi`: writes the OpenAPI document the API serves at GET /openapi.json
- * (lambdas/api/openapi.ts) to docs/openapi.json, committed so that readers, Swagger UI and
+ * (lib/openapi/openApiDocument.ts) to docs/openapi.json, committed so that readers, Swagger UI and
  * generators find it without running anything. test/api/openapiDocument.test.ts fails when the
  * committed file is stale; `npm run openapi:lint` lints it with Redocly.
  */
@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { buildOpenApiDocument } from '../lambdas/api/openapi.js';
+import { buildOpenApiDocument } from '../lib/openapi/openApiDocument.js';
 
 export const OPENAPI_DOCUMENT_FILE = new URL('../docs/openapi.json', import.meta.url);
 

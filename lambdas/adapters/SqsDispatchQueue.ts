@@ -1,7 +1,7 @@
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { encodeDispatchPayload } from '../core/dispatchPayload.js';
 import { type ErrorClass, PostdateError } from '../core/postdateError.js';
-import { SQS_MAX_BATCH, SQS_MAX_DELAY_SECONDS } from '../core/queueLimits.js';
+import { SQS_MAX_BATCH, sqsDelaySeconds } from '../core/queueLimits.js';
 import type { DispatchQueue, EnqueueResult, QueuedCopy } from '../ports/DispatchQueue.js';
 
 /** SQS answered the batch but refused some of its entries (`Failed`); `code` is SQS's own. */
@@ -43,7 +43,7 @@ export class SqsDispatchQueue implements DispatchQueue {
           Entries: chunk.map((copy, index) => ({
             Id: String(index),
             MessageBody: encodeDispatchPayload(copy.payload),
-            DelaySeconds: clampDelay(copy.delaySeconds),
+            DelaySeconds: sqsDelaySeconds(copy.delaySeconds),
           })),
         }),
       );
@@ -67,9 +67,4 @@ export class SqsDispatchQueue implements DispatchQueue {
       return { failed: [...chunk], error };
     }
   }
-}
-
-function clampDelay(seconds: number): number {
-  if (!Number.isFinite(seconds) || seconds <= 0) return 0;
-  return Math.min(SQS_MAX_DELAY_SECONDS, Math.floor(seconds));
 }

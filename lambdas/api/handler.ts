@@ -1,29 +1,23 @@
 import { randomInt } from 'node:crypto';
-import { Logger } from '@aws-lambda-powertools/logger';
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import type { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Context } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
-import {
-  awsClientEnvironment,
-  type Environment,
-  loggerEnvironment,
-} from '../adapters/explicitEnvironment.js';
-import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
+import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
+import { type LambdaEntry, lambdaEntry } from '../adapters/lambdaEntry.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import { DynamoApiStore } from '../store/apiStore.js';
 import { DynamoTemplateStore } from '../store/templateStore.js';
 import { type ApiEvent, type ApiResult, createApiHandler } from './createApiHandler.js';
-import { wireWebhookRoutes } from './wireWebhookRoutes.js';
+import { wireWebhookRoutes } from './routes/webhooks.js';
 
 /** The api function once wired: one API Gateway event in, one response out. */
 export type ApiHandler = (event: ApiEvent) => Promise<ApiResult>;
 
-/** The api's Lambda entry: the middy handler with its Powertools middlewares. */
-export type ApiEntry = (event: ApiEvent, context: Context) => Promise<ApiResult>;
+/** The api's Lambda entry (lambdas/adapters/lambdaEntry.ts). */
+export type ApiEntry = LambdaEntry<ApiEvent, ApiResult>;
 
 /**
  * Wires the real clients from `env` (what the entry does once per cold start); a bad configuration
@@ -58,21 +52,11 @@ export function wireApi(env: Environment, logger: Logger): ApiHandler {
   });
 }
 
-/**
- * The api Lambda for one environment: its logger and middlewares, wired from `env` on the first
- * invocation and then reused. The deployed `handler` is this for `process.env`; the local stack runs
- * one per stack with the stack's own environment.
- */
-export function apiEntry(env: Environment): ApiEntry {
-  const logger = new Logger({ serviceName: 'postdate-api', ...loggerEnvironment(env) });
-  let api: ApiHandler | undefined;
-  return lambdaMiddy<ApiEvent, ApiResult>()
-    .use(injectLambdaContext(logger))
-    .handler(async (event) => {
-      api ??= wireApi(env, logger);
-      return api(event);
-    });
-}
+/** The api Lambda for one environment; the local stack runs one per stack with the stack's own. */
+export const apiEntry: (env: Environment) => ApiEntry = lambdaEntry({
+  name: 'api',
+  wire: (env, { logger }) => wireApi(env, logger),
+});
 
 /** The api Lambda: API Gateway HTTP API (payload 2.0) behind the Lambda authorizer. */
 export const handler = apiEntry(process.env);

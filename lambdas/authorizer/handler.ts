@@ -1,15 +1,10 @@
-import { Logger } from '@aws-lambda-powertools/logger';
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import type { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { APIGatewayRequestAuthorizerEventV2, Context } from 'aws-lambda';
+import type { APIGatewayRequestAuthorizerEventV2 } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
-import {
-  awsClientEnvironment,
-  type Environment,
-  loggerEnvironment,
-} from '../adapters/explicitEnvironment.js';
-import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
+import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
+import { type LambdaEntry, lambdaEntry } from '../adapters/lambdaEntry.js';
 import { loadResourceNames } from '../core/config.js';
 import { lookupApiKey } from '../keys/apiKeys.js';
 import { type AuthorizerResult, createAuthorizerHandler } from './createAuthorizerHandler.js';
@@ -17,11 +12,8 @@ import { type AuthorizerResult, createAuthorizerHandler } from './createAuthoriz
 /** The authorizer once wired: one request authorizer event in, one simple response out. */
 export type AuthorizerHandler = (event: APIGatewayRequestAuthorizerEventV2) => Promise<AuthorizerResult>;
 
-/** The authorizer's Lambda entry: the middy handler with its Powertools middlewares. */
-export type AuthorizerEntry = (
-  event: APIGatewayRequestAuthorizerEventV2,
-  context: Context,
-) => Promise<AuthorizerResult>;
+/** The authorizer's Lambda entry (lambdas/adapters/lambdaEntry.ts). */
+export type AuthorizerEntry = LambdaEntry<APIGatewayRequestAuthorizerEventV2, AuthorizerResult>;
 
 /** Wires the DynamoDB client from `env` (what the entry does once per cold start). */
 export function wireAuthorizer(env: Environment, logger: Logger): AuthorizerHandler {
@@ -36,21 +28,11 @@ export function wireAuthorizer(env: Environment, logger: Logger): AuthorizerHand
   });
 }
 
-/**
- * The authorizer Lambda for one environment: its logger and middlewares, wired from `env` on the
- * first invocation and then reused. The deployed `handler` is this for `process.env`; the local
- * stack runs one per stack with the stack's own environment.
- */
-export function authorizerEntry(env: Environment): AuthorizerEntry {
-  const logger = new Logger({ serviceName: 'postdate-authorizer', ...loggerEnvironment(env) });
-  let authorize: AuthorizerHandler | undefined;
-  return lambdaMiddy<APIGatewayRequestAuthorizerEventV2, AuthorizerResult>()
-    .use(injectLambdaContext(logger))
-    .handler(async (event) => {
-      authorize ??= wireAuthorizer(env, logger);
-      return authorize(event);
-    });
-}
+/** The authorizer Lambda for one environment; the local stack runs one per stack with the stack's own. */
+export const authorizerEntry: (env: Environment) => AuthorizerEntry = lambdaEntry({
+  name: 'authorizer',
+  wire: (env, { logger }) => wireAuthorizer(env, logger),
+});
 
 /** The Lambda authorizer: payload format 2.0, simple responses, context `{ tenant, key_id }`. */
 export const handler = authorizerEntry(process.env);

@@ -1,25 +1,15 @@
-import { Logger } from '@aws-lambda-powertools/logger';
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SNSEvent } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
-import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
-import { functionMetrics } from '../adapters/powertoolsMetrics.js';
+import { lambdaEntry } from '../adapters/lambdaEntry.js';
 import { configTargetOf, loadConfig, loadResourceNames } from '../core/config.js';
 import { SENDER_METRIC } from '../core/metricNames.js';
 import type { Log } from '../ports/Log.js';
 import { readStateRecord } from '../store/stateReads.js';
 import { DynamoSuppressionList } from '../store/suppressionList.js';
 import { type BouncesReport, createBouncesHandler } from './createBouncesHandler.js';
-
-const logger = new Logger({ serviceName: 'postdate-bounces' });
-const metrics = functionMetrics(process.env);
-
-let handle: ((event: SNSEvent) => Promise<BouncesReport>) | undefined;
 
 /**
  * Wires the real clients from `env` (once per cold start, from `process.env`); a bad configuration
@@ -46,12 +36,9 @@ export function wireBounces(
 }
 
 /** The bounce function: subscribed to the SES bounce and complaint topic (lib/constructs/Bounces.ts). */
-export const handler = lambdaMiddy<SNSEvent, BouncesReport>()
-  .use(injectLambdaContext(logger))
-  .use(logMetrics(metrics))
-  .handler(async (event) => {
-    handle ??= wireBounces(process.env, logger, (count) =>
-      metrics.addMetric(SENDER_METRIC.suppressionsAdded, MetricUnit.Count, count),
-    );
-    return handle(event);
-  });
+export const handler = lambdaEntry({
+  name: 'bounces',
+  metrics: true,
+  wire: (env, { logger, count }) =>
+    wireBounces(env, logger, (added) => count(SENDER_METRIC.suppressionsAdded, added)),
+})(process.env);

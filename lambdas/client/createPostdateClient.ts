@@ -13,6 +13,30 @@ export type RescheduleRequest = components['schemas']['RescheduleRequest'];
 export type GroupVersionRequest = components['schemas']['GroupVersionRequest'];
 export type ListQuery = NonNullable<operations['list']['parameters']['query']>;
 export type RotatedWebhook = components['schemas']['RotatedWebhook'];
+export type Suppression = components['schemas']['Suppression'];
+export type SuppressionList = components['schemas']['SuppressionList'];
+export type SuppressionRequest = components['schemas']['SuppressionRequest'];
+export type Template = components['schemas']['Template'];
+export type TemplateList = components['schemas']['TemplateList'];
+export type TemplateRequest = components['schemas']['TemplateRequest'];
+export type TemplateVersion = components['schemas']['TemplateVersion'];
+export type TemplateRenderRequest = components['schemas']['TemplateRenderRequest'];
+export type RenderedTemplate = components['schemas']['RenderedTemplate'];
+export type CreateWebhookRequest = components['schemas']['CreateWebhookBody'];
+export type CreatedWebhook = components['schemas']['CreatedWebhook'];
+export type WebhookList = components['schemas']['WebhookList'];
+export type WebhookWithCounts = components['schemas']['WebhookWithCounts'];
+export type WebhookDelivery = components['schemas']['WebhookDelivery'];
+export type WebhookDeliveryList = components['schemas']['WebhookDeliveryList'];
+/** The query of a list call: `limit`, the `cursor` of the previous page (and a status where it filters). */
+export type PageQuery<Operation extends keyof operations> = NonNullable<
+  operations[Operation]['parameters']['query']
+>;
+
+/** What every call takes besides its own arguments. */
+export interface CallOptions {
+  readonly signal?: AbortSignal;
+}
 
 export interface PostdateClientOptions {
   /** The API's base URL: the stack's `ApiUrl` output, or `npm start`'s `http://127.0.0.1:…`. */
@@ -65,8 +89,53 @@ export interface PostdateClient {
     request: GroupVersionRequest,
     options?: { readonly signal?: AbortSignal },
   ): Promise<GroupHead>;
+  /** `GET /health`: `{ status: 'ok' }` when the API can reach its table. */
+  health(options?: CallOptions): Promise<{ status: 'ok' }>;
+  /** `GET /openapi.json`: the OpenAPI document the API serves. */
+  openapi(options?: CallOptions): Promise<Record<string, unknown>>;
+
+  /** The tenant's suppressed addresses, a page at a time. */
+  listSuppressions(query?: PageQuery<'listSuppressions'>, options?: CallOptions): Promise<SuppressionList>;
+  /** Stop sending to an address (any later message to it is `suppressed`). */
+  putSuppression(address: string, request: SuppressionRequest, options?: CallOptions): Promise<Suppression>;
+  /** Send to an address again; the entry removed is returned. */
+  deleteSuppression(address: string, options?: CallOptions): Promise<Suppression>;
+
+  /** The tenant's templates by name, a page at a time. */
+  listTemplates(query?: PageQuery<'listTemplates'>, options?: CallOptions): Promise<TemplateList>;
+  /** Store a new immutable version of a template (previous + 1). */
+  putTemplate(name: string, request: TemplateRequest, options?: CallOptions): Promise<TemplateVersion>;
+  /** The latest version of a template. */
+  getTemplate(name: string, options?: CallOptions): Promise<TemplateVersion>;
+  /** Archive a template: no new message may name it; its versions stay readable. */
+  archiveTemplate(name: string, options?: CallOptions): Promise<Template>;
+  /** One version of a template. */
+  getTemplateVersion(name: string, version: number, options?: CallOptions): Promise<TemplateVersion>;
+  /** Render a template with data, sending nothing. */
+  renderTemplate(
+    name: string,
+    request: TemplateRenderRequest,
+    options?: CallOptions,
+  ): Promise<RenderedTemplate>;
+
+  /** A new webhook endpoint; the answer holds its signing secret, shown this once. */
+  createWebhook(request: CreateWebhookRequest, options?: CallOptions): Promise<CreatedWebhook>;
+  listWebhooks(options?: CallOptions): Promise<WebhookList>;
+  /** One endpoint with its delivery counts. */
+  getWebhook(id: string, options?: CallOptions): Promise<WebhookWithCounts>;
+  deleteWebhook(id: string, options?: CallOptions): Promise<{ id: string; deleted: true }>;
+  /** Send a test event to the endpoint; the delivery is returned as queued. */
+  testWebhook(id: string, options?: CallOptions): Promise<WebhookDelivery>;
   /** A new signing secret for a webhook endpoint; the previous one signs beside it for 24 h. */
-  rotateWebhookSecret(id: string, options?: { readonly signal?: AbortSignal }): Promise<RotatedWebhook>;
+  rotateWebhookSecret(id: string, options?: CallOptions): Promise<RotatedWebhook>;
+  /** The endpoint's deliveries (each with its attempt count and `history`), a page at a time. */
+  listWebhookDeliveries(
+    id: string,
+    query?: PageQuery<'listWebhookDeliveries'>,
+    options?: CallOptions,
+  ): Promise<WebhookDeliveryList>;
+  /** Deliver a failed delivery again. */
+  retryWebhookDelivery(id: string, delivery: string, options?: CallOptions): Promise<WebhookDelivery>;
   /** The typed openapi-fetch client underneath (with the same auth and retries), for anything else. */
   readonly http: Client<paths>;
 }
@@ -153,10 +222,115 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
         await http.POST('/v1/messages/{id}/retry', { params: { path: { id } }, ...signalOf(callOptions) }),
       );
     },
+    async health(callOptions = {}) {
+      return unwrap(await http.GET('/health', signalOf(callOptions)));
+    },
+    async openapi(callOptions = {}) {
+      return unwrap(await http.GET('/openapi.json', signalOf(callOptions)));
+    },
+
+    async listSuppressions(query = {}, callOptions = {}) {
+      return unwrap(await http.GET('/v1/suppressions', { params: { query }, ...signalOf(callOptions) }));
+    },
+    async putSuppression(address, request, callOptions = {}) {
+      return unwrap(
+        await http.PUT('/v1/suppressions/{address}', {
+          params: { path: { address } },
+          body: request,
+          ...signalOf(callOptions),
+        }),
+      );
+    },
+    async deleteSuppression(address, callOptions = {}) {
+      return unwrap(
+        await http.DELETE('/v1/suppressions/{address}', {
+          params: { path: { address } },
+          ...signalOf(callOptions),
+        }),
+      );
+    },
+
+    async listTemplates(query = {}, callOptions = {}) {
+      return unwrap(await http.GET('/v1/templates', { params: { query }, ...signalOf(callOptions) }));
+    },
+    async putTemplate(name, request, callOptions = {}) {
+      return unwrap(
+        await http.PUT('/v1/templates/{name}', {
+          params: { path: { name } },
+          body: request,
+          ...signalOf(callOptions),
+        }),
+      );
+    },
+    async getTemplate(name, callOptions = {}) {
+      return unwrap(
+        await http.GET('/v1/templates/{name}', { params: { path: { name } }, ...signalOf(callOptions) }),
+      );
+    },
+    async archiveTemplate(name, callOptions = {}) {
+      return unwrap(
+        await http.DELETE('/v1/templates/{name}', { params: { path: { name } }, ...signalOf(callOptions) }),
+      );
+    },
+    async getTemplateVersion(name, version, callOptions = {}) {
+      return unwrap(
+        await http.GET('/v1/templates/{name}/versions/{version}', {
+          params: { path: { name, version: String(version) } },
+          ...signalOf(callOptions),
+        }),
+      );
+    },
+    async renderTemplate(name, request, callOptions = {}) {
+      return unwrap(
+        await http.POST('/v1/templates/{name}/render', {
+          params: { path: { name } },
+          body: request,
+          ...signalOf(callOptions),
+        }),
+      );
+    },
+
+    async createWebhook(request, callOptions = {}) {
+      return unwrap(await http.POST('/v1/webhooks', { body: request, ...signalOf(callOptions) }));
+    },
+    async listWebhooks(callOptions = {}) {
+      return unwrap(await http.GET('/v1/webhooks', signalOf(callOptions)));
+    },
+    async getWebhook(id, callOptions = {}) {
+      return unwrap(
+        await http.GET('/v1/webhooks/{id}', { params: { path: { id } }, ...signalOf(callOptions) }),
+      );
+    },
+    async deleteWebhook(id, callOptions = {}) {
+      return unwrap(
+        await http.DELETE('/v1/webhooks/{id}', { params: { path: { id } }, ...signalOf(callOptions) }),
+      );
+    },
+    async testWebhook(id, callOptions = {}) {
+      return unwrap(
+        await http.POST('/v1/webhooks/{id}/test', { params: { path: { id } }, ...signalOf(callOptions) }),
+      );
+    },
     async rotateWebhookSecret(id, callOptions = {}) {
       return unwrap(
         await http.POST('/v1/webhooks/{id}/rotate-secret', {
           params: { path: { id } },
+          ...signalOf(callOptions),
+        }),
+      );
+    },
+    async listWebhookDeliveries(id, query = {}, callOptions = {}) {
+      return unwrap(
+        await http.GET('/v1/webhooks/{id}/deliveries', {
+          params: { path: { id }, query },
+          ...signalOf(callOptions),
+        }),
+      );
+    },
+    async retryWebhookDelivery(id, delivery, callOptions = {}) {
+      return unwrap(
+        await http.POST('/v1/webhooks/{id}/deliveries/{delivery}/retry', {
+          params: { path: { id, delivery } },
           ...signalOf(callOptions),
         }),
       );

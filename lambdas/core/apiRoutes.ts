@@ -1,15 +1,34 @@
 /**
- * The routes the api handler serves (DESIGN §3), as data: the OpenAPI document and its test are
- * checked against this list. A route either needs the authorizer's tenant or is public: `/health`
- * (the liveness probe) and `/openapi.json` (so Swagger UI and generators can fetch it, DESIGN §3).
+ * The routes the api handler serves (DESIGN §3), as data, all in this one list: the handler's table,
+ * the stack's routes, the local front end and the OpenAPI document (with its test) are all read from
+ * it. A route either needs the authorizer's tenant or is public: `/health` (the liveness probe) and
+ * `/openapi.json` (so Swagger UI and generators can fetch it, DESIGN §3).
  */
 
-import { SUPPRESSION_ROUTES, type SuppressionRouteName } from './suppressionRoutes.js';
-import { TEMPLATE_ROUTES, type TemplateRouteName } from './templateRoutes.js';
-import { WEBHOOK_API_ROUTES, type WebhookRouteName } from './webhookApiRoutes.js';
+/** The suppression-list routes (DESIGN §12): their handlers are api/routes/suppressions.ts. */
+export type SuppressionRouteName = 'listSuppressions' | 'putSuppression' | 'deleteSuppression';
+
+/** The template routes (DESIGN §10): their handlers are api/routes/templates.ts. */
+export type TemplateRouteName =
+  | 'listTemplates'
+  | 'putTemplate'
+  | 'getTemplate'
+  | 'archiveTemplate'
+  | 'getTemplateVersion'
+  | 'renderTemplate';
+
+/** The webhook routes (DESIGN §11): their handlers are api/routes/webhooks.ts. */
+export type WebhookRouteName =
+  | 'createWebhook'
+  | 'listWebhooks'
+  | 'getWebhook'
+  | 'deleteWebhook'
+  | 'testWebhook'
+  | 'rotateWebhookSecret'
+  | 'listWebhookDeliveries'
+  | 'retryWebhookDelivery';
 
 export type RouteName =
-  | SuppressionRouteName
   | 'enqueue'
   | 'list'
   | 'get'
@@ -19,6 +38,7 @@ export type RouteName =
   | 'raiseGroup'
   | 'health'
   | 'openapi'
+  | SuppressionRouteName
   | TemplateRouteName
   | WebhookRouteName;
 
@@ -41,9 +61,38 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { name: 'raiseGroup', method: 'PUT', path: '/v1/groups/{key}', authorized: true },
   { name: 'health', method: 'GET', path: '/health', authorized: false },
   { name: 'openapi', method: 'GET', path: '/openapi.json', authorized: false },
-  ...SUPPRESSION_ROUTES,
-  ...TEMPLATE_ROUTES,
-  ...WEBHOOK_API_ROUTES,
+  { name: 'listSuppressions', method: 'GET', path: '/v1/suppressions', authorized: true },
+  { name: 'putSuppression', method: 'PUT', path: '/v1/suppressions/{address}', authorized: true },
+  { name: 'deleteSuppression', method: 'DELETE', path: '/v1/suppressions/{address}', authorized: true },
+  { name: 'listTemplates', method: 'GET', path: '/v1/templates', authorized: true },
+  { name: 'putTemplate', method: 'PUT', path: '/v1/templates/{name}', authorized: true },
+  { name: 'getTemplate', method: 'GET', path: '/v1/templates/{name}', authorized: true },
+  { name: 'archiveTemplate', method: 'DELETE', path: '/v1/templates/{name}', authorized: true },
+  {
+    name: 'getTemplateVersion',
+    method: 'GET',
+    path: '/v1/templates/{name}/versions/{version}',
+    authorized: true,
+  },
+  { name: 'renderTemplate', method: 'POST', path: '/v1/templates/{name}/render', authorized: true },
+  { name: 'createWebhook', method: 'POST', path: '/v1/webhooks', authorized: true },
+  { name: 'listWebhooks', method: 'GET', path: '/v1/webhooks', authorized: true },
+  { name: 'getWebhook', method: 'GET', path: '/v1/webhooks/{id}', authorized: true },
+  { name: 'deleteWebhook', method: 'DELETE', path: '/v1/webhooks/{id}', authorized: true },
+  { name: 'testWebhook', method: 'POST', path: '/v1/webhooks/{id}/test', authorized: true },
+  {
+    name: 'rotateWebhookSecret',
+    method: 'POST',
+    path: '/v1/webhooks/{id}/rotate-secret',
+    authorized: true,
+  },
+  { name: 'listWebhookDeliveries', method: 'GET', path: '/v1/webhooks/{id}/deliveries', authorized: true },
+  {
+    name: 'retryWebhookDelivery',
+    method: 'POST',
+    path: '/v1/webhooks/{id}/deliveries/{delivery}/retry',
+    authorized: true,
+  },
 ];
 
 export type RouteResolution =

@@ -9,6 +9,27 @@
  *
  * Every result is also clamped to SQS's ChangeMessageVisibility maximum (43 200 s = 12 h), the
  * mechanism that applies it.
+ *
+ * Every place this rule touches, for whoever changes it (each uses the functions here, none
+ * re-derives them):
+ * - its settings: core/configSpec.ts `retryBaseSeconds`, `retryCapSeconds` (POSTDATE_RETRY_BASE_SECONDS,
+ *   POSTDATE_RETRY_CAP_SECONDS, at most SQS_MAX_VISIBILITY_SECONDS), core/config.ts (cap ≥ base), and
+ *   the CDK props lib/postdateProps.ts (the same check, and `worstCaseRetrySeconds`: the sum of
+ *   `backoffCeilingSeconds` must fit the send queue's retention);
+ * - the decision: core/sendDecision.ts `backoffAfter` (which backoff for which error class, the
+ *   message's attempts as exponent), called by `decideOutcome` (`retrying`, and an outage without
+ *   a sending gate); `retryAtOf` turns it into the record's `due_at`;
+ * - the sender: sender/outcomeWrite.ts `recordOutcome` writes that `due_at` and keeps the copy for
+ *   `visibilitySeconds`, which sender/createSenderHandler.ts sets on the queue
+ *   (adapters/SqsCopyVisibility.ts `clampVisibility`);
+ * - what holds it: core/sendDecision.ts `sendableAt` (no copy may send a `retrying` message before
+ *   its `due_at`), and the sweeper (core/sweepDecision.ts), which re-dispatches a `retrying` message
+ *   whose `due_at` is long past;
+ * - its tests: test/core/backoff.test.ts, test/core/sendDecision.test.ts, test/sender/retriesAndDeadLetters.test.ts.
+ * Other backoffs are separate rules, not this one: the writes after a claim (core/writeRetry.ts),
+ * webhook deliveries (core/webhooks.ts `webhookRetryDelayMs`), the sweeper's re-dispatch
+ * (core/sweepDecision.ts), the relay breaker's probe (core/relayBreaker.ts), the AWS SDK's retries
+ * (core/awsClientLimits.ts) and the typed client's (lambdas/client/retryPolicy.ts).
  */
 
 export interface BackoffPolicy {

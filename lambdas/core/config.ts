@@ -53,7 +53,7 @@ export interface Config {
   /** Seconds a pooled SMTP session is reused after it opened. */
   readonly smtpSessionMaxAgeSeconds: number;
   readonly directDelayMaxSeconds: number;
-  /** POSTDATE_API_IMMEDIATE_COPY: the api's own copy of an immediate message (api/immediateCopy.ts). */
+  /** POSTDATE_API_IMMEDIATE_COPY: the api's own copy of an immediate message (api/routes/enqueue.ts). */
   readonly apiImmediateCopy: boolean;
   readonly scheduleLeadSeconds: number;
   readonly sweepGraceSeconds: number;

@@ -7,6 +7,8 @@
  * the construct sets it) its prop, with TSDoc, to `PostdateProps`.
  */
 
+import { SQS_MAX_VISIBILITY_SECONDS } from './queueLimits.js';
+
 /** What a setting holds, and which values it takes. */
 export type SettingKind =
   | {
@@ -156,7 +158,7 @@ export const CONFIG_SETTINGS = {
   retryBaseSeconds: {
     variable: 'POSTDATE_RETRY_BASE_SECONDS',
     prop: true,
-    kind: seconds(1, 43_200),
+    kind: seconds(1, SQS_MAX_VISIBILITY_SECONDS),
     local: 30,
     aws: 30,
     description: 'backoff base',
@@ -164,7 +166,7 @@ export const CONFIG_SETTINGS = {
   retryCapSeconds: {
     variable: 'POSTDATE_RETRY_CAP_SECONDS',
     prop: true,
-    kind: seconds(1, 43_200),
+    kind: seconds(1, SQS_MAX_VISIBILITY_SECONDS),
     local: 3600,
     aws: 3600,
     description: "backoff cap, at least the base (at most SQS's visibility limit)",

@@ -3,7 +3,7 @@
  * (DESIGN §5a). Pure: the clock is an argument.
  */
 
-import { SQS_MAX_DELAY_SECONDS } from './queueLimits.js';
+import { SQS_MAX_DELAY_SECONDS, sqsDelaySeconds } from './queueLimits.js';
 
 export type DispatchDecision = { path: 'queue'; delaySeconds: number } | { path: 'schedule'; fireAt: Date };
 
@@ -31,13 +31,13 @@ export function decideDispatch(input: DispatchInput): DispatchDecision {
   const nowMs = validTime(input.now, 'now');
   const remainingMs = sendAtMs - nowMs;
   if (remainingMs <= Math.max(0, input.directDelayMaxSeconds) * 1000) {
-    return { path: 'queue', delaySeconds: queueDelaySeconds(remainingMs) };
+    return { path: 'queue', delaySeconds: sqsDelaySeconds(remainingMs / 1000) };
   }
   const leadMs = Math.max(0, input.scheduleLeadSeconds) * 1000;
   const fireAtMs = truncateToSecond(sendAtMs - leadMs);
   if (fireAtMs >= nowMs) return { path: 'schedule', fireAt: new Date(fireAtMs) };
   if (remainingMs <= SQS_MAX_DELAY_SECONDS * 1000) {
-    return { path: 'queue', delaySeconds: queueDelaySeconds(remainingMs) };
+    return { path: 'queue', delaySeconds: sqsDelaySeconds(remainingMs / 1000) };
   }
   return { path: 'schedule', fireAt: new Date(Math.ceil(nowMs / 1000) * 1000) };
 }
@@ -64,18 +64,13 @@ export function decideArrival(input: ArrivalInput): ArrivalDecision {
   const remainingMs = validTime(input.sendAt, 'sendAt') - validTime(input.now, 'now');
   if (remainingMs <= 0) return { action: 'send' };
   if (remainingMs <= Math.max(0, input.maxWaitMs)) return { action: 'wait', milliseconds: remainingMs };
-  const delaySeconds = Math.min(SQS_MAX_DELAY_SECONDS, Math.max(1, Math.floor(remainingMs / 1000)));
-  return { action: 'redelay', delaySeconds };
+  return { action: 'redelay', delaySeconds: Math.max(1, sqsDelaySeconds(remainingMs / 1000)) };
 }
 
 /** EventBridge Scheduler's one-time expression in UTC: `at(yyyy-mm-ddThh:mm:ss)`. */
 export function formatAtExpression(date: Date): string {
   validTime(date, 'date');
   return `at(${date.toISOString().slice(0, 19)})`;
-}
-
-function queueDelaySeconds(remainingMs: number): number {
-  return Math.min(SQS_MAX_DELAY_SECONDS, Math.max(0, Math.floor(remainingMs / 1000)));
 }
 
 function truncateToSecond(ms: number): number {

@@ -10,8 +10,8 @@
  * - a wall time that exists twice (the autumn overlap) is the earlier instant.
  */
 import * as z from 'zod';
-import type { FieldError, Validated } from './fieldErrors.js';
 import { ERROR_CLASS, PostdateError } from './postdateError.js';
+import type { FieldError, Validated } from './problem.js';
 
 /** A wall-clock date and time with no zone: what a clock on the recipient's wall shows. */
 export interface LocalDateTime {

@@ -1,46 +1,48 @@
 /**
- * The public entry of request validation (DESIGN §3), for the API, the outbox helper and
- * applications (docs/api.md, "The transactional outbox"): each parser turns an untrusted JSON body
- * into a canonical, validated request or a 400 problem naming every bad field. Nothing here throws
- * on any input, and no error message echoes a value (problems are logged, and values may be
- * addresses).
+ * The message requests (DESIGN §3), and the public entry of their validation for the API, the
+ * outbox helper and applications (docs/api.md, "The transactional outbox"): the request bodies as
+ * zod schemas (which also generate the OpenAPI document), the validations of an enqueue, a
+ * reschedule and a group's version, and the parsers that turn an untrusted JSON body into a
+ * canonical, validated request or a 400 problem naming every bad field. Nothing here throws on any
+ * input, and no error message echoes a value (problems are logged, and values may be addresses).
  *
- * The rules live in rooms of one idea, which the rest of the code imports directly:
- * - requestLimits.ts — the limits; addresses.ts — mailboxes and allowed senders;
- *   timestamps.ts — zoned date-times and the horizon; headerSafety.ts — CR/LF, control characters,
- *   reserved and relay-control headers;
- * - requestSchemas.ts — the zod schemas (also the OpenAPI schemas);
- * - enqueueRequest.ts, rescheduleRequest.ts, groupRequests.ts — the validations, which answer
- *   field errors (fieldErrors.ts; zod's issues mapped by zodFieldErrors.ts, what zod cannot see by
- *   hiddenInputErrors.ts).
+ * The rules it uses live in rooms of their own: requestLimits.ts (the limits), addresses.ts
+ * (mailboxes and allowed senders), timestamps.ts (zoned date-times and the horizon), headerSafety.ts
+ * (CR/LF, control characters, reserved and relay-control headers), templateRequests.ts (a template
+ * and its data), problem.ts (field errors and the problem document).
  *
  * Pure: no AWS SDK, no network, the clock is an argument.
  */
-import { type EnqueueContext, type EnqueueRequest, validateEnqueueRequest } from './enqueueRequest.js';
-import type { Validated } from './fieldErrors.js';
-import { type GroupVersionRequest, validateGroupKey, validateGroupVersionRequest } from './groupRequests.js';
-import { type ProblemDetails, validationProblem } from './problem.js';
-import { type RescheduleRequest, validateRescheduleRequest } from './rescheduleRequest.js';
+import * as z from 'zod';
+import { isAllowedSender, parseAddress } from './addresses.js';
+import { fingerprint } from './fingerprint.js';
+import {
+  controlCharacterProblem,
+  headerNameProblem,
+  headerValueProblem,
+  RELAY_CONTROL_HEADERS,
+  RELAY_CONTROL_MESSAGE,
+} from './headerSafety.js';
+import {
+  type FieldError,
+  guarded,
+  illFormedStringErrors,
+  PARSE_CONTEXT,
+  type ProblemDetails,
+  prototypeKeyErrors,
+  type Validated,
+  validationProblem,
+  zodErrors,
+} from './problem.js';
+import { LIMITS } from './requestLimits.js';
+import { rawData, TemplateDataSchema, TemplateRefSchema } from './templateRequests.js';
+import { horizonEndMs, parseZonedTimestamp } from './timestamps.js';
 
 export { type AddressParse, isAllowedSender, type ParsedAddress, parseAddress } from './addresses.js';
-export {
-  type EnqueueContext,
-  type EnqueueRequest,
-  fingerprintSource,
-  type GroupRef,
-} from './enqueueRequest.js';
-export type { GroupVersionRequest } from './groupRequests.js';
 export { RELAY_CONTROL_HEADERS, RELAY_CONTROL_MESSAGE, RESERVED_HEADERS } from './headerSafety.js';
+export { zodErrors } from './problem.js';
 export { LIMITS } from './requestLimits.js';
-export {
-  EnqueueBodySchema,
-  GroupKeySchema,
-  GroupVersionBodySchema,
-  RescheduleBodySchema,
-} from './requestSchemas.js';
-export type { RescheduleRequest } from './rescheduleRequest.js';
 export { parseZonedTimestamp } from './timestamps.js';
-export { zodErrors } from './zodFieldErrors.js';
 
 export type Parsed<T> =
   | { readonly ok: true; readonly value: T }
@@ -71,4 +73,577 @@ export function parseGroupKey(key: string): Parsed<string> {
 
 function withProblem<T>(validated: Validated<T>): Parsed<T> {
   return validated.ok ? validated : { ok: false, problem: validationProblem(validated.errors) };
+}
+
+// ─── The schemas
+
+/**
+ * The request bodies of DESIGN §3 as zod 4 schemas: structure, types, limits and the rules that need
+ * neither configuration nor the clock. The same schemas generate the OpenAPI document
+ * (lib/openapi/openApiDocument.ts), so what is documented is what is checked.
+ */
+/*
+ * What the OpenAPI document can say of a rule that a refinement checks (JSON Schema patterns are
+ * ECMA-262; the refinements stay the validation, these only describe it). Test:
+ * test/api/openapiRequestSchemas.test.ts holds the document to what these schemas accept and refuse.
+ */
+/** No control character (C0, DEL, C1): addresses, tags, metadata keys, group keys. */
+const NO_CONTROL_PATTERN = '^[^\\u0000-\\u001F\\u007F-\\u009F]*$';
+/** No control character but TAB, so no CR or LF: the subject and header values. */
+const NO_CONTROL_BUT_TAB_PATTERN = '^[^\\u0000-\\u0008\\u000A-\\u001F\\u007F-\\u009F]*$';
+/** A recipient list with at least one address. */
+const NON_EMPTY = (field: string) => ({
+  required: [field],
+  properties: { [field]: { type: 'array', minItems: 1 } },
+});
+
+const Address = z
+  .string()
+  .superRefine((value, ctx) => {
+    const parsed = parseAddress(value);
+    if (!parsed.ok) ctx.addIssue({ code: 'custom', message: parsed.reason });
+  })
+  .meta({
+    description: 'An RFC 5322 mailbox: `ada@example.com` or `Ada Lovelace <ada@example.com>`.',
+    example: 'Ada Lovelace <ada@example.com>',
+    pattern: NO_CONTROL_PATTERN,
+  });
+
+const RecipientList = z
+  .array(Address)
+  .max(LIMITS.maxRecipients, `must have at most ${LIMITS.maxRecipients} recipients`)
+  .nullish();
+
+const Subject = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(LIMITS.maxSubjectLength, `must be at most ${LIMITS.maxSubjectLength} characters`)
+  .superRefine((value, ctx) => {
+    const problem = controlCharacterProblem(value, true);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .meta({
+    description: 'One line: no CR, LF or other control character but TAB.',
+    pattern: NO_CONTROL_BUT_TAB_PATTERN,
+  });
+
+const Headers = z
+  .record(z.string(), z.string())
+  .superRefine((headers, ctx) => {
+    const names = Object.keys(headers);
+    if (names.length > LIMITS.maxHeaders) {
+      ctx.addIssue({ code: 'custom', message: `must have at most ${LIMITS.maxHeaders} headers` });
+      return;
+    }
+    const seen = new Set<string>();
+    for (const name of names) {
+      const duplicate = seen.has(name.toLowerCase())
+        ? 'header is given twice (names are case-insensitive)'
+        : null;
+      const message = headerNameProblem(name) ?? duplicate ?? headerValueProblem(headers[name] ?? '');
+      if (message) ctx.addIssue({ code: 'custom', message, path: [name] });
+      seen.add(name.toLowerCase());
+    }
+  })
+  .meta({
+    description: `Extra headers. Names are RFC 9110 tokens; Message-ID, X-Postdate-Id, From, To, Cc, Bcc, Subject, Date, Reply-To, Sender, Return-Path, MIME-Version and Content-* are reserved. Headers that control a relay instead of describing the message are refused (400, \`${RELAY_CONTROL_MESSAGE}\`): ${[...RELAY_CONTROL_HEADERS.names, ...RELAY_CONTROL_HEADERS.prefixes.map((prefix) => `${prefix}*`)].join(', ')} (Amazon SES, SendGrid, Mailgun, Postmark, Mandrill, SparkPost, Mailjet); a configuration set belongs to the API key.`,
+    example: { 'X-Campaign': '42' },
+    maxProperties: LIMITS.maxHeaders,
+    propertyNames: { pattern: "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$", maxLength: LIMITS.maxHeaderNameLength },
+    additionalProperties: {
+      type: 'string',
+      maxLength: LIMITS.maxHeaderValueLength,
+      pattern: NO_CONTROL_BUT_TAB_PATTERN,
+    },
+  });
+
+const Timestamp = z
+  .string()
+  .superRefine((value, ctx) => {
+    if (parseZonedTimestamp(value) === null) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'must be an ISO-8601 date-time with a zone, e.g. 2026-12-01T09:00:00Z',
+      });
+    }
+  })
+  .meta({ format: 'date-time', example: '2026-12-01T09:00:00Z' });
+
+const stringMap = (options: {
+  entries: number;
+  keyLength: number;
+  valueLength: number;
+  headerMaterial: boolean;
+}) =>
+  z.record(z.string(), z.string()).superRefine((map, ctx) => {
+    const keys = Object.keys(map);
+    if (keys.length > options.entries) {
+      ctx.addIssue({ code: 'custom', message: `must have at most ${options.entries} entries` });
+      return;
+    }
+    for (const key of keys) {
+      const issue = (message: string) => ctx.addIssue({ code: 'custom', message, path: [key] });
+      const value = map[key] ?? '';
+      const keyControl = controlCharacterProblem(key, false);
+      if (keyControl) issue(`key ${keyControl}`);
+      else if (key.length < 1 || key.length > options.keyLength)
+        issue(`key must be 1–${options.keyLength} characters`);
+      else if (options.headerMaterial && controlCharacterProblem(value, false))
+        issue(`value ${controlCharacterProblem(value, false) ?? ''}`);
+      else if (value.length > options.valueLength)
+        issue(`value must be at most ${options.valueLength} characters`);
+    }
+  });
+
+const Tags = stringMap({
+  entries: LIMITS.maxTags,
+  keyLength: LIMITS.maxTagKeyLength,
+  valueLength: LIMITS.maxTagValueLength,
+  headerMaterial: true,
+}).meta({
+  description: 'Small labels for listing and metrics.',
+  example: { kind: 'campaign-approved' },
+  maxProperties: LIMITS.maxTags,
+  propertyNames: { minLength: 1, maxLength: LIMITS.maxTagKeyLength, pattern: NO_CONTROL_PATTERN },
+  additionalProperties: { type: 'string', maxLength: LIMITS.maxTagValueLength, pattern: NO_CONTROL_PATTERN },
+});
+
+const Metadata = stringMap({
+  entries: LIMITS.maxMetadataEntries,
+  keyLength: LIMITS.maxMetadataKeyLength,
+  valueLength: LIMITS.maxMetadataValueLength,
+  headerMaterial: false,
+}).meta({
+  description: 'Your own small string data, returned as given.',
+  example: { campaign_id: '42' },
+  maxProperties: LIMITS.maxMetadataEntries,
+  propertyNames: { minLength: 1, maxLength: LIMITS.maxMetadataKeyLength, pattern: NO_CONTROL_PATTERN },
+  additionalProperties: { type: 'string', maxLength: LIMITS.maxMetadataValueLength },
+});
+
+/** A group key: 1–200 characters, no control characters (it is also a URL path segment). */
+export const GroupKeySchema = z
+  .string()
+  .superRefine((value, ctx) => {
+    const length = [...value].length;
+    const control = controlCharacterProblem(value, false);
+    if (control) ctx.addIssue({ code: 'custom', message: control });
+    else if (length < 1 || length > LIMITS.maxGroupKeyLength || value.trim() !== value || value.trim() === '')
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be 1–${LIMITS.maxGroupKeyLength} printable characters without leading or trailing spaces`,
+      });
+  })
+  .meta({
+    example: 'campaign:42:status',
+    minLength: 1,
+    maxLength: LIMITS.maxGroupKeyLength,
+    pattern: '^(?!\\s)[^\\u0000-\\u001F\\u007F-\\u009F]*(?<!\\s)$',
+  });
+
+const GroupVersion = z
+  .int('must be a whole number')
+  .min(0, 'must be at least 0')
+  .max(Number.MAX_SAFE_INTEGER, 'must be a safe integer');
+
+const Group = z.strictObject({ key: GroupKeySchema, version: GroupVersion }).meta({
+  id: 'Group',
+  description: 'Freshness guard: the message is not sent once a higher version of its group exists.',
+});
+
+/** The fields every enqueue has, whatever its content: the addresses, then the rest. */
+const enqueueAddresses = {
+  to: RecipientList,
+  cc: RecipientList,
+  bcc: RecipientList,
+  from: Address.nullish().meta({
+    description: 'Defaults to POSTDATE_DEFAULT_FROM; must match POSTDATE_ALLOWED_FROM.',
+  }),
+  reply_to: Address.nullish(),
+};
+
+const enqueueDelivery = {
+  headers: Headers.nullish(),
+  send_at: Timestamp.nullish().meta({
+    description: 'When to send; a past time means now. At most POSTDATE_MAX_HORIZON_DAYS ahead.',
+  }),
+  delay_seconds: z.int('must be a whole number of seconds').min(0, 'must be at least 0').nullish(),
+  not_after: Timestamp.nullish().meta({ description: 'Deadline: past it the message expires unsent.' }),
+  group: Group.nullish(),
+  on_ambiguous: z.enum(['retry', 'hold']).nullish(),
+  tags: Tags.nullish(),
+  metadata: Metadata.nullish(),
+};
+
+/** The content of an inline message. */
+const inlineContent = {
+  subject: Subject,
+  text: z.string().nullish(),
+  html: z.string().nullish(),
+};
+
+/** The content of a template message (DESIGN §10): rendered at send time from the pinned version. */
+const templateContent = {
+  template: TemplateRefSchema,
+  data: TemplateDataSchema.nullish().meta({ description: "The template's variables; default `{}`." }),
+};
+
+/** What one enqueue must satisfy whatever its form (recipients, times, label sizes). */
+function envelopeRules(
+  body: {
+    to?: readonly string[] | null;
+    cc?: readonly string[] | null;
+    bcc?: readonly string[] | null;
+    send_at?: string | null;
+    delay_seconds?: number | null;
+    tags?: Readonly<Record<string, string>> | null;
+    metadata?: Readonly<Record<string, string>> | null;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const recipients = (body.to?.length ?? 0) + (body.cc?.length ?? 0) + (body.bcc?.length ?? 0);
+  if (recipients === 0)
+    ctx.addIssue({
+      code: 'custom',
+      message: 'at least one recipient (to, cc or bcc) is required',
+      path: ['to'],
+    });
+  if (recipients > LIMITS.maxRecipients)
+    ctx.addIssue({
+      code: 'custom',
+      message: `at most ${LIMITS.maxRecipients} recipients in to, cc and bcc together`,
+      path: ['to'],
+    });
+  if (body.send_at != null && body.delay_seconds != null)
+    ctx.addIssue({
+      code: 'custom',
+      message: 'give send_at or delay_seconds, not both',
+      path: ['delay_seconds'],
+    });
+  const labels = JSON.stringify({ tags: body.tags ?? {}, metadata: body.metadata ?? {} });
+  if (new TextEncoder().encode(labels).length > LIMITS.maxTagsAndMetadataBytes)
+    ctx.addIssue({
+      code: 'custom',
+      message: `tags and metadata together must be at most ${LIMITS.maxTagsAndMetadataBytes} bytes of JSON`,
+      path: ['metadata'],
+    });
+}
+
+/**
+ * The enqueue body as it is validated: one object with both forms' fields, so that every mistake
+ * gets its own field error (a template and a subject together, a subject missing) rather than a
+ * union's "matches neither". The OpenAPI document shows the two forms as EnqueueBodyDocumentSchema.
+ */
+export const EnqueueBodySchema = z
+  .strictObject({
+    ...enqueueAddresses,
+    subject: Subject.nullish(),
+    text: inlineContent.text,
+    html: inlineContent.html,
+    ...enqueueDelivery,
+    template: TemplateRefSchema.nullish(),
+    data: templateContent.data,
+  })
+  .superRefine((body, ctx) => {
+    envelopeRules(body, ctx);
+    if (body.template != null) {
+      for (const field of ['subject', 'text', 'html'] as const) {
+        if (body[field] != null)
+          ctx.addIssue({
+            code: 'custom',
+            message: 'give a template or subject/text/html, not both',
+            path: [field],
+          });
+      }
+      return;
+    }
+    if (body.data != null)
+      ctx.addIssue({ code: 'custom', message: 'is only given with a template', path: ['data'] });
+    if (body.subject == null) ctx.addIssue({ code: 'custom', message: 'is required', path: ['subject'] });
+    if (!body.text && !body.html)
+      ctx.addIssue({ code: 'custom', message: 'text or html is required', path: ['text'] });
+  })
+  .meta({
+    description: 'The enqueue body as validated; the OpenAPI document shows it as EnqueueBodyDocumentSchema.',
+  });
+
+/** What JSON Schema can say of every enqueue body (the document's `allOf` on each form). */
+const ENVELOPE_RULES = [
+  {
+    description: 'At least one recipient (to, cc or bcc).',
+    anyOf: [NON_EMPTY('to'), NON_EMPTY('cc'), NON_EMPTY('bcc')],
+  },
+  {
+    description: 'send_at or delay_seconds, not both.',
+    not: {
+      required: ['send_at', 'delay_seconds'],
+      properties: { send_at: { type: 'string' }, delay_seconds: { type: 'integer' } },
+    },
+  },
+];
+
+const TEXT_OR_HTML = {
+  description: 'text or html.',
+  anyOf: ['text', 'html'].map((field) => ({
+    required: [field],
+    properties: { [field]: { type: 'string', minLength: 1 } },
+  })),
+};
+
+const InlineEnqueueSchema = z
+  .strictObject({ ...enqueueAddresses, ...inlineContent, ...enqueueDelivery })
+  .meta({
+    id: 'InlineEnqueueRequest',
+    description: 'An email to send later with its content (DESIGN §3): `text` or `html` or both.',
+    allOf: [...ENVELOPE_RULES, TEXT_OR_HTML],
+  });
+
+const TemplateEnqueueSchema = z
+  .strictObject({ ...enqueueAddresses, ...templateContent, ...enqueueDelivery })
+  .meta({
+    id: 'TemplateEnqueueRequest',
+    description: 'An email to send later, built at send time from a stored template and `data` (DESIGN §10).',
+    allOf: ENVELOPE_RULES,
+  });
+
+/**
+ * The enqueue body for the OpenAPI document: exactly one of the two forms (`oneOf`), built from the
+ * same field schemas that EnqueueBodySchema validates with.
+ */
+export const EnqueueBodyDocumentSchema = z.union([InlineEnqueueSchema, TemplateEnqueueSchema]).meta({
+  id: 'EnqueueRequest',
+  description: `An email to send later (DESIGN §3): its content inline (\`subject\`, \`text\`, \`html\`), or a stored \`template\` and its \`data\` — not both. At most ${LIMITS.maxRecipients} recipients in to, cc and bcc together, and tags and metadata at most ${LIMITS.maxTagsAndMetadataBytes} bytes of JSON together: JSON Schema cannot say these, the server checks them.`,
+  _internal: { unionPreferredType: 'oneOf', refId: 'EnqueueRequest' },
+} as Record<string, unknown>);
+
+export const RescheduleBodySchema = z
+  .strictObject({ send_at: Timestamp })
+  .meta({ id: 'RescheduleRequest', description: 'A new send time for a scheduled message.' });
+
+export const GroupVersionBodySchema = z
+  .strictObject({ version: GroupVersion })
+  .meta({ id: 'GroupVersionRequest', description: "Raise a group's version without sending anything." });
+
+// ─── The enqueue request
+
+/**
+ * The enqueue request (DESIGN §3): the structural parse by the schema, then the rules that need
+ * configuration or the clock (allowed senders, the horizon, "a past send_at means now", `not_after`
+ * after the effective `send_at`). The answer is the canonical request or every bad field; nothing
+ * here throws on any input.
+ */
+export interface GroupRef {
+  readonly key: string;
+  readonly version: number;
+}
+
+/** A validated enqueue request, normalized (defaults applied, times in ISO-8601 UTC with ms). */
+export interface EnqueueRequest {
+  readonly to: readonly string[];
+  readonly cc: readonly string[];
+  readonly bcc: readonly string[];
+  readonly from: string;
+  readonly reply_to: string | null;
+  /** The inline subject; '' for a template message, whose subject is rendered from the template. */
+  readonly subject: string;
+  readonly text: string | null;
+  readonly html: string | null;
+  /**
+   * The template the message names (DESIGN §10), with the version the client asked for (null: the
+   * latest at enqueue time, which the records pin); null or absent for an inline message (absent
+   * keeps requests built by hand before templates existed valid).
+   */
+  readonly template?: TemplateRequestRef | null;
+  /** The template's data (`{}` when the request gave none); null or absent for an inline message. */
+  readonly data?: Readonly<Record<string, unknown>> | null;
+  readonly headers: Readonly<Record<string, string>>;
+  /** The `send_at` the client asked for (normalized), or null. Part of the fingerprint. */
+  readonly requested_send_at: string | null;
+  /** The `delay_seconds` the client asked for, or null. Part of the fingerprint. */
+  readonly delay_seconds: number | null;
+  /** The effective send time, resolved against the clock: never in the past. NOT part of the fingerprint. */
+  readonly send_at: string;
+  readonly not_after: string | null;
+  readonly group: GroupRef | null;
+  readonly on_ambiguous: 'retry' | 'hold';
+  readonly tags: Readonly<Record<string, string>>;
+  readonly metadata: Readonly<Record<string, string>>;
+}
+
+/** A template named by an enqueue: the version is the one asked for, or null for the latest. */
+export interface TemplateRequestRef {
+  readonly name: string;
+  readonly version: number | null;
+}
+
+export interface EnqueueContext {
+  readonly now: Date;
+  /** POSTDATE_ALLOWED_FROM patterns. */
+  readonly allowedFrom: readonly string[];
+  /** POSTDATE_DEFAULT_FROM. */
+  readonly defaultFrom: string;
+  /** POSTDATE_MAX_HORIZON_DAYS. */
+  readonly maxHorizonDays: number;
+}
+
+/**
+ * What an idempotency fingerprint covers: the canonical request without the effective send time,
+ * which depends on the clock (a replay a second later must still match).
+ */
+export function fingerprintSource(
+  request: EnqueueRequest,
+): Omit<EnqueueRequest, 'send_at' | 'template' | 'data'> &
+  Partial<Pick<EnqueueRequest, 'template' | 'data'>> {
+  const { send_at: _effective, template, data, ...rest } = request;
+  // An inline request hashes exactly as it did before templates existed: its stored fingerprints
+  // still recognise its replays.
+  return template == null ? rest : { ...rest, template, data: data ?? {} };
+}
+
+/** The fingerprint stored on the body and the state record: SHA-256 of the canonical request minus its clock-derived send time. */
+export function requestFingerprint(request: EnqueueRequest): string {
+  return fingerprint(fingerprintSource(request));
+}
+
+/** Validates an enqueue body against every rule of DESIGN §3. Never throws. */
+export function validateEnqueueRequest(body: unknown, ctx: EnqueueContext): Validated<EnqueueRequest> {
+  return guarded(() => {
+    const parsed = EnqueueBodySchema.safeParse(body, PARSE_CONTEXT);
+    const hidden = [...prototypeKeyErrors(body), ...illFormedStringErrors(body)];
+    if (!parsed.success || hidden.length > 0) {
+      return { ok: false, errors: parsed.success ? hidden : [...zodErrors(parsed.error), ...hidden] };
+    }
+    const input = parsed.data;
+    const errors: FieldError[] = [];
+    const nowMs = ctx.now.getTime();
+    const horizonMs = horizonEndMs(ctx.now, ctx.maxHorizonDays);
+
+    const from = input.from?.trim() || ctx.defaultFrom;
+    const fromAddress = parseAddress(from);
+    if (!fromAddress.ok) errors.push({ field: '/from', message: fromAddress.reason });
+    else if (!isAllowedSender(fromAddress.value.address, ctx.allowedFrom))
+      errors.push({ field: '/from', message: 'is not an allowed sender (POSTDATE_ALLOWED_FROM)' });
+
+    let requestedSendAt: string | null = null;
+    let sendAtMs = nowMs;
+    if (input.send_at != null) {
+      const at = parseZonedTimestamp(input.send_at);
+      if (at) {
+        requestedSendAt = at.toISOString();
+        sendAtMs = Math.max(nowMs, at.getTime());
+        if (at.getTime() > horizonMs)
+          errors.push({ field: '/send_at', message: `must be at most ${ctx.maxHorizonDays} days ahead` });
+      }
+    } else if (input.delay_seconds != null) {
+      sendAtMs = nowMs + input.delay_seconds * 1000;
+      if (sendAtMs > horizonMs)
+        errors.push({ field: '/delay_seconds', message: `must be at most ${ctx.maxHorizonDays} days` });
+    }
+
+    let notAfter: string | null = null;
+    if (input.not_after != null) {
+      const deadline = parseZonedTimestamp(input.not_after);
+      if (deadline) {
+        notAfter = deadline.toISOString();
+        if (deadline.getTime() <= sendAtMs)
+          errors.push({ field: '/not_after', message: 'must be after send_at (and in the future)' });
+      }
+    }
+    if (errors.length > 0) return { ok: false, errors };
+
+    return {
+      ok: true,
+      value: {
+        to: trimAll(input.to),
+        cc: trimAll(input.cc),
+        bcc: trimAll(input.bcc),
+        from,
+        reply_to: input.reply_to?.trim() || null,
+        subject: input.subject ?? '',
+        text: input.text || null,
+        html: input.html || null,
+        // Only a template message carries these: an inline request stays exactly what it was.
+        ...(input.template
+          ? {
+              template: { name: input.template.name, version: input.template.version ?? null },
+              data: rawData(body),
+            }
+          : {}),
+        headers: { ...input.headers },
+        requested_send_at: requestedSendAt,
+        delay_seconds: input.send_at == null ? (input.delay_seconds ?? null) : null,
+        send_at: new Date(sendAtMs).toISOString(),
+        not_after: notAfter,
+        group: input.group ? { key: input.group.key, version: input.group.version } : null,
+        on_ambiguous: input.on_ambiguous ?? 'retry',
+        tags: { ...input.tags },
+        metadata: { ...input.metadata },
+      },
+    };
+  });
+}
+
+function trimAll(list: readonly string[] | null | undefined): string[] {
+  return (list ?? []).map((address) => address.trim());
+}
+
+// ─── The reschedule request
+
+/** The reschedule request `{ send_at }` (PATCH /v1/messages/{id}): a new send time within the horizon. */
+export interface RescheduleRequest {
+  /** The effective new send time (a past time means now), ISO-8601 UTC with ms. */
+  readonly send_at: string;
+}
+
+/** Validates a reschedule body `{ send_at }`. Never throws. */
+export function validateRescheduleRequest(
+  body: unknown,
+  ctx: { readonly now: Date; readonly maxHorizonDays: number },
+): Validated<RescheduleRequest> {
+  return guarded(() => {
+    const parsed = RescheduleBodySchema.safeParse(body, PARSE_CONTEXT);
+    if (!parsed.success) return { ok: false, errors: zodErrors(parsed.error) };
+    const at = parseZonedTimestamp(parsed.data.send_at);
+    if (!at) return { ok: false, errors: [{ field: '/send_at', message: 'is invalid' }] };
+    if (at.getTime() > horizonEndMs(ctx.now, ctx.maxHorizonDays)) {
+      return {
+        ok: false,
+        errors: [{ field: '/send_at', message: `must be at most ${ctx.maxHorizonDays} days ahead` }],
+      };
+    }
+    return {
+      ok: true,
+      value: { send_at: new Date(Math.max(ctx.now.getTime(), at.getTime())).toISOString() },
+    };
+  });
+}
+
+// ─── The group requests
+
+/** The group requests (PUT /v1/groups/{key}): the key from the path and the body `{ version }`. */
+export interface GroupVersionRequest {
+  readonly version: number;
+}
+
+/** Validates a group version body `{ version }`. Never throws. */
+export function validateGroupVersionRequest(body: unknown): Validated<GroupVersionRequest> {
+  return guarded(() => {
+    const parsed = GroupVersionBodySchema.safeParse(body, PARSE_CONTEXT);
+    if (!parsed.success) return { ok: false, errors: zodErrors(parsed.error) };
+    return { ok: true, value: { version: parsed.data.version } };
+  });
+}
+
+/** Validates a group key taken from a URL path (its one error names the parameter, `key`). Never throws. */
+export function validateGroupKey(key: string): Validated<string> {
+  return guarded(() => {
+    const parsed = GroupKeySchema.safeParse(key, PARSE_CONTEXT);
+    if (!parsed.success) {
+      return {
+        ok: false,
+        errors: [{ field: 'key', message: parsed.error.issues[0]?.message ?? 'is invalid' }],
+      };
+    }
+    return { ok: true, value: parsed.data };
+  });
 }

@@ -8,6 +8,18 @@ export const SQS_MAX_BATCH = 10;
 /** SQS DelaySeconds accepts at most 15 minutes. */
 export const SQS_MAX_DELAY_SECONDS = 900;
 
+/**
+ * A delay as SQS takes it: whole seconds in [0, 900]. The sub-second rest is dropped (a sender waits
+ * it out in-process, core/dispatchDecision.ts `decideArrival`), so a copy is never visible later than
+ * its time; a delay that is over, negative or not a number is 0, one beyond 15 minutes is 900.
+ * The one clamp of every copy's delay: the relay's and the api's dispatch (`decideDispatch`), the
+ * sender's re-delay of an early copy (`decideArrival`), and the queue adapter (SqsDispatchQueue.ts).
+ */
+export function sqsDelaySeconds(seconds: number): number {
+  if (Number.isNaN(seconds) || seconds <= 0) return 0;
+  return Math.min(SQS_MAX_DELAY_SECONDS, Math.floor(seconds));
+}
+
 /** SQS ChangeMessageVisibility accepts at most 12 hours. */
 export const SQS_MAX_VISIBILITY_SECONDS = 43_200;
 

@@ -8,8 +8,9 @@
  * Compiling is separate from rendering: a CompiledTemplate is built once per (tenant, template,
  * version) per warm function (templateCache.ts) and rendered for every message.
  */
-import { type FieldError, jsonPointer } from './fieldErrors.js';
+
 import { controlCharacterProblem } from './headerSafety.js';
+import { type FieldError, jsonPointer } from './problem.js';
 import { type AstNode, type MeasuredPart, measureRender, RENDER_BOUNDS } from './renderCost.js';
 import { LIMITS } from './requestLimits.js';
 import { compileOptions, handlebars, RUNTIME_OPTIONS, type TemplatePart } from './templateSyntax.js';

@@ -1,4 +1,23 @@
-/** The request limits of the HTTP API (docs/api.md, "Limits"); the schemas and the body reader enforce them. */
+/**
+ * The request limits of the HTTP API (docs/api.md, "Limits") and the shapes of the identifiers
+ * callers give us: plain values, no zod, so that small functions (the authorizer) can check a tenant
+ * without bundling a schema. The schemas, the body reader, the routes and the OpenAPI document all
+ * read them from here.
+ */
+
+/** A tenant: lower-case letters, digits, `_` and `-`, 1–64 characters, starting with a letter or digit. */
+export const TENANT_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+/** Idempotency-Key: 1–255 printable ASCII characters (IETF httpapi Idempotency-Key draft). */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x20-\x7E]{1,255}$/;
+
+/** The page size of GET /v1/messages (`limit`). */
+export const LIST_LIMIT = { default: 20, min: 1, max: 100 } as const;
+
+/** The page size of GET /v1/suppressions (`limit`). */
+export const SUPPRESSION_LIST_LIMIT = { default: 50, min: 1, max: 100 } as const;
+
+/** Every other limit of a request. */
 export const LIMITS = {
   /** Recipients in to + cc + bcc together. */
   maxRecipients: 50,

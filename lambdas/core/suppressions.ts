@@ -12,8 +12,7 @@
  */
 import * as z from 'zod';
 import { parseAddress } from './addresses.js';
-import { type FieldError, guarded, type Validated } from './fieldErrors.js';
-import { PARSE_CONTEXT, zodErrors } from './zodFieldErrors.js';
+import { type FieldError, guarded, PARSE_CONTEXT, type Validated, zodErrors } from './problem.js';
 
 /** Why an address is on the list. `hard_bounce` and `complaint` are added by Postdate itself. */
 export const SUPPRESSION_REASON = {

@@ -4,7 +4,7 @@
  * renderer over their own reads of the table. Versions are immutable, so a cached version is never
  * stale; an archived template's versions still render (archiving stops new enqueues only).
  */
-import type { FieldError } from './fieldErrors.js';
+import type { FieldError } from './problem.js';
 import {
   type CompiledTemplate,
   compileTemplate,

@@ -5,11 +5,16 @@
  * enqueue's `template {name, version?}` + `data`. Pure; nothing here throws on any input.
  */
 import * as z from 'zod';
-import { type FieldError, guarded, type Validated } from './fieldErrors.js';
 import { controlCharacterProblem } from './headerSafety.js';
-import { illFormedStringErrors } from './hiddenInputErrors.js';
+import {
+  type FieldError,
+  guarded,
+  illFormedStringErrors,
+  PARSE_CONTEXT,
+  type Validated,
+  zodErrors,
+} from './problem.js';
 import { templateSyntaxErrors } from './templateSyntax.js';
-import { PARSE_CONTEXT, zodErrors } from './zodFieldErrors.js';
 
 export const TEMPLATE_LIMITS = {
   maxNameLength: 100,

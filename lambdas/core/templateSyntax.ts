@@ -14,7 +14,7 @@
  * `html`, unescaped output (`{{{x}}}`, `{{& x}}`).
  */
 import Handlebars from 'handlebars';
-import type { FieldError } from './fieldErrors.js';
+import type { FieldError } from './problem.js';
 import { type AstNode, eachNesting, RENDER_BOUNDS } from './renderCost.js';
 
 /** The parts of a template and of the message it renders. */

@@ -7,9 +7,9 @@
 import { createHash } from 'node:crypto';
 import { encodeTime } from 'ulid';
 import * as z from 'zod';
-import type { Validated } from './fieldErrors.js';
 import { EVENT_TYPES, type EventType } from './messageEvents.js';
-import { PARSE_CONTEXT, zodErrors } from './zodFieldErrors.js';
+import type { Validated } from './problem.js';
+import { PARSE_CONTEXT, zodErrors } from './problem.js';
 
 /** An attempt that has no 2xx answer within this is a failed attempt (DESIGN §11). */
 export const WEBHOOK_TIMEOUT_MS = 10_000;

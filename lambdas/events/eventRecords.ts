@@ -1,9 +1,12 @@
-import { unmarshall } from '@aws-sdk/util-dynamodb';
-import type { DynamoDBRecord, AttributeValue as LambdaAttributeValue } from 'aws-lambda';
+import type { DynamoDBRecord } from 'aws-lambda';
 import type { ImageChange, StatusImage } from '../core/messageEvents.js';
 import { isMessageStateRecord, type MessageStateRecord } from '../store/messageRecord.js';
-import { sdkImageOf } from '../store/streamImage.js';
-import { ITEM_SORT_KEY, KEY } from '../store/tableLayout.js';
+import {
+  fromLambdaRecord as decodeLambdaRecord,
+  type SdkAttributeMap,
+  unmarshallImage,
+} from '../store/streamRecord.js';
+import { ITEM_SORT_KEY } from '../store/tableLayout.js';
 
 /** One stream record as the event producer reads it: the change, and the new image in full (the view). */
 export interface EventRecord {
@@ -17,28 +20,30 @@ export interface EventRecord {
  * only those through; checked again here); an image that is not a state record reads as none.
  */
 export function fromLambdaRecord(record: DynamoDBRecord): EventRecord {
-  const stream = record.dynamodb;
-  const sequenceNumber = stream?.SequenceNumber ?? '';
-  if (stream?.Keys?.[KEY.sort]?.S !== ITEM_SORT_KEY.messageState) {
-    return { sequenceNumber, change: { eventName: undefined, before: null, after: null }, state: null };
+  const decoded = decodeLambdaRecord(record, readState);
+  if (decoded.sortKey !== ITEM_SORT_KEY.messageState) {
+    return {
+      sequenceNumber: decoded.sequenceNumber,
+      change: { eventName: undefined, before: null, after: null },
+      state: null,
+    };
   }
-  const before = readState(stream.OldImage);
-  const after = readState(stream.NewImage);
   return {
-    sequenceNumber,
-    change: { eventName: record.eventName, before: statusImage(before), after: statusImage(after) },
-    state: after,
+    sequenceNumber: decoded.sequenceNumber,
+    change: {
+      eventName: decoded.eventName,
+      before: statusImage(decoded.oldImage),
+      after: statusImage(decoded.newImage),
+    },
+    state: decoded.newImage,
   };
 }
 
-function readState(image: Record<string, LambdaAttributeValue> | undefined): MessageStateRecord | null {
+function readState(image: SdkAttributeMap | undefined): MessageStateRecord | null {
   if (image === undefined) return null;
-  let item: unknown;
-  try {
-    item = unmarshall(sdkImageOf(image));
-  } catch {
-    return null;
-  }
+  const decoded = unmarshallImage(image);
+  if (!decoded.ok) return null;
+  const item = decoded.item;
   return isMessageStateRecord(item) && typeof item.updated_at === 'string' ? item : null;
 }
 

@@ -1,7 +1,3 @@
-import { Logger } from '@aws-lambda-powertools/logger';
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SQSClient } from '@aws-sdk/client-sqs';
@@ -10,8 +6,7 @@ import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { EventBridgeBus } from '../adapters/EventBridgeBus.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
-import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
-import { functionMetrics } from '../adapters/powertoolsMetrics.js';
+import { lambdaEntry } from '../adapters/lambdaEntry.js';
 import { SqsWebhookQueue } from '../adapters/SqsWebhookQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import type { WebhookMetric } from '../core/metricNames.js';
@@ -58,17 +53,9 @@ export function wireEvents(
   });
 }
 
-const logger = new Logger({ serviceName: 'postdate-events' });
-const metrics = functionMetrics(process.env);
-let produce: EventsBatchHandler | undefined;
-
 /** The event producer Lambda: DynamoDB Streams event source (state records), ReportBatchItemFailures. */
-export const handler = lambdaMiddy<DynamoDBStreamEvent, DynamoDBBatchResponse>()
-  .use(injectLambdaContext(logger))
-  .use(logMetrics(metrics))
-  .handler(async (event) => {
-    produce ??= wireEvents(process.env, logger, (metric, value) =>
-      metrics.addMetric(metric, MetricUnit.Count, value),
-    );
-    return produce(event);
-  });
+export const handler = lambdaEntry({
+  name: 'events',
+  metrics: true,
+  wire: (env, { logger, count }) => wireEvents(env, logger, count),
+})(process.env);

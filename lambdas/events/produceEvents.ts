@@ -6,6 +6,7 @@ import { isSubscribed, WEBHOOK_DELIVERY_STATUS } from '../core/webhooks.js';
 import type { Log } from '../ports/Log.js';
 import type { EventBus, QueuedWebhookCopy, WebhookQueue, WebhookStore } from '../ports/Webhooks.js';
 import { messageView } from '../store/messageView.js';
+import { inStreamOrder } from '../store/streamRecord.js';
 import { newDelivery } from '../store/webhookStore.js';
 import type { EventRecord } from './eventRecords.js';
 
@@ -134,10 +135,5 @@ export async function produceEvents(
       });
     }
   }
-  const order = new Map(records.map((record, index) => [record.sequenceNumber, index]));
-  return {
-    failed: [...failed].sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0)),
-    events: events.length,
-    deliveries,
-  };
+  return { failed: inStreamOrder(records, failed), events: events.length, deliveries };
 }

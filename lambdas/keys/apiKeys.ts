@@ -17,8 +17,8 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { TENANT_PATTERN } from '../core/identifiers.js';
 import { PostdateError } from '../core/postdateError.js';
+import { TENANT_PATTERN } from '../core/requestLimits.js';
 import { batchGetItems } from '../store/batchGetItems.js';
 import { INDEX, ITEM_SORT_KEY, KEY, PARTITION_PREFIX } from '../store/tableLayout.js';
 

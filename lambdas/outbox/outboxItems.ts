@@ -24,10 +24,10 @@
  * key was already used, which is what makes a retried business transaction safe. A transaction
  * holds at most 100 items; the outbox uses 2 or 3 of them.
  */
-import { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/identifiers.js';
 import { type EnqueueContext, type EnqueueRequest, parseEnqueueRequest } from '../core/messageSchema.js';
 import { PostdateError } from '../core/postdateError.js';
 import type { ProblemDetails } from '../core/problem.js';
+import { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/requestLimits.js';
 import type { EnqueueRecords } from '../ports/ApiStore.js';
 import {
   type OutboxRecordsInput,
@@ -37,8 +37,8 @@ import {
 } from '../store/outboxRecords.js';
 import { checkOutboxTemplate, type OutboxTemplate } from './outboxTemplate.js';
 
-export { requestFingerprint } from '../core/enqueueRequest.js';
-export { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/identifiers.js';
+export { requestFingerprint } from '../core/messageSchema.js';
+export { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/requestLimits.js';
 export { readGroupHeadVersion } from '../store/groupHead.js';
 export { OUTBOX_ITEM_INDEX, type TransactWriteItem } from '../store/outboxRecords.js';
 

@@ -5,7 +5,7 @@
  * with its data — and pins the version on the records.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { EnqueueRequest } from '../core/enqueueRequest.js';
+import type { EnqueueRequest } from '../core/messageSchema.js';
 import type { ProblemDetails } from '../core/problem.js';
 import { compileTemplate, renderTemplate, type TemplateContent } from '../core/renderTemplate.js';
 import { DynamoTemplateStore } from '../store/templateStore.js';

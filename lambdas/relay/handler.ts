@@ -1,21 +1,17 @@
-import { Logger } from '@aws-lambda-powertools/logger';
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import type { Logger } from '@aws-lambda-powertools/logger';
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { EventBridgeScheduler } from '../adapters/EventBridgeScheduler.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
-import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
+import { lambdaEntry } from '../adapters/lambdaEntry.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import { createRelayHandler } from './createRelayHandler.js';
 
-const logger = new Logger({ serviceName: 'postdate-relay' });
-
 /** The relay once wired: one stream batch in, its batch item failures out. */
 export type RelayBatchHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse>;
-let relay: RelayBatchHandler | undefined;
 
 /**
  * Wires the real clients from `env` (the entry does it once per cold start, from `process.env`); a
@@ -49,9 +45,7 @@ export function wireRelay(env: Environment, log: Logger): RelayBatchHandler {
 }
 
 /** The relay Lambda: DynamoDB Streams event source (filtered to state records), ReportBatchItemFailures. */
-export const handler = lambdaMiddy<DynamoDBStreamEvent, DynamoDBBatchResponse>()
-  .use(injectLambdaContext(logger))
-  .handler(async (event) => {
-    relay ??= wireRelay(process.env, logger);
-    return relay(event);
-  });
+export const handler = lambdaEntry({
+  name: 'relay',
+  wire: (env, { logger }) => wireRelay(env, logger),
+})(process.env);

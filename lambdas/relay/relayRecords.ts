@@ -1,10 +1,11 @@
 import { type DispatchDecision, decideDispatch } from '../core/dispatchDecision.js';
 import { errorForLog } from '../core/errorForLog.js';
-import { SQS_MAX_DELAY_SECONDS } from '../core/queueLimits.js';
+import { sqsDelaySeconds } from '../core/queueLimits.js';
 import { runWithConcurrency } from '../core/runWithConcurrency.js';
 import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
 import { type Scheduler, scheduleName } from '../ports/Scheduler.js';
+import { inStreamOrder } from '../store/streamRecord.js';
 import { type ActPlan, planRelay } from './planRelay.js';
 import type { RelayRecord, StateImage } from './relayRecord.js';
 
@@ -133,7 +134,7 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
       pendingCopies.map((pending) => [
         {
           payload: pending.payload,
-          delaySeconds: Math.max(pending.minDelaySeconds, remainingDelaySeconds(pending.sendAtMs, nowMs)),
+          delaySeconds: Math.max(pending.minDelaySeconds, sqsDelaySeconds((pending.sendAtMs - nowMs) / 1000)),
         },
         pending.sequenceNumber,
       ]),
@@ -160,9 +161,7 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
     counts.queued += copies.length - unsent.length;
   }
 
-  const order = new Map(records.map((record, index) => [record.sequenceNumber, index]));
-  const failedInOrder = [...failed].sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0));
-  return { failed: failedInOrder, ...counts };
+  return { failed: inStreamOrder(records, failed), ...counts };
 }
 
 interface PendingCopy {
@@ -181,11 +180,6 @@ interface PendingCopy {
  * message goes this much later.
  */
 export const API_COPY_BACKUP_DELAY_SECONDS = 5;
-
-/** Whole seconds left until the send time (the sender waits out the sub-second rest), in [0, 900]. */
-function remainingDelaySeconds(sendAtMs: number, nowMs: number): number {
-  return Math.min(SQS_MAX_DELAY_SECONDS, Math.max(0, Math.floor((sendAtMs - nowMs) / 1000)));
-}
 
 function routeDispatch(image: StateImage, deps: RelayDeps): DispatchDecision {
   return decideDispatch({

@@ -1,5 +1,6 @@
 import { errorForLog } from '../core/errorForLog.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
+import type { RecipientProgress } from '../core/recipients.js';
 import { admitCopy } from '../core/sendDecision.js';
 import type { SendTiming } from '../core/sendTiming.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
@@ -8,18 +9,19 @@ import type { Log } from '../ports/Log.js';
 import type { Mailer } from '../ports/Mailer.js';
 import type { SenderMetrics } from '../ports/SenderMetrics.js';
 import type { SenderStore, SenderWriteResult } from '../ports/SenderStore.js';
-import type { SendRateLimiter } from '../ports/SendRateLimiter.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
-import { ack, type CopyVerdict, keep, keepDeadCopy, SHORT_RETRY_SECONDS } from './copyVerdict.js';
-import type { RelayGate } from './relayGate.js';
+import type { RelayGate, SendRateLimiter } from './relayGate.js';
 
 /**
- * One copy's way through the sender, as the steps share it: the copy, the sender's parts and the
- * invocation's time, and the small steps every stage may end with (drop the copy, read the record
- * again after a lost condition, move a dead copy to the DLQ).
+ * One copy's way through the sender, as every step shares it: the copy, the sender's parts and the
+ * invocation's time; the verdict on the SQS copy that every step ends with; and the small steps any
+ * stage may end with (drop the copy, settle without sending, read the record again after a lost
+ * condition, move a dead copy to the DLQ).
+ *
+ * The way itself, top to bottom: createSenderHandler.ts (the batch) → processCopy.ts (read, admit,
+ * claim; the gate and the rate are relayGate.ts) → sendClaimed.ts (under the lease: body, template,
+ * suppressions, SMTP, the outcome decided) → outcomeWrite.ts (the write until it lands).
  */
-
-/** The structured logger the sender writes to (lambdas/ports/Log.ts). */
 
 export interface SenderSettings {
   /** POSTDATE_MAX_ATTEMPTS: SMTP attempts (DESIGN §2) before the message is `dead`. */
@@ -69,16 +71,56 @@ export interface CopyDependencies {
   readonly relayGate?: RelayGate | undefined;
 }
 
-/** One copy `{v, id, rev}` on its way, with what every step needs. */
-export interface CopyRun {
+/** Which copy this is: the message's `{id, rev}` and the SQS copy that carries it (what logs name). */
+export interface CopyIdentity {
   readonly id: string;
   readonly rev: number;
+  readonly copy: Pick<ReceivedCopy, 'sqsMessageId'>;
+}
+
+/** One copy `{v, id, rev}` on its way, with what every step needs. */
+export interface CopyRun extends CopyIdentity {
   /** The copy is one the sender put in the DLQ (`"dlq": true`), so an operator redrove it. */
   readonly fromDeadLetters: boolean;
   readonly copy: ReceivedCopy;
   readonly deps: CopyDependencies;
   readonly time: InvocationTime;
 }
+
+/** What happens to the SQS copy: deleted (`ack`), or kept and visible again after `visibilitySeconds`. */
+export type CopyVerdict =
+  | { readonly kind: 'ack'; readonly reason: string }
+  | {
+      readonly kind: 'keep';
+      /** Undefined: leave the queue's own visibility timeout. */
+      readonly visibilitySeconds: number | undefined;
+      readonly reason: string;
+      /**
+       * This copy is the record's `dead_copy` and its move to the DLQ is still owed: a copy that
+       * replaces it (near the queue's backstop) goes to the DLQ, marked `"dlq": true`, never back
+       * on the send queue under a new SQS id that the record does not know.
+       */
+      readonly deadCopy?: true;
+    };
+
+/** When a released or kept copy comes back after a read failed or a move to the DLQ did not happen. */
+export const SHORT_RETRY_SECONDS = 5;
+
+export const ack = (reason: string): CopyVerdict => ({ kind: 'ack', reason });
+
+export const keep = (reason: string, visibilitySeconds?: number): CopyVerdict => ({
+  kind: 'keep',
+  visibilitySeconds,
+  reason,
+});
+
+/** The copy of a `dead` message whose move to the DLQ failed: back soon, to try the move again. */
+const keepDeadCopy = (): CopyVerdict => ({
+  kind: 'keep',
+  visibilitySeconds: SHORT_RETRY_SECONDS,
+  reason: 'dead; the move to the DLQ failed',
+  deadCopy: true,
+});
 
 /** Whether a copy may go on with the record it found, or the verdict on it right away. */
 export type Admitted =
@@ -98,7 +140,7 @@ export function admitted(run: CopyRun, state: MessageStateRecord | undefined): A
       // Another sender holds a live lease: come back when it has run out, to see how it ended.
       return { kind: 'verdict', verdict: keep('leased by another sender', admission.visibilitySeconds) };
     case 'move-to-dead-letters':
-      return { kind: 'verdict', verdict: moveToDeadLetters(run) };
+      return { kind: 'verdict', verdict: moveToDeadLetters(run.deps, run) };
     case 'proceed':
       return admission;
   }
@@ -110,22 +152,27 @@ export function drop(run: CopyRun, reason: string): CopyVerdict {
 }
 
 /**
- * Dead means dead (DESIGN §5): the record says `dead` (written first, under our lease), then the
- * copy goes to the DLQ marked as the sender's own, then this copy is deleted. A failed move keeps
- * this copy; it comes back as the record's `dead_copy` and the move is tried again.
+ * Dead means dead (DESIGN §5), the one place a copy enters the DLQ: the record says `dead` (written
+ * first, under our lease), then the copy goes to the DLQ marked as the sender's own (`"dlq": true`),
+ * then this copy is deleted (`ack`). A failed move keeps this copy (`keepDeadCopy`); it comes back
+ * as the record's `dead_copy` and the move is tried again — or, near the queue's backstop, the
+ * batch (createSenderHandler.ts) calls this again instead of refreshing the copy.
  */
-export async function moveToDeadLetters(run: CopyRun): Promise<CopyVerdict> {
-  const { failed, error } = await run.deps.deadLetters.enqueue([
-    { payload: { id: run.id, rev: run.rev, dlq: true }, delaySeconds: 0 },
+export async function moveToDeadLetters(
+  deps: Pick<CopyDependencies, 'deadLetters' | 'log' | 'metrics'>,
+  dead: CopyIdentity,
+): Promise<CopyVerdict> {
+  const { failed, error } = await deps.deadLetters.enqueue([
+    { payload: { id: dead.id, rev: dead.rev, dlq: true }, delaySeconds: 0 },
   ]);
   if (failed.length > 0) {
-    run.deps.log.warn(
+    deps.log.warn(
       'sender could not move a dead copy to the DLQ; it will try again',
-      logContext(run, error === undefined ? {} : { error: errorForLog(error) }),
+      logContext(dead, error === undefined ? {} : { error: errorForLog(error) }),
     );
     return keepDeadCopy();
   }
-  run.deps.metrics.count(SENDER_METRIC.deadLettered);
+  deps.metrics.count(SENDER_METRIC.deadLettered);
   return ack('dead; moved to the DLQ');
 }
 
@@ -165,7 +212,16 @@ export async function groupHeadOf(run: CopyRun, record: MessageStateRecord): Pro
   return run.deps.store.readGroupVersion(record.tenant, record.group.key);
 }
 
-export function logContext(run: CopyRun, extra: Record<string, unknown>): Record<string, unknown> {
+/** The record's recipient progress (positions in the body's to, cc, bcc). */
+export function progressOf(record: MessageStateRecord): RecipientProgress {
+  return {
+    accepted: record.rcpt_accepted ?? [],
+    rejected: record.rcpt_rejected ?? [],
+    ...(record.rcpt_suppressed === undefined ? {} : { suppressed: record.rcpt_suppressed }),
+  };
+}
+
+export function logContext(run: CopyIdentity, extra: Record<string, unknown>): Record<string, unknown> {
   return { id: run.id, rev: run.rev, sqsMessageId: run.copy.sqsMessageId, ...extra };
 }
 

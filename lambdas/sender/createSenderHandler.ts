@@ -14,11 +14,10 @@ import type { Log } from '../ports/Log.js';
 import type { Mailer } from '../ports/Mailer.js';
 import { NO_METRICS, type SenderMetrics } from '../ports/SenderMetrics.js';
 import type { SenderStore } from '../ports/SenderStore.js';
-import { UNLIMITED } from '../ports/SendRateLimiter.js';
 import type { TemplateVersions } from '../ports/TemplateStore.js';
-import { type CopyVerdict, type InvocationTime, processCopy, type SenderSettings } from './processCopy.js';
-import type { RelayGate } from './relayGate.js';
-import { tokenBucket } from './sendRateLimiter.js';
+import { type CopyVerdict, type InvocationTime, moveToDeadLetters, type SenderSettings } from './copyRun.js';
+import { processCopy } from './processCopy.js';
+import { type RelayGate, tokenBucket, UNLIMITED } from './relayGate.js';
 
 export interface SenderDependencies {
   readonly store: SenderStore;
@@ -72,7 +71,8 @@ export function senderSettings(config: Config, maxEarlyWaitMs = 1000): SenderSet
   };
 }
 
-const SILENT: Log = { info: () => {}, warn: () => {}, error: () => {} };
+/** A log that goes nowhere: the default when the wiring gives none. */
+export const SILENT: Log = { info: () => {}, warn: () => {}, error: () => {} };
 
 /**
  * The sender's handler logic for an SQS batch (partial batch responses): every copy is processed
@@ -138,27 +138,19 @@ export function createSenderHandler(
    * A copy kept so often that the queue's backstop (maxReceiveCount) would move it to the DLQ while
    * its message is alive — receives that were no attempt (a live lease, out of time, a release) —
    * is replaced by a fresh copy with the same body, so the DLQ holds only what the sender put there.
-   * A `dead` message's own copy whose move to the DLQ keeps failing is replaced by that move: a
-   * fresh copy on the send queue would have an SQS id the record does not know, and be dropped.
+   * A `dead` message's own copy whose move to the DLQ keeps failing is replaced by that move
+   * (copyRun.ts `moveToDeadLetters`): a fresh copy on the send queue would have an SQS id the record
+   * does not know, and be dropped. Answers whether the copy was replaced (and may be deleted).
    */
   async function refreshed(record: SQSRecord, verdict: CopyVerdict): Promise<boolean> {
     if (verdict.kind !== 'keep' || receiveCountOf(record) < backstop - 1) return false;
     const parsed = parseDispatchPayload(record.body);
     if (!parsed.ok) return false;
+    const { id, rev } = parsed.payload;
     if (verdict.deadCopy === true) {
-      const { failed, error } = await deps.deadLetters.enqueue([
-        { payload: { ...parsed.payload, dlq: true }, delaySeconds: 0 },
-      ]);
-      if (failed.length > 0) {
-        // Left to the queue's backstop, which moves this copy to the DLQ itself.
-        log.warn('sender could not move a dead copy to the DLQ near the backstop', {
-          sqsMessageId: record.messageId,
-          ...(error === undefined ? {} : { error: errorForLog(error) }),
-        });
-        return false;
-      }
-      copyDeps.metrics.count(SENDER_METRIC.deadLettered);
-      return true;
+      // A move that fails again leaves the copy to the queue's backstop, which moves it itself.
+      const moved = await moveToDeadLetters(copyDeps, { id, rev, copy: { sqsMessageId: record.messageId } });
+      return moved.kind === 'ack';
     }
     const { failed } = await deps.queue.enqueue([
       { payload: parsed.payload, delaySeconds: verdict.visibilitySeconds ?? 0 },

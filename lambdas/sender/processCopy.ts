@@ -1,38 +1,37 @@
 import { decideArrival } from '../core/dispatchDecision.js';
 import { parseDispatchPayload } from '../core/dispatchPayload.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
+import { PROBE_TOKEN_ID } from '../core/relayBreaker.js';
 import { claimTerms, interruptedAttemptBecomes, sendableAt } from '../core/sendDecision.js';
 import { hasTimeForAttempt } from '../core/sendTiming.js';
 import { decideUnsent, needsGroupHead, type UnsentStatus } from '../core/unsentDecision.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
-import { INTERRUPTED_SEND_ERROR, interruptedAttemptRecord } from './attemptRecords.js';
 import {
+  ack,
   admitted,
   afterConflict,
   type CopyDependencies,
   type CopyRun,
+  type CopyVerdict,
   drop,
   groupHeadOf,
   type InvocationTime,
+  keep,
   logContext,
   type ReceivedCopy,
   settle,
   settled,
 } from './copyRun.js';
-import { ack, type CopyVerdict, keep } from './copyVerdict.js';
-import { PROBE_TOKEN_ID } from './relayGate.js';
+import { INTERRUPTED_SEND_ERROR, interruptedAttemptRecord } from './outcomeWrite.js';
 import { sendClaimed } from './sendClaimed.js';
-
-export type { CopyDependencies, InvocationTime, ReceivedCopy, SenderSettings } from './copyRun.js';
-export type { CopyVerdict } from './copyVerdict.js';
 
 /**
  * What the sender does with one queue copy `{v, id, rev}` (DESIGN §2, §5, §5a), as a short list of
  * I/O steps around the pure decisions of lambdas/core (sendDecision.ts, unsentDecision.ts,
  * writeRetry.ts, sendTiming.ts): read the record and admit the copy (or drop it, wait for a lease,
  * move it to the DLQ); settle an interrupted attempt under `hold`; hold or re-delay what is early;
- * expire or supersede what must not go out; wait for the send rate; claim only with time for a
- * whole attempt; then send under the lease (sendClaimed.ts). It never throws for an expected
+ * expire or supersede what must not go out; pass the sending gate and wait for the send rate
+ * (relayGate.ts); claim only with time for a whole attempt; then send under the lease (sendClaimed.ts). It never throws for an expected
  * situation; it answers with a verdict on the SQS copy.
  */
 export async function processCopy(

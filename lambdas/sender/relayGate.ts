@@ -24,9 +24,13 @@ import type { SenderMetrics } from '../ports/SenderMetrics.js';
 import type { RelayProbe, SendingGateStore } from '../ports/SendingGate.js';
 
 /**
- * The sending gate as one sender container uses it (DESIGN §5, "An outage is not the message's
- * fault"): the decisions are core/relayBreaker.ts's, the state is the table's (store/sendingGate.ts),
- * and this only runs the steps between them — read the gate (a read is reused for `cacheMs`), claim
+ * Whether, and how fast, any copy may go to the relay now: the sending gate and the send rate, as
+ * one sender container uses them. `RelayGate.admit` answers before each claim, `tokenBucket` then
+ * waits for the rate, scaled by the gate's rate factor (processCopy.ts calls both).
+ *
+ * The sending gate (DESIGN §5, "An outage is not the message's fault"): the decisions are
+ * core/relayBreaker.ts's, the state is the table's (store/sendingGate.ts), and this only runs the
+ * steps between them — read the gate (a read is reused for `cacheMs`), claim
  * and run the probe, open the breaker after a relay failure and put the probe token on the queue,
  * slow the fleet down after the relay throttled us.
  *
@@ -34,8 +38,6 @@ import type { RelayProbe, SendingGateStore } from '../ports/SendingGate.js';
  * treats the breaker as open at once (without waiting for a read), so its other copies do not try the
  * relay while the write is on its way. The table stays the only truth: the next read replaces it.
  */
-
-export { PROBE_TOKEN_ID } from '../core/relayBreaker.js';
 
 /** Conditional writes of one transition before it gives up (each loss means a fresh read first). */
 const MAX_TRANSITION_WRITES = 4;
@@ -249,4 +251,79 @@ export class RelayGate {
   private newToken(): string {
     return String(randomInt(1, 2 ** 31));
   }
+}
+
+/**
+ * How fast the sender may start SMTP sends (POSTDATE_MAX_SEND_RATE, DESIGN §5 "Rate"): counted in
+ * recipients, as SES counts its rate, and scaled by the fleet's rate factor that every sender reads
+ * with the sending gate (core/relayBreaker.ts `rateFactor`: halved when the relay throttles us,
+ * climbing back with time). The token bucket below implements it per warm container.
+ */
+export interface SendRateLimiter {
+  /**
+   * Resolves when a send to `recipients` recipients (default 1) may start at `rateFactor` (in
+   * (0, 1], default 1) of the configured rate.
+   */
+  acquire(recipients?: number, rateFactor?: number): Promise<void>;
+}
+
+/** No limit. */
+export const UNLIMITED: SendRateLimiter = { acquire: async () => {} };
+
+/**
+ * POSTDATE_MAX_SEND_RATE: a token bucket per warm container, in recipients (DESIGN §5, "Rate": SES
+ * counts its sending rate in recipients). The configured rate is this sender's share of the relay's
+ * rate; the fleet's rate factor from the sending gate scales it (halved after a throttle, climbing
+ * back additively, core/relayBreaker.ts), so every sender slows down together. Tokens refill
+ * continuously at `rate × factor` per second up to `burst`; a send takes one per recipient (at most
+ * `burst`, so a message with more recipients than the burst still goes, alone), waiting for them
+ * when the bucket is short. The clock and the wait are injected, so tests never sleep.
+ */
+export interface TokenBucketOptions {
+  /** Recipients per second, this sender's share. */
+  readonly rate: number;
+  /** Largest burst; default max(1, rate). */
+  readonly burst?: number;
+  /** Milliseconds, monotonic. */
+  readonly now: () => number;
+  readonly sleep: (milliseconds: number) => Promise<void>;
+}
+
+/** The lowest factor the bucket applies: a factor that is not a number in (0, 1] reads as 1. */
+const MIN_FACTOR = 1 / 1024;
+
+export function tokenBucket(options: TokenBucketOptions): SendRateLimiter {
+  const burst = Math.max(1, options.burst ?? options.rate);
+  let tokens = burst;
+  let last = options.now();
+  // Callers queue in order, so a waiting send is never overtaken by a later one.
+  let queue: Promise<void> = Promise.resolve();
+
+  const refill = (rate: number) => {
+    const now = options.now();
+    tokens = Math.min(burst, tokens + ((now - last) / 1000) * rate);
+    last = now;
+  };
+
+  const take = async (recipients: number, factor: number) => {
+    const rate = options.rate * factor;
+    const cost = Math.min(burst, recipients);
+    refill(rate);
+    while (tokens < cost) {
+      await options.sleep(Math.ceil(((cost - tokens) / rate) * 1000));
+      refill(rate);
+    }
+    tokens -= cost;
+  };
+
+  return {
+    acquire(recipients = 1, rateFactor = 1) {
+      const cost = Number.isFinite(recipients) && recipients >= 1 ? Math.floor(recipients) : 1;
+      const factor =
+        Number.isFinite(rateFactor) && rateFactor > 0 ? Math.max(MIN_FACTOR, Math.min(1, rateFactor)) : 1;
+      const turn = queue.then(() => take(cost, factor));
+      queue = turn.catch(() => {});
+      return turn;
+    },
+  };
 }

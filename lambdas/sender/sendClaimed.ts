@@ -1,40 +1,46 @@
 import { errorForLog } from '../core/errorForLog.js';
-import { MESSAGE_STATUS } from '../core/messageStatus.js';
-import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
-import { type RecipientProgress, recipientList, type Screening } from '../core/recipients.js';
+import { SENDER_METRIC } from '../core/metricNames.js';
 import {
-  type AttemptResult,
-  bodyFault,
-  decideOutcome,
-  type FleetSignal,
-  type OutcomeDecision,
-  type OutcomeStatus,
-  retryAtOf,
-} from '../core/sendDecision.js';
+  type RecipientProgress,
+  recipientList,
+  type Screening,
+  screenRecipients,
+} from '../core/recipients.js';
+import { type AttemptResult, bodyFault, decideOutcome, type FleetSignal } from '../core/sendDecision.js';
 import { replyEndsBy } from '../core/sendTiming.js';
+import { suppressionKey } from '../core/suppressions.js';
+import type { TemplateRenderer } from '../core/templateRenderer.js';
 import { isSupersededBy } from '../core/unsentDecision.js';
 import type { OutgoingEmail, SendOutcome } from '../ports/Mailer.js';
 import type { MessageBodyRecord, MessageStateRecord } from '../store/messageRecord.js';
-import { attemptRecord, domainsOf, lastErrorOf, missingBodyRecord } from './attemptRecords.js';
 import {
+  ack,
   type CopyRun,
-  errorName,
+  type CopyVerdict,
   groupHeadOf,
   logContext,
-  moveToDeadLetters,
+  progressOf,
   type Settled,
   settled,
   unwrap,
 } from './copyRun.js';
-import { ack, type CopyVerdict, keep, SHORT_RETRY_SECONDS } from './copyVerdict.js';
-import { screenSuppressed, settleSuppressed, suppressHardBounces } from './suppressedRecipients.js';
-import { sendableBody, unrenderableRecord } from './templateBody.js';
-import { writeUntilLanded } from './writeUntilLanded.js';
+import {
+  failUnsent,
+  missingBodyRecord,
+  recordOutcome,
+  release,
+  suppressHardBounces,
+  unrenderableRecord,
+  writeUntilLanded,
+} from './outcomeWrite.js';
 
 /**
- * After the claim, under our lease (DESIGN §5): check the group again, check the body, send to the
- * pending recipients, let lambdas/core/sendDecision.ts decide what the outcome makes of the message,
- * and write that until it lands.
+ * After the claim, under our lease (DESIGN §5): check the group again, check the body, render a
+ * template message from its pinned version (DESIGN §10), leave out the recipients on the tenant's
+ * suppression list (DESIGN §12), send to the pending recipients, let lambdas/core/sendDecision.ts
+ * decide what the outcome makes of the message, tell the sending gate what concerns every sender,
+ * and write the outcome until it lands (outcomeWrite.ts). A read that fails before MAIL FROM gives
+ * the claim back: nothing reached the relay, so there was no attempt.
  */
 
 export async function sendClaimed(
@@ -123,6 +129,158 @@ export async function sendClaimed(
 }
 
 /**
+ * A template message's body at send time (DESIGN §10): rendered from the version its records
+ * pinned, with the data it was enqueued with, through the sender's renderer (each version compiled
+ * once per warm function). The enqueue rendered the same version with the same data, so this
+ * should not fail; when it does anyway (the version item gone, a data item unreadable), the message
+ * can never be sent: `failed`, class `permanent`, a reason naming what failed, never a retry. A
+ * failed read of the version is the table's fault, not the message's: the claim is released.
+ */
+type SendableBody =
+  | { readonly kind: 'ready'; readonly body: MessageBodyRecord }
+  | { readonly kind: 'unrenderable'; readonly reason: string }
+  | { readonly kind: 'read-failed'; readonly error: unknown };
+
+/** The body with its subject, text and html: as stored (inline), or rendered (template). */
+export async function sendableBody(
+  renderer: TemplateRenderer,
+  tenant: string,
+  body: MessageBodyRecord,
+): Promise<SendableBody> {
+  const template = body.template;
+  if (template === undefined) return { kind: 'ready', body };
+  const data = parseData(body.data_json);
+  if (data === undefined)
+    return {
+      kind: 'unrenderable',
+      reason: `the data of template ${template.name} v${template.version} is unreadable`,
+    };
+  let outcome: Awaited<ReturnType<TemplateRenderer['render']>>;
+  try {
+    outcome = await renderer.render({ tenant, name: template.name, version: template.version }, data);
+  } catch (error) {
+    return { kind: 'read-failed', error };
+  }
+  if (outcome.kind === 'missing')
+    return { kind: 'unrenderable', reason: `template ${template.name} v${template.version} does not exist` };
+  if (outcome.kind === 'invalid') {
+    const first = outcome.errors[0];
+    const why = first === undefined ? 'it does not render' : `${first.field} ${first.message}`;
+    return {
+      kind: 'unrenderable',
+      reason:
+        `template ${template.name} v${template.version} does not render with the message's data: ${why}`.slice(
+          0,
+          300,
+        ),
+    };
+  }
+  return { kind: 'ready', body: { ...body, ...outcome.content } };
+}
+
+function parseData(json: string | undefined): Readonly<Record<string, unknown>> | undefined {
+  if (json === undefined) return {};
+  try {
+    const data: unknown = JSON.parse(json);
+    return typeof data === 'object' && data !== null && !Array.isArray(data)
+      ? (data as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The suppression list at send time (DESIGN §12; the decisions are core/recipients.ts
+ * `screenRecipients` and core/suppressions.ts): reads the tenant's list for the pending recipients
+ * and screens them. A read that fails throws:
+ * the caller releases its claim (nothing reached the relay), so a list that could not be read never
+ * counts as an empty one.
+ */
+async function screenSuppressed(
+  run: CopyRun,
+  claimed: MessageStateRecord,
+  recipients: readonly string[],
+  progress: RecipientProgress,
+): Promise<Screening> {
+  const keys = recipients.map((recipient) => suppressionKey(recipient));
+  const wanted = keys.filter((key): key is string => key !== undefined);
+  const listed = await run.deps.store.suppressions.suppressedAmong(claimed.tenant, wanted);
+  const suppressedNow = keys.flatMap((key, position) =>
+    key !== undefined && listed.has(key) ? [position] : [],
+  );
+  const screening = screenRecipients(recipients.length, progress, suppressedNow);
+  const newly = (screening.progress.suppressed?.length ?? 0) - (progress.suppressed?.length ?? 0);
+  if (newly > 0) {
+    run.deps.metrics.count(SENDER_METRIC.suppressedRecipients, newly);
+    run.deps.log.info('sender left suppressed recipients out', logContext(run, { suppressed: newly }));
+  }
+  return screening;
+}
+
+/** Nobody is left to send to: the message ends as the screening says, without an attempt. */
+async function settleSuppressed(
+  run: CopyRun,
+  claimed: MessageStateRecord,
+  owner: string,
+  screening: Extract<Screening, { kind: 'settle' }>,
+): Promise<CopyVerdict> {
+  const { deps } = run;
+  const now = deps.now();
+  const result = await writeUntilLanded(
+    run,
+    () =>
+      deps.store.settleScreened({
+        claimed,
+        owner,
+        to: screening.to,
+        now,
+        recipients: screening.progress,
+        retentionDays: deps.settings.retentionDays,
+      }),
+    { status: screening.to, now },
+    claimed,
+  );
+  if (result.kind !== 'applied') return result.verdict;
+  if (screening.to === 'suppressed') deps.metrics.count(SENDER_METRIC.suppressed);
+  deps.log.info(
+    'sender settled a message without sending: its remaining recipients are suppressed',
+    logContext(run, { status: screening.to }),
+  );
+  return ack(`${screening.to} (remaining recipients suppressed)`);
+}
+
+/** The body item as the mailer takes it; only strings reach nodemailer. */
+function outgoingEmail(id: string, body: MessageBodyRecord, envelope: readonly string[]): OutgoingEmail {
+  return {
+    id,
+    from: body.from,
+    to: body.to,
+    cc: body.cc ?? [],
+    bcc: body.bcc ?? [],
+    replyTo: body.reply_to ?? null,
+    subject: body.subject,
+    text: body.text ?? null,
+    html: body.html ?? null,
+    headers: body.headers ?? {},
+    envelope,
+  };
+}
+
+/** The mailer's outcome in the decision's terms: positions in the recipient list, not the envelope. */
+function attemptResultOf(outcome: SendOutcome, positions: readonly number[]): AttemptResult {
+  return {
+    delivered: outcome.delivered,
+    ...(outcome.delivered ? {} : { failureClass: outcome.failure.class, origin: outcome.failure.origin }),
+    attempted: positions,
+    refused: outcome.refused.map((refusal) => ({
+      position: positions[refusal.index] ?? -1,
+      permanent: refusal.permanent,
+    })),
+  };
+}
+
+/**
  * The decision's word for every sender (the relay is unavailable, or throttling us) goes to the
  * sending gate. A gate that cannot be reached changes nothing here: the outcome write must not wait
  * on it, and the decision stands.
@@ -142,175 +300,4 @@ async function tellTheFleet(
       logContext(run, { signal, error: errorForLog(error) }),
     );
   }
-}
-
-/**
- * A message that can never be sent as stored (no body, a template that does not render) is
- * `failed` under the lease, without an SMTP transaction: its attempt count and recipients stay.
- */
-function failUnsent(
-  run: CopyRun,
-  claimed: MessageStateRecord,
-  owner: string,
-  record: ReturnType<typeof missingBodyRecord>,
-) {
-  const { deps } = run;
-  return deps.store.recordOutcome({
-    claimed,
-    owner,
-    to: 'failed',
-    now: deps.now(),
-    attempt: record.attempt,
-    lastError: record.lastError,
-    retentionDays: deps.settings.retentionDays,
-    attempts: claimed.attempts,
-    recipients: progressOf(claimed),
-  });
-}
-
-/** A read failed after the claim and before MAIL FROM: the record goes back to waiting, unattempted. */
-async function release(run: CopyRun, claimed: MessageStateRecord, owner: string, error: unknown) {
-  const now = run.deps.now();
-  run.deps.log.warn(
-    'sender released its claim: a read failed before the relay saw the message',
-    logContext(run, { error: errorName(error) }),
-  );
-  const result = await writeUntilLanded(
-    run,
-    () =>
-      run.deps.store.release({
-        claimed,
-        owner,
-        now,
-        retryAt: new Date(now.getTime() + SHORT_RETRY_SECONDS * 1000),
-      }),
-    { status: MESSAGE_STATUS.retrying, now },
-    claimed,
-  );
-  if (result.kind !== 'applied') return result.verdict;
-  run.deps.metrics.count(SENDER_METRIC.released);
-  return keep('a read failed before the send; claim released', SHORT_RETRY_SECONDS);
-}
-
-async function recordOutcome(
-  run: CopyRun,
-  claimed: MessageStateRecord,
-  owner: string,
-  outcome: SendOutcome,
-  decision: OutcomeDecision,
-  envelope: readonly string[],
-): Promise<CopyVerdict> {
-  const { deps } = run;
-  const now = deps.now();
-  const attempt = attemptRecord(outcome, now, envelope);
-  const result = await writeUntilLanded(
-    run,
-    () =>
-      deps.store.recordOutcome({
-        claimed,
-        owner,
-        to: decision.to,
-        now,
-        attempt,
-        lastError: outcome.delivered ? null : lastErrorOf(outcome.failure),
-        retryAt: retryAtOf(decision, now),
-        retentionDays: deps.settings.retentionDays,
-        attempts: decision.attempts,
-        recipients: decision.recipients,
-        ...(decision.to === 'dead' ? { deadCopy: run.copy.sqsMessageId } : {}),
-      }),
-    { status: decision.to, now },
-    claimed,
-  );
-  const details = logContext(run, {
-    status: decision.to,
-    class: outcome.delivered ? 'sent' : outcome.failure.class,
-    code: attempt.code,
-    enhancedCode: attempt.enhanced_code,
-    origin: outcome.delivered ? undefined : outcome.failure.origin,
-    receiveCount: run.copy.receiveCount,
-    attempts: decision.attempts,
-    durationMs: outcome.durationMs,
-    ...(attempt.rejected_domains ? { rejectedDomains: attempt.rejected_domains } : {}),
-  });
-  if (result.kind !== 'applied') {
-    deps.log.error('sender could not record the outcome of its attempt', details);
-    return result.verdict;
-  }
-  deps.log.info('sender recorded an outcome', details);
-  countOutcome(run, decision.to, outcome);
-  if (outcome.delivered) {
-    deps.metrics.milliseconds(
-      SENDER_METRIC.lateness,
-      Math.max(0, now.getTime() - Date.parse(claimed.send_at)),
-    );
-    if (outcome.refused.length > 0) {
-      deps.log.warn('the relay refused some recipients', {
-        ...logContext(run, {}),
-        refusedDomains: domainsOf(outcome.refused.map((refusal) => envelope[refusal.index] ?? '')),
-      });
-    }
-  }
-  switch (decision.to) {
-    case 'retrying':
-      return keep('retrying after backoff', decision.visibilitySeconds);
-    case 'dead':
-      return moveToDeadLetters(run);
-    default:
-      return ack(decision.to);
-  }
-}
-
-const OUTCOME_METRIC: Readonly<Record<OutcomeStatus, SenderCountMetric>> = {
-  sent: SENDER_METRIC.sent,
-  failed: SENDER_METRIC.failed,
-  retrying: SENDER_METRIC.retried,
-  dead: SENDER_METRIC.dead,
-  unknown: SENDER_METRIC.unknown,
-};
-
-function countOutcome(run: CopyRun, to: OutcomeStatus, outcome: SendOutcome): void {
-  const { metrics } = run.deps;
-  metrics.count(OUTCOME_METRIC[to]);
-  if (!outcome.delivered && outcome.failure.class === 'config') metrics.count(SENDER_METRIC.configErrors);
-  if (!outcome.delivered && outcome.failure.class === 'ambiguous') metrics.count(SENDER_METRIC.ambiguous);
-}
-
-/** The mailer's outcome in the decision's terms: positions in the recipient list, not the envelope. */
-function attemptResultOf(outcome: SendOutcome, positions: readonly number[]): AttemptResult {
-  return {
-    delivered: outcome.delivered,
-    ...(outcome.delivered ? {} : { failureClass: outcome.failure.class, origin: outcome.failure.origin }),
-    attempted: positions,
-    refused: outcome.refused.map((refusal) => ({
-      position: positions[refusal.index] ?? -1,
-      permanent: refusal.permanent,
-    })),
-  };
-}
-
-/** The record's recipient progress (positions in the body's to, cc, bcc). */
-function progressOf(record: MessageStateRecord): RecipientProgress {
-  return {
-    accepted: record.rcpt_accepted ?? [],
-    rejected: record.rcpt_rejected ?? [],
-    ...(record.rcpt_suppressed === undefined ? {} : { suppressed: record.rcpt_suppressed }),
-  };
-}
-
-/** The body item as the mailer takes it; only strings reach nodemailer. */
-function outgoingEmail(id: string, body: MessageBodyRecord, envelope: readonly string[]): OutgoingEmail {
-  return {
-    id,
-    from: body.from,
-    to: body.to,
-    cc: body.cc ?? [],
-    bcc: body.bcc ?? [],
-    replyTo: body.reply_to ?? null,
-    subject: body.subject,
-    text: body.text ?? null,
-    html: body.html ?? null,
-    headers: body.headers ?? {},
-    envelope,
-  };
 }

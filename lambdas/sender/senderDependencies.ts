@@ -15,7 +15,7 @@ import type { SmtpCredentialsSource } from '../ports/SmtpCredentialsSource.js';
 import { DynamoSenderStore } from '../store/senderTransitions.js';
 import { DynamoSendingGate } from '../store/sendingGate.js';
 import { DynamoTemplateStore } from '../store/templateStore.js';
-import { type SenderDependencies, senderSettings } from './createSenderHandler.js';
+import { type SenderDependencies, SILENT, senderSettings } from './createSenderHandler.js';
 import { RelayGate } from './relayGate.js';
 
 export interface SenderWiring {
@@ -80,8 +80,6 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
     ...(wiring.metrics ? { metrics: wiring.metrics } : {}),
   };
 }
-
-const SILENT: Log = { info: () => {}, warn: () => {}, error: () => {} };
 
 /** In AWS the relay login is a Secrets Manager secret; locally (or without a secret) SMTP_USER/SMTP_PASS. */
 function credentialsSource(wiring: SenderWiring): SmtpCredentialsSource {

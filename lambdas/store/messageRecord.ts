@@ -1,4 +1,4 @@
-import type { GroupRef } from '../core/enqueueRequest.js';
+import type { GroupRef } from '../core/messageSchema.js';
 import { isMessageStatus, type MessageStatus } from '../core/messageStatus.js';
 import type { ErrorClass } from '../core/postdateError.js';
 import type { PinnedTemplate } from '../core/templateRequests.js';

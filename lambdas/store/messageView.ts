@@ -1,4 +1,4 @@
-import type { GroupRef } from '../core/enqueueRequest.js';
+import type { GroupRef } from '../core/messageSchema.js';
 import { recipientCounts } from '../core/recipients.js';
 import type { PinnedTemplate } from '../core/templateRequests.js';
 import type { AttemptRecord, LastError, MessageStateRecord } from './messageRecord.js';

@@ -7,9 +7,9 @@
  * conditions are the idempotency guard. A transaction holds at most 100 items; the outbox uses 2 or 3.
  */
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
-import { type EnqueueRequest, requestFingerprint } from '../core/enqueueRequest.js';
 import { messageIdFor } from '../core/ids.js';
 import { lifetimeChange } from '../core/messageLifetime.js';
+import { type EnqueueRequest, requestFingerprint } from '../core/messageSchema.js';
 import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import { recipientList } from '../core/recipients.js';
 import type { PinnedTemplate } from '../core/templateRequests.js';

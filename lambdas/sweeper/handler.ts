@@ -1,14 +1,10 @@
-import { Logger } from '@aws-lambda-powertools/logger';
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import type { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
-import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
-import { functionMetrics } from '../adapters/powertoolsMetrics.js';
+import { lambdaEntry } from '../adapters/lambdaEntry.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import { relayBreakerSettings } from '../core/relayBreaker.js';
@@ -19,16 +15,8 @@ import { DynamoSweepRecords } from '../store/sweepRecords.js';
 import { createSweeperHandler, isIncomplete, SweepIncompleteError } from './createSweeperHandler.js';
 import type { SweepReport } from './sweep.js';
 
-const logger = new Logger({ serviceName: 'postdate-sweeper' });
-const metrics = functionMetrics(process.env);
-
-const sweeperMetrics: SweeperMetrics = {
-  count: (name, value) => metrics.addMetric(name, MetricUnit.Count, value),
-};
-
 /** The sweeper once wired: one pass over the due index. */
 export type SweepOnce = () => Promise<SweepReport>;
-let sweepOnce: SweepOnce | undefined;
 
 /**
  * Wires the real clients from `env` (the entry does it once per cold start, from `process.env`); a
@@ -62,12 +50,15 @@ export function wireSweeper(env: Environment, log: Logger, metrics: SweeperMetri
  * The sweeper Lambda, run by a schedule every few minutes. An incomplete pass (a shard unreadable,
  * copies refused) is thrown after doing all it could, so the invocation counts as an error.
  */
-export const handler = lambdaMiddy<unknown, SweepReport>()
-  .use(injectLambdaContext(logger))
-  .use(logMetrics(metrics))
-  .handler(async () => {
-    sweepOnce ??= wireSweeper(process.env, logger, sweeperMetrics);
-    const report = await sweepOnce();
-    if (isIncomplete(report)) throw new SweepIncompleteError(report);
-    return report;
-  });
+export const handler = lambdaEntry<unknown, SweepReport>({
+  name: 'sweeper',
+  metrics: true,
+  wire: (env, tools) => {
+    const sweepOnce = wireSweeper(env, tools.logger, tools);
+    return async function sweepOrThrow(): Promise<SweepReport> {
+      const report = await sweepOnce();
+      if (isIncomplete(report)) throw new SweepIncompleteError(report);
+      return report;
+    };
+  },
+})(process.env);

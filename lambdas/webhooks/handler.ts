@@ -1,17 +1,12 @@
 import { randomInt } from 'node:crypto';
-import { Logger } from '@aws-lambda-powertools/logger';
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
-import { lambdaMiddy } from '../adapters/lambdaMiddy.js';
+import { lambdaEntry } from '../adapters/lambdaEntry.js';
 import { createNodeWebhookHttp } from '../adapters/nodeWebhookHttp.js';
-import { functionMetrics } from '../adapters/powertoolsMetrics.js';
 import { SqsWebhookQueue } from '../adapters/SqsWebhookQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import type { WebhookMetric } from '../core/metricNames.js';
@@ -52,17 +47,9 @@ export function wireWebhookDelivery(
   });
 }
 
-const logger = new Logger({ serviceName: 'postdate-webhooks' });
-const metrics = functionMetrics(process.env);
-let deliver: WebhookBatchHandler | undefined;
-
 /** The webhook delivery Lambda: SQS event source with ReportBatchItemFailures; EMF metrics per invocation. */
-export const handler = lambdaMiddy<SQSEvent, SQSBatchResponse>()
-  .use(injectLambdaContext(logger))
-  .use(logMetrics(metrics))
-  .handler(async (event) => {
-    deliver ??= wireWebhookDelivery(process.env, logger, (metric) =>
-      metrics.addMetric(metric, MetricUnit.Count, 1),
-    );
-    return deliver(event);
-  });
+export const handler = lambdaEntry({
+  name: 'webhooks',
+  metrics: true,
+  wire: (env, { logger, count }) => wireWebhookDelivery(env, logger, (metric) => count(metric, 1)),
+})(process.env);

@@ -7,6 +7,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import type { PostdateFunctionName } from '../../lambdas/core/postdateFunctions.js';
 import { acknowledge } from './acknowledge.js';
 
 /**
@@ -14,32 +15,6 @@ import { acknowledge } from './acknowledge.js';
  * here), the package's `dist/` when it runs from an installed package's `dist/lib/*.js`.
  */
 export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
-/**
- * The functions of Postdate; each is `lambdas/{name}/handler.ts` exporting `handler`. `bounces` is
- * deployed only when the construct is given the SES notification topic (lib/constructs/Bounces.ts).
- */
-export type PostdateFunctionName =
-  | 'api'
-  | 'authorizer'
-  | 'relay'
-  | 'sender'
-  | 'sweeper'
-  | 'bounces'
-  | 'events'
-  | 'webhooks';
-
-/** Every function, in the order the build writes their bundles. */
-export const POSTDATE_FUNCTION_NAMES: readonly PostdateFunctionName[] = [
-  'api',
-  'authorizer',
-  'relay',
-  'sender',
-  'sweeper',
-  'bounces',
-  'events',
-  'webhooks',
-];
 
 export const RUNTIME = lambda.Runtime.NODEJS_22_X;
 export const ARCHITECTURE = lambda.Architecture.ARM_64;

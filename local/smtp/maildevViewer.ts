@@ -7,6 +7,10 @@
  * SMTP port as it would at any relay. The small in-process sink (smtpSink.ts, mailViewer.ts) stays
  * what the tests use: it starts in milliseconds and its messages can be read from code.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import type { IncomingMessage } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PortInUseError } from '../localEnv.js';
 
 export interface MaildevViewerOptions {
@@ -15,7 +19,11 @@ export interface MaildevViewerOptions {
   /** The web page's (and REST API's) port; 0 picks a free one. */
   readonly webPort: number;
   readonly host: string;
-  /** Keep the mail on disk (one `.eml` per message) instead of in memory. */
+  /**
+   * Where MailDev keeps the mail (one `.eml` per message): the stack's data directory, kept across
+   * restarts. Without one, a directory of this viewer's own, removed when it stops — never MailDev's
+   * default `/tmp/maildev`, which every stack on the machine would share.
+   */
   readonly mailDirectory?: string;
 }
 
@@ -24,6 +32,8 @@ export interface MaildevViewer {
   readonly smtpPort: number;
   /** The page a person opens (the REST API lives under it: `GET {url}/email`). */
   readonly url: string;
+  /** Where the mail is kept: the given directory, or this viewer's own (gone after stop). */
+  readonly mailDirectory: string;
   stop(): Promise<void>;
 }
 
@@ -47,6 +57,11 @@ export async function startMaildevViewer(options: MaildevViewerOptions): Promise
       cause: error,
     });
   }
+  const ownDirectory =
+    options.mailDirectory === undefined ? await mkdtemp(join(tmpdir(), 'postdate-maildev-')) : undefined;
+  const removeOwnDirectory = async () => {
+    if (ownDirectory !== undefined) await rm(ownDirectory, { recursive: true, force: true });
+  };
   const maildev = new module.MailDev({
     smtp: options.smtpPort,
     ip: options.host,
@@ -55,7 +70,7 @@ export async function startMaildevViewer(options: MaildevViewerOptions): Promise
     hideExtensions: ['STARTTLS'],
     silent: true,
     verbose: false,
-    ...(options.mailDirectory ? { mailDirectory: options.mailDirectory } : {}),
+    mailDirectory: options.mailDirectory ?? ownDirectory,
   });
   // MailDev's web server prints "MailDev API running at …" with console.info whatever `silent`
   // says; the banner of `npm start` prints the URL itself, once.
@@ -66,6 +81,7 @@ export async function startMaildevViewer(options: MaildevViewerOptions): Promise
     servers = await maildev.start();
   } catch (error) {
     await maildev.stop().catch(() => undefined);
+    await removeOwnDirectory();
     const { code, port } = error as { code?: unknown; port?: unknown };
     if (code === 'EADDRINUSE') {
       throw port === options.webPort
@@ -78,14 +94,32 @@ export async function startMaildevViewer(options: MaildevViewerOptions): Promise
   }
   const smtp = servers.smtp.getAddress();
   const web = servers.api?.getAddress();
-  if (!web) {
+  if (!web || !servers.api) {
     await maildev.stop();
+    await removeOwnDirectory();
     throw new Error('MailDev started without its web page');
   }
+  servers.api.server.server.prependListener('request', pageUnlessJsonAsked);
   return {
     smtpHost: options.host,
     smtpPort: smtp.port,
     url: `http://${options.host}:${web.port}`,
-    stop: () => maildev.stop(),
+    mailDirectory: options.mailDirectory ?? (ownDirectory as string),
+    stop: async () => {
+      await maildev.stop();
+      await removeOwnDirectory();
+    },
   };
+}
+
+/**
+ * MailDev serves its page only to a request that says `Accept: text/html`, and answers anything
+ * else at `/` with a JSON 404: `curl` of the URL the banner prints looked broken. The page is the
+ * answer to `GET /` unless the request asks for JSON. Runs before MailDev's own listener.
+ */
+function pageUnlessJsonAsked(request: IncomingMessage): void {
+  const path = request.url?.split('?')[0];
+  const accept = request.headers.accept ?? '';
+  if (request.method === 'GET' && path === '/' && !accept.includes('application/json'))
+    request.headers.accept = 'text/html';
 }

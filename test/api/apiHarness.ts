@@ -1,11 +1,11 @@
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { type ApiEvent, type ApiResult, createApiHandler } from '../../lambdas/api/createApiHandler.js';
-import { buildOpenApiDocument } from '../../lambdas/api/openapi.js';
 import type { ApiStore } from '../../lambdas/ports/ApiStore.js';
 import type { DispatchQueue } from '../../lambdas/ports/DispatchQueue.js';
 import type { Log } from '../../lambdas/ports/Log.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
+import { buildOpenApiDocument } from '../../lib/openapi/openApiDocument.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
 import {
   assertDocumentedResponse,

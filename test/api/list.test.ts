@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { decodeListCursor, encodeListCursor } from '../../lambdas/api/listCursor.js';
+import { decodeListCursor, encodeListCursor } from '../../lambdas/api/routes/messages.js';
 import { apiHarness } from './apiHarness.js';
 import { apiEvent, enqueueEvent, validBody } from './events.js';
 

@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildOpenApiDocument, EXAMPLE_MESSAGE_ID } from '../../lambdas/api/openapi.js';
 import { createAuthorizerHandler } from '../../lambdas/authorizer/createAuthorizerHandler.js';
 import { API_ROUTES } from '../../lambdas/core/apiRoutes.js';
 import { isMessageId, messageIdFor } from '../../lambdas/core/ids.js';
@@ -8,6 +7,7 @@ import {
   RELAY_CONTROL_HEADERS,
   RELAY_CONTROL_MESSAGE,
 } from '../../lambdas/core/messageSchema.js';
+import { buildOpenApiDocument, EXAMPLE_MESSAGE_ID } from '../../lib/openapi/openApiDocument.js';
 import { type HttpFrontEnd, startHttpFrontEnd } from '../../local/http/httpFrontEnd.js';
 import { assertDocumentedResponse } from '../support/openApiResponses.js';
 import { apiHarness, documentedResponseCheck } from './apiHarness.js';

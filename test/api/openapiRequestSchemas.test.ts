@@ -6,8 +6,8 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
-import { buildOpenApiDocument } from '../../lambdas/api/openapi.js';
-import { EnqueueBodySchema, GroupKeySchema } from '../../lambdas/core/requestSchemas.js';
+import { EnqueueBodySchema, GroupKeySchema } from '../../lambdas/core/messageSchema.js';
+import { buildOpenApiDocument } from '../../lib/openapi/openApiDocument.js';
 import { validBody } from './events.js';
 
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PROBLEM, problem } from '../../lambdas/api/problem.js';
+import { PROBLEM, problem } from '../../lambdas/core/problem.js';
 
 describe("the API's problem kinds (RFC 9457)", () => {
   it('builds type, title, status and detail from the kind', () => {

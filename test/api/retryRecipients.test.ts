@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiEvent } from '../../lambdas/api/apiEvent.js';
-import { retryMessageRoute } from '../../lambdas/api/routes/retryMessage.js';
+import type { ApiEvent } from '../../lambdas/api/route.js';
+import { retryMessageRoute } from '../../lambdas/api/routes/messages.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { TENANT } from '../sender/records.js';
 import { createSenderRig, type SenderWorld, startSenderWorld } from '../sender/senderHarness.js';

@@ -4,11 +4,8 @@
  */
 import { build, type Metafile } from 'esbuild';
 import { describe, expect, it } from 'vitest';
-import {
-  FUNCTION_ESBUILD_OPTIONS,
-  POSTDATE_FUNCTION_NAMES,
-  PROJECT_ROOT,
-} from '../../lib/constructs/postdateFunction.js';
+import { POSTDATE_FUNCTIONS } from '../../lambdas/core/postdateFunctions.js';
+import { FUNCTION_ESBUILD_OPTIONS, PROJECT_ROOT } from '../../lib/constructs/postdateFunction.js';
 
 async function metafileOf(name: string): Promise<Metafile> {
   const result = await build({
@@ -33,7 +30,7 @@ async function bundledInputs(name: string): Promise<Map<string, number>> {
 
 const packageOf = (file: string): string | undefined => file.match(/node_modules\/((?:@[^/]+\/)?[^/]+)/)?.[1];
 
-describe.each(POSTDATE_FUNCTION_NAMES)('the %s bundle', (name) => {
+describe.each(POSTDATE_FUNCTIONS)('the %s bundle', (name) => {
   it("carries the functions' credential chain, none of the SDK chain's SSO, ini, process, web-identity or metadata links", async () => {
     const inputs = await bundledInputs(name);
     const packages = new Set([...inputs.keys()].flatMap((file) => packageOf(file) ?? []));
@@ -64,7 +61,7 @@ describe('the api bundle', () => {
     const inputs = await bundledInputs('api');
     const packages = new Set([...inputs.keys()].flatMap((file) => packageOf(file) ?? []));
     expect(packages).not.toContain('@asteasolutions/zod-to-openapi');
-    expect([...inputs.keys()].filter((file) => file.startsWith('lambdas/api/openapi'))).toEqual([]);
+    expect([...inputs.keys()].filter((file) => file.startsWith('lib/openapi/'))).toEqual([]);
     expect([...inputs.keys()]).toContain('docs/openapi.json');
   });
 });

@@ -15,12 +15,12 @@ import {
 import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
 
-function capture() {
+function capture(json = false) {
   const lines: string[] = [];
   const warnings: string[] = [];
   const data: unknown[] = [];
   const out: Output = {
-    json: false,
+    json,
     colour: false,
     interactive: false,
     line: (text) => lines.push(text),
@@ -70,7 +70,7 @@ describe('postdate templates', () => {
     await templatesList(deps, { tenant: 'local' }, list.out);
     expect(list.lines).toEqual(['welcome\tv2\tactive\tv2']);
 
-    const show = capture();
+    const show = capture(true);
     expect(await templatesShow(deps, { name: 'welcome', tenant: 'local', version: 1 }, show.out)).toBe(
       EXIT.ok,
     );
@@ -81,7 +81,7 @@ describe('postdate templates', () => {
       html: '<p>Hi {{name}}</p>',
     });
 
-    const render = capture();
+    const render = capture(true);
     expect(
       await templatesRender(deps, { name: 'welcome', tenant: 'local', dataFile: 'data.json' }, render.out),
     ).toBe(EXIT.ok);

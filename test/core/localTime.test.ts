@@ -19,7 +19,7 @@ import {
   zonedInstant,
 } from '../../lambdas/core/localTime.js';
 import { PostdateError } from '../../lambdas/core/postdateError.js';
-import { PARSE_CONTEXT, zodErrors } from '../../lambdas/core/zodFieldErrors.js';
+import { PARSE_CONTEXT, zodErrors } from '../../lambdas/core/problem.js';
 
 /*
  * DESIGN §16, as specifications. The oracle below reads Intl directly (the offset in force at an

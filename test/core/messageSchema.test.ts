@@ -1,6 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { validateEnqueueRequest } from '../../lambdas/core/enqueueRequest.js';
-import { validateGroupKey, validateGroupVersionRequest } from '../../lambdas/core/groupRequests.js';
 import {
   type EnqueueContext,
   fingerprintSource,
@@ -8,9 +6,12 @@ import {
   parseGroupKey,
   parseGroupVersionRequest,
   parseRescheduleRequest,
+  validateEnqueueRequest,
+  validateGroupKey,
+  validateGroupVersionRequest,
+  validateRescheduleRequest,
 } from '../../lambdas/core/messageSchema.js';
 import { validationProblem } from '../../lambdas/core/problem.js';
-import { validateRescheduleRequest } from '../../lambdas/core/rescheduleRequest.js';
 
 const ctx: EnqueueContext = {
   now: new Date('2026-11-29T18:00:00.000Z'),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SmtpCredentialsError } from '../../lambdas/adapters/smtpCredentials.js';
-import { EnqueueContentionError } from '../../lambdas/api/enqueueMessage.js';
+import { EnqueueContentionError } from '../../lambdas/api/routes/enqueue.js';
 import { ConfigError } from '../../lambdas/core/config.js';
 import { ERROR_CLASS, isTransient, PostdateError } from '../../lambdas/core/postdateError.js';
 import { ApiKeyError } from '../../lambdas/keys/apiKeys.js';

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jsonPointer, uniqueByField } from '../../lambdas/core/fieldErrors.js';
-import { validationProblem } from '../../lambdas/core/problem.js';
+import { jsonPointer, uniqueByField, validationProblem } from '../../lambdas/core/problem.js';
 
 describe('problem details (RFC 9457)', () => {
   it('keeps one error per field (the first) and summarises the fields in the detail', () => {

@@ -20,6 +20,7 @@ import { wireApi } from '../../lambdas/api/handler.js';
 import { wireAuthorizer } from '../../lambdas/authorizer/handler.js';
 import { wireBounces } from '../../lambdas/bounces/handler.js';
 import { encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
+import { POSTDATE_FUNCTIONS, type PostdateFunctionName } from '../../lambdas/core/postdateFunctions.js';
 import { wireEvents } from '../../lambdas/events/handler.js';
 import { createApiKey } from '../../lambdas/keys/apiKeys.js';
 import type { Log } from '../../lambdas/ports/Log.js';
@@ -31,7 +32,6 @@ import { WEBHOOK_PARTITION_PREFIX } from '../../lambdas/store/webhookStore.js';
 import { wireSweeper } from '../../lambdas/sweeper/handler.js';
 import { wireWebhookDelivery } from '../../lambdas/webhooks/handler.js';
 import type { Bounces } from '../../lib/constructs/Bounces.js';
-import type { PostdateFunctionName } from '../../lib/constructs/postdateFunction.js';
 import type { Webhooks } from '../../lib/constructs/Webhooks.js';
 import { EVENTS_STREAM_FILTER } from '../../lib/webhookLayout.js';
 import { type FilterPattern, matchesFilter } from '../../local/runners/eventFilter.js';
@@ -555,7 +555,7 @@ function grantsWithUse(): { key: string; seen: boolean }[] {
   const requests = readRecordedRequests(recordFile).flatMap(iamRequestsOf);
   const short = shortNames(resolve);
   const grants: { key: string; seen: boolean }[] = [];
-  for (const name of FUNCTIONS) {
+  for (const name of POSTDATE_FUNCTIONS) {
     const made = requests.filter((request) => request.function === name);
     for (const statement of roleStatements(template, roleOf(name), resolve)) {
       if (statement.Effect !== 'Allow') continue;
@@ -581,17 +581,6 @@ function grantsWithUse(): { key: string; seen: boolean }[] {
   }
   return grants;
 }
-
-const FUNCTIONS: readonly PostdateFunctionName[] = [
-  'api',
-  'authorizer',
-  'relay',
-  'sender',
-  'sweeper',
-  'events',
-  'webhooks',
-  'bounces',
-];
 
 function leadingKeyPatterns(statement: PolicyStatement): string[] | undefined {
   const condition = statement.Condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'];

@@ -1,10 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  attemptRecord,
-  domainOf,
-  MAX_REPLY_LENGTH,
-  redactReply,
-} from '../../lambdas/sender/attemptRecords.js';
+import { attemptRecord, domainOf, MAX_REPLY_LENGTH, redactReply } from '../../lambdas/sender/outcomeWrite.js';
 
 describe('what the sender writes down about an attempt', () => {
   it('strips every address from a relay reply, bracketed or bare', () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
 import type { SenderStore } from '../../lambdas/ports/SenderStore.js';
-import { SHORT_RETRY_SECONDS } from '../../lambdas/sender/copyVerdict.js';
+import { SHORT_RETRY_SECONDS } from '../../lambdas/sender/copyRun.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import {
   contextWithRemaining,

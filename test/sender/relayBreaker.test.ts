@@ -1,7 +1,6 @@
 import { DeleteMessageCommand } from '@aws-sdk/client-sqs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { NOT_PAUSED, pauseAfter } from '../../lambdas/core/relayBreaker.js';
-import { PROBE_TOKEN_ID } from '../../lambdas/sender/relayGate.js';
+import { NOT_PAUSED, PROBE_TOKEN_ID, pauseAfter } from '../../lambdas/core/relayBreaker.js';
 import { sqsClient } from '../support/awsLocal.js';
 import {
   BREAKER_SETTINGS,

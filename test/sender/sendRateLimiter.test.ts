@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { runWithConcurrency } from '../../lambdas/core/runWithConcurrency.js';
-import { tokenBucket } from '../../lambdas/sender/sendRateLimiter.js';
+import { tokenBucket } from '../../lambdas/sender/relayGate.js';
 
 describe('the send rate limit (POSTDATE_MAX_SEND_RATE), a token bucket on an injected clock', () => {
   const clock = () => {

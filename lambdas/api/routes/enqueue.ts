@@ -1,19 +1,55 @@
 /**
  * POST /v1/messages: validates the body and the Idempotency-Key, enqueues once per key, and answers
  * a replay with the original message (200, `idempotent-replayed: true`).
+ *
+ * Idempotent enqueue (DESIGN §4). The message's id is derived from (tenant, Idempotency-Key), so the
+ * `attribute_not_exists` conditions on its records are the idempotency guard (docs/decisions/,
+ * "The id is the idempotency guard"):
+ *
+ * - an ungrouped message is written as two conditional puts, the body first, then the state record
+ *   (which alone makes it visible to the relay): no transaction, no guard item, no pre-read;
+ * - a grouped message is written in one transaction with its group head, so "approved" can never be
+ *   accepted without the head knowing it.
+ *
+ * When a record already exists, the fingerprint (on the state record, and on the body) tells a replay
+ * (200, the same message) from a reused key (422); a replay never writes anything. A body without a
+ * state record is an enqueue that died between its two puts: a request with the same fingerprint
+ * completes it, for the whole retention.
+ *
+ * The api's own copy of an immediate message (`POSTDATE_API_IMMEDIATE_COPY`, docs/decisions/):
+ * right after its state record is written, the copy the relay would put on the send queue, so the
+ * sender need not wait for the stream and the relay. The relay's copy still follows, held back a
+ * few seconds because the record says `api_copy` — the stream stays the safety net, for a copy this
+ * fails to put and for an api that dies before it — and the sender drops the second by the `rev`
+ * and status rules (DESIGN §2), so this can only make the message earlier, never doubled.
  */
-import { requestFingerprint, validateEnqueueRequest } from '../../core/enqueueRequest.js';
+
 import { messageIdFor } from '../../core/ids.js';
+import { type EnqueueRequest, requestFingerprint, validateEnqueueRequest } from '../../core/messageSchema.js';
+import { PostdateError } from '../../core/postdateError.js';
+import { problem, validationProblem } from '../../core/problem.js';
+import {
+  decideReplay,
+  needsBodyStamp,
+  type ReplayDecision,
+  type ReplayInput,
+} from '../../core/replayDecision.js';
+import type { ApiStore, EnqueueRecords, EnqueueWriteResult } from '../../ports/ApiStore.js';
+import type { DispatchQueue } from '../../ports/DispatchQueue.js';
 import type { MessageStateRecord } from '../../store/messageRecord.js';
 import { messageView } from '../../store/messageView.js';
-import { enqueueMessage } from '../enqueueMessage.js';
-import { readIdempotencyKey } from '../idempotencyKeyHeader.js';
-import { putImmediateCopy } from '../immediateCopy.js';
-import { problem, validationProblem } from '../problem.js';
-import { headerValue, readJsonBody } from '../requestBody.js';
-import { jsonResult, type Outcome, problemResult } from '../routeOutcome.js';
-import { checkTemplateMessage } from '../templateEnqueue.js';
-import type { RouteDependencies, RouteHandler } from './route.js';
+import { outboxRecords } from '../../store/outboxRecords.js';
+import {
+  headerValue,
+  jsonResult,
+  type Outcome,
+  problemResult,
+  type RouteDependencies,
+  type RouteHandler,
+  readIdempotencyKey,
+  readJsonBody,
+} from '../route.js';
+import { checkTemplateMessage } from './templates.js';
 
 export function enqueueRoute(deps: RouteDependencies): RouteHandler {
   return async function enqueue({ tenant, event }) {
@@ -28,19 +64,19 @@ export function enqueueRoute(deps: RouteDependencies): RouteHandler {
       maxHorizonDays: deps.config.maxHorizonDays,
     };
     const parsed = validateEnqueueRequest(body.value, { ...validation, now });
-    // Time bounds and a template's state judge a new message, not a replay: a request whose original
-    // exists (its `not_after` since passed, its template since archived) is answered with it, so the
-    // client learns what happened.
+    // Time bounds and a template's state judge a new message, not a replay (findReplay, below).
     const replayOf = async (): Promise<Outcome | undefined> => {
-      const original = await deps.store.getMessage(tenant, messageIdFor(tenant, key.key));
-      if (original?.fingerprint === undefined) return undefined;
-      const asOriginal = validateEnqueueRequest(body.value, {
-        ...validation,
-        now: new Date(original.created_at),
+      const original = await findReplay(deps.store, {
+        tenant,
+        idempotencyKey: key.key,
+        fingerprintAt: (createdAt) => {
+          const asOriginal = validateEnqueueRequest(body.value, { ...validation, now: createdAt });
+          return asOriginal.ok ? requestFingerprint(asOriginal.value) : undefined;
+        },
+        now,
+        retentionDays: deps.config.retentionDays,
       });
-      return asOriginal.ok && requestFingerprint(asOriginal.value) === original.fingerprint
-        ? replayedResult(original)
-        : undefined;
+      return original === undefined ? undefined : replayedResult(original);
     };
     if (!parsed.ok) return (await replayOf()) ?? problemResult(validationProblem(parsed.errors));
     let templateVersion: number | undefined;
@@ -95,4 +131,178 @@ function replayedResult(state: MessageStateRecord): Outcome {
     { 'idempotent-replayed': 'true', location: `/v1/messages/${state.id}` },
     { message_id: state.id, replayed: true },
   );
+}
+
+export type EnqueueOutcome =
+  | { readonly kind: 'created'; readonly state: MessageStateRecord }
+  | { readonly kind: 'replayed'; readonly state: MessageStateRecord }
+  | { readonly kind: 'key-reused' };
+
+/** Too many lost races in a row (heavy contention on one key or group): the client may retry. */
+export class EnqueueContentionError extends PostdateError {
+  override readonly name = 'EnqueueContentionError';
+  constructor(message: string) {
+    super(message, { class: 'transient' });
+  }
+}
+
+export interface EnqueueInput {
+  readonly tenant: string;
+  readonly idempotencyKey: string;
+  readonly request: EnqueueRequest;
+  readonly now: Date;
+  readonly random: () => number;
+  readonly retentionDays: number;
+  /** A template message that names no version: the latest, which its records pin. */
+  readonly templateVersion?: number;
+  /** The api will put the copy of a message due now on the queue itself (api/routes/enqueue.ts). */
+  readonly apiCopy?: boolean;
+}
+
+export interface EnqueueDependencies {
+  readonly store: ApiStore;
+  /** Waits between attempts after a contended transaction (jittered, a few ms). */
+  readonly sleep: (milliseconds: number) => Promise<void>;
+}
+
+const MAX_ATTEMPTS = 10;
+
+export async function enqueueMessage(
+  deps: EnqueueDependencies,
+  input: EnqueueInput,
+): Promise<EnqueueOutcome> {
+  const group = input.request.group;
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const groupHeadVersion = group ? await deps.store.readGroupHead(input.tenant, group.key) : null;
+    const write = outboxRecords({
+      tenant: input.tenant,
+      idempotencyKey: input.idempotencyKey,
+      request: input.request,
+      now: input.now,
+      groupHeadVersion,
+      retentionDays: input.retentionDays,
+      ...(input.templateVersion === undefined ? {} : { templateVersion: input.templateVersion }),
+      ...(input.apiCopy === true ? { apiCopy: true } : {}),
+    });
+    const { result, wroteBody } = group
+      ? { result: await deps.store.writeEnqueue(write), wroteBody: false }
+      : await writeInTurn(deps.store, write);
+    if (result.kind === 'written') return { kind: 'created', state: write.state };
+    if (result.kind === 'exists') {
+      const settled = await settleExisting(deps.store, write, input, wroteBody);
+      if (settled) return settled;
+    }
+    if (result.kind === 'contended') await deps.sleep(Math.floor(input.random() * 20 * (attempt + 1)) + 5);
+    // exists but unsettled: another request completed the orphan first (or a record expired under
+    // us), so the next round reads what is there now; group-moved: the next round reads the new head.
+  }
+  throw new EnqueueContentionError(`enqueue lost ${MAX_ATTEMPTS} races in a row`);
+}
+
+/** An ungrouped message: the body, then the state record that makes it visible. */
+async function writeInTurn(
+  store: ApiStore,
+  write: EnqueueRecords,
+): Promise<{ result: EnqueueWriteResult; wroteBody: boolean }> {
+  const body = await store.putNew(write.body);
+  if (body.kind !== 'written') return { result: body, wroteBody: false };
+  return { result: await store.putNew(write.state), wroteBody: true };
+}
+
+/**
+ * A record of this id exists: reads what is there and acts on the replay rule (core/replayDecision.ts)
+ * — the replay or the reuse, a dead enqueue of the same request completed, or undefined when a racing
+ * request has not finished writing yet.
+ */
+async function settleExisting(
+  store: ApiStore,
+  write: EnqueueRecords,
+  input: EnqueueInput,
+  wroteBody: boolean,
+): Promise<EnqueueOutcome | undefined> {
+  const ours = write.body.fingerprint;
+  const { state, decision } = await judgeStored(store, write.state.tenant, write.messageId, () => ours, {
+    wroteBody,
+    grouped: write.state.group !== null,
+    now: input.now,
+    retentionDays: input.retentionDays,
+  });
+  if ('undoOwnBody' in decision && decision.undoOwnBody)
+    await store.deleteOwnBody(write.messageId, write.body);
+  switch (decision.kind) {
+    case 'replay':
+      return state ? { kind: 'replayed', state } : undefined;
+    case 'key-reused':
+      return { kind: 'key-reused' };
+    case 'complete': {
+      const completed = await store.putNew(write.state);
+      return completed.kind === 'written' ? { kind: 'created', state: write.state } : undefined;
+    }
+    case 'in-flight':
+      return undefined;
+  }
+}
+
+/**
+ * The stored message a request that is not (or no longer) a valid new message replays, if any: its
+ * time bounds and its template's state judge a new message, not a replay, so a request whose original
+ * exists (its `not_after` since passed, its template since archived) is answered with it.
+ * `fingerprintAt` is the request's fingerprint as validated at the original's creation, or undefined
+ * when it was no valid message then either.
+ */
+export async function findReplay(
+  store: ApiStore,
+  input: {
+    readonly tenant: string;
+    readonly idempotencyKey: string;
+    readonly fingerprintAt: (createdAt: Date) => string | undefined;
+    readonly now: Date;
+    readonly retentionDays: number;
+  },
+): Promise<MessageStateRecord | undefined> {
+  const { state, decision } = await judgeStored(
+    store,
+    input.tenant,
+    messageIdFor(input.tenant, input.idempotencyKey),
+    input.fingerprintAt,
+    { wroteBody: false, grouped: false, now: input.now, retentionDays: input.retentionDays },
+  );
+  return decision.kind === 'replay' && state ? state : undefined;
+}
+
+/** The one reading of a message's records for the replay rule, and the rule's answer on them. */
+async function judgeStored(
+  store: ApiStore,
+  tenant: string,
+  messageId: string,
+  fingerprintAt: (createdAt: Date) => string | undefined,
+  request: Omit<ReplayInput, 'ours' | 'state' | 'body'>,
+): Promise<{ state: MessageStateRecord | null; decision: ReplayDecision }> {
+  const state = await store.getMessage(tenant, messageId);
+  const body = needsBodyStamp({ state, wroteBody: request.wroteBody })
+    ? await store.readBodyStamp(messageId)
+    : null;
+  const createdAt = state?.created_at ?? body?.created_at;
+  const ours = createdAt === undefined ? undefined : fingerprintAt(new Date(createdAt));
+  return { state, decision: decideReplay({ ...request, ours, state, body }) };
+}
+
+/** What became of the copy, for the request's log line; undefined when there was none to make. */
+export type ImmediateCopyOutcome = 'enqueued' | 'failed';
+
+/**
+ * Puts the copy of a newly written message that is due now — the one its records mark `api_copy`
+ * (store/outboxRecords.ts decides) — and never throws (the 202 stands).
+ */
+export async function putImmediateCopy(
+  queue: DispatchQueue | undefined,
+  state: MessageStateRecord,
+): Promise<ImmediateCopyOutcome | undefined> {
+  if (queue === undefined || state.api_copy !== true) return undefined;
+  try {
+    const { failed } = await queue.enqueue([{ payload: { id: state.id, rev: state.rev }, delaySeconds: 0 }]);
+    return failed.length === 0 ? 'enqueued' : 'failed';
+  } catch {
+    return 'failed';
+  }
 }

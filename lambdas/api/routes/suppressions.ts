@@ -5,15 +5,18 @@
  * - DELETE /v1/suppressions/{address} — removes it, 200 with the entry removed, 404 when absent.
  * The tenant always comes from the authorizer: another tenant's entries are never seen nor touched.
  */
-import type { SuppressionRouteName } from '../../core/suppressionRoutes.js';
-import { validateSuppressionAddress, validateSuppressionRequest } from '../../core/suppressions.js';
-import { problem, validationProblem } from '../problem.js';
-import { readJsonBody } from '../requestBody.js';
-import { jsonResult, problemResult } from '../routeOutcome.js';
-import { decodeSuppressionCursor, encodeSuppressionCursor } from '../suppressionCursor.js';
-import type { RouteDependencies, RouteHandler } from './route.js';
 
-export const SUPPRESSION_LIST_LIMIT = { default: 50, min: 1, max: 100 } as const;
+import type { SuppressionRouteName } from '../../core/apiRoutes.js';
+import { problem, validationProblem } from '../../core/problem.js';
+import { SUPPRESSION_LIST_LIMIT } from '../../core/requestLimits.js';
+import { validateSuppressionAddress, validateSuppressionRequest } from '../../core/suppressions.js';
+import {
+  jsonResult,
+  problemResult,
+  type RouteDependencies,
+  type RouteHandler,
+  readJsonBody,
+} from '../route.js';
 
 export function suppressionRoutes(
   deps: Pick<RouteDependencies, 'store' | 'now'>,
@@ -85,4 +88,29 @@ export function suppressionRoutes(
       return jsonResult(200, removed, {}, { reason: removed.reason });
     },
   };
+}
+
+/**
+ * The opaque `cursor` of GET /v1/suppressions: base64url of `{"v":1,"a":address}`, the last address
+ * of the previous page (the listing is in address order). It carries no tenant: the tenant always
+ * comes from the authorizer, so a cursor from another tenant's listing only says where to start.
+ */
+export function encodeSuppressionCursor(lastAddress: string): string {
+  return Buffer.from(JSON.stringify({ v: 1, a: lastAddress }), 'utf8').toString('base64url');
+}
+
+/** The address to continue after; null when the cursor is not one we issued. */
+export function decodeSuppressionCursor(cursor: string): string | null {
+  if (!/^[A-Za-z0-9_-]{1,1024}$/.test(cursor)) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    return null;
+  }
+  if (typeof value !== 'object' || value === null) return null;
+  const { v, a } = value as Record<string, unknown>;
+  if (v !== 1 || typeof a !== 'string') return null;
+  const address = validateSuppressionAddress(a);
+  return address.ok && address.value === a ? a : null;
 }

@@ -3,7 +3,10 @@
  * version, archive, and preview a render. Every route is the tenant's own: another tenant's template
  * is a 404 like one that does not exist.
  */
-import type { FieldError } from '../../core/fieldErrors.js';
+import type { TemplateRouteName } from '../../core/apiRoutes.js';
+import type { EnqueueRequest } from '../../core/messageSchema.js';
+import { type FieldError, type ProblemDetails, problem, validationProblem } from '../../core/problem.js';
+import type { TemplateRenderer } from '../../core/templateRenderer.js';
 import {
   TEMPLATE_LIMITS,
   validateTemplateName,
@@ -11,17 +14,19 @@ import {
   validateTemplateRender,
   validateTemplateVersion,
 } from '../../core/templateRequests.js';
-import type { TemplateRouteName } from '../../core/templateRoutes.js';
-import type { TemplateHead, TemplateVersion } from '../../ports/TemplateStore.js';
-import { problem, validationProblem } from '../problem.js';
-import { readJsonBody } from '../requestBody.js';
-import { jsonResult, type Outcome, problemResult } from '../routeOutcome.js';
-import { renderProblem } from '../templateEnqueue.js';
-import type { RouteDependencies, RouteHandler } from './route.js';
+import type { TemplateHead, TemplateStore, TemplateVersion } from '../../ports/TemplateStore.js';
+import {
+  jsonResult,
+  type Outcome,
+  problemResult,
+  type RouteDependencies,
+  type RouteHandler,
+  readJsonBody,
+} from '../route.js';
 
 type TemplateDependencies = Pick<RouteDependencies, 'templates' | 'renderer' | 'now'>;
 
-/** The handlers of TEMPLATE_ROUTES, by route name. */
+/** The handlers of the template routes (core/apiRoutes.ts), by route name. */
 export function templateRoutes(
   deps: TemplateDependencies,
 ): Readonly<Record<TemplateRouteName, RouteHandler>> {
@@ -201,4 +206,58 @@ function decodeTemplateCursor(cursor: string): string | null {
   } catch {
     return null;
   }
+}
+
+export type TemplateCheck =
+  | { readonly ok: true; readonly version: number }
+  | { readonly ok: false; readonly problem: ProblemDetails };
+
+/**
+ * The enqueue of a template message (DESIGN §3, §10): the template and version must exist and the
+ * template must not be archived, and the message must render with its data — the rendered subject
+ * under §3's header rules, the rendered body within the size limit, the render within its bounds of
+ * steps and time (renderCost.ts). Each failure is a 422 problem
+ * naming the field or the variable; nothing is stored. The answer is the version to pin.
+ */
+export async function checkTemplateMessage(
+  deps: { readonly templates: TemplateStore; readonly renderer: TemplateRenderer },
+  tenant: string,
+  request: EnqueueRequest,
+): Promise<TemplateCheck> {
+  const template = request.template;
+  if (template == null) throw new TypeError('checkTemplateMessage: not a template message');
+  const head = await deps.templates.getHead(tenant, template.name);
+  if (head === undefined)
+    return unusable('The template does not exist.', '/template/name', 'no such template');
+  if (head.archived_at !== null)
+    return unusable('The template is archived.', '/template/name', 'is archived: no new message may use it');
+  const version = template.version ?? head.latest_version;
+  if (version > head.latest_version)
+    return unusable(
+      'The template has no such version.',
+      '/template/version',
+      `does not exist (the latest is ${head.latest_version})`,
+    );
+  const rendered = await deps.renderer.render({ tenant, name: template.name, version }, request.data ?? {});
+  if (rendered.kind === 'missing')
+    return unusable('The template has no such version.', '/template/version', 'does not exist');
+  if (rendered.kind === 'invalid') return { ok: false, problem: renderProblem(rendered.errors) };
+  // The steps and the output were bounded before the render (core/renderCost.ts): the same pinned
+  // version with the same data costs the same in the sender (DESIGN §5).
+  return { ok: true, version };
+}
+
+/** The 422 of a message that does not render: every failing variable or field. */
+export function renderProblem(errors: readonly FieldError[]): ProblemDetails {
+  return problem(
+    'template',
+    'The message does not render with its data: `errors` names each variable or field.',
+    {
+      errors,
+    },
+  );
+}
+
+function unusable(detail: string, field: string, message: string): TemplateCheck {
+  return { ok: false, problem: problem('template', detail, { errors: [{ field, message }] }) };
 }

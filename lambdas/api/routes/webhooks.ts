@@ -5,10 +5,15 @@
  * that creates or rotates it and never again (nor in any log line).
  */
 import { randomBytes } from 'node:crypto';
-import type { FieldError } from '../../core/fieldErrors.js';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { SqsWebhookQueue } from '../../adapters/SqsWebhookQueue.js';
+import { checkWebhookUrl } from '../../adapters/webhookAddressPolicy.js';
+import type { WebhookRouteName } from '../../core/apiRoutes.js';
+import type { Config, ResourceNames } from '../../core/config.js';
 import { newMessageId } from '../../core/ids.js';
 import { type PostdateEvent, WEBHOOK_TEST_EVENT_TYPE } from '../../core/messageEvents.js';
-import type { WebhookRouteName } from '../../core/webhookApiRoutes.js';
+import { type FieldError, problem, validationProblem } from '../../core/problem.js';
 import {
   isWebhookDeliveryId,
   isWebhookDeliveryStatus,
@@ -22,11 +27,8 @@ import {
   webhookEndpointId,
 } from '../../core/webhooks.js';
 import type { WebhookDelivery, WebhookEndpoint, WebhookQueue, WebhookStore } from '../../ports/Webhooks.js';
-import { deliveryExpiresAt, newDelivery } from '../../store/webhookStore.js';
-import { problem, validationProblem } from '../problem.js';
-import { readJsonBody } from '../requestBody.js';
-import { jsonResult, type Outcome, problemResult } from '../routeOutcome.js';
-import type { RouteHandler } from './route.js';
+import { DynamoWebhookStore, deliveryExpiresAt, newDelivery } from '../../store/webhookStore.js';
+import { jsonResult, type Outcome, problemResult, type RouteHandler, readJsonBody } from '../route.js';
 
 /** What the webhook routes need; absent, they answer 404 (the stack has no webhook queue). */
 export interface WebhookRouteDependencies {
@@ -311,4 +313,30 @@ function deliveryConflict(current: WebhookDelivery): Outcome {
     {},
     { delivery_id: current.id },
   );
+}
+
+/**
+ * The webhook routes' real store and queue, when the stack has a webhook queue
+ * (`POSTDATE_WEBHOOK_QUEUE_URL`); without one the routes answer 404.
+ */
+export function wireWebhookRoutes(wiring: {
+  readonly config: Config;
+  readonly names: ResourceNames;
+  readonly documents: DynamoDBDocumentClient;
+  /** The api's one SQS client (it also carries the api's immediate copies). */
+  readonly sqs: SQSClient;
+  readonly random: () => number;
+}): WebhookRouteDependencies | undefined {
+  const queueUrl = wiring.names.webhookQueueUrl;
+  if (queueUrl === undefined) return undefined;
+  const policy = wiring.config.webhookAllowPrivateUrls ? 'local' : 'public-https';
+  return {
+    store: new DynamoWebhookStore(wiring.documents, wiring.names.tableName),
+    queue: new SqsWebhookQueue(wiring.sqs, queueUrl),
+    checkUrl: (url) => checkWebhookUrl(url, policy),
+    retryHours: wiring.config.webhookRetryHours,
+    retentionDays: wiring.config.retentionDays,
+    now: () => new Date(),
+    random: wiring.random,
+  };
 }

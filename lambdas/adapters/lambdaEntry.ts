@@ -1,0 +1,92 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import middy from '@middy/core';
+import type { Context } from 'aws-lambda';
+import type { PostdateFunctionName } from '../core/postdateFunctions.js';
+import { type Environment, loggerEnvironment } from './explicitEnvironment.js';
+import { functionMetrics } from './powertoolsMetrics.js';
+
+/**
+ * The Lambda entry of every function: the wiring that each `handler.ts` would otherwise repeat.
+ * A function says its name, whether it publishes metrics and how it wires itself from an
+ * environment; the entry gives it a Powertools logger (`postdate-{name}`) and, when it publishes,
+ * Powertools metrics flushed as EMF after each invocation, and wires it on its first invocation
+ * (a cold start) and then reuses it. The deployed `handler` is the entry for `process.env`; the local
+ * stack builds one per stack from the stack's own environment, so two stacks never share a cold start.
+ */
+
+/** What the entry hands the function's wiring. */
+export interface EntryTools {
+  readonly logger: Logger;
+  /** Adds to this invocation's EMF metrics (flushed when it ends); only a function that publishes. */
+  readonly count: (name: string, value?: number) => void;
+  readonly milliseconds: (name: string, value: number) => void;
+}
+
+/** A function once wired: one event in, its result out; `close` releases what it holds (SMTP pools). */
+export type WiredFunction<TEvent, TResult> = ((event: TEvent) => Promise<TResult>) & {
+  readonly close?: () => Promise<void>;
+};
+
+export interface FunctionEntrySpec<TEvent, TResult> {
+  readonly name: PostdateFunctionName;
+  /** Publishes EMF metrics through {@link EntryTools}: flushed after every invocation. @default false */
+  readonly metrics?: boolean;
+  /** Wires the real clients from `env`; a bad configuration throws here, naming the variable. */
+  readonly wire: (env: Environment, tools: EntryTools) => WiredFunction<TEvent, TResult>;
+}
+
+/** The Lambda handler, and `close` for a process that stops it (the local stack; Lambda never does). */
+export type LambdaEntry<TEvent, TResult> = ((event: TEvent, context: Context) => Promise<TResult>) & {
+  readonly close: () => Promise<void>;
+};
+
+/**
+ * The function's entry for an environment: `lambdaEntry(spec)(process.env)` is the deployed
+ * `handler`. Its logger (and metrics) are made now, its clients on its first invocation.
+ */
+export function lambdaEntry<TEvent, TResult>(
+  spec: FunctionEntrySpec<TEvent, TResult>,
+): (env: Environment) => LambdaEntry<TEvent, TResult> {
+  return (env) => entryFor(spec, env);
+}
+
+function entryFor<TEvent, TResult>(
+  spec: FunctionEntrySpec<TEvent, TResult>,
+  env: Environment,
+): LambdaEntry<TEvent, TResult> {
+  const service = `postdate-${spec.name}`;
+  const logger = new Logger({ serviceName: service, ...loggerEnvironment(env) });
+  const metrics = spec.metrics ? functionMetrics(env) : undefined;
+  const unpublished = (): never => {
+    throw new Error(`${service} publishes no metrics: its entry must say metrics: true`);
+  };
+  const tools: EntryTools = {
+    logger,
+    count: (name, value = 1) => (metrics ? metrics.addMetric(name, MetricUnit.Count, value) : unpublished()),
+    milliseconds: (name, value) =>
+      metrics ? metrics.addMetric(name, MetricUnit.Milliseconds, value) : unpublished(),
+  };
+  let wired: WiredFunction<TEvent, TResult> | undefined;
+
+  // No early timeout. Lambda kills an invocation at its timeout and resets the sandbox, so none of
+  // its work goes on; the lease and claim rules rest on that. middy's default answers a
+  // `TimeoutError` 5 ms before the deadline instead and leaves the handler running in a sandbox that
+  // Lambda freezes and thaws at its next invocation, after the lease: a send nobody holds any more.
+  const entry = middy<TEvent, TResult>({ timeoutEarlyInMillis: 0 }).use(injectLambdaContext(logger));
+  if (metrics) entry.use(logMetrics(metrics));
+  const handler = entry.handler(async function invoke(event: TEvent): Promise<TResult> {
+    wired ??= spec.wire(env, tools);
+    return wired(event);
+  });
+
+  return Object.assign(handler, {
+    close: async function close(): Promise<void> {
+      const closing = wired;
+      wired = undefined;
+      await closing?.close?.();
+    },
+  });
+}

@@ -1,9 +1,0 @@
-/** GET /health: public, answers without touching the store. */
-import { jsonResult } from '../routeOutcome.js';
-import type { RouteHandler } from './route.js';
-
-export function healthRoute(): RouteHandler {
-  return async function health() {
-    return jsonResult(200, { status: 'ok' });
-  };
-}

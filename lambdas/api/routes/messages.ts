@@ -1,0 +1,192 @@
+/**
+ * The routes of one message and its group (DESIGN §3): read one, list them a page at a time,
+ * reschedule, cancel, retry, raise a group's version. Each is a factory over the dependencies it
+ * reads; the enqueue has its own file (enqueue.ts).
+ */
+
+import { isMessageId } from '../../core/ids.js';
+import {
+  validateGroupKey,
+  validateGroupVersionRequest,
+  validateRescheduleRequest,
+} from '../../core/messageSchema.js';
+import { isMessageStatus, type MessageStatus } from '../../core/messageStatus.js';
+import { type FieldError, validationProblem } from '../../core/problem.js';
+import { LIST_LIMIT } from '../../core/requestLimits.js';
+import type { ShardPosition } from '../../ports/ApiStore.js';
+import { shardCount } from '../../store/apiStore.js';
+import { expiresAtAfter } from '../../store/messageRecord.js';
+import { messageView } from '../../store/messageView.js';
+import {
+  jsonResult,
+  notFound,
+  problemResult,
+  type RouteDependencies,
+  type RouteHandler,
+  readJsonBody,
+  transitionResult,
+} from '../route.js';
+
+/** GET /v1/messages/{id}: one message of the tenant, with its history. */
+export function getMessageRoute(deps: Pick<RouteDependencies, 'store'>): RouteHandler {
+  return async function getMessage({ tenant, params }) {
+    const id = params.id ?? '';
+    if (!isMessageId(id)) return notFound();
+    const state = await deps.store.getMessage(tenant, id);
+    if (!state) return notFound();
+    return jsonResult(200, messageView(state, { withHistory: true }), {}, { message_id: id });
+  };
+}
+
+/**
+ * GET /v1/messages: the tenant's messages, newest first, optionally of one status, a page at a
+ * time (`limit`, and the opaque `cursor` of the previous page).
+ */
+export function listMessagesRoute(deps: Pick<RouteDependencies, 'store'>): RouteHandler {
+  return async function listMessages({ tenant, event }) {
+    const query: Readonly<Record<string, string | undefined>> = event.queryStringParameters ?? {};
+    const errors: FieldError[] = [];
+    let status: MessageStatus | null = null;
+    if (query.status !== undefined && query.status !== '') {
+      if (isMessageStatus(query.status)) status = query.status;
+      else errors.push({ field: 'status', message: 'must be a message status' });
+    }
+    let limit: number = LIST_LIMIT.default;
+    if (query.limit !== undefined) {
+      const value = /^\d{1,4}$/.test(query.limit) ? Number(query.limit) : Number.NaN;
+      if (!(value >= LIST_LIMIT.min && value <= LIST_LIMIT.max))
+        errors.push({
+          field: 'limit',
+          message: `must be a whole number from ${LIST_LIMIT.min} to ${LIST_LIMIT.max}`,
+        });
+      else limit = value;
+    }
+    const shards = shardCount(status);
+    let positions: ShardPosition[] = Array.from({ length: shards }, () => ({ kind: 'start' }));
+    if (query.cursor !== undefined && query.cursor !== '' && errors.length === 0) {
+      const decoded = decodeListCursor(query.cursor, status, shards);
+      if (decoded === null) errors.push({ field: 'cursor', message: 'is not a cursor from this listing' });
+      else positions = decoded;
+    }
+    if (errors.length > 0) return problemResult(validationProblem(errors));
+    const page = await deps.store.listMessages({ tenant, status, limit, positions });
+    return jsonResult(
+      200,
+      {
+        items: page.items.map((state) => messageView(state, { withHistory: false })),
+        next_cursor: encodeListCursor(status, page.positions),
+      },
+      {},
+      { count: page.items.length },
+    );
+  };
+}
+
+/**
+ * The opaque `cursor` of GET /v1/messages: base64url of `{"v":1,"s":status|null,"p":[…]}`, one entry
+ * per index shard: `null` (not started), a sort key `{created_at}#{id}` (continue after it) or `0`
+ * (exhausted). It carries no tenant: the tenant always comes from the authorizer.
+ */
+const SORT_KEY = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z#[0-9A-Za-z_-]{1,32}$/;
+
+export function encodeListCursor(
+  status: MessageStatus | null,
+  positions: readonly ShardPosition[],
+): string | null {
+  if (positions.every((position) => position.kind === 'done')) return null;
+  const p = positions.map((position) =>
+    position.kind === 'start' ? null : position.kind === 'done' ? 0 : position.sortKey,
+  );
+  return Buffer.from(JSON.stringify({ v: 1, s: status, p }), 'utf8').toString('base64url');
+}
+
+/** Decodes a cursor for this status and shard count; null when it is not one we issued for them. */
+export function decodeListCursor(
+  cursor: string,
+  status: MessageStatus | null,
+  shards: number,
+): ShardPosition[] | null {
+  if (!/^[A-Za-z0-9_-]{1,4096}$/.test(cursor)) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    return null;
+  }
+  if (typeof value !== 'object' || value === null) return null;
+  const { v, s, p } = value as Record<string, unknown>;
+  if (v !== 1 || s !== status || !Array.isArray(p) || p.length !== shards) return null;
+  const positions: ShardPosition[] = [];
+  for (const entry of p) {
+    if (entry === null) positions.push({ kind: 'start' });
+    else if (entry === 0) positions.push({ kind: 'done' });
+    else if (typeof entry === 'string' && SORT_KEY.test(entry))
+      positions.push({ kind: 'after', sortKey: entry });
+    else return null;
+  }
+  return positions;
+}
+
+/** PATCH /v1/messages/{id}: a new send time for a scheduled message, before its not_after. */
+export function rescheduleMessageRoute(
+  deps: Pick<RouteDependencies, 'store' | 'config' | 'now'>,
+): RouteHandler {
+  return async function rescheduleMessage({ tenant, params, event }) {
+    const id = params.id ?? '';
+    if (!isMessageId(id)) return notFound();
+    const body = readJsonBody(event);
+    if (!body.ok) return problemResult(body.problem);
+    const now = deps.now();
+    const parsed = validateRescheduleRequest(body.value, { now, maxHorizonDays: deps.config.maxHorizonDays });
+    if (!parsed.ok) return problemResult(validationProblem(parsed.errors));
+    const sendAt = parsed.value.send_at;
+    const result = await deps.store.reschedule({ tenant, id, now, sendAt });
+    if (result.kind === 'past-deadline') {
+      return problemResult(
+        validationProblem([{ field: '/send_at', message: "must be before the message's not_after" }]),
+        {},
+        { message_id: id },
+      );
+    }
+    return transitionResult(result, 200, 'rescheduled');
+  };
+}
+
+/** DELETE /v1/messages/{id}: cancels a `scheduled` or `retrying` message (409 when sending or final). */
+export function cancelMessageRoute(deps: Pick<RouteDependencies, 'store' | 'config' | 'now'>): RouteHandler {
+  return async function cancelMessage({ tenant, params }) {
+    const id = params.id ?? '';
+    if (!isMessageId(id)) return notFound();
+    const now = deps.now();
+    const expiresAt = expiresAtAfter(now, deps.config.retentionDays);
+    return transitionResult(await deps.store.cancel({ tenant, id, now, expiresAt }), 200, 'cancelled');
+  };
+}
+
+/** POST /v1/messages/{id}/retry: a manual retry of a `failed`, `dead` or `unknown` message, sent now. */
+export function retryMessageRoute(deps: Pick<RouteDependencies, 'store' | 'now'>): RouteHandler {
+  return async function retryMessage({ tenant, params }) {
+    const id = params.id ?? '';
+    if (!isMessageId(id)) return notFound();
+    return transitionResult(await deps.store.retry({ tenant, id, now: deps.now() }), 202, 'retried');
+  };
+}
+
+/** PUT /v1/groups/{key}: raises a group's version without sending anything. */
+export function raiseGroupRoute(deps: Pick<RouteDependencies, 'store' | 'now'>): RouteHandler {
+  return async function raiseGroup({ tenant, params, event }) {
+    const key = validateGroupKey(params.key ?? '');
+    if (!key.ok) return problemResult(validationProblem(key.errors));
+    const body = readJsonBody(event);
+    if (!body.ok) return problemResult(body.problem);
+    const parsed = validateGroupVersionRequest(body.value);
+    if (!parsed.ok) return problemResult(validationProblem(parsed.errors));
+    const head = await deps.store.raiseGroup({
+      tenant,
+      groupKey: key.value,
+      version: parsed.value.version,
+      now: deps.now(),
+    });
+    return jsonResult(200, { key: key.value, version: head.version, updated_at: head.updated_at });
+  };
+}

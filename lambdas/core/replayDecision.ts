@@ -1,0 +1,86 @@
+/**
+ * The idempotent-replay rule (DESIGN §3, §4), in one place: what a request whose message id already
+ * has records becomes. The id is derived from (tenant, Idempotency-Key), so a record of it is this
+ * key's earlier request, or one still being written; the fingerprint tells a replay (200, the stored
+ * message) from a reused key (422). The api reads the records and acts on the answer
+ * (api/routes/enqueue.ts); nothing here reads or writes.
+ */
+import { isTerminal, type MessageStatus } from './messageStatus.js';
+
+const DAY_MS = 86_400_000;
+
+/** The message's records as read after a conditional write found them (or before, for a rejected request). */
+export interface StoredAttempt {
+  /** The state record, when it exists. */
+  readonly state?: { readonly status: MessageStatus; readonly fingerprint?: string | undefined } | null;
+  /**
+   * The body's stamp, read only when the state record cannot decide: it does not exist, or was
+   * written before state records carried the fingerprint.
+   */
+  readonly body?: { readonly fingerprint: string; readonly created_at: string } | null;
+}
+
+export interface ReplayInput extends StoredAttempt {
+  /** This request's fingerprint; undefined when it is no valid message (it can replay nothing). */
+  readonly ours: string | undefined;
+  /** This request put its own body before it found the state record (an ungrouped enqueue). */
+  readonly wroteBody: boolean;
+  /** A grouped message is written in one transaction: a body alone is never a dead enqueue of it. */
+  readonly grouped: boolean;
+  readonly now: Date;
+  readonly retentionDays: number;
+}
+
+export type ReplayDecision =
+  /** The stored message is this request's: answer it (200), write nothing. */
+  | { readonly kind: 'replay'; readonly undoOwnBody: boolean }
+  /** The key was used for another request (422); the original is never touched. */
+  | { readonly kind: 'key-reused'; readonly undoOwnBody: boolean }
+  /** An enqueue of this same request died between its two puts: write its state record now. */
+  | { readonly kind: 'complete' }
+  /** Another request's first write is in flight (or a record expired under us): read again. */
+  | { readonly kind: 'in-flight' };
+
+/** Whether the body's stamp must be read to decide (the state record is missing or carries no fingerprint). */
+export function needsBodyStamp(attempt: Pick<ReplayInput, 'state' | 'wroteBody'>): boolean {
+  return attempt.state == null || (attempt.state.fingerprint === undefined && !attempt.wroteBody);
+}
+
+/**
+ * How old a body without its state record may be and still be completed by a replay: the retention.
+ * A state record lives at least POSTDATE_RETENTION_DAYS after it was written (its TTL is set only
+ * once it is final, to the retention after that), so a younger orphan was never followed by its state
+ * record: the enqueue died between its two puts. An older one may be the body of a message whose
+ * state already expired: the key is spent, never reused for a new send.
+ */
+export function resumeWindowMs(retentionDays: number): number {
+  return retentionDays * DAY_MS;
+}
+
+/**
+ * Decides a request against the records its id already has. The state record's fingerprint decides
+ * while it lives (the body may have expired before it). A body this request put beside an ended
+ * message (whose own body expired) or under another request's key is undone: a replay writes
+ * nothing, and a reuse never gives the original new content. A live message's body carries no TTL,
+ * so a body this request could put beside its state record is the one it reads (a racing identical
+ * request completed the message with it) and stays.
+ */
+export function decideReplay(input: ReplayInput): ReplayDecision {
+  const { ours, state, body, wroteBody } = input;
+  if (state != null) {
+    const readsOurBody =
+      !isTerminal(state.status) && ours !== undefined && (state.fingerprint ?? ours) === ours;
+    const undoOwnBody = wroteBody && !readsOurBody;
+    // A state record written before it carried the fingerprint: the body's decides, if it is not ours.
+    const stored = state.fingerprint ?? (wroteBody ? undefined : body?.fingerprint);
+    return ours !== undefined && stored === ours
+      ? { kind: 'replay', undoOwnBody }
+      : { kind: 'key-reused', undoOwnBody };
+  }
+  if (body == null) return { kind: 'in-flight' };
+  if (ours === undefined || body.fingerprint !== ours) return { kind: 'key-reused', undoOwnBody: false };
+  const resumable =
+    !input.grouped &&
+    input.now.getTime() - Date.parse(body.created_at) <= resumeWindowMs(input.retentionDays);
+  return resumable ? { kind: 'complete' } : { kind: 'key-reused', undoOwnBody: false };
+}

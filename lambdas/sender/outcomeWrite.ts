@@ -1,0 +1,406 @@
+import { extractEnhancedCode, type SmtpErrorClassification } from '../core/classifySmtpError.js';
+import { redactAddresses } from '../core/errorForLog.js';
+import { MESSAGE_STATUS, type MessageStatus } from '../core/messageStatus.js';
+import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
+import { providerMessageIdOf } from '../core/providerMessageId.js';
+import {
+  leaseWaitSeconds,
+  type OutcomeDecision,
+  type OutcomeStatus,
+  retryAtOf,
+} from '../core/sendDecision.js';
+import { isHardBounce, SUPPRESSION_REASON, suppressionKey } from '../core/suppressions.js';
+import { isOwnEarlierWrite, nextWriteTry } from '../core/writeRetry.js';
+import type { SendOutcome } from '../ports/Mailer.js';
+import type { SenderWriteResult } from '../ports/SenderStore.js';
+import type { AttemptRecord, LastError, MessageStateRecord } from '../store/messageRecord.js';
+import {
+  ack,
+  type CopyRun,
+  type CopyVerdict,
+  errorName,
+  keep,
+  logContext,
+  moveToDeadLetters,
+  progressOf,
+  SHORT_RETRY_SECONDS,
+} from './copyRun.js';
+
+/**
+ * The writes after the claim, under our lease (DESIGN §5), and what they write down. Each is tried
+ * until it lands (`writeUntilLanded`), so a message the relay accepted is never sent again because
+ * our own write failed: the outcome of an attempt (`recordOutcome`, then the DLQ for `dead`), a
+ * message that can never be sent as stored (`failUnsent`), a claim given back unused (`release`).
+ * After the outcome, recipients the relay refused as bad mailboxes join the suppression list
+ * (`suppressHardBounces`).
+ *
+ * What is stored is short and carries no address: relay replies often echo the recipient
+ * ("550 5.1.1 <ada@example.com>: user unknown"), so every address is replaced before anything is
+ * kept or logged.
+ */
+
+/** The outcome of our own attempt, as decided (core/sendDecision.ts `decideOutcome`). */
+export async function recordOutcome(
+  run: CopyRun,
+  claimed: MessageStateRecord,
+  owner: string,
+  outcome: SendOutcome,
+  decision: OutcomeDecision,
+  envelope: readonly string[],
+): Promise<CopyVerdict> {
+  const { deps } = run;
+  const now = deps.now();
+  const attempt = attemptRecord(outcome, now, envelope);
+  const result = await writeUntilLanded(
+    run,
+    () =>
+      deps.store.recordOutcome({
+        claimed,
+        owner,
+        to: decision.to,
+        now,
+        attempt,
+        lastError: outcome.delivered ? null : lastErrorOf(outcome.failure),
+        retryAt: retryAtOf(decision, now),
+        retentionDays: deps.settings.retentionDays,
+        attempts: decision.attempts,
+        recipients: decision.recipients,
+        ...(decision.to === 'dead' ? { deadCopy: run.copy.sqsMessageId } : {}),
+      }),
+    { status: decision.to, now },
+    claimed,
+  );
+  const details = logContext(run, {
+    status: decision.to,
+    class: outcome.delivered ? 'sent' : outcome.failure.class,
+    code: attempt.code,
+    enhancedCode: attempt.enhanced_code,
+    origin: outcome.delivered ? undefined : outcome.failure.origin,
+    receiveCount: run.copy.receiveCount,
+    attempts: decision.attempts,
+    durationMs: outcome.durationMs,
+    ...(attempt.rejected_domains ? { rejectedDomains: attempt.rejected_domains } : {}),
+  });
+  if (result.kind !== 'applied') {
+    deps.log.error('sender could not record the outcome of its attempt', details);
+    return result.verdict;
+  }
+  deps.log.info('sender recorded an outcome', details);
+  countOutcome(run, decision.to, outcome);
+  if (outcome.delivered) {
+    deps.metrics.milliseconds(
+      SENDER_METRIC.lateness,
+      Math.max(0, now.getTime() - Date.parse(claimed.send_at)),
+    );
+    if (outcome.refused.length > 0) {
+      deps.log.warn('the relay refused some recipients', {
+        ...logContext(run, {}),
+        refusedDomains: domainsOf(outcome.refused.map((refusal) => envelope[refusal.index] ?? '')),
+      });
+    }
+  }
+  switch (decision.to) {
+    case 'retrying':
+      return keep('retrying after backoff', decision.visibilitySeconds);
+    case 'dead':
+      return moveToDeadLetters(run.deps, run);
+    default:
+      return ack(decision.to);
+  }
+}
+
+const OUTCOME_METRIC: Readonly<Record<OutcomeStatus, SenderCountMetric>> = {
+  sent: SENDER_METRIC.sent,
+  failed: SENDER_METRIC.failed,
+  retrying: SENDER_METRIC.retried,
+  dead: SENDER_METRIC.dead,
+  unknown: SENDER_METRIC.unknown,
+};
+
+function countOutcome(run: CopyRun, to: OutcomeStatus, outcome: SendOutcome): void {
+  const { metrics } = run.deps;
+  metrics.count(OUTCOME_METRIC[to]);
+  if (!outcome.delivered && outcome.failure.class === 'config') metrics.count(SENDER_METRIC.configErrors);
+  if (!outcome.delivered && outcome.failure.class === 'ambiguous') metrics.count(SENDER_METRIC.ambiguous);
+}
+
+/**
+ * A message that can never be sent as stored (no body, a template that does not render) is
+ * `failed` under the lease, without an SMTP transaction: its attempt count and recipients stay.
+ */
+export function failUnsent(run: CopyRun, claimed: MessageStateRecord, owner: string, record: UnsentFailure) {
+  const { deps } = run;
+  return deps.store.recordOutcome({
+    claimed,
+    owner,
+    to: 'failed',
+    now: deps.now(),
+    attempt: record.attempt,
+    lastError: record.lastError,
+    retentionDays: deps.settings.retentionDays,
+    attempts: claimed.attempts,
+    recipients: progressOf(claimed),
+  });
+}
+
+/** A read failed after the claim and before MAIL FROM: the record goes back to waiting, unattempted. */
+export async function release(run: CopyRun, claimed: MessageStateRecord, owner: string, error: unknown) {
+  const now = run.deps.now();
+  run.deps.log.warn(
+    'sender released its claim: a read failed before the relay saw the message',
+    logContext(run, { error: errorName(error) }),
+  );
+  const result = await writeUntilLanded(
+    run,
+    () =>
+      run.deps.store.release({
+        claimed,
+        owner,
+        now,
+        retryAt: new Date(now.getTime() + SHORT_RETRY_SECONDS * 1000),
+      }),
+    { status: MESSAGE_STATUS.retrying, now },
+    claimed,
+  );
+  if (result.kind !== 'applied') return result.verdict;
+  run.deps.metrics.count(SENDER_METRIC.released);
+  return keep('a read failed before the send; claim released', SHORT_RETRY_SECONDS);
+}
+
+export type Landed =
+  | { readonly kind: 'applied' }
+  | { readonly kind: 'not-applied'; readonly verdict: CopyVerdict };
+
+/**
+ * A write after the claim, tried until it lands (DESIGN §5): it is conditional on our lease, so a
+ * retry can never overwrite someone else's move, and a message the relay accepted is never sent
+ * again because our own write failed. A conflict after a failed try may be our own earlier try
+ * that landed with its answer lost: the record tells (lambdas/core/writeRetry.ts).
+ */
+export async function writeUntilLanded(
+  run: CopyRun,
+  write: () => Promise<SenderWriteResult>,
+  ours: { readonly status: MessageStatus; readonly now: Date },
+  claimed: MessageStateRecord,
+): Promise<Landed> {
+  const { deps } = run;
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      const result = await write();
+      if (result.outcome === 'applied') return { kind: 'applied' };
+      if (
+        attempt > 0 &&
+        isOwnEarlierWrite(await deps.store.readState(run.id), { status: ours.status, at: ours.now })
+      ) {
+        return { kind: 'applied' };
+      }
+      // Our lease was taken over (the send outlived it); the new holder has its own copy and
+      // treats our attempt as ambiguous. Nothing more is ours to write.
+      deps.log.error('sender lost its lease before its write', logContext(run, {}));
+      return { kind: 'not-applied', verdict: ack('lease lost before the write') };
+    } catch (error) {
+      const step = nextWriteTry(attempt, run.time.remainingMs(), deps.random);
+      if (step.kind === 'give-up') {
+        deps.metrics.count(SENDER_METRIC.outcomeWriteFailures);
+        deps.log.error(
+          'sender gave up writing after its attempt: the invocation is out of time',
+          logContext(run, { tries: attempt + 1, error: errorName(error) }),
+        );
+        // The copy returns when our lease has run out; whoever takes it then finds it ambiguous.
+        return {
+          kind: 'not-applied',
+          verdict: keep(
+            'the write after the attempt never landed',
+            leaseWaitSeconds(claimed.lease_until, deps.now()),
+          ),
+        };
+      }
+      deps.metrics.count(SENDER_METRIC.outcomeWriteRetries);
+      await deps.sleep(step.pauseMs);
+    }
+  }
+}
+
+/**
+ * Adds the recipients the relay refused at RCPT TO with a 5.1.x (bad mailbox or address) to the
+ * tenant's list, with this message's id. Never throws: a failed add is logged, and the next refusal
+ * of the address adds it.
+ */
+export async function suppressHardBounces(
+  run: CopyRun,
+  claimed: MessageStateRecord,
+  outcome: SendOutcome,
+  envelope: readonly string[],
+): Promise<void> {
+  const bounced = outcome.refused
+    .filter(isHardBounce)
+    .map((refusal) => envelope[refusal.index])
+    .filter((recipient): recipient is string => recipient !== undefined);
+  const addresses = [
+    ...new Set(bounced.map(suppressionKey).filter((key): key is string => key !== undefined)),
+  ];
+  if (addresses.length === 0) return;
+  const now = run.deps.now();
+  const results = await Promise.allSettled(
+    addresses.map((address) =>
+      run.deps.store.suppressions.addReported({
+        tenant: claimed.tenant,
+        address,
+        reason: SUPPRESSION_REASON.hardBounce,
+        messageId: claimed.id,
+        now,
+      }),
+    ),
+  );
+  const failed = results.filter((result) => result.status === 'rejected');
+  run.deps.metrics.count(SENDER_METRIC.suppressionsAdded, addresses.length - failed.length);
+  if (failed.length > 0) {
+    run.deps.log.warn(
+      'sender could not add hard-bounced recipients to the suppression list',
+      logContext(run, { failed: failed.length, error: errorName(failed[0]?.reason) }),
+    );
+  }
+  run.deps.log.info(
+    'sender added hard-bounced recipients to the suppression list',
+    logContext(run, { domains: domainsOf(addresses), added: addresses.length - failed.length }),
+  );
+}
+
+// What an attempt writes down: its history entry and `last_error`, without an address.
+
+/** Stored reply texts are cut to this many characters. */
+export const MAX_REPLY_LENGTH = 160;
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control characters is the point.
+const CONTROL = /[\u0000-\u001f\u007f]+/g;
+
+/** A relay reply without addresses or control characters, at most MAX_REPLY_LENGTH characters. */
+export function redactReply(reply: string | null): string | null {
+  if (reply === null) return null;
+  const redacted = redactAddresses(reply.replace(CONTROL, ' ')).replace(/\s+/g, ' ').trim();
+  if (redacted === '') return null;
+  return redacted.length > MAX_REPLY_LENGTH ? `${redacted.slice(0, MAX_REPLY_LENGTH - 1)}…` : redacted;
+}
+
+/** The domain of an address, lower-cased ("Ada@Example.COM" → "example.com"); what logs may show. */
+export function domainOf(address: string): string {
+  const at = address.lastIndexOf('@');
+  const domain = at < 0 ? '' : address.slice(at + 1).replace(/>$/, '');
+  return domain.trim().toLowerCase() || 'unknown';
+}
+
+/** The distinct domains of some addresses, sorted. */
+export function domainsOf(addresses: readonly string[]): string[] {
+  return [...new Set(addresses.map(domainOf))].sort();
+}
+
+/**
+ * The history entry of an attempt the relay answered or that failed; `envelope` is the attempt's
+ * RCPT TO list, whose refused recipients are kept as domains only.
+ */
+export function attemptRecord(
+  outcome: SendOutcome,
+  at: Date,
+  envelope: readonly string[] = [],
+): AttemptRecord {
+  const refusedDomains = domainsOf(outcome.refused.map((refusal) => envelope[refusal.index] ?? ''));
+  if (outcome.delivered) {
+    const reply = outcome.reply ?? '';
+    const code = /^(\d{3})/.exec(reply)?.[1] ?? null;
+    // Read from the raw reply: redaction could take an id that looks like an address apart.
+    const providerMessageId = providerMessageIdOf(outcome.reply);
+    const entry: AttemptRecord = {
+      at: at.toISOString(),
+      outcome: 'sent',
+      code,
+      enhanced_code: extractEnhancedCode(reply),
+      reply: redactReply(outcome.reply),
+      duration_ms: outcome.durationMs,
+      ...(providerMessageId === null ? {} : { provider_message_id: providerMessageId }),
+    };
+    return refusedDomains.length === 0 ? entry : { ...entry, rejected_domains: refusedDomains };
+  }
+  const entry: AttemptRecord = {
+    at: at.toISOString(),
+    outcome: outcome.failure.class,
+    code: outcome.failure.code,
+    enhanced_code: outcome.failure.enhancedCode,
+    reply: redactReply(outcome.reply),
+    duration_ms: outcome.durationMs,
+  };
+  return refusedDomains.length === 0 ? entry : { ...entry, rejected_domains: refusedDomains };
+}
+
+/** `last_error` from a classification: the reason is written for operators and holds no address. */
+export function lastErrorOf(failure: SmtpErrorClassification): LastError {
+  return {
+    class: failure.class,
+    code: failure.code,
+    enhanced_code: failure.enhancedCode,
+    message: failure.reason,
+  };
+}
+
+/** The reason recorded when a lease expired while `sending`: the sender died mid-send. */
+export const INTERRUPTED_SEND_REASON =
+  'the lease expired while sending: the sender stopped before recording an outcome, so the relay may or may not have the message';
+
+/** The history entry for an attempt whose sender died holding the lease (found by the next one). */
+export function interruptedAttemptRecord(leaseUntil: string | undefined, at: Date): AttemptRecord {
+  return {
+    at: leaseUntil ?? at.toISOString(),
+    outcome: 'ambiguous',
+    code: null,
+    enhanced_code: null,
+    reply: 'lease expired while sending',
+    duration_ms: 0,
+  };
+}
+
+export const INTERRUPTED_SEND_ERROR: LastError = {
+  class: 'ambiguous',
+  code: null,
+  enhanced_code: null,
+  message: INTERRUPTED_SEND_REASON,
+};
+
+/** The history entry and `last_error` of a message that can never be sent, written without an attempt. */
+export interface UnsentFailure {
+  readonly attempt: AttemptRecord;
+  readonly lastError: LastError;
+}
+
+/** The history entry for a message whose body item is missing: it can never be sent. */
+export function missingBodyRecord(at: Date): UnsentFailure {
+  return {
+    attempt: {
+      at: at.toISOString(),
+      outcome: 'permanent',
+      code: null,
+      enhanced_code: null,
+      reply: 'message body not found',
+      duration_ms: 0,
+    },
+    lastError: {
+      class: 'permanent',
+      code: null,
+      enhanced_code: null,
+      message: 'the message body item is missing; nothing can be sent',
+    },
+  };
+}
+
+/** The history entry and `last_error` of a message whose template does not render: permanent. */
+export function unrenderableRecord(at: Date, reason: string): UnsentFailure {
+  return {
+    attempt: {
+      at: at.toISOString(),
+      outcome: 'permanent',
+      code: null,
+      enhanced_code: null,
+      reply: 'template did not render',
+      duration_ms: 0,
+    },
+    lastError: { class: 'permanent', code: null, enhanced_code: null, message: reason },
+  };
+}

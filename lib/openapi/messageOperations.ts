@@ -1,0 +1,218 @@
+/**
+ * The OpenAPI operations of the message routes (DESIGN §3) and the schemas of their answers. The
+ * request schemas are the validating ones (lambdas/core/messageSchema.ts); the answers every route
+ * can give (401, 403, 429, 5xx, the JSON body's 400/413/415) are added by lib/openapi/openApiDocument.ts.
+ */
+import * as z from 'zod';
+import type { RouteName } from '../../lambdas/core/apiRoutes.js';
+import { MESSAGE_ID_PATTERN } from '../../lambdas/core/ids.js';
+import {
+  EnqueueBodyDocumentSchema,
+  GroupKeySchema,
+  GroupVersionBodySchema,
+  RescheduleBodySchema,
+} from '../../lambdas/core/messageSchema.js';
+import { IDEMPOTENCY_KEY_PATTERN, LIMITS, LIST_LIMIT } from '../../lambdas/core/requestLimits.js';
+import {
+  EXAMPLE_MESSAGE_ID,
+  json,
+  jsonResponse,
+  type Operation,
+  problemResponse,
+  StatusSchema,
+} from './components.js';
+
+const LastErrorSchema = z
+  .object({
+    class: z.enum(['transient', 'permanent', 'config', 'ambiguous']),
+    code: z.string().nullable(),
+    enhanced_code: z.string().nullable(),
+    message: z.string(),
+  })
+  .meta({ id: 'LastError' });
+
+const AttemptSchema = z
+  .object({
+    at: z.string().meta({ format: 'date-time' }),
+    outcome: z.enum(['sent', 'transient', 'permanent', 'config', 'ambiguous']),
+    code: z.string().nullable(),
+    enhanced_code: z.string().nullable(),
+    reply: z.string().nullable(),
+    duration_ms: z.number(),
+    rejected_domains: z.array(z.string()).optional(),
+    provider_message_id: z.string().optional().meta({
+      description: "The relay's own id from its final 250 reply, when it named one in a known shape.",
+    }),
+  })
+  .meta({ id: 'Attempt' });
+
+const MessageIdSchema = z.string().regex(MESSAGE_ID_PATTERN).meta({
+  description:
+    'Opaque and URL-safe, at most 32 characters: 26 lower-case base-32 characters derived from the tenant and the Idempotency-Key.',
+  example: EXAMPLE_MESSAGE_ID,
+});
+
+const MessageSchema = z
+  .object({
+    id: MessageIdSchema,
+    status: StatusSchema,
+    send_at: z.string().meta({ format: 'date-time' }),
+    not_after: z.string().meta({ format: 'date-time' }).nullable(),
+    created_at: z.string().meta({ format: 'date-time' }),
+    updated_at: z.string().meta({ format: 'date-time' }),
+    attempts: z.int().meta({
+      description: 'SMTP transactions in which the relay saw the message (not queue receives).',
+    }),
+    last_error: LastErrorSchema.nullable(),
+    provider_message_id: z.string().nullable().meta({
+      description:
+        "The relay's own id (queue id) from the final 250 reply of the last accepted attempt that named one; what an operator quotes to the provider. Null when none did.",
+      example: '01000154dc729264-93fdd7ea-f039-43d6-91ed-653e8547867c-000000',
+    }),
+    recipients: z
+      .object({ accepted: z.int(), pending: z.int(), rejected: z.int(), suppressed: z.int() })
+      .meta({
+        description:
+          'Recipients one by one: accepted by the relay (never sent again), pending (deferred with a 4xx, retried), rejected for good (5xx).',
+      }),
+    template: z.object({ name: z.string(), version: z.int() }).nullable().meta({
+      description: 'A template message: its template and the version it was pinned to (DESIGN §10).',
+    }),
+    group: z.object({ key: z.string(), version: z.int() }).nullable(),
+    tags: z.record(z.string(), z.string()),
+    metadata: z.record(z.string(), z.string()),
+    rev: z.int(),
+    history: z.array(AttemptSchema).optional().meta({ description: 'Only on GET /v1/messages/{id}.' }),
+  })
+  .meta({ id: 'Message' });
+
+const MessageListSchema = z
+  .object({
+    items: z.array(MessageSchema),
+    next_cursor: z
+      .string()
+      .nullable()
+      .meta({ description: 'Pass as `cursor` for the next page; null at the end.' }),
+  })
+  .meta({ id: 'MessageList' });
+
+const GroupHeadSchema = z
+  .object({ key: z.string(), version: z.int(), updated_at: z.string().meta({ format: 'date-time' }) })
+  .meta({ id: 'GroupHead' });
+
+const idParam = z.object({
+  id: MessageIdSchema.meta({
+    description: 'The message id. One that is not a possible id answers 404, as an unknown one does.',
+  }),
+});
+
+const notFound = problemResponse("No such message for this tenant (another tenant's id included).");
+
+export const MESSAGE_OPERATIONS = {
+  enqueue: {
+    summary: 'Enqueue a message',
+    description: [
+      'Stores the message once per Idempotency-Key and sends it at `send_at` (or after `delay_seconds`; neither = now).',
+      '',
+      'The request schema encodes what JSON Schema can: at least one recipient, `text` or `html`, not both `send_at` and `delay_seconds`, the caps on `tags`, `metadata` and `headers`, no CR or LF in header material. Checked only by the server (400 with `errors`):',
+      '',
+      `- at most ${LIMITS.maxRecipients} recipients in \`to\`, \`cc\` and \`bcc\` together;`,
+      '- every address is an RFC 5322 mailbox; `from` matches POSTDATE_ALLOWED_FROM;',
+      '- other control characters in header material; reserved and relay-control header names; a header given twice;',
+      '- `send_at` at most POSTDATE_MAX_HORIZON_DAYS ahead, `not_after` after `send_at`;',
+      `- \`tags\` and \`metadata\` together at most ${LIMITS.maxTagsAndMetadataBytes} bytes of JSON.`,
+      '',
+      `A body over ${LIMITS.maxBodyBytes / 1024} KiB is a 413.`,
+    ].join('\n'),
+    request: {
+      headers: z.object({
+        'Idempotency-Key': z.string().regex(IDEMPOTENCY_KEY_PATTERN).meta({
+          description:
+            '1–255 printable ASCII characters, bare or as a Structured Field string (`"…"`, its quotes not counted): the same key and body answer the same message.',
+          example: 'campaign-42-approved',
+        }),
+      }),
+      body: { content: json(EnqueueBodyDocumentSchema), required: true },
+    },
+    responses: {
+      202: jsonResponse('Accepted and stored.', MessageSchema, { headers: ['Location'] }),
+      200: jsonResponse('A replay of the same key and body: the original message.', MessageSchema, {
+        headers: ['Location', 'Idempotent-Replayed'],
+      }),
+      400: problemResponse(
+        'Invalid request: `errors` names each field. A missing or invalid Idempotency-Key is a 400 too. A header that controls the relay (X-SES-*, X-SMTPAPI, …: see `headers`) is refused here.',
+      ),
+      422: problemResponse(
+        'The Idempotency-Key was used with a different body; or the template cannot be used (missing, archived, no such version) or the message does not render with its data (`errors` names each variable or field).',
+      ),
+    },
+  },
+  list: {
+    summary: 'List messages, newest first',
+    request: {
+      query: z.object({
+        status: StatusSchema.optional(),
+        limit: z
+          .int()
+          .min(LIST_LIMIT.min)
+          .max(LIST_LIMIT.max)
+          .optional()
+          .meta({ description: 'Messages per page.', default: LIST_LIMIT.default }),
+        cursor: z
+          .string()
+          .optional()
+          .meta({ description: "The previous page's `next_cursor`, with the same `status`." }),
+      }),
+    },
+    responses: {
+      200: jsonResponse('A page of messages.', MessageListSchema),
+      400: problemResponse('An invalid `status`, `limit` or `cursor`: `errors` names each.'),
+    },
+  },
+  get: {
+    summary: 'Get a message with its attempt history',
+    request: { params: idParam },
+    responses: { 200: jsonResponse('The message.', MessageSchema), 404: notFound },
+  },
+  reschedule: {
+    summary: 'Reschedule a scheduled message',
+    request: { params: idParam, body: { content: json(RescheduleBodySchema), required: true } },
+    responses: {
+      200: jsonResponse('Rescheduled (rev + 1).', MessageSchema),
+      400: problemResponse(
+        "Invalid request: `errors` names each field (`send_at` beyond the horizon or not before the message's `not_after`).",
+      ),
+      404: notFound,
+      409: problemResponse('The message is no longer scheduled (`current_status` says what it is).'),
+    },
+  },
+  cancel: {
+    summary: 'Cancel a scheduled or retrying message',
+    request: { params: idParam },
+    responses: {
+      200: jsonResponse('Cancelled.', MessageSchema),
+      404: notFound,
+      409: problemResponse('The message is sending or terminal (`current_status` says what it is).'),
+    },
+  },
+  retry: {
+    summary: 'Retry a failed, dead or unknown message',
+    request: { params: idParam },
+    responses: {
+      202: jsonResponse('Scheduled again now (rev + 1).', MessageSchema),
+      404: notFound,
+      409: problemResponse('The message is not failed, dead or unknown (`current_status` says what it is).'),
+    },
+  },
+  raiseGroup: {
+    summary: "Raise a group's version without sending",
+    request: {
+      params: z.object({ key: GroupKeySchema }),
+      body: { content: json(GroupVersionBodySchema), required: true },
+    },
+    responses: {
+      200: jsonResponse('The group head after the raise.', GroupHeadSchema),
+      400: problemResponse('An invalid group key or version: `errors` names each.'),
+    },
+  },
+} satisfies Partial<Record<RouteName, Operation>>;

@@ -1,0 +1,196 @@
+/**
+ * Output scripts can trust (issue 29): every command of `postdate`, run as a script runs it (the
+ * bin, `--json`, against a running local stack), prints JSON that parses — one document, or JSON
+ * Lines for `messages export` — whether it succeeds or refuses; keys are snake_case all the way down
+ * except a tenant's own names; and a reader that goes away (`| head`) ends the command quietly.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import type { Command } from 'commander';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildProgram } from '../../cli/postdate.js';
+import { createPostdateClient, type PostdateClient } from '../../lambdas/client/index.js';
+import { loadConfig } from '../../lambdas/core/config.js';
+import { type LocalStack, startLocalStack } from '../../local/localStack.js';
+
+const run = promisify(execFile);
+const BIN = resolve('cli/postdate.mjs');
+const API_KEY = 'pd_every-command-json-key-01';
+const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
+
+/** Every leaf command of the program, as typed: `messages list`, `reconcile`, … */
+function leafCommands(command: Command, path: string[] = []): string[] {
+  if (command.commands.length === 0) return [path.join(' ')];
+  return command.commands.flatMap((sub) => leafCommands(sub, [...path, sub.name()]));
+}
+
+/** camelCase keys anywhere in a document, outside a tenant's own maps. */
+function camelCaseKeys(value: unknown, path = ''): string[] {
+  if (Array.isArray(value)) return value.flatMap((item, i) => camelCaseKeys(item, `${path}[${i}]`));
+  if (typeof value !== 'object' || value === null) return [];
+  return Object.entries(value).flatMap(([key, inner]) => {
+    if (['tags', 'metadata', 'headers', 'attributes'].includes(key)) return [];
+    const own = key === 'by_tenant' || key === 'by_tag';
+    const here = !own && /[a-z][A-Z]/.test(key) ? [`${path}.${key}`] : [];
+    const below =
+      own && typeof inner === 'object' && inner !== null
+        ? Object.entries(inner).flatMap(([name, tally]) => camelCaseKeys(tally, `${path}.${key}.${name}`))
+        : camelCaseKeys(inner, `${path}.${key}`);
+    return [...here, ...below];
+  });
+}
+
+describe('every postdate command with --json, against the local stack', () => {
+  let stack: LocalStack;
+  let client: PostdateClient;
+  let dir: string;
+  let messageId: string;
+  let webhookId: string;
+
+  beforeAll(async () => {
+    const config = loadConfig({ POSTDATE_API_KEY: API_KEY }, 'local');
+    stack = await startLocalStack({ config, ports: FREE_PORTS, quiet: true });
+    client = createPostdateClient({ baseUrl: stack.apiUrl, apiKey: stack.apiKey });
+    dir = await mkdtemp(join(tmpdir(), 'postdate-cli-json-'));
+    await writeFile(join(dir, 'welcome.txt'), 'Hi {{name}}');
+    await writeFile(join(dir, 'data.json'), '{"name": "Ada"}');
+    const { message } = await client.enqueue(
+      {
+        to: ['ada@example.com'],
+        subject: 'Later',
+        text: 'Later.',
+        send_at: new Date(Date.now() + 3_600_000).toISOString(),
+        tags: { kind: 'welcomeMail' },
+      },
+      { idempotencyKey: `every-command-${Date.now()}` },
+    );
+    messageId = message.id;
+    webhookId = (await client.createWebhook({ url: 'https://hooks.example.com/postdate' })).id;
+  }, 120_000);
+
+  afterAll(async () => {
+    await stack?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  /** Runs the bin with --json against this stack; resolves with the exit code and stdout. */
+  async function postdate(args: readonly string[]): Promise<{ code: number; stdout: string }> {
+    const flags = [
+      '--json',
+      '--local',
+      '--dynamodb-endpoint',
+      stack.dynamodbEndpoint,
+      '--sqs-endpoint',
+      stack.sqsEndpoint,
+      '--scheduler-endpoint',
+      stack.schedulerEndpoint,
+    ];
+    try {
+      const { stdout } = await run(process.execPath, [BIN, ...args, ...flags], {
+        cwd: dir,
+        env: { ...process.env, NO_COLOR: '1', POSTDATE_TABLE_NAME: '' },
+        timeout: 60_000,
+      });
+      return { code: 0, stdout };
+    } catch (error) {
+      const failed = error as { code?: number; stdout?: string };
+      return { code: typeof failed.code === 'number' ? failed.code : -1, stdout: failed.stdout ?? '' };
+    }
+  }
+
+  /** Each command with the arguments it needs; the ones that find nothing to do refuse in JSON too. */
+  const invocations = (): Record<string, readonly string[]> => ({
+    'messages list': ['messages', 'list'],
+    'messages export': ['messages', 'export', '--since', '1h'],
+    'messages show': ['messages', 'show', messageId],
+    'messages retry': ['messages', 'retry', messageId],
+    'messages cancel': ['messages', 'cancel', messageId],
+    'messages discard': ['messages', 'discard', messageId],
+    'dlq show': ['dlq', 'show'],
+    'dlq redrive': ['dlq', 'redrive', '--all', '--dry-run'],
+    'dlq drop': ['dlq', 'drop', '--ids', 'nothing-here', '--dry-run'],
+    'relay-failures redrive': ['relay-failures', 'redrive'],
+    'schedule-failures show': ['schedule-failures', 'show'],
+    'schedule-failures redrive': ['schedule-failures', 'redrive', '--dry-run'],
+    reconcile: ['reconcile'],
+    'sending pause': ['sending', 'pause', '--kind', 'newsletter', '--reason', 'test'],
+    'sending status': ['sending', 'status'],
+    'sending resume': ['sending', 'resume', '--kind', 'newsletter'],
+    'keys create': ['keys', 'create', '--tenant', 'scripts'],
+    'keys list': ['keys', 'list'],
+    'keys revoke': ['keys', 'revoke', 'no-such-key'],
+    'templates put': ['templates', 'put', 'welcome', '--subject', 'Hi', '--text-file', 'welcome.txt'],
+    'templates list': ['templates', 'list'],
+    'templates show': ['templates', 'show', 'welcome'],
+    'templates render': ['templates', 'render', 'welcome', '--data-file', 'data.json'],
+    'suppressions add': ['suppressions', 'add', 'gone@example.com', '--tenant', 'local'],
+    'suppressions list': ['suppressions', 'list', '--tenant', 'local'],
+    'suppressions remove': ['suppressions', 'remove', 'gone@example.com', '--tenant', 'local'],
+    'webhooks list': ['webhooks', 'list', '--tenant', 'local'],
+    'webhooks deliveries': ['webhooks', 'deliveries', webhookId, '--tenant', 'local'],
+    'webhooks rotate-secret': ['webhooks', 'rotate-secret', webhookId, '--tenant', 'local'],
+    'webhooks retry': ['webhooks', 'retry', webhookId, 'no-such-delivery', '--tenant', 'local'],
+  });
+
+  it('covers every command the program has', () => {
+    expect(Object.keys(invocations()).sort()).toEqual(leafCommands(buildProgram()).sort());
+  });
+
+  it('prints JSON that parses for every command, snake_case keys, an error document when it refuses', async () => {
+    const unparsed: string[] = [];
+    const camel: string[] = [];
+    for (const [name, args] of Object.entries(invocations())) {
+      const { code, stdout } = await postdate(args);
+      const lines = stdout.trim().split('\n');
+      let documents: unknown[];
+      try {
+        documents = name === 'messages export' ? lines.map((line) => JSON.parse(line)) : [JSON.parse(stdout)];
+      } catch {
+        unparsed.push(`${name} (exit ${code}): ${stdout.slice(0, 200)}`);
+        continue;
+      }
+      if (code !== 0 && name !== 'messages export') {
+        // A refusal or a finding to act on: either the error document with the same exit code, or
+        // the command's report (reconcile, redrives: exit 1 says there is something to act on).
+        const error = (documents[0] as { error?: { exit_code?: number } }).error;
+        if (error !== undefined) expect(error.exit_code, name).toBe(code);
+      }
+      camel.push(...documents.flatMap((document) => camelCaseKeys(document, name)));
+    }
+    expect(unparsed).toEqual([]);
+    expect(camel).toEqual([]);
+  }, 600_000);
+
+  it('ends quietly when the reader goes away (postdate … | head)', async () => {
+    const child = spawn(
+      process.execPath,
+      [
+        BIN,
+        'keys',
+        'list',
+        '--local',
+        '--dynamodb-endpoint',
+        stack.dynamodbEndpoint,
+        '--sqs-endpoint',
+        stack.sqsEndpoint,
+      ],
+      {
+        cwd: dir,
+        env: { ...process.env, NO_COLOR: '1', POSTDATE_TABLE_NAME: '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    // The reader is gone before the command writes: its first line meets a closed pipe (EPIPE).
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const code = await new Promise<number | null>((done) => child.once('exit', (exit) => done(exit)));
+    expect(stderr).not.toMatch(/EPIPE|at .*\(|Error/);
+    expect(code).toBe(0);
+  }, 60_000);
+});
