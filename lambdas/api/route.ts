@@ -7,6 +7,7 @@
  * router (createApiHandler.ts) resolves the route, checks the tenant, logs the answer and turns a
  * thrown error into a problem.
  */
+
 import type {
   APIGatewayProxyEventV2WithLambdaAuthorizer,
   APIGatewayProxyStructuredResultV2,
@@ -17,6 +18,7 @@ import { PROBLEM_CONTENT_TYPE, type ProblemDetails, problem } from '../core/prob
 import { IDEMPOTENCY_KEY_PATTERN, LIMITS, TENANT_PATTERN } from '../core/requestLimits.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
 import type { ApiStore, TransitionResult } from '../ports/ApiStore.js';
+import type { AttachmentStore } from '../ports/AttachmentStore.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { TemplateStore } from '../ports/TemplateStore.js';
 import { messageView } from '../store/messageView.js';
@@ -36,7 +38,8 @@ export function tenantOf(event: ApiEvent): string | null {
 }
 
 /** The settings the routes read. */
-export type ApiConfig = Pick<Config, 'allowedFrom' | 'defaultFrom' | 'maxHorizonDays' | 'retentionDays'>;
+export type ApiConfig = Pick<Config, 'allowedFrom' | 'defaultFrom' | 'maxHorizonDays' | 'retentionDays'> &
+  Partial<Pick<Config, 'inlineAttachmentMaxKb' | 'maxMessageMb'>>;
 
 export interface RouteDependencies {
   readonly store: ApiStore;
@@ -51,6 +54,8 @@ export interface RouteDependencies {
   readonly webhooks?: WebhookRouteDependencies | undefined;
   /** The send queue, for the api's own copy of an immediate message (api/routes/enqueue.ts). */
   readonly immediateCopies?: DispatchQueue | undefined;
+  /** The attachments' bucket (DESIGN §13); without it an enqueue with attachments is refused. */
+  readonly attachments?: AttachmentStore | undefined;
 }
 
 export interface RouteRequest {
@@ -169,19 +174,29 @@ export type BodyRead =
  * Reads a JSON request body: `application/json` (a `charset` other than UTF-8 is refused), at most
  * 256 KiB after base64 decoding, valid UTF-8, valid JSON. Each failure is a problem naming the field.
  */
-export function readJsonBody(event: {
-  readonly headers?: Readonly<Record<string, string | undefined>> | undefined;
-  readonly body?: string | undefined;
-  readonly isBase64Encoded?: boolean | undefined;
-}): BodyRead {
+export function readJsonBody(
+  event: {
+    readonly headers?: Readonly<Record<string, string | undefined>> | undefined;
+    readonly body?: string | undefined;
+    readonly isBase64Encoded?: boolean | undefined;
+  },
+  options: {
+    /**
+     * Bytes of inline attachments' base64 `content` allowed beyond the 256 KiB (the enqueue, DESIGN
+     * §13): the rest of the body is still held to 256 KiB.
+     */
+    readonly attachmentAllowance?: number;
+  } = {},
+): BodyRead {
+  const allowance = options.attachmentAllowance ?? 0;
   const contentType = headerValue(event.headers, 'content-type');
   const mediaProblem = checkContentType(contentType);
   if (mediaProblem) return { ok: false, problem: mediaProblem };
   const raw = event.body ?? '';
   // Base64 is 4/3 of the bytes: a body far over the limit is refused before decoding it.
-  if (raw.length > LIMITS.maxBodyBytes * 2) return { ok: false, problem: tooLarge() };
+  if (raw.length > (LIMITS.maxBodyBytes + allowance) * 2) return { ok: false, problem: tooLarge() };
   const bytes = event.isBase64Encoded ? Buffer.from(raw, 'base64') : Buffer.from(raw, 'utf8');
-  if (bytes.length > LIMITS.maxBodyBytes) return { ok: false, problem: tooLarge() };
+  if (bytes.length > LIMITS.maxBodyBytes + allowance) return { ok: false, problem: tooLarge() };
   if (bytes.length === 0) {
     return {
       ok: false,
@@ -202,7 +217,10 @@ export function readJsonBody(event: {
     };
   }
   try {
-    return { ok: true, value: JSON.parse(text) };
+    const value: unknown = JSON.parse(text);
+    if (bytes.length - inlineContentLength(value) > LIMITS.maxBodyBytes)
+      return { ok: false, problem: tooLarge() };
+    return { ok: true, value };
   } catch {
     return {
       ok: false,
@@ -211,6 +229,18 @@ export function readJsonBody(event: {
       }),
     };
   }
+}
+
+/** The characters of inline attachments' base64 `content` in a parsed body (0 when it has none). */
+function inlineContentLength(value: unknown): number {
+  const attachments = (value as { attachments?: unknown } | null)?.attachments;
+  if (!Array.isArray(attachments)) return 0;
+  let length = 0;
+  for (const attachment of attachments) {
+    const content = (attachment as { content?: unknown } | null)?.content;
+    if (typeof content === 'string') length += content.length;
+  }
+  return length;
 }
 
 function tooLarge(): ProblemDetails {

@@ -370,6 +370,15 @@ export interface components {
         name: string;
         version: number;
       } | null;
+      /** @description The attachments (DESIGN §13); the bytes themselves are never returned. */
+      attachments: {
+        filename: string;
+        content_type: string;
+        /** @description Bytes, decoded. */
+        size: number;
+        /** @description SHA-256 of the bytes, hex. */
+        sha256: string;
+      }[];
       group: {
         key: string;
         version: number;
@@ -535,6 +544,10 @@ export interface components {
       metadata?: {
         [key: string]: string;
       } | null;
+      /** @description Inline (base64, up to POSTDATE_INLINE_ATTACHMENT_MAX_KB decoded in all) or uploaded first (`attachment_id`). */
+      attachments?:
+        | (components['schemas']['InlineAttachment'] | components['schemas']['AttachmentReference'])[]
+        | null;
     } & ((
       | {
           to: unknown[];
@@ -561,6 +574,24 @@ export interface components {
       key: string;
       version: number;
     } | null;
+    InlineAttachment: {
+      /**
+       * @description The name the recipient sees: no CR, LF or other control character, no / or \; non-ASCII is sent RFC 2231-encoded. Executable types (.exe, .bat, .js, .jar, .msi, …) are refused.
+       * @example invoice-2026-12.pdf
+       */
+      filename: string;
+      /**
+       * @description Derived from the extension when absent (application/octet-stream when unknown).
+       * @example application/pdf
+       */
+      content_type?: string | null;
+      /** @description The bytes, base64 (RFC 4648, padded, no whitespace). */
+      content: string;
+    };
+    AttachmentReference: {
+      /** @example att_01jf6y8m3v3x1z6d2qk4n8r5tw */
+      attachment_id: string;
+    };
     /** @description An email to send later, built at send time from a stored template and `data` (DESIGN §10). */
     TemplateEnqueueRequest: {
       to?: string[] | null;
@@ -633,6 +664,10 @@ export interface components {
       metadata?: {
         [key: string]: string;
       } | null;
+      /** @description Inline (base64, up to POSTDATE_INLINE_ATTACHMENT_MAX_KB decoded in all) or uploaded first (`attachment_id`). */
+      attachments?:
+        | (components['schemas']['InlineAttachment'] | components['schemas']['AttachmentReference'])[]
+        | null;
     } & ((
       | {
           to: unknown[];

@@ -7,8 +7,8 @@
  */
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
-import type { FieldError } from './fieldErrors.js';
 import { controlCharacterProblem } from './headerSafety.js';
+import type { FieldError } from './problem.js';
 
 export const ATTACHMENT_LIMITS = {
   /** Attachments on one message. */
@@ -373,6 +373,30 @@ export function uploadDeclarationKey(tenant: string, attachmentId: string): stri
 
 export function messageAttachmentKey(tenant: string, messageId: string, token: string): string {
   return `${ATTACHMENT_AREAS.messages}${encodeURIComponent(tenant)}/${messageId}/${token}`;
+}
+
+/** An attachment as the enqueue request keeps it: what the fingerprint covers, no bytes. */
+export type RequestedAttachment =
+  | {
+      readonly filename: string;
+      readonly content_type: string;
+      readonly size: number;
+      readonly sha256: string;
+    }
+  | { readonly attachment_id: string };
+
+/** The request form of attachments the schema accepted (inline ones decoded once to hash them). */
+export function requestedAttachments(attachments: readonly AttachmentInput[]): RequestedAttachment[] {
+  return attachments.map((attachment) => {
+    if (!('content' in attachment)) return { attachment_id: attachment.attachment_id };
+    const bytes = Buffer.from(attachment.content, 'base64');
+    return {
+      filename: attachment.filename,
+      content_type: contentTypeFor(attachment.filename, attachment.content_type),
+      size: bytes.length,
+      sha256: sha256Hex(bytes),
+    };
+  });
 }
 
 /**

@@ -15,7 +15,7 @@ import {
   planAttachments,
   uploadKey,
 } from '../../lambdas/core/attachments.js';
-import { PARSE_CONTEXT, zodErrors } from '../../lambdas/core/zodFieldErrors.js';
+import { PARSE_CONTEXT, zodErrors } from '../../lambdas/core/problem.js';
 
 const LIMITS = { inlineMaxBytes: 3072 * 1024, maxMessageBytes: 40 * 1024 * 1024 };
 const b64 = (text: string) => Buffer.from(text).toString('base64');

@@ -24,6 +24,7 @@
  * and status rules (DESIGN §2), so this can only make the message earlier, never doubled.
  */
 
+import type { AttachmentInput, StoredAttachment } from '../../core/attachments.js';
 import { messageIdFor } from '../../core/ids.js';
 import { type EnqueueRequest, requestFingerprint, validateEnqueueRequest } from '../../core/messageSchema.js';
 import { PostdateError } from '../../core/postdateError.js';
@@ -49,11 +50,12 @@ import {
   readIdempotencyKey,
   readJsonBody,
 } from '../route.js';
+import { inlineAllowance, prepareAttachments } from './attachments.js';
 import { checkTemplateMessage } from './templates.js';
 
 export function enqueueRoute(deps: RouteDependencies): RouteHandler {
   return async function enqueue({ tenant, event }) {
-    const body = readJsonBody(event);
+    const body = readJsonBody(event, { attachmentAllowance: inlineAllowance(deps.config) });
     if (!body.ok) return problemResult(body.problem);
     const key = readIdempotencyKey(headerValue(event.headers, 'idempotency-key'));
     if (!key.ok) return problemResult(key.problem);
@@ -85,6 +87,17 @@ export function enqueueRoute(deps: RouteDependencies): RouteHandler {
       if (!checked.ok) return (await replayOf()) ?? problemResult(checked.problem);
       templateVersion = checked.version;
     }
+    let attachments: readonly StoredAttachment[] = [];
+    if (parsed.value.attachments !== undefined) {
+      const prepared = await prepareAttachments(deps, {
+        tenant,
+        messageId: messageIdFor(tenant, key.key),
+        request: parsed.value,
+        given: (body.value as { attachments: readonly AttachmentInput[] }).attachments,
+      });
+      if (!prepared.ok) return problemResult(prepared.problem);
+      attachments = prepared.stored;
+    }
     const outcome = await enqueueMessage(
       { store: deps.store, sleep: deps.sleep },
       {
@@ -96,6 +109,7 @@ export function enqueueRoute(deps: RouteDependencies): RouteHandler {
         retentionDays: deps.config.retentionDays,
         ...(templateVersion === undefined ? {} : { templateVersion }),
         ...(deps.immediateCopies === undefined ? {} : { apiCopy: true }),
+        ...(attachments.length > 0 ? { attachments } : {}),
       },
     );
     if (outcome.kind === 'key-reused') {
@@ -157,6 +171,8 @@ export interface EnqueueInput {
   readonly templateVersion?: number;
   /** The api will put the copy of a message due now on the queue itself (api/routes/enqueue.ts). */
   readonly apiCopy?: boolean;
+  /** The attachments, their bytes already in the bucket (api/routes/attachments.ts). */
+  readonly attachments?: readonly StoredAttachment[];
 }
 
 export interface EnqueueDependencies {
@@ -183,6 +199,7 @@ export async function enqueueMessage(
       retentionDays: input.retentionDays,
       ...(input.templateVersion === undefined ? {} : { templateVersion: input.templateVersion }),
       ...(input.apiCopy === true ? { apiCopy: true } : {}),
+      ...(input.attachments ? { attachments: input.attachments } : {}),
     });
     const { result, wroteBody } = group
       ? { result: await deps.store.writeEnqueue(write), wroteBody: false }
