@@ -8,6 +8,7 @@ import { SENDER_METRIC } from '../core/metricNames.js';
 import { backstopReceiveCount } from '../core/queueLimits.js';
 import { runWithConcurrency } from '../core/runWithConcurrency.js';
 import { createTemplateRenderer } from '../core/templateRenderer.js';
+import type { AttachmentStore } from '../ports/AttachmentStore.js';
 import type { CopyVisibility } from '../ports/CopyVisibility.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
@@ -24,6 +25,8 @@ export interface SenderDependencies {
   /** Where template messages' pinned versions are read (DESIGN §10). */
   readonly templates: TemplateVersions;
   readonly mailer: Mailer;
+  /** Where attachments' bytes are read as they are sent (DESIGN §13). */
+  readonly attachments?: Pick<AttachmentStore, 'open'> | undefined;
   /** Where early copies go back with their exact remaining delay. */
   readonly queue: DispatchQueue;
   /** The send queue's DLQ: copies of messages that became `dead` (DESIGN §5, "Dead means dead"). */
@@ -88,6 +91,7 @@ export function createSenderHandler(
   const copyDeps = {
     store: deps.store,
     mailer: deps.mailer,
+    attachments: deps.attachments,
     queue: deps.queue,
     deadLetters: deps.deadLetters,
     settings: deps.settings,
