@@ -7,7 +7,6 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import {
   CopyObjectCommand,
-  DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
   PutObjectCommand,
@@ -138,12 +137,6 @@ export class S3AttachmentStore implements AttachmentStore {
       },
     );
     return { url, expiresAt: new Date(upload.now.getTime() + upload.expiresInSeconds * 1000) };
-  }
-
-  async remove(keys: readonly string[]): Promise<void> {
-    await Promise.all(
-      keys.map((key) => this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }))),
-    );
   }
 }
 

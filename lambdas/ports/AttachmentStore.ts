@@ -41,8 +41,6 @@ export interface AttachmentStore {
       readonly now: Date;
     },
   ): Promise<PresignedUpload>;
-  /** Deletes objects (bytes stored for an enqueue that did not happen); missing ones are no error. */
-  remove(keys: readonly string[]): Promise<void>;
 }
 
 /** An object that should be there and is not: the sender's attachment, gone (permanent: no retry brings it back). */

@@ -26,8 +26,8 @@ export interface AttachmentsProps {
  * - `messages/`: no expiry while the message lives; once it ends its objects are tagged
  *   `postdate-lifetime=ended` and expire a retention after they were written
  *   (docs/decisions/0083-attachment-lifetimes.md).
- * Grants: only the api writes and pre-signs (and reads its own uploads to check them), only the
- * sender reads a message's attachments; both by area, each key under its tenant.
+ * Grants: only the api writes, only the sender reads a message's attachments; both by area, each
+ * key under its tenant.
  */
 export class Attachments extends Construct {
   readonly bucket: s3.Bucket;
@@ -70,9 +70,8 @@ export class Attachments extends Construct {
   }
 
   /**
-   * The api: stores inline attachments under `messages/`, reserves uploads under `uploads/` (the
-   * pre-signed PUT is signed with the api's role, so it may put there), reads an upload to check it
-   * and copies it into `messages/`, and deletes what it stored for an enqueue that did not happen.
+   * The api: stores inline attachments under `messages/` (uploads through `POST /v1/attachments`,
+   * which will put and pre-sign under `uploads/`, are not built yet).
    */
   grantApi(api: PostdateFunction): void {
     api.function.addEnvironment(RESOURCE_SETTINGS.attachmentBucket.variable, this.bucket.bucketName);
@@ -80,24 +79,14 @@ export class Attachments extends Construct {
       new iam.PolicyStatement({
         sid: 'WriteAttachments',
         actions: ['s3:PutObject'],
-        resources: [this.areaArn('uploads'), this.areaArn('messages')],
-      }),
-    );
-    api.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'CheckUploads',
-        actions: ['s3:GetObject'],
-        resources: [this.areaArn('uploads')],
-      }),
-    );
-    api.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'RemoveUnusedAttachments',
-        actions: ['s3:DeleteObject'],
         resources: [this.areaArn('messages')],
       }),
     );
-    this.acknowledgeAreas(api, 'the api serves every tenant; the key after the area is the tenant');
+    this.acknowledgeArea(
+      api,
+      'messages',
+      'the api serves every tenant; the key after the area is the tenant',
+    );
   }
 
   /** The sender: reads the attachments of the messages it sends, nothing else. */
@@ -110,19 +99,21 @@ export class Attachments extends Construct {
         resources: [this.areaArn('messages')],
       }),
     );
-    this.acknowledgeAreas(sender, 'the sender serves every tenant; the key after the area is the tenant');
+    this.acknowledgeArea(
+      sender,
+      'messages',
+      'the sender serves every tenant; the key after the area is the tenant',
+    );
   }
 
-  private acknowledgeAreas(grantee: PostdateFunction, why: string): void {
+  private acknowledgeArea(grantee: PostdateFunction, area: keyof typeof ATTACHMENT_AREAS, why: string): void {
     const stack = Stack.of(this);
     const cfnBucket = this.bucket.node.defaultChild as s3.CfnBucket;
     const logicalId = stack.resolve(stack.getLogicalId(cfnBucket)) as string;
-    for (const area of Object.values(ATTACHMENT_AREAS)) {
-      acknowledge(
-        grantee.role,
-        `AwsSolutions-IAM5[Resource::<${logicalId}.Arn>/${area}*]`,
-        `Objects of the attachments' ${area} area only: ${why}.`,
-      );
-    }
+    acknowledge(
+      grantee.role,
+      `AwsSolutions-IAM5[Resource::<${logicalId}.Arn>/${ATTACHMENT_AREAS[area]}*]`,
+      `Objects of the attachments' ${ATTACHMENT_AREAS[area]} area only: ${why}.`,
+    );
   }
 }
