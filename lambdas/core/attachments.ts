@@ -229,7 +229,6 @@ export const AttachmentUploadSchema = z
 export type InlineAttachmentInput = z.infer<typeof InlineAttachmentSchema>;
 export type AttachmentReferenceInput = z.infer<typeof AttachmentReferenceSchema>;
 export type AttachmentInput = InlineAttachmentInput | AttachmentReferenceInput;
-export type AttachmentUploadRequest = z.infer<typeof AttachmentUploadSchema>;
 
 /** What a message keeps of one attachment; the bytes are in the bucket under `key`, never in DynamoDB. */
 export interface StoredAttachment {
@@ -366,11 +365,6 @@ export function uploadKey(tenant: string, attachmentId: string): string {
   return `${ATTACHMENT_AREAS.uploads}${encodeURIComponent(tenant)}/${attachmentId}`;
 }
 
-/** The declaration of an upload (its filename, type and size), kept beside it for the enqueue. */
-export function uploadDeclarationKey(tenant: string, attachmentId: string): string {
-  return `${uploadKey(tenant, attachmentId)}.json`;
-}
-
 export function messageAttachmentKey(tenant: string, messageId: string, token: string): string {
   return `${ATTACHMENT_AREAS.messages}${encodeURIComponent(tenant)}/${messageId}/${token}`;
 }
@@ -397,19 +391,4 @@ export function requestedAttachments(attachments: readonly AttachmentInput[]): R
       sha256: sha256Hex(bytes),
     };
   });
-}
-
-/**
- * What the idempotency fingerprint covers of the attachments: each one's name, type, and content
- * hash (an upload by its id: its bytes are fixed once the enqueue copied them). A replay with
- * another file under the same name is a different request.
- */
-export function attachmentFingerprintSource(
-  planned: readonly PlannedAttachment[],
-): readonly (Omit<DecodedAttachment, 'bytes' | 'kind'> | { readonly attachment_id: string })[] {
-  return planned.map((attachment) =>
-    attachment.kind === 'inline'
-      ? { filename: attachment.filename, content_type: attachment.content_type, sha256: attachment.sha256 }
-      : { attachment_id: attachment.attachment_id },
-  );
 }

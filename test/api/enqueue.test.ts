@@ -62,6 +62,7 @@ describe('POST /v1/messages (enqueue)', () => {
       provider_message_id: null,
       recipients: { accepted: 0, pending: 1, rejected: 0, suppressed: 0 },
       template: null,
+      attachments: [],
       group: null,
       tags: { kind: 'campaign-approved' },
       metadata: { campaign_id: '42' },

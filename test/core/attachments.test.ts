@@ -5,7 +5,6 @@ import * as z from 'zod';
 import {
   AttachmentsSchema,
   AttachmentUploadSchema,
-  attachmentFingerprintSource,
   base64DecodedLength,
   contentTypeFor,
   encodedAttachmentBytes,
@@ -13,6 +12,7 @@ import {
   messageAttachmentKey,
   messageSizeCheck,
   planAttachments,
+  requestedAttachments,
   uploadKey,
 } from '../../lambdas/core/attachments.js';
 import { PARSE_CONTEXT, zodErrors } from '../../lambdas/core/problem.js';
@@ -164,10 +164,17 @@ describe('keys and the fingerprint', () => {
   });
 
   it('covers the content: another file under the same name fingerprints differently', () => {
-    const one = planAttachments([{ filename: 'a.pdf', content: b64('one') }], LIMITS);
-    const two = planAttachments([{ filename: 'a.pdf', content: b64('two') }], LIMITS);
-    if (!one.ok || !two.ok) throw new Error('expected both to plan');
-    expect(attachmentFingerprintSource(one.value)).not.toEqual(attachmentFingerprintSource(two.value));
-    expect(JSON.stringify(attachmentFingerprintSource(one.value))).not.toContain(b64('one'));
+    const one = requestedAttachments([{ filename: 'a.pdf', content: b64('one') }]);
+    const two = requestedAttachments([{ filename: 'a.pdf', content: b64('two') }]);
+    expect(one).not.toEqual(two);
+    expect(one).toEqual([
+      {
+        filename: 'a.pdf',
+        content_type: 'application/pdf',
+        size: 3,
+        sha256: createHash('sha256').update('one').digest('hex'),
+      },
+    ]);
+    expect(JSON.stringify(one)).not.toContain(b64('one'));
   });
 });
