@@ -3,6 +3,7 @@ import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as events from 'aws-cdk-lib/aws-events';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as s3 from 'aws-cdk-lib/aws-s3';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -10,6 +11,7 @@ import { Construct } from 'constructs';
 import { ConfigError, loadConfig } from '../lambdas/core/config.js';
 import type { PostdateFunctionName } from '../lambdas/core/postdateFunctions.js';
 import { Api } from './constructs/Api.js';
+import { Attachments } from './constructs/Attachments.js';
 import { Bounces } from './constructs/Bounces.js';
 import { Dispatch } from './constructs/Dispatch.js';
 import { Ops } from './constructs/Ops.js';
@@ -44,6 +46,8 @@ export class Postdate extends Construct {
   readonly functions: Readonly<Record<Exclude<PostdateFunctionName, 'bounces'>, lambda.IFunction>>;
   /** The function that reads SES bounces and complaints, when `sesNotificationTopic` was given. */
   readonly bounces: lambda.IFunction | undefined;
+  /** The attachments' bucket (DESIGN §13): encrypted, TLS only, private, with lifetimes per message. */
+  readonly attachmentBucket: s3.IBucket;
   /** The base URL of the API (`https://{id}.execute-api.{region}.amazonaws.com/`). */
   readonly apiUrl: string;
 
@@ -82,6 +86,12 @@ export class Postdate extends Construct {
       logRetention: resolved.logRetention,
       ...(resolved.apiImmediateCopy ? { immediateCopyQueue: dispatch.sendQueue } : {}),
     });
+    const attachments = new Attachments(this, 'Attachments', {
+      removalPolicy: resolved.removalPolicy,
+      retentionDays: resolved.retentionDays,
+    });
+    attachments.grantApi(api.api);
+    attachments.grantSender(sending.sender);
     const core = {
       api: api.api.function,
       authorizer: api.authorizer.function,
@@ -139,6 +149,7 @@ export class Postdate extends Construct {
     this.alarmTopic = ops.alarmTopic;
     this.httpApi = api.httpApi;
     this.apiUrl = api.stage.url;
+    this.attachmentBucket = attachments.bucket;
   }
 }
 

@@ -164,6 +164,18 @@ export interface PostdateProps {
    */
   readonly webhookRetryHours?: number;
   /**
+   * Inline (base64) attachments of one message, decoded, in all, in KiB
+   * (`POSTDATE_INLINE_ATTACHMENT_MAX_KB`, DESIGN §13); at most 4096, within Lambda's payload.
+   * @default 3072
+   */
+  readonly inlineAttachmentMaxKb?: number;
+  /**
+   * A message's whole size with its attachments as base64, in MB (`POSTDATE_MAX_MESSAGE_MB`); SES
+   * accepts at most 40.
+   * @default 40
+   */
+  readonly maxMessageMb?: number;
+  /**
    * The EventBridge bus every status change is put on (`source: postdate`, `detail-type` = the
    * event type, DESIGN §11). Users route events from it with ordinary rules.
    * @default a new bus, created by the construct
@@ -276,6 +288,8 @@ export interface ResolvedPostdateProps {
   readonly maxHorizonDays: number;
   readonly retentionDays: number;
   readonly webhookRetryHours: number;
+  readonly inlineAttachmentMaxKb: number;
+  readonly maxMessageMb: number;
   readonly eventBus: events.IEventBus | undefined;
   readonly maxSendRate: number | undefined;
   readonly relayProbeSeconds: number;
@@ -319,6 +333,8 @@ export const POSTDATE_DEFAULTS = {
   retentionDays: awsDefault('retentionDays'),
   relayProbeSeconds: awsDefault('relayProbeSeconds'),
   webhookRetryHours: awsDefault('webhookRetryHours'),
+  inlineAttachmentMaxKb: awsDefault('inlineAttachmentMaxKb'),
+  maxMessageMb: awsDefault('maxMessageMb'),
   senderMaxConcurrency: awsDefault('senderMaxConcurrency'),
   webhookMaxConcurrency: WEBHOOK_DELIVERY.maxConcurrency,
   apiThrottle: { rateLimit: 1000, burstLimit: 2000 },
@@ -394,6 +410,8 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
     maxHorizonDays: props.maxHorizonDays ?? POSTDATE_DEFAULTS.maxHorizonDays,
     retentionDays: props.retentionDays ?? POSTDATE_DEFAULTS.retentionDays,
     webhookRetryHours: props.webhookRetryHours ?? POSTDATE_DEFAULTS.webhookRetryHours,
+    inlineAttachmentMaxKb: props.inlineAttachmentMaxKb ?? POSTDATE_DEFAULTS.inlineAttachmentMaxKb,
+    maxMessageMb: props.maxMessageMb ?? POSTDATE_DEFAULTS.maxMessageMb,
     eventBus: props.eventBus,
     maxSendRate: props.maxSendRate,
     relayProbeSeconds: props.relayProbeSeconds ?? POSTDATE_DEFAULTS.relayProbeSeconds,

@@ -4,6 +4,7 @@ import { METRICS } from '../lambdas/core/metricNames.js';
 import { configEnvironment, type LocalPorts } from './localEnv.js';
 import type { StackResources } from './localResources.js';
 import { LOCAL_RESOURCES } from './localResources.js';
+import { LOCAL_ATTACHMENT_BUCKET } from './s3Emulator.js';
 
 /**
  * The environment every function of the stack is wired from, as the CDK construct sets it
@@ -54,5 +55,7 @@ export function functionEnvironment(options: {
     POSTDATE_SCHEDULER_ROLE_ARN: LOCAL_RESOURCES.schedulerRoleArn,
     POSTDATE_SCHEDULE_DLQ_ARN: queues.arns.scheduleDeadLetter,
     POSTDATE_RELAY_FAILURE_QUEUE_URL: queues.urls.relayFailures,
+    [RESOURCE_SETTINGS.attachmentBucket.variable]: LOCAL_ATTACHMENT_BUCKET,
+    [RESOURCE_SETTINGS.attachmentEndpoint.variable]: `http://${host}:${ports.s3}`,
   };
 }

@@ -8,7 +8,7 @@ import {
 } from '../lambdas/core/configSpec.js';
 
 /** The parts of the local stack that listen on a port. */
-export type LocalPart = 'api' | 'dynamodb' | 'sqs' | 'scheduler' | 'smtp' | 'mailViewer';
+export type LocalPart = 'api' | 'dynamodb' | 'sqs' | 'scheduler' | 'smtp' | 'mailViewer' | 's3';
 
 export type LocalPorts = Readonly<Record<LocalPart, number>>;
 
@@ -20,6 +20,7 @@ export const LOCAL_PORT_DEFAULTS: LocalPorts = {
   scheduler: LOCAL_PORT_SETTINGS.scheduler.default,
   smtp: LOCAL_PORT_SETTINGS.smtp.default,
   mailViewer: LOCAL_PORT_SETTINGS.mailViewer.default,
+  s3: LOCAL_PORT_SETTINGS.s3.default,
 };
 
 /** The variable that sets each port (lambdas/core/configSpec.ts). `POSTDATE_PORT` is read by loadConfig. */
@@ -30,6 +31,7 @@ export const LOCAL_PORT_VARIABLES: Readonly<Record<LocalPart, string>> = {
   scheduler: LOCAL_PORT_SETTINGS.scheduler.variable,
   smtp: LOCAL_PORT_SETTINGS.smtp.variable,
   mailViewer: LOCAL_PORT_SETTINGS.mailViewer.variable,
+  s3: LOCAL_PORT_SETTINGS.s3.variable,
 };
 
 const PART_NAMES: Readonly<Record<LocalPart, string>> = {
@@ -39,6 +41,7 @@ const PART_NAMES: Readonly<Record<LocalPart, string>> = {
   scheduler: 'the Scheduler emulator',
   smtp: 'the SMTP sink',
   mailViewer: 'the mail viewer',
+  s3: 'the S3 emulator',
 };
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -61,6 +64,7 @@ export function loadLocalPorts(env: Env, config: Config): LocalPorts {
     scheduler: read('scheduler'),
     smtp: read('smtp'),
     mailViewer: read('mailViewer'),
+    s3: read('s3'),
   };
 }
 

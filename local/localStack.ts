@@ -27,6 +27,7 @@ import {
 import type { LocalStack, LocalStackOptions } from './localStackOptions.js';
 import { DEFAULT_SWEEP_INTERVAL_MS, periodicSweep } from './periodicSweep.js';
 import { stackReadiness } from './readiness.js';
+import { startS3Emulator } from './s3Emulator.js';
 import { describeWarmFunctions, sandboxedLoads, startSandboxedFunctions } from './sandboxedFunctions.js';
 import { startSchedulerEmulator } from './scheduler/startSchedulerEmulator.js';
 import { startMailViewer } from './smtp/mailViewer.js';
@@ -114,6 +115,13 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     });
     started.push({ name: 'the Scheduler emulator', stop: () => scheduler.stop() });
     progress('Scheduler emulator', scheduler.endpoint);
+    const s3 = await startS3Emulator({
+      port: ports.s3,
+      host: HOST,
+      ...(dataDir ? { dataDir: join(dataDir, 's3') } : {}),
+    });
+    started.push({ name: 'the S3 emulator', stop: () => s3.stop() });
+    progress('S3 emulator', s3.endpoint);
 
     // DynamoDB Local's endpoint is known before it answers (its port is claimed): the clients are
     // made now, and the queues (which need only SQS and the Scheduler) at once.
@@ -236,6 +244,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       dynamodbEndpoint: dynamodb.endpoint,
       sqsEndpoint: sqs.endpoint,
       schedulerEndpoint: scheduler.endpoint,
+      s3Endpoint: s3.endpoint,
+      attachmentBucket: s3.bucket,
       tableName: LOCAL_RESOURCES.tableName,
       streamArn: table.streamArn,
       queueUrls: queues.urls,

@@ -84,6 +84,9 @@ export interface LocalStack {
   readonly dynamodbEndpoint: string;
   readonly sqsEndpoint: string;
   readonly schedulerEndpoint: string;
+  /** The S3 emulator (attachments, DESIGN §13) and its bucket. */
+  readonly s3Endpoint: string;
+  readonly attachmentBucket: string;
   readonly tableName: string;
   readonly streamArn: string;
   readonly queueUrls: QueueUrls;

@@ -94,6 +94,7 @@ function banner(
     `  DynamoDB     ${stack.dynamodbEndpoint}`,
     `  SQS          ${stack.sqsEndpoint}`,
     `  Scheduler    ${stack.schedulerEndpoint}`,
+    `  S3           ${stack.s3Endpoint}   (attachments, bucket ${stack.attachmentBucket})`,
     ...(viewer
       ? [
           `  SMTP sink    ${viewer.smtpHost}:${viewer.smtpPort}   (MailDev's; SMTP_HOST/SMTP_PORT of the functions)`,

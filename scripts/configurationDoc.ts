@@ -101,7 +101,9 @@ function defaultOf(spec: SettingSpec): string {
 function rangeOf(kind: SettingKind): string {
   switch (kind.type) {
     case 'integer': {
-      const unit = { seconds: ' s', hours: ' h', days: ' days', count: '', port: '' }[kind.unit];
+      const unit = { seconds: ' s', hours: ' h', days: ' days', count: '', port: '', KiB: ' KiB', MB: ' MB' }[
+        kind.unit
+      ];
       return `whole number ${kind.min}–${kind.max}${unit}`;
     }
     case 'rate':

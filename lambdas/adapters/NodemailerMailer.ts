@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import { domainToASCII } from 'node:url';
 import addressparser from 'nodemailer/lib/addressparser';
 import MailComposer, { type MailComposerOptions } from 'nodemailer/lib/mail-composer';
@@ -8,7 +8,14 @@ import { CONFIG_SETTINGS } from '../core/configSpec.js';
 import { isReservedHeader } from '../core/headerSafety.js';
 import { isRelayControlHeader } from '../core/relayControlHeaders.js';
 import { MAX_REPLY_WAIT_MS, preDotBudgetMs, replyDeadline, type SendTiming } from '../core/sendTiming.js';
-import type { Mailer, OutgoingEmail, RecipientRefusal, SendLimits, SendOutcome } from '../ports/Mailer.js';
+import type {
+  Mailer,
+  OutgoingAttachment,
+  OutgoingEmail,
+  RecipientRefusal,
+  SendLimits,
+  SendOutcome,
+} from '../ports/Mailer.js';
 import type { SmtpCredentials, SmtpCredentialsSource } from '../ports/SmtpCredentialsSource.js';
 import { type SmtpSession, SmtpSessionPool, untilAborted } from './smtpSessionPool.js';
 
@@ -383,10 +390,51 @@ export class NodemailerMailer implements Mailer {
       text: email.text ?? undefined,
       html: email.html ?? undefined,
       headers,
+      ...(email.attachments && email.attachments.length > 0
+        ? { attachments: email.attachments.map(attachmentPart) }
+        : {}),
       disableFileAccess: true,
       disableUrlAccess: true,
     };
   }
+}
+
+/** An attachment as a MIME part: base64, its bytes streamed from the store as the relay takes them. */
+function attachmentPart(attachment: OutgoingAttachment) {
+  return {
+    filename: attachment.filename,
+    contentType: attachment.contentType,
+    contentDisposition: 'attachment' as const,
+    contentTransferEncoding: 'base64' as const,
+    content: openedWhenRead(attachment.open),
+  };
+}
+
+/**
+ * A stream that opens its source on the first read: a composed message whose body is never read (a
+ * stale pooled session, a refused MAIL FROM) opens nothing. An error opening or reading the source
+ * fails the stream, and so the attempt, before the final dot.
+ */
+function openedWhenRead(open: () => Promise<AsyncIterable<Uint8Array>>): Readable {
+  let opened = false;
+  const through = new PassThrough();
+  const read = through._read.bind(through);
+  through._read = (size: number) => {
+    if (!opened) {
+      opened = true;
+      open().then(
+        (chunks) => {
+          const source = Readable.from(chunks, { objectMode: false });
+          source.once('error', (error) => through.destroy(error));
+          through.once('close', () => source.destroy());
+          source.pipe(through);
+        },
+        (error: unknown) => through.destroy(error instanceof Error ? error : new Error(String(error))),
+      );
+    }
+    read(size);
+  };
+  return through;
 }
 
 /**

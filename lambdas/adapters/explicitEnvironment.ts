@@ -15,7 +15,7 @@ import { LogLevel } from '@aws-lambda-powertools/logger';
 export type Environment = Readonly<Record<string, string | undefined>>;
 
 /** The services the functions call, as they are spelt in `AWS_ENDPOINT_URL_<SERVICE>`. */
-export type AwsService = 'DYNAMODB' | 'SQS' | 'SCHEDULER' | 'EVENTBRIDGE';
+export type AwsService = 'DYNAMODB' | 'SQS' | 'SCHEDULER' | 'EVENTBRIDGE' | 'S3';
 
 /** Region, endpoint and static credentials for an SDK client (`new SQSClient({ ...these })`). */
 export interface AwsClientEnvironment {

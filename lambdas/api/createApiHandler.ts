@@ -16,6 +16,7 @@ import { isTransient } from '../core/postdateError.js';
 import { problem } from '../core/problem.js';
 import { createTemplateRenderer } from '../core/templateRenderer.js';
 import type { ApiStore } from '../ports/ApiStore.js';
+import type { AttachmentStore } from '../ports/AttachmentStore.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
 import type { TemplateStore } from '../ports/TemplateStore.js';
@@ -63,6 +64,8 @@ export interface ApiHandlerDependencies {
   readonly webhooks?: WebhookRouteDependencies;
   /** The send queue, when the api puts an immediate message's copy itself (POSTDATE_API_IMMEDIATE_COPY). */
   readonly immediateCopies?: DispatchQueue;
+  /** The attachments' bucket (DESIGN §13); without it an enqueue with attachments is refused. */
+  readonly attachments?: AttachmentStore;
 }
 
 /**

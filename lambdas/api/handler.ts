@@ -6,6 +6,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
 import { type LambdaEntry, lambdaEntry } from '../adapters/lambdaEntry.js';
+import { attachmentS3Client, S3AttachmentStore } from '../adapters/S3AttachmentStore.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import { DynamoApiStore } from '../store/apiStore.js';
@@ -40,6 +41,14 @@ export function wireApi(env: Environment, logger: Logger): ApiHandler {
   const immediateCopies = config.apiImmediateCopy
     ? new SqsDispatchQueue(sqs, requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL'))
     : undefined;
+  // The attachments' bucket (DESIGN §13); path-style against the local emulator (POSTDATE_S3_ENDPOINT).
+  const attachments =
+    names.attachmentBucket === undefined
+      ? undefined
+      : new S3AttachmentStore({
+          bucket: names.attachmentBucket,
+          client: attachmentS3Client(names.attachmentEndpoint, awsClientEnvironment(env, 'S3')),
+        });
   return createApiHandler({
     store: new DynamoApiStore(documents, names.tableName),
     templates: new DynamoTemplateStore(documents, names.tableName),
@@ -49,6 +58,7 @@ export function wireApi(env: Environment, logger: Logger): ApiHandler {
     logger,
     ...(webhooks ? { webhooks } : {}),
     ...(immediateCopies ? { immediateCopies } : {}),
+    ...(attachments ? { attachments } : {}),
   });
 }
 

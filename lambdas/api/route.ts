@@ -7,6 +7,7 @@
  * router (createApiHandler.ts) resolves the route, checks the tenant, logs the answer and turns a
  * thrown error into a problem.
  */
+
 import type {
   APIGatewayProxyEventV2WithLambdaAuthorizer,
   APIGatewayProxyStructuredResultV2,
@@ -18,6 +19,7 @@ import { IDEMPOTENCY_KEY_PATTERN, LIMITS } from '../core/requestLimits.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
 import { SIDE_TENANT_PATTERN } from '../core/testSide.js';
 import type { ApiStore, TransitionResult } from '../ports/ApiStore.js';
+import type { AttachmentStore } from '../ports/AttachmentStore.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { TemplateStore } from '../ports/TemplateStore.js';
 import { messageView } from '../store/messageView.js';
@@ -37,7 +39,8 @@ export function tenantOf(event: ApiEvent): string | null {
 }
 
 /** The settings the routes read. */
-export type ApiConfig = Pick<Config, 'allowedFrom' | 'defaultFrom' | 'maxHorizonDays' | 'retentionDays'>;
+export type ApiConfig = Pick<Config, 'allowedFrom' | 'defaultFrom' | 'maxHorizonDays' | 'retentionDays'> &
+  Partial<Pick<Config, 'inlineAttachmentMaxKb' | 'maxMessageMb'>>;
 
 export interface RouteDependencies {
   readonly store: ApiStore;
@@ -52,6 +55,8 @@ export interface RouteDependencies {
   readonly webhooks?: WebhookRouteDependencies | undefined;
   /** The send queue, for the api's own copy of an immediate message (api/routes/enqueue.ts). */
   readonly immediateCopies?: DispatchQueue | undefined;
+  /** The attachments' bucket (DESIGN §13); without it an enqueue with attachments is refused. */
+  readonly attachments?: AttachmentStore | undefined;
 }
 
 export interface RouteRequest {
@@ -177,16 +182,26 @@ export function readJsonBody(
     readonly body?: string | undefined;
     readonly isBase64Encoded?: boolean | undefined;
   },
-  maxBytes: number = LIMITS.maxBodyBytes,
+  options: {
+    /** The most bytes the body may have (the batch enqueue's is larger). @default 256 KiB */
+    readonly maxBytes?: number;
+    /**
+     * Bytes of inline attachments' base64 `content` allowed beyond `maxBytes` (the enqueue, DESIGN
+     * §13): the rest of the body is still held to `maxBytes`.
+     */
+    readonly attachmentAllowance?: number;
+  } = {},
 ): BodyRead {
+  const maxBytes = options.maxBytes ?? LIMITS.maxBodyBytes;
+  const allowance = options.attachmentAllowance ?? 0;
   const contentType = headerValue(event.headers, 'content-type');
   const mediaProblem = checkContentType(contentType);
   if (mediaProblem) return { ok: false, problem: mediaProblem };
   const raw = event.body ?? '';
   // Base64 is 4/3 of the bytes: a body far over the limit is refused before decoding it.
-  if (raw.length > maxBytes * 2) return { ok: false, problem: tooLarge(maxBytes) };
+  if (raw.length > (maxBytes + allowance) * 2) return { ok: false, problem: tooLarge(maxBytes) };
   const bytes = event.isBase64Encoded ? Buffer.from(raw, 'base64') : Buffer.from(raw, 'utf8');
-  if (bytes.length > maxBytes) return { ok: false, problem: tooLarge(maxBytes) };
+  if (bytes.length > maxBytes + allowance) return { ok: false, problem: tooLarge(maxBytes) };
   if (bytes.length === 0) {
     return {
       ok: false,
@@ -207,7 +222,10 @@ export function readJsonBody(
     };
   }
   try {
-    return { ok: true, value: JSON.parse(text) };
+    const value: unknown = JSON.parse(text);
+    if (bytes.length - inlineContentLength(value) > maxBytes)
+      return { ok: false, problem: tooLarge(maxBytes) };
+    return { ok: true, value };
   } catch {
     return {
       ok: false,
@@ -216,6 +234,18 @@ export function readJsonBody(
       }),
     };
   }
+}
+
+/** The characters of inline attachments' base64 `content` in a parsed body (0 when it has none). */
+function inlineContentLength(value: unknown): number {
+  const attachments = (value as { attachments?: unknown } | null)?.attachments;
+  if (!Array.isArray(attachments)) return 0;
+  let length = 0;
+  for (const attachment of attachments) {
+    const content = (attachment as { content?: unknown } | null)?.content;
+    if (typeof content === 'string') length += content.length;
+  }
+  return length;
 }
 
 function tooLarge(maxBytes: number): ProblemDetails {

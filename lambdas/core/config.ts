@@ -76,6 +76,10 @@ export interface Config {
   readonly retentionDays: number;
   /** A webhook delivery retries this long, then is `failed`. */
   readonly webhookRetryHours: number;
+  /** POSTDATE_INLINE_ATTACHMENT_MAX_KB: inline attachments of one message, decoded, in all (DESIGN §13). */
+  readonly inlineAttachmentMaxKb: number;
+  /** POSTDATE_MAX_MESSAGE_MB: the whole MIME message, attachments as base64 included. */
+  readonly maxMessageMb: number;
   /** Local stack: webhooks may use `http` and loopback or private addresses. */
   readonly webhookAllowPrivateUrls: boolean;
 }
@@ -94,6 +98,10 @@ export interface ResourceNames extends Readonly<Record<ResourceName, string | un
   readonly smtpSecretArn: string | undefined;
   readonly webhookQueueUrl: string | undefined;
   readonly eventBusName: string | undefined;
+  /** The attachments' bucket (the api and the sender). */
+  readonly attachmentBucket: string | undefined;
+  /** Local: the S3 emulator's endpoint. */
+  readonly attachmentEndpoint: string | undefined;
 }
 
 export class ConfigError extends PostdateError {

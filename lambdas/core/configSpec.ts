@@ -16,7 +16,7 @@ export type SettingKind =
       readonly type: 'integer';
       readonly min: number;
       readonly max: number;
-      readonly unit: 'seconds' | 'hours' | 'days' | 'count' | 'port';
+      readonly unit: 'seconds' | 'hours' | 'days' | 'count' | 'port' | 'KiB' | 'MB';
     }
   /** Messages per second: a positive decimal, or `unlimited`. */
   | { readonly type: 'rate' }
@@ -325,6 +325,24 @@ export const CONFIG_SETTINGS = {
     description:
       'a webhook delivery is retried with backoff and jitter this long, then `failed` (DESIGN §11)',
   },
+  inlineAttachmentMaxKb: {
+    variable: 'POSTDATE_INLINE_ATTACHMENT_MAX_KB',
+    prop: true,
+    // At most 4 MiB decoded: as base64 in the JSON body it stays under Lambda's 6 MB request payload.
+    kind: { type: 'integer', min: 0, max: 4096, unit: 'KiB' },
+    local: 3072,
+    aws: 3072,
+    description:
+      'inline (base64) attachments of one message, decoded, in all (DESIGN §13); larger files go through `POST /v1/attachments`',
+  },
+  maxMessageMb: {
+    variable: 'POSTDATE_MAX_MESSAGE_MB',
+    prop: true,
+    kind: { type: 'integer', min: 1, max: 40, unit: 'MB' },
+    local: 40,
+    aws: 40,
+    description: "a message's whole size, attachments included as base64 (SES's limit is 40)",
+  },
   webhookAllowPrivateUrls: {
     variable: 'POSTDATE_WEBHOOK_ALLOW_PRIVATE_URLS',
     prop: false,
@@ -433,6 +451,14 @@ export const RESOURCE_SETTINGS = {
     variable: 'POSTDATE_SMTP_SECRET_ARN',
     description: "the secret holding the relay's credentials (the sender only)",
   },
+  attachmentBucket: {
+    variable: 'POSTDATE_ATTACHMENT_BUCKET',
+    description: 'the S3 bucket of attachments (DESIGN §13: the api stores and pre-signs, the sender reads)',
+  },
+  attachmentEndpoint: {
+    variable: 'POSTDATE_S3_ENDPOINT',
+    description: "local: the S3 emulator's URL (unset in AWS)",
+  },
   stackName: {
     variable: 'POSTDATE_STACK',
     local: 'local',
@@ -470,6 +496,7 @@ export const LOCAL_PORT_SETTINGS = {
   scheduler: { variable: 'POSTDATE_SCHEDULER_PORT', default: 9330, description: 'the Scheduler emulator' },
   smtp: { variable: 'POSTDATE_SMTP_SINK_PORT', default: 1025, description: 'the SMTP sink' },
   mailViewer: { variable: 'POSTDATE_MAIL_VIEWER_PORT', default: 1080, description: 'the mail viewer' },
+  s3: { variable: 'POSTDATE_S3_PORT', default: 9340, description: 'the S3 emulator (attachments)' },
 } as const satisfies Record<
   string,
   { readonly variable: string; readonly default: number; readonly description: string }

@@ -15,6 +15,7 @@
  */
 import * as z from 'zod';
 import { isAllowedSender, parseAddress } from './addresses.js';
+import { AttachmentsSchema, type RequestedAttachment, requestedAttachments } from './attachments.js';
 import { fingerprint } from './fingerprint.js';
 import {
   controlCharacterProblem,
@@ -273,6 +274,7 @@ const enqueueDelivery = {
   on_ambiguous: z.enum(['retry', 'hold']).nullish(),
   tags: Tags.nullish(),
   metadata: Metadata.nullish(),
+  attachments: AttachmentsSchema.nullish(),
 };
 
 /** The content of an inline message. */
@@ -468,6 +470,12 @@ export interface EnqueueRequest {
   readonly on_ambiguous: 'retry' | 'hold';
   readonly tags: Readonly<Record<string, string>>;
   readonly metadata: Readonly<Record<string, string>>;
+  /**
+   * The attachments as the fingerprint covers them (DESIGN §13): an inline file by its name, type,
+   * size and SHA-256, an upload by its id. Absent when there are none, so a request without
+   * attachments hashes as it did before attachments existed.
+   */
+  readonly attachments?: readonly RequestedAttachment[];
 }
 
 /** A template named by an enqueue: the version is the one asked for, or null for the latest. */
@@ -578,6 +586,9 @@ export function validateEnqueueRequest(body: unknown, ctx: EnqueueContext): Vali
         on_ambiguous: input.on_ambiguous ?? 'retry',
         tags: { ...input.tags },
         metadata: { ...input.metadata },
+        ...(input.attachments && input.attachments.length > 0
+          ? { attachments: requestedAttachments(input.attachments) }
+          : {}),
       },
     };
   });

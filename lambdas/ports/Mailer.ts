@@ -19,6 +19,20 @@ export interface OutgoingEmail {
    * pending (DESIGN §5, "Recipients one by one"). The headers always show every recipient.
    */
   readonly envelope: readonly string[];
+  /** Files to attach (DESIGN §13); absent or empty: none. */
+  readonly attachments?: readonly OutgoingAttachment[];
+}
+
+/**
+ * One attached file. Its bytes are opened only when the relay takes the body (after 354) and read as
+ * they are sent, so a large file is never held whole; an attempt that never reaches DATA opens nothing.
+ */
+export interface OutgoingAttachment {
+  /** Sent RFC 2231-encoded when it is not plain ASCII. */
+  readonly filename: string;
+  readonly contentType: string;
+  /** The bytes in chunks (a Node.js stream is one), read as the relay takes them. */
+  open(): Promise<AsyncIterable<Uint8Array>>;
 }
 
 /** The time one attempt may take. */

@@ -4,6 +4,7 @@ import type { RecipientProgress } from '../core/recipients.js';
 import { admitCopy } from '../core/sendDecision.js';
 import type { SendTiming } from '../core/sendTiming.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
+import type { AttachmentStore } from '../ports/AttachmentStore.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
 import type { Mailer } from '../ports/Mailer.js';
@@ -56,6 +57,8 @@ export interface CopyDependencies {
   readonly mailer: Mailer;
   /** A test message's mailer in place of the relay (DESIGN §14), given its attempts so far. */
   readonly simulator: (attemptsBefore: number) => Mailer;
+  /** Where attachments' bytes are read as they are sent (DESIGN §13); absent: none can be sent. */
+  readonly attachments?: Pick<AttachmentStore, 'open'> | undefined;
   readonly queue: DispatchQueue;
   /** The send queue's DLQ: where the sender itself puts the copy of a message that became `dead`. */
   readonly deadLetters: DispatchQueue;

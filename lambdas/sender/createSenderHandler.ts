@@ -10,6 +10,7 @@ import { backstopReceiveCount } from '../core/queueLimits.js';
 import { DEFAULT_RELAY } from '../core/relays.js';
 import { runWithConcurrency } from '../core/runWithConcurrency.js';
 import { createTemplateRenderer } from '../core/templateRenderer.js';
+import type { AttachmentStore } from '../ports/AttachmentStore.js';
 import type { CopyVisibility } from '../ports/CopyVisibility.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
@@ -34,6 +35,8 @@ export interface SenderDependencies {
   readonly mailer: Mailer;
   /** Test messages' mailer (DESIGN §14); default the mailbox simulator (adapters/MailboxSimulator.ts). */
   readonly simulator?: ((attemptsBefore: number) => Mailer) | undefined;
+  /** Where attachments' bytes are read as they are sent (DESIGN §13). */
+  readonly attachments?: Pick<AttachmentStore, 'open'> | undefined;
   /** Where early copies go back with their exact remaining delay. */
   readonly queue: DispatchQueue;
   /** The send queue's DLQ: copies of messages that became `dead` (DESIGN §5, "Dead means dead"). */
@@ -103,6 +106,7 @@ export function createSenderHandler(
     store: deps.store,
     mailer: deps.mailer,
     simulator: deps.simulator ?? ((attemptsBefore: number) => new MailboxSimulator({ attemptsBefore })),
+    attachments: deps.attachments,
     queue: deps.queue,
     deadLetters: deps.deadLetters,
     settings: deps.settings,

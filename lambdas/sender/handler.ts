@@ -5,7 +5,9 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
 import { lambdaEntry } from '../adapters/lambdaEntry.js';
+import { attachmentS3Client } from '../adapters/S3AttachmentStore.js';
 import { configTargetOf, loadConfig, loadResourceNames } from '../core/config.js';
+import { RESOURCE_SETTINGS } from '../core/configSpec.js';
 import type { Log } from '../ports/Log.js';
 import type { SenderMetrics } from '../ports/SenderMetrics.js';
 import { createSenderHandler } from './createSenderHandler.js';
@@ -28,6 +30,10 @@ export function wireSender(
     config: loadConfig(env, configTargetOf(env)),
     names: loadResourceNames(env),
     sqs: new SQSClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'SQS') }),
+    s3: attachmentS3Client(
+      env[RESOURCE_SETTINGS.attachmentEndpoint.variable],
+      awsClientEnvironment(env, 'S3'),
+    ),
     documents: DynamoDBDocumentClient.from(
       new DynamoDBClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'DYNAMODB') }),
       {

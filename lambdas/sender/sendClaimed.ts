@@ -1,3 +1,4 @@
+import type { StoredAttachment } from '../core/attachments.js';
 import { errorForLog } from '../core/errorForLog.js';
 import { SENDER_METRIC } from '../core/metricNames.js';
 import {
@@ -12,7 +13,8 @@ import { suppressionKey } from '../core/suppressions.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
 import { isTestSide, SIMULATOR_RELAY } from '../core/testSide.js';
 import { isSupersededBy } from '../core/unsentDecision.js';
-import type { OutgoingEmail, SendOutcome } from '../ports/Mailer.js';
+import type { AttachmentStore } from '../ports/AttachmentStore.js';
+import type { OutgoingAttachment, OutgoingEmail, SendOutcome } from '../ports/Mailer.js';
 import type { MessageBodyRecord, MessageStateRecord } from '../store/messageRecord.js';
 import {
   ack,
@@ -113,8 +115,19 @@ export async function sendClaimed(
   // A test message is never handed to the relay: the simulator answers in its place (DESIGN §14).
   const test = isTestSide(claimed.tenant);
   const mailer = test ? deps.simulator(claimed.attempts ?? 0) : relay.mailer;
+  const attachments = outgoingAttachments(claimed.attachments, deps.attachments);
+  // A message with attachments on a sender without the bucket: a configuration fault, never a send without them.
+  if (attachments === undefined)
+    return release(
+      run,
+      claimed,
+      owner,
+      new Error('the message has attachments and this sender has no bucket'),
+    );
   // The mailer keeps time on the real clock; the reserve after the reply is ours.
-  const outcome = await mailer.send(email, { endsBy: replyEndsBy(Date.now(), run.time.remainingMs()) });
+  const outcome = await mailer.send(attachments.length > 0 ? { ...email, attachments } : email, {
+    endsBy: replyEndsBy(Date.now(), run.time.remainingMs()),
+  });
   deps.metrics.milliseconds(SENDER_METRIC.smtpDuration, outcome.durationMs);
   const decision = decideOutcome(
     attemptResultOf(outcome, positions),
@@ -274,6 +287,23 @@ function outgoingEmail(id: string, body: MessageBodyRecord, envelope: readonly s
     headers: body.headers ?? {},
     envelope,
   };
+}
+
+/**
+ * The message's attachments as the mailer takes them, each opened from the bucket only when the
+ * relay takes the body; undefined when the message has some and there is no bucket to read them from.
+ */
+function outgoingAttachments(
+  stored: readonly StoredAttachment[] | undefined,
+  bucket: Pick<AttachmentStore, 'open'> | undefined,
+): OutgoingAttachment[] | undefined {
+  if (stored === undefined || stored.length === 0) return [];
+  if (bucket === undefined) return undefined;
+  return stored.map((attachment) => ({
+    filename: attachment.filename,
+    contentType: attachment.content_type,
+    open: () => bucket.open(attachment.key),
+  }));
 }
 
 /** The mailer's outcome in the decision's terms: positions in the recipient list, not the envelope. */

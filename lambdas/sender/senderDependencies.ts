@@ -1,9 +1,11 @@
+import type { S3Client } from '@aws-sdk/client-s3';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { NodemailerMailer, smtpTimeoutsOf } from '../adapters/NodemailerMailer.js';
 import { NodemailerRelayProbe } from '../adapters/NodemailerRelayProbe.js';
+import { attachmentS3Client, S3AttachmentStore } from '../adapters/S3AttachmentStore.js';
 import { SqsCopyVisibility } from '../adapters/SqsCopyVisibility.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { environmentSmtpCredentials, secretsManagerSmtpCredentials } from '../adapters/smtpCredentials.js';
@@ -30,6 +32,8 @@ export interface SenderWiring {
   readonly secretsManager?: SecretsManagerClient;
   readonly log?: Log;
   readonly metrics?: SenderMetrics;
+  /** The S3 client of the attachments' bucket, when the function has one (POSTDATE_ATTACHMENT_BUCKET). */
+  readonly s3?: S3Client;
 }
 
 /**
@@ -47,6 +51,14 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
   return {
     store: new DynamoSenderStore(wiring.documents, names.tableName),
     templates: new DynamoTemplateStore(wiring.documents, names.tableName),
+    ...(names.attachmentBucket === undefined
+      ? {}
+      : {
+          attachments: new S3AttachmentStore({
+            bucket: names.attachmentBucket,
+            client: wiring.s3 ?? attachmentS3Client(names.attachmentEndpoint),
+          }),
+        }),
     mailer: first.mailer,
     relayGate: first.gate,
     relayName: first.name,

@@ -1,3 +1,4 @@
+import type { StoredAttachment } from '../core/attachments.js';
 import type { GroupRef } from '../core/messageSchema.js';
 import { isMessageStatus, type MessageStatus } from '../core/messageStatus.js';
 import type { ErrorClass } from '../core/postdateError.js';
@@ -56,6 +57,8 @@ export interface MessageStateRecord {
   readonly metadata: Readonly<Record<string, string>>;
   /** A template message's template and pinned version (DESIGN §10); absent on an inline message. */
   readonly template?: PinnedTemplate;
+  /** The attachments (DESIGN §13): what each is and its key in the bucket; absent when none. */
+  readonly attachments?: readonly StoredAttachment[];
   /**
    * The request's fingerprint, as on the body: a replay is told from a reused key by it for as long
    * as the state record lives, even after the body expired. Absent on records written before it.

@@ -1,3 +1,4 @@
+import { type AttachmentView, attachmentView } from '../core/attachments.js';
 import type { GroupRef } from '../core/messageSchema.js';
 import { recipientCounts } from '../core/recipients.js';
 import type { PinnedTemplate } from '../core/templateRequests.js';
@@ -22,6 +23,8 @@ export interface MessageView {
   readonly recipients: ReturnType<typeof recipientCounts>;
   /** A template message's template and pinned version (DESIGN §10). */
   readonly template: PinnedTemplate | null;
+  /** The attachments, without where their bytes are (DESIGN §3a). */
+  readonly attachments: readonly AttachmentView[];
   readonly group: GroupRef | null;
   readonly tags: Readonly<Record<string, string>>;
   readonly metadata: Readonly<Record<string, string>>;
@@ -51,6 +54,7 @@ export function messageView(state: MessageStateRecord, options: { withHistory: b
       suppressed: state.rcpt_suppressed ?? [],
     }),
     template: state.template ?? null,
+    attachments: (state.attachments ?? []).map(attachmentView),
     group: state.group ?? null,
     tags: state.tags ?? {},
     metadata: state.metadata ?? {},

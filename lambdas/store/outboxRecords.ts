@@ -6,7 +6,9 @@
  * The message's id is derived from (tenant, idempotency key), so the records' `attribute_not_exists`
  * conditions are the idempotency guard. A transaction holds at most 100 items; the outbox uses 2 or 3.
  */
+
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { StoredAttachment } from '../core/attachments.js';
 import { messageIdFor } from '../core/ids.js';
 import { lifetimeChange } from '../core/messageLifetime.js';
 import { type EnqueueRequest, requestFingerprint } from '../core/messageSchema.js';
@@ -59,6 +61,11 @@ export interface OutboxRecordsInput {
    * such a state record says so (`api_copy`), and the relay holds its own copy back.
    */
   readonly apiCopy?: boolean;
+  /**
+   * The attachments, stored in the bucket before the records are written (DESIGN §13): the state
+   * record keeps what each is and where its bytes are; absent or empty: none.
+   */
+  readonly attachments?: readonly StoredAttachment[];
 }
 
 /** The template and version a message's records pin, or null for an inline message. */
@@ -116,6 +123,7 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
     tags: request.tags,
     metadata: request.metadata,
     ...pinned,
+    ...(input.attachments && input.attachments.length > 0 ? { attachments: [...input.attachments] } : {}),
     ...(input.apiCopy === true &&
     status === MESSAGE_STATUS.scheduled &&
     Date.parse(request.send_at) <= now.getTime()

@@ -88,6 +88,16 @@ const MessageSchema = z
     template: z.object({ name: z.string(), version: z.int() }).nullable().meta({
       description: 'A template message: its template and the version it was pinned to (DESIGN §10).',
     }),
+    attachments: z
+      .array(
+        z.object({
+          filename: z.string(),
+          content_type: z.string(),
+          size: z.int().meta({ description: 'Bytes, decoded.' }),
+          sha256: z.string().meta({ description: 'SHA-256 of the bytes, hex.' }),
+        }),
+      )
+      .meta({ description: 'The attachments (DESIGN §13); the bytes themselves are never returned.' }),
     group: z.object({ key: z.string(), version: z.int() }).nullable(),
     tags: z.record(z.string(), z.string()),
     metadata: z.record(z.string(), z.string()),

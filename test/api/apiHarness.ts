@@ -1,6 +1,7 @@
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { type ApiEvent, type ApiResult, createApiHandler } from '../../lambdas/api/createApiHandler.js';
 import type { ApiStore } from '../../lambdas/ports/ApiStore.js';
+import type { AttachmentStore } from '../../lambdas/ports/AttachmentStore.js';
 import type { DispatchQueue } from '../../lambdas/ports/DispatchQueue.js';
 import type { Log } from '../../lambdas/ports/Log.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
@@ -75,6 +76,8 @@ export async function apiHarness(
     wrapStore?: (store: ApiStore) => ApiStore;
     sleep?: (ms: number) => Promise<void>;
     immediateCopies?: DispatchQueue;
+    attachments?: AttachmentStore;
+    inlineAttachmentMaxKb?: number;
   } = {},
 ) {
   const { tableName, streamArn } = await freshTable('api');
@@ -96,12 +99,16 @@ export async function apiHarness(
         defaultFrom: 'postdate@example.com',
         maxHorizonDays: 400,
         retentionDays: 30,
+        ...(options.inlineAttachmentMaxKb === undefined
+          ? {}
+          : { inlineAttachmentMaxKb: options.inlineAttachmentMaxKb }),
       },
       now: clock.now,
       random: Math.random,
       logger: options.logger ?? capture,
       sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
       ...(options.immediateCopies ? { immediateCopies: options.immediateCopies } : {}),
+      ...(options.attachments ? { attachments: options.attachments } : {}),
     }),
   );
   const call = async (event: ApiEvent) => {

@@ -63,6 +63,7 @@ describe('POST /v1/messages (enqueue)', () => {
       relay: null,
       recipients: { accepted: 0, pending: 1, rejected: 0, suppressed: 0 },
       template: null,
+      attachments: [],
       group: null,
       tags: { kind: 'campaign-approved' },
       metadata: { campaign_id: '42' },

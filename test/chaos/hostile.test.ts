@@ -4,7 +4,7 @@ import { hostileRequests, schemaRejects } from '../../chaos/hostileRequests.js';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
+const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 const problem = (status: number) => ({
   status,
   headers: { 'content-type': 'application/problem+json' },

@@ -76,6 +76,8 @@ describe('configuration (DESIGN §8)', () => {
         maxHorizonDays: 400,
         retentionDays: 30,
         webhookRetryHours: 24,
+        inlineAttachmentMaxKb: 3072,
+        maxMessageMb: 40,
         webhookAllowPrivateUrls: true,
       });
     });

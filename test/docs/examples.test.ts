@@ -15,7 +15,7 @@ import { type LocalStack, startLocalStack } from '../../local/localStack.js';
  */
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
+const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 const DOCUMENTED_URLS = [
   `http://localhost:${CONFIG_SETTINGS.port.local}`,
   `http://127.0.0.1:${CONFIG_SETTINGS.port.local}`,

@@ -33,6 +33,8 @@ export function readRecordedRequests(file: string): RecordedAwsRequest[] {
 
 /** The IAM requests one recorded wire request stands for. */
 export function iamRequestsOf(recorded: RecordedAwsRequest): IamRequest[] {
+  const s3 = s3Request(recorded);
+  if (s3) return [s3];
   const body = recorded.body ? (JSON.parse(recorded.body) as Json) : {};
   const at = (action: string, resource: string, context: IamRequest['context'] = {}): IamRequest => ({
     function: recorded.function,
@@ -157,6 +159,26 @@ function queryRequest(
   return at('dynamodb:Query', indexName ? `${table}/index/${indexName}` : table, {
     'dynamodb:LeadingKeys': [leadingKey],
   });
+}
+
+/**
+ * An S3 object request, path-style (`/{bucket}/{key}`) as the functions send it to the emulator:
+ * the SDK names the operation in `x-id`; its body is the object's bytes, not JSON.
+ */
+function s3Request(recorded: RecordedAwsRequest): IamRequest | undefined {
+  const operation = recorded.query['x-id'];
+  if (typeof operation !== 'string') return undefined;
+  const action = ({ GetObject: 's3:GetObject', PutObject: 's3:PutObject' } as Record<string, string>)[
+    operation
+  ];
+  if (action === undefined) throw new Error(`an S3 operation this test cannot read: ${operation}`);
+  const [, bucket = '', ...key] = recorded.path.split('/');
+  return {
+    function: recorded.function,
+    action,
+    resource: `${arnOf.bucket(bucket)}/${key.map(decodeURIComponent).join('/')}`,
+    context: {},
+  };
 }
 
 function queueNameOf(queueUrl: string): string {

@@ -36,6 +36,7 @@ import type { Webhooks } from '../../lib/constructs/Webhooks.js';
 import { EVENTS_STREAM_FILTER } from '../../lib/webhookLayout.js';
 import { type FilterPattern, matchesFilter } from '../../local/runners/eventFilter.js';
 import { toLambdaSqsRecord } from '../../local/runners/sqsRecordFormat.js';
+import { type S3Emulator, startS3Emulator } from '../../local/s3Emulator.js';
 import type { SchedulerEmulator } from '../../local/scheduler/startSchedulerEmulator.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 import { apiEvent, authorizerEvent, validBody } from '../api/events.js';
@@ -92,6 +93,7 @@ let sendQueue: { url: string; arn: string };
 let queueUrls: Awaited<ReturnType<typeof freshQueues>>['urls'];
 let webhookQueue: { url: string; arn: string };
 let scheduler: SchedulerEmulator;
+let s3: S3Emulator;
 let smtp: TestSmtpServer;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 /** The webhook receiver's answer to the next POST. */
@@ -164,6 +166,7 @@ beforeAll(async () => {
     arn: queues.arns.send.replace(queueName(queues.urls.send), queueName(webhookQueueUrl)),
   };
   scheduler = await startScheduler();
+  s3 = await startS3Emulator({ port: 0, bucket: uniqueName('attachments').toLowerCase() });
   await schedulerClient(scheduler.endpoint).send(
     new CreateScheduleGroupCommand({ Name: postdate.scheduleGroupName }),
   );
@@ -192,6 +195,7 @@ beforeAll(async () => {
     [logicalIdOf(postdate.scheduleDeadLetterQueue)]: queueName(queues.urls.scheduleDeadLetter),
     [logicalIdOf(webhooksConstruct.queue)]: queueName(webhookQueueUrl),
     [logicalIdOf(webhooksConstruct.eventBus)]: BUS_NAME,
+    [logicalIdOf(postdate.attachmentBucket)]: s3.bucket,
   };
   const { resolve } = templateResolver(template, names);
   env = {
@@ -221,6 +225,8 @@ beforeAll(async () => {
     POSTDATE_SCHEDULE_DLQ_ARN: queues.arns.scheduleDeadLetter,
     POSTDATE_WEBHOOK_QUEUE_URL: webhookQueueUrl,
     POSTDATE_EVENT_BUS_NAME: BUS_NAME,
+    POSTDATE_ATTACHMENT_BUCKET: s3.bucket,
+    POSTDATE_S3_ENDPOINT: s3.endpoint,
   };
 }, 60_000);
 
@@ -228,6 +234,7 @@ afterAll(async () => {
   await smtp?.close().catch(() => {});
   await receiver?.close();
   await scheduler?.stop();
+  await s3?.stop();
   await new Promise<void>((resolve) => (eventBridge ? eventBridge.close(() => resolve()) : resolve()));
 });
 
@@ -264,12 +271,15 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
       call('POST', '/v1/messages', validBody(body), { 'idempotency-key': key });
     const later = new Date(Date.now() + 3_600_000).toISOString();
 
-    const now = await enqueue('now', { to: ['bounce-me@example.com'] });
+    // Inline attachments: the api puts them in the bucket; the sender reads the grouped message's
+    // as it sends it (the first is refused at RCPT TO, before its body is read) (DESIGN §13).
+    const attachments = [{ filename: 'invoice.pdf', content: Buffer.from('%PDF-1.4').toString('base64') }];
+    const now = await enqueue('now', { to: ['bounce-me@example.com'], attachments });
     expect(now.status).toBe(202);
-    expect((await enqueue('now', { to: ['bounce-me@example.com'] })).status).toBe(200);
+    expect((await enqueue('now', { to: ['bounce-me@example.com'], attachments })).status).toBe(200);
     const deferred = await enqueue('deferred', { send_at: later });
     const cancelled = await enqueue('cancelled', { send_at: later });
-    const grouped = await enqueue('grouped', { group: { key: 'campaign:1', version: 1 } });
+    const grouped = await enqueue('grouped', { group: { key: 'campaign:1', version: 1 }, attachments });
     expect((await call('PUT', '/v1/groups/campaign:2', { version: 3 })).status).toBe(200);
     messageIds = [now.json.id, deferred.json.id, grouped.json.id];
 

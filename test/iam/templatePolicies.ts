@@ -29,6 +29,7 @@ export const arnOf = {
   schedule: (group: string, name: string) =>
     `arn:aws:scheduler:${TEST_REGION}:${TEST_ACCOUNT}:schedule/${group}/${name}`,
   secret: (name: string) => `arn:aws:secretsmanager:${TEST_REGION}:${TEST_ACCOUNT}:secret:${name}`,
+  bucket: (name: string) => `arn:aws:s3:::${name}`,
 };
 
 /**
@@ -68,6 +69,8 @@ export function templateResolver(template: Template, names: Readonly<Record<stri
         return arnOf.role(name);
       case 'AWS::Events::EventBus.Arn':
         return arnOf.eventBus(name);
+      case 'AWS::S3::Bucket.Arn':
+        return arnOf.bucket(name);
       case 'AWS::Events::EventBus.Name':
         return name;
       case 'AWS::Scheduler::ScheduleGroup.Arn':

@@ -16,7 +16,7 @@ import { LOCAL_AWS, queueDepth } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
 
 const API_KEY = 'pd_local-stack-spec-key-0001';
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
+const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 
 function refusesConnections(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -273,6 +273,7 @@ describe('starting the local stack', () => {
       POSTDATE_SCHEDULER_PORT: await freePort(),
       POSTDATE_SMTP_SINK_PORT: await freePort(),
       POSTDATE_MAIL_VIEWER_PORT: await freePort(),
+      POSTDATE_S3_PORT: await freePort(),
     };
     const { child, exited, stdout } = await startNpmStart({
       ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
@@ -298,6 +299,7 @@ describe('starting the local stack', () => {
       POSTDATE_SCHEDULER_PORT: '0',
       POSTDATE_SMTP_SINK_PORT: '0',
       POSTDATE_MAIL_VIEWER_PORT: '0',
+      POSTDATE_S3_PORT: '0',
     });
 
     const shown = (label: string) => stdout.match(new RegExp(`${label}\\s+(http://127\\.0\\.0\\.1:(\\d+))`));
@@ -335,6 +337,7 @@ describe('starting the local stack', () => {
         'POSTDATE_SCHEDULER_PORT',
         'POSTDATE_SMTP_SINK_PORT',
         'POSTDATE_MAIL_VIEWER_PORT',
+        'POSTDATE_S3_PORT',
       ]) {
         env[name] = '0';
       }

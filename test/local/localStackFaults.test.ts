@@ -11,7 +11,7 @@ import type { FireEvent } from '../../local/scheduler/startSchedulerEmulator.js'
 import { eventually } from '../support/eventually.js';
 
 const API_KEY = 'pd_local-stack-faults-key-01';
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
+const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 
 /**
  * The chaos run's hooks into the local stack: Scheduler faults passed through to the emulator, a

@@ -6,7 +6,7 @@ import { loadConfig } from '../../lambdas/core/config.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 
 const API_KEY = 'pd_local-stack-restart-key';
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
+const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 
 describe('the local stack on a data dir', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'postdate-stack-'));

@@ -10,7 +10,7 @@ import { eventually } from '../support/eventually.js';
 import { startReceiver } from '../webhooks/webhookHarness.js';
 
 const API_KEY = 'pd_local-stack-webhooks-key-01';
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
+const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 
 describe('the local stack delivers webhooks', () => {
   let stack: LocalStack;

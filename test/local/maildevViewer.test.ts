@@ -14,7 +14,7 @@ import { eventually } from '../support/eventually.js';
  */
 
 const API_KEY = 'pd_viewer-spec-key-0001';
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
+const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 
 /** A Chromium on this machine: CHROMIUM_PATH, or where Debian and others install it. */
 function findChromium(): string | undefined {

@@ -24,6 +24,7 @@ const PORT_VARIABLES = [
   'POSTDATE_SCHEDULER_PORT',
   'POSTDATE_SMTP_SINK_PORT',
   'POSTDATE_MAIL_VIEWER_PORT',
+  'POSTDATE_S3_PORT',
 ];
 
 export function npmStart(env: NodeJS.ProcessEnv = {}): NpmStart {

@@ -50,6 +50,8 @@ export interface MessageFixture {
    * (store/bodyContent.ts: compressed when that saves). @default 'plain'
    */
   readonly bodyForm?: 'plain' | 'as-written';
+  /** The attachments on the state record (their bytes are the test's to put in the bucket). */
+  readonly attachments?: MessageStateRecord['attachments'];
 }
 
 export async function putMessage(
@@ -84,6 +86,7 @@ export async function putMessage(
     tags: fixture.tags ?? { kind: 'test' },
     metadata: {},
     ...(fixture.fingerprint !== undefined ? { fingerprint: fixture.fingerprint } : {}),
+    ...(fixture.attachments !== undefined ? { attachments: fixture.attachments } : {}),
     ...(fixture.leaseOwner !== undefined ? { lease_owner: fixture.leaseOwner } : {}),
     ...(fixture.leaseUntil !== undefined ? { lease_until: fixture.leaseUntil.toISOString() } : {}),
     lst_pk: byStatusPk(tenant, status, id),

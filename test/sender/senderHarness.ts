@@ -222,6 +222,8 @@ export async function createSenderRig(
     maxSendRate?: number;
     /** The handlers' mailer instead of the world's (e.g. one with other limits); the caller closes it. */
     mailer?: Mailer;
+    /** Where the handlers read attachments (DESIGN §13). */
+    attachments?: SenderDependencies['attachments'];
   } = {},
 ): Promise<SenderRig> {
   const { urls, arns } = await freshQueues(options.settings?.maxAttempts ?? TEST_SETTINGS.maxAttempts);
@@ -253,6 +255,7 @@ export async function createSenderRig(
       },
       log,
       metrics,
+      ...(options.attachments ? { attachments: options.attachments } : {}),
       ...overrides,
     });
   const handler = newHandler();

@@ -24,6 +24,7 @@
  * and status rules (DESIGN §2), so this can only make the message earlier, never doubled.
  */
 
+import type { AttachmentInput, StoredAttachment } from '../../core/attachments.js';
 import { messageIdFor } from '../../core/ids.js';
 import { type EnqueueRequest, requestFingerprint, validateEnqueueRequest } from '../../core/messageSchema.js';
 import { PostdateError } from '../../core/postdateError.js';
@@ -49,11 +50,12 @@ import {
   readIdempotencyKey,
   readJsonBody,
 } from '../route.js';
+import { inlineAllowance, prepareAttachments } from './attachments.js';
 import { checkTemplateMessage } from './templates.js';
 
 export function enqueueRoute(deps: RouteDependencies): RouteHandler {
   return async function enqueue({ tenant, event }) {
-    const body = readJsonBody(event);
+    const body = readJsonBody(event, { attachmentAllowance: inlineAllowance(deps.config) });
     if (!body.ok) return problemResult(body.problem);
     const key = readIdempotencyKey(headerValue(event.headers, 'idempotency-key'));
     if (!key.ok) return problemResult(key.problem);
@@ -131,6 +133,18 @@ export async function writeJudgedEnqueue(
   item: EnqueueItem,
   valid: ValidEnqueue,
 ): Promise<EnqueueAnswer> {
+  // Attachments' bytes go to the bucket before the records that name them (DESIGN §13).
+  let attachments: readonly StoredAttachment[] = [];
+  if (valid.request.attachments !== undefined) {
+    const prepared = await prepareAttachments(deps, {
+      tenant: item.tenant,
+      messageId: messageIdFor(item.tenant, item.idempotencyKey),
+      request: valid.request,
+      given: (item.body as { attachments: readonly AttachmentInput[] }).attachments,
+    });
+    if (!prepared.ok) return { kind: 'problem', problem: prepared.problem };
+    attachments = prepared.stored;
+  }
   const outcome = await enqueueMessage(
     { store: deps.store, sleep: deps.sleep },
     {
@@ -142,6 +156,7 @@ export async function writeJudgedEnqueue(
       retentionDays: deps.config.retentionDays,
       ...(valid.templateVersion === undefined ? {} : { templateVersion: valid.templateVersion }),
       ...(deps.immediateCopies === undefined ? {} : { apiCopy: true }),
+      ...(attachments.length > 0 ? { attachments } : {}),
     },
   );
   if (outcome.kind === 'key-reused') {
@@ -211,6 +226,8 @@ export interface EnqueueInput {
   readonly templateVersion?: number;
   /** The api will put the copy of a message due now on the queue itself (api/routes/enqueue.ts). */
   readonly apiCopy?: boolean;
+  /** The attachments, their bytes already in the bucket (api/routes/attachments.ts). */
+  readonly attachments?: readonly StoredAttachment[];
 }
 
 export interface EnqueueDependencies {
@@ -237,6 +254,7 @@ export async function enqueueMessage(
       retentionDays: input.retentionDays,
       ...(input.templateVersion === undefined ? {} : { templateVersion: input.templateVersion }),
       ...(input.apiCopy === true ? { apiCopy: true } : {}),
+      ...(input.attachments ? { attachments: input.attachments } : {}),
     });
     const { result, wroteBody } = group
       ? { result: await deps.store.writeEnqueue(write), wroteBody: false }

@@ -55,7 +55,7 @@ interface BatchResult {
 
 export function enqueueBatchRoute(deps: RouteDependencies): RouteHandler {
   return async function enqueueBatch({ tenant, event }) {
-    const body = readJsonBody(event, LIMITS.maxBatchBodyBytes);
+    const body = readJsonBody(event, { maxBytes: LIMITS.maxBatchBodyBytes });
     if (!body.ok) return problemResult(body.problem);
     const envelope = validateBatchEnvelope(body.value);
     if (!envelope.ok) return problemResult(validationProblem(envelope.errors));

@@ -1,0 +1,153 @@
+/**
+ * The attachment store on S3 (DESIGN §13): the stack's own bucket in AWS, the S3 emulator locally
+ * (`POSTDATE_S3_ENDPOINT`, path-style). Vendor errors become our outcomes here: a missing object is
+ * `undefined` (or AttachmentMissingError where it must exist); every other error passes through.
+ */
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import {
+  CopyObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import {
+  AttachmentMissingError,
+  type AttachmentStore,
+  type PresignedUpload,
+  type StoredObject,
+} from '../ports/AttachmentStore.js';
+import { awsClientOptions } from './awsClients.js';
+
+export interface S3AttachmentStoreOptions {
+  readonly bucket: string;
+  /** The emulator's URL (local stack, tests); unset in AWS. */
+  readonly endpoint?: string | undefined;
+  /** An existing client (tests); otherwise one is built with the functions' limits. */
+  readonly client?: S3Client;
+}
+
+/**
+ * The S3 client of the functions: path-style against an emulator, whose host is an address.
+ * Checksums only where S3 requires them: by default the SDK puts a CRC32 of the (empty) body into
+ * a pre-signed PUT's query, and S3 would refuse every upload whose bytes do not match it.
+ */
+export function attachmentS3Client(endpoint: string | undefined, config: S3ClientConfig = {}): S3Client {
+  return new S3Client({
+    ...awsClientOptions(),
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
+    ...config,
+  });
+}
+
+export class S3AttachmentStore implements AttachmentStore {
+  private readonly bucket: string;
+  private readonly client: S3Client;
+
+  constructor(options: S3AttachmentStoreOptions) {
+    this.bucket = options.bucket;
+    this.client = options.client ?? attachmentS3Client(options.endpoint);
+  }
+
+  async put(key: string, bytes: Uint8Array, contentType: string): Promise<void> {
+    await this.client.send(
+      new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: bytes, ContentType: contentType }),
+    );
+  }
+
+  async read(key: string): Promise<Uint8Array | undefined> {
+    try {
+      const object = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      return object.Body ? await object.Body.transformToByteArray() : new Uint8Array();
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async describe(key: string): Promise<StoredObject | undefined> {
+    try {
+      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return { size: head.ContentLength ?? 0, contentType: head.ContentType ?? '' };
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async copy(from: string, to: string): Promise<{ readonly sha256: string } | undefined> {
+    try {
+      const copied = await this.client.send(
+        new CopyObjectCommand({
+          Bucket: this.bucket,
+          Key: to,
+          CopySource: `${this.bucket}/${from.split('/').map(encodeURIComponent).join('/')}`,
+          // S3 computes the copy's SHA-256 itself: the function never reads the bytes.
+          ChecksumAlgorithm: 'SHA256',
+        }),
+      );
+      const checksum = copied.CopyObjectResult?.ChecksumSHA256;
+      if (checksum && !checksum.includes('-'))
+        return { sha256: Buffer.from(checksum, 'base64').toString('hex') };
+      // An emulator without checksums (local/EMULATORS.md): hash the copy as a stream.
+      return { sha256: await hashStream(await this.open(to)) };
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async open(key: string): Promise<Readable> {
+    try {
+      const object = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      if (object.Body instanceof Readable) return object.Body;
+      throw new Error('the S3 client answered a body that is not a Node.js stream');
+    } catch (error) {
+      if (isNotFound(error)) throw new AttachmentMissingError(key, error);
+      throw error;
+    }
+  }
+
+  async presignPut(
+    key: string,
+    upload: {
+      readonly size: number;
+      readonly contentType: string;
+      readonly expiresInSeconds: number;
+      readonly now: Date;
+    },
+  ): Promise<PresignedUpload> {
+    const url = await getSignedUrl(
+      this.client,
+      new PutObjectCommand({
+        Bucket: this.bucket,
+        Key: key,
+        ContentType: upload.contentType,
+        ContentLength: upload.size,
+      }),
+      {
+        expiresIn: upload.expiresInSeconds,
+        signingDate: upload.now,
+        // In the signature, so S3 refuses a PUT of another size or type (DESIGN §13).
+        signableHeaders: new Set(['content-type', 'content-length']),
+      },
+    );
+    return { url, expiresAt: new Date(upload.now.getTime() + upload.expiresInSeconds * 1000) };
+  }
+}
+
+/** S3 answers a missing key with 404 (NoSuchKey on GET and copy, NotFound on HEAD). */
+function isNotFound(error: unknown): boolean {
+  const status = (error as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
+  return status === 404;
+}
+
+async function hashStream(stream: Readable): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of stream) hash.update(chunk as Uint8Array);
+  return hash.digest('hex');
+}

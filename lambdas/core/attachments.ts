@@ -1,0 +1,394 @@
+/**
+ * Attachments (DESIGN §13), the rules that need no storage: the request shapes (inline base64 or a
+ * reference to an upload), what a filename and a content type may be, which types are refused as
+ * executable, the sizes (inline in all, the whole message), where the bytes live in the bucket and
+ * what a message keeps of each. Pure: no S3, no clock; the api stores the bytes (ports/AttachmentStore.ts)
+ * and the sender streams them.
+ */
+import { createHash } from 'node:crypto';
+import * as z from 'zod';
+import { controlCharacterProblem } from './headerSafety.js';
+import type { FieldError } from './problem.js';
+
+export const ATTACHMENT_LIMITS = {
+  /** Attachments on one message. */
+  // Each is kept on the small state record (about 150 bytes), written three times or more.
+  maxAttachments: 10,
+  /** A filename's length in characters (what most file systems keep). */
+  maxFilenameLength: 255,
+  /** RFC 6838 §4.2: 127 characters each side of the slash. */
+  maxContentTypeLength: 255,
+  /** How long a pre-signed upload URL is valid (DESIGN §13: 1 h). */
+  uploadUrlSeconds: 3600,
+  /** An upload never referenced by a message is deleted after this many days (the bucket's lifecycle). */
+  unreferencedUploadDays: 1,
+} as const;
+
+/**
+ * Extensions refused as executable: the union of the types SES refuses ("Unsupported attachment
+ * types", SES Developer Guide) and those Gmail blocks. Compared lower-case, on the last extension.
+ */
+// biome-ignore format: one list, read as a list
+export const EXECUTABLE_EXTENSIONS: ReadonlySet<string> = new Set([
+  'ade', 'adp', 'apk', 'app', 'appx', 'appxbundle', 'asp', 'bas', 'bat', 'cab', 'cer', 'chm', 'cmd',
+  'com', 'cpl', 'crt', 'csh', 'der', 'diagcab', 'diagcfg', 'diagpack', 'dll', 'dmg', 'ex', 'ex_',
+  'exe', 'fxp', 'gadget', 'grp', 'hlp', 'hpj', 'hta', 'img', 'inf', 'ins', 'iso', 'isp', 'its',
+  'jar', 'jnlp', 'js', 'jse', 'ksh', 'lib', 'lnk', 'mad', 'maf', 'mag', 'mam', 'maq', 'mar', 'mas',
+  'mat', 'mau', 'mav', 'maw', 'mda', 'mdb', 'mde', 'mdt', 'mdw', 'mdz', 'msc', 'msh', 'msh1',
+  'msh1xml', 'msh2', 'msh2xml', 'mshxml', 'msi', 'msix', 'msixbundle', 'msp', 'mst', 'nsh', 'ops',
+  'pcd', 'pif', 'plg', 'prf', 'prg', 'ps1', 'ps1xml', 'ps2', 'ps2xml', 'psc1', 'psc2', 'pst', 'reg',
+  'scf', 'scr', 'sct', 'shb', 'shs', 'sys', 'tmp', 'url', 'vb', 'vbe', 'vbs', 'vhd', 'vps',
+  'vsmacros', 'vss', 'vst', 'vsw', 'vxd', 'ws', 'wsc', 'wsf', 'wsh', 'xll', 'xnk',
+]);
+
+/** Content types that are executables whatever the filename says. */
+export const EXECUTABLE_CONTENT_TYPES: ReadonlySet<string> = new Set([
+  'application/x-msdownload',
+  'application/x-msdos-program',
+  'application/x-ms-installer',
+  'application/x-msi',
+  'application/x-dosexec',
+  'application/x-executable',
+  'application/vnd.microsoft.portable-executable',
+  'application/java-archive',
+  'application/x-java-archive',
+  'application/x-sh',
+  'application/x-csh',
+  'application/javascript',
+  'text/javascript',
+  'application/x-javascript',
+  'text/vbscript',
+  'application/hta',
+]);
+
+/** The type of a file whose request gave none, by its extension; anything else is octet-stream. */
+const TYPES_BY_EXTENSION: Readonly<Record<string, string>> = {
+  pdf: 'application/pdf',
+  txt: 'text/plain',
+  csv: 'text/csv',
+  htm: 'text/html',
+  html: 'text/html',
+  ics: 'text/calendar',
+  vcf: 'text/vcard',
+  json: 'application/json',
+  xml: 'application/xml',
+  eml: 'message/rfc822',
+  zip: 'application/zip',
+  gz: 'application/gzip',
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  gif: 'image/gif',
+  webp: 'image/webp',
+  svg: 'image/svg+xml',
+  heic: 'image/heic',
+  mp3: 'audio/mpeg',
+  wav: 'audio/wav',
+  mp4: 'video/mp4',
+  doc: 'application/msword',
+  docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+  xls: 'application/vnd.ms-excel',
+  xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+  ppt: 'application/vnd.ms-powerpoint',
+  pptx: 'application/vnd.openxmlformats-officedocument.presentationml.presentation',
+  odt: 'application/vnd.oasis.opendocument.text',
+  ods: 'application/vnd.oasis.opendocument.spreadsheet',
+};
+
+export const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
+
+/** RFC 6838 §4.2 restricted names: `type/subtype`, no parameters. */
+const CONTENT_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/;
+/** RFC 4648 §4 base64, padded, no whitespace. */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+/** What `POST /v1/attachments` hands out: `att_` and a lower-case ULID-like token. */
+export const ATTACHMENT_ID_PATTERN = /^att_[0-9a-z]{26}$/;
+
+/** The last extension of a filename, lower-case, or '' when it has none. */
+export function extensionOf(filename: string): string {
+  const dot = filename.lastIndexOf('.');
+  return dot <= 0 ? '' : filename.slice(dot + 1).toLowerCase();
+}
+
+/** The content type a file is sent with: the one given (lower-cased), else derived from its extension. */
+export function contentTypeFor(filename: string, given: string | null | undefined): string {
+  if (given) return given.toLowerCase();
+  return TYPES_BY_EXTENSION[extensionOf(filename)] ?? DEFAULT_CONTENT_TYPE;
+}
+
+/**
+ * Why a filename may not go into a Content-Disposition header, or null when it may. CR/LF is named
+ * (header injection); other control characters, path separators and `.`/`..` are refused; every
+ * other character is allowed, and the mailer writes a non-ASCII name with RFC 2231 encoding.
+ */
+export function filenameProblem(filename: string): string | null {
+  if (filename.trim() === '') return 'must not be empty';
+  const control = controlCharacterProblem(filename, false);
+  if (control) return control;
+  if (filename.length > ATTACHMENT_LIMITS.maxFilenameLength)
+    return `must be at most ${ATTACHMENT_LIMITS.maxFilenameLength} characters`;
+  if (/[/\\]/.test(filename)) return 'must be a file name, without / or \\';
+  if (filename === '.' || filename === '..') return 'must be a file name';
+  if (EXECUTABLE_EXTENSIONS.has(extensionOf(filename)))
+    return `.${extensionOf(filename)} files are refused as executable (SES and Gmail refuse them)`;
+  return null;
+}
+
+/** Why a given content type may not be used, or null when it may. */
+export function contentTypeProblem(contentType: string): string | null {
+  if (!CONTENT_TYPE.test(contentType)) return 'must be a media type such as application/pdf (no parameters)';
+  if (EXECUTABLE_CONTENT_TYPES.has(contentType.toLowerCase()))
+    return 'is an executable type, refused (SES and Gmail refuse them)';
+  return null;
+}
+
+/** The decoded length of valid padded base64, without decoding it. */
+export function base64DecodedLength(content: string): number {
+  const padding = content.endsWith('==') ? 2 : content.endsWith('=') ? 1 : 0;
+  return (content.length / 4) * 3 - padding;
+}
+
+/**
+ * The bytes an attachment of `size` bytes adds to the MIME message: base64 in lines of 76 plus CRLF,
+ * and about 300 bytes of part headers. What `POSTDATE_MAX_MESSAGE_MB` is held against, as SES counts
+ * the message it receives.
+ */
+export function encodedAttachmentBytes(size: number): number {
+  const base64 = Math.ceil(size / 3) * 4;
+  return base64 + Math.ceil(base64 / 76) * 2 + 300;
+}
+
+/** SHA-256 hex of bytes. */
+export function sha256Hex(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+const Filename = z
+  .string()
+  .superRefine((value, ctx) => {
+    const problem = filenameProblem(value);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .meta({
+    description:
+      'The name the recipient sees: no CR, LF or other control character, no / or \\; non-ASCII is sent RFC 2231-encoded. Executable types (.exe, .bat, .js, .jar, .msi, …) are refused.',
+    example: 'invoice-2026-12.pdf',
+  });
+
+const ContentType = z
+  .string()
+  .superRefine((value, ctx) => {
+    const problem = contentTypeProblem(value);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .meta({ description: 'A media type without parameters.', example: 'application/pdf' });
+
+/** One inline attachment of an enqueue: the bytes as base64. */
+export const InlineAttachmentSchema = z
+  .strictObject({
+    filename: Filename,
+    content_type: ContentType.nullish().meta({
+      description: 'Derived from the extension when absent (application/octet-stream when unknown).',
+    }),
+    content: z
+      .string()
+      .min(1, 'must not be empty')
+      .regex(BASE64, 'must be base64 (RFC 4648, padded, no whitespace)')
+      .meta({ description: 'The bytes, base64 (RFC 4648, padded, no whitespace).' }),
+  })
+  .meta({ id: 'InlineAttachment' });
+
+/** One attachment uploaded first through `POST /v1/attachments`. */
+export const AttachmentReferenceSchema = z
+  .strictObject({
+    attachment_id: z
+      .string()
+      .regex(ATTACHMENT_ID_PATTERN, 'must be an id from POST /v1/attachments')
+      .meta({ example: 'att_01jf6y8m3v3x1z6d2qk4n8r5tw' }),
+  })
+  .meta({ id: 'AttachmentReference' });
+
+/** The enqueue's `attachments` (DESIGN §3, §13). */
+export const AttachmentsSchema = z
+  .array(z.union([InlineAttachmentSchema, AttachmentReferenceSchema]))
+  .max(ATTACHMENT_LIMITS.maxAttachments, `must have at most ${ATTACHMENT_LIMITS.maxAttachments} attachments`)
+  .meta({
+    description:
+      'Inline (base64, up to POSTDATE_INLINE_ATTACHMENT_MAX_KB decoded in all) or uploaded first (`attachment_id`).',
+  });
+
+/** `POST /v1/attachments`: what the upload will be; the pre-signed PUT enforces size and type. */
+export const AttachmentUploadSchema = z
+  .strictObject({
+    filename: Filename,
+    content_type: ContentType,
+    size: z.int().min(1, 'must be at least 1 byte').meta({ description: 'The exact size in bytes.' }),
+  })
+  .meta({ id: 'AttachmentUploadRequest' });
+
+export type InlineAttachmentInput = z.infer<typeof InlineAttachmentSchema>;
+export type AttachmentReferenceInput = z.infer<typeof AttachmentReferenceSchema>;
+export type AttachmentInput = InlineAttachmentInput | AttachmentReferenceInput;
+
+/** What a message keeps of one attachment; the bytes are in the bucket under `key`, never in DynamoDB. */
+export interface StoredAttachment {
+  readonly filename: string;
+  readonly content_type: string;
+  readonly size: number;
+  /** SHA-256 hex of the bytes: in the view and in the idempotency fingerprint. */
+  readonly sha256: string;
+  readonly key: string;
+}
+
+/** An attachment as the API shows it (DESIGN §3a, the message view). */
+export type AttachmentView = Omit<StoredAttachment, 'key'>;
+
+export function attachmentView({ key: _key, ...view }: StoredAttachment): AttachmentView {
+  return view;
+}
+
+/** An inline attachment, checked and decoded: ready to be stored. */
+export interface DecodedAttachment {
+  readonly kind: 'inline';
+  readonly filename: string;
+  readonly content_type: string;
+  readonly bytes: Uint8Array;
+  readonly sha256: string;
+}
+
+/** A reference to an upload, to be checked against the bucket at enqueue. */
+export interface UploadReference {
+  readonly kind: 'upload';
+  readonly attachment_id: string;
+}
+
+export type PlannedAttachment = DecodedAttachment | UploadReference;
+
+export interface AttachmentSizeLimits {
+  /** POSTDATE_INLINE_ATTACHMENT_MAX_KB in bytes: inline attachments of one message, decoded, in all. */
+  readonly inlineMaxBytes: number;
+  /** POSTDATE_MAX_MESSAGE_MB in bytes: the whole MIME message. */
+  readonly maxMessageBytes: number;
+}
+
+/** A check's answer: the value, or the fields at fault with the status they make (400, or 413 when too large). */
+export type AttachmentCheck<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly status: 400 | 413; readonly errors: readonly FieldError[] };
+
+/**
+ * Decodes the inline attachments of a request the schema accepted and checks their total against
+ * `POSTDATE_INLINE_ATTACHMENT_MAX_KB` (413, before anything is decoded). References pass through,
+ * to be checked against the bucket.
+ */
+export function planAttachments(
+  attachments: readonly AttachmentInput[],
+  limits: AttachmentSizeLimits,
+): AttachmentCheck<PlannedAttachment[]> {
+  let inlineBytes = 0;
+  for (const attachment of attachments)
+    if ('content' in attachment) inlineBytes += base64DecodedLength(attachment.content);
+  if (inlineBytes > limits.inlineMaxBytes) {
+    return {
+      ok: false,
+      status: 413,
+      errors: [
+        {
+          field: '/attachments',
+          message: `inline attachments must be at most ${Math.floor(limits.inlineMaxBytes / 1024)} KiB decoded in all (POSTDATE_INLINE_ATTACHMENT_MAX_KB); upload larger files through POST /v1/attachments`,
+        },
+      ],
+    };
+  }
+  const planned = attachments.map((attachment): PlannedAttachment => {
+    if (!('content' in attachment)) return { kind: 'upload', attachment_id: attachment.attachment_id };
+    const bytes = new Uint8Array(Buffer.from(attachment.content, 'base64'));
+    return {
+      kind: 'inline',
+      filename: attachment.filename,
+      content_type: contentTypeFor(attachment.filename, attachment.content_type),
+      bytes,
+      sha256: sha256Hex(bytes),
+    };
+  });
+  return { ok: true, value: planned };
+}
+
+/**
+ * Whether the whole message — its text and html, and every attachment as base64 — fits
+ * `POSTDATE_MAX_MESSAGE_MB` (413 naming `/attachments` when not).
+ */
+export function messageSizeCheck(
+  bodyBytes: number,
+  attachmentSizes: readonly number[],
+  limits: AttachmentSizeLimits,
+): AttachmentCheck<number> {
+  const total = attachmentSizes.reduce((sum, size) => sum + encodedAttachmentBytes(size), bodyBytes);
+  if (total <= limits.maxMessageBytes) return { ok: true, value: total };
+  return {
+    ok: false,
+    status: 413,
+    errors: [
+      {
+        field: '/attachments',
+        message: `the message with its attachments must be at most ${limits.maxMessageBytes / (1024 * 1024)} MB encoded (POSTDATE_MAX_MESSAGE_MB)`,
+      },
+    ],
+  };
+}
+
+/** The largest single file that fits a message by itself (what `POST /v1/attachments` accepts). */
+export function maxUploadBytes(limits: AttachmentSizeLimits): number {
+  // encodedAttachmentBytes is monotonic; 0.74 of the limit is just under base64's 4/3 with line breaks.
+  let size = Math.floor(limits.maxMessageBytes * 0.74);
+  while (encodedAttachmentBytes(size + 1) <= limits.maxMessageBytes) size += 1;
+  while (encodedAttachmentBytes(size) > limits.maxMessageBytes) size -= 1;
+  return size;
+}
+
+/**
+ * Where the bytes live: every key starts with the area and then the tenant, so the IAM grants name
+ * the areas and a key never crosses tenants.
+ * - `uploads/{tenant}/{id}`: a reserved upload; the bucket deletes it after a day whatever happens.
+ * - `messages/{tenant}/{message}/{token}`: an attachment a message holds; no expiry while the
+ *   message lives (the token is random, so a refused replay never overwrites the original's bytes).
+ */
+export const ATTACHMENT_AREAS = { uploads: 'uploads/', messages: 'messages/' } as const;
+
+/**
+ * The tag that ends a message's attachments: the bucket's lifecycle expires `messages/` objects
+ * tagged `ended` a retention after they were written (lib/constructs/Attachments.ts).
+ */
+export const ATTACHMENT_LIFETIME_TAG = { key: 'postdate-lifetime', ended: 'ended' } as const;
+
+export function uploadKey(tenant: string, attachmentId: string): string {
+  return `${ATTACHMENT_AREAS.uploads}${encodeURIComponent(tenant)}/${attachmentId}`;
+}
+
+export function messageAttachmentKey(tenant: string, messageId: string, token: string): string {
+  return `${ATTACHMENT_AREAS.messages}${encodeURIComponent(tenant)}/${messageId}/${token}`;
+}
+
+/** An attachment as the enqueue request keeps it: what the fingerprint covers, no bytes. */
+export type RequestedAttachment =
+  | {
+      readonly filename: string;
+      readonly content_type: string;
+      readonly size: number;
+      readonly sha256: string;
+    }
+  | { readonly attachment_id: string };
+
+/** The request form of attachments the schema accepted (inline ones decoded once to hash them). */
+export function requestedAttachments(attachments: readonly AttachmentInput[]): RequestedAttachment[] {
+  return attachments.map((attachment) => {
+    if (!('content' in attachment)) return { attachment_id: attachment.attachment_id };
+    const bytes = Buffer.from(attachment.content, 'base64');
+    return {
+      filename: attachment.filename,
+      content_type: contentTypeFor(attachment.filename, attachment.content_type),
+      size: bytes.length,
+      sha256: sha256Hex(bytes),
+    };
+  });
+}

@@ -1,0 +1,55 @@
+/**
+ * Where attachments' bytes live (DESIGN §13), in our words: the api stores inline bytes, reserves
+ * uploads and takes an upload into a message; the sender opens a stream. The S3 adapter is
+ * adapters/S3AttachmentStore.ts. Keys are laid out by core/attachments.ts.
+ */
+import { PostdateError } from '../core/postdateError.js';
+
+/** What the store knows of an object without reading it. */
+export interface StoredObject {
+  readonly size: number;
+  readonly contentType: string;
+}
+
+/** A pre-signed PUT: the URL and when it stops working. */
+export interface PresignedUpload {
+  readonly url: string;
+  readonly expiresAt: Date;
+}
+
+export interface AttachmentStore {
+  /** Stores bytes under `key` (an inline attachment, or an upload's declaration). */
+  put(key: string, bytes: Uint8Array, contentType: string): Promise<void>;
+  /** A small object read whole, or undefined when there is none (an upload's declaration). */
+  read(key: string): Promise<Uint8Array | undefined>;
+  /** The size and type of an object, or undefined when there is none. */
+  describe(key: string): Promise<StoredObject | undefined>;
+  /**
+   * Copies an object within the store (no bytes through the function) and answers the copy's
+   * SHA-256, hex; undefined when the source is gone.
+   */
+  copy(from: string, to: string): Promise<{ readonly sha256: string } | undefined>;
+  /** The bytes as a stream, read as they are sent (the sender never holds a large file whole). */
+  open(key: string): Promise<AsyncIterable<Uint8Array>>;
+  /** A PUT URL valid `expiresInSeconds`, with the exact size and type in its signature. */
+  presignPut(
+    key: string,
+    upload: {
+      readonly size: number;
+      readonly contentType: string;
+      readonly expiresInSeconds: number;
+      readonly now: Date;
+    },
+  ): Promise<PresignedUpload>;
+}
+
+/** An object that should be there and is not: the sender's attachment, gone (permanent: no retry brings it back). */
+export class AttachmentMissingError extends PostdateError {
+  override readonly name = 'AttachmentMissingError';
+  constructor(
+    readonly key: string,
+    cause?: unknown,
+  ) {
+    super('an attachment of the message is missing from the store', { class: 'permanent', cause });
+  }
+}

@@ -1,0 +1,119 @@
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import { Construct } from 'constructs';
+import {
+  ATTACHMENT_AREAS,
+  ATTACHMENT_LIFETIME_TAG,
+  ATTACHMENT_LIMITS,
+} from '../../lambdas/core/attachments.js';
+import { RESOURCE_SETTINGS } from '../../lambdas/core/configSpec.js';
+import { acknowledge } from './acknowledge.js';
+import type { PostdateFunction } from './postdateFunction.js';
+
+export interface AttachmentsProps {
+  /** `RETAIN` keeps the bucket (and its objects) when the stack goes; `DESTROY` empties and deletes it. */
+  readonly removalPolicy: RemovalPolicy;
+  /** `POSTDATE_RETENTION_DAYS`: how long an ended message's attachments are kept. */
+  readonly retentionDays: number;
+}
+
+/**
+ * The attachments' bucket (DESIGN §13): S3-managed encryption, TLS only, no public access, bucket
+ * owner owns every object. Its lifecycle follows the messages' (DESIGN §2, core/messageLifetime.ts):
+ * - `uploads/`: a reserved upload is deleted a day after it was made, referenced or not (an
+ *   enqueue copies what it references into `messages/`);
+ * - `messages/`: no expiry while the message lives; once it ends its objects are tagged
+ *   `postdate-lifetime=ended` and expire a retention after they were written
+ *   (docs/decisions/0083-attachment-lifetimes.md).
+ * Grants: only the api writes, only the sender reads a message's attachments; both by area, each
+ * key under its tenant.
+ */
+export class Attachments extends Construct {
+  readonly bucket: s3.Bucket;
+
+  constructor(scope: Construct, id: string, props: AttachmentsProps) {
+    super(scope, id);
+    const destroy = props.removalPolicy === RemovalPolicy.DESTROY;
+    this.bucket = new s3.Bucket(this, 'Bucket', {
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      removalPolicy: props.removalPolicy,
+      autoDeleteObjects: destroy,
+      lifecycleRules: [
+        {
+          id: 'UnreferencedUploads',
+          prefix: ATTACHMENT_AREAS.uploads,
+          expiration: Duration.days(ATTACHMENT_LIMITS.unreferencedUploadDays),
+          abortIncompleteMultipartUploadAfter: Duration.days(1),
+        },
+        {
+          id: 'EndedMessages',
+          prefix: ATTACHMENT_AREAS.messages,
+          tagFilters: { [ATTACHMENT_LIFETIME_TAG.key]: ATTACHMENT_LIFETIME_TAG.ended },
+          expiration: Duration.days(props.retentionDays),
+        },
+      ],
+    });
+    acknowledge(
+      this.bucket,
+      'AwsSolutions-S1',
+      'Attachments are read only by the sender and written only by the api, each call in CloudTrail when data events are on; a server-access-log bucket would itself need one.',
+    );
+  }
+
+  /** The objects of one area, as an IAM resource: every tenant's keys under it. */
+  private areaArn(area: keyof typeof ATTACHMENT_AREAS): string {
+    return this.bucket.arnForObjects(`${ATTACHMENT_AREAS[area]}*`);
+  }
+
+  /**
+   * The api: stores inline attachments under `messages/` (uploads through `POST /v1/attachments`,
+   * which will put and pre-sign under `uploads/`, are not built yet).
+   */
+  grantApi(api: PostdateFunction): void {
+    api.function.addEnvironment(RESOURCE_SETTINGS.attachmentBucket.variable, this.bucket.bucketName);
+    api.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'WriteAttachments',
+        actions: ['s3:PutObject'],
+        resources: [this.areaArn('messages')],
+      }),
+    );
+    this.acknowledgeArea(
+      api,
+      'messages',
+      'the api serves every tenant; the key after the area is the tenant',
+    );
+  }
+
+  /** The sender: reads the attachments of the messages it sends, nothing else. */
+  grantSender(sender: PostdateFunction): void {
+    sender.function.addEnvironment(RESOURCE_SETTINGS.attachmentBucket.variable, this.bucket.bucketName);
+    sender.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ReadMessageAttachments',
+        actions: ['s3:GetObject'],
+        resources: [this.areaArn('messages')],
+      }),
+    );
+    this.acknowledgeArea(
+      sender,
+      'messages',
+      'the sender serves every tenant; the key after the area is the tenant',
+    );
+  }
+
+  private acknowledgeArea(grantee: PostdateFunction, area: keyof typeof ATTACHMENT_AREAS, why: string): void {
+    const stack = Stack.of(this);
+    const cfnBucket = this.bucket.node.defaultChild as s3.CfnBucket;
+    const logicalId = stack.resolve(stack.getLogicalId(cfnBucket)) as string;
+    acknowledge(
+      grantee.role,
+      `AwsSolutions-IAM5[Resource::<${logicalId}.Arn>/${ATTACHMENT_AREAS[area]}*]`,
+      `Objects of the attachments' ${ATTACHMENT_AREAS[area]} area only: ${why}.`,
+    );
+  }
+}

@@ -1,0 +1,166 @@
+/**
+ * Attachments on enqueue (DESIGN §3, §13), against DynamoDB Local and the S3 emulator: the bytes go
+ * to the bucket under the tenant, never into DynamoDB; the view lists them without their keys; bad
+ * input is a 400 or 413 naming the field with nothing stored; the fingerprint covers the contents.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attachmentS3Client, S3AttachmentStore } from '../../lambdas/adapters/S3AttachmentStore.js';
+import { type S3Emulator, startS3Emulator } from '../../local/s3Emulator.js';
+import { LOCAL_AWS } from '../support/awsLocal.js';
+import { apiHarness } from './apiHarness.js';
+import { enqueueEvent, getEvent, validBody } from './events.js';
+
+let emulator: S3Emulator;
+let client: S3Client;
+let store: S3AttachmentStore;
+
+beforeAll(async () => {
+  emulator = await startS3Emulator({ port: 0, bucket: `api-${randomBytes(4).toString('hex')}` });
+  client = attachmentS3Client(emulator.endpoint, LOCAL_AWS);
+  store = new S3AttachmentStore({ bucket: emulator.bucket, client });
+});
+afterAll(async () => {
+  await emulator?.stop();
+});
+
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+const PDF = Buffer.from('%PDF-1.4\n%âãÏÓ\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n');
+const inline = (filename: string, bytes: Buffer, contentType?: string) => ({
+  filename,
+  content: bytes.toString('base64'),
+  ...(contentType ? { content_type: contentType } : {}),
+});
+
+async function keysUnder(prefix: string): Promise<string[]> {
+  const listed = await client.send(new ListObjectsV2Command({ Bucket: emulator.bucket, Prefix: prefix }));
+  return (listed.Contents ?? []).map((object) => object.Key ?? '');
+}
+
+describe('inline attachments on enqueue', () => {
+  it('stores the bytes in the bucket under the tenant, not in DynamoDB, and lists them in the view', async () => {
+    const api = await apiHarness({ attachments: store });
+    const res = await api.call(
+      enqueueEvent(validBody({ attachments: [inline('invoice.pdf', PDF)] }), {
+        key: 'att-1',
+        tenant: 'acme',
+      }),
+    );
+
+    expect(res.status).toBe(202);
+    const expected = [
+      { filename: 'invoice.pdf', content_type: 'application/pdf', size: PDF.length, sha256: sha256(PDF) },
+    ];
+    expect(res.json.attachments).toEqual(expected);
+    const got = await api.call(getEvent(String(res.json.id)));
+    expect(got.json.attachments).toEqual(expected);
+
+    const keys = await keysUnder(`messages/acme/${res.json.id}/`);
+    expect(keys).toHaveLength(1);
+    expect(await store.read(keys[0] ?? '')).toEqual(new Uint8Array(PDF));
+    // The table holds the description, never the bytes.
+    const items = JSON.stringify(await api.scanAll());
+    expect(items).not.toContain(PDF.toString('base64'));
+    expect(items).toContain(sha256(PDF));
+  });
+
+  it.each([
+    ['an executable', inline('setup.exe', PDF), '/attachments/0/filename'],
+    ['a CR/LF in the filename', inline('a\r\nBcc: x@example.com', PDF), '/attachments/0/filename'],
+    ['content that is not base64', { filename: 'a.pdf', content: '%%%' }, '/attachments/0/content'],
+    [
+      'an executable content type',
+      inline('a.bin', PDF, 'application/x-msdownload'),
+      '/attachments/0/content_type',
+    ],
+    [
+      'an upload id (not built yet)',
+      { attachment_id: 'att_01jf6y8m3v3x1z6d2qk4n8r5tw' },
+      '/attachments/0/attachment_id',
+    ],
+  ])('refuses %s with a 400 naming the field, and stores nothing', async (_what, attachment, field) => {
+    const api = await apiHarness({ attachments: store });
+    const tenant = `t${randomBytes(4).toString('hex')}`;
+    const res = await api.call(
+      enqueueEvent(validBody({ attachments: [attachment] }), { key: 'bad', tenant }),
+    );
+
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toBe('application/problem+json');
+    expect(res.json.errors).toEqual([expect.objectContaining({ field })]);
+    expect(await keysUnder(`messages/${tenant}/`)).toEqual([]);
+    expect(await api.scanAll()).toEqual([]);
+  });
+
+  it('refuses inline attachments over POSTDATE_INLINE_ATTACHMENT_MAX_KB with a 413 naming /attachments, and stores nothing', async () => {
+    const api = await apiHarness({ attachments: store, inlineAttachmentMaxKb: 64 });
+    const tenant = `t${randomBytes(4).toString('hex')}`;
+    const res = await api.call(
+      enqueueEvent(
+        validBody({
+          attachments: [inline('a.bin', randomBytes(40_000)), inline('b.bin', randomBytes(40_000))],
+        }),
+        {
+          key: 'big',
+          tenant,
+        },
+      ),
+    );
+
+    expect(res.status).toBe(413);
+    expect(res.json.errors).toEqual([expect.objectContaining({ field: '/attachments' })]);
+    expect(await keysUnder(`messages/${tenant}/`)).toEqual([]);
+    expect(await api.scanAll()).toEqual([]);
+  });
+
+  it('takes a body over 256 KiB when the excess is inline attachments, and still refuses 256 KiB of text', async () => {
+    const api = await apiHarness({ attachments: store });
+    const big = randomBytes(1024 * 1024);
+    const ok = await api.call(
+      enqueueEvent(validBody({ attachments: [inline('scan.png', big)] }), { key: 'mb' }),
+    );
+    expect(ok.status).toBe(202);
+    expect(ok.json.attachments).toEqual([expect.objectContaining({ size: big.length, sha256: sha256(big) })]);
+
+    const text = await api.call(
+      enqueueEvent(
+        validBody({ text: 'x'.repeat(300 * 1024), attachments: [inline('a.txt', Buffer.from('x'))] }),
+        {
+          key: 'text',
+        },
+      ),
+    );
+    expect(text.status).toBe(413);
+  });
+
+  it('answers a replay with the same file 200, and another file under the same name 422, leaving the original alone', async () => {
+    const api = await apiHarness({ attachments: store });
+    const tenant = `t${randomBytes(4).toString('hex')}`;
+    const body = validBody({ attachments: [inline('report.pdf', PDF)] });
+    const first = await api.call(enqueueEvent(body, { key: 'same', tenant }));
+    expect(first.status).toBe(202);
+    const keys = await keysUnder(`messages/${tenant}/`);
+
+    const replay = await api.call(enqueueEvent(body, { key: 'same', tenant }));
+    expect(replay.status).toBe(200);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+
+    const other = Buffer.from('%PDF-1.4 another file entirely');
+    const changed = await api.call(
+      enqueueEvent(validBody({ attachments: [inline('report.pdf', other)] }), { key: 'same', tenant }),
+    );
+    expect(changed.status).toBe(422);
+    expect(await keysUnder(`messages/${tenant}/`)).toEqual(keys);
+    expect(await store.read(keys[0] ?? '')).toEqual(new Uint8Array(PDF));
+  });
+
+  it('keeps the fingerprint of a message without attachments as it was (its replays still match)', async () => {
+    const api = await apiHarness({ attachments: store });
+    const first = await api.call(enqueueEvent(validBody(), { key: 'plain' }));
+    const again = await api.call(enqueueEvent(validBody({ attachments: [] }), { key: 'plain' }));
+    expect(first.status).toBe(202);
+    expect(first.json.attachments).toEqual([]);
+    expect(again.status).toBe(200);
+  });
+});

@@ -1,0 +1,108 @@
+import { Match, type Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { PostdateStack } from '../../lib/PostdateStack.js';
+import {
+  logicalIdOf,
+  only,
+  type Resource,
+  type Statement,
+  statementsOfRole,
+  synthesizePostdate,
+} from './support/synthesize.js';
+
+let template: Template;
+let stack: PostdateStack;
+
+beforeAll(() => {
+  ({ template, stack } = synthesizePostdate());
+});
+
+const statementsOf = (name: keyof PostdateStack['postdate']['functions']): Statement[] => {
+  const fn = template.toJSON().Resources[logicalIdOf(stack.postdate.functions[name])] as Resource;
+  const role = (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+  return statementsOfRole(template, role);
+};
+const s3Statements = (name: keyof PostdateStack['postdate']['functions']) =>
+  statementsOf(name).filter((s) => s.Action.some((a) => a.startsWith('s3:')));
+const objectsIn = (area: string) => ({
+  'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalIdOf(stack.postdate.attachmentBucket), 'Arn'] }, `/${area}*`]],
+});
+
+describe("the attachments' bucket (DESIGN §13)", () => {
+  it('is encrypted, private, owner-enforced and refuses plain HTTP', () => {
+    const [, bucket] = only(template.findResources('AWS::S3::Bucket'));
+    expect(bucket.Properties).toMatchObject({
+      BucketEncryption: {
+        ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+      },
+      PublicAccessBlockConfiguration: {
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      },
+      OwnershipControls: { Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] },
+    });
+    template.hasResourceProperties('AWS::S3::BucketPolicy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Effect: 'Deny',
+            Action: 's3:*',
+            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+          }),
+        ]),
+      },
+    });
+  });
+
+  it('deletes unreferenced uploads after a day, and ended messages’ attachments after the retention, nothing else', () => {
+    const [, bucket] = only(template.findResources('AWS::S3::Bucket'));
+    const rules = (bucket.Properties.LifecycleConfiguration as { Rules: Record<string, unknown>[] }).Rules;
+    expect(rules).toEqual([
+      expect.objectContaining({
+        Id: 'UnreferencedUploads',
+        Prefix: 'uploads/',
+        ExpirationInDays: 1,
+        Status: 'Enabled',
+      }),
+      expect.objectContaining({
+        Id: 'EndedMessages',
+        Prefix: 'messages/',
+        TagFilters: [{ Key: 'postdate-lifetime', Value: 'ended' }],
+        ExpirationInDays: 30,
+        Status: 'Enabled',
+      }),
+    ]);
+  });
+
+  it('lets only the api write only the sender read a message’s attachments', () => {
+    expect(s3Statements('api')).toEqual([
+      expect.objectContaining({
+        Effect: 'Allow',
+        Action: ['s3:PutObject'],
+        Resource: [objectsIn('messages/')],
+      }),
+    ]);
+    expect(s3Statements('sender')).toEqual([
+      expect.objectContaining({
+        Effect: 'Allow',
+        Action: ['s3:GetObject'],
+        Resource: [objectsIn('messages/')],
+      }),
+    ]);
+    for (const name of ['authorizer', 'relay', 'sweeper', 'events', 'webhooks'] as const)
+      expect(s3Statements(name), name).toEqual([]);
+  });
+
+  it('tells the api and the sender the bucket, and no other function', () => {
+    const variables = (name: keyof PostdateStack['postdate']['functions']) => {
+      const fn = template.toJSON().Resources[logicalIdOf(stack.postdate.functions[name])] as Resource;
+      return (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+    };
+    const bucketRef = { Ref: logicalIdOf(stack.postdate.attachmentBucket) };
+    expect(variables('api').POSTDATE_ATTACHMENT_BUCKET).toEqual(bucketRef);
+    expect(variables('sender').POSTDATE_ATTACHMENT_BUCKET).toEqual(bucketRef);
+    expect(variables('relay').POSTDATE_ATTACHMENT_BUCKET).toBeUndefined();
+  });
+});

@@ -1,0 +1,180 @@
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import * as z from 'zod';
+import {
+  AttachmentsSchema,
+  AttachmentUploadSchema,
+  base64DecodedLength,
+  contentTypeFor,
+  encodedAttachmentBytes,
+  maxUploadBytes,
+  messageAttachmentKey,
+  messageSizeCheck,
+  planAttachments,
+  requestedAttachments,
+  uploadKey,
+} from '../../lambdas/core/attachments.js';
+import { PARSE_CONTEXT, zodErrors } from '../../lambdas/core/problem.js';
+
+const LIMITS = { inlineMaxBytes: 3072 * 1024, maxMessageBytes: 40 * 1024 * 1024 };
+const b64 = (text: string) => Buffer.from(text).toString('base64');
+
+function errorsOf(attachments: unknown) {
+  const parsed = z.strictObject({ attachments: AttachmentsSchema }).safeParse({ attachments }, PARSE_CONTEXT);
+  return parsed.success ? [] : zodErrors(parsed.error);
+}
+
+describe('attachment validation (DESIGN §13)', () => {
+  it('accepts an inline PDF and a reference to an upload', () => {
+    expect(
+      errorsOf([
+        { filename: 'invoice.pdf', content: b64('%PDF-1.7') },
+        { attachment_id: 'att_01jf6y8m3v3x1z6d2qk4n8r5tw' },
+      ]),
+    ).toEqual([]);
+  });
+
+  it.each([
+    ['a CR/LF in the filename (header injection)', 'a\r\nBcc: x@example.com.pdf', /CR or LF/],
+    ['an executable extension', 'setup.EXE', /executable/],
+    ['a script', 'invoice.pdf.js', /executable/],
+    ['a batch file', 'run.bat', /executable/],
+    ['a jar', 'app.jar', /executable/],
+    ['an installer', 'x.msi', /executable/],
+    ['a path', '../etc/passwd', /without \//],
+    ['an empty name', ' ', /empty/],
+    ['a control character', 'a\u0007.pdf', /control/],
+  ])('refuses %s, naming the field', (_what, filename, message) => {
+    const [error] = errorsOf([{ filename, content: b64('x') }]);
+    expect(error?.field).toBe('/attachments/0/filename');
+    expect(error?.message).toMatch(message);
+  });
+
+  it('allows non-ASCII filenames (the mailer encodes them, RFC 2231)', () => {
+    expect(errorsOf([{ filename: 'Rechnung März – Überblick.pdf', content: b64('x') }])).toEqual([]);
+  });
+
+  it('refuses content that is not base64, an executable content type, unknown fields', () => {
+    expect(errorsOf([{ filename: 'a.pdf', content: 'not base64!' }])[0]?.field).toBe(
+      '/attachments/0/content',
+    );
+    expect(
+      errorsOf([{ filename: 'a.bin', content: b64('x'), content_type: 'application/x-msdownload' }])[0],
+    ).toEqual({
+      field: '/attachments/0/content_type',
+      message: expect.stringMatching(/executable/),
+    });
+    expect(
+      errorsOf([{ filename: 'a.pdf', content: b64('x'), content_type: 'text/plain; charset=utf-8' }])[0]
+        ?.field,
+    ).toBe('/attachments/0/content_type');
+    expect(
+      errorsOf([{ filename: 'a.pdf', content: b64('x'), url: 'https://x' }]).map((e) => e.field),
+    ).toContain('/attachments/0/url');
+  });
+
+  it('refuses more than 10 attachments', () => {
+    const many = Array.from({ length: 11 }, () => ({ filename: 'a.txt', content: b64('x') }));
+    expect(errorsOf(many)[0]?.field).toBe('/attachments');
+  });
+
+  it('derives a content type from the extension, octet-stream when unknown', () => {
+    expect(contentTypeFor('Invoice.PDF', undefined)).toBe('application/pdf');
+    expect(contentTypeFor('photo.jpeg', null)).toBe('image/jpeg');
+    expect(contentTypeFor('data.weird', undefined)).toBe('application/octet-stream');
+    expect(contentTypeFor('noextension', undefined)).toBe('application/octet-stream');
+    expect(contentTypeFor('a.pdf', 'Application/PDF')).toBe('application/pdf');
+  });
+
+  it('checks a declared upload: size at least 1, type given', () => {
+    expect(
+      AttachmentUploadSchema.safeParse({ filename: 'a.pdf', content_type: 'application/pdf', size: 10 })
+        .success,
+    ).toBe(true);
+    expect(AttachmentUploadSchema.safeParse({ filename: 'a.pdf', size: 10 }).success).toBe(false);
+    expect(
+      AttachmentUploadSchema.safeParse({ filename: 'a.pdf', content_type: 'application/pdf', size: 0 })
+        .success,
+    ).toBe(false);
+  });
+});
+
+describe('attachment sizes', () => {
+  it('computes the decoded length of base64 without decoding', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 200 }), (bytes) => {
+        expect(base64DecodedLength(Buffer.from(bytes).toString('base64'))).toBe(bytes.length);
+      }),
+    );
+  });
+
+  it('refuses inline attachments over POSTDATE_INLINE_ATTACHMENT_MAX_KB in all with a 413 naming /attachments', () => {
+    const half = Buffer.alloc(600).toString('base64');
+    const result = planAttachments(
+      [
+        { filename: 'a.bin', content: half },
+        { filename: 'b.bin', content: half },
+      ],
+      { ...LIMITS, inlineMaxBytes: 1024 },
+    );
+    expect(result).toMatchObject({ ok: false, status: 413, errors: [{ field: '/attachments' }] });
+  });
+
+  it('decodes inline attachments with their SHA-256, derived type, and passes references through', () => {
+    const result = planAttachments(
+      [{ filename: 'a.pdf', content: b64('%PDF') }, { attachment_id: 'att_01jf6y8m3v3x1z6d2qk4n8r5tw' }],
+      LIMITS,
+    );
+    expect(result).toEqual({
+      ok: true,
+      value: [
+        {
+          kind: 'inline',
+          filename: 'a.pdf',
+          content_type: 'application/pdf',
+          bytes: new Uint8Array(Buffer.from('%PDF')),
+          sha256: createHash('sha256').update('%PDF').digest('hex'),
+        },
+        { kind: 'upload', attachment_id: 'att_01jf6y8m3v3x1z6d2qk4n8r5tw' },
+      ],
+    });
+  });
+
+  it('holds the whole message to POSTDATE_MAX_MESSAGE_MB as base64 (a 20 MB file fits, a 35 MB file does not)', () => {
+    expect(messageSizeCheck(1000, [20 * 1024 * 1024], LIMITS).ok).toBe(true);
+    expect(messageSizeCheck(1000, [35 * 1024 * 1024], LIMITS)).toMatchObject({
+      ok: false,
+      status: 413,
+      errors: [{ field: '/attachments' }],
+    });
+  });
+
+  it('gives the largest upload that fits the message alone', () => {
+    const max = maxUploadBytes(LIMITS);
+    expect(encodedAttachmentBytes(max)).toBeLessThanOrEqual(LIMITS.maxMessageBytes);
+    expect(encodedAttachmentBytes(max + 1)).toBeGreaterThan(LIMITS.maxMessageBytes);
+  });
+});
+
+describe('keys and the fingerprint', () => {
+  it('puts every key under its area and tenant', () => {
+    expect(uploadKey('acme', 'att_x')).toBe('uploads/acme/att_x');
+    expect(messageAttachmentKey('a/b', 'm1', 't1')).toBe('messages/a%2Fb/m1/t1');
+  });
+
+  it('covers the content: another file under the same name fingerprints differently', () => {
+    const one = requestedAttachments([{ filename: 'a.pdf', content: b64('one') }]);
+    const two = requestedAttachments([{ filename: 'a.pdf', content: b64('two') }]);
+    expect(one).not.toEqual(two);
+    expect(one).toEqual([
+      {
+        filename: 'a.pdf',
+        content_type: 'application/pdf',
+        size: 3,
+        sha256: createHash('sha256').update('one').digest('hex'),
+      },
+    ]);
+    expect(JSON.stringify(one)).not.toContain(b64('one'));
+  });
+});
