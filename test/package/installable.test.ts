@@ -198,19 +198,14 @@ describe('the postdate package, installed in another CDK app', () => {
       expect(readdirSync(join(app, result.outdir, fn.asset)).sort()).toEqual(['index.mjs', 'index.mjs.map']);
     }
     expect(result.outboxItems).toBe(2);
-    expect(result.clientCalls).toEqual(
-      [
-        'cancel',
-        'enqueue',
-        'get',
-        'http',
-        'list',
-        'raiseGroup',
-        'reschedule',
-        'retry',
-        'rotateWebhookSecret',
-      ].sort(),
-    );
+    // A typed method for every operation of the OpenAPI document, and the raw `http` client (issue 29).
+    const operationIds = Object.values(
+      JSON.parse(readFileSync(join(PROJECT_ROOT, 'docs/openapi.json'), 'utf8')).paths as Record<
+        string,
+        Record<string, { operationId?: string }>
+      >,
+    ).flatMap((operations) => Object.values(operations).flatMap((operation) => operation.operationId ?? []));
+    expect(result.clientCalls).toEqual([...operationIds, 'http'].sort());
     expect(result.problemError).toBe('function');
   }, 120_000);
 
