@@ -80,7 +80,7 @@ export const LAYERS: readonly Layer[] = [
   /** The CDK: core (settings, routes, metric names, limits) and the table's layout, never a function. */
   { name: 'lib', files: /^lib\//, may: ['core', 'records'], packages: 'any' },
   { name: 'local', files: /^local\//, may: [...ALL_LAMBDAS, 'lib'], packages: 'any' },
-  { name: 'cli', files: /^cli\//, may: [...ALL_LAMBDAS, 'lib'], packages: 'any' },
+  { name: 'cli', files: /^cli\//, may: [...ALL_LAMBDAS, 'client', 'lib'], packages: 'any' },
   { name: 'chaos', files: /^chaos\//, may: [...ALL_LAMBDAS, 'lib', 'local', 'cli'], packages: 'any' },
   { name: 'bench', files: /^bench\//, may: [...ALL_LAMBDAS, 'lib', 'local', 'cli'], packages: 'any' },
   { name: 'test', files: /^test\//, may: [], packages: 'any' },
