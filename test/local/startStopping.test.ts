@@ -94,9 +94,52 @@ describe('stopping npm start', () => {
 
   it('SIGKILL to the stack’s node process still ends DynamoDB Local and frees its port', async () => {
     const { chain, ports } = await started();
-    const node = chain.find((process) => process.command === 'node');
-    if (!node) throw new Error('no node process in the chain');
-    process.kill(node.pid, 'SIGKILL');
+    process.kill(nodeOf(chain), 'SIGKILL');
+    await expectAllGone(chain, ports);
+  }, 300_000);
+
+  it("SIGTERM to the stack's node process stops every part gracefully and frees every port", async () => {
+    const { start, chain, ports } = await started();
+    signal(nodeOf(chain), 'SIGTERM');
+    const exit = await start.exited;
+    await expectAllGone(chain, ports);
+    expect(start.stdout()).toContain('SIGTERM: stopping every part');
+    expect(exit.code).toBe(0);
+  }, 300_000);
+
+  it('Ctrl-C twice at once is one graceful stop: exit 0, nothing left', async () => {
+    const { start, chain, ports } = await started();
+    signal(-(start.child.pid as number), 'SIGINT');
+    signal(-(start.child.pid as number), 'SIGINT');
+    const exit = await start.exited;
+    await expectAllGone(chain, ports);
+    expect(start.stderr()).not.toContain('again');
+    expect(exit).toEqual({ code: 0, signal: null });
+  }, 300_000);
+
+  it('Ctrl-C again while the stop is under way still leaves no process and no port', async () => {
+    const { start, chain, ports } = await started();
+    signal(-(start.child.pid as number), 'SIGINT');
+    await eventually('the stop to begin', () => start.stdout().includes('SIGINT: stopping every part'), {
+      withinMs: STOPPED_WITHIN_MS,
+    });
+    signal(-(start.child.pid as number), 'SIGINT');
+    await start.exited;
     await expectAllGone(chain, ports);
   }, 300_000);
 });
+
+function nodeOf(chain: readonly { pid: number; command: string }[]): number {
+  const node = chain.find((process) => process.command === 'node');
+  if (!node) throw new Error(`no node process in the chain: ${JSON.stringify(chain)}`);
+  return node.pid;
+}
+
+/** Sends a signal unless its receiver has already gone (a fast stop may beat the second one). */
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+  }
+}
