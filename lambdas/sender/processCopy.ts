@@ -5,7 +5,7 @@ import { PROBE_TOKEN_ID } from '../core/relayBreaker.js';
 import { failoverStep } from '../core/relays.js';
 import { claimTerms, interruptedAttemptBecomes, sendableAt } from '../core/sendDecision.js';
 import { hasTimeForAttempt } from '../core/sendTiming.js';
-import { isTestSide } from '../core/testSide.js';
+import { isTestSide, SIMULATOR_RELAY } from '../core/testSide.js';
 import { decideUnsent, needsGroupHead, type UnsentStatus } from '../core/unsentDecision.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
 import {
@@ -153,10 +153,12 @@ async function passGate(
   | { readonly kind: 'held'; readonly verdict: CopyVerdict }
   | { readonly kind: 'pass'; readonly rateFactor: number; readonly relay: SenderRelay }
 > {
-  // A test message never reaches the relay (DESIGN §14): no breaker, pause or throttle holds it.
-  const first = run.deps.relays[0];
-  if (isTestSide(observed.tenant) && first !== undefined)
-    return { kind: 'pass', rateFactor: 1, relay: first };
+  // A test message's relay is the mailbox simulator (DESIGN §14): it has no gate, so no breaker,
+  // pause or throttle holds it, and what it answers never reaches a real relay's breaker.
+  if (isTestSide(observed.tenant)) {
+    const simulator = { name: SIMULATOR_RELAY, mailer: run.deps.simulator(observed.attempts ?? 0) };
+    return { kind: 'pass', rateFactor: 1, relay: simulator };
+  }
   let held: Extract<GateAdmission, { kind: 'wait' }> | undefined;
   for (const relay of run.deps.relays) {
     const admission: GateAdmission =

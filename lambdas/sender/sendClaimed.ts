@@ -11,7 +11,6 @@ import { type AttemptResult, bodyFault, decideOutcome, type FleetSignal } from '
 import { replyEndsBy } from '../core/sendTiming.js';
 import { suppressionKey } from '../core/suppressions.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
-import { isTestSide, SIMULATOR_RELAY } from '../core/testSide.js';
 import { isSupersededBy } from '../core/unsentDecision.js';
 import type { AttachmentStore } from '../ports/AttachmentStore.js';
 import type { OutgoingAttachment, OutgoingEmail, SendOutcome } from '../ports/Mailer.js';
@@ -112,9 +111,6 @@ export async function sendClaimed(
     body,
     positions.map((position) => recipients[position] ?? ''),
   );
-  // A test message is never handed to the relay: the simulator answers in its place (DESIGN §14).
-  const test = isTestSide(claimed.tenant);
-  const mailer = test ? deps.simulator(claimed.attempts ?? 0) : relay.mailer;
   const attachments = outgoingAttachments(claimed.attachments, deps.attachments);
   // A message with attachments on a sender without the bucket: a configuration fault, never a send without them.
   if (attachments === undefined)
@@ -125,7 +121,7 @@ export async function sendClaimed(
       new Error('the message has attachments and this sender has no bucket'),
     );
   // The mailer keeps time on the real clock; the reserve after the reply is ours.
-  const outcome = await mailer.send(attachments.length > 0 ? { ...email, attachments } : email, {
+  const outcome = await relay.mailer.send(attachments.length > 0 ? { ...email, attachments } : email, {
     endsBy: replyEndsBy(Date.now(), run.time.remainingMs()),
   });
   deps.metrics.milliseconds(SENDER_METRIC.smtpDuration, outcome.durationMs);
@@ -141,11 +137,9 @@ export async function sendClaimed(
     { ...deps.settings, ...relayWait(run, relay) },
     deps.random,
   );
-  // A simulated reply says nothing about the relay, and the attempt names the simulator.
-  if (decision.fleet !== undefined && !outcome.delivered && !test)
+  if (decision.fleet !== undefined && !outcome.delivered)
     await tellTheFleet(run, relay, decision.fleet, outcome);
-  const relayName = test ? SIMULATOR_RELAY : relay.name;
-  const verdict = await recordOutcome(run, claimed, owner, outcome, decision, email.envelope, relayName);
+  const verdict = await recordOutcome(run, claimed, owner, outcome, decision, email.envelope, relay.name);
   await suppressHardBounces(run, claimed, outcome, email.envelope);
   return verdict;
 }

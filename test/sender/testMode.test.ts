@@ -42,6 +42,8 @@ describe('the sender and test messages', () => {
     expect((await rig.state(delivered)).history.map((entry) => [entry.outcome, entry.code])).toEqual([
       ['sent', '250'],
     ]);
+    // The attempt names the simulator as its relay (DESIGN §15's `relay`), never a real one.
+    expect((await rig.state(delivered)).history.map((entry) => entry.relay)).toEqual(['simulator']);
 
     const anyone = await sendTest(rig, ['Ada <ada@example.org>']);
     expect(await rig.state(anyone)).toMatchObject({ status: 'sent', attempts: 1 });
