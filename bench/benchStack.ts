@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../lambdas/core/config.js';
+import { ANY_FREE_PORTS } from '../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../local/localStack.js';
 import type { ReceivedMailSummary, SmtpSink } from '../local/smtp/smtpSink.js';
 import { sleep } from './stats.js';
@@ -24,7 +25,7 @@ export async function startBenchStack(
   const config = loadConfig({ ...env }, 'local');
   return startLocalStack({
     config,
-    ports: { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 },
+    ports: ANY_FREE_PORTS,
     quiet: options.quiet ?? true,
     log: () => undefined,
     sweepIntervalMs: 3_600_000,

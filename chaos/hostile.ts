@@ -6,6 +6,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Command } from 'commander';
 import { loadConfig } from '../lambdas/core/config.js';
 import { createApiKey } from '../lambdas/keys/apiKeys.js';
+import { ANY_FREE_PORTS } from '../local/localEnv.js';
 import { startLocalStack } from '../local/localStack.js';
 import { type Auth, type HostileRequest, hostileRequests } from './hostileRequests.js';
 import { type RawResponse, rawHttp } from './rawHttp.js';
@@ -256,7 +257,7 @@ async function main(argv: readonly string[]): Promise<number> {
   const config = loadConfig({ ...process.env, POSTDATE_API_KEY: 'pd_hostile-run-key-0001' }, 'local');
   const stack = await startLocalStack({
     config,
-    ports: { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 },
+    ports: ANY_FREE_PORTS,
     quiet: true,
   });
   try {

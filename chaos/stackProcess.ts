@@ -5,6 +5,7 @@ import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { loadConfig } from '../lambdas/core/config.js';
 import { RELAY_STREAM_FILTER } from '../lambdas/store/tableLayout.js';
 import { lambdaContext } from '../local/http/lambdaContext.js';
+import { ANY_FREE_PORTS } from '../local/localEnv.js';
 import { type FunctionTimeoutKill, type LocalStreamDiscard, startLocalStack } from '../local/localStack.js';
 import { startStreamRunner } from '../local/runners/streamRunner.js';
 import { type ChaosChildParts, serveChaosChild } from './childProtocol.js';
@@ -74,7 +75,7 @@ async function start(): Promise<ChaosChildParts> {
   const stack = await startLocalStack({
     config,
     dataDir,
-    ports: { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 },
+    ports: ANY_FREE_PORTS,
     quiet: true,
     sweepIntervalMs: Number(process.env.CHAOS_SWEEP_INTERVAL_MS ?? '2000'),
     sender: senderHere ? 'in-process' : 'external',

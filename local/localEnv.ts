@@ -23,6 +23,21 @@ export const LOCAL_PORT_DEFAULTS: LocalPorts = {
   s3: LOCAL_PORT_SETTINGS.s3.default,
 };
 
+/**
+ * Every part on a free port of the system's choosing: what tests, benchmarks and the chaos harness
+ * start their stacks with, so that two stacks on one machine never claim the same port. Typed as every
+ * part, so a new part cannot be left on its fixed default.
+ */
+export const ANY_FREE_PORTS: LocalPorts = {
+  api: 0,
+  dynamodb: 0,
+  sqs: 0,
+  scheduler: 0,
+  smtp: 0,
+  mailViewer: 0,
+  s3: 0,
+};
+
 /** The variable that sets each port (lambdas/core/configSpec.ts). `POSTDATE_PORT` is read by loadConfig. */
 export const LOCAL_PORT_VARIABLES: Readonly<Record<LocalPart, string>> = {
   api: CONFIG_SETTINGS.port.variable,

@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { judgeAnswer, runHostile } from '../../chaos/hostile.js';
 import { hostileRequests, schemaRejects } from '../../chaos/hostileRequests.js';
 import { loadConfig } from '../../lambdas/core/config.js';
+import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 const problem = (status: number) => ({
   status,
   headers: { 'content-type': 'application/problem+json' },
@@ -65,7 +65,7 @@ describe('the hostile-input run against the local stack (small variant)', () => 
 
   beforeAll(async () => {
     const config = loadConfig({ POSTDATE_API_KEY: 'pd_hostile-spec-key-0001' }, 'local');
-    stack = await startLocalStack({ config, ports: FREE_PORTS, quiet: true });
+    stack = await startLocalStack({ config, ports: ANY_FREE_PORTS, quiet: true });
   }, 90_000);
 
   afterAll(async () => {

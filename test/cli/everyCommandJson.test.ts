@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildProgram } from '../../cli/postdate.js';
 import { createPostdateClient, type PostdateClient } from '../../lambdas/client/index.js';
 import { loadConfig } from '../../lambdas/core/config.js';
+import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 
 const run = promisify(execFile);
@@ -21,7 +22,6 @@ const BIN = resolve('cli/postdate.mjs');
 const API_KEY = 'pd_every-command-json-key-01';
 /** The commands that print JSON Lines (one document per line) rather than one document. */
 const JSON_LINES = new Set(['messages export', 'messages enqueue']);
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
 
 /** Every leaf command of the program, as typed: `messages list`, `reconcile`, … */
 function leafCommands(command: Command, path: string[] = []): string[] {
@@ -54,7 +54,7 @@ describe('every postdate command with --json, against the local stack', () => {
 
   beforeAll(async () => {
     const config = loadConfig({ POSTDATE_API_KEY: API_KEY }, 'local');
-    stack = await startLocalStack({ config, ports: FREE_PORTS, quiet: true });
+    stack = await startLocalStack({ config, ports: ANY_FREE_PORTS, quiet: true });
     client = createPostdateClient({ baseUrl: stack.apiUrl, apiKey: stack.apiKey });
     dir = await mkdtemp(join(tmpdir(), 'postdate-cli-json-'));
     await writeFile(join(dir, 'welcome.txt'), 'Hi {{name}}');

@@ -5,10 +5,10 @@ import {
   PostdateProblemError,
 } from '../../lambdas/client/index.js';
 import { loadConfig } from '../../lambdas/core/config.js';
+import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 
 const API_KEY = 'pd_client-spec-key-0001';
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 const run = Date.now().toString(36);
 
 describe('postdate/client against the local stack', () => {
@@ -17,7 +17,7 @@ describe('postdate/client against the local stack', () => {
 
   beforeAll(async () => {
     const config = loadConfig({ POSTDATE_API_KEY: API_KEY }, 'local');
-    stack = await startLocalStack({ config, ports: FREE_PORTS, quiet: true });
+    stack = await startLocalStack({ config, ports: ANY_FREE_PORTS, quiet: true });
     postdate = createPostdateClient({ baseUrl: stack.apiUrl, apiKey: stack.apiKey });
   }, 90_000);
 

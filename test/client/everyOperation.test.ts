@@ -7,10 +7,10 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostdateClient, type PostdateClient } from '../../lambdas/client/index.js';
 import { loadConfig } from '../../lambdas/core/config.js';
+import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 
 const API_KEY = 'pd_client-every-operation-01';
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
 
 function operationIds(): string[] {
   const document = JSON.parse(readFileSync('docs/openapi.json', 'utf8')) as {
@@ -38,7 +38,7 @@ describe('postdate/client: every operation', () => {
 
     beforeAll(async () => {
       const config = loadConfig({ POSTDATE_API_KEY: API_KEY }, 'local');
-      stack = await startLocalStack({ config, ports: FREE_PORTS, quiet: true });
+      stack = await startLocalStack({ config, ports: ANY_FREE_PORTS, quiet: true });
       postdate = createPostdateClient({ baseUrl: stack.apiUrl, apiKey: stack.apiKey });
     }, 120_000);
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { CONFIG_SETTINGS } from '../../lambdas/core/configSpec.js';
+import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 
 /**
@@ -15,7 +16,6 @@ import { type LocalStack, startLocalStack } from '../../local/localStack.js';
  */
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 const DOCUMENTED_URLS = [
   `http://localhost:${CONFIG_SETTINGS.port.local}`,
   `http://127.0.0.1:${CONFIG_SETTINGS.port.local}`,
@@ -53,7 +53,7 @@ describe("the docs' examples run against a local stack", () => {
   beforeAll(async () => {
     expect(exported, 'the README exports POSTDATE_API_KEY').toBeDefined();
     const config = loadConfig({ POSTDATE_API_KEY: exported }, 'local');
-    stack = await startLocalStack({ config, ports: FREE_PORTS, quiet: true });
+    stack = await startLocalStack({ config, ports: ANY_FREE_PORTS, quiet: true });
   }, 120_000);
 
   afterAll(async () => {

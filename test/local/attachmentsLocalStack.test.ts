@@ -7,9 +7,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
+import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 const PDF = Buffer.from('%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n');
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
@@ -28,7 +28,7 @@ describe('an attachment on the local stack', () => {
 
   beforeAll(async () => {
     const config = loadConfig({ POSTDATE_API_KEY: 'pd_local-stack-attachments-01' }, 'local');
-    stack = await startLocalStack({ config, ports: FREE_PORTS, quiet: true });
+    stack = await startLocalStack({ config, ports: ANY_FREE_PORTS, quiet: true });
   }, 90_000);
 
   afterAll(async () => {

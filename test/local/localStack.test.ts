@@ -9,14 +9,13 @@ import { loadConfig } from '../../lambdas/core/config.js';
 import { RELAY_STREAM } from '../../lib/eventSourceLayout.js';
 import { SWEEPER_TIMEOUT_SECONDS } from '../../lib/postdateProps.js';
 import { freePort } from '../../local/freePort.js';
-import { PortInUseError } from '../../local/localEnv.js';
+import { ANY_FREE_PORTS, PortInUseError } from '../../local/localEnv.js';
 import { type LocalStack, SWEEPER_TIMEOUT_MS, startLocalStack } from '../../local/localStack.js';
 import { readStackFile } from '../../local/stackFile.js';
 import { LOCAL_AWS, queueDepth } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
 
 const API_KEY = 'pd_local-stack-spec-key-0001';
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 
 function refusesConnections(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -58,7 +57,7 @@ describe('the local stack', () => {
     // Importing Powertools (the handlers do) adds its user agent to AWS_SDK_UA_APP_ID, as in Lambda.
     await import('@aws-lambda-powertools/logger');
     envAtStart = { ...process.env };
-    stack = await startLocalStack({ config, ports: FREE_PORTS, quiet: true });
+    stack = await startLocalStack({ config, ports: ANY_FREE_PORTS, quiet: true });
   }, 90_000);
 
   afterAll(async () => {
@@ -231,7 +230,7 @@ describe('starting the local stack', () => {
     const port = typeof address === 'object' && address ? address.port : 0;
     const starting = startLocalStack({
       config: loadConfig({}, 'local'),
-      ports: { ...FREE_PORTS, sqs: port },
+      ports: { ...ANY_FREE_PORTS, sqs: port },
       quiet: true,
     });
     await expect(starting).rejects.toBeInstanceOf(PortInUseError);

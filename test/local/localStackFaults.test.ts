@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
+import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import {
   type FunctionTimeoutKill,
   type LocalStack,
@@ -11,7 +12,6 @@ import type { FireEvent } from '../../local/scheduler/startSchedulerEmulator.js'
 import { eventually } from '../support/eventually.js';
 
 const API_KEY = 'pd_local-stack-faults-key-01';
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 
 /**
  * The chaos run's hooks into the local stack: Scheduler faults passed through to the emulator, a
@@ -41,7 +41,7 @@ describe('the local stack with scheduler faults and an external sender', () => {
     );
     stack = await startLocalStack({
       config,
-      ports: FREE_PORTS,
+      ports: ANY_FREE_PORTS,
       quiet: true,
       sender: 'external',
       schedulerFaults: { fireTwice: () => true, delayMs: () => 700 },

@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
+import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 
 const API_KEY = 'pd_local-stack-restart-key';
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 
 describe('the local stack on a data dir', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'postdate-stack-'));
@@ -19,7 +19,7 @@ describe('the local stack on a data dir', () => {
   });
 
   it('keeps the table, the API key and the messages across a restart on other ports', async () => {
-    running = await startLocalStack({ config, dataDir, ports: FREE_PORTS, quiet: true });
+    running = await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
     const first = running;
     const enqueued = await fetch(`${first.apiUrl}/v1/messages`, {
       method: 'POST',
@@ -40,7 +40,7 @@ describe('the local stack on a data dir', () => {
     await first.stop();
     running = undefined;
 
-    running = await startLocalStack({ config, dataDir, ports: FREE_PORTS, quiet: true });
+    running = await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
     const second = running;
     expect(second.apiUrl).not.toBe(first.apiUrl);
     expect(second.streamArn).toBe(first.streamArn);

@@ -4,11 +4,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
+import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { eventually } from '../support/eventually.js';
 
 const API_KEY = 'pd_local-stack-templates-key-01';
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 
 describe('a template message on the local stack', () => {
   let stack: LocalStack;
@@ -25,7 +25,7 @@ describe('a template message on the local stack', () => {
 
   beforeAll(async () => {
     const config = loadConfig({ POSTDATE_API_KEY: API_KEY }, 'local');
-    stack = await startLocalStack({ config, ports: FREE_PORTS, quiet: true });
+    stack = await startLocalStack({ config, ports: ANY_FREE_PORTS, quiet: true });
   }, 90_000);
 
   afterAll(async () => {

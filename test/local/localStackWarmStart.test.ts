@@ -1,10 +1,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
+import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { eventually } from '../support/eventually.js';
 
 const API_KEY = 'pd_warm-start-spec-key';
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 const MESSAGES = 10;
 
 /**
@@ -24,7 +24,7 @@ describe('the local stack says ready with warm functions', () => {
   it('serves the first messages after start without a cold start', async () => {
     stack = await startLocalStack({
       config: loadConfig({ POSTDATE_API_KEY: API_KEY }, 'local'),
-      ports: FREE_PORTS,
+      ports: ANY_FREE_PORTS,
       quiet: true,
     });
     const running = stack;

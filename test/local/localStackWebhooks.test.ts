@@ -5,12 +5,12 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
+import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { eventually } from '../support/eventually.js';
 import { startReceiver } from '../webhooks/webhookHarness.js';
 
 const API_KEY = 'pd_local-stack-webhooks-key-01';
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 
 describe('the local stack delivers webhooks', () => {
   let stack: LocalStack;
@@ -20,7 +20,7 @@ describe('the local stack delivers webhooks', () => {
     hook = await startReceiver();
     stack = await startLocalStack({
       config: loadConfig({ POSTDATE_API_KEY: API_KEY }, 'local'),
-      ports: FREE_PORTS,
+      ports: ANY_FREE_PORTS,
       quiet: true,
     });
   }, 90_000);

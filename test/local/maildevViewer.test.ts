@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
+import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { type MaildevViewer, startMaildevViewer } from '../../local/smtp/maildevViewer.js';
 import { eventually } from '../support/eventually.js';
@@ -14,7 +15,6 @@ import { eventually } from '../support/eventually.js';
  */
 
 const API_KEY = 'pd_viewer-spec-key-0001';
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 
 /** A Chromium on this machine: CHROMIUM_PATH, or where Debian and others install it. */
 function findChromium(): string | undefined {
@@ -73,7 +73,7 @@ describe.skipIf(skipReason !== undefined)(
       );
       stack = await startLocalStack({
         config,
-        ports: FREE_PORTS,
+        ports: ANY_FREE_PORTS,
         quiet: true,
         externalViewer: { smtpPort: viewer.smtpPort, url: viewer.url },
       });

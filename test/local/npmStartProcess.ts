@@ -1,5 +1,6 @@
 import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
 import { createConnection } from 'node:net';
+import { LOCAL_PORT_VARIABLES } from '../../local/localEnv.js';
 import { eventually } from '../support/eventually.js';
 
 /**
@@ -17,19 +18,9 @@ export interface NpmStart {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-const PORT_VARIABLES = [
-  'POSTDATE_PORT',
-  'POSTDATE_DYNAMODB_PORT',
-  'POSTDATE_SQS_PORT',
-  'POSTDATE_SCHEDULER_PORT',
-  'POSTDATE_SMTP_SINK_PORT',
-  'POSTDATE_MAIL_VIEWER_PORT',
-  'POSTDATE_S3_PORT',
-];
-
 export function npmStart(env: NodeJS.ProcessEnv = {}): NpmStart {
   const merged: NodeJS.ProcessEnv = { ...process.env, ...env };
-  for (const name of PORT_VARIABLES) merged[name] = '0';
+  for (const name of Object.values(LOCAL_PORT_VARIABLES)) merged[name] = '0';
   delete merged.POSTDATE_LOG;
   const child = spawn('npm', ['start'], { env: merged, stdio: 'pipe', detached: true });
   let out = '';
