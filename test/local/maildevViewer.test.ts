@@ -135,6 +135,62 @@ describe.skipIf(skipReason !== undefined)(
         .toBeGreaterThan(0);
     }, 90_000);
 
+    it('lists every header in its headers tab, addresses and the date included (issue 29)', async () => {
+      // Mailpit users read every header of a message in its headers tab. MailDev's parser kept only
+      // the ones whose parsed value is a string, so From, To, Cc, Reply-To and Date (addresses and a
+      // date once parsed) were missing; patches/@maildev+smtp+3.0.0.patch keeps them as written.
+      const headersSubject = `Every header ${Date.now()}`;
+      expect(
+        await enqueue(`viewer-${headersSubject}`, {
+          subject: headersSubject,
+          to: ['Ada Lovelace <ada@example.com>'],
+          cc: ['grace@example.com'],
+          reply_to: 'support@example.com',
+          headers: { 'X-Campaign': 'spring-sale' },
+          text: 'Every header.',
+        }),
+      ).toBe(202);
+      await eventually(
+        'the mail in MailDev',
+        async () => {
+          const emails = (await (await fetch(`${viewer.url}/api/email`)).json()) as MaildevEmail[];
+          return emails.some((email) => email.subject === headersSubject);
+        },
+        { withinMs: 60_000, everyMs: 100 },
+      );
+
+      await page.goto(`${viewer.url}/`);
+      await page.getByText(headersSubject).first().click();
+      await page.getByRole('button', { name: 'Headers', exact: true }).click();
+      const rows = page.locator('table tr');
+      const headerTab = async (): Promise<Record<string, string>> => {
+        const cells = await Promise.all((await rows.all()).map((row) => row.locator('td').allTextContents()));
+        return Object.fromEntries(
+          cells.filter((row) => row.length === 2).map(([k, v]) => [k?.toLowerCase(), v]),
+        );
+      };
+      await expect
+        .poll(async () => Object.keys(await headerTab()).length, { timeout: 10_000 })
+        .toBeGreaterThan(5);
+      const shown = await headerTab();
+      expect(shown).toMatchObject({
+        from: 'postdate@postdate.local',
+        // The display name decoded; MailDev's parser quotes it.
+        to: expect.stringMatching(/^"?Ada Lovelace"? <ada@example\.com>$/),
+        cc: 'grace@example.com',
+        'reply-to': 'support@example.com',
+        'x-campaign': 'spring-sale',
+        subject: headersSubject,
+      });
+      // The date as the message carries it (RFC 5322), not a parsed object or nothing.
+      expect(shown.date).toMatch(
+        /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{1,2} \w{3} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}$/,
+      );
+      expect(Object.keys(shown)).toEqual(
+        expect.arrayContaining(['message-id', 'x-postdate-id', 'mime-version', 'content-type']),
+      );
+    }, 90_000);
+
     it('finds a message by searching its subject', async () => {
       await page.goto(`${viewer.url}/`);
       await expect.poll(() => page.getByText(otherSubject).count(), { timeout: 10_000 }).toBeGreaterThan(0);
