@@ -1,9 +1,15 @@
 import { existsSync } from 'node:fs';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
+import { SIMULATOR_DOMAIN } from '../../lambdas/core/testSide.js';
+import { createApiKey } from '../../lambdas/keys/apiKeys.js';
+import { LOCAL_RESOURCES } from '../../local/localResources.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { type MaildevViewer, startMaildevViewer } from '../../local/smtp/maildevViewer.js';
+import { SIMULATED_MAIL_PRELOAD } from '../../local/smtp/simulatedMailViewer.js';
 import { eventually } from '../support/eventually.js';
 
 /**
@@ -14,6 +20,7 @@ import { eventually } from '../support/eventually.js';
  */
 
 const API_KEY = 'pd_viewer-spec-key-0001';
+const TEST_KEY = 'pd_test_viewer-spec-key-0001';
 const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 
 /** A Chromium on this machine: CHROMIUM_PATH, or where Debian and others install it. */
@@ -50,11 +57,11 @@ describe.skipIf(skipReason !== undefined)(
     const subject = `Your order ${Date.now()} shipped`;
     const otherSubject = `Invoice ${Date.now()} ready`;
 
-    async function enqueue(key: string, body: Record<string, unknown>): Promise<number> {
+    async function enqueue(key: string, body: Record<string, unknown>, secret = API_KEY): Promise<number> {
       const response = await fetch(`${stack.apiUrl}/v1/messages`, {
         method: 'POST',
         headers: {
-          authorization: `Bearer ${API_KEY}`,
+          authorization: `Bearer ${secret}`,
           'content-type': 'application/json',
           'idempotency-key': key,
         },
@@ -76,7 +83,22 @@ describe.skipIf(skipReason !== undefined)(
         ports: FREE_PORTS,
         quiet: true,
         externalViewer: { smtpPort: viewer.smtpPort, url: viewer.url },
+        functionPreload: [SIMULATED_MAIL_PRELOAD],
       });
+      const documents = DynamoDBDocumentClient.from(
+        new DynamoDBClient({
+          endpoint: stack.dynamodbEndpoint,
+          region: 'us-east-1',
+          credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+        }),
+      );
+      await createApiKey(documents, stack.tableName, {
+        tenant: LOCAL_RESOURCES.tenant,
+        secret: TEST_KEY,
+        test: true,
+        now: new Date(),
+      });
+      documents.destroy();
       browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
       page = await browser.newPage();
     }, 120_000);
@@ -189,6 +211,36 @@ describe.skipIf(skipReason !== undefined)(
       expect(Object.keys(shown)).toEqual(
         expect.arrayContaining(['message-id', 'x-postdate-id', 'mime-version', 'content-type']),
       );
+    }, 90_000);
+
+    it('shows a test message (DESIGN §14), marked X-Postdate-Test in its headers', async () => {
+      const testSubject = `Simulated ${Date.now()}`;
+      expect(
+        await enqueue(
+          `viewer-${testSubject}`,
+          { subject: testSubject, to: [`delivered@${SIMULATOR_DOMAIN}`], text: 'A test message.' },
+          TEST_KEY,
+        ),
+      ).toBe(202);
+      const email = await eventually(
+        'the test message in MailDev',
+        async () => {
+          const emails = (await (await fetch(`${viewer.url}/api/email`)).json()) as (MaildevEmail & {
+            headers: Record<string, string>;
+          })[];
+          return emails.find((candidate) => candidate.subject === testSubject);
+        },
+        { withinMs: 60_000, everyMs: 100 },
+      );
+      expect(email.headers['x-postdate-test']).toBe('true');
+
+      await page.goto(`${viewer.url}/`);
+      await page.getByText(testSubject).first().click();
+      await page.getByRole('button', { name: 'Headers', exact: true }).click();
+      const testRow = page.locator('table tr').filter({ hasText: 'x-postdate-test' });
+      await expect
+        .poll(() => testRow.locator('td').allTextContents(), { timeout: 10_000 })
+        .toEqual(['x-postdate-test', 'true']);
     }, 90_000);
 
     it('finds a message by searching its subject', async () => {
