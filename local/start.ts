@@ -14,6 +14,7 @@ import { DynamoDbLocalError } from './dynamodbLocal.js';
 import { claimPorts, type LocalPorts, loadLocalPorts, PortInUseError } from './localEnv.js';
 import type { LocalStack } from './localStack.js';
 import { type MaildevViewer, startMaildevViewer } from './smtp/maildevViewer.js';
+import { SIMULATED_MAIL_PRELOAD } from './smtp/simulatedMailViewer.js';
 import { removeStackFile, STACK_FILE, writeStackFile } from './stackFile.js';
 import { installLogFilter, type LocalLogMode, logModeOf } from './startLog.js';
 
@@ -154,7 +155,11 @@ async function main(): Promise<void> {
       ports,
       onPartReady: partReady,
       ...(viewerPorts
-        ? { externalViewer: { smtpPort: viewerPorts.smtp, url: `http://${HOST}:${viewerPorts.web}` } }
+        ? {
+            externalViewer: { smtpPort: viewerPorts.smtp, url: `http://${HOST}:${viewerPorts.web}` },
+            // Test messages shown in MailDev, never sent to it (local/smtp/simulatedMailViewer.ts).
+            functionPreload: [SIMULATED_MAIL_PRELOAD],
+          }
         : {}),
     });
   } catch (error) {

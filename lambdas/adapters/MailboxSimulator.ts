@@ -14,6 +14,9 @@
  * - `ambiguous`: the connection cut right after the final dot (the message's `on_ambiguous` decides);
  * - `slow`: accepted after a slow final reply (`slowReplyMs`, cut short to stay within `endsBy`).
  * Deterministic: the same envelope on the same attempt always gets the same answer.
+ *
+ * Locally, the stack may show what the simulator took to a viewer (`showSimulatedMailIn`): DESIGN
+ * §14's "visible in the mail viewer". In AWS nothing is registered and the simulator hands nothing on.
  */
 import { classifySmtpError } from '../core/classifySmtpError.js';
 import { SIMULATOR_DOMAIN } from '../core/testSide.js';
@@ -52,6 +55,24 @@ export const DEFAULT_SLOW_REPLY_MS = 3_000;
 /** Keeps this much of the attempt's time after a slow reply, for the outcome write. */
 const SLOW_REPLY_RESERVE_MS = 1_000;
 
+/**
+ * Where a test message the simulator took is shown (the local stack's mail viewer): told once the
+ * body went out — the message accepted for `recipients`, or cut after the dot — as a relay's sink
+ * would have it. It must not throw, and whatever it does later never changes the outcome.
+ */
+export type SimulatedMailViewer = (email: OutgoingEmail, recipients: readonly string[]) => void;
+
+/** Set only by the local stack, in the thread its sender runs in (local/smtp/simulatedMailViewer.ts). */
+let viewer: SimulatedMailViewer | undefined;
+
+/**
+ * The local hook: every simulator of this thread shows the mail it takes in `next` from now on
+ * (undefined: nowhere, as in AWS). No connection is opened here or by the simulator.
+ */
+export function showSimulatedMailIn(next: SimulatedMailViewer | undefined): void {
+  viewer = next;
+}
+
 /** The simulated mailbox an address names, or null for any other address (which is accepted). */
 export function simulatedMailbox(address: string): SimulatedMailbox | null {
   const at = address.lastIndexOf('@');
@@ -71,11 +92,14 @@ export class MailboxSimulator implements Mailer {
     const started = this.now();
     const refusedErrors: { index: number; error: SmtpReplyError }[] = [];
     const accepted: SimulatedMailbox[] = [];
+    const acceptedRecipients: string[] = [];
     email.envelope.forEach((recipient, index) => {
       const mailbox = simulatedMailbox(recipient);
       const reply = this.rcptReply(mailbox);
-      if (reply === null) accepted.push(mailbox ?? SIMULATED_MAILBOX.delivered);
-      else refusedErrors.push({ index, error: smtpReplyError(reply, 'RCPT TO', recipient) });
+      if (reply === null) {
+        accepted.push(mailbox ?? SIMULATED_MAILBOX.delivered);
+        acceptedRecipients.push(recipient);
+      } else refusedErrors.push({ index, error: smtpReplyError(reply, 'RCPT TO', recipient) });
     });
     const refused: RecipientRefusal[] = refusedErrors.map(({ index, error }) => {
       const classified = classifySmtpError(error);
@@ -99,6 +123,8 @@ export class MailboxSimulator implements Mailer {
       });
       return this.failed(error, { bodySent: false }, refused, durationMs());
     }
+    // The body goes out to every accepted recipient (a relay's sink would hold it now).
+    viewer?.(email, acceptedRecipients);
     if (accepted.includes(SIMULATED_MAILBOX.ambiguous)) {
       // The body and its final dot went out; the connection broke before the reply.
       const error = Object.assign(new Error('Connection closed unexpectedly'), {

@@ -361,42 +361,51 @@ export class NodemailerMailer implements Mailer {
 
   /** The message as nodemailer composes it; `onBodySent` fires once the whole body is handed over. */
   private compose(email: OutgoingEmail, onBodySent: () => void): Readable {
-    const stream = new MailComposer(this.mailOptions(email)).compile().createReadStream();
+    const stream = composeMessage(email, this.options.messageIdDomain);
     // 'end' fires once the connection has read the whole body, i.e. after 354 and right before the
     // final dot: from here on a missing reply is ambiguous.
     stream.once('end', onBodySent);
     return stream;
   }
+}
 
-  private mailOptions(email: OutgoingEmail): MailComposerOptions {
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(email.headers)) {
-      // Set by the sender itself: a caller's header of the same name is dropped, never merged.
-      if (isReservedHeader(name.trim())) continue;
-      // Refused at enqueue; dropped here too, for what the outbox helper or an older enqueue stored.
-      if (isRelayControlHeader(name.trim())) continue;
-      headers[name] = String(value).replace(/[\r\n]+/g, ' ');
-    }
-    headers['X-Postdate-Id'] = email.id;
-    return {
-      messageId: `<${email.id}@${this.options.messageIdDomain}>`,
-      from: email.from,
-      to: [...email.to],
-      cc: email.cc.length > 0 ? [...email.cc] : undefined,
-      bcc: email.bcc.length > 0 ? [...email.bcc] : undefined,
-      replyTo: email.replyTo ?? undefined,
-      subject: email.subject,
-      // Strings only: never a path, href or stream a caller could point somewhere.
-      text: email.text ?? undefined,
-      html: email.html ?? undefined,
-      headers,
-      ...(email.attachments && email.attachments.length > 0
-        ? { attachments: email.attachments.map(attachmentPart) }
-        : {}),
-      disableFileAccess: true,
-      disableUrlAccess: true,
-    };
+/**
+ * The message as the relay receives it — `Message-ID`, `X-Postdate-Id`, the caller's headers, the
+ * attachments streamed as they are read. The mailer sends it; the local stack composes a test
+ * message the same way to show it in its viewer (local/smtp/simulatedMailViewer.ts).
+ */
+export function composeMessage(email: OutgoingEmail, messageIdDomain: string): Readable {
+  return new MailComposer(mailOptionsOf(email, messageIdDomain)).compile().createReadStream();
+}
+
+function mailOptionsOf(email: OutgoingEmail, messageIdDomain: string): MailComposerOptions {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(email.headers)) {
+    // Set by the sender itself: a caller's header of the same name is dropped, never merged.
+    if (isReservedHeader(name.trim())) continue;
+    // Refused at enqueue; dropped here too, for what the outbox helper or an older enqueue stored.
+    if (isRelayControlHeader(name.trim())) continue;
+    headers[name] = String(value).replace(/[\r\n]+/g, ' ');
   }
+  headers['X-Postdate-Id'] = email.id;
+  return {
+    messageId: `<${email.id}@${messageIdDomain}>`,
+    from: email.from,
+    to: [...email.to],
+    cc: email.cc.length > 0 ? [...email.cc] : undefined,
+    bcc: email.bcc.length > 0 ? [...email.bcc] : undefined,
+    replyTo: email.replyTo ?? undefined,
+    subject: email.subject,
+    // Strings only: never a path, href or stream a caller could point somewhere.
+    text: email.text ?? undefined,
+    html: email.html ?? undefined,
+    headers,
+    ...(email.attachments && email.attachments.length > 0
+      ? { attachments: email.attachments.map(attachmentPart) }
+      : {}),
+    disableFileAccess: true,
+    disableUrlAccess: true,
+  };
 }
 
 /** An attachment as a MIME part: base64, its bytes streamed from the store as the relay takes them. */

@@ -6,12 +6,18 @@
  * Postdate's sender is not changed for it: `npm start` points `SMTP_HOST`/`SMTP_PORT` at MailDev's
  * SMTP port as it would at any relay. The small in-process sink (smtpSink.ts, mailViewer.ts) stays
  * what the tests use: it starts in milliseconds and its messages can be read from code.
+ *
+ * Test messages (DESIGN §14) never come by SMTP: the sandboxes that preload simulatedMailViewer.ts
+ * post what the mailbox simulator took, and MailDev stores it as one of its own, marked
+ * `X-Postdate-Test: true`.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { PortInUseError } from '../localEnv.js';
+import { receiveSimulatedMail, type SimulatedMail } from './simulatedMailViewer.js';
 
 export interface MaildevViewerOptions {
   /** MailDev's SMTP port; 0 picks a free one. */
@@ -99,17 +105,62 @@ export async function startMaildevViewer(options: MaildevViewerOptions): Promise
     await removeOwnDirectory();
     throw new Error('MailDev started without its web page');
   }
+  let store: (mail: SimulatedMail) => Promise<string>;
+  try {
+    store = storeOf(servers.smtp);
+  } catch (error) {
+    await maildev.stop();
+    await removeOwnDirectory();
+    throw error;
+  }
   servers.api.server.server.prependListener('request', pageUnlessJsonAsked);
+  const testMail = receiveSimulatedMail({ host: options.host, port: smtp.port }, store);
   return {
     smtpHost: options.host,
     smtpPort: smtp.port,
     url: `http://${options.host}:${web.port}`,
     mailDirectory: options.mailDirectory ?? (ownDirectory as string),
     stop: async () => {
+      testMail.close();
       await maildev.stop();
       await removeOwnDirectory();
     },
   };
+}
+
+/**
+ * How MailDev's SMTP server stores what it received (its `.eml`, the parsed email, the `new`
+ * event the page listens to): `processIncomingEmail(stream, session)`, the step after DATA.
+ * It is not in MailDev's typings (private in TypeScript, a plain method in its JavaScript):
+ * checked here, so that a MailDev without it fails the start instead of dropping test mail.
+ */
+interface MaildevIncoming {
+  processIncomingEmail(
+    stream: Readable,
+    session: {
+      envelope: { mailFrom: { address: string; args: false }; rcptTo: { address: string; args: false }[] };
+      hostNameAppearsAs: string;
+      remoteAddress: string;
+    },
+  ): Promise<string>;
+}
+
+/** A test message stored in MailDev as received from the mailbox simulator (no connection). */
+function storeOf(smtpServer: object): (mail: SimulatedMail) => Promise<string> {
+  const incoming = smtpServer as Partial<MaildevIncoming>;
+  if (typeof incoming.processIncomingEmail !== 'function') {
+    throw new Error("MailDev's SMTP server has no processIncomingEmail: test mail cannot be shown");
+  }
+  const processIncomingEmail = incoming.processIncomingEmail.bind(smtpServer);
+  return (mail) =>
+    processIncomingEmail(Readable.from([Buffer.from(mail.raw)]), {
+      envelope: {
+        mailFrom: { address: mail.from, args: false },
+        rcptTo: mail.recipients.map((address) => ({ address, args: false })),
+      },
+      hostNameAppearsAs: 'postdate-mailbox-simulator',
+      remoteAddress: 'mailbox-simulator',
+    });
 }
 
 /**

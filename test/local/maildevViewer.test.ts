@@ -1,10 +1,16 @@
 import { existsSync } from 'node:fs';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
+import { SIMULATOR_DOMAIN } from '../../lambdas/core/testSide.js';
+import { createApiKey } from '../../lambdas/keys/apiKeys.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
+import { LOCAL_RESOURCES } from '../../local/localResources.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { type MaildevViewer, startMaildevViewer } from '../../local/smtp/maildevViewer.js';
+import { SIMULATED_MAIL_PRELOAD } from '../../local/smtp/simulatedMailViewer.js';
 import { eventually } from '../support/eventually.js';
 
 /**
@@ -15,6 +21,7 @@ import { eventually } from '../support/eventually.js';
  */
 
 const API_KEY = 'pd_viewer-spec-key-0001';
+const TEST_KEY = 'pd_test_viewer-spec-key-0001';
 
 /** A Chromium on this machine: CHROMIUM_PATH, or where Debian and others install it. */
 function findChromium(): string | undefined {
@@ -50,11 +57,11 @@ describe.skipIf(skipReason !== undefined)(
     const subject = `Your order ${Date.now()} shipped`;
     const otherSubject = `Invoice ${Date.now()} ready`;
 
-    async function enqueue(key: string, body: Record<string, unknown>): Promise<number> {
+    async function enqueue(key: string, body: Record<string, unknown>, secret = API_KEY): Promise<number> {
       const response = await fetch(`${stack.apiUrl}/v1/messages`, {
         method: 'POST',
         headers: {
-          authorization: `Bearer ${API_KEY}`,
+          authorization: `Bearer ${secret}`,
           'content-type': 'application/json',
           'idempotency-key': key,
         },
@@ -76,7 +83,22 @@ describe.skipIf(skipReason !== undefined)(
         ports: ANY_FREE_PORTS,
         quiet: true,
         externalViewer: { smtpPort: viewer.smtpPort, url: viewer.url },
+        functionPreload: [SIMULATED_MAIL_PRELOAD],
       });
+      const documents = DynamoDBDocumentClient.from(
+        new DynamoDBClient({
+          endpoint: stack.dynamodbEndpoint,
+          region: 'us-east-1',
+          credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+        }),
+      );
+      await createApiKey(documents, stack.tableName, {
+        tenant: LOCAL_RESOURCES.tenant,
+        secret: TEST_KEY,
+        test: true,
+        now: new Date(),
+      });
+      documents.destroy();
       browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
       page = await browser.newPage();
     }, 120_000);
@@ -133,6 +155,92 @@ describe.skipIf(skipReason !== undefined)(
       await expect
         .poll(() => page.getByText('It is on its way (plain text part).').count(), { timeout: 10_000 })
         .toBeGreaterThan(0);
+    }, 90_000);
+
+    it('lists every header in its headers tab, addresses and the date included (issue 29)', async () => {
+      // Mailpit users read every header of a message in its headers tab. MailDev's parser kept only
+      // the ones whose parsed value is a string, so From, To, Cc, Reply-To and Date (addresses and a
+      // date once parsed) were missing; patches/@maildev+smtp+3.0.0.patch keeps them as written.
+      const headersSubject = `Every header ${Date.now()}`;
+      expect(
+        await enqueue(`viewer-${headersSubject}`, {
+          subject: headersSubject,
+          to: ['Ada Lovelace <ada@example.com>'],
+          cc: ['grace@example.com'],
+          reply_to: 'support@example.com',
+          headers: { 'X-Campaign': 'spring-sale' },
+          text: 'Every header.',
+        }),
+      ).toBe(202);
+      await eventually(
+        'the mail in MailDev',
+        async () => {
+          const emails = (await (await fetch(`${viewer.url}/api/email`)).json()) as MaildevEmail[];
+          return emails.some((email) => email.subject === headersSubject);
+        },
+        { withinMs: 60_000, everyMs: 100 },
+      );
+
+      await page.goto(`${viewer.url}/`);
+      await page.getByText(headersSubject).first().click();
+      await page.getByRole('button', { name: 'Headers', exact: true }).click();
+      const rows = page.locator('table tr');
+      const headerTab = async (): Promise<Record<string, string>> => {
+        const cells = await Promise.all((await rows.all()).map((row) => row.locator('td').allTextContents()));
+        return Object.fromEntries(
+          cells.filter((row) => row.length === 2).map(([k, v]) => [k?.toLowerCase(), v]),
+        );
+      };
+      await expect
+        .poll(async () => Object.keys(await headerTab()).length, { timeout: 10_000 })
+        .toBeGreaterThan(5);
+      const shown = await headerTab();
+      expect(shown).toMatchObject({
+        from: 'postdate@postdate.local',
+        // The display name decoded; MailDev's parser quotes it.
+        to: expect.stringMatching(/^"?Ada Lovelace"? <ada@example\.com>$/),
+        cc: 'grace@example.com',
+        'reply-to': 'support@example.com',
+        'x-campaign': 'spring-sale',
+        subject: headersSubject,
+      });
+      // The date as the message carries it (RFC 5322), not a parsed object or nothing.
+      expect(shown.date).toMatch(
+        /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{1,2} \w{3} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}$/,
+      );
+      expect(Object.keys(shown)).toEqual(
+        expect.arrayContaining(['message-id', 'x-postdate-id', 'mime-version', 'content-type']),
+      );
+    }, 90_000);
+
+    it('shows a test message (DESIGN §14), marked X-Postdate-Test in its headers', async () => {
+      const testSubject = `Simulated ${Date.now()}`;
+      expect(
+        await enqueue(
+          `viewer-${testSubject}`,
+          { subject: testSubject, to: [`delivered@${SIMULATOR_DOMAIN}`], text: 'A test message.' },
+          TEST_KEY,
+        ),
+      ).toBe(202);
+      const email = await eventually(
+        'the test message in MailDev',
+        async () => {
+          const emails = (await (await fetch(`${viewer.url}/api/email`)).json()) as (MaildevEmail & {
+            headers: Record<string, string>;
+          })[];
+          return emails.find((candidate) => candidate.subject === testSubject);
+        },
+        { withinMs: 60_000, everyMs: 100 },
+      );
+      expect(email.headers['x-postdate-test']).toBe('true');
+
+      await page.goto(`${viewer.url}/`);
+      await page.getByText(testSubject).first().click();
+      await page.getByRole('button', { name: 'Headers', exact: true }).click();
+      const testRow = page.locator('table tr').filter({ hasText: 'x-postdate-test' });
+      await expect
+        .poll(() => testRow.locator('td').allTextContents(), { timeout: 10_000 })
+        .toEqual(['x-postdate-test', 'true']);
     }, 90_000);
 
     it('finds a message by searching its subject', async () => {
