@@ -24,7 +24,7 @@ export async function startBenchStack(
   const config = loadConfig({ ...env }, 'local');
   return startLocalStack({
     config,
-    ports: { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 },
+    ports: { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 },
     quiet: options.quiet ?? true,
     log: () => undefined,
     sweepIntervalMs: 3_600_000,
@@ -56,6 +56,9 @@ export interface EnqueueInput {
   readonly bodyBytes: number;
   readonly delaySeconds?: number;
   readonly sendAt?: Date;
+  /** A wall-clock time in `timeZone` instead of sendAt/delaySeconds (docs/design.md §16). */
+  readonly sendAtLocal?: string;
+  readonly timeZone?: string;
   readonly key: string;
 }
 
@@ -89,6 +92,9 @@ export function enqueueBody(input: EnqueueInput): string {
     metadata: { key: input.key },
     ...(input.sendAt ? { send_at: input.sendAt.toISOString() } : {}),
     ...(input.delaySeconds !== undefined ? { delay_seconds: input.delaySeconds } : {}),
+    ...(input.sendAtLocal !== undefined
+      ? { send_at_local: input.sendAtLocal, time_zone: input.timeZone }
+      : {}),
   });
 }
 
