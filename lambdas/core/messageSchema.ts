@@ -30,7 +30,7 @@ import {
   localTimeRules,
   parseSendAtLocal,
   type QuietHours,
-  sendAtFromLocal,
+  zonedInstant,
 } from './localTime.js';
 import {
   type FieldError,
@@ -605,20 +605,14 @@ export function validateEnqueueRequest(body: unknown, ctx: EnqueueContext): Vali
     let requestedSendAt: string | null = null;
     let sendAtMs = nowMs;
     let sendAtLocal: string | undefined;
-    if (input.send_at_local != null && input.time_zone != null) {
+    const local = localSendAt(input);
+    if (local !== undefined) {
       // The instant the wall time names in the zone (docs/design.md §16): then the horizon and
       // "a past time means now" as for send_at.
-      const at = sendAtFromLocal(input.send_at_local, input.time_zone);
-      const local = parseSendAtLocal(input.send_at_local);
-      if (at.ok && local.ok) {
-        sendAtLocal = formatLocalDateTime(local.value);
-        sendAtMs = Math.max(nowMs, at.value.getTime());
-        if (at.value.getTime() > horizonMs)
-          errors.push({
-            field: '/send_at_local',
-            message: `must be at most ${ctx.maxHorizonDays} days ahead`,
-          });
-      }
+      sendAtLocal = local.asked;
+      sendAtMs = Math.max(nowMs, local.at.getTime());
+      if (local.at.getTime() > horizonMs)
+        errors.push({ field: '/send_at_local', message: `must be at most ${ctx.maxHorizonDays} days ahead` });
     } else if (input.send_at != null) {
       const at = parseZonedTimestamp(input.send_at);
       if (at) {
@@ -685,6 +679,21 @@ export function validateEnqueueRequest(body: unknown, ctx: EnqueueContext): Vali
   });
 }
 
+/**
+ * A schema-checked body's `send_at_local` in its `time_zone`: the time as asked (normalized with
+ * seconds, what the fingerprint covers) and the instant it names; undefined when none was given.
+ */
+function localSendAt(input: {
+  readonly send_at_local?: string | null;
+  readonly time_zone?: string | null;
+}): { readonly asked: string; readonly at: Date } | undefined {
+  if (input.send_at_local == null || input.time_zone == null) return undefined;
+  const local = parseSendAtLocal(input.send_at_local);
+  // The schema parsed it already; a failure here is a defect, which `guarded` turns into a 400.
+  if (!local.ok) throw new TypeError('send_at_local passed the schema but does not parse');
+  return { asked: formatLocalDateTime(local.value), at: zonedInstant(local.value, input.time_zone) };
+}
+
 function trimAll(list: readonly string[] | null | undefined): string[] {
   return (list ?? []).map((address) => address.trim());
 }
@@ -698,6 +707,8 @@ function trimAll(list: readonly string[] | null | undefined): string[] {
 export interface RescheduleRequest {
   /** The effective new send time (a past time means now), ISO-8601 UTC with ms. */
   readonly send_at: string;
+  /** The local time asked for instead of `send_at` (normalized with seconds), when it was. */
+  readonly send_at_local?: string;
   /** The new zone, when the request gave one (docs/design.md §16: a reschedule may change it). */
   readonly time_zone?: string;
   /** The new quiet hours, when the request gave them. */
@@ -713,11 +724,8 @@ export function validateRescheduleRequest(
     const parsed = RescheduleBodySchema.safeParse(body, PARSE_CONTEXT);
     if (!parsed.success) return { ok: false, errors: zodErrors(parsed.error) };
     const input = parsed.data;
-    const local =
-      input.send_at_local != null && input.time_zone != null
-        ? sendAtFromLocal(input.send_at_local, input.time_zone)
-        : undefined;
-    const at = local === undefined ? parseZonedTimestamp(input.send_at ?? '') : local.ok ? local.value : null;
+    const local = localSendAt(input);
+    const at = local === undefined ? parseZonedTimestamp(input.send_at ?? '') : local.at;
     const field = local === undefined ? '/send_at' : '/send_at_local';
     if (!at) return { ok: false, errors: [{ field, message: 'is invalid' }] };
     if (at.getTime() > horizonEndMs(ctx.now, ctx.maxHorizonDays)) {
@@ -727,6 +735,7 @@ export function validateRescheduleRequest(
       ok: true,
       value: {
         send_at: new Date(Math.max(ctx.now.getTime(), at.getTime())).toISOString(),
+        ...(local === undefined ? {} : { send_at_local: local.asked }),
         ...(input.time_zone == null ? {} : { time_zone: input.time_zone }),
         ...(input.quiet_hours == null
           ? {}

@@ -254,6 +254,19 @@ describe('send_at_local and time_zone on PATCH /v1/messages/{id}', () => {
     });
   });
 
+  it("answers 400 naming /send_at_local for a local time at or after the message's not_after", async () => {
+    const created = await api.call(
+      enqueueEvent(validBody({ send_at: '2026-12-03T09:00:00Z', not_after: '2026-12-03T10:00:00Z' }), {
+        key: 'move-past-deadline',
+      }),
+    );
+    const response = await api.call(
+      patchEvent(String(created.json.id), { send_at_local: '2026-12-03T11:00', time_zone: 'Europe/Berlin' }),
+    );
+    expect(response.status).toBe(400);
+    expect(fieldsOf(response.json)).toEqual(['/send_at_local']);
+  });
+
   it.each([
     ['an unknown zone', { send_at_local: '2026-12-04T09:00', time_zone: 'Atlantis/Capital' }, '/time_zone'],
     ['send_at_local without time_zone', { send_at_local: '2026-12-04T09:00' }, '/time_zone'],

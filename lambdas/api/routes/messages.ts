@@ -139,7 +139,12 @@ export function rescheduleMessageRoute(
     const now = deps.now();
     const parsed = validateRescheduleRequest(body.value, { now, maxHorizonDays: deps.config.maxHorizonDays });
     if (!parsed.ok) return problemResult(validationProblem(parsed.errors));
-    const { send_at: sendAt, time_zone: timeZone, quiet_hours: quietHours } = parsed.value;
+    const {
+      send_at: sendAt,
+      send_at_local: local,
+      time_zone: timeZone,
+      quiet_hours: quietHours,
+    } = parsed.value;
     const result = await deps.store.reschedule({
       tenant,
       id,
@@ -149,8 +154,7 @@ export function rescheduleMessageRoute(
       ...(quietHours === undefined ? {} : { quietHours }),
     });
     if (result.kind === 'past-deadline') {
-      const field =
-        (body.value as { send_at_local?: unknown }).send_at_local == null ? '/send_at' : '/send_at_local';
+      const field = local === undefined ? '/send_at' : '/send_at_local';
       return problemResult(
         validationProblem([{ field, message: "must be before the message's not_after" }]),
         {},
