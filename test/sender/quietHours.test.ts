@@ -50,6 +50,22 @@ describe('the sender and quiet hours', () => {
     expect(Date.parse(sent.sent_at ?? '')).toBeGreaterThanOrEqual(END);
   });
 
+  it('holds a copy for a whole night in steps of SQS’s longest delay, due_at at the morning’s end of the window', async () => {
+    const rig = await createSenderRig(world);
+    rig.clock.ms = Date.UTC(2026, 11, 3, 21, 30); // 22:30 in Berlin
+    const message = await rig.putMessage({
+      timeZone: 'Europe/Berlin',
+      quietHours: { start: '21:00', end: '08:00' },
+    });
+    await rig.dispatch(message);
+
+    await rig.deliverNext();
+
+    expect(rig.queue.enqueued).toEqual([{ payload: { id: message.id, rev: 1 }, delaySeconds: 900 }]);
+    expect((await rig.state(message.id)).due_at).toBe('2026-12-04T07:00:00.000Z');
+    expect(rig.received(message.id)).toEqual([]);
+  });
+
   it('holds a retrying message whose backoff ends inside the window: still retrying, its attempts unchanged', async () => {
     const rig = await createSenderRig(world);
     rig.clock.ms = NEAR_THE_END;
