@@ -57,6 +57,9 @@ export interface EnqueueInput {
   readonly bodyBytes: number;
   readonly delaySeconds?: number;
   readonly sendAt?: Date;
+  /** A wall-clock time in `timeZone` instead of sendAt/delaySeconds (docs/design.md §16). */
+  readonly sendAtLocal?: string;
+  readonly timeZone?: string;
   readonly key: string;
 }
 
@@ -90,6 +93,9 @@ export function enqueueBody(input: EnqueueInput): string {
     metadata: { key: input.key },
     ...(input.sendAt ? { send_at: input.sendAt.toISOString() } : {}),
     ...(input.delaySeconds !== undefined ? { delay_seconds: input.delaySeconds } : {}),
+    ...(input.sendAtLocal !== undefined
+      ? { send_at_local: input.sendAtLocal, time_zone: input.timeZone }
+      : {}),
   });
 }
 

@@ -21,6 +21,35 @@ export interface PathCase {
   readonly name: string;
   readonly delaySeconds: number;
   readonly path: string;
+  /**
+   * Given as `send_at_local` in this zone instead of `delay_seconds` (docs/design.md §16): the due
+   * time is the next whole second at least `delaySeconds` away, on the zone's wall clock.
+   */
+  readonly timeZone?: string;
+}
+
+/** Far from UTC and not on the hour (+05:30), so the conversion is visibly at work. */
+const LOCAL_TIME_ZONE = 'Asia/Kolkata';
+
+/**
+ * The `send_at_local` path (issue 33) beside the others, for Postdate only (a peer has no local
+ * time): the same two dispatch paths as `5 s` and `> 15 min`, the time given as a wall clock.
+ */
+export function localTimeCases(setup: Pick<PrecisionSetup, 'directMax' | 'lead'>): PathCase[] {
+  return [
+    {
+      name: 'send_at_local 5 s',
+      delaySeconds: 5,
+      path: `send_at_local in ${LOCAL_TIME_ZONE}, SQS DelaySeconds`,
+      timeZone: LOCAL_TIME_ZONE,
+    },
+    {
+      name: `send_at_local > 15 min (${setup.directMax + 10} s)`,
+      delaySeconds: setup.directMax + 10,
+      path: `send_at_local in ${LOCAL_TIME_ZONE}, Scheduler at send_at − ${setup.lead} s, then SQS`,
+      timeZone: LOCAL_TIME_ZONE,
+    },
+  ];
 }
 
 export interface PrecisionSetup {
@@ -113,6 +142,8 @@ export async function measureLateness(
   target: MailTarget,
   settings: {
     readonly delaysSeconds: readonly number[];
+    /** Per case, the zone of a case given as `send_at_local` (PathCase.timeZone); none: delay_seconds. */
+    readonly timeZones?: readonly (string | undefined)[];
     readonly perCase: number;
     readonly bodyBytes: number;
   },
@@ -131,7 +162,9 @@ export async function measureLateness(
         new Promise<{ caseIndex: number; key: string; dueAt: number }>((resolve, reject) => {
           setTimeout(
             () => {
-              target.submit({ bodyBytes, delaySeconds: item.delaySeconds }).then((message) => {
+              const timeZone = settings.timeZones?.[item.caseIndex];
+              const submit = { bodyBytes, delaySeconds: item.delaySeconds };
+              target.submit(timeZone === undefined ? submit : { ...submit, timeZone }).then((message) => {
                 if (item.delaySeconds > 0) armBaseline(message.dueAt);
                 resolve({ caseIndex: item.caseIndex, ...message });
               }, reject);

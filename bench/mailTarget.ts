@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { formatLocalDateTime, localDateTimeAt } from '../lambdas/core/localTime.js';
 import type { LocalStack } from '../local/localStack.js';
 import { enqueue, inParallel, waitForDelivery } from './benchStack.js';
 
@@ -14,7 +15,12 @@ export interface MailTarget {
    * Submits one message due `delaySeconds` from now (0: immediate); resolves with the key the sink
    * knows it by and its due time (epoch ms) as the system itself states it.
    */
-  submit(input: { readonly bodyBytes: number; readonly delaySeconds: number }): Promise<SubmittedMail>;
+  submit(input: {
+    readonly bodyBytes: number;
+    readonly delaySeconds: number;
+    /** Postdate only: give the time as `send_at_local` in this zone (bench/lateness.ts, localTimeCases). */
+    readonly timeZone?: string;
+  }): Promise<SubmittedMail>;
   /** Waits until the sink has every key; each key's first receive time. */
   received(keys: readonly string[], timeoutMs: number): Promise<Map<string, Date>>;
 }
@@ -40,12 +46,25 @@ export function postdateTarget(stack: LocalStack): MailTarget {
       );
       await stack.idle();
     },
-    async submit({ bodyBytes, delaySeconds }) {
+    async submit({ bodyBytes, delaySeconds, timeZone }) {
+      // The wall clock of the next whole second at least delaySeconds away (send_at_local has no fractions).
+      const local =
+        timeZone === undefined
+          ? undefined
+          : {
+              timeZone,
+              sendAtLocal: formatLocalDateTime(
+                localDateTimeAt(
+                  new Date(Math.ceil((Date.now() + delaySeconds * 1000) / 1000) * 1000),
+                  timeZone,
+                ),
+              ),
+            };
       const message = await enqueue(stack, {
         bodyBytes,
         key: randomUUID(),
         // No delay_seconds at all for 0 s: the immediate path as a client takes it.
-        ...(delaySeconds > 0 ? { delaySeconds } : {}),
+        ...(local ?? (delaySeconds > 0 ? { delaySeconds } : {})),
       });
       // The API's send_at is the truth (the acceptance time for 0 s).
       return { key: message.id, dueAt: message.sendAt.getTime() };

@@ -1,7 +1,7 @@
 import type { BenchOptions, BenchResult, BenchRow } from './benchResult.js';
 import { withinGoal } from './benchResult.js';
 import { startBenchStack } from './benchStack.js';
-import { measureLateness, precisionSetup, STAGGER_MS } from './lateness.js';
+import { localTimeCases, measureLateness, precisionSetup, STAGGER_MS } from './lateness.js';
 import { postdateTarget } from './mailTarget.js';
 import { round, type Spread, spread } from './stats.js';
 import { startWebhookLatencyProbe } from './webhookLatency.js';
@@ -25,14 +25,18 @@ const BODY_BYTES = 1024;
 export async function precision(options: BenchOptions): Promise<BenchResult> {
   const started = Date.now();
   const setup = precisionSetup(options.quick);
-  const { cases, perCase, directMax, lead } = setup;
+  const { perCase, directMax, lead } = setup;
+  // Beside the paths, the same paths with the time given as send_at_local (issue 33).
+  const cases = [...setup.cases, ...localTimeCases(setup)];
   const stack = await startBenchStack(setup.env);
   const webhooks = await startWebhookLatencyProbe(stack);
   try {
     // Every message is enqueued at its own moment with its case's delay (`delay_seconds`, none for
-    // 0 s), so the relay sees exactly that much time left and takes the case's path.
+    // 0 s; `send_at_local` for the local-time cases), so the relay sees exactly that much time left
+    // and takes the case's path.
     const run = await measureLateness(postdateTarget(stack), {
       delaysSeconds: cases.map((c) => c.delaySeconds),
+      timeZones: cases.map((c) => c.timeZone),
       perCase,
       bodyBytes: BODY_BYTES,
     });

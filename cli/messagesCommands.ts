@@ -7,6 +7,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { isMessageStatus, type MessageStatus } from '../lambdas/core/messageStatus.js';
 import type { ApiStore, ShardPosition, TransitionResult } from '../lambdas/ports/ApiStore.js';
 import { expiresAtAfter, type MessageStateRecord } from '../lambdas/store/messageRecord.js';
+import { messageView } from '../lambdas/store/messageView.js';
 import { readStateRecord } from '../lambdas/store/stateReads.js';
 import { CliError, UsageError } from './cliErrors.js';
 import { ERROR_CLASS_WORDS, messageIdHeader, STATUS_WORDS } from './messageWords.js';
@@ -160,6 +161,10 @@ function listColumns(now: Date): Column<MessageRow>[] {
 export interface ShowReport {
   readonly message: MessageRow & {
     readonly not_after: string | null;
+    /** `send_at` on the wall clock of `time_zone`, as the API's view shows it (docs/design.md §16). */
+    readonly send_at_local: string | null;
+    readonly time_zone: string | null;
+    readonly quiet_hours: MessageStateRecord['quiet_hours'] | null;
     readonly on_ambiguous: 'retry' | 'hold';
     readonly lease_until: string | null;
     readonly sent_at: string | null;
@@ -174,6 +179,12 @@ export interface ShowReport {
   readonly explanation: { readonly status: string; readonly last_error: string | null };
 }
 
+/** The local time, zone and quiet hours exactly as the API's message view derives them. */
+function localTimeOf(state: MessageStateRecord) {
+  const { send_at_local, time_zone, quiet_hours } = messageView(state, { withHistory: false });
+  return { send_at_local, time_zone, quiet_hours };
+}
+
 export async function messagesShow(deps: MessagesDeps, id: string, out: Output): Promise<ShowReport> {
   const state = await readState(deps, id);
   if (state === null) throw new CliError(`no message ${id}`);
@@ -182,6 +193,7 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
     message: {
       ...toRow(state),
       not_after: state.not_after ?? null,
+      ...localTimeOf(state),
       on_ambiguous: state.on_ambiguous,
       lease_until: state.lease_until ?? null,
       sent_at: state.sent_at ?? null,
@@ -207,6 +219,12 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
     ['status', `${paint(out, statusTone(m.status), m.status)} — ${report.explanation.status}`],
     ['rev', String(m.rev)],
     ['send at', m.send_at],
+    ...(m.time_zone === null
+      ? []
+      : ([
+          ['send at (local)', `${m.send_at_local ?? '?'} ${m.time_zone}`],
+          ['quiet hours', m.quiet_hours ? `${m.quiet_hours.start}–${m.quiet_hours.end} ${m.time_zone}` : '-'],
+        ] as const)),
     ['not after', m.not_after ?? '-'],
     ['created', m.created_at],
     ['updated', m.updated_at],

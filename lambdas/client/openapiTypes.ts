@@ -16,14 +16,15 @@ export interface paths {
     put?: never;
     /**
      * Enqueue a message
-     * @description Stores the message once per Idempotency-Key and sends it at `send_at` (or after `delay_seconds`; neither = now).
+     * @description Stores the message once per Idempotency-Key and sends it at `send_at` (or after `delay_seconds`, or at `send_at_local` in `time_zone`; none = now). With `quiet_hours`, a message that comes due inside them — first time, after a retry, an outage or a pause — waits for their end, unless `not_after` comes first.
      *
      *     The request schema encodes what JSON Schema can: at least one recipient, `text` or `html`, not both `send_at` and `delay_seconds`, the caps on `tags`, `metadata` and `headers`, no CR or LF in header material. Checked only by the server (400 with `errors`):
      *
      *     - at most 50 recipients in `to`, `cc` and `bcc` together;
      *     - every address is an RFC 5322 mailbox; `from` matches POSTDATE_ALLOWED_FROM;
      *     - other control characters in header material; reserved and relay-control header names; a header given twice;
-     *     - `send_at` at most POSTDATE_MAX_HORIZON_DAYS ahead, `not_after` after `send_at`;
+     *     - `send_at` (or `send_at_local`) at most POSTDATE_MAX_HORIZON_DAYS ahead, `not_after` after `send_at`;
+     *     - `time_zone` an IANA zone the server knows, `send_at_local` a real calendar date and time, `quiet_hours` start ≠ end;
      *     - `tags` and `metadata` together at most 2048 bytes of JSON.
      *
      *     A body over 256 KiB is a 413.
@@ -367,8 +368,28 @@ export interface components {
        */
       id: string;
       status: components['schemas']['MessageStatus'];
-      /** Format: date-time */
+      /**
+       * Format: date-time
+       * @description The instant the message is due.
+       */
       send_at: string;
+      /**
+       * @description `send_at` on the wall clock of `time_zone` (`YYYY-MM-DDTHH:MM:SS`): when the message goes there, so a local time given in a spring gap shows as moved forward. Null without a `time_zone`.
+       * @example 2026-12-03T09:00:00
+       */
+      send_at_local: string | null;
+      /**
+       * @description The IANA zone of `send_at_local` and `quiet_hours`; null when none was given.
+       * @example Europe/Berlin
+       */
+      time_zone: string | null;
+      /** @description A message that comes due inside [start, end) in time_zone waits until end (crossing midnight when end < start), unless not_after comes first; start must differ from end. */
+      quiet_hours: {
+        /** @example 21:00 */
+        start: string;
+        /** @example 08:00 */
+        end: string;
+      } | null;
       /** Format: date-time */
       not_after: string | null;
       /** Format: date-time */
@@ -582,6 +603,23 @@ export interface components {
       attachments?:
         | (components['schemas']['InlineAttachment'] | components['schemas']['AttachmentReference'])[]
         | null;
+      /**
+       * @description A wall-clock time in time_zone, without offset. One that does not exist (a spring gap) moves forward by the gap; one that exists twice (an autumn overlap) is the earlier instant.
+       * @example 2026-12-03T09:00
+       */
+      send_at_local?: string | null;
+      /**
+       * @description An IANA time zone name, spelled as the tz database spells it.
+       * @example Europe/Berlin
+       */
+      time_zone?: string | null;
+      /** @description A message that comes due inside [start, end) in time_zone waits until end (crossing midnight when end < start), unless not_after comes first; start must differ from end. */
+      quiet_hours?: {
+        /** @example 21:00 */
+        start: string;
+        /** @example 08:00 */
+        end: string;
+      } | null;
     } & ((
       | {
           to: unknown[];
@@ -593,6 +631,9 @@ export interface components {
           bcc: unknown[];
         }
     ) &
+      unknown &
+      unknown &
+      unknown &
       unknown &
       (
         | {
@@ -702,6 +743,23 @@ export interface components {
       attachments?:
         | (components['schemas']['InlineAttachment'] | components['schemas']['AttachmentReference'])[]
         | null;
+      /**
+       * @description A wall-clock time in time_zone, without offset. One that does not exist (a spring gap) moves forward by the gap; one that exists twice (an autumn overlap) is the earlier instant.
+       * @example 2026-12-03T09:00
+       */
+      send_at_local?: string | null;
+      /**
+       * @description An IANA time zone name, spelled as the tz database spells it.
+       * @example Europe/Berlin
+       */
+      time_zone?: string | null;
+      /** @description A message that comes due inside [start, end) in time_zone waits until end (crossing midnight when end < start), unless not_after comes first; start must differ from end. */
+      quiet_hours?: {
+        /** @example 21:00 */
+        start: string;
+        /** @example 08:00 */
+        end: string;
+      } | null;
     } & ((
       | {
           to: unknown[];
@@ -713,6 +771,9 @@ export interface components {
           bcc: unknown[];
         }
     ) &
+      unknown &
+      unknown &
+      unknown &
       unknown);
     /** @description A stored template (DESIGN §10). */
     TemplateRef: {
@@ -740,8 +801,28 @@ export interface components {
          */
         id: string;
         status: components['schemas']['MessageStatus'];
-        /** Format: date-time */
+        /**
+         * Format: date-time
+         * @description The instant the message is due.
+         */
         send_at: string;
+        /**
+         * @description `send_at` on the wall clock of `time_zone` (`YYYY-MM-DDTHH:MM:SS`): when the message goes there, so a local time given in a spring gap shows as moved forward. Null without a `time_zone`.
+         * @example 2026-12-03T09:00:00
+         */
+        send_at_local: string | null;
+        /**
+         * @description The IANA zone of `send_at_local` and `quiet_hours`; null when none was given.
+         * @example Europe/Berlin
+         */
+        time_zone: string | null;
+        /** @description A message that comes due inside [start, end) in time_zone waits until end (crossing midnight when end < start), unless not_after comes first; start must differ from end. */
+        quiet_hours: {
+          /** @example 21:00 */
+          start: string;
+          /** @example 08:00 */
+          end: string;
+        } | null;
         /** Format: date-time */
         not_after: string | null;
         /** Format: date-time */
@@ -918,6 +999,23 @@ export interface components {
         | (components['schemas']['InlineAttachment'] | components['schemas']['AttachmentReference'])[]
         | null;
       /**
+       * @description A wall-clock time in time_zone, without offset. One that does not exist (a spring gap) moves forward by the gap; one that exists twice (an autumn overlap) is the earlier instant.
+       * @example 2026-12-03T09:00
+       */
+      send_at_local?: string | null;
+      /**
+       * @description An IANA time zone name, spelled as the tz database spells it.
+       * @example Europe/Berlin
+       */
+      time_zone?: string | null;
+      /** @description A message that comes due inside [start, end) in time_zone waits until end (crossing midnight when end < start), unless not_after comes first; start must differ from end. */
+      quiet_hours?: {
+        /** @example 21:00 */
+        start: string;
+        /** @example 08:00 */
+        end: string;
+      } | null;
+      /**
        * @description This item's Idempotency-Key, 1–255 printable ASCII characters: the item is exactly a POST /v1/messages with this key (no Structured Field quotes here: the string is the key).
        * @example order-7-confirmation
        */
@@ -1000,6 +1098,23 @@ export interface components {
         | (components['schemas']['InlineAttachment'] | components['schemas']['AttachmentReference'])[]
         | null;
       /**
+       * @description A wall-clock time in time_zone, without offset. One that does not exist (a spring gap) moves forward by the gap; one that exists twice (an autumn overlap) is the earlier instant.
+       * @example 2026-12-03T09:00
+       */
+      send_at_local?: string | null;
+      /**
+       * @description An IANA time zone name, spelled as the tz database spells it.
+       * @example Europe/Berlin
+       */
+      time_zone?: string | null;
+      /** @description A message that comes due inside [start, end) in time_zone waits until end (crossing midnight when end < start), unless not_after comes first; start must differ from end. */
+      quiet_hours?: {
+        /** @example 21:00 */
+        start: string;
+        /** @example 08:00 */
+        end: string;
+      } | null;
+      /**
        * @description This item's Idempotency-Key, 1–255 printable ASCII characters: the item is exactly a POST /v1/messages with this key (no Structured Field quotes here: the string is the key).
        * @example order-7-confirmation
        */
@@ -1010,14 +1125,41 @@ export interface components {
       /** @description Pass as `cursor` for the next page; null at the end. */
       next_cursor: string | null;
     };
-    /** @description A new send time for a scheduled message. */
+    /** @description A new send time for a scheduled message: `send_at`, or `send_at_local` with `time_zone` (docs/design.md §16). A `time_zone` given replaces the stored one (quiet hours are then read in it); `quiet_hours` given replaces the stored ones. */
     RescheduleRequest: {
       /**
        * Format: date-time
        * @example 2026-12-01T09:00:00Z
        */
-      send_at: string;
-    };
+      send_at?: string | null;
+      /**
+       * @description A wall-clock time in time_zone, without offset. One that does not exist (a spring gap) moves forward by the gap; one that exists twice (an autumn overlap) is the earlier instant.
+       * @example 2026-12-03T09:00
+       */
+      send_at_local?: string | null;
+      /**
+       * @description An IANA time zone name, spelled as the tz database spells it.
+       * @example Europe/Berlin
+       */
+      time_zone?: string | null;
+      /** @description A message that comes due inside [start, end) in time_zone waits until end (crossing midnight when end < start), unless not_after comes first; start must differ from end. */
+      quiet_hours?: {
+        /** @example 21:00 */
+        start: string;
+        /** @example 08:00 */
+        end: string;
+      } | null;
+    } & ((
+      | {
+          send_at: string;
+        }
+      | {
+          send_at_local: string;
+        }
+    ) &
+      unknown &
+      unknown &
+      unknown);
     GroupHead: {
       key: string;
       version: number;
@@ -1774,7 +1916,7 @@ export interface operations {
           'application/json': components['schemas']['Message'];
         };
       };
-      /** @description Invalid request: `errors` names each field (`send_at` beyond the horizon or not before the message's `not_after`). */
+      /** @description Invalid request: `errors` names each field (`send_at` or `send_at_local` beyond the horizon or not before the message's `not_after`, an unknown `time_zone`). */
       400: {
         headers: {
           [name: string]: unknown;

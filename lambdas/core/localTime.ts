@@ -336,7 +336,7 @@ export function quietHoursDecision(input: QuietHoursInput): QuietHoursDecision {
   return { kind: 'hold', until };
 }
 
-// ── The request fields, for the API to add ────────────────────────────────────────────────────
+// ── The request fields, as the API takes them ─────────────────────────────────────────────────
 
 /** `time_zone`: an IANA name (see {@link isTimeZone}). */
 export const TimeZoneSchema = z
@@ -379,7 +379,7 @@ export const QuietHoursSchema = z
       'A message that comes due inside [start, end) in time_zone waits until end (crossing midnight when end < start), unless not_after comes first; start must differ from end.',
   });
 
-/** The three fields as the enqueue, batch item and reschedule bodies will carry them. */
+/** The three fields as the enqueue, batch item and reschedule bodies carry them (core/messageSchema.ts). */
 export const LOCAL_TIME_FIELDS = {
   send_at_local: SendAtLocalSchema.nullish(),
   time_zone: TimeZoneSchema.nullish(),

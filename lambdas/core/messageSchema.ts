@@ -25,6 +25,14 @@ import {
   RELAY_CONTROL_MESSAGE,
 } from './headerSafety.js';
 import {
+  formatLocalDateTime,
+  LOCAL_TIME_FIELDS,
+  localTimeRules,
+  parseSendAtLocal,
+  type QuietHours,
+  zonedInstant,
+} from './localTime.js';
+import {
   type FieldError,
   guarded,
   illFormedStringErrors,
@@ -275,6 +283,8 @@ const enqueueDelivery = {
   tags: Tags.nullish(),
   metadata: Metadata.nullish(),
   attachments: AttachmentsSchema.nullish(),
+  // Local time and quiet hours (docs/design.md §16 Local time and quiet hours).
+  ...LOCAL_TIME_FIELDS,
 };
 
 /** The content of an inline message. */
@@ -298,11 +308,15 @@ function envelopeRules(
     bcc?: readonly string[] | null;
     send_at?: string | null;
     delay_seconds?: number | null;
+    send_at_local?: string | null;
+    time_zone?: string | null;
+    quiet_hours?: QuietHours | null;
     tags?: Readonly<Record<string, string>> | null;
     metadata?: Readonly<Record<string, string>> | null;
   },
   ctx: z.RefinementCtx,
 ): void {
+  localTimeRules(body, ctx);
   const recipients = (body.to?.length ?? 0) + (body.cc?.length ?? 0) + (body.bcc?.length ?? 0);
   if (recipients === 0)
     ctx.addIssue({
@@ -369,19 +383,46 @@ export const EnqueueBodySchema = z
     description: 'The enqueue body as validated; the OpenAPI document shows it as EnqueueBodyDocumentSchema.',
   });
 
+/** A pair of fields that are never given together (a null counts as not given). */
+const NOT_BOTH = (description: string, first: string, second: string) => ({
+  description,
+  not: {
+    required: [first, second],
+    properties: { [first]: { not: { type: 'null' } }, [second]: { not: { type: 'null' } } },
+  },
+});
+
+/**
+ * At most one way to give the send time, and the zone that local times need (docs/design.md §16
+ * Local time and quiet hours): what JSON Schema can say of localTimeRules and the send_at rule.
+ */
+const ONE_SEND_TIME = [
+  NOT_BOTH('send_at or delay_seconds, not both.', 'send_at', 'delay_seconds'),
+  NOT_BOTH('send_at_local instead of send_at, not with it.', 'send_at_local', 'send_at'),
+  NOT_BOTH('send_at_local instead of delay_seconds, not with it.', 'send_at_local', 'delay_seconds'),
+  {
+    description: 'send_at_local and quiet_hours need time_zone.',
+    dependentSchemas: Object.fromEntries(
+      ['send_at_local', 'quiet_hours'].map((field) => [
+        field,
+        {
+          anyOf: [
+            { properties: { [field]: { type: 'null' } } },
+            { required: ['time_zone'], properties: { time_zone: { type: 'string' } } },
+          ],
+        },
+      ]),
+    ),
+  },
+];
+
 /** What JSON Schema can say of every enqueue body (the document's `allOf` on each form). */
 const ENVELOPE_RULES = [
   {
     description: 'At least one recipient (to, cc or bcc).',
     anyOf: [NON_EMPTY('to'), NON_EMPTY('cc'), NON_EMPTY('bcc')],
   },
-  {
-    description: 'send_at or delay_seconds, not both.',
-    not: {
-      required: ['send_at', 'delay_seconds'],
-      properties: { send_at: { type: 'string' }, delay_seconds: { type: 'integer' } },
-    },
-  },
+  ...ONE_SEND_TIME,
 ];
 
 const TEXT_OR_HTML = {
@@ -419,8 +460,27 @@ export const EnqueueBodyDocumentSchema = z.union([InlineEnqueueSchema, TemplateE
 } as Record<string, unknown>);
 
 export const RescheduleBodySchema = z
-  .strictObject({ send_at: Timestamp })
-  .meta({ id: 'RescheduleRequest', description: 'A new send time for a scheduled message.' });
+  .strictObject({ send_at: Timestamp.nullish(), ...LOCAL_TIME_FIELDS })
+  .superRefine((body, ctx) => {
+    localTimeRules(body, ctx);
+    if (body.send_at == null && body.send_at_local == null)
+      ctx.addIssue({ code: 'custom', message: 'give send_at or send_at_local', path: ['send_at'] });
+  })
+  .meta({
+    id: 'RescheduleRequest',
+    description:
+      'A new send time for a scheduled message: `send_at`, or `send_at_local` with `time_zone` (docs/design.md §16). A `time_zone` given replaces the stored one (quiet hours are then read in it); `quiet_hours` given replaces the stored ones.',
+    allOf: [
+      {
+        description: 'send_at or send_at_local.',
+        anyOf: ['send_at', 'send_at_local'].map((field) => ({
+          required: [field],
+          properties: { [field]: { type: 'string' } },
+        })),
+      },
+      ...ONE_SEND_TIME.slice(1),
+    ],
+  });
 
 export const GroupVersionBodySchema = z
   .strictObject({ version: GroupVersion })
@@ -465,6 +525,16 @@ export interface EnqueueRequest {
   readonly delay_seconds: number | null;
   /** The effective send time, resolved against the clock: never in the past. NOT part of the fingerprint. */
   readonly send_at: string;
+  /**
+   * The local time the client asked for instead of `send_at` (normalized to `YYYY-MM-DDTHH:MM:SS`),
+   * read in `time_zone` (docs/design.md §16 Local time and quiet hours). Part of the fingerprint; absent
+   * when not given, so a request without local time hashes as it did before local time existed.
+   */
+  readonly send_at_local?: string;
+  /** The IANA zone of `send_at_local` and `quiet_hours`; absent when not given. */
+  readonly time_zone?: string;
+  /** The quiet hours in `time_zone` (start and end, HH:MM); absent when not given. */
+  readonly quiet_hours?: QuietHours;
   readonly not_after: string | null;
   readonly group: GroupRef | null;
   readonly on_ambiguous: 'retry' | 'hold';
@@ -534,7 +604,16 @@ export function validateEnqueueRequest(body: unknown, ctx: EnqueueContext): Vali
 
     let requestedSendAt: string | null = null;
     let sendAtMs = nowMs;
-    if (input.send_at != null) {
+    let sendAtLocal: string | undefined;
+    const local = localSendAt(input);
+    if (local !== undefined) {
+      // The instant the wall time names in the zone (docs/design.md §16): then the horizon and
+      // "a past time means now" as for send_at.
+      sendAtLocal = local.asked;
+      sendAtMs = Math.max(nowMs, local.at.getTime());
+      if (local.at.getTime() > horizonMs)
+        errors.push({ field: '/send_at_local', message: `must be at most ${ctx.maxHorizonDays} days ahead` });
+    } else if (input.send_at != null) {
       const at = parseZonedTimestamp(input.send_at);
       if (at) {
         requestedSendAt = at.toISOString();
@@ -581,6 +660,12 @@ export function validateEnqueueRequest(body: unknown, ctx: EnqueueContext): Vali
         requested_send_at: requestedSendAt,
         delay_seconds: input.send_at == null ? (input.delay_seconds ?? null) : null,
         send_at: new Date(sendAtMs).toISOString(),
+        // Only a message with local time carries these: any other request stays exactly what it was.
+        ...(sendAtLocal === undefined ? {} : { send_at_local: sendAtLocal }),
+        ...(input.time_zone == null ? {} : { time_zone: input.time_zone }),
+        ...(input.quiet_hours == null
+          ? {}
+          : { quiet_hours: { start: input.quiet_hours.start, end: input.quiet_hours.end } }),
         not_after: notAfter,
         group: input.group ? { key: input.group.key, version: input.group.version } : null,
         on_ambiguous: input.on_ambiguous ?? 'retry',
@@ -594,19 +679,43 @@ export function validateEnqueueRequest(body: unknown, ctx: EnqueueContext): Vali
   });
 }
 
+/**
+ * A schema-checked body's `send_at_local` in its `time_zone`: the time as asked (normalized with
+ * seconds, what the fingerprint covers) and the instant it names; undefined when none was given.
+ */
+function localSendAt(input: {
+  readonly send_at_local?: string | null;
+  readonly time_zone?: string | null;
+}): { readonly asked: string; readonly at: Date } | undefined {
+  if (input.send_at_local == null || input.time_zone == null) return undefined;
+  const local = parseSendAtLocal(input.send_at_local);
+  // The schema parsed it already; a failure here is a defect, which `guarded` turns into a 400.
+  if (!local.ok) throw new TypeError('send_at_local passed the schema but does not parse');
+  return { asked: formatLocalDateTime(local.value), at: zonedInstant(local.value, input.time_zone) };
+}
+
 function trimAll(list: readonly string[] | null | undefined): string[] {
   return (list ?? []).map((address) => address.trim());
 }
 
 // ─── The reschedule request
 
-/** The reschedule request `{ send_at }` (PATCH /v1/messages/{id}): a new send time within the horizon. */
+/**
+ * The reschedule request (PATCH /v1/messages/{id}): a new send time within the horizon, given as
+ * `send_at` or as `send_at_local` in `time_zone`; a zone or quiet hours given replace the stored ones.
+ */
 export interface RescheduleRequest {
   /** The effective new send time (a past time means now), ISO-8601 UTC with ms. */
   readonly send_at: string;
+  /** The local time asked for instead of `send_at` (normalized with seconds), when it was. */
+  readonly send_at_local?: string;
+  /** The new zone, when the request gave one (docs/design.md §16: a reschedule may change it). */
+  readonly time_zone?: string;
+  /** The new quiet hours, when the request gave them. */
+  readonly quiet_hours?: QuietHours;
 }
 
-/** Validates a reschedule body `{ send_at }`. Never throws. */
+/** Validates a reschedule body (`send_at`, or `send_at_local` and `time_zone`). Never throws. */
 export function validateRescheduleRequest(
   body: unknown,
   ctx: { readonly now: Date; readonly maxHorizonDays: number },
@@ -614,17 +723,24 @@ export function validateRescheduleRequest(
   return guarded(() => {
     const parsed = RescheduleBodySchema.safeParse(body, PARSE_CONTEXT);
     if (!parsed.success) return { ok: false, errors: zodErrors(parsed.error) };
-    const at = parseZonedTimestamp(parsed.data.send_at);
-    if (!at) return { ok: false, errors: [{ field: '/send_at', message: 'is invalid' }] };
+    const input = parsed.data;
+    const local = localSendAt(input);
+    const at = local === undefined ? parseZonedTimestamp(input.send_at ?? '') : local.at;
+    const field = local === undefined ? '/send_at' : '/send_at_local';
+    if (!at) return { ok: false, errors: [{ field, message: 'is invalid' }] };
     if (at.getTime() > horizonEndMs(ctx.now, ctx.maxHorizonDays)) {
-      return {
-        ok: false,
-        errors: [{ field: '/send_at', message: `must be at most ${ctx.maxHorizonDays} days ahead` }],
-      };
+      return { ok: false, errors: [{ field, message: `must be at most ${ctx.maxHorizonDays} days ahead` }] };
     }
     return {
       ok: true,
-      value: { send_at: new Date(Math.max(ctx.now.getTime(), at.getTime())).toISOString() },
+      value: {
+        send_at: new Date(Math.max(ctx.now.getTime(), at.getTime())).toISOString(),
+        ...(local === undefined ? {} : { send_at_local: local.asked }),
+        ...(input.time_zone == null ? {} : { time_zone: input.time_zone }),
+        ...(input.quiet_hours == null
+          ? {}
+          : { quiet_hours: { start: input.quiet_hours.start, end: input.quiet_hours.end } }),
+      },
     };
   });
 }

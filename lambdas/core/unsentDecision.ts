@@ -1,11 +1,15 @@
+import { type QuietHours, quietHoursDecision } from './localTime.js';
 import type { MessageStatus } from './messageStatus.js';
 import { checkTransition } from './stateMachine.js';
 
 /**
- * What must not go out (DESIGN §4, §5): a message past its `not_after` deadline is `expired`, one
- * whose group head has moved above its version is `superseded`, and either is settled without a
- * send — where the state machine lets the sender make that move; where it does not (a DLQ-redriven
- * copy of a `dead` message past its deadline, say) nothing is written and the copy is dropped.
+ * What must not go out now (DESIGN §4, §5; docs/design.md §16 Local time and quiet hours): a message
+ * past its `not_after` deadline is `expired`, one whose group head has moved above its version is
+ * `superseded`, and either is settled without a send — where the state machine lets the sender make
+ * that move; where it does not (a DLQ-redriven copy of a `dead` message past its deadline, say)
+ * nothing is written and the copy is dropped. A message that comes due inside its quiet hours —
+ * the first time, after a retry's backoff, an outage, a pause or a redrive: every copy the sender
+ * would send passes here — is held until their end, or expires when its `not_after` comes first.
  * Pure: the sender reads the group head and hands it in.
  */
 
@@ -14,6 +18,9 @@ export interface UnsentRecord {
   readonly status: MessageStatus;
   readonly not_after?: string | null;
   readonly group?: GroupVersion | null;
+  /** The zone quiet hours are read in, and the window (docs/design.md §16). */
+  readonly time_zone?: string | null;
+  readonly quiet_hours?: QuietHours | null;
 }
 
 /** A message's place in its group: the version it was enqueued at. */
@@ -26,6 +33,8 @@ export type UnsentStatus = 'expired' | 'superseded';
 
 export type UnsentDecision =
   | { readonly kind: 'send' }
+  /** Due inside quiet hours: back unsent, no attempt, no status change, until the window's end. */
+  | { readonly kind: 'hold'; readonly until: Date }
   /** Settle the message as `to` instead of sending it. */
   | { readonly kind: 'settle'; readonly to: UnsentStatus }
   /** It must not go out, and the sender may not settle it from its status either: drop the copy. */
@@ -51,13 +60,30 @@ export function needsGroupHead(record: UnsentRecord, now: Date): boolean {
   return record.group !== null && record.group !== undefined && !isPastDeadline(record.not_after, now);
 }
 
-/** The deadline first (it needs no read), then the group; `groupHead` as read, if it was. */
+/**
+ * The deadline first (it needs no read), then the group (`groupHead` as read, if it was), then quiet
+ * hours: held until their end, or expired when `not_after` is before that end. A message due now
+ * comes due now: `now` is when this copy would go.
+ *
+ * @throws UnknownTimeZoneError when quiet hours are read in a zone this runtime does not know (a
+ *   hand-written record: the API admits only zones it knows).
+ */
 export function decideUnsent(record: UnsentRecord, now: Date, groupHead: number | undefined): UnsentDecision {
-  const to: UnsentStatus | undefined = isPastDeadline(record.not_after, now)
+  let to: UnsentStatus | undefined = isPastDeadline(record.not_after, now)
     ? 'expired'
     : isSupersededBy(record.group, groupHead)
       ? 'superseded'
       : undefined;
+  if (to === undefined) {
+    const quiet = quietHoursDecision({
+      due: now,
+      quietHours: record.quiet_hours,
+      timeZone: record.time_zone,
+      notAfter: record.not_after == null ? null : new Date(record.not_after),
+    });
+    if (quiet.kind === 'hold') return quiet;
+    if (quiet.kind === 'expire') to = 'expired';
+  }
   if (to === undefined) return { kind: 'send' };
   const check = checkTransition(record.status, to, 'sender');
   if (check.allowed) return { kind: 'settle', to };

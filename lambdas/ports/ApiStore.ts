@@ -2,6 +2,7 @@
  * The table as the API uses it (DESIGN §3, §4): enqueue writes, reads, the state machine's
  * transitions and the listing, in the API's words. The DynamoDB adapter is store/apiStore.ts.
  */
+import type { QuietHours } from '../core/localTime.js';
 import type { MessageStatus } from '../core/messageStatus.js';
 import type { MessageBodyRecord, MessageStateRecord } from '../store/messageRecord.js';
 import type { SuppressionList } from './SuppressionList.js';
@@ -73,8 +74,18 @@ export interface ApiStore {
   getMessage(tenant: string, id: string): Promise<MessageStateRecord | null>;
   /** Cancels; the state record and the body expire at `expiresAt` (core/messageLifetime.ts). */
   cancel(input: { tenant: string; id: string; now: Date; expiresAt: number }): Promise<TransitionResult>;
-  /** Moves `send_at` (and `rev + 1`); a scheduled message has no TTL, however far it moves. */
-  reschedule(input: { tenant: string; id: string; now: Date; sendAt: string }): Promise<TransitionResult>;
+  /**
+   * Moves `send_at` (and `rev + 1`); a scheduled message has no TTL, however far it moves. A
+   * `timeZone` or `quietHours` given replace the stored ones (docs/design.md §16).
+   */
+  reschedule(input: {
+    tenant: string;
+    id: string;
+    now: Date;
+    sendAt: string;
+    timeZone?: string;
+    quietHours?: QuietHours;
+  }): Promise<TransitionResult>;
   /**
    * Retries now: every recipient not yet accepted is pending again, and a discarded message's TTLs
    * (state and body) come off.

@@ -88,6 +88,17 @@ export interface SettleScreenedInput {
   readonly retentionDays: number;
 }
 
+/**
+ * A copy due inside quiet hours goes back unsent (docs/design.md §16 Local time and quiet hours): the
+ * record's `due_at` becomes the window's end, so the sweeper does not take the held message for a
+ * lost one. No status, rev, attempt or history changes.
+ */
+export interface HoldInput {
+  readonly observed: MessageStateRecord;
+  readonly now: Date;
+  readonly until: Date;
+}
+
 export interface SenderStore {
   /** The state record, read consistently; undefined when there is none or it is unreadable. */
   readState(id: string): Promise<MessageStateRecord | undefined>;
@@ -98,6 +109,7 @@ export interface SenderStore {
   recordOutcome(input: OutcomeInput): Promise<SenderWriteResult>;
   release(input: ReleaseInput): Promise<SenderWriteResult>;
   settleUnsent(input: SettleUnsentInput): Promise<SenderWriteResult>;
+  hold(input: HoldInput): Promise<SenderWriteResult>;
   settleScreened(input: SettleScreenedInput): Promise<SenderWriteResult>;
   /** The tenants' suppression lists: read before each attempt, added to by hard bounces at RCPT. */
   readonly suppressions: SuppressionList;

@@ -1,5 +1,6 @@
 import { decideArrival } from '../core/dispatchDecision.js';
 import { parseDispatchPayload } from '../core/dispatchPayload.js';
+import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
 import { PROBE_TOKEN_ID } from '../core/relayBreaker.js';
 import { failoverStep } from '../core/relays.js';
@@ -94,6 +95,13 @@ async function runCopy(run: CopyRun): Promise<CopyVerdict> {
       logContext(run, { to: unsent.to, reason: unsent.forbidden }),
     );
     return drop(run, unsent.reason);
+  }
+  if (unsent.kind === 'hold') {
+    // Quiet hours (docs/design.md §16): the copy waits for the window's end as an early copy waits
+    // for its send time — in process for the last moment, otherwise back on the queue. No attempt.
+    const held = decideArrival({ sendAt: unsent.until, now, maxWaitMs: deps.settings.maxEarlyWaitMs });
+    if (held.action === 'redelay') return holdForQuietHours(run, observed, unsent.until, held.delaySeconds);
+    if (held.action === 'wait') await deps.sleep(held.milliseconds);
   }
   if (unsent.kind === 'settle') {
     const result = await deps.store.settleUnsent({
@@ -237,6 +245,30 @@ async function holdInterrupted(run: CopyRun, observed: MessageStateRecord): Prom
     retentionDays: run.deps.settings.retentionDays,
   });
   return settled(run, result, 'unknown (lease expired, on_ambiguous = hold)', SENDER_METRIC.unknown, true);
+}
+
+/**
+ * Due inside quiet hours: the record's `due_at` moves to the window's end (once per hold; a message
+ * in the DLQ's care or leased keeps its own), then the copy goes back on the queue like an early one,
+ * coming round every 15 minutes at most until the end. The rev is unchanged: nothing can go twice.
+ */
+async function holdForQuietHours(
+  run: CopyRun,
+  observed: MessageStateRecord,
+  until: Date,
+  delaySeconds: number,
+): Promise<CopyVerdict> {
+  const waitsInQueue =
+    observed.status === MESSAGE_STATUS.scheduled || observed.status === MESSAGE_STATUS.retrying;
+  if (waitsInQueue && observed.due_at !== until.toISOString()) {
+    const held = await run.deps.store.hold({ observed, now: run.deps.now(), until });
+    if (held.outcome === 'conflict') return afterConflict(run, 'quiet-hours hold lost');
+  }
+  run.deps.log.info(
+    'sender held a copy for quiet hours',
+    logContext(run, { until: until.toISOString(), timeZone: observed.time_zone }),
+  );
+  return redelay(run, delaySeconds);
 }
 
 /** Early by more than a moment: back on the queue with the exact remaining delay; not an attempt. */

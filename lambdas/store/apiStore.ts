@@ -3,6 +3,7 @@
  * means something to the API (a lost condition, a cancelled transaction) becomes a typed outcome
  * here; anything else passes through.
  */
+
 import {
   ConditionalCheckFailedException,
   TransactionCanceledException,
@@ -17,6 +18,7 @@ import {
   TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import type { QuietHours } from '../core/localTime.js';
 import { lifetimeChange, type TtlWrite } from '../core/messageLifetime.js';
 import { MESSAGE_STATUS, type MessageStatus, WAITING_FOR_OPERATOR } from '../core/messageStatus.js';
 import { NO_PROGRESS, progressAfterManualRetry } from '../core/recipients.js';
@@ -181,10 +183,18 @@ export class DynamoApiStore implements ApiStore {
     id: string;
     now: Date;
     sendAt: string;
+    timeZone?: string;
+    quietHours?: QuietHours;
   }): Promise<TransitionResult> {
+    // A new zone or quiet hours replace the stored ones (docs/design.md §16 Local time and quiet hours).
+    const local = {
+      ...(input.timeZone === undefined ? {} : { time_zone: input.timeZone }),
+      ...(input.quietHours === undefined ? {} : { quiet_hours: input.quietHours }),
+    };
+    const localSets = Object.keys(local).map((name) => `, #${name} = :${name}`);
     // A scheduled message has no TTL on either record, however far it moves: only the state changes.
     const result = await this.transition(input.tenant, input.id, fromStatuses('reschedule'), {
-      UpdateExpression: 'SET #send_at = :send_at, #due_at = :send_at, #updated = :now ADD #rev :one',
+      UpdateExpression: `SET #send_at = :send_at, #due_at = :send_at, #updated = :now${localSets.join('')} ADD #rev :one`,
       extraCondition:
         '(attribute_not_exists(#not_after) OR attribute_type(#not_after, :null) OR #not_after > :send_at)',
       names: {
@@ -193,8 +203,15 @@ export class DynamoApiStore implements ApiStore {
         '#updated': 'updated_at',
         '#rev': 'rev',
         '#not_after': 'not_after',
+        ...Object.fromEntries(Object.keys(local).map((name) => [`#${name}`, name])),
       },
-      values: { ':send_at': input.sendAt, ':now': input.now.toISOString(), ':one': 1, ':null': 'NULL' },
+      values: {
+        ':send_at': input.sendAt,
+        ':now': input.now.toISOString(),
+        ':one': 1,
+        ':null': 'NULL',
+        ...Object.fromEntries(Object.entries(local).map(([name, value]) => [`:${name}`, value])),
+      },
       wouldPass: (current) =>
         current.status === MESSAGE_STATUS.scheduled &&
         (current.not_after === null || current.not_after > input.sendAt),

@@ -1,4 +1,5 @@
 import type { StoredAttachment } from '../core/attachments.js';
+import type { QuietHours } from '../core/localTime.js';
 import type { GroupRef } from '../core/messageSchema.js';
 import { isMessageStatus, type MessageStatus } from '../core/messageStatus.js';
 import type { ErrorClass } from '../core/postdateError.js';
@@ -59,6 +60,13 @@ export interface MessageStateRecord {
   readonly template?: PinnedTemplate;
   /** The attachments (DESIGN §13): what each is and its key in the bucket; absent when none. */
   readonly attachments?: readonly StoredAttachment[];
+  /**
+   * The IANA zone the message's local time and quiet hours are read in (docs/design.md §16 Local
+   * time and quiet hours); absent when none was given. `send_at` stays the instant, fixed at enqueue.
+   */
+  readonly time_zone?: string;
+  /** Quiet hours in `time_zone`: a copy that comes due inside them is held until their end. */
+  readonly quiet_hours?: QuietHours;
   /**
    * The request's fingerprint, as on the body: a replay is told from a reused key by it for as long
    * as the state record lives, even after the body expired. Absent on records written before it.

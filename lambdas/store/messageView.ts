@@ -1,4 +1,5 @@
 import { type AttachmentView, attachmentView } from '../core/attachments.js';
+import { formatLocalDateTime, isTimeZone, localDateTimeAt, type QuietHours } from '../core/localTime.js';
 import type { GroupRef } from '../core/messageSchema.js';
 import { recipientCounts } from '../core/recipients.js';
 import type { PinnedTemplate } from '../core/templateRequests.js';
@@ -10,6 +11,14 @@ export interface MessageView {
   readonly id: string;
   readonly status: string;
   readonly send_at: string;
+  /**
+   * `send_at` on the wall clock of `time_zone`, `YYYY-MM-DDTHH:MM:SS` (docs/design.md §16 Local time
+   * and quiet hours): derived, so it shows when the message goes and never disagrees with `send_at`;
+   * null for a message without a zone.
+   */
+  readonly send_at_local: string | null;
+  readonly time_zone: string | null;
+  readonly quiet_hours: QuietHours | null;
   readonly not_after: string | null;
   readonly created_at: string;
   readonly updated_at: string;
@@ -41,6 +50,9 @@ export function messageView(state: MessageStateRecord, options: { withHistory: b
     id: state.id,
     status: state.status,
     send_at: state.send_at,
+    send_at_local: localSendAt(state),
+    time_zone: state.time_zone ?? null,
+    quiet_hours: state.quiet_hours ?? null,
     not_after: state.not_after ?? null,
     created_at: state.created_at,
     updated_at: state.updated_at,
@@ -62,4 +74,11 @@ export function messageView(state: MessageStateRecord, options: { withHistory: b
     test: isTestSide(state.tenant),
   };
   return options.withHistory ? { ...view, history: state.history ?? [] } : view;
+}
+
+/** `send_at` as the zone's wall clock; null without a zone, or with one this runtime does not know. */
+function localSendAt(state: MessageStateRecord): string | null {
+  const zone = state.time_zone;
+  if (zone === undefined || !isTimeZone(zone)) return null;
+  return formatLocalDateTime(localDateTimeAt(new Date(state.send_at), zone));
 }

@@ -124,6 +124,8 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
     metadata: request.metadata,
     ...pinned,
     ...(input.attachments && input.attachments.length > 0 ? { attachments: [...input.attachments] } : {}),
+    ...(request.time_zone === undefined ? {} : { time_zone: request.time_zone }),
+    ...(request.quiet_hours === undefined ? {} : { quiet_hours: request.quiet_hours }),
     ...(input.apiCopy === true &&
     status === MESSAGE_STATUS.scheduled &&
     Date.parse(request.send_at) <= now.getTime()

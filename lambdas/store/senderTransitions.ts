@@ -4,6 +4,7 @@ import { lifetimeChange, type TtlWrite } from '../core/messageLifetime.js';
 import { isWaitingForOperator, MESSAGE_STATUS, type MessageStatus } from '../core/messageStatus.js';
 import type {
   ClaimInput,
+  HoldInput,
   OutcomeInput,
   ReleaseInput,
   SenderStore,
@@ -147,6 +148,14 @@ export class DynamoSenderStore implements SenderStore {
     if (input.lastError !== undefined) update.set('last_error', input.lastError);
     const body = this.becomeTerminal(update, observed, input.to, now, input.retentionDays);
     return this.applyWithBody(update, observed.id, body);
+  }
+
+  hold(input: HoldInput): Promise<SenderWriteResult> {
+    // Only `due_at` moves (the sweeper's index); the record is otherwise as it was: no attempt.
+    const update = new UpdateBuilder(input.observed, input.now);
+    update.set('due_pk', duePk(input.observed.id));
+    update.set('due_at', input.until.toISOString());
+    return this.apply(update);
   }
 
   settleScreened(input: SettleScreenedInput): Promise<SenderWriteResult> {

@@ -7,6 +7,7 @@ import * as z from 'zod';
 import type { RouteName } from '../../lambdas/core/apiRoutes.js';
 import { BatchEnqueueBodyDocumentSchema } from '../../lambdas/core/batchEnqueueSchema.js';
 import { MESSAGE_ID_PATTERN } from '../../lambdas/core/ids.js';
+import { QuietHoursSchema } from '../../lambdas/core/localTime.js';
 import {
   EnqueueBodyDocumentSchema,
   GroupKeySchema,
@@ -61,7 +62,17 @@ const MessageSchema = z
   .object({
     id: MessageIdSchema,
     status: StatusSchema,
-    send_at: z.string().meta({ format: 'date-time' }),
+    send_at: z.string().meta({ format: 'date-time', description: 'The instant the message is due.' }),
+    send_at_local: z.string().nullable().meta({
+      description:
+        '`send_at` on the wall clock of `time_zone` (`YYYY-MM-DDTHH:MM:SS`): when the message goes there, so a local time given in a spring gap shows as moved forward. Null without a `time_zone`.',
+      example: '2026-12-03T09:00:00',
+    }),
+    time_zone: z.string().nullable().meta({
+      description: 'The IANA zone of `send_at_local` and `quiet_hours`; null when none was given.',
+      example: 'Europe/Berlin',
+    }),
+    quiet_hours: QuietHoursSchema.nullable(),
     not_after: z.string().meta({ format: 'date-time' }).nullable(),
     created_at: z.string().meta({ format: 'date-time' }),
     updated_at: z.string().meta({ format: 'date-time' }),
@@ -155,14 +166,15 @@ export const MESSAGE_OPERATIONS = {
   enqueue: {
     summary: 'Enqueue a message',
     description: [
-      'Stores the message once per Idempotency-Key and sends it at `send_at` (or after `delay_seconds`; neither = now).',
+      'Stores the message once per Idempotency-Key and sends it at `send_at` (or after `delay_seconds`, or at `send_at_local` in `time_zone`; none = now). With `quiet_hours`, a message that comes due inside them — first time, after a retry, an outage or a pause — waits for their end, unless `not_after` comes first.',
       '',
       'The request schema encodes what JSON Schema can: at least one recipient, `text` or `html`, not both `send_at` and `delay_seconds`, the caps on `tags`, `metadata` and `headers`, no CR or LF in header material. Checked only by the server (400 with `errors`):',
       '',
       `- at most ${LIMITS.maxRecipients} recipients in \`to\`, \`cc\` and \`bcc\` together;`,
       '- every address is an RFC 5322 mailbox; `from` matches POSTDATE_ALLOWED_FROM;',
       '- other control characters in header material; reserved and relay-control header names; a header given twice;',
-      '- `send_at` at most POSTDATE_MAX_HORIZON_DAYS ahead, `not_after` after `send_at`;',
+      '- `send_at` (or `send_at_local`) at most POSTDATE_MAX_HORIZON_DAYS ahead, `not_after` after `send_at`;',
+      '- `time_zone` an IANA zone the server knows, `send_at_local` a real calendar date and time, `quiet_hours` start ≠ end;',
       `- \`tags\` and \`metadata\` together at most ${LIMITS.maxTagsAndMetadataBytes} bytes of JSON.`,
       '',
       `A body over ${LIMITS.maxBodyBytes / 1024} KiB is a 413.`,
@@ -244,7 +256,7 @@ export const MESSAGE_OPERATIONS = {
     responses: {
       200: jsonResponse('Rescheduled (rev + 1).', MessageSchema),
       400: problemResponse(
-        "Invalid request: `errors` names each field (`send_at` beyond the horizon or not before the message's `not_after`).",
+        "Invalid request: `errors` names each field (`send_at` or `send_at_local` beyond the horizon or not before the message's `not_after`, an unknown `time_zone`).",
       ),
       404: notFound,
       409: problemResponse('The message is no longer scheduled (`current_status` says what it is).'),

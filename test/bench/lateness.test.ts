@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { CASE_OFFSET_MS, precisionSetup, STAGGER_MS, staggeredPlan } from '../../bench/lateness.js';
+import {
+  CASE_OFFSET_MS,
+  localTimeCases,
+  precisionSetup,
+  STAGGER_MS,
+  staggeredPlan,
+} from '../../bench/lateness.js';
+import { isTimeZone } from '../../lambdas/core/localTime.js';
 
 describe('staggeredPlan', () => {
   it('spaces each case STAGGER_MS apart and offsets the cases from each other', () => {
@@ -39,4 +46,19 @@ describe('precisionSetup', () => {
     // The scheduled case must be further out than the lead, or the Scheduler path is never taken.
     expect(setup.directMax + 10).toBeGreaterThan(setup.lead);
   });
+});
+
+describe('localTimeCases (issue 33: the send_at_local path beside the others)', () => {
+  it.each([true, false])(
+    'gives the time as send_at_local on the direct and the Scheduler path (quick: %s)',
+    (quick) => {
+      const setup = precisionSetup(quick);
+      const cases = localTimeCases(setup);
+      expect(cases.every((c) => c.timeZone !== undefined && isTimeZone(c.timeZone))).toBe(true);
+      expect(cases.some((c) => c.delaySeconds <= setup.directMax)).toBe(true);
+      expect(cases.some((c) => c.delaySeconds > setup.directMax)).toBe(true);
+      // The peer benchmark shares precisionSetup's cases: it never gets one it cannot express.
+      expect(setup.cases.every((c) => c.timeZone === undefined)).toBe(true);
+    },
+  );
 });

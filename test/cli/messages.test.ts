@@ -13,7 +13,7 @@ import { memoryOutput } from '../../cli/output.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { messagePk } from '../../lambdas/store/messageRecord.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
-import { messageId, type SeedMessage, seedMessages } from './cliFixtures.js';
+import { messageId, type SeedMessage, seedMessages, stateRecord } from './cliFixtures.js';
 
 const NOW = new Date('2026-11-29T12:00:00.000Z');
 const minutesAgo = (minutes: number) => new Date(NOW.getTime() - minutes * 60_000).toISOString();
@@ -123,6 +123,31 @@ describe('postdate messages show', () => {
     expect(report.explanation.last_error).toMatch(/^ambiguous: .*\[ECONNECTION\]/);
     expect(out.text()).toContain('history');
     expect(out.text()).toContain('812 ms');
+  });
+
+  it('prints the local time, the zone and the quiet hours of a message that has them (docs/design.md §16)', async () => {
+    const local = {
+      ...stateRecord({
+        id: messageId(8),
+        status: 'scheduled',
+        createdAt: minutesAgo(1),
+        sendAt: '2026-12-03T08:00:00.000Z',
+      }),
+      time_zone: 'Europe/Berlin',
+      quiet_hours: { start: '21:00', end: '08:00' },
+    };
+    await deps.documents.send(new PutCommand({ TableName: deps.tableName, Item: local }));
+    const out = memoryOutput();
+    const report = await messagesShow(deps, messageId(8), out);
+    expect(report.message).toMatchObject({
+      send_at_local: '2026-12-03T09:00:00',
+      time_zone: 'Europe/Berlin',
+      quiet_hours: { start: '21:00', end: '08:00' },
+    });
+    expect(out.text()).toMatch(/send at \(local\):\s+2026-12-03T09:00:00 Europe\/Berlin/);
+    expect(out.text()).toMatch(/quiet hours:\s+21:00–08:00 Europe\/Berlin/);
+    // Without a zone, neither line.
+    expect((await messagesShow(deps, messageId(5), memoryOutput())).message.time_zone).toBeNull();
   });
 
   it('fails with one line for an id that does not exist', async () => {

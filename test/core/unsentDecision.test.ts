@@ -95,11 +95,140 @@ describe('deciding what must not go out', () => {
             return;
           }
           expect(decision.kind).not.toBe('send');
-          if (decision.kind === 'send') return;
+          if (decision.kind === 'send' || decision.kind === 'hold') return;
           expect(decision.to).toBe(past ? 'expired' : 'superseded');
           expect(decision.kind === 'settle').toBe(checkTransition(status, decision.to, 'sender').allowed);
         },
       ),
     );
+  });
+});
+
+/*
+ * Quiet hours (docs/design.md §16 Local time and quiet hours) are part of the same decision: every
+ * copy the sender would send — the first time, after a retry's backoff, an outage, a pause, a
+ * redrive — comes through here, so the rule has one home. The window is read here through Intl
+ * directly, not through the module under test.
+ */
+describe('quiet hours in the decision (docs/design.md §16)', () => {
+  const ZONES = ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe'];
+  const wallMinutes = (instant: number, zone: string): number => {
+    const parts = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      hourCycle: 'h23',
+      hour: 'numeric',
+      minute: 'numeric',
+    }).formatToParts(instant);
+    const field = (type: string) => Number(parts.find((part) => part.type === type)?.value);
+    return field('hour') * 60 + field('minute');
+  };
+  const minutesOf = (hhmm: string) => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3));
+  const hhmm = (minutes: number) =>
+    `${String(Math.floor(minutes / 60)).padStart(2, '0')}:${String(minutes % 60).padStart(2, '0')}`;
+  const inside = (instant: number, quiet: { start: string; end: string }, zone: string) => {
+    const minute = wallMinutes(instant, zone);
+    const [start, end] = [minutesOf(quiet.start), minutesOf(quiet.end)];
+    return start < end ? minute >= start && minute < end : minute >= start || minute < end;
+  };
+
+  it('holds a message due at 22:00 in Berlin until 08:00 there, and lets it go at 08:00', () => {
+    const quiet = { quiet_hours: { start: '21:00', end: '08:00' }, time_zone: 'Europe/Berlin' };
+    const tenPm = new Date('2026-12-03T21:00:00Z');
+    expect(decideUnsent({ status: 'scheduled', ...quiet }, tenPm, undefined)).toEqual({
+      kind: 'hold',
+      until: new Date('2026-12-04T07:00:00Z'),
+    });
+    // After a retry's backoff, the same: a retrying message is held too.
+    expect(decideUnsent({ status: 'retrying', ...quiet }, tenPm, undefined)).toMatchObject({ kind: 'hold' });
+    expect(
+      decideUnsent({ status: 'scheduled', ...quiet }, new Date('2026-12-04T07:00:00Z'), undefined),
+    ).toEqual({
+      kind: 'send',
+    });
+  });
+
+  it('expires one whose not_after comes before the window ends; a deadline at the end lets it wait', () => {
+    const quiet = { quiet_hours: { start: '21:00', end: '08:00' }, time_zone: 'Europe/Berlin' };
+    const tenPm = new Date('2026-12-03T21:00:00Z');
+    expect(
+      decideUnsent(
+        { status: 'scheduled', ...quiet, not_after: '2026-12-04T06:59:59.999Z' },
+        tenPm,
+        undefined,
+      ),
+    ).toEqual({ kind: 'settle', to: 'expired' });
+    expect(
+      decideUnsent(
+        { status: 'scheduled', ...quiet, not_after: '2026-12-04T07:00:00.000Z' },
+        tenPm,
+        undefined,
+      ),
+    ).toMatchObject({ kind: 'hold' });
+  });
+
+  it('property: past the deadline or superseded wins; otherwise held exactly when due inside the window, until an instant after it outside it, or expired when not_after is before that', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...MESSAGE_STATUSES),
+        fc.constantFrom(...ZONES),
+        fc.integer({ min: 0, max: 1439 }),
+        fc.integer({ min: 1, max: 1439 }),
+        fc.integer({ min: 0, max: 400 * 86_400 }),
+        fc.option(fc.integer({ min: -3_600, max: 2 * 86_400 }), { nil: undefined }),
+        fc.boolean(),
+        (status, zone, start, length, nowSeconds, deadlineSeconds, superseded) => {
+          const quiet = { start: hhmm(start), end: hhmm((start + length) % 1440) };
+          const now = new Date(Date.UTC(2026, 11, 1) + nowSeconds * 1000);
+          const notAfter =
+            deadlineSeconds === undefined
+              ? null
+              : new Date(now.getTime() + deadlineSeconds * 1000).toISOString();
+          const record = {
+            status,
+            not_after: notAfter,
+            group: { key: 'g', version: 1 },
+            time_zone: zone,
+            quiet_hours: quiet,
+          };
+          const decision = decideUnsent(record, now, superseded ? 2 : 1);
+          const past = deadlineSeconds !== undefined && deadlineSeconds < 0;
+          if (past || superseded) {
+            expect(decision.kind === 'settle' || decision.kind === 'drop').toBe(true);
+            if (decision.kind === 'settle' || decision.kind === 'drop')
+              expect(decision.to).toBe(past ? 'expired' : 'superseded');
+            return;
+          }
+          if (!inside(now.getTime(), quiet, zone)) {
+            expect(decision).toEqual({ kind: 'send' });
+            return;
+          }
+          if (decision.kind === 'hold') {
+            const until = decision.until.getTime();
+            expect(until).toBeGreaterThan(now.getTime());
+            expect(inside(until, quiet, zone)).toBe(false);
+            // The window's end: a minute before it, the message was still inside (or not yet due) —
+            // unless the end fell in a spring gap and moved forward by the gap (core/localTime.ts).
+            if (wallMinutes(until, zone) === minutesOf(quiet.end))
+              expect(until - 60_000 <= now.getTime() || inside(until - 60_000, quiet, zone)).toBe(true);
+            if (notAfter !== null) expect(Date.parse(notAfter)).toBeGreaterThanOrEqual(until);
+            return;
+          }
+          // Not sent inside the window: it can only expire, because not_after comes first.
+          expect(decision.kind === 'settle' || decision.kind === 'drop').toBe(true);
+          if (decision.kind === 'settle' || decision.kind === 'drop') expect(decision.to).toBe('expired');
+          expect(notAfter).not.toBeNull();
+          const waited = decideUnsent({ ...record, not_after: null }, now, 1);
+          expect(waited.kind).toBe('hold');
+          if (waited.kind === 'hold') expect(Date.parse(notAfter ?? '')).toBeLessThan(waited.until.getTime());
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('without quiet hours, a zone changes nothing', () => {
+    expect(decideUnsent({ status: 'scheduled', time_zone: 'Europe/Berlin' }, NOW, undefined)).toEqual({
+      kind: 'send',
+    });
   });
 });

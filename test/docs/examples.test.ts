@@ -141,6 +141,7 @@ describe("the docs' examples run against a local stack", () => {
       at('HTTP 200 DELETE /v1/messages/{id}'),
       at('HTTP 409 POST /v1/messages/{id}/retry'),
       'HTTP 200 PUT /v1/groups/campaign%3A42%3Astatus',
+      'HTTP 202 POST /v1/messages',
     ];
     // Paging on is shown only when the first page has a next_cursor (another scheduled message).
     const calls = run.calls.filter(
@@ -149,5 +150,6 @@ describe("the docs' examples run against a local stack", () => {
     expect(calls, run.stderr).toEqual(expected);
     expect(run.stdout).toMatch(/^idempotent-replayed: true\r?$/im);
     expect(run.stdout).toContain('"current_status":"cancelled"');
+    expect(run.stdout).toMatch(/"send_at_local":"\d{4}-\d{2}-\d{2}T09:00:00","time_zone":"Europe\/Berlin"/);
   }, 120_000);
 });

@@ -52,6 +52,9 @@ export interface MessageFixture {
   readonly bodyForm?: 'plain' | 'as-written';
   /** The attachments on the state record (their bytes are the test's to put in the bucket). */
   readonly attachments?: MessageStateRecord['attachments'];
+  /** The zone and quiet hours on the state record (docs/design.md §16). */
+  readonly timeZone?: string;
+  readonly quietHours?: MessageStateRecord['quiet_hours'];
 }
 
 export async function putMessage(
@@ -87,6 +90,8 @@ export async function putMessage(
     metadata: {},
     ...(fixture.fingerprint !== undefined ? { fingerprint: fixture.fingerprint } : {}),
     ...(fixture.attachments !== undefined ? { attachments: fixture.attachments } : {}),
+    ...(fixture.timeZone !== undefined ? { time_zone: fixture.timeZone } : {}),
+    ...(fixture.quietHours !== undefined ? { quiet_hours: fixture.quietHours } : {}),
     ...(fixture.leaseOwner !== undefined ? { lease_owner: fixture.leaseOwner } : {}),
     ...(fixture.leaseUntil !== undefined ? { lease_until: fixture.leaseUntil.toISOString() } : {}),
     lst_pk: byStatusPk(tenant, status, id),

@@ -361,6 +361,7 @@ export function storeWith(store: SenderStore, replaced: Partial<SenderStore>): S
     recordOutcome: (input) => store.recordOutcome(input),
     release: (input) => store.release(input),
     settleUnsent: (input) => store.settleUnsent(input),
+    hold: (input) => store.hold(input),
     settleScreened: (input) => store.settleScreened(input),
     suppressions: store.suppressions,
     ...replaced,

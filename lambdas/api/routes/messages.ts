@@ -139,11 +139,24 @@ export function rescheduleMessageRoute(
     const now = deps.now();
     const parsed = validateRescheduleRequest(body.value, { now, maxHorizonDays: deps.config.maxHorizonDays });
     if (!parsed.ok) return problemResult(validationProblem(parsed.errors));
-    const sendAt = parsed.value.send_at;
-    const result = await deps.store.reschedule({ tenant, id, now, sendAt });
+    const {
+      send_at: sendAt,
+      send_at_local: local,
+      time_zone: timeZone,
+      quiet_hours: quietHours,
+    } = parsed.value;
+    const result = await deps.store.reschedule({
+      tenant,
+      id,
+      now,
+      sendAt,
+      ...(timeZone === undefined ? {} : { timeZone }),
+      ...(quietHours === undefined ? {} : { quietHours }),
+    });
     if (result.kind === 'past-deadline') {
+      const field = local === undefined ? '/send_at' : '/send_at_local';
       return problemResult(
-        validationProblem([{ field: '/send_at', message: "must be before the message's not_after" }]),
+        validationProblem([{ field, message: "must be before the message's not_after" }]),
         {},
         { message_id: id },
       );

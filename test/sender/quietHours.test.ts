@@ -1,0 +1,112 @@
+/**
+ * Quiet hours in the sender (docs/design.md §16 Local time and quiet hours): a copy that comes due
+ * inside the window — the first time, or after a retry's backoff — goes back unsent, no attempt and
+ * no status change, its record's `due_at` at the window's end, and is sent once it comes back after
+ * the end; one whose `not_after` comes before the end expires. Covers sender/processCopy.ts (the
+ * runner), core/unsentDecision.ts (the decision) and store/senderTransitions.ts (`hold`), on
+ * DynamoDB Local, the SQS emulator and a real smtp-server; the sender's clock is the test's.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
+
+/** 21:59:57.500 UTC: 2.5 s before the end of a 21:00–22:00 window in UTC. */
+const NEAR_THE_END = Date.UTC(2026, 11, 3, 21, 59, 57, 500);
+const END = Date.UTC(2026, 11, 3, 22, 0, 0);
+const QUIET = { timeZone: 'UTC', quietHours: { start: '21:00', end: '22:00' } };
+
+describe('the sender and quiet hours', () => {
+  let world: SenderWorld;
+  beforeAll(async () => {
+    world = await startSenderWorld();
+    world.smtp.script();
+  });
+  afterAll(async () => {
+    await world.close();
+  });
+
+  it('holds a copy due inside the window until its end, no attempt, then sends the copy that comes back exactly once', async () => {
+    const rig = await createSenderRig(world);
+    rig.clock.ms = NEAR_THE_END;
+    const message = await rig.putMessage({ sendAt: new Date(NEAR_THE_END - 1000), ...QUIET });
+    await rig.dispatch(message);
+
+    const first = await rig.deliverNext();
+
+    expect(first.response.batchItemFailures).toEqual([]);
+    expect(rig.received(message.id)).toEqual([]);
+    expect(rig.queue.enqueued).toEqual([{ payload: { id: message.id, rev: 1 }, delaySeconds: 2 }]);
+    const held = await rig.state(message.id);
+    expect(held).toEqual({ ...message, due_at: new Date(END).toISOString() });
+    expect(rig.log.text()).not.toContain('ada@example.org');
+
+    // The re-delayed copy comes back after the window's end: it goes.
+    rig.clock.ms = END + 50;
+    await rig.deliverNext();
+
+    expect(rig.received(message.id)).toHaveLength(1);
+    const sent = await rig.state(message.id);
+    expect(sent.status).toBe('sent');
+    expect(sent.attempts).toBe(1);
+    expect(Date.parse(sent.sent_at ?? '')).toBeGreaterThanOrEqual(END);
+  });
+
+  it('holds a copy for a whole night in steps of SQS’s longest delay, due_at at the morning’s end of the window', async () => {
+    const rig = await createSenderRig(world);
+    rig.clock.ms = Date.UTC(2026, 11, 3, 21, 30); // 22:30 in Berlin
+    const message = await rig.putMessage({
+      timeZone: 'Europe/Berlin',
+      quietHours: { start: '21:00', end: '08:00' },
+    });
+    await rig.dispatch(message);
+
+    await rig.deliverNext();
+
+    expect(rig.queue.enqueued).toEqual([{ payload: { id: message.id, rev: 1 }, delaySeconds: 900 }]);
+    expect((await rig.state(message.id)).due_at).toBe('2026-12-04T07:00:00.000Z');
+    expect(rig.received(message.id)).toEqual([]);
+  });
+
+  it('holds a retrying message whose backoff ends inside the window: still retrying, its attempts unchanged', async () => {
+    const rig = await createSenderRig(world);
+    rig.clock.ms = NEAR_THE_END;
+    const message = await rig.putMessage({ status: 'retrying', attempts: 1, ...QUIET });
+    await rig.dispatch(message);
+
+    await rig.deliverNext();
+
+    expect(rig.received(message.id)).toEqual([]);
+    const held = await rig.state(message.id);
+    expect(held.status).toBe('retrying');
+    expect(held.attempts).toBe(1);
+    expect(held.due_at).toBe(new Date(END).toISOString());
+  });
+
+  it('waits in process for an end less than a moment away, then sends', async () => {
+    const rig = await createSenderRig(world);
+    rig.clock.ms = END - 300;
+    const message = await rig.putMessage({ ...QUIET });
+    await rig.dispatch(message);
+
+    await rig.deliverNext();
+
+    expect(rig.sleeps).toEqual([300]);
+    expect(rig.queue.enqueued).toEqual([]);
+    expect(rig.received(message.id)).toHaveLength(1);
+    expect((await rig.state(message.id)).status).toBe('sent');
+  });
+
+  it('expires a message whose not_after comes before the window ends: nothing sent', async () => {
+    const rig = await createSenderRig(world);
+    rig.clock.ms = NEAR_THE_END;
+    const message = await rig.putMessage({ notAfter: new Date(END - 1), ...QUIET });
+    await rig.dispatch(message);
+
+    await rig.deliverNext();
+
+    expect(rig.received(message.id)).toEqual([]);
+    const state = await rig.state(message.id);
+    expect(state.status).toBe('expired');
+    expect(state.attempts).toBe(0);
+    expect(rig.metrics.of('Expired')).toBe(1);
+  });
+});
