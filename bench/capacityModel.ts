@@ -13,9 +13,9 @@
 import { pathToFileURL } from 'node:url';
 import { SQS_MAX_BATCH } from '../lambdas/core/queueLimits.js';
 import { INDEX_SHARDS, SUPPRESSION_SHARDS } from '../lambdas/store/tableLayout.js';
-import { RELAY_STREAM, SENDER_QUEUE } from '../lib/eventSourceLayout.js';
+import { EVENTS_STREAM, RELAY_STREAM, SENDER_QUEUE } from '../lib/eventSourceLayout.js';
 import { POSTDATE_DEFAULTS } from '../lib/postdateProps.js';
-import { EVENTS_STREAM, WEBHOOK_DELIVERY } from '../lib/webhookLayout.js';
+import { WEBHOOK_DELIVERY } from '../lib/webhookLayout.js';
 
 /** What the model assumes about the traffic and the time things take (docs/capacity.md §1). */
 export const ASSUMPTIONS = {
