@@ -12,10 +12,12 @@
  */
 import { pathToFileURL } from 'node:url';
 import { SQS_MAX_BATCH } from '../lambdas/core/queueLimits.js';
-import { INDEX_SHARDS, SUPPRESSION_SHARDS } from '../lambdas/store/tableLayout.js';
-import { RELAY_STREAM, SENDER_QUEUE } from '../lib/eventSourceLayout.js';
+import { INDEX_SHARDS, SUPPRESSION_SHARDS, WEBHOOK_DELIVERY_SHARDS } from '../lambdas/store/tableLayout.js';
+import { TEMPLATE_HEAD_MAX_AGE_MS } from '../lambdas/store/templateStore.js';
+import { WEBHOOK_ENDPOINT_MAX_AGE_MS } from '../lambdas/webhooks/deliverCopy.js';
+import { EVENTS_STREAM, RELAY_STREAM, SENDER_QUEUE } from '../lib/eventSourceLayout.js';
 import { POSTDATE_DEFAULTS } from '../lib/postdateProps.js';
-import { EVENTS_STREAM, WEBHOOK_DELIVERY } from '../lib/webhookLayout.js';
+import { WEBHOOK_DELIVERY } from '../lib/webhookLayout.js';
 
 /** What the model assumes about the traffic and the time things take (docs/capacity.md §1). */
 export const ASSUMPTIONS = {
@@ -184,6 +186,14 @@ export interface HotKey {
 
 const shardRange = (shards: number) => `{0..${shards - 1}}`;
 
+/**
+ * Warm functions at 10,000 msg/s (docs/capacity.md §4: the api ~400; the delivery function as many as
+ * `webhookMaxConcurrency` needs there, ~660). A read cached per warm function is made once per max age
+ * by each, whatever the rate: per message, it is that many reads a second over 10,000.
+ */
+const WARM_AT_10K = { api: 400, webhooks: 660 } as const;
+const cachedReadsPerMessage = (warm: number, maxAgeMs: number) => warm / (maxAgeMs / 1000) / 10_000;
+
 export const KEYS = {
   groupHead: {
     key: 'GROUP#{tenant}#{group}',
@@ -195,19 +205,19 @@ export const KEYS = {
     key: 'TPLS#{tenant}',
     scope: 'one tenant',
     shards: 1,
-    moves: 'cache the head briefly (code)',
+    moves: '`TEMPLATE_HEAD_MAX_AGE_MS`; more warm functions read it more',
   },
   deliveries: {
-    key: 'WHDL#{endpoint}',
+    key: `WHDL#{endpoint}#${shardRange(WEBHOOK_DELIVERY_SHARDS)}`,
     scope: 'one endpoint',
-    shards: 1,
-    moves: 'shard the key (code)',
+    shards: WEBHOOK_DELIVERY_SHARDS,
+    moves: '`WEBHOOK_DELIVERY_SHARDS`',
   },
   endpoints: {
     key: 'WHEP#{tenant}',
     scope: 'one tenant',
     shards: 1,
-    moves: 'read the endpoint from the copy or a cache (code)',
+    moves: '`WEBHOOK_ENDPOINT_MAX_AGE_MS`; more warm functions read it more',
   },
   gate: {
     key: 'GATE#sending',
@@ -333,10 +343,10 @@ const CALLS = {
   },
   readTemplateHead: {
     fn: 'api',
-    request: 'GetItem, consistent (no cache)',
+    request: 'GetItem, consistent, once per 5 s per warm function',
     item: 'TPLS#{tenant}',
     units: '1 R',
-    perMessage: 1,
+    perMessage: cachedReadsPerMessage(WARM_AT_10K.api, TEMPLATE_HEAD_MAX_AGE_MS),
     loads: { tableReads: 1 },
     keys: [{ key: 'templateHeads', read: 1 }],
   },
@@ -470,7 +480,7 @@ function deliveryCalls(deliveries: number): Call[] {
     {
       fn: 'events',
       request: 'PutItem, new delivery',
-      item: 'WHDL#{endpoint}',
+      item: 'WHDL#{endpoint}#{shard}',
       units: `${D} W`,
       perMessage: deliveries,
       loads: { tableWrites: D },
@@ -486,7 +496,7 @@ function deliveryCalls(deliveries: number): Call[] {
     {
       fn: 'webhooks',
       request: 'GetItem, consistent',
-      item: 'WHDL#{endpoint}',
+      item: 'WHDL#{endpoint}#{shard}',
       units: '1 R',
       perMessage: deliveries,
       loads: { tableReads: 1 },
@@ -494,17 +504,17 @@ function deliveryCalls(deliveries: number): Call[] {
     },
     {
       fn: 'webhooks',
-      request: 'GetItem, consistent',
+      request: 'GetItem, consistent, once per 5 s per warm function',
       item: 'WHEP#{tenant}',
       units: '1 R',
-      perMessage: deliveries,
+      perMessage: cachedReadsPerMessage(WARM_AT_10K.webhooks, WEBHOOK_ENDPOINT_MAX_AGE_MS),
       loads: { tableReads: 1 },
       keys: [{ key: 'endpoints', read: 1 }],
     },
     {
       fn: 'webhooks',
       request: 'UpdateItem, attempt',
-      item: 'WHDL#{endpoint}',
+      item: 'WHDL#{endpoint}#{shard}',
       units: `${D} W`,
       perMessage: deliveries,
       loads: { tableWrites: D },

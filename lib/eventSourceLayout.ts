@@ -5,15 +5,39 @@ import { SENDER_TIMEOUT_SECONDS } from './queueLayout.js';
  * and the local stack's runners use the same numbers.
  */
 
-/** How the relay reads the table's stream. docs/capacity.md uses these numbers too. */
+/**
+ * How the relay reads the table's stream. docs/capacity.md uses these numbers too.
+ *
+ * No batching window (docs/decisions/0095-stream-batching-windows.md): a window is whole seconds,
+ * and a message due now that reaches the relay (an outbox write, a revision, a message the api did
+ * not copy) must still leave within about a second. At load the window buys nothing: Lambda polls
+ * each shard four times a second, so a shard carrying 250 of the relay's records a second already
+ * hands it batches of ~60.
+ */
 export const RELAY_STREAM = {
   batchSize: 100,
+  batchingWindowSeconds: 0,
   /** Concurrent batches per shard; records of one item stay in order (same partition key). */
   parallelizationFactor: 4,
   /** Retries of a failing batch (bisected each time) before its records go to the failure queue. */
   retryAttempts: 5,
   /** Older records go to the failure queue; the sweeper re-dispatches their messages anyway. */
   maxRecordAgeSeconds: 3600,
+  timeoutSeconds: 60,
+} as const;
+
+/**
+ * The event producer's stream event source (beside the relay's: a shard's second reader). A one-second
+ * batching window (docs/decisions/0095-stream-batching-windows.md): events promise delivery, not a
+ * latency (DESIGN §11), and a fuller batch shares its per-batch reads (the tenant's endpoints) and
+ * `PutEvents` calls among more events, with at most one invocation a second for a quiet shard
+ * instead of four.
+ */
+export const EVENTS_STREAM = {
+  batchSize: 100,
+  batchingWindowSeconds: 1,
+  retryAttempts: 10,
+  maxRecordAgeHours: 24,
   timeoutSeconds: 60,
 } as const;
 

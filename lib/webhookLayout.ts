@@ -15,14 +15,6 @@ export const EVENTS_STREAM_FILTER = {
   dynamodb: { Keys: { [KEY.sort]: { S: [ITEM_SORT_KEY.messageState] } } },
 } as const;
 
-/** The event producer's stream event source (beside the relay's: a shard's second reader). */
-export const EVENTS_STREAM = {
-  batchSize: 100,
-  retryAttempts: 10,
-  maxRecordAgeHours: 24,
-  timeoutSeconds: 60,
-} as const;
-
 /**
  * The delivery function: each attempt at most 10 s; `maxConcurrency` is the default of the
  * construct's `webhookMaxConcurrency` prop and the local stack's setting.

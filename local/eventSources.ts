@@ -121,6 +121,7 @@ export function startRelayEventSource(options: {
     handler: options.relay,
     onFunctionTimeout: (kill) => options.onFunctionTimeout({ ...kill, functionName: 'relay' }),
     batchSize: RELAY_STREAM.batchSize,
+    batchingWindowMs: RELAY_STREAM.batchingWindowSeconds * 1000,
     maxAttempts: RELAY_STREAM.retryAttempts,
     bisectOnError: true,
     onFailure: { sqsEndpoint: options.sqsEndpoint, queueUrl: options.relayFailuresQueueUrl },

@@ -6,12 +6,8 @@ import { loadResourceNames } from '../lambdas/core/config.js';
 import { wireEvents } from '../lambdas/events/handler.js';
 import type { Log } from '../lambdas/ports/Log.js';
 import { wireWebhookDelivery } from '../lambdas/webhooks/handler.js';
-import {
-  EVENTS_STREAM,
-  EVENTS_STREAM_FILTER,
-  WEBHOOK_DELIVERY,
-  WEBHOOK_QUEUE,
-} from '../lib/webhookLayout.js';
+import { EVENTS_STREAM } from '../lib/eventSourceLayout.js';
+import { EVENTS_STREAM_FILTER, WEBHOOK_DELIVERY, WEBHOOK_QUEUE } from '../lib/webhookLayout.js';
 import { type SqsRunner, startSqsRunner } from './runners/sqsRunner.js';
 import { type StreamDiscard, type StreamRunner, startStreamRunner } from './runners/streamRunner.js';
 import { requeuePendingDeliveries } from './webhookRecovery.js';
@@ -90,6 +86,7 @@ export function startWebhookEventSources(options: {
     streamArn: options.streamArn,
     handler: produce,
     batchSize: EVENTS_STREAM.batchSize,
+    batchingWindowMs: EVENTS_STREAM.batchingWindowSeconds * 1000,
     maxAttempts: EVENTS_STREAM.retryAttempts,
     bisectOnError: true,
     filter: EVENTS_STREAM_FILTER,

@@ -54,6 +54,11 @@ export interface TemplateStore extends TemplateVersions {
     now: Date;
   }): Promise<PutVersionResult>;
   getHead(tenant: string, name: string): Promise<TemplateHead | undefined>;
+  /**
+   * The head an enqueue judges by: at most a few seconds old (an archive or a new latest version
+   * shows within that bound), read through when `version` is newer than the head known.
+   */
+  recentHead(tenant: string, name: string, version: number | null): Promise<TemplateHead | undefined>;
   /** Heads by name, `limit` at most, after the name `after`. */
   list(tenant: string, options: { limit: number; after: string | null }): Promise<TemplatePage>;
   /** Archives the template (idempotent: an archived one keeps its first `archived_at`); undefined when there is none. */

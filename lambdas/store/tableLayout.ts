@@ -37,6 +37,16 @@ export const PARTITION_PREFIX = {
 export const SUPPRESSION_SHARDS = 16;
 
 /**
+ * One webhook endpoint's deliveries are spread over this many partitions by their id's hash
+ * (`WHDL#{endpoint}#{shard}`, lambdas/store/webhookStore.ts): every event of a subscribed tenant is
+ * a delivery put and an attempt update of ~2 KB each, ~8 write units a message, so at 10,000
+ * messages/s one endpoint writes ~80,000 units/s: 625 per shard, the share the index shards take
+ * (DESIGN §4, "No hot partitions"; docs/capacity.md). The listing merges the shards, newest first.
+ * Changing it moves every delivery.
+ */
+export const WEBHOOK_DELIVERY_SHARDS = 128;
+
+/**
  * How many shards the index partition keys are spread over (no hot partitions, DESIGN §4). Sized for
  * 10,000 messages/s (docs/capacity.md): at most ~625 writes/s per index key. Changing a count changes
  * partition-key values; records written before keep their old suffixes. `waiting` shards the `due`

@@ -12,6 +12,10 @@
  * same latest; one transaction wins, the other's condition fails and it tries the next number, so
  * they end as n+1 and n+2. No template item has an index attribute or a TTL, and the relay's stream
  * filter passes only message state records, so templates never reach the relay.
+ *
+ * An enqueue reads the head through a brief per-instance cache (`recentHead`, below): every head of
+ * a tenant is one partition, which a consistent read per templated enqueue would hold to 3,000
+ * enqueues/s (DESIGN §4, "No hot partitions"). The other reads stay consistent.
  */
 import {
   ConditionalCheckFailedException,
@@ -26,6 +30,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { TemplateContent } from '../core/renderTemplate.js';
+import { LruCache } from '../core/templateCache.js';
 import type {
   PutVersionResult,
   TemplateHead,
@@ -48,11 +53,41 @@ export const templateVersionKey = (tenant: string, name: string, version: number
 /** Version numbers a PUT tries before it answers `contended`. */
 const MAX_PUT_ATTEMPTS = 8;
 
+/**
+ * How old a head an enqueue may judge by (DESIGN §10): an archive stops new enqueues, and a new
+ * version becomes the one an enqueue without a version pins, within this bound on every warm api
+ * function (at once on the one that wrote it). An enqueue naming a version the cached head does not
+ * have yet reads through, so a version just stored is never refused. At 10,000 templated
+ * enqueues/s on ~400 warm functions a head is read ~80 times a second (docs/capacity.md).
+ */
+export const TEMPLATE_HEAD_MAX_AGE_MS = 5_000;
+
+/** Heads one warm function keeps. */
+const HEAD_CACHE_ENTRIES = 1_000;
+
 export class DynamoTemplateStore implements TemplateStore {
+  private readonly heads: LruCache<TemplateHead>;
+
+  /** @param now the clock the cached heads age by. @default the system clock */
   constructor(
     private readonly documents: DynamoDBDocumentClient,
     readonly tableName: string,
-  ) {}
+    now: () => Date = () => new Date(),
+  ) {
+    this.heads = new LruCache<TemplateHead>(HEAD_CACHE_ENTRIES, {
+      maxAgeMs: TEMPLATE_HEAD_MAX_AGE_MS,
+      now: () => now().getTime(),
+    });
+  }
+
+  async recentHead(tenant: string, name: string, version: number | null): Promise<TemplateHead | undefined> {
+    const key = headCacheKey(tenant, name);
+    const head = await this.heads.getOrLoad(key, () => this.getHead(tenant, name));
+    if (head === undefined || version === null || version <= head.latest_version) return head;
+    // A version the cached head has not seen: it may be new. Read through.
+    this.heads.delete(key);
+    return this.heads.getOrLoad(key, () => this.getHead(tenant, name));
+  }
 
   async putVersion(input: {
     tenant: string;
@@ -127,6 +162,7 @@ export class DynamoTemplateStore implements TemplateStore {
           updated_at: now,
           archived_at: null,
         };
+        this.heads.delete(headCacheKey(input.tenant, input.name));
         return { kind: 'created', version, head: written };
       } catch (error) {
         // Another PUT took this number (its head condition, or its version item), or holds the
@@ -174,6 +210,7 @@ export class DynamoTemplateStore implements TemplateStore {
   }
 
   async archive(tenant: string, name: string, now: Date): Promise<TemplateHead | undefined> {
+    this.heads.delete(headCacheKey(tenant, name));
     try {
       const { Attributes } = await this.documents.send(
         new UpdateCommand({
@@ -193,6 +230,9 @@ export class DynamoTemplateStore implements TemplateStore {
     }
   }
 }
+
+/** Names and tenants never hold NUL. */
+const headCacheKey = (tenant: string, name: string): string => `${tenant}\u0000${name}`;
 
 function headOf(item: Record<string, unknown> | undefined): TemplateHead | undefined {
   if (

@@ -3,8 +3,10 @@
  *
  * - endpoint: `pk = WHEP#{tenant}`, `sk = {endpoint id}`: a tenant's endpoints are one partition,
  *   which the fan-out reads for every event and no other tenant's key can reach;
- * - delivery: `pk = WHDL#{endpoint id}`, `sk = {delivery id}`: the ids begin with the event's time,
- *   so the partition read backwards is newest first.
+ * - delivery: `pk = WHDL#{endpoint id}#{shard}`, `sk = {delivery id}`: the shard is a hash of the
+ *   id (WEBHOOK_DELIVERY_SHARDS), so one busy endpoint's puts and attempt writes spread over as many
+ *   partitions (DESIGN §4, "No hot partitions"); the ids begin with the event's time, so each shard
+ *   read backwards is newest first, and the listing merges the shards.
  *
  * Neither has `sk = STATE`, so no stream filter lets them reach the relay or the event producer, and
  * neither carries an index key, so no listing or sweep sees them. Lost conditions become typed
@@ -39,12 +41,31 @@ import type {
   WebhookEndpoint,
   WebhookStore,
 } from '../ports/Webhooks.js';
-import { KEY, TTL_ATTRIBUTE } from './tableLayout.js';
+import { KEY, TTL_ATTRIBUTE, WEBHOOK_DELIVERY_SHARDS } from './tableLayout.js';
 
 export const WEBHOOK_PARTITION_PREFIX = { endpoint: 'WHEP#', delivery: 'WHDL#' } as const;
 
 const endpointPk = (tenant: string): string => `${WEBHOOK_PARTITION_PREFIX.endpoint}${tenant}`;
-const deliveryPk = (endpointId: string): string => `${WEBHOOK_PARTITION_PREFIX.delivery}${endpointId}`;
+
+/** A delivery's shard: the last hex digits of its id (a SHA-256 of endpoint and event). */
+export function deliveryShard(deliveryId: string): number {
+  return Number.parseInt(deliveryId.slice(-6), 16) % WEBHOOK_DELIVERY_SHARDS;
+}
+
+/** The partition a delivery lives in: `WHDL#{endpoint}#{shard}`. */
+export function deliveryPartitionKey(endpointId: string, deliveryId: string): string {
+  return shardPk(endpointId, deliveryShard(deliveryId));
+}
+
+const shardPk = (endpointId: string, shard: number): string =>
+  `${WEBHOOK_PARTITION_PREFIX.delivery}${endpointId}#${shard}`;
+const SHARDS = Array.from({ length: WEBHOOK_DELIVERY_SHARDS }, (_, shard) => shard);
+
+/**
+ * Items a listing asks of one shard at a time: the shards are merged newest first, so a page of
+ * `limit` needs about `limit / shards` of each, and a shard whose read runs out is read again.
+ */
+const SHARD_READ_LIMIT = 8;
 
 export class DynamoWebhookStore implements WebhookStore {
   constructor(
@@ -162,23 +183,27 @@ export class DynamoWebhookStore implements WebhookStore {
 
   async countDeliveries(endpointId: string): Promise<DeliveryCounts> {
     const counts: Record<WebhookDeliveryStatus, number> = { pending: 0, delivered: 0, failed: 0 };
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.documents.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: '#pk = :pk',
-          ProjectionExpression: '#status',
-          ExpressionAttributeNames: { '#pk': KEY.partition, '#status': 'status' },
-          ExpressionAttributeValues: { ':pk': deliveryPk(endpointId) },
-          ExclusiveStartKey: start,
-        }),
-      );
-      for (const item of page.Items ?? []) {
-        if (isWebhookDeliveryStatus(item.status)) counts[item.status]++;
-      }
-      start = page.LastEvaluatedKey;
-    } while (start !== undefined);
+    await Promise.all(
+      SHARDS.map(async (shard) => {
+        let start: Record<string, unknown> | undefined;
+        do {
+          const page = await this.documents.send(
+            new QueryCommand({
+              TableName: this.tableName,
+              KeyConditionExpression: '#pk = :pk',
+              ProjectionExpression: '#status',
+              ExpressionAttributeNames: { '#pk': KEY.partition, '#status': 'status' },
+              ExpressionAttributeValues: { ':pk': shardPk(endpointId, shard) },
+              ExclusiveStartKey: start,
+            }),
+          );
+          for (const item of page.Items ?? []) {
+            if (isWebhookDeliveryStatus(item.status)) counts[item.status]++;
+          }
+          start = page.LastEvaluatedKey;
+        } while (start !== undefined);
+      }),
+    );
     return counts;
   }
 
@@ -206,50 +231,68 @@ export class DynamoWebhookStore implements WebhookStore {
   }
 
   async getDelivery(endpointId: string, deliveryId: string): Promise<WebhookDelivery | null> {
-    const item = await this.consistentItem(deliveryPk(endpointId), deliveryId);
+    const item = await this.consistentItem(deliveryPartitionKey(endpointId, deliveryId), deliveryId);
     return item ? readDelivery(item) : null;
   }
 
+  /**
+   * Newest first over every shard: each shard is read backwards from the cursor (the last id of the
+   * page before, so the cursor is the same as when one partition held them all), a few items at a
+   * time, and the heads are merged until the page is full.
+   */
   async listDeliveries(query: {
     readonly endpointId: string;
     readonly status: WebhookDeliveryStatus | null;
     readonly limit: number;
     readonly cursor: string | null;
   }): Promise<DeliveryPage> {
-    const items: WebhookDelivery[] = [];
-    let start: Record<string, unknown> | undefined =
-      query.cursor === null
-        ? undefined
-        : { [KEY.partition]: deliveryPk(query.endpointId), [KEY.sort]: query.cursor };
-    // A status filter reads past the deliveries of other statuses: keep reading until the page is full.
-    do {
-      const page = await this.documents.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: '#pk = :pk',
-          ExpressionAttributeNames: {
-            '#pk': KEY.partition,
-            ...(query.status ? { '#status': 'status' } : {}),
-          },
-          ExpressionAttributeValues: {
-            ':pk': deliveryPk(query.endpointId),
-            ...(query.status ? { ':status': query.status } : {}),
-          },
-          ...(query.status ? { FilterExpression: '#status = :status' } : {}),
-          ScanIndexForward: false,
-          Limit: query.limit - items.length,
-          ExclusiveStartKey: start,
-        }),
-      );
-      for (const item of page.Items ?? []) {
-        const delivery = readDelivery(item);
-        if (delivery) items.push(delivery);
+    const shards = SHARDS.map((shard): ShardCursor => ({ shard, items: [], start: undefined, done: false }));
+    const readShard = async (cursor: ShardCursor): Promise<void> => {
+      // A status filter reads past the deliveries of other statuses: read on until one matches.
+      while (cursor.items.length === 0 && !cursor.done) {
+        const page = await this.documents.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            KeyConditionExpression: query.cursor === null ? '#pk = :pk' : '#pk = :pk AND #sk < :cursor',
+            ExpressionAttributeNames: {
+              '#pk': KEY.partition,
+              ...(query.cursor === null ? {} : { '#sk': KEY.sort }),
+              ...(query.status ? { '#status': 'status' } : {}),
+            },
+            ExpressionAttributeValues: {
+              ':pk': shardPk(query.endpointId, cursor.shard),
+              ...(query.cursor === null ? {} : { ':cursor': query.cursor }),
+              ...(query.status ? { ':status': query.status } : {}),
+            },
+            ...(query.status ? { FilterExpression: '#status = :status' } : {}),
+            ScanIndexForward: false,
+            Limit: Math.min(query.limit, SHARD_READ_LIMIT),
+            ExclusiveStartKey: cursor.start,
+          }),
+        );
+        for (const item of page.Items ?? []) {
+          const delivery = readDelivery(item);
+          if (delivery) cursor.items.push(delivery);
+        }
+        cursor.start = page.LastEvaluatedKey;
+        cursor.done = cursor.start === undefined;
       }
-      start = page.LastEvaluatedKey;
-    } while (start !== undefined && items.length < query.limit);
+    };
+    const items: WebhookDelivery[] = [];
+    while (items.length < query.limit) {
+      await Promise.all(shards.map(readShard));
+      let newest: ShardCursor | undefined;
+      for (const cursor of shards) {
+        const head = cursor.items[0];
+        if (head && (newest === undefined || head.id > (newest.items[0]?.id ?? ''))) newest = cursor;
+      }
+      const next = newest?.items.shift();
+      if (next === undefined) break;
+      items.push(next);
+    }
+    const more = shards.some((cursor) => cursor.items.length > 0 || !cursor.done);
     const last = items.at(-1);
-    const nextCursor = start !== undefined && last ? last.id : null;
-    return { items, nextCursor };
+    return { items, nextCursor: more && last ? last.id : null };
   }
 
   async recordAttempt(write: AttemptWrite): Promise<'updated' | 'conflict'> {
@@ -264,7 +307,10 @@ export class DynamoWebhookStore implements WebhookStore {
       await this.documents.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: { [KEY.partition]: deliveryPk(write.endpointId), [KEY.sort]: write.deliveryId },
+          Key: {
+            [KEY.partition]: deliveryPartitionKey(write.endpointId, write.deliveryId),
+            [KEY.sort]: write.deliveryId,
+          },
           // The history is capped by the reader keeping the newest; the write appends.
           UpdateExpression:
             'SET #status = :status, attempts = :next, history = list_append(if_not_exists(history, :empty), :attempt), ' +
@@ -298,7 +344,10 @@ export class DynamoWebhookStore implements WebhookStore {
       const { Attributes } = await this.documents.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: { [KEY.partition]: deliveryPk(input.endpointId), [KEY.sort]: input.deliveryId },
+          Key: {
+            [KEY.partition]: deliveryPartitionKey(input.endpointId, input.deliveryId),
+            [KEY.sort]: input.deliveryId,
+          },
           UpdateExpression:
             'SET #status = :pending, rev = rev + :one, window_started_at = :now, next_attempt_at = :now, updated_at = :now, #ttl = :expiresAt',
           ConditionExpression: '#status = :failed',
@@ -366,7 +415,7 @@ export function deliveryExpiresAt(now: Date, retryHours: number, retentionDays: 
 
 function deliveryItem(delivery: WebhookDelivery): Record<string, unknown> {
   return {
-    [KEY.partition]: deliveryPk(delivery.endpointId),
+    [KEY.partition]: deliveryPartitionKey(delivery.endpointId, delivery.id),
     [KEY.sort]: delivery.id,
     id: delivery.id,
     endpoint_id: delivery.endpointId,
@@ -452,6 +501,14 @@ function readDelivery(item: Record<string, unknown>): WebhookDelivery | null {
     deliveredAt: text(item.delivered_at),
     expiresAt: typeof item[TTL_ATTRIBUTE] === 'number' ? (item[TTL_ATTRIBUTE] as number) : 0,
   };
+}
+
+/** One shard's place in a listing: the items read and not yet merged, and where its next read starts. */
+interface ShardCursor {
+  readonly shard: number;
+  readonly items: WebhookDelivery[];
+  start: Record<string, unknown> | undefined;
+  done: boolean;
 }
 
 /** The item a lost condition returns is in the low-level shape; the document client does not convert it. */

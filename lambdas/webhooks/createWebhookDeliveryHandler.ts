@@ -1,21 +1,23 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { errorForLog } from '../core/errorForLog.js';
-import { type CopyOutcome, type DeliveryDeps, deliverCopy } from './deliverCopy.js';
+import { type CopyOutcome, type DeliveryDeps, deliverCopy, recentEndpoints } from './deliverCopy.js';
 
 /**
  * The delivery function's batch: every copy at once (each attempt has its own timeout, so one slow
  * endpoint does not hold the others' attempts back), the ones that must come back reported as batch
  * item failures, and so is a body that cannot be decoded (the queue's redrive policy dead-letters
- * it). It never throws for one copy.
+ * it). It never throws for one copy. The endpoints it reads are kept briefly for the function's
+ * life (recentEndpoints: a removed one stops receiving within WEBHOOK_ENDPOINT_MAX_AGE_MS).
  */
 export function createWebhookDeliveryHandler(
   deps: DeliveryDeps,
 ): (event: SQSEvent) => Promise<SQSBatchResponse> {
+  const warm: DeliveryDeps = { ...deps, endpoint: deps.endpoint ?? recentEndpoints(deps.store, deps.now) };
   return async function deliverBatch(event: SQSEvent): Promise<SQSBatchResponse> {
     const outcomes = await Promise.all(
       event.Records.map(async (record): Promise<CopyOutcome | 'kept'> => {
         try {
-          const outcome = await deliverCopy(record.body, deps);
+          const outcome = await deliverCopy(record.body, warm);
           if (outcome !== 'malformed') return outcome;
           // Not ours to read, and not ours to drop: after the queue's receive limit the redrive
           // policy moves it to the DLQ, whose alarm brings it to a person.

@@ -1,6 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { WEBHOOK_METRIC, type WebhookMetric } from '../core/metricNames.js';
 import { SQS_MAX_DELAY_SECONDS } from '../core/queueLimits.js';
+import { LruCache } from '../core/templateCache.js';
 import {
   type AttemptResult,
   decideAfterAttempt,
@@ -12,7 +13,44 @@ import {
   type WebhookCopy,
 } from '../core/webhooks.js';
 import type { Log } from '../ports/Log.js';
-import type { DeliveryAttempt, WebhookHttp, WebhookQueue, WebhookStore } from '../ports/Webhooks.js';
+import type {
+  DeliveryAttempt,
+  WebhookEndpoint,
+  WebhookHttp,
+  WebhookQueue,
+  WebhookStore,
+} from '../ports/Webhooks.js';
+
+/**
+ * How long a warm delivery function may use an endpoint it read (its URL and secrets) before reading
+ * it again: every delivery needs it, and one consistent read per delivery put the whole tenant's
+ * endpoint partition (`WHEP#{tenant}`) on every attempt of every event (DESIGN §4, "No hot
+ * partitions"). So a removed endpoint receives nothing more after this bound, and a rotated secret
+ * signs every delivery after it (the old one still signs beside it for a day: DESIGN §11). At
+ * 10,000 messages/s and 1,000 warm functions, one endpoint is read 200 times a second
+ * (docs/capacity.md).
+ */
+export const WEBHOOK_ENDPOINT_MAX_AGE_MS = 5_000;
+
+/** Endpoints one warm delivery function keeps (a tenant has at most WEBHOOK_LIMITS.maxEndpoints). */
+const ENDPOINT_CACHE_ENTRIES = 1_000;
+
+/** A warm function's endpoints, each at most WEBHOOK_ENDPOINT_MAX_AGE_MS old; a removed one is not kept. */
+export function recentEndpoints(
+  store: Pick<WebhookStore, 'getEndpoint'>,
+  now: () => Date,
+  maxAgeMs: number = WEBHOOK_ENDPOINT_MAX_AGE_MS,
+): (tenant: string, id: string) => Promise<WebhookEndpoint | null> {
+  const cache = new LruCache<WebhookEndpoint>(ENDPOINT_CACHE_ENTRIES, {
+    maxAgeMs,
+    now: () => now().getTime(),
+  });
+  return async (tenant, id) =>
+    (await cache.getOrLoad(
+      `${tenant}\u0000${id}`,
+      async () => (await store.getEndpoint(tenant, id)) ?? undefined,
+    )) ?? null;
+}
 
 export interface DeliveryDeps {
   readonly store: WebhookStore;
@@ -26,6 +64,8 @@ export interface DeliveryDeps {
   readonly timeoutMs?: number;
   readonly log?: Log;
   readonly count?: (metric: WebhookMetric) => void;
+  /** The endpoint of a delivery: the handler passes its warm cache (recentEndpoints). @default a read each time */
+  readonly endpoint?: (tenant: string, id: string) => Promise<WebhookEndpoint | null>;
 }
 
 export type CopyOutcome =
@@ -76,7 +116,10 @@ export async function deliverCopy(body: string, deps: DeliveryDeps): Promise<Cop
     await sendOrThrow(deps.queue, copy, waitMs);
     return 'redelayed';
   }
-  const endpoint = await deps.store.getEndpoint(delivery.tenant, delivery.endpointId);
+  const endpoint = await (deps.endpoint ?? deps.store.getEndpoint.bind(deps.store))(
+    delivery.tenant,
+    delivery.endpointId,
+  );
   if (endpoint === null) {
     deps.log?.info('webhook endpoint removed; delivery stops', { deliveryId: delivery.id });
     return 'endpoint-gone';

@@ -113,6 +113,7 @@ export class Dispatch extends Construct {
       new sources.DynamoEventSource(table, {
         startingPosition: lambda.StartingPosition.TRIM_HORIZON,
         batchSize: RELAY_STREAM.batchSize,
+        maxBatchingWindow: Duration.seconds(RELAY_STREAM.batchingWindowSeconds),
         parallelizationFactor: RELAY_STREAM.parallelizationFactor,
         bisectBatchOnError: true,
         retryAttempts: RELAY_STREAM.retryAttempts,

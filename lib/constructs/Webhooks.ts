@@ -9,8 +9,9 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { WEBHOOK_METRIC } from '../../lambdas/core/metricNames.js';
+import { EVENTS_STREAM } from '../eventSourceLayout.js';
 import { RESOURCE_ENV } from '../functionEnvironment.js';
-import { EVENTS_STREAM, EVENTS_STREAM_FILTER, WEBHOOK_DELIVERY, WEBHOOK_QUEUE } from '../webhookLayout.js';
+import { EVENTS_STREAM_FILTER, WEBHOOK_DELIVERY, WEBHOOK_QUEUE } from '../webhookLayout.js';
 import { acknowledge } from './acknowledge.js';
 import { postdateAlarm, stackMetric } from './alarms.js';
 import { PostdateFunction } from './postdateFunction.js';
@@ -94,6 +95,7 @@ export class Webhooks extends Construct {
       new sources.DynamoEventSource(table, {
         startingPosition: lambda.StartingPosition.TRIM_HORIZON,
         batchSize: EVENTS_STREAM.batchSize,
+        maxBatchingWindow: Duration.seconds(EVENTS_STREAM.batchingWindowSeconds),
         bisectBatchOnError: true,
         retryAttempts: EVENTS_STREAM.retryAttempts,
         maxRecordAge: Duration.hours(EVENTS_STREAM.maxRecordAgeHours),

@@ -25,7 +25,8 @@ export interface SettleResult {
  * The checkpoint logic of a Lambda stream event source mapping, for one shard, without I/O.
  *
  * - Records wait in shard order; a batch is the first `window` of them (`batchSize`, or less while
- *   bisecting).
+ *   bisecting). With a batching window (MaximumBatchingWindowInSeconds), a batch short of
+ *   `batchSize` waits until its first record has waited that long; the clock is an argument.
  * - `partial`: the checkpoint moves to the LOWEST reported sequence number; earlier records are
  *   done, that one and every later one are retried.
  * - `error`: with bisect, the batch is split in half (first half next) without using a retry;
@@ -35,6 +36,8 @@ export interface SettleResult {
  */
 export class StreamBatcher {
   readonly #pending: DynamoDBRecord[] = [];
+  /** When each pending record was read (ms), in the same order. */
+  readonly #arrivals: number[] = [];
   #window: number;
   /** Failed invocations whose batch started at `#checkpointSeq`. */
   #failures = 0;
@@ -44,21 +47,29 @@ export class StreamBatcher {
     private readonly batchSize: number,
     private readonly maxRetries: number,
     private readonly bisectOnError: boolean,
+    private readonly batchingWindowMs = 0,
   ) {
     this.#window = batchSize;
   }
 
-  add(records: readonly DynamoDBRecord[]): void {
+  add(records: readonly DynamoDBRecord[], nowMs = 0): void {
     this.#pending.push(...records);
+    this.#arrivals.push(...records.map(() => nowMs));
   }
 
   get pendingCount(): number {
     return this.#pending.length;
   }
 
-  nextBatch(): DynamoDBRecord[] | undefined {
+  /** The batch to invoke now, or undefined: none pending, or a short batch still inside its window. */
+  nextBatch(nowMs = 0): DynamoDBRecord[] | undefined {
     if (this.#pending.length === 0) return undefined;
-    return this.#pending.slice(0, this.#window);
+    const gathering =
+      this.#failures === 0 &&
+      this.#window === this.batchSize &&
+      this.#pending.length < this.batchSize &&
+      nowMs - (this.#arrivals[0] ?? nowMs) < this.batchingWindowMs;
+    return gathering ? undefined : this.#pending.slice(0, this.#window);
   }
 
   settle(batch: readonly DynamoDBRecord[], outcome: InvocationOutcome): SettleResult {
@@ -97,6 +108,7 @@ export class StreamBatcher {
 
   #advance(count: number): void {
     this.#pending.splice(0, count);
+    this.#arrivals.splice(0, count);
     this.#window = this.batchSize;
     this.#failures = 0;
     this.#checkpointSeq = undefined;

@@ -40,6 +40,8 @@ export interface StreamRunnerOptions {
   readonly onFunctionTimeout?: (kill: FunctionTimeout) => void;
   /** Records per invocation (BatchSize). @default 100 */
   readonly batchSize?: number;
+  /** MaximumBatchingWindowInSeconds, in ms: a short batch waits this long for more. @default 0 */
+  readonly batchingWindowMs?: number;
   /**
    * Retries of a failing batch after its first failure (the mapping's MaximumRetryAttempts): a poison
    * record is invoked 1 + maxAttempts times before its batch goes to `onFailure`. @default 3
@@ -158,7 +160,7 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
         iterator: ShardIterator,
         lastReadSeq: undefined,
         finished: false,
-        batcher: new StreamBatcher(batchSize, maxRetries, bisect),
+        batcher: new StreamBatcher(batchSize, maxRetries, bisect, options.batchingWindowMs ?? 0),
       });
     }
     firstDescribe = false;
@@ -185,6 +187,7 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
     const lambdaRecords = records.map((record) => toLambdaRecord(record, options.streamArn));
     shard.batcher.add(
       filter ? lambdaRecords.filter((record) => matchesFilter(filter, record)) : lambdaRecords,
+      Date.now(),
     );
     return records.length > 0;
   };
@@ -204,7 +207,11 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
 
   /** Invokes the handler on the shard's batches until it is drained or a failure asks to back off. */
   const processShard = async (shard: ShardState): Promise<void> => {
-    for (let batch = shard.batcher.nextBatch(); batch; batch = shard.batcher.nextBatch()) {
+    for (
+      let batch = shard.batcher.nextBatch(Date.now());
+      batch;
+      batch = shard.batcher.nextBatch(Date.now())
+    ) {
       if (stopping.signal.aborted) return;
       const outcome = await invoke(batch);
       const { discarded, backOff } = shard.batcher.settle(batch, outcome);

@@ -93,7 +93,7 @@ export async function apiHarness(
   const handle = documentedHandler(
     createApiHandler({
       store: options.wrapStore ? options.wrapStore(store) : store,
-      templates: new DynamoTemplateStore(documents, tableName),
+      templates: new DynamoTemplateStore(documents, tableName, clock.now),
       config: {
         allowedFrom: options.allowedFrom ?? ['*@example.com'],
         defaultFrom: 'postdate@example.com',

@@ -49,18 +49,16 @@ describe('docs/capacity.md follows the capacity model', () => {
     expect(lines.filter((line) => !pageLines.has(line))).toEqual([]);
   });
 
-  it('its verdict: after quota raises only the immediate path (and a batch) holds 10,000/s', () => {
+  it('its verdict: after quota raises the immediate, templated and webhook paths (and a batch) hold 10,000/s', () => {
     const holding = JOURNEY_IDS.filter((id) => firstNotRaisable(id).at >= TARGET);
-    expect(holding).toEqual(['immediate', 'batch']);
-    expect(page).toContain('the immediate path holds (so would a batch enqueue)');
+    expect(holding).toEqual(['immediate', 'templated', 'webhooks', 'batch']);
+    expect(page).toContain('the immediate, templated and webhook paths hold (so would a batch enqueue)');
   });
 
   it('its verdict names where each other path stops, as the model computes it', () => {
     const deferred = Math.max(firstNotRaisable('deferred').at, firstNotRaisable('scheduled').at);
     expect(page).toContain(`deferred mail stops at ~${approx(deferred)}/s`);
-    expect(page).toContain(`templated enqueues at ${approx(firstNotRaisable('templated').at)}/s per tenant`);
-    expect(page).toContain(`grouped ones at\n${approx(firstNotRaisable('grouped').at)}/s per group`);
-    expect(page).toContain(`a subscribed endpoint at ${rate(firstNotRaisable('webhooks').at)} messages/s`);
+    expect(page).toContain(`grouped ones at ${approx(firstNotRaisable('grouped').at)}/s per group`);
   });
 
   it('with default quotas and props no path reaches 10,000/s', () => {

@@ -28,7 +28,7 @@ import { wireRelay } from '../../lambdas/relay/handler.js';
 import { wireSender } from '../../lambdas/sender/handler.js';
 import { SENDING_GATE_KEY } from '../../lambdas/store/sendingGate.js';
 import { KEY, RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
-import { WEBHOOK_PARTITION_PREFIX } from '../../lambdas/store/webhookStore.js';
+import { deliveryPartitionKey } from '../../lambdas/store/webhookStore.js';
 import { wireSweeper } from '../../lambdas/sweeper/handler.js';
 import { wireWebhookDelivery } from '../../lambdas/webhooks/handler.js';
 import type { Bounces } from '../../lib/constructs/Bounces.js';
@@ -381,7 +381,7 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
     await documentClient().send(
       new UpdateCommand({
         TableName: tableName,
-        Key: { [KEY.partition]: `${WEBHOOK_PARTITION_PREFIX.delivery}${webhookId}`, [KEY.sort]: retried?.id },
+        Key: { [KEY.partition]: deliveryPartitionKey(webhookId, retried?.id ?? ''), [KEY.sort]: retried?.id },
         UpdateExpression: 'SET #status = :failed',
         ExpressionAttributeNames: { '#status': 'status' },
         ExpressionAttributeValues: { ':failed': 'failed' },

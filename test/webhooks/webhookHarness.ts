@@ -123,6 +123,8 @@ export async function webhookHarness(
     readonly apiQueue?: (queue: WebhookQueue) => WebhookQueue;
     /** Wraps the store the API's routes write to (a write that never lands, say). */
     readonly apiStore?: (store: WebhookStore) => WebhookStore;
+    /** Wraps the store the delivery function reads and writes (counting its reads, say). */
+    readonly deliveryStore?: (store: WebhookStore) => WebhookStore;
   } = {},
 ) {
   const { tableName } = await freshTable('webhooks');
@@ -157,7 +159,7 @@ export async function webhookHarness(
     }),
   );
   const deliver = createWebhookDeliveryHandler({
-    store,
+    store: options.deliveryStore ? options.deliveryStore(store) : store,
     queue,
     http: options.http ?? createNodeWebhookHttp({ policy }),
     now: clock.now,

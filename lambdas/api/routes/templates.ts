@@ -226,7 +226,7 @@ export async function checkTemplateMessage(
 ): Promise<TemplateCheck> {
   const template = request.template;
   if (template == null) throw new TypeError('checkTemplateMessage: not a template message');
-  const head = await deps.templates.getHead(tenant, template.name);
+  const head = await deps.templates.recentHead(tenant, template.name, template.version ?? null);
   if (head === undefined)
     return unusable('The template does not exist.', '/template/name', 'no such template');
   if (head.archived_at !== null)
