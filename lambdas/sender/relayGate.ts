@@ -118,6 +118,9 @@ export class RelayGate {
   async onToken(token: number): Promise<TokenOutcome> {
     const { now } = this.options;
     const gate = await this.read(true);
+    // A disabled relay is never probed (DESIGN §15): its token ends; once enabled, the copies that
+    // find its probe due probe it, and the sweeper re-arms a token found lost.
+    if (gate.disabled !== undefined) return { kind: 'done', reason: 'the relay is disabled' };
     const decision = tokenArrival(gate.breaker, String(token), now());
     if (decision.kind === 'drop') return { kind: 'done', reason: decision.reason };
     let breaker = gate.breaker;

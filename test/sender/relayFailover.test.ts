@@ -280,4 +280,29 @@ describe('failover across relays', () => {
     expect(backup.received).toHaveLength(0);
     await world.outage.set('up');
   });
+
+  it('a disabled relay is drained: its mail leaves through the next, nothing connects to it; enabled, mail returns', async () => {
+    const rig = await createBreakerRig(world);
+    const sender = failoverSender(rig);
+    const primary = new DynamoSendingGate(world.documents, world.tableName, 'primary');
+    await primary.setDisabled({ reason: 'maintenance', at: new Date().toISOString() });
+    const before = world.outage.connections.up;
+    await sendsThroughBackup(rig, sender, { relay: world.outage });
+    // Drained, not failed: no connection reached the first relay, its breaker never moved.
+    expect(world.outage.connections.up).toBe(before);
+    expect((await primary.read()).breaker.version).toBe(0);
+
+    await primary.setDisabled(undefined);
+    const later = await Promise.all([1, 2].map(() => rig.putMessage()));
+    for (const message of later) await rig.dispatch(message);
+    await rig.drive({
+      handlers: [sender],
+      timeoutMs: 20_000,
+      done: async () => later.every((message) => deliveredTo(world.smtp, message.id).length > 0),
+    });
+    for (const message of later) {
+      expect(deliveredTo(world.smtp, message.id)).toHaveLength(1);
+      expect((await rig.state(message.id)).relay).toBe('primary');
+    }
+  });
 });
