@@ -26,7 +26,7 @@ import {
   settled,
 } from './copyRun.js';
 import { INTERRUPTED_SEND_ERROR, interruptedAttemptRecord } from './outcomeWrite.js';
-import type { GateAdmission, RelayGate } from './relayGate.js';
+import { type GateAdmission, type RelayGate, UNLIMITED } from './relayGate.js';
 import { sendClaimed } from './sendClaimed.js';
 
 /**
@@ -109,8 +109,9 @@ async function runCopy(run: CopyRun): Promise<CopyVerdict> {
   // While the relay is unavailable, throttling us or this kind is paused: back unclaimed, no attempt.
   const gate = await passGate(run, observed);
   if (gate.kind === 'held') return gate.verdict;
-  // The rate limit waits before the claim, never under the lease (DESIGN §5), in recipients.
-  await deps.rateLimiter.acquire(pendingRecipients(observed), gate.rateFactor);
+  // The rate limit waits before the claim, never under the lease (DESIGN §5), in recipients, at the
+  // rate of the relay the copy leaves through (DESIGN §15).
+  await (gate.relay.rateLimiter ?? UNLIMITED).acquire(pendingRecipients(observed), gate.rateFactor);
   // Never out of time mid-send: claim only with time left for one whole attempt and its write.
   if (!hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing)) {
     deps.metrics.count(SENDER_METRIC.outOfTime);

@@ -305,4 +305,30 @@ describe('failover across relays', () => {
       expect((await rig.state(message.id)).relay).toBe('primary');
     }
   });
+
+  it("each relay keeps its own rate: mail leaving through the second waits for the second's tokens", async () => {
+    const rig = await createBreakerRig(world);
+    const first = relay(rig, 'primary', world.outage);
+    // The rig's clock moves only when the sender sleeps: what the buckets made it wait is all it slept.
+    const sender = rig.newHandler({
+      mailer: first.mailer,
+      relayGate: first.gate,
+      relayName: first.name,
+      failover: [{ ...relay(rig, 'backup', backup), maxSendRate: 2 }],
+    });
+    await new DynamoSendingGate(world.documents, world.tableName, 'primary').setDisabled({
+      reason: 'drain',
+      at: new Date().toISOString(),
+    });
+    const messages = await Promise.all([1, 2, 3, 4, 5, 6].map(() => rig.putMessage()));
+    for (const message of messages) await rig.dispatch(message);
+    await rig.drive({
+      handlers: [sender],
+      timeoutMs: 30_000,
+      done: async () => messages.every((message) => deliveredTo(backup, message.id).length > 0),
+    });
+    // Six recipients at 2 a second with a burst of 2: at least 2 s of waiting, whatever the batches.
+    expect(rig.sleeps.reduce((sum, milliseconds) => sum + milliseconds, 0)).toBeGreaterThanOrEqual(2000);
+    for (const message of messages) expect(deliveredTo(backup, message.id)).toHaveLength(1);
+  });
 });
