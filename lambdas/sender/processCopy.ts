@@ -175,7 +175,7 @@ async function passGate(
   }
   const chosen = decision?.kind === 'send' ? relays[decision.index] : undefined;
   if (decision?.kind === 'send' && chosen !== undefined) {
-    if (decision.index > 0) run.deps.metrics.count(SENDER_METRIC.failoverSends);
+    if (decision.index > 0) run.deps.metrics.count(SENDER_METRIC.failoverSends, 1, chosen.name);
     return { kind: 'pass', rateFactor: decision.rateFactor, relay: chosen };
   }
   const held = decision?.kind === 'wait' ? decision : { seconds: 1, cause: 'relay-unavailable' as const };

@@ -116,6 +116,7 @@ function senderRelay(
       random: Math.random,
       log: wiring.log ?? SILENT,
       metrics: wiring.metrics ?? NO_METRICS,
+      relay: relayConfig.name,
     }),
   };
 }

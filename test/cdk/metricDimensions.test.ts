@@ -3,8 +3,15 @@ import { type App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { functionMetrics } from '../../lambdas/adapters/powertoolsMetrics.js';
-import { METRICS, SENDER_METRIC, SWEEPER_METRIC, WEBHOOK_METRIC } from '../../lambdas/core/metricNames.js';
+import { addMetric, functionMetrics } from '../../lambdas/adapters/powertoolsMetrics.js';
+import {
+  METRICS,
+  PER_RELAY_METRICS,
+  SENDER_METRIC,
+  SWEEPER_METRIC,
+  WEBHOOK_METRIC,
+} from '../../lambdas/core/metricNames.js';
+import { DEFAULT_RELAY, parseRelays, RELAYS_VARIABLE } from '../../lambdas/core/relays.js';
 import { Postdate } from '../../lib/Postdate.js';
 import { type Resource, testApp } from './support/synthesize.js';
 
@@ -71,10 +78,15 @@ function functionEnvironments(template: Template): Record<string, string>[] {
 }
 
 /**
- * Every metric name, emitted once through the functions' set-up with `environment`: the dimension set
- * each name is written with, read from the EMF document Powertools writes to stdout.
+ * Every metric name, emitted once through the functions' set-up with `environment` — a metric the
+ * sender publishes per relay (DESIGN §15) once for each relay of the environment, only as the sender
+ * does it — and the dimension sets each name is written with, read from the EMF documents
+ * Powertools writes to stdout.
  */
-function emittedDimensions(environment: Record<string, string>): Map<string, Dimensions> {
+function emittedDimensions(environment: Record<string, string>): Map<string, Dimensions[]> {
+  const relaysJson = environment[RELAYS_VARIABLE];
+  const relays =
+    relaysJson === undefined ? [DEFAULT_RELAY] : parseRelays(relaysJson).map((relay) => relay.name);
   const written: string[] = [];
   const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
     written.push(String(chunk));
@@ -83,13 +95,17 @@ function emittedDimensions(environment: Record<string, string>): Map<string, Dim
   try {
     const metrics = functionMetrics(environment);
     for (const name of EVERY_NAME) {
-      metrics.addMetric(name, MetricUnit.Count, 1);
+      if (PER_RELAY_METRICS.has(name)) {
+        for (const relay of relays) addMetric(metrics, name, MetricUnit.Count, 1, relay);
+      } else {
+        metrics.addMetric(name, MetricUnit.Count, 1);
+      }
       metrics.publishStoredMetrics();
     }
   } finally {
     spy.mockRestore();
   }
-  const emitted = new Map<string, Dimensions>();
+  const emitted = new Map<string, Dimensions[]>();
   for (const line of written
     .flatMap((chunk) => chunk.split('\n'))
     .filter((l) => l.includes('CloudWatchMetrics'))) {
@@ -100,10 +116,12 @@ function emittedDimensions(environment: Record<string, string>): Map<string, Dim
     };
     for (const directive of document._aws.CloudWatchMetrics) {
       expect(directive.Namespace).toBe(METRICS.namespace);
-      const dimensions = (directive.Dimensions[0] ?? [])
-        .map((name) => `${name}=${String(document[name])}`)
-        .sort();
-      for (const metric of directive.Metrics) emitted.set(metric.Name, dimensions);
+      for (const set of directive.Dimensions) {
+        const dimensions = set.map((name) => `${name}=${String(document[name])}`).sort();
+        for (const metric of directive.Metrics) {
+          emitted.set(metric.Name, [...(emitted.get(metric.Name) ?? []), dimensions]);
+        }
+      }
     }
   }
   expect([...emitted.keys()].sort()).toEqual([...new Set(EVERY_NAME)].sort());
@@ -114,8 +132,8 @@ function emittedDimensions(environment: Record<string, string>): Map<string, Dim
 function stackEmissions(template: Template): Map<string, Dimensions[]> {
   const byName = new Map<string, Dimensions[]>();
   for (const environment of functionEnvironments(template)) {
-    for (const [name, dimensions] of emittedDimensions(environment)) {
-      byName.set(name, [...(byName.get(name) ?? []), dimensions]);
+    for (const [name, sets] of emittedDimensions(environment)) {
+      byName.set(name, [...(byName.get(name) ?? []), ...sets]);
     }
   }
   return byName;

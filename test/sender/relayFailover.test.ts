@@ -67,6 +67,7 @@ describe('failover across relays', () => {
       cacheMs: 0,
       log: rig.log,
       metrics: rig.metrics,
+      relay: name,
     });
     return { name, mailer, gate };
   }
@@ -126,6 +127,14 @@ describe('failover across relays', () => {
     expect(second.breaker.state).toBe('closed');
     // The metric behind the alarm "mail leaves through anything but the first relay".
     expect(rig.metrics.of('FailoverSends')).toBeGreaterThanOrEqual(5);
+    // Metrics per relay (DESIGN §15): the sends are the backup's, the outage the primary's.
+    expect(rig.metrics.of('Sent', 'backup')).toBe(5);
+    expect(rig.metrics.of('Sent', 'primary')).toBe(0);
+    expect(rig.metrics.of('FailoverSends', 'backup')).toBeGreaterThanOrEqual(5);
+    expect(rig.metrics.of('RelayUnavailable', 'primary')).toBeGreaterThanOrEqual(1);
+    expect(rig.metrics.timings.filter((timing) => timing.relay === 'backup').length).toBeGreaterThanOrEqual(
+      5,
+    );
     await world.outage.set('up');
   });
 
