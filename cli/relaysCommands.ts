@@ -229,7 +229,7 @@ function render(status: RelaysStatus, out: Output): void {
 /** Registers `postdate relays …` (one line in cli/postdate.ts). */
 export function registerRelaysCommands(program: Command, action: CommandAction): void {
   const deps = ({ target, now }: CommandContext): RelaysDeps => ({
-    names: relayNamesOf(process.env),
+    names: relayNamesOf({ ...process.env, [RELAY_NAMES_VARIABLE]: target.refs.relayNames }),
     gate: (name) => new DynamoSendingGate(target.documents, target.refs.tableName, name),
     now,
   });

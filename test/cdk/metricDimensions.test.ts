@@ -1,6 +1,7 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { type App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { addMetric, functionMetrics } from '../../lambdas/adapters/powertoolsMetrics.js';
@@ -39,12 +40,28 @@ interface Deployed {
   readonly template: Template;
 }
 
-/** One Postdate in its own stack, all of it in one account and region; bounces when asked. */
-function deploy(app: App, stackName: string, withBounces: boolean): Stack {
+/**
+ * One Postdate in its own stack, all of it in one account and region; bounces when asked; with two
+ * relays (DESIGN §15) when `relays` names them.
+ */
+function deploy(app: App, stackName: string, withBounces: boolean, relays: readonly string[] = []): Stack {
   const stack = new Stack(app, stackName, { env: ACCOUNT });
   new Postdate(stack, 'Mail', {
     defaultFrom: 'noreply@example.org',
     allowedFrom: ['*@example.org'],
+    ...(relays.length === 0
+      ? {}
+      : {
+          relays: relays.map((name) => ({
+            name,
+            host: `smtp.${name}.example`,
+            secret: secretsmanager.Secret.fromSecretCompleteArn(
+              stack,
+              `Secret-${name}`,
+              `arn:aws:secretsmanager:${ACCOUNT.region}:${ACCOUNT.account}:secret:${name}-AbCdEf`,
+            ),
+          })),
+        }),
     ...(withBounces
       ? {
           sesNotificationTopic: sns.Topic.fromTopicArn(
@@ -199,7 +216,10 @@ describe.each([
   beforeAll(() => {
     // Both stacks exist before either is synthesized (one synthesis per app).
     const app = testApp();
-    const stacks = ['PostdateStaging', 'PostdateProduction'].map((name) => deploy(app, name, withBounces));
+    const stacks = [
+      deploy(app, 'PostdateStaging', withBounces),
+      deploy(app, 'PostdateProduction', withBounces, ['primary', 'backup']),
+    ];
     [staging, production] = stacks.map((stack) => ({
       stackName: stack.stackName,
       template: Template.fromStack(stack),
@@ -264,6 +284,15 @@ describe.each([
         );
       }
     }
+  });
+
+  it('the dashboard draws each relay, in the order of relays (DESIGN §15)', () => {
+    const relaysDrawn = (deployed: Deployed) =>
+      dashboardMetrics(deployed.template)
+        .filter((metric) => metric.metricName === SENDER_METRIC.sent)
+        .flatMap((metric) => metric.dimensions.filter((pair) => pair.startsWith('relay=')));
+    expect(relaysDrawn(staging)).toEqual(['relay=default']);
+    expect(relaysDrawn(production)).toEqual(['relay=primary', 'relay=backup']);
   });
 
   it("the dashboard's alarm widget shows every alarm of the stack", () => {
