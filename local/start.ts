@@ -101,6 +101,12 @@ function banner(
         ]
       : []),
     ...(stack.smtpSink ? [`  SMTP sink    ${stack.smtpSink.host}:${stack.smtpSink.port}`] : []),
+    ...(stack.backupSink
+      ? [
+          `  Relays       primary (the sink above) → backup ${stack.backupSink.host}:${stack.backupSink.port}, viewer ${stack.backupMailViewerUrl ?? ''}`,
+          '               (POSTDATE_RELAY_NAMES=primary,backup npx postdate --local relays status)',
+        ]
+      : []),
     `  (written to ${STACK_FILE}, where the CLI finds them)`,
     ...(notBuilt.length > 0 ? [`  Not built    ${notBuilt.join(', ')} (the stack runs without them)`] : []),
     '',
@@ -110,6 +116,21 @@ function banner(
     'Ctrl-C stops everything.',
     '',
   ].join('\n');
+}
+
+/**
+ * POSTDATE_LOCAL_BACKUP_RELAY (docs/local-stack.md, "Two relays"): `true` starts a second SMTP sink as
+ * the relay `backup` on a free port; a number, on that port.
+ */
+function backupRelayOf(env: NodeJS.ProcessEnv): { backupRelay?: { port?: number } } {
+  const raw = env.POSTDATE_LOCAL_BACKUP_RELAY?.trim();
+  if (raw === undefined || raw === '' || raw === 'false' || raw === '0') return {};
+  if (raw === 'true' || raw === '1') return { backupRelay: {} };
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 1 || port > 65_535) {
+    fail(`POSTDATE_LOCAL_BACKUP_RELAY must be true or a port from 1 to 65535, got "${raw}"`);
+  }
+  return { backupRelay: { port } };
 }
 
 async function main(): Promise<void> {
@@ -153,6 +174,7 @@ async function main(): Promise<void> {
       config,
       ports,
       onPartReady: partReady,
+      ...backupRelayOf(process.env),
       ...(viewerPorts
         ? { externalViewer: { smtpPort: viewerPorts.smtp, url: `http://${HOST}:${viewerPorts.web}` } }
         : {}),
