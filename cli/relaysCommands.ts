@@ -11,19 +11,8 @@
  * relay `default` (SMTP_*).
  */
 import type { Command } from 'commander';
-import {
-  type BreakerState,
-  gateDecision,
-  NOT_PAUSED,
-  type PauseEntry,
-  relayBreakerSettings,
-} from '../lambdas/core/relayBreaker.js';
-import {
-  DEFAULT_RELAY,
-  failoverDecision,
-  RELAYS_VARIABLE,
-  type RelayAdmission,
-} from '../lambdas/core/relays.js';
+import { type BreakerState, type PauseEntry, relayBreakerSettings } from '../lambdas/core/relayBreaker.js';
+import { DEFAULT_RELAY, RELAYS_VARIABLE, relayInUse } from '../lambdas/core/relays.js';
 import type { SendingGateStore } from '../lambdas/ports/SendingGate.js';
 import { DynamoSendingGate } from '../lambdas/store/sendingGate.js';
 import { CliError, EXIT, UsageError } from './cliErrors.js';
@@ -102,14 +91,9 @@ export function relayNamesOf(env: Readonly<Record<string, string | undefined>>):
 /** Each relay's breaker and drain, and the relay mail leaves through now (core/relays.ts decides). */
 export async function relaysStatus(deps: RelaysDeps, out: Output): Promise<RelaysStatus> {
   const gates = await Promise.all(deps.names.map((name) => deps.gate(name).read()));
-  const now = deps.now();
-  // The senders' own decision, pauses aside (`sending status` shows those); a due probe is not a send.
+  // The senders' own decision, pauses aside (`sending status` shows those); the timing is irrelevant.
   const settings = relayBreakerSettings({ relayProbeSeconds: 1, smtpTimeoutSeconds: 1 });
-  const admissions = gates.map((gate): RelayAdmission => {
-    const decision = gateDecision({ ...gate, pause: NOT_PAUSED }, undefined, now, settings);
-    return decision.kind === 'probe' ? { kind: 'wait', seconds: 1, cause: 'relay-unavailable' } : decision;
-  });
-  const choice = failoverDecision(admissions, admissions.length);
+  const inUse = relayInUse(gates, deps.now(), settings);
   const relays = gates.map(
     ({ breaker, disabled }, index): RelayStatus => ({
       name: deps.names[index] ?? '',
@@ -124,7 +108,7 @@ export async function relaysStatus(deps: RelaysDeps, out: Output): Promise<Relay
   );
   const status: RelaysStatus = {
     relays,
-    leavingThrough: choice?.kind === 'send' ? relays[choice.index]?.name : undefined,
+    leavingThrough: inUse === undefined ? undefined : relays[inUse]?.name,
     pausedAll: gates[0]?.pause.all !== undefined,
   };
   render(status, out);

@@ -4,7 +4,13 @@
  * breaker (core/relayBreaker.ts); a copy goes to the first relay whose breaker is closed.
  * Pure: reads no environment, the loader (core/config.ts) hands the text in.
  */
-import type { GateWaitCause } from './relayBreaker.js';
+import {
+  type BreakerSettings,
+  type GateWaitCause,
+  gateDecision,
+  NOT_PAUSED,
+  type SendingGateState,
+} from './relayBreaker.js';
 
 /** The name of the one relay `SMTP_*` describes; its breaker keeps the gate item it always had. */
 export const DEFAULT_RELAY = 'default';
@@ -164,4 +170,23 @@ export function failoverDecision(
   }
   if (admissions.length < relayCount) return undefined;
   return soonest ?? { kind: 'wait', seconds: 1, cause: 'relay-unavailable' };
+}
+
+/**
+ * The relay mail leaves through now, pauses aside (DESIGN §15): the index of the first relay whose
+ * breaker is closed and that is not disabled, as {@link failoverDecision} chooses it; undefined when
+ * no relay takes mail. A probe that is due is not a send. For the operator's `relays status` and the
+ * sweeper, which leaves overdue messages to the senders while no relay takes them.
+ */
+export function relayInUse(
+  gates: readonly Pick<SendingGateState, 'breaker' | 'disabled'>[],
+  now: Date,
+  settings: BreakerSettings,
+): number | undefined {
+  const admissions = gates.map((gate): RelayAdmission => {
+    const decision = gateDecision({ ...gate, pause: NOT_PAUSED }, undefined, now, settings);
+    return decision.kind === 'probe' ? { kind: 'wait', seconds: 1, cause: 'relay-unavailable' } : decision;
+  });
+  const decision = failoverDecision(admissions, admissions.length);
+  return decision?.kind === 'send' ? decision.index : undefined;
 }

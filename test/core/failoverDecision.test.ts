@@ -7,7 +7,7 @@ import {
   NOT_PAUSED,
   type SendingGateState,
 } from '../../lambdas/core/relayBreaker.js';
-import { failoverDecision, type RelayAdmission } from '../../lambdas/core/relays.js';
+import { failoverDecision, type RelayAdmission, relayInUse } from '../../lambdas/core/relays.js';
 
 /**
  * DESIGN §15: a copy goes to the first relay whose breaker is closed, skipping a relay the operator
@@ -128,6 +128,30 @@ describe('gateDecision for a disabled relay', () => {
           if (decision.kind === 'wait') expect(decision.cause).toBe(paused ? 'paused' : 'relay-disabled');
         },
       ),
+    );
+  });
+});
+
+describe('relayInUse (where mail leaves now, pauses aside)', () => {
+  const settings = { probeIntervalMs: 5000, probeTimeoutMs: 15_000 };
+  const relay = fc.record({
+    breaker: fc.record({
+      state: fc.constantFrom(BREAKER_STATE.closed, BREAKER_STATE.open, BREAKER_STATE.halfOpen),
+      version: fc.constant(1),
+      probe_at: fc.constantFrom('2026-12-02T10:00:00.000Z', '2026-12-02T12:00:00.000Z'),
+    }),
+    disabled: fc.option(fc.constant({ reason: 'drain', at: '2026-12-02T09:00:00.000Z' }), { nil: undefined }),
+  });
+
+  it('is the first relay whose breaker is closed and that is not disabled; none, undefined', () => {
+    fc.assert(
+      fc.property(fc.array(relay, { minLength: 1, maxLength: 5 }), (gates) => {
+        const expected = gates.findIndex(
+          (gate) => gate.breaker.state === BREAKER_STATE.closed && gate.disabled === undefined,
+        );
+        const inUse = relayInUse(gates, new Date('2026-12-02T11:00:00.000Z'), settings);
+        expect(inUse).toBe(expected === -1 ? undefined : expected);
+      }),
     );
   });
 });
