@@ -81,7 +81,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   if (options.backupRelay !== undefined && config.relaysJson !== undefined) {
     throw new ConfigError(
       CONFIG_SETTINGS.relaysJson.variable,
-      'is set: the local backup relay (POSTDATE_LOCAL_BACKUP_RELAY) lists its own two relays; unset one of them',
+      'is set: the local backup relay (npm start -- --backup-relay) lists its own two relays; unset one of them',
     );
   }
   const started: Stoppable[] = [];

@@ -31,7 +31,14 @@ function readConfiguration(env: NodeJS.ProcessEnv = process.env): {
 } {
   try {
     const config = loadConfig(env, 'local');
-    return { config, ports: loadLocalPorts(env, config), logMode: logModeOf(process.argv.slice(2), env) };
+    return {
+      config,
+      ports: loadLocalPorts(env, config),
+      logMode: logModeOf(
+        process.argv.slice(2).filter((arg) => !isBackupRelayFlag(arg)),
+        env,
+      ),
+    };
   } catch (error) {
     if (error instanceof ConfigError) fail(error.message);
     throw error;
@@ -119,18 +126,23 @@ function banner(
 }
 
 /**
- * POSTDATE_LOCAL_BACKUP_RELAY (docs/local-stack.md, "Two relays"): `true` starts a second SMTP sink as
- * the relay `backup` on a free port; a number, on that port.
+ * `npm start -- --backup-relay` (docs/local-stack.md, "Two relays"): a second SMTP sink as the relay
+ * `backup`, on a free port; `--backup-relay=PORT`, on that port.
  */
-function backupRelayOf(env: NodeJS.ProcessEnv): { backupRelay?: { port?: number } } {
-  const raw = env.POSTDATE_LOCAL_BACKUP_RELAY?.trim();
-  if (raw === undefined || raw === '' || raw === 'false' || raw === '0') return {};
-  if (raw === 'true' || raw === '1') return { backupRelay: {} };
+function backupRelayOf(argv: readonly string[]): { backupRelay?: { port?: number } } {
+  const flag = argv.find(isBackupRelayFlag);
+  if (flag === undefined) return {};
+  if (flag === '--backup-relay') return { backupRelay: {} };
+  const raw = flag.slice('--backup-relay='.length);
   const port = Number(raw);
   if (!Number.isInteger(port) || port < 1 || port > 65_535) {
-    fail(`POSTDATE_LOCAL_BACKUP_RELAY must be true or a port from 1 to 65535, got "${raw}"`);
+    fail(`--backup-relay takes a port from 1 to 65535, got "${raw}"`);
   }
   return { backupRelay: { port } };
+}
+
+function isBackupRelayFlag(arg: string): boolean {
+  return arg === '--backup-relay' || arg.startsWith('--backup-relay=');
 }
 
 async function main(): Promise<void> {
@@ -174,7 +186,7 @@ async function main(): Promise<void> {
       config,
       ports,
       onPartReady: partReady,
-      ...backupRelayOf(process.env),
+      ...backupRelayOf(process.argv.slice(2)),
       ...(viewerPorts
         ? { externalViewer: { smtpPort: viewerPorts.smtp, url: `http://${HOST}:${viewerPorts.web}` } }
         : {}),
