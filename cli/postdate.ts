@@ -38,6 +38,7 @@ import { type ExportOptions, messagesExport, openLineSink } from './messagesExpo
 import { memoryOutput, type Output, terminalOutput } from './output.js';
 import { reconcile, reconcileClean } from './reconcileCommand.js';
 import { relayFailureDeps, relayFailuresCleared, relayFailuresRedrive } from './relayFailuresCommand.js';
+import { registerRelaysCommands } from './relaysCommands.js';
 import {
   scheduleFailuresCleared,
   scheduleFailuresRedrive,
@@ -517,6 +518,7 @@ export function buildProgram(): Command {
     );
 
   registerSendingCommands(program, action);
+  registerRelaysCommands(program, action);
 
   // --------------------------------------------------------------------------------------------- keys
   const keys = program.command('keys').description('per-tenant API keys');

@@ -27,6 +27,7 @@ const OUTPUT_TARGETS = {
   scheduleDeadLetterQueueUrl: { option: 'scheduleDlqUrl' },
   scheduleGroupName: { variable: 'POSTDATE_SCHEDULE_GROUP' },
   schedulerRoleArn: { variable: 'POSTDATE_SCHEDULER_ROLE_ARN' },
+  relayNames: { variable: 'POSTDATE_RELAY_NAMES' },
 } as const satisfies Partial<
   Record<StackOutputName, { readonly option: keyof TargetOptions } | { readonly variable: string }>
 >;

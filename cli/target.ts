@@ -72,6 +72,8 @@ export interface ResourceRefs {
    * schedules): POSTDATE_SCHEDULE_DLQ_ARN as the relay has it, else the queue read above.
    */
   readonly scheduleDeadLetter: { readonly arn: string } | QueueRef | undefined;
+  /** POSTDATE_RELAY_NAMES (the stack output `RelayNames`): the relays in order, comma-separated. */
+  readonly relayNames: string | undefined;
 }
 
 export type QueueRef = { readonly url: string } | { readonly name: string };
@@ -139,6 +141,7 @@ export function resolveRefs(mode: TargetMode, options: TargetOptions, env: Env):
       (mode === 'local' ? LOCAL_NAMES.schedulerRoleArn : undefined),
     scheduleDeadLetterQueue,
     scheduleDeadLetter: scheduleDlqArn !== undefined ? { arn: scheduleDlqArn } : scheduleDeadLetterQueue,
+    relayNames: pick(undefined, 'POSTDATE_RELAY_NAMES'),
   };
 }
 

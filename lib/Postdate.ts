@@ -10,6 +10,7 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ConfigError, loadConfig } from '../lambdas/core/config.js';
 import type { PostdateFunctionName } from '../lambdas/core/postdateFunctions.js';
+import { DEFAULT_RELAY } from '../lambdas/core/relays.js';
 import { Api } from './constructs/Api.js';
 import { Attachments } from './constructs/Attachments.js';
 import { Bounces } from './constructs/Bounces.js';
@@ -18,10 +19,10 @@ import { Ops } from './constructs/Ops.js';
 import { Sending } from './constructs/Sending.js';
 import { Storage } from './constructs/Storage.js';
 import { Webhooks } from './constructs/Webhooks.js';
-import { propsEnvironment } from './functionEnvironment.js';
+import { propsEnvironment, relaysEnvironment } from './functionEnvironment.js';
 import { type PostdateProps, PostdatePropsError, resolvePostdateProps } from './postdateProps.js';
 
-export type { ApiThrottle, PostdateProps } from './postdateProps.js';
+export type { ApiThrottle, PostdateProps, PostdateRelay } from './postdateProps.js';
 
 /**
  * Postdate: deferred transactional email that is never lost and never sent twice by accident
@@ -51,11 +52,18 @@ export class Postdate extends Construct {
   /** The base URL of the API (`https://{id}.execute-api.{region}.amazonaws.com/`). */
   readonly apiUrl: string;
 
+  /** The relays' names in order (DESIGN §15): `relays`, or the one relay `default`. */
+  readonly relayNames: readonly string[];
+
   constructor(scope: Construct, id: string, props: PostdateProps) {
     super(scope, id);
     const resolved = resolvePostdateProps(props);
+    this.relayNames = resolved.relays?.map((relay) => relay.name) ?? [DEFAULT_RELAY];
     const smtpHost = resolved.smtpHost ?? `email-smtp.${Aws.REGION}.amazonaws.com`;
-    const environment = propsEnvironment(resolved, smtpHost, Stack.of(this).stackName);
+    const environment = {
+      ...propsEnvironment(resolved, smtpHost, Stack.of(this).stackName),
+      ...relaysEnvironment(resolved.relays),
+    };
     assertFunctionsWouldStart(environment);
 
     const storage = new Storage(this, 'Storage', { removalPolicy: resolved.removalPolicy });
@@ -72,6 +80,7 @@ export class Postdate extends Construct {
       sendQueue: dispatch.sendQueue,
       sendDeadLetterQueue: dispatch.sendDeadLetterQueue,
       smtpSecret: resolved.smtpSecret,
+      relaySecrets: (resolved.relays ?? []).map((relay) => relay.secret),
       maxConcurrency: resolved.senderMaxConcurrency,
       timeoutSeconds: resolved.senderTimeoutSeconds,
       configEnvironment: environment,
@@ -111,6 +120,7 @@ export class Postdate extends Construct {
       relayIteratorAgeAlarmThreshold: resolved.relayIteratorAgeAlarmThreshold,
       api5xxAlarmThreshold: resolved.api5xxAlarmThreshold,
       sweepInterval: resolved.sweepInterval,
+      relays: this.relayNames,
     });
 
     const webhooks = new Webhooks(this, 'Webhooks', {

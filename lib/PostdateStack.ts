@@ -136,5 +136,10 @@ export class PostdateStack extends Stack {
       'Set {"username","password"} of the SMTP relay here',
     );
     output('AlarmTopicArn', this.postdate.alarmTopic.topicArn, 'Alarms notify this topic');
+    output(
+      'RelayNames',
+      this.postdate.relayNames.join(','),
+      'The relays mail fails over between, in order (POSTDATE_RELAY_NAMES, `postdate relays`)',
+    );
   }
 }

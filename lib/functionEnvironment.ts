@@ -1,4 +1,5 @@
 import {
+  CONFIG_SETTINGS,
   PROP_SETTINGS,
   type PropSettingName,
   RESOURCE_SETTINGS,
@@ -7,7 +8,7 @@ import {
   settingsEnvironment,
 } from '../lambdas/core/configSpec.js';
 import { METRICS } from '../lambdas/core/metricNames.js';
-import type { ResolvedPostdateProps } from './postdateProps.js';
+import type { ResolvedPostdateProps, ResolvedPostdateRelay } from './postdateProps.js';
 
 /**
  * The configuration every function reads with `loadConfig(process.env, 'aws')` (DESIGN §8): every row
@@ -36,3 +37,24 @@ export function propsEnvironment(
 export const RESOURCE_ENV = Object.fromEntries(
   Object.entries(RESOURCE_SETTINGS).map(([name, setting]) => [name, setting.variable]),
 ) as { readonly [N in ResourceName]: (typeof RESOURCE_SETTINGS)[N]['variable'] };
+
+/**
+ * POSTDATE_RELAYS from the prop `relays` (DESIGN §15): the list in order, each entry naming its
+ * secret's ARN instead of a user and a password (lambdas/core/relays.ts reads it). Nothing without
+ * the prop: `SMTP_*` is the one relay. The ARN may be a token; CloudFormation writes it into the text.
+ */
+export function relaysEnvironment(
+  relays: readonly ResolvedPostdateRelay[] | undefined,
+): Record<string, string> {
+  if (relays === undefined) return {};
+  const entries = relays.map((relay) => ({
+    name: relay.name,
+    host: relay.host,
+    port: relay.port,
+    secure: relay.secure,
+    require_tls: relay.requireTls,
+    secret_arn: relay.secret.secretArn,
+    ...(relay.maxSendRate === undefined ? {} : { max_send_rate: relay.maxSendRate }),
+  }));
+  return { [CONFIG_SETTINGS.relaysJson.variable]: JSON.stringify(entries) };
+}

@@ -11,6 +11,43 @@ import { sendTimingProblems } from '../lambdas/core/sendTiming.js';
 import { QUEUE } from './queueLayout.js';
 import { WEBHOOK_DELIVERY } from './webhookLayout.js';
 
+/**
+ * One relay of {@link PostdateProps.relays} (DESIGN §15): where mail may leave, in its turn.
+ */
+export interface PostdateRelay {
+  /** 1 to 32 letters, digits, `-` or `_`, unique in the list; named in attempts, metrics and the CLI. */
+  readonly name: string;
+  /** The relay's SMTP host, e.g. `email-smtp.us-east-1.amazonaws.com`. */
+  readonly host: string;
+  /**
+   * The relay's SMTP port.
+   * @default 587 (STARTTLS), or 465 when {@link secure} is true
+   */
+  readonly port?: number;
+  /**
+   * Implicit TLS from the first byte (usually port 465).
+   * @default false
+   */
+  readonly secure?: boolean;
+  /**
+   * Refuse to send unless STARTTLS succeeds, when not {@link secure}.
+   * @default true
+   */
+  readonly requireTls?: boolean;
+  /** This relay's login, `{"username": "…", "password": "…"}`; only the sender may read it. */
+  readonly secret: secretsmanager.ISecret;
+  /**
+   * This relay's sending rate for the whole fleet, in recipients per second.
+   * @default {@link PostdateProps.maxSendRate}
+   */
+  readonly maxSendRate?: number;
+}
+
+/** A {@link PostdateRelay} with its defaults applied; `maxSendRate` undefined: the fleet's applies. */
+export type ResolvedPostdateRelay = Required<Omit<PostdateRelay, 'maxSendRate'>> & {
+  readonly maxSendRate: number | undefined;
+};
+
 /** Requests per second and burst for the HTTP API's default stage. */
 export interface ApiThrottle {
   readonly rateLimit: number;
@@ -59,6 +96,14 @@ export interface PostdateProps {
    * first deploy (docs/deploy.md)
    */
   readonly smtpSecret?: secretsmanager.ISecret;
+  /**
+   * Failover across relays (DESIGN §15, `POSTDATE_RELAYS`): the relays in order, each with its own
+   * endpoint, TLS rules, secret and optional rate. A copy leaves through the first relay whose
+   * breaker is closed and that an operator has not disabled. Given, it replaces the one relay the
+   * `smtp*` props describe: those may not be set with it.
+   * @default none: the one relay {@link smtpHost} and {@link smtpSecret} describe, named `default`
+   */
+  readonly relays?: readonly PostdateRelay[];
   /**
    * Right side of every `Message-ID` (`POSTDATE_MESSAGE_ID_DOMAIN`).
    * @default the domain of {@link defaultFrom}
@@ -270,6 +315,8 @@ export interface ResolvedPostdateProps {
   readonly smtpSecure: boolean;
   readonly smtpRequireTls: boolean;
   readonly smtpSecret: secretsmanager.ISecret | undefined;
+  /** The relays as given, every default applied; undefined: the one `default` relay. */
+  readonly relays: readonly ResolvedPostdateRelay[] | undefined;
   readonly messageIdDomain: string;
   readonly maxAttempts: number;
   readonly retryBaseSeconds: number;
@@ -392,6 +439,18 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
     smtpSecure,
     smtpRequireTls: props.smtpRequireTls ?? POSTDATE_DEFAULTS.smtpRequireTls,
     smtpSecret: props.smtpSecret,
+    relays: props.relays?.map((relay) => {
+      const secure = relay.secure ?? POSTDATE_DEFAULTS.smtpSecure;
+      return {
+        name: relay.name.trim(),
+        host: relay.host.trim(),
+        port: relay.port ?? (secure ? POSTDATE_DEFAULTS.smtpSecurePort : POSTDATE_DEFAULTS.smtpPort),
+        secure,
+        requireTls: relay.requireTls ?? POSTDATE_DEFAULTS.smtpRequireTls,
+        secret: relay.secret,
+        maxSendRate: relay.maxSendRate,
+      };
+    }),
     messageIdDomain: props.messageIdDomain?.trim() ?? defaultDomain ?? '',
     maxAttempts: props.maxAttempts ?? POSTDATE_DEFAULTS.maxAttempts,
     retryBaseSeconds: props.retryBaseSeconds ?? POSTDATE_DEFAULTS.retryBaseSeconds,
@@ -472,6 +531,8 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
     );
   }
 
+  for (const problem of relayProblems(props)) problems.push(problem);
+
   // The range of every setting that becomes a function's variable: its row in lambdas/core/configSpec.ts.
   for (const name of PROP_SETTINGS) {
     const kind = CONFIG_SETTINGS[name].kind;
@@ -550,6 +611,50 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
 
   if (problems.length > 0) throw new PostdatePropsError(problems);
   return resolved;
+}
+
+const RELAY_NAME = /^[A-Za-z0-9_-]{1,32}$/;
+
+/**
+ * The problems of {@link PostdateProps.relays} (DESIGN §15), each naming the relay and the field: the
+ * same rules as POSTDATE_RELAYS (lambdas/core/relays.ts), and no `smtp*` prop beside the list.
+ */
+function relayProblems(props: PostdateProps): string[] {
+  const relays = props.relays;
+  if (relays === undefined) return [];
+  const problems: string[] = [];
+  if (relays.length === 0) problems.push('relays must list at least one relay (or be left out)');
+  for (const name of ['smtpHost', 'smtpPort', 'smtpSecure', 'smtpRequireTls', 'smtpSecret'] as const) {
+    if (props[name] !== undefined) {
+      problems.push(`${name} has no effect with relays: describe that relay as an entry of relays`);
+    }
+  }
+  const seen = new Set<string>();
+  relays.forEach((relay, index) => {
+    const label = Token.isUnresolved(relay.name) ? `relays[${index}]` : `relays[${index}] "${relay.name}"`;
+    if (!Token.isUnresolved(relay.name)) {
+      const name = relay.name.trim();
+      if (!RELAY_NAME.test(name)) problems.push(`${label}: name must be 1 to 32 letters, digits, "-" or "_"`);
+      if (seen.has(name)) problems.push(`${label}: name is used twice`);
+      seen.add(name);
+    }
+    if (!Token.isUnresolved(relay.host) && !/^[A-Za-z0-9.-]+$/.test(relay.host.trim())) {
+      problems.push(`${label}: host must be a host name, got "${relay.host}"`);
+    }
+    const port = relay.port;
+    if (
+      port !== undefined &&
+      !Token.isUnresolved(port) &&
+      !(Number.isInteger(port) && port >= 1 && port <= 65_535)
+    ) {
+      problems.push(`${label}: port must be a whole number from 1 to 65535, got ${port}`);
+    }
+    const rate = relay.maxSendRate;
+    if (rate !== undefined && !Token.isUnresolved(rate) && !(Number.isFinite(rate) && rate > 0)) {
+      problems.push(`${label}: maxSendRate must be a positive number of recipients per second, got ${rate}`);
+    }
+  });
+  return problems;
 }
 
 /** The bare address of `a@b.c` or `Name <a@b.c>`, lower-cased; undefined when there is none. */

@@ -14,6 +14,8 @@ export const STACK_OUTPUT = {
   scheduleGroupName: 'ScheduleGroupName',
   schedulerRoleArn: 'SchedulerRoleArn',
   smtpSecretArn: 'SmtpSecretArn',
+  /** The relays' names in order, comma-separated (DESIGN §15; `postdate relays`). */
+  relayNames: 'RelayNames',
   alarmTopicArn: 'AlarmTopicArn',
 } as const;
 

@@ -1,5 +1,5 @@
 import type { Config } from '../lambdas/core/config.js';
-import { RESOURCE_SETTINGS } from '../lambdas/core/configSpec.js';
+import { CONFIG_SETTINGS, RESOURCE_SETTINGS } from '../lambdas/core/configSpec.js';
 import { METRICS } from '../lambdas/core/metricNames.js';
 import { configEnvironment, type LocalPorts } from './localEnv.js';
 import type { StackResources } from './localResources.js';
@@ -20,6 +20,8 @@ export function functionEnvironment(options: {
   readonly resources: Pick<StackResources, 'queues'>;
   /** The functions log only warnings. */
   readonly quiet: boolean;
+  /** The second relay's sink port (LocalStackOptions `backupRelay`): two relays in POSTDATE_RELAYS. */
+  readonly backupSmtpPort?: number | undefined;
 }): Record<string, string> {
   const { config, host, ports } = options;
   const { queues } = options.resources;
@@ -47,6 +49,9 @@ export function functionEnvironment(options: {
     [RESOURCE_SETTINGS.stackName.variable]: RESOURCE_SETTINGS.stackName.local,
     ...(options.quiet ? { POWERTOOLS_LOG_LEVEL: 'WARN' } : {}),
     ...smtp,
+    ...(options.backupSmtpPort === undefined
+      ? {}
+      : twoRelays(config, smtp.SMTP_HOST, Number(smtp.SMTP_PORT ?? 587), host, options.backupSmtpPort)),
     POSTDATE_TABLE_NAME: LOCAL_RESOURCES.tableName,
     POSTDATE_SEND_QUEUE_URL: queues.urls.send,
     POSTDATE_SEND_DLQ_URL: queues.urls.sendDeadLetter,
@@ -58,4 +63,32 @@ export function functionEnvironment(options: {
     [RESOURCE_SETTINGS.attachmentBucket.variable]: LOCAL_ATTACHMENT_BUCKET,
     [RESOURCE_SETTINGS.attachmentEndpoint.variable]: `http://${host}:${ports.s3}`,
   };
+}
+
+/**
+ * POSTDATE_RELAYS for two relays (DESIGN §15): `primary`, where SMTP_* points (the sink, MailDev or
+ * a real relay, with its TLS rules and login), then `backup`, the second built-in sink.
+ */
+function twoRelays(
+  config: Config,
+  primaryHost: string,
+  primaryPort: number,
+  host: string,
+  backupPort: number,
+): Record<string, string> {
+  const { smtp } = config;
+  const login =
+    smtp.user !== undefined && smtp.pass !== undefined ? { user: smtp.user, pass: smtp.pass } : {};
+  const relays = [
+    {
+      name: 'primary',
+      host: primaryHost,
+      port: primaryPort,
+      secure: smtp.secure,
+      require_tls: smtp.requireTls,
+      ...login,
+    },
+    { name: 'backup', host, port: backupPort, secure: false, require_tls: false },
+  ];
+  return { [CONFIG_SETTINGS.relaysJson.variable]: JSON.stringify(relays) };
 }

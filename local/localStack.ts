@@ -1,6 +1,9 @@
 import { join } from 'node:path';
+import { ConfigError } from '../lambdas/core/config.js';
+import { CONFIG_SETTINGS } from '../lambdas/core/configSpec.js';
 import { startDynamoDbLocal } from './dynamodbLocal.js';
 import { startEventSources } from './eventSources.js';
+import { freePort } from './freePort.js';
 import { functionEnvironment } from './functionEnvironment.js';
 import {
   importInProcessFunctions,
@@ -75,6 +78,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     options.onFunctionTimeout?.(kill);
   };
   const dataDir = options.dataDir ?? config.dataDir;
+  if (options.backupRelay !== undefined && config.relaysJson !== undefined) {
+    throw new ConfigError(
+      CONFIG_SETTINGS.relaysJson.variable,
+      'is set: the local backup relay (npm start -- --backup-relay) lists its own two relays; unset one of them',
+    );
+  }
   const started: Stoppable[] = [];
   const stopAll = async () => {
     for (const part of started.reverse()) {
@@ -138,6 +147,14 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       senderTimeoutSeconds: Math.ceil(timeoutsMs.sender / 1000),
     });
     const webhookQueue = await createWebhookQueue(clients.sqs, LOCAL_RESOURCES.queuePrefix);
+    // Two relays (DESIGN §15): the backup sink's port is known before the functions start.
+    const backupPorts =
+      options.backupRelay === undefined
+        ? undefined
+        : {
+            smtp: options.backupRelay.port || (await freePort()),
+            viewer: options.backupRelay.viewerPort || (await freePort()),
+          };
     const environment = {
       ...functionEnvironment({
         config,
@@ -145,6 +162,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         ports,
         resources: { queues },
         quiet: options.quiet === true,
+        backupSmtpPort: backupPorts?.smtp,
       }),
       POSTDATE_WEBHOOK_QUEUE_URL: webhookQueue.url,
     };
@@ -176,6 +194,21 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       mailViewerUrl = viewer.url;
       started.push({ name: 'the mail viewer', stop: () => viewer.stop() });
       progress('SMTP sink', `${HOST}:${smtpSink.port}`);
+    }
+    let backupSink: SmtpSink | undefined;
+    let backupMailViewerUrl: string | undefined;
+    if (backupPorts !== undefined) {
+      const second = await startSmtpSink({
+        port: backupPorts.smtp,
+        host: HOST,
+        ...(dataDir ? { dataDir: join(dataDir, 'mail-backup') } : {}),
+      });
+      backupSink = second;
+      started.push({ name: 'the backup SMTP sink', stop: () => second.stop() });
+      const viewer = await startMailViewer({ port: backupPorts.viewer, host: HOST, sink: second });
+      backupMailViewerUrl = viewer.url;
+      started.push({ name: 'the backup mail viewer', stop: () => viewer.stop() });
+      progress('backup relay', `${HOST}:${second.port} (viewer ${viewer.url})`);
     }
     const dynamodb = await dynamodbStarting.catch(async (error: unknown) => {
       // The handler imports may still be running; let them settle before the caller exits.
@@ -241,6 +274,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       apiKey,
       mailViewerUrl,
       smtpSink: sink,
+      backupSink,
+      backupMailViewerUrl,
       dynamodbEndpoint: dynamodb.endpoint,
       sqsEndpoint: sqs.endpoint,
       schedulerEndpoint: scheduler.endpoint,

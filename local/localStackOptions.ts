@@ -22,6 +22,13 @@ export interface LocalStackOptions {
   /** Options of the SMTP sink; ignored when `config.smtp.host` points at a real relay. */
   readonly smtp?: { readonly maxBytes?: number };
   /**
+   * Two relays, so failover can be watched (DESIGN §15, docs/local-stack.md): a second built-in SMTP
+   * sink (`backup`, with its own viewer) after the first (`primary`: the sink, MailDev or the relay
+   * of `config.smtp`), listed in POSTDATE_RELAYS. Stop the first and the mail leaves through the
+   * second. Not with POSTDATE_RELAYS set. `port`/`viewerPort` 0 or absent: free ports.
+   */
+  readonly backupRelay?: { readonly port?: number; readonly viewerPort?: number };
+  /**
    * A mail viewer run beside the stack that `config.smtp` points at (npm start's MailDev): `GET
    * /health` probes its SMTP greeting and its page as it would the built-in sink's.
    */
@@ -81,6 +88,9 @@ export interface LocalStack {
   /** Undefined when SMTP_HOST points at a real relay (no sink, no viewer). */
   readonly mailViewerUrl: string | undefined;
   readonly smtpSink: SmtpSink | undefined;
+  /** With `backupRelay`: the second relay's sink (`backup`) and its viewer. */
+  readonly backupSink: SmtpSink | undefined;
+  readonly backupMailViewerUrl: string | undefined;
   readonly dynamodbEndpoint: string;
   readonly sqsEndpoint: string;
   readonly schedulerEndpoint: string;

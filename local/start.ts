@@ -32,7 +32,14 @@ function readConfiguration(env: NodeJS.ProcessEnv = process.env): {
 } {
   try {
     const config = loadConfig(env, 'local');
-    return { config, ports: loadLocalPorts(env, config), logMode: logModeOf(process.argv.slice(2), env) };
+    return {
+      config,
+      ports: loadLocalPorts(env, config),
+      logMode: logModeOf(
+        process.argv.slice(2).filter((arg) => !isBackupRelayFlag(arg)),
+        env,
+      ),
+    };
   } catch (error) {
     if (error instanceof ConfigError) fail(error.message);
     throw error;
@@ -102,6 +109,12 @@ function banner(
         ]
       : []),
     ...(stack.smtpSink ? [`  SMTP sink    ${stack.smtpSink.host}:${stack.smtpSink.port}`] : []),
+    ...(stack.backupSink
+      ? [
+          `  Relays       primary (the sink above) → backup ${stack.backupSink.host}:${stack.backupSink.port}, viewer ${stack.backupMailViewerUrl ?? ''}`,
+          '               (POSTDATE_RELAY_NAMES=primary,backup npx postdate --local relays status)',
+        ]
+      : []),
     `  (written to ${STACK_FILE}, where the CLI finds them)`,
     ...(notBuilt.length > 0 ? [`  Not built    ${notBuilt.join(', ')} (the stack runs without them)`] : []),
     '',
@@ -111,6 +124,26 @@ function banner(
     'Ctrl-C stops everything.',
     '',
   ].join('\n');
+}
+
+/**
+ * `npm start -- --backup-relay` (docs/local-stack.md, "Two relays"): a second SMTP sink as the relay
+ * `backup`, on a free port; `--backup-relay=PORT`, on that port.
+ */
+function backupRelayOf(argv: readonly string[]): { backupRelay?: { port?: number } } {
+  const flag = argv.find(isBackupRelayFlag);
+  if (flag === undefined) return {};
+  if (flag === '--backup-relay') return { backupRelay: {} };
+  const raw = flag.slice('--backup-relay='.length);
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 1 || port > 65_535) {
+    fail(`--backup-relay takes a port from 1 to 65535, got "${raw}"`);
+  }
+  return { backupRelay: { port } };
+}
+
+function isBackupRelayFlag(arg: string): boolean {
+  return arg === '--backup-relay' || arg.startsWith('--backup-relay=');
 }
 
 async function main(): Promise<void> {
@@ -154,6 +187,7 @@ async function main(): Promise<void> {
       config,
       ports,
       onPartReady: partReady,
+      ...backupRelayOf(process.argv.slice(2)),
       ...(viewerPorts
         ? {
             externalViewer: { smtpPort: viewerPorts.smtp, url: `http://${HOST}:${viewerPorts.web}` },

@@ -6,7 +6,7 @@ import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import type { PostdateFunctionName } from '../core/postdateFunctions.js';
 import { type Environment, loggerEnvironment } from './explicitEnvironment.js';
-import { functionMetrics } from './powertoolsMetrics.js';
+import { addMetric, functionMetrics } from './powertoolsMetrics.js';
 
 /**
  * The Lambda entry of every function: the wiring that each `handler.ts` would otherwise repeat.
@@ -20,9 +20,13 @@ import { functionMetrics } from './powertoolsMetrics.js';
 /** What the entry hands the function's wiring. */
 export interface EntryTools {
   readonly logger: Logger;
-  /** Adds to this invocation's EMF metrics (flushed when it ends); only a function that publishes. */
-  readonly count: (name: string, value?: number) => void;
-  readonly milliseconds: (name: string, value: number) => void;
+  /**
+   * Adds to this invocation's EMF metrics (flushed when it ends); only a function that publishes.
+   * With `relay`, a per-relay metric is published at once with the relay's dimension too
+   * (powertoolsMetrics.ts `addMetric`).
+   */
+  readonly count: (name: string, value?: number, relay?: string) => void;
+  readonly milliseconds: (name: string, value: number, relay?: string) => void;
 }
 
 /** A function once wired: one event in, its result out; `close` releases what it holds (SMTP pools). */
@@ -65,9 +69,10 @@ function entryFor<TEvent, TResult>(
   };
   const tools: EntryTools = {
     logger,
-    count: (name, value = 1) => (metrics ? metrics.addMetric(name, MetricUnit.Count, value) : unpublished()),
-    milliseconds: (name, value) =>
-      metrics ? metrics.addMetric(name, MetricUnit.Milliseconds, value) : unpublished(),
+    count: (name, value = 1, relay) =>
+      metrics ? addMetric(metrics, name, MetricUnit.Count, value, relay) : unpublished(),
+    milliseconds: (name, value, relay) =>
+      metrics ? addMetric(metrics, name, MetricUnit.Milliseconds, value, relay) : unpublished(),
   };
   let wired: WiredFunction<TEvent, TResult> | undefined;
 

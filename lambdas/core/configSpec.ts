@@ -280,7 +280,7 @@ export const CONFIG_SETTINGS = {
     local: undefined,
     aws: undefined,
     description:
-      "the relay's rate for the whole fleet, in recipients/second as SES counts them; each sender takes an equal share of `POSTDATE_SENDER_MAX_CONCURRENCY` (unset or `unlimited`: unlimited)",
+      "the relay's rate for the whole fleet, in recipients/second as SES counts them; each sender takes an equal share of `POSTDATE_SENDER_MAX_CONCURRENCY`; with `POSTDATE_RELAYS`, the rate of each relay without its own `max_send_rate` (unset or `unlimited`: unlimited)",
   },
   senderMaxConcurrency: {
     variable: 'POSTDATE_SENDER_MAX_CONCURRENCY',

@@ -72,6 +72,35 @@ export const SENDER_METRIC = {
   lateness: 'Lateness',
 } as const;
 
+/**
+ * The sender's metrics that are also published per relay (DESIGN §15, "metrics per relay"): the
+ * sends and their outcomes, the relay's own failures and the SMTP time. Each datapoint is one EMF
+ * document with two dimension sets, {@link metricDimensions} and the same with {@link RELAY_DIMENSION}
+ * — so the alarms on `service` and `stack` see every relay's, and the dashboard draws each relay.
+ */
+export const PER_RELAY_METRICS: ReadonlySet<string> = new Set([
+  SENDER_METRIC.sent,
+  SENDER_METRIC.retried,
+  SENDER_METRIC.failed,
+  SENDER_METRIC.dead,
+  SENDER_METRIC.ambiguous,
+  SENDER_METRIC.configErrors,
+  SENDER_METRIC.relayUnavailable,
+  SENDER_METRIC.failoverSends,
+  SENDER_METRIC.smtpDuration,
+]);
+
+/** The dimension that names the relay (core/relays.ts: letters, digits, `-` and `_`). */
+export const RELAY_DIMENSION = 'relay' satisfies keyof ReturnType<typeof relayMetricDimensions>;
+
+/** The dimensions of one relay's series of a {@link PER_RELAY_METRICS} metric. */
+export function relayMetricDimensions(
+  stackName: string,
+  relay: string,
+): { readonly service: string; readonly stack: string; readonly relay: string } {
+  return { ...metricDimensions(stackName), relay };
+}
+
 export type SenderCountMetric = Exclude<
   (typeof SENDER_METRIC)[keyof typeof SENDER_METRIC],
   'SmtpDuration' | 'Lateness'

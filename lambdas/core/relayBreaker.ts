@@ -127,6 +127,11 @@ export const NOT_PAUSED: PauseState = { version: 0, kinds: {} };
 export interface SendingGateState {
   readonly breaker: BreakerState;
   readonly pause: PauseState;
+  /**
+   * The operator disabled this relay (DESIGN §15, `postdate relays disable NAME`): why and since
+   * when. Stored beside the relay's breaker and read with it; absent, the relay is enabled.
+   */
+  readonly disabled?: PauseEntry | undefined;
 }
 
 export type GateDecision =
@@ -137,10 +142,16 @@ export type GateDecision =
   /** Hand the copy back unclaimed, visible again after `seconds`; no attempt. */
   | { readonly kind: 'wait'; readonly seconds: number; readonly cause: GateWaitCause };
 
-export type GateWaitCause = 'relay-unavailable' | 'paused' | 'throttled';
+/**
+ * Why a copy may not go to this relay now. `relay-unavailable` (breaker open) and `relay-disabled`
+ * (the operator's drain) pass the copy to the next relay (core/relays.ts `failoverDecision`);
+ * `paused` and `throttled` hold it.
+ */
+export type GateWaitCause = 'relay-unavailable' | 'relay-disabled' | 'paused' | 'throttled';
 
 /**
- * May a copy of a message of this kind be sent now? The pause first (it needs no probe), then the
+ * May a copy of a message of this kind be sent now? The pause first (it needs no probe), then
+ * whether the operator disabled the relay (a disabled relay is never sent to nor probed), then the
  * breaker. A copy that waits comes back when the next probe may have closed the breaker, spread over
  * one interval (`spread` in [0, 1)) so that the backlog does not return in one wave.
  */
@@ -155,6 +166,9 @@ export function gateDecision(
   const jitter = Math.floor(unit(spread) * intervalSeconds);
   if (isPaused(gate.pause, kind)) {
     return { kind: 'wait', seconds: intervalSeconds + jitter, cause: 'paused' };
+  }
+  if (gate.disabled !== undefined) {
+    return { kind: 'wait', seconds: intervalSeconds + jitter, cause: 'relay-disabled' };
   }
   const { breaker } = gate;
   if (breaker.state === BREAKER_STATE.closed) {

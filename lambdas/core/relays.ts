@@ -4,6 +4,13 @@
  * breaker (core/relayBreaker.ts); a copy goes to the first relay whose breaker is closed.
  * Pure: reads no environment, the loader (core/config.ts) hands the text in.
  */
+import {
+  type BreakerSettings,
+  type GateWaitCause,
+  gateDecision,
+  NOT_PAUSED,
+  type SendingGateState,
+} from './relayBreaker.js';
 
 /** The name of the one relay `SMTP_*` describes; its breaker keeps the gate item it always had. */
 export const DEFAULT_RELAY = 'default';
@@ -121,15 +128,65 @@ function relayOf(entry: unknown, index: number): RelayConfig {
   };
 }
 
+/** One relay's gate answer (sender/relayGate.ts `admit`, decided by core/relayBreaker.ts `gateDecision`). */
+export type RelayAdmission =
+  | { readonly kind: 'send'; readonly rateFactor: number }
+  | { readonly kind: 'wait'; readonly seconds: number; readonly cause: GateWaitCause };
+
+export type FailoverDecision =
+  /** Send through the relay at `index` (in the list's order), at `rateFactor` of its rate. */
+  | { readonly kind: 'send'; readonly index: number; readonly rateFactor: number }
+  /** Hand the copy back unclaimed, visible again after `seconds`; no attempt. */
+  | { readonly kind: 'wait'; readonly seconds: number; readonly cause: GateWaitCause };
+
 /**
- * What one relay's gate answer means for the copy (DESIGN §15): `send` through this relay; `next`,
- * try the next relay in order — only when this relay is unavailable (its breaker open, or the
- * operator disabled it); `wait`, hand the copy back — the operator paused sending (for every relay)
- * or the relay is throttling us (its breaker is closed: the fleet slows down, it does not move).
+ * Which relay a copy leaves through (DESIGN §15), from the gate answers of the relays in order, as
+ * far as they have been asked: the first relay that lets it. A relay that is unavailable (its breaker
+ * open) or that the operator disabled (the drain) passes the copy to the next. A pause holds the copy
+ * (the operator paused sending, every relay), and so does a throttle (its breaker is closed: the
+ * fleet slows down, it does not move — docs/decisions/0085-one-breaker-per-relay.md). When no relay
+ * takes it, it waits until the soonest probe of an unavailable relay (or, every relay disabled, one
+ * interval). Undefined while the answer of the next relay (`admissions.length < relayCount`) is
+ * needed: the sender asks the gates one by one, so a copy that leaves through the first relay never
+ * reads the others'.
  */
-export function failoverStep(
-  admission: { readonly kind: 'send' } | { readonly kind: 'wait'; readonly cause: string },
-): 'send' | 'next' | 'wait' {
-  if (admission.kind === 'send') return 'send';
-  return admission.cause === 'relay-unavailable' ? 'next' : 'wait';
+export function failoverDecision(
+  admissions: readonly RelayAdmission[],
+  relayCount: number,
+): FailoverDecision | undefined {
+  let soonest: Extract<RelayAdmission, { kind: 'wait' }> | undefined;
+  for (const [index, admission] of admissions.entries()) {
+    if (index >= relayCount) break;
+    if (admission.kind === 'send') return { kind: 'send', index, rateFactor: admission.rateFactor };
+    if (admission.cause === 'paused' || admission.cause === 'throttled') return admission;
+    // An unavailable relay's probe says when to look again; a disabled one only when none is unavailable.
+    if (
+      soonest === undefined ||
+      (admission.cause === soonest.cause && admission.seconds < soonest.seconds) ||
+      (admission.cause === 'relay-unavailable' && soonest.cause === 'relay-disabled')
+    ) {
+      soonest = admission;
+    }
+  }
+  if (admissions.length < relayCount) return undefined;
+  return soonest ?? { kind: 'wait', seconds: 1, cause: 'relay-unavailable' };
+}
+
+/**
+ * The relay mail leaves through now, pauses aside (DESIGN §15): the index of the first relay whose
+ * breaker is closed and that is not disabled, as {@link failoverDecision} chooses it; undefined when
+ * no relay takes mail. A probe that is due is not a send. For the operator's `relays status` and the
+ * sweeper, which leaves overdue messages to the senders while no relay takes them.
+ */
+export function relayInUse(
+  gates: readonly Pick<SendingGateState, 'breaker' | 'disabled'>[],
+  now: Date,
+  settings: BreakerSettings,
+): number | undefined {
+  const admissions = gates.map((gate): RelayAdmission => {
+    const decision = gateDecision({ ...gate, pause: NOT_PAUSED }, undefined, now, settings);
+    return decision.kind === 'probe' ? { kind: 'wait', seconds: 1, cause: 'relay-unavailable' } : decision;
+  });
+  const decision = failoverDecision(admissions, admissions.length);
+  return decision?.kind === 'send' ? decision.index : undefined;
 }

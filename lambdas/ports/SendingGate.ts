@@ -1,5 +1,5 @@
 import type { SmtpErrorClassification } from '../core/classifySmtpError.js';
-import type { BreakerState, PauseState, SendingGateState } from '../core/relayBreaker.js';
+import type { BreakerState, PauseEntry, PauseState, SendingGateState } from '../core/relayBreaker.js';
 
 /**
  * The sending gate's one item in the table (core/relayBreaker.ts): the relay circuit breaker every
@@ -14,6 +14,8 @@ export interface SendingGateStore {
   writeBreaker(observed: BreakerState, next: BreakerState): Promise<'written' | 'conflict'>;
   /** Writes `next` only while the pauses are still at `observed.version`. */
   writePause(observed: PauseState, next: PauseState): Promise<'written' | 'conflict'>;
+  /** Disables this relay (DESIGN §15: the copies go to the next one), or enables it (undefined). */
+  setDisabled(entry: PauseEntry | undefined): Promise<void>;
 }
 
 /** One probe of the relay: a session opened up to its login and closed with QUIT; no message. */

@@ -67,6 +67,7 @@ export interface CopyDependencies {
   readonly random: () => number;
   readonly sleep: (milliseconds: number) => Promise<void>;
   readonly newLeaseOwner: () => string;
+  /** The first relay's send rate (each relay's own is `SenderRelay.rateLimiter`). */
   readonly rateLimiter: SendRateLimiter;
   /** Renders template messages from their pinned version (compiled once per warm function). */
   readonly templates: TemplateRenderer;
@@ -86,6 +87,8 @@ export interface SenderRelay {
   readonly name: string;
   readonly mailer: Mailer;
   readonly gate?: RelayGate | undefined;
+  /** This relay's send rate in this container (DESIGN §5 "Rate", §15); absent: unlimited. */
+  readonly rateLimiter?: SendRateLimiter | undefined;
 }
 
 /** Which copy this is: the message's `{id, rev}` and the SQS copy that carries it (what logs name). */

@@ -68,9 +68,15 @@ export interface SenderDependencies {
   readonly relayGate?: RelayGate;
   /** The name of the relay `mailer` sends through (DESIGN §15). @default 'default' */
   readonly relayName?: string;
-  /** The relays after the first, in order, each with its own mailer and gate (DESIGN §15). */
-  readonly failover?: readonly SenderRelay[];
+  /**
+   * The relays after the first, in order, each with its own mailer, gate and this container's share
+   * of its rate (`maxSendRate`, recipients per second; absent: unlimited) (DESIGN §15).
+   */
+  readonly failover?: readonly FailoverRelay[];
 }
+
+/** A relay after the first, as the wiring gives it: the sender makes its token bucket. */
+export type FailoverRelay = Omit<SenderRelay, 'rateLimiter'> & { readonly maxSendRate?: number | undefined };
 
 /** The sender's settings from the validated configuration (DESIGN §8). */
 export function senderSettings(config: Config, maxEarlyWaitMs = 1000): SenderSettings {
@@ -102,6 +108,11 @@ export function createSenderHandler(
 ): (event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>) => Promise<SQSBatchResponse> {
   const wait = deps.sleep ?? ((milliseconds: number) => sleep(milliseconds));
   const log = deps.log ?? SILENT;
+  // One bucket per relay per warm container (DESIGN §5 "Rate", §15): created with the handler,
+  // shared by every batch.
+  const bucket = (rate: number | undefined) =>
+    rate === undefined ? UNLIMITED : tokenBucket({ rate, now: () => deps.now().getTime(), sleep: wait });
+  const firstRate = bucket(deps.maxSendRate);
   const copyDeps = {
     store: deps.store,
     mailer: deps.mailer,
@@ -114,19 +125,23 @@ export function createSenderHandler(
     random: deps.random,
     sleep: wait,
     newLeaseOwner: deps.newLeaseOwner ?? (() => randomUUID()),
-    // One bucket per warm container: created with the handler, shared by every batch.
-    rateLimiter:
-      deps.maxSendRate === undefined
-        ? UNLIMITED
-        : tokenBucket({ rate: deps.maxSendRate, now: () => deps.now().getTime(), sleep: wait }),
+    rateLimiter: firstRate,
     // One renderer per warm container: each template version is read and compiled once.
     templates: createTemplateRenderer((ref) => deps.templates.getVersion(ref.tenant, ref.name, ref.version)),
     log,
     metrics: deps.metrics ?? NO_METRICS,
     relayGate: deps.relayGate,
     relays: [
-      { name: deps.relayName ?? DEFAULT_RELAY, mailer: deps.mailer, gate: deps.relayGate },
-      ...(deps.failover ?? []),
+      {
+        name: deps.relayName ?? DEFAULT_RELAY,
+        mailer: deps.mailer,
+        gate: deps.relayGate,
+        rateLimiter: firstRate,
+      },
+      ...(deps.failover ?? []).map(({ maxSendRate, ...relay }) => ({
+        ...relay,
+        rateLimiter: bucket(maxSendRate),
+      })),
     ],
   };
 

@@ -88,7 +88,7 @@ export async function recordOutcome(
     return result.verdict;
   }
   deps.log.info('sender recorded an outcome', details);
-  countOutcome(run, decision.to, outcome);
+  countOutcome(run, decision.to, outcome, relay);
   if (outcome.delivered) {
     deps.metrics.milliseconds(
       SENDER_METRIC.lateness,
@@ -119,11 +119,19 @@ const OUTCOME_METRIC: Readonly<Record<OutcomeStatus, SenderCountMetric>> = {
   unknown: SENDER_METRIC.unknown,
 };
 
-function countOutcome(run: CopyRun, to: OutcomeStatus, outcome: SendOutcome): void {
+/** The outcome's counts, per relay too (DESIGN §15). */
+function countOutcome(
+  run: CopyRun,
+  to: OutcomeStatus,
+  outcome: SendOutcome,
+  relay: string | undefined,
+): void {
   const { metrics } = run.deps;
-  metrics.count(OUTCOME_METRIC[to]);
-  if (!outcome.delivered && outcome.failure.class === 'config') metrics.count(SENDER_METRIC.configErrors);
-  if (!outcome.delivered && outcome.failure.class === 'ambiguous') metrics.count(SENDER_METRIC.ambiguous);
+  metrics.count(OUTCOME_METRIC[to], 1, relay);
+  if (!outcome.delivered && outcome.failure.class === 'config')
+    metrics.count(SENDER_METRIC.configErrors, 1, relay);
+  if (!outcome.delivered && outcome.failure.class === 'ambiguous')
+    metrics.count(SENDER_METRIC.ambiguous, 1, relay);
 }
 
 /**

@@ -3,7 +3,7 @@ import { parseDispatchPayload } from '../core/dispatchPayload.js';
 import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
 import { PROBE_TOKEN_ID } from '../core/relayBreaker.js';
-import { failoverStep } from '../core/relays.js';
+import { type FailoverDecision, failoverDecision } from '../core/relays.js';
 import { claimTerms, interruptedAttemptBecomes, sendableAt } from '../core/sendDecision.js';
 import { hasTimeForAttempt } from '../core/sendTiming.js';
 import { isTestSide, SIMULATOR_RELAY } from '../core/testSide.js';
@@ -27,7 +27,7 @@ import {
   settled,
 } from './copyRun.js';
 import { INTERRUPTED_SEND_ERROR, interruptedAttemptRecord } from './outcomeWrite.js';
-import type { GateAdmission, RelayGate } from './relayGate.js';
+import { type GateAdmission, type RelayGate, UNLIMITED } from './relayGate.js';
 import { sendClaimed } from './sendClaimed.js';
 
 /**
@@ -117,8 +117,9 @@ async function runCopy(run: CopyRun): Promise<CopyVerdict> {
   // While the relay is unavailable, throttling us or this kind is paused: back unclaimed, no attempt.
   const gate = await passGate(run, observed);
   if (gate.kind === 'held') return gate.verdict;
-  // The rate limit waits before the claim, never under the lease (DESIGN §5), in recipients.
-  await deps.rateLimiter.acquire(pendingRecipients(observed), gate.rateFactor);
+  // The rate limit waits before the claim, never under the lease (DESIGN §5), in recipients, at the
+  // rate of the relay the copy leaves through (DESIGN §15).
+  await (gate.relay.rateLimiter ?? UNLIMITED).acquire(pendingRecipients(observed), gate.rateFactor);
   // Never out of time mid-send: claim only with time left for one whole attempt and its write.
   if (!hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing)) {
     deps.metrics.count(SENDER_METRIC.outOfTime);
@@ -148,8 +149,8 @@ async function runCopy(run: CopyRun): Promise<CopyVerdict> {
 
 /**
  * The sending gate before the rate limit and the claim (sender/relayGate.ts, core/relayBreaker.ts),
- * relay by relay in order (DESIGN §15, core/relays.ts `failoverStep`): the copy leaves through the
- * first relay whose gate lets it — a relay whose breaker is open probes when its probe is due, so the
+ * relay by relay in order (DESIGN §15, core/relays.ts `failoverDecision`): the copy leaves through the
+ * first relay whose gate lets it (a relay the operator disabled never does) — a relay whose breaker is open probes when its probe is due, so the
  * first relay is tested once per interval whichever relay the mail leaves through. It goes back
  * unclaimed (no attempt, DESIGN §2) while every relay is unavailable, the relay's throttle holds the
  * fleet, or its kind is paused — visible again about when that may be over.
@@ -167,26 +168,28 @@ async function passGate(
     const simulator = { name: SIMULATOR_RELAY, mailer: run.deps.simulator(observed.attempts ?? 0) };
     return { kind: 'pass', rateFactor: 1, relay: simulator };
   }
-  let held: Extract<GateAdmission, { kind: 'wait' }> | undefined;
-  for (const relay of run.deps.relays) {
-    const admission: GateAdmission =
+  // The gates are asked in order, only as far as the decision needs (core/relays.ts).
+  const { relays } = run.deps;
+  const admissions: GateAdmission[] = [];
+  let decision: FailoverDecision | undefined;
+  for (const relay of relays) {
+    admissions.push(
       relay.gate === undefined
         ? { kind: 'send', rateFactor: 1 }
-        : await relay.gate.admit(observed.tags?.kind);
-    if (admission.kind === 'send') {
-      if (relay !== run.deps.relays[0]) run.deps.metrics.count(SENDER_METRIC.failoverSends);
-      return { kind: 'pass', rateFactor: admission.rateFactor, relay };
-    }
-    // Paused or throttled: the copy waits for this relay. Unavailable: the next relay is tried, and
-    // if none takes the copy it looks again when the soonest probe is due.
-    const step = failoverStep(admission);
-    if (step === 'wait' || held === undefined || admission.seconds < held.seconds) held = admission;
-    if (step === 'wait') break;
+        : await relay.gate.admit(observed.tags?.kind),
+    );
+    decision = failoverDecision(admissions, relays.length);
+    if (decision !== undefined) break;
   }
-  if (held === undefined) return { kind: 'held', verdict: keep('no relay', 1) };
+  const chosen = decision?.kind === 'send' ? relays[decision.index] : undefined;
+  if (decision?.kind === 'send' && chosen !== undefined) {
+    if (decision.index > 0) run.deps.metrics.count(SENDER_METRIC.failoverSends, 1, chosen.name);
+    return { kind: 'pass', rateFactor: decision.rateFactor, relay: chosen };
+  }
+  const held = decision?.kind === 'wait' ? decision : { seconds: 1, cause: 'relay-unavailable' as const };
   if (held.cause !== 'throttled') {
     run.deps.metrics.count(
-      held.cause === 'paused' ? SENDER_METRIC.sendingPaused : SENDER_METRIC.relayUnavailable,
+      held.cause === 'relay-unavailable' ? SENDER_METRIC.relayUnavailable : SENDER_METRIC.sendingPaused,
     );
   }
   run.deps.log.info(

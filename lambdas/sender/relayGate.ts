@@ -54,6 +54,8 @@ export interface RelayGateOptions {
   readonly cacheMs?: number;
   readonly log: Log;
   readonly metrics: SenderMetrics;
+  /** The relay's name, for its metrics (DESIGN §15: metrics per relay). */
+  readonly relay?: string;
 }
 
 export type GateAdmission =
@@ -118,6 +120,9 @@ export class RelayGate {
   async onToken(token: number): Promise<TokenOutcome> {
     const { now } = this.options;
     const gate = await this.read(true);
+    // A disabled relay is never probed (DESIGN §15): its token ends; once enabled, the copies that
+    // find its probe due probe it, and the sweeper re-arms a token found lost.
+    if (gate.disabled !== undefined) return { kind: 'done', reason: 'the relay is disabled' };
     const decision = tokenArrival(gate.breaker, String(token), now());
     if (decision.kind === 'drop') return { kind: 'done', reason: decision.reason };
     let breaker = gate.breaker;
@@ -144,7 +149,7 @@ export class RelayGate {
       opened(breaker, { reason }, now(), settings, token),
     );
     if (written === undefined) return;
-    metrics.count(SENDER_METRIC.relayUnavailable);
+    metrics.count(SENDER_METRIC.relayUnavailable, 1, this.options.relay);
     log.warn('the relay is unavailable: the breaker opened for every sender', {
       code: failure.code,
       class: failure.class,
@@ -172,7 +177,7 @@ export class RelayGate {
     }
     const reason = `${result.failure.code ?? 'no code'}: ${result.failure.reason}`;
     await this.transition(claim, (breaker) => probeFailed(breaker, owner, { reason }));
-    this.options.metrics.count(SENDER_METRIC.relayUnavailable);
+    this.options.metrics.count(SENDER_METRIC.relayUnavailable, 1, this.options.relay);
     log.info('the relay did not answer the probe: the breaker stays open', {
       code: result.failure.code,
       class: result.failure.class,

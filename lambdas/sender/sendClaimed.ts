@@ -124,7 +124,7 @@ export async function sendClaimed(
   const outcome = await relay.mailer.send(attachments.length > 0 ? { ...email, attachments } : email, {
     endsBy: replyEndsBy(Date.now(), run.time.remainingMs()),
   });
-  deps.metrics.milliseconds(SENDER_METRIC.smtpDuration, outcome.durationMs);
+  deps.metrics.milliseconds(SENDER_METRIC.smtpDuration, outcome.durationMs, relay.name);
   const decision = decideOutcome(
     attemptResultOf(outcome, positions),
     {

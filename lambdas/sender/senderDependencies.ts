@@ -18,8 +18,12 @@ import type { SmtpCredentialsSource } from '../ports/SmtpCredentialsSource.js';
 import { DynamoSenderStore } from '../store/senderTransitions.js';
 import { DynamoSendingGate } from '../store/sendingGate.js';
 import { DynamoTemplateStore } from '../store/templateStore.js';
-import type { SenderRelay } from './copyRun.js';
-import { type SenderDependencies, SILENT, senderSettings } from './createSenderHandler.js';
+import {
+  type FailoverRelay,
+  type SenderDependencies,
+  SILENT,
+  senderSettings,
+} from './createSenderHandler.js';
 import { RelayGate } from './relayGate.js';
 
 export interface SenderWiring {
@@ -68,9 +72,7 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
     visibility: new SqsCopyVisibility(wiring.sqs, queueUrl),
     settings: senderSettings(config),
     timeoutSeconds: config.senderTimeoutSeconds,
-    // DESIGN §5 "Rate": the rate is the relay's, for the fleet; each sender takes an equal share.
-    maxSendRate:
-      config.maxSendRate === undefined ? undefined : config.maxSendRate / config.senderMaxConcurrency,
+    maxSendRate: first.maxSendRate,
     now: () => new Date(),
     random: Math.random,
     ...(wiring.log ? { log: wiring.log } : {}),
@@ -78,13 +80,16 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
   };
 }
 
-/** One relay's mailer and gate (its breaker in the table: store/sendingGate.ts `breakerKeyOf`). */
+/** One relay's mailer, gate and rate share (its breaker in the table: store/sendingGate.ts `breakerKeyOf`). */
 function senderRelay(
   wiring: SenderWiring,
   relayConfig: RelayConfig,
   queue: SqsDispatchQueue,
-): SenderRelay & { readonly gate: RelayGate } {
+): FailoverRelay & { readonly gate: RelayGate } {
   const { config, names } = wiring;
+  // DESIGN §5 "Rate", §15: the rate is the relay's, for the fleet (its own `max_send_rate`, else
+  // POSTDATE_MAX_SEND_RATE); each sender takes an equal share.
+  const rate = relayConfig.maxSendRate ?? config.maxSendRate;
   const relay = {
     host: relayConfig.host ?? 'localhost',
     port: relayConfig.port ?? (relayConfig.secure ? 465 : 587),
@@ -95,6 +100,7 @@ function senderRelay(
   };
   return {
     name: relayConfig.name,
+    ...(rate === undefined ? {} : { maxSendRate: rate / config.senderMaxConcurrency }),
     mailer: new NodemailerMailer({
       ...relay,
       messageIdDomain: config.messageIdDomain,
@@ -110,6 +116,7 @@ function senderRelay(
       random: Math.random,
       log: wiring.log ?? SILENT,
       metrics: wiring.metrics ?? NO_METRICS,
+      relay: relayConfig.name,
     }),
   };
 }

@@ -49,10 +49,31 @@ export class DynamoSendingGate implements SendingGateStore {
       this.documents.send(new GetCommand({ TableName: this.tableName, Key, ConsistentRead: true }));
     if (this.breakerKey === SENDING_GATE_KEY) {
       const { Item } = await get(SENDING_GATE_KEY);
-      return { breaker: breakerOf(Item), pause: pauseOf(Item) };
+      return { breaker: breakerOf(Item), pause: pauseOf(Item), ...disabledOf(Item) };
     }
     const [breakerItem, gateItem] = await Promise.all([get(this.breakerKey), get(SENDING_GATE_KEY)]);
-    return { breaker: breakerOf(breakerItem.Item), pause: pauseOf(gateItem.Item) };
+    return {
+      breaker: breakerOf(breakerItem.Item),
+      pause: pauseOf(gateItem.Item),
+      ...disabledOf(breakerItem.Item),
+    };
+  }
+
+  /**
+   * The operator's drain (DESIGN §15, `postdate relays disable|enable`): `disabled` on the relay's
+   * breaker item, so the senders read it with the breaker (no extra read). Set or removed without a
+   * condition: the attribute is the operator's alone, and setting it twice is setting it once.
+   */
+  async setDisabled(entry: PauseEntry | undefined): Promise<void> {
+    await this.documents.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: this.breakerKey,
+        UpdateExpression: entry === undefined ? 'REMOVE #disabled' : 'SET #disabled = :entry',
+        ExpressionAttributeNames: { '#disabled': 'disabled' },
+        ...(entry === undefined ? {} : { ExpressionAttributeValues: { ':entry': entry } }),
+      }),
+    );
   }
 
   writeBreaker(observed: BreakerState, next: BreakerState): Promise<'written' | 'conflict'> {
@@ -119,6 +140,11 @@ function breakerOf(item: Record<string, unknown> | undefined): BreakerState {
     ...text('throttled_at'),
     ...text('throttled_until'),
   };
+}
+
+function disabledOf(item: Record<string, unknown> | undefined): { readonly disabled?: PauseEntry } {
+  const entry = entryOf(item?.disabled);
+  return entry === undefined ? {} : { disabled: entry };
 }
 
 function pauseOf(item: Record<string, unknown> | undefined): PauseState {

@@ -40,6 +40,11 @@ export function wireSweeper(env: Environment, log: Logger, metrics: SweeperMetri
     gate: {
       store: new DynamoSendingGate(documents, names.tableName),
       settings: relayBreakerSettings(config),
+      // Every relay's breaker (DESIGN §15): each lost probe token is re-armed.
+      relays: config.relays.map(({ name }) => ({
+        name,
+        store: new DynamoSendingGate(documents, names.tableName, name),
+      })),
     },
     log,
     metrics,

@@ -4,23 +4,59 @@ import {
   type BreakerState,
   type BreakerStateName,
   PROBE_TOKEN_ID,
+  type SendingGateState,
   tokenLost,
   tokenReplaced,
 } from '../core/relayBreaker.js';
+import { DEFAULT_RELAY } from '../core/relays.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
 import type { SendingGateStore } from '../ports/SendingGate.js';
 
-/** What the sweeper needs to watch the relay breaker (core/relayBreaker.ts). */
+/** What the sweeper needs to watch the relay breakers (core/relayBreaker.ts). */
 export interface SweeperGate {
+  /** The gate item: the pauses (and the `default` relay's breaker). */
   readonly store: SendingGateStore;
   readonly settings: BreakerSettings;
+  /**
+   * Every relay in order (DESIGN §15), each with its gate (store/sendingGate.ts, by relay name).
+   * @default the one relay `default`, whose gate is `store`
+   */
+  readonly relays?: readonly { readonly name: string; readonly store: SendingGateStore }[];
 }
 
 export interface BreakerCheck {
   readonly state: BreakerStateName;
   /** A new probe token was put on the queue because the breaker's was lost. */
   readonly tokenRearmed: boolean;
+}
+
+/** One relay as the sweeper found it: its breaker's check and whether an operator disabled it. */
+export interface RelayCheck extends BreakerCheck {
+  readonly relay: string;
+  readonly breaker: BreakerState;
+  readonly disabled: SendingGateState['disabled'];
+}
+
+/**
+ * {@link checkBreaker} for every relay, in order (DESIGN §15): each relay's lost token is re-armed,
+ * whichever relay mail leaves through meanwhile. A relay whose gate cannot be read is left to the
+ * next run (it counts as not closed).
+ */
+export async function checkRelays(
+  gate: SweeperGate,
+  queue: DispatchQueue,
+  now: Date,
+  log: Log | undefined,
+): Promise<readonly RelayCheck[]> {
+  const relays = gate.relays ?? [{ name: DEFAULT_RELAY, store: gate.store }];
+  return Promise.all(
+    relays.map(async ({ name, store }): Promise<RelayCheck> => {
+      const read = await store.read();
+      const check = await checkBreaker({ ...gate, store }, read.breaker, queue, now, log, name);
+      return { ...check, relay: name, breaker: read.breaker, disabled: read.disabled };
+    }),
+  );
 }
 
 /**
@@ -35,6 +71,7 @@ export async function checkBreaker(
   queue: DispatchQueue,
   now: Date,
   log: Log | undefined,
+  relay: string = DEFAULT_RELAY,
 ): Promise<BreakerCheck> {
   if (!tokenLost(breaker, now, gate.settings)) return { state: breaker.state, tokenRearmed: false };
   const next = tokenReplaced(breaker, String(randomInt(1, 2 ** 31)), now);
@@ -44,6 +81,6 @@ export async function checkBreaker(
   const { failed } = await queue.enqueue([
     { payload: { id: PROBE_TOKEN_ID, rev: Number(next.token) }, delaySeconds: 0 },
   ]);
-  log?.warn('sweeper re-armed the relay probe token', { queued: failed.length === 0 });
+  log?.warn('sweeper re-armed the relay probe token', { relay, queued: failed.length === 0 });
   return { state: breaker.state, tokenRearmed: failed.length === 0 };
 }

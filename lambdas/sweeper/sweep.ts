@@ -2,6 +2,7 @@ import { errorForLog } from '../core/errorForLog.js';
 import { isTerminal } from '../core/messageStatus.js';
 import { SWEEPER_METRIC } from '../core/metricNames.js';
 import type { PauseState } from '../core/relayBreaker.js';
+import { relayInUse } from '../core/relays.js';
 import { decideSweep } from '../core/sweepDecision.js';
 import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
 import type { DueCursor, DueEntry, DueIndex } from '../ports/DueIndex.js';
@@ -9,7 +10,7 @@ import type { Log } from '../ports/Log.js';
 import type { SweeperMetrics } from '../ports/SweeperMetrics.js';
 import type { SweepRecords } from '../ports/SweepRecords.js';
 import { INDEX_SHARDS } from '../store/tableLayout.js';
-import { type BreakerCheck, checkBreaker, type SweeperGate } from './relayToken.js';
+import { type BreakerCheck, checkRelays, type RelayCheck, type SweeperGate } from './relayToken.js';
 import { countWaiting, type WaitingCounts } from './waitingGauge.js';
 
 /** The structured logger the sweeper writes to (Powertools Logger fits). */
@@ -64,6 +65,8 @@ export interface SweepReport {
    * closes; the run after that re-dispatches what is really lost.
    */
   readonly breaker?: BreakerCheck;
+  /** Every relay's breaker as this run found it, in order (DESIGN §15); `breaker` is the first's. */
+  readonly relays?: readonly RelayCheck[];
 }
 
 interface PageTally {
@@ -97,14 +100,21 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
   const truncatedShards: number[] = [];
   const shardErrors: { shard: number; error: string }[] = [];
   const gate = deps.gate === undefined ? undefined : await deps.gate.store.read();
-  const breaker =
-    deps.gate === undefined || gate === undefined
-      ? undefined
-      : await checkBreaker(deps.gate, gate.breaker, deps.queue, deps.now(), deps.log);
-  if (breaker !== undefined) {
-    deps.metrics?.count(SWEEPER_METRIC.relayUnavailable, breaker.state === 'closed' ? 0 : 1);
+  const relays =
+    deps.gate === undefined ? undefined : await checkRelays(deps.gate, deps.queue, deps.now(), deps.log);
+  // A gauge per relay (DESIGN §15): 1 while its breaker is not closed.
+  for (const relay of relays ?? []) {
+    deps.metrics?.count(SWEEPER_METRIC.relayUnavailable, relay.state === 'closed' ? 0 : 1, relay.relay);
   }
-  const overdueShards = breaker === undefined || breaker.state === 'closed' ? shards : 0;
+  // Overdue messages are left to the senders only while no relay takes mail (every one unavailable
+  // or disabled): they hold the copies, which come back by themselves.
+  const flowing =
+    relays === undefined || deps.gate === undefined
+      ? true
+      : relayInUse(relays, deps.now(), deps.gate.settings) !== undefined;
+  const overdueShards = flowing ? shards : 0;
+  const first = relays?.[0];
+  const breaker = first === undefined ? undefined : { state: first.state, tokenRearmed: first.tokenRearmed };
 
   for (let shard = 0; shard < overdueShards; shard++) {
     let cursor: DueCursor | undefined;
@@ -139,6 +149,7 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
     shardErrors,
     waiting,
     ...(breaker === undefined ? {} : { breaker }),
+    ...(relays === undefined ? {} : { relays }),
   };
 }
 

@@ -8,7 +8,8 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { SENDER_METRIC, SWEEPER_METRIC } from '../../lambdas/core/metricNames.js';
-import { postdateAlarm, stackMetric } from './alarms.js';
+import { DEFAULT_RELAY } from '../../lambdas/core/relays.js';
+import { postdateAlarm, relayMetric, stackMetric } from './alarms.js';
 
 /**
  * The sender's EMF metrics (namespace `Postdate`, dimensions `service=postdate` and `stack=<stack
@@ -31,6 +32,11 @@ export interface OpsProps {
   readonly api5xxAlarmThreshold: number;
   /** How often the sweeper runs: it publishes the gauges of messages waiting for an operator. */
   readonly sweepInterval: Duration;
+  /**
+   * The relays' names in order (DESIGN §15): the dashboard draws each one's sends, failures and SMTP
+   * time. @default ['default'] (the one relay `SMTP_*` describes)
+   */
+  readonly relays?: readonly string[];
 }
 
 const ONE_MINUTE = Duration.minutes(1);
@@ -393,6 +399,28 @@ export class Ops extends Construct {
         stackMetric(this, POSTDATE_METRIC.smtpDuration, 'p99', ONE_MINUTE).with({ label: 'SMTP p99' }),
       ]),
     );
+    this.addRelayRow(dashboard, props.relays ?? [DEFAULT_RELAY]);
     return dashboard;
+  }
+
+  /** One row for the relays (DESIGN §15): each relay's series, the first relay first. */
+  private addRelayRow(dashboard: cloudwatch.Dashboard, relays: readonly string[]): void {
+    const each = (name: string, statistic: string) =>
+      relays.map((relay) => relayMetric(this, name, relay, statistic, ONE_MINUTE));
+    const graph = (title: string, left: cloudwatch.IMetric[], right: cloudwatch.IMetric[] = []) =>
+      new cloudwatch.GraphWidget({ title, left, right, width: 8, height: 6 });
+    dashboard.addWidgets(
+      graph(
+        `6 Relays (${relays.join(' → ')}): sent`,
+        each(SENDER_METRIC.sent, 'Sum'),
+        each(SENDER_METRIC.failoverSends, 'Sum'),
+      ),
+      graph(
+        '6 Relays: unavailable, retried, config errors',
+        [...each(SENDER_METRIC.relayUnavailable, 'Sum'), ...each(SENDER_METRIC.retried, 'Sum')],
+        each(SENDER_METRIC.configErrors, 'Sum'),
+      ),
+      graph('6 Relays: SMTP p99 (ms)', each(SENDER_METRIC.smtpDuration, 'p99')),
+    );
   }
 }

@@ -19,6 +19,11 @@ export interface SendingProps {
   /** Where the sender moves the copies of `dead` messages itself. */
   readonly sendDeadLetterQueue: sqs.IQueue;
   readonly smtpSecret: secretsmanager.ISecret | undefined;
+  /**
+   * The secrets of the relays of `relays` (DESIGN §15), in order: the sender reads each; without
+   * `smtpSecret` the first is also the stack's `smtpSecret`. Empty: the one relay `SMTP_*` describes.
+   */
+  readonly relaySecrets: readonly secretsmanager.ISecret[];
   readonly maxConcurrency: number;
   /** POSTDATE_SENDER_TIMEOUT_SECONDS, checked against the lease and the SMTP timeouts. */
   readonly timeoutSeconds: number;
@@ -37,7 +42,8 @@ export class Sending extends Construct {
 
   constructor(scope: Construct, id: string, props: SendingProps) {
     super(scope, id);
-    this.smtpSecret = props.smtpSecret ?? this.createSmtpSecret(props.removalPolicy);
+    this.smtpSecret = props.smtpSecret ?? props.relaySecrets[0] ?? this.createSmtpSecret(props.removalPolicy);
+    const secrets = [...new Set([this.smtpSecret, ...props.relaySecrets])];
 
     this.sender = new PostdateFunction(this, 'Sender', {
       name: 'sender',
@@ -90,22 +96,30 @@ export class Sending extends Construct {
       ['message', 'suppression', 'sendingGate'],
     );
     props.storage.denyApiKeyWrites(this.sender.role);
-    // GetSecretValue only (grantRead adds DescribeSecret, which the sender never calls).
+    // GetSecretValue only (grantRead adds DescribeSecret, which the sender never calls), on the
+    // secret of every relay (DESIGN §15).
     this.sender.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'ReadSmtpSecret',
         actions: ['secretsmanager:GetSecretValue'],
-        resources: [this.smtpSecret.secretArn],
+        resources: secrets.map((secret) => secret.secretArn),
       }),
     );
     // A secret imported with its customer-managed key: grantRead adds nothing for an imported key,
     // and the sender could not decrypt the credentials. Decrypt only through Secrets Manager.
-    if (props.smtpSecret?.encryptionKey !== undefined) {
+    const keys = [
+      ...new Set(
+        [props.smtpSecret, ...props.relaySecrets].flatMap((secret) =>
+          secret?.encryptionKey === undefined ? [] : [secret.encryptionKey.keyArn],
+        ),
+      ),
+    ];
+    if (keys.length > 0) {
       this.sender.role.addToPrincipalPolicy(
         new iam.PolicyStatement({
           sid: 'DecryptSmtpSecret',
           actions: ['kms:Decrypt'],
-          resources: [props.smtpSecret.encryptionKey.keyArn],
+          resources: keys,
           conditions: {
             StringEquals: { 'kms:ViaService': `secretsmanager.${Stack.of(this).region}.amazonaws.com` },
           },

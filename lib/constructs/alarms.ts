@@ -3,7 +3,7 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
-import { METRICS, metricDimensions } from '../../lambdas/core/metricNames.js';
+import { METRICS, metricDimensions, relayMetricDimensions } from '../../lambdas/core/metricNames.js';
 
 export interface PostdateAlarmOptions {
   /** @default 1 */
@@ -55,5 +55,26 @@ export function stackMetric(
     dimensionsMap: metricDimensions(Stack.of(scope).stackName),
     statistic,
     period,
+  });
+}
+
+/**
+ * One relay's series of a metric the sender publishes per relay (core/metricNames.ts
+ * PER_RELAY_METRICS, DESIGN §15): the stack's dimensions and the relay's name.
+ */
+export function relayMetric(
+  scope: Construct,
+  metricName: string,
+  relay: string,
+  statistic: string,
+  period: Duration,
+): cloudwatch.Metric {
+  return new cloudwatch.Metric({
+    namespace: METRICS.namespace,
+    metricName,
+    dimensionsMap: relayMetricDimensions(Stack.of(scope).stackName, relay),
+    statistic,
+    period,
+    label: `${relay}: ${metricName}`,
   });
 }

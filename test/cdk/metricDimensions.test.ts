@@ -1,10 +1,18 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { type App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { functionMetrics } from '../../lambdas/adapters/powertoolsMetrics.js';
-import { METRICS, SENDER_METRIC, SWEEPER_METRIC, WEBHOOK_METRIC } from '../../lambdas/core/metricNames.js';
+import { addMetric, functionMetrics } from '../../lambdas/adapters/powertoolsMetrics.js';
+import {
+  METRICS,
+  PER_RELAY_METRICS,
+  SENDER_METRIC,
+  SWEEPER_METRIC,
+  WEBHOOK_METRIC,
+} from '../../lambdas/core/metricNames.js';
+import { DEFAULT_RELAY, parseRelays, RELAYS_VARIABLE } from '../../lambdas/core/relays.js';
 import { Postdate } from '../../lib/Postdate.js';
 import { type Resource, testApp } from './support/synthesize.js';
 
@@ -32,12 +40,28 @@ interface Deployed {
   readonly template: Template;
 }
 
-/** One Postdate in its own stack, all of it in one account and region; bounces when asked. */
-function deploy(app: App, stackName: string, withBounces: boolean): Stack {
+/**
+ * One Postdate in its own stack, all of it in one account and region; bounces when asked; with two
+ * relays (DESIGN §15) when `relays` names them.
+ */
+function deploy(app: App, stackName: string, withBounces: boolean, relays: readonly string[] = []): Stack {
   const stack = new Stack(app, stackName, { env: ACCOUNT });
   new Postdate(stack, 'Mail', {
     defaultFrom: 'noreply@example.org',
     allowedFrom: ['*@example.org'],
+    ...(relays.length === 0
+      ? {}
+      : {
+          relays: relays.map((name) => ({
+            name,
+            host: `smtp.${name}.example`,
+            secret: secretsmanager.Secret.fromSecretCompleteArn(
+              stack,
+              `Secret-${name}`,
+              `arn:aws:secretsmanager:${ACCOUNT.region}:${ACCOUNT.account}:secret:${name}-AbCdEf`,
+            ),
+          })),
+        }),
     ...(withBounces
       ? {
           sesNotificationTopic: sns.Topic.fromTopicArn(
@@ -71,10 +95,15 @@ function functionEnvironments(template: Template): Record<string, string>[] {
 }
 
 /**
- * Every metric name, emitted once through the functions' set-up with `environment`: the dimension set
- * each name is written with, read from the EMF document Powertools writes to stdout.
+ * Every metric name, emitted once through the functions' set-up with `environment` — a metric the
+ * sender publishes per relay (DESIGN §15) once for each relay of the environment, only as the sender
+ * does it — and the dimension sets each name is written with, read from the EMF documents
+ * Powertools writes to stdout.
  */
-function emittedDimensions(environment: Record<string, string>): Map<string, Dimensions> {
+function emittedDimensions(environment: Record<string, string>): Map<string, Dimensions[]> {
+  const relaysJson = environment[RELAYS_VARIABLE];
+  const relays =
+    relaysJson === undefined ? [DEFAULT_RELAY] : parseRelays(relaysJson).map((relay) => relay.name);
   const written: string[] = [];
   const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
     written.push(String(chunk));
@@ -83,13 +112,17 @@ function emittedDimensions(environment: Record<string, string>): Map<string, Dim
   try {
     const metrics = functionMetrics(environment);
     for (const name of EVERY_NAME) {
-      metrics.addMetric(name, MetricUnit.Count, 1);
+      if (PER_RELAY_METRICS.has(name)) {
+        for (const relay of relays) addMetric(metrics, name, MetricUnit.Count, 1, relay);
+      } else {
+        metrics.addMetric(name, MetricUnit.Count, 1);
+      }
       metrics.publishStoredMetrics();
     }
   } finally {
     spy.mockRestore();
   }
-  const emitted = new Map<string, Dimensions>();
+  const emitted = new Map<string, Dimensions[]>();
   for (const line of written
     .flatMap((chunk) => chunk.split('\n'))
     .filter((l) => l.includes('CloudWatchMetrics'))) {
@@ -100,10 +133,12 @@ function emittedDimensions(environment: Record<string, string>): Map<string, Dim
     };
     for (const directive of document._aws.CloudWatchMetrics) {
       expect(directive.Namespace).toBe(METRICS.namespace);
-      const dimensions = (directive.Dimensions[0] ?? [])
-        .map((name) => `${name}=${String(document[name])}`)
-        .sort();
-      for (const metric of directive.Metrics) emitted.set(metric.Name, dimensions);
+      for (const set of directive.Dimensions) {
+        const dimensions = set.map((name) => `${name}=${String(document[name])}`).sort();
+        for (const metric of directive.Metrics) {
+          emitted.set(metric.Name, [...(emitted.get(metric.Name) ?? []), dimensions]);
+        }
+      }
     }
   }
   expect([...emitted.keys()].sort()).toEqual([...new Set(EVERY_NAME)].sort());
@@ -114,8 +149,8 @@ function emittedDimensions(environment: Record<string, string>): Map<string, Dim
 function stackEmissions(template: Template): Map<string, Dimensions[]> {
   const byName = new Map<string, Dimensions[]>();
   for (const environment of functionEnvironments(template)) {
-    for (const [name, dimensions] of emittedDimensions(environment)) {
-      byName.set(name, [...(byName.get(name) ?? []), dimensions]);
+    for (const [name, sets] of emittedDimensions(environment)) {
+      byName.set(name, [...(byName.get(name) ?? []), ...sets]);
     }
   }
   return byName;
@@ -181,7 +216,10 @@ describe.each([
   beforeAll(() => {
     // Both stacks exist before either is synthesized (one synthesis per app).
     const app = testApp();
-    const stacks = ['PostdateStaging', 'PostdateProduction'].map((name) => deploy(app, name, withBounces));
+    const stacks = [
+      deploy(app, 'PostdateStaging', withBounces),
+      deploy(app, 'PostdateProduction', withBounces, ['primary', 'backup']),
+    ];
     [staging, production] = stacks.map((stack) => ({
       stackName: stack.stackName,
       template: Template.fromStack(stack),
@@ -246,6 +284,15 @@ describe.each([
         );
       }
     }
+  });
+
+  it('the dashboard draws each relay, in the order of relays (DESIGN §15)', () => {
+    const relaysDrawn = (deployed: Deployed) =>
+      dashboardMetrics(deployed.template)
+        .filter((metric) => metric.metricName === SENDER_METRIC.sent)
+        .flatMap((metric) => metric.dimensions.filter((pair) => pair.startsWith('relay=')));
+    expect(relaysDrawn(staging)).toEqual(['relay=default']);
+    expect(relaysDrawn(production)).toEqual(['relay=primary', 'relay=backup']);
   });
 
   it("the dashboard's alarm widget shows every alarm of the stack", () => {

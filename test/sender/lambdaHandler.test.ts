@@ -75,11 +75,21 @@ describe('the sender Lambda handler', () => {
     }
     expect((await readState(documents, tableName, message.id)).status).toBe('sent');
     expect(smtp.received.map((received) => received.messageId)).toEqual([`<${message.id}@lambda.test>`]);
-    const emf = written.map((line) => line.trim()).find((line) => line.includes('"CloudWatchMetrics"'));
-    expect(emf).toBeDefined();
-    const document = JSON.parse(emf ?? '{}');
+    const emfDocuments = written
+      .flatMap((chunk) => chunk.split('\n'))
+      .map((line) => line.trim())
+      .filter((line) => line.includes('"CloudWatchMetrics"'))
+      .map((line) => JSON.parse(line));
+    const document = emfDocuments.find((emf) => emf.Sent !== undefined);
+    expect(document).toBeDefined();
     expect(document._aws.CloudWatchMetrics[0].Namespace).toBe('Postdate');
     expect(document.service).toBe('postdate');
     expect(document.Sent).toBe(1);
+    // Per relay (DESIGN §15): the stack's series the alarms watch, and the relay's.
+    expect(document.relay).toBe('default');
+    expect(document._aws.CloudWatchMetrics[0].Dimensions).toEqual([
+      ['service', 'stack', 'relay'],
+      ['service', 'stack'],
+    ]);
   });
 });

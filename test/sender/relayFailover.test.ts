@@ -67,6 +67,7 @@ describe('failover across relays', () => {
       cacheMs: 0,
       log: rig.log,
       metrics: rig.metrics,
+      relay: name,
     });
     return { name, mailer, gate };
   }
@@ -126,6 +127,14 @@ describe('failover across relays', () => {
     expect(second.breaker.state).toBe('closed');
     // The metric behind the alarm "mail leaves through anything but the first relay".
     expect(rig.metrics.of('FailoverSends')).toBeGreaterThanOrEqual(5);
+    // Metrics per relay (DESIGN §15): the sends are the backup's, the outage the primary's.
+    expect(rig.metrics.of('Sent', 'backup')).toBe(5);
+    expect(rig.metrics.of('Sent', 'primary')).toBe(0);
+    expect(rig.metrics.of('FailoverSends', 'backup')).toBeGreaterThanOrEqual(5);
+    expect(rig.metrics.of('RelayUnavailable', 'primary')).toBeGreaterThanOrEqual(1);
+    expect(rig.metrics.timings.filter((timing) => timing.relay === 'backup').length).toBeGreaterThanOrEqual(
+      5,
+    );
     await world.outage.set('up');
   });
 
@@ -279,5 +288,56 @@ describe('failover across relays', () => {
     expect((await rig.state(message.id)).status).toBe('unknown');
     expect(backup.received).toHaveLength(0);
     await world.outage.set('up');
+  });
+
+  it('a disabled relay is drained: its mail leaves through the next, nothing connects to it; enabled, mail returns', async () => {
+    const rig = await createBreakerRig(world);
+    const sender = failoverSender(rig);
+    const primary = new DynamoSendingGate(world.documents, world.tableName, 'primary');
+    await primary.setDisabled({ reason: 'maintenance', at: new Date().toISOString() });
+    const before = world.outage.connections.up;
+    await sendsThroughBackup(rig, sender, { relay: world.outage });
+    // Drained, not failed: no connection reached the first relay, its breaker never moved.
+    expect(world.outage.connections.up).toBe(before);
+    expect((await primary.read()).breaker.version).toBe(0);
+
+    await primary.setDisabled(undefined);
+    const later = await Promise.all([1, 2].map(() => rig.putMessage()));
+    for (const message of later) await rig.dispatch(message);
+    await rig.drive({
+      handlers: [sender],
+      timeoutMs: 20_000,
+      done: async () => later.every((message) => deliveredTo(world.smtp, message.id).length > 0),
+    });
+    for (const message of later) {
+      expect(deliveredTo(world.smtp, message.id)).toHaveLength(1);
+      expect((await rig.state(message.id)).relay).toBe('primary');
+    }
+  });
+
+  it("each relay keeps its own rate: mail leaving through the second waits for the second's tokens", async () => {
+    const rig = await createBreakerRig(world);
+    const first = relay(rig, 'primary', world.outage);
+    // The rig's clock moves only when the sender sleeps: what the buckets made it wait is all it slept.
+    const sender = rig.newHandler({
+      mailer: first.mailer,
+      relayGate: first.gate,
+      relayName: first.name,
+      failover: [{ ...relay(rig, 'backup', backup), maxSendRate: 2 }],
+    });
+    await new DynamoSendingGate(world.documents, world.tableName, 'primary').setDisabled({
+      reason: 'drain',
+      at: new Date().toISOString(),
+    });
+    const messages = await Promise.all([1, 2, 3, 4, 5, 6].map(() => rig.putMessage()));
+    for (const message of messages) await rig.dispatch(message);
+    await rig.drive({
+      handlers: [sender],
+      timeoutMs: 30_000,
+      done: async () => messages.every((message) => deliveredTo(backup, message.id).length > 0),
+    });
+    // Six recipients at 2 a second with a burst of 2: at least 2 s of waiting, whatever the batches.
+    expect(rig.sleeps.reduce((sum, milliseconds) => sum + milliseconds, 0)).toBeGreaterThanOrEqual(2000);
+    for (const message of messages) expect(deliveredTo(backup, message.id)).toHaveLength(1);
   });
 });

@@ -102,15 +102,21 @@ export class TestClock {
 
 export class RecordingMetrics implements SenderMetrics {
   readonly counts = new Map<string, number>();
-  readonly timings: { name: SenderTimeMetric; value: number }[] = [];
-  count(name: SenderCountMetric, value = 1): void {
+  /** The counts given a relay (DESIGN §15), by `name@relay`. */
+  readonly relayCounts = new Map<string, number>();
+  readonly timings: { name: SenderTimeMetric; value: number; relay?: string | undefined }[] = [];
+  count(name: SenderCountMetric, value = 1, relay?: string): void {
     this.counts.set(name, (this.counts.get(name) ?? 0) + value);
+    if (relay !== undefined) {
+      const key = `${name}@${relay}`;
+      this.relayCounts.set(key, (this.relayCounts.get(key) ?? 0) + value);
+    }
   }
-  milliseconds(name: SenderTimeMetric, value: number): void {
-    this.timings.push({ name, value });
+  milliseconds(name: SenderTimeMetric, value: number, relay?: string): void {
+    this.timings.push({ name, value, relay });
   }
-  of(name: SenderCountMetric): number {
-    return this.counts.get(name) ?? 0;
+  of(name: SenderCountMetric, relay?: string): number {
+    return (relay === undefined ? this.counts.get(name) : this.relayCounts.get(`${name}@${relay}`)) ?? 0;
   }
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { NEVER_OPENED, opened, PROBE_TOKEN_ID } from '../../lambdas/core/relayBreaker.js';
+import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import { putMessage } from '../sender/records.js';
 import { SWEEP_GATE_SETTINGS as SETTINGS, sweepWorld } from './sweepWorld.js';
 
@@ -41,5 +42,36 @@ describe('the sweeper and the relay breaker', () => {
     const report = await w.run(new Date());
     expect(report.breaker).toEqual({ state: 'closed', tokenRearmed: false });
     expect(w.queue.copies.map((copy) => copy.payload.id)).toContain(message.id);
+  });
+
+  it('with several relays: re-arms a lost token of any relay, and sweeps while another relay takes mail', async () => {
+    const w = await sweepWorld('sweep-relays', ['primary', 'backup']);
+    const primary = new DynamoSendingGate(w.documents, w.tableName, 'primary');
+    const backup = new DynamoSendingGate(w.documents, w.tableName, 'backup');
+    const openedAt = new Date(Date.now() - 3_600_000);
+    const message = await putMessage(w.documents, w.tableName, new Date(openedAt.getTime() - 600_000));
+    const open = opened(NEVER_OPENED, { reason: 'ESOCKET: refused' }, openedAt, SETTINGS, '12');
+    if (open === undefined) throw new Error('opens');
+    await backup.writeBreaker(NEVER_OPENED, open);
+
+    // The backup is down with its token lost; mail leaves through the primary.
+    const report = await w.run(new Date());
+    expect(report.relays?.map((relay) => [relay.relay, relay.state, relay.tokenRearmed])).toEqual([
+      ['primary', 'closed', false],
+      ['backup', 'open', true],
+    ]);
+    const token = w.queue.copies.find((copy) => copy.payload.id === PROBE_TOKEN_ID);
+    expect((await backup.read()).breaker.token).toBe(String(token?.payload.rev));
+    expect(w.queue.of(message.id)).toBe(1);
+    expect(w.gauges.filter((gauge) => gauge.name === 'RelayUnavailable')).toEqual([
+      { name: 'RelayUnavailable', value: 0, relay: 'primary' },
+      { name: 'RelayUnavailable', value: 1, relay: 'backup' },
+    ]);
+
+    // The primary down too: no relay takes mail, the overdue message is left to the senders.
+    await primary.writeBreaker(NEVER_OPENED, open);
+    const later = await putMessage(w.documents, w.tableName, new Date(openedAt.getTime() - 600_000));
+    await w.run(new Date());
+    expect(w.queue.of(later.id)).toBe(0);
   });
 });

@@ -27,12 +27,14 @@ class RecordingQueue implements DispatchQueue {
  * A fresh table and send queue on the emulators, the real sending gate, and `run(now)`: one sweep
  * with the real adapters, as the sweeper function wires them (grace 300 s, 64 due shards).
  */
-export async function sweepWorld(prefix: string) {
+export async function sweepWorld(prefix: string, relays?: readonly string[]) {
   const { tableName } = await freshTable(prefix);
   const { urls } = await freshQueues();
   const documents = documentClient();
   const gate = new DynamoSendingGate(documents, tableName);
   const queue = new RecordingQueue(new SqsDispatchQueue(sqsClient(), urls.send));
+  /** The gauges the sweeper published, with the relay each is about (DESIGN §15). */
+  const gauges: { name: string; value: number; relay?: string | undefined }[] = [];
   const run = (now: Date) =>
     sweep({
       dueIndex: new DynamoDueIndex(documents, tableName),
@@ -41,7 +43,20 @@ export async function sweepWorld(prefix: string) {
       now: () => now,
       graceSeconds: 300,
       shards: 64,
-      gate: { store: gate, settings: SWEEP_GATE_SETTINGS },
+      gate: {
+        store: gate,
+        settings: SWEEP_GATE_SETTINGS,
+        // With relays (DESIGN §15): each one's gate, as the sweeper function wires them.
+        ...(relays === undefined
+          ? {}
+          : {
+              relays: relays.map((name) => ({
+                name,
+                store: new DynamoSendingGate(documents, tableName, name),
+              })),
+            }),
+      },
+      metrics: { count: (name, value, relay) => void gauges.push({ name, value, relay }) },
     });
-  return { tableName, documents, gate, queue, run };
+  return { tableName, documents, gate, queue, run, gauges };
 }

@@ -1,0 +1,157 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  BREAKER_STATE,
+  type BreakerState,
+  gateDecision,
+  NOT_PAUSED,
+  type SendingGateState,
+} from '../../lambdas/core/relayBreaker.js';
+import { failoverDecision, type RelayAdmission, relayInUse } from '../../lambdas/core/relays.js';
+
+/**
+ * DESIGN §15: a copy goes to the first relay whose breaker is closed, skipping a relay the operator
+ * disabled (the drain); a pause or a throttle holds it; when no relay takes it, it waits for the
+ * soonest probe. Properties over any answers of any number of relays.
+ */
+
+const admission: fc.Arbitrary<RelayAdmission> = fc.oneof(
+  fc.record({
+    kind: fc.constant('send' as const),
+    rateFactor: fc.double({ min: 1 / 64, max: 1, noNaN: true }),
+  }),
+  fc.record({
+    kind: fc.constant('wait' as const),
+    seconds: fc.integer({ min: 1, max: 600 }),
+    cause: fc.constantFrom('relay-unavailable', 'relay-disabled', 'paused', 'throttled') as fc.Arbitrary<
+      'relay-unavailable' | 'relay-disabled' | 'paused' | 'throttled'
+    >,
+  }),
+);
+const skipped = (answer: RelayAdmission) =>
+  answer.kind === 'wait' && (answer.cause === 'relay-unavailable' || answer.cause === 'relay-disabled');
+
+describe('failoverDecision (which relay a copy leaves through)', () => {
+  it('sends through the first relay that lets it, when every relay before it is unavailable or disabled', () => {
+    fc.assert(
+      fc.property(fc.array(admission, { minLength: 1, maxLength: 6 }), (answers) => {
+        const decision = failoverDecision(answers, answers.length);
+        const first = answers.findIndex((answer) => !skipped(answer));
+        if (first === -1) {
+          expect(decision?.kind).toBe('wait');
+          return;
+        }
+        const stop = answers[first];
+        if (stop?.kind === 'send')
+          expect(decision).toEqual({ kind: 'send', index: first, rateFactor: stop.rateFactor });
+        else expect(decision).toEqual(stop);
+      }),
+    );
+  });
+
+  it('never sends through a relay that is unavailable or disabled', () => {
+    fc.assert(
+      fc.property(fc.array(admission, { minLength: 1, maxLength: 6 }), (answers) => {
+        const decision = failoverDecision(answers, answers.length);
+        if (decision?.kind === 'send') expect(skipped(answers[decision.index] as RelayAdmission)).toBe(false);
+      }),
+    );
+  });
+
+  it('asks the next relay only while every relay so far passed the copy on', () => {
+    fc.assert(
+      fc.property(
+        fc.array(admission, { minLength: 1, maxLength: 6 }),
+        fc.integer({ min: 1, max: 6 }),
+        (answers, extra) => {
+          const count = answers.length + extra;
+          const decision = failoverDecision(answers, count);
+          expect(decision === undefined).toBe(answers.every(skipped));
+        },
+      ),
+    );
+  });
+
+  it('with no relay taking the copy, it comes back at the soonest probe of an unavailable relay', () => {
+    const skip = fc.record({
+      kind: fc.constant('wait' as const),
+      seconds: fc.integer({ min: 1, max: 600 }),
+      cause: fc.constantFrom('relay-unavailable', 'relay-disabled') as fc.Arbitrary<
+        'relay-unavailable' | 'relay-disabled'
+      >,
+    });
+    fc.assert(
+      fc.property(fc.array(skip, { minLength: 1, maxLength: 6 }), (answers) => {
+        const decision = failoverDecision(answers, answers.length);
+        const unavailable = answers.filter((answer) => answer.cause === 'relay-unavailable');
+        const pool = unavailable.length > 0 ? unavailable : answers;
+        expect(decision).toEqual({
+          kind: 'wait',
+          seconds: Math.min(...pool.map((answer) => answer.seconds)),
+          cause: pool[0]?.cause,
+        });
+      }),
+    );
+  });
+});
+
+describe('gateDecision for a disabled relay', () => {
+  const settings = { probeIntervalMs: 5000, probeTimeoutMs: 15_000 };
+  const breaker: fc.Arbitrary<BreakerState> = fc.record({
+    state: fc.constantFrom(BREAKER_STATE.closed, BREAKER_STATE.open, BREAKER_STATE.halfOpen),
+    version: fc.integer({ min: 0, max: 9 }),
+    probe_at: fc.constantFrom('2026-12-02T10:00:00.000Z', '2026-12-02T12:00:00.000Z'),
+  });
+
+  it('is never sent to nor probed, whatever its breaker; a pause still holds before it', () => {
+    fc.assert(
+      fc.property(
+        breaker,
+        fc.boolean(),
+        fc.double({ min: 0, max: 0.999, noNaN: true }),
+        (state, paused, spread) => {
+          const gate: SendingGateState = {
+            breaker: state,
+            pause: paused
+              ? { version: 1, kinds: {}, all: { reason: 'x', at: '2026-12-02T09:00:00.000Z', except: [] } }
+              : NOT_PAUSED,
+            disabled: { reason: 'drain', at: '2026-12-02T09:00:00.000Z' },
+          };
+          const decision = gateDecision(
+            gate,
+            undefined,
+            new Date('2026-12-02T11:00:00.000Z'),
+            settings,
+            spread,
+          );
+          expect(decision.kind).toBe('wait');
+          if (decision.kind === 'wait') expect(decision.cause).toBe(paused ? 'paused' : 'relay-disabled');
+        },
+      ),
+    );
+  });
+});
+
+describe('relayInUse (where mail leaves now, pauses aside)', () => {
+  const settings = { probeIntervalMs: 5000, probeTimeoutMs: 15_000 };
+  const relay = fc.record({
+    breaker: fc.record({
+      state: fc.constantFrom(BREAKER_STATE.closed, BREAKER_STATE.open, BREAKER_STATE.halfOpen),
+      version: fc.constant(1),
+      probe_at: fc.constantFrom('2026-12-02T10:00:00.000Z', '2026-12-02T12:00:00.000Z'),
+    }),
+    disabled: fc.option(fc.constant({ reason: 'drain', at: '2026-12-02T09:00:00.000Z' }), { nil: undefined }),
+  });
+
+  it('is the first relay whose breaker is closed and that is not disabled; none, undefined', () => {
+    fc.assert(
+      fc.property(fc.array(relay, { minLength: 1, maxLength: 5 }), (gates) => {
+        const expected = gates.findIndex(
+          (gate) => gate.breaker.state === BREAKER_STATE.closed && gate.disabled === undefined,
+        );
+        const inUse = relayInUse(gates, new Date('2026-12-02T11:00:00.000Z'), settings);
+        expect(inUse).toBe(expected === -1 ? undefined : expected);
+      }),
+    );
+  });
+});
