@@ -5,17 +5,16 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../lambdas/core/config.js';
+import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { eventually } from '../support/eventually.js';
-
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 
 describe('two relays on the local stack', () => {
   let stack: LocalStack;
 
   beforeAll(async () => {
     const config = loadConfig({ POSTDATE_API_KEY: 'pd_local-stack-two-relays-01' }, 'local');
-    stack = await startLocalStack({ config, ports: FREE_PORTS, quiet: true, backupRelay: {} });
+    stack = await startLocalStack({ config, ports: ANY_FREE_PORTS, quiet: true, backupRelay: {} });
   }, 90_000);
 
   afterAll(async () => {
@@ -102,7 +101,7 @@ describe('two relays on the local stack', () => {
       'local',
     );
     await expect(
-      startLocalStack({ config, ports: FREE_PORTS, quiet: true, backupRelay: {} }),
+      startLocalStack({ config, ports: ANY_FREE_PORTS, quiet: true, backupRelay: {} }),
     ).rejects.toThrow(ConfigError);
   });
 });
