@@ -8,7 +8,15 @@
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
 import { controlCharacterProblem } from './headerSafety.js';
-import type { FieldError } from './problem.js';
+import { newMessageId } from './ids.js';
+import {
+  type FieldError,
+  guarded,
+  illFormedStringErrors,
+  PARSE_CONTEXT,
+  type Validated,
+  zodErrors,
+} from './problem.js';
 
 export const ATTACHMENT_LIMITS = {
   /** Attachments on one message. */
@@ -226,6 +234,53 @@ export const AttachmentUploadSchema = z
   })
   .meta({ id: 'AttachmentUploadRequest' });
 
+/** What `POST /v1/attachments` reserved: kept beside the upload (`declarationKey`), read by the enqueue. */
+export interface UploadDeclaration {
+  readonly filename: string;
+  readonly content_type: string;
+  readonly size: number;
+}
+
+/**
+ * Validates a `POST /v1/attachments` body: the filename and type as an inline attachment's (DESIGN
+ * §13), the size at most what fits a message by itself (`POSTDATE_MAX_MESSAGE_MB`). Never throws.
+ */
+export function validateAttachmentUpload(
+  body: unknown,
+  limits: AttachmentSizeLimits,
+): Validated<UploadDeclaration> {
+  return guarded(() => {
+    const parsed = AttachmentUploadSchema.safeParse(body, PARSE_CONTEXT);
+    const hidden = illFormedStringErrors(body);
+    if (!parsed.success || hidden.length > 0)
+      return { ok: false, errors: parsed.success ? hidden : [...zodErrors(parsed.error), ...hidden] };
+    const largest = maxUploadBytes(limits);
+    if (parsed.data.size > largest) {
+      return {
+        ok: false,
+        errors: [
+          {
+            field: '/size',
+            message: `must be at most ${largest} bytes: the file alone, base64-encoded, must fit POSTDATE_MAX_MESSAGE_MB (${limits.maxMessageBytes / (1024 * 1024)} MB)`,
+          },
+        ],
+      };
+    }
+    const { filename, content_type, size } = parsed.data;
+    return { ok: true, value: { filename, content_type: content_type.toLowerCase(), size } };
+  });
+}
+
+/** A new upload id: `att_` and a lower-case ULID (time-ordered, 80 random bits). */
+export function newAttachmentId(now: Date, random: () => number): string {
+  return `att_${newMessageId(now.getTime(), random).toLowerCase()}`;
+}
+
+/** The declaration as stored: JSON, read back by `readDeclaration`. */
+export function declarationBytes(declaration: UploadDeclaration): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify(declaration));
+}
+
 export type InlineAttachmentInput = z.infer<typeof InlineAttachmentSchema>;
 export type AttachmentReferenceInput = z.infer<typeof AttachmentReferenceSchema>;
 export type AttachmentInput = InlineAttachmentInput | AttachmentReferenceInput;
@@ -363,6 +418,11 @@ export const ATTACHMENT_LIFETIME_TAG = { key: 'postdate-lifetime', ended: 'ended
 
 export function uploadKey(tenant: string, attachmentId: string): string {
   return `${ATTACHMENT_AREAS.uploads}${encodeURIComponent(tenant)}/${attachmentId}`;
+}
+
+/** Where `POST /v1/attachments` keeps what it reserved, beside the upload (and expired with it). */
+export function declarationKey(tenant: string, attachmentId: string): string {
+  return `${uploadKey(tenant, attachmentId)}.json`;
 }
 
 export function messageAttachmentKey(tenant: string, messageId: string, token: string): string {

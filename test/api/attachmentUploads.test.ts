@@ -1,0 +1,126 @@
+/**
+ * Uploaded attachments (DESIGN §3 `POST /v1/attachments`, §13), against DynamoDB Local and the S3
+ * emulator: the reservation answers an id and a pre-signed PUT of the declared size and type, bad
+ * declarations are a 400 naming the field with nothing stored; an enqueue referencing the upload
+ * checks it against its declaration, copies it into the message and fingerprints its SHA-256.
+ */
+import { randomBytes } from 'node:crypto';
+import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attachmentS3Client, S3AttachmentStore } from '../../lambdas/adapters/S3AttachmentStore.js';
+import { type S3Emulator, startS3Emulator } from '../../local/s3Emulator.js';
+import { LOCAL_AWS } from '../support/awsLocal.js';
+import { apiHarness } from './apiHarness.js';
+import { apiEvent } from './events.js';
+
+let emulator: S3Emulator;
+let client: S3Client;
+let store: S3AttachmentStore;
+
+beforeAll(async () => {
+  emulator = await startS3Emulator({ port: 0, bucket: `up-${randomBytes(4).toString('hex')}` });
+  client = attachmentS3Client(emulator.endpoint, LOCAL_AWS);
+  store = new S3AttachmentStore({ bucket: emulator.bucket, client });
+});
+afterAll(async () => {
+  await emulator?.stop();
+});
+
+const PDF = Buffer.from('%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n');
+
+async function keysUnder(prefix: string): Promise<string[]> {
+  const listed = await client.send(new ListObjectsV2Command({ Bucket: emulator.bucket, Prefix: prefix }));
+  return (listed.Contents ?? []).map((object) => object.Key ?? '');
+}
+
+/** An api whose clock is the real one: s3rver enforces a pre-signed URL's expiry against its own. */
+async function uploadApi() {
+  const api = await apiHarness({ attachments: store });
+  api.clock.set(new Date().toISOString());
+  return api;
+}
+
+type Api = Awaited<ReturnType<typeof uploadApi>>;
+
+function reserve(api: Api, body: unknown, tenant: string) {
+  return api.call(apiEvent({ method: 'POST', path: '/v1/attachments', body, tenant }));
+}
+
+const freshTenant = () => `t${randomBytes(4).toString('hex')}`;
+
+describe('POST /v1/attachments', () => {
+  it('answers 201 with an id, a pre-signed PUT signing size and type for 1 h, and the upload lands under the tenant', async () => {
+    const api = await uploadApi();
+    const tenant = freshTenant();
+    const res = await reserve(
+      api,
+      { filename: 'invoice.pdf', content_type: 'application/pdf', size: PDF.length },
+      tenant,
+    );
+
+    expect(res.status).toBe(201);
+    expect(res.json.id).toMatch(/^att_[0-9a-z]{26}$/);
+    expect(new Date(String(res.json.expires_at)).getTime()).toBe(api.clock.now().getTime() + 3_600_000);
+    const url = new URL(String(res.json.upload_url));
+    expect(url.pathname).toBe(`/${emulator.bucket}/uploads/${tenant}/${res.json.id}`);
+    expect(url.searchParams.get('X-Amz-SignedHeaders')?.split(';')).toEqual(
+      expect.arrayContaining(['content-length', 'content-type']),
+    );
+    expect(url.searchParams.get('X-Amz-Expires')).toBe('3600');
+
+    const put = await fetch(url, {
+      method: 'PUT',
+      body: PDF,
+      headers: { 'content-type': 'application/pdf' },
+    });
+    expect(put.status).toBe(200);
+    expect(await store.read(`uploads/${tenant}/${res.json.id}`)).toEqual(new Uint8Array(PDF));
+    // Nothing is in DynamoDB: the reservation lives in the bucket, and expires with it.
+    expect(await api.scanAll()).toEqual([]);
+  });
+
+  it.each([
+    [
+      'an executable filename',
+      { filename: 'setup.exe', content_type: 'application/pdf', size: 10 },
+      '/filename',
+    ],
+    [
+      'a CR/LF in the filename',
+      { filename: 'a\r\nBcc: x', content_type: 'application/pdf', size: 10 },
+      '/filename',
+    ],
+    [
+      'an executable type',
+      { filename: 'a.bin', content_type: 'application/x-msdownload', size: 10 },
+      '/content_type',
+    ],
+    ['no content type', { filename: 'a.pdf', size: 10 }, '/content_type'],
+    ['an empty file', { filename: 'a.pdf', content_type: 'application/pdf', size: 0 }, '/size'],
+    [
+      'a file larger than a message',
+      { filename: 'a.pdf', content_type: 'application/pdf', size: 40 * 1024 * 1024 },
+      '/size',
+    ],
+    ['an unknown field', { filename: 'a.pdf', content_type: 'application/pdf', size: 10, url: 'x' }, '/url'],
+  ])('refuses %s with a 400 naming the field, and stores nothing', async (_what, body, field) => {
+    const api = await uploadApi();
+    const tenant = freshTenant();
+    const res = await reserve(api, body, tenant);
+
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toBe('application/problem+json');
+    expect(res.json.errors).toEqual([expect.objectContaining({ field })]);
+    expect(await keysUnder(`uploads/${tenant}/`)).toEqual([]);
+  });
+
+  it('takes a file up to what fits a 40 MB message base64-encoded', async () => {
+    const api = await uploadApi();
+    const res = await reserve(
+      api,
+      { filename: 'scan.tiff', content_type: 'image/tiff', size: 29 * 1024 * 1024 },
+      freshTenant(),
+    );
+    expect(res.status).toBe(201);
+  });
+});
