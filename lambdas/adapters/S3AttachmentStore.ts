@@ -93,10 +93,21 @@ export class S3AttachmentStore implements AttachmentStore {
       const checksum = copied.CopyObjectResult?.ChecksumSHA256;
       if (checksum && !checksum.includes('-'))
         return { sha256: Buffer.from(checksum, 'base64').toString('hex') };
-      // An emulator without checksums (local/EMULATORS.md): hash the copy as a stream.
-      return { sha256: await hashStream(await this.open(to)) };
+      // An emulator without checksums (local/EMULATORS.md): hash the source as a stream (the api
+      // may read uploads/, not messages/).
+      const sha256 = await this.hash(from);
+      return sha256 === undefined ? undefined : { sha256 };
     } catch (error) {
       if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async hash(key: string): Promise<string | undefined> {
+    try {
+      return await hashStream(await this.open(key));
+    } catch (error) {
+      if (error instanceof AttachmentMissingError) return undefined;
       throw error;
     }
   }

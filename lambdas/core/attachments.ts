@@ -281,6 +281,38 @@ export function declarationBytes(declaration: UploadDeclaration): Uint8Array {
   return new TextEncoder().encode(JSON.stringify(declaration));
 }
 
+/** A stored declaration, or undefined when it is not one (never throws). */
+export function readDeclaration(bytes: Uint8Array): UploadDeclaration | undefined {
+  try {
+    const value = JSON.parse(new TextDecoder().decode(bytes)) as Partial<UploadDeclaration> | null;
+    if (
+      typeof value?.filename === 'string' &&
+      typeof value.content_type === 'string' &&
+      typeof value.size === 'number'
+    )
+      return { filename: value.filename, content_type: value.content_type, size: value.size };
+  } catch {
+    // Not JSON: not a declaration of ours.
+  }
+  return undefined;
+}
+
+/**
+ * Why an upload may not be attached as declared, or null when it may: S3 enforces the signed size
+ * and type on the PUT, and this says the same again for a store that does not (local/EMULATORS.md).
+ */
+export function uploadMismatch(
+  declared: UploadDeclaration,
+  found: { readonly size: number; readonly contentType: string } | undefined,
+): string | null {
+  if (found === undefined) return 'nothing was uploaded to its upload_url yet';
+  if (found.size !== declared.size)
+    return `the uploaded file is ${found.size} bytes, ${declared.size} were declared`;
+  if (found.contentType.toLowerCase() !== declared.content_type)
+    return `the uploaded file's Content-Type is not the ${declared.content_type} declared`;
+  return null;
+}
+
 export type InlineAttachmentInput = z.infer<typeof InlineAttachmentSchema>;
 export type AttachmentReferenceInput = z.infer<typeof AttachmentReferenceSchema>;
 export type AttachmentInput = InlineAttachmentInput | AttachmentReferenceInput;

@@ -29,6 +29,8 @@ export interface AttachmentStore {
    * SHA-256, hex; undefined when the source is gone.
    */
   copy(from: string, to: string): Promise<{ readonly sha256: string } | undefined>;
+  /** The SHA-256 of an object, hex, read as a stream (never whole in memory); undefined when there is none. */
+  hash(key: string): Promise<string | undefined>;
   /** The bytes as a stream, read as they are sent (the sender never holds a large file whole). */
   open(key: string): Promise<AsyncIterable<Uint8Array>>;
   /** A PUT URL valid `expiresInSeconds`, with the exact size and type in its signature. */

@@ -4,14 +4,14 @@
  * declarations are a 400 naming the field with nothing stored; an enqueue referencing the upload
  * checks it against its declaration, copies it into the message and fingerprints its SHA-256.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentS3Client, S3AttachmentStore } from '../../lambdas/adapters/S3AttachmentStore.js';
 import { type S3Emulator, startS3Emulator } from '../../local/s3Emulator.js';
 import { LOCAL_AWS } from '../support/awsLocal.js';
 import { apiHarness } from './apiHarness.js';
-import { apiEvent } from './events.js';
+import { apiEvent, enqueueEvent, getEvent, validBody } from './events.js';
 
 let emulator: S3Emulator;
 let client: S3Client;
@@ -26,6 +26,7 @@ afterAll(async () => {
   await emulator?.stop();
 });
 
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 const PDF = Buffer.from('%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n');
 
 async function keysUnder(prefix: string): Promise<string[]> {
@@ -44,6 +45,19 @@ type Api = Awaited<ReturnType<typeof uploadApi>>;
 
 function reserve(api: Api, body: unknown, tenant: string) {
   return api.call(apiEvent({ method: 'POST', path: '/v1/attachments', body, tenant }));
+}
+
+/** Reserves and uploads `bytes` as the client would: plain fetch PUT with the declared type. */
+async function upload(api: Api, tenant: string, filename: string, bytes: Buffer, contentType: string) {
+  const reserved = await reserve(api, { filename, content_type: contentType, size: bytes.length }, tenant);
+  expect(reserved.status).toBe(201);
+  const put = await fetch(String(reserved.json.upload_url), {
+    method: 'PUT',
+    body: bytes,
+    headers: { 'content-type': contentType },
+  });
+  expect(put.status).toBe(200);
+  return String(reserved.json.id);
 }
 
 const freshTenant = () => `t${randomBytes(4).toString('hex')}`;
@@ -123,4 +137,96 @@ describe('POST /v1/attachments', () => {
     );
     expect(res.status).toBe(201);
   });
+});
+
+describe('an enqueue referencing an upload', () => {
+  it('copies the upload into the message under the tenant, and lists it with its SHA-256', async () => {
+    const api = await uploadApi();
+    const tenant = freshTenant();
+    const scan = randomBytes(300_000);
+    const id = await upload(api, tenant, 'scan.png', scan, 'image/png');
+    const res = await api.call(
+      enqueueEvent(
+        validBody({ attachments: [{ filename: 'note.txt', content: 'aGk=' }, { attachment_id: id }] }),
+        { key: 'up-1', tenant },
+      ),
+    );
+
+    expect(res.status).toBe(202);
+    const expected = [
+      expect.objectContaining({ filename: 'note.txt' }),
+      { filename: 'scan.png', content_type: 'image/png', size: scan.length, sha256: sha256(scan) },
+    ];
+    expect(res.json.attachments).toEqual(expected);
+    expect((await api.call(getEvent(String(res.json.id), tenant))).json.attachments).toEqual(expected);
+    const keys = await keysUnder(`messages/${tenant}/${res.json.id}/`);
+    expect(keys).toHaveLength(2);
+    const copied = keys.find((key) => key.endsWith(id)) ?? '';
+    expect(await store.read(copied)).toEqual(new Uint8Array(scan));
+  });
+
+  it('answers a replay 200 (the same id, or the same bytes uploaded again) and another file under the same name 422, the original untouched', async () => {
+    const api = await uploadApi();
+    const tenant = freshTenant();
+    const first = await upload(api, tenant, 'report.pdf', PDF, 'application/pdf');
+    const body = (id: string) => validBody({ attachments: [{ attachment_id: id }] });
+    const created = await api.call(enqueueEvent(body(first), { key: 'same', tenant }));
+    expect(created.status).toBe(202);
+    const keys = await keysUnder(`messages/${tenant}/`);
+
+    const replay = await api.call(enqueueEvent(body(first), { key: 'same', tenant }));
+    expect(replay.status).toBe(200);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+
+    const again = await upload(api, tenant, 'report.pdf', PDF, 'application/pdf');
+    const reuploaded = await api.call(enqueueEvent(body(again), { key: 'same', tenant }));
+    expect(reuploaded.status).toBe(200);
+
+    const other = Buffer.from('%PDF-1.4 another file entirely, under the same name');
+    const changed = await upload(api, tenant, 'report.pdf', other, 'application/pdf');
+    const refused = await api.call(enqueueEvent(body(changed), { key: 'same', tenant }));
+    expect(refused.status).toBe(422);
+    expect(await keysUnder(`messages/${tenant}/`)).toEqual(keys);
+    expect(await store.read(keys[0] ?? '')).toEqual(new Uint8Array(PDF));
+  });
+
+  it.each([
+    ['an id never reserved', 'never', 'is no upload of this tenant'],
+    ["another tenant's upload", 'other-tenant', 'is no upload of this tenant'],
+    ['a reservation with nothing uploaded', 'not-uploaded', 'nothing was uploaded'],
+    ['an upload of another size (s3rver takes it: local/EMULATORS.md)', 'other-size', '1000 were declared'],
+    ['an upload of another type (s3rver takes it: local/EMULATORS.md)', 'other-type', 'Content-Type'],
+  ])(
+    'refuses %s with a 400 naming /attachments/0/attachment_id and why, storing nothing',
+    async (_what, kind, reason) => {
+      const api = await uploadApi();
+      const tenant = freshTenant();
+      const declared = { filename: 'a.pdf', content_type: 'application/pdf', size: 1000 };
+      let id = 'att_01jf6y8m3v3x1z6d2qk4n8r5tw';
+      if (kind === 'other-tenant')
+        id = await upload(api, freshTenant(), 'a.pdf', randomBytes(1000), 'application/pdf');
+      if (kind === 'not-uploaded' || kind === 'other-size' || kind === 'other-type') {
+        const reserved = await reserve(api, declared, tenant);
+        id = String(reserved.json.id);
+        if (kind !== 'not-uploaded') {
+          const put = await fetch(String(reserved.json.upload_url), {
+            method: 'PUT',
+            body: randomBytes(kind === 'other-size' ? 999 : 1000),
+            headers: { 'content-type': kind === 'other-type' ? 'text/html' : 'application/pdf' },
+          });
+          expect(put.status).toBe(200);
+        }
+      }
+      const res = await api.call(
+        enqueueEvent(validBody({ attachments: [{ attachment_id: id }] }), { key: 'bad', tenant }),
+      );
+
+      expect(res.status).toBe(400);
+      expect(res.json.errors).toEqual([
+        { field: '/attachments/0/attachment_id', message: expect.stringContaining(reason) },
+      ]);
+      expect(await keysUnder(`messages/${tenant}/`)).toEqual([]);
+      expect(await api.scanAll()).toEqual([]);
+    },
+  );
 });
