@@ -10,10 +10,12 @@ import {
   GetObjectCommand,
   HeadObjectCommand,
   PutObjectCommand,
+  PutObjectTaggingCommand,
   S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { ATTACHMENT_LIFETIME_TAG, type AttachmentLifetime } from '../core/attachments.js';
 import {
   AttachmentMissingError,
   type AttachmentStore,
@@ -112,6 +114,21 @@ export class S3AttachmentStore implements AttachmentStore {
     }
   }
 
+  async setLifetime(key: string, lifetime: AttachmentLifetime): Promise<void> {
+    try {
+      await this.client.send(
+        new PutObjectTaggingCommand({
+          Bucket: this.bucket,
+          Key: key,
+          Tagging: { TagSet: [{ Key: ATTACHMENT_LIFETIME_TAG.key, Value: lifetime }] },
+        }),
+      );
+    } catch (error) {
+      if (isNotFound(error)) return;
+      throw error;
+    }
+  }
+
   async open(key: string): Promise<Readable> {
     try {
       const object = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
@@ -151,10 +168,13 @@ export class S3AttachmentStore implements AttachmentStore {
   }
 }
 
-/** S3 answers a missing key with 404 (NoSuchKey on GET and copy, NotFound on HEAD). */
+/**
+ * S3 answers a missing key with 404 (NoSuchKey on GET and copy, NotFound on HEAD). A missing bucket
+ * is a 404 too (NoSuchBucket), but a misconfiguration, not a missing object: it passes through.
+ */
 function isNotFound(error: unknown): boolean {
-  const status = (error as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
-  return status === 404;
+  const failure = error as { name?: unknown; $metadata?: { httpStatusCode?: number } } | null;
+  return failure?.$metadata?.httpStatusCode === 404 && failure.name !== 'NoSuchBucket';
 }
 
 async function hashStream(stream: Readable): Promise<string> {

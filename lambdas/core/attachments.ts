@@ -448,6 +448,24 @@ export const ATTACHMENT_AREAS = { uploads: 'uploads/', messages: 'messages/' } a
  */
 export const ATTACHMENT_LIFETIME_TAG = { key: 'postdate-lifetime', ended: 'ended' } as const;
 
+/** What a message's attachments are tagged: `ended` expires them (the bucket's rule), `live` keeps them. */
+export type AttachmentLifetime = 'ended' | 'live';
+
+/**
+ * What one write of a message's state record does to its attachments' tag, from the record's TTL
+ * before and after it (core/messageLifetime.ts sets the TTL exactly when the message ends, and
+ * removes it when a manual retry or a redrive takes a discarded message back): `ended` when the
+ * TTL appears, `live` when it goes, null when neither (docs/decisions/0090-attachment-end-tagging.md).
+ */
+export function attachmentLifetimeChange(
+  expiresAtBefore: number | undefined,
+  expiresAtAfter: number | undefined,
+): AttachmentLifetime | null {
+  if (expiresAtAfter !== undefined && expiresAtBefore === undefined) return 'ended';
+  if (expiresAtAfter === undefined && expiresAtBefore !== undefined) return 'live';
+  return null;
+}
+
 export function uploadKey(tenant: string, attachmentId: string): string {
   return `${ATTACHMENT_AREAS.uploads}${encodeURIComponent(tenant)}/${attachmentId}`;
 }

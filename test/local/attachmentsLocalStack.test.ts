@@ -5,10 +5,13 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { GetObjectTaggingCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attachmentS3Client } from '../../lambdas/adapters/S3AttachmentStore.js';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
+import { LOCAL_AWS } from '../support/awsLocal.js';
 
 const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 const PDF = Buffer.from('%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n');
@@ -66,6 +69,20 @@ describe('an attachment on the local stack', () => {
         sha256: sha256(a.content),
       })),
     ).toEqual([{ filename: 'invoice.pdf', type: 'application/pdf', sha256: sha256(PDF) }]);
+
+    // Sent: the message has ended, and its objects are tagged for the bucket's expiry (DESIGN §2).
+    const s3 = attachmentS3Client(stack.s3Endpoint, LOCAL_AWS);
+    const listed = await s3.send(
+      new ListObjectsV2Command({ Bucket: stack.attachmentBucket, Prefix: `messages/local/${id}/` }),
+    );
+    const key = listed.Contents?.[0]?.Key ?? '';
+    const tags = await eventually(async () => {
+      const tagging = await s3.send(
+        new GetObjectTaggingCommand({ Bucket: stack.attachmentBucket, Key: key }),
+      );
+      return tagging.TagSet?.length ? tagging.TagSet : undefined;
+    }, 30_000);
+    expect(tags).toEqual([{ Key: 'postdate-lifetime', Value: 'ended' }]);
   }, 60_000);
 
   it('takes a 5 MB file uploaded through POST /v1/attachments and delivers it byte-identical', async () => {
