@@ -112,7 +112,7 @@ export class Attachments extends Construct {
     this.acknowledgeArea(
       producer,
       'messages',
-      'the event producer reads every tenant\'s stream records; the key after the area is the tenant',
+      "the event producer reads every tenant's stream records; the key after the area is the tenant",
     );
   }
 

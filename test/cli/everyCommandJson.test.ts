@@ -21,7 +21,7 @@ const BIN = resolve('cli/postdate.mjs');
 const API_KEY = 'pd_every-command-json-key-01';
 /** The commands that print JSON Lines (one document per line) rather than one document. */
 const JSON_LINES = new Set(['messages export', 'messages enqueue']);
-const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0 };
+const FREE_PORTS = { api: 0, dynamodb: 0, sqs: 0, scheduler: 0, smtp: 0, mailViewer: 0, s3: 0 };
 
 /** Every leaf command of the program, as typed: `messages list`, `reconcile`, … */
 function leafCommands(command: Command, path: string[] = []): string[] {
@@ -59,6 +59,7 @@ describe('every postdate command with --json, against the local stack', () => {
     dir = await mkdtemp(join(tmpdir(), 'postdate-cli-json-'));
     await writeFile(join(dir, 'welcome.txt'), 'Hi {{name}}');
     await writeFile(join(dir, 'data.json'), '{"name": "Ada"}');
+    await writeFile(join(dir, 'ledger.pdf'), '%PDF-1.4 ledger');
     const later = new Date(Date.now() + 3_600_000).toISOString();
     const item = { to: ['ada@example.com'], subject: 'Batch', text: 'Batch.', send_at: later };
     await writeFile(
@@ -118,6 +119,15 @@ describe('every postdate command with --json, against the local stack', () => {
       'enqueue',
       '--file',
       'batch.jsonl',
+      '--api-url',
+      stack.apiUrl,
+      '--api-key',
+      stack.apiKey,
+    ],
+    'attachments upload': [
+      'attachments',
+      'upload',
+      'ledger.pdf',
       '--api-url',
       stack.apiUrl,
       '--api-key',
