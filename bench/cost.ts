@@ -1,8 +1,11 @@
+import { randomBytes } from 'node:crypto';
+import { encodedAttachmentBytes } from '../lambdas/core/attachments.js';
 import { type CountedRequest, installAwsRequestCounter } from './awsRequestCounter.js';
 import type { BenchOptions, BenchResult, BenchRow } from './benchResult.js';
 import { ratioRow } from './benchResult.js';
 import {
   enqueue,
+  enqueueBody,
   SHORT_LEASE_ENV,
   startBenchStack,
   waitForDelivery,
@@ -34,7 +37,10 @@ interface Scenario {
   readonly name: string;
   readonly bodyBytes: number;
   readonly deferred: boolean;
-  readonly goalPerMillion: number;
+  /** No goal for the attachment rows: their bill is mostly S3 storage, the user's own choice of retention. */
+  readonly goalPerMillion?: number;
+  /** One attachment (DESIGN §13): inline base64 in the enqueue, or uploaded first through POST /v1/attachments. */
+  readonly attachment?: { readonly bytes: number; readonly uploaded: boolean };
 }
 
 const SCENARIOS: readonly Scenario[] = [
@@ -42,7 +48,30 @@ const SCENARIOS: readonly Scenario[] = [
   { name: 'immediate 20 KB', bodyBytes: 20 * 1024, deferred: false, goalPerMillion: 10 },
   { name: 'deferred 1 KB', bodyBytes: 1024, deferred: true, goalPerMillion: 6 },
   { name: 'deferred 20 KB', bodyBytes: 20 * 1024, deferred: true, goalPerMillion: 10 },
+  {
+    name: 'immediate 1 KB + 100 KB attachment (inline)',
+    bodyBytes: 1024,
+    deferred: false,
+    attachment: { bytes: 100 * 1024, uploaded: false },
+  },
+  {
+    name: 'immediate 1 KB + 5 MB attachment (uploaded)',
+    bodyBytes: 1024,
+    deferred: false,
+    attachment: { bytes: 5 * 1024 * 1024, uploaded: true },
+  },
 ];
+
+/** POSTDATE_RETENTION_DAYS's default: how long an ended message's attachments are kept. */
+const RETENTION_DAYS = 30;
+
+/** What one message's attachment adds to the bill besides the requests counted. */
+export interface AttachmentLoad {
+  readonly bytes: number;
+  /** Uploaded through POST /v1/attachments (a client PUT, a day in uploads/), not inline. */
+  readonly uploaded: boolean;
+  readonly retentionDays: number;
+}
 
 /** One line of the per-message bill. */
 export interface CostLine {
@@ -108,11 +137,14 @@ export async function cost(options: BenchOptions): Promise<BenchResult> {
     for (const scenario of SCENARIOS) {
       const ids: string[] = [];
       for (let i = 0; i < perScenario; i += 1) {
-        const enqueued = await enqueue(stack, {
-          bodyBytes: scenario.bodyBytes,
-          key: `cost-${scenario.name}-${i}-${Date.now()}`,
-          ...(scenario.deferred ? { delaySeconds: DEFERRED_DELAY_SECONDS } : {}),
-        });
+        const key = `cost-${scenario.name}-${i}-${Date.now()}`;
+        const enqueued = scenario.attachment
+          ? await enqueueWithAttachment(stack, { bodyBytes: scenario.bodyBytes, key }, scenario.attachment)
+          : await enqueue(stack, {
+              bodyBytes: scenario.bodyBytes,
+              key,
+              ...(scenario.deferred ? { delaySeconds: DEFERRED_DELAY_SECONDS } : {}),
+            });
         ids.push(enqueued.id);
       }
       await waitForDelivery(stack, ids, 60_000);
@@ -121,41 +153,45 @@ export async function cost(options: BenchOptions): Promise<BenchResult> {
       const requests = counter.take();
       const bytes = logBytes.take();
       const logSources = logBytes.takeSources();
-      const bill = billOf(requests, bytes, perScenario);
+      const load = scenario.attachment && { ...scenario.attachment, retentionDays: RETENTION_DAYS };
+      const bill = billOf(requests, bytes, perScenario, 'alone', load);
       const perMillion = bill.reduce((sum, line) => sum + line.usdPerMillion, 0);
-      const busyBill = billOf(requests, bytes, perScenario, 'busy');
+      const busyBill = billOf(requests, bytes, perScenario, 'busy', load);
       const busyPerMillion = busyBill.reduce((sum, line) => sum + line.usdPerMillion, 0);
-      rows.push(
-        ratioRow({
+      // SES bills the attachments it sends per GB, beside its per-message price (as it counts them: encoded).
+      const sesPerMillion =
+        SES_PER_MILLION +
+        (scenario.attachment
+          ? (encodedAttachmentBytes(scenario.attachment.bytes) / 1024 ** 3) * PRICES.sesAttachmentGb.usd * 1e6
+          : 0);
+      const goal = scenario.goalPerMillion;
+      const judged = (value: number) =>
+        goal === undefined ? {} : { goal: `≤ $${goal}/M`, pass: value <= goal };
+      rows.push({
+        ...ratioRow({
           metric: `${scenario.name}: $ per million`,
           value: round(perMillion, 3),
           unit: '$/M',
           baselineLabel: 'SES $/M',
-          baseline: SES_PER_MILLION,
-          note: `goal ≤ $${scenario.goalPerMillion}/M`,
+          baseline: round(sesPerMillion, 3),
+          ...(goal === undefined
+            ? { note: `S3 storage for the ${RETENTION_DAYS}-day retention included` }
+            : { note: `goal ≤ $${goal}/M` }),
         }),
-      );
-      const last = rows.pop();
-      if (last) {
-        rows.push({
-          ...last,
-          goal: `≤ $${scenario.goalPerMillion}/M`,
-          pass: perMillion <= scenario.goalPerMillion,
-        });
-      }
+        ...judged(perMillion),
+      });
       rows.push({
         ...ratioRow({
           metric: `${scenario.name}: $ per million, busy (full batches)`,
           value: round(busyPerMillion, 3),
           unit: '$/M',
           baselineLabel: 'SES $/M',
-          baseline: SES_PER_MILLION,
+          baseline: round(sesPerMillion, 3),
         }),
-        goal: `≤ $${scenario.goalPerMillion}/M`,
-        pass: busyPerMillion <= scenario.goalPerMillion,
+        ...judged(busyPerMillion),
       });
       options.log(
-        `  ${scenario.name}: $${round(perMillion, 3)} per million alone, $${round(busyPerMillion, 3)} busy (SES $${SES_PER_MILLION})`,
+        `  ${scenario.name}: $${round(perMillion, 3)} per million alone, $${round(busyPerMillion, 3)} busy (SES $${round(sesPerMillion, 3)})`,
       );
       for (const line of bill) {
         options.log(
@@ -205,6 +241,7 @@ export function billOf(
   logBytes: number,
   messages: number,
   traffic: Traffic = 'alone',
+  attachment?: AttachmentLoad,
 ): CostLine[] {
   const busy = traffic === 'busy';
   /** Requests that carry a batch: one per message alone, one per full batch when busy. */
@@ -222,7 +259,11 @@ export function billOf(
   // Requests the functions made, by function and call.
   const groups = new Map<string, CountedRequest[]>();
   for (const request of requests) {
-    if (!isFunction(request.origin)) continue;
+    // S3 from any function: the event producer's tagging too (it is not in the modelled invocations).
+    // Not from `other`: pre-signing an upload URL runs the client's middleware without sending, and
+    // the PUT it signs is the client's, billed below.
+    const s3FromFunction = request.service === 'S3' && request.origin === 'function';
+    if (!isFunction(request.origin) && !s3FromFunction) continue;
     const key = `${request.origin} ${request.service}.${request.command}`;
     groups.set(key, [...(groups.get(key) ?? []), request]);
   }
@@ -259,11 +300,41 @@ export function billOf(
     } else if (service === 'Scheduler') {
       // Creating and deleting schedules is not billed; the invocation is (below).
       add(key, group.length, 'requests', 0, 'counted');
+    } else if (service === 'S3') {
+      const getClass = group[0]?.command === 'GetObject' || group[0]?.command === 'HeadObject';
+      add(
+        key,
+        group.length,
+        'requests',
+        getClass ? PRICES.s3GetRequest.usd : PRICES.s3PutRequest.usd,
+        'counted',
+      );
     } else if (service === 'SecretsManager') {
       add(key, group.length, 'requests', PRICES.secretsManagerApiCall.usd, 'counted');
     } else {
       add(key, group.length, 'requests', 0, 'counted');
     }
+  }
+
+  if (attachment) {
+    // The client's PUT to the pre-signed URL is billed to the bucket's owner; it is no SDK call here.
+    if (attachment.uploaded)
+      add(
+        'S3 PUT by the client (the pre-signed upload)',
+        messages,
+        'requests',
+        PRICES.s3PutRequest.usd,
+        'derived',
+      );
+    // messages/ keeps the bytes for the retention after the (immediate) end; uploads/ a day more.
+    const days = attachment.retentionDays + (attachment.uploaded ? 1 : 0);
+    add(
+      `S3 storage (${days} days, S3 Standard)`,
+      messages * (attachment.bytes / 1024 ** 3) * (days / 30),
+      'GB-month',
+      PRICES.s3StorageGbMonth.usd,
+      'modelled',
+    );
   }
 
   // What the platform does for us, seen through the local event sources and the scheduler emulator.
@@ -346,7 +417,8 @@ export function billOf(
       invocations[fn] * DURATION_MODEL_MS.handlerOverhead +
       dynamo * DURATION_MODEL_MS.perDynamodbCall +
       others * DURATION_MODEL_MS.perSqsOrSchedulerCall +
-      (fn === 'sender' ? messages * DURATION_MODEL_MS.perSmtpSend : 0);
+      (fn === 'sender' ? messages * DURATION_MODEL_MS.perSmtpSend : 0) +
+      movedMb(fn, attachment) * messages * DURATION_MODEL_MS.perAttachmentMb;
     gbSeconds += (FUNCTION_MEMORY_MB[fn] / 1024) * (ms / 1000);
   }
   add(
@@ -366,6 +438,56 @@ export function billOf(
     'derived',
   );
   return lines;
+}
+
+/** The MB of one message's attachment a function moves: the sender always, the api an inline file. */
+function movedMb(fn: FunctionName, attachment: AttachmentLoad | undefined): number {
+  if (!attachment) return 0;
+  const mb = attachment.bytes / (1024 * 1024);
+  if (fn === 'sender') return mb;
+  return fn === 'api' && !attachment.uploaded ? mb : 0;
+}
+
+/** An enqueue with one attachment: inline base64, or uploaded first through POST /v1/attachments. */
+async function enqueueWithAttachment(
+  stack: Awaited<ReturnType<typeof startBenchStack>>,
+  input: { readonly bodyBytes: number; readonly key: string },
+  attachment: { readonly bytes: number; readonly uploaded: boolean },
+): Promise<{ id: string }> {
+  const headers = { authorization: `Bearer ${stack.apiKey}`, 'content-type': 'application/json' };
+  const bytes = randomBytes(attachment.bytes);
+  let reference: Record<string, string>;
+  if (attachment.uploaded) {
+    const reserved = await fetch(`${stack.apiUrl}/v1/attachments`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        filename: 'bench.bin',
+        content_type: 'application/octet-stream',
+        size: bytes.length,
+      }),
+    });
+    if (reserved.status !== 201) throw new Error(`POST /v1/attachments answered ${reserved.status}`);
+    const { id, upload_url } = (await reserved.json()) as { id: string; upload_url: string };
+    const put = await fetch(upload_url, {
+      method: 'PUT',
+      body: bytes,
+      headers: { 'content-type': 'application/octet-stream' },
+    });
+    if (!put.ok) throw new Error(`the upload answered ${put.status}`);
+    reference = { attachment_id: id };
+  } else {
+    reference = { filename: 'bench.bin', content: bytes.toString('base64') };
+  }
+  const body = { ...JSON.parse(enqueueBody(input)), attachments: [reference] };
+  const response = await fetch(`${stack.apiUrl}/v1/messages`, {
+    method: 'POST',
+    headers: { ...headers, 'idempotency-key': input.key },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (response.status !== 202) throw new Error(`enqueue answered ${response.status}: ${text.slice(0, 300)}`);
+  return { id: (JSON.parse(text) as { id: string }).id };
 }
 
 function summarize(requests: readonly CountedRequest[], messages: number) {

@@ -71,6 +71,27 @@ export const PRICES = {
     source: 'https://aws.amazon.com/secrets-manager/pricing/',
     note: 'read once per sender cold start: not per message',
   },
+  s3PutRequest: {
+    usd: 0.005 / 1e3,
+    per: 'S3 Standard PUT, COPY, POST or LIST request (PutObjectTagging is billed as one)',
+    source: 'https://aws.amazon.com/s3/pricing/',
+  },
+  s3GetRequest: {
+    usd: 0.0004 / 1e3,
+    per: 'S3 Standard GET, SELECT or HEAD request',
+    source: 'https://aws.amazon.com/s3/pricing/',
+    note: 'data transferred from S3 to Lambda in the same region is free',
+  },
+  s3StorageGbMonth: {
+    usd: 0.023,
+    per: 'GB-month of S3 Standard storage (first 50 TB)',
+    source: 'https://aws.amazon.com/s3/pricing/',
+  },
+  sesAttachmentGb: {
+    usd: 0.12,
+    per: 'GB of attachments SES sends (the comparison, beside its per-message price)',
+    source: 'https://aws.amazon.com/ses/pricing/',
+  },
   sesOutboundMessage: {
     usd: 0.1 / 1e3,
     per: 'SES outbound email (the comparison: $100 per million)',
@@ -98,6 +119,11 @@ export const DURATION_MODEL_MS = {
   perSqsOrSchedulerCall: 12,
   /** One message over a pooled, already-open connection to an SMTP relay (SES SMTP) in the region. */
   perSmtpSend: 120,
+  /**
+   * Each MB of attachment a function moves: the api decoding and putting an inline file, the sender
+   * reading it from S3 and writing it base64 to the relay (in-region, tens of MB/s).
+   */
+  perAttachmentMb: 25,
 } as const;
 
 /** Lambda writes START, END and REPORT lines for every invocation (plain text, about this many bytes). */

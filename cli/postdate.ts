@@ -13,6 +13,7 @@ import { createPostdateClient } from '../lambdas/client/index.js';
 import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js';
 import { DynamoApiStore } from '../lambdas/store/apiStore.js';
 import { DynamoDueIndex } from '../lambdas/store/dueIndex.js';
+import { registerAttachmentsCommands } from './attachmentsCommands.js';
 import {
   CliError,
   type CliErrorKind,
@@ -562,6 +563,7 @@ export function buildProgram(): Command {
 
   registerSuppressionsCommands(program, action);
   registerWebhooksCommands(program);
+  registerAttachmentsCommands(program, action);
   return program;
 }
 

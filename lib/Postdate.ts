@@ -132,6 +132,7 @@ export class Postdate extends Construct {
       alarmTopic: ops.alarmTopic,
       maxConcurrency: resolved.webhookMaxConcurrency,
     });
+    attachments.grantLifetimeTagging(webhooks.producer);
     const bounces =
       resolved.sesNotificationTopic === undefined
         ? undefined

@@ -1,8 +1,11 @@
 /**
  * The local stack's S3 (DESIGN §7, §13): `s3rver` in this process, on loopback, with the attachment
  * bucket made at start. It keeps objects on disk only: under `dataDir` when given (they survive a
- * restart), else in a temp dir removed at stop. What it does not enforce is in local/EMULATORS.md.
+ * restart), else in a temp dir removed at stop. s3rver checks no SigV4 signature; a pre-signed URL's
+ * is checked here (`presignedSignatureProblem`), so a PUT of another size or type than the one signed
+ * is refused as S3 refuses it. What it does not enforce is in local/EMULATORS.md.
  */
+import { createHash, createHmac } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -35,6 +38,8 @@ export async function startS3Emulator(options: S3EmulatorOptions): Promise<S3Emu
   const directory = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'postdate-s3-')));
   // s3rver refuses an access key it does not know (it checks no SigV4 signature: EMULATORS.md).
   registerAccessKey(options.accessKeyId ?? 'local');
+
+  const accessKeyId = options.accessKeyId ?? 'local';
   const server = new S3rver({
     address: host,
     port: options.port,
@@ -42,6 +47,10 @@ export async function startS3Emulator(options: S3EmulatorOptions): Promise<S3Emu
     silent: true,
     configureBuckets: [{ name: bucket, configs: [] }],
   });
+  // First in line, before s3rver's own routes (Koa composes its middleware when it starts listening).
+  (server as unknown as { middleware: KoaMiddleware[] }).middleware.unshift(
+    checkPresignedSignature(accessKeyId),
+  );
   const address = await server.run();
   return {
     endpoint: `http://${host}:${address.port}`,
@@ -64,4 +73,94 @@ function registerAccessKey(accessKeyId: string): void {
     DUMMY_ACCOUNT: S3rverAccount;
   };
   account.DUMMY_ACCOUNT.createKeyPair(accessKeyId, accessKeyId);
+}
+
+interface KoaContext {
+  readonly method: string;
+  readonly path: string;
+  readonly querystring: string;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  status: number;
+  body: unknown;
+  set(name: string, value: string): void;
+}
+type KoaMiddleware = (ctx: KoaContext, next: () => Promise<void>) => Promise<void>;
+
+/** Refuses a pre-signed request whose SigV4 signature does not match (403 SignatureDoesNotMatch). */
+function checkPresignedSignature(accessKeyId: string): KoaMiddleware {
+  return async function presignedSignature(ctx, next) {
+    const problem = presignedSignatureProblem(ctx, accessKeyId);
+    if (problem === null) return next();
+    ctx.status = 403;
+    ctx.set('content-type', 'application/xml');
+    ctx.body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SignatureDoesNotMatch</Code><Message>${problem}</Message></Error>`;
+  };
+}
+
+/**
+ * Why a pre-signed request's signature is wrong, or null when it is right or the request is not
+ * pre-signed (SigV4 query authentication: AWS General Reference, "Authenticating requests: using
+ * query parameters"). The secret of the local key is the key id itself (registerAccessKey).
+ */
+function presignedSignatureProblem(
+  request: Pick<KoaContext, 'method' | 'path' | 'querystring' | 'headers'>,
+  secret: string,
+): string | null {
+  const pairs = request.querystring
+    .split('&')
+    .filter((pair) => pair !== '')
+    .map((pair) => {
+      const [name = '', value = ''] = pair.split('=');
+      return [decodeURIComponent(name), decodeURIComponent(value.replaceAll('+', ' '))] as const;
+    });
+  const query = new Map(pairs);
+  const signature = query.get('X-Amz-Signature');
+  if (signature === undefined) return null;
+  const credential = (query.get('X-Amz-Credential') ?? '').split('/');
+  const amzDate = query.get('X-Amz-Date') ?? '';
+  const signedHeaders = (query.get('X-Amz-SignedHeaders') ?? '').split(';');
+  const headerValue = (name: string): string => {
+    const value = request.headers[name];
+    return (Array.isArray(value) ? value.join(',') : (value ?? '')).trim().replace(/\s+/g, ' ');
+  };
+  const canonicalQuery = pairs
+    .filter(([name]) => name !== 'X-Amz-Signature')
+    .map(([name, value]) => [rfc3986(name), rfc3986(value)] as const)
+    .sort(([a, x], [b, y]) => (a === b ? (x < y ? -1 : 1) : a < b ? -1 : 1))
+    .map(([name, value]) => `${name}=${value}`)
+    .join('&');
+  const canonicalRequest = [
+    request.method,
+    request.path
+      .split('/')
+      .map((segment) => rfc3986(decodeURIComponent(segment)))
+      .join('/'),
+    canonicalQuery,
+    ...signedHeaders.map((name) => `${name}:${headerValue(name)}`),
+    '',
+    signedHeaders.join(';'),
+    query.get('X-Amz-Content-Sha256') ?? 'UNSIGNED-PAYLOAD',
+  ].join('\n');
+  const scope = credential.slice(1).join('/');
+  const stringToSign = [
+    'AWS4-HMAC-SHA256',
+    amzDate,
+    scope,
+    createHash('sha256').update(canonicalRequest).digest('hex'),
+  ].join('\n');
+  const [, date = '', region = '', service = ''] = credential;
+  const hmac = (key: string | Buffer, data: string) => createHmac('sha256', key).update(data).digest();
+  const key = hmac(hmac(hmac(hmac(`AWS4${secret}`, date), region), service), 'aws4_request');
+  const expected = createHmac('sha256', key).update(stringToSign).digest('hex');
+  return expected === signature
+    ? null
+    : `The request signature does not match: signed headers ${signedHeaders.join(', ')} (a PUT must send exactly the signed Content-Type and Content-Length).`;
+}
+
+/** RFC 3986 unreserved characters kept, everything else percent-encoded (SigV4's UriEncode). */
+function rfc3986(value: string): string {
+  return encodeURIComponent(value).replace(
+    /[!'()*]/g,
+    (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
 }

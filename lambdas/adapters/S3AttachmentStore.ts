@@ -10,10 +10,12 @@ import {
   GetObjectCommand,
   HeadObjectCommand,
   PutObjectCommand,
+  PutObjectTaggingCommand,
   S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { ATTACHMENT_LIFETIME_TAG, type AttachmentLifetime } from '../core/attachments.js';
 import {
   AttachmentMissingError,
   type AttachmentStore,
@@ -93,10 +95,36 @@ export class S3AttachmentStore implements AttachmentStore {
       const checksum = copied.CopyObjectResult?.ChecksumSHA256;
       if (checksum && !checksum.includes('-'))
         return { sha256: Buffer.from(checksum, 'base64').toString('hex') };
-      // An emulator without checksums (local/EMULATORS.md): hash the copy as a stream.
-      return { sha256: await hashStream(await this.open(to)) };
+      // An emulator without checksums (local/EMULATORS.md): hash the source as a stream (the api
+      // may read uploads/, not messages/).
+      const sha256 = await this.hash(from);
+      return sha256 === undefined ? undefined : { sha256 };
     } catch (error) {
       if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async hash(key: string): Promise<string | undefined> {
+    try {
+      return await hashStream(await this.open(key));
+    } catch (error) {
+      if (error instanceof AttachmentMissingError) return undefined;
+      throw error;
+    }
+  }
+
+  async setLifetime(key: string, lifetime: AttachmentLifetime): Promise<void> {
+    try {
+      await this.client.send(
+        new PutObjectTaggingCommand({
+          Bucket: this.bucket,
+          Key: key,
+          Tagging: { TagSet: [{ Key: ATTACHMENT_LIFETIME_TAG.key, Value: lifetime }] },
+        }),
+      );
+    } catch (error) {
+      if (isNotFound(error)) return;
       throw error;
     }
   }
@@ -140,10 +168,13 @@ export class S3AttachmentStore implements AttachmentStore {
   }
 }
 
-/** S3 answers a missing key with 404 (NoSuchKey on GET and copy, NotFound on HEAD). */
+/**
+ * S3 answers a missing key with 404 (NoSuchKey on GET and copy, NotFound on HEAD). A missing bucket
+ * is a 404 too (NoSuchBucket), but a misconfiguration, not a missing object: it passes through.
+ */
 function isNotFound(error: unknown): boolean {
-  const status = (error as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
-  return status === 404;
+  const failure = error as { name?: unknown; $metadata?: { httpStatusCode?: number } } | null;
+  return failure?.$metadata?.httpStatusCode === 404 && failure.name !== 'NoSuchBucket';
 }
 
 async function hashStream(stream: Readable): Promise<string> {

@@ -48,6 +48,8 @@ export interface RecordedAwsRequest {
   /** `x-amz-target` of the JSON protocols (`DynamoDB_20120810.GetItem`), absent for REST ones. */
   readonly target?: string;
   readonly body?: string;
+  /** S3 CopyObject's source (`x-amz-copy-source`): IAM authorizes reading it as well as the write. */
+  readonly copySource?: string;
 }
 
 /**
@@ -84,6 +86,7 @@ class RecordingHttpHandler extends NodeHttpHandler {
   override handle(...args: Parameters<NodeHttpHandler['handle']>): ReturnType<NodeHttpHandler['handle']> {
     const [request] = args;
     const target = request.headers['x-amz-target'];
+    const copySource = request.headers['x-amz-copy-source'];
     const line: RecordedAwsRequest = {
       function: this.functionName,
       hostname: request.hostname,
@@ -91,6 +94,7 @@ class RecordingHttpHandler extends NodeHttpHandler {
       path: request.path,
       query: request.query ?? {},
       ...(target ? { target } : {}),
+      ...(copySource ? { copySource } : {}),
       ...(typeof request.body === 'string' ? { body: request.body } : {}),
       ...(request.body instanceof Uint8Array ? { body: new TextDecoder().decode(request.body) } : {}),
     };

@@ -32,6 +32,7 @@ import {
   rawJsonResult,
   tenantOf,
 } from './route.js';
+import { createAttachmentRoute } from './routes/attachments.js';
 import { enqueueRoute } from './routes/enqueue.js';
 import { enqueueBatchRoute } from './routes/enqueueBatch.js';
 import {
@@ -98,6 +99,7 @@ function routeHandlers(deps: RouteDependencies): Readonly<Record<RouteName, Rout
     cancel: cancelMessageRoute(deps),
     retry: retryMessageRoute(deps),
     raiseGroup: raiseGroupRoute(deps),
+    createAttachment: createAttachmentRoute(deps),
     ...suppressionRoutes(deps),
     ...templateRoutes(deps),
     ...webhookRouteHandlers(deps.webhooks),

@@ -12,6 +12,8 @@ export type EnqueueRequest = components['schemas']['EnqueueRequest'];
 export type BatchEnqueueRequest = components['schemas']['BatchEnqueueRequest'];
 export type BatchEnqueueResponse = components['schemas']['BatchEnqueueResponse'];
 export type BatchResult = components['schemas']['BatchResult'];
+export type AttachmentUploadRequest = components['schemas']['AttachmentUploadRequest'];
+export type AttachmentUpload = components['schemas']['AttachmentUpload'];
 export type RescheduleRequest = components['schemas']['RescheduleRequest'];
 export type GroupVersionRequest = components['schemas']['GroupVersionRequest'];
 export type ListQuery = NonNullable<operations['list']['parameters']['query']>;
@@ -99,6 +101,12 @@ export interface PostdateClient {
     request: GroupVersionRequest,
     options?: { readonly signal?: AbortSignal },
   ): Promise<GroupHead>;
+  /**
+   * Reserves a large attachment (DESIGN §13): `{id, upload_url, expires_at}`. PUT the bytes to
+   * `upload_url` within the hour with exactly the declared `Content-Type` and size (plain `fetch`;
+   * no API key: the URL is signed), then enqueue with `attachments: [{ attachment_id: id }]`.
+   */
+  createAttachment(request: AttachmentUploadRequest, options?: CallOptions): Promise<AttachmentUpload>;
   /** `GET /health`: `{ status: 'ok' }` when the API can reach its table. */
   health(options?: CallOptions): Promise<{ status: 'ok' }>;
   /** `GET /openapi.json`: the OpenAPI document the API serves. */
@@ -234,6 +242,9 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
       return unwrap(
         await http.POST('/v1/messages/{id}/retry', { params: { path: { id } }, ...signalOf(callOptions) }),
       );
+    },
+    async createAttachment(request, callOptions = {}) {
+      return unwrap(await http.POST('/v1/attachments', { body: request, ...signalOf(callOptions) }));
     },
     async health(callOptions = {}) {
       return unwrap(await http.GET('/health', signalOf(callOptions)));

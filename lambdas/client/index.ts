@@ -11,6 +11,8 @@ export {
   type ProblemFieldError,
 } from './clientErrors.js';
 export {
+  type AttachmentUpload,
+  type AttachmentUploadRequest,
   type BatchEnqueueRequest,
   type BatchEnqueueResponse,
   type BatchResult,

@@ -114,6 +114,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/attachments': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Reserve a large attachment: a pre-signed upload URL and an id
+     * @description For files too large to send inline (base64 in the enqueue, up to `POSTDATE_INLINE_ATTACHMENT_MAX_KB` in all): declare the file, PUT its bytes to `upload_url` within the hour, then reference `id` in an enqueue.
+     *
+     *     The enqueue checks the upload against this declaration (there, the declared size and type; else a 400 naming `/attachments/N/attachment_id`), copies it to the message, and covers its SHA-256 in the idempotency fingerprint. The size may be up to what fits a message by itself (`POSTDATE_MAX_MESSAGE_MB`, base64-encoded).
+     */
+    post: operations['createAttachment'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/health': {
     parameters: {
       query?: never;
@@ -1170,6 +1192,37 @@ export interface components {
     GroupVersionRequest: {
       version: number;
     };
+    AttachmentUpload: {
+      /**
+       * @description Reference it in an enqueue: `"attachments": [{"attachment_id": "att_…"}]`.
+       * @example att_01jf6y8m3v3x1z6d2qk4n8r5tw
+       */
+      id: string;
+      /**
+       * Format: uri
+       * @description PUT the bytes here, with exactly the declared `Content-Type` and size (`Content-Length`): both are in the signature, so S3 refuses any other (403).
+       */
+      upload_url: string;
+      /**
+       * Format: date-time
+       * @description When the upload URL stops working (1 h). An upload no message references is deleted after 1 day.
+       */
+      expires_at: string;
+    };
+    AttachmentUploadRequest: {
+      /**
+       * @description The name the recipient sees: no CR, LF or other control character, no / or \; non-ASCII is sent RFC 2231-encoded. Executable types (.exe, .bat, .js, .jar, .msi, …) are refused.
+       * @example invoice-2026-12.pdf
+       */
+      filename: string;
+      /**
+       * @description A media type without parameters.
+       * @example application/pdf
+       */
+      content_type: string;
+      /** @description The exact size in bytes. */
+      size: number;
+    };
     SuppressionList: {
       items: components['schemas']['Suppression'][];
       /** @description Pass as `cursor` for the next page; null at the end. */
@@ -2130,6 +2183,108 @@ export interface operations {
         };
       };
       /** @description An invalid group key or version: `errors` names each. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The authorizer denied the key (unknown, revoked or malformed): API Gateway answers `{"message": "Forbidden"}`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is larger than 256 KiB (a problem), or than API Gateway's 10 MB (`{"message": "Request Entity Too Large"}`). */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description The body is not `application/json` (UTF-8). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The stage's throttle: API Gateway answers `{"message": "Too Many Requests"}`. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Something failed on our side: a problem (`urn:postdate:problem:internal`) from the function, or `{"message": "Internal Server Error"}` from API Gateway when the function or the authorizer failed. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+      /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before retrying (sent with the function's own 503; the gateway's 503 and 429 do not send it). */
+          'Retry-After'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+          'application/json': components['schemas']['GatewayError'];
+        };
+      };
+    };
+  };
+  createAttachment: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['AttachmentUploadRequest'];
+      };
+    };
+    responses: {
+      /** @description Reserved: PUT the file to `upload_url`. */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AttachmentUpload'];
+        };
+      };
+      /** @description Invalid request: `errors` names each field (a filename unsafe in a header or of an executable type, an executable or malformed `content_type`, a `size` below 1 byte or larger than a message may carry). */
       400: {
         headers: {
           [name: string]: unknown;

@@ -37,6 +37,7 @@ export type RouteName =
   | 'cancel'
   | 'retry'
   | 'raiseGroup'
+  | 'createAttachment'
   | 'health'
   | 'openapi'
   | SuppressionRouteName
@@ -61,6 +62,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { name: 'cancel', method: 'DELETE', path: '/v1/messages/{id}', authorized: true },
   { name: 'retry', method: 'POST', path: '/v1/messages/{id}/retry', authorized: true },
   { name: 'raiseGroup', method: 'PUT', path: '/v1/groups/{key}', authorized: true },
+  { name: 'createAttachment', method: 'POST', path: '/v1/attachments', authorized: true },
   { name: 'health', method: 'GET', path: '/health', authorized: false },
   { name: 'openapi', method: 'GET', path: '/openapi.json', authorized: false },
   { name: 'listSuppressions', method: 'GET', path: '/v1/suppressions', authorized: true },

@@ -8,7 +8,15 @@
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
 import { controlCharacterProblem } from './headerSafety.js';
-import type { FieldError } from './problem.js';
+import { newMessageId } from './ids.js';
+import {
+  type FieldError,
+  guarded,
+  illFormedStringErrors,
+  PARSE_CONTEXT,
+  type Validated,
+  zodErrors,
+} from './problem.js';
 
 export const ATTACHMENT_LIMITS = {
   /** Attachments on one message. */
@@ -226,6 +234,85 @@ export const AttachmentUploadSchema = z
   })
   .meta({ id: 'AttachmentUploadRequest' });
 
+/** What `POST /v1/attachments` reserved: kept beside the upload (`declarationKey`), read by the enqueue. */
+export interface UploadDeclaration {
+  readonly filename: string;
+  readonly content_type: string;
+  readonly size: number;
+}
+
+/**
+ * Validates a `POST /v1/attachments` body: the filename and type as an inline attachment's (DESIGN
+ * §13), the size at most what fits a message by itself (`POSTDATE_MAX_MESSAGE_MB`). Never throws.
+ */
+export function validateAttachmentUpload(
+  body: unknown,
+  limits: AttachmentSizeLimits,
+): Validated<UploadDeclaration> {
+  return guarded(() => {
+    const parsed = AttachmentUploadSchema.safeParse(body, PARSE_CONTEXT);
+    const hidden = illFormedStringErrors(body);
+    if (!parsed.success || hidden.length > 0)
+      return { ok: false, errors: parsed.success ? hidden : [...zodErrors(parsed.error), ...hidden] };
+    const largest = maxUploadBytes(limits);
+    if (parsed.data.size > largest) {
+      return {
+        ok: false,
+        errors: [
+          {
+            field: '/size',
+            message: `must be at most ${largest} bytes: the file alone, base64-encoded, must fit POSTDATE_MAX_MESSAGE_MB (${limits.maxMessageBytes / (1024 * 1024)} MB)`,
+          },
+        ],
+      };
+    }
+    const { filename, content_type, size } = parsed.data;
+    return { ok: true, value: { filename, content_type: content_type.toLowerCase(), size } };
+  });
+}
+
+/** A new upload id: `att_` and a lower-case ULID (time-ordered, 80 random bits). */
+export function newAttachmentId(now: Date, random: () => number): string {
+  return `att_${newMessageId(now.getTime(), random).toLowerCase()}`;
+}
+
+/** The declaration as stored: JSON, read back by `readDeclaration`. */
+export function declarationBytes(declaration: UploadDeclaration): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify(declaration));
+}
+
+/** A stored declaration, or undefined when it is not one (never throws). */
+export function readDeclaration(bytes: Uint8Array): UploadDeclaration | undefined {
+  try {
+    const value = JSON.parse(new TextDecoder().decode(bytes)) as Partial<UploadDeclaration> | null;
+    if (
+      typeof value?.filename === 'string' &&
+      typeof value.content_type === 'string' &&
+      typeof value.size === 'number'
+    )
+      return { filename: value.filename, content_type: value.content_type, size: value.size };
+  } catch {
+    // Not JSON: not a declaration of ours.
+  }
+  return undefined;
+}
+
+/**
+ * Why an upload may not be attached as declared, or null when it may: S3 enforces the signed size
+ * and type on the PUT, and this says the same again for a store that does not (local/EMULATORS.md).
+ */
+export function uploadMismatch(
+  declared: UploadDeclaration,
+  found: { readonly size: number; readonly contentType: string } | undefined,
+): string | null {
+  if (found === undefined) return 'nothing was uploaded to its upload_url yet';
+  if (found.size !== declared.size)
+    return `the uploaded file is ${found.size} bytes, ${declared.size} were declared`;
+  if (found.contentType.toLowerCase() !== declared.content_type)
+    return `the uploaded file's Content-Type is not the ${declared.content_type} declared`;
+  return null;
+}
+
 export type InlineAttachmentInput = z.infer<typeof InlineAttachmentSchema>;
 export type AttachmentReferenceInput = z.infer<typeof AttachmentReferenceSchema>;
 export type AttachmentInput = InlineAttachmentInput | AttachmentReferenceInput;
@@ -361,8 +448,31 @@ export const ATTACHMENT_AREAS = { uploads: 'uploads/', messages: 'messages/' } a
  */
 export const ATTACHMENT_LIFETIME_TAG = { key: 'postdate-lifetime', ended: 'ended' } as const;
 
+/** What a message's attachments are tagged: `ended` expires them (the bucket's rule), `live` keeps them. */
+export type AttachmentLifetime = 'ended' | 'live';
+
+/**
+ * What one write of a message's state record does to its attachments' tag, from the record's TTL
+ * before and after it (core/messageLifetime.ts sets the TTL exactly when the message ends, and
+ * removes it when a manual retry or a redrive takes a discarded message back): `ended` when the
+ * TTL appears, `live` when it goes, null when neither (docs/decisions/0090-attachment-end-tagging.md).
+ */
+export function attachmentLifetimeChange(
+  expiresAtBefore: number | undefined,
+  expiresAtAfter: number | undefined,
+): AttachmentLifetime | null {
+  if (expiresAtAfter !== undefined && expiresAtBefore === undefined) return 'ended';
+  if (expiresAtAfter === undefined && expiresAtBefore !== undefined) return 'live';
+  return null;
+}
+
 export function uploadKey(tenant: string, attachmentId: string): string {
   return `${ATTACHMENT_AREAS.uploads}${encodeURIComponent(tenant)}/${attachmentId}`;
+}
+
+/** Where `POST /v1/attachments` keeps what it reserved, beside the upload (and expired with it). */
+export function declarationKey(tenant: string, attachmentId: string): string {
+  return `${uploadKey(tenant, attachmentId)}.json`;
 }
 
 export function messageAttachmentKey(tenant: string, messageId: string, token: string): string {

@@ -1,23 +1,35 @@
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import type { AttachmentStore } from '../ports/AttachmentStore.js';
+import { inStreamOrder } from '../store/streamRecord.js';
+import { tagAttachmentLifetimes } from './attachmentLifetimes.js';
 import { fromLambdaRecord } from './eventRecords.js';
 import { type EventDeps, produceEvents } from './produceEvents.js';
 
 /**
  * The event producer's batch (the table's stream, its own filter and event source beside the
- * relay's): events out, the records to retry as batch item failures. It never throws for a record.
+ * relay's): events out, the attachments of ended messages tagged (attachmentLifetimes.ts), the
+ * records to retry as batch item failures. It never throws for a record.
  */
 export function createEventsHandler(
-  deps: EventDeps,
+  deps: EventDeps & {
+    /** The attachments' bucket; without it (a stack without attachments) nothing is tagged. */
+    readonly attachments?: AttachmentStore | undefined;
+  },
 ): (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse> {
   return async function eventsBatch(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
     const records = event.Records.map(fromLambdaRecord);
     const outcome = await produceEvents(records, deps);
+    const lifetimes = deps.attachments
+      ? await tagAttachmentLifetimes(records, deps.attachments, deps.log)
+      : { failed: [], tagged: 0 };
+    const failed = inStreamOrder(records, new Set([...outcome.failed, ...lifetimes.failed]));
     deps.log?.info('events batch done', {
       records: records.length,
       events: outcome.events,
       deliveries: outcome.deliveries,
-      failed: outcome.failed.length,
+      attachments_tagged: lifetimes.tagged,
+      failed: failed.length,
     });
-    return { batchItemFailures: outcome.failed.map((itemIdentifier) => ({ itemIdentifier })) };
+    return { batchItemFailures: failed.map((itemIdentifier) => ({ itemIdentifier })) };
   };
 }

@@ -13,6 +13,8 @@ export interface EventRecord {
   readonly sequenceNumber: string;
   readonly change: ImageChange;
   readonly state: MessageStateRecord | null;
+  /** The state record's TTL before the write (when its message ended), for its attachments' tag. */
+  readonly previousExpiresAt?: number | undefined;
 }
 
 /**
@@ -36,6 +38,7 @@ export function fromLambdaRecord(record: DynamoDBRecord): EventRecord {
       after: statusImage(decoded.newImage),
     },
     state: decoded.newImage,
+    previousExpiresAt: decoded.oldImage?.expires_at,
   };
 }
 

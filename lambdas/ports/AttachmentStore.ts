@@ -3,6 +3,7 @@
  * uploads and takes an upload into a message; the sender opens a stream. The S3 adapter is
  * adapters/S3AttachmentStore.ts. Keys are laid out by core/attachments.ts.
  */
+import type { AttachmentLifetime } from '../core/attachments.js';
 import { PostdateError } from '../core/postdateError.js';
 
 /** What the store knows of an object without reading it. */
@@ -29,6 +30,13 @@ export interface AttachmentStore {
    * SHA-256, hex; undefined when the source is gone.
    */
   copy(from: string, to: string): Promise<{ readonly sha256: string } | undefined>;
+  /** The SHA-256 of an object, hex, read as a stream (never whole in memory); undefined when there is none. */
+  hash(key: string): Promise<string | undefined>;
+  /**
+   * Tags an object with its message's lifetime (`postdate-lifetime`), which the bucket's lifecycle
+   * reads; an object that is gone needs no tag (nothing to expire).
+   */
+  setLifetime(key: string, lifetime: AttachmentLifetime): Promise<void>;
   /** The bytes as a stream, read as they are sent (the sender never holds a large file whole). */
   open(key: string): Promise<AsyncIterable<Uint8Array>>;
   /** A PUT URL valid `expiresInSeconds`, with the exact size and type in its signature. */

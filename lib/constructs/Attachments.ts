@@ -26,8 +26,8 @@ export interface AttachmentsProps {
  * - `messages/`: no expiry while the message lives; once it ends its objects are tagged
  *   `postdate-lifetime=ended` and expire a retention after they were written
  *   (docs/decisions/0083-attachment-lifetimes.md).
- * Grants: only the api writes, only the sender reads a message's attachments; both by area, each
- * key under its tenant.
+ * Grants: only the api writes and pre-signs, only the sender reads a message's attachments, only
+ * the event producer tags them; all by area, each key under its tenant.
  */
 export class Attachments extends Construct {
   readonly bucket: s3.Bucket;
@@ -70,8 +70,10 @@ export class Attachments extends Construct {
   }
 
   /**
-   * The api: stores inline attachments under `messages/` (uploads through `POST /v1/attachments`,
-   * which will put and pre-sign under `uploads/`, are not built yet).
+   * The api: stores inline attachments under `messages/`; reserves uploads under `uploads/` (the
+   * declaration it puts, and the pre-signed PUT, which S3 authorizes as this role's `s3:PutObject`);
+   * reads an upload to check it and copy it into `messages/` (CopyObject: GetObject on the source,
+   * PutObject on the copy). It never reads `messages/`.
    */
   grantApi(api: PostdateFunction): void {
     api.function.addEnvironment(RESOURCE_SETTINGS.attachmentBucket.variable, this.bucket.bucketName);
@@ -79,13 +81,38 @@ export class Attachments extends Construct {
       new iam.PolicyStatement({
         sid: 'WriteAttachments',
         actions: ['s3:PutObject'],
+        resources: [this.areaArn('messages'), this.areaArn('uploads')],
+      }),
+    );
+    api.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ReadUploads',
+        actions: ['s3:GetObject'],
+        resources: [this.areaArn('uploads')],
+      }),
+    );
+    const why = 'the api serves every tenant; the key after the area is the tenant';
+    this.acknowledgeArea(api, 'messages', why);
+    this.acknowledgeArea(api, 'uploads', why);
+  }
+
+  /**
+   * The event producer: tags an ended message's attachments for the bucket's expiry (and a message
+   * taken back live again), nothing else (docs/decisions/0090-attachment-end-tagging.md).
+   */
+  grantLifetimeTagging(producer: PostdateFunction): void {
+    producer.function.addEnvironment(RESOURCE_SETTINGS.attachmentBucket.variable, this.bucket.bucketName);
+    producer.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'TagMessageAttachments',
+        actions: ['s3:PutObjectTagging'],
         resources: [this.areaArn('messages')],
       }),
     );
     this.acknowledgeArea(
-      api,
+      producer,
       'messages',
-      'the api serves every tenant; the key after the area is the tenant',
+      "the event producer reads every tenant's stream records; the key after the area is the tenant",
     );
   }
 

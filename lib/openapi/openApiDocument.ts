@@ -15,6 +15,7 @@ import { API_ROUTES, type ApiRoute, type RouteName } from '../../lambdas/core/ap
 import { CONFIG_SETTINGS } from '../../lambdas/core/configSpec.js';
 import { PROBLEM_CONTENT_TYPE } from '../../lambdas/core/problem.js';
 import { LIMITS } from '../../lambdas/core/requestLimits.js';
+import { ATTACHMENT_OPERATIONS } from './attachmentOperations.js';
 import {
   GatewayErrorSchema,
   headersOf,
@@ -40,6 +41,7 @@ export {
 /** One operation per route name; the test checks these against API_ROUTES. */
 const OPERATIONS: Record<RouteName, Operation> = {
   ...MESSAGE_OPERATIONS,
+  ...ATTACHMENT_OPERATIONS,
   health: {
     summary: 'Liveness (no authentication)',
     responses: { 200: { description: 'Alive.', content: json(z.object({ status: z.literal('ok') })) } },

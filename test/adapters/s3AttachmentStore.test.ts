@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { DeleteObjectCommand, GetObjectTaggingCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentS3Client, S3AttachmentStore } from '../../lambdas/adapters/S3AttachmentStore.js';
 import { AttachmentMissingError } from '../../lambdas/ports/AttachmentStore.js';
@@ -7,10 +8,11 @@ import { LOCAL_AWS } from '../support/awsLocal.js';
 
 let emulator: S3Emulator;
 let store: S3AttachmentStore;
+let client: ReturnType<typeof attachmentS3Client>;
 
 beforeAll(async () => {
   emulator = await startS3Emulator({ port: 0, bucket: `att-${randomBytes(4).toString('hex')}` });
-  const client = attachmentS3Client(emulator.endpoint, LOCAL_AWS);
+  client = attachmentS3Client(emulator.endpoint, LOCAL_AWS);
   store = new S3AttachmentStore({ bucket: emulator.bucket, client });
 });
 afterAll(async () => {
@@ -85,20 +87,52 @@ describe('the attachment store on S3 (against s3rver)', () => {
     });
   });
 
-  it('the emulator does not check the signed size (local/EMULATORS.md): the enqueue must', async () => {
-    const upload = await store.presignPut('uploads/acme/att_3', {
-      size: 5,
-      contentType: 'application/pdf',
-      expiresInSeconds: 3600,
-      now: new Date(),
+  it.each([
+    ['another size', Buffer.from('longer than five'), 'application/pdf'],
+    ['another type', Buffer.from('%PDF1'), 'text/html'],
+  ])(
+    'refuses a PUT of %s than signed with 403 SignatureDoesNotMatch, as S3 does, and stores nothing',
+    async (_what, body, type) => {
+      const upload = await store.presignPut('uploads/acme/att_3', {
+        size: 5,
+        contentType: 'application/pdf',
+        expiresInSeconds: 3600,
+        now: new Date(),
+      });
+      const put = await fetch(upload.url, { method: 'PUT', body, headers: { 'content-type': type } });
+      expect(put.status).toBe(403);
+      expect(await put.text()).toContain('<Code>SignatureDoesNotMatch</Code>');
+      expect(await store.describe('uploads/acme/att_3')).toBeUndefined();
+
+      const right = await fetch(upload.url, {
+        method: 'PUT',
+        body: Buffer.from('%PDF1'),
+        headers: { 'content-type': 'application/pdf' },
+      });
+      expect(right.status).toBe(200);
+      await client.send(new DeleteObjectCommand({ Bucket: emulator.bucket, Key: 'uploads/acme/att_3' }));
+    },
+  );
+
+  it("tags an object with its message's lifetime; one already gone is no error, a missing bucket is", async () => {
+    await store.put('messages/acme/m3/a', new Uint8Array([1]), 'application/pdf');
+    await store.setLifetime('messages/acme/m3/a', 'ended');
+    const tagging = await client.send(
+      new GetObjectTaggingCommand({ Bucket: emulator.bucket, Key: 'messages/acme/m3/a' }),
+    );
+    expect(tagging.TagSet).toEqual([{ Key: 'postdate-lifetime', Value: 'ended' }]);
+
+    await expect(store.setLifetime('messages/acme/m3/gone', 'ended')).resolves.toBeUndefined();
+    const elsewhere = new S3AttachmentStore({ bucket: 'no-such-bucket-here', client });
+    await expect(elsewhere.setLifetime('messages/acme/m3/a', 'ended')).rejects.toMatchObject({
+      name: 'NoSuchBucket',
     });
-    const put = await fetch(upload.url, {
-      method: 'PUT',
-      body: Buffer.from('longer than five'),
-      headers: { 'content-type': 'application/pdf' },
-    });
-    // S3 answers 403 SignatureDoesNotMatch here; s3rver stores it.
-    expect(put.status).toBe(200);
-    expect(await store.describe('uploads/acme/att_3')).toMatchObject({ size: 16 });
+  });
+
+  it('hashes an object as a stream; undefined when it is gone', async () => {
+    const bytes = new Uint8Array(randomBytes(70_000));
+    await store.put('uploads/acme/att_h', bytes, 'application/pdf');
+    expect(await store.hash('uploads/acme/att_h')).toBe(sha256(bytes));
+    expect(await store.hash('uploads/acme/gone')).toBeUndefined();
   });
 });

@@ -75,7 +75,7 @@ describe('inline attachments on enqueue', () => {
       '/attachments/0/content_type',
     ],
     [
-      'an upload id (not built yet)',
+      'an upload id never reserved',
       { attachment_id: 'att_01jf6y8m3v3x1z6d2qk4n8r5tw' },
       '/attachments/0/attachment_id',
     ],

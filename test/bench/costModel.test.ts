@@ -63,3 +63,67 @@ describe('the cost model: a lone message and a busy stream', () => {
     expect(total(busy)).toBeLessThan(total(alone));
   });
 });
+
+describe('the cost model: attachments (DESIGN §13, issue 30)', () => {
+  /** Ten messages each with one uploaded attachment: what the api, the sender and the producer ask of S3. */
+  function tenWithUpload(): CountedRequest[] {
+    return [
+      ...tenAlone(),
+      ...Array.from({ length: 10 }, () => [
+        request({ origin: 'api', service: 'S3', command: 'PutObject' }),
+        request({ origin: 'api', service: 'S3', command: 'GetObject' }),
+        request({ origin: 'api', service: 'S3', command: 'HeadObject' }),
+        request({ origin: 'api', service: 'S3', command: 'CopyObject' }),
+        request({ origin: 'sender', service: 'S3', command: 'GetObject' }),
+        request({ origin: 'function', service: 'S3', command: 'PutObjectTagging' }),
+        // Pre-signing the upload URL runs the middleware without a request: not a billed call.
+        request({ origin: 'other', service: 'S3', command: 'PutObject' }),
+      ]).flat(),
+    ];
+  }
+  const MB5 = 5 * 1024 * 1024;
+
+  it('prices S3 PUT, COPY and tagging as PUT-class requests, GET and HEAD as GET-class, from whichever function made them', () => {
+    const bill = billOf(tenWithUpload(), 0, 10, 'alone', {
+      bytes: MB5,
+      uploaded: true,
+      retentionDays: 30,
+    });
+    expect(line(bill, 'api S3.PutObject')?.usdPerMillion).toBeCloseTo(5, 6);
+    expect(line(bill, 'api S3.CopyObject')?.usdPerMillion).toBeCloseTo(5, 6);
+    expect(line(bill, 'api S3.HeadObject')?.usdPerMillion).toBeCloseTo(0.4, 6);
+    expect(line(bill, 'sender S3.GetObject')?.usdPerMillion).toBeCloseTo(0.4, 6);
+    expect(line(bill, 'function S3.PutObjectTagging')?.usdPerMillion).toBeCloseTo(5, 6);
+    // The client's own PUT to the pre-signed URL is billed to the bucket's owner too.
+    expect(line(bill, 'S3 PUT by the client')?.usdPerMillion).toBeCloseTo(5, 6);
+    expect(line(bill, 'other S3')).toBeUndefined();
+  });
+
+  it('stores the bytes for the retention (and an upload a day more), at S3 Standard GB-month', () => {
+    const bill = billOf(tenWithUpload(), 0, 10, 'alone', { bytes: MB5, uploaded: true, retentionDays: 30 });
+    const gbMonths = (MB5 / 1024 ** 3) * (31 / 30);
+    expect(line(bill, 'S3 storage')?.usdPerMillion).toBeCloseTo(gbMonths * 0.023 * 1e6, 3);
+    const inline = billOf(tenAlone(), 0, 10, 'alone', {
+      bytes: 100 * 1024,
+      uploaded: false,
+      retentionDays: 30,
+    });
+    expect(line(inline, 'S3 PUT by the client')).toBeUndefined();
+    expect(line(inline, 'S3 storage')?.usdPerMillion).toBeCloseTo(
+      ((100 * 1024) / 1024 ** 3) * 0.023 * 1e6,
+      3,
+    );
+  });
+
+  it('adds the time to move the bytes to the modelled Lambda compute', () => {
+    const without = billOf(tenWithUpload(), 0, 10);
+    const withBytes = billOf(tenWithUpload(), 0, 10, 'alone', {
+      bytes: MB5,
+      uploaded: true,
+      retentionDays: 30,
+    });
+    expect(line(withBytes, 'Lambda compute')?.usdPerMillion).toBeGreaterThan(
+      line(without, 'Lambda compute')?.usdPerMillion ?? 0,
+    );
+  });
+});

@@ -76,12 +76,17 @@ describe("the attachments' bucket (DESIGN §13)", () => {
     ]);
   });
 
-  it('lets only the api write only the sender read a message’s attachments', () => {
+  it('lets only the api write, pre-sign and read uploads, only the sender read a message’s attachments, only the event producer tag them', () => {
     expect(s3Statements('api')).toEqual([
       expect.objectContaining({
         Effect: 'Allow',
         Action: ['s3:PutObject'],
-        Resource: [objectsIn('messages/')],
+        Resource: [objectsIn('messages/'), objectsIn('uploads/')],
+      }),
+      expect.objectContaining({
+        Effect: 'Allow',
+        Action: ['s3:GetObject'],
+        Resource: [objectsIn('uploads/')],
       }),
     ]);
     expect(s3Statements('sender')).toEqual([
@@ -91,11 +96,18 @@ describe("the attachments' bucket (DESIGN §13)", () => {
         Resource: [objectsIn('messages/')],
       }),
     ]);
-    for (const name of ['authorizer', 'relay', 'sweeper', 'events', 'webhooks'] as const)
+    expect(s3Statements('events')).toEqual([
+      expect.objectContaining({
+        Effect: 'Allow',
+        Action: ['s3:PutObjectTagging'],
+        Resource: [objectsIn('messages/')],
+      }),
+    ]);
+    for (const name of ['authorizer', 'relay', 'sweeper', 'webhooks'] as const)
       expect(s3Statements(name), name).toEqual([]);
   });
 
-  it('tells the api and the sender the bucket, and no other function', () => {
+  it('tells the api, the sender and the event producer the bucket, and no other function', () => {
     const variables = (name: keyof PostdateStack['postdate']['functions']) => {
       const fn = template.toJSON().Resources[logicalIdOf(stack.postdate.functions[name])] as Resource;
       return (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
@@ -103,6 +115,8 @@ describe("the attachments' bucket (DESIGN §13)", () => {
     const bucketRef = { Ref: logicalIdOf(stack.postdate.attachmentBucket) };
     expect(variables('api').POSTDATE_ATTACHMENT_BUCKET).toEqual(bucketRef);
     expect(variables('sender').POSTDATE_ATTACHMENT_BUCKET).toEqual(bucketRef);
-    expect(variables('relay').POSTDATE_ATTACHMENT_BUCKET).toBeUndefined();
+    expect(variables('events').POSTDATE_ATTACHMENT_BUCKET).toEqual(bucketRef);
+    for (const name of ['relay', 'sweeper', 'webhooks'] as const)
+      expect(variables(name).POSTDATE_ATTACHMENT_BUCKET, name).toBeUndefined();
   });
 });

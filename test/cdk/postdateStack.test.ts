@@ -454,6 +454,7 @@ describe('api: the HTTP API', () => {
       'POST /v1/messages/{id}/retry',
       'PUT /v1/groups/{key}',
       'POST /v1/messages/batch',
+      'POST /v1/attachments',
       'GET /health',
       'GET /openapi.json',
       'GET /v1/suppressions',

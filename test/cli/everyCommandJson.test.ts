@@ -59,6 +59,7 @@ describe('every postdate command with --json, against the local stack', () => {
     dir = await mkdtemp(join(tmpdir(), 'postdate-cli-json-'));
     await writeFile(join(dir, 'welcome.txt'), 'Hi {{name}}');
     await writeFile(join(dir, 'data.json'), '{"name": "Ada"}');
+    await writeFile(join(dir, 'ledger.pdf'), '%PDF-1.4 ledger');
     const later = new Date(Date.now() + 3_600_000).toISOString();
     const item = { to: ['ada@example.com'], subject: 'Batch', text: 'Batch.', send_at: later };
     await writeFile(
@@ -118,6 +119,15 @@ describe('every postdate command with --json, against the local stack', () => {
       'enqueue',
       '--file',
       'batch.jsonl',
+      '--api-url',
+      stack.apiUrl,
+      '--api-key',
+      stack.apiKey,
+    ],
+    'attachments upload': [
+      'attachments',
+      'upload',
+      'ledger.pdf',
       '--api-url',
       stack.apiUrl,
       '--api-key',

@@ -33,8 +33,8 @@ export function readRecordedRequests(file: string): RecordedAwsRequest[] {
 
 /** The IAM requests one recorded wire request stands for. */
 export function iamRequestsOf(recorded: RecordedAwsRequest): IamRequest[] {
-  const s3 = s3Request(recorded);
-  if (s3) return [s3];
+  const s3 = s3Requests(recorded);
+  if (s3) return s3;
   const body = recorded.body ? (JSON.parse(recorded.body) as Json) : {};
   const at = (action: string, resource: string, context: IamRequest['context'] = {}): IamRequest => ({
     function: recorded.function,
@@ -163,22 +163,42 @@ function queryRequest(
 
 /**
  * An S3 object request, path-style (`/{bucket}/{key}`) as the functions send it to the emulator:
- * the SDK names the operation in `x-id`; its body is the object's bytes, not JSON.
+ * the SDK names most operations in `x-id`; HeadObject has none (IAM reads it as s3:GetObject), and
+ * PutObjectTagging is `?tagging`. A CopyObject is two IAM requests: PutObject on the copy and
+ * GetObject on its source (`x-amz-copy-source`). Its body is the object's bytes, not JSON.
  */
-function s3Request(recorded: RecordedAwsRequest): IamRequest | undefined {
-  const operation = recorded.query['x-id'];
+function s3Requests(recorded: RecordedAwsRequest): IamRequest[] | undefined {
+  const operation =
+    recorded.method === 'HEAD'
+      ? 'HeadObject'
+      : 'tagging' in recorded.query
+        ? 'PutObjectTagging'
+        : recorded.query['x-id'];
   if (typeof operation !== 'string') return undefined;
-  const action = ({ GetObject: 's3:GetObject', PutObject: 's3:PutObject' } as Record<string, string>)[
-    operation
-  ];
+  const action = (
+    {
+      GetObject: 's3:GetObject',
+      HeadObject: 's3:GetObject',
+      PutObject: 's3:PutObject',
+      CopyObject: 's3:PutObject',
+      PutObjectTagging: 's3:PutObjectTagging',
+    } as Record<string, string>
+  )[operation];
   if (action === undefined) throw new Error(`an S3 operation this test cannot read: ${operation}`);
-  const [, bucket = '', ...key] = recorded.path.split('/');
-  return {
-    function: recorded.function,
-    action,
-    resource: `${arnOf.bucket(bucket)}/${key.map(decodeURIComponent).join('/')}`,
-    context: {},
+  const object = (path: string): string => {
+    const [bucket = '', ...key] = path.replace(/^\//, '').split('/');
+    return `${arnOf.bucket(bucket)}/${key.map(decodeURIComponent).join('/')}`;
   };
+  const at = (act: string, resource: string): IamRequest => ({
+    function: recorded.function,
+    action: act,
+    resource,
+    context: {},
+  });
+  const requests = [at(action, object(recorded.path))];
+  if (operation === 'CopyObject' && recorded.copySource)
+    requests.push(at('s3:GetObject', object(recorded.copySource)));
+  return requests;
 }
 
 function queueNameOf(queueUrl: string): string {

@@ -278,7 +278,26 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
     expect(now.status).toBe(202);
     expect((await enqueue('now', { to: ['bounce-me@example.com'], attachments })).status).toBe(200);
     const deferred = await enqueue('deferred', { send_at: later });
-    const cancelled = await enqueue('cancelled', { send_at: later });
+    // An upload: the api reserves it (its declaration put; the pre-signed PUT is authorized as the
+    // api's s3:PutObject on the same key area), checks it and copies it into the message. The
+    // message is cancelled, so the event producer tags it ended (decision 0090).
+    const upload = await call('POST', '/v1/attachments', {
+      filename: 'ledger.pdf',
+      content_type: 'application/pdf',
+      size: 8,
+    });
+    expect(upload.status).toBe(201);
+    const put = await fetch(upload.json.upload_url, {
+      method: 'PUT',
+      body: Buffer.from('%PDF-1.4'),
+      headers: { 'content-type': 'application/pdf' },
+    });
+    expect(put.status).toBe(200);
+    const cancelled = await enqueue('cancelled', {
+      send_at: later,
+      attachments: [{ attachment_id: upload.json.id }],
+    });
+    expect(cancelled.status).toBe(202);
     const grouped = await enqueue('grouped', { group: { key: 'campaign:1', version: 1 }, attachments });
     expect((await call('PUT', '/v1/groups/campaign:2', { version: 3 })).status).toBe(200);
     messageIds = [now.json.id, deferred.json.id, grouped.json.id];

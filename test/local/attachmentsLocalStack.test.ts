@@ -1,14 +1,18 @@
 /**
- * An attachment through the whole local stack (DESIGN §7, §13): enqueue a PDF inline over HTTP; its
- * bytes go to the S3 emulator, and the sender streams them to the SMTP sink byte-identical.
+ * Attachments through the whole local stack (DESIGN §7, §13): a PDF inline, and a 5 MB file uploaded
+ * through `POST /v1/attachments` and its pre-signed URL; the bytes go to the S3 emulator, and the
+ * sender streams them to the SMTP sink byte-identical.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { GetObjectTaggingCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attachmentS3Client } from '../../lambdas/adapters/S3AttachmentStore.js';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
+import { LOCAL_AWS } from '../support/awsLocal.js';
 
 const PDF = Buffer.from('%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n');
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
@@ -65,5 +69,63 @@ describe('an attachment on the local stack', () => {
         sha256: sha256(a.content),
       })),
     ).toEqual([{ filename: 'invoice.pdf', type: 'application/pdf', sha256: sha256(PDF) }]);
+
+    // Sent: the message has ended, and its objects are tagged for the bucket's expiry (DESIGN §2).
+    const s3 = attachmentS3Client(stack.s3Endpoint, LOCAL_AWS);
+    const listed = await s3.send(
+      new ListObjectsV2Command({ Bucket: stack.attachmentBucket, Prefix: `messages/local/${id}/` }),
+    );
+    const key = listed.Contents?.[0]?.Key ?? '';
+    const tags = await eventually(async () => {
+      const tagging = await s3.send(
+        new GetObjectTaggingCommand({ Bucket: stack.attachmentBucket, Key: key }),
+      );
+      return tagging.TagSet?.length ? tagging.TagSet : undefined;
+    }, 30_000);
+    expect(tags).toEqual([{ Key: 'postdate-lifetime', Value: 'ended' }]);
   }, 60_000);
+
+  it('takes a 5 MB file uploaded through POST /v1/attachments and delivers it byte-identical', async () => {
+    const headers = { authorization: `Bearer ${stack.apiKey}`, 'content-type': 'application/json' };
+    const bytes = randomBytes(5 * 1024 * 1024);
+    const reserved = await fetch(`${stack.apiUrl}/v1/attachments`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ filename: 'ledger.zip', content_type: 'application/zip', size: bytes.length }),
+    });
+    expect(reserved.status).toBe(201);
+    const { id: attachmentId, upload_url } = (await reserved.json()) as { id: string; upload_url: string };
+    const put = await fetch(upload_url, {
+      method: 'PUT',
+      body: bytes,
+      headers: { 'content-type': 'application/zip' },
+    });
+    expect(put.status).toBe(200);
+
+    const enqueued = await fetch(`${stack.apiUrl}/v1/messages`, {
+      method: 'POST',
+      headers: { ...headers, 'idempotency-key': 'local-attachment-upload-1' },
+      body: JSON.stringify({
+        to: ['ada@example.com'],
+        subject: 'Your ledger',
+        text: 'Attached.',
+        attachments: [{ attachment_id: attachmentId }],
+      }),
+    });
+    expect(enqueued.status).toBe(202);
+    const { id } = (await enqueued.json()) as { id: string };
+
+    const mail = await eventually(
+      async () => stack.smtpSink?.messages().find((message) => message.postdateId === id),
+      60_000,
+    );
+    const parsed = await simpleParser(mail.raw);
+    expect(
+      parsed.attachments.map((a) => ({
+        filename: a.filename,
+        type: a.contentType,
+        sha256: sha256(a.content),
+      })),
+    ).toEqual([{ filename: 'ledger.zip', type: 'application/zip', sha256: sha256(bytes) }]);
+  }, 120_000);
 });

@@ -1,24 +1,97 @@
 /**
- * The attachments of an enqueue (DESIGN §13), between validation and the records: the sizes (413),
- * then the bytes into the bucket under the tenant, so that the records written next only ever name
- * bytes that are there. Keys derive from the message id, the position and the content
- * (docs/decisions/0082-attachment-storage.md): a client's retry writes the same bytes to the same
- * keys, a refused replay with other content writes other keys and never touches the original's.
+ * Attachments in the api (DESIGN §13):
+ * - `POST /v1/attachments` reserves an upload: an id, a pre-signed S3 PUT (1 h, the declared size
+ *   and type in its signature) under `uploads/{tenant}/{id}`, and the declaration beside it;
+ * - an enqueue's attachments, between validation and the records: the sizes (413), then the bytes
+ *   into the bucket under the tenant — inline ones put, uploads checked against their declaration
+ *   and copied — so that the records written next only ever name bytes that are there. Keys derive
+ *   from the message id, the position and the content or upload id
+ *   (docs/decisions/0082-attachment-storage.md): a client's retry writes the same bytes to the same
+ *   keys, a refused replay with other content writes other keys and never touches the original's.
  */
 import {
+  ATTACHMENT_LIMITS,
   type AttachmentInput,
+  type AttachmentSizeLimits,
+  declarationBytes,
+  declarationKey,
   messageAttachmentKey,
   messageSizeCheck,
+  newAttachmentId,
   planAttachments,
+  type RequestedAttachment,
+  readDeclaration,
   type StoredAttachment,
+  type UploadDeclaration,
+  uploadKey,
+  uploadMismatch,
+  validateAttachmentUpload,
 } from '../../core/attachments.js';
 import { CONFIG_SETTINGS } from '../../core/configSpec.js';
 import type { EnqueueRequest } from '../../core/messageSchema.js';
-import { type ProblemDetails, problem, validationProblem } from '../../core/problem.js';
-import type { RouteDependencies } from '../route.js';
+import { type FieldError, type ProblemDetails, problem, validationProblem } from '../../core/problem.js';
+import type { AttachmentStore } from '../../ports/AttachmentStore.js';
+import {
+  jsonResult,
+  problemResult,
+  type RouteDependencies,
+  type RouteHandler,
+  readJsonBody,
+} from '../route.js';
+
+/**
+ * POST /v1/attachments `{filename, content_type, size}` → 201 `{id, upload_url, expires_at}`. The
+ * declaration is stored first, so an upload the enqueue finds always has one; both expire with the
+ * `uploads/` area a day later, referenced or not (the enqueue copies what it references).
+ */
+export function createAttachmentRoute(
+  deps: Pick<RouteDependencies, 'attachments' | 'config' | 'now' | 'random'>,
+): RouteHandler {
+  return async function createAttachment({ tenant, event }) {
+    const body = readJsonBody(event);
+    if (!body.ok) return problemResult(body.problem);
+    const store = deps.attachments;
+    if (store === undefined) return problemResult(noBucket('body'));
+    const declared = validateAttachmentUpload(body.value, sizeLimits(deps.config));
+    if (!declared.ok) return problemResult(validationProblem(declared.errors));
+    const now = deps.now();
+    const id = newAttachmentId(now, deps.random);
+    await store.put(declarationKey(tenant, id), declarationBytes(declared.value), 'application/json');
+    const upload = await store.presignPut(uploadKey(tenant, id), {
+      size: declared.value.size,
+      contentType: declared.value.content_type,
+      expiresInSeconds: ATTACHMENT_LIMITS.uploadUrlSeconds,
+      now,
+    });
+    return jsonResult(
+      201,
+      { id, upload_url: upload.url, expires_at: upload.expiresAt.toISOString() },
+      {},
+      { attachment_id: id, size: declared.value.size },
+    );
+  };
+}
+
+/** POSTDATE_INLINE_ATTACHMENT_MAX_KB and POSTDATE_MAX_MESSAGE_MB in bytes (their defaults when unset). */
+function sizeLimits(config: RouteDependencies['config']): AttachmentSizeLimits {
+  return {
+    inlineMaxBytes: (config.inlineAttachmentMaxKb ?? CONFIG_SETTINGS.inlineAttachmentMaxKb.aws) * 1024,
+    maxMessageBytes: (config.maxMessageMb ?? CONFIG_SETTINGS.maxMessageMb.aws) * 1024 * 1024,
+  };
+}
+
+function noBucket(field: string): ProblemDetails {
+  return validationProblem([
+    { field, message: 'attachments are not available: this api has no attachment bucket' },
+  ]);
+}
 
 export type PreparedAttachments =
-  | { readonly ok: true; readonly stored: readonly StoredAttachment[] }
+  | {
+      readonly ok: true;
+      readonly stored: readonly StoredAttachment[];
+      readonly requested: readonly RequestedAttachment[];
+    }
   | { readonly ok: false; readonly problem: ProblemDetails };
 
 /** The base64 characters an enqueue body may carry beyond 256 KiB: the inline limit, encoded. */
@@ -28,9 +101,16 @@ export function inlineAllowance(config: RouteDependencies['config']): number {
 }
 
 /**
- * Checks the sizes of a valid request's attachments and stores their bytes; nothing is stored when a
- * check fails. A message that exists already (a replay, or a reused key) stores nothing either: the
- * enqueue answers it from the stored message.
+ * Checks a valid request's attachments and stores their bytes; nothing is stored when a check fails.
+ * In order: the inline total (413); each upload against its declaration (400 naming
+ * `/attachments/N/attachment_id` and why); the whole message's size (413); then the bytes — inline
+ * ones put, uploads copied within the bucket (S3 answers the copy's SHA-256). A message that exists
+ * already (a replay, or a reused key) stores nothing: an upload's SHA-256 is then the one the
+ * message keeps under the same key, or the upload's own, hashed as a stream.
+ *
+ * `requested` is the request's attachments as the fingerprint must cover them: an upload by its
+ * filename, type, size and SHA-256 like an inline file, so a replay with another file under the
+ * same name is a 422 and a retry that uploaded the same bytes again is a replay.
  */
 export async function prepareAttachments(
   deps: Pick<RouteDependencies, 'attachments' | 'config' | 'store'>,
@@ -43,60 +123,112 @@ export async function prepareAttachments(
   },
 ): Promise<PreparedAttachments> {
   const store = deps.attachments;
-  if (store === undefined) {
-    return refused(400, '/attachments', 'attachments are not available: this api has no attachment bucket');
-  }
-  const uploaded = input.given.findIndex((attachment) => 'attachment_id' in attachment);
-  if (uploaded >= 0) {
-    return refused(
-      400,
-      `/attachments/${uploaded}/attachment_id`,
-      'uploads through POST /v1/attachments are not built yet; send the file inline (base64)',
-    );
-  }
-  const limits = {
-    inlineMaxBytes: (deps.config.inlineAttachmentMaxKb ?? CONFIG_SETTINGS.inlineAttachmentMaxKb.aws) * 1024,
-    maxMessageBytes: (deps.config.maxMessageMb ?? CONFIG_SETTINGS.maxMessageMb.aws) * 1024 * 1024,
-  };
+  if (store === undefined) return { ok: false, problem: noBucket('/attachments') };
+  const limits = sizeLimits(deps.config);
   const planned = planAttachments(input.given, limits);
   if (!planned.ok) return { ok: false, problem: sizeProblem(planned.errors) };
-  const inline = planned.value.flatMap((attachment) => (attachment.kind === 'inline' ? [attachment] : []));
+
+  const declared = await Promise.all(
+    planned.value.map(async (attachment, position) =>
+      attachment.kind === 'upload'
+        ? checkUpload(store, input.tenant, attachment.attachment_id, position)
+        : null,
+    ),
+  );
+  const errors = declared.flatMap((check) => (check !== null && !check.ok ? [check.error] : []));
+  if (errors.length > 0) return { ok: false, problem: validationProblem(errors) };
+
+  const sizes = planned.value.map((attachment, position) => {
+    const check = declared[position];
+    return attachment.kind === 'inline' ? attachment.bytes.length : check?.ok ? check.declaration.size : 0;
+  });
   const bodyBytes = ['subject', 'text', 'html'].reduce(
     (sum, field) => sum + Buffer.byteLength(input.request[field as 'subject' | 'text' | 'html'] ?? ''),
     0,
   );
-  const fits = messageSizeCheck(
-    bodyBytes,
-    inline.map((attachment) => attachment.bytes.length),
-    limits,
-  );
+  const fits = messageSizeCheck(bodyBytes, sizes, limits);
   if (!fits.ok) return { ok: false, problem: sizeProblem(fits.errors) };
 
-  const stored = inline.map(
-    (attachment, index): StoredAttachment => ({
-      filename: attachment.filename,
-      content_type: attachment.content_type,
-      size: attachment.bytes.length,
-      sha256: attachment.sha256,
-      key: messageAttachmentKey(input.tenant, input.messageId, `${index}-${attachment.sha256.slice(0, 32)}`),
+  const existing = await deps.store.getMessage(input.tenant, input.messageId);
+  const kept = new Map(
+    (existing?.attachments ?? []).map((attachment) => [attachment.key, attachment.sha256]),
+  );
+  const stored = await Promise.all(
+    planned.value.map(async (attachment, position): Promise<StoredAttachment | undefined> => {
+      if (attachment.kind === 'inline') {
+        const key = messageAttachmentKey(
+          input.tenant,
+          input.messageId,
+          `${position}-${attachment.sha256.slice(0, 32)}`,
+        );
+        if (existing === null) await store.put(key, attachment.bytes, attachment.content_type);
+        const { filename, content_type, sha256 } = attachment;
+        return { filename, content_type, size: attachment.bytes.length, sha256, key };
+      }
+      const check = declared[position];
+      if (!check?.ok) return undefined;
+      const from = uploadKey(input.tenant, attachment.attachment_id);
+      const key = messageAttachmentKey(
+        input.tenant,
+        input.messageId,
+        `${position}-${attachment.attachment_id}`,
+      );
+      const sha256 =
+        existing === null
+          ? (await store.copy(from, key))?.sha256
+          : (kept.get(key) ?? (await store.hash(from)));
+      if (sha256 === undefined) return undefined;
+      const { filename, content_type, size } = check.declaration;
+      return { filename, content_type, size, sha256, key };
     }),
   );
-  const existing = await deps.store.getMessage(input.tenant, input.messageId);
-  if (existing === null) {
-    await Promise.all(
-      inline.map((attachment, index) =>
-        store.put(stored[index]?.key ?? '', attachment.bytes, attachment.content_type),
-      ),
-    );
+  const gone = stored.indexOf(undefined);
+  if (gone >= 0) {
+    // Deleted between the check and the copy: its day ended just now.
+    const field = `/attachments/${gone}/attachment_id`;
+    return {
+      ok: false,
+      problem: validationProblem([{ field, message: 'the upload has expired (an upload lives a day)' }]),
+    };
   }
-  return { ok: true, stored };
+  const complete = stored as StoredAttachment[];
+  return {
+    ok: true,
+    stored: complete,
+    requested: complete.map(({ filename, content_type, size, sha256 }) => ({
+      filename,
+      content_type,
+      size,
+      sha256,
+    })),
+  };
 }
 
-function refused(status: 400 | 413, field: string, message: string): PreparedAttachments {
-  return {
-    ok: false,
-    problem: status === 413 ? sizeProblem([{ field, message }]) : validationProblem([{ field, message }]),
-  };
+type UploadCheck =
+  | { readonly ok: true; readonly declaration: UploadDeclaration }
+  | { readonly ok: false; readonly error: FieldError };
+
+/** An upload as the enqueue finds it: reserved under this tenant, and uploaded as declared. */
+async function checkUpload(
+  store: AttachmentStore,
+  tenant: string,
+  attachmentId: string,
+  position: number,
+): Promise<UploadCheck> {
+  const field = `/attachments/${position}/attachment_id`;
+  const bytes = await store.read(declarationKey(tenant, attachmentId));
+  const declaration = bytes === undefined ? undefined : readDeclaration(bytes);
+  if (declaration === undefined) {
+    return {
+      ok: false,
+      error: {
+        field,
+        message: 'is no upload of this tenant: reserve one with POST /v1/attachments (an upload lives a day)',
+      },
+    };
+  }
+  const mismatch = uploadMismatch(declaration, await store.describe(uploadKey(tenant, attachmentId)));
+  return mismatch === null ? { ok: true, declaration } : { ok: false, error: { field, message: mismatch } };
 }
 
 function sizeProblem(

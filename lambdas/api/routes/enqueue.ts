@@ -135,6 +135,7 @@ export async function writeJudgedEnqueue(
 ): Promise<EnqueueAnswer> {
   // Attachments' bytes go to the bucket before the records that name them (DESIGN §13).
   let attachments: readonly StoredAttachment[] = [];
+  let request = valid.request;
   if (valid.request.attachments !== undefined) {
     const prepared = await prepareAttachments(deps, {
       tenant: item.tenant,
@@ -144,13 +145,15 @@ export async function writeJudgedEnqueue(
     });
     if (!prepared.ok) return { kind: 'problem', problem: prepared.problem };
     attachments = prepared.stored;
+    // An upload is fingerprinted by its SHA-256, as an inline file is (DESIGN §13).
+    request = { ...valid.request, attachments: prepared.requested };
   }
   const outcome = await enqueueMessage(
     { store: deps.store, sleep: deps.sleep },
     {
       tenant: item.tenant,
       idempotencyKey: item.idempotencyKey,
-      request: valid.request,
+      request,
       now: item.now,
       random: deps.random,
       retentionDays: deps.config.retentionDays,

@@ -1,0 +1,254 @@
+/**
+ * Uploaded attachments (DESIGN §3 `POST /v1/attachments`, §13), against DynamoDB Local and the S3
+ * emulator: the reservation answers an id and a pre-signed PUT of the declared size and type, bad
+ * declarations are a 400 naming the field with nothing stored; an enqueue referencing the upload
+ * checks it against its declaration, copies it into the message and fingerprints its SHA-256.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attachmentS3Client, S3AttachmentStore } from '../../lambdas/adapters/S3AttachmentStore.js';
+import { type S3Emulator, startS3Emulator } from '../../local/s3Emulator.js';
+import { LOCAL_AWS } from '../support/awsLocal.js';
+import { apiHarness } from './apiHarness.js';
+import { apiEvent, enqueueEvent, getEvent, validBody } from './events.js';
+
+let emulator: S3Emulator;
+let client: S3Client;
+let store: S3AttachmentStore;
+
+beforeAll(async () => {
+  emulator = await startS3Emulator({ port: 0, bucket: `up-${randomBytes(4).toString('hex')}` });
+  client = attachmentS3Client(emulator.endpoint, LOCAL_AWS);
+  store = new S3AttachmentStore({ bucket: emulator.bucket, client });
+});
+afterAll(async () => {
+  await emulator?.stop();
+});
+
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+const PDF = Buffer.from('%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n');
+
+async function keysUnder(prefix: string): Promise<string[]> {
+  const listed = await client.send(new ListObjectsV2Command({ Bucket: emulator.bucket, Prefix: prefix }));
+  return (listed.Contents ?? []).map((object) => object.Key ?? '');
+}
+
+/** An api whose clock is the real one: s3rver enforces a pre-signed URL's expiry against its own. */
+async function uploadApi() {
+  const api = await apiHarness({ attachments: store });
+  api.clock.set(new Date().toISOString());
+  return api;
+}
+
+type Api = Awaited<ReturnType<typeof uploadApi>>;
+
+function reserve(api: Api, body: unknown, tenant: string) {
+  return api.call(apiEvent({ method: 'POST', path: '/v1/attachments', body, tenant }));
+}
+
+/** Reserves and uploads `bytes` as the client would: plain fetch PUT with the declared type. */
+async function upload(api: Api, tenant: string, filename: string, bytes: Buffer, contentType: string) {
+  const reserved = await reserve(api, { filename, content_type: contentType, size: bytes.length }, tenant);
+  expect(reserved.status).toBe(201);
+  const put = await fetch(String(reserved.json.upload_url), {
+    method: 'PUT',
+    body: bytes,
+    headers: { 'content-type': contentType },
+  });
+  expect(put.status).toBe(200);
+  return String(reserved.json.id);
+}
+
+const freshTenant = () => `t${randomBytes(4).toString('hex')}`;
+
+describe('POST /v1/attachments', () => {
+  it('answers 201 with an id, a pre-signed PUT signing size and type for 1 h, and the upload lands under the tenant', async () => {
+    const api = await uploadApi();
+    const tenant = freshTenant();
+    const res = await reserve(
+      api,
+      { filename: 'invoice.pdf', content_type: 'application/pdf', size: PDF.length },
+      tenant,
+    );
+
+    expect(res.status).toBe(201);
+    expect(res.json.id).toMatch(/^att_[0-9a-z]{26}$/);
+    expect(new Date(String(res.json.expires_at)).getTime()).toBe(api.clock.now().getTime() + 3_600_000);
+    const url = new URL(String(res.json.upload_url));
+    expect(url.pathname).toBe(`/${emulator.bucket}/uploads/${tenant}/${res.json.id}`);
+    expect(url.searchParams.get('X-Amz-SignedHeaders')?.split(';')).toEqual(
+      expect.arrayContaining(['content-length', 'content-type']),
+    );
+    expect(url.searchParams.get('X-Amz-Expires')).toBe('3600');
+
+    const put = await fetch(url, {
+      method: 'PUT',
+      body: PDF,
+      headers: { 'content-type': 'application/pdf' },
+    });
+    expect(put.status).toBe(200);
+    expect(await store.read(`uploads/${tenant}/${res.json.id}`)).toEqual(new Uint8Array(PDF));
+    // Nothing is in DynamoDB: the reservation lives in the bucket, and expires with it.
+    expect(await api.scanAll()).toEqual([]);
+  });
+
+  it.each([
+    [
+      'an executable filename',
+      { filename: 'setup.exe', content_type: 'application/pdf', size: 10 },
+      '/filename',
+    ],
+    [
+      'a CR/LF in the filename',
+      { filename: 'a\r\nBcc: x', content_type: 'application/pdf', size: 10 },
+      '/filename',
+    ],
+    [
+      'an executable type',
+      { filename: 'a.bin', content_type: 'application/x-msdownload', size: 10 },
+      '/content_type',
+    ],
+    ['no content type', { filename: 'a.pdf', size: 10 }, '/content_type'],
+    ['an empty file', { filename: 'a.pdf', content_type: 'application/pdf', size: 0 }, '/size'],
+    [
+      'a file larger than a message',
+      { filename: 'a.pdf', content_type: 'application/pdf', size: 40 * 1024 * 1024 },
+      '/size',
+    ],
+    ['an unknown field', { filename: 'a.pdf', content_type: 'application/pdf', size: 10, url: 'x' }, '/url'],
+  ])('refuses %s with a 400 naming the field, and stores nothing', async (_what, body, field) => {
+    const api = await uploadApi();
+    const tenant = freshTenant();
+    const res = await reserve(api, body, tenant);
+
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toBe('application/problem+json');
+    expect(res.json.errors).toEqual([expect.objectContaining({ field })]);
+    expect(await keysUnder(`uploads/${tenant}/`)).toEqual([]);
+  });
+
+  it('signs the declared size and type: a PUT of another size or type is refused (403) and nothing lands', async () => {
+    const api = await uploadApi();
+    const tenant = freshTenant();
+    const res = await reserve(
+      api,
+      { filename: 'a.pdf', content_type: 'application/pdf', size: PDF.length },
+      tenant,
+    );
+    const url = String(res.json.upload_url);
+    const larger = await fetch(url, {
+      method: 'PUT',
+      body: Buffer.concat([PDF, Buffer.from('more')]),
+      headers: { 'content-type': 'application/pdf' },
+    });
+    const html = await fetch(url, { method: 'PUT', body: PDF, headers: { 'content-type': 'text/html' } });
+
+    expect([larger.status, html.status]).toEqual([403, 403]);
+    expect(await keysUnder(`uploads/${tenant}/${res.json.id}`)).toEqual([
+      `uploads/${tenant}/${res.json.id}.json`,
+    ]);
+  });
+
+  it('takes a file up to what fits a 40 MB message base64-encoded', async () => {
+    const api = await uploadApi();
+    const res = await reserve(
+      api,
+      { filename: 'scan.tiff', content_type: 'image/tiff', size: 29 * 1024 * 1024 },
+      freshTenant(),
+    );
+    expect(res.status).toBe(201);
+  });
+});
+
+describe('an enqueue referencing an upload', () => {
+  it('copies the upload into the message under the tenant, and lists it with its SHA-256', async () => {
+    const api = await uploadApi();
+    const tenant = freshTenant();
+    const scan = randomBytes(300_000);
+    const id = await upload(api, tenant, 'scan.png', scan, 'image/png');
+    const res = await api.call(
+      enqueueEvent(
+        validBody({ attachments: [{ filename: 'note.txt', content: 'aGk=' }, { attachment_id: id }] }),
+        { key: 'up-1', tenant },
+      ),
+    );
+
+    expect(res.status).toBe(202);
+    const expected = [
+      expect.objectContaining({ filename: 'note.txt' }),
+      { filename: 'scan.png', content_type: 'image/png', size: scan.length, sha256: sha256(scan) },
+    ];
+    expect(res.json.attachments).toEqual(expected);
+    expect((await api.call(getEvent(String(res.json.id), tenant))).json.attachments).toEqual(expected);
+    const keys = await keysUnder(`messages/${tenant}/${res.json.id}/`);
+    expect(keys).toHaveLength(2);
+    const copied = keys.find((key) => key.endsWith(id)) ?? '';
+    expect(await store.read(copied)).toEqual(new Uint8Array(scan));
+  });
+
+  it('answers a replay 200 (the same id, or the same bytes uploaded again) and another file under the same name 422, the original untouched', async () => {
+    const api = await uploadApi();
+    const tenant = freshTenant();
+    const first = await upload(api, tenant, 'report.pdf', PDF, 'application/pdf');
+    const body = (id: string) => validBody({ attachments: [{ attachment_id: id }] });
+    const created = await api.call(enqueueEvent(body(first), { key: 'same', tenant }));
+    expect(created.status).toBe(202);
+    const keys = await keysUnder(`messages/${tenant}/`);
+
+    const replay = await api.call(enqueueEvent(body(first), { key: 'same', tenant }));
+    expect(replay.status).toBe(200);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+
+    const again = await upload(api, tenant, 'report.pdf', PDF, 'application/pdf');
+    const reuploaded = await api.call(enqueueEvent(body(again), { key: 'same', tenant }));
+    expect(reuploaded.status).toBe(200);
+
+    const other = Buffer.from('%PDF-1.4 another file entirely, under the same name');
+    const changed = await upload(api, tenant, 'report.pdf', other, 'application/pdf');
+    const refused = await api.call(enqueueEvent(body(changed), { key: 'same', tenant }));
+    expect(refused.status).toBe(422);
+    expect(await keysUnder(`messages/${tenant}/`)).toEqual(keys);
+    expect(await store.read(keys[0] ?? '')).toEqual(new Uint8Array(PDF));
+  });
+
+  it.each([
+    ['an id never reserved', 'never', 'is no upload of this tenant'],
+    ["another tenant's upload", 'other-tenant', 'is no upload of this tenant'],
+    ['a reservation with nothing uploaded', 'not-uploaded', 'nothing was uploaded'],
+    ['an upload of another size (a store that took it)', 'other-size', '1000 were declared'],
+    ['an upload of another type (a store that took it)', 'other-type', 'Content-Type'],
+  ])(
+    'refuses %s with a 400 naming /attachments/0/attachment_id and why, storing nothing',
+    async (_what, kind, reason) => {
+      const api = await uploadApi();
+      const tenant = freshTenant();
+      const declared = { filename: 'a.pdf', content_type: 'application/pdf', size: 1000 };
+      let id = 'att_01jf6y8m3v3x1z6d2qk4n8r5tw';
+      if (kind === 'other-tenant')
+        id = await upload(api, freshTenant(), 'a.pdf', randomBytes(1000), 'application/pdf');
+      if (kind === 'not-uploaded' || kind === 'other-size' || kind === 'other-type') {
+        const reserved = await reserve(api, declared, tenant);
+        id = String(reserved.json.id);
+        // S3 (and the local emulator) refuse such a PUT by its signature; the enqueue checks again.
+        if (kind !== 'not-uploaded') {
+          await store.put(
+            `uploads/${tenant}/${id}`,
+            new Uint8Array(randomBytes(kind === 'other-size' ? 999 : 1000)),
+            kind === 'other-type' ? 'text/html' : 'application/pdf',
+          );
+        }
+      }
+      const res = await api.call(
+        enqueueEvent(validBody({ attachments: [{ attachment_id: id }] }), { key: 'bad', tenant }),
+      );
+
+      expect(res.status).toBe(400);
+      expect(res.json.errors).toEqual([
+        { field: '/attachments/0/attachment_id', message: expect.stringContaining(reason) },
+      ]);
+      expect(await keysUnder(`messages/${tenant}/`)).toEqual([]);
+      expect(await api.scanAll()).toEqual([]);
+    },
+  );
+});
