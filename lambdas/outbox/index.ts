@@ -11,7 +11,7 @@ export {
   parseEnqueueRequest,
 } from '../core/messageSchema.js';
 export type { ProblemDetails } from '../core/problem.js';
-export { readGroupHeadVersion } from './groupHead.js';
+export { readGroupHeadVersion } from '../store/groupHead.js';
 export {
   buildOutboxTransactItems,
   buildOutboxWrite,

@@ -8,7 +8,7 @@ import {
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseEnqueueRequest } from '../../lambdas/core/messageSchema.js';
-import { readGroupHeadVersion } from '../../lambdas/outbox/groupHead.js';
+import { readGroupHeadVersion } from '../../lambdas/outbox/index.js';
 import {
   buildOutboxTransactItems,
   buildOutboxWrite,
