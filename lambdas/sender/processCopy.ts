@@ -7,7 +7,7 @@ import { failoverStep } from '../core/relays.js';
 import { claimTerms, interruptedAttemptBecomes, sendableAt } from '../core/sendDecision.js';
 import { hasTimeForAttempt } from '../core/sendTiming.js';
 import { isTestSide, SIMULATOR_RELAY } from '../core/testSide.js';
-import { decideUnsent, needsGroupHead, type UnsentStatus } from '../core/unsentDecision.js';
+import { decideUnsent, type UnsentStatus } from '../core/unsentDecision.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
 import {
   ack,
@@ -17,7 +17,6 @@ import {
   type CopyRun,
   type CopyVerdict,
   drop,
-  groupHeadOf,
   type InvocationTime,
   keep,
   logContext,
@@ -35,7 +34,7 @@ import { sendClaimed } from './sendClaimed.js';
  * I/O steps around the pure decisions of lambdas/core (sendDecision.ts, unsentDecision.ts,
  * writeRetry.ts, sendTiming.ts): read the record and admit the copy (or drop it, wait for a lease,
  * move it to the DLQ); settle an interrupted attempt under `hold`; hold or re-delay what is early;
- * expire or supersede what must not go out; pass the sending gate and wait for the send rate
+ * expire what must not go out; pass the sending gate and wait for the send rate
  * (relayGate.ts); claim only with time for a whole attempt; then send under the lease (sendClaimed.ts). It never throws for an expected
  * situation; it answers with a verdict on the SQS copy.
  */
@@ -87,8 +86,9 @@ async function runCopy(run: CopyRun): Promise<CopyVerdict> {
       }
     : {};
 
-  const head = needsGroupHead(observed, now) ? await groupHeadOf(run, observed) : undefined;
-  const unsent = decideUnsent(observed, now, head);
+  // The group head is read once, under the claim just before the send (sendClaimed.ts), not here:
+  // one consistent read of the group's one item per copy (DESIGN §4 Freshness; decision 0097).
+  const unsent = decideUnsent(observed, now);
   if (unsent.kind === 'drop') {
     deps.log.info(
       'sender may not make this transition',

@@ -106,6 +106,34 @@ describe('the sender, before it sends', () => {
     expect(rig.metrics.of('Superseded')).toBe(1);
   });
 
+  it('reads the group head once per copy, consistently, after its claim (DESIGN §4 Freshness)', async () => {
+    const rig = await createSenderRig(world);
+    const group = { key: 'campaign:44:status', version: 2 };
+    await putGroupHead(world.documents, world.tableName, group.key, 2);
+    const message = await rig.putMessage({ group });
+    await rig.dispatch(message);
+    const store = new DynamoSenderStore(world.documents, world.tableName);
+    const reads: string[] = [];
+    let claimed = false;
+    const counting = storeWith(store, {
+      claim: async (input) => {
+        const result = await store.claim(input);
+        claimed = true;
+        return result;
+      },
+      readGroupVersion: async (tenant, key) => {
+        reads.push(claimed ? 'after the claim' : 'before the claim');
+        return store.readGroupVersion(tenant, key);
+      },
+    });
+    const records = await rig.receive({ waitSeconds: 3, max: 1 });
+
+    await rig.run(records, rig.newHandler({ store: counting }));
+
+    expect((await rig.state(message.id)).status).toBe('sent');
+    expect(reads).toEqual(['after the claim']);
+  });
+
   it('sends a message whose group head is at its own version', async () => {
     const rig = await createSenderRig(world);
     const group = { key: 'campaign:43:status', version: 3 };
