@@ -4,6 +4,7 @@ import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
 import { PROBE_TOKEN_ID } from '../core/relayBreaker.js';
 import { failoverStep } from '../core/relays.js';
+import type { Lane } from '../core/runWithConcurrency.js';
 import { claimTerms, interruptedAttemptBecomes, sendableAt } from '../core/sendDecision.js';
 import { hasTimeForAttempt } from '../core/sendTiming.js';
 import { isTestSide, SIMULATOR_RELAY } from '../core/testSide.js';
@@ -42,6 +43,7 @@ export async function processCopy(
   copy: ReceivedCopy,
   deps: CopyDependencies,
   time: InvocationTime,
+  lane: Lane = IN_PLACE,
 ): Promise<CopyVerdict> {
   const parsed = parseDispatchPayload(copy.body);
   if (!parsed.ok) {
@@ -55,10 +57,13 @@ export async function processCopy(
   }
   const { id, rev, dlq } = parsed.payload;
   if (id === PROBE_TOKEN_ID) return probeToken(deps, rev, copy.sqsMessageId);
-  return runCopy({ id, rev, fromDeadLetters: dlq === true, copy, deps, time });
+  return runCopy({ id, rev, fromDeadLetters: dlq === true, copy, deps, time }, lane);
 }
 
-async function runCopy(run: CopyRun): Promise<CopyVerdict> {
+/** A copy run on its own (no batch around it) waits where it stands. */
+const IN_PLACE: Lane = { away: (during) => during() };
+
+async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
   const { deps } = run;
   const observed = await deps.store.readState(run.id);
   const admission = admitted(run, observed);
@@ -76,7 +81,9 @@ async function runCopy(run: CopyRun): Promise<CopyVerdict> {
     maxWaitMs: deps.settings.maxEarlyWaitMs,
   });
   if (arrival.action === 'redelay') return redelay(run, arrival.delaySeconds);
-  if (arrival.action === 'wait') await deps.sleep(arrival.milliseconds);
+  // The last moment is waited out of the batch's lane (DESIGN §5a; decision 0098): the lanes bound
+  // the work at once, and a wait is none, so the batch's other copies go on meanwhile.
+  if (arrival.action === 'wait') await lane.away(() => deps.sleep(arrival.milliseconds));
 
   const now = deps.now();
   const interruption = takeover
@@ -101,7 +108,7 @@ async function runCopy(run: CopyRun): Promise<CopyVerdict> {
     // for its send time — in process for the last moment, otherwise back on the queue. No attempt.
     const held = decideArrival({ sendAt: unsent.until, now, maxWaitMs: deps.settings.maxEarlyWaitMs });
     if (held.action === 'redelay') return holdForQuietHours(run, observed, unsent.until, held.delaySeconds);
-    if (held.action === 'wait') await deps.sleep(held.milliseconds);
+    if (held.action === 'wait') await lane.away(() => deps.sleep(held.milliseconds));
   }
   if (unsent.kind === 'settle') {
     const result = await deps.store.settleUnsent({
