@@ -4,13 +4,14 @@ import { checkTransition } from './stateMachine.js';
 
 /**
  * What must not go out now (DESIGN §4, §5; docs/design.md §16 Local time and quiet hours): a message
- * past its `not_after` deadline is `expired`, one whose group head has moved above its version is
- * `superseded`, and either is settled without a send — where the state machine lets the sender make
- * that move; where it does not (a DLQ-redriven copy of a `dead` message past its deadline, say)
- * nothing is written and the copy is dropped. A message that comes due inside its quiet hours —
- * the first time, after a retry's backoff, an outage, a pause or a redrive: every copy the sender
- * would send passes here — is held until their end, or expires when its `not_after` comes first.
- * Pure: the sender reads the group head and hands it in.
+ * past its `not_after` deadline is `expired` and settled without a send — where the state machine
+ * lets the sender make that move; where it does not (a DLQ-redriven copy of a `dead` message past its
+ * deadline, say) nothing is written and the copy is dropped. One whose group head has moved above its
+ * version is `superseded` (isSupersededBy): the sender reads the head once, under its claim just
+ * before it sends (sender/sendClaimed.ts; docs/decisions/0097-group-head-written-when-it-rises.md).
+ * A message that comes due inside its quiet hours — the first time, after a retry's backoff, an
+ * outage, a pause or a redrive: every copy the sender would send passes here — is held until their
+ * end, or expires when its `not_after` comes first. Pure.
  */
 
 /** What the decision reads of the state record. */
@@ -48,32 +49,23 @@ export function isPastDeadline(deadline: string | null | undefined, now: Date): 
 }
 
 /**
- * The one group check (before the claim and again right after it): the group's head is above the
- * message's version, so a newer version exists ("approved" is never sent after "paused").
+ * The one group check, on the head the sender reads under its claim just before it sends: the
+ * group's head is above the message's version, so a newer version exists ("approved" is never sent
+ * after "paused").
  */
 export function isSupersededBy(group: GroupVersion | null | undefined, head: number | undefined): boolean {
   return group !== null && group !== undefined && head !== undefined && head > group.version;
 }
 
-/** Whether the decision needs the group head: the message is grouped and not already expired. */
-export function needsGroupHead(record: UnsentRecord, now: Date): boolean {
-  return record.group !== null && record.group !== undefined && !isPastDeadline(record.not_after, now);
-}
-
 /**
- * The deadline first (it needs no read), then the group (`groupHead` as read, if it was), then quiet
- * hours: held until their end, or expired when `not_after` is before that end. A message due now
- * comes due now: `now` is when this copy would go.
+ * The deadline first, then quiet hours: held until their end, or expired when `not_after` is before
+ * that end. A message due now comes due now: `now` is when this copy would go.
  *
  * @throws UnknownTimeZoneError when quiet hours are read in a zone this runtime does not know (a
  *   hand-written record: the API admits only zones it knows).
  */
-export function decideUnsent(record: UnsentRecord, now: Date, groupHead: number | undefined): UnsentDecision {
-  let to: UnsentStatus | undefined = isPastDeadline(record.not_after, now)
-    ? 'expired'
-    : isSupersededBy(record.group, groupHead)
-      ? 'superseded'
-      : undefined;
+export function decideUnsent(record: UnsentRecord, now: Date): UnsentDecision {
+  let to: 'expired' | undefined = isPastDeadline(record.not_after, now) ? 'expired' : undefined;
   if (to === undefined) {
     const quiet = quietHoursDecision({
       due: now,
@@ -90,7 +82,7 @@ export function decideUnsent(record: UnsentRecord, now: Date, groupHead: number 
   return {
     kind: 'drop',
     to,
-    reason: to === 'expired' ? 'past not_after' : 'superseded by its group',
+    reason: 'past not_after',
     forbidden: check.reason,
   };
 }

@@ -12,6 +12,11 @@ export interface EnqueueRecords {
   readonly messageId: string;
   readonly state: MessageStateRecord;
   readonly body: MessageBodyRecord;
+  /**
+   * A grouped message's head as read before the records were made (null: none; undefined: not
+   * read): the write raises the head only above it (store/groupHead.ts).
+   */
+  readonly groupHeadVersion?: number | null | undefined;
 }
 
 /** The outcome of an enqueue write (the transaction, or one conditional put). */
@@ -60,7 +65,11 @@ export interface ListPage {
 export interface ApiStore {
   /** The fingerprint and creation time of a message's body, strongly consistent; null when absent. */
   readBodyStamp(id: string): Promise<Pick<MessageBodyRecord, 'fingerprint' | 'created_at'> | null>;
-  readGroupHead(tenant: string, groupKey: string): Promise<number | null>;
+  /**
+   * A group head's version (null: none). `consistent: false` reads it eventually consistently (half
+   * the read units on the group's one item): enough for an enqueue's first try, since heads only grow.
+   */
+  readGroupHead(tenant: string, groupKey: string, options?: { consistent?: boolean }): Promise<number | null>;
   /** Writes a message's records in one transaction (a grouped message: its head moves with it). */
   writeEnqueue(records: EnqueueRecords): Promise<EnqueueWriteResult>;
   /**

@@ -8,7 +8,7 @@ import { errorForLog } from '../core/errorForLog.js';
 import { SENDER_METRIC } from '../core/metricNames.js';
 import { backstopReceiveCount } from '../core/queueLimits.js';
 import { DEFAULT_RELAY } from '../core/relays.js';
-import { runWithConcurrency } from '../core/runWithConcurrency.js';
+import { type Lane, runInLanes } from '../core/runWithConcurrency.js';
 import { createTemplateRenderer } from '../core/templateRenderer.js';
 import type { AttachmentStore } from '../ports/AttachmentStore.js';
 import type { CopyVisibility } from '../ports/CopyVisibility.js';
@@ -147,7 +147,7 @@ export function createSenderHandler(
 
   const backstop = backstopReceiveCount(deps.settings.maxAttempts);
 
-  async function verdictFor(record: SQSRecord, time: InvocationTime): Promise<CopyVerdict> {
+  async function verdictFor(record: SQSRecord, time: InvocationTime, lane: Lane): Promise<CopyVerdict> {
     try {
       return await processCopy(
         {
@@ -157,6 +157,7 @@ export function createSenderHandler(
         },
         copyDeps,
         time,
+        lane,
       );
     } catch (error) {
       copyDeps.metrics.count(SENDER_METRIC.unexpectedErrors);
@@ -201,8 +202,10 @@ export function createSenderHandler(
     const deadline =
       deps.now().getTime() + (context?.getRemainingTimeInMillis() ?? deps.timeoutSeconds * 1000);
     const time: InvocationTime = { remainingMs: () => deadline - deps.now().getTime() };
-    const verdicts = await runWithConcurrency(event.Records, deps.concurrency ?? 4, async (record) => {
-      const verdict = await verdictFor(record, time);
+    // A few copies work at once (`deps.concurrency ?? 4`); a copy waiting out its last moment before
+    // its send time steps out of its lane meanwhile (processCopy.ts, decision 0098).
+    const verdicts = await runInLanes(event.Records, deps.concurrency ?? 4, async (record, _index, lane) => {
+      const verdict = await verdictFor(record, time, lane);
       if (await refreshed(record, verdict)) return { record, verdict: { kind: 'ack', reason: 'refreshed' } };
       if (verdict.kind === 'keep' && verdict.visibilitySeconds !== undefined) {
         const change = await deps.visibility.change(record.receiptHandle, verdict.visibilitySeconds);

@@ -4,10 +4,11 @@ import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
 import { PROBE_TOKEN_ID } from '../core/relayBreaker.js';
 import { type FailoverDecision, failoverDecision } from '../core/relays.js';
+import type { Lane } from '../core/runWithConcurrency.js';
 import { claimTerms, interruptedAttemptBecomes, sendableAt } from '../core/sendDecision.js';
 import { hasTimeForAttempt } from '../core/sendTiming.js';
 import { isTestSide, SIMULATOR_RELAY } from '../core/testSide.js';
-import { decideUnsent, needsGroupHead, type UnsentStatus } from '../core/unsentDecision.js';
+import { decideUnsent, type UnsentStatus } from '../core/unsentDecision.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
 import {
   ack,
@@ -17,7 +18,6 @@ import {
   type CopyRun,
   type CopyVerdict,
   drop,
-  groupHeadOf,
   type InvocationTime,
   keep,
   logContext,
@@ -35,7 +35,7 @@ import { sendClaimed } from './sendClaimed.js';
  * I/O steps around the pure decisions of lambdas/core (sendDecision.ts, unsentDecision.ts,
  * writeRetry.ts, sendTiming.ts): read the record and admit the copy (or drop it, wait for a lease,
  * move it to the DLQ); settle an interrupted attempt under `hold`; hold or re-delay what is early;
- * expire or supersede what must not go out; pass the sending gate and wait for the send rate
+ * expire what must not go out; pass the sending gate and wait for the send rate
  * (relayGate.ts); claim only with time for a whole attempt; then send under the lease (sendClaimed.ts). It never throws for an expected
  * situation; it answers with a verdict on the SQS copy.
  */
@@ -43,6 +43,7 @@ export async function processCopy(
   copy: ReceivedCopy,
   deps: CopyDependencies,
   time: InvocationTime,
+  lane: Lane = IN_PLACE,
 ): Promise<CopyVerdict> {
   const parsed = parseDispatchPayload(copy.body);
   if (!parsed.ok) {
@@ -56,10 +57,13 @@ export async function processCopy(
   }
   const { id, rev, dlq } = parsed.payload;
   if (id === PROBE_TOKEN_ID) return probeToken(deps, rev, copy.sqsMessageId);
-  return runCopy({ id, rev, fromDeadLetters: dlq === true, copy, deps, time });
+  return runCopy({ id, rev, fromDeadLetters: dlq === true, copy, deps, time }, lane);
 }
 
-async function runCopy(run: CopyRun): Promise<CopyVerdict> {
+/** A copy run on its own (no batch around it) waits where it stands. */
+const IN_PLACE: Lane = { away: (during) => during() };
+
+async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
   const { deps } = run;
   const observed = await deps.store.readState(run.id);
   const admission = admitted(run, observed);
@@ -77,7 +81,9 @@ async function runCopy(run: CopyRun): Promise<CopyVerdict> {
     maxWaitMs: deps.settings.maxEarlyWaitMs,
   });
   if (arrival.action === 'redelay') return redelay(run, arrival.delaySeconds);
-  if (arrival.action === 'wait') await deps.sleep(arrival.milliseconds);
+  // The last moment is waited out of the batch's lane (DESIGN §5a; decision 0098): the lanes bound
+  // the work at once, and a wait is none, so the batch's other copies go on meanwhile.
+  if (arrival.action === 'wait') await lane.away(() => deps.sleep(arrival.milliseconds));
 
   const now = deps.now();
   const interruption = takeover
@@ -87,8 +93,9 @@ async function runCopy(run: CopyRun): Promise<CopyVerdict> {
       }
     : {};
 
-  const head = needsGroupHead(observed, now) ? await groupHeadOf(run, observed) : undefined;
-  const unsent = decideUnsent(observed, now, head);
+  // The group head is read once, under the claim just before the send (sendClaimed.ts), not here:
+  // one consistent read of the group's one item per copy (DESIGN §4 Freshness; decision 0097).
+  const unsent = decideUnsent(observed, now);
   if (unsent.kind === 'drop') {
     deps.log.info(
       'sender may not make this transition',
@@ -101,7 +108,7 @@ async function runCopy(run: CopyRun): Promise<CopyVerdict> {
     // for its send time — in process for the last moment, otherwise back on the queue. No attempt.
     const held = decideArrival({ sendAt: unsent.until, now, maxWaitMs: deps.settings.maxEarlyWaitMs });
     if (held.action === 'redelay') return holdForQuietHours(run, observed, unsent.until, held.delaySeconds);
-    if (held.action === 'wait') await deps.sleep(held.milliseconds);
+    if (held.action === 'wait') await lane.away(() => deps.sleep(held.milliseconds));
   }
   if (unsent.kind === 'settle') {
     const result = await deps.store.settleUnsent({

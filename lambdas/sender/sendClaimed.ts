@@ -38,7 +38,7 @@ import {
 } from './outcomeWrite.js';
 
 /**
- * After the claim, under our lease (DESIGN §5): check the group again, check the body, render a
+ * After the claim, under our lease (DESIGN §5): check the group, check the body, render a
  * template message from its pinned version (DESIGN §10), leave out the recipients on the tenant's
  * suppression list (DESIGN §12), send to the pending recipients, let lambdas/core/sendDecision.ts
  * decide what the outcome makes of the message, tell the sending gate what concerns every sender,
@@ -57,7 +57,7 @@ export async function sendClaimed(
   let superseded: boolean;
   let body: MessageBodyRecord | undefined;
   try {
-    // Check, claim, check again: a group raised between the first read and our claim still wins.
+    // The one group check, under the claim just before the send (DESIGN §4 Freshness, decision 0097).
     superseded = isSupersededBy(claimed.group, await groupHeadOf(run, claimed));
     body = unwrap(await bodyRead);
   } catch (error) {

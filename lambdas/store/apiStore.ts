@@ -120,8 +120,12 @@ export class DynamoApiStore implements ApiStore {
     }
   }
 
-  readGroupHead(tenant: string, groupKey: string): Promise<number | null> {
-    return readGroupHeadVersion(this.documents, this.tableName, tenant, groupKey);
+  readGroupHead(
+    tenant: string,
+    groupKey: string,
+    options?: { consistent?: boolean },
+  ): Promise<number | null> {
+    return readGroupHeadVersion(this.documents, this.tableName, tenant, groupKey, options);
   }
 
   async writeEnqueue(records: EnqueueRecords): Promise<EnqueueWriteResult> {

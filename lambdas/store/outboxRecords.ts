@@ -17,12 +17,12 @@ import { recipientList } from '../core/recipients.js';
 import type { PinnedTemplate } from '../core/templateRequests.js';
 import type { EnqueueRecords } from '../ports/ApiStore.js';
 import { storedBodyItem } from './bodyContent.js';
+import { groupHeadItem, groupHeadStep } from './groupHead.js';
 import {
   byStatusPk,
   byTenantPk,
   createdSortKey,
   duePk,
-  groupHeadPk,
   type MessageBodyRecord,
   type MessageStateRecord,
   messagePk,
@@ -45,8 +45,9 @@ export interface OutboxRecordsInput {
   readonly now: Date;
   /**
    * The group head's current version (from `readGroupHeadVersion`), or null when there is none.
-   * Leave it undefined if you did not read it: the message is then written as `scheduled` and the
-   * transaction fails on the head item if a higher version already exists.
+   * Leave it undefined if you did not read it: the message is then written as `scheduled`, the head
+   * is rewritten to its version, and the transaction fails on the head item if a higher version
+   * already exists. Read, the head is written only when the message's version rises above it.
    */
   readonly groupHeadVersion?: number | null | undefined;
   /** POSTDATE_RETENTION_DAYS, for the TTL of a message that is terminal at once (superseded). */
@@ -156,13 +157,14 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
     ...(template === null ? {} : { template, data_json: JSON.stringify(request.data ?? {}) }),
     ...bodyTtl,
   };
-  return { messageId: id, state, body };
+  return { messageId: id, state, body, groupHeadVersion: input.groupHeadVersion };
 }
 
 /**
  * The `TransactWriteItem`s that write `records` into `tableName`: both records if they do not exist
- * yet, and for a grouped message its head, raised to the message's version (or checked to be above
- * it, when the message is written as superseded).
+ * yet, and for a grouped message its head — raised to the message's version when that rises above
+ * the head, left alone when the head is at it, checked to be above it when the message is written
+ * as superseded (store/groupHead.ts `groupHeadStep`).
  */
 export function outboxTransactItems(
   tableName: string,
@@ -180,35 +182,14 @@ export function outboxTransactItems(
   ];
   const group = state.group;
   if (group !== null) {
-    const headKey = {
-      [KEY.partition]: groupHeadPk(state.tenant, group.key),
-      [KEY.sort]: ITEM_SORT_KEY.groupHead,
-    };
-    items.push(
-      state.status === MESSAGE_STATUS.superseded
-        ? // Heads only grow, but a caller could pass a wrong head: check it, so a message is never
-          // superseded by a version that does not exist.
-          {
-            ConditionCheck: {
-              TableName: tableName,
-              Key: headKey,
-              ConditionExpression: '#version > :version',
-              ExpressionAttributeNames: { '#version': 'version' },
-              ExpressionAttributeValues: { ':version': group.version },
-            },
-          }
-        : // Raise the head to this version (a max): fails if a higher version exists meanwhile.
-          {
-            Update: {
-              TableName: tableName,
-              Key: headKey,
-              UpdateExpression: 'SET #version = :version, #updated = :now',
-              ConditionExpression: `attribute_not_exists(${KEY.partition}) OR #version <= :version`,
-              ExpressionAttributeNames: { '#version': 'version', '#updated': 'updated_at' },
-              ExpressionAttributeValues: { ':version': group.version, ':now': state.created_at },
-            },
-          },
-    );
+    // The head moves only when this version rises above it (store/groupHead.ts).
+    const head = groupHeadItem(tableName, {
+      tenant: state.tenant,
+      group,
+      step: groupHeadStep(records.groupHeadVersion, group.version),
+      writtenAt: state.created_at,
+    });
+    if (head !== undefined) items.push(head);
   }
   return items;
 }

@@ -2,17 +2,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
 import { checkTransition } from '../../lambdas/core/stateMachine.js';
-import {
-  decideUnsent,
-  isPastDeadline,
-  isSupersededBy,
-  needsGroupHead,
-} from '../../lambdas/core/unsentDecision.js';
+import { decideUnsent, isPastDeadline, isSupersededBy } from '../../lambdas/core/unsentDecision.js';
 
 /**
  * What must not go out (DESIGN §4 freshness, §5 deadlines): past `not_after` a message becomes
- * `expired` instead of being sent; a message whose group has a newer version is `superseded`; the
- * sender settles either only where the state machine lets it, and otherwise sends nothing.
+ * `expired` instead of being sent, settled only where the state machine lets the sender, and
+ * otherwise sends nothing; a message whose group has a newer version is `superseded` (the check the
+ * sender makes under its claim, on the head it reads there once).
  */
 
 const NOW = new Date('2026-12-01T09:00:00.000Z');
@@ -43,60 +39,46 @@ describe('the group check', () => {
       ),
     );
   });
-
-  it('is read only for a grouped message that is not already past its deadline', () => {
-    expect(needsGroupHead({ status: 'scheduled', group: { key: 'g', version: 1 } }, NOW)).toBe(true);
-    expect(
-      needsGroupHead({ status: 'scheduled', group: { key: 'g', version: 1 }, not_after: at(-1) }, NOW),
-    ).toBe(false);
-    expect(needsGroupHead({ status: 'scheduled', group: null }, NOW)).toBe(false);
-  });
 });
 
 describe('deciding what must not go out', () => {
-  it('sends a live, current message and expires one past its deadline even when superseded', () => {
+  it('sends a live message and expires one past its deadline', () => {
     const group = { key: 'g', version: 2 };
-    expect(decideUnsent({ status: 'scheduled', group, not_after: at(60_000) }, NOW, 2)).toEqual({
+    expect(decideUnsent({ status: 'scheduled', group, not_after: at(60_000) }, NOW)).toEqual({
       kind: 'send',
     });
-    expect(decideUnsent({ status: 'retrying', group, not_after: at(-1) }, NOW, 3)).toEqual({
+    expect(decideUnsent({ status: 'retrying', group, not_after: at(-1) }, NOW)).toEqual({
       kind: 'settle',
       to: 'expired',
-    });
-    expect(decideUnsent({ status: 'scheduled', group }, NOW, 3)).toEqual({
-      kind: 'settle',
-      to: 'superseded',
     });
   });
 
   it('drops, never settles, where the state machine forbids the move (a redriven dead message past its deadline)', () => {
-    const decision = decideUnsent({ status: 'dead', not_after: at(-1) }, NOW, undefined);
+    const decision = decideUnsent({ status: 'dead', not_after: at(-1) }, NOW);
     expect(decision).toMatchObject({ kind: 'drop', to: 'expired', reason: 'past not_after' });
   });
 
-  it('never sends what is past its deadline or superseded, and settles only along the state machine', () => {
+  it('never sends what is past its deadline, and settles only along the state machine', () => {
     fc.assert(
       fc.property(
         fc.constantFrom(...MESSAGE_STATUSES),
         fc.option(fc.integer({ min: -60_000, max: 60_000 }), { nil: undefined }),
         fc.option(fc.integer({ min: 1, max: 5 }), { nil: undefined }),
-        fc.option(fc.integer({ min: 1, max: 5 }), { nil: undefined }),
-        (status, deadlineOffset, version, head) => {
+        (status, deadlineOffset, version) => {
           const record = {
             status,
             not_after: deadlineOffset === undefined ? null : at(deadlineOffset),
             group: version === undefined ? null : { key: 'g', version },
           };
-          const decision = decideUnsent(record, NOW, head);
+          const decision = decideUnsent(record, NOW);
           const past = deadlineOffset !== undefined && deadlineOffset < 0;
-          const superseded = version !== undefined && head !== undefined && head > version;
-          if (!past && !superseded) {
+          if (!past) {
             expect(decision).toEqual({ kind: 'send' });
             return;
           }
           expect(decision.kind).not.toBe('send');
           if (decision.kind === 'send' || decision.kind === 'hold') return;
-          expect(decision.to).toBe(past ? 'expired' : 'superseded');
+          expect(decision.to).toBe('expired');
           expect(decision.kind === 'settle').toBe(checkTransition(status, decision.to, 'sender').allowed);
         },
       ),
@@ -134,15 +116,13 @@ describe('quiet hours in the decision (docs/design.md §16)', () => {
   it('holds a message due at 22:00 in Berlin until 08:00 there, and lets it go at 08:00', () => {
     const quiet = { quiet_hours: { start: '21:00', end: '08:00' }, time_zone: 'Europe/Berlin' };
     const tenPm = new Date('2026-12-03T21:00:00Z');
-    expect(decideUnsent({ status: 'scheduled', ...quiet }, tenPm, undefined)).toEqual({
+    expect(decideUnsent({ status: 'scheduled', ...quiet }, tenPm)).toEqual({
       kind: 'hold',
       until: new Date('2026-12-04T07:00:00Z'),
     });
     // After a retry's backoff, the same: a retrying message is held too.
-    expect(decideUnsent({ status: 'retrying', ...quiet }, tenPm, undefined)).toMatchObject({ kind: 'hold' });
-    expect(
-      decideUnsent({ status: 'scheduled', ...quiet }, new Date('2026-12-04T07:00:00Z'), undefined),
-    ).toEqual({
+    expect(decideUnsent({ status: 'retrying', ...quiet }, tenPm)).toMatchObject({ kind: 'hold' });
+    expect(decideUnsent({ status: 'scheduled', ...quiet }, new Date('2026-12-04T07:00:00Z'))).toEqual({
       kind: 'send',
     });
   });
@@ -151,18 +131,10 @@ describe('quiet hours in the decision (docs/design.md §16)', () => {
     const quiet = { quiet_hours: { start: '21:00', end: '08:00' }, time_zone: 'Europe/Berlin' };
     const tenPm = new Date('2026-12-03T21:00:00Z');
     expect(
-      decideUnsent(
-        { status: 'scheduled', ...quiet, not_after: '2026-12-04T06:59:59.999Z' },
-        tenPm,
-        undefined,
-      ),
+      decideUnsent({ status: 'scheduled', ...quiet, not_after: '2026-12-04T06:59:59.999Z' }, tenPm),
     ).toEqual({ kind: 'settle', to: 'expired' });
     expect(
-      decideUnsent(
-        { status: 'scheduled', ...quiet, not_after: '2026-12-04T07:00:00.000Z' },
-        tenPm,
-        undefined,
-      ),
+      decideUnsent({ status: 'scheduled', ...quiet, not_after: '2026-12-04T07:00:00.000Z' }, tenPm),
     ).toMatchObject({ kind: 'hold' });
   });
 
@@ -175,8 +147,7 @@ describe('quiet hours in the decision (docs/design.md §16)', () => {
         fc.integer({ min: 1, max: 1439 }),
         fc.integer({ min: 0, max: 400 * 86_400 }),
         fc.option(fc.integer({ min: -3_600, max: 2 * 86_400 }), { nil: undefined }),
-        fc.boolean(),
-        (status, zone, start, length, nowSeconds, deadlineSeconds, superseded) => {
+        (status, zone, start, length, nowSeconds, deadlineSeconds) => {
           const quiet = { start: hhmm(start), end: hhmm((start + length) % 1440) };
           const now = new Date(Date.UTC(2026, 11, 1) + nowSeconds * 1000);
           const notAfter =
@@ -190,12 +161,11 @@ describe('quiet hours in the decision (docs/design.md §16)', () => {
             time_zone: zone,
             quiet_hours: quiet,
           };
-          const decision = decideUnsent(record, now, superseded ? 2 : 1);
+          const decision = decideUnsent(record, now);
           const past = deadlineSeconds !== undefined && deadlineSeconds < 0;
-          if (past || superseded) {
+          if (past) {
             expect(decision.kind === 'settle' || decision.kind === 'drop').toBe(true);
-            if (decision.kind === 'settle' || decision.kind === 'drop')
-              expect(decision.to).toBe(past ? 'expired' : 'superseded');
+            if (decision.kind === 'settle' || decision.kind === 'drop') expect(decision.to).toBe('expired');
             return;
           }
           if (!inside(now.getTime(), quiet, zone)) {
@@ -217,7 +187,7 @@ describe('quiet hours in the decision (docs/design.md §16)', () => {
           expect(decision.kind === 'settle' || decision.kind === 'drop').toBe(true);
           if (decision.kind === 'settle' || decision.kind === 'drop') expect(decision.to).toBe('expired');
           expect(notAfter).not.toBeNull();
-          const waited = decideUnsent({ ...record, not_after: null }, now, 1);
+          const waited = decideUnsent({ ...record, not_after: null }, now);
           expect(waited.kind).toBe('hold');
           if (waited.kind === 'hold') expect(Date.parse(notAfter ?? '')).toBeLessThan(waited.until.getTime());
         },
@@ -227,7 +197,7 @@ describe('quiet hours in the decision (docs/design.md §16)', () => {
   });
 
   it('without quiet hours, a zone changes nothing', () => {
-    expect(decideUnsent({ status: 'scheduled', time_zone: 'Europe/Berlin' }, NOW, undefined)).toEqual({
+    expect(decideUnsent({ status: 'scheduled', time_zone: 'Europe/Berlin' }, NOW)).toEqual({
       kind: 'send',
     });
   });

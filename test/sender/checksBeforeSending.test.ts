@@ -106,6 +106,34 @@ describe('the sender, before it sends', () => {
     expect(rig.metrics.of('Superseded')).toBe(1);
   });
 
+  it('reads the group head once per copy, consistently, after its claim (DESIGN §4 Freshness)', async () => {
+    const rig = await createSenderRig(world);
+    const group = { key: 'campaign:44:status', version: 2 };
+    await putGroupHead(world.documents, world.tableName, group.key, 2);
+    const message = await rig.putMessage({ group });
+    await rig.dispatch(message);
+    const store = new DynamoSenderStore(world.documents, world.tableName);
+    const reads: string[] = [];
+    let claimed = false;
+    const counting = storeWith(store, {
+      claim: async (input) => {
+        const result = await store.claim(input);
+        claimed = true;
+        return result;
+      },
+      readGroupVersion: async (tenant, key) => {
+        reads.push(claimed ? 'after the claim' : 'before the claim');
+        return store.readGroupVersion(tenant, key);
+      },
+    });
+    const records = await rig.receive({ waitSeconds: 3, max: 1 });
+
+    await rig.run(records, rig.newHandler({ store: counting }));
+
+    expect((await rig.state(message.id)).status).toBe('sent');
+    expect(reads).toEqual(['after the claim']);
+  });
+
   it('sends a message whose group head is at its own version', async () => {
     const rig = await createSenderRig(world);
     const group = { key: 'campaign:43:status', version: 3 };
@@ -164,6 +192,49 @@ describe('the sender, before it sends', () => {
     const state = await rig.state(message.id);
     expect(state.status).toBe('sent');
     expect(state.sent_at).toBe(new Date(Date.parse(message.send_at)).toISOString());
+  });
+
+  it('lets the early copies of one batch wait together: a wait for the send time holds none of its lanes', async () => {
+    // DESIGN §5a: a copy early by less than a second waits in-process for its moment. The event
+    // source runs at most 1,000 batches at once, so a wait that kept one of a batch's four lanes
+    // would cap deferred mail (decision 0098); here eight copies, all 400 ms early, wait at once.
+    const rig = await createSenderRig(world);
+    const copies = 8;
+    const messages = [];
+    for (let i = 0; i < copies; i++)
+      messages.push(await rig.putMessage({ sendAt: new Date(rig.clock.ms + 400) }));
+    for (const message of messages) await rig.dispatch(message);
+    let waiting: Array<() => void> = [];
+    let mostAtOnce = 0;
+    const release = () => {
+      rig.clock.advance(400);
+      for (const resume of waiting) resume();
+      waiting = [];
+    };
+    // Each wait ends when every copy of the batch waits — or, so that a run that fails ends, when no
+    // other copy has joined for 2 s (a bound, not a measured time).
+    let bound: NodeJS.Timeout | undefined;
+    const sleep = (milliseconds: number) =>
+      new Promise<void>((resume) => {
+        expect(milliseconds).toBe(400);
+        waiting.push(resume);
+        mostAtOnce = Math.max(mostAtOnce, waiting.length);
+        clearTimeout(bound);
+        if (waiting.length === copies) release();
+        else bound = setTimeout(release, 2000);
+      });
+    const records = await rig.receive({ waitSeconds: 3, max: copies });
+    expect(records).toHaveLength(copies);
+
+    const response = await rig.run(records, rig.newHandler({ sleep }));
+    clearTimeout(bound);
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(mostAtOnce).toBe(copies);
+    for (const message of messages) {
+      expect(rig.received(message.id)).toHaveLength(1);
+      expect((await rig.state(message.id)).sent_at).toBe(new Date(Date.parse(message.send_at)).toISOString());
+    }
   });
 
   it('drops malformed copies without throwing, and still processes the rest of the batch', async () => {

@@ -142,7 +142,8 @@ describe('the sender when its own writes and reads fail', () => {
         return {
           readGroupVersion: async () => {
             reads += 1;
-            if (reads === 2) throw throttled();
+            // The head is read once, after the claim (decision 0097): the first read fails.
+            if (reads === 1) throw throttled();
             return undefined;
           },
         };

@@ -247,7 +247,11 @@ export async function enqueueMessage(
 ): Promise<EnqueueOutcome> {
   const group = input.request.group;
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const groupHeadVersion = group ? await deps.store.readGroupHead(input.tenant, group.key) : null;
+    // The first try reads the head eventually consistently (heads only grow; a head that moved fails
+    // the transaction's condition), a retry after a moved head consistently (store/groupHead.ts).
+    const groupHeadVersion = group
+      ? await deps.store.readGroupHead(input.tenant, group.key, { consistent: attempt > 0 })
+      : null;
     const write = outboxRecords({
       tenant: input.tenant,
       idempotencyKey: input.idempotencyKey,
