@@ -3,7 +3,8 @@
  * message makes on each path, as data read from the code, and what they load at a given rate —
  * every quota and every partition key on the way, and the rate at which each one binds.
  *
- * Pure arithmetic: no AWS SDK, no clock. The numbers the code defines are imported from where they
+ * Pure arithmetic: no AWS SDK, no clock, no unseeded randomness (the one simulation, of a batch of
+ * early copies in the sender's lanes, draws from a fixed seed). The numbers the code defines are imported from where they
  * are defined (shard counts, batch sizes, event source concurrency, prop defaults); the few the code
  * keeps inline are copied below with the file that holds them (test/bench/capacityModel.test.ts
  * checks those files still say so). Quotas are AWS's defaults, each with its page in
@@ -36,8 +37,8 @@ export const ASSUMPTIONS = {
   tableSecondsPerSend: 0.03,
   /** A copy that is read and dropped, or read and put back with its remaining delay. */
   quickCopySeconds: 0.01,
-  /** A copy queued with `DelaySeconds = floor(remaining)` arrives up to 1 s early and waits it out. */
-  earlyWaitSeconds: 0.5,
+  /** Early copies of one batch: how many batches the simulation of their lanes averages over. */
+  earlyBatchesSimulated: 20_000,
   streamBatchSeconds: 0.1,
   endpointSeconds: 0.3,
 } as const;
@@ -52,6 +53,11 @@ export const INLINE = {
   eventsPerPut: 10,
   /** lambdas/adapters/smtpCredentials.ts: `5 * 60_000`, how long a container keeps the SMTP secret. */
   secretCacheSeconds: 300,
+  /**
+   * lambdas/sender/createSenderHandler.ts: `maxEarlyWaitMs = 1000`. A copy queued with
+   * `DelaySeconds = floor(remaining)` arrives up to this early and waits it out in process.
+   */
+  maxEarlyWaitSeconds: 1,
 } as const;
 
 /** Status changes that are events on every path: `scheduled` at acceptance, then `sent`. */
@@ -199,7 +205,7 @@ export const KEYS = {
     key: 'GROUP#{tenant}#{group}',
     scope: 'one group',
     shards: 1,
-    moves: 'write the head only when the version rises; read it once (code)',
+    moves: 'sender reads coalesced per container, or the head sharded (code, not built)',
   },
   templateHeads: {
     key: 'TPLS#{tenant}',
@@ -279,9 +285,12 @@ export interface Call {
   readonly keys?: readonly { readonly key: KeyId; readonly read?: number; readonly write?: number }[];
 }
 
-/** One copy on the send queue and the time it holds a sender slot. */
+/**
+ * One copy on the send queue, as the time a batch of `SENDER_QUEUE.batchSize` such copies lasts: the
+ * sender's slot is held for the whole batch (its lanes run `senderCopiesAtOnce` copies at once).
+ */
 interface Copy {
-  readonly seconds: number;
+  readonly batchSeconds: number;
 }
 
 export interface Journey {
@@ -297,6 +306,68 @@ export interface Journey {
 const A = ASSUMPTIONS;
 const B = A.bodyUnits;
 const sendSeconds = A.tableSecondsPerSend + A.smtpSeconds;
+const lanes = INLINE.senderCopiesAtOnce;
+const rounds = Math.ceil(SENDER_QUEUE.batchSize / lanes);
+
+/** A copy that works `seconds` in its lane: ⌈10/4⌉ = 3 rounds of them a batch. */
+const inLane = (seconds: number): Copy => ({ batchSeconds: rounds * seconds });
+
+/**
+ * A deferred copy, arrived early by up to `maxEarlyWaitSeconds` (uniform): it is read in a lane, waits
+ * out of it, and takes one back ahead of copies not yet started to send (`runInLanes`,
+ * lambdas/core/runWithConcurrency.ts; decision 0098). A batch of them lasts about its longest wait
+ * plus a send; the lanes' queueing when waits end together is what the simulation adds.
+ */
+const earlyCopy = (): Copy => {
+  const random = seeded(34);
+  let total = 0;
+  for (let batch = 0; batch < A.earlyBatchesSimulated; batch++) {
+    const waits = Array.from({ length: SENDER_QUEUE.batchSize }, () => random() * INLINE.maxEarlyWaitSeconds);
+    total += earlyBatchSeconds(waits, A.quickCopySeconds, sendSeconds);
+  }
+  return { batchSeconds: total / A.earlyBatchesSimulated };
+};
+
+/** mulberry32: a fixed sequence in [0, 1), so the page is the same on every run. */
+function seeded(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** When the last of a batch's early copies is sent: `read` in a lane, its wait out of it, `send` in one. */
+function earlyBatchSeconds(waits: readonly number[], read: number, send: number): number {
+  type Step = { readonly at: number; readonly copy: number; readonly done: 'read' | 'wait' | 'send' };
+  const steps: Step[] = [];
+  const returned: number[] = [];
+  let free = lanes;
+  let unstarted = 0;
+  let now = 0;
+  const fill = () => {
+    while (free > 0 && (returned.length > 0 || unstarted < waits.length)) {
+      free -= 1;
+      const back = returned.shift();
+      if (back === undefined) steps.push({ at: now + read, copy: unstarted++, done: 'read' });
+      else steps.push({ at: now + send, copy: back, done: 'send' });
+    }
+  };
+  fill();
+  for (let step = steps.shift(); step !== undefined; step = steps.shift()) {
+    now = step.at;
+    if (step.done === 'read') {
+      free += 1;
+      steps.push({ at: now + (waits[step.copy] ?? 0), copy: step.copy, done: 'wait' });
+    } else if (step.done === 'wait') returned.push(step.copy);
+    else free += 1;
+    fill();
+    steps.sort((a, b) => a.at - b.at);
+  }
+  return now;
+}
 const INDEXED_PUT = { byStatusWrites: 1, byTenantWrites: 1, dueWrites: 1 } as const;
 const INDEXED_PUT_KEYS = [
   { key: 'byStatusScheduled', write: 1 },
@@ -322,24 +393,35 @@ const CALLS = {
     loads: { tableWrites: 1, ...INDEXED_PUT },
     keys: INDEXED_PUT_KEYS,
   },
+  // The first read is eventually consistent; a retry after a raise that beat ours reads consistently
+  // (lambdas/api/routes/enqueue.ts; decision 0097). One attempt per message, as everywhere here.
   readGroupHead: {
     fn: 'api',
-    request: 'GetItem, consistent',
+    request: 'GetItem, eventually consistent',
     item: 'GROUP#{tenant}#{group}',
-    units: '1 R',
+    units: '0.5 R',
     perMessage: 1,
-    loads: { tableReads: 1 },
-    keys: [{ key: 'groupHead', read: 1 }],
+    loads: { tableReads: 0.5 },
+    keys: [{ key: 'groupHead', read: 0.5 }],
   },
   enqueueGrouped: {
     fn: 'api',
-    request: 'TransactWriteItems: STATE, BODY, head',
-    item: 'MSG#{id} ×2, GROUP#{tenant}#{group}',
-    units: `2×(1 + ${B} + 1) W + 1 W per index`,
+    request: 'TransactWriteItems: STATE, BODY',
+    item: 'MSG#{id} ×2',
+    units: `2×(1 + ${B}) W + 1 W per index`,
     perMessage: 1,
-    loads: { tableWrites: 2 * (1 + B + 1), ...INDEXED_PUT },
-    // The head is rewritten on every enqueue, even when the version does not rise.
-    keys: [...INDEXED_PUT_KEYS, { key: 'groupHead', write: 2 }],
+    loads: { tableWrites: 2 * (1 + B), ...INDEXED_PUT },
+    keys: INDEXED_PUT_KEYS,
+  },
+  // In the same transaction, only when the message's version is above the head (store/groupHead.ts).
+  raiseGroupHead: {
+    fn: 'api',
+    request: 'TransactWriteItems: the head, when the version rises',
+    item: 'GROUP#{tenant}#{group}',
+    units: '2×1 W',
+    perMessage: 1,
+    loads: { tableWrites: 2 },
+    keys: [{ key: 'groupHead', write: 2 }],
   },
   readTemplateHead: {
     fn: 'api',
@@ -387,12 +469,12 @@ const CALLS = {
     units: '—',
     perMessage: 1,
   },
-  readGroupHeadTwice: {
+  readGroupHeadAfterClaim: {
     fn: 'sender',
-    request: 'GetItem, consistent, before and after the claim',
+    request: 'GetItem, consistent, after the claim',
     item: 'GROUP#{tenant}#{group}',
     units: '1 R',
-    perMessage: 2,
+    perMessage: 1,
     loads: { tableReads: 1 },
     keys: [{ key: 'groupHead', read: 1 }],
   },
@@ -527,7 +609,8 @@ const C = CALLS;
 const sending = [C.claim, C.readBody, C.suppressions, C.smtp, C.outcome, C.bodyTtl];
 const always = [C.putEvents, C.listEndpoints];
 /** Due now: the api's copy is sent, the relay's backup (held back a few seconds) is read and dropped. */
-const IMMEDIATE_COPIES: readonly Copy[] = [{ seconds: sendSeconds }, { seconds: A.quickCopySeconds }];
+const IMMEDIATE_COPIES: readonly Copy[] = [inLane(sendSeconds), inLane(A.quickCopySeconds)];
+const EARLY_COPY = earlyCopy();
 const stateReads = (copies: number): Call => ({
   fn: 'sender',
   request: 'GetItem, consistent, per copy',
@@ -546,6 +629,23 @@ const immediateCalls = [
   ...always,
 ];
 
+/**
+ * A grouped message: its head read, its records in one transaction (with `raise` when the version
+ * rises), the head read again under the sender's claim. Messages that share a version (a campaign)
+ * write the head once; messages that each raise it (an order's status) write it every time.
+ */
+const groupedCalls = (raise: readonly Call[]): Call[] => [
+  C.readGroupHead,
+  C.enqueueGrouped,
+  ...raise,
+  C.apiCopy,
+  C.relayCopies,
+  stateReads(2),
+  C.readGroupHeadAfterClaim,
+  ...sending,
+  ...always,
+];
+
 /** The paths of DESIGN §4, each as the code takes it. */
 export const JOURNEYS = {
   immediate: {
@@ -559,7 +659,7 @@ export const JOURNEYS = {
     label: 'deferred ≤ 15 min',
     apiRequests: 1,
     calls: [C.putBody, C.putState, C.relayCopies, stateReads(1), ...sending, ...always],
-    copies: [{ seconds: sendSeconds + A.earlyWaitSeconds }],
+    copies: [EARLY_COPY],
     deliveries: 0,
   },
   scheduled: {
@@ -575,7 +675,7 @@ export const JOURNEYS = {
       ...sending,
       ...always,
     ],
-    copies: [{ seconds: A.quickCopySeconds }, { seconds: sendSeconds + A.earlyWaitSeconds }],
+    copies: [inLane(A.quickCopySeconds), EARLY_COPY],
     deliveries: 0,
   },
   templated: {
@@ -586,18 +686,16 @@ export const JOURNEYS = {
     deliveries: 0,
   },
   grouped: {
-    label: 'grouped',
+    label: 'grouped, one version',
     apiRequests: 1,
-    calls: [
-      C.readGroupHead,
-      C.enqueueGrouped,
-      C.apiCopy,
-      C.relayCopies,
-      stateReads(2),
-      C.readGroupHeadTwice,
-      ...sending,
-      ...always,
-    ],
+    calls: groupedCalls([]),
+    copies: IMMEDIATE_COPIES,
+    deliveries: 0,
+  },
+  groupedRaising: {
+    label: 'grouped, each raises',
+    apiRequests: 1,
+    calls: groupedCalls([C.raiseGroupHead]),
     copies: IMMEDIATE_COPIES,
     deliveries: 0,
   },
@@ -627,10 +725,6 @@ export interface Demand {
   readonly senderSeconds: number;
 }
 
-/** The sender runs `batchSize` copies `senderCopiesAtOnce` at a time: ⌈10/4⌉ = 3 rounds a batch. */
-const senderParallelism =
-  SENDER_QUEUE.batchSize / Math.ceil(SENDER_QUEUE.batchSize / INLINE.senderCopiesAtOnce);
-
 export function demand(journey: Journey): Demand {
   const limits: Record<string, number> = {};
   const add = (id: string, amount: number) => {
@@ -644,11 +738,10 @@ export function demand(journey: Journey): Demand {
       add(keyLimitId(load.key, 'read'), (call.perMessage * (load.read ?? 0)) / shards);
     }
   }
-  const copySeconds = journey.copies.reduce((sum, copy) => sum + copy.seconds, 0);
-  const senderSeconds = copySeconds / senderParallelism;
+  // A copy holds its share of its batch's slot; a batch is as long as its copies make it (Copy).
+  const batchSeconds = journey.copies.reduce((sum, copy) => sum + copy.batchSeconds, 0);
+  const senderSeconds = batchSeconds / SENDER_QUEUE.batchSize;
   const senderInvocations = journey.copies.length / SENDER_QUEUE.batchSize;
-  const batchSeconds =
-    (copySeconds / journey.copies.length) * Math.ceil(SENDER_QUEUE.batchSize / INLINE.senderCopiesAtOnce);
   const deliverySeconds =
     (journey.deliveries / WEBHOOK_DELIVERY.batchSize) * (A.endpointSeconds + A.tableSecondsPerSend);
   const streamInvocations = 1 / RELAY_STREAM.batchSize + EVENT_RECORDS_PER_MESSAGE / EVENTS_STREAM.batchSize;
@@ -670,7 +763,7 @@ export function demand(journey: Journey): Demand {
   add('webhookConcurrency', deliverySeconds);
   add('secretReads', senderSeconds / INLINE.secretCacheSeconds);
   // A copy is in flight from its receive to its batch's end.
-  add('sqsInFlight', journey.copies.length * batchSeconds);
+  add('sqsInFlight', batchSeconds);
   // Every sender container reads the gate once per cache period while it works.
   const gateReads = senderSeconds / INLINE.gateCacheSeconds;
   add(keyLimitId('gate', 'read'), gateReads);

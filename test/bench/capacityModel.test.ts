@@ -25,6 +25,8 @@ import {
 
 const page = readFileSync(new URL('../../docs/capacity.md', import.meta.url), 'utf8');
 const pageLines = new Set(page.split('\n'));
+/** The page's prose on one line, so a phrase may wrap. */
+const prose = page.replace(/\s+/g, ' ');
 const source = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 
 /** A ceiling as the page's prose rounds it: two significant figures. */
@@ -57,8 +59,25 @@ describe('docs/capacity.md follows the capacity model', () => {
 
   it('its verdict names where each other path stops, as the model computes it', () => {
     const deferred = Math.max(firstNotRaisable('deferred').at, firstNotRaisable('scheduled').at);
-    expect(page).toContain(`deferred mail stops at ~${approx(deferred)}/s`);
-    expect(page).toContain(`grouped ones at ${approx(firstNotRaisable('grouped').at)}/s per group`);
+    const grouped = firstNotRaisable('grouped').at;
+    const raising = firstNotRaisable('groupedRaising').at;
+    expect(prose).toContain(`deferred mail stops at ~${approx(deferred)}/s`);
+    expect(prose).toContain(
+      `grouped ones at ${approx(grouped)}/s per group when its messages share a version`,
+    );
+    expect(prose).toContain(`, ${approx(raising)} version raises/s`);
+  });
+
+  it("its verdict's figures are the decisions' (0097, 0098)", () => {
+    // 0098: a batch of early copies lasts ~1.23 s (Monte Carlo), so the event source's 1,000
+    // batches carry ~8,100 deferred msg/s; the wait held a lane before (~4,250).
+    const deferred = Math.max(firstNotRaisable('deferred').at, firstNotRaisable('scheduled').at);
+    expect(firstNotRaisable('deferred').id).toBe('senderEventSource');
+    expect(approx(deferred)).toBe('8,100');
+    // 0097: at the head's version 0.5 R (enqueue, eventual) + 1 R (sender, after the claim) on one
+    // item, 3,000 R / 1.5 R; a raise is 2 W in the transaction, 1,000 W / 2 W.
+    expect(firstNotRaisable('grouped')).toEqual({ id: 'groupHead.read', at: 2_000 });
+    expect(firstNotRaisable('groupedRaising')).toEqual({ id: 'groupHead.write', at: 500 });
   });
 
   it('with default quotas and props no path reaches 10,000/s', () => {
@@ -79,6 +98,9 @@ describe('the numbers the model copies from inline code', () => {
     expect(source('lambdas/adapters/EventBridgeBus.ts')).toContain(`PUT_EVENTS_MAX = ${INLINE.eventsPerPut}`);
     expect(source('lambdas/adapters/smtpCredentials.ts')).toContain(
       `${INLINE.secretCacheSeconds / 60} * 60_000`,
+    );
+    expect(source('lambdas/sender/createSenderHandler.ts')).toContain(
+      `maxEarlyWaitMs = ${INLINE.maxEarlyWaitSeconds * 1000}`,
     );
   });
 });
