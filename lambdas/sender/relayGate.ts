@@ -70,6 +70,8 @@ export type TokenOutcome =
 
 export class RelayGate {
   private cached: { readonly gate: SendingGateState; readonly readAtMs: number } | undefined;
+  /** The cached read under way: copies of one batch that find the cache stale together share it. */
+  private reading: Promise<SendingGateState> | undefined;
 
   constructor(private readonly options: RelayGateOptions) {}
 
@@ -248,9 +250,25 @@ export class RelayGate {
     if (!fresh && this.cached !== undefined && nowMs - this.cached.readAtMs < cacheMs) {
       return this.cached.gate;
     }
-    const gate = await this.options.store.read();
-    this.remember(gate);
-    return gate;
+    if (fresh) {
+      const gate = await this.options.store.read();
+      this.remember(gate);
+      return gate;
+    }
+    // One read a second per warm sender, not one per lane: the lanes that miss the cache together
+    // wait on the same read (docs/capacity.md, the gate's load at 10,000/s).
+    this.reading ??= this.options.store.read().then(
+      (gate) => {
+        this.reading = undefined;
+        this.remember(gate);
+        return gate;
+      },
+      (error: unknown) => {
+        this.reading = undefined;
+        throw error;
+      },
+    );
+    return this.reading;
   }
 
   private remember(gate: SendingGateState): void {

@@ -59,8 +59,17 @@ const SHARDED: Record<string, number> = {
 /** Keys allowed past SHARE, and why. */
 const KNOWN_EXCEPTIONS: Record<string, string> = {
   'GROUP#':
-    'one group head per group key: DESIGN §4 bounds it per group (the head is written in every grouped enqueue and read by the sender); issue 34 moves it in its own change',
+    'one group head per group key: DESIGN §4 bounds it per group (0.5 R at enqueue, 1 R in the sender, 2 W only when the version rises: 2,000 msg/s per group, decision 0097)',
 };
+
+/**
+ * Keys read on a clock, not per message: a warm sender reuses its read of the sending gate for a
+ * second (sender/relayGate.ts `cacheMs`), so the gate's load at scale is the warm senders', whatever
+ * the rate (docs/capacity.md: 42 % of a partition at 10,000/s). Scaling this run's reads per message
+ * would measure how long the run took, so the check is the cache's instead: at most one read a
+ * second of the senders' run, and one more for its start.
+ */
+const CLOCK_DRIVEN = new Set(['GATE#']);
 
 const SILENT: Log = { info: () => {}, warn: () => {}, error: () => {} };
 const recordFile = join(mkdtempSync(join(tmpdir(), 'postdate-load-')), 'aws-calls.jsonl');
@@ -198,9 +207,15 @@ describe('the load one tenant at 10,000 messages/s puts on each partition key, f
       for (let i = 0; i < relayed.length; i += 100) await relay({ Records: relayed.slice(i, i + 100) });
       for (let i = 0; i < evented.length; i += 100) await produce({ Records: evented.slice(i, i + 100) });
     };
+    let sendingSeconds = 0;
+    let gateReadsWhileSending = 0;
     try {
       await streamStep();
+      const sendingFrom = Date.now();
+      const gateReadsBefore = gateReads(readRecordedRequests(recordFile));
       for (const event of await drain(sendQueue)) await sender.handle(event);
+      sendingSeconds = (Date.now() - sendingFrom) / 1000;
+      gateReadsWhileSending = gateReads(readRecordedRequests(recordFile)) - gateReadsBefore;
       await streamStep();
       for (const event of await drain(webhookQueue)) await deliver(event);
     } finally {
@@ -213,6 +228,7 @@ describe('the load one tenant at 10,000 messages/s puts on each partition key, f
     const over: string[] = [];
     const rows: string[] = [];
     for (const [family, { perKey, keys }] of load) {
+      if (CLOCK_DRIVEN.has(family)) continue;
       const write = (perKey.write / MESSAGES) * RATE;
       const read = (perKey.read / MESSAGES) * RATE;
       const share = Math.max(write / PARTITION.write, read / PARTITION.read);
@@ -223,6 +239,8 @@ describe('the load one tenant at 10,000 messages/s puts on each partition key, f
     }
     console.info(`per partition key at ${RATE} msg/s:\n  ${rows.join('\n  ')}`);
     expect(over).toEqual([]);
+    expect(gateReadsWhileSending).toBeGreaterThan(0);
+    expect(gateReadsWhileSending).toBeLessThanOrEqual(Math.ceil(sendingSeconds) + 1);
     // The journey reached the keys DESIGN §4 names.
     for (const family of ['WHDL#', 'WHEP#', 'TPLS#', 'SUPP#', 'GROUP#']) expect(load.has(family)).toBe(true);
   });
@@ -340,4 +358,14 @@ function loadPerKey(
     }
   }
   return result;
+}
+
+/** The sending gate's reads in a recording (`GATE#…` GetItems). */
+function gateReads(requests: ReturnType<typeof readRecordedRequests>): number {
+  return requests.filter(
+    (request) =>
+      request.target === 'DynamoDB_20120810.GetItem' &&
+      request.body !== undefined &&
+      /"S":"GATE#/.test(request.body),
+  ).length;
 }
