@@ -9,7 +9,7 @@ import { cost } from './cost.js';
 import { enqueueLatency } from './enqueueLatency.js';
 import { firstMinute } from './firstMinute.js';
 import { immediateCopy } from './immediateCopy.js';
-import { outage } from './outage.js';
+import { outage, outageFailover } from './outage.js';
 import { peer } from './peer.js';
 import { postfixOutage } from './postfixOutage.js';
 import { precision } from './precision.js';
@@ -37,6 +37,7 @@ const BENCHMARKS: Record<string, (options: BenchOptions) => Promise<BenchResult>
   peer,
   scale,
   outage,
+  'outage-failover': outageFailover,
   'postfix-outage': postfixOutage,
 };
 
