@@ -11,7 +11,7 @@ import { firstMinute } from './firstMinute.js';
 import { immediateCopy } from './immediateCopy.js';
 import { outage, outageFailover } from './outage.js';
 import { peer } from './peer.js';
-import { postfixOutage } from './postfixOutage.js';
+import { postfixFailover, postfixOutage } from './postfixOutage.js';
 import { precision } from './precision.js';
 import { scale } from './scale.js';
 import { round } from './stats.js';
@@ -39,6 +39,7 @@ const BENCHMARKS: Record<string, (options: BenchOptions) => Promise<BenchResult>
   outage,
   'outage-failover': outageFailover,
   'postfix-outage': postfixOutage,
+  'postfix-failover': postfixFailover,
 };
 
 // The SDK's "Node 22 soon" notice (this machine runs Node 20) is noise in a benchmark's output.
