@@ -3,8 +3,9 @@ import type { LocalStack } from '../local/localStack.js';
 import { startSmtpSink } from '../local/smtp/smtpSink.js';
 import type { BenchOptions, BenchResult, BenchRow } from './benchResult.js';
 import { enqueue, inParallel, startBenchStack } from './benchStack.js';
+import { relayReceipts } from './outageCounts.js';
 import { type PostfixRelay, postfixUnavailable, startPostfixRelay } from './postfixRelay.js';
-import { round, sleep } from './stats.js';
+import { maximum, percentile, round, sleep } from './stats.js';
 
 /**
  * A real Postfix outage (issue 19 §1, DESIGN §5 "An outage is not the message's fault"): the
@@ -285,4 +286,189 @@ async function messageView(stack: LocalStack, id: string): Promise<MessageViewFi
     headers: { authorization: `Bearer ${stack.apiKey}` },
   });
   return (await response.json()) as MessageViewFields;
+}
+
+/**
+ * Failover through real Postfix (issue 31, docs/design.md §15 Failover across relays): two Postfix
+ * instances (bench/postfixRelay.ts), `primary` relaying to one sink and `backup` to another, in
+ * POSTDATE_RELAYS. Each case stops `primary` (connections refused) or makes it answer `421` at the
+ * greeting; ten messages are due 2 s into the outage; after it, ten more are due from 2 s after
+ * `primary` is back, spread over two probe intervals (failback). Judged from what the two sinks received (bench/outageCounts.ts):
+ * lost, doubled, received through `primary` during its outage; dead from the API; the latency from
+ * due time to the first receipt at either sink (through Postfix's own queue) is reported.
+ * `npm run bench -- postfix-failover`; skips like `postfix-outage`.
+ */
+const FAILOVER_CASES: readonly OutageCase[] = [
+  { kind: 'stopped', seconds: 20 },
+  { kind: '421', seconds: 20 },
+];
+const QUICK_FAILOVER_CASES: readonly OutageCase[] = [{ kind: 'stopped', seconds: 15 }];
+
+export async function postfixFailover(options: BenchOptions): Promise<BenchResult> {
+  const started = Date.now();
+  const unavailable = postfixUnavailable();
+  if (unavailable) {
+    options.log(`  skipped: ${unavailable}`);
+    return {
+      name: 'postfix-failover',
+      title: 'Failover between two real Postfix relays (skipped)',
+      rows: [],
+      details: { skipped: unavailable },
+      seconds: 0,
+    };
+  }
+  const primarySink = await startSmtpSink({ port: await freePort() });
+  const backupSink = await startSmtpSink({ port: await freePort() });
+  const primary = await startPostfixRelay({
+    port: await freePort(),
+    relayHost: '127.0.0.1',
+    relayPort: primarySink.port,
+  });
+  const backup = await startPostfixRelay({
+    port: await freePort(),
+    relayHost: '127.0.0.1',
+    relayPort: backupSink.port,
+  });
+  const relay = (name: string, port: number) => ({
+    name,
+    host: '127.0.0.1',
+    port,
+    secure: false,
+    require_tls: false,
+  });
+  let stack: LocalStack | undefined;
+  try {
+    await primary.start();
+    await backup.start();
+    stack = await startBenchStack(
+      {
+        POSTDATE_RELAYS: JSON.stringify([relay('primary', primary.port), relay('backup', backup.port)]),
+        POSTDATE_RELAY_PROBE_SECONDS: String(PROBE_SECONDS),
+      },
+      { quiet: process.env.POSTFIX_OUTAGE_VERBOSE !== '1' },
+    );
+    const rows: BenchRow[] = [];
+    const cases: unknown[] = [];
+    for (const outageCase of options.quick ? QUICK_FAILOVER_CASES : FAILOVER_CASES) {
+      const name = `${outageCase.kind} ${outageCase.seconds} s`;
+      await primary.stop();
+      await primary.setMode(outageCase.kind === '421' ? 'defer' : 'accept');
+      if (outageCase.kind === '421') await primary.start();
+      await sleep(500);
+      const logOffset = primary.maillog().length;
+      const outageStart = Date.now();
+      const key = `postfix-failover-${outageStart}-${outageCase.kind}`;
+      const during = await enqueueDueAt(stack, `${key}-during`, () => outageStart + DUE_AFTER_MS);
+      await sleep(outageStart + outageCase.seconds * 1000 - Date.now());
+      const recoveryBegan = Date.now();
+      if (outageCase.kind === 'stopped') await primary.start();
+      else await primary.setMode('accept');
+      const recoveredAt = Date.now();
+      // Spread over two probe intervals: the first copies meet the primary's breaker still open
+      // (they leave through backup) until one finds its probe due, probes and closes it.
+      const back = await enqueueDueAt(
+        stack,
+        `${key}-back`,
+        (index) => recoveredAt + DUE_AFTER_MS + (index * 2 * PROBE_SECONDS * 1000) / MESSAGES,
+      );
+      const all = [...during, ...back];
+      const sinks = () => ({ primary: primarySink.messages(), backup: backupSink.messages() });
+      const deadline = Date.now() + DELIVERY_TIMEOUT_MS;
+      while (relayReceipts(all, sinks()).lost > 0 && Date.now() < deadline) await sleep(250);
+      // A moment more, so that a duplicate on its way would be counted too.
+      await sleep(5_000);
+      const received = relayReceipts(all, sinks());
+      const viaPrimaryDuringOutage = primarySink
+        .messages()
+        .filter((mail) => mail.postdateId !== null && during.includes(mail.postdateId))
+        .filter((mail) => Date.parse(mail.receivedAt) < recoveryBegan).length;
+      const latencies = during.flatMap((id) => {
+        const at = received.firstReceiptMs.get(id);
+        return at === undefined ? [] : [(at - outageStart - DUE_AFTER_MS) / 1000];
+      });
+      const backAtPrimary = back.filter((id) => received.firstRelay.get(id) === 'primary').length;
+      const lastBack = [...back].sort(
+        (a, b) => (received.firstReceiptMs.get(a) ?? 0) - (received.firstReceiptMs.get(b) ?? 0),
+      )[back.length - 1];
+      const failedBack = lastBack !== undefined && received.firstRelay.get(lastBack) === 'primary';
+      const statuses = await inParallel(
+        all,
+        MESSAGES,
+        async (id) => (await messageView(stack as LocalStack, id)).status,
+      );
+      const dead = statuses.filter((status) => status === 'dead').length;
+      await sleep(500);
+      const caseLog = primary.maillog().slice(logOffset);
+      const rejected =
+        outageCase.kind === '421' ? (caseLog.match(/NOQUEUE: reject: CONNECT from/g) ?? []).length : null;
+      const prefix = `${name} primary outage (${round((recoveredAt - outageStart) / 1000, 1)} s)`;
+      const zero = (metric: string, value: number): BenchRow => ({
+        metric: `${prefix}: ${metric}`,
+        value,
+        unit: 'msgs',
+        goal: '0',
+        pass: value === 0,
+      });
+      rows.push(
+        zero('dead', dead),
+        zero('lost (received by neither sink)', received.lost),
+        zero('received more than once (either relay, or both)', received.doubled),
+        zero('received through primary during its outage', viaPrimaryDuringOutage),
+        {
+          metric: `${prefix}: due → first receipt at either sink, max`,
+          value: round(maximum(latencies), 2),
+          unit: 's (max)',
+          note: `p50 ${round(percentile(latencies, 50), 2)} s; probe every ${PROBE_SECONDS} s`,
+        },
+        ...(rejected === null
+          ? []
+          : [
+              {
+                metric: `${prefix}: connections primary answered 421 (its maillog)`,
+                value: rejected,
+                unit: 'connections',
+                note: `probe every ${PROBE_SECONDS} s`,
+              },
+            ]),
+        {
+          metric: `${prefix}: failback, of ${MESSAGES} due over ${2 * PROBE_SECONDS} s after recovery, through primary`,
+          value: backAtPrimary,
+          unit: 'msgs',
+          goal: 'the last through primary',
+          pass: failedBack,
+        },
+      );
+      cases.push({ name, perRelay: received.perRelay, latencies, rejected, backAtPrimary, dead });
+      options.log(
+        `  ${name}: lost ${received.lost}, doubled ${received.doubled}, dead ${dead}, per relay ${JSON.stringify(received.perRelay)}`,
+      );
+    }
+    return {
+      name: 'postfix-failover',
+      title: 'Failover between two real Postfix relays: the first stopped or answering 421',
+      rows,
+      details: { probeSeconds: PROBE_SECONDS, cases },
+      seconds: (Date.now() - started) / 1000,
+    };
+  } finally {
+    await stack?.stop();
+    await primary.close();
+    await backup.close();
+    await primarySink.stop();
+    await backupSink.stop();
+  }
+}
+
+/** Ten messages through the API, the `index`th due at `dueMs(index)`; their ids. */
+async function enqueueDueAt(
+  stack: LocalStack,
+  key: string,
+  dueMs: (index: number) => number,
+): Promise<string[]> {
+  const enqueued = await inParallel(
+    Array.from({ length: MESSAGES }, (_, index) => index),
+    MESSAGES,
+    (index) => enqueue(stack, { bodyBytes: 256, key: `${key}-${index}`, sendAt: new Date(dueMs(index)) }),
+  );
+  return enqueued.map((message) => message.id);
 }

@@ -9,9 +9,9 @@ import { cost } from './cost.js';
 import { enqueueLatency } from './enqueueLatency.js';
 import { firstMinute } from './firstMinute.js';
 import { immediateCopy } from './immediateCopy.js';
-import { outage } from './outage.js';
+import { outage, outageFailover } from './outage.js';
 import { peer } from './peer.js';
-import { postfixOutage } from './postfixOutage.js';
+import { postfixFailover, postfixOutage } from './postfixOutage.js';
 import { precision } from './precision.js';
 import { scale } from './scale.js';
 import { round } from './stats.js';
@@ -37,7 +37,9 @@ const BENCHMARKS: Record<string, (options: BenchOptions) => Promise<BenchResult>
   peer,
   scale,
   outage,
+  'outage-failover': outageFailover,
   'postfix-outage': postfixOutage,
+  'postfix-failover': postfixFailover,
 };
 
 // The SDK's "Node 22 soon" notice (this machine runs Node 20) is noise in a benchmark's output.

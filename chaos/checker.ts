@@ -114,7 +114,12 @@ export type RelayOutcome = 'accepted' | 'refused' | 'dropped' | 'stalled';
  * (client bytes, the relay's replies, the close, with times) and the relay's fault script.
  */
 export interface SmtpTransaction {
-  /** The tap's number of the connection, and the transaction's place on it (0, 1, …). */
+  /**
+   * The relay whose tap saw it, in a run with several relays (docs/design.md §15 Failover across
+   * relays); absent with one. A copy at any relay is a delivery; copies at two are a duplicate.
+   */
+  readonly relay?: string;
+  /** The tap's number of the connection (per relay), and the transaction's place on it (0, 1, …). */
   readonly connection: number;
   readonly index: number;
   /** From the body's headers as they went through the tap: X-Postdate-Id and Message-ID. */
@@ -165,6 +170,8 @@ export interface RecipientReply {
  */
 export interface SessionCut {
   readonly kind: 'relay-outage';
+  /** The relay whose outage cut it (several relays: each has its own proxy, and its own ports). */
+  readonly relay?: string;
   readonly atMs: number;
   /** The cut session's port towards the tap (the tap's `clientPort`). */
   readonly clientPort: number;
@@ -205,6 +212,7 @@ export type Explanation = 'relay-drop' | 'relay-stall' | SessionCut['kind'] | Ki
 
 /** A transaction of the input with the checker's reading of it. */
 export interface CheckedTransaction {
+  readonly relay?: string;
   readonly connection: number;
   readonly index: number;
   readonly id: string | null;
@@ -237,6 +245,8 @@ export interface CheckResult {
   };
   /** Explained copies by what explains them. */
   readonly explainedBy: Readonly<Record<string, number>>;
+  /** Copies each relay holds, in a run with several relays (empty with one). */
+  readonly copiesByRelay: Readonly<Record<string, number>>;
   readonly byStatus: Readonly<Record<string, number>>;
   readonly byExpectedFate: Readonly<Record<string, number>>;
   readonly problems: readonly Problem[];
@@ -322,6 +332,8 @@ export function sessionCut(cut: SessionCut, transaction: SmtpTransaction): boole
   const dot = transaction.finalDotAtMs;
   const closed = transaction.closedAtMs;
   if (dot === null || closed === null || transaction.clientPort !== cut.clientPort) return false;
+  // Two relays' sessions may share a client port: a cut explains only a session of its own relay.
+  if ((cut.relay ?? null) !== (transaction.relay ?? null)) return false;
   // The proxy forwards nothing after the cut: a dot the tap read just after it was sent before it.
   if (dot > cut.atMs + DOT_TRANSIT_MS || closed < cut.atMs || closed - cut.atMs > EXPLAIN_SLACK_MS) {
     return false;
@@ -423,6 +435,7 @@ export function checkRun(input: CheckInput): CheckResult {
   };
   const transactions: CheckedTransaction[] = [];
   const explainedBy: Record<string, number> = {};
+  const copiesByRelay: Record<string, number> = {};
   let received = 0;
   let refusedCopies = 0;
   let explainedCopies = 0;
@@ -431,6 +444,7 @@ export function checkRun(input: CheckInput): CheckResult {
     const copy = isCopy(transaction);
     const explanation = explainCopy(transaction, input.kills, cuts);
     transactions.push({
+      ...(transaction.relay === undefined ? {} : { relay: transaction.relay }),
       connection: transaction.connection,
       index: transaction.index,
       id,
@@ -445,6 +459,9 @@ export function checkRun(input: CheckInput): CheckResult {
     if (owner !== null && acceptedIds.has(owner)) wireOf(owner).transactions.push(transaction);
     if (!copy) continue;
     received += 1;
+    if (transaction.relay !== undefined) {
+      copiesByRelay[transaction.relay] = (copiesByRelay[transaction.relay] ?? 0) + 1;
+    }
     if (explanation) {
       explainedCopies += 1;
       explainedBy[explanation.by] = (explainedBy[explanation.by] ?? 0) + 1;
@@ -509,7 +526,8 @@ export function checkRun(input: CheckInput): CheckResult {
           reason:
             `received ${count} times; ${unexplained} of the ${count - 1} copies before the last have no fault after their own dot` +
             (by.length > 0 ? ` (the others: ${by.join(', ')})` : '') +
-            `; ${wire.heard} copy(ies) answered 2xx to a sender that heard it`,
+            `; ${wire.heard} copy(ies) answered 2xx to a sender that heard it` +
+            relaysOf(copies.map((copy) => copy.transaction)),
         });
       }
     }
@@ -591,6 +609,7 @@ export function checkRun(input: CheckInput): CheckResult {
     ok: problems.length === 0,
     counts,
     explainedBy,
+    copiesByRelay,
     byStatus,
     byExpectedFate,
     problems,
@@ -598,6 +617,12 @@ export function checkRun(input: CheckInput): CheckResult {
     transactions,
     kills,
   };
+}
+
+/** Where the copies went, in order, when the run had several relays: ` (at primary, backup)`. */
+function relaysOf(copies: readonly SmtpTransaction[]): string {
+  const relays = copies.flatMap((copy) => (copy.relay === undefined ? [] : [copy.relay]));
+  return relays.length === 0 ? '' : ` (at ${relays.join(', ')})`;
 }
 
 /** A one-screen text report: the counts, the statuses, and the first few problems of each kind. */
@@ -608,6 +633,9 @@ export function formatReport(result: CheckResult, title = 'Postdate chaos check'
     `  accepted ${c.accepted}   SMTP transactions ${c.transactions}   copies received ${c.received}   delivered exactly once ${c.deliveredOnce}   refused after the dot ${c.refusedCopies}`,
     `  lost ${c.lost}   duplicated ${c.duplicated} (explained ${c.explainedDuplicates}, unexplained ${c.unexplainedDuplicates})   unexpected ${c.unexpected}   wrong fate ${c.wrongFate}`,
     `  copies explained by a fault after the dot ${c.explainedCopies}: ${formatCounts(result.explainedBy)}   kills ${c.kills}`,
+    ...(Object.keys(result.copiesByRelay ?? {}).length > 0
+      ? [`  copies by relay: ${formatCounts(result.copiesByRelay)}`]
+      : []),
     `  final status: ${formatCounts(result.byStatus)}`,
     `  expected fate: ${formatCounts(result.byExpectedFate)}`,
   ];

@@ -26,6 +26,8 @@ export function checkerInput(records: {
   readonly dealtKills: readonly KillRecord[];
   readonly timeoutKills: readonly TimeoutKill[];
   readonly outageCuts: readonly SessionCutRecord[];
+  /** The relay these taps and cuts are of, in a run with several (docs/design.md §15). */
+  readonly relay?: string;
 }): CheckInput {
   const accepted: AcceptedMessage[] = records.tracked.map((message) => {
     const { to, on_ambiguous: onAmbiguous } = message.planned.body;
@@ -38,7 +40,11 @@ export function checkerInput(records: {
       onAmbiguous: onAmbiguous === 'hold' ? 'hold' : 'retry',
     };
   });
-  const transactions = joinTransactions(records.tapped, records.relayed);
+  const relay = records.relay === undefined ? {} : { relay: records.relay };
+  const transactions = joinTransactions(records.tapped, records.relayed).map((transaction) => ({
+    ...relay,
+    ...transaction,
+  }));
   const kills: KillRecord[] = [
     ...records.dealtKills,
     ...records.timeoutKills.filter((kill) => /sender/.test(kill.functionName)).map(timeoutKillRecord),
@@ -46,10 +52,24 @@ export function checkerInput(records: {
   // The outage proxy's connection towards the tap is the tap's client: its port joins the two.
   const cuts: SessionCut[] = records.outageCuts.map((cut) => ({
     kind: 'relay-outage',
+    ...relay,
     atMs: cut.atMs,
     clientPort: cut.upstreamPort,
   }));
   return { accepted, views: records.views, transactions, kills, cuts };
+}
+
+/**
+ * One input from several relays' (each from {@link checkerInput} with its `relay`): the same
+ * messages and kills, every relay's transactions and cuts. A copy at any relay is a delivery.
+ */
+export function acrossRelays(inputs: readonly [CheckInput, ...CheckInput[]]): CheckInput {
+  const [first] = inputs;
+  return {
+    ...first,
+    transactions: inputs.flatMap((input) => input.transactions),
+    cuts: inputs.flatMap((input) => input.cuts ?? []),
+  };
 }
 
 /**

@@ -35,6 +35,13 @@ export interface ChaosRecords {
   readonly client: ClientFigures;
   readonly counters: ApiCounters;
   readonly input: CheckInput;
+  /** Each relay's transactions and outage, when the run had several (ChaosOptions.relays). */
+  readonly relays?: readonly {
+    readonly name: string;
+    readonly transactions: number;
+    readonly outageConnections: number;
+    readonly outages: readonly { readonly startedAtMs: number; readonly endedAtMs: number | null }[];
+  }[];
   /** The webhook checker's input, when the run had webhook receivers. */
   readonly webhooks?: WebhookCheckInput;
 }
@@ -108,6 +115,7 @@ function chaosReport(records: ChaosRecords) {
     },
     faults: {
       smtpTransactions: records.smtp.transactions,
+      ...(records.relays ? { relays: records.relays } : {}),
       smtpScript,
       authRefused: records.smtp.refusedLogins,
       duplicateSqsCopies: copies.duplicateCopies,

@@ -23,6 +23,11 @@ async function main(argv: readonly string[]): Promise<number> {
       'a relay outage (421 at the greeting) this long, once sending is under way',
       '20',
     )
+    .option(
+      '--relays <n>',
+      'relays in POSTDATE_RELAYS (1 or 2); with 2, the outage phase is one outage of each, overlapping',
+      '1',
+    )
     .option('--smtp-fault-rate <r>', 'fraction of SMTP transactions with a 4xx/5xx/drop fault', '0.12')
     .option('--stall-rate <r>', 'fraction of SMTP transactions that stall past the timeout', '0.003')
     .option('--slow-relay-rate <r>', 'fraction of SMTP transactions answered 20–35 s after the dot', '0.005')
@@ -69,6 +74,11 @@ async function main(argv: readonly string[]): Promise<number> {
     .parse(['node', 'chaos', ...argv]);
   const opts = program.opts<Record<string, string | undefined>>();
   const messages = Number(opts.messages);
+  const relays = Number(opts.relays);
+  if (relays !== 1 && relays !== 2) {
+    console.error(`--relays must be 1 or 2, got ${opts.relays}`);
+    return 2;
+  }
   const outcome = await runChaos({
     messages,
     seed: Number(opts.seed),
@@ -80,6 +90,7 @@ async function main(argv: readonly string[]): Promise<number> {
     kills: Number(opts.kills),
     authFailureSeconds: Number(opts.authFailureSeconds),
     relayOutageSeconds: Number(opts.relayOutageSeconds),
+    relays,
     smtpFaultRate: Number(opts.smtpFaultRate),
     stallRate: Number(opts.stallRate),
     slowRelayRate: Number(opts.slowRelayRate),

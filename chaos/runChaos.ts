@@ -3,17 +3,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startSmtpServer, type TestSmtpServer } from '../local/smtp/controllableSmtpServer.js';
-import { startRelayOutage } from '../local/smtp/relayOutage.js';
+import { type RelayOutage, startRelayOutage } from '../local/smtp/relayOutage.js';
 import { compressedTime } from './chaosTiming.js';
-import { type CheckResult, checkRun } from './checker.js';
-import { checkerInput } from './checkerInput.js';
+import { type CheckInput, type CheckResult, checkRun } from './checker.js';
+import { acrossRelays, checkerInput } from './checkerInput.js';
 import { ChaosClient, type ChaosTenant } from './client.js';
 import { CurrentStack } from './currentStack.js';
 import { type KillContext, type KillFigures, killSenders, killStacks, type SmtpMomentHook } from './kills.js';
 import { emitChaosReport } from './report.js';
 import { seededRandom } from './seededRandom.js';
 import { smtpScript } from './smtpFaultScript.js';
-import { startSmtpTap } from './smtpTap.js';
+import { type SmtpTap, startSmtpTap } from './smtpTap.js';
 import { type CopyFigures, sendExtraCopies } from './sqsCopies.js';
 import { nonTerminal } from './stackStatus.js';
 import { checkWebhooks, type WebhookCheckInput } from './webhookChecker.js';
@@ -65,6 +65,14 @@ export interface ChaosOptions {
    * @default 0
    */
   readonly relayOutageSeconds?: number;
+  /**
+   * Relays the stack sends through (docs/design.md §15 Failover across relays). With 2, each has its
+   * own SMTP server, fault script, tap and outage proxy, listed in POSTDATE_RELAYS as `primary` and
+   * `backup`, and the outage phase is one outage of each, overlapping by half: the primary goes
+   * down (mail leaves through the backup), the backup goes down too (mail waits), the primary comes
+   * back (mail returns to it), then the backup. @default 1
+   */
+  readonly relays?: 1 | 2;
   readonly smtpFaultRate: number;
   /** Stalls are costly (each ties a connection up for the reply timeout or longer): their own rate. */
   readonly stallRate: number;
@@ -125,30 +133,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
   const random = seededRandom(options.seed);
   const runId = `${options.seed.toString(36)}${startedAt.toString(36)}`;
   const dataDir = mkdtempSync(join(tmpdir(), 'postdate-chaos-'));
-  const smtp: TestSmtpServer = await startSmtpServer({
-    credentials: { username: SMTP_USER, password: SMTP_PASSWORD },
-  });
   const scale = options.timeScale ?? 1;
-  const script = smtpScript(
-    options.messages * 3,
-    random,
-    options.smtpFaultRate,
-    options.stallRate,
-    options.slowRelayRate ?? 0,
-    scale,
-  );
-  smtp.script(...script.behaviours);
-  // The relay is reached through a tap that reports the SMTP moments the sender kills aim at.
+  // The SMTP moments the sender kills aim at, reported by every relay's tap.
   const senderKills = options.senderKills ?? 0;
   const moments: SmtpMomentHook = { onMoment: () => undefined };
-  const tap = await startSmtpTap({
-    targetHost: smtp.host,
-    targetPort: smtp.port,
-    onMoment: (moment) => moments.onMoment(moment),
-  });
-
-  // In front of the tap: the relay outage phase answers 421 at the greeting, so nothing reaches the tap.
-  const outage = await startRelayOutage({ targetHost: tap.host, targetPort: tap.port });
+  // The first relay draws its fault script from the run's sequence (so one relay is what the seed
+  // always made it); a second draws from its own.
+  const relays: ChaosRelay[] = [await startChaosRelay('primary', random, options, moments)];
+  if (options.relays === 2) {
+    relays.push(await startChaosRelay('backup', seededRandom(options.seed ^ 0xbac0), options, moments));
+  }
+  const [first] = relays as [ChaosRelay, ...ChaosRelay[]];
+  const { script, tap, outage } = first;
 
   let authPhase = options.authFailureSeconds > 0;
   // The sender's DynamoDB faults, wherever it runs (the stack process, or the sender process and
@@ -162,13 +158,28 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
     ...compressedTime(scale),
     ...(options.maxSendRate === undefined ? {} : { POSTDATE_MAX_SEND_RATE: String(options.maxSendRate) }),
   };
-  const smtpEnv = () => ({
-    SMTP_HOST: outage.host,
-    SMTP_PORT: String(outage.port),
-    SMTP_USER,
-    SMTP_PASS: authPhase ? 'chaos-wrong-password' : SMTP_PASSWORD,
-    POWERTOOLS_LOG_LEVEL: 'ERROR',
-  });
+  const smtpEnv = (): Record<string, string> => {
+    const pass = authPhase ? 'chaos-wrong-password' : SMTP_PASSWORD;
+    if (relays.length === 1) {
+      return {
+        SMTP_HOST: outage.host,
+        SMTP_PORT: String(outage.port),
+        SMTP_USER,
+        SMTP_PASS: pass,
+        POWERTOOLS_LOG_LEVEL: 'ERROR',
+      };
+    }
+    const list = relays.map((relay) => ({
+      name: relay.name,
+      host: relay.outage.host,
+      port: relay.outage.port,
+      secure: false,
+      require_tls: false,
+      user: SMTP_USER,
+      pass,
+    }));
+    return { POSTDATE_RELAYS: JSON.stringify(list), POWERTOOLS_LOG_LEVEL: 'ERROR' };
+  };
   const stacks = new CurrentStack(
     () => ({
       ...timingEnv,
@@ -240,7 +251,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
             end: () => {
               authPhase = false;
             },
-            refusedLogins: () => smtp.authAttempts.filter((a) => !a.ok).length,
+            refusedLogins: () => refusedLogins(relays),
           }
         : undefined,
       killFigures,
@@ -253,11 +264,32 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
       // Once sending is under way (the tap saw its first transactions), so the outage meets traffic.
       const begin = Date.now();
       while (tap.transactions().length < 10 && Date.now() - begin < 120_000) await sleep(200);
+      const second = relays[1];
+      if (second === undefined) {
+        await outage.set('down');
+        log(`chaos: relay outage begins (${outageSeconds} s of 421 at the greeting)`);
+        await sleep(outageSeconds * 1000);
+        await outage.set('up');
+        log(`chaos: relay outage over; ${outage.connections.down} connection attempts during it`);
+        return;
+      }
+      // One outage of each relay, overlapping by half (ChaosOptions.relays).
+      const half = (outageSeconds * 1000) / 2;
       await outage.set('down');
-      log(`chaos: relay outage begins (${outageSeconds} s of 421 at the greeting)`);
-      await sleep(outageSeconds * 1000);
+      log(
+        `chaos: primary outage begins (${outageSeconds} s of 421 at the greeting); mail should leave through backup`,
+      );
+      await sleep(half);
+      await second.outage.set('down');
+      log(`chaos: backup outage begins (${outageSeconds} s); both relays down`);
+      await sleep(half);
       await outage.set('up');
-      log(`chaos: relay outage over; ${outage.connections.down} connection attempts during it`);
+      log(
+        `chaos: primary back (${outage.connections.down} connection attempts during its outage); backup still down`,
+      );
+      await sleep(half);
+      await second.outage.set('up');
+      log(`chaos: backup back (${second.outage.connections.down} connection attempts during its outage)`);
     })();
     await client.enqueueAll(plans, options.concurrency, () => {
       enqueued += 1;
@@ -313,15 +345,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
     await stacks.stop();
 
     const timeoutKills = stacks.timeoutKills();
-    const input = checkerInput({
-      tracked: client.tracked,
-      views,
-      tapped: tap.transactions(),
-      relayed: smtp.transactionLog,
-      dealtKills: stacks.kills,
-      timeoutKills,
-      outageCuts: outage.cuts,
-    });
+    // What either relay received is what "the relay received" (chaos/checker.ts, SmtpTransaction.relay).
+    const perRelay = relays.map((relay) =>
+      checkerInput({
+        tracked: client.tracked,
+        views,
+        tapped: relay.tap.transactions(),
+        relayed: relay.smtp.transactionLog,
+        dealtKills: stacks.kills,
+        timeoutKills,
+        outageCuts: relay.outage.cuts,
+        ...(relays.length > 1 ? { relay: relay.name } : {}),
+      }),
+    );
+    const input = acrossRelays(perRelay as [CheckInput, ...CheckInput[]]);
     const result = checkRun(input);
     const { report, exitCode } = emitChaosReport(
       result,
@@ -333,10 +370,24 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
         maxSendRate: options.maxSendRate,
         tracked: client.tracked,
         smtp: {
-          transactions: smtp.transactions,
-          refusedLogins: smtp.authAttempts.filter((attempt) => !attempt.ok).length,
-          script: script.kinds,
+          transactions: relays.reduce((sum, relay) => sum + relay.smtp.transactions, 0),
+          refusedLogins: refusedLogins(relays),
+          // Each relay's script as far as its transactions went (the report counts it whole).
+          script:
+            relays.length === 1
+              ? script.kinds
+              : relays.flatMap((relay) => relay.script.kinds.slice(0, relay.smtp.transactions)),
         },
+        ...(relays.length > 1
+          ? {
+              relays: relays.map((relay) => ({
+                name: relay.name,
+                transactions: relay.smtp.transactions,
+                outageConnections: relay.outage.connections.down,
+                outages: relay.outage.outages,
+              })),
+            }
+          : {}),
         totals,
         wholeCallFaults: stacks.faults(),
         timeoutKills: timeoutKills.length,
@@ -355,10 +406,51 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
   } finally {
     finished = true;
     await stacks.kill().catch(() => undefined);
-    await outage.close();
     await receiver?.close();
-    await tap.close();
-    await smtp.close();
+    for (const relay of relays) {
+      await relay.outage.close();
+      await relay.tap.close();
+      await relay.smtp.close();
+    }
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
+
+/** One relay of the run: its SMTP server and fault script, the tap in front, the outage proxy in front of that. */
+interface ChaosRelay {
+  readonly name: string;
+  readonly smtp: TestSmtpServer;
+  readonly script: ReturnType<typeof smtpScript>;
+  readonly tap: SmtpTap;
+  readonly outage: RelayOutage;
+}
+
+async function startChaosRelay(
+  name: string,
+  random: () => number,
+  options: ChaosOptions,
+  moments: SmtpMomentHook,
+): Promise<ChaosRelay> {
+  const smtp = await startSmtpServer({ credentials: { username: SMTP_USER, password: SMTP_PASSWORD } });
+  const script = smtpScript(
+    options.messages * 3,
+    random,
+    options.smtpFaultRate,
+    options.stallRate,
+    options.slowRelayRate ?? 0,
+    options.timeScale ?? 1,
+  );
+  smtp.script(...script.behaviours);
+  // The relay is reached through a tap that reports the SMTP moments the sender kills aim at.
+  const tap = await startSmtpTap({
+    targetHost: smtp.host,
+    targetPort: smtp.port,
+    onMoment: (moment) => moments.onMoment(moment),
+  });
+  // In front of the tap: the relay outage phase answers 421 at the greeting, so nothing reaches the tap.
+  const outage = await startRelayOutage({ targetHost: tap.host, targetPort: tap.port });
+  return { name, smtp, script, tap, outage };
+}
+
+const refusedLogins = (relays: readonly ChaosRelay[]): number =>
+  relays.reduce((sum, relay) => sum + relay.smtp.authAttempts.filter((attempt) => !attempt.ok).length, 0);
