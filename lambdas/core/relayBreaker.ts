@@ -321,19 +321,28 @@ export function probeSucceeded(breaker: BreakerState, owner: string, now: Date):
   };
 }
 
-/** `owner`'s probe failed: open again; the next probe stays where the claim put it. */
+/**
+ * `owner`'s probe failed: open again, the next probe one interval after this failure (never sooner
+ * than the claim put it). The probe connected between its claim and now, so the relay sees our
+ * connections at least an interval apart (RFC 5321 §4.5.4.1, counted where the relay counts them);
+ * counting from the claim alone let two probes arrive a claim-to-connect delay short of it.
+ */
 export function probeFailed(
   breaker: BreakerState,
   owner: string,
   failure: { readonly reason: string },
+  now: Date,
+  settings: BreakerSettings,
 ): BreakerState | undefined {
   if (breaker.state !== BREAKER_STATE.halfOpen || breaker.probe_owner !== owner) return undefined;
   const { probe_owner: _owner, probe_until: _until, ...rest } = breaker;
+  const next = Math.max(timeOf(breaker.probe_at, now), now.getTime() + settings.probeIntervalMs);
   return {
     ...rest,
     state: BREAKER_STATE.open,
     version: breaker.version + 1,
     reason: failure.reason,
+    probe_at: new Date(next).toISOString(),
     failed_probes: (breaker.failed_probes ?? 0) + 1,
   };
 }

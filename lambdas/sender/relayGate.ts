@@ -178,7 +178,7 @@ export class RelayGate {
       return true;
     }
     const reason = `${result.failure.code ?? 'no code'}: ${result.failure.reason}`;
-    await this.transition(claim, (breaker) => probeFailed(breaker, owner, { reason }));
+    await this.transition(claim, (breaker) => probeFailed(breaker, owner, { reason }, now(), settings));
     this.options.metrics.count(SENDER_METRIC.relayUnavailable, 1, this.options.relay);
     log.info('the relay did not answer the probe: the breaker stays open', {
       code: result.failure.code,

@@ -63,7 +63,7 @@ describe('the breaker', () => {
     expect(gateDecision(gate(open), 'x', at(30), SETTINGS)).toEqual({ kind: 'probe' });
   });
 
-  it('half-open: one prober; success closes, failure reopens with the next probe one interval after the claim', () => {
+  it('half-open: one prober; success closes, failure reopens with the next probe one interval after the failure', () => {
     const open = opened(NEVER_OPENED, FAILURE, T0, SETTINGS, '7') as BreakerState;
     const half = probeClaimed(open, 'a', at(30), SETTINGS) as BreakerState;
     expect(half).toMatchObject({ state: 'half-open', probe_owner: 'a', version: 2 });
@@ -72,8 +72,10 @@ describe('the breaker', () => {
     // Only the prober settles it.
     expect(probeSucceeded(half, 'b', at(32))).toBeUndefined();
     expect(probeSucceeded(half, 'a', at(32))).toMatchObject({ state: 'closed', version: 3 });
-    const again = probeFailed(half, 'a', FAILURE) as BreakerState;
-    expect(again).toMatchObject({ state: 'open', probe_at: at(60).toISOString(), failed_probes: 1 });
+    const again = probeFailed(half, 'a', FAILURE, at(31), SETTINGS) as BreakerState;
+    // One interval after the failed connection, which came after the claim (RFC 5321 §4.5.4.1 as
+    // the relay counts: its connections, not our claims, at least an interval apart).
+    expect(again).toMatchObject({ state: 'open', probe_at: at(61).toISOString(), failed_probes: 1 });
     expect(again.probe_owner).toBeUndefined();
   });
 
@@ -138,6 +140,7 @@ describe('the breaker', () => {
         let previousRead: BreakerState = NEVER_OPENED;
         let nowMs = T0.getTime();
         const claims: number[] = [];
+        const failedProbes: number[] = [];
         const probing = new Map<number, { owner: string; claim: BreakerState }>();
         const write = (observed: BreakerState, next: BreakerState | undefined): boolean => {
           if (next === undefined || observed.version !== stored.version) return false;
@@ -162,8 +165,8 @@ describe('the breaker', () => {
             probing.delete(sender);
             const next = relayUp
               ? probeSucceeded(stored, held.owner, now)
-              : probeFailed(stored, held.owner, FAILURE);
-            write(stored, next);
+              : probeFailed(stored, held.owner, FAILURE, now, SETTINGS);
+            if (write(stored, next) && !relayUp) failedProbes.push(nowMs);
           } else {
             const decision =
               event === 'token'
@@ -181,6 +184,14 @@ describe('the breaker', () => {
         }
         for (let i = 1; i < claims.length; i++) {
           expect((claims[i] ?? 0) - (claims[i - 1] ?? 0)).toBeGreaterThanOrEqual(SETTINGS.probeIntervalMs);
+        }
+        // A probe's connection lies between its claim and its result: the next claim comes at least
+        // an interval after a failed probe's result, so the relay sees its connections that far apart.
+        for (const failedAt of failedProbes) {
+          const nextClaim = claims.find((claimedAt) => claimedAt > failedAt);
+          if (nextClaim !== undefined) {
+            expect(nextClaim - failedAt).toBeGreaterThanOrEqual(SETTINGS.probeIntervalMs);
+          }
         }
       }),
       { numRuns: 300 },
