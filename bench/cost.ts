@@ -331,7 +331,8 @@ export const BILLED_REQUESTS: Readonly<Record<FunctionName, readonly PricedReque
     'DynamoDB.UpdateItem',
     'DynamoDB.Query',
     'DynamoDB.TransactWriteItems',
-    'SQS.SendMessage',
+    // The early copy of a deferred message, put back with the exact remaining delay.
+    'SQS.SendMessageBatch',
     'SQS.ChangeMessageVisibility',
     'SQS.ChangeMessageVisibilityBatch',
     'S3.GetObject',
