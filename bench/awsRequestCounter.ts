@@ -4,7 +4,13 @@ import { fileURLToPath } from 'node:url';
 import { BroadcastChannel } from 'node:worker_threads';
 import type { _Record as SdkStreamRecord } from '@aws-sdk/client-dynamodb-streams';
 import { Client } from '@smithy/core/client';
+import { EVENT_SOURCE } from '../lambdas/adapters/EventBridgeBus.js';
+import { deriveStatusChange, messageEvent } from '../lambdas/core/messageEvents.js';
+import { POSTDATE_FUNCTIONS, type PostdateFunctionName } from '../lambdas/core/postdateFunctions.js';
+import { fromLambdaRecord as eventRecordOf } from '../lambdas/events/eventRecords.js';
+import { messageView } from '../lambdas/store/messageView.js';
 import { RELAY_STREAM_FILTER } from '../lambdas/store/tableLayout.js';
+import { EVENTS_STREAM_FILTER } from '../lib/webhookLayout.js';
 import { matchesFilter } from '../local/runners/eventFilter.js';
 import { toLambdaRecord } from '../local/runners/streamRecordFormat.js';
 
@@ -25,15 +31,27 @@ import { toLambdaRecord } from '../local/runners/streamRecordFormat.js';
  * nothing but the response) and sums `ConsumedCapacity` from the answer.
  */
 
-export type Origin =
-  | 'api'
-  | 'authorizer'
-  | 'relay'
-  | 'sender'
-  | 'sweeper'
-  | 'function'
-  | 'platform'
-  | 'other';
+/** A function of Postdate (lambdas/core/postdateFunctions.ts), or who else sent the request. */
+export type Origin = PostdateFunctionName | 'function' | 'platform' | 'other';
+
+/**
+ * One stream record a GetRecords returned, as the two readers of the stream see it. Both local
+ * stream runners (the relay's and the event producer's) read every record, so a record is counted
+ * once by its sequence number, not once per GetRecords.
+ */
+export interface SeenStreamRecord {
+  readonly sequenceNumber: string;
+  /** It passes the relay's event filter (RELAY_STREAM_FILTER): the relay is invoked for it. */
+  readonly relay: boolean;
+  /** It passes the event producer's filter (EVENTS_STREAM_FILTER): the producer is invoked for it. */
+  readonly producer: boolean;
+  /**
+   * The PutEvents entry the producer makes of it, in the bytes EventBridge bills (Time 14 + Source +
+   * DetailType + Detail); absent when the change is no event. The local stack has no bus
+   * (local/EMULATORS.md), so the entry is built here with the producer's own functions.
+   */
+  readonly eventEntryBytes?: number;
+}
 
 export interface CountedRequest {
   readonly origin: Origin;
@@ -48,8 +66,12 @@ export interface CountedRequest {
   readonly inputBytes: number;
   /** For calls that carry messages or records: how many (ReceiveMessage, GetRecords, SendMessageBatch). */
   readonly items: number;
-  /** GetRecords only: stream records that pass the relay's event filter (RELAY_STREAM_FILTER). */
-  readonly relayRecords: number;
+  /** GetRecords only: the records it returned. */
+  readonly streamRecords: readonly SeenStreamRecord[];
+  /** SQS only: the queue's name (the last part of QueueUrl), to tell the send queue from the webhook queue. */
+  readonly queue: string;
+  /** EventBridge PutEvents only: each entry's billed bytes. */
+  readonly eventEntryBytes: readonly number[];
   /** Wall time from this middleware to the answer (serialization, signing, the round trip, parsing). */
   readonly ms: number;
 }
@@ -186,7 +208,9 @@ function counting(
           readUnits: units.read,
           inputBytes,
           items: itemCount(command, input, result.output),
-          relayRecords: command === 'GetRecords' ? relayRecordsOf(result.output.Records) : 0,
+          streamRecords: command === 'GetRecords' ? streamRecordsOf(result.output.Records) : [],
+          queue: queueOf(input),
+          eventEntryBytes: command === 'PutEvents' ? putEventsEntryBytes(input) : [],
           ms: performance.now() - t0,
         });
         return result;
@@ -201,7 +225,9 @@ function counting(
           readUnits: units.read,
           inputBytes,
           items: 0,
-          relayRecords: 0,
+          streamRecords: [],
+          queue: queueOf(input),
+          eventEntryBytes: [],
           ms: performance.now() - t0,
         });
         throw error;
@@ -218,8 +244,8 @@ function callerOf(stack: string): { origin: Origin; caller: string } {
   const caller = files[0] ?? 'unknown';
   if (caller.startsWith('local/')) return { origin: 'platform', caller };
   const fn = files
-    .map((file) => /^lambdas\/(api|authorizer|relay|sender|sweeper)\//.exec(file)?.[1])
-    .find((name) => name !== undefined) as Origin | undefined;
+    .map((file) => /^lambdas\/([a-z]+)\//.exec(file)?.[1])
+    .find((name): name is PostdateFunctionName => POSTDATE_FUNCTIONS.includes(name as PostdateFunctionName));
   if (fn) return { origin: fn, caller };
   return { origin: caller.startsWith('lambdas/') ? 'function' : 'other', caller };
 }
@@ -265,12 +291,43 @@ function itemCount(command: string, input: Record<string, unknown>, output: Reco
   return 1;
 }
 
-/** Stream records that pass the relay's event filter, exactly as the local stream runner applies it. */
-function relayRecordsOf(records: unknown): number {
-  if (!Array.isArray(records)) return 0;
-  return (records as SdkStreamRecord[]).filter((record) =>
-    matchesFilter(RELAY_STREAM_FILTER, toLambdaRecord(record, 'counted')),
-  ).length;
+/** Each stream record with what its two readers make of it, exactly as the local stream runner filters. */
+function streamRecordsOf(records: unknown): SeenStreamRecord[] {
+  if (!Array.isArray(records)) return [];
+  return (records as SdkStreamRecord[]).map((record) => {
+    const lambdaRecord = toLambdaRecord(record, 'counted');
+    const producer = matchesFilter(EVENTS_STREAM_FILTER, lambdaRecord);
+    const eventEntryBytes = producer ? eventEntryBytesOf(lambdaRecord) : undefined;
+    return {
+      sequenceNumber: record.dynamodb?.SequenceNumber ?? '',
+      relay: matchesFilter(RELAY_STREAM_FILTER, lambdaRecord),
+      producer,
+      ...(eventEntryBytes === undefined ? {} : { eventEntryBytes }),
+    };
+  });
+}
+
+/** Time (billed as 14 bytes), Source, DetailType and Detail: EventBridge's entry size. */
+const entryBytes = (detailType: string, detail: string): number =>
+  14 + Buffer.byteLength(EVENT_SOURCE) + Buffer.byteLength(detailType) + Buffer.byteLength(detail);
+
+/** The event the producer derives from a record (lambdas/events/produceEvents.ts), as bytes. */
+function eventEntryBytesOf(record: ReturnType<typeof toLambdaRecord>): number | undefined {
+  const read = eventRecordOf(record);
+  const change = deriveStatusChange(read.change);
+  if (change === null || read.state === null) return undefined;
+  const { history: _history, ...view } = messageView(read.state, { withHistory: false });
+  const event = messageEvent(change, view);
+  return entryBytes(event.type, JSON.stringify(event));
+}
+
+function putEventsEntryBytes(input: Record<string, unknown>): number[] {
+  const entries = (input.Entries ?? []) as { DetailType?: string; Detail?: string }[];
+  return entries.map((entry) => entryBytes(entry.DetailType ?? '', entry.Detail ?? ''));
+}
+
+function queueOf(input: Record<string, unknown>): string {
+  return typeof input.QueueUrl === 'string' ? (input.QueueUrl.split('/').pop() ?? '') : '';
 }
 
 function safeJsonLength(value: unknown): number {

@@ -1,6 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { encodedAttachmentBytes } from '../lambdas/core/attachments.js';
-import { type CountedRequest, installAwsRequestCounter } from './awsRequestCounter.js';
+import { ACCESS_LOG_FORMAT } from '../lib/constructs/Api.js';
+import { EVENTS_STREAM, SENDER_QUEUE } from '../lib/eventSourceLayout.js';
+import { WEBHOOK_DELIVERY, WEBHOOK_QUEUE } from '../lib/webhookLayout.js';
+import { type CountedRequest, installAwsRequestCounter, type SeenStreamRecord } from './awsRequestCounter.js';
 import type { BenchOptions, BenchResult, BenchRow } from './benchResult.js';
 import { ratioRow } from './benchResult.js';
 import {
@@ -12,14 +17,17 @@ import {
   waitOutShortLease,
 } from './benchStack.js';
 import {
+  ACCESS_LOG_SAMPLE,
   DURATION_MODEL_MS,
   FUNCTION_MEMORY_MB,
   PLATFORM_LOG_BYTES_PER_INVOCATION,
   PRICES,
   PRICES_CHECKED_ON,
   PRICES_REGION,
+  type Price,
 } from './prices.js';
 import { round, sleep } from './stats.js';
+import { startWebhookLatencyProbe, type WebhookLatencyProbe } from './webhookLatency.js';
 
 /**
  * Cost per million messages on AWS. The real handlers run on the local stack while every AWS request
@@ -32,34 +40,53 @@ const SES_PER_MILLION = PRICES.sesOutboundMessage.usd * 1e6;
 const DIRECT_DELAY_MAX_SECONDS = 2;
 const SCHEDULE_LEAD_SECONDS = 1;
 const DEFERRED_DELAY_SECONDS = 5;
+/** A deadline, not a measure: on a loaded shared machine a copy may wait out a lease (34 s) once. */
+const DELIVERY_DEADLINE_MS = 120_000;
 
 interface Scenario {
   readonly name: string;
   readonly bodyBytes: number;
   readonly deferred: boolean;
-  /** No goal for the attachment rows: their bill is mostly S3 storage, the user's own choice of retention. */
-  readonly goalPerMillion?: number;
+  /** A webhook endpoint subscribed to every event type (DESIGN §11): each event is also a delivery. */
+  readonly webhook: boolean;
+  /**
+   * Issue 32's goals, $ per million, everything counted: judged on the rows without a webhook (a
+   * subscription is the user's choice and bills its own deliveries; docs/decisions/0099).
+   */
+  readonly goals?: { readonly alone?: number; readonly busy?: number };
   /** One attachment (DESIGN §13): inline base64 in the enqueue, or uploaded first through POST /v1/attachments. */
   readonly attachment?: { readonly bytes: number; readonly uploaded: boolean };
 }
 
+const PLAIN: readonly Omit<Scenario, 'webhook'>[] = [
+  { name: 'immediate 1 KB', bodyBytes: 1024, deferred: false, goals: { alone: 11, busy: 8 } },
+  { name: 'immediate 20 KB', bodyBytes: 20 * 1024, deferred: false, goals: { busy: 11 } },
+  { name: 'deferred 1 KB', bodyBytes: 1024, deferred: true },
+  { name: 'deferred 20 KB', bodyBytes: 20 * 1024, deferred: true },
+];
+
 const SCENARIOS: readonly Scenario[] = [
-  { name: 'immediate 1 KB', bodyBytes: 1024, deferred: false, goalPerMillion: 6 },
-  { name: 'immediate 20 KB', bodyBytes: 20 * 1024, deferred: false, goalPerMillion: 10 },
-  { name: 'deferred 1 KB', bodyBytes: 1024, deferred: true, goalPerMillion: 6 },
-  { name: 'deferred 20 KB', bodyBytes: 20 * 1024, deferred: true, goalPerMillion: 10 },
+  ...PLAIN.map((scenario) => ({ ...scenario, webhook: false })),
   {
     name: 'immediate 1 KB + 100 KB attachment (inline)',
     bodyBytes: 1024,
     deferred: false,
+    webhook: false,
     attachment: { bytes: 100 * 1024, uploaded: false },
   },
   {
     name: 'immediate 1 KB + 5 MB attachment (uploaded)',
     bodyBytes: 1024,
     deferred: false,
+    webhook: false,
     attachment: { bytes: 5 * 1024 * 1024, uploaded: true },
   },
+  // Last: once subscribed, the endpoint stays.
+  ...PLAIN.map(({ goals: _goals, ...scenario }) => ({
+    ...scenario,
+    name: `${scenario.name}, webhook subscribed`,
+    webhook: true,
+  })),
 ];
 
 /** POSTDATE_RETENTION_DAYS's default: how long an ended message's attachments are kept. */
@@ -116,6 +143,7 @@ export async function cost(options: BenchOptions): Promise<BenchResult> {
     { quiet: false, countSandboxRequests: true },
   );
   const rows: BenchRow[] = [];
+  const scenarios: ScenarioBill[] = [];
   const details: Record<string, unknown> = {
     pricesCheckedOn: PRICES_CHECKED_ON,
     region: PRICES_REGION,
@@ -134,7 +162,15 @@ export async function cost(options: BenchOptions): Promise<BenchResult> {
     logBytes.take();
     logBytes.takeSources();
 
+    let webhook: WebhookLatencyProbe | undefined;
     for (const scenario of SCENARIOS) {
+      if (scenario.webhook && !webhook) {
+        webhook = await startWebhookLatencyProbe(stack);
+        await settle(stack);
+        counter.take();
+        logBytes.take();
+        logBytes.takeSources();
+      }
       const ids: string[] = [];
       for (let i = 0; i < perScenario; i += 1) {
         const key = `cost-${scenario.name}-${i}-${Date.now()}`;
@@ -147,67 +183,61 @@ export async function cost(options: BenchOptions): Promise<BenchResult> {
             });
         ids.push(enqueued.id);
       }
-      await waitForDelivery(stack, ids, 60_000);
+      await waitForDelivery(stack, ids, DELIVERY_DEADLINE_MS);
       if (!scenario.deferred) await waitOutShortLease();
       await settle(stack);
       const requests = counter.take();
       const bytes = logBytes.take();
       const logSources = logBytes.takeSources();
       const load = scenario.attachment && { ...scenario.attachment, retentionDays: RETENTION_DAYS };
-      const bill = billOf(requests, bytes, perScenario, 'alone', load);
-      const perMillion = bill.reduce((sum, line) => sum + line.usdPerMillion, 0);
-      const busyBill = billOf(requests, bytes, perScenario, 'busy', load);
-      const busyPerMillion = busyBill.reduce((sum, line) => sum + line.usdPerMillion, 0);
       // SES bills the attachments it sends per GB, beside its per-message price (as it counts them: encoded).
       const sesPerMillion =
         SES_PER_MILLION +
         (scenario.attachment
           ? (encodedAttachmentBytes(scenario.attachment.bytes) / 1024 ** 3) * PRICES.sesAttachmentGb.usd * 1e6
           : 0);
-      const goal = scenario.goalPerMillion;
-      const judged = (value: number) =>
-        goal === undefined ? {} : { goal: `≤ $${goal}/M`, pass: value <= goal };
-      rows.push({
-        ...ratioRow({
-          metric: `${scenario.name}: $ per million`,
-          value: round(perMillion, 3),
-          unit: '$/M',
-          baselineLabel: 'SES $/M',
-          baseline: round(sesPerMillion, 3),
-          ...(goal === undefined
-            ? { note: `S3 storage for the ${RETENTION_DAYS}-day retention included` }
-            : { note: `goal ≤ $${goal}/M` }),
-        }),
-        ...judged(perMillion),
-      });
-      rows.push({
-        ...ratioRow({
-          metric: `${scenario.name}: $ per million, busy (full batches)`,
-          value: round(busyPerMillion, 3),
-          unit: '$/M',
-          baselineLabel: 'SES $/M',
-          baseline: round(sesPerMillion, 3),
-        }),
-        ...judged(busyPerMillion),
-      });
+      const bills = {} as Record<Traffic, { usdPerMillion: number; bill: CostLine[] }>;
+      for (const traffic of ['alone', 'busy'] as const) {
+        const bill = billOf(requests, bytes, perScenario, traffic, load);
+        const perMillion = bill.reduce((sum, line) => sum + line.usdPerMillion, 0);
+        bills[traffic] = { usdPerMillion: round(perMillion, 4), bill };
+        const goal = scenario.goals?.[traffic];
+        rows.push({
+          ...ratioRow({
+            metric: `${scenario.name}: $ per million, ${traffic === 'busy' ? 'busy (full batches)' : 'alone'}`,
+            value: round(perMillion, 3),
+            unit: '$/M',
+            baselineLabel: 'SES $/M',
+            baseline: round(sesPerMillion, 3),
+            ...(scenario.attachment
+              ? { note: `S3 storage for the ${RETENTION_DAYS}-day retention included` }
+              : {}),
+          }),
+          ...(goal === undefined ? {} : { goal: `≤ $${goal}/M (issue 32)`, pass: perMillion <= goal }),
+        });
+      }
       options.log(
-        `  ${scenario.name}: $${round(perMillion, 3)} per million alone, $${round(busyPerMillion, 3)} busy (SES $${round(sesPerMillion, 3)})`,
+        `  ${scenario.name}: $${round(bills.alone.usdPerMillion, 3)} per million alone, $${round(bills.busy.usdPerMillion, 3)} busy (SES $${round(sesPerMillion, 3)})`,
       );
-      for (const line of bill) {
+      for (const line of bills.alone.bill) {
         options.log(
           `    ${line.item.padEnd(58)} ${String(round(line.quantity, 3)).padStart(8)} ${line.unit.padEnd(10)} $${round(line.usdPerMillion, 3)}/M  (${line.how})`,
         );
       }
+      scenarios.push({ name: scenario.name, sesPerMillion, ...bills });
       (details.scenarios as Record<string, unknown>)[scenario.name] = {
-        usdPerMillion: round(perMillion, 4),
-        bill,
-        busy: { usdPerMillion: round(busyPerMillion, 4), bill: busyBill },
+        usdPerMillion: bills.alone.usdPerMillion,
+        bill: bills.alone.bill,
+        busy: bills.busy,
         requests: summarize(requests, perScenario),
         logBytesPerMessage: Object.fromEntries(
           Object.entries(logSources).map(([key, value]) => [key, round(value / perScenario, 0)]),
         ),
       };
     }
+    await webhook?.close();
+    const file = writeLineItems(scenarios, perScenario);
+    options.log(`  line items written to ${file}`);
   } finally {
     await stack.stop();
     counter.uninstall();
@@ -233,8 +263,121 @@ export async function settle(stack: { idle(): Promise<void> }): Promise<void> {
 
 const isFunction = (origin: string): origin is FunctionName => origin in FUNCTION_MEMORY_MB;
 
+/** How AWS prices one kind of request (bench/prices.ts). */
+type RequestPrice = 'dynamodb units' | 'sqs' | 'free' | 's3 put' | 's3 get' | 'secret' | 'event';
+
+/** Every `Service.Command` the model can price, and how. */
+const REQUEST_PRICES = {
+  'DynamoDB.GetItem': 'dynamodb units',
+  'DynamoDB.PutItem': 'dynamodb units',
+  'DynamoDB.UpdateItem': 'dynamodb units',
+  'DynamoDB.DeleteItem': 'dynamodb units',
+  'DynamoDB.Query': 'dynamodb units',
+  'DynamoDB.BatchGetItem': 'dynamodb units',
+  'DynamoDB.BatchWriteItem': 'dynamodb units',
+  'DynamoDB.TransactWriteItems': 'dynamodb units',
+  'DynamoDB.TransactGetItems': 'dynamodb units',
+  'SQS.SendMessage': 'sqs',
+  'SQS.SendMessageBatch': 'sqs',
+  'SQS.DeleteMessage': 'sqs',
+  'SQS.DeleteMessageBatch': 'sqs',
+  'SQS.ChangeMessageVisibility': 'sqs',
+  'SQS.ChangeMessageVisibilityBatch': 'sqs',
+  // Creating and deleting schedules is not billed; the invocation is (below).
+  'Scheduler.CreateSchedule': 'free',
+  'Scheduler.DeleteSchedule': 'free',
+  'S3.PutObject': 's3 put',
+  'S3.CopyObject': 's3 put',
+  'S3.PutObjectTagging': 's3 put',
+  'S3.GetObject': 's3 get',
+  'S3.HeadObject': 's3 get',
+  'SecretsManager.GetSecretValue': 'secret',
+  'EventBridge.PutEvents': 'event',
+} as const satisfies Record<string, RequestPrice>;
+
+export type PricedRequest = keyof typeof REQUEST_PRICES;
+
+/**
+ * The cost model's expected list (issue 32): every request each function may make on a message's
+ * path — enqueue (with an inline or uploaded attachment), relay, send, the relay's dropped copy, the
+ * events and their webhook deliveries. A counted request that is not on its function's list stops
+ * the bill (UnbilledRequestError): a new request on the path cannot go unbilled.
+ * test/bench/billedRequests.test.ts compares it with the requests recorded on the wire.
+ */
+export const BILLED_REQUESTS: Readonly<Record<FunctionName, readonly PricedRequest[]>> = {
+  api: [
+    'DynamoDB.GetItem',
+    'DynamoDB.PutItem',
+    'DynamoDB.Query',
+    'DynamoDB.TransactWriteItems',
+    'DynamoDB.UpdateItem',
+    // The api's own copy of an immediate message (POSTDATE_API_IMMEDIATE_COPY).
+    'SQS.SendMessageBatch',
+    'S3.PutObject',
+    'S3.CopyObject',
+    'S3.GetObject',
+    'S3.HeadObject',
+  ],
+  authorizer: ['DynamoDB.GetItem', 'DynamoDB.UpdateItem'],
+  relay: [
+    'DynamoDB.GetItem',
+    'DynamoDB.UpdateItem',
+    'SQS.SendMessageBatch',
+    'Scheduler.CreateSchedule',
+    'Scheduler.DeleteSchedule',
+  ],
+  sender: [
+    'DynamoDB.GetItem',
+    'DynamoDB.BatchGetItem',
+    'DynamoDB.PutItem',
+    'DynamoDB.UpdateItem',
+    'DynamoDB.Query',
+    'DynamoDB.TransactWriteItems',
+    // The early copy of a deferred message, put back with the exact remaining delay.
+    'SQS.SendMessageBatch',
+    'SQS.ChangeMessageVisibility',
+    'SQS.ChangeMessageVisibilityBatch',
+    'S3.GetObject',
+    'SecretsManager.GetSecretValue',
+  ],
+  events: [
+    'DynamoDB.Query',
+    'DynamoDB.PutItem',
+    'SQS.SendMessageBatch',
+    'EventBridge.PutEvents',
+    'S3.PutObjectTagging',
+  ],
+  webhooks: ['DynamoDB.GetItem', 'DynamoDB.UpdateItem', 'SQS.SendMessage'],
+  // Per period, not per message: its requests are listed so a sweep that lands in a run is priced.
+  sweeper: ['DynamoDB.Query', 'DynamoDB.GetItem', 'DynamoDB.UpdateItem', 'SQS.SendMessageBatch'],
+  // Only when SES reports a bounce or complaint: not on a delivered message's path.
+  bounces: [],
+};
+
+/** A counted request its function's list in BILLED_REQUESTS does not have: the bill would miss it. */
+export class UnbilledRequestError extends Error {
+  override readonly name = 'UnbilledRequestError';
+  constructor(readonly unbilled: readonly string[]) {
+    super(
+      `requests the cost model does not bill (add them to BILLED_REQUESTS with a price): ${unbilled.join(', ')}`,
+    );
+  }
+}
+
 /** SQS bills every 64 KB chunk of a request's payload as one request. */
 const sqsRequests = (request: CountedRequest): number => Math.max(1, Math.ceil(request.inputBytes / 65_536));
+/** EventBridge bills every 64 KB chunk of an entry as one event. */
+const eventChunks = (entryBytes: number): number => Math.max(1, Math.ceil(entryBytes / 65_536));
+
+/** The bytes of one access log line: the deployed format (lib/constructs/Api.ts) with typical values. */
+export const ACCESS_LOG_LINE_BYTES = Buffer.byteLength(
+  Object.entries(ACCESS_LOG_SAMPLE).reduce(
+    (line, [variable, value]) => line.replaceAll(variable, value),
+    ACCESS_LOG_FORMAT,
+  ),
+);
+
+const isWebhookQueue = (queue: string) => queue.endsWith(`-${WEBHOOK_QUEUE.logicalName}`);
 
 export function billOf(
   requests: readonly CountedRequest[],
@@ -253,40 +396,45 @@ export function billOf(
     lines.push({ item, quantity: per(total), unit, usdPerMillion: per(total) * usdEach * 1e6, how });
   };
 
-  // The front door: one HTTP API request, one authorizer and one api invocation per enqueue.
+  // The front door: one HTTP API request per enqueue, and its access log line.
   add('API Gateway HTTP API request', messages, 'requests', PRICES.httpApiRequest.usd, 'derived');
+  add(
+    'API Gateway access log (CloudWatch Logs ingest, one line per request)',
+    (messages * ACCESS_LOG_LINE_BYTES) / 1e3,
+    'KB',
+    PRICES.cloudwatchLogsIngestGb.usd / 1e6,
+    'derived',
+  );
 
-  // Requests the functions made, by function and call.
+  // Requests the functions made, by function and call; each must be on its function's list.
   const groups = new Map<string, CountedRequest[]>();
+  const unbilled = new Set<string>();
   for (const request of requests) {
-    // S3 from any function: the event producer's tagging too (it is not in the modelled invocations).
-    // Not from `other`: pre-signing an upload URL runs the client's middleware without sending, and
-    // the PUT it signs is the client's, billed below.
-    const s3FromFunction = request.service === 'S3' && request.origin === 'function';
-    if (!isFunction(request.origin) && !s3FromFunction) continue;
-    const key = `${request.origin} ${request.service}.${request.command}`;
+    // `other`: the benchmark's own requests, and pre-signing an upload URL (the client's middleware
+    // runs, nothing is sent; the PUT it signs is the client's, billed below). `platform`: below.
+    if (request.origin === 'other' || request.origin === 'platform') continue;
+    const call = `${request.service}.${request.command}`;
+    const listed =
+      isFunction(request.origin) && (BILLED_REQUESTS[request.origin] as readonly string[]).includes(call);
+    if (!listed) {
+      unbilled.add(`${request.origin} ${call}`);
+      continue;
+    }
+    const key = `${request.origin} ${call}`;
     groups.set(key, [...(groups.get(key) ?? []), request]);
   }
+  if (unbilled.size > 0) throw new UnbilledRequestError([...unbilled].sort());
   for (const [key, group] of [...groups].sort(([a], [b]) => a.localeCompare(b))) {
-    const service = group[0]?.service;
-    if (service === 'DynamoDB') {
+    const first = group[0];
+    if (!first) continue;
+    const price = REQUEST_PRICES[`${first.service}.${first.command}` as PricedRequest];
+    const calls = `${key} (${round(per(group.length), 2)} calls)`;
+    if (price === 'dynamodb units') {
       const write = group.reduce((sum, r) => sum + r.writeUnits, 0);
       const read = group.reduce((sum, r) => sum + r.readUnits, 0);
-      add(
-        `${key} (${round(per(group.length), 2)} calls) WRU`,
-        write,
-        'WRU',
-        PRICES.dynamodbWriteRequestUnit.usd,
-        'counted',
-      );
-      add(
-        `${key} (${round(per(group.length), 2)} calls) RRU`,
-        read,
-        'RRU',
-        PRICES.dynamodbReadRequestUnit.usd,
-        'counted',
-      );
-    } else if (service === 'SQS') {
+      add(`${calls} WRU`, write, 'WRU', PRICES.dynamodbWriteRequestUnit.usd, 'counted');
+      add(`${calls} RRU`, read, 'RRU', PRICES.dynamodbReadRequestUnit.usd, 'counted');
+    } else if (price === 'sqs') {
       const entries = group.reduce((sum, r) => sum + (r.command === 'SendMessageBatch' ? r.items : 0), 0);
       add(
         key,
@@ -297,22 +445,20 @@ export function billOf(
         PRICES.sqsRequest.usd,
         busy && entries > 0 ? 'derived' : 'counted',
       );
-    } else if (service === 'Scheduler') {
-      // Creating and deleting schedules is not billed; the invocation is (below).
-      add(key, group.length, 'requests', 0, 'counted');
-    } else if (service === 'S3') {
-      const getClass = group[0]?.command === 'GetObject' || group[0]?.command === 'HeadObject';
-      add(
-        key,
-        group.length,
-        'requests',
-        getClass ? PRICES.s3GetRequest.usd : PRICES.s3PutRequest.usd,
-        'counted',
+    } else if (price === 'event') {
+      const events = group.reduce(
+        (sum, r) => sum + r.eventEntryBytes.reduce((n, bytes) => n + eventChunks(bytes), 0),
+        0,
       );
-    } else if (service === 'SecretsManager') {
-      add(key, group.length, 'requests', PRICES.secretsManagerApiCall.usd, 'counted');
+      add(`EventBridge PutEvents: ${key}`, events, 'events', PRICES.eventbridgePutEvent.usd, 'counted');
     } else {
-      add(key, group.length, 'requests', 0, 'counted');
+      const usd = {
+        free: 0,
+        's3 put': PRICES.s3PutRequest.usd,
+        's3 get': PRICES.s3GetRequest.usd,
+        secret: PRICES.secretsManagerApiCall.usd,
+      }[price];
+      add(key, group.length, 'requests', usd, 'counted');
     }
   }
 
@@ -339,29 +485,38 @@ export function billOf(
 
   // What the platform does for us, seen through the local event sources and the scheduler emulator.
   const platform = requests.filter((r) => r.origin === 'platform');
-  const receives = platform.filter(
-    (r) => r.service === 'SQS' && r.command === 'ReceiveMessage' && r.items > 0,
-  );
-  const deletes = platform.filter((r) => r.service === 'SQS' && r.command.startsWith('DeleteMessage'));
+  const sqsOf = (command: string, webhook: boolean) =>
+    platform.filter(
+      (r) =>
+        r.service === 'SQS' &&
+        r.command.startsWith(command) &&
+        isWebhookQueue(r.queue) === webhook &&
+        (command !== 'ReceiveMessage' || r.items > 0),
+    );
+  const copiesOf = (webhook: boolean) =>
+    sqsOf('ReceiveMessage', webhook).reduce((sum, r) => sum + r.items, 0);
+  const senderCopies = copiesOf(false);
+  const webhookCopies = copiesOf(true);
+  for (const [source, webhook, copies, perBatch] of [
+    ['sender', false, senderCopies, SENDER_QUEUE.batchSize],
+    ['webhook', true, webhookCopies, WEBHOOK_DELIVERY.batchSize],
+  ] as const) {
+    add(
+      `${source} event source: ReceiveMessage that returned copies`,
+      busy ? batched(copies, perBatch) : sqsOf('ReceiveMessage', webhook).length,
+      'requests',
+      PRICES.sqsRequest.usd,
+      busy ? 'derived' : 'counted',
+    );
+    add(
+      `${source} event source: DeleteMessageBatch`,
+      busy ? batched(copies, perBatch) : sqsOf('DeleteMessage', webhook).length,
+      'requests',
+      PRICES.sqsRequest.usd,
+      busy ? 'derived' : 'counted',
+    );
+  }
   const deliveries = platform.filter((r) => r.service === 'SQS' && r.command === 'SendMessage');
-  const senderInvocations = receives.reduce((sum, r) => sum + r.items, 0);
-  const relayRecords = platform
-    .filter((r) => r.command === 'GetRecords')
-    .reduce((sum, r) => sum + r.relayRecords, 0);
-  add(
-    'sender event source: ReceiveMessage that returned copies',
-    busy ? batched(senderInvocations, BUSY_BATCH.senderCopies) : receives.length,
-    'requests',
-    PRICES.sqsRequest.usd,
-    busy ? 'derived' : 'counted',
-  );
-  add(
-    'sender event source: DeleteMessageBatch',
-    busy ? batched(senderInvocations, BUSY_BATCH.senderCopies) : deletes.length,
-    'requests',
-    PRICES.sqsRequest.usd,
-    busy ? 'derived' : 'counted',
-  );
   add(
     'Scheduler target delivery: SQS SendMessage',
     deliveries.length,
@@ -376,32 +531,50 @@ export function billOf(
     PRICES.schedulerInvocation.usd,
     'counted',
   );
-  add(
-    'relay event source: GetRecords (free for Lambda triggers)',
-    platform.filter((r) => r.command === 'GetRecords' && r.items > 0).length,
-    'requests',
-    0,
-    'counted',
-  );
+  const reads = platform.filter((r) => r.command === 'GetRecords' && r.items > 0);
+  add('stream event sources: GetRecords (free for Lambda triggers)', reads.length, 'requests', 0, 'counted');
+
+  // The stream's records, each once (both local runners read every record).
+  const records = new Map<string, SeenStreamRecord>();
+  for (const read of reads)
+    for (const record of read.streamRecords) records.set(record.sequenceNumber, record);
+  const seen = [...records.values()];
+  const relayRecords = seen.filter((r) => r.relay).length;
+  const producerRecords = seen.filter((r) => r.producer).length;
+  // The events on the bus: counted when a bus answered PutEvents, else each event the producer makes
+  // of a record (the local stack has no bus: local/EMULATORS.md).
+  if (!groups.has('events EventBridge.PutEvents')) {
+    add(
+      'EventBridge PutEvents: events derived from the stream records (no bus locally)',
+      seen.reduce(
+        (sum, r) => sum + (r.eventEntryBytes === undefined ? 0 : eventChunks(r.eventEntryBytes)),
+        0,
+      ),
+      'events',
+      PRICES.eventbridgePutEvent.usd,
+      'derived',
+    );
+  }
 
   // Invocations: api and authorizer once per enqueue (authorizer caching off: the worst case); the
-  // relay once per stream record that passes its event filter (RELAY_STREAM_FILTER: scheduled and
-  // cancelled images; claims, outcomes and the TTL deletion never invoke it); the sender once per
-  // delivered copy. Batches of one: the low-traffic worst case (under load the relay takes up to 100
-  // records and the sender 10). When busy, API Gateway answers from its authorizer cache and the
-  // batches are full.
+  // relay and the event producer once per stream record that passes their event filters; the sender
+  // and the webhook delivery once per copy. Batches of one alone; when busy, API Gateway answers from
+  // its authorizer cache and the batches are full.
   const invocations: Record<FunctionName, number> = {
     api: messages,
     authorizer: busy ? 0 : messages,
     relay: batched(relayRecords, BUSY_BATCH.relayRecords),
-    sender: batched(senderInvocations, BUSY_BATCH.senderCopies),
+    events: batched(producerRecords, EVENTS_STREAM.batchSize),
+    sender: batched(senderCopies, SENDER_QUEUE.batchSize),
+    webhooks: batched(webhookCopies, WEBHOOK_DELIVERY.batchSize),
     sweeper: 0,
+    bounces: 0,
   };
   const totalInvocations = Object.values(invocations).reduce((sum, n) => sum + n, 0);
   add(
     busy
-      ? 'Lambda invocations (api; relay and sender in full batches; authorizer cached)'
-      : 'Lambda invocations (api, authorizer, relay, sender)',
+      ? 'Lambda invocations (api; relay, events, sender, webhooks in full batches; authorizer cached)'
+      : 'Lambda invocations (api, authorizer, relay, events, sender, webhooks)',
     totalInvocations,
     'invocations',
     PRICES.lambdaRequest.usd,
@@ -418,6 +591,7 @@ export function billOf(
       dynamo * DURATION_MODEL_MS.perDynamodbCall +
       others * DURATION_MODEL_MS.perSqsOrSchedulerCall +
       (fn === 'sender' ? messages * DURATION_MODEL_MS.perSmtpSend : 0) +
+      (fn === 'webhooks' ? webhookCopies * DURATION_MODEL_MS.perWebhookPost : 0) +
       movedMb(fn, attachment) * messages * DURATION_MODEL_MS.perAttachmentMb;
     gbSeconds += (FUNCTION_MEMORY_MB[fn] / 1024) * (ms / 1000);
   }
@@ -438,6 +612,62 @@ export function billOf(
     'derived',
   );
   return lines;
+}
+
+interface ScenarioBill {
+  readonly name: string;
+  readonly sesPerMillion: number;
+  readonly alone: { readonly usdPerMillion: number; readonly bill: readonly CostLine[] };
+  readonly busy: { readonly usdPerMillion: number; readonly bill: readonly CostLine[] };
+}
+
+const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
+
+/**
+ * bench/results/cost-line-items.md: every scenario's bill, line by line (quantity per message, unit,
+ * $ per million, how it was got), then every price with its source, so that a reader can check each
+ * line against AWS's price list.
+ */
+function writeLineItems(scenarios: readonly ScenarioBill[], messages: number): string {
+  const money = (usd: number) => `$${round(usd, 4)}`;
+  const out: string[] = [
+    `# Cost line items per message (${PRICES_REGION} list prices of ${PRICES_CHECKED_ON})`,
+    '',
+    `${messages} messages per scenario. Quantities are per message; $/M is dollars per million messages.`,
+    '"counted": requests and units recorded on the local stack; "derived": from counted requests and',
+    'the deployed settings (batch sizes, the access log format); "modelled": Lambda duration (bench/prices.ts).',
+    '',
+  ];
+  for (const scenario of scenarios) {
+    for (const traffic of ['alone', 'busy'] as const) {
+      const { usdPerMillion, bill } = scenario[traffic];
+      out.push(
+        `## ${scenario.name}, ${traffic}: ${money(usdPerMillion)}/M (SES ${money(scenario.sesPerMillion)}/M)`,
+        '',
+      );
+      out.push('| item | per message | unit | $/M | how |', '|---|---:|---|---:|---|');
+      for (const line of bill) {
+        out.push(
+          `| ${line.item.replaceAll('|', '\\|')} | ${round(line.quantity, 4)} | ${line.unit} | ${money(line.usdPerMillion)} | ${line.how} |`,
+        );
+      }
+      out.push(`| **subtotal** | | | **${money(usdPerMillion)}** | |`, '');
+    }
+  }
+  out.push('## Prices', '', '| price | $ | per | source |', '|---|---:|---|---|');
+  for (const [name, price] of Object.entries(PRICES) as [string, Price][]) {
+    out.push(`| ${name} | ${price.usd} | ${price.per} | ${price.source} |`);
+  }
+  out.push(
+    '',
+    `API Gateway access log line: ${ACCESS_LOG_LINE_BYTES} bytes (lib/constructs/Api.ts's format, values in prices.ts).`,
+    `Duration model (ms): ${JSON.stringify(DURATION_MODEL_MS)}; memory (MB): ${JSON.stringify(FUNCTION_MEMORY_MB)}.`,
+    '',
+  );
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const file = `${RESULTS_DIR}cost-line-items.md`;
+  writeFileSync(file, out.join('\n'));
+  return file;
 }
 
 /** The MB of one message's attachment a function moves: the sender always, the api an inline file. */

@@ -54,6 +54,12 @@ export const PRICES = {
     source: 'https://aws.amazon.com/eventbridge/pricing/',
     note: '14 million invocations a month are free; ignored here',
   },
+  eventbridgePutEvent: {
+    usd: 1.0 / 1e6,
+    per: 'EventBridge custom event published with PutEvents (each 64 KB chunk of an entry is one event)',
+    source: 'https://aws.amazon.com/eventbridge/pricing/',
+    note: 'the entry size is Time (14 bytes) + Source + DetailType + Detail + Resources, in UTF-8',
+  },
   httpApiRequest: {
     usd: 1.0 / 1e6,
     per: 'API Gateway HTTP API request (first 300 million a month; metered in 512 KB increments)',
@@ -99,13 +105,16 @@ export const PRICES = {
   },
 } as const satisfies Record<string, Price>;
 
-/** Memory of each function, as lib/constructs (Api.ts, Dispatch.ts, Sending.ts) deploys it. */
+/** Memory of each function, as lib/constructs (Api.ts, Dispatch.ts, Sending.ts, Webhooks.ts, Bounces.ts) deploys it. */
 export const FUNCTION_MEMORY_MB = {
   api: 1024,
   authorizer: 512,
   relay: 512,
   sender: 512,
   sweeper: 512,
+  events: 512,
+  webhooks: 256,
+  bounces: 256,
 } as const;
 
 /**
@@ -119,12 +128,35 @@ export const DURATION_MODEL_MS = {
   perSqsOrSchedulerCall: 12,
   /** One message over a pooled, already-open connection to an SMTP relay (SES SMTP) in the region. */
   perSmtpSend: 120,
+  /** One signed webhook POST to a subscriber's endpoint that answers at once (the delivery waits for it). */
+  perWebhookPost: 150,
   /**
    * Each MB of attachment a function moves: the api decoding and putting an inline file, the sender
    * reading it from S3 and writing it base64 to the relay (in-region, tens of MB/s).
    */
   perAttachmentMb: 25,
 } as const;
+
+/**
+ * What API Gateway fills ACCESS_LOG_FORMAT's variables with (lib/constructs/Api.ts) for one enqueue:
+ * a typical value of each, so that the line's size is the deployed format's. CloudWatch Logs bills the
+ * line's bytes as ingested.
+ */
+export const ACCESS_LOG_SAMPLE: Readonly<Record<string, string>> = {
+  '$context.requestId': 'Ab1CdEfGhIjKlMn=',
+  '$context.requestTime': '02/Dec/2026:14:25:35 +0000',
+  '$context.identity.sourceIp': '203.0.113.147',
+  '$context.httpMethod': 'POST',
+  '$context.routeKey': 'POST /v1/messages',
+  '$context.status': '202',
+  '$context.protocol': 'HTTP/1.1',
+  '$context.responseLength': '212',
+  '$context.responseLatency': '48',
+  '$context.integrationLatency': '41',
+  '$context.integrationErrorMessage': '-',
+  '$context.authorizer.error': '-',
+  '$context.authorizer.tenant': 'acme-production',
+};
 
 /** Lambda writes START, END and REPORT lines for every invocation (plain text, about this many bytes). */
 export const PLATFORM_LOG_BYTES_PER_INVOCATION = 330;

@@ -22,7 +22,7 @@ export { API_ROUTES } from '../../lambdas/core/apiRoutes.js';
 export const AUTHORIZATION_IDENTITY_SOURCE = '$request.header.Authorization';
 
 /** One JSON line per request; no header values, no bodies (logs never carry an API key). */
-const ACCESS_LOG_FORMAT = JSON.stringify({
+export const ACCESS_LOG_FORMAT = JSON.stringify({
   requestId: '$context.requestId',
   time: '$context.requestTime',
   ip: '$context.identity.sourceIp',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { CountedRequest } from '../../bench/awsRequestCounter.js';
-import { billOf, type CostLine } from '../../bench/cost.js';
+import type { CountedRequest, SeenStreamRecord } from '../../bench/awsRequestCounter.js';
+import { billOf, type CostLine, UnbilledRequestError } from '../../bench/cost.js';
 
 /** One counted request with neutral defaults. */
 function request(
@@ -13,28 +13,60 @@ function request(
     readUnits: 0,
     inputBytes: 100,
     items: 1,
-    relayRecords: 0,
+    streamRecords: [],
+    queue: '',
+    eventEntryBytes: [],
     ms: 1,
     ...fields,
   };
 }
 
+/** The stream records of message `i`: its body (no reader's) and its state (the relay's and the producer's). */
+function recordsOf(i: number, eventEntryBytes = 900): SeenStreamRecord[] {
+  return [
+    { sequenceNumber: `${i}-body`, relay: false, producer: false },
+    { sequenceNumber: `${i}-state`, relay: true, producer: true, eventEntryBytes },
+  ];
+}
+
 /** What ten immediate messages, each travelling alone, make the local stack count. */
-function tenAlone(): CountedRequest[] {
-  return Array.from({ length: 10 }, () => [
+function tenAlone(eventEntryBytes = 900): CountedRequest[] {
+  return Array.from({ length: 10 }, (_, i) => [
     request({ origin: 'api', service: 'DynamoDB', command: 'PutItem', writeUnits: 3 }),
     request({ origin: 'api', service: 'DynamoDB', command: 'PutItem', writeUnits: 3 }),
+    // The relay's runner and the event producer's both read the same two records.
+    ...[1, 2].map(() =>
+      request({
+        origin: 'platform',
+        service: 'DynamoDBStreams',
+        command: 'GetRecords',
+        items: 2,
+        streamRecords: recordsOf(i, eventEntryBytes),
+      }),
+    ),
+    request({
+      origin: 'relay',
+      service: 'SQS',
+      command: 'SendMessageBatch',
+      items: 1,
+      queue: 'postdate-send',
+    }),
     request({
       origin: 'platform',
-      service: 'DynamoDBStreams',
-      command: 'GetRecords',
-      items: 2,
-      relayRecords: 1,
+      service: 'SQS',
+      command: 'ReceiveMessage',
+      items: 1,
+      queue: 'postdate-send',
     }),
-    request({ origin: 'relay', service: 'SQS', command: 'SendMessageBatch', items: 1 }),
-    request({ origin: 'platform', service: 'SQS', command: 'ReceiveMessage', items: 1 }),
     request({ origin: 'sender', service: 'DynamoDB', command: 'UpdateItem', writeUnits: 4 }),
-    request({ origin: 'platform', service: 'SQS', command: 'DeleteMessageBatch', items: 1 }),
+    request({
+      origin: 'platform',
+      service: 'SQS',
+      command: 'DeleteMessageBatch',
+      items: 1,
+      queue: 'postdate-send',
+    }),
+    request({ origin: 'events', service: 'DynamoDB', command: 'Query', readUnits: 0.5 }),
   ]).flat();
 }
 
@@ -44,8 +76,9 @@ const total = (bill: CostLine[]) => bill.reduce((sum, l) => sum + l.usdPerMillio
 describe('the cost model: a lone message and a busy stream', () => {
   it('counts one invocation of each function per message when every message travels alone', () => {
     const bill = billOf(tenAlone(), 0, 10);
-    // api, authorizer, relay (one record through its filter), sender.
-    expect(line(bill, 'Lambda invocations')?.quantity).toBe(4);
+    // api, authorizer, relay and event producer (one record through each filter, read by both
+    // runners but invoked once), sender.
+    expect(line(bill, 'Lambda invocations')?.quantity).toBe(5);
     expect(line(bill, 'sender event source: ReceiveMessage')?.quantity).toBe(1);
     expect(line(bill, 'relay SQS.SendMessageBatch')?.quantity).toBe(1);
   });
@@ -53,14 +86,80 @@ describe('the cost model: a lone message and a busy stream', () => {
   it('fills the batches when busy, and leaves DynamoDB units exactly as counted', () => {
     const alone = billOf(tenAlone(), 0, 10);
     const busy = billOf(tenAlone(), 0, 10, 'busy');
-    // api once; the authorizer cached; the relay 1/100 and the sender 1/10 of an invocation.
-    expect(line(busy, 'Lambda invocations')?.quantity).toBeCloseTo(1 + 0.01 + 0.1, 10);
+    // api once; the authorizer cached; the relay and the producer 1/100, the sender 1/10 of an invocation.
+    expect(line(busy, 'Lambda invocations')?.quantity).toBeCloseTo(1 + 0.01 + 0.01 + 0.1, 10);
     expect(line(busy, 'sender event source: ReceiveMessage')?.quantity).toBeCloseTo(0.1, 10);
     expect(line(busy, 'relay SQS.SendMessageBatch')?.quantity).toBeCloseTo(0.1, 10);
     for (const item of ['api DynamoDB.PutItem', 'sender DynamoDB.UpdateItem']) {
       expect(line(busy, item)).toEqual(line(alone, item));
     }
     expect(total(busy)).toBeLessThan(total(alone));
+  });
+});
+
+describe('the cost model: everything a message makes is billed (issue 32)', () => {
+  it('bills every event put on the bus, each 64 KB chunk of an entry as one, each record once', () => {
+    expect(line(billOf(tenAlone(), 0, 10), 'EventBridge PutEvents')).toMatchObject({
+      quantity: 1,
+      usdPerMillion: 1,
+    });
+    // An entry of 70 KB is two events.
+    expect(line(billOf(tenAlone(70 * 1024), 0, 10), 'EventBridge PutEvents')?.quantity).toBe(2);
+    // Busy or alone, the bus bills per event.
+    expect(line(billOf(tenAlone(), 0, 10, 'busy'), 'EventBridge PutEvents')?.usdPerMillion).toBe(1);
+  });
+
+  it('bills the api access log line as CloudWatch Logs ingestion, once per enqueue', () => {
+    const access = line(billOf(tenAlone(), 0, 10), 'API Gateway access log');
+    expect(access?.quantity).toBeGreaterThan(0.2);
+    expect(access?.unit).toBe('KB');
+    expect(access?.usdPerMillion).toBeCloseTo(((access?.quantity ?? 0) * 1e3 * 0.5 * 1e6) / 1e9, 10);
+  });
+
+  it('tells the webhook queue from the send queue, and invokes the delivery function per copy', () => {
+    const withWebhook = [
+      ...tenAlone(),
+      ...Array.from({ length: 10 }, () => [
+        request({ origin: 'events', service: 'DynamoDB', command: 'PutItem', writeUnits: 2 }),
+        request({
+          origin: 'events',
+          service: 'SQS',
+          command: 'SendMessageBatch',
+          items: 1,
+          queue: 'postdate-webhooks',
+        }),
+        request({
+          origin: 'platform',
+          service: 'SQS',
+          command: 'ReceiveMessage',
+          items: 1,
+          queue: 'postdate-webhooks',
+        }),
+        request({ origin: 'webhooks', service: 'DynamoDB', command: 'UpdateItem', writeUnits: 2 }),
+        request({
+          origin: 'platform',
+          service: 'SQS',
+          command: 'DeleteMessageBatch',
+          items: 1,
+          queue: 'postdate-webhooks',
+        }),
+      ]).flat(),
+    ];
+    const bill = billOf(withWebhook, 0, 10);
+    expect(line(bill, 'sender event source: ReceiveMessage')?.quantity).toBe(1);
+    expect(line(bill, 'webhook event source: ReceiveMessage')?.quantity).toBe(1);
+    expect(line(bill, 'webhook event source: DeleteMessageBatch')?.quantity).toBe(1);
+    expect(line(bill, 'Lambda invocations')?.quantity).toBe(6);
+    expect(line(bill, 'webhooks DynamoDB.UpdateItem')?.quantity).toBe(2);
+  });
+
+  it('refuses to price a request the model does not list for its function', () => {
+    const unlisted = [
+      ...tenAlone(),
+      request({ origin: 'sender', service: 'DynamoDB', command: 'Scan', readUnits: 10 }),
+    ];
+    expect(() => billOf(unlisted, 0, 10)).toThrow(UnbilledRequestError);
+    expect(() => billOf(unlisted, 0, 10)).toThrow(/sender DynamoDB\.Scan/);
   });
 });
 
@@ -75,7 +174,7 @@ describe('the cost model: attachments (DESIGN §13, issue 30)', () => {
         request({ origin: 'api', service: 'S3', command: 'HeadObject' }),
         request({ origin: 'api', service: 'S3', command: 'CopyObject' }),
         request({ origin: 'sender', service: 'S3', command: 'GetObject' }),
-        request({ origin: 'function', service: 'S3', command: 'PutObjectTagging' }),
+        request({ origin: 'events', service: 'S3', command: 'PutObjectTagging' }),
         // Pre-signing the upload URL runs the middleware without a request: not a billed call.
         request({ origin: 'other', service: 'S3', command: 'PutObject' }),
       ]).flat(),
@@ -93,7 +192,7 @@ describe('the cost model: attachments (DESIGN §13, issue 30)', () => {
     expect(line(bill, 'api S3.CopyObject')?.usdPerMillion).toBeCloseTo(5, 6);
     expect(line(bill, 'api S3.HeadObject')?.usdPerMillion).toBeCloseTo(0.4, 6);
     expect(line(bill, 'sender S3.GetObject')?.usdPerMillion).toBeCloseTo(0.4, 6);
-    expect(line(bill, 'function S3.PutObjectTagging')?.usdPerMillion).toBeCloseTo(5, 6);
+    expect(line(bill, 'events S3.PutObjectTagging')?.usdPerMillion).toBeCloseTo(5, 6);
     // The client's own PUT to the pre-signed URL is billed to the bucket's owner too.
     expect(line(bill, 'S3 PUT by the client')?.usdPerMillion).toBeCloseTo(5, 6);
     expect(line(bill, 'other S3')).toBeUndefined();
