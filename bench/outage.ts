@@ -239,8 +239,10 @@ export async function outageFailover(options: BenchOptions): Promise<BenchResult
     );
     await waitForAll(sinks, during, 10 * 60_000);
 
-    // Failback: once the primary is back, its probe is due at the next copy; mail returns to it.
-    const back = await enqueueSpread(stack, FAILBACK_MESSAGES, 0, `failback-${started}`);
+    // Failback: once the primary is back, the next probe closes its breaker and mail returns to it.
+    // Due over two probe intervals, not at once: mail due before that probe rightly leaves through
+    // the backup (a full run with all 20 due at once sent every one there, the probe not yet due).
+    const back = await enqueueSpread(stack, FAILBACK_MESSAGES, 2 * PROBE_SECONDS, `failback-${started}`);
     await waitForAll(sinks, back, 5 * 60_000);
     // A moment more, so that a duplicate on its way would be counted too.
     await sleep(5_000);
