@@ -1,18 +1,11 @@
 import { mkdtempSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateScheduleGroupCommand } from '@aws-sdk/client-scheduler';
-import { CreateQueueCommand, type Message, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import type { DynamoDBRecord, SQSEvent } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import type { DynamoDBRecord } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BILLED_REQUESTS } from '../../bench/cost.js';
-import {
-  FUNCTION_VARIABLE,
-  RECORD_VARIABLE,
-  type RecordedAwsRequest,
-} from '../../lambdas/adapters/awsClients.js';
+import type { RecordedAwsRequest } from '../../lambdas/adapters/awsClients.js';
 import { wireApi } from '../../lambdas/api/handler.js';
 import { wireAuthorizer } from '../../lambdas/authorizer/handler.js';
 import type { PostdateFunctionName } from '../../lambdas/core/postdateFunctions.js';
@@ -25,21 +18,21 @@ import { RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
 import { wireWebhookDelivery } from '../../lambdas/webhooks/handler.js';
 import { EVENTS_STREAM_FILTER } from '../../lib/webhookLayout.js';
 import { type FilterPattern, matchesFilter } from '../../local/runners/eventFilter.js';
-import { toLambdaSqsRecord } from '../../local/runners/sqsRecordFormat.js';
 import type { SchedulerEmulator } from '../../local/scheduler/startSchedulerEmulator.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 import { apiEvent, authorizerEvent, validBody } from '../api/events.js';
 import { readRecordedRequests } from '../iam/iamRequests.js';
+import {
+  type EventBridgeStandIn,
+  receiveAll,
+  recordedAs,
+  sqsEvent,
+  startEventBridgeStandIn,
+  webhookQueueBeside,
+} from '../iam/recordingWorld.js';
 import { schedulerClient, startScheduler } from '../relay/relayParts.js';
 import { StreamTail } from '../relay/streamTail.js';
-import {
-  documentClient,
-  freshQueues,
-  freshTable,
-  LOCAL_AWS,
-  sqsClient,
-  uniqueName,
-} from '../support/awsLocal.js';
+import { documentClient, freshQueues, freshTable, LOCAL_AWS } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
 import { startReceiver } from '../webhooks/webhookHarness.js';
 
@@ -63,37 +56,10 @@ let webhookQueue: { url: string; arn: string };
 let scheduler: SchedulerEmulator;
 let smtp: TestSmtpServer;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
-let eventBridge: Server;
+let eventBridge: EventBridgeStandIn;
 let apiKey = '';
 
-/** Builds a function's clients with its requests recorded under its name (read when they are built). */
-function as<T>(name: PostdateFunctionName, wire: () => T): T {
-  vi.stubEnv(RECORD_VARIABLE, recordFile);
-  vi.stubEnv(FUNCTION_VARIABLE, name);
-  try {
-    return wire();
-  } finally {
-    vi.unstubAllEnvs();
-  }
-}
-
-const queueName = (url: string) => url.split('/').pop() ?? url;
-
-async function receive(queueUrl: string): Promise<Message[]> {
-  const { Messages } = await sqsClient().send(
-    new ReceiveMessageCommand({
-      QueueUrl: queueUrl,
-      MaxNumberOfMessages: 10,
-      WaitTimeSeconds: 1,
-      MessageSystemAttributeNames: ['All'],
-    }),
-  );
-  return Messages ?? [];
-}
-
-const sqsEvent = (messages: readonly Message[], queueArn: string): SQSEvent => ({
-  Records: messages.map((message) => toLambdaSqsRecord(message, queueArn)),
-});
+const as = recordedAs(recordFile);
 
 /** `Service.Command` of one recorded wire request, in the SDK's names (the cost model's). */
 function billedNameOf(recorded: RecordedAwsRequest): string {
@@ -117,29 +83,12 @@ beforeAll(async () => {
   tail = new StreamTail(streamArn);
   const queues = await freshQueues(2);
   sendQueue = { url: queues.urls.send, arn: queues.arns.send };
-  const { QueueUrl = '' } = await sqsClient().send(new CreateQueueCommand({ QueueName: uniqueName('whq') }));
-  webhookQueue = {
-    url: QueueUrl,
-    arn: queues.arns.send.replace(queueName(queues.urls.send), queueName(QueueUrl)),
-  };
+  webhookQueue = await webhookQueueBeside({ url: queues.urls.send, arn: queues.arns.send });
   scheduler = await startScheduler();
   await schedulerClient(scheduler.endpoint).send(new CreateScheduleGroupCommand({ Name: SCHEDULE_GROUP }));
   smtp = await startSmtpServer();
   receiver = await startReceiver(() => 200);
-  // No EventBridge emulator exists: this answers PutEvents as EventBridge does, so the producer
-  // makes (and records) the request it makes in AWS.
-  eventBridge = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const entries = (JSON.parse(Buffer.concat(chunks).toString()) as { Entries: unknown[] }).Entries;
-      res.setHeader('content-type', 'application/x-amz-json-1.1');
-      res.end(
-        JSON.stringify({ FailedEntryCount: 0, Entries: entries.map((_, i) => ({ EventId: `e${i}` })) }),
-      );
-    });
-  });
-  await new Promise<void>((resolve) => eventBridge.listen(0, '127.0.0.1', resolve));
+  eventBridge = await startEventBridgeStandIn();
   env = {
     AWS_REGION: LOCAL_AWS.region,
     AWS_ACCESS_KEY_ID: LOCAL_AWS.credentials.accessKeyId,
@@ -147,7 +96,7 @@ beforeAll(async () => {
     AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
     AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
     AWS_ENDPOINT_URL_SCHEDULER: scheduler.endpoint,
-    AWS_ENDPOINT_URL_EVENTBRIDGE: `http://127.0.0.1:${(eventBridge.address() as AddressInfo).port}`,
+    AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,
     POSTDATE_LOCAL: 'true',
     POWERTOOLS_LOG_LEVEL: 'ERROR',
     POSTDATE_ALLOWED_FROM: '*@example.com',
@@ -183,7 +132,7 @@ afterAll(async () => {
   await smtp?.close().catch(() => {});
   await receiver?.close();
   await scheduler?.stop();
-  await new Promise<void>((resolve) => (eventBridge ? eventBridge.close(() => resolve()) : resolve()));
+  await eventBridge?.close();
 });
 
 describe('the cost model bills every request a message makes (issue 32)', { timeout: 120_000 }, () => {
@@ -230,7 +179,7 @@ describe('the cost model bills every request a message makes (issue 32)', { time
       await eventually(
         () => `four copies at the sender and two sent, not ${copies} and ${smtp.transactions}`,
         async () => {
-          const messages = await receive(sendQueue.url);
+          const messages = await receiveAll(sendQueue.url);
           if (messages.length > 0) await sender.handle(sqsEvent(messages, sendQueue.arn));
           copies += messages.length;
           return copies >= 4 && smtp.transactions >= 2;
@@ -242,7 +191,7 @@ describe('the cost model bills every request a message makes (issue 32)', { time
       await eventually(
         'the webhook deliveries of both messages, scheduled and sent',
         async () => {
-          const messages = await receive(webhookQueue.url);
+          const messages = await receiveAll(webhookQueue.url);
           if (messages.length > 0) await deliver(sqsEvent(messages, webhookQueue.arn));
           return receiver.received.length >= 4;
         },

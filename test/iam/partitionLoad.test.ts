@@ -1,14 +1,10 @@
 import { mkdtempSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreateQueueCommand, type Message, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { type Message, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { DynamoDBRecord, SQSEvent } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { FUNCTION_VARIABLE, RECORD_VARIABLE } from '../../lambdas/adapters/awsClients.js';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { wireApi } from '../../lambdas/api/handler.js';
-import type { PostdateFunctionName } from '../../lambdas/core/postdateFunctions.js';
 import { wireEvents } from '../../lambdas/events/handler.js';
 import type { Log } from '../../lambdas/ports/Log.js';
 import { wireRelay } from '../../lambdas/relay/handler.js';
@@ -27,9 +23,15 @@ import { toLambdaSqsRecord } from '../../local/runners/sqsRecordFormat.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 import { apiEvent, validBody } from '../api/events.js';
 import { StreamTail } from '../relay/streamTail.js';
-import { freshQueues, freshTable, LOCAL_AWS, sqsClient, uniqueName } from '../support/awsLocal.js';
+import { freshQueues, freshTable, LOCAL_AWS, sqsClient } from '../support/awsLocal.js';
 import { startReceiver } from '../webhooks/webhookHarness.js';
 import { readRecordedRequests } from './iamRequests.js';
+import {
+  type EventBridgeStandIn,
+  recordedAs,
+  startEventBridgeStandIn,
+  webhookQueueBeside,
+} from './recordingWorld.js';
 
 /**
  * DESIGN §4, "No hot partitions": at 10,000 messages/s for one tenant, no single item takes more than
@@ -80,19 +82,9 @@ let sendQueue: { url: string; arn: string };
 let webhookQueue: { url: string; arn: string };
 let smtp: TestSmtpServer;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
-let eventBridge: Server;
+let eventBridge: EventBridgeStandIn;
 
-function as<T>(name: PostdateFunctionName, wire: () => T): T {
-  vi.stubEnv(RECORD_VARIABLE, recordFile);
-  vi.stubEnv(FUNCTION_VARIABLE, name);
-  try {
-    return wire();
-  } finally {
-    vi.unstubAllEnvs();
-  }
-}
-
-const queueName = (url: string) => url.split('/').pop() ?? url;
+const as = recordedAs(recordFile);
 
 async function drain(queue: { url: string; arn: string }): Promise<SQSEvent[]> {
   const events: SQSEvent[] = [];
@@ -110,32 +102,17 @@ beforeAll(async () => {
   tail = new StreamTail(streamArn);
   const queues = await freshQueues(2);
   sendQueue = { url: queues.urls.send, arn: queues.arns.send };
-  const { QueueUrl = '' } = await sqsClient().send(new CreateQueueCommand({ QueueName: uniqueName('whq') }));
-  webhookQueue = {
-    url: QueueUrl,
-    arn: queues.arns.send.replace(queueName(queues.urls.send), queueName(QueueUrl)),
-  };
+  webhookQueue = await webhookQueueBeside({ url: queues.urls.send, arn: queues.arns.send });
   smtp = await startSmtpServer();
   receiver = await startReceiver(() => 200);
-  eventBridge = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const entries = (JSON.parse(Buffer.concat(chunks).toString()) as { Entries: unknown[] }).Entries;
-      res.setHeader('content-type', 'application/x-amz-json-1.1');
-      res.end(
-        JSON.stringify({ FailedEntryCount: 0, Entries: entries.map((_, i) => ({ EventId: `e${i}` })) }),
-      );
-    });
-  });
-  await new Promise<void>((resolve) => eventBridge.listen(0, '127.0.0.1', resolve));
+  eventBridge = await startEventBridgeStandIn();
   env = {
     AWS_REGION: LOCAL_AWS.region,
     AWS_ACCESS_KEY_ID: LOCAL_AWS.credentials.accessKeyId,
     AWS_SECRET_ACCESS_KEY: LOCAL_AWS.credentials.secretAccessKey,
     AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
     AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
-    AWS_ENDPOINT_URL_EVENTBRIDGE: `http://127.0.0.1:${(eventBridge.address() as AddressInfo).port}`,
+    AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,
     POSTDATE_LOCAL: 'true',
     POWERTOOLS_LOG_LEVEL: 'ERROR',
     POSTDATE_ALLOWED_FROM: '*@example.com',
@@ -152,7 +129,7 @@ beforeAll(async () => {
     POSTDATE_SCHEDULE_GROUP: 'unused',
     POSTDATE_SCHEDULER_ROLE_ARN: 'arn:aws:iam::000000000000:role/unused',
     POSTDATE_SCHEDULE_DLQ_ARN: queues.arns.scheduleDeadLetter,
-    POSTDATE_WEBHOOK_QUEUE_URL: QueueUrl,
+    POSTDATE_WEBHOOK_QUEUE_URL: webhookQueue.url,
     POSTDATE_EVENT_BUS_NAME: 'postdate-load-bus',
   };
 }, 60_000);
@@ -160,7 +137,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await smtp?.close().catch(() => {});
   await receiver?.close();
-  await new Promise<void>((resolve) => (eventBridge ? eventBridge.close(() => resolve()) : resolve()));
+  await eventBridge?.close();
 });
 
 interface Load {

@@ -1,21 +1,13 @@
 import { mkdtempSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateScheduleGroupCommand } from '@aws-sdk/client-scheduler';
-import {
-  CreateQueueCommand,
-  type Message,
-  ReceiveMessageCommand,
-  SendMessageCommand,
-} from '@aws-sdk/client-sqs';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { runSimulation } from '@cloud-copilot/iam-simulate';
-import type { DynamoDBRecord, SQSEvent } from 'aws-lambda';
+import type { DynamoDBRecord } from 'aws-lambda';
 import type { IConstruct } from 'constructs';
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { FUNCTION_VARIABLE, RECORD_VARIABLE } from '../../lambdas/adapters/awsClients.js';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { wireApi } from '../../lambdas/api/handler.js';
 import { wireAuthorizer } from '../../lambdas/authorizer/handler.js';
 import { wireBounces } from '../../lambdas/bounces/handler.js';
@@ -35,7 +27,6 @@ import type { Bounces } from '../../lib/constructs/Bounces.js';
 import type { Webhooks } from '../../lib/constructs/Webhooks.js';
 import { EVENTS_STREAM_FILTER } from '../../lib/webhookLayout.js';
 import { type FilterPattern, matchesFilter } from '../../local/runners/eventFilter.js';
-import { toLambdaSqsRecord } from '../../local/runners/sqsRecordFormat.js';
 import { type S3Emulator, startS3Emulator } from '../../local/s3Emulator.js';
 import type { SchedulerEmulator } from '../../local/scheduler/startSchedulerEmulator.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
@@ -55,6 +46,15 @@ import {
 } from '../support/awsLocal.js';
 import { startReceiver } from '../webhooks/webhookHarness.js';
 import { type IamRequest, iamRequestsOf, readRecordedRequests } from './iamRequests.js';
+import {
+  type EventBridgeStandIn,
+  queueName,
+  receiveAll,
+  recordedAs,
+  sqsEvent,
+  startEventBridgeStandIn,
+  webhookQueueBeside,
+} from './recordingWorld.js';
 import {
   arnOf,
   type PolicyStatement,
@@ -98,39 +98,12 @@ let smtp: TestSmtpServer;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 /** The webhook receiver's answer to the next POST. */
 let receiverStatus = 200;
-let eventBridge: Server;
+let eventBridge: EventBridgeStandIn;
 let names: Record<string, string>;
 /** Stream records not yet handed to the relay and the event producer. */
 const streamRecords: DynamoDBRecord[] = [];
 
-/** Builds a function's clients with its requests recorded under its name (read when they are built). */
-function as<T>(name: PostdateFunctionName, wire: () => T): T {
-  vi.stubEnv(RECORD_VARIABLE, recordFile);
-  vi.stubEnv(FUNCTION_VARIABLE, name);
-  try {
-    return wire();
-  } finally {
-    vi.unstubAllEnvs();
-  }
-}
-
-const queueName = (url: string) => url.split('/').pop() ?? url;
-
-async function receiveAll(queueUrl: string): Promise<Message[]> {
-  const { Messages } = await sqsClient().send(
-    new ReceiveMessageCommand({
-      QueueUrl: queueUrl,
-      MaxNumberOfMessages: 10,
-      WaitTimeSeconds: 1,
-      MessageSystemAttributeNames: ['All'],
-    }),
-  );
-  return Messages ?? [];
-}
-
-const sqsEvent = (messages: readonly Message[], queueArn: string): SQSEvent => ({
-  Records: messages.map((message) => toLambdaSqsRecord(message, queueArn)),
-});
+const as = recordedAs(recordFile);
 
 interface GateItem {
   readonly breaker?: { readonly state?: string; readonly rate_factor?: number; readonly token?: string };
@@ -159,12 +132,7 @@ beforeAll(async () => {
   const queues = await freshQueues(2);
   sendQueue = { url: queues.urls.send, arn: queues.arns.send };
   queueUrls = queues.urls;
-  const { QueueUrl } = await sqsClient().send(new CreateQueueCommand({ QueueName: uniqueName('whq') }));
-  const webhookQueueUrl = QueueUrl ?? '';
-  webhookQueue = {
-    url: webhookQueueUrl,
-    arn: queues.arns.send.replace(queueName(queues.urls.send), queueName(webhookQueueUrl)),
-  };
+  webhookQueue = await webhookQueueBeside({ url: queues.urls.send, arn: queues.arns.send });
   scheduler = await startScheduler();
   s3 = await startS3Emulator({ port: 0, bucket: uniqueName('attachments').toLowerCase() });
   await schedulerClient(scheduler.endpoint).send(
@@ -172,20 +140,7 @@ beforeAll(async () => {
   );
   smtp = await startSmtpServer();
   receiver = await startReceiver(() => receiverStatus);
-  // No EventBridge emulator exists: this endpoint answers PutEvents as EventBridge does, so the
-  // request is made (and recorded) as in AWS.
-  eventBridge = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const entries = (JSON.parse(Buffer.concat(chunks).toString()) as { Entries: unknown[] }).Entries;
-      res.setHeader('content-type', 'application/x-amz-json-1.1');
-      res.end(
-        JSON.stringify({ FailedEntryCount: 0, Entries: entries.map((_, i) => ({ EventId: `e${i}` })) }),
-      );
-    });
-  });
-  await new Promise<void>((resolve) => eventBridge.listen(0, '127.0.0.1', resolve));
+  eventBridge = await startEventBridgeStandIn();
 
   names = {
     [logicalIdOf(postdate.table)]: tableName,
@@ -193,7 +148,7 @@ beforeAll(async () => {
     [logicalIdOf(postdate.sendDeadLetterQueue)]: queueName(queues.urls.sendDeadLetter),
     [logicalIdOf(postdate.relayFailureQueue)]: queueName(queues.urls.relayFailures),
     [logicalIdOf(postdate.scheduleDeadLetterQueue)]: queueName(queues.urls.scheduleDeadLetter),
-    [logicalIdOf(webhooksConstruct.queue)]: queueName(webhookQueueUrl),
+    [logicalIdOf(webhooksConstruct.queue)]: queueName(webhookQueue.url),
     [logicalIdOf(webhooksConstruct.eventBus)]: BUS_NAME,
     [logicalIdOf(postdate.attachmentBucket)]: s3.bucket,
   };
@@ -205,7 +160,7 @@ beforeAll(async () => {
     AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
     AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
     AWS_ENDPOINT_URL_SCHEDULER: scheduler.endpoint,
-    AWS_ENDPOINT_URL_EVENTBRIDGE: `http://127.0.0.1:${(eventBridge.address() as AddressInfo).port}`,
+    AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,
     POSTDATE_LOCAL: 'true',
     POWERTOOLS_LOG_LEVEL: 'ERROR',
     POSTDATE_ALLOWED_FROM: '*@example.com',
@@ -223,7 +178,7 @@ beforeAll(async () => {
     // The role the relay passes is the stack's own, so iam:PassRole is checked against it.
     POSTDATE_SCHEDULER_ROLE_ARN: String(resolve(stack.resolve(postdate.schedulerRoleArn))),
     POSTDATE_SCHEDULE_DLQ_ARN: queues.arns.scheduleDeadLetter,
-    POSTDATE_WEBHOOK_QUEUE_URL: webhookQueueUrl,
+    POSTDATE_WEBHOOK_QUEUE_URL: webhookQueue.url,
     POSTDATE_EVENT_BUS_NAME: BUS_NAME,
     POSTDATE_ATTACHMENT_BUCKET: s3.bucket,
     POSTDATE_S3_ENDPOINT: s3.endpoint,
@@ -235,7 +190,7 @@ afterAll(async () => {
   await receiver?.close();
   await scheduler?.stop();
   await s3?.stop();
-  await new Promise<void>((resolve) => (eventBridge ? eventBridge.close(() => resolve()) : resolve()));
+  await eventBridge?.close();
 });
 
 // The scenarios make hundreds of requests on a shared, loaded machine.
