@@ -84,19 +84,16 @@ interface MessageOutcome {
   readonly history: readonly unknown[];
 }
 
+/** The result of a case that cannot run here (no Postfix): said, never counted as a pass. */
+function skipped(name: string, title: string, reason: string, options: BenchOptions): BenchResult {
+  options.log(`  skipped: ${reason}`);
+  return { name, title: `${title} (skipped)`, rows: [], details: { skipped: reason }, seconds: 0 };
+}
+
 export async function postfixOutage(options: BenchOptions): Promise<BenchResult> {
   const started = Date.now();
   const unavailable = postfixUnavailable();
-  if (unavailable) {
-    options.log(`  skipped: ${unavailable}`);
-    return {
-      name: 'postfix-outage',
-      title: 'A real Postfix outage (skipped)',
-      rows: [],
-      details: { skipped: unavailable },
-      seconds: 0,
-    };
-  }
+  if (unavailable) return skipped('postfix-outage', 'A real Postfix outage', unavailable, options);
   const sink = await startSmtpSink({ port: await freePort() });
   const postfix = await startPostfixRelay({
     port: await freePort(),
@@ -308,14 +305,7 @@ export async function postfixFailover(options: BenchOptions): Promise<BenchResul
   const started = Date.now();
   const unavailable = postfixUnavailable();
   if (unavailable) {
-    options.log(`  skipped: ${unavailable}`);
-    return {
-      name: 'postfix-failover',
-      title: 'Failover between two real Postfix relays (skipped)',
-      rows: [],
-      details: { skipped: unavailable },
-      seconds: 0,
-    };
+    return skipped('postfix-failover', 'Failover between two real Postfix relays', unavailable, options);
   }
   const primarySink = await startSmtpSink({ port: await freePort() });
   const backupSink = await startSmtpSink({ port: await freePort() });
