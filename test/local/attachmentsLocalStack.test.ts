@@ -4,7 +4,6 @@
  * sender streams them to the SMTP sink byte-identical.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { GetObjectTaggingCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,18 +12,24 @@ import { loadConfig } from '../../lambdas/core/config.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { LOCAL_AWS } from '../support/awsLocal.js';
+import { eventually } from '../support/eventually.js';
 
 const PDF = Buffer.from('%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n');
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
-async function eventually<T>(probe: () => Promise<T | undefined>, withinMs: number): Promise<T> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`nothing after ${withinMs} ms`);
-    await sleep(100);
-  }
+/** The attachments of the message `id` as the SMTP sink received it: name, type and SHA-256. */
+async function deliveredAttachments(stack: LocalStack, id: string, withinMs: number) {
+  const mail = await eventually(
+    `message ${id} at the SMTP sink`,
+    () => stack.smtpSink?.messages().find((message) => message.postdateId === id),
+    { withinMs, everyMs: 100 },
+  );
+  const parsed = await simpleParser(mail.raw);
+  return parsed.attachments.map((a) => ({
+    filename: a.filename,
+    type: a.contentType,
+    sha256: sha256(a.content),
+  }));
 }
 
 describe('an attachment on the local stack', () => {
@@ -57,18 +62,9 @@ describe('an attachment on the local stack', () => {
     expect(enqueued.status).toBe(202);
     const { id } = (await enqueued.json()) as { id: string };
 
-    const mail = await eventually(
-      async () => stack.smtpSink?.messages().find((message) => message.postdateId === id),
-      30_000,
-    );
-    const parsed = await simpleParser(mail.raw);
-    expect(
-      parsed.attachments.map((a) => ({
-        filename: a.filename,
-        type: a.contentType,
-        sha256: sha256(a.content),
-      })),
-    ).toEqual([{ filename: 'invoice.pdf', type: 'application/pdf', sha256: sha256(PDF) }]);
+    expect(await deliveredAttachments(stack, id, 30_000)).toEqual([
+      { filename: 'invoice.pdf', type: 'application/pdf', sha256: sha256(PDF) },
+    ]);
 
     // Sent: the message has ended, and its objects are tagged for the bucket's expiry (DESIGN §2).
     const s3 = attachmentS3Client(stack.s3Endpoint, LOCAL_AWS);
@@ -76,12 +72,16 @@ describe('an attachment on the local stack', () => {
       new ListObjectsV2Command({ Bucket: stack.attachmentBucket, Prefix: `messages/local/${id}/` }),
     );
     const key = listed.Contents?.[0]?.Key ?? '';
-    const tags = await eventually(async () => {
-      const tagging = await s3.send(
-        new GetObjectTaggingCommand({ Bucket: stack.attachmentBucket, Key: key }),
-      );
-      return tagging.TagSet?.length ? tagging.TagSet : undefined;
-    }, 30_000);
+    const tags = await eventually(
+      `the tags of ${key}`,
+      async () => {
+        const tagging = await s3.send(
+          new GetObjectTaggingCommand({ Bucket: stack.attachmentBucket, Key: key }),
+        );
+        return tagging.TagSet?.length ? tagging.TagSet : undefined;
+      },
+      { withinMs: 30_000, everyMs: 100 },
+    );
     expect(tags).toEqual([{ Key: 'postdate-lifetime', Value: 'ended' }]);
   }, 60_000);
 
@@ -115,17 +115,8 @@ describe('an attachment on the local stack', () => {
     expect(enqueued.status).toBe(202);
     const { id } = (await enqueued.json()) as { id: string };
 
-    const mail = await eventually(
-      async () => stack.smtpSink?.messages().find((message) => message.postdateId === id),
-      60_000,
-    );
-    const parsed = await simpleParser(mail.raw);
-    expect(
-      parsed.attachments.map((a) => ({
-        filename: a.filename,
-        type: a.contentType,
-        sha256: sha256(a.content),
-      })),
-    ).toEqual([{ filename: 'ledger.zip', type: 'application/zip', sha256: sha256(bytes) }]);
+    expect(await deliveredAttachments(stack, id, 60_000)).toEqual([
+      { filename: 'ledger.zip', type: 'application/zip', sha256: sha256(bytes) },
+    ]);
   }, 120_000);
 });
