@@ -32,8 +32,11 @@ export const WEBHOOK_QUEUE = {
   retentionDays: 4,
   /**
    * Receives before a copy goes to the DLQ: the delivery function only fails a copy when a read, a
-   * write or the queue failed (a failing endpoint is a retry with its own delay, not a receive).
+   * write or the queue failed (a failing endpoint is a retry with its own delay, not a receive), and
+   * such a copy comes back after `keptCopyVisibilitySeconds` (5 s doubling, up to 360 s, the upper
+   * half drawn). Twenty receives take 41 minutes at the least and about an hour on average, as ten
+   * full visibility timeouts did before the backoff (docs/decisions/0110-webhook-copies-back-soon.md).
    */
-  maxReceiveCount: 10,
+  maxReceiveCount: 20,
   deadLetter: { logicalName: 'webhooks-dlq', retentionDays: 14 },
 } as const;

@@ -208,6 +208,27 @@ export function webhookRetryDelayMs(attempts: number, random: () => number): num
   return Math.floor(unit * ceiling);
 }
 
+/**
+ * When a copy the delivery function keeps after a failure of its own (a read, a write or the queue
+ * failed; never the endpoint's answer, which has the schedule above) becomes visible again: 5 s
+ * doubling with each receive up to the queue's visibility timeout (six times the function's, 360 s),
+ * the upper half drawn at random so copies kept together do not come back together. A passing
+ * throttle then costs seconds instead of the six minutes SQS would wait, and an outage still takes
+ * `WEBHOOK_QUEUE.maxReceiveCount` receives (about an hour) before the DLQ (lib/webhookLayout.ts).
+ */
+export const KEPT_COPY_BACKOFF = { baseSeconds: 5, capSeconds: 360 } as const;
+
+export function keptCopyVisibilitySeconds(receiveCount: number, random: () => number): number {
+  const n = Number.isFinite(receiveCount) ? Math.max(1, Math.floor(receiveCount)) : 1;
+  const ceiling = Math.min(
+    KEPT_COPY_BACKOFF.capSeconds,
+    KEPT_COPY_BACKOFF.baseSeconds * 2 ** Math.min(n - 1, 40),
+  );
+  const draw = random();
+  const unit = Number.isFinite(draw) ? Math.min(Math.max(draw, 0), 1) : 0;
+  return Math.ceil(ceiling / 2 + (unit * ceiling) / 2);
+}
+
 export type AttemptDecision =
   | { readonly kind: 'delivered' }
   | { readonly kind: 'retry'; readonly at: Date }

@@ -1,5 +1,7 @@
-import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { errorForLog } from '../core/errorForLog.js';
+import { keptCopyVisibilitySeconds } from '../core/webhooks.js';
+import type { CopyVisibility } from '../ports/CopyVisibility.js';
 import { type CopyOutcome, type DeliveryDeps, deliverCopy, recentEndpoints } from './deliverCopy.js';
 
 /**
@@ -7,10 +9,12 @@ import { type CopyOutcome, type DeliveryDeps, deliverCopy, recentEndpoints } fro
  * endpoint does not hold the others' attempts back), the ones that must come back reported as batch
  * item failures, and so is a body that cannot be decoded (the queue's redrive policy dead-letters
  * it). It never throws for one copy. The endpoints it reads are kept briefly for the function's
- * life (recentEndpoints: a removed one stops receiving within WEBHOOK_ENDPOINT_MAX_AGE_MS).
+ * life (recentEndpoints: a removed one stops receiving within WEBHOOK_ENDPOINT_MAX_AGE_MS). A copy
+ * kept after a failure of its own comes back after a short backoff (keptCopyVisibilitySeconds), not
+ * after the queue's six-minute visibility timeout.
  */
 export function createWebhookDeliveryHandler(
-  deps: DeliveryDeps,
+  deps: DeliveryDeps & { readonly visibility?: CopyVisibility },
 ): (event: SQSEvent) => Promise<SQSBatchResponse> {
   const warm: DeliveryDeps = { ...deps, endpoint: deps.endpoint ?? recentEndpoints(deps.store, deps.now) };
   return async function deliverBatch(event: SQSEvent): Promise<SQSBatchResponse> {
@@ -26,10 +30,14 @@ export function createWebhookDeliveryHandler(
           });
           return 'kept';
         } catch (error) {
+          const seconds = keptCopyVisibilitySeconds(receiveCountOf(record), deps.random);
           deps.log?.warn('webhook copy kept for a retry', {
             messageId: record.messageId,
+            retryInSeconds: seconds,
             error: errorForLog(error),
           });
+          // Refused (an expired receipt handle, say): the queue's own timeout brings it back.
+          await deps.visibility?.change(record.receiptHandle, seconds);
           return 'kept';
         }
       }),
@@ -43,4 +51,9 @@ export function createWebhookDeliveryHandler(
       ),
     };
   };
+}
+
+function receiveCountOf(record: SQSRecord): number {
+  const count = Number(record.attributes?.ApproximateReceiveCount);
+  return Number.isInteger(count) && count >= 1 ? count : 1;
 }

@@ -7,6 +7,7 @@ import { awsClientOptions } from '../adapters/awsClients.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
 import { lambdaEntry } from '../adapters/lambdaEntry.js';
 import { createNodeWebhookHttp } from '../adapters/nodeWebhookHttp.js';
+import { SqsCopyVisibility } from '../adapters/SqsCopyVisibility.js';
 import { SqsWebhookQueue } from '../adapters/SqsWebhookQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import type { WebhookMetric } from '../core/metricNames.js';
@@ -31,10 +32,9 @@ export function wireWebhookDelivery(
     new DynamoDBClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'DYNAMODB') }),
     { marshallOptions: { removeUndefinedValues: true } },
   );
-  const queue = new SqsWebhookQueue(
-    new SQSClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'SQS') }),
-    requireResource(names, 'webhookQueueUrl', 'POSTDATE_WEBHOOK_QUEUE_URL'),
-  );
+  const sqs = new SQSClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'SQS') });
+  const queueUrl = requireResource(names, 'webhookQueueUrl', 'POSTDATE_WEBHOOK_QUEUE_URL');
+  const queue = new SqsWebhookQueue(sqs, queueUrl);
   return createWebhookDeliveryHandler({
     store: new DynamoWebhookStore(documents, names.tableName),
     queue,
@@ -42,6 +42,7 @@ export function wireWebhookDelivery(
     now: () => new Date(),
     random: () => randomInt(2 ** 47) / 2 ** 47,
     retryHours: config.webhookRetryHours,
+    visibility: new SqsCopyVisibility(sqs, queueUrl),
     log,
     ...(count ? { count } : {}),
   });

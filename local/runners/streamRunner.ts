@@ -25,6 +25,17 @@ import { type DiscardedBatch, type InvocationOutcome, StreamBatcher } from './st
 import { toLambdaRecord } from './streamRecordFormat.js';
 
 const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
+/**
+ * A request to the emulator that hangs fails after this and the next pass tries again. Without it
+ * the SDK waits on a socket without end, so one stuck call would freeze the runner for good: the
+ * likeliest reading of a CI run in which a stream test that takes 0.3 s timed out at 20 s. Stream
+ * calls answer at once; none long-polls.
+ */
+const LOCAL_REQUEST_HANDLER = {
+  connectionTimeout: 2_000,
+  requestTimeout: 10_000,
+  throwOnRequestTimeout: true,
+};
 const LOCAL_FUNCTION_ARN = 'arn:aws:lambda:us-east-1:000000000000:function:local-stream-runner';
 
 export interface StreamRunnerOptions {
@@ -116,12 +127,14 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
     region: 'us-east-1',
     endpoint: options.dynamodbEndpoint,
     credentials: LOCAL_CREDENTIALS,
+    requestHandler: LOCAL_REQUEST_HANDLER,
   });
   const failureSqs = options.onFailure
     ? new SQSClient({
         region: 'us-east-1',
         endpoint: options.onFailure.sqsEndpoint,
         credentials: LOCAL_CREDENTIALS,
+        requestHandler: LOCAL_REQUEST_HANDLER,
       })
     : undefined;
   const shards = new Map<string, ShardState>();

@@ -8,6 +8,8 @@ import {
   encodeWebhookCopy,
   isSubscribed,
   isWebhookDeliveryId,
+  KEPT_COPY_BACKOFF,
+  keptCopyVisibilitySeconds,
   validateCreateWebhook,
   WEBHOOK_BACKOFF,
   WEBHOOK_COPY_AHEAD_WAIT_MS,
@@ -176,5 +178,32 @@ describe('webhook ids, copies and requests', () => {
       expect(bad.errors.map((error) => error.field).sort()).toEqual(['/events/0', '/other', '/url']);
     expect(isSubscribed(null, 'message.sent')).toBe(true);
     expect(isSubscribed(['message.failed'], 'message.sent')).toBe(false);
+  });
+});
+
+describe('a webhook copy kept after a failure of the function itself', () => {
+  it('comes back after 5 s doubling with each receive, at most the queue visibility timeout, never at once', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 1000 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (receives, draw) => {
+          const seconds = keptCopyVisibilitySeconds(receives, () => draw);
+          const ceiling = Math.min(
+            KEPT_COPY_BACKOFF.capSeconds,
+            KEPT_COPY_BACKOFF.baseSeconds * 2 ** (receives - 1),
+          );
+          expect(Number.isInteger(seconds)).toBe(true);
+          expect(seconds).toBeGreaterThanOrEqual(Math.floor(ceiling / 2));
+          expect(seconds).toBeLessThanOrEqual(ceiling);
+          expect(seconds).toBeGreaterThan(0);
+        },
+      ),
+    );
+    expect(keptCopyVisibilitySeconds(1, () => 1)).toBe(5);
+    expect(keptCopyVisibilitySeconds(2, () => 1)).toBe(10);
+    expect(keptCopyVisibilitySeconds(30, () => 1)).toBe(360);
+    // A receive count SQS did not give, or a bad draw, is read as the first receive and the lowest draw.
+    expect(keptCopyVisibilitySeconds(Number.NaN, () => Number.NaN)).toBe(3);
   });
 });

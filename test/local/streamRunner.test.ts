@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { DeleteCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, inject, it, onTestFailed } from 'vitest';
 import { RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
 import { FunctionSandboxes, type FunctionTimeout } from '../../local/runners/functionSandbox.js';
 import {
@@ -24,10 +24,13 @@ afterEach(async () => {
 });
 
 function run(options: Omit<StreamRunnerOptions, 'dynamodbEndpoint'>): StreamRunner {
+  // What the runner logged (failed polls, dropped batches) is printed only when the test fails.
+  const logged: string[] = [];
+  onTestFailed(() => console.error(`the stream runner logged:\n${logged.join('\n') || '(nothing)'}`));
   const runner = startStreamRunner({
     dynamodbEndpoint: inject('dynamodbEndpoint'),
     pollIntervalMs: 20,
-    log: () => {},
+    log: (message, error) => logged.push(`${new Date().toISOString()} ${message} ${error ?? ''}`),
     ...options,
   });
   runners.push(runner);

@@ -197,6 +197,38 @@ describe('a manual retry (POST …/deliveries/{delivery}/retry)', () => {
   }, 60_000);
 });
 
+describe('a copy kept after a failure of our own (a read, a write or the queue failed)', () => {
+  it('comes back after a short backoff, not after the queue visibility timeout of six minutes', async () => {
+    let broken = true;
+    const harness = await webhookHarness({
+      deliveryStore: breakingStore('getDelivery', () => broken),
+      queueVisibilitySeconds: 360,
+    });
+    const hook = await receiver();
+    const id = await subscribeTo(harness, hook.url());
+    await harness.call({ method: 'POST', path: `/v1/webhooks/${id}/test` });
+    const first = await harness.receive();
+    expect(first).toHaveLength(1);
+    const kept = await harness.deliver({ Records: first });
+    expect(kept.batchItemFailures).toHaveLength(1);
+
+    broken = false;
+    // Left alone, SQS would hand it back after 360 s; the backoff of a first receive is seconds.
+    const again = await eventually(
+      'the kept copy to come back',
+      async () => {
+        const records = await harness.receive();
+        return records.length > 0 ? records : undefined;
+      },
+      { withinMs: 30_000, everyMs: 250 },
+    );
+    expect(again[0]?.attributes.ApproximateReceiveCount).toBe('2');
+    const delivered = await harness.deliver({ Records: again });
+    expect(delivered.batchItemFailures).toEqual([]);
+    expect(hook.received).toHaveLength(1);
+  }, 60_000);
+});
+
 describe('a queue body that cannot be decoded', () => {
   it('is reported as a failure, so the redrive policy dead-letters it', async () => {
     const harness = await webhookHarness();

@@ -8,6 +8,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { createNodeWebhookHttp } from '../../lambdas/adapters/nodeWebhookHttp.js';
+import { SqsCopyVisibility } from '../../lambdas/adapters/SqsCopyVisibility.js';
 import { SqsWebhookQueue } from '../../lambdas/adapters/SqsWebhookQueue.js';
 import { checkWebhookUrl, type WebhookUrlPolicy } from '../../lambdas/adapters/webhookAddressPolicy.js';
 import { createApiHandler } from '../../lambdas/api/createApiHandler.js';
@@ -125,11 +126,20 @@ export async function webhookHarness(
     readonly apiStore?: (store: WebhookStore) => WebhookStore;
     /** Wraps the store the delivery function reads and writes (counting its reads, say). */
     readonly deliveryStore?: (store: WebhookStore) => WebhookStore;
+    /** The queue's visibility timeout (SQS's default 30 s; the stack's is 360 s). */
+    readonly queueVisibilitySeconds?: number;
   } = {},
 ) {
   const { tableName } = await freshTable('webhooks');
   const sqs = sqsClient();
-  const created = await sqs.send(new CreateQueueCommand({ QueueName: uniqueName('webhooks') }));
+  const created = await sqs.send(
+    new CreateQueueCommand({
+      QueueName: uniqueName('webhooks'),
+      ...(options.queueVisibilitySeconds
+        ? { Attributes: { VisibilityTimeout: String(options.queueVisibilitySeconds) } }
+        : {}),
+    }),
+  );
   const queueUrl = created.QueueUrl ?? '';
   const store = new DynamoWebhookStore(documentClient(), tableName);
   const clock = manualClock();
@@ -167,7 +177,29 @@ export async function webhookHarness(
     retryHours,
     ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
     count: (metric) => metrics.push(metric),
+    visibility: new SqsCopyVisibility(sqs, queueUrl),
   });
+
+  /** The copies visible now, as the SQS event source hands them over (receipt handle, receive count). */
+  const receive = async (): Promise<SQSRecord[]> => {
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 0,
+        MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+      }),
+    );
+    return Messages.map(
+      (message) =>
+        ({
+          messageId: message.MessageId ?? '',
+          body: message.Body ?? '',
+          receiptHandle: message.ReceiptHandle ?? '',
+          attributes: { ApproximateReceiveCount: message.Attributes?.ApproximateReceiveCount ?? '1' },
+        }) as unknown as SQSRecord,
+    );
+  };
 
   const call = async (request: RequestOptions) => {
     const result = await api(apiEvent(request));
@@ -218,7 +250,7 @@ export async function webhookHarness(
     return rounds;
   };
 
-  return { tableName, store, queue, queueUrl, clock, delays, metrics, call, pump, deliver };
+  return { tableName, store, queue, queueUrl, clock, delays, metrics, call, pump, deliver, receive };
 }
 
 /** Creates an endpoint through the API; its id and the secret shown once. */
