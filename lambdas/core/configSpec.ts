@@ -285,11 +285,11 @@ export const CONFIG_SETTINGS = {
   senderMaxConcurrency: {
     variable: 'POSTDATE_SENDER_MAX_CONCURRENCY',
     prop: true,
-    kind: { type: 'integer', min: 2, max: 1000, unit: 'count' },
+    kind: { type: 'integer', min: 2, max: 20_000, unit: 'count' },
     local: 5,
     aws: 20,
     description:
-      "how many senders run at once (the send queue's event source `MaximumConcurrency`); each takes this share of `POSTDATE_MAX_SEND_RATE`",
+      "how many senders run at once (the send queue's event source `MaximumConcurrency`, at most 1000; in provisioned mode 10 × its maximum pollers); each takes this share of `POSTDATE_MAX_SEND_RATE`",
   },
   relayProbeSeconds: {
     variable: 'POSTDATE_RELAY_PROBE_SECONDS',
