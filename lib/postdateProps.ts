@@ -209,6 +209,15 @@ export interface PostdateProps {
    */
   readonly webhookRetryHours?: number;
   /**
+   * Items that hold each group's head (`POSTDATE_GROUP_HEAD_REPLICAS`, 1–32, DESIGN §4 Freshness): a
+   * version raise writes every one in its transaction (2 W each), a reader reads one at random. One
+   * item takes 3,000 reads/s, so one group's messages at one version pass 2,000/s only with more:
+   * 5 at 10,000/s, 8 to keep each under two thirds of a partition (docs/capacity.md; decision 0104).
+   * Lowering it later leaves existing groups at the count they have.
+   * @default 1
+   */
+  readonly groupHeadReplicas?: number;
+  /**
    * Inline (base64) attachments of one message, decoded, in all, in KiB
    * (`POSTDATE_INLINE_ATTACHMENT_MAX_KB`, DESIGN §13); at most 4096, within Lambda's payload.
    * @default 3072
@@ -345,6 +354,7 @@ export interface ResolvedPostdateProps {
   readonly maxHorizonDays: number;
   readonly retentionDays: number;
   readonly webhookRetryHours: number;
+  readonly groupHeadReplicas: number;
   readonly inlineAttachmentMaxKb: number;
   readonly maxMessageMb: number;
   readonly eventBus: events.IEventBus | undefined;
@@ -395,6 +405,7 @@ export const POSTDATE_DEFAULTS = {
   retentionDays: awsDefault('retentionDays'),
   relayProbeSeconds: awsDefault('relayProbeSeconds'),
   webhookRetryHours: awsDefault('webhookRetryHours'),
+  groupHeadReplicas: awsDefault('groupHeadReplicas'),
   inlineAttachmentMaxKb: awsDefault('inlineAttachmentMaxKb'),
   maxMessageMb: awsDefault('maxMessageMb'),
   senderMaxConcurrency: awsDefault('senderMaxConcurrency'),
@@ -484,6 +495,7 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
     maxHorizonDays: props.maxHorizonDays ?? POSTDATE_DEFAULTS.maxHorizonDays,
     retentionDays: props.retentionDays ?? POSTDATE_DEFAULTS.retentionDays,
     webhookRetryHours: props.webhookRetryHours ?? POSTDATE_DEFAULTS.webhookRetryHours,
+    groupHeadReplicas: props.groupHeadReplicas ?? POSTDATE_DEFAULTS.groupHeadReplicas,
     inlineAttachmentMaxKb: props.inlineAttachmentMaxKb ?? POSTDATE_DEFAULTS.inlineAttachmentMaxKb,
     maxMessageMb: props.maxMessageMb ?? POSTDATE_DEFAULTS.maxMessageMb,
     eventBus: props.eventBus,

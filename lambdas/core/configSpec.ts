@@ -316,6 +316,15 @@ export const CONFIG_SETTINGS = {
     aws: 30,
     description: 'TTL of terminal records (and their bodies and idempotency guards)',
   },
+  groupHeadReplicas: {
+    variable: 'POSTDATE_GROUP_HEAD_REPLICAS',
+    prop: true,
+    kind: { type: 'integer', min: 1, max: 32, unit: 'count' },
+    local: 1,
+    aws: 1,
+    description:
+      "items that hold each group's head: a raise writes every one in its transaction, a reader reads one at random (each 3,000 reads/s: docs/capacity.md); raising it never loses a raise, lowering it keeps existing groups at their count (docs/decisions/0104)",
+  },
   webhookRetryHours: {
     variable: 'POSTDATE_WEBHOOK_RETRY_HOURS',
     prop: true,
