@@ -1,8 +1,10 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { enqueueMessage } from '../../lambdas/api/routes/enqueue.js';
 import { parseEnqueueRequest } from '../../lambdas/core/messageSchema.js';
+import { buildOutboxTransactItems } from '../../lambdas/outbox/index.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import {
   groupHeadKey,
@@ -157,7 +159,27 @@ async function rig() {
           )?.version,
       ),
     );
-  return { enqueue, items, senderReads, apiReads, apiStore };
+  /** The public outbox's items for a message of this group, written in their own transaction. */
+  const outbox = async (version: number, groupHeadReplicas?: number) => {
+    keys += 1;
+    const parsed = parseEnqueueRequest(validBody({ group: { key: GROUP, version } }), {
+      allowedFrom: ['*@example.com'],
+      defaultFrom: 'ops@example.com',
+      maxHorizonDays: 400,
+      now: T0,
+    });
+    if (!parsed.ok) throw new Error(parsed.problem.detail);
+    const items = buildOutboxTransactItems({
+      tableName,
+      tenant: TENANT,
+      idempotencyKey: `outbox-${keys}`,
+      request: parsed.value,
+      now: T0,
+      ...(groupHeadReplicas === undefined ? {} : { groupHeadReplicas }),
+    });
+    await documents.send(new TransactWriteCommand({ TransactItems: items }));
+  };
+  return { enqueue, items, senderReads, apiReads, apiStore, outbox };
 }
 
 describe('the replicated head on DynamoDB Local', () => {
@@ -252,5 +274,14 @@ describe('the replicated head on DynamoDB Local', () => {
     // Lowered to 1: the raise still writes the group's 3.
     await apiStore(1).raiseGroup({ tenant: TENANT, groupKey: GROUP, version: 6, now: at(2000) });
     expect(await senderReads(3)).toEqual([6, 6, 6]);
+  });
+
+  it('the public outbox raises every replica given the stack’s count, and without it never leaves one stale', async () => {
+    const { outbox, items, senderReads } = await rig();
+    await outbox(2, 3);
+    expect(await items(3)).toEqual(Array.from({ length: 3 }, () => ({ version: 2, replicas: 3 })));
+    // An outbox caller that does not pass the count: its raise of replica 0 alone is refused.
+    await expect(outbox(3)).rejects.toBeInstanceOf(TransactionCanceledException);
+    expect(await senderReads(3)).toEqual([2, 2, 2]);
   });
 });
