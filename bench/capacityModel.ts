@@ -17,7 +17,7 @@ import { INDEX_SHARDS, SUPPRESSION_SHARDS, WEBHOOK_DELIVERY_SHARDS } from '../la
 import { TEMPLATE_HEAD_MAX_AGE_MS } from '../lambdas/store/templateStore.js';
 import { WEBHOOK_ENDPOINT_MAX_AGE_MS } from '../lambdas/webhooks/deliverCopy.js';
 import { EVENTS_STREAM, RELAY_STREAM, SENDER_QUEUE } from '../lib/eventSourceLayout.js';
-import { POSTDATE_DEFAULTS } from '../lib/postdateProps.js';
+import { POSTDATE_DEFAULTS, SQS_POLLER_INVOCATIONS } from '../lib/postdateProps.js';
 import { WEBHOOK_DELIVERY } from '../lib/webhookLayout.js';
 
 /** What the model assumes about the traffic and the time things take (docs/capacity.md §1). */
@@ -83,7 +83,7 @@ export const LIMITS = {
     label: '`senderMaxConcurrency` (sender event source)',
     capacity: DEFAULTS.senderMaxConcurrency,
     kind: 'prop',
-    moves: '`-c senderMaxConcurrency=…` (at most 1,000)',
+    moves: '`-c senderMaxConcurrency=…` (at most 1,000; past it `senderPollers`)',
   },
   apiStage: {
     label: '`apiThrottle.rateLimit` (the stage)',
@@ -115,11 +115,20 @@ export const LIMITS = {
     kind: 'quota',
     moves: 'follows the concurrency quota',
   },
+  // Standard mode: MaximumConcurrency's top. Provisioned mode (`senderPollers`, decision 0103):
+  // SQS_POLLER_INVOCATIONS batches per poller, up to 2,000 pollers.
   senderEventSource: {
-    label: 'SQS event source, 1,000 batches at once',
+    label: 'SQS event source: 1,000 batches at once, or 10 × maximum pollers',
     capacity: 1_000,
-    kind: 'hard',
-    moves: 'more copies at once per batch (code), a second queue',
+    kind: 'prop',
+    moves: `\`senderPollers\` (\`-c senderMaxPollers=…\`): ${SQS_POLLER_INVOCATIONS} batches a poller, at most ${(SQS_POLLER_INVOCATIONS * 2_000).toLocaleString('en-US')}`,
+  },
+  // One group's head: each replica an item of 3,000 R/s; the reads spread over them (decision 0104).
+  groupHeadReplicas: {
+    label: '`groupHeadReplicas` (the group head, 3,000 R/s a replica)',
+    capacity: DEFAULTS.groupHeadReplicas,
+    kind: 'prop',
+    moves: '`-c groupHeadReplicas=…` (at most 32; every raise writes each)',
   },
   tableWrites: {
     label: 'table writes (on-demand, per table)',
@@ -187,6 +196,11 @@ export interface HotKey {
   readonly scope: string;
   /** How many partition-key values share the load evenly (shards); 1 for one item. */
   readonly shards: number;
+  /**
+   * Replicated items (the group head): every write lands on each, the reads spread over them, so
+   * the reads load this prop (replicas needed) instead of one partition.
+   */
+  readonly readsReplicatedBy?: LimitId;
   readonly moves: string;
 }
 
@@ -205,7 +219,8 @@ export const KEYS = {
     key: 'GROUP#{tenant}#{group}',
     scope: 'one group',
     shards: 1,
-    moves: 'sender reads coalesced per container, or the head sharded (code, not built)',
+    readsReplicatedBy: 'groupHeadReplicas',
+    moves: 'reads: `groupHeadReplicas`; raises: none (every raise writes every replica)',
   },
   templateHeads: {
     key: 'TPLS#{tenant}',
@@ -398,7 +413,7 @@ const CALLS = {
   readGroupHead: {
     fn: 'api',
     request: 'GetItem, eventually consistent',
-    item: 'GROUP#{tenant}#{group}',
+    item: 'GROUP#{tenant}#{group}[#{r}], one replica',
     units: '0.5 R',
     perMessage: 1,
     loads: { tableReads: 0.5 },
@@ -417,10 +432,10 @@ const CALLS = {
   raiseGroupHead: {
     fn: 'api',
     request: 'TransactWriteItems: the head, when the version rises',
-    item: 'GROUP#{tenant}#{group}',
-    units: '2×1 W',
+    item: 'GROUP#{tenant}#{group}[#{r}], every replica',
+    units: '2×1 W a replica',
     perMessage: 1,
-    loads: { tableWrites: 2 },
+    loads: { tableWrites: 2 * DEFAULTS.groupHeadReplicas },
     keys: [{ key: 'groupHead', write: 2 }],
   },
   readTemplateHead: {
@@ -472,7 +487,7 @@ const CALLS = {
   readGroupHeadAfterClaim: {
     fn: 'sender',
     request: 'GetItem, consistent, after the claim',
-    item: 'GROUP#{tenant}#{group}',
+    item: 'GROUP#{tenant}#{group}[#{r}], one replica',
     units: '1 R',
     perMessage: 1,
     loads: { tableReads: 1 },
@@ -733,9 +748,12 @@ export function demand(journey: Journey): Demand {
   for (const call of journey.calls) {
     for (const [id, amount] of Object.entries(call.loads ?? {})) add(id, call.perMessage * amount);
     for (const load of call.keys ?? []) {
-      const shards = KEYS[load.key].shards;
-      add(keyLimitId(load.key, 'write'), (call.perMessage * (load.write ?? 0)) / shards);
-      add(keyLimitId(load.key, 'read'), (call.perMessage * (load.read ?? 0)) / shards);
+      const hot: HotKey = KEYS[load.key];
+      const reads = (call.perMessage * (load.read ?? 0)) / hot.shards;
+      add(keyLimitId(load.key, 'write'), (call.perMessage * (load.write ?? 0)) / hot.shards);
+      // Replicas needed per msg/s: each takes one partition's reads.
+      if (hot.readsReplicatedBy !== undefined) add(hot.readsReplicatedBy, reads / PARTITION.readUnits);
+      else add(keyLimitId(load.key, 'read'), reads);
     }
   }
   // A copy holds its share of its batch's slot; a batch is as long as its copies make it (Copy).
@@ -907,8 +925,14 @@ export function hotKeysTable(at: number = A.rate): string[] {
   ]);
   for (const key of Object.keys(KEYS) as KeyId[]) {
     const hot = KEYS[key];
-    const loads = (op: 'read' | 'write') =>
-      Math.max(...JOURNEY_IDS.map((id) => demand(JOURNEYS[id]).limits[keyLimitId(key, op)] ?? 0));
+    // A replicated key's reads, per replica at the default count.
+    const replicatedBy = (hot as HotKey).readsReplicatedBy;
+    const perMessage = (id: JourneyId, op: 'read' | 'write') => {
+      const limits = demand(JOURNEYS[id]).limits;
+      if (op === 'write' || replicatedBy === undefined) return limits[keyLimitId(key, op)] ?? 0;
+      return ((limits[replicatedBy] ?? 0) * PARTITION.readUnits) / LIMITS[replicatedBy].capacity;
+    };
+    const loads = (op: 'read' | 'write') => Math.max(...JOURNEY_IDS.map((id) => perMessage(id, op)));
     const share = (messages: number) =>
       Math.max(
         (loads('write') * messages) / PARTITION.writeUnits,

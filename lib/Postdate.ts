@@ -82,6 +82,7 @@ export class Postdate extends Construct {
       smtpSecret: resolved.smtpSecret,
       relaySecrets: (resolved.relays ?? []).map((relay) => relay.secret),
       maxConcurrency: resolved.senderMaxConcurrency,
+      pollers: resolved.senderPollers,
       timeoutSeconds: resolved.senderTimeoutSeconds,
       configEnvironment: environment,
       logRetention: resolved.logRetention,

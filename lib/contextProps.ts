@@ -24,6 +24,8 @@ export const CONTEXT_KEYS = [
   'smtpSecretKeyArn',
   'sweepIntervalMinutes',
   'senderMaxConcurrency',
+  'senderMinPollers',
+  'senderMaxPollers',
   'webhookMaxConcurrency',
   'apiRateLimit',
   'apiBurstLimit',
@@ -120,6 +122,10 @@ export function settingsFromContext(get: (key: ContextKey) => unknown): AppSetti
   const fromSpec = settings as Partial<Pick<PostdateProps, PropSettingName>>;
 
   const rateLimit = number('apiRateLimit');
+  // Provisioned mode for the sender (PostdateProps.senderPollers): either key sets it, the other
+  // taking AWS's default (2 and 200 pollers).
+  const minPollers = number('senderMinPollers');
+  const maxPollers = number('senderMaxPollers');
   const burstLimit = number('apiBurstLimit');
   const sweepMinutes = number('sweepIntervalMinutes');
   const cacheSeconds = number('authorizerCacheSeconds');
@@ -134,6 +140,10 @@ export function settingsFromContext(get: (key: ContextKey) => unknown): AppSetti
         allowedFrom: (allowedFrom ?? PLACEHOLDER_SENDER.allowedFrom).split(','),
         sweepInterval: sweepMinutes === undefined ? undefined : Duration.minutes(sweepMinutes),
         senderMaxConcurrency: number('senderMaxConcurrency'),
+        senderPollers:
+          minPollers === undefined && maxPollers === undefined
+            ? undefined
+            : { minimum: minPollers ?? 2, maximum: maxPollers ?? 200 },
         webhookMaxConcurrency: number('webhookMaxConcurrency'),
         apiThrottle:
           rateLimit === undefined && burstLimit === undefined

@@ -209,6 +209,15 @@ export interface PostdateProps {
    */
   readonly webhookRetryHours?: number;
   /**
+   * Items that hold each group's head (`POSTDATE_GROUP_HEAD_REPLICAS`, 1–32, DESIGN §4 Freshness): a
+   * version raise writes every one in its transaction (2 W each), a reader reads one at random. One
+   * item takes 3,000 reads/s, so one group's messages at one version pass 2,000/s only with more:
+   * 5 at 10,000/s, 8 to keep each under two thirds of a partition (docs/capacity.md; decision 0104).
+   * Lowering it later leaves existing groups at the count they have.
+   * @default 1
+   */
+  readonly groupHeadReplicas?: number;
+  /**
    * Inline (base64) attachments of one message, decoded, in all, in KiB
    * (`POSTDATE_INLINE_ATTACHMENT_MAX_KB`, DESIGN §13); at most 4096, within Lambda's payload.
    * @default 3072
@@ -238,11 +247,21 @@ export interface PostdateProps {
    */
   readonly relayProbeSeconds?: number;
   /**
-   * Most concurrent sender invocations the SQS event source starts (2–1000). With
-   * {@link maxSendRate} this bounds the pressure on the relay.
+   * Most concurrent sender invocations the SQS event source starts (2–1000, its
+   * `MaximumConcurrency`). With {@link maxSendRate} this bounds the pressure on the relay.
+   * Exclusive with {@link senderPollers}.
    * @default 20
    */
   readonly senderMaxConcurrency?: number;
+  /**
+   * Provisioned mode for the send queue's event source (`ProvisionedPollerConfig`: minimum 2–200,
+   * maximum 2–2000 pollers). A poller runs at most 10 invocations at once, so the fleet runs at most
+   * 10 × `maximum` senders and each takes 1/(10 × `maximum`) of {@link maxSendRate}. Past 1,000
+   * senders, where `MaximumConcurrency` stops (docs/capacity.md; docs/decisions/0103). Pollers are
+   * billed while they run, `minimum` always. Exclusive with {@link senderMaxConcurrency}.
+   * @default none: the event source runs in standard mode, bounded by senderMaxConcurrency
+   */
+  readonly senderPollers?: SenderPollers;
   /**
    * Most concurrent webhook deliveries the SQS event source starts (2–1000). Each delivery waits
    * at most 10 s for an endpoint, so this bounds deliveries per second to about 10× it while
@@ -335,12 +354,18 @@ export interface ResolvedPostdateProps {
   readonly maxHorizonDays: number;
   readonly retentionDays: number;
   readonly webhookRetryHours: number;
+  readonly groupHeadReplicas: number;
   readonly inlineAttachmentMaxKb: number;
   readonly maxMessageMb: number;
   readonly eventBus: events.IEventBus | undefined;
   readonly maxSendRate: number | undefined;
   readonly relayProbeSeconds: number;
+  /**
+   * Most senders at once: {@link PostdateProps.senderMaxConcurrency}, or 10 × the maximum pollers
+   * in provisioned mode; each sender's share of the rate is 1/this (POSTDATE_SENDER_MAX_CONCURRENCY).
+   */
   readonly senderMaxConcurrency: number;
+  readonly senderPollers: SenderPollers | undefined;
   readonly webhookMaxConcurrency: number;
   readonly alarmTopic: sns.ITopic | undefined;
   readonly sesNotificationTopic: sns.ITopic | undefined;
@@ -380,6 +405,7 @@ export const POSTDATE_DEFAULTS = {
   retentionDays: awsDefault('retentionDays'),
   relayProbeSeconds: awsDefault('relayProbeSeconds'),
   webhookRetryHours: awsDefault('webhookRetryHours'),
+  groupHeadReplicas: awsDefault('groupHeadReplicas'),
   inlineAttachmentMaxKb: awsDefault('inlineAttachmentMaxKb'),
   maxMessageMb: awsDefault('maxMessageMb'),
   senderMaxConcurrency: awsDefault('senderMaxConcurrency'),
@@ -469,12 +495,17 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
     maxHorizonDays: props.maxHorizonDays ?? POSTDATE_DEFAULTS.maxHorizonDays,
     retentionDays: props.retentionDays ?? POSTDATE_DEFAULTS.retentionDays,
     webhookRetryHours: props.webhookRetryHours ?? POSTDATE_DEFAULTS.webhookRetryHours,
+    groupHeadReplicas: props.groupHeadReplicas ?? POSTDATE_DEFAULTS.groupHeadReplicas,
     inlineAttachmentMaxKb: props.inlineAttachmentMaxKb ?? POSTDATE_DEFAULTS.inlineAttachmentMaxKb,
     maxMessageMb: props.maxMessageMb ?? POSTDATE_DEFAULTS.maxMessageMb,
     eventBus: props.eventBus,
     maxSendRate: props.maxSendRate,
     relayProbeSeconds: props.relayProbeSeconds ?? POSTDATE_DEFAULTS.relayProbeSeconds,
-    senderMaxConcurrency: props.senderMaxConcurrency ?? POSTDATE_DEFAULTS.senderMaxConcurrency,
+    senderMaxConcurrency:
+      props.senderPollers === undefined
+        ? (props.senderMaxConcurrency ?? POSTDATE_DEFAULTS.senderMaxConcurrency)
+        : SQS_POLLER_INVOCATIONS * props.senderPollers.maximum,
+    senderPollers: props.senderPollers,
     webhookMaxConcurrency: props.webhookMaxConcurrency ?? POSTDATE_DEFAULTS.webhookMaxConcurrency,
     alarmTopic: props.alarmTopic,
     sesNotificationTopic: props.sesNotificationTopic,
@@ -535,6 +566,8 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
 
   // The range of every setting that becomes a function's variable: its row in lambdas/core/configSpec.ts.
   for (const name of PROP_SETTINGS) {
+    // The sender's concurrency is checked below, as the prop (2–1000) or from the pollers.
+    if (name === 'senderMaxConcurrency') continue;
     const kind = CONFIG_SETTINGS[name].kind;
     const value = resolved[name];
     if (value === undefined || Token.isUnresolved(value)) continue;
@@ -590,6 +623,7 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
   );
 
   // Throughput.
+  for (const problem of senderScalingProblems(props)) problems.push(problem);
   whole('webhookMaxConcurrency', resolved.webhookMaxConcurrency, 2, 1000);
   whole('apiThrottle.rateLimit', resolved.apiThrottle.rateLimit, 1, 1_000_000);
   whole('apiThrottle.burstLimit', resolved.apiThrottle.burstLimit, 1, 1_000_000);
@@ -611,6 +645,61 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
 
   if (problems.length > 0) throw new PostdatePropsError(problems);
   return resolved;
+}
+
+/**
+ * Invocations one event poller runs at once in provisioned mode (AWS Lambda, "Configuring scaling
+ * behavior for SQS event source mappings": up to 10 concurrent invocations per poller).
+ */
+export const SQS_POLLER_INVOCATIONS = 10;
+
+/** The send queue's event source in provisioned mode (PostdateProps.senderPollers). */
+export interface SenderPollers {
+  /** Pollers kept running, 2–200 (billed while idle). */
+  readonly minimum: number;
+  /** Pollers at most, 2–2000: at most 10 × this senders at once. */
+  readonly maximum: number;
+}
+
+/**
+ * The problems of the sender's scaling props: `senderMaxConcurrency` (the event source's
+ * `MaximumConcurrency`, 2–1000) or `senderPollers` (provisioned mode), never both — AWS accepts one
+ * or the other (API ProvisionedPollerConfig; SQS ranges: minimum 2–200, maximum 2–2000).
+ */
+function senderScalingProblems(props: PostdateProps): string[] {
+  const problems: string[] = [];
+  const whole = (name: string, value: number, min: number, max: number) => {
+    if (Token.isUnresolved(value)) return;
+    if (!(Number.isInteger(value) && value >= min && value <= max))
+      problems.push(`${name} must be a whole number from ${min} to ${max}, got ${value}`);
+  };
+  const pollers = props.senderPollers;
+  if (pollers === undefined) {
+    whole(
+      'senderMaxConcurrency',
+      props.senderMaxConcurrency ?? POSTDATE_DEFAULTS.senderMaxConcurrency,
+      CONFIG_SETTINGS.senderMaxConcurrency.kind.min,
+      1000,
+    );
+    return problems;
+  }
+  if (props.senderMaxConcurrency !== undefined) {
+    problems.push(
+      'senderPollers and senderMaxConcurrency are exclusive (the event source has either provisioned pollers or a MaximumConcurrency): give one',
+    );
+  }
+  whole('senderPollers.minimum', pollers.minimum, 2, 200);
+  whole('senderPollers.maximum', pollers.maximum, 2, 2000);
+  if (
+    !Token.isUnresolved(pollers.minimum) &&
+    !Token.isUnresolved(pollers.maximum) &&
+    pollers.minimum > pollers.maximum
+  ) {
+    problems.push(
+      `senderPollers.minimum (${pollers.minimum}) must not exceed senderPollers.maximum (${pollers.maximum})`,
+    );
+  }
+  return problems;
 }
 
 const RELAY_NAME = /^[A-Za-z0-9_-]{1,32}$/;

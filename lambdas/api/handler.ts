@@ -50,7 +50,10 @@ export function wireApi(env: Environment, logger: Logger): ApiHandler {
           client: attachmentS3Client(names.attachmentEndpoint, awsClientEnvironment(env, 'S3')),
         });
   return createApiHandler({
-    store: new DynamoApiStore(documents, names.tableName),
+    store: new DynamoApiStore(documents, names.tableName, {
+      groupHeadReplicas: config.groupHeadReplicas,
+      random,
+    }),
     templates: new DynamoTemplateStore(documents, names.tableName),
     config,
     now: () => new Date(),

@@ -76,6 +76,8 @@ export interface Config {
   readonly retentionDays: number;
   /** A webhook delivery retries this long, then is `failed`. */
   readonly webhookRetryHours: number;
+  /** POSTDATE_GROUP_HEAD_REPLICAS: the items of a group's head (store/groupHead.ts). */
+  readonly groupHeadReplicas: number;
   /** POSTDATE_INLINE_ATTACHMENT_MAX_KB: inline attachments of one message, decoded, in all (DESIGN §13). */
   readonly inlineAttachmentMaxKb: number;
   /** POSTDATE_MAX_MESSAGE_MB: the whole MIME message, attachments as base64 included. */

@@ -285,11 +285,11 @@ export const CONFIG_SETTINGS = {
   senderMaxConcurrency: {
     variable: 'POSTDATE_SENDER_MAX_CONCURRENCY',
     prop: true,
-    kind: { type: 'integer', min: 2, max: 1000, unit: 'count' },
+    kind: { type: 'integer', min: 2, max: 20_000, unit: 'count' },
     local: 5,
     aws: 20,
     description:
-      "how many senders run at once (the send queue's event source `MaximumConcurrency`); each takes this share of `POSTDATE_MAX_SEND_RATE`",
+      "how many senders run at once (the send queue's event source `MaximumConcurrency`, at most 1000; in provisioned mode 10 × its maximum pollers); each takes this share of `POSTDATE_MAX_SEND_RATE`",
   },
   relayProbeSeconds: {
     variable: 'POSTDATE_RELAY_PROBE_SECONDS',
@@ -315,6 +315,15 @@ export const CONFIG_SETTINGS = {
     local: 30,
     aws: 30,
     description: 'TTL of terminal records (and their bodies and idempotency guards)',
+  },
+  groupHeadReplicas: {
+    variable: 'POSTDATE_GROUP_HEAD_REPLICAS',
+    prop: true,
+    kind: { type: 'integer', min: 1, max: 32, unit: 'count' },
+    local: 1,
+    aws: 1,
+    description:
+      "items that hold each group's head: a raise writes every one in its transaction, a reader reads one at random (each 3,000 reads/s: docs/capacity.md); raising it never loses a raise, lowering it keeps existing groups at their count (docs/decisions/0104)",
   },
   webhookRetryHours: {
     variable: 'POSTDATE_WEBHOOK_RETRY_HOURS',

@@ -104,6 +104,8 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
     ...(templateVersion === undefined ? {} : { templateVersion }),
     now: input.now,
     groupHeadVersion: input.groupHeadVersion,
+    // The stack's POSTDATE_GROUP_HEAD_REPLICAS: a raise writes that many (store/groupHead.ts).
+    ...(input.groupHeadReplicas === undefined ? {} : { groupHeadReplicas: input.groupHeadReplicas }),
     ...(input.retentionDays === undefined ? {} : { retentionDays: input.retentionDays }),
   });
   return { ...records, items: outboxTransactItems(input.tableName, records) };

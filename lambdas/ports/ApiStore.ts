@@ -17,6 +17,8 @@ export interface EnqueueRecords {
    * read): the write raises the head only above it (store/groupHead.ts).
    */
   readonly groupHeadVersion?: number | null | undefined;
+  /** How many replicas that head's last raise wrote: a raise writes at least as many. */
+  readonly groupHeadReplicas?: number | undefined;
 }
 
 /** The outcome of an enqueue write (the transaction, or one conditional put). */
@@ -66,10 +68,15 @@ export interface ApiStore {
   /** The fingerprint and creation time of a message's body, strongly consistent; null when absent. */
   readBodyStamp(id: string): Promise<Pick<MessageBodyRecord, 'fingerprint' | 'created_at'> | null>;
   /**
-   * A group head's version (null: none). `consistent: false` reads it eventually consistently (half
-   * the read units on the group's one item): enough for an enqueue's first try, since heads only grow.
+   * A group head's version and how many replicas hold it (null: none), from one replica at random.
+   * `consistent: false` reads it eventually consistently (half the read units): enough for an
+   * enqueue's first try, since heads only grow.
    */
-  readGroupHead(tenant: string, groupKey: string, options?: { consistent?: boolean }): Promise<number | null>;
+  readGroupHead(
+    tenant: string,
+    groupKey: string,
+    options?: { consistent?: boolean },
+  ): Promise<{ readonly version: number; readonly replicas: number } | null>;
   /** Writes a message's records in one transaction (a grouped message: its head moves with it). */
   writeEnqueue(records: EnqueueRecords): Promise<EnqueueWriteResult>;
   /**

@@ -53,7 +53,10 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
   const [first, ...others] = config.relays.map((relay) => senderRelay(wiring, relay, queue));
   if (first === undefined) throw new ConfigError('POSTDATE_RELAYS', 'lists no relay');
   return {
-    store: new DynamoSenderStore(wiring.documents, names.tableName),
+    store: new DynamoSenderStore(wiring.documents, names.tableName, {
+      groupHeadReplicas: config.groupHeadReplicas,
+      random: Math.random,
+    }),
     templates: new DynamoTemplateStore(wiring.documents, names.tableName),
     ...(names.attachmentBucket === undefined
       ? {}

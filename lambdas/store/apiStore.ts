@@ -34,13 +34,12 @@ import type {
   TransitionResult,
 } from '../ports/ApiStore.js';
 import { storedBodyItem } from './bodyContent.js';
-import { readGroupHeadVersion } from './groupHead.js';
+import { type GroupHead, type GroupHeadReplicas, raiseGroupHead, readGroupHead } from './groupHead.js';
 import {
   byStatusPk,
   byStatusShardPk,
   byTenantShardPk,
   duePk,
-  groupHeadPk,
   idOfCreatedSortKey,
   isMessageStateRecord,
   type MessageBodyRecord,
@@ -67,6 +66,7 @@ export class DynamoApiStore implements ApiStore {
   constructor(
     private readonly documents: DynamoDBDocumentClient,
     readonly tableName: string,
+    private readonly groupHeads: GroupHeadReplicas = {},
   ) {
     this.suppressions = new DynamoSuppressionList(documents, tableName);
   }
@@ -124,13 +124,17 @@ export class DynamoApiStore implements ApiStore {
     tenant: string,
     groupKey: string,
     options?: { consistent?: boolean },
-  ): Promise<number | null> {
-    return readGroupHeadVersion(this.documents, this.tableName, tenant, groupKey, options);
+  ): Promise<GroupHead | null> {
+    const { groupHeadReplicas: replicas, random } = this.groupHeads;
+    return readGroupHead(this.documents, this.tableName, tenant, groupKey, { ...options, replicas, random });
   }
 
   async writeEnqueue(records: EnqueueRecords): Promise<EnqueueWriteResult> {
     try {
-      const items = outboxTransactItems(this.tableName, records, { compressBody: true });
+      const items = outboxTransactItems(this.tableName, records, {
+        compressBody: true,
+        groupHeadReplicas: this.groupHeads.groupHeadReplicas ?? 1,
+      });
       await this.documents.send(new TransactWriteCommand({ TransactItems: items }));
       return { kind: 'written' };
     } catch (error) {
@@ -138,7 +142,9 @@ export class DynamoApiStore implements ApiStore {
       const reasons = error.CancellationReasons ?? [];
       const failed = (index: number) => reasons[index]?.Code === 'ConditionalCheckFailed';
       if (failed(OUTBOX_ITEM_INDEX.state) || failed(OUTBOX_ITEM_INDEX.body)) return { kind: 'exists' };
-      if (failed(OUTBOX_ITEM_INDEX.groupHead)) return { kind: 'group-moved' };
+      // The head's items follow the message's two, one per replica (store/groupHead.ts).
+      if (reasons.some((_, index) => index >= OUTBOX_ITEM_INDEX.groupHead && failed(index)))
+        return { kind: 'group-moved' };
       // TransactionConflict (another transaction holds one of the items), throttling inside the
       // transaction: nothing was written, trying again is safe.
       return { kind: 'contended' };
@@ -324,43 +330,17 @@ export class DynamoApiStore implements ApiStore {
     }
   }
 
-  async raiseGroup(input: {
+  raiseGroup(input: {
     tenant: string;
     groupKey: string;
     version: number;
     now: Date;
   }): Promise<GroupHeadView> {
-    const Key = {
-      [KEY.partition]: groupHeadPk(input.tenant, input.groupKey),
-      [KEY.sort]: ITEM_SORT_KEY.groupHead,
-    };
-    try {
-      const { Attributes } = await this.documents.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key,
-          UpdateExpression: 'SET #version = :version, #updated = :now',
-          ConditionExpression: `attribute_not_exists(${KEY.partition}) OR #version < :version`,
-          ExpressionAttributeNames: { '#version': 'version', '#updated': 'updated_at' },
-          ExpressionAttributeValues: { ':version': input.version, ':now': input.now.toISOString() },
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return headView(Attributes, input);
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      // The head is already at or above this version: answer it as it is.
-      const current =
-        error.Item !== undefined
-          ? { version: Number(error.Item.version?.N), updated_at: error.Item.updated_at?.S }
-          : (
-              await this.documents.send(
-                new GetCommand({ TableName: this.tableName, Key, ConsistentRead: true }),
-              )
-            ).Item;
-      return headView(current, input);
-    }
+    // Every replica in one transaction, never fewer than the group has (store/groupHead.ts).
+    return raiseGroupHead(this.documents, this.tableName, {
+      ...input,
+      replicas: this.groupHeads.groupHeadReplicas ?? 1,
+    });
   }
 
   async listMessages(query: ListQuery): Promise<ListPage> {
@@ -465,16 +445,6 @@ export class DynamoApiStore implements ApiStore {
       }
     }
   }
-}
-
-function headView(
-  item: Record<string, unknown> | undefined,
-  input: { version: number; now: Date },
-): GroupHeadView {
-  const version =
-    typeof item?.version === 'number' && Number.isFinite(item.version) ? item.version : input.version;
-  const updatedAt = typeof item?.updated_at === 'string' ? item.updated_at : input.now.toISOString();
-  return { version, updated_at: updatedAt };
 }
 
 /** A GSI's ExclusiveStartKey needs the index keys and the table keys. */

@@ -17,7 +17,7 @@ import { recipientList } from '../core/recipients.js';
 import type { PinnedTemplate } from '../core/templateRequests.js';
 import type { EnqueueRecords } from '../ports/ApiStore.js';
 import { storedBodyItem } from './bodyContent.js';
-import { groupHeadItem, groupHeadStep } from './groupHead.js';
+import { groupHeadItems, groupHeadStep, replicasToWrite } from './groupHead.js';
 import {
   byStatusPk,
   byTenantPk,
@@ -50,6 +50,12 @@ export interface OutboxRecordsInput {
    * already exists. Read, the head is written only when the message's version rises above it.
    */
   readonly groupHeadVersion?: number | null | undefined;
+  /**
+   * How many replicas hold the group's head (store/groupHead.ts): the count the head read had, or,
+   * for the public outbox, the stack's POSTDATE_GROUP_HEAD_REPLICAS. A raise writes at least as many;
+   * fewer than the group has fails the transaction on the head (never a stale replica).
+   */
+  readonly groupHeadReplicas?: number | undefined;
   /** POSTDATE_RETENTION_DAYS, for the TTL of a message that is terminal at once (superseded). */
   readonly retentionDays?: number;
   /**
@@ -157,7 +163,13 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
     ...(template === null ? {} : { template, data_json: JSON.stringify(request.data ?? {}) }),
     ...bodyTtl,
   };
-  return { messageId: id, state, body, groupHeadVersion: input.groupHeadVersion };
+  return {
+    messageId: id,
+    state,
+    body,
+    groupHeadVersion: input.groupHeadVersion,
+    ...(input.groupHeadReplicas === undefined ? {} : { groupHeadReplicas: input.groupHeadReplicas }),
+  };
 }
 
 /**
@@ -169,7 +181,11 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
 export function outboxTransactItems(
   tableName: string,
   records: EnqueueRecords,
-  options: { readonly compressBody?: boolean } = {},
+  options: {
+    readonly compressBody?: boolean;
+    /** POSTDATE_GROUP_HEAD_REPLICAS: a raise writes at least this many replicas (default 1). */
+    readonly groupHeadReplicas?: number;
+  } = {},
 ): TransactWriteItem[] {
   const { state } = records;
   // The api (deployed with its sender) compresses the body; the public outbox helper writes it
@@ -183,13 +199,15 @@ export function outboxTransactItems(
   const group = state.group;
   if (group !== null) {
     // The head moves only when this version rises above it (store/groupHead.ts).
-    const head = groupHeadItem(tableName, {
-      tenant: state.tenant,
-      group,
-      step: groupHeadStep(records.groupHeadVersion, group.version),
-      writtenAt: state.created_at,
-    });
-    if (head !== undefined) items.push(head);
+    items.push(
+      ...groupHeadItems(tableName, {
+        tenant: state.tenant,
+        group,
+        step: groupHeadStep(records.groupHeadVersion, group.version),
+        writtenAt: state.created_at,
+        replicas: replicasToWrite(options.groupHeadReplicas ?? 1, records.groupHeadReplicas),
+      }),
+    );
   }
   return items;
 }

@@ -14,7 +14,7 @@ import type {
 } from '../ports/SenderStore.js';
 import type { SuppressionList } from '../ports/SuppressionList.js';
 import { bodyOfStoredItem } from './bodyContent.js';
-import { readGroupHeadVersion } from './groupHead.js';
+import { type GroupHeadReplicas, readGroupHeadVersion } from './groupHead.js';
 import {
   type AttemptRecord,
   byStatusPk,
@@ -47,6 +47,8 @@ export class DynamoSenderStore implements SenderStore {
   constructor(
     private readonly documents: DynamoDBDocumentClient,
     private readonly tableName: string,
+    /** The group head's replicas (POSTDATE_GROUP_HEAD_REPLICAS) and the randomness that picks one. */
+    private readonly groupHeads: GroupHeadReplicas = {},
   ) {
     this.suppressions = new DynamoSuppressionList(documents, tableName);
   }
@@ -68,7 +70,12 @@ export class DynamoSenderStore implements SenderStore {
   }
 
   async readGroupVersion(tenant: string, groupKey: string): Promise<number | undefined> {
-    return (await readGroupHeadVersion(this.documents, this.tableName, tenant, groupKey)) ?? undefined;
+    // One replica at random, consistently: the freshness check before a send (store/groupHead.ts).
+    const { groupHeadReplicas: replicas, random } = this.groupHeads;
+    const reading = { consistent: true, replicas, random };
+    return (
+      (await readGroupHeadVersion(this.documents, this.tableName, tenant, groupKey, reading)) ?? undefined
+    );
   }
 
   async claim(input: ClaimInput): Promise<SenderWriteResult> {

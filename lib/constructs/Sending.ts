@@ -7,6 +7,7 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { SENDER_QUEUE } from '../eventSourceLayout.js';
 import { RESOURCE_ENV } from '../functionEnvironment.js';
+import type { SenderPollers } from '../postdateProps.js';
 import { acknowledge } from './acknowledge.js';
 import { PostdateFunction } from './postdateFunction.js';
 import type { Storage } from './Storage.js';
@@ -24,7 +25,13 @@ export interface SendingProps {
    * `smtpSecret` the first is also the stack's `smtpSecret`. Empty: the one relay `SMTP_*` describes.
    */
   readonly relaySecrets: readonly secretsmanager.ISecret[];
+  /** The event source's `MaximumConcurrency` in standard mode (ignored with `pollers`). */
   readonly maxConcurrency: number;
+  /**
+   * Provisioned mode (AWS Lambda's `ProvisionedPollerConfig`, exclusive with `MaximumConcurrency`):
+   * at most 10 invocations per poller (docs/decisions/0103).
+   */
+  readonly pollers?: SenderPollers | undefined;
   /** POSTDATE_SENDER_TIMEOUT_SECONDS, checked against the lease and the SMTP timeouts. */
   readonly timeoutSeconds: number;
   readonly configEnvironment: Readonly<Record<string, string>>;
@@ -64,7 +71,14 @@ export class Sending extends Construct {
       new sources.SqsEventSource(props.sendQueue, {
         batchSize: SENDER_QUEUE.batchSize,
         reportBatchItemFailures: true,
-        maxConcurrency: props.maxConcurrency,
+        ...(props.pollers === undefined
+          ? { maxConcurrency: props.maxConcurrency }
+          : {
+              provisionedPollerConfig: {
+                minimumPollers: props.pollers.minimum,
+                maximumPollers: props.pollers.maximum,
+              },
+            }),
       }),
     );
     // The event source grants consume (receive, delete, ChangeMessageVisibility for the backoff).

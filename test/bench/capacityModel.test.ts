@@ -51,33 +51,39 @@ describe('docs/capacity.md follows the capacity model', () => {
     expect(lines.filter((line) => !pageLines.has(line))).toEqual([]);
   });
 
-  it('its verdict: after quota raises the immediate, templated and webhook paths (and a batch) hold 10,000/s', () => {
+  it('its verdict: after quota raises and props every path holds 10,000/s but one group whose every message raises', () => {
     const holding = JOURNEY_IDS.filter((id) => firstNotRaisable(id).at >= TARGET);
-    expect(holding).toEqual(['immediate', 'templated', 'webhooks', 'batch']);
-    expect(page).toContain('the immediate, templated and webhook paths hold (so would a batch enqueue)');
-  });
-
-  it('its verdict names where each other path stops, as the model computes it', () => {
-    const deferred = Math.max(firstNotRaisable('deferred').at, firstNotRaisable('scheduled').at);
-    const grouped = firstNotRaisable('grouped').at;
-    const raising = firstNotRaisable('groupedRaising').at;
-    expect(prose).toContain(`deferred mail stops at ~${approx(deferred)}/s`);
+    expect(holding).toEqual(JOURNEY_IDS.filter((id) => id !== 'groupedRaising'));
     expect(prose).toContain(
-      `grouped ones at ${approx(grouped)}/s per group when its messages share a version`,
+      'After quota raises and props (§6) every path holds 10,000/s but one: a single group whose every message raises its version',
     );
-    expect(prose).toContain(`, ${approx(raising)} version raises/s`);
   });
 
-  it("its verdict's figures are the decisions' (0097, 0098)", () => {
-    // 0098: a batch of early copies lasts ~1.23 s (Monte Carlo), so the event source's 1,000
-    // batches carry ~8,100 deferred msg/s; the wait held a lane before (~4,250).
-    const deferred = Math.max(firstNotRaisable('deferred').at, firstNotRaisable('scheduled').at);
-    expect(firstNotRaisable('deferred').id).toBe('senderEventSource');
+  it('its verdict names where that path stops, as the model computes it', () => {
+    const raising = firstNotRaisable('groupedRaising');
+    expect(raising).toEqual({ id: 'groupHead.write', at: 500 });
+    expect(prose).toContain(`takes ${approx(raising.at)} version raises/s whatever the props`);
+    expect(prose).toContain(`≥ ${TARGET / raising.at} groups`);
+  });
+
+  it("its verdict's figures are the decisions' (0098, 0103, 0104)", () => {
+    // 0098: a batch of early copies lasts ~1.23 s (Monte Carlo), so 1,000 batches at once (standard
+    // mode's top) carry ~8,100 deferred msg/s.
+    const deferred = Math.max(
+      ceiling(JOURNEYS.deferred, 'senderEventSource'),
+      ceiling(JOURNEYS.scheduled, 'senderEventSource'),
+    );
     expect(approx(deferred)).toBe('8,100');
-    // 0097: at the head's version 0.5 R (enqueue, eventual) + 1 R (sender, after the claim) on one
-    // item, 3,000 R / 1.5 R; a raise is 2 W in the transaction, 1,000 W / 2 W.
-    expect(firstNotRaisable('grouped')).toEqual({ id: 'groupHead.read', at: 2_000 });
-    expect(firstNotRaisable('groupedRaising')).toEqual({ id: 'groupHead.write', at: 500 });
+    expect(prose).toContain(`deferred mail stopped at ~${approx(deferred)}/s`);
+    // 0103: provisioned mode, 10 batches a poller: the worst path's batches at 10,000/s over 10.
+    const batches =
+      Math.max(...JOURNEY_IDS.map((id) => demand(JOURNEYS[id]).limits.senderEventSource ?? 0)) * TARGET;
+    expect(prose).toContain(`${Math.ceil(batches / 10)} pollers`);
+    // 0104: at the head's version 0.5 R + 1 R a message on the replica read, 3,000 R/s each: one
+    // group takes 2,000/s a replica, so 10,000/s needs 5.
+    expect(ceiling(JOURNEYS.grouped, 'groupHeadReplicas')).toBe(2_000);
+    expect(prose).toContain(`one group's messages at one version stopped at ${approx(2_000)}/s`);
+    expect(prose).toContain(`\`groupHeadReplicas\` ${Math.ceil(TARGET / 2_000)}`);
   });
 
   it('with default quotas and props no path reaches 10,000/s', () => {

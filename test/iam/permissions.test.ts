@@ -166,6 +166,8 @@ beforeAll(async () => {
     POSTDATE_ALLOWED_FROM: '*@example.com',
     POSTDATE_WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
     POSTDATE_MAX_ATTEMPTS: '2',
+    // A replicated group head (store/groupHead.ts): its replicas' keys must be allowed too.
+    POSTDATE_GROUP_HEAD_REPLICAS: '3',
     SMTP_HOST: smtp.host,
     SMTP_PORT: String(smtp.port),
     SMTP_REQUIRE_TLS: 'false',

@@ -249,7 +249,7 @@ export async function enqueueMessage(
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     // The first try reads the head eventually consistently (heads only grow; a head that moved fails
     // the transaction's condition), a retry after a moved head consistently (store/groupHead.ts).
-    const groupHeadVersion = group
+    const head = group
       ? await deps.store.readGroupHead(input.tenant, group.key, { consistent: attempt > 0 })
       : null;
     const write = outboxRecords({
@@ -257,7 +257,8 @@ export async function enqueueMessage(
       idempotencyKey: input.idempotencyKey,
       request: input.request,
       now: input.now,
-      groupHeadVersion,
+      groupHeadVersion: head?.version ?? null,
+      ...(head === null ? {} : { groupHeadReplicas: head.replicas }),
       retentionDays: input.retentionDays,
       ...(input.templateVersion === undefined ? {} : { templateVersion: input.templateVersion }),
       ...(input.apiCopy === true ? { apiCopy: true } : {}),
