@@ -47,8 +47,8 @@ interface Phase {
   readonly timer: readonly number[];
   /** The same burst straight to the relay: send start → at the sink, ms. */
   readonly direct: readonly number[];
-  /** Postfix's own `delay=` of each message it relayed during the phase (its maillog), ms; none without Postfix. */
-  readonly postfixHop: readonly number[];
+  /** Postfix's own delays of each message it relayed during the phase (its maillog); none without Postfix. */
+  readonly postfixHop: readonly PostfixDelay[];
   /** Per delayed message, for tracing it in the stack's logs. */
   readonly delayed: readonly { id: string; dueInS: number; sendAt: string; lateMs: number }[];
 }
@@ -140,7 +140,7 @@ export async function burst(options: BenchOptions): Promise<BenchResult> {
               dueSoon: spread(phase.dueSoon),
               dueLater: spread(phase.dueLater),
               timer: spread(phase.timer),
-              postfixHop: spread(phase.postfixHop),
+              postfixHop: postfixSpreads(phase.postfixHop),
               delayed: phase.delayed,
             },
           ]),
@@ -215,7 +215,7 @@ async function runPhase(
  */
 function postfixHop(postfix: PostfixRelay | undefined) {
   return {
-    async during<T>(task: () => Promise<T>): Promise<T & { postfixHop: number[] }> {
+    async during<T>(task: () => Promise<T>): Promise<T & { postfixHop: PostfixDelay[] }> {
       const before = postfix?.maillog().length ?? 0;
       const result = await task();
       let log = postfix?.maillog() ?? '';
@@ -225,14 +225,49 @@ function postfixHop(postfix: PostfixRelay | undefined) {
         if (again.length === log.length) break;
         log = again;
       }
-      return { ...result, postfixHop: postfixDelaysMs(log.slice(before)) };
+      return { ...result, postfixHop: postfixDelays(log.slice(before)) };
     },
   };
 }
 
-/** The `delay=` (seconds) of every `status=sent` line of a Postfix maillog, in ms. */
-export function postfixDelaysMs(maillog: string): number[] {
-  return [...maillog.matchAll(/ delay=([\d.]+),.* status=sent /g)].map((match) => Number(match[1]) * 1000);
+/**
+ * Postfix's `delay=` of a relayed message and its `delays=a/b/c/d`, in ms: a = from MAIL FROM until
+ * the queue manager has it (the client's transmission included), b = in the queue manager,
+ * c = connecting to the next hop, d = transmitting to it.
+ */
+export interface PostfixDelay {
+  readonly totalMs: number;
+  readonly beforeQueueManagerMs: number;
+  readonly inQueueManagerMs: number;
+  readonly connectMs: number;
+  readonly transmitMs: number;
+}
+
+/** Every `status=sent` line of a Postfix maillog, as its delays. */
+export function postfixDelays(maillog: string): PostfixDelay[] {
+  return [
+    ...maillog.matchAll(/ delay=([\d.]+), delays=([\d.]+)\/([\d.]+)\/([\d.]+)\/([\d.]+),.* status=sent /g),
+  ].map((match) => {
+    const [total, a, b, c, d] = match.slice(1, 6).map((seconds) => Number(seconds) * 1000);
+    return {
+      totalMs: total ?? Number.NaN,
+      beforeQueueManagerMs: a ?? Number.NaN,
+      inQueueManagerMs: b ?? Number.NaN,
+      connectMs: c ?? Number.NaN,
+      transmitMs: d ?? Number.NaN,
+    };
+  });
+}
+
+function postfixSpreads(delays: readonly PostfixDelay[]): Record<keyof PostfixDelay, Spread> {
+  const of = (key: keyof PostfixDelay) => spread(delays.map((delay) => delay[key]));
+  return {
+    totalMs: of('totalMs'),
+    beforeQueueManagerMs: of('beforeQueueManagerMs'),
+    inQueueManagerMs: of('inQueueManagerMs'),
+    connectMs: of('connectMs'),
+    transmitMs: of('transmitMs'),
+  };
 }
 
 /** Twenty immediate messages through every part (imports, pools, the relay's connections), not recorded. */
@@ -315,6 +350,10 @@ function report(name: string, phase: Phase, log: (line: string) => void): void {
   log(`  ${name}: ${line(`due in ${DUE_SOON_S} s, late`, spread(phase.dueSoon))}`);
   log(`  ${name}: ${line(`due in ${DUE_LATER_S} s (Scheduler), late`, spread(phase.dueLater))}`);
   log(`  ${name}: ${line('setTimeout at those due times, late', spread(phase.timer))}`);
-  if (phase.postfixHop.length > 0)
-    log(`  ${name}: ${line("Postfix's own delay= (maillog)", spread(phase.postfixHop))}`);
+  if (phase.postfixHop.length > 0) {
+    const hop = postfixSpreads(phase.postfixHop);
+    log(
+      `  ${name}: ${line("Postfix's own delay= (maillog)", hop.totalMs)}; p50 of delays=a/b/c/d ${[hop.beforeQueueManagerMs, hop.inQueueManagerMs, hop.connectMs, hop.transmitMs].map((s) => round(s.p50, 0)).join('/')} ms`,
+    );
+  }
 }

@@ -118,7 +118,8 @@ export function goalLines(goals: readonly IssueGoal[], results: readonly BenchRe
     }
     const met = rows.every((row) => row.pass === true);
     return rows.map((row, index) => {
-      const cells = [goal.figure, ...rowCells(goal.benchmark, row).slice(1)];
+      // The figure on its goal's first line only: the lines below it are the same goal's.
+      const cells = [index === 0 ? goal.figure : '', ...rowCells(goal.benchmark, row).slice(1)];
       const last = index === rows.length - 1;
       return {
         figure: goal.figure,
