@@ -40,6 +40,8 @@ const DELIVERY_TIMEOUT_MS = 120_000;
 interface Phase {
   /** enqueue start → at the sink, ms, per immediate message. */
   readonly immediate: readonly number[];
+  /** enqueue start → the API's 202, ms, per immediate message: how much of `immediate` is the front end's. */
+  readonly accepted: readonly number[];
   /** at the sink − send_at, ms, per message due in 3 s / 8 s. */
   readonly dueSoon: readonly number[];
   readonly dueLater: readonly number[];
@@ -136,6 +138,7 @@ export async function burst(options: BenchOptions): Promise<BenchResult> {
             name,
             {
               immediate: spread(phase.immediate),
+              accepted: spread(phase.accepted),
               direct: spread(phase.direct),
               dueSoon: spread(phase.dueSoon),
               dueLater: spread(phase.dueLater),
@@ -181,11 +184,12 @@ async function runPhase(
         key: randomUUID(),
         ...(dueInS > 0 ? { delaySeconds: dueInS } : {}),
       });
+      const acceptedAt = Date.now();
       const dueAt = message.sendAt.getTime();
       if (dueInS > 0) {
         timers.push(setTimeout(() => timer.push(Date.now() - dueAt), Math.max(0, dueAt - Date.now())));
       }
-      return { id: message.id, dueInS, startedAt, dueAt, sendAt: message.sendAt.toISOString() };
+      return { id: message.id, dueInS, startedAt, acceptedAt, dueAt, sendAt: message.sendAt.toISOString() };
     }),
   );
   const received = await waitForMail(
@@ -199,6 +203,7 @@ async function runPhase(
   const of = (dueInS: number) => submitted.filter((m) => m.dueInS === dueInS);
   return {
     immediate: of(0).map((m) => at(m.id) - m.startedAt),
+    accepted: of(0).map((m) => m.acceptedAt - m.startedAt),
     dueSoon: of(DUE_SOON_S).map((m) => at(m.id) - m.dueAt),
     dueLater: of(DUE_LATER_S).map((m) => at(m.id) - m.dueAt),
     timer,
@@ -346,6 +351,7 @@ function report(name: string, phase: Phase, log: (line: string) => void): void {
   const line = (label: string, s: Spread) =>
     `${label} p50 ${round(s.p50, 0)} ms  max ${round(s.max, 0)} ms (${s.n})`;
   log(`  ${name}: ${line(`burst of ${BURST} enqueue → relay`, spread(phase.immediate))}`);
+  log(`  ${name}: ${line('of which request → 202', spread(phase.accepted))}`);
   log(`  ${name}: ${line('nodemailer → relay, same burst', spread(phase.direct))}`);
   log(`  ${name}: ${line(`due in ${DUE_SOON_S} s, late`, spread(phase.dueSoon))}`);
   log(`  ${name}: ${line(`due in ${DUE_LATER_S} s (Scheduler), late`, spread(phase.dueLater))}`);
