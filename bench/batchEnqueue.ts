@@ -12,6 +12,8 @@ const BODY_BYTES = 1024;
 const CONCURRENCY = 8;
 /** Due later: no sender or SMTP work shares the local stack's process while the rounds are timed. */
 const DELAY_SECONDS = 600;
+/** Issue 32: a batched message costs at most 0.7× a single enqueue, in dollars and in latency. */
+const GOAL = 0.7;
 
 interface Side {
   /** Wall time of the whole round, per message. */
@@ -124,7 +126,7 @@ export async function batchEnqueue(options: BenchOptions): Promise<BenchResult> 
         unit: 'ms',
         baselineLabel: 'single enqueue',
         baseline: round(singleMs, 3),
-        goal: { text: '≤ 1×', max: 1 },
+        goal: { text: `≤ ${GOAL}×`, max: GOAL },
       }),
       ratioRow({
         metric: 'enqueue cost per million messages',
@@ -132,7 +134,7 @@ export async function batchEnqueue(options: BenchOptions): Promise<BenchResult> 
         unit: 'USD',
         baselineLabel: 'single enqueue',
         baseline: round(singleUsd, 3),
-        goal: { text: '≤ 1×', max: 1 },
+        goal: { text: `≤ ${GOAL}×`, max: GOAL },
         note: 'API Gateway, api + authorizer invocations (duration modelled), DynamoDB units counted',
       }),
     ],

@@ -2,12 +2,15 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { batchEnqueue } from './batchEnqueue.js';
-import type { BenchOptions, BenchResult, BenchRow } from './benchResult.js';
+import type { BenchOptions, BenchResult } from './benchResult.js';
+import { rowCells } from './benchResult.js';
+import { burst } from './burst.js';
 import { writeCharts } from './chart.js';
 import { coldStart } from './coldStart.js';
 import { cost } from './cost.js';
 import { enqueueLatency } from './enqueueLatency.js';
 import { firstMinute } from './firstMinute.js';
+import { GOAL_HEADER, goalLines, ISSUE_32_GOALS } from './goals.js';
 import { immediateCopy } from './immediateCopy.js';
 import { outage, outageFailover } from './outage.js';
 import { peer } from './peer.js';
@@ -31,6 +34,7 @@ const BENCHMARKS: Record<string, (options: BenchOptions) => Promise<BenchResult>
   templates,
   enqueueLatency,
   'batch-enqueue': batchEnqueue,
+  burst,
   throughput,
   precision,
   'immediate-copy': immediateCopy,
@@ -81,7 +85,11 @@ async function main(argv: readonly string[]): Promise<number> {
     }
   }
   log('');
-  log(renderTable(results));
+  log(renderText(TABLE_HEADER, tableLines(results)));
+  const goals = goalTable(results);
+  log('');
+  log(renderText(GOAL_HEADER, goals.lines));
+  log(goals.summary);
   for (const failure of failures) log(`✗ ${failure.name} did not complete: ${failure.error}`);
 
   mkdirSync(RESULTS_DIR, { recursive: true });
@@ -107,7 +115,10 @@ async function main(argv: readonly string[]): Promise<number> {
       2,
     )}\n`,
   );
-  writeFileSync(`${RESULTS_DIR}latest.md`, `${renderMarkdown(results)}\n`);
+  writeFileSync(
+    `${RESULTS_DIR}latest.md`,
+    `${renderMarkdown(TABLE_HEADER, tableLines(results))}\n\n${renderMarkdown(GOAL_HEADER, goals.lines)}\n\n${goals.summary}\n`,
+  );
   log(`results written to ${file} (and latest.md, the same table in Markdown)`);
   for (const chart of writeCharts(results, RESULTS_DIR)) log(`chart written to ${chart}`);
   return failures.length > 0 ? 1 : 0;
@@ -136,44 +147,51 @@ function parseArguments(
   return { quick, names, scaleMessages };
 }
 
-function renderTable(results: readonly BenchResult[]): string {
-  const header = ['benchmark', 'metric', 'value', 'baseline (same run)', 'ratio / diff', 'goal', ''];
-  const lines: string[][] = [header];
-  for (const result of results) {
-    for (const row of result.rows) lines.push(cells(result.name, row));
-  }
-  const widths = header.map((_, column) => Math.max(...lines.map((line) => (line[column] ?? '').length)));
-  const format = (line: string[]) => line.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('  ');
+const TABLE_HEADER = [
+  'benchmark',
+  'metric',
+  'value',
+  'baseline (same run)',
+  'ratio / diff',
+  'goal',
+  'verdict',
+];
+
+function tableLines(results: readonly BenchResult[]): string[][] {
+  return results.flatMap((result) => result.rows.map((row) => rowCells(result.name, row)));
+}
+
+/** Issue 32's goals, each with the rows that judge it (bench/goals.ts), and how many are met. */
+function goalTable(results: readonly BenchResult[]): { lines: string[][]; summary: string } {
+  const lines = goalLines(ISSUE_32_GOALS, results);
+  const judged = lines.filter((line) => line.goalVerdict !== undefined);
+  const met = judged.filter((line) => line.goalVerdict === 'MET').length;
+  const notRun = ISSUE_32_GOALS.length - judged.length;
+  return {
+    lines: lines.map((line) => [...line.cells]),
+    summary: `issue 32: ${met} of ${ISSUE_32_GOALS.length} goals MET, ${judged.length - met} MISSED${notRun > 0 ? `, ${notRun} not run` : ''}`,
+  };
+}
+
+function renderText(header: readonly string[], lines: readonly string[][]): string {
+  const all = [header, ...lines];
+  const widths = header.map((_, column) => Math.max(...all.map((line) => (line[column] ?? '').length)));
+  const format = (line: readonly string[]) =>
+    line
+      .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+      .join('  ')
+      .trimEnd();
   const rule = widths.map((width) => '─'.repeat(width)).join('  ');
-  return [format(header), rule, ...lines.slice(1).map(format)].join('\n');
+  return [format(header), rule, ...lines.map(format)].join('\n');
 }
 
-function renderMarkdown(results: readonly BenchResult[]): string {
-  const header = ['benchmark', 'metric', 'value', 'baseline (same run)', 'ratio / diff', 'goal', ''];
+function renderMarkdown(header: readonly string[], lines: readonly string[][]): string {
   const escapePipes = (cell: string) => cell.replaceAll('|', '\\|');
-  const lines = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`];
-  for (const result of results) {
-    for (const row of result.rows) lines.push(`| ${cells(result.name, row).map(escapePipes).join(' | ')} |`);
-  }
-  return lines.join('\n');
-}
-
-function cells(benchmark: string, row: BenchRow): string[] {
-  const comparison = row.comparison
-    ? row.comparison.kind === 'ratio'
-      ? `${round(row.comparison.value, 3)}×`
-      : `${row.comparison.value >= 0 ? '+' : ''}${round(row.comparison.value, 1)} ${row.unit}`
-    : '';
-  const verdict = row.pass === undefined ? '' : row.pass ? 'ok' : 'MISSED';
   return [
-    benchmark,
-    row.metric,
-    `${row.value} ${row.unit}`,
-    row.baseline ? `${row.baseline.label}: ${row.baseline.value}` : '',
-    comparison,
-    row.goal ?? row.note ?? '',
-    verdict,
-  ];
+    `| ${header.join(' | ')} |`,
+    `|${header.map(() => '---').join('|')}|`,
+    ...lines.map((line) => `| ${line.map(escapePipes).join(' | ')} |`),
+  ].join('\n');
 }
 
 process.exitCode = await main(process.argv.slice(2));
