@@ -1,5 +1,6 @@
-import { Logger } from '@aws-lambda-powertools/logger';
+import { LogFormatter, Logger, LogItem } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import type { LogAttributes, UnformattedAttributes } from '@aws-lambda-powertools/logger/types';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
@@ -62,7 +63,11 @@ function entryFor<TEvent, TResult>(
   env: Environment,
 ): LambdaEntry<TEvent, TResult> {
   const service = `postdate-${spec.name}`;
-  const logger = new Logger({ serviceName: service, ...loggerEnvironment(env) });
+  const logger = new Logger({
+    serviceName: service,
+    logFormatter: new OperatorLogFormatter(),
+    ...loggerEnvironment(env),
+  });
   const metrics = spec.metrics ? functionMetrics(env) : undefined;
   const unpublished = (): never => {
     throw new Error(`${service} publishes no metrics: its entry must say metrics: true`);
@@ -94,4 +99,27 @@ function entryFor<TEvent, TResult>(
       await closing?.close?.();
     },
   });
+}
+
+/**
+ * A log line with what an operator searches by (docs/design.md §6 Operations, docs/runbook.md): the
+ * level, the message, the time, the function (`service`), the invocation's request id (which ties a
+ * line to Lambda's own lines of that invocation) and the line's attributes. Powertools' default
+ * adds the function's name, ARN and memory, `cold_start`, `sampling_rate` and the X-Ray trace id
+ * to every line: ~250 bytes a line that each function's own log group (postdateFunction.ts) already
+ * names, and no trace is recorded (tracing is off). At ~5 lines a message that was half the
+ * function log bytes CloudWatch Logs bills (issue 32; decision 0107).
+ */
+class OperatorLogFormatter extends LogFormatter {
+  formatAttributes(attributes: UnformattedAttributes, additionalLogAttributes: LogAttributes): LogItem {
+    return new LogItem({
+      attributes: {
+        level: attributes.logLevel,
+        message: attributes.message,
+        timestamp: this.formatTimestamp(attributes.timestamp),
+        service: attributes.serviceName,
+        function_request_id: attributes.lambdaContext?.awsRequestId,
+      },
+    }).addAttributes(additionalLogAttributes);
+  }
 }
