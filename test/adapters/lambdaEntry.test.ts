@@ -116,6 +116,63 @@ describe('the Lambda entry every function is built on', () => {
     });
   });
 
+  it("publishes an invocation's metrics in one EMF document per dimension set, a relay's datapoints together (issue 32: log bytes)", async () => {
+    const lines: string[] = [];
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      lines.push(
+        ...String(chunk)
+          .split('\n')
+          .filter((line) => line.includes('CloudWatchMetrics')),
+      );
+      return true;
+    });
+    try {
+      const entry = lambdaEntry<unknown, void>({
+        name: 'sender',
+        metrics: true,
+        wire:
+          (_env, { count, milliseconds }) =>
+          async () => {
+            for (const ms of [120, 80]) {
+              count('Sent', 1, 'primary');
+              milliseconds('SmtpDuration', ms, 'primary');
+              milliseconds('Lateness', ms * 2);
+            }
+          },
+      })({ POWERTOOLS_LOG_LEVEL: 'ERROR', POSTDATE_STACK: 'Postdate-prod' });
+      await entry({}, contextWithRemaining(1000));
+    } finally {
+      spy.mockRestore();
+    }
+    const documents = lines.map((line) => {
+      const parsed = JSON.parse(line) as Record<string, unknown> & {
+        _aws: { CloudWatchMetrics: { Dimensions: string[][]; Metrics: { Name: string }[] }[] };
+      };
+      const [directive] = parsed._aws.CloudWatchMetrics;
+      return {
+        dimensions: directive?.Dimensions.map((set) => [...set].sort()),
+        metrics: Object.fromEntries((directive?.Metrics ?? []).map(({ Name }) => [Name, parsed[Name]])),
+        relay: parsed.relay,
+      };
+    });
+    // DESIGN §15: a per-relay metric is written with the stack's dimensions and with the relay's, so the
+    // alarms count it once and the dashboard draws each relay; the others with the stack's alone.
+    expect(documents).toHaveLength(2);
+    expect(documents).toContainEqual({
+      dimensions: [
+        ['relay', 'service', 'stack'],
+        ['service', 'stack'],
+      ],
+      metrics: { Sent: [1, 1], SmtpDuration: [120, 80] },
+      relay: 'primary',
+    });
+    expect(documents).toContainEqual({
+      dimensions: [['service', 'stack']],
+      metrics: { Lateness: [240, 160] },
+      relay: undefined,
+    });
+  });
+
   it('is the one every handler uses (no handler builds its own middy, logger or metrics)', () => {
     const handlers = readdirSync(LAMBDAS, { withFileTypes: true })
       .filter((entry) => entry.isDirectory())
