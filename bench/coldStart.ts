@@ -40,12 +40,21 @@ async function bundle(name: string, outDir: string, variant: Variant): Promise<s
   return outfile;
 }
 
+/** How long one `import()` took: wall time, and the CPU time the process spent on it. */
+interface ImportTime {
+  readonly ms: number;
+  readonly cpuMs: number;
+}
+
 /**
  * Imports one module in a fresh Node process and reports how long `import()` took, measured inside
  * that process (so process start-up, which the baseline shares, does not dilute the difference).
+ * Beside the wall time (the goal's measure), the process's CPU time (user + system) over the same
+ * `import()`: on a shared machine the wall time also counts the time the process waited for a core
+ * (at load average 10–15 the api's difference doubles), the CPU time much less so (issue 32).
  */
-function timeImport(file: string): Promise<number> {
-  const script = `const t0 = performance.now(); await import(${JSON.stringify(pathToFileURL(file).href)}); process.stdout.write(String(performance.now() - t0));`;
+function timeImport(file: string): Promise<ImportTime> {
+  const script = `const c0 = process.cpuUsage(); const t0 = performance.now(); await import(${JSON.stringify(pathToFileURL(file).href)}); const ms = performance.now() - t0; const cpu = process.cpuUsage(c0); process.stdout.write(JSON.stringify({ ms, cpuMs: (cpu.user + cpu.system) / 1000 }));`;
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
       // The handlers read nothing at import but Powertools' service name; keep the env minimal and stable.
@@ -62,12 +71,23 @@ function timeImport(file: string): Promise<number> {
     });
     child.on('error', reject);
     child.on('close', (code) => {
-      const ms = Number(out);
-      if (code !== 0 || !Number.isFinite(ms))
+      const time = parseImportTime(out);
+      if (code !== 0 || time === undefined)
         reject(new Error(`importing ${file} failed (${code}): ${err.trim()}`));
-      else resolve(ms);
+      else resolve(time);
     });
   });
+}
+
+function parseImportTime(out: string): ImportTime | undefined {
+  try {
+    const { ms, cpuMs } = JSON.parse(out) as Partial<ImportTime>;
+    return Number.isFinite(ms) && Number.isFinite(cpuMs)
+      ? { ms: Number(ms), cpuMs: Number(cpuMs) }
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export async function coldStart(options: BenchOptions): Promise<BenchResult> {
@@ -91,9 +111,9 @@ export async function coldStart(options: BenchOptions): Promise<BenchResult> {
     }
     // Interleaved: each round imports the empty module and then every bundle, so drift in the
     // machine's load hits the baseline and the bundles alike.
-    const baseline: number[] = [];
-    const times = new Map<string, number[]>(bundles.map((b) => [b.name, []]));
-    const chainTimes = new Map<string, number[]>(bundles.map((b) => [b.name, []]));
+    const baseline: ImportTime[] = [];
+    const times = new Map<string, ImportTime[]>(bundles.map((b) => [b.name, []]));
+    const chainTimes = new Map<string, ImportTime[]>(bundles.map((b) => [b.name, []]));
     for (let round_ = 0; round_ < samples; round_ += 1) {
       baseline.push(await timeImport(empty));
       for (const b of bundles) {
@@ -101,13 +121,20 @@ export async function coldStart(options: BenchOptions): Promise<BenchResult> {
         chainTimes.get(b.name)?.push(await timeImport(b.chainFile));
       }
     }
-    const baselineMs = median(baseline);
+    const wall = (samples_: readonly ImportTime[]) => median(samples_.map((t) => t.ms));
+    const cpu = (samples_: readonly ImportTime[]) => median(samples_.map((t) => t.cpuMs));
+    const baselineMs = wall(baseline);
+    const baselineCpuMs = cpu(baseline);
     const rows: BenchRow[] = [];
-    const details: Record<string, unknown> = { samples, baselineMs, node: process.version };
+    const details: Record<string, unknown> = { samples, baselineMs, baselineCpuMs, node: process.version };
     for (const b of bundles) {
-      const ms = median(times.get(b.name) ?? []);
+      const ms = wall(times.get(b.name) ?? []);
       const extra = ms - baselineMs;
-      const chainMs = median(chainTimes.get(b.name) ?? []);
+      const cpuExtra = cpu(times.get(b.name) ?? []) - baselineCpuMs;
+      const chainMs = wall(chainTimes.get(b.name) ?? []);
+      options.log(
+        `  ${b.name}: import +${round(extra, 1)} ms over an empty module (CPU +${round(cpuExtra, 1)} ms): ${extra <= GOAL_EXTRA_MS ? 'MET' : 'MISSED'} (≤ +${GOAL_EXTRA_MS} ms)`,
+      );
       rows.push({
         metric: `${b.name} bundle size`,
         value: round(b.kb, 1),
@@ -124,14 +151,16 @@ export async function coldStart(options: BenchOptions): Promise<BenchResult> {
         comparison: { kind: 'difference', value: round(extra, 1) },
         goal: `≤ +${GOAL_EXTRA_MS} ms`,
         pass: withinGoal(extra, { max: GOAL_EXTRA_MS }),
-        note: `${round(chainMs - baselineMs, 1)} ms over it with the SDK's whole credential chain`,
+        note: `CPU time +${round(cpuExtra, 1)} ms (${cpuExtra <= GOAL_EXTRA_MS ? 'within' : 'over'} the goal); ${round(chainMs - baselineMs, 1)} ms over it with the SDK's whole credential chain`,
       });
       details[b.name] = {
         kb: round(b.kb, 1),
         runtimeSdkKb: round(b.runtimeSdkKb, 1),
         medianMs: round(ms, 2),
+        medianCpuMs: round(cpu(times.get(b.name) ?? []), 2),
         sdkCredentialChainMedianMs: round(chainMs, 2),
-        samplesMs: times.get(b.name),
+        samplesMs: times.get(b.name)?.map((t) => round(t.ms, 2)),
+        samplesCpuMs: times.get(b.name)?.map((t) => round(t.cpuMs, 2)),
       };
     }
     return {

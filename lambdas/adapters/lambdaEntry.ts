@@ -1,12 +1,12 @@
-import { Logger } from '@aws-lambda-powertools/logger';
+import { LogFormatter, Logger, LogItem } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import type { LogAttributes, UnformattedAttributes } from '@aws-lambda-powertools/logger/types';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import type { PostdateFunctionName } from '../core/postdateFunctions.js';
 import { type Environment, loggerEnvironment } from './explicitEnvironment.js';
-import { addMetric, functionMetrics } from './powertoolsMetrics.js';
+import { functionMetrics } from './powertoolsMetrics.js';
 
 /**
  * The Lambda entry of every function: the wiring that each `handler.ts` would otherwise repeat.
@@ -22,8 +22,8 @@ export interface EntryTools {
   readonly logger: Logger;
   /**
    * Adds to this invocation's EMF metrics (flushed when it ends); only a function that publishes.
-   * With `relay`, a per-relay metric is published at once with the relay's dimension too
-   * (powertoolsMetrics.ts `addMetric`).
+   * With `relay`, a per-relay metric is written with the relay's dimension too (powertoolsMetrics.ts
+   * `FunctionMetrics.add`).
    */
   readonly count: (name: string, value?: number, relay?: string) => void;
   readonly milliseconds: (name: string, value: number, relay?: string) => void;
@@ -62,7 +62,11 @@ function entryFor<TEvent, TResult>(
   env: Environment,
 ): LambdaEntry<TEvent, TResult> {
   const service = `postdate-${spec.name}`;
-  const logger = new Logger({ serviceName: service, ...loggerEnvironment(env) });
+  const logger = new Logger({
+    serviceName: service,
+    logFormatter: new OperatorLogFormatter(),
+    ...loggerEnvironment(env),
+  });
   const metrics = spec.metrics ? functionMetrics(env) : undefined;
   const unpublished = (): never => {
     throw new Error(`${service} publishes no metrics: its entry must say metrics: true`);
@@ -70,9 +74,9 @@ function entryFor<TEvent, TResult>(
   const tools: EntryTools = {
     logger,
     count: (name, value = 1, relay) =>
-      metrics ? addMetric(metrics, name, MetricUnit.Count, value, relay) : unpublished(),
+      metrics ? metrics.add(name, MetricUnit.Count, value, relay) : unpublished(),
     milliseconds: (name, value, relay) =>
-      metrics ? addMetric(metrics, name, MetricUnit.Milliseconds, value, relay) : unpublished(),
+      metrics ? metrics.add(name, MetricUnit.Milliseconds, value, relay) : unpublished(),
   };
   let wired: WiredFunction<TEvent, TResult> | undefined;
 
@@ -81,7 +85,9 @@ function entryFor<TEvent, TResult>(
   // `TimeoutError` 5 ms before the deadline instead and leaves the handler running in a sandbox that
   // Lambda freezes and thaws at its next invocation, after the lease: a send nobody holds any more.
   const entry = middy<TEvent, TResult>({ timeoutEarlyInMillis: 0 }).use(injectLambdaContext(logger));
-  if (metrics) entry.use(logMetrics(metrics));
+  // The invocation's metrics are written when it ends, answered or failed (as Powertools' own
+  // logMetrics middleware does); a timed-out invocation is killed before, and writes none.
+  if (metrics) entry.use({ after: () => metrics.publish(), onError: () => metrics.publish() });
   const handler = entry.handler(async function invoke(event: TEvent): Promise<TResult> {
     wired ??= spec.wire(env, tools);
     return wired(event);
@@ -94,4 +100,27 @@ function entryFor<TEvent, TResult>(
       await closing?.close?.();
     },
   });
+}
+
+/**
+ * A log line with what an operator searches by (docs/design.md §6 Operations, docs/runbook.md): the
+ * level, the message, the time, the function (`service`), the invocation's request id (which ties a
+ * line to Lambda's own lines of that invocation) and the line's attributes. Powertools' default
+ * adds the function's name, ARN and memory, `cold_start`, `sampling_rate` and the X-Ray trace id
+ * to every line: ~250 bytes a line that each function's own log group (postdateFunction.ts) already
+ * names, and no trace is recorded (tracing is off). At ~5 lines a message that was half the
+ * function log bytes CloudWatch Logs bills (issue 32; decision 0107).
+ */
+class OperatorLogFormatter extends LogFormatter {
+  formatAttributes(attributes: UnformattedAttributes, additionalLogAttributes: LogAttributes): LogItem {
+    return new LogItem({
+      attributes: {
+        level: attributes.logLevel,
+        message: attributes.message,
+        timestamp: this.formatTimestamp(attributes.timestamp),
+        service: attributes.serviceName,
+        function_request_id: attributes.lambdaContext?.awsRequestId,
+      },
+    }).addAttributes(additionalLogAttributes);
+  }
 }

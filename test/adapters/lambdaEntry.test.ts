@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from 'aws-lambda';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { lambdaEntry } from '../../lambdas/adapters/lambdaEntry.js';
 
 const LAMBDAS = join(import.meta.dirname, '../../lambdas');
@@ -74,6 +74,103 @@ describe('the Lambda entry every function is built on', () => {
     await expect(entry({}, contextWithRemaining(1000))).rejects.toThrow(
       /postdate-relay publishes no metrics/,
     );
+  });
+
+  it('writes each log line with what an operator searches by, not what the log group already names (issue 32: log bytes)', async () => {
+    const lines: string[] = [];
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      lines.push(String(chunk));
+      return true;
+    });
+    try {
+      const entry = lambdaEntry<unknown, void>({
+        name: 'sender',
+        wire:
+          (_env, { logger }) =>
+          async () =>
+            logger.info('sender recorded an outcome', { id: 'm1', status: 'sent' }),
+      })({ POWERTOOLS_LOG_LEVEL: 'INFO' });
+      await entry({}, {
+        ...contextWithRemaining(1000),
+        functionName: 'Postdate-prod-SendingSenderFunction-aBcDeFgHiJkL',
+        invokedFunctionArn:
+          'arn:aws:lambda:us-east-1:123456789012:function:Postdate-prod-SendingSenderFunction-aBcDeFgHiJkL',
+        memoryLimitInMB: '512',
+      } as Context);
+    } finally {
+      spy.mockRestore();
+    }
+    const line = lines
+      .map((text) => JSON.parse(text) as Record<string, unknown>)
+      .find((parsed) => parsed.id === 'm1');
+    // Every function has its own log group (lib/constructs/postdateFunction.ts): its name, ARN and
+    // memory are the group's; the request id ties a line to the invocation's platform lines.
+    expect(Object.keys(line ?? {}).sort()).toEqual(
+      ['function_request_id', 'id', 'level', 'message', 'service', 'status', 'timestamp'].sort(),
+    );
+    expect(line).toMatchObject({
+      level: 'INFO',
+      message: 'sender recorded an outcome',
+      service: 'postdate-sender',
+      function_request_id: 'request-1',
+    });
+  });
+
+  it("publishes an invocation's metrics in one EMF document per dimension set, a relay's datapoints together (issue 32: log bytes)", async () => {
+    const lines: string[] = [];
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      lines.push(
+        ...String(chunk)
+          .split('\n')
+          .filter((line) => line.includes('CloudWatchMetrics')),
+      );
+      return true;
+    });
+    try {
+      const entry = lambdaEntry<unknown, void>({
+        name: 'sender',
+        metrics: true,
+        wire:
+          (_env, { count, milliseconds }) =>
+          async () => {
+            for (const ms of [120, 80]) {
+              count('Sent', 1, 'primary');
+              milliseconds('SmtpDuration', ms, 'primary');
+              milliseconds('Lateness', ms * 2);
+            }
+          },
+      })({ POWERTOOLS_LOG_LEVEL: 'ERROR', POSTDATE_STACK: 'Postdate-prod' });
+      await entry({}, contextWithRemaining(1000));
+    } finally {
+      spy.mockRestore();
+    }
+    const documents = lines.map((line) => {
+      const parsed = JSON.parse(line) as Record<string, unknown> & {
+        _aws: { CloudWatchMetrics: { Dimensions: string[][]; Metrics: { Name: string }[] }[] };
+      };
+      const [directive] = parsed._aws.CloudWatchMetrics;
+      return {
+        dimensions: directive?.Dimensions.map((set) => [...set].sort()),
+        metrics: Object.fromEntries((directive?.Metrics ?? []).map(({ Name }) => [Name, parsed[Name]])),
+        relay: parsed.relay,
+      };
+    });
+    // DESIGN §15: a per-relay metric is written with the stack's dimensions and with the relay's, so the
+    // alarms count it once and the dashboard draws each relay; the others with the stack's alone.
+    expect(documents).toHaveLength(2);
+    expect(documents).toContainEqual({
+      dimensions: [
+        ['relay', 'service', 'stack'],
+        ['service', 'stack'],
+      ],
+      metrics: { Sent: [1, 1], SmtpDuration: [120, 80] },
+      relay: 'primary',
+    });
+    expect(documents).toContainEqual({
+      dimensions: [['service', 'stack']],
+      metrics: { Lateness: [240, 160] },
+      relay: undefined,
+    });
   });
 
   it('is the one every handler uses (no handler builds its own middy, logger or metrics)', () => {

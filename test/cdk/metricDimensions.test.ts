@@ -4,7 +4,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { addMetric, functionMetrics } from '../../lambdas/adapters/powertoolsMetrics.js';
+import { functionMetrics } from '../../lambdas/adapters/powertoolsMetrics.js';
 import {
   METRICS,
   PER_RELAY_METRICS,
@@ -113,11 +113,11 @@ function emittedDimensions(environment: Record<string, string>): Map<string, Dim
     const metrics = functionMetrics(environment);
     for (const name of EVERY_NAME) {
       if (PER_RELAY_METRICS.has(name)) {
-        for (const relay of relays) addMetric(metrics, name, MetricUnit.Count, 1, relay);
+        for (const relay of relays) metrics.add(name, MetricUnit.Count, 1, relay);
       } else {
-        metrics.addMetric(name, MetricUnit.Count, 1);
+        metrics.add(name, MetricUnit.Count, 1);
       }
-      metrics.publishStoredMetrics();
+      metrics.publish();
     }
   } finally {
     spy.mockRestore();
