@@ -247,7 +247,7 @@ export const CONFIG_SETTINGS = {
     local: true,
     aws: true,
     description:
-      'the api puts an immediate message on the send queue itself, without waiting for the stream and the relay (whose copy still follows, and is dropped)',
+      'the api puts a message due now or within 60 s on the send queue itself, delayed until it is due, without waiting for the stream and the relay (whose copy still follows, and is dropped)',
   },
   scheduleLeadSeconds: {
     variable: 'POSTDATE_SCHEDULE_LEAD_SECONDS',

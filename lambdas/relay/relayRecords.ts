@@ -134,7 +134,10 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
       pendingCopies.map((pending) => [
         {
           payload: pending.payload,
-          delaySeconds: Math.max(pending.minDelaySeconds, sqsDelaySeconds((pending.sendAtMs - nowMs) / 1000)),
+          // A backup waits its few seconds past the due time, and never less than that from now.
+          delaySeconds: sqsDelaySeconds(
+            Math.max(0, (pending.sendAtMs - nowMs) / 1000) + pending.minDelaySeconds,
+          ),
         },
         pending.sequenceNumber,
       ]),
@@ -168,13 +171,13 @@ interface PendingCopy {
   readonly payload: QueuedCopy['payload'];
   readonly sendAtMs: number;
   readonly sequenceNumber: string;
-  /** A backup of the api's own copy waits at least this long (API_COPY_BACKUP_DELAY_SECONDS). */
+  /** A backup of the api's own copy waits this much past the due time (API_COPY_BACKUP_DELAY_SECONDS). */
   readonly minDelaySeconds: number;
 }
 
 /**
- * How long the relay holds back its copy of a message the api already put on the queue
- * (`api_copy`, INSERT only): longer than a send on a healthy relay takes, so the sender finds the
+ * How long past its due time the relay holds back its copy of a message the api already put on the
+ * queue (`api_copy`, INSERT only): longer than a send on a healthy relay takes, so the sender finds the
  * message `sent` and drops the copy after one read, instead of finding it `sending` and hiding the
  * copy in flight for the whole lease. It is still the backup: if the api's copy never made it, the
  * message goes this much later.

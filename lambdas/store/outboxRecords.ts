@@ -64,8 +64,9 @@ export interface OutboxRecordsInput {
    */
   readonly templateVersion?: number;
   /**
-   * The api puts the copy of a message due now on the send queue itself (POSTDATE_API_IMMEDIATE_COPY):
-   * such a state record says so (`api_copy`), and the relay holds its own copy back.
+   * The api puts the copy of a message due within {@link API_COPY_HORIZON_SECONDS} on the send queue
+   * itself (POSTDATE_API_IMMEDIATE_COPY), delayed until it is due: such a state record says so
+   * (`api_copy`), and the relay holds its own copy back.
    */
   readonly apiCopy?: boolean;
   /**
@@ -87,6 +88,14 @@ export function pinnedTemplateOf(
     throw new TypeError('a template message needs its version: the request names none and none was resolved');
   return { name: template.name, version };
 }
+
+/**
+ * The api's own copy goes to messages due within this (docs/decisions/0111-api-copy-for-short-delays.md):
+ * a copy the relay puts on the queue waits behind whatever the stream holds before it, so a message
+ * due in 3 s enqueued during a burst left seconds late; one due in a minute or more is on the queue
+ * long before its time either way.
+ */
+export const API_COPY_HORIZON_SECONDS = 60;
 
 /** The records that enqueue one message. Pure: the clock is `now`. */
 export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
@@ -135,7 +144,7 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
     ...(request.quiet_hours === undefined ? {} : { quiet_hours: request.quiet_hours }),
     ...(input.apiCopy === true &&
     status === MESSAGE_STATUS.scheduled &&
-    Date.parse(request.send_at) <= now.getTime()
+    Date.parse(request.send_at) <= now.getTime() + API_COPY_HORIZON_SECONDS * 1000
       ? { api_copy: true as const }
       : {}),
     fingerprint: requestPrint,

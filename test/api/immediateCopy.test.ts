@@ -1,7 +1,9 @@
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
-import { freshQueues, sqsClient } from '../support/awsLocal.js';
+import { API_COPY_HORIZON_SECONDS } from '../../lambdas/store/outboxRecords.js';
+import { freshQueues, queueDepth, sqsClient } from '../support/awsLocal.js';
+import { eventually } from '../support/eventually.js';
 import { apiHarness } from './apiHarness.js';
 import { enqueueEvent, validBody } from './events.js';
 
@@ -36,18 +38,43 @@ describe('the api’s own copy of an immediate message', () => {
     expect(created.json).not.toHaveProperty('api_copy');
   });
 
-  it('is not made for a message due later, nor for a replay', async () => {
+  it('is made, delayed until it is due, for a message due within API_COPY_HORIZON_SECONDS: the relay is no step it waits behind', async () => {
     const { urls } = await freshQueues();
     const api = await apiHarness({ immediateCopies: new SqsDispatchQueue(sqsClient(), urls.send) });
 
-    const later = await api.call(enqueueEvent(validBody({ delay_seconds: 5 }), { key: 'later-1' }));
+    const soon = await api.call(enqueueEvent(validBody({ delay_seconds: 3 }), { key: 'soon-1' }));
+
+    expect(soon.status).toBe(202);
+    expect(await api.store.getMessage('acme', String(soon.json.id))).toMatchObject({ api_copy: true });
+    const { delayed } = await queueDepth(sqsClient(), urls.send);
+    expect(delayed).toBe(1);
+    // SQS's delay is whole seconds, rounded down: the copy is there by the due time.
+    const copies = await eventually(
+      'the delayed copy to become visible',
+      async () => {
+        const found = await copiesOn(urls.send);
+        return found.length > 0 ? found : undefined;
+      },
+      { withinMs: 15_000, everyMs: 250 },
+    );
+    expect(copies).toEqual([{ v: 1, id: soon.json.id, rev: 1 }]);
+  });
+
+  it('is not made for a message due later than that, nor for a replay', async () => {
+    const { urls } = await freshQueues();
+    const api = await apiHarness({ immediateCopies: new SqsDispatchQueue(sqsClient(), urls.send) });
+
+    const later = await api.call(
+      enqueueEvent(validBody({ delay_seconds: API_COPY_HORIZON_SECONDS + 5 }), { key: 'later-1' }),
+    );
     expect(later.status).toBe(202);
     const first = await api.call(enqueueEvent(validBody(), { key: 'now-2' }));
     const replay = await api.call(enqueueEvent(validBody(), { key: 'now-2' }));
     expect(replay.status).toBe(200);
 
     expect(await copiesOn(urls.send)).toEqual([{ v: 1, id: first.json.id, rev: 1 }]);
-    // The later message's record is not marked: the relay's copy is its only one, sent at once.
+    expect(await queueDepth(sqsClient(), urls.send)).toMatchObject({ delayed: 0 });
+    // The later message's record is not marked: the relay's copy is its only one.
     expect(await api.store.getMessage('acme', String(later.json.id))).not.toHaveProperty('api_copy');
   });
 

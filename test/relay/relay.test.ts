@@ -67,6 +67,22 @@ describe('the relay routes each new message by its send time', () => {
     ]);
   });
 
+  it('holds back its copy of a message due soon that the api put on the queue delayed: until it is due, plus the backup delay', async () => {
+    const t = await setUp();
+    const copied = await t.outbox.put({
+      ...stateRecord({ sendAt: seconds(t.now, 30), createdAt: t.now }),
+      api_copy: true,
+    });
+
+    await t.relay(await t.stream.next());
+
+    // The api's copy arrives at the due time; the relay's is the backup, never a race for the lease.
+    const [copy] = t.queue.copies;
+    expect(copy?.payload).toEqual({ id: copied.id, rev: 1 });
+    expect(copy?.delaySeconds).toBeGreaterThanOrEqual(29 + API_COPY_BACKUP_DELAY_SECONDS);
+    expect(copy?.delaySeconds).toBeLessThanOrEqual(30 + API_COPY_BACKUP_DELAY_SECONDS);
+  });
+
   it('does not hold back the copy of a later revision of such a message (a manual retry: no api copy then)', async () => {
     const t = await setUp();
     const message = await t.outbox.put({

@@ -16,9 +16,10 @@
  * state record is an enqueue that died between its two puts: a request with the same fingerprint
  * completes it, for the whole retention.
  *
- * The api's own copy of an immediate message (`POSTDATE_API_IMMEDIATE_COPY`, docs/decisions/):
- * right after its state record is written, the copy the relay would put on the send queue, so the
- * sender need not wait for the stream and the relay. The relay's copy still follows, held back a
+ * The api's own copy of a message due now or within a minute (`POSTDATE_API_IMMEDIATE_COPY`,
+ * docs/decisions/0111-api-copy-for-short-delays.md): right after its state record is written, the
+ * copy the relay would put on the send queue, delayed until it is due, so the sender need not wait
+ * for the stream and the relay. The relay's copy still follows, held back a
  * few seconds because the record says `api_copy` — the stream stays the safety net, for a copy this
  * fails to put and for an api that dies before it — and the sender drops the second by the `rev`
  * and status rules (DESIGN §2), so this can only make the message earlier, never doubled.
@@ -29,6 +30,7 @@ import { messageIdFor } from '../../core/ids.js';
 import { type EnqueueRequest, requestFingerprint, validateEnqueueRequest } from '../../core/messageSchema.js';
 import { PostdateError } from '../../core/postdateError.js';
 import { type ProblemDetails, problem, validationProblem } from '../../core/problem.js';
+import { sqsDelaySeconds } from '../../core/queueLimits.js';
 import {
   decideReplay,
   needsBodyStamp,
@@ -176,7 +178,7 @@ export async function writeJudgedEnqueue(
   return {
     kind: 'created',
     state: outcome.state,
-    immediateCopy: await putImmediateCopy(deps.immediateCopies, outcome.state),
+    immediateCopy: await putImmediateCopy(deps.immediateCopies, outcome.state, item.now),
   };
 }
 
@@ -377,10 +379,13 @@ export type ImmediateCopyOutcome = 'enqueued' | 'failed';
 export async function putImmediateCopy(
   queue: DispatchQueue | undefined,
   state: MessageStateRecord,
+  now: Date,
 ): Promise<ImmediateCopyOutcome | undefined> {
   if (queue === undefined || state.api_copy !== true) return undefined;
+  // Whole seconds, rounded down: an early copy waits out the rest in the sender (DESIGN §5a).
+  const delaySeconds = sqsDelaySeconds((Date.parse(state.send_at) - now.getTime()) / 1000);
   try {
-    const { failed } = await queue.enqueue([{ payload: { id: state.id, rev: state.rev }, delaySeconds: 0 }]);
+    const { failed } = await queue.enqueue([{ payload: { id: state.id, rev: state.rev }, delaySeconds }]);
     return failed.length === 0 ? 'enqueued' : 'failed';
   } catch {
     return 'failed';
