@@ -61,7 +61,7 @@ const SHARDED: Record<string, number> = {
 /** Keys allowed past SHARE, and why. */
 const KNOWN_EXCEPTIONS: Record<string, string> = {
   'GROUP#':
-    'one group head per group key: DESIGN §4 bounds it per group (0.5 R at enqueue, 1 R in the sender, 2 W only when the version rises: 2,000 msg/s per group, decision 0097)',
+    'one group head per group key, over POSTDATE_GROUP_HEAD_REPLICAS items (1 here): 0.5 R at enqueue, 1 R in the sender, 2 W on every replica only when the version rises — 2,000 msg/s per group and replica, 500 raises/s per group (decisions 0097, 0104)',
 };
 
 /**
