@@ -13,7 +13,7 @@ import type {
   SettleUnsentInput,
 } from '../ports/SenderStore.js';
 import type { SuppressionList } from '../ports/SuppressionList.js';
-import { bodyOfStoredItem } from './bodyContent.js';
+import { bodyOfStoredItem, inlineBodyOf } from './bodyContent.js';
 import { readGroupHeadVersion } from './groupHead.js';
 import {
   type AttemptRecord,
@@ -55,7 +55,11 @@ export class DynamoSenderStore implements SenderStore {
     return readStateRecord(this.documents, this.tableName, id);
   }
 
-  async readBody(id: string): Promise<MessageBodyRecord | undefined> {
+  async readBody(state: MessageStateRecord): Promise<MessageBodyRecord | undefined> {
+    // A small message's body is inside its state record (docs/data-model.md): no request.
+    const inline = inlineBodyOf(state);
+    if (inline !== undefined) return isMessageBodyRecord(inline) ? inline : undefined;
+    const { id } = state;
     const { Item } = await this.documents.send(
       new GetCommand({
         TableName: this.tableName,
@@ -80,6 +84,7 @@ export class DynamoSenderStore implements SenderStore {
       to: MESSAGE_STATUS.sending,
       now,
       retentionDays: 0, // unused: a claim never starts the retention
+      bodyInState: observed.body !== undefined,
     });
     if (lifetime.body.kind === 'remove') await this.writeBodyTtl(observed.id, lifetime.body);
     const update = new UpdateBuilder(observed, now);
@@ -187,7 +192,13 @@ export class DynamoSenderStore implements SenderStore {
     now: Date,
     retentionDays: number,
   ): TtlWrite {
-    const lifetime = lifetimeChange({ currentExpiresAt: observed.expires_at, to, now, retentionDays });
+    const lifetime = lifetimeChange({
+      currentExpiresAt: observed.expires_at,
+      to,
+      now,
+      retentionDays,
+      bodyInState: observed.body !== undefined,
+    });
     if (isWaitingForOperator(to)) {
       // It waits in the `due` index's waiting partition of its status, since now: the sweeper counts
       // these into the gauge whose alarm stays on while any exists.
