@@ -92,8 +92,16 @@ export class DynamoSenderStore implements SenderStore {
     update.set('lst_pk', byStatusPk(observed.tenant, MESSAGE_STATUS.sending, observed.id));
     update.set('lease_owner', input.owner);
     update.set('lease_until', input.leaseUntil.toISOString());
-    update.set('due_pk', duePk(observed.id));
-    update.set('due_at', input.leaseUntil.toISOString());
+    if (observed.due_pk !== duePk(observed.id) || observed.due_at === undefined) {
+      // A redriven `dead` record leaves its waiting partition for the sweeper's.
+      update.set('due_pk', duePk(observed.id));
+      update.set('due_at', input.leaseUntil.toISOString());
+    }
+    // Otherwise the `due` entry stays where it was: moving its sort key costs a delete and a put in
+    // the index, and the sweeper reads a sending record's lease (core/sweepDecision.ts). The stall the
+    // sweeper may have counted on it ends here, so its count starts again (docs/data-model.md).
+    update.remove('sweep_due_at');
+    update.remove('sweep_count');
     update.set('updated_at', now.toISOString());
     if (input.interruptedAttempt !== undefined) {
       // The sender that died may have reached the relay: its attempt counts (DESIGN §2).
