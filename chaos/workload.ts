@@ -55,7 +55,13 @@ export function planWorkload(
     const body: Record<string, unknown> = {
       to: [kind === 'expire' ? `expire-${index}@chaos.test` : `r${index}@chaos.test`],
       subject: `chaos ${runId} #${index}`,
-      text: `message ${index} of chaos run ${runId}`,
+      // Every fourth message's body is too large to go inside its state record
+      // (docs/decisions/0105-small-bodies-in-the-state-record.md): both forms are sent, and the
+      // sender's body read, with the faults injected on it, stays on the path.
+      text:
+        index % 4 === 3
+          ? `message ${index} of chaos run ${runId} ${incompressibleText(index, 8192)}`
+          : `message ${index} of chaos run ${runId}`,
       tags: { kind },
     };
     if (random() < 0.1) body.on_ambiguous = 'hold';
@@ -90,6 +96,17 @@ export function planWorkload(
     plans.push({ index, kind, key: `chaos-${runId}-${index}`, body });
   }
   return plans;
+}
+
+/** `bytes` characters that compress poorly, from the index alone (the seeded sequence is not used). */
+function incompressibleText(seed: number, bytes: number): string {
+  let state = (seed + 1) >>> 0;
+  let text = '';
+  while (text.length < bytes) {
+    state = (Math.imul(state, 1_103_515_245) + 12_345) >>> 0;
+    text += (state >>> 4).toString(36);
+  }
+  return text.slice(0, bytes);
 }
 
 /** An expiring message gets absolute times when it is sent (the plan is made before the stack is up). */

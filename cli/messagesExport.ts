@@ -17,7 +17,7 @@ import { type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb
 import { isMessageStatus, type MessageStatus } from '../lambdas/core/messageStatus.js';
 import { recipientCounts } from '../lambdas/core/recipients.js';
 import { batchGetItems } from '../lambdas/store/batchGetItems.js';
-import { bodyOfStoredItem } from '../lambdas/store/bodyContent.js';
+import { bodyOfStoredItem, inlineBodyOf } from '../lambdas/store/bodyContent.js';
 import {
   byStatusShardPk,
   byTenantShardPk,
@@ -140,7 +140,7 @@ export async function messagesExport(
     );
     for await (const ids of batches(mergeAscending(streams), BATCH)) {
       const states = await readStateRecords(deps.documents, deps.tableName, ids);
-      const bodies = options.withBodies === true ? await readBodies(deps, ids) : undefined;
+      const bodies = options.withBodies === true ? await readBodies(deps, ids, states) : undefined;
       for (const id of ids) {
         const state = states.get(id);
         // The index is eventually consistent: a record gone (TTL) or of another status is not exported.
@@ -324,13 +324,25 @@ async function* batches<T>(items: AsyncIterable<T>, size: number): AsyncGenerato
   if (batch.length > 0) yield batch;
 }
 
-async function readBodies(deps: ExportDeps, ids: readonly string[]): Promise<Map<string, MessageBodyRecord>> {
+async function readBodies(
+  deps: ExportDeps,
+  ids: readonly string[],
+  states: ReadonlyMap<string, MessageStateRecord>,
+): Promise<Map<string, MessageBodyRecord>> {
+  const bodies = new Map<string, MessageBodyRecord>();
+  // A small message's body is inside its state record (docs/data-model.md); the others are items.
+  const separate: string[] = [];
+  for (const id of ids) {
+    const state = states.get(id);
+    const inline = state === undefined ? undefined : inlineBodyOf(state);
+    if (inline === undefined) separate.push(id);
+    else bodies.set(messagePk(id), inline);
+  }
   const items = await batchGetItems(
     deps.documents,
     deps.tableName,
-    ids.map((id) => ({ [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageBody })),
+    separate.map((id) => ({ [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageBody })),
   );
-  const bodies = new Map<string, MessageBodyRecord>();
   for (const item of items) {
     const pk = item[KEY.partition];
     const body = typeof pk === 'string' ? bodyOfStoredItem(item, pk) : undefined;

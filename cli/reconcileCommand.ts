@@ -17,6 +17,7 @@ import { type DynamoDBDocumentClient, QueryCommand, type QueryCommandOutput } fr
 import { isTerminal, MESSAGE_STATUSES, type MessageStatus } from '../lambdas/core/messageStatus.js';
 import type { SendingGateState } from '../lambdas/core/relayBreaker.js';
 import { runWithConcurrency } from '../lambdas/core/runWithConcurrency.js';
+import { overdueSinceMs } from '../lambdas/core/sweepDecision.js';
 import type { DueCursor, DueEntry, DueIndex } from '../lambdas/ports/DueIndex.js';
 import { byStatusShardPk, byTenantShardPk, idOfCreatedSortKey } from '../lambdas/store/messageRecord.js';
 import { DynamoSendingGate } from '../lambdas/store/sendingGate.js';
@@ -276,17 +277,20 @@ async function stuckMessages(
   return entries
     .map((entry) => {
       const state = states.get(entry.id);
+      // A sending record is due at the end of its lease, later than the entry a claim leaves in place
+      // (core/sweepDecision.ts, as the sweeper reads it).
+      const dueMs = state === undefined ? Date.parse(entry.due_at) : overdueSinceMs(state, entry.due_at);
       return {
         id: entry.id,
         tenant: state?.tenant ?? null,
         // The record is the truth; the index copy may lag a transition by a moment.
         status: state?.status ?? entry.status,
         rev: state?.rev ?? entry.rev,
-        dueAt: entry.due_at,
-        overdueMs: now.getTime() - Date.parse(entry.due_at),
+        dueAt: new Date(dueMs).toISOString(),
+        overdueMs: now.getTime() - dueMs,
       };
     })
-    .filter((entry) => !isTerminal(entry.status))
+    .filter((entry) => !isTerminal(entry.status) && entry.overdueMs > deps.graceSeconds * 1000)
     .filter((entry) => !onlyTheseTenants || (entry.tenant !== null && tenants.includes(entry.tenant)))
     .sort((a, b) => (a.dueAt < b.dueAt ? -1 : a.dueAt > b.dueAt ? 1 : 0));
 }

@@ -53,6 +53,11 @@ export interface LifetimeInput {
   readonly to: MessageStatus;
   /** An operator's discard: the status stays (failed, dead or unknown) and the message stops waiting. */
   readonly discard?: boolean;
+  /**
+   * The body is inside the state record (a small message, docs/data-model.md): it lives and expires
+   * with the record, by the state's own write, and has no write of its own.
+   */
+  readonly bodyInState?: boolean;
   readonly now: Date;
   /** POSTDATE_RETENTION_DAYS. */
   readonly retentionDays: number;
@@ -67,11 +72,15 @@ const REMOVE: TtlWrite = { kind: 'remove' };
  * - anything else (live, or waiting for an operator): neither has a TTL. The body is written only
  *   when it had one, which it has exactly when the state record had: a message taken out of a
  *   discard (a manual retry, a DLQ redrive). Every other move leaves the body alone.
+ * A body inside the state record is never written on its own: the state's TTL is its TTL.
  */
 export function lifetimeChange(input: LifetimeInput): LifetimeChange {
   if (input.discard === true || startsRetention(input.to)) {
     const expiresAt = expiresAtAfter(input.now, input.retentionDays);
-    return { state: { kind: 'set', expiresAt }, body: { kind: 'set', expiresAt } };
+    return { state: { kind: 'set', expiresAt }, body: bodyWrite(input, { kind: 'set', expiresAt }) };
   }
-  return { state: REMOVE, body: input.currentExpiresAt === undefined ? KEEP : REMOVE };
+  return { state: REMOVE, body: bodyWrite(input, input.currentExpiresAt === undefined ? KEEP : REMOVE) };
 }
+
+const bodyWrite = (input: LifetimeInput, write: TtlWrite): TtlWrite =>
+  input.bodyInState === true ? KEEP : write;

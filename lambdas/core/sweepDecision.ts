@@ -11,7 +11,7 @@
  * Any other writer that moves the record (a claim, an outcome, a retry) sets its own `due_at`,
  * which no longer equals `sweep_due_at`, so the count starts again for the next stall.
  */
-import { isTerminal, type MessageStatus } from './messageStatus.js';
+import { isTerminal, MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
 import { isPaused, type PauseState } from './relayBreaker.js';
 
 /** The longest wait between two re-dispatches of one stalled message (unless the grace is longer). */
@@ -26,6 +26,8 @@ export interface SweptRecord {
   readonly sweep_due_at?: string;
   /** `tags.kind` decides whether an operator's pause holds the message. */
   readonly tags?: Readonly<Record<string, string>>;
+  /** A `sending` record's lease: its own clock, since a claim leaves the `due` entry where it was. */
+  readonly lease_until?: string;
 }
 
 export type SweepDecision =
@@ -56,7 +58,8 @@ export interface SweepInput {
  * - No record, or a terminal one, or one without `due_at` → skip (the index lags a transition).
  * - Its `tags.kind` paused, or everything paused and its kind not resumed since → skip, as the
  *   sweeper skips everything while the relay breaker holds it; it is swept again once resumed.
- * - `due_at` not older than now − grace → skip (the record moved on since the index was read).
+ * - `due_at` (for a `sending` record the later of it and its lease's end) not older than now − grace
+ *   → skip (the record moved on since the index was read, or its sender still holds it).
  * - Otherwise re-dispatch the record's CURRENT rev; this is re-dispatch n of the stall (n = 1 when
  *   the `due_at` is not one the sweeper set), and the next may come `grace × 2^n` seconds from now
  *   (capped), so the new `due_at` is that minus the grace.
@@ -69,8 +72,8 @@ export function decideSweep(input: SweepInput): SweepDecision {
     return { action: 'skip', reason: 'paused' };
   }
   const graceMs = Math.max(0, input.graceSeconds) * 1000;
-  const dueAtMs = Date.parse(record.due_at);
-  if (!(dueAtMs < now.getTime() - graceMs)) return { action: 'skip', reason: 'not-overdue' };
+  if (!(overdueSinceMs(record, record.due_at) < now.getTime() - graceMs))
+    return { action: 'skip', reason: 'not-overdue' };
   const earlier = record.sweep_due_at === record.due_at ? (record.sweep_count ?? 0) : 0;
   const sweepCount = earlier + 1;
   return {
@@ -82,6 +85,18 @@ export function decideSweep(input: SweepInput): SweepDecision {
     ).toISOString(),
     sweepCount,
   };
+}
+
+/**
+ * When the record should have moved on: its `due_at`, or for a `sending` record the later end of its
+ * lease. A claim leaves the `due` entry at the send time (one index write fewer, docs/data-model.md),
+ * so a live lease keeps a message being sent from looking stalled, and an expired one (its sender
+ * died) is found the grace after it ends, as when the claim moved `due_at` to the lease's end.
+ */
+export function overdueSinceMs(record: SweptRecord, dueAt: string): number {
+  const dueAtMs = Date.parse(dueAt);
+  if (record.status !== MESSAGE_STATUS.sending || record.lease_until === undefined) return dueAtMs;
+  return Math.max(dueAtMs, Date.parse(record.lease_until));
 }
 
 /** The wait after re-dispatch n of one stall: grace × 2^n, at most max(grace, SWEEP_MAX_INTERVAL_SECONDS). */

@@ -102,7 +102,11 @@ export interface HoldInput {
 export interface SenderStore {
   /** The state record, read consistently; undefined when there is none or it is unreadable. */
   readState(id: string): Promise<MessageStateRecord | undefined>;
-  readBody(id: string): Promise<MessageBodyRecord | undefined>;
+  /**
+   * The message's body: the one its state record carries (a small message), else its body item read
+   * consistently; undefined when there is none or it is unreadable.
+   */
+  readBody(state: MessageStateRecord): Promise<MessageBodyRecord | undefined>;
   /** The group head's version, read consistently; undefined when the group has no head. */
   readGroupVersion(tenant: string, groupKey: string): Promise<number | undefined>;
   claim(input: ClaimInput): Promise<SenderWriteResult>;

@@ -137,8 +137,9 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
   const owner = deps.newLeaseOwner();
   const claimedAt = deps.now();
   // The body is read while the claim is written: one round trip fewer on every send. A lost claim
-  // wastes the read (rare); the read's failure surfaces only where the body is needed.
-  const body = settle(deps.store.readBody(run.id));
+  // wastes the read (rare); the read's failure surfaces only where the body is needed. A small
+  // message's body came with the state record just read: no read at all.
+  const body = settle(deps.store.readBody(observed));
   const { leaseUntil, attemptLimit } = claimTerms(observed, redrive, deps.settings, claimedAt);
   const claim = await deps.store.claim({
     observed,

@@ -46,7 +46,7 @@ import {
   type MessageStateRecord,
   messagePk,
 } from './messageRecord.js';
-import { OUTBOX_ITEM_INDEX, outboxTransactItems } from './outboxRecords.js';
+import { outboxItemIndex, outboxTransactItems } from './outboxRecords.js';
 import { readStateRecord, readStateRecords } from './stateReads.js';
 import { DynamoSuppressionList } from './suppressionList.js';
 import { INDEX, INDEX_SHARDS, ITEM_SORT_KEY, KEY, TTL_ATTRIBUTE } from './tableLayout.js';
@@ -140,11 +140,12 @@ export class DynamoApiStore implements ApiStore {
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;
       const reasons = error.CancellationReasons ?? [];
-      const failed = (index: number) => reasons[index]?.Code === 'ConditionalCheckFailed';
-      if (failed(OUTBOX_ITEM_INDEX.state) || failed(OUTBOX_ITEM_INDEX.body)) return { kind: 'exists' };
-      // The head's items follow the message's two, one per replica (store/groupHead.ts).
-      if (reasons.some((_, index) => index >= OUTBOX_ITEM_INDEX.groupHead && failed(index)))
-        return { kind: 'group-moved' };
+      const failed = (index: number | undefined) =>
+        index !== undefined && reasons[index]?.Code === 'ConditionalCheckFailed';
+      const at = outboxItemIndex(records);
+      if (failed(at.state) || failed(at.body)) return { kind: 'exists' };
+      // The head's items follow the message's, one per replica (store/groupHead.ts).
+      if (reasons.some((_, index) => index >= at.groupHead && failed(index))) return { kind: 'group-moved' };
       // TransactionConflict (another transaction holds one of the items), throttling inside the
       // transaction: nothing was written, trying again is safe.
       return { kind: 'contended' };
@@ -182,8 +183,9 @@ export class DynamoApiStore implements ApiStore {
       },
     });
     // The body expires with its state record (core/messageLifetime.ts): after the cancel, so only a
-    // cancelled message's body gets a TTL; a failure in between leaves a body that outlives it.
-    if (result.kind === 'updated')
+    // cancelled message's body gets a TTL; a failure in between leaves a body that outlives it. A
+    // body inside the record got it with the cancel.
+    if (result.kind === 'updated' && result.state.body === undefined)
       await this.writeBodyTtl(input.id, { kind: 'set', expiresAt: input.expiresAt });
     return result;
   }
@@ -250,6 +252,7 @@ export class DynamoApiStore implements ApiStore {
         to,
         now: input.now,
         retentionDays: 0, // unused: a retry never starts the retention
+        bodyInState: before.body !== undefined,
       });
       if (lifetime.body.kind === 'remove') await this.writeBodyTtl(input.id, lifetime.body);
     }
@@ -303,7 +306,7 @@ export class DynamoApiStore implements ApiStore {
       values: { ':expires': input.expiresAt, ':now': input.now.toISOString() },
     });
     // The message has ended for good: its body expires with the state record, as for a cancel.
-    if (result.kind === 'updated')
+    if (result.kind === 'updated' && result.state.body === undefined)
       await this.writeBodyTtl(input.id, { kind: 'set', expiresAt: input.expiresAt });
     return result;
   }

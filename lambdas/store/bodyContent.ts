@@ -14,7 +14,8 @@
  */
 import { brotliCompressSync, brotliDecompressSync, constants } from 'node:zlib';
 import { ERROR_CLASS, PostdateError } from '../core/postdateError.js';
-import type { MessageBodyRecord } from './messageRecord.js';
+import type { InlineBody, MessageBodyRecord, MessageStateRecord } from './messageRecord.js';
+import { ITEM_SORT_KEY } from './tableLayout.js';
 
 /** The marker attribute's value for brotli; an item without the marker has plain `text`/`html`. */
 export const BODY_CONTENT_ENCODING = { brotli: 'br' } as const;
@@ -42,7 +43,7 @@ const attributeBytes = (name: string, value: string | null): number =>
 const WRITE_UNIT_BYTES = 1024;
 
 /**
- * The item to write for `body`: compressed only when that saves a write unit (so a short body, whose
+ * The item to write for `body` as an item of its own: compressed only when that saves a write unit (so a short body, whose
  * item fits in one unit anyway, stays plain and readable in the console). The rest of the item is
  * sized by its JSON, a slight over-estimate of DynamoDB's count that is the same for both forms.
  */
@@ -53,6 +54,14 @@ export function storedBodyItem(body: MessageBodyRecord): StoredBodyItem {
     attributeBytes('subject', subject) + attributeBytes('text', text) + attributeBytes('html', html);
   const units = (bytes: number) => Math.ceil((restBytes + bytes) / WRITE_UNIT_BYTES);
   if (units(plainBytes) <= 1) return body;
+  const compressed = compressedContent(subject, text, html);
+  const compressedBytes =
+    Buffer.byteLength('content') + compressed.content.byteLength + attributeBytes('content_encoding', 'br');
+  if (units(compressedBytes) >= units(plainBytes)) return body;
+  return { ...rest, ...compressed };
+}
+
+function compressedContent(subject: string, text: string | null, html: string | null) {
   const json = JSON.stringify([subject, text, html]);
   const content = brotliCompressSync(json, {
     params: {
@@ -61,10 +70,132 @@ export function storedBodyItem(body: MessageBodyRecord): StoredBodyItem {
       [constants.BROTLI_PARAM_SIZE_HINT]: Buffer.byteLength(json),
     },
   });
-  const compressedBytes =
-    Buffer.byteLength('content') + content.byteLength + attributeBytes('content_encoding', 'br');
-  if (units(compressedBytes) >= units(plainBytes)) return body;
-  return { ...rest, content_encoding: BODY_CONTENT_ENCODING.brotli, content };
+  return { content_encoding: BODY_CONTENT_ENCODING.brotli, content };
+}
+
+/**
+ * DynamoDB's size of a value as it bills it ("Item sizes and formats" in its developer guide): a
+ * string or binary its bytes, a number about one byte per two significant digits plus one, null and
+ * booleans one byte, a list or map 3 bytes plus one per element plus its elements (a map's names
+ * counted as bytes). An item is a map whose own overhead is not billed.
+ */
+function valueBytes(value: unknown): number {
+  if (typeof value === 'string') return Buffer.byteLength(value);
+  if (typeof value === 'number') {
+    const digits = String(Math.abs(value))
+      .replace(/e.*$/, '')
+      .replace('.', '')
+      .replace(/^0+|0+$/g, '');
+    return Math.ceil(Math.max(1, digits.length) / 2) + 1;
+  }
+  if (value instanceof Uint8Array) return value.byteLength;
+  if (Array.isArray(value))
+    return 3 + value.reduce((sum: number, element) => sum + 1 + valueBytes(element), 0);
+  if (typeof value === 'object' && value !== null) return 3 + attributesBytes(value, 1);
+  return 1;
+}
+
+function attributesBytes(attributes: object, perAttribute: number): number {
+  let sum = 0;
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value !== undefined) sum += perAttribute + Buffer.byteLength(name) + valueBytes(value);
+  }
+  return sum;
+}
+
+/** An item's billed size in bytes (its attributes' names and values). */
+export function itemBytes(item: object): number {
+  return attributesBytes(item, 0);
+}
+
+const writeUnits = (bytes: number): number => Math.max(1, Math.ceil(bytes / WRITE_UNIT_BYTES));
+
+/**
+ * How much a send grows the state record after its enqueue: the claim's lease (owner, until: about
+ * 85 bytes), then the outcome's history entry, `sent_at`, the relay's id and name and the recipients'
+ * positions, less the lease and the `due` keys. Measured 210 bytes in all with a local relay's short
+ * reply (test/store/smallBodiesInline.test.ts); SES's reply and message id add about 110.
+ */
+export const SEND_GROWTH_BYTES = { claim: 100, outcome: 250 } as const;
+
+/**
+ * The write units a body of `inlineBytes` adds to the state record's writes of one send: its
+ * enqueue, its claim and its outcome, each billed on the state's size at that moment (the larger of
+ * before and after, so the claim's size for the claim and the outcome's for the outcome).
+ */
+function unitsAddedToSend(stateBytes: number, inlineBytes: number): number {
+  const sizes = [
+    stateBytes,
+    stateBytes + SEND_GROWTH_BYTES.claim,
+    stateBytes + SEND_GROWTH_BYTES.claim + SEND_GROWTH_BYTES.outcome,
+  ];
+  return sizes.reduce((sum, size) => sum + writeUnits(size + inlineBytes) - writeUnits(size), 0);
+}
+
+/**
+ * Whether a body goes inside the state record (docs/decisions/0105-small-bodies-in-the-state-record.md).
+ * Inside, every write of the state is billed on the body too: the enqueue, the claim and the outcome
+ * of a send. As an item of its own it costs its put and its TTL's update at the end, each billed on
+ * its size (its strongly consistent read and two requests are the tie-break, won by the one item).
+ */
+export function bodyGoesInline(stateBytes: number, inlineBytes: number, separateBytes: number): boolean {
+  return unitsAddedToSend(stateBytes, inlineBytes) <= 2 * writeUnits(separateBytes);
+}
+
+/** The state record's attribute that holds a small body (docs/data-model.md). */
+const INLINE_BODY_ATTRIBUTE = 'body';
+
+/**
+ * The records to write for a new message, as the api writes them: the state record with its body
+ * inside when that costs no more (bodyGoesInline; the subject, text and html compressed when that
+ * adds fewer units to the send), else the state record and the body item, compressed as
+ * `storedBodyItem` decides. The body item is absent exactly when the state record carries `body`.
+ */
+export function placeBody(
+  state: MessageStateRecord,
+  body: MessageBodyRecord,
+): { readonly state: MessageStateRecord; readonly body?: StoredBodyItem } {
+  const separate = storedBodyItem(body);
+  const {
+    pk: _pk,
+    sk: _sk,
+    fingerprint: _fp,
+    created_at: _at,
+    template: _pin,
+    expires_at: _ttl,
+    ...fields
+  } = body;
+  const stateBytes = itemBytes(state);
+  const inlineBytes = (inline: InlineBody) => Buffer.byteLength(INLINE_BODY_ATTRIBUTE) + valueBytes(inline);
+  const added = (inline: InlineBody) => unitsAddedToSend(stateBytes, inlineBytes(inline));
+  const { subject, text, html, ...envelope } = fields;
+  const compressed: InlineBody = { ...envelope, ...compressedContent(subject, text, html) };
+  const inline = added(compressed) < added(fields) ? compressed : fields;
+  if (!bodyGoesInline(stateBytes, inlineBytes(inline), itemBytes(separate))) return { state, body: separate };
+  return { state: { ...state, [INLINE_BODY_ATTRIBUTE]: inline } };
+}
+
+/**
+ * The body a state record carries inside (`body`), as the body record the sender and the export
+ * read: the envelope and content of the attribute, the rest (keys, fingerprint, creation time, the
+ * template's pin) from the state record. Undefined when the body is an item of its own; throws
+ * BodyContentError as `bodyOfStoredItem` does.
+ */
+export function inlineBodyOf(state: MessageStateRecord): MessageBodyRecord | undefined {
+  const inline = state.body;
+  if (inline === undefined) return undefined;
+  const decoded = bodyOfStoredItem(inline, state.id) as Omit<
+    MessageBodyRecord,
+    'pk' | 'sk' | 'fingerprint' | 'created_at'
+  >;
+  return {
+    ...decoded,
+    pk: state.pk,
+    sk: ITEM_SORT_KEY.messageBody,
+    fingerprint: state.fingerprint ?? '',
+    created_at: state.created_at,
+    ...(state.template === undefined ? {} : { template: state.template }),
+  };
 }
 
 /**

@@ -111,6 +111,12 @@ export interface MessageStateRecord {
    * discard), and on its body with it (core/messageLifetime.ts). Absent while it lives or waits.
    */
   readonly expires_at?: number;
+  /**
+   * A small message's body, inside its state record instead of an item of its own (written once, at
+   * enqueue, by the api when that costs fewer write units: store/bodyContent.ts `placeBody`; docs/data-model.md).
+   * It lives and expires with the record. Absent when the body is the `BODY` item.
+   */
+  readonly body?: InlineBody;
   /** The sweeper's re-dispatches of the current stall, and the `due_at` it set (core/sweepDecision.ts). */
   readonly sweep_count?: number;
   readonly sweep_due_at?: string;
@@ -148,6 +154,22 @@ export interface MessageBodyRecord {
   readonly data_json?: string;
   readonly expires_at?: number;
 }
+
+/**
+ * A body inside its state record: the body item's envelope and content (plain, or the subject, text
+ * and html compressed as in the body item: store/bodyContent.ts), without what the state record
+ * holds already (keys, fingerprint, creation time, the template's pin) or a TTL of its own.
+ */
+export type InlineBody = Omit<
+  MessageBodyRecord,
+  'pk' | 'sk' | 'fingerprint' | 'created_at' | 'template' | 'expires_at' | 'subject' | 'text' | 'html'
+> & {
+  readonly subject?: string;
+  readonly text?: string | null;
+  readonly html?: string | null;
+  readonly content_encoding?: 'br';
+  readonly content?: Uint8Array;
+};
 
 export const messagePk = (id: string): string => `${PARTITION_PREFIX.message}${id}`;
 export const groupHeadPk = (tenant: string, groupKey: string): string =>

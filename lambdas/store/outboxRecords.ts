@@ -16,7 +16,7 @@ import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import { recipientList } from '../core/recipients.js';
 import type { PinnedTemplate } from '../core/templateRequests.js';
 import type { EnqueueRecords } from '../ports/ApiStore.js';
-import { storedBodyItem } from './bodyContent.js';
+import { placeBody, storedBodyItem } from './bodyContent.js';
 import { groupHeadItems, groupHeadStep, replicasToWrite } from './groupHead.js';
 import {
   byStatusPk,
@@ -32,8 +32,22 @@ import { ITEM_SORT_KEY, KEY } from './tableLayout.js';
 /** One element of `TransactWriteCommand`'s `TransactItems` (document-client types). */
 export type TransactWriteItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
-/** Where each outbox item sits in the returned array (to read a TransactionCanceledException's reasons). */
+/**
+ * Where each outbox item sits in the returned array (to read a TransactionCanceledException's
+ * reasons), for records whose body is an item of its own, as the public outbox helper writes them.
+ */
 export const OUTBOX_ITEM_INDEX = { state: 0, body: 1, groupHead: 2 } as const;
+
+/** The same for any records: without a body item (its body inside the state record), the head is second. */
+export function outboxItemIndex(records: EnqueueRecords): {
+  readonly state: number;
+  readonly body: number | undefined;
+  readonly groupHead: number;
+} {
+  return records.state.body === undefined
+    ? OUTBOX_ITEM_INDEX
+    : { state: OUTBOX_ITEM_INDEX.state, body: undefined, groupHead: OUTBOX_ITEM_INDEX.body };
+}
 
 const DEFAULT_RETENTION_DAYS = 30;
 
@@ -74,6 +88,12 @@ export interface OutboxRecordsInput {
    * record keeps what each is and where its bytes are; absent or empty: none.
    */
   readonly attachments?: readonly StoredAttachment[];
+  /**
+   * The api: a small body goes inside the state record when that costs fewer write units
+   * (store/bodyContent.ts `placeBody`), and the message is one item. The public outbox helper leaves
+   * it out: an application may upgrade this package before its stack's sender.
+   */
+  readonly bodyInline?: boolean;
 }
 
 /** The template and version a message's records pin, or null for an inline message. */
@@ -172,9 +192,10 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
     ...(template === null ? {} : { template, data_json: JSON.stringify(request.data ?? {}) }),
     ...bodyTtl,
   };
+  const placed = input.bodyInline === true ? placeBody(state, body).state : state;
   return {
     messageId: id,
-    state,
+    state: placed,
     body,
     groupHeadVersion: input.groupHeadVersion,
     ...(input.groupHeadReplicas === undefined ? {} : { groupHeadReplicas: input.groupHeadReplicas }),
@@ -183,7 +204,7 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
 
 /**
  * The `TransactWriteItem`s that write `records` into `tableName`: both records if they do not exist
- * yet, and for a grouped message its head — raised to the message's version when that rises above
+ * yet (the state record alone when it carries the body), and for a grouped message its head — raised to the message's version when that rises above
  * the head, left alone when the head is at it, checked to be above it when the message is written
  * as superseded (store/groupHead.ts `groupHeadStep`).
  */
@@ -203,8 +224,9 @@ export function outboxTransactItems(
   const isNew = `attribute_not_exists(${KEY.partition})`;
   const items: TransactWriteItem[] = [
     { Put: { TableName: tableName, Item: { ...state }, ConditionExpression: isNew } },
-    { Put: { TableName: tableName, Item: { ...body }, ConditionExpression: isNew } },
   ];
+  if (state.body === undefined)
+    items.push({ Put: { TableName: tableName, Item: { ...body }, ConditionExpression: isNew } });
   const group = state.group;
   if (group !== null) {
     // The head moves only when this version rises above it (store/groupHead.ts).

@@ -13,7 +13,7 @@ import type {
   SettleUnsentInput,
 } from '../ports/SenderStore.js';
 import type { SuppressionList } from '../ports/SuppressionList.js';
-import { bodyOfStoredItem } from './bodyContent.js';
+import { bodyOfStoredItem, inlineBodyOf } from './bodyContent.js';
 import { type GroupHeadReplicas, readGroupHeadVersion } from './groupHead.js';
 import {
   type AttemptRecord,
@@ -57,7 +57,11 @@ export class DynamoSenderStore implements SenderStore {
     return readStateRecord(this.documents, this.tableName, id);
   }
 
-  async readBody(id: string): Promise<MessageBodyRecord | undefined> {
+  async readBody(state: MessageStateRecord): Promise<MessageBodyRecord | undefined> {
+    // A small message's body is inside its state record (docs/data-model.md): no request.
+    const inline = inlineBodyOf(state);
+    if (inline !== undefined) return isMessageBodyRecord(inline) ? inline : undefined;
+    const { id } = state;
     const { Item } = await this.documents.send(
       new GetCommand({
         TableName: this.tableName,
@@ -87,6 +91,7 @@ export class DynamoSenderStore implements SenderStore {
       to: MESSAGE_STATUS.sending,
       now,
       retentionDays: 0, // unused: a claim never starts the retention
+      bodyInState: observed.body !== undefined,
     });
     if (lifetime.body.kind === 'remove') await this.writeBodyTtl(observed.id, lifetime.body);
     const update = new UpdateBuilder(observed, now);
@@ -94,8 +99,16 @@ export class DynamoSenderStore implements SenderStore {
     update.set('lst_pk', byStatusPk(observed.tenant, MESSAGE_STATUS.sending, observed.id));
     update.set('lease_owner', input.owner);
     update.set('lease_until', input.leaseUntil.toISOString());
-    update.set('due_pk', duePk(observed.id));
-    update.set('due_at', input.leaseUntil.toISOString());
+    if (observed.due_pk !== duePk(observed.id) || observed.due_at === undefined) {
+      // A redriven `dead` record leaves its waiting partition for the sweeper's.
+      update.set('due_pk', duePk(observed.id));
+      update.set('due_at', input.leaseUntil.toISOString());
+    }
+    // Otherwise the `due` entry stays where it was: moving its sort key costs a delete and a put in
+    // the index, and the sweeper reads a sending record's lease (core/sweepDecision.ts). The stall the
+    // sweeper may have counted on it ends here, so its count starts again (docs/data-model.md).
+    update.remove('sweep_due_at');
+    update.remove('sweep_count');
     update.set('updated_at', now.toISOString());
     if (input.interruptedAttempt !== undefined) {
       // The sender that died may have reached the relay: its attempt counts (DESIGN §2).
@@ -194,7 +207,13 @@ export class DynamoSenderStore implements SenderStore {
     now: Date,
     retentionDays: number,
   ): TtlWrite {
-    const lifetime = lifetimeChange({ currentExpiresAt: observed.expires_at, to, now, retentionDays });
+    const lifetime = lifetimeChange({
+      currentExpiresAt: observed.expires_at,
+      to,
+      now,
+      retentionDays,
+      bodyInState: observed.body !== undefined,
+    });
     if (isWaitingForOperator(to)) {
       // It waits in the `due` index's waiting partition of its status, since now: the sweeper counts
       // these into the gauge whose alarm stays on while any exists.

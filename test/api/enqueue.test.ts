@@ -1,5 +1,6 @@
 import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { mailText } from '../../bench/benchStack.js';
 import { fingerprint } from '../../lambdas/core/fingerprint.js';
 import { messageIdFor } from '../../lambdas/core/ids.js';
 import { fingerprintSource } from '../../lambdas/core/messageSchema.js';
@@ -15,6 +16,9 @@ import { apiHarness } from './apiHarness.js';
 import { apiEvent, enqueueEvent, getEvent, validBody } from './events.js';
 
 type Harness = Awaited<ReturnType<typeof apiHarness>>;
+
+/** A body too large to go inside its state record: written as an item of its own (docs/data-model.md). */
+const LARGE_TEXT = mailText(20 * 1024);
 /** The harness's POSTDATE_RETENTION_DAYS (30). */
 const RETENTION_MS = 30 * 86_400_000;
 
@@ -92,7 +96,9 @@ describe('POST /v1/messages (enqueue)', () => {
     });
     expect(state).not.toHaveProperty('subject');
     expect(state).not.toHaveProperty('expires_at');
-    expect(await get(messagePk(id), 'BODY')).toMatchObject({
+    expect(state?.fingerprint).toMatch(/^[0-9a-f]{64}$/);
+    // A small body is inside the state record (docs/data-model.md, "Small bodies inside the state record").
+    expect(state?.body).toEqual({
       from: 'Ops <ops@example.com>',
       to: ['Ada Lovelace <ada@example.com>'],
       cc: [],
@@ -100,12 +106,27 @@ describe('POST /v1/messages (enqueue)', () => {
       reply_to: null,
       subject: 'Campaign approved',
       text: 'Your campaign was approved.',
+      html: '<p>Your campaign was approved.</p>',
       headers: { 'X-Campaign': '42' },
-      created_at: '2026-11-29T18:00:00.000Z',
-      fingerprint: expect.stringMatching(/^[0-9a-f]{64}$/),
     });
-    // Two items and nothing else: no guard item, no transaction for an ungrouped message.
-    expect(await api.scanAll()).toHaveLength(2);
+    // One item and nothing else: no guard item, no transaction for an ungrouped message.
+    expect(await api.scanAll()).toHaveLength(1);
+  });
+
+  it('writes a large body as an item of its own, with its fingerprint and creation time, beside the state record', async () => {
+    const response = await api.call(enqueueEvent(validBody({ text: LARGE_TEXT }), { key: 'large-1' }));
+    expect(response.status).toBe(202);
+    const id = String(response.json.id);
+    const items = (await api.scanAll()).filter((item) => item.pk === messagePk(id));
+    expect(items.map((item) => item.sk).sort()).toEqual(['BODY', 'STATE']);
+    const [bodyItem, stateItem] = ['BODY', 'STATE'].map((sk) => items.find((item) => item.sk === sk));
+    expect(stateItem).not.toHaveProperty('body');
+    expect(bodyItem).toMatchObject({
+      from: 'Ops <ops@example.com>',
+      to: ['Ada Lovelace <ada@example.com>'],
+      created_at: stateItem?.created_at,
+      fingerprint: stateItem?.fingerprint,
+    });
   });
 
   it('replays the same key and body with 200, the same message and Idempotent-Replayed: true, writing nothing', async () => {
@@ -167,8 +188,21 @@ describe('POST /v1/messages (enqueue)', () => {
     expect(await api.scanAll()).toHaveLength(before.length);
   });
 
+  it('creates exactly one small message (one item) from ten concurrent identical requests', async () => {
+    const responses = await Promise.all(
+      Array.from({ length: 10 }, () => api.call(enqueueEvent(validBody(), { key: 'race-small' }))),
+    );
+    expect(new Set(responses.map((response) => response.json.id))).toEqual(
+      new Set([messageIdFor('acme', 'race-small')]),
+    );
+    expect(responses.filter((response) => response.status === 202)).toHaveLength(1);
+    expect(responses.filter((response) => response.status === 200)).toHaveLength(9);
+    const items = await api.scanAll();
+    expect(items.filter((item) => item.pk === messagePk(messageIdFor('acme', 'race-small')))).toHaveLength(1);
+  });
+
   it('creates exactly one message from ten concurrent identical requests, and all ten answer it', async () => {
-    const body = validBody();
+    const body = validBody({ text: LARGE_TEXT });
     puts.length = 0;
     const responses = await Promise.all(
       Array.from({ length: 10 }, () => api.call(enqueueEvent(body, { key: 'race-plain' }))),
@@ -185,7 +219,7 @@ describe('POST /v1/messages (enqueue)', () => {
   });
 
   it('creates exactly one grouped message from ten concurrent identical requests (the transaction path)', async () => {
-    const body = validBody({ group: { key: 'race:1', version: 3 } });
+    const body = validBody({ group: { key: 'race:1', version: 3 }, text: LARGE_TEXT });
     transactions.length = 0;
     const responses = await Promise.all(
       Array.from({ length: 10 }, () => api.call(enqueueEvent(body, { key: 'race-key' }))),
@@ -225,12 +259,12 @@ describe('POST /v1/messages (enqueue)', () => {
     expect(again.json.id).toBe(first.json.id);
   });
 
-  it('stores the fingerprint of the canonical request on the body (what fingerprint.ts computes)', async () => {
+  it('stores the fingerprint of the canonical request on the message (what fingerprint.ts computes)', async () => {
     const response = await api.call(enqueueEvent(validBody({ cc: [], bcc: null }), { key: 'fp-1' }));
     const stored = await api.documents.send(
       new GetCommand({
         TableName: api.tableName,
-        Key: { pk: messagePk(messageIdFor('acme', 'fp-1')), sk: 'BODY' },
+        Key: { pk: messagePk(messageIdFor('acme', 'fp-1')), sk: 'STATE' },
       }),
     );
     expect(response.status).toBe(202);
@@ -274,7 +308,7 @@ describe('POST /v1/messages (enqueue)', () => {
     }
 
     it('is completed by the client retrying the same request: 202, one message, under the same id', async () => {
-      const body = validBody();
+      const body = validBody({ text: LARGE_TEXT });
       const id = await orphanBody('crashed-1', body);
       api.clock.advance(2_000);
       const retried = await api.call(enqueueEvent(body, { key: 'crashed-1' }));
@@ -286,15 +320,17 @@ describe('POST /v1/messages (enqueue)', () => {
     });
 
     it('answers 422 to the same key with another body, and writes nothing', async () => {
-      await orphanBody('crashed-2', validBody({ subject: 'First' }));
+      await orphanBody('crashed-2', validBody({ subject: 'First', text: LARGE_TEXT }));
       const before = await api.scanAll();
-      const other = await api.call(enqueueEvent(validBody({ subject: 'Second' }), { key: 'crashed-2' }));
+      const other = await api.call(
+        enqueueEvent(validBody({ subject: 'Second', text: LARGE_TEXT }), { key: 'crashed-2' }),
+      );
       expect(other.status).toBe(422);
       expect(await api.scanAll()).toEqual(before);
     });
 
     it('is completed by its identical replay for the whole retention after its body was written', async () => {
-      const body = validBody({ send_at: '2027-02-01T09:00:00Z' });
+      const body = validBody({ send_at: '2027-02-01T09:00:00Z', text: LARGE_TEXT });
       const id = await orphanBody('crashed-3', body);
       api.clock.advance(RETENTION_MS - 1_000);
       const late = await api.call(enqueueEvent(body, { key: 'crashed-3' }));
@@ -303,7 +339,7 @@ describe('POST /v1/messages (enqueue)', () => {
     });
 
     it('is never completed once older than the retention: its state may have expired, the key is spent', async () => {
-      const body = validBody({ send_at: '2027-06-01T09:00:00Z' });
+      const body = validBody({ send_at: '2027-06-01T09:00:00Z', text: LARGE_TEXT });
       await orphanBody('crashed-4', body);
       api.clock.advance(RETENTION_MS + 1_000);
       const before = await api.scanAll();
@@ -340,7 +376,7 @@ describe('POST /v1/messages (enqueue)', () => {
             },
           }),
       });
-      const body = validBody();
+      const body = validBody({ text: LARGE_TEXT });
       const first = racing.call(enqueueEvent(body, { key: 'overtaken' }));
       await aPutTheBody;
       const retry = await racing.call(enqueueEvent(body, { key: 'overtaken' }));
@@ -357,7 +393,7 @@ describe('POST /v1/messages (enqueue)', () => {
 
   describe('a key whose message outlived its body', () => {
     it('stores the fingerprint on the state record too', async () => {
-      const response = await api.call(enqueueEvent(validBody(), { key: 'fp-state' }));
+      const response = await api.call(enqueueEvent(validBody({ text: LARGE_TEXT }), { key: 'fp-state' }));
       const id = String(response.json.id);
       const items = (await api.scanAll()).filter((item) => item.pk === messagePk(id));
       const [bodyItem, stateItem] = ['BODY', 'STATE'].map((sk) => items.find((item) => item.sk === sk));
@@ -365,7 +401,7 @@ describe('POST /v1/messages (enqueue)', () => {
     });
 
     it('answers a replay after an ended message lost its body with 200, and leaves no body of its own', async () => {
-      const body = validBody({ send_at: '2027-03-01T09:00:00Z' });
+      const body = validBody({ send_at: '2027-03-01T09:00:00Z', text: LARGE_TEXT });
       const first = await api.call(enqueueEvent(body, { key: 'ended-body' }));
       const id = String(first.json.id);
       const cancelled = await api.call(
@@ -388,13 +424,17 @@ describe('POST /v1/messages (enqueue)', () => {
     });
 
     it('answers 422 to another body after the original body expired, and leaves the original untouched', async () => {
-      const first = await api.call(enqueueEvent(validBody({ subject: 'Original' }), { key: 'expired-body' }));
+      const first = await api.call(
+        enqueueEvent(validBody({ subject: 'Original', text: LARGE_TEXT }), { key: 'expired-body' }),
+      );
       const id = String(first.json.id);
       await api.documents.send(
         new DeleteCommand({ TableName: api.tableName, Key: { pk: messagePk(id), sk: 'BODY' } }),
       );
       const before = await api.scanAll();
-      const other = await api.call(enqueueEvent(validBody({ subject: 'Other' }), { key: 'expired-body' }));
+      const other = await api.call(
+        enqueueEvent(validBody({ subject: 'Other', text: LARGE_TEXT }), { key: 'expired-body' }),
+      );
       expect(other.status).toBe(422);
       expect(await api.scanAll()).toEqual(before);
     });
@@ -421,10 +461,10 @@ describe('POST /v1/messages (enqueue)', () => {
     const stored = await api.documents.send(
       new GetCommand({
         TableName: api.tableName,
-        Key: { pk: messagePk(String(response.json.id)), sk: 'BODY' },
+        Key: { pk: messagePk(String(response.json.id)), sk: 'STATE' },
       }),
     );
-    expect(stored.Item?.from).toBe('postdate@example.com');
+    expect(stored.Item?.body?.from).toBe('postdate@example.com');
   });
 
   it('decodes a base64-encoded body from API Gateway', async () => {

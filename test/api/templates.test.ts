@@ -7,7 +7,8 @@ import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { messageIdFor } from '../../lambdas/core/ids.js';
 import { buildOutboxWrite, OutboxInputError, readOutboxTemplate } from '../../lambdas/outbox/index.js';
-import { messagePk } from '../../lambdas/store/messageRecord.js';
+import { inlineBodyOf } from '../../lambdas/store/bodyContent.js';
+import { type MessageStateRecord, messagePk } from '../../lambdas/store/messageRecord.js';
 import { ITEM_SORT_KEY, KEY } from '../../lambdas/store/tableLayout.js';
 import { apiHarness } from './apiHarness.js';
 import { apiEvent, enqueueEvent, getEvent } from './events.js';
@@ -193,7 +194,13 @@ describe('POST /v1/messages with a template', () => {
           }),
         )
       ).Item;
-    return { id, state: await read(ITEM_SORT_KEY.messageState), body: await read(ITEM_SORT_KEY.messageBody) };
+    // The body in either form: inside the state record (a small message) or an item of its own.
+    const state = await read(ITEM_SORT_KEY.messageState);
+    const body =
+      state?.body !== undefined
+        ? inlineBodyOf(state as MessageStateRecord)
+        : await read(ITEM_SORT_KEY.messageBody);
+    return { id, state, body };
   };
 
   it('accepts it (202), pins the latest version, shows template {name, version}, and stores the data, not a body', async () => {

@@ -10,7 +10,7 @@ import { type ExportedMessage, messagesExport, openLineSink } from '../../cli/me
 import { memoryOutput } from '../../cli/output.js';
 import type { MessageStatus } from '../../lambdas/core/messageStatus.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
-import { storedBodyItem } from '../../lambdas/store/bodyContent.js';
+import { placeBody, storedBodyItem } from '../../lambdas/store/bodyContent.js';
 import { byStatusPk, messagePk } from '../../lambdas/store/messageRecord.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
 import { messageId, type SeedMessage, seedMessages, stateRecord } from './cliFixtures.js';
@@ -180,6 +180,43 @@ describe('postdate messages export', () => {
         expect(message.body).toBeNull();
       }
     }
+  });
+
+  it('adds the body a small message carries inside its state record (docs/data-model.md)', async () => {
+    const { tableName: table } = await freshTable();
+    const documents = documentClient();
+    const state = stateRecord({ id: messageId(9100), status: 'sent', createdAt: at(10) });
+    const body = {
+      pk: state.pk,
+      sk: 'BODY' as const,
+      fingerprint: 'f',
+      created_at: state.created_at,
+      from: 'ops@example.com',
+      to: ['ada@example.org'],
+      cc: [],
+      bcc: [],
+      reply_to: null,
+      subject: 'Your code',
+      text: 'Your code is 424242.',
+      html: null,
+      headers: {},
+    };
+    const placed = placeBody(state, body);
+    expect(placed.body).toBeUndefined();
+    await documents.send(new PutCommand({ TableName: table, Item: placed.state }));
+    const lines: string[] = [];
+    await messagesExport(
+      { ...deps, documents, tableName: table },
+      { since: SINCE, until: UNTIL, withBodies: true },
+      { write: async (line) => void lines.push(line) },
+      memoryOutput(),
+    );
+    expect(lines).toHaveLength(1);
+    expect((JSON.parse(lines[0] ?? '{}') as ExportedMessage).body).toMatchObject({
+      subject: 'Your code',
+      to: ['ada@example.org'],
+      text: 'Your code is 424242.',
+    });
   });
 
   it('skips, and counts, what the index lists but the record no longer matches', async () => {

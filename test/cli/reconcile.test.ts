@@ -145,6 +145,40 @@ describe('postdate reconcile', () => {
     expect(reconcileClean(report)).toBe(true);
   });
 
+  it('does not list a message being sent (live lease) whose due entry the claim left at its send time', async () => {
+    const { tableName } = await freshTable();
+    const documents = documentClient();
+    const claimed = stateRecord({
+      id: messageId(31),
+      status: 'sending',
+      createdAt: minutesAgo(60),
+      sendAt: minutesAgo(60),
+    });
+    await documents.send(
+      new PutCommand({
+        TableName: tableName,
+        Item: { ...claimed, lease_owner: 'sender-1', lease_until: minutesAgo(-2) },
+      }),
+    );
+    const isolated = {
+      ...deps,
+      documents,
+      tableName,
+      dueIndex: new DynamoDueIndex(documents, tableName),
+      tenants: async () => ['acme'],
+    };
+    expect((await reconcile(isolated, {}, memoryOutput())).stuck).toEqual([]);
+    // Its lease ran out 20 minutes ago: stuck, overdue since the lease's end.
+    await documents.send(
+      new PutCommand({
+        TableName: tableName,
+        Item: { ...claimed, lease_owner: 'sender-1', lease_until: minutesAgo(20) },
+      }),
+    );
+    const stuck = (await reconcile(isolated, {}, memoryOutput())).stuck;
+    expect(stuck.map((row) => [row.id, row.overdueMs])).toEqual([[messageId(31), 20 * 60_000]]);
+  });
+
   it('reports a record whose by_status key disagrees with its status', async () => {
     const { tableName } = await freshTable();
     const documents = documentClient();

@@ -131,3 +131,24 @@ describe('a message an operator paused', () => {
     );
   });
 });
+
+describe('a sending message, whose due entry the claim leaves at its send time (docs/data-model.md)', () => {
+  it('is not overdue while its lease lives, however old its due entry', () => {
+    const leased = record({ status: 'sending', due_at: ago(3600), lease_until: ago(-60) });
+    expect(decideSweep({ record: leased, now: NOW, graceSeconds: GRACE })).toEqual({
+      action: 'skip',
+      reason: 'not-overdue',
+    });
+    const justExpired = record({ status: 'sending', due_at: ago(3600), lease_until: ago(GRACE - 1) });
+    expect(decideSweep({ record: justExpired, now: NOW, graceSeconds: GRACE }).action).toBe('skip');
+  });
+
+  it('is re-dispatched once its lease expired by the grace, the write conditional on the due entry seen', () => {
+    const stranded = record({ status: 'sending', due_at: ago(3600), lease_until: ago(GRACE + 1) });
+    expect(decideSweep({ record: stranded, now: NOW, graceSeconds: GRACE })).toMatchObject({
+      action: 'redispatch',
+      seenDueAt: ago(3600),
+      sweepCount: 1,
+    });
+  });
+});

@@ -1,4 +1,4 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type AttemptRecord, type MessageStateRecord, messagePk } from '../../lambdas/store/messageRecord.js';
 import { DynamoSenderStore, HISTORY_LIMIT } from '../../lambdas/store/senderTransitions.js';
@@ -28,16 +28,29 @@ describe('DynamoSenderStore', () => {
 
   const put = (fixture: MessageFixture = {}) => putMessage(documents, tableName, now, fixture);
 
-  it('claims a scheduled record: sending, leased, due at the lease end; no attempt yet (the relay has seen nothing)', async () => {
-    const observed = await put();
+  it('claims a scheduled record: sending, leased, its due entry left where it was (the sweeper reads the lease); no attempt yet', async () => {
+    const swept = await put();
+    // A record the sweeper re-dispatched: the claim ends that stall, so its count starts again.
+    await documents.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: { pk: swept.pk, sk: swept.sk },
+        UpdateExpression: 'SET sweep_due_at = due_at, sweep_count = :one',
+        ExpressionAttributeValues: { ':one': 1 },
+      }),
+    );
+    const observed = await readState(documents, tableName, swept.id);
     const result = await store.claim({ observed, owner: 'me', now, leaseUntil });
     expect(result.outcome).toBe('applied');
     const state = await readState(documents, tableName, observed.id);
+    expect(state).not.toHaveProperty('sweep_due_at');
+    expect(state).not.toHaveProperty('sweep_count');
     expect(state).toMatchObject({
       status: 'sending',
       lease_owner: 'me',
       lease_until: leaseUntil.toISOString(),
-      due_at: leaseUntil.toISOString(),
+      due_pk: observed.due_pk,
+      due_at: observed.due_at,
       attempts: 0,
       lst_pk: `${TENANT}#sending#${observed.lst_pk.split('#').at(-1)}`,
     });

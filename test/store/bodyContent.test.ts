@@ -2,11 +2,25 @@ import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { mailText } from '../../bench/benchStack.js';
+import { parseEnqueueRequest } from '../../lambdas/core/messageSchema.js';
 import { buildOutboxWrite } from '../../lambdas/outbox/outboxItems.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
-import { BodyContentError, bodyOfStoredItem, storedBodyItem } from '../../lambdas/store/bodyContent.js';
-import { isMessageBodyRecord, type MessageBodyRecord, messagePk } from '../../lambdas/store/messageRecord.js';
-import { OUTBOX_ITEM_INDEX, outboxTransactItems } from '../../lambdas/store/outboxRecords.js';
+import {
+  BodyContentError,
+  bodyGoesInline,
+  bodyOfStoredItem,
+  inlineBodyOf,
+  itemBytes,
+  placeBody,
+  storedBodyItem,
+} from '../../lambdas/store/bodyContent.js';
+import {
+  isMessageBodyRecord,
+  type MessageBodyRecord,
+  type MessageStateRecord,
+  messagePk,
+} from '../../lambdas/store/messageRecord.js';
+import { OUTBOX_ITEM_INDEX, outboxRecords, outboxTransactItems } from '../../lambdas/store/outboxRecords.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import { ITEM_SORT_KEY } from '../../lambdas/store/tableLayout.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
@@ -14,6 +28,10 @@ import { documentClient, freshTable } from '../support/awsLocal.js';
 /** Bodies stored compressed when that saves, read in both forms (issue 21). */
 
 let n = 0;
+
+/** A state record whose body is an item of its own: all the sender's body read looks at. */
+const separateBodyOf = (id: string) => ({ id, pk: messagePk(id) }) as MessageStateRecord;
+
 function body(text: string | null, html: string | null): MessageBodyRecord {
   n += 1;
   return {
@@ -137,7 +155,7 @@ describe('bodies in DynamoDB Local', () => {
     expect(plainWrite.ConsumedCapacity?.CapacityUnits).toBe(23);
     expect(compressedWrite.ConsumedCapacity?.CapacityUnits).toBeLessThan(12);
     const id = record.pk.slice('MSG#'.length);
-    expect(await new DynamoSenderStore(documents, tableName).readBody(id)).toEqual(record);
+    expect(await new DynamoSenderStore(documents, tableName).readBody(separateBodyOf(id))).toEqual(record);
   });
 
   it('the sender reads a body stored plain (as before compression) unchanged', async () => {
@@ -145,7 +163,9 @@ describe('bodies in DynamoDB Local', () => {
     await documents.send(new PutCommand({ TableName: tableName, Item: record }));
     expect(await rawItem(record.pk)).toMatchObject({ text: record.text });
     expect(
-      await new DynamoSenderStore(documents, tableName).readBody(record.pk.slice('MSG#'.length)),
+      await new DynamoSenderStore(documents, tableName).readBody(
+        separateBodyOf(record.pk.slice('MSG#'.length)),
+      ),
     ).toEqual(record);
   });
 });
@@ -173,5 +193,99 @@ describe('who compresses', () => {
     const items = outboxTransactItems('outbox', write, { compressBody: true });
     expect(bodyItemOf(items)).toMatchObject({ content_encoding: 'br' });
     expect(bodyOfStoredItem(bodyItemOf(items), write.messageId)).toEqual(write.body);
+  });
+});
+
+/** The records the api writes for a message of `text` (its body logical, its state as placed). */
+function apiRecords(text: string, bodyInline = true) {
+  const now = new Date('2026-12-01T12:00:00.000Z');
+  const parsed = parseEnqueueRequest(
+    {
+      to: ['bench@example.com'],
+      subject: 'bench key-1',
+      text,
+      headers: { 'X-Bench': 'postdate' },
+      tags: { kind: 'bench' },
+      metadata: { key: 'key-1' },
+    },
+    { now, allowedFrom: ['*@example.com'], defaultFrom: 'noreply@example.com', maxHorizonDays: 400 },
+  );
+  if (!parsed.ok) throw new Error(parsed.problem.title);
+  return outboxRecords({
+    tenant: 'tenant-bench',
+    idempotencyKey: `k-${text.length}`,
+    request: parsed.value,
+    now,
+    bodyInline,
+  });
+}
+
+describe('where a body goes (docs/decisions/0105: the write-unit arithmetic of a send)', () => {
+  it('inside, when the units it adds to the enqueue, the claim and the outcome are no more than its own put and TTL update', () => {
+    // Fits in the room a send leaves in the state's one unit: adds nothing.
+    expect(bodyGoesInline(500, 150, 400)).toBe(true);
+    // Adds one unit to the outcome only, or to claim and outcome: at most the separate item's two.
+    expect(bodyGoesInline(617, 300, 700)).toBe(true);
+    expect(bodyGoesInline(617, 400, 800)).toBe(true);
+    // The benchmark's 1 KB message: +1 on each of the three writes (3) against 1 + 1: apart.
+    expect(bodyGoesInline(617, 709, 841)).toBe(false);
+    // 2 KB: +1, +1, +2 (4) against a 2-unit body put and TTL update (4): inside, one request fewer.
+    expect(bodyGoesInline(617, 1171, 1303)).toBe(true);
+    // 20 KB: +8 on each write against 9 + 9: apart.
+    expect(bodyGoesInline(617, 8300, 8530)).toBe(false);
+  });
+
+  it('the api places a short body inside (plain) and a 20 KB one apart; the outbox helper never inside', () => {
+    const short = apiRecords('Your code is 424242.');
+    expect(short.state.body).toMatchObject({ text: 'Your code is 424242.' });
+    expect(short.state.body).not.toHaveProperty('content');
+    expect(apiRecords(mailText(20 * 1024)).state).not.toHaveProperty('body');
+    expect(apiRecords(mailText(1024)).state).not.toHaveProperty('body');
+    expect(apiRecords('Your code is 424242.', false).state).not.toHaveProperty('body');
+  });
+
+  it('reads back, from the state record alone, the body record as written, in either inline form', () => {
+    for (const text of ['Your code is 424242.', mailText(2048)]) {
+      const records = apiRecords(text);
+      expect(records.state.body).toBeDefined();
+      expect(inlineBodyOf(records.state)).toEqual(records.body);
+    }
+    expect(apiRecords(mailText(2048)).state.body).toMatchObject({ content_encoding: 'br' });
+    expect(inlineBodyOf(apiRecords(mailText(20 * 1024)).state)).toBeUndefined();
+  });
+
+  it('placeBody keeps the state record as it is apart from `body`', () => {
+    const records = apiRecords('Hello.', false);
+    const placed = placeBody(records.state, records.body);
+    const { body: _body, ...rest } = placed.state;
+    expect(rest).toEqual(records.state);
+    expect(placed.body).toBeUndefined();
+  });
+});
+
+describe('itemBytes: the size DynamoDB bills', () => {
+  let tableName: string;
+  const documents = documentClient();
+  beforeAll(async () => {
+    ({ tableName } = await freshTable('sizes'));
+  });
+
+  it('gives the write units DynamoDB Local consumes for the records a message writes', async () => {
+    const items: Record<string, unknown>[] = [];
+    for (const text of ['Hi.', mailText(700), mailText(1024), mailText(2048), mailText(20 * 1024)]) {
+      const records = apiRecords(text);
+      // Under keys of their own, off every index, so that only the item is billed.
+      const { lst_pk: _l, tnt_pk: _t, due_pk: _d, ...state } = records.state;
+      items.push(
+        { ...state, pk: `${state.pk}-sized` },
+        { ...storedBodyItem(records.body), pk: `${state.pk}-sized` },
+      );
+    }
+    for (const item of items) {
+      const written = await documents.send(
+        new PutCommand({ TableName: tableName, Item: item, ReturnConsumedCapacity: 'TOTAL' }),
+      );
+      expect(written.ConsumedCapacity?.CapacityUnits).toBe(Math.ceil(itemBytes(item) / 1024));
+    }
   });
 });

@@ -109,6 +109,20 @@ describe('the sweeper', () => {
     );
   });
 
+  it('leaves a claimed message alone while its lease lives (its due entry still at its send time), and re-dispatches it once the lease expired by the grace', async () => {
+    const t = await setUp();
+    const leaseUntil = seconds(t.t0, 3 * GRACE);
+    // What a claim leaves since it stopped moving the due entry (docs/data-model.md).
+    const claimed = await t.outbox.put({
+      ...stateRecord({ status: 'sending', sendAt: t.t0, leaseUntil, createdAt: t.t0 }),
+      due_at: t.t0.toISOString(),
+    });
+
+    expect((await t.sweepAt(seconds(t.t0, 2 * GRACE))).copies).toEqual([]);
+    const { copies } = await t.sweepAt(seconds(leaseUntil, GRACE + 1));
+    expect(copies).toEqual([{ payload: { id: claimed.id, rev: 1 }, delaySeconds: 0 }]);
+  });
+
   it('leaves healthy and terminal messages alone', async () => {
     const t = await setUp();
     const now = seconds(t.t0, 3600);

@@ -6,8 +6,10 @@
  * `attribute_not_exists` conditions on its records are the idempotency guard (docs/decisions/,
  * "The id is the idempotency guard"):
  *
- * - an ungrouped message is written as two conditional puts, the body first, then the state record
- *   (which alone makes it visible to the relay): no transaction, no guard item, no pre-read;
+ * - an ungrouped message is written as one conditional put of its state record when its body is
+ *   small enough to go inside it (store/bodyContent.ts `placeBody`), else as two, the body first,
+ *   then the state record (which alone makes it visible to the relay): no transaction, no guard
+ *   item, no pre-read;
  * - a grouped message is written in one transaction with its group head, so "approved" can never be
  *   accepted without the head knowing it.
  *
@@ -265,6 +267,7 @@ export async function enqueueMessage(
       ...(input.templateVersion === undefined ? {} : { templateVersion: input.templateVersion }),
       ...(input.apiCopy === true ? { apiCopy: true } : {}),
       ...(input.attachments ? { attachments: input.attachments } : {}),
+      bodyInline: true,
     });
     const { result, wroteBody } = group
       ? { result: await deps.store.writeEnqueue(write), wroteBody: false }
@@ -281,11 +284,12 @@ export async function enqueueMessage(
   throw new EnqueueContentionError(`enqueue lost ${MAX_ATTEMPTS} races in a row`);
 }
 
-/** An ungrouped message: the body, then the state record that makes it visible. */
+/** An ungrouped message: the body, then the state record that makes it visible (one put when it holds the body). */
 async function writeInTurn(
   store: ApiStore,
   write: EnqueueRecords,
 ): Promise<{ result: EnqueueWriteResult; wroteBody: boolean }> {
+  if (write.state.body !== undefined) return { result: await store.putNew(write.state), wroteBody: false };
   const body = await store.putNew(write.body);
   if (body.kind !== 'written') return { result: body, wroteBody: false };
   return { result: await store.putNew(write.state), wroteBody: true };
