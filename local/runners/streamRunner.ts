@@ -9,6 +9,7 @@ import {
   GetShardIteratorCommand,
   type Shard,
   type ShardIteratorType,
+  TrimmedDataAccessException,
 } from '@aws-sdk/client-dynamodb-streams';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
@@ -27,8 +28,7 @@ import { toLambdaRecord } from './streamRecordFormat.js';
 const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
 /**
  * A request to the emulator that hangs fails after this and the next pass tries again. Without it
- * the SDK waits on a socket without end, so one stuck call would freeze the runner for good: the
- * likeliest reading of a CI run in which a stream test that takes 0.3 s timed out at 20 s. Stream
+ * the SDK waits on a socket without end, so one stuck call would freeze the runner for good. Stream
  * calls answer at once; none long-polls.
  */
 const LOCAL_REQUEST_HANDLER = {
@@ -190,6 +190,13 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
         shard.iterator = await freshIterator(shard);
         return false;
       }
+      if (error instanceof TrimmedDataAccessException) {
+        // The iterator points before the oldest record left: asking again with it fails for good.
+        // Lambda reads on from the oldest record there is (records already trimmed are gone).
+        log('the shard iterator points at trimmed records; reading on from the oldest record', error);
+        shard.iterator = await freshIterator(shard, 'TRIM_HORIZON');
+        return false;
+      }
       throw error;
     }
     const records = result.Records ?? [];
@@ -205,12 +212,15 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
     return records.length > 0;
   };
 
-  const freshIterator = async (shard: ShardState): Promise<string | undefined> => {
+  const freshIterator = async (
+    shard: ShardState,
+    from: 'after-last-read' | 'TRIM_HORIZON' = 'after-last-read',
+  ): Promise<string | undefined> => {
     const { ShardIterator } = await streams.send(
       new GetShardIteratorCommand({
         StreamArn: options.streamArn,
         ShardId: shard.shardId,
-        ...(shard.lastReadSeq
+        ...(shard.lastReadSeq && from === 'after-last-read'
           ? { ShardIteratorType: 'AFTER_SEQUENCE_NUMBER', SequenceNumber: shard.lastReadSeq }
           : { ShardIteratorType: 'TRIM_HORIZON' }),
       }),

@@ -3,6 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import {
+  DynamoDBStreamsClient,
+  GetRecordsCommand,
+  TrimmedDataAccessException,
+} from '@aws-sdk/client-dynamodb-streams';
 import { GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { DeleteCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
@@ -16,6 +21,7 @@ import {
   startStreamRunner,
 } from '../../local/runners/streamRunner.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
+import { eventually } from '../support/eventually.js';
 import { type Effect, readEffects } from './fixtures/effectsFunction.js';
 
 const runners: StreamRunner[] = [];
@@ -127,6 +133,53 @@ describe('the local DynamoDB stream runner', () => {
     );
     await runner.idle();
     expect(seen.invocations.flat()).toEqual(['n-1', 'n-2', 'n-3']);
+  });
+
+  it('reads on from the oldest record after DynamoDB says its iterator points at trimmed data', async () => {
+    // DynamoDB Local answered TrimmedDataAccessException to every poll of a loaded CI run, and the
+    // runner asked again with the same iterator for good. Lambda reads on from TRIM_HORIZON.
+    const { tableName, streamArn } = await freshTable();
+    const send = DynamoDBStreamsClient.prototype.send;
+    // The first iterator the runner reads with stays trimmed, as DynamoDB's does: asking again with
+    // it fails again; only a new iterator reads.
+    let trimmedIterator: string | undefined;
+    let trimmed = 0;
+    DynamoDBStreamsClient.prototype.send = function (
+      this: DynamoDBStreamsClient,
+      command: unknown,
+      ...rest: unknown[]
+    ) {
+      if (command instanceof GetRecordsCommand) {
+        trimmedIterator ??= command.input.ShardIterator;
+        if (command.input.ShardIterator === trimmedIterator) {
+          trimmed += 1;
+          return Promise.reject(
+            new TrimmedDataAccessException({
+              message: 'The operation attempted to read past the oldest stream record in a shard.',
+              $metadata: {},
+            }),
+          );
+        }
+      }
+      return (send as (...args: unknown[]) => Promise<unknown>).apply(this, [command, ...rest]);
+    } as typeof send;
+    try {
+      const seen = recorder(() => undefined);
+      const runner = run({ streamArn, handler: seen.handler });
+      await putItems(tableName, 3);
+      await eventually(
+        'the three records after the trimmed read',
+        () => seen.invocations.flat().length >= 3,
+        {
+          withinMs: 15_000,
+        },
+      );
+      await runner.idle();
+      expect(trimmed).toBeGreaterThan(0);
+      expect(seen.invocations.flat()).toEqual(['n-1', 'n-2', 'n-3']);
+    } finally {
+      DynamoDBStreamsClient.prototype.send = send;
+    }
   });
 
   it('batches up to batchSize records in stream order', async () => {
