@@ -497,13 +497,13 @@ const CALLS = {
     fn: 'sender',
     request: 'UpdateItem, claim',
     item: 'MSG#{id} STATE',
-    units: '1 W + by_status 2 + due 2',
+    // The claim leaves the `due` entry where it was (decision 0106).
+    units: '1 W + by_status 2',
     perMessage: 1,
-    loads: { tableWrites: 1, byStatusWrites: 2, dueWrites: 2 },
+    loads: { tableWrites: 1, byStatusWrites: 2 },
     keys: [
       { key: 'byStatusScheduled', write: 1 },
       { key: 'byStatusSending', write: 1 },
-      { key: 'due', write: 2 },
     ],
   },
   readBody: {
