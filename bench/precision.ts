@@ -77,6 +77,17 @@ export async function precision(options: BenchOptions): Promise<BenchResult> {
         `  webhook ${type.padEnd(20)} status change → arrival p50 ${round(s.p50, 0)} ms  p99 ${round(s.p99, 0)} ms  max ${round(s.max, 0)} ms  (${s.n} events)`,
       );
     }
+    // Where the time went, from the deliveries the API lists (bench/webhookLatency.ts, stages()).
+    const stages = await webhooks.stages();
+    for (const [part, s] of [
+      ['status change → delivery made', stages.toProducer],
+      ['delivery made → POST started', stages.queued],
+      ['POST started → arrival', stages.post],
+    ] as const) {
+      options.log(
+        `  webhook stage ${part.padEnd(30)} p50 ${round(s.p50, 0)} ms  p99 ${round(s.p99, 0)} ms  max ${round(s.max, 0)} ms  (${s.n})`,
+      );
+    }
     rows.push(
       budgetRow({
         metric: `webhook latency, status change → arrival p99 (p50 ${round(latency.all.p50, 0)}, max ${round(latency.all.max, 0)}; ${latency.all.n} events)`,
@@ -99,6 +110,7 @@ export async function precision(options: BenchOptions): Promise<BenchResult> {
         baselineSetTimeout: baseline,
         paths: perPath,
         webhookLatency: latency,
+        webhookStages: stages,
       },
       seconds: (Date.now() - started) / 1000,
     };

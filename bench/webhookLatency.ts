@@ -11,6 +11,13 @@ import { type Spread, sleep, spread } from './stats.js';
  * It spans the table's stream, the event producer (stream runner poll, fan-out, the delivery write),
  * the webhook queue and the delivery function's signed POST. The first arrival of each event counts
  * (the receiver answers 200 at once, so there are no retries); every signature is verified.
+ *
+ * `stages()` splits each latency in three with what the API shows of the delivery
+ * (GET /v1/webhooks/{id}/deliveries): its `created_at` (the event producer's clock once it has read
+ * the endpoints, just before the delivery write) and its first attempt's `at` (the delivery
+ * function's clock as it signs the POST). So status change → delivery made is the table's stream,
+ * its reader's poll (and batching window) and the endpoint read; → POST started is the delivery write,
+ * the webhook queue and the delivery read; → arrival is the POST itself (docs/decisions/0113-webhook-latency-without-a-window.md).
  */
 export interface WebhookLatencyProbe {
   /** Events that arrived so far, of a type (`message.sent`) or all. */
@@ -20,14 +27,34 @@ export interface WebhookLatencyProbe {
    * `message.sent` too — every bench message is sent — or `timeoutMs` passed.
    */
   waitForSent(messages: number, timeoutMs: number): Promise<void>;
+  /** Each first arrival's latency in three parts, from the endpoint's deliveries (read through the API). */
+  stages(): Promise<WebhookLatencyStages>;
   /** The latency spread of every first arrival, and per event type. */
   spreads(): { readonly all: Spread; readonly byType: Readonly<Record<string, Spread>> };
   readonly unverified: () => number;
   close(): Promise<void>;
 }
 
+export interface WebhookLatencyStages {
+  /** Status change → the producer makes the delivery (its `created_at`). */
+  readonly toProducer: Spread;
+  /** The delivery made → its POST started (the first attempt's `at`). */
+  readonly queued: Spread;
+  /** POST started → arrival at the receiver. */
+  readonly post: Spread;
+}
+
+interface DeliveryPage {
+  readonly items: readonly {
+    readonly event_id: string;
+    readonly created_at: string;
+    readonly history: readonly { readonly at: string }[];
+  }[];
+  readonly next_cursor: string | null;
+}
+
 export async function startWebhookLatencyProbe(stack: LocalStack): Promise<WebhookLatencyProbe> {
-  const first = new Map<string, { type: string; latencyMs: number }>();
+  const first = new Map<string, { type: string; latencyMs: number; createdAt: number; arrivedAt: number }>();
   let unverified = 0;
   let verifier: Webhook | undefined;
   const server = createServer((req, res) => {
@@ -46,7 +73,8 @@ export async function startWebhookLatencyProbe(stack: LocalStack): Promise<Webho
       }
       const event = JSON.parse(body) as { id: string; type: string; created_at: string };
       if (!first.has(event.id)) {
-        first.set(event.id, { type: event.type, latencyMs: arrivedAt - Date.parse(event.created_at) });
+        const createdAt = Date.parse(event.created_at);
+        first.set(event.id, { type: event.type, latencyMs: arrivedAt - createdAt, createdAt, arrivedAt });
       }
     });
   });
@@ -57,12 +85,29 @@ export async function startWebhookLatencyProbe(stack: LocalStack): Promise<Webho
     headers: { authorization: `Bearer ${stack.apiKey}`, 'content-type': 'application/json' },
     body: JSON.stringify({ url: `http://127.0.0.1:${port}/bench`, description: 'bench: webhook latency' }),
   });
-  const endpoint = (await created.json()) as { secret?: string };
-  if (created.status !== 201 || typeof endpoint.secret !== 'string') {
+  const endpoint = (await created.json()) as { id?: string; secret?: string };
+  if (created.status !== 201 || typeof endpoint.secret !== 'string' || typeof endpoint.id !== 'string') {
     server.close();
     throw new Error(`POST /v1/webhooks answered ${created.status}`);
   }
   verifier = new Webhook(endpoint.secret);
+  const endpointId = endpoint.id;
+
+  const deliveries = async (): Promise<DeliveryPage['items']> => {
+    const all: DeliveryPage['items'][number][] = [];
+    let cursor: string | null = null;
+    do {
+      const query = new URLSearchParams({ limit: '100', ...(cursor ? { cursor } : {}) });
+      const page = await fetch(`${stack.apiUrl}/v1/webhooks/${endpointId}/deliveries?${query}`, {
+        headers: { authorization: `Bearer ${stack.apiKey}` },
+      });
+      if (page.status !== 200) throw new Error(`GET /v1/webhooks/{id}/deliveries answered ${page.status}`);
+      const body = (await page.json()) as DeliveryPage;
+      all.push(...body.items);
+      cursor = body.next_cursor;
+    } while (cursor);
+    return all;
+  };
 
   const ofType = (type?: string) =>
     [...first.values()].filter((entry) => type === undefined || entry.type === type);
@@ -75,6 +120,21 @@ export async function startWebhookLatencyProbe(stack: LocalStack): Promise<Webho
         return accepted >= messages && ofType('message.sent').length >= accepted;
       };
       while (!done() && Date.now() < deadline) await sleep(100);
+    },
+    async stages() {
+      const toProducer: number[] = [];
+      const queued: number[] = [];
+      const post: number[] = [];
+      for (const delivery of await deliveries()) {
+        const arrival = first.get(delivery.event_id);
+        const attemptAt = Date.parse(delivery.history[0]?.at ?? '');
+        if (!arrival || Number.isNaN(attemptAt)) continue;
+        const writtenAt = Date.parse(delivery.created_at);
+        toProducer.push(writtenAt - arrival.createdAt);
+        queued.push(attemptAt - writtenAt);
+        post.push(arrival.arrivedAt - attemptAt);
+      }
+      return { toProducer: spread(toProducer), queued: spread(queued), post: spread(post) };
     },
     spreads() {
       const byType: Record<string, Spread> = {};

@@ -27,15 +27,17 @@ export const RELAY_STREAM = {
 } as const;
 
 /**
- * The event producer's stream event source (beside the relay's: a shard's second reader). A one-second
- * batching window (docs/decisions/0095-stream-batching-windows.md): events promise delivery, not a
- * latency (DESIGN §11), and a fuller batch shares its per-batch reads (the tenant's endpoints) and
- * `PutEvents` calls among more events, with at most one invocation a second for a quiet shard
- * instead of four.
+ * The event producer's stream event source (beside the relay's: a shard's second reader). No batching
+ * window (docs/decisions/0113-webhook-latency-without-a-window.md, which replaces the 1 s of decision
+ * 0095): issue 32 asks a status change's webhook to arrive within 1 s at p99, and a window is whole
+ * seconds, so with one the wait alone took the p99 past it. At load the window buys nothing: Lambda
+ * polls a shard four times a second, so from ~400 of these records a second on a shard (~130
+ * messages) every batch is full (docs/capacity.md counts full batches). Below that a shard costs at
+ * most four invocations a second instead of one, each with one endpoint read per tenant in its batch.
  */
 export const EVENTS_STREAM = {
   batchSize: 100,
-  batchingWindowSeconds: 1,
+  batchingWindowSeconds: 0,
   retryAttempts: 10,
   maxRecordAgeHours: 24,
   timeoutSeconds: 60,
