@@ -98,22 +98,26 @@ export class PortInUseError extends Error {
 
 /**
  * Turns every 0 into a concrete free port and checks that every fixed port is free, so a clash is
- * reported before anything starts (and names the variable to change).
+ * reported before anything starts (and names the variable to change). `taken` are ports another
+ * part has claimed but may not listen on yet (MailDev's, claimed by `npm start` before the stack):
+ * the kernel may hand a released port out again, so a 0 never becomes one of them.
  */
-export async function claimPorts(ports: LocalPorts, host: string): Promise<LocalPorts> {
+export async function claimPorts(
+  ports: LocalPorts,
+  host: string,
+  taken: readonly number[] = [],
+): Promise<LocalPorts> {
   const claimed: Partial<Record<LocalPart, number>> = {};
+  const inUse = (port: number) => taken.includes(port) || Object.values(claimed).includes(port);
   for (const part of Object.keys(ports) as LocalPart[]) {
     const wanted = ports[part];
-    const got = await probeListen(wanted, host);
-    if (got === undefined) throw new PortInUseError(part, wanted);
-    if (wanted === 0 && Object.values(claimed).includes(got)) {
-      // The kernel may hand the same ephemeral port out twice once it is released; ask again.
-      const again = await probeListen(0, host);
-      if (again === undefined) throw new PortInUseError(part, wanted);
-      claimed[part] = again;
-    } else {
-      claimed[part] = got;
+    let got = await probeListen(wanted, host);
+    // The kernel may hand the same ephemeral port out twice once it is released; ask again.
+    for (let tries = 0; wanted === 0 && got !== undefined && inUse(got) && tries < 20; tries += 1) {
+      got = await probeListen(0, host);
     }
+    if (got === undefined || (wanted === 0 && inUse(got))) throw new PortInUseError(part, wanted);
+    claimed[part] = got;
   }
   return claimed as LocalPorts;
 }

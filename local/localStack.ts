@@ -97,7 +97,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   };
 
   try {
-    const ports = await claimPorts({ ...LOCAL_PORT_DEFAULTS, api: config.port, ...options.ports }, HOST);
+    const ports = await claimPorts(
+      { ...LOCAL_PORT_DEFAULTS, api: config.port, ...options.ports },
+      HOST,
+      options.takenPorts,
+    );
     const externalSmtp = config.smtp.host !== undefined;
 
     // The api and authorizer modules load while DynamoDB Local (the slow part: a JVM) starts.

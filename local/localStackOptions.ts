@@ -19,6 +19,8 @@ export interface LocalStackOptions {
   readonly dataDir?: string;
   /** Ports of the parts (defaults in localEnv.ts, the API's from `config.port`); 0 picks a free port. */
   readonly ports?: Partial<Record<LocalPart, number>>;
+  /** Ports something beside the stack has claimed and will listen on (MailDev's): a 0 never becomes one. */
+  readonly takenPorts?: readonly number[];
   /** Options of the SMTP sink; ignored when `config.smtp.host` points at a real relay. */
   readonly smtp?: { readonly maxBytes?: number };
   /**

@@ -191,6 +191,8 @@ async function main(): Promise<void> {
       ...(viewerPorts
         ? {
             externalViewer: { smtpPort: viewerPorts.smtp, url: `http://${HOST}:${viewerPorts.web}` },
+            // MailDev may not listen on them yet: no part of the stack may be handed one.
+            takenPorts: [viewerPorts.smtp, viewerPorts.web],
             // Test messages shown in MailDev, never sent to it (local/smtp/simulatedMailViewer.ts).
             functionPreload: [SIMULATED_MAIL_PRELOAD],
           }

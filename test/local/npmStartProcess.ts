@@ -42,7 +42,13 @@ export function ready(start: NpmStart, withinMs = 180_000): Promise<string> {
   return eventually(
     // Read at the deadline: what the stack printed by then.
     () => `the banner (stdout: ${start.stdout().slice(-300)} stderr: ${start.stderr().slice(-300)})`,
-    () => (start.stdout().includes('Ctrl-C stops everything.') ? start.stdout() : undefined),
+    () => {
+      if (start.stdout().includes('Ctrl-C stops everything.')) return start.stdout();
+      // A start that ended without its banner will not print it later: fail now, with its words.
+      if (start.child.exitCode !== null || start.child.signalCode !== null)
+        throw new Error(`npm start ended before its banner: ${start.stderr().slice(-300)}`);
+      return undefined;
+    },
     { withinMs, everyMs: 100 },
   );
 }
