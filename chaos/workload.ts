@@ -55,11 +55,11 @@ export function planWorkload(
     const body: Record<string, unknown> = {
       to: [kind === 'expire' ? `expire-${index}@chaos.test` : `r${index}@chaos.test`],
       subject: `chaos ${runId} #${index}`,
-      // Every fourth message's body is too large to go inside its state record
+      // Every second message's body is too large to go inside its state record
       // (docs/decisions/0105-small-bodies-in-the-state-record.md): both forms are sent, and the
       // sender's body read, with the faults injected on it, stays on the path.
       text:
-        index % 4 === 3
+        index % 2 === 1
           ? `message ${index} of chaos run ${runId} ${incompressibleText(index, 8192)}`
           : `message ${index} of chaos run ${runId}`,
       tags: { kind },
