@@ -27,7 +27,8 @@
  *   whose `due_at` is long past;
  * - its tests: test/core/backoff.test.ts, test/core/sendDecision.test.ts, test/sender/retriesAndDeadLetters.test.ts.
  * Other backoffs are separate rules, not this one: the writes after a claim (core/writeRetry.ts),
- * webhook deliveries (core/webhooks.ts `webhookRetryDelayMs`), the sweeper's re-dispatch
+ * webhook deliveries (core/webhooks.ts `webhookRetryDelayMs`; a kept webhook copy's
+ * `keptCopyVisibilitySeconds` draws from this file's ceiling), the sweeper's re-dispatch
  * (core/sweepDecision.ts), the relay breaker's probe (core/relayBreaker.ts), the AWS SDK's retries
  * (core/awsClientLimits.ts) and the typed client's (lambdas/client/retryPolicy.ts).
  */

@@ -32,3 +32,14 @@ export const SQS_MAX_VISIBILITY_SECONDS = 43_200;
 export function backstopReceiveCount(maxAttempts: number): number {
   return Math.min(1000, 3 * maxAttempts + 10);
 }
+
+/**
+ * Which receive of its copy this is, from the SQS record's `ApproximateReceiveCount` attribute:
+ * 1 when SQS gave none or nonsense. The sender's backstop and the webhook copy's backoff read it.
+ */
+export function receiveCountOf(
+  attributes: { readonly ApproximateReceiveCount?: string } | undefined,
+): number {
+  const count = Number(attributes?.ApproximateReceiveCount);
+  return Number.isInteger(count) && count >= 1 ? count : 1;
+}

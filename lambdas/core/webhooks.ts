@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { encodeTime } from 'ulid';
 import * as z from 'zod';
+import { backoffCeilingSeconds } from './backoff.js';
 import { EVENT_TYPES, type EventType } from './messageEvents.js';
 import type { Validated } from './problem.js';
 import { PARSE_CONTEXT, zodErrors } from './problem.js';
@@ -220,10 +221,7 @@ export const KEPT_COPY_BACKOFF = { baseSeconds: 5, capSeconds: 360 } as const;
 
 export function keptCopyVisibilitySeconds(receiveCount: number, random: () => number): number {
   const n = Number.isFinite(receiveCount) ? Math.max(1, Math.floor(receiveCount)) : 1;
-  const ceiling = Math.min(
-    KEPT_COPY_BACKOFF.capSeconds,
-    KEPT_COPY_BACKOFF.baseSeconds * 2 ** Math.min(n - 1, 40),
-  );
+  const ceiling = backoffCeilingSeconds(n - 1, KEPT_COPY_BACKOFF);
   const draw = random();
   const unit = Number.isFinite(draw) ? Math.min(Math.max(draw, 0), 1) : 0;
   return Math.ceil(ceiling / 2 + (unit * ceiling) / 2);

@@ -6,7 +6,7 @@ import type { Config } from '../core/config.js';
 import { parseDispatchPayload } from '../core/dispatchPayload.js';
 import { errorForLog } from '../core/errorForLog.js';
 import { SENDER_METRIC } from '../core/metricNames.js';
-import { backstopReceiveCount } from '../core/queueLimits.js';
+import { backstopReceiveCount, receiveCountOf } from '../core/queueLimits.js';
 import { DEFAULT_RELAY } from '../core/relays.js';
 import { type Lane, runInLanes } from '../core/runWithConcurrency.js';
 import { createTemplateRenderer } from '../core/templateRenderer.js';
@@ -153,7 +153,7 @@ export function createSenderHandler(
         {
           sqsMessageId: record.messageId,
           body: record.body,
-          receiveCount: receiveCountOf(record),
+          receiveCount: receiveCountOf(record.attributes),
         },
         copyDeps,
         time,
@@ -182,7 +182,7 @@ export function createSenderHandler(
    * does not know, and be dropped. Answers whether the copy was replaced (and may be deleted).
    */
   async function refreshed(record: SQSRecord, verdict: CopyVerdict): Promise<boolean> {
-    if (verdict.kind !== 'keep' || receiveCountOf(record) < backstop - 1) return false;
+    if (verdict.kind !== 'keep' || receiveCountOf(record.attributes) < backstop - 1) return false;
     const parsed = parseDispatchPayload(record.body);
     if (!parsed.ok) return false;
     const { id, rev } = parsed.payload;
@@ -230,8 +230,3 @@ export function createSenderHandler(
 
 /** An unexpected error (DynamoDB unreachable, say) brings the copy back soon, not after 6 × the timeout. */
 const UNEXPECTED_ERROR_VISIBILITY_SECONDS = 30;
-
-function receiveCountOf(record: SQSRecord): number {
-  const count = Number(record.attributes.ApproximateReceiveCount);
-  return Number.isInteger(count) && count >= 1 ? count : 1;
-}

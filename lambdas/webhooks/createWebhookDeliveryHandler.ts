@@ -1,5 +1,6 @@
-import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { errorForLog } from '../core/errorForLog.js';
+import { receiveCountOf } from '../core/queueLimits.js';
 import { keptCopyVisibilitySeconds } from '../core/webhooks.js';
 import type { CopyVisibility } from '../ports/CopyVisibility.js';
 import { type CopyOutcome, type DeliveryDeps, deliverCopy, recentEndpoints } from './deliverCopy.js';
@@ -30,7 +31,7 @@ export function createWebhookDeliveryHandler(
           });
           return 'kept';
         } catch (error) {
-          const seconds = keptCopyVisibilitySeconds(receiveCountOf(record), deps.random);
+          const seconds = keptCopyVisibilitySeconds(receiveCountOf(record.attributes), deps.random);
           deps.log?.warn('webhook copy kept for a retry', {
             messageId: record.messageId,
             retryInSeconds: seconds,
@@ -51,9 +52,4 @@ export function createWebhookDeliveryHandler(
       ),
     };
   };
-}
-
-function receiveCountOf(record: SQSRecord): number {
-  const count = Number(record.attributes?.ApproximateReceiveCount);
-  return Number.isInteger(count) && count >= 1 ? count : 1;
 }
