@@ -2,6 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { encodedAttachmentBytes } from '../lambdas/core/attachments.js';
+import { SENDER_METRIC, SWEEPER_METRIC, WEBHOOK_METRIC } from '../lambdas/core/metricNames.js';
+import { EVENT_LANES } from '../lambdas/events/produceEvents.js';
+import { RELAY_LANES } from '../lambdas/relay/relayRecords.js';
+import { SENDER_LANES } from '../lambdas/sender/createSenderHandler.js';
 import { ACCESS_LOG_FORMAT } from '../lib/constructs/Api.js';
 import { EVENTS_STREAM, SENDER_QUEUE } from '../lib/eventSourceLayout.js';
 import { WEBHOOK_DELIVERY, WEBHOOK_QUEUE } from '../lib/webhookLayout.js';
@@ -123,6 +127,43 @@ type FunctionName = keyof typeof FUNCTION_MEMORY_MB;
 export type Traffic = 'alone' | 'busy';
 
 const BUSY_BATCH = { relayRecords: 100, senderCopies: 10, sqsEntries: 10 } as const;
+
+/** What one invocation of each batch function gets when busy: stream records or queue copies. */
+const BUSY_ITEMS_PER_INVOCATION = {
+  relay: BUSY_BATCH.relayRecords,
+  events: EVENTS_STREAM.batchSize,
+  sender: SENDER_QUEUE.batchSize,
+  webhooks: WEBHOOK_DELIVERY.batchSize,
+} as const;
+
+/**
+ * How many items of a batch each batch function works on at once, read from the code: the sender's
+ * lanes (one per pooled SMTP session), the relay's messages, the producer's events; the webhook
+ * delivery function starts every copy of its batch at once (createWebhookDeliveryHandler.ts).
+ * Lambda bills an invocation's wall time, so a busy invocation lasts about ceil(batch / lanes)
+ * items' chains of calls, not the sum of them all.
+ */
+const LANES = {
+  relay: RELAY_LANES,
+  events: EVENT_LANES,
+  sender: SENDER_LANES,
+  webhooks: WEBHOOK_DELIVERY.batchSize,
+} as const satisfies Record<keyof typeof BUSY_ITEMS_PER_INVOCATION, number>;
+
+/**
+ * Requests a batch function makes once per batch (or per ten entries), not once per item: the
+ * relay's and the producer's one SendMessageBatch for the batch's copies, the producer's endpoint
+ * read per tenant and its PutEvents. Every other request is one item's (the api's own copy, the
+ * sender's re-delayed early copy: one entry each).
+ */
+const BATCH_REQUESTS: Partial<Record<FunctionName, readonly PricedRequest[]>> = {
+  relay: ['SQS.SendMessageBatch'],
+  events: ['SQS.SendMessageBatch', 'DynamoDB.Query', 'EventBridge.PutEvents'],
+};
+
+const isBatchRequest = (request: CountedRequest): boolean =>
+  isFunction(request.origin) &&
+  (BATCH_REQUESTS[request.origin] ?? []).includes(`${request.service}.${request.command}` as PricedRequest);
 
 export async function cost(options: BenchOptions): Promise<BenchResult> {
   const started = Date.now();
@@ -379,9 +420,26 @@ export const ACCESS_LOG_LINE_BYTES = Buffer.byteLength(
 
 const isWebhookQueue = (queue: string) => queue.endsWith(`-${WEBHOOK_QUEUE.logicalName}`);
 
+/**
+ * How a function may give the log bytes it measured: all per message (a number, as the templates
+ * benchmark does), or split into what each message writes and what each invocation of a function
+ * writes once (captureLogBytes).
+ */
+export interface LogBytes {
+  readonly perItem: number;
+  readonly perInvocation: Readonly<Partial<Record<FunctionName, number>>>;
+}
+
+/** The share of a batch function's per-item time a full batch's wall time takes: ceil(batch / lanes) of batch. */
+function laneShare(fn: FunctionName): number {
+  if (!(fn in LANES)) return 1;
+  const batch = BUSY_ITEMS_PER_INVOCATION[fn as keyof typeof LANES];
+  return Math.ceil(batch / LANES[fn as keyof typeof LANES]) / batch;
+}
+
 export function billOf(
   requests: readonly CountedRequest[],
-  logBytes: number,
+  logBytes: number | LogBytes,
   messages: number,
   traffic: Traffic = 'alone',
   attachment?: AttachmentLoad,
@@ -436,14 +494,15 @@ export function billOf(
       add(`${calls} RRU`, read, 'RRU', PRICES.dynamodbReadRequestUnit.usd, 'counted');
     } else if (price === 'sqs') {
       const entries = group.reduce((sum, r) => sum + (r.command === 'SendMessageBatch' ? r.items : 0), 0);
+      // Only a batch function's SendMessageBatch fills up when busy; the api's copy and the sender's
+      // re-delayed one are one entry per request whatever the traffic.
+      const filled = busy && entries > 0 && isBatchRequest(first);
       add(
         key,
-        busy && entries > 0
-          ? batched(entries, BUSY_BATCH.sqsEntries)
-          : group.reduce((sum, r) => sum + sqsRequests(r), 0),
+        filled ? batched(entries, BUSY_BATCH.sqsEntries) : group.reduce((sum, r) => sum + sqsRequests(r), 0),
         'requests',
         PRICES.sqsRequest.usd,
-        busy && entries > 0 ? 'derived' : 'counted',
+        filled ? 'derived' : 'counted',
       );
     } else if (price === 'event') {
       const events = group.reduce(
@@ -560,16 +619,25 @@ export function billOf(
   // relay and the event producer once per stream record that passes their event filters; the sender
   // and the webhook delivery once per copy. Batches of one alone; when busy, API Gateway answers from
   // its authorizer cache and the batches are full.
-  const invocations: Record<FunctionName, number> = {
-    api: messages,
-    authorizer: busy ? 0 : messages,
-    relay: batched(relayRecords, BUSY_BATCH.relayRecords),
-    events: batched(producerRecords, EVENTS_STREAM.batchSize),
-    sender: batched(senderCopies, SENDER_QUEUE.batchSize),
-    webhooks: batched(webhookCopies, WEBHOOK_DELIVERY.batchSize),
-    sweeper: 0,
-    bounces: 0,
+  const invocationsWhen = (full: boolean): Record<FunctionName, number> => {
+    const of = (items: number, fn: keyof typeof BUSY_ITEMS_PER_INVOCATION) =>
+      full ? items / BUSY_ITEMS_PER_INVOCATION[fn] : items;
+    return {
+      api: messages,
+      authorizer: full ? 0 : messages,
+      relay: of(relayRecords, 'relay'),
+      events: of(producerRecords, 'events'),
+      sender: of(senderCopies, 'sender'),
+      webhooks: of(webhookCopies, 'webhooks'),
+      sweeper: 0,
+      bounces: 0,
+    };
   };
+  const invocations = invocationsWhen(busy);
+  const aloneInvocations = invocationsWhen(false);
+  /** A function's invocations now per invocation alone: what its once-per-invocation work scales by. */
+  const invocationShare = (fn: FunctionName) =>
+    aloneInvocations[fn] > 0 ? invocations[fn] / aloneInvocations[fn] : 1;
   const totalInvocations = Object.values(invocations).reduce((sum, n) => sum + n, 0);
   add(
     busy
@@ -581,29 +649,52 @@ export function billOf(
     'derived',
   );
 
+  // Lambda bills wall time. Alone, an invocation's calls run one after another. Busy, a batch
+  // function's items run in its lanes (LANES): the invocation lasts about ceil(batch / lanes) items'
+  // chains, and its once-per-batch requests are shared by the whole batch.
+  const callMs = (r: CountedRequest) =>
+    r.service === 'DynamoDB' ? DURATION_MODEL_MS.perDynamodbCall : DURATION_MODEL_MS.perSqsOrSchedulerCall;
   let gbSeconds = 0;
   for (const fn of Object.keys(invocations) as FunctionName[]) {
     const mine = requests.filter((r) => r.origin === fn);
-    const dynamo = mine.filter((r) => r.service === 'DynamoDB').length;
-    const others = mine.length - dynamo;
-    const ms =
-      invocations[fn] * DURATION_MODEL_MS.handlerOverhead +
-      dynamo * DURATION_MODEL_MS.perDynamodbCall +
-      others * DURATION_MODEL_MS.perSqsOrSchedulerCall +
+    const itemMs =
+      mine.filter((r) => !isBatchRequest(r)).reduce((sum, r) => sum + callMs(r), 0) +
       (fn === 'sender' ? messages * DURATION_MODEL_MS.perSmtpSend : 0) +
       (fn === 'webhooks' ? webhookCopies * DURATION_MODEL_MS.perWebhookPost : 0) +
       movedMb(fn, attachment) * messages * DURATION_MODEL_MS.perAttachmentMb;
+    const batchMs = mine
+      .filter(isBatchRequest)
+      .reduce(
+        (sum, r) =>
+          sum +
+          callMs(r) *
+            (busy && r.command === 'SendMessageBatch'
+              ? r.items / BUSY_BATCH.sqsEntries
+              : invocationShare(fn)),
+        0,
+      );
+    const ms =
+      invocations[fn] * DURATION_MODEL_MS.handlerOverhead + batchMs + itemMs * (busy ? laneShare(fn) : 1);
     gbSeconds += (FUNCTION_MEMORY_MB[fn] / 1024) * (ms / 1000);
   }
   add(
-    'Lambda compute, arm64 (duration modelled: prices.ts)',
+    busy
+      ? 'Lambda compute, arm64 (duration modelled: prices.ts; a full batch in its lanes)'
+      : 'Lambda compute, arm64 (duration modelled: prices.ts)',
     gbSeconds,
     'GB-s',
     PRICES.lambdaArmGbSecond.usd,
     'modelled',
   );
 
-  const ingested = logBytes + totalInvocations * PLATFORM_LOG_BYTES_PER_INVOCATION;
+  // Lines written once per invocation (a batch's summary, an EMF document's frame) come once per
+  // batch when busy; the lines about one message, and each EMF datapoint, stay per message.
+  const logs = typeof logBytes === 'number' ? { perItem: logBytes, perInvocation: {} } : logBytes;
+  const functionLines = (Object.entries(logs.perInvocation) as [FunctionName, number][]).reduce(
+    (sum, [fn, bytes]) => sum + bytes * invocationShare(fn),
+    logs.perItem,
+  );
+  const ingested = functionLines + totalInvocations * PLATFORM_LOG_BYTES_PER_INVOCATION;
   add(
     'CloudWatch Logs ingest (function logs + EMF measured, platform lines modelled)',
     ingested / 1e3,
@@ -744,14 +835,62 @@ function summarize(requests: readonly CountedRequest[], messages: number) {
   );
 }
 
-function logSource(line: string): string {
+/** Which function writes an EMF document, from the metrics in it (core/metricNames.ts). */
+const METRIC_FUNCTION = new Map<string, FunctionName>([
+  ...[...Object.values(SWEEPER_METRIC.waiting), SWEEPER_METRIC.redispatched].map(
+    (name) => [name, 'sweeper'] as const,
+  ),
+  ...Object.values(SENDER_METRIC).map((name) => [name, 'sender'] as const),
+  ...Object.values(WEBHOOK_METRIC).map(
+    (name) => [name, name === WEBHOOK_METRIC.eventsPublished ? 'events' : 'webhooks'] as const,
+  ),
+]);
+
+interface ParsedLine {
+  readonly service?: string;
+  readonly message?: string;
+  readonly level?: string;
+  readonly id?: unknown;
+  readonly _aws?: {
+    readonly CloudWatchMetrics?: readonly { readonly Metrics?: readonly { Name: string }[] }[];
+  };
+  readonly [key: string]: unknown;
+}
+
+function parseLine(line: string): ParsedLine | undefined {
   try {
-    const parsed = JSON.parse(line) as { service?: string; message?: string; _aws?: unknown; level?: string };
-    if (parsed._aws) return `EMF metrics (${parsed.service ?? 'unknown'})`;
-    return `${parsed.service ?? 'unknown'} ${parsed.level ?? ''} "${parsed.message ?? ''}"`;
+    return JSON.parse(line) as ParsedLine;
   } catch {
-    return 'other';
+    return undefined;
   }
+}
+
+function logSource(parsed: ParsedLine | undefined): string {
+  if (!parsed) return 'other';
+  if (parsed._aws) return `EMF metrics (${parsed.service ?? 'unknown'})`;
+  return `${parsed.service ?? 'unknown'} ${parsed.level ?? ''} "${parsed.message ?? ''}"`;
+}
+
+/**
+ * Whose bytes a line is: an EMF document's datapoints are the message's, its frame (directives,
+ * dimensions, timestamp) the invocation's that flushed it (one per invocation, whatever the batch);
+ * a function's line about one message (it names the message's `id`) is the message's, any other
+ * line of a function (a batch's summary) its invocation's.
+ */
+function shareOf(parsed: ParsedLine | undefined, bytes: number): { fn?: FunctionName; perItem: number } {
+  if (!parsed) return { perItem: bytes };
+  if (parsed._aws) {
+    const names = (parsed._aws.CloudWatchMetrics ?? []).flatMap((d) => (d.Metrics ?? []).map((m) => m.Name));
+    const fn = names.map((name) => METRIC_FUNCTION.get(name)).find((found) => found !== undefined);
+    const values = names.reduce(
+      (sum, name) => sum + Buffer.byteLength(JSON.stringify(parsed[name] ?? '')),
+      0,
+    );
+    return fn === undefined ? { perItem: bytes } : { fn, perItem: values };
+  }
+  const fn = parsed.service?.replace(/^postdate-/, '');
+  if (fn === undefined || !isFunction(fn) || parsed.id !== undefined) return { perItem: bytes };
+  return { fn, perItem: 0 };
 }
 
 /**
@@ -759,7 +898,8 @@ function logSource(line: string): string {
  * what CloudWatch Logs would ingest, and keeps them off the terminal.
  */
 export function captureLogBytes() {
-  let bytes = 0;
+  let perItem = 0;
+  let perInvocation: Partial<Record<FunctionName, number>> = {};
   let bySource = new Map<string, number>();
   const streams = [process.stdout, process.stderr] as const;
   const originals = streams.map((stream) => stream.write.bind(stream));
@@ -769,10 +909,19 @@ export function captureLogBytes() {
     stream.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
       const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
       if (text.startsWith('{')) {
-        const size = Buffer.byteLength(text);
-        bytes += size;
-        const key = logSource(text);
-        bySource.set(key, (bySource.get(key) ?? 0) + size);
+        // A sandbox's output may arrive as several lines in one chunk.
+        for (const line of text.split('\n')) {
+          if (line.trim() === '') continue;
+          const size = Buffer.byteLength(line) + 1;
+          const parsed = parseLine(line);
+          const key = logSource(parsed);
+          bySource.set(key, (bySource.get(key) ?? 0) + size);
+          const share = shareOf(parsed, size);
+          perItem += share.perItem;
+          if (share.fn !== undefined) {
+            perInvocation[share.fn] = (perInvocation[share.fn] ?? 0) + size - share.perItem;
+          }
+        }
         const callback = rest.find((arg) => typeof arg === 'function') as (() => void) | undefined;
         callback?.();
         return true;
@@ -781,9 +930,11 @@ export function captureLogBytes() {
     }) as typeof stream.write;
   });
   return {
-    take() {
-      const taken = bytes;
-      bytes = 0;
+    /** The bytes since the last call, per message and per invocation of each function, emptied. */
+    take(): LogBytes {
+      const taken = { perItem, perInvocation };
+      perItem = 0;
+      perInvocation = {};
       return taken;
     },
     /** Bytes by function and line kind since the last call, emptied. */

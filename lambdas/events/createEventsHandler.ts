@@ -23,7 +23,7 @@ export function createEventsHandler(
       ? await tagAttachmentLifetimes(records, deps.attachments, deps.log)
       : { failed: [], tagged: 0 };
     const failed = inStreamOrder(records, new Set([...outcome.failed, ...lifetimes.failed]));
-    deps.log?.info('events batch done', {
+    deps.log?.debug?.('events batch done', {
       records: records.length,
       events: outcome.events,
       deliveries: outcome.deliveries,

@@ -87,7 +87,7 @@ export async function produceEvents(
   });
   const now = deps.now();
   const copies: { sequenceNumber: string; queued: QueuedWebhookCopy }[] = [];
-  await runWithConcurrency(events, 8, async ({ sequenceNumber, tenant, event }) => {
+  await runWithConcurrency(events, EVENT_LANES, async ({ sequenceNumber, tenant, event }) => {
     const endpoints = endpointsOf.get(tenant) ?? [];
     for (const endpoint of endpoints) {
       if (endpoint.tenant !== tenant || !isSubscribed(endpoint.events, event.type)) continue;
@@ -142,3 +142,6 @@ export async function produceEvents(
   }
   return { failed: inStreamOrder(records, failed), events: events.length, deliveries };
 }
+
+/** Events of one batch whose deliveries are written at once (the cost benchmark's duration model reads it). */
+export const EVENT_LANES = 8;

@@ -13,7 +13,7 @@ export function createRelayHandler(
   return async function relayBatch(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
     const records = event.Records.map(fromLambdaRecord);
     const outcome = await relayRecords(records, deps);
-    deps.log?.info('relay batch done', {
+    deps.log?.debug?.('relay batch done', {
       records: records.length,
       queued: outcome.queued,
       scheduled: outcome.scheduled,

@@ -20,7 +20,7 @@ export interface RelayDeps {
   /** POSTDATE_SCHEDULE_LEAD_SECONDS: a schedule fires this much before send_at. */
   readonly scheduleLeadSeconds: number;
   readonly log?: Log;
-  /** How many messages' records are worked on at once (records of one message stay in order). @default 8 */
+  /** How many messages' records are worked on at once (records of one message stay in order). @default RELAY_LANES */
   readonly concurrency?: number;
 }
 
@@ -126,7 +126,7 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
     }
   };
 
-  await runWithConcurrency([...byMessage.values()], deps.concurrency ?? 8, relayMessage);
+  await runWithConcurrency([...byMessage.values()], deps.concurrency ?? RELAY_LANES, relayMessage);
 
   if (pendingCopies.length > 0) {
     const nowMs = deps.now().getTime();
@@ -166,6 +166,9 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
 
   return { failed: inStreamOrder(records, failed), ...counts };
 }
+
+/** Messages of one batch relayed at once (the cost benchmark's duration model reads it: bench/cost.ts). */
+export const RELAY_LANES = 8;
 
 interface PendingCopy {
   readonly payload: QueuedCopy['payload'];

@@ -167,7 +167,7 @@ export function admitted(run: CopyRun, state: MessageStateRecord | undefined): A
 }
 
 export function drop(run: CopyRun, reason: string): CopyVerdict {
-  run.deps.log.info('sender dropped a copy', logContext(run, { reason }));
+  run.deps.log.debug?.('sender dropped a copy', logContext(run, { reason }));
   return ack(reason);
 }
 

@@ -54,7 +54,7 @@ export interface SenderDependencies {
    * per second, divided by POSTDATE_SENDER_MAX_CONCURRENCY); undefined is unlimited.
    */
   readonly maxSendRate?: number | undefined;
-  /** Copies of one batch worked on at once. @default 4 */
+  /** Copies of one batch worked on at once. @default SENDER_LANES */
   readonly concurrency?: number;
   readonly now: () => Date;
   readonly random: () => number;
@@ -202,9 +202,10 @@ export function createSenderHandler(
     const deadline =
       deps.now().getTime() + (context?.getRemainingTimeInMillis() ?? deps.timeoutSeconds * 1000);
     const time: InvocationTime = { remainingMs: () => deadline - deps.now().getTime() };
-    // A few copies work at once (`deps.concurrency ?? 4`); a copy waiting out its last moment before
-    // its send time steps out of its lane meanwhile (processCopy.ts, decision 0098).
-    const verdicts = await runInLanes(event.Records, deps.concurrency ?? 4, async (record, _index, lane) => {
+    // A few copies work at once (SENDER_LANES); a copy waiting out its last moment before its send
+    // time steps out of its lane meanwhile (processCopy.ts, decision 0098).
+    const lanes = deps.concurrency ?? SENDER_LANES;
+    const verdicts = await runInLanes(event.Records, lanes, async (record, _index, lane) => {
       const verdict = await verdictFor(record, time, lane);
       if (await refreshed(record, verdict)) return { record, verdict: { kind: 'ack', reason: 'refreshed' } };
       if (verdict.kind === 'keep' && verdict.visibilitySeconds !== undefined) {
@@ -227,6 +228,13 @@ export function createSenderHandler(
     return response;
   };
 }
+
+/**
+ * Copies of one batch worked on at once: as many as the mailer's pooled SMTP sessions
+ * (NodemailerMailer's `maxConnections` default). An invocation lasts about ceil(batch / lanes)
+ * copies, which the cost benchmark's duration model reads (bench/cost.ts).
+ */
+export const SENDER_LANES = 4;
 
 /** An unexpected error (DynamoDB unreachable, say) brings the copy back soon, not after 6 × the timeout. */
 const UNEXPECTED_ERROR_VISIBILITY_SECONDS = 30;

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { CountedRequest, SeenStreamRecord } from '../../bench/awsRequestCounter.js';
-import { billOf, type CostLine, UnbilledRequestError } from '../../bench/cost.js';
+import { billOf, type CostLine, captureLogBytes, UnbilledRequestError } from '../../bench/cost.js';
+import {
+  DURATION_MODEL_MS,
+  FUNCTION_MEMORY_MB,
+  PLATFORM_LOG_BYTES_PER_INVOCATION,
+} from '../../bench/prices.js';
+import { SENDER_LANES } from '../../lambdas/sender/createSenderHandler.js';
 
 /** One counted request with neutral defaults. */
 function request(
@@ -94,6 +100,116 @@ describe('the cost model: a lone message and a busy stream', () => {
       expect(line(busy, item)).toEqual(line(alone, item));
     }
     expect(total(busy)).toBeLessThan(total(alone));
+  });
+});
+
+describe('the cost model: a busy invocation as Lambda bills it (issue 32)', () => {
+  /** Ten copies for the sender alone: one claim write and one SMTP send each. */
+  function tenCopies(): CountedRequest[] {
+    return Array.from({ length: 10 }, () => [
+      request({
+        origin: 'platform',
+        service: 'SQS',
+        command: 'ReceiveMessage',
+        items: 1,
+        queue: 'postdate-send',
+      }),
+      request({ origin: 'sender', service: 'DynamoDB', command: 'UpdateItem', writeUnits: 3 }),
+    ]).flat();
+  }
+  const gbSeconds = (fn: keyof typeof FUNCTION_MEMORY_MB, ms: number) =>
+    (FUNCTION_MEMORY_MB[fn] / 1024) * (ms / 1000);
+
+  it("bills a full sender batch's wall time: ceil(batch / lanes) copies' chains, the lanes read from the sender", () => {
+    const chain = DURATION_MODEL_MS.perDynamodbCall + DURATION_MODEL_MS.perSmtpSend;
+    // The api and (alone: API Gateway's cache off) the authorizer, invoked per enqueue, do nothing else here.
+    const api = gbSeconds('api', 10 * DURATION_MODEL_MS.handlerOverhead);
+    const authorizer = gbSeconds('authorizer', 10 * DURATION_MODEL_MS.handlerOverhead);
+    const alone = gbSeconds('sender', 10 * (DURATION_MODEL_MS.handlerOverhead + chain));
+    const busy = gbSeconds(
+      'sender',
+      DURATION_MODEL_MS.handlerOverhead + Math.ceil(10 / SENDER_LANES) * chain,
+    );
+    expect(line(billOf(tenCopies(), 0, 10), 'Lambda compute')?.quantity).toBeCloseTo(
+      (api + authorizer + alone) / 10,
+      10,
+    );
+    expect(line(billOf(tenCopies(), 0, 10, 'busy'), 'Lambda compute')?.quantity).toBeCloseTo(
+      (api + busy) / 10,
+      10,
+    );
+  });
+
+  it("keeps the api's own copy at one request per enqueue when busy: each enqueue is its own invocation", () => {
+    const withCopy = [
+      ...tenAlone(),
+      ...Array.from({ length: 10 }, () =>
+        request({
+          origin: 'api',
+          service: 'SQS',
+          command: 'SendMessageBatch',
+          items: 1,
+          queue: 'postdate-send',
+        }),
+      ),
+    ];
+    expect(line(billOf(withCopy, 0, 10, 'busy'), 'api SQS.SendMessageBatch')?.quantity).toBe(1);
+    expect(line(billOf(withCopy, 0, 10, 'busy'), 'relay SQS.SendMessageBatch')?.quantity).toBeCloseTo(
+      0.1,
+      10,
+    );
+  });
+
+  it('bills the lines written once per invocation once per full batch when busy, the lines about a message per message', () => {
+    const logs = { perItem: 3000, perInvocation: { sender: 2000 } };
+    const ingest = (traffic: 'alone' | 'busy') =>
+      line(billOf(tenAlone(), logs, 10, traffic), 'CloudWatch Logs ingest')?.quantity ?? 0;
+    const invocations = (traffic: 'alone' | 'busy') =>
+      line(billOf(tenAlone(), 0, 10, traffic), 'Lambda invocations')?.quantity ?? 0;
+    const platform = (traffic: 'alone' | 'busy') =>
+      (invocations(traffic) * PLATFORM_LOG_BYTES_PER_INVOCATION) / 1e3;
+    expect(ingest('alone')).toBeCloseTo((3000 + 2000) / 10 / 1e3 + platform('alone'), 10);
+    expect(ingest('busy')).toBeCloseTo((3000 + 2000 / 10) / 10 / 1e3 + platform('busy'), 10);
+  });
+
+  it("counts an EMF document's frame as its invocation's and its datapoints as the message's; a batch's summary as its invocation's", () => {
+    const capture = captureLogBytes();
+    const emf = JSON.stringify({
+      _aws: {
+        Timestamp: 1,
+        CloudWatchMetrics: [
+          {
+            Namespace: 'Postdate',
+            Dimensions: [['service', 'stack']],
+            Metrics: [{ Name: 'Lateness', Unit: 'Milliseconds' }],
+          },
+        ],
+      },
+      service: 'postdate',
+      stack: 'local',
+      Lateness: 812,
+    });
+    const aboutMessage = JSON.stringify({
+      level: 'INFO',
+      message: 'sender recorded an outcome',
+      service: 'postdate-sender',
+      id: 'm1',
+    });
+    const summary = JSON.stringify({
+      level: 'INFO',
+      message: 'relay batch done',
+      service: 'postdate-relay',
+      records: 1,
+    });
+    try {
+      process.stdout.write(`${emf}\n`);
+      process.stdout.write(`${aboutMessage}\n${summary}\n`);
+    } finally {
+      capture.restore();
+    }
+    const taken = capture.take();
+    expect(taken.perItem).toBe('812'.length + aboutMessage.length + 1);
+    expect(taken.perInvocation).toEqual({ sender: emf.length + 1 - '812'.length, relay: summary.length + 1 });
   });
 });
 

@@ -358,3 +358,25 @@ describe('partial batch failures', () => {
     expect(await t.scheduleNames()).toEqual([`pd-${later.id}-1`]);
   });
 });
+
+describe("the relay's log", () => {
+  it("writes a batch's counts at DEBUG: a routine line nobody acts on stays off CloudWatch Logs at INFO (issue 32)", async () => {
+    const t = await setUp();
+    const lines: { level: string; message: string }[] = [];
+    const record = (level: string) => (message: string) => lines.push({ level, message });
+    const log = {
+      debug: record('debug'),
+      info: record('info'),
+      warn: record('warn'),
+      error: record('error'),
+    };
+    const relay = createRelayHandler({ ...t.deps, log });
+    await t.outbox.put(stateRecord({ sendAt: t.now, createdAt: t.now }));
+
+    const response = await relay(await t.stream.next());
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(t.queue.copies).toHaveLength(1);
+    expect(lines).toEqual([{ level: 'debug', message: 'relay batch done' }]);
+  });
+});

@@ -82,6 +82,24 @@ describe('the sender against duplicates and dead senders', () => {
     expect(failures.length).toBeLessThanOrEqual(1);
   });
 
+  it('drops a second copy of a sent message with a DEBUG line, not INFO (issue 32: a routine line nobody acts on)', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script();
+    const message = await rig.putMessage();
+    await rig.dispatch(message);
+    await rig.deliverNext();
+    expect((await rig.state(message.id)).status).toBe('sent');
+    await rig.dispatch(message);
+    const { response } = await rig.deliverNext();
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(accepted(rig, message.id)).toHaveLength(1);
+    const dropped = rig.log.lines.filter((line) => line.message === 'sender dropped a copy');
+    expect(dropped).toEqual([
+      expect.objectContaining({ level: 'debug', attributes: expect.objectContaining({ id: message.id }) }),
+    ]);
+  });
+
   it('delivers once when two senders race on two copies of one id', async () => {
     const rig = await createSenderRig(world);
     world.smtp.script();

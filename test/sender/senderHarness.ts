@@ -123,6 +123,9 @@ export class RecordingMetrics implements SenderMetrics {
 /** Every log line the sender wrote, to check none of them carries an address. */
 export class RecordingLog implements Log {
   readonly lines: { level: string; message: string; attributes: Record<string, unknown> }[] = [];
+  debug(message: string, attributes: Record<string, unknown>): void {
+    this.lines.push({ level: 'debug', message, attributes });
+  }
   info(message: string, attributes: Record<string, unknown>): void {
     this.lines.push({ level: 'info', message, attributes });
   }

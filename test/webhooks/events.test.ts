@@ -230,6 +230,24 @@ describe('the event producer', () => {
     expect(batchItemFailures).toEqual([{ itemIdentifier: batch[0]?.dynamodb?.SequenceNumber }]);
   });
 
+  it("writes a batch's counts at DEBUG: a routine line nobody acts on stays off CloudWatch Logs at INFO (issue 32)", async () => {
+    const harness = await webhookHarness();
+    const lines: { level: string; message: string }[] = [];
+    const record = (level: string) => (message: string) => lines.push({ level, message });
+    const produce = createEventsHandler({
+      bus: { publish: async () => ({ failed: [] }) },
+      store: harness.store,
+      queue: harness.queue,
+      now: harness.clock.now,
+      retryHours: 24,
+      retentionDays: 30,
+      log: { debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error') },
+    });
+    const { batchItemFailures } = await produce({ Records: lifecycle('tenant-a', 'msgd') });
+    expect(batchItemFailures).toEqual([]);
+    expect(lines).toEqual([{ level: 'debug', message: 'events batch done' }]);
+  });
+
   it('puts events on EventBridge with source postdate and the type as detail-type', async () => {
     const inputs: unknown[] = [];
     const client = {
