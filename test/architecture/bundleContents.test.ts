@@ -1,31 +1,25 @@
 /**
- * What the function bundles carry, from esbuild's own account (its metafile), built with the
- * functions' esbuild options: the weight that never runs in Lambda stays out.
+ * What the function bundles carry, from esbuild's own account (its metafile), built as the functions
+ * are (functionBuildOptions: the entry and its chunks): the weight that never runs in Lambda stays out.
  */
 import { build, type Metafile } from 'esbuild';
 import { describe, expect, it } from 'vitest';
-import { POSTDATE_FUNCTIONS } from '../../lambdas/core/postdateFunctions.js';
-import { FUNCTION_ESBUILD_OPTIONS, PROJECT_ROOT } from '../../lib/constructs/postdateFunction.js';
+import { POSTDATE_FUNCTIONS, type PostdateFunctionName } from '../../lambdas/core/postdateFunctions.js';
+import { functionBuildOptions } from '../../lib/constructs/postdateFunction.js';
 
-async function metafileOf(name: string): Promise<Metafile> {
-  const result = await build({
-    ...FUNCTION_ESBUILD_OPTIONS,
-    mainFields: [...FUNCTION_ESBUILD_OPTIONS.mainFields],
-    entryPoints: [`${PROJECT_ROOT}lambdas/${name}/handler.ts`],
-    outdir: '/nonexistent',
-    write: false,
-    absWorkingDir: PROJECT_ROOT,
-    metafile: true,
-    logLevel: 'error',
-  });
+async function metafileOf(name: PostdateFunctionName): Promise<Metafile> {
+  const result = await build({ ...functionBuildOptions(name, '/nonexistent'), write: false, metafile: true });
   return result.metafile;
 }
 
-/** Bundled input files, each with the bytes it adds to the output. */
-async function bundledInputs(name: string): Promise<Map<string, number>> {
+/** Bundled input files, each with the bytes it adds to the output: the entry and all its chunks. */
+async function bundledInputs(name: PostdateFunctionName): Promise<Map<string, number>> {
   const metafile = await metafileOf(name);
-  const output = Object.values(metafile.outputs).find((candidate) => candidate.entryPoint);
-  return new Map(Object.entries(output?.inputs ?? {}).map(([file, input]) => [file, input.bytesInOutput]));
+  const inputs = new Map<string, number>();
+  for (const output of Object.values(metafile.outputs))
+    for (const [file, input] of Object.entries(output.inputs))
+      inputs.set(file, (inputs.get(file) ?? 0) + input.bytesInOutput);
+  return inputs;
 }
 
 const packageOf = (file: string): string | undefined => file.match(/node_modules\/((?:@[^/]+\/)?[^/]+)/)?.[1];
