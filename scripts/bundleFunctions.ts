@@ -1,34 +1,31 @@
 /**
- * The package build's second half (`npm run build`): the eight prebuilt function bundles, written to
- * `dist/functions/{name}/index.mjs` with the esbuild options the construct's NodejsFunction uses in
- * this repository (FUNCTION_ESBUILD_OPTIONS, one definition). An installed package deploys these
- * with `Code.fromAsset`, so a consumer's `cdk deploy` needs no esbuild, lock file or Docker.
+ * The package build's second half (`npm run build`): the eight prebuilt functions, each written to
+ * `dist/functions/{name}/` (`index.mjs` and the chunks it loads) with the esbuild options the
+ * construct bundles with in this repository (functionBuildOptions, one definition). An installed
+ * package deploys these directories with `Code.fromAsset`, so a consumer's `cdk deploy` needs no
+ * esbuild, lock file or Docker.
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { POSTDATE_FUNCTIONS } from '../lambdas/core/postdateFunctions.js';
-import { FUNCTION_BUNDLE_FILE, FUNCTION_ESBUILD_OPTIONS } from '../lib/constructs/postdateFunction.js';
+import {
+  FUNCTION_BUNDLE_FILE,
+  functionBuildOptions,
+  prebuiltBundleDirectory,
+} from '../lib/constructs/postdateFunction.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-/** Writes every bundle below `outDir/functions/` and returns their paths. */
+/** Writes every function below `outDir/functions/` and returns the paths of their entries. */
 export async function bundleFunctions(outDir: string = join(ROOT, 'dist')): Promise<string[]> {
-  const functionsDir = join(outDir, 'functions');
-  rmSync(functionsDir, { recursive: true, force: true });
+  rmSync(join(outDir, 'functions'), { recursive: true, force: true });
   return Promise.all(
     POSTDATE_FUNCTIONS.map(async (name) => {
-      const outfile = join(functionsDir, name, FUNCTION_BUNDLE_FILE);
-      await build({
-        ...FUNCTION_ESBUILD_OPTIONS,
-        mainFields: [...FUNCTION_ESBUILD_OPTIONS.mainFields],
-        entryPoints: [join(ROOT, 'lambdas', name, 'handler.ts')],
-        outfile,
-        absWorkingDir: ROOT,
-        logLevel: 'error',
-      });
-      return outfile;
+      const directory = prebuiltBundleDirectory(name, `${outDir}/`);
+      await build(functionBuildOptions(name, directory));
+      return join(directory, FUNCTION_BUNDLE_FILE);
     }),
   );
 }

@@ -5,8 +5,8 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
+import { lazyS3AttachmentStore } from '../adapters/LazyS3AttachmentStore.js';
 import { type LambdaEntry, lambdaEntry } from '../adapters/lambdaEntry.js';
-import { attachmentS3Client, S3AttachmentStore } from '../adapters/S3AttachmentStore.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import { DynamoApiStore } from '../store/apiStore.js';
@@ -42,12 +42,14 @@ export function wireApi(env: Environment, logger: Logger): ApiHandler {
     ? new SqsDispatchQueue(sqs, requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL'))
     : undefined;
   // The attachments' bucket (DESIGN §13); path-style against the local emulator (POSTDATE_S3_ENDPOINT).
+  // The S3 client loads with the first attachment (decision 0114).
   const attachments =
     names.attachmentBucket === undefined
       ? undefined
-      : new S3AttachmentStore({
+      : lazyS3AttachmentStore({
           bucket: names.attachmentBucket,
-          client: attachmentS3Client(names.attachmentEndpoint, awsClientEnvironment(env, 'S3')),
+          endpoint: names.attachmentEndpoint,
+          config: awsClientEnvironment(env, 'S3'),
         });
   return createApiHandler({
     store: new DynamoApiStore(documents, names.tableName, {

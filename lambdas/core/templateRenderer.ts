@@ -5,13 +5,7 @@
  * stale; an archived template's versions still render (archiving stops new enqueues only).
  */
 import type { FieldError } from './problem.js';
-import {
-  type CompiledTemplate,
-  compileTemplate,
-  type RenderedContent,
-  renderTemplate,
-  type TemplateContent,
-} from './renderTemplate.js';
+import type { CompiledTemplate, RenderedContent, TemplateContent } from './renderTemplate.js';
 import { LruCache, templateVersionKey } from './templateCache.js';
 
 /** One template version of one tenant. */
@@ -46,30 +40,41 @@ export interface TemplateRenderer {
 /** Compiled versions kept per warm function by default. */
 export const DEFAULT_TEMPLATE_CACHE_ENTRIES = 100;
 
+/**
+ * renderTemplate.ts and Handlebars, imported on the first render (decision 0114): most messages have
+ * no template, and code splitting keeps Handlebars (~110 KB of bundle with its source-map) out of
+ * what a cold start loads. Node imports a module once; later calls get the same module at once.
+ */
+const renderModule = () => import('./renderTemplate.js');
+
 export function createTemplateRenderer(
   load: LoadTemplateVersion,
   maxEntries: number = DEFAULT_TEMPLATE_CACHE_ENTRIES,
 ): TemplateRenderer {
   const compiled = new LruCache<CompiledTemplate>(maxEntries);
-  const outcome = (template: CompiledTemplate | undefined, data: Readonly<Record<string, unknown>>) => {
-    if (template === undefined) return { kind: 'missing' } as const;
-    const result = renderTemplate(template, data);
+  const compile = async (content: TemplateContent) => (await renderModule()).compileTemplate(content);
+  const outcome = async (
+    template: CompiledTemplate | undefined,
+    data: Readonly<Record<string, unknown>>,
+  ): Promise<TemplateRenderOutcome> => {
+    if (template === undefined) return { kind: 'missing' };
+    const result = (await renderModule()).renderTemplate(template, data);
     return result.ok
-      ? ({ kind: 'rendered', content: result.value } as const)
-      : ({ kind: 'invalid', errors: result.errors } as const);
+      ? { kind: 'rendered', content: result.value }
+      : { kind: 'invalid', errors: result.errors };
   };
   return {
     async render(ref, data) {
       const key = templateVersionKey(ref.tenant, ref.name, ref.version);
       const template = await compiled.getOrLoad(key, async () => {
         const content = await load(ref);
-        return content === undefined ? undefined : compileTemplate(content);
+        return content === undefined ? undefined : compile(content);
       });
       return outcome(template, data);
     },
     async renderLoaded(ref, content, data) {
       const key = templateVersionKey(ref.tenant, ref.name, ref.version);
-      const template = await compiled.getOrLoad(key, async () => compileTemplate(content));
+      const template = await compiled.getOrLoad(key, () => compile(content));
       return outcome(template, data);
     },
   };

@@ -6,8 +6,8 @@ import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { EventBridgeBus } from '../adapters/EventBridgeBus.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
+import { lazyS3AttachmentStore } from '../adapters/LazyS3AttachmentStore.js';
 import { lambdaEntry } from '../adapters/lambdaEntry.js';
-import { attachmentS3Client, S3AttachmentStore } from '../adapters/S3AttachmentStore.js';
 import { SqsWebhookQueue } from '../adapters/SqsWebhookQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import type { WebhookMetric } from '../core/metricNames.js';
@@ -49,13 +49,15 @@ export function wireEvents(
     now: () => new Date(),
     retryHours: config.webhookRetryHours,
     retentionDays: config.retentionDays,
-    // The attachments' bucket, to tag an ended message's attachments (DESIGN §13).
+    // The attachments' bucket, to tag an ended message's attachments (DESIGN §13); the S3 client
+    // loads with the first message that has any (decision 0114).
     ...(names.attachmentBucket === undefined
       ? {}
       : {
-          attachments: new S3AttachmentStore({
+          attachments: lazyS3AttachmentStore({
             bucket: names.attachmentBucket,
-            client: attachmentS3Client(names.attachmentEndpoint, awsClientEnvironment(env, 'S3')),
+            endpoint: names.attachmentEndpoint,
+            config: awsClientEnvironment(env, 'S3'),
           }),
         }),
     log,

@@ -5,9 +5,7 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
 import { lambdaEntry } from '../adapters/lambdaEntry.js';
-import { attachmentS3Client } from '../adapters/S3AttachmentStore.js';
 import { configTargetOf, loadConfig, loadResourceNames } from '../core/config.js';
-import { RESOURCE_SETTINGS } from '../core/configSpec.js';
 import type { Log } from '../ports/Log.js';
 import type { SenderMetrics } from '../ports/SenderMetrics.js';
 import { createSenderHandler } from './createSenderHandler.js';
@@ -30,10 +28,7 @@ export function wireSender(
     config: loadConfig(env, configTargetOf(env)),
     names: loadResourceNames(env),
     sqs: new SQSClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'SQS') }),
-    s3: attachmentS3Client(
-      env[RESOURCE_SETTINGS.attachmentEndpoint.variable],
-      awsClientEnvironment(env, 'S3'),
-    ),
+    s3: awsClientEnvironment(env, 'S3'),
     documents: DynamoDBDocumentClient.from(
       new DynamoDBClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'DYNAMODB') }),
       {

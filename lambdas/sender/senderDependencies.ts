@@ -1,11 +1,11 @@
-import type { S3Client } from '@aws-sdk/client-s3';
+import type { S3ClientConfig } from '@aws-sdk/client-s3';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { awsClientOptions } from '../adapters/awsClients.js';
+import { lazyS3AttachmentStore } from '../adapters/LazyS3AttachmentStore.js';
 import { NodemailerMailer, smtpTimeoutsOf } from '../adapters/NodemailerMailer.js';
 import { NodemailerRelayProbe } from '../adapters/NodemailerRelayProbe.js';
-import { attachmentS3Client, S3AttachmentStore } from '../adapters/S3AttachmentStore.js';
 import { SqsCopyVisibility } from '../adapters/SqsCopyVisibility.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { environmentSmtpCredentials, secretsManagerSmtpCredentials } from '../adapters/smtpCredentials.js';
@@ -36,8 +36,8 @@ export interface SenderWiring {
   readonly secretsManager?: SecretsManagerClient;
   readonly log?: Log;
   readonly metrics?: SenderMetrics;
-  /** The S3 client of the attachments' bucket, when the function has one (POSTDATE_ATTACHMENT_BUCKET). */
-  readonly s3?: S3Client;
+  /** The S3 client's settings for the attachments' bucket (POSTDATE_ATTACHMENT_BUCKET), when not `process.env`'s. */
+  readonly s3?: S3ClientConfig;
 }
 
 /**
@@ -61,9 +61,11 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
     ...(names.attachmentBucket === undefined
       ? {}
       : {
-          attachments: new S3AttachmentStore({
+          // The S3 client loads with the first attachment (decision 0114).
+          attachments: lazyS3AttachmentStore({
             bucket: names.attachmentBucket,
-            client: wiring.s3 ?? attachmentS3Client(names.attachmentEndpoint),
+            endpoint: names.attachmentEndpoint,
+            ...(wiring.s3 ? { config: wiring.s3 } : {}),
           }),
         }),
     mailer: first.mailer,

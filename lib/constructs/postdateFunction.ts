@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { AssetHashType, DockerImage, type Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { PostdateFunctionName } from '../../lambdas/core/postdateFunctions.js';
@@ -27,12 +27,12 @@ const ESM_REQUIRE_BANNER =
   "import { createRequire as __postdateCreateRequire } from 'node:module'; const require = __postdateCreateRequire(import.meta.url);";
 
 /**
- * The one definition of how a function is bundled, in esbuild's own option names: NodejsFunction's
- * `bundling` below is derived from it, and so is the package build (scripts/bundleFunctions.ts), so
- * the prebuilt bundles an installed package deploys are the very ones this repository tests. The AWS
- * SDK is bundled (no externals): its version is pinned in package.json and tested, not the runtime's;
- * its credential chain is replaced by the two links that can answer inside Lambda
- * (lambdas/adapters/lambdaCredentialProvider.ts).
+ * The one definition of how a function is compiled, in esbuild's own option names: the construct's
+ * bundling below, the package build (scripts/bundleFunctions.ts) and the cold-start benchmark use
+ * it through {@link functionBuildOptions}, so the prebuilt bundles an installed package deploys are
+ * the very ones this repository tests and measures. The AWS SDK is bundled (no externals): its
+ * version is pinned in package.json and tested, not the runtime's; its credential chain is replaced
+ * by the two links that can answer inside Lambda (lambdas/adapters/lambdaCredentialProvider.ts).
  */
 export const FUNCTION_ESBUILD_OPTIONS = {
   bundle: true,
@@ -42,7 +42,8 @@ export const FUNCTION_ESBUILD_OPTIONS = {
   mainFields: ['module', 'main'],
   banner: { js: ESM_REQUIRE_BANNER },
   minify: true,
-  // Stack traces point into lambdas/*.ts through the bundle's source map (NODE_OPTIONS below).
+  // Stack traces point into lambdas/*.ts through the source maps (NODE_OPTIONS below), each in its
+  // own file, which Node reads only when a stack trace is printed.
   sourcemap: true,
   sourcesContent: false,
   alias: {
@@ -50,8 +51,56 @@ export const FUNCTION_ESBUILD_OPTIONS = {
   },
 } as const;
 
-/** The file name of every bundle; the Lambda handler is `index.handler`. */
+/** The file name of every function's entry; the Lambda handler is `index.handler`. */
 export const FUNCTION_BUNDLE_FILE = 'index.mjs';
+
+/**
+ * esbuild's options for one function: {@link FUNCTION_ESBUILD_OPTIONS}, written as a directory with
+ * code splitting (decision 0114). `outdir` receives `index.mjs` and the chunks it loads: those it
+ * imports statically load with it at a cold start, those behind a dynamic `import()` (Handlebars,
+ * the S3 client) only when that `import()` first runs, so a cold start neither parses nor runs them.
+ */
+export function functionBuildOptions(name: PostdateFunctionName, outdir: string) {
+  return {
+    ...FUNCTION_ESBUILD_OPTIONS,
+    mainFields: [...FUNCTION_ESBUILD_OPTIONS.mainFields],
+    entryPoints: [{ in: `${PROJECT_ROOT}lambdas/${name}/handler.ts`, out: 'index' }],
+    outdir,
+    splitting: true,
+    outExtension: { '.js': '.mjs' },
+    chunkNames: '[name]-[hash]',
+    absWorkingDir: PROJECT_ROOT,
+    logLevel: 'error' as const,
+  };
+}
+
+/** The part of esbuild's metafile that says which output loads which (esbuild's `Metafile`). */
+export interface BundleOutputs {
+  readonly outputs: Readonly<
+    Record<
+      string,
+      {
+        readonly bytes: number;
+        readonly entryPoint?: string;
+        readonly imports: readonly { readonly path: string; readonly kind: string }[];
+      }
+    >
+  >;
+}
+
+/**
+ * The output files a cold start loads: the entry and every chunk it reaches through static `import`
+ * statements. Chunks reached only through a dynamic `import()` load when that code first runs.
+ */
+export function outputsLoadedAtStart(metafile: BundleOutputs): string[] {
+  const entry = Object.keys(metafile.outputs).find((path) => metafile.outputs[path]?.entryPoint);
+  const loaded = new Set<string>(entry === undefined ? [] : [entry]);
+  for (const path of loaded)
+    for (const imported of metafile.outputs[path]?.imports ?? [])
+      if (imported.kind === 'import-statement' && imported.path in metafile.outputs)
+        loaded.add(imported.path);
+  return [...loaded];
+}
 
 /** Where the package build writes a function's bundle, below {@link PROJECT_ROOT} of the compiled package. */
 export const prebuiltBundleDirectory = (name: PostdateFunctionName, root: string = PROJECT_ROOT): string =>
@@ -62,7 +111,7 @@ export const prebuiltBundleDirectory = (name: PostdateFunctionName, root: string
  * package exactly when this module is JavaScript (`dist/lib/constructs/postdateFunction.js`); then
  * the bundle the build wrote must be there, and is deployed as it is (`Code.fromAsset`: no esbuild,
  * no lock file, no Docker). From the TypeScript sources (this repository: tests, `cdk synth`) there
- * is no prebuilt bundle to trust, and NodejsFunction bundles `lambdas/{name}/handler.ts` with the
+ * is no prebuilt bundle to trust, and the construct bundles `lambdas/{name}/handler.ts` with the
  * local esbuild, from the same options.
  */
 export type FunctionCodeSource =
@@ -98,9 +147,8 @@ const resolveFromProject = (name: string): string =>
   createRequire(`${PROJECT_ROOT}package.json`).resolve(name);
 
 /**
- * Throws, naming esbuild, when it cannot be resolved. Without it NodejsFunction silently falls back
- * to bundling in Docker (an `npm ci --omit=dev` deploy, where esbuild, a devDependency, is absent):
- * a different build, or a synth that hangs on a machine without Docker.
+ * Throws, naming esbuild, when it cannot be resolved (an `npm ci --omit=dev` deploy, where esbuild,
+ * a devDependency, is absent), rather than an error about a module path or a fall-back to Docker.
  */
 export function assertEsbuildResolvable(resolve: (name: string) => string = resolveFromProject): void {
   try {
@@ -113,21 +161,51 @@ export function assertEsbuildResolvable(resolve: (name: string) => string = reso
   }
 }
 
-/** {@link FUNCTION_ESBUILD_OPTIONS} in NodejsFunction's names (it adds `bundle` and `platform` itself). */
-const nodejsBundling: nodejs.BundlingOptions = {
-  forceDockerBundling: false,
-  format: nodejs.OutputFormat.ESM,
-  target: FUNCTION_ESBUILD_OPTIONS.target,
-  mainFields: [...FUNCTION_ESBUILD_OPTIONS.mainFields],
-  banner: FUNCTION_ESBUILD_OPTIONS.banner.js,
-  minify: FUNCTION_ESBUILD_OPTIONS.minify,
-  sourceMap: FUNCTION_ESBUILD_OPTIONS.sourcemap,
-  sourcesContent: FUNCTION_ESBUILD_OPTIONS.sourcesContent,
-  bundleAwsSDK: true,
-  esbuildArgs: Object.fromEntries(
-    Object.entries(FUNCTION_ESBUILD_OPTIONS.alias).map(([from, to]) => [`--alias:${from}`, to]),
-  ),
-};
+/**
+ * Bundles one function into `outputDir` with the project's esbuild, synchronously (CDK's local
+ * bundling is a synchronous call). esbuild is loaded here, not imported: an installed package,
+ * which deploys its prebuilt bundles, has no esbuild.
+ */
+function bundleFunctionSync(name: PostdateFunctionName, outputDir: string): void {
+  assertEsbuildResolvable();
+  const esbuild = createRequire(`${PROJECT_ROOT}package.json`)('esbuild') as typeof import('esbuild');
+  esbuild.buildSync(functionBuildOptions(name, outputDir));
+}
+
+/**
+ * The image CDK would bundle in when local bundling declines. Postdate's local bundling never
+ * declines (it bundles or throws), so this only says why there is no Docker path.
+ */
+class NoDockerBundling extends DockerImage {
+  constructor() {
+    super('postdate-bundles-locally-only');
+  }
+  override run(): void {
+    throw new Error(
+      'Postdate bundles its functions with the local esbuild only (code splitting, decision 0114); it never bundles in Docker.',
+    );
+  }
+}
+
+/**
+ * A function's code from the TypeScript sources: bundled by {@link bundleFunctionSync} when the stack
+ * is synthesized for deployment. The asset is hashed on the bundle's output; a stack the CDK does not
+ * bundle (the assertion tests' `aws:cdk:bundling-stacks: []`) stages a placeholder and runs no esbuild.
+ */
+function bundledCode(name: PostdateFunctionName, entry: string): lambda.Code {
+  return lambda.Code.fromAsset(dirname(entry), {
+    assetHashType: AssetHashType.OUTPUT,
+    bundling: {
+      image: new NoDockerBundling(),
+      local: {
+        tryBundle(outputDir) {
+          bundleFunctionSync(name, outputDir);
+          return true;
+        },
+      },
+    },
+  });
+}
 
 export interface PostdateFunctionProps {
   readonly name: PostdateFunctionName;
@@ -140,8 +218,7 @@ export interface PostdateFunctionProps {
 
 /**
  * One Postdate Lambda: its prebuilt bundle (installed package) or local esbuild bundling (never
- * Docker), nodejs22.x on arm64, its own log
- * group with a retention, and its own role that may write only to that log group. Every other
+ * Docker), nodejs22.x on arm64, its own log group with a retention, and its own role that may write only to that log group. Every other
  * permission is granted by the construct that owns the resource.
  */
 export class PostdateFunction extends Construct {
@@ -163,7 +240,8 @@ export class PostdateFunction extends Construct {
     });
     this.logGroup.grantWrite(this.role);
 
-    const common = {
+    const source = functionCodeSource(props.name);
+    this.function = new lambda.Function(this, 'Function', {
       description: props.description,
       runtime: RUNTIME,
       architecture: ARCHITECTURE,
@@ -172,26 +250,12 @@ export class PostdateFunction extends Construct {
       role: this.role,
       logGroup: this.logGroup,
       environment: { ...props.environment, NODE_OPTIONS: '--enable-source-maps' },
-    };
-    const source = functionCodeSource(props.name);
-    if (source.kind === 'prebuilt') {
-      this.function = new lambda.Function(this, 'Function', {
-        ...common,
-        code: lambda.Code.fromAsset(source.directory),
-        handler: 'index.handler',
-      });
-    } else {
-      // Only when this stack is bundled (the assertion tests skip bundling).
-      if (Stack.of(this).bundlingRequired) assertEsbuildResolvable();
-      this.function = new nodejs.NodejsFunction(this, 'Function', {
-        ...common,
-        entry: source.entry,
-        handler: 'handler',
-        projectRoot: PROJECT_ROOT,
-        depsLockFilePath: `${PROJECT_ROOT}package-lock.json`,
-        bundling: nodejsBundling,
-      });
-    }
+      code:
+        source.kind === 'prebuilt'
+          ? lambda.Code.fromAsset(source.directory)
+          : bundledCode(props.name, source.entry),
+      handler: 'index.handler',
+    });
     acknowledge(
       this.function,
       'AwsSolutions-L1',

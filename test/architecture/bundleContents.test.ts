@@ -1,34 +1,70 @@
 /**
- * What the function bundles carry, from esbuild's own account (its metafile), built with the
- * functions' esbuild options: the weight that never runs in Lambda stays out.
+ * What the function bundles carry, from esbuild's own account (its metafile), built as the functions
+ * are (functionBuildOptions: the entry and its chunks): the weight that never runs in Lambda stays out.
  */
 import { build, type Metafile } from 'esbuild';
 import { describe, expect, it } from 'vitest';
-import { POSTDATE_FUNCTIONS } from '../../lambdas/core/postdateFunctions.js';
-import { FUNCTION_ESBUILD_OPTIONS, PROJECT_ROOT } from '../../lib/constructs/postdateFunction.js';
+import { POSTDATE_FUNCTIONS, type PostdateFunctionName } from '../../lambdas/core/postdateFunctions.js';
+import { functionBuildOptions, outputsLoadedAtStart } from '../../lib/constructs/postdateFunction.js';
 
-async function metafileOf(name: string): Promise<Metafile> {
-  const result = await build({
-    ...FUNCTION_ESBUILD_OPTIONS,
-    mainFields: [...FUNCTION_ESBUILD_OPTIONS.mainFields],
-    entryPoints: [`${PROJECT_ROOT}lambdas/${name}/handler.ts`],
-    outdir: '/nonexistent',
-    write: false,
-    absWorkingDir: PROJECT_ROOT,
-    metafile: true,
-    logLevel: 'error',
-  });
+async function metafileOf(name: PostdateFunctionName): Promise<Metafile> {
+  const result = await build({ ...functionBuildOptions(name, '/nonexistent'), write: false, metafile: true });
   return result.metafile;
 }
 
-/** Bundled input files, each with the bytes it adds to the output. */
-async function bundledInputs(name: string): Promise<Map<string, number>> {
+/** Bundled input files, each with the bytes it adds to the output: the entry and all its chunks. */
+async function bundledInputs(name: PostdateFunctionName): Promise<Map<string, number>> {
   const metafile = await metafileOf(name);
-  const output = Object.values(metafile.outputs).find((candidate) => candidate.entryPoint);
-  return new Map(Object.entries(output?.inputs ?? {}).map(([file, input]) => [file, input.bytesInOutput]));
+  const inputs = new Map<string, number>();
+  for (const output of Object.values(metafile.outputs))
+    for (const [file, input] of Object.entries(output.inputs))
+      inputs.set(file, (inputs.get(file) ?? 0) + input.bytesInOutput);
+  return inputs;
 }
 
 const packageOf = (file: string): string | undefined => file.match(/node_modules\/((?:@[^/]+\/)?[^/]+)/)?.[1];
+
+/** Input files of what a cold start loads: the entry and the chunks it imports statically. */
+async function inputsLoadedAtStart(name: PostdateFunctionName): Promise<Set<string>> {
+  const metafile = await metafileOf(name);
+  return new Set(
+    outputsLoadedAtStart(metafile).flatMap((output) => Object.keys(metafile.outputs[output]?.inputs ?? {})),
+  );
+}
+
+/**
+ * Heavy code only some invocations run (decision 0114): behind a dynamic `import()`, so code splitting
+ * puts it in a chunk that a cold start neither parses nor runs. `in` names the functions that carry it.
+ */
+const LOADED_ON_FIRST_USE = [
+  {
+    what: 'the S3 client and its presigner (the first attachment)',
+    sources: ['node_modules/@aws-sdk/client-s3/', 'node_modules/@aws-sdk/s3-request-presigner/'],
+    in: ['api', 'sender', 'events'],
+  },
+  {
+    what: 'Handlebars (the first template render)',
+    sources: ['node_modules/handlebars/', 'lambdas/core/renderTemplate.ts'],
+    // The api checks a template's syntax synchronously when it is stored (validateTemplatePut in
+    // routes/templates.ts), so Handlebars stays in its start (decision 0114).
+    in: ['sender'],
+  },
+  { what: 'the OpenAPI document (GET /openapi.json)', sources: ['docs/openapi.json'], in: ['api'] },
+] as const;
+
+describe.each(LOADED_ON_FIRST_USE)('$what', ({ sources, in: functions }) => {
+  it.each(functions)('is in the %s bundle, in a chunk its cold start does not load', async (name) => {
+    const atStart = [...(await inputsLoadedAtStart(name))];
+    const all = [...(await bundledInputs(name)).keys()];
+    for (const source of sources) {
+      expect(
+        all.some((file) => file.startsWith(source)),
+        `${source} in the bundle`,
+      ).toBe(true);
+      expect(atStart.filter((file) => file.startsWith(source))).toEqual([]);
+    }
+  });
+});
 
 describe.each(POSTDATE_FUNCTIONS)('the %s bundle', (name) => {
   it("carries the functions' credential chain, none of the SDK chain's SSO, ini, process, web-identity or metadata links", async () => {

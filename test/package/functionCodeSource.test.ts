@@ -1,12 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import {
+  FUNCTION_BUNDLE_FILE,
   FUNCTION_ESBUILD_OPTIONS,
+  functionBuildOptions,
   functionCodeSource,
   MissingFunctionBundleError,
 } from '../../lib/constructs/postdateFunction.js';
 
 describe("where a function's code comes from", () => {
-  it('from the TypeScript sources (this repository): the handler, bundled by NodejsFunction', () => {
+  it('from the TypeScript sources (this repository): the handler, bundled by the construct with the local esbuild', () => {
     const source = functionCodeSource(
       'sender',
       'file:///repo/lib/constructs/postdateFunction.ts',
@@ -47,5 +49,14 @@ describe("where a function's code comes from", () => {
       sourcemap: true,
     });
     expect(FUNCTION_ESBUILD_OPTIONS.banner.js).toContain('createRequire');
+  });
+
+  it('writes each function as a directory: index.mjs and the chunks loaded on first use (decision 0114)', () => {
+    const options = functionBuildOptions('sender', '/out/sender');
+    expect(options).toMatchObject({ ...FUNCTION_ESBUILD_OPTIONS, splitting: true, outdir: '/out/sender' });
+    expect(options.entryPoints).toEqual([
+      { in: expect.stringMatching(/lambdas\/sender\/handler\.ts$/), out: 'index' },
+    ]);
+    expect(`${options.entryPoints[0]?.out}${options.outExtension['.js']}`).toBe(FUNCTION_BUNDLE_FILE);
   });
 });

@@ -194,8 +194,13 @@ describe('the postdate package, installed in another CDK app', () => {
     for (const fn of postdateFunctions) {
       expect(fn.runtime).toBe('nodejs22.x');
       expect(fn.code.S3Key).toBeDefined();
-      // The asset is the bundle the package build wrote, copied as it is into the cloud assembly.
-      expect(readdirSync(join(app, result.outdir, fn.asset)).sort()).toEqual(['index.mjs', 'index.mjs.map']);
+      // The asset is the directory the package build wrote (index.mjs, its chunks, their source maps),
+      // copied as it is into the cloud assembly.
+      const files = readdirSync(join(app, result.outdir, fn.asset));
+      expect(files).toEqual(expect.arrayContaining(['index.mjs', 'index.mjs.map']));
+      for (const file of files) expect(file).toMatch(/\.mjs(\.map)?$/);
+      for (const file of files.filter((name) => name.endsWith('.mjs')))
+        expect(files).toContain(`${file}.map`);
     }
     expect(result.outboxItems).toBe(2);
     // A typed method for every operation of the OpenAPI document, and the raw `http` client (issue 29).
