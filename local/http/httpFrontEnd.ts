@@ -37,6 +37,12 @@ export interface HttpFrontEndOptions {
   readonly maxBodyBytes?: number;
   /** API Gateway's integration timeout (30 s for HTTP APIs); past it the client gets 503. */
   readonly integrationTimeoutMs?: number;
+  /**
+   * API Gateway's authorizer cache (`resultsCacheTtl`): how long an authorizer's answer for one
+   * identity source (the Authorization header) is reused without invoking it; 0 turns it off.
+   * @default AUTHORIZER_CACHE_TTL_MS
+   */
+  readonly authorizerCacheTtlMs?: number;
   readonly now?: () => Date;
   /** Where one-line notes about failing functions go (never request content). */
   readonly log?: (line: string) => void;
@@ -54,11 +60,21 @@ const MAX_EVENT_BYTES = 6 * 1024 * 1024;
 const INTEGRATION_TIMEOUT_MS = 30_000;
 const API_FUNCTION_TIMEOUT_MS = 29_000;
 const AUTHORIZER_TIMEOUT_MS = 10_000;
+/**
+ * The deployed stack's authorizer cache TTL, `POSTDATE_DEFAULTS.authorizerCacheTtlSeconds` of
+ * lib/postdateProps.ts (not imported here, it would load aws-cdk-lib into the local stack;
+ * test/local/httpFrontEnd.test.ts holds them equal).
+ */
+export const AUTHORIZER_CACHE_TTL_MS = 30_000;
+/** Answers kept at most (one per API key in use); the oldest go first. */
+const AUTHORIZER_CACHE_ENTRIES = 10_000;
 
 /**
  * The local stand-in for API Gateway (HTTP API): it matches the route, runs the Lambda authorizer
- * for guarded routes (a missing `Authorization` header is 401 without invoking it, a denial 403),
- * invokes the api function with a payload 2.0 event and maps its result back to HTTP.
+ * for guarded routes (a missing `Authorization` header is 401 without invoking it, a denial 403)
+ * or reuses its cached answer for the same header within the TTL, as API Gateway does, invokes the
+ * api function with a payload 2.0 event and maps its result back to HTTP. Requests are served
+ * concurrently, each awaiting its own invocations.
  */
 export async function startHttpFrontEnd(options: HttpFrontEndOptions): Promise<HttpFrontEnd> {
   const host = options.host ?? '127.0.0.1';
@@ -108,10 +124,38 @@ export async function startHttpFrontEnd(options: HttpFrontEndOptions): Promise<H
   };
 }
 
+type SimpleResponse = { isAuthorized: boolean; context?: Record<string, unknown> };
+
+/**
+ * API Gateway's cache of authorizer answers: keyed by the identity source's value, each kept for
+ * the TTL from when it was answered; allowances and denials alike, never a failure (a failure is
+ * answered 500 and the next request invokes the authorizer again).
+ */
+function authorizerCache(ttlMs: number) {
+  const answers = new Map<string, { readonly until: number; readonly answer: SimpleResponse }>();
+  return {
+    get(identity: string, nowMs: number): SimpleResponse | undefined {
+      const cached = answers.get(identity);
+      if (cached === undefined) return undefined;
+      if (cached.until > nowMs) return cached.answer;
+      answers.delete(identity);
+      return undefined;
+    },
+    set(identity: string, answer: SimpleResponse, nowMs: number): void {
+      if (ttlMs <= 0) return;
+      answers.delete(identity);
+      answers.set(identity, { until: nowMs + ttlMs, answer });
+      const oldest = answers.keys().next().value;
+      if (answers.size > AUTHORIZER_CACHE_ENTRIES && oldest !== undefined) answers.delete(oldest);
+    },
+  };
+}
+
 function createGateway(options: HttpFrontEndOptions, log: (line: string) => void) {
   const routes = options.routes ?? HTTP_ROUTES;
   const now = options.now ?? (() => new Date());
   const timeoutMs = options.integrationTimeoutMs ?? INTEGRATION_TIMEOUT_MS;
+  const verdicts = authorizerCache(options.authorizerCacheTtlMs ?? AUTHORIZER_CACHE_TTL_MS);
 
   return async function answer(request: RawHttpRequest, requestId: string): Promise<HttpAnswer> {
     const path = request.url.split('?')[0] ?? '/';
@@ -136,18 +180,25 @@ function createGateway(options: HttpFrontEndOptions, log: (line: string) => void
         log('authorizer handler not built yet: answering 503');
         return gatewayError(503, 'Service Unavailable', requestId);
       }
-      const verdict = await invoke(
-        options.authorizer,
-        toAuthorizerEvent(event, [authorization]),
-        lambdaContext('postdate-authorizer', AUTHORIZER_TIMEOUT_MS),
-        timeoutMs,
-      );
-      if (verdict.kind !== 'returned' || !isSimpleResponse(verdict.value)) {
-        log(`authorizer ${verdict.kind === 'returned' ? 'returned an invalid response' : describe(verdict)}`);
-        return gatewayError(500, 'Internal Server Error', requestId);
+      let answer = verdicts.get(authorization, now().getTime());
+      if (answer === undefined) {
+        const verdict = await invoke(
+          options.authorizer,
+          toAuthorizerEvent(event, [authorization]),
+          lambdaContext('postdate-authorizer', AUTHORIZER_TIMEOUT_MS),
+          timeoutMs,
+        );
+        if (verdict.kind !== 'returned' || !isSimpleResponse(verdict.value)) {
+          log(
+            `authorizer ${verdict.kind === 'returned' ? 'returned an invalid response' : describe(verdict)}`,
+          );
+          return gatewayError(500, 'Internal Server Error', requestId);
+        }
+        answer = verdict.value;
+        verdicts.set(authorization, answer, now().getTime());
       }
-      if (!verdict.value.isAuthorized) return gatewayError(403, 'Forbidden', requestId);
-      Object.assign(event.requestContext, { authorizer: { lambda: verdict.value.context ?? {} } });
+      if (!answer.isAuthorized) return gatewayError(403, 'Forbidden', requestId);
+      Object.assign(event.requestContext, { authorizer: { lambda: answer.context ?? {} } });
     }
 
     if (!options.api) {
@@ -207,9 +258,7 @@ function describe(invocation: Invocation): string {
   return 'returned';
 }
 
-function isSimpleResponse(
-  value: unknown,
-): value is { isAuthorized: boolean; context?: Record<string, unknown> } {
+function isSimpleResponse(value: unknown): value is SimpleResponse {
   if (typeof value !== 'object' || value === null) return false;
   const { isAuthorized, context } = value as { isAuthorized?: unknown; context?: unknown };
   return (

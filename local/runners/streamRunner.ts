@@ -103,6 +103,9 @@ interface ShardState {
   readonly batcher: StreamBatcher;
 }
 
+/** How often the runner lists the stream's shards besides when one ends (local/EMULATORS.md). */
+const SHARD_LIST_EVERY_MS = 10_000;
+
 /**
  * Plays a Lambda DynamoDB Streams event source mapping against DynamoDB Local: polls every shard
  * (parents before children), filters, batches, invokes `handler` one batch per shard at a time,
@@ -141,8 +144,15 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
   const stopping = new AbortController();
   const idle = new IdleWaiters();
   let firstDescribe = true;
+  // Lambda polls each shard with GetRecords and lists the shards only to find new ones, which
+  // appear when a shard ends: so here at the start, after a shard is read to its end, and every
+  // SHARD_LIST_EVERY_MS in case one appeared another way; not on every poll.
+  let shardsListedAt = Number.NEGATIVE_INFINITY;
+  let shardEnded = false;
 
   const discoverShards = async (): Promise<void> => {
+    if (!shardEnded && shards.size > 0 && Date.now() - shardsListedAt < SHARD_LIST_EVERY_MS) return;
+    const listing = Date.now();
     const found: Shard[] = [];
     let exclusiveStart: string | undefined;
     do {
@@ -177,6 +187,9 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
       });
     }
     firstDescribe = false;
+    // Only a listing that went through counts: a failed one is tried again at the next poll.
+    shardEnded = false;
+    shardsListedAt = listing;
   };
 
   /** Reads one page of a shard; true when it returned records. */
@@ -201,7 +214,10 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
     }
     const records = result.Records ?? [];
     shard.iterator = result.NextShardIterator;
-    if (!shard.iterator) shard.finished = true;
+    if (!shard.iterator) {
+      shard.finished = true;
+      shardEnded = true;
+    }
     const last = records[records.length - 1]?.dynamodb?.SequenceNumber;
     if (last) shard.lastReadSeq = last;
     const lambdaRecords = records.map((record) => toLambdaRecord(record, options.streamArn));

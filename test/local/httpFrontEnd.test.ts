@@ -6,7 +6,9 @@ import type {
   Context,
 } from 'aws-lambda';
 import { afterEach, describe, expect, it } from 'vitest';
+import { POSTDATE_DEFAULTS } from '../../lib/postdateProps.js';
 import {
+  AUTHORIZER_CACHE_TTL_MS,
   type HttpFrontEnd,
   type HttpFrontEndOptions,
   startHttpFrontEnd,
@@ -212,6 +214,87 @@ describe('the Lambda authorizer, as API Gateway runs it', () => {
       expect(await response.json()).toEqual({ message: 'Internal Server Error' });
     }
     expect(lines).toEqual(['authorizer threw Error: boom']);
+  });
+});
+
+describe('API Gateway’s authorizer cache (resultsCacheTtl, keyed by the identity source)', () => {
+  /** A clock the test moves: the cache's TTL is read from the front end's `now`. */
+  function movableClock(start = Date.parse('2026-12-02T10:00:00Z')) {
+    let at = start;
+    return { now: () => new Date(at), advance: (ms: number) => (at += ms) };
+  }
+  const get = (http: HttpFrontEnd, authorization: string) =>
+    fetch(`${http.url}/v1/messages/01J`, { headers: { authorization } }).then(async (response) => ({
+      status: response.status,
+      body: await response.text(),
+    }));
+
+  it('answers a key seen within the TTL from the cache, with the cached context, without invoking the authorizer', async () => {
+    const clock = movableClock();
+    const { api, events } = recordingApi();
+    const { authorizer, events: checks } = allowingAuthorizer({ tenant: 'acme', key_id: 'k1' });
+    const http = await frontEnd({ api, authorizer, now: clock.now, authorizerCacheTtlMs: 30_000 });
+    for (let request = 0; request < 5; request += 1) {
+      expect((await get(http, 'Bearer good')).status).toBe(200);
+      clock.advance(5_000);
+    }
+    expect(checks).toHaveLength(1);
+    expect(events.map((event) => event.requestContext.authorizer.lambda)).toEqual(
+      Array.from({ length: 5 }, () => ({ tenant: 'acme', key_id: 'k1' })),
+    );
+  });
+
+  it('invokes the authorizer again once the TTL has passed', async () => {
+    const clock = movableClock();
+    const { api } = recordingApi();
+    const { authorizer, events: checks } = allowingAuthorizer();
+    const http = await frontEnd({ api, authorizer, now: clock.now, authorizerCacheTtlMs: 30_000 });
+    await get(http, 'Bearer good');
+    clock.advance(29_999);
+    await get(http, 'Bearer good');
+    expect(checks).toHaveLength(1);
+    clock.advance(1);
+    await get(http, 'Bearer good');
+    expect(checks).toHaveLength(2);
+  });
+
+  it('keys the cache by the Authorization header: another key is its own invocation, and a denial is cached too', async () => {
+    const clock = movableClock();
+    const { api, events } = recordingApi();
+    const { authorizer, events: checks } = allowingAuthorizer();
+    const http = await frontEnd({ api, authorizer, now: clock.now, authorizerCacheTtlMs: 30_000 });
+    const statuses = [];
+    for (const key of ['Bearer good', 'Bearer bad', 'Bearer good', 'Bearer bad']) {
+      statuses.push((await get(http, key)).status);
+    }
+    expect(statuses).toEqual([200, 403, 200, 403]);
+    expect(checks.map((check) => check.identitySource)).toEqual([['Bearer good'], ['Bearer bad']]);
+    expect(events).toHaveLength(2);
+  });
+
+  it('caches nothing when the authorizer fails, and nothing at all with a TTL of 0', async () => {
+    let calls = 0;
+    const failing = await frontEnd({
+      api: recordingApi().api,
+      authorizer: async () => {
+        calls += 1;
+        throw new Error('boom');
+      },
+      authorizerCacheTtlMs: 30_000,
+    });
+    expect((await get(failing, 'Bearer good')).status).toBe(500);
+    expect((await get(failing, 'Bearer good')).status).toBe(500);
+    expect(calls).toBe(2);
+
+    const { authorizer, events: checks } = allowingAuthorizer();
+    const uncached = await frontEnd({ api: recordingApi().api, authorizer, authorizerCacheTtlMs: 0 });
+    await get(uncached, 'Bearer good');
+    await get(uncached, 'Bearer good');
+    expect(checks).toHaveLength(2);
+  });
+
+  it('uses the deployed default TTL (lib/postdateProps.ts) unless told otherwise', () => {
+    expect(AUTHORIZER_CACHE_TTL_MS).toBe(POSTDATE_DEFAULTS.authorizerCacheTtlSeconds * 1000);
   });
 });
 

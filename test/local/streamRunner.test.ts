@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import {
+  DescribeStreamCommand,
   DynamoDBStreamsClient,
   GetRecordsCommand,
   TrimmedDataAccessException,
@@ -133,6 +134,40 @@ describe('the local DynamoDB stream runner', () => {
     );
     await runner.idle();
     expect(seen.invocations.flat()).toEqual(['n-1', 'n-2', 'n-3']);
+  });
+
+  it('lists the stream’s shards to find them, not on every poll: Lambda polls GetRecords, and shards change only when one ends', async () => {
+    const { tableName, streamArn } = await freshTable();
+    const send = DynamoDBStreamsClient.prototype.send;
+    const asked = { describe: 0, getRecords: 0 };
+    DynamoDBStreamsClient.prototype.send = function (
+      this: DynamoDBStreamsClient,
+      command: unknown,
+      ...rest: unknown[]
+    ) {
+      if (command instanceof DescribeStreamCommand) asked.describe += 1;
+      if (command instanceof GetRecordsCommand) asked.getRecords += 1;
+      return (send as (...args: unknown[]) => Promise<unknown>).apply(this, [command, ...rest]);
+    } as typeof send;
+    try {
+      const seen = recorder(() => undefined);
+      const runner = run({ streamArn, handler: seen.handler });
+      await putItems(tableName, 2);
+      await eventually('forty polls', () => asked.getRecords >= 40, { withinMs: 60_000 });
+      await putItems(tableName, 1, 'BODY');
+      await eventually(
+        'the records written before and during the polls',
+        () => seen.invocations.flat().length >= 3,
+        {
+          withinMs: 15_000,
+        },
+      );
+      await runner.idle();
+      expect(seen.invocations.flat()).toEqual(['n-1', 'n-2', 'n-1']);
+      expect(asked.describe).toBeLessThan(asked.getRecords / 10);
+    } finally {
+      DynamoDBStreamsClient.prototype.send = send;
+    }
   });
 
   it('reads on from the oldest record after DynamoDB says its iterator points at trimmed data', async () => {
