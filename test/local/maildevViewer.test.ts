@@ -1,15 +1,12 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { SIMULATOR_DOMAIN } from '../../lambdas/core/testSide.js';
-import { createApiKey } from '../../lambdas/keys/apiKeys.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
-import { LOCAL_RESOURCES } from '../../local/localResources.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { type MaildevViewer, startMaildevViewer } from '../../local/smtp/maildevViewer.js';
 import { SIMULATED_MAIL_PRELOAD } from '../../local/smtp/simulatedMailViewer.js';
+import { createLocalStackTestKey } from '../support/awsLocal.js';
 import { launchChromium } from '../support/chromium.js';
 import { eventually } from '../support/eventually.js';
 
@@ -64,20 +61,7 @@ describe('the mail viewer in a real browser', () => {
       externalViewer: { smtpPort: viewer.smtpPort, url: viewer.url },
       functionPreload: [SIMULATED_MAIL_PRELOAD],
     });
-    const documents = DynamoDBDocumentClient.from(
-      new DynamoDBClient({
-        endpoint: stack.dynamodbEndpoint,
-        region: 'us-east-1',
-        credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-      }),
-    );
-    await createApiKey(documents, stack.tableName, {
-      tenant: LOCAL_RESOURCES.tenant,
-      secret: TEST_KEY,
-      test: true,
-      now: new Date(),
-    });
-    documents.destroy();
+    await createLocalStackTestKey(stack, TEST_KEY);
     browser = await launchChromium();
     page = await browser.newPage();
   }, 120_000);

@@ -1,12 +1,8 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { SIMULATOR_DOMAIN } from '../../lambdas/core/testSide.js';
-import { createApiKey } from '../../lambdas/keys/apiKeys.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
-import { LOCAL_RESOURCES } from '../../local/localResources.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 import {
@@ -14,6 +10,7 @@ import {
   SIMULATED_MAIL_PRELOAD,
   type SimulatedMail,
 } from '../../local/smtp/simulatedMailViewer.js';
+import { createLocalStackTestKey } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
 
 /**
@@ -76,20 +73,7 @@ describe('test messages in the local mail viewer', () => {
       quiet: true,
       functionPreload: [SIMULATED_MAIL_PRELOAD],
     });
-    const documents = DynamoDBDocumentClient.from(
-      new DynamoDBClient({
-        endpoint: stack.dynamodbEndpoint,
-        region: 'us-east-1',
-        credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-      }),
-    );
-    await createApiKey(documents, stack.tableName, {
-      tenant: LOCAL_RESOURCES.tenant,
-      secret: TEST_KEY,
-      test: true,
-      now: new Date(),
-    });
-    documents.destroy();
+    await createLocalStackTestKey(stack, TEST_KEY);
   }, 120_000);
 
   afterAll(async () => {

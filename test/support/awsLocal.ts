@@ -4,12 +4,15 @@ import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
+import { createApiKey } from '../../lambdas/keys/apiKeys.js';
 import {
   createOutboxTable,
   createQueues,
   type QueueArns,
   type QueueUrls,
 } from '../../local/createResources.js';
+import { LOCAL_RESOURCES } from '../../local/localResources.js';
+import type { LocalStack } from '../../local/localStack.js';
 
 /** Static credentials: the emulators accept any, and no test may reach real AWS. */
 export const LOCAL_AWS = {
@@ -70,4 +73,22 @@ export async function freshTable(prefix = 'outbox'): Promise<{ tableName: string
 /** Creates a fresh set of queues (send + DLQ with redrive, relay failures, schedule DLQ). */
 export async function freshQueues(maxAttempts = 8): Promise<{ urls: QueueUrls; arns: QueueArns }> {
   return createQueues(sqsClient(), { prefix: uniqueName('q'), maxAttempts });
+}
+
+/** Stores a test-mode key (DESIGN §15) for the local stack's own tenant, in the stack's own table. */
+export async function createLocalStackTestKey(
+  stack: Pick<LocalStack, 'dynamodbEndpoint' | 'tableName'>,
+  secret: string,
+): Promise<void> {
+  const documents = documentClient(new DynamoDBClient({ ...LOCAL_AWS, endpoint: stack.dynamodbEndpoint }));
+  try {
+    await createApiKey(documents, stack.tableName, {
+      tenant: LOCAL_RESOURCES.tenant,
+      secret,
+      test: true,
+      now: new Date(),
+    });
+  } finally {
+    documents.destroy();
+  }
 }
