@@ -13,6 +13,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { SQS_MAX_BATCH } from '../lambdas/core/queueLimits.js';
+import { SENDER_LANES } from '../lambdas/sender/createSenderHandler.js';
 import { INDEX_SHARDS, SUPPRESSION_SHARDS, WEBHOOK_DELIVERY_SHARDS } from '../lambdas/store/tableLayout.js';
 import { TEMPLATE_HEAD_MAX_AGE_MS } from '../lambdas/store/templateStore.js';
 import { WEBHOOK_ENDPOINT_MAX_AGE_MS } from '../lambdas/webhooks/deliverCopy.js';
@@ -45,8 +46,6 @@ export const ASSUMPTIONS = {
 
 /** Inline in the code (the test checks each file still says so). */
 export const INLINE = {
-  /** lambdas/sender/createSenderHandler.ts: `deps.concurrency ?? 4`, copies of a batch at once. */
-  senderCopiesAtOnce: 4,
   /** lambdas/sender/relayGate.ts: `cacheMs ?? 1000`, how long a container reuses its gate read. */
   gateCacheSeconds: 1,
   /** lambdas/adapters/EventBridgeBus.ts: `PUT_EVENTS_MAX = 10`, events per PutEvents. */
@@ -302,7 +301,7 @@ export interface Call {
 
 /**
  * One copy on the send queue, as the time a batch of `SENDER_QUEUE.batchSize` such copies lasts: the
- * sender's slot is held for the whole batch (its lanes run `senderCopiesAtOnce` copies at once).
+ * sender's slot is held for the whole batch (its lanes run `SENDER_LANES` copies at once).
  */
 interface Copy {
   readonly batchSeconds: number;
@@ -321,7 +320,7 @@ export interface Journey {
 const A = ASSUMPTIONS;
 const B = A.bodyUnits;
 const sendSeconds = A.tableSecondsPerSend + A.smtpSeconds;
-const lanes = INLINE.senderCopiesAtOnce;
+const lanes = SENDER_LANES;
 const rounds = Math.ceil(SENDER_QUEUE.batchSize / lanes);
 
 /** A copy that works `seconds` in its lane: ⌈10/4⌉ = 3 rounds of them a batch. */

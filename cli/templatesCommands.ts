@@ -45,7 +45,7 @@ export async function templatesPut(
     ...(input.textFile ? { text: await deps.readText(input.textFile) } : {}),
     ...(input.description ? { description: input.description } : {}),
   };
-  const parsed = validateTemplatePut(body);
+  const parsed = await validateTemplatePut(body);
   if (!parsed.ok) return refused(out, fieldErrors(parsed.errors));
   const { description, ...content } = parsed.value;
   const result = await deps.store.putVersion({

@@ -1,8 +1,9 @@
 /**
  * The template requests of DESIGN §3 and §10 as zod schemas (they also generate the OpenAPI
  * document) and their validations: a template's name, a new version `{subject, text?, html?,
- * description?}` (its syntax checked by templateSyntax.ts), a preview `{data, version?}`, and the
- * enqueue's `template {name, version?}` + `data`. Pure; nothing here throws on any input.
+ * description?}` (its syntax checked by templateSyntax.ts, loaded on first use), a preview
+ * `{data, version?}`, and the enqueue's `template {name, version?}` + `data`. Pure; nothing here
+ * throws on any input.
  */
 import * as z from 'zod';
 import { controlCharacterProblem } from './headerSafety.js';
@@ -14,7 +15,6 @@ import {
   type Validated,
   zodErrors,
 } from './problem.js';
-import { templateSyntaxErrors } from './templateSyntax.js';
 
 export const TEMPLATE_LIMITS = {
   maxNameLength: 100,
@@ -142,19 +142,37 @@ export function validateTemplateVersion(version: string): Validated<number> {
     : { ok: false, errors: [{ field: 'version', message: 'must be a whole number of at least 1' }] };
 }
 
-/** Validates `PUT /v1/templates/{name}`: the structure, then every part's Handlebars. */
-export function validateTemplatePut(body: unknown): Validated<TemplatePut> {
-  return guarded(() => {
+/**
+ * templateSyntax.ts and Handlebars, imported on the first check of a stored template (decision
+ * 0117), as core/templateRenderer.ts imports them on the first render: code splitting keeps
+ * Handlebars out of what the api's cold start loads. Node imports a module once.
+ */
+const syntaxModule = () => import('./templateSyntax.js');
+
+/**
+ * Validates `PUT /v1/templates/{name}`: the structure, then every part's Handlebars. Async only
+ * because the syntax check loads Handlebars on its first use; the answer is the same as ever.
+ */
+export async function validateTemplatePut(body: unknown): Promise<Validated<TemplatePut>> {
+  const structure = guarded((): Validated<TemplatePut> => {
     const parsed = TemplatePutBodySchema.safeParse(body, PARSE_CONTEXT);
     const hidden = illFormedStringErrors(body);
     if (!parsed.success || hidden.length > 0)
       return { ok: false, errors: parsed.success ? hidden : [...zodErrors(parsed.error), ...hidden] };
-    const value: TemplatePut = {
-      subject: parsed.data.subject,
-      text: parsed.data.text || null,
-      html: parsed.data.html || null,
-      description: parsed.data.description ?? null,
+    return {
+      ok: true,
+      value: {
+        subject: parsed.data.subject,
+        text: parsed.data.text || null,
+        html: parsed.data.html || null,
+        description: parsed.data.description ?? null,
+      },
     };
+  });
+  if (!structure.ok) return structure;
+  const value = structure.value;
+  const { templateSyntaxErrors } = await syntaxModule();
+  return guarded(() => {
     const errors: FieldError[] = [];
     const subjectControl = controlCharacterProblem(value.subject, true);
     if (subjectControl) errors.push({ field: '/subject', message: subjectControl });

@@ -54,14 +54,37 @@ export function storedBodyItem(body: MessageBodyRecord): StoredBodyItem {
     attributeBytes('subject', subject) + attributeBytes('text', text) + attributeBytes('html', html);
   const units = (bytes: number) => Math.ceil((restBytes + bytes) / WRITE_UNIT_BYTES);
   if (units(plainBytes) <= 1) return body;
-  const compressed = compressedContent(subject, text, html);
+  const compressed = compressedContentOf(body);
   const compressedBytes =
     Buffer.byteLength('content') + compressed.content.byteLength + attributeBytes('content_encoding', 'br');
   if (units(compressedBytes) >= units(plainBytes)) return body;
   return { ...rest, ...compressed };
 }
 
-function compressedContent(subject: string, text: string | null, html: string | null) {
+/** A body's `subject`, `text` and `html` as one brotli-compressed attribute. */
+interface CompressedContent {
+  readonly content_encoding: typeof BODY_CONTENT_ENCODING.brotli;
+  readonly content: Uint8Array;
+}
+
+/**
+ * Each body record's compressed content, computed on the first ask (about 1.6 ms for a 1 KB mail on
+ * a loaded machine): the api's enqueue weighs the body inside the state record and as an item of its
+ * own (placeBody), then its adapter writes the item (storedBodyItem), each asking for the same bytes.
+ * Records are immutable, so the first answer stays true; a record no one holds takes its entry along.
+ */
+const compressedBodies = new WeakMap<MessageBodyRecord, CompressedContent>();
+
+function compressedContentOf(body: MessageBodyRecord): CompressedContent {
+  let compressed = compressedBodies.get(body);
+  if (compressed === undefined) {
+    compressed = compressedContent(body.subject, body.text, body.html);
+    compressedBodies.set(body, compressed);
+  }
+  return compressed;
+}
+
+function compressedContent(subject: string, text: string | null, html: string | null): CompressedContent {
   const json = JSON.stringify([subject, text, html]);
   const content = brotliCompressSync(json, {
     params: {
@@ -168,8 +191,8 @@ export function placeBody(
   const stateBytes = itemBytes(state);
   const inlineBytes = (inline: InlineBody) => Buffer.byteLength(INLINE_BODY_ATTRIBUTE) + valueBytes(inline);
   const added = (inline: InlineBody) => unitsAddedToSend(stateBytes, inlineBytes(inline));
-  const { subject, text, html, ...envelope } = fields;
-  const compressed: InlineBody = { ...envelope, ...compressedContent(subject, text, html) };
+  const { subject: _subject, text: _text, html: _html, ...envelope } = fields;
+  const compressed: InlineBody = { ...envelope, ...compressedContentOf(body) };
   const inline = added(compressed) < added(fields) ? compressed : fields;
   if (!bodyGoesInline(stateBytes, inlineBytes(inline), itemBytes(separate))) return { state, body: separate };
   return { state: { ...state, [INLINE_BODY_ATTRIBUTE]: inline } };

@@ -43,11 +43,10 @@ const LOADED_ON_FIRST_USE = [
     in: ['api', 'sender', 'events'],
   },
   {
-    what: 'Handlebars (the first template render)',
-    sources: ['node_modules/handlebars/', 'lambdas/core/renderTemplate.ts'],
-    // The api checks a template's syntax synchronously when it is stored (validateTemplatePut in
-    // routes/templates.ts), so Handlebars stays in its start (decision 0114).
-    in: ['sender'],
+    what: 'Handlebars (the first template render or syntax check)',
+    sources: ['node_modules/handlebars/', 'lambdas/core/renderTemplate.ts', 'lambdas/core/templateSyntax.ts'],
+    // The api's check of a stored template's syntax loads it on first use too (decision 0117).
+    in: ['api', 'sender'],
   },
   { what: 'the OpenAPI document (GET /openapi.json)', sources: ['docs/openapi.json'], in: ['api'] },
 ] as const;

@@ -97,9 +97,6 @@ describe('docs/capacity.md follows the capacity model', () => {
 
 describe('the numbers the model copies from inline code', () => {
   it('still stand where the code keeps them', () => {
-    expect(source('lambdas/sender/createSenderHandler.ts')).toContain(
-      `export const SENDER_LANES = ${INLINE.senderCopiesAtOnce};`,
-    );
     expect(source('lambdas/sender/relayGate.ts')).toContain(`cacheMs ?? ${INLINE.gateCacheSeconds * 1000}`);
     expect(source('lambdas/adapters/EventBridgeBus.ts')).toContain(`PUT_EVENTS_MAX = ${INLINE.eventsPerPut}`);
     expect(source('lambdas/adapters/smtpCredentials.ts')).toContain(

@@ -81,12 +81,12 @@ describe('storing a template: its syntax', () => {
     expect(error?.message).toContain('line 2, column 3');
   });
 
-  it('validates a whole PUT body: a subject, text or html, every part checked, a subject on one line', () => {
-    expect(validateTemplatePut({ subject: 'Hi {{name}}', html: '<b>{{name}}</b>' })).toEqual({
+  it('validates a whole PUT body: a subject, text or html, every part checked, a subject on one line', async () => {
+    expect(await validateTemplatePut({ subject: 'Hi {{name}}', html: '<b>{{name}}</b>' })).toEqual({
       ok: true,
       value: { subject: 'Hi {{name}}', text: null, html: '<b>{{name}}</b>', description: null },
     });
-    const refused = validateTemplatePut({
+    const refused = await validateTemplatePut({
       subject: 'Hi\n{{name}}',
       text: '{{> p}}',
       html: '{{x y}}',
@@ -94,10 +94,10 @@ describe('storing a template: its syntax', () => {
     });
     expect(refused.ok).toBe(false);
     if (!refused.ok) expect(refused.errors.map((error) => error.field).sort()).toEqual(['/extra']);
-    const parts = validateTemplatePut({ subject: 'Hi\n{{name}}', text: '{{> p}}', html: '{{x y}}' });
+    const parts = await validateTemplatePut({ subject: 'Hi\n{{name}}', text: '{{> p}}', html: '{{x y}}' });
     if (parts.ok) throw new Error('expected errors');
     expect(parts.errors.map((error) => error.field)).toEqual(['/subject', '/text', '/html']);
-    const noBody = validateTemplatePut({ subject: 'Hi' });
+    const noBody = await validateTemplatePut({ subject: 'Hi' });
     if (noBody.ok) throw new Error('expected errors');
     expect(noBody.errors).toEqual([{ field: '/text', message: 'text or html is required' }]);
   });

@@ -72,7 +72,7 @@ function putTemplateRoute(deps: TemplateDependencies): RouteHandler {
     if (!name.ok) return problemResult(validationProblem(name.errors));
     const body = readJsonBody(event);
     if (!body.ok) return problemResult(body.problem);
-    const parsed = validateTemplatePut(body.value);
+    const parsed = await validateTemplatePut(body.value);
     if (!parsed.ok) return problemResult(validationProblem(parsed.errors));
     const { description, ...content } = parsed.value;
     const result = await deps.templates.putVersion({
