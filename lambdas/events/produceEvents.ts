@@ -55,23 +55,10 @@ export async function produceEvents(
   }
   if (events.length === 0) return { failed: [], events: 0, deliveries: 0 };
 
-  if (deps.bus) {
-    try {
-      const published = await deps.bus.publish(events.map((entry) => entry.event));
-      const refused = new Set(published.failed);
-      for (const entry of events) if (refused.has(entry.event)) failed.add(entry.sequenceNumber);
-      if (published.failed.length > 0) {
-        deps.log?.warn('some events were not put on the bus', {
-          failed: published.failed.length,
-          error: errorForLog(published.error),
-        });
-      }
-      deps.count?.(WEBHOOK_METRIC.eventsPublished, events.length - published.failed.length);
-    } catch (error) {
-      for (const entry of events) failed.add(entry.sequenceNumber);
-      deps.log?.warn('the event bus could not be reached', { error: errorForLog(error) });
-    }
-  }
+  // The bus and the webhooks are two ways out of the same events, neither waiting for the other: a
+  // slow or throttled bus (the SDK retries with backoff) does not hold the webhook copies back. A
+  // record fails if either way failed for its event.
+  const published = deps.bus ? publish(deps.bus, events, failed, deps) : Promise.resolve();
 
   // One read of each tenant's endpoints per batch; an event only ever reaches its own tenant's.
   const tenants = [...new Set(events.map((entry) => entry.tenant))];
@@ -140,7 +127,32 @@ export async function produceEvents(
       });
     }
   }
+  await published;
   return { failed: inStreamOrder(records, failed), events: events.length, deliveries };
+}
+
+/** Puts the batch's events on the bus; the records of those it could not put go into `failed`. */
+async function publish(
+  bus: EventBus,
+  events: readonly { readonly sequenceNumber: string; readonly event: PostdateEvent }[],
+  failed: Set<string>,
+  deps: Pick<EventDeps, 'log' | 'count'>,
+): Promise<void> {
+  try {
+    const published = await bus.publish(events.map((entry) => entry.event));
+    const refused = new Set(published.failed);
+    for (const entry of events) if (refused.has(entry.event)) failed.add(entry.sequenceNumber);
+    if (published.failed.length > 0) {
+      deps.log?.warn('some events were not put on the bus', {
+        failed: published.failed.length,
+        error: errorForLog(published.error),
+      });
+    }
+    deps.count?.(WEBHOOK_METRIC.eventsPublished, events.length - published.failed.length);
+  } catch (error) {
+    for (const entry of events) failed.add(entry.sequenceNumber);
+    deps.log?.warn('the event bus could not be reached', { error: errorForLog(error) });
+  }
 }
 
 /** Events of one batch whose deliveries are written at once (the cost benchmark's duration model reads it). */

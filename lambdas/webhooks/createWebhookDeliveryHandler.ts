@@ -45,7 +45,7 @@ export function createWebhookDeliveryHandler(
     );
     const counts: Record<string, number> = {};
     for (const outcome of outcomes) counts[outcome] = (counts[outcome] ?? 0) + 1;
-    deps.log?.info('webhook batch done', { records: event.Records.length, ...counts });
+    deps.log?.debug?.('webhook batch done', { records: event.Records.length, ...counts });
     return {
       batchItemFailures: event.Records.flatMap((record, index) =>
         outcomes[index] === 'kept' ? [{ itemIdentifier: record.messageId }] : [],

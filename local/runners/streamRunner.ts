@@ -75,7 +75,21 @@ export interface StreamRunnerOptions {
   readonly startingPosition?: 'TRIM_HORIZON' | 'LATEST';
   /** Where runner problems (stream API errors, undeliverable failure records) are reported. @default console.warn */
   readonly log?: (message: string, error?: unknown) => void;
+  /** The clock the polls are scheduled by (tests pass their own, so they never sleep). @default the real one */
+  readonly clock?: PollClock;
 }
+
+/** What the runner reads the time from and waits with. */
+export interface PollClock {
+  now(): number;
+  /** Resolves after `ms`, or rejects once `signal` aborts. */
+  sleep(ms: number, signal: AbortSignal): Promise<void>;
+}
+
+const REAL_CLOCK: PollClock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) => sleep(ms, undefined, { signal }),
+};
 
 /** A batch the runner gave up on after its retries (what AWS would send to the on-failure destination). */
 export interface StreamDiscard {
@@ -117,6 +131,7 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
   const maxRetries = options.maxAttempts ?? 3;
   const bisect = options.bisectOnError ?? true;
   const pollIntervalMs = options.pollIntervalMs ?? 200;
+  const clock = options.clock ?? REAL_CLOCK;
   const log =
     options.log ??
     ((message: string, error?: unknown) => console.warn(`[stream runner] ${message}`, error ?? ''));
@@ -151,8 +166,8 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
   let shardEnded = false;
 
   const discoverShards = async (): Promise<void> => {
-    if (!shardEnded && shards.size > 0 && Date.now() - shardsListedAt < SHARD_LIST_EVERY_MS) return;
-    const listing = Date.now();
+    if (!shardEnded && shards.size > 0 && clock.now() - shardsListedAt < SHARD_LIST_EVERY_MS) return;
+    const listing = clock.now();
     const found: Shard[] = [];
     let exclusiveStart: string | undefined;
     do {
@@ -223,7 +238,7 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
     const lambdaRecords = records.map((record) => toLambdaRecord(record, options.streamArn));
     shard.batcher.add(
       filter ? lambdaRecords.filter((record) => matchesFilter(filter, record)) : lambdaRecords,
-      Date.now(),
+      clock.now(),
     );
     return records.length > 0;
   };
@@ -244,19 +259,23 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
     return ShardIterator;
   };
 
-  /** Invokes the handler on the shard's batches until it is drained or a failure asks to back off. */
-  const processShard = async (shard: ShardState): Promise<void> => {
+  /**
+   * Invokes the handler on the shard's batches until it is drained or a failure asks to back off;
+   * true when it backed off.
+   */
+  const processShard = async (shard: ShardState): Promise<boolean> => {
     for (
-      let batch = shard.batcher.nextBatch(Date.now());
+      let batch = shard.batcher.nextBatch(clock.now());
       batch;
-      batch = shard.batcher.nextBatch(Date.now())
+      batch = shard.batcher.nextBatch(clock.now())
     ) {
-      if (stopping.signal.aborted) return;
+      if (stopping.signal.aborted) return false;
       const outcome = await invoke(batch);
       const { discarded, backOff } = shard.batcher.settle(batch, outcome);
       if (discarded) await reportFailure(shard.shardId, discarded, outcome);
-      if (backOff) return;
+      if (backOff) return true;
     }
+    return false;
   };
 
   const invoke = async (batch: DynamoDBRecord[]): Promise<InvocationOutcome> => {
@@ -339,24 +358,33 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
     }
   };
 
+  // Lambda polls a shard at a rate (four times a second), not with a pause after each batch: a
+  // pass starts `pollIntervalMs` after the last one started, at once if that one took longer (a
+  // long invocation), so a record written meanwhile does not wait the invocation and a whole
+  // interval more. After a failure (a stream error, a batch that backs off) it waits a whole one.
   const loop = (async () => {
     while (!stopping.signal.aborted) {
       const pass = idle.beginPass();
+      const startedAt = clock.now();
       let quiet = true;
+      let failed = false;
       try {
         await discoverShards();
         for (const shard of [...shards.values()]) {
           if (await readShard(shard)) quiet = false;
-          await processShard(shard);
+          if (await processShard(shard)) failed = true;
           if (shard.batcher.pendingCount > 0) quiet = false;
         }
       } catch (error) {
         quiet = false;
+        failed = true;
         if (!stopping.signal.aborted) log('polling the stream failed', error);
       }
       if (quiet) idle.endQuietPass(pass);
+      const wait = failed ? pollIntervalMs : startedAt + pollIntervalMs - clock.now();
+      if (wait <= 0) continue;
       try {
-        await sleep(pollIntervalMs, undefined, { signal: stopping.signal });
+        await clock.sleep(wait, stopping.signal);
       } catch {
         // stopped
       }

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate, setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import {
   DescribeStreamCommand,
@@ -16,6 +16,7 @@ import { afterAll, afterEach, describe, expect, inject, it, onTestFailed } from 
 import { RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
 import { FunctionSandboxes, type FunctionTimeout } from '../../local/runners/functionSandbox.js';
 import {
+  type PollClock,
   type StreamDiscard,
   type StreamRunner,
   type StreamRunnerOptions,
@@ -168,6 +169,68 @@ describe('the local DynamoDB stream runner', () => {
     } finally {
       DynamoDBStreamsClient.prototype.send = send;
     }
+  });
+
+  it('polls at a fixed rate, as Lambda polls a shard four times a second: a pass that outlasts the interval is followed by a read at once, a quick one waits only the rest of it', async () => {
+    // The runner used to wait a whole interval after every pass, the handler's time included, so a
+    // record written during a long invocation waited that invocation plus a full interval.
+    const { tableName, streamArn } = await freshTable();
+    await putItems(tableName, 1);
+    // The runner's clock: it moves only when the runner waits or the handler says it took a while.
+    let clockMs = 0;
+    const steps: string[] = [];
+    const clock: PollClock = {
+      now: () => clockMs,
+      async sleep(ms, signal) {
+        steps.push(`wait ${ms}`);
+        clockMs += ms;
+        await setImmediate(undefined, { signal });
+      },
+    };
+    const send = DynamoDBStreamsClient.prototype.send;
+    DynamoDBStreamsClient.prototype.send = function (
+      this: DynamoDBStreamsClient,
+      command: unknown,
+      ...rest: unknown[]
+    ) {
+      if (command instanceof GetRecordsCommand) steps.push('read');
+      return (send as (...args: unknown[]) => Promise<unknown>).apply(this, [command, ...rest]);
+    } as typeof send;
+    try {
+      run({
+        streamArn,
+        pollIntervalMs: 250,
+        clock,
+        handler: async (event) => {
+          const keys = event.Records.map(pkOf);
+          steps.push(`invoke ${keys.join(',')}`);
+          if (keys.includes('n-1')) {
+            await documentClient().send(
+              new PutCommand({
+                TableName: tableName,
+                Item: { pk: 'n-2', sk: 'STATE', n: 2, status: 'scheduled' },
+              }),
+            );
+            clockMs += 1_000; // an invocation of a second: four intervals
+          }
+          return undefined;
+        },
+      });
+      await eventually(
+        () => `n-2 handed to the function (steps: ${steps.join(' | ')})`,
+        () => steps.includes('invoke n-2'),
+        { withinMs: 15_000 },
+      );
+    } finally {
+      DynamoDBStreamsClient.prototype.send = send;
+    }
+    const first = steps.indexOf('invoke n-1');
+    expect(steps.slice(0, first)).toEqual(['read']);
+    // No wait after the long pass: the next read comes at once.
+    expect(steps[first + 1]).toBe('read');
+    // Every quick pass (the clock did not move during it) waits the whole interval, never less.
+    const waits = steps.filter((step) => step.startsWith('wait'));
+    expect(new Set(waits)).toEqual(new Set(['wait 250']));
   });
 
   it('reads on from the oldest record after DynamoDB says its iterator points at trimmed data', async () => {

@@ -6,7 +6,9 @@
  */
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createNodeWebhookHttp } from '../../lambdas/adapters/nodeWebhookHttp.js';
 import { WEBHOOK_METRIC } from '../../lambdas/core/metricNames.js';
+import { createWebhookDeliveryHandler } from '../../lambdas/webhooks/createWebhookDeliveryHandler.js';
 import { startReceiver, subscribe, webhookHarness } from './webhookHarness.js';
 
 const receivers: Awaited<ReturnType<typeof startReceiver>>[] = [];
@@ -130,6 +132,30 @@ describe('webhook delivery (DESIGN §11)', () => {
     });
     expect(deliveries.json.items[0].history[0]).toMatchObject({ status_code: 200, error: null });
     expect(harness.metrics).toEqual([WEBHOOK_METRIC.delivered]);
+  });
+
+  it("writes a batch's counts at DEBUG: a routine line nobody acts on stays off CloudWatch Logs at INFO (issue 32)", async () => {
+    const harness = await webhookHarness();
+    const hook = await receiver();
+    const endpoint = await subscribe(harness, hook.url());
+    expect((await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` })).status).toBe(
+      202,
+    );
+    const lines: { level: string; message: string }[] = [];
+    const record = (level: string) => (message: string) => lines.push({ level, message });
+    const deliver = createWebhookDeliveryHandler({
+      store: harness.store,
+      queue: harness.queue,
+      http: createNodeWebhookHttp({ policy: 'local' }),
+      now: harness.clock.now,
+      random: Math.random,
+      retryHours: 24,
+      log: { debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error') },
+    });
+    const { batchItemFailures } = await deliver({ Records: await harness.receive() });
+    expect(batchItemFailures).toEqual([]);
+    expect(hook.received).toHaveLength(1);
+    expect(lines).toEqual([{ level: 'debug', message: 'webhook batch done' }]);
   });
 
   it('retries a 500 and a timeout with the same webhook-id, each attempt signed again', async () => {

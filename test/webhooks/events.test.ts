@@ -13,6 +13,7 @@ import type { MessageStatus } from '../../lambdas/core/messageStatus.js';
 import { testSideOf } from '../../lambdas/core/testSide.js';
 import { createEventsHandler } from '../../lambdas/events/createEventsHandler.js';
 import type { EventBus } from '../../lambdas/ports/Webhooks.js';
+import { eventually } from '../support/eventually.js';
 import { startReceiver, subscribe, webhookHarness } from './webhookHarness.js';
 
 const receivers: Awaited<ReturnType<typeof startReceiver>>[] = [];
@@ -228,6 +229,43 @@ describe('the event producer', () => {
     const batch = lifecycle('tenant-a', 'msgc');
     const { batchItemFailures } = await produce({ Records: batch });
     expect(batchItemFailures).toEqual([{ itemIdentifier: batch[0]?.dynamodb?.SequenceNumber }]);
+  });
+
+  it('queues the webhook copies without waiting for the bus: a slow or throttled bus does not hold the webhooks back', async () => {
+    const harness = await webhookHarness();
+    const hook = await startReceiver();
+    receivers.push(hook);
+    await subscribe(harness, hook.url(), 'tenant-a');
+    const steps: string[] = [];
+    const produce = createEventsHandler({
+      // A bus that answers only once the batch's webhook copies are on their queue.
+      bus: {
+        publish: async () => {
+          await eventually('the webhook copies queued while the bus is busy', () => steps.includes('queued'));
+          steps.push('published');
+          return { failed: [] };
+        },
+      },
+      store: harness.store,
+      queue: {
+        send: async (copies) => {
+          const sent = await harness.queue.send(copies);
+          steps.push('queued');
+          return sent;
+        },
+      },
+      now: harness.clock.now,
+      retryHours: 24,
+      retentionDays: 30,
+    });
+    const { batchItemFailures } = await produce({ Records: lifecycle('tenant-a', 'msge') });
+    expect(batchItemFailures).toEqual([]);
+    expect(steps).toEqual(['queued', 'published']);
+    await harness.pump();
+    expect(hook.received.map((request) => JSON.parse(request.body).type).sort()).toEqual([
+      'message.scheduled',
+      'message.sent',
+    ]);
   });
 
   it("writes a batch's counts at DEBUG: a routine line nobody acts on stays off CloudWatch Logs at INFO (issue 32)", async () => {
