@@ -146,10 +146,13 @@ export async function measureLateness(
     readonly timeZones?: readonly (string | undefined)[];
     readonly perCase: number;
     readonly bodyBytes: number;
+    /** Called once the target's warm-up is done, before the first measured message. */
+    readonly warmedUp?: () => void;
   },
 ): Promise<LatenessRun> {
   const { delaysSeconds, perCase, bodyBytes } = settings;
   await target.warm();
+  settings.warmedUp?.();
   const plan = staggeredPlan(delaysSeconds, perCase, Date.now() + SETUP_MS);
   const timer: number[] = [];
   const timers: NodeJS.Timeout[] = [];

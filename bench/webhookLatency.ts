@@ -20,17 +20,26 @@ import { type Spread, sleep, spread } from './stats.js';
  * the webhook queue and the delivery read; → arrival is the POST itself (docs/decisions/0113-webhook-latency-without-a-window.md).
  */
 export interface WebhookLatencyProbe {
-  /** Events that arrived so far, of a type (`message.sent`) or all. */
+  /**
+   * Status changes from this instant on are the measured ones; earlier ones (a warm-up's) are kept
+   * apart, in `spreads().warmUp`. Until called, every event is measured.
+   */
+  measureFrom(at: number): void;
+  /** Measured events that arrived so far, of a type (`message.sent`) or all. */
   arrived(type?: string): number;
   /**
    * Waits until every message whose acceptance arrived (at least `messages` of them) has its
    * `message.sent` too — every bench message is sent — or `timeoutMs` passed.
    */
   waitForSent(messages: number, timeoutMs: number): Promise<void>;
-  /** Each first arrival's latency in three parts, from the endpoint's deliveries (read through the API). */
+  /** Each measured first arrival's latency in three parts, from the endpoint's deliveries (read through the API). */
   stages(): Promise<WebhookLatencyStages>;
-  /** The latency spread of every first arrival, and per event type. */
-  spreads(): { readonly all: Spread; readonly byType: Readonly<Record<string, Spread>> };
+  /** The latency spread of every measured first arrival, per event type, and the warm-up's apart. */
+  spreads(): {
+    readonly all: Spread;
+    readonly byType: Readonly<Record<string, Spread>>;
+    readonly warmUp: Spread;
+  };
   readonly unverified: () => number;
   close(): Promise<void>;
 }
@@ -109,9 +118,14 @@ export async function startWebhookLatencyProbe(stack: LocalStack): Promise<Webho
     return all;
   };
 
+  let measuredFrom = Number.NEGATIVE_INFINITY;
+  const measured = (entry: { createdAt: number }) => entry.createdAt >= measuredFrom;
   const ofType = (type?: string) =>
-    [...first.values()].filter((entry) => type === undefined || entry.type === type);
+    [...first.values()].filter((entry) => measured(entry) && (type === undefined || entry.type === type));
   return {
+    measureFrom: (at) => {
+      measuredFrom = at;
+    },
     arrived: (type) => ofType(type).length,
     async waitForSent(messages, timeoutMs) {
       const deadline = Date.now() + timeoutMs;
@@ -128,7 +142,7 @@ export async function startWebhookLatencyProbe(stack: LocalStack): Promise<Webho
       for (const delivery of await deliveries()) {
         const arrival = first.get(delivery.event_id);
         const attemptAt = Date.parse(delivery.history[0]?.at ?? '');
-        if (!arrival || Number.isNaN(attemptAt)) continue;
+        if (!arrival || !measured(arrival) || Number.isNaN(attemptAt)) continue;
         const writtenAt = Date.parse(delivery.created_at);
         toProducer.push(writtenAt - arrival.createdAt);
         queued.push(attemptAt - writtenAt);
@@ -142,7 +156,12 @@ export async function startWebhookLatencyProbe(stack: LocalStack): Promise<Webho
         const samples = ofType(type).map((entry) => entry.latencyMs);
         byType[type] = spread(samples);
       }
-      return { all: spread(ofType().map((entry) => entry.latencyMs)), byType };
+      const warmUp = [...first.values()].filter((entry) => !measured(entry));
+      return {
+        all: spread(ofType().map((entry) => entry.latencyMs)),
+        byType,
+        warmUp: spread(warmUp.map((entry) => entry.latencyMs)),
+      };
     },
     unverified: () => unverified,
     close: () =>
