@@ -6,7 +6,7 @@ import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { type MaildevViewer, startMaildevViewer } from '../../local/smtp/maildevViewer.js';
 import { SIMULATED_MAIL_PRELOAD } from '../../local/smtp/simulatedMailViewer.js';
-import { createLocalStackTestKey } from '../support/awsLocal.js';
+import { createLocalStackTestKey, postLocalMessage } from '../support/awsLocal.js';
 import { launchChromium } from '../support/chromium.js';
 import { eventually } from '../support/eventually.js';
 
@@ -35,14 +35,10 @@ describe('the mail viewer in a real browser', () => {
   const otherSubject = `Invoice ${Date.now()} ready`;
 
   async function enqueue(key: string, body: Record<string, unknown>, secret = API_KEY): Promise<number> {
-    const response = await fetch(`${stack.apiUrl}/v1/messages`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${secret}`,
-        'content-type': 'application/json',
-        'idempotency-key': key,
-      },
-      body: JSON.stringify({ to: ['ada@example.com'], from: 'postdate@postdate.local', ...body }),
+    const response = await postLocalMessage(stack, {
+      secret,
+      key,
+      body: { to: ['ada@example.com'], from: 'postdate@postdate.local', ...body },
     });
     await response.arrayBuffer();
     return response.status;

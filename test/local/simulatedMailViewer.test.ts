@@ -10,7 +10,7 @@ import {
   SIMULATED_MAIL_PRELOAD,
   type SimulatedMail,
 } from '../../local/smtp/simulatedMailViewer.js';
-import { createLocalStackTestKey } from '../support/awsLocal.js';
+import { createLocalStackTestKey, postLocalMessage } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
 
 /**
@@ -32,14 +32,10 @@ describe('test messages in the local mail viewer', () => {
   const shown: SimulatedMail[] = [];
 
   async function enqueue(key: string, secret: string, body: Record<string, unknown>): Promise<string> {
-    const response = await fetch(`${stack.apiUrl}/v1/messages`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${secret}`,
-        'content-type': 'application/json',
-        'idempotency-key': key,
-      },
-      body: JSON.stringify({ from: 'Shop <shop@example.com>', text: 'Hello.', ...body }),
+    const response = await postLocalMessage(stack, {
+      secret,
+      key,
+      body: { from: 'Shop <shop@example.com>', text: 'Hello.', ...body },
     });
     const message = (await response.json()) as { id: string };
     expect(response.status).toBe(202);

@@ -2,14 +2,12 @@ import * as zlib from 'node:zlib';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { mailText } from '../../bench/benchStack.js';
-import { enqueueMessage } from '../../lambdas/api/routes/enqueue.js';
-import { parseEnqueueRequest } from '../../lambdas/core/messageSchema.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { bodyOfStoredItem, inlineBodyOf } from '../../lambdas/store/bodyContent.js';
 import { type MessageStateRecord, messagePk } from '../../lambdas/store/messageRecord.js';
 import { ITEM_SORT_KEY } from '../../lambdas/store/tableLayout.js';
-import { validBody } from '../api/events.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
+import { enqueueTextMail } from './enqueueTextMail.js';
 
 /**
  * What an enqueue costs the api beyond its puts (issue 32): the body's brotli (store/bodyContent.ts)
@@ -35,26 +33,12 @@ beforeAll(async () => {
 async function enqueue(text: string): Promise<MessageStateRecord> {
   keys += 1;
   const now = new Date();
-  const parsed = parseEnqueueRequest(validBody({ text, html: null, send_at: now.toISOString() }), {
-    allowedFrom: ['*@example.com'],
-    defaultFrom: 'ops@example.com',
-    maxHorizonDays: 400,
+  return enqueueTextMail(store, {
+    text,
     now,
+    idempotencyKey: `compression-${keys}-${now.getTime()}`,
+    retentionDays: 30,
   });
-  if (!parsed.ok) throw new Error(parsed.problem.title);
-  const outcome = await enqueueMessage(
-    { store, sleep: async () => {} },
-    {
-      tenant: 'acme',
-      idempotencyKey: `compression-${keys}-${now.getTime()}`,
-      request: parsed.value,
-      now,
-      random: () => 0.5,
-      retentionDays: 30,
-    },
-  );
-  if (outcome.kind !== 'created') throw new Error(`not created: ${outcome.kind}`);
-  return outcome.state;
 }
 
 /** The text as the sender reads it back: from the state record, or from the body item. */

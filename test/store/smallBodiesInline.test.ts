@@ -1,19 +1,17 @@
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mailText } from '../../bench/benchStack.js';
-import { enqueueMessage } from '../../lambdas/api/routes/enqueue.js';
-import { parseEnqueueRequest } from '../../lambdas/core/messageSchema.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { itemBytes, SEND_GROWTH_BYTES } from '../../lambdas/store/bodyContent.js';
 import { type MessageStateRecord, messagePk } from '../../lambdas/store/messageRecord.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
-import { validBody } from '../api/events.js';
 import {
   createSenderRig,
   type SenderRig,
   type SenderWorld,
   startSenderWorld,
 } from '../sender/senderHarness.js';
+import { enqueueTextMail } from './enqueueTextMail.js';
 
 /**
  * docs/design.md §4 "Storage cost" and docs/data-model.md: a small message is one item — its body
@@ -50,26 +48,12 @@ afterAll(async () => world?.close());
 async function enqueue(text: string): Promise<MessageStateRecord> {
   keys += 1;
   const now = rig.clock.now();
-  const parsed = parseEnqueueRequest(validBody({ text, html: null, send_at: now.toISOString() }), {
-    allowedFrom: ['*@example.com'],
-    defaultFrom: 'ops@example.com',
-    maxHorizonDays: 400,
+  return enqueueTextMail(api, {
+    text,
     now,
+    idempotencyKey: `inline-${keys}-${now.getTime()}`,
+    retentionDays: RETENTION_DAYS,
   });
-  if (!parsed.ok) throw new Error(parsed.problem.title);
-  const outcome = await enqueueMessage(
-    { store: api, sleep: async () => {} },
-    {
-      tenant: 'acme',
-      idempotencyKey: `inline-${keys}-${now.getTime()}`,
-      request: parsed.value,
-      now,
-      random: () => 0.5,
-      retentionDays: RETENTION_DAYS,
-    },
-  );
-  if (outcome.kind !== 'created') throw new Error(`not created: ${outcome.kind}`);
-  return outcome.state;
 }
 
 async function itemsOf(id: string): Promise<Record<string, unknown>[]> {

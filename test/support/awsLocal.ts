@@ -92,3 +92,19 @@ export async function createLocalStackTestKey(
     documents.destroy();
   }
 }
+
+/** POST /v1/messages on a local stack with a key and an idempotency key: the raw response. */
+export function postLocalMessage(
+  stack: Pick<LocalStack, 'apiUrl'>,
+  request: { readonly secret: string; readonly key: string; readonly body: Record<string, unknown> },
+): Promise<Response> {
+  return fetch(`${stack.apiUrl}/v1/messages`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${request.secret}`,
+      'content-type': 'application/json',
+      'idempotency-key': request.key,
+    },
+    body: JSON.stringify(request.body),
+  });
+}
