@@ -27,6 +27,11 @@ function request(
   };
 }
 
+/** One request on the send queue carrying one copy. */
+function sendQueueRequest(origin: CountedRequest['origin'], command: string): CountedRequest {
+  return request({ origin, service: 'SQS', command, items: 1, queue: 'postdate-send' });
+}
+
 /** The stream records of message `i`: its body (no reader's) and its state (the relay's and the producer's). */
 function recordsOf(i: number, eventEntryBytes = 900): SeenStreamRecord[] {
   return [
@@ -50,28 +55,10 @@ function tenAlone(eventEntryBytes = 900): CountedRequest[] {
         streamRecords: recordsOf(i, eventEntryBytes),
       }),
     ),
-    request({
-      origin: 'relay',
-      service: 'SQS',
-      command: 'SendMessageBatch',
-      items: 1,
-      queue: 'postdate-send',
-    }),
-    request({
-      origin: 'platform',
-      service: 'SQS',
-      command: 'ReceiveMessage',
-      items: 1,
-      queue: 'postdate-send',
-    }),
+    sendQueueRequest('relay', 'SendMessageBatch'),
+    sendQueueRequest('platform', 'ReceiveMessage'),
     request({ origin: 'sender', service: 'DynamoDB', command: 'UpdateItem', writeUnits: 4 }),
-    request({
-      origin: 'platform',
-      service: 'SQS',
-      command: 'DeleteMessageBatch',
-      items: 1,
-      queue: 'postdate-send',
-    }),
+    sendQueueRequest('platform', 'DeleteMessageBatch'),
     request({ origin: 'events', service: 'DynamoDB', command: 'Query', readUnits: 0.5 }),
   ]).flat();
 }
@@ -107,13 +94,7 @@ describe('the cost model: a busy invocation as Lambda bills it (issue 32)', () =
   /** Ten copies for the sender alone: one claim write and one SMTP send each. */
   function tenCopies(): CountedRequest[] {
     return Array.from({ length: 10 }, () => [
-      request({
-        origin: 'platform',
-        service: 'SQS',
-        command: 'ReceiveMessage',
-        items: 1,
-        queue: 'postdate-send',
-      }),
+      sendQueueRequest('platform', 'ReceiveMessage'),
       request({ origin: 'sender', service: 'DynamoDB', command: 'UpdateItem', writeUnits: 3 }),
     ]).flat();
   }
@@ -143,15 +124,7 @@ describe('the cost model: a busy invocation as Lambda bills it (issue 32)', () =
   it("keeps the api's own copy at one request per enqueue when busy: each enqueue is its own invocation", () => {
     const withCopy = [
       ...tenAlone(),
-      ...Array.from({ length: 10 }, () =>
-        request({
-          origin: 'api',
-          service: 'SQS',
-          command: 'SendMessageBatch',
-          items: 1,
-          queue: 'postdate-send',
-        }),
-      ),
+      ...Array.from({ length: 10 }, () => sendQueueRequest('api', 'SendMessageBatch')),
     ];
     expect(line(billOf(withCopy, 0, 10, 'busy'), 'api SQS.SendMessageBatch')?.quantity).toBe(1);
     expect(line(billOf(withCopy, 0, 10, 'busy'), 'relay SQS.SendMessageBatch')?.quantity).toBeCloseTo(
