@@ -22,6 +22,10 @@ export interface StackEventSources {
   readonly relay: StreamRunner | undefined;
   readonly sender: SqsRunner | undefined;
   readonly started: readonly { readonly name: string; stop(): Promise<void> }[];
+  /** Resolves once the event producer and the webhook delivery function are warm (none: at once). */
+  readonly warmed: Promise<void>;
+  /** Per in-process function, the real batches that were its first invocation. */
+  coldInvocations(): { readonly events: number; readonly webhooks: number };
   /** Resolves once the relay's stream and the send queue have nothing visible left to hand over. */
   idle(): Promise<void>;
 }
@@ -93,6 +97,8 @@ export function startEventSources(options: {
       ...(sender ? [{ name: 'the SQS runner', stop: () => sender.stop() }] : []),
       ...(webhooks?.started ?? []),
     ],
+    warmed: webhooks?.warmed ?? Promise.resolve(),
+    coldInvocations: () => webhooks?.coldInvocations() ?? { events: 0, webhooks: 0 },
     idle: async () => {
       await Promise.all([relay?.idle(), sender?.idle(), webhooks?.idle()]);
     },

@@ -271,6 +271,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       log,
     });
     started.push({ name: 'the HTTP front end', stop: () => frontEnd.stop() });
+    // The event producer and the delivery function warmed beside the sweep and the front end.
+    await eventSources.warmed;
+    progress('webhooks', 'warm: events, webhooks');
     progress('API', frontEnd.url);
 
     return {
@@ -300,6 +303,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         relay: sandboxes.relay?.coldInvocations ?? 0,
         sender: sandboxes.sender?.coldInvocations ?? 0,
         sweeper: sandboxes.sweeper?.coldInvocations ?? 0,
+        ...eventSources.coldInvocations(),
       }),
       sweep: () => sweep.runOnce(),
       idle: () => eventSources.idle(),

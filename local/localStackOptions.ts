@@ -117,9 +117,11 @@ export interface LocalStack {
   readiness(): Promise<Readiness>;
   /**
    * Per sandboxed function, the invocations so far that had to start their sandbox first (a cold
-   * start on a message's path). 0 after start: the stack says ready with every sandbox warm.
+   * start on a message's path); per in-process function behind an event source (the event producer
+   * `events`, the delivery function `webhooks`), the real batches that were its first invocation.
+   * 0 after start: the stack says ready with every one warm.
    */
-  coldInvocations(): Readonly<Record<SandboxedFunctionName, number>>;
+  coldInvocations(): Readonly<Record<SandboxedFunctionName | 'events' | 'webhooks', number>>;
   /** Resolves once the relay's stream and the send queue have nothing visible left to hand over. */
   idle(): Promise<void>;
   /** Runs the sweeper once now (what its timer does every `sweepIntervalMs`). */

@@ -1,10 +1,19 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBRecord, SQSRecord } from 'aws-lambda';
+import { createNodeWebhookHttp } from '../lambdas/adapters/nodeWebhookHttp.js';
 import { SqsWebhookQueue } from '../lambdas/adapters/SqsWebhookQueue.js';
 import { loadResourceNames } from '../lambdas/core/config.js';
+import { MESSAGE_STATUS } from '../lambdas/core/messageStatus.js';
 import { wireEvents } from '../lambdas/events/handler.js';
 import type { Log } from '../lambdas/ports/Log.js';
+import { messagePk } from '../lambdas/store/messageRecord.js';
+import { ITEM_SORT_KEY } from '../lambdas/store/tableLayout.js';
+import { signedHeaders } from '../lambdas/webhooks/deliverCopy.js';
 import { wireWebhookDelivery } from '../lambdas/webhooks/handler.js';
 import { EVENTS_STREAM } from '../lib/eventSourceLayout.js';
 import { EVENTS_STREAM_FILTER, WEBHOOK_DELIVERY, WEBHOOK_QUEUE } from '../lib/webhookLayout.js';
@@ -53,6 +62,14 @@ export interface WebhookEventSources {
   readonly events: StreamRunner;
   readonly delivery: SqsRunner;
   readonly started: readonly { readonly name: string; stop(): Promise<void> }[];
+  /**
+   * Resolves once both functions have been invoked once with a batch that only reads, and the
+   * webhook POST has run once against a listener of this process: the stack says ready after it
+   * (DESIGN §7). A warm-up that fails is logged; the stack runs on with that function cold.
+   */
+  readonly warmed: Promise<void>;
+  /** Per function, the real batches that were its first invocation (0 once warmed). */
+  coldInvocations(): { readonly events: number; readonly webhooks: number };
   idle(): Promise<void>;
 }
 
@@ -79,12 +96,13 @@ export function startWebhookEventSources(options: {
     warn: (message, attributes) => options.log(`${prefix}: ${message} ${JSON.stringify(attributes)}`),
     error: (message, attributes) => options.log(`${prefix}: ${message} ${JSON.stringify(attributes)}`),
   });
-  const produce = wireEvents(options.environment, functionLog('events'));
-  const deliver = wireWebhookDelivery(options.environment, functionLog('webhooks'));
+  const produce = inProcessFunction(wireEvents(options.environment, functionLog('events')));
+  const deliver = inProcessFunction(wireWebhookDelivery(options.environment, functionLog('webhooks')));
+  const warmed = warmUp(produce, deliver, options.queue.arn, options.log);
   const events = startStreamRunner({
     dynamodbEndpoint: options.dynamodbEndpoint,
     streamArn: options.streamArn,
-    handler: produce,
+    handler: produce.invoke,
     batchSize: EVENTS_STREAM.batchSize,
     batchingWindowMs: EVENTS_STREAM.batchingWindowSeconds * 1000,
     maxAttempts: EVENTS_STREAM.retryAttempts,
@@ -102,7 +120,7 @@ export function startWebhookEventSources(options: {
     batchSize: WEBHOOK_DELIVERY.batchSize,
     maxConcurrency: WEBHOOK_DELIVERY.maxConcurrency,
     waitTimeSeconds: 1,
-    handler: deliver,
+    handler: deliver.invoke,
     log: (message, error) =>
       options.log(`webhook event source: ${message}${error ? `: ${String(error)}` : ''}`),
   });
@@ -114,6 +132,8 @@ export function startWebhookEventSources(options: {
       { name: 'the events stream runner', stop: () => events.stop() },
       { name: 'the webhook queue runner', stop: () => delivery.stop() },
     ],
+    warmed,
+    coldInvocations: () => ({ events: produce.coldInvocations(), webhooks: deliver.coldInvocations() }),
     idle: async () => {
       await recovery;
       await Promise.all([events.idle(), delivery.idle()]);
@@ -143,5 +163,143 @@ async function requeue(options: {
   } finally {
     dynamodb.destroy();
     sqs.destroy();
+  }
+}
+
+type BatchResult = { readonly batchItemFailures: readonly unknown[] };
+
+/**
+ * A function run in this process as Lambda runs an instance: its first invocation makes its clients'
+ * first requests (connections, the SDK's per-client set-up) and runs its code the first time.
+ * `warm` is that first invocation, made by the stack; it counts once its batch succeeded.
+ * `coldInvocations` counts a real batch that came first instead (0 or 1).
+ */
+interface InProcessFunction<Event> {
+  readonly invoke: (event: Event) => Promise<BatchResult>;
+  readonly warm: (event: Event) => Promise<BatchResult>;
+  coldInvocations(): number;
+}
+
+function inProcessFunction<Event, Result extends BatchResult>(
+  handler: (event: Event) => Promise<Result>,
+): InProcessFunction<Event> & { readonly invoke: (event: Event) => Promise<Result> } {
+  let warmed = false;
+  let cold = 0;
+  return {
+    invoke: (event) => {
+      if (!warmed) cold += 1;
+      warmed = true;
+      return handler(event);
+    },
+    warm: async (event) => {
+      const result = await handler(event);
+      if (result.batchItemFailures.length === 0) warmed = true;
+      return result;
+    },
+    coldInvocations: () => cold,
+  };
+}
+
+/** No API key names this tenant, so it has no endpoints: an event of it is delivered nowhere. */
+const WARM_UP_TENANT = 'postdate-local-warm-up';
+
+/**
+ * Each function's first invocation, with a batch that only reads: the producer is handed a new
+ * message of {@link WARM_UP_TENANT} (one Query of its endpoints, none; no bus locally), the delivery
+ * function a copy of a delivery that does not exist (one GetItem; stale, dropped). Then one signed
+ * POST to a listener of this process warms the HTTP client and the signing, which the delivery
+ * function's stale copy does not reach. Nothing is written, queued, sent or delivered.
+ */
+async function warmUp(
+  produce: InProcessFunction<{ Records: DynamoDBRecord[] }>,
+  deliver: InProcessFunction<{ Records: SQSRecord[] }>,
+  queueArn: string,
+  log: (message: string, error?: unknown) => void,
+): Promise<void> {
+  const at = new Date();
+  const warm = async (name: string, run: () => Promise<BatchResult>) => {
+    try {
+      const { batchItemFailures } = await run();
+      if (batchItemFailures.length > 0) log(`${name} warm-up: its batch failed`);
+    } catch (error) {
+      log(`${name} warm-up failed; the first real batch is cold`, error);
+    }
+  };
+  await Promise.all([
+    warm('events', () => produce.warm({ Records: [newMessageRecord(at)] })),
+    warm('webhooks', () => deliver.warm({ Records: [staleCopyRecord(at, queueArn)] })),
+    postToSelf(at).catch((error: unknown) => log('webhook POST warm-up failed', error)),
+  ]);
+}
+
+function newMessageRecord(at: Date): DynamoDBRecord {
+  const id = 'msg_warm-up';
+  const state = {
+    pk: messagePk(id),
+    sk: ITEM_SORT_KEY.messageState,
+    id,
+    tenant: WARM_UP_TENANT,
+    status: MESSAGE_STATUS.scheduled,
+    rev: 1,
+    send_at: at.toISOString(),
+    created_at: at.toISOString(),
+    updated_at: at.toISOString(),
+  };
+  return {
+    eventName: 'INSERT',
+    dynamodb: {
+      SequenceNumber: '0',
+      Keys: { pk: { S: state.pk }, sk: { S: state.sk } },
+      NewImage: marshall(state) as never,
+    },
+  };
+}
+
+function staleCopyRecord(at: Date, queueArn: string): SQSRecord {
+  const time = String(at.getTime());
+  return {
+    messageId: 'warm-up',
+    receiptHandle: 'warm-up',
+    body: JSON.stringify({
+      v: 1,
+      endpoint: `whe_${'0'.repeat(26)}`,
+      delivery: `dlv_${'0'.repeat(30)}`,
+      rev: 1,
+      seq: 0,
+    }),
+    attributes: {
+      ApproximateReceiveCount: '1',
+      SentTimestamp: time,
+      SenderId: 'warm-up',
+      ApproximateFirstReceiveTimestamp: time,
+    },
+    messageAttributes: {},
+    md5OfBody: '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: queueArn,
+    awsRegion: 'us-east-1',
+  };
+}
+
+/** One signed POST, as the delivery function makes it, to a listener of this process (then closed). */
+async function postToSelf(at: Date): Promise<void> {
+  const server = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => response.end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const { port } = server.address() as AddressInfo;
+    const body = '{}';
+    const secret = `whsec_${Buffer.alloc(24).toString('base64')}`;
+    await createNodeWebhookHttp({ policy: 'local' }).post({
+      url: `http://127.0.0.1:${port}/warm-up`,
+      headers: signedHeaders([secret], 'evt_warm-up', at, body),
+      body,
+      timeoutMs: 5_000,
+    });
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 }

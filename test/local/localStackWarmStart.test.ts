@@ -28,7 +28,7 @@ describe('the local stack says ready with warm functions', () => {
       quiet: true,
     });
     const running = stack;
-    expect(running.coldInvocations()).toEqual({ relay: 0, sender: 0, sweeper: 0 });
+    expect(running.coldInvocations()).toEqual({ relay: 0, sender: 0, sweeper: 0, events: 0, webhooks: 0 });
     for (let index = 0; index < MESSAGES; index += 1) {
       const response = await fetch(`${running.apiUrl}/v1/messages`, {
         method: 'POST',
@@ -50,6 +50,6 @@ describe('the local stack says ready with warm functions', () => {
       },
     );
     await running.idle();
-    expect(running.coldInvocations()).toEqual({ relay: 0, sender: 0, sweeper: 0 });
+    expect(running.coldInvocations()).toEqual({ relay: 0, sender: 0, sweeper: 0, events: 0, webhooks: 0 });
   }, 240_000);
 });
