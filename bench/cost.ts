@@ -662,17 +662,23 @@ export function billOf(
       (fn === 'sender' ? messages * DURATION_MODEL_MS.perSmtpSend : 0) +
       (fn === 'webhooks' ? webhookCopies * DURATION_MODEL_MS.perWebhookPost : 0) +
       movedMb(fn, attachment) * messages * DURATION_MODEL_MS.perAttachmentMb;
-    const batchMs = mine
-      .filter(isBatchRequest)
-      .reduce(
-        (sum, r) =>
-          sum +
-          callMs(r) *
-            (busy && r.command === 'SendMessageBatch'
-              ? r.items / BUSY_BATCH.sqsEntries
-              : invocationShare(fn)),
-        0,
-      );
+    const batchCallMs = (r: CountedRequest) =>
+      callMs(r) *
+      (busy && r.command === 'SendMessageBatch' ? r.items / BUSY_BATCH.sqsEntries : invocationShare(fn));
+    const sumMs = (calls: readonly CountedRequest[]) => calls.reduce((sum, r) => sum + batchCallMs(r), 0);
+    const batchCalls = mine.filter(isBatchRequest);
+    const isPutEvents = (r: CountedRequest) => r.service === 'EventBridge' && r.command === 'PutEvents';
+    let batchMs = sumMs(batchCalls.filter((r) => !isPutEvents(r)));
+    if (fn === 'events') {
+      // The producer puts its events on the bus beside its webhook copies' SendMessageBatch (decision
+      // 0115): the bus adds only what it outlasts them. Locally no bus answers: one PutEvents an
+      // invocation, modelled.
+      const bus = groups.has('events EventBridge.PutEvents')
+        ? sumMs(batchCalls.filter(isPutEvents))
+        : invocations.events * DURATION_MODEL_MS.perSqsOrSchedulerCall;
+      const copies = sumMs(batchCalls.filter((r) => r.command === 'SendMessageBatch'));
+      batchMs += Math.max(0, bus - copies);
+    }
     const ms =
       invocations[fn] * DURATION_MODEL_MS.handlerOverhead + batchMs + itemMs * (busy ? laneShare(fn) : 1);
     gbSeconds += (FUNCTION_MEMORY_MB[fn] / 1024) * (ms / 1000);

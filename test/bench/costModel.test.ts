@@ -121,6 +121,45 @@ describe('the cost model: a busy invocation as Lambda bills it (issue 32)', () =
     );
   });
 
+  it("bills the producer's PutEvents, one per invocation when no bus answered locally, beside its webhook copies (decision 0115)", () => {
+    const { handlerOverhead, perDynamodbCall, perSqsOrSchedulerCall } = DURATION_MODEL_MS;
+    // One message's state record, read by the producer alone, which reads its tenant's endpoints.
+    const produced = (copies: CountedRequest[]): CountedRequest[] => [
+      request({
+        origin: 'platform',
+        service: 'DynamoDBStreams',
+        command: 'GetRecords',
+        items: 1,
+        streamRecords: [{ sequenceNumber: '1', relay: false, producer: true, eventEntryBytes: 900 }],
+      }),
+      request({ origin: 'events', service: 'DynamoDB', command: 'Query', readUnits: 0.5 }),
+      ...copies,
+    ];
+    // The api and the authorizer once per enqueue, and the model's one SMTP send per message.
+    const frontDoor =
+      gbSeconds('api', handlerOverhead) +
+      gbSeconds('authorizer', handlerOverhead) +
+      gbSeconds('sender', DURATION_MODEL_MS.perSmtpSend);
+    // No webhook: the invocation waits for the bus alone.
+    expect(line(billOf(produced([]), 0, 1), 'Lambda compute')?.quantity).toBeCloseTo(
+      frontDoor + gbSeconds('events', handlerOverhead + perDynamodbCall + perSqsOrSchedulerCall),
+      10,
+    );
+    // With a webhook copy (queued, not yet received): the bus and the copy's SendMessageBatch go out
+    // side by side, so the invocation lasts as long.
+    const copy = request({
+      origin: 'events',
+      service: 'SQS',
+      command: 'SendMessageBatch',
+      items: 1,
+      queue: 'postdate-webhooks',
+    });
+    expect(line(billOf(produced([copy]), 0, 1), 'Lambda compute')?.quantity).toBeCloseTo(
+      frontDoor + gbSeconds('events', handlerOverhead + perDynamodbCall + perSqsOrSchedulerCall),
+      10,
+    );
+  });
+
   it("keeps the api's own copy at one request per enqueue when busy: each enqueue is its own invocation", () => {
     const withCopy = [
       ...tenAlone(),
