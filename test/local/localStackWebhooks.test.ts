@@ -1,6 +1,9 @@
 /**
  * The local stack delivers webhooks for real (DESIGN §7, §11): a message enqueued over HTTP reaches a
  * receiver on 127.0.0.1 as `message.scheduled` and `message.sent`, signed with the endpoint's secret.
+ * And it says ready with the event producer and the delivery function warm (DESIGN §7: "the functions
+ * are warm when it says so"; decision 0119): no timing is asserted (that is bench/'s); the stack counts
+ * the real batches that were a function's first invocation, and its warm-up delivered nothing.
  */
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -78,5 +81,7 @@ describe('the local stack delivers webhooks', () => {
       expect(event.data.id).toBe(id);
     }
     expect(await statuses()).toEqual(['delivered', 'delivered']);
+    await stack.idle();
+    expect(stack.coldInvocations()).toMatchObject({ events: 0, webhooks: 0 });
   }, 90_000);
 });
