@@ -9,6 +9,7 @@ import { createNodeWebhookHttp } from '../lambdas/adapters/nodeWebhookHttp.js';
 import { SqsWebhookQueue } from '../lambdas/adapters/SqsWebhookQueue.js';
 import { loadResourceNames } from '../lambdas/core/config.js';
 import { MESSAGE_STATUS } from '../lambdas/core/messageStatus.js';
+import { encodeWebhookCopy, webhookDeliveryId, webhookEndpointId } from '../lambdas/core/webhooks.js';
 import { wireEvents } from '../lambdas/events/handler.js';
 import type { Log } from '../lambdas/ports/Log.js';
 import { messagePk } from '../lambdas/store/messageRecord.js';
@@ -257,13 +258,16 @@ function newMessageRecord(at: Date): DynamoDBRecord {
 
 function staleCopyRecord(at: Date, queueArn: string): SQSRecord {
   const time = String(at.getTime());
+  const endpoint = webhookEndpointId('0'.repeat(26));
   return {
     messageId: 'warm-up',
     receiptHandle: 'warm-up',
-    body: JSON.stringify({
+    // A copy as the producer queues it (no `issued_at`: queued after its write), for a delivery that
+    // was never written: the delivery function reads it, finds nothing, and drops the copy as stale.
+    body: encodeWebhookCopy({
       v: 1,
-      endpoint: `whe_${'0'.repeat(26)}`,
-      delivery: `dlv_${'0'.repeat(30)}`,
+      endpoint,
+      delivery: webhookDeliveryId(endpoint, 'evt_warm-up', at.getTime()),
       rev: 1,
       seq: 0,
     }),
