@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createTransport } from 'nodemailer';
+import { type SmtpTap, startSmtpTap } from '../chaos/smtpTap.js';
 import { freePort } from '../local/freePort.js';
 import type { LocalStack } from '../local/localStack.js';
 import { type SmtpSink, startSmtpSink } from '../local/smtp/smtpSink.js';
@@ -16,8 +17,11 @@ import { round, type Spread, sleep, spread } from './stats.js';
  * twice on one local stack: cold, right after it said ready, and warm, after a warm-up.
  *
  * The relay is a real Postfix (bench/postfixRelay.ts, no TLS) relaying to an SMTP sink, when
- * Postfix can run here; otherwise the sink itself. A message has reached the relay when the sink
- * behind it has it (so Postfix's own hop is in the figure, as it is in the baseline).
+ * Postfix can run here; otherwise the sink itself. A message has reached the relay when the relay
+ * answered 250 to its final dot (DESIGN §2: `sent` is "the SMTP relay accepted it"), seen by a
+ * pass-through tap in front of the relay (chaos/smtpTap.ts) that both the stack and the baseline
+ * go through; when the sink behind Postfix has it (Postfix's own forwarding included) is reported
+ * beside it (decision 0122).
  *
  * Baselines from the same run, beside each phase: the same burst of 30 sent straight to the same
  * relay by pooled nodemailer (as many connections as the sender's pool) — what the relay alone
@@ -38,17 +42,21 @@ const POOL = 4;
 const DELIVERY_TIMEOUT_MS = 120_000;
 
 interface Phase {
-  /** enqueue start → at the sink, ms, per immediate message. */
+  /** enqueue start → the relay's 250, ms, per immediate message. */
   readonly immediate: readonly number[];
+  /** enqueue start → at the sink behind the relay, ms, per immediate message. */
+  readonly immediateAtSink: readonly number[];
   /** enqueue start → the API's 202, ms, per immediate message: how much of `immediate` is the front end's. */
   readonly accepted: readonly number[];
-  /** at the sink − send_at, ms, per message due in 3 s / 8 s. */
+  /** the relay's 250 − send_at, ms, per message due in 3 s / 8 s; and at the sink − send_at for those due in 3 s. */
   readonly dueSoon: readonly number[];
   readonly dueLater: readonly number[];
+  readonly dueSoonAtSink: readonly number[];
   /** A bare setTimeout's lateness at each delayed message's send_at, ms. */
   readonly timer: readonly number[];
-  /** The same burst straight to the relay: send start → at the sink, ms. */
+  /** The same burst straight to the relay: send start → the relay's 250, and → at the sink, ms. */
   readonly direct: readonly number[];
+  readonly directAtSink: readonly number[];
   /** Postfix's own delays of each message it relayed during the phase (its maillog); none without Postfix. */
   readonly postfixHop: readonly PostfixDelay[];
   /** Per delayed message, for tracing it in the stack's logs. */
@@ -62,6 +70,7 @@ export async function burst(options: BenchOptions): Promise<BenchResult> {
   const unavailable = postfixUnavailable();
   let postfix: PostfixRelay | undefined;
   let stack: LocalStack | undefined;
+  let tap: SmtpTap | undefined;
   try {
     if (!unavailable) {
       postfix = await startPostfixRelay({
@@ -71,7 +80,12 @@ export async function burst(options: BenchOptions): Promise<BenchResult> {
       });
       await postfix.start();
     }
-    const relay = postfix ? { host: postfix.host, port: postfix.port } : { host: sink.host, port: sink.port };
+    const target = postfix
+      ? { host: postfix.host, port: postfix.port }
+      : { host: sink.host, port: sink.port };
+    tap = await startSmtpTap({ targetHost: target.host, targetPort: target.port, onMoment: () => undefined });
+    const relay = { host: tap.host, port: tap.port };
+    const accepted = relayAcceptance(tap);
     const relayName = postfix
       ? 'a real Postfix relay (no TLS) in front of the SMTP sink'
       : `the SMTP sink (Postfix unavailable: ${unavailable})`;
@@ -87,32 +101,34 @@ export async function burst(options: BenchOptions): Promise<BenchResult> {
       { quiet: process.env.BURST_VERBOSE !== '1' },
     );
     const hop = postfixHop(postfix);
-    const cold = await hop.during(() => runPhase(stack as LocalStack, sink, dueSoonCount));
-    const coldDirect = await directBurst(relay, sink);
-    report('cold', { ...cold, direct: coldDirect }, options.log);
+    const cold = await hop.during(() => runPhase(stack as LocalStack, sink, accepted, dueSoonCount));
+    const coldDirect = await directBurst(relay, sink, accepted);
+    report('cold', { ...cold, ...coldDirect }, options.log);
     await stack.idle();
     await warmUp(stack, sink);
-    const warmDirect = await directBurst(relay, sink);
-    const warm = await hop.during(() => runPhase(stack as LocalStack, sink, dueSoonCount));
-    report('warm', { ...warm, direct: warmDirect }, options.log);
+    const warmDirect = await directBurst(relay, sink, accepted);
+    const warm = await hop.during(() => runPhase(stack as LocalStack, sink, accepted, dueSoonCount));
+    report('warm', { ...warm, ...warmDirect }, options.log);
 
-    const phases = { cold: { ...cold, direct: coldDirect }, warm: { ...warm, direct: warmDirect } };
+    const phases = { cold: { ...cold, ...coldDirect }, warm: { ...warm, ...warmDirect } };
     const rows: BenchRow[] = Object.entries(phases).flatMap(([name, phase]) => {
       const immediate = spread(phase.immediate);
+      const atSink = spread(phase.immediateAtSink);
       const direct = spread(phase.direct);
       const soon = spread(phase.dueSoon);
+      const soonAtSink = spread(phase.dueSoonAtSink);
       const timer = spread(phase.timer);
       return [
         budgetRow({
-          metric: `${name}: burst of ${BURST} immediate, enqueue → relay p50 (max ${round(immediate.max / 1000, 2)} s)`,
+          metric: `${name}: burst of ${BURST} immediate, enqueue → relay's 250 p50 (max ${round(immediate.max / 1000, 2)} s; at the sink behind it p50 ${round(atSink.p50 / 1000, 2)} s)`,
           value: round(immediate.p50 / 1000, 3),
           unit: 's',
-          baselineLabel: `the same burst by nodemailer → relay, p50`,
+          baselineLabel: `the same burst by nodemailer → relay's 250, p50`,
           baseline: round(direct.p50 / 1000, 3),
           max: GOAL_BURST_P50_S,
         }),
         budgetRow({
-          metric: `${name}: due in ${DUE_SOON_S} s, enqueued during the burst, latest (p50 ${round(soon.p50 / 1000, 2)} s; ${soon.n} messages)`,
+          metric: `${name}: due in ${DUE_SOON_S} s, enqueued during the burst, relay's 250, latest (p50 ${round(soon.p50 / 1000, 2)} s; ${soon.n} messages; at the sink, latest ${round(soonAtSink.max / 1000, 2)} s)`,
           value: round(soon.max / 1000, 3),
           unit: 's',
           baselineLabel: 'setTimeout, latest',
@@ -138,9 +154,12 @@ export async function burst(options: BenchOptions): Promise<BenchResult> {
             name,
             {
               immediate: spread(phase.immediate),
+              immediateAtSink: spread(phase.immediateAtSink),
               accepted: spread(phase.accepted),
               direct: spread(phase.direct),
+              directAtSink: spread(phase.directAtSink),
               dueSoon: spread(phase.dueSoon),
+              dueSoonAtSink: spread(phase.dueSoonAtSink),
               dueLater: spread(phase.dueLater),
               timer: spread(phase.timer),
               postfixHop: postfixSpreads(phase.postfixHop),
@@ -153,20 +172,39 @@ export async function burst(options: BenchOptions): Promise<BenchResult> {
     };
   } finally {
     await stack?.stop();
+    await tap?.close();
     await postfix?.close();
     await sink.stop();
   }
 }
 
 /**
+ * When the relay answered 250 to a message's final dot, by its `X-Postdate-Id` or its Message-ID
+ * (angle brackets dropped); the first 250 when a message went twice.
+ */
+type RelayAcceptance = (id: string) => number;
+
+export function relayAcceptance(tap: Pick<SmtpTap, 'transactions'>): RelayAcceptance {
+  return (id) => {
+    const bare = (value: string | null) => value?.replace(/^<|>$/g, '');
+    const transaction = tap
+      .transactions()
+      .find((t) => t.reply?.code === 250 && (t.postdateId === id || bare(t.messageId) === bare(id)));
+    return transaction?.reply?.atMs ?? Number.NaN;
+  };
+}
+
+/**
  * The 30 immediate enqueues fired at once; the delayed ones interleaved among them, so they are
- * accepted while the burst is. Each is timed from just before its request to the sink's receipt.
+ * accepted while the burst is. Each is timed from just before its request to the relay's 250, and to
+ * the sink's receipt behind it.
  */
 async function runPhase(
   stack: LocalStack,
   sink: SmtpSink,
+  acceptedAt: RelayAcceptance,
   dueSoonCount: number,
-): Promise<Omit<Phase, 'direct' | 'postfixHop'>> {
+): Promise<Omit<Phase, 'direct' | 'directAtSink' | 'postfixHop'>> {
   const timer: number[] = [];
   const timers: NodeJS.Timeout[] = [];
   const plan = [
@@ -199,12 +237,15 @@ async function runPhase(
     (mail) => mail.postdateId,
   );
   for (const pending of timers) clearTimeout(pending);
-  const at = (id: string) => received.get(id)?.getTime() ?? Number.NaN;
+  const atSink = (id: string) => received.get(id)?.getTime() ?? Number.NaN;
+  const at = acceptedAt;
   const of = (dueInS: number) => submitted.filter((m) => m.dueInS === dueInS);
   return {
     immediate: of(0).map((m) => at(m.id) - m.startedAt),
+    immediateAtSink: of(0).map((m) => atSink(m.id) - m.startedAt),
     accepted: of(0).map((m) => m.acceptedAt - m.startedAt),
     dueSoon: of(DUE_SOON_S).map((m) => at(m.id) - m.dueAt),
+    dueSoonAtSink: of(DUE_SOON_S).map((m) => atSink(m.id) - m.dueAt),
     dueLater: of(DUE_LATER_S).map((m) => at(m.id) - m.dueAt),
     timer,
     delayed: submitted
@@ -302,8 +343,12 @@ function interleave(plan: readonly number[]): number[] {
   return [...out, ...delayed];
 }
 
-/** The same burst of 30 straight to the relay through pooled nodemailer; send start → at the sink. */
-async function directBurst(relay: { host: string; port: number }, sink: SmtpSink): Promise<number[]> {
+/** The same burst of 30 straight to the relay through pooled nodemailer; send start → the relay's 250, and → at the sink. */
+async function directBurst(
+  relay: { host: string; port: number },
+  sink: SmtpSink,
+  acceptedAt: RelayAcceptance,
+): Promise<Pick<Phase, 'direct' | 'directAtSink'>> {
   const transport = createTransport({
     pool: true,
     maxConnections: POOL,
@@ -336,7 +381,10 @@ async function directBurst(relay: { host: string; port: number }, sink: SmtpSink
       DELIVERY_TIMEOUT_MS,
       (mail) => mail.messageId,
     );
-    return sends.map((s) => (received.get(s.messageId)?.getTime() ?? Number.NaN) - s.at);
+    return {
+      direct: sends.map((s) => acceptedAt(s.messageId) - s.at),
+      directAtSink: sends.map((s) => (received.get(s.messageId)?.getTime() ?? Number.NaN) - s.at),
+    };
   } finally {
     transport.close();
   }
@@ -350,10 +398,15 @@ function report(name: string, phase: Phase, log: (line: string) => void): void {
   }
   const line = (label: string, s: Spread) =>
     `${label} p50 ${round(s.p50, 0)} ms  max ${round(s.max, 0)} ms (${s.n})`;
-  log(`  ${name}: ${line(`burst of ${BURST} enqueue → relay`, spread(phase.immediate))}`);
+  log(`  ${name}: ${line(`burst of ${BURST} enqueue → relay's 250`, spread(phase.immediate))}`);
   log(`  ${name}: ${line('of which request → 202', spread(phase.accepted))}`);
-  log(`  ${name}: ${line('nodemailer → relay, same burst', spread(phase.direct))}`);
-  log(`  ${name}: ${line(`due in ${DUE_SOON_S} s, late`, spread(phase.dueSoon))}`);
+  log(
+    `  ${name}: ${line(`burst of ${BURST} enqueue → at the sink behind the relay`, spread(phase.immediateAtSink))}`,
+  );
+  log(`  ${name}: ${line("nodemailer → relay's 250, same burst", spread(phase.direct))}`);
+  log(`  ${name}: ${line('nodemailer → at the sink, same burst', spread(phase.directAtSink))}`);
+  log(`  ${name}: ${line(`due in ${DUE_SOON_S} s, late at the relay's 250`, spread(phase.dueSoon))}`);
+  log(`  ${name}: ${line(`due in ${DUE_SOON_S} s, late at the sink`, spread(phase.dueSoonAtSink))}`);
   log(`  ${name}: ${line(`due in ${DUE_LATER_S} s (Scheduler), late`, spread(phase.dueLater))}`);
   log(`  ${name}: ${line('setTimeout at those due times, late', spread(phase.timer))}`);
   if (phase.postfixHop.length > 0) {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { postfixDelays } from '../../bench/burst.js';
+import { postfixDelays, relayAcceptance } from '../../bench/burst.js';
+import type { TapTransaction } from '../../chaos/smtpTap.js';
 
 describe('postfixDelaysMs: Postfix’s own part of each relayed message, from its maillog', () => {
   it('reads delay= and delays=a/b/c/d of every sent line and nothing else', () => {
@@ -13,5 +14,60 @@ describe('postfixDelaysMs: Postfix’s own part of each relayed message, from it
       { totalMs: 1200, beforeQueueManagerMs: 1000, inQueueManagerMs: 10, connectMs: 100, transmitMs: 90 },
       { totalMs: 50, beforeQueueManagerMs: 10, inQueueManagerMs: 0, connectMs: 20, transmitMs: 20 },
     ]);
+  });
+});
+
+describe('relayAcceptance: a message reached the relay when the relay answered 250 to its final dot', () => {
+  const transaction = (over: Partial<TapTransaction>): TapTransaction => ({
+    connection: 1,
+    index: 0,
+    upstreamPort: undefined,
+    clientPort: undefined,
+    connectionOpenedAtMs: 0,
+    mailFromAtMs: 0,
+    dataCommandAtMs: null,
+    recipients: [],
+    finalDotAtMs: null,
+    postdateId: null,
+    messageId: null,
+    reply: null,
+    clientCommandAfterDotAtMs: null,
+    clientCommandAfterDot: null,
+    closedAtMs: null,
+    closedBy: null,
+    ...over,
+  });
+  const reply = (code: number, atMs: number) => ({ code, text: `${code} ok`, atMs, delivered: true });
+  const tap = (transactions: TapTransaction[]) => ({ transactions: () => transactions });
+
+  it('answers the first 250 of a Postdate id, not a refusal before it or a second copy after it', () => {
+    const acceptedAt = relayAcceptance(
+      tap([
+        transaction({ postdateId: 'msg_1', reply: reply(451, 100) }),
+        transaction({ postdateId: 'msg_1', reply: reply(250, 200) }),
+        transaction({ postdateId: 'msg_1', reply: reply(250, 300) }),
+      ]),
+    );
+    expect(acceptedAt('msg_1')).toBe(200);
+  });
+
+  it('finds a baseline message by its Message-ID with or without angle brackets', () => {
+    const acceptedAt = relayAcceptance(
+      tap([transaction({ messageId: '<a@burst.bench>', reply: reply(250, 42) })]),
+    );
+    expect(acceptedAt('<a@burst.bench>')).toBe(42);
+    expect(acceptedAt('a@burst.bench')).toBe(42);
+  });
+
+  it('has no time for a message the relay never accepted, or one still waiting for its reply', () => {
+    const acceptedAt = relayAcceptance(
+      tap([
+        transaction({ postdateId: 'msg_2', reply: reply(554, 10) }),
+        transaction({ postdateId: 'msg_3' }),
+      ]),
+    );
+    expect(acceptedAt('msg_2')).toBeNaN();
+    expect(acceptedAt('msg_3')).toBeNaN();
+    expect(acceptedAt('msg_4')).toBeNaN();
   });
 });
