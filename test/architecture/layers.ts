@@ -104,6 +104,11 @@ export const ALLOWED_EDGES: readonly { readonly from: string; readonly to: strin
       to: 'docs/openapi.json',
       why: 'GET /openapi.json serves the document generated at build time (openapiDocument.test.ts keeps it fresh), so the generator stays out of the api bundle',
     },
+    {
+      from: 'bench/burst.ts',
+      to: 'chaos/smtpTap.ts',
+      why: "the burst times a message's arrival by the relay's 250 to its final dot, which the chaos run's SMTP tap records (decision 0122)",
+    },
   ];
 
 export function layerOf(file: string): Layer | undefined {
