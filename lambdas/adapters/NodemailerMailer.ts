@@ -3,7 +3,7 @@ import { domainToASCII } from 'node:url';
 import addressparser from 'nodemailer/lib/addressparser';
 import MailComposer, { type MailComposerOptions } from 'nodemailer/lib/mail-composer';
 import SMTPConnection, { type SMTPConnectionSendInfo } from 'nodemailer/lib/smtp-connection';
-import { classifySmtpError, reachedRelay } from '../core/classifySmtpError.js';
+import { classifySmtpError, FAILURE_ORIGIN, reachedRelay } from '../core/classifySmtpError.js';
 import { CONFIG_SETTINGS } from '../core/configSpec.js';
 import { isReservedHeader } from '../core/headerSafety.js';
 import { isRelayControlHeader } from '../core/relayControlHeaders.js';
@@ -165,7 +165,8 @@ export class NodemailerMailer implements Mailer {
         to: envelope.map((recipient) => recipient.address),
       };
       // A reused session the relay closed while it sat idle fails before a byte of the message is
-      // read: that message goes out on a fresh session, once, within the same attempt.
+      // read (without a reply, or with the relay's 421 as it closed it): that message goes out on a
+      // fresh session, once, within the same attempt (docs/decisions/0123).
       for (let round = 0; ; round++) {
         let session: SmtpSession;
         try {
@@ -191,10 +192,12 @@ export class NodemailerMailer implements Mailer {
           };
         } catch (thrown) {
           const failure: SessionFailure = { error: thrown, unread: !message.readableDidRead };
+          // The message went to a ready session: MAIL FROM is on its way, and a reply or the
+          // message's own stream failing is this message's outcome, whatever nodemailer calls it.
+          const context = { bodySent: tracker.bodySent, transactionStarted: true };
           if (tracker.timedOut || abort.signal.aborted) {
             session.pool.discard(session);
             const error = attemptTimeout(thrown);
-            const context = { bodySent: tracker.bodySent };
             return this.failed(
               error,
               { ...context, reachedRelay: reachedRelay(error, context) },
@@ -202,12 +205,11 @@ export class NodemailerMailer implements Mailer {
               started,
             );
           }
-          if (reused && round === 0 && failure.unread && replyCodeOf(thrown) === undefined) {
+          if (reused && round === 0 && failure.unread && closedWhileIdle(thrown)) {
             session.pool.discard(session);
             continue;
           }
           await this.afterFailedTransaction(session, thrown);
-          const context = { bodySent: tracker.bodySent };
           return this.failed(
             thrown,
             { ...context, reachedRelay: reachedRelay(thrown, context) },
@@ -228,6 +230,7 @@ export class NodemailerMailer implements Mailer {
       readonly bodySent: boolean;
       readonly reachedRelay: boolean;
       readonly beforeTransaction?: boolean;
+      readonly transactionStarted?: boolean;
     },
     refused: readonly RecipientRefusal[],
     started: number,
@@ -235,6 +238,7 @@ export class NodemailerMailer implements Mailer {
     const failure = classifySmtpError(error, {
       bodySent: context.bodySent,
       beforeTransaction: context.beforeTransaction === true,
+      transactionStarted: context.transactionStarted === true,
     });
     // Only a refused login or a broken TLS setup says the pooled sessions themselves are wrong; a
     // refusal of one sender (5.7.x at MAIL FROM) must not close the pool for every tenant.
@@ -467,6 +471,21 @@ function sendOn(
       else resolve(info);
     });
   });
+}
+
+/**
+ * Whether a send that failed on a reused session before a byte of the message was read shows the
+ * relay had closed that session while it sat idle: no reply (the socket was gone), or a 421 read as
+ * the reply to MAIL FROM — a relay that ends an idle session says 421 as it closes, and when that
+ * crosses our MAIL FROM on the wire it answers it (decision 0123). SES's throttling words are not
+ * an idle close: they are the fleet's pressure, and a fresh session would only add to it.
+ */
+function closedWhileIdle(error: unknown): boolean {
+  const code = replyCodeOf(error);
+  if (code === undefined) return true;
+  if (code !== 421) return false;
+  const command = (error as { command?: unknown }).command;
+  return command === 'MAIL FROM' && classifySmtpError(error).origin !== FAILURE_ORIGIN.throttle;
 }
 
 /** The relay's reply code on an error, when the relay replied. */

@@ -12,7 +12,7 @@
  * (`code` ECONNECTION or ETIMEDOUT, `command` 'CONN', no reply), so the caller, which sees the body
  * being handed over, says so with `context.bodySent`; only then is such a failure `ambiguous`.
  */
-import type { ErrorClass } from './postdateError.js';
+import { ERROR_CLASS, type ErrorClass } from './postdateError.js';
 
 /**
  * Where a failure happened, which decides whose it is (DESIGN §5; lambdas/core/sendDecision.ts
@@ -25,7 +25,9 @@ import type { ErrorClass } from './postdateError.js';
  * - `throttle`: the relay says it is throttling the sender (SES's `454 Throttling failure: …`), at
  *   any step: the fleet's pressure, no attempt, never dead.
  * - `transaction`: a reply to this message's own commands (MAIL, RCPT, DATA, the final dot), 421
- *   included, or a break once MAIL FROM may have been sent: this message's outcome, one attempt.
+ *   included, whatever command nodemailer files it under; a break once MAIL FROM may have been sent;
+ *   the message's own stream failing after 354 (an attachment that cannot be read): this message's
+ *   outcome, one attempt.
  */
 export const FAILURE_ORIGIN = {
   outage: 'outage',
@@ -59,6 +61,14 @@ export interface SmtpFailureContext {
    * reports a setup that ran out of time like any other timeout.
    */
   readonly beforeTransaction?: boolean;
+  /**
+   * True once the message was handed to a ready session: MAIL FROM is on its way. From then on a
+   * reply is to this message's own commands whatever command nodemailer files it under (with
+   * PIPELINING a 421 at RCPT TO ends the session and comes back under `CONN`, like a 421 greeting),
+   * and a failure of the message's stream (`ESTREAM` at `API`: an attachment that cannot be read)
+   * comes after the relay's 354, since the stream is read only then: both are this message's outcome.
+   */
+  readonly transactionStarted?: boolean;
 }
 
 /** nodemailer codes that mean our own configuration (credentials, TLS, settings) is wrong. */
@@ -89,7 +99,6 @@ const CONNECTION_CODES: ReadonlySet<string> = new Set([
   'ESOCKET',
   'EDNS',
   'EPROTOCOL',
-  'ESTREAM',
   'EABORT',
   'EMAXLIMIT',
   'ECONNREFUSED',
@@ -162,6 +171,9 @@ const CONFIG_REPLY_CODES: ReadonlySet<number> = new Set([530, 534, 535, 538]);
 /** Enhanced codes that say the same (RFC 4954 §6, RFC 3463 X.7.x). */
 const CONFIG_ENHANCED_CODES: ReadonlySet<string> = new Set(['5.7.0', '5.7.8', '5.7.9', '5.7.11', '5.7.14']);
 
+/** nodemailer's code for a failure of the message stream it was reading (an attachment's source). */
+const STREAM_CODE = 'ESTREAM';
+
 /** Setup-phase timeouts nodemailer marks with `timeoutType`: always before any body. */
 const SETUP_TIMEOUTS: ReadonlySet<string> = new Set([
   'CONNECT_TIMEOUT',
@@ -182,6 +194,11 @@ interface ErrorShape {
   readonly certificateCode: string | null;
   /** Node's failed system call (`connect`, `getaddrinfo`, `read`, …), when the error carries one. */
   readonly syscall: string | null;
+  /**
+   * The retry class a Postdate typed error carries (lambdas/core/postdateError.ts), e.g. the
+   * attachment store's AttachmentMissingError (`permanent`) that nodemailer hands back as `ESTREAM`.
+   */
+  readonly declaredClass: ErrorClass | null;
 }
 
 /** Classifies any thrown value. Never throws. */
@@ -189,7 +206,12 @@ export function classifySmtpError(error: unknown, context: SmtpFailureContext = 
   try {
     const shape = readShape(error);
     const bodySent = readBodySent(context);
-    const origin = originOf(shape, bodySent, safeGet(context, 'beforeTransaction') === true);
+    const origin = originOf(
+      shape,
+      bodySent,
+      safeGet(context, 'beforeTransaction') === true,
+      safeGet(context, 'transactionStarted') === true,
+    );
     const classified = classifyShape(shape, bodySent);
     return origin === FAILURE_ORIGIN.throttle
       ? {
@@ -234,10 +256,20 @@ const SETUP_COMMANDS = /^(EHLO|HELO|LHLO|STARTTLS|AUTH\b)/;
 export function reachedRelay(error: unknown, context: SmtpFailureContext = {}): boolean {
   try {
     if (readBodySent(context)) return true;
-    return shapeReachedRelay(readShape(error));
+    const shape = readShape(error);
+    if (safeGet(context, 'transactionStarted') === true && isTransactionsOwn(shape)) return true;
+    return shapeReachedRelay(shape);
   } catch {
     return true;
   }
+}
+
+/**
+ * Once the transaction began, a failure that can only have come from inside it: a reply (the relay
+ * answered one of this message's commands) or the message's stream failing (read only after 354).
+ */
+function isTransactionsOwn(shape: ErrorShape): boolean {
+  return shape.responseCode !== null || shape.code === STREAM_CODE;
 }
 
 function shapeReachedRelay(shape: ErrorShape): boolean {
@@ -258,9 +290,15 @@ function shapeReachedRelay(shape: ErrorShape): boolean {
 }
 
 /** Where the failure happened ({@link FAILURE_ORIGIN}); throttling first, at whatever step it came. */
-function originOf(shape: ErrorShape, bodySent: boolean, beforeTransaction: boolean): FailureOrigin {
+function originOf(
+  shape: ErrorShape,
+  bodySent: boolean,
+  beforeTransaction: boolean,
+  transactionStarted: boolean,
+): FailureOrigin {
   if (isThrottleReply(shape)) return FAILURE_ORIGIN.throttle;
   if (bodySent) return FAILURE_ORIGIN.transaction;
+  if (transactionStarted && isTransactionsOwn(shape)) return FAILURE_ORIGIN.transaction;
   if (shape.command === 'API' && shape.responseCode === null) return FAILURE_ORIGIN.local;
   if (beforeTransaction || !shapeReachedRelay(shape)) return FAILURE_ORIGIN.outage;
   return FAILURE_ORIGIN.transaction;
@@ -334,6 +372,18 @@ function classifyShape(shape: ErrorShape, bodySent: boolean): Classified {
   }
   if (shape.timeoutType !== null && SETUP_TIMEOUTS.has(shape.timeoutType)) {
     return result('transient', 'the connection could not be set up in time; retried later');
+  }
+  if (shape.code === STREAM_CODE) {
+    // Only the source can say a retry will not help (the attachment is gone from the store).
+    return shape.declaredClass === ERROR_CLASS.permanent
+      ? result(
+          'permanent',
+          'the message could not be read while it was sent (ESTREAM), and its source says it never will be (an attachment gone from the store)',
+        )
+      : result(
+          'transient',
+          'the message could not be read while it was sent (ESTREAM: an attachment could not be read); retried later',
+        );
   }
   if (CONNECTION_CODES.has(shape.code)) {
     return result(
@@ -462,7 +512,14 @@ function shapeOf(error: unknown): ErrorShape {
     response,
     timeoutType: text(safeGet(error, 'timeoutType')),
     syscall: text(safeGet(error, 'syscall')),
+    declaredClass: errorClassOf(safeGet(error, 'class')),
   };
+}
+
+const ERROR_CLASSES: ReadonlySet<unknown> = new Set(Object.values(ERROR_CLASS));
+
+function errorClassOf(value: unknown): ErrorClass | null {
+  return ERROR_CLASSES.has(value) ? (value as ErrorClass) : null;
 }
 
 /** The first TLS certificate code in `originalCode` or `code`, on the error or down its `cause` chain. */

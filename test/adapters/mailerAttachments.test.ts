@@ -8,6 +8,7 @@ import { simpleParser } from 'mailparser';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NodemailerMailer } from '../../lambdas/adapters/NodemailerMailer.js';
 import { environmentSmtpCredentials } from '../../lambdas/adapters/smtpCredentials.js';
+import { AttachmentMissingError } from '../../lambdas/ports/AttachmentStore.js';
 import type { OutgoingAttachment, OutgoingEmail } from '../../lambdas/ports/Mailer.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 
@@ -125,19 +126,52 @@ describe('attachments through the mailer to a real SMTP server', () => {
     expect(file.opened).toBe(0);
   });
 
-  it('fails the attempt before the final dot when an attachment cannot be read: nothing is delivered', async () => {
-    mailer = newMailer();
-    server.script();
-    const before = server.received.length;
-    const broken: OutgoingAttachment = {
-      filename: 'gone.pdf',
-      contentType: 'application/pdf',
-      open: () => Promise.reject(new Error('the object is gone')),
-    };
+  // DESIGN §2: an attempt is a transaction in which the relay saw the message (MAIL FROM sent). The
+  // attachment is opened after the relay's 354, so a failure to read it comes inside the transaction:
+  // it counts (else the message would retry for ever and never go dead).
+  it.each([
+    [
+      'cannot be opened',
+      (): Promise<AsyncIterable<Uint8Array>> => Promise.reject(new Error('the store is unreachable')),
+      'transient',
+    ],
+    [
+      'fails half-way through its bytes',
+      async (): Promise<AsyncIterable<Uint8Array>> =>
+        Readable.from(
+          (async function* () {
+            yield PDF.subarray(0, 16);
+            throw new Error('the read was reset');
+          })(),
+        ),
+      'transient',
+    ],
+    [
+      'is gone from the store',
+      (): Promise<AsyncIterable<Uint8Array>> => Promise.reject(new AttachmentMissingError('messages/t/m/0')),
+      'permanent',
+    ],
+  ] as const)(
+    'an attachment that %s fails the attempt before the final dot, as the message’s outcome: nothing is delivered',
+    async (_name, open, expectedClass) => {
+      mailer = newMailer();
+      server.script();
+      const before = server.received.length;
+      const transactions = server.transactions;
 
-    const outcome = await mailer.send(email([broken]));
+      const outcome = await mailer.send(
+        email([{ filename: 'gone.pdf', contentType: 'application/pdf', open }]),
+      );
 
-    expect(outcome).toMatchObject({ delivered: false });
-    expect(server.received.length).toBe(before);
-  });
+      expect(outcome.delivered ? 'delivered' : outcome.failure).toMatchObject({
+        origin: 'transaction',
+        class: expectedClass,
+        code: 'ESTREAM',
+      });
+      expect(outcome.delivered ? 'delivered' : outcome.reachedRelay).toBe(true);
+      // The relay saw the transaction (MAIL FROM), never a whole message.
+      expect(server.transactions).toBe(transactions + 1);
+      expect(server.received.length).toBe(before);
+    },
+  );
 });

@@ -9,6 +9,7 @@ import {
 } from '../../lambdas/adapters/smtpCredentials.js';
 import type { OutgoingEmail } from '../../lambdas/ports/Mailer.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
+import { startRelayOutage } from '../../local/smtp/relayOutage.js';
 
 // The relay runs in this process: after a stall of the event loop Node runs expired timers before it
 // reads the sockets, so a short greeting limit could beat a greeting already waiting. The greeting
@@ -121,6 +122,36 @@ describe('NodemailerMailer against a real SMTP server', () => {
     expect(outcome.failure.class).toBe(expectedClass);
     expect(outcome.failure.code).toBe(expectedCode);
   });
+
+  // DESIGN §5: a reply to the message's own commands, 421 included, is its outcome (one attempt),
+  // whatever command nodemailer files it under: with PIPELINING (smtp-server advertises it, as
+  // Postfix does) a 421 at RCPT TO ends the session and nodemailer reports it under CONN.
+  it.each([
+    ['at MAIL FROM', { mailFrom: { code: 421, message: '4.7.0 Closing' } }, ['ada@example.org']],
+    ['at RCPT TO', { rcptTo: { code: 421, message: '4.7.0 Too many errors, closing' } }, ['ada@example.org']],
+    [
+      'at the second RCPT TO of two',
+      {
+        rcptTo: (address: string) =>
+          address === 'bob@example.net' ? { code: 421, message: '4.7.0 Closing' } : undefined,
+      },
+      ['ada@example.org', 'bob@example.net'],
+    ],
+    ['after the final dot', { afterData: { code: 421, message: '4.4.2 Closing' } }, ['ada@example.org']],
+  ] as const)(
+    'files a 421 %s as the message’s outcome (transaction), never the relay’s outage',
+    async (_name, behaviour, to) => {
+      mailer = newMailer();
+      server.script(behaviour);
+      const outcome = await mailer.send(email({ to: [...to] }));
+      expect(outcome.delivered ? 'delivered' : outcome.failure).toMatchObject({
+        origin: 'transaction',
+        class: 'transient',
+        code: '421',
+      });
+      expect(outcome.delivered ? 'delivered' : outcome.reachedRelay).toBe(true);
+    },
+  );
 
   it.each([
     [
@@ -276,6 +307,29 @@ describe('NodemailerMailer, more of the same server', () => {
     const outcome = await mailer.send(email());
     expect(outcome.delivered ? 'delivered' : outcome.failure.class).toBe('transient');
     expect(outcome.delivered ? 'delivered' : outcome.reachedRelay).toBe(false);
+  });
+});
+
+describe('NodemailerMailer against a relay that answers 421 at the greeting', () => {
+  it('files it as the relay’s outage: before MAIL FROM, the relay never saw the message', async () => {
+    const server = await startSmtpServer();
+    const relay = await startRelayOutage({ targetHost: server.host, targetPort: server.port });
+    const mailer = mailerFor(relay);
+    try {
+      await relay.set('down');
+      const outcome = await mailer.send(email());
+      expect(outcome.delivered ? 'delivered' : outcome.failure).toMatchObject({
+        origin: 'outage',
+        class: 'transient',
+        code: '421',
+      });
+      expect(outcome.delivered ? 'delivered' : outcome.reachedRelay).toBe(false);
+      expect(server.transactions).toBe(0);
+    } finally {
+      await mailer.close();
+      await relay.close();
+      await server.close();
+    }
   });
 });
 

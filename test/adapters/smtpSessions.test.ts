@@ -200,6 +200,45 @@ describe('pooled SMTP sessions against a real smtp-server', () => {
     expect(sessions().map((session) => session.transactions)).toEqual([1, 1]);
   });
 
+  // A relay that ends an idle session says 421 as it closes (Postfix: "421 4.4.2 … Error: timeout
+  // exceeded"); when that crosses our MAIL FROM on the wire, the 421 reads as the reply to it. On a
+  // reused session, before a byte of the message was read, it is the stale-session case: the message
+  // goes out on a fresh session within the same attempt (docs/decisions/0123).
+  const IDLE_CLOSE = { mailFrom: { code: 421, message: '4.4.2 Error: timeout exceeded' } };
+
+  it('takes a 421 to MAIL FROM on a reused session for the relay closing it while idle: sent on a fresh session', async () => {
+    const relay = mailerWith();
+    server.script({}, IDLE_CLOSE, {});
+    expect((await relay.send(email(1))).delivered).toBe(true);
+    const outcome = await relay.send(email(2));
+    expect(outcome.delivered).toBe(true);
+    expect(sessions().map((session) => session.transactions)).toEqual([2, 1]);
+  });
+
+  it('a 421 to MAIL FROM on the fresh session too is the message’s outcome: one try on a fresh session, no more', async () => {
+    const relay = mailerWith();
+    server.script({}, IDLE_CLOSE);
+    expect((await relay.send(email(1))).delivered).toBe(true);
+    const outcome = await relay.send(email(2));
+    expect(outcome.delivered ? 'delivered' : outcome.failure).toMatchObject({
+      origin: 'transaction',
+      class: 'transient',
+      code: '421',
+    });
+    expect(sessions().map((session) => session.transactions)).toEqual([2, 1]);
+  });
+
+  it('a 421 to MAIL FROM on a fresh session is the message’s outcome at once', async () => {
+    const relay = mailerWith();
+    server.script(IDLE_CLOSE, {});
+    const outcome = await relay.send(email(1));
+    expect(outcome.delivered ? 'delivered' : outcome.failure).toMatchObject({
+      origin: 'transaction',
+      code: '421',
+    });
+    expect(sessions().map((session) => session.transactions)).toEqual([1]);
+  });
+
   it('closes a session whose reply never came without reusing it', async () => {
     const relay = mailerWith();
     server.script({ afterData: 'stall' }, {});

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { backoffCeilingSeconds } from '../../lambdas/core/backoff.js';
-import { classifySmtpError, type FailureOrigin } from '../../lambdas/core/classifySmtpError.js';
+import { classifySmtpError, type FailureOrigin, reachedRelay } from '../../lambdas/core/classifySmtpError.js';
 import type { ErrorClass } from '../../lambdas/core/postdateError.js';
 import { pendingPositions } from '../../lambdas/core/recipients.js';
 import {
@@ -10,6 +10,7 @@ import {
   type OutcomeRecord,
   THROTTLED_RETRY_SECONDS,
 } from '../../lambdas/core/sendDecision.js';
+import { AttachmentMissingError } from '../../lambdas/ports/AttachmentStore.js';
 
 /**
  * DESIGN §2 and §5, the one rule: an outage (before MAIL FROM) is no attempt and never dead, and
@@ -200,5 +201,157 @@ describe('SES throttling is read at the edge into the throttle origin', () => {
   it('an empty envelope refused by nodemailer before MAIL FROM (EENVELOPE at API) is local: no attempt', () => {
     const refused = Object.assign(new Error('No recipients defined'), { code: 'EENVELOPE', command: 'API' });
     expect(classifySmtpError(refused)).toMatchObject({ origin: 'local', class: 'permanent' });
+  });
+});
+
+/**
+ * DESIGN §5: "A reply to this message's own commands (MAIL, RCPT, DATA, the final dot), 421 included,
+ * is this message's outcome and counts toward its attempts"; §2: an attempt is a transaction in which
+ * the relay saw the message (MAIL FROM sent). nodemailer files some of those replies under `CONN`
+ * (with PIPELINING a 421 at RCPT TO ends the session: `ECONNECTION`, `CONN`, 421), and a message
+ * stream that fails after 354 under `API` (`ESTREAM`, no reply). Only the mailer knows that the
+ * transaction had begun (`transactionStarted`); then neither is the relay's outage nor a local refusal.
+ */
+describe('once the transaction began, whose a failure is does not depend on the command nodemailer names', () => {
+  const connError = (fields: Record<string, unknown>) =>
+    Object.assign(new Error('Server closed the connection'), {
+      code: 'ECONNECTION',
+      command: 'CONN',
+      ...fields,
+    });
+  const started = { transactionStarted: true } as const;
+
+  it('a 421 filed under CONN at the greeting stays the relay’s outage', () => {
+    const greeting = connError({ responseCode: 421, response: '421 4.3.2 Service not available' });
+    expect(classifySmtpError(greeting).origin).toBe('outage');
+    expect(classifySmtpError(greeting, { beforeTransaction: true }).origin).toBe('outage');
+    expect(reachedRelay(greeting)).toBe(false);
+  });
+
+  it.each([
+    [
+      'a 421 at RCPT TO (PIPELINING: nodemailer ends the session under CONN)',
+      421,
+      '421 4.7.0 Too many errors, closing',
+      'transient',
+    ],
+    ['a 421 at MAIL FROM filed under CONN', 421, '421 4.4.2 Closing', 'transient'],
+    ['a 5xx cut short by the close (no line end)', 554, '554 5.7.1 Rejected', 'permanent'],
+    ['a 4xx cut short by the close', 451, '451 4.3.0 Local error', 'transient'],
+  ] as const)('%s is the message’s: one attempt', (_name, responseCode, response, expectedClass) => {
+    const error = connError({ responseCode, response });
+    expect(classifySmtpError(error, started)).toMatchObject({
+      origin: 'transaction',
+      class: expectedClass,
+      code: String(responseCode),
+    });
+    expect(reachedRelay(error, started)).toBe(true);
+  });
+
+  it('a reply nodemailer did not expect (EPROTOCOL, CONN) mid-transaction is the message’s', () => {
+    const error = Object.assign(new Error('Unexpected Response'), {
+      code: 'EPROTOCOL',
+      command: 'CONN',
+      responseCode: 550,
+      response: '550 5.7.1 Go away',
+    });
+    expect(classifySmtpError(error, started)).toMatchObject({ origin: 'transaction', class: 'permanent' });
+  });
+
+  it('SES’s throttling words stay the fleet’s pressure, whatever the command', () => {
+    const error = connError({
+      responseCode: 421,
+      response: '421 Throttling failure: Maximum sending rate exceeded.',
+    });
+    expect(classifySmtpError(error, started).origin).toBe('throttle');
+  });
+
+  it('any reply once the transaction began counts one attempt and never holds the fleet (property)', () => {
+    const replies = fc
+      .record({
+        responseCode: fc.integer({ min: 400, max: 599 }),
+        command: fc.constantFrom('CONN', 'MAIL FROM', 'RCPT TO', 'DATA', 'API', ''),
+        code: fc.constantFrom('ECONNECTION', 'EENVELOPE', 'EMESSAGE', 'EPROTOCOL', 'ETIMEDOUT'),
+        words: fc.constantFrom('Closing', 'Try again later', 'Rejected', ''),
+      })
+      .map(({ responseCode, command, code, words }) =>
+        Object.assign(new Error('smtp'), {
+          responseCode,
+          command,
+          code,
+          response: `${responseCode} ${words}`,
+        }),
+      );
+    fc.assert(
+      fc.property(replies, fc.boolean(), (error, bodySent) => {
+        const classified = classifySmtpError(error, { ...started, bodySent });
+        expect(classified.origin).toBe('transaction');
+        expect(reachedRelay(error, { ...started, bodySent })).toBe(true);
+        const decision = decideOutcome(
+          {
+            delivered: false,
+            failureClass: classified.class,
+            origin: classified.origin,
+            attempted: [0],
+            refused: [],
+          },
+          {
+            attempts: 2,
+            on_ambiguous: 'retry',
+            recipients: { accepted: [], rejected: [] },
+            recipientTotal: 1,
+          },
+          SETTINGS,
+          () => 0,
+        );
+        expect(decision.attempts).toBe(3);
+        expect(decision.fleet).toBeUndefined();
+      }),
+    );
+  });
+
+  describe('the message’s own stream failing after 354 (an attachment that cannot be read: ESTREAM at API)', () => {
+    const streamError = (error: Error) => Object.assign(error, { code: 'ESTREAM', command: 'API' });
+
+    it('counts one attempt, transient when the read failed, and the message goes dead at the limit', () => {
+      const error = streamError(new Error('socket hang up'));
+      const classified = classifySmtpError(error, started);
+      expect(classified).toMatchObject({ origin: 'transaction', class: 'transient', code: 'ESTREAM' });
+      expect(classified.reason).not.toMatch(/before the message was sent/);
+      expect(reachedRelay(error, started)).toBe(true);
+      const last = decideOutcome(
+        {
+          delivered: false,
+          failureClass: classified.class,
+          origin: classified.origin,
+          attempted: [0],
+          refused: [],
+        },
+        {
+          attempts: SETTINGS.maxAttempts - 1,
+          on_ambiguous: 'retry',
+          recipients: { accepted: [], rejected: [] },
+          recipientTotal: 1,
+        },
+        SETTINGS,
+        () => 0,
+      );
+      expect(last).toMatchObject({ to: 'dead', attempts: SETTINGS.maxAttempts });
+    });
+
+    it('is permanent when the store says the attachment is gone (AttachmentMissingError)', () => {
+      const error = streamError(new AttachmentMissingError('messages/t/m/0'));
+      expect(classifySmtpError(error, started)).toMatchObject({ origin: 'transaction', class: 'permanent' });
+    });
+  });
+
+  it('a refusal by our own client before anything was sent (API, no reply) stays local', () => {
+    const destroyed = Object.assign(new Error('Connection already closed'), {
+      code: 'ECONNECTION',
+      command: 'API',
+    });
+    expect(classifySmtpError(destroyed, started).origin).toBe('local');
+    const envelope = Object.assign(new Error('No recipients defined'), { code: 'EENVELOPE', command: 'API' });
+    expect(classifySmtpError(envelope, started).origin).toBe('local');
   });
 });

@@ -82,7 +82,9 @@ describe('the sender with attachments', () => {
     expect((await rig.state(message.id)).status).not.toBe('sent');
   });
 
-  it('does not deliver when an attachment is gone from the bucket', async () => {
+  // DESIGN §2: the attachment is read after the relay's 354, inside a transaction the relay saw, so
+  // the attempt counts; a missing object is the store's permanent verdict (AttachmentMissingError).
+  it('fails a message whose attachment is gone from the bucket after one attempt, and delivers nothing', async () => {
     const rig = await createSenderRig(world, { attachments: store });
     const gone: StoredAttachment = {
       filename: 'gone.pdf',
@@ -97,6 +99,33 @@ describe('the sender with attachments', () => {
     await rig.deliverNext();
 
     expect(rig.received(message.id)).toEqual([]);
-    expect((await rig.state(message.id)).status).not.toBe('sent');
+    const state = await rig.state(message.id);
+    expect(state).toMatchObject({ status: 'failed', attempts: 1 });
+    expect(state.history.map((entry) => [entry.outcome, entry.code])).toEqual([['permanent', 'ESTREAM']]);
+  });
+
+  it('counts every attempt whose attachment cannot be read, and the message goes dead at the limit', async () => {
+    // The bucket answers, but every read of the object fails (a network reset, S3 keeps failing).
+    const unreadable = {
+      open: async () => {
+        throw new Error('the read was reset');
+      },
+    };
+    const rig = await createSenderRig(world, { attachments: unreadable }); // POSTDATE_MAX_ATTEMPTS = 3, backoff 0 s
+    const message = await rig.putMessage({ attachments: [await stored('a.pdf', 'application/pdf', PDF)] });
+    world.smtp.script();
+    const transactions = world.smtp.transactions;
+    await rig.dispatch(message);
+    for (let receive = 0; receive < 3; receive++) await rig.deliverNext();
+
+    expect(rig.received(message.id)).toEqual([]);
+    const state = await rig.state(message.id);
+    expect(state).toMatchObject({ status: 'dead', attempts: 3 });
+    expect(state.history.map((entry) => [entry.outcome, entry.code])).toEqual([
+      ['transient', 'ESTREAM'],
+      ['transient', 'ESTREAM'],
+      ['transient', 'ESTREAM'],
+    ]);
+    expect(world.smtp.transactions - transactions).toBe(3);
   });
 });

@@ -13,6 +13,10 @@ import { type BreakerWorld, createBreakerRig, startBreakerWorld } from './breake
 const CLOSING_AFTER_DATA: SmtpBehaviour = {
   afterData: { code: 421, message: '4.4.2 Message content rejected for now, closing connection' },
 };
+/** With PIPELINING nodemailer files this under CONN, as it files a 421 greeting (the review's finding 1). */
+const CLOSING_AT_RCPT: SmtpBehaviour = {
+  rcptTo: { code: 421, message: '4.7.0 Too many errors from this sender, closing connection' },
+};
 const SES_RATE: SmtpBehaviour = {
   mailFrom: { code: 454, message: 'Throttling failure: Maximum sending rate exceeded.' },
 };
@@ -47,6 +51,27 @@ describe('the sender decides an outcome by where it happened', () => {
     expect(dead.attempts).toBe(3);
     expect(dead.history.map((entry) => entry.code)).toEqual(['421', '421', '421']);
     expect(rig.received(message.id)).toHaveLength(3);
+    const gate = await rig.gateStore.read();
+    expect(gate.breaker).toMatchObject({ state: 'closed', version: 0 });
+    expect(rig.metrics.of('RelayUnavailable')).toBe(0);
+    expect((await rig.depth(rig.urls.sendDeadLetter)).stored).toBe(1);
+  }, 60_000);
+
+  it('a 421 at RCPT TO is the message’s own: it counts, the message goes dead after max attempts, the breaker never opens', async () => {
+    const rig = await createBreakerRig(world, { maxAttempts: 3 });
+    await world.outage.set('up');
+    world.smtp.script(CLOSING_AT_RCPT);
+    const message = await rig.putMessage();
+    await rig.dispatch(message);
+    await rig.drive({
+      handlers: [rig.sender()],
+      timeoutMs: 45_000,
+      done: async () => (await rig.state(message.id)).status === 'dead',
+    });
+    const dead = await rig.state(message.id);
+    expect(dead.attempts).toBe(3);
+    expect(dead.history.map((entry) => entry.code)).toEqual(['421', '421', '421']);
+    expect(world.smtp.transactions).toBe(3);
     const gate = await rig.gateStore.read();
     expect(gate.breaker).toMatchObject({ state: 'closed', version: 0 });
     expect(rig.metrics.of('RelayUnavailable')).toBe(0);
