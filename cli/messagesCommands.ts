@@ -31,6 +31,8 @@ export interface MessagesDeps {
   readonly tenants: () => Promise<readonly string[]>;
   /** POSTDATE_RETENTION_DAYS: the TTL a cancelled record gets, as the API gives it. */
   readonly retentionDays: number;
+  /** POSTDATE_MAX_ATTEMPTS: the attempts a retried message gets, as the API gives them. */
+  readonly maxAttempts: number;
   /** POSTDATE_MESSAGE_ID_DOMAIN, to show the Message-ID to search the relay's logs for. */
   readonly messageIdDomain: string;
 }
@@ -310,7 +312,7 @@ export async function messagesRetry(
     'retried',
     'retry takes a failed, dead or unknown message',
     out,
-    (tenant, id) => deps.store.retry({ tenant, id, now }),
+    (tenant, id) => deps.store.retry({ tenant, id, now, maxAttempts: deps.maxAttempts }),
   );
 }
 

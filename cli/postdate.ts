@@ -141,6 +141,7 @@ function messagesDeps(context: Context): MessagesDeps {
     now: context.now,
     tenants: () => knownTenants({ documents: target.documents, tableName }),
     retentionDays: config.retentionDays,
+    maxAttempts: config.maxAttempts,
     messageIdDomain: config.messageIdDomain,
   };
 }

@@ -39,7 +39,10 @@ export function tenantOf(event: ApiEvent): string | null {
 }
 
 /** The settings the routes read. */
-export type ApiConfig = Pick<Config, 'allowedFrom' | 'defaultFrom' | 'maxHorizonDays' | 'retentionDays'> &
+export type ApiConfig = Pick<
+  Config,
+  'allowedFrom' | 'defaultFrom' | 'maxAttempts' | 'maxHorizonDays' | 'retentionDays'
+> &
   Partial<Pick<Config, 'inlineAttachmentMaxKb' | 'maxMessageMb'>>;
 
 export interface RouteDependencies {

@@ -121,7 +121,18 @@ export function claimTerms(
   claimedAt: Date,
 ): ClaimTerms {
   const leaseUntil = new Date(claimedAt.getTime() + settings.leaseSeconds * 1000);
-  return redrive ? { leaseUntil, attemptLimit: record.attempts + settings.maxAttempts } : { leaseUntil };
+  return redrive
+    ? { leaseUntil, attemptLimit: freshAttemptLimit(record.attempts, settings.maxAttempts) }
+    : { leaseUntil };
+}
+
+/**
+ * The attempt limit of a message an operator takes back — a DLQ redrive of a `dead` one, a manual
+ * retry of a `failed`, `dead` or `unknown` one (DESIGN §3, §5): POSTDATE_MAX_ATTEMPTS more than the
+ * attempts it has had, which stay counted (DESIGN §2). Both ways out of the same state grant this one budget.
+ */
+export function freshAttemptLimit(attempts: number, maxAttempts: number): number {
+  return attempts + maxAttempts;
 }
 
 /**

@@ -14,6 +14,16 @@
 import { isTerminal, MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
 import { isPaused, type PauseState } from './relayBreaker.js';
 
+/**
+ * Whether the operator's pauses hold every message: everything paused and no kind resumed since
+ * (each kind excepted is paused on its own again). Then no overdue entry can be re-dispatched, and
+ * the sweeper reads none; as while no relay takes mail, the senders hold the copies.
+ */
+export function pauseHoldsEverything(pause: PauseState | undefined): boolean {
+  if (pause?.all === undefined) return false;
+  return pause.all.except.every((kind) => Object.hasOwn(pause.kinds, kind));
+}
+
 /** The longest wait between two re-dispatches of one stalled message (unless the grace is longer). */
 export const SWEEP_MAX_INTERVAL_SECONDS = 3600;
 

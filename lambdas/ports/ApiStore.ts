@@ -103,10 +103,11 @@ export interface ApiStore {
     quietHours?: QuietHours;
   }): Promise<TransitionResult>;
   /**
-   * Retries now: every recipient not yet accepted is pending again, and a discarded message's TTLs
-   * (state and body) come off.
+   * Retries now: every recipient not yet accepted is pending again, the message may make
+   * `maxAttempts` (POSTDATE_MAX_ATTEMPTS) more attempts, as after a DLQ redrive, and a discarded
+   * message's TTLs (state and body) come off.
    */
-  retry(input: { tenant: string; id: string; now: Date }): Promise<TransitionResult>;
+  retry(input: { tenant: string; id: string; now: Date; maxAttempts: number }): Promise<TransitionResult>;
   /**
    * An operator's decision to leave a `failed`, `dead` or `unknown` message as it is (the CLI; no
    * route): its status stays, it stops waiting — out of the waiting gauge, its TTL and its body's

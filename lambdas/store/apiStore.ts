@@ -22,6 +22,7 @@ import type { QuietHours } from '../core/localTime.js';
 import { lifetimeChange, type TtlWrite } from '../core/messageLifetime.js';
 import { MESSAGE_STATUS, type MessageStatus, WAITING_FOR_OPERATOR } from '../core/messageStatus.js';
 import { NO_PROGRESS, progressAfterManualRetry } from '../core/recipients.js';
+import { freshAttemptLimit } from '../core/sendDecision.js';
 import { TRANSITIONS, type TransitionEvent } from '../core/stateMachine.js';
 import type {
   ApiStore,
@@ -234,19 +235,39 @@ export class DynamoApiStore implements ApiStore {
     return result;
   }
 
-  async retry(input: { tenant: string; id: string; now: Date }): Promise<TransitionResult> {
+  async retry(input: {
+    tenant: string;
+    id: string;
+    now: Date;
+    maxAttempts: number;
+  }): Promise<TransitionResult> {
+    const allowed = fromStatuses('manual-retry');
+    // The write depends on what was read (the recipients, the attempts): if the record changed in
+    // between and may still be retried (a DLQ redrive attempted it), read it again and decide again.
+    for (let attempt = 0; ; attempt++) {
+      const before = await this.getMessage(input.tenant, input.id);
+      const result = await this.retryOnce(input, before, allowed);
+      if (result.kind !== 'conflict' || attempt >= 1 || !allowed.includes(result.current.status))
+        return result;
+    }
+  }
+
+  private async retryOnce(
+    input: { tenant: string; id: string; now: Date; maxAttempts: number },
+    before: MessageStateRecord | null,
+    allowed: readonly MessageStatus[],
+  ): Promise<TransitionResult> {
     const to = MESSAGE_STATUS.scheduled;
     // A message an operator had discarded has TTLs; the retry takes it back, so they come off — the
     // body's before the state's, so that no crash leaves a live message whose body can expire. The
     // strongly consistent read of the small state record (1 unit) tells whether the body, billed by
     // its size, needs a write at all.
-    const before = await this.getMessage(input.tenant, input.id);
     const retried = progressAfterManualRetry(
       before === null
         ? NO_PROGRESS
         : { accepted: before.rcpt_accepted ?? [], rejected: before.rcpt_rejected ?? [] },
     );
-    if (before !== null && fromStatuses('manual-retry').includes(before.status)) {
+    if (before !== null && allowed.includes(before.status)) {
       const lifetime = lifetimeChange({
         currentExpiresAt: before.expires_at,
         to,
@@ -256,12 +277,18 @@ export class DynamoApiStore implements ApiStore {
       });
       if (lifetime.body.kind === 'remove') await this.writeBodyTtl(input.id, lifetime.body);
     }
+    // A fresh budget of attempts, the one a DLQ redrive gives (core/sendDecision.ts); `attempts`
+    // itself stays as it is, the count of SMTP transactions (DESIGN §2).
+    const attempts = before?.attempts ?? 0;
     const now = input.now.toISOString();
-    return this.transition(input.tenant, input.id, fromStatuses('manual-retry'), {
+    return this.transition(input.tenant, input.id, allowed, {
       // Every recipient not yet accepted is pending again (DESIGN §3, core/recipients.ts): the
       // accepted stay as they are, the rejected and the suppressed are written as the rule leaves them.
       UpdateExpression:
-        'SET #status = :to, #send_at = :now, #updated = :now, #lst_pk = :lst_pk, #due_pk = :due_pk, #due_at = :now, #rejected = :rejected, #suppressed = :suppressed ADD #rev :one REMOVE #expires',
+        'SET #status = :to, #send_at = :now, #updated = :now, #lst_pk = :lst_pk, #due_pk = :due_pk, #due_at = :now, #rejected = :rejected, #suppressed = :suppressed, #limit = :limit ADD #rev :one REMOVE #expires',
+      // Only the record the write was decided on: the same attempts (a redrive moves them).
+      extraCondition: '#attempts = :attempts',
+      wouldPass: () => false,
       names: {
         '#send_at': 'send_at',
         '#updated': 'updated_at',
@@ -272,6 +299,8 @@ export class DynamoApiStore implements ApiStore {
         '#expires': 'expires_at',
         '#rejected': 'rcpt_rejected',
         '#suppressed': 'rcpt_suppressed',
+        '#limit': 'attempt_limit',
+        '#attempts': 'attempts',
       },
       values: {
         ':to': to,
@@ -281,6 +310,8 @@ export class DynamoApiStore implements ApiStore {
         ':one': 1,
         ':rejected': [...retried.rejected],
         ':suppressed': [...(retried.suppressed ?? [])],
+        ':limit': freshAttemptLimit(attempts, input.maxAttempts),
+        ':attempts': attempts,
       },
     });
   }

@@ -2,21 +2,26 @@ import { PostdateError } from '../core/postdateError.js';
 import { type SweepDeps, type SweepReport, sweep } from './sweep.js';
 
 /**
- * A pass that left work undone (a shard unreadable, copies refused, a waiting count unread); the
- * next run continues.
+ * A pass that left work undone (a shard unreadable or not read to its end, copies refused, a
+ * waiting count unread); the next run tries again.
  */
 export class SweepIncompleteError extends PostdateError {
   override readonly name = 'SweepIncompleteError';
   constructor(readonly report: SweepReport) {
     super(
-      `sweep incomplete: ${report.shardErrors.length} shard(s) unreadable, ${report.failed} copy(ies) not enqueued, ${report.waiting.errors.length} waiting count(s) unread`,
+      `sweep incomplete: ${report.shardErrors.length} shard(s) unreadable, ${report.truncatedShards.length} shard(s) not read to the end, ${report.failed} copy(ies) not enqueued, ${report.waiting.errors.length} waiting count(s) unread`,
       { class: 'transient' },
     );
   }
 }
 
 export function isIncomplete(report: SweepReport): boolean {
-  return report.shardErrors.length > 0 || report.failed > 0 || report.waiting.errors.length > 0;
+  return (
+    report.shardErrors.length > 0 ||
+    report.truncatedShards.length > 0 ||
+    report.failed > 0 ||
+    report.waiting.errors.length > 0
+  );
 }
 
 /**

@@ -3,7 +3,7 @@ import { isTerminal } from '../core/messageStatus.js';
 import { SWEEPER_METRIC } from '../core/metricNames.js';
 import type { PauseState } from '../core/relayBreaker.js';
 import { relayInUse } from '../core/relays.js';
-import { decideSweep } from '../core/sweepDecision.js';
+import { decideSweep, pauseHoldsEverything } from '../core/sweepDecision.js';
 import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
 import type { DueCursor, DueEntry, DueIndex } from '../ports/DueIndex.js';
 import type { Log } from '../ports/Log.js';
@@ -26,8 +26,13 @@ export interface SweepDeps {
   readonly shards?: number;
   /** @default INDEX_SHARDS.waiting */
   readonly waitingShards?: number;
-  /** At most this many entries per shard and run, so one run stays bounded. @default 500 */
+  /** At most this many re-dispatches per shard and run, so one run stays bounded. @default 500 */
   readonly maxPerShard?: number;
+  /**
+   * At most this many entries read per shard and run, skipped ones included: a run pages past
+   * entries it leaves alone (a paused backlog) up to this many. @default SWEEP_MAX_READS_PER_SHARD
+   */
+  readonly maxReadsPerShard?: number;
   /** @default 100 */
   readonly pageSize?: number;
   readonly log?: Log;
@@ -53,7 +58,11 @@ export interface SweepReport {
   readonly paused: number;
   /** Re-dispatches whose stamp on the record failed (the next run may add one more copy: harmless). */
   readonly unstamped: number;
-  /** Shards that had more overdue entries than `maxPerShard`: the next run continues. */
+  /**
+   * Shards this run could not read to the end (more re-dispatches than `maxPerShard`, or more
+   * entries than `maxReadsPerShard`): the run is incomplete. Re-dispatched entries move out of the
+   * window, so the next run gets further; skipped ones (a paused backlog) do not.
+   */
   readonly truncatedShards: readonly number[];
   /** Shards whose query (or record read) failed, with the error's name. */
   readonly shardErrors: readonly { readonly shard: number; readonly error: string }[];
@@ -69,6 +78,13 @@ export interface SweepReport {
   readonly relays?: readonly RelayCheck[];
 }
 
+/**
+ * The entries one run reads per shard, paging past those it leaves alone: a paused backlog of up to
+ * this many per shard (× 64 shards) hides no lost message behind it. It bounds a run's reads to
+ * 64 000 index entries and state records (one Query and one consistent BatchGetItem per 100).
+ */
+export const SWEEP_MAX_READS_PER_SHARD = 1000;
+
 interface PageTally {
   redispatched: number;
   failed: number;
@@ -83,17 +99,20 @@ interface PageTally {
  * `retrying` past its backoff — reads their records, and puts `{id, rev}` with the record's CURRENT
  * rev on the send queue with no delay, then stamps the record (core/sweepDecision.ts) so that a copy
  * merely waiting behind a backlog is not re-dispatched on every run. A message an operator paused,
- * like every message while the relay breaker is open, is left to the senders that hold it. It never
- * writes a status or a
- * rev, so it can run at any moment next to anything: a copy of a message that meanwhile moved on is
- * dropped by the sender's rev and status rules. It can never cause a second send.
+ * like every message while the relay breaker is open, is left to the senders that hold it, and the
+ * read goes on past it (a skipped entry keeps its `due_at`, so it would fill the window of every
+ * run); a shard not read to its end within the run's bounds is reported, and the run is incomplete.
+ * It never writes a status or a rev, so it can run at any moment next to anything: a copy of a
+ * message that meanwhile moved on is dropped by the sender's rev and status rules. It can never
+ * cause a second send.
  *
  * Then it counts the messages that wait for an operator and publishes the gauge.
  */
 export async function sweep(deps: SweepDeps): Promise<SweepReport> {
   const shards = deps.shards ?? INDEX_SHARDS.due;
   const maxPerShard = deps.maxPerShard ?? 500;
-  const pageSize = Math.min(deps.pageSize ?? 100, maxPerShard);
+  const maxReadsPerShard = deps.maxReadsPerShard ?? SWEEP_MAX_READS_PER_SHARD;
+  const pageSize = deps.pageSize ?? 100;
   const before = new Date(deps.now().getTime() - deps.graceSeconds * 1000).toISOString();
   let examined = 0;
   const tally: PageTally = { redispatched: 0, failed: 0, skipped: 0, paused: 0, unstamped: 0 };
@@ -112,26 +131,25 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
     relays === undefined || deps.gate === undefined
       ? true
       : relayInUse(relays, deps.now(), deps.gate.settings) !== undefined;
-  const overdueShards = flowing ? shards : 0;
+  // Nor while the operator's pauses hold every kind: nothing overdue could be re-dispatched.
+  const overdueShards = flowing && !pauseHoldsEverything(gate?.pause) ? shards : 0;
   const first = relays?.[0];
   const breaker = first === undefined ? undefined : { state: first.state, tokenRearmed: first.tokenRearmed };
 
   for (let shard = 0; shard < overdueShards; shard++) {
     let cursor: DueCursor | undefined;
-    let seen = 0;
+    let read = 0;
+    let planned = 0;
     try {
       do {
-        const page = await deps.dueIndex.overdue({
-          shard,
-          before,
-          limit: Math.min(pageSize, maxPerShard - seen),
-          cursor,
-        });
+        // A page never holds more entries than re-dispatches or reads are left.
+        const limit = Math.min(pageSize, maxPerShard - planned, maxReadsPerShard - read);
+        const page = await deps.dueIndex.overdue({ shard, before, limit, cursor });
         cursor = page.cursor;
-        seen += page.entries.length;
+        read += page.entries.length;
         examined += page.entries.length;
-        await sweepPage(deps, page.entries, tally, gate?.pause);
-      } while (cursor !== undefined && seen < maxPerShard);
+        planned += await sweepPage(deps, page.entries, tally, gate?.pause);
+      } while (cursor !== undefined && planned < maxPerShard && read < maxReadsPerShard);
       if (cursor !== undefined) truncatedShards.push(shard);
     } catch (error) {
       const name = error instanceof Error ? error.name : 'non-error';
@@ -153,15 +171,16 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
   };
 }
 
+/** Sweeps one page of entries; returns how many it meant to re-dispatch (refused copies included). */
 async function sweepPage(
   deps: SweepDeps,
   entries: readonly DueEntry[],
   tally: PageTally,
   pause: PauseState | undefined,
-): Promise<void> {
+): Promise<number> {
   const live = entries.filter((entry) => !isTerminal(entry.status));
   tally.skipped += entries.length - live.length;
-  if (live.length === 0) return;
+  if (live.length === 0) return 0;
   const records = await deps.records.read(live.map((entry) => entry.id));
   const now = deps.now();
   const planned: { copy: QueuedCopy; stamp: Parameters<SweepRecords['recordRedispatch']>[0] }[] = [];
@@ -191,7 +210,7 @@ async function sweepPage(
       },
     });
   }
-  if (planned.length === 0) return;
+  if (planned.length === 0) return 0;
   // The copy first: a stamp that then fails costs at most one more harmless copy; a stamp before a
   // refused copy would put off a lost message's rescue by the backoff.
   const result = await deps.queue.enqueue(planned.map((plan) => plan.copy));
@@ -220,6 +239,7 @@ async function sweepPage(
       });
     }
   }
+  return planned.length;
 }
 
 async function publishWaiting(deps: SweepDeps, shards: number): Promise<WaitingCounts> {

@@ -98,6 +98,7 @@ export async function apiHarness(
         allowedFrom: options.allowedFrom ?? ['*@example.com'],
         defaultFrom: 'postdate@example.com',
         maxHorizonDays: 400,
+        maxAttempts: 8,
         retentionDays: 30,
         ...(options.inlineAttachmentMaxKb === undefined
           ? {}

@@ -22,7 +22,13 @@ describe('a manual retry sends to every recipient not yet accepted', () => {
   async function retryThroughRoute(rig: Awaited<ReturnType<typeof createSenderRig>>, id: string) {
     const deps = {
       store: new DynamoApiStore(world.documents, world.tableName),
-      config: { retentionDays: 30, allowedFrom: ['*'], defaultFrom: 'ops@example.com', maxHorizonDays: 400 },
+      config: {
+        retentionDays: 30,
+        allowedFrom: ['*'],
+        defaultFrom: 'ops@example.com',
+        maxHorizonDays: 400,
+        maxAttempts: 3,
+      },
       now: rig.clock.now,
     };
     return retryMessageRoute(deps)({ tenant: TENANT, params: { id }, event: {} as ApiEvent });

@@ -30,6 +30,7 @@ async function setUp() {
     now: () => now,
     tenants: async () => ['acme'],
     retentionDays: RETENTION_DAYS,
+    maxAttempts: 8,
     messageIdDomain: 'mail.example.com',
   };
   const body = async (id: string) =>

@@ -61,6 +61,7 @@ async function setUp(count: number) {
     now: () => NOW,
     tenants: async () => ['acme'],
     retentionDays: 30,
+    maxAttempts: 8,
     messageIdDomain: 'mail.example.com',
   };
   const deps = {

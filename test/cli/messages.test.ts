@@ -62,6 +62,7 @@ beforeAll(async () => {
     now: () => NOW,
     tenants: async () => ['acme', 'globex'],
     retentionDays: 30,
+    maxAttempts: 8,
     messageIdDomain: 'mail.example.com',
   };
 });
@@ -201,6 +202,8 @@ describe('postdate messages cancel and retry', () => {
     expect(report.ok).toBe(false);
     const retried = await readState(deps, messageId(6));
     expect(retried).toMatchObject({ tenant: 'globex', status: 'scheduled', send_at: NOW.toISOString() });
+    // A fresh budget, as a DLQ redrive would give it (DESIGN §5); `attempts` stays history (§2).
+    expect(retried).toMatchObject({ attempts: 8, attempt_limit: 16 });
     expect(retried?.due_pk).toBeDefined();
     const { Item: body } = await deps.documents.send(
       new GetCommand({ TableName: deps.tableName, Key: bodyKey }),

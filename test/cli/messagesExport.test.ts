@@ -96,6 +96,7 @@ beforeAll(async () => {
     now: () => NOW,
     tenants: async () => ['acme', 'globex'],
     retentionDays: 30,
+    maxAttempts: 8,
     messageIdDomain: 'mail.example.com',
   };
 });

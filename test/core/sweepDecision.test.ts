@@ -4,6 +4,7 @@ import { isTerminal, MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.j
 import type { PauseState } from '../../lambdas/core/relayBreaker.js';
 import {
   decideSweep,
+  pauseHoldsEverything,
   SWEEP_MAX_INTERVAL_SECONDS,
   type SweptRecord,
   sweepIntervalMs,
@@ -129,6 +130,27 @@ describe('a message an operator paused', () => {
         if (held) expect(decision).toEqual({ action: 'skip', reason: 'paused' });
       }),
     );
+  });
+
+  it('holds every message exactly when no kind (nor a message without one) could be re-dispatched', () => {
+    fc.assert(
+      fc.property(pauseState, (rawPause) => {
+        const pause: PauseState =
+          rawPause.all === undefined ? { version: 1, kinds: rawPause.kinds } : rawPause;
+        // The kinds the pause may name, one it never names, and a message without a kind.
+        const flowing = ['digest', 'invoice', 'campaign', 'other', undefined].filter(
+          (kind) =>
+            decideSweep({
+              record: record(kind === undefined ? {} : { tags: { kind } }),
+              now: NOW,
+              graceSeconds: GRACE,
+              pause,
+            }).action === 'redispatch',
+        );
+        expect(pauseHoldsEverything(pause)).toBe(flowing.length === 0);
+      }),
+    );
+    expect(pauseHoldsEverything(undefined)).toBe(false);
   });
 });
 

@@ -152,7 +152,7 @@ describe('a message lives as long as it waits, and its retention starts when it 
     expect(await ttls(id)).toEqual({ state: undefined, body: undefined });
 
     expect(await skipDays(60)).toEqual([]);
-    const retried = await api.retry({ tenant: TENANT, id, now: rig.clock.now() });
+    const retried = await api.retry({ tenant: TENANT, id, now: rig.clock.now(), maxAttempts: 3 });
     expect(retried.kind).toBe('updated');
     const state = retried.kind === 'updated' ? retried.state : ({} as MessageStateRecord);
     await rig.dispatch({ id, rev: state.rev });
@@ -175,7 +175,9 @@ describe('a message lives as long as it waits, and its retention starts when it 
     expect(discarded.kind).toBe('updated');
     expect(await ttls(id)).toEqual({ state: retentionFromNow(), body: retentionFromNow() });
 
-    expect((await api.retry({ tenant: TENANT, id, now: rig.clock.now() })).kind).toBe('updated');
+    expect((await api.retry({ tenant: TENANT, id, now: rig.clock.now(), maxAttempts: 3 })).kind).toBe(
+      'updated',
+    );
     expect(await ttls(id)).toEqual({ state: undefined, body: undefined });
     expect(await skipDays(RETENTION_DAYS + 10)).toEqual([]);
   }, 60_000);

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { type PauseCommand, pauseAfter } from '../../lambdas/core/relayBreaker.js';
+import { shardOf } from '../../lambdas/store/messageRecord.js';
+import { INDEX_SHARDS } from '../../lambdas/store/tableLayout.js';
+import { isIncomplete, SweepIncompleteError } from '../../lambdas/sweeper/createSweeperHandler.js';
+import { OutboxWriter, stateRecord } from '../relay/records.js';
 import { putMessage } from '../sender/records.js';
 import { sweepWorld } from './sweepWorld.js';
 
@@ -56,5 +60,76 @@ describe('the sweeper and the operator pause', () => {
     expect(w.queue.of(plain.id)).toBe(0);
     expect(w.queue.of(invoice.id)).toBe(1);
     expect(report.redispatched).toBe(1);
+  }, 60_000);
+});
+
+/**
+ * DESIGN §5a: the sweeper "finds non-terminal messages whose time has passed but that are not
+ * moving". A paused backlog is skipped without a write (its `due_at` stays), so it must not fill a
+ * shard's window on every run and hide a lost message behind it; and a run that could not read a
+ * shard to its end says so (an incomplete run: the function's Errors, the SweeperErrors alarm).
+ */
+describe('the sweeper behind a paused backlog', () => {
+  /** Overdue messages in one shard of the `due` index, oldest first, each of the kind given. */
+  async function inOneShard(w: Awaited<ReturnType<typeof sweepWorld>>, kinds: readonly string[]) {
+    const outbox = new OutboxWriter(w.tableName);
+    const t0 = new Date(Date.now() - 60 * MINUTE);
+    let shard: number | undefined;
+    const ids: string[] = [];
+    while (ids.length < kinds.length) {
+      const record = stateRecord({ sendAt: new Date(t0.getTime() + ids.length * 1000), createdAt: t0 });
+      const at = shardOf(record.id, INDEX_SHARDS.due);
+      shard ??= at;
+      if (at !== shard) continue;
+      await outbox.put({ ...record, tags: { kind: kinds[ids.length] ?? 'none' } });
+      ids.push(record.id);
+    }
+    return { shard: shard ?? 0, ids };
+  }
+
+  async function pausedWorld() {
+    const w = await sweepWorld('sweep-behind');
+    const { pause } = await w.gate.read();
+    const paused = pauseAfter(pause, { action: 'pause', kind: 'digest', reason: 'rollout' }, new Date());
+    expect(await w.gate.writePause(pause, paused)).toBe('written');
+    return w;
+  }
+
+  it('re-dispatches a lost message behind more paused entries than a run re-dispatches, in the same run', async () => {
+    const w = await pausedWorld();
+    const { ids } = await inOneShard(w, ['digest', 'digest', 'digest', 'invoice']);
+    const invoice = ids[3] ?? '';
+
+    const report = await w.run(new Date(), { maxPerShard: 2, pageSize: 1 });
+
+    expect(w.queue.of(invoice)).toBe(1);
+    expect(report).toMatchObject({ paused: 3, redispatched: 1, truncatedShards: [] });
+    expect(isIncomplete(report)).toBe(false);
+  }, 60_000);
+
+  it('says which shard it could not read to the end within its read budget, and the run is incomplete', async () => {
+    const w = await pausedWorld();
+    const { shard, ids } = await inOneShard(w, ['digest', 'digest', 'digest', 'digest', 'invoice']);
+
+    const report = await w.run(new Date(), { maxReadsPerShard: 3, pageSize: 1 });
+
+    expect(w.queue.of(ids[4] ?? '')).toBe(0);
+    expect(report).toMatchObject({ examined: 3, paused: 3, truncatedShards: [shard] });
+    expect(isIncomplete(report)).toBe(true);
+    expect(new SweepIncompleteError(report).message).toContain('1 shard(s) not read to the end');
+  }, 60_000);
+
+  it('with every kind paused it reads no overdue entry at all (nothing could be re-dispatched)', async () => {
+    const w = await sweepWorld('sweep-all-paused');
+    const { pause } = await w.gate.read();
+    const all = pauseAfter(pause, { action: 'pause', reason: 'incident' }, new Date());
+    expect(await w.gate.writePause(pause, all)).toBe('written');
+    const { ids } = await inOneShard(w, ['digest', 'digest', 'invoice']);
+
+    const report = await w.run(new Date(), { maxReadsPerShard: 2, pageSize: 1 });
+
+    expect(ids.map((id) => w.queue.of(id))).toEqual([0, 0, 0]);
+    expect(report).toMatchObject({ examined: 0, truncatedShards: [] });
+    expect(isIncomplete(report)).toBe(false);
   }, 60_000);
 });

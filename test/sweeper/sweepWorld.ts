@@ -3,7 +3,7 @@ import type { DispatchQueue, QueuedCopy } from '../../lambdas/ports/DispatchQueu
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
-import { sweep } from '../../lambdas/sweeper/sweep.js';
+import { type SweepDeps, sweep } from '../../lambdas/sweeper/sweep.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
 
 /** The breaker's settings the sweeper tests run with. */
@@ -25,7 +25,8 @@ class RecordingQueue implements DispatchQueue {
 
 /**
  * A fresh table and send queue on the emulators, the real sending gate, and `run(now)`: one sweep
- * with the real adapters, as the sweeper function wires them (grace 300 s, 64 due shards).
+ * with the real adapters, as the sweeper function wires them (grace 300 s, 64 due shards), or with
+ * the bounds `overrides` sets.
  */
 export async function sweepWorld(prefix: string, relays?: readonly string[]) {
   const { tableName } = await freshTable(prefix);
@@ -35,7 +36,7 @@ export async function sweepWorld(prefix: string, relays?: readonly string[]) {
   const queue = new RecordingQueue(new SqsDispatchQueue(sqsClient(), urls.send));
   /** The gauges the sweeper published, with the relay each is about (DESIGN §15). */
   const gauges: { name: string; value: number; relay?: string | undefined }[] = [];
-  const run = (now: Date) =>
+  const run = (now: Date, overrides: Pick<SweepDeps, 'maxPerShard' | 'maxReadsPerShard' | 'pageSize'> = {}) =>
     sweep({
       dueIndex: new DynamoDueIndex(documents, tableName),
       records: new DynamoSweepRecords(documents, tableName),
@@ -57,6 +58,7 @@ export async function sweepWorld(prefix: string, relays?: readonly string[]) {
             }),
       },
       metrics: { count: (name, value, relay) => void gauges.push({ name, value, relay }) },
+      ...overrides,
     });
   return { tableName, documents, gate, queue, run, gauges };
 }

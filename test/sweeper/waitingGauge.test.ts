@@ -86,7 +86,12 @@ describe('the gauge of messages waiting for an operator', () => {
     const dead = await t.endedAs('dead');
     await t.endedAs('unknown');
 
-    const retried = await t.api.retry({ tenant: dead.tenant, id: dead.id, now: seconds(t.t0, 5) });
+    const retried = await t.api.retry({
+      tenant: dead.tenant,
+      id: dead.id,
+      now: seconds(t.t0, 5),
+      maxAttempts: 8,
+    });
     expect(retried.kind).toBe('updated');
 
     expect((await t.sweepOnce()).waiting.counts).toEqual({ failed: 0, dead: 0, unknown: 1 });

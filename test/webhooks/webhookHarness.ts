@@ -153,7 +153,13 @@ export async function webhookHarness(
     createApiHandler({
       store: new DynamoApiStore(documentClient(), tableName),
       templates: new DynamoTemplateStore(documentClient(), tableName),
-      config: { allowedFrom: ['*'], defaultFrom: 'p@example.com', maxHorizonDays: 400, retentionDays: 30 },
+      config: {
+        allowedFrom: ['*'],
+        defaultFrom: 'p@example.com',
+        maxHorizonDays: 400,
+        retentionDays: 30,
+        maxAttempts: 8,
+      },
       now: clock.now,
       random: Math.random,
       logger: silent,

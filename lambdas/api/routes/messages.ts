@@ -177,11 +177,12 @@ export function cancelMessageRoute(deps: Pick<RouteDependencies, 'store' | 'conf
 }
 
 /** POST /v1/messages/{id}/retry: a manual retry of a `failed`, `dead` or `unknown` message, sent now. */
-export function retryMessageRoute(deps: Pick<RouteDependencies, 'store' | 'now'>): RouteHandler {
+export function retryMessageRoute(deps: Pick<RouteDependencies, 'store' | 'config' | 'now'>): RouteHandler {
   return async function retryMessage({ tenant, params }) {
     const id = params.id ?? '';
     if (!isMessageId(id)) return notFound();
-    return transitionResult(await deps.store.retry({ tenant, id, now: deps.now() }), 202, 'retried');
+    const retry = { tenant, id, now: deps.now(), maxAttempts: deps.config.maxAttempts };
+    return transitionResult(await deps.store.retry(retry), 202, 'retried');
   };
 }
 
