@@ -27,6 +27,7 @@
  * A message with attachments is refused (OutboxInputError naming `/attachments`): its files must be
  * stored before its records, which the transaction cannot do; it goes through POST /v1/messages.
  */
+import { CONFIG_SETTINGS } from '../core/configSpec.js';
 import { type EnqueueContext, type EnqueueRequest, parseEnqueueRequest } from '../core/messageSchema.js';
 import { PostdateError } from '../core/postdateError.js';
 import { type ProblemDetails, validationProblem } from '../core/problem.js';
@@ -39,6 +40,9 @@ import {
   type TransactWriteItem,
 } from '../store/outboxRecords.js';
 import { checkOutboxTemplate, type OutboxTemplate } from './outboxTemplate.js';
+
+/** POSTDATE_RETENTION_DAYS as the stack reads it: its range and default have one home. */
+const RETENTION = CONFIG_SETTINGS.retentionDays;
 
 export { requestFingerprint } from '../core/messageSchema.js';
 export { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/requestLimits.js';
@@ -62,8 +66,15 @@ export class OutboxInputError extends PostdateError {
  */
 type OutboxCommonInput = Omit<
   OutboxRecordsInput,
-  'request' | 'templateVersion' | 'attachments' | 'apiCopy' | 'bodyInline'
+  'request' | 'templateVersion' | 'attachments' | 'apiCopy' | 'bodyInline' | 'retentionDays'
 > & {
+  /**
+   * The stack's POSTDATE_RETENTION_DAYS (1–3650): a message superseded at enqueue (its group's head
+   * already higher) has ended, and its records expire this many days from `now`, as the API's do.
+   * Pass it when the stack sets another value. It changes nothing for any other message.
+   * @default the stack's default, 30
+   */
+  readonly retentionDays?: number;
   /** The outbox table's name (the items name it). */
   readonly tableName: string;
   /**
@@ -99,6 +110,16 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
   if (!IDEMPOTENCY_KEY_PATTERN.test(input.idempotencyKey)) {
     throw new OutboxInputError('idempotencyKey must be 1–255 printable ASCII characters');
   }
+  const retentionDays = input.retentionDays ?? RETENTION.aws;
+  if (
+    !Number.isInteger(retentionDays) ||
+    retentionDays < RETENTION.kind.min ||
+    retentionDays > RETENTION.kind.max
+  ) {
+    throw new OutboxInputError(
+      `retentionDays must be a whole number of days from ${RETENTION.kind.min} to ${RETENTION.kind.max}, as the stack's POSTDATE_RETENTION_DAYS`,
+    );
+  }
   const request = requestOf(input);
   refuseAttachments(request, input);
   let templateVersion: number | undefined;
@@ -117,7 +138,7 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
     groupHeadVersion: input.groupHeadVersion,
     // The stack's POSTDATE_GROUP_HEAD_REPLICAS: a raise writes that many (store/groupHead.ts).
     ...(input.groupHeadReplicas === undefined ? {} : { groupHeadReplicas: input.groupHeadReplicas }),
-    ...(input.retentionDays === undefined ? {} : { retentionDays: input.retentionDays }),
+    retentionDays,
   });
   return { ...records, items: outboxTransactItems(input.tableName, records) };
 }
