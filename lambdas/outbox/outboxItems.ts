@@ -23,10 +23,14 @@
  * conditions are the idempotency guard: the transaction fails (TransactionCanceledException) if the
  * key was already used, which is what makes a retried business transaction safe. A transaction
  * holds at most 100 items; the outbox uses 2 or 3 of them.
+ *
+ * A message with attachments is refused (OutboxInputError naming `/attachments`): its files must be
+ * stored before its records, which the transaction cannot do; it goes through POST /v1/messages.
  */
+import { CONFIG_SETTINGS } from '../core/configSpec.js';
 import { type EnqueueContext, type EnqueueRequest, parseEnqueueRequest } from '../core/messageSchema.js';
 import { PostdateError } from '../core/postdateError.js';
-import type { ProblemDetails } from '../core/problem.js';
+import { type ProblemDetails, validationProblem } from '../core/problem.js';
 import { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/requestLimits.js';
 import type { EnqueueRecords } from '../ports/ApiStore.js';
 import {
@@ -36,6 +40,9 @@ import {
   type TransactWriteItem,
 } from '../store/outboxRecords.js';
 import { checkOutboxTemplate, type OutboxTemplate } from './outboxTemplate.js';
+
+/** POSTDATE_RETENTION_DAYS as the stack reads it: its range and default have one home. */
+const RETENTION = CONFIG_SETTINGS.retentionDays;
 
 export { requestFingerprint } from '../core/messageSchema.js';
 export { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/requestLimits.js';
@@ -53,7 +60,21 @@ export class OutboxInputError extends PostdateError {
   }
 }
 
-type OutboxCommonInput = Omit<OutboxRecordsInput, 'request' | 'templateVersion'> & {
+/**
+ * The records' input less what only the api can honour: its attachments (stored in its bucket
+ * first), its own queue copy and its body placement.
+ */
+type OutboxCommonInput = Omit<
+  OutboxRecordsInput,
+  'request' | 'templateVersion' | 'attachments' | 'apiCopy' | 'bodyInline' | 'retentionDays'
+> & {
+  /**
+   * The stack's POSTDATE_RETENTION_DAYS (1–3650): a message superseded at enqueue (its group's head
+   * already higher) has ended, and its records expire this many days from `now`, as the API's do.
+   * Pass it when the stack sets another value. It changes nothing for any other message.
+   * @default the stack's default, 30
+   */
+  readonly retentionDays?: number;
   /** The outbox table's name (the items name it). */
   readonly tableName: string;
   /**
@@ -89,7 +110,18 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
   if (!IDEMPOTENCY_KEY_PATTERN.test(input.idempotencyKey)) {
     throw new OutboxInputError('idempotencyKey must be 1–255 printable ASCII characters');
   }
+  const retentionDays = input.retentionDays ?? RETENTION.aws;
+  if (
+    !Number.isInteger(retentionDays) ||
+    retentionDays < RETENTION.kind.min ||
+    retentionDays > RETENTION.kind.max
+  ) {
+    throw new OutboxInputError(
+      `retentionDays must be a whole number of days from ${RETENTION.kind.min} to ${RETENTION.kind.max}, as the stack's POSTDATE_RETENTION_DAYS`,
+    );
+  }
   const request = requestOf(input);
+  refuseAttachments(request, input);
   let templateVersion: number | undefined;
   if (request.template != null) {
     const checked = checkOutboxTemplate(request, input.template);
@@ -106,9 +138,34 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
     groupHeadVersion: input.groupHeadVersion,
     // The stack's POSTDATE_GROUP_HEAD_REPLICAS: a raise writes that many (store/groupHead.ts).
     ...(input.groupHeadReplicas === undefined ? {} : { groupHeadReplicas: input.groupHeadReplicas }),
-    ...(input.retentionDays === undefined ? {} : { retentionDays: input.retentionDays }),
+    retentionDays,
   });
   return { ...records, items: outboxTransactItems(input.tableName, records) };
+}
+
+/**
+ * A message with attachments cannot go through the outbox (docs/decisions/0125): its files' bytes
+ * must be in the bucket before the records that name them (DESIGN §13), and the application's
+ * transaction cannot put them there with it. Written without them, the mail would go out without its
+ * files and end `sent`; so it is refused, and the caller sends it through POST /v1/messages.
+ */
+function refuseAttachments(request: EnqueueRequest, input: OutboxInput): void {
+  // `attachments` beside the request is the api's own input (files already stored), not the
+  // helper's: from JavaScript, or past the type, it is refused the same way.
+  const beside = (input as { readonly attachments?: unknown }).attachments;
+  const field =
+    request.attachments !== undefined && request.attachments.length > 0
+      ? '/attachments'
+      : Array.isArray(beside) && beside.length > 0
+        ? 'attachments'
+        : undefined;
+  if (field === undefined) return;
+  const message =
+    'cannot go through the outbox: the files must be stored before the message, which a DynamoDB transaction cannot do; send a message with attachments through POST /v1/messages';
+  throw new OutboxInputError(
+    `attachments ${message}`,
+    validationProblem([{ field, message }], 'The outbox cannot carry attachments.'),
+  );
 }
 
 function requestOf(input: OutboxInput): EnqueueRequest {

@@ -180,6 +180,94 @@ describe('the transactional outbox helper', () => {
     expect(items).toHaveLength(2);
   });
 
+  describe('a message with attachments (DESIGN §4: exactly as if it came through the API)', () => {
+    const pdf = Buffer.from('%PDF-1.4 invoice').toString('base64');
+    const withFiles = {
+      inline: [{ filename: 'invoice.pdf', content_type: 'application/pdf', content: pdf }],
+      uploaded: [{ attachment_id: 'att_01jf6y8m3v3x1z6d2qk4n8r5tw' }],
+    };
+
+    /** What the helper throws for these inputs, or undefined when it builds items. */
+    function refusal(input: Parameters<typeof buildOutboxTransactItems>[0]): OutboxInputError | undefined {
+      try {
+        buildOutboxTransactItems(input);
+        return undefined;
+      } catch (error) {
+        if (error instanceof OutboxInputError) return error;
+        throw error;
+      }
+    }
+
+    it.each(Object.entries(withFiles))(
+      'refuses %s attachments in a raw body, naming /attachments and the API to use instead',
+      (kind, attachments) => {
+        const error = refusal({
+          tableName,
+          tenant: 'acme',
+          idempotencyKey: `files-${kind}`,
+          body: validBody({ attachments }),
+          validation,
+          now,
+        });
+        // Never items that would send the mail without its files.
+        expect(error).toBeInstanceOf(OutboxInputError);
+        expect(error?.problem?.status).toBe(400);
+        expect(error?.problem?.errors).toEqual([
+          { field: '/attachments', message: expect.stringContaining('POST /v1/messages') },
+        ]);
+        expect(error?.message).toMatch(/attachments/);
+      },
+    );
+
+    it.each(Object.entries(withFiles))(
+      'refuses %s attachments in a parsed request too',
+      (kind, attachments) => {
+        const error = refusal({
+          tableName,
+          tenant: 'acme',
+          idempotencyKey: `files-parsed-${kind}`,
+          request: request({ attachments }),
+          now,
+        });
+        expect(error).toBeInstanceOf(OutboxInputError);
+        expect(error?.problem?.errors?.map((e) => e.field)).toEqual(['/attachments']);
+      },
+    );
+
+    it('refuses stored attachments passed beside the request (the API input the helper cannot honour)', () => {
+      const stored = [
+        {
+          filename: 'invoice.pdf',
+          content_type: 'application/pdf',
+          size: 16,
+          sha256: 'a'.repeat(64),
+          key: 'k',
+        },
+      ];
+      const error = refusal({
+        tableName,
+        tenant: 'acme',
+        idempotencyKey: 'files-stored',
+        request: request(),
+        now,
+        ...{ attachments: stored },
+      });
+      expect(error?.problem?.errors?.map((e) => e.field)).toEqual(['attachments']);
+    });
+
+    it('takes an empty attachments list: there is nothing to lose', () => {
+      const items = buildOutboxTransactItems({
+        tableName,
+        tenant: 'acme',
+        idempotencyKey: 'files-none',
+        body: validBody({ attachments: [] }),
+        validation,
+        now,
+      });
+      expect(items).toHaveLength(2);
+    });
+  });
+
   it('refuses a tenant that could break the key layout', () => {
     expect(() =>
       buildOutboxTransactItems({

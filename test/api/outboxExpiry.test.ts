@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { CONFIG_SETTINGS } from '../../lambdas/core/configSpec.js';
 import { parseEnqueueRequest } from '../../lambdas/core/messageSchema.js';
-import { buildOutboxWrite } from '../../lambdas/outbox/outboxItems.js';
+import { buildOutboxWrite, OutboxInputError } from '../../lambdas/outbox/outboxItems.js';
 import { validBody } from './events.js';
 
 const now = new Date('2026-11-29T18:00:00.000Z');
@@ -52,4 +53,37 @@ describe('expiry of the items written once', () => {
     expect(superseded.body.expires_at).toBe(expected);
     expect(body.expires_at).toBeUndefined();
   });
+
+  /** A message superseded at enqueue (head 5 above its version 1), with these retention days. */
+  function superseded(retentionDays?: number) {
+    const parsed = parseEnqueueRequest(validBody({ group: { key: 'g', version: 1 } }), {
+      ...validation,
+      now,
+    });
+    if (!parsed.ok) throw new Error(parsed.problem.detail);
+    return buildOutboxWrite({
+      tableName: 't',
+      tenant: 'acme',
+      idempotencyKey: 'k-3',
+      now,
+      groupHeadVersion: 5,
+      request: parsed.value,
+      ...(retentionDays === undefined ? {} : { retentionDays }),
+    });
+  }
+
+  it("expires it on the stack's clock: the retention given, or the stack's default POSTDATE_RETENTION_DAYS", () => {
+    expect(superseded(7).state.expires_at).toBe(now.getTime() / 1000 + 7 * DAY);
+    const stackDefault = CONFIG_SETTINGS.retentionDays.aws;
+    expect(superseded().state.expires_at).toBe(now.getTime() / 1000 + stackDefault * DAY);
+    expect(superseded().body.expires_at).toBe(now.getTime() / 1000 + stackDefault * DAY);
+  });
+
+  it.each([0, -1, 2.5, 3651, Number.NaN])(
+    'refuses a retention the stack could not have (%s days), naming retentionDays',
+    (retentionDays) => {
+      expect(() => superseded(retentionDays)).toThrow(OutboxInputError);
+      expect(() => superseded(retentionDays)).toThrow(/retentionDays/);
+    },
+  );
 });

@@ -2,9 +2,11 @@
  * Attachments in the api (DESIGN §13):
  * - `POST /v1/attachments` reserves an upload: an id, a pre-signed S3 PUT (1 h, the declared size
  *   and type in its signature) under `uploads/{tenant}/{id}`, and the declaration beside it;
- * - an enqueue's attachments, between validation and the records: the sizes (413), then the bytes
- *   into the bucket under the tenant — inline ones put, uploads checked against their declaration
- *   and copied — so that the records written next only ever name bytes that are there. Keys derive
+ * - an enqueue's attachments, in two steps: checked when the enqueue is judged (checkAttachments:
+ *   the sizes, each upload against its declaration), so nothing is stored for a request, or a strict
+ *   batch, that is refused; then, when it is written, the bytes into the bucket under the tenant
+ *   (storeAttachments: inline ones put, uploads copied), so that the records written next only ever
+ *   name bytes that are there. Keys derive
  *   from the message id, the position and the content or upload id
  *   (docs/decisions/0082-attachment-storage.md): a client's retry writes the same bytes to the same
  *   keys, a refused replay with other content writes other keys and never touches the original's.
@@ -18,6 +20,7 @@ import {
   messageAttachmentKey,
   messageSizeCheck,
   newAttachmentId,
+  type PlannedAttachment,
   planAttachments,
   type RequestedAttachment,
   readDeclaration,
@@ -86,13 +89,15 @@ function noBucket(field: string): ProblemDetails {
   ]);
 }
 
-export type PreparedAttachments =
+type AttachmentsRefused = { readonly ok: false; readonly problem: ProblemDetails };
+
+type PreparedAttachments =
   | {
       readonly ok: true;
       readonly stored: readonly StoredAttachment[];
       readonly requested: readonly RequestedAttachment[];
     }
-  | { readonly ok: false; readonly problem: ProblemDetails };
+  | AttachmentsRefused;
 
 /** The base64 characters an enqueue body may carry beyond 256 KiB: the inline limit, encoded. */
 export function inlineAllowance(config: RouteDependencies['config']): number {
@@ -100,61 +105,82 @@ export function inlineAllowance(config: RouteDependencies['config']): number {
   return Math.ceil((kib * 1024) / 3) * 4;
 }
 
+/** A request's attachments once checked (checkAttachments): what storeAttachments writes. */
+export interface CheckedAttachments {
+  readonly planned: readonly PlannedAttachment[];
+  /** Each upload's declaration, by position; null for an inline file. */
+  readonly declarations: readonly (UploadDeclaration | null)[];
+}
+
 /**
- * Checks a valid request's attachments and stores their bytes; nothing is stored when a check fails.
- * In order: the inline total (413); each upload against its declaration (400 naming
- * `/attachments/N/attachment_id` and why); the whole message's size (413); then the bytes — inline
- * ones put, uploads copied within the bucket (S3 answers the copy's SHA-256). A message that exists
- * already (a replay, or a reused key) stores nothing: an upload's SHA-256 is then the one the
- * message keeps under the same key, or the upload's own, hashed as a stream.
- *
- * `requested` is the request's attachments as the fingerprint must cover them: an upload by its
- * filename, type, size and SHA-256 like an inline file, so a replay with another file under the
- * same name is a 422 and a retry that uploaded the same bytes again is a replay.
+ * Every check that can refuse a valid request's attachments, without writing anything, so an
+ * enqueue is judged whole before any byte is stored (a strict batch refuses all its items on one
+ * bad file: DESIGN §3a). In order: a bucket at all (400); the inline total (413); each upload
+ * against its declaration (400 naming `/attachments/N/attachment_id` and why); the whole message's
+ * size (413).
  */
-export async function prepareAttachments(
-  deps: Pick<RouteDependencies, 'attachments' | 'config' | 'store'>,
+export async function checkAttachments(
+  deps: Pick<RouteDependencies, 'attachments' | 'config'>,
   input: {
     readonly tenant: string;
-    readonly messageId: string;
     readonly request: EnqueueRequest;
     /** The body's `attachments`, as the schema accepted them. */
     readonly given: readonly AttachmentInput[];
   },
-): Promise<PreparedAttachments> {
+): Promise<{ readonly ok: true; readonly checked: CheckedAttachments } | AttachmentsRefused> {
   const store = deps.attachments;
   if (store === undefined) return { ok: false, problem: noBucket('/attachments') };
   const limits = sizeLimits(deps.config);
   const planned = planAttachments(input.given, limits);
   if (!planned.ok) return { ok: false, problem: sizeProblem(planned.errors) };
 
-  const declared = await Promise.all(
+  const uploads = await Promise.all(
     planned.value.map(async (attachment, position) =>
       attachment.kind === 'upload'
         ? checkUpload(store, input.tenant, attachment.attachment_id, position)
         : null,
     ),
   );
-  const errors = declared.flatMap((check) => (check !== null && !check.ok ? [check.error] : []));
+  const errors = uploads.flatMap((check) => (check !== null && !check.ok ? [check.error] : []));
   if (errors.length > 0) return { ok: false, problem: validationProblem(errors) };
+  const declarations = uploads.map((check) => (check?.ok ? check.declaration : null));
 
-  const sizes = planned.value.map((attachment, position) => {
-    const check = declared[position];
-    return attachment.kind === 'inline' ? attachment.bytes.length : check?.ok ? check.declaration.size : 0;
-  });
+  const sizes = planned.value.map((attachment, position) =>
+    attachment.kind === 'inline' ? attachment.bytes.length : (declarations[position]?.size ?? 0),
+  );
   const bodyBytes = ['subject', 'text', 'html'].reduce(
     (sum, field) => sum + Buffer.byteLength(input.request[field as 'subject' | 'text' | 'html'] ?? ''),
     0,
   );
   const fits = messageSizeCheck(bodyBytes, sizes, limits);
   if (!fits.ok) return { ok: false, problem: sizeProblem(fits.errors) };
+  return { ok: true, checked: { planned: planned.value, declarations } };
+}
 
+/**
+ * Stores checked attachments' bytes for a message: inline ones put, uploads copied within the
+ * bucket (S3 answers the copy's SHA-256). A message that exists already (a replay, or a reused
+ * key) stores nothing: an upload's SHA-256 is then the one the message keeps under the same key,
+ * or the upload's own, hashed as a stream. The one refusal left is an upload deleted since its
+ * check (its day ended in between), a 400 on its field.
+ *
+ * `requested` is the request's attachments as the fingerprint must cover them: an upload by its
+ * filename, type, size and SHA-256 like an inline file, so a replay with another file under the
+ * same name is a 422 and a retry that uploaded the same bytes again is a replay.
+ */
+export async function storeAttachments(
+  deps: Pick<RouteDependencies, 'attachments' | 'store'>,
+  input: { readonly tenant: string; readonly messageId: string; readonly checked: CheckedAttachments },
+): Promise<PreparedAttachments> {
+  const store = deps.attachments;
+  if (store === undefined) return { ok: false, problem: noBucket('/attachments') };
+  const { planned, declarations } = input.checked;
   const existing = await deps.store.getMessage(input.tenant, input.messageId);
   const kept = new Map(
     (existing?.attachments ?? []).map((attachment) => [attachment.key, attachment.sha256]),
   );
   const stored = await Promise.all(
-    planned.value.map(async (attachment, position): Promise<StoredAttachment | undefined> => {
+    planned.map(async (attachment, position): Promise<StoredAttachment | undefined> => {
       if (attachment.kind === 'inline') {
         const key = messageAttachmentKey(
           input.tenant,
@@ -165,8 +191,8 @@ export async function prepareAttachments(
         const { filename, content_type, sha256 } = attachment;
         return { filename, content_type, size: attachment.bytes.length, sha256, key };
       }
-      const check = declared[position];
-      if (!check?.ok) return undefined;
+      const declaration = declarations[position];
+      if (declaration == null) return undefined;
       const from = uploadKey(input.tenant, attachment.attachment_id);
       const key = messageAttachmentKey(
         input.tenant,
@@ -178,7 +204,7 @@ export async function prepareAttachments(
           ? (await store.copy(from, key))?.sha256
           : (kept.get(key) ?? (await store.hash(from)));
       if (sha256 === undefined) return undefined;
-      const { filename, content_type, size } = check.declaration;
+      const { filename, content_type, size } = declaration;
       return { filename, content_type, size, sha256, key };
     }),
   );

@@ -54,7 +54,12 @@ import {
   readIdempotencyKey,
   readJsonBody,
 } from '../route.js';
-import { inlineAllowance, prepareAttachments } from './attachments.js';
+import {
+  type CheckedAttachments,
+  checkAttachments,
+  inlineAllowance,
+  storeAttachments,
+} from './attachments.js';
 import { checkTemplateMessage } from './templates.js';
 
 export function enqueueRoute(deps: RouteDependencies): RouteHandler {
@@ -85,6 +90,8 @@ export interface ValidEnqueue {
   readonly request: EnqueueRequest;
   /** A template message that names no version: the latest now. */
   readonly templateVersion?: number | undefined;
+  /** Its attachments, checked (nothing stored yet): writeJudgedEnqueue stores them first. */
+  readonly attachments?: CheckedAttachments | undefined;
 }
 
 /** One enqueue request: the body as parsed JSON, under its idempotency key, at `now`. */
@@ -125,10 +132,25 @@ export async function judgeEnqueue(
     return original === undefined ? { kind: 'problem', problem } : { kind: 'replayed', state: original };
   };
   if (!parsed.ok) return replayOr(validationProblem(parsed.errors));
-  if (parsed.value.template == null) return { kind: 'valid', request: parsed.value };
-  const checked = await checkTemplateMessage(deps, item.tenant, parsed.value);
-  if (!checked.ok) return replayOr(checked.problem);
-  return { kind: 'valid', request: parsed.value, templateVersion: checked.version };
+  let templateVersion: number | undefined;
+  if (parsed.value.template != null) {
+    const checked = await checkTemplateMessage(deps, item.tenant, parsed.value);
+    if (!checked.ok) return replayOr(checked.problem);
+    templateVersion = checked.version;
+  }
+  // Every check that can refuse the attachments runs here, before anything is stored, so a strict
+  // batch is judged whole before it writes (DESIGN §3a).
+  let attachments: CheckedAttachments | undefined;
+  if (parsed.value.attachments !== undefined) {
+    const checked = await checkAttachments(deps, {
+      tenant: item.tenant,
+      request: parsed.value,
+      given: (item.body as { attachments: readonly AttachmentInput[] }).attachments,
+    });
+    if (!checked.ok) return { kind: 'problem', problem: checked.problem };
+    attachments = checked.checked;
+  }
+  return { kind: 'valid', request: parsed.value, templateVersion, attachments };
 }
 
 /** Stores a judged enqueue once per key (enqueueMessage) and puts its immediate copy, if any. */
@@ -140,12 +162,11 @@ export async function writeJudgedEnqueue(
   // Attachments' bytes go to the bucket before the records that name them (DESIGN §13).
   let attachments: readonly StoredAttachment[] = [];
   let request = valid.request;
-  if (valid.request.attachments !== undefined) {
-    const prepared = await prepareAttachments(deps, {
+  if (valid.attachments !== undefined) {
+    const prepared = await storeAttachments(deps, {
       tenant: item.tenant,
       messageId: messageIdFor(item.tenant, item.idempotencyKey),
-      request: valid.request,
-      given: (item.body as { attachments: readonly AttachmentInput[] }).attachments,
+      checked: valid.attachments,
     });
     if (!prepared.ok) return { kind: 'problem', problem: prepared.problem };
     attachments = prepared.stored;

@@ -7,8 +7,9 @@
  *
  * - permissive (default): every valid item is written; each result says what a single enqueue of
  *   that item would have answered (202, 200 replayed, 400/413/422, or 500/503 when its write failed);
- * - strict: every item is judged first; if one is not a valid new message or a replay, nothing is
- *   written and the answer is one 400 naming each failing item's fields (`/messages/3/to`).
+ * - strict: every item is judged first, its attachments included (judgeEnqueue checks them and
+ *   stores no byte); if one is not a valid new message or a replay, nothing is written, in the table
+ *   or the bucket, and the answer is one 400 naming each failing item's fields (`/messages/3/to`).
  *
  * The answer is 200 `{results: [{index, status, replayed?, message?, problem?}]}` in request order.
  * Like Powertools' batch processing, one item's failure never fails the others; the request fails
