@@ -1,6 +1,7 @@
 import type { Log } from '../../lambdas/ports/Log.js';
 import type { RelayFailureQueue } from '../../lambdas/ports/RelayFailureQueue.js';
 import { type RelayDeps, relayRecords } from '../../lambdas/relay/relayRecords.js';
+import { isIncomplete } from '../../lambdas/sweeper/createSweeperHandler.js';
 import { type SweepDeps, type SweepReport, sweep } from '../../lambdas/sweeper/sweep.js';
 import { parseRelayFailure } from './relayFailure.js';
 import type { StreamRangeReader } from './streamRange.js';
@@ -102,7 +103,8 @@ export async function redriveRelayFailures(
   let sweptOver = 0;
   if (needSweep.length > 0) {
     sweepReport = await sweep({ ...deps.sweep, graceSeconds: 0 });
-    if (sweepReport.failed === 0 && sweepReport.shardErrors.length === 0) {
+    // Only a complete sweep vouches for the records the batch held (the sweeper's own rule).
+    if (!isIncomplete(sweepReport)) {
       for (const receipt of needSweep) await deps.failures.remove(receipt);
       sweptOver = needSweep.length;
     } else {

@@ -95,6 +95,36 @@ describe('postdate relay-failures redrive', () => {
     expect(out.documents[0]).toMatchObject({ swept_over: 1, sweep: { redispatched: 1 } });
   });
 
+  it('keeps the failure message when its grace-0 sweep could not read a shard to its end', async () => {
+    const w = await world();
+    await seedMessages(w.documents, w.tableName, [
+      {
+        id: messageId(3),
+        status: 'scheduled',
+        createdAt: '2026-11-29T11:00:00.000Z',
+        sendAt: '2026-11-29T11:59:00.000Z',
+      },
+    ]);
+    await w.fail(
+      relayFailureMessage({
+        streamArn: w.streamArn,
+        shardId: 'shardId-00000001700000000000-deadbeef',
+        start: '000000000000000000100',
+        end: '000000000000000000200',
+        batchSize: 1,
+      }),
+    );
+    // One entry read per shard: the shard holding the message is not read to its end (DynamoDB
+    // answers a cursor when the page is full), so the sweep cannot vouch for what the batch held.
+    const deps = { ...w.deps, sweep: { ...w.deps.sweep, maxReadsPerShard: 1, pageSize: 1 } };
+
+    const report = await relayFailuresRedrive(deps, {}, memoryOutput());
+
+    expect(report.sweep?.truncatedShards.length).toBeGreaterThan(0);
+    expect(report).toMatchObject({ messages: 1, sweptOver: 0, kept: 1 });
+    expect(relayFailuresCleared(report)).toBe(false);
+  });
+
   it('keeps a failure message it cannot read and says so with a failing result', async () => {
     const w = await world();
     await w.fail('{"not":"a failure record"}');
