@@ -27,10 +27,13 @@ import {
 } from './copyRun.js';
 
 /**
- * The writes after the claim, under our lease (DESIGN §5), and what they write down. Each is tried
- * until it lands (`writeUntilLanded`), so a message the relay accepted is never sent again because
- * our own write failed: the outcome of an attempt (`recordOutcome`, then the DLQ for `dead`), a
- * message that can never be sent as stored (`failUnsent`), a claim given back unused (`release`).
+ * The writes after the claim, under our lease (DESIGN §5), and what they write down. Every one is
+ * tried until it lands or is lost to a newer owner (`writeUntilLanded`), so a message the relay
+ * accepted is never sent again because our own write failed, and a write that failed before MAIL
+ * FROM never leaves the record `sending` for a takeover to count as an ambiguous attempt: the
+ * outcome of an attempt (`recordOutcome`, then the DLQ for `dead`), a message that must not go out
+ * (`supersede`), one that can never be sent as stored (`failUnsent`), one whose recipients are all
+ * suppressed (sendClaimed.ts), a claim given back unused (`release`).
  * After the outcome, recipients the relay refused as bad mailboxes join the suppression list
  * (`suppressHardBounces`).
  *
@@ -135,22 +138,67 @@ function countOutcome(
 }
 
 /**
+ * A message that must not go out after all (a newer version of its group exists, DESIGN §4) is
+ * `superseded` under the lease, without an SMTP transaction.
+ */
+export async function supersede(
+  run: CopyRun,
+  claimed: MessageStateRecord,
+  owner: string,
+): Promise<CopyVerdict> {
+  const { deps } = run;
+  const now = deps.now();
+  const result = await writeUntilLanded(
+    run,
+    () =>
+      deps.store.settleUnsent({
+        observed: claimed,
+        owner,
+        to: MESSAGE_STATUS.superseded,
+        now,
+        retentionDays: deps.settings.retentionDays,
+      }),
+    { status: MESSAGE_STATUS.superseded, now },
+    claimed,
+  );
+  if (result.kind !== 'applied') return result.verdict;
+  deps.metrics.count(SENDER_METRIC.superseded);
+  deps.log.info('sender settled a message without sending', logContext(run, { status: 'superseded' }));
+  return ack('superseded');
+}
+
+/**
  * A message that can never be sent as stored (no body, a template that does not render) is
  * `failed` under the lease, without an SMTP transaction: its attempt count and recipients stay.
  */
-export function failUnsent(run: CopyRun, claimed: MessageStateRecord, owner: string, record: UnsentFailure) {
+export async function failUnsent(
+  run: CopyRun,
+  claimed: MessageStateRecord,
+  owner: string,
+  record: UnsentFailure,
+): Promise<CopyVerdict> {
   const { deps } = run;
-  return deps.store.recordOutcome({
+  const now = deps.now();
+  const result = await writeUntilLanded(
+    run,
+    () =>
+      deps.store.recordOutcome({
+        claimed,
+        owner,
+        to: MESSAGE_STATUS.failed,
+        now,
+        attempt: record.attempt,
+        lastError: record.lastError,
+        retentionDays: deps.settings.retentionDays,
+        attempts: claimed.attempts,
+        recipients: progressOf(claimed),
+      }),
+    { status: MESSAGE_STATUS.failed, now },
     claimed,
-    owner,
-    to: 'failed',
-    now: deps.now(),
-    attempt: record.attempt,
-    lastError: record.lastError,
-    retentionDays: deps.settings.retentionDays,
-    attempts: claimed.attempts,
-    recipients: progressOf(claimed),
-  });
+  );
+  if (result.kind !== 'applied') return result.verdict;
+  deps.metrics.count(SENDER_METRIC.failed);
+  return ack(`failed (${record.attempt.reply ?? 'cannot be sent'})`);
 }
 
 /** A read failed after the claim and before MAIL FROM: the record goes back to waiting, unattempted. */

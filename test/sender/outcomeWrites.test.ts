@@ -3,6 +3,7 @@ import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
 import type { SenderStore } from '../../lambdas/ports/SenderStore.js';
 import { SHORT_RETRY_SECONDS } from '../../lambdas/sender/copyRun.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
+import { putGroupHead } from './records.js';
 import {
   contextWithRemaining,
   createSenderRig,
@@ -132,6 +133,59 @@ describe('the sender when its own writes and reads fail', () => {
     expect(await rig.receive({ waitSeconds: 0 })).toEqual([]);
     expect(rig.log.lines.some((line) => line.level === 'error')).toBe(true);
   });
+
+  /** A store whose first try of one write throws before reaching DynamoDB; the later tries go through. */
+  function firstTryThrottled(write: 'settleUnsent' | 'recordOutcome'): SenderStore {
+    let tries = 0;
+    const once = <T>(call: () => Promise<T>): Promise<T> => {
+      tries += 1;
+      return tries === 1 ? Promise.reject(throttled()) : call();
+    };
+    return storeWith(
+      store,
+      write === 'settleUnsent'
+        ? { settleUnsent: (input) => once(() => store.settleUnsent(input)) }
+        : { recordOutcome: (input) => once(() => store.recordOutcome(input)) },
+    );
+  }
+
+  it.each([
+    ['superseded', 'a newer version of its group exists', 'settleUnsent'],
+    ['failed', 'its body is missing', 'recordOutcome'],
+  ] as const)(
+    'lands the %s write after the claim (%s) when its first try is throttled: no attempt, nothing ambiguous, and a later copy finds it settled (on_ambiguous = hold)',
+    async (status, _why, write) => {
+      const rig = await createSenderRig(world, { random: () => 0.5 });
+      world.smtp.script();
+      const group = { key: `landed-${status}-${rig.clock.ms}`, version: 1 };
+      if (status === 'superseded') await putGroupHead(world.documents, world.tableName, group.key, 2);
+      const message = await rig.putMessage(
+        status === 'superseded' ? { onAmbiguous: 'hold', group } : { onAmbiguous: 'hold', withoutBody: true },
+      );
+      await rig.dispatch(message);
+      const transactionsBefore = world.smtp.transactions;
+
+      const records = await rig.receive({ waitSeconds: 3, max: 1 });
+      const response = await rig.run(records, rig.newHandler({ store: firstTryThrottled(write) }));
+
+      expect(response.batchItemFailures).toEqual([]);
+      const settled = await rig.state(message.id);
+      expect(settled).toMatchObject({ status, attempts: 0 });
+      expect(settled.lease_owner).toBeUndefined();
+      expect(settled.history.map((entry) => entry.outcome)).not.toContain('ambiguous');
+      expect(rig.metrics.of('OutcomeWriteRetries')).toBe(1);
+
+      // A later copy (the sweeper's, after a lease would have run out) finds it settled, not a
+      // send a dead owner interrupted.
+      rig.clock.advance((TEST_SETTINGS.leaseSeconds + 1) * 1000);
+      await rig.dispatch(message);
+      await rig.deliverNext();
+      expect(await rig.state(message.id)).toEqual(settled);
+      expect(world.smtp.transactions).toBe(transactionsBefore);
+      expect(rig.metrics.of('Unknown')).toBe(0);
+      expect(rig.metrics.of('Ambiguous')).toBe(0);
+    },
+  );
 
   it.each([
     ['the body read', { readBody: async () => Promise.reject(throttled()) }],
