@@ -62,10 +62,13 @@ export interface ReleaseInput {
   readonly retryAt: Date;
 }
 
-/** A terminal move without a send of ours: deadline passed, group superseded, or an expired lease held. */
+/**
+ * A terminal move without a send of ours: deadline passed, group superseded, or an expired lease
+ * settled (held as `unknown`, or `dead` when the interrupted attempt was the last allowed one).
+ */
 export interface SettleUnsentInput {
   readonly observed: MessageStateRecord;
-  readonly to: 'expired' | 'superseded' | 'unknown';
+  readonly to: 'expired' | 'superseded' | 'unknown' | 'dead';
   readonly now: Date;
   /** The ambiguous attempt of a sender that died holding the lease, when there was one. */
   readonly interruptedAttempt?: AttemptRecord;
@@ -73,6 +76,8 @@ export interface SettleUnsentInput {
   readonly retentionDays: number;
   /** Set when the record is `sending` under our own lease (a check after our claim). */
   readonly owner?: string;
+  /** `dead` only: the SQS message id of the copy that goes to the DLQ. */
+  readonly deadCopy?: string;
 }
 
 /**

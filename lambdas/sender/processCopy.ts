@@ -21,6 +21,7 @@ import {
   type InvocationTime,
   keep,
   logContext,
+  moveToDeadLetters,
   type ReceivedCopy,
   type SenderRelay,
   settle,
@@ -34,7 +35,7 @@ import { sendClaimed } from './sendClaimed.js';
  * What the sender does with one queue copy `{v, id, rev}` (DESIGN §2, §5, §5a), as a short list of
  * I/O steps around the pure decisions of lambdas/core (sendDecision.ts, unsentDecision.ts,
  * writeRetry.ts, sendTiming.ts): read the record and admit the copy (or drop it, wait for a lease,
- * move it to the DLQ); settle an interrupted attempt under `hold`; hold or re-delay what is early;
+ * move it to the DLQ); settle an interrupted attempt that ends the message (`hold`, or its last); hold or re-delay what is early;
  * expire what must not go out; pass the sending gate and wait for the send rate
  * (relayGate.ts); claim only with time for a whole attempt; then send under the lease (sendClaimed.ts). It never throws for an expected
  * situation; it answers with a verdict on the SQS copy.
@@ -71,8 +72,10 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
   if (observed === undefined) return drop(run, 'no such message');
   const { takeover, redrive } = admission;
 
-  if (takeover && interruptedAttemptBecomes(observed.on_ambiguous) === 'unknown') {
-    return holdInterrupted(run, observed);
+  if (takeover) {
+    // The attempt the dead sender left behind is decided first, as its live outcome would be.
+    const interrupted = interruptedAttemptBecomes(observed, deps.settings);
+    if (interrupted !== 'send-again') return settleInterrupted(run, observed, interrupted);
   }
 
   const arrival = decideArrival({
@@ -244,18 +247,37 @@ const UNSENT_METRIC: Readonly<Record<UnsentStatus, SenderCountMetric>> = {
   superseded: SENDER_METRIC.superseded,
 };
 
-/** A sender died mid-send and the message's policy is `hold`: `unknown`, nothing sent. */
-async function holdInterrupted(run: CopyRun, observed: MessageStateRecord): Promise<CopyVerdict> {
-  const now = run.deps.now();
-  const result = await run.deps.store.settleUnsent({
+/**
+ * A sender died mid-send and its attempt ends the message without another send: `unknown` (the
+ * policy is `hold`), or `dead` (it was the last allowed attempt; the copy goes to the DLQ).
+ */
+async function settleInterrupted(
+  run: CopyRun,
+  observed: MessageStateRecord,
+  to: 'unknown' | 'dead',
+): Promise<CopyVerdict> {
+  const { deps } = run;
+  const now = deps.now();
+  const result = await deps.store.settleUnsent({
     observed,
-    to: 'unknown',
+    to,
     now,
     interruptedAttempt: interruptedAttemptRecord(observed.lease_until, now),
     lastError: INTERRUPTED_SEND_ERROR,
-    retentionDays: run.deps.settings.retentionDays,
+    retentionDays: deps.settings.retentionDays,
+    ...(to === MESSAGE_STATUS.dead ? { deadCopy: run.copy.sqsMessageId } : {}),
   });
-  return settled(run, result, 'unknown (lease expired, on_ambiguous = hold)', SENDER_METRIC.unknown, true);
+  if (to === MESSAGE_STATUS.unknown) {
+    return settled(run, result, 'unknown (lease expired, on_ambiguous = hold)', SENDER_METRIC.unknown, true);
+  }
+  if (result.outcome === 'conflict') return afterConflict(run, 'dead (lease expired): condition lost');
+  deps.metrics.count(SENDER_METRIC.dead);
+  deps.metrics.count(SENDER_METRIC.ambiguous);
+  deps.log.info(
+    'sender settled a message without sending: the interrupted attempt was its last',
+    logContext(run, { status: to, attempts: result.record.attempts }),
+  );
+  return moveToDeadLetters(deps, run);
 }
 
 /**

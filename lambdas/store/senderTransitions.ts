@@ -166,6 +166,9 @@ export class DynamoSenderStore implements SenderStore {
       update.set('history', cappedHistory(observed.history, input.interruptedAttempt));
     }
     if (input.lastError !== undefined) update.set('last_error', input.lastError);
+    if (input.to === MESSAGE_STATUS.dead && input.deadCopy !== undefined) {
+      update.set('dead_copy', input.deadCopy);
+    }
     const body = this.becomeTerminal(update, observed, input.to, now, input.retentionDays);
     return this.applyWithBody(update, observed.id, body);
   }
