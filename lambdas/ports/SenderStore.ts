@@ -120,6 +120,13 @@ export interface SenderStore {
   settleUnsent(input: SettleUnsentInput): Promise<SenderWriteResult>;
   hold(input: HoldInput): Promise<SenderWriteResult>;
   settleScreened(input: SettleScreenedInput): Promise<SenderWriteResult>;
+  /**
+   * The body's retention made the state record's (DESIGN §2): a record whose status has ended it
+   * for good carries a TTL, and its body item gets the same one; any other record leaves the body
+   * alone. Idempotent: it finishes a final write whose state part landed and whose body part
+   * failed. A write that moves a record to a final status does this itself after the state write.
+   */
+  finishBodyLifetime(state: MessageStateRecord): Promise<void>;
   /** The tenants' suppression lists: read before each attempt, added to by hard bounces at RCPT. */
   readonly suppressions: SuppressionList;
 }

@@ -16,6 +16,7 @@ import type { SenderWriteResult } from '../ports/SenderStore.js';
 import type { AttemptRecord, LastError, MessageStateRecord } from '../store/messageRecord.js';
 import {
   ack,
+  afterConflict,
   type CopyRun,
   type CopyVerdict,
   errorName,
@@ -24,6 +25,7 @@ import {
   moveToDeadLetters,
   progressOf,
   SHORT_RETRY_SECONDS,
+  settled,
 } from './copyRun.js';
 
 /**
@@ -72,7 +74,7 @@ export async function recordOutcome(
         recipients: decision.recipients,
         ...(decision.to === 'dead' ? { deadCopy: run.copy.sqsMessageId } : {}),
       }),
-    { status: decision.to, now },
+    { status: decision.to, now, owner },
     claimed,
   );
   const details = logContext(run, {
@@ -158,13 +160,11 @@ export async function supersede(
         now,
         retentionDays: deps.settings.retentionDays,
       }),
-    { status: MESSAGE_STATUS.superseded, now },
+    { status: MESSAGE_STATUS.superseded, now, owner },
     claimed,
   );
   if (result.kind !== 'applied') return result.verdict;
-  deps.metrics.count(SENDER_METRIC.superseded);
-  deps.log.info('sender settled a message without sending', logContext(run, { status: 'superseded' }));
-  return ack('superseded');
+  return settled(run, MESSAGE_STATUS.superseded, 'superseded', SENDER_METRIC.superseded);
 }
 
 /**
@@ -193,7 +193,7 @@ export async function failUnsent(
         attempts: claimed.attempts,
         recipients: progressOf(claimed),
       }),
-    { status: MESSAGE_STATUS.failed, now },
+    { status: MESSAGE_STATUS.failed, now, owner },
     claimed,
   );
   if (result.kind !== 'applied') return result.verdict;
@@ -217,7 +217,7 @@ export async function release(run: CopyRun, claimed: MessageStateRecord, owner: 
         now,
         retryAt: new Date(now.getTime() + SHORT_RETRY_SECONDS * 1000),
       }),
-    { status: MESSAGE_STATUS.retrying, now },
+    { status: MESSAGE_STATUS.retrying, now, owner },
     claimed,
   );
   if (result.kind !== 'applied') return result.verdict;
@@ -230,53 +230,72 @@ export type Landed =
   | { readonly kind: 'not-applied'; readonly verdict: CopyVerdict };
 
 /**
- * A write after the claim, tried until it lands (DESIGN §5): it is conditional on our lease, so a
- * retry can never overwrite someone else's move, and a message the relay accepted is never sent
- * again because our own write failed. A conflict after a failed try may be our own earlier try
- * that landed with its answer lost: the record tells (lambdas/core/writeRetry.ts).
+ * A sender's write, tried until it lands (DESIGN §5): it is conditional on the state it saw (and on
+ * our lease after a claim), so a retry can never overwrite someone else's move, and a message the
+ * relay accepted is never sent again because our own write failed. A conflict after a failed try
+ * may be our own earlier try that landed with its answer lost, or whose body TTL write failed after
+ * it: the record tells (lambdas/core/writeRetry.ts), and the body's retention is then finished
+ * (DESIGN §2: a final status starts it), in the same loop. `ours.owner` is the lease we write under,
+ * after our claim; without one (a settle before any claim) a lost condition reads the record again.
  */
 export async function writeUntilLanded(
   run: CopyRun,
   write: () => Promise<SenderWriteResult>,
-  ours: { readonly status: MessageStatus; readonly now: Date },
-  claimed: MessageStateRecord,
+  ours: { readonly status: MessageStatus; readonly now: Date; readonly owner?: string },
+  observed: MessageStateRecord,
 ): Promise<Landed> {
   const { deps } = run;
+  // Our state write is known to have landed: only the body's retention is left to write.
+  let landed: MessageStateRecord | undefined;
   for (let attempt = 0; ; attempt += 1) {
     try {
-      const result = await write();
-      if (result.outcome === 'applied') return { kind: 'applied' };
-      if (
-        attempt > 0 &&
-        isOwnEarlierWrite(await deps.store.readState(run.id), { status: ours.status, at: ours.now })
-      ) {
-        return { kind: 'applied' };
+      if (landed === undefined) {
+        const result = await write();
+        if (result.outcome === 'applied') return { kind: 'applied' };
+        const now = attempt > 0 ? await deps.store.readState(run.id) : undefined;
+        if (now === undefined || !isOwnEarlierWrite(now, { status: ours.status, at: ours.now })) {
+          return { kind: 'not-applied', verdict: await conditionLost(run, ours) };
+        }
+        landed = now;
       }
-      // Our lease was taken over (the send outlived it); the new holder has its own copy and
-      // treats our attempt as ambiguous. Nothing more is ours to write.
-      deps.log.error('sender lost its lease before its write', logContext(run, {}));
-      return { kind: 'not-applied', verdict: ack('lease lost before the write') };
+      await deps.store.finishBodyLifetime(landed);
+      return { kind: 'applied' };
     } catch (error) {
       const step = nextWriteTry(attempt, run.time.remainingMs(), deps.random);
       if (step.kind === 'give-up') {
         deps.metrics.count(SENDER_METRIC.outcomeWriteFailures);
-        deps.log.error(
-          'sender gave up writing after its attempt: the invocation is out of time',
-          logContext(run, { tries: attempt + 1, error: errorName(error) }),
-        );
+        const details = logContext(run, { tries: attempt + 1, error: errorName(error) });
+        if (landed !== undefined) {
+          // The message ended as decided; its body outlives it (storage, not mail).
+          deps.log.warn(
+            "sender could not start the retention of a message's body: it outlives its message",
+            details,
+          );
+          return { kind: 'applied' };
+        }
+        deps.log.error('sender gave up a write: the invocation is out of time', details);
         // The copy returns when our lease has run out; whoever takes it then finds it ambiguous.
         return {
           kind: 'not-applied',
-          verdict: keep(
-            'the write after the attempt never landed',
-            leaseWaitSeconds(claimed.lease_until, deps.now()),
-          ),
+          verdict: keep('the write never landed', leaseWaitSeconds(observed.lease_until, deps.now())),
         };
       }
       deps.metrics.count(SENDER_METRIC.outcomeWriteRetries);
       await deps.sleep(step.pauseMs);
     }
   }
+}
+
+/** The record moved before our write: someone else's move stands. */
+async function conditionLost(
+  run: CopyRun,
+  ours: { readonly status: MessageStatus; readonly owner?: string },
+) {
+  if (ours.owner === undefined) return afterConflict(run, `${ours.status}: condition lost`);
+  // Our lease was taken over (the send outlived it); the new holder has its own copy and
+  // treats our attempt as ambiguous. Nothing more is ours to write.
+  run.deps.log.error('sender lost its lease before its write', logContext(run, {}));
+  return ack('lease lost before the write');
 }
 
 /**

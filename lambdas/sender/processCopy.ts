@@ -9,6 +9,7 @@ import { claimTerms, interruptedAttemptBecomes, sendableAt } from '../core/sendD
 import { hasTimeForAttempt } from '../core/sendTiming.js';
 import { isTestSide, SIMULATOR_RELAY } from '../core/testSide.js';
 import { decideUnsent, type UnsentStatus } from '../core/unsentDecision.js';
+import type { SettleUnsentInput } from '../ports/SenderStore.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
 import {
   ack,
@@ -27,7 +28,12 @@ import {
   settle,
   settled,
 } from './copyRun.js';
-import { INTERRUPTED_SEND_ERROR, interruptedAttemptRecord } from './outcomeWrite.js';
+import {
+  INTERRUPTED_SEND_ERROR,
+  interruptedAttemptRecord,
+  type Landed,
+  writeUntilLanded,
+} from './outcomeWrite.js';
 import { type GateAdmission, type RelayGate, UNLIMITED } from './relayGate.js';
 import { sendClaimed } from './sendClaimed.js';
 
@@ -114,14 +120,9 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
     if (held.action === 'wait') await lane.away(() => deps.sleep(held.milliseconds));
   }
   if (unsent.kind === 'settle') {
-    const result = await deps.store.settleUnsent({
-      observed,
-      to: unsent.to,
-      now,
-      retentionDays: deps.settings.retentionDays,
-      ...interruption,
-    });
-    return settled(run, result, unsent.to, UNSENT_METRIC[unsent.to], takeover);
+    const result = await settleWithoutSend(run, observed, unsent.to, takeover);
+    if (result.kind !== 'applied') return result.verdict;
+    return settled(run, unsent.to, unsent.to, UNSENT_METRIC[unsent.to], takeover);
   }
 
   // While the relay is unavailable, throttling us or this kind is paused: back unclaimed, no attempt.
@@ -256,28 +257,47 @@ async function settleInterrupted(
   observed: MessageStateRecord,
   to: 'unknown' | 'dead',
 ): Promise<CopyVerdict> {
+  const result = await settleWithoutSend(run, observed, to, true);
+  if (result.kind !== 'applied') return result.verdict;
+  if (to === MESSAGE_STATUS.unknown) {
+    return settled(run, to, 'unknown (lease expired, on_ambiguous = hold)', SENDER_METRIC.unknown, true);
+  }
+  settled(run, to, 'dead (lease expired on its last attempt)', SENDER_METRIC.dead, true);
+  return moveToDeadLetters(run.deps, run);
+}
+
+/**
+ * A move to a final status without a send of ours, from the record as read (no claim of ours), tried
+ * until it lands like every write after a decision (outcomeWrite.ts `writeUntilLanded`). A takeover
+ * counts the interrupted attempt of the sender that died.
+ */
+function settleWithoutSend(
+  run: CopyRun,
+  observed: MessageStateRecord,
+  to: SettleUnsentInput['to'],
+  interrupted: boolean,
+): Promise<Landed> {
   const { deps } = run;
   const now = deps.now();
-  const result = await deps.store.settleUnsent({
+  return writeUntilLanded(
+    run,
+    () =>
+      deps.store.settleUnsent({
+        observed,
+        to,
+        now,
+        retentionDays: deps.settings.retentionDays,
+        ...(interrupted
+          ? {
+              interruptedAttempt: interruptedAttemptRecord(observed.lease_until, now),
+              lastError: INTERRUPTED_SEND_ERROR,
+            }
+          : {}),
+        ...(to === MESSAGE_STATUS.dead ? { deadCopy: run.copy.sqsMessageId } : {}),
+      }),
+    { status: to, now },
     observed,
-    to,
-    now,
-    interruptedAttempt: interruptedAttemptRecord(observed.lease_until, now),
-    lastError: INTERRUPTED_SEND_ERROR,
-    retentionDays: deps.settings.retentionDays,
-    ...(to === MESSAGE_STATUS.dead ? { deadCopy: run.copy.sqsMessageId } : {}),
-  });
-  if (to === MESSAGE_STATUS.unknown) {
-    return settled(run, result, 'unknown (lease expired, on_ambiguous = hold)', SENDER_METRIC.unknown, true);
-  }
-  if (result.outcome === 'conflict') return afterConflict(run, 'dead (lease expired): condition lost');
-  deps.metrics.count(SENDER_METRIC.dead);
-  deps.metrics.count(SENDER_METRIC.ambiguous);
-  deps.log.info(
-    'sender settled a message without sending: the interrupted attempt was its last',
-    logContext(run, { status: to, attempts: result.record.attempts }),
   );
-  return moveToDeadLetters(deps, run);
 }
 
 /**

@@ -243,7 +243,7 @@ async function settleSuppressed(
         recipients: screening.progress,
         retentionDays: deps.settings.retentionDays,
       }),
-    { status: screening.to, now },
+    { status: screening.to, now, owner },
     claimed,
   );
   if (result.kind !== 'applied') return result.verdict;

@@ -197,6 +197,12 @@ export class DynamoSenderStore implements SenderStore {
     return this.applyWithBody(update, claimed.id, body);
   }
 
+  async finishBodyLifetime(state: MessageStateRecord): Promise<void> {
+    // A small message's body is in its state record: it expires with it (docs/data-model.md).
+    if (state.expires_at === undefined || state.body !== undefined) return;
+    await this.writeBodyTtl(state.id, { kind: 'set', expiresAt: state.expires_at });
+  }
+
   /**
    * Terminal records leave the sweeper's part of the `due` index (docs/data-model.md). One that waits
    * for an operator (`failed`, `dead`, `unknown`) moves to the waiting partition of its status and,
@@ -235,7 +241,8 @@ export class DynamoSenderStore implements SenderStore {
    * The state update, then the body's TTL. The state goes first: the body's TTL is set only for a
    * transition that happened (a body given a TTL for a lost one would expire under a live message).
    * A failure between the two leaves a body without a TTL — it outlives its message, it never
-   * leaves a message without its body — and throws. A removal never comes here: it goes before the
+   * leaves a message without its body — and throws; the sender's retry finds its own state write
+   * and finishes the body's (`finishBodyLifetime`). A removal never comes here: it goes before the
    * state write (claim).
    */
   private async applyWithBody(update: UpdateBuilder, id: string, body: TtlWrite): Promise<SenderWriteResult> {
