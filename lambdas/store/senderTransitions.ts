@@ -136,10 +136,12 @@ export class DynamoSenderStore implements SenderStore {
       update.set('rcpt_suppressed', [...input.recipients.suppressed]);
     }
     if (input.to === MESSAGE_STATUS.sent) update.set('sent_at', input.attempt.at);
-    if (input.attempt.provider_message_id !== undefined) {
-      update.set('provider_message_id', input.attempt.provider_message_id);
+    const named = namedRelay(claimed, input.attempt);
+    if (named !== undefined) {
+      update.set('relay', named.relay);
+      if (named.providerMessageId === undefined) update.remove('provider_message_id');
+      else update.set('provider_message_id', named.providerMessageId);
     }
-    if (input.attempt.relay !== undefined) update.set('relay', input.attempt.relay);
     if (input.to === MESSAGE_STATUS.dead && input.deadCopy !== undefined) {
       update.set('dead_copy', input.deadCopy);
     }
@@ -381,6 +383,23 @@ function leaveSending(
   update.remove('lease_owner');
   update.remove('lease_until');
   return update;
+}
+
+/**
+ * The relay and the relay's id the message view names after this attempt, both from one attempt
+ * (DESIGN §15; docs/decisions/0124-relay-and-its-id-from-one-attempt.md): an attempt the relay
+ * accepted names its own; another attempt through a relay does only while none has been accepted
+ * (`rcpt_accepted` is empty). Undefined: the pair stays as an earlier attempt left it.
+ */
+function namedRelay(
+  claimed: MessageStateRecord,
+  attempt: AttemptRecord,
+): { readonly relay: string; readonly providerMessageId?: string } | undefined {
+  if (attempt.relay === undefined) return undefined;
+  if (attempt.outcome !== 'sent' && (claimed.rcpt_accepted?.length ?? 0) > 0) return undefined;
+  return attempt.provider_message_id === undefined
+    ? { relay: attempt.relay }
+    : { relay: attempt.relay, providerMessageId: attempt.provider_message_id };
 }
 
 function cappedHistory(history: readonly AttemptRecord[] | undefined, entry: AttemptRecord): AttemptRecord[] {
