@@ -422,12 +422,12 @@ export interface components {
       attempts: number;
       last_error: components['schemas']['LastError'];
       /**
-       * @description The relay's own id (queue id) from the final 250 reply of the last accepted attempt that named one; what an operator quotes to the provider. Null when none did.
+       * @description The relay's own id (queue id) from the final 250 reply of the last accepted attempt, the attempt `relay` names; what an operator quotes to that provider. Null when that reply named none, or before any attempt was accepted.
        * @example 01000154dc729264-93fdd7ea-f039-43d6-91ed-653e8547867c-000000
        */
       provider_message_id: string | null;
       /**
-       * @description The relay the last attempt went through (DESIGN §15: `POSTDATE_RELAYS` names them; `default` when only `SMTP_*` is set). Null before any attempt.
+       * @description The relay of the attempt `provider_message_id` comes from (DESIGN §15: `POSTDATE_RELAYS` names them; `default` when only `SMTP_*` is set): the last accepted attempt, or before any was accepted the last attempt. Null before any attempt.
        * @example default
        */
       relay: string | null;
@@ -855,12 +855,12 @@ export interface components {
         attempts: number;
         last_error: components['schemas']['LastError'];
         /**
-         * @description The relay's own id (queue id) from the final 250 reply of the last accepted attempt that named one; what an operator quotes to the provider. Null when none did.
+         * @description The relay's own id (queue id) from the final 250 reply of the last accepted attempt, the attempt `relay` names; what an operator quotes to that provider. Null when that reply named none, or before any attempt was accepted.
          * @example 01000154dc729264-93fdd7ea-f039-43d6-91ed-653e8547867c-000000
          */
         provider_message_id: string | null;
         /**
-         * @description The relay the last attempt went through (DESIGN §15: `POSTDATE_RELAYS` names them; `default` when only `SMTP_*` is set). Null before any attempt.
+         * @description The relay of the attempt `provider_message_id` comes from (DESIGN §15: `POSTDATE_RELAYS` names them; `default` when only `SMTP_*` is set): the last accepted attempt, or before any was accepted the last attempt. Null before any attempt.
          * @example default
          */
         relay: string | null;

@@ -13,7 +13,8 @@ import { checkTransition } from './stateMachine.js';
 /**
  * The two decisions that carry the promise (DESIGN §2, §5), as pure functions: whether a queue copy
  * may go on to a send (`admitCopy`, then `interruptedAttemptBecomes`, `claimTerms`, `bodyFault`),
- * and what one attempt's outcome makes of the message (`decideOutcome`, `retryAtOf`). What must not
+ * and what one attempt's outcome makes of the message (`decideOutcome`, `retryAtOf`); the attempt
+ * limit both obey is `attemptsExhausted`. What must not
  * go out at all is lambdas/core/unsentDecision.ts. The sender runs the I/O around them.
  */
 
@@ -99,12 +100,40 @@ export function leaseWaitSeconds(leaseUntil: string | undefined, now: Date): num
 }
 
 /**
- * A takeover of an expired lease (a sender died mid-send) found an interrupted attempt, ambiguous
- * (DESIGN §5): under `hold` the message becomes `unknown` and nothing is sent; under `retry` it is
- * sent again.
+ * Whether a message has had every attempt it may have (DESIGN §5: after POSTDATE_MAX_ATTEMPTS
+ * attempts it is `dead`, and nothing more is sent). `attempts` counts the attempt just made; the
+ * limit is the message's own `attempt_limit` (a DLQ redrive raises it), else POSTDATE_MAX_ATTEMPTS.
+ * The one rule for an attempt's live outcome (`decideOutcome`) and for the attempt a dead sender
+ * left behind (`interruptedAttemptBecomes`).
  */
-export function interruptedAttemptBecomes(onAmbiguous: 'retry' | 'hold'): 'unknown' | 'send-again' {
-  return onAmbiguous === 'hold' ? 'unknown' : 'send-again';
+export function attemptsExhausted(
+  attempts: number,
+  record: { readonly attempt_limit?: number | undefined },
+  maxAttempts: number,
+): boolean {
+  return attempts >= (record.attempt_limit ?? maxAttempts);
+}
+
+/** What `interruptedAttemptBecomes` reads of the state record. */
+export interface InterruptedRecord {
+  /** The attempts before the interrupted one. */
+  readonly attempts: number;
+  readonly attempt_limit?: number | undefined;
+  readonly on_ambiguous: 'retry' | 'hold';
+}
+
+/**
+ * A takeover of an expired lease (a sender died mid-send) found an interrupted attempt: it counts,
+ * and it is ambiguous (DESIGN §5), so it ends as a live ambiguous failure of the same attempt would
+ * (`decideOutcome`): under `hold` the message becomes `unknown`; under `retry` it is `dead` when that
+ * was its last allowed attempt, and is sent again otherwise. Nothing is sent unless `send-again`.
+ */
+export function interruptedAttemptBecomes(
+  record: InterruptedRecord,
+  settings: { readonly maxAttempts: number },
+): 'unknown' | 'dead' | 'send-again' {
+  if (record.on_ambiguous === 'hold') return 'unknown';
+  return attemptsExhausted(record.attempts + 1, record, settings.maxAttempts) ? 'dead' : 'send-again';
 }
 
 /** What a claim writes besides the owner: the lease's end and, on a DLQ redrive, a fresh attempt limit. */
@@ -260,7 +289,7 @@ export function decideOutcome(
 
   if (failureClass === 'ambiguous' && record.on_ambiguous === 'hold') return decided('unknown');
   if (pending.length === 0) return decided(recipients.accepted.length > 0 ? 'sent' : 'failed');
-  if (counted && attempts >= (record.attempt_limit ?? settings.maxAttempts)) return decided('dead');
+  if (counted && attemptsExhausted(attempts, record, settings.maxAttempts)) return decided('dead');
   return decided('retrying', backoffAfter(failureClass, record.attempts, settings, random));
 }
 

@@ -62,10 +62,13 @@ export interface ReleaseInput {
   readonly retryAt: Date;
 }
 
-/** A terminal move without a send of ours: deadline passed, group superseded, or an expired lease held. */
+/**
+ * A terminal move without a send of ours: deadline passed, group superseded, or an expired lease
+ * settled (held as `unknown`, or `dead` when the interrupted attempt was the last allowed one).
+ */
 export interface SettleUnsentInput {
   readonly observed: MessageStateRecord;
-  readonly to: 'expired' | 'superseded' | 'unknown';
+  readonly to: 'expired' | 'superseded' | 'unknown' | 'dead';
   readonly now: Date;
   /** The ambiguous attempt of a sender that died holding the lease, when there was one. */
   readonly interruptedAttempt?: AttemptRecord;
@@ -73,6 +76,8 @@ export interface SettleUnsentInput {
   readonly retentionDays: number;
   /** Set when the record is `sending` under our own lease (a check after our claim). */
   readonly owner?: string;
+  /** `dead` only: the SQS message id of the copy that goes to the DLQ. */
+  readonly deadCopy?: string;
 }
 
 /**
@@ -115,6 +120,13 @@ export interface SenderStore {
   settleUnsent(input: SettleUnsentInput): Promise<SenderWriteResult>;
   hold(input: HoldInput): Promise<SenderWriteResult>;
   settleScreened(input: SettleScreenedInput): Promise<SenderWriteResult>;
+  /**
+   * The body's retention made the state record's (DESIGN §2): a record whose status has ended it
+   * for good carries a TTL, and its body item gets the same one; any other record leaves the body
+   * alone. Idempotent: it finishes a final write whose state part landed and whose body part
+   * failed. A write that moves a record to a final status does this itself after the state write.
+   */
+  finishBodyLifetime(state: MessageStateRecord): Promise<void>;
   /** The tenants' suppression lists: read before each attempt, added to by hard bounces at RCPT. */
   readonly suppressions: SuppressionList;
 }

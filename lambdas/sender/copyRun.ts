@@ -1,4 +1,5 @@
 import { errorForLog } from '../core/errorForLog.js';
+import type { MessageStatus } from '../core/messageStatus.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
 import type { RecipientProgress } from '../core/recipients.js';
 import { admitCopy } from '../core/sendDecision.js';
@@ -9,7 +10,7 @@ import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
 import type { Mailer } from '../ports/Mailer.js';
 import type { SenderMetrics } from '../ports/SenderMetrics.js';
-import type { SenderStore, SenderWriteResult } from '../ports/SenderStore.js';
+import type { SenderStore } from '../ports/SenderStore.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
 import type { RelayGate, SendRateLimiter } from './relayGate.js';
 
@@ -196,21 +197,17 @@ export async function moveToDeadLetters(
   return ack('dead; moved to the DLQ');
 }
 
-/** After a write that did not send: acknowledge or keep the copy by what the record says now. */
-export async function settled(
+/** After a write that settled the message without a send of ours: count it, say so, acknowledge the copy. */
+export function settled(
   run: CopyRun,
-  result: SenderWriteResult,
+  status: MessageStatus,
   what: string,
   metric: SenderCountMetric,
   interrupted = false,
-): Promise<CopyVerdict> {
-  if (result.outcome === 'conflict') return afterConflict(run, `${what}: condition lost`);
+): CopyVerdict {
   run.deps.metrics.count(metric);
   if (interrupted) run.deps.metrics.count(SENDER_METRIC.ambiguous);
-  run.deps.log.info(
-    'sender settled a message without sending',
-    logContext(run, { status: result.record.status }),
-  );
+  run.deps.log.info('sender settled a message without sending', logContext(run, { status }));
   return ack(what);
 }
 

@@ -16,6 +16,7 @@ import type { SenderWriteResult } from '../ports/SenderStore.js';
 import type { AttemptRecord, LastError, MessageStateRecord } from '../store/messageRecord.js';
 import {
   ack,
+  afterConflict,
   type CopyRun,
   type CopyVerdict,
   errorName,
@@ -24,13 +25,17 @@ import {
   moveToDeadLetters,
   progressOf,
   SHORT_RETRY_SECONDS,
+  settled,
 } from './copyRun.js';
 
 /**
- * The writes after the claim, under our lease (DESIGN §5), and what they write down. Each is tried
- * until it lands (`writeUntilLanded`), so a message the relay accepted is never sent again because
- * our own write failed: the outcome of an attempt (`recordOutcome`, then the DLQ for `dead`), a
- * message that can never be sent as stored (`failUnsent`), a claim given back unused (`release`).
+ * The writes after the claim, under our lease (DESIGN §5), and what they write down. Every one is
+ * tried until it lands or is lost to a newer owner (`writeUntilLanded`), so a message the relay
+ * accepted is never sent again because our own write failed, and a write that failed before MAIL
+ * FROM never leaves the record `sending` for a takeover to count as an ambiguous attempt: the
+ * outcome of an attempt (`recordOutcome`, then the DLQ for `dead`), a message that must not go out
+ * (`supersede`), one that can never be sent as stored (`failUnsent`), one whose recipients are all
+ * suppressed (sendClaimed.ts), a claim given back unused (`release`).
  * After the outcome, recipients the relay refused as bad mailboxes join the suppression list
  * (`suppressHardBounces`).
  *
@@ -69,7 +74,7 @@ export async function recordOutcome(
         recipients: decision.recipients,
         ...(decision.to === 'dead' ? { deadCopy: run.copy.sqsMessageId } : {}),
       }),
-    { status: decision.to, now },
+    { status: decision.to, now, owner },
     claimed,
   );
   const details = logContext(run, {
@@ -135,22 +140,65 @@ function countOutcome(
 }
 
 /**
+ * A message that must not go out after all (a newer version of its group exists, DESIGN §4) is
+ * `superseded` under the lease, without an SMTP transaction.
+ */
+export async function supersede(
+  run: CopyRun,
+  claimed: MessageStateRecord,
+  owner: string,
+): Promise<CopyVerdict> {
+  const { deps } = run;
+  const now = deps.now();
+  const result = await writeUntilLanded(
+    run,
+    () =>
+      deps.store.settleUnsent({
+        observed: claimed,
+        owner,
+        to: MESSAGE_STATUS.superseded,
+        now,
+        retentionDays: deps.settings.retentionDays,
+      }),
+    { status: MESSAGE_STATUS.superseded, now, owner },
+    claimed,
+  );
+  if (result.kind !== 'applied') return result.verdict;
+  return settled(run, MESSAGE_STATUS.superseded, 'superseded', SENDER_METRIC.superseded);
+}
+
+/**
  * A message that can never be sent as stored (no body, a template that does not render) is
  * `failed` under the lease, without an SMTP transaction: its attempt count and recipients stay.
  */
-export function failUnsent(run: CopyRun, claimed: MessageStateRecord, owner: string, record: UnsentFailure) {
+export async function failUnsent(
+  run: CopyRun,
+  claimed: MessageStateRecord,
+  owner: string,
+  record: UnsentFailure,
+): Promise<CopyVerdict> {
   const { deps } = run;
-  return deps.store.recordOutcome({
+  const now = deps.now();
+  const result = await writeUntilLanded(
+    run,
+    () =>
+      deps.store.recordOutcome({
+        claimed,
+        owner,
+        to: MESSAGE_STATUS.failed,
+        now,
+        attempt: record.attempt,
+        lastError: record.lastError,
+        retentionDays: deps.settings.retentionDays,
+        attempts: claimed.attempts,
+        recipients: progressOf(claimed),
+      }),
+    { status: MESSAGE_STATUS.failed, now, owner },
     claimed,
-    owner,
-    to: 'failed',
-    now: deps.now(),
-    attempt: record.attempt,
-    lastError: record.lastError,
-    retentionDays: deps.settings.retentionDays,
-    attempts: claimed.attempts,
-    recipients: progressOf(claimed),
-  });
+  );
+  if (result.kind !== 'applied') return result.verdict;
+  deps.metrics.count(SENDER_METRIC.failed);
+  return ack(`failed (${record.attempt.reply ?? 'cannot be sent'})`);
 }
 
 /** A read failed after the claim and before MAIL FROM: the record goes back to waiting, unattempted. */
@@ -169,7 +217,7 @@ export async function release(run: CopyRun, claimed: MessageStateRecord, owner: 
         now,
         retryAt: new Date(now.getTime() + SHORT_RETRY_SECONDS * 1000),
       }),
-    { status: MESSAGE_STATUS.retrying, now },
+    { status: MESSAGE_STATUS.retrying, now, owner },
     claimed,
   );
   if (result.kind !== 'applied') return result.verdict;
@@ -182,53 +230,72 @@ export type Landed =
   | { readonly kind: 'not-applied'; readonly verdict: CopyVerdict };
 
 /**
- * A write after the claim, tried until it lands (DESIGN §5): it is conditional on our lease, so a
- * retry can never overwrite someone else's move, and a message the relay accepted is never sent
- * again because our own write failed. A conflict after a failed try may be our own earlier try
- * that landed with its answer lost: the record tells (lambdas/core/writeRetry.ts).
+ * A sender's write, tried until it lands (DESIGN §5): it is conditional on the state it saw (and on
+ * our lease after a claim), so a retry can never overwrite someone else's move, and a message the
+ * relay accepted is never sent again because our own write failed. A conflict after a failed try
+ * may be our own earlier try that landed with its answer lost, or whose body TTL write failed after
+ * it: the record tells (lambdas/core/writeRetry.ts), and the body's retention is then finished
+ * (DESIGN §2: a final status starts it), in the same loop. `ours.owner` is the lease we write under,
+ * after our claim; without one (a settle before any claim) a lost condition reads the record again.
  */
 export async function writeUntilLanded(
   run: CopyRun,
   write: () => Promise<SenderWriteResult>,
-  ours: { readonly status: MessageStatus; readonly now: Date },
-  claimed: MessageStateRecord,
+  ours: { readonly status: MessageStatus; readonly now: Date; readonly owner?: string },
+  observed: MessageStateRecord,
 ): Promise<Landed> {
   const { deps } = run;
+  // Our state write is known to have landed: only the body's retention is left to write.
+  let landed: MessageStateRecord | undefined;
   for (let attempt = 0; ; attempt += 1) {
     try {
-      const result = await write();
-      if (result.outcome === 'applied') return { kind: 'applied' };
-      if (
-        attempt > 0 &&
-        isOwnEarlierWrite(await deps.store.readState(run.id), { status: ours.status, at: ours.now })
-      ) {
-        return { kind: 'applied' };
+      if (landed === undefined) {
+        const result = await write();
+        if (result.outcome === 'applied') return { kind: 'applied' };
+        const now = attempt > 0 ? await deps.store.readState(run.id) : undefined;
+        if (now === undefined || !isOwnEarlierWrite(now, { status: ours.status, at: ours.now })) {
+          return { kind: 'not-applied', verdict: await conditionLost(run, ours) };
+        }
+        landed = now;
       }
-      // Our lease was taken over (the send outlived it); the new holder has its own copy and
-      // treats our attempt as ambiguous. Nothing more is ours to write.
-      deps.log.error('sender lost its lease before its write', logContext(run, {}));
-      return { kind: 'not-applied', verdict: ack('lease lost before the write') };
+      await deps.store.finishBodyLifetime(landed);
+      return { kind: 'applied' };
     } catch (error) {
       const step = nextWriteTry(attempt, run.time.remainingMs(), deps.random);
       if (step.kind === 'give-up') {
         deps.metrics.count(SENDER_METRIC.outcomeWriteFailures);
-        deps.log.error(
-          'sender gave up writing after its attempt: the invocation is out of time',
-          logContext(run, { tries: attempt + 1, error: errorName(error) }),
-        );
+        const details = logContext(run, { tries: attempt + 1, error: errorName(error) });
+        if (landed !== undefined) {
+          // The message ended as decided; its body outlives it (storage, not mail).
+          deps.log.warn(
+            "sender could not start the retention of a message's body: it outlives its message",
+            details,
+          );
+          return { kind: 'applied' };
+        }
+        deps.log.error('sender gave up a write: the invocation is out of time', details);
         // The copy returns when our lease has run out; whoever takes it then finds it ambiguous.
         return {
           kind: 'not-applied',
-          verdict: keep(
-            'the write after the attempt never landed',
-            leaseWaitSeconds(claimed.lease_until, deps.now()),
-          ),
+          verdict: keep('the write never landed', leaseWaitSeconds(observed.lease_until, deps.now())),
         };
       }
       deps.metrics.count(SENDER_METRIC.outcomeWriteRetries);
       await deps.sleep(step.pauseMs);
     }
   }
+}
+
+/** The record moved before our write: someone else's move stands. */
+async function conditionLost(
+  run: CopyRun,
+  ours: { readonly status: MessageStatus; readonly owner?: string },
+) {
+  if (ours.owner === undefined) return afterConflict(run, `${ours.status}: condition lost`);
+  // Our lease was taken over (the send outlived it); the new holder has its own copy and
+  // treats our attempt as ambiguous. Nothing more is ours to write.
+  run.deps.log.error('sender lost its lease before its write', logContext(run, {}));
+  return ack('lease lost before the write');
 }
 
 /**

@@ -9,6 +9,7 @@ import { claimTerms, interruptedAttemptBecomes, sendableAt } from '../core/sendD
 import { hasTimeForAttempt } from '../core/sendTiming.js';
 import { isTestSide, SIMULATOR_RELAY } from '../core/testSide.js';
 import { decideUnsent, type UnsentStatus } from '../core/unsentDecision.js';
+import type { SettleUnsentInput } from '../ports/SenderStore.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
 import {
   ack,
@@ -21,12 +22,18 @@ import {
   type InvocationTime,
   keep,
   logContext,
+  moveToDeadLetters,
   type ReceivedCopy,
   type SenderRelay,
   settle,
   settled,
 } from './copyRun.js';
-import { INTERRUPTED_SEND_ERROR, interruptedAttemptRecord } from './outcomeWrite.js';
+import {
+  INTERRUPTED_SEND_ERROR,
+  interruptedAttemptRecord,
+  type Landed,
+  writeUntilLanded,
+} from './outcomeWrite.js';
 import { type GateAdmission, type RelayGate, UNLIMITED } from './relayGate.js';
 import { sendClaimed } from './sendClaimed.js';
 
@@ -34,7 +41,7 @@ import { sendClaimed } from './sendClaimed.js';
  * What the sender does with one queue copy `{v, id, rev}` (DESIGN §2, §5, §5a), as a short list of
  * I/O steps around the pure decisions of lambdas/core (sendDecision.ts, unsentDecision.ts,
  * writeRetry.ts, sendTiming.ts): read the record and admit the copy (or drop it, wait for a lease,
- * move it to the DLQ); settle an interrupted attempt under `hold`; hold or re-delay what is early;
+ * move it to the DLQ); settle an interrupted attempt that ends the message (`hold`, or its last); hold or re-delay what is early;
  * expire what must not go out; pass the sending gate and wait for the send rate
  * (relayGate.ts); claim only with time for a whole attempt; then send under the lease (sendClaimed.ts). It never throws for an expected
  * situation; it answers with a verdict on the SQS copy.
@@ -71,8 +78,10 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
   if (observed === undefined) return drop(run, 'no such message');
   const { takeover, redrive } = admission;
 
-  if (takeover && interruptedAttemptBecomes(observed.on_ambiguous) === 'unknown') {
-    return holdInterrupted(run, observed);
+  if (takeover) {
+    // The attempt the dead sender left behind is decided first, as its live outcome would be.
+    const interrupted = interruptedAttemptBecomes(observed, deps.settings);
+    if (interrupted !== 'send-again') return settleInterrupted(run, observed, interrupted);
   }
 
   const arrival = decideArrival({
@@ -111,14 +120,9 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
     if (held.action === 'wait') await lane.away(() => deps.sleep(held.milliseconds));
   }
   if (unsent.kind === 'settle') {
-    const result = await deps.store.settleUnsent({
-      observed,
-      to: unsent.to,
-      now,
-      retentionDays: deps.settings.retentionDays,
-      ...interruption,
-    });
-    return settled(run, result, unsent.to, UNSENT_METRIC[unsent.to], takeover);
+    const result = await settleWithoutSend(run, observed, unsent.to, takeover);
+    if (result.kind !== 'applied') return result.verdict;
+    return settled(run, unsent.to, unsent.to, UNSENT_METRIC[unsent.to], takeover);
   }
 
   // While the relay is unavailable, throttling us or this kind is paused: back unclaimed, no attempt.
@@ -244,18 +248,56 @@ const UNSENT_METRIC: Readonly<Record<UnsentStatus, SenderCountMetric>> = {
   superseded: SENDER_METRIC.superseded,
 };
 
-/** A sender died mid-send and the message's policy is `hold`: `unknown`, nothing sent. */
-async function holdInterrupted(run: CopyRun, observed: MessageStateRecord): Promise<CopyVerdict> {
-  const now = run.deps.now();
-  const result = await run.deps.store.settleUnsent({
+/**
+ * A sender died mid-send and its attempt ends the message without another send: `unknown` (the
+ * policy is `hold`), or `dead` (it was the last allowed attempt; the copy goes to the DLQ).
+ */
+async function settleInterrupted(
+  run: CopyRun,
+  observed: MessageStateRecord,
+  to: 'unknown' | 'dead',
+): Promise<CopyVerdict> {
+  const result = await settleWithoutSend(run, observed, to, true);
+  if (result.kind !== 'applied') return result.verdict;
+  if (to === MESSAGE_STATUS.unknown) {
+    return settled(run, to, 'unknown (lease expired, on_ambiguous = hold)', SENDER_METRIC.unknown, true);
+  }
+  settled(run, to, 'dead (lease expired on its last attempt)', SENDER_METRIC.dead, true);
+  return moveToDeadLetters(run.deps, run);
+}
+
+/**
+ * A move to a final status without a send of ours, from the record as read (no claim of ours), tried
+ * until it lands like every write after a decision (outcomeWrite.ts `writeUntilLanded`). A takeover
+ * counts the interrupted attempt of the sender that died.
+ */
+function settleWithoutSend(
+  run: CopyRun,
+  observed: MessageStateRecord,
+  to: SettleUnsentInput['to'],
+  interrupted: boolean,
+): Promise<Landed> {
+  const { deps } = run;
+  const now = deps.now();
+  return writeUntilLanded(
+    run,
+    () =>
+      deps.store.settleUnsent({
+        observed,
+        to,
+        now,
+        retentionDays: deps.settings.retentionDays,
+        ...(interrupted
+          ? {
+              interruptedAttempt: interruptedAttemptRecord(observed.lease_until, now),
+              lastError: INTERRUPTED_SEND_ERROR,
+            }
+          : {}),
+        ...(to === MESSAGE_STATUS.dead ? { deadCopy: run.copy.sqsMessageId } : {}),
+      }),
+    { status: to, now },
     observed,
-    to: 'unknown',
-    now,
-    interruptedAttempt: interruptedAttemptRecord(observed.lease_until, now),
-    lastError: INTERRUPTED_SEND_ERROR,
-    retentionDays: run.deps.settings.retentionDays,
-  });
-  return settled(run, result, 'unknown (lease expired, on_ambiguous = hold)', SENDER_METRIC.unknown, true);
+  );
 }
 
 /**

@@ -24,7 +24,6 @@ import {
   progressOf,
   type SenderRelay,
   type Settled,
-  settled,
   unwrap,
 } from './copyRun.js';
 import {
@@ -32,6 +31,7 @@ import {
   missingBodyRecord,
   recordOutcome,
   release,
+  supersede,
   suppressHardBounces,
   unrenderableRecord,
   writeUntilLanded,
@@ -64,35 +64,24 @@ export async function sendClaimed(
     // Nothing reached the relay: give the claim back (no attempt, nothing ambiguous).
     return release(run, claimed, owner, error);
   }
-  if (superseded) {
-    const result = await deps.store.settleUnsent({
-      observed: claimed,
-      owner,
-      to: 'superseded',
-      now: deps.now(),
-      retentionDays: deps.settings.retentionDays,
-    });
-    return settled(run, result, 'superseded', SENDER_METRIC.superseded);
-  }
+  if (superseded) return supersede(run, claimed, owner);
   const fault = bodyFault(claimed.fingerprint, body);
   if (body === undefined || fault !== undefined) {
-    const result = await failUnsent(run, claimed, owner, missingBodyRecord(deps.now()));
     deps.log.error(
       fault === 'foreign' ? 'sender found a body of another request' : 'sender found no body for a message',
       logContext(run, {}),
     );
-    return settled(run, result, 'failed (no body)', SENDER_METRIC.failed);
+    return failUnsent(run, claimed, owner, missingBodyRecord(deps.now()));
   }
   // A template message is rendered here, from its pinned version (DESIGN §10).
   const sendable = await sendableBody(deps.templates, claimed.tenant, body);
   if (sendable.kind === 'read-failed') return release(run, claimed, owner, sendable.error);
   if (sendable.kind === 'unrenderable') {
-    const result = await failUnsent(run, claimed, owner, unrenderableRecord(deps.now(), sendable.reason));
     deps.log.error(
       'sender could not render a template message',
       logContext(run, { template: body.template?.name }),
     );
-    return settled(run, result, 'failed (template did not render)', SENDER_METRIC.failed);
+    return failUnsent(run, claimed, owner, unrenderableRecord(deps.now(), sendable.reason));
   }
   body = sendable.body;
 
@@ -254,7 +243,7 @@ async function settleSuppressed(
         recipients: screening.progress,
         retentionDays: deps.settings.retentionDays,
       }),
-    { status: screening.to, now },
+    { status: screening.to, now, owner },
     claimed,
   );
   if (result.kind !== 'applied') return result.verdict;

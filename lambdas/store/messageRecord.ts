@@ -81,9 +81,9 @@ export interface MessageStateRecord {
   readonly lease_owner?: string;
   readonly lease_until?: string;
   readonly sent_at?: string;
-  /** The relay's id of the last accepted attempt that named one (DESIGN §3, §5). */
+  /** The relay's id from the last accepted attempt, absent when it named none (DESIGN §5; decision 0124). */
   readonly provider_message_id?: string;
-  /** The relay the last attempt went through (DESIGN §15). */
+  /** The relay of that attempt, or before any was accepted of the last attempt (DESIGN §15; decision 0124). */
   readonly relay?: string;
   /** The attempt count at which the message becomes `dead`; POSTDATE_MAX_ATTEMPTS when absent (a redrive raises it). */
   readonly attempt_limit?: number;

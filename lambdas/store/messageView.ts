@@ -24,9 +24,12 @@ export interface MessageView {
   readonly updated_at: string;
   readonly attempts: number;
   readonly last_error: LastError | null;
-  /** The relay's own id for the message, from its final 250 reply; null when it named none. */
+  /** The relay's own id for the message, from the last accepted attempt's 250 reply; null when it named none. */
   readonly provider_message_id: string | null;
-  /** The relay the last attempt went through (DESIGN §15); null before any attempt. */
+  /**
+   * The relay of the attempt `provider_message_id` comes from: the last accepted one, or before any
+   * was accepted the last one (DESIGN §15; decision 0124); null before any attempt.
+   */
   readonly relay: string | null;
   /** Recipients one by one (DESIGN §3, §5). */
   readonly recipients: ReturnType<typeof recipientCounts>;

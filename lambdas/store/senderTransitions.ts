@@ -136,10 +136,12 @@ export class DynamoSenderStore implements SenderStore {
       update.set('rcpt_suppressed', [...input.recipients.suppressed]);
     }
     if (input.to === MESSAGE_STATUS.sent) update.set('sent_at', input.attempt.at);
-    if (input.attempt.provider_message_id !== undefined) {
-      update.set('provider_message_id', input.attempt.provider_message_id);
+    const named = namedRelay(claimed, input.attempt);
+    if (named !== undefined) {
+      update.set('relay', named.relay);
+      if (named.providerMessageId === undefined) update.remove('provider_message_id');
+      else update.set('provider_message_id', named.providerMessageId);
     }
-    if (input.attempt.relay !== undefined) update.set('relay', input.attempt.relay);
     if (input.to === MESSAGE_STATUS.dead && input.deadCopy !== undefined) {
       update.set('dead_copy', input.deadCopy);
     }
@@ -166,6 +168,9 @@ export class DynamoSenderStore implements SenderStore {
       update.set('history', cappedHistory(observed.history, input.interruptedAttempt));
     }
     if (input.lastError !== undefined) update.set('last_error', input.lastError);
+    if (input.to === MESSAGE_STATUS.dead && input.deadCopy !== undefined) {
+      update.set('dead_copy', input.deadCopy);
+    }
     const body = this.becomeTerminal(update, observed, input.to, now, input.retentionDays);
     return this.applyWithBody(update, observed.id, body);
   }
@@ -192,6 +197,12 @@ export class DynamoSenderStore implements SenderStore {
     }
     const body = this.becomeTerminal(update, claimed, input.to, now, input.retentionDays);
     return this.applyWithBody(update, claimed.id, body);
+  }
+
+  async finishBodyLifetime(state: MessageStateRecord): Promise<void> {
+    // A small message's body is in its state record: it expires with it (docs/data-model.md).
+    if (state.expires_at === undefined || state.body !== undefined) return;
+    await this.writeBodyTtl(state.id, { kind: 'set', expiresAt: state.expires_at });
   }
 
   /**
@@ -232,7 +243,8 @@ export class DynamoSenderStore implements SenderStore {
    * The state update, then the body's TTL. The state goes first: the body's TTL is set only for a
    * transition that happened (a body given a TTL for a lost one would expire under a live message).
    * A failure between the two leaves a body without a TTL — it outlives its message, it never
-   * leaves a message without its body — and throws. A removal never comes here: it goes before the
+   * leaves a message without its body — and throws; the sender's retry finds its own state write
+   * and finishes the body's (`finishBodyLifetime`). A removal never comes here: it goes before the
    * state write (claim).
    */
   private async applyWithBody(update: UpdateBuilder, id: string, body: TtlWrite): Promise<SenderWriteResult> {
@@ -371,6 +383,23 @@ function leaveSending(
   update.remove('lease_owner');
   update.remove('lease_until');
   return update;
+}
+
+/**
+ * The relay and the relay's id the message view names after this attempt, both from one attempt
+ * (DESIGN §15; docs/decisions/0124-relay-and-its-id-from-one-attempt.md): an attempt the relay
+ * accepted names its own; another attempt through a relay does only while none has been accepted
+ * (`rcpt_accepted` is empty). Undefined: the pair stays as an earlier attempt left it.
+ */
+function namedRelay(
+  claimed: MessageStateRecord,
+  attempt: AttemptRecord,
+): { readonly relay: string; readonly providerMessageId?: string } | undefined {
+  if (attempt.relay === undefined) return undefined;
+  if (attempt.outcome !== 'sent' && (claimed.rcpt_accepted?.length ?? 0) > 0) return undefined;
+  return attempt.provider_message_id === undefined
+    ? { relay: attempt.relay }
+    : { relay: attempt.relay, providerMessageId: attempt.provider_message_id };
 }
 
 function cappedHistory(history: readonly AttemptRecord[] | undefined, entry: AttemptRecord): AttemptRecord[] {

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  attemptsExhausted,
   bodyFault,
   claimTerms,
   decideOutcome,
@@ -36,9 +37,75 @@ describe('waiting for a lease', () => {
 });
 
 describe('an attempt interrupted by a dead sender (a lease found expired)', () => {
-  it('is ambiguous: unknown under hold, sent again under retry', () => {
-    expect(interruptedAttemptBecomes('hold')).toBe('unknown');
-    expect(interruptedAttemptBecomes('retry')).toBe('send-again');
+  const SETTINGS = { maxAttempts: 8, retryBaseSeconds: 30, retryCapSeconds: 3600 };
+  const interrupted = (attempts: number, onAmbiguous: 'retry' | 'hold', attemptLimit?: number) => ({
+    attempts,
+    on_ambiguous: onAmbiguous,
+    ...(attemptLimit === undefined ? {} : { attempt_limit: attemptLimit }),
+  });
+
+  it('is ambiguous: unknown under hold, sent again under retry while attempts are left', () => {
+    expect(interruptedAttemptBecomes(interrupted(0, 'hold'), SETTINGS)).toBe('unknown');
+    expect(interruptedAttemptBecomes(interrupted(7, 'hold'), SETTINGS)).toBe('unknown');
+    expect(interruptedAttemptBecomes(interrupted(0, 'retry'), SETTINGS)).toBe('send-again');
+    expect(interruptedAttemptBecomes(interrupted(6, 'retry'), SETTINGS)).toBe('send-again');
+  });
+
+  it('makes the message dead, with no send, when it was the last allowed attempt (DESIGN §5)', () => {
+    // POSTDATE_MAX_ATTEMPTS 8: the interrupted attempt is the 8th.
+    expect(interruptedAttemptBecomes(interrupted(7, 'retry'), SETTINGS)).toBe('dead');
+    // A redriven message's own limit counts, not the setting.
+    expect(interruptedAttemptBecomes(interrupted(7, 'retry', 15), SETTINGS)).toBe('send-again');
+    expect(interruptedAttemptBecomes(interrupted(14, 'retry', 15), SETTINGS)).toBe('dead');
+  });
+
+  it('ends the message as a live ambiguous failure of the same attempt would (one rule for both)', () => {
+    const live = { unknown: 'unknown', dead: 'dead', 'send-again': 'retrying' } as const;
+    fc.assert(
+      fc.property(
+        fc.nat(30),
+        fc.option(fc.integer({ min: 1, max: 30 }), { nil: undefined }),
+        fc.integer({ min: 1, max: 30 }),
+        fc.constantFrom('retry' as const, 'hold' as const),
+        fc.integer({ min: 1, max: 4 }),
+        (attempts, attemptLimit, maxAttempts, onAmbiguous, recipientTotal) => {
+          const record = interrupted(attempts, onAmbiguous, attemptLimit);
+          const settings = { ...SETTINGS, maxAttempts };
+          const outcome = decideOutcome(
+            {
+              delivered: false,
+              failureClass: 'ambiguous',
+              origin: 'transaction',
+              attempted: [...Array(recipientTotal).keys()],
+              refused: [],
+            },
+            { ...record, recipients: { accepted: [], rejected: [] }, recipientTotal },
+            settings,
+            () => 0.5,
+          );
+          const becomes = interruptedAttemptBecomes(record, settings);
+          expect(outcome.to).toBe(live[becomes]);
+          expect(becomes === 'dead').toBe(
+            onAmbiguous === 'retry' && attemptsExhausted(attempts + 1, record, maxAttempts),
+          );
+        },
+      ),
+    );
+  });
+
+  it("counts the limit as reached at exactly the limit, the message's own (a redrive's) before the setting", () => {
+    fc.assert(
+      fc.property(
+        fc.nat(50),
+        fc.option(fc.integer({ min: 1, max: 50 }), { nil: undefined }),
+        fc.integer({ min: 1, max: 50 }),
+        (attempts, attemptLimit, maxAttempts) => {
+          expect(attemptsExhausted(attempts, { attempt_limit: attemptLimit }, maxAttempts)).toBe(
+            attempts >= (attemptLimit ?? maxAttempts),
+          );
+        },
+      ),
+    );
   });
 });
 

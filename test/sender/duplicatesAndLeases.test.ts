@@ -181,6 +181,37 @@ describe('the sender against duplicates and dead senders', () => {
     expect(accepted(rig, message.id)).toHaveLength(1);
   });
 
+  it('on_ambiguous = retry: a takeover whose interrupted attempt was the last allowed one makes the message dead and sends nothing more', async () => {
+    // POSTDATE_MAX_ATTEMPTS = 3: the sender that died was making the 3rd attempt.
+    const rig = await createSenderRig(world);
+    world.smtp.script();
+    const message = await rig.putMessage({
+      onAmbiguous: 'retry',
+      status: 'sending',
+      attempts: 2,
+      leaseOwner: 'a-sender-that-died',
+      leaseUntil: new Date(rig.clock.ms - 1000),
+    });
+    const transactionsBefore = world.smtp.transactions;
+    await rig.dispatch(message);
+
+    const { response } = await rig.deliverNext();
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(world.smtp.transactions).toBe(transactionsBefore);
+    const dead = await rig.state(message.id);
+    expect(dead).toMatchObject({ status: 'dead', attempts: 3, last_error: { class: 'ambiguous' } });
+    expect(dead.lease_owner).toBeUndefined();
+    expect(dead.history.map((entry) => entry.outcome)).toEqual(['ambiguous']);
+    expect(dead.due_pk).toMatch(/^wait#dead#\d+$/);
+    // Dead means dead: the sender moved the copy to the DLQ itself.
+    expect(await rig.depth()).toEqual({ stored: 0, inFlight: 0, delayed: 0 });
+    const [parked] = await rig.receive({ queueUrl: rig.urls.sendDeadLetter, waitSeconds: 3, max: 1 });
+    expect(JSON.parse(parked?.body ?? '{}')).toMatchObject({ id: message.id, rev: 1, dlq: true });
+    expect(rig.metrics.of('Dead')).toBe(1);
+    expect(rig.metrics.of('Ambiguous')).toBe(1);
+  });
+
   describe('a sender killed between DATA and the outcome write', () => {
     /** Runs one send whose sender dies after the relay accepted it; the record stays `sending`. */
     async function killedSend(rig: SenderRig, onAmbiguous: 'retry' | 'hold') {

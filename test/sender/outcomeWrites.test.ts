@@ -1,8 +1,13 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
 import type { SenderStore } from '../../lambdas/ports/SenderStore.js';
 import { SHORT_RETRY_SECONDS } from '../../lambdas/sender/copyRun.js';
+import { messagePk } from '../../lambdas/store/messageRecord.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
+import { ITEM_SORT_KEY, KEY } from '../../lambdas/store/tableLayout.js';
+import { documentClient } from '../support/awsLocal.js';
+import { putGroupHead } from './records.js';
 import {
   contextWithRemaining,
   createSenderRig,
@@ -131,6 +136,162 @@ describe('the sender when its own writes and reads fail', () => {
     // Hidden until the lease (120 s) has run out, not the queue's 6 × the timeout.
     expect(await rig.receive({ waitSeconds: 0 })).toEqual([]);
     expect(rig.log.lines.some((line) => line.level === 'error')).toBe(true);
+  });
+
+  /** A store whose first try of one write throws before reaching DynamoDB; the later tries go through. */
+  function firstTryThrottled(write: 'settleUnsent' | 'recordOutcome'): SenderStore {
+    let tries = 0;
+    const once = <T>(call: () => Promise<T>): Promise<T> => {
+      tries += 1;
+      return tries === 1 ? Promise.reject(throttled()) : call();
+    };
+    return storeWith(
+      store,
+      write === 'settleUnsent'
+        ? { settleUnsent: (input) => once(() => store.settleUnsent(input)) }
+        : { recordOutcome: (input) => once(() => store.recordOutcome(input)) },
+    );
+  }
+
+  it.each([
+    ['superseded', 'a newer version of its group exists', 'settleUnsent'],
+    ['failed', 'its body is missing', 'recordOutcome'],
+  ] as const)(
+    'lands the %s write after the claim (%s) when its first try is throttled: no attempt, nothing ambiguous, and a later copy finds it settled (on_ambiguous = hold)',
+    async (status, _why, write) => {
+      const rig = await createSenderRig(world, { random: () => 0.5 });
+      world.smtp.script();
+      const group = { key: `landed-${status}-${rig.clock.ms}`, version: 1 };
+      if (status === 'superseded') await putGroupHead(world.documents, world.tableName, group.key, 2);
+      const message = await rig.putMessage(
+        status === 'superseded' ? { onAmbiguous: 'hold', group } : { onAmbiguous: 'hold', withoutBody: true },
+      );
+      await rig.dispatch(message);
+      const transactionsBefore = world.smtp.transactions;
+
+      const records = await rig.receive({ waitSeconds: 3, max: 1 });
+      const response = await rig.run(records, rig.newHandler({ store: firstTryThrottled(write) }));
+
+      expect(response.batchItemFailures).toEqual([]);
+      const settled = await rig.state(message.id);
+      expect(settled).toMatchObject({ status, attempts: 0 });
+      expect(settled.lease_owner).toBeUndefined();
+      expect(settled.history.map((entry) => entry.outcome)).not.toContain('ambiguous');
+      expect(rig.metrics.of('OutcomeWriteRetries')).toBe(1);
+
+      // A later copy (the sweeper's, after a lease would have run out) finds it settled, not a
+      // send a dead owner interrupted.
+      rig.clock.advance((TEST_SETTINGS.leaseSeconds + 1) * 1000);
+      await rig.dispatch(message);
+      await rig.deliverNext();
+      expect(await rig.state(message.id)).toEqual(settled);
+      expect(world.smtp.transactions).toBe(transactionsBefore);
+      expect(rig.metrics.of('Unknown')).toBe(0);
+      expect(rig.metrics.of('Ambiguous')).toBe(0);
+    },
+  );
+
+  /**
+   * A table client whose first `times` UpdateItems of each message's BODY item throw, above the SDK's retry
+   * step: a throttle that outlasted the SDK's own retries, on the write that starts the body's TTL.
+   */
+  function bodyTtlWritesFailing(times = 1): { store: SenderStore; failed: () => number } {
+    const documents = documentClient();
+    const failedFor = new Map<string, number>();
+    documents.middlewareStack.add(
+      (next, context) => async (args) => {
+        const key = (args.input as { Key?: Record<string, unknown> }).Key;
+        const sk = key?.[KEY.sort];
+        const isBody =
+          sk === ITEM_SORT_KEY.messageBody || (sk as { S?: string })?.S === ITEM_SORT_KEY.messageBody;
+        const pk = JSON.stringify(key?.[KEY.partition]);
+        const failures = failedFor.get(pk) ?? 0;
+        if (/^UpdateItem?Command$/.test(context.commandName ?? '') && isBody && failures < times) {
+          failedFor.set(pk, failures + 1);
+          throw throttled();
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'failBodyTtlWrites' },
+    );
+    return {
+      store: new DynamoSenderStore(documents, world.tableName),
+      failed: () => [...failedFor.values()].reduce((sum, count) => sum + count, 0),
+    };
+  }
+
+  async function bodyExpiresAt(id: string): Promise<unknown> {
+    const { Item } = await world.documents.send(
+      new GetCommand({
+        TableName: world.tableName,
+        Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageBody },
+        ConsistentRead: true,
+      }),
+    );
+    return Item?.expires_at;
+  }
+
+  it.each([
+    ['sent', 'its outcome after a 250'],
+    ['superseded', 'a newer version of its group, after the claim'],
+    ['expired', 'its deadline passed, before any claim'],
+  ] as const)(
+    "starts the body's retention when a message ends %s (%s) and the body's TTL write fails once: the state's write landed, the body's is finished (DESIGN §2)",
+    async (status, _why) => {
+      const rig = await createSenderRig(world, { random: () => 0.5 });
+      world.smtp.script();
+      const group = { key: `ttl-${status}-${rig.clock.ms}`, version: 1 };
+      if (status === 'superseded') await putGroupHead(world.documents, world.tableName, group.key, 2);
+      const message = await rig.putMessage(
+        status === 'superseded'
+          ? { group }
+          : status === 'expired'
+            ? { notAfter: new Date(rig.clock.ms - 500) }
+            : {},
+      );
+      await rig.dispatch(message);
+      const faulty = bodyTtlWritesFailing();
+
+      const records = await rig.receive({ waitSeconds: 3, max: 1 });
+      const response = await rig.run(records, rig.newHandler({ store: faulty.store }));
+
+      expect(faulty.failed()).toBe(1);
+      expect(response.batchItemFailures).toEqual([]);
+      const state = await rig.state(message.id);
+      expect(state.status).toBe(status);
+      expect(state.expires_at).toBeGreaterThan(rig.clock.ms / 1000);
+      expect(await bodyExpiresAt(message.id)).toBe(state.expires_at);
+      expect(accepted(rig, message.id)).toHaveLength(status === 'sent' ? 1 : 0);
+    },
+  );
+
+  it("says so at WARN, with the id only, and counts it when the body's retention cannot be started before the time runs out; the message stays sent", async () => {
+    const rig = await createSenderRig(world, { random: () => 1 });
+    world.smtp.script();
+    const message = await rig.putMessage({ to: ['ada@example.com'] });
+    await rig.dispatch(message);
+    const faulty = bodyTtlWritesFailing(Number.POSITIVE_INFINITY);
+
+    const records = await rig.receive({ waitSeconds: 3, max: 1 });
+    const response = await rig.run(
+      records,
+      rig.newHandler({ store: faulty.store }),
+      contextWithRemaining(attemptBudgetMs(TEST_SETTINGS.timing) + 7_000),
+    );
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(faulty.failed()).toBeGreaterThan(1);
+    expect((await rig.state(message.id)).status).toBe('sent');
+    expect(await bodyExpiresAt(message.id)).toBeUndefined();
+    expect(rig.metrics.of('OutcomeWriteFailures')).toBe(1);
+    const warned = rig.log.lines.filter(
+      (line) => line.level === 'warn' && line.message.includes('retention'),
+    );
+    expect(warned).toEqual([
+      expect.objectContaining({ attributes: expect.objectContaining({ id: message.id }) }),
+    ]);
+    expect(rig.log.text()).not.toContain('ada@example.com');
+    expect(accepted(rig, message.id)).toHaveLength(1);
   });
 
   it.each([

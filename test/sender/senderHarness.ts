@@ -372,6 +372,7 @@ export function storeWith(store: SenderStore, replaced: Partial<SenderStore>): S
     settleUnsent: (input) => store.settleUnsent(input),
     hold: (input) => store.hold(input),
     settleScreened: (input) => store.settleScreened(input),
+    finishBodyLifetime: (state) => store.finishBodyLifetime(state),
     suppressions: store.suppressions,
     ...replaced,
   };

@@ -332,6 +332,60 @@ describe('DynamoSenderStore', () => {
     });
   });
 
+  it("names in the view the relay and the relay's id of one attempt: the last one the relay accepted, else the last one (DESIGN §15)", async () => {
+    const message = await put({ to: ['a@example.com', 'b@example.com'] });
+    let observed = message;
+    /** One attempt through `relay`, written as the sender writes its outcome. */
+    async function attemptThrough(
+      relay: string,
+      outcome: 'sent' | 'transient',
+      accepted: number[],
+      providerMessageId?: string,
+    ): Promise<MessageStateRecord> {
+      const claim = await store.claim({ observed, owner: relay, now, leaseUntil });
+      if (claim.outcome !== 'applied') throw new Error('claim failed');
+      const entry: AttemptRecord = {
+        ...attempt(outcome),
+        relay,
+        ...(providerMessageId === undefined ? {} : { provider_message_id: providerMessageId }),
+      };
+      const result = await store.recordOutcome({
+        claimed: claim.record,
+        owner: relay,
+        to: accepted.length === 2 ? 'sent' : 'retrying',
+        now,
+        attempt: entry,
+        lastError: null,
+        retentionDays: 30,
+        attempts: claim.record.attempts + 1,
+        recipients: { accepted, rejected: [] },
+      });
+      if (result.outcome !== 'applied') throw new Error('outcome not written');
+      observed = result.record;
+      return readState(documents, tableName, message.id);
+    }
+    const pair = (state: MessageStateRecord) => [state.relay, state.provider_message_id];
+    const fromOneAttempt = (state: MessageStateRecord) =>
+      state.history.some(
+        (entry) => entry.relay === state.relay && entry.provider_message_id === state.provider_message_id,
+      );
+
+    // Nothing accepted yet: the last attempt's relay, and no id.
+    const deferred = await attemptThrough('primary', 'transient', []);
+    expect(pair(deferred)).toEqual(['primary', undefined]);
+    // The primary accepts recipient a (its id P); b is deferred.
+    const partly = await attemptThrough('primary', 'sent', [0], 'P-1');
+    expect(pair(partly)).toEqual(['primary', 'P-1']);
+    // b's retry fails on the backup: the view keeps the pair of the attempt that was accepted.
+    const failedOver = await attemptThrough('backup', 'transient', [0]);
+    expect(pair(failedOver)).toEqual(['primary', 'P-1']);
+    expect(fromOneAttempt(failedOver)).toBe(true);
+    // The backup accepts b with a 250 that names no id: its pair, never the primary's id.
+    const sent = await attemptThrough('backup', 'sent', [0, 1]);
+    expect(pair(sent)).toEqual(['backup', undefined]);
+    expect(fromOneAttempt(sent)).toBe(true);
+  });
+
   it('reads a group head version, and nothing for a group without a head', async () => {
     await putGroupHead(documents, tableName, 'campaign:9', 5);
     expect(await store.readGroupVersion(TENANT, 'campaign:9')).toBe(5);
