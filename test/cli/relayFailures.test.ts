@@ -47,6 +47,22 @@ async function world() {
   return { tableName, streamArn, urls, sqs, documents, deps, fail };
 }
 
+/** An overdue message whose stream batch failed and is no longer in the stream: only a sweep covers it. */
+async function failBatchTheStreamNoLongerHolds(w: Awaited<ReturnType<typeof world>>, id: string) {
+  await seedMessages(w.documents, w.tableName, [
+    { id, status: 'scheduled', createdAt: '2026-11-29T11:00:00.000Z', sendAt: '2026-11-29T11:59:00.000Z' },
+  ]);
+  await w.fail(
+    relayFailureMessage({
+      streamArn: w.streamArn,
+      shardId: 'shardId-00000001700000000000-deadbeef',
+      start: '000000000000000000100',
+      end: '000000000000000000200',
+      batchSize: 1,
+    }),
+  );
+}
+
 describe('postdate relay-failures redrive', () => {
   it('replays a failed batch the stream still holds and empties the failure queue', async () => {
     const w = await world();
@@ -68,23 +84,7 @@ describe('postdate relay-failures redrive', () => {
 
   it('covers a batch the stream no longer holds with a grace-0 sweep, and reports JSON', async () => {
     const w = await world();
-    await seedMessages(w.documents, w.tableName, [
-      {
-        id: messageId(2),
-        status: 'scheduled',
-        createdAt: '2026-11-29T11:00:00.000Z',
-        sendAt: '2026-11-29T11:59:00.000Z',
-      },
-    ]);
-    await w.fail(
-      relayFailureMessage({
-        streamArn: w.streamArn,
-        shardId: 'shardId-00000001700000000000-deadbeef',
-        start: '000000000000000000100',
-        end: '000000000000000000200',
-        batchSize: 1,
-      }),
-    );
+    await failBatchTheStreamNoLongerHolds(w, messageId(2));
     const out = memoryOutput({ json: true });
 
     const report = await relayFailuresRedrive(w.deps, {}, out);
@@ -97,23 +97,7 @@ describe('postdate relay-failures redrive', () => {
 
   it('keeps the failure message when its grace-0 sweep could not read a shard to its end', async () => {
     const w = await world();
-    await seedMessages(w.documents, w.tableName, [
-      {
-        id: messageId(3),
-        status: 'scheduled',
-        createdAt: '2026-11-29T11:00:00.000Z',
-        sendAt: '2026-11-29T11:59:00.000Z',
-      },
-    ]);
-    await w.fail(
-      relayFailureMessage({
-        streamArn: w.streamArn,
-        shardId: 'shardId-00000001700000000000-deadbeef',
-        start: '000000000000000000100',
-        end: '000000000000000000200',
-        batchSize: 1,
-      }),
-    );
+    await failBatchTheStreamNoLongerHolds(w, messageId(3));
     // One entry read per shard: the shard holding the message is not read to its end (DynamoDB
     // answers a cursor when the page is full), so the sweep cannot vouch for what the batch held.
     const deps = { ...w.deps, sweep: { ...w.deps.sweep, maxReadsPerShard: 1, pageSize: 1 } };
