@@ -36,47 +36,34 @@ describe('the sender decides an outcome by where it happened', () => {
     await world.close();
   });
 
-  it('a 421 after DATA is the message’s own: it counts, the message goes dead after max attempts, the breaker never opens', async () => {
-    const rig = await createBreakerRig(world, { maxAttempts: 3 });
-    await world.outage.set('up');
-    world.smtp.script(CLOSING_AFTER_DATA);
-    const message = await rig.putMessage();
-    await rig.dispatch(message);
-    await rig.drive({
-      handlers: [rig.sender()],
-      timeoutMs: 45_000,
-      done: async () => (await rig.state(message.id)).status === 'dead',
-    });
-    const dead = await rig.state(message.id);
-    expect(dead.attempts).toBe(3);
-    expect(dead.history.map((entry) => entry.code)).toEqual(['421', '421', '421']);
-    expect(rig.received(message.id)).toHaveLength(3);
-    const gate = await rig.gateStore.read();
-    expect(gate.breaker).toMatchObject({ state: 'closed', version: 0 });
-    expect(rig.metrics.of('RelayUnavailable')).toBe(0);
-    expect((await rig.depth(rig.urls.sendDeadLetter)).stored).toBe(1);
-  }, 60_000);
-
-  it('a 421 at RCPT TO is the message’s own: it counts, the message goes dead after max attempts, the breaker never opens', async () => {
-    const rig = await createBreakerRig(world, { maxAttempts: 3 });
-    await world.outage.set('up');
-    world.smtp.script(CLOSING_AT_RCPT);
-    const message = await rig.putMessage();
-    await rig.dispatch(message);
-    await rig.drive({
-      handlers: [rig.sender()],
-      timeoutMs: 45_000,
-      done: async () => (await rig.state(message.id)).status === 'dead',
-    });
-    const dead = await rig.state(message.id);
-    expect(dead.attempts).toBe(3);
-    expect(dead.history.map((entry) => entry.code)).toEqual(['421', '421', '421']);
-    expect(world.smtp.transactions).toBe(3);
-    const gate = await rig.gateStore.read();
-    expect(gate.breaker).toMatchObject({ state: 'closed', version: 0 });
-    expect(rig.metrics.of('RelayUnavailable')).toBe(0);
-    expect((await rig.depth(rig.urls.sendDeadLetter)).stored).toBe(1);
-  }, 60_000);
+  it.each([
+    ['after DATA', CLOSING_AFTER_DATA, 3],
+    ['at RCPT TO', CLOSING_AT_RCPT, 0],
+  ] as const)(
+    'a 421 %s is the message’s own: it counts, the message goes dead after max attempts, the breaker never opens',
+    async (_where, script, bodiesReceived) => {
+      const rig = await createBreakerRig(world, { maxAttempts: 3 });
+      await world.outage.set('up');
+      world.smtp.script(script);
+      const message = await rig.putMessage();
+      await rig.dispatch(message);
+      await rig.drive({
+        handlers: [rig.sender()],
+        timeoutMs: 45_000,
+        done: async () => (await rig.state(message.id)).status === 'dead',
+      });
+      const dead = await rig.state(message.id);
+      expect(dead.attempts).toBe(3);
+      expect(dead.history.map((entry) => entry.code)).toEqual(['421', '421', '421']);
+      expect(world.smtp.transactions).toBe(3);
+      expect(rig.received(message.id)).toHaveLength(bodiesReceived);
+      const gate = await rig.gateStore.read();
+      expect(gate.breaker).toMatchObject({ state: 'closed', version: 0 });
+      expect(rig.metrics.of('RelayUnavailable')).toBe(0);
+      expect((await rig.depth(rig.urls.sendDeadLetter)).stored).toBe(1);
+    },
+    60_000,
+  );
 
   it('SES throttling (rate and daily quota, at MAIL FROM and after DATA) counts no attempt, kills nothing, and every message ends sent once the relay accepts', async () => {
     const rig = await createBreakerRig(world, { maxAttempts: 2 });
