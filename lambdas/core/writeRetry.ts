@@ -1,7 +1,7 @@
 import type { MessageStatus } from './messageStatus.js';
 
 /**
- * The writes after a claim (the outcome, a release) are tried until they land (DESIGN §5, "Never
+ * The claim and the writes after it (the outcome, a release) are tried until they land (DESIGN §5, "Never
  * out of time mid-send"): they are conditional on the sender's lease, so a retry can never
  * overwrite someone else's move, and a message the relay accepted is never sent again because our
  * own write failed. These are the loop's decisions, pure; the sender runs the loop.
@@ -39,18 +39,19 @@ export interface WrittenRecord {
 }
 
 /**
- * A conditional write that lost its condition after an earlier try threw may have lost only to that
- * earlier try, which landed with its answer lost. The record tells: our status, our `updated_at`,
- * and no lease left (every write after an attempt ends the lease).
+ * A conditional write that lost its condition (or whose try threw) may have lost only to an earlier
+ * try of its own, which landed with its answer lost — or to the SDK's own retry of it. The record
+ * tells: our status, our `updated_at`, and the lease our write leaves: none after an attempt (every
+ * write after one ends the lease), our own after a claim (its owner is drawn for this claim alone).
  */
 export function isOwnEarlierWrite(
   now: WrittenRecord | undefined,
-  ours: { readonly status: MessageStatus; readonly at: Date },
+  ours: { readonly status: MessageStatus; readonly at: Date; readonly lease?: string },
 ): boolean {
   return (
     now !== undefined &&
     now.status === ours.status &&
     now.updated_at === ours.at.toISOString() &&
-    now.lease_owner === undefined
+    now.lease_owner === ours.lease
   );
 }

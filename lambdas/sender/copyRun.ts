@@ -212,12 +212,16 @@ export function settled(
 }
 
 /**
- * A conditional write lost: someone else moved the record. Read it again; a record that is gone,
- * stale or finished needs nothing from this copy; one another sender holds comes back when the
- * lease runs out; anything else comes back on the queue's own timeout.
+ * A conditional write lost: someone else moved the record. Read it again (unless `current` was just
+ * read); a record that is gone, stale or finished needs nothing from this copy; one another sender
+ * holds comes back when the lease runs out; anything else comes back on the queue's own timeout.
  */
-export async function afterConflict(run: CopyRun, reason: string): Promise<CopyVerdict> {
-  const admission = admitted(run, await run.deps.store.readState(run.id));
+export async function afterConflict(
+  run: CopyRun,
+  reason: string,
+  current?: MessageStateRecord,
+): Promise<CopyVerdict> {
+  const admission = admitted(run, current ?? (await run.deps.store.readState(run.id)));
   if (admission.kind !== 'proceed') return admission.verdict;
   run.deps.log.info('sender will see this copy again', logContext(run, { reason }));
   return keep(reason, SHORT_RETRY_SECONDS);

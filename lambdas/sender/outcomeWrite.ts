@@ -201,12 +201,21 @@ export async function failUnsent(
   return ack(`failed (${record.attempt.reply ?? 'cannot be sent'})`);
 }
 
-/** A read failed after the claim and before MAIL FROM: the record goes back to waiting, unattempted. */
-export async function release(run: CopyRun, claimed: MessageStateRecord, owner: string, error: unknown) {
+/**
+ * The claim given back before MAIL FROM (a read failed after it, or too little time is left): the
+ * record goes back to waiting, unattempted.
+ */
+export async function release(
+  run: CopyRun,
+  claimed: MessageStateRecord,
+  owner: string,
+  error: unknown,
+  cause = 'a read failed',
+) {
   const now = run.deps.now();
   run.deps.log.warn(
-    'sender released its claim: a read failed before the relay saw the message',
-    logContext(run, { error: errorName(error) }),
+    `sender released its claim: ${cause} before the relay saw the message`,
+    logContext(run, error === undefined ? {} : { error: errorName(error) }),
   );
   const result = await writeUntilLanded(
     run,
@@ -222,26 +231,33 @@ export async function release(run: CopyRun, claimed: MessageStateRecord, owner: 
   );
   if (result.kind !== 'applied') return result.verdict;
   run.deps.metrics.count(SENDER_METRIC.released);
-  return keep('a read failed before the send; claim released', SHORT_RETRY_SECONDS);
+  return keep(`${cause} before the send; claim released`, SHORT_RETRY_SECONDS);
 }
 
 export type Landed =
-  | { readonly kind: 'applied' }
+  | { readonly kind: 'applied'; readonly record: MessageStateRecord }
   | { readonly kind: 'not-applied'; readonly verdict: CopyVerdict };
 
 /**
- * A sender's write, tried until it lands (DESIGN §5): it is conditional on the state it saw (and on
- * our lease after a claim), so a retry can never overwrite someone else's move, and a message the
- * relay accepted is never sent again because our own write failed. A conflict after a failed try
- * may be our own earlier try that landed with its answer lost, or whose body TTL write failed after
- * it: the record tells (lambdas/core/writeRetry.ts), and the body's retention is then finished
- * (DESIGN §2: a final status starts it), in the same loop. `ours.owner` is the lease we write under,
- * after our claim; without one (a settle before any claim) a lost condition reads the record again.
+ * A sender's write, tried until it lands (DESIGN §5): the claim and every write after it. It is
+ * conditional on the state it saw (and on our lease after a claim), so a retry can never overwrite
+ * someone else's move, and a message the relay accepted is never sent again because our own write
+ * failed. A lost condition may be our own earlier try — or the SDK's retry of it — that landed with
+ * its answer lost, or whose body TTL write failed after it: the record tells
+ * (lambdas/core/writeRetry.ts), and the body's retention is then finished (DESIGN §2: a final status
+ * starts it), in the same loop. `ours.owner` is the lease we write under, after our claim; `ours.claims`
+ * the lease a claim takes. Without an owner (the claim, a settle before any claim) a lost condition
+ * is judged on the record as read (`afterConflict`).
  */
 export async function writeUntilLanded(
   run: CopyRun,
   write: () => Promise<SenderWriteResult>,
-  ours: { readonly status: MessageStatus; readonly now: Date; readonly owner?: string },
+  ours: {
+    readonly status: MessageStatus;
+    readonly now: Date;
+    readonly owner?: string;
+    readonly claims?: string;
+  },
   observed: MessageStateRecord,
 ): Promise<Landed> {
   const { deps } = run;
@@ -251,15 +267,18 @@ export async function writeUntilLanded(
     try {
       if (landed === undefined) {
         const result = await write();
-        if (result.outcome === 'applied') return { kind: 'applied' };
-        const now = attempt > 0 ? await deps.store.readState(run.id) : undefined;
-        if (now === undefined || !isOwnEarlierWrite(now, { status: ours.status, at: ours.now })) {
-          return { kind: 'not-applied', verdict: await conditionLost(run, ours) };
+        if (result.outcome === 'applied') return { kind: 'applied', record: result.record };
+        const now = await deps.store.readState(run.id);
+        if (
+          now === undefined ||
+          !isOwnEarlierWrite(now, { status: ours.status, at: ours.now, lease: ours.claims })
+        ) {
+          return { kind: 'not-applied', verdict: await conditionLost(run, ours, now) };
         }
         landed = now;
       }
       await deps.store.finishBodyLifetime(landed);
-      return { kind: 'applied' };
+      return { kind: 'applied', record: landed };
     } catch (error) {
       const step = nextWriteTry(attempt, run.time.remainingMs(), deps.random);
       if (step.kind === 'give-up') {
@@ -271,7 +290,7 @@ export async function writeUntilLanded(
             "sender could not start the retention of a message's body: it outlives its message",
             details,
           );
-          return { kind: 'applied' };
+          return { kind: 'applied', record: landed };
         }
         deps.log.error('sender gave up a write: the invocation is out of time', details);
         // The copy returns when our lease has run out; whoever takes it then finds it ambiguous.
@@ -289,9 +308,13 @@ export async function writeUntilLanded(
 /** The record moved before our write: someone else's move stands. */
 async function conditionLost(
   run: CopyRun,
-  ours: { readonly status: MessageStatus; readonly owner?: string },
+  ours: { readonly status: MessageStatus; readonly owner?: string; readonly claims?: string },
+  current: MessageStateRecord | undefined,
 ) {
-  if (ours.owner === undefined) return afterConflict(run, `${ours.status}: condition lost`);
+  if (ours.owner === undefined) {
+    const reason = ours.claims === undefined ? `${ours.status}: condition lost` : 'claim lost';
+    return afterConflict(run, reason, current);
+  }
   // Our lease was taken over (the send outlived it); the new holder has its own copy and
   // treats our attempt as ambiguous. Nothing more is ours to write.
   run.deps.log.error('sender lost its lease before its write', logContext(run, {}));

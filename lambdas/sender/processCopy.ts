@@ -32,6 +32,7 @@ import {
   INTERRUPTED_SEND_ERROR,
   interruptedAttemptRecord,
   type Landed,
+  release,
   writeUntilLanded,
 } from './outcomeWrite.js';
 import { type GateAdmission, type RelayGate, UNLIMITED } from './relayGate.js';
@@ -145,17 +146,31 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
   // message's body came with the state record just read: no read at all.
   const body = settle(deps.store.readBody(observed));
   const { leaseUntil, attemptLimit } = claimTerms(observed, redrive, deps.settings, claimedAt);
-  const claim = await deps.store.claim({
-    observed,
-    owner,
-    now: claimedAt,
-    leaseUntil,
-    ...interruption,
-    ...(attemptLimit === undefined ? {} : { attemptLimit }),
-  });
-  if (claim.outcome === 'conflict') return afterConflict(run, 'claim lost');
+  // Tried like every write of ours (outcomeWrite.ts `writeUntilLanded`): a claim that landed with
+  // its answer lost is found under our lease and is ours; another owner's claim is a lost one.
+  const claim = await writeUntilLanded(
+    run,
+    () =>
+      deps.store.claim({
+        observed,
+        owner,
+        now: claimedAt,
+        leaseUntil,
+        ...interruption,
+        ...(attemptLimit === undefined ? {} : { attemptLimit }),
+      }),
+    { status: MESSAGE_STATUS.sending, now: claimedAt, claims: owner },
+    // Given up unanswered, the claim may hold the record until its own lease ends.
+    { ...observed, lease_until: leaseUntil.toISOString() },
+  );
+  if (claim.kind !== 'applied') return claim.verdict;
   // The takeover of an expired lease recorded the interrupted attempt as ambiguous.
   if (takeover) deps.metrics.count(SENDER_METRIC.ambiguous);
+  // Tries of the claim may have used the time checked above: without a whole attempt left, the
+  // claim is given back before MAIL FROM (DESIGN §5: no attempt, no ambiguity).
+  if (!hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing)) {
+    return release(run, claim.record, owner, undefined, 'too little time was left');
+  }
   return sendClaimed(run, claim.record, owner, body, gate.relay);
 }
 

@@ -60,4 +60,15 @@ describe('a lost condition after a try whose answer was lost', () => {
     ).toBe(false);
     expect(isOwnEarlierWrite(undefined, ours)).toBe(false);
   });
+
+  it('is our own claim exactly when the record is sending, at our time, under our lease (DESIGN §5)', () => {
+    const ours = { status: 'sending', at, lease: 'ours' } as const;
+    const claimed = { status: 'sending', updated_at: at.toISOString(), lease_owner: 'ours' } as const;
+    expect(isOwnEarlierWrite(claimed, ours)).toBe(true);
+    expect(isOwnEarlierWrite({ ...claimed, lease_owner: 'theirs' }, ours)).toBe(false);
+    expect(isOwnEarlierWrite({ status: 'sending', updated_at: at.toISOString() }, ours)).toBe(false);
+    expect(
+      isOwnEarlierWrite({ ...claimed, updated_at: new Date(at.getTime() + 1).toISOString() }, ours),
+    ).toBe(false);
+  });
 });

@@ -342,4 +342,114 @@ describe('the sender when its own writes and reads fail', () => {
     },
     20_000,
   );
+
+  /**
+   * A table client whose first claim UpdateItem of each message (the one that moves its STATE item
+   * *to* `sending`) reaches DynamoDB and lands, and then throws as if its answer were lost on the
+   * way back. At `deserialize` the SDK's own retry sees the error and sends the same conditional
+   * write again, which then fails its condition; at `initialize` the error reaches the sender.
+   */
+  function claimAnswersLost(
+    step: 'deserialize' | 'initialize',
+    whileLost: () => void = () => {},
+  ): {
+    store: SenderStore;
+    lost: () => number;
+  } {
+    const documents = documentClient();
+    const lostFor = new Set<string>();
+    const plain = (value: unknown) => (value as { S?: string } | undefined)?.S ?? value;
+    const loseAnswer =
+      <A extends { input: object }, O>(next: (args: A) => Promise<O>, context: { commandName?: string }) =>
+      async (args: A): Promise<O> => {
+        const input = args.input as {
+          Key?: Record<string, unknown>;
+          ExpressionAttributeValues?: Record<string, unknown>;
+        };
+        const isState = plain(input.Key?.[KEY.sort]) === ITEM_SORT_KEY.messageState;
+        const toSending = plain(input.ExpressionAttributeValues?.[':v_status']) === 'sending';
+        const pk = JSON.stringify(plain(input.Key?.[KEY.partition]));
+        const output = await next(args);
+        if (context.commandName === 'UpdateItemCommand' && isState && toSending && !lostFor.has(pk)) {
+          lostFor.add(pk);
+          whileLost();
+          throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError', code: 'ECONNRESET' });
+        }
+        return output;
+      };
+    // Below the SDK's retry step (as chaos/throttleMiddleware.ts throttles), or above it.
+    if (step === 'deserialize') {
+      documents.middlewareStack.add((next, context) => loseAnswer(next, context), {
+        step,
+        priority: 'high',
+        name: 'loseClaimAnswers',
+      });
+    } else {
+      documents.middlewareStack.add((next, context) => loseAnswer(next, context), {
+        step,
+        name: 'loseClaimAnswers',
+      });
+    }
+    return { store: new DynamoSenderStore(documents, world.tableName), lost: () => lostFor.size };
+  }
+
+  it.each([
+    ['the SDK retries it and the retry loses its condition', 'deserialize'],
+    ['the error reaches the sender', 'initialize'],
+  ] as const)(
+    'recognises its own claim that landed with its answer lost (%s): sent once, one attempt, nothing ambiguous, and a later copy finds it sent (on_ambiguous = hold)',
+    async (_how, step) => {
+      const rig = await createSenderRig(world, { random: () => 0.5 });
+      world.smtp.script();
+      const message = await rig.putMessage({ onAmbiguous: 'hold' });
+      await rig.dispatch(message);
+      const faulty = claimAnswersLost(step);
+
+      const records = await rig.receive({ waitSeconds: 3, max: 1 });
+      const response = await rig.run(records, rig.newHandler({ store: faulty.store }));
+
+      expect(faulty.lost()).toBe(1);
+      expect(response.batchItemFailures).toEqual([]);
+      const sent = await rig.state(message.id);
+      expect(sent).toMatchObject({ status: 'sent', attempts: 1 });
+      expect(sent.history.map((entry) => entry.outcome)).toEqual(['sent']);
+      expect(accepted(rig, message.id)).toHaveLength(1);
+
+      // Whatever copy comes after the lease would have run out finds it sent: no takeover.
+      rig.clock.advance((TEST_SETTINGS.leaseSeconds + 1) * 1000);
+      await rig.dispatch(message);
+      await rig.deliverNext();
+      expect(await rig.state(message.id)).toEqual(sent);
+      expect(accepted(rig, message.id)).toHaveLength(1);
+      expect(rig.metrics.of('Unknown')).toBe(0);
+      expect(rig.metrics.of('Ambiguous')).toBe(0);
+    },
+    20_000,
+  );
+
+  it('releases its own claim found after a lost answer when too little time is left for the attempt: no attempt, nothing ambiguous', async () => {
+    const rig = await createSenderRig(world, { random: () => 0.5 });
+    world.smtp.script();
+    const message = await rig.putMessage({ onAmbiguous: 'hold' });
+    await rig.dispatch(message);
+    // Time for a whole attempt before the claim; its lost answer took 6 s of it.
+    const faulty = claimAnswersLost('initialize', () => rig.clock.advance(6_000));
+    const transactionsBefore = world.smtp.transactions;
+
+    const records = await rig.receive({ waitSeconds: 3, max: 1 });
+    const response = await rig.run(
+      records,
+      rig.newHandler({ store: faulty.store }),
+      contextWithRemaining(attemptBudgetMs(TEST_SETTINGS.timing) + 5_000),
+    );
+
+    expect(faulty.lost()).toBe(1);
+    expect(response.batchItemFailures).toHaveLength(1);
+    expect(world.smtp.transactions).toBe(transactionsBefore);
+    const released = await rig.state(message.id);
+    expect(released).toMatchObject({ status: 'retrying', attempts: 0, history: [] });
+    expect(released.lease_owner).toBeUndefined();
+    expect(rig.metrics.of('Released')).toBe(1);
+    expect(rig.metrics.of('Ambiguous')).toBe(0);
+  });
 });
