@@ -15,6 +15,10 @@ import { authorizerEvent, validBody } from './events.js';
 
 const documents = documentClient();
 const now = new Date('2026-12-02T10:00:00.000Z');
+// The api runs on the real clock: a send time a day ahead of it (whole seconds, as the view shows
+// it) stays scheduled however late the suite runs; the reschedule asks for a day later still.
+const SEND_AT = new Date(Math.ceil(Date.now() / 1000) * 1000 + 86_400_000).toISOString();
+const LATER = new Date(Date.parse(SEND_AT) + 86_400_000).toISOString();
 const silent = { info: () => {}, warn: () => {}, error: () => {} };
 
 type Harness = Awaited<ReturnType<typeof webhookHarness>>;
@@ -79,7 +83,7 @@ describe('test keys', () => {
         routeKey: 'POST /v1/messages',
         tenant,
         headers: { 'idempotency-key': 'same-key' },
-        body: validBody({ send_at: '2026-12-03T10:00:00.000Z' }),
+        body: validBody({ send_at: SEND_AT }),
       });
       expect(enqueued.status).toBe(202);
       expect(enqueued.json.test).toBe(side === 'test');
@@ -129,7 +133,7 @@ describe('test keys', () => {
       expect(
         (
           await call('PATCH', `/v1/messages/${theirs.message}`, 'PATCH /v1/messages/{id}', id, {
-            send_at: '2026-12-04T10:00:00.000Z',
+            send_at: LATER,
           })
         ).status,
       ).toBe(404);
@@ -197,7 +201,7 @@ describe('test keys', () => {
       });
       expect(message.json).toMatchObject({
         status: 'scheduled',
-        send_at: '2026-12-03T10:00:00.000Z',
+        send_at: SEND_AT,
         test: side === 'test',
       });
       const webhook = await harness.call({
