@@ -48,7 +48,11 @@ export interface SmtpTimeouts {
    * send is aborted (its connection closed), even against a relay that trickles its replies.
    */
   readonly preDotMs: number;
-  /** The reply to the final dot is waited for at least this long (longer when `endsBy` allows). */
+  /**
+   * The reply to the final dot is waited for this long after the phase before it when the caller
+   * gives no `endsBy`; with one, until `endsBy` (the sender starts a transaction only when that
+   * leaves at least this long after the phase before the dot; docs/decisions/0128).
+   */
   readonly replyMs: number;
 }
 
@@ -144,7 +148,7 @@ export class NodemailerMailer implements Mailer {
       tracker.bodySent = true;
       clearTimeout(timer);
       const dotSentAt = Date.now();
-      timer = setTimeout(timeOut, replyDeadline(dotSentAt, endsBy, this.timeouts.replyMs) - dotSentAt);
+      timer = setTimeout(timeOut, replyDeadline(dotSentAt, endsBy) - dotSentAt);
     };
     const beforeRelay = { bodySent: false, reachedRelay: false, beforeTransaction: true } as const;
     try {

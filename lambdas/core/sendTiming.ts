@@ -7,9 +7,12 @@ import { AWS_CLIENT_LIMITS, type AwsClientLimits, worstCaseAwsCallMs } from './a
  *   lease  >  function timeout  >  one whole attempt (SMTP before the dot, the wait for the reply
  *   to the final dot, the outcome write: one whole AWS SDK call at the clients' limits)
  *
- * An invocation claims a copy only while the time it has left covers one whole attempt, so an
- * attempt never meets the function timeout; the lease outlives the function, so a live sender's
- * record is never taken over by another one.
+ * An invocation claims a copy only while the time it has left covers one whole attempt, and starts
+ * the SMTP transaction (MAIL FROM) only while it still does, after the reads that follow the claim
+ * (otherwise it gives the claim back: no attempt). An attempt so never meets the function timeout,
+ * and the wait for the reply to the dot never reaches into the outcome write's reserve. The lease
+ * outlives the function, so a live sender's record is never taken over by another one
+ * (docs/decisions/0128).
  */
 
 export interface SendTiming {
@@ -25,7 +28,8 @@ export interface SendTiming {
   /**
    * POSTDATE_SMTP_REPLY_TIMEOUT_SECONDS: the reply to the final dot is waited for at least this long
    * (RFC 5321 §4.5.3.2.6 gives it 10 minutes: a short wait there duplicates mail), and longer when
-   * the invocation has the time.
+   * the invocation has the time: a transaction starts only with this much left after the phase
+   * before the dot, plus the outcome write.
    */
   readonly smtpReplyTimeoutSeconds: number;
 }
@@ -61,7 +65,12 @@ export function attemptBudgetMs(
   return preDotBudgetMs(timing) + timing.smtpReplyTimeoutSeconds * 1000 + outcomeWriteReserveMs(limits);
 }
 
-/** The claim rule: an invocation claims a copy only with time left for one whole attempt and its write. */
+/**
+ * The rule for the claim and for MAIL FROM: with `remainingMs` left, an invocation may claim a copy,
+ * and later start its SMTP transaction, only with time for one whole attempt and its outcome write.
+ * Checked before the claim, and again at the last moment before MAIL FROM: what came between (the
+ * claim's tries, the group, body, template and suppression reads) has taken its time.
+ */
 export function hasTimeForAttempt(
   remainingMs: number,
   timing: Pick<SendTiming, 'smtpTimeoutSeconds' | 'smtpReplyTimeoutSeconds'>,
@@ -105,11 +114,14 @@ export function sendTimingProblems(
 }
 
 /**
- * When to give up waiting for the reply to the final dot, sent at `dotSentAt`: as late as the
- * invocation allows (`endsBy`, its deadline less the outcome write), never sooner than the
- * configured reply timeout (the claim rule leaves that much), never later than RFC 5321's ten
- * minutes. Times in epoch milliseconds.
+ * When to give up waiting for the reply to the final dot, sent at `dotSentAt`: at `endsBy` (the
+ * invocation's deadline less the outcome-write reserve), never later than RFC 5321's ten minutes.
+ * A transaction starts only with the whole phase before the dot and the whole reply timeout left
+ * before `endsBy` ({@link hasTimeForAttempt} at MAIL FROM), so the configured reply timeout is
+ * always waited out; only a phase before the dot that overran its own bound (a stalled event loop)
+ * meets `endsBy` sooner, and then the reserve wins: the outcome is ambiguous and written in time,
+ * never a 250 whose write the function timeout cuts (docs/decisions/0128). Times in epoch ms.
  */
-export function replyDeadline(dotSentAt: number, endsBy: number, replyTimeoutMs: number): number {
-  return Math.min(dotSentAt + MAX_REPLY_WAIT_MS, Math.max(dotSentAt + replyTimeoutMs, endsBy));
+export function replyDeadline(dotSentAt: number, endsBy: number): number {
+  return Math.min(dotSentAt + MAX_REPLY_WAIT_MS, endsBy);
 }

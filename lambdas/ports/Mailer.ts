@@ -39,8 +39,8 @@ export interface OutgoingAttachment {
 export interface SendLimits {
   /**
    * Epoch milliseconds by which the outcome must be known (the invocation's deadline less the
-   * outcome write): the reply to the final dot is waited for until then, at least the configured
-   * reply timeout.
+   * outcome write): the reply to the final dot is waited for until then, never longer. The caller
+   * starts a send only when it leaves the phase before the dot and the whole reply timeout.
    */
   readonly endsBy: number;
 }

@@ -234,6 +234,17 @@ export async function release(
   return keep(`${cause} before the send; claim released`, SHORT_RETRY_SECONDS);
 }
 
+/**
+ * DESIGN §5, "Never out of time mid-send": after the claim, the time left no longer covers one whole
+ * attempt and its outcome write (core/sendTiming.ts `hasTimeForAttempt`), so no transaction starts:
+ * the claim goes back before MAIL FROM, no attempt, and the copy comes back for an invocation that
+ * has the time.
+ */
+export function releaseOutOfTime(run: CopyRun, claimed: MessageStateRecord, owner: string) {
+  run.deps.metrics.count(SENDER_METRIC.outOfTime);
+  return release(run, claimed, owner, undefined, 'too little time was left');
+}
+
 export type Landed =
   | { readonly kind: 'applied'; readonly record: MessageStateRecord }
   | { readonly kind: 'not-applied'; readonly verdict: CopyVerdict };

@@ -32,7 +32,7 @@ import {
   INTERRUPTED_SEND_ERROR,
   interruptedAttemptRecord,
   type Landed,
-  release,
+  releaseOutOfTime,
   writeUntilLanded,
 } from './outcomeWrite.js';
 import { type GateAdmission, type RelayGate, UNLIMITED } from './relayGate.js';
@@ -167,9 +167,9 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
   // The takeover of an expired lease recorded the interrupted attempt as ambiguous.
   if (takeover) deps.metrics.count(SENDER_METRIC.ambiguous);
   // Tries of the claim may have used the time checked above: without a whole attempt left, the
-  // claim is given back before MAIL FROM (DESIGN §5: no attempt, no ambiguity).
+  // claim goes back now, before the reads after it (sendClaimed.ts checks again at MAIL FROM).
   if (!hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing)) {
-    return release(run, claim.record, owner, undefined, 'too little time was left');
+    return releaseOutOfTime(run, claim.record, owner);
   }
   return sendClaimed(run, claim.record, owner, body, gate.relay);
 }

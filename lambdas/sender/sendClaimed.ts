@@ -8,7 +8,7 @@ import {
   screenRecipients,
 } from '../core/recipients.js';
 import { type AttemptResult, bodyFault, decideOutcome, type FleetSignal } from '../core/sendDecision.js';
-import { replyEndsBy } from '../core/sendTiming.js';
+import { hasTimeForAttempt, replyEndsBy } from '../core/sendTiming.js';
 import { suppressionKey } from '../core/suppressions.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
 import { isSupersededBy } from '../core/unsentDecision.js';
@@ -31,6 +31,7 @@ import {
   missingBodyRecord,
   recordOutcome,
   release,
+  releaseOutOfTime,
   supersede,
   suppressHardBounces,
   unrenderableRecord,
@@ -109,6 +110,10 @@ export async function sendClaimed(
       owner,
       new Error('the message has attachments and this sender has no bucket'),
     );
+  // The last moment before MAIL FROM: the reads since the claim took their time, and a transaction
+  // starts only with a whole attempt and its outcome write left; else the claim goes back unsent.
+  if (!hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing))
+    return releaseOutOfTime(run, claimed, owner);
   // The mailer keeps time on the real clock; the reserve after the reply is ours.
   const outcome = await relay.mailer.send(attachments.length > 0 ? { ...email, attachments } : email, {
     endsBy: replyEndsBy(Date.now(), run.time.remainingMs()),

@@ -4,7 +4,7 @@ import { MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
 import type { ErrorClass } from '../../lambdas/core/postdateError.js';
 import { pendingPositions, progressAfter } from '../../lambdas/core/recipients.js';
 import { admitCopy, decideOutcome, type OutcomeRecord, sendableAt } from '../../lambdas/core/sendDecision.js';
-import { attemptBudgetMs, replyDeadline, sendTimingProblems } from '../../lambdas/core/sendTiming.js';
+import { attemptBudgetMs, sendTimingProblems } from '../../lambdas/core/sendTiming.js';
 
 /** The two decisions that carry the promise (DESIGN §2, §5), as specifications. */
 
@@ -195,21 +195,5 @@ describe('the time rule (lease > sender timeout > one whole attempt)', () => {
     expect(attemptBudgetMs(defaults)).toBe(40_000 + 120_000 + 28_000);
     expect(sendTimingProblems({ ...defaults, senderTimeoutSeconds: 170 })).toHaveLength(1);
     expect(sendTimingProblems({ ...defaults, leaseSeconds: 240 })).toHaveLength(1);
-  });
-
-  it('waits for the reply to the dot as long as the invocation allows, at least the reply timeout, at most ten minutes', () => {
-    fc.assert(
-      fc.property(
-        fc.nat(1_000_000),
-        fc.nat(2_000_000),
-        fc.integer({ min: 1000, max: 600_000 }),
-        (dot, endsBy, reply) => {
-          const deadline = replyDeadline(dot, endsBy, reply);
-          expect(deadline).toBeGreaterThanOrEqual(dot + reply);
-          expect(deadline).toBeLessThanOrEqual(dot + 600_000);
-          if (endsBy >= dot + reply && endsBy <= dot + 600_000) expect(deadline).toBe(endsBy);
-        },
-      ),
-    );
   });
 });

@@ -3,8 +3,13 @@ import { describe, expect, it } from 'vitest';
 import { AWS_CLIENT_LIMITS, worstCaseAwsCallMs } from '../../lambdas/core/awsClientLimits.js';
 import {
   attemptBudgetMs,
+  hasTimeForAttempt,
+  MAX_REPLY_WAIT_MS,
   OUTCOME_WRITE_RESERVE_MS,
   outcomeWriteReserveMs,
+  preDotBudgetMs,
+  replyDeadline,
+  replyEndsBy,
   sendTimingProblems,
 } from '../../lambdas/core/sendTiming.js';
 
@@ -89,5 +94,65 @@ describe('the outcome-write reserve', () => {
     const [problem] = sendTimingProblems({ ...DEFAULTS, senderTimeoutSeconds: 180 });
     expect(problem).toContain('the sender timeout (180 s)');
     expect(problem).toContain(`${OUTCOME_WRITE_RESERVE_MS / 1000} s for the outcome write`);
+  });
+});
+
+/**
+ * DESIGN §5, "Never out of time mid-send": an SMTP transaction starts (MAIL FROM) only while the
+ * time left covers the phase before the dot, the whole reply wait and the outcome write — the rule
+ * of the claim, applied again at MAIL FROM, after the reads that follow the claim. The wait for the
+ * reply to the final dot never reaches into the time the outcome write needs.
+ */
+describe('starting an SMTP transaction, and the wait for the reply to its final dot', () => {
+  const timingArbitrary = fc.record({
+    smtpTimeoutSeconds: fc.integer({ min: 1, max: 60 }),
+    smtpReplyTimeoutSeconds: fc.integer({ min: 1, max: 600 }),
+  });
+
+  it('with the time for a whole attempt at MAIL FROM, waits the whole reply timeout and leaves the write its reserve', () => {
+    fc.assert(
+      fc.property(
+        timingArbitrary,
+        limitsArbitrary,
+        fc.nat(10_000_000),
+        fc.nat(1_000_000),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (timing, limits, start, extra, preDotShare) => {
+          const remaining = attemptBudgetMs(timing, limits) + extra;
+          expect(hasTimeForAttempt(remaining, timing, limits)).toBe(true);
+          // The dot goes out within the phase's own bound.
+          const dot = start + Math.floor(preDotShare * preDotBudgetMs(timing));
+          const deadline = replyDeadline(dot, replyEndsBy(start, remaining, limits));
+          expect(deadline - dot).toBeGreaterThanOrEqual(
+            Math.min(timing.smtpReplyTimeoutSeconds * 1000, MAX_REPLY_WAIT_MS),
+          );
+          expect(start + remaining - deadline).toBeGreaterThanOrEqual(outcomeWriteReserveMs(limits));
+        },
+      ),
+    );
+  });
+
+  it('never waits past the end less the reserve, nor past ten minutes, whatever came before the dot', () => {
+    fc.assert(
+      fc.property(fc.nat(1_000_000), fc.nat(2_000_000), (dot, endsBy) => {
+        const deadline = replyDeadline(dot, endsBy);
+        expect(deadline).toBeLessThanOrEqual(endsBy);
+        expect(deadline).toBeLessThanOrEqual(dot + MAX_REPLY_WAIT_MS);
+        if (endsBy <= dot + MAX_REPLY_WAIT_MS) expect(deadline).toBe(endsBy);
+      }),
+    );
+  });
+
+  it('is not started with less than a whole attempt left', () => {
+    fc.assert(
+      fc.property(
+        timingArbitrary,
+        limitsArbitrary,
+        fc.integer({ min: 1, max: 1_000_000 }),
+        (timing, limits, short) => {
+          expect(hasTimeForAttempt(attemptBudgetMs(timing, limits) - short, timing, limits)).toBe(false);
+        },
+      ),
+    );
   });
 });
