@@ -4,8 +4,10 @@
  * (lambdas/store/apiStore.ts), so an operator's move obeys exactly the same state machine as a client's.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { type RetryResult, retryMessage } from '../lambdas/api/routes/messages.js';
 import { isMessageStatus, type MessageStatus } from '../lambdas/core/messageStatus.js';
 import type { ApiStore, ShardPosition, TransitionResult } from '../lambdas/ports/ApiStore.js';
+import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import { expiresAtAfter, type MessageStateRecord } from '../lambdas/store/messageRecord.js';
 import { messageView } from '../lambdas/store/messageView.js';
 import { readStateRecord } from '../lambdas/store/stateReads.js';
@@ -26,6 +28,11 @@ export interface MessagesDeps {
   readonly tableName: string;
   /** The API's store: its listing and its cancel/retry conditional updates. */
   readonly store: ApiStore;
+  /**
+   * The attachments' bucket, when the environment names it (POSTDATE_ATTACHMENT_BUCKET): a retry
+   * then refuses a message whose files are gone, as the API does (decision 0130).
+   */
+  readonly attachments?: AttachmentStore | undefined;
   readonly now: () => Date;
   /** The tenants to look in when `--tenant` is not given (every tenant that has an API key). */
   readonly tenants: () => Promise<readonly string[]>;
@@ -272,7 +279,7 @@ function errorInWords(error: NonNullable<MessageStateRecord['last_error']>): str
 
 export interface TransitionRow {
   readonly id: string;
-  readonly outcome: 'cancelled' | 'retried' | 'discarded' | 'not-found' | 'conflict';
+  readonly outcome: 'cancelled' | 'retried' | 'discarded' | 'not-found' | 'conflict' | 'attachments-gone';
   /** The status after the attempt (the current one when it lost its condition). */
   readonly status: MessageStatus | null;
   readonly rev: number | null;
@@ -298,7 +305,9 @@ export function messagesCancel(
 
 /**
  * Manual retry of `failed`, `dead` or `unknown` messages: rev + 1 and send_at = now, so the relay
- * dispatches the new rev and any older copy (a DLQ copy of a `dead` message) becomes stale.
+ * dispatches the new rev and any older copy (a DLQ copy of a `dead` message) becomes stale. With the
+ * bucket known, a message whose attachments are gone is left as it is (`attachments-gone`), as the
+ * API's retry does.
  */
 export async function messagesRetry(
   deps: MessagesDeps,
@@ -312,7 +321,7 @@ export async function messagesRetry(
     'retried',
     'retry takes a failed, dead or unknown message',
     out,
-    (tenant, id) => deps.store.retry({ tenant, id, now, maxAttempts: deps.maxAttempts }),
+    (tenant, id) => retryMessage(deps, { tenant, id, now, maxAttempts: deps.maxAttempts }),
   );
 }
 
@@ -356,7 +365,7 @@ async function transitionEach(
   done: 'cancelled' | 'retried' | 'discarded',
   rule: string,
   out: Output,
-  apply: (tenant: string, id: string) => Promise<TransitionResult>,
+  apply: (tenant: string, id: string) => Promise<RetryResult>,
 ): Promise<TransitionReport> {
   if (ids.length === 0) throw new UsageError('give at least one message id');
   const results: TransitionRow[] = [];
@@ -371,6 +380,18 @@ async function transitionEach(
     const result = await apply(state.tenant, id);
     if (result.kind === 'updated') {
       results.push({ id, outcome: done, status: result.state.status, rev: result.state.rev, reason: null });
+    } else if (result.kind === 'attachments-gone') {
+      const which =
+        result.gone.length === 1
+          ? `attachment ${result.gone[0]} is`
+          : `attachments ${result.gone.join(', ')} are`;
+      results.push({
+        id,
+        outcome: 'attachments-gone',
+        status: result.current.status,
+        rev: result.current.rev,
+        reason: `its ${which} no longer stored (expired after the discard), so a retry would fail it again: enqueue a new message with the files`,
+      });
     } else if (result.kind === 'not-found') {
       results.push({ id, outcome: 'not-found', status: null, rev: null, reason: 'no such message' });
     } else {

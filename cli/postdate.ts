@@ -9,8 +9,10 @@ import { readFileSync } from 'node:fs';
  */
 import { pathToFileURL } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { attachmentS3Client, S3AttachmentStore } from '../lambdas/adapters/S3AttachmentStore.js';
 import { createPostdateClient } from '../lambdas/client/index.js';
 import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js';
+import { RESOURCE_SETTINGS } from '../lambdas/core/configSpec.js';
 import { DynamoApiStore } from '../lambdas/store/apiStore.js';
 import { DynamoDueIndex } from '../lambdas/store/dueIndex.js';
 import { registerAttachmentsCommands } from './attachmentsCommands.js';
@@ -138,12 +140,33 @@ function messagesDeps(context: Context): MessagesDeps {
     documents: target.documents,
     tableName,
     store: new DynamoApiStore(target.documents, tableName),
+    attachments: attachmentStoreFromEnvironment(target, process.env),
     now: context.now,
     tenants: () => knownTenants({ documents: target.documents, tableName }),
     retentionDays: config.retentionDays,
     maxAttempts: config.maxAttempts,
     messageIdDomain: config.messageIdDomain,
   };
+}
+
+/**
+ * The attachments' bucket when the environment names it (POSTDATE_ATTACHMENT_BUCKET, and
+ * POSTDATE_S3_ENDPOINT for the emulator): `messages retry` then refuses a message whose files are
+ * gone, as the API does (decision 0130). The targets do not carry the bucket (no stack output yet).
+ */
+function attachmentStoreFromEnvironment(
+  target: Target,
+  env: Readonly<Record<string, string | undefined>>,
+): S3AttachmentStore | undefined {
+  const bucket = env[RESOURCE_SETTINGS.attachmentBucket.variable]?.trim();
+  if (bucket === undefined || bucket === '') return undefined;
+  const endpoint = env[RESOURCE_SETTINGS.attachmentEndpoint.variable]?.trim() || undefined;
+  // The target's region; the emulator takes any credentials, as the local target's other clients do.
+  const config = {
+    region: () => target.dynamodb.config.region(),
+    ...(target.mode === 'local' ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+  };
+  return new S3AttachmentStore({ bucket, client: attachmentS3Client(endpoint, config) });
 }
 
 const ok = (success: boolean): ExitCode => (success ? EXIT.ok : EXIT.failed);

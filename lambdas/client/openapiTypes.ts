@@ -2116,7 +2116,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The message is not failed, dead or unknown (`current_status` says what it is). */
+      /** @description The message is not failed, dead or unknown (`status-conflict`, `current_status` says what it is); or its attachments are no longer stored (`attachments-gone`, `errors` names each: `/attachments/1`), so a retry could only fail it again: enqueue a new message with the files. Nothing was changed. */
       409: {
         headers: {
           [name: string]: unknown;

@@ -14,6 +14,8 @@ import {
   guarded,
   illFormedStringErrors,
   PARSE_CONTEXT,
+  type ProblemDetails,
+  problem,
   type Validated,
   zodErrors,
 } from './problem.js';
@@ -464,6 +466,29 @@ export function attachmentLifetimeChange(
   if (expiresAtAfter !== undefined && expiresAtBefore === undefined) return 'ended';
   if (expiresAtAfter === undefined && expiresAtBefore !== undefined) return 'live';
   return null;
+}
+
+/**
+ * The answer to a retry of a message some of whose attachments (`gone`, their positions in the
+ * message view) are no longer in the bucket: a 409 that names each, says why and what to do, for a
+ * retry that could only fail the message again (the sender's AttachmentMissingError is permanent).
+ * An ended message's files expire a retention after they were written (decision 0083), so a message
+ * discarded and retried long after its enqueue can have lost them (decision 0130).
+ */
+export function attachmentsGoneProblem(currentStatus: string, gone: readonly number[]): ProblemDetails {
+  const which = gone.length === 1 ? `attachment ${gone[0]} is` : `attachments ${gone.join(', ')} are`;
+  return problem(
+    'attachmentsGone',
+    `The message's ${which} no longer stored, so a retry could only fail it again; nothing was changed. Enqueue a new message with the files (a new Idempotency-Key).`,
+    {
+      errors: gone.map((position) => ({
+        field: `/attachments/${position}`,
+        message:
+          "is no longer stored: an ended message's files expire a retention after they were written; attach the file to a new message",
+      })),
+      extensions: { current_status: currentStatus },
+    },
+  );
 }
 
 export function uploadKey(tenant: string, attachmentId: string): string {

@@ -188,6 +188,12 @@ export const PROBLEM = {
     title: 'The message is not in a status that allows this',
     status: 409,
   },
+  /** A retry of a message whose attachments' bytes have expired (decision 0130). */
+  attachmentsGone: {
+    type: 'urn:postdate:problem:attachments-gone',
+    title: "The message's attachments are no longer stored",
+    status: 409,
+  },
   payloadTooLarge: {
     type: 'urn:postdate:problem:payload-too-large',
     title: 'The body is too large',

@@ -21,6 +21,9 @@ export interface EnqueueRecords {
   readonly groupHeadReplicas?: number | undefined;
 }
 
+/** What the replay rule reads of a body item, and the template version it renders (DESIGN §10). */
+export type BodyStamp = Pick<MessageBodyRecord, 'fingerprint' | 'created_at' | 'template'>;
+
 /** The outcome of an enqueue write (the transaction, or one conditional put). */
 export type EnqueueWriteResult =
   | { readonly kind: 'written' }
@@ -65,8 +68,11 @@ export interface ListPage {
 
 /** The table as the API uses it. */
 export interface ApiStore {
-  /** The fingerprint and creation time of a message's body, strongly consistent; null when absent. */
-  readBodyStamp(id: string): Promise<Pick<MessageBodyRecord, 'fingerprint' | 'created_at'> | null>;
+  /**
+   * The fingerprint, creation time and template pin of a message's body, strongly consistent; null
+   * when absent.
+   */
+  readBodyStamp(id: string): Promise<BodyStamp | null>;
   /**
    * A group head's version and how many replicas hold it (null: none), from one replica at random.
    * `consistent: false` reads it eventually consistently (half the read units): enough for an

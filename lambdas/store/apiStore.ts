@@ -77,12 +77,18 @@ export class DynamoApiStore implements ApiStore {
       new GetCommand({
         TableName: this.tableName,
         Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageBody },
-        ProjectionExpression: 'fingerprint, created_at',
+        ProjectionExpression: 'fingerprint, created_at, #template',
+        ExpressionAttributeNames: { '#template': 'template' },
         ConsistentRead: true,
       }),
     );
     if (!Item || typeof Item.fingerprint !== 'string' || typeof Item.created_at !== 'string') return null;
-    return { fingerprint: Item.fingerprint, created_at: Item.created_at };
+    const template = Item.template as MessageBodyRecord['template'];
+    return {
+      fingerprint: Item.fingerprint,
+      created_at: Item.created_at,
+      ...(template === undefined ? {} : { template }),
+    };
   }
 
   async deleteOwnBody(id: string, stamp: Pick<MessageBodyRecord, 'fingerprint' | 'created_at'>) {

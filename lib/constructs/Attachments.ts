@@ -73,7 +73,8 @@ export class Attachments extends Construct {
    * The api: stores inline attachments under `messages/`; reserves uploads under `uploads/` (the
    * declaration it puts, and the pre-signed PUT, which S3 authorizes as this role's `s3:PutObject`);
    * reads an upload to check it and copy it into `messages/` (CopyObject: GetObject on the source,
-   * PutObject on the copy). It never reads `messages/`.
+   * PutObject on the copy); looks whether a message's attachments are still there before a manual
+   * retry (HeadObject, which IAM authorizes as GetObject; decision 0130).
    */
   grantApi(api: PostdateFunction): void {
     api.function.addEnvironment(RESOURCE_SETTINGS.attachmentBucket.variable, this.bucket.bucketName);
@@ -86,9 +87,9 @@ export class Attachments extends Construct {
     );
     api.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
-        sid: 'ReadUploads',
+        sid: 'ReadAttachments',
         actions: ['s3:GetObject'],
-        resources: [this.areaArn('uploads')],
+        resources: [this.areaArn('uploads'), this.areaArn('messages')],
       }),
     );
     const why = 'the api serves every tenant; the key after the area is the tenant';

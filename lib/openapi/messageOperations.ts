@@ -277,7 +277,9 @@ export const MESSAGE_OPERATIONS = {
     responses: {
       202: jsonResponse('Scheduled again now (rev + 1).', MessageSchema),
       404: notFound,
-      409: problemResponse('The message is not failed, dead or unknown (`current_status` says what it is).'),
+      409: problemResponse(
+        'The message is not failed, dead or unknown (`status-conflict`, `current_status` says what it is); or its attachments are no longer stored (`attachments-gone`, `errors` names each: `/attachments/1`), so a retry could only fail it again: enqueue a new message with the files. Nothing was changed.',
+      ),
     },
   },
   raiseGroup: {

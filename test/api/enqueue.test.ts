@@ -338,6 +338,31 @@ describe('POST /v1/messages (enqueue)', () => {
       expect(late.json).toMatchObject({ id, status: 'scheduled' });
     });
 
+    it('pins the template version its body renders, not the one that became the latest before the retry (DESIGN §3, §10)', async () => {
+      const template = (text: string) =>
+        apiEvent({ method: 'PUT', path: '/v1/templates/orphan-pin', body: { subject: 'Code {{n}}', text } });
+      expect((await api.call(template('one {{blob}}'))).status).toBe(201);
+      // Data large enough that the body is an item of its own, so a crash can leave it alone.
+      const body = {
+        to: ['ada@example.com'],
+        from: 'ops@example.com',
+        template: { name: 'orphan-pin' },
+        data: { n: 1, blob: LARGE_TEXT },
+      };
+      const id = await orphanBody('crashed-template', body);
+      expect((await api.call(template('two {{blob}}'))).status).toBe(201);
+      api.clock.advance(2_000);
+      const retried = await api.call(enqueueEvent(body, { key: 'crashed-template' }));
+      expect(retried.status).toBe(202);
+      // The body the sender renders pins version 1: the message says so, as it will send it.
+      const stored = await api.documents.send(
+        new GetCommand({ TableName: api.tableName, Key: { pk: messagePk(id), sk: 'BODY' } }),
+      );
+      expect(stored.Item?.template).toEqual({ name: 'orphan-pin', version: 1 });
+      expect(retried.json.template).toEqual({ name: 'orphan-pin', version: 1 });
+      expect((await api.call(getEvent(id))).json.template).toEqual({ name: 'orphan-pin', version: 1 });
+    });
+
     it('is never completed once older than the retention: its state may have expired, the key is spent', async () => {
       const body = validBody({ send_at: '2027-06-01T09:00:00Z', text: LARGE_TEXT });
       await orphanBody('crashed-4', body);

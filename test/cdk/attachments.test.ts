@@ -76,7 +76,7 @@ describe("the attachments' bucket (DESIGN §13)", () => {
     ]);
   });
 
-  it('lets only the api write, pre-sign and read uploads, only the sender read a message’s attachments, only the event producer tag them', () => {
+  it('lets only the api write, pre-sign and read uploads (and look for a message’s attachments before a retry), only the sender and the api read a message’s attachments, only the event producer tag them', () => {
     expect(s3Statements('api')).toEqual([
       expect.objectContaining({
         Effect: 'Allow',
@@ -86,7 +86,7 @@ describe("the attachments' bucket (DESIGN §13)", () => {
       expect.objectContaining({
         Effect: 'Allow',
         Action: ['s3:GetObject'],
-        Resource: [objectsIn('uploads/')],
+        Resource: [objectsIn('uploads/'), objectsIn('messages/')],
       }),
     ]);
     expect(s3Statements('sender')).toEqual([

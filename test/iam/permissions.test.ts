@@ -477,10 +477,13 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
     }
   });
 
-  it('api: a dead message retried by hand', async () => {
+  it('api: a dead message retried by hand, and a failed one whose attachments it finds still stored', async () => {
     const api = as('api', () => wireApi(env, SILENT as never));
     const retried = await api(apiEvent({ method: 'POST', path: `/v1/messages/${deadId}/retry` }));
     expect(retried.statusCode).toBe(202);
+    // Refused at RCPT TO above: failed, with an inline attachment the retry looks for (HeadObject).
+    const failed = await api(apiEvent({ method: 'POST', path: `/v1/messages/${messageIds[0]}/retry` }));
+    expect(failed.statusCode).toBe(202);
   });
 
   it('sweeper: replaces the probe token of a breaker open past two probe intervals', async () => {

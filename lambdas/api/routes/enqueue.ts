@@ -39,7 +39,7 @@ import {
   type ReplayDecision,
   type ReplayInput,
 } from '../../core/replayDecision.js';
-import type { ApiStore, EnqueueRecords, EnqueueWriteResult } from '../../ports/ApiStore.js';
+import type { ApiStore, BodyStamp, EnqueueRecords, EnqueueWriteResult } from '../../ports/ApiStore.js';
 import type { DispatchQueue } from '../../ports/DispatchQueue.js';
 import type { MessageStateRecord } from '../../store/messageRecord.js';
 import { messageView } from '../../store/messageView.js';
@@ -328,12 +328,18 @@ async function settleExisting(
   wroteBody: boolean,
 ): Promise<EnqueueOutcome | undefined> {
   const ours = write.body.fingerprint;
-  const { state, decision } = await judgeStored(store, write.state.tenant, write.messageId, () => ours, {
-    wroteBody,
-    grouped: write.state.group !== null,
-    now: input.now,
-    retentionDays: input.retentionDays,
-  });
+  const { state, body, decision } = await judgeStored(
+    store,
+    write.state.tenant,
+    write.messageId,
+    () => ours,
+    {
+      wroteBody,
+      grouped: write.state.group !== null,
+      now: input.now,
+      retentionDays: input.retentionDays,
+    },
+  );
   if ('undoOwnBody' in decision && decision.undoOwnBody)
     await store.deleteOwnBody(write.messageId, write.body);
   switch (decision.kind) {
@@ -342,12 +348,23 @@ async function settleExisting(
     case 'key-reused':
       return { kind: 'key-reused' };
     case 'complete': {
-      const completed = await store.putNew(write.state);
-      return completed.kind === 'written' ? { kind: 'created', state: write.state } : undefined;
+      const completing = completedState(write.state, body);
+      const completed = await store.putNew(completing);
+      return completed.kind === 'written' ? { kind: 'created', state: completing } : undefined;
     }
     case 'in-flight':
       return undefined;
   }
+}
+
+/**
+ * The state record that completes a dead enqueue: this request's, pinned to the template version the
+ * stored body renders (DESIGN §3, §10). A request that names no version resolves the latest now, which
+ * may be newer than the one the first request pinned on the body; the fingerprint (which covers the
+ * name alone) cannot tell them apart, and the sender renders the body's (what was validated then).
+ */
+function completedState(state: MessageStateRecord, body: BodyStamp | null): MessageStateRecord {
+  return body?.template === undefined ? state : { ...state, template: body.template };
 }
 
 /**
@@ -384,14 +401,14 @@ async function judgeStored(
   messageId: string,
   fingerprintAt: (createdAt: Date) => string | undefined,
   request: Omit<ReplayInput, 'ours' | 'state' | 'body'>,
-): Promise<{ state: MessageStateRecord | null; decision: ReplayDecision }> {
+): Promise<{ state: MessageStateRecord | null; body: BodyStamp | null; decision: ReplayDecision }> {
   const state = await store.getMessage(tenant, messageId);
   const body = needsBodyStamp({ state, wroteBody: request.wroteBody })
     ? await store.readBodyStamp(messageId)
     : null;
   const createdAt = state?.created_at ?? body?.created_at;
   const ours = createdAt === undefined ? undefined : fingerprintAt(new Date(createdAt));
-  return { state, decision: decideReplay({ ...request, ours, state, body }) };
+  return { state, body, decision: decideReplay({ ...request, ours, state, body }) };
 }
 
 /** What became of the copy, for the request's log line; undefined when there was none to make. */

@@ -4,6 +4,7 @@
  * reads; the enqueue has its own file (enqueue.ts).
  */
 
+import { attachmentsGoneProblem } from '../../core/attachments.js';
 import { isMessageId } from '../../core/ids.js';
 import {
   validateGroupKey,
@@ -13,9 +14,10 @@ import {
 import { isMessageStatus, type MessageStatus } from '../../core/messageStatus.js';
 import { type FieldError, validationProblem } from '../../core/problem.js';
 import { LIST_LIMIT } from '../../core/requestLimits.js';
-import type { ShardPosition } from '../../ports/ApiStore.js';
-import { shardCount } from '../../store/apiStore.js';
-import { expiresAtAfter } from '../../store/messageRecord.js';
+import type { ApiStore, ShardPosition, TransitionResult } from '../../ports/ApiStore.js';
+import type { AttachmentStore } from '../../ports/AttachmentStore.js';
+import { fromStatuses, shardCount } from '../../store/apiStore.js';
+import { expiresAtAfter, type MessageStateRecord } from '../../store/messageRecord.js';
 import { messageView } from '../../store/messageView.js';
 import {
   jsonResult,
@@ -176,14 +178,61 @@ export function cancelMessageRoute(deps: Pick<RouteDependencies, 'store' | 'conf
   };
 }
 
-/** POST /v1/messages/{id}/retry: a manual retry of a `failed`, `dead` or `unknown` message, sent now. */
-export function retryMessageRoute(deps: Pick<RouteDependencies, 'store' | 'config' | 'now'>): RouteHandler {
-  return async function retryMessage({ tenant, params }) {
+/**
+ * POST /v1/messages/{id}/retry: a manual retry of a `failed`, `dead` or `unknown` message, sent now;
+ * 409 `attachments-gone` when its attachments are no longer all stored (retryMessage).
+ */
+export function retryMessageRoute(
+  deps: Pick<RouteDependencies, 'store' | 'attachments' | 'config' | 'now'>,
+): RouteHandler {
+  return async function retryMessageNow({ tenant, params }) {
     const id = params.id ?? '';
     if (!isMessageId(id)) return notFound();
     const retry = { tenant, id, now: deps.now(), maxAttempts: deps.config.maxAttempts };
-    return transitionResult(await deps.store.retry(retry), 202, 'retried');
+    const result = await retryMessage(deps, retry);
+    if (result.kind === 'attachments-gone') {
+      const { current } = result;
+      return problemResult(
+        attachmentsGoneProblem(current.status, result.gone),
+        {},
+        { message_id: current.id, message_status: current.status, attachments_gone: result.gone.length },
+      );
+    }
+    return transitionResult(result, 202, 'retried');
   };
+}
+
+/** A retry's outcome: the transition's, or refused because attachments (positions `gone`) are no longer stored. */
+export type RetryResult =
+  | TransitionResult
+  | {
+      readonly kind: 'attachments-gone';
+      readonly current: MessageStateRecord;
+      readonly gone: readonly number[];
+    };
+
+/**
+ * A manual retry (DESIGN §3) of a message whose attachments are all still in the bucket; otherwise
+ * nothing changes and the answer names the ones gone (decision 0130). An ended message's
+ * files expire a retention after they were written (decision 0083), and the sender fails a message
+ * whose file is missing for good, so a retry that found them gone would only fail it again. Only a
+ * message the retry would take is checked (one HEAD per attachment); the status conflict comes
+ * first. Shared by the api and the CLI (`postdate messages retry`).
+ */
+export async function retryMessage(
+  deps: { readonly store: ApiStore; readonly attachments?: AttachmentStore | undefined },
+  input: { tenant: string; id: string; now: Date; maxAttempts: number },
+): Promise<RetryResult> {
+  const attachments = deps.attachments;
+  const current = await deps.store.getMessage(input.tenant, input.id);
+  if (current === null) return { kind: 'not-found' };
+  const held = current.attachments ?? [];
+  if (attachments !== undefined && held.length > 0 && fromStatuses('manual-retry').includes(current.status)) {
+    const found = await Promise.all(held.map((attachment) => attachments.describe(attachment.key)));
+    const gone = found.flatMap((object, position) => (object === undefined ? [position] : []));
+    if (gone.length > 0) return { kind: 'attachments-gone', current, gone };
+  }
+  return deps.store.retry(input);
 }
 
 /** PUT /v1/groups/{key}: raises a group's version without sending anything. */
