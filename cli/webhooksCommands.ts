@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { SqsWebhookQueue } from '../lambdas/adapters/SqsWebhookQueue.js';
 import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js';
+import { mayRetryDelivery } from '../lambdas/core/webhookOperator.js';
 import {
   isWebhookDeliveryStatus,
   WEBHOOK_SECRET_BYTES,
@@ -109,9 +110,12 @@ export async function webhooksRetry(
   if (!endpoint || !current || current.tenant !== options.tenant) {
     throw new CliError(`no delivery ${options.delivery} of endpoint ${options.endpoint}`, EXIT.failed);
   }
-  if (current.status !== 'failed')
-    throw new CliError(`the delivery is ${current.status}; only a failed one can be retried`, EXIT.failed);
   const now = deps.now();
+  if (!mayRetryDelivery(current, now))
+    throw new CliError(
+      `the delivery is ${current.status}; only a failed one, or a pending one long overdue, can be retried`,
+      EXIT.failed,
+    );
   const copy = {
     v: 1,
     endpoint: endpoint.id,
@@ -126,6 +130,7 @@ export async function webhooksRetry(
   const result = await deps.store.retryDelivery({
     endpointId: endpoint.id,
     deliveryId: current.id,
+    seen: { rev: current.rev, attempts: current.attempts },
     now: now.toISOString(),
     expiresAt: deliveryExpiresAt(now, deps.retryHours, deps.retentionDays),
   });

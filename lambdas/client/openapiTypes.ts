@@ -371,7 +371,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Deliver a failed delivery again (a new retry window) */
+    /**
+     * Deliver a failed delivery again (a new retry window)
+     * @description Takes a `failed` delivery, or a `pending` one whose `next_attempt_at` is more than 2 hours past (its copy went to the webhook dead-letter queue or was lost).
+     */
     post: operations['retryWebhookDelivery'];
     delete?: never;
     options?: never;
@@ -1387,10 +1390,16 @@ export interface components {
       description: string | null;
       /** Format: date-time */
       created_at: string;
+      /** @description Each count is a bounded read, however many deliveries the endpoint keeps: every delivery is not counted. */
       deliveries: {
-        pending: number;
-        delivered: number;
+        /** @description Every failed delivery the endpoint keeps (each can be retried), counted up to 10000: 10000 means that many or more. */
         failed: number;
+        /** @description Pending among the `recent` deliveries. */
+        pending: number;
+        /** @description Delivered among the `recent` deliveries. */
+        delivered: number;
+        /** @description How many of the endpoint's newest deliveries `pending` and `delivered` count: the newest of each of its 128 partitions, about its newest 128 (fewer when it has kept fewer). */
+        recent: number;
       };
     };
     WebhookDelivery: {
@@ -3988,7 +3997,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The delivery is not failed; `current_status` is not a message status here. */
+      /** @description The delivery is delivered, or pending and not long overdue; `delivery_status` says which. */
       409: {
         headers: {
           [name: string]: unknown;

@@ -54,7 +54,17 @@ export interface WebhookDelivery {
   readonly expiresAt: number;
 }
 
-export type DeliveryCounts = Readonly<Record<WebhookDeliveryStatus, number>>;
+/**
+ * An endpoint's delivery counts, each a bounded read: `failed` every failed delivery kept (up to
+ * WEBHOOK_FAILED_COUNT_CAP); `pending` and `delivered` among the `recent` newest deliveries, the
+ * newest of each shard.
+ */
+export interface DeliveryCounts {
+  readonly pending: number;
+  readonly delivered: number;
+  readonly failed: number;
+  readonly recent: number;
+}
 
 export interface DeliveryPage {
   readonly items: readonly WebhookDelivery[];
@@ -104,7 +114,10 @@ export interface WebhookStore {
   }): Promise<DeliveryPage>;
   /** `conflict`: the record moved on (another copy wrote, a manual retry, a removal). */
   recordAttempt(write: AttemptWrite): Promise<'updated' | 'conflict'>;
-  /** A `failed` delivery back to `pending`, rev + 1, a new window from `now`. */
+  /**
+   * A `failed` delivery, or a `pending` one long overdue (mayRetryDelivery), back to `pending`,
+   * rev + 1, a new window from `now`; only while its rev and attempts are still `seen`.
+   */
   retryDelivery(input: DeliveryRetry): Promise<DeliveryRetryResult>;
 }
 
@@ -139,10 +152,12 @@ export interface EventBus {
   ): Promise<{ readonly failed: readonly PostdateEvent[]; readonly error?: unknown }>;
 }
 
-/** A manual retry of a `failed` delivery (POST …/deliveries/{id}/retry). */
+/** A manual retry (POST …/deliveries/{id}/retry) of a `failed` or stalled `pending` delivery. */
 export interface DeliveryRetry {
   readonly endpointId: string;
   readonly deliveryId: string;
+  /** The revision and attempt count the route read (and queued the copy for). */
+  readonly seen: { readonly rev: number; readonly attempts: number };
   readonly now: string;
   /** The new TTL: the new window and the retention from now. */
   readonly expiresAt: number;

@@ -8,9 +8,15 @@
  *   partitions (DESIGN §4, "No hot partitions"); the ids begin with the event's time, so each shard
  *   read backwards is newest first, and the listing merges the shards.
  *
+ * - a failed delivery also carries an entry in the `due` index: `due_pk = WHFL#{endpoint}#{shard}`
+ *   (the delivery's own shard), `due_at = {delivery id}`; the write that makes it failed sets them,
+ *   a manual retry removes them, a delivered one never has them. So the failed deliveries are listed
+ *   and counted by reading those entries only, however many deliveries the endpoint keeps (DESIGN
+ *   §3, §4, §11; docs/decisions/0133-failed-deliveries-listed-and-stalled-ones-retried.md).
+ *
  * Neither has `sk = STATE`, so no stream filter lets them reach the relay or the event producer, and
- * neither carries an index key, so no listing or sweep sees them. Lost conditions become typed
- * outcomes here; other errors pass through.
+ * only a failed delivery carries an index key, in partitions of its own that no message listing or
+ * sweep reads. Lost conditions become typed outcomes here; other errors pass through.
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
@@ -23,6 +29,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { isEventType, type PostdateEvent } from '../core/messageEvents.js';
+import { stalledBefore, WEBHOOK_FAILED_COUNT_CAP } from '../core/webhookOperator.js';
 import {
   isWebhookDeliveryStatus,
   WEBHOOK_DELIVERY_STATUS,
@@ -41,9 +48,9 @@ import type {
   WebhookEndpoint,
   WebhookStore,
 } from '../ports/Webhooks.js';
-import { KEY, TTL_ATTRIBUTE, WEBHOOK_DELIVERY_SHARDS } from './tableLayout.js';
+import { INDEX, KEY, TTL_ATTRIBUTE, WEBHOOK_DELIVERY_SHARDS } from './tableLayout.js';
 
-export const WEBHOOK_PARTITION_PREFIX = { endpoint: 'WHEP#', delivery: 'WHDL#' } as const;
+export const WEBHOOK_PARTITION_PREFIX = { endpoint: 'WHEP#', delivery: 'WHDL#', failed: 'WHFL#' } as const;
 
 const endpointPk = (tenant: string): string => `${WEBHOOK_PARTITION_PREFIX.endpoint}${tenant}`;
 
@@ -59,6 +66,14 @@ export function deliveryPartitionKey(endpointId: string, deliveryId: string): st
 
 const shardPk = (endpointId: string, shard: number): string =>
   `${WEBHOOK_PARTITION_PREFIX.delivery}${endpointId}#${shard}`;
+/** The `due` index partition of an endpoint's failed deliveries in one shard. */
+const failedShardPk = (endpointId: string, shard: number): string =>
+  `${WEBHOOK_PARTITION_PREFIX.failed}${endpointId}#${shard}`;
+/** The index attributes a delivery carries while it is failed. */
+const failedEntry = (endpointId: string, deliveryId: string) => ({
+  [INDEX.due.partitionKey]: failedShardPk(endpointId, deliveryShard(deliveryId)),
+  [INDEX.due.sortKey]: deliveryId,
+});
 const SHARDS = Array.from({ length: WEBHOOK_DELIVERY_SHARDS }, (_, shard) => shard);
 
 /**
@@ -66,6 +81,9 @@ const SHARDS = Array.from({ length: WEBHOOK_DELIVERY_SHARDS }, (_, shard) => sha
  * `limit` needs about `limit / shards` of each, and a shard whose read runs out is read again.
  */
 const SHARD_READ_LIMIT = 8;
+
+/** Failed entries one count query reads of a shard (~200 bytes each: a few read units). */
+const FAILED_COUNT_PAGE = 200;
 
 export class DynamoWebhookStore implements WebhookStore {
   constructor(
@@ -181,30 +199,72 @@ export class DynamoWebhookStore implements WebhookStore {
     }
   }
 
+  /**
+   * Bounded, whatever the endpoint keeps (DESIGN §4): `failed` counts the failed entries (every failed
+   * delivery, up to WEBHOOK_FAILED_COUNT_CAP); `pending` and `delivered` count the newest delivery of
+   * each shard, a sample of the most recent ones (`recent` of them). Counting every delivery read
+   * every delivery of a month, and a counter written on every delivery would be a hot item.
+   */
   async countDeliveries(endpointId: string): Promise<DeliveryCounts> {
-    const counts: Record<WebhookDeliveryStatus, number> = { pending: 0, delivered: 0, failed: 0 };
-    await Promise.all(
-      SHARDS.map(async (shard) => {
-        let start: Record<string, unknown> | undefined;
-        do {
+    const [failed, recent] = await Promise.all([
+      this.countFailed(endpointId),
+      Promise.all(SHARDS.map((shard) => this.newestStatus(endpointId, shard))),
+    ]);
+    const sampled = recent.filter((status) => status !== null);
+    return {
+      pending: sampled.filter((status) => status === WEBHOOK_DELIVERY_STATUS.pending).length,
+      delivered: sampled.filter((status) => status === WEBHOOK_DELIVERY_STATUS.delivered).length,
+      failed,
+      recent: sampled.length,
+    };
+  }
+
+  private async countFailed(endpointId: string): Promise<number> {
+    const shards = SHARDS.map((shard) => ({
+      shard,
+      start: undefined as Record<string, unknown> | undefined,
+    }));
+    let pending = shards;
+    let total = 0;
+    // Rounds over the shards not yet read to the end, until the cap: a few rounds at the most.
+    while (pending.length > 0 && total < WEBHOOK_FAILED_COUNT_CAP) {
+      await Promise.all(
+        pending.map(async (cursor) => {
           const page = await this.documents.send(
             new QueryCommand({
               TableName: this.tableName,
+              IndexName: INDEX.due.indexName,
               KeyConditionExpression: '#pk = :pk',
-              ProjectionExpression: '#status',
-              ExpressionAttributeNames: { '#pk': KEY.partition, '#status': 'status' },
-              ExpressionAttributeValues: { ':pk': shardPk(endpointId, shard) },
-              ExclusiveStartKey: start,
+              ExpressionAttributeNames: { '#pk': INDEX.due.partitionKey },
+              ExpressionAttributeValues: { ':pk': failedShardPk(endpointId, cursor.shard) },
+              Select: 'COUNT',
+              Limit: FAILED_COUNT_PAGE,
+              ExclusiveStartKey: cursor.start,
             }),
           );
-          for (const item of page.Items ?? []) {
-            if (isWebhookDeliveryStatus(item.status)) counts[item.status]++;
-          }
-          start = page.LastEvaluatedKey;
-        } while (start !== undefined);
+          total += page.Count ?? 0;
+          cursor.start = page.LastEvaluatedKey;
+        }),
+      );
+      pending = pending.filter((cursor) => cursor.start !== undefined);
+    }
+    return Math.min(total, WEBHOOK_FAILED_COUNT_CAP);
+  }
+
+  private async newestStatus(endpointId: string, shard: number): Promise<WebhookDeliveryStatus | null> {
+    const { Items = [] } = await this.documents.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: '#pk = :pk',
+        ProjectionExpression: '#status',
+        ExpressionAttributeNames: { '#pk': KEY.partition, '#status': 'status' },
+        ExpressionAttributeValues: { ':pk': shardPk(endpointId, shard) },
+        ScanIndexForward: false,
+        Limit: 1,
       }),
     );
-    return counts;
+    const status = Items[0]?.status;
+    return isWebhookDeliveryStatus(status) ? status : null;
   }
 
   async putDelivery(
@@ -236,9 +296,9 @@ export class DynamoWebhookStore implements WebhookStore {
   }
 
   /**
-   * Newest first over every shard: each shard is read backwards from the cursor (the last id of the
-   * page before, so the cursor is the same as when one partition held them all), a few items at a
-   * time, and the heads are merged until the page is full.
+   * Newest first over every shard, paged by the last id of the page before (the same cursor as when
+   * one partition held them all). `failed` reads the failed entries of the `due` index and then
+   * those deliveries, so it costs what the failed ones cost; another status filters the deliveries.
    */
   async listDeliveries(query: {
     readonly endpointId: string;
@@ -246,57 +306,72 @@ export class DynamoWebhookStore implements WebhookStore {
     readonly limit: number;
     readonly cursor: string | null;
   }): Promise<DeliveryPage> {
-    const shards = SHARDS.map((shard): ShardCursor => ({ shard, items: [], start: undefined, done: false }));
-    const readShard = async (cursor: ShardCursor): Promise<void> => {
-      // A status filter reads past the deliveries of other statuses: read on until one matches.
-      while (cursor.items.length === 0 && !cursor.done) {
-        const page = await this.documents.send(
+    const { limit, cursor, status } = query;
+    const below = (
+      sortKey: string,
+    ): { condition: string; names: Record<string, string>; values: Record<string, string> } =>
+      cursor === null
+        ? { condition: '#pk = :pk', names: {}, values: {} }
+        : {
+            condition: '#pk = :pk AND #sk < :cursor',
+            names: { '#sk': sortKey },
+            values: { ':cursor': cursor },
+          };
+    if (status === WEBHOOK_DELIVERY_STATUS.failed) {
+      const range = below(INDEX.due.sortKey);
+      const page = await mergeShards(limit, readEntryId, (shard, start) =>
+        this.documents.send(
           new QueryCommand({
             TableName: this.tableName,
-            KeyConditionExpression: query.cursor === null ? '#pk = :pk' : '#pk = :pk AND #sk < :cursor',
-            ExpressionAttributeNames: {
-              '#pk': KEY.partition,
-              ...(query.cursor === null ? {} : { '#sk': KEY.sort }),
-              ...(query.status ? { '#status': 'status' } : {}),
-            },
-            ExpressionAttributeValues: {
-              ':pk': shardPk(query.endpointId, cursor.shard),
-              ...(query.cursor === null ? {} : { ':cursor': query.cursor }),
-              ...(query.status ? { ':status': query.status } : {}),
-            },
-            ...(query.status ? { FilterExpression: '#status = :status' } : {}),
+            IndexName: INDEX.due.indexName,
+            KeyConditionExpression: range.condition,
+            ExpressionAttributeNames: { '#pk': INDEX.due.partitionKey, ...range.names },
+            ExpressionAttributeValues: { ':pk': failedShardPk(query.endpointId, shard), ...range.values },
             ScanIndexForward: false,
-            Limit: Math.min(query.limit, SHARD_READ_LIMIT),
-            ExclusiveStartKey: cursor.start,
+            Limit: Math.min(limit, SHARD_READ_LIMIT),
+            ExclusiveStartKey: start,
           }),
-        );
-        for (const item of page.Items ?? []) {
-          const delivery = readDelivery(item);
-          if (delivery) cursor.items.push(delivery);
-        }
-        cursor.start = page.LastEvaluatedKey;
-        cursor.done = cursor.start === undefined;
-      }
-    };
-    const items: WebhookDelivery[] = [];
-    while (items.length < query.limit) {
-      await Promise.all(shards.map(readShard));
-      let newest: ShardCursor | undefined;
-      for (const cursor of shards) {
-        const head = cursor.items[0];
-        if (head && (newest === undefined || head.id > (newest.items[0]?.id ?? ''))) newest = cursor;
-      }
-      const next = newest?.items.shift();
-      if (next === undefined) break;
-      items.push(next);
+        ),
+      );
+      // The index is eventually consistent: a delivery retried a moment ago is left out.
+      const deliveries = await Promise.all(
+        page.items.map(({ id }) => this.getDelivery(query.endpointId, id)),
+      );
+      return {
+        items: deliveries.filter(
+          (delivery): delivery is WebhookDelivery => delivery?.status === WEBHOOK_DELIVERY_STATUS.failed,
+        ),
+        nextCursor: page.nextCursor,
+      };
     }
-    const more = shards.some((cursor) => cursor.items.length > 0 || !cursor.done);
-    const last = items.at(-1);
-    return { items, nextCursor: more && last ? last.id : null };
+    const range = below(KEY.sort);
+    return mergeShards(limit, readDelivery, (shard, start) =>
+      this.documents.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: range.condition,
+          ExpressionAttributeNames: {
+            '#pk': KEY.partition,
+            ...range.names,
+            ...(status ? { '#status': 'status' } : {}),
+          },
+          ExpressionAttributeValues: {
+            ':pk': shardPk(query.endpointId, shard),
+            ...range.values,
+            ...(status ? { ':status': status } : {}),
+          },
+          ...(status ? { FilterExpression: '#status = :status' } : {}),
+          ScanIndexForward: false,
+          Limit: Math.min(limit, SHARD_READ_LIMIT),
+          ExclusiveStartKey: start,
+        }),
+      ),
+    );
   }
 
   async recordAttempt(write: AttemptWrite): Promise<'updated' | 'conflict'> {
     const delivered = write.next.kind === 'delivered';
+    const failed = write.next.kind === 'failed';
     const status =
       write.next.kind === 'retry'
         ? WEBHOOK_DELIVERY_STATUS.pending
@@ -314,10 +389,21 @@ export class DynamoWebhookStore implements WebhookStore {
           // The history is capped by the reader keeping the newest; the write appends.
           UpdateExpression:
             'SET #status = :status, attempts = :next, history = list_append(if_not_exists(history, :empty), :attempt), ' +
-            'window_started_at = :window, next_attempt_at = :nextAt, updated_at = :now, delivered_at = :deliveredAt',
+            'window_started_at = :window, next_attempt_at = :nextAt, updated_at = :now, delivered_at = :deliveredAt' +
+            // Failed: listed and counted through its entry in the `due` index (a delivered one has none).
+            (failed ? ', #entryPk = :entryPk, #entrySk = :entrySk' : ''),
           ConditionExpression: '#status = :pending AND rev = :rev AND attempts = :seq',
-          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeNames: {
+            '#status': 'status',
+            ...(failed ? { '#entryPk': INDEX.due.partitionKey, '#entrySk': INDEX.due.sortKey } : {}),
+          },
           ExpressionAttributeValues: {
+            ...(failed
+              ? {
+                  ':entryPk': failedShardPk(write.endpointId, deliveryShard(write.deliveryId)),
+                  ':entrySk': write.deliveryId,
+                }
+              : {}),
             ':status': status,
             ':pending': WEBHOOK_DELIVERY_STATUS.pending,
             ':rev': write.rev,
@@ -349,12 +435,26 @@ export class DynamoWebhookStore implements WebhookStore {
             [KEY.sort]: input.deliveryId,
           },
           UpdateExpression:
-            'SET #status = :pending, rev = rev + :one, window_started_at = :now, next_attempt_at = :now, updated_at = :now, #ttl = :expiresAt',
-          ConditionExpression: '#status = :failed',
-          ExpressionAttributeNames: { '#status': 'status', '#ttl': TTL_ATTRIBUTE },
+            'SET #status = :pending, rev = rev + :one, window_started_at = :now, next_attempt_at = :now, updated_at = :now, #ttl = :expiresAt ' +
+            'REMOVE #entryPk, #entrySk',
+          // mayRetryDelivery, on the revision and attempt count the route read and queued the copy
+          // for: an attempt or another retry landing in between makes this a conflict, so only one
+          // chain goes on.
+          ConditionExpression:
+            'rev = :rev AND attempts = :attempts AND ' +
+            '(#status = :failed OR (#status = :pending AND next_attempt_at < :stalledBefore))',
+          ExpressionAttributeNames: {
+            '#status': 'status',
+            '#ttl': TTL_ATTRIBUTE,
+            '#entryPk': INDEX.due.partitionKey,
+            '#entrySk': INDEX.due.sortKey,
+          },
           ExpressionAttributeValues: {
             ':pending': WEBHOOK_DELIVERY_STATUS.pending,
             ':failed': WEBHOOK_DELIVERY_STATUS.failed,
+            ':rev': input.seen.rev,
+            ':attempts': input.seen.attempts,
+            ':stalledBefore': stalledBefore(new Date(input.now)).toISOString(),
             ':one': 1,
             ':now': input.now,
             ':expiresAt': input.expiresAt,
@@ -433,6 +533,9 @@ function deliveryItem(delivery: WebhookDelivery): Record<string, unknown> {
     updated_at: delivery.updatedAt,
     delivered_at: delivery.deliveredAt,
     [TTL_ATTRIBUTE]: delivery.expiresAt,
+    ...(delivery.status === WEBHOOK_DELIVERY_STATUS.failed
+      ? failedEntry(delivery.endpointId, delivery.id)
+      : {}),
   };
 }
 
@@ -504,11 +607,63 @@ function readDelivery(item: Record<string, unknown>): WebhookDelivery | null {
 }
 
 /** One shard's place in a listing: the items read and not yet merged, and where its next read starts. */
-interface ShardCursor {
+interface ShardCursor<T> {
   readonly shard: number;
-  readonly items: WebhookDelivery[];
+  readonly items: T[];
   start: Record<string, unknown> | undefined;
   done: boolean;
+}
+
+type ShardRead = (
+  shard: number,
+  start: Record<string, unknown> | undefined,
+) => Promise<{
+  readonly Items?: Record<string, unknown>[];
+  readonly LastEvaluatedKey?: Record<string, unknown>;
+}>;
+
+/**
+ * Merges the shards newest first: each shard is read backwards a few items at a time (`read` knows
+ * where from), and the newest head of all is taken until the page is full. A shard whose items
+ * were all filtered out is read on until one is left or it ends.
+ */
+async function mergeShards<T extends { readonly id: string }>(
+  limit: number,
+  parse: (item: Record<string, unknown>) => T | null,
+  read: ShardRead,
+): Promise<{ readonly items: T[]; readonly nextCursor: string | null }> {
+  const shards = SHARDS.map((shard): ShardCursor<T> => ({ shard, items: [], start: undefined, done: false }));
+  const fill = async (cursor: ShardCursor<T>): Promise<void> => {
+    while (cursor.items.length === 0 && !cursor.done) {
+      const page = await read(cursor.shard, cursor.start);
+      for (const item of page.Items ?? []) {
+        const parsed = parse(item);
+        if (parsed) cursor.items.push(parsed);
+      }
+      cursor.start = page.LastEvaluatedKey;
+      cursor.done = cursor.start === undefined;
+    }
+  };
+  const items: T[] = [];
+  while (items.length < limit) {
+    await Promise.all(shards.map(fill));
+    let newest: ShardCursor<T> | undefined;
+    for (const cursor of shards) {
+      const head = cursor.items[0];
+      if (head && (newest === undefined || head.id > (newest.items[0]?.id ?? ''))) newest = cursor;
+    }
+    const next = newest?.items.shift();
+    if (next === undefined) break;
+    items.push(next);
+  }
+  const more = shards.some((cursor) => cursor.items.length > 0 || !cursor.done);
+  const last = items.at(-1);
+  return { items, nextCursor: more && last ? last.id : null };
+}
+
+/** A failed entry of the `due` index: the delivery's id. */
+function readEntryId(item: Record<string, unknown>): { readonly id: string } | null {
+  return typeof item.id === 'string' ? { id: item.id } : null;
 }
 
 /** The item a lost condition returns is in the low-level shape; the document client does not convert it. */

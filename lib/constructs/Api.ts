@@ -39,6 +39,13 @@ export const ACCESS_LOG_FORMAT = JSON.stringify({
 });
 
 /** Why a route without the authorizer may be public (the cdk-nag APIG4 acknowledgement). */
+/**
+ * The `due` index partitions of failed webhook deliveries: the store's prefix
+ * (lambdas/store/webhookStore.ts `WEBHOOK_PARTITION_PREFIX.failed`), which lib/ may not import;
+ * test/cdk/webhooks.test.ts holds them equal.
+ */
+const FAILED_WEBHOOK_DELIVERY_ENTRIES = 'WHFL#*';
+
 const PUBLIC_ROUTE_REASONS: Partial<Record<RouteName, string>> = {
   health:
     'GET /health is the unauthenticated liveness probe of DESIGN §3; it returns a constant and reads no data.',
@@ -123,6 +130,18 @@ export class Api extends Construct {
         sid: 'QueryListingIndexes',
         actions: ['dynamodb:Query'],
         resources: [storage.indexArn(INDEX.byStatus.indexName), storage.indexArn(INDEX.byTenant.indexName)],
+      }),
+    );
+    // A webhook endpoint's failed deliveries: their entries in the `due` index (`WHFL#…`,
+    // lambdas/store/webhookStore.ts), never the sweeper's partitions of that index.
+    this.api.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'QueryFailedWebhookDeliveries',
+        actions: ['dynamodb:Query'],
+        resources: [storage.indexArn(INDEX.due.indexName)],
+        conditions: {
+          'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [FAILED_WEBHOOK_DELIVERY_ENTRIES] },
+        },
       }),
     );
     props.immediateCopyQueue?.grantSendMessages(this.api.role);

@@ -6,6 +6,7 @@
 import * as z from 'zod';
 import type { WebhookRouteName } from '../../lambdas/core/apiRoutes.js';
 import { EVENT_TYPES } from '../../lambdas/core/messageEvents.js';
+import { WEBHOOK_FAILED_COUNT_CAP, WEBHOOK_STALLED_AFTER_MS } from '../../lambdas/core/webhookOperator.js';
 import {
   CreateWebhookBodySchema,
   WEBHOOK_DELIVERY_STATUSES,
@@ -44,7 +45,22 @@ const RotatedWebhookSchema = CreatedWebhookSchema.extend({
 }).meta({ id: 'RotatedWebhook' });
 
 const WebhookWithCountsSchema = WebhookSchema.extend({
-  deliveries: z.object({ pending: z.int(), delivered: z.int(), failed: z.int() }),
+  deliveries: z
+    .object({
+      failed: z.int().meta({
+        description: `Every failed delivery the endpoint keeps (each can be retried), counted up to ${WEBHOOK_FAILED_COUNT_CAP}: ${WEBHOOK_FAILED_COUNT_CAP} means that many or more.`,
+      }),
+      pending: z.int().meta({ description: 'Pending among the `recent` deliveries.' }),
+      delivered: z.int().meta({ description: 'Delivered among the `recent` deliveries.' }),
+      recent: z.int().meta({
+        description:
+          "How many of the endpoint's newest deliveries `pending` and `delivered` count: the newest of each of its 128 partitions, about its newest 128 (fewer when it has kept fewer).",
+      }),
+    })
+    .meta({
+      description:
+        'Each count is a bounded read, however many deliveries the endpoint keeps: every delivery is not counted.',
+    }),
 }).meta({ id: 'WebhookWithCounts' });
 
 const WebhookListSchema = z.object({ items: z.array(WebhookSchema) }).meta({ id: 'WebhookList' });
@@ -165,13 +181,16 @@ export const WEBHOOK_OPERATIONS: Record<WebhookRouteName, Operation> = {
   },
   retryWebhookDelivery: {
     summary: 'Deliver a failed delivery again (a new retry window)',
+    description: `Takes a \`failed\` delivery, or a \`pending\` one whose \`next_attempt_at\` is more than ${WEBHOOK_STALLED_AFTER_MS / 3_600_000} hours past (its copy went to the webhook dead-letter queue or was lost).`,
     request: {
       params: idParam.extend({ delivery: z.string().meta({ description: 'The delivery id (`dlv_…`).' }) }),
     },
     responses: {
       202: { description: 'Pending again (rev + 1).', content: json(DeliverySchema) },
       404: problem('No such endpoint or delivery.'),
-      409: problem('The delivery is not failed; `current_status` is not a message status here.'),
+      409: problem(
+        'The delivery is delivered, or pending and not long overdue; `delivery_status` says which.',
+      ),
     },
   },
 };

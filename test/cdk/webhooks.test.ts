@@ -2,6 +2,7 @@ import { Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as events from 'aws-cdk-lib/aws-events';
 import { describe, expect, it } from 'vitest';
+import { WEBHOOK_PARTITION_PREFIX } from '../../lambdas/store/webhookStore.js';
 import { Postdate } from '../../lib/Postdate.js';
 import { PostdatePropsError } from '../../lib/postdateProps.js';
 import { EVENTS_STREAM_FILTER, WEBHOOK_QUEUE } from '../../lib/webhookLayout.js';
@@ -66,6 +67,21 @@ describe('events and webhooks in AWS (DESIGN §11)', () => {
         },
       });
     }
+  });
+
+  it("lets the api query only the failed deliveries' entries of the due index", () => {
+    template.hasResourceProperties('AWS::IAM::Policy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Action: 'dynamodb:Query',
+            Condition: {
+              'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${WEBHOOK_PARTITION_PREFIX.failed}*`] },
+            },
+          }),
+        ]),
+      },
+    });
   });
 
   it('alarms on deliveries that end failed, to the alarm topic', () => {

@@ -50,7 +50,7 @@ describe('webhook endpoints (DESIGN §3)', () => {
     const one = await harness.call({ method: 'GET', path: `/v1/webhooks/${id}` });
     expect(one.status).toBe(200);
     expect(one.json).not.toHaveProperty('secret');
-    expect(one.json.deliveries).toEqual({ pending: 0, delivered: 0, failed: 0 });
+    expect(one.json.deliveries).toEqual({ pending: 0, delivered: 0, failed: 0, recent: 0 });
     const list = await harness.call({ method: 'GET', path: '/v1/webhooks' });
     expect(list.json.items).toHaveLength(1);
     expect(JSON.stringify(list.json)).not.toContain(created.json.secret);
@@ -216,6 +216,7 @@ describe('webhook delivery (DESIGN §11)', () => {
       pending: 0,
       delivered: 0,
       failed: 1,
+      recent: 1,
     });
 
     healthy = true;

@@ -6,6 +6,7 @@ import {
   DeleteMessageCommand,
   ReceiveMessageCommand,
 } from '@aws-sdk/client-sqs';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { createNodeWebhookHttp } from '../../lambdas/adapters/nodeWebhookHttp.js';
 import { SqsCopyVisibility } from '../../lambdas/adapters/SqsCopyVisibility.js';
@@ -124,6 +125,8 @@ export async function webhookHarness(
     readonly apiQueue?: (queue: WebhookQueue) => WebhookQueue;
     /** Wraps the store the API's routes write to (a write that never lands, say). */
     readonly apiStore?: (store: WebhookStore) => WebhookStore;
+    /** The DynamoDB client of the API's webhook store (one that counts its reads, say). */
+    readonly apiDocuments?: DynamoDBDocumentClient;
     /** Wraps the store the delivery function reads and writes (counting its reads, say). */
     readonly deliveryStore?: (store: WebhookStore) => WebhookStore;
     /** The queue's visibility timeout (SQS's default 30 s; the stack's is 360 s). */
@@ -142,6 +145,9 @@ export async function webhookHarness(
   );
   const queueUrl = created.QueueUrl ?? '';
   const store = new DynamoWebhookStore(documentClient(), tableName);
+  const apiWebhookStore = options.apiDocuments
+    ? new DynamoWebhookStore(options.apiDocuments, tableName)
+    : store;
   const clock = manualClock();
   const { queue, delays } = clockDelayedQueue(new SqsWebhookQueue(sqs, queueUrl), clock);
   const policy = options.policy ?? 'local';
@@ -164,7 +170,7 @@ export async function webhookHarness(
       random: Math.random,
       logger: silent,
       webhooks: {
-        store: options.apiStore ? options.apiStore(store) : store,
+        store: options.apiStore ? options.apiStore(apiWebhookStore) : apiWebhookStore,
         queue: options.apiQueue ? options.apiQueue(queue) : queue,
         checkUrl: (url) => checkWebhookUrl(url, policy),
         retryHours,

@@ -1,6 +1,7 @@
 /**
  * The webhook routes (DESIGN §3, §11): a tenant's endpoints, their deliveries, a test event and the
- * manual retry of a failed delivery, the rotation of a secret. An endpoint is found only under the
+ * manual retry of a failed delivery (or of a pending one whose copy is not coming: mayRetryDelivery),
+ * the rotation of a secret. An endpoint is found only under the
  * caller's tenant, so another tenant's id answers 404. A signing secret is in the answer to the POST
  * that creates or rotates it and never again (nor in any log line).
  */
@@ -15,6 +16,7 @@ import { newMessageId } from '../../core/ids.js';
 import { type PostdateEvent, WEBHOOK_TEST_EVENT_TYPE } from '../../core/messageEvents.js';
 import { type FieldError, problem, validationProblem } from '../../core/problem.js';
 import { publicTenant } from '../../core/testSide.js';
+import { mayRetryDelivery, WEBHOOK_STALLED_AFTER_MS } from '../../core/webhookOperator.js';
 import {
   isWebhookDeliveryId,
   isWebhookDeliveryStatus,
@@ -211,16 +213,17 @@ export function webhookRouteHandlers(
       if (!endpoint || !isWebhookDeliveryId(deliveryId)) return deliveryNotFound();
       const current = await deps.store.getDelivery(endpoint.id, deliveryId);
       if (!current || current.tenant !== tenant) return deliveryNotFound();
-      if (current.status !== 'failed') return deliveryConflict(current);
       const now = deps.now();
+      if (!mayRetryDelivery(current, now)) return deliveryConflict(current);
       // The copy goes first, for the revision the retry is about to write: a copy that arrives before
       // the write is put back until it lands, and one whose write never lands is dropped as stale
       // after a bounded wait (decideCopyAhead). A queue failure changes nothing.
       if (!(await sendCopy(deps.queue, { ...current, rev: current.rev + 1 }, now)))
-        return queueUnavailable('The delivery was not retried; it is still failed.');
+        return queueUnavailable(`The delivery was not retried; it is still ${current.status}.`);
       const result = await deps.store.retryDelivery({
         endpointId: endpoint.id,
         deliveryId,
+        seen: { rev: current.rev, attempts: current.attempts },
         now: now.toISOString(),
         expiresAt: deliveryExpiresAt(now, deps.retryHours, deps.retentionDays),
       });
@@ -308,9 +311,13 @@ function deliveryNotFound(): Outcome {
 
 function deliveryConflict(current: WebhookDelivery): Outcome {
   return problemResult(
-    problem('conflict', `The delivery is ${current.status}; only a failed delivery can be retried.`, {
-      extensions: { delivery_status: current.status },
-    }),
+    problem(
+      'conflict',
+      `The delivery is ${current.status}; only a failed delivery, or a pending one whose next attempt is more than ${WEBHOOK_STALLED_AFTER_MS / 3_600_000} hours overdue, can be retried.`,
+      {
+        extensions: { delivery_status: current.status },
+      },
+    ),
     {},
     { delivery_id: current.id },
   );

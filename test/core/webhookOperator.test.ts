@@ -1,0 +1,45 @@
+/**
+ * Which deliveries a manual retry takes (DESIGN §11: "then the delivery is `failed`, listed and
+ * retryable through the API"): a failed one, or a pending one whose copy is not coming — its next
+ * attempt more than WEBHOOK_STALLED_AFTER_MS past — and never a delivered one.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  mayRetryDelivery,
+  stalledBefore,
+  WEBHOOK_STALLED_AFTER_MS,
+} from '../../lambdas/core/webhookOperator.js';
+import { WEBHOOK_DELIVERY_STATUSES } from '../../lambdas/core/webhooks.js';
+
+const NOW = new Date('2026-12-03T12:00:00.000Z');
+const at = (offsetMs: number) => new Date(NOW.getTime() + offsetMs).toISOString();
+
+describe('mayRetryDelivery', () => {
+  it('takes a failed delivery, a pending one long overdue, and nothing else', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...WEBHOOK_DELIVERY_STATUSES),
+        fc.option(fc.integer({ min: -30 * 86_400_000, max: 30 * 86_400_000 })),
+        (status, offset) => {
+          const nextAttemptAt = offset === null ? null : at(offset);
+          const expected =
+            status === 'failed' ||
+            (status === 'pending' && offset !== null && offset < -WEBHOOK_STALLED_AFTER_MS);
+          expect(mayRetryDelivery({ status, nextAttemptAt }, NOW)).toBe(expected);
+        },
+      ),
+    );
+  });
+
+  it('draws the line at the bound: a copy just inside it may still come', () => {
+    expect(mayRetryDelivery({ status: 'pending', nextAttemptAt: at(-WEBHOOK_STALLED_AFTER_MS) }, NOW)).toBe(
+      false,
+    );
+    expect(
+      mayRetryDelivery({ status: 'pending', nextAttemptAt: at(-WEBHOOK_STALLED_AFTER_MS - 1) }, NOW),
+    ).toBe(true);
+    expect(mayRetryDelivery({ status: 'pending', nextAttemptAt: 'not a time' }, NOW)).toBe(false);
+    expect(stalledBefore(NOW).toISOString()).toBe(at(-WEBHOOK_STALLED_AFTER_MS));
+  });
+});
