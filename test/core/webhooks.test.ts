@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { validateCreateWebhook } from '../../lambdas/core/requestSchemas.js';
 import {
   type AttemptResult,
   decideAfterAttempt,
@@ -10,7 +11,6 @@ import {
   isWebhookDeliveryId,
   KEPT_COPY_BACKOFF,
   keptCopyVisibilitySeconds,
-  validateCreateWebhook,
   WEBHOOK_BACKOFF,
   WEBHOOK_COPY_AHEAD_WAIT_MS,
   WEBHOOK_TIMEOUT_MS,
