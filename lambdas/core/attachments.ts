@@ -1,9 +1,10 @@
 /**
  * Attachments (DESIGN §13), the rules that need no storage: the request shapes (inline base64 or a
- * reference to an upload; their schemas are requestSchemas.ts's), what a filename and a content type may be, which types are refused as
+ * reference to an upload), what a filename and a content type may be, which types are refused as
  * executable, the sizes (inline in all, the whole message), where the bytes live in the bucket and
  * what a message keeps of each. Pure: no S3, no clock; the api stores the bytes (ports/AttachmentStore.ts)
  * and the sender streams them.
+ * The request shapes' zod schemas are in requestSchemas.ts: only the api loads zod (decision 0131).
  */
 import { createHash } from 'node:crypto';
 import { controlCharacterProblem } from './headerSafety.js';
