@@ -4,21 +4,12 @@
  * executable, the sizes (inline in all, the whole message), where the bytes live in the bucket and
  * what a message keeps of each. Pure: no S3, no clock; the api stores the bytes (ports/AttachmentStore.ts)
  * and the sender streams them.
+ * The request shapes' zod schemas are in requestSchemas.ts: only the api loads zod (decision 0131).
  */
 import { createHash } from 'node:crypto';
-import * as z from 'zod';
 import { controlCharacterProblem } from './headerSafety.js';
 import { newMessageId } from './ids.js';
-import {
-  type FieldError,
-  guarded,
-  illFormedStringErrors,
-  PARSE_CONTEXT,
-  type ProblemDetails,
-  problem,
-  type Validated,
-  zodErrors,
-} from './problem.js';
+import { type FieldError, type ProblemDetails, problem } from './problem.js';
 
 export const ATTACHMENT_LIMITS = {
   /** Attachments on one message. */
@@ -110,7 +101,7 @@ export const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
 /** RFC 6838 §4.2 restricted names: `type/subtype`, no parameters. */
 const CONTENT_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/;
 /** RFC 4648 §4 base64, padded, no whitespace. */
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+export const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 /** What `POST /v1/attachments` hands out: `att_` and a lower-case ULID-like token. */
 export const ATTACHMENT_ID_PATTERN = /^att_[0-9a-z]{26}$/;
 
@@ -173,104 +164,11 @@ export function sha256Hex(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
-const Filename = z
-  .string()
-  .superRefine((value, ctx) => {
-    const problem = filenameProblem(value);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem });
-  })
-  .meta({
-    description:
-      'The name the recipient sees: no CR, LF or other control character, no / or \\; non-ASCII is sent RFC 2231-encoded. Executable types (.exe, .bat, .js, .jar, .msi, …) are refused.',
-    example: 'invoice-2026-12.pdf',
-  });
-
-const ContentType = z
-  .string()
-  .superRefine((value, ctx) => {
-    const problem = contentTypeProblem(value);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem });
-  })
-  .meta({ description: 'A media type without parameters.', example: 'application/pdf' });
-
-/** One inline attachment of an enqueue: the bytes as base64. */
-export const InlineAttachmentSchema = z
-  .strictObject({
-    filename: Filename,
-    content_type: ContentType.nullish().meta({
-      description: 'Derived from the extension when absent (application/octet-stream when unknown).',
-    }),
-    content: z
-      .string()
-      .min(1, 'must not be empty')
-      .regex(BASE64, 'must be base64 (RFC 4648, padded, no whitespace)')
-      .meta({ description: 'The bytes, base64 (RFC 4648, padded, no whitespace).' }),
-  })
-  .meta({ id: 'InlineAttachment' });
-
-/** One attachment uploaded first through `POST /v1/attachments`. */
-export const AttachmentReferenceSchema = z
-  .strictObject({
-    attachment_id: z
-      .string()
-      .regex(ATTACHMENT_ID_PATTERN, 'must be an id from POST /v1/attachments')
-      .meta({ example: 'att_01jf6y8m3v3x1z6d2qk4n8r5tw' }),
-  })
-  .meta({ id: 'AttachmentReference' });
-
-/** The enqueue's `attachments` (DESIGN §3, §13). */
-export const AttachmentsSchema = z
-  .array(z.union([InlineAttachmentSchema, AttachmentReferenceSchema]))
-  .max(ATTACHMENT_LIMITS.maxAttachments, `must have at most ${ATTACHMENT_LIMITS.maxAttachments} attachments`)
-  .meta({
-    description:
-      'Inline (base64, up to POSTDATE_INLINE_ATTACHMENT_MAX_KB decoded in all) or uploaded first (`attachment_id`).',
-  });
-
-/** `POST /v1/attachments`: what the upload will be; the pre-signed PUT enforces size and type. */
-export const AttachmentUploadSchema = z
-  .strictObject({
-    filename: Filename,
-    content_type: ContentType,
-    size: z.int().min(1, 'must be at least 1 byte').meta({ description: 'The exact size in bytes.' }),
-  })
-  .meta({ id: 'AttachmentUploadRequest' });
-
 /** What `POST /v1/attachments` reserved: kept beside the upload (`declarationKey`), read by the enqueue. */
 export interface UploadDeclaration {
   readonly filename: string;
   readonly content_type: string;
   readonly size: number;
-}
-
-/**
- * Validates a `POST /v1/attachments` body: the filename and type as an inline attachment's (DESIGN
- * §13), the size at most what fits a message by itself (`POSTDATE_MAX_MESSAGE_MB`). Never throws.
- */
-export function validateAttachmentUpload(
-  body: unknown,
-  limits: AttachmentSizeLimits,
-): Validated<UploadDeclaration> {
-  return guarded(() => {
-    const parsed = AttachmentUploadSchema.safeParse(body, PARSE_CONTEXT);
-    const hidden = illFormedStringErrors(body);
-    if (!parsed.success || hidden.length > 0)
-      return { ok: false, errors: parsed.success ? hidden : [...zodErrors(parsed.error), ...hidden] };
-    const largest = maxUploadBytes(limits);
-    if (parsed.data.size > largest) {
-      return {
-        ok: false,
-        errors: [
-          {
-            field: '/size',
-            message: `must be at most ${largest} bytes: the file alone, base64-encoded, must fit POSTDATE_MAX_MESSAGE_MB (${limits.maxMessageBytes / (1024 * 1024)} MB)`,
-          },
-        ],
-      };
-    }
-    const { filename, content_type, size } = parsed.data;
-    return { ok: true, value: { filename, content_type: content_type.toLowerCase(), size } };
-  });
 }
 
 /** A new upload id: `att_` and a lower-case ULID (time-ordered, 80 random bits). */
@@ -315,8 +213,19 @@ export function uploadMismatch(
   return null;
 }
 
-export type InlineAttachmentInput = z.infer<typeof InlineAttachmentSchema>;
-export type AttachmentReferenceInput = z.infer<typeof AttachmentReferenceSchema>;
+/** One inline attachment as the enqueue's schema accepted it (requestSchemas.ts). */
+export interface InlineAttachmentInput {
+  readonly filename: string;
+  readonly content_type?: string | null | undefined;
+  /** Valid padded base64. */
+  readonly content: string;
+}
+
+/** One reference to an upload as the enqueue's schema accepted it. */
+export interface AttachmentReferenceInput {
+  readonly attachment_id: string;
+}
+
 export type AttachmentInput = InlineAttachmentInput | AttachmentReferenceInput;
 
 /** What a message keeps of one attachment; the bytes are in the bucket under `key`, never in DynamoDB. */

@@ -3,13 +3,13 @@
  * it names, the instant shown back as a wall clock, and the quiet-hours rule the sender applies
  * whenever a message comes due. Pure: the zone rules are the runtime's `Intl` data (Node 20 has no
  * Temporal), the clock is an argument. docs/decisions/0056-local-time.md says why each rule is what it is.
+ * The request fields' schemas are messageSchema.ts's.
  *
  * Daylight saving, as java.time and Temporal's `compatible` disambiguation do it:
  * - a wall time that does not exist (the spring gap) moves forward by the gap's length: 02:30 in a
  *   02:00→03:00 gap is 03:30;
  * - a wall time that exists twice (the autumn overlap) is the earlier instant.
  */
-import * as z from 'zod';
 import { ERROR_CLASS, PostdateError } from './postdateError.js';
 import type { FieldError, Validated } from './problem.js';
 
@@ -57,8 +57,9 @@ const DAY = 86_400 * SECOND;
 /** How an IANA name is spelled: components that start with a capital (`Etc/GMT+5`, `EST5EDT`). */
 const IANA_NAME = /^[A-Z][A-Za-z0-9_+-]*(?:\/[A-Z][A-Za-z0-9_+-]*)*$/;
 /** Longer than any name in the tz database (the longest is 32): refused before `Intl` reads it. */
-const MAX_ZONE_LENGTH = 64;
-const TIME_ZONE_MESSAGE = 'must be an IANA time zone name as the tz database spells it, e.g. Europe/Berlin';
+export const MAX_ZONE_LENGTH = 64;
+export const TIME_ZONE_MESSAGE =
+  'must be an IANA time zone name as the tz database spells it, e.g. Europe/Berlin';
 
 let canonicalZones: ReadonlySet<string> | undefined;
 
@@ -253,9 +254,10 @@ export function sendAtFromLocal(sendAtLocal: string, timeZone: string): Validate
 
 // ── Quiet hours ───────────────────────────────────────────────────────────────────────────────
 
-const HH_MM = /^([01]\d|2[0-3]):([0-5]\d)$/;
-const HH_MM_MESSAGE = 'must be a time of day HH:MM, 00:00–23:59';
-const SAME_START_AND_END_MESSAGE =
+/** A quiet-hours bound: `HH:MM`, 00:00–23:59. */
+export const HH_MM = /^([01]\d|2[0-3]):([0-5]\d)$/;
+export const HH_MM_MESSAGE = 'must be a time of day HH:MM, 00:00–23:59';
+export const SAME_START_AND_END_MESSAGE =
   'must differ from start (a window from a time to itself is ambiguous: omit quiet_hours for none)';
 
 /** The window in seconds of the day: [start, end), crossing midnight when end < start. */
@@ -334,74 +336,4 @@ export function quietHoursDecision(input: QuietHoursInput): QuietHoursDecision {
   if (until === undefined) return { kind: 'send' };
   if (input.notAfter != null && input.notAfter.getTime() < until.getTime()) return { kind: 'expire' };
   return { kind: 'hold', until };
-}
-
-// ── The request fields, as the API takes them ─────────────────────────────────────────────────
-
-/** `time_zone`: an IANA name (see {@link isTimeZone}). */
-export const TimeZoneSchema = z
-  .string()
-  .superRefine((value, ctx) => {
-    if (!isTimeZone(value)) ctx.addIssue({ code: 'custom', message: TIME_ZONE_MESSAGE });
-  })
-  .meta({
-    description: 'An IANA time zone name, spelled as the tz database spells it.',
-    example: 'Europe/Berlin',
-    maxLength: MAX_ZONE_LENGTH,
-  });
-
-/** `send_at_local`: a wall-clock time without offset. */
-export const SendAtLocalSchema = z
-  .string()
-  .superRefine((value, ctx) => {
-    const parsed = parseSendAtLocal(value);
-    if (!parsed.ok)
-      for (const error of parsed.errors) ctx.addIssue({ code: 'custom', message: error.message });
-  })
-  .meta({
-    description:
-      'A wall-clock time in time_zone, without offset. One that does not exist (a spring gap) moves forward by the gap; one that exists twice (an autumn overlap) is the earlier instant.',
-    example: '2026-12-03T09:00',
-    pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2})?$',
-  });
-
-const TimeOfDay = z.string().regex(HH_MM, HH_MM_MESSAGE).meta({ example: '21:00' });
-
-/** `quiet_hours`: `{start, end}` in time_zone, start ≠ end; the window may cross midnight. */
-export const QuietHoursSchema = z
-  .strictObject({ start: TimeOfDay, end: TimeOfDay.meta({ example: '08:00' }) })
-  .superRefine((window, ctx) => {
-    if (window.start === window.end)
-      ctx.addIssue({ code: 'custom', message: SAME_START_AND_END_MESSAGE, path: ['end'] });
-  })
-  .meta({
-    description:
-      'A message that comes due inside [start, end) in time_zone waits until end (crossing midnight when end < start), unless not_after comes first; start must differ from end.',
-  });
-
-/** The three fields as the enqueue, batch item and reschedule bodies carry them (core/messageSchema.ts). */
-export const LOCAL_TIME_FIELDS = {
-  send_at_local: SendAtLocalSchema.nullish(),
-  time_zone: TimeZoneSchema.nullish(),
-  quiet_hours: QuietHoursSchema.nullish(),
-};
-
-/** What the fields need of each other and of send_at / delay_seconds: call from the body's superRefine. */
-export function localTimeRules(
-  body: {
-    readonly send_at?: string | null;
-    readonly delay_seconds?: number | null;
-    readonly send_at_local?: string | null;
-    readonly time_zone?: string | null;
-    readonly quiet_hours?: QuietHours | null;
-  },
-  ctx: z.RefinementCtx,
-): void {
-  const issue = (field: string, message: string) => ctx.addIssue({ code: 'custom', message, path: [field] });
-  if (body.send_at_local != null && (body.send_at != null || body.delay_seconds != null))
-    issue('send_at_local', 'give send_at_local instead of send_at or delay_seconds, not with them');
-  if (body.time_zone == null) {
-    if (body.send_at_local != null) issue('time_zone', 'is required with send_at_local');
-    else if (body.quiet_hours != null) issue('time_zone', 'is required with quiet_hours');
-  }
 }

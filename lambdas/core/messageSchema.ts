@@ -9,13 +9,15 @@
  * The rules it uses live in rooms of their own: requestLimits.ts (the limits), addresses.ts
  * (mailboxes and allowed senders), timestamps.ts (zoned date-times and the horizon), headerSafety.ts
  * (CR/LF, control characters, reserved and relay-control headers), templateRequests.ts (a template
- * and its data), problem.ts (field errors and the problem document).
+ * and its data), localTime.ts (local times and quiet hours; their fields' schemas are here),
+ * requestSchemas.ts (the attachments' schemas), problem.ts (field errors and the problem document).
+ * Of the functions only the api loads it, and zod with it (decision 0131).
  *
  * Pure: no AWS SDK, no network, the clock is an argument.
  */
 import * as z from 'zod';
 import { isAllowedSender, parseAddress } from './addresses.js';
-import { AttachmentsSchema, type RequestedAttachment, requestedAttachments } from './attachments.js';
+import { type RequestedAttachment, requestedAttachments } from './attachments.js';
 import { fingerprint } from './fingerprint.js';
 import {
   controlCharacterProblem,
@@ -26,10 +28,14 @@ import {
 } from './headerSafety.js';
 import {
   formatLocalDateTime,
-  LOCAL_TIME_FIELDS,
-  localTimeRules,
+  HH_MM,
+  HH_MM_MESSAGE,
+  isTimeZone,
+  MAX_ZONE_LENGTH,
   parseSendAtLocal,
   type QuietHours,
+  SAME_START_AND_END_MESSAGE,
+  TIME_ZONE_MESSAGE,
   zonedInstant,
 } from './localTime.js';
 import {
@@ -44,6 +50,7 @@ import {
   zodErrors,
 } from './problem.js';
 import { LIMITS } from './requestLimits.js';
+import { AttachmentsSchema } from './requestSchemas.js';
 import { rawData, TemplateDataSchema, TemplateRefSchema } from './templateRequests.js';
 import { horizonEndMs, parseZonedTimestamp } from './timestamps.js';
 
@@ -259,6 +266,79 @@ const Group = z.strictObject({ key: GroupKeySchema, version: GroupVersion }).met
   id: 'Group',
   description: 'Freshness guard: the message is not sent once a higher version of its group exists.',
 });
+
+/*
+ * Local time and quiet hours (docs/design.md §16): the three fields as the enqueue, batch item and
+ * reschedule bodies carry them; their rules are localTime.ts's.
+ */
+
+/** `time_zone`: an IANA name (see {@link isTimeZone}). */
+const TimeZoneSchema = z
+  .string()
+  .superRefine((value, ctx) => {
+    if (!isTimeZone(value)) ctx.addIssue({ code: 'custom', message: TIME_ZONE_MESSAGE });
+  })
+  .meta({
+    description: 'An IANA time zone name, spelled as the tz database spells it.',
+    example: 'Europe/Berlin',
+    maxLength: MAX_ZONE_LENGTH,
+  });
+
+/** `send_at_local`: a wall-clock time without offset. */
+const SendAtLocalSchema = z
+  .string()
+  .superRefine((value, ctx) => {
+    const parsed = parseSendAtLocal(value);
+    if (!parsed.ok)
+      for (const error of parsed.errors) ctx.addIssue({ code: 'custom', message: error.message });
+  })
+  .meta({
+    description:
+      'A wall-clock time in time_zone, without offset. One that does not exist (a spring gap) moves forward by the gap; one that exists twice (an autumn overlap) is the earlier instant.',
+    example: '2026-12-03T09:00',
+    pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2})?$',
+  });
+
+const TimeOfDay = z.string().regex(HH_MM, HH_MM_MESSAGE).meta({ example: '21:00' });
+
+/** `quiet_hours`: `{start, end}` in time_zone, start ≠ end; the window may cross midnight. */
+export const QuietHoursSchema = z
+  .strictObject({ start: TimeOfDay, end: TimeOfDay.meta({ example: '08:00' }) })
+  .superRefine((window, ctx) => {
+    if (window.start === window.end)
+      ctx.addIssue({ code: 'custom', message: SAME_START_AND_END_MESSAGE, path: ['end'] });
+  })
+  .meta({
+    description:
+      'A message that comes due inside [start, end) in time_zone waits until end (crossing midnight when end < start), unless not_after comes first; start must differ from end.',
+  });
+
+/** The three fields, spread into each body that carries them. */
+export const LOCAL_TIME_FIELDS = {
+  send_at_local: SendAtLocalSchema.nullish(),
+  time_zone: TimeZoneSchema.nullish(),
+  quiet_hours: QuietHoursSchema.nullish(),
+};
+
+/** What the fields need of each other and of send_at / delay_seconds: call from the body's superRefine. */
+export function localTimeRules(
+  body: {
+    readonly send_at?: string | null;
+    readonly delay_seconds?: number | null;
+    readonly send_at_local?: string | null;
+    readonly time_zone?: string | null;
+    readonly quiet_hours?: QuietHours | null;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const issue = (field: string, message: string) => ctx.addIssue({ code: 'custom', message, path: [field] });
+  if (body.send_at_local != null && (body.send_at != null || body.delay_seconds != null))
+    issue('send_at_local', 'give send_at_local instead of send_at or delay_seconds, not with them');
+  if (body.time_zone == null) {
+    if (body.send_at_local != null) issue('time_zone', 'is required with send_at_local');
+    else if (body.quiet_hours != null) issue('time_zone', 'is required with quiet_hours');
+  }
+}
 
 /** The fields every enqueue has, whatever its content: the addresses, then the rest. */
 const enqueueAddresses = {

@@ -1,7 +1,7 @@
 /**
  * The suppression list of DESIGN §12, its pure part: how an address is normalised, which relay
- * replies add one, and the requests of its routes. Nothing here does I/O; the DynamoDB adapter is
- * lambdas/store/suppressionList.ts.
+ * replies add one, and the address its routes take (their body's schema is requestSchemas.ts's).
+ * Nothing here does I/O; the DynamoDB adapter is lambdas/store/suppressionList.ts.
  *
  * Normalisation (docs/decisions/, "Suppressed addresses are compared lower-cased"): the addr-spec
  * of a mailbox (a display name is dropped), the domain lower-cased as DNS is case-insensitive, and
@@ -10,9 +10,8 @@
  * send again to a dead or complaining mailbox, which costs the sender's reputation, while two real
  * mailboxes that differ only in case are practically unheard of.
  */
-import * as z from 'zod';
 import { parseAddress } from './addresses.js';
-import { type FieldError, guarded, PARSE_CONTEXT, type Validated, zodErrors } from './problem.js';
+import { type FieldError, guarded, type Validated } from './problem.js';
 
 /** Why an address is on the list. `hard_bounce` and `complaint` are added by Postdate itself. */
 export const SUPPRESSION_REASON = {
@@ -84,30 +83,6 @@ function normalised(local: string, domain: string): string {
  */
 export function isHardBounce(refusal: { readonly permanent: boolean; readonly enhancedCode: string | null }) {
   return refusal.permanent && refusal.enhancedCode !== null && /^5\.1\.\d{1,3}$/.test(refusal.enhancedCode);
-}
-
-export const SuppressionReasonSchema = z
-  .enum(SUPPRESSION_REASONS as [SuppressionReason, ...SuppressionReason[]])
-  .meta({ id: 'SuppressionReason' });
-
-/** The body of PUT /v1/suppressions/{address}: optional, `{}` or `{ "reason": … }`. */
-export const SuppressionBodySchema = z
-  .strictObject({
-    reason: SuppressionReasonSchema.optional().meta({ description: 'Defaults to `manual`.' }),
-  })
-  .meta({ id: 'SuppressionRequest', description: "Add an address to this tenant's suppression list." });
-
-export interface SuppressionRequest {
-  readonly reason: SuppressionReason;
-}
-
-/** Validates the PUT body; an absent body (undefined) means `{}`. Never throws. */
-export function validateSuppressionRequest(body: unknown): Validated<SuppressionRequest> {
-  return guarded(() => {
-    const parsed = SuppressionBodySchema.safeParse(body ?? {}, PARSE_CONTEXT);
-    if (!parsed.success) return { ok: false, errors: zodErrors(parsed.error) };
-    return { ok: true, value: { reason: parsed.data.reason ?? SUPPRESSION_REASON.manual } };
-  });
 }
 
 /** Whether a value read back is one of the reasons (an item written by a later version may not be). */

@@ -1,16 +1,13 @@
 /**
- * Webhooks (DESIGN §11), the pure part: the request schema of `POST /v1/webhooks`, the ids of
- * endpoints and deliveries, the copy that travels on the webhook queue, and the decision after an
- * attempt (delivered, retry at a time drawn with backoff and full jitter, or `failed` once the retry
- * window is spent). No clock and no random source of its own: both are arguments.
+ * Webhooks (DESIGN §11), the pure part: the ids of endpoints and deliveries, the copy that travels
+ * on the webhook queue, and the decision after an attempt (delivered, retry at a time drawn with
+ * backoff and full jitter, or `failed` once the retry window is spent). No clock and no random
+ * source of its own: both are arguments. The body of `POST /v1/webhooks` is requestSchemas.ts's.
  */
 import { createHash } from 'node:crypto';
 import { encodeTime } from 'ulid';
-import * as z from 'zod';
 import { backoffCeilingSeconds } from './backoff.js';
-import { EVENT_TYPES, type EventType } from './messageEvents.js';
-import type { Validated } from './problem.js';
-import { PARSE_CONTEXT, zodErrors } from './problem.js';
+import type { EventType } from './messageEvents.js';
 
 /** An attempt that has no 2xx answer within this is a failed attempt (DESIGN §11). */
 export const WEBHOOK_TIMEOUT_MS = 10_000;
@@ -83,39 +80,6 @@ export function webhookDeliveryId(endpointId: string, eventId: string, eventTime
   return `dlv_${encodeTime(time, 10)}${digest.slice(0, 20)}`;
 }
 
-/** `POST /v1/webhooks`. `events` absent or null: every event type. */
-export const CreateWebhookBodySchema = z
-  .strictObject({
-    url: z
-      .string()
-      .min(1)
-      .max(WEBHOOK_LIMITS.maxUrlLength)
-      .meta({ description: 'Where events are POSTed: `https` in AWS; locally `http` to loopback too.' }),
-    events: z
-      .array(z.enum(EVENT_TYPES as [EventType, ...EventType[]]))
-      .min(1)
-      .nullish()
-      .meta({ description: 'The event types to deliver; absent: all of them.' }),
-    description: z.string().max(WEBHOOK_LIMITS.maxDescriptionLength).nullish(),
-  })
-  .meta({ id: 'CreateWebhookBody' });
-
-export interface CreateWebhookRequest {
-  readonly url: string;
-  readonly events: readonly EventType[] | null;
-  readonly description: string | null;
-}
-
-export function validateCreateWebhook(body: unknown): Validated<CreateWebhookRequest> {
-  const parsed = CreateWebhookBodySchema.safeParse(body, PARSE_CONTEXT);
-  if (!parsed.success) return { ok: false, errors: zodErrors(parsed.error) };
-  const events = parsed.data.events ? [...new Set(parsed.data.events)] : null;
-  return {
-    ok: true,
-    value: { url: parsed.data.url, events, description: parsed.data.description ?? null },
-  };
-}
-
 /** Whether an endpoint that subscribed to `events` receives an event of `type`. */
 export function isSubscribed(events: readonly string[] | null, type: EventType): boolean {
   return events === null || events.includes(type);
@@ -139,15 +103,6 @@ export interface WebhookCopy {
    */
   readonly issued_at?: number;
 }
-
-const WebhookCopySchema = z.strictObject({
-  v: z.literal(1),
-  endpoint: z.string().regex(ENDPOINT_ID),
-  delivery: z.string().regex(DELIVERY_ID),
-  rev: z.number().int().min(1),
-  seq: z.number().int().min(0),
-  issued_at: z.number().int().min(0).optional(),
-});
 
 /**
  * How long a copy queued before its write waits for that write. The routes that queue first run in
@@ -178,6 +133,18 @@ export function encodeWebhookCopy(copy: WebhookCopy): string {
   return JSON.stringify(copy);
 }
 
+const COPY_FIELDS: ReadonlySet<string> = new Set(['v', 'endpoint', 'delivery', 'rev', 'seq', 'issued_at']);
+
+/** A safe integer of at least `min`: what a count or an epoch time in a copy must be. */
+const isWholeFrom = (value: unknown, min: number): value is number =>
+  Number.isSafeInteger(value) && (value as number) >= min;
+
+/**
+ * A copy read off the queue, or null when it is not one: JSON, an object of exactly the copy's
+ * fields (no other key), version 1, ids of their own forms, `rev` ≥ 1, `seq` ≥ 0 and `issued_at`
+ * (absent, or ≥ 0) safe integers. Decoded by hand, not by a schema library: the webhooks function
+ * reads nothing else, and its cold start loads no more than it runs (decision 0131).
+ */
 export function decodeWebhookCopy(body: string): WebhookCopy | null {
   let value: unknown;
   try {
@@ -185,8 +152,15 @@ export function decodeWebhookCopy(body: string): WebhookCopy | null {
   } catch {
     return null;
   }
-  const parsed = WebhookCopySchema.safeParse(value);
-  return parsed.success ? parsed.data : null;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  const fields = value as Readonly<Record<string, unknown>>;
+  if (Object.keys(fields).some((key) => !COPY_FIELDS.has(key))) return null;
+  const { v, endpoint, delivery, rev, seq, issued_at } = fields;
+  if (v !== 1 || typeof endpoint !== 'string' || !ENDPOINT_ID.test(endpoint)) return null;
+  if (typeof delivery !== 'string' || !DELIVERY_ID.test(delivery)) return null;
+  if (!isWholeFrom(rev, 1) || !isWholeFrom(seq, 0)) return null;
+  if (issued_at === undefined) return { v, endpoint, delivery, rev, seq };
+  return isWholeFrom(issued_at, 0) ? { v, endpoint, delivery, rev, seq, issued_at } : null;
 }
 
 /** How one attempt ended, as the HTTP adapter reports it. */

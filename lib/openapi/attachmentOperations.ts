@@ -1,15 +1,12 @@
 /**
  * The OpenAPI operation of `POST /v1/attachments` (DESIGN §3, §13), spread into OPERATIONS
  * (lib/openapi/openApiDocument.ts), which adds the answers every route shares (401/403, 429, 5xx and,
- * with a JSON body, 413/415). The request schema is the validating one (lambdas/core/attachments.ts).
+ * with a JSON body, 413/415). The request schema is the validating one (lambdas/core/requestSchemas.ts).
  */
 import * as z from 'zod';
 import type { RouteName } from '../../lambdas/core/apiRoutes.js';
-import {
-  ATTACHMENT_ID_PATTERN,
-  ATTACHMENT_LIMITS,
-  AttachmentUploadSchema,
-} from '../../lambdas/core/attachments.js';
+import { ATTACHMENT_ID_PATTERN, ATTACHMENT_LIMITS } from '../../lambdas/core/attachments.js';
+import { AttachmentUploadSchema } from '../../lambdas/core/requestSchemas.js';
 import { json, jsonResponse, type Operation, problemResponse } from './components.js';
 
 const AttachmentUploadSchemaOut = z

@@ -7,11 +7,11 @@ import * as z from 'zod';
 import type { RouteName } from '../../lambdas/core/apiRoutes.js';
 import { BatchEnqueueBodyDocumentSchema } from '../../lambdas/core/batchEnqueueSchema.js';
 import { MESSAGE_ID_PATTERN } from '../../lambdas/core/ids.js';
-import { QuietHoursSchema } from '../../lambdas/core/localTime.js';
 import {
   EnqueueBodyDocumentSchema,
   GroupKeySchema,
   GroupVersionBodySchema,
+  QuietHoursSchema,
   RescheduleBodySchema,
 } from '../../lambdas/core/messageSchema.js';
 import { IDEMPOTENCY_KEY_PATTERN, LIMITS, LIST_LIMIT } from '../../lambdas/core/requestLimits.js';

@@ -6,7 +6,7 @@
 import * as z from 'zod';
 import type { SuppressionRouteName } from '../../lambdas/core/apiRoutes.js';
 import { SUPPRESSION_LIST_LIMIT } from '../../lambdas/core/requestLimits.js';
-import { SuppressionBodySchema, SuppressionReasonSchema } from '../../lambdas/core/suppressions.js';
+import { SuppressionBodySchema, SuppressionReasonSchema } from '../../lambdas/core/requestSchemas.js';
 import { json, type Operation, problemResponse } from './components.js';
 
 const SuppressionSchema = z

@@ -1,17 +1,14 @@
 /**
  * The OpenAPI operations of the webhook routes (DESIGN §3, §11), spread into OPERATIONS
  * (lib/openapi/openApiDocument.ts), which adds the answers every route shares (401/403, 429, 5xx and, with a
- * JSON body, 400/413/415). The request body is the schema that validates it (core/webhooks.ts).
+ * JSON body, 400/413/415). The request body is the schema that validates it (core/requestSchemas.ts).
  */
 import * as z from 'zod';
 import type { WebhookRouteName } from '../../lambdas/core/apiRoutes.js';
 import { EVENT_TYPES } from '../../lambdas/core/messageEvents.js';
+import { CreateWebhookBodySchema } from '../../lambdas/core/requestSchemas.js';
 import { WEBHOOK_FAILED_COUNT_CAP, WEBHOOK_STALLED_AFTER_MS } from '../../lambdas/core/webhookOperator.js';
-import {
-  CreateWebhookBodySchema,
-  WEBHOOK_DELIVERY_STATUSES,
-  WEBHOOK_LIMITS,
-} from '../../lambdas/core/webhooks.js';
+import { WEBHOOK_DELIVERY_STATUSES, WEBHOOK_LIMITS } from '../../lambdas/core/webhooks.js';
 import { json, jsonResponse, type Operation, problemResponse as problem } from './components.js';
 
 const EventTypeSchema = z.enum(EVENT_TYPES as [string, ...string[]]).meta({ id: 'EventType' });

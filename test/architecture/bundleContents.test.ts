@@ -91,6 +91,18 @@ describe.each(POSTDATE_FUNCTIONS)('the %s bundle', (name) => {
   });
 });
 
+/**
+ * zod (about 90 KB minified) is the api's: it parses requests there and nowhere else. Any other
+ * function that loads it at start compiles it on every cold start for nothing (decision 0131): the
+ * webhooks function decodes its queue copy by hand, and the rules the others share carry no schema.
+ */
+describe.each(POSTDATE_FUNCTIONS.filter((name) => name !== 'api'))("the %s bundle's cold start", (name) => {
+  it('loads no zod at start', async () => {
+    const atStart = [...(await inputsLoadedAtStart(name))];
+    expect(atStart.filter((file) => packageOf(file) === 'zod')).toEqual([]);
+  });
+});
+
 describe('the api bundle', () => {
   it('serves the document generated at build time: no OpenAPI generator, the committed docs/openapi.json inlined', async () => {
     const inputs = await bundledInputs('api');

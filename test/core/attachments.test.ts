@@ -3,8 +3,6 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import {
-  AttachmentsSchema,
-  AttachmentUploadSchema,
   base64DecodedLength,
   contentTypeFor,
   encodedAttachmentBytes,
@@ -16,6 +14,7 @@ import {
   uploadKey,
 } from '../../lambdas/core/attachments.js';
 import { PARSE_CONTEXT, zodErrors } from '../../lambdas/core/problem.js';
+import { AttachmentsSchema, AttachmentUploadSchema } from '../../lambdas/core/requestSchemas.js';
 
 const LIMITS = { inlineMaxBytes: 3072 * 1024, maxMessageBytes: 40 * 1024 * 1024 };
 const b64 = (text: string) => Buffer.from(text).toString('base64');

@@ -6,10 +6,8 @@ import {
   heldUntil,
   InvalidQuietHoursError,
   isTimeZone,
-  LOCAL_TIME_FIELDS,
   type LocalDateTime,
   localDateTimeAt,
-  localTimeRules,
   parseSendAtLocal,
   type QuietHours,
   quietHoursDecision,
@@ -18,6 +16,7 @@ import {
   validateTimeZone,
   zonedInstant,
 } from '../../lambdas/core/localTime.js';
+import { LOCAL_TIME_FIELDS, localTimeRules } from '../../lambdas/core/messageSchema.js';
 import { PostdateError } from '../../lambdas/core/postdateError.js';
 import { PARSE_CONTEXT, zodErrors } from '../../lambdas/core/problem.js';
 

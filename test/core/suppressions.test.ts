@@ -7,12 +7,8 @@ import {
   recipientCounts,
   screenRecipients,
 } from '../../lambdas/core/recipients.js';
-import {
-  isHardBounce,
-  suppressionKey,
-  validateSuppressionAddress,
-  validateSuppressionRequest,
-} from '../../lambdas/core/suppressions.js';
+import { validateSuppressionRequest } from '../../lambdas/core/requestSchemas.js';
+import { isHardBounce, suppressionKey, validateSuppressionAddress } from '../../lambdas/core/suppressions.js';
 
 /** DESIGN §12: normalised addresses, the refusals that add one, and what the list makes of a message. */
 

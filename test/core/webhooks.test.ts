@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { validateCreateWebhook } from '../../lambdas/core/requestSchemas.js';
 import {
   type AttemptResult,
   decideAfterAttempt,
@@ -10,7 +11,6 @@ import {
   isWebhookDeliveryId,
   KEPT_COPY_BACKOFF,
   keptCopyVisibilitySeconds,
-  validateCreateWebhook,
   WEBHOOK_BACKOFF,
   WEBHOOK_COPY_AHEAD_WAIT_MS,
   WEBHOOK_TIMEOUT_MS,
@@ -133,6 +133,60 @@ describe('webhook ids, copies and requests', () => {
     expect(decodeWebhookCopy('{')).toBeNull();
     expect(decodeWebhookCopy(JSON.stringify({ ...copy, rev: 0 }))).toBeNull();
     expect(decodeWebhookCopy(JSON.stringify({ ...copy, extra: 1 }))).toBeNull();
+  });
+
+  it.each([
+    ['not JSON', '{'],
+    ['null', 'null'],
+    ['an array', '[]'],
+    ['a string', '"copy"'],
+    ['a number', '1'],
+  ])('refuses a copy that is %s', (_what, body) => {
+    expect(decodeWebhookCopy(body)).toBeNull();
+  });
+
+  const validCopy = {
+    v: 1,
+    endpoint: 'whe_01JE0000000000000000000000',
+    delivery: webhookDeliveryId('whe_01JE0000000000000000000000', 'evt_1', 0),
+    rev: 1,
+    seq: 0,
+  };
+  it.each<[string, Record<string, unknown>]>([
+    ['another version', { v: 2 }],
+    ['the version as text', { v: '1' }],
+    ['no version', { v: undefined }],
+    ['an endpoint id of another form', { endpoint: 'whe_01je0000000000000000000000' }],
+    ['a delivery id of another form', { delivery: 'dlv_1' }],
+    ['an endpoint id that is not text', { endpoint: 1 }],
+    ['no delivery', { delivery: undefined }],
+    ['revision 0', { rev: 0 }],
+    ['a fractional revision', { rev: 1.5 }],
+    ['a revision as text', { rev: '1' }],
+    ['a revision past the safe integers', { rev: 2 ** 53 }],
+    ['a negative attempt', { seq: -1 }],
+    ['a fractional attempt', { seq: 0.5 }],
+    ['no attempt', { seq: undefined }],
+    ['a null queue time', { issued_at: null }],
+    ['a negative queue time', { issued_at: -1 }],
+    ['a fractional queue time', { issued_at: 1.5 }],
+    ['a field of its own', { note: 'x' }],
+    ['a __proto__ key', JSON.parse('{"__proto__": 1}') as Record<string, unknown>],
+  ])('refuses a copy with %s', (_what, change) => {
+    expect(decodeWebhookCopy(JSON.stringify({ ...validCopy, ...change }))).toBeNull();
+  });
+
+  it('refuses a copy whose count is too large to be a number', () => {
+    // JSON.parse reads 1e999 as Infinity, which is no integer.
+    expect(decodeWebhookCopy(JSON.stringify(validCopy).replace('"seq":0', '"seq":1e999'))).toBeNull();
+  });
+
+  it('reads back exactly the fields of a copy, the queue time only when it has one', () => {
+    expect(decodeWebhookCopy(JSON.stringify(validCopy))).toStrictEqual(validCopy);
+    expect(decodeWebhookCopy(JSON.stringify({ ...validCopy, issued_at: 0 }))).toStrictEqual({
+      ...validCopy,
+      issued_at: 0,
+    });
   });
 
   it('lets a copy queued before its write wait for it a bounded time, and no other copy', () => {

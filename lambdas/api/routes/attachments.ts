@@ -28,11 +28,11 @@ import {
   type UploadDeclaration,
   uploadKey,
   uploadMismatch,
-  validateAttachmentUpload,
 } from '../../core/attachments.js';
 import { CONFIG_SETTINGS } from '../../core/configSpec.js';
 import type { EnqueueRequest } from '../../core/messageSchema.js';
 import { type FieldError, type ProblemDetails, problem, validationProblem } from '../../core/problem.js';
+import { validateAttachmentUpload } from '../../core/requestSchemas.js';
 import type { AttachmentStore } from '../../ports/AttachmentStore.js';
 import {
   jsonResult,

@@ -9,7 +9,8 @@
 import type { SuppressionRouteName } from '../../core/apiRoutes.js';
 import { problem, validationProblem } from '../../core/problem.js';
 import { SUPPRESSION_LIST_LIMIT } from '../../core/requestLimits.js';
-import { validateSuppressionAddress, validateSuppressionRequest } from '../../core/suppressions.js';
+import { validateSuppressionRequest } from '../../core/requestSchemas.js';
+import { validateSuppressionAddress } from '../../core/suppressions.js';
 import {
   jsonResult,
   problemResult,

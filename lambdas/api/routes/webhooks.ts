@@ -15,13 +15,13 @@ import type { Config, ResourceNames } from '../../core/config.js';
 import { newMessageId } from '../../core/ids.js';
 import { type PostdateEvent, WEBHOOK_TEST_EVENT_TYPE } from '../../core/messageEvents.js';
 import { type FieldError, problem, validationProblem } from '../../core/problem.js';
+import { validateCreateWebhook } from '../../core/requestSchemas.js';
 import { publicTenant } from '../../core/testSide.js';
 import { mayRetryDelivery, WEBHOOK_STALLED_AFTER_MS } from '../../core/webhookOperator.js';
 import {
   isWebhookDeliveryId,
   isWebhookDeliveryStatus,
   isWebhookEndpointId,
-  validateCreateWebhook,
   WEBHOOK_LIMITS,
   WEBHOOK_SECRET_BYTES,
   WEBHOOK_SECRET_OVERLAP_MS,
