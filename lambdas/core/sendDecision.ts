@@ -126,14 +126,16 @@ export interface InterruptedRecord {
  * A takeover of an expired lease (a sender died mid-send) found an interrupted attempt: it counts,
  * and it is ambiguous (DESIGN §5), so it ends as a live ambiguous failure of the same attempt would
  * (`decideOutcome`): under `hold` the message becomes `unknown`; under `retry` it is `dead` when that
- * was its last allowed attempt, and is sent again otherwise. Nothing is sent unless `send-again`.
+ * was its last allowed attempt, and `retrying` otherwise. The sender writes this before anything
+ * else happens to the copy (a hold for quiet hours or by the gate, a deadline, the next claim), so
+ * no message waits `sending` with nobody holding its lease (DESIGN §2).
  */
 export function interruptedAttemptBecomes(
   record: InterruptedRecord,
   settings: { readonly maxAttempts: number },
-): 'unknown' | 'dead' | 'send-again' {
+): 'unknown' | 'dead' | 'retrying' {
   if (record.on_ambiguous === 'hold') return 'unknown';
-  return attemptsExhausted(record.attempts + 1, record, settings.maxAttempts) ? 'dead' : 'send-again';
+  return attemptsExhausted(record.attempts + 1, record, settings.maxAttempts) ? 'dead' : 'retrying';
 }
 
 /** What a claim writes besides the owner: the lease's end and, on a DLQ redrive, a fresh attempt limit. */

@@ -25,12 +25,6 @@ export interface ClaimInput {
   readonly owner: string;
   readonly now: Date;
   readonly leaseUntil: Date;
-  /**
-   * For a takeover of an expired lease: the ambiguous attempt of the sender that died. It counts as
-   * an attempt (the relay may have seen it).
-   */
-  readonly interruptedAttempt?: AttemptRecord;
-  readonly lastError?: LastError;
   /** For a claim of a `dead` record by a copy redriven from the DLQ: its new attempt limit. */
   readonly attemptLimit?: number;
 }
@@ -63,12 +57,13 @@ export interface ReleaseInput {
 }
 
 /**
- * A terminal move without a send of ours: deadline passed, group superseded, or an expired lease
- * settled (held as `unknown`, or `dead` when the interrupted attempt was the last allowed one).
+ * A move without a send of ours: to a terminal status (deadline passed, group superseded), or an
+ * expired lease settled (core/sendDecision.ts `interruptedAttemptBecomes`): held as `unknown`, `dead`
+ * when the interrupted attempt was the last allowed one, else `retrying`, due again at once.
  */
 export interface SettleUnsentInput {
   readonly observed: MessageStateRecord;
-  readonly to: 'expired' | 'superseded' | 'unknown' | 'dead';
+  readonly to: 'expired' | 'superseded' | 'unknown' | 'dead' | 'retrying';
   readonly now: Date;
   /** The ambiguous attempt of a sender that died holding the lease, when there was one. */
   readonly interruptedAttempt?: AttemptRecord;

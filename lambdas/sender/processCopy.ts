@@ -42,7 +42,8 @@ import { sendClaimed } from './sendClaimed.js';
  * What the sender does with one queue copy `{v, id, rev}` (DESIGN §2, §5, §5a), as a short list of
  * I/O steps around the pure decisions of lambdas/core (sendDecision.ts, unsentDecision.ts,
  * writeRetry.ts, sendTiming.ts): read the record and admit the copy (or drop it, wait for a lease,
- * move it to the DLQ); settle an interrupted attempt that ends the message (`hold`, or its last); hold or re-delay what is early;
+ * move it to the DLQ); settle the attempt a dead sender left behind (a takeover) before anything
+ * else, so nothing below leaves a message `sending` without a sender; hold or re-delay what is early;
  * expire what must not go out; pass the sending gate and wait for the send rate
  * (relayGate.ts); claim only with time for a whole attempt; then send under the lease (sendClaimed.ts). It never throws for an expected
  * situation; it answers with a verdict on the SQS copy.
@@ -73,16 +74,27 @@ const IN_PLACE: Lane = { away: (during) => during() };
 
 async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
   const { deps } = run;
-  const observed = await deps.store.readState(run.id);
-  const admission = admitted(run, observed);
+  const read = await deps.store.readState(run.id);
+  const admission = admitted(run, read);
   if (admission.kind === 'verdict') return admission.verdict;
-  if (observed === undefined) return drop(run, 'no such message');
+  if (read === undefined) return drop(run, 'no such message');
   const { takeover, redrive } = admission;
 
+  // The attempt a dead sender left behind is settled first, as its live outcome would be (DESIGN §5):
+  // every step below (a hold for quiet hours or by the gate, a deadline, the claim) starts from a
+  // record nobody leases, so none leaves the message `sending` without a sender (DESIGN §2).
+  let observed = read;
   if (takeover) {
-    // The attempt the dead sender left behind is decided first, as its live outcome would be.
-    const interrupted = interruptedAttemptBecomes(observed, deps.settings);
-    if (interrupted !== 'send-again') return settleInterrupted(run, observed, interrupted);
+    const interrupted = interruptedAttemptBecomes(read, deps.settings);
+    if (interrupted !== MESSAGE_STATUS.retrying) return settleInterrupted(run, read, interrupted);
+    const retried = await settleWithoutSend(run, read, interrupted, true);
+    if (retried.kind !== 'applied') return retried.verdict;
+    deps.metrics.count(SENDER_METRIC.ambiguous);
+    deps.log.info(
+      'sender settled an interrupted attempt: the message is retried',
+      logContext(run, { attempts: retried.record.attempts }),
+    );
+    observed = retried.record;
   }
 
   const arrival = decideArrival({
@@ -96,13 +108,6 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
   if (arrival.action === 'wait') await lane.away(() => deps.sleep(arrival.milliseconds));
 
   const now = deps.now();
-  const interruption = takeover
-    ? {
-        interruptedAttempt: interruptedAttemptRecord(observed.lease_until, now),
-        lastError: INTERRUPTED_SEND_ERROR,
-      }
-    : {};
-
   // The group head is read once, under the claim just before the send (sendClaimed.ts), not here:
   // one consistent read of the group's one item per copy (DESIGN §4 Freshness; decision 0097).
   const unsent = decideUnsent(observed, now);
@@ -121,9 +126,9 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
     if (held.action === 'wait') await lane.away(() => deps.sleep(held.milliseconds));
   }
   if (unsent.kind === 'settle') {
-    const result = await settleWithoutSend(run, observed, unsent.to, takeover);
+    const result = await settleWithoutSend(run, observed, unsent.to, false);
     if (result.kind !== 'applied') return result.verdict;
-    return settled(run, unsent.to, unsent.to, UNSENT_METRIC[unsent.to], takeover);
+    return settled(run, unsent.to, unsent.to, UNSENT_METRIC[unsent.to]);
   }
 
   // While the relay is unavailable, throttling us or this kind is paused: back unclaimed, no attempt.
@@ -156,7 +161,6 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
         owner,
         now: claimedAt,
         leaseUntil,
-        ...interruption,
         ...(attemptLimit === undefined ? {} : { attemptLimit }),
       }),
     { status: MESSAGE_STATUS.sending, now: claimedAt, claims: owner },
@@ -164,8 +168,6 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
     { ...observed, lease_until: leaseUntil.toISOString() },
   );
   if (claim.kind !== 'applied') return claim.verdict;
-  // The takeover of an expired lease recorded the interrupted attempt as ambiguous.
-  if (takeover) deps.metrics.count(SENDER_METRIC.ambiguous);
   // Tries of the claim may have used the time checked above: without a whole attempt left, the
   // claim goes back now, before the reads after it (sendClaimed.ts checks again at MAIL FROM).
   if (!hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing)) {
@@ -282,9 +284,9 @@ async function settleInterrupted(
 }
 
 /**
- * A move to a final status without a send of ours, from the record as read (no claim of ours), tried
- * until it lands like every write after a decision (outcomeWrite.ts `writeUntilLanded`). A takeover
- * counts the interrupted attempt of the sender that died.
+ * A move without a send of ours, from the record as read (no claim of ours), tried until it lands
+ * like every write after a decision (outcomeWrite.ts `writeUntilLanded`): to a final status, or a
+ * takeover's interrupted attempt settled, which counts the attempt of the sender that died.
  */
 function settleWithoutSend(
   run: CopyRun,

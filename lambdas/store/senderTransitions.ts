@@ -110,12 +110,6 @@ export class DynamoSenderStore implements SenderStore {
     update.remove('sweep_due_at');
     update.remove('sweep_count');
     update.set('updated_at', now.toISOString());
-    if (input.interruptedAttempt !== undefined) {
-      // The sender that died may have reached the relay: its attempt counts (DESIGN §2).
-      update.set('attempts', (observed.attempts ?? 0) + 1);
-      update.set('history', cappedHistory(observed.history, input.interruptedAttempt));
-    }
-    if (input.lastError !== undefined) update.set('last_error', input.lastError);
     if (input.attemptLimit !== undefined) update.set('attempt_limit', input.attemptLimit);
     // A redriven `dead` record was terminal: it leaves any TTL and its DLQ copy behind and rejoins
     // the due index.
@@ -164,12 +158,19 @@ export class DynamoSenderStore implements SenderStore {
     const { observed, now } = input;
     const update = leaveSending(observed, now, input.to, input.owner);
     if (input.interruptedAttempt !== undefined) {
+      // The sender that died may have reached the relay: its attempt counts (DESIGN §2).
       update.set('attempts', (observed.attempts ?? 0) + 1);
       update.set('history', cappedHistory(observed.history, input.interruptedAttempt));
     }
     if (input.lastError !== undefined) update.set('last_error', input.lastError);
     if (input.to === MESSAGE_STATUS.dead && input.deadCopy !== undefined) {
       update.set('dead_copy', input.deadCopy);
+    }
+    if (input.to === MESSAGE_STATUS.retrying) {
+      // An interrupted attempt under `retry`: waiting again, due at once, in the sweeper's index.
+      update.set('due_pk', duePk(observed.id));
+      update.set('due_at', now.toISOString());
+      return this.apply(update);
     }
     const body = this.becomeTerminal(update, observed, input.to, now, input.retentionDays);
     return this.applyWithBody(update, observed.id, body);

@@ -2,12 +2,21 @@
  * Quiet hours in the sender (docs/design.md §16 Local time and quiet hours): a copy that comes due
  * inside the window — the first time, or after a retry's backoff — goes back unsent, no attempt and
  * no status change, its record's `due_at` at the window's end, and is sent once it comes back after
- * the end; one whose `not_after` comes before the end expires. Covers sender/processCopy.ts (the
+ * the end; one whose `not_after` comes before the end expires. A takeover of an expired lease inside
+ * the window settles the interrupted attempt first (DESIGN §5: ambiguous, under `retry` the message
+ * is `retrying` with the attempt counted), so the held message is not left `sending` with no sender
+ * and the user can still cancel it (DESIGN §2, §3). Covers sender/processCopy.ts (the
  * runner), core/unsentDecision.ts (the decision) and store/senderTransitions.ts (`hold`), on
  * DynamoDB Local, the SQS emulator and a real smtp-server; the sender's clock is the test's.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
+import {
+  cancelThroughApi,
+  createSenderRig,
+  type SenderRig,
+  type SenderWorld,
+  startSenderWorld,
+} from './senderHarness.js';
 
 /** 21:59:57.500 UTC: 2.5 s before the end of a 21:00–22:00 window in UTC. */
 const NEAR_THE_END = Date.UTC(2026, 11, 3, 21, 59, 57, 500);
@@ -108,5 +117,90 @@ describe('the sender and quiet hours', () => {
     expect(state.status).toBe('expired');
     expect(state.attempts).toBe(0);
     expect(rig.metrics.of('Expired')).toBe(1);
+  });
+
+  describe('a takeover of an expired lease inside the window (DESIGN §2, §5)', () => {
+    /** A sender died mid-send a minute before the window began; its lease ran out inside it. */
+    async function leftSending(rig: SenderRig) {
+      rig.clock.ms = NEAR_THE_END;
+      const message = await rig.putMessage({
+        ...QUIET,
+        onAmbiguous: 'retry',
+        status: 'sending',
+        attempts: 0,
+        sendAt: new Date(Date.UTC(2026, 11, 3, 20, 59)),
+        leaseOwner: 'a-sender-that-died',
+        leaseUntil: new Date(NEAR_THE_END - 60_000),
+      });
+      await rig.dispatch(message);
+      return message;
+    }
+
+    it('settles the interrupted attempt first: retrying, the attempt counted once, held to the end, then sent exactly once', async () => {
+      const rig = await createSenderRig(world);
+      const message = await leftSending(rig);
+
+      const first = await rig.deliverNext();
+
+      expect(first.response.batchItemFailures).toEqual([]);
+      expect(rig.received(message.id)).toEqual([]);
+      const held = await rig.state(message.id);
+      expect(held).toMatchObject({
+        status: 'retrying',
+        attempts: 1,
+        last_error: { class: 'ambiguous' },
+        due_at: new Date(END).toISOString(),
+      });
+      expect(held.lease_owner).toBeUndefined();
+      expect(held.lease_until).toBeUndefined();
+      expect(held.history.map((entry) => entry.outcome)).toEqual(['ambiguous']);
+      expect(rig.metrics.of('Ambiguous')).toBe(1);
+      expect(rig.queue.enqueued).toEqual([{ payload: { id: message.id, rev: 1 }, delaySeconds: 2 }]);
+
+      // The re-delayed copy comes back after the window's end: it goes, once; the interrupted
+      // attempt is not counted again.
+      rig.clock.ms = END + 50;
+      await rig.deliverNext();
+
+      expect(rig.received(message.id)).toHaveLength(1);
+      const sent = await rig.state(message.id);
+      expect(sent).toMatchObject({ status: 'sent', attempts: 2 });
+      expect(sent.history.map((entry) => entry.outcome)).toEqual(['ambiguous', 'sent']);
+      expect(rig.metrics.of('Ambiguous')).toBe(1);
+    });
+
+    it('the user can cancel the held message (DELETE 200); the copy that comes back sends nothing', async () => {
+      const rig = await createSenderRig(world);
+      const message = await leftSending(rig);
+      await rig.deliverNext();
+
+      const cancel = await cancelThroughApi(world, message.id, rig.clock.now);
+
+      expect(cancel.status).toBe(200);
+      expect(cancel.json).toMatchObject({ id: message.id, status: 'cancelled' });
+      rig.clock.ms = END + 50;
+      await rig.deliverNext();
+      expect(rig.received(message.id)).toEqual([]);
+      expect((await rig.state(message.id)).status).toBe('cancelled');
+    });
+
+    it('under on_ambiguous = hold the takeover makes it unknown, held or not: nothing sent', async () => {
+      const rig = await createSenderRig(world);
+      rig.clock.ms = NEAR_THE_END;
+      const message = await rig.putMessage({
+        ...QUIET,
+        onAmbiguous: 'hold',
+        status: 'sending',
+        leaseOwner: 'a-sender-that-died',
+        leaseUntil: new Date(NEAR_THE_END - 60_000),
+      });
+      await rig.dispatch(message);
+
+      await rig.deliverNext();
+
+      expect(rig.received(message.id)).toEqual([]);
+      expect(await rig.state(message.id)).toMatchObject({ status: 'unknown', attempts: 1 });
+      expect(rig.queue.enqueued).toEqual([]);
+    });
   });
 });

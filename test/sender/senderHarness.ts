@@ -10,6 +10,7 @@ import { NodemailerMailer, type SmtpTimeouts } from '../../lambdas/adapters/Node
 import { SqsCopyVisibility } from '../../lambdas/adapters/SqsCopyVisibility.js';
 import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
 import { environmentSmtpCredentials } from '../../lambdas/adapters/smtpCredentials.js';
+import { createApiHandler } from '../../lambdas/api/createApiHandler.js';
 import { encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import type { SenderCountMetric, SenderTimeMetric } from '../../lambdas/core/metricNames.js';
 import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
@@ -21,13 +22,15 @@ import type { SenderStore } from '../../lambdas/ports/SenderStore.js';
 import type { SmtpCredentialsSource } from '../../lambdas/ports/SmtpCredentialsSource.js';
 import type { SenderSettings } from '../../lambdas/sender/copyRun.js';
 import { createSenderHandler, type SenderDependencies } from '../../lambdas/sender/createSenderHandler.js';
+import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import type { MessageStateRecord } from '../../lambdas/store/messageRecord.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
 import type { QueueArns, QueueUrls } from '../../local/createResources.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
+import { apiEvent } from '../api/events.js';
 import { documentClient, freshQueues, freshTable, queueDepth, sqsClient } from '../support/awsLocal.js';
-import { type MessageFixture, putMessage, readState } from './records.js';
+import { type MessageFixture, putMessage, readState, TENANT } from './records.js';
 
 /**
  * Everything a sender test needs, real where a real part exists: DynamoDB Local, the SQS emulator,
@@ -375,5 +378,45 @@ export function storeWith(store: SenderStore, replaced: Partial<SenderStore>): S
     finishBodyLifetime: (state) => store.finishBodyLifetime(state),
     suppressions: store.suppressions,
     ...replaced,
+  };
+}
+
+/**
+ * The user's `DELETE /v1/messages/{id}` (DESIGN §3), answered by the real api handler on the
+ * sender's table: what a user can do with the message the sender left.
+ */
+export async function cancelThroughApi(
+  world: Pick<SenderWorld, 'documents' | 'tableName'>,
+  id: string,
+  now: () => Date,
+): Promise<{ readonly status: number; readonly json: Record<string, unknown> }> {
+  const silent = { info: () => {}, warn: () => {}, error: () => {} };
+  const handle = createApiHandler({
+    store: new DynamoApiStore(world.documents, world.tableName),
+    templates: new DynamoTemplateStore(world.documents, world.tableName, now),
+    config: {
+      allowedFrom: ['*@example.com'],
+      defaultFrom: 'postdate@example.com',
+      maxHorizonDays: 400,
+      maxAttempts: TEST_SETTINGS.maxAttempts,
+      retentionDays: TEST_SETTINGS.retentionDays,
+    },
+    now,
+    random: Math.random,
+    logger: silent,
+    sleep: async () => {},
+  });
+  const result = await handle(
+    apiEvent({
+      method: 'DELETE',
+      path: `/v1/messages/${id}`,
+      routeKey: 'DELETE /v1/messages/{id}',
+      pathParameters: { id },
+      tenant: TENANT,
+    }),
+  );
+  return {
+    status: result.statusCode ?? 0,
+    json: result.body ? (JSON.parse(result.body) as Record<string, unknown>) : {},
   };
 }

@@ -67,39 +67,42 @@ describe('DynamoSenderStore', () => {
     expect((await readState(documents, tableName, observed.id)).lease_owner).toBe('first');
   });
 
-  it('takes over an expired lease only, recording the interrupted attempt', async () => {
+  it('settles an expired lease only, as retrying: the interrupted attempt counted, no lease, due at once', async () => {
     const live = await put({
       status: 'sending',
       leaseOwner: 'old',
       leaseUntil: new Date(now.getTime() + 1000),
     });
-    expect(
-      (
-        await store.claim({
-          observed: live,
-          owner: 'new',
-          now,
-          leaseUntil,
-          interruptedAttempt: attempt('ambiguous'),
-        })
-      ).outcome,
-    ).toBe('conflict');
+    const settle = (observed: MessageStateRecord) =>
+      store.settleUnsent({
+        observed,
+        to: 'retrying',
+        now,
+        interruptedAttempt: attempt('ambiguous'),
+        lastError: { class: 'ambiguous', code: null, enhanced_code: null, message: 'lease expired' },
+        retentionDays: 30,
+      });
+    expect((await settle(live)).outcome).toBe('conflict');
 
     const expired = await put({
       status: 'sending',
+      attempts: 1,
       leaseOwner: 'old',
       leaseUntil: new Date(now.getTime() - 1000),
     });
-    const result = await store.claim({
-      observed: expired,
-      owner: 'new',
-      now,
-      leaseUntil,
-      interruptedAttempt: attempt('ambiguous'),
-    });
-    expect(result.outcome).toBe('applied');
+    expect((await settle(expired)).outcome).toBe('applied');
     const state = await readState(documents, tableName, expired.id);
-    expect(state.lease_owner).toBe('new');
+    expect(state).toMatchObject({
+      status: 'retrying',
+      attempts: 2,
+      last_error: { class: 'ambiguous' },
+      due_pk: expired.due_pk,
+      due_at: now.toISOString(),
+      lst_pk: `${TENANT}#retrying#${expired.lst_pk.split('#').at(-1)}`,
+    });
+    expect(state).not.toHaveProperty('lease_owner');
+    expect(state).not.toHaveProperty('lease_until');
+    expect(state).not.toHaveProperty('expires_at');
     expect(state.history.map((entry) => entry.outcome)).toEqual(['ambiguous']);
   });
 
