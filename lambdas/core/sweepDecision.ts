@@ -13,11 +13,12 @@
  */
 import { isTerminal, MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
 import { isPaused, type PauseState } from './relayBreaker.js';
+import { isLiveSide } from './testSide.js';
 
 /**
- * Whether the operator's pauses hold every message: everything paused and no kind resumed since
- * (each kind excepted is paused on its own again). Then no overdue entry can be re-dispatched, and
- * the sweeper reads none; as while no relay takes mail, the senders hold the copies.
+ * Whether the operator's pauses hold every live message: everything paused and no kind resumed since
+ * (each kind excepted is paused on its own again). Then, as while no relay takes mail, the senders
+ * hold every live copy, and only a test message's overdue entry can be re-dispatched.
  */
 export function pauseHoldsEverything(pause: PauseState | undefined): boolean {
   if (pause?.all === undefined) return false;
@@ -29,6 +30,8 @@ export const SWEEP_MAX_INTERVAL_SECONDS = 3600;
 
 /** What the sweeper needs of a state record, read consistently just before it decides. */
 export interface SweptRecord {
+  /** The tenant id: only a live message is held by the relays' gates (core/testSide.ts `isLiveSide`). */
+  readonly tenant: string;
   readonly rev: number;
   readonly status: MessageStatus;
   readonly due_at?: string;
@@ -41,7 +44,10 @@ export interface SweptRecord {
 }
 
 export type SweepDecision =
-  | { readonly action: 'skip'; readonly reason: 'gone' | 'terminal' | 'paused' | 'not-overdue' }
+  | {
+      readonly action: 'skip';
+      readonly reason: 'gone' | 'terminal' | SendersHold | 'not-overdue';
+    }
   | {
       readonly action: 'redispatch';
       readonly rev: number;
@@ -62,12 +68,38 @@ export interface SweepInput {
    * handed back by the senders until it is resumed, so a re-dispatch would only add copies.
    */
   readonly pause?: PauseState;
+  /**
+   * No relay takes mail this run (every one unavailable or disabled, core/relays.ts `relayInUse`):
+   * the senders hand every live copy back until one does.
+   */
+  readonly noRelay?: boolean;
+}
+
+/** Why the senders hold every copy of a message this run: no relay takes mail, or a pause holds it. */
+export type SendersHold = 'no-relay' | 'paused';
+
+/**
+ * Whether the senders hold every copy of this message this run, so that its overdue entry is not a
+ * lost one (DESIGN §5): no relay takes mail, or the operator's pause holds its `tags.kind`. Those
+ * are the relays' gates, which only a live message passes (core/testSide.ts `isLiveSide`, the rule
+ * the sender's `passGate` asks too): a test message's copy is never held (DESIGN §14), so nothing
+ * holds its rescue either (§5a).
+ */
+export function sendersHold(
+  record: Pick<SweptRecord, 'tenant' | 'tags'>,
+  holds: Pick<SweepInput, 'pause' | 'noRelay'>,
+): SendersHold | undefined {
+  if (!isLiveSide(record.tenant)) return undefined;
+  if (holds.noRelay === true) return 'no-relay';
+  if (holds.pause !== undefined && isPaused(holds.pause, record.tags?.kind)) return 'paused';
+  return undefined;
 }
 
 /**
  * - No record, or a terminal one, or one without `due_at` → skip (the index lags a transition).
- * - Its `tags.kind` paused, or everything paused and its kind not resumed since → skip, as the
- *   sweeper skips everything while the relay breaker holds it; it is swept again once resumed.
+ * - A live message while no relay takes mail, or whose `tags.kind` is paused (or everything, its
+ *   kind not resumed since) → skip (`sendersHold`): the senders hold its copies; it is swept again
+ *   once a relay takes mail or it is resumed. A test message is never held.
  * - `due_at` (for a `sending` record the later of it and its lease's end) not older than now − grace
  *   → skip (the record moved on since the index was read, or its sender still holds it).
  * - Otherwise re-dispatch the record's CURRENT rev; this is re-dispatch n of the stall (n = 1 when
@@ -78,9 +110,8 @@ export function decideSweep(input: SweepInput): SweepDecision {
   const { record, now } = input;
   if (record === undefined) return { action: 'skip', reason: 'gone' };
   if (isTerminal(record.status) || record.due_at === undefined) return { action: 'skip', reason: 'terminal' };
-  if (input.pause !== undefined && isPaused(input.pause, record.tags?.kind)) {
-    return { action: 'skip', reason: 'paused' };
-  }
+  const held = sendersHold(record, input);
+  if (held !== undefined) return { action: 'skip', reason: held };
   const graceMs = Math.max(0, input.graceSeconds) * 1000;
   if (!(overdueSinceMs(record, record.due_at) < now.getTime() - graceMs))
     return { action: 'skip', reason: 'not-overdue' };

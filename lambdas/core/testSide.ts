@@ -39,3 +39,17 @@ export function isTestSide(tenantId: string): boolean {
 export function publicTenant(tenantId: string): string {
   return tenantId.endsWith(TEST_SIDE_SUFFIX) ? tenantId.slice(0, -TEST_SIDE_SUFFIX.length) : tenantId;
 }
+
+/**
+ * Whether a message of this tenant id is the live stack's (DESIGN §14 "Test and live data never
+ * meet", §6 "alarms and the dashboard are the way to a person"): the one rule of what the live side
+ * holds, counts and keeps. Only a live message passes the relays' gates (breaker, drain, pause,
+ * throttle: sender/processCopy.ts), so only its overdue entry is left to the senders during an outage
+ * or a pause (core/sweepDecision.ts); only its outcome counts in the metrics the alarms and the
+ * dashboard watch (sender/outcomeWrite.ts), waits in the partitions the live gauges count
+ * (store/senderTransitions.ts), and puts its copy in the DLQ when it is `dead` (sender/copyRun.ts).
+ * A test message's state is told by the API, its events and webhooks, on its own side (decision 0135).
+ */
+export function isLiveSide(tenantId: string): boolean {
+  return !isTestSide(tenantId);
+}

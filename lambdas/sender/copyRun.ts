@@ -5,6 +5,7 @@ import type { RecipientProgress } from '../core/recipients.js';
 import { admitCopy } from '../core/sendDecision.js';
 import type { SendTiming } from '../core/sendTiming.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
+import { isLiveSide } from '../core/testSide.js';
 import type { AttachmentStore } from '../ports/AttachmentStore.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
@@ -161,7 +162,11 @@ export function admitted(run: CopyRun, state: MessageStateRecord | undefined): A
       // Another sender holds a live lease: come back when it has run out, to see how it ended.
       return { kind: 'verdict', verdict: keep('leased by another sender', admission.visibilitySeconds) };
     case 'move-to-dead-letters':
-      return { kind: 'verdict', verdict: moveToDeadLetters(run.deps, run) };
+      // Answered only for a record that was read.
+      return {
+        kind: 'verdict',
+        verdict: state === undefined ? drop(run, 'no such message') : retireDeadCopy(run, state),
+      };
     case 'proceed':
       return admission;
   }
@@ -197,16 +202,41 @@ export async function moveToDeadLetters(
   return ack('dead; moved to the DLQ');
 }
 
-/** After a write that settled the message without a send of ours: count it, say so, acknowledge the copy. */
+/**
+ * Where the copy of a message that became `dead` goes. A live one's goes to the DLQ
+ * (`moveToDeadLetters`). A test message's (DESIGN §14) is deleted. Test and live data never meet,
+ * so it never waits in the live DLQ, never fires its alarm, and a `dlq redrive --all` never mixes it
+ * in. Its record says `dead`, and so do the API, its events and webhooks; a retry through the API
+ * sends it again (decision 0135).
+ */
+export function retireDeadCopy(
+  run: CopyRun,
+  record: Pick<MessageStateRecord, 'tenant'>,
+): CopyVerdict | Promise<CopyVerdict> {
+  if (isLiveSide(record.tenant)) return moveToDeadLetters(run.deps, run);
+  run.deps.log.info(
+    'sender deleted a dead test message’s copy (no live DLQ for the test side)',
+    logContext(run, {}),
+  );
+  return ack('dead (test side); copy deleted');
+}
+
+/**
+ * After a write that settled the message without a send of ours: count it (a live message only,
+ * core/testSide.ts `isLiveSide`), say so, acknowledge the copy.
+ */
 export function settled(
   run: CopyRun,
+  record: Pick<MessageStateRecord, 'tenant'>,
   status: MessageStatus,
   what: string,
   metric: SenderCountMetric,
   interrupted = false,
 ): CopyVerdict {
-  run.deps.metrics.count(metric);
-  if (interrupted) run.deps.metrics.count(SENDER_METRIC.ambiguous);
+  if (isLiveSide(record.tenant)) {
+    run.deps.metrics.count(metric);
+    if (interrupted) run.deps.metrics.count(SENDER_METRIC.ambiguous);
+  }
   run.deps.log.info('sender settled a message without sending', logContext(run, { status }));
   return ack(what);
 }

@@ -10,6 +10,7 @@ import {
   retryAtOf,
 } from '../core/sendDecision.js';
 import { isHardBounce, SUPPRESSION_REASON, suppressionKey } from '../core/suppressions.js';
+import { isLiveSide } from '../core/testSide.js';
 import { isOwnEarlierWrite, nextWriteTry } from '../core/writeRetry.js';
 import type { SendOutcome } from '../ports/Mailer.js';
 import type { SenderWriteResult } from '../ports/SenderStore.js';
@@ -22,8 +23,8 @@ import {
   errorName,
   keep,
   logContext,
-  moveToDeadLetters,
   progressOf,
+  retireDeadCopy,
   SHORT_RETRY_SECONDS,
   settled,
 } from './copyRun.js';
@@ -33,7 +34,7 @@ import {
  * tried until it lands or is lost to a newer owner (`writeUntilLanded`), so a message the relay
  * accepted is never sent again because our own write failed, and a write that failed before MAIL
  * FROM never leaves the record `sending` for a takeover to count as an ambiguous attempt: the
- * outcome of an attempt (`recordOutcome`, then the DLQ for `dead`), a message that must not go out
+ * outcome of an attempt (`recordOutcome`, then the DLQ for a live `dead`), a message that must not go out
  * (`supersede`), one that can never be sent as stored (`failUnsent`), one whose recipients are all
  * suppressed (sendClaimed.ts), a claim given back unused (`release`).
  * After the outcome, recipients the relay refused as bad mailboxes join the suppression list
@@ -93,12 +94,8 @@ export async function recordOutcome(
     return result.verdict;
   }
   deps.log.info('sender recorded an outcome', details);
-  countOutcome(run, decision.to, outcome, relay);
+  countOutcome(run, claimed, decision.to, outcome, relay, now);
   if (outcome.delivered) {
-    deps.metrics.milliseconds(
-      SENDER_METRIC.lateness,
-      Math.max(0, now.getTime() - Date.parse(claimed.send_at)),
-    );
     if (outcome.refused.length > 0) {
       deps.log.warn('the relay refused some recipients', {
         ...logContext(run, {}),
@@ -110,7 +107,7 @@ export async function recordOutcome(
     case 'retrying':
       return keep('retrying after backoff', decision.visibilitySeconds);
     case 'dead':
-      return moveToDeadLetters(run.deps, run);
+      return retireDeadCopy(run, claimed);
     default:
       return ack(decision.to);
   }
@@ -124,15 +121,26 @@ const OUTCOME_METRIC: Readonly<Record<OutcomeStatus, SenderCountMetric>> = {
   unknown: SENDER_METRIC.unknown,
 };
 
-/** The outcome's counts, per relay too (DESIGN §15). */
+/**
+ * The outcome's counts, per relay too (DESIGN §15), and a sent message's lateness: a live message's
+ * only. A test message's outcome (DESIGN §14) never reaches the series the live alarms and the
+ * dashboard watch (core/testSide.ts `isLiveSide`): the simulator's designed failures would page the
+ * operator and hide real ones among them. Its record, the API and its events tell it instead.
+ */
 function countOutcome(
   run: CopyRun,
+  claimed: MessageStateRecord,
   to: OutcomeStatus,
   outcome: SendOutcome,
   relay: string | undefined,
+  now: Date,
 ): void {
+  if (!isLiveSide(claimed.tenant)) return;
   const { metrics } = run.deps;
   metrics.count(OUTCOME_METRIC[to], 1, relay);
+  if (outcome.delivered) {
+    metrics.milliseconds(SENDER_METRIC.lateness, Math.max(0, now.getTime() - Date.parse(claimed.send_at)));
+  }
   if (!outcome.delivered && outcome.failure.class === 'config')
     metrics.count(SENDER_METRIC.configErrors, 1, relay);
   if (!outcome.delivered && outcome.failure.class === 'ambiguous')
@@ -164,7 +172,7 @@ export async function supersede(
     claimed,
   );
   if (result.kind !== 'applied') return result.verdict;
-  return settled(run, MESSAGE_STATUS.superseded, 'superseded', SENDER_METRIC.superseded);
+  return settled(run, claimed, MESSAGE_STATUS.superseded, 'superseded', SENDER_METRIC.superseded);
 }
 
 /**
@@ -197,7 +205,8 @@ export async function failUnsent(
     claimed,
   );
   if (result.kind !== 'applied') return result.verdict;
-  deps.metrics.count(SENDER_METRIC.failed);
+  // A live message's only, as every outcome (`countOutcome`): FailedMessages alarms on it.
+  if (isLiveSide(claimed.tenant)) deps.metrics.count(SENDER_METRIC.failed);
   return ack(`failed (${record.attempt.reply ?? 'cannot be sent'})`);
 }
 

@@ -7,7 +7,7 @@ import { type FailoverDecision, failoverDecision } from '../core/relays.js';
 import type { Lane } from '../core/runWithConcurrency.js';
 import { claimTerms, interruptedAttemptBecomes, sendableAt } from '../core/sendDecision.js';
 import { hasTimeForAttempt } from '../core/sendTiming.js';
-import { isTestSide, SIMULATOR_RELAY } from '../core/testSide.js';
+import { isLiveSide, SIMULATOR_RELAY } from '../core/testSide.js';
 import { decideUnsent, type UnsentStatus } from '../core/unsentDecision.js';
 import type { SettleUnsentInput } from '../ports/SenderStore.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
@@ -22,8 +22,8 @@ import {
   type InvocationTime,
   keep,
   logContext,
-  moveToDeadLetters,
   type ReceivedCopy,
+  retireDeadCopy,
   type SenderRelay,
   settle,
   settled,
@@ -89,7 +89,7 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
     if (interrupted !== MESSAGE_STATUS.retrying) return settleInterrupted(run, read, interrupted);
     const retried = await settleWithoutSend(run, read, interrupted, true);
     if (retried.kind !== 'applied') return retried.verdict;
-    deps.metrics.count(SENDER_METRIC.ambiguous);
+    if (isLiveSide(read.tenant)) deps.metrics.count(SENDER_METRIC.ambiguous);
     deps.log.info(
       'sender settled an interrupted attempt: the message is retried',
       logContext(run, { attempts: retried.record.attempts }),
@@ -128,7 +128,7 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
   if (unsent.kind === 'settle') {
     const result = await settleWithoutSend(run, observed, unsent.to, false);
     if (result.kind !== 'applied') return result.verdict;
-    return settled(run, unsent.to, unsent.to, UNSENT_METRIC[unsent.to]);
+    return settled(run, observed, unsent.to, unsent.to, UNSENT_METRIC[unsent.to]);
   }
 
   // While the relay is unavailable, throttling us or this kind is paused: back unclaimed, no attempt.
@@ -192,8 +192,9 @@ async function passGate(
   | { readonly kind: 'pass'; readonly rateFactor: number; readonly relay: SenderRelay }
 > {
   // A test message's relay is the mailbox simulator (DESIGN §14): it has no gate, so no breaker,
-  // pause or throttle holds it, and what it answers never reaches a real relay's breaker.
-  if (isTestSide(observed.tenant)) {
+  // pause or throttle holds it, and what it answers never reaches a real relay's breaker. The sweeper
+  // asks the same rule (core/sweepDecision.ts `sendersHold`).
+  if (!isLiveSide(observed.tenant)) {
     const simulator = { name: SIMULATOR_RELAY, mailer: run.deps.simulator(observed.attempts ?? 0) };
     return { kind: 'pass', rateFactor: 1, relay: simulator };
   }
@@ -267,7 +268,8 @@ const UNSENT_METRIC: Readonly<Record<UnsentStatus, SenderCountMetric>> = {
 
 /**
  * A sender died mid-send and its attempt ends the message without another send: `unknown` (the
- * policy is `hold`), or `dead` (it was the last allowed attempt; the copy goes to the DLQ).
+ * policy is `hold`), or `dead` (it was the last allowed attempt; the copy goes to the DLQ, or for a
+ * test message is deleted: copyRun.ts `retireDeadCopy`).
  */
 async function settleInterrupted(
   run: CopyRun,
@@ -277,10 +279,17 @@ async function settleInterrupted(
   const result = await settleWithoutSend(run, observed, to, true);
   if (result.kind !== 'applied') return result.verdict;
   if (to === MESSAGE_STATUS.unknown) {
-    return settled(run, to, 'unknown (lease expired, on_ambiguous = hold)', SENDER_METRIC.unknown, true);
+    return settled(
+      run,
+      observed,
+      to,
+      'unknown (lease expired, on_ambiguous = hold)',
+      SENDER_METRIC.unknown,
+      true,
+    );
   }
-  settled(run, to, 'dead (lease expired on its last attempt)', SENDER_METRIC.dead, true);
-  return moveToDeadLetters(run.deps, run);
+  settled(run, observed, to, 'dead (lease expired on its last attempt)', SENDER_METRIC.dead, true);
+  return retireDeadCopy(run, observed);
 }
 
 /**

@@ -2,6 +2,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { lifetimeChange, type TtlWrite } from '../core/messageLifetime.js';
 import { isWaitingForOperator, MESSAGE_STATUS, type MessageStatus } from '../core/messageStatus.js';
+import { isLiveSide } from '../core/testSide.js';
 import type {
   ClaimInput,
   HoldInput,
@@ -207,8 +208,8 @@ export class DynamoSenderStore implements SenderStore {
   }
 
   /**
-   * Terminal records leave the sweeper's part of the `due` index (docs/data-model.md). One that waits
-   * for an operator (`failed`, `dead`, `unknown`) moves to the waiting partition of its status and,
+   * Terminal records leave the sweeper's part of the `due` index (docs/data-model.md). A live one that
+   * waits for an operator (`failed`, `dead`, `unknown`) moves to the waiting partition of its status and,
    * like every message that has not ended, has no TTL; a final one leaves the index and starts its
    * retention (core/messageLifetime.ts). Answers what the body's TTL must become.
    */
@@ -226,9 +227,10 @@ export class DynamoSenderStore implements SenderStore {
       retentionDays,
       bodyInState: observed.body !== undefined,
     });
-    if (isWaitingForOperator(to)) {
+    if (isWaitingForOperator(to) && isLiveSide(observed.tenant)) {
       // It waits in the `due` index's waiting partition of its status, since now: the sweeper counts
-      // these into the gauge whose alarm stays on while any exists.
+      // these into the gauge whose alarm stays on while any exists. A test message never does (DESIGN
+      // §14: it moves no live alarm); the API and its events tell its state.
       update.set('due_pk', waitingPk(to, observed.id));
       update.set('due_at', now.toISOString());
     } else {

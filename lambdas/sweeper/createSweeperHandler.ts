@@ -3,7 +3,9 @@ import { type SweepDeps, type SweepReport, sweep } from './sweep.js';
 
 /**
  * A pass that left work undone (a shard unreadable or not read to its end, copies refused, a
- * waiting count unread); the next run tries again.
+ * waiting count unread); the next run tries again. A shard cut short while the senders held every
+ * live copy (`report.held`: no relay took mail, or everything paused) is the held backlog, not
+ * undone work: it alarms through RelayUnavailable or the pause, not on every sweep.
  */
 export class SweepIncompleteError extends PostdateError {
   override readonly name = 'SweepIncompleteError';
@@ -18,7 +20,7 @@ export class SweepIncompleteError extends PostdateError {
 export function isIncomplete(report: SweepReport): boolean {
   return (
     report.shardErrors.length > 0 ||
-    report.truncatedShards.length > 0 ||
+    (report.truncatedShards.length > 0 && report.held === undefined) ||
     report.failed > 0 ||
     report.waiting.errors.length > 0
   );
@@ -40,6 +42,7 @@ export function createSweeperHandler(deps: SweepDeps): () => Promise<SweepReport
       unstamped: report.unstamped,
       waiting: report.waiting.counts,
       paused: report.paused,
+      ...(report.held === undefined ? {} : { held: report.held }),
       truncatedShards: report.truncatedShards,
       shardErrors: report.shardErrors,
     };

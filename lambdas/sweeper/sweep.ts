@@ -3,7 +3,7 @@ import { isTerminal } from '../core/messageStatus.js';
 import { SWEEPER_METRIC } from '../core/metricNames.js';
 import type { PauseState } from '../core/relayBreaker.js';
 import { relayInUse } from '../core/relays.js';
-import { decideSweep, pauseHoldsEverything } from '../core/sweepDecision.js';
+import { decideSweep, pauseHoldsEverything, type SendersHold } from '../core/sweepDecision.js';
 import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
 import type { DueCursor, DueEntry, DueIndex } from '../ports/DueIndex.js';
 import type { Log } from '../ports/Log.js';
@@ -69,10 +69,13 @@ export interface SweepReport {
   /** Messages waiting for an operator, per status, as published to the gauge. */
   readonly waiting: WaitingCounts;
   /**
-   * The relay breaker as this run found it. While it is not closed the overdue pass is skipped:
-   * every waiting copy is held by the breaker anyway, and the copies come back by themselves when it
-   * closes; the run after that re-dispatches what is really lost.
+   * Why the senders held every live copy this run, if they did: no relay took mail, or the pauses
+   * held every kind. Only test messages (DESIGN §14) could be re-dispatched; the live copies come
+   * back by themselves, and the run after that re-dispatches what is really lost. A shard not read to
+   * its end is then the held backlog, and is no incomplete run (createSweeperHandler.ts).
    */
+  readonly held?: SendersHold;
+  /** The first relay's breaker as this run found it. */
   readonly breaker?: BreakerCheck;
   /** Every relay's breaker as this run found it, in order (DESIGN §15); `breaker` is the first's. */
   readonly relays?: readonly RelayCheck[];
@@ -98,10 +101,12 @@ interface PageTally {
  * whose `due_at` is older than now − grace — `scheduled` past send_at, `sending` past its lease,
  * `retrying` past its backoff — reads their records, and puts `{id, rev}` with the record's CURRENT
  * rev on the send queue with no delay, then stamps the record (core/sweepDecision.ts) so that a copy
- * merely waiting behind a backlog is not re-dispatched on every run. A message an operator paused,
- * like every message while the relay breaker is open, is left to the senders that hold it, and the
- * read goes on past it (a skipped entry keeps its `due_at`, so it would fill the window of every
- * run); a shard not read to its end within the run's bounds is reported, and the run is incomplete.
+ * merely waiting behind a backlog is not re-dispatched on every run. A live message an operator
+ * paused, like every live message while no relay takes mail, is left to the senders that hold it (a
+ * test message never is: no gate holds its copies, DESIGN §14), and the read goes on past it (a
+ * skipped entry keeps its `due_at`, so it would fill the window of every run); a shard not read to
+ * its end within the run's bounds is reported, and the run is incomplete — unless the senders held
+ * every live copy (`held`): then the cut is the held backlog itself.
  * It never writes a status or a rev, so it can run at any moment next to anything: a copy of a
  * message that meanwhile moved on is dropped by the sender's rev and status rules. It can never
  * cause a second send.
@@ -125,18 +130,21 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
   for (const relay of relays ?? []) {
     deps.metrics?.count(SWEEPER_METRIC.relayUnavailable, relay.state === 'closed' ? 0 : 1, relay.relay);
   }
-  // Overdue messages are left to the senders only while no relay takes mail (every one unavailable
-  // or disabled): they hold the copies, which come back by themselves.
-  const flowing =
-    relays === undefined || deps.gate === undefined
-      ? true
-      : relayInUse(relays, deps.now(), deps.gate.settings) !== undefined;
-  // Nor while the operator's pauses hold every kind: nothing overdue could be re-dispatched.
-  const overdueShards = flowing && !pauseHoldsEverything(gate?.pause) ? shards : 0;
+  // While no relay takes mail (every one unavailable or disabled), the senders hold every live copy;
+  // a test message's they never hold, so the pass still runs for it (core/sweepDecision.ts).
+  const noRelay =
+    relays !== undefined && deps.gate !== undefined
+      ? relayInUse(relays, deps.now(), deps.gate.settings) === undefined
+      : false;
+  const held: SendersHold | undefined = noRelay
+    ? 'no-relay'
+    : pauseHoldsEverything(gate?.pause)
+      ? 'paused'
+      : undefined;
   const first = relays?.[0];
   const breaker = first === undefined ? undefined : { state: first.state, tokenRearmed: first.tokenRearmed };
 
-  for (let shard = 0; shard < overdueShards; shard++) {
+  for (let shard = 0; shard < shards; shard++) {
     let cursor: DueCursor | undefined;
     let read = 0;
     let planned = 0;
@@ -148,7 +156,7 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
         cursor = page.cursor;
         read += page.entries.length;
         examined += page.entries.length;
-        planned += await sweepPage(deps, page.entries, tally, gate?.pause);
+        planned += await sweepPage(deps, page.entries, tally, { pause: gate?.pause, noRelay });
       } while (cursor !== undefined && planned < maxPerShard && read < maxReadsPerShard);
       if (cursor !== undefined) truncatedShards.push(shard);
     } catch (error) {
@@ -166,6 +174,7 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
     truncatedShards,
     shardErrors,
     waiting,
+    ...(held === undefined ? {} : { held }),
     ...(breaker === undefined ? {} : { breaker }),
     ...(relays === undefined ? {} : { relays }),
   };
@@ -176,7 +185,7 @@ async function sweepPage(
   deps: SweepDeps,
   entries: readonly DueEntry[],
   tally: PageTally,
-  pause: PauseState | undefined,
+  holds: { readonly pause: PauseState | undefined; readonly noRelay: boolean },
 ): Promise<number> {
   const live = entries.filter((entry) => !isTerminal(entry.status));
   tally.skipped += entries.length - live.length;
@@ -190,7 +199,8 @@ async function sweepPage(
       record,
       now,
       graceSeconds: deps.graceSeconds,
-      ...(pause === undefined ? {} : { pause }),
+      noRelay: holds.noRelay,
+      ...(holds.pause === undefined ? {} : { pause: holds.pause }),
     });
     if (decision.action === 'skip' || record === undefined) {
       tally.skipped++;

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isTerminal, MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
-import type { PauseState } from '../../lambdas/core/relayBreaker.js';
+import { isPaused, type PauseState } from '../../lambdas/core/relayBreaker.js';
 import {
   decideSweep,
   pauseHoldsEverything,
@@ -9,6 +9,7 @@ import {
   type SweptRecord,
   sweepIntervalMs,
 } from '../../lambdas/core/sweepDecision.js';
+import { testSideOf } from '../../lambdas/core/testSide.js';
 
 /**
  * The sweeper's decision on one overdue entry (DESIGN §5a, issue 15 §4): re-dispatch a message that
@@ -19,6 +20,7 @@ const NOW = new Date('2026-12-01T09:00:00.000Z');
 const GRACE = 300;
 const ago = (seconds: number) => new Date(NOW.getTime() - seconds * 1000).toISOString();
 const record = (overrides: Partial<SweptRecord> = {}): SweptRecord => ({
+  tenant: 'acme',
   rev: 3,
   status: 'scheduled',
   due_at: ago(GRACE + 1),
@@ -151,6 +153,38 @@ describe('a message an operator paused', () => {
       }),
     );
     expect(pauseHoldsEverything(undefined)).toBe(false);
+  });
+});
+
+describe('a test message (DESIGN §14), which no relay gate holds', () => {
+  const kinds = fc.constantFrom('digest', 'invoice', 'campaign');
+  const pauseState = fc.option(
+    fc.record({
+      version: fc.constant(1),
+      kinds: fc.dictionary(kinds, fc.constant({ reason: 'r', at: NOW.toISOString() })),
+      all: fc.constant({ reason: 'r', at: NOW.toISOString(), except: [] as string[] }),
+    }),
+    { nil: undefined },
+  );
+
+  it('is re-dispatched through an outage and any pause; a live one is left to the senders that hold it', () => {
+    fc.assert(
+      fc.property(pauseState, fc.boolean(), fc.option(kinds, { nil: undefined }), (pause, noRelay, kind) => {
+        const tags = kind === undefined ? {} : { tags: { kind } };
+        const input = { now: NOW, graceSeconds: GRACE, noRelay, ...(pause ? { pause } : {}) };
+        const test = decideSweep({ ...input, record: record({ tenant: testSideOf('acme'), ...tags }) });
+        expect(test.action).toBe('redispatch');
+        const live = decideSweep({ ...input, record: record(tags) });
+        const paused = pause !== undefined && isPaused(pause, kind);
+        expect(live).toEqual(
+          noRelay
+            ? { action: 'skip', reason: 'no-relay' }
+            : paused
+              ? { action: 'skip', reason: 'paused' }
+              : expect.objectContaining({ action: 'redispatch' }),
+        );
+      }),
+    );
   });
 });
 

@@ -3,7 +3,13 @@ import { SIMULATOR_DOMAIN, testSideOf } from '../../lambdas/core/testSide.js';
 import { messageView } from '../../lambdas/store/messageView.js';
 import { DynamoSuppressionList } from '../../lambdas/store/suppressionList.js';
 import { TENANT } from './records.js';
-import { createSenderRig, type SenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
+import {
+  createSenderRig,
+  type SenderRig,
+  type SenderWorld,
+  startSenderWorld,
+  TEST_SETTINGS,
+} from './senderHarness.js';
 
 /**
  * DESIGN §14 at send time: a test message runs through the sender — claim, suppressions, the
@@ -109,6 +115,61 @@ describe('the sender and test messages', () => {
     expect(messageView(await liveRig.state(live.id), { withHistory: false }).test).toBe(false);
     expect(world.smtp.sessions.length).toBeGreaterThan(0);
     expect(liveRig.received(live.id)).toHaveLength(1);
+  });
+
+  it('moves no live alarm, gauge or DLQ: a test message’s failed, unknown and dead stay on its side (DESIGN §14, §6)', async () => {
+    const rig = await createSenderRig(world);
+
+    const rejected = await sendTest(rig, [at('reject')]);
+    expect(await rig.state(rejected)).toMatchObject({ status: 'failed' });
+    const held = await sendTest(rig, [at('ambiguous')], 'hold');
+    expect(await rig.state(held)).toMatchObject({ status: 'unknown' });
+
+    // `retry` (the default): every attempt ambiguous, until the attempts are used up.
+    const dying = await sendTest(rig, [at('ambiguous')], 'retry');
+    for (let attempt = 2; attempt <= TEST_SETTINGS.maxAttempts; attempt++) await rig.deliverNext();
+    const dead = await rig.state(dying);
+    expect(dead).toMatchObject({ status: 'dead', attempts: TEST_SETTINGS.maxAttempts });
+    // The API and the events still tell it as it is; the live DLQ never sees its copy, and the copy is gone.
+    expect(messageView(dead, { withHistory: false })).toMatchObject({ status: 'dead', test: true });
+    expect(await rig.depth(rig.urls.sendDeadLetter)).toEqual({ stored: 0, inFlight: 0, delayed: 0 });
+    expect(await rig.depth()).toEqual({ stored: 0, inFlight: 0, delayed: 0 });
+
+    // The same when a sender died on its last attempt and the next one finds the lease expired.
+    const interrupted = await rig.putMessage({
+      tenant: TEST_SIDE,
+      to: [at('delivered')],
+      status: 'sending',
+      attempts: TEST_SETTINGS.maxAttempts - 1,
+      leaseOwner: 'a-sender-that-died',
+      leaseUntil: new Date(rig.clock.ms - 1000),
+    });
+    await rig.dispatch(interrupted);
+    await rig.deliverNext();
+    expect(await rig.state(interrupted.id)).toMatchObject({ status: 'dead' });
+    expect(await rig.depth(rig.urls.sendDeadLetter)).toEqual({ stored: 0, inFlight: 0, delayed: 0 });
+
+    // None of them waits in the live gauges' partitions (the sweeper counts those for the alarms)…
+    for (const id of [rejected, held, dying, interrupted.id])
+      expect((await rig.state(id)).due_pk).toBeUndefined();
+    // …nor counts in the series the live alarms watch (FailedMessages, SmtpConfigErrors) or the dashboard's outcomes.
+    for (const name of ['Failed', 'Unknown', 'Dead', 'Ambiguous', 'ConfigErrors', 'DeadLettered'] as const) {
+      expect([name, rig.metrics.of(name)]).toEqual([name, 0]);
+    }
+    expect(rig.metrics.timings.filter((timing) => timing.name === 'Lateness')).toEqual([]);
+
+    // A live message failing through the same sender still counts: the live alarm stays armed.
+    world.smtp.script({ rcptTo: { code: 550, message: '5.7.1 Rejected by policy' } });
+    try {
+      const live = await rig.putMessage({ to: ['ada@example.org'] });
+      await rig.dispatch(live);
+      await rig.deliverNext();
+      expect(await rig.state(live.id)).toMatchObject({ status: 'failed' });
+      expect((await rig.state(live.id)).due_pk).toMatch(/^wait#failed#\d+$/);
+    } finally {
+      world.smtp.script();
+    }
+    expect(rig.metrics.of('Failed')).toBe(1);
   });
 
   it('leaves a bounced test address out of the next test message, as the relay’s own bounce would', async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { NEVER_OPENED, opened, PROBE_TOKEN_ID } from '../../lambdas/core/relayBreaker.js';
+import { testSideOf } from '../../lambdas/core/testSide.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import { putMessage } from '../sender/records.js';
 import { SWEEP_GATE_SETTINGS as SETTINGS, sweepWorld } from './sweepWorld.js';
@@ -34,6 +35,23 @@ describe('the sweeper and the relay breaker', () => {
 
     // Two runs in a row: the fresh token is not lost yet.
     expect((await w.run(new Date())).breaker).toEqual({ state: 'open', tokenRearmed: false });
+  });
+
+  it('re-dispatches a lost test message while no relay takes mail: no gate holds its copies (DESIGN §14, §5a)', async () => {
+    const w = await world();
+    const openedAt = new Date(Date.now() - 3_600_000);
+    const sendAt = new Date(openedAt.getTime() - 600_000);
+    const live = await putMessage(w.documents, w.tableName, sendAt);
+    const test = await putMessage(w.documents, w.tableName, sendAt, { tenant: testSideOf('acme') });
+    const open = opened(NEVER_OPENED, { reason: 'ESOCKET: refused' }, openedAt, SETTINGS, '13');
+    if (open === undefined) throw new Error('opens');
+    await w.store.writeBreaker(NEVER_OPENED, open);
+
+    const report = await w.run(new Date());
+    expect(report.breaker?.state).toBe('open');
+    expect(w.queue.of(test.id)).toBe(1);
+    expect(w.queue.of(live.id)).toBe(0);
+    expect(report.redispatched).toBe(1);
   });
 
   it('with the breaker closed it sweeps as before', async () => {

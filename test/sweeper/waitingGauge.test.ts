@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { MessageStatus } from '../../lambdas/core/messageStatus.js';
 import type { SweeperMetricName } from '../../lambdas/core/metricNames.js';
+import { testSideOf } from '../../lambdas/core/testSide.js';
 import type { DispatchQueue } from '../../lambdas/ports/DispatchQueue.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
@@ -79,6 +80,17 @@ describe('the gauge of messages waiting for an operator', () => {
     // Still there on the second run: the alarm does not clear after one period.
     expect(t.gauge('dead').map((metric) => metric.value)).toEqual([2, 2]);
     expect(t.gauge('unknown').map((metric) => metric.value)).toEqual([1, 1]);
+  });
+
+  it('never counts a test message (DESIGN §14): a test key’s dead, unknown or failed one moves no live alarm', async () => {
+    const t = await setUp();
+    const testSide = testSideOf('acme');
+    await t.endedAs('dead', { tenant: testSide });
+    await t.endedAs('unknown', { tenant: testSide });
+    await t.endedAs('failed', { tenant: testSide });
+    await t.endedAs('dead');
+
+    expect((await t.sweepOnce()).waiting.counts).toEqual({ failed: 0, dead: 1, unknown: 0 });
   });
 
   it('drops a message from the count once an operator retries it', async () => {
