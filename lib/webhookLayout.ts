@@ -17,7 +17,9 @@ export const EVENTS_STREAM_FILTER = {
 
 /**
  * The delivery function: each attempt at most 10 s; `maxConcurrency` is the default of the
- * construct's `webhookMaxConcurrency` prop and the local stack's setting.
+ * construct's `webhookMaxConcurrency` prop and the local stack's setting. A batch holds its slot
+ * until its slowest copy ends; an endpoint that stalled is deferred by each function's breaker
+ * (lambdas/core/webhookEndpointBreaker.ts), so it costs a slot at most one timeout per interval.
  */
 export const WEBHOOK_DELIVERY = {
   batchSize: 10,

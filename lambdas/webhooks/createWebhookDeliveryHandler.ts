@@ -3,11 +3,19 @@ import { errorForLog } from '../core/errorForLog.js';
 import { receiveCountOf } from '../core/queueLimits.js';
 import { keptCopyVisibilitySeconds } from '../core/webhooks.js';
 import type { CopyVisibility } from '../ports/CopyVisibility.js';
-import { type CopyOutcome, type DeliveryDeps, deliverCopy, recentEndpoints } from './deliverCopy.js';
+import {
+  type CopyOutcome,
+  type DeliveryDeps,
+  deliverCopy,
+  endpointBreakers,
+  recentEndpoints,
+} from './deliverCopy.js';
 
 /**
  * The delivery function's batch: every copy at once (each attempt has its own timeout, so one slow
- * endpoint does not hold the others' attempts back), the ones that must come back reported as batch
+ * endpoint does not hold the others' attempts back; the batch, and its slot, lasts as long as its
+ * slowest copy, so an endpoint that stalled is not POSTed again for a while: its copies are deferred
+ * by the function's endpoint breakers, core/webhookEndpointBreaker.ts), the ones that must come back reported as batch
  * item failures, and so is a body that cannot be decoded (the queue's redrive policy dead-letters
  * it). It never throws for one copy. The endpoints it reads are kept briefly for the function's
  * life (recentEndpoints: a removed one stops receiving within WEBHOOK_ENDPOINT_MAX_AGE_MS). A copy
@@ -17,7 +25,11 @@ import { type CopyOutcome, type DeliveryDeps, deliverCopy, recentEndpoints } fro
 export function createWebhookDeliveryHandler(
   deps: DeliveryDeps & { readonly visibility?: CopyVisibility },
 ): (event: SQSEvent) => Promise<SQSBatchResponse> {
-  const warm: DeliveryDeps = { ...deps, endpoint: deps.endpoint ?? recentEndpoints(deps.store, deps.now) };
+  const warm: DeliveryDeps = {
+    ...deps,
+    endpoint: deps.endpoint ?? recentEndpoints(deps.store, deps.now),
+    breakers: deps.breakers ?? endpointBreakers(deps.random),
+  };
   return async function deliverBatch(event: SQSEvent): Promise<SQSBatchResponse> {
     const outcomes = await Promise.all(
       event.Records.map(async (record): Promise<CopyOutcome | 'kept'> => {

@@ -3,6 +3,12 @@ import { WEBHOOK_METRIC, type WebhookMetric } from '../core/metricNames.js';
 import { SQS_MAX_DELAY_SECONDS } from '../core/queueLimits.js';
 import { LruCache } from '../core/templateCache.js';
 import {
+  admitWebhookCopy,
+  breakerAfterAttempt,
+  type CopyAdmission,
+  type EndpointBreaker,
+} from '../core/webhookEndpointBreaker.js';
+import {
   type AttemptResult,
   decideAfterAttempt,
   decideCopyAhead,
@@ -52,6 +58,53 @@ export function recentEndpoints(
     )) ?? null;
 }
 
+/** Endpoints one warm delivery function keeps a breaker for (only those that stalled; a closed one is dropped). */
+const BREAKER_ENTRIES = 1_000;
+
+/**
+ * The breakers of the endpoints this warm function saw stall (core/webhookEndpointBreaker.ts decides;
+ * this keeps the state). Its own view only: another function learns from its own first stall, so a
+ * stalled endpoint costs each function at most one timeout per interval. Past BREAKER_ENTRIES the
+ * oldest is forgotten, which costs one more probe.
+ */
+export interface EndpointBreakers {
+  /** POST a copy for `endpointId` now, defer it, or end its delivery (admitWebhookCopy). */
+  admit(endpointId: string, now: Date, windowEndMs: number): CopyAdmission;
+  /** A POST to `endpointId` ended: its breaker after it (undefined: closed). */
+  settle(
+    endpointId: string,
+    attempt: { result: AttemptResult; durationMs: number },
+    now: Date,
+  ): EndpointBreaker | undefined;
+}
+
+export function endpointBreakers(random: () => number): EndpointBreakers {
+  const open = new Map<string, EndpointBreaker>();
+  const keep = (endpointId: string, breaker: EndpointBreaker | undefined): void => {
+    open.delete(endpointId);
+    if (breaker === undefined) return;
+    open.set(endpointId, breaker);
+    const oldest = open.size > BREAKER_ENTRIES ? open.keys().next().value : undefined;
+    if (oldest !== undefined) open.delete(oldest);
+  };
+  return {
+    admit(endpointId, now, windowEndMs) {
+      const breaker = open.get(endpointId);
+      const admission = admitWebhookCopy({ breaker, nowMs: now.getTime(), windowEndMs, random });
+      if (admission.breaker !== breaker) keep(endpointId, admission.breaker);
+      return admission;
+    },
+    settle(endpointId, attempt, now) {
+      const breaker = breakerAfterAttempt(open.get(endpointId), attempt, now.getTime(), random);
+      keep(endpointId, breaker);
+      return breaker;
+    },
+  };
+}
+
+/** What the last attempt of a delivery that ends while its endpoint still stalls is decided as. */
+const DEFERRED: AttemptResult = { kind: 'timeout' };
+
 export interface DeliveryDeps {
   readonly store: WebhookStore;
   readonly queue: WebhookQueue;
@@ -66,11 +119,15 @@ export interface DeliveryDeps {
   readonly count?: (metric: WebhookMetric) => void;
   /** The endpoint of a delivery: the handler passes its warm cache (recentEndpoints). @default a read each time */
   readonly endpoint?: (tenant: string, id: string) => Promise<WebhookEndpoint | null>;
+  /** The warm function's endpoint breakers (the handler passes them). @default every copy is POSTed */
+  readonly breakers?: EndpointBreakers;
 }
 
 export type CopyOutcome =
   | 'delivered'
   | 'retry'
+  /** Not POSTed: its endpoint stalled lately (the breaker is open); put back, no attempt. */
+  | 'deferred'
   | 'failed'
   /** Another revision, another attempt count, or not pending any more: nothing to do. */
   | 'stale'
@@ -83,14 +140,15 @@ export type CopyOutcome =
 
 /**
  * One copy from the webhook queue, as a short list of steps: read the delivery; put back a copy that
- * came before its own write (a while, then it is stale); drop a stale copy; put back an early one; read the endpoint (gone: stop); sign and POST once; write the outcome if the
+ * came before its own write (a while, then it is stale); drop a stale copy; put back an early one; read the endpoint (gone: stop); sign and POST once, unless the endpoint's breaker defers it; write the outcome if the
  * copy is still current; queue the next attempt. Throws only when the copy must come back (a read, a
  * write or the queue failed): the handler reports it as a batch item failure, as it does a copy it
  * cannot decode.
  *
  * One delivery's copy never waits for another's: each delivery is its own SQS message with its own
- * delay, so a failing or stalled endpoint holds up only its own deliveries, each for at most one
- * timeout per attempt.
+ * delay, so a failing endpoint holds up only its own deliveries. A stalled one would still hold the
+ * batch, and its slot, for a timeout per POST: after it stalled, this function puts its copies back
+ * unsent (no attempt) and POSTs one probe per interval (core/webhookEndpointBreaker.ts).
  */
 export async function deliverCopy(body: string, deps: DeliveryDeps): Promise<CopyOutcome> {
   const copy = decodeWebhookCopy(body);
@@ -126,20 +184,32 @@ export async function deliverCopy(body: string, deps: DeliveryDeps): Promise<Cop
   }
 
   const started = deps.now();
-  const headers = signedHeaders(
-    signingSecrets(endpoint, started),
-    delivery.eventId,
-    started,
-    delivery.payload,
-  );
-  const result = await deps.http.post({
-    url: endpoint.url,
-    headers,
-    body: delivery.payload,
-    timeoutMs: deps.timeoutMs ?? WEBHOOK_TIMEOUT_MS,
-  });
+  // A delivery never tried yet has its window from its creation, for a deferral's sake only.
+  const windowStart = Date.parse(delivery.windowStartedAt ?? delivery.createdAt) || started.getTime();
+  const admission = deps.breakers?.admit(endpoint.id, started, windowStart + deps.retryHours * 3_600_000);
+  if (admission?.verdict === 'defer') {
+    // No attempt and no write: the same copy comes back when the endpoint may be POSTed again.
+    await sendOrThrow(deps.queue, copy, admission.retryAtMs - started.getTime());
+    return 'deferred';
+  }
+  const posted = admission?.verdict !== 'fail';
+  const result = posted ? await post(endpoint, delivery, started, deps) : DEFERRED;
   const ended = deps.now();
-  const windowStartedAt = delivery.windowStartedAt ? new Date(delivery.windowStartedAt) : started;
+  const durationMs = Math.max(0, ended.getTime() - started.getTime());
+  if (posted && deps.breakers) {
+    const breaker = deps.breakers.settle(endpoint.id, { result, durationMs }, ended);
+    if (breaker)
+      deps.log?.warn('webhook endpoint stalled; its copies are deferred on this function', {
+        endpointId: endpoint.id,
+        stalls: breaker.stalls,
+        deferSeconds: Math.ceil((breaker.openUntilMs - ended.getTime()) / 1000),
+      });
+  }
+  const windowStartedAt = posted
+    ? delivery.windowStartedAt
+      ? new Date(delivery.windowStartedAt)
+      : started
+    : new Date(windowStart);
   const decision = decideAfterAttempt({
     result,
     attempts: delivery.attempts + 1,
@@ -151,8 +221,8 @@ export async function deliverCopy(body: string, deps: DeliveryDeps): Promise<Cop
   const attempt: DeliveryAttempt = {
     at: started.toISOString(),
     statusCode: result.kind === 'response' ? result.statusCode : null,
-    error: attemptError(result),
-    durationMs: Math.max(0, ended.getTime() - started.getTime()),
+    error: posted ? attemptError(result) : DEFERRED_ERROR,
+    durationMs: posted ? durationMs : 0,
   };
   if (result.kind === 'refused') deps.count?.(WEBHOOK_METRIC.refused);
   const written = await deps.store.recordAttempt({
@@ -188,6 +258,24 @@ export async function deliverCopy(body: string, deps: DeliveryDeps): Promise<Cop
   deps.log?.info('webhook attempt failed; retrying', { ...logged, nextAttemptAt: decision.at.toISOString() });
   await sendOrThrow(deps.queue, { ...copy, seq: copy.seq + 1 }, decision.at.getTime() - ended.getTime());
   return 'retry';
+}
+
+/** The history's error of a deferred copy. */
+const DEFERRED_ERROR = 'deferred: the endpoint stalled lately';
+
+/** The signed POST of one attempt. */
+function post(
+  endpoint: WebhookEndpoint,
+  delivery: { readonly eventId: string; readonly payload: string },
+  at: Date,
+  deps: DeliveryDeps,
+): Promise<AttemptResult> {
+  return deps.http.post({
+    url: endpoint.url,
+    headers: signedHeaders(signingSecrets(endpoint, at), delivery.eventId, at, delivery.payload),
+    body: delivery.payload,
+    timeoutMs: deps.timeoutMs ?? WEBHOOK_TIMEOUT_MS,
+  });
 }
 
 /** The Standard Webhooks headers, signed with the reference implementation, one signature per secret. */

@@ -185,7 +185,9 @@ describe('webhook delivery (DESIGN §11)', () => {
       [204, null],
     ]);
     // Two retries, each delayed by backoff with jitter (random 0.5: half of 5 s, then half of 10 s).
-    expect(harness.delays.filter((seconds) => seconds > 0)).toEqual([3, 5]);
+    // The second came while the endpoint's breaker was open after the timeout (15 s, random 0.5):
+    // put back unsent until then and half the 5 s spread (13 s), no attempt.
+    expect(harness.delays.filter((seconds) => seconds > 0)).toEqual([3, 5, 13]);
   });
 
   it('ends failed after the retry window, is listed as failed, and delivers again after an API retry', async () => {

@@ -93,7 +93,11 @@ describe('a receiver that never ends its answer (DESIGN §11: 2xx within 10 s)',
     const id = await subscribeTo(harness, hook.url);
     expect((await harness.call({ method: 'POST', path: `/v1/webhooks/${id}/test` })).status).toBe(202);
 
-    await harness.pump({ rounds: 3 });
+    // Each retry after the endpoint's breaker interval (at most 10 min), so that it is POSTed again.
+    for (let round = 0; round < 3; round++) {
+      await harness.pump({ rounds: 1 });
+      harness.clock.advance(15 * 60_000);
+    }
     await eventually('three connections', () => hook.sockets.length >= 3, { withinMs: 20_000 });
     await eventually('every receiver socket closed', () => hook.sockets.every((socket) => socket.closed), {
       withinMs: 20_000,

@@ -98,13 +98,13 @@ export function manualClock(start = Date.now()) {
  * at once and the clock jumps to its time, so a retry schedule of hours runs in milliseconds and
  * nothing sleeps. The delays asked for are recorded.
  */
-function clockDelayedQueue(queue: WebhookQueue, clock: ReturnType<typeof manualClock>) {
+function clockDelayedQueue(queue: WebhookQueue, clock: ReturnType<typeof manualClock>, jumps = true) {
   const delays: number[] = [];
   const wrapped: WebhookQueue = {
     send: async (copies) => {
       const longest = Math.max(0, ...copies.map((entry) => entry.delaySeconds));
       delays.push(...copies.map((entry) => entry.delaySeconds));
-      clock.advance(longest * 1000);
+      if (jumps) clock.advance(longest * 1000);
       return queue.send(copies.map((entry) => ({ ...entry, delaySeconds: 0 })));
     },
   };
@@ -131,6 +131,11 @@ export async function webhookHarness(
     readonly deliveryStore?: (store: WebhookStore) => WebhookStore;
     /** The queue's visibility timeout (SQS's default 30 s; the stack's is 360 s). */
     readonly queueVisibilitySeconds?: number;
+    /**
+     * false: a copy's delay does not move the clock (the copy is still visible at once), so time
+     * stands still until the test moves it. @default true
+     */
+    readonly clockFollowsDelays?: boolean;
   } = {},
 ) {
   const { tableName } = await freshTable('webhooks');
@@ -149,7 +154,11 @@ export async function webhookHarness(
     ? new DynamoWebhookStore(options.apiDocuments, tableName)
     : store;
   const clock = manualClock();
-  const { queue, delays } = clockDelayedQueue(new SqsWebhookQueue(sqs, queueUrl), clock);
+  const { queue, delays } = clockDelayedQueue(
+    new SqsWebhookQueue(sqs, queueUrl),
+    clock,
+    options.clockFollowsDelays ?? true,
+  );
   const policy = options.policy ?? 'local';
   const retryHours = options.retryHours ?? 24;
   const random = options.random ?? (() => 0.5);
