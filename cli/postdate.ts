@@ -389,18 +389,28 @@ export function buildProgram(): Command {
 
   dlq
     .command('drop')
-    .description('delete chosen copies from the DLQ without sending them (their messages stay dead)')
+    .description(
+      'give up on chosen dead messages: each stops waiting and expires with the retention (as messages discard), then its copy leaves the DLQ unsent; a stale copy is only deleted',
+    )
     .requiredOption('--ids <id...>', 'message ids (the id in the {v,id,rev} body), space- or comma-separated')
     .option('--dry-run', 'say what would be dropped, drop nothing')
     .action(
-      action(async ({ target, out, now }, options: { ids: string[]; dryRun?: boolean }) => {
+      action(async ({ target, out, now, config }, options: { ids: string[]; dryRun?: boolean }) => {
         const dlqUrl = await queueUrlOf(target.sqs, target.refs.deadLetterQueue, 'dead-letter queue');
+        const tableName = target.refs.tableName;
         const report = await dlqDrop(
-          { sqs: target.sqs, dlqUrl, now },
+          {
+            sqs: target.sqs,
+            dlqUrl,
+            now,
+            table: { documents: target.documents, tableName },
+            store: new DynamoApiStore(target.documents, tableName),
+            retentionDays: config.retentionDays,
+          },
           { ids: splitIds(options.ids), dryRun: options.dryRun === true },
           out,
         );
-        return ok(report.notFound.length === 0);
+        return ok(report.ok);
       }),
     );
 
