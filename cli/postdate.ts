@@ -39,7 +39,7 @@ import { type ExportOptions, messagesExport, openLineSink } from './messagesExpo
 import { memoryOutput, type Output, terminalOutput } from './output.js';
 import { reconcile, reconcileClean } from './reconcileCommand.js';
 import { relayFailureDeps, relayFailuresCleared, relayFailuresRedrive } from './relayFailuresCommand.js';
-import { registerRelaysCommands } from './relaysCommands.js';
+import { registerRelaysCommands, relaysDepsOf } from './relaysCommands.js';
 import {
   scheduleFailuresCleared,
   scheduleFailuresRedrive,
@@ -521,6 +521,7 @@ export function buildProgram(): Command {
             now: context.now,
             tenants: () => knownTenants({ documents: target.documents, tableName }),
             graceSeconds: options.grace ?? config.sweepGraceSeconds,
+            relays: relaysDepsOf(context),
           },
           { since: options.since, ...(options.tenant !== undefined ? { tenant: options.tenant } : {}) },
           context.out,
