@@ -224,7 +224,7 @@ function render(status: RelaysStatus, out: Output): void {
 /** The relays of the target stack (`relays`, `sending` and `reconcile` read the same ones). */
 export function relaysDepsOf({ target, now }: Pick<CommandContext, 'target' | 'now'>): RelaysDeps {
   return {
-    names: relayNamesOf({ ...process.env, [RELAY_NAMES_VARIABLE]: target.refs.relayNames }),
+    names: relayNamesOf({ ...target.env, [RELAY_NAMES_VARIABLE]: target.refs.relayNames }),
     gate: (name) => new DynamoSendingGate(target.documents, target.refs.tableName, name),
     now,
   };
