@@ -5,7 +5,14 @@
  */
 
 export type { DlqDeps, RedriveDeps } from './dlq/dlqDeps.js';
-export { type DropOptions, type DropReport, dlqDrop } from './dlq/dlqDrop.js';
+export {
+  type DropDeps,
+  type DropOptions,
+  type DropReport,
+  type DropRow,
+  dlqDrop,
+  dropDecision,
+} from './dlq/dlqDrop.js';
 export type { MoveTaskReport } from './dlq/dlqMoveAll.js';
 export {
   dlqRedrive,

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
  * Run it with `npx postdate …` (package.json "bin", via cli/postdate.mjs) or `npm run cli -- …`.
  */
 import { pathToFileURL } from 'node:url';
+import type { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { attachmentS3Client, S3AttachmentStore } from '../lambdas/adapters/S3AttachmentStore.js';
 import { createPostdateClient } from '../lambdas/client/index.js';
@@ -15,6 +16,7 @@ import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js'
 import { RESOURCE_SETTINGS } from '../lambdas/core/configSpec.js';
 import { DynamoApiStore } from '../lambdas/store/apiStore.js';
 import { DynamoDueIndex } from '../lambdas/store/dueIndex.js';
+import type { CliSettingName } from '../lib/stackOutputs.js';
 import { registerAttachmentsCommands } from './attachmentsCommands.js';
 import {
   CliError,
@@ -41,7 +43,7 @@ import { type ExportOptions, messagesExport, openLineSink } from './messagesExpo
 import { memoryOutput, type Output, terminalOutput } from './output.js';
 import { reconcile, reconcileClean } from './reconcileCommand.js';
 import { relayFailureDeps, relayFailuresCleared, relayFailuresRedrive } from './relayFailuresCommand.js';
-import { registerRelaysCommands } from './relaysCommands.js';
+import { registerRelaysCommands, relaysDepsOf } from './relaysCommands.js';
 import {
   scheduleFailuresCleared,
   scheduleFailuresRedrive,
@@ -50,7 +52,7 @@ import { scheduleFailuresShow } from './scheduleFailures/scheduleFailuresShow.js
 import { registerSendingCommands } from './sendingCommands.js';
 import { openTargetWithStack } from './stackTarget.js';
 import { registerSuppressionsCommands } from './suppressionsCommands.js';
-import { queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
+import { type Env, queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
 import { registerTemplatesCommands } from './templatesCommands.js';
 import { registerWebhooksCommands } from './webhooksCommands.js';
 
@@ -58,12 +60,40 @@ interface GlobalOptions extends TargetOptions {
   readonly json?: boolean;
 }
 
+/**
+ * The settings the CLI decides with (lib/stackOutputs.ts `CLI_SETTINGS`): with `--stack` the
+ * stack's own (its output `Settings`), else the environment's. Typed as these alone, so a command
+ * cannot read one the stack does not give.
+ */
+type CliConfig = Pick<Config, CliSettingName>;
+
 /** What one command action gets: the open target, the output sink and the configuration. */
 interface Context {
   readonly target: Target;
   readonly out: Output;
-  readonly config: Config;
+  readonly config: CliConfig;
   readonly now: () => Date;
+}
+
+/**
+ * Opens the target (`--stack`, `--local` or the environment) and reads the settings from the
+ * environment it was opened with. `cloudFormation` builds the `--stack` client (tests can it).
+ */
+export async function openContext(
+  options: TargetOptions,
+  out: Output,
+  env: Env = process.env,
+  cloudFormation?: (region: string | undefined) => CloudFormationClient,
+): Promise<Context> {
+  const target = await openTargetWithStack(options, env, cloudFormation);
+  try {
+    for (const warning of target.warnings) out.warn(`postdate: ${warning}`);
+    return { target, out, config: readConfig(target.env), now: () => new Date() };
+  } catch (error) {
+    target.dynamodb.destroy();
+    target.sqs.destroy();
+    throw error;
+  }
 }
 
 /** Runs an action with an open target; turns every failure into one line and an exit code. */
@@ -76,12 +106,9 @@ function action<Args extends unknown[]>(
     const out = terminalOutput({ json: options.json === true });
     let target: Target | undefined;
     try {
-      const config = readConfig();
-      target = await openTargetWithStack(options);
-      process.exitCode = await run(
-        { target, out, config, now: () => new Date() },
-        ...(args.slice(0, -1) as Args),
-      );
+      const context = await openContext(options, out);
+      target = context.target;
+      process.exitCode = await run(context, ...(args.slice(0, -1) as Args));
     } catch (error) {
       process.exitCode = report(error, out, target);
     } finally {
@@ -122,18 +149,18 @@ function described(
   return ['internal', `${text}${where}`, EXIT.failed, name];
 }
 
-/** The service settings the CLI shares with the functions (retention, grace, delays), from the environment. */
-function readConfig(): Config {
+/** The service settings the CLI shares with the functions (retention, attempts, grace, delays). */
+function readConfig(env: Env): CliConfig {
   try {
     // 'local' only relaxes the AWS-required variables (SMTP_HOST, senders) the CLI never uses.
-    return loadConfig(process.env, 'local');
+    return loadConfig(env, 'local');
   } catch (error) {
     if (error instanceof ConfigError) throw new UsageError(error.message);
     throw error;
   }
 }
 
-function messagesDeps(context: Context): MessagesDeps {
+export function messagesDeps(context: Pick<Context, 'target' | 'config' | 'now'>): MessagesDeps {
   const { target, config } = context;
   const tableName = target.refs.tableName;
   return {
@@ -412,18 +439,28 @@ export function buildProgram(): Command {
 
   dlq
     .command('drop')
-    .description('delete chosen copies from the DLQ without sending them (their messages stay dead)')
+    .description(
+      'give up on chosen dead messages: each stops waiting and expires with the retention (as messages discard), then its copy leaves the DLQ unsent; a stale copy is only deleted',
+    )
     .requiredOption('--ids <id...>', 'message ids (the id in the {v,id,rev} body), space- or comma-separated')
     .option('--dry-run', 'say what would be dropped, drop nothing')
     .action(
-      action(async ({ target, out, now }, options: { ids: string[]; dryRun?: boolean }) => {
+      action(async ({ target, out, now, config }, options: { ids: string[]; dryRun?: boolean }) => {
         const dlqUrl = await queueUrlOf(target.sqs, target.refs.deadLetterQueue, 'dead-letter queue');
+        const tableName = target.refs.tableName;
         const report = await dlqDrop(
-          { sqs: target.sqs, dlqUrl, now },
+          {
+            sqs: target.sqs,
+            dlqUrl,
+            now,
+            table: { documents: target.documents, tableName },
+            store: new DynamoApiStore(target.documents, tableName),
+            retentionDays: config.retentionDays,
+          },
           { ids: splitIds(options.ids), dryRun: options.dryRun === true },
           out,
         );
-        return ok(report.notFound.length === 0);
+        return ok(report.ok);
       }),
     );
 
@@ -534,6 +571,7 @@ export function buildProgram(): Command {
             now: context.now,
             tenants: () => knownTenants({ documents: target.documents, tableName }),
             graceSeconds: options.grace ?? config.sweepGraceSeconds,
+            relays: relaysDepsOf(context),
           },
           { since: options.since, ...(options.tenant !== undefined ? { tenant: options.tenant } : {}) },
           context.out,

@@ -10,12 +10,12 @@
  *   statuses, and accepted ids whose record is missing;
  * - the **stuck** list from the sparse `due` index: non-terminal messages overdue by more than the
  *   sweep grace (the sweeper re-dispatches these; a message listed twice in a row is really stuck);
- * - the **sending gate**: the relay circuit breaker and the operator's pauses. While the relay is
- *   unavailable or sending is paused, waiting messages are overdue by design, not stuck.
+ * - **sending**: whether any relay takes mail (every relay's breaker and drain, as `relays status`
+ *   decides it) and the operator's pauses. While no relay takes mail or sending is paused, waiting
+ *   messages are overdue by design, not stuck.
  */
 import { type DynamoDBDocumentClient, QueryCommand, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { isTerminal, MESSAGE_STATUSES, type MessageStatus } from '../lambdas/core/messageStatus.js';
-import type { SendingGateState } from '../lambdas/core/relayBreaker.js';
 import { runWithConcurrency } from '../lambdas/core/runWithConcurrency.js';
 import { overdueSinceMs } from '../lambdas/core/sweepDecision.js';
 import type { DueCursor, DueEntry, DueIndex } from '../lambdas/ports/DueIndex.js';
@@ -34,7 +34,8 @@ import {
   printTable,
   statusTone,
 } from './output.js';
-import { render as renderSending } from './sendingCommands.js';
+import type { RelaysDeps } from './relaysCommands.js';
+import { readSending, render as renderSending, type SendingStatus } from './sendingCommands.js';
 
 export interface ReconcileDeps {
   readonly documents: DynamoDBDocumentClient;
@@ -44,6 +45,8 @@ export interface ReconcileDeps {
   readonly tenants: () => Promise<readonly string[]>;
   /** POSTDATE_SWEEP_GRACE_SECONDS: how overdue a message must be to count as stuck. */
   readonly graceSeconds: number;
+  /** Every configured relay (DESIGN §15): sending is unavailable only when none takes mail. */
+  readonly relays: RelaysDeps;
 }
 
 export interface ReconcileOptions {
@@ -89,8 +92,8 @@ export interface ReconcileReport {
     readonly missingRecords: readonly string[];
   };
   readonly stuck: readonly StuckMessage[];
-  /** The relay breaker and the pauses (lambdas/core/relayBreaker.ts), as the senders see them. */
-  readonly sending: SendingGateState;
+  /** The relays and the pauses, as the senders see them (`sending status`'s one reading). */
+  readonly sending: SendingStatus;
 }
 
 const DISPATCHED: ReadonlySet<MessageStatus> = new Set([
@@ -151,7 +154,10 @@ export async function reconcile(
   }
 
   const stuck = await stuckMessages(deps, now, tenants, options.tenant !== undefined);
-  const sending = await new DynamoSendingGate(deps.documents, deps.tableName).read();
+  const sending = await readSending({
+    gate: new DynamoSendingGate(deps.documents, deps.tableName),
+    relays: deps.relays,
+  });
   const report: ReconcileReport = {
     since,
     now: now.toISOString(),
@@ -175,13 +181,12 @@ export async function reconcile(
 }
 
 /**
- * Whether reconcile found nothing to act on (the entry point's exit code). An open relay breaker
- * is something to act on (the relay is down); a pause is the operator's own doing.
+ * Whether reconcile found nothing to act on (the entry point's exit code). No relay taking mail is
+ * something to act on (every relay is down or disabled); one relay failed over to another is not, as
+ * the senders see it; a pause is the operator's own doing.
  */
 export function reconcileClean(report: ReconcileReport): boolean {
-  return (
-    report.stuck.length === 0 && report.indexCheck.consistent && report.sending.breaker.state === 'closed'
-  );
+  return report.stuck.length === 0 && report.indexCheck.consistent && report.sending.available;
 }
 
 // ------------------------------------------------------------------------------------------- reading

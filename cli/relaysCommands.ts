@@ -47,6 +47,11 @@ export interface RelayStatus {
 
 export interface RelaysStatus {
   readonly relays: readonly RelayStatus[];
+  /**
+   * Whether sending is available (pauses aside): some relay takes mail, as the senders decide it
+   * (core/relays.ts `relayInUse`). The one answer `relays status`, `sending status` and `reconcile` give.
+   */
+  readonly available: boolean;
   /** The relay mail leaves through now (pauses aside); undefined when none takes it. */
   readonly leavingThrough: string | undefined;
   /** Sending is paused for everything (`postdate sending pause`): no relay takes mail until a resume. */
@@ -90,6 +95,13 @@ export function relayNamesOf(env: Readonly<Record<string, string | undefined>>):
 
 /** Each relay's breaker and drain, and the relay mail leaves through now (core/relays.ts decides). */
 export async function relaysStatus(deps: RelaysDeps, out: Output): Promise<RelaysStatus> {
+  const status = await readRelays(deps);
+  render(status, out);
+  return status;
+}
+
+/** {@link relaysStatus} without printing: what `sending status` and `reconcile` show of the relays. */
+export async function readRelays(deps: RelaysDeps): Promise<RelaysStatus> {
   const gates = await Promise.all(deps.names.map((name) => deps.gate(name).read()));
   // The senders' own decision, pauses aside (`sending status` shows those); the timing is irrelevant.
   const settings = relayBreakerSettings({ relayProbeSeconds: 1, smtpTimeoutSeconds: 1 });
@@ -106,13 +118,12 @@ export async function relaysStatus(deps: RelaysDeps, out: Output): Promise<Relay
       disabled,
     }),
   );
-  const status: RelaysStatus = {
+  return {
     relays,
+    available: inUse !== undefined,
     leavingThrough: inUse === undefined ? undefined : relays[inUse]?.name,
     pausedAll: gates[0]?.pause.all !== undefined,
   };
-  render(status, out);
-  return status;
 }
 
 /** Drains `name`: its copies go to the next relay. Refused when it would leave no relay enabled. */
@@ -210,13 +221,18 @@ function render(status: RelaysStatus, out: Output): void {
   ]);
 }
 
-/** Registers `postdate relays …` (one line in cli/postdate.ts). */
-export function registerRelaysCommands(program: Command, action: CommandAction): void {
-  const deps = ({ target, now }: CommandContext): RelaysDeps => ({
-    names: relayNamesOf({ ...process.env, [RELAY_NAMES_VARIABLE]: target.refs.relayNames }),
+/** The relays of the target stack (`relays`, `sending` and `reconcile` read the same ones). */
+export function relaysDepsOf({ target, now }: Pick<CommandContext, 'target' | 'now'>): RelaysDeps {
+  return {
+    names: relayNamesOf({ ...target.env, [RELAY_NAMES_VARIABLE]: target.refs.relayNames }),
     gate: (name) => new DynamoSendingGate(target.documents, target.refs.tableName, name),
     now,
-  });
+  };
+}
+
+/** Registers `postdate relays …` (one line in cli/postdate.ts). */
+export function registerRelaysCommands(program: Command, action: CommandAction): void {
+  const deps = relaysDepsOf;
   const relays = program
     .command('relays')
     .description('the relays mail fails over between: breakers, drain (disable) and enable');

@@ -7,16 +7,39 @@
  * the held copies through as they come back (within about POSTDATE_RELAY_PROBE_SECONDS).
  */
 import type { Command } from 'commander';
-import { type PauseCommand, pauseAfter, type SendingGateState } from '../lambdas/core/relayBreaker.js';
+import {
+  type PauseCommand,
+  type PauseState,
+  pauseAfter,
+  type SendingGateState,
+} from '../lambdas/core/relayBreaker.js';
 import type { SendingGateStore } from '../lambdas/ports/SendingGate.js';
 import { DynamoSendingGate } from '../lambdas/store/sendingGate.js';
 import { CliError, EXIT, UsageError } from './cliErrors.js';
 import type { CommandAction, CommandContext } from './commandAction.js';
 import { type Output, paint, printFields } from './output.js';
+import { type RelaysDeps, type RelaysStatus, readRelays, relaysDepsOf } from './relaysCommands.js';
 
 export interface SendingDeps {
+  /** The gate item: the operator's pauses (every relay shares them). */
   readonly gate: SendingGateStore;
+  /** Every configured relay's breaker and drain (DESIGN §15): whether any takes mail. */
+  readonly relays: RelaysDeps;
   readonly now: () => Date;
+}
+
+/**
+ * Sending as the senders see it: the relays (whether any takes mail, `relays status`'s one rule) and
+ * the operator's pauses. What `sending status|pause|resume` and `reconcile` show.
+ */
+export interface SendingStatus extends RelaysStatus {
+  readonly pause: PauseState;
+}
+
+/** Reads the pauses and every relay's breaker. */
+export async function readSending(deps: Pick<SendingDeps, 'gate' | 'relays'>): Promise<SendingStatus> {
+  const [gate, relays] = await Promise.all([deps.gate.read(), readRelays(deps.relays)]);
+  return { ...relays, pause: gate.pause };
 }
 
 /** A kind as the API stores it in `tags.kind`: a short printable value. */
@@ -39,8 +62,8 @@ export async function sendingPause(
   deps: SendingDeps,
   options: { kind?: string; reason?: string },
   out: Output,
-): Promise<SendingGateState> {
-  const gate = await changePause(deps, {
+): Promise<SendingStatus> {
+  await changePause(deps, {
     action: 'pause',
     kind: options.kind,
     reason: options.reason ?? 'paused by an operator',
@@ -56,16 +79,15 @@ export async function sendingPause(
       ),
     );
   }
-  render(gate, out);
-  return gate;
+  return sendingStatus(deps, out);
 }
 
 export async function sendingResume(
   deps: SendingDeps,
   options: { kind?: string },
   out: Output,
-): Promise<SendingGateState> {
-  const gate = await changePause(deps, { action: 'resume', kind: options.kind });
+): Promise<SendingStatus> {
+  await changePause(deps, { action: 'resume', kind: options.kind });
   if (!out.json) {
     out.line(
       paint(
@@ -77,31 +99,44 @@ export async function sendingResume(
       ),
     );
   }
-  render(gate, out);
-  return gate;
+  return sendingStatus(deps, out);
 }
 
-export async function sendingStatus(deps: SendingDeps, out: Output): Promise<SendingGateState> {
-  const gate = await deps.gate.read();
-  render(gate, out);
-  return gate;
+export async function sendingStatus(deps: SendingDeps, out: Output): Promise<SendingStatus> {
+  const status = await readSending(deps);
+  render(status, out);
+  return status;
 }
 
-/** The gate in words: the relay breaker and the pauses. */
-export function render(gate: SendingGateState, out: Output): void {
+/** Sending in words: whether a relay takes mail (and each one that does not), and the pauses. */
+export function render(status: SendingStatus, out: Output): void {
   if (out.json) {
-    out.data(gate);
+    out.data(status);
     return;
   }
-  const { breaker, pause } = gate;
-  const relay =
-    breaker.state === 'closed'
+  const { pause } = status;
+  const first = status.relays[0]?.name;
+  const relay = !status.available
+    ? paint(out, 'red', 'UNAVAILABLE: no relay takes mail; copies wait, no attempt counted')
+    : status.relays.length === 1
       ? paint(out, 'green', 'available (breaker closed)')
       : paint(
           out,
-          'red',
-          `UNAVAILABLE (breaker ${breaker.state} since ${breaker.opened_at ?? '?'}; next probe ${breaker.probe_at ?? '?'}; ${breaker.failed_probes ?? 0} failed probe(s); ${breaker.reason ?? ''})`,
+          status.leavingThrough === first ? 'green' : 'yellow',
+          `available (through ${status.leavingThrough ?? '?'}${status.leavingThrough === first ? '' : ', failed over'})`,
         );
+  const down = status.relays
+    .filter((entry) => entry.breaker !== 'closed' || entry.disabled !== undefined)
+    .map((entry): [string, string] => [
+      `  relay ${entry.name}`,
+      paint(
+        out,
+        'red',
+        entry.breaker !== 'closed'
+          ? `breaker ${entry.breaker} since ${entry.openedAt ?? '?'}; next probe ${entry.nextProbe ?? '?'}; ${entry.failedProbes} failed probe(s); ${entry.reason ?? ''}`
+          : `disabled since ${entry.disabled?.at ?? '?'} (${entry.disabled?.reason ?? ''})`,
+      ),
+    ]);
   const paused =
     pause.all === undefined
       ? Object.keys(pause.kinds).length === 0
@@ -116,6 +151,7 @@ export function render(gate: SendingGateState, out: Output): void {
         );
   printFields(out, [
     ['relay', relay],
+    ...down,
     ['paused', paused],
     ...Object.entries(pause.kinds)
       .sort(([a], [b]) => a.localeCompare(b))
@@ -125,9 +161,10 @@ export function render(gate: SendingGateState, out: Output): void {
 
 /** Registers `postdate sending …` (one line in cli/postdate.ts). */
 export function registerSendingCommands(program: Command, action: CommandAction): void {
-  const deps = ({ target, now }: CommandContext): SendingDeps => ({
-    gate: new DynamoSendingGate(target.documents, target.refs.tableName),
-    now,
+  const deps = (context: CommandContext): SendingDeps => ({
+    gate: new DynamoSendingGate(context.target.documents, context.target.refs.tableName),
+    relays: relaysDepsOf(context),
+    now: context.now,
   });
   const sending = program
     .command('sending')
@@ -155,7 +192,9 @@ export function registerSendingCommands(program: Command, action: CommandAction)
     );
   sending
     .command('status')
-    .description('the relay breaker (closed, open, half-open) and what is paused')
+    .description(
+      'whether a relay takes mail (each breaker not closed, each relay disabled) and what is paused',
+    )
     .action(
       action(async (context) => {
         await sendingStatus(deps(context), context.out);

@@ -6,6 +6,11 @@
  * Precedence: a flag given on the command line, then the stack's output, then the environment. Only
  * `TableName` is required; a stack without another output (one deployed before it existed) leaves
  * that name to the flags and the environment, and the command that needs it says what to pass.
+ *
+ * The settings the CLI decides with (a retry's attempts, the retention, the Message-ID domain:
+ * lib/stackOutputs.ts `CLI_SETTINGS`) come from the output `Settings`, the functions' own values,
+ * over the shell's: the CLI's retry must give what the API's gives (decision 0137). A stack deployed
+ * before that output leaves them to the environment, with a warning.
  */
 import {
   CloudFormationClient,
@@ -14,9 +19,7 @@ import {
 } from '@aws-sdk/client-cloudformation';
 import { STACK_OUTPUT, type StackOutputName } from '../lib/stackOutputs.js';
 import { CliError, isNetworkError, StackUnreachableError, UsageError } from './cliErrors.js';
-import { openTarget, type Target, type TargetOptions } from './target.js';
-
-type Env = Readonly<Record<string, string | undefined>>;
+import { type Env, openTarget, type Target, type TargetOptions } from './target.js';
 
 /** The outputs the CLI reads, each with the flag or variable it stands for. */
 const OUTPUT_TARGETS = {
@@ -50,7 +53,7 @@ export function targetFromStack(
   stack: DescribedStack,
   options: TargetOptions,
   env: Env,
-): { readonly options: TargetOptions; readonly env: Env } {
+): { readonly options: TargetOptions; readonly env: Env; readonly warnings: readonly string[] } {
   const tableName = stack.outputs[STACK_OUTPUT.tableName];
   if (tableName === undefined || tableName === '') {
     throw new CliError(
@@ -70,10 +73,42 @@ export function targetFromStack(
   }
   const given = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
   const region = options.region ?? regionOfStackId(stack.stackId);
+  const settingsText = stack.outputs[STACK_OUTPUT.settings];
+  const settings =
+    settingsText === undefined || settingsText === '' ? undefined : settingsOf(stackName, settingsText);
+  const warnings =
+    settings === undefined
+      ? [
+          `stack "${stackName}" has no output ${STACK_OUTPUT.settings} (deployed before it existed): ` +
+            "attempts, retention and Message-ID domain come from this shell's environment; redeploy the stack",
+        ]
+      : [];
   return {
     options: { ...fromStack, ...given, ...(region === undefined ? {} : { region }), stack: undefined },
-    env: { ...env, ...variables },
+    env: { ...env, ...variables, ...settings },
+    warnings,
   };
+}
+
+/** The output `Settings`: a JSON object of variable → value, as the functions have them. */
+function settingsOf(stackName: string, text: string): Record<string, string> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const valid =
+    typeof parsed === 'object' &&
+    parsed !== null &&
+    !Array.isArray(parsed) &&
+    Object.values(parsed).every((value) => typeof value === 'string');
+  if (!valid) {
+    throw new CliError(
+      `stack "${stackName}": its output ${STACK_OUTPUT.settings} is not a JSON object of settings`,
+    );
+  }
+  return parsed as Record<string, string>;
 }
 
 /** `arn:aws:cloudformation:{region}:{account}:stack/{name}/{uuid}` → the region. */
@@ -134,7 +169,7 @@ export async function openTargetWithStack(
   try {
     const stack = await describeStack(client, stackName, region);
     const resolved = targetFromStack(stackName, stack, options, env);
-    return openTarget(resolved.options, resolved.env);
+    return { ...openTarget(resolved.options, resolved.env), warnings: resolved.warnings };
   } finally {
     client.destroy();
   }

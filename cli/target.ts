@@ -26,7 +26,7 @@ import { LOCAL_PORT_DEFAULTS } from '../local/localEnv.js';
 import { readStackFile, type StackFile } from '../local/stackFile.js';
 import { CliError, isNetworkError, StackUnreachableError, UsageError } from './cliErrors.js';
 
-type Env = Readonly<Record<string, string | undefined>>;
+export type Env = Readonly<Record<string, string | undefined>>;
 
 /** The global options every command accepts (commander turns `--queue-url` into `queueUrl`). */
 export interface TargetOptions {
@@ -85,6 +85,13 @@ export interface Target {
   readonly dynamodb: DynamoDBClient;
   readonly documents: DynamoDBDocumentClient;
   readonly sqs: SQSClient;
+  /**
+   * The environment the target was opened with, where the CLI's settings are read: with `--stack`,
+   * the stack's output `Settings` over the shell's environment (cli/stackTarget.ts).
+   */
+  readonly env: Env;
+  /** What the operator should know about how the target was opened (printed on stderr). */
+  readonly warnings: readonly string[];
   /** Built on first use: only `relay-failures redrive` needs them. */
   scheduler(): SchedulerClient;
   streams(): DynamoDBStreamsClient;
@@ -221,6 +228,8 @@ export function openTarget(
   return {
     mode,
     refs,
+    env,
+    warnings: [],
     endpoints: {
       dynamodb: shown(dynamodbEndpoint, 'DynamoDB'),
       sqs: shown(sqsEndpoint, 'SQS'),

@@ -175,14 +175,16 @@ export function registerWebhooksCommands(program: Command): void {
       const out = terminalOutput({ json: options.json === true });
       let target: Target | undefined;
       try {
+        target = await openTargetWithStack(options);
         let config: Config;
         try {
-          config = loadConfig(process.env, 'local');
+          // With --stack, the stack's settings (retention, retry hours) over the shell's.
+          config = loadConfig(target.env, 'local');
         } catch (error) {
           if (error instanceof ConfigError) throw new UsageError(error.message);
           throw error;
         }
-        target = await openTargetWithStack(options);
+        for (const warning of target.warnings) out.warn(`postdate: ${warning}`);
         const queueUrl = options.queueUrl ?? process.env.POSTDATE_WEBHOOK_QUEUE_URL;
         await body(
           {

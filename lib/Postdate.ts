@@ -21,6 +21,7 @@ import { Storage } from './constructs/Storage.js';
 import { Webhooks } from './constructs/Webhooks.js';
 import { propsEnvironment, relaysEnvironment } from './functionEnvironment.js';
 import { type PostdateProps, PostdatePropsError, resolvePostdateProps } from './postdateProps.js';
+import { cliSettingsOf } from './stackOutputs.js';
 
 export type { ApiThrottle, PostdateProps, PostdateRelay } from './postdateProps.js';
 
@@ -55,6 +56,12 @@ export class Postdate extends Construct {
   /** The relays' names in order (DESIGN §15): `relays`, or the one relay `default`. */
   readonly relayNames: readonly string[];
 
+  /**
+   * The settings the operator CLI decides with, as the functions have them (variable → value;
+   * lib/stackOutputs.ts `CLI_SETTINGS`): PostdateStack writes them as the output `Settings`.
+   */
+  readonly operatorSettings: Readonly<Record<string, string>>;
+
   constructor(scope: Construct, id: string, props: PostdateProps) {
     super(scope, id);
     const resolved = resolvePostdateProps(props);
@@ -65,6 +72,7 @@ export class Postdate extends Construct {
       ...relaysEnvironment(resolved.relays),
     };
     assertFunctionsWouldStart(environment);
+    this.operatorSettings = cliSettingsOf(environment);
 
     const storage = new Storage(this, 'Storage', { removalPolicy: resolved.removalPolicy });
     const dispatch = new Dispatch(this, 'Dispatch', {

@@ -141,5 +141,10 @@ export class PostdateStack extends Stack {
       this.postdate.relayNames.join(','),
       'The relays mail fails over between, in order (POSTDATE_RELAY_NAMES, `postdate relays`)',
     );
+    output(
+      'Settings',
+      this.toJsonString(this.postdate.operatorSettings),
+      'The settings `postdate --stack` decides with, as the functions have them (JSON)',
+    );
   }
 }

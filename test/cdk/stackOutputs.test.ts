@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CLI_STACK_OUTPUTS } from '../../cli/stackTarget.js';
-import { STACK_OUTPUT } from '../../lib/stackOutputs.js';
+import { CONFIG_SETTINGS } from '../../lambdas/core/configSpec.js';
+import { CLI_SETTINGS, STACK_OUTPUT } from '../../lib/stackOutputs.js';
 import { logicalIdOf, synthesizePostdate } from './support/synthesize.js';
 
 /**
@@ -35,5 +36,20 @@ describe('the stack outputs the CLI reads', () => {
     template.hasOutput(STACK_OUTPUT.relayFailureQueueUrl, {
       Value: { Ref: logicalIdOf(stack.postdate.relayFailureQueue) },
     });
+  });
+
+  it('gives the settings the CLI decides with exactly as the functions have them (postdate --stack)', () => {
+    const value = (outputs[STACK_OUTPUT.settings] as { Value: unknown }).Value;
+    expect(typeof value).toBe('string');
+    const settings = JSON.parse(value as string) as Record<string, string>;
+    const variables = CLI_SETTINGS.map((name) => CONFIG_SETTINGS[name].variable);
+    expect(Object.keys(settings).sort()).toEqual([...variables].sort());
+    expect(settings.POSTDATE_MAX_ATTEMPTS).toBe('5'); // TEST_PROPS
+    expect(settings.POSTDATE_MESSAGE_ID_DOMAIN).toBe('example.com'); // derived from defaultFrom
+    const resources = template.toJSON().Resources;
+    for (const fn of [stack.postdate.functions.api, stack.postdate.functions.sender]) {
+      const environment = resources[logicalIdOf(fn)].Properties.Environment.Variables;
+      for (const variable of variables) expect(settings[variable]).toBe(environment[variable]);
+    }
   });
 });

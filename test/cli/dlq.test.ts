@@ -1,6 +1,6 @@
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { dlqDrop, dlqRedrive, dlqShow, redriveSucceeded } from '../../cli/dlqCommands.js';
+import { dlqRedrive, dlqShow, redriveSucceeded } from '../../cli/dlqCommands.js';
 import { memoryOutput } from '../../cli/output.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
@@ -197,27 +197,5 @@ describe('postdate dlq redrive --all', () => {
 
     expect(report).toMatchObject({ mode: 'all', dryRun: true, toMove: 2, moved: 0 });
     expect(await visibleCount(sqs, urls.sendDeadLetter)).toBe(2);
-  });
-});
-
-describe('postdate dlq drop', () => {
-  it('deletes exactly the chosen copies without sending them, after a dry run that deletes nothing', async () => {
-    const { sqs, urls, copies } = await deadLetteredCopies(5);
-    const deps = { sqs, dlqUrl: urls.sendDeadLetter, now: () => NOW, waitSeconds: 0 };
-
-    const rehearsal = await dlqDrop(deps, { ids: [messageId(4)], dryRun: true }, memoryOutput());
-    expect(rehearsal.dropped).toEqual([{ id: messageId(4), rev: 4 }]);
-    await eventually(
-      '5 visible on the send DLQ',
-      async () => (await visibleCount(sqs, urls.sendDeadLetter)) === 5,
-    );
-
-    const out = memoryOutput();
-    const report = await dlqDrop(deps, { ids: [messageId(4), messageId(5)] }, out);
-
-    expect(report).toMatchObject({ dryRun: false, notFound: [] });
-    expect(await visibleCount(sqs, urls.send)).toBe(0);
-    expect(await drainIds(sqs, urls.sendDeadLetter)).toEqual(copies.slice(0, 3));
-    expect(out.text()).toContain('dropped 2 of 2');
   });
 });

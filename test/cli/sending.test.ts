@@ -9,6 +9,41 @@ import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
 
+const BREAKER_SETTINGS = { probeIntervalMs: 30_000, probeTimeoutMs: 10_000 };
+
+/** Opens one relay's breaker the way a sender does (its own item, `RELAY#{name}`, or the gate item). */
+async function openBreaker(gate: DynamoSendingGate, reason: string): Promise<void> {
+  const { breaker } = await gate.read();
+  const open = opened(breaker, { reason }, new Date(), BREAKER_SETTINGS, '5');
+  if (open === undefined) throw new Error('a closed breaker opens');
+  expect(await gate.writeBreaker(breaker, open)).toBe('written');
+}
+
+/** The deps of `sending` and `reconcile` for a stack with these relays (POSTDATE_RELAYS / RelayNames). */
+async function severalRelays(names: readonly string[]) {
+  const { tableName } = await freshTable('sending-relays');
+  const documents = documentClient();
+  const relays = {
+    names,
+    gate: (name: string) => new DynamoSendingGate(documents, tableName, name),
+    now: () => new Date(),
+  };
+  return {
+    tableName,
+    relays,
+    sending: { gate: new DynamoSendingGate(documents, tableName), relays, now: () => new Date() },
+    reconcile: {
+      documents,
+      tableName,
+      dueIndex: new DynamoDueIndex(documents, tableName),
+      now: () => new Date(),
+      tenants: async () => [],
+      graceSeconds: 300,
+      relays,
+    },
+  };
+}
+
 /**
  * `postdate sending pause/resume/status` (DESIGN §5, §6) against DynamoDB Local: what the senders
  * read (the gate item) is what the commands wrote; and `postdate reconcile` shows the breaker.
@@ -18,16 +53,25 @@ const run = promisify(execFile);
 describe('postdate sending', () => {
   it('pause all, resume one kind (the roll-out), pause one kind, resume everything', async () => {
     const { tableName } = await freshTable('sending');
-    const deps = { gate: new DynamoSendingGate(documentClient(), tableName), now: () => new Date() };
+    const documents = documentClient();
+    const deps = {
+      gate: new DynamoSendingGate(documents, tableName),
+      relays: {
+        names: ['default'],
+        gate: (name: string) => new DynamoSendingGate(documents, tableName, name),
+        now: () => new Date(),
+      },
+      now: () => new Date(),
+    };
     const out = memoryOutput();
 
     await sendingPause(deps, { reason: 'incident 42' }, out);
-    let gate = await sendingStatus(deps, out);
-    expect(isPaused(gate.pause, 'welcome')).toBe(true);
-    expect(gate.pause.all?.reason).toBe('incident 42');
+    const status = await sendingStatus(deps, out);
+    expect(isPaused(status.pause, 'welcome')).toBe(true);
+    expect(status.pause.all?.reason).toBe('incident 42');
 
     await sendingResume(deps, { kind: 'welcome' }, out);
-    gate = await deps.gate.read();
+    let gate = await deps.gate.read();
     expect(isPaused(gate.pause, 'welcome')).toBe(false);
     expect(isPaused(gate.pause, 'invoice')).toBe(true);
 
@@ -73,9 +117,14 @@ describe('postdate sending', () => {
       now: () => new Date(),
       tenants: async () => [],
       graceSeconds: 300,
+      relays: {
+        names: ['default'],
+        gate: (name: string) => new DynamoSendingGate(documents, tableName, name),
+        now: () => new Date(),
+      },
     };
     const closed = await reconcile(deps, {}, memoryOutput());
-    expect(closed.sending.breaker.state).toBe('closed');
+    expect(closed.sending.available).toBe(true);
     expect(reconcileClean(closed)).toBe(true);
 
     const open = opened(
@@ -89,8 +138,73 @@ describe('postdate sending', () => {
     expect(await gate.writeBreaker(NEVER_OPENED, open)).toBe('written');
     const out = memoryOutput();
     const report = await reconcile(deps, {}, out);
-    expect(report.sending.breaker).toMatchObject({ state: 'open', reason: '421: the relay is closing' });
+    expect(report.sending.available).toBe(false);
+    expect(report.sending.relays[0]).toMatchObject({ breaker: 'open', reason: '421: the relay is closing' });
     expect(reconcileClean(report)).toBe(false);
     expect(out.text()).toContain('UNAVAILABLE');
+  });
+
+  describe('with several relays (DESIGN §15: each relay has its own breaker)', () => {
+    it('sending status is unavailable only when no relay takes mail, and names the relay it leaves through', async () => {
+      const t = await severalRelays(['primary', 'backup']);
+      await openBreaker(t.relays.gate('primary'), '421: greeting');
+      let out = memoryOutput();
+      let status = await sendingStatus(t.sending, out);
+      expect(status).toMatchObject({ available: true, leavingThrough: 'backup' });
+      expect(status.relays.map((relay) => [relay.name, relay.breaker])).toEqual([
+        ['primary', 'open'],
+        ['backup', 'closed'],
+      ]);
+
+      await openBreaker(t.relays.gate('backup'), '454: TLS not available');
+      out = memoryOutput();
+      status = await sendingStatus(t.sending, out);
+      expect(status).toMatchObject({ available: false, leavingThrough: undefined });
+      expect(out.text()).toContain('UNAVAILABLE');
+      expect(out.text()).not.toContain('available (breaker closed)');
+    });
+
+    it('reconcile exits 1 while every relay is down, 0 while one takes mail', async () => {
+      const t = await severalRelays(['primary', 'backup']);
+      await openBreaker(t.relays.gate('primary'), '421: greeting');
+      expect(reconcileClean(await reconcile(t.reconcile, {}, memoryOutput()))).toBe(true);
+
+      await openBreaker(t.relays.gate('backup'), '421: greeting');
+      const out = memoryOutput();
+      const report = await reconcile(t.reconcile, {}, out);
+      expect(report.sending.available).toBe(false);
+      expect(reconcileClean(report)).toBe(false);
+      expect(out.text()).toContain('UNAVAILABLE');
+    });
+
+    it('the entry point reads the relays from POSTDATE_RELAY_NAMES for sending status and reconcile', async () => {
+      const t = await severalRelays(['primary', 'backup']);
+      await openBreaker(t.relays.gate('primary'), '421: greeting');
+      await openBreaker(t.relays.gate('backup'), '421: greeting');
+      const env = {
+        ...process.env,
+        NO_COLOR: '1',
+        AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+        AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
+        AWS_ACCESS_KEY_ID: 'local',
+        AWS_SECRET_ACCESS_KEY: 'local',
+        AWS_REGION: 'us-east-1',
+        POSTDATE_RELAY_NAMES: 'primary,backup',
+      };
+      const cli = (...args: string[]) =>
+        run(process.execPath, ['cli/postdate.mjs', '--table', t.tableName, ...args], {
+          env,
+          timeout: 60_000,
+        }).then(
+          (done) => ({ code: 0, stdout: done.stdout }),
+          (error: { code: number; stdout: string }) => ({ code: error.code, stdout: error.stdout }),
+        );
+      const status = await cli('--json', 'sending', 'status');
+      expect(status.code).toBe(0);
+      expect(JSON.parse(status.stdout)).toMatchObject({ available: false });
+      const reconciled = await cli('--json', 'reconcile', '--since', '1h');
+      expect(reconciled.code).toBe(1);
+      expect(JSON.parse(reconciled.stdout)).toMatchObject({ sending: { available: false } });
+    }, 90_000);
   });
 });

@@ -1,5 +1,8 @@
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it, vi } from 'vitest';
+import { messagesRetry, readState } from '../../cli/messagesCommands.js';
+import { memoryOutput } from '../../cli/output.js';
+import { messagesDeps, openContext } from '../../cli/postdate.js';
 import {
   describeStack,
   openTargetWithStack,
@@ -7,6 +10,9 @@ import {
   targetFromStack,
 } from '../../cli/stackTarget.js';
 import { STACK_OUTPUT } from '../../lib/stackOutputs.js';
+import { wholeSecondNow } from '../relay/relayParts.js';
+import { freshTable } from '../support/awsLocal.js';
+import { senderOutcomes } from '../sweeper/waitingMessages.js';
 
 /**
  * `postdate --stack NAME` (DESIGN §6): the names come from the stack's CloudFormation outputs.
@@ -170,5 +176,104 @@ describe('postdate --stack NAME', () => {
     expect(regionOfStackId(STACK_ID)).toBe('eu-west-1');
     expect(regionOfStackId(undefined)).toBeUndefined();
     expect(regionOfStackId('not-an-arn')).toBeUndefined();
+  });
+});
+
+/**
+ * The settings the CLI decides with (DESIGN §3/§6: the CLI's retry is the API's manual retry; the
+ * retention of a cancel or discard; the Message-ID `messages show` prints) are the deployed stack's,
+ * read from its output `Settings` with the same DescribeStacks call, never the operator's shell.
+ */
+describe('postdate --stack NAME: the settings', () => {
+  const SETTINGS = {
+    POSTDATE_MAX_ATTEMPTS: '3',
+    POSTDATE_RETENTION_DAYS: '7',
+    POSTDATE_MESSAGE_ID_DOMAIN: 'mail.acme.example',
+    POSTDATE_SWEEP_GRACE_SECONDS: '120',
+    POSTDATE_DIRECT_DELAY_MAX_SECONDS: '600',
+    POSTDATE_SCHEDULE_LEAD_SECONDS: '60',
+    POSTDATE_WEBHOOK_RETRY_HOURS: '12',
+  };
+  const SHELL = { POSTDATE_MAX_ATTEMPTS: '8', POSTDATE_RETENTION_DAYS: '30' };
+  const withSettings = { ...OUTPUTS, [STACK_OUTPUT.settings]: JSON.stringify(SETTINGS) };
+
+  it("come from the stack's output, over the shell's environment", async () => {
+    const { client, requests } = cannedCloudFormation(200, describeStacksXml(withSettings));
+    const context = await openContext({ stack: 'Postdate' }, memoryOutput(), SHELL, () => client);
+    try {
+      expect(requests).toHaveLength(1);
+      expect(context.config).toMatchObject({
+        maxAttempts: 3,
+        retentionDays: 7,
+        messageIdDomain: 'mail.acme.example',
+        sweepGraceSeconds: 120,
+        directDelayMaxSeconds: 600,
+        scheduleLeadSeconds: 60,
+        webhookRetryHours: 12,
+      });
+      expect(messagesDeps(context)).toMatchObject({
+        maxAttempts: 3,
+        retentionDays: 7,
+        messageIdDomain: 'mail.acme.example',
+      });
+    } finally {
+      context.target.dynamodb.destroy();
+      context.target.sqs.destroy();
+    }
+  });
+
+  it("a retry through --stack gives the message the stack's attempts, as the API's retry does", async () => {
+    vi.stubEnv('AWS_ACCESS_KEY_ID', 'local');
+    vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'local');
+    try {
+      const { tableName } = await freshTable('stack-retry');
+      const dead = await senderOutcomes(tableName, wholeSecondNow())('dead');
+      const { client } = cannedCloudFormation(
+        200,
+        describeStacksXml({ ...withSettings, [STACK_OUTPUT.tableName]: tableName }),
+      );
+      const env = { ...SHELL, AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint') };
+      const context = await openContext({ stack: 'Postdate' }, memoryOutput(), env, () => client);
+      try {
+        const deps = messagesDeps(context);
+        await messagesRetry(deps, [dead.id], memoryOutput());
+        expect(await readState(deps, dead.id)).toMatchObject({
+          status: 'scheduled',
+          attempts: 1,
+          attempt_limit: 1 + 3,
+        });
+      } finally {
+        context.target.dynamodb.destroy();
+        context.target.sqs.destroy();
+      }
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
+  it('come from the environment without --stack', async () => {
+    const context = await openContext({ table: 'postdate-outbox' }, memoryOutput(), {
+      POSTDATE_MAX_ATTEMPTS: '4',
+      POSTDATE_MESSAGE_ID_DOMAIN: 'shell.example',
+    });
+    try {
+      expect(context.config).toMatchObject({ maxAttempts: 4, messageIdDomain: 'shell.example' });
+    } finally {
+      context.target.dynamodb.destroy();
+      context.target.sqs.destroy();
+    }
+  });
+
+  it('of a stack deployed before the output: the environment, with a warning that says so', async () => {
+    const { client } = cannedCloudFormation(200, describeStacksXml(OUTPUTS));
+    const out = memoryOutput();
+    const context = await openContext({ stack: 'Postdate' }, out, SHELL, () => client);
+    try {
+      expect(context.config.maxAttempts).toBe(8);
+      expect(out.warnings.join('\n')).toMatch(/no output Settings.*redeploy/s);
+    } finally {
+      context.target.dynamodb.destroy();
+      context.target.sqs.destroy();
+    }
   });
 });

@@ -1,0 +1,226 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { type DropDeps, dlqDrop, dropDecision } from '../../cli/dlqCommands.js';
+import { type MessagesDeps, messagesRetry, readState } from '../../cli/messagesCommands.js';
+import { memoryOutput } from '../../cli/output.js';
+import {
+  isTerminal,
+  isWaitingForOperator,
+  MESSAGE_STATUSES,
+  type MessageStatus,
+} from '../../lambdas/core/messageStatus.js';
+import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
+import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
+import { messagePk } from '../../lambdas/store/messageRecord.js';
+import { countWaiting } from '../../lambdas/sweeper/waitingGauge.js';
+import { seconds, wholeSecondNow } from '../relay/relayParts.js';
+import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
+import { eventually } from '../support/eventually.js';
+import { senderOutcomes } from '../sweeper/waitingMessages.js';
+import { deadLetter, drainIds, visibleCount } from './cliFixtures.js';
+
+/**
+ * `postdate dlq drop` (runbook §1 step 5): an operator gives up on a dead message. DESIGN §2: `dead`
+ * waits "until redrive" with no TTL, and "only a terminal status starts the retention clock" — an
+ * operator's giving up is that end (core/messageLifetime.ts, decision 0083), the same one `messages
+ * discard` makes. So a drop must end the message as a discard does — out of the waiting gauge (the
+ * `DeadMessages` alarm can clear), its record and body on the retention — and only then take its copy
+ * off the DLQ. A copy whose message moved on (a retry gave it a new rev, or it ended) is only deleted.
+ */
+const RETENTION_DAYS = 30;
+
+async function setUp() {
+  const t0 = wholeSecondNow();
+  const now = seconds(t0, 60);
+  const { tableName } = await freshTable('dlq-drop');
+  const { urls } = await freshQueues(1);
+  const documents = documentClient();
+  const sqs = sqsClient();
+  const store = new DynamoApiStore(documents, tableName);
+  const deps: DropDeps = {
+    sqs,
+    dlqUrl: urls.sendDeadLetter,
+    now: () => now,
+    waitSeconds: 0,
+    table: { documents, tableName },
+    store,
+    retentionDays: RETENTION_DAYS,
+  };
+  const messages: MessagesDeps = {
+    documents,
+    tableName,
+    store,
+    now: () => now,
+    tenants: async () => ['acme'],
+    retentionDays: RETENTION_DAYS,
+    maxAttempts: 8,
+    messageIdDomain: 'mail.example.com',
+  };
+  const body = async (id: string) =>
+    (await documents.send(new GetCommand({ TableName: tableName, Key: { pk: messagePk(id), sk: 'BODY' } })))
+      .Item;
+  const waiting = async () => (await countWaiting(new DynamoDueIndex(documents, tableName), 16)).counts;
+  const state = (id: string) => readState({ documents, tableName }, id);
+  return { deps, messages, now, urls, sqs, endedAs: senderOutcomes(tableName, t0), body, waiting, state };
+}
+
+describe('postdate dlq drop', () => {
+  it('ends a dead message as a discard does — out of the waiting gauge, record and body on the retention — then deletes its copy', async () => {
+    const t = await setUp();
+    const dead = await t.endedAs('dead');
+    const other = await t.endedAs('dead');
+    await deadLetter(t.sqs, t.urls, [
+      { id: dead.id, rev: dead.rev },
+      { id: other.id, rev: other.rev },
+    ]);
+    expect(await t.waiting()).toMatchObject({ dead: 2 });
+    const out = memoryOutput({ json: true });
+
+    const report = await dlqDrop(t.deps, { ids: [dead.id] }, out);
+
+    expect(report.ok).toBe(true);
+    expect(report.results).toEqual([
+      expect.objectContaining({ id: dead.id, rev: 1, outcome: 'discarded', status: 'dead' }),
+    ]);
+    const expiresAt = Math.floor(t.now.getTime() / 1000) + RETENTION_DAYS * 86_400;
+    expect(await t.state(dead.id)).toMatchObject({
+      status: 'dead',
+      expires_at: expiresAt,
+      discarded_at: t.now.toISOString(),
+    });
+    expect((await t.state(dead.id))?.due_pk).toBeUndefined();
+    expect((await t.body(dead.id))?.expires_at).toBe(expiresAt);
+    expect(await t.waiting()).toMatchObject({ dead: 1 });
+    expect(await drainIds(t.sqs, t.urls.sendDeadLetter)).toEqual([{ id: other.id, rev: other.rev }]);
+    // --json: one parseable document, nothing else on stdout.
+    expect(out.lines).toEqual([]);
+    expect(JSON.parse(JSON.stringify(out.documents))).toEqual([
+      expect.objectContaining({ results: [expect.objectContaining({ id: dead.id, outcome: 'discarded' })] }),
+    ]);
+  });
+
+  it('only deletes the copy of a message that moved on: retried (a newer rev) or already discarded', async () => {
+    const t = await setUp();
+    const retried = await t.endedAs('dead');
+    const discarded = await t.endedAs('dead');
+    await deadLetter(t.sqs, t.urls, [
+      { id: retried.id, rev: retried.rev },
+      { id: discarded.id, rev: discarded.rev },
+    ]);
+    await messagesRetry(t.messages, [retried.id], memoryOutput());
+    const expiresAt = Math.floor(t.now.getTime() / 1000) + 86_400;
+    await t.deps.store.discard({ tenant: discarded.tenant, id: discarded.id, now: t.now, expiresAt });
+    const before = [await t.state(retried.id), await t.state(discarded.id)];
+    const out = memoryOutput();
+
+    const report = await dlqDrop(t.deps, { ids: [retried.id, discarded.id] }, out);
+
+    expect(report.ok).toBe(true);
+    const byId = new Map(report.results.map((row) => [row.id, row]));
+    expect(byId.get(retried.id)).toMatchObject({ outcome: 'dropped', status: 'scheduled', rev: 1 });
+    expect(byId.get(retried.id)?.reason).toMatch(/rev 2/);
+    expect(byId.get(discarded.id)).toMatchObject({ outcome: 'dropped', status: 'dead' });
+    // The records are as they were: the retried message is still live and due, with no TTL.
+    expect([await t.state(retried.id), await t.state(discarded.id)]).toEqual(before);
+    expect(before[0]?.expires_at).toBeUndefined();
+    expect(await visibleCount(t.sqs, t.urls.sendDeadLetter)).toBe(0);
+    expect(out.text()).toContain(retried.id);
+    expect(out.text()).toContain('dropped');
+  });
+
+  it('changes nothing in a dry run and says what it would do', async () => {
+    const t = await setUp();
+    const dead = await t.endedAs('dead');
+    await deadLetter(t.sqs, t.urls, [{ id: dead.id, rev: dead.rev }]);
+    const before = await t.state(dead.id);
+    const out = memoryOutput();
+
+    const report = await dlqDrop(t.deps, { ids: [dead.id], dryRun: true }, out);
+
+    expect(report.results).toEqual([expect.objectContaining({ id: dead.id, outcome: 'discarded' })]);
+    expect(await t.state(dead.id)).toEqual(before);
+    expect(await t.waiting()).toMatchObject({ dead: 1 });
+    await eventually(
+      '1 visible on the send DLQ',
+      async () => (await visibleCount(t.sqs, t.urls.sendDeadLetter)) === 1,
+    );
+    expect(out.text()).toContain('would');
+  });
+
+  it('keeps the copy of a message still live at that rev (the backstop), and fails saying to cancel it first', async () => {
+    const t = await setUp();
+    const dead = await t.endedAs('dead');
+    await messagesRetry(t.messages, [dead.id], memoryOutput());
+    const live = await t.state(dead.id);
+    if (live === null) throw new Error('the retried message exists');
+    await deadLetter(t.sqs, t.urls, [{ id: live.id, rev: live.rev }]);
+
+    const report = await dlqDrop(t.deps, { ids: [live.id] }, memoryOutput());
+
+    expect(report.ok).toBe(false);
+    expect(report.results).toEqual([
+      expect.objectContaining({ id: live.id, outcome: 'kept', status: 'scheduled' }),
+    ]);
+    expect(report.results[0]?.reason).toMatch(/messages cancel/);
+    expect(await t.state(live.id)).toEqual(live);
+    await eventually(
+      '1 visible on the send DLQ',
+      async () => (await visibleCount(t.sqs, t.urls.sendDeadLetter)) === 1,
+    );
+  });
+
+  it('reports ids that are not in the DLQ and fails', async () => {
+    const t = await setUp();
+    const dead = await t.endedAs('dead');
+
+    const report = await dlqDrop(t.deps, { ids: [dead.id] }, memoryOutput());
+
+    expect(report).toMatchObject({ ok: false, notFound: [dead.id], results: [] });
+    expect(await t.waiting()).toMatchObject({ dead: 1 });
+  });
+});
+
+describe('dropDecision', () => {
+  const status = fc.constantFrom(...MESSAGE_STATUSES);
+  const record = fc.option(
+    fc.record({
+      status,
+      rev: fc.integer({ min: 1, max: 5 }),
+      expires_at: fc.option(fc.nat(), { nil: undefined }),
+    }),
+    { nil: null },
+  );
+  const copyRev = fc.integer({ min: 1, max: 5 });
+
+  it('ends the message only when the copy is its current one and it still waits for an operator', () => {
+    fc.assert(
+      fc.property(copyRev, record, (rev, current) => {
+        const step = dropDecision({ rev }, current);
+        const waits =
+          current !== null &&
+          current.rev === rev &&
+          isWaitingForOperator(current.status) &&
+          current.expires_at === undefined;
+        expect(step.kind === 'discard').toBe(waits);
+      }),
+    );
+  });
+
+  it("never deletes the current copy of a live message (it may be the message's only copy)", () => {
+    fc.assert(
+      fc.property(copyRev, record, (rev, current) => {
+        const step = dropDecision({ rev }, current);
+        const liveHere = current !== null && current.rev === rev && !isTerminal(current.status);
+        expect(step.kind === 'keep').toBe(liveHere);
+      }),
+    );
+  });
+
+  it('deletes a stale copy whatever its message is doing', () => {
+    for (const s of MESSAGE_STATUSES as readonly MessageStatus[]) {
+      expect(dropDecision({ rev: 1 }, { status: s, rev: 2 }).kind).toBe('delete');
+    }
+    expect(dropDecision({ rev: 1 }, null).kind).toBe('delete');
+  });
+});
