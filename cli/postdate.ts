@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import type { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { EventBridgeBus } from '../lambdas/adapters/EventBridgeBus.js';
 import { attachmentS3Client, S3AttachmentStore } from '../lambdas/adapters/S3AttachmentStore.js';
 import { createPostdateClient } from '../lambdas/client/index.js';
 import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js';
@@ -29,6 +30,7 @@ import {
   UsageError,
 } from './cliErrors.js';
 import { dlqDrop, dlqRedrive, dlqShow, redriveSucceeded } from './dlqCommands.js';
+import { eventFailureDeps, eventFailuresCleared, eventFailuresRedrive } from './eventFailuresCommand.js';
 import { keysCreate, keysList, keysRevoke, knownTenants } from './keysCommands.js';
 import {
   type MessagesDeps,
@@ -233,9 +235,9 @@ export function buildProgram(): Command {
   const program = new Command('postdate')
     .version(packageVersion(), '-V, --version', 'print the version of Postdate this CLI belongs to')
     .description(
-      'Operate Postdate: messages, the DLQ, relay and schedule failures, reconciliation and API keys. ' +
+      'Operate Postdate: messages, the DLQ, relay, event and schedule failures, reconciliation and API keys. ' +
         'Talks to the local stack (npm start) unless a resource name (--table, --queue-url, --dlq-url, ' +
-        '--relay-failures-url, --schedule-dlq-url or POSTDATE_TABLE_NAME) selects AWS with the usual credential chain. ' +
+        '--relay-failures-url, --event-failures-url, --schedule-dlq-url or POSTDATE_TABLE_NAME) selects AWS with the usual credential chain. ' +
         'Exit codes: 0 done, 1 failed or partly failed, 2 bad usage, 3 stack unreachable.',
     )
     .option('--json', 'print one JSON document instead of tables')
@@ -244,6 +246,10 @@ export function buildProgram(): Command {
     .option('--queue-url <url>', 'the send queue (env POSTDATE_SEND_QUEUE_URL)')
     .option('--dlq-url <url>', "the send queue's dead-letter queue (env POSTDATE_SEND_DLQ_URL)")
     .option('--relay-failures-url <url>', 'the relay failure queue (env POSTDATE_RELAY_FAILURE_QUEUE_URL)')
+    .option(
+      '--event-failures-url <url>',
+      "the event producer's failure queue (env POSTDATE_EVENT_FAILURE_QUEUE_URL; stack output EventFailureQueueUrl)",
+    )
     .option(
       '--schedule-dlq-url <url>',
       "the schedules' dead-letter queue (env POSTDATE_SCHEDULE_DLQ_URL; stack output ScheduleDeadLetterQueueUrl)",
@@ -501,6 +507,48 @@ export function buildProgram(): Command {
           now,
         });
         return ok(relayFailuresCleared(await relayFailuresRedrive(deps, options, out)));
+      }),
+    );
+
+  // ------------------------------------------------------------------------------------ event-failures
+  program
+    .command('event-failures')
+    .description('the stream batches the event producer gave up on (their events reached no webhook)')
+    .command('redrive')
+    .description('replay them from the stream while it holds them (24 h), once per delivery id')
+    .option('--max <n>', 'stop after this many failure messages', integer('--max', 1), 1000)
+    .option(
+      '--discard-gone',
+      'delete the failure messages whose batch the stream no longer holds (listed first)',
+    )
+    .action(
+      action(async ({ target, out, now, config }, options: { max: number; discardGone?: boolean }) => {
+        const { refs, sqs } = target;
+        const eventFailureQueueUrl = await queueUrlOf(sqs, refs.eventFailureQueue, 'event failure queue');
+        // A replay without the bus or the bucket would be a partial one: events on no bus, attachments untagged.
+        if (refs.eventBusName === undefined || refs.attachmentBucket === undefined) {
+          throw new UsageError(
+            'event-failures redrive needs POSTDATE_EVENT_BUS_NAME and POSTDATE_ATTACHMENT_BUCKET (or --stack NAME)',
+          );
+        }
+        const deps = eventFailureDeps({
+          sqs,
+          documents: target.documents,
+          streams: target.streams(),
+          tableName: refs.tableName,
+          eventFailureQueueUrl,
+          webhookQueueUrl: await queueUrlOf(sqs, refs.webhookQueue, 'webhook queue'),
+          bus:
+            refs.eventBusName === undefined
+              ? undefined
+              : new EventBridgeBus(target.eventBridge(), refs.eventBusName),
+          attachments:
+            refs.attachmentBucket === undefined ? undefined : target.attachments(refs.attachmentBucket),
+          retryHours: config.webhookRetryHours,
+          retentionDays: config.retentionDays,
+          now,
+        });
+        return ok(eventFailuresCleared(await eventFailuresRedrive(deps, options, out)));
       }),
     );
 

@@ -1,9 +1,10 @@
 /**
  * `postdate relay-failures redrive`: re-dispatches what the relay's stream event source gave up on.
  * SQS's console redrive cannot serve this queue (it is fed by a Lambda event source, and its messages
- * describe a stream range, not a copy), so the CLI runs redriveRelayFailures
- * (cli/relayFailures/redriveRelayFailures.ts) with real clients: replay the range with the relay's own
- * logic while the stream still holds it, else one grace-0 sweep of the `due` index.
+ * describe a stream range, not a copy), so the CLI runs redriveStreamFailures
+ * (cli/streamFailures/redriveStreamFailures.ts) with real clients: replay the range with the relay's
+ * own logic while the stream still holds it, else one grace-0 sweep of the `due` index.
+ * `event-failures redrive` (cli/eventFailuresCommand.ts) is the same redrive with the event producer.
  */
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { SchedulerClient } from '@aws-sdk/client-scheduler';
@@ -11,17 +12,20 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { EventBridgeScheduler } from '../lambdas/adapters/EventBridgeScheduler.js';
 import { SqsDispatchQueue } from '../lambdas/adapters/SqsDispatchQueue.js';
+import { fromSdkRecord } from '../lambdas/relay/relayRecord.js';
+import { type RelayDeps, relayRecords } from '../lambdas/relay/relayRecords.js';
 import { DynamoDueIndex } from '../lambdas/store/dueIndex.js';
 import { DynamoSweepRecords } from '../lambdas/store/sweepRecords.js';
 import { UsageError } from './cliErrors.js';
 import { SqsDeadLetterQueue } from './deadLetters/SqsDeadLetterQueue.js';
 import { type Output, paint, printFields } from './output.js';
 import {
-  type RedriveRelayFailuresDeps,
-  type RedriveRelayFailuresReport,
-  redriveRelayFailures,
-} from './relayFailures/redriveRelayFailures.js';
-import { DynamoDbStreamRangeReader } from './relayFailures/streamRange.js';
+  type RedriveStreamFailuresDeps,
+  type RedriveStreamFailuresReport,
+  redriveStreamFailures,
+  type StreamReplay,
+} from './streamFailures/redriveStreamFailures.js';
+import { DynamoDbStreamRangeReader } from './streamFailures/streamRange.js';
 
 export interface RelayFailureParts {
   readonly sqs: SQSClient;
@@ -41,8 +45,21 @@ export interface RelayFailureParts {
   readonly now: () => Date;
 }
 
+/** The relay's logic over records read back from the stream: the redrive's one relay-specific step. */
+export function replayRelayRecords(relay: RelayDeps): StreamReplay {
+  return async (records) => {
+    const outcome = await relayRecords(records.map(fromSdkRecord), relay);
+    return { failed: outcome.failed, invalid: outcome.invalid };
+  };
+}
+
+/** The relay's redrive: the stream's, with the sweep as its backstop for batches the stream no longer holds. */
+export type RelayRedriveDeps = RedriveStreamFailuresDeps & {
+  readonly sweep: NonNullable<RedriveStreamFailuresDeps['sweep']>;
+};
+
 /** The relay's dependencies, built from real clients exactly as lambdas/relay/handler.ts builds them. */
-export function relayFailureDeps(parts: RelayFailureParts): RedriveRelayFailuresDeps {
+export function relayFailureDeps(parts: RelayFailureParts): RelayRedriveDeps {
   const queue = new SqsDispatchQueue(parts.sqs, parts.sendQueueUrl);
   return {
     // The CLI's one dead-letter adapter; no long poll, as the relay's own reader.
@@ -50,7 +67,7 @@ export function relayFailureDeps(parts: RelayFailureParts): RedriveRelayFailures
       waitSeconds: 0,
       name: 'the relay failure queue',
     }),
-    relay: {
+    replay: replayRelayRecords({
       queue,
       scheduler: new EventBridgeScheduler(parts.scheduler, {
         groupName: parts.scheduleGroup,
@@ -61,7 +78,7 @@ export function relayFailureDeps(parts: RelayFailureParts): RedriveRelayFailures
       now: parts.now,
       directDelayMaxSeconds: parts.directDelayMaxSeconds,
       scheduleLeadSeconds: parts.scheduleLeadSeconds,
-    },
+    }),
     streamRange: new DynamoDbStreamRangeReader(parts.streams),
     sweep: {
       dueIndex: new DynamoDueIndex(parts.documents, parts.tableName),
@@ -78,13 +95,13 @@ export interface RelayFailuresOptions {
 }
 
 export async function relayFailuresRedrive(
-  deps: RedriveRelayFailuresDeps,
+  deps: RedriveStreamFailuresDeps,
   options: RelayFailuresOptions,
   out: Output,
-): Promise<RedriveRelayFailuresReport> {
+): Promise<RedriveStreamFailuresReport> {
   const max = options.max ?? 1000;
   if (!Number.isInteger(max) || max < 1) throw new UsageError('--max must be a whole number of at least 1');
-  const report = await redriveRelayFailures({ ...deps, maxMessages: max });
+  const report = await redriveStreamFailures({ ...deps, maxMessages: max });
   if (out.json) {
     out.data(report);
     return report;
@@ -112,6 +129,6 @@ export async function relayFailuresRedrive(
 }
 
 /** Whether every failure message was dealt with (the entry point's exit code). */
-export function relayFailuresCleared(report: RedriveRelayFailuresReport): boolean {
+export function relayFailuresCleared(report: RedriveStreamFailuresReport): boolean {
   return report.kept === 0;
 }

@@ -5,7 +5,7 @@
  *   Scheduler emulator on loopback (ports from AWS_ENDPOINT_URL_* or POSTDATE_*_PORT, defaults as in
  *   local/localEnv.ts), static dummy credentials, the local stack's resource names.
  * - **aws**: chosen as soon as a resource name is given (`--table`, `--queue-url`, `--dlq-url`,
- *   `--relay-failures-url`, `--schedule-dlq-url`, or POSTDATE_TABLE_NAME in the environment); the usual credential chain
+ *   `--relay-failures-url`, `--event-failures-url`, `--schedule-dlq-url`, or POSTDATE_TABLE_NAME in the environment); the usual credential chain
  *   and region. Endpoints still honour AWS_ENDPOINT_URL_* (how the tests point it at the emulators).
  *
  * - **aws from a stack**: `--stack <name>` reads the names from the stack's CloudFormation outputs
@@ -13,6 +13,7 @@
  */
 import { DynamoDBClient, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import {
   GetQueueAttributesCommand,
@@ -21,6 +22,8 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { lazyS3AttachmentStore } from '../lambdas/adapters/LazyS3AttachmentStore.js';
+import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import { QUEUE, SCHEDULE_GROUP } from '../lib/queueLayout.js';
 import { LOCAL_PORT_DEFAULTS } from '../local/localEnv.js';
 import { readStackFile, type StackFile } from '../local/stackFile.js';
@@ -36,6 +39,7 @@ export interface TargetOptions {
   readonly queueUrl?: string;
   readonly dlqUrl?: string;
   readonly relayFailuresUrl?: string;
+  readonly eventFailuresUrl?: string;
   readonly scheduleDlqUrl?: string;
   readonly region?: string;
   readonly dynamodbEndpoint?: string;
@@ -63,6 +67,12 @@ export interface ResourceRefs {
   readonly sendQueue: QueueRef | undefined;
   readonly deadLetterQueue: QueueRef | undefined;
   readonly relayFailureQueue: QueueRef | undefined;
+  /** The event producer's failure queue (AWS only: the local producer has none, decision 0059). */
+  readonly eventFailureQueue: QueueRef | undefined;
+  /** What `event-failures redrive` hands the producer's logic, as the producer has them. */
+  readonly webhookQueue: QueueRef | undefined;
+  readonly eventBusName: string | undefined;
+  readonly attachmentBucket: string | undefined;
   /** The schedules' dead-letter queue, to read (`schedule-failures`). */
   readonly scheduleDeadLetterQueue: QueueRef | undefined;
   readonly scheduleGroup: string | undefined;
@@ -92,9 +102,11 @@ export interface Target {
   readonly env: Env;
   /** What the operator should know about how the target was opened (printed on stderr). */
   readonly warnings: readonly string[];
-  /** Built on first use: only `relay-failures redrive` needs them. */
+  /** Built on first use: only `relay-failures redrive` and `event-failures redrive` need them. */
   scheduler(): SchedulerClient;
   streams(): DynamoDBStreamsClient;
+  eventBridge(): EventBridgeClient;
+  attachments(bucket: string): AttachmentStore;
 }
 
 /** Decides local or AWS from the options and the environment (pure: no client is built). */
@@ -107,6 +119,7 @@ export function resolveMode(options: TargetOptions, env: Env): TargetMode {
     options.queueUrl ??
     options.dlqUrl ??
     options.relayFailuresUrl ??
+    options.eventFailuresUrl ??
     options.scheduleDlqUrl ??
     env.POSTDATE_TABLE_NAME;
   return named !== undefined && named !== '' ? 'aws' : 'local';
@@ -124,6 +137,8 @@ export function resolveRefs(mode: TargetMode, options: TargetOptions, env: Env):
       : mode === 'local'
         ? { name: `${LOCAL_NAMES.queuePrefix}-${logicalName}` }
         : undefined;
+  const urlOnly = (url: string | undefined): QueueRef | undefined =>
+    url === undefined ? undefined : { url };
   const tableName =
     pick(options.table, 'POSTDATE_TABLE_NAME') ?? (mode === 'local' ? LOCAL_NAMES.tableName : undefined);
   if (tableName === undefined) throw new UsageError('no table: pass --table or set POSTDATE_TABLE_NAME');
@@ -140,6 +155,10 @@ export function resolveRefs(mode: TargetMode, options: TargetOptions, env: Env):
       pick(options.relayFailuresUrl, 'POSTDATE_RELAY_FAILURE_QUEUE_URL'),
       'relay-failures',
     ),
+    eventFailureQueue: urlOnly(pick(options.eventFailuresUrl, 'POSTDATE_EVENT_FAILURE_QUEUE_URL')),
+    webhookQueue: urlOnly(pick(undefined, 'POSTDATE_WEBHOOK_QUEUE_URL')),
+    eventBusName: pick(undefined, 'POSTDATE_EVENT_BUS_NAME'),
+    attachmentBucket: pick(undefined, 'POSTDATE_ATTACHMENT_BUCKET'),
     scheduleGroup:
       pick(undefined, 'POSTDATE_SCHEDULE_GROUP') ??
       (mode === 'local' ? LOCAL_NAMES.scheduleGroup : undefined),
@@ -224,6 +243,7 @@ export function openTarget(
   sqs.middlewareStack.add(errorTranslator('SQS', shown(sqsEndpoint, 'SQS'), hint, refs), TRANSLATOR);
   let scheduler: SchedulerClient | undefined;
   let streams: DynamoDBStreamsClient | undefined;
+  let eventBridge: EventBridgeClient | undefined;
 
   return {
     mode,
@@ -263,6 +283,19 @@ export function openTarget(
         );
       }
       return streams;
+    },
+    // EventBridge and S3 only in AWS (the local stack has neither bus nor failure queue for events):
+    // their endpoints come from the SDK's own AWS_ENDPOINT_URL_* when set.
+    eventBridge() {
+      eventBridge ??= new EventBridgeClient(common);
+      return eventBridge;
+    },
+    attachments(bucket) {
+      return lazyS3AttachmentStore({
+        bucket,
+        endpoint: env.AWS_ENDPOINT_URL_S3,
+        config: region !== undefined ? { region } : {},
+      });
     },
   };
 }
@@ -313,6 +346,9 @@ const QUEUE_FLAG_HINT: Record<string, string> = {
   'send queue': 'pass --queue-url or set POSTDATE_SEND_QUEUE_URL',
   'dead-letter queue': 'pass --dlq-url or set POSTDATE_SEND_DLQ_URL',
   'relay failure queue': 'pass --relay-failures-url or set POSTDATE_RELAY_FAILURE_QUEUE_URL',
+  'event failure queue':
+    "pass --event-failures-url or set POSTDATE_EVENT_FAILURE_QUEUE_URL (stack output EventFailureQueueUrl); the local stack's event producer has none (docs/decisions/0059)",
+  'webhook queue': 'set POSTDATE_WEBHOOK_QUEUE_URL (stack output WebhookQueueUrl)',
   'schedule dead-letter queue':
     'pass --schedule-dlq-url or set POSTDATE_SCHEDULE_DLQ_URL (stack output ScheduleDeadLetterQueueUrl)',
 };

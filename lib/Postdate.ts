@@ -35,6 +35,10 @@ export class Postdate extends Construct {
   readonly sendQueue: sqs.IQueue;
   readonly sendDeadLetterQueue: sqs.IQueue;
   readonly relayFailureQueue: sqs.IQueue;
+  /** Stream records the event producer gave up on (`postdate event-failures redrive`). */
+  readonly eventFailureQueue: sqs.IQueue;
+  /** The webhook deliveries' queue. */
+  readonly webhookQueue: sqs.IQueue;
   readonly scheduleDeadLetterQueue: sqs.IQueue;
   readonly scheduleGroupName: string;
   /** The role EventBridge Scheduler assumes to put schedules' copies on the send queue. */
@@ -162,6 +166,8 @@ export class Postdate extends Construct {
     this.sendQueue = dispatch.sendQueue;
     this.sendDeadLetterQueue = dispatch.sendDeadLetterQueue;
     this.relayFailureQueue = dispatch.relayFailureQueue;
+    this.eventFailureQueue = webhooks.eventFailureQueue;
+    this.webhookQueue = webhooks.queue;
     this.scheduleDeadLetterQueue = dispatch.scheduleDeadLetterQueue;
     this.scheduleGroupName = dispatch.scheduleGroupName;
     this.schedulerRoleArn = dispatch.schedulerRole.roleArn;

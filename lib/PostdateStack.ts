@@ -116,6 +116,22 @@ export class PostdateStack extends Stack {
       'Stream records the relay could not process (POSTDATE_RELAY_FAILURE_QUEUE_URL)',
     );
     output(
+      'EventFailureQueueUrl',
+      this.postdate.eventFailureQueue.queueUrl,
+      'Stream records the event producer gave up on (`postdate event-failures redrive`)',
+    );
+    output(
+      'WebhookQueueUrl',
+      this.postdate.webhookQueue.queueUrl,
+      'The webhook deliveries (POSTDATE_WEBHOOK_QUEUE_URL)',
+    );
+    output('EventBusName', this.postdate.eventBus.eventBusName, 'Where events go (POSTDATE_EVENT_BUS_NAME)');
+    output(
+      'AttachmentBucketName',
+      this.postdate.attachmentBucket.bucketName,
+      "The attachments' bucket (POSTDATE_ATTACHMENT_BUCKET)",
+    );
+    output(
       'ScheduleDeadLetterQueueUrl',
       this.postdate.scheduleDeadLetterQueue.queueUrl,
       'Undeliverable schedules',

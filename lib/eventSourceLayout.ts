@@ -38,10 +38,24 @@ export const RELAY_STREAM = {
 export const EVENTS_STREAM = {
   batchSize: 100,
   batchingWindowSeconds: 0,
+  /**
+   * Retries of a failing batch (bisected each time) before its range goes to the event failure
+   * queue: bounded, so one record that keeps failing holds its shard's events back for minutes, not
+   * hours. Nothing is lost by giving up: `postdate event-failures redrive` replays the range
+   * (docs/decisions/0134).
+   */
   retryAttempts: 10,
-  maxRecordAgeHours: 24,
+  /**
+   * Older records go to the failure queue too. Half the stream's 24 hours, so that the stream still
+   * holds what the producer gave up on for as long again: the operator's time to replay it. At 24 h
+   * a record given up was already being trimmed, and its events were lost.
+   */
+  maxRecordAgeHours: 12,
   timeoutSeconds: 60,
 } as const;
+
+/** How long DynamoDB Streams keeps a record (not configurable). */
+export const STREAM_RETENTION_HOURS = 24;
 
 /** How the sender reads the send queue. */
 export const SENDER_QUEUE = {

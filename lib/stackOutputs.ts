@@ -12,6 +12,11 @@ export const STACK_OUTPUT = {
   sendQueueUrl: 'SendQueueUrl',
   sendDeadLetterQueueUrl: 'SendDeadLetterQueueUrl',
   relayFailureQueueUrl: 'RelayFailureQueueUrl',
+  /** The event producer's on-failure destination and what its redrive needs (`postdate event-failures redrive`). */
+  eventFailureQueueUrl: 'EventFailureQueueUrl',
+  webhookQueueUrl: 'WebhookQueueUrl',
+  eventBusName: 'EventBusName',
+  attachmentBucketName: 'AttachmentBucketName',
   scheduleDeadLetterQueueUrl: 'ScheduleDeadLetterQueueUrl',
   scheduleGroupName: 'ScheduleGroupName',
   schedulerRoleArn: 'SchedulerRoleArn',

@@ -9,7 +9,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { WEBHOOK_METRIC } from '../../lambdas/core/metricNames.js';
-import { EVENTS_STREAM } from '../eventSourceLayout.js';
+import { EVENTS_STREAM, STREAM_RETENTION_HOURS } from '../eventSourceLayout.js';
 import { RESOURCE_ENV } from '../functionEnvironment.js';
 import { EVENTS_STREAM_FILTER, WEBHOOK_DELIVERY, WEBHOOK_QUEUE } from '../webhookLayout.js';
 import { acknowledge } from './acknowledge.js';
@@ -152,7 +152,7 @@ export class Webhooks extends Construct {
     );
     alarm(
       'EventFailuresNotEmpty',
-      'stream records the event producer gave up on',
+      `stream records the event producer gave up on: their events reached no webhook; replay them within ${STREAM_RETENTION_HOURS - EVENTS_STREAM.maxRecordAgeHours} h with \`postdate event-failures redrive\` (runbook §4b)`,
       visible(this.eventFailureQueue),
     );
     this.alarms = alarms;

@@ -141,6 +141,7 @@ describe('every postdate command with --json, against the local stack', () => {
     'dlq redrive': ['dlq', 'redrive', '--all', '--dry-run'],
     'dlq drop': ['dlq', 'drop', '--ids', 'nothing-here', '--dry-run'],
     'relay-failures redrive': ['relay-failures', 'redrive'],
+    'event-failures redrive': ['event-failures', 'redrive'],
     'schedule-failures show': ['schedule-failures', 'show'],
     'schedule-failures redrive': ['schedule-failures', 'redrive', '--dry-run'],
     reconcile: ['reconcile'],

@@ -1,8 +1,9 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqsDeadLetterQueue } from '../../cli/deadLetters/SqsDeadLetterQueue.js';
-import { redriveRelayFailures } from '../../cli/relayFailures/redriveRelayFailures.js';
-import { DynamoDbStreamRangeReader } from '../../cli/relayFailures/streamRange.js';
+import { replayRelayRecords } from '../../cli/relayFailuresCommand.js';
+import { redriveStreamFailures } from '../../cli/streamFailures/redriveStreamFailures.js';
+import { DynamoDbStreamRangeReader } from '../../cli/streamFailures/streamRange.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
 import type { SchedulerEmulator } from '../../local/scheduler/startSchedulerEmulator.js';
@@ -39,9 +40,9 @@ async function setUp() {
       );
     },
     redrive: () =>
-      redriveRelayFailures({
+      redriveStreamFailures({
         failures,
-        relay: world.deps,
+        replay: replayRelayRecords(world.deps),
         streamRange: new DynamoDbStreamRangeReader(streamsClient()),
         sweep: {
           dueIndex: new DynamoDueIndex(documentClient(), tableName),
@@ -114,9 +115,9 @@ describe('redriving relay failures', () => {
       deadLetterArn: t.arns.scheduleDeadLetter,
     });
 
-    const report = await redriveRelayFailures({
+    const report = await redriveStreamFailures({
       failures: new SqsDeadLetterQueue(sqsClient(), t.urls.relayFailures, { waitSeconds: 0 }),
-      relay: { ...t.deps, scheduler: brokenScheduler },
+      replay: replayRelayRecords({ ...t.deps, scheduler: brokenScheduler }),
       streamRange: new DynamoDbStreamRangeReader(streamsClient()),
       sweep: {
         dueIndex: new DynamoDueIndex(documentClient(), 'unused'),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compareSequenceNumbers, parseRelayFailure } from '../../cli/relayFailures/relayFailure.js';
+import { compareSequenceNumbers, parseStreamFailure } from '../../cli/streamFailures/streamFailure.js';
 import { relayFailureMessage } from './streamTail.js';
 
 describe('a relay failure message', () => {
@@ -11,7 +11,7 @@ describe('a relay failure message', () => {
       end: '800000000003126276370',
       batchSize: 9,
     });
-    expect(parseRelayFailure(body)).toEqual({
+    expect(parseStreamFailure(body)).toEqual({
       ok: true,
       info: {
         streamArn: 'arn:aws:dynamodb:us-east-1:123456789012:table/outbox/stream/2026-11-29T00:00:00.000',
@@ -25,10 +25,10 @@ describe('a relay failure message', () => {
   });
 
   it('is refused, with a reason, when it is not one', () => {
-    expect(parseRelayFailure('nope')).toEqual({ ok: false, reason: 'body is not JSON' });
-    expect(parseRelayFailure('{"Records":[]}')).toEqual({ ok: false, reason: 'no DDBStreamBatchInfo' });
+    expect(parseStreamFailure('nope')).toEqual({ ok: false, reason: 'body is not JSON' });
+    expect(parseStreamFailure('{"Records":[]}')).toEqual({ ok: false, reason: 'no DDBStreamBatchInfo' });
     expect(
-      parseRelayFailure(
+      parseStreamFailure(
         '{"DDBStreamBatchInfo":{"streamArn":"s","shardId":"x","startSequenceNumber":"1e3","endSequenceNumber":"2"}}',
       ),
     ).toEqual({ ok: false, reason: 'start or end sequence number missing or not numeric' });

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SqsDeadLetterQueue } from '../../cli/deadLetters/SqsDeadLetterQueue.js';
-import { redriveRelayFailures } from '../../cli/relayFailures/redriveRelayFailures.js';
-import { DynamoDbStreamRangeReader } from '../../cli/relayFailures/streamRange.js';
+import { replayRelayRecords } from '../../cli/relayFailuresCommand.js';
+import { redriveStreamFailures } from '../../cli/streamFailures/redriveStreamFailures.js';
+import { DynamoDbStreamRangeReader } from '../../cli/streamFailures/streamRange.js';
 import { EventBridgeScheduler } from '../../lambdas/adapters/EventBridgeScheduler.js';
 import { createRelayHandler } from '../../lambdas/relay/createRelayHandler.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
@@ -79,9 +80,9 @@ describe('the relay behind the local stream event source', () => {
     }
     expect(await t.scheduleNames()).toEqual([]);
 
-    const report = await redriveRelayFailures({
+    const report = await redriveStreamFailures({
       failures: new SqsDeadLetterQueue(sqsClient(), t.urls.relayFailures, { waitSeconds: 0 }),
-      relay: t.deps,
+      replay: replayRelayRecords(t.deps),
       streamRange: new DynamoDbStreamRangeReader(streamsClient()),
       sweep: {
         dueIndex: new DynamoDueIndex(documentClient(), tableName),

@@ -1,9 +1,10 @@
 /**
  * The message a DynamoDB Streams event source mapping sends to its on-failure destination when it
  * gives up on a batch: where the batch was, not the records themselves. See the Lambda guide,
- * "Retaining discarded records of a stream event source" (`DDBStreamBatchInfo`).
+ * "Retaining discarded records of a stream event source" (`DDBStreamBatchInfo`). The relay's and the
+ * event producer's failure queues both hold these.
  */
-export interface RelayFailureInfo {
+export interface StreamFailureInfo {
   readonly streamArn: string;
   readonly shardId: string;
   readonly startSequenceNumber: string;
@@ -12,12 +13,12 @@ export interface RelayFailureInfo {
   readonly condition: string | null;
 }
 
-export type ParsedRelayFailure =
-  | { readonly ok: true; readonly info: RelayFailureInfo }
+export type ParsedStreamFailure =
+  | { readonly ok: true; readonly info: StreamFailureInfo }
   | { readonly ok: false; readonly reason: string };
 
 /** Parses an on-failure destination message; never throws. */
-export function parseRelayFailure(body: string): ParsedRelayFailure {
+export function parseStreamFailure(body: string): ParsedStreamFailure {
   let value: unknown;
   try {
     value = JSON.parse(body);

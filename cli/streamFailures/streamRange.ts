@@ -6,17 +6,18 @@ import {
   ResourceNotFoundException,
   TrimmedDataAccessException,
 } from '@aws-sdk/client-dynamodb-streams';
-import { fromSdkRecord, type RelayRecord } from '../../lambdas/relay/relayRecord.js';
-import { compareSequenceNumbers, type RelayFailureInfo } from './relayFailure.js';
+import type { SdkStreamRecord } from '../../lambdas/store/streamRecord.js';
+import { compareSequenceNumbers, type StreamFailureInfo } from './streamFailure.js';
 
 export type StreamRangeRead =
-  | { readonly kind: 'records'; readonly records: readonly RelayRecord[] }
+  /** The records as `GetRecords` answers them; each stream reader decodes them its own way. */
+  | { readonly kind: 'records'; readonly records: readonly SdkStreamRecord[] }
   /** The records are no longer readable (past the stream's 24-hour retention, or the stream is gone). */
   | { readonly kind: 'gone'; readonly reason: string };
 
 /** Reads back the stream records of a failed batch, if the stream still holds them. */
 export interface StreamRangeReader {
-  read(range: RelayFailureInfo): Promise<StreamRangeRead>;
+  read(range: StreamFailureInfo): Promise<StreamRangeRead>;
 }
 
 /**
@@ -31,7 +32,7 @@ export class DynamoDbStreamRangeReader implements StreamRangeReader {
     private readonly options: { maxEmptyPolls?: number } = {},
   ) {}
 
-  async read(range: RelayFailureInfo): Promise<StreamRangeRead> {
+  async read(range: StreamFailureInfo): Promise<StreamRangeRead> {
     try {
       const { ShardIterator } = await this.streams.send(
         new GetShardIteratorCommand({
@@ -41,7 +42,7 @@ export class DynamoDbStreamRangeReader implements StreamRangeReader {
           SequenceNumber: range.startSequenceNumber,
         }),
       );
-      const records: RelayRecord[] = [];
+      const records: SdkStreamRecord[] = [];
       let iterator = ShardIterator;
       let emptyPolls = 0;
       while (iterator !== undefined) {
@@ -54,15 +55,14 @@ export class DynamoDbStreamRangeReader implements StreamRangeReader {
           continue;
         }
         emptyPolls = 0;
-        for (const raw of fetched) {
-          const record = fromSdkRecord(raw);
-          if (compareSequenceNumbers(record.sequenceNumber, range.endSequenceNumber) > 0) {
+        for (const record of fetched) {
+          if (compareSequenceNumbers(sequenceOf(record), range.endSequenceNumber) > 0) {
             return { kind: 'records', records };
           }
           records.push(record);
         }
         const last = records[records.length - 1];
-        if (last && compareSequenceNumbers(last.sequenceNumber, range.endSequenceNumber) >= 0) break;
+        if (last && compareSequenceNumbers(sequenceOf(last), range.endSequenceNumber) >= 0) break;
       }
       return { kind: 'records', records };
     } catch (error) {
@@ -76,4 +76,8 @@ export class DynamoDbStreamRangeReader implements StreamRangeReader {
       throw error;
     }
   }
+}
+
+function sequenceOf(record: SdkStreamRecord): string {
+  return record.dynamodb?.SequenceNumber ?? '0';
 }
