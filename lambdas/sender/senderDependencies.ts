@@ -16,7 +16,7 @@ import type { Log } from '../ports/Log.js';
 import { NO_METRICS, type SenderMetrics } from '../ports/SenderMetrics.js';
 import type { SmtpCredentialsSource } from '../ports/SmtpCredentialsSource.js';
 import { DynamoSenderStore } from '../store/senderTransitions.js';
-import { DynamoSendingGate } from '../store/sendingGate.js';
+import { DynamoSendingGate, SendingGateItem } from '../store/sendingGate.js';
 import { DynamoTemplateStore } from '../store/templateStore.js';
 import {
   type FailoverRelay,
@@ -49,8 +49,10 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
   const queueUrl = requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL');
   const deadLetterUrl = requireResource(names, 'sendDeadLetterQueueUrl', 'POSTDATE_SEND_DLQ_URL');
   const queue = new SqsDispatchQueue(wiring.sqs, queueUrl);
-  // DESIGN §15: each relay in order, with its own mailer and breaker; the first is `mailer`.
-  const [first, ...others] = config.relays.map((relay) => senderRelay(wiring, relay, queue));
+  // DESIGN §15: each relay in order, with its own mailer and breaker; the first is `mailer`. The
+  // relays share one read of the gate item (the pauses) per cache period (docs/capacity.md).
+  const gateItem = new SendingGateItem(wiring.documents, names.tableName, GATE_CACHE_MS);
+  const [first, ...others] = config.relays.map((relay) => senderRelay(wiring, relay, queue, gateItem));
   if (first === undefined) throw new ConfigError('POSTDATE_RELAYS', 'lists no relay');
   return {
     store: new DynamoSenderStore(wiring.documents, names.tableName, {
@@ -85,11 +87,15 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
   };
 }
 
+/** How long a sender reuses a read of the sending gate, and of the gate item its relays share. */
+const GATE_CACHE_MS = 1000;
+
 /** One relay's mailer, gate and rate share (its breaker in the table: store/sendingGate.ts `breakerKeyOf`). */
 function senderRelay(
   wiring: SenderWiring,
   relayConfig: RelayConfig,
   queue: SqsDispatchQueue,
+  gateItem: SendingGateItem,
 ): FailoverRelay & { readonly gate: RelayGate } {
   const { config, names } = wiring;
   // DESIGN §5 "Rate", §15: the rate is the relay's, for the fleet (its own `max_send_rate`, else
@@ -113,10 +119,11 @@ function senderRelay(
       maxSessionAgeMs: config.smtpSessionMaxAgeSeconds * 1000,
     }),
     gate: new RelayGate({
-      store: new DynamoSendingGate(wiring.documents, names.tableName, relayConfig.name),
+      store: new DynamoSendingGate(wiring.documents, names.tableName, relayConfig.name, gateItem),
       probe: new NodemailerRelayProbe(relay),
       queue,
       settings: relayBreakerSettings(config),
+      cacheMs: GATE_CACHE_MS,
       now: () => new Date(),
       random: Math.random,
       log: wiring.log ?? SILENT,

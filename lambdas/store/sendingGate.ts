@@ -32,29 +32,83 @@ export function breakerKeyOf(relay: string): Readonly<Record<string, string>> {
   return relay === DEFAULT_RELAY ? SENDING_GATE_KEY : { ...SENDING_GATE_KEY, [KEY.sort]: `RELAY#${relay}` };
 }
 
+type StoredItem = Record<string, unknown> | undefined;
+
+/**
+ * The gate item as one sender reads it for all its relays (docs/capacity.md, the gate's load): every
+ * relay's gate needs the pauses, which live on this one item, so the relays of one sender share one
+ * read of it that is at most `maxAgeMs` old — one read a period however many relays are asked (a
+ * failover asks two or more). Only the pauses are taken from a shared read; the default relay's
+ * breaker, which lives on the same item, is always read afresh ({@link SendingGateItem.fresh}),
+ * because a breaker transition decides on the version it reads. Without sharing (`maxAgeMs` 0: the
+ * CLI, the sweeper) every read goes to the table.
+ */
+export class SendingGateItem {
+  private last: { readonly item: StoredItem; readonly readAtMs: number } | undefined;
+  private reading: Promise<StoredItem> | undefined;
+
+  constructor(
+    private readonly documents: DynamoDBDocumentClient,
+    private readonly tableName: string,
+    private readonly maxAgeMs = 0,
+    private readonly nowMs: () => number = Date.now,
+  ) {}
+
+  /** The item read now (consistently); later shared reads may use it. */
+  async fresh(): Promise<StoredItem> {
+    const readAtMs = this.nowMs();
+    const { Item } = await this.documents.send(
+      new GetCommand({ TableName: this.tableName, Key: SENDING_GATE_KEY, ConsistentRead: true }),
+    );
+    if (this.last === undefined || readAtMs >= this.last.readAtMs) this.last = { item: Item, readAtMs };
+    return Item;
+  }
+
+  /** The item, from a read at most `maxAgeMs` old; reads that find none share one read. */
+  recent(): Promise<StoredItem> {
+    if (this.maxAgeMs <= 0) return this.fresh();
+    if (this.last !== undefined && this.nowMs() - this.last.readAtMs < this.maxAgeMs) {
+      return Promise.resolve(this.last.item);
+    }
+    this.reading ??= this.fresh().finally(() => {
+      this.reading = undefined;
+    });
+    return this.reading;
+  }
+}
+
 export class DynamoSendingGate implements SendingGateStore {
   private readonly breakerKey: Readonly<Record<string, string>>;
+  private readonly gateItem: SendingGateItem;
 
-  /** The gate of `relay` (DESIGN §15): its breaker, and the pauses every relay shares. */
+  /**
+   * The gate of `relay` (DESIGN §15): its breaker, and the pauses every relay shares. The relays of
+   * one sender pass the same `gateItem`, so they read the pauses once between them.
+   */
   constructor(
     private readonly documents: DynamoDBDocumentClient,
     private readonly tableName: string,
     relay: string = DEFAULT_RELAY,
+    gateItem?: SendingGateItem,
   ) {
     this.breakerKey = breakerKeyOf(relay);
+    this.gateItem = gateItem ?? new SendingGateItem(documents, tableName);
   }
 
   async read(): Promise<SendingGateState> {
-    const get = (Key: Readonly<Record<string, string>>) =>
-      this.documents.send(new GetCommand({ TableName: this.tableName, Key, ConsistentRead: true }));
     if (this.breakerKey === SENDING_GATE_KEY) {
-      const { Item } = await get(SENDING_GATE_KEY);
-      return { breaker: breakerOf(Item), pause: pauseOf(Item), ...disabledOf(Item) };
+      const item = await this.gateItem.fresh();
+      return { breaker: breakerOf(item), pause: pauseOf(item), ...disabledOf(item) };
     }
-    const [breakerItem, gateItem] = await Promise.all([get(this.breakerKey), get(SENDING_GATE_KEY)]);
+    const [breakerItem, gateItem] = await Promise.all([
+      this.documents.send(
+        new GetCommand({ TableName: this.tableName, Key: this.breakerKey, ConsistentRead: true }),
+      ),
+      this.gateItem.recent(),
+    ]);
     return {
       breaker: breakerOf(breakerItem.Item),
-      pause: pauseOf(gateItem.Item),
+      pause: pauseOf(gateItem),
       ...disabledOf(breakerItem.Item),
     };
   }

@@ -9,6 +9,7 @@ import { wireEvents } from '../../lambdas/events/handler.js';
 import type { Log } from '../../lambdas/ports/Log.js';
 import { wireRelay } from '../../lambdas/relay/handler.js';
 import { wireSender } from '../../lambdas/sender/handler.js';
+import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import {
   KEY,
   RELAY_STREAM_FILTER,
@@ -23,7 +24,7 @@ import { toLambdaSqsRecord } from '../../local/runners/sqsRecordFormat.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 import { apiEvent, validBody } from '../api/events.js';
 import { StreamTail } from '../relay/streamTail.js';
-import { freshQueues, freshTable, LOCAL_AWS, sqsClient } from '../support/awsLocal.js';
+import { documentClient, freshQueues, freshTable, LOCAL_AWS, sqsClient } from '../support/awsLocal.js';
 import { startReceiver } from '../webhooks/webhookHarness.js';
 import { readRecordedRequests } from './iamRequests.js';
 import {
@@ -222,6 +223,90 @@ describe('the load one tenant at 10,000 messages/s puts on each partition key, f
     for (const family of ['WHDL#', 'WHEP#', 'TPLS#', 'SUPP#', 'GROUP#']) expect(load.has(family)).toBe(true);
   });
 });
+
+describe('the sending gate while the mail fails over (DESIGN §4 on every path, §15)', {
+  timeout: 300_000,
+}, () => {
+  /**
+   * Relay `primary` drained (`postdate relays disable primary`), so every copy asks its gate and then
+   * `backup`'s. A sender reads each item under `GATE#sending` — the pauses (`GATE`) and each relay's
+   * breaker (`RELAY#…`) — at most once a second, however many of its relays refuse: the gate item is
+   * shared by every relay's gate in the sender (store/sendingGate.ts `SendingGateItem`).
+   */
+  it('reads each gate item at most once a second per sender', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'postdate-failover-')), 'aws-calls.jsonl');
+    const record = recordedAs(file);
+    const { tableName, streamArn } = await freshTable('failover');
+    const failoverTail = new StreamTail(streamArn);
+    const queues = await freshQueues(2);
+    const relayOf = (name: string) => ({
+      name,
+      host: smtp.host,
+      port: smtp.port,
+      secure: false,
+      require_tls: false,
+    });
+    const failoverEnv = {
+      ...env,
+      POSTDATE_TABLE_NAME: tableName,
+      POSTDATE_SEND_QUEUE_URL: queues.urls.send,
+      POSTDATE_SEND_QUEUE_ARN: queues.arns.send,
+      POSTDATE_SEND_DLQ_URL: queues.urls.sendDeadLetter,
+      POSTDATE_RELAY_FAILURE_QUEUE_URL: queues.urls.relayFailures,
+      POSTDATE_SCHEDULE_DLQ_ARN: queues.arns.scheduleDeadLetter,
+      POSTDATE_RELAYS: JSON.stringify([relayOf('primary'), relayOf('backup')]),
+    };
+    await new DynamoSendingGate(documentClient(), tableName, 'primary').setDisabled({
+      reason: 'drain',
+      at: new Date().toISOString(),
+    });
+    const api = record('api', () => wireApi(failoverEnv, SILENT as never));
+    for (let n = 0; n < MESSAGES; n++) {
+      const body = validBody({ to: [`failover${n}@example.com`] });
+      const { statusCode } = await api(
+        apiEvent({ method: 'POST', path: '/v1/messages', body, headers: { 'idempotency-key': `f-${n}` } }),
+      );
+      expect(statusCode).toBe(202);
+    }
+    const relay = record('relay', () => wireRelay(failoverEnv, SILENT as never));
+    const records = (await failoverTail.next()).Records.filter((r) =>
+      matchesFilter(RELAY_STREAM_FILTER as FilterPattern, r),
+    );
+    for (let i = 0; i < records.length; i += 100) await relay({ Records: records.slice(i, i + 100) });
+    const sendQueueOf = { url: queues.urls.send, arn: queues.arns.send };
+    const transactionsBefore = smtp.transactions;
+    const sender = record('sender', () => wireSender(failoverEnv));
+    const before = readRecordedRequests(file).length;
+    const sendingFrom = Date.now();
+    try {
+      for (const event of await drain(sendQueueOf)) await sender.handle(event);
+    } finally {
+      await sender.close();
+    }
+    const seconds = (Date.now() - sendingFrom) / 1000;
+    expect(smtp.transactions - transactionsBefore).toBeGreaterThanOrEqual(MESSAGES);
+
+    const reads = gateReadsByItem(readRecordedRequests(file).slice(before));
+    // The drained relay's breaker, the backup's, and the pauses: each asked, each cached.
+    expect([...reads.keys()].sort()).toEqual(['GATE', 'RELAY#backup', 'RELAY#primary']);
+    const bound = Math.ceil(seconds) + 1;
+    for (const [item, count] of reads)
+      expect({ item, count: Math.min(count, bound) }).toEqual({ item, count });
+  });
+});
+
+/** The sending gate's reads in a recording, by the item read (its sort key). */
+function gateReadsByItem(requests: ReturnType<typeof readRecordedRequests>): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const request of requests) {
+    if (request.target !== 'DynamoDB_20120810.GetItem' || request.body === undefined) continue;
+    const key = (JSON.parse(request.body) as { Key?: Item }).Key;
+    if (key?.[KEY.partition]?.S !== 'GATE#sending') continue;
+    const item = key[KEY.sort]?.S ?? '';
+    counts.set(item, (counts.get(item) ?? 0) + 1);
+  }
+  return counts;
+}
 
 type Json = Record<string, unknown>;
 type Item = Record<string, { S?: string; N?: string; B?: string; L?: unknown[]; M?: Json; BOOL?: boolean }>;
