@@ -281,6 +281,7 @@ export interface PostdateProps {
    * function subscribed to it adds `Permanent` bounces and complaints to the suppression list of the
    * tenant whose message it was (DESIGN §12). Turn on "include original email headers" for identity
    * notifications: the message is found by its `X-Postdate-Id` (docs/api.md, "Suppressions").
+   * The same as {@link sesNotificationTopics} with one topic: SES in one Region only.
    * @default none: only hard bounces at RCPT TO (5.1.x) and the API add suppressions
    */
   readonly sesNotificationTopic?: sns.ITopic;
