@@ -50,7 +50,7 @@ export class Postdate extends Construct {
   readonly eventBus: events.IEventBus;
   /** The functions always deployed, e.g. to add alarms or subscriptions of your own. */
   readonly functions: Readonly<Record<Exclude<PostdateFunctionName, 'bounces'>, lambda.IFunction>>;
-  /** The function that reads SES bounces and complaints, when `sesNotificationTopic` was given. */
+  /** The function that reads SES bounces and complaints, when `sesNotificationTopics` (or `sesNotificationTopic`) was given. */
   readonly bounces: lambda.IFunction | undefined;
   /** The attachments' bucket (DESIGN §13): encrypted, TLS only, private, with lifetimes per message. */
   readonly attachmentBucket: s3.IBucket;
@@ -147,11 +147,11 @@ export class Postdate extends Construct {
     });
     attachments.grantLifetimeTagging(webhooks.producer);
     const bounces =
-      resolved.sesNotificationTopic === undefined
+      resolved.sesNotificationTopics.length === 0
         ? undefined
         : new Bounces(this, 'Bounces', {
             storage,
-            sesNotificationTopic: resolved.sesNotificationTopic,
+            sesNotificationTopics: resolved.sesNotificationTopics,
             configEnvironment: environment,
             logRetention: resolved.logRetention,
             alarmTopic: ops.alarmTopic,

@@ -6,11 +6,14 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
 import { Postdate } from './Postdate.js';
-import type { PostdateProps } from './postdateProps.js';
+import { type PostdateProps, PostdatePropsError } from './postdateProps.js';
 
 export interface PostdateStackProps extends StackProps {
   /** The construct's props, except those that are resources (given by ARN below). */
-  readonly postdate: Omit<PostdateProps, 'smtpSecret' | 'alarmTopic' | 'sesNotificationTopic' | 'eventBus'>;
+  readonly postdate: Omit<
+    PostdateProps,
+    'smtpSecret' | 'alarmTopic' | 'sesNotificationTopic' | 'sesNotificationTopics' | 'eventBus'
+  >;
   /**
    * An existing secret `{username, password}` for the SMTP relay.
    * @default a new secret (set its value after the first deploy, docs/deploy.md)
@@ -33,6 +36,13 @@ export interface PostdateStackProps extends StackProps {
    * @default no SES feedback
    */
   readonly sesNotificationTopicArn?: string;
+  /**
+   * The SNS topics Amazon SES publishes bounces and complaints to, one for each Region SES sends
+   * from (DESIGN §15; SES publishes only within its Region); {@link sesNotificationTopicArn} is a
+   * list of one. Give one or the other.
+   * @default no SES feedback
+   */
+  readonly sesNotificationTopicArns?: readonly string[];
   /**
    * An existing EventBridge bus for the events (DESIGN §11).
    * @default a new bus
@@ -73,10 +83,22 @@ export class PostdateStack extends Stack {
         ? undefined
         : sns.Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn);
 
-    const sesNotificationTopic =
-      props.sesNotificationTopicArn === undefined
-        ? undefined
-        : sns.Topic.fromTopicArn(this, 'SesNotificationTopic', props.sesNotificationTopicArn);
+    if (props.sesNotificationTopicArn !== undefined && props.sesNotificationTopicArns !== undefined) {
+      throw new PostdatePropsError([
+        'sesNotificationTopicArn and sesNotificationTopicArns were both given: list every topic in sesNotificationTopicArns',
+      ]);
+    }
+    // The first keeps the id the one topic always had, so its subscription is not replaced.
+    const sesNotificationTopics = (
+      props.sesNotificationTopicArns ??
+      (props.sesNotificationTopicArn === undefined ? undefined : [props.sesNotificationTopicArn])
+    )?.map((arn, index) =>
+      sns.Topic.fromTopicArn(
+        this,
+        index === 0 ? 'SesNotificationTopic' : `SesNotificationTopic${index + 1}`,
+        arn,
+      ),
+    );
     const eventBus =
       props.eventBusArn === undefined
         ? undefined
@@ -86,7 +108,7 @@ export class PostdateStack extends Stack {
       ...props.postdate,
       smtpSecret,
       alarmTopic,
-      sesNotificationTopic,
+      sesNotificationTopics,
       eventBus,
     });
 

@@ -33,6 +33,7 @@ export const CONTEXT_KEYS = [
   'alarmTopicArn',
   'alarmEmail',
   'sesNotificationTopicArn',
+  'sesNotificationTopicArns',
   'eventBusArn',
   'removalPolicy',
 ] as const;
@@ -110,6 +111,26 @@ export function settingsFromContext(get: (key: ContextKey) => unknown): AppSetti
     return value;
   };
 
+  // One SES topic per Region SES sends from (DESIGN §15): a comma-separated list, or the one topic.
+  const sesNotificationTopicArn = arnOf('sesNotificationTopicArn', 'sns');
+  const sesNotificationTopicArns = text('sesNotificationTopicArns')
+    ?.split(',')
+    .map((arn) => arn.trim())
+    .filter((arn) => arn !== '');
+  const notSns = sesNotificationTopicArns?.filter(
+    (arn) => !arn.startsWith('arn:') || arn.split(':')[2] !== 'sns',
+  );
+  if (notSns !== undefined && notSns.length > 0) {
+    problems.push(
+      `context sesNotificationTopicArns must list sns ARNs (arn:…:sns:…), got "${notSns.join(',')}"`,
+    );
+  }
+  if (sesNotificationTopicArn !== undefined && sesNotificationTopicArns !== undefined) {
+    problems.push(
+      'context sesNotificationTopicArn and sesNotificationTopicArns were both given: list every topic in sesNotificationTopicArns',
+    );
+  }
+
   // Each row by its kind; the senders are read above (a bare synth gets placeholders).
   const settings: Partial<Record<PropSettingName, number | boolean | string | undefined>> = {};
   for (const name of PROP_SETTINGS) {
@@ -158,7 +179,8 @@ export function settingsFromContext(get: (key: ContextKey) => unknown): AppSetti
       smtpSecretArn,
       smtpSecretKeyArn,
       alarmTopicArn: text('alarmTopicArn'),
-      sesNotificationTopicArn: arnOf('sesNotificationTopicArn', 'sns'),
+      sesNotificationTopicArn,
+      sesNotificationTopicArns,
       eventBusArn: arnOf('eventBusArn', 'events'),
       alarmEmail: text('alarmEmail'),
       placeholders,

@@ -281,9 +281,20 @@ export interface PostdateProps {
    * function subscribed to it adds `Permanent` bounces and complaints to the suppression list of the
    * tenant whose message it was (DESIGN §12). Turn on "include original email headers" for identity
    * notifications: the message is found by its `X-Postdate-Id` (docs/api.md, "Suppressions").
+   * The same as {@link sesNotificationTopics} with one topic: SES in one Region only.
    * @default none: only hard bounces at RCPT TO (5.1.x) and the API add suppressions
    */
   readonly sesNotificationTopic?: sns.ITopic;
+  /**
+   * The SNS topics Amazon SES publishes bounce and complaint notifications to, one for each Region
+   * SES sends from (DESIGN §15): SES publishes only to a topic in its own Region, so SES in
+   * eu-west-1 and then in us-east-1 means two topics. The bounces function is subscribed to each,
+   * across Regions (a topic in an opt-in Region by that Region's SNS principal; AWS cannot deliver
+   * to a function in an opt-in Region from any other, and the construct refuses that). Otherwise
+   * as {@link sesNotificationTopic}, which is the same as a list of one; give one or the other.
+   * @default none: only hard bounces at RCPT TO (5.1.x) and the API add suppressions
+   */
+  readonly sesNotificationTopics?: readonly sns.ITopic[];
   /**
    * Throttling of the HTTP API's default stage.
    * @default { rateLimit: 1000, burstLimit: 2000 }
@@ -368,7 +379,8 @@ export interface ResolvedPostdateProps {
   readonly senderPollers: SenderPollers | undefined;
   readonly webhookMaxConcurrency: number;
   readonly alarmTopic: sns.ITopic | undefined;
-  readonly sesNotificationTopic: sns.ITopic | undefined;
+  /** {@link PostdateProps.sesNotificationTopics}, or the one {@link PostdateProps.sesNotificationTopic}; empty: no SES feedback. */
+  readonly sesNotificationTopics: readonly sns.ITopic[];
   readonly apiThrottle: ApiThrottle;
   readonly authorizerCacheTtl: Duration;
   readonly logRetention: logs.RetentionDays;
@@ -508,7 +520,9 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
     senderPollers: props.senderPollers,
     webhookMaxConcurrency: props.webhookMaxConcurrency ?? POSTDATE_DEFAULTS.webhookMaxConcurrency,
     alarmTopic: props.alarmTopic,
-    sesNotificationTopic: props.sesNotificationTopic,
+    sesNotificationTopics:
+      props.sesNotificationTopics ??
+      (props.sesNotificationTopic === undefined ? [] : [props.sesNotificationTopic]),
     apiThrottle: props.apiThrottle ?? POSTDATE_DEFAULTS.apiThrottle,
     authorizerCacheTtl:
       props.authorizerCacheTtl ?? Duration.seconds(POSTDATE_DEFAULTS.authorizerCacheTtlSeconds),
@@ -563,6 +577,7 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
   }
 
   for (const problem of relayProblems(props)) problems.push(problem);
+  for (const problem of sesNotificationTopicProblems(props)) problems.push(problem);
 
   // The range of every setting that becomes a function's variable: its row in lambdas/core/configSpec.ts.
   for (const name of PROP_SETTINGS) {
@@ -708,6 +723,30 @@ const RELAY_NAME = /^[A-Za-z0-9_-]{1,32}$/;
  * The problems of {@link PostdateProps.relays} (DESIGN §15), each naming the relay and the field: the
  * same rules as POSTDATE_RELAYS (lambdas/core/relays.ts), and no `smtp*` prop beside the list.
  */
+/**
+ * The problems of {@link PostdateProps.sesNotificationTopics}: one way to give the topics, at least
+ * one in a list, and no topic twice (each would add every address twice).
+ */
+function sesNotificationTopicProblems(props: PostdateProps): string[] {
+  const topics = props.sesNotificationTopics;
+  if (topics === undefined) return [];
+  const problems: string[] = [];
+  if (props.sesNotificationTopic !== undefined) {
+    problems.push(
+      'sesNotificationTopic and sesNotificationTopics were both given: list every topic in sesNotificationTopics',
+    );
+  }
+  if (topics.length === 0)
+    problems.push('sesNotificationTopics must list at least one topic (or be left out)');
+  const seen = new Set<string>();
+  for (const topic of topics) {
+    if (Token.isUnresolved(topic.topicArn)) continue;
+    if (seen.has(topic.topicArn)) problems.push(`sesNotificationTopics lists ${topic.topicArn} twice`);
+    seen.add(topic.topicArn);
+  }
+  return problems;
+}
+
 function relayProblems(props: PostdateProps): string[] {
   const relays = props.relays;
   if (relays === undefined) return [];

@@ -1,14 +1,16 @@
-import { Duration } from 'aws-cdk-lib';
+import { ArnFormat, Duration, Names, Stack, Token } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as destinations from 'aws-cdk-lib/aws-lambda-destinations';
 import type * as logs from 'aws-cdk-lib/aws-logs';
-import type * as sns from 'aws-cdk-lib/aws-sns';
-import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
+import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { RegionInfo } from 'aws-cdk-lib/region-info';
 import { Construct } from 'constructs';
 import { PARTITION_PREFIX } from '../../lambdas/store/tableLayout.js';
 import { RESOURCE_ENV } from '../functionEnvironment.js';
+import { PostdatePropsError } from '../postdateProps.js';
 import { acknowledge } from './acknowledge.js';
 import { postdateAlarm } from './alarms.js';
 import { PostdateFunction } from './postdateFunction.js';
@@ -20,8 +22,11 @@ export const BOUNCE_FAILURES_RETENTION_DAYS = 14;
 
 export interface BouncesProps {
   readonly storage: Storage;
-  /** The SNS topic Amazon SES publishes the identity's (or configuration set's) bounces and complaints to. */
-  readonly sesNotificationTopic: sns.ITopic;
+  /**
+   * The SNS topics Amazon SES publishes the identities' (or configuration sets') bounces and
+   * complaints to: one in each Region SES sends from, since SES publishes only within its Region.
+   */
+  readonly sesNotificationTopics: readonly sns.ITopic[];
   readonly configEnvironment: Readonly<Record<string, string>>;
   readonly logRetention: logs.RetentionDays;
   /** Where the function's alarms notify. */
@@ -30,9 +35,11 @@ export interface BouncesProps {
 
 /**
  * SES feedback into the suppression list (DESIGN §12): a small function subscribed to the SES
- * bounce/complaint topic adds `Permanent` bounces and complaints to the list of the tenant whose
- * message it was (lambdas/bounces/). SNS invokes it asynchronously; after Lambda's two retries a
- * notification it could not process waits on a queue, and both its errors and that queue alarm.
+ * bounce/complaint topic of every Region SES sends from (DESIGN §15: whichever relay sent) adds
+ * `Permanent` bounces and complaints to the list of the tenant whose message it was
+ * (lambdas/bounces/; nothing there depends on the Region). SNS invokes it asynchronously; after
+ * Lambda's two retries a notification it could not process waits on a queue, and both its errors
+ * and that queue alarm.
  *
  * It may only read message state records (`MSG#…`, for the tenant) and write suppression entries
  * (`SUPP#…`) of the base table.
@@ -53,7 +60,8 @@ export class Bounces extends Construct {
       logRetention: props.logRetention,
       environment: { ...props.configEnvironment, [RESOURCE_ENV.tableName]: table.tableName },
     });
-    props.sesNotificationTopic.addSubscription(new subscriptions.LambdaSubscription(this.bounces.function));
+    const problems = props.sesNotificationTopics.flatMap((topic) => subscribe(topic, this.bounces.function));
+    if (problems.length > 0) throw new PostdatePropsError(problems);
 
     this.failureQueue = createFailureQueue(this, 'FailureQueue', {
       retentionDays: BOUNCE_FAILURES_RETENTION_DAYS,
@@ -99,4 +107,43 @@ export class Bounces extends Construct {
       ),
     ];
   }
+}
+
+/**
+ * Subscribes the function to one SES topic, in the topic's Region, and lets SNS invoke it from that
+ * topic only. The ids are those aws-sns-subscriptions' LambdaSubscription gives, so a stack deployed
+ * with one topic keeps its subscription and permission. That class always names `sns.amazonaws.com`;
+ * across Regions, SNS of an opt-in Region invokes by `sns.{region}.amazonaws.com`, and AWS does not
+ * deliver into an opt-in Region from another (SNS developer guide, "cross-Region delivery").
+ * Returns the problem when the pair of Regions cannot work.
+ */
+function subscribe(topic: sns.ITopic, fn: lambda.Function): string[] {
+  const topicRegion = Token.isUnresolved(topic.topicArn)
+    ? undefined
+    : Stack.of(fn).splitArn(topic.topicArn, ArnFormat.SLASH_RESOURCE_NAME).region;
+  const functionRegion = Stack.of(fn).region;
+  const crossRegion =
+    topicRegion !== undefined && !Token.isUnresolved(functionRegion) && topicRegion !== functionRegion;
+  if (crossRegion && RegionInfo.get(functionRegion).isOptInRegion === true) {
+    return [
+      `sesNotificationTopics: ${topic.topicArn} is in ${topicRegion}, and SNS cannot invoke a function in the opt-in Region ${functionRegion} from another Region; deploy the stack in a Region enabled by default, or feed this topic to a queue of ${functionRegion} yourself`,
+    ];
+  }
+  const principal =
+    crossRegion && RegionInfo.get(topicRegion).isOptInRegion === true
+      ? `sns.${topicRegion}.amazonaws.com`
+      : 'sns.amazonaws.com';
+  fn.addPermission(`AllowInvoke:${Names.nodeUniqueId(topic.node)}`, {
+    sourceArn: topic.topicArn,
+    principal: iam.ServicePrincipal.fromStaticServicePrincipleName(principal),
+  });
+  const id =
+    fn.node.tryFindChild(topic.node.id) === undefined ? topic.node.id : Names.nodeUniqueId(topic.node);
+  new sns.Subscription(fn, id, {
+    topic,
+    endpoint: fn.functionArn,
+    protocol: sns.SubscriptionProtocol.LAMBDA,
+    region: topicRegion,
+  });
+  return [];
 }
