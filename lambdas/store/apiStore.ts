@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 /**
  * The API's view of the outbox table: the DynamoDB adapter of the ApiStore port (ports/ApiStore.ts). Every vendor error that
  * means something to the API (a lost condition, a cancelled transaction) becomes a typed outcome
@@ -453,6 +454,9 @@ export class DynamoApiStore implements ApiStore {
     },
   ): Promise<TransitionResult> {
     const statusValues = Object.fromEntries(allowed.map((status, i) => [`:from${i}`, status]));
+    // This request's mark on the record: a try that landed with its answer lost (the SDK's retry then
+    // loses the condition to it) is recognised as this request's own write, not a conflict.
+    const op = randomUUID();
     const condition = [
       `attribute_exists(${KEY.partition})`,
       '#tenant = :tenant',
@@ -466,10 +470,15 @@ export class DynamoApiStore implements ApiStore {
           new UpdateCommand({
             TableName: this.tableName,
             Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageState },
-            UpdateExpression: update.UpdateExpression,
+            UpdateExpression: update.UpdateExpression.replace(/^SET /, 'SET #op = :op, '),
             ConditionExpression: condition,
-            ExpressionAttributeNames: { '#tenant': 'tenant', '#status': 'status', ...update.names },
-            ExpressionAttributeValues: { ':tenant': tenant, ...statusValues, ...update.values },
+            ExpressionAttributeNames: {
+              '#tenant': 'tenant',
+              '#status': 'status',
+              '#op': 'op_id',
+              ...update.names,
+            },
+            ExpressionAttributeValues: { ':tenant': tenant, ':op': op, ...statusValues, ...update.values },
             ReturnValues: 'ALL_NEW',
           }),
         );
@@ -481,6 +490,7 @@ export class DynamoApiStore implements ApiStore {
         // moved back into an allowed status in between (sending → retrying), try once more.
         const current = await this.getMessage(tenant, id);
         if (current === null) return { kind: 'not-found' };
+        if ((current as { op_id?: string }).op_id === op) return { kind: 'updated', state: current };
         if (attempt >= 2 || !wouldPass(current)) return { kind: 'conflict', current };
       }
     }

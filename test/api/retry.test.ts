@@ -9,13 +9,14 @@ import {
   startSenderWorld,
   TEST_SETTINGS,
 } from '../sender/senderHarness.js';
+import { documentClient } from '../support/awsLocal.js';
 
 type SenderRig = Awaited<ReturnType<typeof createSenderRig>>;
 
 /** `POST /v1/messages/{id}/retry` through its route and store, on the sender world's table and clock. */
-function retryOverRoute(world: SenderWorld, rig: SenderRig, id: string) {
+function retryOverRoute(world: SenderWorld, rig: SenderRig, id: string, documents = world.documents) {
   const deps = {
-    store: new DynamoApiStore(world.documents, world.tableName),
+    store: new DynamoApiStore(documents, world.tableName),
     config: {
       retentionDays: 30,
       allowedFrom: ['*'],
@@ -183,5 +184,53 @@ describe('a manual retry grants a fresh budget of attempts', () => {
     await rig.dispatch({ id: message.id, rev: 2 });
     await rig.deliverNext();
     expect(await rig.state(message.id)).toMatchObject({ status: 'retrying', attempts: 3 });
+  }, 60_000);
+});
+
+/**
+ * A manual retry whose UpdateItem lands and whose answer is lost on the way back: the SDK sends the
+ * same conditional write again, which finds the record already `scheduled` at rev + 1. DESIGN §3's
+ * retry is 202 for a `failed` message: the write that landed is this request's own, not a conflict.
+ */
+describe('a manual retry recognises its own write when its answer was lost', () => {
+  let world: SenderWorld;
+  beforeAll(async () => {
+    world = await startSenderWorld();
+  });
+  afterAll(async () => {
+    await world.close();
+  });
+
+  /** A table client whose first UpdateItem lands and then throws below the SDK's retry step. */
+  function firstUpdateAnswerLost() {
+    const documents = documentClient();
+    let lost = 0;
+    documents.middlewareStack.add(
+      (next, context) => async (args) => {
+        const output = await next(args);
+        if (context.commandName === 'UpdateItemCommand' && lost === 0) {
+          lost += 1;
+          throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError', code: 'ECONNRESET' });
+        }
+        return output;
+      },
+      { step: 'deserialize', priority: 'high', name: 'loseFirstUpdateAnswer' },
+    );
+    return { documents, lost: () => lost };
+  }
+
+  it('answers 202 and the message is scheduled once, at rev 2', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script({ rcptTo: { code: 550, message: '5.7.1 Relaying denied by policy' } });
+    const message = await rig.putMessage({ to: ['ada@example.org'] });
+    await rig.dispatch(message);
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'failed' });
+
+    const faulty = firstUpdateAnswerLost();
+    const answer = await retryOverRoute(world, rig, message.id, faulty.documents);
+    expect(faulty.lost()).toBe(1);
+    expect(answer.statusCode).toBe(202);
+    expect(await rig.state(message.id)).toMatchObject({ status: 'scheduled', rev: 2 });
   }, 60_000);
 });
