@@ -371,7 +371,8 @@ export async function suppressHardBounces(
     ),
   );
   const failed = results.filter((result) => result.status === 'rejected');
-  run.deps.metrics.count(SENDER_METRIC.suppressionsAdded, addresses.length - failed.length);
+  if (isLiveSide(claimed.tenant))
+    run.deps.metrics.count(SENDER_METRIC.suppressionsAdded, addresses.length - failed.length);
   if (failed.length > 0) {
     run.deps.log.warn(
       'sender could not add hard-bounced recipients to the suppression list',
