@@ -29,8 +29,9 @@ export interface MessagesDeps {
   /** The API's store: its listing and its cancel/retry conditional updates. */
   readonly store: ApiStore;
   /**
-   * The attachments' bucket, when the environment names it (POSTDATE_ATTACHMENT_BUCKET): a retry
-   * then refuses a message whose files are gone, as the API does (decision 0130).
+   * The attachments' bucket, when the target knows it (`--stack`'s output AttachmentBucketName, or
+   * POSTDATE_ATTACHMENT_BUCKET): a retry then refuses a message whose files are gone, as the API
+   * does (decision 0130).
    */
   readonly attachments?: AttachmentStore | undefined;
   readonly now: () => Date;

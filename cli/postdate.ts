@@ -15,6 +15,7 @@ import { attachmentS3Client, S3AttachmentStore } from '../lambdas/adapters/S3Att
 import { createPostdateClient } from '../lambdas/client/index.js';
 import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js';
 import { RESOURCE_SETTINGS } from '../lambdas/core/configSpec.js';
+import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import { DynamoApiStore } from '../lambdas/store/apiStore.js';
 import { DynamoDueIndex } from '../lambdas/store/dueIndex.js';
 import type { CliSettingName } from '../lib/stackOutputs.js';
@@ -169,7 +170,7 @@ export function messagesDeps(context: Pick<Context, 'target' | 'config' | 'now'>
     documents: target.documents,
     tableName,
     store: new DynamoApiStore(target.documents, tableName),
-    attachments: attachmentStoreFromEnvironment(target, process.env),
+    attachments: attachmentStoreOf(target),
     now: context.now,
     tenants: () => knownTenants({ documents: target.documents, tableName }),
     retentionDays: config.retentionDays,
@@ -179,21 +180,19 @@ export function messagesDeps(context: Pick<Context, 'target' | 'config' | 'now'>
 }
 
 /**
- * The attachments' bucket when the environment names it (POSTDATE_ATTACHMENT_BUCKET, and
- * POSTDATE_S3_ENDPOINT for the emulator): `messages retry` then refuses a message whose files are
- * gone, as the API does (decision 0130). The targets do not carry the bucket (no stack output yet).
+ * The attachments' bucket when the target knows it (the stack's output AttachmentBucketName with
+ * `--stack`, else POSTDATE_ATTACHMENT_BUCKET): `messages retry` then refuses a message whose files
+ * are gone, as the API does (decision 0130). Locally the emulator (POSTDATE_S3_ENDPOINT), which takes
+ * any credentials, as the local target's other clients do.
  */
-function attachmentStoreFromEnvironment(
-  target: Target,
-  env: Readonly<Record<string, string | undefined>>,
-): S3AttachmentStore | undefined {
-  const bucket = env[RESOURCE_SETTINGS.attachmentBucket.variable]?.trim();
+function attachmentStoreOf(target: Target): AttachmentStore | undefined {
+  const bucket = target.refs.attachmentBucket?.trim();
   if (bucket === undefined || bucket === '') return undefined;
-  const endpoint = env[RESOURCE_SETTINGS.attachmentEndpoint.variable]?.trim() || undefined;
-  // The target's region; the emulator takes any credentials, as the local target's other clients do.
+  if (target.mode !== 'local') return target.attachments(bucket);
+  const endpoint = target.env[RESOURCE_SETTINGS.attachmentEndpoint.variable]?.trim() || undefined;
   const config = {
     region: () => target.dynamodb.config.region(),
-    ...(target.mode === 'local' ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   };
   return new S3AttachmentStore({ bucket, client: attachmentS3Client(endpoint, config) });
 }

@@ -1426,7 +1426,7 @@ export interface components {
         /** Format: date-time */
         at: string;
         status_code: number | null;
-        /** @description `timeout`, `refused: …` or `network: …`; null for an answer. */
+        /** @description `timeout`, `refused: …` or `network: …`; null for an answer. `deferred: …` on the last entry of a delivery that ended `failed` while its endpoint was deferred (it stalled lately): no POST was made then. */
         error: string | null;
         duration_ms: number;
       }[];

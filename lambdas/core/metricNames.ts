@@ -141,6 +141,11 @@ export const WEBHOOK_METRIC = {
   failed: 'WebhookDeliveriesFailed',
   /** Attempts the address policy refused (a private address, a non-https URL). */
   refused: 'WebhookRefused',
+  /**
+   * A function's breaker opened (or opened again) for an endpoint that stalled: its copies are
+   * deferred on that function for a while (core/webhookEndpointBreaker.ts, decision 0132).
+   */
+  endpointStalled: 'WebhookEndpointStalled',
   eventsPublished: 'EventsPublished',
 } as const;
 export type WebhookMetric = (typeof WEBHOOK_METRIC)[keyof typeof WEBHOOK_METRIC];

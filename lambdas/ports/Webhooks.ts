@@ -23,7 +23,10 @@ export interface WebhookEndpoint {
 export interface DeliveryAttempt {
   readonly at: string;
   readonly statusCode: number | null;
-  /** `null` for an answer; else `timeout`, `refused: …` or `network: …`. */
+  /**
+   * `null` for an answer; else `timeout`, `refused: …` or `network: …`; or `deferred: …` for the last
+   * entry of a delivery whose window ended while its endpoint was deferred (no POST, decision 0132).
+   */
   readonly error: string | null;
   readonly durationMs: number;
 }

@@ -28,6 +28,7 @@ import {
   SHORT_RETRY_SECONDS,
   settled,
 } from './copyRun.js';
+import { countFailureClass } from './failureMetrics.js';
 
 /**
  * The writes after the claim, under our lease (DESIGN §5), and what they write down. Every one is
@@ -141,10 +142,7 @@ function countOutcome(
   if (outcome.delivered) {
     metrics.milliseconds(SENDER_METRIC.lateness, Math.max(0, now.getTime() - Date.parse(claimed.send_at)));
   }
-  if (!outcome.delivered && outcome.failure.class === 'config')
-    metrics.count(SENDER_METRIC.configErrors, 1, relay);
-  if (!outcome.delivered && outcome.failure.class === 'ambiguous')
-    metrics.count(SENDER_METRIC.ambiguous, 1, relay);
+  if (!outcome.delivered) countFailureClass(metrics, outcome.failure, relay);
 }
 
 /**
@@ -373,7 +371,8 @@ export async function suppressHardBounces(
     ),
   );
   const failed = results.filter((result) => result.status === 'rejected');
-  run.deps.metrics.count(SENDER_METRIC.suppressionsAdded, addresses.length - failed.length);
+  if (isLiveSide(claimed.tenant))
+    run.deps.metrics.count(SENDER_METRIC.suppressionsAdded, addresses.length - failed.length);
   if (failed.length > 0) {
     run.deps.log.warn(
       'sender could not add hard-bounced recipients to the suppression list',

@@ -22,6 +22,7 @@ import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
 import type { SenderMetrics } from '../ports/SenderMetrics.js';
 import type { RelayProbe, SendingGateStore } from '../ports/SendingGate.js';
+import { countFailureClass } from './failureMetrics.js';
 
 /**
  * Whether, and how fast, any copy may go to the relay now: the sending gate and the send rate, as
@@ -180,6 +181,8 @@ export class RelayGate {
     const reason = `${result.failure.code ?? 'no code'}: ${result.failure.reason}`;
     await this.transition(claim, (breaker) => probeFailed(breaker, owner, { reason }, now(), settings));
     this.options.metrics.count(SENDER_METRIC.relayUnavailable, 1, this.options.relay);
+    // A login or TLS refusal counts as a live attempt's would: the config alarm stays on (failureMetrics.ts).
+    countFailureClass(this.options.metrics, result.failure, this.options.relay);
     log.info('the relay did not answer the probe: the breaker stays open', {
       code: result.failure.code,
       class: result.failure.class,

@@ -11,6 +11,7 @@ import { type AttemptResult, bodyFault, decideOutcome, type FleetSignal } from '
 import { hasTimeForAttempt, replyEndsBy } from '../core/sendTiming.js';
 import { suppressionKey } from '../core/suppressions.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
+import { isLiveSide } from '../core/testSide.js';
 import { isSupersededBy } from '../core/unsentDecision.js';
 import type { AttachmentStore } from '../ports/AttachmentStore.js';
 import type { OutgoingAttachment, OutgoingEmail, SendOutcome } from '../ports/Mailer.js';
@@ -118,7 +119,9 @@ export async function sendClaimed(
   const outcome = await relay.mailer.send(attachments.length > 0 ? { ...email, attachments } : email, {
     endsBy: replyEndsBy(Date.now(), run.time.remainingMs()),
   });
-  deps.metrics.milliseconds(SENDER_METRIC.smtpDuration, outcome.durationMs, relay.name);
+  // The simulator's time is no relay's (DESIGN §14): only a live message times the relay.
+  if (isLiveSide(claimed.tenant))
+    deps.metrics.milliseconds(SENDER_METRIC.smtpDuration, outcome.durationMs, relay.name);
   const decision = decideOutcome(
     attemptResultOf(outcome, positions),
     {
@@ -222,7 +225,7 @@ async function screenSuppressed(
   const screening = screenRecipients(recipients.length, progress, suppressedNow);
   const newly = (screening.progress.suppressed?.length ?? 0) - (progress.suppressed?.length ?? 0);
   if (newly > 0) {
-    run.deps.metrics.count(SENDER_METRIC.suppressedRecipients, newly);
+    if (isLiveSide(claimed.tenant)) run.deps.metrics.count(SENDER_METRIC.suppressedRecipients, newly);
     run.deps.log.info('sender left suppressed recipients out', logContext(run, { suppressed: newly }));
   }
   return screening;
@@ -252,7 +255,8 @@ async function settleSuppressed(
     claimed,
   );
   if (result.kind !== 'applied') return result.verdict;
-  if (screening.to === 'suppressed') deps.metrics.count(SENDER_METRIC.suppressed);
+  if (screening.to === 'suppressed' && isLiveSide(claimed.tenant))
+    deps.metrics.count(SENDER_METRIC.suppressed);
   deps.log.info(
     'sender settled a message without sending: its remaining recipients are suppressed',
     logContext(run, { status: screening.to }),

@@ -198,12 +198,14 @@ export async function deliverCopy(body: string, deps: DeliveryDeps): Promise<Cop
   const durationMs = Math.max(0, ended.getTime() - started.getTime());
   if (posted && deps.breakers) {
     const breaker = deps.breakers.settle(endpoint.id, { result, durationMs }, ended);
-    if (breaker)
+    if (breaker) {
+      deps.count?.(WEBHOOK_METRIC.endpointStalled);
       deps.log?.warn('webhook endpoint stalled; its copies are deferred on this function', {
         endpointId: endpoint.id,
         stalls: breaker.stalls,
         deferSeconds: Math.ceil((breaker.openUntilMs - ended.getTime()) / 1000),
       });
+    }
   }
   const windowStartedAt = posted
     ? delivery.windowStartedAt

@@ -82,7 +82,12 @@ const DeliverySchema = z
           error: z
             .string()
             .nullable()
-            .meta({ description: '`timeout`, `refused: …` or `network: …`; null for an answer.' }),
+            .meta({
+              description:
+                '`timeout`, `refused: …` or `network: …`; null for an answer. `deferred: …` on the last ' +
+                'entry of a delivery that ended `failed` while its endpoint was deferred (it stalled ' +
+                'lately): no POST was made then.',
+            }),
           duration_ms: z.number(),
         }),
       )

@@ -6,10 +6,14 @@
 import { randomBytes } from 'node:crypto';
 import { DeleteObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type MessagesDeps, messagesRetry, readState } from '../../cli/messagesCommands.js';
 import { memoryOutput } from '../../cli/output.js';
+import { messagesDeps } from '../../cli/postdate.js';
+import { targetFromStack } from '../../cli/stackTarget.js';
+import { openTarget } from '../../cli/target.js';
 import { attachmentS3Client, S3AttachmentStore } from '../../lambdas/adapters/S3AttachmentStore.js';
+import { loadConfig } from '../../lambdas/core/config.js';
 import { messagePk } from '../../lambdas/store/messageRecord.js';
 import { type S3Emulator, startS3Emulator } from '../../local/s3Emulator.js';
 import { apiHarness } from '../api/apiHarness.js';
@@ -24,28 +28,34 @@ afterAll(async () => {
   await emulator?.stop();
 });
 
+/** A `failed` message enqueued with one attachment through the api, whose file is then gone. */
+async function failedWithItsAttachmentGone() {
+  const client = attachmentS3Client(emulator.endpoint, LOCAL_AWS);
+  const attachments = new S3AttachmentStore({ bucket: emulator.bucket, client });
+  const api = await apiHarness({ attachments });
+  const content = Buffer.from('%PDF-1').toString('base64');
+  const enqueued = await api.call(
+    enqueueEvent(validBody({ attachments: [{ filename: 'invoice.pdf', content }] }), { key: 'cli-gone' }),
+  );
+  const id = String(enqueued.json.id);
+  await api.documents.send(
+    new UpdateCommand({
+      TableName: api.tableName,
+      Key: { pk: messagePk(id), sk: 'STATE' },
+      UpdateExpression: 'SET #status = :failed',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: { ':failed': 'failed' },
+    }),
+  );
+  const listed = await client.send(new ListObjectsV2Command({ Bucket: emulator.bucket }));
+  for (const object of listed.Contents ?? [])
+    await client.send(new DeleteObjectCommand({ Bucket: emulator.bucket, Key: object.Key }));
+  return { api, attachments, id };
+}
+
 describe('postdate messages retry', () => {
   it('leaves a failed message whose attachment is gone as it is, and says which file and what to do', async () => {
-    const client = attachmentS3Client(emulator.endpoint, LOCAL_AWS);
-    const attachments = new S3AttachmentStore({ bucket: emulator.bucket, client });
-    const api = await apiHarness({ attachments });
-    const content = Buffer.from('%PDF-1').toString('base64');
-    const enqueued = await api.call(
-      enqueueEvent(validBody({ attachments: [{ filename: 'invoice.pdf', content }] }), { key: 'cli-gone' }),
-    );
-    const id = String(enqueued.json.id);
-    await api.documents.send(
-      new UpdateCommand({
-        TableName: api.tableName,
-        Key: { pk: messagePk(id), sk: 'STATE' },
-        UpdateExpression: 'SET #status = :failed',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':failed': 'failed' },
-      }),
-    );
-    const listed = await client.send(new ListObjectsV2Command({ Bucket: emulator.bucket }));
-    for (const object of listed.Contents ?? [])
-      await client.send(new DeleteObjectCommand({ Bucket: emulator.bucket, Key: object.Key }));
+    const { api, attachments, id } = await failedWithItsAttachmentGone();
     const deps: MessagesDeps = {
       documents: api.documents,
       tableName: api.tableName,
@@ -73,5 +83,36 @@ describe('postdate messages retry', () => {
     ]);
     expect(out.text()).toContain('attachments-gone');
     expect(await readState(deps, id)).toMatchObject({ status: 'failed', rev: 1 });
+  });
+
+  it('with --stack, checks the bucket the stack names (its output AttachmentBucketName), with no variable set', async () => {
+    const { api, id } = await failedWithItsAttachmentGone();
+    // The stack's S3 is the emulator here; the SDK reads the endpoint and the keys as in AWS.
+    vi.stubEnv('AWS_ACCESS_KEY_ID', 'local');
+    vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'local');
+    vi.stubEnv('POSTDATE_ATTACHMENT_BUCKET', undefined);
+    try {
+      const stack = {
+        stackId: 'arn:aws:cloudformation:eu-west-1:123456789012:stack/Postdate/1',
+        outputs: { TableName: api.tableName, AttachmentBucketName: emulator.bucket },
+      };
+      const resolved = targetFromStack('Postdate', stack, {}, { AWS_ENDPOINT_URL_S3: emulator.endpoint });
+      const target = openTarget(resolved.options, resolved.env);
+      const config = loadConfig({}, 'local');
+      const deps: MessagesDeps = {
+        ...messagesDeps({ target, config, now: api.clock.now }),
+        // The table is DynamoDB Local's, not the stack's region's.
+        documents: api.documents,
+        store: api.store,
+        tenants: async () => ['acme'],
+      };
+
+      const report = await messagesRetry(deps, [id], memoryOutput());
+
+      expect(report.results.map((result) => result.outcome)).toEqual(['attachments-gone']);
+      expect(await readState(deps, id)).toMatchObject({ status: 'failed', rev: 1 });
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 });

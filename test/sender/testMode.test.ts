@@ -172,6 +172,40 @@ describe('the sender and test messages', () => {
     expect(rig.metrics.of('Failed')).toBe(1);
   });
 
+  it('moves no dashboard series either: the simulator’s SMTP time and the test side’s suppressions stay on its side (decision 0135)', async () => {
+    const rig = await createSenderRig(world);
+    // A test side of its own: its suppression list starts empty whatever the other tests did.
+    const side = testSideOf('globex');
+    const send = async (to: string[]) => {
+      const message = await rig.putMessage({ tenant: side, to });
+      await rig.dispatch(message);
+      await rig.deliverNext();
+      return rig.state(message.id);
+    };
+
+    // The bounce joins the test side's list (SuppressionsAdded), the next message leaves it out
+    // (SuppressedRecipients), and one with nobody else ends suppressed (Suppressed).
+    expect(await send([at('bounce')])).toMatchObject({ status: 'failed', rcpt_rejected: [0] });
+    expect(await send([at('delivered'), at('bounce')])).toMatchObject({
+      status: 'sent',
+      rcpt_accepted: [0],
+      rcpt_suppressed: [1],
+    });
+    expect(await send([at('bounce')])).toMatchObject({ status: 'suppressed', attempts: 0 });
+
+    for (const name of ['Suppressed', 'SuppressedRecipients', 'SuppressionsAdded'] as const) {
+      expect([name, rig.metrics.of(name)]).toEqual([name, 0]);
+    }
+    expect(rig.metrics.timings.filter((timing) => timing.name === 'SmtpDuration')).toEqual([]);
+
+    // A live message through the same sender still times its SMTP transaction.
+    const live = await rig.putMessage({ to: ['ada@example.org'] });
+    await rig.dispatch(live);
+    await rig.deliverNext();
+    expect(await rig.state(live.id)).toMatchObject({ status: 'sent' });
+    expect(rig.metrics.timings.filter((timing) => timing.name === 'SmtpDuration')).toHaveLength(1);
+  });
+
   it('leaves a bounced test address out of the next test message, as the relay’s own bounce would', async () => {
     const rig = await createSenderRig(world);
     const again = await sendTest(rig, [at('bounce')]);

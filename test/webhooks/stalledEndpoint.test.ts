@@ -55,6 +55,8 @@ describe("a stalled endpoint and a healthy one (DESIGN §11: one endpoint's fail
     await testEvent(harness, slow.id);
     await harness.pump({ rounds: 1 });
     expect(stalled.received).toHaveLength(1);
+    // The function's breaker opened for it, and says so in a metric (decision 0132).
+    expect(harness.metrics.filter((metric) => metric === 'WebhookEndpointStalled')).toHaveLength(1);
 
     // Then both keep sending, interleaved: 5 events for the stalled endpoint, 20 for the healthy one.
     for (let index = 0; index < 20; index++) {
