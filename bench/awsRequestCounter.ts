@@ -5,6 +5,7 @@ import { BroadcastChannel } from 'node:worker_threads';
 import type { _Record as SdkStreamRecord } from '@aws-sdk/client-dynamodb-streams';
 import { Client } from '@smithy/core/client';
 import { EVENT_SOURCE } from '../lambdas/adapters/EventBridgeBus.js';
+import { toLambdaRecord } from '../lambdas/adapters/streamRecordFormat.js';
 import { deriveStatusChange, messageEvent } from '../lambdas/core/messageEvents.js';
 import { POSTDATE_FUNCTIONS, type PostdateFunctionName } from '../lambdas/core/postdateFunctions.js';
 import { fromLambdaRecord as eventRecordOf } from '../lambdas/events/eventRecords.js';
@@ -12,7 +13,6 @@ import { messageView } from '../lambdas/store/messageView.js';
 import { RELAY_STREAM_FILTER } from '../lambdas/store/tableLayout.js';
 import { EVENTS_STREAM_FILTER } from '../lib/webhookLayout.js';
 import { matchesFilter } from '../local/runners/eventFilter.js';
-import { toLambdaRecord } from '../local/runners/streamRecordFormat.js';
 
 /**
  * Counts every AWS request made in this process, with the DynamoDB units it consumed.

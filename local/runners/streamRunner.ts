@@ -13,6 +13,7 @@ import {
 } from '@aws-sdk/client-dynamodb-streams';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { toLambdaRecord } from '../../lambdas/adapters/streamRecordFormat.js';
 import { assertSupportedFilter, type FilterPattern, matchesFilter } from './eventFilter.js';
 import {
   FunctionSandboxes,
@@ -23,7 +24,6 @@ import {
 } from './functionSandbox.js';
 import { IdleWaiters } from './idleWaiters.js';
 import { type DiscardedBatch, type InvocationOutcome, StreamBatcher } from './streamBatcher.js';
-import { toLambdaRecord } from './streamRecordFormat.js';
 
 const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
 /**

@@ -5,7 +5,7 @@ import {
   GetShardIteratorCommand,
 } from '@aws-sdk/client-dynamodb-streams';
 import { describe, expect, it } from 'vitest';
-import { toLambdaRecord } from '../../local/runners/streamRecordFormat.js';
+import { toLambdaRecord } from '../../lambdas/adapters/streamRecordFormat.js';
 import { dynamodbClient, freshTable, streamsClient } from '../support/awsLocal.js';
 
 describe('stream records in Lambda format', () => {
