@@ -18,8 +18,9 @@ import { createApiKey } from '../../lambdas/keys/apiKeys.js';
 import type { Log } from '../../lambdas/ports/Log.js';
 import { wireRelay } from '../../lambdas/relay/handler.js';
 import { wireSender } from '../../lambdas/sender/handler.js';
+import { messagePk } from '../../lambdas/store/messageRecord.js';
 import { SENDING_GATE_KEY } from '../../lambdas/store/sendingGate.js';
-import { KEY, RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
+import { ITEM_SORT_KEY, KEY, RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
 import { deliveryPartitionKey } from '../../lambdas/store/webhookStore.js';
 import { wireSweeper } from '../../lambdas/sweeper/handler.js';
 import { wireWebhookDelivery } from '../../lambdas/webhooks/handler.js';
@@ -44,6 +45,7 @@ import {
   sqsClient,
   uniqueName,
 } from '../support/awsLocal.js';
+import { eventually } from '../support/eventually.js';
 import { startReceiver } from '../webhooks/webhookHarness.js';
 import { type IamRequest, iamRequestsOf, readRecordedRequests } from './iamRequests.js';
 import {
@@ -115,6 +117,18 @@ async function readGate(): Promise<GateItem | undefined> {
     new GetCommand({ TableName: tableName, Key: SENDING_GATE_KEY, ConsistentRead: true }),
   );
   return Item as GateItem | undefined;
+}
+
+/** A message's status as the table holds it (read by the test, not recorded). */
+async function messageStatus(id: string): Promise<string | undefined> {
+  const { Item } = await documentClient().send(
+    new GetCommand({
+      TableName: tableName,
+      Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageState },
+      ConsistentRead: true,
+    }),
+  );
+  return Item?.status as string | undefined;
 }
 
 /** A closed breaker at full rate again (the relay recovered), so the next scenario starts clean. */
@@ -419,13 +433,30 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
     };
     try {
       const sender = wired();
+      // The message the api retries later is refused at RCPT TO (failed) whichever transaction it
+      // rides in, and another one is deferred after the dot. One receive may leave copies behind
+      // (the SQS emulator under load), so the first batch is received until it holds that message.
+      const bounceMe = (address: string) =>
+        address === 'bounce-me@example.com' ? { code: 550, message: '5.1.1 User unknown' } : undefined;
+      const deferAfterDot = { code: 451, message: '4.3.0 Try later' };
       smtp.script(
-        { rcptTo: { code: 550, message: '5.1.1 User unknown' } },
-        { afterData: { code: 451, message: '4.3.0 Try later' } },
-        {},
+        { rcptTo: bounceMe },
+        { rcptTo: bounceMe, afterData: deferAfterDot },
+        { rcptTo: bounceMe, afterData: deferAfterDot },
+        { rcptTo: bounceMe },
       );
-      await sendOnce(sender);
+      const firstBatch: Awaited<ReturnType<typeof receiveAll>> = [];
+      await eventually(
+        'the copy of the message to bounce in the first batch',
+        async () => {
+          firstBatch.push(...(await receiveAll(sendQueue.url)));
+          return firstBatch.some((copy) => JSON.parse(copy.Body ?? '{}').id === messageIds[0]);
+        },
+        { withinMs: 30_000, everyMs: 100 },
+      );
+      await sender.handle(sqsEvent(firstBatch, sendQueue.arn));
       expect(smtp.transactions).toBeGreaterThan(0);
+      expect(await messageStatus(messageIds[0] ?? '')).toBe('failed');
 
       // An early copy (its schedule fired before send_at) goes back with its remaining delay.
       const early = await enqueue('early', {
