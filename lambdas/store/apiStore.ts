@@ -457,6 +457,11 @@ export class DynamoApiStore implements ApiStore {
     // This request's mark on the record: a try that landed with its answer lost (the SDK's retry then
     // loses the condition to it) is recognised as this request's own write, not a conflict.
     const op = randomUUID();
+    // Every transition sets something; the mark joins its SET clause (an expression without one would
+    // silently go unmarked, and its lost answer would read as a conflict again).
+    if (!update.UpdateExpression.startsWith('SET '))
+      throw new Error(`a transition's update must start with SET: ${update.UpdateExpression}`);
+    const marked = `SET #op = :op, ${update.UpdateExpression.slice('SET '.length)}`;
     const condition = [
       `attribute_exists(${KEY.partition})`,
       '#tenant = :tenant',
@@ -470,7 +475,7 @@ export class DynamoApiStore implements ApiStore {
           new UpdateCommand({
             TableName: this.tableName,
             Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageState },
-            UpdateExpression: update.UpdateExpression.replace(/^SET /, 'SET #op = :op, '),
+            UpdateExpression: marked,
             ConditionExpression: condition,
             ExpressionAttributeNames: {
               '#tenant': 'tenant',
