@@ -8,8 +8,13 @@ import type { BreakerState, PauseEntry, PauseState, SendingGateState } from '../
  * store/sendingGate.ts.
  */
 export interface SendingGateStore {
-  /** The gate as stored (never written: closed and nothing paused), read consistently. */
+  /** The gate as stored (never written: closed and nothing paused), read consistently now. */
   read(): Promise<SendingGateState>;
+  /**
+   * The gate from a consistent read at most `maxAgeMs` old, which the gates of the sender's other
+   * relays may share (one read of the table for all of them), and how old that read is.
+   */
+  readRecent(maxAgeMs: number): Promise<{ readonly gate: SendingGateState; readonly ageMs: number }>;
   /** Writes `next` only while the breaker is still at `observed.version`. */
   writeBreaker(observed: BreakerState, next: BreakerState): Promise<'written' | 'conflict'>;
   /** Writes `next` only while the pauses are still at `observed.version`. */

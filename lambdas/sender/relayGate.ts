@@ -31,7 +31,7 @@ import { countFailureClass } from './failureMetrics.js';
  *
  * The sending gate (DESIGN §5, "An outage is not the message's fault"): the decisions are
  * core/relayBreaker.ts's, the state is the table's (store/sendingGate.ts), and this only runs the
- * steps between them — read the gate (a read is reused for `cacheMs`), claim
+ * steps between them — read the gate (a read is reused until it is `cacheMs` old), claim
  * and run the probe, open the breaker after a relay failure and put the probe token on the queue,
  * slow the fleet down after the relay throttled us.
  *
@@ -258,12 +258,14 @@ export class RelayGate {
       this.remember(gate);
       return gate;
     }
-    // One read a second per warm sender, not one per lane: the lanes that miss the cache together
-    // wait on the same read (docs/capacity.md, the gate's load at 10,000/s).
-    this.reading ??= this.options.store.read().then(
-      (gate) => {
+    // One read a second per warm sender, not one per lane or relay: the lanes that miss the cache
+    // together wait on the same read, and the relays' gates share the store's (docs/capacity.md, the
+    // gate's load at 10,000/s). The cache counts from the read's own time, so what a gate decides on
+    // is at most `cacheMs` old, however its relays' gates shared it.
+    this.reading ??= this.options.store.readRecent(cacheMs).then(
+      ({ gate, ageMs }) => {
         this.reading = undefined;
-        this.remember(gate);
+        this.remember(gate, ageMs);
         return gate;
       },
       (error: unknown) => {
@@ -274,8 +276,9 @@ export class RelayGate {
     return this.reading;
   }
 
-  private remember(gate: SendingGateState): void {
-    this.cached = { gate, readAtMs: this.options.now().getTime() };
+  /** What this container saw last, read `ageMs` ago (0: now, or what it wrote itself). */
+  private remember(gate: SendingGateState, ageMs = 0): void {
+    this.cached = { gate, readAtMs: this.options.now().getTime() - ageMs };
   }
 
   /** A token id: a positive whole number, carried as the token copy's rev. */

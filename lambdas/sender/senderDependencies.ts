@@ -16,7 +16,7 @@ import type { Log } from '../ports/Log.js';
 import { NO_METRICS, type SenderMetrics } from '../ports/SenderMetrics.js';
 import type { SmtpCredentialsSource } from '../ports/SmtpCredentialsSource.js';
 import { DynamoSenderStore } from '../store/senderTransitions.js';
-import { DynamoSendingGate, SendingGateItem } from '../store/sendingGate.js';
+import { DynamoSendingGate, SendingGateItems } from '../store/sendingGate.js';
 import { DynamoTemplateStore } from '../store/templateStore.js';
 import {
   type FailoverRelay,
@@ -50,9 +50,9 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
   const deadLetterUrl = requireResource(names, 'sendDeadLetterQueueUrl', 'POSTDATE_SEND_DLQ_URL');
   const queue = new SqsDispatchQueue(wiring.sqs, queueUrl);
   // DESIGN §15: each relay in order, with its own mailer and breaker; the first is `mailer`. The
-  // relays share one read of the gate item (the pauses) per cache period (docs/capacity.md).
-  const gateItem = new SendingGateItem(wiring.documents, names.tableName, GATE_CACHE_MS);
-  const [first, ...others] = config.relays.map((relay) => senderRelay(wiring, relay, queue, gateItem));
+  // relays share one read of the gate's items (one Query) per cache period (docs/capacity.md).
+  const gateItems = new SendingGateItems(wiring.documents, names.tableName);
+  const [first, ...others] = config.relays.map((relay) => senderRelay(wiring, relay, queue, gateItems));
   if (first === undefined) throw new ConfigError('POSTDATE_RELAYS', 'lists no relay');
   return {
     store: new DynamoSenderStore(wiring.documents, names.tableName, {
@@ -87,7 +87,7 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
   };
 }
 
-/** How long a sender reuses a read of the sending gate, and of the gate item its relays share. */
+/** How long a sender reuses a read of the sending gate, its relays' gates one read between them. */
 const GATE_CACHE_MS = 1000;
 
 /** One relay's mailer, gate and rate share (its breaker in the table: store/sendingGate.ts `breakerKeyOf`). */
@@ -95,7 +95,7 @@ function senderRelay(
   wiring: SenderWiring,
   relayConfig: RelayConfig,
   queue: SqsDispatchQueue,
-  gateItem: SendingGateItem,
+  gateItems: SendingGateItems,
 ): FailoverRelay & { readonly gate: RelayGate } {
   const { config, names } = wiring;
   // DESIGN §5 "Rate", §15: the rate is the relay's, for the fleet (its own `max_send_rate`, else
@@ -119,7 +119,7 @@ function senderRelay(
       maxSessionAgeMs: config.smtpSessionMaxAgeSeconds * 1000,
     }),
     gate: new RelayGate({
-      store: new DynamoSendingGate(wiring.documents, names.tableName, relayConfig.name, gateItem),
+      store: new DynamoSendingGate(wiring.documents, names.tableName, relayConfig.name, gateItems),
       probe: new NodemailerRelayProbe(relay),
       queue,
       settings: relayBreakerSettings(config),

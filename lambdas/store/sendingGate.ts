@@ -1,5 +1,11 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  type DynamoDBDocumentClient,
+  GetCommand,
+  QueryCommand,
+  type QueryCommandOutput,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import {
   BREAKER_STATE,
   type BreakerState,
@@ -19,7 +25,8 @@ import { KEY } from './tableLayout.js';
  * record, so the relay's stream filter, the indexes and every message reader pass it by. The breaker
  * (`breaker`, `breaker_version`) is written by the senders, the pauses (`pause`, `pause_version`) by
  * the operator's CLI: two attributes with their own versions, so the two writers never undo each
- * other. Reads are consistent; the senders cache a read for about a second (sender/relayGate.ts).
+ * other. Reads are consistent; a sender reads every item under the key in one Query a second at most
+ * ({@link SendingGateItems}), shared by its relays' gates (sender/relayGate.ts caches it).
  */
 export const SENDING_GATE_KEY = { [KEY.partition]: 'GATE#sending', [KEY.sort]: 'GATE' } as const;
 
@@ -34,82 +41,122 @@ export function breakerKeyOf(relay: string): Readonly<Record<string, string>> {
 
 type StoredItem = Record<string, unknown> | undefined;
 
+/** The items under `GATE#sending` as one read found them, by sort key, and how old that read is. */
+export interface GateItemsRead {
+  readonly items: ReadonlyMap<string, Record<string, unknown>>;
+  readonly ageMs: number;
+}
+
 /**
- * The gate item as one sender reads it for all its relays (docs/capacity.md, the gate's load): every
- * relay's gate needs the pauses, which live on this one item, so the relays of one sender share one
- * read of it that is at most `maxAgeMs` old — one read a period however many relays are asked (a
- * failover asks two or more). Only the pauses are taken from a shared read; the default relay's
- * breaker, which lives on the same item, is always read afresh ({@link SendingGateItem.fresh}),
- * because a breaker transition decides on the version it reads. Without sharing (`maxAgeMs` 0: the
- * CLI, the sweeper) every read goes to the table.
+ * Every item under `GATE#sending` — the gate item (the pauses, the relay `default`'s breaker) and
+ * each other relay's breaker item — as one sender reads them for all its relays (DESIGN §4, no hot
+ * partitions; docs/capacity.md, the gate's load): one consistent `Query` on the key answers them
+ * all, a unit while they stay under 4 KB together. The relays' gates of one sender share a read at
+ * most `maxAgeMs` old ({@link SendingGateItems.recent}), so the key takes one read a period however
+ * many relays are asked (a failover asks two or more) and whatever their names. A transition reads
+ * afresh ({@link SendingGateItems.fresh}): it decides on the version it reads.
  */
-export class SendingGateItem {
-  private last: { readonly item: StoredItem; readonly readAtMs: number } | undefined;
-  private reading: Promise<StoredItem> | undefined;
+export class SendingGateItems {
+  private last: StampedItems | undefined;
+  private reading: Promise<StampedItems> | undefined;
 
   constructor(
     private readonly documents: DynamoDBDocumentClient,
     private readonly tableName: string,
-    private readonly maxAgeMs = 0,
     private readonly nowMs: () => number = Date.now,
   ) {}
 
-  /** The item read now (consistently); later shared reads may use it. */
-  async fresh(): Promise<StoredItem> {
-    const readAtMs = this.nowMs();
-    const { Item } = await this.documents.send(
-      new GetCommand({ TableName: this.tableName, Key: SENDING_GATE_KEY, ConsistentRead: true }),
-    );
-    if (this.last === undefined || readAtMs >= this.last.readAtMs) this.last = { item: Item, readAtMs };
-    return Item;
+  /** The items read now (consistently); later shared reads may use them. */
+  async fresh(): Promise<GateItemsRead> {
+    return this.aged(await this.query());
   }
 
-  /** The item, from a read at most `maxAgeMs` old; reads that find none share one read. */
-  recent(): Promise<StoredItem> {
-    if (this.maxAgeMs <= 0) return this.fresh();
-    if (this.last !== undefined && this.nowMs() - this.last.readAtMs < this.maxAgeMs) {
-      return Promise.resolve(this.last.item);
-    }
-    this.reading ??= this.fresh().finally(() => {
+  /** The items from a read at most `maxAgeMs` old; reads that find none share one read. */
+  async recent(maxAgeMs: number): Promise<GateItemsRead> {
+    if (this.last !== undefined && this.nowMs() - this.last.readAtMs < maxAgeMs) return this.aged(this.last);
+    this.reading ??= this.query().finally(() => {
       this.reading = undefined;
     });
-    return this.reading;
+    return this.aged(await this.reading);
   }
+
+  private async query(): Promise<StampedItems> {
+    const readAtMs = this.nowMs();
+    const items = new Map<string, Record<string, unknown>>();
+    let from: Record<string, unknown> | undefined;
+    do {
+      const page: QueryCommandOutput = await this.documents.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: '#pk = :pk',
+          ExpressionAttributeNames: { '#pk': KEY.partition },
+          ExpressionAttributeValues: { ':pk': SENDING_GATE_KEY[KEY.partition] },
+          ConsistentRead: true,
+          ...(from === undefined ? {} : { ExclusiveStartKey: from }),
+        }),
+      );
+      for (const item of page.Items ?? []) items.set(String(item[KEY.sort]), item);
+      from = page.LastEvaluatedKey;
+    } while (from !== undefined);
+    const read = { items, readAtMs };
+    if (this.last === undefined || readAtMs >= this.last.readAtMs) this.last = read;
+    return read;
+  }
+
+  private aged({ items, readAtMs }: StampedItems): GateItemsRead {
+    return { items, ageMs: Math.max(0, this.nowMs() - readAtMs) };
+  }
+}
+
+interface StampedItems {
+  readonly items: ReadonlyMap<string, Record<string, unknown>>;
+  /** When the read started (`nowMs`): what it found is at least that recent. */
+  readonly readAtMs: number;
 }
 
 export class DynamoSendingGate implements SendingGateStore {
   private readonly breakerKey: Readonly<Record<string, string>>;
-  private readonly gateItem: SendingGateItem;
 
   /**
    * The gate of `relay` (DESIGN §15): its breaker, and the pauses every relay shares. The relays of
-   * one sender pass the same `gateItem`, so they read the pauses once between them.
+   * one sender pass the same `items`, so they read the key once between them (one Query); without
+   * it (the CLI, the sweeper) a read gets the gate's one or two items.
    */
   constructor(
     private readonly documents: DynamoDBDocumentClient,
     private readonly tableName: string,
     relay: string = DEFAULT_RELAY,
-    gateItem?: SendingGateItem,
+    private readonly items?: SendingGateItems,
   ) {
     this.breakerKey = breakerKeyOf(relay);
-    this.gateItem = gateItem ?? new SendingGateItem(documents, tableName);
   }
 
   async read(): Promise<SendingGateState> {
-    if (this.breakerKey === SENDING_GATE_KEY) {
-      const item = await this.gateItem.fresh();
-      return { breaker: breakerOf(item), pause: pauseOf(item), ...disabledOf(item) };
-    }
-    const [breakerItem, gateItem] = await Promise.all([
-      this.documents.send(
-        new GetCommand({ TableName: this.tableName, Key: this.breakerKey, ConsistentRead: true }),
+    if (this.items !== undefined) return this.stateOf((await this.items.fresh()).items);
+    const keys =
+      this.breakerKey === SENDING_GATE_KEY ? [SENDING_GATE_KEY] : [SENDING_GATE_KEY, this.breakerKey];
+    const found = await Promise.all(
+      keys.map((Key) =>
+        this.documents.send(new GetCommand({ TableName: this.tableName, Key, ConsistentRead: true })),
       ),
-      this.gateItem.recent(),
-    ]);
+    );
+    const items = new Map<string, Record<string, unknown>>();
+    for (const { Item } of found) if (Item !== undefined) items.set(String(Item[KEY.sort]), Item);
+    return this.stateOf(items);
+  }
+
+  async readRecent(maxAgeMs: number): Promise<{ readonly gate: SendingGateState; readonly ageMs: number }> {
+    if (this.items === undefined || maxAgeMs <= 0) return { gate: await this.read(), ageMs: 0 };
+    const { items, ageMs } = await this.items.recent(maxAgeMs);
+    return { gate: this.stateOf(items), ageMs };
+  }
+
+  private stateOf(items: ReadonlyMap<string, Record<string, unknown>>): SendingGateState {
+    const breakerItem: StoredItem = items.get(this.breakerKey[KEY.sort] ?? '');
     return {
-      breaker: breakerOf(breakerItem.Item),
-      pause: pauseOf(gateItem),
-      ...disabledOf(breakerItem.Item),
+      breaker: breakerOf(breakerItem),
+      pause: pauseOf(items.get(SENDING_GATE_KEY[KEY.sort])),
+      ...disabledOf(breakerItem),
     };
   }
 

@@ -95,8 +95,10 @@ export class Sending extends Construct {
       this.sender.role,
       'ReadSendingItems',
       ['dynamodb:GetItem'],
-      ['message', 'groupHead', 'templateVersions', 'sendingGate'],
+      ['message', 'groupHead', 'templateVersions'],
     );
+    // The gate's items (the pauses, every relay's breaker) in one Query of their key (decision 0142).
+    props.storage.grantItems(this.sender.role, 'ReadSendingGate', ['dynamodb:Query'], ['sendingGate']);
     props.storage.grantItems(
       this.sender.role,
       'ReadSuppressions',

@@ -63,9 +63,22 @@ describe('IAM scoped by item (dynamodb:LeadingKeys)', () => {
     const actions = dynamo.flatMap((s) => s.Action);
     // What a send reads and writes (test/iam/ proves it against the calls the sender makes).
     expect(new Set(actions)).toEqual(
-      new Set(['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:UpdateItem']),
+      new Set(['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:UpdateItem', 'dynamodb:Query']),
     );
     expect(actions.filter((a) => /Scan|GetRecords|GetShardIterator|DescribeStream/.test(a))).toEqual([]);
+  });
+
+  it("lets the sender query only the sending gate's key, on the base table (DESIGN §4: one read for its items)", () => {
+    const queries = statementsOf('sender').filter(
+      (s) => s.Effect === 'Allow' && s.Action.includes('dynamodb:Query'),
+    );
+    expect(queries).toEqual([
+      expect.objectContaining({
+        Action: ['dynamodb:Query'],
+        Resource: [tableArn()],
+        Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['GATE#sending'] } },
+      }),
+    ]);
   });
 
   it('acknowledges no index wildcard for the sender', () => {

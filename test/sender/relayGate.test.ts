@@ -1,9 +1,9 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
-import type { BreakerState } from '../../lambdas/core/relayBreaker.js';
+import { type BreakerState, NOT_PAUSED } from '../../lambdas/core/relayBreaker.js';
 import type { ProbeResult, RelayProbe } from '../../lambdas/ports/SendingGate.js';
 import { RelayGate } from '../../lambdas/sender/relayGate.js';
-import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
+import { DynamoSendingGate, SendingGateItems } from '../../lambdas/store/sendingGate.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
 import { BREAKER_SETTINGS } from './breakerHarness.js';
@@ -121,5 +121,51 @@ describe('a probe while another writer moves the breaker', () => {
     expect(String(tokens[0]?.payload.rev)).toBe((await store.read()).breaker.token);
     await holder.answer({ ok: true, durationMs: 1 });
     await admission;
+  });
+});
+
+describe("what a gate decides on, when its sender's relays share their reads (DESIGN §4, §15)", () => {
+  /**
+   * The relays' gates of one sender share one read of the gate's items a second (the key's load),
+   * and each gate keeps what it read for a second: the pauses and the breaker a gate decides on must
+   * still be at most that second old — counted from the shared read, not from when the gate took
+   * it. The clock is the test's, for the gates and the shared read alike.
+   */
+  it('a pause set after the shared read holds the copies of a relay whose gate took that read late, a second after it, not two', async () => {
+    const [{ tableName }, { urls }] = await Promise.all([freshTable('gate-age'), freshQueues()]);
+    const documents = documentClient();
+    let clock = Date.parse('2026-12-01T10:00:00.000Z');
+    const items = new SendingGateItems(documents, tableName, () => clock);
+    const queue = new RecordingQueue(new SqsDispatchQueue(sqsClient(), urls.send));
+    const answering: RelayProbe = { probe: async () => ({ ok: true, durationMs: 1 }) };
+    const gateOf = (relay: string) =>
+      new RelayGate({
+        store: new DynamoSendingGate(documents, tableName, relay, items),
+        probe: answering,
+        queue,
+        settings: BREAKER_SETTINGS,
+        now: () => new Date(clock),
+        random: () => 0,
+        cacheMs: 1000,
+        log: new RecordingLog(),
+        metrics: new RecordingMetrics(),
+        relay,
+      });
+    const [primary, backup] = [gateOf('primary'), gateOf('backup')];
+
+    expect(await primary.admit('receipt')).toEqual({ kind: 'send', rateFactor: 1 });
+    clock += 900;
+    // The backup's gate is asked first now: it takes the primary's read, 900 ms old.
+    expect(await backup.admit('receipt')).toEqual({ kind: 'send', rateFactor: 1 });
+    const pause = {
+      version: 1,
+      kinds: {},
+      all: { reason: 'incident', at: new Date(clock).toISOString(), except: [] },
+    };
+    expect(await new DynamoSendingGate(documents, tableName).writePause(NOT_PAUSED, pause)).toBe('written');
+
+    clock += 100;
+    expect(await backup.admit('receipt')).toMatchObject({ kind: 'wait', cause: 'paused' });
+    expect(await primary.admit('receipt')).toMatchObject({ kind: 'wait', cause: 'paused' });
   });
 });
