@@ -324,6 +324,8 @@ const REQUEST_PRICES = {
   'SQS.DeleteMessageBatch': 'sqs',
   'SQS.ChangeMessageVisibility': 'sqs',
   'SQS.ChangeMessageVisibilityBatch': 'sqs',
+  'SQS.GetQueueAttributes': 'sqs',
+  'SQS.ReceiveMessage': 'sqs',
   // Creating and deleting schedules is not billed; the invocation is (below).
   'Scheduler.CreateSchedule': 'free',
   'Scheduler.DeleteSchedule': 'free',
@@ -390,7 +392,18 @@ export const BILLED_REQUESTS: Readonly<Record<FunctionName, readonly PricedReque
   ],
   webhooks: ['DynamoDB.GetItem', 'DynamoDB.UpdateItem', 'SQS.SendMessage'],
   // Per period, not per message: its requests are listed so a sweep that lands in a run is priced.
-  sweeper: ['DynamoDB.Query', 'DynamoDB.GetItem', 'DynamoDB.UpdateItem', 'SQS.SendMessageBatch'],
+  // The DLQ's count every run; the walk only when it holds a stale copy (decision 0141).
+  sweeper: [
+    'DynamoDB.Query',
+    'DynamoDB.GetItem',
+    'DynamoDB.UpdateItem',
+    'SQS.SendMessageBatch',
+    'SQS.GetQueueAttributes',
+    'SQS.ReceiveMessage',
+    'DynamoDB.BatchGetItem',
+    'SQS.DeleteMessageBatch',
+    'SQS.ChangeMessageVisibilityBatch',
+  ],
   // Only when SES reports a bounce or complaint: not on a delivered message's path.
   bounces: [],
 };
@@ -843,9 +856,11 @@ function summarize(requests: readonly CountedRequest[], messages: number) {
 
 /** Which function writes an EMF document, from the metrics in it (core/metricNames.ts). */
 const METRIC_FUNCTION = new Map<string, FunctionName>([
-  ...[...Object.values(SWEEPER_METRIC.waiting), SWEEPER_METRIC.redispatched].map(
-    (name) => [name, 'sweeper'] as const,
-  ),
+  ...[
+    ...Object.values(SWEEPER_METRIC.waiting),
+    SWEEPER_METRIC.redispatched,
+    SWEEPER_METRIC.staleDeadLettersRemoved,
+  ].map((name) => [name, 'sweeper'] as const),
   ...Object.values(SENDER_METRIC).map((name) => [name, 'sender'] as const),
   ...Object.values(WEBHOOK_METRIC).map(
     (name) => [name, name === WEBHOOK_METRIC.eventsPublished ? 'events' : 'webhooks'] as const,

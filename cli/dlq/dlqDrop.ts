@@ -5,9 +5,10 @@
  * message exactly as `messages discard` does — the same store write (`ApiStore.discard`): the status
  * stays `dead`, it stops waiting and its records start the retention (core/messageLifetime.ts) — and
  * only then deletes the copy. A copy whose message moved on (a retry gave it a newer rev, it ended
- * or was discarded already, its record is gone) is only deleted. Decision 0136.
+ * or was discarded already, its record is gone) is only deleted. Decisions 0136, 0141.
  */
-import { isTerminal, isWaitingForOperator, type MessageStatus } from '../../lambdas/core/messageStatus.js';
+import { isWaitingForOperator, type MessageStatus } from '../../lambdas/core/messageStatus.js';
+import { staleDeadLetter } from '../../lambdas/core/staleDeadLetter.js';
 import type { ApiStore, TransitionResult } from '../../lambdas/ports/ApiStore.js';
 import { expiresAtAfter, type MessageStateRecord } from '../../lambdas/store/messageRecord.js';
 import { readStateRecord } from '../../lambdas/store/stateReads.js';
@@ -34,21 +35,21 @@ export type DropStep =
   | { readonly kind: 'keep'; readonly reason: string };
 
 /**
- * The rule, pure (test/cli/dlqDrop.test.ts has its properties). A live message's current copy is never
- * deleted here: it may be its only copy, and giving up on a live message is `messages cancel`.
+ * The rule, pure (test/cli/dlqDrop.test.ts has its properties). Which copy is stale is the one rule
+ * the sweeper uses too (core/staleDeadLetter.ts); the drop adds the operator's giving up. A live
+ * message's current copy is never deleted here: it may be its only copy, and giving up on a live
+ * message is `messages cancel`.
  */
 export function dropDecision(
   copy: { readonly rev: number },
   record: Pick<MessageStateRecord, 'status' | 'rev' | 'expires_at'> | null,
 ): DropStep {
-  if (record === null) return { kind: 'delete', reason: 'no record (expired or never written)' };
-  if (record.rev !== copy.rev)
-    return { kind: 'delete', reason: `stale copy: the message is at rev ${record.rev} (${record.status})` };
+  const stale = staleDeadLetter(copy, record);
+  if (stale !== undefined || record === null) return { kind: 'delete', reason: stale ?? 'no record' };
   if (isWaitingForOperator(record.status))
     return record.expires_at === undefined
       ? { kind: 'discard' }
       : { kind: 'delete', reason: `discarded already (${record.status})` };
-  if (isTerminal(record.status)) return { kind: 'delete', reason: `ended already (${record.status})` };
   return {
     kind: 'keep',
     reason: `it is ${record.status} at this rev: cancel it first (messages cancel), or redrive it`,

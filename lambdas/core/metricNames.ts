@@ -121,17 +121,21 @@ export const SWEEPER_METRIC = {
   redispatched: 'Redispatched',
   /** A gauge, 1 while the relay breaker is not closed (the senders count the same name). */
   relayUnavailable: SENDER_METRIC.relayUnavailable,
+  /** Copies of messages that moved on (a retried `dead` one), taken off the DLQ (decision 0141). */
+  staleDeadLettersRemoved: 'StaleDeadLettersRemoved',
 } as const satisfies {
   waiting: Partial<Record<MessageStatus, string>>;
   redispatched: string;
   relayUnavailable: string;
+  staleDeadLettersRemoved: string;
 };
 
 export type WaitingStatus = keyof typeof SWEEPER_METRIC.waiting;
 export type SweeperMetricName =
   | (typeof SWEEPER_METRIC.waiting)[WaitingStatus]
   | typeof SWEEPER_METRIC.redispatched
-  | typeof SWEEPER_METRIC.relayUnavailable;
+  | typeof SWEEPER_METRIC.relayUnavailable
+  | typeof SWEEPER_METRIC.staleDeadLettersRemoved;
 
 /** The webhook functions' metrics (DESIGN §11): deliveries by how they ended, and events produced. */
 export const WEBHOOK_METRIC = {

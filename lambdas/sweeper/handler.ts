@@ -5,6 +5,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
 import { lambdaEntry } from '../adapters/lambdaEntry.js';
+import { SqsDeadLetterCopies } from '../adapters/SqsDeadLetterCopies.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import { relayBreakerSettings } from '../core/relayBreaker.js';
@@ -28,13 +29,11 @@ export function wireSweeper(env: Environment, log: Logger, metrics: SweeperMetri
   const documents = DynamoDBDocumentClient.from(
     new DynamoDBClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'DYNAMODB') }),
   );
+  const sqs = new SQSClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'SQS') });
   return createSweeperHandler({
     dueIndex: new DynamoDueIndex(documents, names.tableName),
     records: new DynamoSweepRecords(documents, names.tableName),
-    queue: new SqsDispatchQueue(
-      new SQSClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'SQS') }),
-      requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL'),
-    ),
+    queue: new SqsDispatchQueue(sqs, requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL')),
     now: () => new Date(),
     graceSeconds: config.sweepGraceSeconds,
     gate: {
@@ -46,6 +45,10 @@ export function wireSweeper(env: Environment, log: Logger, metrics: SweeperMetri
         store: new DynamoSendingGate(documents, names.tableName, name),
       })),
     },
+    // Stale copies in the DLQ (decision 0141): taken off when the DLQ's URL is given, as the stack gives it.
+    ...(names.sendDeadLetterQueueUrl === undefined
+      ? {}
+      : { deadLetters: new SqsDeadLetterCopies(sqs, names.sendDeadLetterQueueUrl) }),
     log,
     metrics,
   });

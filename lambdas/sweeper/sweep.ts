@@ -4,6 +4,7 @@ import { SWEEPER_METRIC } from '../core/metricNames.js';
 import type { PauseState } from '../core/relayBreaker.js';
 import { relayInUse } from '../core/relays.js';
 import { decideSweep, pauseHoldsEverything, type SendersHold } from '../core/sweepDecision.js';
+import type { DeadLetterCopies } from '../ports/DeadLetterCopies.js';
 import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
 import type { DueCursor, DueEntry, DueIndex } from '../ports/DueIndex.js';
 import type { Log } from '../ports/Log.js';
@@ -11,6 +12,7 @@ import type { SweeperMetrics } from '../ports/SweeperMetrics.js';
 import type { SweepRecords } from '../ports/SweepRecords.js';
 import { INDEX_SHARDS } from '../store/tableLayout.js';
 import { type BreakerCheck, checkRelays, type RelayCheck, type SweeperGate } from './relayToken.js';
+import { type DeadLetterSweep, removeStaleDeadLetters } from './staleDeadLetters.js';
 import { countWaiting, type WaitingCounts } from './waitingGauge.js';
 
 /** The structured logger the sweeper writes to (Powertools Logger fits). */
@@ -39,6 +41,8 @@ export interface SweepDeps {
   readonly metrics?: SweeperMetrics;
   /** The relay breaker (relayToken.ts); absent, the sweeper ignores it. */
   readonly gate?: SweeperGate;
+  /** The send queue's DLQ, whose stale copies each run takes off (staleDeadLetters.ts); absent, it does not look. */
+  readonly deadLetters?: DeadLetterCopies;
 }
 
 export interface SweepReport {
@@ -79,6 +83,8 @@ export interface SweepReport {
   readonly breaker?: BreakerCheck;
   /** Every relay's breaker as this run found it, in order (DESIGN §15); `breaker` is the first's. */
   readonly relays?: readonly RelayCheck[];
+  /** What the run did about stale copies in the DLQ (absent: no DLQ wired). */
+  readonly deadLetters?: DeadLetterSweep;
 }
 
 /**
@@ -111,7 +117,8 @@ interface PageTally {
  * message that meanwhile moved on is dropped by the sender's rev and status rules. It can never
  * cause a second send.
  *
- * Then it counts the messages that wait for an operator and publishes the gauge.
+ * Then it counts the messages that wait for an operator and publishes the gauge, and takes stale
+ * copies off the DLQ when it holds more copies than dead messages wait (staleDeadLetters.ts).
  */
 export async function sweep(deps: SweepDeps): Promise<SweepReport> {
   const shards = deps.shards ?? INDEX_SHARDS.due;
@@ -168,6 +175,7 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
   deps.metrics?.count(SWEEPER_METRIC.redispatched, tally.redispatched);
   const waitingShards = deps.waitingShards ?? INDEX_SHARDS.waiting;
   const waiting = await publishWaiting(deps, waitingShards);
+  const deadLetters = await tidyDeadLetters(deps, waiting);
   return {
     examined,
     ...tally,
@@ -177,6 +185,7 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
     ...(held === undefined ? {} : { held }),
     ...(breaker === undefined ? {} : { breaker }),
     ...(relays === undefined ? {} : { relays }),
+    ...(deadLetters === undefined ? {} : { deadLetters }),
   };
 }
 
@@ -261,4 +270,21 @@ async function publishWaiting(deps: SweepDeps, shards: number): Promise<WaitingC
     deps.log?.warn('sweeper could not count the messages waiting for an operator', failure);
   }
   return waiting;
+}
+
+async function tidyDeadLetters(
+  deps: SweepDeps,
+  waiting: WaitingCounts,
+): Promise<DeadLetterSweep | undefined> {
+  if (deps.deadLetters === undefined) return undefined;
+  const result = await removeStaleDeadLetters({
+    deadLetters: deps.deadLetters,
+    records: deps.records,
+    waitingDead: waiting.counts.dead,
+  });
+  deps.metrics?.count(SWEEPER_METRIC.staleDeadLettersRemoved, result.removed);
+  // Counts only: no message id, no body.
+  if (result.error !== undefined) deps.log?.warn('sweeper could not finish tidying the DLQ', { ...result });
+  else if (result.walked) deps.log?.info('sweeper removed stale copies from the DLQ', { ...result });
+  return result;
 }

@@ -154,7 +154,12 @@ export class Dispatch extends Construct {
       timeout: Duration.seconds(SWEEPER_TIMEOUT_SECONDS),
       memorySize: 512,
       logRetention: props.logRetention,
-      environment: { ...props.configEnvironment, ...tableEnv, ...sendQueueEnv },
+      environment: {
+        ...props.configEnvironment,
+        ...tableEnv,
+        ...sendQueueEnv,
+        [RESOURCE_ENV.sendDeadLetterQueueUrl]: this.sendDeadLetterQueue.queueUrl,
+      },
     });
     this.sweeper.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
@@ -179,6 +184,20 @@ export class Dispatch extends Construct {
       ['sendingGate'],
     );
     this.sendQueue.grantSendMessages(this.sweeper.role);
+    // It takes stale copies (a retried dead message's old one) off the DLQ: it counts the DLQ, and
+    // only when it holds more copies than dead messages wait receives, deletes and releases (decision 0141).
+    this.sweeper.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'RemoveStaleDeadLetters',
+        actions: [
+          'sqs:GetQueueAttributes',
+          'sqs:ReceiveMessage',
+          'sqs:DeleteMessage',
+          'sqs:ChangeMessageVisibility',
+        ],
+        resources: [this.sendDeadLetterQueue.queueArn],
+      }),
+    );
     // Lambda retries a failed asynchronous invocation twice by default; a sweep is covered by the
     // next run, and retries would pile runs on top of each other.
     this.sweeper.function.configureAsyncInvoke({ retryAttempts: 0 });

@@ -332,6 +332,7 @@ export class Ops extends Construct {
         sum(fns.sweeper.metricInvocations(), 'runs'),
         sum(fns.sweeper.metricErrors(), 'errors'),
         outcome(SWEEPER_METRIC.redispatched).with({ label: 're-dispatched' }),
+        outcome(SWEEPER_METRIC.staleDeadLettersRemoved).with({ label: 'stale DLQ copies removed' }),
       ]),
     );
     dashboard.addWidgets(

@@ -29,6 +29,7 @@ const EVERY_NAME = [
   ...Object.values(SENDER_METRIC),
   ...Object.values(SWEEPER_METRIC.waiting),
   SWEEPER_METRIC.redispatched,
+  SWEEPER_METRIC.staleDeadLettersRemoved,
   ...Object.values(WEBHOOK_METRIC),
 ];
 

@@ -288,7 +288,7 @@ describe('dispatch: the sweeper', () => {
     });
   });
 
-  it('may query only the due index, read and stamp only message items, read and renew only the sending gate, and send only to the send queue', () => {
+  it('may query only the due index, read and stamp only message items, read and renew only the sending gate, send only to the send queue, and tidy only the DLQ', () => {
     const dynamo = statements('sweeper').filter((s) => s.Action.some((a) => a.startsWith('dynamodb:')));
     expect(dynamo).toHaveLength(3);
     const query = dynamo.find((s) => s.Action.includes('dynamodb:Query'));
@@ -306,10 +306,18 @@ describe('dispatch: the sweeper', () => {
     expect(gate?.Condition).toEqual({
       'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['GATE#sending'] },
     });
-    const sqsTargets = statements('sweeper')
-      .filter((s) => s.Action.some((a) => a.startsWith('sqs:')))
-      .flatMap((s) => s.Resource);
-    expect(sqsTargets).toEqual([arnOf(ids.sendQueue)]);
+    const sqsStatements = statements('sweeper').filter((s) => s.Action.some((a) => a.startsWith('sqs:')));
+    const sends = sqsStatements.filter((s) => s.Sid !== 'RemoveStaleDeadLetters');
+    expect(sends.flatMap((s) => s.Resource)).toEqual([arnOf(ids.sendQueue)]);
+    // Stale copies in the DLQ (decision 0141): count, receive, delete, release; never send there.
+    const tidy = sqsStatements.find((s) => s.Sid === 'RemoveStaleDeadLetters');
+    expect(tidy?.Action).toEqual([
+      'sqs:GetQueueAttributes',
+      'sqs:ReceiveMessage',
+      'sqs:DeleteMessage',
+      'sqs:ChangeMessageVisibility',
+    ]);
+    expect(tidy?.Resource).toEqual([arnOf(ids.sendDlq)]);
   });
 });
 

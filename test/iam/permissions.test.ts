@@ -391,19 +391,33 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
     expect((await call('DELETE', `/v1/webhooks/${webhookId}`)).status).toBe(200);
   });
 
-  it('sweeper: re-dispatches an overdue message and counts those that wait', async () => {
+  it('sweeper: re-dispatches an overdue message, counts those that wait, and takes a stale copy off the DLQ', async () => {
     const past = new Date(Date.now() - 3_600_000);
+    const records = [];
     for (const status of ['scheduled', 'dead', 'unknown'] as const) {
-      await documentClient().send(
-        new PutCommand({
-          TableName: tableName,
-          Item: stateRecord({ sendAt: past, createdAt: past, status }),
+      const record = stateRecord({ sendAt: past, createdAt: past, status, rev: 2 });
+      records.push(record);
+      await documentClient().send(new PutCommand({ TableName: tableName, Item: record }));
+    }
+    // The DLQ holds the dead message's current copy and an older one of the retried message (decision 0141).
+    const [retried, dead] = records;
+    for (const copy of [
+      { id: dead?.id ?? '', rev: 2 },
+      { id: retried?.id ?? '', rev: 1 },
+    ]) {
+      await sqsClient().send(
+        new SendMessageCommand({
+          QueueUrl: queueUrls.sendDeadLetter,
+          MessageBody: encodeDispatchPayload({ ...copy, dlq: true }),
         }),
       );
     }
     const sweep = as('sweeper', () => wireSweeper(env, SILENT as never, { count: () => {} }));
     const report = await sweep();
-    expect(report).toBeDefined();
+    expect(report.deadLetters).toMatchObject({ walked: true, removed: 1 });
+    expect(
+      (await receiveAll(queueUrls.sendDeadLetter)).map((copy) => JSON.parse(copy.Body ?? '{}').id),
+    ).toEqual([dead?.id]);
   });
 
   it('sender: sends, suppresses, bounces a recipient, backs off, re-delays an early copy, dead-letters, is throttled, and meets a relay that refuses connections', async () => {
