@@ -108,6 +108,7 @@ export class MailboxSimulator implements Mailer {
         code: classified.code,
         enhancedCode: classified.enhancedCode,
         permanent: classified.class === 'permanent',
+        reply: error.response ?? null,
       };
     });
     const durationMs = () => Math.round(this.now() - started);

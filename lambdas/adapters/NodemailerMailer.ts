@@ -552,6 +552,7 @@ function refusalsOf(
       code: classified.code,
       enhancedCode: classified.enhancedCode,
       permanent: classified.class === 'permanent',
+      reply: replyText(error),
     });
   }
   return refusals;

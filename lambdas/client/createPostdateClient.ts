@@ -121,7 +121,10 @@ export interface PostdateClient {
 
   /** The tenant's templates by name, a page at a time. */
   listTemplates(query?: PageQuery<'listTemplates'>, options?: CallOptions): Promise<TemplateList>;
-  /** Store a new immutable version of a template (previous + 1). */
+  /**
+   * Store a new immutable version of a template (previous + 1). Retried after a 429 only: a lost
+   * answer may mean the version was stored, so check `getTemplate` before storing again.
+   */
   putTemplate(name: string, request: TemplateRequest, options?: CallOptions): Promise<TemplateVersion>;
   /** The latest version of a template. */
   getTemplate(name: string, options?: CallOptions): Promise<TemplateVersion>;

@@ -500,11 +500,31 @@ export interface components {
       enhanced_code: string | null;
       reply: string | null;
       duration_ms: number;
+      /** @description The domains of the recipients the relay rejected for good (5xx) in this attempt. */
       rejected_domains?: string[];
+      /** @description The recipients the relay answered on their own (refused at RCPT TO), at most 5, in envelope order. Every other recipient of the attempt had the attempt's own reply: the 250 after DATA, or the failure. */
+      recipients?: components['schemas']['RecipientReply'][];
+      /** @description Refused recipients beyond the 5 listed in `recipients`. */
+      recipients_omitted?: number;
       /** @description The relay's own id from its final 250 reply, when it named one in a known shape. */
       provider_message_id?: string;
       /** @description The relay this attempt went through (`POSTDATE_RELAYS`, or `default`). */
       relay?: string;
+    };
+    RecipientReply: {
+      /** @description The recipient's place in the message's recipients: `to`, then `cc`, then `bcc`, from 0. */
+      position: number;
+      /** @description The recipient's domain (the address is not repeated here). */
+      domain: string;
+      /**
+       * @description `deferred`: a 4xx, the recipient stays pending; `rejected`: a 5xx, never sent to by this message.
+       * @enum {string}
+       */
+      outcome: 'deferred' | 'rejected';
+      code: string | null;
+      enhanced_code: string | null;
+      /** @description The reply, addresses redacted, at most 80 characters. */
+      reply: string | null;
     };
     /**
      * @description An RFC 9457 problem (`application/problem+json`).

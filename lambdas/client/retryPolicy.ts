@@ -4,9 +4,10 @@
  *
  * A request is retried after a 429, a 5xx or a network error only when repeating it cannot do the
  * work twice: it carries an `Idempotency-Key` (every enqueue does; the API answers a replay with the
- * original message; a batch enqueue's items each carry theirs), or it is a GET or PUT (raising a group's version is idempotent). A PATCH, a
- * DELETE or a keyless POST is retried after a 429 only, which API Gateway answers before the
- * function runs.
+ * original message), it is a batch enqueue (its items each carry theirs), a GET, or one of the PUTs
+ * that set a value (a group's version, a suppression). Anything else — a template PUT, which stores
+ * a new version each time (DESIGN §10), a PATCH, a DELETE, a keyless POST, a route this list does
+ * not know — is retried after a 429 only, which API Gateway answers before the function runs.
  */
 
 export interface RetryPolicy {
@@ -37,7 +38,23 @@ export type AttemptFailure =
 
 export interface RetryRequest {
   readonly method: string;
+  /** The URL's path, the base URL's own path included (`/prod/v1/groups/…`). */
+  readonly path: string;
   readonly hasIdempotencyKey: boolean;
+}
+
+/** The keyless writes that may be repeated, by method and the end of their path. */
+const REPEATABLE_WRITES: readonly { readonly method: string; readonly path: RegExp }[] = [
+  { method: 'POST', path: /\/v1\/messages\/batch$/ },
+  { method: 'PUT', path: /\/v1\/groups\/[^/]+$/ },
+  { method: 'PUT', path: /\/v1\/suppressions\/[^/]+$/ },
+];
+
+/** Whether doing `request` twice is doing it once (see the module comment). */
+function isRepeatable(request: RetryRequest): boolean {
+  const method = request.method.toUpperCase();
+  if (request.hasIdempotencyKey || method === 'GET') return true;
+  return REPEATABLE_WRITES.some((write) => write.method === method && write.path.test(request.path));
 }
 
 /** Whether the answer (or its absence) is one that may go away: 429, 5xx, no answer. */
@@ -48,8 +65,7 @@ export function isTransientFailure(failure: AttemptFailure): boolean {
 /** Whether repeating `request` is safe after `failure` (see the module comment). */
 export function mayRetry(request: RetryRequest, failure: AttemptFailure): boolean {
   if (!isTransientFailure(failure)) return false;
-  const method = request.method.toUpperCase();
-  if (request.hasIdempotencyKey || method === 'GET' || method === 'PUT') return true;
+  if (isRepeatable(request)) return true;
   return failure.kind === 'status' && failure.status === 429;
 }
 

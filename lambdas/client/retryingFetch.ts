@@ -26,7 +26,8 @@ export function retryingFetch(options: RetryingFetchOptions): (request: Request)
   return async function fetchWithRetries(request: Request): Promise<Response> {
     const retryRequest = {
       method: request.method,
-      hasIdempotencyKey: request.headers.has(IDEMPOTENCY_KEY_HEADER) || isBatchEnqueue(request),
+      path: new URL(request.url).pathname,
+      hasIdempotencyKey: request.headers.has(IDEMPOTENCY_KEY_HEADER),
     };
     for (let attempt = 1; ; attempt++) {
       const outcome = await attemptOnce(options, request);
@@ -64,11 +65,4 @@ async function attemptOnce(options: RetryingFetchOptions, request: Request): Pro
     if (request.signal.aborted) throw error;
     return { response: undefined, failure: { kind: 'network' }, error };
   }
-}
-
-/** POST /v1/messages/batch: each item carries its own idempotency key, so the whole may be repeated. */
-function isBatchEnqueue(request: Request): boolean {
-  return (
-    request.method.toUpperCase() === 'POST' && new URL(request.url).pathname.endsWith('/v1/messages/batch')
-  );
 }

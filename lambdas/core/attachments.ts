@@ -413,6 +413,16 @@ export function messageAttachmentKey(tenant: string, messageId: string, token: s
   return `${ATTACHMENT_AREAS.messages}${encodeURIComponent(tenant)}/${messageId}/${token}`;
 }
 
+/** Where a message keeps its copy of the upload it names at `position` (0082: one key per upload and place). */
+export function uploadCopyKey(
+  tenant: string,
+  messageId: string,
+  position: number,
+  attachmentId: string,
+): string {
+  return messageAttachmentKey(tenant, messageId, `${position}-${attachmentId}`);
+}
+
 /** An attachment as the enqueue request keeps it: what the fingerprint covers, no bytes. */
 export type RequestedAttachment =
   | {
@@ -434,5 +444,29 @@ export function requestedAttachments(attachments: readonly AttachmentInput[]): R
       size: bytes.length,
       sha256: sha256Hex(bytes),
     };
+  });
+}
+
+/**
+ * A request's attachments as its stored message's fingerprint covers them: each upload it names is
+ * the copy the message keeps of that upload at that place (its name, type, size and SHA-256), so a
+ * replay is told without the upload, which lives only a day (DESIGN §3, §13). An upload the message
+ * keeps no copy of stays a reference, which no stored fingerprint covers: not a replay.
+ */
+export function requestedAsStored(
+  requested: readonly RequestedAttachment[],
+  message: {
+    readonly tenant: string;
+    readonly id: string;
+    readonly attachments?: readonly StoredAttachment[];
+  },
+): RequestedAttachment[] {
+  const kept = new Map((message.attachments ?? []).map((attachment) => [attachment.key, attachment]));
+  return requested.map((attachment, position) => {
+    if (!('attachment_id' in attachment)) return attachment;
+    const copy = kept.get(uploadCopyKey(message.tenant, message.id, position, attachment.attachment_id));
+    if (copy === undefined) return attachment;
+    const { filename, content_type, size, sha256 } = copy;
+    return { filename, content_type, size, sha256 };
   });
 }

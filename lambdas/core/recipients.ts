@@ -20,6 +20,15 @@ export interface RecipientProgress {
 
 export const NO_PROGRESS: RecipientProgress = { accepted: [], rejected: [] };
 
+/**
+ * A history entry lists at most this many recipients with their own replies (DESIGN §3), and counts
+ * the rest: the state record stays small however many recipients a relay refuses.
+ */
+export const MAX_RECIPIENT_REPLIES = 5;
+
+/** A recipient's own reply is cut to this many characters (its codes are kept beside it). */
+export const MAX_RECIPIENT_REPLY_LENGTH = 80;
+
 /** A recipient's refusal in one attempt, by its position in the message's recipient list. */
 export interface RecipientRefusal {
   readonly position: number;

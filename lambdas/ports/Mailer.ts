@@ -52,6 +52,8 @@ export interface RecipientRefusal {
   readonly enhancedCode: string | null;
   /** 5xx: rejected for good; 4xx: deferred, still pending. */
   readonly permanent: boolean;
+  /** The relay's reply to this RCPT TO, raw (it may name the address: callers redact it). */
+  readonly reply: string | null;
 }
 
 /** What became of one attempt. The relay's reply text is raw here; callers redact it before storing. */

@@ -3,6 +3,7 @@ import { redactAddresses } from '../core/errorForLog.js';
 import { MESSAGE_STATUS, type MessageStatus } from '../core/messageStatus.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
 import { providerMessageIdOf } from '../core/providerMessageId.js';
+import { MAX_RECIPIENT_REPLIES, MAX_RECIPIENT_REPLY_LENGTH } from '../core/recipients.js';
 import {
   leaseWaitSeconds,
   type OutcomeDecision,
@@ -14,7 +15,7 @@ import { isLiveSide } from '../core/testSide.js';
 import { isOwnEarlierWrite, nextWriteTry } from '../core/writeRetry.js';
 import type { SendOutcome } from '../ports/Mailer.js';
 import type { SenderWriteResult } from '../ports/SenderStore.js';
-import type { AttemptRecord, LastError, MessageStateRecord } from '../store/messageRecord.js';
+import type { AttemptRecord, LastError, MessageStateRecord, RecipientReply } from '../store/messageRecord.js';
 import {
   ack,
   afterConflict,
@@ -53,7 +54,7 @@ export async function recordOutcome(
   owner: string,
   outcome: SendOutcome,
   decision: OutcomeDecision,
-  envelope: readonly string[],
+  envelope: AttemptEnvelope,
   relay?: string,
 ): Promise<CopyVerdict> {
   const { deps } = run;
@@ -100,7 +101,7 @@ export async function recordOutcome(
     if (outcome.refused.length > 0) {
       deps.log.warn('the relay refused some recipients', {
         ...logContext(run, {}),
-        refusedDomains: domainsOf(outcome.refused.map((refusal) => envelope[refusal.index] ?? '')),
+        refusedDomains: domainsOf(outcome.refused.map((refusal) => envelope.addresses[refusal.index] ?? '')),
       });
     }
   }
@@ -393,12 +394,12 @@ export const MAX_REPLY_LENGTH = 160;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control characters is the point.
 const CONTROL = /[\u0000-\u001f\u007f]+/g;
 
-/** A relay reply without addresses or control characters, at most MAX_REPLY_LENGTH characters. */
-export function redactReply(reply: string | null): string | null {
+/** A relay reply without addresses or control characters, at most `maxLength` characters. */
+export function redactReply(reply: string | null, maxLength = MAX_REPLY_LENGTH): string | null {
   if (reply === null) return null;
   const redacted = redactAddresses(reply.replace(CONTROL, ' ')).replace(/\s+/g, ' ').trim();
   if (redacted === '') return null;
-  return redacted.length > MAX_REPLY_LENGTH ? `${redacted.slice(0, MAX_REPLY_LENGTH - 1)}…` : redacted;
+  return redacted.length > maxLength ? `${redacted.slice(0, maxLength - 1)}…` : redacted;
 }
 
 /** The domain of an address, lower-cased ("Ada@Example.COM" → "example.com"); what logs may show. */
@@ -413,22 +414,43 @@ export function domainsOf(addresses: readonly string[]): string[] {
   return [...new Set(addresses.map(domainOf))].sort();
 }
 
+/** An attempt's RCPT TO list: each address and its position in the message's recipient list. */
+export interface AttemptEnvelope {
+  readonly addresses: readonly string[];
+  readonly positions: readonly number[];
+}
+
 /**
- * The history entry of an attempt the relay answered or that failed; `envelope` is the attempt's
- * RCPT TO list, whose refused recipients are kept as domains only.
+ * The history entry of an attempt the relay answered or that failed. Each recipient the relay
+ * refused at RCPT TO gets its own reply (DESIGN §3), by position and domain (no address), at most
+ * MAX_RECIPIENT_REPLIES of them; `rejected_domains` are those refused for good (5xx). Every other
+ * recipient of the envelope had the attempt's reply: the 250 after DATA covers them, or the failure.
  */
-export function attemptRecord(
-  outcome: SendOutcome,
-  at: Date,
-  envelope: readonly string[] = [],
-): AttemptRecord {
-  const refusedDomains = domainsOf(outcome.refused.map((refusal) => envelope[refusal.index] ?? ''));
+export function attemptRecord(outcome: SendOutcome, at: Date, envelope: AttemptEnvelope): AttemptRecord {
+  const replies: RecipientReply[] = outcome.refused.map((refusal) => ({
+    position: envelope.positions[refusal.index] ?? -1,
+    domain: domainOf(envelope.addresses[refusal.index] ?? ''),
+    outcome: refusal.permanent ? 'rejected' : 'deferred',
+    code: refusal.code,
+    enhanced_code: refusal.enhancedCode,
+    reply: redactReply(refusal.reply, MAX_RECIPIENT_REPLY_LENGTH),
+  }));
+  const rejectedDomains = [
+    ...new Set(replies.filter((reply) => reply.outcome === 'rejected').map((reply) => reply.domain)),
+  ].sort();
+  const perRecipient = {
+    ...(rejectedDomains.length === 0 ? {} : { rejected_domains: rejectedDomains }),
+    ...(replies.length === 0 ? {} : { recipients: replies.slice(0, MAX_RECIPIENT_REPLIES) }),
+    ...(replies.length > MAX_RECIPIENT_REPLIES
+      ? { recipients_omitted: replies.length - MAX_RECIPIENT_REPLIES }
+      : {}),
+  };
   if (outcome.delivered) {
     const reply = outcome.reply ?? '';
     const code = /^(\d{3})/.exec(reply)?.[1] ?? null;
     // Read from the raw reply: redaction could take an id that looks like an address apart.
     const providerMessageId = providerMessageIdOf(outcome.reply);
-    const entry: AttemptRecord = {
+    return {
       at: at.toISOString(),
       outcome: 'sent',
       code,
@@ -436,18 +458,18 @@ export function attemptRecord(
       reply: redactReply(outcome.reply),
       duration_ms: outcome.durationMs,
       ...(providerMessageId === null ? {} : { provider_message_id: providerMessageId }),
+      ...perRecipient,
     };
-    return refusedDomains.length === 0 ? entry : { ...entry, rejected_domains: refusedDomains };
   }
-  const entry: AttemptRecord = {
+  return {
     at: at.toISOString(),
     outcome: outcome.failure.class,
     code: outcome.failure.code,
     enhanced_code: outcome.failure.enhancedCode,
     reply: redactReply(outcome.reply),
     duration_ms: outcome.durationMs,
+    ...perRecipient,
   };
-  return refusedDomains.length === 0 ? entry : { ...entry, rejected_domains: refusedDomains };
 }
 
 /** `last_error` from a classification: the reason is written for operators and holds no address. */

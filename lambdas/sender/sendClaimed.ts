@@ -136,7 +136,8 @@ export async function sendClaimed(
   );
   if (decision.fleet !== undefined && !outcome.delivered)
     await tellTheFleet(run, relay, decision.fleet, outcome);
-  const verdict = await recordOutcome(run, claimed, owner, outcome, decision, email.envelope, relay.name);
+  const envelope = { addresses: email.envelope, positions };
+  const verdict = await recordOutcome(run, claimed, owner, outcome, decision, envelope, relay.name);
   await suppressHardBounces(run, claimed, outcome, email.envelope);
   return verdict;
 }

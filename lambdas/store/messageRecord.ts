@@ -19,6 +19,20 @@ export interface LastError {
   readonly message: string;
 }
 
+/**
+ * One recipient's own reply in an attempt (DESIGN §3): by its position in the message's recipient
+ * list (`to`, `cc`, `bcc`) and its domain, never its address; the reply short and redacted.
+ */
+export interface RecipientReply {
+  readonly position: number;
+  readonly domain: string;
+  /** `deferred`: a 4xx, still pending; `rejected`: a 5xx, never sent to by this message. */
+  readonly outcome: 'deferred' | 'rejected';
+  readonly code: string | null;
+  readonly enhanced_code: string | null;
+  readonly reply: string | null;
+}
+
 /** One entry of the capped attempt history (newest last). Reply text is short and redacted. */
 export interface AttemptRecord {
   readonly at: string;
@@ -28,8 +42,15 @@ export interface AttemptRecord {
   readonly enhanced_code: string | null;
   readonly reply: string | null;
   readonly duration_ms: number;
-  /** Recipients the relay refused while the message was still sent (partial rejection), as domains. */
+  /** The domains of the recipients the relay rejected for good (5xx at RCPT TO) in this attempt. */
   readonly rejected_domains?: readonly string[];
+  /**
+   * The recipients the relay answered on their own (refused at RCPT TO), at most
+   * MAX_RECIPIENT_REPLIES in envelope order; every other recipient of the attempt had its reply.
+   */
+  readonly recipients?: readonly RecipientReply[];
+  /** Refused recipients left out of `recipients` by its bound. */
+  readonly recipients_omitted?: number;
   /** The relay's own id from its final 250 reply, when it named one (core/providerMessageId.ts). */
   readonly provider_message_id?: string;
   /** The relay the attempt went through (DESIGN §15); absent on attempts recorded before failover. */

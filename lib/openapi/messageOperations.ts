@@ -14,6 +14,7 @@ import {
   QuietHoursSchema,
   RescheduleBodySchema,
 } from '../../lambdas/core/messageSchema.js';
+import { MAX_RECIPIENT_REPLIES, MAX_RECIPIENT_REPLY_LENGTH } from '../../lambdas/core/recipients.js';
 import { IDEMPOTENCY_KEY_PATTERN, LIMITS, LIST_LIMIT } from '../../lambdas/core/requestLimits.js';
 import {
   EXAMPLE_MESSAGE_ID,
@@ -34,6 +35,27 @@ const LastErrorSchema = z
   })
   .meta({ id: 'LastError' });
 
+const RecipientReplySchema = z
+  .object({
+    position: z.int().meta({
+      description: "The recipient's place in the message's recipients: `to`, then `cc`, then `bcc`, from 0.",
+    }),
+    domain: z.string().meta({ description: "The recipient's domain (the address is not repeated here)." }),
+    outcome: z.enum(['deferred', 'rejected']).meta({
+      description:
+        '`deferred`: a 4xx, the recipient stays pending; `rejected`: a 5xx, never sent to by this message.',
+    }),
+    code: z.string().nullable(),
+    enhanced_code: z.string().nullable(),
+    reply: z
+      .string()
+      .nullable()
+      .meta({
+        description: `The reply, addresses redacted, at most ${MAX_RECIPIENT_REPLY_LENGTH} characters.`,
+      }),
+  })
+  .meta({ id: 'RecipientReply' });
+
 const AttemptSchema = z
   .object({
     at: z.string().meta({ format: 'date-time' }),
@@ -42,7 +64,21 @@ const AttemptSchema = z
     enhanced_code: z.string().nullable(),
     reply: z.string().nullable(),
     duration_ms: z.number(),
-    rejected_domains: z.array(z.string()).optional(),
+    rejected_domains: z.array(z.string()).optional().meta({
+      description: 'The domains of the recipients the relay rejected for good (5xx) in this attempt.',
+    }),
+    recipients: z
+      .array(RecipientReplySchema)
+      .optional()
+      .meta({
+        description: `The recipients the relay answered on their own (refused at RCPT TO), at most ${MAX_RECIPIENT_REPLIES}, in envelope order. Every other recipient of the attempt had the attempt's own reply: the 250 after DATA, or the failure.`,
+      }),
+    recipients_omitted: z
+      .int()
+      .optional()
+      .meta({
+        description: `Refused recipients beyond the ${MAX_RECIPIENT_REPLIES} listed in \`recipients\`.`,
+      }),
     provider_message_id: z.string().optional().meta({
       description: "The relay's own id from its final 250 reply, when it named one in a known shape.",
     }),

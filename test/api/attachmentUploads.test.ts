@@ -5,7 +5,7 @@
  * checks it against its declaration, copies it into the message and fingerprints its SHA-256.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentS3Client, S3AttachmentStore } from '../../lambdas/adapters/S3AttachmentStore.js';
 import { type S3Emulator, startS3Emulator } from '../../local/s3Emulator.js';
@@ -210,6 +210,40 @@ describe('an enqueue referencing an upload', () => {
     expect(refused.status).toBe(422);
     expect(await keysUnder(`messages/${tenant}/`)).toEqual(keys);
     expect(await store.read(keys[0] ?? '')).toEqual(new Uint8Array(PDF));
+  });
+
+  it("answers a replay sent after the upload's day 200 with the same message, though the upload and its declaration are gone (DESIGN §3)", async () => {
+    const api = await uploadApi();
+    const tenant = freshTenant();
+    const id = await upload(api, tenant, 'report.pdf', PDF, 'application/pdf');
+    const sendAt = new Date(api.clock.now().getTime() + 3 * 86_400_000).toISOString();
+    const body = validBody({ send_at: sendAt, attachments: [{ attachment_id: id }] });
+    const created = await api.call(enqueueEvent(body, { key: 'late', tenant }));
+    expect(created.status).toBe(202);
+
+    // The one-day rule: the upload area expires, referenced or not.
+    await client.send(
+      new DeleteObjectsCommand({
+        Bucket: emulator.bucket,
+        Delete: { Objects: (await keysUnder(`uploads/${tenant}/`)).map((Key) => ({ Key })) },
+      }),
+    );
+    expect(await keysUnder(`uploads/${tenant}/`)).toEqual([]);
+    api.clock.set(new Date(api.clock.now().getTime() + 86_400_000 + 60_000).toISOString());
+    const replay = await api.call(enqueueEvent(body, { key: 'late', tenant }));
+
+    expect(replay.status).toBe(200);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.json).toEqual(created.json);
+
+    // Another body under the key is still no replay: with the upload gone, its 400 stands.
+    const changed = await api.call(
+      enqueueEvent({ ...body, subject: 'Another subject' }, { key: 'late', tenant }),
+    );
+    expect(changed.status).toBe(400);
+    expect(changed.json.errors).toEqual([
+      { field: '/attachments/0/attachment_id', message: expect.stringContaining('is no upload') },
+    ]);
   });
 
   it.each([

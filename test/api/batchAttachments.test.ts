@@ -5,7 +5,7 @@
  * any item; permissive mode answers each item as a single enqueue would.
  */
 import { randomBytes } from 'node:crypto';
-import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentS3Client, S3AttachmentStore } from '../../lambdas/adapters/S3AttachmentStore.js';
 import { type S3Emulator, startS3Emulator } from '../../local/s3Emulator.js';
@@ -118,6 +118,39 @@ describe('POST /v1/messages/batch with attachments', () => {
     expect(fields.every((field) => /^\/messages\/[134]\//.test(field))).toBe(true);
     expect(await api.scanAll()).toEqual([]);
     expect(await keysUnder(`messages/${tenant}/`)).toEqual([]);
+  });
+
+  it("a strict batch retried whole after its uploads' day answers every item 200 replayed, though the uploads are gone (DESIGN §3, §3a)", async () => {
+    const api = await bucketApi();
+    const tenant = freshTenant();
+    const id = await reservedOnly(api, tenant);
+    await store.put(`uploads/${tenant}/${id}`, new Uint8Array(PDF), 'application/pdf');
+    const sendAt = new Date(api.clock.now().getTime() + 3 * 86_400_000).toISOString();
+    const messages = [
+      { idempotency_key: 'late-0', ...validBody({ send_at: sendAt, attachments: [{ attachment_id: id }] }) },
+      { idempotency_key: 'late-1', ...validBody({ send_at: sendAt }) },
+    ];
+    const first = await sendBatch(api, tenant, { messages, mode: 'strict' });
+    expect((first.json.results as BatchResult[]).map((result) => result.status)).toEqual([202, 202]);
+
+    const uploads = await keysUnder(`uploads/${tenant}/`);
+    await client.send(
+      new DeleteObjectsCommand({
+        Bucket: emulator.bucket,
+        Delete: { Objects: uploads.map((Key) => ({ Key })) },
+      }),
+    );
+    api.clock.set(new Date(api.clock.now().getTime() + 86_400_000 + 60_000).toISOString());
+    const again = await sendBatch(api, tenant, { messages, mode: 'strict' });
+
+    expect(again.status).toBe(200);
+    const results = again.json.results as (BatchResult & { replayed?: boolean; message?: unknown })[];
+    expect(results.map((result) => [result.status, result.replayed])).toEqual([
+      [200, true],
+      [200, true],
+    ]);
+    const firstResults = first.json.results as { message?: unknown }[];
+    expect(results.map((result) => result.message)).toEqual(firstResults.map((result) => result.message));
   });
 
   it('in strict mode on an api without a bucket refuses the batch whole, naming the item with files', async () => {

@@ -177,6 +177,32 @@ describe('the client against a server that fails first', () => {
     expect(throttled.seen).toHaveLength(2);
   });
 
+  it('never repeats a template PUT after a 503 or a reset (each PUT stores a new version, DESIGN §3, §10), but does retry its 429', async () => {
+    const template = { subject: 'Hi {{name}}', text: 'Hello {{name}}' };
+    const failed = await start([problemAnswer(503), accepted]);
+    await expect(failed.client.putTemplate('hello', template)).rejects.toMatchObject({ status: 503 });
+    expect(failed.seen).toHaveLength(1);
+    const reset: Answer = (_response, request) => request.socket.destroy();
+    const lost = await start([reset, accepted]);
+    await expect(lost.client.putTemplate('hello', template)).rejects.toBeInstanceOf(PostdateNetworkError);
+    expect(lost.seen).toHaveLength(1);
+    const throttled = await start([problemAnswer(429), accepted]);
+    await expect(throttled.client.putTemplate('hello', template)).resolves.toMatchObject({ id: 'm-1' });
+    expect(throttled.seen).toHaveLength(2);
+  });
+
+  it('repeats a group PUT and a suppression PUT after a 503: doing either twice is doing it once', async () => {
+    const group = await start([problemAnswer(503), accepted]);
+    await group.client.raiseGroup('campaign:42', { version: 3 });
+    expect(group.seen.map((request) => request.url)).toEqual([
+      '/v1/groups/campaign%3A42',
+      '/v1/groups/campaign%3A42',
+    ]);
+    const suppression = await start([problemAnswer(503), accepted]);
+    await suppression.client.putSuppression('ada@example.com', {});
+    expect(suppression.seen).toHaveLength(2);
+  });
+
   it('throws a PostdateNetworkError naming the key when nothing ever answers', async () => {
     const scripted = await scriptedServer([]);
     const { url } = scripted;

@@ -9,7 +9,7 @@ import {
 } from '../../lambdas/client/retryPolicy.js';
 
 const policy = { maxAttempts: 4, baseDelayMs: 100, maxDelayMs: 1_000, maxRetryAfterMs: 10_000 };
-const enqueue = { method: 'POST', hasIdempotencyKey: true };
+const enqueue = { method: 'POST', path: '/v1/messages', hasIdempotencyKey: true };
 
 describe('the client retry policy', () => {
   it('retries 429, 5xx and network errors of a keyed request, and nothing else', () => {
@@ -22,12 +22,26 @@ describe('the client retry policy', () => {
     }
   });
 
-  it('retries GET and PUT like a keyed request; PATCH, DELETE and a keyless POST only after a 429', () => {
-    for (const method of ['GET', 'PUT']) {
-      expect(mayRetry({ method, hasIdempotencyKey: false }, { kind: 'network' })).toBe(true);
+  it('retries GET, a batch enqueue and the idempotent PUTs like a keyed request; everything else only after a 429', () => {
+    const repeatable = [
+      ['GET', '/v1/messages/m-1'],
+      ['POST', '/v1/messages/batch'],
+      ['PUT', '/v1/groups/campaign%3A42'],
+      ['PUT', '/prod/v1/suppressions/ada%40example.com'],
+    ];
+    for (const [method = '', path = ''] of repeatable) {
+      expect(mayRetry({ method, path, hasIdempotencyKey: false }, { kind: 'network' })).toBe(true);
     }
-    for (const method of ['PATCH', 'DELETE', 'POST']) {
-      const request = { method, hasIdempotencyKey: false };
+    // A template PUT stores previous + 1 each time (DESIGN §3, §10): a lost answer repeated stores two.
+    const once = [
+      ['PUT', '/v1/templates/hello'],
+      ['PUT', '/v1/anything-new/x'],
+      ['PATCH', '/v1/messages/m-1'],
+      ['DELETE', '/v1/messages/m-1'],
+      ['POST', '/v1/webhooks'],
+    ];
+    for (const [method = '', path = ''] of once) {
+      const request = { method, path, hasIdempotencyKey: false };
       expect(mayRetry(request, { kind: 'network' })).toBe(false);
       expect(mayRetry(request, { kind: 'status', status: 503, retryAfterMs: null })).toBe(false);
       expect(mayRetry(request, { kind: 'status', status: 429, retryAfterMs: null })).toBe(true);

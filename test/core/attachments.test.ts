@@ -10,7 +10,9 @@ import {
   messageAttachmentKey,
   messageSizeCheck,
   planAttachments,
+  requestedAsStored,
   requestedAttachments,
+  uploadCopyKey,
   uploadKey,
 } from '../../lambdas/core/attachments.js';
 import { PARSE_CONTEXT, zodErrors } from '../../lambdas/core/problem.js';
@@ -175,5 +177,34 @@ describe('keys and the fingerprint', () => {
       },
     ]);
     expect(JSON.stringify(one)).not.toContain(b64('one'));
+  });
+
+  it("reads a replayed request's uploads as the message keeps them, by upload and place (DESIGN §3, §13)", () => {
+    const copy = (position: number, id: string) => ({
+      filename: `f${position}.pdf`,
+      content_type: 'application/pdf',
+      size: 10 + position,
+      sha256: `${position}`.repeat(64),
+      key: uploadCopyKey('acme', 'm1', position, id),
+    });
+    const inline = requestedAttachments([{ filename: 'n.txt', content: b64('hi') }])[0];
+    const message = { tenant: 'acme', id: 'm1', attachments: [copy(0, 'att_a'), copy(1, 'att_b')] };
+    expect(
+      requestedAsStored([{ attachment_id: 'att_a' }, inline ?? { attachment_id: 'x' }], message),
+    ).toEqual([
+      { filename: 'f0.pdf', content_type: 'application/pdf', size: 10, sha256: '0'.repeat(64) },
+      inline,
+    ]);
+    // Another upload, or the same upload at another place, has no copy: it stays a reference.
+    fc.assert(
+      fc.property(fc.oneof(fc.constantFrom('att_a', 'att_b'), fc.string()), fc.nat(3), (id, position) => {
+        const requested = Array.from({ length: position + 1 }, () => ({ attachment_id: id }));
+        const known = (position === 0 && id === 'att_a') || (position === 1 && id === 'att_b');
+        const read = requestedAsStored(requested, message)[position];
+        expect(read).toEqual(
+          known ? expect.objectContaining({ size: 10 + position }) : { attachment_id: id },
+        );
+      }),
+    );
   });
 });

@@ -228,10 +228,63 @@ describe('the sender, one copy against each relay behaviour', () => {
     expect(state.status).toBe('sent');
     expect(state.sent_at).toBeDefined();
     expect(state.history[0]).toMatchObject({ outcome: 'sent', rejected_domains: ['example.net'] });
+    expect(state.history[0]?.recipients).toEqual([
+      {
+        position: 1,
+        domain: 'example.net',
+        outcome: 'rejected',
+        code: '550',
+        enhanced_code: '5.1.1',
+        reply: '550 5.1.1 User unknown',
+      },
+    ]);
     expect(rig.received(message.id)).toHaveLength(1);
     expect(rig.received(message.id)[0]?.to).toEqual(['ada@example.org']);
     expect(rig.metrics.of('Sent')).toBe(1);
     expect(rig.log.text()).not.toContain('gone@');
+  });
+
+  it('records each refused recipient with its own reply: a 451 deferral pending, a 550 rejected, the accepted one the 250', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script({
+      rcptTo: (address) =>
+        address === 'full@example.net'
+          ? { code: 451, message: '4.2.2 Mailbox full' }
+          : address === 'gone@example.com'
+            ? { code: 550, message: '5.1.1 User unknown' }
+            : undefined,
+    });
+    const message = await rig.putMessage({ to: ['ada@example.org', 'full@example.net', 'gone@example.com'] });
+    await rig.dispatch(message);
+
+    await rig.deliverNext();
+
+    const state = await rig.state(message.id);
+    expect(state.status).toBe('retrying');
+    expect(state.history[0]).toMatchObject({
+      outcome: 'sent',
+      code: '250',
+      rejected_domains: ['example.com'],
+    });
+    expect(state.history[0]?.recipients).toEqual([
+      {
+        position: 1,
+        domain: 'example.net',
+        outcome: 'deferred',
+        code: '451',
+        enhanced_code: '4.2.2',
+        reply: '451 4.2.2 Mailbox full',
+      },
+      {
+        position: 2,
+        domain: 'example.com',
+        outcome: 'rejected',
+        code: '550',
+        enhanced_code: '5.1.1',
+        reply: '550 5.1.1 User unknown',
+      },
+    ]);
+    expect(rig.log.text()).not.toContain('full@');
   });
 
   it('sends Message-ID <id@domain>, X-Postdate-Id and the caller headers, and measures duration and lateness', async () => {

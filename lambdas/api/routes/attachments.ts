@@ -26,6 +26,7 @@ import {
   readDeclaration,
   type StoredAttachment,
   type UploadDeclaration,
+  uploadCopyKey,
   uploadKey,
   uploadMismatch,
 } from '../../core/attachments.js';
@@ -194,11 +195,7 @@ export async function storeAttachments(
       const declaration = declarations[position];
       if (declaration == null) return undefined;
       const from = uploadKey(input.tenant, attachment.attachment_id);
-      const key = messageAttachmentKey(
-        input.tenant,
-        input.messageId,
-        `${position}-${attachment.attachment_id}`,
-      );
+      const key = uploadCopyKey(input.tenant, input.messageId, position, attachment.attachment_id);
       const sha256 =
         existing === null
           ? (await store.copy(from, key))?.sha256

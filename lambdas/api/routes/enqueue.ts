@@ -27,7 +27,7 @@
  * and status rules (DESIGN §2), so this can only make the message earlier, never doubled.
  */
 
-import type { AttachmentInput, StoredAttachment } from '../../core/attachments.js';
+import { type AttachmentInput, requestedAsStored, type StoredAttachment } from '../../core/attachments.js';
 import { messageIdFor } from '../../core/ids.js';
 import { type EnqueueRequest, requestFingerprint, validateEnqueueRequest } from '../../core/messageSchema.js';
 import { PostdateError } from '../../core/postdateError.js';
@@ -117,14 +117,21 @@ export async function judgeEnqueue(
     maxHorizonDays: deps.config.maxHorizonDays,
   };
   const parsed = validateEnqueueRequest(item.body, { ...validation, now: item.now });
-  // Time bounds and a template's state judge a new message, not a replay (findReplay, below).
+  // Time bounds, a template's state and an upload's day judge a new message, not a replay (findReplay).
   const replayOr = async (problem: ProblemDetails): Promise<EnqueueAnswer> => {
     const original = await findReplay(deps.store, {
       tenant: item.tenant,
       idempotencyKey: item.idempotencyKey,
-      fingerprintAt: (createdAt) => {
+      fingerprintAt: (createdAt, stored) => {
         const asOriginal = validateEnqueueRequest(item.body, { ...validation, now: createdAt });
-        return asOriginal.ok ? requestFingerprint(asOriginal.value) : undefined;
+        if (!asOriginal.ok) return undefined;
+        const { attachments } = asOriginal.value;
+        // Its uploads as the stored message keeps them: an upload lives a day, the message longer.
+        return requestFingerprint(
+          attachments === undefined || stored === null
+            ? asOriginal.value
+            : { ...asOriginal.value, attachments: requestedAsStored(attachments, stored) },
+        );
       },
       now: item.now,
       retentionDays: deps.config.retentionDays,
@@ -147,7 +154,7 @@ export async function judgeEnqueue(
       request: parsed.value,
       given: (item.body as { attachments: readonly AttachmentInput[] }).attachments,
     });
-    if (!checked.ok) return { kind: 'problem', problem: checked.problem };
+    if (!checked.ok) return replayOr(checked.problem);
     attachments = checked.checked;
   }
   return { kind: 'valid', request: parsed.value, templateVersion, attachments };
@@ -370,7 +377,8 @@ function completedState(state: MessageStateRecord, body: BodyStamp | null): Mess
 /**
  * The stored message a request that is not (or no longer) a valid new message replays, if any: its
  * time bounds and its template's state judge a new message, not a replay, so a request whose original
- * exists (its `not_after` since passed, its template since archived) is answered with it.
+ * exists (its `not_after` since passed, its template since archived, its upload expired) is answered
+ * with it.
  * `fingerprintAt` is the request's fingerprint as validated at the original's creation, or undefined
  * when it was no valid message then either.
  */
@@ -379,7 +387,7 @@ export async function findReplay(
   input: {
     readonly tenant: string;
     readonly idempotencyKey: string;
-    readonly fingerprintAt: (createdAt: Date) => string | undefined;
+    readonly fingerprintAt: (createdAt: Date, stored: MessageStateRecord | null) => string | undefined;
     readonly now: Date;
     readonly retentionDays: number;
   },
@@ -399,7 +407,7 @@ async function judgeStored(
   store: ApiStore,
   tenant: string,
   messageId: string,
-  fingerprintAt: (createdAt: Date) => string | undefined,
+  fingerprintAt: (createdAt: Date, stored: MessageStateRecord | null) => string | undefined,
   request: Omit<ReplayInput, 'ours' | 'state' | 'body'>,
 ): Promise<{ state: MessageStateRecord | null; body: BodyStamp | null; decision: ReplayDecision }> {
   const state = await store.getMessage(tenant, messageId);
@@ -407,7 +415,7 @@ async function judgeStored(
     ? await store.readBodyStamp(messageId)
     : null;
   const createdAt = state?.created_at ?? body?.created_at;
-  const ours = createdAt === undefined ? undefined : fingerprintAt(new Date(createdAt));
+  const ours = createdAt === undefined ? undefined : fingerprintAt(new Date(createdAt), state);
   return { state, body, decision: decideReplay({ ...request, ours, state, body }) };
 }
 
