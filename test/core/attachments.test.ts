@@ -3,7 +3,10 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import {
+  attachmentLifetime,
+  attachmentWriteToken,
   base64DecodedLength,
+  changesAttachmentLifetime,
   contentTypeFor,
   encodedAttachmentBytes,
   maxUploadBytes,
@@ -175,5 +178,53 @@ describe('keys and the fingerprint', () => {
       },
     ]);
     expect(JSON.stringify(one)).not.toContain(b64('one'));
+  });
+});
+
+describe("an attachment's lifetime, decided from the message's record as it is now (DESIGN §2, §13; decision 0144)", () => {
+  const key = fc.constantFrom('messages/acme/m/0-a-1', 'messages/acme/m/1-b-2', 'messages/acme/m/0-a-3');
+  const record = fc.option(
+    fc.record(
+      {
+        expires_at: fc.integer({ min: 1, max: 2_000_000_000 }),
+        attachments: fc.array(
+          key.map((held) => ({ key: held })),
+          { maxLength: 3 },
+        ),
+      },
+      { requiredKeys: [] },
+    ),
+  );
+
+  it('is live exactly while the record names the key and has no TTL: never expiring a waiting message’s file, never keeping an ended one’s', () => {
+    fc.assert(
+      fc.property(key, record, (asked, current) => {
+        const named = current?.attachments?.some((held) => held.key === asked) === true;
+        const waiting = current !== null && current.expires_at === undefined;
+        expect(attachmentLifetime(asked, current)).toBe(named && waiting ? 'live' : 'ended');
+      }),
+    );
+  });
+
+  it("is looked at on a record's first write and on every write that sets or removes its TTL, no other", () => {
+    const ttl = fc.option(fc.integer({ min: 1 }), { nil: undefined });
+    fc.assert(
+      fc.property(fc.boolean(), ttl, ttl, (inserted, before, after) => {
+        expect(changesAttachmentLifetime({ inserted, expiresAtBefore: before, expiresAtAfter: after })).toBe(
+          inserted || (before === undefined) !== (after === undefined),
+        );
+      }),
+    );
+  });
+
+  it('writes each request under keys of its own: 8 base-36 characters from the random source', () => {
+    let n = 0;
+    const sequence = () => [0, 0.5, 0.99][n++ % 3] ?? 0;
+    expect(attachmentWriteToken(sequence)).toMatch(/^[0-9a-z]{8}$/);
+    fc.assert(
+      fc.property(fc.double({ min: 0, max: 0.9999, noNaN: true }), (value) => {
+        expect(attachmentWriteToken(() => value)).toMatch(/^[0-9a-z]{8}$/);
+      }),
+    );
   });
 });
