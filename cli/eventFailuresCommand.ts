@@ -18,6 +18,7 @@ import { toLambdaRecord } from '../lambdas/adapters/streamRecordFormat.js';
 import { createEventsHandler } from '../lambdas/events/createEventsHandler.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import type { EventBus } from '../lambdas/ports/Webhooks.js';
+import { readStateRecord } from '../lambdas/store/stateReads.js';
 import { DynamoWebhookStore } from '../lambdas/store/webhookStore.js';
 import { EVENTS_STREAM_FILTER } from '../lib/webhookLayout.js';
 import { UsageError } from './cliErrors.js';
@@ -42,7 +43,7 @@ export interface EventFailureParts {
   readonly webhookQueueUrl: string;
   /** The stack's EventBridge bus (AWS); none where there is no bus. */
   readonly bus: EventBus | undefined;
-  /** The attachments' bucket, to tag ended messages' attachments as the producer does. */
+  /** The attachments' bucket, to tag messages' attachments as the producer does (from their current records). */
   readonly attachments: AttachmentStore | undefined;
   /** POSTDATE_WEBHOOK_RETRY_HOURS and POSTDATE_RETENTION_DAYS, as the producer has them. */
   readonly retryHours: number;
@@ -78,7 +79,13 @@ export function eventFailureDeps(parts: EventFailureParts): RedriveStreamFailure
       bus: parts.bus,
       store: new DynamoWebhookStore(parts.documents, parts.tableName),
       queue: new SqsWebhookQueue(parts.sqs, parts.webhookQueueUrl),
-      attachments: parts.attachments,
+      attachments:
+        parts.attachments === undefined
+          ? undefined
+          : {
+              store: parts.attachments,
+              currentState: (id) => readStateRecord(parts.documents, parts.tableName, id),
+            },
       now: parts.now,
       retryHours: parts.retryHours,
       retentionDays: parts.retentionDays,

@@ -146,6 +146,8 @@ export class Postdate extends Construct {
       maxConcurrency: resolved.webhookMaxConcurrency,
     });
     attachments.grantLifetimeTagging(webhooks.producer);
+    // The tag of a message's attachments is read off its current record (docs/decisions/0144).
+    storage.grantMessageItems(webhooks.producer.role, 'ReadMessageLifetimes', ['dynamodb:GetItem']);
     const bounces =
       resolved.sesNotificationTopics.length === 0
         ? undefined

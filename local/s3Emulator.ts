@@ -3,7 +3,8 @@
  * bucket made at start. It keeps objects on disk only: under `dataDir` when given (they survive a
  * restart), else in a temp dir removed at stop. s3rver checks no SigV4 signature; a pre-signed URL's
  * is checked here (`presignedSignatureProblem`), so a PUT of another size or type than the one signed
- * is refused as S3 refuses it. What it does not enforce is in local/EMULATORS.md.
+ * is refused as S3 refuses it; the tags a PUT or a copy sets (`x-amz-tagging`) are applied here too,
+ * as S3 applies them (`tagsAtWrite`). What it does not enforce is in local/EMULATORS.md.
  */
 import { createHash, createHmac } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -50,6 +51,7 @@ export async function startS3Emulator(options: S3EmulatorOptions): Promise<S3Emu
   // First in line, before s3rver's own routes (Koa composes its middleware when it starts listening).
   (server as unknown as { middleware: KoaMiddleware[] }).middleware.unshift(
     checkPresignedSignature(accessKeyId),
+    tagsAtWrite((server as unknown as { store: S3rverStore }).store),
   );
   const address = await server.run();
   return {
@@ -85,6 +87,60 @@ interface KoaContext {
   set(name: string, value: string): void;
 }
 type KoaMiddleware = (ctx: KoaContext, next: () => Promise<void>) => Promise<void>;
+
+interface S3rverStore {
+  getSubresource(bucket: string, key: string, type: 'tagging'): Promise<{ toXML(): string } | null>;
+  putSubresource(bucket: string, key: string, resource: unknown): Promise<void>;
+  deleteSubresource(bucket: string, key: string, type: 'tagging'): Promise<void>;
+}
+
+/**
+ * S3 replaces an object's tags with every PUT and copy: those of `x-amz-tagging` (a copy's with
+ * `x-amz-tagging-directive: REPLACE`; by default a copy takes its source's), none when it sends none.
+ * s3rver ignores the header and keeps a key's old tags across an overwrite, so this sets them after
+ * s3rver stored the object.
+ */
+function tagsAtWrite(store: S3rverStore): KoaMiddleware {
+  const { TaggingConfiguration } = createRequire(import.meta.url)('s3rver/lib/models/config.js') as {
+    TaggingConfiguration: new (xml: string) => unknown;
+  };
+  const header = (ctx: KoaContext, name: string): string | undefined => {
+    const value = ctx.headers[name];
+    return Array.isArray(value) ? value[0] : value;
+  };
+  const objectOf = (path: string): [string, string] => {
+    const [bucket = '', ...key] = path.replace(/^\//, '').split('/');
+    return [decodeURIComponent(bucket), key.map(decodeURIComponent).join('/')];
+  };
+  return async function tagsOnPut(ctx, next) {
+    await next();
+    const query = new URLSearchParams(ctx.querystring);
+    const write = ctx.method === 'PUT' && !query.has('tagging') && !query.has('uploadId');
+    if (!write || ctx.status < 200 || ctx.status >= 300) return;
+    const [bucket, key] = objectOf(ctx.path);
+    if (key === '') return;
+    const source = header(ctx, 'x-amz-copy-source');
+    if (source !== undefined && header(ctx, 'x-amz-tagging-directive') !== 'REPLACE') {
+      const [fromBucket, fromKey] = objectOf(decodeURI(source));
+      const tags = await store.getSubresource(fromBucket, fromKey, 'tagging');
+      if (tags === null) await store.deleteSubresource(bucket, key, 'tagging');
+      else await store.putSubresource(bucket, key, new TaggingConfiguration(tags.toXML()));
+      return;
+    }
+    const given = [...new URLSearchParams(header(ctx, 'x-amz-tagging') ?? '')];
+    if (given.length === 0) return store.deleteSubresource(bucket, key, 'tagging');
+    const xml = (text: string) =>
+      text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
+    const tagSet = given
+      .map(([name, value]) => `<Tag><Key>${xml(name)}</Key><Value>${xml(value)}</Value></Tag>`)
+      .join('');
+    await store.putSubresource(
+      bucket,
+      key,
+      new TaggingConfiguration(`<Tagging><TagSet>${tagSet}</TagSet></Tagging>`),
+    );
+  };
+}
 
 /** Refuses a pre-signed request whose SigV4 signature does not match (403 SignatureDoesNotMatch). */
 function checkPresignedSignature(accessKeyId: string): KoaMiddleware {

@@ -34,10 +34,10 @@ export function lazyS3AttachmentStore(options: LazyS3AttachmentStoreOptions): At
     return loading;
   };
   return {
-    put: async (key, bytes, contentType) => (await store()).put(key, bytes, contentType),
+    put: async (key, bytes, contentType, lifetime) => (await store()).put(key, bytes, contentType, lifetime),
     read: async (key) => (await store()).read(key),
     describe: async (key) => (await store()).describe(key),
-    copy: async (from, to) => (await store()).copy(from, to),
+    copy: async (from, to, lifetime) => (await store()).copy(from, to, lifetime),
     hash: async (key) => (await store()).hash(key),
     setLifetime: async (key, lifetime) => (await store()).setLifetime(key, lifetime),
     open: async (key) => (await store()).open(key),

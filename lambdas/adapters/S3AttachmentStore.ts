@@ -15,7 +15,11 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import { ATTACHMENT_LIFETIME_TAG, type AttachmentLifetime } from '../core/attachments.js';
+import {
+  ATTACHMENT_LIFETIME_TAG,
+  type AttachmentLifetime,
+  type WrittenLifetime,
+} from '../core/attachments.js';
 import {
   AttachmentMissingError,
   type AttachmentStore,
@@ -55,9 +59,15 @@ export class S3AttachmentStore implements AttachmentStore {
     this.client = options.client ?? attachmentS3Client(options.endpoint);
   }
 
-  async put(key: string, bytes: Uint8Array, contentType: string): Promise<void> {
+  async put(key: string, bytes: Uint8Array, contentType: string, lifetime?: WrittenLifetime): Promise<void> {
     await this.client.send(
-      new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: bytes, ContentType: contentType }),
+      new PutObjectCommand({
+        Bucket: this.bucket,
+        Key: key,
+        Body: bytes,
+        ContentType: contentType,
+        ...(lifetime === undefined ? {} : { Tagging: lifetimeTagging(lifetime) }),
+      }),
     );
   }
 
@@ -81,13 +91,21 @@ export class S3AttachmentStore implements AttachmentStore {
     }
   }
 
-  async copy(from: string, to: string): Promise<{ readonly sha256: string } | undefined> {
+  async copy(
+    from: string,
+    to: string,
+    lifetime?: WrittenLifetime,
+  ): Promise<{ readonly sha256: string } | undefined> {
     try {
       const copied = await this.client.send(
         new CopyObjectCommand({
           Bucket: this.bucket,
           Key: to,
           CopySource: `${this.bucket}/${from.split('/').map(encodeURIComponent).join('/')}`,
+          // The copy's tags are these, not the upload's (it has none).
+          ...(lifetime === undefined
+            ? {}
+            : { TaggingDirective: 'REPLACE' as const, Tagging: lifetimeTagging(lifetime) }),
           // S3 computes the copy's SHA-256 itself: the function never reads the bytes.
           ChecksumAlgorithm: 'SHA256',
         }),
@@ -166,6 +184,11 @@ export class S3AttachmentStore implements AttachmentStore {
     );
     return { url, expiresAt: new Date(upload.now.getTime() + upload.expiresInSeconds * 1000) };
   }
+}
+
+/** A tag set as `x-amz-tagging` carries it: URL query form. */
+function lifetimeTagging(lifetime: WrittenLifetime): string {
+  return new URLSearchParams({ [ATTACHMENT_LIFETIME_TAG.key]: lifetime }).toString();
 }
 
 /**

@@ -50,6 +50,8 @@ export interface RecordedAwsRequest {
   readonly body?: string;
   /** S3 CopyObject's source (`x-amz-copy-source`): IAM authorizes reading it as well as the write. */
   readonly copySource?: string;
+  /** S3 PutObject or CopyObject setting the object's tags (`x-amz-tagging`): IAM authorizes them as s3:PutObjectTagging. */
+  readonly tagging?: true;
 }
 
 /**
@@ -87,6 +89,7 @@ class RecordingHttpHandler extends NodeHttpHandler {
     const [request] = args;
     const target = request.headers['x-amz-target'];
     const copySource = request.headers['x-amz-copy-source'];
+    const tagging = request.headers['x-amz-tagging'] !== undefined;
     const line: RecordedAwsRequest = {
       function: this.functionName,
       hostname: request.hostname,
@@ -95,6 +98,7 @@ class RecordingHttpHandler extends NodeHttpHandler {
       query: request.query ?? {},
       ...(target ? { target } : {}),
       ...(copySource ? { copySource } : {}),
+      ...(tagging ? { tagging: true as const } : {}),
       ...(typeof request.body === 'string' ? { body: request.body } : {}),
       ...(request.body instanceof Uint8Array ? { body: new TextDecoder().decode(request.body) } : {}),
     };

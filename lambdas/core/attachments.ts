@@ -348,33 +348,64 @@ export function maxUploadBytes(limits: AttachmentSizeLimits): number {
  * Where the bytes live: every key starts with the area and then the tenant, so the IAM grants name
  * the areas and a key never crosses tenants.
  * - `uploads/{tenant}/{id}`: a reserved upload; the bucket deletes it after a day whatever happens.
- * - `messages/{tenant}/{message}/{token}`: an attachment a message holds; no expiry while the
- *   message lives (the token is random, so a refused replay never overwrites the original's bytes).
+ * - `messages/{tenant}/{message}/{position}-{content}-{write}`: an attachment a message holds. The
+ *   last part is new for each enqueue request (`attachmentWriteToken`), so no request ever writes an
+ *   object another request's record names (docs/decisions/0144).
  */
 export const ATTACHMENT_AREAS = { uploads: 'uploads/', messages: 'messages/' } as const;
 
 /**
- * The tag that ends a message's attachments: the bucket's lifecycle expires `messages/` objects
- * tagged `ended` a retention after they were written (lib/constructs/Attachments.ts).
+ * The tag the bucket's lifecycle reads on `messages/` objects (lib/constructs/Attachments.ts):
+ * `pending` (how an enqueue writes them) expires a day after the write, `ended` a retention after
+ * it; `live` expires never.
  */
-export const ATTACHMENT_LIFETIME_TAG = { key: 'postdate-lifetime', ended: 'ended' } as const;
+export const ATTACHMENT_LIFETIME_TAG = {
+  key: 'postdate-lifetime',
+  ended: 'ended',
+  pending: 'pending',
+} as const;
 
-/** What a message's attachments are tagged: `ended` expires them (the bucket's rule), `live` keeps them. */
+/** What a message's attachments are tagged once its record is written: `ended` expires them, `live` keeps them. */
 export type AttachmentLifetime = 'ended' | 'live';
 
+/** How an enqueue writes an object into `messages/`: expiring a day later unless its message's record tags it. */
+export type WrittenLifetime = typeof ATTACHMENT_LIFETIME_TAG.pending;
+
+/** The part of a key that is new for each enqueue request: 8 base-36 characters (41 bits). */
+export function attachmentWriteToken(random: () => number): string {
+  return Array.from({ length: 8 }, () => Math.floor(random() * 36).toString(36)).join('');
+}
+
 /**
- * What one write of a message's state record does to its attachments' tag, from the record's TTL
- * before and after it (core/messageLifetime.ts sets the TTL exactly when the message ends, and
- * removes it when a manual retry or a redrive takes a discarded message back): `ended` when the
- * TTL appears, `live` when it goes, null when neither (docs/decisions/0090-attachment-end-tagging.md).
+ * Whether one write of a message's state record may change its attachments' lifetime: its first
+ * write (its objects were written `pending`), and a write that sets or removes the TTL
+ * (core/messageLifetime.ts sets it exactly when the message ends, and removes it when a manual
+ * retry or a redrive takes a discarded message back).
  */
-export function attachmentLifetimeChange(
-  expiresAtBefore: number | undefined,
-  expiresAtAfter: number | undefined,
-): AttachmentLifetime | null {
-  if (expiresAtAfter !== undefined && expiresAtBefore === undefined) return 'ended';
-  if (expiresAtAfter === undefined && expiresAtBefore !== undefined) return 'live';
-  return null;
+export function changesAttachmentLifetime(write: {
+  readonly inserted: boolean;
+  readonly expiresAtBefore: number | undefined;
+  readonly expiresAtAfter: number | undefined;
+}): boolean {
+  return write.inserted || (write.expiresAtBefore === undefined) !== (write.expiresAtAfter === undefined);
+}
+
+/**
+ * What an attachment's object is tagged, decided from the message's state record as it is now (read
+ * strongly consistent), never from the stream image that prompted it: a replayed old image (`postdate
+ * event-failures redrive`) then tags what a newer write would, and cannot undo it. `live` while the
+ * record names the key and has no TTL; `ended` when the record has a TTL, is gone (its TTL ran), or
+ * names other keys (another message under the same id, after the first one's records expired).
+ */
+export function attachmentLifetime(
+  key: string,
+  current: {
+    readonly expires_at?: number | undefined;
+    readonly attachments?: readonly { readonly key: string }[] | undefined;
+  } | null,
+): AttachmentLifetime {
+  const named = current?.attachments?.some((attachment) => attachment.key === key) === true;
+  return named && current?.expires_at === undefined ? 'live' : 'ended';
 }
 
 /**
@@ -413,14 +444,21 @@ export function messageAttachmentKey(tenant: string, messageId: string, token: s
   return `${ATTACHMENT_AREAS.messages}${encodeURIComponent(tenant)}/${messageId}/${token}`;
 }
 
-/** Where a message keeps its copy of the upload it names at `position` (0082: one key per upload and place). */
-export function uploadCopyKey(
-  tenant: string,
-  messageId: string,
+/**
+ * The copy a stored message keeps of the upload it names at `position` (0082: one key per upload and
+ * place): its key is that place's slot, followed since decision 0144 by the write's own part.
+ */
+export function keptUploadCopy(
+  message: {
+    readonly tenant: string;
+    readonly id: string;
+    readonly attachments?: readonly StoredAttachment[];
+  },
   position: number,
   attachmentId: string,
-): string {
-  return messageAttachmentKey(tenant, messageId, `${position}-${attachmentId}`);
+): StoredAttachment | undefined {
+  const slot = messageAttachmentKey(message.tenant, message.id, `${position}-${attachmentId}`);
+  return message.attachments?.find((held) => held.key === slot || held.key.startsWith(`${slot}-`));
 }
 
 /** An attachment as the enqueue request keeps it: what the fingerprint covers, no bytes. */
@@ -461,10 +499,9 @@ export function requestedAsStored(
     readonly attachments?: readonly StoredAttachment[];
   },
 ): RequestedAttachment[] {
-  const kept = new Map((message.attachments ?? []).map((attachment) => [attachment.key, attachment]));
   return requested.map((attachment, position) => {
     if (!('attachment_id' in attachment)) return attachment;
-    const copy = kept.get(uploadCopyKey(message.tenant, message.id, position, attachment.attachment_id));
+    const copy = keptUploadCopy(message, position, attachment.attachment_id);
     if (copy === undefined) return attachment;
     const { filename, content_type, size, sha256 } = copy;
     return { filename, content_type, size, sha256 };

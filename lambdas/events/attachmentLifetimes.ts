@@ -1,55 +1,91 @@
 /**
- * The end of an ended message's attachments (DESIGN §2, §13; docs/decisions/0090-attachment-end-tagging.md).
- * The event producer sees every write of every state record, so it is the one home of this rule
- * rather than each place a message ends (the sender, the api's cancel, the sweeper, the operator's
- * discard): when a write sets the record's TTL its attachments are tagged `postdate-lifetime=ended`,
- * which the bucket's lifecycle expires; when a retry or a redrive takes a discarded message back and
- * the TTL goes, they are tagged `live` again. A record whose tagging failed is reported for a retry.
+ * The lifetime of a message's attachments (DESIGN §2, §13; docs/decisions/0090, 0144). The event
+ * producer sees every write of every state record, so it is the one home of this rule rather than
+ * each place a message is accepted, ends or comes back (the api, the outbox, the sender, the
+ * sweeper, the operator's discard). An enqueue writes its objects tagged `pending` (the bucket
+ * expires them a day later); a state record's first write, and every write that sets or removes
+ * its TTL, has them tagged from the record as it is now: `live` (kept) or `ended` (expired a
+ * retention after they were written). A record whose tagging failed is reported for a retry.
+ *
+ * The tag is read off the current record, never the stream image, so that a record replayed long
+ * after (`postdate event-failures redrive`) tags what a newer write would and cannot undo it. A
+ * tagging is then confirmed by a second read: when the record changed in between (a redrive beside
+ * the live event source), it is tagged again, so the last tag put always agrees with a read made
+ * after it.
  */
-import { attachmentLifetimeChange } from '../core/attachments.js';
+import {
+  type AttachmentLifetime,
+  attachmentLifetime,
+  changesAttachmentLifetime,
+} from '../core/attachments.js';
 import { errorForLog } from '../core/errorForLog.js';
 import { runWithConcurrency } from '../core/runWithConcurrency.js';
 import type { AttachmentStore } from '../ports/AttachmentStore.js';
 import type { Log } from '../ports/Log.js';
+import type { MessageStateRecord } from '../store/messageRecord.js';
 import type { EventRecord } from './eventRecords.js';
 
+export interface AttachmentLifetimeDeps {
+  readonly store: AttachmentStore;
+  /** The message's state record as it is now, read strongly consistent; undefined when it is gone. */
+  readonly currentState: (id: string) => Promise<MessageStateRecord | undefined>;
+}
+
+/** Rounds of tag-then-read before a message's records are reported for a retry instead. */
+const CONFIRMATIONS = 3;
+
 /**
- * Tags the attachments of the messages that ended (or came back) in this batch; answers the
- * sequence numbers of the records whose tagging failed. A message's records are tagged in stream
- * order, so an end and a revival in one batch leave the last word.
+ * Tags the attachments of the messages written first, ended or taken back in this batch; answers
+ * the sequence numbers of the records whose tagging failed. One tagging per message per batch,
+ * whatever its number of records: each decides from the current record alike.
  */
 export async function tagAttachmentLifetimes(
   records: readonly EventRecord[],
-  attachments: AttachmentStore,
+  deps: AttachmentLifetimeDeps,
   log?: Log,
 ): Promise<{ readonly failed: readonly string[]; readonly tagged: number }> {
-  const byMessage = new Map<
-    string,
-    { sequenceNumber: string; keys: string[]; lifetime: 'ended' | 'live' }[]
-  >();
+  const byMessage = new Map<string, { sequenceNumbers: string[]; keys: Set<string> }>();
   for (const record of records) {
     const keys = record.state?.attachments?.map((attachment) => attachment.key) ?? [];
-    const lifetime = attachmentLifetimeChange(record.previousExpiresAt, record.state?.expires_at);
-    if (record.state === null || keys.length === 0 || lifetime === null) continue;
-    const changes = byMessage.get(record.state.id) ?? [];
-    changes.push({ sequenceNumber: record.sequenceNumber, keys, lifetime });
-    byMessage.set(record.state.id, changes);
+    if (record.state === null || keys.length === 0) continue;
+    const write = {
+      inserted: record.change.eventName === 'INSERT',
+      expiresAtBefore: record.previousExpiresAt,
+      expiresAtAfter: record.state.expires_at,
+    };
+    if (!changesAttachmentLifetime(write)) continue;
+    const message = byMessage.get(record.state.id) ?? { sequenceNumbers: [], keys: new Set() };
+    message.sequenceNumbers.push(record.sequenceNumber);
+    for (const key of keys) message.keys.add(key);
+    byMessage.set(record.state.id, message);
   }
   const failed: string[] = [];
   let tagged = 0;
-  await runWithConcurrency([...byMessage.values()], 8, async (changes) => {
-    for (const change of changes) {
-      try {
-        await Promise.all(change.keys.map((key) => attachments.setLifetime(key, change.lifetime)));
-        tagged += change.keys.length;
-      } catch (error) {
-        failed.push(change.sequenceNumber);
-        log?.warn("could not tag a message's attachments", {
-          lifetime: change.lifetime,
-          error: errorForLog(error),
-        });
-      }
+  await runWithConcurrency([...byMessage], 8, async ([id, { sequenceNumbers, keys }]) => {
+    try {
+      tagged += await tagUntilConfirmed(deps, id, [...keys]);
+    } catch (error) {
+      failed.push(...sequenceNumbers);
+      log?.warn("could not tag a message's attachments", { message_id: id, error: errorForLog(error) });
     }
   });
   return { failed, tagged };
+}
+
+/** Tags each key from the current record, then reads it again until a read agrees with the tags put. */
+async function tagUntilConfirmed(deps: AttachmentLifetimeDeps, id: string, keys: string[]): Promise<number> {
+  let lifetimes = lifetimesNow(keys, (await deps.currentState(id)) ?? null);
+  let tagged = 0;
+  for (let round = 0; round < CONFIRMATIONS; round++) {
+    await Promise.all(keys.map((key, n) => deps.store.setLifetime(key, lifetimes[n] ?? 'ended')));
+    tagged += keys.length;
+    const after = lifetimesNow(keys, (await deps.currentState(id)) ?? null);
+    if (after.every((lifetime, n) => lifetime === lifetimes[n])) return tagged;
+    lifetimes = after;
+  }
+  throw new Error(`the message's record changed under ${CONFIRMATIONS} taggings in a row`);
+}
+
+function lifetimesNow(keys: readonly string[], current: MessageStateRecord | null): AttachmentLifetime[] {
+  return keys.map((key) => attachmentLifetime(key, current));
 }

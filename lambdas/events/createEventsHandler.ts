@@ -1,19 +1,18 @@
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import type { AttachmentStore } from '../ports/AttachmentStore.js';
 import { inStreamOrder } from '../store/streamRecord.js';
-import { tagAttachmentLifetimes } from './attachmentLifetimes.js';
+import { type AttachmentLifetimeDeps, tagAttachmentLifetimes } from './attachmentLifetimes.js';
 import { fromLambdaRecord } from './eventRecords.js';
 import { type EventDeps, produceEvents } from './produceEvents.js';
 
 /**
  * The event producer's batch (the table's stream, its own filter and event source beside the
- * relay's): events out, the attachments of ended messages tagged (attachmentLifetimes.ts), the
+ * relay's): events out, the attachments of new, ended and revived messages tagged (attachmentLifetimes.ts), the
  * records to retry as batch item failures. It never throws for a record.
  */
 export function createEventsHandler(
   deps: EventDeps & {
-    /** The attachments' bucket; without it (a stack without attachments) nothing is tagged. */
-    readonly attachments?: AttachmentStore | undefined;
+    /** The attachments' bucket and the reads that decide its tags; without it (a stack without attachments) nothing is tagged. */
+    readonly attachments?: AttachmentLifetimeDeps | undefined;
   },
 ): (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse> {
   return async function eventsBatch(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {

@@ -12,6 +12,7 @@ import { SqsWebhookQueue } from '../adapters/SqsWebhookQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
 import type { WebhookMetric } from '../core/metricNames.js';
 import type { Log } from '../ports/Log.js';
+import { readStateRecord } from '../store/stateReads.js';
 import { DynamoWebhookStore } from '../store/webhookStore.js';
 import { createEventsHandler } from './createEventsHandler.js';
 
@@ -49,16 +50,19 @@ export function wireEvents(
     now: () => new Date(),
     retryHours: config.webhookRetryHours,
     retentionDays: config.retentionDays,
-    // The attachments' bucket, to tag an ended message's attachments (DESIGN §13); the S3 client
-    // loads with the first message that has any (decision 0114).
+    // The attachments' bucket, to tag a message's attachments with its lifetime (DESIGN §13), read
+    // off its current record; the S3 client loads with the first message that has any (decision 0114).
     ...(names.attachmentBucket === undefined
       ? {}
       : {
-          attachments: lazyS3AttachmentStore({
-            bucket: names.attachmentBucket,
-            endpoint: names.attachmentEndpoint,
-            config: awsClientEnvironment(env, 'S3'),
-          }),
+          attachments: {
+            store: lazyS3AttachmentStore({
+              bucket: names.attachmentBucket,
+              endpoint: names.attachmentEndpoint,
+              config: awsClientEnvironment(env, 'S3'),
+            }),
+            currentState: (id: string) => readStateRecord(documents, names.tableName, id),
+          },
         }),
     log,
     ...(count ? { count } : {}),

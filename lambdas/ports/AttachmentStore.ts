@@ -3,7 +3,7 @@
  * uploads and takes an upload into a message; the sender opens a stream. The S3 adapter is
  * adapters/S3AttachmentStore.ts. Keys are laid out by core/attachments.ts.
  */
-import type { AttachmentLifetime } from '../core/attachments.js';
+import type { AttachmentLifetime, WrittenLifetime } from '../core/attachments.js';
 import { PostdateError } from '../core/postdateError.js';
 
 /** What the store knows of an object without reading it. */
@@ -19,17 +19,24 @@ export interface PresignedUpload {
 }
 
 export interface AttachmentStore {
-  /** Stores bytes under `key` (an inline attachment, or an upload's declaration). */
-  put(key: string, bytes: Uint8Array, contentType: string): Promise<void>;
+  /**
+   * Stores bytes under `key` (an inline attachment, or an upload's declaration); `lifetime` is the
+   * tag written with them, in the same request (an enqueue's `pending`).
+   */
+  put(key: string, bytes: Uint8Array, contentType: string, lifetime?: WrittenLifetime): Promise<void>;
   /** A small object read whole, or undefined when there is none (an upload's declaration). */
   read(key: string): Promise<Uint8Array | undefined>;
   /** The size and type of an object, or undefined when there is none. */
   describe(key: string): Promise<StoredObject | undefined>;
   /**
    * Copies an object within the store (no bytes through the function) and answers the copy's
-   * SHA-256, hex; undefined when the source is gone.
+   * SHA-256, hex; undefined when the source is gone. The copy carries `lifetime` as its only tag.
    */
-  copy(from: string, to: string): Promise<{ readonly sha256: string } | undefined>;
+  copy(
+    from: string,
+    to: string,
+    lifetime?: WrittenLifetime,
+  ): Promise<{ readonly sha256: string } | undefined>;
   /** The SHA-256 of an object, hex, read as a stream (never whole in memory); undefined when there is none. */
   hash(key: string): Promise<string | undefined>;
   /**

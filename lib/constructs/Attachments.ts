@@ -23,11 +23,12 @@ export interface AttachmentsProps {
  * owner owns every object. Its lifecycle follows the messages' (DESIGN §2, core/messageLifetime.ts):
  * - `uploads/`: a reserved upload is deleted a day after it was made, referenced or not (an
  *   enqueue copies what it references into `messages/`);
- * - `messages/`: no expiry while the message lives; once it ends its objects are tagged
- *   `postdate-lifetime=ended` and expire a retention after they were written
- *   (docs/decisions/0083-attachment-lifetimes.md).
+ * - `messages/`: an enqueue writes its objects tagged `postdate-lifetime=pending`, which expire a
+ *   day later: those of an enqueue that never became a message (docs/decisions/0144). The message's
+ *   record has them tagged `live` (no expiry while the message lives), then `ended` when it ends,
+ *   which expire a retention after they were written (docs/decisions/0083-attachment-lifetimes.md).
  * Grants: only the api writes and pre-signs, only the sender reads a message's attachments, only
- * the event producer tags them; all by area, each key under its tenant.
+ * the api (at the write) and the event producer tag them; all by area, each key under its tenant.
  */
 export class Attachments extends Construct {
   readonly bucket: s3.Bucket;
@@ -48,6 +49,12 @@ export class Attachments extends Construct {
           prefix: ATTACHMENT_AREAS.uploads,
           expiration: Duration.days(ATTACHMENT_LIMITS.unreferencedUploadDays),
           abortIncompleteMultipartUploadAfter: Duration.days(1),
+        },
+        {
+          id: 'UnacceptedAttachments',
+          prefix: ATTACHMENT_AREAS.messages,
+          tagFilters: { [ATTACHMENT_LIFETIME_TAG.key]: ATTACHMENT_LIFETIME_TAG.pending },
+          expiration: Duration.days(ATTACHMENT_LIMITS.unreferencedUploadDays),
         },
         {
           id: 'EndedMessages',
@@ -73,7 +80,8 @@ export class Attachments extends Construct {
    * The api: stores inline attachments under `messages/`; reserves uploads under `uploads/` (the
    * declaration it puts, and the pre-signed PUT, which S3 authorizes as this role's `s3:PutObject`);
    * reads an upload to check it and copy it into `messages/` (CopyObject: GetObject on the source,
-   * PutObject on the copy); looks whether a message's attachments are still there before a manual
+   * PutObject on the copy); tags what it writes into `messages/` `pending` in the same request (S3
+   * authorizes the tags of a PUT or a copy as `s3:PutObjectTagging`); looks whether a message's attachments are still there before a manual
    * retry (HeadObject, which IAM authorizes as GetObject; decision 0130).
    */
   grantApi(api: PostdateFunction): void {
@@ -83,6 +91,13 @@ export class Attachments extends Construct {
         sid: 'WriteAttachments',
         actions: ['s3:PutObject'],
         resources: [this.areaArn('messages'), this.areaArn('uploads')],
+      }),
+    );
+    api.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'TagWrittenAttachments',
+        actions: ['s3:PutObjectTagging'],
+        resources: [this.areaArn('messages')],
       }),
     );
     api.role.addToPrincipalPolicy(
@@ -98,8 +113,10 @@ export class Attachments extends Construct {
   }
 
   /**
-   * The event producer: tags an ended message's attachments for the bucket's expiry (and a message
-   * taken back live again), nothing else (docs/decisions/0090-attachment-end-tagging.md).
+   * The event producer: tags a message's attachments `live` once its record is written, `ended` for
+   * the bucket's expiry when it ends (and `live` again when taken back), nothing else
+   * (docs/decisions/0090-attachment-end-tagging.md, 0144). The tag is read off the message's record
+   * (its `dynamodb:GetItem` is granted beside this, by the stack).
    */
   grantLifetimeTagging(producer: PostdateFunction): void {
     producer.function.addEnvironment(RESOURCE_SETTINGS.attachmentBucket.variable, this.bucket.bucketName);

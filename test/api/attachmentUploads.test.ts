@@ -183,7 +183,7 @@ describe('an enqueue referencing an upload', () => {
     expect((await api.call(getEvent(String(res.json.id), tenant))).json.attachments).toEqual(expected);
     const keys = await keysUnder(`messages/${tenant}/${res.json.id}/`);
     expect(keys).toHaveLength(2);
-    const copied = keys.find((key) => key.endsWith(id)) ?? '';
+    const copied = keys.find((key) => key.includes(`-${id}-`)) ?? '';
     expect(await store.read(copied)).toEqual(new Uint8Array(scan));
   });
 

@@ -56,13 +56,20 @@ describe("the attachments' bucket (DESIGN §13)", () => {
     });
   });
 
-  it('deletes unreferenced uploads after a day, and ended messages’ attachments after the retention, nothing else', () => {
+  it('deletes unreferenced uploads, and what an enqueue stored that no message took (pending), after a day; ended messages’ attachments after the retention; nothing else', () => {
     const [, bucket] = only(template.findResources('AWS::S3::Bucket'));
     const rules = (bucket.Properties.LifecycleConfiguration as { Rules: Record<string, unknown>[] }).Rules;
     expect(rules).toEqual([
       expect.objectContaining({
         Id: 'UnreferencedUploads',
         Prefix: 'uploads/',
+        ExpirationInDays: 1,
+        Status: 'Enabled',
+      }),
+      expect.objectContaining({
+        Id: 'UnacceptedAttachments',
+        Prefix: 'messages/',
+        TagFilters: [{ Key: 'postdate-lifetime', Value: 'pending' }],
         ExpirationInDays: 1,
         Status: 'Enabled',
       }),
@@ -76,12 +83,17 @@ describe("the attachments' bucket (DESIGN §13)", () => {
     ]);
   });
 
-  it('lets only the api write, pre-sign and read uploads (and look for a message’s attachments before a retry), only the sender and the api read a message’s attachments, only the event producer tag them', () => {
+  it('lets only the api write, pre-sign and read uploads (and look for a message’s attachments before a retry), only the sender and the api read a message’s attachments, only the api (as it writes them) and the event producer tag them', () => {
     expect(s3Statements('api')).toEqual([
       expect.objectContaining({
         Effect: 'Allow',
         Action: ['s3:PutObject'],
         Resource: [objectsIn('messages/'), objectsIn('uploads/')],
+      }),
+      expect.objectContaining({
+        Effect: 'Allow',
+        Action: ['s3:PutObjectTagging'],
+        Resource: [objectsIn('messages/')],
       }),
       expect.objectContaining({
         Effect: 'Allow',
@@ -105,6 +117,16 @@ describe("the attachments' bucket (DESIGN §13)", () => {
     ]);
     for (const name of ['authorizer', 'relay', 'sweeper', 'webhooks'] as const)
       expect(s3Statements(name), name).toEqual([]);
+  });
+
+  it("lets the event producer read a message's state record, from which it decides the tags (decision 0144)", () => {
+    expect(statementsOf('events')).toContainEqual(
+      expect.objectContaining({
+        Effect: 'Allow',
+        Action: ['dynamodb:GetItem'],
+        Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['MSG#*'] } },
+      }),
+    );
   });
 
   it('tells the api, the sender and the event producer the bucket, and no other function', () => {

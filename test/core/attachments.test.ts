@@ -3,7 +3,10 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import {
+  attachmentLifetime,
+  attachmentWriteToken,
   base64DecodedLength,
+  changesAttachmentLifetime,
   contentTypeFor,
   encodedAttachmentBytes,
   maxUploadBytes,
@@ -12,7 +15,6 @@ import {
   planAttachments,
   requestedAsStored,
   requestedAttachments,
-  uploadCopyKey,
   uploadKey,
 } from '../../lambdas/core/attachments.js';
 import { PARSE_CONTEXT, zodErrors } from '../../lambdas/core/problem.js';
@@ -185,7 +187,8 @@ describe('keys and the fingerprint', () => {
       content_type: 'application/pdf',
       size: 10 + position,
       sha256: `${position}`.repeat(64),
-      key: uploadCopyKey('acme', 'm1', position, id),
+      // The layout before decision 0144 (no write part) and the one after it.
+      key: messageAttachmentKey('acme', 'm1', position === 0 ? `0-${id}` : `${position}-${id}-k3x9q2ab`),
     });
     const inline = requestedAttachments([{ filename: 'n.txt', content: b64('hi') }])[0];
     const message = { tenant: 'acme', id: 'm1', attachments: [copy(0, 'att_a'), copy(1, 'att_b')] };
@@ -204,6 +207,54 @@ describe('keys and the fingerprint', () => {
         expect(read).toEqual(
           known ? expect.objectContaining({ size: 10 + position }) : { attachment_id: id },
         );
+      }),
+    );
+  });
+});
+
+describe("an attachment's lifetime, decided from the message's record as it is now (DESIGN §2, §13; decision 0144)", () => {
+  const key = fc.constantFrom('messages/acme/m/0-a-1', 'messages/acme/m/1-b-2', 'messages/acme/m/0-a-3');
+  const record = fc.option(
+    fc.record(
+      {
+        expires_at: fc.integer({ min: 1, max: 2_000_000_000 }),
+        attachments: fc.array(
+          key.map((held) => ({ key: held })),
+          { maxLength: 3 },
+        ),
+      },
+      { requiredKeys: [] },
+    ),
+  );
+
+  it('is live exactly while the record names the key and has no TTL: never expiring a waiting message’s file, never keeping an ended one’s', () => {
+    fc.assert(
+      fc.property(key, record, (asked, current) => {
+        const named = current?.attachments?.some((held) => held.key === asked) === true;
+        const waiting = current !== null && current.expires_at === undefined;
+        expect(attachmentLifetime(asked, current)).toBe(named && waiting ? 'live' : 'ended');
+      }),
+    );
+  });
+
+  it("is looked at on a record's first write and on every write that sets or removes its TTL, no other", () => {
+    const ttl = fc.option(fc.integer({ min: 1 }), { nil: undefined });
+    fc.assert(
+      fc.property(fc.boolean(), ttl, ttl, (inserted, before, after) => {
+        expect(changesAttachmentLifetime({ inserted, expiresAtBefore: before, expiresAtAfter: after })).toBe(
+          inserted || (before === undefined) !== (after === undefined),
+        );
+      }),
+    );
+  });
+
+  it('writes each request under keys of its own: 8 base-36 characters from the random source', () => {
+    let n = 0;
+    const sequence = () => [0, 0.5, 0.99][n++ % 3] ?? 0;
+    expect(attachmentWriteToken(sequence)).toMatch(/^[0-9a-z]{8}$/);
+    fc.assert(
+      fc.property(fc.double({ min: 0, max: 0.9999, noNaN: true }), (value) => {
+        expect(attachmentWriteToken(() => value)).toMatch(/^[0-9a-z]{8}$/);
       }),
     );
   });

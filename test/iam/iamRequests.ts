@@ -165,7 +165,8 @@ function queryRequest(
  * An S3 object request, path-style (`/{bucket}/{key}`) as the functions send it to the emulator:
  * the SDK names most operations in `x-id`; HeadObject has none (IAM reads it as s3:GetObject), and
  * PutObjectTagging is `?tagging`. A CopyObject is two IAM requests: PutObject on the copy and
- * GetObject on its source (`x-amz-copy-source`). Its body is the object's bytes, not JSON.
+ * GetObject on its source (`x-amz-copy-source`). A PutObject or CopyObject that sets the object's
+ * tags (`x-amz-tagging`) is also s3:PutObjectTagging on it. Its body is the object's bytes, not JSON.
  */
 function s3Requests(recorded: RecordedAwsRequest): IamRequest[] | undefined {
   const operation =
@@ -198,6 +199,7 @@ function s3Requests(recorded: RecordedAwsRequest): IamRequest[] | undefined {
   const requests = [at(action, object(recorded.path))];
   if (operation === 'CopyObject' && recorded.copySource)
     requests.push(at('s3:GetObject', object(recorded.copySource)));
+  if (recorded.tagging === true) requests.push(at('s3:PutObjectTagging', object(recorded.path)));
   return requests;
 }
 

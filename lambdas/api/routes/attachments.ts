@@ -6,17 +6,21 @@
  *   the sizes, each upload against its declaration), so nothing is stored for a request, or a strict
  *   batch, that is refused; then, when it is written, the bytes into the bucket under the tenant
  *   (storeAttachments: inline ones put, uploads copied), so that the records written next only ever
- *   name bytes that are there. Keys derive
- *   from the message id, the position and the content or upload id
- *   (docs/decisions/0082-attachment-storage.md): a client's retry writes the same bytes to the same
- *   keys, a refused replay with other content writes other keys and never touches the original's.
+ *   name bytes that are there. Each is written tagged `pending`, which the bucket expires a day later
+ *   unless the message's record, once written, has it tagged `live` (events/attachmentLifetimes.ts):
+ *   bytes stored for an enqueue that never becomes a message (refused, failed, or cut off mid-way)
+ *   go by themselves. Keys are new for each request (docs/decisions/0144), so a request never
+ *   writes over an object another request's message names.
  */
 import {
+  ATTACHMENT_LIFETIME_TAG,
   ATTACHMENT_LIMITS,
   type AttachmentInput,
   type AttachmentSizeLimits,
+  attachmentWriteToken,
   declarationBytes,
   declarationKey,
+  keptUploadCopy,
   messageAttachmentKey,
   messageSizeCheck,
   newAttachmentId,
@@ -26,7 +30,6 @@ import {
   readDeclaration,
   type StoredAttachment,
   type UploadDeclaration,
-  uploadCopyKey,
   uploadKey,
   uploadMismatch,
 } from '../../core/attachments.js';
@@ -160,46 +163,52 @@ export async function checkAttachments(
 
 /**
  * Stores checked attachments' bytes for a message: inline ones put, uploads copied within the
- * bucket (S3 answers the copy's SHA-256). A message that exists already (a replay, or a reused
- * key) stores nothing: an upload's SHA-256 is then the one the message keeps under the same key,
- * or the upload's own, hashed as a stream. The one refusal left is an upload deleted since its
- * check (its day ended in between), a 400 on its field.
+ * bucket (S3 answers the copy's SHA-256), each tagged `pending` in the same request and under a key
+ * of this request's own. A message that exists already (a replay, or a reused key) stores nothing:
+ * an upload's SHA-256 is then the one the message keeps for the same upload at that position, or
+ * the upload's own, hashed as a stream. The one refusal left is an upload deleted since its check
+ * (its day ended in between), a 400 on its field.
  *
  * `requested` is the request's attachments as the fingerprint must cover them: an upload by its
  * filename, type, size and SHA-256 like an inline file, so a replay with another file under the
  * same name is a 422 and a retry that uploaded the same bytes again is a replay.
  */
 export async function storeAttachments(
-  deps: Pick<RouteDependencies, 'attachments' | 'store'>,
+  deps: Pick<RouteDependencies, 'attachments' | 'store' | 'random'>,
   input: { readonly tenant: string; readonly messageId: string; readonly checked: CheckedAttachments },
 ): Promise<PreparedAttachments> {
   const store = deps.attachments;
   if (store === undefined) return { ok: false, problem: noBucket('/attachments') };
   const { planned, declarations } = input.checked;
   const existing = await deps.store.getMessage(input.tenant, input.messageId);
-  const kept = new Map(
-    (existing?.attachments ?? []).map((attachment) => [attachment.key, attachment.sha256]),
-  );
+  const write = attachmentWriteToken(deps.random);
+  const keyOf = (position: number, content: string) =>
+    messageAttachmentKey(input.tenant, input.messageId, `${position}-${content}-${write}`);
+  const pending = ATTACHMENT_LIFETIME_TAG.pending;
   const stored = await Promise.all(
     planned.map(async (attachment, position): Promise<StoredAttachment | undefined> => {
       if (attachment.kind === 'inline') {
-        const key = messageAttachmentKey(
-          input.tenant,
-          input.messageId,
-          `${position}-${attachment.sha256.slice(0, 32)}`,
-        );
-        if (existing === null) await store.put(key, attachment.bytes, attachment.content_type);
+        const key = keyOf(position, attachment.sha256.slice(0, 32));
+        if (existing === null) await store.put(key, attachment.bytes, attachment.content_type, pending);
         const { filename, content_type, sha256 } = attachment;
         return { filename, content_type, size: attachment.bytes.length, sha256, key };
       }
       const declaration = declarations[position];
       if (declaration == null) return undefined;
       const from = uploadKey(input.tenant, attachment.attachment_id);
-      const key = uploadCopyKey(input.tenant, input.messageId, position, attachment.attachment_id);
+      const key = keyOf(position, attachment.attachment_id);
+      const kept =
+        existing === null
+          ? undefined
+          : keptUploadCopy(
+              { tenant: input.tenant, id: input.messageId, attachments: existing.attachments },
+              position,
+              attachment.attachment_id,
+            )?.sha256;
       const sha256 =
         existing === null
-          ? (await store.copy(from, key))?.sha256
-          : (kept.get(key) ?? (await store.hash(from)));
+          ? (await store.copy(from, key, pending))?.sha256
+          : (kept ?? (await store.hash(from)));
       if (sha256 === undefined) return undefined;
       const { filename, content_type, size } = declaration;
       return { filename, content_type, size, sha256, key };
