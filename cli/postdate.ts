@@ -328,7 +328,10 @@ export function buildProgram(): Command {
       'enqueue the messages of a JSON Lines file (one body with its idempotency_key per line) through POST /v1/messages/batch, 100 at a time; safe to run again',
     )
     .requiredOption('--file <path>', 'the JSON Lines file (- for stdin)')
-    .option('--mode <mode>', 'permissive (default) or strict (per batch of 100)')
+    .option(
+      '--mode <mode>',
+      'permissive (default) or strict (nothing is sent if a line is invalid: the API judges every batch first)',
+    )
     .option('--api-url <url>', "the API's base URL (env POSTDATE_API_URL)")
     .option('--api-key <key>', 'an API key of the tenant (env POSTDATE_API_KEY)')
     .action(
