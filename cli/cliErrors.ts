@@ -2,6 +2,7 @@
  * The CLI's typed errors and its exit codes. The entry point turns any of these into one line on
  * stderr and the exit code; nothing else prints a stack to an operator.
  */
+import { PostdateNetworkError, type PostdateProblem, PostdateProblemError } from '../lambdas/client/index.js';
 
 export const EXIT = {
   ok: 0,
@@ -17,13 +18,45 @@ export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
 export class CliError extends Error {
   override readonly name: string = 'CliError';
+  /** Fields the error document carries besides its problem (`unanswered_from_line`, …). */
+  readonly context: Readonly<Record<string, unknown>>;
   constructor(
     message: string,
     readonly exitCode: ExitCode = EXIT.failed,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; context?: Readonly<Record<string, unknown>> },
   ) {
-    super(message, options);
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.context = options?.context ?? {};
   }
+}
+
+/**
+ * The API refused a request: its problem (RFC 9457 `type`, `title`, `status`, `detail`, `errors`)
+ * is the error document's, passed through rather than relabelled (docs/cli.md, "Errors").
+ */
+export class ApiProblemError extends CliError {
+  override readonly name = 'ApiProblemError';
+  constructor(
+    readonly problem: PostdateProblem,
+    options?: { cause?: unknown; context?: Readonly<Record<string, unknown>> },
+  ) {
+    super(`${problem.status} ${problem.title}: ${problem.detail}`, EXIT.failed, options);
+  }
+}
+
+/**
+ * The typed client's errors as the CLI's: the API's answer passes its problem through; no answer
+ * at all is the stack unreachable (exit 3). Anything else is returned as it is.
+ */
+export function fromClientError(error: unknown, context: Readonly<Record<string, unknown>> = {}): unknown {
+  if (error instanceof PostdateProblemError) return new ApiProblemError(error, { cause: error, context });
+  if (error instanceof PostdateNetworkError) {
+    return new CliError(`the API did not answer: ${error.message}`, EXIT.unreachable, {
+      cause: error,
+      context,
+    });
+  }
+  return error;
 }
 
 /** A malformed option value or a missing name the command needs. */
@@ -110,9 +143,15 @@ export interface ErrorDocument {
     readonly type: string;
     readonly title: string;
     readonly detail: string;
+    /** The API's HTTP status, when the API refused the request. */
+    readonly status?: number;
+    /** The API's field errors, when it named any. */
+    readonly errors?: readonly { readonly field: string; readonly message: string; readonly line?: number }[];
     readonly exit_code: ExitCode;
     /** The SDK's or Node's name for an unexpected error (never a stack). */
     readonly name?: string;
+    /** A command's own context (`messages enqueue`: which lines were answered, which may be stored). */
+    readonly [field: string]: unknown;
   };
 }
 
@@ -131,6 +170,27 @@ export function errorDocument(
       ...(name !== undefined ? { name } : {}),
     },
   };
+}
+
+/** A CliError's document: the API's problem passed through, or the CLI's own kind; then its context. */
+export function errorDocumentOf(error: CliError): ErrorDocument {
+  if (error instanceof ApiProblemError) {
+    const { type, title, status, detail, errors, currentStatus } = error.problem;
+    return {
+      error: {
+        type,
+        title,
+        status,
+        detail,
+        errors,
+        ...(currentStatus === undefined ? {} : { current_status: currentStatus }),
+        exit_code: error.exitCode,
+        ...error.context,
+      },
+    };
+  }
+  const document = errorDocument(kindOfExit(error.exitCode), error.message, error.exitCode);
+  return { error: { ...document.error, ...error.context } };
 }
 
 /** The kind of a CliError by its exit code (usage 2, unreachable 3, otherwise failed). */

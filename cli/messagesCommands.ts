@@ -180,6 +180,8 @@ export interface ShowReport {
     readonly sent_at: string | null;
     /** The relay's own id from its final 250 reply (what to quote to the provider). */
     readonly provider_message_id: string | null;
+    /** The relay that id comes from (DESIGN §15: which provider's logs to search). */
+    readonly relay: string | null;
     readonly group: MessageStateRecord['group'];
     readonly metadata: Readonly<Record<string, string>>;
     readonly history: MessageStateRecord['history'];
@@ -208,6 +210,7 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
       lease_until: state.lease_until ?? null,
       sent_at: state.sent_at ?? null,
       provider_message_id: state.provider_message_id ?? null,
+      relay: state.relay ?? null,
       group: state.group ?? null,
       metadata: state.metadata ?? {},
       history: state.history ?? [],
@@ -243,6 +246,7 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
     ['attempts', String(m.attempts)],
     ['on ambiguous', m.on_ambiguous],
     ['message-id', report.message_id_header],
+    ['relay', m.relay ?? '-'],
     ['relay id', m.provider_message_id ?? '-'],
     ['group', m.group ? `${m.group.key} v${m.group.version}` : '-'],
     ['tags', pairs(m.tags)],
@@ -262,6 +266,7 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
       },
       { header: 'CODE', value: (row) => [row.code, row.enhanced_code].filter(Boolean).join(' ') },
       { header: 'DURATION', value: (row) => `${row.duration_ms} ms`, align: 'right' },
+      { header: 'RELAY', value: (row) => row.relay ?? '' },
       { header: 'RELAY ID', value: (row) => row.provider_message_id ?? '' },
       { header: 'REPLY', value: (row) => row.reply ?? '' },
     ],

@@ -98,6 +98,8 @@ export type ExportedMessage = Pick<
 > & {
   readonly sent_at: string | null;
   readonly provider_message_id: string | null;
+  /** The relay that id comes from (DESIGN §15). */
+  readonly relay: string | null;
   readonly recipients: ReturnType<typeof recipientCounts>;
   /** Only with `--with-bodies`; null when the body is gone (its TTL passed). */
   readonly body?: ExportedBody | null;
@@ -368,6 +370,7 @@ function exportedMessage(
     attempts: state.attempts ?? 0,
     last_error: state.last_error ?? null,
     provider_message_id: state.provider_message_id ?? null,
+    relay: state.relay ?? null,
     recipients: recipientCounts(state.rcpt_total ?? 0, {
       accepted: state.rcpt_accepted ?? [],
       rejected: state.rcpt_rejected ?? [],

@@ -2,7 +2,8 @@
  * Where a command's output goes. Commands write through this small sink, never to `process.stdout`
  * directly, so tests can read exactly what a person (or a script, with `--json`) would see.
  *
- * - `--json`: exactly one JSON document on stdout per command, nothing else on stdout.
+ * - `--json`: exactly one JSON document on stdout per command, nothing else on stdout; a command
+ *   that prints JSON Lines (`jsonLines`) prints one per line, its error document the last line.
  * - people: tables and lines on stdout; colour and the progress bar only when the stream is a TTY.
  * - errors and progress always go to stderr, so `--json` output stays parseable; with `--json` an
  *   error is also one document on stdout, `{"error": {…}}` (cli/cliErrors.ts, `errorDocument`).
@@ -71,6 +72,8 @@ export interface Output {
 
 export interface TerminalOutputOptions {
   readonly json: boolean;
+  /** The command prints JSON Lines: every document, an error's included, is one line. */
+  readonly jsonLines?: boolean;
   readonly stdout?: NodeJS.WriteStream;
   readonly stderr?: NodeJS.WriteStream;
   readonly env?: Readonly<Record<string, string | undefined>>;
@@ -100,7 +103,7 @@ export function terminalOutput(options: TerminalOutputOptions): Output {
     },
     data(value) {
       clearBar();
-      stdout.write(`${JSON.stringify(jsonStyle(value), null, 2)}\n`);
+      stdout.write(`${JSON.stringify(jsonStyle(value), null, options.jsonLines === true ? undefined : 2)}\n`);
     },
     warn(text) {
       clearBar();

@@ -26,8 +26,9 @@ import {
   EXIT,
   type ExitCode,
   errorDocument,
+  errorDocumentOf,
+  fromClientError,
   isCredentialsError,
-  kindOfExit,
   UsageError,
 } from './cliErrors.js';
 import { dlqDrop, dlqRedrive, dlqShow, redriveSucceeded } from './dlqCommands.js';
@@ -99,14 +100,19 @@ export async function openContext(
   }
 }
 
-/** Runs an action with an open target; turns every failure into one line and an exit code. */
+/**
+ * Runs an action with an open target; turns every failure into one line and an exit code. A command
+ * that prints JSON Lines (`jsonLines`) gets a sink that prints every document as one line, so its
+ * error document ends the stream as one more line.
+ */
 function action<Args extends unknown[]>(
   run: (context: Context, ...args: Args) => Promise<ExitCode>,
+  shape: { readonly jsonLines?: boolean } = {},
 ): (...args: [...Args, Command]) => Promise<void> {
   return async (...args) => {
     const command = args[args.length - 1] as Command;
     const options = command.optsWithGlobals<GlobalOptions>();
-    const out = terminalOutput({ json: options.json === true });
+    const out = terminalOutput({ json: options.json === true, jsonLines: shape.jsonLines === true });
     let target: Target | undefined;
     try {
       const context = await openContext(options, out);
@@ -121,20 +127,24 @@ function action<Args extends unknown[]>(
   };
 }
 
-function report(error: unknown, out: Output, target: Target | undefined): ExitCode {
-  const [kind, detail, code, name] = described(error, target);
-  out.warn(`postdate: ${detail}`);
-  if (out.json) out.data(errorDocument(kind, detail, code, name));
+function report(thrown: unknown, out: Output, target: Target | undefined): ExitCode {
+  const error = fromClientError(thrown);
+  const document =
+    error instanceof CliError ? errorDocumentOf(error) : errorDocument(...described(error, target));
+  out.warn(`postdate: ${error instanceof CliError ? error.message : document.error.detail}`);
+  for (const { field, message, line } of document.error.errors ?? []) {
+    out.warn(`postdate:   ${line === undefined ? '' : `line ${line} `}${field} ${message}`);
+  }
+  if (out.json) out.data(document);
   if (process.env.POSTDATE_DEBUG && error instanceof Error && error.stack) out.warn(error.stack);
-  return code;
+  return document.error.exit_code;
 }
 
+/** An error that is no CliError: AWS refusing the credentials, or an unexpected one (`internal`). */
 function described(
   error: unknown,
   target: Target | undefined,
 ): [CliErrorKind, string, ExitCode, string | undefined] {
-  if (error instanceof CliError)
-    return [kindOfExit(error.exitCode), error.message, error.exitCode, undefined];
   if (isCredentialsError(error)) {
     const name = (error as Error).name;
     return [
@@ -198,6 +208,9 @@ function attachmentStoreOf(target: Target): AttachmentStore | undefined {
 }
 
 const ok = (success: boolean): ExitCode => (success ? EXIT.ok : EXIT.failed);
+
+/** The shape of `messages export` and `messages enqueue`: one JSON document per line. */
+const JSON_LINES = { jsonLines: true } as const;
 
 function integer(name: string, min: number) {
   return (value: string): number => {
@@ -307,7 +320,7 @@ export function buildProgram(): Command {
           await lines.close();
         }
         return EXIT.ok;
-      }),
+      }, JSON_LINES),
     );
   messages
     .command('enqueue')
@@ -315,7 +328,10 @@ export function buildProgram(): Command {
       'enqueue the messages of a JSON Lines file (one body with its idempotency_key per line) through POST /v1/messages/batch, 100 at a time; safe to run again',
     )
     .requiredOption('--file <path>', 'the JSON Lines file (- for stdin)')
-    .option('--mode <mode>', 'permissive (default) or strict (per batch of 100)')
+    .option(
+      '--mode <mode>',
+      'permissive (default) or strict (nothing is sent if a line is invalid: the API judges every batch first)',
+    )
     .option('--api-url <url>', "the API's base URL (env POSTDATE_API_URL)")
     .option('--api-key <key>', 'an API key of the tenant (env POSTDATE_API_KEY)')
     .action(
@@ -334,7 +350,7 @@ export function buildProgram(): Command {
           context.out,
         );
         return ok(report.ok);
-      }),
+      }, JSON_LINES),
     );
   messages
     .command('show')
@@ -689,7 +705,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       if (error.exitCode === 0) return EXIT.ok;
       if (argv.includes('--json')) {
         const detail = error.message.replace(/^error: /, '');
-        process.stdout.write(`${JSON.stringify(errorDocument('usage', detail, EXIT.usage), null, 2)}\n`);
+        // One line: also the whole stream of a command that prints JSON Lines.
+        process.stdout.write(`${JSON.stringify(errorDocument('usage', detail, EXIT.usage))}\n`);
       }
       return EXIT.usage;
     }

@@ -107,7 +107,7 @@ export interface PostdateClient {
    * no API key: the URL is signed), then enqueue with `attachments: [{ attachment_id: id }]`.
    */
   createAttachment(request: AttachmentUploadRequest, options?: CallOptions): Promise<AttachmentUpload>;
-  /** `GET /health`: `{ status: 'ok' }` when the API can reach its table. */
+  /** `GET /health`: `{ status: 'ok' }` when the API's function answers (liveness: it reads no table). */
   health(options?: CallOptions): Promise<{ status: 'ok' }>;
   /** `GET /openapi.json`: the OpenAPI document the API serves. */
   openapi(options?: CallOptions): Promise<Record<string, unknown>>;

@@ -71,6 +71,19 @@ describe('the template routes', () => {
     expect(one.json).toMatchObject({ version: 1, text: 'v1 {{n}}', latest_version: 2 });
     const none = await api.call(apiEvent({ method: 'GET', path: '/v1/templates/receipt/versions/3' }));
     expect(none.status).toBe(404);
+    // The template exists; its version 3 does not: the error names the version, not the name.
+    expect(none.json.errors).toEqual([{ field: 'version', message: 'not found' }]);
+    const noName = await api.call(apiEvent({ method: 'GET', path: '/v1/templates/nothing/versions/1' }));
+    expect(noName.json.errors).toEqual([{ field: 'name', message: 'not found' }]);
+    const render = await api.call(
+      apiEvent({
+        method: 'POST',
+        path: '/v1/templates/receipt/render',
+        body: { data: { n: 1 }, version: 3 },
+      }),
+    );
+    expect(render.status).toBe(404);
+    expect(render.json.errors).toEqual([{ field: '/version', message: 'not found' }]);
   });
 
   it('gives two concurrent PUTs of one template two different versions', async () => {

@@ -196,6 +196,60 @@ describe('every postdate command with --json, against the local stack', () => {
     expect(camel).toEqual([]);
   }, 600_000);
 
+  it("messages enqueue stays JSON Lines when the API refuses: the last line is the API's problem, its errors on the file's lines", async () => {
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const item = (i: number) => ({
+      idempotency_key: `every-command-refused-${i}`,
+      to: i === 119 ? [] : ['ada@example.com'],
+      subject: 'Batch',
+      text: 'Batch.',
+      send_at: later,
+    });
+    await writeFile(
+      join(dir, 'refused.jsonl'),
+      Array.from({ length: 150 }, (_, i) => JSON.stringify(item(i))).join('\n'),
+    );
+    const enqueue = (file: string, mode: string, apiKey: string) => [
+      'messages',
+      'enqueue',
+      '--file',
+      file,
+      '--mode',
+      mode,
+      '--api-url',
+      stack.apiUrl,
+      '--api-key',
+      apiKey,
+    ];
+
+    const strict = await postdate(enqueue('refused.jsonl', 'strict', stack.apiKey));
+    expect(strict.code).toBe(1);
+    const strictLines = strict.stdout.trimEnd().split('\n');
+    expect(strictLines).toHaveLength(1);
+    expect(JSON.parse(strictLines[0] ?? '')).toEqual({
+      error: {
+        type: 'urn:postdate:problem:validation',
+        title: expect.any(String),
+        status: 400,
+        detail: expect.stringMatching(/nothing was enqueued/i),
+        errors: [{ field: '/messages/119/to', line: 120, message: expect.any(String) }],
+        exit_code: 1,
+        unanswered_from_line: 1,
+        maybe_stored_through_line: null,
+      },
+    });
+
+    const refused = await postdate(enqueue('batch.jsonl', 'permissive', 'pd_no-such-key-0000000000'));
+    expect(refused.code).toBe(1);
+    const refusedLines = refused.stdout.trimEnd().split('\n');
+    expect(refusedLines).toHaveLength(1);
+    const { error } = JSON.parse(refusedLines[0] ?? '') as { error: Record<string, unknown> };
+    // The authorizer denies an unknown key: the gateway's 403, passed through (decision 0033).
+    expect(error).toMatchObject({ status: 403, exit_code: 1, unanswered_from_line: 1 });
+    expect(error.type).not.toBe('urn:postdate:cli:internal');
+    expect(JSON.stringify(error)).not.toMatch(/DynamoDB|SQS/);
+  }, 120_000);
+
   it('ends quietly when the reader goes away (postdate … | head)', async () => {
     const child = spawn(
       process.execPath,

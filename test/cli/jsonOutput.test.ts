@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, inject, it } from 'vitest';
 import { EXIT, errorDocument } from '../../cli/cliErrors.js';
-import { jsonStyle, memoryOutput, snakeCase } from '../../cli/output.js';
+import { jsonStyle, memoryOutput, snakeCase, terminalOutput } from '../../cli/output.js';
 import { freshTable } from '../support/awsLocal.js';
 
 /**
@@ -72,6 +72,28 @@ describe('the JSON style', () => {
     const out = memoryOutput({ json: true });
     out.data({ keyId: 'k', createdAt: 't' });
     expect(out.documents).toEqual([{ key_id: 'k', created_at: 't' }]);
+  });
+
+  it('prints every document on one line for a JSON Lines command, so an error ends the stream as one line', () => {
+    let written = '';
+    const stdout = {
+      write(text: string) {
+        written += text;
+        return true;
+      },
+      isTTY: false,
+    };
+    const out = terminalOutput({
+      json: true,
+      jsonLines: true,
+      stdout: stdout as unknown as NodeJS.WriteStream,
+      stderr: stdout as unknown as NodeJS.WriteStream,
+    });
+    out.line('{"id":"a"}');
+    out.data(errorDocument('failed', 'the table went away', EXIT.failed));
+    const lines = written.trimEnd().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(JSON.parse(lines[1] ?? '')).toMatchObject({ error: { detail: 'the table went away' } });
   });
 
   it('shapes an error as a problem inside "error", with the exit code in place of an HTTP status', () => {

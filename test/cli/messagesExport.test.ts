@@ -309,7 +309,7 @@ describe('postdate messages export', () => {
 });
 
 describe('postdate messages show', () => {
-  it("prints the relay's id of the message and of each attempt", async () => {
+  it('prints the relay and its id, of the message and of each attempt (DESIGN §15: together)', async () => {
     const { tableName: table } = await freshTable();
     const documents = documentClient();
     const [record] = await seedMessages(documents, table, [
@@ -327,6 +327,7 @@ describe('postdate messages show', () => {
             reply: '250 Ok 01000154dc729264-93fdd7ea-f039-43d6-91ed-653e8547867c-000000',
             duration_ms: 80,
             provider_message_id: '01000154dc729264-93fdd7ea-f039-43d6-91ed-653e8547867c-000000',
+            relay: 'ses-eu-west-1',
           },
         ],
       },
@@ -337,6 +338,7 @@ describe('postdate messages show', () => {
         Item: {
           ...record,
           provider_message_id: '01000154dc729264-93fdd7ea-f039-43d6-91ed-653e8547867c-000000',
+          relay: 'ses-eu-west-1',
         },
       }),
     );
@@ -346,6 +348,22 @@ describe('postdate messages show', () => {
       '01000154dc729264-93fdd7ea-f039-43d6-91ed-653e8547867c-000000',
     );
     expect(out.text()).toMatch(/relay id:\s+01000154dc729264-93fdd7ea-f039-43d6-91ed-653e8547867c-000000/);
-    expect(out.text()).toContain('RELAY ID');
+    expect(report.message.relay).toBe('ses-eu-west-1');
+    expect(out.text()).toMatch(/^relay:\s+ses-eu-west-1$/m);
+    const [header, row] = out.lines.slice(out.lines.findIndex((line) => line.includes('RELAY ID')));
+    expect(header).toMatch(/RELAY\s+RELAY ID/);
+    expect(row).toMatch(/ses-eu-west-1\s+01000154dc729264/);
+
+    const json = memoryOutput({ json: true });
+    await messagesShow({ ...deps, documents, tableName: table }, messageId(7001), json);
+    expect(json.documents[0]).toMatchObject({
+      message: { relay: 'ses-eu-west-1', provider_message_id: expect.any(String) },
+    });
+    const lines: string[] = [];
+    const sink = { write: async (line: string) => void lines.push(line) };
+    await messagesExport({ ...deps, documents, tableName: table }, { since: at(2) }, sink, memoryOutput());
+    expect(lines.map((line) => JSON.parse(line))).toMatchObject([
+      { relay: 'ses-eu-west-1', provider_message_id: expect.any(String) },
+    ]);
   });
 });

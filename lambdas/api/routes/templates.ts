@@ -147,12 +147,14 @@ function getTemplateVersionRoute(deps: TemplateDependencies): RouteHandler {
   return async function getTemplateVersion({ tenant, params }) {
     const name = validateTemplateName(params.name ?? '');
     const number = validateTemplateVersion(params.version ?? '');
-    if (!name.ok || !number.ok) return templateNotFound();
+    if (!name.ok) return templateNotFound();
+    if (!number.ok) return versionNotFound('version');
     const [head, version] = await Promise.all([
       deps.templates.getHead(tenant, name.value),
       deps.templates.getVersion(tenant, name.value, number.value),
     ]);
-    if (head === undefined || version === undefined) return templateNotFound();
+    if (head === undefined) return templateNotFound();
+    if (version === undefined) return versionNotFound('version');
     return jsonResult(200, templateVersionView(version, head), {}, { template: name.value });
   };
 }
@@ -179,14 +181,21 @@ function renderTemplateRoute(deps: TemplateDependencies): RouteHandler {
     if (head === undefined) return templateNotFound();
     const version = parsed.value.version ?? head.latest_version;
     const rendered = await deps.renderer.render({ tenant, name: name.value, version }, parsed.value.data);
-    if (rendered.kind === 'missing') return templateNotFound('No such version of this template.');
+    if (rendered.kind === 'missing') return versionNotFound('/version');
     if (rendered.kind === 'invalid') return problemResult(renderProblem(rendered.errors));
     return jsonResult(200, { name: name.value, version, ...rendered.content }, {}, { template: name.value });
   };
 }
 
-function templateNotFound(detail = 'No template of this name.'): Outcome {
-  return problemResult(problem('notFound', detail, { errors: [{ field: 'name', message: 'not found' }] }));
+function templateNotFound(): Outcome {
+  const errors = [{ field: 'name', message: 'not found' }];
+  return problemResult(problem('notFound', 'No template of this name.', { errors }));
+}
+
+/** The template exists but not this version: `field` is the path parameter or the body's pointer. */
+function versionNotFound(field: 'version' | '/version'): Outcome {
+  const errors = [{ field, message: 'not found' }];
+  return problemResult(problem('notFound', 'No such version of this template.', { errors }));
 }
 
 /** The listing's cursor: base64url of `{"v":1,"after":name}`. */
