@@ -269,11 +269,21 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
       { header: 'RELAY', value: (row) => row.relay ?? '' },
       { header: 'RELAY ID', value: (row) => row.provider_message_id ?? '' },
       { header: 'REPLY', value: (row) => row.reply ?? '' },
+      { header: 'REFUSED', value: refusedInWords },
     ],
     m.history,
     '(no attempts yet)',
   );
   return report;
+}
+
+/** The recipients an attempt had refused at RCPT TO, by position and domain (no address), with their codes. */
+function refusedInWords(attempt: MessageStateRecord['history'][number]): string {
+  const refused = (attempt.recipients ?? []).map(
+    (r) => `#${r.position} ${r.domain} ${r.outcome}${r.code === null ? '' : ` ${r.code}`}`,
+  );
+  if ((attempt.recipients_omitted ?? 0) > 0) refused.push(`+${attempt.recipients_omitted} more`);
+  return refused.join(', ');
 }
 
 function errorInWords(error: NonNullable<MessageStateRecord['last_error']>): string {

@@ -366,4 +366,51 @@ describe('postdate messages show', () => {
       { relay: 'ses-eu-west-1', provider_message_id: expect.any(String) },
     ]);
   });
+  it('lists the recipients an attempt had refused, each with its own outcome and code (DESIGN §3: per-recipient replies)', async () => {
+    const { tableName: table } = await freshTable();
+    const documents = documentClient();
+    await seedMessages(documents, table, [
+      {
+        id: messageId(7002),
+        status: 'retrying',
+        createdAt: at(1),
+        attempts: 1,
+        history: [
+          {
+            at: at(1),
+            outcome: 'transient',
+            code: '250',
+            enhanced_code: null,
+            reply: '250 Ok',
+            duration_ms: 80,
+            relay: 'default',
+            recipients: [
+              {
+                position: 1,
+                domain: 'example.org',
+                outcome: 'deferred',
+                code: '451',
+                enhanced_code: '4.7.1',
+                reply: '451 try later',
+              },
+              {
+                position: 2,
+                domain: 'example.net',
+                outcome: 'rejected',
+                code: '550',
+                enhanced_code: '5.1.1',
+                reply: '550 no such user',
+              },
+            ],
+            recipients_omitted: 3,
+          },
+        ],
+      },
+    ]);
+    const out = memoryOutput();
+    await messagesShow({ ...deps, documents, tableName: table }, messageId(7002), out);
+    const [header, row] = out.lines.slice(out.lines.findIndex((line) => line.includes('REFUSED')));
+    expect(header).toMatch(/REFUSED/);
+    expect(row).toMatch(/#1 example\.org deferred 451, #2 example\.net rejected 550, \+3 more/);
+  });
 });
