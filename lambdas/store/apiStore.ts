@@ -278,6 +278,7 @@ export class DynamoApiStore implements ApiStore {
       const lifetime = lifetimeChange({
         currentExpiresAt: before.expires_at,
         to,
+        tenant: before.tenant,
         now: input.now,
         retentionDays: 0, // unused: a retry never starts the retention
         bodyInState: before.body !== undefined,

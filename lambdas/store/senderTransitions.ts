@@ -90,6 +90,7 @@ export class DynamoSenderStore implements SenderStore {
     const lifetime = lifetimeChange({
       currentExpiresAt: observed.expires_at,
       to: MESSAGE_STATUS.sending,
+      tenant: observed.tenant,
       now,
       retentionDays: 0, // unused: a claim never starts the retention
       bodyInState: observed.body !== undefined,
@@ -210,8 +211,9 @@ export class DynamoSenderStore implements SenderStore {
   /**
    * Terminal records leave the sweeper's part of the `due` index (docs/data-model.md). A live one that
    * waits for an operator (`failed`, `dead`, `unknown`) moves to the waiting partition of its status and,
-   * like every message that has not ended, has no TTL; a final one leaves the index and starts its
-   * retention (core/messageLifetime.ts). Answers what the body's TTL must become.
+   * like every message that has not ended, has no TTL; a final one, and a test-side one that nobody
+   * waits for, leaves the index and starts its retention (core/messageLifetime.ts). Answers what the
+   * body's TTL must become.
    */
   private becomeTerminal(
     update: UpdateBuilder,
@@ -223,6 +225,7 @@ export class DynamoSenderStore implements SenderStore {
     const lifetime = lifetimeChange({
       currentExpiresAt: observed.expires_at,
       to,
+      tenant: observed.tenant,
       now,
       retentionDays,
       bodyInState: observed.body !== undefined,
