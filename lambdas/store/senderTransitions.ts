@@ -15,6 +15,7 @@ import type {
 } from '../ports/SenderStore.js';
 import type { SuppressionList } from '../ports/SuppressionList.js';
 import { bodyOfStoredItem, inlineBodyOf } from './bodyContent.js';
+import { finishBodyLifetime, writeBodyTtl } from './bodyLifetime.js';
 import { type GroupHeadReplicas, readGroupHeadVersion } from './groupHead.js';
 import {
   type AttemptRecord,
@@ -95,7 +96,8 @@ export class DynamoSenderStore implements SenderStore {
       retentionDays: 0, // unused: a claim never starts the retention
       bodyInState: observed.body !== undefined,
     });
-    if (lifetime.body.kind === 'remove') await this.writeBodyTtl(observed.id, lifetime.body);
+    if (lifetime.body.kind === 'remove')
+      await writeBodyTtl(this.documents, this.tableName, observed.id, lifetime.body);
     const update = new UpdateBuilder(observed, now);
     update.set('status', MESSAGE_STATUS.sending);
     update.set('lst_pk', byStatusPk(observed.tenant, MESSAGE_STATUS.sending, observed.id));
@@ -202,10 +204,8 @@ export class DynamoSenderStore implements SenderStore {
     return this.applyWithBody(update, claimed.id, body);
   }
 
-  async finishBodyLifetime(state: MessageStateRecord): Promise<void> {
-    // A small message's body is in its state record: it expires with it (docs/data-model.md).
-    if (state.expires_at === undefined || state.body !== undefined) return;
-    await this.writeBodyTtl(state.id, { kind: 'set', expiresAt: state.expires_at });
+  finishBodyLifetime(state: MessageStateRecord): Promise<void> {
+    return finishBodyLifetime(this.documents, this.tableName, state);
   }
 
   /**
@@ -255,27 +255,9 @@ export class DynamoSenderStore implements SenderStore {
    */
   private async applyWithBody(update: UpdateBuilder, id: string, body: TtlWrite): Promise<SenderWriteResult> {
     const result = await this.apply(update);
-    if (result.outcome === 'applied' && body.kind === 'set') await this.writeBodyTtl(id, body);
+    if (result.outcome === 'applied' && body.kind === 'set')
+      await writeBodyTtl(this.documents, this.tableName, id, body);
     return result;
-  }
-
-  /** One UpdateItem of the body (billed by the body's size): only when its TTL changes. */
-  private async writeBodyTtl(id: string, write: Exclude<TtlWrite, { kind: 'keep' }>): Promise<void> {
-    try {
-      await this.documents.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageBody },
-          UpdateExpression: write.kind === 'remove' ? 'REMOVE #ttl' : 'SET #ttl = :ttl',
-          ConditionExpression: `attribute_exists(${KEY.partition})`,
-          ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE },
-          ...(write.kind === 'set' ? { ExpressionAttributeValues: { ':ttl': write.expiresAt } } : {}),
-        }),
-      );
-    } catch (error) {
-      // No body (a broken message): nothing to keep or to expire.
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    }
   }
 
   private async apply(update: UpdateBuilder): Promise<SenderWriteResult> {
