@@ -298,8 +298,9 @@ export class DynamoApiStore implements ApiStore {
       // accepted stay as they are, the rejected and the suppressed are written as the rule leaves them.
       UpdateExpression:
         'SET #status = :to, #send_at = :now, #updated = :now, #lst_pk = :lst_pk, #due_pk = :due_pk, #due_at = :now, #rejected = :rejected, #suppressed = :suppressed, #limit = :limit ADD #rev :one REMOVE #expires',
-      // Only the record the write was decided on: the same attempts (a redrive moves them).
-      extraCondition: '#attempts = :attempts',
+      // Only the record the write was decided on: the same attempts (a redrive moves them) and the
+      // same TTL (a discard moves only that, and the body's TTL was decided from it).
+      extraCondition: `#attempts = :attempts AND ${before?.expires_at === undefined ? 'attribute_not_exists(#expires)' : '#expires = :readExpires'}`,
       wouldPass: () => false,
       names: {
         '#send_at': 'send_at',
@@ -324,6 +325,7 @@ export class DynamoApiStore implements ApiStore {
         ':suppressed': [...(retried.suppressed ?? [])],
         ':limit': freshAttemptLimit(attempts, input.maxAttempts),
         ':attempts': attempts,
+        ...(before?.expires_at === undefined ? {} : { ':readExpires': before.expires_at }),
       },
     });
   }

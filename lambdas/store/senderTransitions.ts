@@ -35,8 +35,8 @@ import { ITEM_SORT_KEY, KEY, TTL_ATTRIBUTE } from './tableLayout.js';
 /**
  * The DynamoDB adapter of the SenderStore port (ports/SenderStore.ts): the sender's reads and its conditional writes on the state record (docs/data-model.md,
  * "Transitions and their writers"). Every write is one `UpdateItem` whose condition is the state the
- * sender saw: same `rev`, same `status`, and while `sending` the same lease owner (and, for someone
- * else's lease, that it has expired). A write that loses its condition changes nothing and comes
+ * sender saw: same `rev`, same `status`, same TTL, and while `sending` the same lease owner (and, for
+ * someone else's lease, that it has expired). A write that loses its condition changes nothing and comes
  * back as `conflict`, never as an exception.
  */
 
@@ -275,8 +275,8 @@ export class DynamoSenderStore implements SenderStore {
 }
 
 /**
- * Builds one UpdateItem whose condition is "the record is still as observed": same rev and status,
- * and for a `sending` record the same lease owner — and, unless it is our own lease, a lease that has
+ * Builds one UpdateItem whose condition is "the record is still as observed": same rev, status and
+ * TTL, and for a `sending` record the same lease owner — and, unless it is our own lease, a lease that has
  * expired by `now` (a live lease belongs to a sender still at work).
  */
 class UpdateBuilder {
@@ -297,6 +297,15 @@ class UpdateBuilder {
     this.names['#status'] = 'status';
     this.values[':observedRev'] = observed.rev;
     this.values[':observedStatus'] = observed.status;
+    // An operator's discard moves neither rev nor status, only the TTL: a write decided on a read
+    // from before it (a redrive's claim, which decides the body's TTL from that read) must lose.
+    this.names[`#${TTL_ATTRIBUTE}`] = TTL_ATTRIBUTE;
+    if (observed.expires_at === undefined) {
+      this.conditions.push(`attribute_not_exists(#${TTL_ATTRIBUTE})`);
+    } else {
+      this.conditions.push(`#${TTL_ATTRIBUTE} = :observedTtl`);
+      this.values[':observedTtl'] = observed.expires_at;
+    }
   }
 
   /** The write is ours only while we hold the lease (the outcome of our own send). */
