@@ -20,7 +20,7 @@ import { type DlqDeps, sendDeadLetterQueue } from './dlqDeps.js';
 export interface DropDeps extends DlqDeps {
   readonly table: NonNullable<DlqDeps['table']>;
   /** The API's store: its `discard`, the one write that ends a message an operator gives up on. */
-  readonly store: Pick<ApiStore, 'discard'>;
+  readonly store: Pick<ApiStore, 'discard' | 'finishBodyLifetime'>;
   /** POSTDATE_RETENTION_DAYS of the stack: how long a given-up message's records are kept. */
   readonly retentionDays: number;
 }
@@ -139,7 +139,11 @@ async function dropOne(
   for (let round = 0; round < 2; round++) {
     const step = dropDecision(copy, record);
     if (step.kind === 'keep') return row('kept', record?.status ?? null, step.reason);
-    if (step.kind === 'delete') return row('dropped', record?.status ?? null, step.reason);
+    if (step.kind === 'delete') {
+      // An ended record's body ends with it: this finishes a drop whose body write failed (decision 0145).
+      if (record !== null && !dryRun) await deps.store.finishBodyLifetime(record);
+      return row('dropped', record?.status ?? null, step.reason);
+    }
     if (record === null || dryRun) return row('discarded', record?.status ?? null, ended);
     const result: TransitionResult = await deps.store.discard({
       tenant: record.tenant,

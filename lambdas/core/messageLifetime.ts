@@ -3,14 +3,16 @@
  * its body or attachments, however long it waits … Only a terminal status starts the retention
  * clock." One rule, decided here and nowhere else: the state record and the body carry a TTL
  * (`expires_at`) exactly while the message has ended for good — a final status (sent, cancelled,
- * superseded, expired, suppressed) or an operator's discard of one that waited (failed, dead,
- * unknown). Every other message, however long it waits (a pause, an outage, a far send_at, a
+ * superseded, expired, suppressed), an operator's discard of one that waited (failed, dead,
+ * unknown), or on a tenant's test side one of those three, which no operator is told of (decision
+ * 0145). Every other message, however long it waits (a pause, an outage, a far send_at, a
  * reschedule, an operator who has not looked yet), has none on either record. Pure: the clock is an
  * argument. docs/decisions/0047-lifetimes.md says why, and what it costs.
  */
-import { MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
+import { isWaitingForOperator, MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
+import { isLiveSide } from './testSide.js';
 
-/** The statuses that start the retention clock: final, nothing can take the message out of them. */
+/** The statuses that start the retention clock on either side: final, nothing can take the message out of them. */
 export const RETAINED_STATUSES: readonly MessageStatus[] = [
   MESSAGE_STATUS.sent,
   MESSAGE_STATUS.cancelled,
@@ -19,8 +21,14 @@ export const RETAINED_STATUSES: readonly MessageStatus[] = [
   MESSAGE_STATUS.suppressed,
 ];
 
-export function startsRetention(status: MessageStatus): boolean {
-  return RETAINED_STATUSES.includes(status);
+/**
+ * Whether a message of this tenant id ends for good in `status`: a final one, or on the test side
+ * one that waits for an operator too. Decision 0135 keeps a test message out of every operator's
+ * view (no waiting gauge, no alarm, no DLQ), so nobody would ever end it: it keeps the retention
+ * instead, and an API retry with the test key takes it back until then (decision 0145).
+ */
+export function startsRetention(status: MessageStatus, tenantId: string): boolean {
+  return RETAINED_STATUSES.includes(status) || (isWaitingForOperator(status) && !isLiveSide(tenantId));
 }
 
 /** A TTL value (`expires_at`, epoch seconds): `days` after `start`. */
@@ -51,6 +59,8 @@ export interface LifetimeInput {
   readonly currentExpiresAt: number | undefined;
   /** The status the write leaves the message in. */
   readonly to: MessageStatus;
+  /** The message's tenant id: on its test side nobody waits for a message (`startsRetention`). */
+  readonly tenant: string;
   /** An operator's discard: the status stays (failed, dead or unknown) and the message stops waiting. */
   readonly discard?: boolean;
   /**
@@ -68,14 +78,15 @@ const REMOVE: TtlWrite = { kind: 'remove' };
 
 /**
  * The TTLs after a write that leaves the message in `to`:
- * - into a final status, or a discard: both records expire one retention from now;
+ * - into a final status (on the test side, any terminal one), or a discard: both records expire one
+ *   retention from now;
  * - anything else (live, or waiting for an operator): neither has a TTL. The body is written only
  *   when it had one, which it has exactly when the state record had: a message taken out of a
  *   discard (a manual retry, a DLQ redrive). Every other move leaves the body alone.
  * A body inside the state record is never written on its own: the state's TTL is its TTL.
  */
 export function lifetimeChange(input: LifetimeInput): LifetimeChange {
-  if (input.discard === true || startsRetention(input.to)) {
+  if (input.discard === true || startsRetention(input.to, input.tenant)) {
     const expiresAt = expiresAtAfter(input.now, input.retentionDays);
     return { state: { kind: 'set', expiresAt }, body: bodyWrite(input, { kind: 'set', expiresAt }) };
   }

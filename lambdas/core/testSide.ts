@@ -48,7 +48,9 @@ export function publicTenant(tenantId: string): string {
  * or a pause (core/sweepDecision.ts); only its outcome counts in the metrics the alarms and the
  * dashboard watch (sender/outcomeWrite.ts), waits in the partitions the live gauges count
  * (store/senderTransitions.ts), and puts its copy in the DLQ when it is `dead` (sender/copyRun.ts).
- * A test message's state is told by the API, its events and webhooks, on its own side (decision 0135).
+ * A test message's state is told by the API, its events and webhooks, on its own side (decision 0135),
+ * and since nobody waits for its `failed`, `dead` or `unknown`, those start its retention
+ * (core/messageLifetime.ts, decision 0145).
  */
 export function isLiveSide(tenantId: string): boolean {
   return !isTestSide(tenantId);

@@ -120,6 +120,12 @@ export interface ApiStore {
    * set to `expiresAt` — and a later retry or redrive still works.
    */
   discard(input: { tenant: string; id: string; now: Date; expiresAt: number }): Promise<TransitionResult>;
+  /**
+   * The body's retention made the state record's (DESIGN §2): a record that has ended carries a TTL,
+   * and its body item gets the same one. Idempotent: it finishes a cancel or discard whose state
+   * write landed and whose body write failed (decision 0145).
+   */
+  finishBodyLifetime(state: MessageStateRecord): Promise<void>;
   /** Raises the head to `version` if it is higher (a max); answers the head as it is afterwards. */
   raiseGroup(input: { tenant: string; groupKey: string; version: number; now: Date }): Promise<GroupHeadView>;
   listMessages(query: ListQuery): Promise<ListPage>;

@@ -20,7 +20,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { QuietHours } from '../core/localTime.js';
-import { lifetimeChange, type TtlWrite } from '../core/messageLifetime.js';
+import { lifetimeChange } from '../core/messageLifetime.js';
 import { MESSAGE_STATUS, type MessageStatus, WAITING_FOR_OPERATOR } from '../core/messageStatus.js';
 import { NO_PROGRESS, progressAfterManualRetry } from '../core/recipients.js';
 import { freshAttemptLimit } from '../core/sendDecision.js';
@@ -36,6 +36,7 @@ import type {
   TransitionResult,
 } from '../ports/ApiStore.js';
 import { storedBodyItem } from './bodyContent.js';
+import { finishBodyLifetime, writeBodyTtl } from './bodyLifetime.js';
 import { type GroupHead, type GroupHeadReplicas, raiseGroupHead, readGroupHead } from './groupHead.js';
 import {
   byStatusPk,
@@ -51,7 +52,7 @@ import {
 import { outboxItemIndex, outboxTransactItems } from './outboxRecords.js';
 import { readStateRecord, readStateRecords } from './stateReads.js';
 import { DynamoSuppressionList } from './suppressionList.js';
-import { INDEX, INDEX_SHARDS, ITEM_SORT_KEY, KEY, TTL_ATTRIBUTE } from './tableLayout.js';
+import { INDEX, INDEX_SHARDS, ITEM_SORT_KEY, KEY } from './tableLayout.js';
 
 /** The statuses a transition of the state machine leaves from (the API's conditions come from it). */
 export function fromStatuses(event: TransitionEvent): readonly MessageStatus[] {
@@ -191,10 +192,12 @@ export class DynamoApiStore implements ApiStore {
       },
     });
     // The body expires with its state record (core/messageLifetime.ts): after the cancel, so only a
-    // cancelled message's body gets a TTL; a failure in between leaves a body that outlives it. A
-    // body inside the record got it with the cancel.
-    if (result.kind === 'updated' && result.state.body === undefined)
-      await this.writeBodyTtl(input.id, { kind: 'set', expiresAt: input.expiresAt });
+    // cancelled message's body gets a TTL; a failure in between leaves a body that outlives it, until
+    // the caller's retry, which finds the message cancelled, finishes it (decision 0145). A body
+    // inside the record got it with the cancel.
+    if (result.kind === 'updated') await this.finishBodyLifetime(result.state);
+    else if (result.kind === 'conflict' && result.current.status === to)
+      await this.finishBodyLifetime(result.current);
     return result;
   }
 
@@ -278,11 +281,13 @@ export class DynamoApiStore implements ApiStore {
       const lifetime = lifetimeChange({
         currentExpiresAt: before.expires_at,
         to,
+        tenant: before.tenant,
         now: input.now,
         retentionDays: 0, // unused: a retry never starts the retention
         bodyInState: before.body !== undefined,
       });
-      if (lifetime.body.kind === 'remove') await this.writeBodyTtl(input.id, lifetime.body);
+      if (lifetime.body.kind === 'remove')
+        await writeBodyTtl(this.documents, this.tableName, input.id, lifetime.body);
     }
     // A fresh budget of attempts, the one a DLQ redrive gives (core/sendDecision.ts); `attempts`
     // itself stays as it is, the count of SMTP transactions (DESIGN §2).
@@ -293,8 +298,9 @@ export class DynamoApiStore implements ApiStore {
       // accepted stay as they are, the rejected and the suppressed are written as the rule leaves them.
       UpdateExpression:
         'SET #status = :to, #send_at = :now, #updated = :now, #lst_pk = :lst_pk, #due_pk = :due_pk, #due_at = :now, #rejected = :rejected, #suppressed = :suppressed, #limit = :limit ADD #rev :one REMOVE #expires',
-      // Only the record the write was decided on: the same attempts (a redrive moves them).
-      extraCondition: '#attempts = :attempts',
+      // Only the record the write was decided on: the same attempts (a redrive moves them) and the
+      // same TTL (a discard moves only that, and the body's TTL was decided from it).
+      extraCondition: `#attempts = :attempts AND ${before?.expires_at === undefined ? 'attribute_not_exists(#expires)' : '#expires = :readExpires'}`,
       wouldPass: () => false,
       names: {
         '#send_at': 'send_at',
@@ -319,6 +325,7 @@ export class DynamoApiStore implements ApiStore {
         ':suppressed': [...(retried.suppressed ?? [])],
         ':limit': freshAttemptLimit(attempts, input.maxAttempts),
         ':attempts': attempts,
+        ...(before?.expires_at === undefined ? {} : { ':readExpires': before.expires_at }),
       },
     });
   }
@@ -343,32 +350,16 @@ export class DynamoApiStore implements ApiStore {
       },
       values: { ':expires': input.expiresAt, ':now': input.now.toISOString() },
     });
-    // The message has ended for good: its body expires with the state record, as for a cancel.
-    if (result.kind === 'updated' && result.state.body === undefined)
-      await this.writeBodyTtl(input.id, { kind: 'set', expiresAt: input.expiresAt });
+    // The message has ended for good: its body expires with the state record, as for a cancel — and
+    // as there, a discard that finds the message discarded already finishes a body write that failed.
+    if (result.kind === 'updated') await this.finishBodyLifetime(result.state);
+    else if (result.kind === 'conflict' && WAITING_FOR_OPERATOR.includes(result.current.status))
+      await this.finishBodyLifetime(result.current);
     return result;
   }
 
-  /**
-   * Sets or removes the body's TTL: one UpdateItem of the body, billed by the body's size, so only
-   * where core/messageLifetime.ts says it changes.
-   */
-  private async writeBodyTtl(id: string, write: Exclude<TtlWrite, { kind: 'keep' }>): Promise<void> {
-    try {
-      await this.documents.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageBody },
-          UpdateExpression: write.kind === 'remove' ? 'REMOVE #ttl' : 'SET #ttl = :ttl',
-          ConditionExpression: `attribute_exists(${KEY.partition})`,
-          ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE },
-          ...(write.kind === 'set' ? { ExpressionAttributeValues: { ':ttl': write.expiresAt } } : {}),
-        }),
-      );
-    } catch (error) {
-      // No body (a broken message): nothing to keep or to expire.
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    }
+  finishBodyLifetime(state: MessageStateRecord): Promise<void> {
+    return finishBodyLifetime(this.documents, this.tableName, state);
   }
 
   raiseGroup(input: {

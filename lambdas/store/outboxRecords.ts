@@ -130,6 +130,7 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
   const lifetime = lifetimeChange({
     currentExpiresAt: undefined,
     to: status,
+    tenant,
     now,
     retentionDays: input.retentionDays ?? DEFAULT_RETENTION_DAYS,
   });

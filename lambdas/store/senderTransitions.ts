@@ -15,6 +15,7 @@ import type {
 } from '../ports/SenderStore.js';
 import type { SuppressionList } from '../ports/SuppressionList.js';
 import { bodyOfStoredItem, inlineBodyOf } from './bodyContent.js';
+import { finishBodyLifetime, writeBodyTtl } from './bodyLifetime.js';
 import { type GroupHeadReplicas, readGroupHeadVersion } from './groupHead.js';
 import {
   type AttemptRecord,
@@ -34,8 +35,8 @@ import { ITEM_SORT_KEY, KEY, TTL_ATTRIBUTE } from './tableLayout.js';
 /**
  * The DynamoDB adapter of the SenderStore port (ports/SenderStore.ts): the sender's reads and its conditional writes on the state record (docs/data-model.md,
  * "Transitions and their writers"). Every write is one `UpdateItem` whose condition is the state the
- * sender saw: same `rev`, same `status`, and while `sending` the same lease owner (and, for someone
- * else's lease, that it has expired). A write that loses its condition changes nothing and comes
+ * sender saw: same `rev`, same `status`, same TTL, and while `sending` the same lease owner (and, for
+ * someone else's lease, that it has expired). A write that loses its condition changes nothing and comes
  * back as `conflict`, never as an exception.
  */
 
@@ -90,11 +91,13 @@ export class DynamoSenderStore implements SenderStore {
     const lifetime = lifetimeChange({
       currentExpiresAt: observed.expires_at,
       to: MESSAGE_STATUS.sending,
+      tenant: observed.tenant,
       now,
       retentionDays: 0, // unused: a claim never starts the retention
       bodyInState: observed.body !== undefined,
     });
-    if (lifetime.body.kind === 'remove') await this.writeBodyTtl(observed.id, lifetime.body);
+    if (lifetime.body.kind === 'remove')
+      await writeBodyTtl(this.documents, this.tableName, observed.id, lifetime.body);
     const update = new UpdateBuilder(observed, now);
     update.set('status', MESSAGE_STATUS.sending);
     update.set('lst_pk', byStatusPk(observed.tenant, MESSAGE_STATUS.sending, observed.id));
@@ -201,17 +204,16 @@ export class DynamoSenderStore implements SenderStore {
     return this.applyWithBody(update, claimed.id, body);
   }
 
-  async finishBodyLifetime(state: MessageStateRecord): Promise<void> {
-    // A small message's body is in its state record: it expires with it (docs/data-model.md).
-    if (state.expires_at === undefined || state.body !== undefined) return;
-    await this.writeBodyTtl(state.id, { kind: 'set', expiresAt: state.expires_at });
+  finishBodyLifetime(state: MessageStateRecord): Promise<void> {
+    return finishBodyLifetime(this.documents, this.tableName, state);
   }
 
   /**
    * Terminal records leave the sweeper's part of the `due` index (docs/data-model.md). A live one that
    * waits for an operator (`failed`, `dead`, `unknown`) moves to the waiting partition of its status and,
-   * like every message that has not ended, has no TTL; a final one leaves the index and starts its
-   * retention (core/messageLifetime.ts). Answers what the body's TTL must become.
+   * like every message that has not ended, has no TTL; a final one, and a test-side one that nobody
+   * waits for, leaves the index and starts its retention (core/messageLifetime.ts). Answers what the
+   * body's TTL must become.
    */
   private becomeTerminal(
     update: UpdateBuilder,
@@ -223,6 +225,7 @@ export class DynamoSenderStore implements SenderStore {
     const lifetime = lifetimeChange({
       currentExpiresAt: observed.expires_at,
       to,
+      tenant: observed.tenant,
       now,
       retentionDays,
       bodyInState: observed.body !== undefined,
@@ -252,27 +255,9 @@ export class DynamoSenderStore implements SenderStore {
    */
   private async applyWithBody(update: UpdateBuilder, id: string, body: TtlWrite): Promise<SenderWriteResult> {
     const result = await this.apply(update);
-    if (result.outcome === 'applied' && body.kind === 'set') await this.writeBodyTtl(id, body);
+    if (result.outcome === 'applied' && body.kind === 'set')
+      await writeBodyTtl(this.documents, this.tableName, id, body);
     return result;
-  }
-
-  /** One UpdateItem of the body (billed by the body's size): only when its TTL changes. */
-  private async writeBodyTtl(id: string, write: Exclude<TtlWrite, { kind: 'keep' }>): Promise<void> {
-    try {
-      await this.documents.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageBody },
-          UpdateExpression: write.kind === 'remove' ? 'REMOVE #ttl' : 'SET #ttl = :ttl',
-          ConditionExpression: `attribute_exists(${KEY.partition})`,
-          ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE },
-          ...(write.kind === 'set' ? { ExpressionAttributeValues: { ':ttl': write.expiresAt } } : {}),
-        }),
-      );
-    } catch (error) {
-      // No body (a broken message): nothing to keep or to expire.
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    }
   }
 
   private async apply(update: UpdateBuilder): Promise<SenderWriteResult> {
@@ -290,8 +275,8 @@ export class DynamoSenderStore implements SenderStore {
 }
 
 /**
- * Builds one UpdateItem whose condition is "the record is still as observed": same rev and status,
- * and for a `sending` record the same lease owner — and, unless it is our own lease, a lease that has
+ * Builds one UpdateItem whose condition is "the record is still as observed": same rev, status and
+ * TTL, and for a `sending` record the same lease owner — and, unless it is our own lease, a lease that has
  * expired by `now` (a live lease belongs to a sender still at work).
  */
 class UpdateBuilder {
@@ -312,6 +297,15 @@ class UpdateBuilder {
     this.names['#status'] = 'status';
     this.values[':observedRev'] = observed.rev;
     this.values[':observedStatus'] = observed.status;
+    // An operator's discard moves neither rev nor status, only the TTL: a write decided on a read
+    // from before it (a redrive's claim, which decides the body's TTL from that read) must lose.
+    this.names[`#${TTL_ATTRIBUTE}`] = TTL_ATTRIBUTE;
+    if (observed.expires_at === undefined) {
+      this.conditions.push(`attribute_not_exists(#${TTL_ATTRIBUTE})`);
+    } else {
+      this.conditions.push(`#${TTL_ATTRIBUTE} = :observedTtl`);
+      this.values[':observedTtl'] = observed.expires_at;
+    }
   }
 
   /** The write is ours only while we hold the lease (the outcome of our own send). */

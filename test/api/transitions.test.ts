@@ -1,8 +1,11 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { mailText } from '../../bench/benchStack.js';
 import type { MessageStatus } from '../../lambdas/core/messageStatus.js';
-import { fromStatuses } from '../../lambdas/store/apiStore.js';
+import { DynamoApiStore, fromStatuses } from '../../lambdas/store/apiStore.js';
 import { byStatusPk, duePk, groupHeadPk, messagePk } from '../../lambdas/store/messageRecord.js';
+import { expireAsTtlWould } from '../store/ttlSweep.js';
+import { bodyUpdatesFailing } from '../support/failingBodyWrites.js';
 import { apiHarness } from './apiHarness.js';
 import { apiEvent, enqueueEvent, validBody } from './events.js';
 
@@ -345,5 +348,52 @@ describe('the body lives as long as the message needs it', () => {
     const stateTtl = (await state(api, id)).expires_at;
     expect(stateTtl).toBe(Math.floor(api.clock.now().getTime() / 1000) + 30 * 86_400);
     expect((await body(id)).expires_at).toBe(stateTtl);
+  });
+});
+
+/**
+ * DESIGN §2 and §8: a cancelled message's records are kept for the retention, then go — the body with
+ * them — and docs/api.md: its key then names a new message again. The body's TTL is its own write
+ * after the cancel's; when that one fails (a throttle past the SDK's retries) the client sees a 500
+ * for a cancel that happened, and its retry must finish the body's TTL (decision 0145).
+ */
+describe("a cancel whose body write failed is finished by the client's retry", () => {
+  it('answers 409 to the retry, gives the body its record’s TTL, and both go with the retention: the key is free again', async () => {
+    const faulty = bodyUpdatesFailing(1);
+    const api = await apiHarness({
+      wrapStore: (store) => new DynamoApiStore(faulty.documents, (store as DynamoApiStore).tableName),
+    });
+    const request = validBody({ send_at: '2027-06-01T09:00:00Z', text: mailText(20 * 1024), html: null });
+    const enqueue = () => api.call(enqueueEvent(request, { key: 'cancel-body-once' }));
+    const first = await enqueue();
+    expect(first.status).toBe(202);
+    const id = String(first.json.id);
+    const bodyTtl = async () =>
+      (
+        await api.documents.send(
+          new GetCommand({
+            TableName: api.tableName,
+            Key: { pk: messagePk(id), sk: 'BODY' },
+            ConsistentRead: true,
+          }),
+        )
+      ).Item?.expires_at;
+    expect(await bodyTtl()).toBeUndefined();
+
+    expect((await api.call(cancel(id))).status).toBe(500);
+    expect(faulty.failed()).toBe(1);
+    const stateTtl = (await state(api, id)).expires_at;
+    expect([(await state(api, id)).status, stateTtl]).toEqual(['cancelled', expect.any(Number)]);
+    expect(await bodyTtl()).toBeUndefined();
+
+    const again = await api.call(cancel(id));
+    expect(again.status).toBe(409);
+    expect(await bodyTtl()).toBe(stateTtl);
+
+    api.clock.advance(31 * 86_400_000);
+    const gone = await expireAsTtlWould(api.documents, api.tableName, api.clock.now());
+    expect(gone.map((key) => key.sk).sort()).toEqual(['BODY', 'STATE']);
+    const reused = await enqueue();
+    expect([reused.status, reused.json.id, reused.json.status]).toEqual([202, id, 'scheduled']);
   });
 });

@@ -8,6 +8,7 @@ import { messagePk } from '../../lambdas/store/messageRecord.js';
 import { countWaiting } from '../../lambdas/sweeper/waitingGauge.js';
 import { seconds, wholeSecondNow } from '../relay/relayParts.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
+import { bodyUpdatesFailing } from '../support/failingBodyWrites.js';
 import { senderOutcomes } from '../sweeper/waitingMessages.js';
 
 /**
@@ -90,6 +91,22 @@ describe('postdate messages discard', () => {
       'it is sent: discard takes a failed, dead or unknown message that still waits for an operator',
     );
     expect([await readState(t.deps, sent.id), await readState(t.deps, dead.id)]).toEqual(before);
+  });
+
+  it('finishes the body’s TTL on the next discard when the first one’s body write failed (decision 0145)', async () => {
+    const t = await setUp();
+    const failed = await t.endedAs('failed');
+    const faulty = bodyUpdatesFailing(1);
+    const deps = { ...t.deps, store: new DynamoApiStore(faulty.documents, t.deps.tableName) };
+    await expect(messagesDiscard(deps, [failed.id], memoryOutput())).rejects.toThrow('throttled');
+    const expiresAt = Math.floor(t.now.getTime() / 1000) + RETENTION_DAYS * 86_400;
+    expect(await readState(t.deps, failed.id)).toMatchObject({ status: 'failed', expires_at: expiresAt });
+    expect((await t.body(failed.id))?.expires_at).toBeUndefined();
+
+    // The operator runs it again: discarded already, and the body now goes with its record.
+    const again = await messagesDiscard(deps, [failed.id], memoryOutput());
+    expect(again.results.map((row) => row.outcome)).toEqual(['conflict']);
+    expect((await t.body(failed.id))?.expires_at).toBe(expiresAt);
   });
 
   it('still lets an operator retry a discarded message later, and the retry takes the TTLs off again', async () => {

@@ -17,6 +17,7 @@ import { countWaiting } from '../../lambdas/sweeper/waitingGauge.js';
 import { seconds, wholeSecondNow } from '../relay/relayParts.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
+import { bodyUpdatesFailing } from '../support/failingBodyWrites.js';
 import { senderOutcomes } from '../sweeper/waitingMessages.js';
 import { deadLetter, drainIds, visibleCount } from './cliFixtures.js';
 
@@ -127,6 +128,32 @@ describe('postdate dlq drop', () => {
     expect(await visibleCount(t.sqs, t.urls.sendDeadLetter)).toBe(0);
     expect(out.text()).toContain(retried.id);
     expect(out.text()).toContain('dropped');
+  });
+
+  it('finishes the body’s TTL on the next drop when the first one’s body write failed (decision 0145)', async () => {
+    const t = await setUp();
+    const dead = await t.endedAs('dead');
+    await deadLetter(t.sqs, t.urls, [{ id: dead.id, rev: dead.rev }]);
+    const faulty = bodyUpdatesFailing(1);
+    const deps = { ...t.deps, store: new DynamoApiStore(faulty.documents, t.deps.table.tableName) };
+    await expect(dlqDrop(deps, { ids: [dead.id], hideSeconds: 0 }, memoryOutput())).rejects.toThrow(
+      'throttled',
+    );
+    const expiresAt = Math.floor(t.now.getTime() / 1000) + RETENTION_DAYS * 86_400;
+    expect(await t.state(dead.id)).toMatchObject({ status: 'dead', expires_at: expiresAt });
+    expect((await t.body(dead.id))?.expires_at).toBeUndefined();
+
+    // The copy is still in the DLQ; the operator drops it again: discarded already, the copy goes,
+    // and the body now goes with its record.
+    const again = await eventually('the copy visible again and dropped', async () => {
+      const report = await dlqDrop(deps, { ids: [dead.id], hideSeconds: 0 }, memoryOutput());
+      return report.notFound.length === 0 && report;
+    });
+    expect(again.results).toEqual([
+      expect.objectContaining({ id: dead.id, outcome: 'dropped', status: 'dead' }),
+    ]);
+    expect((await t.body(dead.id))?.expires_at).toBe(expiresAt);
+    expect(await visibleCount(t.sqs, t.urls.sendDeadLetter)).toBe(0);
   });
 
   it('changes nothing in a dry run and says what it would do', async () => {

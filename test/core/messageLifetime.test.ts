@@ -15,6 +15,7 @@ import {
   type MessageStatus,
 } from '../../lambdas/core/messageStatus.js';
 import { TRANSITIONS } from '../../lambdas/core/stateMachine.js';
+import { isLiveSide, testSideOf } from '../../lambdas/core/testSide.js';
 
 /**
  * DESIGN §2: "No TTL deletes a message that is not terminal, or its body or attachments, however long
@@ -22,10 +23,14 @@ import { TRANSITIONS } from '../../lambdas/core/stateMachine.js';
  * starts the retention clock." Random lives of a message through the state machine's transitions
  * (and an operator's discard), applying lifetimeChange the way the store does — body removals before
  * the state write, body TTLs after it — and a crash possible between the two writes of any step.
+ * On a tenant's test side nobody waits for a failed, dead or unknown message (DESIGN §14, decision
+ * 0135 takes it out of every operator's view): it ends there (decision 0145).
  */
 
 const RETENTION_DAYS = 30;
 const DAY_MS = 86_400_000;
+const LIVE = 'acme';
+const TEST_SIDE = testSideOf(LIVE);
 
 interface Records {
   status: MessageStatus;
@@ -56,9 +61,6 @@ function apply(write: TtlWrite, current: number | undefined): number | undefined
   return write.kind === 'set' ? write.expiresAt : undefined;
 }
 
-/** Whether the message has ended for good: a final status, or a waiting one an operator discarded. */
-const ended = (records: Records) => startsRetention(records.status) || records.stateTtl !== undefined;
-
 describe('lifetimeChange', () => {
   it('starts the retention only in final statuses; failed, dead and unknown wait without one', () => {
     expect([...RETAINED_STATUSES].sort()).toEqual([
@@ -70,8 +72,40 @@ describe('lifetimeChange', () => {
     ]);
     for (const status of MESSAGE_STATUSES) {
       const final = isTerminal(status) && !isWaitingForOperator(status);
-      expect(startsRetention(status)).toBe(final);
+      expect(startsRetention(status, LIVE)).toBe(final);
     }
+  });
+
+  it('starts it on the test side in failed, dead and unknown too: no operator is told of them (decision 0145)', () => {
+    for (const status of MESSAGE_STATUSES) {
+      expect([status, startsRetention(status, TEST_SIDE)]).toEqual([status, isTerminal(status)]);
+    }
+    const now = new Date('2026-12-01T09:00:00.000Z');
+    const expiresAt = expiresAtAfter(now, RETENTION_DAYS);
+    for (const to of ['failed', 'dead', 'unknown'] as const) {
+      expect(
+        lifetimeChange({
+          currentExpiresAt: undefined,
+          to,
+          tenant: TEST_SIDE,
+          now,
+          retentionDays: RETENTION_DAYS,
+        }),
+      ).toEqual({ state: { kind: 'set', expiresAt }, body: { kind: 'set', expiresAt } });
+      expect(
+        lifetimeChange({ currentExpiresAt: undefined, to, tenant: LIVE, now, retentionDays: RETENTION_DAYS }),
+      ).toEqual({ state: { kind: 'remove' }, body: { kind: 'keep' } });
+    }
+    // Its retry with the test key takes the message back: both TTLs come off, the body's first.
+    expect(
+      lifetimeChange({
+        currentExpiresAt: expiresAt,
+        to: 'scheduled',
+        tenant: TEST_SIDE,
+        now,
+        retentionDays: 0,
+      }),
+    ).toEqual({ state: { kind: 'remove' }, body: { kind: 'remove' } });
   });
 
   it('sets both TTLs one retention from now on a final status or a discard', () => {
@@ -79,94 +113,115 @@ describe('lifetimeChange', () => {
     const expiresAt = expiresAtAfter(now, RETENTION_DAYS);
     expect(expiresAt).toBe(Date.parse('2026-12-31T09:00:00.000Z') / 1000);
     for (const to of ['sent', 'superseded'] as const) {
-      expect(lifetimeChange({ currentExpiresAt: undefined, to, now, retentionDays: RETENTION_DAYS })).toEqual(
-        {
-          state: { kind: 'set', expiresAt },
-          body: { kind: 'set', expiresAt },
-        },
-      );
+      expect(
+        lifetimeChange({ currentExpiresAt: undefined, to, tenant: LIVE, now, retentionDays: RETENTION_DAYS }),
+      ).toEqual({
+        state: { kind: 'set', expiresAt },
+        body: { kind: 'set', expiresAt },
+      });
     }
     expect(
-      lifetimeChange({ currentExpiresAt: undefined, to: 'dead', discard: true, now, retentionDays: 30 }).body,
+      lifetimeChange({
+        currentExpiresAt: undefined,
+        to: 'dead',
+        tenant: LIVE,
+        discard: true,
+        now,
+        retentionDays: 30,
+      }).body,
     ).toEqual({ kind: 'set', expiresAt });
   });
 
   it('never leaves a TTL on a message that has not ended, nor on its body, whatever it goes through', () => {
     fc.assert(
-      fc.property(fc.boolean(), fc.array(step, { maxLength: 60 }), (supersededAtEnqueue, steps) => {
-        let clock = Date.parse('2026-12-01T09:00:00.000Z');
-        // The enqueue: a new message, scheduled or (its group moved on) superseded at once.
-        const enqueued = lifetimeChange({
-          currentExpiresAt: undefined,
-          to: supersededAtEnqueue ? MESSAGE_STATUS.superseded : MESSAGE_STATUS.scheduled,
-          now: new Date(clock),
-          retentionDays: RETENTION_DAYS,
-        });
-        const records: Records = {
-          status: supersededAtEnqueue ? MESSAGE_STATUS.superseded : MESSAGE_STATUS.scheduled,
-          stateTtl: apply(enqueued.state, undefined),
-          bodyTtl: apply(enqueued.body, undefined),
-        };
-        let bodyWrites = 0;
-        let bodyWritesAllowed = records.bodyTtl === undefined ? 0 : 1;
-        for (const next of steps) {
-          clock += next.days * DAY_MS;
-          const now = new Date(clock);
-          let to: MessageStatus;
-          let discard = false;
-          if (next.op === 'discard') {
-            // The CLI's discard: only a message that waits for an operator and has no TTL yet.
-            if (!isWaitingForOperator(records.status) || records.stateTtl !== undefined) continue;
-            to = records.status;
-            discard = true;
-          } else {
-            const exits = TRANSITIONS.filter((transition) => transition.from.includes(records.status));
-            const transition = exits[next.pick % Math.max(1, exits.length)];
-            if (transition === undefined) continue;
-            to = transition.to;
-          }
-          const wasEnded = ended(records);
-          const change = lifetimeChange({
-            currentExpiresAt: records.stateTtl,
-            to,
-            discard,
-            now,
+      fc.property(
+        fc.boolean(),
+        fc.constantFrom(LIVE, TEST_SIDE),
+        fc.array(step, { maxLength: 60 }),
+        (supersededAtEnqueue, tenant, steps) => {
+          let clock = Date.parse('2026-12-01T09:00:00.000Z');
+          // The enqueue: a new message, scheduled or (its group moved on) superseded at once.
+          const enqueued = lifetimeChange({
+            currentExpiresAt: undefined,
+            to: supersededAtEnqueue ? MESSAGE_STATUS.superseded : MESSAGE_STATUS.scheduled,
+            tenant,
+            now: new Date(clock),
             retentionDays: RETENTION_DAYS,
           });
-          if (change.body.kind !== 'keep') bodyWrites++;
-          // The cost: a body is written only when the message ends, or comes back from having ended.
-          if (discard || startsRetention(to) || wasEnded) bodyWritesAllowed++;
-          expect(bodyWrites).toBeLessThanOrEqual(bodyWritesAllowed);
+          const records: Records = {
+            status: supersededAtEnqueue ? MESSAGE_STATUS.superseded : MESSAGE_STATUS.scheduled,
+            stateTtl: apply(enqueued.state, undefined),
+            bodyTtl: apply(enqueued.body, undefined),
+          };
+          // Whether an operator discarded the message since it last began to wait.
+          let discarded = false;
+          let bodyWrites = 0;
+          let bodyWritesAllowed = records.bodyTtl === undefined ? 0 : 1;
+          for (const next of steps) {
+            clock += next.days * DAY_MS;
+            const now = new Date(clock);
+            let to: MessageStatus;
+            let discard = false;
+            if (next.op === 'discard') {
+              // The CLI's discard: only a message that waits for an operator and has no TTL yet.
+              if (!isWaitingForOperator(records.status) || records.stateTtl !== undefined) continue;
+              to = records.status;
+              discard = true;
+            } else {
+              const exits = TRANSITIONS.filter((transition) => transition.from.includes(records.status));
+              const transition = exits[next.pick % Math.max(1, exits.length)];
+              if (transition === undefined) continue;
+              to = transition.to;
+            }
+            const wasEnded = records.stateTtl !== undefined;
+            // The model, from DESIGN §2 and §14: a move ends the message when it is a discard, or into
+            // a terminal status that no operator waits on (a final one, or any on the test side).
+            const ends = discard || (isTerminal(to) && !(isWaitingForOperator(to) && isLiveSide(tenant)));
+            const change = lifetimeChange({
+              currentExpiresAt: records.stateTtl,
+              to,
+              tenant,
+              discard,
+              now,
+              retentionDays: RETENTION_DAYS,
+            });
+            if (change.body.kind !== 'keep') bodyWrites++;
+            // The cost: a body is written only when the message ends, or comes back from having ended.
+            if (ends || wasEnded) bodyWritesAllowed++;
+            expect(bodyWrites).toBeLessThanOrEqual(bodyWritesAllowed);
 
-          // The order of the store: a removal of the body's TTL, then the state write, then a TTL set.
-          if (change.body.kind === 'remove') records.bodyTtl = undefined;
-          if (next.crash) {
-            // A crash between the two writes: the body never expires while its message would not.
-            expect(records.bodyTtl === undefined || records.stateTtl !== undefined).toBe(true);
-          }
-          records.status = to;
-          records.stateTtl = apply(change.state, records.stateTtl);
-          if (next.crash && change.body.kind === 'set') {
-            expect(records.stateTtl).toBeDefined();
-          }
-          if (change.body.kind === 'set') records.bodyTtl = change.body.expiresAt;
+            // The order of the store: a removal of the body's TTL, then the state write, then a TTL set.
+            if (change.body.kind === 'remove') records.bodyTtl = undefined;
+            if (next.crash) {
+              // A crash between the two writes: the body never expires while its message would not.
+              expect(records.bodyTtl === undefined || records.stateTtl !== undefined).toBe(true);
+            }
+            records.status = to;
+            records.stateTtl = apply(change.state, records.stateTtl);
+            if (next.crash && change.body.kind === 'set') {
+              expect(records.stateTtl).toBeDefined();
+            }
+            if (change.body.kind === 'set') records.bodyTtl = change.body.expiresAt;
+            discarded = discard || (discarded && isWaitingForOperator(to));
 
-          if (
-            !isTerminal(records.status) ||
-            (isWaitingForOperator(records.status) && !discard && !ended(records))
-          ) {
-            expect(records.stateTtl).toBeUndefined();
-            expect(records.bodyTtl).toBeUndefined();
+            // A live message, and one that waits for an operator who can see it, has no TTL at all.
+            const waitsForOperator = isWaitingForOperator(records.status) && isLiveSide(tenant) && !discarded;
+            if (!isTerminal(records.status) || waitsForOperator) {
+              expect(records.stateTtl).toBeUndefined();
+              expect(records.bodyTtl).toBeUndefined();
+            }
+            // A message that ends (a final status; a test-side one that nobody waits for; a discard)
+            // gets both TTLs one retention from now.
+            if (ends) {
+              const expected = expiresAtAfter(now, RETENTION_DAYS);
+              expect(records.stateTtl).toBe(expected);
+              expect(records.bodyTtl).toBe(expected);
+            }
+            // Steady state: the body has a TTL exactly when its state record has one.
+            expect(records.bodyTtl === undefined).toBe(records.stateTtl === undefined);
           }
-          if (startsRetention(records.status) || discard) {
-            const expected = expiresAtAfter(now, RETENTION_DAYS);
-            expect(records.stateTtl).toBe(expected);
-            expect(records.bodyTtl).toBe(expected);
-          }
-          // Steady state: the body has a TTL exactly when its state record has one.
-          expect(records.bodyTtl === undefined).toBe(records.stateTtl === undefined);
-        }
-      }),
+        },
+      ),
       { numRuns: 500 },
     );
   });

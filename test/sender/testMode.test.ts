@@ -1,5 +1,8 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expiresAtAfter } from '../../lambdas/core/messageLifetime.js';
 import { SIMULATOR_DOMAIN, testSideOf } from '../../lambdas/core/testSide.js';
+import { messagePk } from '../../lambdas/store/messageRecord.js';
 import { messageView } from '../../lambdas/store/messageView.js';
 import { DynamoSuppressionList } from '../../lambdas/store/suppressionList.js';
 import { TENANT } from './records.js';
@@ -32,6 +35,17 @@ describe('the sender and test messages', () => {
   afterAll(async () => {
     await world.close();
   });
+
+  async function bodyExpiresAt(id: string): Promise<unknown> {
+    const { Item } = await world.documents.send(
+      new GetCommand({
+        TableName: world.tableName,
+        Key: { pk: messagePk(id), sk: 'BODY' },
+        ConsistentRead: true,
+      }),
+    );
+    return Item?.expires_at;
+  }
 
   async function sendTest(rig: SenderRig, to: string[], onAmbiguous: 'retry' | 'hold' = 'retry') {
     const message = await rig.putMessage({ tenant: TEST_SIDE, to, onAmbiguous });
@@ -152,6 +166,13 @@ describe('the sender and test messages', () => {
     // None of them waits in the live gauges' partitions (the sweeper counts those for the alarms)…
     for (const id of [rejected, held, dying, interrupted.id])
       expect((await rig.state(id)).due_pk).toBeUndefined();
+    // …so nobody would ever end one: it ends itself, its record and body kept for the retention from
+    // the outcome (decision 0145), unless an API retry with the test key takes it back before.
+    for (const id of [rejected, held, dying, interrupted.id]) {
+      const ended = await rig.state(id);
+      const expiresAt = expiresAtAfter(new Date(ended.updated_at), TEST_SETTINGS.retentionDays);
+      expect([id, ended.expires_at, await bodyExpiresAt(id)]).toEqual([id, expiresAt, expiresAt]);
+    }
     // …nor counts in the series the live alarms watch (FailedMessages, SmtpConfigErrors) or the dashboard's outcomes.
     for (const name of ['Failed', 'Unknown', 'Dead', 'Ambiguous', 'ConfigErrors', 'DeadLettered'] as const) {
       expect([name, rig.metrics.of(name)]).toEqual([name, 0]);

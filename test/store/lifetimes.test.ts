@@ -5,6 +5,7 @@ import { environmentSmtpCredentials } from '../../lambdas/adapters/smtpCredentia
 import { parseEnqueueRequest } from '../../lambdas/core/messageSchema.js';
 import type { MessageStatus } from '../../lambdas/core/messageStatus.js';
 import { pauseAfter } from '../../lambdas/core/relayBreaker.js';
+import { SIMULATOR_DOMAIN, testSideOf } from '../../lambdas/core/testSide.js';
 import { RelayGate } from '../../lambdas/sender/relayGate.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { expiresAtAfter, type MessageStateRecord, messagePk } from '../../lambdas/store/messageRecord.js';
@@ -72,10 +73,15 @@ describe('a message lives as long as it waits, and its retention starts when it 
   });
 
   /** Enqueues through the records the API and the public outbox write, due now. */
-  async function enqueue(kind: string): Promise<string> {
+  async function enqueue(kind: string, tenant = TENANT, to?: string[]): Promise<string> {
     keys += 1;
     const now = rig.clock.now();
-    const parsed = parseEnqueueRequest(validBody({ tags: { kind }, send_at: now.toISOString() }), {
+    const request = validBody({
+      tags: { kind },
+      send_at: now.toISOString(),
+      ...(to === undefined ? {} : { to }),
+    });
+    const parsed = parseEnqueueRequest(request, {
       allowedFrom: ['*@example.com'],
       defaultFrom: 'ops@example.com',
       maxHorizonDays: 400,
@@ -83,7 +89,7 @@ describe('a message lives as long as it waits, and its retention starts when it 
     });
     if (!parsed.ok) throw new Error(parsed.problem.detail);
     const records = outboxRecords({
-      tenant: TENANT,
+      tenant,
       idempotencyKey: `life-${keys}`,
       request: parsed.value,
       now,
@@ -160,6 +166,32 @@ describe('a message lives as long as it waits, and its retention starts when it 
     expect(rig.received(id)).toHaveLength(1);
     expect(await ttls(id)).toEqual({ state: retentionFromNow(), body: retentionFromNow() });
   }, 90_000);
+
+  it('a test-side failed message ends for good: the retention from its failure, taken back by a retry with the test key (decision 0145)', async () => {
+    const side = testSideOf(TENANT);
+    const rejected = [`reject@${SIMULATOR_DOMAIN}`];
+    const retried = await enqueue('report', side, rejected);
+    await rig.dispatch({ id: retried, rev: 1 });
+    expect((await driveUntil(retried, ['failed', 'sent'])).status).toBe('failed');
+    expect(await ttls(retried)).toEqual({ state: retentionFromNow(), body: retentionFromNow() });
+    // Nobody is told of it (decision 0135); its tenant's retry, well within the retention, takes it back.
+    expect(await skipDays(RETENTION_DAYS - 1)).toEqual([]);
+    const taken = await api.retry({ tenant: side, id: retried, now: rig.clock.now(), maxAttempts: 3 });
+    expect(taken).toMatchObject({ kind: 'updated', state: { status: 'scheduled' } });
+    expect(await ttls(retried)).toEqual({ state: undefined, body: undefined });
+
+    const left = await enqueue('report', side, rejected);
+    await rig.dispatch({ id: left, rev: 1 });
+    expect((await driveUntil(left, ['failed', 'sent'])).status).toBe('failed');
+    const gone = await skipDays(RETENTION_DAYS + 1);
+    expect(
+      gone
+        .filter((key) => key.pk === messagePk(left))
+        .map((key) => key.sk)
+        .sort(),
+    ).toEqual(['BODY', 'STATE']);
+    expect(world.smtp.transactions).toBe(0);
+  }, 60_000);
 
   it('a discarded message takes the retention, and a retry takes it back off the state and the body', async () => {
     world.smtp.script({ rcptTo: { code: 550, message: '5.7.1 Relaying denied by policy' } }, {});

@@ -1,0 +1,124 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { expiresAtAfter } from '../../lambdas/core/messageLifetime.js';
+import { isTerminal, type MessageStatus } from '../../lambdas/core/messageStatus.js';
+import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
+import { messagePk } from '../../lambdas/store/messageRecord.js';
+import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
+import { ITEM_SORT_KEY, KEY } from '../../lambdas/store/tableLayout.js';
+import { seconds, wholeSecondNow } from '../relay/relayParts.js';
+import { documentClient, freshTable } from '../support/awsLocal.js';
+import { senderOutcomes } from '../sweeper/waitingMessages.js';
+
+/**
+ * DESIGN §2: "No TTL deletes a message that is not terminal, or its body". An operator's discard
+ * sets both TTLs and changes neither `rev` nor `status`, so a write that takes a message back (a DLQ
+ * redrive's claim, a manual retry) and was decided on a read from before the discard must not land
+ * as decided: it would take the state's TTL off and leave the body's (lifetimes review, finding 4).
+ * Each interleaving is played exactly: the discard lands between the taker's read and its write.
+ */
+const RETENTION_DAYS = 30;
+
+describe('a discard between the read and the write of a message taken back', () => {
+  let t0: Date;
+  let now: Date;
+  let tableName: string;
+  let api: DynamoApiStore;
+  let sender: DynamoSenderStore;
+  let endedAs: ReturnType<typeof senderOutcomes>;
+
+  beforeEach(async () => {
+    t0 = wholeSecondNow();
+    now = seconds(t0, 60);
+    ({ tableName } = await freshTable('lifetime-races'));
+    const documents = documentClient();
+    api = new DynamoApiStore(documents, tableName);
+    sender = new DynamoSenderStore(documents, tableName);
+    endedAs = senderOutcomes(tableName, t0);
+  });
+
+  const records = async (id: string) => {
+    const item = async (sk: string) =>
+      (
+        await documentClient().send(
+          new GetCommand({ TableName: tableName, Key: { pk: messagePk(id), sk }, ConsistentRead: true }),
+        )
+      ).Item;
+    const state = await item(ITEM_SORT_KEY.messageState);
+    return {
+      status: state?.status as MessageStatus,
+      state: state?.expires_at as number | undefined,
+      body: (await item(ITEM_SORT_KEY.messageBody))?.expires_at as number | undefined,
+    };
+  };
+  /** The promise, whatever the interleaving did: a message that is not terminal has no body TTL. */
+  const expectNoExpiringBodyUnderALiveMessage = async (id: string) => {
+    const now = await records(id);
+    if (!isTerminal(now.status))
+      expect(now).toEqual({ status: now.status, state: undefined, body: undefined });
+  };
+  const discard = (id: string) =>
+    api.discard({ tenant: 'acme', id, now, expiresAt: expiresAtAfter(now, RETENTION_DAYS) });
+
+  it('a redrive claim decided on the dead record read before the discard loses its condition; claimed again, both TTLs come off', async () => {
+    const dead = await endedAs('dead');
+    const read = await sender.readState(dead.id);
+    if (read === undefined) throw new Error('no record');
+    expect((await discard(dead.id)).kind).toBe('updated');
+    const leaseUntil = seconds(now, 300);
+
+    const stale = await sender.claim({ observed: read, owner: 'redrive', now, leaseUntil, attemptLimit: 16 });
+
+    await expectNoExpiringBodyUnderALiveMessage(dead.id);
+    expect(stale.outcome).toBe('conflict');
+    const expiresAt = expiresAtAfter(now, RETENTION_DAYS);
+    expect(await records(dead.id)).toEqual({ status: 'dead', state: expiresAt, body: expiresAt });
+
+    // The sender reads again and decides again (copyRun.ts `afterConflict`): the body's TTL first.
+    const again = await sender.readState(dead.id);
+    if (again === undefined) throw new Error('no record');
+    const claimed = await sender.claim({
+      observed: again,
+      owner: 'redrive',
+      now,
+      leaseUntil,
+      attemptLimit: 16,
+    });
+    expect(claimed.outcome).toBe('applied');
+    expect(await records(dead.id)).toEqual({ status: 'sending', state: undefined, body: undefined });
+  });
+
+  it('a manual retry whose read came before the discard decides again, and takes both TTLs off', async () => {
+    const failed = await endedAs('failed');
+    // A table client that lands the discard just before the retry's state write, after its read.
+    const hooked = documentClient();
+    let discarded = 0;
+    hooked.middlewareStack.add(
+      (next, context) => async (args) => {
+        const key = (args.input as { Key?: Record<string, unknown> }).Key;
+        if (
+          context.commandName === 'UpdateItemCommand' &&
+          key?.[KEY.sort] === ITEM_SORT_KEY.messageState &&
+          discarded === 0
+        ) {
+          discarded += 1;
+          expect((await discard(failed.id)).kind).toBe('updated');
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'discardBeforeTheRetryWrites' },
+    );
+
+    const retried = await new DynamoApiStore(hooked, tableName).retry({
+      tenant: 'acme',
+      id: failed.id,
+      now,
+      maxAttempts: 8,
+    });
+
+    expect(discarded).toBe(1);
+    await expectNoExpiringBodyUnderALiveMessage(failed.id);
+    expect(retried).toMatchObject({ kind: 'updated', state: { status: 'scheduled' } });
+    expect(await records(failed.id)).toEqual({ status: 'scheduled', state: undefined, body: undefined });
+  });
+});
