@@ -4,6 +4,7 @@ import { NodemailerMailer } from '../../lambdas/adapters/NodemailerMailer.js';
 import { NodemailerRelayProbe } from '../../lambdas/adapters/NodemailerRelayProbe.js';
 import { environmentSmtpCredentials } from '../../lambdas/adapters/smtpCredentials.js';
 import type { BreakerSettings } from '../../lambdas/core/relayBreaker.js';
+import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
 import { RelayGate } from '../../lambdas/sender/relayGate.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import { startSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
@@ -31,6 +32,16 @@ export const BREAKER_SETTINGS: BreakerSettings = {
   // A throttle holds the fleet 250 ms ÷ the rate factor (0.5 s, 1 s, 2 s …) instead of 1 s ÷ it.
   throttleHoldMs: 250,
 };
+
+/**
+ * The senders' invocation time, on the real clock: one whole attempt and a minute more, inside the
+ * lease (TEST_SETTINGS, 120 s) as the configuration requires. These senders keep real time, so the
+ * senderHarness's second beyond one attempt would be all the time a batch has before its last MAIL
+ * FROM; on a loaded machine the reads before it outlast that, every copy goes back out of time
+ * without reaching the relay (DESIGN §5, "Never out of time mid-send", which
+ * test/sender/timeBudget.test.ts proves) and nothing here sees the outage it plays.
+ */
+const BREAKER_TIMEOUT_SECONDS = attemptBudgetMs(TEST_SETTINGS.timing) / 1000 + 60;
 
 export interface BreakerWorld extends SenderWorld {
   readonly outage: RelayOutage;
@@ -101,6 +112,7 @@ export async function createBreakerRig(
     const now = () => new Date();
     return rig.newHandler({
       mailer,
+      timeoutSeconds: BREAKER_TIMEOUT_SECONDS,
       now,
       sleep: (milliseconds) => sleep(milliseconds),
       relayGate: new RelayGate({
