@@ -41,7 +41,7 @@ export const BREAKER_SETTINGS: BreakerSettings = {
  * without reaching the relay (DESIGN §5, "Never out of time mid-send", which
  * test/sender/timeBudget.test.ts proves) and nothing here sees the outage it plays.
  */
-const BREAKER_TIMEOUT_SECONDS = attemptBudgetMs(TEST_SETTINGS.timing) / 1000 + 60;
+export const BREAKER_TIMEOUT_SECONDS = attemptBudgetMs(TEST_SETTINGS.timing) / 1000 + 60;
 
 export interface BreakerWorld extends SenderWorld {
   readonly outage: RelayOutage;

@@ -11,6 +11,7 @@ import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controlla
 import { type RelayOutage, startRelayOutage } from '../../local/smtp/relayOutage.js';
 import {
   BREAKER_SETTINGS,
+  BREAKER_TIMEOUT_SECONDS,
   type BreakerRig,
   type BreakerWorld,
   createBreakerRig,
@@ -80,6 +81,7 @@ describe('failover across relays', () => {
       relayGate: first.gate,
       relayName: first.name,
       failover: [relay(rig, 'backup', backup)],
+      timeoutSeconds: BREAKER_TIMEOUT_SECONDS,
       now: () => new Date(),
       sleep: (milliseconds) => sleep(milliseconds),
     });
@@ -165,6 +167,7 @@ describe('failover across relays', () => {
           relayGate: first.gate,
           relayName: first.name,
           failover: [relay(rig, 'backup', backup)],
+          timeoutSeconds: BREAKER_TIMEOUT_SECONDS,
           now: () => new Date(),
           sleep: (milliseconds) => sleep(milliseconds),
         });
@@ -222,6 +225,7 @@ describe('failover across relays', () => {
         relayGate: first.gate,
         relayName: first.name,
         failover: [relay(rig, 'backup', backupOutage)],
+        timeoutSeconds: BREAKER_TIMEOUT_SECONDS,
         now: () => new Date(),
         sleep: (milliseconds) => sleep(milliseconds),
       });
