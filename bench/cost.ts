@@ -392,7 +392,8 @@ export const BILLED_REQUESTS: Readonly<Record<FunctionName, readonly PricedReque
   ],
   webhooks: ['DynamoDB.GetItem', 'DynamoDB.UpdateItem', 'SQS.SendMessage'],
   // Per period, not per message: its requests are listed so a sweep that lands in a run is priced.
-  // The DLQ's count every run; the walk only when it holds a stale copy (decision 0141).
+  // The DLQ's count every run; the walk (and its SendMessageBatch of renewed copies) only when the
+  // count or a copy's age asks for it (decisions 0141, 0148).
   sweeper: [
     'DynamoDB.Query',
     'DynamoDB.GetItem',

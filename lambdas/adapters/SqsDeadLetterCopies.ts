@@ -3,6 +3,7 @@ import {
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
+  SendMessageBatchCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { SQS_MAX_BATCH } from '../core/queueLimits.js';
@@ -37,13 +38,38 @@ export class SqsDeadLetterCopies implements DeadLetterCopies {
         MaxNumberOfMessages: Math.min(SQS_MAX_BATCH, Math.max(1, max)),
         VisibilityTimeout: hideSeconds,
         WaitTimeSeconds: this.waitSeconds,
+        MessageSystemAttributeNames: ['SentTimestamp'],
       }),
     );
     return (Messages ?? []).flatMap((message) =>
       message.ReceiptHandle === undefined
         ? []
-        : [{ body: message.Body ?? '', receipt: message.ReceiptHandle }],
+        : [
+            {
+              body: message.Body ?? '',
+              receipt: message.ReceiptHandle,
+              messageId: message.MessageId ?? '',
+              // Unreadable: as old as can be, so the copy is renewed rather than left to expire.
+              sentAt: Number(message.Attributes?.SentTimestamp) || 0,
+            },
+          ],
     );
+  }
+
+  async put(bodies: readonly string[]): Promise<(string | undefined)[]> {
+    const ids: (string | undefined)[] = [];
+    for (let start = 0; start < bodies.length; start += SQS_MAX_BATCH) {
+      const chunk = bodies.slice(start, start + SQS_MAX_BATCH);
+      const result = await this.sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: this.queueUrl,
+          Entries: chunk.map((body, i) => ({ Id: String(i), MessageBody: body })),
+        }),
+      );
+      const sent = new Map((result.Successful ?? []).map((entry) => [entry.Id, entry.MessageId]));
+      ids.push(...chunk.map((_, i) => sent.get(String(i))));
+    }
+    return ids;
   }
 
   async release(receipts: readonly string[]): Promise<void> {

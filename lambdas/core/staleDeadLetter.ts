@@ -1,4 +1,5 @@
-import { isTerminal, isWaitingForOperator, type MessageStatus } from './messageStatus.js';
+import { isTerminal, isWaitingForOperator, MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
+import { isLiveSide } from './testSide.js';
 
 /** What the rule reads of a message's state record. */
 export interface DeadLetterRecord {
@@ -25,4 +26,80 @@ export function staleDeadLetter(
   if (isTerminal(record.status) && !isWaitingForOperator(record.status))
     return `ended already (${record.status})`;
   return undefined;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * A waiting `dead` message's copy this old is replaced by a fresh identical one (decision 0148): the
+ * DLQ keeps a copy 14 days (lib/queueLayout.ts, SQS's maximum), the message waits with no end.
+ */
+export const DEAD_LETTER_RENEW_AGE_MS = 12 * DAY_MS;
+
+/**
+ * How long a `dead` message may be without a copy before the sweeper makes it one: until then the
+ * sender's own move of its `dead_copy` may still be under way (it retries every few seconds).
+ */
+export const DEAD_LETTER_SETTLE_MS = 15 * 60_000;
+
+/** What the care of the DLQ reads of a message's state record. */
+export interface WaitingDeadRecord extends DeadLetterRecord {
+  readonly tenant: string;
+  /** A TTL: an operator discarded it (it waits no more). */
+  readonly expires_at?: number;
+  /** For a waiting record: since when it waits (its place in the `due` index's waiting partition). */
+  readonly due_at?: string;
+}
+
+/**
+ * Whether the message waits in `dead` for an operator, so that its marked copy (`"dlq": true`) is
+ * the one thing a redrive sends it with (§5): `dead`, on the live side (a test message's copy is
+ * deleted, core/testSide.ts), and not discarded.
+ */
+export function waitsInDeadLetters(record: WaitingDeadRecord): boolean {
+  return (
+    record.status === MESSAGE_STATUS.dead && isLiveSide(record.tenant) && record.expires_at === undefined
+  );
+}
+
+/** What the sweeper does with one copy it received from the DLQ (decision 0148). */
+export type DeadLetterCare =
+  | { readonly kind: 'keep' }
+  | { readonly kind: 'delete'; readonly reason: string }
+  /** Send a fresh identical copy, then delete this one. */
+  | { readonly kind: 'renew' };
+
+/**
+ * The one rule for a copy in the send DLQ: delete a stale one (`staleDeadLetter`); of a waiting dead
+ * message's marked copies keep one — a second is deleted (`keptAlready`: one of its copies is kept,
+ * or was just renewed, in this walk) — and renew the one kept once it is `DEAD_LETTER_RENEW_AGE_MS`
+ * old, so that it never reaches the queue's retention. Everything else stays as it is. Never leaves
+ * a waiting dead message without a copy: only a second copy is deleted, and a renewal sends first.
+ */
+export function deadLetterCare(
+  copy: { readonly rev: number; readonly dlq: boolean; readonly ageMs: number },
+  record: WaitingDeadRecord | null,
+  keptAlready: boolean,
+): DeadLetterCare {
+  const stale = staleDeadLetter(copy, record);
+  if (stale !== undefined || record === null) return { kind: 'delete', reason: stale ?? 'no record' };
+  if (!copy.dlq || !waitsInDeadLetters(record)) return { kind: 'keep' };
+  if (keptAlready) return { kind: 'delete', reason: 'a second copy of a waiting dead message' };
+  return copy.ageMs >= DEAD_LETTER_RENEW_AGE_MS ? { kind: 'renew' } : { kind: 'keep' };
+}
+
+/**
+ * Whether a waiting dead message needs a copy made from its record (`{v, id, rev, "dlq": true}`,
+ * what the sender moves to the DLQ): the walk saw every copy (`complete`) and none of this message's
+ * at its rev, and it has been `dead` for `DEAD_LETTER_SETTLE_MS` (the sender's own move is done or
+ * given up). Its copy expired (the sweeper was down past the renewal), or someone deleted it.
+ */
+export function deadLetterOwed(
+  record: WaitingDeadRecord,
+  seen: { readonly complete: boolean; readonly copyKept: boolean },
+  now: Date,
+): boolean {
+  if (!seen.complete || seen.copyKept || !waitsInDeadLetters(record)) return false;
+  const since = Date.parse(record.due_at ?? '');
+  return Number.isFinite(since) && now.getTime() - since >= DEAD_LETTER_SETTLE_MS;
 }

@@ -41,6 +41,8 @@ export interface SweptRecord {
   readonly tags?: Readonly<Record<string, string>>;
   /** A `sending` record's lease: its own clock, since a claim leaves the `due` entry where it was. */
   readonly lease_until?: string;
+  /** Its TTL: a waiting message an operator discarded has one (the DLQ's care reads it, decision 0148). */
+  readonly expires_at?: number;
 }
 
 export type SweepDecision =

@@ -30,4 +30,6 @@ export interface DueIndex {
   overdue(query: OverdueQuery): Promise<DuePage>;
   /** How many messages of this status wait in one shard of the index's waiting partitions. */
   countWaiting(status: MessageStatus, shard: number): Promise<number>;
+  /** The messages of this status waiting in one shard, oldest first (`due_at`: since when). */
+  waiting(status: MessageStatus, shard: number): Promise<readonly DueEntry[]>;
 }

@@ -28,19 +28,28 @@ export class DynamoDueIndex implements DueIndex {
         ExclusiveStartKey: query.cursor === undefined ? undefined : { ...query.cursor },
       }),
     );
+    return { entries: dueEntries(result.Items), cursor: result.LastEvaluatedKey };
+  }
+
+  async waiting(status: MessageStatus, shard: number): Promise<DueEntry[]> {
+    const index = INDEX.due;
     const entries: DueEntry[] = [];
-    for (const item of result.Items ?? []) {
-      const { id, rev, status, due_at } = item;
-      if (
-        typeof id === 'string' &&
-        typeof rev === 'number' &&
-        isMessageStatus(status) &&
-        typeof due_at === 'string'
-      ) {
-        entries.push({ id, rev, status, due_at });
-      }
-    }
-    return { entries, cursor: result.LastEvaluatedKey };
+    let cursor: Record<string, unknown> | undefined;
+    do {
+      const page = await this.documents.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: index.indexName,
+          KeyConditionExpression: '#pk = :pk',
+          ExpressionAttributeNames: { '#pk': index.partitionKey },
+          ExpressionAttributeValues: { ':pk': waitingShardPk(status, shard) },
+          ExclusiveStartKey: cursor,
+        }),
+      );
+      entries.push(...dueEntries(page.Items));
+      cursor = page.LastEvaluatedKey;
+    } while (cursor !== undefined);
+    return entries;
   }
 
   async countWaiting(status: MessageStatus, shard: number): Promise<number> {
@@ -64,4 +73,20 @@ export class DynamoDueIndex implements DueIndex {
     } while (cursor !== undefined);
     return count;
   }
+}
+
+function dueEntries(items: readonly Record<string, unknown>[] | undefined): DueEntry[] {
+  const entries: DueEntry[] = [];
+  for (const item of items ?? []) {
+    const { id, rev, status, due_at } = item;
+    if (
+      typeof id === 'string' &&
+      typeof rev === 'number' &&
+      isMessageStatus(status) &&
+      typeof due_at === 'string'
+    ) {
+      entries.push({ id, rev, status, due_at });
+    }
+  }
+  return entries;
 }

@@ -33,8 +33,10 @@ export function isIncomplete(report: SweepReport): boolean {
  * incomplete pass into an error so that it is alarmed).
  */
 export function createSweeperHandler(deps: SweepDeps): () => Promise<SweepReport> {
+  // What this environment learns of the DLQ's copies, kept from one run to the next (decision 0148).
+  const wired = { ...deps, deadLetterRenewal: deps.deadLetterRenewal ?? {} };
   return async function sweepOnce(): Promise<SweepReport> {
-    const report = await sweep(deps);
+    const report = await sweep(wired);
     const summary = {
       examined: report.examined,
       redispatched: report.redispatched,
@@ -46,7 +48,13 @@ export function createSweeperHandler(deps: SweepDeps): () => Promise<SweepReport
       ...(report.held === undefined ? {} : { held: report.held }),
       truncatedShards: report.truncatedShards,
       shardErrors: report.shardErrors,
-      ...(report.deadLetters === undefined ? {} : { staleDeadLettersRemoved: report.deadLetters.removed }),
+      ...(report.deadLetters === undefined
+        ? {}
+        : {
+            staleDeadLettersRemoved: report.deadLetters.removed,
+            deadLettersRenewed: report.deadLetters.renewed,
+            deadLettersMade: report.deadLetters.made,
+          }),
     };
     if (isIncomplete(report)) deps.log?.warn('sweep incomplete', summary);
     else deps.log?.info('sweep finished', summary);

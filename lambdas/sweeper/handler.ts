@@ -21,9 +21,14 @@ export type SweepOnce = () => Promise<SweepReport>;
 
 /**
  * Wires the real clients from `env` (the entry does it once per cold start, from `process.env`); a
- * bad configuration fails here, naming the variable.
+ * bad configuration fails here, naming the variable. `now`: the clock (a test's may run ahead).
  */
-export function wireSweeper(env: Environment, log: Logger, metrics: SweeperMetrics): SweepOnce {
+export function wireSweeper(
+  env: Environment,
+  log: Logger,
+  metrics: SweeperMetrics,
+  now: () => Date = () => new Date(),
+): SweepOnce {
   const config = loadConfig(env, configTargetOf(env));
   const names = loadResourceNames(env);
   const documents = DynamoDBDocumentClient.from(
@@ -34,7 +39,7 @@ export function wireSweeper(env: Environment, log: Logger, metrics: SweeperMetri
     dueIndex: new DynamoDueIndex(documents, names.tableName),
     records: new DynamoSweepRecords(documents, names.tableName),
     queue: new SqsDispatchQueue(sqs, requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL')),
-    now: () => new Date(),
+    now,
     graceSeconds: config.sweepGraceSeconds,
     gate: {
       store: new DynamoSendingGate(documents, names.tableName),

@@ -1,25 +1,55 @@
-import { parseDispatchPayload } from '../core/dispatchPayload.js';
+import { encodeDispatchPayload, parseDispatchPayload } from '../core/dispatchPayload.js';
 import { SQS_MAX_BATCH } from '../core/queueLimits.js';
-import { staleDeadLetter } from '../core/staleDeadLetter.js';
-import type { DeadLetterCopies } from '../ports/DeadLetterCopies.js';
+import {
+  DEAD_LETTER_RENEW_AGE_MS,
+  deadLetterCare,
+  deadLetterOwed,
+  waitsInDeadLetters,
+} from '../core/staleDeadLetter.js';
+import type { DeadLetterCopies, DeadLetterCopy } from '../ports/DeadLetterCopies.js';
+import type { DueEntry } from '../ports/DueIndex.js';
 import type { SweepRecords } from '../ports/SweepRecords.js';
 
 /** How long a walk hides the copies it received; it releases them at its end (seconds, not this). */
 export const DEAD_LETTER_HIDE_SECONDS = 30;
 /** At most this many copies received per run: a run stays bounded, the next one goes on. */
 export const DEAD_LETTER_MAX_RECEIVED = 1000;
+/** At most this many copies made from records per run. */
+export const DEAD_LETTER_MAX_MADE = 100;
+
+/** Why a run walked the DLQ (decision 0148). */
+export type DeadLetterWalk =
+  /** More copies than dead messages wait: a stale one, or a second copy of one message. */
+  | 'surplus'
+  /** Fewer: a waiting dead message has no copy. */
+  | 'shortfall'
+  /** A copy may have reached the renewal age. */
+  | 'renewal';
 
 export interface DeadLetterSweep {
-  /** The run walked the DLQ: it held more copies than there are dead messages waiting for them. */
-  readonly walked: boolean;
+  /** The run walked the DLQ, and why; undefined: it did not. */
+  readonly walked: DeadLetterWalk | undefined;
   /** Copies received (each once). */
   readonly received: number;
-  /** Stale copies deleted. */
+  /** Copies deleted: stale ones, and second copies of one dead message. */
   readonly removed: number;
-  /** Stale copies SQS refused to delete: they stay, and the next run tries again. */
+  /** Copies SQS refused to delete: they stay, and the next run tries again. */
   readonly refused: number;
+  /** Waiting dead messages' copies replaced by a fresh identical one (they reached the renewal age). */
+  readonly renewed: number;
+  /** Copies made from the record for waiting dead messages that had none. */
+  readonly made: number;
   /** The name of the error that cut the walk short (the copies it held were released). */
   readonly error?: string;
+}
+
+/**
+ * What one sweeper environment (a Lambda's warm instance) remembers between its runs: when a copy
+ * it saw may reach the renewal age. Forgotten at a cold start; then the waiting dead messages' ages
+ * tell whether any copy could be that old (a copy is never older than its message's wait).
+ */
+export interface RenewalClock {
+  nextWalkAt?: number;
 }
 
 export interface DeadLetterSweepDeps {
@@ -27,59 +57,164 @@ export interface DeadLetterSweepDeps {
   readonly records: SweepRecords;
   /** Live `dead` messages waiting for an operator, counted this run (each has its copy in the DLQ); undefined: unread. */
   readonly waitingDead: number | undefined;
+  /** Every waiting dead message's index entry (`due_at`: since when it waits). */
+  readonly listWaitingDead: () => Promise<readonly DueEntry[]>;
+  readonly now: () => Date;
+  readonly renewal: RenewalClock;
   /** @default DEAD_LETTER_MAX_RECEIVED */
   readonly maxReceived?: number;
 }
 
+interface Tally {
+  received: number;
+  removed: number;
+  refused: number;
+  renewed: number;
+  made: number;
+}
+
 /**
- * Takes stale copies off the send queue's DLQ (decision 0141): a manual retry gives a `dead` message
- * rev + 1 and a new copy, and nothing else deletes its old one, which would hold the DLQ alarm on for
- * the queue's retention. A live dead message's copy is its only one and stays. So the DLQ holds a
- * stale copy only when it holds more copies than dead messages wait — one GetQueueAttributes tells,
- * and only then is it walked: each copy received (hidden while the walk lasts, never received twice),
- * its record read consistently, the stale ones (core/staleDeadLetter.ts) deleted, and every other
- * copy made visible again at once when the walk ends, so `dlq show` and a redrive see it. A copy
- * whose record was not read, or whose body is not a copy, is left alone.
+ * Tends the send queue's DLQ (decisions 0141, 0148). A live dead message's copy is its only one, so
+ * one GetQueueAttributes compared with the count of waiting dead messages tells when to walk: more
+ * copies (a stale one: a manual retry gave its message rev + 1; or a second copy of one message),
+ * fewer (a dead message without a copy), or — the counts equal — when a copy may have reached the
+ * renewal age. A walk receives every copy (hidden while it lasts, never received twice), reads their
+ * records consistently, and applies core/staleDeadLetter.ts `deadLetterCare`: deletes the stale and
+ * the second copies, replaces an old copy by a fresh identical one (sent first, then the old one
+ * deleted), and makes every other copy visible again at once when it ends, so `dlq show` and a
+ * redrive see it. A walk that saw every copy then makes one from the record for each waiting dead
+ * message it found none of (`deadLetterOwed`). A copy whose record was not read, or whose body is not
+ * a copy, is left alone.
  */
 export async function removeStaleDeadLetters(deps: DeadLetterSweepDeps): Promise<DeadLetterSweep> {
-  const tally = { walked: false, received: 0, removed: 0, refused: 0 };
-  let depth: { visible: number; inFlight: number };
+  const tally: Tally = { received: 0, removed: 0, refused: 0, renewed: 0, made: 0 };
+  let walked: DeadLetterWalk | undefined;
   try {
-    depth = await deps.deadLetters.depth();
+    const depth = await deps.deadLetters.depth();
+    walked = await walkNeeded(deps, depth);
+    if (walked === undefined) return { walked, ...tally };
+    const walk = await walkCopies(deps, tally);
+    // Only a walk that saw every copy can tell a message has none: a copy someone else holds
+    // (in flight at the start) or one past the bound would be made twice.
+    if (walk.complete && depth.inFlight === 0 && deps.waitingDead !== undefined) {
+      const made = walk.waiting.size < deps.waitingDead ? await makeOwedCopies(deps, walk, tally) : 0;
+      const madeRenewAt = made > 0 ? deps.now().getTime() + DEAD_LETTER_RENEW_AGE_MS : undefined;
+      const next = Math.min(walk.nextRenewalAt ?? Infinity, madeRenewAt ?? Infinity);
+      if (Number.isFinite(next)) deps.renewal.nextWalkAt = next;
+      else delete deps.renewal.nextWalkAt;
+    } else {
+      delete deps.renewal.nextWalkAt;
+    }
+    return walk.error === undefined ? { walked, ...tally } : { walked, ...tally, error: walk.error };
   } catch (error) {
-    return { ...tally, error: errorName(error) };
+    delete deps.renewal.nextWalkAt;
+    return { walked, ...tally, error: errorName(error) };
   }
+}
+
+async function walkNeeded(
+  deps: DeadLetterSweepDeps,
+  depth: { visible: number; inFlight: number },
+): Promise<DeadLetterWalk | undefined> {
   const held = depth.visible + depth.inFlight;
-  if (depth.visible === 0 || (deps.waitingDead !== undefined && held <= deps.waitingDead)) return tally;
-  tally.walked = true;
+  if (deps.waitingDead === undefined) return depth.visible > 0 ? 'surplus' : undefined;
+  if (held > deps.waitingDead) return depth.visible > 0 ? 'surplus' : undefined;
+  if (held < deps.waitingDead) return 'shortfall';
+  if (depth.visible === 0) return undefined;
+  const now = deps.now().getTime();
+  if (deps.renewal.nextWalkAt === undefined) {
+    // A cold start: no copy is older than its message's wait in `dead`.
+    const since = (await deps.listWaitingDead()).map((entry) => Date.parse(entry.due_at));
+    const oldest = Math.min(...since.filter(Number.isFinite));
+    if (!Number.isFinite(oldest)) return undefined;
+    deps.renewal.nextWalkAt = oldest + DEAD_LETTER_RENEW_AGE_MS;
+  }
+  return now >= deps.renewal.nextWalkAt ? 'renewal' : undefined;
+}
+
+interface Walk {
+  /** It received until the DLQ had nothing more to give, with no error. */
+  readonly complete: boolean;
+  readonly error: string | undefined;
+  /** The waiting dead messages whose copy is kept (or was renewed) by this walk. */
+  readonly waiting: ReadonlySet<string>;
+  /** When the first of the copies kept reaches the renewal age (undefined: none kept). */
+  readonly nextRenewalAt: number | undefined;
+}
+
+async function walkCopies(deps: DeadLetterSweepDeps, tally: Tally): Promise<Walk> {
   const maxReceived = deps.maxReceived ?? DEAD_LETTER_MAX_RECEIVED;
   const kept: string[] = [];
+  /** The fresh copies this walk put in: received again, they are left alone. */
+  const fresh = new Set<string>();
+  const waiting = new Set<string>();
+  let nextRenewalAt: number | undefined;
+  const keepsUntil = (sentAt: number) => {
+    const at = sentAt + DEAD_LETTER_RENEW_AGE_MS;
+    nextRenewalAt = nextRenewalAt === undefined ? at : Math.min(nextRenewalAt, at);
+  };
+  let complete = false;
   let error: string | undefined;
   try {
-    // Stops at an empty receive, once it received as many copies as the queue held, or at the bound.
-    while (tally.received < maxReceived && tally.received < held) {
+    while (tally.received < maxReceived) {
       const batch = await deps.deadLetters.receive(
         Math.min(SQS_MAX_BATCH, maxReceived - tally.received),
         DEAD_LETTER_HIDE_SECONDS,
       );
-      if (batch.length === 0) break;
+      if (batch.length === 0) {
+        complete = true;
+        break;
+      }
       tally.received += batch.length;
       const copies = batch.map((letter) => ({ letter, parsed: parseDispatchPayload(letter.body) }));
       const records = await deps.records.read(
         copies.flatMap(({ parsed }) => (parsed.ok ? [parsed.payload.id] : [])),
       );
-      const stale: string[] = [];
+      const now = deps.now().getTime();
+      const gone: string[] = [];
+      const replaced = new Set<string>();
+      const old: DeadLetterCopy[] = [];
       for (const { letter, parsed } of copies) {
         const record = parsed.ok ? records.get(parsed.payload.id) : undefined;
-        // An unread record is not a gone one (a batch read may leave keys unprocessed): only a record
-        // read at another rev, or ended, makes a copy stale here.
-        if (parsed.ok && record !== undefined && staleDeadLetter(parsed.payload, record) !== undefined)
-          stale.push(letter.receipt);
+        // An unread record is not a gone one (a batch read may leave keys unprocessed): it stays.
+        if (fresh.has(letter.messageId) || !parsed.ok || record === undefined) {
+          kept.push(letter.receipt);
+          continue;
+        }
+        const { id, rev, dlq } = parsed.payload;
+        const care = deadLetterCare(
+          { rev, dlq: dlq === true, ageMs: now - letter.sentAt },
+          record,
+          waiting.has(id),
+        );
+        if (care.kind === 'delete') gone.push(letter.receipt);
+        else if (care.kind === 'renew') old.push(letter);
         else kept.push(letter.receipt);
+        if (care.kind !== 'delete' && dlq === true && waitsInDeadLetters(record) && record.rev === rev) {
+          waiting.add(id);
+          if (care.kind === 'keep') keepsUntil(letter.sentAt);
+        }
       }
-      if (stale.length === 0) continue;
-      const { refused } = await deps.deadLetters.remove(stale);
-      tally.removed += stale.length - refused.length;
+      // A renewal sends first: a crash before the delete leaves two copies (the next walk deletes
+      // one), never none. A refused send keeps the old copy, which the next walk renews.
+      const renewedIds = old.length === 0 ? [] : await deps.deadLetters.put(old.map((letter) => letter.body));
+      old.forEach((letter, i) => {
+        const renewedId = renewedIds[i];
+        if (renewedId === undefined) {
+          kept.push(letter.receipt);
+          keepsUntil(letter.sentAt);
+          return;
+        }
+        fresh.add(renewedId);
+        keepsUntil(now);
+        tally.renewed++;
+        replaced.add(letter.receipt);
+        gone.push(letter.receipt);
+      });
+      if (gone.length === 0) continue;
+      const { refused } = await deps.deadLetters.remove(gone);
+      const removed = gone.filter((receipt) => !refused.includes(receipt));
+      tally.removed += removed.filter((receipt) => !replaced.has(receipt)).length;
       tally.refused += refused.length;
       kept.push(...refused);
     }
@@ -93,7 +228,28 @@ export async function removeStaleDeadLetters(deps: DeadLetterSweepDeps): Promise
       error ??= errorName(caught);
     }
   }
-  return error === undefined ? tally : { ...tally, error };
+  return { complete: complete && error === undefined, error, waiting, nextRenewalAt };
+}
+
+/** Makes a copy from the record for each waiting dead message the walk found none of. */
+async function makeOwedCopies(deps: DeadLetterSweepDeps, walk: Walk, tally: Tally): Promise<number> {
+  const missing = (await deps.listWaitingDead())
+    .filter((entry) => !walk.waiting.has(entry.id))
+    .slice(0, DEAD_LETTER_MAX_MADE);
+  if (missing.length === 0) return 0;
+  const records = await deps.records.read(missing.map((entry) => entry.id));
+  const now = deps.now();
+  const owed = [...records].filter(([, record]) =>
+    deadLetterOwed(record, { complete: true, copyKept: false }, now),
+  );
+  if (owed.length === 0) return 0;
+  // What the sender moves to the DLQ (sender/copyRun.ts `moveToDeadLetters`): `{v, id, rev, "dlq": true}`.
+  const made = await deps.deadLetters.put(
+    owed.map(([id, record]) => encodeDispatchPayload({ id, rev: record.rev, dlq: true })),
+  );
+  const count = made.filter((madeId) => madeId !== undefined).length;
+  tally.made += count;
+  return count;
 }
 
 function errorName(error: unknown): string {

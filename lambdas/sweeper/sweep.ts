@@ -1,5 +1,5 @@
 import { errorForLog } from '../core/errorForLog.js';
-import { isTerminal } from '../core/messageStatus.js';
+import { isTerminal, MESSAGE_STATUS } from '../core/messageStatus.js';
 import { SWEEPER_METRIC } from '../core/metricNames.js';
 import type { PauseState } from '../core/relayBreaker.js';
 import { relayInUse } from '../core/relays.js';
@@ -12,7 +12,7 @@ import type { SweeperMetrics } from '../ports/SweeperMetrics.js';
 import type { SweepRecords } from '../ports/SweepRecords.js';
 import { INDEX_SHARDS } from '../store/tableLayout.js';
 import { type BreakerCheck, checkRelays, type RelayCheck, type SweeperGate } from './relayToken.js';
-import { type DeadLetterSweep, removeStaleDeadLetters } from './staleDeadLetters.js';
+import { type DeadLetterSweep, type RenewalClock, removeStaleDeadLetters } from './staleDeadLetters.js';
 import { countWaiting, type WaitingCounts } from './waitingGauge.js';
 
 /** The structured logger the sweeper writes to (Powertools Logger fits). */
@@ -41,8 +41,10 @@ export interface SweepDeps {
   readonly metrics?: SweeperMetrics;
   /** The relay breaker (relayToken.ts); absent, the sweeper ignores it. */
   readonly gate?: SweeperGate;
-  /** The send queue's DLQ, whose stale copies each run takes off (staleDeadLetters.ts); absent, it does not look. */
+  /** The send queue's DLQ, which each run tends (staleDeadLetters.ts); absent, it does not look. */
   readonly deadLetters?: DeadLetterCopies;
+  /** What this environment remembers of the DLQ's copies between runs (createSweeperHandler.ts keeps one). */
+  readonly deadLetterRenewal?: RenewalClock;
 }
 
 export interface SweepReport {
@@ -83,7 +85,7 @@ export interface SweepReport {
   readonly breaker?: BreakerCheck;
   /** Every relay's breaker as this run found it, in order (DESIGN §15); `breaker` is the first's. */
   readonly relays?: readonly RelayCheck[];
-  /** What the run did about stale copies in the DLQ (absent: no DLQ wired). */
+  /** What the run did in the DLQ: stale and second copies taken off, old ones renewed, missing ones made (absent: no DLQ wired). */
   readonly deadLetters?: DeadLetterSweep;
 }
 
@@ -117,8 +119,8 @@ interface PageTally {
  * message that meanwhile moved on is dropped by the sender's rev and status rules. It can never
  * cause a second send.
  *
- * Then it counts the messages that wait for an operator and publishes the gauge, and takes stale
- * copies off the DLQ when it holds more copies than dead messages wait (staleDeadLetters.ts).
+ * Then it counts the messages that wait for an operator and publishes the gauge, and tends the DLQ
+ * (staleDeadLetters.ts): stale copies off, each waiting dead message's copy kept alive.
  */
 export async function sweep(deps: SweepDeps): Promise<SweepReport> {
   const shards = deps.shards ?? INDEX_SHARDS.due;
@@ -277,14 +279,27 @@ async function tidyDeadLetters(
   waiting: WaitingCounts,
 ): Promise<DeadLetterSweep | undefined> {
   if (deps.deadLetters === undefined) return undefined;
+  const { dueIndex } = deps;
+  const waitingShards = deps.waitingShards ?? INDEX_SHARDS.waiting;
   const result = await removeStaleDeadLetters({
     deadLetters: deps.deadLetters,
     records: deps.records,
     waitingDead: waiting.counts.dead,
+    listWaitingDead: async () => {
+      const entries: DueEntry[] = [];
+      for (let shard = 0; shard < waitingShards; shard++)
+        entries.push(...(await dueIndex.waiting(MESSAGE_STATUS.dead, shard)));
+      return entries;
+    },
+    now: deps.now,
+    renewal: deps.deadLetterRenewal ?? {},
   });
   deps.metrics?.count(SWEEPER_METRIC.staleDeadLettersRemoved, result.removed);
   // Counts only: no message id, no body.
-  if (result.error !== undefined) deps.log?.warn('sweeper could not finish tidying the DLQ', { ...result });
-  else if (result.walked) deps.log?.info('sweeper removed stale copies from the DLQ', { ...result });
+  if (result.error !== undefined) deps.log?.warn('sweeper could not finish tending the DLQ', { ...result });
+  else if (result.made > 0)
+    deps.log?.warn('sweeper made copies in the DLQ for dead messages that had none', { ...result });
+  else if (result.walked !== undefined)
+    deps.log?.info('sweeper tended the DLQ (stale copies off, old ones renewed)', { ...result });
   return result;
 }

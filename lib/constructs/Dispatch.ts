@@ -184,16 +184,18 @@ export class Dispatch extends Construct {
       ['sendingGate'],
     );
     this.sendQueue.grantSendMessages(this.sweeper.role);
-    // It takes stale copies (a retried dead message's old one) off the DLQ: it counts the DLQ, and
-    // only when it holds more copies than dead messages wait receives, deletes and releases (decision 0141).
+    // It tends the DLQ: counts it, and when the count or a copy's age says so receives, deletes
+    // stale copies, releases, and sends a fresh copy of a waiting dead message's old one, or one it
+    // lacks (decisions 0141, 0148).
     this.sweeper.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
-        sid: 'RemoveStaleDeadLetters',
+        sid: 'TendDeadLetters',
         actions: [
           'sqs:GetQueueAttributes',
           'sqs:ReceiveMessage',
           'sqs:DeleteMessage',
           'sqs:ChangeMessageVisibility',
+          'sqs:SendMessage',
         ],
         resources: [this.sendDeadLetterQueue.queueArn],
       }),

@@ -307,15 +307,17 @@ describe('dispatch: the sweeper', () => {
       'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['GATE#sending'] },
     });
     const sqsStatements = statements('sweeper').filter((s) => s.Action.some((a) => a.startsWith('sqs:')));
-    const sends = sqsStatements.filter((s) => s.Sid !== 'RemoveStaleDeadLetters');
+    const sends = sqsStatements.filter((s) => s.Sid !== 'TendDeadLetters');
     expect(sends.flatMap((s) => s.Resource)).toEqual([arnOf(ids.sendQueue)]);
-    // Stale copies in the DLQ (decision 0141): count, receive, delete, release; never send there.
-    const tidy = sqsStatements.find((s) => s.Sid === 'RemoveStaleDeadLetters');
+    // The DLQ (decisions 0141, 0148): count, receive, delete stale copies, release, and send a fresh
+    // copy of a waiting dead message's old one (or one it lacks); on the DLQ only.
+    const tidy = sqsStatements.find((s) => s.Sid === 'TendDeadLetters');
     expect(tidy?.Action).toEqual([
       'sqs:GetQueueAttributes',
       'sqs:ReceiveMessage',
       'sqs:DeleteMessage',
       'sqs:ChangeMessageVisibility',
+      'sqs:SendMessage',
     ]);
     expect(tidy?.Resource).toEqual([arnOf(ids.sendDlq)]);
   });

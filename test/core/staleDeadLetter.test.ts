@@ -2,7 +2,15 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isTerminal, isWaitingForOperator, MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
 import { admitCopy } from '../../lambdas/core/sendDecision.js';
-import { staleDeadLetter } from '../../lambdas/core/staleDeadLetter.js';
+import {
+  DEAD_LETTER_RENEW_AGE_MS,
+  DEAD_LETTER_SETTLE_MS,
+  deadLetterCare,
+  deadLetterOwed,
+  staleDeadLetter,
+  waitsInDeadLetters,
+} from '../../lambdas/core/staleDeadLetter.js';
+import { testSideOf } from '../../lambdas/core/testSide.js';
 
 /**
  * DESIGN §2: a copy whose `rev` is not the record's current one is stale and is dropped; `dead`
@@ -52,5 +60,117 @@ describe('staleDeadLetter', () => {
       }),
     );
     expect(staleDeadLetter({ rev: 1 }, null)).toMatch(/no record/);
+  });
+});
+
+/**
+ * DESIGN §2: `dead` waits for an operator with no end, "its copy sits in the DLQ … until redrive";
+ * §5: a DLQ redrive sends it again. The DLQ keeps a copy 14 days, so the sweeper renews a waiting
+ * dead message's copy before then and makes one from the record when it has none (decision 0148).
+ */
+const DAY = 86_400_000;
+const tenant = fc.constantFrom('t_live', testSideOf('t_live'));
+const careRecord = fc.record({
+  status,
+  rev,
+  tenant,
+  expires_at: fc.option(fc.constant(1_900_000_000), { nil: undefined }),
+  due_at: fc.option(fc.constantFrom(new Date(NOW.getTime() - 20 * DAY).toISOString(), NOW.toISOString()), {
+    nil: undefined,
+  }),
+});
+/** A live dead message that waits (no TTL), whose copies the sweeper keeps alive. */
+const waitingDead = fc.record({ status: fc.constant('dead' as const), rev, tenant: fc.constant('t_live') });
+const agedCopy = fc.record({ rev, dlq: fc.boolean(), ageMs: fc.integer({ min: 0, max: 14 * DAY }) });
+
+describe('deadLetterCare', () => {
+  it('deletes nothing a redrive would send, unless another copy of that message is kept', () => {
+    fc.assert(
+      fc.property(agedCopy, fc.option(careRecord, { nil: null }), (letter, current) => {
+        if (deadLetterCare(letter, current, false).kind !== 'delete') return;
+        const admission = admitCopy(
+          current ?? undefined,
+          { rev: letter.rev, sqsMessageId: 'moved', fromDeadLetters: letter.dlq },
+          NOW,
+        );
+        expect(admission.kind).toBe('drop');
+      }),
+    );
+  });
+
+  it("renews only a copy a redrive would send, and exactly a waiting dead message's copy from the renewal age on", () => {
+    fc.assert(
+      fc.property(
+        agedCopy,
+        fc.oneof(careRecord, waitingDead),
+        fc.boolean(),
+        (letter, current, keptAlready) => {
+          const care = deadLetterCare(letter, current, keptAlready);
+          const renewable =
+            letter.dlq && letter.rev === current.rev && waitsInDeadLetters(current) && !keptAlready;
+          expect(care.kind === 'renew').toBe(renewable && letter.ageMs >= DEAD_LETTER_RENEW_AGE_MS);
+          if (care.kind !== 'renew') return;
+          const admission = admitCopy(
+            current,
+            { rev: letter.rev, sqsMessageId: 'x', fromDeadLetters: true },
+            NOW,
+          );
+          expect(admission).toMatchObject({ kind: 'proceed', redrive: true });
+        },
+      ),
+    );
+  });
+
+  it("renews a waiting dead message's only marked copy exactly from the renewal age, and deletes none of it", () => {
+    fc.assert(
+      fc.property(waitingDead, fc.integer({ min: 0, max: 14 * DAY }), (current, ageMs) => {
+        const care = deadLetterCare({ rev: current.rev, dlq: true, ageMs }, current, false);
+        expect(care.kind).toBe(ageMs >= DEAD_LETTER_RENEW_AGE_MS ? 'renew' : 'keep');
+      }),
+    );
+  });
+
+  it('leaves a waiting dead message exactly one of its marked copies, whatever order a walk meets them in', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ dlq: fc.boolean(), ageMs: fc.integer({ min: 0, max: 14 * DAY }) }), {
+          minLength: 1,
+          maxLength: 6,
+        }),
+        careRecord,
+        (letters, current) => {
+          const dead = { ...current, status: 'dead' as const, expires_at: undefined, tenant: 't_live' };
+          let kept = false;
+          let survivors = 0;
+          for (const letter of letters) {
+            const care = deadLetterCare({ ...letter, rev: dead.rev }, dead, kept);
+            if (letter.dlq && care.kind !== 'delete') {
+              kept = true;
+              survivors++;
+            }
+            // An unmarked copy (the queue's backstop) is not what a redrive sends: it stays, and is no copy kept.
+            if (!letter.dlq) expect(care.kind).toBe('keep');
+          }
+          expect(survivors).toBe(letters.some((letter) => letter.dlq) ? 1 : 0);
+        },
+      ),
+    );
+  });
+});
+
+describe('deadLetterOwed', () => {
+  it('makes a copy only for a waiting dead message a whole walk found none of, once the sender had time to move its own', () => {
+    fc.assert(
+      fc.property(careRecord, fc.boolean(), fc.boolean(), (current, complete, copyKept) => {
+        const owed = deadLetterOwed(current, { complete, copyKept }, NOW);
+        const since = Date.parse(current.due_at ?? '');
+        const settled = Number.isFinite(since) && NOW.getTime() - since >= DEAD_LETTER_SETTLE_MS;
+        expect(owed).toBe(complete && !copyKept && waitsInDeadLetters(current) && settled);
+      }),
+    );
+    expect(waitsInDeadLetters({ status: 'dead', rev: 1, tenant: 't_live' })).toBe(true);
+    expect(waitsInDeadLetters({ status: 'dead', rev: 1, tenant: testSideOf('t_live') })).toBe(false);
+    expect(waitsInDeadLetters({ status: 'dead', rev: 1, tenant: 't_live', expires_at: 1 })).toBe(false);
+    expect(waitsInDeadLetters({ status: 'failed', rev: 1, tenant: 't_live' })).toBe(false);
   });
 });

@@ -391,7 +391,7 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
     expect((await call('DELETE', `/v1/webhooks/${webhookId}`)).status).toBe(200);
   });
 
-  it('sweeper: re-dispatches an overdue message, counts those that wait, and takes a stale copy off the DLQ', async () => {
+  it("sweeper: re-dispatches an overdue message, counts those that wait, takes a stale copy off the DLQ and renews a dead message's old one", async () => {
     const past = new Date(Date.now() - 3_600_000);
     const records = [];
     for (const status of ['scheduled', 'dead', 'unknown'] as const) {
@@ -412,9 +412,12 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
         }),
       );
     }
-    const sweep = as('sweeper', () => wireSweeper(env, SILENT as never, { count: () => {} }));
+    // Its clock 13 days ahead: the dead message's copy reached the renewal age (decision 0148).
+    const ahead = () => new Date(Date.now() + 13 * 86_400_000);
+    const sweep = as('sweeper', () => wireSweeper(env, SILENT as never, { count: () => {} }, ahead));
     const report = await sweep();
-    expect(report.deadLetters).toMatchObject({ walked: true, removed: 1 });
+    expect(report.deadLetters).toMatchObject({ walked: 'surplus', removed: 1, renewed: 1, refused: 0 });
+    expect(report.deadLetters?.error).toBeUndefined();
     expect(
       (await receiveAll(queueUrls.sendDeadLetter)).map((copy) => JSON.parse(copy.Body ?? '{}').id),
     ).toEqual([dead?.id]);

@@ -97,6 +97,28 @@ describe('the sender, retries and dead letters', () => {
     expect(await rig.depth()).toEqual({ stored: 0, inFlight: 0, delayed: 0 });
   });
 
+  it('sends once when two current copies of a dead message are redriven together (a DLQ renewal cut between its send and its delete, decision 0148)', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script(); // the relay is healthy again
+    const message = await rig.putMessage({ status: 'dead', attempts: 3 });
+    const copy = JSON.stringify({ v: 1, id: message.id, rev: 1, dlq: true });
+    // `dlq redrive --all` moves both to the send queue; they arrive in one batch.
+    await rig.dispatch(copy);
+    await rig.dispatch(copy);
+    const both = await rig.receive({ waitSeconds: 3, max: 2 });
+    expect(both).toHaveLength(2);
+
+    await rig.run(both);
+
+    expect(rig.received(message.id).filter((received) => received.outcome === 'accepted')).toHaveLength(1);
+    expect(await rig.state(message.id)).toMatchObject({ status: 'sent', attempts: 4 });
+    // The other copy lost the claim and was kept while the first held its lease (or was dropped).
+    // Back after the lease (a copy of it stands in, to spare the wait), it finds the message sent.
+    await rig.dispatch(copy);
+    expect((await rig.deliverNext()).response.batchItemFailures).toEqual([]);
+    expect(rig.received(message.id).filter((received) => received.outcome === 'accepted')).toHaveLength(1);
+  });
+
   it('gives a redriven message a fresh set of attempts, and dead-letters it again when they run out', async () => {
     const rig = await createSenderRig(world);
     world.smtp.script(TRANSIENT_AFTER_DATA);

@@ -1,0 +1,166 @@
+import { ReceiveMessageCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { describe, expect, inject, it } from 'vitest';
+import { encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
+import type { Log } from '../../lambdas/ports/Log.js';
+import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
+import { wireSweeper } from '../../lambdas/sweeper/handler.js';
+import { wholeSecondNow } from '../relay/relayParts.js';
+import {
+  documentClient,
+  freshQueues,
+  freshTable,
+  LOCAL_AWS,
+  queueDepth,
+  sqsClient,
+} from '../support/awsLocal.js';
+import { eventually } from '../support/eventually.js';
+import { senderOutcomes } from './waitingMessages.js';
+
+/**
+ * DESIGN §2: `dead` waits for an operator with no end — "its copy sits in the DLQ … until redrive";
+ * §5: "A DLQ redrive (console or CLI) sends it again". The DLQ keeps a copy 14 days (SQS's maximum),
+ * so the sweeper keeps each waiting dead message's copy alive: one near that age is replaced by a
+ * fresh identical copy, a message that has none gets one from its record, and a second copy of one
+ * message (a renewal cut between its send and its delete) goes (decision 0148). The sweeper is wired
+ * as its Lambda entry wires it; its clock runs ahead of SQS's to age the copies.
+ */
+const DAY_MS = 86_400_000;
+
+async function setUp() {
+  const t0 = wholeSecondNow();
+  const { tableName } = await freshTable('dlq-renew');
+  const { urls } = await freshQueues();
+  const sqs = sqsClient();
+  const lines: { level: string; message: string; fields: unknown }[] = [];
+  const record = (level: string) => (message: string, fields?: unknown) =>
+    void lines.push({ level, message, fields });
+  const log: Log = { info: record('info'), warn: record('warn'), error: record('error') };
+  const env = {
+    AWS_REGION: LOCAL_AWS.region,
+    AWS_ACCESS_KEY_ID: LOCAL_AWS.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: LOCAL_AWS.credentials.secretAccessKey,
+    AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+    AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
+    POSTDATE_LOCAL: 'true',
+    POSTDATE_TABLE_NAME: tableName,
+    POSTDATE_SEND_QUEUE_URL: urls.send,
+    POSTDATE_SEND_DLQ_URL: urls.sendDeadLetter,
+  };
+  /** The sweeper as one Lambda environment runs it, its clock `aheadMs` past SQS's. */
+  const sweeperAhead = (aheadMs: number) =>
+    wireSweeper(env, log as never, { count: () => undefined }, () => new Date(Date.now() + aheadMs));
+  const api = new DynamoApiStore(documentClient(), tableName);
+  /** A copy in the DLQ as the sender moves one there; answers its SQS message id. */
+  const parked = async (message: { id: string; rev: number }) => {
+    const { MessageId } = await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: urls.sendDeadLetter,
+        MessageBody: encodeDispatchPayload({ id: message.id, rev: message.rev, dlq: true }),
+      }),
+    );
+    return MessageId as string;
+  };
+  const settled = (count: number) =>
+    eventually(
+      `${count} visible and none in flight on the DLQ`,
+      async () => {
+        const depth = await queueDepth(sqs, urls.sendDeadLetter);
+        return depth.visible === count && depth.inFlight === 0;
+      },
+      { withinMs: 10_000 },
+    );
+  return { sqs, urls, api, endedAs: senderOutcomes(tableName, t0), sweeperAhead, parked, settled, lines };
+}
+
+/** Every copy in the DLQ: its SQS message id and its body (received once, hidden a minute). */
+async function copiesIn(sqs: SQSClient, queueUrl: string): Promise<{ messageId: string; body: unknown }[]> {
+  const copies: { messageId: string; body: unknown }[] = [];
+  for (let empty = 0; empty < 2; ) {
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 60 }),
+    );
+    if (Messages.length === 0) empty++;
+    for (const message of Messages)
+      copies.push({ messageId: message.MessageId ?? '', body: JSON.parse(message.Body ?? '') });
+  }
+  return copies;
+}
+
+const markedCopy = (message: { id: string; rev: number }) => ({
+  v: 1,
+  id: message.id,
+  rev: message.rev,
+  dlq: true,
+});
+
+describe("the sweeper keeps a waiting dead message's copy in the DLQ", () => {
+  it('replaces a copy that reached the renewal age by a fresh identical one, once', async () => {
+    const t = await setUp();
+    const dead = [await t.endedAs('dead'), await t.endedAs('dead')];
+    const old = [];
+    for (const message of dead) old.push(await t.parked(message));
+    const sweepOnce = t.sweeperAhead(13 * DAY_MS);
+
+    await sweepOnce();
+    await t.settled(2);
+    // The same Lambda environment's next run knows the copies are fresh: it does not walk again.
+    await sweepOnce();
+    await t.settled(2);
+
+    const after = await copiesIn(t.sqs, t.urls.sendDeadLetter);
+    expect(after.map((copy) => copy.body)).toEqual(expect.arrayContaining(dead.map(markedCopy)));
+    expect(after).toHaveLength(2);
+    for (const copy of after) expect(old).not.toContain(copy.messageId);
+    const walks = t.lines.filter((entry) => /DLQ/.test(entry.message));
+    expect(walks.map((entry) => entry.fields)).toEqual([expect.objectContaining({ renewed: 2, removed: 0 })]);
+    for (const message of dead) expect(JSON.stringify(t.lines)).not.toContain(message.id);
+  });
+
+  it('makes a copy from the record for a waiting dead message that has none; not for a discarded one, nor a second for one that has its copy', async () => {
+    const t = await setUp();
+    const lost = await t.endedAs('dead');
+    const kept = await t.endedAs('dead');
+    const discarded = await t.endedAs('dead');
+    const keptCopy = await t.parked(kept);
+    const result = await t.api.discard({
+      tenant: discarded.tenant,
+      id: discarded.id,
+      now: new Date(),
+      expiresAt: Math.floor(Date.now() / 1000) + 86_400,
+    });
+    expect(result.kind).toBe('updated');
+
+    await t.sweeperAhead(60 * 60_000)();
+
+    await t.settled(2);
+    const after = await copiesIn(t.sqs, t.urls.sendDeadLetter);
+    expect(after.map((copy) => copy.body)).toEqual(
+      expect.arrayContaining([markedCopy(lost), markedCopy(kept)]),
+    );
+    expect(after).toHaveLength(2);
+    expect(after.map((copy) => copy.messageId)).toContain(keptCopy);
+  });
+
+  it('makes no copy for a message dead for less than the settle time (the sender’s own move may be under way)', async () => {
+    const t = await setUp();
+    await t.endedAs('dead');
+
+    await t.sweeperAhead(0)();
+
+    await t.settled(0);
+  });
+
+  it('takes a second copy of one dead message off the DLQ (a renewal cut between its send and its delete) and keeps one', async () => {
+    const t = await setUp();
+    const dead = await t.endedAs('dead');
+    await t.parked(dead);
+    await t.parked(dead);
+
+    await t.sweeperAhead(0)();
+
+    await t.settled(1);
+    expect((await copiesIn(t.sqs, t.urls.sendDeadLetter)).map((copy) => copy.body)).toEqual([
+      markedCopy(dead),
+    ]);
+  });
+});
