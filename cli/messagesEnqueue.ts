@@ -1,7 +1,7 @@
 /**
  * `postdate messages enqueue --file batch.jsonl`: one enqueue body per line, each with its own
  * `idempotency_key`, sent through the HTTP API's batch enqueue (DESIGN §3a) in batches of 100 with
- * the typed client. Running the same file again is safe: every item replays under its key.
+ * the typed client (of 99 when strict over several batches). Running the same file again is safe: every item replays under its key.
  *
  * One result per line on stdout (with `--json`, one JSON object per line: `{line, index, status,
  * message?, problem?}`), progress on stderr. `index` and a problem's `/messages/N/…` count the
@@ -62,12 +62,14 @@ export async function messagesEnqueue(
 ): Promise<EnqueueFileReport> {
   const items = parseLines(options.text);
   const mode = options.mode === undefined ? {} : { mode: options.mode };
-  if (options.mode === 'strict' && items.length > LIMITS.maxBatchMessages) {
-    await judgeEveryBatch(client, items, out);
-  }
+  // Strict over several batches is judged first, then written in the very batches judged (each
+  // judged with one item more), so no write can meet a limit its judgement did not.
+  const judged = options.mode === 'strict' && items.length > LIMITS.maxBatchMessages;
+  const size = judged ? JUDGED_BATCH_SIZE : LIMITS.maxBatchMessages;
+  if (judged) await judgeEveryBatch(client, items, out);
   const counts = { created: 0, replayed: 0, refused: 0 };
-  for (let start = 0; start < items.length; start += LIMITS.maxBatchMessages) {
-    const batch = items.slice(start, start + LIMITS.maxBatchMessages);
+  for (let start = 0; start < items.length; start += size) {
+    const batch = items.slice(start, start + size);
     let results: readonly BatchResult[];
     try {
       ({ results } = await client.enqueueBatch({ messages: batch.map((item) => item.body), ...mode }));
@@ -92,6 +94,9 @@ export async function messagesEnqueue(
   return { sent: items.length, ...counts, ok: counts.refused === 0 };
 }
 
+/** A judged batch's lines: one place is left for the item no enqueue accepts. */
+const JUDGED_BATCH_SIZE = LIMITS.maxBatchMessages - 1;
+
 /**
  * Strict over several batches: before anything is written, every batch (99 lines) is sent in
  * strict mode with one more item that no enqueue accepts (`null`, "must be an object"). By §3a a
@@ -112,7 +117,7 @@ async function judgeEveryBatch(
       `line ${repeated.line} repeats the idempotency_key of line ${repeated.first}; nothing was sent`,
     );
   }
-  const size = LIMITS.maxBatchMessages - 1;
+  const size = JUDGED_BATCH_SIZE;
   const errors: FileFieldError[] = [];
   let refusal: PostdateProblem | undefined;
   for (let start = 0; start < items.length; start += size) {

@@ -138,6 +138,19 @@ describe('postdate messages enqueue --file', () => {
     expect(requests.length).toBeGreaterThanOrEqual(2);
   });
 
+  it('strict over several batches writes in the batches it judged: a file every check passed is never refused whole at its write for its size', async () => {
+    const { client } = await clientOnHarness();
+    // 100 short lines, 98 of ~20 KB, 2 of 100 KB: batches of 99 fit the 2 MiB batch body
+    // (LIMITS.maxBatchBodyBytes) whether judged or written; the file's second hundred would not.
+    const text = Array.from({ length: 200 }, (_, i) => {
+      const size = i < 100 ? 0 : i < 198 ? 20_000 : 100_000;
+      const body = validBody({ delay_seconds: 60, ...(size > 0 ? { text: 'x'.repeat(size) } : {}) });
+      return JSON.stringify({ idempotency_key: `sized-${i}`, ...body });
+    }).join('\n');
+    const report = await messagesEnqueue(client, { text, mode: 'strict' }, memoryOutput({ json: true }));
+    expect(report).toEqual({ sent: 200, created: 200, replayed: 0, refused: 0, ok: true });
+  }, 60_000);
+
   it('strict, a batch refused after the ones before it were enqueued: their lines are answered, the error says from which line nothing was stored', async () => {
     // Line 120 uses a template that is archived after the check and after batch 1 was written.
     const { client, api } = await clientOnHarness(async (n, harness) => {
@@ -152,14 +165,15 @@ describe('postdate messages enqueue --file', () => {
     const text = fileWithLine120({ ...envelope, template: { name: 'note' }, data: {} });
     const out = memoryOutput({ json: true });
     const { results, error } = await stream(messagesEnqueue(client, { text, mode: 'strict' }, out), out);
-    expect(results).toHaveLength(100);
+    // Written in the batches judged: 99 lines each.
+    expect(results).toHaveLength(99);
     expect(results.map((result) => [result.line, result.status])).toEqual(
-      Array.from({ length: 100 }, (_, i) => [i + 1, 202]),
+      Array.from({ length: 99 }, (_, i) => [i + 1, 202]),
     );
     expect(error).toMatchObject({
       status: 400,
       errors: [expect.objectContaining({ line: 120, field: expect.stringMatching(/^\/messages\/119\//) })],
-      unanswered_from_line: 101,
+      unanswered_from_line: 100,
       maybe_stored_through_line: null,
     });
   });
