@@ -72,13 +72,15 @@ describe('an attachment on the local stack', () => {
       new ListObjectsV2Command({ Bucket: stack.attachmentBucket, Prefix: `messages/local/${id}/` }),
     );
     const key = listed.Contents?.[0]?.Key ?? '';
+    // Written `pending`, tagged `live` when the message was accepted, `ended` once it was sent (0144).
     const tags = await eventually(
-      `the tags of ${key}`,
+      `the tag ended on ${key}`,
       async () => {
         const tagging = await s3.send(
           new GetObjectTaggingCommand({ Bucket: stack.attachmentBucket, Key: key }),
         );
-        return tagging.TagSet?.length ? tagging.TagSet : undefined;
+        const ended = tagging.TagSet?.some((tag) => tag.Value === 'ended');
+        return ended ? tagging.TagSet : undefined;
       },
       { withinMs: 30_000, everyMs: 100 },
     );
