@@ -32,29 +32,20 @@ export class DynamoDueIndex implements DueIndex {
   }
 
   async waiting(status: MessageStatus, shard: number): Promise<DueEntry[]> {
-    const index = INDEX.due;
     const entries: DueEntry[] = [];
-    let cursor: Record<string, unknown> | undefined;
-    do {
-      const page = await this.documents.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: index.indexName,
-          KeyConditionExpression: '#pk = :pk',
-          ExpressionAttributeNames: { '#pk': index.partitionKey },
-          ExpressionAttributeValues: { ':pk': waitingShardPk(status, shard) },
-          ExclusiveStartKey: cursor,
-        }),
-      );
-      entries.push(...dueEntries(page.Items));
-      cursor = page.LastEvaluatedKey;
-    } while (cursor !== undefined);
+    for await (const page of this.waitingPages(status, shard, {})) entries.push(...dueEntries(page.Items));
     return entries;
   }
 
   async countWaiting(status: MessageStatus, shard: number): Promise<number> {
-    const index = INDEX.due;
     let count = 0;
+    for await (const page of this.waitingPages(status, shard, { Select: 'COUNT' })) count += page.Count ?? 0;
+    return count;
+  }
+
+  /** Every page of one waiting partition (`wait#{status}#{shard}`), read whole. */
+  private async *waitingPages(status: MessageStatus, shard: number, select: { Select?: 'COUNT' }) {
+    const index = INDEX.due;
     let cursor: Record<string, unknown> | undefined;
     do {
       const page = await this.documents.send(
@@ -64,14 +55,13 @@ export class DynamoDueIndex implements DueIndex {
           KeyConditionExpression: '#pk = :pk',
           ExpressionAttributeNames: { '#pk': index.partitionKey },
           ExpressionAttributeValues: { ':pk': waitingShardPk(status, shard) },
-          Select: 'COUNT',
+          ...select,
           ExclusiveStartKey: cursor,
         }),
       );
-      count += page.Count ?? 0;
+      yield page;
       cursor = page.LastEvaluatedKey;
     } while (cursor !== undefined);
-    return count;
   }
 }
 
