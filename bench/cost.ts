@@ -386,6 +386,8 @@ export const BILLED_REQUESTS: Readonly<Record<FunctionName, readonly PricedReque
   events: [
     'DynamoDB.Query',
     'DynamoDB.PutItem',
+    // A message with attachments: its record read before and after tagging them (decision 0144).
+    'DynamoDB.GetItem',
     'SQS.SendMessageBatch',
     'EventBridge.PutEvents',
     'S3.PutObjectTagging',

@@ -18,6 +18,7 @@ import { RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
 import { wireWebhookDelivery } from '../../lambdas/webhooks/handler.js';
 import { EVENTS_STREAM_FILTER } from '../../lib/webhookLayout.js';
 import { type FilterPattern, matchesFilter } from '../../local/runners/eventFilter.js';
+import { type S3Emulator, startS3Emulator } from '../../local/s3Emulator.js';
 import type { SchedulerEmulator } from '../../local/scheduler/startSchedulerEmulator.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 import { apiEvent, authorizerEvent, validBody } from '../api/events.js';
@@ -32,13 +33,13 @@ import {
 } from '../iam/recordingWorld.js';
 import { schedulerClient, startScheduler } from '../relay/relayParts.js';
 import { StreamTail } from '../relay/streamTail.js';
-import { documentClient, freshQueues, freshTable, LOCAL_AWS } from '../support/awsLocal.js';
+import { documentClient, freshQueues, freshTable, LOCAL_AWS, uniqueName } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
 import { startReceiver } from '../webhooks/webhookHarness.js';
 
 /**
  * Issue 32, "a new request on the path cannot go unbilled": a message's whole path — the authorizer,
- * an immediate and a deferred enqueue (through the Scheduler) with a webhook subscribed, the relay, the sender (the api's copy
+ * an immediate enqueue with an attachment and a deferred enqueue (through the Scheduler) with a webhook subscribed, the relay, the sender (the api's copy
  * sent, the relay's copy dropped, the Scheduler's copy re-delayed), the event producer with a bus, the webhook deliveries — runs with
  * every function wired as in Lambda and every AWS request it puts on the wire recorded
  * (POSTDATE_RECORD_AWS_CALLS, as test/iam/ records them). Each recorded (function, Service.Command)
@@ -54,6 +55,7 @@ let tail: StreamTail;
 let sendQueue: { url: string; arn: string };
 let webhookQueue: { url: string; arn: string };
 let scheduler: SchedulerEmulator;
+let s3: S3Emulator;
 let smtp: TestSmtpServer;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 let eventBridge: EventBridgeStandIn;
@@ -85,6 +87,7 @@ beforeAll(async () => {
   sendQueue = { url: queues.urls.send, arn: queues.arns.send };
   webhookQueue = await webhookQueueBeside({ url: queues.urls.send, arn: queues.arns.send });
   scheduler = await startScheduler();
+  s3 = await startS3Emulator({ port: 0, bucket: uniqueName('billed').toLowerCase() });
   await schedulerClient(scheduler.endpoint).send(new CreateScheduleGroupCommand({ Name: SCHEDULE_GROUP }));
   smtp = await startSmtpServer();
   receiver = await startReceiver(() => 200);
@@ -114,6 +117,8 @@ beforeAll(async () => {
     POSTDATE_SCHEDULE_DLQ_ARN: queues.arns.scheduleDeadLetter,
     POSTDATE_WEBHOOK_QUEUE_URL: webhookQueue.url,
     POSTDATE_EVENT_BUS_NAME: 'postdate-billed-bus',
+    POSTDATE_ATTACHMENT_BUCKET: s3.bucket,
+    POSTDATE_S3_ENDPOINT: s3.endpoint,
     // The deferred path compressed as bench/cost.ts compresses it: a message due in 5 s goes through
     // the Scheduler, and the sender re-delays the early copy, exactly as one due next week would.
     POSTDATE_DIRECT_DELAY_MAX_SECONDS: '2',
@@ -132,6 +137,7 @@ afterAll(async () => {
   await smtp?.close().catch(() => {});
   await receiver?.close();
   await scheduler?.stop();
+  await s3?.stop();
   await eventBridge?.close();
 });
 
@@ -153,7 +159,9 @@ describe('the cost model bills every request a message makes (issue 32)', { time
           }),
         )
       ).statusCode;
-    expect(await enqueue('now', {})).toBe(202);
+    // The immediate one carries a file: its bytes put by the api, tagged by the producer, read by the sender.
+    const attachments = [{ filename: 'note.txt', content: Buffer.from('a small file').toString('base64') }];
+    expect(await enqueue('now', { attachments })).toBe(202);
     expect(await enqueue('later', { delay_seconds: 5 })).toBe(202);
 
     const relay = as('relay', () => wireRelay(env, SILENT as never));
