@@ -7,6 +7,7 @@ import { messagePk } from '../../lambdas/store/messageRecord.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import { ITEM_SORT_KEY, KEY } from '../../lambdas/store/tableLayout.js';
 import { documentClient } from '../support/awsLocal.js';
+import { bodyUpdatesFailing } from '../support/failingBodyWrites.js';
 import { putGroupHead } from './records.js';
 import {
   contextWithRemaining,
@@ -191,33 +192,10 @@ describe('the sender when its own writes and reads fail', () => {
     },
   );
 
-  /**
-   * A table client whose first `times` UpdateItems of each message's BODY item throw, above the SDK's retry
-   * step: a throttle that outlasted the SDK's own retries, on the write that starts the body's TTL.
-   */
+  /** The sender's store over a client whose body TTL writes throw `times` times per message. */
   function bodyTtlWritesFailing(times = 1): { store: SenderStore; failed: () => number } {
-    const documents = documentClient();
-    const failedFor = new Map<string, number>();
-    documents.middlewareStack.add(
-      (next, context) => async (args) => {
-        const key = (args.input as { Key?: Record<string, unknown> }).Key;
-        const sk = key?.[KEY.sort];
-        const isBody =
-          sk === ITEM_SORT_KEY.messageBody || (sk as { S?: string })?.S === ITEM_SORT_KEY.messageBody;
-        const pk = JSON.stringify(key?.[KEY.partition]);
-        const failures = failedFor.get(pk) ?? 0;
-        if (/^UpdateItem?Command$/.test(context.commandName ?? '') && isBody && failures < times) {
-          failedFor.set(pk, failures + 1);
-          throw throttled();
-        }
-        return next(args);
-      },
-      { step: 'initialize', name: 'failBodyTtlWrites' },
-    );
-    return {
-      store: new DynamoSenderStore(documents, world.tableName),
-      failed: () => [...failedFor.values()].reduce((sum, count) => sum + count, 0),
-    };
+    const { documents, failed } = bodyUpdatesFailing(times);
+    return { store: new DynamoSenderStore(documents, world.tableName), failed };
   }
 
   async function bodyExpiresAt(id: string): Promise<unknown> {
