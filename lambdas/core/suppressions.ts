@@ -8,8 +8,12 @@
  * the local part lower-cased too. RFC 5321 lets a receiver treat the local part's case as meaningful,
  * but no mailbox provider of note does; a list that missed `Ada@` after `ada@` hard-bounced would
  * send again to a dead or complaining mailbox, which costs the sender's reputation, while two real
- * mailboxes that differ only in case are practically unheard of.
+ * mailboxes that differ only in case are practically unheard of. A domain written in Unicode is
+ * keyed by its ASCII form (IDNA, punycode: `bücher.example` → `xn--bcher-kva.example`), the form the
+ * mailer puts in the envelope and SES reports back, so every spelling of one mailbox is one key
+ * (decision 0153).
  */
+import { domainToASCII, domainToUnicode } from 'node:url';
 import { parseAddress } from './addresses.js';
 import { type FieldError, guarded, type Validated } from './problem.js';
 
@@ -53,6 +57,22 @@ export function suppressionKey(mailbox: string): string | undefined {
 }
 
 /**
+ * The key an entry of this key's mailbox was stored under before decision 0153, when it differs: its
+ * domain in Unicode (`ada@xn--bcher-kva.example` → `ada@bücher.example`), as the API and the 5.1.x
+ * path wrote a domain spelled so. The sender looks it up too, and DELETE removes it too, so an entry
+ * written before the upgrade keeps suppressing and can still be removed. Undefined for an ASCII
+ * domain (nothing changed there) or what is not an address.
+ */
+export function formerSuppressionKey(key: string): string | undefined {
+  const at = key.lastIndexOf('@');
+  if (at <= 0) return undefined;
+  const domain = key.slice(at + 1);
+  if (!/(^|\.)xn--/.test(domain)) return undefined;
+  const unicode = domainToUnicode(domain);
+  return unicode === '' || unicode === domain ? undefined : `${key.slice(0, at)}@${unicode}`;
+}
+
+/**
  * Validates an address given to the API or the CLI (the `{address}` of the routes): a bare addr-spec,
  * RFC 5322-valid; answers its normalised form. Its one error names the field `address`. Never throws.
  */
@@ -72,7 +92,19 @@ function invalidAddress(message: string): { ok: false; errors: FieldError[] } {
 }
 
 function normalised(local: string, domain: string): string {
-  return `${local.toLowerCase()}@${domain.toLowerCase()}`;
+  return `${local.toLowerCase()}@${asciiDomain(domain)}`;
+}
+
+/**
+ * A domain's key: lower-cased, and one written with any non-ASCII letter in its ASCII form (UTS #46
+ * mapping, as node:url and the mailer read it). An ASCII domain is only lower-cased, as before
+ * decision 0153 (so no stored key changes, and `0x7f.1` is not read as an IPv4 address). One that
+ * IDNA refuses stays as written, lower-cased: the relay could not be given it either.
+ */
+function asciiDomain(domain: string): string {
+  // Printable ASCII only (a parsed domain has no spaces or control characters).
+  if (/^[!-~]*$/.test(domain)) return domain.toLowerCase();
+  return (domainToASCII(domain) || domain).toLowerCase();
 }
 
 /**

@@ -45,7 +45,8 @@ import { sendClaimed } from './sendClaimed.js';
  * move it to the DLQ); settle the attempt a dead sender left behind (a takeover) before anything
  * else, so nothing below leaves a message `sending` without a sender; hold or re-delay what is early;
  * expire what must not go out; pass the sending gate and wait for the send rate
- * (relayGate.ts); claim only with time for a whole attempt; then send under the lease (sendClaimed.ts). It never throws for an expected
+ * (relayGate.ts), then ask again what must not go out, with the clock as it is after the wait
+ * (decision 0152); claim only with time for a whole attempt; then send under the lease (sendClaimed.ts). It never throws for an expected
  * situation; it answers with a verdict on the SQS copy.
  */
 export async function processCopy(
@@ -107,29 +108,10 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
   // the work at once, and a wait is none, so the batch's other copies go on meanwhile.
   if (arrival.action === 'wait') await lane.away(() => deps.sleep(arrival.milliseconds));
 
-  const now = deps.now();
-  // The group head is read once, under the claim just before the send (sendClaimed.ts), not here:
-  // one consistent read of the group's one item per copy (DESIGN §4 Freshness; decision 0097).
-  const unsent = decideUnsent(observed, now);
-  if (unsent.kind === 'drop') {
-    deps.log.info(
-      'sender may not make this transition',
-      logContext(run, { to: unsent.to, reason: unsent.forbidden }),
-    );
-    return drop(run, unsent.reason);
-  }
-  if (unsent.kind === 'hold') {
-    // Quiet hours (docs/design.md §16): the copy waits for the window's end as an early copy waits
-    // for its send time — in process for the last moment, otherwise back on the queue. No attempt.
-    const held = decideArrival({ sendAt: unsent.until, now, maxWaitMs: deps.settings.maxEarlyWaitMs });
-    if (held.action === 'redelay') return holdForQuietHours(run, observed, unsent.until, held.delaySeconds);
-    if (held.action === 'wait') await lane.away(() => deps.sleep(held.milliseconds));
-  }
-  if (unsent.kind === 'settle') {
-    const result = await settleWithoutSend(run, observed, unsent.to, false);
-    if (result.kind !== 'applied') return result.verdict;
-    return settled(run, observed, unsent.to, unsent.to, UNSENT_METRIC[unsent.to]);
-  }
+  // What must not go out is settled or held before the gate and the rate: a copy that will not go
+  // spends neither (a night's held copies come round every 15 minutes).
+  const before = await unsentVerdict(run, observed, lane);
+  if (before !== undefined) return before;
 
   // While the relay is unavailable, throttling us or this kind is paused: back unclaimed, no attempt.
   const gate = await passGate(run, observed);
@@ -137,6 +119,10 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
   // The rate limit waits before the claim, never under the lease (DESIGN §5), in recipients, at the
   // rate of the relay the copy leaves through (DESIGN §15).
   await (gate.relay.rateLimiter ?? UNLIMITED).acquire(pendingRecipients(observed), gate.rateFactor);
+  // The wait for the rate can carry the copy past its not_after or into its quiet hours: the same
+  // decision again, with the clock as it is now, the last one before the claim (decision 0152).
+  const after = await unsentVerdict(run, observed, lane);
+  if (after !== undefined) return after;
   // Never out of time mid-send: claim only with time left for one whole attempt and its write.
   if (!hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing)) {
     deps.metrics.count(SENDER_METRIC.outOfTime);
@@ -174,6 +160,43 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
     return releaseOutOfTime(run, claim.record, owner);
   }
   return sendClaimed(run, claim.record, owner, body, gate.relay);
+}
+
+/**
+ * What must not go out now (core/unsentDecision.ts `decideUnsent`, with the clock as it is when
+ * asked), acted on: settled `expired`, dropped, or held for quiet hours — back on the queue, or
+ * waited out in process for an end a moment away. Undefined: the copy goes on towards the send.
+ */
+async function unsentVerdict(
+  run: CopyRun,
+  observed: MessageStateRecord,
+  lane: Lane,
+): Promise<CopyVerdict | undefined> {
+  const { deps } = run;
+  const now = deps.now();
+  // The group head is read once, under the claim just before the send (sendClaimed.ts), not here:
+  // one consistent read of the group's one item per copy (DESIGN §4 Freshness; decision 0097).
+  const unsent = decideUnsent(observed, now);
+  if (unsent.kind === 'drop') {
+    deps.log.info(
+      'sender may not make this transition',
+      logContext(run, { to: unsent.to, reason: unsent.forbidden }),
+    );
+    return drop(run, unsent.reason);
+  }
+  if (unsent.kind === 'hold') {
+    // Quiet hours (docs/design.md §16): the copy waits for the window's end as an early copy waits
+    // for its send time — in process for the last moment, otherwise back on the queue. No attempt.
+    const held = decideArrival({ sendAt: unsent.until, now, maxWaitMs: deps.settings.maxEarlyWaitMs });
+    if (held.action === 'redelay') return holdForQuietHours(run, observed, unsent.until, held.delaySeconds);
+    if (held.action === 'wait') await lane.away(() => deps.sleep(held.milliseconds));
+  }
+  if (unsent.kind === 'settle') {
+    const result = await settleWithoutSend(run, observed, unsent.to, false);
+    if (result.kind !== 'applied') return result.verdict;
+    return settled(run, observed, unsent.to, unsent.to, UNSENT_METRIC[unsent.to]);
+  }
+  return undefined;
 }
 
 /**

@@ -7,7 +7,9 @@
  *
  * `shard` is a hash of the address over SUPPRESSION_SHARDS, so the reads every send makes spread over
  * partitions; a lookup knows its key, and a listing queries every shard after the cursor's address and
- * merges them in address order. Entries have no TTL: they last until removed.
+ * merges them in address order. Entries have no TTL: they last until removed. An entry of an
+ * internationalised domain written before decision 0153 is keyed by the domain in Unicode: a lookup
+ * and a removal of its key reach it too (core/suppressions.ts `formerSuppressionKey`).
  */
 import {
   BatchGetCommand,
@@ -18,6 +20,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { ERROR_CLASS, PostdateError } from '../core/postdateError.js';
 import {
+  formerSuppressionKey,
   isSuppressionReason,
   SUPPRESSION_REASON,
   type Suppression,
@@ -59,8 +62,15 @@ export class DynamoSuppressionList implements SuppressionList {
   ) {}
 
   async suppressedAmong(tenant: string, addresses: readonly string[]): Promise<ReadonlySet<string>> {
+    // Each key, and the key its entry had before decision 0153 where that differs: found as the key.
+    const asKey = new Map<string, string>();
+    for (const address of addresses) {
+      asKey.set(address, address);
+      const former = formerSuppressionKey(address);
+      if (former !== undefined && !asKey.has(former)) asKey.set(former, address);
+    }
     const found = new Set<string>();
-    const distinct = [...new Set(addresses)];
+    const distinct = [...asKey.keys()];
     for (let start = 0; start < distinct.length; start += BATCH_GET_LIMIT) {
       let pending: Record<string, unknown>[] = distinct
         .slice(start, start + BATCH_GET_LIMIT)
@@ -83,7 +93,8 @@ export class DynamoSuppressionList implements SuppressionList {
         );
         for (const item of result.Responses?.[this.tableName] ?? []) {
           const address = item[KEY.sort];
-          if (typeof address === 'string') found.add(address);
+          const key = typeof address === 'string' ? asKey.get(address) : undefined;
+          if (key !== undefined) found.add(key);
         }
         pending = result.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
       }
@@ -145,6 +156,15 @@ export class DynamoSuppressionList implements SuppressionList {
   }
 
   async remove(tenant: string, address: string): Promise<Suppression | null> {
+    const former = formerSuppressionKey(address);
+    const [removed, removedFormer] = await Promise.all([
+      this.removeKey(tenant, address),
+      former === undefined ? null : this.removeKey(tenant, former),
+    ]);
+    return removed ?? removedFormer;
+  }
+
+  private async removeKey(tenant: string, address: string): Promise<Suppression | null> {
     const { Attributes } = await this.documents.send(
       new DeleteCommand({
         TableName: this.tableName,

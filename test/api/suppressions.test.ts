@@ -1,5 +1,6 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
+import { DynamoSuppressionList } from '../../lambdas/store/suppressionList.js';
 import { stateRecord } from '../cli/cliFixtures.js';
 import { apiHarness } from './apiHarness.js';
 import { apiEvent } from './events.js';
@@ -225,6 +226,45 @@ describe('the suppression routes', () => {
           recipients: { accepted: 0, pending: 0, rejected: 0, suppressed: 2 },
         },
       ],
+    });
+  });
+
+  describe('an internationalised domain (DESIGN §12; decision 0153)', () => {
+    it('is one entry whether the domain is spelled in Unicode or in punycode: stored in its ASCII form', async () => {
+      const api = await apiHarness();
+      const unicode = await put(api, 'Ada@Bücher.example');
+      expect(unicode).toMatchObject({ status: 200, json: { address: 'ada@xn--bcher-kva.example' } });
+      const punycode = await put(api, 'ada@XN--BCHER-KVA.example', { body: { reason: 'complaint' } });
+      expect(punycode).toMatchObject({
+        status: 200,
+        json: { address: 'ada@xn--bcher-kva.example', reason: 'complaint' },
+      });
+      expect(await suppressionItems(api)).toHaveLength(1);
+
+      // Removed through either spelling.
+      expect((await remove(api, 'ada@bücher.example')).status).toBe(200);
+      expect(await suppressionItems(api)).toEqual([]);
+      await put(api, 'ada@bücher.example');
+      expect((await remove(api, 'ada@xn--bcher-kva.example')).status).toBe(200);
+      expect(await suppressionItems(api)).toEqual([]);
+    });
+
+    it('still removes, and pages past, an entry stored in the Unicode form before', async () => {
+      const api = await apiHarness();
+      // What PUT wrote before decision 0153: the domain lower-cased as written.
+      const before = new DynamoSuppressionList(api.documents, api.tableName);
+      await before.put({ tenant: 'acme', address: 'ada@bücher.example', reason: 'manual', now: new Date() });
+      await put(api, 'zed@example.org');
+
+      const first = await list(api, { limit: '1' });
+      const firstPage = first.json as { items: { address: string }[]; next_cursor: string | null };
+      expect(firstPage.items.map((item) => item.address)).toEqual(['ada@bücher.example']);
+      const second = await list(api, { limit: '1', cursor: firstPage.next_cursor ?? '' });
+      expect(second).toMatchObject({ status: 200, json: { items: [{ address: 'zed@example.org' }] } });
+
+      const removed = await remove(api, 'ada@bücher.example');
+      expect(removed).toMatchObject({ status: 200, json: { address: 'ada@bücher.example' } });
+      expect((await list(api)).json).toMatchObject({ items: [{ address: 'zed@example.org' }] });
     });
   });
 

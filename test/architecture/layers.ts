@@ -41,7 +41,7 @@ export const LAYERS: readonly Layer[] = [
     name: 'core',
     files: /^lambdas\/core\//,
     may: [],
-    packages: ['zod', 'ulid', 'node:crypto', 'handlebars'],
+    packages: ['zod', 'ulid', 'node:crypto', 'node:url', 'handlebars'],
   },
   /**
    * The table's items and key layout as plain data, and the message view the API answers and every

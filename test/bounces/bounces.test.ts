@@ -2,7 +2,7 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { SNSEvent } from 'aws-lambda';
 import { beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { newMessageId } from '../../lambdas/core/ids.js';
-import type { Suppression } from '../../lambdas/core/suppressions.js';
+import { type Suppression, suppressionKey } from '../../lambdas/core/suppressions.js';
 import { DynamoSuppressionList } from '../../lambdas/store/suppressionList.js';
 import { lambdaContext } from '../../local/http/lambdaContext.js';
 import { stateRecord } from '../cli/cliFixtures.js';
@@ -130,5 +130,22 @@ describe('the SES bounce and complaint function', () => {
     expect(await list.suppressedAmong('tenant-one', ['only-mine@example.com'])).toEqual(
       new Set(['only-mine@example.com']),
     );
+  });
+  it('adds an internationalised domain under the key the sender looks its recipient up by, however SES spells it (decision 0153)', async () => {
+    const id = await sentMessage('wayne');
+    // SES saw the envelope the mailer punycoded, and reports it so.
+    await handle(snsEvent(permanentBounce(id, ['ada@xn--bcher-kva.example'])));
+    // A report that spells the domain in Unicode is the same mailbox: still one entry.
+    await handle(snsEvent(complaint(id, 'Ada@Bücher.example')));
+    expect(await entries('wayne')).toEqual([
+      expect.objectContaining({
+        address: 'ada@xn--bcher-kva.example',
+        reason: 'hard_bounce',
+        message_id: id,
+      }),
+    ]);
+    // The sender reads the list by the recipient as the message spells it (sendClaimed.ts).
+    const key = suppressionKey('Ada Lovelace <ada@bücher.example>') ?? '';
+    expect(await list.suppressedAmong('wayne', [key])).toEqual(new Set([key]));
   });
 });

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { toASCII } from 'nodemailer/lib/punycode';
 import { describe, expect, it } from 'vitest';
 import {
   pendingPositions,
@@ -8,7 +9,12 @@ import {
   screenRecipients,
 } from '../../lambdas/core/recipients.js';
 import { validateSuppressionRequest } from '../../lambdas/core/requestSchemas.js';
-import { isHardBounce, suppressionKey, validateSuppressionAddress } from '../../lambdas/core/suppressions.js';
+import {
+  formerSuppressionKey,
+  isHardBounce,
+  suppressionKey,
+  validateSuppressionAddress,
+} from '../../lambdas/core/suppressions.js';
 
 /** DESIGN §12: normalised addresses, the refusals that add one, and what the list makes of a message. */
 
@@ -45,6 +51,65 @@ describe('suppressed addresses', () => {
     expect(unknown.ok || unknown.errors.map((error) => error.field)).toEqual(['/note']);
     const notObject = validateSuppressionRequest([]);
     expect(notObject.ok).toBe(false);
+  });
+});
+
+describe('the key of an internationalised domain (DESIGN §12; decision 0153)', () => {
+  const lower = fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz0123456789'.split(''));
+  const nonAscii = fc.constantFrom(...'äöüéèñçøåæœłżščřğışжяфлщ日本中文語한국'.split(''));
+  /** A label of lower-case letters, at least one of them not ASCII (as a user writes an IDN). */
+  const unicodeLabel = fc
+    .tuple(fc.array(fc.oneof(lower, nonAscii), { maxLength: 8 }), nonAscii, fc.array(lower, { maxLength: 4 }))
+    .map(([head, idn, tail]) => [...head, idn, ...tail].join(''));
+  const asciiLabel = fc.array(lower, { minLength: 1, maxLength: 10 }).map((chars) => chars.join(''));
+  const local = fc
+    .array(fc.constantFrom(...'abcXYZ019.+_-'.split('')), { minLength: 1, maxLength: 12 })
+    .map((chars) => chars.join(''))
+    .filter((value) => !value.startsWith('.') && !value.endsWith('.') && !value.includes('..'));
+  const unicodeDomain = fc
+    .tuple(unicodeLabel, fc.option(asciiLabel, { nil: undefined }))
+    .map(([idn, more]) => (more === undefined ? `${idn}.example` : `${more}.${idn}.example`));
+
+  it('is the same for the Unicode spelling and the punycode the mailer sends (any case): the ASCII form', () => {
+    fc.assert(
+      fc.property(local, unicodeDomain, (name, domain) => {
+        const punycode = toASCII(domain);
+        const key = suppressionKey(`${name}@${domain}`);
+        expect(key).toBe(`${name.toLowerCase()}@${punycode}`);
+        expect(suppressionKey(`${name}@${punycode}`)).toBe(key);
+        expect(suppressionKey(`${name.toUpperCase()}@${punycode.toUpperCase()}`)).toBe(key);
+        expect(validateSuppressionAddress(`${name}@${domain}`)).toEqual({ ok: true, value: key });
+        // A key is its own key: stored, read back and looked up alike.
+        expect(suppressionKey(key ?? '')).toBe(key);
+      }),
+    );
+    expect(suppressionKey('Ada <Ada@BÜCHER.example>')).toBe('ada@xn--bcher-kva.example');
+    expect(suppressionKey('ada@日本.example')).toBe('ada@xn--wgv71a.example');
+  });
+
+  it('leaves the key of an ASCII address as it was: the address lower-cased', () => {
+    const mixed = fc
+      .array(fc.constantFrom(...'abcXYZ0189-'.split('')), { minLength: 1, maxLength: 10 })
+      .map((chars) => chars.join(''))
+      .filter((label) => !label.startsWith('-') && !label.endsWith('-'));
+    fc.assert(
+      fc.property(local, fc.array(mixed, { minLength: 1, maxLength: 3 }), (name, labels) => {
+        const address = `${name}@${[...labels, 'Example'].join('.')}`;
+        expect(suppressionKey(address)).toBe(address.toLowerCase());
+        expect(formerSuppressionKey(address.toLowerCase())).toBeUndefined();
+      }),
+    );
+    // Digits-only labels stay as written (no IPv4 reading).
+    expect(suppressionKey('ops@0x7f.1.example')).toBe('ops@0x7f.1.example');
+  });
+
+  it('names the Unicode form an entry of an internationalised domain was stored under before', () => {
+    fc.assert(
+      fc.property(local, unicodeDomain, (name, domain) => {
+        const key = suppressionKey(`${name}@${domain}`) ?? '';
+        expect(formerSuppressionKey(key)).toBe(`${name.toLowerCase()}@${domain}`);
+      }),
+    );
   });
 });
 

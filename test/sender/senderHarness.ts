@@ -390,6 +390,43 @@ export async function cancelThroughApi(
   id: string,
   now: () => Date,
 ): Promise<{ readonly status: number; readonly json: Record<string, unknown> }> {
+  return callApi(
+    world,
+    now,
+    apiEvent({
+      method: 'DELETE',
+      path: `/v1/messages/${id}`,
+      routeKey: 'DELETE /v1/messages/{id}',
+      pathParameters: { id },
+      tenant: TENANT,
+    }),
+  );
+}
+
+/** The user's `PUT /v1/suppressions/{address}` (DESIGN §12), answered by the real api handler on the sender's table. */
+export async function suppressThroughApi(
+  world: Pick<SenderWorld, 'documents' | 'tableName'>,
+  address: string,
+  now: () => Date,
+): Promise<{ readonly status: number; readonly json: Record<string, unknown> }> {
+  return callApi(
+    world,
+    now,
+    apiEvent({
+      method: 'PUT',
+      path: `/v1/suppressions/${encodeURIComponent(address)}`,
+      routeKey: 'PUT /v1/suppressions/{address}',
+      pathParameters: { address },
+      tenant: TENANT,
+    }),
+  );
+}
+
+async function callApi(
+  world: Pick<SenderWorld, 'documents' | 'tableName'>,
+  now: () => Date,
+  event: ReturnType<typeof apiEvent>,
+): Promise<{ readonly status: number; readonly json: Record<string, unknown> }> {
   const silent = { info: () => {}, warn: () => {}, error: () => {} };
   const handle = createApiHandler({
     store: new DynamoApiStore(world.documents, world.tableName),
@@ -406,15 +443,7 @@ export async function cancelThroughApi(
     logger: silent,
     sleep: async () => {},
   });
-  const result = await handle(
-    apiEvent({
-      method: 'DELETE',
-      path: `/v1/messages/${id}`,
-      routeKey: 'DELETE /v1/messages/{id}',
-      pathParameters: { id },
-      tenant: TENANT,
-    }),
-  );
+  const result = await handle(event);
   return {
     status: result.statusCode ?? 0,
     json: result.body ? (JSON.parse(result.body) as Record<string, unknown>) : {},

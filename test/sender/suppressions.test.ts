@@ -4,7 +4,13 @@ import { messageView } from '../../lambdas/store/messageView.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import { DynamoSuppressionList } from '../../lambdas/store/suppressionList.js';
 import { TENANT } from './records.js';
-import { createSenderRig, type SenderWorld, startSenderWorld, storeWith } from './senderHarness.js';
+import {
+  createSenderRig,
+  type SenderWorld,
+  startSenderWorld,
+  storeWith,
+  suppressThroughApi,
+} from './senderHarness.js';
 
 /**
  * DESIGN §12 at send time: a recipient refused at RCPT TO with a 5.1.x joins the tenant's list (reason
@@ -172,5 +178,46 @@ describe('the sender and the suppression list', () => {
     await rig.dispatch(message);
     await rig.deliverNext();
     expect(await rig.state(message.id)).toMatchObject({ status: 'sent', rcpt_accepted: [0] });
+  });
+  describe('a recipient whose domain is internationalised (DESIGN §12; decision 0153)', () => {
+    const spellings = [
+      ['in Unicode', 'in punycode', 'ada@bücher.example', 'Ada@xn--bcher-kva.example'],
+      ['in punycode', 'in Unicode', 'bob@XN--BCHER-KVA.example', 'Bob <bob@Bücher.example>'],
+    ] as const;
+
+    it.each(spellings)(
+      'suppressed through the API %s, is left out of a message to its spelling %s: suppressed, no transaction',
+      async (_put, _sent, suppressed, recipient) => {
+        const rig = await createSenderRig(world);
+        world.smtp.script();
+        expect((await suppressThroughApi(world, suppressed, rig.clock.now)).status).toBe(200);
+        const transactionsBefore = world.smtp.transactions;
+        const message = await rig.putMessage({ to: [recipient] });
+        await rig.dispatch(message);
+
+        await rig.deliverNext();
+
+        expect(await rig.state(message.id)).toMatchObject({ status: 'suppressed', rcpt_suppressed: [0] });
+        expect(world.smtp.transactions).toBe(transactionsBefore);
+      },
+    );
+
+    it('an entry stored in the Unicode form before still suppresses either spelling', async () => {
+      const rig = await createSenderRig(world);
+      world.smtp.script();
+      // What the API or a 5.1.x at RCPT wrote before decision 0153: the domain lower-cased as written.
+      await list.put({ tenant: TENANT, address: 'eve@bücher.example', reason: 'manual', now: new Date() });
+      const transactionsBefore = world.smtp.transactions;
+      const unicode = await rig.putMessage({ to: ['Eve@BÜCHER.example'] });
+      const punycode = await rig.putMessage({ to: ['eve@xn--bcher-kva.example'] });
+      await rig.dispatch(unicode);
+      await rig.deliverNext();
+      await rig.dispatch(punycode);
+      await rig.deliverNext();
+
+      expect(await rig.state(unicode.id)).toMatchObject({ status: 'suppressed' });
+      expect(await rig.state(punycode.id)).toMatchObject({ status: 'suppressed' });
+      expect(world.smtp.transactions).toBe(transactionsBefore);
+    });
   });
 });

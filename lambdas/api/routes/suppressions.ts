@@ -10,7 +10,7 @@ import type { SuppressionRouteName } from '../../core/apiRoutes.js';
 import { problem, validationProblem } from '../../core/problem.js';
 import { SUPPRESSION_LIST_LIMIT } from '../../core/requestLimits.js';
 import { validateSuppressionRequest } from '../../core/requestSchemas.js';
-import { validateSuppressionAddress } from '../../core/suppressions.js';
+import { formerSuppressionKey, validateSuppressionAddress } from '../../core/suppressions.js';
 import {
   jsonResult,
   problemResult,
@@ -113,5 +113,6 @@ export function decodeSuppressionCursor(cursor: string): string | null {
   const { v, a } = value as Record<string, unknown>;
   if (v !== 1 || typeof a !== 'string') return null;
   const address = validateSuppressionAddress(a);
-  return address.ok && address.value === a ? a : null;
+  // An entry stored before decision 0153 is listed, and so may end a page, in its Unicode form.
+  return address.ok && (address.value === a || formerSuppressionKey(address.value) === a) ? a : null;
 }
