@@ -1253,7 +1253,7 @@ export interface components {
     };
     Suppression: {
       /**
-       * @description Normalised: the addr-spec, lower-cased (local part and domain).
+       * @description Normalised: the addr-spec, lower-cased (local part and domain), a Unicode domain in its ASCII (IDNA) form.
        * @example ada@example.com
        */
       address: string;
@@ -2590,7 +2590,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        /** @description An email address (local@domain, URL-encoded); compared lower-cased. */
+        /** @description An email address (local@domain, URL-encoded); compared lower-cased, a Unicode domain in its ASCII (IDNA) form. */
         address: string;
       };
       cookie?: never;
@@ -2695,7 +2695,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        /** @description An email address (local@domain, URL-encoded); compared lower-cased. */
+        /** @description An email address (local@domain, URL-encoded); compared lower-cased, a Unicode domain in its ASCII (IDNA) form. */
         address: string;
       };
       cookie?: never;

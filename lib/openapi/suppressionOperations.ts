@@ -13,7 +13,8 @@ const SuppressionSchema = z
   .object({
     address: z.string().meta({
       example: 'ada@example.com',
-      description: 'Normalised: the addr-spec, lower-cased (local part and domain).',
+      description:
+        'Normalised: the addr-spec, lower-cased (local part and domain), a Unicode domain in its ASCII (IDNA) form.',
     }),
     reason: SuppressionReasonSchema,
     message_id: z.string().nullable().meta({
@@ -35,7 +36,8 @@ const SuppressionListSchema = z
 
 const addressParam = z.object({
   address: z.string().meta({
-    description: 'An email address (local@domain, URL-encoded); compared lower-cased.',
+    description:
+      'An email address (local@domain, URL-encoded); compared lower-cased, a Unicode domain in its ASCII (IDNA) form.',
     example: 'ada@example.com',
   }),
 });
