@@ -11,7 +11,7 @@ import {
   inProcessLoads,
   startApiFrontEnd,
 } from './inProcessFunctions.js';
-import { claimPorts, LOCAL_PORT_DEFAULTS } from './localEnv.js';
+import { checkLocalApiKey, claimPorts, LOCAL_PORT_DEFAULTS } from './localEnv.js';
 import {
   builtFunctions,
   describeKill,
@@ -78,6 +78,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     options.onFunctionTimeout?.(kill);
   };
   const dataDir = options.dataDir ?? config.dataDir;
+  checkLocalApiKey(config);
   if (options.backupRelay !== undefined && config.relaysJson !== undefined) {
     throw new ConfigError(
       CONFIG_SETTINGS.relaysJson.variable,
@@ -223,7 +224,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const table = await ensureTable(clients.dynamodb, LOCAL_RESOURCES.tableName);
     const resources = { table, queues };
     progress('DynamoDB Local', dynamodb.endpoint);
-    const apiKey = await seedApiKey(clients.dynamodb, config.apiKey);
+    const apiKey = await seedApiKey(clients.dynamodb, config.apiKey, dataDir);
 
     const inProcess = inProcessFunctions(await modulesLoading, environment);
     const built = builtFunctions({ ...inProcessLoads(inProcess), ...sandboxedLoads(await loading) }, log);

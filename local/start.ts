@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js';
 import { DynamoDbLocalError } from './dynamodbLocal.js';
-import { claimPorts, type LocalPorts, loadLocalPorts, PortInUseError } from './localEnv.js';
+import { checkLocalApiKey, claimPorts, type LocalPorts, loadLocalPorts, PortInUseError } from './localEnv.js';
 import type { LocalStack } from './localStack.js';
 import { type MaildevViewer, startMaildevViewer } from './smtp/maildevViewer.js';
 import { SIMULATED_MAIL_PRELOAD } from './smtp/simulatedMailViewer.js';
@@ -32,6 +32,7 @@ function readConfiguration(env: NodeJS.ProcessEnv = process.env): {
 } {
   try {
     const config = loadConfig(env, 'local');
+    checkLocalApiKey(config);
     return {
       config,
       ports: loadLocalPorts(env, config),
