@@ -239,6 +239,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       resources,
       relay: built.relay ? sandboxes.relay : undefined,
       sender: externalSender || !built.sender ? undefined : sandboxes.sender,
+      senderMaxConcurrency: config.senderMaxConcurrency,
       onFunctionTimeout: reportKill,
       onStreamDiscard: options.onStreamDiscard,
       log,
