@@ -86,15 +86,31 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     );
   }
   const started: Stoppable[] = [];
-  const stopAll = async () => {
-    for (const part of started.reverse()) {
-      try {
-        await part.stop();
-      } catch (error) {
-        log(`stopping ${part.name} failed: ${error instanceof Error ? error.message : String(error)}`);
+  // One stop, however many ask for it (the caller, a signal, a part that ended on its own).
+  let stopping: Promise<void> | undefined;
+  const stopAll = (): Promise<void> => {
+    stopping ??= (async () => {
+      for (const part of started.reverse()) {
+        try {
+          await part.stop();
+        } catch (error) {
+          log(`stopping ${part.name} failed: ${error instanceof Error ? error.message : String(error)}`);
+        }
       }
-    }
-    started.length = 0;
+      started.length = 0;
+    })();
+    return stopping;
+  };
+  // DESIGN §7: a process of the stack that ends on its own ends the stack. During the start the
+  // start fails with it; after, every part stops and the caller hears of it.
+  let ready = false;
+  let partExit: Error | undefined;
+  const partEnded = (error: Error) => {
+    if (partExit !== undefined || stopping !== undefined) return;
+    partExit = error;
+    if (!ready) return;
+    if (options.onPartExit === undefined) log(`${error.message}: stopping every part`);
+    void stopAll().then(() => options.onPartExit?.(error));
   };
 
   try {
@@ -112,6 +128,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       host: HOST,
       ...(dataDir ? { dataDir: join(dataDir, 'dynamodb') } : {}),
       ...(options.dynamodbJvm ? { jvm: options.dynamodbJvm } : {}),
+      onUnexpectedExit: partEnded,
     });
     // Awaited below, after the in-process parts started; marked handled now so that an early
     // failure (no java) is not reported as an unhandled rejection meanwhile.
@@ -277,6 +294,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     await eventSources.warmed;
     progress('webhooks', 'warm: events, webhooks');
     progress('API', frontEnd.url);
+    if (partExit !== undefined) throw partExit;
+    ready = true;
 
     return {
       apiUrl: frontEnd.url,
@@ -313,6 +332,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     };
   } catch (error) {
     await stopAll();
-    throw error;
+    // A part that ended is why a later step failed: say so rather than the step's error.
+    throw partExit ?? error;
   }
 }
