@@ -5,7 +5,10 @@ import { delimiter, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LAUNCHER_CLASS, loopbackLauncherDir } from './dynamodb/loopbackLauncher.js';
 
-/** Raised when DynamoDB Local cannot start; its message is one line a person can act on. */
+/**
+ * Raised when DynamoDB Local cannot start, or handed to `onUnexpectedExit` when it ended on its own;
+ * its message is one line a person can act on.
+ */
 export class DynamoDbLocalError extends Error {
   override readonly name = 'DynamoDbLocalError';
 }
@@ -32,6 +35,11 @@ export interface StartDynamoDbLocalOptions {
    * where steady-state throughput matters more (benchmarks).
    */
   readonly jvm?: 'fast-start' | 'peak';
+  /**
+   * Called once if the engine's process ends after it answered, without `stop()` (a crash, a signal
+   * to java): DESIGN §7, the stack then stops every part.
+   */
+  readonly onUnexpectedExit?: (error: DynamoDbLocalError) => void;
 }
 
 /** JVM flags that trade peak JIT throughput for a start-up two to three times faster on 2 cores. */
@@ -110,11 +118,21 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions): Pr
   });
   const endpoint = `http://${host}:${options.port}`;
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const ended = () => child.exitCode !== null || child.signalCode !== null;
+  const how = () => (child.signalCode !== null ? `on ${child.signalCode}` : `with code ${child.exitCode}`);
+  let answered = false;
+  let stopping = false;
+  child.once('exit', () => {
+    if (!answered || stopping) return;
+    options.onUnexpectedExit?.(
+      new DynamoDbLocalError(`DynamoDB Local (java, pid ${child.pid}) exited ${how()} while the stack ran`),
+    );
+  });
 
   const deadline = Date.now() + 30_000;
   for (;;) {
-    if (child.exitCode !== null) {
-      throw new DynamoDbLocalError(`DynamoDB Local exited with code ${child.exitCode}: ${output.trim()}`);
+    if (ended()) {
+      throw new DynamoDbLocalError(`DynamoDB Local exited ${how()}: ${output.trim()}`);
     }
     if (await answers(endpoint)) break;
     if (Date.now() > deadline) {
@@ -125,13 +143,16 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions): Pr
     }
     await sleep(100);
   }
+  answered = true;
+  if (ended()) throw new DynamoDbLocalError(`DynamoDB Local exited ${how()}: ${output.trim()}`);
 
   return {
     endpoint,
     port: options.port,
     listensOn: launcher ? 'loopback' : 'every interface',
     async stop() {
-      if (child.exitCode !== null) return;
+      stopping = true;
+      if (ended()) return;
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 3000);
       await exited;

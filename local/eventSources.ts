@@ -40,6 +40,8 @@ export function startEventSources(options: {
   readonly resources: StackResources;
   readonly relay: FunctionSandboxes | undefined;
   readonly sender: FunctionSandboxes | undefined;
+  /** POSTDATE_SENDER_MAX_CONCURRENCY: the sender's pollers, as many as its share of the rate assumes. */
+  readonly senderMaxConcurrency: number;
   readonly onFunctionTimeout: (kill: FunctionTimeoutKill) => void;
   readonly onStreamDiscard?: ((discard: LocalStreamDiscard) => void) | undefined;
   readonly log: (line: string) => void;
@@ -73,6 +75,7 @@ export function startEventSources(options: {
         queueUrl: queues.urls.send,
         queueArn: queues.arns.send,
         sender: options.sender,
+        maxConcurrency: options.senderMaxConcurrency,
         onFunctionTimeout: options.onFunctionTimeout,
         log: prefixed('sender event source'),
       })
@@ -147,6 +150,8 @@ export function startSenderQueue(options: {
   readonly queueUrl: string;
   readonly queueArn: string;
   readonly sender: FunctionSandboxes;
+  /** The mapping's MaximumConcurrency: POSTDATE_SENDER_MAX_CONCURRENCY, one poller each. */
+  readonly maxConcurrency: number;
   readonly onFunctionTimeout?: ((kill: FunctionTimeoutKill) => void) | undefined;
   readonly log: RunnerLog;
 }): SqsRunner {
@@ -156,7 +161,7 @@ export function startSenderQueue(options: {
     queueUrl: options.queueUrl,
     queueArn: options.queueArn,
     batchSize: SENDER_QUEUE.batchSize,
-    maxConcurrency: SENDER_QUEUE.maxConcurrency,
+    maxConcurrency: options.maxConcurrency,
     waitTimeSeconds: SENDER_QUEUE.waitTimeSeconds,
     handler: options.sender,
     ...(onFunctionTimeout
@@ -178,7 +183,10 @@ export function startSenderEventSource(options: {
   readonly sqsEndpoint: string;
   readonly queueUrl: string;
   readonly queueArn: string;
-  /** The sender's environment: the stack's `functionEnvironment` (plus anything the caller adds). */
+  /**
+   * The sender's environment: the stack's `functionEnvironment` (plus anything the caller adds); its
+   * POSTDATE_SENDER_MAX_CONCURRENCY is also the number of pollers.
+   */
   readonly environment: Readonly<Record<string, string>>;
   /** @default POSTDATE_SENDER_TIMEOUT_SECONDS of `environment` (its `loadConfig`), 240 s unset */
   readonly timeoutMs?: number;
@@ -188,11 +196,14 @@ export function startSenderEventSource(options: {
   readonly onFunctionTimeout?: (kill: FunctionTimeoutKill) => void;
   readonly log: RunnerLog;
 }): SqsRunner {
-  const timeoutMs = options.timeoutMs ?? loadConfig(options.environment, 'local').senderTimeoutSeconds * 1000;
+  const config = loadConfig(options.environment, 'local');
+  const timeoutMs = options.timeoutMs ?? config.senderTimeoutSeconds * 1000;
   return startSenderQueue({
     sqsEndpoint: options.sqsEndpoint,
     queueUrl: options.queueUrl,
     queueArn: options.queueArn,
+    // As many senders as the share of the rate each one takes (its environment's) assumes.
+    maxConcurrency: config.senderMaxConcurrency,
     sender: localFunctionSandboxes('sender', {
       environment: options.environment,
       timeoutMs,

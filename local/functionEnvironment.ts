@@ -1,6 +1,7 @@
 import type { Config } from '../lambdas/core/config.js';
 import { CONFIG_SETTINGS, RESOURCE_SETTINGS } from '../lambdas/core/configSpec.js';
 import { METRICS } from '../lambdas/core/metricNames.js';
+import { relayPort } from '../lambdas/core/relays.js';
 import { configEnvironment, type LocalPorts } from './localEnv.js';
 import type { StackResources } from './localResources.js';
 import { LOCAL_RESOURCES } from './localResources.js';
@@ -51,7 +52,13 @@ export function functionEnvironment(options: {
     ...smtp,
     ...(options.backupSmtpPort === undefined
       ? {}
-      : twoRelays(config, smtp.SMTP_HOST, Number(smtp.SMTP_PORT ?? 587), host, options.backupSmtpPort)),
+      : twoRelays(
+          config,
+          smtp.SMTP_HOST,
+          Number(smtp.SMTP_PORT ?? relayPort(config.smtp)),
+          host,
+          options.backupSmtpPort,
+        )),
     POSTDATE_TABLE_NAME: LOCAL_RESOURCES.tableName,
     POSTDATE_SEND_QUEUE_URL: queues.urls.send,
     POSTDATE_SEND_DLQ_URL: queues.urls.sendDeadLetter,

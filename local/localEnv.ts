@@ -6,6 +6,8 @@ import {
   type SettingName,
   settingsEnvironment,
 } from '../lambdas/core/configSpec.js';
+import { TEST_KEY_PREFIX } from '../lambdas/core/testSide.js';
+import { API_KEY_PATTERN } from '../lambdas/keys/apiKeys.js';
 
 /** The parts of the local stack that listen on a port. */
 export type LocalPart = 'api' | 'dynamodb' | 'sqs' | 'scheduler' | 'smtp' | 'mailViewer' | 's3';
@@ -81,6 +83,29 @@ export function loadLocalPorts(env: Env, config: Config): LocalPorts {
     mailViewer: read('mailViewer'),
     s3: read('s3'),
   };
+}
+
+/**
+ * `POSTDATE_API_KEY`, when set, must be a key tenant `local` can hold: a live key in the form of
+ * lambdas/keys/apiKeys.ts (a `pd_test_` key acts for a test side only, DESIGN §14). Checked with the
+ * other variables, before anything starts (DESIGN §8); the value is a secret and is never echoed.
+ */
+export function checkLocalApiKey(config: Config): void {
+  const key = config.apiKey;
+  const variable = CONFIG_SETTINGS.apiKey.variable;
+  if (key === undefined) return;
+  if (!API_KEY_PATTERN.test(key)) {
+    throw new ConfigError(
+      variable,
+      'must be "pd_" followed by 8–200 of A-Z, a-z, 0-9, _ and - (or unset it to have a key generated)',
+    );
+  }
+  if (key.startsWith(TEST_KEY_PREFIX)) {
+    throw new ConfigError(
+      variable,
+      `starts with "${TEST_KEY_PREFIX}", which makes a test key; the local tenant's key must be a live one (or unset it to have a key generated)`,
+    );
+  }
 }
 
 /** A port of the local stack that something else already holds; its message is one actionable line. */

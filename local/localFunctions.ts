@@ -1,7 +1,6 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../lambdas/core/config.js';
-import { CONFIG_SETTINGS } from '../lambdas/core/configSpec.js';
 import type { PostdateFunctionName } from '../lambdas/core/postdateFunctions.js';
 import {
   RELAY_STREAM as DEPLOYED_RELAY_STREAM,
@@ -42,10 +41,12 @@ export const RELAY_STREAM = {
   ...DEPLOYED_RELAY_STREAM,
   timeoutMs: DEPLOYED_RELAY_STREAM.timeoutSeconds * 1000,
 } as const;
+/**
+ * The send queue's runner; its pollers are `config.senderMaxConcurrency` (POSTDATE_SENDER_MAX_CONCURRENCY,
+ * the event source's MaximumConcurrency in AWS), which is also each sender's share of the rate.
+ */
 export const SENDER_QUEUE = {
   ...DEPLOYED_SENDER_QUEUE,
-  // The senders' count is also their share of POSTDATE_MAX_SEND_RATE: one home, the config spec.
-  maxConcurrency: CONFIG_SETTINGS.senderMaxConcurrency.local,
   waitTimeSeconds: 1,
   /** The default sender timeout; the stack uses `config.senderTimeoutSeconds`. */
   timeoutMs: DEPLOYED_SENDER_QUEUE.timeoutSeconds * 1000,

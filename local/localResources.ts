@@ -2,7 +2,9 @@ import { DescribeTableCommand, DynamoDBClient, ResourceInUseException } from '@a
 import { ConflictException, CreateScheduleGroupCommand, SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createApiKey } from '../lambdas/keys/apiKeys.js';
+import { ConfigError } from '../lambdas/core/config.js';
+import { CONFIG_SETTINGS } from '../lambdas/core/configSpec.js';
+import { ApiKeyError, createApiKey, lookupApiKey } from '../lambdas/keys/apiKeys.js';
 import { SCHEDULE_GROUP } from '../lib/queueLayout.js';
 import { createOutboxTable, createQueues, type QueueArns, type QueueUrls } from './createResources.js';
 
@@ -99,13 +101,31 @@ async function ensureScheduleGroup(scheduler: SchedulerClient, name: string): Pr
 
 /**
  * Seeds the API key of tenant `local`: POSTDATE_API_KEY when set (createApiKey is a no-op for a key
- * that already exists after a restart on a kept database), otherwise a new one.
+ * that already exists after a restart on a kept database), otherwise a new one. A key the kept data
+ * holds revoked, or for another tenant, stops the start with a ConfigError naming the variable.
  */
-export async function seedApiKey(dynamodb: DynamoDBClient, fixed: string | undefined): Promise<string> {
-  const created = await createApiKey(DynamoDBDocumentClient.from(dynamodb), LOCAL_RESOURCES.tableName, {
-    tenant: LOCAL_RESOURCES.tenant,
-    secret: fixed,
-    now: new Date(),
-  });
-  return created.secret;
+export async function seedApiKey(
+  dynamodb: DynamoDBClient,
+  fixed: string | undefined,
+  dataDir: string | undefined,
+): Promise<string> {
+  const documents = DynamoDBDocumentClient.from(dynamodb);
+  try {
+    const created = await createApiKey(documents, LOCAL_RESOURCES.tableName, {
+      tenant: LOCAL_RESOURCES.tenant,
+      secret: fixed,
+      now: new Date(),
+    });
+    return created.secret;
+  } catch (error) {
+    if (fixed === undefined || !(error instanceof ApiKeyError) || error.reason !== 'secret-in-use')
+      throw error;
+    const held = await lookupApiKey(documents, LOCAL_RESOURCES.tableName, fixed);
+    const holds =
+      held !== null && held.revokedAt === null ? `as a key of another tenant ("${held.tenant}")` : 'revoked';
+    throw new ConfigError(
+      CONFIG_SETTINGS.apiKey.variable,
+      `${dataDir ? `the data kept in ${dataDir}` : 'the database'} holds this key ${holds}: set another key, or unset POSTDATE_API_KEY to have one generated`,
+    );
+  }
 }

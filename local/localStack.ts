@@ -11,7 +11,7 @@ import {
   inProcessLoads,
   startApiFrontEnd,
 } from './inProcessFunctions.js';
-import { claimPorts, LOCAL_PORT_DEFAULTS } from './localEnv.js';
+import { checkLocalApiKey, claimPorts, LOCAL_PORT_DEFAULTS } from './localEnv.js';
 import {
   builtFunctions,
   describeKill,
@@ -78,6 +78,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     options.onFunctionTimeout?.(kill);
   };
   const dataDir = options.dataDir ?? config.dataDir;
+  checkLocalApiKey(config);
   if (options.backupRelay !== undefined && config.relaysJson !== undefined) {
     throw new ConfigError(
       CONFIG_SETTINGS.relaysJson.variable,
@@ -85,15 +86,31 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     );
   }
   const started: Stoppable[] = [];
-  const stopAll = async () => {
-    for (const part of started.reverse()) {
-      try {
-        await part.stop();
-      } catch (error) {
-        log(`stopping ${part.name} failed: ${error instanceof Error ? error.message : String(error)}`);
+  // One stop, however many ask for it (the caller, a signal, a part that ended on its own).
+  let stopping: Promise<void> | undefined;
+  const stopAll = (): Promise<void> => {
+    stopping ??= (async () => {
+      for (const part of started.reverse()) {
+        try {
+          await part.stop();
+        } catch (error) {
+          log(`stopping ${part.name} failed: ${error instanceof Error ? error.message : String(error)}`);
+        }
       }
-    }
-    started.length = 0;
+      started.length = 0;
+    })();
+    return stopping;
+  };
+  // DESIGN §7: a process of the stack that ends on its own ends the stack. During the start the
+  // start fails with it; after, every part stops and the caller hears of it.
+  let ready = false;
+  let partExit: Error | undefined;
+  const partEnded = (error: Error) => {
+    if (partExit !== undefined || stopping !== undefined) return;
+    partExit = error;
+    if (!ready) return;
+    if (options.onPartExit === undefined) log(`${error.message}: stopping every part`);
+    void stopAll().then(() => options.onPartExit?.(error));
   };
 
   try {
@@ -111,6 +128,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       host: HOST,
       ...(dataDir ? { dataDir: join(dataDir, 'dynamodb') } : {}),
       ...(options.dynamodbJvm ? { jvm: options.dynamodbJvm } : {}),
+      onUnexpectedExit: partEnded,
     });
     // Awaited below, after the in-process parts started; marked handled now so that an early
     // failure (no java) is not reported as an unhandled rejection meanwhile.
@@ -223,7 +241,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const table = await ensureTable(clients.dynamodb, LOCAL_RESOURCES.tableName);
     const resources = { table, queues };
     progress('DynamoDB Local', dynamodb.endpoint);
-    const apiKey = await seedApiKey(clients.dynamodb, config.apiKey);
+    const apiKey = await seedApiKey(clients.dynamodb, config.apiKey, dataDir);
 
     const inProcess = inProcessFunctions(await modulesLoading, environment);
     const built = builtFunctions({ ...inProcessLoads(inProcess), ...sandboxedLoads(await loading) }, log);
@@ -238,6 +256,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       resources,
       relay: built.relay ? sandboxes.relay : undefined,
       sender: externalSender || !built.sender ? undefined : sandboxes.sender,
+      senderMaxConcurrency: config.senderMaxConcurrency,
       onFunctionTimeout: reportKill,
       onStreamDiscard: options.onStreamDiscard,
       log,
@@ -275,6 +294,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     await eventSources.warmed;
     progress('webhooks', 'warm: events, webhooks');
     progress('API', frontEnd.url);
+    if (partExit !== undefined) throw partExit;
+    ready = true;
 
     return {
       apiUrl: frontEnd.url,
@@ -311,6 +332,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     };
   } catch (error) {
     await stopAll();
-    throw error;
+    // A part that ended is why a later step failed: say so rather than the step's error.
+    throw partExit ?? error;
   }
 }

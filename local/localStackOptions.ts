@@ -81,6 +81,12 @@ export interface LocalStackOptions {
    * listens, or, for `functions`, which are warm and in how many sandboxes.
    */
   readonly onPartReady?: (part: string, detail: string) => void;
+  /**
+   * Called once if a part that is a process of its own (DynamoDB Local's java, the one the stack
+   * spawns) ends on its own after the start: the stack has then stopped every part (DESIGN §7).
+   * Without it the stack logs one line. A part that ends during the start fails the start instead.
+   */
+  readonly onPartExit?: (error: Error) => void;
   readonly log?: (line: string) => void;
 }
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js';
 import { DynamoDbLocalError } from './dynamodbLocal.js';
-import { claimPorts, type LocalPorts, loadLocalPorts, PortInUseError } from './localEnv.js';
+import { checkLocalApiKey, claimPorts, type LocalPorts, loadLocalPorts, PortInUseError } from './localEnv.js';
 import type { LocalStack } from './localStack.js';
 import { type MaildevViewer, startMaildevViewer } from './smtp/maildevViewer.js';
 import { SIMULATED_MAIL_PRELOAD } from './smtp/simulatedMailViewer.js';
@@ -32,6 +32,7 @@ function readConfiguration(env: NodeJS.ProcessEnv = process.env): {
 } {
   try {
     const config = loadConfig(env, 'local');
+    checkLocalApiKey(config);
     return {
       config,
       ports: loadLocalPorts(env, config),
@@ -187,6 +188,8 @@ async function main(): Promise<void> {
       config,
       ports,
       onPartReady: partReady,
+      // DynamoDB Local's java ended on its own: the stack has stopped its parts; MailDev and this process follow.
+      onPartExit: (error) => running.stop(error.message, 1),
       ...backupRelayOf(process.argv.slice(2)),
       ...(viewerPorts
         ? {
@@ -249,15 +252,21 @@ const SAME_SIGNAL_MS = 2_000;
 /** How often the stack checks that the process that started it is still there. */
 const PARENT_WATCH_MS = 500;
 
+interface Running {
+  parts?: { stack: LocalStack; viewer: MaildevViewer | undefined };
+  /** Stops every part in order and exits with `code`: 0 when asked to stop, 1 when a part failed. */
+  stop(reason: string, code: 0 | 1): void;
+}
+
 /**
  * Any way of stopping stops every part and frees every port (DESIGN §7): Ctrl-C (SIGINT), SIGTERM,
- * a closed terminal (SIGHUP), and the end of the parent (npm, when it is sent SIGTERM, ends without
- * passing it on through its shell: this process is orphaned). The first signal stops the parts in
- * order and exits 0; a repeat within {@link SAME_SIGNAL_MS} is the same request; a later one, or a
- * stop past {@link STOP_DEADLINE_MS}, exits at once (DynamoDB Local still ends: its stdin closes).
+ * a closed terminal (SIGHUP), the end of the parent (npm, when it is sent SIGTERM, ends without
+ * passing it on through its shell: this process is orphaned), and the end of DynamoDB Local's java
+ * (`running.stop(…, 1)`). The first signal stops the parts in order and exits 0 (a part that ended:
+ * 1); a repeat within {@link SAME_SIGNAL_MS} is the same request; a later one, or a stop past
+ * {@link STOP_DEADLINE_MS}, exits at once (DynamoDB Local still ends: its stdin closes).
  */
-function stopOnEverySignal(): { parts?: { stack: LocalStack; viewer: MaildevViewer | undefined } } {
-  const running: { parts?: { stack: LocalStack; viewer: MaildevViewer | undefined } } = {};
+function stopOnEverySignal(): Running {
   let firstAt: number | undefined;
   const say = (stream: NodeJS.WriteStream, line: string) => {
     // After a closed terminal a write fails (EIO); the stop goes on regardless.
@@ -265,7 +274,7 @@ function stopOnEverySignal(): { parts?: { stack: LocalStack; viewer: MaildevView
       stream.write(line);
     } catch {}
   };
-  const shutdown = (reason: string) => {
+  const shutdown = (reason: string, code: 0 | 1 = 0) => {
     if (firstAt !== undefined) {
       if (Date.now() - firstAt < SAME_SIGNAL_MS) return;
       say(process.stderr, `postdate: ${reason} again, exiting without waiting\n`);
@@ -279,7 +288,8 @@ function stopOnEverySignal(): { parts?: { stack: LocalStack; viewer: MaildevView
       say(process.stderr, `postdate: ${reason} before the stack was ready; exiting\n`);
       process.exit(1);
     }
-    say(process.stdout, `\npostdate: ${reason}: stopping every part…\n`);
+    if (code === 0) say(process.stdout, `\npostdate: ${reason}: stopping every part…\n`);
+    else say(process.stderr, `\npostdate: ${reason}: stopping every part…\n`);
     removeStackFile(process.pid);
     setTimeout(() => {
       say(process.stderr, `postdate: the parts did not stop within ${STOP_DEADLINE_MS / 1000} s; exiting\n`);
@@ -289,7 +299,7 @@ function stopOnEverySignal(): { parts?: { stack: LocalStack; viewer: MaildevView
       .stop()
       .then(() => parts.viewer?.stop())
       .then(
-        () => process.exit(0),
+        () => process.exit(code),
         (error: unknown) => {
           say(
             process.stderr,
@@ -299,6 +309,7 @@ function stopOnEverySignal(): { parts?: { stack: LocalStack; viewer: MaildevView
         },
       );
   };
+  const running: Running = { stop: shutdown };
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => shutdown(signal));
   // A closed terminal or a reader gone (`npm start | head`) must not crash the stop.
   process.stdout.on('error', () => undefined);

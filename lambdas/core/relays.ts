@@ -34,6 +34,14 @@ export interface RelayConfig {
   readonly maxSendRate: number | undefined;
 }
 
+/**
+ * The port a relay is reached on: its own, else 465 for implicit TLS (`secure`) and 587 for
+ * submission (DESIGN §8 `SMTP_PORT`). The sender and the local stack's relay list both read it.
+ */
+export function relayPort(relay: Pick<RelayConfig, 'port' | 'secure'>): number {
+  return relay.port ?? (relay.secure ? 465 : 587);
+}
+
 /** Thrown by {@link parseRelays}; the loader turns it into a ConfigError naming the variable. */
 export class RelayListError extends Error {
   override readonly name = 'RelayListError';

@@ -11,7 +11,7 @@ import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { environmentSmtpCredentials, secretsManagerSmtpCredentials } from '../adapters/smtpCredentials.js';
 import { type Config, ConfigError, type ResourceNames, requireResource } from '../core/config.js';
 import { relayBreakerSettings } from '../core/relayBreaker.js';
-import { DEFAULT_RELAY, type RelayConfig } from '../core/relays.js';
+import { DEFAULT_RELAY, type RelayConfig, relayPort } from '../core/relays.js';
 import type { Log } from '../ports/Log.js';
 import { NO_METRICS, type SenderMetrics } from '../ports/SenderMetrics.js';
 import type { SmtpCredentialsSource } from '../ports/SmtpCredentialsSource.js';
@@ -103,7 +103,7 @@ function senderRelay(
   const rate = relayConfig.maxSendRate ?? config.maxSendRate;
   const relay = {
     host: relayConfig.host ?? 'localhost',
-    port: relayConfig.port ?? (relayConfig.secure ? 465 : 587),
+    port: relayPort(relayConfig),
     secure: relayConfig.secure,
     requireTls: relayConfig.requireTls,
     credentials: credentialsSource(wiring, relayConfig),

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../lambdas/core/config.js';
+import { ConfigError, loadConfig } from '../../lambdas/core/config.js';
 import { RELAY_STREAM } from '../../lib/eventSourceLayout.js';
 import { SWEEPER_TIMEOUT_SECONDS } from '../../lib/postdateProps.js';
 import { freePort } from '../../local/freePort.js';
@@ -263,6 +263,53 @@ describe('starting the local stack', () => {
     ).toEqual(['postdate: POSTDATE_PORT: must be a whole number, got "abc"']);
     expect(stderr).not.toMatch(/\n\s+at /);
   }, 30_000);
+
+  it.each([
+    ['not a key at all', 'secret-123'],
+    ['a test key', 'pd_test_abcdefgh12345678'],
+  ])(
+    'npm start exits 1 before anything starts, naming POSTDATE_API_KEY, when it is %s',
+    async (_, key) => {
+      const child = spawn('npx', ['tsx', 'local/start.ts'], {
+        env: { ...process.env, POSTDATE_API_KEY: key },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      let stdout = '';
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
+      });
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      expect(code).toBe(1);
+      // Nothing started: not even the first line of the start.
+      expect(stdout).toBe('');
+      const lines = stderr
+        .trim()
+        .split('\n')
+        .filter((line) => line.startsWith('postdate:'));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/^postdate: POSTDATE_API_KEY: /);
+      // The value is a secret: never echoed.
+      expect(stderr).not.toContain(key);
+    },
+    60_000,
+  );
+
+  it('refuses a bad POSTDATE_API_KEY before it claims a port', async () => {
+    const address = blocker.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    // The SQS port is taken: a start that claimed its ports first would fail on it instead.
+    const starting = startLocalStack({
+      config: loadConfig({ POSTDATE_API_KEY: 'pd_short' }, 'local'),
+      ports: { ...ANY_FREE_PORTS, sqs: port },
+      quiet: true,
+    });
+    await expect(starting).rejects.toBeInstanceOf(ConfigError);
+    await expect(starting).rejects.toThrow(/^POSTDATE_API_KEY: /);
+  });
 
   it('npm start prints the API URL, key, viewer and a curl, and stops every child on SIGTERM', async () => {
     const ports = {

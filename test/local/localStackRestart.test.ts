@@ -1,12 +1,18 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../lambdas/core/config.js';
+import { ConfigError, loadConfig } from '../../lambdas/core/config.js';
+import { createApiKey, revokeApiKey } from '../../lambdas/keys/apiKeys.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
+import { LOCAL_AWS } from '../support/awsLocal.js';
 
 const API_KEY = 'pd_local-stack-restart-key';
+const OTHER_TENANT_KEY = 'pd_local-stack-restart-other-tenant';
+const REVOKED_KEY = 'pd_local-stack-restart-revoked';
 
 describe('the local stack on a data dir', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'postdate-stack-'));
@@ -52,4 +58,40 @@ describe('the local stack on a data dir', () => {
     expect(await read.json()).toMatchObject({ id, status: 'scheduled' });
     expect((await fetch(`${second.apiUrl}/health`)).status).toBe(200);
   }, 120_000);
+
+  it('refuses, naming POSTDATE_API_KEY and what to do, a key the kept data holds revoked or for another tenant', async () => {
+    // The stack of the test above is still running on the data dir.
+    running ??= await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
+    const dynamodb = new DynamoDBClient({ ...LOCAL_AWS, endpoint: running.dynamodbEndpoint });
+    const documents = DynamoDBDocumentClient.from(dynamodb);
+    const now = new Date();
+    await createApiKey(documents, running.tableName, { tenant: 'other', secret: OTHER_TENANT_KEY, now });
+    const revoked = await createApiKey(documents, running.tableName, {
+      tenant: 'local',
+      secret: REVOKED_KEY,
+      now,
+    });
+    await revokeApiKey(documents, running.tableName, revoked.keyId, now);
+    dynamodb.destroy();
+    await running.stop();
+    running = undefined;
+
+    for (const [key, why] of [
+      [OTHER_TENANT_KEY, /another tenant/],
+      [REVOKED_KEY, /revoked/],
+    ] as const) {
+      const starting = startLocalStack({
+        config: loadConfig({ POSTDATE_API_KEY: key }, 'local'),
+        dataDir,
+        ports: ANY_FREE_PORTS,
+        quiet: true,
+      });
+      await expect(starting).rejects.toBeInstanceOf(ConfigError);
+      await expect(starting).rejects.toThrow(/^POSTDATE_API_KEY: /);
+      await expect(starting).rejects.toThrow(why);
+      // What to do: another key, or none (a new one is generated).
+      await expect(starting).rejects.toThrow(/unset POSTDATE_API_KEY/);
+      await expect(starting).rejects.not.toThrow(key);
+    }
+  }, 180_000);
 });

@@ -119,6 +119,19 @@ describe('stopping npm start', () => {
     expect(exit.code).toBe(0);
   }, 300_000);
 
+  it.each(['SIGTERM', 'SIGKILL'] as const)(
+    "%s to DynamoDB Local's java alone stops every part, frees every port, and exits non-zero saying why",
+    async (name) => {
+      const { start, chain, ports } = await started();
+      signal(javaOf(chain), name);
+      await expectAllGone(chain, ports);
+      const exit = await start.exited;
+      expect(exit.code ?? exit.signal).not.toBe(0);
+      expect(start.stderr()).toMatch(/postdate: DynamoDB Local .*exited/);
+    },
+    300_000,
+  );
+
   it('Ctrl-C twice at once is one graceful stop: exit 0, nothing left', async () => {
     const { start, chain, ports } = await started();
     signal(-(start.child.pid as number), 'SIGINT');
@@ -145,6 +158,12 @@ function nodeOf(chain: readonly { pid: number; command: string }[]): number {
   const node = chain.find((process) => process.command === 'node');
   if (!node) throw new Error(`no node process in the chain: ${JSON.stringify(chain)}`);
   return node.pid;
+}
+
+function javaOf(chain: readonly { pid: number; command: string }[]): number {
+  const java = chain.find((process) => process.command === 'java');
+  if (!java) throw new Error(`no java process in the chain: ${JSON.stringify(chain)}`);
+  return java.pid;
 }
 
 /** Sends a signal unless its receiver has already gone (a fast stop may beat the second one). */

@@ -91,6 +91,29 @@ describe('two relays on the local stack', () => {
     expect(stack.backupSink?.messages().filter((mail) => mail.postdateId === second)).toHaveLength(1);
   }, 60_000);
 
+  it('gives the primary relay port 465 when SMTP_SECURE is set and SMTP_PORT is not (DESIGN §8)', async () => {
+    // Nothing listens on the relay: only the port the functions are handed is read.
+    const config = loadConfig(
+      {
+        POSTDATE_API_KEY: 'pd_local-stack-two-relays-02',
+        SMTP_HOST: '127.0.0.1',
+        SMTP_SECURE: 'true',
+      },
+      'local',
+    );
+    const secure = await startLocalStack({ config, ports: ANY_FREE_PORTS, quiet: true, backupRelay: {} });
+    try {
+      const relays = JSON.parse(secure.functionEnvironment.POSTDATE_RELAYS ?? '[]') as {
+        name: string;
+        port: number;
+        secure: boolean;
+      }[];
+      expect(relays[0]).toMatchObject({ name: 'primary', port: 465, secure: true });
+    } finally {
+      await secure.stop();
+    }
+  }, 90_000);
+
   it('refuses a backup relay beside POSTDATE_RELAYS', async () => {
     const config = loadConfig(
       {
