@@ -1327,7 +1327,7 @@ export interface components {
     /** @description Render a template with this data; nothing is sent. */
     TemplateRenderRequest: {
       /**
-       * @description The template's variables: a JSON object of at most 64 KiB.
+       * @description The template's variables: a JSON object of at most 64 KiB; every number finite (JSON has no Infinity).
        * @example {
        *       "campaign": {
        *         "name": "Winter sale",

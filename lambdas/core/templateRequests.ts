@@ -48,15 +48,21 @@ const TemplateVersionNumber = z
   .min(1, 'must be at least 1')
   .max(Number.MAX_SAFE_INTEGER, 'must be a safe integer');
 
-/** `data`: a JSON object of at most 64 KiB, nested at most 32 deep. */
+/**
+ * `data`: a JSON object of at most 64 KiB, nested at most 32 deep, whose every number is finite. The
+ * records keep it as JSON and the sender renders what JSON gives back (DESIGN §10: what was validated
+ * is what is sent), so a number JSON cannot carry — `1e400`, Infinity once parsed; NaN from the outbox
+ * helper's caller — would render otherwise at send (JSON writes `null`): it is refused, by its path
+ * (decision 0156).
+ */
 export const TemplateDataSchema = z
   .record(z.string(), z.unknown())
   .superRefine((data, ctx) => {
     const problem = dataProblem(data);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    if (problem) ctx.addIssue({ code: 'custom', message: problem.message, path: problem.path });
   })
   .meta({
-    description: `The template's variables: a JSON object of at most ${TEMPLATE_LIMITS.maxDataBytes / 1024} KiB.`,
+    description: `The template's variables: a JSON object of at most ${TEMPLATE_LIMITS.maxDataBytes / 1024} KiB; every number finite (JSON has no Infinity).`,
     example: { campaign: { name: 'Winter sale', id: 42 }, first_name: 'Ada' },
   });
 
@@ -209,13 +215,34 @@ export function rawData(body: unknown): Readonly<Record<string, unknown>> {
     : {};
 }
 
-function dataProblem(data: unknown): string | null {
+/** What is wrong with `data`, and where inside it (empty: the whole of it). */
+function dataProblem(data: unknown): { readonly message: string; readonly path: (string | number)[] } | null {
   if (depthOf(data, 0) > TEMPLATE_LIMITS.maxDataDepth)
-    return `must nest at most ${TEMPLATE_LIMITS.maxDataDepth} levels deep`;
+    return { message: `must nest at most ${TEMPLATE_LIMITS.maxDataDepth} levels deep`, path: [] };
   const bytes = new TextEncoder().encode(JSON.stringify(data)).length;
   if (bytes > TEMPLATE_LIMITS.maxDataBytes)
-    return `must be at most ${TEMPLATE_LIMITS.maxDataBytes} bytes of JSON (it is ${bytes})`;
+    return {
+      message: `must be at most ${TEMPLATE_LIMITS.maxDataBytes} bytes of JSON (it is ${bytes})`,
+      path: [],
+    };
+  const path = nonFinitePath(data);
+  if (path)
+    return {
+      message: 'must be a finite number: JSON has no Infinity or NaN (a number beyond ±1.8e308 is Infinity)',
+      path,
+    };
   return null;
+}
+
+/** The path of the first number in `value` that is not finite, if any (the depth was bounded first). */
+function nonFinitePath(value: unknown): (string | number)[] | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : [];
+  if (typeof value !== 'object' || value === null) return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const inner = nonFinitePath(item);
+    if (inner) return [Array.isArray(value) ? Number(key) : key, ...inner];
+  }
+  return undefined;
 }
 
 function depthOf(value: unknown, depth: number): number {

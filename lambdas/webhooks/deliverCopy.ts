@@ -2,6 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import { WEBHOOK_METRIC, type WebhookMetric } from '../core/metricNames.js';
 import { SQS_MAX_DELAY_SECONDS } from '../core/queueLimits.js';
 import { LruCache } from '../core/templateCache.js';
+import { isLiveSide } from '../core/testSide.js';
 import {
   admitWebhookCopy,
   breakerAfterAttempt,
@@ -116,6 +117,7 @@ export interface DeliveryDeps {
   /** @default WEBHOOK_TIMEOUT_MS (10 s, DESIGN §11) */
   readonly timeoutMs?: number;
   readonly log?: Log;
+  /** Publishes a metric; only a live tenant's deliveries are counted (decision 0155). */
   readonly count?: (metric: WebhookMetric) => void;
   /** The endpoint of a delivery: the handler passes its warm cache (recentEndpoints). @default a read each time */
   readonly endpoint?: (tenant: string, id: string) => Promise<WebhookEndpoint | null>;
@@ -183,6 +185,10 @@ export async function deliverCopy(body: string, deps: DeliveryDeps): Promise<Cop
     return 'endpoint-gone';
   }
 
+  // The metrics the alarms and the dashboard watch (the alarmed `WebhookDeliveriesFailed`) are the
+  // live side's, by the one rule, as the sender's outcome counts are (decision 0135). A test side's
+  // deliveries count nowhere: its own API tells their state (listed, failed ones retryable), 0155.
+  const count = isLiveSide(delivery.tenant) ? deps.count : undefined;
   const started = deps.now();
   // A delivery never tried yet has its window from its creation, for a deferral's sake only.
   const windowStart = Date.parse(delivery.windowStartedAt ?? delivery.createdAt) || started.getTime();
@@ -199,7 +205,7 @@ export async function deliverCopy(body: string, deps: DeliveryDeps): Promise<Cop
   if (posted && deps.breakers) {
     const breaker = deps.breakers.settle(endpoint.id, { result, durationMs }, ended);
     if (breaker) {
-      deps.count?.(WEBHOOK_METRIC.endpointStalled);
+      count?.(WEBHOOK_METRIC.endpointStalled);
       deps.log?.warn('webhook endpoint stalled; its copies are deferred on this function', {
         endpointId: endpoint.id,
         stalls: breaker.stalls,
@@ -226,7 +232,7 @@ export async function deliverCopy(body: string, deps: DeliveryDeps): Promise<Cop
     error: posted ? attemptError(result) : DEFERRED_ERROR,
     durationMs: posted ? durationMs : 0,
   };
-  if (result.kind === 'refused') deps.count?.(WEBHOOK_METRIC.refused);
+  if (result.kind === 'refused') count?.(WEBHOOK_METRIC.refused);
   const written = await deps.store.recordAttempt({
     endpointId: delivery.endpointId,
     deliveryId: delivery.id,
@@ -248,15 +254,15 @@ export async function deliverCopy(body: string, deps: DeliveryDeps): Promise<Cop
     error: attempt.error,
   };
   if (decision.kind === 'delivered') {
-    deps.count?.(WEBHOOK_METRIC.delivered);
+    count?.(WEBHOOK_METRIC.delivered);
     return 'delivered';
   }
   if (decision.kind === 'failed') {
-    deps.count?.(WEBHOOK_METRIC.failed);
+    count?.(WEBHOOK_METRIC.failed);
     deps.log?.warn('webhook delivery failed: its retry window is spent', logged);
     return 'failed';
   }
-  deps.count?.(WEBHOOK_METRIC.retried);
+  count?.(WEBHOOK_METRIC.retried);
   deps.log?.info('webhook attempt failed; retrying', { ...logged, nextAttemptAt: decision.at.toISOString() });
   await sendOrThrow(deps.queue, { ...copy, seq: copy.seq + 1 }, decision.at.getTime() - ended.getTime());
   return 'retry';

@@ -78,6 +78,7 @@ export async function apiHarness(
     immediateCopies?: DispatchQueue;
     attachments?: AttachmentStore;
     inlineAttachmentMaxKb?: number;
+    maxMessageMb?: number;
   } = {},
 ) {
   const { tableName, streamArn } = await freshTable('api');
@@ -103,6 +104,7 @@ export async function apiHarness(
         ...(options.inlineAttachmentMaxKb === undefined
           ? {}
           : { inlineAttachmentMaxKb: options.inlineAttachmentMaxKb }),
+        ...(options.maxMessageMb === undefined ? {} : { maxMessageMb: options.maxMessageMb }),
       },
       now: clock.now,
       random: Math.random,

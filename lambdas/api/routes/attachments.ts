@@ -109,6 +109,9 @@ export function inlineAllowance(config: RouteDependencies['config']): number {
   return Math.ceil((kib * 1024) / 3) * 4;
 }
 
+/** A message's subject, text and html as it is sent: a request's own, or its template's rendering. */
+export type MessageContent = Pick<EnqueueRequest, 'subject' | 'text' | 'html'>;
+
 /** A request's attachments once checked (checkAttachments): what storeAttachments writes. */
 export interface CheckedAttachments {
   readonly planned: readonly PlannedAttachment[];
@@ -127,7 +130,8 @@ export async function checkAttachments(
   deps: Pick<RouteDependencies, 'attachments' | 'config'>,
   input: {
     readonly tenant: string;
-    readonly request: EnqueueRequest;
+    /** The subject, text and html the message is sent with: a template message's rendered ones. */
+    readonly content: MessageContent;
     /** The body's `attachments`, as the schema accepted them. */
     readonly given: readonly AttachmentInput[];
   },
@@ -152,10 +156,8 @@ export async function checkAttachments(
   const sizes = planned.value.map((attachment, position) =>
     attachment.kind === 'inline' ? attachment.bytes.length : (declarations[position]?.size ?? 0),
   );
-  const bodyBytes = ['subject', 'text', 'html'].reduce(
-    (sum, field) => sum + Buffer.byteLength(input.request[field as 'subject' | 'text' | 'html'] ?? ''),
-    0,
-  );
+  const { subject, text, html } = input.content;
+  const bodyBytes = [subject, text, html].reduce((sum, part) => sum + Buffer.byteLength(part ?? ''), 0);
   const fits = messageSizeCheck(bodyBytes, sizes, limits);
   if (!fits.ok) return { ok: false, problem: sizeProblem(fits.errors) };
   return { ok: true, checked: { planned: planned.value, declarations } };

@@ -58,6 +58,7 @@ import {
   type CheckedAttachments,
   checkAttachments,
   inlineAllowance,
+  type MessageContent,
   storeAttachments,
 } from './attachments.js';
 import { checkTemplateMessage } from './templates.js';
@@ -140,10 +141,14 @@ export async function judgeEnqueue(
   };
   if (!parsed.ok) return replayOr(validationProblem(parsed.errors));
   let templateVersion: number | undefined;
+  // The subject, text and html the message will be sent with: the request's, or what its template
+  // rendered (once, here), so the whole size is judged on what is sent (DESIGN §13).
+  let content: MessageContent = parsed.value;
   if (parsed.value.template != null) {
     const checked = await checkTemplateMessage(deps, item.tenant, parsed.value);
     if (!checked.ok) return replayOr(checked.problem);
     templateVersion = checked.version;
+    content = checked.content;
   }
   // Every check that can refuse the attachments runs here, before anything is stored, so a strict
   // batch is judged whole before it writes (DESIGN §3a).
@@ -151,7 +156,7 @@ export async function judgeEnqueue(
   if (parsed.value.attachments !== undefined) {
     const checked = await checkAttachments(deps, {
       tenant: item.tenant,
-      request: parsed.value,
+      content,
       given: (item.body as { attachments: readonly AttachmentInput[] }).attachments,
     });
     if (!checked.ok) return replayOr(checked.problem);

@@ -6,6 +6,7 @@
 import type { TemplateRouteName } from '../../core/apiRoutes.js';
 import type { EnqueueRequest } from '../../core/messageSchema.js';
 import { type FieldError, type ProblemDetails, problem, validationProblem } from '../../core/problem.js';
+import type { RenderedContent } from '../../core/renderTemplate.js';
 import type { TemplateRenderer } from '../../core/templateRenderer.js';
 import {
   TEMPLATE_LIMITS,
@@ -218,7 +219,12 @@ function decodeTemplateCursor(cursor: string): string | null {
 }
 
 export type TemplateCheck =
-  | { readonly ok: true; readonly version: number }
+  | {
+      readonly ok: true;
+      readonly version: number;
+      /** What the message renders: its size counts in the whole message's (routes/attachments.ts). */
+      readonly content: RenderedContent;
+    }
   | { readonly ok: false; readonly problem: ProblemDetails };
 
 /**
@@ -226,7 +232,8 @@ export type TemplateCheck =
  * template must not be archived, and the message must render with its data — the rendered subject
  * under §3's header rules, the rendered body within the size limit, the render within its bounds of
  * steps and time (renderCost.ts). Each failure is a 422 problem
- * naming the field or the variable; nothing is stored. The answer is the version to pin.
+ * naming the field or the variable; nothing is stored. The answer is the version to pin and what it
+ * rendered.
  */
 export async function checkTemplateMessage(
   deps: { readonly templates: TemplateStore; readonly renderer: TemplateRenderer },
@@ -253,7 +260,7 @@ export async function checkTemplateMessage(
   if (rendered.kind === 'invalid') return { ok: false, problem: renderProblem(rendered.errors) };
   // The steps and the output were bounded before the render (core/renderCost.ts): the same pinned
   // version with the same data costs the same in the sender (DESIGN §5).
-  return { ok: true, version };
+  return { ok: true, version, content: rendered.content };
 }
 
 /** The 422 of a message that does not render: every failing variable or field. */
