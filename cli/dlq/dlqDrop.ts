@@ -7,8 +7,14 @@
  * only then deletes the copy. A copy whose message moved on (a retry gave it a newer rev, it ended
  * or was discarded already, its record is gone) is only deleted. Decisions 0136, 0141.
  */
+
+import type { DispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { isWaitingForOperator, type MessageStatus } from '../../lambdas/core/messageStatus.js';
-import { staleDeadLetter } from '../../lambdas/core/staleDeadLetter.js';
+import {
+  type DeadLetter,
+  type DeadLetterRecord,
+  staleDeadLetter,
+} from '../../lambdas/core/staleDeadLetter.js';
 import type { ApiStore, TransitionResult } from '../../lambdas/ports/ApiStore.js';
 import { expiresAtAfter, type MessageStateRecord } from '../../lambdas/store/messageRecord.js';
 import { readStateRecord } from '../../lambdas/store/stateReads.js';
@@ -41,8 +47,8 @@ export type DropStep =
  * message is `messages cancel`.
  */
 export function dropDecision(
-  copy: { readonly rev: number },
-  record: Pick<MessageStateRecord, 'status' | 'rev' | 'expires_at'> | null,
+  copy: DeadLetter,
+  record: (DeadLetterRecord & Pick<MessageStateRecord, 'expires_at'>) | null,
 ): DropStep {
   const stale = staleDeadLetter(copy, record);
   if (stale !== undefined || record === null) return { kind: 'delete', reason: stale ?? 'no record' };
@@ -118,11 +124,7 @@ export async function dlqDrop(deps: DropDeps, options: DropOptions, out: Output)
 }
 
 /** Decides for one copy and, unless rehearsing, ends its message; the caller deletes the copy. */
-async function dropOne(
-  deps: DropDeps,
-  copy: { readonly id: string; readonly rev: number },
-  dryRun: boolean,
-): Promise<DropRow> {
+async function dropOne(deps: DropDeps, copy: DispatchPayload, dryRun: boolean): Promise<DropRow> {
   const row = (outcome: DropRow['outcome'], status: MessageStatus | null, reason: string): DropRow => ({
     id: copy.id,
     rev: copy.rev,

@@ -19,7 +19,7 @@ import { checkTransition } from './stateMachine.js';
  */
 
 /** What the admission reads of the state record. */
-export interface AdmissionRecord {
+export interface AdmissionRecord extends DeathRecord {
   readonly status: MessageStatus;
   readonly rev: number;
   readonly lease_until?: string;
@@ -28,11 +28,17 @@ export interface AdmissionRecord {
 }
 
 /** What the admission reads of the queue copy. */
-export interface AdmissionCopy {
+export interface AdmissionCopy extends DeadLetterMark {
   readonly rev: number;
   readonly sqsMessageId: string;
+}
+
+/** What a copy says of the DLQ: whether the sender put it there, and for which death. */
+export interface DeadLetterMark {
   /** The copy is one the sender put in the DLQ (`"dlq": true`), so an operator redrove it. */
   readonly fromDeadLetters: boolean;
+  /** The death it stands for (`"death"`); absent on a copy put in the DLQ before decision 0149. */
+  readonly death?: number | undefined;
 }
 
 export type Admission =
@@ -55,15 +61,50 @@ export function admitCopy(record: AdmissionRecord | undefined, copy: AdmissionCo
     return { kind: 'proceed', takeover: true, redrive: false };
   }
   if (record.status === MESSAGE_STATUS.dead) {
-    // Dead means dead: only an operator's redrive from the DLQ sends it again.
-    if (copy.fromDeadLetters) return { kind: 'proceed', takeover: false, redrive: true };
+    // The copy that died, whatever it carries (a redriven one carried the message on), is moved.
     if (record.dead_copy === copy.sqsMessageId) return { kind: 'move-to-dead-letters' };
+    // Dead means dead: only an operator's redrive of this death's copy from the DLQ sends it again.
+    if (redrivesDeath(copy, record)) return { kind: 'proceed', takeover: false, redrive: true };
+    if (copy.fromDeadLetters) return { kind: 'drop', reason: 'dead again; this copy is of an earlier death' };
     return { kind: 'drop', reason: 'dead, and this copy did not come out of the DLQ' };
   }
   if (!checkTransition(record.status, MESSAGE_STATUS.sending, 'sender').allowed) {
     return { kind: 'drop', reason: `already ${record.status}` };
   }
   return { kind: 'proceed', takeover: false, redrive: false };
+}
+
+/** What the redrive rule reads of the state record. */
+export interface DeathRecord {
+  readonly status: MessageStatus;
+  /** SMTP attempts so far: on a `dead` record, how many it had when it became `dead`. */
+  readonly attempts?: number;
+  /** Written with the death since decision 0149 (its attempts then): this death's copies are named. */
+  readonly death?: number;
+}
+
+/**
+ * Whether a copy is an operator's redrive of the death a `dead` record is in (DESIGN §5: "only an
+ * operator's redrive sends it again"): the sender put it in the DLQ (`"dlq": true`) for this very
+ * death. A redriven copy may arrive twice (SQS delivers at least once; a `dlq redrive --ids` cut
+ * between its send and its delete leaves two), and the copy that carried a redriven message on comes
+ * back after it died again when its own move to the DLQ failed; both follow the message as plain
+ * copies of its rev, and neither may give a later death fresh attempts.
+ *
+ * A death is named by the message's `attempts` when it became `dead`: they stay as they are while it
+ * is `dead`, and a later death of the same rev has more (a redrive's fresh attempts must be spent
+ * first), so no two deaths share a name. Every DLQ copy made since decision 0149 carries its death's
+ * name (`"death"`, core/dispatchPayload.ts `deadLetterPayload`) and is admitted only for that death.
+ * A copy made before carries none: it is admitted only while the record's death was written without
+ * its name (`death` ≠ `attempts`: it died before 0149), so an operator's redrive of a copy parked
+ * then still works, and a leftover of such a copy never revives a death named since. The one rule
+ * for the sender's admission (`admitCopy`) and the DLQ's care (core/staleDeadLetter.ts), which
+ * deletes what it refuses.
+ */
+export function redrivesDeath(copy: DeadLetterMark, record: DeathRecord): boolean {
+  if (record.status !== MESSAGE_STATUS.dead || !copy.fromDeadLetters) return false;
+  const attempts = record.attempts ?? 0;
+  return copy.death === undefined ? record.death !== attempts : copy.death === attempts;
 }
 
 /** What `sendableAt` reads of the state record. */

@@ -1,37 +1,47 @@
 import { isTerminal, isWaitingForOperator, MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
+import { type DeathRecord, redrivesDeath } from './sendDecision.js';
 import { isLiveSide } from './testSide.js';
 
 /** What the rule reads of a message's state record. */
-export interface DeadLetterRecord {
+export interface DeadLetterRecord extends DeathRecord {
   readonly status: MessageStatus;
   readonly rev: number;
+}
+
+/** What the rule reads of a copy in the DLQ: its rev and what it says of the DLQ (`"dlq"`, `"death"`). */
+export interface DeadLetter {
+  readonly rev: number;
+  readonly dlq?: boolean;
+  readonly death?: number | undefined;
 }
 
 /**
  * Why a copy in the send queue's DLQ is stale — its message moved on, so no redrive of it can ever
  * send anything (the sender drops it, core/sendDecision.ts `admitCopy`) — or `undefined` when it is
  * not. Stale: the record is gone (`null`: the caller knows it is, not merely that a read missed it),
- * it is at another rev (DESIGN §2: a manual retry gave it rev + 1 and a new copy), or it ended in a
- * status that waits for nobody (`sent`, `cancelled`, …). Never stale: the current copy of a message
- * that waits for an operator (`dead`'s copy is its only one, §5 "Dead means dead") or of a live
- * message (the queue's backstop). The one rule for both who take stale copies off the DLQ: the
- * sweeper on every run (lambdas/sweeper/staleDeadLetters.ts) and `postdate dlq drop` (decision 0141).
+ * it is at another rev (DESIGN §2: a manual retry gave it rev + 1 and a new copy), it ended in a
+ * status that waits for nobody (`sent`, `cancelled`, …), or it is a marked copy (`"dlq": true`) of
+ * an earlier death of a message that died again (core/sendDecision.ts `redrivesDeath`, decision
+ * 0149). Never stale: the current copy of a message that waits for an operator (`dead`'s copy is its
+ * only one, §5 "Dead means dead") or of a live message (the queue's backstop). The one rule for both
+ * who take stale copies off the DLQ: the sweeper on every run (lambdas/sweeper/staleDeadLetters.ts)
+ * and `postdate dlq drop` (decision 0141).
  */
-export function staleDeadLetter(
-  copy: { readonly rev: number },
-  record: DeadLetterRecord | null,
-): string | undefined {
+export function staleDeadLetter(copy: DeadLetter, record: DeadLetterRecord | null): string | undefined {
   if (record === null) return 'no record (expired or never written)';
   if (record.rev !== copy.rev) return `stale copy: the message is at rev ${record.rev} (${record.status})`;
   if (isTerminal(record.status) && !isWaitingForOperator(record.status))
     return `ended already (${record.status})`;
+  const mark = { fromDeadLetters: copy.dlq === true, death: copy.death };
+  if (record.status === MESSAGE_STATUS.dead && mark.fromDeadLetters && !redrivesDeath(mark, record))
+    return `of an earlier death: the message died again after ${record.attempts ?? 0} attempts`;
   return undefined;
 }
 
 const DAY_MS = 86_400_000;
 
 /**
- * A waiting `dead` message's copy this old is replaced by a fresh identical one (decision 0148): the
+ * A waiting `dead` message's copy this old is replaced by a fresh one (decision 0148): the
  * DLQ keeps a copy 14 days (lib/queueLayout.ts, SQS's maximum), the message waits with no end.
  */
 export const DEAD_LETTER_RENEW_AGE_MS = 12 * DAY_MS;
@@ -66,18 +76,20 @@ export function waitsInDeadLetters(record: WaitingDeadRecord): boolean {
 export type DeadLetterCare =
   | { readonly kind: 'keep' }
   | { readonly kind: 'delete'; readonly reason: string }
-  /** Send a fresh identical copy, then delete this one. */
+  /** Send a fresh copy made from the record, then delete this one. */
   | { readonly kind: 'renew' };
 
 /**
- * The one rule for a copy in the send DLQ: delete a stale one (`staleDeadLetter`); of a waiting dead
- * message's marked copies keep one — a second is deleted (`keptAlready`: one of its copies is kept,
- * or was just renewed, in this walk) — and renew the one kept once it is `DEAD_LETTER_RENEW_AGE_MS`
- * old, so that it never reaches the queue's retention. Everything else stays as it is. Never leaves
+ * The one rule for a copy in the send DLQ: delete a stale one (`staleDeadLetter`, a copy of an
+ * earlier death included); of a waiting dead message's marked copies keep one — a second is deleted
+ * (`keptAlready`: one of its copies is kept, or was just renewed, in this walk) — and renew the one
+ * kept once it is `DEAD_LETTER_RENEW_AGE_MS` old, so that it never reaches the queue's retention:
+ * the fresh copy is made from the record (core/dispatchPayload.ts `deadLetterPayload`), so a copy
+ * parked before its death was named (decision 0149) comes back naming it. Everything else stays as it is. Never leaves
  * a waiting dead message without a copy: only a second copy is deleted, and a renewal sends first.
  */
 export function deadLetterCare(
-  copy: { readonly rev: number; readonly dlq: boolean; readonly ageMs: number },
+  copy: DeadLetter & { readonly dlq: boolean; readonly ageMs: number },
   record: WaitingDeadRecord | null,
   keptAlready: boolean,
 ): DeadLetterCare {
@@ -89,8 +101,8 @@ export function deadLetterCare(
 }
 
 /**
- * Whether a waiting dead message needs a copy made from its record (`{v, id, rev, "dlq": true}`,
- * what the sender moves to the DLQ): the walk saw every copy (`complete`) and none of this message's
+ * Whether a waiting dead message needs a copy made from its record (`{v, id, rev, "dlq": true,
+ * "death"}`, what the sender moves to the DLQ: core/dispatchPayload.ts `deadLetterPayload`): the walk saw every copy (`complete`) and none of this message's
  * at its rev, and it has been `dead` for `DEAD_LETTER_SETTLE_MS` (the sender's own move is done or
  * given up). Its copy expired (the sweeper was down past the renewal), or someone deleted it.
  */

@@ -43,6 +43,9 @@ export interface SweptRecord {
   readonly lease_until?: string;
   /** Its TTL: a waiting message an operator discarded has one (the DLQ's care reads it, decision 0148). */
   readonly expires_at?: number;
+  /** A `dead` message's attempts and the name of its death: whose DLQ copy redrives it (decision 0149). */
+  readonly attempts?: number;
+  readonly death?: number;
 }
 
 export type SweepDecision =

@@ -2,7 +2,7 @@ import type { DispatchPayload } from '../core/dispatchPayload.js';
 
 /** One copy to put on the send queue, visible after `delaySeconds` (0–900, whole seconds: SQS's unit). */
 export interface QueuedCopy {
-  readonly payload: Pick<DispatchPayload, 'id' | 'rev' | 'dlq'>;
+  readonly payload: Pick<DispatchPayload, 'id' | 'rev' | 'dlq' | 'death'>;
   readonly delaySeconds: number;
 }
 

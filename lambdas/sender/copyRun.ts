@@ -1,3 +1,4 @@
+import { type DispatchPayload, deadLetterPayload } from '../core/dispatchPayload.js';
 import { errorForLog } from '../core/errorForLog.js';
 import type { MessageStatus } from '../core/messageStatus.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
@@ -104,6 +105,8 @@ export interface CopyIdentity {
 export interface CopyRun extends CopyIdentity {
   /** The copy is one the sender put in the DLQ (`"dlq": true`), so an operator redrove it. */
   readonly fromDeadLetters: boolean;
+  /** Which death of the message such a copy stands for (`"death"`, decision 0149); absent on older ones. */
+  readonly death?: number | undefined;
   readonly copy: ReceivedCopy;
   readonly deps: CopyDependencies;
   readonly time: InvocationTime;
@@ -118,11 +121,11 @@ export type CopyVerdict =
       readonly visibilitySeconds: number | undefined;
       readonly reason: string;
       /**
-       * This copy is the record's `dead_copy` and its move to the DLQ is still owed: a copy that
-       * replaces it (near the queue's backstop) goes to the DLQ, marked `"dlq": true`, never back
-       * on the send queue under a new SQS id that the record does not know.
+       * This copy is the record's `dead_copy` and its move to the DLQ is still owed, as this DLQ
+       * copy: one that replaces it (near the queue's backstop) goes to the DLQ, never back on the
+       * send queue under a new SQS id that the record does not know.
        */
-      readonly deadCopy?: true;
+      readonly deadCopy?: DeadLetterPayload;
     };
 
 /** When a released or kept copy comes back after a read failed or a move to the DLQ did not happen. */
@@ -136,12 +139,15 @@ export const keep = (reason: string, visibilitySeconds?: number): CopyVerdict =>
   reason,
 });
 
+/** What stands for a `dead` message in the DLQ (core/dispatchPayload.ts `deadLetterPayload`). */
+export type DeadLetterPayload = Pick<DispatchPayload, 'id' | 'rev' | 'dlq' | 'death'>;
+
 /** The copy of a `dead` message whose move to the DLQ failed: back soon, to try the move again. */
-const keepDeadCopy = (): CopyVerdict => ({
+const keepDeadCopy = (letter: DeadLetterPayload): CopyVerdict => ({
   kind: 'keep',
   visibilitySeconds: SHORT_RETRY_SECONDS,
   reason: 'dead; the move to the DLQ failed',
-  deadCopy: true,
+  deadCopy: letter,
 });
 
 /** Whether a copy may go on with the record it found, or the verdict on it right away. */
@@ -152,7 +158,12 @@ export type Admitted =
 export function admitted(run: CopyRun, state: MessageStateRecord | undefined): Admitted {
   const admission = admitCopy(
     state,
-    { rev: run.rev, sqsMessageId: run.copy.sqsMessageId, fromDeadLetters: run.fromDeadLetters },
+    {
+      rev: run.rev,
+      sqsMessageId: run.copy.sqsMessageId,
+      fromDeadLetters: run.fromDeadLetters,
+      death: run.death,
+    },
     run.deps.now(),
   );
   switch (admission.kind) {
@@ -179,41 +190,41 @@ export function drop(run: CopyRun, reason: string): CopyVerdict {
 
 /**
  * Dead means dead (DESIGN §5), the one place a copy enters the DLQ: the record says `dead` (written
- * first, under our lease), then the copy goes to the DLQ marked as the sender's own (`"dlq": true`),
- * then this copy is deleted (`ack`). A failed move keeps this copy (`keepDeadCopy`); it comes back
- * as the record's `dead_copy` and the move is tried again — or, near the queue's backstop, the
- * batch (createSenderHandler.ts) calls this again instead of refreshing the copy.
+ * first, under our lease), then the copy goes to the DLQ marked as the sender's own (`"dlq": true`)
+ * and naming the death (`letter`, made from the record the death write left), then this copy is
+ * deleted (`ack`). A failed move keeps this copy (`keepDeadCopy`); it comes back as the record's
+ * `dead_copy` and the move is tried again — or, near the queue's backstop, the batch
+ * (createSenderHandler.ts) calls this again instead of refreshing the copy.
  */
 export async function moveToDeadLetters(
   deps: Pick<CopyDependencies, 'deadLetters' | 'log' | 'metrics'>,
   dead: CopyIdentity,
+  letter: DeadLetterPayload,
 ): Promise<CopyVerdict> {
-  const { failed, error } = await deps.deadLetters.enqueue([
-    { payload: { id: dead.id, rev: dead.rev, dlq: true }, delaySeconds: 0 },
-  ]);
+  const { failed, error } = await deps.deadLetters.enqueue([{ payload: letter, delaySeconds: 0 }]);
   if (failed.length > 0) {
     deps.log.warn(
       'sender could not move a dead copy to the DLQ; it will try again',
       logContext(dead, error === undefined ? {} : { error: errorForLog(error) }),
     );
-    return keepDeadCopy();
+    return keepDeadCopy(letter);
   }
   deps.metrics.count(SENDER_METRIC.deadLettered);
   return ack('dead; moved to the DLQ');
 }
 
 /**
- * Where the copy of a message that became `dead` goes. A live one's goes to the DLQ
- * (`moveToDeadLetters`). A test message's (DESIGN §14) is deleted. Test and live data never meet,
+ * Where the copy of a message that became `dead` goes, given the record as the death left it. A live
+ * one's goes to the DLQ (`moveToDeadLetters`). A test message's (DESIGN §14) is deleted. Test and live data never meet,
  * so it never waits in the live DLQ, never fires its alarm, and a `dlq redrive --all` never mixes it
  * in. Its record says `dead`, and so do the API, its events and webhooks; a retry through the API
  * sends it again (decision 0135).
  */
 export function retireDeadCopy(
   run: CopyRun,
-  record: Pick<MessageStateRecord, 'tenant'>,
+  record: Pick<MessageStateRecord, 'id' | 'rev' | 'attempts' | 'tenant'>,
 ): CopyVerdict | Promise<CopyVerdict> {
-  if (isLiveSide(record.tenant)) return moveToDeadLetters(run.deps, run);
+  if (isLiveSide(record.tenant)) return moveToDeadLetters(run.deps, run, deadLetterPayload(record));
   run.deps.log.info(
     'sender deleted a dead test message’s copy (no live DLQ for the test side)',
     logContext(run, {}),

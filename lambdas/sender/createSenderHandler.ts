@@ -186,9 +186,10 @@ export function createSenderHandler(
     const parsed = parseDispatchPayload(record.body);
     if (!parsed.ok) return false;
     const { id, rev } = parsed.payload;
-    if (verdict.deadCopy === true) {
+    if (verdict.deadCopy !== undefined) {
       // A move that fails again leaves the copy to the queue's backstop, which moves it itself.
-      const moved = await moveToDeadLetters(copyDeps, { id, rev, copy: { sqsMessageId: record.messageId } });
+      const copy = { sqsMessageId: record.messageId };
+      const moved = await moveToDeadLetters(copyDeps, { id, rev, copy }, verdict.deadCopy);
       return moved.kind === 'ack';
     }
     const { failed } = await deps.queue.enqueue([

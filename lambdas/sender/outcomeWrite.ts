@@ -109,7 +109,7 @@ export async function recordOutcome(
     case 'retrying':
       return keep('retrying after backoff', decision.visibilitySeconds);
     case 'dead':
-      return retireDeadCopy(run, claimed);
+      return retireDeadCopy(run, result.record);
     default:
       return ack(decision.to);
   }

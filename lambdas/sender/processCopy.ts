@@ -65,9 +65,9 @@ export async function processCopy(
     deps.metrics.count(SENDER_METRIC.malformedCopies);
     return ack('malformed copy');
   }
-  const { id, rev, dlq } = parsed.payload;
+  const { id, rev, dlq, death } = parsed.payload;
   if (id === PROBE_TOKEN_ID) return probeToken(deps, rev, copy.sqsMessageId);
-  return runCopy({ id, rev, fromDeadLetters: dlq === true, copy, deps, time }, lane);
+  return runCopy({ id, rev, fromDeadLetters: dlq === true, death, copy, deps, time }, lane);
 }
 
 /** A copy run on its own (no batch around it) waits where it stands. */
@@ -312,7 +312,7 @@ async function settleInterrupted(
     );
   }
   settled(run, observed, to, 'dead (lease expired on its last attempt)', SENDER_METRIC.dead, true);
-  return retireDeadCopy(run, observed);
+  return retireDeadCopy(run, result.record);
 }
 
 /**
@@ -375,7 +375,10 @@ async function holdForQuietHours(
 
 /** Early by more than a moment: back on the queue with the exact remaining delay; not an attempt. */
 async function redelay(run: CopyRun, delaySeconds: number): Promise<CopyVerdict> {
-  const payload = { id: run.id, rev: run.rev, ...(run.fromDeadLetters ? { dlq: true as const } : {}) };
+  // A redriven copy keeps its marks (`"dlq"`, `"death"`): what it is does not change with its delay.
+  const death = run.death === undefined ? {} : { death: run.death };
+  const marks = run.fromDeadLetters ? { dlq: true as const, ...death } : {};
+  const payload = { id: run.id, rev: run.rev, ...marks };
   const { failed } = await run.deps.queue.enqueue([{ payload, delaySeconds }]);
   if (failed.length > 0) {
     // Keep this copy instead, visible again when the message is due.

@@ -110,6 +110,11 @@ export interface MessageStateRecord {
   readonly attempt_limit?: number;
   /** On a `dead` record: the SQS message id of the copy the sender moves to the DLQ. */
   readonly dead_copy?: string;
+  /**
+   * On a `dead` record, written with the death since decision 0149: its name, the attempts it died
+   * with, which its DLQ copy carries (`"death"`); only that copy redrives it (core/sendDecision.ts).
+   */
+  readonly death?: number;
   /** Recipients in the body's list (to, cc, bcc), when the enqueue recorded it. */
   readonly rcpt_total?: number;
   /** Positions in that list the relay accepted, and rejected for good (core/recipients.ts). */

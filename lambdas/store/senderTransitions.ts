@@ -115,10 +115,11 @@ export class DynamoSenderStore implements SenderStore {
     update.remove('sweep_count');
     update.set('updated_at', now.toISOString());
     if (input.attemptLimit !== undefined) update.set('attempt_limit', input.attemptLimit);
-    // A redriven `dead` record was terminal: it leaves any TTL and its DLQ copy behind and rejoins
-    // the due index.
+    // A redriven `dead` record was terminal: it leaves any TTL and its death (its DLQ copy, its
+    // name) behind and rejoins the due index.
     update.remove(TTL_ATTRIBUTE);
     update.remove('dead_copy');
+    update.remove('death');
     return await this.apply(update);
   }
 
@@ -140,9 +141,7 @@ export class DynamoSenderStore implements SenderStore {
       if (named.providerMessageId === undefined) update.remove('provider_message_id');
       else update.set('provider_message_id', named.providerMessageId);
     }
-    if (input.to === MESSAGE_STATUS.dead && input.deadCopy !== undefined) {
-      update.set('dead_copy', input.deadCopy);
-    }
+    if (input.to === MESSAGE_STATUS.dead) nameDeath(update, input.attempts, input.deadCopy);
     if (input.to === MESSAGE_STATUS.retrying) {
       update.set('due_at', (input.retryAt ?? now).toISOString());
       return this.apply(update);
@@ -167,8 +166,9 @@ export class DynamoSenderStore implements SenderStore {
       update.set('history', cappedHistory(observed.history, input.interruptedAttempt));
     }
     if (input.lastError !== undefined) update.set('last_error', input.lastError);
-    if (input.to === MESSAGE_STATUS.dead && input.deadCopy !== undefined) {
-      update.set('dead_copy', input.deadCopy);
+    if (input.to === MESSAGE_STATUS.dead) {
+      const attempts = (observed.attempts ?? 0) + (input.interruptedAttempt === undefined ? 0 : 1);
+      nameDeath(update, attempts, input.deadCopy);
     }
     if (input.to === MESSAGE_STATUS.retrying) {
       // An interrupted attempt under `retry`: waiting again, due at once, in the sweeper's index.
@@ -380,6 +380,16 @@ function leaveSending(
   update.remove('lease_owner');
   update.remove('lease_until');
   return update;
+}
+
+/**
+ * The death write's own part: the copy whose move to the DLQ it owes (`dead_copy`), and the death's
+ * name (`death`: the attempts it died with), which its DLQ copy carries too, so that only that copy
+ * redrives it (core/sendDecision.ts `redrivesDeath`, decision 0149).
+ */
+function nameDeath(update: UpdateBuilder, attempts: number, deadCopy: string | undefined): void {
+  if (deadCopy !== undefined) update.set('dead_copy', deadCopy);
+  update.set('death', attempts);
 }
 
 /**

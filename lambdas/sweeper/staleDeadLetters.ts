@@ -1,4 +1,4 @@
-import { encodeDispatchPayload, parseDispatchPayload } from '../core/dispatchPayload.js';
+import { deadLetterPayload, encodeDispatchPayload, parseDispatchPayload } from '../core/dispatchPayload.js';
 import { SQS_MAX_BATCH } from '../core/queueLimits.js';
 import {
   DEAD_LETTER_RENEW_AGE_MS,
@@ -35,7 +35,7 @@ export interface DeadLetterSweep {
   readonly removed: number;
   /** Copies SQS refused to delete: they stay, and the next run tries again. */
   readonly refused: number;
-  /** Waiting dead messages' copies replaced by a fresh identical one (they reached the renewal age). */
+  /** Waiting dead messages' copies replaced by a fresh one made from the record (they reached the renewal age). */
   readonly renewed: number;
   /** Copies made from the record for waiting dead messages that had none. */
   readonly made: number;
@@ -79,9 +79,9 @@ interface Tally {
  * copies (a stale one: a manual retry gave its message rev + 1; or a second copy of one message),
  * fewer (a dead message without a copy), or — the counts equal — when a copy may have reached the
  * renewal age. A walk receives every copy (hidden while it lasts, never received twice), reads their
- * records consistently, and applies core/staleDeadLetter.ts `deadLetterCare`: deletes the stale and
- * the second copies, replaces an old copy by a fresh identical one (sent first, then the old one
- * deleted), and makes every other copy visible again at once when it ends, so `dlq show` and a
+ * records consistently, and applies core/staleDeadLetter.ts `deadLetterCare`: deletes the stale (a
+ * copy of an earlier death too, decision 0149) and the second copies, replaces an old copy by a fresh
+ * one made from the record (sent first, then the old one deleted), and makes every other copy visible again at once when it ends, so `dlq show` and a
  * redrive see it. A walk that saw every copy then makes one from the record for each waiting dead
  * message it found none of (`deadLetterOwed`). A copy whose record was not read, or whose body is not
  * a copy, is left alone.
@@ -173,7 +173,8 @@ async function walkCopies(deps: DeadLetterSweepDeps, tally: Tally): Promise<Walk
       const now = deps.now().getTime();
       const gone: string[] = [];
       const replaced = new Set<string>();
-      const old: DeadLetterCopy[] = [];
+      /** Copies to renew, each with the fresh copy made from its record. */
+      const old: { letter: DeadLetterCopy; body: string }[] = [];
       for (const { letter, parsed } of copies) {
         const record = parsed.ok ? records.get(parsed.payload.id) : undefined;
         // An unread record is not a gone one (a batch read may leave keys unprocessed): it stays.
@@ -181,14 +182,15 @@ async function walkCopies(deps: DeadLetterSweepDeps, tally: Tally): Promise<Walk
           kept.push(letter.receipt);
           continue;
         }
-        const { id, rev, dlq } = parsed.payload;
+        const { id, rev, dlq, death } = parsed.payload;
         const care = deadLetterCare(
-          { rev, dlq: dlq === true, ageMs: now - letter.sentAt },
+          { rev, dlq: dlq === true, death, ageMs: now - letter.sentAt },
           record,
           waiting.has(id),
         );
         if (care.kind === 'delete') gone.push(letter.receipt);
-        else if (care.kind === 'renew') old.push(letter);
+        else if (care.kind === 'renew')
+          old.push({ letter, body: encodeDispatchPayload(deadLetterPayload({ ...record, id })) });
         else kept.push(letter.receipt);
         if (care.kind !== 'delete' && dlq === true && waitsInDeadLetters(record) && record.rev === rev) {
           waiting.add(id);
@@ -197,8 +199,8 @@ async function walkCopies(deps: DeadLetterSweepDeps, tally: Tally): Promise<Walk
       }
       // A renewal sends first: a crash before the delete leaves two copies (the next walk deletes
       // one), never none. A refused send keeps the old copy, which the next walk renews.
-      const renewedIds = old.length === 0 ? [] : await deps.deadLetters.put(old.map((letter) => letter.body));
-      old.forEach((letter, i) => {
+      const renewedIds = old.length === 0 ? [] : await deps.deadLetters.put(old.map(({ body }) => body));
+      old.forEach(({ letter }, i) => {
         const renewedId = renewedIds[i];
         if (renewedId === undefined) {
           kept.push(letter.receipt);
@@ -243,9 +245,9 @@ async function makeOwedCopies(deps: DeadLetterSweepDeps, walk: Walk, tally: Tall
     deadLetterOwed(record, { complete: true, copyKept: false }, now),
   );
   if (owed.length === 0) return 0;
-  // What the sender moves to the DLQ (sender/copyRun.ts `moveToDeadLetters`): `{v, id, rev, "dlq": true}`.
+  // What the sender moves to the DLQ (sender/copyRun.ts `moveToDeadLetters`): `{v, id, rev, "dlq": true, "death"}`.
   const made = await deps.deadLetters.put(
-    owed.map(([id, record]) => encodeDispatchPayload({ id, rev: record.rev, dlq: true })),
+    owed.map(([id, record]) => encodeDispatchPayload(deadLetterPayload({ ...record, id }))),
   );
   const count = made.filter((madeId) => madeId !== undefined).length;
   tally.made += count;

@@ -16,12 +16,13 @@ import { eventually } from '../support/eventually.js';
 
 /**
  * Puts copies on the DLQ the way they get there in production: the sender puts each one there
- * itself, marked `"dlq": true`, when its message becomes `dead`.
+ * itself, marked `"dlq": true` and naming the death (its record's `death`, decision 0149), when its
+ * message becomes `dead`. A copy given no `death` is one parked before deaths were named.
  */
 export async function deadLetter(
   sqs: SQSClient,
   urls: { send: string; sendDeadLetter: string },
-  copies: readonly { id: string; rev: number }[],
+  copies: readonly { id: string; rev: number; death?: number | undefined }[],
 ): Promise<void> {
   for (let start = 0; start < copies.length; start += 10) {
     await sqs.send(

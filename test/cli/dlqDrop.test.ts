@@ -71,10 +71,7 @@ describe('postdate dlq drop', () => {
     const t = await setUp();
     const dead = await t.endedAs('dead');
     const other = await t.endedAs('dead');
-    await deadLetter(t.sqs, t.urls, [
-      { id: dead.id, rev: dead.rev },
-      { id: other.id, rev: other.rev },
-    ]);
+    await deadLetter(t.sqs, t.urls, [dead, other]);
     expect(await t.waiting()).toMatchObject({ dead: 2 });
     const out = memoryOutput({ json: true });
 
@@ -105,10 +102,7 @@ describe('postdate dlq drop', () => {
     const t = await setUp();
     const retried = await t.endedAs('dead');
     const discarded = await t.endedAs('dead');
-    await deadLetter(t.sqs, t.urls, [
-      { id: retried.id, rev: retried.rev },
-      { id: discarded.id, rev: discarded.rev },
-    ]);
+    await deadLetter(t.sqs, t.urls, [retried, discarded]);
     await messagesRetry(t.messages, [retried.id], memoryOutput());
     const expiresAt = Math.floor(t.now.getTime() / 1000) + 86_400;
     await t.deps.store.discard({ tenant: discarded.tenant, id: discarded.id, now: t.now, expiresAt });
@@ -133,7 +127,7 @@ describe('postdate dlq drop', () => {
   it('finishes the body’s TTL on the next drop when the first one’s body write failed (decision 0145)', async () => {
     const t = await setUp();
     const dead = await t.endedAs('dead');
-    await deadLetter(t.sqs, t.urls, [{ id: dead.id, rev: dead.rev }]);
+    await deadLetter(t.sqs, t.urls, [dead]);
     const faulty = bodyUpdatesFailing(1);
     const deps = { ...t.deps, store: new DynamoApiStore(faulty.documents, t.deps.table.tableName) };
     await expect(dlqDrop(deps, { ids: [dead.id], hideSeconds: 0 }, memoryOutput())).rejects.toThrow(
@@ -159,7 +153,7 @@ describe('postdate dlq drop', () => {
   it('changes nothing in a dry run and says what it would do', async () => {
     const t = await setUp();
     const dead = await t.endedAs('dead');
-    await deadLetter(t.sqs, t.urls, [{ id: dead.id, rev: dead.rev }]);
+    await deadLetter(t.sqs, t.urls, [dead]);
     const before = await t.state(dead.id);
     const out = memoryOutput();
 
@@ -241,6 +235,21 @@ describe('dropDecision', () => {
         const liveHere = current !== null && current.rev === rev && !isTerminal(current.status);
         expect(step.kind === 'keep').toBe(liveHere);
       }),
+    );
+  });
+
+  it('gives a dead message up only for a marked copy of its current death; a copy of an earlier one is only deleted (decision 0149)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 9 }),
+        fc.integer({ min: 1, max: 9 }),
+        fc.boolean(),
+        (attempts, carried, named) => {
+          const dead = { status: 'dead' as const, rev: 1, attempts, ...(named ? { death: attempts } : {}) };
+          const step = dropDecision({ rev: 1, dlq: true, death: carried }, dead);
+          expect(step.kind).toBe(carried === attempts ? 'discard' : 'delete');
+        },
+      ),
     );
   });
 

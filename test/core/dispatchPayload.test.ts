@@ -1,6 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { encodeDispatchPayload, parseDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
+import {
+  deadLetterPayload,
+  encodeDispatchPayload,
+  parseDispatchPayload,
+} from '../../lambdas/core/dispatchPayload.js';
 
 describe('the dispatch payload {v: 1, id, rev} (DESIGN §2)', () => {
   it('encodes exactly v, id and rev', () => {
@@ -45,6 +49,28 @@ describe('the dispatch payload {v: 1, id, rev} (DESIGN §2)', () => {
         ok: false,
         reason: 'rev must be a positive integer',
       });
+    }
+  });
+  it("carries a DLQ copy's mark and the death it stands for (DESIGN §5; decision 0149), the death only with the mark", () => {
+    const body = encodeDispatchPayload(deadLetterPayload({ id: 'abc', rev: 2, attempts: 8 }));
+    expect(body).toBe('{"v":1,"id":"abc","rev":2,"dlq":true,"death":8}');
+    expect(parseDispatchPayload(body)).toEqual({
+      ok: true,
+      payload: { v: 1, id: 'abc', rev: 2, dlq: true, death: 8 },
+    });
+    // A copy parked before deaths were named still parses.
+    expect(parseDispatchPayload('{"v":1,"id":"abc","rev":2,"dlq":true}')).toEqual({
+      ok: true,
+      payload: { v: 1, id: 'abc', rev: 2, dlq: true },
+    });
+    expect(parseDispatchPayload('{"v":1,"id":"abc","rev":2,"death":8}')).toEqual({
+      ok: false,
+      reason: 'death comes only with dlq',
+    });
+    for (const death of [-1, 1.5, '8', null]) {
+      expect(parseDispatchPayload(JSON.stringify({ v: 1, id: 'a', rev: 1, dlq: true, death })).ok).toBe(
+        false,
+      );
     }
   });
   it('rejects unexpected fields, naming them', () => {

@@ -1,9 +1,17 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { deadLetterPayload } from '../../lambdas/core/dispatchPayload.js';
 import { MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
 import type { ErrorClass } from '../../lambdas/core/postdateError.js';
 import { pendingPositions, progressAfter } from '../../lambdas/core/recipients.js';
-import { admitCopy, decideOutcome, type OutcomeRecord, sendableAt } from '../../lambdas/core/sendDecision.js';
+import {
+  admitCopy,
+  claimTerms,
+  decideOutcome,
+  type OutcomeRecord,
+  redrivesDeath,
+  sendableAt,
+} from '../../lambdas/core/sendDecision.js';
 import { attemptBudgetMs, sendTimingProblems } from '../../lambdas/core/sendTiming.js';
 
 /** The two decisions that carry the promise (DESIGN §2, §5), as specifications. */
@@ -28,6 +36,88 @@ describe('admitting a queue copy', () => {
     expect(admitCopy({ status: 'dead', rev: 1, dead_copy: 'm-1' }, copy(), NOW)).toEqual({
       kind: 'move-to-dead-letters',
     });
+  });
+
+  it('redrives a dead message only with a copy of its current death; the copy that died is moved, whatever it carries', () => {
+    const dead = { status: 'dead' as const, rev: 1, attempts: 6, death: 6, dead_copy: 'died' };
+    expect(admitCopy(dead, copy({ fromDeadLetters: true, death: 6 }), NOW)).toMatchObject({ redrive: true });
+    expect(admitCopy(dead, copy({ fromDeadLetters: true, death: 3 }), NOW)).toMatchObject({ kind: 'drop' });
+    // A copy parked before deaths were named does not revive a death named since.
+    expect(admitCopy(dead, copy({ fromDeadLetters: true }), NOW)).toMatchObject({ kind: 'drop' });
+    expect(admitCopy(dead, copy({ sqsMessageId: 'died', fromDeadLetters: true, death: 3 }), NOW)).toEqual({
+      kind: 'move-to-dead-letters',
+    });
+    // A message that died before deaths were named (no `death`, or one a rollback left behind) is
+    // redriven by a copy parked then: the operator's redrive still works.
+    const unnamed = { status: 'dead' as const, rev: 1, attempts: 3 };
+    expect(admitCopy(unnamed, copy({ fromDeadLetters: true }), NOW)).toMatchObject({ redrive: true });
+    expect(admitCopy({ ...unnamed, death: 2 }, copy({ fromDeadLetters: true }), NOW)).toMatchObject({
+      redrive: true,
+    });
+  });
+
+  /**
+   * DESIGN §5, "only an operator's redrive sends it again", over a message's whole life: it dies,
+   * an operator redrives the copy of that death (which gets a fresh set of attempts, spent before it
+   * can die again), it dies again, … Every DLQ copy ever made for one death — the sender's move, the
+   * sweeper's renewal or remake, any duplicate of them — redrives that death and no other.
+   */
+  it('lets each DLQ copy redrive the one death it was made for, across any number of deaths and redrives', () => {
+    fc.assert(
+      fc.property(
+        // POSTDATE_MAX_ATTEMPTS in force at each death (an operator may change it in between).
+        fc.array(fc.integer({ min: 1, max: 8 }), { minLength: 1, maxLength: 6 }),
+        fc.boolean(),
+        (maxAttemptsAtEachDeath, firstDeathNamed) => {
+          let attempts = 0;
+          const deaths: { attempts: number; death?: number }[] = [];
+          for (const [i, maxAttempts] of maxAttemptsAtEachDeath.entries()) {
+            // The first set of attempts, or a redrive's fresh set: each spent before the death.
+            const terms = claimTerms({ attempts }, i > 0, { leaseSeconds: 60, maxAttempts }, NOW);
+            attempts = terms.attemptLimit ?? maxAttempts;
+            const named = i > 0 || firstDeathNamed;
+            deaths.push(named ? { attempts, death: attempts } : { attempts });
+          }
+          // What the sender moves to the DLQ for each death (and the sweeper renews or remakes).
+          const letters = deaths.map((death) => deadLetterPayload({ id: 'm', rev: 1, ...death }));
+          deaths.forEach((death, d) => {
+            const record = { status: 'dead' as const, rev: 1, ...death };
+            letters.forEach((letter, l) => {
+              expect(redrivesDeath({ fromDeadLetters: true, death: letter.death }, record)).toBe(l === d);
+            });
+            // A copy parked before deaths were named redrives only a death written before too.
+            expect(redrivesDeath({ fromDeadLetters: true }, record)).toBe(death.death === undefined);
+          });
+        },
+      ),
+    );
+  });
+
+  it('redrives nothing but a dead message, and only with a marked copy', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...MESSAGE_STATUSES),
+        fc.boolean(),
+        fc.option(fc.nat(9), { nil: undefined }),
+        fc.nat(9),
+        fc.option(fc.nat(9), { nil: undefined }),
+        (status, fromDeadLetters, copyDeath, attempts, recordDeath) => {
+          const record = { status, attempts, ...(recordDeath === undefined ? {} : { death: recordDeath }) };
+          const redrives = redrivesDeath({ fromDeadLetters, death: copyDeath }, record);
+          if (!redrives) return;
+          expect(status).toBe('dead');
+          expect(fromDeadLetters).toBe(true);
+          if (copyDeath !== undefined) expect(copyDeath).toBe(attempts);
+          else expect(recordDeath).not.toBe(attempts);
+          const admission = admitCopy(
+            { ...record, rev: 1 },
+            copy({ fromDeadLetters, death: copyDeath }),
+            NOW,
+          );
+          expect(admission).toEqual({ kind: 'proceed', takeover: false, redrive: true });
+        },
+      ),
+    );
   });
 
   it('never lets a copy claim a record of another rev, a live lease, or a status the sender may not leave', () => {

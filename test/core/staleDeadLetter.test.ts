@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { deadLetterPayload } from '../../lambdas/core/dispatchPayload.js';
 import { isTerminal, isWaitingForOperator, MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
-import { admitCopy } from '../../lambdas/core/sendDecision.js';
+import { admitCopy, redrivesDeath } from '../../lambdas/core/sendDecision.js';
 import {
   DEAD_LETTER_RENEW_AGE_MS,
   DEAD_LETTER_SETTLE_MS,
@@ -20,12 +21,17 @@ import { testSideOf } from '../../lambdas/core/testSide.js';
  */
 const status = fc.constantFrom(...MESSAGE_STATUSES);
 const rev = fc.integer({ min: 1, max: 5 });
+/** A message's attempts, and the name a death was written with (absent: before decision 0149). */
+const attempts = fc.integer({ min: 1, max: 4 });
+const death = fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined });
 const record = fc.record({
   status,
   rev,
+  attempts,
+  death,
   lease_until: fc.option(fc.constant(new Date(0).toISOString()), { nil: undefined }),
 });
-const copy = fc.record({ rev, dlq: fc.boolean() });
+const copy = fc.record({ rev, dlq: fc.boolean(), death });
 const NOW = new Date('2026-12-04T10:00:00Z');
 
 describe('staleDeadLetter', () => {
@@ -35,10 +41,27 @@ describe('staleDeadLetter', () => {
         if (staleDeadLetter(letter, current) === undefined) return;
         const admission = admitCopy(
           current,
-          { rev: letter.rev, sqsMessageId: 'moved', fromDeadLetters: letter.dlq },
+          { rev: letter.rev, sqsMessageId: 'moved', fromDeadLetters: letter.dlq, death: letter.death },
           NOW,
         );
         expect(admission.kind).toBe('drop');
+      }),
+    );
+  });
+
+  it("calls a dead message's marked copy stale exactly when its redrive would not send it: a copy of an earlier death (decision 0149)", () => {
+    fc.assert(
+      fc.property(rev, attempts, death, death, (at, tried, named, carried) => {
+        const dead = { status: 'dead' as const, rev: at, attempts: tried, death: named };
+        const letter = { rev: at, dlq: true, death: carried };
+        const admission = admitCopy(
+          dead,
+          { rev: at, sqsMessageId: 'moved', fromDeadLetters: true, death: carried },
+          NOW,
+        );
+        expect(staleDeadLetter(letter, dead) === undefined).toBe(admission.kind === 'proceed');
+        if (staleDeadLetter(letter, dead) !== undefined)
+          expect(staleDeadLetter(letter, dead)).toMatch(/earlier death/);
       }),
     );
   });
@@ -73,6 +96,8 @@ const tenant = fc.constantFrom('t_live', testSideOf('t_live'));
 const careRecord = fc.record({
   status,
   rev,
+  attempts,
+  death,
   tenant,
   expires_at: fc.option(fc.constant(1_900_000_000), { nil: undefined }),
   due_at: fc.option(fc.constantFrom(new Date(NOW.getTime() - 20 * DAY).toISOString(), NOW.toISOString()), {
@@ -80,8 +105,19 @@ const careRecord = fc.record({
   }),
 });
 /** A live dead message that waits (no TTL), whose copies the sweeper keeps alive. */
-const waitingDead = fc.record({ status: fc.constant('dead' as const), rev, tenant: fc.constant('t_live') });
-const agedCopy = fc.record({ rev, dlq: fc.boolean(), ageMs: fc.integer({ min: 0, max: 14 * DAY }) });
+const waitingDead = fc.record({
+  status: fc.constant('dead' as const),
+  rev,
+  attempts,
+  death,
+  tenant: fc.constant('t_live'),
+});
+const agedCopy = fc.record({
+  rev,
+  dlq: fc.boolean(),
+  death,
+  ageMs: fc.integer({ min: 0, max: 14 * DAY }),
+});
 
 describe('deadLetterCare', () => {
   it('deletes nothing a redrive would send, unless another copy of that message is kept', () => {
@@ -90,7 +126,7 @@ describe('deadLetterCare', () => {
         if (deadLetterCare(letter, current, false).kind !== 'delete') return;
         const admission = admitCopy(
           current ?? undefined,
-          { rev: letter.rev, sqsMessageId: 'moved', fromDeadLetters: letter.dlq },
+          { rev: letter.rev, sqsMessageId: 'moved', fromDeadLetters: letter.dlq, death: letter.death },
           NOW,
         );
         expect(admission.kind).toBe('drop');
@@ -98,7 +134,7 @@ describe('deadLetterCare', () => {
     );
   });
 
-  it("renews only a copy a redrive would send, and exactly a waiting dead message's copy from the renewal age on", () => {
+  it("renews only a copy a redrive would send, and exactly a waiting dead message's copy from the renewal age on, by one that redrives the same death", () => {
     fc.assert(
       fc.property(
         agedCopy,
@@ -106,13 +142,22 @@ describe('deadLetterCare', () => {
         fc.boolean(),
         (letter, current, keptAlready) => {
           const care = deadLetterCare(letter, current, keptAlready);
+          const redriven = {
+            rev: letter.rev,
+            sqsMessageId: 'x',
+            fromDeadLetters: letter.dlq,
+            death: letter.death,
+          };
+          const sends = admitCopy(current, redriven, NOW).kind === 'proceed';
           const renewable =
-            letter.dlq && letter.rev === current.rev && waitsInDeadLetters(current) && !keptAlready;
+            sends && letter.rev === current.rev && waitsInDeadLetters(current) && !keptAlready;
           expect(care.kind === 'renew').toBe(renewable && letter.ageMs >= DEAD_LETTER_RENEW_AGE_MS);
           if (care.kind !== 'renew') return;
+          // The fresh copy is made from the record (sweeper/staleDeadLetters.ts).
+          const fresh = deadLetterPayload({ ...current, id: 'm' });
           const admission = admitCopy(
             current,
-            { rev: letter.rev, sqsMessageId: 'x', fromDeadLetters: true },
+            { rev: fresh.rev, sqsMessageId: 'y', fromDeadLetters: fresh.dlq === true, death: fresh.death },
             NOW,
           );
           expect(admission).toMatchObject({ kind: 'proceed', redrive: true });
@@ -121,37 +166,41 @@ describe('deadLetterCare', () => {
     );
   });
 
-  it("renews a waiting dead message's only marked copy exactly from the renewal age, and deletes none of it", () => {
+  it("renews a waiting dead message's only copy exactly from the renewal age, and deletes none of it", () => {
     fc.assert(
       fc.property(waitingDead, fc.integer({ min: 0, max: 14 * DAY }), (current, ageMs) => {
-        const care = deadLetterCare({ rev: current.rev, dlq: true, ageMs }, current, false);
+        const letter = { ...deadLetterPayload({ ...current, id: 'm' }), dlq: true, ageMs };
+        const care = deadLetterCare(letter, current, false);
         expect(care.kind).toBe(ageMs >= DEAD_LETTER_RENEW_AGE_MS ? 'renew' : 'keep');
       }),
     );
   });
 
-  it('leaves a waiting dead message exactly one of its marked copies, whatever order a walk meets them in', () => {
+  it('leaves a waiting dead message exactly one of the marked copies of its death, none of an earlier one, whatever order a walk meets them in', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.record({ dlq: fc.boolean(), ageMs: fc.integer({ min: 0, max: 14 * DAY }) }), {
+        fc.array(fc.record({ dlq: fc.boolean(), death, ageMs: fc.integer({ min: 0, max: 14 * DAY }) }), {
           minLength: 1,
           maxLength: 6,
         }),
         careRecord,
         (letters, current) => {
           const dead = { ...current, status: 'dead' as const, expires_at: undefined, tenant: 't_live' };
+          const ofThisDeath = (letter: { dlq: boolean; death: number | undefined }) =>
+            redrivesDeath({ fromDeadLetters: letter.dlq, death: letter.death }, dead);
           let kept = false;
           let survivors = 0;
           for (const letter of letters) {
             const care = deadLetterCare({ ...letter, rev: dead.rev }, dead, kept);
             if (letter.dlq && care.kind !== 'delete') {
+              expect(ofThisDeath(letter)).toBe(true);
               kept = true;
               survivors++;
             }
             // An unmarked copy (the queue's backstop) is not what a redrive sends: it stays, and is no copy kept.
             if (!letter.dlq) expect(care.kind).toBe('keep');
           }
-          expect(survivors).toBe(letters.some((letter) => letter.dlq) ? 1 : 0);
+          expect(survivors).toBe(letters.some(ofThisDeath) ? 1 : 0);
         },
       ),
     );

@@ -77,9 +77,10 @@ describe('the sender, retries and dead letters', () => {
     expect(rig.received(message.id)).toHaveLength(3);
     expect(await rig.state(message.id)).toMatchObject({ status: 'dead', attempts: 3 });
 
-    // The operator's redrive: the copy the sender put in the DLQ says so, and is sent.
+    // The operator's redrive: the copy the sender put in the DLQ says so, and which death it is of
+    // (the attempts it died with), and is sent.
     const body = await redriveFromDlq(rig);
-    expect(JSON.parse(body)).toEqual({ v: 1, id: message.id, rev: 1, dlq: true });
+    expect(JSON.parse(body)).toEqual({ v: 1, id: message.id, rev: 1, dlq: true, death: 3 });
     const redriven = await rig.deliverNext();
     expect(redriven.response.batchItemFailures).toEqual([]);
     const sent = await rig.state(message.id);
@@ -133,6 +134,61 @@ describe('the sender, retries and dead letters', () => {
     expect(await rig.state(message.id)).toMatchObject({ status: 'dead', attempts: 6 });
     expect(await rig.depth(rig.urls.sendDeadLetter)).toMatchObject({ stored: 1 });
   });
+
+  it('gives a second death no fresh attempts from a duplicate of the first redrive (SQS at-least-once, or a redrive cut between its send and its delete): dead means dead', async () => {
+    const rig = await createSenderRig(world); // POSTDATE_MAX_ATTEMPTS = 3
+    world.smtp.script(TRANSIENT_AFTER_DATA);
+    const message = await rig.putMessage();
+    await rig.dispatch(message);
+    for (let receive = 0; receive < 3; receive++) await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'dead', attempts: 3 });
+
+    // The operator redrives once; the copy arrives twice.
+    const body = await redriveFromDlq(rig);
+    await rig.dispatch(body);
+    // Three more attempts (a fresh set), all refused: the message is dead again.
+    await rig.deliverNext();
+    while ((await rig.state(message.id)).status !== 'dead') await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'dead', attempts: 6 });
+    expect(rig.received(message.id)).toHaveLength(6);
+
+    // The duplicate still on the send queue belongs to the first death: no operator redrove this one.
+    world.smtp.script(); // the relay would accept now
+    while ((await rig.depth()).stored + (await rig.depth()).inFlight > 0) await rig.deliverNext();
+    expect(rig.received(message.id)).toHaveLength(6);
+    expect(await rig.state(message.id)).toMatchObject({ status: 'dead', attempts: 6 });
+    expect(await rig.depth(rig.urls.sendDeadLetter)).toMatchObject({ stored: 1 });
+
+    // The second death's own copy, redriven by the operator, is sent.
+    await redriveFromDlq(rig);
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'sent', attempts: 7 });
+  }, 30_000);
+
+  it('moves a redriven copy that made its message dead again to the DLQ when its first move failed, never redrives it by itself', async () => {
+    const rig = await createSenderRig(world, { settings: { maxAttempts: 1 } });
+    world.smtp.script(TRANSIENT_AFTER_DATA);
+    const message = await rig.putMessage();
+    await rig.dispatch(message);
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'dead', attempts: 1 });
+    await redriveFromDlq(rig);
+
+    // The redriven copy's attempt fails too; its move to the DLQ fails once, so the copy is kept.
+    const realDeadLetters = new SqsDispatchQueue(sqsClient(), rig.urls.sendDeadLetter);
+    const handler = rig.newHandler({ deadLetters: new RefusingQueue(realDeadLetters, 1) });
+    const kept = await rig.run(await rig.receive({ waitSeconds: 3, max: 1 }), handler);
+    expect(kept.batchItemFailures).toHaveLength(1);
+    expect(await rig.state(message.id)).toMatchObject({ status: 'dead', attempts: 2 });
+
+    world.smtp.script(); // the relay would accept now
+    const [back] = await rig.receive({ waitSeconds: 8, max: 1 });
+    if (back === undefined) throw new Error('the kept copy did not come back');
+    expect((await rig.run([back], handler)).batchItemFailures).toEqual([]);
+    expect(rig.received(message.id)).toHaveLength(2); // no attempt of its own
+    expect(await rig.state(message.id)).toMatchObject({ status: 'dead', attempts: 2 });
+    expect(await rig.depth(rig.urls.sendDeadLetter)).toMatchObject({ stored: 1 });
+  }, 20_000);
 
   it('keeps the copy of a message it made dead when the move to the DLQ fails, and moves it when the copy is back', async () => {
     const rig = await createSenderRig(world, { settings: { maxAttempts: 1 } });
@@ -281,7 +337,7 @@ describe('the send queue backstop', () => {
     const [parked] = await rig.receive({ queueUrl: rig.urls.sendDeadLetter, waitSeconds: 3, max: 1 });
     expect(parked === undefined ? undefined : parseDispatchPayload(parked.body)).toEqual({
       ok: true,
-      payload: { v: 1, id: message.id, rev: 1, dlq: true },
+      payload: { v: 1, id: message.id, rev: 1, dlq: true, death: 1 },
     });
     expect((await rig.state(message.id)).status).toBe('dead');
   }, 20_000);

@@ -1,8 +1,12 @@
 import { ReceiveMessageCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, inject, it } from 'vitest';
-import { encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
+import { deadLetterPayload, encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import type { Log } from '../../lambdas/ports/Log.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
+import type { MessageStateRecord } from '../../lambdas/store/messageRecord.js';
+import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
+import { KEY } from '../../lambdas/store/tableLayout.js';
 import { wireSweeper } from '../../lambdas/sweeper/handler.js';
 import { wholeSecondNow } from '../relay/relayParts.js';
 import {
@@ -51,11 +55,11 @@ async function setUp() {
     wireSweeper(env, log as never, { count: () => undefined }, () => new Date(Date.now() + aheadMs));
   const api = new DynamoApiStore(documentClient(), tableName);
   /** A copy in the DLQ as the sender moves one there; answers its SQS message id. */
-  const parked = async (message: { id: string; rev: number }) => {
+  const parked = async (message: { id: string; rev: number; attempts: number }) => {
     const { MessageId } = await sqs.send(
       new SendMessageCommand({
         QueueUrl: urls.sendDeadLetter,
-        MessageBody: encodeDispatchPayload({ id: message.id, rev: message.rev, dlq: true }),
+        MessageBody: encodeDispatchPayload(deadLetterPayload(message)),
       }),
     );
     return MessageId as string;
@@ -69,7 +73,50 @@ async function setUp() {
       },
       { withinMs: 10_000 },
     );
-  return { sqs, urls, api, endedAs: senderOutcomes(tableName, t0), sweeperAhead, parked, settled, lines };
+  const sender = new DynamoSenderStore(documentClient(), tableName);
+  /** An operator's redrive of a dead message, whose fresh attempts fail too: it is dead again. */
+  const diesAgain = async (dead: MessageStateRecord): Promise<MessageStateRecord> => {
+    const now = new Date();
+    const claimed = await sender.claim({
+      observed: dead,
+      owner: 'redriven',
+      now,
+      leaseUntil: new Date(now.getTime() + 60_000),
+      attemptLimit: dead.attempts + 1,
+    });
+    if (claimed.outcome !== 'applied') throw new Error('the redrive did not claim');
+    const attempt = {
+      at: now.toISOString(),
+      outcome: 'transient' as const,
+      code: '451',
+      enhanced_code: null,
+    };
+    const again = await sender.recordOutcome({
+      claimed: claimed.record,
+      owner: 'redriven',
+      to: 'dead',
+      now,
+      attempt: { ...attempt, reply: null, duration_ms: 5 },
+      lastError: null,
+      retentionDays: 30,
+      attempts: dead.attempts + 1,
+      recipients: { accepted: [], rejected: [] },
+    });
+    if (again.outcome !== 'applied') throw new Error('the second death did not apply');
+    return again.record;
+  };
+  return {
+    sqs,
+    urls,
+    api,
+    endedAs: senderOutcomes(tableName, t0),
+    diesAgain,
+    sweeperAhead,
+    parked,
+    settled,
+    lines,
+    tableName,
+  };
 }
 
 /** Every copy in the DLQ: its SQS message id and its body (received once, hidden a minute). */
@@ -86,11 +133,13 @@ async function copiesIn(sqs: SQSClient, queueUrl: string): Promise<{ messageId: 
   return copies;
 }
 
-const markedCopy = (message: { id: string; rev: number }) => ({
+/** The copy the sender moves to the DLQ: marked, and naming the death by the attempts it died with. */
+const markedCopy = (message: { id: string; rev: number; attempts: number }) => ({
   v: 1,
   id: message.id,
   rev: message.rev,
   dlq: true,
+  death: message.attempts,
 });
 
 describe("the sweeper keeps a waiting dead message's copy in the DLQ", () => {
@@ -157,6 +206,50 @@ describe("the sweeper keeps a waiting dead message's copy in the DLQ", () => {
     await t.parked(dead);
 
     await t.sweeperAhead(0)();
+
+    await t.settled(1);
+    expect((await copiesIn(t.sqs, t.urls.sendDeadLetter)).map((copy) => copy.body)).toEqual([
+      markedCopy(dead),
+    ]);
+  });
+
+  it('takes the copy of an earlier death off the DLQ once its message died again, and keeps the copy of its death (decision 0149)', async () => {
+    const t = await setUp();
+    const dead = await t.endedAs('dead');
+    // A leftover of the first death (a redrive cut between its send and its delete left it), met first.
+    await t.parked(dead);
+    const again = await t.diesAgain(dead);
+    expect(again).toMatchObject({ status: 'dead', attempts: 2, death: 2 });
+    await t.parked(again);
+
+    await t.sweeperAhead(0)();
+
+    await t.settled(1);
+    expect((await copiesIn(t.sqs, t.urls.sendDeadLetter)).map((copy) => copy.body)).toEqual([
+      markedCopy(again),
+    ]);
+  });
+
+  it('renews a copy parked before deaths were named (decision 0149) as one naming its death', async () => {
+    const t = await setUp();
+    const dead = await t.endedAs('dead');
+    // A death written before decision 0149: no name on the record, none on its copy.
+    await documentClient().send(
+      new UpdateCommand({
+        TableName: t.tableName,
+        Key: { [KEY.partition]: dead.pk, [KEY.sort]: dead.sk },
+        UpdateExpression: 'REMOVE #death',
+        ExpressionAttributeNames: { '#death': 'death' },
+      }),
+    );
+    await t.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: t.urls.sendDeadLetter,
+        MessageBody: encodeDispatchPayload({ id: dead.id, rev: dead.rev, dlq: true }),
+      }),
+    );
+
+    await t.sweeperAhead(13 * DAY_MS)();
 
     await t.settled(1);
     expect((await copiesIn(t.sqs, t.urls.sendDeadLetter)).map((copy) => copy.body)).toEqual([

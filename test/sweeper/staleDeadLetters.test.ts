@@ -90,10 +90,7 @@ describe('the sweeper and stale copies in the DLQ', () => {
     const t = await setUp();
     const retried = await t.endedAs('dead');
     const waiting = await t.endedAs('dead');
-    await deadLetter(t.sqs, t.urls, [
-      { id: retried.id, rev: retried.rev },
-      { id: waiting.id, rev: waiting.rev },
-    ]);
+    await deadLetter(t.sqs, t.urls, [retried, waiting]);
     await t.retry(retried);
 
     await t.sweepOnce();
@@ -111,11 +108,7 @@ describe('the sweeper and stale copies in the DLQ', () => {
     const t = await setUp();
     const dead = [];
     for (let i = 0; i < 14; i++) dead.push(await t.endedAs('dead'));
-    await deadLetter(
-      t.sqs,
-      t.urls,
-      dead.map((message) => ({ id: message.id, rev: message.rev })),
-    );
+    await deadLetter(t.sqs, t.urls, dead);
     const retried = dead.slice(0, 3);
     for (const message of retried) await t.retry(message);
 
@@ -133,11 +126,7 @@ describe('the sweeper and stale copies in the DLQ', () => {
   it('leaves a DLQ that holds only the current copies of waiting dead messages unreceived', async () => {
     const t = await setUp();
     const dead = [await t.endedAs('dead'), await t.endedAs('dead')];
-    await deadLetter(
-      t.sqs,
-      t.urls,
-      dead.map((message) => ({ id: message.id, rev: message.rev })),
-    );
+    await deadLetter(t.sqs, t.urls, dead);
 
     await t.sweepOnce();
 
