@@ -1,8 +1,9 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTransport } from 'nodemailer';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type MailViewer, startMailViewer } from '../../local/smtp/mailViewer.js';
 import { type SmtpSink, startSmtpSink } from '../../local/smtp/smtpSink.js';
 
@@ -58,6 +59,24 @@ describe('the local SMTP sink', () => {
     const smtp = await sink();
     await transport(smtp, { user: 'someone', pass: 'anything' }).sendMail(message);
     expect(smtp.messages()[0]?.authUser).toBe('someone');
+  });
+
+  it('greets a new connection at once, as a submission relay does: no timer holds the greeting', async () => {
+    const smtp = await sink();
+    // smtp-server holds every new session's greeting 100 ms on a timer (its early-talker check, an
+    // inbound MX's defence): with timers frozen, a greeting held on one never comes (decision 0150).
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const socket = connect(smtp.port, smtp.host);
+      const greeting = await new Promise<string>((resolve, reject) => {
+        socket.once('data', (chunk: Buffer) => resolve(chunk.toString()));
+        socket.once('error', reject);
+      });
+      socket.destroy();
+      expect(greeting).toMatch(/^220 /);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('refuses a message over its size limit with 552', async () => {
