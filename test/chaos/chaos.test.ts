@@ -133,7 +133,7 @@ describe('the chaos workload and fault script', () => {
 
 /**
  * The fast variant of `npm run chaos`: ~60 messages through the local stack in a child process,
- * SMTP faults, two SES `454 Throttling failure` replies, a `hold` message whose first copy the relay
+ * SMTP faults, two SES `454 Throttling failure` replies, two `hold` messages whose first copy the relay
  * drops after the dot, a slow relay (250 after 8–14 s), duplicate and stale SQS copies, replayed stream
  * batches, DynamoDB throttling, the first outcome write of some messages and some body and group
  * reads failing whole, the send rate limit on, schedules fired twice and late, one SIGKILL of the
