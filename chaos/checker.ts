@@ -1,4 +1,6 @@
+import { CONFIG_SETTINGS } from '../lambdas/core/configSpec.js';
 import { OUTCOME_WRITE_RESERVE_MS } from '../lambdas/core/sendTiming.js';
+import { THROTTLE_FAULT } from './smtpFaultScript.js';
 
 /**
  * The total-queue checker of the chaos and restart runs (in the spirit of Jepsen's total-queue
@@ -21,11 +23,17 @@ import { OUTCOME_WRITE_RESERVE_MS } from '../lambdas/core/sendTiming.js';
  * - unexpected: a copy received for an id never accepted, or for a message that was
  *   cancelled, superseded, expired or suppressed (by its expected fate or its final status);
  * - wrong fate: the final status contradicts what the client was told (e.g. a cancel answered
- *   200 but the message ended `sent`); or the relay holds a copy and the message did not end `sent`
- *   (`unknown` is right under `on_ambiguous: "hold"` unless the sender heard the 250; `failed` only
- *   when the relay refused the message permanently after its last copy; `dead` only when the sender
- *   tried again after its last copy); or it ended `failed` though the relay never refused it with
- *   a 5xx (at RCPT TO for its recipient, or to its final dot).
+ *   200 but the message ended `sent`); or it ended in a state that is not `sent` without a cause
+ *   the harness injected (`endUnbelievable`): `failed` needs a 5xx the relay gave it (after its
+ *   last copy, if the relay holds one); `dead` needs as many failed attempts as the scenario's
+ *   POSTDATE_MAX_ATTEMPTS, counted from the tap (a 454 throttle is no attempt) plus the kills that
+ *   may have interrupted one unseen; `unknown` needs `on_ambiguous: "hold"` and a last attempt that
+ *   met an ambiguous fault (a drop or stall after the dot, a cut or kill after it, or a kill that may
+ *   have left its lease to expire); `suppressed` needs every recipient suppressed by the harness or
+ *   refused 5xx at RCPT TO by the relay before (DESIGN §12). Under `hold` an ambiguous copy is the
+ *   last: a copy after it is a duplicate, and the end is `unknown` unless its sender heard a 250;
+ * - early: an attempt the relay saw before the message's `send_at` (the earliest the client set),
+ *   less `EARLY_TOLERANCE_MS`.
  *
  * Pure: no I/O, no clock. `chaos/check.ts` prints and writes its result.
  */
@@ -66,9 +74,16 @@ export const DOT_TRANSIT_MS = 250;
 export const REPLY_ACT_MS = OUTCOME_WRITE_RESERVE_MS;
 
 /**
+ * How much before its `send_at` the relay may see a message's attempt without it counting as early:
+ * the harness and the stack read the same clock, so this only covers the stored `send_at`'s
+ * millisecond and the tap's event loop noticing MAIL FROM late (never early).
+ */
+export const EARLY_TOLERANCE_MS = 1_000;
+
+/**
  * What the client's answers promise about a message:
- * - `send`: it should be delivered (or end `failed`/`dead`/`unknown`/`suppressed`: truthful
- *   terminal states, not losses);
+ * - `send`: it should be delivered (or end `failed`/`dead`/`unknown`/`suppressed`, truthful
+ *   terminal states when the harness injected their cause);
  * - `cancelled`: DELETE answered 200 before any send began;
  * - `superseded`: its group's head was raised above its version before it was due;
  * - `expired`: its `not_after` passed while the relay kept refusing it;
@@ -90,6 +105,11 @@ export interface AcceptedMessage {
   readonly onAmbiguous?: 'retry' | 'hold';
   /** How the client got its answer (e.g. which process, after how many tries): shown with a loss. */
   readonly acceptedBy?: string;
+  /**
+   * The earliest `send_at` the client set (the enqueue's answer, or a reschedule it asked for, which
+   * may have landed even if its answer was lost), epoch ms. Absent: not checked.
+   */
+  readonly sendAtMs?: number;
 }
 
 /** One attempt of the API's history (kept in the report for a reader; the verdict ignores it). */
@@ -199,13 +219,18 @@ export interface CheckInput {
   readonly kills: readonly KillRecord[];
   /** Sessions the harness cut (none in a saved report from before they were recorded). */
   readonly cuts?: readonly SessionCut[];
+  /** The scenario's POSTDATE_MAX_ATTEMPTS. @default the configuration's default (8) */
+  readonly maxAttempts?: number;
+  /** Addresses the harness put on the suppression list before their messages were due. @default none */
+  readonly suppressed?: readonly string[];
 }
 
 export type Problem =
   | { readonly kind: 'lost'; readonly id: string; readonly reason: string }
   | { readonly kind: 'unexplained-duplicate'; readonly id: string; readonly reason: string }
   | { readonly kind: 'unexpected'; readonly id: string; readonly reason: string }
-  | { readonly kind: 'wrong-fate'; readonly id: string; readonly reason: string };
+  | { readonly kind: 'wrong-fate'; readonly id: string; readonly reason: string }
+  | { readonly kind: 'early'; readonly id: string; readonly reason: string };
 
 /** What explains one copy the relay holds: an injected fault after the final dot. */
 export type Explanation = 'relay-drop' | 'relay-stall' | SessionCut['kind'] | KillRecord['kind'];
@@ -237,6 +262,7 @@ export interface CheckResult {
     readonly unexplainedDuplicates: number;
     readonly unexpected: number;
     readonly wrongFate: number;
+    readonly early: number;
     readonly transactions: number;
     readonly refusedCopies: number;
     /** Copies that an injected fault after the dot explains (the bound on duplicates). */
@@ -394,6 +420,110 @@ function heardAcceptance(transaction: SmtpTransaction, explanation: Explanation 
   );
 }
 
+/** A 2xx to the final dot went through the tap while its sender's side was open (it could hear it). */
+function replyReachedSender(transaction: SmtpTransaction): boolean {
+  const reply = transaction.reply;
+  return reply?.delivered === true && reply.code >= 200 && reply.code < 300;
+}
+
+/** The ends that are true only when the harness injected their cause (`endUnbelievable`). */
+const BELIEVED_ON_CAUSE: ReadonlySet<string> = new Set(['failed', 'dead', 'unknown', 'suppressed']);
+
+const DEFAULT_MAX_ATTEMPTS = CONFIG_SETTINGS.maxAttempts.local;
+
+/** What the harness injected across the run, beside the message's own transactions. */
+interface Injected {
+  readonly kills: readonly KillRecord[];
+  readonly cuts: readonly SessionCut[];
+  readonly maxAttempts: number;
+  /** Lower-cased addresses the harness suppressed. */
+  readonly suppressed: ReadonlySet<string>;
+}
+
+/**
+ * Why a message's `failed`, `dead`, `unknown` or `suppressed` end is not believable from what the
+ * harness injected (never from what Postdate says about its sends); null when it is.
+ */
+function endUnbelievable(
+  status: string,
+  message: AcceptedMessage,
+  wire: MessageWire,
+  copies: MessageWire['copies'],
+  injected: Injected,
+): string | null {
+  if (wire.heard > 0) {
+    return `the relay answered 250 to a sender that heard it and was not cut, but it ended ${status}`;
+  }
+  const recipients = new Set(message.recipients.map((address) => address.toLowerCase()));
+  const refusals = wire.transactions.flatMap((transaction) => {
+    const refused = refusal(transaction, recipients);
+    return refused ? [refused] : [];
+  });
+  // DESIGN §5: a throttle is the fleet's pressure, no attempt of the message.
+  const attempts = wire.transactions
+    .filter((transaction) => transaction.fault !== THROTTLE_FAULT)
+    .sort((a, b) => a.mailFromAtMs - b.mailFromAtMs);
+  const count = copies.length;
+  const lastCopyAt = count === 0 ? null : Math.max(...copies.map((copy) => copyTime(copy.transaction)));
+  const held = `the relay holds ${count} copy(ies) (${copies.map((copy) => copy.transaction.fault).join(', ')})`;
+  // A kill while the message may have been claimed: its sender's lease then expires mid-send, which
+  // Postdate counts as an ambiguous attempt whether or not the relay saw it (DESIGN §2, §5).
+  const earliest = (message.sendAtMs ?? Number.NEGATIVE_INFINITY) - EARLY_TOLERANCE_MS;
+  const interrupts = injected.kills.filter(
+    (kill) =>
+      kill.atMs >= earliest &&
+      (kill.kind !== 'function-timeout' || kill.ids === undefined || kill.ids.includes(message.id)),
+  );
+  switch (status) {
+    case 'failed': {
+      const refused =
+        lastCopyAt === null
+          ? refusals.some((r) => r.permanent)
+          : refusals.some((r) => r.permanent && r.atMs > lastCopyAt);
+      if (refused) return null;
+      return lastCopyAt === null
+        ? 'it ended failed, but the relay never refused it with a 5xx'
+        : `${held}, but it ended failed with no 5xx after the last copy`;
+    }
+    case 'dead': {
+      if (attempts.length + interrupts.length < injected.maxAttempts) {
+        return `it ended dead after ${attempts.length} attempt(s) the relay saw and ${interrupts.length} kill(s) that may have cut one unseen, fewer than the ${injected.maxAttempts} attempts POSTDATE_MAX_ATTEMPTS allows`;
+      }
+      if (lastCopyAt !== null && !attempts.some((t) => t.mailFromAtMs > lastCopyAt)) {
+        return `${held}, but it ended dead with no attempt after the last copy`;
+      }
+      return null;
+    }
+    case 'unknown': {
+      if (message.onAmbiguous !== 'hold') return 'it ended unknown, but its on_ambiguous policy is retry';
+      const last = attempts.at(-1);
+      const lastCopy = last === undefined ? undefined : copies.find((copy) => copy.transaction === last);
+      if (lastCopy?.explanation != null) return null;
+      const since = last?.mailFromAtMs ?? earliest;
+      if (interrupts.some((kill) => kill.atMs >= since)) return null;
+      return `it ended unknown, but its last attempt met no ambiguous fault the harness injected (${last === undefined ? 'the relay saw none, and no kill came' : `${last.fault}, ${last.outcome ?? 'no body'}`})`;
+    }
+    case 'suppressed': {
+      // DESIGN §12: the relay's 5xx at RCPT TO suppresses the address (the script's is 5.1.1).
+      const refusedForGood = new Set(
+        wire.transactions.flatMap((transaction) =>
+          (transaction.recipients ?? []).flatMap((rcpt) =>
+            rcpt.code !== null && rcpt.code >= 500 ? [rcpt.address.toLowerCase()] : [],
+          ),
+        ),
+      );
+      const cause = [...recipients].every(
+        (address) => injected.suppressed.has(address) || refusedForGood.has(address),
+      );
+      return cause
+        ? null
+        : 'it ended suppressed, but the harness suppressed none of its recipients and the relay never refused them with a 5xx';
+    }
+    default:
+      return null;
+  }
+}
+
 /** What the harness saw of one accepted message over the wire. */
 interface MessageWire {
   /** Its copies, in the order their final dot went, each with what explains it. */
@@ -511,14 +641,22 @@ export function checkRun(input: CheckInput): CheckResult {
       problems.push({ kind: 'lost', id: message.id, reason: 'sent, but the relay never received it' });
     }
 
+    const hold = message.onAmbiguous === 'hold';
     if (count > 1) {
       duplicated += 1;
       // Every copy but the last must be explained by a fault on that very copy.
       const earlier = copies.slice(0, -1);
       const unexplained = earlier.filter((copy) => copy.explanation === null).length;
       const by = earlier.flatMap((copy) => (copy.explanation === null ? [] : [copy.explanation]));
-      if (unexplained === 0) {
+      if (unexplained === 0 && !hold) {
         explained.push({ id: message.id, copies: count, explainedCopies: by.length, by });
+      } else if (unexplained === 0) {
+        // DESIGN §5: under `hold` an ambiguous outcome makes the message `unknown`; it is never sent again.
+        problems.push({
+          kind: 'unexplained-duplicate',
+          id: message.id,
+          reason: `received ${count} times, but its on_ambiguous policy is hold: it was sent again after an ambiguous fault (${by.join(', ')}) on an earlier copy${relaysOf(copies.map((copy) => copy.transaction))}`,
+        });
       } else {
         problems.push({
           kind: 'unexplained-duplicate',
@@ -541,45 +679,44 @@ export function checkRun(input: CheckInput): CheckResult {
       });
     }
 
-    const wrongFate = (reason: string) => problems.push({ kind: 'wrong-fate', id: message.id, reason });
-    if (!TERMINAL.has(view.status) || view.status === 'sent') {
-      if (TERMINAL.has(view.status) && !ALLOWED_STATUSES[message.expectedFate].has(view.status)) {
-        wrongFate(`expected ${message.expectedFate}, ended ${view.status}`);
+    const sendAtMs = message.sendAtMs;
+    if (sendAtMs !== undefined && Number.isFinite(sendAtMs)) {
+      const early = wire.transactions.filter((t) => t.mailFromAtMs < sendAtMs - EARLY_TOLERANCE_MS);
+      if (early.length > 0) {
+        const first = Math.min(...early.map((t) => t.mailFromAtMs));
+        problems.push({
+          kind: 'early',
+          id: message.id,
+          reason: `the relay saw ${early.length} attempt(s) before its send_at, the first ${sendAtMs - first} ms early`,
+        });
       }
-      continue;
     }
+
+    const wrongFate = (reason: string) => problems.push({ kind: 'wrong-fate', id: message.id, reason });
+    if (!TERMINAL.has(view.status)) continue;
     if (!ALLOWED_STATUSES[message.expectedFate].has(view.status)) {
       wrongFate(`expected ${message.expectedFate}, ended ${view.status}`);
       continue;
     }
-    if (notToBeSent) continue;
-    const recipients = new Set(message.recipients.map((address) => address.toLowerCase()));
-    const refusals = wire.transactions.flatMap((transaction) => {
-      const refused = refusal(transaction, recipients);
-      return refused ? [refused] : [];
-    });
-    if (wire.heard > 0) {
-      wrongFate(
-        `the relay answered 250 to a sender that heard it and was not cut, but it ended ${view.status}`,
-      );
-    } else if (count > 0) {
-      // The relay holds a copy: the recipient has it, whatever the sender could hear.
-      const lastCopyAt = Math.max(...copies.map((copy) => copyTime(copy.transaction)));
-      const truthful =
-        (view.status === 'unknown' && message.onAmbiguous === 'hold') ||
-        (view.status === 'failed' && refusals.some((r) => r.permanent && r.atMs > lastCopyAt)) ||
-        (view.status === 'dead' && wire.transactions.some((t) => t.mailFromAtMs > lastCopyAt));
-      if (!truthful) {
+    if (view.status === 'sent') {
+      if (hold && count > 0 && !copies.some((copy) => replyReachedSender(copy.transaction))) {
         wrongFate(
-          `the relay holds ${count} copy(ies) (${copies.map((copy) => copy.transaction.fault).join(', ')}), but it ended ${view.status}` +
-            ` (on_ambiguous ${message.onAmbiguous ?? 'retry'}, ${refusals.length} refusal(s) after the last copy)`,
+          `its on_ambiguous policy is hold and no 250 to its final dot reached its sender (${copies.map((copy) => copy.explanation ?? copy.transaction.fault).join(', ')}), so it must end unknown, but it ended sent`,
         );
       }
-    } else if (view.status === 'failed' && !refusals.some((r) => r.permanent)) {
-      wrongFate('it ended failed, but the relay never refused it with a 5xx');
-    } else if (view.status === 'unknown' && message.onAmbiguous !== 'hold') {
-      wrongFate('it ended unknown, but its on_ambiguous policy is retry');
+      continue;
     }
+    // The expected-fate check above is all that `cancelled`, `superseded` and `expired` need.
+    if (!BELIEVED_ON_CAUSE.has(view.status)) continue;
+    // A copy of a message that ended suppressed is counted `unexpected` above: one problem is enough.
+    if (view.status === 'suppressed' && count > 0) continue;
+    const reason = endUnbelievable(view.status, message, wire, copies, {
+      kills: input.kills,
+      cuts,
+      maxAttempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+      suppressed: new Set((input.suppressed ?? []).map((address) => address.toLowerCase())),
+    });
+    if (reason !== null) wrongFate(reason);
   }
 
   const kills = input.kills.map((kill) => ({
@@ -600,6 +737,7 @@ export function checkRun(input: CheckInput): CheckResult {
     unexplainedDuplicates: count('unexplained-duplicate'),
     unexpected: count('unexpected'),
     wrongFate: count('wrong-fate'),
+    early: count('early'),
     transactions: input.transactions.length,
     refusedCopies,
     explainedCopies,
@@ -631,7 +769,7 @@ export function formatReport(result: CheckResult, title = 'Postdate chaos check'
   const lines = [
     `${title}: ${result.ok ? 'PASS' : 'FAIL'}`,
     `  accepted ${c.accepted}   SMTP transactions ${c.transactions}   copies received ${c.received}   delivered exactly once ${c.deliveredOnce}   refused after the dot ${c.refusedCopies}`,
-    `  lost ${c.lost}   duplicated ${c.duplicated} (explained ${c.explainedDuplicates}, unexplained ${c.unexplainedDuplicates})   unexpected ${c.unexpected}   wrong fate ${c.wrongFate}`,
+    `  lost ${c.lost}   duplicated ${c.duplicated} (explained ${c.explainedDuplicates}, unexplained ${c.unexplainedDuplicates})   unexpected ${c.unexpected}   wrong fate ${c.wrongFate}   early ${c.early}`,
     `  copies explained by a fault after the dot ${c.explainedCopies}: ${formatCounts(result.explainedBy)}   kills ${c.kills}`,
     ...(Object.keys(result.copiesByRelay ?? {}).length > 0
       ? [`  copies by relay: ${formatCounts(result.copiesByRelay)}`]
@@ -639,7 +777,7 @@ export function formatReport(result: CheckResult, title = 'Postdate chaos check'
     `  final status: ${formatCounts(result.byStatus)}`,
     `  expected fate: ${formatCounts(result.byExpectedFate)}`,
   ];
-  const kinds: Problem['kind'][] = ['lost', 'unexplained-duplicate', 'unexpected', 'wrong-fate'];
+  const kinds: Problem['kind'][] = ['lost', 'unexplained-duplicate', 'unexpected', 'wrong-fate', 'early'];
   for (const kind of kinds) {
     const ofKind = result.problems.filter((problem) => problem.kind === kind);
     if (ofKind.length === 0) continue;

@@ -28,6 +28,8 @@ export function checkerInput(records: {
   readonly outageCuts: readonly SessionCutRecord[];
   /** The relay these taps and cuts are of, in a run with several (docs/design.md §15). */
   readonly relay?: string;
+  /** The scenario's POSTDATE_MAX_ATTEMPTS. */
+  readonly maxAttempts?: number;
 }): CheckInput {
   const accepted: AcceptedMessage[] = records.tracked.map((message) => {
     const { to, on_ambiguous: onAmbiguous } = message.planned.body;
@@ -38,6 +40,7 @@ export function checkerInput(records: {
       acceptedBy: message.acceptedBy,
       recipients: Array.isArray(to) ? to.map(String) : typeof to === 'string' ? [to] : [],
       onAmbiguous: onAmbiguous === 'hold' ? 'hold' : 'retry',
+      sendAtMs: message.earliestSendAtMs,
     };
   });
   const relay = records.relay === undefined ? {} : { relay: records.relay };
@@ -56,7 +59,14 @@ export function checkerInput(records: {
     atMs: cut.atMs,
     clientPort: cut.upstreamPort,
   }));
-  return { accepted, views: records.views, transactions, kills, cuts };
+  return {
+    accepted,
+    views: records.views,
+    transactions,
+    kills,
+    cuts,
+    ...(records.maxAttempts === undefined ? {} : { maxAttempts: records.maxAttempts }),
+  };
 }
 
 /**
@@ -109,7 +119,8 @@ export function joinTransactions(
       index: transaction.index,
       postdateId: transaction.postdateId ?? record?.received?.postdateId ?? null,
       messageId: transaction.messageId ?? record?.received?.messageId ?? null,
-      fault: record?.label ?? (record ? 'accept' : '(not seen by the relay)'),
+      // The label the relay kept once it read the dot says what it did then (a pinned drop).
+      fault: record?.received?.label ?? record?.label ?? (record ? 'accept' : '(not seen by the relay)'),
       outcome: record?.received?.outcome ?? null,
       mailFromAtMs: transaction.mailFromAtMs,
       dataCommandAtMs: transaction.dataCommandAtMs,

@@ -13,6 +13,11 @@ export interface TrackedMessage {
   acceptedBy: string;
   /** When the message is due, from the enqueue's answer (ms). */
   readonly sendAtMs: number;
+  /**
+   * The earliest `send_at` the client set: the enqueue's, or a reschedule's it asked for (the PATCH
+   * may land even when its answer is lost to a kill), ms. The checker's bound for an early send.
+   */
+  earliestSendAtMs: number;
   id: string;
   rev: number;
   expectedFate: ExpectedFate;
@@ -112,11 +117,13 @@ export class ChaosClient {
         throw new Error(
           `enqueue #${planned.index} answered ${answer.status}: ${JSON.stringify(answer.body)}`,
         );
+      const sendAtMs = Date.parse(String(answer.body.send_at));
       const message: TrackedMessage = {
         planned,
         tenant: this.tenantOf(planned),
         acceptedBy: `${answer.status} from stack process ${answer.pid} after ${answer.tries} tr${answer.tries === 1 ? 'y' : 'ies'} at ${new Date().toISOString()}`,
-        sendAtMs: Date.parse(String(answer.body.send_at)),
+        sendAtMs,
+        earliestSendAtMs: sendAtMs,
         id: String(answer.body.id),
         rev: Number(answer.body.rev ?? 1),
         expectedFate:
@@ -151,6 +158,7 @@ export class ChaosClient {
       }
       case 'reschedule': {
         const sendAt = new Date(Date.now() + (2 + Math.floor(this.random() * 14)) * 1000).toISOString();
+        message.earliestSendAtMs = Math.min(message.earliestSendAtMs, Date.parse(sendAt));
         const answer = await this.call(message.tenant, 'PATCH', `/v1/messages/${message.id}`, {
           send_at: sendAt,
         });

@@ -95,7 +95,8 @@ export async function killStacks(
 
 /**
  * SIGKILLs of the sender process alone, spread over the enqueue phase between the stack kills: each
- * is armed at its point and lands on the next SMTP moment the dice pick (or after 10 s without one).
+ * is armed at its point and lands on the next SMTP moment the dice pick (or after 30 s without one:
+ * `timeout`, which the fast variant refuses, since such a kill may cut no SMTP transaction at all).
  */
 export async function killSenders(
   run: KillContext,
@@ -132,7 +133,7 @@ export async function killSenders(
           moments.onMoment = () => undefined;
           clearInterval(timer);
           resolve(undefined);
-        } else if (Date.now() - armedAt > 10_000) attempt('timeout');
+        } else if (Date.now() - armedAt > 30_000) attempt('timeout');
       }, 250);
     });
     if (killed)

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startSmtpServer, type TestSmtpServer } from '../local/smtp/controllableSmtpServer.js';
 import { type RelayOutage, startRelayOutage } from '../local/smtp/relayOutage.js';
-import { compressedTime } from './chaosTiming.js';
+import { COMPRESSED_TIME, compressedTime } from './chaosTiming.js';
 import { type CheckInput, type CheckResult, checkRun } from './checker.js';
 import { acrossRelays, checkerInput } from './checkerInput.js';
 import { ChaosClient, type ChaosTenant } from './client.js';
@@ -74,6 +74,11 @@ export interface ChaosOptions {
    */
   readonly relays?: 1 | 2;
   readonly smtpFaultRate: number;
+  /**
+   * Transactions the relay answers SES's `454 Throttling failure` after the dot, spread over the
+   * first `messages` of its script (DESIGN §5 Rate: no attempt, the copy comes back). @default 0
+   */
+  readonly throttleReplies?: number;
   /** Stalls are costly (each ties a connection up for the reply timeout or longer): their own rate. */
   readonly stallRate: number;
   /** Fraction of transactions the relay answers 20–35 s (× time scale) after the dot. @default 0 */
@@ -355,6 +360,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
         dealtKills: stacks.kills,
         timeoutKills,
         outageCuts: relay.outage.cuts,
+        maxAttempts: Number(COMPRESSED_TIME.POSTDATE_MAX_ATTEMPTS),
         ...(relays.length > 1 ? { relay: relay.name } : {}),
       }),
     );
@@ -439,6 +445,9 @@ async function startChaosRelay(
     options.stallRate,
     options.slowRelayRate ?? 0,
     options.timeScale ?? 1,
+    Array.from({ length: options.throttleReplies ?? 0 }, (_, index) =>
+      Math.floor((options.messages * (index + 1)) / ((options.throttleReplies ?? 0) + 1)),
+    ),
   );
   smtp.script(...script.behaviours);
   // The relay is reached through a tap that reports the SMTP moments the sender kills aim at.

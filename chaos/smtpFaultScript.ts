@@ -6,11 +6,26 @@ export const SLOW_RELAY_SECONDS = { min: 20, max: 35 } as const;
 const reply = (code: number, message: string): SmtpReply => ({ code, message });
 
 /**
+ * The fault label of SES's throttling reply to the final dot (`454 Throttling failure: Maximum
+ * sending rate exceeded`): the fleet's pressure, no attempt of the message (DESIGN §5 Rate).
+ */
+export const THROTTLE_FAULT = 'data-454-throttle';
+
+/**
+ * Recipients with this prefix pin an ambiguous outcome on their message: the relay drops the
+ * connection after the final dot of the first body it reads for one (as the test-mode simulator's
+ * `ambiguous@` is cut after the dot, DESIGN §14), whatever the script drew, and accepts it later.
+ */
+export const AMBIGUOUS_RECIPIENT_PREFIX = 'ambiguous-';
+
+/**
  * The SMTP fault script: one behaviour per mail transaction, in order; the last one repeats. Each
  * behaviour carries its kind as its label, so the relay's record of a transaction says which fault
  * it injected. `slowRate` of the transactions get their 250 20–35 s (× `scale`) after the dot, in
  * runs of 1–6 consecutive transactions (a relay that scans or tarpits is slow for a while, and a
- * batch then meets several slow replies in a row).
+ * batch then meets several slow replies in a row). The transactions at `throttleAt` get SES's 454
+ * throttle to their final dot instead of what was drawn (the draws stay, so the seed's workload
+ * does not change). Every behaviour drops the first body of an `ambiguous-` recipient.
  */
 export function smtpScript(
   length: number,
@@ -19,12 +34,15 @@ export function smtpScript(
   stallRate: number,
   slowRate = 0,
   scale = 1,
+  throttleAt: readonly number[] = [],
 ): { behaviours: SmtpBehaviour[]; kinds: string[] } {
   // Messages meant to expire: the relay refuses their recipient (451) until the deadline passes.
   const expireRule = (address: string) =>
     address.startsWith('expire-') ? reply(451, '4.2.1 Mailbox busy, try later') : undefined;
   const behaviours: SmtpBehaviour[] = [];
   const kinds: string[] = [];
+  // The `ambiguous-` recipients whose first body was dropped (shared by every behaviour).
+  const dropped = new Set<string>();
   const faults: [string, SmtpBehaviour][] = [
     // The expiring messages' own rule comes first: a 550 would rightly end one `failed`, not `expired`.
     ['rcpt-451', { rcptTo: (address) => expireRule(address) ?? reply(451, '4.2.1 Try again later') }],
@@ -59,11 +77,45 @@ export function smtpScript(
         : roll < stallRate + faultRate
           ? faults[Math.floor(random() * faults.length)]
           : undefined;
-    const kind = pick?.[0] ?? 'accept';
+    const [kind, behaviour]: [string, SmtpBehaviour] = throttleAt.includes(index)
+      ? [
+          THROTTLE_FAULT,
+          { rcptTo: expireRule, afterData: reply(454, 'Throttling failure: Maximum sending rate exceeded') },
+        ]
+      : (pick ?? ['accept', { rcptTo: expireRule }]);
     kinds.push(kind);
-    behaviours.push({ ...(pick?.[1] ?? { rcptTo: expireRule }), label: kind });
+    behaviours.push(pinnedAmbiguity({ ...behaviour, label: kind }, dropped));
   }
   kinds.push('accept');
-  behaviours.push({ rcptTo: expireRule, label: 'accept' });
+  behaviours.push(pinnedAmbiguity({ rcptTo: expireRule, label: 'accept' }, dropped));
   return { behaviours, kinds };
+}
+
+/**
+ * `behaviour`, except for a transaction that names an `ambiguous-` recipient not dropped yet: that
+ * recipient is accepted and the body dropped after its dot (labelled `data-drop`, the relay's record
+ * is read after the dot). A stall at RCPT TO stays a stall (the next transaction drops it).
+ */
+function pinnedAmbiguity(behaviour: SmtpBehaviour, dropped: Set<string>): SmtpBehaviour {
+  const rule = behaviour.rcptTo;
+  if (rule === 'stall') return behaviour;
+  let pinned: string | undefined;
+  return {
+    ...behaviour,
+    rcptTo: (address) => {
+      if (address.startsWith(AMBIGUOUS_RECIPIENT_PREFIX) && !dropped.has(address)) {
+        pinned = address;
+        return undefined;
+      }
+      return typeof rule === 'function' ? rule(address) : rule;
+    },
+    get afterData() {
+      if (pinned === undefined) return behaviour.afterData;
+      dropped.add(pinned);
+      return 'drop';
+    },
+    get label() {
+      return pinned !== undefined && dropped.has(pinned) ? 'data-drop' : behaviour.label;
+    },
+  };
 }

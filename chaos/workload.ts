@@ -1,4 +1,5 @@
 import { directDelayMax } from './chaosTiming.js';
+import { AMBIGUOUS_RECIPIENT_PREFIX } from './smtpFaultScript.js';
 
 /** What a planned message exercises: a send now or later, a cancel, a reschedule, a group raise, an expiry. */
 export type MessageKind =
@@ -34,6 +35,11 @@ export function planWorkload(
   // Longer than the direct maximum: through the Scheduler emulator, fired `lead` early.
   const later = () => direct + 2 + Math.floor(random() * Math.max(1, Math.round(22 * scale)));
   const plans: PlannedMessage[] = [];
+  // The first two immediate messages are pinned: `hold`, and a recipient whose first copy the relay
+  // drops after the dot (chaos/smtpFaultScript.ts), so every run has a hold message meeting an
+  // ambiguous fault (it must end `unknown`, never be sent again: DESIGN §5). Two, because a kill or
+  // a stall at RCPT TO may settle one `unknown` before its drop (seed 7: a sender kill in its stall).
+  let ambiguityPinned = 0;
   for (let index = 0; index < count; index += 1) {
     const roll = random();
     const kind: MessageKind =
@@ -52,8 +58,16 @@ export function planWorkload(
                   : roll < 0.97
                     ? 'group-fresh'
                     : 'expire';
+    const pinAmbiguity = kind === 'immediate' && ambiguityPinned < 2;
+    if (pinAmbiguity) ambiguityPinned += 1;
     const body: Record<string, unknown> = {
-      to: [kind === 'expire' ? `expire-${index}@chaos.test` : `r${index}@chaos.test`],
+      to: [
+        kind === 'expire'
+          ? `expire-${index}@chaos.test`
+          : pinAmbiguity
+            ? `${AMBIGUOUS_RECIPIENT_PREFIX}${index}@chaos.test`
+            : `r${index}@chaos.test`,
+      ],
       subject: `chaos ${runId} #${index}`,
       // Every second message's body is too large to go inside its state record
       // (docs/decisions/0105-small-bodies-in-the-state-record.md): both forms are sent, and the
@@ -64,7 +78,7 @@ export function planWorkload(
           : `message ${index} of chaos run ${runId}`,
       tags: { kind },
     };
-    if (random() < 0.1) body.on_ambiguous = 'hold';
+    if (random() < 0.1 || pinAmbiguity) body.on_ambiguous = 'hold';
     switch (kind) {
       case 'immediate':
         break;

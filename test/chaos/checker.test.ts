@@ -5,6 +5,7 @@ import {
   checkRun,
   copyId,
   DOT_TRANSIT_MS,
+  EARLY_TOLERANCE_MS,
   EXPLAIN_SLACK_MS,
   type FinalView,
   formatReport,
@@ -130,14 +131,47 @@ describe('checkRun: lost, unexpected, wrong fate', () => {
     expect(result.problems[0]?.reason).toContain('never received');
   });
 
-  it('accepts failed, dead, unknown and suppressed (DESIGN §2) as truthful ends of a message to send', () => {
+  it('FAILS dead, suppressed and unknown that no fault the harness injected caused (Postdate’s word is not enough)', () => {
     const result = run({
-      accepted: [accepted('F'), accepted('D'), { ...accepted('U'), onAmbiguous: 'hold' }, accepted('S')],
+      accepted: [accepted('D'), accepted('S'), { ...accepted('U'), onAmbiguous: 'hold' }],
+      // Postdate's own history says why; the harness injected nothing, and the relay saw nothing.
+      views: {
+        D: view('D', 'dead', Array(8).fill('transient')),
+        S: view('S', 'suppressed'),
+        U: view('U', 'unknown', ['ambiguous']),
+      },
+    });
+    expect(result.problems).toEqual([
+      { kind: 'wrong-fate', id: 'D', reason: expect.stringContaining('fewer than the 8 attempts') },
+      { kind: 'wrong-fate', id: 'S', reason: expect.stringContaining('suppressed none') },
+      { kind: 'wrong-fate', id: 'U', reason: expect.stringContaining('no ambiguous fault') },
+    ]);
+  });
+
+  it('accepts failed, dead, unknown and suppressed (DESIGN §2) when the harness injected their cause', () => {
+    const refusedAtRcpt = (id: string, at: number, code: number) =>
+      tx(null, {
+        dotAt: at,
+        fault: code >= 500 ? 'rcpt-550' : 'rcpt-451',
+        outcome: null,
+        recipients: [{ address: `r-${id}@chaos.test`, code, atMs: at }],
+        finalDotAtMs: null,
+        reply: null,
+      });
+    const result = run({
+      accepted: [
+        accepted('F'),
+        accepted('D'),
+        { ...accepted('U'), onAmbiguous: 'hold' },
+        accepted('S'),
+        accepted('X'),
+      ],
       views: {
         F: view('F', 'failed', ['permanent']),
         D: view('D', 'dead'),
         U: view('U', 'unknown', ['ambiguous']),
         S: view('S', 'suppressed'),
+        X: view('X', 'suppressed'),
       },
       transactions: [
         tx('F', {
@@ -145,10 +179,66 @@ describe('checkRun: lost, unexpected, wrong fate', () => {
           outcome: 'refused',
           reply: { code: 554, text: '554 5.6.0', atMs: 1_005, delivered: true },
         }),
+        // POSTDATE_MAX_ATTEMPTS (3 in this scenario) transient refusals.
+        ...[1_000, 2_000, 3_000].map((at) => refusedAtRcpt('D', at, 451)),
         dropped('U'),
+        // DESIGN §12: a 5xx at RCPT TO suppresses the address; a later attempt finds it suppressed.
+        refusedAtRcpt('X', 1_000, 550),
       ],
+      maxAttempts: 3,
+      suppressed: ['R-S@chaos.test'],
     });
     expect(result.problems).toEqual([]);
+  });
+
+  it('counts no 454 throttle as an attempt, and a kill after the message was due as one it may not have seen', () => {
+    const throttle = (at: number) =>
+      tx('D', {
+        dotAt: at,
+        fault: 'data-454-throttle',
+        outcome: 'refused',
+        reply: { code: 454, text: '454 Throttling failure', atMs: at + 5, delivered: true },
+      });
+    const refused = (at: number) =>
+      tx('D', {
+        dotAt: at,
+        fault: 'data-451',
+        outcome: 'refused',
+        reply: { code: 451, text: '451 4.3.0', atMs: at + 5, delivered: true },
+      });
+    const message = { ...accepted('D'), sendAtMs: 500 };
+    const dead = (transactions: SmtpTransaction[], kills: KillRecord[] = []) =>
+      run({ accepted: [message], views: { D: view('D', 'dead') }, transactions, kills, maxAttempts: 3 });
+    expect(dead([refused(1_000), refused(2_000), throttle(3_000)]).counts.wrongFate).toBe(1);
+    expect(dead([refused(1_000), refused(2_000), refused(3_000)]).ok).toBe(true);
+    expect(dead([refused(1_000), refused(2_000)], [{ kind: 'sender-sigkill', atMs: 2_500 }]).ok).toBe(true);
+    // A kill before the message was due interrupted none of its attempts.
+    expect(
+      dead([refused(1_000), refused(2_000)], [{ kind: 'sender-sigkill', atMs: -1_000 }]).counts.wrongFate,
+    ).toBe(1);
+  });
+
+  it('accepts unknown under hold after a kill that may have left its lease to expire, not after a plain refusal', () => {
+    const message = { ...accepted('U'), onAmbiguous: 'hold' as const, sendAtMs: 500 };
+    const refused = tx('U', {
+      fault: 'data-451',
+      outcome: 'refused',
+      reply: { code: 451, text: '451 4.3.0', atMs: 1_005, delivered: true },
+    });
+    const unknown = (kills: KillRecord[]) =>
+      run({ accepted: [message], views: { U: view('U', 'unknown') }, transactions: [refused], kills });
+    expect(unknown([]).counts.wrongFate).toBe(1);
+    expect(unknown([{ kind: 'stack-sigkill', atMs: 5_000 }]).ok).toBe(true);
+    expect(unknown([{ kind: 'stack-sigkill', atMs: 900 }]).counts.wrongFate).toBe(1);
+    // No attempt at all: a kill after it was due may have cut it between the claim and MAIL FROM.
+    const unseen = (atMs: number) =>
+      run({
+        accepted: [message],
+        views: { U: view('U', 'unknown') },
+        kills: [{ kind: 'sender-sigkill', atMs }],
+      });
+    expect(unseen(2_000).ok).toBe(true);
+    expect(unseen(-1_000).counts.wrongFate).toBe(1);
   });
 
   it('flags a copy received of a message that ended suppressed (it needs no SMTP transaction)', () => {
@@ -423,6 +513,60 @@ describe('checkRun: a kill recorded a moment before the relay read the dot', () 
   it('does not, for a transaction that began after the kill or a dot read long after it', () => {
     expect(run(killedWhileTheDotTravelled(628, 629)).counts.unexplainedDuplicates).toBe(1);
     expect(run(killedWhileTheDotTravelled(300, 200)).counts.unexplainedDuplicates).toBe(1);
+  });
+});
+
+describe('checkRun: the hold policy (DESIGN §5 the ambiguous case)', () => {
+  const hold = { ...accepted('H'), onAmbiguous: 'hold' as const };
+
+  it('FAILS a hold message sent again after an ambiguous fault on its earlier copy', () => {
+    const result = run({
+      accepted: [hold],
+      views: { H: view('H', 'sent', ['ambiguous', 'sent']) },
+      transactions: [dropped('H'), tx('H', { dotAt: 5_000 })],
+    });
+    expect(result.problems).toEqual([
+      { kind: 'unexplained-duplicate', id: 'H', reason: expect.stringContaining('policy is hold') },
+    ]);
+  });
+
+  it('FAILS a hold message that ended sent though its only copy met an ambiguous fault', () => {
+    const result = run({ accepted: [hold], views: { H: view('H', 'sent') }, transactions: [dropped('H')] });
+    expect(result.problems).toEqual([
+      { kind: 'wrong-fate', id: 'H', reason: expect.stringContaining('must end unknown') },
+    ]);
+  });
+
+  it('PASSES it ended unknown after the drop; or sent when its sender heard the 250 before a kill cut it', () => {
+    expect(
+      run({ accepted: [hold], views: { H: view('H', 'unknown') }, transactions: [dropped('H')] }).problems,
+    ).toEqual([]);
+    const heard = tx('H', {
+      reply: { code: 250, text: '250', atMs: 1_005, delivered: true },
+      closedAtMs: 1_020,
+    });
+    const result = run({
+      accepted: [hold],
+      views: { H: view('H', 'sent') },
+      transactions: [heard],
+      kills: [{ kind: 'sender-sigkill', atMs: 1_015 }],
+    });
+    expect(result.problems).toEqual([]);
+  });
+});
+
+describe('checkRun: an early send', () => {
+  it('FAILS an attempt the relay saw before send_at (less the tolerance), PASSES one at the edge', () => {
+    const at = (sendAtMs: number) =>
+      run({
+        accepted: [{ ...accepted('A'), sendAtMs }],
+        views: { A: view('A', 'sent') },
+        transactions: [tx('A', { mailFromAtMs: 10_000, dotAt: 10_020 })],
+      });
+    expect(at(10_000 + EARLY_TOLERANCE_MS).problems).toEqual([]);
+    expect(at(10_000 + EARLY_TOLERANCE_MS + 1).problems).toEqual([
+      { kind: 'early', id: 'A', reason: expect.stringContaining('before its send_at') },
+    ]);
   });
 });
 
