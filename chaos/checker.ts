@@ -1,6 +1,6 @@
 import { CONFIG_SETTINGS } from '../lambdas/core/configSpec.js';
 import { OUTCOME_WRITE_RESERVE_MS } from '../lambdas/core/sendTiming.js';
-import { THROTTLE_FAULT } from './smtpFaultScript.js';
+import { SLOW_FAULT, THROTTLE_FAULT } from './smtpFaultScript.js';
 
 /**
  * The total-queue checker of the chaos and restart runs (in the spirit of Jepsen's total-queue
@@ -26,10 +26,10 @@ import { THROTTLE_FAULT } from './smtpFaultScript.js';
  *   200 but the message ended `sent`); or it ended in a state that is not `sent` without a cause
  *   the harness injected (`endUnbelievable`): `failed` needs a 5xx the relay gave it (after its
  *   last copy, if the relay holds one); `dead` needs as many failed attempts as the scenario's
- *   POSTDATE_MAX_ATTEMPTS, counted from the tap (a 454 throttle is no attempt) plus the kills that
- *   may have interrupted one unseen; `unknown` needs `on_ambiguous: "hold"` and a last attempt that
- *   met an ambiguous fault (a drop or stall after the dot, a cut or kill after it, or a kill that may
- *   have left its lease to expire); `suppressed` needs every recipient suppressed by the harness or
+ *   POSTDATE_MAX_ATTEMPTS, counted from the tap (a 454 throttle is no attempt) plus the kills and
+ *   outage cuts that may have interrupted one unseen; `unknown` needs `on_ambiguous: "hold"` and a
+ *   last attempt that met an ambiguous fault (a drop or stall after the dot, a slow 250 its sender
+ *   no longer waited for, a cut or kill after it, or a kill that may have left its lease to expire); `suppressed` needs every recipient suppressed by the harness or
  *   refused 5xx at RCPT TO by the relay before (DESIGN §12). Under `hold` an ambiguous copy is the
  *   last: a copy after it is a duplicate, and the end is `unknown` unless its sender heard a 250;
  * - early: an attempt the relay saw before the message's `send_at` (the earliest the client set),
@@ -469,11 +469,16 @@ function endUnbelievable(
   // A kill while the message may have been claimed: its sender's lease then expires mid-send, which
   // Postdate counts as an ambiguous attempt whether or not the relay saw it (DESIGN §2, §5).
   const earliest = (message.sendAtMs ?? Number.NEGATIVE_INFINITY) - EARLY_TOLERANCE_MS;
-  const interrupts = injected.kills.filter(
-    (kill) =>
-      kill.atMs >= earliest &&
-      (kill.kind !== 'function-timeout' || kill.ids === undefined || kill.ids.includes(message.id)),
-  );
+  const interrupts: readonly { readonly atMs: number }[] = [
+    ...injected.kills.filter(
+      (kill) =>
+        kill.atMs >= earliest &&
+        (kill.kind !== 'function-timeout' || kill.ids === undefined || kill.ids.includes(message.id)),
+    ),
+    // An outage's cut between MAIL FROM and the dot is an attempt Postdate counts, and after a body
+    // handed over it is ambiguous, whether or not the tap could tie it to this message.
+    ...injected.cuts.filter((cut) => cut.atMs >= earliest),
+  ];
   switch (status) {
     case 'failed': {
       const refused =
@@ -487,7 +492,7 @@ function endUnbelievable(
     }
     case 'dead': {
       if (attempts.length + interrupts.length < injected.maxAttempts) {
-        return `it ended dead after ${attempts.length} attempt(s) the relay saw and ${interrupts.length} kill(s) that may have cut one unseen, fewer than the ${injected.maxAttempts} attempts POSTDATE_MAX_ATTEMPTS allows`;
+        return `it ended dead after ${attempts.length} attempt(s) the relay saw and ${interrupts.length} kill(s) or cut(s) that may have cut one unseen, fewer than the ${injected.maxAttempts} attempts POSTDATE_MAX_ATTEMPTS allows`;
       }
       if (lastCopyAt !== null && !attempts.some((t) => t.mailFromAtMs > lastCopyAt)) {
         return `${held}, but it ended dead with no attempt after the last copy`;
@@ -499,6 +504,8 @@ function endUnbelievable(
       const last = attempts.at(-1);
       const lastCopy = last === undefined ? undefined : copies.find((copy) => copy.transaction === last);
       if (lastCopy?.explanation != null) return null;
+      // The slow relay's 250 came after its sender stopped waiting: an ambiguous end the harness caused.
+      if (last?.fault === SLOW_FAULT && last.finalDotAtMs !== null && !replyReachedSender(last)) return null;
       const since = last?.mailFromAtMs ?? earliest;
       if (interrupts.some((kill) => kill.atMs >= since)) return null;
       return `it ended unknown, but its last attempt met no ambiguous fault the harness injected (${last === undefined ? 'the relay saw none, and no kill came' : `${last.fault}, ${last.outcome ?? 'no body'}`})`;

@@ -6,6 +6,7 @@ import type { CheckInput, CheckResult } from './checker.js';
 import type { ClientFigures, TrackedMessage } from './client.js';
 import type { CurrentStack } from './currentStack.js';
 import type { KillFigures } from './kills.js';
+import { SLOW_FAULT } from './smtpFaultScript.js';
 import type { CopyFigures } from './sqsCopies.js';
 import type { FaultLine } from './throttleMiddleware.js';
 import { checkWebhooks, formatWebhookReport, type WebhookCheckInput } from './webhookChecker.js';
@@ -100,7 +101,7 @@ function chaosReport(records: ChaosRecords) {
   const injected = countBy(records.wholeCallFaults.map((fault) => fault.fault));
   // Slow transactions whose dot went (the sender may have given up before the 250: hole 7).
   const slowReplies = transactions.filter(
-    (transaction) => transaction.fault === 'data-slow' && transaction.finalDotAtMs !== null,
+    (transaction) => transaction.fault === SLOW_FAULT && transaction.finalDotAtMs !== null,
   );
   const sends = transactions.filter((transaction) => transaction.outcome === 'accepted').length;
   const smtpScript = countBy(records.smtp.script.slice(0, records.smtp.transactions));

@@ -10,6 +10,8 @@ const reply = (code: number, message: string): SmtpReply => ({ code, message });
  * sending rate exceeded`): the fleet's pressure, no attempt of the message (DESIGN §5 Rate).
  */
 export const THROTTLE_FAULT = 'data-454-throttle';
+/** The fault of a transaction whose 250 the relay holds back (`slowRate`). */
+export const SLOW_FAULT = 'data-slow';
 
 /**
  * Recipients with this prefix pin an ambiguous outcome on their message: the relay drops the
@@ -71,7 +73,7 @@ export function smtpScript(
     const slow = slowRun.left > 0;
     if (slow) slowRun.left -= 1;
     const pick: [string, SmtpBehaviour] | undefined = slow
-      ? ['data-slow', { rcptTo: expireRule, afterData: { acceptAfterMs: slowMs() } }]
+      ? [SLOW_FAULT, { rcptTo: expireRule, afterData: { acceptAfterMs: slowMs() } }]
       : roll < stallRate
         ? stalls[Math.floor(random() * stalls.length)]
         : roll < stallRate + faultRate

@@ -13,6 +13,7 @@ import {
   REPLY_ACT_MS,
   type SmtpTransaction,
 } from '../../chaos/checker.js';
+import { SLOW_FAULT } from '../../chaos/smtpFaultScript.js';
 
 const accepted = (id: string, expectedFate: AcceptedMessage['expectedFate'] = 'send'): AcceptedMessage => ({
   id,
@@ -239,6 +240,44 @@ describe('checkRun: lost, unexpected, wrong fate', () => {
       });
     expect(unseen(2_000).ok).toBe(true);
     expect(unseen(-1_000).counts.wrongFate).toBe(1);
+  });
+
+  it('accepts unknown under hold when the slow relay answered after its sender stopped waiting, or an outage cut an attempt; dead counts a cut as an attempt it may not have seen', () => {
+    const message = { ...accepted('S'), onAmbiguous: 'hold' as const, sendAtMs: 500 };
+    // The relay read the dot and held its 250 back (an injected fault); the sender gave up first.
+    const slow = (heard: boolean) =>
+      tx('S', {
+        fault: SLOW_FAULT,
+        reply: { code: 250, text: '250 OK', atMs: 19_000, delivered: heard },
+        clientCommandAfterDotAtMs: heard ? 19_001 : null,
+      });
+    const unknown = (transactions: SmtpTransaction[], cuts: CheckInput['cuts'] = []) =>
+      run({ accepted: [message], views: { S: view('S', 'unknown') }, transactions, cuts });
+    expect(unknown([slow(false)]).ok).toBe(true);
+    // Its sender heard the 250: it must end sent, not unknown.
+    expect(unknown([slow(true)]).ok).toBe(false);
+    // An outage cut a session after the message was due: the tap may not tie it to this message.
+    expect(unknown([], [{ kind: 'relay-outage', atMs: 2_000, clientPort: 40_000 }]).ok).toBe(true);
+    expect(unknown([], [{ kind: 'relay-outage', atMs: -1_000, clientPort: 40_000 }]).counts.wrongFate).toBe(
+      1,
+    );
+    const refused = (at: number) =>
+      tx('S', {
+        dotAt: at,
+        fault: 'data-451',
+        outcome: 'refused',
+        reply: { code: 451, text: '451 4.3.0', atMs: at + 5, delivered: true },
+      });
+    const dead = (cuts: CheckInput['cuts']) =>
+      run({
+        accepted: [{ ...message, onAmbiguous: 'retry' as const }],
+        views: { S: view('S', 'dead') },
+        transactions: [refused(1_000), refused(2_000)],
+        cuts,
+        maxAttempts: 3,
+      });
+    expect(dead([]).counts.wrongFate).toBe(1);
+    expect(dead([{ kind: 'relay-outage', atMs: 2_500, clientPort: 40_001 }]).ok).toBe(true);
   });
 
   it('flags a copy received of a message that ended suppressed (it needs no SMTP transaction)', () => {
