@@ -17,6 +17,13 @@ export function assertMessageIds(ids: readonly string[]): void {
 
 /** What a handler did with one chosen copy: took it off (`done`), left it (`keep`), or was refused. */
 export type ChosenOutcome = 'done' | 'keep' | 'refused';
+/**
+ * A copy of a chosen id that is not its message's current one (a copy of an earlier death, decision
+ * 0149): taken off (`done`) or left (`keep`), and the walk looks on for the current one.
+ */
+export interface EarlierCopy {
+  readonly earlier: 'done' | 'keep';
+}
 
 export interface ChosenScan {
   /** The chosen copies handled (done, or kept in a dry run), in the order they were found. */
@@ -28,14 +35,15 @@ export interface ChosenScan {
 /**
  * Walks the queue for the copies whose payload id is one of `ids` and hands each to `handle`, one at
  * a time; every other message is left (released when the walk ends). The walk stops once every id
- * was found, at an empty receive, or after `maxScan` messages.
+ * was found (a copy the handler calls {@link EarlierCopy} does not count), at an empty receive, or
+ * after `maxScan` messages.
  */
 export async function handleChosenCopies(
   queue: SqsDeadLetterQueue,
   ids: readonly string[],
   options: ScanOptions,
   progress: { readonly out: Output; readonly verb: string },
-  handle: (letter: DeadLetter, copy: DispatchPayload) => Promise<ChosenOutcome>,
+  handle: (letter: DeadLetter, copy: DispatchPayload) => Promise<ChosenOutcome | EarlierCopy>,
 ): Promise<ChosenScan> {
   const wanted = new Set(ids);
   const found = new Set<string>();
@@ -46,8 +54,12 @@ export async function handleChosenCopies(
     async (letter) => {
       const parsed = parseDispatchPayload(letter.body);
       if (!parsed.ok || !wanted.has(parsed.payload.id)) return 'keep';
-      found.add(parsed.payload.id);
       const outcome = await handle(letter, parsed.payload);
+      if (typeof outcome === 'object') {
+        handled.push({ id: parsed.payload.id, rev: parsed.payload.rev });
+        return outcome.earlier;
+      }
+      found.add(parsed.payload.id);
       if (outcome !== 'refused') handled.push({ id: parsed.payload.id, rev: parsed.payload.rev });
       progress.out.progress(progress.verb, found.size, wanted.size);
       return outcome === 'done' ? 'done' : 'keep';

@@ -35,8 +35,11 @@ export interface DropDeps extends DlqDeps {
 export type DropStep =
   /** The copy is the message's current one and the message waits for an operator: end it, then delete. */
   | { readonly kind: 'discard' }
-  /** The message moved on (or is gone): the copy is only deleted. */
-  | { readonly kind: 'delete'; readonly reason: string }
+  /**
+   * The message moved on (or is gone): the copy is only deleted. `earlier`: it still waits in `dead`,
+   * and this was a copy of an earlier death; its current copy may be further on in the DLQ.
+   */
+  | { readonly kind: 'delete'; readonly reason: string; readonly earlier?: true }
   /** The copy is a live message's current one (the queue's backstop): it stays. */
   | { readonly kind: 'keep'; readonly reason: string };
 
@@ -51,7 +54,12 @@ export function dropDecision(
   record: (DeadLetterRecord & Pick<MessageStateRecord, 'expires_at'>) | null,
 ): DropStep {
   const stale = staleDeadLetter(copy, record);
-  if (stale !== undefined || record === null) return { kind: 'delete', reason: stale ?? 'no record' };
+  if (record === null) return { kind: 'delete', reason: stale ?? 'no record' };
+  if (stale !== undefined) {
+    const earlier =
+      record.rev === copy.rev && isWaitingForOperator(record.status) && record.expires_at === undefined;
+    return earlier ? { kind: 'delete', reason: stale, earlier } : { kind: 'delete', reason: stale };
+  }
   if (isWaitingForOperator(record.status))
     return record.expires_at === undefined
       ? { kind: 'discard' }
@@ -103,12 +111,13 @@ export async function dlqDrop(deps: DropDeps, options: DropOptions, out: Output)
     options,
     { out, verb: dryRun ? 'looked at' : 'dropped' },
     async (letter, copy) => {
-      const row = await dropOne(deps, copy, dryRun);
+      const { row, earlier } = await dropOne(deps, copy, dryRun);
       results.push(row);
       if (row.outcome === 'kept') return 'refused';
-      if (dryRun) return 'keep';
-      await dlq.remove(letter.receipt);
-      return 'done';
+      if (!dryRun) await dlq.remove(letter.receipt);
+      const done = dryRun ? 'keep' : 'done';
+      // A copy of an earlier death: the message still waits, so look on for its current copy.
+      return earlier ? { earlier: done } : done;
     },
   );
   const report: DropReport = {
@@ -123,14 +132,23 @@ export async function dlqDrop(deps: DropDeps, options: DropOptions, out: Output)
   return report;
 }
 
-/** Decides for one copy and, unless rehearsing, ends its message; the caller deletes the copy. */
-async function dropOne(deps: DropDeps, copy: DispatchPayload, dryRun: boolean): Promise<DropRow> {
-  const row = (outcome: DropRow['outcome'], status: MessageStatus | null, reason: string): DropRow => ({
-    id: copy.id,
-    rev: copy.rev,
-    outcome,
-    status,
-    reason,
+/**
+ * Decides for one copy and, unless rehearsing, ends its message; the caller deletes the copy.
+ * `earlier`: the copy was of an earlier death of a message that still waits (its current copy is elsewhere).
+ */
+async function dropOne(
+  deps: DropDeps,
+  copy: DispatchPayload,
+  dryRun: boolean,
+): Promise<{ readonly row: DropRow; readonly earlier: boolean }> {
+  const row = (
+    outcome: DropRow['outcome'],
+    status: MessageStatus | null,
+    reason: string,
+    earlier = false,
+  ) => ({
+    row: { id: copy.id, rev: copy.rev, outcome, status, reason },
+    earlier,
   });
   let record: MessageStateRecord | null =
     (await readStateRecord(deps.table.documents, deps.table.tableName, copy.id)) ?? null;
@@ -144,7 +162,7 @@ async function dropOne(deps: DropDeps, copy: DispatchPayload, dryRun: boolean): 
     if (step.kind === 'delete') {
       // An ended record's body ends with it: this finishes a drop whose body write failed (decision 0145).
       if (record !== null && !dryRun) await deps.store.finishBodyLifetime(record);
-      return row('dropped', record?.status ?? null, step.reason);
+      return row('dropped', record?.status ?? null, step.reason, step.earlier === true);
     }
     if (record === null || dryRun) return row('discarded', record?.status ?? null, ended);
     const result: TransitionResult = await deps.store.discard({

@@ -191,6 +191,28 @@ describe('postdate dlq drop', () => {
     );
   });
 
+  it('gives the message up even when the walk meets a copy of an earlier death first (decision 0149): that copy is deleted and the walk looks on for the current one', async () => {
+    const t = await setUp();
+    const dead = await t.endedAs('dead');
+    expect(dead.death).toBe(1);
+    const others = await Promise.all(Array.from({ length: 10 }, () => t.endedAs('dead')));
+    // A copy naming another death than its current one (as a duplicate of an earlier redrive does,
+    // moved there after the message died again), met first; its current copy a receive later.
+    await deadLetter(t.sqs, t.urls, [
+      { id: dead.id, rev: dead.rev, death: 0 },
+      ...others,
+      { id: dead.id, rev: dead.rev, death: dead.death },
+    ]);
+
+    const report = await dlqDrop(t.deps, { ids: [dead.id] }, memoryOutput({ json: true }));
+
+    expect(report.ok).toBe(true);
+    expect(report.results.map((row) => row.outcome).sort()).toEqual(['discarded', 'dropped']);
+    expect(await t.state(dead.id)).toMatchObject({ status: 'dead', discarded_at: t.now.toISOString() });
+    expect(await t.waiting()).toMatchObject({ dead: 10 });
+    expect(await drainIds(t.sqs, t.urls.sendDeadLetter)).toHaveLength(10);
+  });
+
   it('reports ids that are not in the DLQ and fails', async () => {
     const t = await setUp();
     const dead = await t.endedAs('dead');
