@@ -240,19 +240,7 @@ describe('starting the local stack', () => {
   });
 
   it('npm start exits 1 with one line naming the variable when POSTDATE_PORT is invalid', async () => {
-    const child = spawn('npx', ['tsx', 'local/start.ts'], {
-      env: { ...process.env, POSTDATE_PORT: 'abc' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    let stdout = '';
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const { code, stdout, stderr } = await npmStartExit({ POSTDATE_PORT: 'abc' });
     expect(code).toBe(1);
     expect(stdout).toBe('');
     expect(
@@ -270,19 +258,7 @@ describe('starting the local stack', () => {
   ])(
     'npm start exits 1 before anything starts, naming POSTDATE_API_KEY, when it is %s',
     async (_, key) => {
-      const child = spawn('npx', ['tsx', 'local/start.ts'], {
-        env: { ...process.env, POSTDATE_API_KEY: key },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stderr = '';
-      let stdout = '';
-      child.stderr.on('data', (chunk: Buffer) => {
-        stderr += chunk.toString();
-      });
-      child.stdout.on('data', (chunk: Buffer) => {
-        stdout += chunk.toString();
-      });
-      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      const { code, stdout, stderr } = await npmStartExit({ POSTDATE_API_KEY: key });
       expect(code).toBe(1);
       // Nothing started: not even the first line of the start.
       expect(stdout).toBe('');
@@ -407,3 +383,21 @@ describe('starting the local stack', () => {
     }
   }, 60_000);
 });
+
+/** `npm start` (local/start.ts) with these variables, run to its exit: its code and what it printed. */
+async function npmStartExit(env: Record<string, string>) {
+  const child = spawn('npx', ['tsx', 'local/start.ts'], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  let stdout = '';
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { code, stdout, stderr };
+}
