@@ -576,6 +576,23 @@ describe('the recorded requests, evaluated against each function role in the syn
     expect(denied).toEqual([]);
   });
 
+  it("allows the sender's GetSecretValue of the secret its environment names (the one call made in AWS only)", async () => {
+    // Locally the sender reads SMTP_USER/SMTP_PASS, so no scenario records the call: it is built here
+    // from what the deployed sender would send, GetSecretValue with POSTDATE_SMTP_SECRET_ARN
+    // (lambdas/adapters/smtpCredentials.ts), and evaluated against the synthesized role.
+    const { resolve } = templateResolver(template, names);
+    const sender = template.toJSON().Resources[logicalIdOf(postdate.functions.sender as IConstruct)];
+    const secretArn = String(resolve(sender.Properties.Environment.Variables.POSTDATE_SMTP_SECRET_ARN));
+    expect(secretArn).toMatch(/^arn:aws:secretsmanager:/);
+    const request: IamRequest = {
+      function: 'sender',
+      action: 'secretsmanager:GetSecretValue',
+      resource: secretArn,
+      context: {},
+    };
+    expect(await evaluate(request, resolve)).toBe('Allowed');
+  });
+
   it('allows nothing a function was never seen making, beyond the commented allow-list', () => {
     const unused = grantsWithUse()
       .filter((grant) => !grant.seen && ALLOWED_BUT_NOT_MADE[grant.key] === undefined)
@@ -671,7 +688,7 @@ const ALLOWED_BUT_NOT_MADE: Readonly<Record<string, string>> = {
     "Lambda's asynchronous invocation sends a notification it gave up on to the failure queue",
   // AWS only.
   'sender secretsmanager:GetSecretValue smtpSecret':
-    'the SMTP secret is read in AWS only (POSTDATE_LOCAL reads SMTP_USER/SMTP_PASS); no Secrets Manager emulator',
+    'the SMTP secret is read in AWS only (POSTDATE_LOCAL reads SMTP_USER/SMTP_PASS): simulated from the environment above',
 };
 
 /** Actions Lambda itself takes with the function's role (event sources, logs), never its code. */
