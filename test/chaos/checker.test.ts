@@ -13,7 +13,7 @@ import {
   REPLY_ACT_MS,
   type SmtpTransaction,
 } from '../../chaos/checker.js';
-import { SLOW_FAULT } from '../../chaos/smtpFaultScript.js';
+import { SLOW_FAULT, THROTTLE_FAULT } from '../../chaos/smtpFaultScript.js';
 
 const accepted = (id: string, expectedFate: AcceptedMessage['expectedFate'] = 'send'): AcceptedMessage => ({
   id,
@@ -56,6 +56,19 @@ function tx(
     ...rest,
   };
 }
+/** The relay refused the message after its final dot (an injected 4xx, or SES's 454 throttle). */
+const refusedAfterDot = (id: string, dotAt: number, code: 451 | 454 = 451) =>
+  tx(id, {
+    dotAt,
+    fault: code === 454 ? THROTTLE_FAULT : 'data-451',
+    outcome: 'refused',
+    reply: {
+      code,
+      text: code === 454 ? '454 Throttling failure' : '451 4.3.0',
+      atMs: dotAt + 5,
+      delivered: true,
+    },
+  });
 /** The relay dropped the connection after reading the final dot (an injected fault). */
 const dropped = (id: string, dotAt = 1_000) =>
   tx(id, {
@@ -193,20 +206,8 @@ describe('checkRun: lost, unexpected, wrong fate', () => {
   });
 
   it('counts no 454 throttle as an attempt, and a kill after the message was due as one it may not have seen', () => {
-    const throttle = (at: number) =>
-      tx('D', {
-        dotAt: at,
-        fault: 'data-454-throttle',
-        outcome: 'refused',
-        reply: { code: 454, text: '454 Throttling failure', atMs: at + 5, delivered: true },
-      });
-    const refused = (at: number) =>
-      tx('D', {
-        dotAt: at,
-        fault: 'data-451',
-        outcome: 'refused',
-        reply: { code: 451, text: '451 4.3.0', atMs: at + 5, delivered: true },
-      });
+    const throttle = (at: number) => refusedAfterDot('D', at, 454);
+    const refused = (at: number) => refusedAfterDot('D', at);
     const message = { ...accepted('D'), sendAtMs: 500 };
     const dead = (transactions: SmtpTransaction[], kills: KillRecord[] = []) =>
       run({ accepted: [message], views: { D: view('D', 'dead') }, transactions, kills, maxAttempts: 3 });
@@ -221,11 +222,7 @@ describe('checkRun: lost, unexpected, wrong fate', () => {
 
   it('accepts unknown under hold after a kill that may have left its lease to expire, not after a plain refusal', () => {
     const message = { ...accepted('U'), onAmbiguous: 'hold' as const, sendAtMs: 500 };
-    const refused = tx('U', {
-      fault: 'data-451',
-      outcome: 'refused',
-      reply: { code: 451, text: '451 4.3.0', atMs: 1_005, delivered: true },
-    });
+    const refused = refusedAfterDot('U', 1_000);
     const unknown = (kills: KillRecord[]) =>
       run({ accepted: [message], views: { U: view('U', 'unknown') }, transactions: [refused], kills });
     expect(unknown([]).counts.wrongFate).toBe(1);
@@ -261,13 +258,7 @@ describe('checkRun: lost, unexpected, wrong fate', () => {
     expect(unknown([], [{ kind: 'relay-outage', atMs: -1_000, clientPort: 40_000 }]).counts.wrongFate).toBe(
       1,
     );
-    const refused = (at: number) =>
-      tx('S', {
-        dotAt: at,
-        fault: 'data-451',
-        outcome: 'refused',
-        reply: { code: 451, text: '451 4.3.0', atMs: at + 5, delivered: true },
-      });
+    const refused = (at: number) => refusedAfterDot('S', at);
     const dead = (cuts: CheckInput['cuts']) =>
       run({
         accepted: [{ ...message, onAmbiguous: 'retry' as const }],
