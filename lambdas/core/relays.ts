@@ -42,6 +42,18 @@ export function relayPort(relay: Pick<RelayConfig, 'port' | 'secure'>): number {
   return relay.port ?? (relay.secure ? 465 : 587);
 }
 
+/**
+ * The secret that holds a relay's login in AWS: its own `secret_arn`, or for the one relay `SMTP_*`
+ * describes ({@link DEFAULT_RELAY}) POSTDATE_SMTP_SECRET_ARN. Undefined: the relay has none (it logs
+ * in with its `user`/`pass`, or not at all). The sender reads it; test/iam/ simulates that read.
+ */
+export function relaySecretArn(
+  relay: Pick<RelayConfig, 'name' | 'secretArn'>,
+  smtpSecretArn: string | undefined,
+): string | undefined {
+  return relay.secretArn ?? (relay.name === DEFAULT_RELAY ? smtpSecretArn : undefined);
+}
+
 /** Thrown by {@link parseRelays}; the loader turns it into a ConfigError naming the variable. */
 export class RelayListError extends Error {
   override readonly name = 'RelayListError';

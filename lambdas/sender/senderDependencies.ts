@@ -11,7 +11,7 @@ import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { environmentSmtpCredentials, secretsManagerSmtpCredentials } from '../adapters/smtpCredentials.js';
 import { type Config, ConfigError, type ResourceNames, requireResource } from '../core/config.js';
 import { relayBreakerSettings } from '../core/relayBreaker.js';
-import { DEFAULT_RELAY, type RelayConfig, relayPort } from '../core/relays.js';
+import { type RelayConfig, relayPort, relaySecretArn } from '../core/relays.js';
 import type { Log } from '../ports/Log.js';
 import { NO_METRICS, type SenderMetrics } from '../ports/SenderMetrics.js';
 import type { SmtpCredentialsSource } from '../ports/SmtpCredentialsSource.js';
@@ -134,12 +134,11 @@ function senderRelay(
 }
 
 /**
- * In AWS the relay login is a Secrets Manager secret (the relay's own `secret_arn`, or for the
- * default relay POSTDATE_SMTP_SECRET_ARN); locally (or without a secret) its user and pass.
+ * In AWS the relay login is a Secrets Manager secret (core/relays.ts `relaySecretArn`); locally (or
+ * without a secret) its user and pass.
  */
 function credentialsSource(wiring: SenderWiring, relay: RelayConfig): SmtpCredentialsSource {
-  const secretArn =
-    relay.secretArn ?? (relay.name === DEFAULT_RELAY ? wiring.names.smtpSecretArn : undefined);
+  const secretArn = relaySecretArn(relay, wiring.names.smtpSecretArn);
   if (wiring.config.target === 'aws' && secretArn !== undefined) {
     return secretsManagerSmtpCredentials({
       client: wiring.secretsManager ?? new SecretsManagerClient(awsClientOptions()),
