@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { CreateScheduleGroupCommand } from '@aws-sdk/client-scheduler';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { runSimulation } from '@cloud-copilot/iam-simulate';
 import type { DynamoDBRecord } from 'aws-lambda';
 import type { IConstruct } from 'constructs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -61,6 +60,7 @@ import {
   arnOf,
   type PolicyStatement,
   roleStatements,
+  simulate,
   TEST_ACCOUNT,
   templateResolver,
 } from './templatePolicies.js';
@@ -576,23 +576,6 @@ describe('the recorded requests, evaluated against each function role in the syn
     expect(denied).toEqual([]);
   });
 
-  it("allows the sender's GetSecretValue of the secret its environment names (the one call made in AWS only)", async () => {
-    // Locally the sender reads SMTP_USER/SMTP_PASS, so no scenario records the call: it is built here
-    // from what the deployed sender would send, GetSecretValue with POSTDATE_SMTP_SECRET_ARN
-    // (lambdas/adapters/smtpCredentials.ts), and evaluated against the synthesized role.
-    const { resolve } = templateResolver(template, names);
-    const sender = template.toJSON().Resources[logicalIdOf(postdate.functions.sender as IConstruct)];
-    const secretArn = String(resolve(sender.Properties.Environment.Variables.POSTDATE_SMTP_SECRET_ARN));
-    expect(secretArn).toMatch(/^arn:aws:secretsmanager:/);
-    const request: IamRequest = {
-      function: 'sender',
-      action: 'secretsmanager:GetSecretValue',
-      resource: secretArn,
-      context: {},
-    };
-    expect(await evaluate(request, resolve)).toBe('Allowed');
-  });
-
   it('allows nothing a function was never seen making, beyond the commented allow-list', () => {
     const unused = grantsWithUse()
       .filter((grant) => !grant.seen && ALLOWED_BUT_NOT_MADE[grant.key] === undefined)
@@ -688,7 +671,7 @@ const ALLOWED_BUT_NOT_MADE: Readonly<Record<string, string>> = {
     "Lambda's asynchronous invocation sends a notification it gave up on to the failure queue",
   // AWS only.
   'sender secretsmanager:GetSecretValue smtpSecret':
-    'the SMTP secret is read in AWS only (POSTDATE_LOCAL reads SMTP_USER/SMTP_PASS): simulated from the environment above',
+    "a relay's secret is read in AWS only (POSTDATE_LOCAL reads its user and pass): relaySecrets.test.ts simulates it from the sender's environment, for one relay and for two",
 };
 
 /** Actions Lambda itself takes with the function's role (event sources, logs), never its code. */
@@ -707,22 +690,5 @@ function roleOf(name: PostdateFunctionName): string {
 }
 
 async function evaluate(request: IamRequest, resolve: (value: unknown) => unknown): Promise<string> {
-  const role = roleOf(request.function as PostdateFunctionName);
-  const statements = roleStatements(template, role, resolve);
-  const result = await runSimulation(
-    {
-      request: {
-        principal: arnOf.role(role),
-        action: request.action,
-        resource: { resource: request.resource, accountId: TEST_ACCOUNT },
-        contextVariables: { ...request.context },
-      },
-      identityPolicies: [{ name: role, policy: { Version: '2012-10-17', Statement: statements } }],
-      serviceControlPolicies: [],
-      resourceControlPolicies: [],
-    },
-    {},
-  );
-  if (result.resultType === 'error') return `error ${JSON.stringify(result.errors)}`;
-  return result.overallResult;
+  return simulate(template, roleOf(request.function as PostdateFunctionName), request, resolve);
 }

@@ -1,3 +1,4 @@
+import { runSimulation } from '@cloud-copilot/iam-simulate';
 import type { Template } from 'aws-cdk-lib/assertions';
 
 /**
@@ -134,6 +135,45 @@ export function roleStatements(
       } as PolicyStatement;
     }),
   );
+}
+
+/** One request IAM evaluates: the action, the resource ARN and the condition keys the policies use. */
+export interface SimulatedRequest {
+  readonly action: string;
+  readonly resource: string;
+  readonly context: Readonly<Record<string, string | string[]>>;
+}
+
+/**
+ * IAM's answer to `request` made with a role of the template: `Allowed`, `ImplicitlyDenied`,
+ * `ExplicitlyDenied` (the simulator's words), or `error …` when it could not evaluate. A
+ * `resourcePolicy` is the resource's own (a KMS key is used only as its key policy lets IAM).
+ */
+export async function simulate(
+  template: Template,
+  roleLogicalId: string,
+  request: SimulatedRequest,
+  resolve: (value: unknown) => unknown,
+  resourcePolicy?: unknown,
+): Promise<string> {
+  const statements = roleStatements(template, roleLogicalId, resolve);
+  const result = await runSimulation(
+    {
+      request: {
+        principal: arnOf.role(roleLogicalId),
+        action: request.action,
+        resource: { resource: request.resource, accountId: TEST_ACCOUNT },
+        contextVariables: { ...request.context },
+      },
+      identityPolicies: [{ name: roleLogicalId, policy: { Version: '2012-10-17', Statement: statements } }],
+      serviceControlPolicies: [],
+      resourceControlPolicies: [],
+      ...(resourcePolicy === undefined ? {} : { resourcePolicy }),
+    },
+    {},
+  );
+  if (result.resultType === 'error') return `error ${JSON.stringify(result.errors)}`;
+  return result.overallResult;
 }
 
 function toArray<T>(value: T | T[]): T[] {
