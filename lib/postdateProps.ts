@@ -720,10 +720,6 @@ function senderScalingProblems(props: PostdateProps): string[] {
 const RELAY_NAME = /^[A-Za-z0-9_-]{1,32}$/;
 
 /**
- * The problems of {@link PostdateProps.relays} (DESIGN §15), each naming the relay and the field: the
- * same rules as POSTDATE_RELAYS (lambdas/core/relays.ts), and no `smtp*` prop beside the list.
- */
-/**
  * The problems of {@link PostdateProps.sesNotificationTopics}: one way to give the topics, at least
  * one in a list, and no topic twice (each would add every address twice).
  */
@@ -747,6 +743,10 @@ function sesNotificationTopicProblems(props: PostdateProps): string[] {
   return problems;
 }
 
+/**
+ * The problems of {@link PostdateProps.relays} (DESIGN §15), each naming the relay and the field: the
+ * same rules as POSTDATE_RELAYS (lambdas/core/relays.ts), and no `smtp*` prop beside the list.
+ */
 function relayProblems(props: PostdateProps): string[] {
   const relays = props.relays;
   if (relays === undefined) return [];
