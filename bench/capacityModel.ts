@@ -496,13 +496,14 @@ const CALLS = {
     fn: 'sender',
     request: 'UpdateItem, claim',
     item: 'MSG#{id} STATE',
-    // The claim leaves the `due` entry where it was (decision 0106).
-    units: '1 W + by_status 2',
+    // The claim leaves the `due` entry where it was, but updates its projected `status` (decision 0106).
+    units: '1 W + by_status 2 + due 1',
     perMessage: 1,
-    loads: { tableWrites: 1, byStatusWrites: 2 },
+    loads: { tableWrites: 1, byStatusWrites: 2, dueWrites: 1 },
     keys: [
       { key: 'byStatusScheduled', write: 1 },
       { key: 'byStatusSending', write: 1 },
+      { key: 'due', write: 1 },
     ],
   },
   readBody: {
