@@ -45,6 +45,14 @@ export function encodeDispatchPayload(payload: {
   return body;
 }
 
+/** The copy that stands for a `dead` message in the DLQ: marked, and naming its death. */
+export interface DeadLetterPayload {
+  readonly id: string;
+  readonly rev: number;
+  readonly dlq: true;
+  readonly death: number;
+}
+
 /**
  * The copy that stands for a `dead` message in the DLQ, made from its record as the death left it:
  * what the sender moves there, and what the sweeper makes when one is missing or renews (decision
@@ -55,7 +63,7 @@ export function deadLetterPayload(record: {
   readonly id: string;
   readonly rev: number;
   readonly attempts?: number | undefined;
-}): Pick<DispatchPayload, 'id' | 'rev' | 'dlq' | 'death'> {
+}): DeadLetterPayload {
   return { id: record.id, rev: record.rev, dlq: true, death: record.attempts ?? 0 };
 }
 

@@ -102,9 +102,12 @@ export function deadLetterCare(
 
 /**
  * Whether a waiting dead message needs a copy made from its record (`{v, id, rev, "dlq": true,
- * "death"}`, what the sender moves to the DLQ: core/dispatchPayload.ts `deadLetterPayload`): the walk saw every copy (`complete`) and none of this message's
- * at its rev, and it has been `dead` for `DEAD_LETTER_SETTLE_MS` (the sender's own move is done or
- * given up). Its copy expired (the sweeper was down past the renewal), or someone deleted it.
+ * "death"}`, what the sender moves to the DLQ: core/dispatchPayload.ts `deadLetterPayload`): no copy
+ * of it is known to be there — a walk saw every copy (`complete`) and none of this message's at its
+ * rev, or no put of its death's copy was ever recorded (decision 0159: the sweeper then asks as if
+ * such a walk had) — and it has been `dead` for `DEAD_LETTER_SETTLE_MS` (the sender's own move is
+ * done or given up). Its copy expired (the sweeper was down past the renewal), someone deleted it, or
+ * the send queue's backstop moved another copy in its place.
  */
 export function deadLetterOwed(
   record: WaitingDeadRecord,

@@ -25,11 +25,16 @@ export interface DuePage {
   readonly cursor: DueCursor | undefined;
 }
 
-/** The sweeper's reads of the `due` index: overdue entries, and how many messages wait for an operator. */
+/** The sweeper's reads of the `due` index: overdue entries, and the messages that wait for an operator. */
 export interface DueIndex {
   overdue(query: OverdueQuery): Promise<DuePage>;
   /** How many messages of this status wait in one shard of the index's waiting partitions. */
   countWaiting(status: MessageStatus, shard: number): Promise<number>;
   /** The messages of this status waiting in one shard, oldest first (`due_at`: since when). */
   waiting(status: MessageStatus, shard: number): Promise<readonly DueEntry[]>;
+  /**
+   * The `dead` messages in one shard whose DLQ copy is not known to be there (no put of it recorded
+   * since the death, decision 0159), oldest first (`due_at`: since when). They wait for an operator too.
+   */
+  uncopiedDead(shard: number): Promise<readonly DueEntry[]>;
 }

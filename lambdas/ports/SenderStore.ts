@@ -4,6 +4,7 @@
  * changes nothing and comes back as `conflict`, never as an exception. The DynamoDB adapter is
  * store/senderTransitions.ts.
  */
+import type { DeadLetterPayload } from '../core/dispatchPayload.js';
 import type { RecipientProgress } from '../core/recipients.js';
 import type {
   AttemptRecord,
@@ -122,6 +123,12 @@ export interface SenderStore {
    * failed. A write that moves a record to a final status does this itself after the state write.
    */
   finishBodyLifetime(state: MessageStateRecord): Promise<void>;
+  /**
+   * The DLQ holds the copy of this death (the sender just put it there): the record leaves the
+   * partition of dead messages whose copy is owed (store/deadLetterEntry.ts, decision 0159).
+   * `moved-on`: it was recorded already, or the message is no longer at this death.
+   */
+  recordDeadLetter(letter: DeadLetterPayload): Promise<'recorded' | 'moved-on'>;
   /** The tenants' suppression lists: read before each attempt, added to by hard bounces at RCPT. */
   readonly suppressions: SuppressionList;
 }

@@ -1,3 +1,4 @@
+import type { DeadLetterPayload } from '../core/dispatchPayload.js';
 import type { SweptRecord } from '../core/sweepDecision.js';
 
 /** A re-dispatch the sweeper records on the state record, so the next one for this stall waits longer. */
@@ -13,12 +14,18 @@ export interface RedispatchRecord {
 }
 
 /**
- * The sweeper's reads and its one write on state records. The write moves only the record's place in
- * the `due` index and its sweep stamps — never its status or rev — so it cannot take part in a send.
+ * The sweeper's reads and its writes on state records. The writes move only the record's place in
+ * the `due` index and its sweep stamps — never its status or rev — so they cannot take part in a send.
  */
 export interface SweepRecords {
   /** The records of these ids, read consistently; ids without a readable record are absent. */
   read(ids: readonly string[]): Promise<ReadonlyMap<string, SweptRecord>>;
   /** `moved-on` when the record is no longer as seen (someone else wrote it since): nothing written. */
   recordRedispatch(input: RedispatchRecord): Promise<'recorded' | 'moved-on'>;
+  /**
+   * The DLQ holds the copy of this death (the sweeper just made it): the record leaves the partition
+   * of dead messages whose copy is owed (store/deadLetterEntry.ts, decision 0159). `moved-on`: it was
+   * recorded already, or the message is no longer at this death.
+   */
+  recordDeadLetter(letter: DeadLetterPayload): Promise<'recorded' | 'moved-on'>;
 }

@@ -1,4 +1,4 @@
-import { type DispatchPayload, deadLetterPayload } from '../core/dispatchPayload.js';
+import { type DeadLetterPayload, deadLetterPayload } from '../core/dispatchPayload.js';
 import { errorForLog } from '../core/errorForLog.js';
 import type { MessageStatus } from '../core/messageStatus.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
@@ -139,9 +139,6 @@ export const keep = (reason: string, visibilitySeconds?: number): CopyVerdict =>
   reason,
 });
 
-/** What stands for a `dead` message in the DLQ (core/dispatchPayload.ts `deadLetterPayload`). */
-export type DeadLetterPayload = Pick<DispatchPayload, 'id' | 'rev' | 'dlq' | 'death'>;
-
 /** The copy of a `dead` message whose move to the DLQ failed: back soon, to try the move again. */
 const keepDeadCopy = (letter: DeadLetterPayload): CopyVerdict => ({
   kind: 'keep',
@@ -191,13 +188,15 @@ export function drop(run: CopyRun, reason: string): CopyVerdict {
 /**
  * Dead means dead (DESIGN §5), the one place a copy enters the DLQ: the record says `dead` (written
  * first, under our lease), then the copy goes to the DLQ marked as the sender's own (`"dlq": true`)
- * and naming the death (`letter`, made from the record the death write left), then this copy is
- * deleted (`ack`). A failed move keeps this copy (`keepDeadCopy`); it comes back as the record's
- * `dead_copy` and the move is tried again — or, near the queue's backstop, the batch
- * (createSenderHandler.ts) calls this again instead of refreshing the copy.
+ * and naming the death (`letter`, made from the record the death write left), then the record says
+ * its copy is there (`recordDeadLetter`: it leaves the partition of dead messages whose copy is owed,
+ * decision 0159), then this copy is deleted (`ack`). A failed move keeps this copy (`keepDeadCopy`);
+ * it comes back as the record's `dead_copy` and the move is tried again — or, near the queue's
+ * backstop, the batch (createSenderHandler.ts) calls this again instead of refreshing the copy. A
+ * copy the backstop moves instead is never recorded: the sweeper makes the death's copy then.
  */
 export async function moveToDeadLetters(
-  deps: Pick<CopyDependencies, 'deadLetters' | 'log' | 'metrics'>,
+  deps: Pick<CopyDependencies, 'deadLetters' | 'store' | 'log' | 'metrics'>,
   dead: CopyIdentity,
   letter: DeadLetterPayload,
 ): Promise<CopyVerdict> {
@@ -210,6 +209,15 @@ export async function moveToDeadLetters(
     return keepDeadCopy(letter);
   }
   deps.metrics.count(SENDER_METRIC.deadLettered);
+  try {
+    await deps.store.recordDeadLetter(letter);
+  } catch (caught) {
+    // The copy is in the DLQ: the sweeper makes one more (a second copy, which its walk deletes).
+    deps.log.warn(
+      'sender could not record its move to the DLQ',
+      logContext(dead, { error: errorForLog(caught) }),
+    );
+  }
   return ack('dead; moved to the DLQ');
 }
 

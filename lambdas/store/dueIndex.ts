@@ -1,7 +1,7 @@
 import { type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { isMessageStatus, type MessageStatus } from '../core/messageStatus.js';
 import type { DueEntry, DueIndex, DuePage, OverdueQuery } from '../ports/DueIndex.js';
-import { dueShardPk, waitingShardPk } from './messageRecord.js';
+import { dueShardPk, uncopiedDeadShardPk, waitingShardPk } from './messageRecord.js';
 import { INDEX } from './tableLayout.js';
 
 /**
@@ -32,19 +32,28 @@ export class DynamoDueIndex implements DueIndex {
   }
 
   async waiting(status: MessageStatus, shard: number): Promise<DueEntry[]> {
-    const entries: DueEntry[] = [];
-    for await (const page of this.waitingPages(status, shard, {})) entries.push(...dueEntries(page.Items));
-    return entries;
+    return this.entries(waitingShardPk(status, shard));
+  }
+
+  uncopiedDead(shard: number): Promise<DueEntry[]> {
+    return this.entries(uncopiedDeadShardPk(shard));
   }
 
   async countWaiting(status: MessageStatus, shard: number): Promise<number> {
     let count = 0;
-    for await (const page of this.waitingPages(status, shard, { Select: 'COUNT' })) count += page.Count ?? 0;
+    for await (const page of this.pages(waitingShardPk(status, shard), { Select: 'COUNT' }))
+      count += page.Count ?? 0;
     return count;
   }
 
-  /** Every page of one waiting partition (`wait#{status}#{shard}`), read whole. */
-  private async *waitingPages(status: MessageStatus, shard: number, select: { Select?: 'COUNT' }) {
+  private async entries(partition: string): Promise<DueEntry[]> {
+    const entries: DueEntry[] = [];
+    for await (const page of this.pages(partition, {})) entries.push(...dueEntries(page.Items));
+    return entries;
+  }
+
+  /** Every page of one partition of the index that is read whole (`wait#…`, `owed#dead#…`). */
+  private async *pages(partition: string, select: { Select?: 'COUNT' }) {
     const index = INDEX.due;
     let cursor: Record<string, unknown> | undefined;
     do {
@@ -54,7 +63,7 @@ export class DynamoDueIndex implements DueIndex {
           IndexName: index.indexName,
           KeyConditionExpression: '#pk = :pk',
           ExpressionAttributeNames: { '#pk': index.partitionKey },
-          ExpressionAttributeValues: { ':pk': waitingShardPk(status, shard) },
+          ExpressionAttributeValues: { ':pk': partition },
           ...select,
           ExclusiveStartKey: cursor,
         }),

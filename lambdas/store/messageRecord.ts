@@ -124,7 +124,8 @@ export interface MessageStateRecord {
   readonly rcpt_suppressed?: readonly number[];
   /**
    * Index keys (docs/data-model.md). `due_pk`/`due_at` are absent on final records; a record that
-   * waits for an operator sits in a waiting partition (`wait#{status}#{shard}`, since when).
+   * waits for an operator sits in a waiting partition (`wait#{status}#{shard}`, since when), a `dead`
+   * one in `owed#dead#{shard}` until its DLQ copy's put is recorded.
    */
   readonly lst_pk: string;
   readonly lst_sk: string;
@@ -218,6 +219,13 @@ export const dueShardPk = (shard: number): string => `due#${shard}`;
  * `due_at` = since when. The sweeper's overdue reads never look here; its gauge counts them.
  */
 export const waitingShardPk = (status: MessageStatus, shard: number): string => `wait#${status}#${shard}`;
+/**
+ * The `due` index's partitions of live `dead` messages whose DLQ copy is not known to be there: from
+ * the death until its copy's put is recorded (store/deadLetterEntry.ts), `due_at` = since when. The
+ * sweeper's gauge counts them with the waiting ones, and it makes the copy of one left here
+ * (decision 0159).
+ */
+export const uncopiedDeadShardPk = (shard: number): string => `owed#dead#${shard}`;
 
 /** Index partition keys of one message (the writers set these). */
 export const byStatusPk = (tenant: string, status: MessageStatus, id: string): string =>
@@ -227,6 +235,7 @@ export const byTenantPk = (tenant: string, id: string): string =>
 export const duePk = (id: string): string => dueShardPk(shardOf(id, INDEX_SHARDS.due));
 export const waitingPk = (status: MessageStatus, id: string): string =>
   waitingShardPk(status, shardOf(id, INDEX_SHARDS.waiting));
+export const uncopiedDeadPk = (id: string): string => uncopiedDeadShardPk(shardOf(id, INDEX_SHARDS.waiting));
 export const createdSortKey = (createdAt: string, id: string): string => `${createdAt}#${id}`;
 /** `{created_at}#{id}` → id (ids never contain `#`). */
 export const idOfCreatedSortKey = (sortKey: string): string => sortKey.slice(sortKey.lastIndexOf('#') + 1);

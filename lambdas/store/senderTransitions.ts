@@ -1,5 +1,6 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { DeadLetterPayload } from '../core/dispatchPayload.js';
 import { lifetimeChange, type TtlWrite } from '../core/messageLifetime.js';
 import { isWaitingForOperator, MESSAGE_STATUS, type MessageStatus } from '../core/messageStatus.js';
 import { isLiveSide } from '../core/testSide.js';
@@ -16,6 +17,7 @@ import type {
 import type { SuppressionList } from '../ports/SuppressionList.js';
 import { bodyOfStoredItem, inlineBodyOf } from './bodyContent.js';
 import { finishBodyLifetime, writeBodyTtl } from './bodyLifetime.js';
+import { recordDeadLetterPut } from './deadLetterEntry.js';
 import { type GroupHeadReplicas, readGroupHeadVersion } from './groupHead.js';
 import {
   type AttemptRecord,
@@ -26,6 +28,7 @@ import {
   type MessageBodyRecord,
   type MessageStateRecord,
   messagePk,
+  uncopiedDeadPk,
   waitingPk,
 } from './messageRecord.js';
 import { readStateRecord } from './stateReads.js';
@@ -208,6 +211,10 @@ export class DynamoSenderStore implements SenderStore {
     return finishBodyLifetime(this.documents, this.tableName, state);
   }
 
+  recordDeadLetter(letter: DeadLetterPayload): Promise<'recorded' | 'moved-on'> {
+    return recordDeadLetterPut(this.documents, this.tableName, letter);
+  }
+
   /**
    * Terminal records leave the sweeper's part of the `due` index (docs/data-model.md). A live one that
    * waits for an operator (`failed`, `dead`, `unknown`) moves to the waiting partition of its status and,
@@ -233,8 +240,12 @@ export class DynamoSenderStore implements SenderStore {
     if (isWaitingForOperator(to) && isLiveSide(observed.tenant)) {
       // It waits in the `due` index's waiting partition of its status, since now: the sweeper counts
       // these into the gauge whose alarm stays on while any exists. A test message never does (DESIGN
-      // §14: it moves no live alarm); the API and its events tell its state.
-      update.set('due_pk', waitingPk(to, observed.id));
+      // §14: it moves no live alarm); the API and its events tell its state. A `dead` one waits first
+      // where its DLQ copy is owed, until the copy's put is recorded (store/deadLetterEntry.ts).
+      update.set(
+        'due_pk',
+        to === MESSAGE_STATUS.dead ? uncopiedDeadPk(observed.id) : waitingPk(to, observed.id),
+      );
       update.set('due_at', now.toISOString());
     } else {
       update.remove('due_pk');

@@ -1,12 +1,17 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { DeadLetterPayload } from '../core/dispatchPayload.js';
 import type { SweptRecord } from '../core/sweepDecision.js';
 import type { RedispatchRecord, SweepRecords } from '../ports/SweepRecords.js';
+import { recordDeadLetterPut } from './deadLetterEntry.js';
 import { messagePk } from './messageRecord.js';
 import { readStateRecords } from './stateReads.js';
 import { ITEM_SORT_KEY, KEY } from './tableLayout.js';
 
-/** The sweeper's state-record reads (BatchGetItem, consistent) and its conditional re-dispatch stamp. */
+/**
+ * The sweeper's state-record reads (BatchGetItem, consistent), its conditional re-dispatch stamp, and
+ * the record of a DLQ copy it made (store/deadLetterEntry.ts).
+ */
 export class DynamoSweepRecords implements SweepRecords {
   constructor(
     private readonly documents: DynamoDBDocumentClient,
@@ -49,5 +54,9 @@ export class DynamoSweepRecords implements SweepRecords {
       if (error instanceof ConditionalCheckFailedException) return 'moved-on';
       throw error;
     }
+  }
+
+  recordDeadLetter(letter: DeadLetterPayload): Promise<'recorded' | 'moved-on'> {
+    return recordDeadLetterPut(this.documents, this.tableName, letter);
   }
 }

@@ -37,7 +37,7 @@ export interface DeadLetterSweep {
   readonly refused: number;
   /** Waiting dead messages' copies replaced by a fresh one made from the record (they reached the renewal age). */
   readonly renewed: number;
-  /** Copies made from the record for waiting dead messages that had none. */
+  /** Copies made from the record for waiting dead messages that had none, or none known (decision 0159). */
   readonly made: number;
   /** The name of the error that cut the walk short (the copies it held were released). */
   readonly error?: string;
@@ -59,6 +59,11 @@ export interface DeadLetterSweepDeps {
   readonly waitingDead: number | undefined;
   /** Every waiting dead message's index entry (`due_at`: since when it waits). */
   readonly listWaitingDead: () => Promise<readonly DueEntry[]>;
+  /**
+   * The dead messages whose DLQ copy is owed — no put of their death's copy recorded — as this run
+   * listed them (counted among `waitingDead`); undefined: unread.
+   */
+  readonly uncopiedDead: readonly DueEntry[] | undefined;
   readonly now: () => Date;
   readonly renewal: RenewalClock;
   /** @default DEAD_LETTER_MAX_RECEIVED */
@@ -74,20 +79,32 @@ interface Tally {
 }
 
 /**
- * Tends the send queue's DLQ (decisions 0141, 0148). A live dead message's copy is its only one, so
- * one GetQueueAttributes compared with the count of waiting dead messages tells when to walk: more
- * copies (a stale one: a manual retry gave its message rev + 1; or a second copy of one message),
- * fewer (a dead message without a copy), or — the counts equal — when a copy may have reached the
- * renewal age. A walk receives every copy (hidden while it lasts, never received twice), reads their
- * records consistently, and applies core/staleDeadLetter.ts `deadLetterCare`: deletes the stale (a
- * copy of an earlier death too, decision 0149) and the second copies, replaces an old copy by a fresh
- * one made from the record (sent first, then the old one deleted), and makes every other copy visible again at once when it ends, so `dlq show` and a
+ * Tends the send queue's DLQ (decisions 0141, 0148, 0159). First it makes the copy of each death
+ * whose copy's put was never recorded (`copyUncopiedDeaths`). Then: a live dead message's copy is its
+ * only one, so one GetQueueAttributes compared with the count of waiting dead messages tells when to
+ * walk: more copies (a stale one: a manual retry gave its message rev + 1, or its message died again;
+ * or a second copy of one message), fewer (a dead message without a copy), or — the counts equal —
+ * when a copy may have reached the renewal age. A walk receives every copy (hidden while it lasts,
+ * never received twice), reads their records consistently, and applies core/staleDeadLetter.ts
+ * `deadLetterCare`: deletes the stale (a copy of an earlier death too, decision 0149) and the second
+ * copies, replaces an old copy by a fresh one made from the record (sent first, then the old one
+ * deleted), and makes every other copy visible again at once when it ends, so `dlq show` and a
  * redrive see it. A walk that saw every copy then makes one from the record for each waiting dead
  * message it found none of (`deadLetterOwed`). A copy whose record was not read, or whose body is not
  * a copy, is left alone.
  */
 export async function removeStaleDeadLetters(deps: DeadLetterSweepDeps): Promise<DeadLetterSweep> {
   const tally: Tally = { received: 0, removed: 0, refused: 0, renewed: 0, made: 0 };
+  // Made first, the copies are in the depth read next (in AWS, a minute or so later).
+  const uncopied = await copyUncopiedDeaths(deps, tally).then(
+    () => undefined,
+    (error: unknown) => errorName(error),
+  );
+  const swept = await tendByCount(deps, tally);
+  return swept.error === undefined && uncopied !== undefined ? { ...swept, error: uncopied } : swept;
+}
+
+async function tendByCount(deps: DeadLetterSweepDeps, tally: Tally): Promise<DeadLetterSweep> {
   let walked: DeadLetterWalk | undefined;
   try {
     const depth = await deps.deadLetters.depth();
@@ -231,6 +248,36 @@ async function walkCopies(deps: DeadLetterSweepDeps, tally: Tally): Promise<Walk
     }
   }
   return { complete: complete && error === undefined, error, waiting, nextRenewalAt };
+}
+
+/**
+ * Makes the DLQ copy of each death whose copy's put was never recorded (decision 0159): the sender
+ * records its move, so a record still owed a copy this long after its death
+ * (`DEAD_LETTER_SETTLE_MS`) lost it to the send queue's backstop — which moved whatever copy carried
+ * the message, unmarked or naming an earlier death, that no redrive sends — or a write failed. What
+ * `deadLetterOwed` asks of a whole walk that found none of a message's copies is known here from the
+ * record itself. The copy is made from the record, then the put is recorded; a copy the backstop
+ * parked beside it is one copy too many for the count, and the walk that follows takes it off if it
+ * names an earlier death (core/staleDeadLetter.ts). At most `DEAD_LETTER_MAX_MADE` a run, oldest first.
+ */
+async function copyUncopiedDeaths(deps: DeadLetterSweepDeps, tally: Tally): Promise<void> {
+  const oldest = [...(deps.uncopiedDead ?? [])]
+    .sort((a, b) => a.due_at.localeCompare(b.due_at))
+    .slice(0, DEAD_LETTER_MAX_MADE);
+  if (oldest.length === 0) return;
+  const records = await deps.records.read(oldest.map((entry) => entry.id));
+  const now = deps.now();
+  const letters = [...records]
+    .filter(([, record]) => deadLetterOwed(record, { complete: true, copyKept: false }, now))
+    .map(([id, record]) => deadLetterPayload({ ...record, id }));
+  if (letters.length === 0) return;
+  const made = await deps.deadLetters.put(letters.map((letter) => encodeDispatchPayload(letter)));
+  for (const [i, letter] of letters.entries()) {
+    // A refused put leaves the record owed: the next run makes the copy.
+    if (made[i] === undefined) continue;
+    tally.made++;
+    await deps.records.recordDeadLetter(letter);
+  }
 }
 
 /** Makes a copy from the record for each waiting dead message the walk found none of. */

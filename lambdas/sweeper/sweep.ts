@@ -285,6 +285,7 @@ async function tidyDeadLetters(
     deadLetters: deps.deadLetters,
     records: deps.records,
     waitingDead: waiting.counts.dead,
+    uncopiedDead: waiting.uncopiedDead,
     listWaitingDead: async () => {
       const entries: DueEntry[] = [];
       for (let shard = 0; shard < waitingShards; shard++)

@@ -17,7 +17,7 @@ import { createApiKey } from '../../lambdas/keys/apiKeys.js';
 import type { Log } from '../../lambdas/ports/Log.js';
 import { wireRelay } from '../../lambdas/relay/handler.js';
 import { wireSender } from '../../lambdas/sender/handler.js';
-import { messagePk } from '../../lambdas/store/messageRecord.js';
+import { messagePk, uncopiedDeadPk } from '../../lambdas/store/messageRecord.js';
 import { SENDING_GATE_KEY } from '../../lambdas/store/sendingGate.js';
 import { ITEM_SORT_KEY, KEY, RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
 import { deliveryPartitionKey } from '../../lambdas/store/webhookStore.js';
@@ -391,7 +391,7 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
     expect((await call('DELETE', `/v1/webhooks/${webhookId}`)).status).toBe(200);
   });
 
-  it("sweeper: re-dispatches an overdue message, counts those that wait, takes a stale copy off the DLQ and renews a dead message's old one", async () => {
+  it("sweeper: re-dispatches an overdue message, counts those that wait, takes a stale copy off the DLQ, renews a dead message's old one and makes one never recorded", async () => {
     const past = new Date(Date.now() - 3_600_000);
     const records = [];
     for (const status of ['scheduled', 'dead', 'unknown'] as const) {
@@ -412,15 +412,38 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
         }),
       );
     }
+    // A dead message whose copy's put was never recorded (the backstop moved another): the sweeper
+    // makes its copy and records it (decision 0159).
+    const uncopied = { ...stateRecord({ sendAt: past, createdAt: past, status: 'dead' }), attempts: 1 };
+    await documentClient().send(
+      new PutCommand({
+        TableName: tableName,
+        Item: { ...uncopied, due_pk: uncopiedDeadPk(uncopied.id), due_at: past.toISOString() },
+      }),
+    );
     // Its clock 13 days ahead: the dead message's copy reached the renewal age (decision 0148).
     const ahead = () => new Date(Date.now() + 13 * 86_400_000);
     const sweep = as('sweeper', () => wireSweeper(env, SILENT as never, { count: () => {} }, ahead));
     const report = await sweep();
-    expect(report.deadLetters).toMatchObject({ walked: 'surplus', removed: 1, renewed: 1, refused: 0 });
+    // Renewed: the dead message's copy and, the sweeper's clock being 13 days ahead of SQS's, the one just made.
+    expect(report.deadLetters).toMatchObject({
+      walked: 'surplus',
+      removed: 1,
+      renewed: 2,
+      made: 1,
+      refused: 0,
+    });
     expect(report.deadLetters?.error).toBeUndefined();
     expect(
-      (await receiveAll(queueUrls.sendDeadLetter)).map((copy) => JSON.parse(copy.Body ?? '{}').id),
-    ).toEqual([dead?.id]);
+      (await receiveAll(queueUrls.sendDeadLetter)).map((copy) => JSON.parse(copy.Body ?? '{}').id).sort(),
+    ).toEqual([dead?.id, uncopied.id].sort());
+    const { Item } = await documentClient().send(
+      new GetCommand({
+        TableName: tableName,
+        Key: { [KEY.partition]: uncopied.pk, [KEY.sort]: uncopied.sk },
+      }),
+    );
+    expect(Item?.due_pk).toMatch(/^wait#dead#/);
   });
 
   it('sender: sends, suppresses, bounces a recipient, backs off, re-delays an early copy, dead-letters, is throttled, and meets a relay that refuses connections', async () => {

@@ -376,6 +376,7 @@ export function storeWith(store: SenderStore, replaced: Partial<SenderStore>): S
     hold: (input) => store.hold(input),
     settleScreened: (input) => store.settleScreened(input),
     finishBodyLifetime: (state) => store.finishBodyLifetime(state),
+    recordDeadLetter: (letter) => store.recordDeadLetter(letter),
     suppressions: store.suppressions,
     ...replaced,
   };

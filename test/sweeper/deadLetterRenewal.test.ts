@@ -54,14 +54,14 @@ async function setUp() {
   const sweeperAhead = (aheadMs: number) =>
     wireSweeper(env, log as never, { count: () => undefined }, () => new Date(Date.now() + aheadMs));
   const api = new DynamoApiStore(documentClient(), tableName);
-  /** A copy in the DLQ as the sender moves one there; answers its SQS message id. */
+  const sender = new DynamoSenderStore(documentClient(), tableName);
+  /** A copy in the DLQ as the sender moves one there (the put, then its record); answers its SQS message id. */
   const parked = async (message: { id: string; rev: number; attempts: number }) => {
+    const letter = deadLetterPayload(message);
     const { MessageId } = await sqs.send(
-      new SendMessageCommand({
-        QueueUrl: urls.sendDeadLetter,
-        MessageBody: encodeDispatchPayload(deadLetterPayload(message)),
-      }),
+      new SendMessageCommand({ QueueUrl: urls.sendDeadLetter, MessageBody: encodeDispatchPayload(letter) }),
     );
+    await sender.recordDeadLetter(letter);
     return MessageId as string;
   };
   const settled = (count: number) =>
@@ -73,7 +73,6 @@ async function setUp() {
       },
       { withinMs: 10_000 },
     );
-  const sender = new DynamoSenderStore(documentClient(), tableName);
   /** An operator's redrive of a dead message, whose fresh attempts fail too: it is dead again. */
   const diesAgain = async (dead: MessageStateRecord): Promise<MessageStateRecord> => {
     const now = new Date();
@@ -255,5 +254,34 @@ describe("the sweeper keeps a waiting dead message's copy in the DLQ", () => {
     expect((await copiesIn(t.sqs, t.urls.sendDeadLetter)).map((copy) => copy.body)).toEqual([
       markedCopy(dead),
     ]);
+  });
+  it('makes the copy of a death whose move to the DLQ was never recorded, once the sender had time for it, and takes off the copy the backstop parked instead (decision 0159)', async () => {
+    const t = await setUp();
+    const dead = await t.endedAs('dead');
+    const again = await t.diesAgain(dead);
+    // The queue's backstop moved the copy that carried the message on: the first redrive's, as it was.
+    await t.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: t.urls.sendDeadLetter,
+        MessageBody: encodeDispatchPayload(deadLetterPayload(dead)),
+      }),
+    );
+
+    // Within the settle time the sender's own move may still come: nothing is made.
+    await t.sweeperAhead(60_000)();
+    await t.settled(1);
+    const made = () => t.lines.filter((entry) => /made copies/.test(entry.message));
+    expect(made()).toEqual([]);
+
+    const sweepOnce = t.sweeperAhead(20 * 60_000);
+    await sweepOnce();
+    await t.settled(1);
+    // The next run finds the copy's put recorded: nothing more is made, nothing taken off.
+    await sweepOnce();
+    await t.settled(1);
+    expect((await copiesIn(t.sqs, t.urls.sendDeadLetter)).map((copy) => copy.body)).toEqual([
+      markedCopy(again),
+    ]);
+    expect(made().map((entry) => entry.fields)).toEqual([expect.objectContaining({ made: 1, removed: 1 })]);
   });
 });
