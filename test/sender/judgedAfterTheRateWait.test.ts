@@ -19,6 +19,10 @@ import {
 /** One recipient every 10 s: the bucket holds one token, and the next comes 10 s later. */
 const SLOW_RATE = 0.1;
 
+const HOUR = 3_600_000;
+/** `HH:MM` of a time, in UTC. */
+const hourOf = (ms: number): string => new Date(ms).toISOString().slice(11, 16);
+
 describe('the sender judges deadlines and quiet hours after the send-rate wait', () => {
   let world: SenderWorld;
   beforeAll(async () => {
@@ -65,11 +69,14 @@ describe('the sender judges deadlines and quiet hours after the send-rate wait',
 
   it('holds a copy whose quiet hours begin while it waits for the send rate: no attempt, due at their end', async () => {
     const rig = await createSenderRig(world, { maxSendRate: SLOW_RATE });
-    const start = Date.UTC(2026, 11, 3, 21, 0, 0);
-    const end = Date.UTC(2026, 11, 3, 22, 0, 0);
+    // A window that opens in the future: the sender's clock only moves forward from when its bucket
+    // was made (a clock set back would owe the bucket the difference, and the copy would run out of time).
+    const start = Math.ceil((Date.now() + 60_000) / HOUR) * HOUR;
+    const end = start + HOUR;
     rig.clock.ms = start - 5_000;
     await drainTheBucket(rig);
-    const message = await rig.putMessage({ timeZone: 'UTC', quietHours: { start: '21:00', end: '22:00' } });
+    const quietHours = { start: hourOf(start), end: hourOf(end) };
+    const message = await rig.putMessage({ timeZone: 'UTC', quietHours });
     await rig.dispatch(message);
 
     const { response } = await deliverWithTime(rig);
