@@ -57,15 +57,16 @@ export const SENDER_METRIC = {
   /** A write after an attempt never landed before the time ran out: alarmed (the next copy finds it ambiguous). */
   outcomeWriteFailures: 'OutcomeWriteFailures',
   /**
-   * The relay is unavailable (DESIGN §5): counted when a sender opens the breaker, when a probe
-   * fails, and for every copy handed back while it is open, so the alarm stays on for the outage.
+   * The relay is unavailable (DESIGN §5): counted (with the relay) when a sender opens its breaker
+   * or a probe fails, and (without one) for every copy handed back while no relay takes mail. The
+   * sweeper publishes it per relay as a gauge, which each relay's alarm watches.
    */
   relayUnavailable: 'RelayUnavailable',
   /** Copies handed back unclaimed because an operator paused sending (all, or their kind). */
   sendingPaused: 'SendingPaused',
   /**
-   * Copies that left through a relay other than the first (DESIGN §15): the first is unavailable
-   * and mail fails over. Alarmed while any does.
+   * Copies that left through a relay other than the first (DESIGN §15): the first is unavailable or
+   * disabled and mail fails over. Drawn per relay; the alarm watches the sweeper's `RelayFailover`.
    */
   failoverSends: 'FailoverSends',
   smtpDuration: 'SmtpDuration',
@@ -119,14 +120,23 @@ export const SWEEPER_METRIC = {
     [MESSAGE_STATUS.unknown]: 'WaitingUnknown',
   },
   redispatched: 'Redispatched',
-  /** A gauge, 1 while the relay breaker is not closed (the senders count the same name). */
+  /**
+   * A gauge per relay, 1 while its breaker holds its mail, 0 once closed or while the relay is
+   * disabled (core/relays.ts `relayGauges`; the senders count the same name).
+   */
   relayUnavailable: SENDER_METRIC.relayUnavailable,
+  /**
+   * A gauge, 1 while mail leaves through a relay other than the first (DESIGN §15; core/relays.ts
+   * `relayGauges`), 0 while through the first or none. Alarmed (RelayFailover).
+   */
+  relayFailover: 'RelayFailover',
   /** Copies of messages that moved on (a retried `dead` one), taken off the DLQ (decision 0141). */
   staleDeadLettersRemoved: 'StaleDeadLettersRemoved',
 } as const satisfies {
   waiting: Partial<Record<MessageStatus, string>>;
   redispatched: string;
   relayUnavailable: string;
+  relayFailover: string;
   staleDeadLettersRemoved: string;
 };
 
@@ -135,6 +145,7 @@ export type SweeperMetricName =
   | (typeof SWEEPER_METRIC.waiting)[WaitingStatus]
   | typeof SWEEPER_METRIC.redispatched
   | typeof SWEEPER_METRIC.relayUnavailable
+  | typeof SWEEPER_METRIC.relayFailover
   | typeof SWEEPER_METRIC.staleDeadLettersRemoved;
 
 /** The webhook functions' metrics (DESIGN §11): deliveries by how they ended, and events produced. */

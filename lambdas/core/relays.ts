@@ -5,6 +5,7 @@
  * Pure: reads no environment, the loader (core/config.ts) hands the text in.
  */
 import {
+  BREAKER_STATE,
   type BreakerSettings,
   type GateWaitCause,
   gateDecision,
@@ -209,4 +210,35 @@ export function relayInUse(
   });
   const decision = failoverDecision(admissions, admissions.length);
   return decision?.kind === 'send' ? decision.index : undefined;
+}
+
+/** What the relay alarms watch (docs/runbook.md §5, §5a), as the sweeper publishes it every run. */
+export interface RelayGauges {
+  /**
+   * Per relay, in order: 1 while its breaker holds the mail that would leave through it (not closed,
+   * and the relay enabled). A disabled relay's is 0: the drain is the operator's, and a disabled
+   * relay is never probed, so its breaker stays as it was and says nothing about the relay.
+   */
+  readonly unavailable: readonly (0 | 1)[];
+  /**
+   * 1 while mail leaves through a relay other than the first ({@link relayInUse} > 0: the first is
+   * unavailable or disabled); 0 while it leaves through the first, or through none — then the
+   * relays' own `unavailable` gauges are on.
+   */
+  readonly failover: 0 | 1;
+}
+
+/** {@link RelayGauges} from the relays' gates in order, pauses aside. */
+export function relayGauges(
+  gates: readonly Pick<SendingGateState, 'breaker' | 'disabled'>[],
+  now: Date,
+  settings: BreakerSettings,
+): RelayGauges {
+  const inUse = relayInUse(gates, now, settings);
+  return {
+    unavailable: gates.map((gate) =>
+      gate.disabled === undefined && gate.breaker.state !== BREAKER_STATE.closed ? 1 : 0,
+    ),
+    failover: inUse !== undefined && inUse > 0 ? 1 : 0,
+  };
 }

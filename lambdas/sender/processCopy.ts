@@ -44,10 +44,10 @@ import { sendClaimed } from './sendClaimed.js';
  * writeRetry.ts, sendTiming.ts): read the record and admit the copy (or drop it, wait for a lease,
  * move it to the DLQ); settle the attempt a dead sender left behind (a takeover) before anything
  * else, so nothing below leaves a message `sending` without a sender; hold or re-delay what is early;
- * expire what must not go out; pass the sending gate and wait for the send rate
- * (relayGate.ts), then ask again what must not go out, with the clock as it is after the wait
- * (decision 0152); claim only with time for a whole attempt; then send under the lease (sendClaimed.ts). It never throws for an expected
- * situation; it answers with a verdict on the SQS copy.
+ * expire what must not go out; pass the sending gate and wait for the send rate (relayGate.ts), then
+ * ask both again, with the clock and the gate as they are after the wait (decisions 0152, 0163);
+ * claim only with time for a whole attempt; then send under the lease (sendClaimed.ts). It never
+ * throws for an expected situation; it answers with a verdict on the SQS copy.
  */
 export async function processCopy(
   copy: ReceivedCopy,
@@ -108,21 +108,11 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
   // the work at once, and a wait is none, so the batch's other copies go on meanwhile.
   if (arrival.action === 'wait') await lane.away(() => deps.sleep(arrival.milliseconds));
 
-  // What must not go out is settled or held before the gate and the rate: a copy that will not go
-  // spends neither (a night's held copies come round every 15 minutes).
-  const before = await unsentVerdict(run, observed, lane);
-  if (before !== undefined) return before;
-
-  // While the relay is unavailable, throttling us or this kind is paused: back unclaimed, no attempt.
-  const gate = await passGate(run, observed);
-  if (gate.kind === 'held') return gate.verdict;
-  // The rate limit waits before the claim, never under the lease (DESIGN §5), in recipients, at the
-  // rate of the relay the copy leaves through (DESIGN §15).
-  await (gate.relay.rateLimiter ?? UNLIMITED).acquire(pendingRecipients(observed), gate.rateFactor);
-  // The wait for the rate can carry the copy past its not_after or into its quiet hours: the same
-  // decision again, with the clock as it is now, the last one before the claim (decision 0152).
-  const after = await unsentVerdict(run, observed, lane);
-  if (after !== undefined) return after;
+  // Nothing that holds the copy changed while it waited for the rate: the last decision before the claim.
+  const cleared = await clearForSend(run, observed, lane);
+  if (cleared.kind === 'held') return cleared.verdict;
+  const { relay } = cleared;
+  if (cleared.index > 0) deps.metrics.count(SENDER_METRIC.failoverSends, 1, relay.name);
   // Never out of time mid-send: claim only with time left for one whole attempt and its write.
   if (!hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing)) {
     deps.metrics.count(SENDER_METRIC.outOfTime);
@@ -159,7 +149,51 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
   if (!hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing)) {
     return releaseOutOfTime(run, claim.record, owner);
   }
-  return sendClaimed(run, claim.record, owner, body, gate.relay);
+  return sendClaimed(run, claim.record, owner, body, relay);
+}
+
+/**
+ * What stands between the copy and its claim, asked until nothing changed during the send-rate wait:
+ * what must not go out (the deadline, quiet hours: {@link unsentVerdict}), then the sending gate
+ * ({@link passGate}: pauses, breakers, drains, and so the relay the copy leaves through), then the
+ * wait for that relay's rate (DESIGN §5 "Rate", §15: in recipients, before the claim, never under the
+ * lease). The wait can last until the time rule stops it, and meanwhile a deadline passes, a window
+ * opens, the operator pauses sending or disables the relay, its breaker opens. So both are asked
+ * again with the clock and the gate as they are after the wait (the gate's read at most a second
+ * old, decision 0142): the same decisions, not a second copy of them (decisions 0152, 0163). The copy
+ * goes on only when the relay chosen is the one whose rate it waited for; another relay (the first
+ * disabled or down meanwhile) means that relay's rate, then both questions again. A held copy goes
+ * back unclaimed, no attempt spent (DESIGN §2).
+ */
+async function clearForSend(
+  run: CopyRun,
+  observed: MessageStateRecord,
+  lane: Lane,
+): Promise<HeldCopy | GatePassed> {
+  let waitedFor: string | undefined;
+  for (;;) {
+    // What must not go out is settled or held before the gate and the rate: a copy that will not go
+    // spends neither (a night's held copies come round every 15 minutes).
+    const unsent = await unsentVerdict(run, observed, lane);
+    if (unsent !== undefined) return { kind: 'held', verdict: unsent };
+    const gate = await passGate(run, observed);
+    if (gate.kind === 'held' || gate.relay.name === waitedFor) return gate;
+    await (gate.relay.rateLimiter ?? UNLIMITED).acquire(pendingRecipients(observed), gate.rateFactor);
+    waitedFor = gate.relay.name;
+  }
+}
+
+interface HeldCopy {
+  readonly kind: 'held';
+  readonly verdict: CopyVerdict;
+}
+
+/** The relay a copy leaves through (`index` in the list), at `rateFactor` of its rate. */
+interface GatePassed {
+  readonly kind: 'pass';
+  readonly rateFactor: number;
+  readonly relay: SenderRelay;
+  readonly index: number;
 }
 
 /**
@@ -200,26 +234,21 @@ async function unsentVerdict(
 }
 
 /**
- * The sending gate before the rate limit and the claim (sender/relayGate.ts, core/relayBreaker.ts),
- * relay by relay in order (DESIGN §15, core/relays.ts `failoverDecision`): the copy leaves through the
- * first relay whose gate lets it (a relay the operator disabled never does) — a relay whose breaker is open probes when its probe is due, so the
- * first relay is tested once per interval whichever relay the mail leaves through. It goes back
- * unclaimed (no attempt, DESIGN §2) while every relay is unavailable, the relay's throttle holds the
- * fleet, or its kind is paused — visible again about when that may be over.
+ * The sending gate, before the rate limit and again after it (sender/relayGate.ts,
+ * core/relayBreaker.ts), relay by relay in order (DESIGN §15, core/relays.ts `failoverDecision`): the
+ * copy leaves through the first relay whose gate lets it (a relay the operator disabled never does) —
+ * a relay whose breaker is open probes when its probe is due, so the first relay is tested once per
+ * interval whichever relay the mail leaves through. It goes back unclaimed (no attempt, DESIGN §2)
+ * while every relay is unavailable, the relay's throttle holds the fleet, or its kind is paused —
+ * visible again about when that may be over.
  */
-async function passGate(
-  run: CopyRun,
-  observed: MessageStateRecord,
-): Promise<
-  | { readonly kind: 'held'; readonly verdict: CopyVerdict }
-  | { readonly kind: 'pass'; readonly rateFactor: number; readonly relay: SenderRelay }
-> {
+async function passGate(run: CopyRun, observed: MessageStateRecord): Promise<HeldCopy | GatePassed> {
   // A test message's relay is the mailbox simulator (DESIGN §14): it has no gate, so no breaker,
   // pause or throttle holds it, and what it answers never reaches a real relay's breaker. The sweeper
   // asks the same rule (core/sweepDecision.ts `sendersHold`).
   if (!isLiveSide(observed.tenant)) {
     const simulator = { name: SIMULATOR_RELAY, mailer: run.deps.simulator(observed.attempts ?? 0) };
-    return { kind: 'pass', rateFactor: 1, relay: simulator };
+    return { kind: 'pass', rateFactor: 1, relay: simulator, index: 0 };
   }
   // The gates are asked in order, only as far as the decision needs (core/relays.ts).
   const { relays } = run.deps;
@@ -236,8 +265,7 @@ async function passGate(
   }
   const chosen = decision?.kind === 'send' ? relays[decision.index] : undefined;
   if (decision?.kind === 'send' && chosen !== undefined) {
-    if (decision.index > 0) run.deps.metrics.count(SENDER_METRIC.failoverSends, 1, chosen.name);
-    return { kind: 'pass', rateFactor: decision.rateFactor, relay: chosen };
+    return { kind: 'pass', rateFactor: decision.rateFactor, relay: chosen, index: decision.index };
   }
   const held = decision?.kind === 'wait' ? decision : { seconds: 1, cause: 'relay-unavailable' as const };
   if (held.cause !== 'throttled') {

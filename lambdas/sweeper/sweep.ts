@@ -2,7 +2,7 @@ import { errorForLog } from '../core/errorForLog.js';
 import { isTerminal, MESSAGE_STATUS } from '../core/messageStatus.js';
 import { SWEEPER_METRIC } from '../core/metricNames.js';
 import type { PauseState } from '../core/relayBreaker.js';
-import { relayInUse } from '../core/relays.js';
+import { relayGauges, relayInUse } from '../core/relays.js';
 import { decideSweep, pauseHoldsEverything, type SendersHold } from '../core/sweepDecision.js';
 import type { DeadLetterCopies } from '../ports/DeadLetterCopies.js';
 import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
@@ -135,9 +135,14 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
   const gate = deps.gate === undefined ? undefined : await deps.gate.store.read();
   const relays =
     deps.gate === undefined ? undefined : await checkRelays(deps.gate, deps.queue, deps.now(), deps.log);
-  // A gauge per relay (DESIGN §15): 1 while its breaker is not closed.
-  for (const relay of relays ?? []) {
-    deps.metrics?.count(SWEEPER_METRIC.relayUnavailable, relay.state === 'closed' ? 0 : 1, relay.relay);
+  // The relay alarms' gauges (DESIGN §15, docs/runbook.md §5, §5a), every run: a relay's while its
+  // breaker holds its mail (a disabled relay's is 0), and one while mail leaves through a later relay.
+  if (relays !== undefined && deps.gate !== undefined) {
+    const gauges = relayGauges(relays, deps.now(), deps.gate.settings);
+    for (const [index, relay] of relays.entries()) {
+      deps.metrics?.count(SWEEPER_METRIC.relayUnavailable, gauges.unavailable[index] ?? 0, relay.relay);
+    }
+    deps.metrics?.count(SWEEPER_METRIC.relayFailover, gauges.failover);
   }
   // While no relay takes mail (every one unavailable or disabled), the senders hold every live copy;
   // a test message's they never hold, so the pass still runs for it (core/sweepDecision.ts).

@@ -172,22 +172,29 @@ export class Ops extends Construct {
       1,
       cloudwatch.TreatMissingData.IGNORE,
     );
+    // One per relay (DESIGN §15), so a second relay failing while the first is down or drained is
+    // news. The senders publish 1 when they open its breaker or a probe fails; the sweeper, every
+    // run, 1 while its breaker is not closed, 0 once closed or while the relay is disabled (a drained
+    // relay is never probed: its breaker says nothing). A late sweep keeps the state.
+    for (const relay of props.relays ?? [DEFAULT_RELAY]) {
+      alarm(
+        relay === DEFAULT_RELAY ? 'RelayUnavailable' : `RelayUnavailable-${relay}`,
+        `the SMTP relay ${relay} is unavailable (refused, timed out, 421, login or TLS; a disabled relay never is): its breaker is open and nothing is attempted on it; mail leaves through the next available relay of POSTDATE_RELAYS, or with none waits (no attempt counted, nothing dead-lettered); one probe per POSTDATE_RELAY_PROBE_SECONDS; \`postdate relays status\` (docs/runbook.md §5)`,
+        relayMetric(this, SENDER_METRIC.relayUnavailable, relay, 'Maximum', waitingPeriod),
+        1,
+        1,
+        cloudwatch.TreatMissingData.IGNORE,
+      );
+    }
+    // A gauge the sweeper publishes every run from the senders' own rule (core/relays.ts relayInUse):
+    // on for the whole failover, not for each minute a copy happened to leave.
     alarm(
-      'RelayUnavailable',
-      'the SMTP relay is unavailable (refused, timed out, 421, login or TLS): the circuit breaker holds every message, none is attempted or dead-lettered, one probe per POSTDATE_RELAY_PROBE_SECONDS; `postdate sending status` (docs/runbook.md)',
-      // The senders count it while they hold copies or a probe fails; the sweeper publishes 1 while
-      // the breaker is open and 0 once it closed, so a quiet period keeps the state it had.
-      stackMetric(this, SENDER_METRIC.relayUnavailable, 'Maximum', waitingPeriod),
+      'RelayFailover',
+      'mail is leaving through a relay other than the first of POSTDATE_RELAYS (DESIGN §15): the first is unavailable or disabled; when it is enabled and its probe answers the mail returns to it; `postdate relays status` (docs/runbook.md §5a)',
+      stackMetric(this, SWEEPER_METRIC.relayFailover, 'Maximum', waitingPeriod),
       1,
       1,
       cloudwatch.TreatMissingData.IGNORE,
-    );
-    alarm(
-      'RelayFailover',
-      'mail is leaving through a relay other than the first of POSTDATE_RELAYS (DESIGN §15): the first is unavailable; its probe brings the mail back when it answers',
-      stackMetric(this, SENDER_METRIC.failoverSends, 'Sum', ONE_MINUTE),
-      1,
-      1,
     );
     alarm(
       'Api5xx',
@@ -386,6 +393,9 @@ export class Ops extends Construct {
           stackMetric(this, SENDER_METRIC.relayUnavailable, 'Maximum', ONE_MINUTE).with({
             label: 'relay unavailable (breaker open)',
           }),
+          stackMetric(this, SWEEPER_METRIC.relayFailover, 'Maximum', FIVE_MINUTES).with({
+            label: 'mail leaves through a later relay',
+          }),
         ],
         [
           stackMetric(this, SENDER_METRIC.sendingPaused, 'Sum', ONE_MINUTE).with({
@@ -407,7 +417,9 @@ export class Ops extends Construct {
   /** One row for the relays (DESIGN §15): each relay's series, the first relay first. */
   private addRelayRow(dashboard: cloudwatch.Dashboard, relays: readonly string[]): void {
     const each = (name: string, statistic: string) =>
-      relays.map((relay) => relayMetric(this, name, relay, statistic, ONE_MINUTE));
+      relays.map((relay) =>
+        relayMetric(this, name, relay, statistic, ONE_MINUTE).with({ label: `${relay}: ${name}` }),
+      );
     const graph = (title: string, left: cloudwatch.IMetric[], right: cloudwatch.IMetric[] = []) =>
       new cloudwatch.GraphWidget({ title, left, right, width: 8, height: 6 });
     dashboard.addWidgets(

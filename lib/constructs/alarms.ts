@@ -60,7 +60,8 @@ export function stackMetric(
 
 /**
  * One relay's series of a metric the sender publishes per relay (core/metricNames.ts
- * PER_RELAY_METRICS, DESIGN §15): the stack's dimensions and the relay's name.
+ * PER_RELAY_METRICS, DESIGN §15): the stack's dimensions and the relay's name. No label: an alarm on
+ * a labelled metric is written as a metric query, not on the metric's name (give one with `with`).
  */
 export function relayMetric(
   scope: Construct,
@@ -75,6 +76,5 @@ export function relayMetric(
     dimensionsMap: relayMetricDimensions(Stack.of(scope).stackName, relay),
     statistic,
     period,
-    label: `${relay}: ${metricName}`,
   });
 }

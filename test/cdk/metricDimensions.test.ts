@@ -30,6 +30,8 @@ const EVERY_NAME = [
   ...Object.values(SWEEPER_METRIC.waiting),
   SWEEPER_METRIC.redispatched,
   SWEEPER_METRIC.staleDeadLettersRemoved,
+  // The gauge behind RelayFailover (DESIGN §15), published by the sweeper from core/relays.ts relayInUse.
+  SWEEPER_METRIC.relayFailover,
   ...Object.values(WEBHOOK_METRIC),
 ];
 
@@ -158,6 +160,10 @@ function stackEmissions(template: Template): Map<string, Dimensions[]> {
 }
 
 function postdateAlarms(template: Template): { id: string; metricName: string; dimensions: Dimensions }[] {
+  // An alarm on a metric query (a labelled metric is written so) names no metric here: none may be Postdate's.
+  for (const [id, alarm] of Object.entries(template.findResources('AWS::CloudWatch::Alarm'))) {
+    expect(JSON.stringify((alarm as Resource).Properties.Metrics ?? []), id).not.toContain(METRICS.namespace);
+  }
   return Object.entries(template.findResources('AWS::CloudWatch::Alarm'))
     .map(([id, alarm]) => [id, (alarm as Resource).Properties] as const)
     .filter(([, properties]) => properties.Namespace === METRICS.namespace)
@@ -254,6 +260,32 @@ describe.each([
         expect(sets, `${alarm.id} watches ${alarm.metricName}, which no function emits`).not.toHaveLength(0);
         expect(sets, `${alarm.id} in ${deployed.stackName}`).toContainEqual(alarm.dimensions);
       }
+    }
+  });
+
+  it("the relay alarms watch the sweeper's gauges as it writes them: RelayFailover the stack's, RelayUnavailable each relay's (DESIGN §15)", () => {
+    const relayAlarms = (deployed: Deployed) =>
+      postdateAlarms(deployed.template)
+        .filter((alarm) =>
+          new Set<string>([SWEEPER_METRIC.relayFailover, SWEEPER_METRIC.relayUnavailable]).has(
+            alarm.metricName,
+          ),
+        )
+        .map((alarm) => `${alarm.metricName}:${alarm.dimensions.join(',')}`)
+        .sort();
+    const stack = (name: string) => [`service=${METRICS.service}`, `stack=${name}`];
+    for (const [deployed, relays] of [
+      [staging, [DEFAULT_RELAY]],
+      [production, ['primary', 'backup']],
+    ] as const) {
+      const expected = [
+        `${SWEEPER_METRIC.relayFailover}:${stack(deployed.stackName).join(',')}`,
+        ...relays.map(
+          (relay) =>
+            `${SWEEPER_METRIC.relayUnavailable}:${[`relay=${relay}`, ...stack(deployed.stackName)].join(',')}`,
+        ),
+      ];
+      expect(relayAlarms(deployed)).toEqual(expected.sort());
     }
   });
 

@@ -685,10 +685,10 @@ describe('ops: alarms and dashboard', () => {
     // 24 of Ops (RelayUnavailable and RelayFailover among them), and the three of webhooks (failed
     // deliveries, their DLQ, the producer's failures).
     expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(27);
-    // DESIGN §15: an alarm while mail leaves through anything but the first relay.
+    // DESIGN §15: an alarm while mail leaves through anything but the first relay (the sweeper's gauge).
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      MetricName: 'FailoverSends',
-      Statistic: 'Sum',
+      MetricName: 'RelayFailover',
+      Statistic: 'Maximum',
       Threshold: 1,
     });
   });

@@ -7,7 +7,7 @@ import {
   NOT_PAUSED,
   type SendingGateState,
 } from '../../lambdas/core/relayBreaker.js';
-import { failoverDecision, type RelayAdmission, relayInUse } from '../../lambdas/core/relays.js';
+import { failoverDecision, type RelayAdmission, relayGauges, relayInUse } from '../../lambdas/core/relays.js';
 
 /**
  * DESIGN §15: a copy goes to the first relay whose breaker is closed, skipping a relay the operator
@@ -151,6 +151,45 @@ describe('relayInUse (where mail leaves now, pauses aside)', () => {
         );
         const inUse = relayInUse(gates, new Date('2026-12-02T11:00:00.000Z'), settings);
         expect(inUse).toBe(expected === -1 ? undefined : expected);
+      }),
+    );
+  });
+});
+
+/**
+ * The gauges the relay alarms watch (docs/runbook.md §5, §5a): each is on while what its alarm says
+ * is true. A drained relay is the operator's doing and is never probed, so its breaker says nothing.
+ */
+describe('relayGauges (what the relay alarms watch)', () => {
+  const settings = { probeIntervalMs: 5000, probeTimeoutMs: 15_000 };
+  const now = new Date('2026-12-02T11:00:00.000Z');
+  const relay = fc.record({
+    breaker: fc.record({
+      state: fc.constantFrom(BREAKER_STATE.closed, BREAKER_STATE.open, BREAKER_STATE.halfOpen),
+      version: fc.constant(1),
+      probe_at: fc.constantFrom('2026-12-02T10:00:00.000Z', '2026-12-02T12:00:00.000Z'),
+    }),
+    disabled: fc.option(fc.constant({ reason: 'drain', at: '2026-12-02T09:00:00.000Z' }), { nil: undefined }),
+  });
+
+  it("a relay's unavailable gauge is 1 while its breaker is not closed and it is enabled; a drained relay's is 0", () => {
+    fc.assert(
+      fc.property(fc.array(relay, { minLength: 1, maxLength: 5 }), (gates) => {
+        const { unavailable } = relayGauges(gates, now, settings);
+        expect(unavailable).toEqual(
+          gates.map((gate) =>
+            gate.disabled === undefined && gate.breaker.state !== BREAKER_STATE.closed ? 1 : 0,
+          ),
+        );
+      }),
+    );
+  });
+
+  it('failover is 1 exactly while mail leaves through a relay other than the first (relayInUse), 0 through the first or none', () => {
+    fc.assert(
+      fc.property(fc.array(relay, { minLength: 1, maxLength: 5 }), (gates) => {
+        const inUse = relayInUse(gates, now, settings);
+        expect(relayGauges(gates, now, settings).failover).toBe(inUse !== undefined && inUse > 0 ? 1 : 0);
       }),
     );
   });

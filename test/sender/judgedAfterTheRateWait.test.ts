@@ -1,23 +1,36 @@
 /**
- * DESIGN §5 "Deadlines" (past `not_after` a message becomes `expired` instead of being sent) and
- * docs/design.md §16 (a message that comes due inside its quiet hours is held until they end), at
- * the moment that counts: when the copy would go. The send rate (DESIGN §5 "Rate") waits before the
- * claim, and that wait can carry a copy past its deadline or into its window; what was true when the
- * copy arrived no longer is. On DynamoDB Local, the SQS emulator and a real smtp-server; the send
- * rate is one recipient every 10 s on the sender's clock, which the test moves (the bucket's waits
- * advance it), so a second copy waits 10 s behind the first.
+ * DESIGN §5 "Deadlines" (past `not_after` a message becomes `expired` instead of being sent),
+ * docs/design.md §16 (a message that comes due inside its quiet hours is held until they end) and
+ * DESIGN §5/§15 (`sending pause` and `relays disable` take effect within about a second), at the
+ * moment that counts: when the copy would go. The send rate (DESIGN §5 "Rate") waits before the
+ * claim, and that wait can carry a copy past its deadline, into its window, or past the operator's
+ * pause or drain; what was true when the copy arrived no longer is. On DynamoDB Local, the SQS
+ * emulator and real smtp-servers; the send rate is one recipient every 10 s on the sender's clock,
+ * which the test moves (the bucket's waits advance it), so a second copy waits 10 s behind the first.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { PauseEntry } from '../../lambdas/core/relayBreaker.js';
+import { NOT_PAUSED } from '../../lambdas/core/relayBreaker.js';
+import type { RelayProbe } from '../../lambdas/ports/SendingGate.js';
+import { RelayGate } from '../../lambdas/sender/relayGate.js';
+import { DynamoSendingGate, SendingGateItems } from '../../lambdas/store/sendingGate.js';
+import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
+import { BREAKER_SETTINGS } from './breakerHarness.js';
 import {
   contextWithRemaining,
   createSenderRig,
   type SenderRig,
   type SenderWorld,
+  smtpMailer,
   startSenderWorld,
 } from './senderHarness.js';
 
 /** One recipient every 10 s: the bucket holds one token, and the next comes 10 s later. */
 const SLOW_RATE = 0.1;
+
+const HOUR = 3_600_000;
+/** `HH:MM` of a time, in UTC. */
+const hourOf = (ms: number): string => new Date(ms).toISOString().slice(11, 16);
 
 describe('the sender judges deadlines and quiet hours after the send-rate wait', () => {
   let world: SenderWorld;
@@ -65,11 +78,14 @@ describe('the sender judges deadlines and quiet hours after the send-rate wait',
 
   it('holds a copy whose quiet hours begin while it waits for the send rate: no attempt, due at their end', async () => {
     const rig = await createSenderRig(world, { maxSendRate: SLOW_RATE });
-    const start = Date.UTC(2026, 11, 3, 21, 0, 0);
-    const end = Date.UTC(2026, 11, 3, 22, 0, 0);
+    // A window that opens in the future: the sender's clock only moves forward from when its bucket
+    // was made (a clock set back would owe the bucket the difference, and the copy would run out of time).
+    const start = Math.ceil((Date.now() + 60_000) / HOUR) * HOUR;
+    const end = start + HOUR;
     rig.clock.ms = start - 5_000;
     await drainTheBucket(rig);
-    const message = await rig.putMessage({ timeZone: 'UTC', quietHours: { start: '21:00', end: '22:00' } });
+    const quietHours = { start: hourOf(start), end: hourOf(end) };
+    const message = await rig.putMessage({ timeZone: 'UTC', quietHours });
     await rig.dispatch(message);
 
     const { response } = await deliverWithTime(rig);
@@ -80,5 +96,122 @@ describe('the sender judges deadlines and quiet hours after the send-rate wait',
     const held = await rig.state(message.id);
     expect(held).toMatchObject({ status: 'scheduled', attempts: 0, due_at: new Date(end).toISOString() });
     expect(rig.queue.enqueued).toEqual([{ payload: { id: message.id, rev: 1 }, delaySeconds: 900 }]);
+  });
+});
+
+describe("the sender reads the sending gate again after the send-rate wait: the operator's pause and drain hold copies already waiting", () => {
+  let world: SenderWorld;
+  let backup: TestSmtpServer;
+  beforeEach(async () => {
+    [world, backup] = await Promise.all([startSenderWorld(), startSmtpServer()]);
+    world.smtp.script();
+    backup.script();
+  });
+  afterEach(async () => {
+    await world.close();
+    await backup.close();
+  });
+
+  /** Never asked: no breaker opens in these tests. */
+  const NO_PROBE: RelayProbe = { probe: async () => ({ ok: true, durationMs: 1 }) };
+
+  /**
+   * A sender as the wiring builds it (sender/senderDependencies.ts): each relay's gate on the one
+   * Query of the gate's items, a read kept a second (decision 0142), all on the sender's clock. The
+   * first relay is the world's smtp-server at SLOW_RATE; `backup`, when named, has no rate. `whileWaiting`
+   * runs once, in the first wait the sender makes (the rate's): the operator acts while copies wait.
+   */
+  function gatedRig(rig: SenderRig, first: string, whileWaiting: () => Promise<void>, withBackup = false) {
+    const items = new SendingGateItems(world.documents, world.tableName, () => rig.clock.ms);
+    const gate = (relay: string) =>
+      new RelayGate({
+        store: new DynamoSendingGate(world.documents, world.tableName, relay, items),
+        probe: NO_PROBE,
+        queue: rig.queue,
+        settings: BREAKER_SETTINGS,
+        now: rig.clock.now,
+        random: () => 0,
+        cacheMs: 1000,
+        log: rig.log,
+        metrics: rig.metrics,
+        relay,
+      });
+    const backupMailer = smtpMailer(backup);
+    let acted = false;
+    const handler = rig.newHandler({
+      relayGate: gate(first),
+      relayName: first,
+      ...(withBackup ? { failover: [{ name: 'backup', mailer: backupMailer, gate: gate('backup') }] } : {}),
+      sleep: async (milliseconds) => {
+        if (!acted) {
+          acted = true;
+          await whileWaiting();
+        }
+        rig.sleeps.push(milliseconds);
+        rig.clock.advance(milliseconds);
+      },
+    });
+    return { handler, close: () => backupMailer.close() };
+  }
+
+  /** A first message takes the bucket's one token (no wait), then three copies wait for the rate in one batch. */
+  async function threeWaiting(rig: SenderRig, handler: ReturnType<typeof gatedRig>['handler']) {
+    const first = await rig.putMessage();
+    await rig.dispatch(first);
+    await rig.run(await rig.receive({ max: 1, waitSeconds: 3 }), handler, contextWithRemaining(120_000));
+    expect(rig.received(first.id)).toHaveLength(1);
+    const messages = await Promise.all([1, 2, 3].map(() => rig.putMessage()));
+    for (const message of messages) await rig.dispatch(message);
+    const records: Awaited<ReturnType<SenderRig['receive']>> = [];
+    while (records.length < messages.length) {
+      const more = await rig.receive({ max: 10, waitSeconds: 3 });
+      expect(more.length).toBeGreaterThan(0);
+      records.push(...more);
+    }
+    const response = await rig.run(records, handler, contextWithRemaining(120_000));
+    return { messages, records, response };
+  }
+
+  const drain: PauseEntry = { reason: 'maintenance', at: '2026-12-03T10:00:00.000Z' };
+
+  it('sending paused while copies wait for the rate: the relay receives none of them; no attempt, back unclaimed', async () => {
+    const rig = await createSenderRig(world, { maxSendRate: SLOW_RATE });
+    const operator = new DynamoSendingGate(world.documents, world.tableName);
+    const { handler, close } = gatedRig(rig, 'default', async () => {
+      const pause = { version: 1, kinds: {}, all: { ...drain, reason: 'incident', except: [] } };
+      expect(await operator.writePause(NOT_PAUSED, pause)).toBe('written');
+    });
+
+    const { messages, records, response } = await threeWaiting(rig, handler);
+    await close();
+
+    // The pause was visible after the wait: a read of the gate at most a second old came after it.
+    expect(rig.sleeps.length).toBeGreaterThan(0);
+    for (const message of messages) {
+      expect(rig.received(message.id)).toEqual([]);
+      expect(await rig.state(message.id)).toMatchObject({ status: 'scheduled', attempts: 0 });
+    }
+    expect(response.batchItemFailures.map((failure) => failure.itemIdentifier).sort()).toEqual(
+      records.map((record) => record.messageId).sort(),
+    );
+    expect(rig.metrics.of('SendingPaused')).toBe(3);
+  });
+
+  it('the relay disabled while copies wait in its rate: none go to it; each leaves through the next relay, once', async () => {
+    const rig = await createSenderRig(world, { maxSendRate: SLOW_RATE });
+    const primary = new DynamoSendingGate(world.documents, world.tableName, 'primary');
+    const { handler, close } = gatedRig(rig, 'primary', () => primary.setDisabled(drain), true);
+
+    const { messages, response } = await threeWaiting(rig, handler);
+    await close();
+
+    expect(response.batchItemFailures).toEqual([]);
+    for (const message of messages) {
+      expect(rig.received(message.id)).toEqual([]);
+      expect(backup.received.filter((mail) => mail.postdateId === message.id)).toHaveLength(1);
+      expect(await rig.state(message.id)).toMatchObject({ status: 'sent', attempts: 1, relay: 'backup' });
+    }
+    // One failover send counted per copy that left through the backup (the metric behind RelayFailover).
+    expect(rig.metrics.of('FailoverSends', 'backup')).toBe(3);
   });
 });

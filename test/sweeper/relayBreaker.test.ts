@@ -93,3 +93,78 @@ describe('the sweeper and the relay breaker', () => {
     expect(w.queue.of(later.id)).toBe(0);
   });
 });
+
+/**
+ * The gauges the relay alarms watch (DESIGN §15, docs/runbook.md §5a), published by every sweep: a
+ * relay's `RelayUnavailable` while its breaker holds the mail that would leave through it, and
+ * `RelayFailover` while mail leaves through a relay other than the first — each on for as long as it
+ * is true, so an alarm on it notifies when it starts and when it ends, not every quiet minute.
+ */
+describe('the relay gauges the sweeper publishes', () => {
+  const OPENED_AT = new Date(Date.now() - 3_600_000);
+  const openBreaker = (token: string) => {
+    const open = opened(NEVER_OPENED, { reason: 'ESOCKET: refused' }, OPENED_AT, SETTINGS, token);
+    if (open === undefined) throw new Error('opens');
+    return open;
+  };
+  const drain = { reason: 'provider maintenance', at: OPENED_AT.toISOString() };
+
+  async function relaysWorld() {
+    const w = await sweepWorld('sweep-gauges', ['primary', 'backup']);
+    const primary = new DynamoSendingGate(w.documents, w.tableName, 'primary');
+    const backup = new DynamoSendingGate(w.documents, w.tableName, 'backup');
+    /** The gauges of one run: each relay's `RelayUnavailable`, and `RelayFailover`. */
+    const gaugesOf = async () => {
+      w.gauges.length = 0;
+      await w.run(new Date());
+      const of = (name: string) =>
+        w.gauges.filter((gauge) => gauge.name === name).map(({ value, relay }) => [relay, value]);
+      return { unavailable: of('RelayUnavailable'), failover: of('RelayFailover') };
+    };
+    return { primary, backup, gaugesOf };
+  }
+
+  it('RelayFailover is 0 while mail leaves through the first relay, 1 while it leaves through another, 0 again when none takes it', async () => {
+    const { primary, backup, gaugesOf } = await relaysWorld();
+    expect((await gaugesOf()).failover).toEqual([[undefined, 0]]);
+
+    await primary.writeBreaker(NEVER_OPENED, openBreaker('21'));
+    expect(await gaugesOf()).toEqual({
+      unavailable: [
+        ['primary', 1],
+        ['backup', 0],
+      ],
+      failover: [[undefined, 1]],
+    });
+
+    // The backup down too: nothing leaves through another relay; the backup's own gauge says why.
+    await backup.writeBreaker(NEVER_OPENED, openBreaker('22'));
+    expect(await gaugesOf()).toEqual({
+      unavailable: [
+        ['primary', 1],
+        ['backup', 1],
+      ],
+      failover: [[undefined, 0]],
+    });
+  });
+
+  it('a drained relay counts as available: its RelayUnavailable is 0 whatever its breaker, so the next relay failing is news', async () => {
+    const { primary, backup, gaugesOf } = await relaysWorld();
+    // Opened, then drained: a disabled relay is never probed, so its breaker stays open.
+    await primary.writeBreaker(NEVER_OPENED, openBreaker('23'));
+    await primary.setDisabled(drain);
+    expect(await gaugesOf()).toEqual({
+      unavailable: [
+        ['primary', 0],
+        ['backup', 0],
+      ],
+      failover: [[undefined, 1]],
+    });
+
+    await backup.writeBreaker(NEVER_OPENED, openBreaker('24'));
+    expect((await gaugesOf()).unavailable).toEqual([
+      ['primary', 0],
+      ['backup', 1],
+    ]);
+  });
+});
