@@ -82,7 +82,8 @@ export type DeadLetterCare =
 /**
  * The one rule for a copy in the send DLQ: delete a stale one (`staleDeadLetter`, a copy of an
  * earlier death included); of a waiting dead message's marked copies keep one — a second is deleted
- * (`keptAlready`: one of its copies is kept, or was just renewed, in this walk) — and renew the one
+ * (`keptAlready`: another of its copies — another SQS message, never the same one handed back
+ * twice — is kept, or was just renewed, in this walk) — and renew the one
  * kept once it is `DEAD_LETTER_RENEW_AGE_MS` old, so that it never reaches the queue's retention:
  * the fresh copy is made from the record (core/dispatchPayload.ts `deadLetterPayload`), so a copy
  * parked before its death was named (decision 0149) comes back naming it. Everything else stays as it is. Never leaves
