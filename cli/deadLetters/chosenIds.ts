@@ -18,8 +18,8 @@ export function assertMessageIds(ids: readonly string[]): void {
 /** What a handler did with one chosen copy: took it off (`done`), left it (`keep`), or was refused. */
 export type ChosenOutcome = 'done' | 'keep' | 'refused';
 /**
- * A copy of a chosen id that is not its message's current one (a copy of an earlier death, decision
- * 0149): taken off (`done`) or left (`keep`), and the walk looks on for the current one.
+ * A copy of a chosen id that is not its message's current one (of an earlier death, or unmarked:
+ * decisions 0149, 0167): taken off (`done`) or left (`keep`), and the walk looks on for the current one.
  */
 export interface EarlierCopy {
   readonly earlier: 'done' | 'keep';

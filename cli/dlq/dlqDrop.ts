@@ -37,7 +37,8 @@ export type DropStep =
   | { readonly kind: 'discard' }
   /**
    * The message moved on (or is gone): the copy is only deleted. `earlier`: it still waits in `dead`,
-   * and this was a copy of an earlier death; its current copy may be further on in the DLQ.
+   * and this copy is not one a redrive sends (of an earlier death, or unmarked: decisions 0149, 0167);
+   * its current copy may be further on in the DLQ.
    */
   | { readonly kind: 'delete'; readonly reason: string; readonly earlier?: true }
   /** The copy is a live message's current one (the queue's backstop): it stays. */
@@ -116,7 +117,7 @@ export async function dlqDrop(deps: DropDeps, options: DropOptions, out: Output)
       if (row.outcome === 'kept') return 'refused';
       if (!dryRun) await dlq.remove(letter.receipt);
       const done = dryRun ? 'keep' : 'done';
-      // A copy of an earlier death: the message still waits, so look on for its current copy.
+      // Not its death's copy (an earlier death's, or unmarked): the message still waits, so look on for it.
       return earlier ? { earlier: done } : done;
     },
   );

@@ -20,12 +20,14 @@ export interface DeadLetter {
  * send anything (the sender drops it, core/sendDecision.ts `admitCopy`) — or `undefined` when it is
  * not. Stale: the record is gone (`null`: the caller knows it is, not merely that a read missed it),
  * it is at another rev (DESIGN §2: a manual retry gave it rev + 1 and a new copy), it ended in a
- * status that waits for nobody (`sent`, `cancelled`, …), or it is a marked copy (`"dlq": true`) of
- * an earlier death of a message that died again (core/sendDecision.ts `redrivesDeath`, decision
- * 0149). Never stale: the current copy of a message that waits for an operator (`dead`'s copy is its
- * only one, §5 "Dead means dead") or of a live message (the queue's backstop). The one rule for both
- * who take stale copies off the DLQ: the sweeper on every run (lambdas/sweeper/staleDeadLetters.ts)
- * and `postdate dlq drop` (decision 0141).
+ * status that waits for nobody (`sent`, `cancelled`, …), or its message is `dead` and a redrive of it
+ * would not send it (core/sendDecision.ts `redrivesDeath`, the sender's own rule): a marked copy
+ * (`"dlq": true`) of an earlier death of a message that died again (decision 0149), or an unmarked
+ * one, which the send queue's backstop parked (decision 0167; a redrive gives it a new SQS id, so it
+ * is never the record's `dead_copy` again). Never stale: the current copy of a message that waits for
+ * an operator (`dead`'s: the marked copy naming its death, its only one, §5 "Dead means dead") or of
+ * a live message (the queue's backstop). The one rule for both who take stale copies off the DLQ:
+ * the sweeper on every run (lambdas/sweeper/staleDeadLetters.ts) and `postdate dlq drop` (decision 0141).
  */
 export function staleDeadLetter(copy: DeadLetter, record: DeadLetterRecord | null): string | undefined {
   if (record === null) return 'no record (expired or never written)';
@@ -33,9 +35,10 @@ export function staleDeadLetter(copy: DeadLetter, record: DeadLetterRecord | nul
   if (isTerminal(record.status) && !isWaitingForOperator(record.status))
     return `ended already (${record.status})`;
   const mark = { fromDeadLetters: copy.dlq === true, death: copy.death };
-  if (record.status === MESSAGE_STATUS.dead && mark.fromDeadLetters && !redrivesDeath(mark, record))
-    return `of an earlier death: the message died again after ${record.attempts ?? 0} attempts`;
-  return undefined;
+  if (record.status !== MESSAGE_STATUS.dead || redrivesDeath(mark, record)) return undefined;
+  return mark.fromDeadLetters
+    ? `of an earlier death: the message died again after ${record.attempts ?? 0} attempts`
+    : 'unmarked, as the send queue’s backstop parked it: a redrive of it is dropped';
 }
 
 const DAY_MS = 86_400_000;
@@ -80,13 +83,15 @@ export type DeadLetterCare =
   | { readonly kind: 'renew' };
 
 /**
- * The one rule for a copy in the send DLQ: delete a stale one (`staleDeadLetter`, a copy of an
- * earlier death included); of a waiting dead message's marked copies keep one — a second is deleted
- * (`keptAlready`: one of its copies is kept, or was just renewed, in this walk) — and renew the one
- * kept once it is `DEAD_LETTER_RENEW_AGE_MS` old, so that it never reaches the queue's retention:
- * the fresh copy is made from the record (core/dispatchPayload.ts `deadLetterPayload`), so a copy
- * parked before its death was named (decision 0149) comes back naming it. Everything else stays as it is. Never leaves
- * a waiting dead message without a copy: only a second copy is deleted, and a renewal sends first.
+ * The one rule for a copy in the send DLQ: delete a stale one (`staleDeadLetter`: of a dead message,
+ * every copy a redrive would not send — of an earlier death, or unmarked); of a waiting dead message's
+ * copies of its death keep one — a second is deleted (`keptAlready`: another of its copies, another
+ * SQS message, never the same one handed back twice, is kept or was just renewed in this walk) — and
+ * renew the one kept once it is `DEAD_LETTER_RENEW_AGE_MS` old, so that it never reaches the queue's
+ * retention: the fresh copy is made from the record (core/dispatchPayload.ts `deadLetterPayload`), so
+ * a copy parked before its death was named (decision 0149) comes back naming it. Everything else
+ * stays as it is. Never leaves a waiting dead message without a copy a redrive sends: only a second
+ * one is deleted, and a renewal sends first.
  */
 export function deadLetterCare(
   copy: DeadLetter & { readonly dlq: boolean; readonly ageMs: number },
@@ -95,7 +100,8 @@ export function deadLetterCare(
 ): DeadLetterCare {
   const stale = staleDeadLetter(copy, record);
   if (stale !== undefined || record === null) return { kind: 'delete', reason: stale ?? 'no record' };
-  if (!copy.dlq || !waitsInDeadLetters(record)) return { kind: 'keep' };
+  // Past `staleDeadLetter`, a waiting dead message's copy is one that redrives its death.
+  if (!waitsInDeadLetters(record)) return { kind: 'keep' };
   if (keptAlready) return { kind: 'delete', reason: 'a second copy of a waiting dead message' };
   return copy.ageMs >= DEAD_LETTER_RENEW_AGE_MS ? { kind: 'renew' } : { kind: 'keep' };
 }

@@ -10,8 +10,14 @@ import type { DeadLetterCopies, DeadLetterCopy } from '../ports/DeadLetterCopies
 import type { DueEntry } from '../ports/DueIndex.js';
 import type { SweepRecords } from '../ports/SweepRecords.js';
 
-/** How long a walk hides the copies it received; it releases them at its end (seconds, not this). */
-export const DEAD_LETTER_HIDE_SECONDS = 30;
+/**
+ * How long a walk receives (seconds). Each receive hides its copies until the walk's end and
+ * `DEAD_LETTER_HIDE_MARGIN_SECONDS` more, so none comes back to the walk while it lasts (it releases
+ * them at its end), and a run that dies mid-walk leaves none hidden longer than that.
+ */
+export const DEAD_LETTER_WALK_SECONDS = 20;
+/** Past the walk's end: its last batch's reads, puts and deletes, then its release. */
+export const DEAD_LETTER_HIDE_MARGIN_SECONDS = 10;
 /** At most this many copies received per run: a run stays bounded, the next one goes on. */
 export const DEAD_LETTER_MAX_RECEIVED = 1000;
 /** At most this many copies made from records per run. */
@@ -29,7 +35,7 @@ export type DeadLetterWalk =
 export interface DeadLetterSweep {
   /** The run walked the DLQ, and why; undefined: it did not. */
   readonly walked: DeadLetterWalk | undefined;
-  /** Copies received (each once). */
+  /** Copies received, each counted once (SQS may hand one back; it is judged once, decision 0167). */
   readonly received: number;
   /** Copies deleted: stale ones, and second copies of one dead message. */
   readonly removed: number;
@@ -84,8 +90,9 @@ interface Tally {
  * only one, so one GetQueueAttributes compared with the count of waiting dead messages tells when to
  * walk: more copies (a stale one: a manual retry gave its message rev + 1, or its message died again;
  * or a second copy of one message), fewer (a dead message without a copy), or — the counts equal —
- * when a copy may have reached the renewal age. A walk receives every copy (hidden while it lasts,
- * never received twice), reads their records consistently, and applies core/staleDeadLetter.ts
+ * when a copy may have reached the renewal age. A walk receives every copy (hidden until it ends;
+ * one SQS hands back is known by its SQS id: judged once, then only released, never taken for a
+ * second copy), reads their records consistently, and applies core/staleDeadLetter.ts
  * `deadLetterCare`: deletes the stale (a copy of an earlier death too, decision 0149) and the second
  * copies, replaces an old copy by a fresh one made from the record (sent first, then the old one
  * deleted), and makes every other copy visible again at once when it ends, so `dlq show` and a
@@ -161,42 +168,61 @@ interface Walk {
 
 async function walkCopies(deps: DeadLetterSweepDeps, tally: Tally): Promise<Walk> {
   const maxReceived = deps.maxReceived ?? DEAD_LETTER_MAX_RECEIVED;
-  const kept: string[] = [];
-  /** The fresh copies this walk put in: received again, they are left alone. */
-  const fresh = new Set<string>();
+  const endsAt = deps.now().getTime() + DEAD_LETTER_WALK_SECONDS * 1000;
+  /**
+   * Every copy this walk received or put, by its SQS id. SQS may hand a copy back (a standard queue
+   * delivers at least once): met again, it is the same copy, judged already — never a second one.
+   */
+  const seen = new Set<string>();
+  /** The copies released when the walk ends, by SQS id: the newest receipt (an older one moves nothing). */
+  const kept = new Map<string, string>();
   const waiting = new Set<string>();
   let nextRenewalAt: number | undefined;
   const keepsUntil = (sentAt: number) => {
     const at = sentAt + DEAD_LETTER_RENEW_AGE_MS;
     nextRenewalAt = nextRenewalAt === undefined ? at : Math.min(nextRenewalAt, at);
   };
+  /** Copies SQS handed over, repeats included: what bounds the walk. */
+  let handed = 0;
   let complete = false;
   let error: string | undefined;
   try {
-    while (tally.received < maxReceived) {
+    while (handed < maxReceived) {
+      const left = endsAt - deps.now().getTime();
+      if (left <= 0) break;
       const batch = await deps.deadLetters.receive(
-        Math.min(SQS_MAX_BATCH, maxReceived - tally.received),
-        DEAD_LETTER_HIDE_SECONDS,
+        Math.min(SQS_MAX_BATCH, maxReceived - handed),
+        Math.ceil(left / 1000) + DEAD_LETTER_HIDE_MARGIN_SECONDS,
       );
       if (batch.length === 0) {
         complete = true;
         break;
       }
-      tally.received += batch.length;
-      const copies = batch.map((letter) => ({ letter, parsed: parseDispatchPayload(letter.body) }));
+      handed += batch.length;
+      const firstSight: DeadLetterCopy[] = [];
+      for (const letter of batch) {
+        if (seen.has(letter.messageId)) kept.set(letter.messageId, letter.receipt);
+        else {
+          seen.add(letter.messageId);
+          firstSight.push(letter);
+        }
+      }
+      tally.received += firstSight.length;
+      if (firstSight.length === 0) continue;
+      const copies = firstSight.map((letter) => ({ letter, parsed: parseDispatchPayload(letter.body) }));
       const records = await deps.records.read(
         copies.flatMap(({ parsed }) => (parsed.ok ? [parsed.payload.id] : [])),
       );
       const now = deps.now().getTime();
-      const gone: string[] = [];
+      const gone: DeadLetterCopy[] = [];
       const replaced = new Set<string>();
       /** Copies to renew, each with the fresh copy made from its record. */
       const old: { letter: DeadLetterCopy; body: string }[] = [];
       for (const { letter, parsed } of copies) {
         const record = parsed.ok ? records.get(parsed.payload.id) : undefined;
         // An unread record is not a gone one (a batch read may leave keys unprocessed): it stays.
-        if (fresh.has(letter.messageId) || !parsed.ok || record === undefined) {
-          kept.push(letter.receipt);
+        if (!parsed.ok || record === undefined) {
+          kept.set(letter.messageId, letter.receipt);
           continue;
         }
         const { id, rev, dlq, death } = parsed.payload;
@@ -205,10 +231,10 @@ async function walkCopies(deps: DeadLetterSweepDeps, tally: Tally): Promise<Walk
           record,
           waiting.has(id),
         );
-        if (care.kind === 'delete') gone.push(letter.receipt);
+        if (care.kind === 'delete') gone.push(letter);
         else if (care.kind === 'renew')
           old.push({ letter, body: encodeDispatchPayload(deadLetterPayload({ ...record, id })) });
-        else kept.push(letter.receipt);
+        else kept.set(letter.messageId, letter.receipt);
         if (care.kind !== 'delete' && dlq === true && waitsInDeadLetters(record) && record.rev === rev) {
           waiting.add(id);
           if (care.kind === 'keep') keepsUntil(letter.sentAt);
@@ -220,28 +246,30 @@ async function walkCopies(deps: DeadLetterSweepDeps, tally: Tally): Promise<Walk
       old.forEach(({ letter }, i) => {
         const renewedId = renewedIds[i];
         if (renewedId === undefined) {
-          kept.push(letter.receipt);
+          kept.set(letter.messageId, letter.receipt);
           keepsUntil(letter.sentAt);
           return;
         }
-        fresh.add(renewedId);
+        // Received later in this walk, the fresh copy is left alone.
+        seen.add(renewedId);
         keepsUntil(now);
         tally.renewed++;
         replaced.add(letter.receipt);
-        gone.push(letter.receipt);
+        gone.push(letter);
       });
       if (gone.length === 0) continue;
-      const { refused } = await deps.deadLetters.remove(gone);
-      const removed = gone.filter((receipt) => !refused.includes(receipt));
-      tally.removed += removed.filter((receipt) => !replaced.has(receipt)).length;
+      const { refused } = await deps.deadLetters.remove(gone.map((letter) => letter.receipt));
+      const removed = gone.filter((letter) => !refused.includes(letter.receipt));
+      tally.removed += removed.filter((letter) => !replaced.has(letter.receipt)).length;
       tally.refused += refused.length;
-      kept.push(...refused);
+      for (const letter of gone)
+        if (refused.includes(letter.receipt)) kept.set(letter.messageId, letter.receipt);
     }
   } catch (caught) {
     error = errorName(caught);
   } finally {
     try {
-      await deps.deadLetters.release(kept);
+      await deps.deadLetters.release([...kept.values()]);
     } catch (caught) {
       // They come back by themselves when their hiding ends.
       error ??= errorName(caught);

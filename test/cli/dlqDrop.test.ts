@@ -1,15 +1,18 @@
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type DropDeps, dlqDrop, dropDecision } from '../../cli/dlqCommands.js';
 import { type MessagesDeps, messagesRetry, readState } from '../../cli/messagesCommands.js';
 import { memoryOutput } from '../../cli/output.js';
+import { encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import {
   isTerminal,
   isWaitingForOperator,
   MESSAGE_STATUSES,
   type MessageStatus,
 } from '../../lambdas/core/messageStatus.js';
+import { redrivesDeath } from '../../lambdas/core/sendDecision.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { messagePk } from '../../lambdas/store/messageRecord.js';
@@ -213,6 +216,32 @@ describe('postdate dlq drop', () => {
     expect(await drainIds(t.sqs, t.urls.sendDeadLetter)).toHaveLength(10);
   });
 
+  it("gives the message up even when the walk meets first the plain copy the queue's backstop parked at its first death (decision 0167): that copy is deleted and the walk looks on for the copy naming its death", async () => {
+    const t = await setUp();
+    const dead = await t.endedAs('dead');
+    const others = await Promise.all(Array.from({ length: 10 }, () => t.endedAs('dead')));
+    const copies = [
+      { id: dead.id, rev: dead.rev },
+      ...others.map((other) => ({ id: other.id, rev: other.rev, dlq: true, death: other.death })),
+      { id: dead.id, rev: dead.rev, dlq: true, death: dead.death },
+    ];
+    for (const copy of copies)
+      await t.sqs.send(
+        new SendMessageCommand({ QueueUrl: t.urls.sendDeadLetter, MessageBody: encodeDispatchPayload(copy) }),
+      );
+    await eventually(
+      '12 copies visible',
+      async () => (await visibleCount(t.sqs, t.urls.sendDeadLetter)) === 12,
+    );
+
+    const report = await dlqDrop(t.deps, { ids: [dead.id] }, memoryOutput({ json: true }));
+
+    expect(report.ok).toBe(true);
+    expect(report.results.map((row) => row.outcome).sort()).toEqual(['discarded', 'dropped']);
+    expect(await t.state(dead.id)).toMatchObject({ status: 'dead', discarded_at: t.now.toISOString() });
+    expect((await drainIds(t.sqs, t.urls.sendDeadLetter)).map((copy) => copy.id)).not.toContain(dead.id);
+  });
+
   it('reports ids that are not in the DLQ and fails', async () => {
     const t = await setUp();
     const dead = await t.endedAs('dead');
@@ -226,24 +255,29 @@ describe('postdate dlq drop', () => {
 
 describe('dropDecision', () => {
   const status = fc.constantFrom(...MESSAGE_STATUSES);
+  const death = fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined });
   const record = fc.option(
     fc.record({
       status,
       rev: fc.integer({ min: 1, max: 5 }),
+      attempts: fc.integer({ min: 1, max: 4 }),
+      death,
       expires_at: fc.option(fc.nat(), { nil: undefined }),
     }),
     { nil: null },
   );
   const copyRev = fc.integer({ min: 1, max: 5 });
 
-  it('ends the message only when the copy is its current one and it still waits for an operator', () => {
+  it("ends the message only when the copy is its current one — a dead message's: the copy a redrive would send (decisions 0149, 0167) — and it still waits for an operator", () => {
     fc.assert(
-      fc.property(copyRev, record, (rev, current) => {
-        const step = dropDecision({ rev }, current);
+      fc.property(copyRev, fc.boolean(), death, record, (rev, marked, carried, current) => {
+        const step = dropDecision({ rev, dlq: marked, death: carried }, current);
         const waits =
           current !== null &&
           current.rev === rev &&
           isWaitingForOperator(current.status) &&
+          (current.status !== 'dead' ||
+            redrivesDeath({ fromDeadLetters: marked, death: carried }, current)) &&
           current.expires_at === undefined;
         expect(step.kind === 'discard').toBe(waits);
       }),
@@ -260,16 +294,18 @@ describe('dropDecision', () => {
     );
   });
 
-  it('gives a dead message up only for a marked copy of its current death; a copy of an earlier one is only deleted (decision 0149)', () => {
+  it('gives a dead message up only for a marked copy of its current death; a copy of an earlier one (decision 0149) or an unmarked one the backstop parked (decision 0167) is only deleted, and the walk looks on', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 1, max: 9 }),
         fc.integer({ min: 1, max: 9 }),
         fc.boolean(),
-        (attempts, carried, named) => {
+        fc.boolean(),
+        (attempts, carried, named, marked) => {
           const dead = { status: 'dead' as const, rev: 1, attempts, ...(named ? { death: attempts } : {}) };
-          const step = dropDecision({ rev: 1, dlq: true, death: carried }, dead);
-          expect(step.kind).toBe(carried === attempts ? 'discard' : 'delete');
+          const step = dropDecision({ rev: 1, dlq: marked, death: carried }, dead);
+          if (marked && carried === attempts) expect(step).toEqual({ kind: 'discard' });
+          else expect(step).toMatchObject({ kind: 'delete', earlier: true });
         },
       ),
     );

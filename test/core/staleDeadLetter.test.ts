@@ -49,27 +49,29 @@ describe('staleDeadLetter', () => {
     );
   });
 
-  it("calls a dead message's marked copy stale exactly when its redrive would not send it: a copy of an earlier death (decision 0149)", () => {
+  it("calls a dead message's copy stale exactly when its redrive would not send it: a copy of an earlier death (decision 0149) or an unmarked one the queue's backstop parked (decision 0167)", () => {
     fc.assert(
-      fc.property(rev, attempts, death, death, (at, tried, named, carried) => {
+      fc.property(rev, attempts, death, fc.boolean(), death, (at, tried, named, marked, carried) => {
         const dead = { status: 'dead' as const, rev: at, attempts: tried, death: named };
-        const letter = { rev: at, dlq: true, death: carried };
+        const letter = { rev: at, dlq: marked, death: carried };
+        // A redrive, console or CLI, puts a new SQS message on the send queue: never the record's `dead_copy`.
         const admission = admitCopy(
           dead,
-          { rev: at, sqsMessageId: 'moved', fromDeadLetters: true, death: carried },
+          { rev: at, sqsMessageId: 'moved', fromDeadLetters: marked, death: carried },
           NOW,
         );
         expect(staleDeadLetter(letter, dead) === undefined).toBe(admission.kind === 'proceed');
         if (staleDeadLetter(letter, dead) !== undefined)
-          expect(staleDeadLetter(letter, dead)).toMatch(/earlier death/);
+          expect(staleDeadLetter(letter, dead)).toMatch(marked ? /earlier death/ : /backstop/);
       }),
     );
   });
 
-  it('never calls stale the current copy of a message that waits for an operator or is live', () => {
+  it("never calls stale the current copy of a message that waits for an operator or is live (a dead message's: the marked copy naming its death)", () => {
     fc.assert(
-      fc.property(rev, status, (at, current) => {
-        const stale = staleDeadLetter({ rev: at }, { status: current, rev: at });
+      fc.property(rev, status, attempts, (at, current, tried) => {
+        const record = { status: current, rev: at, attempts: tried, death: tried };
+        const stale = staleDeadLetter({ rev: at, dlq: true, death: tried }, record);
         expect(stale === undefined).toBe(isWaitingForOperator(current) || !isTerminal(current));
       }),
     );
@@ -176,7 +178,7 @@ describe('deadLetterCare', () => {
     );
   });
 
-  it('leaves a waiting dead message exactly one of the marked copies of its death, none of an earlier one, whatever order a walk meets them in', () => {
+  it('leaves a waiting dead message exactly one of the marked copies of its death, none of an earlier one nor an unmarked one, whatever order a walk meets them in', () => {
     fc.assert(
       fc.property(
         fc.array(fc.record({ dlq: fc.boolean(), death, ageMs: fc.integer({ min: 0, max: 14 * DAY }) }), {
@@ -197,8 +199,8 @@ describe('deadLetterCare', () => {
               kept = true;
               survivors++;
             }
-            // An unmarked copy (the queue's backstop) is not what a redrive sends: it stays, and is no copy kept.
-            if (!letter.dlq) expect(care.kind).toBe('keep');
+            // An unmarked copy (the queue's backstop) is not what a redrive sends: it goes (decision 0167).
+            if (!letter.dlq) expect(care.kind).toBe('delete');
           }
           expect(survivors).toBe(letters.some(ofThisDeath) ? 1 : 0);
         },

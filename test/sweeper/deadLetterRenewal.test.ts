@@ -255,6 +255,31 @@ describe("the sweeper keeps a waiting dead message's copy in the DLQ", () => {
       markedCopy(dead),
     ]);
   });
+  it("takes off the plain copy the queue's backstop parked at a first death, once the death's own copy is made, and keeps that one (decision 0167)", async () => {
+    const t = await setUp();
+    const dead = await t.endedAs('dead');
+    // Every move of the copy that died was refused; the backstop moved it as it was: `{v, id, rev}`.
+    await t.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: t.urls.sendDeadLetter,
+        MessageBody: encodeDispatchPayload({ id: dead.id, rev: dead.rev }),
+      }),
+    );
+
+    const sweepOnce = t.sweeperAhead(20 * 60_000);
+    await sweepOnce();
+    await t.settled(1);
+    // The counts are equal now: the next run does not walk, and nothing is left to take off.
+    await sweepOnce();
+    await t.settled(1);
+
+    expect((await copiesIn(t.sqs, t.urls.sendDeadLetter)).map((copy) => copy.body)).toEqual([
+      markedCopy(dead),
+    ]);
+    const walks = t.lines.filter((entry) => /DLQ/.test(entry.message));
+    expect(walks.map((entry) => entry.fields)).toEqual([expect.objectContaining({ made: 1, removed: 1 })]);
+  });
+
   it('makes the copy of a death whose move to the DLQ was never recorded, once the sender had time for it, and takes off the copy the backstop parked instead (decision 0159)', async () => {
     const t = await setUp();
     const dead = await t.endedAs('dead');
