@@ -1,3 +1,4 @@
+import { isAllowedFrom } from './addresses.js';
 import { backoffSeconds, configBackoffSeconds } from './backoff.js';
 import { FAILURE_ORIGIN, type FailureOrigin } from './classifySmtpError.js';
 import { MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
@@ -208,16 +209,22 @@ export function freshAttemptLimit(attempts: number, maxAttempts: number): number
 }
 
 /**
- * Why a claimed message's body must not be sent: it is missing, or it is another request's (a
- * request that reused the key wrote it after the original's body expired, and deletes it again) —
- * its fingerprint differs from the state record's. Either way the message is `failed`.
+ * Why a claimed message's body must not be sent: it is missing; it is another request's (a request
+ * that reused the key wrote it after the original's body expired, and deletes it again) — its
+ * fingerprint differs from the state record's; or its `from` is not an allowed sender of this stack
+ * (POSTDATE_ALLOWED_FROM, DESIGN §3), which binds every message the stack sends whichever way it came
+ * in — the outbox helper validated with the application's settings, and an operator may have
+ * narrowed the list since the message was accepted (decision 0165). Whatever the fault, the message
+ * is `failed`, unsent.
  */
 export function bodyFault(
   recordFingerprint: string | undefined,
-  body: { readonly fingerprint: string } | undefined,
-): 'missing' | 'foreign' | undefined {
+  body: { readonly fingerprint: string; readonly from: string } | undefined,
+  allowedFrom: readonly string[],
+): 'missing' | 'foreign' | 'sender-not-allowed' | undefined {
   if (body === undefined) return 'missing';
   if (recordFingerprint !== undefined && body.fingerprint !== recordFingerprint) return 'foreign';
+  if (!isAllowedFrom(body.from, allowedFrom)) return 'sender-not-allowed';
   return undefined;
 }
 

@@ -40,6 +40,11 @@ export interface SenderSettings {
   readonly maxEarlyWaitMs: number;
   /** The SMTP timeouts that make up one whole attempt (lambdas/core/sendTiming.ts). */
   readonly timing: Pick<SendTiming, 'smtpTimeoutSeconds' | 'smtpReplyTimeoutSeconds'>;
+  /**
+   * POSTDATE_ALLOWED_FROM: a message whose `from` it does not allow is never sent, however it came
+   * in (core/sendDecision.ts `bodyFault`, decision 0165).
+   */
+  readonly allowedFrom: readonly string[];
 }
 
 /** One received SQS copy, as much of it as the sender needs. */
