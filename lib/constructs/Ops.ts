@@ -141,7 +141,7 @@ export class Ops extends Construct {
     );
     alarm(
       'FailedMessages',
-      'messages ended failed (a permanent SMTP rejection, or the body was gone): the client sees status failed',
+      'messages ended failed (a permanent SMTP rejection, the body was gone, or a from outside POSTDATE_ALLOWED_FROM): the client sees status failed',
       stackMetric(this, POSTDATE_METRIC.failed, 'Sum', FIVE_MINUTES),
       1,
     );
