@@ -4,7 +4,8 @@
  * (lambdas/outbox/outboxItems.ts) alike.
  *
  * The message's id is derived from (tenant, idempotency key), so the records' `attribute_not_exists`
- * conditions are the idempotency guard. A transaction holds at most 100 items; the outbox uses 2 or 3.
+ * conditions are the idempotency guard. A transaction holds at most 100 items; the outbox uses
+ * 2 + N (N: the group head's replicas when a group's version rises, else 0; 1 + N with the body inline).
  */
 
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
