@@ -9,6 +9,7 @@ import {
   type RecipientProgress,
   type RecipientRefusal,
 } from './recipients.js';
+import { recordRefusal } from './recordLayout.js';
 import { checkTransition } from './stateMachine.js';
 
 /**
@@ -23,6 +24,8 @@ import { checkTransition } from './stateMachine.js';
 export interface AdmissionRecord extends DeathRecord {
   readonly status: MessageStatus;
   readonly rev: number;
+  /** The layout its writer followed (core/recordLayout.ts); absent before layouts. */
+  readonly layout?: number;
   readonly lease_until?: string;
   /** The SQS message id of the copy that made the message `dead` (its move to the DLQ). */
   readonly dead_copy?: string;
@@ -44,6 +47,8 @@ export interface DeadLetterMark {
 
 export type Admission =
   | { readonly kind: 'drop'; readonly reason: string }
+  /** A newer writer made the record (core/recordLayout.ts): not sent by this code's rules; counted. */
+  | { readonly kind: 'refuse'; readonly reason: string }
   /** Another sender holds a live lease: the copy comes back when it ends. */
   | { readonly kind: 'wait-for-lease'; readonly visibilitySeconds: number }
   /** The message is `dead` and this is the copy whose move to the DLQ has not happened yet. */
@@ -53,6 +58,9 @@ export type Admission =
 
 export function admitCopy(record: AdmissionRecord | undefined, copy: AdmissionCopy, now: Date): Admission {
   if (record === undefined) return { kind: 'drop', reason: 'no such message' };
+  // A newer outbox helper wrote it, by rules this sender may not know (decision 0166).
+  const refusal = recordRefusal(record);
+  if (refusal !== undefined) return { kind: 'refuse', reason: refusal.reason };
   if (record.rev !== copy.rev) return { kind: 'drop', reason: `stale rev (record is at rev ${record.rev})` };
   if (record.status === MESSAGE_STATUS.sending) {
     const leaseEnd = record.lease_until === undefined ? 0 : Date.parse(record.lease_until);
