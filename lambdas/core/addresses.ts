@@ -121,3 +121,13 @@ export function isAllowedSender(address: string, patterns: readonly string[]): b
     return pattern === lower;
   });
 }
+
+/**
+ * Whether a `from` as a message stores it (`ops@example.com` or `Ops <ops@example.com>`) is allowed
+ * by POSTDATE_ALLOWED_FROM patterns: its address is ({@link isAllowedSender}); one that does not
+ * parse is allowed by none.
+ */
+export function isAllowedFrom(from: string, patterns: readonly string[]): boolean {
+  const parsed = parseAddress(from);
+  return parsed.ok && isAllowedSender(parsed.value.address, patterns);
+}

@@ -64,9 +64,52 @@ export type Parsed<T> =
   | { readonly ok: true; readonly value: T }
   | { readonly ok: false; readonly problem: ProblemDetails };
 
-/** Validates an enqueue body against every rule of DESIGN §3. Never throws. */
-export function parseEnqueueRequest(body: unknown, ctx: EnqueueContext): Parsed<EnqueueRequest> {
-  return withProblem(validateEnqueueRequest(body, ctx));
+declare const PARSED: unique symbol;
+
+/**
+ * An enqueue request as {@link parseEnqueueRequest} returned it: validated against every rule of
+ * DESIGN §3 and frozen. The public outbox helper's `request` takes no other (decision 0165), so an
+ * application cannot hand it an object it built, or changed, past the rules.
+ */
+export type ParsedEnqueueRequest = EnqueueRequest & { readonly [PARSED]: true };
+
+/** The requests parseEnqueueRequest returned, as the helper checks them at run time (past the type). */
+const parsedRequests = new WeakSet<object>();
+
+/**
+ * Validates an enqueue body against every rule of DESIGN §3. Never throws. The request it returns
+ * is frozen (its lists and maps too; `data` is the caller's own) and known to
+ * {@link isParsedEnqueueRequest}.
+ */
+export function parseEnqueueRequest(body: unknown, ctx: EnqueueContext): Parsed<ParsedEnqueueRequest> {
+  const parsed = withProblem(validateEnqueueRequest(body, ctx));
+  if (!parsed.ok) return parsed;
+  const request = frozen(parsed.value);
+  parsedRequests.add(request);
+  return { ok: true, value: request as ParsedEnqueueRequest };
+}
+
+/** Whether `value` is a request parseEnqueueRequest returned (and so validated and unchanged since). */
+export function isParsedEnqueueRequest(value: unknown): value is ParsedEnqueueRequest {
+  return typeof value === 'object' && value !== null && parsedRequests.has(value);
+}
+
+function frozen(request: EnqueueRequest): EnqueueRequest {
+  for (const part of [
+    request.to,
+    request.cc,
+    request.bcc,
+    request.headers,
+    request.tags,
+    request.metadata,
+    request.group,
+    request.template,
+    request.quiet_hours,
+    ...(request.attachments ?? []),
+    request.attachments,
+  ])
+    if (part != null) Object.freeze(part);
+  return Object.freeze(request);
 }
 
 /** Validates a reschedule body `{ send_at }`. Never throws. */

@@ -18,6 +18,18 @@ export function metricDimensions(stackName: string): { readonly service: string;
 }
 
 /**
+ * State records refused because a newer writer made them (core/recordLayout.ts, decision 0166): a
+ * layout above this stack's, or a status it does not know — an application's outbox helper newer
+ * than its stack. The relay counts each such stream record, the sender each copy of one (the sweeper
+ * brings it back every run while it waits). Alarmed: only an upgrade of the stack sends them.
+ */
+const REFUSED_RECORDS = 'RefusedRecords';
+
+/** The relay's metrics. */
+export const RELAY_METRIC = { refusedRecords: REFUSED_RECORDS } as const;
+export type RelayMetric = (typeof RELAY_METRIC)[keyof typeof RELAY_METRIC];
+
+/**
  * The sender's metrics: one count per outcome and class, the SMTP duration and the lateness
  * `sent_at − send_at`.
  */
@@ -37,6 +49,8 @@ export const SENDER_METRIC = {
   /** Addresses added to a suppression list by a hard bounce at RCPT TO (5.1.x) or an SES notification. */
   suppressionsAdded: 'SuppressionsAdded',
   configErrors: 'ConfigErrors',
+  /** Copies of a message whose state record a newer writer made (see {@link RELAY_METRIC}): not sent. */
+  refusedRecords: REFUSED_RECORDS,
   /** Copies dropped because their body was not a valid `{v, id, rev}`. */
   malformedCopies: 'MalformedCopies',
   /** Copies that arrived early and were put back on the queue with the exact remaining delay. */

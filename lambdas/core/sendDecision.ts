@@ -1,3 +1,4 @@
+import { isAllowedFrom } from './addresses.js';
 import { backoffSeconds, configBackoffSeconds } from './backoff.js';
 import { FAILURE_ORIGIN, type FailureOrigin } from './classifySmtpError.js';
 import { MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
@@ -8,6 +9,7 @@ import {
   type RecipientProgress,
   type RecipientRefusal,
 } from './recipients.js';
+import { recordRefusal } from './recordLayout.js';
 import { checkTransition } from './stateMachine.js';
 
 /**
@@ -22,6 +24,8 @@ import { checkTransition } from './stateMachine.js';
 export interface AdmissionRecord extends DeathRecord {
   readonly status: MessageStatus;
   readonly rev: number;
+  /** The layout its writer followed (core/recordLayout.ts); absent before layouts. */
+  readonly layout?: number;
   readonly lease_until?: string;
   /** The SQS message id of the copy that made the message `dead` (its move to the DLQ). */
   readonly dead_copy?: string;
@@ -43,6 +47,8 @@ export interface DeadLetterMark {
 
 export type Admission =
   | { readonly kind: 'drop'; readonly reason: string }
+  /** A newer writer made the record (core/recordLayout.ts): not sent by this code's rules; counted. */
+  | { readonly kind: 'refuse'; readonly reason: string }
   /** Another sender holds a live lease: the copy comes back when it ends. */
   | { readonly kind: 'wait-for-lease'; readonly visibilitySeconds: number }
   /** The message is `dead` and this is the copy whose move to the DLQ has not happened yet. */
@@ -52,6 +58,9 @@ export type Admission =
 
 export function admitCopy(record: AdmissionRecord | undefined, copy: AdmissionCopy, now: Date): Admission {
   if (record === undefined) return { kind: 'drop', reason: 'no such message' };
+  // A newer outbox helper wrote it, by rules this sender may not know (decision 0166).
+  const refusal = recordRefusal(record);
+  if (refusal !== undefined) return { kind: 'refuse', reason: refusal.reason };
   if (record.rev !== copy.rev) return { kind: 'drop', reason: `stale rev (record is at rev ${record.rev})` };
   if (record.status === MESSAGE_STATUS.sending) {
     const leaseEnd = record.lease_until === undefined ? 0 : Date.parse(record.lease_until);
@@ -208,16 +217,22 @@ export function freshAttemptLimit(attempts: number, maxAttempts: number): number
 }
 
 /**
- * Why a claimed message's body must not be sent: it is missing, or it is another request's (a
- * request that reused the key wrote it after the original's body expired, and deletes it again) —
- * its fingerprint differs from the state record's. Either way the message is `failed`.
+ * Why a claimed message's body must not be sent: it is missing; it is another request's (a request
+ * that reused the key wrote it after the original's body expired, and deletes it again) — its
+ * fingerprint differs from the state record's; or its `from` is not an allowed sender of this stack
+ * (POSTDATE_ALLOWED_FROM, DESIGN §3), which binds every message the stack sends whichever way it came
+ * in — the outbox helper validated with the application's settings, and an operator may have
+ * narrowed the list since the message was accepted (decision 0165). Whatever the fault, the message
+ * is `failed`, unsent.
  */
 export function bodyFault(
   recordFingerprint: string | undefined,
-  body: { readonly fingerprint: string } | undefined,
-): 'missing' | 'foreign' | undefined {
+  body: { readonly fingerprint: string; readonly from: string } | undefined,
+  allowedFrom: readonly string[],
+): 'missing' | 'foreign' | 'sender-not-allowed' | undefined {
   if (body === undefined) return 'missing';
   if (recordFingerprint !== undefined && body.fingerprint !== recordFingerprint) return 'foreign';
+  if (!isAllowedFrom(body.from, allowedFrom)) return 'sender-not-allowed';
   return undefined;
 }
 

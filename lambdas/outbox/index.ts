@@ -1,13 +1,14 @@
 /**
  * `postdate/outbox`: the transactional outbox for applications that keep their data in DynamoDB
- * (docs/api.md, "The transactional outbox"). Everything an application needs to put a message in the
- * same transaction as its own change, and nothing else of Postdate's internals.
+ * (docs/api-resources.md, "The transactional outbox"). Everything an application needs to put a
+ * message in the same transaction as its own change, and nothing else of Postdate's internals.
  */
 
 export {
   type EnqueueContext,
   type EnqueueRequest,
   type Parsed,
+  type ParsedEnqueueRequest,
   parseEnqueueRequest,
 } from '../core/messageSchema.js';
 export type { ProblemDetails } from '../core/problem.js';

@@ -21,14 +21,25 @@
  *
  * The message's id is derived from (tenant, idempotency key), so its records' `attribute_not_exists`
  * conditions are the idempotency guard: the transaction fails (TransactionCanceledException) if the
- * key was already used, which is what makes a retried business transaction safe. A transaction
- * holds at most 100 items; the outbox uses 2 or 3 of them.
+ * key was already used, which is what makes a retried business transaction safe. A group head that
+ * rose after `readGroupHeadVersion` fails it at OUTBOX_ITEM_INDEX.groupHead: read again and retry
+ * (docs/api-resources.md has the loop). A transaction holds at most 100 items; the outbox uses
+ * 2 + N of them (N: the head's replicas, `groupHeadReplicas`, when the group's version rises).
+ *
+ * `request` must be what parseEnqueueRequest returned (decision 0165), and the settings it was
+ * validated with are the application's: the stack applies its own POSTDATE_ALLOWED_FROM again at send.
  *
  * A message with attachments is refused (OutboxInputError naming `/attachments`): its files must be
  * stored before its records, which the transaction cannot do; it goes through POST /v1/messages.
  */
 import { CONFIG_SETTINGS } from '../core/configSpec.js';
-import { type EnqueueContext, type EnqueueRequest, parseEnqueueRequest } from '../core/messageSchema.js';
+import {
+  type EnqueueContext,
+  type EnqueueRequest,
+  isParsedEnqueueRequest,
+  type ParsedEnqueueRequest,
+  parseEnqueueRequest,
+} from '../core/messageSchema.js';
 import { PostdateError } from '../core/postdateError.js';
 import { type ProblemDetails, validationProblem } from '../core/problem.js';
 import { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/requestLimits.js';
@@ -85,7 +96,13 @@ type OutboxCommonInput = Omit<
 };
 
 export type OutboxInput =
-  | (OutboxCommonInput & { readonly request: EnqueueRequest })
+  | (OutboxCommonInput & {
+      /**
+       * The message as parseEnqueueRequest returned it, unchanged: any other object (built by hand,
+       * spread or changed since) throws OutboxInputError, since nothing else would have validated it.
+       */
+      readonly request: ParsedEnqueueRequest;
+    })
   | (OutboxCommonInput & {
       /** A raw enqueue body (as for POST /v1/messages), validated here with the same rules. */
       readonly body: unknown;
@@ -169,7 +186,13 @@ function refuseAttachments(request: EnqueueRequest, input: OutboxInput): void {
 }
 
 function requestOf(input: OutboxInput): EnqueueRequest {
-  if ('request' in input) return input.request;
+  if ('request' in input) {
+    if (!isParsedEnqueueRequest(input.request))
+      throw new OutboxInputError(
+        'request must be the value parseEnqueueRequest returned, unchanged; or pass the raw `body` with `validation`',
+      );
+    return input.request;
+  }
   const parsed = parseEnqueueRequest(input.body, { ...input.validation, now: input.now });
   if (!parsed.ok)
     throw new OutboxInputError(`invalid enqueue body: ${parsed.problem.detail}`, parsed.problem);

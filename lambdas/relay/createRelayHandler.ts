@@ -21,6 +21,7 @@ export function createRelayHandler(
       deletedSchedules: outcome.deletedSchedules,
       ignored: outcome.ignored,
       invalid: outcome.invalid,
+      refused: outcome.refused,
       failed: outcome.failed.length,
     });
     return { batchItemFailures: outcome.failed.map((itemIdentifier) => ({ itemIdentifier })) };

@@ -8,6 +8,7 @@ import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvi
 import { lambdaEntry } from '../adapters/lambdaEntry.js';
 import { SqsDispatchQueue } from '../adapters/SqsDispatchQueue.js';
 import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '../core/config.js';
+import type { RelayMetric } from '../core/metricNames.js';
 import { createRelayHandler } from './createRelayHandler.js';
 
 /** The relay once wired: one stream batch in, its batch item failures out. */
@@ -17,7 +18,11 @@ export type RelayBatchHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDB
  * Wires the real clients from `env` (the entry does it once per cold start, from `process.env`); a
  * bad configuration fails here, naming the variable.
  */
-export function wireRelay(env: Environment, log: Logger): RelayBatchHandler {
+export function wireRelay(
+  env: Environment,
+  log: Logger,
+  count?: (name: RelayMetric, value?: number) => void,
+): RelayBatchHandler {
   const config = loadConfig(env, configTargetOf(env));
   const names = loadResourceNames(env);
   // Endpoints come from AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_SCHEDULER when set (the local stack).
@@ -41,11 +46,14 @@ export function wireRelay(env: Environment, log: Logger): RelayBatchHandler {
     directDelayMaxSeconds: config.directDelayMaxSeconds,
     scheduleLeadSeconds: config.scheduleLeadSeconds,
     log,
+    ...(count === undefined ? {} : { metrics: { count } }),
   });
 }
 
 /** The relay Lambda: DynamoDB Streams event source (filtered to state records), ReportBatchItemFailures. */
 export const handler = lambdaEntry({
   name: 'relay',
-  wire: (env, { logger }) => wireRelay(env, logger),
+  // RefusedRecords (decision 0166): nothing is written while no record is refused.
+  metrics: true,
+  wire: (env, { logger, count }) => wireRelay(env, logger, count),
 })(process.env);

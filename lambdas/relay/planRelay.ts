@@ -6,6 +6,8 @@ import { isStateRecord, type RelayRecord, type StateImage } from './relayRecord.
 export type RelayPlan =
   | { readonly kind: 'ignore'; readonly reason: string }
   | { readonly kind: 'invalid'; readonly reason: string }
+  /** A newer writer's record (core/recordLayout.ts): not dispatched, counted and logged. */
+  | { readonly kind: 'refused'; readonly id: string; readonly reason: string }
   | {
       readonly kind: 'act';
       readonly id: string;
@@ -25,10 +27,18 @@ export type ActPlan = Extract<RelayPlan, { kind: 'act' }>;
  *   dispatch the new rev, and delete the old rev's schedule if the old image was `scheduled`
  *   (only a `scheduled` record can have a live schedule);
  * - MODIFY from `scheduled` to `cancelled` → delete the old rev's schedule;
- * - anything else (claims, outcomes, removals by TTL, other item kinds) → ignored.
+ * - anything else (claims, outcomes, removals by TTL, other item kinds) → ignored;
+ * - a record of a newer writer (a newer layout, a status this stack does not know) → refused.
  */
 export function planRelay(record: RelayRecord): RelayPlan {
   if (!isStateRecord(record)) return { kind: 'ignore', reason: 'not a message state record' };
+  if (record.eventName !== 'INSERT' && record.eventName !== 'MODIFY')
+    return { kind: 'ignore', reason: `event ${record.eventName ?? 'none'}` };
+  // A record a newer writer made, in either image, is refused whatever else it asks.
+  for (const image of [record.newImage, record.oldImage]) {
+    if (!image.ok && image.refused !== undefined)
+      return { kind: 'refused', id: image.refused.id, reason: image.reason };
+  }
   if (record.eventName === 'INSERT') {
     if (!record.newImage.ok) return { kind: 'invalid', reason: `new image: ${record.newImage.reason}` };
     const inserted = record.newImage.image;
@@ -37,7 +47,6 @@ export function planRelay(record: RelayRecord): RelayPlan {
     }
     return { kind: 'act', id: inserted.id, dispatch: inserted, deleteSchedules: [] };
   }
-  if (record.eventName !== 'MODIFY') return { kind: 'ignore', reason: `event ${record.eventName ?? 'none'}` };
   if (!record.newImage.ok) return { kind: 'invalid', reason: `new image: ${record.newImage.reason}` };
   if (!record.oldImage.ok) return { kind: 'invalid', reason: `old image: ${record.oldImage.reason}` };
   const before = record.oldImage.image;

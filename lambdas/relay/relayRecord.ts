@@ -1,5 +1,6 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import { isMessageStatus } from '../core/messageStatus.js';
+import { recordRefusal } from '../core/recordLayout.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
 import {
   fromLambdaRecord as decodeLambdaRecord,
@@ -22,7 +23,12 @@ export type RelayRecord = StreamRecord<ImageRead>;
 
 export type ImageRead =
   | { readonly ok: true; readonly image: StateImage }
-  | { readonly ok: false; readonly reason: string };
+  | {
+      readonly ok: false;
+      readonly reason: string;
+      /** A newer writer's record (core/recordLayout.ts): refused and counted, not merely unreadable. */
+      readonly refused?: { readonly id: string };
+    };
 
 /** From the Lambda event source's record (images as JSON, binary values base64 strings). */
 export function fromLambdaRecord(record: DynamoDBRecord): RelayRecord {
@@ -41,14 +47,17 @@ export function isStateRecord(record: RelayRecord): boolean {
 }
 
 /** The only attributes the relay reads; the rest of the image is never decoded, so it cannot trip the relay. */
-const READ_ATTRIBUTES = ['id', 'rev', 'status', 'send_at', 'api_copy'] as const;
+const READ_ATTRIBUTES = ['id', 'rev', 'status', 'send_at', 'api_copy', 'layout'] as const;
 
 function readImage(map: SdkAttributeMap | undefined): ImageRead {
   if (map === undefined) return { ok: false, reason: 'no image' };
   const decoded = unmarshallImage(map, READ_ATTRIBUTES);
   if (!decoded.ok) return decoded;
-  const { id, rev, status, send_at, api_copy } = decoded.item;
+  const { id, rev, status, send_at, api_copy, layout } = decoded.item;
   if (typeof id !== 'string' || id === '') return { ok: false, reason: 'image has no id' };
+  // A newer writer's record is refused before its shape is judged: its rules are not ours.
+  const refusal = recordRefusal({ layout, status });
+  if (refusal !== undefined) return { ok: false, reason: refusal.reason, refused: { id } };
   if (typeof rev !== 'number' || !Number.isSafeInteger(rev) || rev < 1) {
     return { ok: false, reason: 'image has no positive integer rev' };
   }

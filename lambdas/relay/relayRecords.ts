@@ -1,5 +1,6 @@
 import { type DispatchDecision, decideDispatch } from '../core/dispatchDecision.js';
 import { errorForLog } from '../core/errorForLog.js';
+import { RELAY_METRIC, type RelayMetric } from '../core/metricNames.js';
 import { sqsDelaySeconds } from '../core/queueLimits.js';
 import { runWithConcurrency } from '../core/runWithConcurrency.js';
 import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
@@ -20,6 +21,8 @@ export interface RelayDeps {
   /** POSTDATE_SCHEDULE_LEAD_SECONDS: a schedule fires this much before send_at. */
   readonly scheduleLeadSeconds: number;
   readonly log?: Log;
+  /** The relay's EMF metrics (core/metricNames.ts RELAY_METRIC); absent, nothing is counted. */
+  readonly metrics?: { count(name: RelayMetric, value?: number): void };
   /** How many messages' records are worked on at once (records of one message stay in order). @default RELAY_LANES */
   readonly concurrency?: number;
 }
@@ -34,6 +37,8 @@ export interface RelayOutcome {
   readonly deletedSchedules: number;
   readonly ignored: number;
   readonly invalid: number;
+  /** Records of a newer writer (core/recordLayout.ts): never dispatched, counted in RefusedRecords. */
+  readonly refused: number;
 }
 
 /**
@@ -53,6 +58,7 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
     deletedSchedules: 0,
     ignored: 0,
     invalid: 0,
+    refused: 0,
   };
   const failed = new Set<string>();
   const byMessage = new Map<string, { record: RelayRecord; plan: ActPlan }[]>();
@@ -61,6 +67,19 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
     const plan = planRelay(record);
     if (plan.kind === 'ignore') {
       counts.ignored++;
+      continue;
+    }
+    if (plan.kind === 'refused') {
+      // A newer outbox helper wrote it (decision 0166): sent by our older rules it could go wrong,
+      // and failing it would hold up the shard. Refused, counted and alarmed; once the stack is
+      // upgraded the sweeper dispatches what still waits.
+      counts.refused++;
+      deps.metrics?.count(RELAY_METRIC.refusedRecords);
+      deps.log?.error('relay refused a state record of a newer writer: upgrade the stack', {
+        sequenceNumber: record.sequenceNumber,
+        messageId: plan.id,
+        reason: plan.reason,
+      });
       continue;
     }
     if (plan.kind === 'invalid') {

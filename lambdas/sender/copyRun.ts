@@ -40,6 +40,11 @@ export interface SenderSettings {
   readonly maxEarlyWaitMs: number;
   /** The SMTP timeouts that make up one whole attempt (lambdas/core/sendTiming.ts). */
   readonly timing: Pick<SendTiming, 'smtpTimeoutSeconds' | 'smtpReplyTimeoutSeconds'>;
+  /**
+   * POSTDATE_ALLOWED_FROM: a message whose `from` it does not allow is never sent, however it came
+   * in (core/sendDecision.ts `bodyFault`, decision 0165).
+   */
+  readonly allowedFrom: readonly string[];
 }
 
 /** One received SQS copy, as much of it as the sender needs. */
@@ -166,6 +171,14 @@ export function admitted(run: CopyRun, state: MessageStateRecord | undefined): A
   switch (admission.kind) {
     case 'drop':
       return { kind: 'verdict', verdict: drop(run, admission.reason) };
+    case 'refuse':
+      // Left as it is for an upgraded stack; the sweeper brings a copy back every run meanwhile.
+      run.deps.metrics.count(SENDER_METRIC.refusedRecords);
+      run.deps.log.error(
+        'sender refused a message a newer writer made: upgrade the stack',
+        logContext(run, { reason: admission.reason }),
+      );
+      return { kind: 'verdict', verdict: ack('refused: a newer writer made the record') };
     case 'wait-for-lease':
       // Another sender holds a live lease: come back when it has run out, to see how it ended.
       return { kind: 'verdict', verdict: keep('leased by another sender', admission.visibilitySeconds) };

@@ -91,6 +91,7 @@ export function senderSettings(config: Config, maxEarlyWaitMs = 1000): SenderSet
       smtpTimeoutSeconds: config.smtpTimeoutSeconds,
       smtpReplyTimeoutSeconds: config.smtpReplyTimeoutSeconds,
     },
+    allowedFrom: config.allowedFrom,
   };
 }
 

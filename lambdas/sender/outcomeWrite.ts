@@ -175,8 +175,9 @@ export async function supersede(
 }
 
 /**
- * A message that can never be sent as stored (no body, a template that does not render) is
- * `failed` under the lease, without an SMTP transaction: its attempt count and recipients stay.
+ * A message that can never be sent as stored (no body, a `from` the stack does not allow, a template
+ * that does not render) is `failed` under the lease, without an SMTP transaction: its attempt count
+ * and recipients stay.
  */
 export async function failUnsent(
   run: CopyRun,
@@ -527,6 +528,29 @@ export function missingBodyRecord(at: Date): UnsentFailure {
       code: null,
       enhanced_code: null,
       message: 'the message body item is missing; nothing can be sent',
+    },
+  };
+}
+
+/**
+ * The history entry and `last_error` of a message whose `from` this stack does not allow
+ * (POSTDATE_ALLOWED_FROM, decision 0165): a content refusal, permanent, made before MAIL FROM.
+ */
+export function senderNotAllowedRecord(at: Date): UnsentFailure {
+  return {
+    attempt: {
+      at: at.toISOString(),
+      outcome: 'permanent',
+      code: null,
+      enhanced_code: null,
+      reply: 'sender not allowed',
+      duration_ms: 0,
+    },
+    lastError: {
+      class: 'permanent',
+      code: null,
+      enhanced_code: null,
+      message: "the message's from is not an allowed sender of this stack (POSTDATE_ALLOWED_FROM)",
     },
   };
 }

@@ -33,6 +33,7 @@ import {
   recordOutcome,
   release,
   releaseOutOfTime,
+  senderNotAllowedRecord,
   supersede,
   suppressHardBounces,
   unrenderableRecord,
@@ -67,7 +68,12 @@ export async function sendClaimed(
     return release(run, claimed, owner, error);
   }
   if (superseded) return supersede(run, claimed, owner);
-  const fault = bodyFault(claimed.fingerprint, body);
+  const fault = bodyFault(claimed.fingerprint, body, deps.settings.allowedFrom);
+  if (fault === 'sender-not-allowed') {
+    // The rule names the setting, never the address (no addresses in logs).
+    deps.log.error('sender refused a message whose from this stack does not allow', logContext(run, {}));
+    return failUnsent(run, claimed, owner, senderNotAllowedRecord(deps.now()));
+  }
   if (body === undefined || fault !== undefined) {
     deps.log.error(
       fault === 'foreign' ? 'sender found a body of another request' : 'sender found no body for a message',

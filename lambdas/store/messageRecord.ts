@@ -65,6 +65,11 @@ export interface MessageStateRecord {
   readonly tenant: string;
   readonly status: MessageStatus;
   readonly rev: number;
+  /**
+   * The layout its writer followed (core/recordLayout.ts RECORD_LAYOUT, decision 0166): a stack
+   * refuses a record of a newer one. Absent on records written before layouts (layout 1).
+   */
+  readonly layout?: number;
   readonly send_at: string;
   readonly not_after: string | null;
   readonly created_at: string;

@@ -4,7 +4,8 @@
  * (lambdas/outbox/outboxItems.ts) alike.
  *
  * The message's id is derived from (tenant, idempotency key), so the records' `attribute_not_exists`
- * conditions are the idempotency guard. A transaction holds at most 100 items; the outbox uses 2 or 3.
+ * conditions are the idempotency guard. A transaction holds at most 100 items; the outbox uses
+ * 2 + N (N: the group head's replicas when a group's version rises, else 0; 1 + N with the body inline).
  */
 
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
@@ -14,6 +15,7 @@ import { lifetimeChange } from '../core/messageLifetime.js';
 import { type EnqueueRequest, requestFingerprint } from '../core/messageSchema.js';
 import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import { recipientList } from '../core/recipients.js';
+import { RECORD_LAYOUT } from '../core/recordLayout.js';
 import type { PinnedTemplate } from '../core/templateRequests.js';
 import type { EnqueueRecords } from '../ports/ApiStore.js';
 import { placeBody, storedBodyItem } from './bodyContent.js';
@@ -147,6 +149,9 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
     tenant,
     status,
     rev: 1,
+    // Every state record says the layout it was written in: a stack older than its writer (an
+    // application's newer outbox helper) refuses it instead of sending it by older rules.
+    layout: RECORD_LAYOUT,
     send_at: request.send_at,
     not_after: request.not_after,
     created_at: createdAt,

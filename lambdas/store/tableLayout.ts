@@ -3,6 +3,7 @@
  * The CDK stack (lib/), the local stack (local/) and the tests build the table from this file,
  * so the three can never drift. See docs/data-model.md for the meaning of every item and index.
  */
+import { MESSAGE_STATUS, MESSAGE_STATUSES } from '../core/messageStatus.js';
 
 export const KEY = { partition: 'pk', sort: 'sk' } as const;
 
@@ -104,16 +105,23 @@ export const KEY_ATTRIBUTES: readonly string[] = [
   ...Object.values(INDEX).flatMap((index) => [index.partitionKey, index.sortKey]),
 ];
 
+/** The statuses the relay never acts on (every one this stack knows but `scheduled` and `cancelled`). */
+const RELAY_IGNORES: readonly string[] = MESSAGE_STATUSES.filter(
+  (status) => status !== MESSAGE_STATUS.scheduled && status !== MESSAGE_STATUS.cancelled,
+);
+
 /**
  * The stream filter that lets only the records the relay acts on reach it: message state records
  * whose new image is `scheduled` (an enqueue, a reschedule, a manual retry) or `cancelled` (its
- * schedule must go). Claims, outcomes and TTL deletions never invoke the relay, which saves three
- * invocations per message (bench/cost.ts). CDK puts it on the event source mapping; the local stream
- * runner applies the same pattern.
+ * schedule must go), and those with a status this stack does not know — a newer writer's, which the
+ * relay refuses and counts (decision 0166) — as "anything but" the statuses it never acts on.
+ * Claims, outcomes and TTL deletions never invoke the relay, which saves three invocations per
+ * message (bench/cost.ts). CDK puts it on the event source mapping; the local stream runner applies
+ * the same pattern.
  */
 export const RELAY_STREAM_FILTER = {
   dynamodb: {
     Keys: { [KEY.sort]: { S: [ITEM_SORT_KEY.messageState] } },
-    NewImage: { status: { S: ['scheduled', 'cancelled'] } },
+    NewImage: { status: { S: [{ 'anything-but': RELAY_IGNORES }] } },
   },
 } as const;

@@ -7,7 +7,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { SENDER_METRIC, SWEEPER_METRIC } from '../../lambdas/core/metricNames.js';
+import { RELAY_METRIC, SENDER_METRIC, SWEEPER_METRIC } from '../../lambdas/core/metricNames.js';
 import { DEFAULT_RELAY } from '../../lambdas/core/relays.js';
 import { postdateAlarm, relayMetric, stackMetric } from './alarms.js';
 
@@ -141,8 +141,15 @@ export class Ops extends Construct {
     );
     alarm(
       'FailedMessages',
-      'messages ended failed (a permanent SMTP rejection, or the body was gone): the client sees status failed',
+      'messages ended failed (a permanent SMTP rejection, the body was gone, or a from outside POSTDATE_ALLOWED_FROM): the client sees status failed',
       stackMetric(this, POSTDATE_METRIC.failed, 'Sum', FIVE_MINUTES),
+      1,
+    );
+    alarm(
+      'RefusedRecords',
+      'messages written by a newer writer than this stack (an outbox helper upgraded before the stack) are refused, neither dispatched nor sent: upgrade the stack, then the sweeper sends what waits (decision 0166)',
+      // The relay counts each such record once; the sender each copy the sweeper brings back.
+      stackMetric(this, RELAY_METRIC.refusedRecords, 'Sum', FIVE_MINUTES),
       1,
     );
     alarm(

@@ -1,12 +1,16 @@
 /**
  * The subset of EventBridge filter patterns that Lambda event source mappings accept and Postdate
- * uses: nested objects, arrays of exact values (strings, numbers, booleans, null), and
- * `{ "exists": true|false }`. A list of patterns matches when any one of them does (Lambda's
- * `FilterCriteria.Filters` are OR-ed).
+ * uses: nested objects, arrays of exact values (strings, numbers, booleans, null),
+ * `{ "exists": true|false }` and `{ "anything-but": [values] }` (present, and none of them). A list of
+ * patterns matches when any one of them does (Lambda's `FilterCriteria.Filters` are OR-ed).
  */
 
 export type FilterPattern = { readonly [key: string]: FilterPattern | readonly FilterValue[] };
-type FilterValue = string | number | boolean | null | { readonly exists: boolean };
+type Scalar = string | number | boolean | null;
+type FilterValue =
+  | Scalar
+  | { readonly exists: boolean }
+  | { readonly 'anything-but': readonly (string | number)[] };
 
 /** Raised at start for a pattern outside the supported subset, so a typo is not silently a no-match. */
 export class UnsupportedFilterError extends Error {
@@ -27,8 +31,17 @@ export function assertSupportedFilter(pattern: unknown, path = 'filter'): void {
           item !== null &&
           Object.keys(item).length === 1 &&
           typeof (item as { exists?: unknown }).exists === 'boolean';
-        if (!scalar && !exists) {
-          throw new UnsupportedFilterError(`${at}: only exact values and {exists} are supported locally`);
+        const anythingBut = (item as { 'anything-but'?: unknown } | null)?.['anything-but'];
+        const excluding =
+          typeof item === 'object' &&
+          item !== null &&
+          Object.keys(item).length === 1 &&
+          Array.isArray(anythingBut) &&
+          anythingBut.every((value) => typeof value === 'string' || typeof value === 'number');
+        if (!scalar && !exists && !excluding) {
+          throw new UnsupportedFilterError(
+            `${at}: only exact values, {exists} and {anything-but: [values]} are supported locally`,
+          );
         }
       }
     } else {
@@ -51,7 +64,12 @@ export function matchesFilter(pattern: FilterPattern | readonly FilterPattern[],
 }
 
 function matchesValue(expected: FilterValue, present: boolean, actual: unknown): boolean {
-  if (typeof expected === 'object' && expected !== null) return expected.exists === present;
+  if (typeof expected === 'object' && expected !== null) {
+    if ('exists' in expected) return expected.exists === present;
+    // Present, and none of the values (an absent field matches no anything-but).
+    const excluded: readonly unknown[] = expected['anything-but'];
+    return present && (Array.isArray(actual) ? actual : [actual]).some((item) => !excluded.includes(item));
+  }
   if (!present) return false;
   if (Array.isArray(actual)) return actual.some((item) => item === expected);
   return actual === expected;

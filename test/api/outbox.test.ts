@@ -5,9 +5,9 @@ import {
   GetRecordsCommand,
   GetShardIteratorCommand,
 } from '@aws-sdk/client-dynamodb-streams';
-import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseEnqueueRequest } from '../../lambdas/core/messageSchema.js';
+import { type EnqueueRequest, parseEnqueueRequest } from '../../lambdas/core/messageSchema.js';
 import { readGroupHeadVersion } from '../../lambdas/outbox/index.js';
 import {
   buildOutboxTransactItems,
@@ -156,6 +156,27 @@ describe('the transactional outbox helper', () => {
     expect(idOf('globex', 'order-10', now)).not.toBe(first);
     expect(idOf('acme', 'order-11', now)).not.toBe(first);
     expect(first).toMatch(/^[a-z2-7]{26}$/);
+  });
+
+  it('takes as `request` only what parseEnqueueRequest returned: nothing built by hand, spread or changed skips the rules', () => {
+    const parsed = request();
+    const build = (value: unknown, key: string) => () =>
+      buildOutboxWrite({ tableName, tenant: 'acme', idempotencyKey: key, request: value as never, now });
+    // A header-injecting sender, past the type: DESIGN §3's rules would have refused it.
+    const handMade = { ...parsed, from: 'ops@example.com\r\nBcc: eve@evil.test' };
+    expect(build(handMade, 'hand-made')).toThrow(OutboxInputError);
+    expect(build({ ...parsed }, 'spread')).toThrow(OutboxInputError);
+    expect(build(parsed, 'as-parsed')).not.toThrow();
+    // What was parsed cannot be changed afterwards.
+    expect(() => Object.assign(parsed, { from: 'ceo@evil.test' })).toThrow(TypeError);
+    expect(() => (parsed.to as string[]).push('eve@evil.test')).toThrow(TypeError);
+    expect(() => Object.assign(parsed.headers, { Bcc: 'eve@evil.test' })).toThrow(TypeError);
+    // The type says so too: a plain EnqueueRequest is not a parsed one.
+    const plain: EnqueueRequest = parsed;
+    const typed = () =>
+      // @ts-expect-error a request that parseEnqueueRequest did not return, as far as the type knows
+      buildOutboxWrite({ tableName, tenant: 'acme', idempotencyKey: 'typed', request: plain, now });
+    expect(typed).not.toThrow();
   });
 
   it('validates a raw body with the API rules', () => {
@@ -313,5 +334,68 @@ describe('the transactional outbox helper', () => {
     await expect(
       documents.send(new TransactWriteCommand({ TransactItems: forged.items })),
     ).rejects.toBeInstanceOf(TransactionCanceledException);
+  });
+
+  it('a head raised between the read and the transaction cancels it at the head item; read again and retried, the message is superseded (docs/api-resources.md)', async () => {
+    const group = { key: 'g-race', version: 3 };
+    await documents.send(
+      new TransactWriteCommand({
+        TransactItems: buildOutboxTransactItems({
+          tableName,
+          tenant: 'acme',
+          idempotencyKey: 'race-first',
+          request: request({ group: { ...group, version: 1 } }),
+          now,
+        }),
+      }),
+    );
+    const mine = [
+      { Put: { TableName: tableName, Item: { pk: 'ORDER#race', sk: 'ORDER', status: 'approved' } } },
+    ];
+    const attempt = async () => {
+      const groupHeadVersion = await readGroupHeadVersion(documents, tableName, 'acme', group.key);
+      const outbox = buildOutboxTransactItems({
+        tableName,
+        tenant: 'acme',
+        idempotencyKey: 'race-approved',
+        request: request({ group }),
+        now,
+        groupHeadVersion,
+      });
+      if (groupHeadVersion === 1) {
+        // Another enqueue raises the head to 5 between this read and this write.
+        await documents.send(
+          new TransactWriteCommand({
+            TransactItems: buildOutboxTransactItems({
+              tableName,
+              tenant: 'acme',
+              idempotencyKey: 'race-paused',
+              request: request({ group: { ...group, version: 5 } }),
+              now,
+            }),
+          }),
+        );
+      }
+      return documents.send(new TransactWriteCommand({ TransactItems: [...mine, ...outbox] }));
+    };
+
+    const cancelled = await attempt().catch((error: unknown) => error);
+    expect(cancelled).toBeInstanceOf(TransactionCanceledException);
+    const codes = ((cancelled as TransactionCanceledException).CancellationReasons ?? []).map((r) => r.Code);
+    expect(codes[mine.length + OUTBOX_ITEM_INDEX.state]).not.toBe('ConditionalCheckFailed');
+    expect(codes.slice(mine.length + OUTBOX_ITEM_INDEX.groupHead)).toContain('ConditionalCheckFailed');
+
+    await attempt();
+    const written = buildOutboxWrite({
+      tableName,
+      tenant: 'acme',
+      idempotencyKey: 'race-approved',
+      request: request({ group }),
+      now,
+    });
+    const { Item } = await documents.send(
+      new GetCommand({ TableName: tableName, Key: { pk: written.state.pk, sk: written.state.sk } }),
+    );
+    expect(Item?.status).toBe('superseded');
   });
 });

@@ -8,6 +8,7 @@ import { functionMetrics } from '../../lambdas/adapters/powertoolsMetrics.js';
 import {
   METRICS,
   PER_RELAY_METRICS,
+  RELAY_METRIC,
   SENDER_METRIC,
   SWEEPER_METRIC,
   WEBHOOK_METRIC,
@@ -26,6 +27,7 @@ import { type Resource, testApp } from './support/synthesize.js';
 
 const ACCOUNT = { account: '123456789012', region: 'eu-west-1' } as const;
 const EVERY_NAME = [
+  ...Object.values(RELAY_METRIC),
   ...Object.values(SENDER_METRIC),
   ...Object.values(SWEEPER_METRIC.waiting),
   SWEEPER_METRIC.redispatched,

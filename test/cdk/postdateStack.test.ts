@@ -682,9 +682,16 @@ describe('ops: alarms and dashboard', () => {
         ]),
       },
     });
-    // 24 of Ops (RelayUnavailable and RelayFailover among them), and the three of webhooks (failed
-    // deliveries, their DLQ, the producer's failures).
-    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(27);
+    // 25 of Ops (RelayUnavailable, RelayFailover and RefusedRecords among them), and the three of
+    // webhooks (failed deliveries, their DLQ, the producer's failures).
+    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(28);
+    // Decision 0166: records of a newer writer (an outbox helper newer than its stack) are refused,
+    // never dispatched or sent; someone must upgrade the stack.
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'RefusedRecords',
+      Statistic: 'Sum',
+      Threshold: 1,
+    });
     // DESIGN §15: an alarm while mail leaves through anything but the first relay (the sweeper's gauge).
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'RelayFailover',

@@ -137,12 +137,54 @@ describe('the claim', () => {
 });
 
 describe('the body of a claimed message', () => {
+  const ANYONE = ['*'];
+  const body = (fingerprint: string, from = 'Ops <ops@example.com>') => ({ fingerprint, from });
+
   it('is sent only when it is there and is this request’s', () => {
-    expect(bodyFault('f1', undefined)).toBe('missing');
-    expect(bodyFault('f1', { fingerprint: 'f2' })).toBe('foreign');
-    expect(bodyFault('f1', { fingerprint: 'f1' })).toBeUndefined();
+    expect(bodyFault('f1', undefined, ANYONE)).toBe('missing');
+    expect(bodyFault('f1', body('f2'), ANYONE)).toBe('foreign');
+    expect(bodyFault('f1', body('f1'), ANYONE)).toBeUndefined();
     // A state record written before fingerprints were kept trusts its body.
-    expect(bodyFault(undefined, { fingerprint: 'f2' })).toBeUndefined();
+    expect(bodyFault(undefined, body('f2'), ANYONE)).toBeUndefined();
+  });
+
+  // DESIGN §3, §8: POSTDATE_ALLOWED_FROM binds every message the stack sends (decision 0165).
+  const label = fc.stringMatching(/^[a-z][a-z0-9]{0,8}$/);
+  const address = fc.record({ local: label, domain: fc.tuple(label, label).map(([a, b]) => `${a}.${b}`) });
+  const asWritten = fc.constantFrom(
+    (a: string) => a,
+    (a: string) => a.toUpperCase(),
+    (a: string) => `Ops Team <${a}>`,
+    (a: string) => `"Ops, Team" <${a}>`,
+  );
+
+  it('is sent from any address of a domain the stack allows, however the from is written', () => {
+    fc.assert(
+      fc.property(address, asWritten, ({ local, domain }, write) => {
+        const from = write(`${local}@${domain}`);
+        expect(bodyFault('f', body('f', from), [`*@${domain}`])).toBeUndefined();
+        expect(bodyFault('f', body('f', from), [`${local}@${domain}`])).toBeUndefined();
+        expect(bodyFault('f', body('f', from), ANYONE)).toBeUndefined();
+      }),
+    );
+  });
+
+  it('is never sent from an address the stack does not allow, or from one that does not parse', () => {
+    fc.assert(
+      fc.property(address, label, asWritten, ({ local, domain }, other, write) => {
+        const from = write(`${local}@${domain}`);
+        fc.pre(other !== domain);
+        expect(bodyFault('f', body('f', from), [`*@${other}`, `${local}@x${domain}`])).toBe(
+          'sender-not-allowed',
+        );
+        expect(bodyFault('f', body('f', `${local}@`), ANYONE)).toBe('sender-not-allowed');
+      }),
+    );
+  });
+
+  it('names a missing or foreign body before its sender', () => {
+    expect(bodyFault('f1', undefined, [])).toBe('missing');
+    expect(bodyFault('f1', body('f2', 'ceo@other.test'), ['*@example.com'])).toBe('foreign');
   });
 });
 

@@ -51,6 +51,7 @@ export const TEST_SETTINGS: SenderSettings = {
   retentionDays: 30,
   maxEarlyWaitMs: 1000,
   timing: { smtpTimeoutSeconds: 1, smtpReplyTimeoutSeconds: 1 },
+  allowedFrom: ['*'],
 };
 
 /** One whole attempt under TEST_SETTINGS (2 × 1 s + 1 s + the outcome-write reserve) and a little more. */
