@@ -6,15 +6,23 @@
  * sent to it nor probes it, nothing is counted as an attempt. Enabling it lets the copies back as
  * the senders read the gate again (about a second).
  *
- * The relays and their order come from the environment the functions have: POSTDATE_RELAY_NAMES
- * (the stack output `RelayNames` under `--stack`), else the names in POSTDATE_RELAYS, else the one
- * relay `default` (SMTP_*).
+ * The relays and their order: the stack's own list when the CLI has it (the output `RelayNames`
+ * under `--stack`, the local stack's file), else this shell's POSTDATE_RELAY_NAMES, else the names in
+ * POSTDATE_RELAYS, else the one relay `default` (SMTP_*). A shell's list can be wrong (unset, stale,
+ * misspelt), and a wrong list would answer "available" through a relay no sender has: so when the
+ * table holds a relay's item the shell's list leaves out, the commands refuse (`readGates`).
  */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
-import { type BreakerState, type PauseEntry, relayBreakerSettings } from '../lambdas/core/relayBreaker.js';
+import {
+  type BreakerState,
+  type PauseEntry,
+  relayBreakerSettings,
+  type SendingGateState,
+} from '../lambdas/core/relayBreaker.js';
 import { DEFAULT_RELAY, RELAYS_VARIABLE, relayInUse } from '../lambdas/core/relays.js';
 import type { SendingGateStore } from '../lambdas/ports/SendingGate.js';
-import { DynamoSendingGate } from '../lambdas/store/sendingGate.js';
+import { DynamoSendingGate, type RelayGatesRead, readRelayGates } from '../lambdas/store/sendingGate.js';
 import { CliError, EXIT, UsageError } from './cliErrors.js';
 import type { CommandAction, CommandContext } from './commandAction.js';
 import { type Output, paint, printFields, printTable } from './output.js';
@@ -25,9 +33,34 @@ export const RELAY_NAMES_VARIABLE = 'POSTDATE_RELAY_NAMES';
 export interface RelaysDeps {
   /** The relays' names in order. */
   readonly names: readonly string[];
-  /** The gate of one relay: its breaker and drain, and the pauses every relay shares. */
+  /**
+   * Where the names come from: the stack's own list (its output `RelayNames`, the local stack's
+   * file), or this shell (POSTDATE_RELAY_NAMES, POSTDATE_RELAYS, or neither: `default`).
+   */
+  readonly namesFrom: 'stack' | 'shell';
+  /** Every relay's gate in one read, and the relays the table holds an item for. */
+  readonly readGates: (names: readonly string[]) => Promise<RelayGatesRead>;
+  /** The gate of one relay, to set or lift its drain. */
   readonly gate: (name: string) => SendingGateStore;
   readonly now: () => Date;
+}
+
+/** The relays of one outbox table, read and written as the senders read them (store/sendingGate.ts). */
+export function relaysDeps(options: {
+  readonly documents: DynamoDBDocumentClient;
+  readonly tableName: string;
+  readonly names: readonly string[];
+  readonly namesFrom: RelaysDeps['namesFrom'];
+  readonly now: () => Date;
+}): RelaysDeps {
+  const { documents, tableName } = options;
+  return {
+    names: options.names,
+    namesFrom: options.namesFrom,
+    readGates: (names) => readRelayGates(documents, tableName, names),
+    gate: (name) => new DynamoSendingGate(documents, tableName, name),
+    now: options.now,
+  };
 }
 
 /** One relay as `relays status` shows it. */
@@ -102,7 +135,7 @@ export async function relaysStatus(deps: RelaysDeps, out: Output): Promise<Relay
 
 /** {@link relaysStatus} without printing: what `sending status` and `reconcile` show of the relays. */
 export async function readRelays(deps: RelaysDeps): Promise<RelaysStatus> {
-  const gates = await Promise.all(deps.names.map((name) => deps.gate(name).read()));
+  const gates = await readGates(deps);
   // The senders' own decision, pauses aside (`sending status` shows those); the timing is irrelevant.
   const settings = relayBreakerSettings({ relayProbeSeconds: 1, smtpTimeoutSeconds: 1 });
   const inUse = relayInUse(gates, deps.now(), settings);
@@ -126,6 +159,25 @@ export async function readRelays(deps: RelaysDeps): Promise<RelaysStatus> {
   };
 }
 
+/**
+ * The relays' gates in the order of `deps.names`, after checking that the list leaves out no relay
+ * the table knows. A shell's list that does leave one out is refused: it would decide "available"
+ * without the relays the senders use. The stack's own list is the senders' own: an item of another
+ * relay was left by an earlier configuration (decision 0142), and is passed by as the senders pass it.
+ */
+async function readGates(deps: RelaysDeps): Promise<readonly SendingGateState[]> {
+  const { gates, stored } = await deps.readGates(deps.names);
+  const unlisted = stored.filter((name) => !deps.names.includes(name));
+  if (unlisted.length > 0 && deps.namesFrom === 'shell') {
+    throw new UsageError(
+      `the table holds relay${unlisted.length === 1 ? '' : 's'} ${unlisted.join(', ')}, which this shell's ` +
+        `list of relays (${deps.names.join(', ')}) leaves out, so it cannot say where mail leaves: ` +
+        `pass --stack NAME, or set ${RELAY_NAMES_VARIABLE} to the stack's relays in order (its output RelayNames)`,
+    );
+  }
+  return gates;
+}
+
 /** Drains `name`: its copies go to the next relay. Refused when it would leave no relay enabled. */
 export async function relaysDisable(
   deps: RelaysDeps,
@@ -133,9 +185,7 @@ export async function relaysDisable(
   options: { reason?: string },
   out: Output,
 ): Promise<RelaysStatus> {
-  const gates = await Promise.all(
-    deps.names.map(async (relay) => ({ relay, gate: await deps.gate(relay).read() })),
-  );
+  const gates = (await readGates(deps)).map((gate, index) => ({ relay: deps.names[index], gate }));
   knownRelay(deps, name);
   const othersEnabled = gates.filter(({ relay, gate }) => relay !== name && gate.disabled === undefined);
   if (othersEnabled.length === 0) {
@@ -162,6 +212,7 @@ export async function relaysDisable(
 
 /** Lets `name` take mail again (when its breaker is closed). */
 export async function relaysEnable(deps: RelaysDeps, name: string, out: Output): Promise<RelaysStatus> {
+  await readGates(deps);
   knownRelay(deps, name);
   await deps.gate(name).setDisabled(undefined);
   if (!out.json) out.line(paint(out, 'green', `relay ${name} enabled: it takes mail again in its turn`));
@@ -172,7 +223,7 @@ function knownRelay(deps: RelaysDeps, name: string): void {
   if (!deps.names.includes(name)) {
     throw new UsageError(
       `no relay "${name}": the relays are ${deps.names.join(', ')} ` +
-        `(from ${RELAY_NAMES_VARIABLE}, ${RELAYS_VARIABLE} or --stack; without them, only "${DEFAULT_RELAY}")`,
+        `(from --stack, the local stack, ${RELAY_NAMES_VARIABLE} or ${RELAYS_VARIABLE}; without them, only "${DEFAULT_RELAY}")`,
     );
   }
 }
@@ -223,11 +274,14 @@ function render(status: RelaysStatus, out: Output): void {
 
 /** The relays of the target stack (`relays`, `sending` and `reconcile` read the same ones). */
 export function relaysDepsOf({ target, now }: Pick<CommandContext, 'target' | 'now'>): RelaysDeps {
-  return {
-    names: relayNamesOf({ ...target.env, [RELAY_NAMES_VARIABLE]: target.refs.relayNames }),
-    gate: (name) => new DynamoSendingGate(target.documents, target.refs.tableName, name),
+  const ofStack = target.stackRelayNames;
+  return relaysDeps({
+    documents: target.documents,
+    tableName: target.refs.tableName,
+    names: relayNamesOf(ofStack === undefined ? target.env : { [RELAY_NAMES_VARIABLE]: ofStack }),
+    namesFrom: ofStack === undefined ? 'shell' : 'stack',
     now,
-  };
+  });
 }
 
 /** Registers `postdate relays …` (one line in cli/postdate.ts). */

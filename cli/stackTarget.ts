@@ -173,7 +173,13 @@ export async function openTargetWithStack(
   try {
     const stack = await describeStack(client, stackName, region);
     const resolved = targetFromStack(stackName, stack, options, env);
-    return { ...openTarget(resolved.options, resolved.env), warnings: resolved.warnings };
+    const relayNames = stack.outputs[STACK_OUTPUT.relayNames];
+    return {
+      ...openTarget(resolved.options, resolved.env),
+      warnings: resolved.warnings,
+      // A stack deployed before the output leaves the relays to the shell.
+      stackRelayNames: relayNames === undefined || relayNames === '' ? undefined : relayNames,
+    };
   } finally {
     client.destroy();
   }

@@ -82,8 +82,6 @@ export interface ResourceRefs {
    * schedules): POSTDATE_SCHEDULE_DLQ_ARN as the relay has it, else the queue read above.
    */
   readonly scheduleDeadLetter: { readonly arn: string } | QueueRef | undefined;
-  /** POSTDATE_RELAY_NAMES (the stack output `RelayNames`): the relays in order, comma-separated. */
-  readonly relayNames: string | undefined;
 }
 
 export type QueueRef = { readonly url: string } | { readonly name: string };
@@ -102,6 +100,11 @@ export interface Target {
   readonly env: Env;
   /** What the operator should know about how the target was opened (printed on stderr). */
   readonly warnings: readonly string[];
+  /**
+   * The relays in order, comma-separated, as the stack itself lists them: its output `RelayNames`
+   * (`--stack`) or the running local stack's file. Undefined when only this shell can say.
+   */
+  readonly stackRelayNames: string | undefined;
   /** Built on first use: only `relay-failures redrive` and `event-failures redrive` need them. */
   scheduler(): SchedulerClient;
   streams(): DynamoDBStreamsClient;
@@ -167,7 +170,6 @@ export function resolveRefs(mode: TargetMode, options: TargetOptions, env: Env):
       (mode === 'local' ? LOCAL_NAMES.schedulerRoleArn : undefined),
     scheduleDeadLetterQueue,
     scheduleDeadLetter: scheduleDlqArn !== undefined ? { arn: scheduleDlqArn } : scheduleDeadLetterQueue,
-    relayNames: pick(undefined, 'POSTDATE_RELAY_NAMES'),
   };
 }
 
@@ -250,6 +252,7 @@ export function openTarget(
     refs,
     env,
     warnings: [],
+    stackRelayNames: running?.relayNames?.join(','),
     endpoints: {
       dynamodb: shown(dynamodbEndpoint, 'DynamoDB'),
       sqs: shown(sqsEndpoint, 'SQS'),

@@ -3,9 +3,18 @@ import { promisify } from 'node:util';
 import { describe, expect, inject, it } from 'vitest';
 import { CliError, UsageError } from '../../cli/cliErrors.js';
 import { memoryOutput } from '../../cli/output.js';
-import { relayNamesOf, relaysDisable, relaysEnable, relaysStatus } from '../../cli/relaysCommands.js';
+import {
+  relayNamesOf,
+  relaysDeps,
+  relaysDepsOf,
+  relaysDisable,
+  relaysEnable,
+  relaysStatus,
+} from '../../cli/relaysCommands.js';
+import { openTarget } from '../../cli/target.js';
 import { opened } from '../../lambdas/core/relayBreaker.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
+import type { StackFile } from '../../local/stackFile.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
 
 /**
@@ -15,22 +24,18 @@ import { documentClient, freshTable } from '../support/awsLocal.js';
 const run = promisify(execFile);
 const SETTINGS = { probeIntervalMs: 30_000, probeTimeoutMs: 30_000 };
 
-async function relaysDeps(names: readonly string[]) {
+async function relaysOfTable(names: readonly string[]) {
   const { tableName } = await freshTable('relays');
   const documents = documentClient();
   return {
     tableName,
-    deps: {
-      names,
-      gate: (name: string) => new DynamoSendingGate(documents, tableName, name),
-      now: () => new Date(),
-    },
+    deps: relaysDeps({ documents, tableName, names, namesFrom: 'stack', now: () => new Date() }),
   };
 }
 
 describe('postdate relays', () => {
   it('status lists each relay in order with its breaker, and names the relay mail leaves through', async () => {
-    const { deps } = await relaysDeps(['primary', 'backup', 'third']);
+    const { deps } = await relaysOfTable(['primary', 'backup', 'third']);
     let status = await relaysStatus(deps, memoryOutput());
     expect(status.relays.map((relay) => [relay.name, relay.position, relay.breaker])).toEqual([
       ['primary', 1, 'closed'],
@@ -54,7 +59,7 @@ describe('postdate relays', () => {
   });
 
   it('disable drains a relay (the next takes its mail), enable brings it back; the senders read the same item', async () => {
-    const { deps } = await relaysDeps(['primary', 'backup']);
+    const { deps } = await relaysOfTable(['primary', 'backup']);
     const out = memoryOutput();
     let status = await relaysDisable(deps, 'primary', { reason: 'provider maintenance' }, out);
     expect(status.relays[0]?.disabled?.reason).toBe('provider maintenance');
@@ -69,7 +74,7 @@ describe('postdate relays', () => {
   });
 
   it('refuses to disable the last enabled relay, and names the relays for an unknown one', async () => {
-    const { deps } = await relaysDeps(['primary', 'backup']);
+    const { deps } = await relaysOfTable(['primary', 'backup']);
     await relaysDisable(deps, 'backup', {}, memoryOutput());
     await expect(relaysDisable(deps, 'primary', {}, memoryOutput())).rejects.toThrow(CliError);
     await expect(relaysDisable(deps, 'primary', {}, memoryOutput())).rejects.toThrow(/sending pause/);
@@ -118,4 +123,120 @@ describe('postdate relays', () => {
     );
     expect('code' in refused ? refused.code : 0).toBe(2);
   }, 90_000);
+});
+
+/** Opens one relay's breaker as its senders do (its own item under the gate's key). */
+async function openBreaker(gate: DynamoSendingGate, reason: string): Promise<void> {
+  const { breaker } = await gate.read();
+  const open = opened(breaker, { reason }, new Date(), SETTINGS, '9');
+  if (open === undefined) throw new Error('a closed breaker opens');
+  expect(await gate.writeBreaker(breaker, open)).toBe('written');
+}
+
+/** The CLI as an operator runs it against AWS with `--table`, from a shell with these variables only. */
+function cliFrom(tableName: string, variables: Record<string, string | undefined>) {
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    NO_COLOR: '1',
+    AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+    AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    AWS_REGION: 'us-east-1',
+    POSTDATE_RELAY_NAMES: undefined,
+    POSTDATE_RELAYS: undefined,
+    ...variables,
+  };
+  return (...args: string[]) =>
+    run(process.execPath, ['cli/postdate.mjs', '--table', tableName, '--json', ...args], {
+      env,
+      timeout: 60_000,
+    }).then(
+      (done) => ({ code: 0, stdout: done.stdout }),
+      (error: { code: number; stdout: string }) => ({ code: error.code, stdout: error.stdout }),
+    );
+}
+
+describe('the relays the CLI decides with are the ones the table knows (DESIGN §15)', () => {
+  it('from a shell that lists other relays than the table holds, reconcile and the status commands refuse, naming them and what to pass', async () => {
+    // A stack with POSTDATE_RELAYS=[primary, backup], both unavailable: no relay takes mail.
+    const { tableName } = await freshTable('relays-unknown');
+    const documents = documentClient();
+    await openBreaker(new DynamoSendingGate(documents, tableName, 'primary'), '421: greeting');
+    await openBreaker(new DynamoSendingGate(documents, tableName, 'backup'), '421: greeting');
+
+    // No names in the shell (the CLI's list is then `default`), or a list that leaves one out.
+    const reconcile = ['reconcile', '--since', '1h'];
+    const runs = [
+      { variables: {}, command: reconcile },
+      { variables: {}, command: ['relays', 'status'] },
+      { variables: {}, command: ['sending', 'status'] },
+      { variables: { POSTDATE_RELAY_NAMES: 'primary' }, command: reconcile },
+    ];
+    for (const { variables, command } of runs) {
+      const { code, stdout } = await cliFrom(tableName, variables)(...command);
+      expect({ command, variables, code }).toEqual({ command, variables, code: 2 });
+      const { error } = JSON.parse(stdout) as { error: { type: string; detail: string } };
+      expect(error.type).toBe('urn:postdate:cli:usage');
+      expect(error.detail).toMatch(/backup/);
+      expect(error.detail).toMatch(/--stack/);
+      expect(error.detail).toMatch(/POSTDATE_RELAY_NAMES/);
+    }
+    // `relays disable` writes nothing before it knows the relays.
+    expect((await cliFrom(tableName, {})('relays', 'disable', 'default')).code).toBe(2);
+    expect((await new DynamoSendingGate(documents, tableName).read()).disabled).toBeUndefined();
+
+    // With the stack's relays, the answer is the senders' own: no relay takes mail.
+    const listed = cliFrom(tableName, { POSTDATE_RELAY_NAMES: 'primary,backup' });
+    const reconciled = await listed('reconcile', '--since', '1h');
+    expect(reconciled.code).toBe(1);
+    expect(JSON.parse(reconciled.stdout)).toMatchObject({ sending: { available: false } });
+  }, 120_000);
+
+  it("the local stack's file names its relays, and the local CLI reads them from it rather than from the shell", () => {
+    const running: StackFile = {
+      pid: 1,
+      startedAt: '2026-12-03T12:00:00.000Z',
+      apiUrl: 'http://127.0.0.1:41001',
+      mailViewerUrl: null,
+      dynamodbEndpoint: 'http://127.0.0.1:41002',
+      sqsEndpoint: 'http://127.0.0.1:41003',
+      schedulerEndpoint: 'http://127.0.0.1:41004',
+      smtpPort: 41005,
+      relayNames: ['primary', 'backup'],
+    };
+    const target = openTarget({}, { POSTDATE_RELAY_NAMES: 'default' }, () => running);
+    try {
+      const deps = relaysDepsOf({ target, now: () => new Date() });
+      expect(deps.names).toEqual(['primary', 'backup']);
+      expect(deps.namesFrom).toBe('stack');
+      // Without a running stack's file, the shell says.
+      const shell = openTarget({}, { POSTDATE_RELAY_NAMES: 'a,b' }, () => undefined);
+      expect(relaysDepsOf({ target: shell, now: () => new Date() })).toMatchObject({
+        names: ['a', 'b'],
+        namesFrom: 'shell',
+      });
+      shell.dynamodb.destroy();
+      shell.sqs.destroy();
+    } finally {
+      target.dynamodb.destroy();
+      target.sqs.destroy();
+    }
+  });
+
+  it("with the stack's own list, a relay item it does not name is one left from an earlier configuration: shown nowhere, refused never", async () => {
+    const { tableName } = await freshTable('relays-stale');
+    const documents = documentClient();
+    await openBreaker(new DynamoSendingGate(documents, tableName, 'retired'), '421: greeting');
+    const deps = relaysDeps({
+      documents,
+      tableName,
+      names: ['backup'],
+      namesFrom: 'stack',
+      now: () => new Date(),
+    });
+    const status = await relaysStatus(deps, memoryOutput());
+    expect(status.relays.map((relay) => relay.name)).toEqual(['backup']);
+    expect(status.leavingThrough).toBe('backup');
+  });
 });

@@ -3,8 +3,10 @@ import { promisify } from 'node:util';
 import { describe, expect, inject, it } from 'vitest';
 import { memoryOutput } from '../../cli/output.js';
 import { reconcile, reconcileClean } from '../../cli/reconcileCommand.js';
+import { relaysDeps } from '../../cli/relaysCommands.js';
 import { sendingPause, sendingResume, sendingStatus } from '../../cli/sendingCommands.js';
 import { isPaused, NEVER_OPENED, opened } from '../../lambdas/core/relayBreaker.js';
+import type { SendingGateStore } from '../../lambdas/ports/SendingGate.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
@@ -12,7 +14,7 @@ import { documentClient, freshTable } from '../support/awsLocal.js';
 const BREAKER_SETTINGS = { probeIntervalMs: 30_000, probeTimeoutMs: 10_000 };
 
 /** Opens one relay's breaker the way a sender does (its own item, `RELAY#{name}`, or the gate item). */
-async function openBreaker(gate: DynamoSendingGate, reason: string): Promise<void> {
+async function openBreaker(gate: SendingGateStore, reason: string): Promise<void> {
   const { breaker } = await gate.read();
   const open = opened(breaker, { reason }, new Date(), BREAKER_SETTINGS, '5');
   if (open === undefined) throw new Error('a closed breaker opens');
@@ -23,11 +25,7 @@ async function openBreaker(gate: DynamoSendingGate, reason: string): Promise<voi
 async function severalRelays(names: readonly string[]) {
   const { tableName } = await freshTable('sending-relays');
   const documents = documentClient();
-  const relays = {
-    names,
-    gate: (name: string) => new DynamoSendingGate(documents, tableName, name),
-    now: () => new Date(),
-  };
+  const relays = relaysDeps({ documents, tableName, names, namesFrom: 'stack', now: () => new Date() });
   return {
     tableName,
     relays,
@@ -56,11 +54,13 @@ describe('postdate sending', () => {
     const documents = documentClient();
     const deps = {
       gate: new DynamoSendingGate(documents, tableName),
-      relays: {
+      relays: relaysDeps({
+        documents,
+        tableName,
         names: ['default'],
-        gate: (name: string) => new DynamoSendingGate(documents, tableName, name),
+        namesFrom: 'stack',
         now: () => new Date(),
-      },
+      }),
       now: () => new Date(),
     };
     const out = memoryOutput();
@@ -117,11 +117,13 @@ describe('postdate sending', () => {
       now: () => new Date(),
       tenants: async () => [],
       graceSeconds: 300,
-      relays: {
+      relays: relaysDeps({
+        documents,
+        tableName,
         names: ['default'],
-        gate: (name: string) => new DynamoSendingGate(documents, tableName, name),
+        namesFrom: 'stack',
         now: () => new Date(),
-      },
+      }),
     };
     const closed = await reconcile(deps, {}, memoryOutput());
     expect(closed.sending.available).toBe(true);

@@ -63,6 +63,7 @@ describe('which stack the CLI talks to', () => {
       sqsEndpoint: 'http://127.0.0.1:3',
       schedulerEndpoint: 'http://127.0.0.1:4',
       smtpPort: null,
+      relayNames: ['primary', 'backup'],
     };
     writeStackFile(file, cwd);
     expect(readStackFile(cwd)).toEqual(file);
