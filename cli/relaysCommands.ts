@@ -133,12 +133,16 @@ export async function relaysStatus(deps: RelaysDeps, out: Output): Promise<Relay
   return status;
 }
 
+/**
+ * What {@link relayInUse} is asked with: the senders' own decision, pauses aside (`sending status`
+ * shows those). Its timing only decides when a probe is due, and a due probe is not a send.
+ */
+const IN_USE_SETTINGS = relayBreakerSettings({ relayProbeSeconds: 1, smtpTimeoutSeconds: 1 });
+
 /** {@link relaysStatus} without printing: what `sending status` and `reconcile` show of the relays. */
 export async function readRelays(deps: RelaysDeps): Promise<RelaysStatus> {
   const gates = await readGates(deps);
-  // The senders' own decision, pauses aside (`sending status` shows those); the timing is irrelevant.
-  const settings = relayBreakerSettings({ relayProbeSeconds: 1, smtpTimeoutSeconds: 1 });
-  const inUse = relayInUse(gates, deps.now(), settings);
+  const inUse = relayInUse(gates, deps.now(), IN_USE_SETTINGS);
   const relays = gates.map(
     ({ breaker, disabled }, index): RelayStatus => ({
       name: deps.names[index] ?? '',
@@ -178,32 +182,40 @@ async function readGates(deps: RelaysDeps): Promise<readonly SendingGateState[]>
   return gates;
 }
 
-/** Drains `name`: its copies go to the next relay. Refused when it would leave no relay enabled. */
+/**
+ * Drains `name`: its copies go to the next relay that takes mail. Refused, unless `force`, when no
+ * relay would take mail after it (the senders' rule, `relayInUse`, on the gates with `name`
+ * disabled): every other one unavailable or disabled, mail would wait.
+ */
 export async function relaysDisable(
   deps: RelaysDeps,
   name: string,
-  options: { reason?: string },
+  options: { reason?: string; force?: boolean },
   out: Output,
 ): Promise<RelaysStatus> {
-  const gates = (await readGates(deps)).map((gate, index) => ({ relay: deps.names[index], gate }));
+  const gates = await readGates(deps);
   knownRelay(deps, name);
-  const othersEnabled = gates.filter(({ relay, gate }) => relay !== name && gate.disabled === undefined);
-  if (othersEnabled.length === 0) {
+  const entry = { reason: options.reason ?? 'disabled by an operator', at: deps.now().toISOString() };
+  const drained = gates.map((gate, index) =>
+    deps.names[index] === name ? { ...gate, disabled: entry } : gate,
+  );
+  const next = relayInUse(drained, deps.now(), IN_USE_SETTINGS);
+  if (next === undefined && options.force !== true) {
     throw new CliError(
-      `disabling relay "${name}" would leave no relay enabled, and mail would wait for one: ` +
-        'enable another relay first, or hold all mail with `postdate sending pause`',
+      `disabling relay "${name}" would leave no relay that takes mail (every other one is unavailable ` +
+        'or disabled), and mail would wait for one: enable or repair another relay first, hold all mail ' +
+        'with `postdate sending pause`, or pass --force to drain it anyway',
     );
   }
-  await deps.gate(name).setDisabled({
-    reason: options.reason ?? 'disabled by an operator',
-    at: deps.now().toISOString(),
-  });
+  await deps.gate(name).setDisabled(entry);
   if (!out.json) {
     out.line(
       paint(
         out,
-        'yellow',
-        `relay ${name} disabled: its mail leaves through the next relay until \`postdate relays enable ${name}\``,
+        next === undefined ? 'red' : 'yellow',
+        next === undefined
+          ? `relay ${name} disabled: no relay takes mail; copies wait (no attempt counted) until one does`
+          : `relay ${name} disabled: its mail leaves through ${deps.names[next]} until \`postdate relays enable ${name}\``,
       ),
     );
   }
@@ -304,8 +316,9 @@ export function registerRelaysCommands(program: Command, action: CommandAction):
     .argument('<name>', 'the relay, as `relays status` names it')
     .description('drain a relay: its mail leaves through the next one (no attempt counted, nothing lost)')
     .option('--reason <text>', 'why, shown by `relays status`')
+    .option('--force', 'drain it even when no relay would take mail after it (mail waits)')
     .action(
-      action(async (context, name: string, options: { reason?: string }) => {
+      action(async (context, name: string, options: { reason?: string; force?: boolean }) => {
         await relaysDisable(deps(context), name, options, context.out);
         return EXIT.ok;
       }),

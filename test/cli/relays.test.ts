@@ -13,6 +13,7 @@ import {
 } from '../../cli/relaysCommands.js';
 import { openTarget } from '../../cli/target.js';
 import { opened } from '../../lambdas/core/relayBreaker.js';
+import type { SendingGateStore } from '../../lambdas/ports/SendingGate.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import type { StackFile } from '../../local/stackFile.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
@@ -85,6 +86,32 @@ describe('postdate relays', () => {
     );
   });
 
+  it('refuses a drain after which no relay would take mail (the other one unavailable) unless forced, and names the relay that takes the mail', async () => {
+    const { deps, tableName } = await relaysOfTable(['primary', 'backup']);
+    await openBreaker(deps.gate('primary'), '421: greeting');
+    const cli = cliFrom(tableName, { POSTDATE_RELAY_NAMES: 'primary,backup' });
+
+    // primary is open: backup carries the mail; draining it would leave none.
+    const refused = await cli('relays', 'disable', 'backup');
+    expect(refused.code).toBe(1);
+    expect((JSON.parse(refused.stdout) as { error: { detail: string } }).error.detail).toMatch(
+      /no relay .*takes mail.*--force/,
+    );
+    expect((await deps.gate('backup').read()).disabled).toBeUndefined();
+
+    // A deliberate drain of everything: mail waits, no attempt counted.
+    const forced = await cli('relays', 'disable', 'backup', '--force', '--reason', 'all out');
+    expect(forced.code).toBe(0);
+    expect(JSON.parse(forced.stdout)).toMatchObject({ available: false });
+    expect((await deps.gate('backup').read()).disabled?.reason).toBe('all out');
+
+    // Draining the open one while backup takes mail says where the mail goes.
+    await relaysEnable(deps, 'backup', memoryOutput());
+    const out = memoryOutput();
+    await relaysDisable(deps, 'primary', {}, out);
+    expect(out.text()).toContain('its mail leaves through backup');
+  }, 90_000);
+
   it('reads the relays from POSTDATE_RELAY_NAMES, else POSTDATE_RELAYS, else the one default relay', () => {
     expect(relayNamesOf({ POSTDATE_RELAY_NAMES: 'a, b' })).toEqual(['a', 'b']);
     expect(relayNamesOf({ POSTDATE_RELAYS: JSON.stringify([{ name: 'x' }, { name: 'y' }]) })).toEqual([
@@ -126,7 +153,7 @@ describe('postdate relays', () => {
 });
 
 /** Opens one relay's breaker as its senders do (its own item under the gate's key). */
-async function openBreaker(gate: DynamoSendingGate, reason: string): Promise<void> {
+async function openBreaker(gate: SendingGateStore, reason: string): Promise<void> {
   const { breaker } = await gate.read();
   const open = opened(breaker, { reason }, new Date(), SETTINGS, '9');
   if (open === undefined) throw new Error('a closed breaker opens');
