@@ -35,7 +35,7 @@ function camelCaseKeys(value: unknown, path = ''): string[] {
   if (typeof value !== 'object' || value === null) return [];
   return Object.entries(value).flatMap(([key, inner]) => {
     if (['tags', 'metadata', 'headers', 'attributes'].includes(key)) return [];
-    const own = key === 'by_tenant' || key === 'by_tag';
+    const own = key === 'by_tenant' || key === 'by_tag' || key === 'kinds';
     const here = !own && /[a-z][A-Z]/.test(key) ? [`${path}.${key}`] : [];
     const below =
       own && typeof inner === 'object' && inner !== null

@@ -1,10 +1,13 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import fc from 'fast-check';
 import { describe, expect, inject, it } from 'vitest';
+import { UsageError } from '../../cli/cliErrors.js';
 import { memoryOutput } from '../../cli/output.js';
 import { reconcile, reconcileClean } from '../../cli/reconcileCommand.js';
 import { relaysDeps } from '../../cli/relaysCommands.js';
 import { sendingPause, sendingResume, sendingStatus } from '../../cli/sendingCommands.js';
+import { validateEnqueueRequest } from '../../lambdas/core/messageSchema.js';
 import { isPaused, NEVER_OPENED, opened } from '../../lambdas/core/relayBreaker.js';
 import type { SendingGateStore } from '../../lambdas/ports/SendingGate.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
@@ -87,6 +90,86 @@ describe('postdate sending', () => {
     expect((await deps.gate.read()).pause.all).toBeUndefined();
   });
 
+  describe("kinds are the tenants' own tags.kind values (DESIGN §5, §6)", () => {
+    async function sending() {
+      const { tableName } = await freshTable('sending-kinds');
+      const documents = documentClient();
+      const now = () => new Date();
+      const relays = relaysDeps({ documents, tableName, names: ['default'], namesFrom: 'stack', now });
+      return { tableName, documents, gate: new DynamoSendingGate(documents, tableName), relays, now };
+    }
+
+    it('--json shows a paused kind by its own name, in sending status and in reconcile', async () => {
+      const deps = await sending();
+      const out = memoryOutput({ json: true });
+      await sendingPause(deps, { kind: 'orderShipped', reason: 'wrong wording' }, out);
+      expect(out.documents[0]).toMatchObject({
+        pause: { kinds: { orderShipped: { reason: 'wrong wording' } } },
+      });
+      expect(out.documents[0]).not.toHaveProperty('pause.kinds.order_shipped');
+      const reconciled = memoryOutput({ json: true });
+      const { documents, tableName } = deps;
+      const dueIndex = new DynamoDueIndex(documents, tableName);
+      const tenants = async () => [];
+      await reconcile({ ...deps, dueIndex, tenants, graceSeconds: 300 }, {}, reconciled);
+      expect(reconciled.documents[0]).toMatchObject({ sending: { pause: { kinds: { orderShipped: {} } } } });
+    });
+
+    it('takes every kind the API takes in tags.kind (but the empty one), and refuses what it refuses', async () => {
+      const deps = await sending();
+      const ctx = {
+        now: new Date('2026-12-03T12:00:00.000Z'),
+        allowedFrom: ['ops@example.com'],
+        defaultFrom: 'ops@example.com',
+        maxHorizonDays: 400,
+      };
+      const apiTakes = (kind: string) =>
+        validateEnqueueRequest({ to: ['ada@example.com'], subject: 'Hi', text: 'x', tags: { kind } }, ctx).ok;
+      for (const kind of ['order shipped', 'rückruf', 'a'.repeat(128)]) {
+        expect(apiTakes(kind)).toBe(true);
+        await sendingPause(deps, { kind }, memoryOutput());
+        expect(isPaused((await deps.gate.read()).pause, kind)).toBe(true);
+      }
+      await fc.assert(
+        fc.asyncProperty(
+          fc.oneof(
+            fc.string({ unit: 'binary', maxLength: 140 }),
+            fc.string({ unit: 'grapheme', minLength: 120, maxLength: 140 }),
+          ),
+          async (kind) => {
+            const cli = await sendingPause(deps, { kind }, memoryOutput()).then(
+              () => true,
+              (error: unknown) => {
+                if (error instanceof UsageError) return false;
+                throw error;
+              },
+            );
+            // The empty kind cannot key a pause in the table (DynamoDB refuses an empty map key).
+            expect(cli).toBe(kind !== '' && apiTakes(kind));
+          },
+        ),
+        { numRuns: 60 },
+      );
+    }, 60_000);
+
+    it('resume --kind of a kind that is not paused changes nothing, exits 0, and says so', async () => {
+      const deps = await sending();
+      await sendingPause(deps, { kind: 'orderShipped' }, memoryOutput());
+      const out = memoryOutput({ json: true });
+      await sendingResume(deps, { kind: 'order_shipped' }, out);
+      expect(out.documents[0]).toMatchObject({ was_paused: false });
+      expect(isPaused((await deps.gate.read()).pause, 'orderShipped')).toBe(true);
+      const words = memoryOutput();
+      await sendingResume(deps, { kind: 'order_shipped' }, words);
+      expect(words.text()).toMatch(/order_shipped was not paused/);
+
+      const resumed = memoryOutput({ json: true });
+      await sendingResume(deps, { kind: 'orderShipped' }, resumed);
+      expect(resumed.documents[0]).toMatchObject({ was_paused: true });
+      expect(isPaused((await deps.gate.read()).pause, 'orderShipped')).toBe(false);
+    });
+  });
+
   it('is registered on the entry point and works with --table against the emulators', async () => {
     const { tableName } = await freshTable('sending-cli');
     const env = {
@@ -100,10 +183,10 @@ describe('postdate sending', () => {
     };
     const cli = (...args: string[]) =>
       run(process.execPath, ['cli/postdate.mjs', '--table', tableName, ...args], { env, timeout: 60_000 });
-    await cli('sending', 'pause', '--kind', 'campaign', '--reason', 'rollout');
+    await cli('sending', 'pause', '--kind', 'order shipped', '--reason', 'rollout');
     const { stdout } = await cli('--json', 'sending', 'status');
     const status = JSON.parse(stdout) as { pause: { kinds: Record<string, { reason: string }> } };
-    expect(status.pause.kinds.campaign?.reason).toBe('rollout');
+    expect(status.pause.kinds['order shipped']?.reason).toBe('rollout');
   }, 90_000);
 
   it('reconcile shows the breaker, and an open breaker is something to act on', async () => {
