@@ -13,6 +13,7 @@ import type { SendingGateStore } from '../../lambdas/ports/SendingGate.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
+import { messageId, seedMessages } from './cliFixtures.js';
 
 const BREAKER_SETTINGS = { probeIntervalMs: 30_000, probeTimeoutMs: 10_000 };
 
@@ -260,6 +261,67 @@ describe('postdate sending', () => {
       expect(report.sending.available).toBe(false);
       expect(reconcileClean(report)).toBe(false);
       expect(out.text()).toContain('UNAVAILABLE');
+    });
+
+    it('reconcile lists what the senders hold (paused, no relay) as held, not stuck, as the sweeper decides', async () => {
+      const t = await severalRelays(['primary', 'backup']);
+      const createdAt = new Date(Date.now() - 3_600_000).toISOString();
+      const overdue = new Date(Date.now() - 1_800_000).toISOString();
+      const [campaign, invoice, test] = [messageId(7001), messageId(7002), messageId(7003)];
+      await seedMessages(t.reconcile.documents, t.tableName, [
+        { id: campaign, status: 'scheduled', createdAt, sendAt: overdue, tags: { kind: 'campaign' } },
+        { id: invoice, status: 'scheduled', createdAt, sendAt: overdue, tags: { kind: 'invoice' } },
+        // A test message's copies pass every gate (DESIGN §14): nothing holds it.
+        {
+          id: test,
+          tenant: 'acme.test',
+          status: 'scheduled',
+          createdAt,
+          sendAt: overdue,
+          tags: { kind: 'campaign' },
+        },
+      ]);
+      const stuckIds = (report: Awaited<ReturnType<typeof reconcile>>) =>
+        report.stuck.map((entry) => entry.id).sort();
+
+      // Everything paused: the live ones are held, the test one is stuck.
+      await sendingPause(t.sending, {}, memoryOutput());
+      let report = await reconcile(t.reconcile, {}, memoryOutput());
+      expect(stuckIds(report)).toEqual([test]);
+      expect(report.held.map((entry) => [entry.id, entry.heldBy]).sort()).toEqual([
+        [campaign, 'paused'],
+        [invoice, 'paused'],
+      ]);
+
+      // One kind paused: only its messages are held.
+      await sendingResume(t.sending, {}, memoryOutput());
+      await sendingPause(t.sending, { kind: 'campaign' }, memoryOutput());
+      report = await reconcile(t.reconcile, {}, memoryOutput());
+      expect(report.held.map((entry) => [entry.id, entry.heldBy])).toEqual([[campaign, 'paused']]);
+      expect(stuckIds(report)).toEqual([invoice, test].sort());
+
+      // No relay takes mail: every live message is held; reconcile still exits 1 for the relays.
+      await sendingResume(t.sending, {}, memoryOutput());
+      await openBreaker(t.relays.gate('primary'), '421: greeting');
+      await openBreaker(t.relays.gate('backup'), '421: greeting');
+      const out = memoryOutput();
+      report = await reconcile(t.reconcile, {}, out);
+      expect(report.held.map((entry) => entry.heldBy)).toEqual(['no-relay', 'no-relay']);
+      expect(stuckIds(report)).toEqual([test]);
+      expect(out.text()).toContain('held');
+    });
+
+    it('reconcile exits 0 while a pause holds every overdue message and nothing else is wrong', async () => {
+      const t = await severalRelays(['primary', 'backup']);
+      const createdAt = new Date(Date.now() - 3_600_000).toISOString();
+      const sendAt = new Date(Date.now() - 1_800_000).toISOString();
+      await seedMessages(t.reconcile.documents, t.tableName, [
+        { id: messageId(7010), status: 'scheduled', createdAt, sendAt },
+      ]);
+      await sendingPause(t.sending, {}, memoryOutput());
+      const report = await reconcile(t.reconcile, {}, memoryOutput());
+      expect(report.stuck).toEqual([]);
+      expect(reconcileClean(report)).toBe(true);
     });
 
     it('the entry point reads the relays from POSTDATE_RELAY_NAMES for sending status and reconcile', async () => {
