@@ -11,10 +11,8 @@ import { pathToFileURL } from 'node:url';
 import type { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EventBridgeBus } from '../lambdas/adapters/EventBridgeBus.js';
-import { attachmentS3Client, S3AttachmentStore } from '../lambdas/adapters/S3AttachmentStore.js';
 import { createPostdateClient } from '../lambdas/client/index.js';
 import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js';
-import { RESOURCE_SETTINGS } from '../lambdas/core/configSpec.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import { DynamoApiStore } from '../lambdas/store/apiStore.js';
 import { DynamoDueIndex } from '../lambdas/store/dueIndex.js';
@@ -191,20 +189,13 @@ export function messagesDeps(context: Pick<Context, 'target' | 'config' | 'now'>
 
 /**
  * The attachments' bucket when the target knows it (the stack's output AttachmentBucketName with
- * `--stack`, else POSTDATE_ATTACHMENT_BUCKET): `messages retry` then refuses a message whose files
- * are gone, as the API does (decision 0130). Locally the emulator (POSTDATE_S3_ENDPOINT), which takes
- * any credentials, as the local target's other clients do.
+ * `--stack`, else POSTDATE_ATTACHMENT_BUCKET; locally the local stack's): `messages retry` then
+ * refuses a message whose files are gone, as the API does (decision 0130); without it, a message
+ * with attachments (cli/messagesCommands.ts `messagesRetry`).
  */
 function attachmentStoreOf(target: Target): AttachmentStore | undefined {
-  const bucket = target.refs.attachmentBucket?.trim();
-  if (bucket === undefined || bucket === '') return undefined;
-  if (target.mode !== 'local') return target.attachments(bucket);
-  const endpoint = target.env[RESOURCE_SETTINGS.attachmentEndpoint.variable]?.trim() || undefined;
-  const config = {
-    region: () => target.dynamodb.config.region(),
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  };
-  return new S3AttachmentStore({ bucket, client: attachmentS3Client(endpoint, config) });
+  const bucket = target.refs.attachmentBucket;
+  return bucket === undefined ? undefined : target.attachments(bucket);
 }
 
 const ok = (success: boolean): ExitCode => (success ? EXIT.ok : EXIT.failed);

@@ -23,9 +23,10 @@ import {
 } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { lazyS3AttachmentStore } from '../lambdas/adapters/LazyS3AttachmentStore.js';
+import { RESOURCE_SETTINGS } from '../lambdas/core/configSpec.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import { QUEUE, SCHEDULE_GROUP } from '../lib/queueLayout.js';
-import { LOCAL_PORT_DEFAULTS } from '../local/localEnv.js';
+import { LOCAL_ATTACHMENT_BUCKET, LOCAL_PORT_DEFAULTS } from '../local/localEnv.js';
 import { readStackFile, type StackFile } from '../local/stackFile.js';
 import { CliError, isNetworkError, StackUnreachableError, UsageError } from './cliErrors.js';
 
@@ -56,6 +57,7 @@ export const LOCAL_NAMES = {
   queuePrefix: 'postdate',
   scheduleGroup: SCHEDULE_GROUP.logicalName,
   schedulerRoleArn: 'arn:aws:iam::000000000000:role/postdate-local-scheduler',
+  attachmentBucket: LOCAL_ATTACHMENT_BUCKET,
   region: 'us-east-1',
 } as const;
 
@@ -161,7 +163,9 @@ export function resolveRefs(mode: TargetMode, options: TargetOptions, env: Env):
     eventFailureQueue: urlOnly(pick(options.eventFailuresUrl, 'POSTDATE_EVENT_FAILURE_QUEUE_URL')),
     webhookQueue: urlOnly(pick(undefined, 'POSTDATE_WEBHOOK_QUEUE_URL')),
     eventBusName: pick(undefined, 'POSTDATE_EVENT_BUS_NAME'),
-    attachmentBucket: pick(undefined, 'POSTDATE_ATTACHMENT_BUCKET'),
+    attachmentBucket:
+      pick(undefined, RESOURCE_SETTINGS.attachmentBucket.variable) ??
+      (mode === 'local' ? LOCAL_NAMES.attachmentBucket : undefined),
     scheduleGroup:
       pick(undefined, 'POSTDATE_SCHEDULE_GROUP') ??
       (mode === 'local' ? LOCAL_NAMES.scheduleGroup : undefined),
@@ -215,6 +219,13 @@ export function openTarget(
     'AWS_ENDPOINT_URL_SCHEDULER',
     localEndpoint('schedulerEndpoint', 'POSTDATE_SCHEDULER_PORT', LOCAL_PORT_DEFAULTS.scheduler),
   );
+  // The attachments' S3: the SDK's own variable in AWS; locally the emulator `npm start` runs.
+  const s3Endpoint =
+    env[RESOURCE_SETTINGS.attachmentEndpoint.variable] ??
+    env.AWS_ENDPOINT_URL_S3 ??
+    (local
+      ? (running?.s3Endpoint ?? loopback(localPort('POSTDATE_S3_PORT', LOCAL_PORT_DEFAULTS.s3)))
+      : undefined);
   const region =
     options.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? (local ? LOCAL_NAMES.region : undefined);
   const common = {
@@ -287,8 +298,8 @@ export function openTarget(
       }
       return streams;
     },
-    // EventBridge and S3 only in AWS (the local stack has neither bus nor failure queue for events):
-    // their endpoints come from the SDK's own AWS_ENDPOINT_URL_* when set.
+    // EventBridge only in AWS (the local stack has neither bus nor failure queue for events): its
+    // endpoint comes from the SDK's own AWS_ENDPOINT_URL_* when set.
     eventBridge() {
       eventBridge ??= new EventBridgeClient(common);
       return eventBridge;
@@ -296,8 +307,11 @@ export function openTarget(
     attachments(bucket) {
       return lazyS3AttachmentStore({
         bucket,
-        endpoint: env.AWS_ENDPOINT_URL_S3,
-        config: region !== undefined ? { region } : {},
+        endpoint: s3Endpoint,
+        config: {
+          ...(region !== undefined ? { region } : {}),
+          ...(local ? { credentials: common.credentials } : {}),
+        },
       });
     },
   };

@@ -238,6 +238,7 @@ async function main(): Promise<void> {
     sqsEndpoint: stack.sqsEndpoint,
     schedulerEndpoint: stack.schedulerEndpoint,
     smtpPort: viewer?.smtpPort ?? stack.smtpSink?.port ?? null,
+    s3Endpoint: stack.s3Endpoint,
     relayNames: stack.relayNames,
   });
   process.stdout.write(banner(stack, viewer, (performance.now() - began) / 1000, config.dataDir));
