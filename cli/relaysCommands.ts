@@ -63,19 +63,19 @@ export function relaysDeps(options: {
   };
 }
 
-/** One relay as `relays status` shows it. */
+/** One relay as `relays status` shows it; a field without a value is null, so --json always names it. */
 export interface RelayStatus {
   readonly name: string;
   /** Its place in the order, from 1. */
   readonly position: number;
   readonly breaker: BreakerState['state'];
   /** Open or half-open: since when, why, and when the next probe may start. */
-  readonly openedAt: string | undefined;
-  readonly reason: string | undefined;
-  readonly nextProbe: string | undefined;
+  readonly openedAt: string | null;
+  readonly reason: string | null;
+  readonly nextProbe: string | null;
   readonly failedProbes: number;
   /** The operator's drain, when set. */
-  readonly disabled: PauseEntry | undefined;
+  readonly disabled: PauseEntry | null;
 }
 
 export interface RelaysStatus {
@@ -85,8 +85,8 @@ export interface RelaysStatus {
    * (core/relays.ts `relayInUse`). The one answer `relays status`, `sending status` and `reconcile` give.
    */
   readonly available: boolean;
-  /** The relay mail leaves through now (pauses aside); undefined when none takes it. */
-  readonly leavingThrough: string | undefined;
+  /** The relay mail leaves through now (pauses aside); null when none takes it. */
+  readonly leavingThrough: string | null;
   /** Sending is paused for everything (`postdate sending pause`): no relay takes mail until a resume. */
   readonly pausedAll: boolean;
 }
@@ -148,17 +148,17 @@ export async function readRelays(deps: RelaysDeps): Promise<RelaysStatus> {
       name: deps.names[index] ?? '',
       position: index + 1,
       breaker: breaker.state,
-      openedAt: breaker.state === 'closed' ? undefined : breaker.opened_at,
-      reason: breaker.state === 'closed' ? undefined : breaker.reason,
-      nextProbe: breaker.state === 'closed' ? undefined : breaker.probe_at,
+      openedAt: breaker.state === 'closed' ? null : (breaker.opened_at ?? null),
+      reason: breaker.state === 'closed' ? null : (breaker.reason ?? null),
+      nextProbe: breaker.state === 'closed' ? null : (breaker.probe_at ?? null),
       failedProbes: breaker.state === 'closed' ? 0 : (breaker.failed_probes ?? 0),
-      disabled,
+      disabled: disabled ?? null,
     }),
   );
   return {
     relays,
     available: inUse !== undefined,
-    leavingThrough: inUse === undefined ? undefined : relays[inUse]?.name,
+    leavingThrough: inUse === undefined ? null : (relays[inUse]?.name ?? null),
     pausedAll: gates[0]?.pause.all !== undefined,
   };
 }
@@ -261,8 +261,8 @@ function render(status: RelaysStatus, out: Output): void {
       {
         header: 'DISABLED',
         value: (relay) =>
-          relay.disabled === undefined ? 'no' : `since ${relay.disabled.at} (${relay.disabled.reason})`,
-        tone: (relay) => (relay.disabled === undefined ? undefined : 'yellow'),
+          relay.disabled === null ? 'no' : `since ${relay.disabled.at} (${relay.disabled.reason})`,
+        tone: (relay) => (relay.disabled === null ? undefined : 'yellow'),
       },
     ],
     status.relays,
@@ -270,7 +270,7 @@ function render(status: RelaysStatus, out: Output): void {
   printFields(out, [
     [
       'mail leaves through',
-      status.leavingThrough === undefined
+      status.leavingThrough === null
         ? paint(out, 'red', 'no relay: every one is unavailable or disabled; copies wait, no attempt counted')
         : paint(
             out,

@@ -166,7 +166,7 @@ export function render(status: SendingStatus, out: Output): void {
           `available (through ${status.leavingThrough ?? '?'}${status.leavingThrough === first ? '' : ', failed over'})`,
         );
   const down = status.relays
-    .filter((entry) => entry.breaker !== 'closed' || entry.disabled !== undefined)
+    .filter((entry) => entry.breaker !== 'closed' || entry.disabled !== null)
     .map((entry): [string, string] => [
       `  relay ${entry.name}`,
       paint(

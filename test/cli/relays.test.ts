@@ -70,7 +70,7 @@ describe('postdate relays', () => {
     expect((await deps.gate('primary').read()).breaker.version).toBe(0);
 
     status = await relaysEnable(deps, 'primary', out);
-    expect(status.relays[0]?.disabled).toBeUndefined();
+    expect(status.relays[0]?.disabled).toBeNull();
     expect(status.leavingThrough).toBe('primary');
   });
 
@@ -111,6 +111,22 @@ describe('postdate relays', () => {
     await relaysDisable(deps, 'primary', {}, out);
     expect(out.text()).toContain('its mail leaves through backup');
   }, 90_000);
+
+  it('--json names every field cli.md names, null when it has no value (no relay taking mail, a closed breaker, no drain)', async () => {
+    const { deps } = await relaysOfTable(['primary', 'backup']);
+    await openBreaker(deps.gate('primary'), '421: greeting');
+    await relaysDisable(deps, 'backup', { force: true }, memoryOutput());
+    const out = memoryOutput({ json: true });
+    await relaysStatus(deps, out);
+    expect(out.documents[0]).toMatchObject({
+      available: false,
+      leaving_through: null,
+      relays: [
+        { name: 'primary', breaker: 'open', disabled: null, reason: '421: greeting' },
+        { name: 'backup', breaker: 'closed', opened_at: null, reason: null, next_probe: null },
+      ],
+    });
+  });
 
   it('reads the relays from POSTDATE_RELAY_NAMES, else POSTDATE_RELAYS, else the one default relay', () => {
     expect(relayNamesOf({ POSTDATE_RELAY_NAMES: 'a, b' })).toEqual(['a', 'b']);
@@ -217,7 +233,9 @@ describe('the relays the CLI decides with are the ones the table knows (DESIGN Â
     const listed = cliFrom(tableName, { POSTDATE_RELAY_NAMES: 'primary,backup' });
     const reconciled = await listed('reconcile', '--since', '1h');
     expect(reconciled.code).toBe(1);
-    expect(JSON.parse(reconciled.stdout)).toMatchObject({ sending: { available: false } });
+    expect(JSON.parse(reconciled.stdout)).toMatchObject({
+      sending: { available: false, leaving_through: null },
+    });
   }, 120_000);
 
   it("the local stack's file names its relays, and the local CLI reads them from it rather than from the shell", () => {

@@ -245,7 +245,7 @@ describe('postdate sending', () => {
       await openBreaker(t.relays.gate('backup'), '454: TLS not available');
       out = memoryOutput();
       status = await sendingStatus(t.sending, out);
-      expect(status).toMatchObject({ available: false, leavingThrough: undefined });
+      expect(status).toMatchObject({ available: false, leavingThrough: null });
       expect(out.text()).toContain('UNAVAILABLE');
       expect(out.text()).not.toContain('available (breaker closed)');
     });
