@@ -54,7 +54,7 @@ import { scheduleFailuresShow } from './scheduleFailures/scheduleFailuresShow.js
 import { registerSendingCommands } from './sendingCommands.js';
 import { openTargetWithStack } from './stackTarget.js';
 import { registerSuppressionsCommands } from './suppressionsCommands.js';
-import { type Env, queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
+import { apiOf, type Env, queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
 import { registerTemplatesCommands } from './templatesCommands.js';
 import { registerWebhooksCommands } from './webhooksCommands.js';
 
@@ -323,17 +323,16 @@ export function buildProgram(): Command {
       '--mode <mode>',
       'permissive (default) or strict (nothing is sent if a line is invalid: the API judges every batch first)',
     )
-    .option('--api-url <url>', "the API's base URL (env POSTDATE_API_URL)")
+    .option(
+      '--api-url <url>',
+      "the API's base URL (env POSTDATE_API_URL; --stack's ApiUrl; the local stack's)",
+    )
     .option('--api-key <key>', 'an API key of the tenant (env POSTDATE_API_KEY)')
     .action(
       action(async (context, options: { file: string; mode?: string; apiUrl?: string; apiKey?: string }) => {
-        const baseUrl = options.apiUrl ?? process.env.POSTDATE_API_URL;
-        const apiKey = options.apiKey ?? process.env.POSTDATE_API_KEY;
-        if (!baseUrl || !apiKey)
-          throw new UsageError('give --api-url and --api-key (or POSTDATE_API_URL, POSTDATE_API_KEY)');
         if (options.mode !== undefined && options.mode !== 'permissive' && options.mode !== 'strict')
           throw new UsageError('--mode is permissive or strict');
-        const client = createPostdateClient({ baseUrl, apiKey });
+        const client = createPostdateClient(apiOf(context.target, options));
         const text = readLinesFile(options.file);
         const report = await messagesEnqueue(
           client,

@@ -23,6 +23,7 @@ import { type Env, openTarget, type Target, type TargetOptions } from './target.
 
 /** The outputs the CLI reads, each with the flag or variable it stands for. */
 const OUTPUT_TARGETS = {
+  apiUrl: { variable: 'POSTDATE_API_URL' },
   tableName: { option: 'table' },
   sendQueueUrl: { option: 'queueUrl' },
   sendDeadLetterQueueUrl: { option: 'dlqUrl' },

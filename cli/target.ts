@@ -23,7 +23,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { lazyS3AttachmentStore } from '../lambdas/adapters/LazyS3AttachmentStore.js';
-import { RESOURCE_SETTINGS } from '../lambdas/core/configSpec.js';
+import { CONFIG_SETTINGS, RESOURCE_SETTINGS } from '../lambdas/core/configSpec.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import { QUEUE, SCHEDULE_GROUP } from '../lib/queueLayout.js';
 import { LOCAL_ATTACHMENT_BUCKET, LOCAL_PORT_DEFAULTS } from '../local/localEnv.js';
@@ -107,6 +107,11 @@ export interface Target {
    * (`--stack`) or the running local stack's file. Undefined when only this shell can say.
    */
   readonly stackRelayNames: string | undefined;
+  /**
+   * The stack's HTTP API, for the commands that call it: POSTDATE_API_URL (with `--stack`, its
+   * output `ApiUrl`), else locally the running stack's file, else the local default port.
+   */
+  readonly apiUrl: string | undefined;
   /** Built on first use: only `relay-failures redrive` and `event-failures redrive` need them. */
   scheduler(): SchedulerClient;
   streams(): DynamoDBStreamsClient;
@@ -264,6 +269,11 @@ export function openTarget(
     env,
     warnings: [],
     stackRelayNames: running?.relayNames?.join(','),
+    apiUrl:
+      env.POSTDATE_API_URL?.trim() ||
+      (local
+        ? (running?.apiUrl ?? loopback(localPort(CONFIG_SETTINGS.port.variable, LOCAL_PORT_DEFAULTS.api)))
+        : undefined),
     endpoints: {
       dynamodb: shown(dynamodbEndpoint, 'DynamoDB'),
       sqs: shown(sqsEndpoint, 'SQS'),
@@ -347,6 +357,26 @@ export function errorTranslator(service: string, endpoint: string, hint: string,
 }
 
 const TRANSLATOR = { step: 'initialize', name: 'postdateCliErrors' } as const;
+
+/**
+ * The API and the key the commands that call it use (`messages enqueue`, `attachments upload`): the
+ * flags, else the target's API (Target `apiUrl`) and POSTDATE_API_KEY.
+ */
+export function apiOf(
+  target: Pick<Target, 'apiUrl' | 'env'>,
+  options: { readonly apiUrl?: string; readonly apiKey?: string },
+): { readonly baseUrl: string; readonly apiKey: string } {
+  const baseUrl = options.apiUrl ?? target.apiUrl;
+  const apiKey = options.apiKey ?? target.env.POSTDATE_API_KEY;
+  if (!baseUrl) {
+    throw new UsageError(
+      'no API URL: pass --api-url, --stack NAME (its output ApiUrl), or set POSTDATE_API_URL',
+    );
+  }
+  if (!apiKey)
+    throw new UsageError('no API key: pass --api-key or set POSTDATE_API_KEY (a key of the tenant)');
+  return { baseUrl, apiKey };
+}
 
 /** The queue's URL: given, or looked up by name (local stack). */
 export async function queueUrlOf(sqs: SQSClient, ref: QueueRef | undefined, what: string): Promise<string> {
