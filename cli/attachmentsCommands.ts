@@ -14,6 +14,7 @@ import { contentTypeFor } from '../lambdas/core/attachments.js';
 import { CliError, EXIT, UsageError } from './cliErrors.js';
 import type { CommandAction } from './commandAction.js';
 import type { Output } from './output.js';
+import { apiOf } from './target.js';
 
 export interface UploadOptions {
   readonly path: string;
@@ -77,7 +78,10 @@ export function registerAttachmentsCommands(program: Command, action: CommandAct
     .argument('<file>')
     .option('--type <media-type>', 'its content type (default: from the extension)')
     .option('--name <filename>', 'the name the recipient sees (default: the file’s own)')
-    .option('--api-url <url>', "the API's base URL (env POSTDATE_API_URL)")
+    .option(
+      '--api-url <url>',
+      "the API's base URL (env POSTDATE_API_URL; --stack's ApiUrl; the local stack's)",
+    )
     .option('--api-key <key>', 'an API key of the tenant (env POSTDATE_API_KEY)')
     .action(
       action(
@@ -86,12 +90,8 @@ export function registerAttachmentsCommands(program: Command, action: CommandAct
           path: string,
           options: { type?: string; name?: string; apiUrl?: string; apiKey?: string },
         ) => {
-          const baseUrl = options.apiUrl ?? process.env.POSTDATE_API_URL;
-          const apiKey = options.apiKey ?? process.env.POSTDATE_API_KEY;
-          if (!baseUrl || !apiKey)
-            throw new UsageError('give --api-url and --api-key (or POSTDATE_API_URL, POSTDATE_API_KEY)');
           await attachmentsUpload(
-            createPostdateClient({ baseUrl, apiKey }),
+            createPostdateClient(apiOf(context.target, options)),
             {
               path,
               ...(options.type === undefined ? {} : { contentType: options.type }),

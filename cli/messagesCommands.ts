@@ -4,7 +4,7 @@
  * (lambdas/store/apiStore.ts), so an operator's move obeys exactly the same state machine as a client's.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { type RetryResult, retryMessage } from '../lambdas/api/routes/messages.js';
+import { type RetryResult, retryChecksAttachments, retryMessage } from '../lambdas/api/routes/messages.js';
 import { isMessageStatus, type MessageStatus } from '../lambdas/core/messageStatus.js';
 import type { ApiStore, ShardPosition, TransitionResult } from '../lambdas/ports/ApiStore.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
@@ -295,7 +295,14 @@ function errorInWords(error: NonNullable<MessageStateRecord['last_error']>): str
 
 export interface TransitionRow {
   readonly id: string;
-  readonly outcome: 'cancelled' | 'retried' | 'discarded' | 'not-found' | 'conflict' | 'attachments-gone';
+  readonly outcome:
+    | 'cancelled'
+    | 'retried'
+    | 'discarded'
+    | 'not-found'
+    | 'conflict'
+    | 'attachments-gone'
+    | 'attachments-unchecked';
   /** The status after the attempt (the current one when it lost its condition). */
   readonly status: MessageStatus | null;
   readonly rev: number | null;
@@ -321,9 +328,10 @@ export function messagesCancel(
 
 /**
  * Manual retry of `failed`, `dead` or `unknown` messages: rev + 1 and send_at = now, so the relay
- * dispatches the new rev and any older copy (a DLQ copy of a `dead` message) becomes stale. With the
- * bucket known, a message whose attachments are gone is left as it is (`attachments-gone`), as the
- * API's retry does.
+ * dispatches the new rev and any older copy (a DLQ copy of a `dead` message) becomes stale. A
+ * message whose attachments are gone is left as it is (`attachments-gone`), as the API's retry does;
+ * without a bucket to check them in, a message with attachments is left as it is too
+ * (`attachments-unchecked`): the check is not skipped.
  */
 export async function messagesRetry(
   deps: MessagesDeps,
@@ -337,7 +345,10 @@ export async function messagesRetry(
     'retried',
     'retry takes a failed, dead or unknown message',
     out,
-    (tenant, id) => retryMessage(deps, { tenant, id, now, maxAttempts: deps.maxAttempts }),
+    (state) =>
+      deps.attachments === undefined && retryChecksAttachments(state)
+        ? Promise.resolve({ kind: 'attachments-unchecked', current: state })
+        : retryMessage(deps, { tenant: state.tenant, id: state.id, now, maxAttempts: deps.maxAttempts }),
   );
 }
 
@@ -372,8 +383,13 @@ function endEach(
 ): Promise<TransitionReport> {
   const now = deps.now();
   const expiresAt = expiresAtAfter(now, deps.retentionDays);
-  return transitionEach(deps, ids, done, rule, out, (tenant, id) => end({ tenant, id, now, expiresAt }));
+  return transitionEach(deps, ids, done, rule, out, ({ tenant, id }) => end({ tenant, id, now, expiresAt }));
 }
+
+/** A move's result, or a retry left undone because the attachments could not be checked. */
+type TransitionOutcome =
+  | RetryResult
+  | { readonly kind: 'attachments-unchecked'; readonly current: MessageStateRecord };
 
 async function transitionEach(
   deps: MessagesDeps,
@@ -381,7 +397,7 @@ async function transitionEach(
   done: 'cancelled' | 'retried' | 'discarded',
   rule: string,
   out: Output,
-  apply: (tenant: string, id: string) => Promise<RetryResult>,
+  apply: (state: MessageStateRecord) => Promise<TransitionOutcome>,
 ): Promise<TransitionReport> {
   if (ids.length === 0) throw new UsageError('give at least one message id');
   const results: TransitionRow[] = [];
@@ -393,7 +409,7 @@ async function transitionEach(
       results.push({ id, outcome: 'not-found', status: null, rev: null, reason: 'no such message' });
       continue;
     }
-    const result = await apply(state.tenant, id);
+    const result = await apply(state);
     if (result.kind === 'updated') {
       results.push({ id, outcome: done, status: result.state.status, rev: result.state.rev, reason: null });
     } else if (result.kind === 'attachments-gone') {
@@ -407,6 +423,15 @@ async function transitionEach(
         status: result.current.status,
         rev: result.current.rev,
         reason: `its ${which} no longer stored (expired after the discard), so a retry would fail it again: enqueue a new message with the files`,
+      });
+    } else if (result.kind === 'attachments-unchecked') {
+      results.push({
+        id,
+        outcome: 'attachments-unchecked',
+        status: result.current.status,
+        rev: result.current.rev,
+        reason:
+          'it has attachments, and this CLI knows no bucket to check they are still stored (a retry would fail it again if not): pass --stack NAME or set POSTDATE_ATTACHMENT_BUCKET',
       });
     } else if (result.kind === 'not-found') {
       results.push({ id, outcome: 'not-found', status: null, rev: null, reason: 'no such message' });

@@ -10,12 +10,14 @@
  * read units) so the progress bar has a total.
  *
  * Without `--with-bodies` a line carries no address (the state record holds none; stored replies
- * are redacted). With it, the body's recipients and content are in the file: treat it as personal data.
+ * are redacted). With it, the body's recipients and content are in the file (a template message's
+ * `data` too): treat it as personal data.
  */
 import { createWriteStream } from 'node:fs';
 import { type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { StoredAttachment } from '../lambdas/core/attachments.js';
 import { isMessageStatus, type MessageStatus } from '../lambdas/core/messageStatus.js';
-import { recipientCounts } from '../lambdas/core/recipients.js';
+import type { PinnedTemplate } from '../lambdas/core/templateRequests.js';
 import { batchGetItems } from '../lambdas/store/batchGetItems.js';
 import { bodyOfStoredItem, inlineBodyOf } from '../lambdas/store/bodyContent.js';
 import {
@@ -27,6 +29,7 @@ import {
   type MessageStateRecord,
   messagePk,
 } from '../lambdas/store/messageRecord.js';
+import { type MessageView, messageView } from '../lambdas/store/messageView.js';
 import { readStateRecords } from '../lambdas/store/stateReads.js';
 import {
   INDEX,
@@ -76,7 +79,8 @@ export interface ExportReport {
 
 /**
  * One line of the export: the state record's own fields as stored (the history with redacted replies
- * and the relay's ids), the optional ones made explicit nulls, and the recipient counts.
+ * and the relay's ids, the template's pin, the attachments with their keys in the bucket), the
+ * optional ones made explicit nulls, and the recipient counts as the API's view gives them.
  */
 export type ExportedMessage = Pick<
   MessageStateRecord,
@@ -100,16 +104,26 @@ export type ExportedMessage = Pick<
   readonly provider_message_id: string | null;
   /** The relay that id comes from (DESIGN §15). */
   readonly relay: string | null;
-  readonly recipients: ReturnType<typeof recipientCounts>;
+  /** The API's own counts (store/messageView.ts): accepted, pending, rejected, suppressed. */
+  readonly recipients: MessageView['recipients'];
+  /** A template message's template and pinned version (DESIGN §10); null for an inline one. */
+  readonly template: PinnedTemplate | null;
+  readonly attachments: readonly StoredAttachment[];
   /** Only with `--with-bodies`; null when the body is gone (its TTL passed). */
   readonly body?: ExportedBody | null;
 };
 
-/** The body's envelope and content as stored (text and html read back from either stored form). */
+/**
+ * The body's envelope and content as stored (text and html read back from either stored form); a
+ * template message's subject, text and html are empty (rendered at send time) and its `data` is here.
+ */
 export type ExportedBody = Pick<
   MessageBodyRecord,
   'from' | 'to' | 'cc' | 'bcc' | 'reply_to' | 'subject' | 'text' | 'html' | 'headers'
->;
+> & {
+  /** A template message's data (its stored JSON, which JSON gives back as it was: decision 0156). */
+  readonly data: unknown;
+};
 
 /** Records read per batch (BatchGetItem's limit) and index entries per query page. */
 const BATCH = 100;
@@ -357,6 +371,7 @@ function exportedMessage(
   state: MessageStateRecord,
   bodies: Map<string, MessageBodyRecord> | undefined,
 ): ExportedMessage {
+  const view = messageView(state, { withHistory: false });
   const line: ExportedMessage = {
     id: state.id,
     tenant: state.tenant,
@@ -371,10 +386,9 @@ function exportedMessage(
     last_error: state.last_error ?? null,
     provider_message_id: state.provider_message_id ?? null,
     relay: state.relay ?? null,
-    recipients: recipientCounts(state.rcpt_total ?? 0, {
-      accepted: state.rcpt_accepted ?? [],
-      rejected: state.rcpt_rejected ?? [],
-    }),
+    recipients: view.recipients,
+    template: view.template,
+    attachments: state.attachments ?? [],
     on_ambiguous: state.on_ambiguous,
     group: state.group ?? null,
     tags: state.tags ?? {},
@@ -398,6 +412,7 @@ function exportedMessage(
             text: body.text ?? null,
             html: body.html ?? null,
             headers: body.headers ?? {},
+            data: body.data_json === undefined ? null : JSON.parse(body.data_json),
           },
   };
 }

@@ -19,10 +19,11 @@
 const VERBATIM_KEYS = new Set(['tags', 'metadata', 'headers', 'attributes']);
 
 /**
- * Keys whose values are maps keyed by someone's own names (tallies by tenant or by tag): the names
- * are data, kept as they are; what each name maps to is ours, styled like any other value.
+ * Keys whose values are maps keyed by someone's own names (tallies by tenant or by tag, the paused
+ * kinds: a tenant's `tags.kind` values): the names are data, kept as they are; what each name maps to
+ * is ours, styled like any other value.
  */
-const NAMED_MAP_KEYS = new Set(['by_tenant', 'by_tag']);
+const NAMED_MAP_KEYS = new Set(['by_tenant', 'by_tag', 'kinds']);
 
 /** `receiveCount` → `receive_count`; keys already in snake_case (or UPPER_CASE) stay as they are. */
 export function snakeCase(key: string): string {

@@ -11,10 +11,8 @@ import { pathToFileURL } from 'node:url';
 import type { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EventBridgeBus } from '../lambdas/adapters/EventBridgeBus.js';
-import { attachmentS3Client, S3AttachmentStore } from '../lambdas/adapters/S3AttachmentStore.js';
 import { createPostdateClient } from '../lambdas/client/index.js';
 import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js';
-import { RESOURCE_SETTINGS } from '../lambdas/core/configSpec.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import { DynamoApiStore } from '../lambdas/store/apiStore.js';
 import { DynamoDueIndex } from '../lambdas/store/dueIndex.js';
@@ -56,7 +54,7 @@ import { scheduleFailuresShow } from './scheduleFailures/scheduleFailuresShow.js
 import { registerSendingCommands } from './sendingCommands.js';
 import { openTargetWithStack } from './stackTarget.js';
 import { registerSuppressionsCommands } from './suppressionsCommands.js';
-import { type Env, queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
+import { apiOf, type Env, queueArnOf, queueUrlOf, type Target, type TargetOptions } from './target.js';
 import { registerTemplatesCommands } from './templatesCommands.js';
 import { registerWebhooksCommands } from './webhooksCommands.js';
 
@@ -191,20 +189,13 @@ export function messagesDeps(context: Pick<Context, 'target' | 'config' | 'now'>
 
 /**
  * The attachments' bucket when the target knows it (the stack's output AttachmentBucketName with
- * `--stack`, else POSTDATE_ATTACHMENT_BUCKET): `messages retry` then refuses a message whose files
- * are gone, as the API does (decision 0130). Locally the emulator (POSTDATE_S3_ENDPOINT), which takes
- * any credentials, as the local target's other clients do.
+ * `--stack`, else POSTDATE_ATTACHMENT_BUCKET; locally the local stack's): `messages retry` then
+ * refuses a message whose files are gone, as the API does (decision 0130); without it, a message
+ * with attachments (cli/messagesCommands.ts `messagesRetry`).
  */
 function attachmentStoreOf(target: Target): AttachmentStore | undefined {
-  const bucket = target.refs.attachmentBucket?.trim();
-  if (bucket === undefined || bucket === '') return undefined;
-  if (target.mode !== 'local') return target.attachments(bucket);
-  const endpoint = target.env[RESOURCE_SETTINGS.attachmentEndpoint.variable]?.trim() || undefined;
-  const config = {
-    region: () => target.dynamodb.config.region(),
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  };
-  return new S3AttachmentStore({ bucket, client: attachmentS3Client(endpoint, config) });
+  const bucket = target.refs.attachmentBucket;
+  return bucket === undefined ? undefined : target.attachments(bucket);
 }
 
 const ok = (success: boolean): ExitCode => (success ? EXIT.ok : EXIT.failed);
@@ -332,17 +323,16 @@ export function buildProgram(): Command {
       '--mode <mode>',
       'permissive (default) or strict (nothing is sent if a line is invalid: the API judges every batch first)',
     )
-    .option('--api-url <url>', "the API's base URL (env POSTDATE_API_URL)")
+    .option(
+      '--api-url <url>',
+      "the API's base URL (env POSTDATE_API_URL; --stack's ApiUrl; the local stack's)",
+    )
     .option('--api-key <key>', 'an API key of the tenant (env POSTDATE_API_KEY)')
     .action(
       action(async (context, options: { file: string; mode?: string; apiUrl?: string; apiKey?: string }) => {
-        const baseUrl = options.apiUrl ?? process.env.POSTDATE_API_URL;
-        const apiKey = options.apiKey ?? process.env.POSTDATE_API_KEY;
-        if (!baseUrl || !apiKey)
-          throw new UsageError('give --api-url and --api-key (or POSTDATE_API_URL, POSTDATE_API_KEY)');
         if (options.mode !== undefined && options.mode !== 'permissive' && options.mode !== 'strict')
           throw new UsageError('--mode is permissive or strict');
-        const client = createPostdateClient({ baseUrl, apiKey });
+        const client = createPostdateClient(apiOf(context.target, options));
         const text = readLinesFile(options.file);
         const report = await messagesEnqueue(
           client,

@@ -11,13 +11,14 @@
  * - the **stuck** list from the sparse `due` index: non-terminal messages overdue by more than the
  *   sweep grace (the sweeper re-dispatches these; a message listed twice in a row is really stuck);
  * - **sending**: whether any relay takes mail (every relay's breaker and drain, as `relays status`
- *   decides it) and the operator's pauses. While no relay takes mail or sending is paused, waiting
- *   messages are overdue by design, not stuck.
+ *   decides it) and the operator's pauses. While no relay takes mail or a pause holds its kind, a
+ *   waiting message is overdue by design: it is listed as **held**, not stuck, by the sweeper's own
+ *   rule (core/sweepDecision.ts `sendersHold`), and only a stuck one makes reconcile exit 1.
  */
 import { type DynamoDBDocumentClient, QueryCommand, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { isTerminal, MESSAGE_STATUSES, type MessageStatus } from '../lambdas/core/messageStatus.js';
 import { runWithConcurrency } from '../lambdas/core/runWithConcurrency.js';
-import { overdueSinceMs } from '../lambdas/core/sweepDecision.js';
+import { overdueSinceMs, type SendersHold, sendersHold } from '../lambdas/core/sweepDecision.js';
 import type { DueCursor, DueEntry, DueIndex } from '../lambdas/ports/DueIndex.js';
 import { byStatusShardPk, byTenantShardPk, idOfCreatedSortKey } from '../lambdas/store/messageRecord.js';
 import { DynamoSendingGate } from '../lambdas/store/sendingGate.js';
@@ -75,6 +76,11 @@ export interface StuckMessage {
   readonly overdueMs: number;
 }
 
+/** An overdue message the senders hold on purpose (the sweeper skips it): why. */
+export interface HeldMessage extends StuckMessage {
+  readonly heldBy: SendersHold;
+}
+
 export interface ReconcileReport {
   readonly since: string;
   readonly now: string;
@@ -92,6 +98,8 @@ export interface ReconcileReport {
     readonly missingRecords: readonly string[];
   };
   readonly stuck: readonly StuckMessage[];
+  /** Overdue beyond the grace too, but held by a pause or while no relay takes mail: not stuck. */
+  readonly held: readonly HeldMessage[];
   /** The relays and the pauses, as the senders see them (`sending status`'s one reading). */
   readonly sending: SendingStatus;
 }
@@ -153,11 +161,11 @@ export async function reconcile(
     }
   }
 
-  const stuck = await stuckMessages(deps, now, tenants, options.tenant !== undefined);
   const sending = await readSending({
     gate: new DynamoSendingGate(deps.documents, deps.tableName),
     relays: deps.relays,
   });
+  const { stuck, held } = await overdueMessages(deps, now, tenants, options.tenant !== undefined, sending);
   const report: ReconcileReport = {
     since,
     now: now.toISOString(),
@@ -174,6 +182,7 @@ export async function reconcile(
       missingRecords,
     },
     stuck,
+    held,
     sending,
   };
   render(report, out);
@@ -252,13 +261,18 @@ async function queryWindow(
   } while (startKey);
 }
 
-/** Overdue entries of the `due` index (every shard), non-terminal, oldest first. */
-async function stuckMessages(
+/**
+ * Overdue entries of the `due` index (every shard), non-terminal, oldest first: held when the
+ * senders hold the message on purpose (`sendersHold`, with the pauses and relays `sending` read),
+ * else stuck.
+ */
+async function overdueMessages(
   deps: ReconcileDeps,
   now: Date,
   tenants: readonly string[],
   onlyTheseTenants: boolean,
-): Promise<StuckMessage[]> {
+  sending: Pick<SendingStatus, 'pause' | 'available'>,
+): Promise<{ stuck: StuckMessage[]; held: HeldMessage[] }> {
   const before = new Date(now.getTime() - deps.graceSeconds * 1000).toISOString();
   const shards = Array.from({ length: INDEX_SHARDS.due }, (_, shard) => shard);
   const perShard = await runWithConcurrency(shards, QUERY_CONCURRENCY, async (shard) => {
@@ -279,13 +293,14 @@ async function stuckMessages(
     entries.map((entry) => entry.id),
     { consistentRead: true },
   );
-  return entries
+  const holds = { pause: sending.pause, noRelay: !sending.available };
+  const overdue = entries
     .map((entry) => {
       const state = states.get(entry.id);
       // A sending record is due at the end of its lease, later than the entry a claim leaves in place
       // (core/sweepDecision.ts, as the sweeper reads it).
       const dueMs = state === undefined ? Date.parse(entry.due_at) : overdueSinceMs(state, entry.due_at);
-      return {
+      const message: StuckMessage = {
         id: entry.id,
         tenant: state?.tenant ?? null,
         // The record is the truth; the index copy may lag a transition by a moment.
@@ -294,10 +309,17 @@ async function stuckMessages(
         dueAt: new Date(dueMs).toISOString(),
         overdueMs: now.getTime() - dueMs,
       };
+      return { message, heldBy: state === undefined ? undefined : sendersHold(state, holds) };
     })
-    .filter((entry) => !isTerminal(entry.status) && entry.overdueMs > deps.graceSeconds * 1000)
-    .filter((entry) => !onlyTheseTenants || (entry.tenant !== null && tenants.includes(entry.tenant)))
-    .sort((a, b) => (a.dueAt < b.dueAt ? -1 : a.dueAt > b.dueAt ? 1 : 0));
+    .filter(({ message }) => !isTerminal(message.status) && message.overdueMs > deps.graceSeconds * 1000)
+    .filter(
+      ({ message }) => !onlyTheseTenants || (message.tenant !== null && tenants.includes(message.tenant)),
+    )
+    .sort((a, b) => (a.message.dueAt < b.message.dueAt ? -1 : a.message.dueAt > b.message.dueAt ? 1 : 0));
+  return {
+    stuck: overdue.flatMap(({ message, heldBy }) => (heldBy === undefined ? [message] : [])),
+    held: overdue.flatMap(({ message, heldBy }) => (heldBy === undefined ? [] : [{ ...message, heldBy }])),
+  };
 }
 
 /** Index queries in flight at once: the shards are independent partitions. */
@@ -392,19 +414,26 @@ function render(report: ReconcileReport, out: Output): void {
   }
   out.line('');
   renderSending(report.sending, out);
+  const columns: Column<StuckMessage>[] = [
+    { header: 'ID', value: (row) => row.id },
+    { header: 'TENANT', value: (row) => row.tenant ?? '?' },
+    { header: 'STATUS', value: (row) => row.status, tone: (row) => statusTone(row.status) },
+    { header: 'REV', value: (row) => String(row.rev), align: 'right' },
+    { header: 'DUE AT', value: (row) => row.dueAt },
+    { header: 'OVERDUE', value: (row) => formatDuration(row.overdueMs), align: 'right' },
+  ];
+  if (report.held.length > 0) {
+    out.line('');
+    out.line(
+      paint(out, 'bold', 'held (overdue, but the senders hold them until a resume or a relay takes mail)'),
+    );
+    printTable(
+      out,
+      [...columns, { header: 'HELD BY', value: (row: HeldMessage) => row.heldBy }],
+      report.held,
+    );
+  }
   out.line('');
   out.line(paint(out, 'bold', `stuck (non-terminal, overdue by more than ${report.graceSeconds} s)`));
-  printTable(
-    out,
-    [
-      { header: 'ID', value: (row: StuckMessage) => row.id },
-      { header: 'TENANT', value: (row) => row.tenant ?? '?' },
-      { header: 'STATUS', value: (row) => row.status, tone: (row) => statusTone(row.status) },
-      { header: 'REV', value: (row) => String(row.rev), align: 'right' },
-      { header: 'DUE AT', value: (row) => row.dueAt },
-      { header: 'OVERDUE', value: (row) => formatDuration(row.overdueMs), align: 'right' },
-    ],
-    report.stuck,
-    'nothing stuck',
-  );
+  printTable(out, columns, report.stuck, 'nothing stuck');
 }

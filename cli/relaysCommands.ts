@@ -6,15 +6,23 @@
  * sent to it nor probes it, nothing is counted as an attempt. Enabling it lets the copies back as
  * the senders read the gate again (about a second).
  *
- * The relays and their order come from the environment the functions have: POSTDATE_RELAY_NAMES
- * (the stack output `RelayNames` under `--stack`), else the names in POSTDATE_RELAYS, else the one
- * relay `default` (SMTP_*).
+ * The relays and their order: the stack's own list when the CLI has it (the output `RelayNames`
+ * under `--stack`, the local stack's file), else this shell's POSTDATE_RELAY_NAMES, else the names in
+ * POSTDATE_RELAYS, else the one relay `default` (SMTP_*). A shell's list can be wrong (unset, stale,
+ * misspelt), and a wrong list would answer "available" through a relay no sender has: so when the
+ * table holds a relay's item the shell's list leaves out, the commands refuse (`readGates`).
  */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
-import { type BreakerState, type PauseEntry, relayBreakerSettings } from '../lambdas/core/relayBreaker.js';
+import {
+  type BreakerState,
+  type PauseEntry,
+  relayBreakerSettings,
+  type SendingGateState,
+} from '../lambdas/core/relayBreaker.js';
 import { DEFAULT_RELAY, RELAYS_VARIABLE, relayInUse } from '../lambdas/core/relays.js';
 import type { SendingGateStore } from '../lambdas/ports/SendingGate.js';
-import { DynamoSendingGate } from '../lambdas/store/sendingGate.js';
+import { DynamoSendingGate, type RelayGatesRead, readRelayGates } from '../lambdas/store/sendingGate.js';
 import { CliError, EXIT, UsageError } from './cliErrors.js';
 import type { CommandAction, CommandContext } from './commandAction.js';
 import { type Output, paint, printFields, printTable } from './output.js';
@@ -25,24 +33,49 @@ export const RELAY_NAMES_VARIABLE = 'POSTDATE_RELAY_NAMES';
 export interface RelaysDeps {
   /** The relays' names in order. */
   readonly names: readonly string[];
-  /** The gate of one relay: its breaker and drain, and the pauses every relay shares. */
+  /**
+   * Where the names come from: the stack's own list (its output `RelayNames`, the local stack's
+   * file), or this shell (POSTDATE_RELAY_NAMES, POSTDATE_RELAYS, or neither: `default`).
+   */
+  readonly namesFrom: 'stack' | 'shell';
+  /** Every relay's gate in one read, and the relays the table holds an item for. */
+  readonly readGates: (names: readonly string[]) => Promise<RelayGatesRead>;
+  /** The gate of one relay, to set or lift its drain. */
   readonly gate: (name: string) => SendingGateStore;
   readonly now: () => Date;
 }
 
-/** One relay as `relays status` shows it. */
+/** The relays of one outbox table, read and written as the senders read them (store/sendingGate.ts). */
+export function relaysDeps(options: {
+  readonly documents: DynamoDBDocumentClient;
+  readonly tableName: string;
+  readonly names: readonly string[];
+  readonly namesFrom: RelaysDeps['namesFrom'];
+  readonly now: () => Date;
+}): RelaysDeps {
+  const { documents, tableName } = options;
+  return {
+    names: options.names,
+    namesFrom: options.namesFrom,
+    readGates: (names) => readRelayGates(documents, tableName, names),
+    gate: (name) => new DynamoSendingGate(documents, tableName, name),
+    now: options.now,
+  };
+}
+
+/** One relay as `relays status` shows it; a field without a value is null, so --json always names it. */
 export interface RelayStatus {
   readonly name: string;
   /** Its place in the order, from 1. */
   readonly position: number;
   readonly breaker: BreakerState['state'];
   /** Open or half-open: since when, why, and when the next probe may start. */
-  readonly openedAt: string | undefined;
-  readonly reason: string | undefined;
-  readonly nextProbe: string | undefined;
+  readonly openedAt: string | null;
+  readonly reason: string | null;
+  readonly nextProbe: string | null;
   readonly failedProbes: number;
   /** The operator's drain, when set. */
-  readonly disabled: PauseEntry | undefined;
+  readonly disabled: PauseEntry | null;
 }
 
 export interface RelaysStatus {
@@ -52,8 +85,8 @@ export interface RelaysStatus {
    * (core/relays.ts `relayInUse`). The one answer `relays status`, `sending status` and `reconcile` give.
    */
   readonly available: boolean;
-  /** The relay mail leaves through now (pauses aside); undefined when none takes it. */
-  readonly leavingThrough: string | undefined;
+  /** The relay mail leaves through now (pauses aside); null when none takes it. */
+  readonly leavingThrough: string | null;
   /** Sending is paused for everything (`postdate sending pause`): no relay takes mail until a resume. */
   readonly pausedAll: boolean;
 }
@@ -100,60 +133,89 @@ export async function relaysStatus(deps: RelaysDeps, out: Output): Promise<Relay
   return status;
 }
 
+/**
+ * What {@link relayInUse} is asked with: the senders' own decision, pauses aside (`sending status`
+ * shows those). Its timing only decides when a probe is due, and a due probe is not a send.
+ */
+const IN_USE_SETTINGS = relayBreakerSettings({ relayProbeSeconds: 1, smtpTimeoutSeconds: 1 });
+
 /** {@link relaysStatus} without printing: what `sending status` and `reconcile` show of the relays. */
 export async function readRelays(deps: RelaysDeps): Promise<RelaysStatus> {
-  const gates = await Promise.all(deps.names.map((name) => deps.gate(name).read()));
-  // The senders' own decision, pauses aside (`sending status` shows those); the timing is irrelevant.
-  const settings = relayBreakerSettings({ relayProbeSeconds: 1, smtpTimeoutSeconds: 1 });
-  const inUse = relayInUse(gates, deps.now(), settings);
+  const gates = await readGates(deps);
+  const inUse = relayInUse(gates, deps.now(), IN_USE_SETTINGS);
   const relays = gates.map(
     ({ breaker, disabled }, index): RelayStatus => ({
       name: deps.names[index] ?? '',
       position: index + 1,
       breaker: breaker.state,
-      openedAt: breaker.state === 'closed' ? undefined : breaker.opened_at,
-      reason: breaker.state === 'closed' ? undefined : breaker.reason,
-      nextProbe: breaker.state === 'closed' ? undefined : breaker.probe_at,
+      openedAt: breaker.state === 'closed' ? null : (breaker.opened_at ?? null),
+      reason: breaker.state === 'closed' ? null : (breaker.reason ?? null),
+      nextProbe: breaker.state === 'closed' ? null : (breaker.probe_at ?? null),
       failedProbes: breaker.state === 'closed' ? 0 : (breaker.failed_probes ?? 0),
-      disabled,
+      disabled: disabled ?? null,
     }),
   );
   return {
     relays,
     available: inUse !== undefined,
-    leavingThrough: inUse === undefined ? undefined : relays[inUse]?.name,
+    leavingThrough: inUse === undefined ? null : (relays[inUse]?.name ?? null),
     pausedAll: gates[0]?.pause.all !== undefined,
   };
 }
 
-/** Drains `name`: its copies go to the next relay. Refused when it would leave no relay enabled. */
+/**
+ * The relays' gates in the order of `deps.names`, after checking that the list leaves out no relay
+ * the table knows. A shell's list that does leave one out is refused: it would decide "available"
+ * without the relays the senders use. The stack's own list is the senders' own: an item of another
+ * relay was left by an earlier configuration (decision 0142), and is passed by as the senders pass it.
+ */
+async function readGates(deps: RelaysDeps): Promise<readonly SendingGateState[]> {
+  const { gates, stored } = await deps.readGates(deps.names);
+  const unlisted = stored.filter((name) => !deps.names.includes(name));
+  if (unlisted.length > 0 && deps.namesFrom === 'shell') {
+    throw new UsageError(
+      `the table holds relay${unlisted.length === 1 ? '' : 's'} ${unlisted.join(', ')}, which this shell's ` +
+        `list of relays (${deps.names.join(', ')}) leaves out, so it cannot say where mail leaves: ` +
+        `pass --stack NAME, or set ${RELAY_NAMES_VARIABLE} to the stack's relays in order (its output RelayNames)`,
+    );
+  }
+  return gates;
+}
+
+/**
+ * Drains `name`: its copies go to the next relay that takes mail. Refused, unless `force`, when no
+ * relay would take mail after it (the senders' rule, `relayInUse`, on the gates with `name`
+ * disabled): every other one unavailable or disabled, mail would wait.
+ */
 export async function relaysDisable(
   deps: RelaysDeps,
   name: string,
-  options: { reason?: string },
+  options: { reason?: string; force?: boolean },
   out: Output,
 ): Promise<RelaysStatus> {
-  const gates = await Promise.all(
-    deps.names.map(async (relay) => ({ relay, gate: await deps.gate(relay).read() })),
-  );
+  const gates = await readGates(deps);
   knownRelay(deps, name);
-  const othersEnabled = gates.filter(({ relay, gate }) => relay !== name && gate.disabled === undefined);
-  if (othersEnabled.length === 0) {
+  const entry = { reason: options.reason ?? 'disabled by an operator', at: deps.now().toISOString() };
+  const drained = gates.map((gate, index) =>
+    deps.names[index] === name ? { ...gate, disabled: entry } : gate,
+  );
+  const next = relayInUse(drained, deps.now(), IN_USE_SETTINGS);
+  if (next === undefined && options.force !== true) {
     throw new CliError(
-      `disabling relay "${name}" would leave no relay enabled, and mail would wait for one: ` +
-        'enable another relay first, or hold all mail with `postdate sending pause`',
+      `disabling relay "${name}" would leave no relay that takes mail (every other one is unavailable ` +
+        'or disabled), and mail would wait for one: enable or repair another relay first, hold all mail ' +
+        'with `postdate sending pause`, or pass --force to drain it anyway',
     );
   }
-  await deps.gate(name).setDisabled({
-    reason: options.reason ?? 'disabled by an operator',
-    at: deps.now().toISOString(),
-  });
+  await deps.gate(name).setDisabled(entry);
   if (!out.json) {
     out.line(
       paint(
         out,
-        'yellow',
-        `relay ${name} disabled: its mail leaves through the next relay until \`postdate relays enable ${name}\``,
+        next === undefined ? 'red' : 'yellow',
+        next === undefined
+          ? `relay ${name} disabled: no relay takes mail; copies wait (no attempt counted) until one does`
+          : `relay ${name} disabled: its mail leaves through ${deps.names[next]} until \`postdate relays enable ${name}\``,
       ),
     );
   }
@@ -162,6 +224,7 @@ export async function relaysDisable(
 
 /** Lets `name` take mail again (when its breaker is closed). */
 export async function relaysEnable(deps: RelaysDeps, name: string, out: Output): Promise<RelaysStatus> {
+  await readGates(deps);
   knownRelay(deps, name);
   await deps.gate(name).setDisabled(undefined);
   if (!out.json) out.line(paint(out, 'green', `relay ${name} enabled: it takes mail again in its turn`));
@@ -172,7 +235,7 @@ function knownRelay(deps: RelaysDeps, name: string): void {
   if (!deps.names.includes(name)) {
     throw new UsageError(
       `no relay "${name}": the relays are ${deps.names.join(', ')} ` +
-        `(from ${RELAY_NAMES_VARIABLE}, ${RELAYS_VARIABLE} or --stack; without them, only "${DEFAULT_RELAY}")`,
+        `(from --stack, the local stack, ${RELAY_NAMES_VARIABLE} or ${RELAYS_VARIABLE}; without them, only "${DEFAULT_RELAY}")`,
     );
   }
 }
@@ -198,8 +261,8 @@ function render(status: RelaysStatus, out: Output): void {
       {
         header: 'DISABLED',
         value: (relay) =>
-          relay.disabled === undefined ? 'no' : `since ${relay.disabled.at} (${relay.disabled.reason})`,
-        tone: (relay) => (relay.disabled === undefined ? undefined : 'yellow'),
+          relay.disabled === null ? 'no' : `since ${relay.disabled.at} (${relay.disabled.reason})`,
+        tone: (relay) => (relay.disabled === null ? undefined : 'yellow'),
       },
     ],
     status.relays,
@@ -207,7 +270,7 @@ function render(status: RelaysStatus, out: Output): void {
   printFields(out, [
     [
       'mail leaves through',
-      status.leavingThrough === undefined
+      status.leavingThrough === null
         ? paint(out, 'red', 'no relay: every one is unavailable or disabled; copies wait, no attempt counted')
         : paint(
             out,
@@ -223,11 +286,14 @@ function render(status: RelaysStatus, out: Output): void {
 
 /** The relays of the target stack (`relays`, `sending` and `reconcile` read the same ones). */
 export function relaysDepsOf({ target, now }: Pick<CommandContext, 'target' | 'now'>): RelaysDeps {
-  return {
-    names: relayNamesOf({ ...target.env, [RELAY_NAMES_VARIABLE]: target.refs.relayNames }),
-    gate: (name) => new DynamoSendingGate(target.documents, target.refs.tableName, name),
+  const ofStack = target.stackRelayNames;
+  return relaysDeps({
+    documents: target.documents,
+    tableName: target.refs.tableName,
+    names: relayNamesOf(ofStack === undefined ? target.env : { [RELAY_NAMES_VARIABLE]: ofStack }),
+    namesFrom: ofStack === undefined ? 'shell' : 'stack',
     now,
-  };
+  });
 }
 
 /** Registers `postdate relays …` (one line in cli/postdate.ts). */
@@ -250,8 +316,9 @@ export function registerRelaysCommands(program: Command, action: CommandAction):
     .argument('<name>', 'the relay, as `relays status` names it')
     .description('drain a relay: its mail leaves through the next one (no attempt counted, nothing lost)')
     .option('--reason <text>', 'why, shown by `relays status`')
+    .option('--force', 'drain it even when no relay would take mail after it (mail waits)')
     .action(
-      action(async (context, name: string, options: { reason?: string }) => {
+      action(async (context, name: string, options: { reason?: string; force?: boolean }) => {
         await relaysDisable(deps(context), name, options, context.out);
         return EXIT.ok;
       }),

@@ -7,7 +7,9 @@
  * the held copies through as they come back (within about POSTDATE_RELAY_PROBE_SECONDS).
  */
 import type { Command } from 'commander';
+import { tagValueProblem } from '../lambdas/core/headerSafety.js';
 import {
+  isPaused,
   type PauseCommand,
   type PauseState,
   pauseAfter,
@@ -42,20 +44,43 @@ export async function readSending(deps: Pick<SendingDeps, 'gate' | 'relays'>): P
   return { ...relays, pause: gate.pause };
 }
 
-/** A kind as the API stores it in `tags.kind`: a short printable value. */
-const KIND_PATTERN = /^[\x21-\x7e]{1,128}$/;
+/** What a resume finds: whether what it names was paused at all (a kind may be misspelt). */
+export interface SendingResumed extends SendingStatus {
+  readonly wasPaused: boolean;
+}
 
-/** Applies one pause or resume (read, change, conditional write; again when an operator raced us). */
-export async function changePause(deps: SendingDeps, command: PauseCommand): Promise<SendingGateState> {
-  if (command.kind !== undefined && !KIND_PATTERN.test(command.kind)) {
-    throw new UsageError('--kind must be 1–128 printable characters without spaces');
-  }
+/**
+ * Applies one pause or resume (read, change, conditional write; again when an operator raced us). A
+ * kind is any value the API takes in `tags.kind` (core/headerSafety.ts `tagValueProblem`) but the
+ * empty one, which DynamoDB cannot key a pause by. A resume of what is not paused writes nothing:
+ * `changed` is false.
+ */
+export async function changePause(
+  deps: SendingDeps,
+  command: PauseCommand,
+): Promise<{ readonly gate: SendingGateState; readonly changed: boolean }> {
+  const problem =
+    command.kind === undefined
+      ? null
+      : command.kind === ''
+        ? 'value must not be empty'
+        : tagValueProblem(command.kind);
+  if (problem !== null) throw new UsageError(`--kind is a tags.kind value: its ${problem}`);
   for (let round = 0; round < 5; round++) {
     const gate = await deps.gate.read();
+    if (command.action === 'resume' && !pausedNow(gate.pause, command.kind)) return { gate, changed: false };
     const next = pauseAfter(gate.pause, command, deps.now());
-    if ((await deps.gate.writePause(gate.pause, next)) === 'written') return { ...gate, pause: next };
+    if ((await deps.gate.writePause(gate.pause, next)) === 'written') {
+      return { gate: { ...gate, pause: next }, changed: true };
+    }
   }
   throw new CliError('the pause changed under us five times in a row; run the command again');
+}
+
+/** Whether a resume of `kind` (or of everything) would let anything through that waits now. */
+function pausedNow(pause: PauseState, kind: string | undefined): boolean {
+  if (kind !== undefined) return isPaused(pause, kind);
+  return pause.all !== undefined || Object.keys(pause.kinds).length > 0;
 }
 
 export async function sendingPause(
@@ -82,24 +107,39 @@ export async function sendingPause(
   return sendingStatus(deps, out);
 }
 
+/**
+ * Lifts a pause. Resuming what is not paused (a kind never paused, or misspelt) changes nothing and
+ * is not an error, so a script may resume twice; it says so, and `was_paused` is false in the JSON
+ * (docs/cli.md).
+ */
 export async function sendingResume(
   deps: SendingDeps,
   options: { kind?: string },
   out: Output,
-): Promise<SendingStatus> {
-  await changePause(deps, { action: 'resume', kind: options.kind });
-  if (!out.json) {
-    out.line(
-      paint(
-        out,
-        'green',
-        options.kind === undefined
-          ? 'sending resumed: the held messages go out as their copies come back'
-          : `sending resumed for kind ${options.kind}`,
-      ),
-    );
+): Promise<SendingResumed> {
+  const { changed } = await changePause(deps, { action: 'resume', kind: options.kind });
+  const status = { ...(await readSending(deps)), wasPaused: changed };
+  if (out.json) {
+    out.data(status);
+    return status;
   }
-  return sendingStatus(deps, out);
+  out.line(
+    !changed
+      ? paint(
+          out,
+          'yellow',
+          `${options.kind === undefined ? 'nothing was paused' : `kind ${options.kind} was not paused`}: nothing changed`,
+        )
+      : paint(
+          out,
+          'green',
+          options.kind === undefined
+            ? 'sending resumed: the held messages go out as their copies come back'
+            : `sending resumed for kind ${options.kind}`,
+        ),
+  );
+  render(status, out);
+  return status;
 }
 
 export async function sendingStatus(deps: SendingDeps, out: Output): Promise<SendingStatus> {
@@ -126,7 +166,7 @@ export function render(status: SendingStatus, out: Output): void {
           `available (through ${status.leavingThrough ?? '?'}${status.leavingThrough === first ? '' : ', failed over'})`,
         );
   const down = status.relays
-    .filter((entry) => entry.breaker !== 'closed' || entry.disabled !== undefined)
+    .filter((entry) => entry.breaker !== 'closed' || entry.disabled !== null)
     .map((entry): [string, string] => [
       `  relay ${entry.name}`,
       paint(

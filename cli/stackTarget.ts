@@ -23,6 +23,7 @@ import { type Env, openTarget, type Target, type TargetOptions } from './target.
 
 /** The outputs the CLI reads, each with the flag or variable it stands for. */
 const OUTPUT_TARGETS = {
+  apiUrl: { variable: 'POSTDATE_API_URL' },
   tableName: { option: 'table' },
   sendQueueUrl: { option: 'queueUrl' },
   sendDeadLetterQueueUrl: { option: 'dlqUrl' },
@@ -173,7 +174,13 @@ export async function openTargetWithStack(
   try {
     const stack = await describeStack(client, stackName, region);
     const resolved = targetFromStack(stackName, stack, options, env);
-    return { ...openTarget(resolved.options, resolved.env), warnings: resolved.warnings };
+    const relayNames = stack.outputs[STACK_OUTPUT.relayNames];
+    return {
+      ...openTarget(resolved.options, resolved.env),
+      warnings: resolved.warnings,
+      // A stack deployed before the output leaves the relays to the shell.
+      stackRelayNames: relayNames === undefined || relayNames === '' ? undefined : relayNames,
+    };
   } finally {
     client.destroy();
   }

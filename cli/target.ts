@@ -23,9 +23,10 @@ import {
 } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { lazyS3AttachmentStore } from '../lambdas/adapters/LazyS3AttachmentStore.js';
+import { CONFIG_SETTINGS, RESOURCE_SETTINGS } from '../lambdas/core/configSpec.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import { QUEUE, SCHEDULE_GROUP } from '../lib/queueLayout.js';
-import { LOCAL_PORT_DEFAULTS } from '../local/localEnv.js';
+import { LOCAL_ATTACHMENT_BUCKET, LOCAL_PORT_DEFAULTS } from '../local/localEnv.js';
 import { readStackFile, type StackFile } from '../local/stackFile.js';
 import { CliError, isNetworkError, StackUnreachableError, UsageError } from './cliErrors.js';
 
@@ -56,6 +57,7 @@ export const LOCAL_NAMES = {
   queuePrefix: 'postdate',
   scheduleGroup: SCHEDULE_GROUP.logicalName,
   schedulerRoleArn: 'arn:aws:iam::000000000000:role/postdate-local-scheduler',
+  attachmentBucket: LOCAL_ATTACHMENT_BUCKET,
   region: 'us-east-1',
 } as const;
 
@@ -82,8 +84,6 @@ export interface ResourceRefs {
    * schedules): POSTDATE_SCHEDULE_DLQ_ARN as the relay has it, else the queue read above.
    */
   readonly scheduleDeadLetter: { readonly arn: string } | QueueRef | undefined;
-  /** POSTDATE_RELAY_NAMES (the stack output `RelayNames`): the relays in order, comma-separated. */
-  readonly relayNames: string | undefined;
 }
 
 export type QueueRef = { readonly url: string } | { readonly name: string };
@@ -102,6 +102,16 @@ export interface Target {
   readonly env: Env;
   /** What the operator should know about how the target was opened (printed on stderr). */
   readonly warnings: readonly string[];
+  /**
+   * The relays in order, comma-separated, as the stack itself lists them: its output `RelayNames`
+   * (`--stack`) or the running local stack's file. Undefined when only this shell can say.
+   */
+  readonly stackRelayNames: string | undefined;
+  /**
+   * The stack's HTTP API, for the commands that call it: POSTDATE_API_URL (with `--stack`, its
+   * output `ApiUrl`), else locally the running stack's file, else the local default port.
+   */
+  readonly apiUrl: string | undefined;
   /** Built on first use: only `relay-failures redrive` and `event-failures redrive` need them. */
   scheduler(): SchedulerClient;
   streams(): DynamoDBStreamsClient;
@@ -158,7 +168,9 @@ export function resolveRefs(mode: TargetMode, options: TargetOptions, env: Env):
     eventFailureQueue: urlOnly(pick(options.eventFailuresUrl, 'POSTDATE_EVENT_FAILURE_QUEUE_URL')),
     webhookQueue: urlOnly(pick(undefined, 'POSTDATE_WEBHOOK_QUEUE_URL')),
     eventBusName: pick(undefined, 'POSTDATE_EVENT_BUS_NAME'),
-    attachmentBucket: pick(undefined, 'POSTDATE_ATTACHMENT_BUCKET'),
+    attachmentBucket:
+      pick(undefined, RESOURCE_SETTINGS.attachmentBucket.variable) ??
+      (mode === 'local' ? LOCAL_NAMES.attachmentBucket : undefined),
     scheduleGroup:
       pick(undefined, 'POSTDATE_SCHEDULE_GROUP') ??
       (mode === 'local' ? LOCAL_NAMES.scheduleGroup : undefined),
@@ -167,7 +179,6 @@ export function resolveRefs(mode: TargetMode, options: TargetOptions, env: Env):
       (mode === 'local' ? LOCAL_NAMES.schedulerRoleArn : undefined),
     scheduleDeadLetterQueue,
     scheduleDeadLetter: scheduleDlqArn !== undefined ? { arn: scheduleDlqArn } : scheduleDeadLetterQueue,
-    relayNames: pick(undefined, 'POSTDATE_RELAY_NAMES'),
   };
 }
 
@@ -213,6 +224,13 @@ export function openTarget(
     'AWS_ENDPOINT_URL_SCHEDULER',
     localEndpoint('schedulerEndpoint', 'POSTDATE_SCHEDULER_PORT', LOCAL_PORT_DEFAULTS.scheduler),
   );
+  // The attachments' S3: the SDK's own variable in AWS; locally the emulator `npm start` runs.
+  const s3Endpoint =
+    env[RESOURCE_SETTINGS.attachmentEndpoint.variable] ??
+    env.AWS_ENDPOINT_URL_S3 ??
+    (local
+      ? (running?.s3Endpoint ?? loopback(localPort('POSTDATE_S3_PORT', LOCAL_PORT_DEFAULTS.s3)))
+      : undefined);
   const region =
     options.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? (local ? LOCAL_NAMES.region : undefined);
   const common = {
@@ -250,6 +268,12 @@ export function openTarget(
     refs,
     env,
     warnings: [],
+    stackRelayNames: running?.relayNames?.join(','),
+    apiUrl:
+      env.POSTDATE_API_URL?.trim() ||
+      (local
+        ? (running?.apiUrl ?? loopback(localPort(CONFIG_SETTINGS.port.variable, LOCAL_PORT_DEFAULTS.api)))
+        : undefined),
     endpoints: {
       dynamodb: shown(dynamodbEndpoint, 'DynamoDB'),
       sqs: shown(sqsEndpoint, 'SQS'),
@@ -284,8 +308,8 @@ export function openTarget(
       }
       return streams;
     },
-    // EventBridge and S3 only in AWS (the local stack has neither bus nor failure queue for events):
-    // their endpoints come from the SDK's own AWS_ENDPOINT_URL_* when set.
+    // EventBridge only in AWS (the local stack has neither bus nor failure queue for events): its
+    // endpoint comes from the SDK's own AWS_ENDPOINT_URL_* when set.
     eventBridge() {
       eventBridge ??= new EventBridgeClient(common);
       return eventBridge;
@@ -293,8 +317,11 @@ export function openTarget(
     attachments(bucket) {
       return lazyS3AttachmentStore({
         bucket,
-        endpoint: env.AWS_ENDPOINT_URL_S3,
-        config: region !== undefined ? { region } : {},
+        endpoint: s3Endpoint,
+        config: {
+          ...(region !== undefined ? { region } : {}),
+          ...(local ? { credentials: common.credentials } : {}),
+        },
       });
     },
   };
@@ -330,6 +357,26 @@ export function errorTranslator(service: string, endpoint: string, hint: string,
 }
 
 const TRANSLATOR = { step: 'initialize', name: 'postdateCliErrors' } as const;
+
+/**
+ * The API and the key the commands that call it use (`messages enqueue`, `attachments upload`): the
+ * flags, else the target's API (Target `apiUrl`) and POSTDATE_API_KEY.
+ */
+export function apiOf(
+  target: Pick<Target, 'apiUrl' | 'env'>,
+  options: { readonly apiUrl?: string; readonly apiKey?: string },
+): { readonly baseUrl: string; readonly apiKey: string } {
+  const baseUrl = options.apiUrl ?? target.apiUrl;
+  const apiKey = options.apiKey ?? target.env.POSTDATE_API_KEY;
+  if (!baseUrl) {
+    throw new UsageError(
+      'no API URL: pass --api-url, --stack NAME (its output ApiUrl), or set POSTDATE_API_URL',
+    );
+  }
+  if (!apiKey)
+    throw new UsageError('no API key: pass --api-key or set POSTDATE_API_KEY (a key of the tenant)');
+  return { baseUrl, apiKey };
+}
 
 /** The queue's URL: given, or looked up by name (local stack). */
 export async function queueUrlOf(sqs: SQSClient, ref: QueueRef | undefined, what: string): Promise<string> {

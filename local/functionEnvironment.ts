@@ -2,10 +2,9 @@ import type { Config } from '../lambdas/core/config.js';
 import { CONFIG_SETTINGS, RESOURCE_SETTINGS } from '../lambdas/core/configSpec.js';
 import { METRICS } from '../lambdas/core/metricNames.js';
 import { relayPort } from '../lambdas/core/relays.js';
-import { configEnvironment, type LocalPorts } from './localEnv.js';
+import { configEnvironment, LOCAL_ATTACHMENT_BUCKET, type LocalPorts } from './localEnv.js';
 import type { StackResources } from './localResources.js';
 import { LOCAL_RESOURCES } from './localResources.js';
-import { LOCAL_ATTACHMENT_BUCKET } from './s3Emulator.js';
 
 /**
  * The environment every function of the stack is wired from, as the CDK construct sets it

@@ -9,6 +9,9 @@ import {
 import { TEST_KEY_PREFIX } from '../lambdas/core/testSide.js';
 import { API_KEY_PATTERN } from '../lambdas/keys/apiKeys.js';
 
+/** The bucket of the local stack's attachments (in AWS the construct names it). */
+export const LOCAL_ATTACHMENT_BUCKET = 'postdate-attachments';
+
 /** The parts of the local stack that listen on a port. */
 export type LocalPart = 'api' | 'dynamodb' | 'sqs' | 'scheduler' | 'smtp' | 'mailViewer' | 's3';
 

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { ConfigError } from '../lambdas/core/config.js';
+import { ConfigError, loadConfig } from '../lambdas/core/config.js';
 import { CONFIG_SETTINGS } from '../lambdas/core/configSpec.js';
 import { startDynamoDbLocal } from './dynamodbLocal.js';
 import { startEventSources } from './eventSources.js';
@@ -310,6 +310,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       s3Endpoint: s3.endpoint,
       attachmentBucket: s3.bucket,
       tableName: LOCAL_RESOURCES.tableName,
+      // As the functions read them from the environment they are given.
+      relayNames: loadConfig(environment, 'local').relays.map((relay) => relay.name),
       streamArn: table.streamArn,
       queueUrls: queues.urls,
       queueArns: queues.arns,

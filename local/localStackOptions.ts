@@ -106,6 +106,8 @@ export interface LocalStack {
   readonly s3Endpoint: string;
   readonly attachmentBucket: string;
   readonly tableName: string;
+  /** The relays the functions have, in order (POSTDATE_RELAYS, or the one relay `default`). */
+  readonly relayNames: readonly string[];
   readonly streamArn: string;
   readonly queueUrls: QueueUrls;
   readonly queueArns: QueueArns;

@@ -12,9 +12,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import S3rver from 's3rver';
-
-/** The bucket of the local stack (in AWS the construct names it). */
-export const LOCAL_ATTACHMENT_BUCKET = 'postdate-attachments';
+import { LOCAL_ATTACHMENT_BUCKET } from './localEnv.js';
 
 export interface S3Emulator {
   readonly endpoint: string;

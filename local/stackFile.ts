@@ -17,6 +17,14 @@ export interface StackFile {
   readonly sqsEndpoint: string;
   readonly schedulerEndpoint: string;
   readonly smtpPort: number | null;
+  /** The S3 emulator (attachments); absent in the file of a stack started before it was written. */
+  readonly s3Endpoint?: string;
+  /**
+   * The relays the stack's functions have, in order (POSTDATE_RELAYS, or the one relay `default`):
+   * the local CLI decides "is sending available" with these (cli/relaysCommands.ts). Absent in the
+   * file of a stack started before it was written.
+   */
+  readonly relayNames?: readonly string[];
 }
 
 export function stackFilePath(cwd: string = process.cwd()): string {
@@ -57,7 +65,10 @@ function isStackFile(value: unknown): value is StackFile {
     typeof file.dynamodbEndpoint === 'string' &&
     typeof file.sqsEndpoint === 'string' &&
     typeof file.schedulerEndpoint === 'string' &&
-    typeof file.apiUrl === 'string'
+    typeof file.apiUrl === 'string' &&
+    (file.s3Endpoint === undefined || typeof file.s3Endpoint === 'string') &&
+    (file.relayNames === undefined ||
+      (Array.isArray(file.relayNames) && file.relayNames.every((name) => typeof name === 'string')))
   );
 }
 

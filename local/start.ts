@@ -113,7 +113,7 @@ function banner(
     ...(stack.backupSink
       ? [
           `  Relays       primary (the sink above) → backup ${stack.backupSink.host}:${stack.backupSink.port}, viewer ${stack.backupMailViewerUrl ?? ''}`,
-          '               (POSTDATE_RELAY_NAMES=primary,backup npx postdate --local relays status)',
+          '               (npx postdate relays status)',
         ]
       : []),
     `  (written to ${STACK_FILE}, where the CLI finds them)`,
@@ -238,6 +238,8 @@ async function main(): Promise<void> {
     sqsEndpoint: stack.sqsEndpoint,
     schedulerEndpoint: stack.schedulerEndpoint,
     smtpPort: viewer?.smtpPort ?? stack.smtpSink?.port ?? null,
+    s3Endpoint: stack.s3Endpoint,
+    relayNames: stack.relayNames,
   });
   process.stdout.write(banner(stack, viewer, (performance.now() - began) / 1000, config.dataDir));
   logs.bannerShown();

@@ -63,6 +63,19 @@ export function headerNameProblem(name: string): string | null {
   return null;
 }
 
+/**
+ * Why a value may not be a tag's, or null when it may: at most LIMITS.maxTagValueLength characters,
+ * no control character. The API's rule for `tags` (a kind is `tags.kind`), and the operator CLI's
+ * for the kind it pauses (`postdate sending pause --kind`): every kind a message can carry.
+ */
+export function tagValueProblem(value: string): string | null {
+  const control = controlCharacterProblem(value, false);
+  if (control) return `value ${control}`;
+  if (value.length > LIMITS.maxTagValueLength)
+    return `value must be at most ${LIMITS.maxTagValueLength} characters`;
+  return null;
+}
+
 /** Why a header value may not be sent, or null when it may. */
 export function headerValueProblem(value: string): string | null {
   const control = controlCharacterProblem(value, true);

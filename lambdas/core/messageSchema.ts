@@ -25,6 +25,7 @@ import {
   headerValueProblem,
   RELAY_CONTROL_HEADERS,
   RELAY_CONTROL_MESSAGE,
+  tagValueProblem,
 } from './headerSafety.js';
 import {
   formatLocalDateTime,
@@ -231,8 +232,8 @@ const Timestamp = z
 const stringMap = (options: {
   entries: number;
   keyLength: number;
-  valueLength: number;
-  headerMaterial: boolean;
+  /** Why a value may not be one of the map's, or null when it may. */
+  valueProblem: (value: string) => string | null;
 }) =>
   z.record(z.string(), z.string()).superRefine((map, ctx) => {
     const keys = Object.keys(map);
@@ -247,18 +248,17 @@ const stringMap = (options: {
       if (keyControl) issue(`key ${keyControl}`);
       else if (key.length < 1 || key.length > options.keyLength)
         issue(`key must be 1–${options.keyLength} characters`);
-      else if (options.headerMaterial && controlCharacterProblem(value, false))
-        issue(`value ${controlCharacterProblem(value, false) ?? ''}`);
-      else if (value.length > options.valueLength)
-        issue(`value must be at most ${options.valueLength} characters`);
+      else {
+        const problem = options.valueProblem(value);
+        if (problem) issue(problem);
+      }
     }
   });
 
 const Tags = stringMap({
   entries: LIMITS.maxTags,
   keyLength: LIMITS.maxTagKeyLength,
-  valueLength: LIMITS.maxTagValueLength,
-  headerMaterial: true,
+  valueProblem: tagValueProblem,
 }).meta({
   description: 'Small labels for listing and metrics.',
   example: { kind: 'campaign-approved' },
@@ -270,8 +270,10 @@ const Tags = stringMap({
 const Metadata = stringMap({
   entries: LIMITS.maxMetadataEntries,
   keyLength: LIMITS.maxMetadataKeyLength,
-  valueLength: LIMITS.maxMetadataValueLength,
-  headerMaterial: false,
+  valueProblem: (value) =>
+    value.length > LIMITS.maxMetadataValueLength
+      ? `value must be at most ${LIMITS.maxMetadataValueLength} characters`
+      : null,
 }).meta({
   description: 'Your own small string data, returned as given.',
   example: { campaign_id: '42' },

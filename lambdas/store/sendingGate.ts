@@ -30,13 +30,44 @@ import { KEY } from './tableLayout.js';
  */
 export const SENDING_GATE_KEY = { [KEY.partition]: 'GATE#sending', [KEY.sort]: 'GATE' } as const;
 
+/** The sort key of a relay's own breaker item is this and its name. */
+const RELAY_SORT_PREFIX = 'RELAY#';
+
 /**
  * Where a relay's breaker lives (DESIGN §15): the relay `default` (the one `SMTP_*` describes) keeps
  * the gate item it always had, so nothing migrates; every other relay has an item of its own beside
  * it (`sk = RELAY#{name}`) holding only its breaker. The pauses stay on the gate item, for every relay.
  */
 export function breakerKeyOf(relay: string): Readonly<Record<string, string>> {
-  return relay === DEFAULT_RELAY ? SENDING_GATE_KEY : { ...SENDING_GATE_KEY, [KEY.sort]: `RELAY#${relay}` };
+  return relay === DEFAULT_RELAY
+    ? SENDING_GATE_KEY
+    : { ...SENDING_GATE_KEY, [KEY.sort]: `${RELAY_SORT_PREFIX}${relay}` };
+}
+
+/** Every relay's gate, in the order asked, and the relays with an item of their own, as one read found them. */
+export interface RelayGatesRead {
+  readonly gates: readonly SendingGateState[];
+  /** The relays (other than `default`) that have a breaker item under the key, configured or not. */
+  readonly stored: readonly string[];
+}
+
+/**
+ * The gates of `relays` from one consistent Query of the key (decision 0142), and the names of every
+ * relay that has an item there: what the operator's CLI decides with, so it can tell when the table
+ * knows a relay its own list leaves out.
+ */
+export async function readRelayGates(
+  documents: DynamoDBDocumentClient,
+  tableName: string,
+  relays: readonly string[],
+): Promise<RelayGatesRead> {
+  const { items } = await new SendingGateItems(documents, tableName).fresh();
+  return {
+    gates: relays.map((relay) => gateStateOf(items, breakerKeyOf(relay))),
+    stored: [...items.keys()].flatMap((sortKey) =>
+      sortKey.startsWith(RELAY_SORT_PREFIX) ? [sortKey.slice(RELAY_SORT_PREFIX.length)] : [],
+    ),
+  };
 }
 
 type StoredItem = Record<string, unknown> | undefined;
@@ -152,12 +183,7 @@ export class DynamoSendingGate implements SendingGateStore {
   }
 
   private stateOf(items: ReadonlyMap<string, Record<string, unknown>>): SendingGateState {
-    const breakerItem: StoredItem = items.get(this.breakerKey[KEY.sort] ?? '');
-    return {
-      breaker: breakerOf(breakerItem),
-      pause: pauseOf(items.get(SENDING_GATE_KEY[KEY.sort])),
-      ...disabledOf(breakerItem),
-    };
+    return gateStateOf(items, this.breakerKey);
   }
 
   /**
@@ -217,6 +243,19 @@ export class DynamoSendingGate implements SendingGateStore {
       throw error;
     }
   }
+}
+
+/** One relay's gate from the items under the key: its breaker and drain, and the pauses every relay shares. */
+function gateStateOf(
+  items: ReadonlyMap<string, Record<string, unknown>>,
+  breakerKey: Readonly<Record<string, string>>,
+): SendingGateState {
+  const breakerItem: StoredItem = items.get(breakerKey[KEY.sort] ?? '');
+  return {
+    breaker: breakerOf(breakerItem),
+    pause: pauseOf(items.get(SENDING_GATE_KEY[KEY.sort])),
+    ...disabledOf(breakerItem),
+  };
 }
 
 function breakerOf(item: Record<string, unknown> | undefined): BreakerState {

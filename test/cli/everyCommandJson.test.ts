@@ -16,6 +16,7 @@ import { createPostdateClient, type PostdateClient } from '../../lambdas/client/
 import { loadConfig } from '../../lambdas/core/config.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
+import { writeStackFile } from '../../local/stackFile.js';
 
 const run = promisify(execFile);
 const BIN = resolve('cli/postdate.mjs');
@@ -35,7 +36,7 @@ function camelCaseKeys(value: unknown, path = ''): string[] {
   if (typeof value !== 'object' || value === null) return [];
   return Object.entries(value).flatMap(([key, inner]) => {
     if (['tags', 'metadata', 'headers', 'attributes'].includes(key)) return [];
-    const own = key === 'by_tenant' || key === 'by_tag';
+    const own = key === 'by_tenant' || key === 'by_tag' || key === 'kinds';
     const here = !own && /[a-z][A-Z]/.test(key) ? [`${path}.${key}`] : [];
     const below =
       own && typeof inner === 'object' && inner !== null
@@ -57,6 +58,23 @@ describe('every postdate command with --json, against the local stack', () => {
     stack = await startLocalStack({ config, ports: ANY_FREE_PORTS, quiet: true });
     client = createPostdateClient({ baseUrl: stack.apiUrl, apiKey: stack.apiKey });
     dir = await mkdtemp(join(tmpdir(), 'postdate-cli-json-'));
+    // The file `npm start` writes, in the directory the CLI runs in: the commands that call the API
+    // take its URL from here (this process owns the stack, so the file is live while it runs).
+    writeStackFile(
+      {
+        pid: process.pid,
+        startedAt: new Date().toISOString(),
+        apiUrl: stack.apiUrl,
+        mailViewerUrl: null,
+        dynamodbEndpoint: stack.dynamodbEndpoint,
+        sqsEndpoint: stack.sqsEndpoint,
+        schedulerEndpoint: stack.schedulerEndpoint,
+        smtpPort: null,
+        s3Endpoint: stack.s3Endpoint,
+        relayNames: stack.relayNames,
+      },
+      dir,
+    );
     await writeFile(join(dir, 'welcome.txt'), 'Hi {{name}}');
     await writeFile(join(dir, 'data.json'), '{"name": "Ada"}');
     await writeFile(join(dir, 'ledger.pdf'), '%PDF-1.4 ledger');
@@ -114,25 +132,9 @@ describe('every postdate command with --json, against the local stack', () => {
   const invocations = (): Record<string, readonly string[]> => ({
     'messages list': ['messages', 'list'],
     'messages export': ['messages', 'export', '--since', '1h'],
-    'messages enqueue': [
-      'messages',
-      'enqueue',
-      '--file',
-      'batch.jsonl',
-      '--api-url',
-      stack.apiUrl,
-      '--api-key',
-      stack.apiKey,
-    ],
-    'attachments upload': [
-      'attachments',
-      'upload',
-      'ledger.pdf',
-      '--api-url',
-      stack.apiUrl,
-      '--api-key',
-      stack.apiKey,
-    ],
+    // The API's URL from the stack file.
+    'messages enqueue': ['messages', 'enqueue', '--file', 'batch.jsonl', '--api-key', stack.apiKey],
+    'attachments upload': ['attachments', 'upload', 'ledger.pdf', '--api-key', stack.apiKey],
     'messages show': ['messages', 'show', messageId],
     'messages retry': ['messages', 'retry', messageId],
     'messages cancel': ['messages', 'cancel', messageId],
@@ -176,6 +178,8 @@ describe('every postdate command with --json, against the local stack', () => {
     const camel: string[] = [];
     for (const [name, args] of Object.entries(invocations())) {
       const { code, stdout } = await postdate(args);
+      // The two that call the API found it in the stack file.
+      if (name === 'messages enqueue' || name === 'attachments upload') expect(code, name).toBe(0);
       const lines = stdout.trim().split('\n');
       let documents: unknown[];
       try {
@@ -209,6 +213,7 @@ describe('every postdate command with --json, against the local stack', () => {
       join(dir, 'refused.jsonl'),
       Array.from({ length: 150 }, (_, i) => JSON.stringify(item(i))).join('\n'),
     );
+    // The API's URL comes from the stack file in the CLI's directory (beforeAll).
     const enqueue = (file: string, mode: string, apiKey: string) => [
       'messages',
       'enqueue',
@@ -216,8 +221,6 @@ describe('every postdate command with --json, against the local stack', () => {
       file,
       '--mode',
       mode,
-      '--api-url',
-      stack.apiUrl,
       '--api-key',
       apiKey,
     ];

@@ -220,6 +220,83 @@ describe('postdate messages export', () => {
     });
   });
 
+  it("counts recipients as the API's view does: a suppressed recipient is suppressed, not pending", async () => {
+    const { tableName: table } = await freshTable();
+    const documents = documentClient();
+    const state = {
+      ...stateRecord({ id: messageId(9200), status: 'suppressed', createdAt: at(10) }),
+      rcpt_total: 2,
+      rcpt_accepted: [],
+      rcpt_rejected: [],
+      rcpt_suppressed: [0, 1],
+    };
+    await documents.send(new PutCommand({ TableName: table, Item: state }));
+    const lines: string[] = [];
+    const out = memoryOutput();
+    await messagesExport(
+      { ...deps, documents, tableName: table },
+      { since: SINCE, until: UNTIL },
+      { write: async (line) => void lines.push(line) },
+      out,
+    );
+    const exported = JSON.parse(lines[0] ?? '{}') as ExportedMessage;
+    // GET /v1/messages/{id} (DESIGN §3): recipients.suppressed counts those left out.
+    expect(exported.recipients).toEqual({ accepted: 0, pending: 0, rejected: 0, suppressed: 2 });
+  });
+
+  it('with --with-bodies, a template message carries its template pin, its data and its attachments: what a restore needs (docs/recovery.md)', async () => {
+    const { tableName: table } = await freshTable();
+    const documents = documentClient();
+    const attachment = {
+      filename: 'invoice.pdf',
+      content_type: 'application/pdf',
+      size: 6,
+      sha256: 'a'.repeat(64),
+      key: 'att/acme/01JQ5/0',
+    };
+    const state = {
+      ...stateRecord({ id: messageId(9300), status: 'scheduled', createdAt: at(10) }),
+      template: { name: 'welcome', version: 3 },
+      attachments: [attachment],
+    };
+    await documents.send(new PutCommand({ TableName: table, Item: state }));
+    await documents.send(
+      new PutCommand({
+        TableName: table,
+        Item: storedBodyItem({
+          pk: state.pk,
+          sk: 'BODY',
+          fingerprint: 'f',
+          created_at: state.created_at,
+          from: 'ops@example.com',
+          to: ['ada@example.org'],
+          cc: [],
+          bcc: [],
+          reply_to: null,
+          subject: '',
+          text: null,
+          html: null,
+          headers: {},
+          template: { name: 'welcome', version: 3 },
+          data_json: '{"name":"Ada","items":[1,2.5]}',
+        }),
+      }),
+    );
+    const lines: string[] = [];
+    await messagesExport(
+      { ...deps, documents, tableName: table },
+      { since: SINCE, until: UNTIL, withBodies: true },
+      { write: async (line) => void lines.push(line) },
+      memoryOutput(),
+    );
+    const exported = JSON.parse(lines[0] ?? '{}') as Record<string, unknown> & {
+      body: Record<string, unknown>;
+    };
+    expect(exported.template).toEqual({ name: 'welcome', version: 3 });
+    expect(exported.attachments).toEqual([attachment]);
+    expect(exported.body.data).toEqual({ name: 'Ada', items: [1, 2.5] });
+  });
+
   it('skips, and counts, what the index lists but the record no longer matches', async () => {
     const { tableName: table } = await freshTable();
     const documents = documentClient();

@@ -7,12 +7,12 @@ import {
   reconcile,
   reconcileClean,
 } from '../../cli/reconcileCommand.js';
+import { relaysDeps } from '../../cli/relaysCommands.js';
 import { MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
 import type { ShardPosition } from '../../lambdas/ports/ApiStore.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { byStatusPk } from '../../lambdas/store/messageRecord.js';
-import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
 import { messageId, type SeedMessage, seedMessages, stateRecord } from './cliFixtures.js';
 
@@ -64,11 +64,7 @@ beforeAll(async () => {
     now: () => NOW,
     tenants: async () => ['acme', 'globex'],
     graceSeconds: 300,
-    relays: {
-      names: ['default'],
-      gate: (name: string) => new DynamoSendingGate(documents, tableName, name),
-      now: () => NOW,
-    },
+    relays: relaysDeps({ documents, tableName, names: ['default'], namesFrom: 'stack', now: () => NOW }),
   };
   const out = memoryOutput();
   day = { report: await reconcile(deps, {}, out), out };

@@ -3,9 +3,19 @@ import { promisify } from 'node:util';
 import { describe, expect, inject, it } from 'vitest';
 import { CliError, UsageError } from '../../cli/cliErrors.js';
 import { memoryOutput } from '../../cli/output.js';
-import { relayNamesOf, relaysDisable, relaysEnable, relaysStatus } from '../../cli/relaysCommands.js';
+import {
+  relayNamesOf,
+  relaysDeps,
+  relaysDepsOf,
+  relaysDisable,
+  relaysEnable,
+  relaysStatus,
+} from '../../cli/relaysCommands.js';
+import { openTarget } from '../../cli/target.js';
 import { opened } from '../../lambdas/core/relayBreaker.js';
+import type { SendingGateStore } from '../../lambdas/ports/SendingGate.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
+import type { StackFile } from '../../local/stackFile.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
 
 /**
@@ -15,22 +25,18 @@ import { documentClient, freshTable } from '../support/awsLocal.js';
 const run = promisify(execFile);
 const SETTINGS = { probeIntervalMs: 30_000, probeTimeoutMs: 30_000 };
 
-async function relaysDeps(names: readonly string[]) {
+async function relaysOfTable(names: readonly string[]) {
   const { tableName } = await freshTable('relays');
   const documents = documentClient();
   return {
     tableName,
-    deps: {
-      names,
-      gate: (name: string) => new DynamoSendingGate(documents, tableName, name),
-      now: () => new Date(),
-    },
+    deps: relaysDeps({ documents, tableName, names, namesFrom: 'stack', now: () => new Date() }),
   };
 }
 
 describe('postdate relays', () => {
   it('status lists each relay in order with its breaker, and names the relay mail leaves through', async () => {
-    const { deps } = await relaysDeps(['primary', 'backup', 'third']);
+    const { deps } = await relaysOfTable(['primary', 'backup', 'third']);
     let status = await relaysStatus(deps, memoryOutput());
     expect(status.relays.map((relay) => [relay.name, relay.position, relay.breaker])).toEqual([
       ['primary', 1, 'closed'],
@@ -54,7 +60,7 @@ describe('postdate relays', () => {
   });
 
   it('disable drains a relay (the next takes its mail), enable brings it back; the senders read the same item', async () => {
-    const { deps } = await relaysDeps(['primary', 'backup']);
+    const { deps } = await relaysOfTable(['primary', 'backup']);
     const out = memoryOutput();
     let status = await relaysDisable(deps, 'primary', { reason: 'provider maintenance' }, out);
     expect(status.relays[0]?.disabled?.reason).toBe('provider maintenance');
@@ -64,12 +70,12 @@ describe('postdate relays', () => {
     expect((await deps.gate('primary').read()).breaker.version).toBe(0);
 
     status = await relaysEnable(deps, 'primary', out);
-    expect(status.relays[0]?.disabled).toBeUndefined();
+    expect(status.relays[0]?.disabled).toBeNull();
     expect(status.leavingThrough).toBe('primary');
   });
 
   it('refuses to disable the last enabled relay, and names the relays for an unknown one', async () => {
-    const { deps } = await relaysDeps(['primary', 'backup']);
+    const { deps } = await relaysOfTable(['primary', 'backup']);
     await relaysDisable(deps, 'backup', {}, memoryOutput());
     await expect(relaysDisable(deps, 'primary', {}, memoryOutput())).rejects.toThrow(CliError);
     await expect(relaysDisable(deps, 'primary', {}, memoryOutput())).rejects.toThrow(/sending pause/);
@@ -78,6 +84,48 @@ describe('postdate relays', () => {
     await expect(relaysEnable(deps, 'nope', memoryOutput())).rejects.toThrow(
       /the relays are primary, backup/,
     );
+  });
+
+  it('refuses a drain after which no relay would take mail (the other one unavailable) unless forced, and names the relay that takes the mail', async () => {
+    const { deps, tableName } = await relaysOfTable(['primary', 'backup']);
+    await openBreaker(deps.gate('primary'), '421: greeting');
+    const cli = cliFrom(tableName, { POSTDATE_RELAY_NAMES: 'primary,backup' });
+
+    // primary is open: backup carries the mail; draining it would leave none.
+    const refused = await cli('relays', 'disable', 'backup');
+    expect(refused.code).toBe(1);
+    expect((JSON.parse(refused.stdout) as { error: { detail: string } }).error.detail).toMatch(
+      /no relay .*takes mail.*--force/,
+    );
+    expect((await deps.gate('backup').read()).disabled).toBeUndefined();
+
+    // A deliberate drain of everything: mail waits, no attempt counted.
+    const forced = await cli('relays', 'disable', 'backup', '--force', '--reason', 'all out');
+    expect(forced.code).toBe(0);
+    expect(JSON.parse(forced.stdout)).toMatchObject({ available: false });
+    expect((await deps.gate('backup').read()).disabled?.reason).toBe('all out');
+
+    // Draining the open one while backup takes mail says where the mail goes.
+    await relaysEnable(deps, 'backup', memoryOutput());
+    const out = memoryOutput();
+    await relaysDisable(deps, 'primary', {}, out);
+    expect(out.text()).toContain('its mail leaves through backup');
+  }, 90_000);
+
+  it('--json names every field cli.md names, null when it has no value (no relay taking mail, a closed breaker, no drain)', async () => {
+    const { deps } = await relaysOfTable(['primary', 'backup']);
+    await openBreaker(deps.gate('primary'), '421: greeting');
+    await relaysDisable(deps, 'backup', { force: true }, memoryOutput());
+    const out = memoryOutput({ json: true });
+    await relaysStatus(deps, out);
+    expect(out.documents[0]).toMatchObject({
+      available: false,
+      leaving_through: null,
+      relays: [
+        { name: 'primary', breaker: 'open', disabled: null, reason: '421: greeting' },
+        { name: 'backup', breaker: 'closed', opened_at: null, reason: null, next_probe: null },
+      ],
+    });
   });
 
   it('reads the relays from POSTDATE_RELAY_NAMES, else POSTDATE_RELAYS, else the one default relay', () => {
@@ -118,4 +166,122 @@ describe('postdate relays', () => {
     );
     expect('code' in refused ? refused.code : 0).toBe(2);
   }, 90_000);
+});
+
+/** Opens one relay's breaker as its senders do (its own item under the gate's key). */
+async function openBreaker(gate: SendingGateStore, reason: string): Promise<void> {
+  const { breaker } = await gate.read();
+  const open = opened(breaker, { reason }, new Date(), SETTINGS, '9');
+  if (open === undefined) throw new Error('a closed breaker opens');
+  expect(await gate.writeBreaker(breaker, open)).toBe('written');
+}
+
+/** The CLI as an operator runs it against AWS with `--table`, from a shell with these variables only. */
+function cliFrom(tableName: string, variables: Record<string, string | undefined>) {
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    NO_COLOR: '1',
+    AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+    AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    AWS_REGION: 'us-east-1',
+    POSTDATE_RELAY_NAMES: undefined,
+    POSTDATE_RELAYS: undefined,
+    ...variables,
+  };
+  return (...args: string[]) =>
+    run(process.execPath, ['cli/postdate.mjs', '--table', tableName, '--json', ...args], {
+      env,
+      timeout: 60_000,
+    }).then(
+      (done) => ({ code: 0, stdout: done.stdout }),
+      (error: { code: number; stdout: string }) => ({ code: error.code, stdout: error.stdout }),
+    );
+}
+
+describe('the relays the CLI decides with are the ones the table knows (DESIGN §15)', () => {
+  it('from a shell that lists other relays than the table holds, reconcile and the status commands refuse, naming them and what to pass', async () => {
+    // A stack with POSTDATE_RELAYS=[primary, backup], both unavailable: no relay takes mail.
+    const { tableName } = await freshTable('relays-unknown');
+    const documents = documentClient();
+    await openBreaker(new DynamoSendingGate(documents, tableName, 'primary'), '421: greeting');
+    await openBreaker(new DynamoSendingGate(documents, tableName, 'backup'), '421: greeting');
+
+    // No names in the shell (the CLI's list is then `default`), or a list that leaves one out.
+    const reconcile = ['reconcile', '--since', '1h'];
+    const runs = [
+      { variables: {}, command: reconcile },
+      { variables: {}, command: ['relays', 'status'] },
+      { variables: {}, command: ['sending', 'status'] },
+      { variables: { POSTDATE_RELAY_NAMES: 'primary' }, command: reconcile },
+    ];
+    for (const { variables, command } of runs) {
+      const { code, stdout } = await cliFrom(tableName, variables)(...command);
+      expect({ command, variables, code }).toEqual({ command, variables, code: 2 });
+      const { error } = JSON.parse(stdout) as { error: { type: string; detail: string } };
+      expect(error.type).toBe('urn:postdate:cli:usage');
+      expect(error.detail).toMatch(/backup/);
+      expect(error.detail).toMatch(/--stack/);
+      expect(error.detail).toMatch(/POSTDATE_RELAY_NAMES/);
+    }
+    // `relays disable` writes nothing before it knows the relays.
+    expect((await cliFrom(tableName, {})('relays', 'disable', 'default')).code).toBe(2);
+    expect((await new DynamoSendingGate(documents, tableName).read()).disabled).toBeUndefined();
+
+    // With the stack's relays, the answer is the senders' own: no relay takes mail.
+    const listed = cliFrom(tableName, { POSTDATE_RELAY_NAMES: 'primary,backup' });
+    const reconciled = await listed('reconcile', '--since', '1h');
+    expect(reconciled.code).toBe(1);
+    expect(JSON.parse(reconciled.stdout)).toMatchObject({
+      sending: { available: false, leaving_through: null },
+    });
+  }, 120_000);
+
+  it("the local stack's file names its relays, and the local CLI reads them from it rather than from the shell", () => {
+    const running: StackFile = {
+      pid: 1,
+      startedAt: '2026-12-03T12:00:00.000Z',
+      apiUrl: 'http://127.0.0.1:41001',
+      mailViewerUrl: null,
+      dynamodbEndpoint: 'http://127.0.0.1:41002',
+      sqsEndpoint: 'http://127.0.0.1:41003',
+      schedulerEndpoint: 'http://127.0.0.1:41004',
+      smtpPort: 41005,
+      relayNames: ['primary', 'backup'],
+    };
+    const target = openTarget({}, { POSTDATE_RELAY_NAMES: 'default' }, () => running);
+    try {
+      const deps = relaysDepsOf({ target, now: () => new Date() });
+      expect(deps.names).toEqual(['primary', 'backup']);
+      expect(deps.namesFrom).toBe('stack');
+      // Without a running stack's file, the shell says.
+      const shell = openTarget({}, { POSTDATE_RELAY_NAMES: 'a,b' }, () => undefined);
+      expect(relaysDepsOf({ target: shell, now: () => new Date() })).toMatchObject({
+        names: ['a', 'b'],
+        namesFrom: 'shell',
+      });
+      shell.dynamodb.destroy();
+      shell.sqs.destroy();
+    } finally {
+      target.dynamodb.destroy();
+      target.sqs.destroy();
+    }
+  });
+
+  it("with the stack's own list, a relay item it does not name is one left from an earlier configuration: shown nowhere, refused never", async () => {
+    const { tableName } = await freshTable('relays-stale');
+    const documents = documentClient();
+    await openBreaker(new DynamoSendingGate(documents, tableName, 'retired'), '421: greeting');
+    const deps = relaysDeps({
+      documents,
+      tableName,
+      names: ['backup'],
+      namesFrom: 'stack',
+      now: () => new Date(),
+    });
+    const status = await relaysStatus(deps, memoryOutput());
+    expect(status.relays.map((relay) => relay.name)).toEqual(['backup']);
+    expect(status.leavingThrough).toBe('backup');
+  });
 });

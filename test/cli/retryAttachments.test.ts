@@ -16,6 +16,7 @@ import { attachmentS3Client, S3AttachmentStore } from '../../lambdas/adapters/S3
 import { loadConfig } from '../../lambdas/core/config.js';
 import { messagePk } from '../../lambdas/store/messageRecord.js';
 import { type S3Emulator, startS3Emulator } from '../../local/s3Emulator.js';
+import type { StackFile } from '../../local/stackFile.js';
 import { apiHarness } from '../api/apiHarness.js';
 import { enqueueEvent, validBody } from '../api/events.js';
 import { LOCAL_AWS } from '../support/awsLocal.js';
@@ -29,9 +30,9 @@ afterAll(async () => {
 });
 
 /** A `failed` message enqueued with one attachment through the api, whose file is then gone. */
-async function failedWithItsAttachmentGone() {
-  const client = attachmentS3Client(emulator.endpoint, LOCAL_AWS);
-  const attachments = new S3AttachmentStore({ bucket: emulator.bucket, client });
+async function failedWithItsAttachmentGone(s3: S3Emulator = emulator) {
+  const client = attachmentS3Client(s3.endpoint, LOCAL_AWS);
+  const attachments = new S3AttachmentStore({ bucket: s3.bucket, client });
   const api = await apiHarness({ attachments });
   const content = Buffer.from('%PDF-1').toString('base64');
   const enqueued = await api.call(
@@ -47,9 +48,9 @@ async function failedWithItsAttachmentGone() {
       ExpressionAttributeValues: { ':failed': 'failed' },
     }),
   );
-  const listed = await client.send(new ListObjectsV2Command({ Bucket: emulator.bucket }));
+  const listed = await client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
   for (const object of listed.Contents ?? [])
-    await client.send(new DeleteObjectCommand({ Bucket: emulator.bucket, Key: object.Key }));
+    await client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: object.Key }));
   return { api, attachments, id };
 }
 
@@ -113,6 +114,76 @@ describe('postdate messages retry', () => {
       expect(await readState(deps, id)).toMatchObject({ status: 'failed', rev: 1 });
     } finally {
       vi.unstubAllEnvs();
+    }
+  });
+
+  it('without a bucket to check, leaves a message with attachments as it is, and says what to pass', async () => {
+    const { api, id } = await failedWithItsAttachmentGone();
+    const deps: MessagesDeps = {
+      documents: api.documents,
+      tableName: api.tableName,
+      store: api.store,
+      attachments: undefined,
+      now: api.clock.now,
+      tenants: async () => ['acme'],
+      retentionDays: 30,
+      maxAttempts: 8,
+      messageIdDomain: 'mail.example.com',
+    };
+
+    const report = await messagesRetry(deps, [id], memoryOutput());
+
+    expect(report.ok).toBe(false);
+    expect(report.results).toEqual([
+      {
+        id,
+        outcome: 'attachments-unchecked',
+        status: 'failed',
+        rev: 1,
+        reason: expect.stringMatching(/--stack.*POSTDATE_ATTACHMENT_BUCKET/),
+      },
+    ]);
+    expect(await readState(deps, id)).toMatchObject({ status: 'failed', rev: 1 });
+  });
+
+  it("locally, checks the local stack's bucket on the S3 emulator its file names, with no variable set", async () => {
+    // The local stack's own bucket, on an emulator of its own (as `npm start` runs it).
+    const local = await startS3Emulator({ port: 0 });
+    try {
+      const { api, id } = await failedWithItsAttachmentGone(local);
+      const running: StackFile = {
+        pid: 1,
+        startedAt: new Date().toISOString(),
+        apiUrl: 'http://127.0.0.1:1',
+        mailViewerUrl: null,
+        dynamodbEndpoint: 'http://127.0.0.1:2',
+        sqsEndpoint: 'http://127.0.0.1:3',
+        schedulerEndpoint: 'http://127.0.0.1:4',
+        smtpPort: null,
+        s3Endpoint: local.endpoint,
+      };
+      const target = openTarget({}, {}, () => running);
+      try {
+        expect(target.refs.attachmentBucket).toBe(local.bucket);
+        const deps: MessagesDeps = {
+          ...messagesDeps({ target, config: loadConfig({}, 'local'), now: api.clock.now }),
+          // The api harness's table, not the local stack's.
+          documents: api.documents,
+          tableName: api.tableName,
+          store: api.store,
+          tenants: async () => ['acme'],
+        };
+
+        const report = await messagesRetry(deps, [id], memoryOutput());
+
+        expect(report.results.map((result) => result.outcome)).toEqual(['attachments-gone']);
+        expect(await readState(deps, id)).toMatchObject({ status: 'failed', rev: 1 });
+      } finally {
+        target.dynamodb.destroy();
+        target.sqs.destroy();
+      }
+    } finally {
+      await local.stop();
     }
   });
 });

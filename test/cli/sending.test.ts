@@ -1,18 +1,24 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import fc from 'fast-check';
 import { describe, expect, inject, it } from 'vitest';
+import { UsageError } from '../../cli/cliErrors.js';
 import { memoryOutput } from '../../cli/output.js';
 import { reconcile, reconcileClean } from '../../cli/reconcileCommand.js';
+import { relaysDeps } from '../../cli/relaysCommands.js';
 import { sendingPause, sendingResume, sendingStatus } from '../../cli/sendingCommands.js';
+import { validateEnqueueRequest } from '../../lambdas/core/messageSchema.js';
 import { isPaused, NEVER_OPENED, opened } from '../../lambdas/core/relayBreaker.js';
+import type { SendingGateStore } from '../../lambdas/ports/SendingGate.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
+import { messageId, seedMessages } from './cliFixtures.js';
 
 const BREAKER_SETTINGS = { probeIntervalMs: 30_000, probeTimeoutMs: 10_000 };
 
 /** Opens one relay's breaker the way a sender does (its own item, `RELAY#{name}`, or the gate item). */
-async function openBreaker(gate: DynamoSendingGate, reason: string): Promise<void> {
+async function openBreaker(gate: SendingGateStore, reason: string): Promise<void> {
   const { breaker } = await gate.read();
   const open = opened(breaker, { reason }, new Date(), BREAKER_SETTINGS, '5');
   if (open === undefined) throw new Error('a closed breaker opens');
@@ -23,11 +29,7 @@ async function openBreaker(gate: DynamoSendingGate, reason: string): Promise<voi
 async function severalRelays(names: readonly string[]) {
   const { tableName } = await freshTable('sending-relays');
   const documents = documentClient();
-  const relays = {
-    names,
-    gate: (name: string) => new DynamoSendingGate(documents, tableName, name),
-    now: () => new Date(),
-  };
+  const relays = relaysDeps({ documents, tableName, names, namesFrom: 'stack', now: () => new Date() });
   return {
     tableName,
     relays,
@@ -56,11 +58,13 @@ describe('postdate sending', () => {
     const documents = documentClient();
     const deps = {
       gate: new DynamoSendingGate(documents, tableName),
-      relays: {
+      relays: relaysDeps({
+        documents,
+        tableName,
         names: ['default'],
-        gate: (name: string) => new DynamoSendingGate(documents, tableName, name),
+        namesFrom: 'stack',
         now: () => new Date(),
-      },
+      }),
       now: () => new Date(),
     };
     const out = memoryOutput();
@@ -87,6 +91,86 @@ describe('postdate sending', () => {
     expect((await deps.gate.read()).pause.all).toBeUndefined();
   });
 
+  describe("kinds are the tenants' own tags.kind values (DESIGN §5, §6)", () => {
+    async function sending() {
+      const { tableName } = await freshTable('sending-kinds');
+      const documents = documentClient();
+      const now = () => new Date();
+      const relays = relaysDeps({ documents, tableName, names: ['default'], namesFrom: 'stack', now });
+      return { tableName, documents, gate: new DynamoSendingGate(documents, tableName), relays, now };
+    }
+
+    it('--json shows a paused kind by its own name, in sending status and in reconcile', async () => {
+      const deps = await sending();
+      const out = memoryOutput({ json: true });
+      await sendingPause(deps, { kind: 'orderShipped', reason: 'wrong wording' }, out);
+      expect(out.documents[0]).toMatchObject({
+        pause: { kinds: { orderShipped: { reason: 'wrong wording' } } },
+      });
+      expect(out.documents[0]).not.toHaveProperty('pause.kinds.order_shipped');
+      const reconciled = memoryOutput({ json: true });
+      const { documents, tableName } = deps;
+      const dueIndex = new DynamoDueIndex(documents, tableName);
+      const tenants = async () => [];
+      await reconcile({ ...deps, dueIndex, tenants, graceSeconds: 300 }, {}, reconciled);
+      expect(reconciled.documents[0]).toMatchObject({ sending: { pause: { kinds: { orderShipped: {} } } } });
+    });
+
+    it('takes every kind the API takes in tags.kind (but the empty one), and refuses what it refuses', async () => {
+      const deps = await sending();
+      const ctx = {
+        now: new Date('2026-12-03T12:00:00.000Z'),
+        allowedFrom: ['ops@example.com'],
+        defaultFrom: 'ops@example.com',
+        maxHorizonDays: 400,
+      };
+      const apiTakes = (kind: string) =>
+        validateEnqueueRequest({ to: ['ada@example.com'], subject: 'Hi', text: 'x', tags: { kind } }, ctx).ok;
+      for (const kind of ['order shipped', 'rückruf', 'a'.repeat(128)]) {
+        expect(apiTakes(kind)).toBe(true);
+        await sendingPause(deps, { kind }, memoryOutput());
+        expect(isPaused((await deps.gate.read()).pause, kind)).toBe(true);
+      }
+      await fc.assert(
+        fc.asyncProperty(
+          fc.oneof(
+            fc.string({ unit: 'binary', maxLength: 140 }),
+            fc.string({ unit: 'grapheme', minLength: 120, maxLength: 140 }),
+          ),
+          async (kind) => {
+            const cli = await sendingPause(deps, { kind }, memoryOutput()).then(
+              () => true,
+              (error: unknown) => {
+                if (error instanceof UsageError) return false;
+                throw error;
+              },
+            );
+            // The empty kind cannot key a pause in the table (DynamoDB refuses an empty map key).
+            expect(cli).toBe(kind !== '' && apiTakes(kind));
+          },
+        ),
+        { numRuns: 60 },
+      );
+    }, 60_000);
+
+    it('resume --kind of a kind that is not paused changes nothing, exits 0, and says so', async () => {
+      const deps = await sending();
+      await sendingPause(deps, { kind: 'orderShipped' }, memoryOutput());
+      const out = memoryOutput({ json: true });
+      await sendingResume(deps, { kind: 'order_shipped' }, out);
+      expect(out.documents[0]).toMatchObject({ was_paused: false });
+      expect(isPaused((await deps.gate.read()).pause, 'orderShipped')).toBe(true);
+      const words = memoryOutput();
+      await sendingResume(deps, { kind: 'order_shipped' }, words);
+      expect(words.text()).toMatch(/order_shipped was not paused/);
+
+      const resumed = memoryOutput({ json: true });
+      await sendingResume(deps, { kind: 'orderShipped' }, resumed);
+      expect(resumed.documents[0]).toMatchObject({ was_paused: true });
+      expect(isPaused((await deps.gate.read()).pause, 'orderShipped')).toBe(false);
+    });
+  });
+
   it('is registered on the entry point and works with --table against the emulators', async () => {
     const { tableName } = await freshTable('sending-cli');
     const env = {
@@ -100,10 +184,10 @@ describe('postdate sending', () => {
     };
     const cli = (...args: string[]) =>
       run(process.execPath, ['cli/postdate.mjs', '--table', tableName, ...args], { env, timeout: 60_000 });
-    await cli('sending', 'pause', '--kind', 'campaign', '--reason', 'rollout');
+    await cli('sending', 'pause', '--kind', 'order shipped', '--reason', 'rollout');
     const { stdout } = await cli('--json', 'sending', 'status');
     const status = JSON.parse(stdout) as { pause: { kinds: Record<string, { reason: string }> } };
-    expect(status.pause.kinds.campaign?.reason).toBe('rollout');
+    expect(status.pause.kinds['order shipped']?.reason).toBe('rollout');
   }, 90_000);
 
   it('reconcile shows the breaker, and an open breaker is something to act on', async () => {
@@ -117,11 +201,13 @@ describe('postdate sending', () => {
       now: () => new Date(),
       tenants: async () => [],
       graceSeconds: 300,
-      relays: {
+      relays: relaysDeps({
+        documents,
+        tableName,
         names: ['default'],
-        gate: (name: string) => new DynamoSendingGate(documents, tableName, name),
+        namesFrom: 'stack',
         now: () => new Date(),
-      },
+      }),
     };
     const closed = await reconcile(deps, {}, memoryOutput());
     expect(closed.sending.available).toBe(true);
@@ -159,7 +245,7 @@ describe('postdate sending', () => {
       await openBreaker(t.relays.gate('backup'), '454: TLS not available');
       out = memoryOutput();
       status = await sendingStatus(t.sending, out);
-      expect(status).toMatchObject({ available: false, leavingThrough: undefined });
+      expect(status).toMatchObject({ available: false, leavingThrough: null });
       expect(out.text()).toContain('UNAVAILABLE');
       expect(out.text()).not.toContain('available (breaker closed)');
     });
@@ -175,6 +261,67 @@ describe('postdate sending', () => {
       expect(report.sending.available).toBe(false);
       expect(reconcileClean(report)).toBe(false);
       expect(out.text()).toContain('UNAVAILABLE');
+    });
+
+    it('reconcile lists what the senders hold (paused, no relay) as held, not stuck, as the sweeper decides', async () => {
+      const t = await severalRelays(['primary', 'backup']);
+      const createdAt = new Date(Date.now() - 3_600_000).toISOString();
+      const overdue = new Date(Date.now() - 1_800_000).toISOString();
+      const [campaign, invoice, test] = [messageId(7001), messageId(7002), messageId(7003)];
+      await seedMessages(t.reconcile.documents, t.tableName, [
+        { id: campaign, status: 'scheduled', createdAt, sendAt: overdue, tags: { kind: 'campaign' } },
+        { id: invoice, status: 'scheduled', createdAt, sendAt: overdue, tags: { kind: 'invoice' } },
+        // A test message's copies pass every gate (DESIGN §14): nothing holds it.
+        {
+          id: test,
+          tenant: 'acme.test',
+          status: 'scheduled',
+          createdAt,
+          sendAt: overdue,
+          tags: { kind: 'campaign' },
+        },
+      ]);
+      const stuckIds = (report: Awaited<ReturnType<typeof reconcile>>) =>
+        report.stuck.map((entry) => entry.id).sort();
+
+      // Everything paused: the live ones are held, the test one is stuck.
+      await sendingPause(t.sending, {}, memoryOutput());
+      let report = await reconcile(t.reconcile, {}, memoryOutput());
+      expect(stuckIds(report)).toEqual([test]);
+      expect(report.held.map((entry) => [entry.id, entry.heldBy]).sort()).toEqual([
+        [campaign, 'paused'],
+        [invoice, 'paused'],
+      ]);
+
+      // One kind paused: only its messages are held.
+      await sendingResume(t.sending, {}, memoryOutput());
+      await sendingPause(t.sending, { kind: 'campaign' }, memoryOutput());
+      report = await reconcile(t.reconcile, {}, memoryOutput());
+      expect(report.held.map((entry) => [entry.id, entry.heldBy])).toEqual([[campaign, 'paused']]);
+      expect(stuckIds(report)).toEqual([invoice, test].sort());
+
+      // No relay takes mail: every live message is held; reconcile still exits 1 for the relays.
+      await sendingResume(t.sending, {}, memoryOutput());
+      await openBreaker(t.relays.gate('primary'), '421: greeting');
+      await openBreaker(t.relays.gate('backup'), '421: greeting');
+      const out = memoryOutput();
+      report = await reconcile(t.reconcile, {}, out);
+      expect(report.held.map((entry) => entry.heldBy)).toEqual(['no-relay', 'no-relay']);
+      expect(stuckIds(report)).toEqual([test]);
+      expect(out.text()).toContain('held');
+    });
+
+    it('reconcile exits 0 while a pause holds every overdue message and nothing else is wrong', async () => {
+      const t = await severalRelays(['primary', 'backup']);
+      const createdAt = new Date(Date.now() - 3_600_000).toISOString();
+      const sendAt = new Date(Date.now() - 1_800_000).toISOString();
+      await seedMessages(t.reconcile.documents, t.tableName, [
+        { id: messageId(7010), status: 'scheduled', createdAt, sendAt },
+      ]);
+      await sendingPause(t.sending, {}, memoryOutput());
+      const report = await reconcile(t.reconcile, {}, memoryOutput());
+      expect(report.stuck).toEqual([]);
+      expect(reconcileClean(report)).toBe(true);
     });
 
     it('the entry point reads the relays from POSTDATE_RELAY_NAMES for sending status and reconcile', async () => {

@@ -9,6 +9,7 @@ import {
   regionOfStackId,
   targetFromStack,
 } from '../../cli/stackTarget.js';
+import { apiOf } from '../../cli/target.js';
 import { STACK_OUTPUT } from '../../lib/stackOutputs.js';
 import { wholeSecondNow } from '../relay/relayParts.js';
 import { freshTable } from '../support/awsLocal.js';
@@ -107,6 +108,7 @@ describe('postdate --stack NAME', () => {
       stack: undefined,
     });
     expect(env).toEqual({
+      POSTDATE_API_URL: OUTPUTS.ApiUrl,
       POSTDATE_SCHEDULE_GROUP: OUTPUTS.ScheduleGroupName,
       POSTDATE_SCHEDULER_ROLE_ARN: OUTPUTS.SchedulerRoleArn,
     });
@@ -143,6 +145,8 @@ describe('postdate --stack NAME', () => {
         scheduleDeadLetter: { url: OUTPUTS.ScheduleDeadLetterQueueUrl },
       });
       expect(await target.dynamodb.config.region()).toBe('eu-west-1');
+      // The commands that call the API (messages enqueue, attachments upload) find it too.
+      expect(apiOf(target, { apiKey: 'pd_x' })).toEqual({ baseUrl: OUTPUTS.ApiUrl, apiKey: 'pd_x' });
     } finally {
       target.dynamodb.destroy();
       target.sqs.destroy();

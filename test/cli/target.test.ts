@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { isNetworkError } from '../../cli/cliErrors.js';
-import { LOCAL_NAMES, openTarget, queueUrlOf, resolveMode, resolveRefs } from '../../cli/target.js';
+import { isNetworkError, UsageError } from '../../cli/cliErrors.js';
+import { apiOf, LOCAL_NAMES, openTarget, queueUrlOf, resolveMode, resolveRefs } from '../../cli/target.js';
 import { LOCAL_PORT_DEFAULTS } from '../../local/localEnv.js';
 import { LOCAL_RESOURCES } from '../../local/localStack.js';
 import { readStackFile, removeStackFile, type StackFile, writeStackFile } from '../../local/stackFile.js';
@@ -52,6 +52,40 @@ describe('which stack the CLI talks to', () => {
     expect(aws.endpoints.dynamodb).not.toContain('41002');
   });
 
+  it('finds the API of the stack `npm start` runs in its file, as the commands that call the API need it', () => {
+    const running: StackFile = {
+      pid: 1,
+      startedAt: '2026-12-03T12:00:00.000Z',
+      apiUrl: 'http://127.0.0.1:41001',
+      mailViewerUrl: null,
+      dynamodbEndpoint: 'http://127.0.0.1:41002',
+      sqsEndpoint: 'http://127.0.0.1:41003',
+      schedulerEndpoint: 'http://127.0.0.1:41004',
+      smtpPort: null,
+    };
+    const local = openTarget({}, { POSTDATE_API_KEY: 'pd_local' }, () => running);
+    expect(apiOf(local, {})).toEqual({ baseUrl: 'http://127.0.0.1:41001', apiKey: 'pd_local' });
+    // A flag, then the variable, win over the file.
+    expect(apiOf(local, { apiUrl: 'http://127.0.0.1:9', apiKey: 'pd_flag' })).toEqual({
+      baseUrl: 'http://127.0.0.1:9',
+      apiKey: 'pd_flag',
+    });
+    const named = openTarget(
+      {},
+      { POSTDATE_API_URL: 'http://127.0.0.1:8', POSTDATE_API_KEY: 'k' },
+      () => running,
+    );
+    expect(apiOf(named, {}).baseUrl).toBe('http://127.0.0.1:8');
+    // AWS without --stack and without the variable: say what to pass.
+    const aws = openTarget({ table: 'prod-outbox' }, { AWS_REGION: 'eu-west-1', POSTDATE_API_KEY: 'k' });
+    expect(() => apiOf(aws, {})).toThrow(UsageError);
+    expect(() => apiOf(aws, {})).toThrow(/--api-url.*--stack/);
+    for (const target of [local, named, aws]) {
+      target.dynamodb.destroy();
+      target.sqs.destroy();
+    }
+  });
+
   it('reads a stack file only while its process runs', () => {
     const cwd = mkdtempSync(join(tmpdir(), 'postdate-stackfile-'));
     const file: StackFile = {
@@ -63,6 +97,7 @@ describe('which stack the CLI talks to', () => {
       sqsEndpoint: 'http://127.0.0.1:3',
       schedulerEndpoint: 'http://127.0.0.1:4',
       smtpPort: null,
+      relayNames: ['primary', 'backup'],
     };
     writeStackFile(file, cwd);
     expect(readStackFile(cwd)).toEqual(file);

@@ -335,6 +335,7 @@ describe('starting the local stack', () => {
       dynamodbEndpoint: endpoints[1]?.[1],
       sqsEndpoint: endpoints[2]?.[1],
       schedulerEndpoint: endpoints[3]?.[1],
+      relayNames: ['default'],
     });
     expect((await fetch(`${file?.apiUrl}/health`)).status).toBe(200);
 

@@ -51,6 +51,8 @@ describe('two relays on the local stack', () => {
       ['primary', stack.smtpSink?.port],
       ['backup', stack.backupSink?.port],
     ]);
+    // What `npm start` writes to its stack file, where the local CLI reads its relays.
+    expect(stack.relayNames).toEqual(['primary', 'backup']);
   });
 
   it('sends through the first sink; with it stopped, through the second, once', async () => {

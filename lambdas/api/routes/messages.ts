@@ -227,12 +227,21 @@ export async function retryMessage(
   const current = await deps.store.getMessage(input.tenant, input.id);
   if (current === null) return { kind: 'not-found' };
   const held = current.attachments ?? [];
-  if (attachments !== undefined && held.length > 0 && fromStatuses('manual-retry').includes(current.status)) {
+  if (attachments !== undefined && retryChecksAttachments(current)) {
     const found = await Promise.all(held.map((attachment) => attachments.describe(attachment.key)));
     const gone = found.flatMap((object, position) => (object === undefined ? [position] : []));
     if (gone.length > 0) return { kind: 'attachments-gone', current, gone };
   }
   return deps.store.retry(input);
+}
+
+/**
+ * Whether a retry of this message must first find its attachments still stored (decision 0130): it
+ * holds some, and the retry would take it (its status; the status conflict comes first). The CLI,
+ * which may not know the bucket, refuses such a retry rather than skip the check.
+ */
+export function retryChecksAttachments(current: Pick<MessageStateRecord, 'attachments' | 'status'>): boolean {
+  return (current.attachments ?? []).length > 0 && fromStatuses('manual-retry').includes(current.status);
 }
 
 /** PUT /v1/groups/{key}: raises a group's version without sending anything. */
