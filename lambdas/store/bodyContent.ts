@@ -156,13 +156,21 @@ function unitsAddedToSend(stateBytes: number, inlineBytes: number): number {
 }
 
 /**
+ * The write units a body may add to a send beyond what an item of its own would cost, for what the
+ * one item saves: a round trip in turn at the enqueue (the caller waits for it), the sender's read
+ * of the body and its TTL update (docs/decisions/0158-a-kilobyte-body-goes-inside.md).
+ */
+const INLINE_UNIT_ALLOWANCE = 1;
+
+/**
  * Whether a body goes inside the state record (docs/decisions/0105-small-bodies-in-the-state-record.md).
  * Inside, every write of the state is billed on the body too: the enqueue, the claim and the outcome
  * of a send. As an item of its own it costs its put and its TTL's update at the end, each billed on
- * its size (its strongly consistent read and two requests are the tie-break, won by the one item).
+ * its size, and a second put in turn at the enqueue, a read and an update in the sender: worth
+ * `INLINE_UNIT_ALLOWANCE` unit.
  */
 export function bodyGoesInline(stateBytes: number, inlineBytes: number, separateBytes: number): boolean {
-  return unitsAddedToSend(stateBytes, inlineBytes) <= 2 * writeUnits(separateBytes);
+  return unitsAddedToSend(stateBytes, inlineBytes) <= 2 * writeUnits(separateBytes) + INLINE_UNIT_ALLOWANCE;
 }
 
 /** The state record's attribute that holds a small body (docs/data-model.md). */
