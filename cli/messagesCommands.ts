@@ -4,7 +4,7 @@
  * (lambdas/store/apiStore.ts), so an operator's move obeys exactly the same state machine as a client's.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { type RetryResult, retryChecksAttachments, retryMessage } from '../lambdas/api/routes/messages.js';
+import { type RetryResult, retryMessage } from '../lambdas/api/routes/messages.js';
 import { isMessageStatus, type MessageStatus } from '../lambdas/core/messageStatus.js';
 import type { ApiStore, ShardPosition, TransitionResult } from '../lambdas/ports/ApiStore.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
@@ -328,10 +328,10 @@ export function messagesCancel(
 
 /**
  * Manual retry of `failed`, `dead` or `unknown` messages: rev + 1 and send_at = now, so the relay
- * dispatches the new rev and any older copy (a DLQ copy of a `dead` message) becomes stale. A
- * message whose attachments are gone is left as it is (`attachments-gone`), as the API's retry does;
- * without a bucket to check them in, a message with attachments is left as it is too
- * (`attachments-unchecked`): the check is not skipped.
+ * dispatches the new rev and any older copy (a DLQ copy of a `dead` message) becomes stale. The
+ * API's own retry (retryMessage): a message whose attachments are gone is left as it is
+ * (`attachments-gone`), and so is one with attachments when this CLI knows no bucket to check them
+ * in (`attachments-unchecked`); this reports which.
  */
 export async function messagesRetry(
   deps: MessagesDeps,
@@ -339,16 +339,8 @@ export async function messagesRetry(
   out: Output,
 ): Promise<TransitionReport> {
   const now = deps.now();
-  return transitionEach(
-    deps,
-    ids,
-    'retried',
-    'retry takes a failed, dead or unknown message',
-    out,
-    (state) =>
-      deps.attachments === undefined && retryChecksAttachments(state)
-        ? Promise.resolve({ kind: 'attachments-unchecked', current: state })
-        : retryMessage(deps, { tenant: state.tenant, id: state.id, now, maxAttempts: deps.maxAttempts }),
+  return transitionEach(deps, ids, 'retried', 'retry takes a failed, dead or unknown message', out, (state) =>
+    retryMessage(deps, { tenant: state.tenant, id: state.id, now, maxAttempts: deps.maxAttempts }),
   );
 }
 
@@ -386,18 +378,13 @@ function endEach(
   return transitionEach(deps, ids, done, rule, out, ({ tenant, id }) => end({ tenant, id, now, expiresAt }));
 }
 
-/** A move's result, or a retry left undone because the attachments could not be checked. */
-type TransitionOutcome =
-  | RetryResult
-  | { readonly kind: 'attachments-unchecked'; readonly current: MessageStateRecord };
-
 async function transitionEach(
   deps: MessagesDeps,
   ids: readonly string[],
   done: 'cancelled' | 'retried' | 'discarded',
   rule: string,
   out: Output,
-  apply: (state: MessageStateRecord) => Promise<TransitionOutcome>,
+  apply: (state: MessageStateRecord) => Promise<RetryResult>,
 ): Promise<TransitionReport> {
   if (ids.length === 0) throw new UsageError('give at least one message id');
   const results: TransitionRow[] = [];

@@ -21,7 +21,6 @@ import { runWithConcurrency } from '../lambdas/core/runWithConcurrency.js';
 import { overdueSinceMs, type SendersHold, sendersHold } from '../lambdas/core/sweepDecision.js';
 import type { DueCursor, DueEntry, DueIndex } from '../lambdas/ports/DueIndex.js';
 import { byStatusShardPk, byTenantShardPk, idOfCreatedSortKey } from '../lambdas/store/messageRecord.js';
-import { DynamoSendingGate } from '../lambdas/store/sendingGate.js';
 import { readStateRecords } from '../lambdas/store/stateReads.js';
 import { INDEX, INDEX_SHARDS, type IndexDefinition } from '../lambdas/store/tableLayout.js';
 import { UsageError } from './cliErrors.js';
@@ -161,10 +160,7 @@ export async function reconcile(
     }
   }
 
-  const sending = await readSending({
-    gate: new DynamoSendingGate(deps.documents, deps.tableName),
-    relays: deps.relays,
-  });
+  const sending = await readSending({ relays: deps.relays });
   const { stuck, held } = await overdueMessages(deps, now, tenants, options.tenant !== undefined, sending);
   const report: ReconcileReport = {
     since,

@@ -14,12 +14,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
-import {
-  type BreakerState,
-  type PauseEntry,
-  relayBreakerSettings,
-  type SendingGateState,
-} from '../lambdas/core/relayBreaker.js';
+import { type BreakerState, type PauseEntry, relayBreakerSettings } from '../lambdas/core/relayBreaker.js';
 import { DEFAULT_RELAY, RELAYS_VARIABLE, relayInUse } from '../lambdas/core/relays.js';
 import type { SendingGateStore } from '../lambdas/ports/SendingGate.js';
 import { DynamoSendingGate, type RelayGatesRead, readRelayGates } from '../lambdas/store/sendingGate.js';
@@ -128,7 +123,7 @@ export function relayNamesOf(env: Readonly<Record<string, string | undefined>>):
 
 /** Each relay's breaker and drain, and the relay mail leaves through now (core/relays.ts decides). */
 export async function relaysStatus(deps: RelaysDeps, out: Output): Promise<RelaysStatus> {
-  const status = await readRelays(deps);
+  const status = relaysStatusOf(deps, await readGates(deps));
   render(status, out);
   return status;
 }
@@ -139,9 +134,14 @@ export async function relaysStatus(deps: RelaysDeps, out: Output): Promise<Relay
  */
 const IN_USE_SETTINGS = relayBreakerSettings({ relayProbeSeconds: 1, smtpTimeoutSeconds: 1 });
 
-/** {@link relaysStatus} without printing: what `sending status` and `reconcile` show of the relays. */
-export async function readRelays(deps: RelaysDeps): Promise<RelaysStatus> {
-  const gates = await readGates(deps);
+/**
+ * The relays as the senders decide with them, from one read of their gates: what `relays status`,
+ * `sending status` and `reconcile` show of the relays.
+ */
+export function relaysStatusOf(
+  deps: Pick<RelaysDeps, 'names' | 'now'>,
+  { gates, pause }: Pick<RelayGatesRead, 'gates' | 'pause'>,
+): RelaysStatus {
   const inUse = relayInUse(gates, deps.now(), IN_USE_SETTINGS);
   const relays = gates.map(
     ({ breaker, disabled }, index): RelayStatus => ({
@@ -159,19 +159,21 @@ export async function readRelays(deps: RelaysDeps): Promise<RelaysStatus> {
     relays,
     available: inUse !== undefined,
     leavingThrough: inUse === undefined ? null : (relays[inUse]?.name ?? null),
-    pausedAll: gates[0]?.pause.all !== undefined,
+    pausedAll: pause.all !== undefined,
   };
 }
 
 /**
- * The relays' gates in the order of `deps.names`, after checking that the list leaves out no relay
- * the table knows. A shell's list that does leave one out is refused: it would decide "available"
- * without the relays the senders use. The stack's own list is the senders' own: an item of another
- * relay was left by an earlier configuration (decision 0142), and is passed by as the senders pass it.
+ * The relays' gates in the order of `deps.names` and the pauses, from one read, after checking that
+ * the list leaves out no relay the table knows. A shell's list that does leave one out is refused:
+ * it would decide "available" without the relays the senders use. The stack's own list is the
+ * senders' own: an item of another relay was left by an earlier configuration (decision 0142), and
+ * is passed by as the senders pass it. Every command that writes the gate calls this first, so a
+ * refusal writes nothing.
  */
-async function readGates(deps: RelaysDeps): Promise<readonly SendingGateState[]> {
-  const { gates, stored } = await deps.readGates(deps.names);
-  const unlisted = stored.filter((name) => !deps.names.includes(name));
+export async function readGates(deps: RelaysDeps): Promise<RelayGatesRead> {
+  const read = await deps.readGates(deps.names);
+  const unlisted = read.stored.filter((name) => !deps.names.includes(name));
   if (unlisted.length > 0 && deps.namesFrom === 'shell') {
     throw new UsageError(
       `the table holds relay${unlisted.length === 1 ? '' : 's'} ${unlisted.join(', ')}, which this shell's ` +
@@ -179,7 +181,7 @@ async function readGates(deps: RelaysDeps): Promise<readonly SendingGateState[]>
         `pass --stack NAME, or set ${RELAY_NAMES_VARIABLE} to the stack's relays in order (its output RelayNames)`,
     );
   }
-  return gates;
+  return read;
 }
 
 /**
@@ -193,7 +195,7 @@ export async function relaysDisable(
   options: { reason?: string; force?: boolean },
   out: Output,
 ): Promise<RelaysStatus> {
-  const gates = await readGates(deps);
+  const { gates } = await readGates(deps);
   knownRelay(deps, name);
   const entry = { reason: options.reason ?? 'disabled by an operator', at: deps.now().toISOString() };
   const drained = gates.map((gate, index) =>

@@ -20,7 +20,13 @@ import { DynamoSendingGate } from '../lambdas/store/sendingGate.js';
 import { CliError, EXIT, UsageError } from './cliErrors.js';
 import type { CommandAction, CommandContext } from './commandAction.js';
 import { type Output, paint, printFields } from './output.js';
-import { type RelaysDeps, type RelaysStatus, readRelays, relaysDepsOf } from './relaysCommands.js';
+import {
+  type RelaysDeps,
+  type RelaysStatus,
+  readGates,
+  relaysDepsOf,
+  relaysStatusOf,
+} from './relaysCommands.js';
 
 export interface SendingDeps {
   /** The gate item: the operator's pauses (every relay shares them). */
@@ -38,10 +44,18 @@ export interface SendingStatus extends RelaysStatus {
   readonly pause: PauseState;
 }
 
-/** Reads the pauses and every relay's breaker. */
-export async function readSending(deps: Pick<SendingDeps, 'gate' | 'relays'>): Promise<SendingStatus> {
-  const [gate, relays] = await Promise.all([deps.gate.read(), readRelays(deps.relays)]);
-  return { ...relays, pause: gate.pause };
+/**
+ * Reads the pauses and every relay's breaker, in one read of the gate's key; refuses (a UsageError)
+ * a shell's list of relays that leaves out one the table holds (relaysCommands.ts `readGates`).
+ */
+export async function readSending(deps: Pick<SendingDeps, 'relays'>): Promise<SendingStatus> {
+  const read = await readGates(deps.relays);
+  return { ...relaysStatusOf(deps.relays, read), pause: read.pause };
+}
+
+/** What sending looks like once `pause` is written, beside the relays as `before` found them. */
+function withPause(before: SendingStatus, pause: PauseState): SendingStatus {
+  return { ...before, pause, pausedAll: pause.all !== undefined };
 }
 
 /** What a resume finds: whether what it names was paused at all (a kind may be misspelt). */
@@ -88,7 +102,9 @@ export async function sendingPause(
   options: { kind?: string; reason?: string },
   out: Output,
 ): Promise<SendingStatus> {
-  await changePause(deps, {
+  // The relays first: a list refused must leave the pause as it was.
+  const before = await readSending(deps);
+  const { gate } = await changePause(deps, {
     action: 'pause',
     kind: options.kind,
     reason: options.reason ?? 'paused by an operator',
@@ -104,7 +120,9 @@ export async function sendingPause(
       ),
     );
   }
-  return sendingStatus(deps, out);
+  const status = withPause(before, gate.pause);
+  render(status, out);
+  return status;
 }
 
 /**
@@ -117,8 +135,9 @@ export async function sendingResume(
   options: { kind?: string },
   out: Output,
 ): Promise<SendingResumed> {
-  const { changed } = await changePause(deps, { action: 'resume', kind: options.kind });
-  const status = { ...(await readSending(deps)), wasPaused: changed };
+  const before = await readSending(deps);
+  const { gate, changed } = await changePause(deps, { action: 'resume', kind: options.kind });
+  const status = { ...withPause(before, gate.pause), wasPaused: changed };
   if (out.json) {
     out.data(status);
     return status;

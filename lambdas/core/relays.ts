@@ -222,8 +222,10 @@ export interface RelayGauges {
   readonly unavailable: readonly (0 | 1)[];
   /**
    * 1 while mail leaves through a relay other than the first ({@link relayInUse} > 0: the first is
-   * unavailable or disabled); 0 while it leaves through the first, or through none — then the
-   * relays' own `unavailable` gauges are on.
+   * unavailable or disabled); 0 while it leaves through the first, or through none. Through none,
+   * the `unavailable` gauge of each enabled relay is on; but with every relay disabled (`relays
+   * disable --force`) no relay gauge is on and mail waits with no relay alarm: the operator's
+   * doing, which `relays status` shows.
    */
   readonly failover: 0 | 1;
 }

@@ -512,60 +512,21 @@ export interface UnsentFailure {
   readonly lastError: LastError;
 }
 
-/** The history entry for a message whose body item is missing: it can never be sent. */
-export function missingBodyRecord(at: Date): UnsentFailure {
-  return {
-    attempt: {
-      at: at.toISOString(),
-      outcome: 'permanent',
-      code: null,
-      enhanced_code: null,
-      reply: 'message body not found',
-      duration_ms: 0,
-    },
-    lastError: {
-      class: 'permanent',
-      code: null,
-      enhanced_code: null,
-      message: 'the message body item is missing; nothing can be sent',
-    },
-  };
-}
-
 /**
- * The history entry and `last_error` of a message whose `from` this stack does not allow
- * (POSTDATE_ALLOWED_FROM, decision 0165): a content refusal, permanent, made before MAIL FROM.
+ * The history entry and `last_error` of a message failed for good before MAIL FROM (a missing body,
+ * a `from` this stack does not allow, a template that does not render): permanent, no SMTP code.
+ * `reply` is the attempt's short reply, `message` the last error's words.
  */
-export function senderNotAllowedRecord(at: Date): UnsentFailure {
+export function unsentFailure(at: Date, reply: string, message: string): UnsentFailure {
   return {
     attempt: {
       at: at.toISOString(),
       outcome: 'permanent',
       code: null,
       enhanced_code: null,
-      reply: 'sender not allowed',
+      reply,
       duration_ms: 0,
     },
-    lastError: {
-      class: 'permanent',
-      code: null,
-      enhanced_code: null,
-      message: "the message's from is not an allowed sender of this stack (POSTDATE_ALLOWED_FROM)",
-    },
-  };
-}
-
-/** The history entry and `last_error` of a message whose template does not render: permanent. */
-export function unrenderableRecord(at: Date, reason: string): UnsentFailure {
-  return {
-    attempt: {
-      at: at.toISOString(),
-      outcome: 'permanent',
-      code: null,
-      enhanced_code: null,
-      reply: 'template did not render',
-      duration_ms: 0,
-    },
-    lastError: { class: 'permanent', code: null, enhanced_code: null, message: reason },
+    lastError: { class: 'permanent', code: null, enhanced_code: null, message },
   };
 }

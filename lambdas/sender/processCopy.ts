@@ -112,7 +112,6 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
   const cleared = await clearForSend(run, observed, lane);
   if (cleared.kind === 'held') return cleared.verdict;
   const { relay } = cleared;
-  if (cleared.index > 0) deps.metrics.count(SENDER_METRIC.failoverSends, 1, relay.name);
   // Never out of time mid-send: claim only with time left for one whole attempt and its write.
   if (!hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing)) {
     deps.metrics.count(SENDER_METRIC.outOfTime);
@@ -149,6 +148,9 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
   if (!hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing)) {
     return releaseOutOfTime(run, claim.record, owner);
   }
+  // Counted once the copy is ours to send through it (decision 0163): a copy handed back or whose
+  // claim was lost would count again when it returns.
+  if (cleared.index > 0) deps.metrics.count(SENDER_METRIC.failoverSends, 1, relay.name);
   return sendClaimed(run, claim.record, owner, body, relay);
 }
 

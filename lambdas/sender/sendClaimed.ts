@@ -29,14 +29,12 @@ import {
 } from './copyRun.js';
 import {
   failUnsent,
-  missingBodyRecord,
   recordOutcome,
   release,
   releaseOutOfTime,
-  senderNotAllowedRecord,
   supersede,
   suppressHardBounces,
-  unrenderableRecord,
+  unsentFailure,
   writeUntilLanded,
 } from './outcomeWrite.js';
 
@@ -72,14 +70,25 @@ export async function sendClaimed(
   if (fault === 'sender-not-allowed') {
     // The rule names the setting, never the address (no addresses in logs).
     deps.log.error('sender refused a message whose from this stack does not allow', logContext(run, {}));
-    return failUnsent(run, claimed, owner, senderNotAllowedRecord(deps.now()));
+    // A content refusal (decision 0165), permanent, made before MAIL FROM.
+    const refused = unsentFailure(
+      deps.now(),
+      'sender not allowed',
+      "the message's from is not an allowed sender of this stack (POSTDATE_ALLOWED_FROM)",
+    );
+    return failUnsent(run, claimed, owner, refused);
   }
   if (body === undefined || fault !== undefined) {
     deps.log.error(
       fault === 'foreign' ? 'sender found a body of another request' : 'sender found no body for a message',
       logContext(run, {}),
     );
-    return failUnsent(run, claimed, owner, missingBodyRecord(deps.now()));
+    const missing = unsentFailure(
+      deps.now(),
+      'message body not found',
+      'the message body item is missing; nothing can be sent',
+    );
+    return failUnsent(run, claimed, owner, missing);
   }
   // A template message is rendered here, from its pinned version (DESIGN §10).
   const sendable = await sendableBody(deps.templates, claimed.tenant, body);
@@ -89,7 +98,12 @@ export async function sendClaimed(
       'sender could not render a template message',
       logContext(run, { template: body.template?.name }),
     );
-    return failUnsent(run, claimed, owner, unrenderableRecord(deps.now(), sendable.reason));
+    return failUnsent(
+      run,
+      claimed,
+      owner,
+      unsentFailure(deps.now(), 'template did not render', sendable.reason),
+    );
   }
   body = sendable.body;
 

@@ -47,6 +47,8 @@ export function breakerKeyOf(relay: string): Readonly<Record<string, string>> {
 /** Every relay's gate, in the order asked, and the relays with an item of their own, as one read found them. */
 export interface RelayGatesRead {
   readonly gates: readonly SendingGateState[];
+  /** The operator's pauses (on the gate item, shared by every relay; in each gate too). */
+  readonly pause: PauseState;
   /** The relays (other than `default`) that have a breaker item under the key, configured or not. */
   readonly stored: readonly string[];
 }
@@ -64,6 +66,7 @@ export async function readRelayGates(
   const { items } = await new SendingGateItems(documents, tableName).fresh();
   return {
     gates: relays.map((relay) => gateStateOf(items, breakerKeyOf(relay))),
+    pause: pauseOf(items.get(SENDING_GATE_KEY[KEY.sort])),
     stored: [...items.keys()].flatMap((sortKey) =>
       sortKey.startsWith(RELAY_SORT_PREFIX) ? [sortKey.slice(RELAY_SORT_PREFIX.length)] : [],
     ),

@@ -11,6 +11,7 @@ import { DeleteObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-s
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentS3Client, S3AttachmentStore } from '../../lambdas/adapters/S3AttachmentStore.js';
+import { retryMessage } from '../../lambdas/api/routes/messages.js';
 import { messagePk } from '../../lambdas/store/messageRecord.js';
 import { ITEM_SORT_KEY, KEY } from '../../lambdas/store/tableLayout.js';
 import { type S3Emulator, startS3Emulator } from '../../local/s3Emulator.js';
@@ -112,6 +113,15 @@ describe('a retry of a message whose attachments are gone', () => {
     const answer = await retry(id);
     expect(answer.status).toBe(202);
     expect(answer.json).toMatchObject({ id, status: 'scheduled', rev: 2 });
+  });
+
+  it('without a bucket to check them in, is not retried unchecked: attachments-unchecked, nothing changed', async () => {
+    const id = await discardedWithAttachments('unchecked-1');
+    const before = await stateOf(id);
+    const input = { tenant: 'acme', id, now: api.clock.now(), maxAttempts: 5 };
+    const result = await retryMessage({ store: api.store }, input);
+    expect(result).toMatchObject({ kind: 'attachments-unchecked', current: { id, status: 'failed' } });
+    expect(await stateOf(id)).toEqual(before);
   });
 
   it('answers the status conflict first for a message that cannot be retried anyway', async () => {

@@ -12,7 +12,7 @@ import {
   relaysStatus,
 } from '../../cli/relaysCommands.js';
 import { openTarget } from '../../cli/target.js';
-import { opened } from '../../lambdas/core/relayBreaker.js';
+import { NOT_PAUSED, opened, pauseAfter } from '../../lambdas/core/relayBreaker.js';
 import type { SendingGateStore } from '../../lambdas/ports/SendingGate.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import type { StackFile } from '../../local/stackFile.js';
@@ -228,6 +228,15 @@ describe('the relays the CLI decides with are the ones the table knows (DESIGN Â
     // `relays disable` writes nothing before it knows the relays.
     expect((await cliFrom(tableName, {})('relays', 'disable', 'default')).code).toBe(2);
     expect((await new DynamoSendingGate(documents, tableName).read()).disabled).toBeUndefined();
+    // Nor do `sending pause` and `sending resume`: refused before the pause changes, so a refusal
+    // never leaves every copy held behind an error.
+    const gate = new DynamoSendingGate(documents, tableName);
+    expect((await cliFrom(tableName, {})('sending', 'pause', '--reason', 'incident')).code).toBe(2);
+    expect((await gate.read()).pause).toEqual(NOT_PAUSED);
+    const paused = pauseAfter(NOT_PAUSED, { action: 'pause', reason: 'incident' }, new Date());
+    expect(await gate.writePause(NOT_PAUSED, paused)).toBe('written');
+    expect((await cliFrom(tableName, {})('sending', 'resume')).code).toBe(2);
+    expect((await gate.read()).pause.all?.reason).toBe('incident');
 
     // With the stack's relays, the answer is the senders' own: no relay takes mail.
     const listed = cliFrom(tableName, { POSTDATE_RELAY_NAMES: 'primary,backup' });

@@ -157,8 +157,10 @@ describe('relayInUse (where mail leaves now, pauses aside)', () => {
 });
 
 /**
- * The gauges the relay alarms watch (docs/runbook.md §5, §5a): each is on while what its alarm says
- * is true. A drained relay is the operator's doing and is never probed, so its breaker says nothing.
+ * The gauges the relay alarms watch (docs/runbook.md §5, §5a; DESIGN §15 "a metric and an alarm say
+ * when mail is leaving through anything but the first relay"), each stated from what its alarm says,
+ * not from how it is computed. A relay takes mail while it is enabled and its breaker closed. A
+ * drained relay is the operator's doing and is never probed, so its breaker says nothing.
  */
 describe('relayGauges (what the relay alarms watch)', () => {
   const settings = { probeIntervalMs: 5000, probeTimeoutMs: 15_000 };
@@ -171,25 +173,61 @@ describe('relayGauges (what the relay alarms watch)', () => {
     }),
     disabled: fc.option(fc.constant({ reason: 'drain', at: '2026-12-02T09:00:00.000Z' }), { nil: undefined }),
   });
+  const relays = fc.array(relay, { minLength: 1, maxLength: 5 });
+  type Gate = Pick<SendingGateState, 'breaker' | 'disabled'>;
+  const takesMail = (gate: Gate) =>
+    gate.disabled === undefined && gate.breaker.state === BREAKER_STATE.closed;
 
-  it("a relay's unavailable gauge is 1 while its breaker is not closed and it is enabled; a drained relay's is 0", () => {
+  it('failover on: the first relay is disabled or its breaker not closed, and another relay takes mail', () => {
     fc.assert(
-      fc.property(fc.array(relay, { minLength: 1, maxLength: 5 }), (gates) => {
-        const { unavailable } = relayGauges(gates, now, settings);
-        expect(unavailable).toEqual(
-          gates.map((gate) =>
-            gate.disabled === undefined && gate.breaker.state !== BREAKER_STATE.closed ? 1 : 0,
-          ),
-        );
+      fc.property(relays, (gates) => {
+        if (relayGauges(gates, now, settings).failover !== 1) return;
+        expect(takesMail(gates[0] as Gate)).toBe(false);
+        expect(gates.slice(1).some(takesMail)).toBe(true);
       }),
     );
   });
 
-  it('failover is 1 exactly while mail leaves through a relay other than the first (relayInUse), 0 through the first or none', () => {
+  it('failover off while some relay takes mail: mail leaves through the first', () => {
     fc.assert(
-      fc.property(fc.array(relay, { minLength: 1, maxLength: 5 }), (gates) => {
-        const inUse = relayInUse(gates, now, settings);
-        expect(relayGauges(gates, now, settings).failover).toBe(inUse !== undefined && inUse > 0 ? 1 : 0);
+      fc.property(relays, (gates) => {
+        if (relayGauges(gates, now, settings).failover !== 0 || !gates.some(takesMail)) return;
+        expect(takesMail(gates[0] as Gate)).toBe(true);
+      }),
+    );
+  });
+
+  it("a disabled relay's unavailable gauge is 0, whatever its breaker", () => {
+    fc.assert(
+      fc.property(relays, (gates) => {
+        const { unavailable } = relayGauges(gates, now, settings);
+        gates.forEach((gate, index) => {
+          if (gate.disabled !== undefined) expect(unavailable[index]).toBe(0);
+        });
+      }),
+    );
+  });
+
+  it("an enabled relay's unavailable gauge is on while its breaker holds its mail (open or half-open), off once closed", () => {
+    fc.assert(
+      fc.property(relays, (gates) => {
+        const { unavailable } = relayGauges(gates, now, settings);
+        expect(unavailable).toHaveLength(gates.length);
+        gates.forEach((gate, index) => {
+          if (gate.disabled === undefined) expect(unavailable[index] === 1).toBe(!takesMail(gate));
+        });
+      }),
+    );
+  });
+
+  it('no relay takes mail: an unavailable gauge is on unless every relay is disabled (`relays disable --force`), when no relay alarm is', () => {
+    fc.assert(
+      fc.property(relays, (gates) => {
+        if (gates.some(takesMail)) return;
+        const { unavailable, failover } = relayGauges(gates, now, settings);
+        expect(failover).toBe(0);
+        const everyDisabled = gates.every((gate) => gate.disabled !== undefined);
+        expect(unavailable.includes(1)).toBe(!everyDisabled);
       }),
     );
   });

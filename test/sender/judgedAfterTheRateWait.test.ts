@@ -211,7 +211,7 @@ describe("the sender reads the sending gate again after the send-rate wait: the 
       expect(backup.received.filter((mail) => mail.postdateId === message.id)).toHaveLength(1);
       expect(await rig.state(message.id)).toMatchObject({ status: 'sent', attempts: 1, relay: 'backup' });
     }
-    // One failover send counted per copy that left through the backup (the metric behind RelayFailover).
+    // One failover send counted per copy claimed for the backup, not per pass of the gate.
     expect(rig.metrics.of('FailoverSends', 'backup')).toBe(3);
   });
 });

@@ -3,9 +3,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { NodemailerMailer } from '../../lambdas/adapters/NodemailerMailer.js';
 import { NodemailerRelayProbe } from '../../lambdas/adapters/NodemailerRelayProbe.js';
 import { environmentSmtpCredentials } from '../../lambdas/adapters/smtpCredentials.js';
+import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
 import type { SmtpCredentialsSource } from '../../lambdas/ports/SmtpCredentialsSource.js';
+import type { SenderDependencies } from '../../lambdas/sender/createSenderHandler.js';
 import { RelayGate } from '../../lambdas/sender/relayGate.js';
 import { messageView } from '../../lambdas/store/messageView.js';
+import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 import { type RelayOutage, startRelayOutage } from '../../local/smtp/relayOutage.js';
@@ -17,7 +20,13 @@ import {
   createBreakerRig,
   startBreakerWorld,
 } from './breakerHarness.js';
-import { FAST_SMTP_TIMEOUTS, type SenderHandler } from './senderHarness.js';
+import {
+  contextWithRemaining,
+  FAST_SMTP_TIMEOUTS,
+  type SenderHandler,
+  storeWith,
+  TEST_SETTINGS,
+} from './senderHarness.js';
 
 /**
  * DESIGN §15, failover across relays, on real parts: two smtp-servers — `primary` behind the
@@ -25,6 +34,8 @@ import { FAST_SMTP_TIMEOUTS, type SenderHandler } from './senderHarness.js';
  * each relay with its own breaker in DynamoDB Local, the copies on the SQS emulator. What each
  * server received decides "sent exactly once, and through which relay".
  */
+
+const BUDGET_MS = attemptBudgetMs(TEST_SETTINGS.timing);
 
 const NO_LOGIN = environmentSmtpCredentials({ user: undefined, pass: undefined });
 
@@ -317,6 +328,57 @@ describe('failover across relays', () => {
       expect(deliveredTo(world.smtp, message.id)).toHaveLength(1);
       expect((await rig.state(message.id)).relay).toBe('primary');
     }
+  });
+
+  it('FailoverSends counts a copy claimed for the second relay, once: handed back for lack of time, or its claim lost, it counts nothing', async () => {
+    const rig = await createBreakerRig(world);
+    const first = relay(rig, 'primary', world.outage);
+    const store = new DynamoSenderStore(world.documents, world.tableName);
+    const failover = (overrides: Partial<SenderDependencies> = {}) =>
+      rig.newHandler({
+        mailer: first.mailer,
+        relayGate: first.gate,
+        relayName: first.name,
+        failover: [relay(rig, 'backup', backup)],
+        ...overrides,
+      });
+    await new DynamoSendingGate(world.documents, world.tableName, 'primary').setDisabled({
+      reason: 'drain',
+      at: new Date().toISOString(),
+    });
+    const [short, raced] = await Promise.all([rig.putMessage(), rig.putMessage()]);
+    const next = async (message: { id: string; rev: number }) => {
+      await rig.dispatch(message);
+      const records = await rig.receive({ max: 1, waitSeconds: 3 });
+      expect(records).toHaveLength(1);
+      return records;
+    };
+
+    // Too little time left for a whole attempt: back unclaimed, not sent through the second relay.
+    const handedBack = await rig.run(await next(short), failover(), contextWithRemaining(BUDGET_MS - 1));
+    expect(handedBack.batchItemFailures).toHaveLength(1);
+    expect(rig.metrics.of('OutOfTime')).toBe(1);
+    expect(rig.metrics.of('FailoverSends', 'backup')).toBe(0);
+
+    // Back at once, and with the time: claimed and sent through the second relay, counted once.
+    const again = await rig.receive({ max: 1, waitSeconds: 3 });
+    expect(again).toHaveLength(1);
+    await rig.run(again, failover(), contextWithRemaining(60_000));
+    expect(deliveredTo(backup, short.id)).toHaveLength(1);
+    expect(rig.metrics.of('FailoverSends', 'backup')).toBe(1);
+
+    // Another sender claims the message first: ours is lost, nothing sent by us, nothing counted.
+    const racing = storeWith(store, {
+      claim: async (input) => {
+        expect((await store.claim({ ...input, owner: 'another sender' })).outcome).toBe('applied');
+        return store.claim(input);
+      },
+    });
+    await rig.run(await next(raced), failover({ store: racing }), contextWithRemaining(60_000));
+    expect((await rig.state(raced.id)).lease_owner).toBe('another sender');
+    expect(deliveredTo(backup, raced.id)).toHaveLength(0);
+    expect(rig.metrics.of('FailoverSends', 'backup')).toBe(1);
+    expect(rig.metrics.of('FailoverSends')).toBe(1);
   });
 
   it("each relay keeps its own rate: mail leaving through the second waits for the second's tokens", async () => {

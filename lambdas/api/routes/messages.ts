@@ -5,6 +5,8 @@
  */
 
 import { attachmentsGoneProblem } from '../../core/attachments.js';
+import { ConfigError } from '../../core/config.js';
+import { RESOURCE_SETTINGS } from '../../core/configSpec.js';
 import { isMessageId } from '../../core/ids.js';
 import {
   validateGroupKey,
@@ -180,7 +182,9 @@ export function cancelMessageRoute(deps: Pick<RouteDependencies, 'store' | 'conf
 
 /**
  * POST /v1/messages/{id}/retry: a manual retry of a `failed`, `dead` or `unknown` message, sent now;
- * 409 `attachments-gone` when its attachments are no longer all stored (retryMessage).
+ * 409 `attachments-gone` when its attachments are no longer all stored (retryMessage). The stack
+ * gives the api its attachments' bucket; an api without one cannot check them, and answers 500
+ * (a ConfigError) rather than retry unchecked.
  */
 export function retryMessageRoute(
   deps: Pick<RouteDependencies, 'store' | 'attachments' | 'config' | 'now'>,
@@ -190,6 +194,12 @@ export function retryMessageRoute(
     if (!isMessageId(id)) return notFound();
     const retry = { tenant, id, now: deps.now(), maxAttempts: deps.config.maxAttempts };
     const result = await retryMessage(deps, retry);
+    if (result.kind === 'attachments-unchecked') {
+      throw new ConfigError(
+        RESOURCE_SETTINGS.attachmentBucket.variable,
+        'unset, so the attachments of a message to retry cannot be checked',
+      );
+    }
     if (result.kind === 'attachments-gone') {
       const { current } = result;
       return problemResult(
@@ -202,14 +212,18 @@ export function retryMessageRoute(
   };
 }
 
-/** A retry's outcome: the transition's, or refused because attachments (positions `gone`) are no longer stored. */
+/**
+ * A retry's outcome: the transition's, or nothing changed because attachments (positions `gone`) are
+ * no longer stored, or because there was no bucket to check them in.
+ */
 export type RetryResult =
   | TransitionResult
   | {
       readonly kind: 'attachments-gone';
       readonly current: MessageStateRecord;
       readonly gone: readonly number[];
-    };
+    }
+  | { readonly kind: 'attachments-unchecked'; readonly current: MessageStateRecord };
 
 /**
  * A manual retry (DESIGN §3) of a message whose attachments are all still in the bucket; otherwise
@@ -217,7 +231,8 @@ export type RetryResult =
  * files expire a retention after they were written (decision 0083), and the sender fails a message
  * whose file is missing for good, so a retry that found them gone would only fail it again. Only a
  * message the retry would take is checked (one HEAD per attachment); the status conflict comes
- * first. Shared by the api and the CLI (`postdate messages retry`).
+ * first. Without a bucket (a CLI that knows none) such a message is not retried unchecked:
+ * `attachments-unchecked`. Shared by the api and the CLI (`postdate messages retry`).
  */
 export async function retryMessage(
   deps: { readonly store: ApiStore; readonly attachments?: AttachmentStore | undefined },
@@ -227,21 +242,13 @@ export async function retryMessage(
   const current = await deps.store.getMessage(input.tenant, input.id);
   if (current === null) return { kind: 'not-found' };
   const held = current.attachments ?? [];
-  if (attachments !== undefined && retryChecksAttachments(current)) {
+  if (held.length > 0 && fromStatuses('manual-retry').includes(current.status)) {
+    if (attachments === undefined) return { kind: 'attachments-unchecked', current };
     const found = await Promise.all(held.map((attachment) => attachments.describe(attachment.key)));
     const gone = found.flatMap((object, position) => (object === undefined ? [position] : []));
     if (gone.length > 0) return { kind: 'attachments-gone', current, gone };
   }
   return deps.store.retry(input);
-}
-
-/**
- * Whether a retry of this message must first find its attachments still stored (decision 0130): it
- * holds some, and the retry would take it (its status; the status conflict comes first). The CLI,
- * which may not know the bucket, refuses such a retry rather than skip the check.
- */
-export function retryChecksAttachments(current: Pick<MessageStateRecord, 'attachments' | 'status'>): boolean {
-  return (current.attachments ?? []).length > 0 && fromStatuses('manual-retry').includes(current.status);
 }
 
 /** PUT /v1/groups/{key}: raises a group's version without sending anything. */
