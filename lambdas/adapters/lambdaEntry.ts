@@ -29,8 +29,11 @@ export interface EntryTools {
   readonly milliseconds: (name: string, value: number, relay?: string) => void;
 }
 
-/** A function once wired: one event in, its result out; `close` releases what it holds (SMTP pools). */
-export type WiredFunction<TEvent, TResult> = ((event: TEvent) => Promise<TResult>) & {
+/**
+ * A function once wired: one event in, its result out, with the invocation's context (the time it
+ * has left: `getRemainingTimeInMillis`); `close` releases what it holds (SMTP pools).
+ */
+export type WiredFunction<TEvent, TResult> = ((event: TEvent, context?: Context) => Promise<TResult>) & {
   readonly close?: () => Promise<void>;
 };
 
@@ -88,9 +91,9 @@ function entryFor<TEvent, TResult>(
   // The invocation's metrics are written when it ends, answered or failed (as Powertools' own
   // logMetrics middleware does); a timed-out invocation is killed before, and writes none.
   if (metrics) entry.use({ after: () => metrics.publish(), onError: () => metrics.publish() });
-  const handler = entry.handler(async function invoke(event: TEvent): Promise<TResult> {
+  const handler = entry.handler(async function invoke(event: TEvent, context: Context): Promise<TResult> {
     wired ??= spec.wire(env, tools);
-    return wired(event);
+    return wired(event, context);
   });
 
   return Object.assign(handler, {

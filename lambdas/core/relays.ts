@@ -194,17 +194,26 @@ export function failoverDecision(
 }
 
 /**
+ * A relay's gate as a reader found it (its breaker, whether it is disabled), or `undefined`: the read
+ * failed. A gate that cannot be read holds the mail — the sender hands back a copy whose gate it
+ * cannot read (no attempt) — so an unread relay takes none: one rule for the sender and the sweeper.
+ */
+export type RelayGateRead = Pick<SendingGateState, 'breaker' | 'disabled'> | undefined;
+
+/**
  * The relay mail leaves through now, pauses aside (DESIGN §15): the index of the first relay whose
  * breaker is closed and that is not disabled, as {@link failoverDecision} chooses it; undefined when
- * no relay takes mail. A probe that is due is not a send. For the operator's `relays status` and the
- * sweeper, which leaves overdue messages to the senders while no relay takes them.
+ * no relay takes mail. A probe that is due is not a send, and a relay whose gate could not be read
+ * takes no mail ({@link RelayGateRead}). For the operator's `relays status` and the sweeper, which
+ * leaves overdue messages to the senders while no relay takes them.
  */
 export function relayInUse(
-  gates: readonly Pick<SendingGateState, 'breaker' | 'disabled'>[],
+  gates: readonly RelayGateRead[],
   now: Date,
   settings: BreakerSettings,
 ): number | undefined {
   const admissions = gates.map((gate): RelayAdmission => {
+    if (gate === undefined) return { kind: 'wait', seconds: 1, cause: 'relay-unavailable' };
     const decision = gateDecision({ ...gate, pause: NOT_PAUSED }, undefined, now, settings);
     return decision.kind === 'probe' ? { kind: 'wait', seconds: 1, cause: 'relay-unavailable' } : decision;
   });
@@ -212,35 +221,46 @@ export function relayInUse(
   return decision?.kind === 'send' ? decision.index : undefined;
 }
 
-/** What the relay alarms watch (docs/runbook.md §5, §5a), as the sweeper publishes it every run. */
+/**
+ * What the relay alarms watch (docs/runbook.md §5, §5a), as the sweeper publishes it every run. A
+ * gauge the run could not know (a gate it could not read) is undefined: it is not published, and its
+ * alarm keeps its state, as after a late run (missing data ignored).
+ */
 export interface RelayGauges {
   /**
    * Per relay, in order: 1 while its breaker holds the mail that would leave through it (not closed,
    * and the relay enabled). A disabled relay's is 0: the drain is the operator's, and a disabled
    * relay is never probed, so its breaker stays as it was and says nothing about the relay.
+   * Undefined for a relay whose gate could not be read.
    */
-  readonly unavailable: readonly (0 | 1)[];
+  readonly unavailable: readonly (0 | 1 | undefined)[];
   /**
    * 1 while mail leaves through a relay other than the first ({@link relayInUse} > 0: the first is
    * unavailable or disabled); 0 while it leaves through the first, or through none. Through none,
    * the `unavailable` gauge of each enabled relay is on; but with every relay disabled (`relays
    * disable --force`) no relay gauge is on and mail waits with no relay alarm: the operator's
-   * doing, which `relays status` shows.
+   * doing, which `relays status` shows. Undefined when an unread gate could change the answer
+   * (one before the relay in use, or any while none is).
    */
-  readonly failover: 0 | 1;
+  readonly failover: 0 | 1 | undefined;
 }
 
 /** {@link RelayGauges} from the relays' gates in order, pauses aside. */
 export function relayGauges(
-  gates: readonly Pick<SendingGateState, 'breaker' | 'disabled'>[],
+  gates: readonly RelayGateRead[],
   now: Date,
   settings: BreakerSettings,
 ): RelayGauges {
   const inUse = relayInUse(gates, now, settings);
+  // The answer rests on the gates up to the one in use (all of them while none is).
+  const known = gates
+    .slice(0, inUse === undefined ? gates.length : inUse + 1)
+    .every((gate) => gate !== undefined);
   return {
-    unavailable: gates.map((gate) =>
-      gate.disabled === undefined && gate.breaker.state !== BREAKER_STATE.closed ? 1 : 0,
-    ),
-    failover: inUse !== undefined && inUse > 0 ? 1 : 0,
+    unavailable: gates.map((gate) => {
+      if (gate === undefined) return undefined;
+      return gate.disabled === undefined && gate.breaker.state !== BREAKER_STATE.closed ? 1 : 0;
+    }),
+    failover: !known ? undefined : inUse !== undefined && inUse > 0 ? 1 : 0,
   };
 }

@@ -71,8 +71,10 @@ export interface SweepInput {
   /**
    * The operator's pauses as this run read them. A paused message is not lost: every copy of it is
    * handed back by the senders until it is resumed, so a re-dispatch would only add copies.
+   * `'unread'`: the gate item could not be read this run, and holds every live message, as it holds
+   * a sender's copy when the sender cannot read it (core/relays.ts `RelayGateRead`).
    */
-  readonly pause?: PauseState;
+  readonly pause?: PauseState | typeof PAUSE_UNREAD;
   /**
    * No relay takes mail this run (every one unavailable or disabled, core/relays.ts `relayInUse`):
    * the senders hand every live copy back until one does.
@@ -80,8 +82,14 @@ export interface SweepInput {
   readonly noRelay?: boolean;
 }
 
-/** Why the senders hold every copy of a message this run: no relay takes mail, or a pause holds it. */
-export type SendersHold = 'no-relay' | 'paused';
+/** The pauses as a run found them when it could not read the gate item. */
+export const PAUSE_UNREAD = 'unread';
+
+/**
+ * Why the senders hold every copy of a message this run: no relay takes mail, a pause holds it, or
+ * the gate item (the pauses) could not be read — a gate that cannot be read holds the mail.
+ */
+export type SendersHold = 'no-relay' | 'paused' | 'gate-unread';
 
 /**
  * Whether the senders hold every copy of this message this run, so that its overdue entry is not a
@@ -95,6 +103,7 @@ export function sendersHold(
   holds: Pick<SweepInput, 'pause' | 'noRelay'>,
 ): SendersHold | undefined {
   if (!isLiveSide(record.tenant)) return undefined;
+  if (holds.pause === PAUSE_UNREAD) return 'gate-unread';
   if (holds.noRelay === true) return 'no-relay';
   if (holds.pause !== undefined && isPaused(holds.pause, record.tags?.kind)) return 'paused';
   return undefined;
@@ -103,8 +112,9 @@ export function sendersHold(
 /**
  * - No record, or a terminal one, or one without `due_at` → skip (the index lags a transition).
  * - A live message while no relay takes mail, or whose `tags.kind` is paused (or everything, its
- *   kind not resumed since) → skip (`sendersHold`): the senders hold its copies; it is swept again
- *   once a relay takes mail or it is resumed. A test message is never held.
+ *   kind not resumed since), or while the pauses could not be read → skip (`sendersHold`): the
+ *   senders hold its copies; it is swept again once a relay takes mail or it is resumed. A test
+ *   message is never held.
  * - `due_at` (for a `sending` record the later of it and its lease's end) not older than now − grace
  *   → skip (the record moved on since the index was read, or its sender still holds it).
  * - Otherwise re-dispatch the record's CURRENT rev; this is re-dispatch n of the stall (n = 1 when

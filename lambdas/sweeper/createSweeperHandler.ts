@@ -2,8 +2,8 @@ import { PostdateError } from '../core/postdateError.js';
 import { type SweepDeps, type SweepReport, sweep } from './sweep.js';
 
 /**
- * A pass that left work undone (a shard unreadable or not read to its end, copies refused, a
- * waiting count unread, the DLQ's stale copies not tidied); the next run tries again. A shard cut short while the senders held every
+ * A pass that left work undone (a shard unreadable or not read to its end, a gate item unread,
+ * copies refused, a waiting count unread, the DLQ's stale copies not tidied); the next run tries again. A shard cut short while the senders held every
  * live copy (`report.held`: no relay took mail, or everything paused) is the held backlog, not
  * undone work: it alarms through RelayUnavailable or the pause, not on every sweep.
  */
@@ -11,7 +11,7 @@ export class SweepIncompleteError extends PostdateError {
   override readonly name = 'SweepIncompleteError';
   constructor(readonly report: SweepReport) {
     super(
-      `sweep incomplete: ${report.shardErrors.length} shard(s) unreadable, ${report.truncatedShards.length} shard(s) not read to the end, ${report.failed} copy(ies) not enqueued, ${report.waiting.errors.length} waiting count(s) unread${report.deadLetters?.error === undefined ? '' : `, the DLQ not tidied (${report.deadLetters.error})`}`,
+      `sweep incomplete: ${report.shardErrors.length} shard(s) unreadable, ${report.gateErrors.length} gate item(s) unread, ${report.truncatedShards.length} shard(s) not read to the end, ${report.failed} copy(ies) not enqueued, ${report.waiting.errors.length} waiting count(s) unread${report.deadLetters?.error === undefined ? '' : `, the DLQ not tidied (${report.deadLetters.error})`}`,
       { class: 'transient' },
     );
   }
@@ -20,6 +20,7 @@ export class SweepIncompleteError extends PostdateError {
 export function isIncomplete(report: SweepReport): boolean {
   return (
     report.shardErrors.length > 0 ||
+    report.gateErrors.length > 0 ||
     (report.truncatedShards.length > 0 && report.held === undefined) ||
     report.failed > 0 ||
     report.waiting.errors.length > 0 ||
@@ -48,6 +49,7 @@ export function createSweeperHandler(deps: SweepDeps): () => Promise<SweepReport
       ...(report.held === undefined ? {} : { held: report.held }),
       truncatedShards: report.truncatedShards,
       shardErrors: report.shardErrors,
+      gateErrors: report.gateErrors,
       ...(report.deadLetters === undefined
         ? {}
         : {

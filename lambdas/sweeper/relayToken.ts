@@ -36,28 +36,56 @@ export interface RelayCheck extends BreakerCheck {
   readonly relay: string;
   readonly breaker: BreakerState;
   readonly disabled: SendingGateState['disabled'];
+  /** The name of the error that stopped the re-arm of its lost token; the next run tries again. */
+  readonly error?: string;
+}
+
+/** A relay whose gate the sweeper could not read this run, with the error's name. */
+export interface UnreadRelay {
+  readonly relay: string;
+  readonly unread: string;
 }
 
 /**
  * {@link checkBreaker} for every relay, in order (DESIGN §15): each relay's lost token is re-armed,
- * whichever relay mail leaves through meanwhile. A relay whose gate cannot be read is left to the
- * next run (it counts as not closed).
+ * whichever relay mail leaves through meanwhile. A relay whose gate cannot be read, or whose token
+ * cannot be re-armed, is left to the next run; an unread one takes no mail this run (core/relays.ts
+ * `RelayGateRead`). Never throws: one relay's gate does not stop the run.
  */
 export async function checkRelays(
   gate: SweeperGate,
   queue: DispatchQueue,
   now: Date,
   log: Log | undefined,
-): Promise<readonly RelayCheck[]> {
+): Promise<readonly (RelayCheck | UnreadRelay)[]> {
   const relays = gate.relays ?? [{ name: DEFAULT_RELAY, store: gate.store }];
   return Promise.all(
-    relays.map(async ({ name, store }): Promise<RelayCheck> => {
-      const read = await store.read();
-      const check = await checkBreaker({ ...gate, store }, read.breaker, queue, now, log, name);
-      return { ...check, relay: name, breaker: read.breaker, disabled: read.disabled };
+    relays.map(async ({ name, store }): Promise<RelayCheck | UnreadRelay> => {
+      let read: SendingGateState;
+      try {
+        read = await store.read();
+      } catch (error) {
+        const unread = { relay: name, unread: errorName(error) };
+        log?.warn("sweeper could not read a relay's gate", unread);
+        return unread;
+      }
+      const found = { relay: name, breaker: read.breaker, disabled: read.disabled };
+      try {
+        return { ...(await checkBreaker({ ...gate, store }, read.breaker, queue, now, log, name)), ...found };
+      } catch (error) {
+        log?.warn("sweeper could not re-arm a relay's probe token", { relay: name, error: errorName(error) });
+        return { state: read.breaker.state, tokenRearmed: false, ...found, error: errorName(error) };
+      }
     }),
   );
 }
+
+/** Whether the sweeper read this relay's gate. */
+export function wasRead(relay: RelayCheck | UnreadRelay): relay is RelayCheck {
+  return !('unread' in relay);
+}
+
+const errorName = (error: unknown): string => (error instanceof Error ? error.name : 'non-error');
 
 /**
  * The sweeper's part in an outage (DESIGN §5): the safety net under the probe token. An open breaker

@@ -3,7 +3,7 @@ import { isTerminal, MESSAGE_STATUS } from '../core/messageStatus.js';
 import { SWEEPER_METRIC } from '../core/metricNames.js';
 import type { PauseState } from '../core/relayBreaker.js';
 import { relayGauges, relayInUse } from '../core/relays.js';
-import { decideSweep, pauseHoldsEverything, type SendersHold } from '../core/sweepDecision.js';
+import { decideSweep, PAUSE_UNREAD, pauseHoldsEverything, type SendersHold } from '../core/sweepDecision.js';
 import type { DeadLetterCopies } from '../ports/DeadLetterCopies.js';
 import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
 import type { DueCursor, DueEntry, DueIndex } from '../ports/DueIndex.js';
@@ -11,7 +11,14 @@ import type { Log } from '../ports/Log.js';
 import type { SweeperMetrics } from '../ports/SweeperMetrics.js';
 import type { SweepRecords } from '../ports/SweepRecords.js';
 import { INDEX_SHARDS } from '../store/tableLayout.js';
-import { type BreakerCheck, checkRelays, type RelayCheck, type SweeperGate } from './relayToken.js';
+import {
+  type BreakerCheck,
+  checkRelays,
+  type RelayCheck,
+  type SweeperGate,
+  type UnreadRelay,
+  wasRead,
+} from './relayToken.js';
 import { type DeadLetterSweep, type RenewalClock, removeStaleDeadLetters } from './staleDeadLetters.js';
 import { countWaiting, type WaitingCounts } from './waitingGauge.js';
 
@@ -72,6 +79,12 @@ export interface SweepReport {
   readonly truncatedShards: readonly number[];
   /** Shards whose query (or record read) failed, with the error's name. */
   readonly shardErrors: readonly { readonly shard: number; readonly error: string }[];
+  /**
+   * Gate items this run could not read (or whose lost probe token it could not re-arm), with the
+   * error's name: `pauses` (the gate item) or a relay's name. What it could not read held the mail
+   * (SweepInput `pause`, core/relays.ts `RelayGateRead`); the run is incomplete.
+   */
+  readonly gateErrors: readonly { readonly gate: string; readonly error: string }[];
   /** Messages waiting for an operator, per status, as published to the gauge. */
   readonly waiting: WaitingCounts;
   /**
@@ -81,10 +94,10 @@ export interface SweepReport {
    * its end is then the held backlog, and is no incomplete run (createSweeperHandler.ts).
    */
   readonly held?: SendersHold;
-  /** The first relay's breaker as this run found it. */
+  /** The first relay's breaker as this run found it (absent: unread). */
   readonly breaker?: BreakerCheck;
   /** Every relay's breaker as this run found it, in order (DESIGN §15); `breaker` is the first's. */
-  readonly relays?: readonly RelayCheck[];
+  readonly relays?: readonly (RelayCheck | UnreadRelay)[];
   /** What the run did in the DLQ: stale and second copies taken off, old ones renewed, missing ones made (absent: no DLQ wired). */
   readonly deadLetters?: DeadLetterSweep;
 }
@@ -132,31 +145,48 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
   const tally: PageTally = { redispatched: 0, failed: 0, skipped: 0, paused: 0, unstamped: 0 };
   const truncatedShards: number[] = [];
   const shardErrors: { shard: number; error: string }[] = [];
-  const gate = deps.gate === undefined ? undefined : await deps.gate.store.read();
+  const gateErrors: { gate: string; error: string }[] = [];
+  const pause = deps.gate === undefined ? undefined : await readPauses(deps.gate, gateErrors, deps.log);
   const relays =
     deps.gate === undefined ? undefined : await checkRelays(deps.gate, deps.queue, deps.now(), deps.log);
+  for (const relay of relays ?? []) {
+    if (!wasRead(relay)) gateErrors.push({ gate: relay.relay, error: relay.unread });
+    else if (relay.error !== undefined) gateErrors.push({ gate: relay.relay, error: relay.error });
+  }
+  // What each relay's gate says, undefined where it could not be read: that relay takes no mail.
+  const gates = relays?.map((relay) => (wasRead(relay) ? relay : undefined));
   // The relay alarms' gauges (DESIGN §15, docs/runbook.md §5, §5a), every run: a relay's while its
   // breaker holds its mail (a disabled relay's is 0), and one while mail leaves through a later relay.
-  if (relays !== undefined && deps.gate !== undefined) {
-    const gauges = relayGauges(relays, deps.now(), deps.gate.settings);
+  // A gauge that rests on a gate not read is not published: its alarm keeps its state.
+  if (relays !== undefined && gates !== undefined && deps.gate !== undefined) {
+    const gauges = relayGauges(gates, deps.now(), deps.gate.settings);
     for (const [index, relay] of relays.entries()) {
-      deps.metrics?.count(SWEEPER_METRIC.relayUnavailable, gauges.unavailable[index] ?? 0, relay.relay);
+      const unavailable = gauges.unavailable[index];
+      if (unavailable !== undefined)
+        deps.metrics?.count(SWEEPER_METRIC.relayUnavailable, unavailable, relay.relay);
     }
-    deps.metrics?.count(SWEEPER_METRIC.relayFailover, gauges.failover);
+    if (gauges.failover !== undefined) deps.metrics?.count(SWEEPER_METRIC.relayFailover, gauges.failover);
   }
-  // While no relay takes mail (every one unavailable or disabled), the senders hold every live copy;
-  // a test message's they never hold, so the pass still runs for it (core/sweepDecision.ts).
+  // While no relay takes mail (every one unavailable, disabled or unread), the senders hold every
+  // live copy; a test message's they never hold, so the pass still runs for it (core/sweepDecision.ts).
   const noRelay =
-    relays !== undefined && deps.gate !== undefined
-      ? relayInUse(relays, deps.now(), deps.gate.settings) === undefined
+    gates !== undefined && deps.gate !== undefined
+      ? relayInUse(gates, deps.now(), deps.gate.settings) === undefined
       : false;
-  const held: SendersHold | undefined = noRelay
-    ? 'no-relay'
-    : pauseHoldsEverything(gate?.pause)
-      ? 'paused'
-      : undefined;
+  // The gate item unread holds every live message whatever the relays (its pauses are unknown).
+  const held: SendersHold | undefined =
+    pause === PAUSE_UNREAD
+      ? 'gate-unread'
+      : noRelay
+        ? 'no-relay'
+        : pauseHoldsEverything(pause)
+          ? 'paused'
+          : undefined;
   const first = relays?.[0];
-  const breaker = first === undefined ? undefined : { state: first.state, tokenRearmed: first.tokenRearmed };
+  const breaker =
+    first === undefined || !wasRead(first)
+      ? undefined
+      : { state: first.state, tokenRearmed: first.tokenRearmed };
 
   for (let shard = 0; shard < shards; shard++) {
     let cursor: DueCursor | undefined;
@@ -170,7 +200,7 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
         cursor = page.cursor;
         read += page.entries.length;
         examined += page.entries.length;
-        planned += await sweepPage(deps, page.entries, tally, { pause: gate?.pause, noRelay });
+        planned += await sweepPage(deps, page.entries, tally, { pause, noRelay });
       } while (cursor !== undefined && planned < maxPerShard && read < maxReadsPerShard);
       if (cursor !== undefined) truncatedShards.push(shard);
     } catch (error) {
@@ -188,6 +218,7 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
     ...tally,
     truncatedShards,
     shardErrors,
+    gateErrors,
     waiting,
     ...(held === undefined ? {} : { held }),
     ...(breaker === undefined ? {} : { breaker }),
@@ -201,7 +232,7 @@ async function sweepPage(
   deps: SweepDeps,
   entries: readonly DueEntry[],
   tally: PageTally,
-  holds: { readonly pause: PauseState | undefined; readonly noRelay: boolean },
+  holds: { readonly pause: PauseState | typeof PAUSE_UNREAD | undefined; readonly noRelay: boolean },
 ): Promise<number> {
   const live = entries.filter((entry) => !isTerminal(entry.status));
   tally.skipped += entries.length - live.length;
@@ -266,6 +297,25 @@ async function sweepPage(
     }
   }
   return planned.length;
+}
+
+/**
+ * The operator's pauses, from the gate item; {@link PAUSE_UNREAD} when it cannot be read: a gate
+ * that cannot be read holds the mail, in the senders and so in the sweeper (core/sweepDecision.ts).
+ */
+async function readPauses(
+  gate: SweeperGate,
+  gateErrors: { gate: string; error: string }[],
+  log: Log | undefined,
+): Promise<PauseState | typeof PAUSE_UNREAD> {
+  try {
+    return (await gate.store.read()).pause;
+  } catch (error) {
+    const unread = { gate: 'pauses', error: error instanceof Error ? error.name : 'non-error' };
+    gateErrors.push(unread);
+    log?.warn('sweeper could not read the pauses: live messages are held this run', unread);
+    return PAUSE_UNREAD;
+  }
 }
 
 async function publishWaiting(deps: SweepDeps, shards: number): Promise<WaitingCounts> {

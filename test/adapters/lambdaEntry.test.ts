@@ -38,6 +38,20 @@ describe('the Lambda entry every function is built on', () => {
     expect(finished).toBe(true);
   });
 
+  it("hands the function the invocation's context: the time left is Lambda's, not a guess (DESIGN §5, never out of time mid-send)", async () => {
+    const seen: number[] = [];
+    const entry = lambdaEntry<unknown, void>({
+      name: 'sweeper',
+      wire: () => async (_event, context) => {
+        seen.push(context?.getRemainingTimeInMillis() ?? -1);
+      },
+    })({ POWERTOOLS_LOG_LEVEL: 'ERROR' });
+    await entry({}, contextWithRemaining(60_000));
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toBeGreaterThan(0);
+    expect(seen[0]).toBeLessThanOrEqual(60_000);
+  });
+
   it('wires once per cold start from its own environment, and wires again after close', async () => {
     const wirings: string[] = [];
     const closed: number[] = [];

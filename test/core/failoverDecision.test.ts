@@ -154,6 +154,18 @@ describe('relayInUse (where mail leaves now, pauses aside)', () => {
       }),
     );
   });
+
+  it('a relay whose gate could not be read takes no mail, as a sender that cannot read its gate sends nothing', () => {
+    fc.assert(
+      fc.property(fc.array(fc.option(relay, { nil: undefined }), { minLength: 1, maxLength: 5 }), (gates) => {
+        const expected = gates.findIndex(
+          (gate) => gate?.breaker.state === BREAKER_STATE.closed && gate.disabled === undefined,
+        );
+        const inUse = relayInUse(gates, new Date('2026-12-02T11:00:00.000Z'), settings);
+        expect(inUse).toBe(expected === -1 ? undefined : expected);
+      }),
+    );
+  });
 });
 
 /**
@@ -228,6 +240,34 @@ describe('relayGauges (what the relay alarms watch)', () => {
         expect(failover).toBe(0);
         const everyDisabled = gates.every((gate) => gate.disabled !== undefined);
         expect(unavailable.includes(1)).toBe(!everyDisabled);
+      }),
+    );
+  });
+
+  it('with gates that could not be read: no gauge for them, and a failover gauge only when it holds whatever they are', () => {
+    const closed = { breaker: { state: BREAKER_STATE.closed, version: 1 }, disabled: undefined };
+    const open = {
+      breaker: { state: BREAKER_STATE.open, version: 1, probe_at: '2026-12-02T12:00:00.000Z' },
+      disabled: undefined,
+    };
+    fc.assert(
+      fc.property(fc.array(fc.option(relay, { nil: undefined }), { minLength: 1, maxLength: 5 }), (gates) => {
+        const gauges = relayGauges(gates, now, settings);
+        expect(gauges.unavailable.map((value) => value === undefined)).toEqual(
+          gates.map((gate) => gate === undefined),
+        );
+        const unread = gates.flatMap((gate, index) => (gate === undefined ? [index] : []));
+        // The failover gauge of every completion of the unread gates.
+        const answers = new Set<number>();
+        for (let bits = 0; bits < 2 ** unread.length; bits++) {
+          const complete = gates.map((gate, index) => {
+            const position = unread.indexOf(index);
+            return position === -1 ? gate : (bits >> position) & 1 ? closed : open;
+          });
+          answers.add(relayGauges(complete, now, settings).failover as number);
+        }
+        if (unread.length === 0) expect(gauges.failover).toBeDefined();
+        if (gauges.failover !== undefined) expect([...answers]).toEqual([gauges.failover]);
       }),
     );
   });

@@ -10,6 +10,7 @@ import { PostdatePropsError } from '../../lib/postdateProps.js';
 
 const emptySweep = {
   shardErrors: ['shard 3'],
+  gateErrors: [],
   truncatedShards: [],
   failed: 0,
   waiting: { errors: [] },

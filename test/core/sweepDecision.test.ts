@@ -4,6 +4,7 @@ import { isTerminal, MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.j
 import { isPaused, type PauseState } from '../../lambdas/core/relayBreaker.js';
 import {
   decideSweep,
+  PAUSE_UNREAD,
   pauseHoldsEverything,
   SWEEP_MAX_INTERVAL_SECONDS,
   type SweptRecord,
@@ -183,6 +184,21 @@ describe('a test message (DESIGN §14), which no relay gate holds', () => {
               ? { action: 'skip', reason: 'paused' }
               : expect.objectContaining({ action: 'redispatch' }),
         );
+      }),
+    );
+  });
+
+  it('is re-dispatched while the pauses could not be read; a live one is held, as a sender that cannot read its gate holds its copy', () => {
+    fc.assert(
+      fc.property(fc.boolean(), fc.option(kinds, { nil: undefined }), (noRelay, kind) => {
+        const tags = kind === undefined ? {} : { tags: { kind } };
+        const input = { now: NOW, graceSeconds: GRACE, noRelay, pause: PAUSE_UNREAD } as const;
+        const test = decideSweep({ ...input, record: record({ tenant: testSideOf('acme'), ...tags }) });
+        expect(test.action).toBe('redispatch');
+        expect(decideSweep({ ...input, record: record(tags) })).toEqual({
+          action: 'skip',
+          reason: 'gate-unread',
+        });
       }),
     );
   });

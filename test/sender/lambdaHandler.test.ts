@@ -67,7 +67,7 @@ describe('the sender Lambda handler', () => {
             },
           ],
         },
-        { functionName: 'sender', awsRequestId: 'req-1' } as Context,
+        { functionName: 'sender', awsRequestId: 'req-1', getRemainingTimeInMillis: () => 900_000 } as Context,
       );
       expect(response).toEqual({ batchItemFailures: [] });
     } finally {

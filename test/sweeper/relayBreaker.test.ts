@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { NEVER_OPENED, opened, PROBE_TOKEN_ID } from '../../lambdas/core/relayBreaker.js';
 import { testSideOf } from '../../lambdas/core/testSide.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
+import { isIncomplete } from '../../lambdas/sweeper/createSweeperHandler.js';
+import { wasRead } from '../../lambdas/sweeper/relayToken.js';
 import { putMessage } from '../sender/records.js';
 import { SWEEP_GATE_SETTINGS as SETTINGS, sweepWorld } from './sweepWorld.js';
 
@@ -74,7 +76,9 @@ describe('the sweeper and the relay breaker', () => {
 
     // The backup is down with its token lost; mail leaves through the primary.
     const report = await w.run(new Date());
-    expect(report.relays?.map((relay) => [relay.relay, relay.state, relay.tokenRearmed])).toEqual([
+    expect(
+      report.relays?.filter(wasRead).map((relay) => [relay.relay, relay.state, relay.tokenRearmed]),
+    ).toEqual([
       ['primary', 'closed', false],
       ['backup', 'open', true],
     ]);
@@ -166,5 +170,56 @@ describe('the relay gauges the sweeper publishes', () => {
       ['primary', 0],
       ['backup', 1],
     ]);
+  });
+});
+
+/**
+ * A gate item the sweeper cannot read (a throttle on `GATE#sending` that outlasted the SDK's retries)
+ * fails no run: the pass, the gauges and the DLQ's care go on, and the run says it is incomplete.
+ * What it could not read holds the mail, as in the senders, who hand back a copy whose gate they cannot
+ * read: a relay unread takes no mail, a pause unread holds every live message (DESIGN §5: a pause
+ * exists to stop mail). A test message no gate holds (DESIGN §14).
+ */
+describe('a gate item the sweeper cannot read', () => {
+  const THROTTLED = 'ProvisionedThroughputExceededException';
+  const named = (gauges: { name: string }[], ...names: string[]) =>
+    gauges.filter((gauge) => names.includes(gauge.name));
+
+  it("a backup relay's gate unread: the lost message goes out through the primary, the gauges are published, the run is incomplete", async () => {
+    const w = await sweepWorld('sweep-backup-unread', ['primary', 'backup'], {
+      throttledGateItems: ['RELAY#backup'],
+    });
+    const lost = await putMessage(w.documents, w.tableName, new Date(Date.now() - 3_600_000));
+
+    const report = await w.run(new Date());
+
+    expect(w.queue.of(lost.id)).toBe(1);
+    expect(report.gateErrors).toEqual([{ gate: 'backup', error: THROTTLED }]);
+    expect(isIncomplete(report)).toBe(true);
+    // The backup's alarm keeps its state (no gauge, missing data ignored); mail leaves through the first.
+    expect(named(w.gauges, 'RelayUnavailable', 'RelayFailover')).toEqual([
+      { name: 'RelayUnavailable', value: 0, relay: 'primary' },
+      { name: 'RelayFailover', value: 0, relay: undefined },
+    ]);
+    expect(named(w.gauges, 'WaitingFailed', 'WaitingDead', 'WaitingUnknown')).toHaveLength(3);
+  });
+
+  it('the gate item unread (the pauses, the one relay): live messages are held as the senders hold them, a test message is re-dispatched', async () => {
+    const w = await sweepWorld('sweep-gate-unread', undefined, { throttledGateItems: ['GATE'] });
+    const sendAt = new Date(Date.now() - 3_600_000);
+    const live = await putMessage(w.documents, w.tableName, sendAt);
+    const test = await putMessage(w.documents, w.tableName, sendAt, { tenant: testSideOf('acme') });
+
+    const report = await w.run(new Date());
+
+    expect([w.queue.of(live.id), w.queue.of(test.id)]).toEqual([0, 1]);
+    expect(report).toMatchObject({ held: 'gate-unread', redispatched: 1, paused: 0 });
+    expect(report.gateErrors).toEqual([
+      { gate: 'pauses', error: THROTTLED },
+      { gate: 'default', error: THROTTLED },
+    ]);
+    expect(isIncomplete(report)).toBe(true);
+    expect(named(w.gauges, 'RelayUnavailable', 'RelayFailover')).toEqual([]);
+    expect(named(w.gauges, 'WaitingFailed', 'WaitingDead', 'WaitingUnknown')).toHaveLength(3);
   });
 });

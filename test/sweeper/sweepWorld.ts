@@ -1,8 +1,11 @@
+import { ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
 import type { DispatchQueue, QueuedCopy } from '../../lambdas/ports/DispatchQueue.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
+import { KEY } from '../../lambdas/store/tableLayout.js';
 import { type SweepDeps, sweep } from '../../lambdas/sweeper/sweep.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
 
@@ -24,15 +27,44 @@ class RecordingQueue implements DispatchQueue {
 }
 
 /**
+ * A table client whose every read of the gate items with these sort keys (`GATE`: the pauses and the
+ * relay `default`'s breaker; `RELAY#{name}`: another relay's) fails as a throttle that outlasted the
+ * SDK's retries would. Every other request reaches DynamoDB Local as it is.
+ */
+function gateReadsThrottled(sortKeys: readonly string[]): DynamoDBDocumentClient {
+  const documents = documentClient();
+  documents.middlewareStack.add(
+    (next, context) => async (args) => {
+      const key = (args.input as { Key?: Record<string, unknown> }).Key?.[KEY.sort];
+      // The document client's key, or the marshalled one below it.
+      const sk = typeof key === 'string' ? key : (key as { S?: string } | undefined)?.S;
+      if (context.commandName === 'GetItemCommand' && sk !== undefined && sortKeys.includes(sk)) {
+        throw new ProvisionedThroughputExceededException({ message: 'throttled', $metadata: {} });
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: 'throttleGateReads' },
+  );
+  return documents;
+}
+
+/**
  * A fresh table and send queue on the emulators, the real sending gate, and `run(now)`: one sweep
  * with the real adapters, as the sweeper function wires them (grace 300 s, 64 due shards), or with
- * the bounds `overrides` sets.
+ * the bounds `overrides` sets. `throttledGateItems`: the sort keys of the gate items the sweeper's
+ * reads of the gate cannot read (the test's own `gate` reads them).
  */
-export async function sweepWorld(prefix: string, relays?: readonly string[]) {
+export async function sweepWorld(
+  prefix: string,
+  relays?: readonly string[],
+  options: { readonly throttledGateItems?: readonly string[] } = {},
+) {
   const { tableName } = await freshTable(prefix);
   const { urls } = await freshQueues();
   const documents = documentClient();
   const gate = new DynamoSendingGate(documents, tableName);
+  const gateDocuments =
+    options.throttledGateItems === undefined ? documents : gateReadsThrottled(options.throttledGateItems);
   const queue = new RecordingQueue(new SqsDispatchQueue(sqsClient(), urls.send));
   /** The gauges the sweeper published, with the relay each is about (DESIGN §15). */
   const gauges: { name: string; value: number; relay?: string | undefined }[] = [];
@@ -45,7 +77,7 @@ export async function sweepWorld(prefix: string, relays?: readonly string[]) {
       graceSeconds: 300,
       shards: 64,
       gate: {
-        store: gate,
+        store: gateDocuments === documents ? gate : new DynamoSendingGate(gateDocuments, tableName),
         settings: SWEEP_GATE_SETTINGS,
         // With relays (DESIGN §15): each one's gate, as the sweeper function wires them.
         ...(relays === undefined
@@ -53,7 +85,7 @@ export async function sweepWorld(prefix: string, relays?: readonly string[]) {
           : {
               relays: relays.map((name) => ({
                 name,
-                store: new DynamoSendingGate(documents, tableName, name),
+                store: new DynamoSendingGate(gateDocuments, tableName, name),
               })),
             }),
       },
