@@ -173,7 +173,7 @@ export function admitted(run: CopyRun, state: MessageStateRecord | undefined): A
       return { kind: 'verdict', verdict: drop(run, admission.reason) };
     case 'refuse':
       // Left as it is for an upgraded stack; the sweeper brings a copy back every run meanwhile.
-      run.deps.metrics.count(SENDER_METRIC.refusedRecords);
+      run.deps.metrics.count(SENDER_METRIC.newerWriterRefusals);
       run.deps.log.error(
         'sender refused a message a newer writer made: upgrade the stack',
         logContext(run, { reason: admission.reason }),

@@ -51,7 +51,7 @@ describe('a message a newer writer made', () => {
     expect(response.batchItemFailures).toEqual([]);
     expect(rig.received(id)).toEqual([]);
     expect(await rig.state(id)).toEqual(before);
-    expect(rig.metrics.of(SENDER_METRIC.refusedRecords)).toBe(1);
+    expect(rig.metrics.of(SENDER_METRIC.newerWriterRefusals)).toBe(1);
     expect(rig.log.lines.filter((line) => line.level === 'error')).toEqual([
       expect.objectContaining({
         message: expect.stringMatching(/newer writer.*upgrade the stack/),
@@ -69,6 +69,6 @@ describe('a message a newer writer made', () => {
     await rig.deliverNext();
 
     expect((await rig.state(id)).status).toBe('sent');
-    expect(rig.metrics.of(SENDER_METRIC.refusedRecords)).toBe(0);
+    expect(rig.metrics.of(SENDER_METRIC.newerWriterRefusals)).toBe(0);
   });
 });
