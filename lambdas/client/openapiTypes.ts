@@ -1868,6 +1868,15 @@ export interface operations {
           'application/json': components['schemas']['GatewayError'];
         };
       };
+      /** @description The message was written by a newer outbox helper than this stack can read (`newer-writer`: a newer `layout` or an unknown status, decision 0166): it waits, unsent, until the stack is upgraded. */
+      501: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
       /** @description Try again: a problem (`urn:postdate:problem:unavailable`, with `Retry-After`) from the function, or `{"message": "Service Unavailable"}` from API Gateway when the function timed out. */
       503: {
         headers: {

@@ -18,15 +18,16 @@ export function metricDimensions(stackName: string): { readonly service: string;
 }
 
 /**
- * State records refused because a newer writer made them (core/recordLayout.ts, decision 0166): a
- * layout above this stack's, or a status it does not know — an application's outbox helper newer
- * than its stack. The relay counts each such stream record, the sender each copy of one (the sweeper
- * brings it back every run while it waits). Alarmed: only an upgrade of the stack sends them.
+ * Refusals of a state record a newer writer made (core/recordLayout.ts, decision 0166): a layout
+ * above this stack's, or a status it does not know — an application's outbox helper newer than its
+ * stack. The relay counts each such stream record (the first sign, when the message is written), the
+ * sender each copy of one it meets. A count for the dashboard: the alarm watches the sweeper's gauge
+ * ({@link SWEEPER_METRIC} `refusedRecords`), which stays on while such a message waits.
  */
-const REFUSED_RECORDS = 'RefusedRecords';
+const NEWER_WRITER_REFUSALS = 'NewerWriterRefusals';
 
 /** The relay's metrics. */
-export const RELAY_METRIC = { refusedRecords: REFUSED_RECORDS } as const;
+export const RELAY_METRIC = { newerWriterRefusals: NEWER_WRITER_REFUSALS } as const;
 export type RelayMetric = (typeof RELAY_METRIC)[keyof typeof RELAY_METRIC];
 
 /**
@@ -50,7 +51,7 @@ export const SENDER_METRIC = {
   suppressionsAdded: 'SuppressionsAdded',
   configErrors: 'ConfigErrors',
   /** Copies of a message whose state record a newer writer made (see {@link RELAY_METRIC}): not sent. */
-  refusedRecords: REFUSED_RECORDS,
+  newerWriterRefusals: NEWER_WRITER_REFUSALS,
   /** Copies dropped because their body was not a valid `{v, id, rev}`. */
   malformedCopies: 'MalformedCopies',
   /** Copies that arrived early and were put back on the queue with the exact remaining delay. */
@@ -146,12 +147,18 @@ export const SWEEPER_METRIC = {
   relayFailover: 'RelayFailover',
   /** Copies of messages that moved on (a retried `dead` one), taken off the DLQ (decision 0141). */
   staleDeadLettersRemoved: 'StaleDeadLettersRemoved',
+  /**
+   * A gauge: the overdue messages a newer writer made, which this stack refuses and leaves waiting
+   * for its upgrade (decision 0166; core/sweepDecision.ts `refusedGauge`). Alarmed (RefusedRecords).
+   */
+  refusedRecords: 'RefusedRecords',
 } as const satisfies {
   waiting: Partial<Record<MessageStatus, string>>;
   redispatched: string;
   relayUnavailable: string;
   relayFailover: string;
   staleDeadLettersRemoved: string;
+  refusedRecords: string;
 };
 
 export type WaitingStatus = keyof typeof SWEEPER_METRIC.waiting;
@@ -160,7 +167,8 @@ export type SweeperMetricName =
   | typeof SWEEPER_METRIC.redispatched
   | typeof SWEEPER_METRIC.relayUnavailable
   | typeof SWEEPER_METRIC.relayFailover
-  | typeof SWEEPER_METRIC.staleDeadLettersRemoved;
+  | typeof SWEEPER_METRIC.staleDeadLettersRemoved
+  | typeof SWEEPER_METRIC.refusedRecords;
 
 /** The webhook functions' metrics (DESIGN §11): deliveries by how they ended, and events produced. */
 export const WEBHOOK_METRIC = {

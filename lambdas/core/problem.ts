@@ -215,6 +215,15 @@ export const PROBLEM = {
     status: 422,
   },
   internal: { type: 'urn:postdate:problem:internal', title: 'Internal error', status: 500 },
+  /**
+   * A message a newer writer made (an outbox helper newer than this stack, decision 0166): this stack
+   * cannot read it by its own rules, nor send it, until it is upgraded.
+   */
+  newerWriter: {
+    type: 'urn:postdate:problem:newer-writer',
+    title: 'A newer writer made this message: upgrade the stack',
+    status: 501,
+  },
   unavailable: {
     type: 'urn:postdate:problem:unavailable',
     title: 'Temporarily unavailable, retry with the same Idempotency-Key',

@@ -5,8 +5,9 @@
  * inside quiet hours it cannot read) or a status no older part knows. Every state record says the
  * layout its writer followed (`layout`); a part of the stack that meets a layout above its own, or
  * a status it does not know, refuses the record — does not dispatch or send it, counts it and logs
- * it (metricNames.ts `REFUSED_RECORDS_METRIC`, alarmed) — and the operator upgrades the stack, after
- * which the sweeper dispatches what was refused. The stack is upgraded before the application.
+ * it; the sweeper leaves it unstamped and its gauge holds the alarm (metricNames.ts, `RefusedRecords`)
+ * — and the operator upgrades the stack, after which the sweeper dispatches what was refused at once.
+ * The stack is upgraded before the application.
  */
 import { isMessageStatus } from './messageStatus.js';
 
@@ -50,4 +51,34 @@ export function recordRefusal(record: {
     };
   }
   return undefined;
+}
+
+/**
+ * A state record this stack refuses, as its readers hand it on in place of the record — never as
+ * absent: the message exists and waits for the upgrade. The sweeper skips it without a stamp and
+ * counts it in its gauge (core/sweepDecision.ts), the sender refuses its copy (core/sendDecision.ts),
+ * the API answers that the stack must be upgraded (decision 0166).
+ */
+export interface RefusedRecord {
+  readonly id: string;
+  /** Its tenant, when it names one: the API shows a message to its own tenant only. */
+  readonly tenant?: string;
+  readonly refusal: RecordRefusal;
+}
+
+/**
+ * {@link recordRefusal} on a state record as read from the table, before any shape check: a newer
+ * writer's record is refused, whatever else it holds. Undefined when the rule has nothing against it
+ * (or the item names no message): the reader's own shape check comes next.
+ */
+export function refusedRecord(item: Readonly<Record<string, unknown>>): RefusedRecord | undefined {
+  if (typeof item.id !== 'string') return undefined;
+  const refusal = recordRefusal(item);
+  if (refusal === undefined) return undefined;
+  return { id: item.id, ...(typeof item.tenant === 'string' ? { tenant: item.tenant } : {}), refusal };
+}
+
+/** Whether a read is a refusal rather than the record. */
+export function isRefused<T extends object>(read: T | RefusedRecord): read is RefusedRecord {
+  return 'refusal' in read;
 }

@@ -9,7 +9,7 @@ import {
   type RecipientProgress,
   type RecipientRefusal,
 } from './recipients.js';
-import { recordRefusal } from './recordLayout.js';
+import { isRefused, type RefusedRecord } from './recordLayout.js';
 import { checkTransition } from './stateMachine.js';
 
 /**
@@ -24,8 +24,6 @@ import { checkTransition } from './stateMachine.js';
 export interface AdmissionRecord extends DeathRecord {
   readonly status: MessageStatus;
   readonly rev: number;
-  /** The layout its writer followed (core/recordLayout.ts); absent before layouts. */
-  readonly layout?: number;
   readonly lease_until?: string;
   /** The SQS message id of the copy that made the message `dead` (its move to the DLQ). */
   readonly dead_copy?: string;
@@ -56,11 +54,17 @@ export type Admission =
   /** The copy may claim: `takeover` when the record's lease expired mid-send, `redrive` from the DLQ. */
   | { readonly kind: 'proceed'; readonly takeover: boolean; readonly redrive: boolean };
 
-export function admitCopy(record: AdmissionRecord | undefined, copy: AdmissionCopy, now: Date): Admission {
+/**
+ * `record`: as the reader hands it on — a newer writer's as its refusal (core/recordLayout.ts), which
+ * the sender never claims: its rules may not be this sender's (decision 0166).
+ */
+export function admitCopy(
+  record: AdmissionRecord | RefusedRecord | undefined,
+  copy: AdmissionCopy,
+  now: Date,
+): Admission {
   if (record === undefined) return { kind: 'drop', reason: 'no such message' };
-  // A newer outbox helper wrote it, by rules this sender may not know (decision 0166).
-  const refusal = recordRefusal(record);
-  if (refusal !== undefined) return { kind: 'refuse', reason: refusal.reason };
+  if (isRefused(record)) return { kind: 'refuse', reason: record.refusal.reason };
   if (record.rev !== copy.rev) return { kind: 'drop', reason: `stale rev (record is at rev ${record.rev})` };
   if (record.status === MESSAGE_STATUS.sending) {
     const leaseEnd = record.lease_until === undefined ? 0 : Date.parse(record.lease_until);

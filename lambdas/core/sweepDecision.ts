@@ -12,6 +12,7 @@
  * which no longer equals `sweep_due_at`, so the count starts again for the next stall.
  */
 import { isTerminal, MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
+import { isRefused, type RefusedRecord } from './recordLayout.js';
 import { isPaused, type PauseState } from './relayBreaker.js';
 import { isLiveSide } from './testSide.js';
 
@@ -51,11 +52,13 @@ export interface SweptRecord {
 export type SweepDecision =
   | {
       readonly action: 'skip';
-      readonly reason: 'gone' | 'terminal' | SendersHold | 'not-overdue';
+      readonly reason: 'gone' | 'refused' | 'terminal' | SendersHold | 'not-overdue';
     }
   | {
       readonly action: 'redispatch';
       readonly rev: number;
+      /** The status the decision was made on: the record's write is conditional on it too. */
+      readonly status: MessageStatus;
       /** The `due_at` the decision was made on: the record's write is conditional on it. */
       readonly seenDueAt: string;
       /** The record's new `due_at` (and `sweep_due_at`): when this stall is overdue again. */
@@ -65,7 +68,8 @@ export type SweepDecision =
     };
 
 export interface SweepInput {
-  readonly record: SweptRecord | undefined;
+  /** The record as read: a newer writer's is handed on as its refusal (core/recordLayout.ts). */
+  readonly record: SweptRecord | RefusedRecord | undefined;
   readonly now: Date;
   readonly graceSeconds: number;
   /**
@@ -110,7 +114,11 @@ export function sendersHold(
 }
 
 /**
- * - No record, or a terminal one, or one without `due_at` → skip (the index lags a transition).
+ * - No record → skip (the index lags a transition).
+ * - A record a newer writer made (core/recordLayout.ts) → skip, unstamped: it is no lost message but
+ *   one this stack refuses, and waits for the upgrade; the sweeper counts it (`refusedGauge`), and
+ *   after the upgrade the next run finds it overdue as it was and re-dispatches it at once.
+ * - A terminal record, or one without `due_at` → skip (the index lags a transition).
  * - A live message while no relay takes mail, or whose `tags.kind` is paused (or everything, its
  *   kind not resumed since), or while the pauses could not be read → skip (`sendersHold`): the
  *   senders hold its copies; it is swept again once a relay takes mail or it is resumed. A test
@@ -124,6 +132,7 @@ export function sendersHold(
 export function decideSweep(input: SweepInput): SweepDecision {
   const { record, now } = input;
   if (record === undefined) return { action: 'skip', reason: 'gone' };
+  if (isRefused(record)) return { action: 'skip', reason: 'refused' };
   if (isTerminal(record.status) || record.due_at === undefined) return { action: 'skip', reason: 'terminal' };
   const held = sendersHold(record, input);
   if (held !== undefined) return { action: 'skip', reason: held };
@@ -135,6 +144,7 @@ export function decideSweep(input: SweepInput): SweepDecision {
   return {
     action: 'redispatch',
     rev: record.rev,
+    status: record.status,
     seenDueAt: record.due_at,
     nextDueAt: new Date(
       now.getTime() + sweepIntervalMs(sweepCount, input.graceSeconds) - graceMs,
@@ -160,4 +170,17 @@ export function sweepIntervalMs(sweepCount: number, graceSeconds: number): numbe
   const grace = Math.max(1, graceSeconds);
   const cap = Math.max(grace, SWEEP_MAX_INTERVAL_SECONDS);
   return Math.min(cap, grace * 2 ** Math.min(Math.max(1, sweepCount), 30)) * 1000;
+}
+
+/**
+ * The refused-records gauge one run publishes (decision 0166; its alarm holds while a refused
+ * message waits): the refused records among the overdue entries it read. A run that did not read
+ * the whole index (a shard unreadable or cut short) may have missed some: it publishes a count above
+ * 0, and nothing for none, so a partial read never clears the alarm (missing data keeps its state).
+ */
+export function refusedGauge(run: {
+  readonly refused: number;
+  readonly wholeIndexRead: boolean;
+}): number | undefined {
+  return run.wholeIndexRead || run.refused > 0 ? run.refused : undefined;
 }

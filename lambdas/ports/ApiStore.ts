@@ -4,6 +4,7 @@
  */
 import type { QuietHours } from '../core/localTime.js';
 import type { MessageStatus } from '../core/messageStatus.js';
+import type { RefusedRecord } from '../core/recordLayout.js';
 import type { MessageBodyRecord, MessageStateRecord } from '../store/messageRecord.js';
 import type { SuppressionList } from './SuppressionList.js';
 
@@ -94,6 +95,11 @@ export interface ApiStore {
   putNew(record: MessageStateRecord | MessageBodyRecord): Promise<EnqueueWriteResult>;
   /** The state record, or null when it does not exist or belongs to another tenant. */
   getMessage(tenant: string, id: string): Promise<MessageStateRecord | null>;
+  /**
+   * The state record as GET shows it: a newer writer's as its refusal (core/recordLayout.ts), never
+   * as absent; null when it does not exist or belongs to another tenant.
+   */
+  showMessage(tenant: string, id: string): Promise<MessageStateRecord | RefusedRecord | null>;
   /** Cancels; the state record and the body expire at `expiresAt` (core/messageLifetime.ts). */
   cancel(input: { tenant: string; id: string; now: Date; expiresAt: number }): Promise<TransitionResult>;
   /**

@@ -6,6 +6,7 @@
  */
 import type { DeadLetterPayload } from '../core/dispatchPayload.js';
 import type { RecipientProgress } from '../core/recipients.js';
+import type { RefusedRecord } from '../core/recordLayout.js';
 import type {
   AttemptRecord,
   LastError,
@@ -101,8 +102,11 @@ export interface HoldInput {
 }
 
 export interface SenderStore {
-  /** The state record, read consistently; undefined when there is none or it is unreadable. */
-  readState(id: string): Promise<MessageStateRecord | undefined>;
+  /**
+   * The state record, read consistently; a newer writer's as its refusal (core/recordLayout.ts);
+   * undefined when there is none or it is unreadable.
+   */
+  readState(id: string): Promise<MessageStateRecord | RefusedRecord | undefined>;
   /**
    * The message's body: the one its state record carries (a small message), else its body item read
    * consistently; undefined when there is none or it is unreadable.

@@ -1,4 +1,5 @@
 import type { DeadLetterPayload } from '../core/dispatchPayload.js';
+import type { RefusedRecord } from '../core/recordLayout.js';
 import type { SweptRecord } from '../core/sweepDecision.js';
 
 /** A re-dispatch the sweeper records on the state record, so the next one for this stall waits longer. */
@@ -18,8 +19,11 @@ export interface RedispatchRecord {
  * the `due` index and its sweep stamps — never its status or rev — so they cannot take part in a send.
  */
 export interface SweepRecords {
-  /** The records of these ids, read consistently; ids without a readable record are absent. */
-  read(ids: readonly string[]): Promise<ReadonlyMap<string, SweptRecord>>;
+  /**
+   * The records of these ids, read consistently; a newer writer's as its refusal
+   * (core/recordLayout.ts); ids without a readable record are absent.
+   */
+  read(ids: readonly string[]): Promise<ReadonlyMap<string, SweptRecord | RefusedRecord>>;
   /** `moved-on` when the record is no longer as seen (someone else wrote it since): nothing written. */
   recordRedispatch(input: RedispatchRecord): Promise<'recorded' | 'moved-on'>;
   /**

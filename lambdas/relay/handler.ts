@@ -53,7 +53,7 @@ export function wireRelay(
 /** The relay Lambda: DynamoDB Streams event source (filtered to state records), ReportBatchItemFailures. */
 export const handler = lambdaEntry({
   name: 'relay',
-  // RefusedRecords (decision 0166): nothing is written while no record is refused.
+  // NewerWriterRefusals (decision 0166): nothing is written while no record is refused.
   metrics: true,
   wire: (env, { logger, count }) => wireRelay(env, logger, count),
 })(process.env);

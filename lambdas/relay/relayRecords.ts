@@ -37,7 +37,7 @@ export interface RelayOutcome {
   readonly deletedSchedules: number;
   readonly ignored: number;
   readonly invalid: number;
-  /** Records of a newer writer (core/recordLayout.ts): never dispatched, counted in RefusedRecords. */
+  /** Records of a newer writer (core/recordLayout.ts): never dispatched, counted in NewerWriterRefusals. */
   readonly refused: number;
 }
 
@@ -71,10 +71,10 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
     }
     if (plan.kind === 'refused') {
       // A newer outbox helper wrote it (decision 0166): sent by our older rules it could go wrong,
-      // and failing it would hold up the shard. Refused, counted and alarmed; once the stack is
-      // upgraded the sweeper dispatches what still waits.
+      // and failing it would hold up the shard. Refused and counted; the sweeper's gauge alarms once
+      // it is overdue, and once the stack is upgraded the sweeper dispatches what still waits.
       counts.refused++;
-      deps.metrics?.count(RELAY_METRIC.refusedRecords);
+      deps.metrics?.count(RELAY_METRIC.newerWriterRefusals);
       deps.log?.error('relay refused a state record of a newer writer: upgrade the stack', {
         sequenceNumber: record.sequenceNumber,
         messageId: plan.id,

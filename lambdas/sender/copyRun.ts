@@ -3,6 +3,7 @@ import { errorForLog } from '../core/errorForLog.js';
 import type { MessageStatus } from '../core/messageStatus.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
 import type { RecipientProgress } from '../core/recipients.js';
+import { isRefused, type RefusedRecord } from '../core/recordLayout.js';
 import { admitCopy } from '../core/sendDecision.js';
 import type { SendTiming } from '../core/sendTiming.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
@@ -155,9 +156,15 @@ const keepDeadCopy = (letter: DeadLetterPayload): CopyVerdict => ({
 /** Whether a copy may go on with the record it found, or the verdict on it right away. */
 export type Admitted =
   | { readonly kind: 'verdict'; readonly verdict: Promise<CopyVerdict> | CopyVerdict }
-  | { readonly kind: 'proceed'; readonly takeover: boolean; readonly redrive: boolean };
+  | {
+      readonly kind: 'proceed';
+      readonly takeover: boolean;
+      readonly redrive: boolean;
+      readonly record: MessageStateRecord;
+    };
 
-export function admitted(run: CopyRun, state: MessageStateRecord | undefined): Admitted {
+/** `state` as the reader hands it on: a newer writer's record as its refusal (core/recordLayout.ts). */
+export function admitted(run: CopyRun, state: MessageStateRecord | RefusedRecord | undefined): Admitted {
   const admission = admitCopy(
     state,
     {
@@ -172,8 +179,8 @@ export function admitted(run: CopyRun, state: MessageStateRecord | undefined): A
     case 'drop':
       return { kind: 'verdict', verdict: drop(run, admission.reason) };
     case 'refuse':
-      // Left as it is for an upgraded stack; the sweeper brings a copy back every run meanwhile.
-      run.deps.metrics.count(SENDER_METRIC.refusedRecords);
+      // Left as it is for an upgraded stack, whose sweeper dispatches it (decision 0166).
+      run.deps.metrics.count(SENDER_METRIC.newerWriterRefusals);
       run.deps.log.error(
         'sender refused a message a newer writer made: upgrade the stack',
         logContext(run, { reason: admission.reason }),
@@ -183,13 +190,13 @@ export function admitted(run: CopyRun, state: MessageStateRecord | undefined): A
       // Another sender holds a live lease: come back when it has run out, to see how it ended.
       return { kind: 'verdict', verdict: keep('leased by another sender', admission.visibilitySeconds) };
     case 'move-to-dead-letters':
-      // Answered only for a record that was read.
-      return {
-        kind: 'verdict',
-        verdict: state === undefined ? drop(run, 'no such message') : retireDeadCopy(run, state),
-      };
     case 'proceed':
-      return admission;
+      // Answered only for a record that was read and not refused.
+      if (state === undefined || isRefused(state))
+        return { kind: 'verdict', verdict: drop(run, 'no such message') };
+      if (admission.kind === 'move-to-dead-letters')
+        return { kind: 'verdict', verdict: retireDeadCopy(run, state) };
+      return { ...admission, record: state };
   }
 }
 
@@ -281,7 +288,7 @@ export function settled(
 export async function afterConflict(
   run: CopyRun,
   reason: string,
-  current?: MessageStateRecord,
+  current?: MessageStateRecord | RefusedRecord,
 ): Promise<CopyVerdict> {
   const admission = admitted(run, current ?? (await run.deps.store.readState(run.id)));
   if (admission.kind !== 'proceed') return admission.verdict;

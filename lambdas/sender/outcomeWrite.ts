@@ -4,6 +4,7 @@ import { MESSAGE_STATUS, type MessageStatus } from '../core/messageStatus.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
 import { providerMessageIdOf } from '../core/providerMessageId.js';
 import { MAX_RECIPIENT_REPLIES, MAX_RECIPIENT_REPLY_LENGTH } from '../core/recipients.js';
+import { isRefused, type RefusedRecord } from '../core/recordLayout.js';
 import {
   leaseWaitSeconds,
   type OutcomeDecision,
@@ -291,6 +292,7 @@ export async function writeUntilLanded(
         const now = await deps.store.readState(run.id);
         if (
           now === undefined ||
+          isRefused(now) ||
           !isOwnEarlierWrite(now, { status: ours.status, at: ours.now, lease: ours.claims })
         ) {
           return { kind: 'not-applied', verdict: await conditionLost(run, ours, now) };
@@ -329,7 +331,7 @@ export async function writeUntilLanded(
 async function conditionLost(
   run: CopyRun,
   ours: { readonly status: MessageStatus; readonly owner?: string; readonly claims?: string },
-  current: MessageStateRecord | undefined,
+  current: MessageStateRecord | RefusedRecord | undefined,
 ) {
   if (ours.owner === undefined) {
     const reason = ours.claims === undefined ? `${ours.status}: condition lost` : 'claim lost';

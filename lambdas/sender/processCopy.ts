@@ -75,11 +75,9 @@ const IN_PLACE: Lane = { away: (during) => during() };
 
 async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
   const { deps } = run;
-  const read = await deps.store.readState(run.id);
-  const admission = admitted(run, read);
+  const admission = admitted(run, await deps.store.readState(run.id));
   if (admission.kind === 'verdict') return admission.verdict;
-  if (read === undefined) return drop(run, 'no such message');
-  const { takeover, redrive } = admission;
+  const { takeover, redrive, record: read } = admission;
 
   // The attempt a dead sender left behind is settled first, as its live outcome would be (DESIGN §5):
   // every step below (a hold for quiet hours or by the gate, a deadline, the claim) starts from a

@@ -23,6 +23,7 @@ import type { QuietHours } from '../core/localTime.js';
 import { lifetimeChange } from '../core/messageLifetime.js';
 import { MESSAGE_STATUS, type MessageStatus, WAITING_FOR_OPERATOR } from '../core/messageStatus.js';
 import { NO_PROGRESS, progressAfterManualRetry } from '../core/recipients.js';
+import type { RefusedRecord } from '../core/recordLayout.js';
 import { freshAttemptLimit } from '../core/sendDecision.js';
 import { TRANSITIONS, type TransitionEvent } from '../core/stateMachine.js';
 import type {
@@ -50,7 +51,7 @@ import {
   messagePk,
 } from './messageRecord.js';
 import { outboxItemIndex, outboxTransactItems } from './outboxRecords.js';
-import { readStateRecord, readStateRecords } from './stateReads.js';
+import { readState, readStateRecord, readStateRecords } from './stateReads.js';
 import { DynamoSuppressionList } from './suppressionList.js';
 import { INDEX, INDEX_SHARDS, ITEM_SORT_KEY, KEY } from './tableLayout.js';
 
@@ -164,6 +165,11 @@ export class DynamoApiStore implements ApiStore {
   async getMessage(tenant: string, id: string): Promise<MessageStateRecord | null> {
     const state = await readStateRecord(this.documents, this.tableName, id);
     return state !== undefined && state.tenant === tenant ? state : null;
+  }
+
+  async showMessage(tenant: string, id: string): Promise<MessageStateRecord | RefusedRecord | null> {
+    const read = await readState(this.documents, this.tableName, id);
+    return read !== undefined && read.tenant === tenant ? read : null;
   }
 
   async cancel(input: {

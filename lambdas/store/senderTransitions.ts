@@ -31,7 +31,7 @@ import {
   uncopiedDeadPk,
   waitingPk,
 } from './messageRecord.js';
-import { readStateRecord } from './stateReads.js';
+import { readState, type StateRead } from './stateReads.js';
 import { DynamoSuppressionList } from './suppressionList.js';
 import { ITEM_SORT_KEY, KEY, TTL_ATTRIBUTE } from './tableLayout.js';
 
@@ -58,8 +58,8 @@ export class DynamoSenderStore implements SenderStore {
     this.suppressions = new DynamoSuppressionList(documents, tableName);
   }
 
-  readState(id: string): Promise<MessageStateRecord | undefined> {
-    return readStateRecord(this.documents, this.tableName, id);
+  readState(id: string): Promise<StateRead | undefined> {
+    return readState(this.documents, this.tableName, id);
   }
 
   async readBody(state: MessageStateRecord): Promise<MessageBodyRecord | undefined> {

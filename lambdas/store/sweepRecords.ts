@@ -1,11 +1,12 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DeadLetterPayload } from '../core/dispatchPayload.js';
+import type { RefusedRecord } from '../core/recordLayout.js';
 import type { SweptRecord } from '../core/sweepDecision.js';
 import type { RedispatchRecord, SweepRecords } from '../ports/SweepRecords.js';
 import { recordDeadLetterPut } from './deadLetterEntry.js';
 import { messagePk } from './messageRecord.js';
-import { readStateRecords } from './stateReads.js';
+import { readStates } from './stateReads.js';
 import { ITEM_SORT_KEY, KEY } from './tableLayout.js';
 
 /**
@@ -18,8 +19,8 @@ export class DynamoSweepRecords implements SweepRecords {
     private readonly tableName: string,
   ) {}
 
-  read(ids: readonly string[]): Promise<ReadonlyMap<string, SweptRecord>> {
-    return readStateRecords(this.documents, this.tableName, ids, { consistentRead: true });
+  read(ids: readonly string[]): Promise<ReadonlyMap<string, SweptRecord | RefusedRecord>> {
+    return readStates(this.documents, this.tableName, ids, { consistentRead: true });
   }
 
   async recordRedispatch(input: RedispatchRecord): Promise<'recorded' | 'moved-on'> {

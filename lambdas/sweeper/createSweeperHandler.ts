@@ -46,6 +46,7 @@ export function createSweeperHandler(deps: SweepDeps): () => Promise<SweepReport
       unstamped: report.unstamped,
       waiting: report.waiting.counts,
       paused: report.paused,
+      refused: report.refused,
       ...(report.held === undefined ? {} : { held: report.held }),
       truncatedShards: report.truncatedShards,
       shardErrors: report.shardErrors,

@@ -1,5 +1,6 @@
 import { deadLetterPayload, encodeDispatchPayload, parseDispatchPayload } from '../core/dispatchPayload.js';
 import { SQS_MAX_BATCH } from '../core/queueLimits.js';
+import { isRefused } from '../core/recordLayout.js';
 import {
   DEAD_LETTER_RENEW_AGE_MS,
   deadLetterCare,
@@ -220,8 +221,9 @@ async function walkCopies(deps: DeadLetterSweepDeps, tally: Tally): Promise<Walk
       const old: { letter: DeadLetterCopy; body: string }[] = [];
       for (const { letter, parsed } of copies) {
         const record = parsed.ok ? records.get(parsed.payload.id) : undefined;
-        // An unread record is not a gone one (a batch read may leave keys unprocessed): it stays.
-        if (!parsed.ok || record === undefined) {
+        // An unread record is not a gone one (a batch read may leave keys unprocessed): it stays, as
+        // does the copy of a record this stack refuses (a newer writer's, decision 0166).
+        if (!parsed.ok || record === undefined || isRefused(record)) {
           kept.set(letter.messageId, letter.receipt);
           continue;
         }
@@ -296,6 +298,7 @@ async function copyUncopiedDeaths(deps: DeadLetterSweepDeps, tally: Tally): Prom
   const records = await deps.records.read(oldest.map((entry) => entry.id));
   const now = deps.now();
   const letters = [...records]
+    .flatMap(([id, record]) => (isRefused(record) ? [] : [[id, record] as const]))
     .filter(([, record]) => deadLetterOwed(record, { complete: true, copyKept: false }, now))
     .map(([id, record]) => deadLetterPayload({ ...record, id }));
   if (letters.length === 0) return;
@@ -316,9 +319,9 @@ async function makeOwedCopies(deps: DeadLetterSweepDeps, walk: Walk, tally: Tall
   if (missing.length === 0) return 0;
   const records = await deps.records.read(missing.map((entry) => entry.id));
   const now = deps.now();
-  const owed = [...records].filter(([, record]) =>
-    deadLetterOwed(record, { complete: true, copyKept: false }, now),
-  );
+  const owed = [...records]
+    .flatMap(([id, record]) => (isRefused(record) ? [] : [[id, record] as const]))
+    .filter(([, record]) => deadLetterOwed(record, { complete: true, copyKept: false }, now));
   if (owed.length === 0) return 0;
   // What the sender moves to the DLQ (sender/copyRun.ts `moveToDeadLetters`): `{v, id, rev, "dlq": true, "death"}`.
   const made = await deps.deadLetters.put(

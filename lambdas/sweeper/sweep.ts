@@ -3,7 +3,13 @@ import { isTerminal, MESSAGE_STATUS } from '../core/messageStatus.js';
 import { SWEEPER_METRIC } from '../core/metricNames.js';
 import type { PauseState } from '../core/relayBreaker.js';
 import { relayGauges, relayInUse } from '../core/relays.js';
-import { decideSweep, PAUSE_UNREAD, pauseHoldsEverything, type SendersHold } from '../core/sweepDecision.js';
+import {
+  decideSweep,
+  PAUSE_UNREAD,
+  pauseHoldsEverything,
+  refusedGauge,
+  type SendersHold,
+} from '../core/sweepDecision.js';
 import type { DeadLetterCopies } from '../ports/DeadLetterCopies.js';
 import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
 import type { DueCursor, DueEntry, DueIndex } from '../ports/DueIndex.js';
@@ -69,6 +75,8 @@ export interface SweepReport {
   readonly skipped: number;
   /** Of those, the overdue messages an operator's pause holds (core/sweepDecision.ts). */
   readonly paused: number;
+  /** Of those, the records a newer writer made: refused, left unstamped for the upgrade (decision 0166). */
+  readonly refused: number;
   /** Re-dispatches whose stamp on the record failed (the next run may add one more copy: harmless). */
   readonly unstamped: number;
   /**
@@ -114,6 +122,7 @@ interface PageTally {
   failed: number;
   skipped: number;
   paused: number;
+  refused: number;
   unstamped: number;
 }
 
@@ -142,7 +151,7 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
   const pageSize = deps.pageSize ?? 100;
   const before = new Date(deps.now().getTime() - deps.graceSeconds * 1000).toISOString();
   let examined = 0;
-  const tally: PageTally = { redispatched: 0, failed: 0, skipped: 0, paused: 0, unstamped: 0 };
+  const tally: PageTally = { redispatched: 0, failed: 0, skipped: 0, paused: 0, refused: 0, unstamped: 0 };
   const truncatedShards: number[] = [];
   const shardErrors: { shard: number; error: string }[] = [];
   const gateErrors: { gate: string; error: string }[] = [];
@@ -210,6 +219,11 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
     }
   }
   deps.metrics?.count(SWEEPER_METRIC.redispatched, tally.redispatched);
+  const refused = refusedGauge({
+    refused: tally.refused,
+    wholeIndexRead: shardErrors.length === 0 && truncatedShards.length === 0,
+  });
+  if (refused !== undefined) deps.metrics?.count(SWEEPER_METRIC.refusedRecords, refused);
   const waitingShards = deps.waitingShards ?? INDEX_SHARDS.waiting;
   const waiting = await publishWaiting(deps, waitingShards);
   const deadLetters = await tidyDeadLetters(deps, waiting);
@@ -252,6 +266,7 @@ async function sweepPage(
     if (decision.action === 'skip' || record === undefined) {
       tally.skipped++;
       if (decision.action === 'skip' && decision.reason === 'paused') tally.paused++;
+      if (decision.action === 'skip' && decision.reason === 'refused') tally.refused++;
       continue;
     }
     planned.push({
@@ -259,7 +274,7 @@ async function sweepPage(
       stamp: {
         id: entry.id,
         rev: decision.rev,
-        status: record.status,
+        status: decision.status,
         seenDueAt: decision.seenDueAt,
         nextDueAt: decision.nextDueAt,
         sweepCount: decision.sweepCount,

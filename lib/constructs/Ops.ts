@@ -146,13 +146,6 @@ export class Ops extends Construct {
       1,
     );
     alarm(
-      'RefusedRecords',
-      'messages written by a newer writer than this stack (an outbox helper upgraded before the stack) are refused, neither dispatched nor sent: upgrade the stack, then the sweeper sends what waits (decision 0166)',
-      // The relay counts each such record once; the sender each copy the sweeper brings back.
-      stackMetric(this, RELAY_METRIC.refusedRecords, 'Sum', FIVE_MINUTES),
-      1,
-    );
-    alarm(
       'SenderUnexpectedErrors',
       "the sender hit errors it did not expect; they become batch-item failures, so the function's Errors metric does not move",
       stackMetric(this, POSTDATE_METRIC.unexpectedErrors, 'Sum', FIVE_MINUTES),
@@ -175,6 +168,14 @@ export class Ops extends Construct {
       'DeadMessages',
       'messages that used up their attempts wait for an operator (status dead); in alarm while any exists',
       stackMetric(this, SWEEPER_METRIC.waiting.dead, 'Maximum', waitingPeriod),
+      1,
+      1,
+      cloudwatch.TreatMissingData.IGNORE,
+    );
+    alarm(
+      'RefusedRecords',
+      'messages a newer writer made (an outbox helper upgraded before the stack) are overdue and refused, neither dispatched nor sent; in alarm while any waits: upgrade the stack, then the sweeper sends them at once (decision 0166)',
+      stackMetric(this, SWEEPER_METRIC.refusedRecords, 'Maximum', waitingPeriod),
       1,
       1,
       cloudwatch.TreatMissingData.IGNORE,
@@ -389,10 +390,16 @@ export class Ops extends Construct {
           outcome(POSTDATE_METRIC.ambiguous),
           outcome(POSTDATE_METRIC.unknown),
           outcome(POSTDATE_METRIC.configErrors),
+          outcome(RELAY_METRIC.newerWriterRefusals).with({ label: 'newer writer refused' }),
         ],
-        Object.entries(SWEEPER_METRIC.waiting).map(([status, name]) =>
-          stackMetric(this, name, 'Maximum', FIVE_MINUTES).with({ label: `waiting: ${status}` }),
-        ),
+        [
+          ...Object.entries(SWEEPER_METRIC.waiting).map(([status, name]) =>
+            stackMetric(this, name, 'Maximum', FIVE_MINUTES).with({ label: `waiting: ${status}` }),
+          ),
+          stackMetric(this, SWEEPER_METRIC.refusedRecords, 'Maximum', FIVE_MINUTES).with({
+            label: 'waiting: refused (upgrade)',
+          }),
+        ],
       ),
       graph(
         '5 Relay and sending gate',

@@ -284,7 +284,13 @@ export const MESSAGE_OPERATIONS = {
   get: {
     summary: 'Get a message with its attempt history',
     request: { params: idParam },
-    responses: { 200: jsonResponse('The message.', MessageSchema), 404: notFound },
+    responses: {
+      200: jsonResponse('The message.', MessageSchema),
+      404: notFound,
+      501: problemResponse(
+        'The message was written by a newer outbox helper than this stack can read (`newer-writer`: a newer `layout` or an unknown status, decision 0166): it waits, unsent, until the stack is upgraded.',
+      ),
+    },
   },
   reschedule: {
     summary: 'Reschedule a scheduled message',

@@ -34,6 +34,8 @@ const EVERY_NAME = [
   SWEEPER_METRIC.staleDeadLettersRemoved,
   // The gauge behind RelayFailover (DESIGN §15), published by the sweeper from core/relays.ts relayInUse.
   SWEEPER_METRIC.relayFailover,
+  // The gauge behind RefusedRecords (decision 0166): overdue messages a newer writer made.
+  SWEEPER_METRIC.refusedRecords,
   ...Object.values(WEBHOOK_METRIC),
 ];
 

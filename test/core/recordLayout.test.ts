@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
-import { RECORD_LAYOUT, recordRefusal } from '../../lambdas/core/recordLayout.js';
+import { RECORD_LAYOUT, recordRefusal, refusedRecord } from '../../lambdas/core/recordLayout.js';
 import { admitCopy } from '../../lambdas/core/sendDecision.js';
 
 /**
@@ -28,7 +28,9 @@ describe('the records this stack handles', () => {
     fc.assert(
       fc.property(newer, knownStatus, fc.integer({ min: 1, max: 5 }), (layout, status, rev) => {
         expect(recordRefusal({ layout, status })).toMatchObject({ kind: 'newer-layout' });
-        expect(admitCopy({ layout, status, rev }, { ...copy, rev }, NOW).kind).toBe('refuse');
+        // As the sender's reader hands it on (store/stateReads.ts): the rule asked of the raw item.
+        const read = refusedRecord({ id: 'm-1', layout, status, rev });
+        expect(admitCopy(read, { ...copy, rev }, NOW).kind).toBe('refuse');
       }),
     );
   });

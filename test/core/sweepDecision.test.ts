@@ -1,11 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isTerminal, MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
+import { RECORD_LAYOUT, refusedRecord } from '../../lambdas/core/recordLayout.js';
 import { isPaused, type PauseState } from '../../lambdas/core/relayBreaker.js';
 import {
   decideSweep,
   PAUSE_UNREAD,
   pauseHoldsEverything,
+  refusedGauge,
   SWEEP_MAX_INTERVAL_SECONDS,
   type SweptRecord,
   sweepIntervalMs,
@@ -222,5 +224,43 @@ describe('a sending message, whose due entry the claim leaves at its send time (
       seenDueAt: ago(3600),
       sweepCount: 1,
     });
+  });
+});
+
+describe('a message a newer writer made (decision 0166), as the reader hands it on', () => {
+  const refused = fc
+    .oneof(
+      fc.record({
+        layout: fc.integer({ min: RECORD_LAYOUT + 1, max: 1_000_000 }),
+        status: fc.constant('scheduled'),
+      }),
+      fc.record({
+        status: fc.string().filter((status) => !(MESSAGE_STATUSES as readonly string[]).includes(status)),
+      }),
+    )
+    .map((raw) => refusedRecord({ id: 'm-1', tenant: 'acme', rev: 1, ...raw }));
+
+  it('is never re-dispatched, whatever the pauses or the relays: it waits for an upgrade, and its record is not stamped', () => {
+    fc.assert(
+      fc.property(refused, fc.boolean(), fc.boolean(), (read, noRelay, test) => {
+        if (read === undefined) throw new Error('the rule refuses a newer layout and an unknown status');
+        const tenant = test ? { tenant: testSideOf('acme') } : {};
+        expect(
+          decideSweep({ record: { ...read, ...tenant }, now: NOW, graceSeconds: GRACE, noRelay }),
+        ).toEqual({
+          action: 'skip',
+          reason: 'refused',
+        });
+      }),
+    );
+  });
+
+  it('is counted in a gauge the alarm can hold: the whole index read gives the count, a partial read only a count above 0', () => {
+    fc.assert(
+      fc.property(fc.nat(1000), fc.boolean(), (count, wholeIndexRead) => {
+        const gauge = refusedGauge({ refused: count, wholeIndexRead });
+        expect(gauge).toBe(wholeIndexRead || count > 0 ? count : undefined);
+      }),
+    );
   });
 });

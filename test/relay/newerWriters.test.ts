@@ -82,7 +82,7 @@ describe('records of a newer writer, on an older stack', () => {
 
       expect(t.queue.copies.map((copy) => copy.payload.id)).toEqual([current.id]);
       expect(await t.scheduleNames()).toEqual([]);
-      expect(counted).toEqual([RELAY_METRIC.refusedRecords, RELAY_METRIC.refusedRecords]);
+      expect(counted).toEqual([RELAY_METRIC.newerWriterRefusals, RELAY_METRIC.newerWriterRefusals]);
       expect(logged.map((line) => [line.attributes.messageId, line.attributes.reason])).toEqual([
         [newer.id, `layout ${RECORD_LAYOUT + 1} is newer than this stack's ${RECORD_LAYOUT}`],
         [unknownStatus.id, 'status "held" is not one this stack knows'],

@@ -24,17 +24,17 @@ describe('a message a newer writer made', () => {
     await world.close();
   });
 
-  async function enqueue(rig: SenderRig, layout: number): Promise<string> {
+  async function enqueue(rig: SenderRig, change: Record<string, unknown>): Promise<string> {
     const write = buildOutboxWrite({
       tableName: world.tableName,
       tenant: TENANT,
-      idempotencyKey: `layout-${layout}-${Math.random()}`,
+      idempotencyKey: `newer-${Math.random()}`,
       now: new Date(rig.clock.ms - 1000),
       body: { to: ['ada@example.org'], from: 'ops@example.com', subject: 'Hi', text: 'Hello.' },
       validation: { allowedFrom: ['*@example.com'], defaultFrom: 'ops@example.com', maxHorizonDays: 400 },
     });
     const [state, ...rest] = write.items;
-    const item = { ...(state?.Put?.Item ?? {}), layout };
+    const item = { ...(state?.Put?.Item ?? {}), ...change };
     const items = [{ Put: { ...state?.Put, TableName: world.tableName, Item: item } }, ...rest];
     await world.documents.send(new TransactWriteCommand({ TransactItems: items }));
     return write.messageId;
@@ -42,7 +42,7 @@ describe('a message a newer writer made', () => {
 
   it('is not claimed or sent by an older sender: counted, logged, the record unchanged', async () => {
     const rig = await createSenderRig(world);
-    const id = await enqueue(rig, RECORD_LAYOUT + 1);
+    const id = await enqueue(rig, { layout: RECORD_LAYOUT + 1 });
     const before = await rig.state(id);
     await rig.dispatch({ id, rev: 1 });
 
@@ -51,7 +51,7 @@ describe('a message a newer writer made', () => {
     expect(response.batchItemFailures).toEqual([]);
     expect(rig.received(id)).toEqual([]);
     expect(await rig.state(id)).toEqual(before);
-    expect(rig.metrics.of(SENDER_METRIC.refusedRecords)).toBe(1);
+    expect(rig.metrics.of(SENDER_METRIC.newerWriterRefusals)).toBe(1);
     expect(rig.log.lines.filter((line) => line.level === 'error')).toEqual([
       expect.objectContaining({
         message: expect.stringMatching(/newer writer.*upgrade the stack/),
@@ -61,14 +61,34 @@ describe('a message a newer writer made', () => {
     expect(await rig.depth()).toEqual({ stored: 0, inFlight: 0, delayed: 0 });
   });
 
+  it('with a status this stack does not know is refused as a newer layout is, not dropped as absent', async () => {
+    const rig = await createSenderRig(world);
+    const id = await enqueue(rig, { status: 'held' });
+    const before = await rig.state(id);
+    await rig.dispatch({ id, rev: 1 });
+
+    const { response } = await rig.deliverNext();
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(rig.received(id)).toEqual([]);
+    expect(await rig.state(id)).toEqual(before);
+    expect(rig.metrics.of(SENDER_METRIC.newerWriterRefusals)).toBe(1);
+    expect(rig.log.lines.filter((line) => line.level === 'error')).toEqual([
+      expect.objectContaining({
+        message: expect.stringMatching(/newer writer.*upgrade the stack/),
+        attributes: expect.objectContaining({ id, reason: 'status "held" is not one this stack knows' }),
+      }),
+    ]);
+  });
+
   it("of this stack's layout is sent as usual", async () => {
     const rig = await createSenderRig(world);
-    const id = await enqueue(rig, RECORD_LAYOUT);
+    const id = await enqueue(rig, { layout: RECORD_LAYOUT });
     await rig.dispatch({ id, rev: 1 });
 
     await rig.deliverNext();
 
     expect((await rig.state(id)).status).toBe('sent');
-    expect(rig.metrics.of(SENDER_METRIC.refusedRecords)).toBe(0);
+    expect(rig.metrics.of(SENDER_METRIC.newerWriterRefusals)).toBe(0);
   });
 });

@@ -2,6 +2,7 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { expiresAtAfter } from '../../lambdas/core/messageLifetime.js';
 import { isTerminal, type MessageStatus } from '../../lambdas/core/messageStatus.js';
+import { isRefused } from '../../lambdas/core/recordLayout.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { messagePk } from '../../lambdas/store/messageRecord.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
@@ -63,7 +64,7 @@ describe('a discard between the read and the write of a message taken back', () 
   it('a redrive claim decided on the dead record read before the discard loses its condition; claimed again, both TTLs come off', async () => {
     const dead = await endedAs('dead');
     const read = await sender.readState(dead.id);
-    if (read === undefined) throw new Error('no record');
+    if (read === undefined || isRefused(read)) throw new Error('no record');
     expect((await discard(dead.id)).kind).toBe('updated');
     const leaseUntil = seconds(now, 300);
 
@@ -76,7 +77,7 @@ describe('a discard between the read and the write of a message taken back', () 
 
     // The sender reads again and decides again (copyRun.ts `afterConflict`): the body's TTL first.
     const again = await sender.readState(dead.id);
-    if (again === undefined) throw new Error('no record');
+    if (again === undefined || isRefused(again)) throw new Error('no record');
     const claimed = await sender.claim({
       observed: again,
       owner: 'redrive',

@@ -14,7 +14,8 @@ import {
   validateRescheduleRequest,
 } from '../../core/messageSchema.js';
 import { isMessageStatus, type MessageStatus } from '../../core/messageStatus.js';
-import { type FieldError, validationProblem } from '../../core/problem.js';
+import { type FieldError, type ProblemDetails, problem, validationProblem } from '../../core/problem.js';
+import { isRefused, type RecordRefusal } from '../../core/recordLayout.js';
 import { LIST_LIMIT } from '../../core/requestLimits.js';
 import type { ApiStore, ShardPosition, TransitionResult } from '../../ports/ApiStore.js';
 import type { AttachmentStore } from '../../ports/AttachmentStore.js';
@@ -36,10 +37,20 @@ export function getMessageRoute(deps: Pick<RouteDependencies, 'store'>): RouteHa
   return async function getMessage({ tenant, params }) {
     const id = params.id ?? '';
     if (!isMessageId(id)) return notFound();
-    const state = await deps.store.getMessage(tenant, id);
+    const state = await deps.store.showMessage(tenant, id);
     if (!state) return notFound();
+    // It exists: not a 404, and not shown by rules that are not its writer's (decision 0166).
+    if (isRefused(state)) return problemResult(newerWriterProblem(state.refusal), {}, { message_id: id });
     return jsonResult(200, messageView(state, { withHistory: true }), {}, { message_id: id });
   };
+}
+
+/** What GET answers for a message this stack refuses: the stack, not the request, must change. */
+function newerWriterProblem(refusal: RecordRefusal): ProblemDetails {
+  return problem(
+    'newerWriter',
+    `This message was written by a newer outbox helper than this stack can read (${refusal.reason}); it waits, unsent, until the stack is upgraded. Upgrade the stack before the application.`,
+  );
 }
 
 /**
