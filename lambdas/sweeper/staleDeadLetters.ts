@@ -9,6 +9,7 @@ import {
 } from '../core/staleDeadLetter.js';
 import type { DeadLetterCopies, DeadLetterCopy } from '../ports/DeadLetterCopies.js';
 import type { DueEntry } from '../ports/DueIndex.js';
+import type { Log } from '../ports/Log.js';
 import type { SweepRecords } from '../ports/SweepRecords.js';
 
 /**
@@ -73,6 +74,7 @@ export interface DeadLetterSweepDeps {
   readonly uncopiedDead: readonly DueEntry[] | undefined;
   readonly now: () => Date;
   readonly renewal: RenewalClock;
+  readonly log?: Log;
   /** @default DEAD_LETTER_MAX_RECEIVED */
   readonly maxReceived?: number;
 }
@@ -87,7 +89,11 @@ interface Tally {
 
 /**
  * Tends the send queue's DLQ (decisions 0141, 0148, 0159). First it makes the copy of each death
- * whose copy's put was never recorded (`copyUncopiedDeaths`). Then: a live dead message's copy is its
+ * whose copy's put was never recorded (`makeCopies`: the sender records its move, so a record still
+ * owed a copy `DEAD_LETTER_SETTLE_MS` after its death lost it to the send queue's backstop — which
+ * moved whatever copy carried the message, unmarked or naming an earlier death, that no redrive
+ * sends — or a write failed; a copy the backstop parked beside it is one too many for the count, and
+ * the walk that follows takes it off, core/staleDeadLetter.ts). Then: a live dead message's copy is its
  * only one, so one GetQueueAttributes compared with the count of waiting dead messages tells when to
  * walk: more copies (a stale one: a manual retry gave its message rev + 1, or its message died again;
  * or a second copy of one message), fewer (a dead message without a copy), or — the counts equal —
@@ -104,7 +110,7 @@ interface Tally {
 export async function removeStaleDeadLetters(deps: DeadLetterSweepDeps): Promise<DeadLetterSweep> {
   const tally: Tally = { received: 0, removed: 0, refused: 0, renewed: 0, made: 0 };
   // Made first, the copies are in the depth read next (in AWS, a minute or so later).
-  const uncopied = await copyUncopiedDeaths(deps, tally).then(
+  const uncopied = await makeCopies(deps, deps.uncopiedDead ?? [], tally, { record: true }).then(
     () => undefined,
     (error: unknown) => errorName(error),
   );
@@ -122,7 +128,7 @@ async function tendByCount(deps: DeadLetterSweepDeps, tally: Tally): Promise<Dea
     // Only a walk that saw every copy can tell a message has none: a copy someone else holds
     // (in flight at the start) or one past the bound would be made twice.
     if (walk.complete && depth.inFlight === 0 && deps.waitingDead !== undefined) {
-      const made = walk.waiting.size < deps.waitingDead ? await makeOwedCopies(deps, walk, tally) : 0;
+      const made = walk.waiting.size < deps.waitingDead ? await makeMissingCopies(deps, walk, tally) : 0;
       const madeRenewAt = made > 0 ? deps.now().getTime() + DEAD_LETTER_RENEW_AGE_MS : undefined;
       const next = Math.min(walk.nextRenewalAt ?? Infinity, madeRenewAt ?? Infinity);
       if (Number.isFinite(next)) deps.renewal.nextWalkAt = next;
@@ -281,55 +287,53 @@ async function walkCopies(deps: DeadLetterSweepDeps, tally: Tally): Promise<Walk
 }
 
 /**
- * Makes the DLQ copy of each death whose copy's put was never recorded (decision 0159): the sender
- * records its move, so a record still owed a copy this long after its death
- * (`DEAD_LETTER_SETTLE_MS`) lost it to the send queue's backstop — which moved whatever copy carried
- * the message, unmarked or naming an earlier death, that no redrive sends — or a write failed. What
- * `deadLetterOwed` asks of a whole walk that found none of a message's copies is known here from the
- * record itself. The copy is made from the record, then the put is recorded; a copy the backstop
- * parked beside it is one copy too many for the count, and the walk that follows takes it off if it
- * names an earlier death (core/staleDeadLetter.ts). At most `DEAD_LETTER_MAX_MADE` a run, oldest first.
+ * Makes a DLQ copy from the record of each of `entries` that `deadLetterOwed` says is owed one (as
+ * after a whole walk that found none), oldest first, at most `DEAD_LETTER_MAX_MADE`: what the sender
+ * moves to the DLQ (sender/copyRun.ts `moveToDeadLetters`), `{v, id, rev, "dlq": true, "death"}`.
+ * `record`: each put made is then recorded on the record (store/deadLetterEntry.ts) — for deaths whose
+ * put never was; a recorded one that moved on since its read is logged (a record that stays owed
+ * would get a copy each run, which the walk deletes). A refused put leaves the record as it was: the
+ * next run tries again. Returns how many it made.
  */
-async function copyUncopiedDeaths(deps: DeadLetterSweepDeps, tally: Tally): Promise<void> {
-  const oldest = [...(deps.uncopiedDead ?? [])]
-    .sort((a, b) => a.due_at.localeCompare(b.due_at))
-    .slice(0, DEAD_LETTER_MAX_MADE);
-  if (oldest.length === 0) return;
+async function makeCopies(
+  deps: DeadLetterSweepDeps,
+  entries: readonly DueEntry[],
+  tally: Tally,
+  options: { readonly record: boolean },
+): Promise<number> {
+  const oldest = [...entries].sort((a, b) => a.due_at.localeCompare(b.due_at)).slice(0, DEAD_LETTER_MAX_MADE);
+  if (oldest.length === 0) return 0;
   const records = await deps.records.read(oldest.map((entry) => entry.id));
   const now = deps.now();
-  const letters = [...records]
-    .flatMap(([id, record]) => (isRefused(record) ? [] : [[id, record] as const]))
-    .filter(([, record]) => deadLetterOwed(record, { complete: true, copyKept: false }, now))
-    .map(([id, record]) => deadLetterPayload({ ...record, id }));
-  if (letters.length === 0) return;
+  // A record this stack refuses (a newer writer's, decision 0166) is not ours to judge.
+  const letters = [...records].flatMap(([id, record]) =>
+    !isRefused(record) && deadLetterOwed(record, { complete: true, copyKept: false }, now)
+      ? [deadLetterPayload({ ...record, id })]
+      : [],
+  );
+  if (letters.length === 0) return 0;
   const made = await deps.deadLetters.put(letters.map((letter) => encodeDispatchPayload(letter)));
+  let count = 0;
   for (const [i, letter] of letters.entries()) {
-    // A refused put leaves the record owed: the next run makes the copy.
     if (made[i] === undefined) continue;
+    count++;
     tally.made++;
-    await deps.records.recordDeadLetter(letter);
+    if (!options.record) continue;
+    if ((await deps.records.recordDeadLetter(letter)) === 'moved-on') {
+      deps.log?.warn('sweeper made a DLQ copy of a death whose record moved on before it was recorded', {
+        messageId: letter.id,
+        rev: letter.rev,
+        death: letter.death,
+      });
+    }
   }
+  return count;
 }
 
-/** Makes a copy from the record for each waiting dead message the walk found none of. */
-async function makeOwedCopies(deps: DeadLetterSweepDeps, walk: Walk, tally: Tally): Promise<number> {
-  const missing = (await deps.listWaitingDead())
-    .filter((entry) => !walk.waiting.has(entry.id))
-    .slice(0, DEAD_LETTER_MAX_MADE);
-  if (missing.length === 0) return 0;
-  const records = await deps.records.read(missing.map((entry) => entry.id));
-  const now = deps.now();
-  const owed = [...records]
-    .flatMap(([id, record]) => (isRefused(record) ? [] : [[id, record] as const]))
-    .filter(([, record]) => deadLetterOwed(record, { complete: true, copyKept: false }, now));
-  if (owed.length === 0) return 0;
-  // What the sender moves to the DLQ (sender/copyRun.ts `moveToDeadLetters`): `{v, id, rev, "dlq": true, "death"}`.
-  const made = await deps.deadLetters.put(
-    owed.map(([id, record]) => encodeDispatchPayload(deadLetterPayload({ ...record, id }))),
-  );
-  const count = made.filter((madeId) => madeId !== undefined).length;
-  tally.made += count;
-  return count;
+/** Makes a copy from the record for each waiting dead message the walk found none of (decision 0148). */
+async function makeMissingCopies(deps: DeadLetterSweepDeps, walk: Walk, tally: Tally): Promise<number> {
+  const missing = (await deps.listWaitingDead()).filter((entry) => !walk.waiting.has(entry.id));
+  return makeCopies(deps, missing, tally, { record: false });
 }
 
 function errorName(error: unknown): string {

@@ -364,6 +364,7 @@ async function tidyDeadLetters(
     },
     now: deps.now,
     renewal: deps.deadLetterRenewal ?? {},
+    ...(deps.log === undefined ? {} : { log: deps.log }),
   });
   deps.metrics?.count(SWEEPER_METRIC.staleDeadLettersRemoved, result.removed);
   // Counts only: no message id, no body.

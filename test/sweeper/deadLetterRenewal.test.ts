@@ -1,13 +1,17 @@
 import { ReceiveMessageCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, inject, it } from 'vitest';
+import { SqsDeadLetterCopies } from '../../lambdas/adapters/SqsDeadLetterCopies.js';
 import { deadLetterPayload, encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import type { Log } from '../../lambdas/ports/Log.js';
+import type { SweepRecords } from '../../lambdas/ports/SweepRecords.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import type { MessageStateRecord } from '../../lambdas/store/messageRecord.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
+import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
 import { KEY } from '../../lambdas/store/tableLayout.js';
 import { wireSweeper } from '../../lambdas/sweeper/handler.js';
+import { removeStaleDeadLetters } from '../../lambdas/sweeper/staleDeadLetters.js';
 import { wholeSecondNow } from '../relay/relayParts.js';
 import {
   documentClient,
@@ -114,6 +118,8 @@ async function setUp() {
     parked,
     settled,
     lines,
+    log,
+    sender,
     tableName,
   };
 }
@@ -308,5 +314,41 @@ describe("the sweeper keeps a waiting dead message's copy in the DLQ", () => {
       markedCopy(again),
     ]);
     expect(made().map((entry) => entry.fields)).toEqual([expect.objectContaining({ made: 1, removed: 1 })]);
+  });
+});
+
+describe('a copy the sweeper makes for a death left owed (decision 0159)', () => {
+  it("says so when the record's put could not be recorded because the record moved on meanwhile", async () => {
+    const t = await setUp();
+    const dead = await t.endedAs('dead');
+    const records = new DynamoSweepRecords(documentClient(), t.tableName);
+    // The sender records its own move of this death between the sweeper's read and its record.
+    const racing: SweepRecords = {
+      read: (ids) => records.read(ids),
+      recordRedispatch: (input) => records.recordRedispatch(input),
+      recordDeadLetter: async (letter) => {
+        await t.sender.recordDeadLetter(letter);
+        return records.recordDeadLetter(letter);
+      },
+    };
+
+    const swept = await removeStaleDeadLetters({
+      deadLetters: new SqsDeadLetterCopies(t.sqs, t.urls.sendDeadLetter),
+      records: racing,
+      waitingDead: 1,
+      uncopiedDead: [{ id: dead.id, rev: dead.rev, status: 'dead', due_at: dead.due_at ?? '' }],
+      listWaitingDead: async () => [],
+      now: () => new Date(Date.now() + 20 * 60_000),
+      renewal: {},
+      log: t.log,
+    });
+
+    expect(swept.made).toBe(1);
+    expect(t.lines.filter((line) => line.level === 'warn')).toEqual([
+      expect.objectContaining({
+        message: expect.stringMatching(/moved on/),
+        fields: expect.objectContaining({ messageId: dead.id, rev: dead.rev }),
+      }),
+    ]);
   });
 });
