@@ -48,7 +48,7 @@ describe('when the table fails', () => {
     const api = await apiHarness({
       wrapStore: (store) =>
         Object.assign(Object.create(store) as ApiStore, {
-          getMessage: async () => {
+          showMessage: async () => {
             throw Object.assign(new Error('Requested resource not found'), {
               name: 'ResourceNotFoundException',
             });

@@ -101,7 +101,9 @@ describe('stopping npm start', () => {
     const { start, chain, ports } = await started();
     process.kill(-(start.child.pid as number), 'SIGHUP');
     await expectAllGone(chain, ports);
-    expect(start.stdout()).toContain('SIGHUP: stopping every part');
+    // The group's SIGHUP reaches npm and the stack at once; when npm ends first, the stack may see its
+    // parent gone before its own SIGHUP handler runs (seen under load in CI): either way it says why.
+    expect(start.stdout()).toMatch(/(SIGHUP|its parent \(pid \d+\) ended): stopping every part/);
   }, 300_000);
 
   it('SIGKILL to the stack’s node process still ends DynamoDB Local and frees its port', async () => {
