@@ -16,9 +16,10 @@ import { SQS_MAX_BATCH } from '../lambdas/core/queueLimits.js';
 import { SENDER_LANES } from '../lambdas/sender/createSenderHandler.js';
 import { INDEX_SHARDS, SUPPRESSION_SHARDS, WEBHOOK_DELIVERY_SHARDS } from '../lambdas/store/tableLayout.js';
 import { TEMPLATE_HEAD_MAX_AGE_MS } from '../lambdas/store/templateStore.js';
+import { SWEEP_PACE, SWEEP_RESERVED_MS } from '../lambdas/sweeper/sweep.js';
 import { WEBHOOK_ENDPOINT_MAX_AGE_MS } from '../lambdas/webhooks/deliverCopy.js';
 import { EVENTS_STREAM, RELAY_STREAM, SENDER_QUEUE } from '../lib/eventSourceLayout.js';
-import { POSTDATE_DEFAULTS, SQS_POLLER_INVOCATIONS } from '../lib/postdateProps.js';
+import { POSTDATE_DEFAULTS, SQS_POLLER_INVOCATIONS, SWEEPER_TIMEOUT_SECONDS } from '../lib/postdateProps.js';
 import { WEBHOOK_DELIVERY } from '../lib/webhookLayout.js';
 
 /** What the model assumes about the traffic and the time things take (docs/capacity.md §1). */
@@ -986,6 +987,86 @@ export function raisesTable(): string[] {
   return lines;
 }
 
+/**
+ * The sweeper's rescue (DESIGN §5a at 10,000/s): how fast it re-dispatches lost messages, as
+ * lambdas/sweeper/sweep.ts paces its pass, and what that costs a `due` shard meanwhile.
+ */
+export const RESCUE = {
+  /** A stamp: one conditional UpdateItem from Lambda, same Region (AWS's single-digit ms, and margin). */
+  stampSeconds: 0.01,
+  /** A stamp moves its record's `due` entry: a delete and a put (DynamoDB Local says 2, test/bench). */
+  stampDueWrites: 2,
+  /** Lost messages: a relay that dropped every record for a minute at 10,000/s. */
+  lost: 600_000,
+} as const;
+
+/** The rescue's figures, from the pace, the function's timeout and the schedule's default interval. */
+export function sweeperRescue() {
+  const byLatency = SWEEP_PACE.stampsAtOnce / RESCUE.stampSeconds;
+  const perShard = Math.min(SWEEP_PACE.entriesPerShardSecond, byLatency);
+  const perSecond = SWEEP_PACE.shardsAtOnce * perShard;
+  const passSeconds = SWEEPER_TIMEOUT_SECONDS - SWEEP_RESERVED_MS / 1000;
+  const perRun = perSecond * passSeconds;
+  const intervalSeconds = DEFAULTS.sweepIntervalMinutes * 60;
+  const runsFor = (lost: number) => Math.ceil(lost / perRun);
+  // A `due` shard while a run sweeps it: the paths' own writes at 10,000/s, the stamps, and the claim
+  // and outcome of the messages rescued (spread over every shard).
+  const due = keyLimitId('due', 'write');
+  const normal = Math.max(...JOURNEY_IDS.map((id) => demand(JOURNEYS[id]).limits[due] ?? 0)) * A.rate;
+  const sendDueWrites = ([CALLS.claim, CALLS.outcome] as readonly Call[])
+    .flatMap((call) => call.keys ?? [])
+    .filter((key) => key.key === 'due')
+    .reduce((sum, key) => sum + (key.write ?? 0), 0);
+  const stamps = RESCUE.stampDueWrites * perShard;
+  const sends = (sendDueWrites * perSecond) / INDEX_SHARDS.due;
+  return {
+    byLatency,
+    perShard,
+    perSecond,
+    passSeconds,
+    perRun,
+    intervalSeconds,
+    runsFor,
+    normal,
+    stamps,
+    sends,
+  };
+}
+
+/** §7: the sweeper's rescue rate, the time to drain lost messages, and its load on a `due` shard. */
+export function rescueTable(): string[] {
+  const r = sweeperRescue();
+  const n = (value: number) => rate(value);
+  const minutes = (seconds: number) => `${n(seconds / 60)} min`;
+  const drained = (lost: number) =>
+    `${r.runsFor(lost)} run${r.runsFor(lost) === 1 ? '' : 's'}: within ${minutes(r.runsFor(lost) * r.intervalSeconds)} after the grace`;
+  const load = r.normal + r.stamps + r.sends;
+  const lines = header(['quantity', 'value', 'from']);
+  lines.push(
+    row([
+      'the pace',
+      `${n(r.perShard)} entries/s a shard, ${n(SWEEP_PACE.shardsAtOnce)} shards at once: ${n(r.perSecond)} msg/s`,
+      `\`SWEEP_PACE\`; stamps ${SWEEP_PACE.stampsAtOnce} at once of ${RESCUE.stampSeconds * 1000} ms could do ${n(r.byLatency)}/s a shard; table +${n(r.perSecond)} W and R/s, \`due\` index +${n(r.perSecond * RESCUE.stampDueWrites)} W/s`,
+    ]),
+    row([
+      'a run',
+      `${n(r.passSeconds)} s: ${n(r.perRun)} msg; ${n(r.perRun / r.intervalSeconds)} msg/s on average`,
+      `\`SWEEPER_TIMEOUT_SECONDS\` ${SWEEPER_TIMEOUT_SECONDS} s − \`SWEEP_RESERVED_MS\` ${SWEEP_RESERVED_MS / 1000} s (gauges, the DLQ); a run every ${DEFAULTS.sweepIntervalMinutes} min`,
+    ]),
+    row([
+      `${n(RESCUE.lost)} lost messages`,
+      drained(RESCUE.lost),
+      `a relay dropping every record for 1 min (over every shard; fewer than ${SWEEP_PACE.shardsAtOnce}: ${n(r.perShard)}/s each)`,
+    ]),
+    row([
+      '`due due#{n}` while swept',
+      `${n(load)} W/s, ${n((load / PARTITION.writeUnits) * 100)} %`,
+      `${n(r.normal)} the paths' + ${n(r.stamps)} stamps (${RESCUE.stampDueWrites} W each) + ${n(r.sends)} the rescued sends'`,
+    ]),
+  );
+  return lines;
+}
+
 /** Every table the page carries, in its order. */
 export function capacityTables(): Record<string, string[]> {
   return {
@@ -994,6 +1075,7 @@ export function capacityTables(): Record<string, string[]> {
     first: firstTable(),
     hotKeys: hotKeysTable(),
     raises: raisesTable(),
+    rescue: rescueTable(),
   };
 }
 

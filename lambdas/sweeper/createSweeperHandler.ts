@@ -1,3 +1,4 @@
+import type { Context } from 'aws-lambda';
 import { PostdateError } from '../core/postdateError.js';
 import { type SweepDeps, type SweepReport, sweep } from './sweep.js';
 
@@ -11,7 +12,7 @@ export class SweepIncompleteError extends PostdateError {
   override readonly name = 'SweepIncompleteError';
   constructor(readonly report: SweepReport) {
     super(
-      `sweep incomplete: ${report.shardErrors.length} shard(s) unreadable, ${report.gateErrors.length} gate item(s) unread, ${report.truncatedShards.length} shard(s) not read to the end, ${report.failed} copy(ies) not enqueued, ${report.waiting.errors.length} waiting count(s) unread${report.deadLetters?.error === undefined ? '' : `, the DLQ not tidied (${report.deadLetters.error})`}`,
+      `sweep incomplete: ${report.shardErrors.length} shard(s) unreadable, ${report.gateErrors.length} gate item(s) unread, ${report.truncatedShards.length} shard(s) not read to the end${report.outOfTime ? ' (out of time)' : ''}, ${report.failed} copy(ies) not enqueued, ${report.waiting.errors.length} waiting count(s) unread${report.deadLetters?.error === undefined ? '' : `, the DLQ not tidied (${report.deadLetters.error})`}`,
       { class: 'transient' },
     );
   }
@@ -31,13 +32,18 @@ export function isIncomplete(report: SweepReport): boolean {
 /**
  * The sweeper's handler logic: one pass per invocation, logged and returned. It never throws for
  * a shard or a copy: it does all it can and reports the rest (the Lambda wrapper turns an
- * incomplete pass into an error so that it is alarmed).
+ * incomplete pass into an error so that it is alarmed). With the invocation's context, the pass
+ * stops in time for the gauges and the DLQ's care (sweep.ts `SWEEP_RESERVED_MS`).
  */
-export function createSweeperHandler(deps: SweepDeps): () => Promise<SweepReport> {
+export function createSweeperHandler(
+  deps: SweepDeps,
+): (context?: Pick<Context, 'getRemainingTimeInMillis'>) => Promise<SweepReport> {
   // What this environment learns of the DLQ's copies, kept from one run to the next (decision 0148).
   const wired = { ...deps, deadLetterRenewal: deps.deadLetterRenewal ?? {} };
-  return async function sweepOnce(): Promise<SweepReport> {
-    const report = await sweep(wired);
+  return async function sweepOnce(context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SweepReport> {
+    const report = await sweep(
+      context === undefined ? wired : { ...wired, remainingMs: () => context.getRemainingTimeInMillis() },
+    );
     const summary = {
       examined: report.examined,
       redispatched: report.redispatched,
@@ -49,6 +55,7 @@ export function createSweeperHandler(deps: SweepDeps): () => Promise<SweepReport
       refused: report.refused,
       ...(report.held === undefined ? {} : { held: report.held }),
       truncatedShards: report.truncatedShards,
+      outOfTime: report.outOfTime,
       shardErrors: report.shardErrors,
       gateErrors: report.gateErrors,
       ...(report.deadLetters === undefined

@@ -2,6 +2,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Context } from 'aws-lambda';
 import { awsClientOptions } from '../adapters/awsClients.js';
 import { awsClientEnvironment, type Environment } from '../adapters/explicitEnvironment.js';
 import { lambdaEntry } from '../adapters/lambdaEntry.js';
@@ -16,8 +17,8 @@ import { DynamoSweepRecords } from '../store/sweepRecords.js';
 import { createSweeperHandler, isIncomplete, SweepIncompleteError } from './createSweeperHandler.js';
 import type { SweepReport } from './sweep.js';
 
-/** The sweeper once wired: one pass over the due index. */
-export type SweepOnce = () => Promise<SweepReport>;
+/** The sweeper once wired: one pass over the due index, within the invocation's time when given its context. */
+export type SweepOnce = (context?: Pick<Context, 'getRemainingTimeInMillis'>) => Promise<SweepReport>;
 
 /**
  * Wires the real clients from `env` (the entry does it once per cold start, from `process.env`); a
@@ -68,8 +69,8 @@ export const handler = lambdaEntry<unknown, SweepReport>({
   metrics: true,
   wire: (env, tools) => {
     const sweepOnce = wireSweeper(env, tools.logger, tools);
-    return async function sweepOrThrow(): Promise<SweepReport> {
-      const report = await sweepOnce();
+    return async function sweepOrThrow(_event: unknown, context?: Context): Promise<SweepReport> {
+      const report = await sweepOnce(context);
       if (isIncomplete(report)) throw new SweepIncompleteError(report);
       return report;
     };

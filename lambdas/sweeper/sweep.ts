@@ -1,8 +1,10 @@
+import { setTimeout as wait } from 'node:timers/promises';
 import { errorForLog } from '../core/errorForLog.js';
 import { isTerminal, MESSAGE_STATUS } from '../core/messageStatus.js';
 import { SWEEPER_METRIC } from '../core/metricNames.js';
 import type { PauseState } from '../core/relayBreaker.js';
 import { relayGauges, relayInUse } from '../core/relays.js';
+import { runWithConcurrency } from '../core/runWithConcurrency.js';
 import {
   decideSweep,
   PAUSE_UNREAD,
@@ -28,8 +30,6 @@ import {
 import { type DeadLetterSweep, type RenewalClock, removeStaleDeadLetters } from './staleDeadLetters.js';
 import { countWaiting, type WaitingCounts } from './waitingGauge.js';
 
-/** The structured logger the sweeper writes to (Powertools Logger fits). */
-
 export interface SweepDeps {
   readonly dueIndex: DueIndex;
   readonly records: SweepRecords;
@@ -41,13 +41,20 @@ export interface SweepDeps {
   readonly shards?: number;
   /** @default INDEX_SHARDS.waiting */
   readonly waitingShards?: number;
-  /** At most this many re-dispatches per shard and run, so one run stays bounded. @default 500 */
+  /** At most this many re-dispatches per shard and run. @default maxReadsPerShard */
   readonly maxPerShard?: number;
   /**
    * At most this many entries read per shard and run, skipped ones included: a run pages past
    * entries it leaves alone (a paused backlog) up to this many. @default SWEEP_MAX_READS_PER_SHARD
    */
   readonly maxReadsPerShard?: number;
+  /**
+   * Milliseconds left before the invocation is killed (Lambda's `getRemainingTimeInMillis`): the pass
+   * starts no page once only {@link SWEEP_RESERVED_MS} are left. Absent (the CLI, a test): no limit.
+   */
+  readonly remainingMs?: () => number;
+  /** Waits out a shard's pace ({@link SWEEP_PACE}). @default setTimeout */
+  readonly sleep?: (milliseconds: number) => Promise<void>;
   /** @default 100 */
   readonly pageSize?: number;
   readonly log?: Log;
@@ -80,11 +87,13 @@ export interface SweepReport {
   /** Re-dispatches whose stamp on the record failed (the next run may add one more copy: harmless). */
   readonly unstamped: number;
   /**
-   * Shards this run could not read to the end (more re-dispatches than `maxPerShard`, or more
-   * entries than `maxReadsPerShard`): the run is incomplete. Re-dispatched entries move out of the
-   * window, so the next run gets further; skipped ones (a paused backlog) do not.
+   * Shards this run could not read to the end (more re-dispatches than `maxPerShard`, more entries
+   * than `maxReadsPerShard`, or its time ran out first): the run is incomplete. Re-dispatched entries
+   * move out of the window, so the next run gets further; skipped ones (a paused backlog) do not.
    */
   readonly truncatedShards: readonly number[];
+  /** The pass stopped with shards left to read: only {@link SWEEP_RESERVED_MS} of the run's time was left. */
+  readonly outOfTime: boolean;
   /** Shards whose query (or record read) failed, with the error's name. */
   readonly shardErrors: readonly { readonly shard: number; readonly error: string }[];
   /**
@@ -111,11 +120,40 @@ export interface SweepReport {
 }
 
 /**
- * The entries one run reads per shard, paging past those it leaves alone: a paused backlog of up to
- * this many per shard (× 64 shards) hides no lost message behind it. It bounds a run's reads to
- * 64 000 index entries and state records (one Query and one consistent BatchGetItem per 100).
+ * How a run paces its pass (docs/capacity.md, "The sweeper's rescue"): `shardsAtOnce` shards at once,
+ * a page at a time each, in turns (a shard with more to read goes to the back of the line, so a
+ * run cut short has read a page of every shard before a second of any); a page of n entries takes at
+ * least n / `entriesPerShardSecond` seconds, its stamps `stampsAtOnce` at a time. A stamp moves its
+ * record's `due` entry — a delete and a put, 2 index write units on `due#{shard}` — so a run adds at
+ * most 200 W/s to a shard that carries 469 W/s at 10,000 messages/s: 67 % of a partition, under the
+ * 75 % the layout allows (DESIGN §4). In all, at most 1,600 entries read and re-dispatched a second.
  */
-export const SWEEP_MAX_READS_PER_SHARD = 1000;
+export const SWEEP_PACE = { shardsAtOnce: 16, entriesPerShardSecond: 100, stampsAtOnce: 4 } as const;
+
+/**
+ * The time a run keeps from its pass for what follows it: the waiting counts and gauges (about a
+ * second) and the DLQ's care, whose walk hides the copies it receives DEAD_LETTER_HIDE_SECONDS (30 s)
+ * and ends within them.
+ */
+export const SWEEP_RESERVED_MS = 40_000;
+
+/**
+ * The entries one run reads per shard, paging past those it leaves alone: a paused backlog of up to
+ * this many per shard hides no lost message behind it. More than a run's time lets it read of one
+ * shard (at {@link SWEEP_PACE}, 100 a second over the 80 s a 120 s run gives its pass), so the time
+ * binds first; without a time limit (the CLI) it bounds a run to 640,000 index entries and state
+ * records (one Query and one consistent BatchGetItem per 100).
+ */
+export const SWEEP_MAX_READS_PER_SHARD = 10_000;
+
+/**
+ * The shard a run starts at: the run's minute, modulo the shards. Every run reads a page of every
+ * shard before a second of any, so the start only decides which shards get the pages of a run cut
+ * short; a run every 5 minutes starts 5 shards further than the last. No state is kept.
+ */
+export function firstShardOfRun(now: Date, shards: number): number {
+  return Math.floor(now.getTime() / 60_000) % shards;
+}
 
 interface PageTally {
   redispatched: number;
@@ -136,7 +174,8 @@ interface PageTally {
  * test message never is: no gate holds its copies, DESIGN §14), and the read goes on past it (a
  * skipped entry keeps its `due_at`, so it would fill the window of every run); a shard not read to
  * its end within the run's bounds is reported, and the run is incomplete — unless the senders held
- * every live copy (`held`): then the cut is the held backlog itself.
+ * every live copy (`held`): then the cut is the held backlog itself. The pass is paced
+ * ({@link SWEEP_PACE}: no `due` shard made hot) and stops in time ({@link SWEEP_RESERVED_MS}).
  * It never writes a status or a rev, so it can run at any moment next to anything: a copy of a
  * message that meanwhile moved on is dropped by the sender's rev and status rules. It can never
  * cause a second send.
@@ -145,43 +184,82 @@ interface PageTally {
  * (staleDeadLetters.ts): stale copies off, each waiting dead message's copy kept alive.
  */
 export async function sweep(deps: SweepDeps): Promise<SweepReport> {
-  const shards = deps.shards ?? INDEX_SHARDS.due;
-  const maxPerShard = deps.maxPerShard ?? 500;
-  const maxReadsPerShard = deps.maxReadsPerShard ?? SWEEP_MAX_READS_PER_SHARD;
-  const pageSize = deps.pageSize ?? 100;
-  const before = new Date(deps.now().getTime() - deps.graceSeconds * 1000).toISOString();
-  let examined = 0;
   const tally: PageTally = { redispatched: 0, failed: 0, skipped: 0, paused: 0, refused: 0, unstamped: 0 };
-  const truncatedShards: number[] = [];
-  const shardErrors: { shard: number; error: string }[] = [];
-  const gateErrors: { gate: string; error: string }[] = [];
-  const pause = deps.gate === undefined ? undefined : await readPauses(deps.gate, gateErrors, deps.log);
-  const relays =
-    deps.gate === undefined ? undefined : await checkRelays(deps.gate, deps.queue, deps.now(), deps.log);
-  for (const relay of relays ?? []) {
-    if (!wasRead(relay)) gateErrors.push({ gate: relay.relay, error: relay.unread });
-    else if (relay.error !== undefined) gateErrors.push({ gate: relay.relay, error: relay.error });
+  const gate = await readGate(deps);
+  const pass = await sweepShards(deps, tally, gate);
+  deps.metrics?.count(SWEEPER_METRIC.redispatched, tally.redispatched);
+  const refused = refusedGauge({
+    refused: tally.refused,
+    wholeIndexRead: pass.shardErrors.length === 0 && pass.truncatedShards.length === 0,
+  });
+  if (refused !== undefined) deps.metrics?.count(SWEEPER_METRIC.refusedRecords, refused);
+  const waitingShards = deps.waitingShards ?? INDEX_SHARDS.waiting;
+  const waiting = await publishWaiting(deps, waitingShards);
+  const deadLetters = await tidyDeadLetters(deps, waiting);
+  return {
+    examined: pass.examined,
+    ...tally,
+    truncatedShards: pass.truncatedShards,
+    outOfTime: pass.outOfTime,
+    shardErrors: pass.shardErrors,
+    gateErrors: gate.errors,
+    waiting,
+    ...(gate.held === undefined ? {} : { held: gate.held }),
+    ...(gate.breaker === undefined ? {} : { breaker: gate.breaker }),
+    ...(gate.relays === undefined ? {} : { relays: gate.relays }),
+    ...(deadLetters === undefined ? {} : { deadLetters }),
+  };
+}
+
+/** What the run found of the sending gate, and what the senders hold because of it. */
+interface GateFound {
+  readonly pause: PauseState | typeof PAUSE_UNREAD | undefined;
+  /** No relay takes mail: the senders hold every live copy. */
+  readonly noRelay: boolean;
+  readonly held: SendersHold | undefined;
+  readonly breaker: BreakerCheck | undefined;
+  readonly relays: readonly (RelayCheck | UnreadRelay)[] | undefined;
+  readonly errors: readonly { readonly gate: string; readonly error: string }[];
+}
+
+/**
+ * Reads the pauses and every relay's breaker (re-arming lost probe tokens) and publishes the relay
+ * alarms' gauges. Never throws: a gate item it cannot read holds the mail (core/relays.ts
+ * `RelayGateRead`, core/sweepDecision.ts `PAUSE_UNREAD`) and is reported.
+ */
+async function readGate(deps: SweepDeps): Promise<GateFound> {
+  const errors: { gate: string; error: string }[] = [];
+  if (deps.gate === undefined) {
+    return {
+      pause: undefined,
+      noRelay: false,
+      held: undefined,
+      breaker: undefined,
+      relays: undefined,
+      errors,
+    };
+  }
+  const pause = await readPauses(deps.gate, errors, deps.log);
+  const relays = await checkRelays(deps.gate, deps.queue, deps.now(), deps.log);
+  for (const relay of relays) {
+    if (!wasRead(relay)) errors.push({ gate: relay.relay, error: relay.unread });
+    else if (relay.error !== undefined) errors.push({ gate: relay.relay, error: relay.error });
   }
   // What each relay's gate says, undefined where it could not be read: that relay takes no mail.
-  const gates = relays?.map((relay) => (wasRead(relay) ? relay : undefined));
+  const gates = relays.map((relay) => (wasRead(relay) ? relay : undefined));
   // The relay alarms' gauges (DESIGN §15, docs/runbook.md §5, §5a), every run: a relay's while its
   // breaker holds its mail (a disabled relay's is 0), and one while mail leaves through a later relay.
   // A gauge that rests on a gate not read is not published: its alarm keeps its state.
-  if (relays !== undefined && gates !== undefined && deps.gate !== undefined) {
-    const gauges = relayGauges(gates, deps.now(), deps.gate.settings);
-    for (const [index, relay] of relays.entries()) {
-      const unavailable = gauges.unavailable[index];
-      if (unavailable !== undefined)
-        deps.metrics?.count(SWEEPER_METRIC.relayUnavailable, unavailable, relay.relay);
-    }
-    if (gauges.failover !== undefined) deps.metrics?.count(SWEEPER_METRIC.relayFailover, gauges.failover);
+  const gauges = relayGauges(gates, deps.now(), deps.gate.settings);
+  for (const [index, relay] of relays.entries()) {
+    const unavailable = gauges.unavailable[index];
+    if (unavailable !== undefined)
+      deps.metrics?.count(SWEEPER_METRIC.relayUnavailable, unavailable, relay.relay);
   }
+  if (gauges.failover !== undefined) deps.metrics?.count(SWEEPER_METRIC.relayFailover, gauges.failover);
   // While no relay takes mail (every one unavailable, disabled or unread), the senders hold every
   // live copy; a test message's they never hold, so the pass still runs for it (core/sweepDecision.ts).
-  const noRelay =
-    gates !== undefined && deps.gate !== undefined
-      ? relayInUse(gates, deps.now(), deps.gate.settings) === undefined
-      : false;
+  const noRelay = relayInUse(gates, deps.now(), deps.gate.settings) === undefined;
   // The gate item unread holds every live message whatever the relays (its pauses are unknown).
   const held: SendersHold | undefined =
     pause === PAUSE_UNREAD
@@ -191,53 +269,96 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
         : pauseHoldsEverything(pause)
           ? 'paused'
           : undefined;
-  const first = relays?.[0];
+  const first = relays[0];
   const breaker =
     first === undefined || !wasRead(first)
       ? undefined
       : { state: first.state, tokenRearmed: first.tokenRearmed };
+  return { pause, noRelay, held, breaker, relays, errors };
+}
 
-  for (let shard = 0; shard < shards; shard++) {
-    let cursor: DueCursor | undefined;
-    let read = 0;
-    let planned = 0;
-    try {
-      do {
-        // A page never holds more entries than re-dispatches or reads are left.
-        const limit = Math.min(pageSize, maxPerShard - planned, maxReadsPerShard - read);
-        const page = await deps.dueIndex.overdue({ shard, before, limit, cursor });
-        cursor = page.cursor;
-        read += page.entries.length;
-        examined += page.entries.length;
-        planned += await sweepPage(deps, page.entries, tally, { pause, noRelay });
-      } while (cursor !== undefined && planned < maxPerShard && read < maxReadsPerShard);
-      if (cursor !== undefined) truncatedShards.push(shard);
-    } catch (error) {
-      const name = error instanceof Error ? error.name : 'non-error';
-      shardErrors.push({ shard, error: name });
-      deps.log?.warn('sweeper could not read a shard of the due index', { shard, error: name });
+/** One shard's place in the pass. */
+interface ShardTurn {
+  readonly shard: number;
+  cursor: DueCursor | undefined;
+  read: number;
+  planned: number;
+}
+
+interface PassFound {
+  readonly examined: number;
+  readonly truncatedShards: readonly number[];
+  readonly shardErrors: readonly { readonly shard: number; readonly error: string }[];
+  readonly outOfTime: boolean;
+}
+
+/**
+ * The pass over the `due` shards, paced ({@link SWEEP_PACE}): the shards wait in a line from the run's
+ * first shard ({@link firstShardOfRun}); each of `shardsAtOnce` workers takes the next, sweeps one
+ * page of it, and puts it at the back while it has more to read within the run's bounds. No page
+ * starts once only {@link SWEEP_RESERVED_MS} of the run's time is left.
+ */
+async function sweepShards(deps: SweepDeps, tally: PageTally, gate: GateFound): Promise<PassFound> {
+  const shards = deps.shards ?? INDEX_SHARDS.due;
+  const maxReadsPerShard = deps.maxReadsPerShard ?? SWEEP_MAX_READS_PER_SHARD;
+  const maxPerShard = deps.maxPerShard ?? maxReadsPerShard;
+  const pageSize = deps.pageSize ?? 100;
+  const sleep = deps.sleep ?? ((milliseconds: number) => wait(milliseconds));
+  const before = new Date(deps.now().getTime() - deps.graceSeconds * 1000).toISOString();
+  const holds = { pause: gate.pause, noRelay: gate.noRelay };
+  const first = firstShardOfRun(deps.now(), shards);
+  const line: ShardTurn[] = Array.from({ length: shards }, (_, i) => ({
+    shard: (first + i) % shards,
+    cursor: undefined,
+    read: 0,
+    planned: 0,
+  }));
+  const left: number[] = [];
+  const shardErrors: { shard: number; error: string }[] = [];
+  let examined = 0;
+  let outOfTime = false;
+  const timeIsUp = () => deps.remainingMs !== undefined && deps.remainingMs() <= SWEEP_RESERVED_MS;
+
+  async function sweepTurn(turn: ShardTurn): Promise<boolean> {
+    // A page never holds more entries than re-dispatches or reads are left.
+    const limit = Math.min(pageSize, maxPerShard - turn.planned, maxReadsPerShard - turn.read);
+    const page = await deps.dueIndex.overdue({ shard: turn.shard, before, limit, cursor: turn.cursor });
+    turn.cursor = page.cursor;
+    turn.read += page.entries.length;
+    examined += page.entries.length;
+    const pace = sleep((page.entries.length * 1000) / SWEEP_PACE.entriesPerShardSecond);
+    turn.planned += await sweepPage(deps, page.entries, tally, holds);
+    await pace;
+    // More to read, within the bounds: back in line.
+    return turn.cursor !== undefined && turn.planned < maxPerShard && turn.read < maxReadsPerShard;
+  }
+
+  async function worker(): Promise<void> {
+    for (let turn = line.shift(); turn !== undefined; turn = line.shift()) {
+      if (timeIsUp()) {
+        outOfTime = true;
+        left.push(turn.shard);
+        continue;
+      }
+      try {
+        if (await sweepTurn(turn)) line.push(turn);
+        else if (turn.cursor !== undefined) left.push(turn.shard);
+      } catch (error) {
+        const name = error instanceof Error ? error.name : 'non-error';
+        shardErrors.push({ shard: turn.shard, error: name });
+        deps.log?.warn('sweeper could not read a shard of the due index', { shard: turn.shard, error: name });
+      }
     }
   }
-  deps.metrics?.count(SWEEPER_METRIC.redispatched, tally.redispatched);
-  const refused = refusedGauge({
-    refused: tally.refused,
-    wholeIndexRead: shardErrors.length === 0 && truncatedShards.length === 0,
-  });
-  if (refused !== undefined) deps.metrics?.count(SWEEPER_METRIC.refusedRecords, refused);
-  const waitingShards = deps.waitingShards ?? INDEX_SHARDS.waiting;
-  const waiting = await publishWaiting(deps, waitingShards);
-  const deadLetters = await tidyDeadLetters(deps, waiting);
+
+  await Promise.all(Array.from({ length: Math.min(SWEEP_PACE.shardsAtOnce, shards) }, worker));
+  if (outOfTime)
+    deps.log?.warn('sweeper ran out of time: shards left for the next run', { shards: left.length });
   return {
     examined,
-    ...tally,
-    truncatedShards,
-    shardErrors,
-    gateErrors,
-    waiting,
-    ...(held === undefined ? {} : { held }),
-    ...(breaker === undefined ? {} : { breaker }),
-    ...(relays === undefined ? {} : { relays }),
-    ...(deadLetters === undefined ? {} : { deadLetters }),
+    truncatedShards: left.sort((a, b) => a - b),
+    shardErrors: shardErrors.sort((a, b) => a.shard - b.shard),
+    outOfTime,
   };
 }
 
@@ -293,9 +414,10 @@ async function sweepPage(
       error: errorForLog(result.error),
     });
   }
-  for (const plan of planned) {
-    if (result.failed.includes(plan.copy)) continue;
-    tally.redispatched++;
+  const sent = planned.filter((plan) => !result.failed.includes(plan.copy));
+  tally.redispatched += sent.length;
+  // A few stamps at once: the shard's pace, not the latency, bounds its `due` writes (SWEEP_PACE).
+  await runWithConcurrency(sent, SWEEP_PACE.stampsAtOnce, async (plan) => {
     deps.log?.info('sweeper re-dispatched a stuck message', {
       messageId: plan.stamp.id,
       rev: plan.stamp.rev,
@@ -310,7 +432,7 @@ async function sweepPage(
         error: error instanceof Error ? error.name : 'non-error',
       });
     }
-  }
+  });
   return planned.length;
 }
 

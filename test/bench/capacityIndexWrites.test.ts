@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mailText } from '../../bench/benchStack.js';
-import { demand, JOURNEYS } from '../../bench/capacityModel.js';
+import { demand, JOURNEYS, RESCUE } from '../../bench/capacityModel.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
+import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
 import { INDEX } from '../../lambdas/store/tableLayout.js';
 import {
   createSenderRig,
@@ -66,6 +67,37 @@ describe('the capacity model counts the index writes DynamoDB bills', () => {
       [INDEX.byStatus.indexName]: model.byStatusWrites,
       [INDEX.byTenant.indexName]: model.byTenantWrites,
       [INDEX.due.indexName]: model.dueWrites,
+    });
+  });
+
+  it("the sweeper's stamp moves the message's `due` entry: a delete and a put, as the rescue's model has it", async () => {
+    const now = rig.clock.now();
+    const state = await enqueueTextMail(api, {
+      text: mailText(1024),
+      now,
+      idempotencyKey: `capacity-stamp-${now.getTime()}`,
+      retentionDays: RETENTION_DAYS,
+    });
+    const before = { ...indexUnits };
+
+    const stamped = await new DynamoSweepRecords(world.documents, world.tableName).recordRedispatch({
+      id: state.id,
+      rev: state.rev,
+      status: state.status,
+      seenDueAt: state.due_at as string,
+      nextDueAt: new Date(now.getTime() + 300_000).toISOString(),
+      sweepCount: 1,
+      now,
+    });
+
+    expect(stamped).toBe('recorded');
+    const moved = Object.fromEntries(
+      Object.entries(indexUnits).map(([index, units]) => [index, units - (before[index] ?? 0)]),
+    );
+    expect(moved).toEqual({
+      [INDEX.byStatus.indexName]: 0,
+      [INDEX.byTenant.indexName]: 0,
+      [INDEX.due.indexName]: RESCUE.stampDueWrites,
     });
   });
 });

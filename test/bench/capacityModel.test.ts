@@ -12,8 +12,11 @@ import {
   type LimitKind,
   limitIds,
   limitOf,
+  PARTITION,
+  RESCUE,
   rate,
   shardsFor,
+  sweeperRescue,
 } from '../../bench/capacityModel.js';
 
 /**
@@ -92,6 +95,23 @@ describe('docs/capacity.md follows the capacity model', () => {
       expect(lowest, id).toBeLessThan(TARGET);
     }
     expect(page).toContain('With default quotas and props no path reaches 10,000/s.');
+  });
+});
+
+describe("the sweeper's rescue (DESIGN §5a at 10,000/s)", () => {
+  it('is paced so that a run never takes a `due` shard past the 75 % the layout allows, with the paths at 10,000/s', () => {
+    const r = sweeperRescue();
+    expect((r.normal + r.stamps + r.sends) / PARTITION.writeUnits).toBeLessThan(0.75);
+    // The pace binds, not the stamps' latency: the run's rate does not rest on how fast DynamoDB answers.
+    expect(r.byLatency).toBeGreaterThan(r.perShard);
+  });
+
+  it('drains lost messages a run at a time, as the page says', () => {
+    const r = sweeperRescue();
+    expect(r.runsFor(r.perRun)).toBe(1);
+    expect(r.runsFor(r.perRun + 1)).toBe(2);
+    expect(prose).toContain(`${rate(RESCUE.lost)} lost messages`);
+    expect(prose).toContain(`${r.runsFor(RESCUE.lost)} runs`);
   });
 });
 
