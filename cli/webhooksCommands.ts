@@ -21,7 +21,7 @@ import { DynamoWebhookStore, deliveryExpiresAt } from '../lambdas/store/webhookS
 import { CliError, EXIT, errorDocument, kindOfExit, UsageError } from './cliErrors.js';
 import { type Output, printTable, terminalOutput } from './output.js';
 import { openTargetWithStack } from './stackTarget.js';
-import type { Target, TargetOptions } from './target.js';
+import { type QueueRef, queueUrlOf, type ResourceRefs, type Target, type TargetOptions } from './target.js';
 
 export interface WebhooksDeps {
   readonly store: WebhookStore;
@@ -104,7 +104,9 @@ export async function webhooksRetry(
   out: Output,
 ): Promise<void> {
   if (!deps.queue)
-    throw new UsageError('set POSTDATE_WEBHOOK_QUEUE_URL (or --queue-url) to retry a delivery');
+    throw new UsageError(
+      'no webhook queue: pass --stack NAME, --webhook-queue-url or set POSTDATE_WEBHOOK_QUEUE_URL (stack output WebhookQueueUrl)',
+    );
   const endpoint = await deps.store.getEndpoint(options.tenant, options.endpoint);
   const current = endpoint ? await deps.store.getDelivery(endpoint.id, options.delivery) : null;
   if (!endpoint || !current || current.tenant !== options.tenant) {
@@ -160,6 +162,18 @@ export async function webhooksRotateSecret(
   out.line(`the previous secret keeps signing beside it until ${previousUntil}`);
 }
 
+/**
+ * The queue a retried delivery's copy goes to: `--webhook-queue-url`, else the target's (the stack's
+ * `WebhookQueueUrl` output with `--stack`, or POSTDATE_WEBHOOK_QUEUE_URL). Never the global
+ * `--queue-url`, which names the send queue: a webhook copy there is no delivery.
+ */
+export function webhookQueueOf(
+  options: { readonly webhookQueueUrl?: string },
+  refs: Pick<ResourceRefs, 'webhookQueue'>,
+): QueueRef | undefined {
+  return options.webhookQueueUrl === undefined ? refs.webhookQueue : { url: options.webhookQueueUrl };
+}
+
 /** Registers `postdate webhooks …` (one line in cli/postdate.ts). */
 export function registerWebhooksCommands(program: Command): void {
   const webhooks = program
@@ -171,7 +185,7 @@ export function registerWebhooksCommands(program: Command): void {
     <A extends unknown[]>(body: (deps: WebhooksDeps, out: Output, ...args: A) => Promise<void>) =>
     async (...args: [...A, Command]) => {
       const command = args[args.length - 1] as Command;
-      const options = command.optsWithGlobals<TargetOptions & { json?: boolean; queueUrl?: string }>();
+      const options = command.optsWithGlobals<TargetOptions & { json?: boolean; webhookQueueUrl?: string }>();
       const out = terminalOutput({ json: options.json === true });
       let target: Target | undefined;
       try {
@@ -185,11 +199,14 @@ export function registerWebhooksCommands(program: Command): void {
           throw error;
         }
         for (const warning of target.warnings) out.warn(`postdate: ${warning}`);
-        const queueUrl = options.queueUrl ?? process.env.POSTDATE_WEBHOOK_QUEUE_URL;
+        const queue = webhookQueueOf(options, target.refs);
         await body(
           {
             store: new DynamoWebhookStore(target.documents, target.refs.tableName),
-            queue: queueUrl ? new SqsWebhookQueue(target.sqs, queueUrl) : undefined,
+            queue:
+              queue === undefined
+                ? undefined
+                : new SqsWebhookQueue(target.sqs, await queueUrlOf(target.sqs, queue, 'webhook queue')),
             now: () => new Date(),
             retryHours: config.webhookRetryHours,
             retentionDays: config.retentionDays,
@@ -243,7 +260,10 @@ export function registerWebhooksCommands(program: Command): void {
     .argument('<endpoint>')
     .argument('<delivery>')
     .requiredOption('--tenant <tenant>', 'the tenant')
-    .option('--queue-url <url>', 'the webhook queue (default: POSTDATE_WEBHOOK_QUEUE_URL)')
+    .option(
+      '--webhook-queue-url <url>',
+      "the webhook queue (default: the stack's WebhookQueueUrl with --stack, else POSTDATE_WEBHOOK_QUEUE_URL)",
+    )
     .action(
       run(async (deps, out, endpoint: string, delivery: string, options: { tenant: string }) =>
         webhooksRetry(deps, { tenant: options.tenant, endpoint, delivery }, out),

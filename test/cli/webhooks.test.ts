@@ -2,7 +2,10 @@ import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { memoryOutput } from '../../cli/output.js';
 import { buildProgram } from '../../cli/postdate.js';
+import { targetFromStack } from '../../cli/stackTarget.js';
+import { resolveRefs } from '../../cli/target.js';
 import {
+  webhookQueueOf,
   webhooksDeliveries,
   webhooksList,
   webhooksRetry,
@@ -24,6 +27,30 @@ describe('postdate webhooks', () => {
       'rotate-secret',
       'retry',
     ]);
+  });
+
+  it('retries onto the webhook queue the stack names, never onto the global --queue-url (the send queue)', () => {
+    // DESIGN §6: with --stack an operator copies no queue URL by hand.
+    const webhookQueue = 'https://sqs.eu-west-1.amazonaws.com/123456789012/Postdate-Webhooks-1';
+    const fromStack = targetFromStack(
+      'Postdate',
+      {
+        stackId: 'arn:aws:cloudformation:eu-west-1:123456789012:stack/Postdate/0c6a9e50',
+        outputs: { TableName: 'Postdate-Table', WebhookQueueUrl: webhookQueue },
+      },
+      {},
+      {},
+    );
+    const refs = resolveRefs('aws', fromStack.options, fromStack.env);
+    expect(webhookQueueOf({}, refs)).toEqual({ url: webhookQueue });
+    expect(webhookQueueOf({ webhookQueueUrl: 'https://q/other' }, refs)).toEqual({ url: 'https://q/other' });
+    // The retry's own flag is not the global one: `postdate --queue-url <send queue> webhooks retry`
+    // once put a webhook copy on the send queue.
+    const retry = buildProgram()
+      .commands.find((command) => command.name() === 'webhooks')
+      ?.commands.find((command) => command.name() === 'retry');
+    expect(retry?.options.map((option) => option.long)).toContain('--webhook-queue-url');
+    expect(retry?.options.map((option) => option.long)).not.toContain('--queue-url');
   });
 
   it('rotates a secret: prints the new one, and the old one signs beside it', async () => {
