@@ -48,8 +48,6 @@ export const RELAY_STREAM = {
 export const SENDER_QUEUE = {
   ...DEPLOYED_SENDER_QUEUE,
   waitTimeSeconds: 1,
-  /** The default sender timeout; the stack uses `config.senderTimeoutSeconds`. */
-  timeoutMs: DEPLOYED_SENDER_QUEUE.timeoutSeconds * 1000,
 } as const;
 /**
  * The sweeper's timeout: SWEEPER_TIMEOUT_SECONDS of lib/postdateProps.ts (not imported here, it
