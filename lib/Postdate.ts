@@ -144,6 +144,7 @@ export class Postdate extends Construct {
       logRetention: resolved.logRetention,
       alarmTopic: ops.alarmTopic,
       maxConcurrency: resolved.webhookMaxConcurrency,
+      iteratorAgeAlarmThreshold: resolved.relayIteratorAgeAlarmThreshold,
     });
     attachments.grantLifetimeTagging(webhooks.producer);
     // The tag of a message's attachments is read off its current record (docs/decisions/0144).

@@ -1,5 +1,5 @@
 import { Duration } from 'aws-cdk-lib';
-import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -32,6 +32,8 @@ export interface WebhooksProps {
   readonly alarmTopic: sns.ITopic;
   /** Most deliveries at once (the construct's `webhookMaxConcurrency`). */
   readonly maxConcurrency: number;
+  /** The producer's `IteratorAge` alarm: the construct's `relayIteratorAgeAlarmThreshold` (one stream, one lag). */
+  readonly iteratorAgeAlarmThreshold: Duration;
 }
 
 /**
@@ -154,6 +156,37 @@ export class Webhooks extends Construct {
       'EventFailuresNotEmpty',
       `stream records the event producer gave up on: their events reached no webhook; replay them within ${STREAM_RETENTION_HOURS - EVENTS_STREAM.maxRecordAgeHours} h with \`postdate event-failures redrive\` (runbook §4b)`,
       visible(this.eventFailureQueue),
+    );
+    for (const [name, fn] of [
+      ['Events', this.producer.function],
+      ['Webhooks', this.delivery.function],
+    ] as const) {
+      alarm(
+        `${name}Errors`,
+        `the ${name.toLowerCase()} function failed invocations`,
+        fn.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
+      );
+      alarm(
+        `${name}Throttles`,
+        `the ${name.toLowerCase()} function was throttled`,
+        fn.metricThrottles({ period: Duration.minutes(5), statistic: 'Sum' }),
+      );
+    }
+    alarms.push(
+      postdateAlarm(
+        this,
+        'EventsIteratorAge',
+        props.alarmTopic,
+        'the event producer lags behind the outbox stream; bus events and webhooks are late by that much',
+        new cloudwatch.Metric({
+          namespace: 'AWS/Lambda',
+          metricName: 'IteratorAge',
+          dimensionsMap: { FunctionName: this.producer.function.functionName },
+          statistic: 'Maximum',
+          period: Duration.minutes(1),
+        }),
+        { threshold: props.iteratorAgeAlarmThreshold.toMilliseconds(), evaluationPeriods: 2 },
+      ),
     );
     this.alarms = alarms;
 

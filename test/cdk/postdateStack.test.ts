@@ -40,6 +40,8 @@ const ids = {} as Record<
   | 'relay'
   | 'sender'
   | 'sweeper'
+  | 'events'
+  | 'webhooks'
   | 'secret'
   | 'topic',
   string
@@ -59,6 +61,8 @@ beforeAll(() => {
     relay: logicalIdOf(postdate.functions.relay),
     sender: logicalIdOf(postdate.functions.sender),
     sweeper: logicalIdOf(postdate.functions.sweeper),
+    events: logicalIdOf(postdate.functions.events),
+    webhooks: logicalIdOf(postdate.functions.webhooks),
     secret: logicalIdOf(postdate.smtpSecret),
     topic: logicalIdOf(postdate.alarmTopic),
   });
@@ -607,10 +611,20 @@ describe('ops: alarms and dashboard', () => {
       },
       120_000,
     );
+    // The event producer lags behind the same stream: events and webhooks are late by that much.
+    alarmOn(
+      {
+        Namespace: 'AWS/Lambda',
+        MetricName: 'IteratorAge',
+        Dimensions: [{ Name: 'FunctionName', Value: { Ref: ids.events } }],
+      },
+      120_000,
+    );
   });
 
-  it("alarms on each function's errors and throttles", () => {
-    for (const name of FUNCTION_NAMES) {
+  it("alarms on each function's errors and throttles, the event producer's and webhook delivery's too", () => {
+    // A failing producer holds every event and webhook back for hours before EventFailuresNotEmpty.
+    for (const name of [...FUNCTION_NAMES, 'events', 'webhooks'] as const) {
       for (const metric of ['Errors', 'Throttles']) {
         alarmOn(
           {
@@ -683,9 +697,10 @@ describe('ops: alarms and dashboard', () => {
         ]),
       },
     });
-    // 25 of Ops (RelayUnavailable, RelayFailover and RefusedRecords among them), and the three of
-    // webhooks (failed deliveries, their DLQ, the producer's failures).
-    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(28);
+    // 25 of Ops (RelayUnavailable, RelayFailover and RefusedRecords among them), and the eight of
+    // webhooks (failed deliveries, their DLQ, the producer's failures and lag, both functions' errors
+    // and throttles).
+    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(33);
     // DESIGN §15: an alarm while mail leaves through anything but the first relay (the sweeper's gauge).
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'RelayFailover',
