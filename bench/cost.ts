@@ -380,6 +380,8 @@ export const BILLED_REQUESTS: Readonly<Record<FunctionName, readonly PricedReque
     'SQS.SendMessageBatch',
     'SQS.ChangeMessageVisibility',
     'SQS.ChangeMessageVisibilityBatch',
+    // Each attachment asked for before MAIL FROM, then read after 354 (decision 0171).
+    'S3.HeadObject',
     'S3.GetObject',
     'SecretsManager.GetSecretValue',
   ],

@@ -13,7 +13,9 @@
  * - `reject`: refused at RCPT TO with 550 5.7.1;
  * - `ambiguous`: the connection cut right after the final dot (the message's `on_ambiguous` decides);
  * - `slow`: accepted after a slow final reply (`slowReplyMs`, cut short to stay within `endsBy`).
- * Deterministic: the same envelope on the same attempt always gets the same answer.
+ * Deterministic: the same envelope on the same attempt always gets the same answer. It never reads
+ * the attachments: the sender asked the bucket for each before handing the message over, as for a
+ * live one (decision 0171), so a file that is gone ends a test message as it ends a live one.
  *
  * Locally, the stack may show what the simulator took to a viewer (`showSimulatedMailIn`): DESIGN
  * §14's "visible in the mail viewer". In AWS nothing is registered and the simulator hands nothing on.

@@ -20,8 +20,10 @@ import { ERROR_CLASS, type ErrorClass } from './postdateError.js';
  * - `outage`: before MAIL FROM, at the relay — connection refused or timed out, DNS, a reply at the
  *   greeting or EHLO (421 included), TLS, the login, the relay login unreadable. The relay's, not
  *   the message's: no attempt, and the breaker opens for every sender.
- * - `local`: before MAIL FROM, refused by our own SMTP client before anything was sent (nodemailer's
- *   envelope checks, command `API`): no attempt, and nothing for the breaker.
+ * - `local`: before MAIL FROM, on our own side: refused by our own SMTP client before anything was
+ *   sent (nodemailer's envelope checks, command `API`), or an attachment our own store could not
+ *   give when the sender asked for it ({@link classifyAttachmentRead}): no attempt, and nothing for
+ *   the breaker.
  * - `throttle`: the relay says it is throttling the sender (SES's `454 Throttling failure: …`), at
  *   any step: the fleet's pressure, no attempt, never dead.
  * - `transaction`: a reply to this message's own commands (MAIL, RCPT, DATA, the final dot), 421
@@ -231,6 +233,26 @@ export function classifySmtpError(error: unknown, context: SmtpFailureContext = 
       reason: 'unreadable error; retried as transient',
     };
   }
+}
+
+/**
+ * An attachment the sender could not get from our own store when it asked for every file before
+ * MAIL FROM (DESIGN §2, §5; decision 0171): origin `local`, so no attempt, nothing for the breaker and
+ * never `dead` — an outage of our storage is not the message's fault. Permanent only when the store
+ * says no retry brings the file back (AttachmentMissingError: the object is gone); anything else (a
+ * 5xx, throttling, a network error, access denied) is transient. Never throws.
+ */
+export function classifyAttachmentRead(error: unknown): SmtpErrorClassification {
+  const gone = errorClassOf(safeGet(error, 'class')) === ERROR_CLASS.permanent;
+  return {
+    class: gone ? 'permanent' : 'transient',
+    origin: FAILURE_ORIGIN.local,
+    code: null,
+    enhancedCode: null,
+    reason: gone
+      ? 'an attachment of the message is gone from the store; nothing was sent (no SMTP transaction)'
+      : 'an attachment could not be read from the store before MAIL FROM; retried later, no attempt counted',
+  };
 }
 
 /** Codes that say no connection to the relay was ever made. */

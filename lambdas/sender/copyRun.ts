@@ -66,8 +66,8 @@ export interface CopyDependencies {
   readonly mailer: Mailer;
   /** A test message's mailer in place of the relay (DESIGN §14), given its attempts so far. */
   readonly simulator: (attemptsBefore: number) => Mailer;
-  /** Where attachments' bytes are read as they are sent (DESIGN §13); absent: none can be sent. */
-  readonly attachments?: Pick<AttachmentStore, 'open'> | undefined;
+  /** Where attachments are asked for before MAIL FROM and read as they are sent (DESIGN §13, decision 0171); absent: none can be sent. */
+  readonly attachments?: Pick<AttachmentStore, 'describe' | 'open'> | undefined;
   readonly queue: DispatchQueue;
   /** The send queue's DLQ: where the sender itself puts the copy of a message that became `dead`. */
   readonly deadLetters: DispatchQueue;

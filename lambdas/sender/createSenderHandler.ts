@@ -35,8 +35,8 @@ export interface SenderDependencies {
   readonly mailer: Mailer;
   /** Test messages' mailer (DESIGN §14); default the mailbox simulator (adapters/MailboxSimulator.ts). */
   readonly simulator?: ((attemptsBefore: number) => Mailer) | undefined;
-  /** Where attachments' bytes are read as they are sent (DESIGN §13). */
-  readonly attachments?: Pick<AttachmentStore, 'open'> | undefined;
+  /** Where attachments are asked for before MAIL FROM and read as they are sent (DESIGN §13, decision 0171). */
+  readonly attachments?: Pick<AttachmentStore, 'describe' | 'open'> | undefined;
   /** Where early copies go back with their exact remaining delay. */
   readonly queue: DispatchQueue;
   /** The send queue's DLQ: copies of messages that became `dead` (DESIGN §5, "Dead means dead"). */

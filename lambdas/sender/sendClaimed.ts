@@ -1,4 +1,5 @@
 import type { StoredAttachment } from '../core/attachments.js';
+import { classifyAttachmentRead } from '../core/classifySmtpError.js';
 import { errorForLog } from '../core/errorForLog.js';
 import { SENDER_METRIC } from '../core/metricNames.js';
 import {
@@ -13,7 +14,7 @@ import { suppressionKey } from '../core/suppressions.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
 import { isLiveSide } from '../core/testSide.js';
 import { isSupersededBy } from '../core/unsentDecision.js';
-import type { AttachmentStore } from '../ports/AttachmentStore.js';
+import { AttachmentMissingError, type AttachmentStore } from '../ports/AttachmentStore.js';
 import type { OutgoingAttachment, OutgoingEmail, SendOutcome } from '../ports/Mailer.js';
 import type { MessageBodyRecord, MessageStateRecord } from '../store/messageRecord.js';
 import {
@@ -131,16 +132,22 @@ export async function sendClaimed(
       owner,
       new Error('the message has attachments and this sender has no bucket'),
     );
+  // Every file is asked of the bucket before MAIL FROM (decision 0171), for a test message too: one
+  // our storage cannot give now is no attempt, one that is gone fails the message without a
+  // transaction. Only a stream that breaks after the relay's 354 is an attempt.
+  const unstored = await unstoredAttachment(claimed.attachments, deps.attachments);
   // The last moment before MAIL FROM: the reads since the claim took their time, and a transaction
   // starts only with a whole attempt and its outcome write left; else the claim goes back unsent.
-  if (!hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing))
+  if (unstored === undefined && !hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing))
     return releaseOutOfTime(run, claimed, owner);
   // The mailer keeps time on the real clock; the reserve after the reply is ours.
-  const outcome = await relay.mailer.send(attachments.length > 0 ? { ...email, attachments } : email, {
-    endsBy: replyEndsBy(Date.now(), run.time.remainingMs()),
-  });
+  const outcome =
+    unstored ??
+    (await relay.mailer.send(attachments.length > 0 ? { ...email, attachments } : email, {
+      endsBy: replyEndsBy(Date.now(), run.time.remainingMs()),
+    }));
   // The simulator's time is no relay's (DESIGN §14): only a live message times the relay.
-  if (isLiveSide(claimed.tenant))
+  if (unstored === undefined && isLiveSide(claimed.tenant))
     deps.metrics.milliseconds(SENDER_METRIC.smtpDuration, outcome.durationMs, relay.name);
   const decision = decideOutcome(
     attemptResultOf(outcome, positions),
@@ -157,7 +164,9 @@ export async function sendClaimed(
   if (decision.fleet !== undefined && !outcome.delivered)
     await tellTheFleet(run, relay, decision.fleet, outcome);
   const envelope = { addresses: email.envelope, positions };
-  const verdict = await recordOutcome(run, claimed, owner, outcome, decision, envelope, relay.name);
+  // A file the bucket could not give never met the relay: no relay to name.
+  const through = unstored === undefined ? relay.name : undefined;
+  const verdict = await recordOutcome(run, claimed, owner, outcome, decision, envelope, through);
   await suppressHardBounces(run, claimed, outcome, email.envelope);
   return verdict;
 }
@@ -304,7 +313,8 @@ function outgoingEmail(id: string, body: MessageBodyRecord, envelope: readonly s
 
 /**
  * The message's attachments as the mailer takes them, each opened from the bucket only when the
- * relay takes the body; undefined when the message has some and there is no bucket to read them from.
+ * relay takes the body (so a refused transaction reads nothing, and no stream waits open behind the
+ * others); undefined when the message has some and there is no bucket to read them from.
  */
 function outgoingAttachments(
   stored: readonly StoredAttachment[] | undefined,
@@ -317,6 +327,31 @@ function outgoingAttachments(
     contentType: attachment.content_type,
     open: () => bucket.open(attachment.key),
   }));
+}
+
+/**
+ * Asks the bucket for every file before MAIL FROM (DESIGN §2, §5, §13; decision 0171): undefined
+ * when each is there, else the failure as one that came before the transaction
+ * (core/classifySmtpError.ts `classifyAttachmentRead`: origin `local`, permanent only for a file that
+ * is gone), for the one outcome rule (`decideOutcome`) to decide. A HEAD, not the read itself: a GET
+ * opened now would wait unread behind the session's setup and the files before it, and break there.
+ */
+async function unstoredAttachment(
+  stored: readonly StoredAttachment[] | undefined,
+  bucket: Pick<AttachmentStore, 'describe'> | undefined,
+): Promise<Extract<SendOutcome, { delivered: false }> | undefined> {
+  if (stored === undefined || stored.length === 0 || bucket === undefined) return undefined;
+  let error: unknown;
+  try {
+    const found = await Promise.all(stored.map((attachment) => bucket.describe(attachment.key)));
+    const missing = found.indexOf(undefined);
+    if (missing < 0) return undefined;
+    error = new AttachmentMissingError(stored[missing]?.key ?? '');
+  } catch (thrown) {
+    error = thrown;
+  }
+  const failure = classifyAttachmentRead(error);
+  return { delivered: false, failure, reply: null, reachedRelay: false, refused: [], durationMs: 0 };
 }
 
 /** The mailer's outcome in the decision's terms: positions in the recipient list, not the envelope. */

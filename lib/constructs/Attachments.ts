@@ -134,7 +134,7 @@ export class Attachments extends Construct {
     );
   }
 
-  /** The sender: reads the attachments of the messages it sends, nothing else. */
+  /** The sender: reads the attachments of the messages it sends, and may learn that one is gone. */
   grantSender(sender: PostdateFunction): void {
     sender.function.addEnvironment(RESOURCE_SETTINGS.attachmentBucket.variable, this.bucket.bucketName);
     sender.role.addToPrincipalPolicy(
@@ -142,6 +142,15 @@ export class Attachments extends Construct {
         sid: 'ReadMessageAttachments',
         actions: ['s3:GetObject'],
         resources: [this.areaArn('messages')],
+      }),
+    );
+    // Without s3:ListBucket, S3 answers a missing key with 403, not 404: the sender could not tell a
+    // file that is gone (the message `failed`) from an outage (retried) (decision 0171).
+    sender.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'TellMissingAttachments',
+        actions: ['s3:ListBucket'],
+        resources: [this.bucket.bucketArn],
       }),
     );
     this.acknowledgeArea(

@@ -107,6 +107,12 @@ describe("the attachments' bucket (DESIGN §13)", () => {
         Action: ['s3:GetObject'],
         Resource: [objectsIn('messages/')],
       }),
+      // So that S3 answers a file that is gone with 404, not 403 (decision 0171).
+      expect.objectContaining({
+        Effect: 'Allow',
+        Action: ['s3:ListBucket'],
+        Resource: [{ 'Fn::GetAtt': [logicalIdOf(stack.postdate.attachmentBucket), 'Arn'] }],
+      }),
     ]);
     expect(s3Statements('events')).toEqual([
       expect.objectContaining({

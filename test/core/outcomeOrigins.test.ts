@@ -1,7 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { backoffCeilingSeconds } from '../../lambdas/core/backoff.js';
-import { classifySmtpError, type FailureOrigin, reachedRelay } from '../../lambdas/core/classifySmtpError.js';
+import {
+  classifyAttachmentRead,
+  classifySmtpError,
+  type FailureOrigin,
+  reachedRelay,
+} from '../../lambdas/core/classifySmtpError.js';
 import type { ErrorClass } from '../../lambdas/core/postdateError.js';
 import { pendingPositions } from '../../lambdas/core/recipients.js';
 import {
@@ -353,5 +358,48 @@ describe('once the transaction began, whose a failure is does not depend on the 
     expect(classifySmtpError(destroyed, started).origin).toBe('local');
     const envelope = Object.assign(new Error('No recipients defined'), { code: 'EENVELOPE', command: 'API' });
     expect(classifySmtpError(envelope, started).origin).toBe('local');
+  });
+});
+
+/**
+ * DESIGN §2 (an attempt is a transaction the relay saw) and §5 (an outage is not the message's
+ * fault), for our own storage: the sender asks the bucket for every file before MAIL FROM (decision
+ * 0171). Whatever the store throws, the message loses no attempt and is never `dead`; it ends
+ * (`failed`, or `sent` when earlier attempts were accepted) only when the store says the file is gone.
+ */
+describe('an attachment the store could not give before MAIL FROM', () => {
+  const storeErrors = fc.oneof(
+    fc.anything(),
+    fc.constantFrom(
+      Object.assign(new Error('Service Unavailable'), {
+        name: 'ServiceUnavailable',
+        $metadata: { httpStatusCode: 503 },
+      }),
+      Object.assign(new Error('Access Denied'), { name: 'AccessDenied', $metadata: { httpStatusCode: 403 } }),
+      Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED', syscall: 'connect' }),
+      Object.assign(new Error('boom'), { class: 'config' }),
+    ),
+  );
+
+  it('never counts an attempt, never holds the fleet, is never dead, and retries unless the file is gone', () => {
+    fc.assert(
+      fc.property(cases, storeErrors, fc.boolean(), ([record, result, draw], thrown, gone) => {
+        const error = gone ? new AttachmentMissingError('messages/t/m/0') : thrown;
+        const failure = classifyAttachmentRead(error);
+        expect(failure.origin).toBe('local');
+        expect(failure.class).toBe(gone ? 'permanent' : 'transient');
+        const decision = decideOutcome(
+          { ...result, failureClass: failure.class, origin: failure.origin, refused: [] },
+          record,
+          SETTINGS,
+          () => draw,
+        );
+        expect(decision.attempts).toBe(record.attempts);
+        expect(decision.fleet).toBeUndefined();
+        expect(decision.to).toBe(
+          gone ? (record.recipients.accepted.length > 0 ? 'sent' : 'failed') : 'retrying',
+        );
+      }),
+    );
   });
 });

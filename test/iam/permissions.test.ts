@@ -674,6 +674,7 @@ function shortNames(resolve: (value: unknown) => unknown): (resource: string) =>
     [arn(webhooksConstruct.eventFailureQueue), 'eventFailureQueue'],
     [arn(bounces.failureQueue), 'bounceFailureQueue'],
     [arn(webhooksConstruct.eventBus), 'bus'],
+    [arn(postdate.attachmentBucket), 'attachmentBucket'],
     [String(resolve(stack.resolve(postdate.smtpSecret.secretArn))), 'smtpSecret'],
   ]);
   const table = arnOf.table(tableName);
@@ -692,6 +693,9 @@ const ALLOWED_BUT_NOT_MADE: Readonly<Record<string, string>> = {
     "the event producer's event source mapping sends a batch it gave up on to its on-failure queue",
   'bounces sqs:SendMessage bounceFailureQueue':
     "Lambda's asynchronous invocation sends a notification it gave up on to the failure queue",
+  // S3's own check, made with the caller's role: a GET or HEAD of a missing key is 404 only with it.
+  'sender s3:ListBucket attachmentBucket':
+    'S3 answers a missing attachment with 404, not 403, only to a caller that may list the bucket: the sender tells a file that is gone from an outage by it (decision 0171)',
   // AWS only.
   'sender secretsmanager:GetSecretValue smtpSecret':
     "a relay's secret is read in AWS only (POSTDATE_LOCAL reads its user and pass): relaySecrets.test.ts simulates it from the sender's environment, for one relay and for two",

@@ -4,10 +4,14 @@
  * with mailparser.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentS3Client, S3AttachmentStore } from '../../lambdas/adapters/S3AttachmentStore.js';
 import type { StoredAttachment } from '../../lambdas/core/attachments.js';
+import { testSideOf } from '../../lambdas/core/testSide.js';
 import { type S3Emulator, startS3Emulator } from '../../local/s3Emulator.js';
 import { LOCAL_AWS } from '../support/awsLocal.js';
 import { TENANT } from './records.js';
@@ -17,6 +21,7 @@ import {
   type SenderWorld,
   smtpMailer,
   startSenderWorld,
+  TEST_SETTINGS,
 } from './senderHarness.js';
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
@@ -38,6 +43,17 @@ afterAll(async () => {
   await world?.close();
   await emulator?.stop();
 });
+
+/** An attachment whose object was never stored (or is gone). */
+function gone(): StoredAttachment {
+  return {
+    filename: 'gone.pdf',
+    content_type: 'application/pdf',
+    size: 10,
+    sha256: 'x',
+    key: `messages/${TENANT}/none-${randomBytes(4).toString('hex')}/0`,
+  };
+}
 
 async function stored(name: string, contentType: string, bytes: Buffer): Promise<StoredAttachment> {
   const key = `messages/${TENANT}/m-${randomBytes(4).toString('hex')}/${name}`;
@@ -82,31 +98,95 @@ describe('the sender with attachments', () => {
     expect((await rig.state(message.id)).status).not.toBe('sent');
   });
 
-  // DESIGN §2: the attachment is read after the relay's 354, inside a transaction the relay saw, so
-  // the attempt counts; a missing object is the store's permanent verdict (AttachmentMissingError).
-  it('fails a message whose attachment is gone from the bucket after one attempt, and delivers nothing', async () => {
+  // DESIGN §2 and §5: an attempt is a transaction the relay saw. The sender asks the bucket for
+  // every file before MAIL FROM, so a file that is gone ends the message as a missing body does:
+  // `failed`, no attempt, no transaction (decision 0171).
+  it('fails a message whose attachment is gone from the bucket without an attempt, and opens no transaction', async () => {
     const rig = await createSenderRig(world, { attachments: store });
-    const gone: StoredAttachment = {
-      filename: 'gone.pdf',
-      content_type: 'application/pdf',
-      size: 10,
-      sha256: 'x',
-      key: `messages/${TENANT}/none/0`,
-    };
-    const message = await rig.putMessage({ attachments: [gone] });
+    const message = await rig.putMessage({ attachments: [gone()] });
     world.smtp.script();
+    const transactions = world.smtp.transactions;
     await rig.dispatch(message);
     await rig.deliverNext();
 
     expect(rig.received(message.id)).toEqual([]);
+    expect(world.smtp.transactions - transactions).toBe(0);
     const state = await rig.state(message.id);
-    expect(state).toMatchObject({ status: 'failed', attempts: 1 });
-    expect(state.history.map((entry) => [entry.outcome, entry.code])).toEqual([['permanent', 'ESTREAM']]);
+    expect(state).toMatchObject({ status: 'failed', attempts: 0, last_error: { class: 'permanent' } });
+    expect(state.history.map((entry) => entry.outcome)).toEqual(['permanent']);
   });
 
-  it('counts every attempt whose attachment cannot be read, and the message goes dead at the limit', async () => {
-    // The bucket answers, but every read of the object fails (a network reset, S3 keeps failing).
+  // DESIGN §5, "an outage is not the message's fault": our own storage down is no attempt, and a
+  // message never goes `dead` over it however long it lasts (decision 0171).
+  it('an S3 outage across more tries than the attempt limit leaves the message retrying, then it is sent once', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'postdate-s3-outage-'));
+    let bucket = await startS3Emulator({ port: 0, bucket: `out-${randomBytes(4).toString('hex')}`, dataDir });
+    // One try per request: the SDK's own retries would only make each refused read slower.
+    const client = attachmentS3Client(bucket.endpoint, { ...LOCAL_AWS, maxAttempts: 1 });
+    const outage = new S3AttachmentStore({ bucket: bucket.bucket, client });
+    let running = true;
+    try {
+      const key = `messages/${TENANT}/m-${randomBytes(4).toString('hex')}/0-a`;
+      await outage.put(key, PDF, 'application/pdf');
+      const attachment = {
+        filename: 'a.pdf',
+        content_type: 'application/pdf',
+        size: PDF.length,
+        sha256: sha256(PDF),
+        key,
+      };
+      const rig = await createSenderRig(world, { attachments: outage }); // POSTDATE_MAX_ATTEMPTS = 3
+      const message = await rig.putMessage({ attachments: [attachment] });
+      world.smtp.script();
+      const transactions = world.smtp.transactions;
+      await bucket.stop();
+      running = false;
+      await rig.dispatch(message);
+      for (let receive = 0; receive < TEST_SETTINGS.maxAttempts + 2; receive++) {
+        await rig.deliverNext();
+        const state = await rig.state(message.id);
+        expect(state).toMatchObject({ status: 'retrying', attempts: 0 });
+      }
+      expect(world.smtp.transactions - transactions).toBe(0);
+
+      bucket = await startS3Emulator({ port: bucket.port, bucket: bucket.bucket, dataDir });
+      running = true;
+      await rig.deliverNext();
+      expect(await rig.state(message.id)).toMatchObject({ status: 'sent', attempts: 1 });
+      expect(rig.received(message.id)).toHaveLength(1);
+      expect(world.smtp.transactions - transactions).toBe(1);
+    } finally {
+      if (running) await bucket.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  // DESIGN §14: a test message goes through everything but the relay, so its files are read as a
+  // live message's are, and a file that is gone ends it as it ends the live one.
+  it('a test message whose file is gone ends as the live one does', async () => {
+    const rig = await createSenderRig(world, { attachments: store });
+    const live = await rig.putMessage({ attachments: [gone()] });
+    const test = await rig.putMessage({ tenant: testSideOf(TENANT), attachments: [gone()] });
+    for (const message of [live, test]) {
+      await rig.dispatch(message);
+      await rig.deliverNext();
+    }
+    const [liveState, testState] = [await rig.state(live.id), await rig.state(test.id)];
+    expect(testState.status).toBe('failed');
+    const outcome = (state: typeof liveState) => ({
+      status: state.status,
+      attempts: state.attempts,
+      last_error: state.last_error,
+      history: state.history.map((entry) => [entry.outcome, entry.code]),
+    });
+    expect(outcome(testState)).toEqual(outcome(liveState));
+  });
+
+  it('counts the attempt when a file that was there breaks after the relay’s 354, and the message goes dead at the limit', async () => {
+    // The bucket answers for the file before MAIL FROM, but every read of its bytes fails (a reset
+    // mid-stream): the relay saw the transaction, so each counts.
     const unreadable = {
+      describe: (key: string) => store.describe(key),
       open: async () => {
         throw new Error('the read was reset');
       },
