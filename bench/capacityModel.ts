@@ -14,6 +14,7 @@
 import { pathToFileURL } from 'node:url';
 import { SQS_MAX_BATCH } from '../lambdas/core/queueLimits.js';
 import { SENDER_LANES } from '../lambdas/sender/createSenderHandler.js';
+import { SUPPRESSION_MAX_AGE_MS } from '../lambdas/store/suppressionList.js';
 import { INDEX_SHARDS, SUPPRESSION_SHARDS, WEBHOOK_DELIVERY_SHARDS } from '../lambdas/store/tableLayout.js';
 import { TEMPLATE_HEAD_MAX_AGE_MS } from '../lambdas/store/templateStore.js';
 import { SWEEP_PACE, SWEEP_RESERVED_MS } from '../lambdas/sweeper/sweep.js';
@@ -207,11 +208,12 @@ export interface HotKey {
 const shardRange = (shards: number) => `{0..${shards - 1}}`;
 
 /**
- * Warm functions at 10,000 msg/s (docs/capacity.md §4: the api ~400; the delivery function as many as
- * `webhookMaxConcurrency` needs there, ~660). A read cached per warm function is made once per max age
- * by each, whatever the rate: per message, it is that many reads a second over 10,000.
+ * Warm functions at 10,000 msg/s (docs/capacity.md §4: the api ~400, the sender ~870 on the plain
+ * path; the delivery function as many as `webhookMaxConcurrency` needs there, ~660). A read cached
+ * per warm function is made once per max age by each, whatever the rate: per message, it is that many
+ * reads a second over 10,000.
  */
-const WARM_AT_10K = { api: 400, webhooks: 660 } as const;
+export const WARM_AT_10K = { api: 400, sender: 870, webhooks: 660 } as const;
 const cachedReadsPerMessage = (warm: number, maxAgeMs: number) => warm / (maxAgeMs / 1000) / 10_000;
 
 export const KEYS = {
@@ -251,6 +253,12 @@ export const KEYS = {
     scope: 'one tenant',
     shards: SUPPRESSION_SHARDS,
     moves: '`SUPPRESSION_SHARDS`',
+  },
+  suppressionEntry: {
+    key: 'SUPP#{tenant}#{shard} {address}',
+    scope: 'one address',
+    shards: 1,
+    moves: '`SUPPRESSION_MAX_AGE_MS`; more warm functions read it more',
   },
   byStatusScheduled: {
     key: `by_status {tenant}#scheduled#${shardRange(INDEX_SHARDS.byStatus)}`,
@@ -524,6 +532,17 @@ const CALLS = {
     loads: { tableReads: 0.5 },
     keys: [{ key: 'suppressions', read: 0.5 }],
   },
+  // The same address on every message (a compliance BCC, an archive): its key joins the recipients'
+  // BatchGetItem once per SUPPRESSION_MAX_AGE_MS per warm sender (decision 0173).
+  suppressionEntry: {
+    fn: 'sender',
+    request: 'BatchGetItem, the same key, once per 5 s per warm function',
+    item: 'SUPP#{tenant}#{shard} {address}',
+    units: '0.5 R',
+    perMessage: cachedReadsPerMessage(WARM_AT_10K.sender, SUPPRESSION_MAX_AGE_MS),
+    loads: { tableReads: 0.5 },
+    keys: [{ key: 'suppressionEntry', read: 0.5 }],
+  },
   smtp: {
     fn: 'sender',
     request: 'SMTP transaction',
@@ -721,6 +740,13 @@ export const JOURNEYS = {
     calls: [...immediateCalls, ...deliveryCalls(EVENTS_PER_MESSAGE * A.endpoints)],
     copies: IMMEDIATE_COPIES,
     deliveries: EVENTS_PER_MESSAGE * A.endpoints,
+  },
+  bcc: {
+    label: 'one BCC on every message',
+    apiRequests: 1,
+    calls: [...immediateCalls, C.suppressionEntry],
+    copies: IMMEDIATE_COPIES,
+    deliveries: 0,
   },
   batch: {
     label: 'batch (not built)',

@@ -3,10 +3,10 @@
  * the same adapter the API and the sender use (lambdas/store/suppressionList.ts), so an address is
  * normalised and stored exactly as `PUT /v1/suppressions/{address}` would. Against the local stack the
  * tenant defaults to `local` (the tenant of the key `npm start` seeds); against AWS it must be named.
+ * A tenant's test side (`acme.test`, DESIGN §14) has its own list, read and changed the same way.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type Command, InvalidArgumentError } from 'commander';
-import { TENANT_PATTERN } from '../lambdas/core/requestLimits.js';
 import {
   isSuppressionReason,
   SUPPRESSION_REASONS,
@@ -14,6 +14,7 @@ import {
   type SuppressionReason,
   validateSuppressionAddress,
 } from '../lambdas/core/suppressions.js';
+import { SIDE_TENANT_PATTERN } from '../lambdas/core/testSide.js';
 import type { SuppressionList } from '../lambdas/ports/SuppressionList.js';
 import { DynamoSuppressionList } from '../lambdas/store/suppressionList.js';
 import { CliError, EXIT, UsageError } from './cliErrors.js';
@@ -117,10 +118,12 @@ export async function suppressionsRemove(
   return removed;
 }
 
+/** A live tenant, or its test side (`acme.test`: DESIGN §14, its own list). */
 function checkedTenant(tenant: string): string {
-  if (!TENANT_PATTERN.test(tenant)) {
+  if (!SIDE_TENANT_PATTERN.test(tenant)) {
     throw new UsageError(
-      '--tenant must be 1–64 lower-case letters, digits, _ or -, starting with a letter or digit',
+      '--tenant must be 1–64 lower-case letters, digits, _ or -, starting with a letter or digit, ' +
+        'and .test after it for its test side',
     );
   }
   return tenant;
@@ -155,7 +158,7 @@ export function registerSuppressionsCommands(program: Command, action: CommandAc
   group
     .command('list')
     .description('the suppressed addresses of a tenant, in address order')
-    .option('--tenant <tenant>', 'the tenant (default on the local stack: local)')
+    .option('--tenant <tenant>', 'the tenant (its test side: TENANT.test; default on the local stack: local)')
     .option('--limit <n>', 'at most this many per page (1–100)', positiveInteger, 50)
     .option('--after <address>', 'start after this address (the `more:` line of the previous page)')
     .option('--all', 'every page')
@@ -178,7 +181,7 @@ export function registerSuppressionsCommands(program: Command, action: CommandAc
     .command('add')
     .description('suppress an address (as PUT /v1/suppressions/{address})')
     .argument('<address>')
-    .option('--tenant <tenant>', 'the tenant (default on the local stack: local)')
+    .option('--tenant <tenant>', 'the tenant (its test side: TENANT.test; default on the local stack: local)')
     .option(
       '--reason <reason>',
       `${SUPPRESSION_REASONS.join('|')} (default: manual; an existing entry keeps its own)`,
@@ -201,7 +204,7 @@ export function registerSuppressionsCommands(program: Command, action: CommandAc
     .command('remove')
     .description('remove an address from the list (as DELETE /v1/suppressions/{address}); exit 1 if absent')
     .argument('<address>')
-    .option('--tenant <tenant>', 'the tenant (default on the local stack: local)')
+    .option('--tenant <tenant>', 'the tenant (its test side: TENANT.test; default on the local stack: local)')
     .action(
       action(async (context, address: string, options: { tenant?: string }) => {
         await suppressionsRemove(

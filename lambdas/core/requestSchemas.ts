@@ -20,7 +20,7 @@ import {
 } from './attachments.js';
 import { EVENT_TYPES, type EventType } from './messageEvents.js';
 import { guarded, illFormedStringErrors, PARSE_CONTEXT, type Validated, zodErrors } from './problem.js';
-import { SUPPRESSION_REASON, SUPPRESSION_REASONS, type SuppressionReason } from './suppressions.js';
+import { SUPPRESSION_REASONS, type SuppressionReason } from './suppressions.js';
 import { WEBHOOK_LIMITS } from './webhooks.js';
 
 // ─── Attachments (DESIGN §13)
@@ -167,14 +167,18 @@ export const SuppressionBodySchema = z
   .meta({ id: 'SuppressionRequest', description: "Add an address to this tenant's suppression list." });
 
 export interface SuppressionRequest {
-  readonly reason: SuppressionReason;
+  /** The reason given; undefined when the body gave none (a new entry is then `manual`). */
+  readonly reason: SuppressionReason | undefined;
 }
 
-/** Validates the PUT body; an absent body (undefined) means `{}`. Never throws. */
+/**
+ * Validates the PUT body; an absent body (undefined) means `{}`, anything else must be a JSON object
+ * (`null` too is refused, naming `body`). Never throws.
+ */
 export function validateSuppressionRequest(body: unknown): Validated<SuppressionRequest> {
   return guarded(() => {
-    const parsed = SuppressionBodySchema.safeParse(body ?? {}, PARSE_CONTEXT);
+    const parsed = SuppressionBodySchema.safeParse(body === undefined ? {} : body, PARSE_CONTEXT);
     if (!parsed.success) return { ok: false, errors: zodErrors(parsed.error) };
-    return { ok: true, value: { reason: parsed.data.reason ?? SUPPRESSION_REASON.manual } };
+    return { ok: true, value: { reason: parsed.data.reason } };
   });
 }

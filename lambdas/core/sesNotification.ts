@@ -5,7 +5,9 @@
  *
  * - A `Permanent` bounce adds its `bouncedRecipients` (reason hard_bounce); `Transient` and
  *   `Undetermined` bounces add nothing (the mailbox may come back; our own retries cover them).
- * - A complaint adds its `complainedRecipients` (reason complaint).
+ * - A complaint adds its `complainedRecipients` (reason complaint), but one whose
+ *   `complaintFeedbackType` is `not-spam`: SES documents that as a recipient's correction (a message
+ *   wrongly marked as spam), so it adds nothing.
  * - Everything else (deliveries, sends, opens…) is ignored.
  *
  * The tenant is not in the notification: it is found through the message. SES copies the original
@@ -42,8 +44,11 @@ export function readSesNotification(notification: unknown, messageIdDomain: stri
     reason = SUPPRESSION_REASON.hardBounce;
     recipients = bounce.bouncedRecipients;
   } else if (type === 'Complaint') {
+    const complaint = record(root.complaint);
+    if (complaint?.complaintFeedbackType === 'not-spam')
+      return { kind: 'ignore', why: 'a not-spam correction' };
     reason = SUPPRESSION_REASON.complaint;
-    recipients = record(root.complaint)?.complainedRecipients;
+    recipients = complaint?.complainedRecipients;
   } else {
     return { kind: 'ignore', why: `a ${typeof type === 'string' ? type : 'untyped'} notification` };
   }

@@ -6,7 +6,7 @@
  *
  * With `maxAgeMs`, it also holds what may change, briefly: an entry is read again once that long has
  * passed since its load began, so a value is never older than the bound (docs/capacity.md: a template
- * head, a webhook endpoint). The clock is an argument.
+ * head, a webhook endpoint, whether an address is suppressed). The clock is an argument.
  */
 export class LruCache<T> {
   private readonly entries = new Map<

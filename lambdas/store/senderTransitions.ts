@@ -32,7 +32,7 @@ import {
   waitingPk,
 } from './messageRecord.js';
 import { readState, type StateRead } from './stateReads.js';
-import { DynamoSuppressionList } from './suppressionList.js';
+import { DynamoSuppressionList, type SuppressionLookups } from './suppressionList.js';
 import { ITEM_SORT_KEY, KEY, TTL_ATTRIBUTE } from './tableLayout.js';
 
 /**
@@ -52,10 +52,18 @@ export class DynamoSenderStore implements SenderStore {
   constructor(
     private readonly documents: DynamoDBDocumentClient,
     private readonly tableName: string,
-    /** The group head's replicas (POSTDATE_GROUP_HEAD_REPLICAS) and the randomness that picks one. */
-    private readonly groupHeads: GroupHeadReplicas = {},
+    /**
+     * The group head's replicas (POSTDATE_GROUP_HEAD_REPLICAS) and the randomness that picks one
+     * (and jitters the list's reads); how long the list's lookups are kept (decision 0173).
+     */
+    private readonly groupHeads: GroupHeadReplicas & {
+      readonly suppressionLookups?: SuppressionLookups;
+    } = {},
   ) {
-    this.suppressions = new DynamoSuppressionList(documents, tableName);
+    this.suppressions = new DynamoSuppressionList(documents, tableName, {
+      recent: groupHeads.suppressionLookups ?? {},
+      ...(groupHeads.random === undefined ? {} : { random: groupHeads.random }),
+    });
   }
 
   readState(id: string): Promise<StateRead | undefined> {

@@ -10,7 +10,12 @@
  * merges them in address order. Entries have no TTL: they last until removed. An entry of an
  * internationalised domain written before decision 0153 is keyed by the domain in Unicode: a lookup
  * and a removal of its key reach it too (core/suppressions.ts `formerSuppressionKey`).
+ *
+ * The sender's instance keeps its lookups, listed or not, at most SUPPRESSION_MAX_AGE_MS (decision
+ * 0173): an address on every message (a compliance BCC) is otherwise one item read at the send rate.
  */
+
+import { setTimeout as pause } from 'node:timers/promises';
 import {
   BatchGetCommand,
   DeleteCommand,
@@ -27,6 +32,7 @@ import {
   type SuppressionInput,
   type SuppressionReason,
 } from '../core/suppressions.js';
+import { LruCache } from '../core/templateCache.js';
 import type { SuppressionList, SuppressionPage } from '../ports/SuppressionList.js';
 import { shardOf } from './messageRecord.js';
 import { KEY, PARTITION_PREFIX, SUPPRESSION_SHARDS } from './tableLayout.js';
@@ -34,6 +40,36 @@ import { KEY, PARTITION_PREFIX, SUPPRESSION_SHARDS } from './tableLayout.js';
 /** BatchGetItem takes at most this many keys; a message has at most 50 recipients. */
 const BATCH_GET_LIMIT = 100;
 const UNPROCESSED_ROUNDS = 5;
+/** The pause before round n of unprocessed keys is drawn from [0, min(cap, first · 2^(n−1))]. */
+const UNPROCESSED_PAUSE = { firstMs: 50, capMs: 400 } as const;
+
+/**
+ * How old a lookup the sender may judge by (DESIGN §12 as built, decision 0173): an add or a removal
+ * applies to every warm sender within this bound (at once on the one that wrote it). At 10,000
+ * messages/s with one address on every message, ~870 warm senders read its entry ~174 times a second
+ * instead of 10,000 (docs/capacity.md).
+ */
+export const SUPPRESSION_MAX_AGE_MS = 5_000;
+
+/** Lookups one warm sender keeps (an address and its answer: a few hundred bytes each). */
+const LOOKUP_CACHE_ENTRIES = 10_000;
+
+/** The sender's cache of lookups (DynamoSenderStore); the api, the bounces function and the CLI keep none. */
+export interface SuppressionLookups {
+  /** @default SUPPRESSION_MAX_AGE_MS */
+  readonly maxAgeMs?: number;
+  /** The clock lookups age by. @default the system clock */
+  readonly now?: () => Date;
+}
+
+export interface SuppressionListOptions {
+  /** Keep this function's lookups, hits and misses, each at most `maxAgeMs` old. */
+  readonly recent?: SuppressionLookups;
+  /** The jitter of the pauses between rounds of unprocessed keys. @default Math.random */
+  readonly random?: () => number;
+  /** @default a timer */
+  readonly sleep?: (milliseconds: number) => Promise<void>;
+}
 
 export const suppressionShardPk = (tenant: string, shard: number): string =>
   `${PARTITION_PREFIX.suppression}${tenant}#${shard}`;
@@ -56,12 +92,52 @@ export class SuppressionReadError extends PostdateError {
 }
 
 export class DynamoSuppressionList implements SuppressionList {
+  /** Whether an address is listed, by `lookupKey`; only with `recent`. */
+  private readonly lookups: LruCache<boolean> | undefined;
+  private readonly random: () => number;
+  private readonly sleep: (milliseconds: number) => Promise<void>;
+
   constructor(
     private readonly documents: DynamoDBDocumentClient,
     private readonly tableName: string,
-  ) {}
+    options: SuppressionListOptions = {},
+  ) {
+    const { recent } = options;
+    const now = recent?.now ?? (() => new Date());
+    this.lookups =
+      recent === undefined
+        ? undefined
+        : new LruCache<boolean>(LOOKUP_CACHE_ENTRIES, {
+            maxAgeMs: recent.maxAgeMs ?? SUPPRESSION_MAX_AGE_MS,
+            now: () => now().getTime(),
+          });
+    this.random = options.random ?? Math.random;
+    this.sleep = options.sleep ?? ((milliseconds) => pause(milliseconds));
+  }
 
   async suppressedAmong(tenant: string, addresses: readonly string[]): Promise<ReadonlySet<string>> {
+    const lookups = this.lookups;
+    if (lookups === undefined) return this.readListed(tenant, addresses);
+    // The addresses not looked up recently are read together, in one BatchGetItem, once the cache
+    // has said which they are (getOrLoad calls `load` at once); a failed read is not kept.
+    const unread: string[] = [];
+    let readUnread: (found: Promise<ReadonlySet<string>>) => void = () => {};
+    const read = new Promise<ReadonlySet<string>>((resolve) => {
+      readUnread = resolve;
+    });
+    const listed = addresses.map((address) =>
+      lookups.getOrLoad(lookupKey(tenant, address), () => {
+        unread.push(address);
+        return read.then((found) => found.has(address));
+      }),
+    );
+    readUnread(unread.length === 0 ? Promise.resolve(new Set()) : this.readListed(tenant, unread));
+    const answers = await Promise.all(listed);
+    return new Set(addresses.filter((_, index) => answers[index] === true));
+  }
+
+  /** Which of `addresses` are listed, read now (eventually consistent). */
+  private async readListed(tenant: string, addresses: readonly string[]): Promise<ReadonlySet<string>> {
     // Each key, and the key its entry had before decision 0153 where that differs: found as the key.
     const asKey = new Map<string, string>();
     for (const address of addresses) {
@@ -80,6 +156,8 @@ export class DynamoSuppressionList implements SuppressionList {
           // Absence must mean "not suppressed", never "not read": the send waits instead.
           throw new SuppressionReadError(`${pending.length} suppression keys stayed unprocessed`);
         }
+        // Unprocessed keys are throttling: asking again at once only adds to it.
+        if (round > 0) await this.sleep(unprocessedPauseMs(round, this.random));
         const result = await this.documents.send(
           new BatchGetCommand({
             RequestItems: {
@@ -103,24 +181,28 @@ export class DynamoSuppressionList implements SuppressionList {
   }
 
   async addReported(input: SuppressionInput): Promise<void> {
-    await this.documents.send(
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: suppressionKeyOf(input.tenant, input.address),
-        // if_not_exists on every field: the first report stands, a repeat changes nothing.
-        UpdateExpression:
-          'SET #tenant = if_not_exists(#tenant, :tenant), #address = if_not_exists(#address, :address), ' +
-          '#reason = if_not_exists(#reason, :reason), #message_id = if_not_exists(#message_id, :message_id), ' +
-          '#created_at = if_not_exists(#created_at, :now)',
-        ExpressionAttributeNames: NAMES,
-        ExpressionAttributeValues: {
-          ':tenant': input.tenant,
-          ':address': input.address,
-          ':reason': input.reason,
-          ':message_id': input.messageId,
-          ':now': input.now.toISOString(),
-        },
-      }),
+    await this.written(
+      input.tenant,
+      input.address,
+      this.documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: suppressionKeyOf(input.tenant, input.address),
+          // if_not_exists on every field: the first report stands, a repeat changes nothing.
+          UpdateExpression:
+            'SET #tenant = if_not_exists(#tenant, :tenant), #address = if_not_exists(#address, :address), ' +
+            '#reason = if_not_exists(#reason, :reason), #message_id = if_not_exists(#message_id, :message_id), ' +
+            '#created_at = if_not_exists(#created_at, :now)',
+          ExpressionAttributeNames: NAMES,
+          ExpressionAttributeValues: {
+            ':tenant': input.tenant,
+            ':address': input.address,
+            ':reason': input.reason,
+            ':message_id': input.messageId,
+            ':now': input.now.toISOString(),
+          },
+        }),
+      ),
     );
   }
 
@@ -132,23 +214,27 @@ export class DynamoSuppressionList implements SuppressionList {
   }): Promise<Suppression> {
     const reason =
       input.reason === undefined ? '#reason = if_not_exists(#reason, :reason)' : '#reason = :reason';
-    const { Attributes } = await this.documents.send(
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: suppressionKeyOf(input.tenant, input.address),
-        UpdateExpression:
-          `SET #tenant = :tenant, #address = :address, ${reason}, ` +
-          '#message_id = if_not_exists(#message_id, :message_id), #created_at = if_not_exists(#created_at, :now)',
-        ExpressionAttributeNames: NAMES,
-        ExpressionAttributeValues: {
-          ':tenant': input.tenant,
-          ':address': input.address,
-          ':reason': input.reason ?? SUPPRESSION_REASON.manual,
-          ':message_id': null,
-          ':now': input.now.toISOString(),
-        },
-        ReturnValues: 'ALL_NEW',
-      }),
+    const { Attributes } = await this.written(
+      input.tenant,
+      input.address,
+      this.documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: suppressionKeyOf(input.tenant, input.address),
+          UpdateExpression:
+            `SET #tenant = :tenant, #address = :address, ${reason}, ` +
+            '#message_id = if_not_exists(#message_id, :message_id), #created_at = if_not_exists(#created_at, :now)',
+          ExpressionAttributeNames: NAMES,
+          ExpressionAttributeValues: {
+            ':tenant': input.tenant,
+            ':address': input.address,
+            ':reason': input.reason ?? SUPPRESSION_REASON.manual,
+            ':message_id': null,
+            ':now': input.now.toISOString(),
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      ),
     );
     const entry = suppressionOf(Attributes);
     if (entry === undefined) throw new Error('the suppression written is unreadable');
@@ -157,11 +243,24 @@ export class DynamoSuppressionList implements SuppressionList {
 
   async remove(tenant: string, address: string): Promise<Suppression | null> {
     const former = formerSuppressionKey(address);
-    const [removed, removedFormer] = await Promise.all([
-      this.removeKey(tenant, address),
-      former === undefined ? null : this.removeKey(tenant, former),
-    ]);
+    const [removed, removedFormer] = await this.written(
+      tenant,
+      address,
+      Promise.all([
+        this.removeKey(tenant, address),
+        former === undefined ? null : this.removeKey(tenant, former),
+      ]),
+    );
     return removed ?? removedFormer;
+  }
+
+  /** A write of this instance's to `address`: its next lookup here reads the table. */
+  private async written<T>(tenant: string, address: string, write: Promise<T>): Promise<T> {
+    try {
+      return await write;
+    } finally {
+      this.lookups?.delete(lookupKey(tenant, address));
+    }
   }
 
   private async removeKey(tenant: string, address: string): Promise<Suppression | null> {
@@ -221,6 +320,15 @@ export class DynamoSuppressionList implements SuppressionList {
     } while (startKey !== undefined && items.length < page.limit);
     return { items, more: startKey !== undefined };
   }
+}
+
+/** The cache key of one address of one tenant (tenants and addresses hold no NUL). */
+const lookupKey = (tenant: string, address: string): string => `${tenant}\u0000${address}`;
+
+/** The pause before `round` (1 for the first retry): full jitter, doubling, capped. */
+function unprocessedPauseMs(round: number, random: () => number): number {
+  const ceiling = Math.min(UNPROCESSED_PAUSE.capMs, UNPROCESSED_PAUSE.firstMs * 2 ** (round - 1));
+  return Math.round(random() * ceiling);
 }
 
 const NAMES = {

@@ -154,6 +154,11 @@ describe('the suppression routes', () => {
     ]);
     const notJson = await put(api, 'ada@example.com', { body: '{"reason":' });
     expect(notJson.status).toBe(400);
+    // JSON that parses but is no object: the body itself is named, never a 500.
+    for (const body of ['null', '[]', '"manual"', '3']) {
+      const notObject = await put(api, 'ada@example.com', { body });
+      expect(notObject, body).toMatchObject({ status: 400, json: { errors: [{ field: 'body' }] } });
+    }
     expect(await suppressionItems(api)).toEqual([]);
 
     const badCursor = await list(api, { cursor: 'bm90LWEtY3Vyc29y' });

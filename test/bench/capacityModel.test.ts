@@ -9,6 +9,7 @@ import {
   JOURNEY_IDS,
   JOURNEYS,
   type JourneyId,
+  keyLimitId,
   type LimitKind,
   limitIds,
   limitOf,
@@ -17,6 +18,7 @@ import {
   rate,
   shardsFor,
   sweeperRescue,
+  WARM_AT_10K,
 } from '../../bench/capacityModel.js';
 
 /**
@@ -87,6 +89,14 @@ describe('docs/capacity.md follows the capacity model', () => {
     expect(ceiling(JOURNEYS.grouped, 'groupHeadReplicas')).toBe(2_000);
     expect(prose).toContain(`one group's messages at one version stopped at ${approx(2_000)}/s`);
     expect(prose).toContain(`\`groupHeadReplicas\` ${Math.ceil(TARGET / 2_000)}`);
+  });
+
+  it("one tenant, one BCC on every message: that address's entry takes at most a partition's reads", () => {
+    const reads = (demand(JOURNEYS.bcc).limits[keyLimitId('suppressionEntry', 'read')] ?? 0) * TARGET;
+    expect(reads).toBeGreaterThan(0);
+    expect(reads).toBeLessThanOrEqual(PARTITION.readUnits);
+    // Cached per warm sender: as many as the plain path keeps busy at 10,000/s.
+    expect(Math.round(demand(JOURNEYS.immediate).senderSeconds * TARGET)).toBe(WARM_AT_10K.sender);
   });
 
   it('with default quotas and props no path reaches 10,000/s', () => {

@@ -78,6 +78,14 @@ describe('the SES bounce and complaint function', () => {
     ]);
   });
 
+  it('adds nothing for a complaint of feedback type not-spam: SES reports a correction, not a complaint', async () => {
+    const id = await sentMessage('stark');
+    const abuse = complaint(id, 'happy@example.net');
+    const notSpam = { ...abuse, complaint: { ...abuse.complaint, complaintFeedbackType: 'not-spam' } };
+    expect(await handle(snsEvent(notSpam))).toEqual({ added: 0, ignored: 1 });
+    expect(await entries('stark')).toEqual([]);
+  });
+
   it('reads configuration-set event publishing (eventType) as well', async () => {
     const id = await sentMessage('initech');
     expect(await handle(snsEvent(publishedBounceEvent(id, 'gone@example.org')))).toEqual({

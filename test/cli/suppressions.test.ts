@@ -108,6 +108,26 @@ describe('postdate suppressions', () => {
     ).rejects.toMatchObject({ name: 'CliError', exitCode: 1 });
   });
 
+  it("reads and removes a test side's own list (DESIGN §14: `acme.test`), apart from the live one", async () => {
+    // What a test key's PUT writes (DESIGN §14): the test side's list, keyed by its tenant id.
+    const list = new DynamoSuppressionList(documentClient(), tableName);
+    await list.put({ tenant: 'wonka.test', address: 'sim@example.com', reason: undefined, now: clock });
+    const listed = await suppressionsList(deps, { tenant: 'wonka.test', limit: 50 }, memoryOutput());
+    expect(listed.items.map((entry) => entry.address)).toEqual(['sim@example.com']);
+    expect((await suppressionsList(deps, { tenant: 'wonka', limit: 50 }, memoryOutput())).items).toEqual([]);
+    const removed = await suppressionsRemove(
+      deps,
+      { tenant: 'wonka.test', address: 'sim@example.com' },
+      memoryOutput(),
+    );
+    expect(removed.address).toBe('sim@example.com');
+    expect((await list.list('wonka.test', { limit: 10, after: null })).items).toEqual([]);
+    // Only the test side's suffix is taken: any other dot is still no tenant.
+    await expect(
+      suppressionsList(deps, { tenant: 'wonka.prod', limit: 50 }, memoryOutput()),
+    ).rejects.toMatchObject({ exitCode: 2 });
+  });
+
   it('keeps tenants apart', async () => {
     await suppressionsAdd(deps, { tenant: 'one', address: 'shared@example.com' }, memoryOutput());
     expect((await suppressionsList(deps, { tenant: 'two', limit: 50 }, memoryOutput())).items).toEqual([]);

@@ -39,8 +39,8 @@ describe('suppressed addresses', () => {
   });
 
   it('take a PUT body with an optional known reason and nothing else', () => {
-    expect(validateSuppressionRequest(undefined)).toEqual({ ok: true, value: { reason: 'manual' } });
-    expect(validateSuppressionRequest({})).toEqual({ ok: true, value: { reason: 'manual' } });
+    expect(validateSuppressionRequest(undefined)).toEqual({ ok: true, value: { reason: undefined } });
+    expect(validateSuppressionRequest({})).toEqual({ ok: true, value: { reason: undefined } });
     expect(validateSuppressionRequest({ reason: 'complaint' })).toEqual({
       ok: true,
       value: { reason: 'complaint' },
@@ -49,8 +49,10 @@ describe('suppressed addresses', () => {
     expect(bad.ok || bad.errors.map((error) => error.field)).toEqual(['/reason']);
     const unknown = validateSuppressionRequest({ reason: 'manual', note: 'x' });
     expect(unknown.ok || unknown.errors.map((error) => error.field)).toEqual(['/note']);
-    const notObject = validateSuppressionRequest([]);
-    expect(notObject.ok).toBe(false);
+    for (const notObject of [[], null, 'manual', 3]) {
+      const refused = validateSuppressionRequest(notObject);
+      expect(refused.ok || refused.errors.map((error) => error.field)).toEqual(['body']);
+    }
   });
 });
 

@@ -246,7 +246,10 @@ export async function createSenderRig(
   const log = new RecordingLog();
   const queue = new RecordingQueue(new SqsDispatchQueue(sqs, urls.send));
   const sleeps: number[] = [];
-  const store = new DynamoSenderStore(world.documents, world.tableName);
+  // The list's lookups age by the rig's clock (decision 0173): a test advances it past the window.
+  const store = new DynamoSenderStore(world.documents, world.tableName, {
+    suppressionLookups: { now: clock.now },
+  });
   const settings = { ...TEST_SETTINGS, ...options.settings };
 
   const newHandler = (overrides: Partial<SenderDependencies> = {}) =>

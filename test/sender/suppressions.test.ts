@@ -2,10 +2,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SUPPRESSION_REASON } from '../../lambdas/core/suppressions.js';
 import { messageView } from '../../lambdas/store/messageView.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
-import { DynamoSuppressionList } from '../../lambdas/store/suppressionList.js';
+import {
+  DynamoSuppressionList,
+  SUPPRESSION_MAX_AGE_MS,
+  SuppressionReadError,
+} from '../../lambdas/store/suppressionList.js';
+import { documentClient } from '../support/awsLocal.js';
 import { TENANT } from './records.js';
 import {
   createSenderRig,
+  type SenderHandler,
+  type SenderRig,
   type SenderWorld,
   startSenderWorld,
   storeWith,
@@ -133,6 +140,8 @@ describe('the sender and the suppression list', () => {
     expect(await rig.state(message.id)).toMatchObject({ status: 'retrying', rcpt_accepted: [0] });
 
     await list.put({ tenant: TENANT, address: 'later@example.com', reason: 'complaint', now: new Date() });
+    // The sender looked it up at the first attempt: the add applies within SUPPRESSION_MAX_AGE_MS (0173).
+    rig.clock.advance(SUPPRESSION_MAX_AGE_MS);
     const transactionsBefore = world.smtp.transactions;
     await rig.deliverNext();
     const done = await rig.state(message.id);
@@ -179,6 +188,103 @@ describe('the sender and the suppression list', () => {
     await rig.deliverNext();
     expect(await rig.state(message.id)).toMatchObject({ status: 'sent', rcpt_accepted: [0] });
   });
+  describe('an address on every message, looked up at most SUPPRESSION_MAX_AGE_MS ago (decision 0173)', () => {
+    /** Sends one message to a new recipient with `archive` beside it (a compliance copy) through `sender`. */
+    const sendWith = async (rig: SenderRig, sender: SenderHandler, archive: string) => {
+      const message = await rig.putMessage({ to: [`r${Math.random()}@example.com`], cc: [archive] });
+      await rig.dispatch(message);
+      await rig.run(await rig.receive({ waitSeconds: 3, max: 1 }), sender);
+      return rig.state(message.id);
+    };
+
+    it('an address added through the API is honoured by a warm sender within the window', async () => {
+      const rig = await createSenderRig(world);
+      world.smtp.script();
+      // A short window on the real clock, so the test waits for it (with a deadline) and stays fast.
+      const store = new DynamoSenderStore(world.documents, world.tableName, {
+        suppressionLookups: { maxAgeMs: 300 },
+      });
+      const sender = rig.newHandler({ store });
+      expect(await sendWith(rig, sender, 'archive@example.com')).toMatchObject({
+        status: 'sent',
+        rcpt_accepted: [0, 1],
+      });
+      expect((await suppressThroughApi(world, 'archive@example.com', rig.clock.now)).status).toBe(200);
+
+      const deadline = Date.now() + 10_000;
+      let last = await sendWith(rig, sender, 'archive@example.com');
+      while (last.rcpt_suppressed?.length !== 1 && Date.now() < deadline) {
+        last = await sendWith(rig, sender, 'archive@example.com');
+      }
+      expect(last).toMatchObject({ status: 'sent', rcpt_accepted: [0], rcpt_suppressed: [1] });
+    });
+
+    it('reads the entry of an address on every message once per window, not once per message', async () => {
+      const rig = await createSenderRig(world);
+      world.smtp.script();
+      const documents = documentClient();
+      let archiveReads = 0;
+      documents.middlewareStack.add(
+        (next) => async (args) => {
+          const input = args.input as { RequestItems?: Record<string, { Keys?: { sk?: unknown }[] }> };
+          for (const request of Object.values(input.RequestItems ?? {})) {
+            archiveReads += (request.Keys ?? []).filter((key) => key.sk === 'copies@example.com').length;
+          }
+          return next(args);
+        },
+        { step: 'initialize', name: 'countArchiveReads' },
+      );
+      const store = new DynamoSenderStore(documents, world.tableName, {
+        suppressionLookups: { now: rig.clock.now },
+      });
+      const sender = rig.newHandler({ store });
+      for (let n = 0; n < 3; n++) {
+        expect(await sendWith(rig, sender, 'copies@example.com')).toMatchObject({ status: 'sent' });
+      }
+      expect(archiveReads).toBe(1);
+
+      rig.clock.advance(SUPPRESSION_MAX_AGE_MS);
+      expect(await sendWith(rig, sender, 'copies@example.com')).toMatchObject({ status: 'sent' });
+      expect(archiveReads).toBe(2);
+    });
+
+    it('asks for throttled keys again after growing, jittered pauses, and gives up as unread after five rounds', async () => {
+      const throttled = (rounds: number) => {
+        const documents = documentClient();
+        let calls = 0;
+        documents.middlewareStack.add(
+          (next) => async (args) => {
+            const input = args.input as { RequestItems?: Record<string, { Keys?: unknown[] }> };
+            if (input.RequestItems === undefined || calls++ >= rounds) return next(args);
+            // What DynamoDB answers a throttled BatchGetItem: nothing read, every key unprocessed.
+            const unprocessed = Object.fromEntries(
+              Object.entries(input.RequestItems).map(([table, request]) => [table, { Keys: request.Keys }]),
+            );
+            return { output: { Responses: {}, UnprocessedKeys: unprocessed, $metadata: {} } } as never;
+          },
+          { step: 'initialize', priority: 'high', name: 'throttleBatchGets' },
+        );
+        return documents;
+      };
+      await list.put({ tenant: TENANT, address: 'slow@example.com', reason: 'manual', now: new Date() });
+      const pauses: number[] = [];
+      const options = { random: () => 1, sleep: async (ms: number) => void pauses.push(ms) };
+
+      const twice = new DynamoSuppressionList(throttled(2), world.tableName, options);
+      expect(await twice.suppressedAmong(TENANT, ['slow@example.com', 'fine@example.com'])).toEqual(
+        new Set(['slow@example.com']),
+      );
+      expect(pauses).toEqual([50, 100]);
+
+      pauses.length = 0;
+      const always = new DynamoSuppressionList(throttled(Number.POSITIVE_INFINITY), world.tableName, options);
+      await expect(always.suppressedAmong(TENANT, ['slow@example.com'])).rejects.toBeInstanceOf(
+        SuppressionReadError,
+      );
+      expect(pauses).toEqual([50, 100, 200, 400]);
+    });
+  });
+
   describe('a recipient whose domain is internationalised (DESIGN §12; decision 0153)', () => {
     const spellings = [
       ['in Unicode', 'in punycode', 'ada@bücher.example', 'Ada@xn--bcher-kva.example'],

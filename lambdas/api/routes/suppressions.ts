@@ -65,11 +65,10 @@ export function suppressionRoutes(
       const request = validateSuppressionRequest(body);
       const errors = [...(address.ok ? [] : address.errors), ...(request.ok ? [] : request.errors)];
       if (!address.ok || !request.ok) return problemResult(validationProblem(errors));
-      const given = body !== undefined && (body as { reason?: unknown }).reason !== undefined;
       const entry = await list.put({
         tenant,
         address: address.value,
-        reason: given ? request.value.reason : undefined,
+        reason: request.value.reason,
         now: deps.now(),
       });
       return jsonResult(200, entry, {}, { reason: entry.reason });
