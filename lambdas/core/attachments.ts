@@ -167,6 +167,7 @@ export function sha256Hex(bytes: Uint8Array): string {
 /** What `POST /v1/attachments` reserved: kept beside the upload (`declarationKey`), read by the enqueue. */
 export interface UploadDeclaration {
   readonly filename: string;
+  /** As the client declared it, its case kept: the upload URL signs exactly this. */
   readonly content_type: string;
   readonly size: number;
 }
@@ -208,7 +209,7 @@ export function uploadMismatch(
   if (found === undefined) return 'nothing was uploaded to its upload_url yet';
   if (found.size !== declared.size)
     return `the uploaded file is ${found.size} bytes, ${declared.size} were declared`;
-  if (found.contentType.toLowerCase() !== declared.content_type)
+  if (found.contentType.toLowerCase() !== declared.content_type.toLowerCase())
     return `the uploaded file's Content-Type is not the ${declared.content_type} declared`;
   return null;
 }
