@@ -105,10 +105,17 @@ export const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]
 /** What `POST /v1/attachments` hands out: `att_` and a lower-case ULID-like token. */
 export const ATTACHMENT_ID_PATTERN = /^att_[0-9a-z]{26}$/;
 
-/** The last extension of a filename, lower-case, or '' when it has none. */
+/**
+ * The last extension of a filename, lower-case, or '' when it has none. Trailing dots and whitespace
+ * are not part of the name: Windows drops them on saving, so `invoice.exe. ` is an `.exe`.
+ */
 export function extensionOf(filename: string): string {
-  const dot = filename.lastIndexOf('.');
-  return dot <= 0 ? '' : filename.slice(dot + 1).toLowerCase();
+  let end = filename.length;
+  // A loop, not /[.\s]+$/: that regex is quadratic on a long run of dots followed by a letter.
+  while (end > 0 && /[.\s]/u.test(filename.charAt(end - 1))) end -= 1;
+  const name = filename.slice(0, end);
+  const dot = name.lastIndexOf('.');
+  return dot <= 0 ? '' : name.slice(dot + 1).toLowerCase();
 }
 
 /** The content type a file is sent with: the one given (lower-cased), else derived from its extension. */
