@@ -13,6 +13,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { SQS_MAX_BATCH } from '../lambdas/core/queueLimits.js';
+import { LIMITS as REQUEST_LIMITS } from '../lambdas/core/requestLimits.js';
 import { SENDER_LANES } from '../lambdas/sender/createSenderHandler.js';
 import { INDEX_SHARDS, SUPPRESSION_SHARDS, WEBHOOK_DELIVERY_SHARDS } from '../lambdas/store/tableLayout.js';
 import { TEMPLATE_HEAD_MAX_AGE_MS } from '../lambdas/store/templateStore.js';
@@ -723,8 +724,8 @@ export const JOURNEYS = {
     deliveries: EVENTS_PER_MESSAGE * A.endpoints,
   },
   batch: {
-    label: 'batch (not built)',
-    apiRequests: 1 / 100,
+    label: `batch of ${REQUEST_LIMITS.maxBatchMessages}`,
+    apiRequests: 1 / REQUEST_LIMITS.maxBatchMessages,
     calls: immediateCalls,
     copies: IMMEDIATE_COPIES,
     deliveries: 0,
