@@ -13,6 +13,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { SQS_MAX_BATCH } from '../lambdas/core/queueLimits.js';
+import { LIMITS as REQUEST_LIMITS } from '../lambdas/core/requestLimits.js';
 import { SENDER_LANES } from '../lambdas/sender/createSenderHandler.js';
 import { SUPPRESSION_MAX_AGE_MS } from '../lambdas/store/suppressionList.js';
 import { INDEX_SHARDS, SUPPRESSION_SHARDS, WEBHOOK_DELIVERY_SHARDS } from '../lambdas/store/tableLayout.js';
@@ -749,8 +750,8 @@ export const JOURNEYS = {
     deliveries: 0,
   },
   batch: {
-    label: 'batch (not built)',
-    apiRequests: 1 / 100,
+    label: `batch of ${REQUEST_LIMITS.maxBatchMessages}`,
+    apiRequests: 1 / REQUEST_LIMITS.maxBatchMessages,
     calls: immediateCalls,
     copies: IMMEDIATE_COPIES,
     deliveries: 0,

@@ -39,7 +39,10 @@ export interface EnqueueFileReport {
   readonly sent: number;
   readonly created: number;
   readonly replayed: number;
+  /** Answered 4xx: not stored. */
   readonly refused: number;
+  /** Answered 5xx: the write may have landed with its answer lost; running the file again replays it. */
+  readonly unknown: number;
   /** Every item was stored (new or replayed). */
   readonly ok: boolean;
 }
@@ -67,7 +70,7 @@ export async function messagesEnqueue(
   const judged = options.mode === 'strict' && items.length > LIMITS.maxBatchMessages;
   const size = judged ? JUDGED_BATCH_SIZE : LIMITS.maxBatchMessages;
   if (judged) await judgeEveryBatch(client, items, out);
-  const counts = { created: 0, replayed: 0, refused: 0 };
+  const counts = { created: 0, replayed: 0, refused: 0, unknown: 0 };
   for (let start = 0; start < items.length; start += size) {
     const batch = items.slice(start, start + size);
     let results: readonly BatchResult[];
@@ -81,6 +84,7 @@ export async function messagesEnqueue(
       const line = items[result.index]?.line ?? 0;
       if (result.status === 202) counts.created++;
       else if (result.status === 200) counts.replayed++;
+      else if (result.status >= 500) counts.unknown++;
       else counts.refused++;
       out.line(out.json ? JSON.stringify({ line, ...result }) : describeResult(line, result));
     }
@@ -88,10 +92,13 @@ export async function messagesEnqueue(
   }
   if (!out.json) {
     out.warn(
-      `${items.length} sent: ${counts.created} new, ${counts.replayed} replayed, ${counts.refused} refused`,
+      `${items.length} sent: ${counts.created} new, ${counts.replayed} replayed, ${counts.refused} refused` +
+        (counts.unknown === 0
+          ? ''
+          : `, ${counts.unknown} unknown (a 5xx: maybe stored; run the file again, each line replays under its key)`),
     );
   }
-  return { sent: items.length, ...counts, ok: counts.refused === 0 };
+  return { sent: items.length, ...counts, ok: counts.refused === 0 && counts.unknown === 0 };
 }
 
 /** A judged batch's lines: one place is left for the item no enqueue accepts. */
@@ -273,5 +280,6 @@ function describeResult(line: number, result: BatchResult): string {
     return `line ${line}: ${result.status} ${result.message.id} ${word}`;
   }
   const fields = result.problem?.errors?.map((error) => `${error.field} ${error.message}`).join('; ');
-  return `line ${line}: ${result.status} ${fields || result.problem?.detail || 'refused'}`;
+  const unknown = result.status >= 500 ? ' (maybe stored: run the file again)' : '';
+  return `line ${line}: ${result.status} ${fields || result.problem?.detail || 'refused'}${unknown}`;
 }

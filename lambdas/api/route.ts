@@ -15,7 +15,7 @@ import type {
 import type { AuthorizerContext } from '../core/authorizerContext.js';
 import type { Config } from '../core/config.js';
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails, problem } from '../core/problem.js';
-import { IDEMPOTENCY_KEY_PATTERN, LIMITS } from '../core/requestLimits.js';
+import { bytesBeyondInline, IDEMPOTENCY_KEY_PATTERN, LIMITS } from '../core/requestLimits.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
 import { SIDE_TENANT_PATTERN } from '../core/testSide.js';
 import type { ApiStore, TransitionResult } from '../ports/ApiStore.js';
@@ -226,8 +226,8 @@ export function readJsonBody(
   }
   try {
     const value: unknown = JSON.parse(text);
-    if (bytes.length - inlineContentLength(value) > maxBytes)
-      return { ok: false, problem: tooLarge(maxBytes) };
+    const oversized = bodySizeProblem(value, maxBytes);
+    if (oversized) return { ok: false, problem: oversized };
     return { ok: true, value };
   } catch {
     return {
@@ -239,16 +239,12 @@ export function readJsonBody(
   }
 }
 
-/** The characters of inline attachments' base64 `content` in a parsed body (0 when it has none). */
-function inlineContentLength(value: unknown): number {
-  const attachments = (value as { attachments?: unknown } | null)?.attachments;
-  if (!Array.isArray(attachments)) return 0;
-  let length = 0;
-  for (const attachment of attachments) {
-    const content = (attachment as { content?: unknown } | null)?.content;
-    if (typeof content === 'string') length += content.length;
-  }
-  return length;
+/**
+ * The 413 of a parsed body over `maxBytes` beside its inline attachments' content
+ * (bytesBeyondInline), or null: a single enqueue's body and each batch item are judged by it.
+ */
+export function bodySizeProblem(value: unknown, maxBytes: number): ProblemDetails | null {
+  return bytesBeyondInline(value) > maxBytes ? tooLarge(maxBytes) : null;
 }
 
 function tooLarge(maxBytes: number): ProblemDetails {

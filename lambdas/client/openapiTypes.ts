@@ -52,7 +52,7 @@ export interface paths {
      *     - `mode: "permissive"` (default): every valid item is enqueued; each other one is reported in its result.
      *     - `mode: "strict"`: every item is judged first; if one is invalid nothing is enqueued and the answer is a 400 whose `errors` name each failing item (`/messages/3/to`).
      *
-     *     An item given a key already given earlier in the same batch is a 400 for that item. The whole body is at most 2 MiB, each item at most 256 KiB as JSON (that item's 413).
+     *     An item given a key already given earlier in the same batch is a 400 for that item. The whole body is at most 2 MiB, each item at most 256 KiB as JSON beside its inline attachments' content, as a single enqueue (that item's 413).
      */
     post: operations['enqueueBatch'];
     delete?: never;
@@ -969,7 +969,7 @@ export interface components {
       };
     };
     BatchEnqueueRequest: {
-      /** @description 1–100 enqueue bodies (EnqueueRequest: the same rules, each at most 256 KiB as JSON), each with its own `idempotency_key`. */
+      /** @description 1–100 enqueue bodies (EnqueueRequest: the same rules, each at most 256 KiB as JSON beside inline attachments' content), each with its own `idempotency_key`. */
       messages: (components['schemas']['InlineBatchItem'] | components['schemas']['TemplateBatchItem'])[];
       /**
        * @description `permissive` (default): every valid item is enqueued and each other one reported in its result. `strict`: every item is judged first, and if one is invalid nothing is enqueued (400 naming each failing item).

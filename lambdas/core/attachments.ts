@@ -105,10 +105,17 @@ export const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]
 /** What `POST /v1/attachments` hands out: `att_` and a lower-case ULID-like token. */
 export const ATTACHMENT_ID_PATTERN = /^att_[0-9a-z]{26}$/;
 
-/** The last extension of a filename, lower-case, or '' when it has none. */
+/**
+ * The last extension of a filename, lower-case, or '' when it has none. Trailing dots and whitespace
+ * are not part of the name: Windows drops them on saving, so `invoice.exe. ` is an `.exe`.
+ */
 export function extensionOf(filename: string): string {
-  const dot = filename.lastIndexOf('.');
-  return dot <= 0 ? '' : filename.slice(dot + 1).toLowerCase();
+  let end = filename.length;
+  // A loop, not /[.\s]+$/: that regex is quadratic on a long run of dots followed by a letter.
+  while (end > 0 && /[.\s]/u.test(filename.charAt(end - 1))) end -= 1;
+  const name = filename.slice(0, end);
+  const dot = name.lastIndexOf('.');
+  return dot <= 0 ? '' : name.slice(dot + 1).toLowerCase();
 }
 
 /** The content type a file is sent with: the one given (lower-cased), else derived from its extension. */
@@ -167,6 +174,7 @@ export function sha256Hex(bytes: Uint8Array): string {
 /** What `POST /v1/attachments` reserved: kept beside the upload (`declarationKey`), read by the enqueue. */
 export interface UploadDeclaration {
   readonly filename: string;
+  /** As the client declared it, its case kept: the upload URL signs exactly this. */
   readonly content_type: string;
   readonly size: number;
 }
@@ -208,7 +216,7 @@ export function uploadMismatch(
   if (found === undefined) return 'nothing was uploaded to its upload_url yet';
   if (found.size !== declared.size)
     return `the uploaded file is ${found.size} bytes, ${declared.size} were declared`;
-  if (found.contentType.toLowerCase() !== declared.content_type)
+  if (found.contentType.toLowerCase() !== declared.content_type.toLowerCase())
     return `the uploaded file's Content-Type is not the ${declared.content_type} declared`;
   return null;
 }

@@ -102,7 +102,7 @@ export const BatchEnqueueBodyDocumentSchema = z
       .min(1)
       .max(LIMITS.maxBatchMessages)
       .meta({
-        description: `1–${LIMITS.maxBatchMessages} enqueue bodies (EnqueueRequest: the same rules, each at most ${LIMITS.maxBodyBytes / 1024} KiB as JSON), each with its own \`idempotency_key\`.`,
+        description: `1–${LIMITS.maxBatchMessages} enqueue bodies (EnqueueRequest: the same rules, each at most ${LIMITS.maxBodyBytes / 1024} KiB as JSON beside inline attachments' content), each with its own \`idempotency_key\`.`,
       }),
     mode: BatchModeSchema.optional(),
   })

@@ -125,8 +125,8 @@ export type SenderTimeMetric = 'SmtpDuration' | 'Lateness';
 
 /**
  * The sweeper's metrics: a gauge per status that waits for an operator — how many such messages
- * exist, published every run, so their alarms stay on while any exists — and the count of copies it
- * re-dispatched.
+ * exist, published every run, so their alarms stay on while any exists — and the count of live
+ * messages' copies it re-dispatched (a test message moves no series, DESIGN §14).
  */
 export const SWEEPER_METRIC = {
   waiting: {

@@ -43,9 +43,27 @@ export const LIMITS = {
   /** Items of one POST /v1/messages/batch (DESIGN §3a). */
   maxBatchMessages: 100,
   /**
-   * A batch's whole body (HTTP: 413 above it); each item is still at most maxBodyBytes as JSON.
-   * Lambda takes at most 6 MB per synchronous invocation, the body escaped inside the event's JSON
+   * A batch's whole body (HTTP: 413 above it); each item is still held to maxBodyBytes as a single
+   * enqueue is (bytesBeyondInline). Lambda takes at most 6 MB per synchronous invocation, the body escaped inside the event's JSON
    * (at worst twice its size): docs/decisions/0076-batch-body-bound.md.
    */
   maxBatchBodyBytes: 2 * 1024 * 1024,
 } as const;
+
+/**
+ * An enqueue body's size as `LIMITS.maxBodyBytes` holds it: its JSON in UTF-8 with each inline
+ * attachment's base64 `content` left out (counted as `""`), since POSTDATE_INLINE_ATTACHMENT_MAX_KB
+ * bounds those bytes instead (DESIGN §3, §13). A single enqueue and each batch item are measured by
+ * this one rule, so an item answers the 413 a single enqueue of it would, and no other (§3a).
+ */
+export function bytesBeyondInline(value: unknown): number {
+  let bytes = Buffer.byteLength(JSON.stringify(value) ?? '');
+  const attachments = (value as { attachments?: unknown } | null)?.attachments;
+  if (!Array.isArray(attachments)) return bytes;
+  for (const attachment of attachments) {
+    const content = (attachment as { content?: unknown } | null)?.content;
+    // The quotes stay: the body is measured as if the content were empty.
+    if (typeof content === 'string') bytes -= Buffer.byteLength(JSON.stringify(content)) - 2;
+  }
+  return bytes;
+}

@@ -113,8 +113,10 @@ export function validateAttachmentUpload(
         ],
       };
     }
+    // The type as declared, not lower-cased: the upload URL signs it, and SigV4 compares the PUT's
+    // header exactly (uploadMismatch and contentTypeFor ignore its case).
     const { filename, content_type, size } = parsed.data;
-    return { ok: true, value: { filename, content_type: content_type.toLowerCase(), size } };
+    return { ok: true, value: { filename, content_type, size } };
   });
 }
 

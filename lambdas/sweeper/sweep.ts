@@ -12,6 +12,7 @@ import {
   refusedGauge,
   type SendersHold,
 } from '../core/sweepDecision.js';
+import { isLiveSide } from '../core/testSide.js';
 import type { DeadLetterCopies } from '../ports/DeadLetterCopies.js';
 import type { DispatchQueue, QueuedCopy } from '../ports/DispatchQueue.js';
 import type { DueCursor, DueEntry, DueIndex } from '../ports/DueIndex.js';
@@ -157,6 +158,8 @@ export function firstShardOfRun(now: Date, shards: number): number {
 
 interface PageTally {
   redispatched: number;
+  /** Of those, live messages': the `Redispatched` series, which no test message moves (DESIGN §14). */
+  liveRedispatched: number;
   failed: number;
   skipped: number;
   paused: number;
@@ -184,10 +187,18 @@ interface PageTally {
  * (staleDeadLetters.ts): stale copies off, each waiting dead message's copy kept alive.
  */
 export async function sweep(deps: SweepDeps): Promise<SweepReport> {
-  const tally: PageTally = { redispatched: 0, failed: 0, skipped: 0, paused: 0, refused: 0, unstamped: 0 };
+  const tally: PageTally = {
+    redispatched: 0,
+    liveRedispatched: 0,
+    failed: 0,
+    skipped: 0,
+    paused: 0,
+    refused: 0,
+    unstamped: 0,
+  };
   const gate = await readGate(deps);
   const pass = await sweepShards(deps, tally, gate);
-  deps.metrics?.count(SWEEPER_METRIC.redispatched, tally.redispatched);
+  deps.metrics?.count(SWEEPER_METRIC.redispatched, tally.liveRedispatched);
   const refused = refusedGauge({
     refused: tally.refused,
     wholeIndexRead: pass.shardErrors.length === 0 && pass.truncatedShards.length === 0,
@@ -374,7 +385,11 @@ async function sweepPage(
   if (live.length === 0) return 0;
   const records = await deps.records.read(live.map((entry) => entry.id));
   const now = deps.now();
-  const planned: { copy: QueuedCopy; stamp: Parameters<SweepRecords['recordRedispatch']>[0] }[] = [];
+  const planned: {
+    copy: QueuedCopy;
+    stamp: Parameters<SweepRecords['recordRedispatch']>[0];
+    live: boolean;
+  }[] = [];
   for (const entry of live) {
     const record = records.get(entry.id);
     const decision = decideSweep({
@@ -401,6 +416,8 @@ async function sweepPage(
         sweepCount: decision.sweepCount,
         now,
       },
+      // A refused record is never re-dispatched (decideSweep); the narrowing only tells TypeScript.
+      live: !('refusal' in record) && isLiveSide(record.tenant),
     });
   }
   if (planned.length === 0) return 0;
@@ -416,6 +433,7 @@ async function sweepPage(
   }
   const sent = planned.filter((plan) => !result.failed.includes(plan.copy));
   tally.redispatched += sent.length;
+  tally.liveRedispatched += sent.filter((plan) => plan.live).length;
   // A few stamps at once: the shard's pace, not the latency, bounds its `due` writes (SWEEP_PACE).
   await runWithConcurrency(sent, SWEEP_PACE.stampsAtOnce, async (plan) => {
     deps.log?.info('sweeper re-dispatched a stuck message', {

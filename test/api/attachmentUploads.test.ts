@@ -187,6 +187,20 @@ describe('an enqueue referencing an upload', () => {
     expect(await store.read(copied)).toEqual(new Uint8Array(scan));
   });
 
+  it('takes a type declared with capitals (media types are case-insensitive, RFC 6838): the PUT with the declared header lands, the message lists it lower-case', async () => {
+    const api = await uploadApi();
+    const tenant = freshTenant();
+    const id = await upload(api, tenant, 'Invoice.pdf', PDF, 'application/PDF');
+    const res = await api.call(
+      enqueueEvent(validBody({ attachments: [{ attachment_id: id }] }), { key: 'caps', tenant }),
+    );
+
+    expect(res.status).toBe(202);
+    expect(res.json.attachments).toEqual([
+      { filename: 'Invoice.pdf', content_type: 'application/pdf', size: PDF.length, sha256: sha256(PDF) },
+    ]);
+  });
+
   it('answers a replay 200 (the same id, or the same bytes uploaded again) and another file under the same name 422, the original untouched', async () => {
     const api = await uploadApi();
     const tenant = freshTenant();

@@ -169,6 +169,46 @@ describe('POST /v1/messages/batch with attachments', () => {
     expect(await api.scanAll()).toEqual([]);
   });
 
+  it('answers an item carrying 300 KiB of inline files 202, as a single enqueue of its body does: inline content is not held to 256 KiB (DESIGN §3a, §13)', async () => {
+    const api = await bucketApi();
+    const tenant = freshTenant();
+    const body = validBody({ attachments: [inline('statement.pdf', randomBytes(300 * 1024))] });
+
+    const single = await api.call(
+      apiEvent({
+        method: 'POST',
+        path: '/v1/messages',
+        headers: { 'Idempotency-Key': 'alone' },
+        body,
+        tenant,
+      }),
+    );
+    const batch = await sendBatch(api, tenant, { messages: [{ idempotency_key: 'in-batch', ...body }] });
+
+    expect(single.status).toBe(202);
+    expect(batch.status).toBe(200);
+    expect((batch.json.results as BatchResult[]).map((result) => result.status)).toEqual([single.status]);
+  });
+
+  it('answers an item whose content beside its inline files is over 256 KiB 413, as a single enqueue does', async () => {
+    const api = await bucketApi();
+    const tenant = freshTenant();
+    const body = validBody({
+      text: 'x'.repeat(256 * 1024),
+      attachments: [inline('statement.pdf', randomBytes(1024))],
+    });
+
+    const single = await api.call(
+      apiEvent({ method: 'POST', path: '/v1/messages', headers: { 'Idempotency-Key': 'big' }, body, tenant }),
+    );
+    const batch = await sendBatch(api, tenant, { messages: [{ idempotency_key: 'big', ...body }] });
+
+    expect(single.status).toBe(413);
+    const results = batch.json.results as (BatchResult & { problem?: { detail?: string } })[];
+    expect(results.map((result) => result.status)).toEqual([413]);
+    expect(results[0]?.problem?.detail).toBe((single.json as { detail?: string }).detail);
+  });
+
   it('in permissive mode enqueues the valid items with their files and answers each other item as a single enqueue would', async () => {
     const api = await bucketApi({ inlineAttachmentMaxKb: 64 });
     const tenant = freshTenant();

@@ -20,6 +20,7 @@ import {
   sweeperRescue,
   WARM_AT_10K,
 } from '../../bench/capacityModel.js';
+import { LIMITS } from '../../lambdas/core/requestLimits.js';
 
 /**
  * docs/capacity.md says where 10,000 messages/s binds (DESIGN §4). Its tables come from
@@ -122,6 +123,14 @@ describe("the sweeper's rescue (DESIGN §5a at 10,000/s)", () => {
     expect(r.runsFor(r.perRun + 1)).toBe(2);
     expect(prose).toContain(`${rate(RESCUE.lost)} lost messages`);
     expect(prose).toContain(`${r.runsFor(RESCUE.lost)} runs`);
+  });
+});
+
+describe('the batch journey', () => {
+  it('is the built POST /v1/messages/batch (DESIGN §3a): one request for as many messages as it takes, labelled as built', () => {
+    expect(JOURNEYS.batch.apiRequests).toBe(1 / LIMITS.maxBatchMessages);
+    expect(JOURNEYS.batch.label).not.toMatch(/not built/);
+    expect(page).not.toMatch(/batch \(not built\)/);
   });
 });
 

@@ -8,6 +8,7 @@ import { messagesEnqueue } from '../../cli/messagesEnqueue.js';
 import { type MemoryOutput, memoryOutput } from '../../cli/output.js';
 import { createPostdateClient } from '../../lambdas/client/index.js';
 import { messageIdFor } from '../../lambdas/core/ids.js';
+import type { ApiStore } from '../../lambdas/ports/ApiStore.js';
 import { apiHarness } from '../api/apiHarness.js';
 
 type Harness = Awaited<ReturnType<typeof apiHarness>>;
@@ -18,8 +19,11 @@ import { apiEvent, validBody } from '../api/events.js';
  * `beforeRequest(n)` runs before the n-th request (1-based) reaches the api: a test changes the
  * API's state there (archives a template) or makes the request go unanswered (throws).
  */
-async function clientOnHarness(beforeRequest?: (n: number, api: Harness) => Promise<void>) {
-  const api = await apiHarness();
+async function clientOnHarness(
+  beforeRequest?: (n: number, api: Harness) => Promise<void>,
+  harness: Parameters<typeof apiHarness>[0] = {},
+) {
+  const api = await apiHarness(harness);
   const requests: string[] = [];
   const client = createPostdateClient({
     baseUrl: 'http://postdate.test',
@@ -77,7 +81,7 @@ describe('postdate messages enqueue --file', () => {
     const report = await messagesEnqueue(client, { text: `${lines(150)}\n` }, out);
 
     expect(requests).toEqual(['POST /v1/messages/batch', 'POST /v1/messages/batch']);
-    expect(report).toEqual({ sent: 150, created: 150, replayed: 0, refused: 0, ok: true });
+    expect(report).toEqual({ sent: 150, created: 150, replayed: 0, refused: 0, unknown: 0, ok: true });
     const printed = out.lines.map(
       (line) => JSON.parse(line) as { line: number; status: number; message: { id: string } },
     );
@@ -106,6 +110,31 @@ describe('postdate messages enqueue --file', () => {
     );
     expect(requests).toHaveLength(1);
   });
+  it('counts a line answered 500 as unknown, not refused: it may be stored, so the run says to run the file again, and that replays it (DESIGN §3a)', async () => {
+    const lost = `MSG#${messageIdFor('acme', 'file-1')}`;
+    let losing = true;
+    // The write of line 2 lands, then its answer is lost: the item's 500 inside the batch's 200.
+    const wrapStore = (store: ApiStore) =>
+      Object.assign(Object.create(store) as ApiStore, {
+        putNew: async (record: Parameters<ApiStore['putNew']>[0]) => {
+          const result = await store.putNew(record);
+          if (losing && record.sk === 'STATE' && record.pk === lost) throw new Error('injected: answer lost');
+          return result;
+        },
+      });
+    const { client } = await clientOnHarness(undefined, { wrapStore });
+    const out = memoryOutput();
+
+    const report = await messagesEnqueue(client, { text: lines(3) }, out);
+
+    expect(out.lines[1]).toMatch(/^line 2: 500 /);
+    expect(report).toMatchObject({ sent: 3, created: 2, refused: 0, unknown: 1, ok: false });
+    expect(out.warnings.join('\n')).toMatch(/1 unknown.*run the file again/s);
+    losing = false;
+    const again = await messagesEnqueue(client, { text: lines(3) }, memoryOutput());
+    expect(again).toMatchObject({ created: 0, replayed: 3, refused: 0, unknown: 0, ok: true });
+  });
+
   it('counts index and /messages/N in the file, not in the batch of 100: line 120 is item 119', async () => {
     const { client } = await clientOnHarness();
     const out = memoryOutput({ json: true });
@@ -148,7 +177,7 @@ describe('postdate messages enqueue --file', () => {
       return JSON.stringify({ idempotency_key: `sized-${i}`, ...body });
     }).join('\n');
     const report = await messagesEnqueue(client, { text, mode: 'strict' }, memoryOutput({ json: true }));
-    expect(report).toEqual({ sent: 200, created: 200, replayed: 0, refused: 0, ok: true });
+    expect(report).toEqual({ sent: 200, created: 200, replayed: 0, refused: 0, unknown: 0, ok: true });
   }, 60_000);
 
   it('strict, a batch refused after the ones before it were enqueued: their lines are answered, the error says from which line nothing was stored', async () => {

@@ -8,7 +8,9 @@ import {
   base64DecodedLength,
   changesAttachmentLifetime,
   contentTypeFor,
+  EXECUTABLE_EXTENSIONS,
   encodedAttachmentBytes,
+  filenameProblem,
   maxUploadBytes,
   messageAttachmentKey,
   messageSizeCheck,
@@ -52,6 +54,30 @@ describe('attachment validation (DESIGN §13)', () => {
     const [error] = errorsOf([{ filename, content: b64('x') }]);
     expect(error?.field).toBe('/attachments/0/filename');
     expect(error?.message).toMatch(message);
+  });
+
+  it('refuses an executable name followed by dots or spaces, which Windows strips on saving (invoice.exe. is invoice.exe)', () => {
+    const stem = fc.stringMatching(/^[A-Za-z0-9 _()-]{1,40}$/).filter((name) => name.trim() !== '');
+    const extension = fc
+      .constantFrom(...EXECUTABLE_EXTENSIONS)
+      .chain((ext) => fc.constantFrom(ext, ext.toUpperCase()));
+    const tail = fc.array(fc.constantFrom('.', ' '), { minLength: 1, maxLength: 6 }).map((c) => c.join(''));
+    fc.assert(
+      fc.property(stem, extension, tail, (name, ext, trailing) => {
+        expect(filenameProblem(`${name}.${ext}${trailing}`)).toMatch(
+          new RegExp(`^\\.${ext.toLowerCase()} files are refused as executable`),
+        );
+      }),
+    );
+    expect(errorsOf([{ filename: 'invoice.exe. ', content: b64('x') }])).toEqual([
+      { field: '/attachments/0/filename', message: expect.stringMatching(/executable/) },
+    ]);
+  });
+
+  it('still takes a safe name followed by dots or spaces', () => {
+    expect(filenameProblem('invoice.pdf.')).toBeNull();
+    expect(filenameProblem('invoice.pdf  ')).toBeNull();
+    expect(filenameProblem('exe.')).toBeNull();
   });
 
   it('allows non-ASCII filenames (the mailer encodes them, RFC 2231)', () => {

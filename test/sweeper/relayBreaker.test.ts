@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { SWEEPER_METRIC } from '../../lambdas/core/metricNames.js';
 import { NEVER_OPENED, opened, PROBE_TOKEN_ID } from '../../lambdas/core/relayBreaker.js';
 import { testSideOf } from '../../lambdas/core/testSide.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
@@ -13,8 +14,8 @@ import { SWEEP_GATE_SETTINGS as SETTINGS, sweepWorld } from './sweepWorld.js';
  */
 
 async function world() {
-  const { tableName, documents, gate: store, queue, run } = await sweepWorld('sweep-breaker');
-  return { tableName, documents, store, queue, run };
+  const { tableName, documents, gate: store, queue, run, gauges } = await sweepWorld('sweep-breaker');
+  return { tableName, documents, store, queue, run, gauges };
 }
 
 describe('the sweeper and the relay breaker', () => {
@@ -54,6 +55,20 @@ describe('the sweeper and the relay breaker', () => {
     expect(w.queue.of(test.id)).toBe(1);
     expect(w.queue.of(live.id)).toBe(0);
     expect(report.redispatched).toBe(1);
+  });
+
+  it('counts only live messages in Redispatched: a test message moves no dashboard series (DESIGN §14), though the run reports both', async () => {
+    const w = await world();
+    const sendAt = new Date(Date.now() - 3_600_000);
+    const live = await putMessage(w.documents, w.tableName, sendAt);
+    const test = await putMessage(w.documents, w.tableName, sendAt, { tenant: testSideOf('acme') });
+
+    const report = await w.run(new Date());
+
+    expect([w.queue.of(live.id), w.queue.of(test.id)]).toEqual([1, 1]);
+    expect(report.redispatched).toBe(2);
+    const series = w.gauges.filter((metric) => metric.name === SWEEPER_METRIC.redispatched);
+    expect(series.map((metric) => metric.value)).toEqual([1]);
   });
 
   it('with the breaker closed it sweeps as before', async () => {

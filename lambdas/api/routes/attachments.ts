@@ -18,6 +18,7 @@ import {
   type AttachmentInput,
   type AttachmentSizeLimits,
   attachmentWriteToken,
+  contentTypeFor,
   declarationBytes,
   declarationKey,
   keptUploadCopy,
@@ -212,8 +213,14 @@ export async function storeAttachments(
           ? (await store.copy(from, key, pending))?.sha256
           : (kept ?? (await store.hash(from)));
       if (sha256 === undefined) return undefined;
-      const { filename, content_type, size } = declaration;
-      return { filename, content_type, size, sha256, key };
+      const { filename, size } = declaration;
+      return {
+        filename,
+        content_type: contentTypeFor(filename, declaration.content_type),
+        size,
+        sha256,
+        key,
+      };
     }),
   );
   const gone = stored.indexOf(undefined);

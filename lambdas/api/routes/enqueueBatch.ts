@@ -25,6 +25,7 @@ import { LIMITS } from '../../core/requestLimits.js';
 import { runWithConcurrency } from '../../core/runWithConcurrency.js';
 import { messageView } from '../../store/messageView.js';
 import {
+  bodySizeProblem,
   jsonResult,
   problemResult,
   type RouteDependencies,
@@ -99,15 +100,12 @@ type ReadItem =
   | { readonly index: number; readonly enqueue: EnqueueItem }
   | { readonly index: number; problem: Extract<ItemAnswer, { kind: 'problem' }> };
 
-/** An item's key and body, or its own problem: no key, a body over a single enqueue's limit. */
+/** An item's key and body, or its own problem: no key, a body a single enqueue would refuse 413. */
 function readItem(message: unknown, index: number, tenant: string, now: Date): ReadItem {
   const split = splitBatchItem(message);
   if (!split.ok) return { index, problem: { kind: 'problem', problem: validationProblem(split.errors) } };
-  if (Buffer.byteLength(JSON.stringify(split.value.body)) > LIMITS.maxBodyBytes) {
-    const detail = `The item is larger than ${LIMITS.maxBodyBytes} bytes as JSON.`;
-    const errors = [{ field: 'body', message: `must be at most ${LIMITS.maxBodyBytes} bytes` }];
-    return { index, problem: { kind: 'problem', problem: problem('payloadTooLarge', detail, { errors }) } };
-  }
+  const oversized = bodySizeProblem(split.value.body, LIMITS.maxBodyBytes);
+  if (oversized) return { index, problem: { kind: 'problem', problem: oversized } };
   return {
     index,
     enqueue: { tenant, idempotencyKey: split.value.idempotencyKey, body: split.value.body, now },
