@@ -11,7 +11,7 @@ import {
   type OutcomeStatus,
   retryAtOf,
 } from '../core/sendDecision.js';
-import { isHardBounce, SUPPRESSION_REASON, suppressionKey } from '../core/suppressions.js';
+import { SUPPRESSION_REASON, suppressionKey } from '../core/suppressions.js';
 import { isLiveSide } from '../core/testSide.js';
 import { isOwnEarlierWrite, nextWriteTry } from '../core/writeRetry.js';
 import type { SendOutcome } from '../ports/Mailer.js';
@@ -344,8 +344,9 @@ async function conditionLost(
 }
 
 /**
- * Adds the recipients the relay refused at RCPT TO with a 5.1.x (bad mailbox or address) to the
- * tenant's list, with this message's id. Never throws: a failed add is logged, and the next refusal
+ * Adds the recipients the relay refused at RCPT TO as bad addresses for good to the tenant's list,
+ * with this message's id: the classification's `hardBounce` (core/classifySmtpError.ts), a permanent
+ * 5.1.x and never our sender's 5.1.7 or 5.1.8. Never throws: a failed add is logged, and the next refusal
  * of the address adds it.
  */
 export async function suppressHardBounces(
@@ -355,7 +356,7 @@ export async function suppressHardBounces(
   envelope: readonly string[],
 ): Promise<void> {
   const bounced = outcome.refused
-    .filter(isHardBounce)
+    .filter((refusal) => refusal.hardBounce)
     .map((refusal) => envelope[refusal.index])
     .filter((recipient): recipient is string => recipient !== undefined);
   const addresses = [
