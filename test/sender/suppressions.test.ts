@@ -134,6 +134,26 @@ describe('the sender and the suppression list', () => {
     expect(await list.suppressedAmong(TENANT, ['carol@example.com'])).toEqual(new Set());
   });
 
+  it('counts a message the screening ends failed as Failed (FailedMessages alarms on it)', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script({
+      rcptTo: (address) =>
+        address === 'policy@example.com'
+          ? { code: 550, message: '5.7.1 Refused by policy' }
+          : { code: 451, message: '4.3.0 Try again later' },
+    });
+    const message = await rig.putMessage({ to: ['policy@example.com', 'deferred@example.com'] });
+    await rig.dispatch(message);
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'retrying', rcpt_rejected: [0] });
+    expect(rig.metrics.of('Failed')).toBe(0);
+
+    await list.put({ tenant: TENANT, address: 'deferred@example.com', reason: 'complaint', now: new Date() });
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'failed', rcpt_suppressed: [1] });
+    expect(rig.metrics.of('Failed')).toBe(1);
+  });
+
   it('sends a partly suppressed message to the others and counts the suppressed one', async () => {
     const rig = await createSenderRig(world);
     await list.put({ tenant: TENANT, address: 'optout@example.net', reason: 'manual', now: new Date() });
@@ -186,6 +206,8 @@ describe('the sender and the suppression list', () => {
       sent_at: done.history[0]?.at,
     });
     expect(world.smtp.transactions).toBe(transactionsBefore);
+    // It ended `sent` here: counted as every sent message is.
+    expect(rig.metrics.of('Sent')).toBe(1);
   });
 
   it('gives the claim back, without an attempt, when the list cannot be read', async () => {
