@@ -7,6 +7,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type Command, InvalidArgumentError } from 'commander';
+import { isMessageId } from '../lambdas/core/ids.js';
 import {
   isSuppressionReason,
   SUPPRESSION_REASONS,
@@ -118,6 +119,57 @@ export async function suppressionsRemove(
   return removed;
 }
 
+export interface RemovedByMessageReport {
+  readonly tenant: string;
+  readonly message_id: string;
+  readonly dry_run: boolean;
+  /** The entries that message added: counted (`--dry-run`) or removed. */
+  readonly count: number;
+  readonly addresses: readonly string[];
+}
+
+/**
+ * Undoes a mass mistake (decision 0172): removes every entry of the tenant's list that one message
+ * added (`message_id`: its hard bounces, its SES bounces and complaints), after reading the whole
+ * list; `--dry-run` only counts them. Exit 1 when that message added nothing.
+ */
+export async function suppressionsRemoveAddedBy(
+  deps: SuppressionsDeps,
+  options: { tenant: string; messageId: string; dryRun: boolean },
+  out: Output,
+): Promise<RemovedByMessageReport> {
+  const tenant = checkedTenant(options.tenant);
+  if (!isMessageId(options.messageId)) throw new UsageError('--message must be a message id');
+  const addresses: string[] = [];
+  let after: string | null = null;
+  do {
+    const page = await deps.list.list(tenant, { limit: 100, after });
+    for (const entry of page.items) if (entry.message_id === options.messageId) addresses.push(entry.address);
+    after = page.next;
+  } while (after !== null);
+  if (addresses.length === 0) {
+    throw new CliError(
+      `message ${options.messageId} added nothing to the suppression list of tenant ${tenant}`,
+    );
+  }
+  if (!options.dryRun) {
+    for (const address of addresses) await deps.list.remove(tenant, address);
+  }
+  const report = {
+    tenant,
+    message_id: options.messageId,
+    dry_run: options.dryRun,
+    count: addresses.length,
+    addresses,
+  };
+  if (out.json) out.data(report);
+  else
+    out.line(
+      `${options.dryRun ? 'would remove' : 'removed'} ${addresses.length} address${addresses.length === 1 ? '' : 'es'} message ${options.messageId} added to the list of tenant ${tenant}`,
+    );
+  return report;
+}
+
 /** A live tenant, or its test side (`acme.test`: DESIGN §14, its own list). */
 function checkedTenant(tenant: string): string {
   if (!SIDE_TENANT_PATTERN.test(tenant)) {
@@ -202,17 +254,37 @@ export function registerSuppressionsCommands(program: Command, action: CommandAc
     );
   group
     .command('remove')
-    .description('remove an address from the list (as DELETE /v1/suppressions/{address}); exit 1 if absent')
-    .argument('<address>')
+    .description(
+      'remove an address from the list (as DELETE /v1/suppressions/{address}), or every entry one message added (--message); exit 1 if absent',
+    )
+    .argument('[address]')
     .option('--tenant <tenant>', 'the tenant (its test side: TENANT.test; default on the local stack: local)')
+    .option('--message <id>', 'instead of an address: the entries this message added (undo a mass mistake)')
+    .option('--dry-run', 'with --message: count them, remove nothing')
     .action(
-      action(async (context, address: string, options: { tenant?: string }) => {
-        await suppressionsRemove(
-          deps(context),
-          { tenant: tenantOf(context, options.tenant), address },
-          context.out,
-        );
-        return EXIT.ok;
-      }),
+      action(
+        async (
+          context,
+          address: string | undefined,
+          options: { tenant?: string; message?: string; dryRun?: boolean },
+        ) => {
+          if ((address === undefined) === (options.message === undefined)) {
+            throw new UsageError('give an address or --message <id>, not both');
+          }
+          const tenant = tenantOf(context, options.tenant);
+          if (options.message !== undefined) {
+            const dryRun = options.dryRun === true;
+            await suppressionsRemoveAddedBy(
+              deps(context),
+              { tenant, messageId: options.message, dryRun },
+              context.out,
+            );
+          } else {
+            if (options.dryRun === true) throw new UsageError('--dry-run goes with --message');
+            await suppressionsRemove(deps(context), { tenant, address: address ?? '' }, context.out);
+          }
+          return EXIT.ok;
+        },
+      ),
     );
 }

@@ -110,6 +110,7 @@ export class MailboxSimulator implements Mailer {
         code: classified.code,
         enhancedCode: classified.enhancedCode,
         permanent: classified.class === 'permanent',
+        hardBounce: classified.hardBounce,
         reply: error.response ?? null,
       };
     });

@@ -552,6 +552,7 @@ function refusalsOf(
       code: classified.code,
       enhancedCode: classified.enhancedCode,
       permanent: classified.class === 'permanent',
+      hardBounce: classified.hardBounce,
       reply: replyText(error),
     });
   }

@@ -49,6 +49,12 @@ export interface SmtpErrorClassification {
   readonly enhancedCode: string | null;
   /** Why, in words an operator understands. Never contains the reply text or an address. */
   readonly reason: string;
+  /**
+   * The reply says the recipient's address is bad for good (DESIGN §12): a permanent refusal with an
+   * RFC 3463 subject-1 code (addressing), which as a refusal of a recipient puts the address on the
+   * tenant's suppression list. Never our sender's address ({@link SENDER_ADDRESS_CODES}: `config`).
+   */
+  readonly hardBounce: boolean;
 }
 
 export interface SmtpFailureContext {
@@ -168,6 +174,17 @@ export const SES_CONFIG_PHRASES: readonly string[] = [
 /** Codes the credentials source (lambdas/adapters/smtpCredentials.ts) gives a failed secret read. */
 const CREDENTIALS_READ_CODE = 'ESECRETREAD';
 
+/**
+ * RFC 3463 X.1.7 (bad sender's mailbox address syntax) and X.1.8 (bad sender's system address): the
+ * relay refuses *our sender*, not a recipient. Config wherever they come: Postfix checks the sender at
+ * RCPT TO by default (`smtpd_delay_reject`), so "553 5.1.8 Sender address rejected" answers every
+ * recipient in turn; each is still pending, none is suppressed, and the message is never `failed` for it.
+ */
+export const SENDER_ADDRESS_CODES: ReadonlySet<string> = new Set(['5.1.7', '5.1.8']);
+
+/** An RFC 3463 code of class 5, subject 1 (addressing): 5.1.1 bad mailbox, 5.1.2 bad system, … */
+const ADDRESSING_CODE = /^5\.1\.\d{1,3}$/;
+
 /** Reply codes that say authentication or encryption is missing or wrong (RFC 4954, 3207). */
 const CONFIG_REPLY_CODES: ReadonlySet<number> = new Set([530, 534, 535, 538]);
 /** Enhanced codes that say the same (RFC 4954 §6, RFC 3463 X.7.x). */
@@ -221,8 +238,9 @@ export function classifySmtpError(error: unknown, context: SmtpFailureContext = 
           class: 'transient',
           origin,
           reason: `the relay is throttling our sending (${classified.code}) at ${commandName(shape.command ?? '')}; every sender slows down`,
+          hardBounce: false,
         }
-      : { ...classified, origin };
+      : { ...classified, origin, hardBounce: isHardBounce(classified) };
   } catch {
     // Only reachable through hostile objects (e.g. a Proxy whose traps throw on every access).
     return {
@@ -231,6 +249,7 @@ export function classifySmtpError(error: unknown, context: SmtpFailureContext = 
       code: null,
       enhancedCode: null,
       reason: 'unreadable error; retried as transient',
+      hardBounce: false,
     };
   }
 }
@@ -249,10 +268,25 @@ export function classifyAttachmentRead(error: unknown): SmtpErrorClassification 
     origin: FAILURE_ORIGIN.local,
     code: null,
     enhancedCode: null,
+    // No recipient refused anything: nobody is suppressed.
+    hardBounce: false,
     reason: gone
       ? 'an attachment of the message is gone from the store; nothing was sent (no SMTP transaction)'
       : 'an attachment could not be read from the store before MAIL FROM; retried later, no attempt counted',
   };
+}
+
+/**
+ * A refusal that is about the recipient's address for good: permanent and subject 1. Other permanent
+ * refusals (5.7.1 policy, 5.2.2 mailbox full, 5.4.x routing) say nothing about the address for good;
+ * the sender's own codes (5.1.7, 5.1.8) never reach here as permanent, they are `config`.
+ */
+function isHardBounce(classified: Classified): boolean {
+  return (
+    classified.class === 'permanent' &&
+    classified.enhancedCode !== null &&
+    ADDRESSING_CODE.test(classified.enhancedCode)
+  );
 }
 
 /** Codes that say no connection to the relay was ever made. */
@@ -344,8 +378,8 @@ export function extractEnhancedCode(response: string): string | null {
   return anywhere?.[1] ?? null;
 }
 
-/** The classification before its origin is added. */
-type Classified = Omit<SmtpErrorClassification, 'origin'>;
+/** The classification before its origin and what it means for the list are added. */
+type Classified = Omit<SmtpErrorClassification, 'origin' | 'hardBounce'>;
 
 function classifyShape(shape: ErrorShape, bodySent: boolean): Classified {
   const enhancedCode = shape.response === null ? null : extractEnhancedCode(shape.response);
@@ -432,6 +466,12 @@ function classifyPermanentReply(
   }
   if (command.startsWith('AUTH')) {
     return result('config', `the relay refused our login (${reply})`);
+  }
+  if (enhancedCode !== null && SENDER_ADDRESS_CODES.has(enhancedCode)) {
+    return result(
+      'config',
+      `the relay refused our sender address (${reply} ${enhancedCode}) at ${at}: fix the from address or its domain`,
+    );
   }
   if (command === 'MAIL FROM' && enhancedCode !== null && enhancedCode.startsWith('5.7.')) {
     return result(

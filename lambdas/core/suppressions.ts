@@ -107,16 +107,6 @@ function asciiDomain(domain: string): string {
   return (domainToASCII(domain) || domain).toLowerCase();
 }
 
-/**
- * Whether a recipient's refusal at RCPT TO makes it a hard bounce that joins the list: a 5xx whose
- * enhanced status code (RFC 3463) is of class 5, subject 1 — addressing: bad mailbox (5.1.1), bad
- * system (5.1.2), bad syntax (5.1.3), moved (5.1.6), … Other permanent refusals (5.7.1 policy, 5.2.2
- * mailbox full, 5.4.x routing) say nothing about the address for good and do not.
- */
-export function isHardBounce(refusal: { readonly permanent: boolean; readonly enhancedCode: string | null }) {
-  return refusal.permanent && refusal.enhancedCode !== null && /^5\.1\.\d{1,3}$/.test(refusal.enhancedCode);
-}
-
 /** Whether a value read back is one of the reasons (an item written by a later version may not be). */
 export function isSuppressionReason(value: unknown): value is SuppressionReason {
   return typeof value === 'string' && (SUPPRESSION_REASONS as readonly string[]).includes(value);

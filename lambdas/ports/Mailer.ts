@@ -50,8 +50,10 @@ export interface RecipientRefusal {
   readonly index: number;
   readonly code: string | null;
   readonly enhancedCode: string | null;
-  /** 5xx: rejected for good; 4xx: deferred, still pending. */
+  /** Rejected for good (class `permanent`); else deferred, still pending (4xx, or our sender refused). */
   readonly permanent: boolean;
+  /** The address is bad for good and joins the suppression list (the classification's `hardBounce`). */
+  readonly hardBounce: boolean;
   /** The relay's reply to this RCPT TO, raw (it may name the address: callers redact it). */
   readonly reply: string | null;
 }

@@ -11,7 +11,7 @@ import {
   type OutcomeStatus,
   retryAtOf,
 } from '../core/sendDecision.js';
-import { isHardBounce, SUPPRESSION_REASON, suppressionKey } from '../core/suppressions.js';
+import { SUPPRESSION_REASON, suppressionKey } from '../core/suppressions.js';
 import { isLiveSide } from '../core/testSide.js';
 import { isOwnEarlierWrite, nextWriteTry } from '../core/writeRetry.js';
 import type { SendOutcome } from '../ports/Mailer.js';
@@ -116,20 +116,35 @@ export async function recordOutcome(
   }
 }
 
-const OUTCOME_METRIC: Readonly<Record<OutcomeStatus, SenderCountMetric>> = {
+/** Where a message goes under our lease, after an attempt or without one, and the count of each. */
+const OUTCOME_METRIC: Readonly<Record<OutcomeStatus | 'suppressed', SenderCountMetric>> = {
   sent: SENDER_METRIC.sent,
   failed: SENDER_METRIC.failed,
   retrying: SENDER_METRIC.retried,
   dead: SENDER_METRIC.dead,
   unknown: SENDER_METRIC.unknown,
+  suppressed: SENDER_METRIC.suppressed,
 };
 
 /**
- * The outcome's counts, per relay too (DESIGN §15), and a sent message's lateness: a live message's
- * only. A test message's outcome (DESIGN §14) never reaches the series the live alarms and the
- * dashboard watch (core/testSide.ts `isLiveSide`): the simulator's designed failures would page the
- * operator and hide real ones among them. Its record, the API and its events tell it instead.
+ * A message moved to `to` under our lease, counted (per relay when an attempt went through one,
+ * DESIGN §15): the one count of an outcome, whether an attempt decided it (`recordOutcome`) or it
+ * ended without one (`failUnsent`; the suppression list's screening, sendClaimed.ts) — the
+ * FailedMessages alarm watches `Failed` and must see every message that ends `failed`. A live
+ * message's only: a test message's outcome (DESIGN §14) never reaches the series the live alarms and
+ * the dashboard watch (core/testSide.ts `isLiveSide`): the simulator's designed failures would page
+ * the operator and hide real ones among them. Its record, the API and its events tell it instead.
  */
+export function countEnding(
+  run: CopyRun,
+  claimed: MessageStateRecord,
+  to: OutcomeStatus | 'suppressed',
+  relay?: string,
+): void {
+  if (isLiveSide(claimed.tenant)) run.deps.metrics.count(OUTCOME_METRIC[to], 1, relay);
+}
+
+/** An attempt's outcome counted ({@link countEnding}), with a delivery's lateness and a failure's class. */
 function countOutcome(
   run: CopyRun,
   claimed: MessageStateRecord,
@@ -138,9 +153,9 @@ function countOutcome(
   relay: string | undefined,
   now: Date,
 ): void {
+  countEnding(run, claimed, to, relay);
   if (!isLiveSide(claimed.tenant)) return;
   const { metrics } = run.deps;
-  metrics.count(OUTCOME_METRIC[to], 1, relay);
   if (outcome.delivered) {
     metrics.milliseconds(SENDER_METRIC.lateness, Math.max(0, now.getTime() - Date.parse(claimed.send_at)));
   }
@@ -206,8 +221,7 @@ export async function failUnsent(
     claimed,
   );
   if (result.kind !== 'applied') return result.verdict;
-  // A live message's only, as every outcome (`countOutcome`): FailedMessages alarms on it.
-  if (isLiveSide(claimed.tenant)) deps.metrics.count(SENDER_METRIC.failed);
+  countEnding(run, claimed, MESSAGE_STATUS.failed);
   return ack(`failed (${record.attempt.reply ?? 'cannot be sent'})`);
 }
 
@@ -344,8 +358,9 @@ async function conditionLost(
 }
 
 /**
- * Adds the recipients the relay refused at RCPT TO with a 5.1.x (bad mailbox or address) to the
- * tenant's list, with this message's id. Never throws: a failed add is logged, and the next refusal
+ * Adds the recipients the relay refused at RCPT TO as bad addresses for good to the tenant's list,
+ * with this message's id: the classification's `hardBounce` (core/classifySmtpError.ts), a permanent
+ * 5.1.x and never our sender's 5.1.7 or 5.1.8. Never throws: a failed add is logged, and the next refusal
  * of the address adds it.
  */
 export async function suppressHardBounces(
@@ -355,7 +370,7 @@ export async function suppressHardBounces(
   envelope: readonly string[],
 ): Promise<void> {
   const bounced = outcome.refused
-    .filter(isHardBounce)
+    .filter((refusal) => refusal.hardBounce)
     .map((refusal) => envelope[refusal.index])
     .filter((recipient): recipient is string => recipient !== undefined);
   const addresses = [

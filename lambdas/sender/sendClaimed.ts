@@ -29,6 +29,7 @@ import {
   unwrap,
 } from './copyRun.js';
 import {
+  countEnding,
   failUnsent,
   recordOutcome,
   release,
@@ -285,8 +286,8 @@ async function settleSuppressed(
     claimed,
   );
   if (result.kind !== 'applied') return result.verdict;
-  if (screening.to === 'suppressed' && isLiveSide(claimed.tenant))
-    deps.metrics.count(SENDER_METRIC.suppressed);
+  // Counted as every ending is: `failed` and `sent` too, not only `suppressed` (FailedMessages).
+  countEnding(run, claimed, screening.to);
   deps.log.info(
     'sender settled a message without sending: its remaining recipients are suppressed',
     logContext(run, { status: screening.to }),

@@ -8,6 +8,7 @@ import {
   suppressionsDeps,
   suppressionsList,
   suppressionsRemove,
+  suppressionsRemoveAddedBy,
 } from '../../cli/suppressionsCommands.js';
 import { DynamoSuppressionList } from '../../lambdas/store/suppressionList.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
@@ -128,6 +129,74 @@ describe('postdate suppressions', () => {
     ).rejects.toMatchObject({ exitCode: 2 });
   });
 
+  it('undoes what one message added (--message): counts first with --dry-run, then removes only its entries', async () => {
+    const list = new DynamoSuppressionList(documentClient(), tableName);
+    const now = new Date('2026-12-01T09:00:00.000Z');
+    // A relay that refused our sender as if the recipients were bad: many entries, one message.
+    for (let i = 0; i < 120; i++) {
+      await list.addReported({
+        tenant: 'undo',
+        address: `r${String(i).padStart(3, '0')}@example.com`,
+        reason: 'hard_bounce',
+        messageId: 'msg-mistake',
+        now,
+      });
+    }
+    await list.addReported({
+      tenant: 'undo',
+      address: 'real@example.com',
+      reason: 'hard_bounce',
+      messageId: 'msg-real',
+      now,
+    });
+    await suppressionsAdd(deps, { tenant: 'undo', address: 'manual@example.com' }, memoryOutput());
+    await list.addReported({
+      tenant: 'other',
+      address: 'r000@example.com',
+      reason: 'hard_bounce',
+      messageId: 'msg-mistake',
+      now,
+    });
+
+    const dry = memoryOutput({ json: true });
+    const counted = await suppressionsRemoveAddedBy(
+      deps,
+      { tenant: 'undo', messageId: 'msg-mistake', dryRun: true },
+      dry,
+    );
+    expect(counted).toMatchObject({ tenant: 'undo', message_id: 'msg-mistake', dry_run: true, count: 120 });
+    expect(dry.documents).toEqual([expect.objectContaining({ count: 120, dry_run: true })]);
+    expect(
+      (await suppressionsList(deps, { tenant: 'undo', limit: 100, all: true }, memoryOutput())).items,
+    ).toHaveLength(122);
+
+    const done = await suppressionsRemoveAddedBy(
+      deps,
+      { tenant: 'undo', messageId: 'msg-mistake', dryRun: false },
+      memoryOutput(),
+    );
+    expect(done).toMatchObject({ dry_run: false, count: 120 });
+    expect(done.addresses).toContain('r119@example.com');
+    const left = await suppressionsList(deps, { tenant: 'undo', limit: 100, all: true }, memoryOutput());
+    expect(left.items.map((entry) => entry.address)).toEqual(['manual@example.com', 'real@example.com']);
+    // Another tenant's entry of the same message id is not this tenant's to remove.
+    expect(await list.suppressedAmong('other', ['r000@example.com'])).toEqual(new Set(['r000@example.com']));
+    await expect(
+      suppressionsRemoveAddedBy(
+        deps,
+        { tenant: 'undo', messageId: 'msg-mistake', dryRun: false },
+        memoryOutput(),
+      ),
+    ).rejects.toMatchObject({ name: 'CliError', exitCode: 1 });
+    await expect(
+      suppressionsRemoveAddedBy(
+        deps,
+        { tenant: 'undo', messageId: 'not an id', dryRun: true },
+        memoryOutput(),
+      ),
+    ).rejects.toMatchObject({ exitCode: 2 });
+  });
+
   it('keeps tenants apart', async () => {
     await suppressionsAdd(deps, { tenant: 'one', address: 'shared@example.com' }, memoryOutput());
     expect((await suppressionsList(deps, { tenant: 'two', limit: 50 }, memoryOutput())).items).toEqual([]);
@@ -194,5 +263,37 @@ describe('postdate suppressions, through the entry point against the local targe
     expect(absent.stderr).toContain('is not on the suppression list of tenant local');
     const bad = await postdate([...local, 'suppressions', 'add', 'not-an-address']);
     expect(bad.code).toBe(2);
+
+    await new DynamoSuppressionList(documentClient(), tableName).addReported({
+      tenant: 'local',
+      address: 'bounced@example.net',
+      reason: 'hard_bounce',
+      messageId: 'msg-1',
+      now: new Date(),
+    });
+    const dry = await postdate([
+      ...local,
+      '--json',
+      'suppressions',
+      'remove',
+      '--message',
+      'msg-1',
+      '--dry-run',
+    ]);
+    expect(dry.code).toBe(0);
+    expect(JSON.parse(dry.stdout)).toEqual({
+      tenant: 'local',
+      message_id: 'msg-1',
+      dry_run: true,
+      count: 1,
+      addresses: ['bounced@example.net'],
+    });
+    const undone = await postdate([...local, 'suppressions', 'remove', '--message', 'msg-1']);
+    expect(undone.code).toBe(0);
+    expect(undone.stdout).toContain('removed 1 address');
+    const both = await postdate([...local, 'suppressions', 'remove', 'a@example.net', '--message', 'msg-1']);
+    expect(both.code).toBe(2);
+    const neither = await postdate([...local, 'suppressions', 'remove']);
+    expect(neither.code).toBe(2);
   }, 120_000);
 });

@@ -6,6 +6,7 @@ import {
   reachedRelay,
   SES_CONFIG_PHRASES,
 } from '../../lambdas/core/classifySmtpError.js';
+import { decideOutcome } from '../../lambdas/core/sendDecision.js';
 
 /** Builds an error the way nodemailer's SMTPConnection._formatError does. */
 function nodemailerError(fields: {
@@ -54,6 +55,7 @@ describe('classifySmtpError (DESIGN §5)', () => {
         code: '421',
         enhancedCode: '4.3.2',
         reason: 'the relay is closing the connection (421); retried later',
+        hardBounce: false,
       });
     });
     it('classifies a full mailbox with a 4xx reply (4.2.2) as transient', () => {
@@ -154,7 +156,7 @@ describe('classifySmtpError (DESIGN §5)', () => {
     });
     it('keeps other MAIL FROM refusals permanent', () => {
       expect(
-        classOf(nodemailerError({ responseCode: 550, command: 'MAIL FROM', response: '550 5.1.8 Bad' })),
+        classOf(nodemailerError({ responseCode: 550, command: 'MAIL FROM', response: '550 5.5.2 Syntax' })),
       ).toBe('permanent');
     });
   });
@@ -192,6 +194,7 @@ describe('classifySmtpError (DESIGN §5)', () => {
           code: null,
           enhancedCode: null,
           reason: 'an error without an SMTP code; retried as transient',
+          hardBounce: false,
         });
       }
     });
@@ -419,5 +422,102 @@ describe('classifySmtpError at the edges (issue 15 §4)', () => {
       expect(classOf(malformed)).toBe('config');
       expect(reachedRelay(malformed)).toBe(false);
     });
+  });
+});
+
+/**
+ * DESIGN §5 (sender-not-allowed is config: a long backoff, alarmed) and §12 (only a recipient's bad
+ * address is suppressed). RFC 3463 X.1.7 and X.1.8 are the *sender's* address (bad sender mailbox
+ * syntax, bad sender system address): ours. Postfix checks the sender at RCPT TO by default
+ * (smtpd_delay_reject), so they arrive once per recipient, as well as at MAIL FROM.
+ */
+describe("our sender's address refused (RFC 3463 X.1.7, X.1.8)", () => {
+  it.each([
+    ['550 5.1.7 Bad sender address syntax', 'MAIL FROM'],
+    ['553 5.1.8 Sender address rejected: Domain not found', 'MAIL FROM'],
+    ['553 5.1.8 <ops@sender.example>: Sender address rejected: Domain not found', 'RCPT TO'],
+    ['550 5.1.7 <ops@sender.example>: Sender address rejected: malformed', 'RCPT TO'],
+    ['554 5.1.8 Sender address rejected', 'DATA'],
+  ])('%s at %s is config, and suppresses nobody', (response, command) => {
+    const result = classifySmtpError(
+      nodemailerError({ responseCode: Number(response.slice(0, 3)), command, response }),
+      { transactionStarted: true },
+    );
+    expect(result).toMatchObject({ class: 'config', origin: 'transaction', hardBounce: false });
+    expect(result.reason).toMatch(/our sender address/);
+    expect(result.reason).not.toContain('sender.example');
+  });
+
+  it("a recipient's bad address (5.1.x but 7 and 8), refused for good, is a hard bounce; nothing else is", () => {
+    const bounce = (response: string, command = 'RCPT TO') =>
+      classifySmtpError(nodemailerError({ responseCode: Number(response.slice(0, 3)), command, response }))
+        .hardBounce;
+    for (const code of ['5.1.1', '5.1.2', '5.1.3', '5.1.6', '5.1.10']) {
+      expect(bounce(`550 ${code} No such user`), code).toBe(true);
+    }
+    for (const response of [
+      '550 5.1.7 Bad sender',
+      '553 5.1.8 Sender rejected',
+      '550 5.7.1 Policy',
+      '552 5.2.2 Mailbox full',
+      '550 5.4.1 No route',
+      '550 5.0.0 Rejected',
+      '450 4.1.1 Try later',
+      '550 No code',
+      '554 5.1.1 Email address is not verified',
+    ]) {
+      expect(bounce(response), response).toBe(response.startsWith('554 5.1.1'));
+    }
+    // SES's throttling is never a bounce, nor a connection failure.
+    expect(classifySmtpError({ code: 'ECONNECTION', command: 'CONN' }).hardBounce).toBe(false);
+  });
+
+  it('no sender-address code, at any step and in any reply, ever suppresses or fails a message for good', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 500, max: 599 }),
+        fc.constantFrom('5.1.7', '5.1.8'),
+        fc.constantFrom('MAIL FROM', 'RCPT TO', 'DATA', 'CONN', 'BDAT'),
+        fc.string({ maxLength: 40 }),
+        fc.boolean(),
+        fc.integer({ min: 1, max: 5 }),
+        fc.integer({ min: 0, max: 5 }),
+        fc.integer({ min: 0, max: 4 }),
+        (reply, code, command, words, bodySent, total, acceptedCount, attemptsBefore) => {
+          const response = `${reply} ${code} ${words}`;
+          const refusal = classifySmtpError(nodemailerError({ responseCode: reply, command, response }), {
+            bodySent,
+            transactionStarted: true,
+          });
+          expect(refusal.class).toBe('config');
+          expect(refusal.hardBounce).toBe(false);
+          // Every recipient refused this way (the transaction failed with it), or only some while
+          // the others were accepted: the message never ends `failed`.
+          const attempted = Array.from({ length: total }, (_, position) => position);
+          const accepted = Math.min(acceptedCount, total - 1);
+          const refused = attempted
+            .slice(accepted)
+            .map((position) => ({ position, permanent: refusal.class === 'permanent' }));
+          const decision = decideOutcome(
+            {
+              delivered: accepted > 0,
+              ...(accepted > 0 ? {} : { failureClass: refusal.class, origin: refusal.origin }),
+              attempted,
+              refused,
+            },
+            {
+              attempts: attemptsBefore,
+              on_ambiguous: 'retry',
+              recipients: { accepted: [], rejected: [] },
+              recipientTotal: total,
+            },
+            { maxAttempts: 5, retryBaseSeconds: 1, retryCapSeconds: 60 },
+            () => 0.5,
+          );
+          expect(decision.to).not.toBe('failed');
+          expect(decision.recipients.rejected).toEqual([]);
+        },
+      ),
+    );
   });
 });

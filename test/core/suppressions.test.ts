@@ -11,7 +11,6 @@ import {
 import { validateSuppressionRequest } from '../../lambdas/core/requestSchemas.js';
 import {
   formerSuppressionKey,
-  isHardBounce,
   suppressionKey,
   validateSuppressionAddress,
 } from '../../lambdas/core/suppressions.js';
@@ -112,18 +111,6 @@ describe('the key of an internationalised domain (DESIGN §12; decision 0153)', 
         expect(formerSuppressionKey(key)).toBe(`${name.toLowerCase()}@${domain}`);
       }),
     );
-  });
-});
-
-describe('hard bounces', () => {
-  it('are the permanent refusals with an enhanced code 5.1.x', () => {
-    for (const code of ['5.1.1', '5.1.2', '5.1.3', '5.1.6', '5.1.10']) {
-      expect(isHardBounce({ permanent: true, enhancedCode: code }), code).toBe(true);
-    }
-    for (const code of ['5.7.1', '5.2.2', '5.4.1', '5.0.0', '4.1.1', '5.1', '5.11.1', null]) {
-      expect(isHardBounce({ permanent: true, enhancedCode: code }), String(code)).toBe(false);
-    }
-    expect(isHardBounce({ permanent: false, enhancedCode: '5.1.1' })).toBe(false);
   });
 });
 

@@ -38,6 +38,7 @@ const UNAVAILABLE = {
   code: '421',
   enhancedCode: null,
   reason: 'the relay closed the session',
+  hardBounce: false,
 } as const;
 
 describe('a probe while another writer moves the breaker', () => {

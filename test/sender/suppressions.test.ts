@@ -99,6 +99,70 @@ describe('the sender and the suppression list', () => {
     expect(rig.metrics.of('SuppressionsAdded')).toBe(0);
   });
 
+  it('never suppresses anyone when the relay refuses our sender at RCPT TO (553 5.1.8): config, retried, alarmed; sent once it is fixed', async () => {
+    const rig = await createSenderRig(world);
+    // Postfix with smtpd_delay_reject: the sender's check answers every RCPT TO.
+    world.smtp.script({
+      rcptTo: { code: 553, message: '5.1.8 <ops@sender.example>: Sender address rejected: Domain not found' },
+    });
+    const recipients = ['alice@example.com', 'bob@example.com'];
+    const message = await rig.putMessage({ to: recipients });
+    await rig.dispatch(message);
+    await rig.deliverNext();
+    const refused = await rig.state(message.id);
+    expect(refused).toMatchObject({ status: 'retrying', attempts: 1, rcpt_accepted: [], rcpt_rejected: [] });
+    expect(refused.history[0]).toMatchObject({ outcome: 'config', code: '553', enhanced_code: '5.1.8' });
+    expect(await list.suppressedAmong(TENANT, recipients)).toEqual(new Set());
+    expect(rig.metrics.of('SuppressionsAdded')).toBe(0);
+    expect(rig.metrics.of('ConfigErrors')).toBe(1);
+
+    // The operator fixes the sender: the same message goes to both, and the next one to alice too.
+    world.smtp.script();
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'sent', rcpt_accepted: [0, 1] });
+    const next = await rig.putMessage({ to: ['alice@example.com'] });
+    await rig.dispatch(next);
+    await rig.deliverNext();
+    expect(await rig.state(next.id)).toMatchObject({ status: 'sent', rcpt_accepted: [0] });
+    expect(rig.received(next.id)).toHaveLength(1);
+  });
+
+  it('retries a message whose sender the relay refuses at MAIL FROM with 5.1.7 as config, alarmed, never failed', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script({ mailFrom: { code: 550, message: '5.1.7 Bad sender address syntax' } });
+    const message = await rig.putMessage({ to: ['carol@example.com'] });
+    await rig.dispatch(message);
+    await rig.deliverNext();
+    const refused = await rig.state(message.id);
+    expect(refused).toMatchObject({ status: 'retrying', attempts: 1, rcpt_rejected: [] });
+    expect(refused.history[0]).toMatchObject({ outcome: 'config', code: '550', enhanced_code: '5.1.7' });
+    expect(rig.metrics.of('ConfigErrors')).toBe(1);
+    expect(rig.metrics.of('Failed')).toBe(0);
+    expect(await list.suppressedAmong(TENANT, ['carol@example.com'])).toEqual(new Set());
+  });
+
+  it('counts a message the screening ends failed as Failed (FailedMessages alarms on it)', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script({
+      rcptTo: (address) =>
+        address === 'policy@example.com'
+          ? { code: 550, message: '5.7.1 Refused by policy' }
+          : { code: 451, message: '4.3.0 Try again later' },
+    });
+    const message = await rig.putMessage({ to: ['policy@example.com', 'deferred@example.com'] });
+    await rig.dispatch(message);
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'retrying', rcpt_rejected: [0] });
+    expect(rig.metrics.of('Failed')).toBe(0);
+
+    await list.put({ tenant: TENANT, address: 'deferred@example.com', reason: 'complaint', now: new Date() });
+    // The sender looked it up at the first attempt: the add applies within SUPPRESSION_MAX_AGE_MS (0173).
+    rig.clock.advance(SUPPRESSION_MAX_AGE_MS);
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'failed', rcpt_suppressed: [1] });
+    expect(rig.metrics.of('Failed')).toBe(1);
+  });
+
   it('sends a partly suppressed message to the others and counts the suppressed one', async () => {
     const rig = await createSenderRig(world);
     await list.put({ tenant: TENANT, address: 'optout@example.net', reason: 'manual', now: new Date() });
@@ -153,6 +217,8 @@ describe('the sender and the suppression list', () => {
       sent_at: done.history[0]?.at,
     });
     expect(world.smtp.transactions).toBe(transactionsBefore);
+    // It ended `sent` here: counted as every sent message is.
+    expect(rig.metrics.of('Sent')).toBe(1);
   });
 
   it('gives the claim back, without an attempt, when the list cannot be read', async () => {
