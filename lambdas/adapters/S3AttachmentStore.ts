@@ -192,7 +192,8 @@ function lifetimeTagging(lifetime: WrittenLifetime): string {
 }
 
 /**
- * S3 answers a missing key with 404 (NoSuchKey on GET and copy, NotFound on HEAD). A missing bucket
+ * S3 answers a missing key with 404 (NoSuchKey on GET and copy, NotFound on HEAD) to a caller that
+ * may `s3:ListBucket`, which the functions may (decision 0174); to any other, 403. A missing bucket
  * is a 404 too (NoSuchBucket), but a misconfiguration, not a missing object: it passes through.
  */
 function isNotFound(error: unknown): boolean {

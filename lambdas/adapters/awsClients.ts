@@ -52,6 +52,11 @@ export interface RecordedAwsRequest {
   readonly copySource?: string;
   /** S3 PutObject or CopyObject setting the object's tags (`x-amz-tagging`): IAM authorizes them as s3:PutObjectTagging. */
   readonly tagging?: true;
+  /**
+   * The HTTP status of the answer, absent when none came. What IAM must allow can hang on it: S3
+   * answers a missing key 404 only to a caller that may also `s3:ListBucket` (else 403).
+   */
+  readonly status?: number;
 }
 
 /**
@@ -85,7 +90,10 @@ class RecordingHttpHandler extends NodeHttpHandler {
     super(options);
   }
 
-  override handle(...args: Parameters<NodeHttpHandler['handle']>): ReturnType<NodeHttpHandler['handle']> {
+  /** Appends the request once its answer came (or did not), with the answer's status. */
+  override async handle(
+    ...args: Parameters<NodeHttpHandler['handle']>
+  ): ReturnType<NodeHttpHandler['handle']> {
     const [request] = args;
     const target = request.headers['x-amz-target'];
     const copySource = request.headers['x-amz-copy-source'];
@@ -102,7 +110,15 @@ class RecordingHttpHandler extends NodeHttpHandler {
       ...(typeof request.body === 'string' ? { body: request.body } : {}),
       ...(request.body instanceof Uint8Array ? { body: new TextDecoder().decode(request.body) } : {}),
     };
-    appendFileSync(this.file, `${JSON.stringify(line)}\n`);
-    return super.handle(...args);
+    const record = (status?: number) =>
+      appendFileSync(this.file, `${JSON.stringify(status === undefined ? line : { ...line, status })}\n`);
+    try {
+      const answer = await super.handle(...args);
+      record(answer.response.statusCode);
+      return answer;
+    } catch (error) {
+      record();
+      throw error;
+    }
   }
 }

@@ -107,6 +107,7 @@ export class Attachments extends Construct {
         resources: [this.areaArn('uploads'), this.areaArn('messages')],
       }),
     );
+    this.grantMissingKeysTold(api);
     const why = 'the api serves every tenant; the key after the area is the tenant';
     this.acknowledgeArea(api, 'messages', why);
     this.acknowledgeArea(api, 'uploads', why);
@@ -127,6 +128,7 @@ export class Attachments extends Construct {
         resources: [this.areaArn('messages')],
       }),
     );
+    this.grantMissingKeysTold(producer);
     this.acknowledgeArea(
       producer,
       'messages',
@@ -144,19 +146,28 @@ export class Attachments extends Construct {
         resources: [this.areaArn('messages')],
       }),
     );
-    // Without s3:ListBucket, S3 answers a missing key with 403, not 404: the sender could not tell a
-    // file that is gone (the message `failed`) from an outage (retried) (decision 0171).
-    sender.role.addToPrincipalPolicy(
+    this.grantMissingKeysTold(sender);
+    this.acknowledgeArea(
+      sender,
+      'messages',
+      'the sender serves every tenant; the key after the area is the tenant',
+    );
+  }
+
+  /**
+   * S3 answers a missing key 404 only to a caller that may also list the bucket; to any other it
+   * answers 403 AccessDenied (the GetObject and HeadObject references), which the adapter cannot tell
+   * from a real refusal (adapters/S3AttachmentStore.ts, decision 0174). Every function that reads,
+   * checks or tags an object that may be gone needs it. Not narrowed by `s3:prefix`: S3 documents no
+   * prefix for the check it makes on a missing key, and the keys hold only tenants and ids.
+   */
+  private grantMissingKeysTold(grantee: PostdateFunction): void {
+    grantee.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'TellMissingAttachments',
         actions: ['s3:ListBucket'],
         resources: [this.bucket.bucketArn],
       }),
-    );
-    this.acknowledgeArea(
-      sender,
-      'messages',
-      'the sender serves every tenant; the key after the area is the tenant',
     );
   }
 

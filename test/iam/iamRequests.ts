@@ -167,6 +167,9 @@ function queryRequest(
  * PutObjectTagging is `?tagging`. A CopyObject is two IAM requests: PutObject on the copy and
  * GetObject on its source (`x-amz-copy-source`). A PutObject or CopyObject that sets the object's
  * tags (`x-amz-tagging`) is also s3:PutObjectTagging on it. Its body is the object's bytes, not JSON.
+ * An answer 404 (no such key) is one S3 gives only a caller that may also s3:ListBucket on the
+ * bucket; without it a missing key is 403 AccessDenied (the GetObject and HeadObject references), so
+ * such a request stands for s3:ListBucket as well.
  */
 function s3Requests(recorded: RecordedAwsRequest): IamRequest[] | undefined {
   const operation =
@@ -186,9 +189,10 @@ function s3Requests(recorded: RecordedAwsRequest): IamRequest[] | undefined {
     } as Record<string, string>
   )[operation];
   if (action === undefined) throw new Error(`an S3 operation this test cannot read: ${operation}`);
+  const bucketOf = (path: string): string => arnOf.bucket(path.replace(/^\//, '').split('/')[0] ?? '');
   const object = (path: string): string => {
-    const [bucket = '', ...key] = path.replace(/^\//, '').split('/');
-    return `${arnOf.bucket(bucket)}/${key.map(decodeURIComponent).join('/')}`;
+    const [, ...key] = path.replace(/^\//, '').split('/');
+    return `${bucketOf(path)}/${key.map(decodeURIComponent).join('/')}`;
   };
   const at = (act: string, resource: string): IamRequest => ({
     function: recorded.function,
@@ -200,6 +204,7 @@ function s3Requests(recorded: RecordedAwsRequest): IamRequest[] | undefined {
   if (operation === 'CopyObject' && recorded.copySource)
     requests.push(at('s3:GetObject', object(recorded.copySource)));
   if (recorded.tagging === true) requests.push(at('s3:PutObjectTagging', object(recorded.path)));
+  if (recorded.status === 404) requests.push(at('s3:ListBucket', bucketOf(recorded.path)));
   return requests;
 }
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,8 +11,10 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { wireApi } from '../../lambdas/api/handler.js';
 import { wireAuthorizer } from '../../lambdas/authorizer/handler.js';
 import { wireBounces } from '../../lambdas/bounces/handler.js';
+import { RESOURCE_SETTINGS } from '../../lambdas/core/configSpec.js';
 import { encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { POSTDATE_FUNCTIONS, type PostdateFunctionName } from '../../lambdas/core/postdateFunctions.js';
+import { SIMULATOR_DOMAIN, testSideOf } from '../../lambdas/core/testSide.js';
 import { wireEvents } from '../../lambdas/events/handler.js';
 import { createApiKey } from '../../lambdas/keys/apiKeys.js';
 import type { Log } from '../../lambdas/ports/Log.js';
@@ -46,6 +49,7 @@ import {
 } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
 import { startReceiver } from '../webhooks/webhookHarness.js';
+import { awsCallSites, type CallSite, startCallSiteCoverage } from './callSiteCoverage.js';
 import { type IamRequest, iamRequestsOf, readRecordedRequests } from './iamRequests.js';
 import {
   type EventBridgeStandIn,
@@ -87,7 +91,10 @@ const { template, stack } = synthesizePostdate({
 const postdate = stack.postdate;
 const webhooksConstruct = postdate.node.findChild('Webhooks') as Webhooks;
 
+/** What every function is given: credentials, the emulators' endpoints and the test's settings. */
 let env: Record<string, string>;
+/** The local stand-in of each resource variable the construct may set (RESOURCE_SETTINGS). */
+let localResources: Record<string, string>;
 let tableName: string;
 let streamArn: string;
 let tail: StreamTail;
@@ -140,7 +147,48 @@ async function pullStream(): Promise<void> {
   streamRecords.push(...(await tail.next()).Records);
 }
 
+/**
+ * The variables AWS sets only, none of the local stack's: the sender reads its relay's user and
+ * password from the environment locally (relaySecrets.test.ts simulates reading the secret), and
+ * the stack's name is only a metric dimension.
+ */
+const AWS_ONLY_RESOURCES = new Set<string>([
+  RESOURCE_SETTINGS.smtpSecretArn.variable,
+  RESOURCE_SETTINGS.stackName.variable,
+]);
+
+/**
+ * One function's environment: `env`, and of the resource variables only those its own function in
+ * the template sets, with their local values. A variable the construct forgets is then missing
+ * here too, and the feature it switches on is seen off (or the wiring fails) as it would be in AWS.
+ */
+function envOf(name: PostdateFunctionName, overrides: Record<string, string> = {}): Record<string, string> {
+  const resourceVariables = new Set<string>(
+    Object.values(RESOURCE_SETTINGS).map((setting) => setting.variable),
+  );
+  const declared = Object.keys(
+    template.toJSON().Resources[logicalIdOf(functionOf(name))].Properties.Environment?.Variables ?? {},
+  ).filter((variable) => resourceVariables.has(variable) && !AWS_ONLY_RESOURCES.has(variable));
+  const resources: Record<string, string> = {};
+  for (const variable of declared) {
+    const value = localResources[variable];
+    if (value === undefined)
+      throw new Error(`${name}: no local value for ${variable}, which its template sets`);
+    resources[variable] = value;
+  }
+  // The emulator's address goes with the bucket's name (unset in AWS).
+  if (resources[RESOURCE_SETTINGS.attachmentBucket.variable] !== undefined)
+    resources[RESOURCE_SETTINGS.attachmentEndpoint.variable] = s3.endpoint;
+  return { ...env, ...resources, ...overrides };
+}
+
+let coverage: Awaited<ReturnType<typeof startCallSiteCoverage>>;
+/** The call sites the scenarios ran, taken once (taking it resets V8's counters). */
+let reached: Promise<Set<CallSite>> | undefined;
+const callSites = awsCallSites();
+
 beforeAll(async () => {
+  coverage = await startCallSiteCoverage();
   ({ tableName, streamArn } = await freshTable('iam'));
   tail = new StreamTail(streamArn);
   const queues = await freshQueues(2);
@@ -185,6 +233,8 @@ beforeAll(async () => {
     SMTP_HOST: smtp.host,
     SMTP_PORT: String(smtp.port),
     SMTP_REQUIRE_TLS: 'false',
+  };
+  localResources = {
     POSTDATE_TABLE_NAME: tableName,
     POSTDATE_SEND_QUEUE_URL: queues.urls.send,
     POSTDATE_SEND_QUEUE_ARN: queues.arns.send,
@@ -197,7 +247,6 @@ beforeAll(async () => {
     POSTDATE_WEBHOOK_QUEUE_URL: webhookQueue.url,
     POSTDATE_EVENT_BUS_NAME: BUS_NAME,
     POSTDATE_ATTACHMENT_BUCKET: s3.bucket,
-    POSTDATE_S3_ENDPOINT: s3.endpoint,
   };
 }, 60_000);
 
@@ -217,7 +266,7 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
 
   it('authorizer: a key authorizes its tenant, an unknown key does not', async () => {
     const { secret } = await createApiKey(documentClient(), tableName, { tenant: 'acme', now: new Date() });
-    const authorize = as('authorizer', () => wireAuthorizer(env, SILENT as never));
+    const authorize = as('authorizer', () => wireAuthorizer(envOf('authorizer'), SILENT as never));
     expect(await authorize(authorizerEvent({ authorization: `Bearer ${secret}` }))).toMatchObject({
       isAuthorized: true,
     });
@@ -227,7 +276,7 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
   });
 
   it('api: messages, groups, templates, webhooks and suppressions', async () => {
-    const api = as('api', () => wireApi(env, SILENT as never));
+    const api = as('api', () => wireApi(envOf('api'), SILENT as never));
     const call = async (
       method: string,
       path: string,
@@ -318,9 +367,97 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
     expect((await call('DELETE', '/v1/templates/welcome')).status).toBe(200);
   });
 
+  it("api: an enqueue below its group's head, a key reused with a larger body, an unknown upload, a batch, a test key's side, deliveries by status", async () => {
+    const api = as('api', () => wireApi(envOf('api'), SILENT as never));
+    const call = async (
+      method: string,
+      path: string,
+      options: { body?: unknown; key?: string; query?: Record<string, string>; tenant?: string } = {},
+    ) => {
+      const result = await api(
+        apiEvent({
+          method,
+          path,
+          body: options.body,
+          headers: options.key ? { 'idempotency-key': options.key } : {},
+          ...(options.query ? { query: options.query } : {}),
+          ...(options.tenant ? { tenant: options.tenant } : {}),
+        }),
+      );
+      return { status: result.statusCode ?? 0, json: result.body ? JSON.parse(result.body) : {} };
+    };
+    // Deferred, so that the sender's scenario finds on the queue only the copies it expects.
+    const message = (overrides: Record<string, unknown> = {}) =>
+      validBody({ send_at: new Date(Date.now() + 3_600_000).toISOString(), ...overrides });
+
+    // DESIGN §4: a version below the group's head is stored superseded (the transaction checks the head).
+    expect((await call('PUT', '/v1/groups/campaign:below', { body: { version: 7 } })).status).toBe(200);
+    const below = await call('POST', '/v1/messages', {
+      body: message({ group: { key: 'campaign:below', version: 6 } }),
+      key: 'below-head',
+    });
+    expect(below.status).toBe(202);
+    expect(await messageStatus(below.json.id)).toBe('superseded');
+
+    // DESIGN §3/§4: the same key with another body is 422; a body too large to ride in the state
+    // record is put apart first, and the api takes back its own.
+    expect((await call('POST', '/v1/messages', { body: message(), key: 'reused' })).status).toBe(202);
+    const bigText = randomBytes(12_000).toString('base64');
+    expect(
+      (await call('POST', '/v1/messages', { body: message({ text: bigText }), key: 'reused' })).status,
+    ).toBe(422);
+    // A large body apart from its record: in a group's transaction, and given its TTL when cancelled.
+    const grouped = message({ text: bigText, group: { key: 'campaign:large', version: 1 } });
+    expect((await call('POST', '/v1/messages', { body: grouped, key: 'large-grouped' })).status).toBe(202);
+    const apart = await call('POST', '/v1/messages', { body: message({ text: bigText }), key: 'large' });
+    expect((await call('DELETE', `/v1/messages/${apart.json.id}`)).status).toBe(200);
+    // A group head kept in one item is raised by a single update, not a transaction.
+    const oneReplica = as('api', () =>
+      wireApi(envOf('api', { POSTDATE_GROUP_HEAD_REPLICAS: '1' }), SILENT as never),
+    );
+    const single = await oneReplica(
+      apiEvent({ method: 'PUT', path: '/v1/groups/campaign:single', body: { version: 2 } }),
+    );
+    expect(single.statusCode).toBe(200);
+
+    // DESIGN §13: an attachment_id that names no upload is the client's 400, not a 500.
+    const unknown = await call('POST', '/v1/messages', {
+      body: message({ attachments: [{ attachment_id: `att_${'0'.repeat(26)}` }] }),
+      key: 'unknown-upload',
+    });
+    expect(unknown.status).toBe(400);
+
+    // DESIGN §3a: each item under its own key.
+    const batch = await call('POST', '/v1/messages/batch', {
+      body: {
+        messages: [message({ idempotency_key: 'batch-1' }), message({ idempotency_key: 'batch-2' })],
+      },
+    });
+    expect(batch.status).toBe(200);
+
+    // DESIGN §14: a test key acts for the tenant's test side, in its own partitions.
+    const testSide = { tenant: testSideOf('acme') };
+    expect(
+      (
+        await call('POST', '/v1/messages', {
+          ...testSide,
+          body: message({ to: [`delivered@${SIMULATOR_DOMAIN}`] }),
+          key: 'test-side',
+        })
+      ).status,
+    ).toBe(202);
+    expect((await call('GET', '/v1/messages', testSide)).status).toBe(200);
+
+    // A listing by status reads the deliveries; `failed` reads the failed entries of the `due` index.
+    for (const status of ['pending', 'failed'])
+      expect((await call('GET', `/v1/webhooks/${webhookId}/deliveries`, { query: { status } })).status).toBe(
+        200,
+      );
+  });
+
   it('relay: due copies to the queue, later ones to a schedule, a cancel deletes its schedule', async () => {
     await pullStream();
-    const relay = as('relay', () => wireRelay(env, SILENT as never));
+    const relay = as('relay', () => wireRelay(envOf('relay'), SILENT as never));
     const records = streamRecords.filter((record) =>
       matchesFilter(RELAY_STREAM_FILTER as FilterPattern, record),
     );
@@ -329,7 +466,7 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
   });
 
   it('events: every status change to the bus and to the subscribed endpoint', async () => {
-    const produce = as('events', () => wireEvents(env, SILENT));
+    const produce = as('events', () => wireEvents(envOf('events'), SILENT));
     const records = streamRecords.filter((record) =>
       matchesFilter(EVENTS_STREAM_FILTER as FilterPattern, record),
     );
@@ -338,19 +475,19 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
   });
 
   it('webhooks: deliveries are signed and POSTed, a secret rotated, a failing endpoint retried, a failed delivery retried by hand', async () => {
-    const deliver = as('webhooks', () => wireWebhookDelivery(env, SILENT));
+    const deliver = as('webhooks', () => wireWebhookDelivery(envOf('webhooks'), SILENT));
     const copies = await receiveAll(webhookQueue.url);
     expect(copies.length).toBeGreaterThan(0);
     // With the table out of reach, each copy is kept and comes back after a short backoff
     // (ChangeMessageVisibility, decision 0110); then the reachable function delivers them.
     const unreachable = as('webhooks', () =>
-      wireWebhookDelivery({ ...env, AWS_ENDPOINT_URL_DYNAMODB: 'http://127.0.0.1:9' }, SILENT),
+      wireWebhookDelivery(envOf('webhooks', { AWS_ENDPOINT_URL_DYNAMODB: 'http://127.0.0.1:9' }), SILENT),
     );
     const kept = await unreachable(sqsEvent(copies, webhookQueue.arn));
     expect(kept.batchItemFailures).toHaveLength(copies.length);
     await deliver(sqsEvent(copies, webhookQueue.arn));
     expect(receiver.received.length).toBeGreaterThan(0);
-    const api = as('api', () => wireApi(env, SILENT as never));
+    const api = as('api', () => wireApi(envOf('api'), SILENT as never));
     const call = async (method: string, path: string) => {
       const result = await api(apiEvent({ method, path }));
       return { status: result.statusCode ?? 0, json: JSON.parse(result.body ?? '{}') };
@@ -423,7 +560,9 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
     );
     // Its clock 13 days ahead: the dead message's copy reached the renewal age (decision 0148).
     const ahead = () => new Date(Date.now() + 13 * 86_400_000);
-    const sweep = as('sweeper', () => wireSweeper(env, SILENT as never, { count: () => {} }, ahead));
+    const sweep = as('sweeper', () =>
+      wireSweeper(envOf('sweeper'), SILENT as never, { count: () => {} }, ahead),
+    );
     const report = await sweep();
     // Renewed: the dead message's copy and, the sweeper's clock being 13 days ahead of SQS's, the one just made.
     expect(report.deadLetters).toMatchObject({
@@ -447,7 +586,7 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
   });
 
   it('sender: sends, suppresses, bounces a recipient, backs off, re-delays an early copy, dead-letters, is throttled, and meets a relay that refuses connections', async () => {
-    const api = as('api', () => wireApi(env, SILENT as never));
+    const api = as('api', () => wireApi(envOf('api'), SILENT as never));
     const enqueue = async (key: string, body: Record<string, unknown> = {}) => {
       const result = await api(
         apiEvent({
@@ -467,7 +606,7 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
     };
     const senders: ReturnType<typeof wireSender>[] = [];
     const wired = (overrides: Record<string, string> = {}) => {
-      const sender = as('sender', () => wireSender({ ...env, ...overrides }));
+      const sender = as('sender', () => wireSender(envOf('sender', overrides)));
       senders.push(sender);
       return sender;
     };
@@ -529,7 +668,11 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
 
       // SES's throttling reply slows every sender down: the gate item takes the rate factor.
       smtp.script({ afterData: { code: 454, message: 'Throttling failure: Maximum sending rate exceeded' } });
-      await enqueue('throttled', { to: ['throttled@example.com'] });
+      // Its body too large for its record: the sender reads it apart.
+      await enqueue('throttled', {
+        to: ['throttled@example.com'],
+        text: randomBytes(12_000).toString('base64'),
+      });
       await sendOnce(wired());
       expect((await readGate())?.breaker?.rate_factor).toBeLessThan(1);
       smtp.script({});
@@ -549,7 +692,7 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
   });
 
   it('api: a dead message retried by hand, and a failed one whose attachments it finds still stored', async () => {
-    const api = as('api', () => wireApi(env, SILENT as never));
+    const api = as('api', () => wireApi(envOf('api'), SILENT as never));
     const retried = await api(apiEvent({ method: 'POST', path: `/v1/messages/${deadId}/retry` }));
     expect(retried.statusCode).toBe(202);
     // Refused at RCPT TO above: failed, with an inline attachment the retry looks for (HeadObject).
@@ -569,7 +712,7 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
         ExpressionAttributeValues: { ':past': new Date(Date.now() - 3_600_000).toISOString() },
       }),
     );
-    const sweep = as('sweeper', () => wireSweeper(env, SILENT as never, { count: () => {} }));
+    const sweep = as('sweeper', () => wireSweeper(envOf('sweeper'), SILENT as never, { count: () => {} }));
     await sweep();
     const after = await readGate();
     expect(after?.breaker?.token).toBeDefined();
@@ -577,7 +720,7 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
   });
 
   it('bounces: an SES hard bounce suppresses the address for the message tenant', async () => {
-    const bounce = as('bounces', () => wireBounces(env, SILENT, () => {}));
+    const bounce = as('bounces', () => wireBounces(envOf('bounces'), SILENT, () => {}));
     await bounce(snsEvent(permanentBounce(messageIds[0] ?? '', ['bounce-me@example.com'])));
   });
 });
@@ -588,8 +731,10 @@ describe('the recorded requests, evaluated against each function role in the syn
   it('denies none', async () => {
     const { resolve } = templateResolver(template, names);
     const requests = readRecordedRequests(recordFile).flatMap(iamRequestsOf);
+    // Each distinct request once: most are the same item kind asked again.
+    const distinct = new Map(requests.map((request) => [describeRequest(request, true), request]));
     const denied: string[] = [];
-    for (const request of requests) {
+    for (const request of distinct.values()) {
       const decision = await evaluate(request, resolve);
       if (decision !== 'Allowed') denied.push(`${request.function} ${decision}: ${describeRequest(request)}`);
     }
@@ -604,6 +749,25 @@ describe('the recorded requests, evaluated against each function role in the syn
       .filter((grant) => !grant.seen && ALLOWED_BUT_NOT_MADE[grant.key] === undefined)
       .map((grant) => grant.key);
     expect(unused).toEqual([]);
+  });
+
+  it('reaches every place the functions build an AWS request, beyond the commented allow-list', async () => {
+    reached ??= coverage.reached(callSites);
+    const ran = await reached;
+    const missed = callSites
+      .filter((site) => !ran.has(site) && NOT_REACHED[site.key] === undefined)
+      .map((site) => `${site.file}:${site.line} ${site.what} (${site.key})`);
+    expect(missed).toEqual([]);
+  });
+
+  it('lists on the call-site allow-list only sites that exist and that no scenario reaches', async () => {
+    reached ??= coverage.reached(callSites);
+    const ran = await reached;
+    const stale = Object.keys(NOT_REACHED).filter((key) => {
+      const sites = callSites.filter((site) => site.key === key);
+      return sites.length === 0 || sites.some((site) => ran.has(site));
+    });
+    expect(stale).toEqual([]);
   });
 
   it('lists on the allow-list only grants that exist and that no scenario reaches', () => {
@@ -624,12 +788,15 @@ function grantsWithUse(): { key: string; seen: boolean }[] {
   const grants: { key: string; seen: boolean }[] = [];
   for (const name of POSTDATE_FUNCTIONS) {
     const made = requests.filter((request) => request.function === name);
+    const polled = eventSourceQueues(name, resolve);
     for (const statement of roleStatements(template, roleOf(name), resolve)) {
       if (statement.Effect !== 'Allow') continue;
       const patterns = leadingKeyPatterns(statement) ?? [undefined];
       for (const action of statement.Action) {
         if (LAMBDA_SERVICE_ACTIONS.test(action)) continue;
         for (const resource of statement.Resource) {
+          if (SQS_POLLER_ACTIONS.test(action) && polled.has(resource)) continue;
+          if (SEND_COMPANIONS.test(action) && statement.Action.includes('sqs:SendMessage')) continue;
           for (const pattern of patterns) {
             const seen = made.some(
               (request) =>
@@ -676,6 +843,7 @@ function shortNames(resolve: (value: unknown) => unknown): (resource: string) =>
     [arn(webhooksConstruct.eventBus), 'bus'],
     [arn(postdate.attachmentBucket), 'attachmentBucket'],
     [String(resolve(stack.resolve(postdate.smtpSecret.secretArn))), 'smtpSecret'],
+    [arnOf.bucket(s3.bucket), 'attachmentBucket'],
   ]);
   const table = arnOf.table(tableName);
   return (resource) => labels.get(resource) ?? resource.split(table).join('table');
@@ -686,6 +854,11 @@ function shortNames(resolve: (value: unknown) => unknown): (resource: string) =>
  * item kind) must be one a function was seen making above. Keys: `function action resource [kind]`.
  */
 const ALLOWED_BUT_NOT_MADE: Readonly<Record<string, string>> = {
+  // S3 answers a missing key 404 only to a caller that may list the bucket (else 403, decisions 0171, 0174).
+  'sender s3:ListBucket attachmentBucket':
+    "no scenario loses a live message's attachment; when one is gone the sender must be told 404 (AttachmentMissingError: the message fails, not retried for ever)",
+  'events s3:ListBucket attachmentBucket':
+    "no scenario tags a message whose attachments are gone; the producer then skips them on S3's 404",
   // Lambda's own destinations, sent to with the function's role: never by its code.
   'relay sqs:SendMessage relayFailureQueue':
     "the relay's event source mapping sends a batch it gave up on to its on-failure queue",
@@ -693,26 +866,64 @@ const ALLOWED_BUT_NOT_MADE: Readonly<Record<string, string>> = {
     "the event producer's event source mapping sends a batch it gave up on to its on-failure queue",
   'bounces sqs:SendMessage bounceFailureQueue':
     "Lambda's asynchronous invocation sends a notification it gave up on to the failure queue",
-  // S3's own check, made with the caller's role: a GET or HEAD of a missing key is 404 only with it.
-  'sender s3:ListBucket attachmentBucket':
-    'S3 answers a missing attachment with 404, not 403, only to a caller that may list the bucket: the sender tells a file that is gone from an outage by it (decision 0171)',
   // AWS only.
   'sender secretsmanager:GetSecretValue smtpSecret':
     "a relay's secret is read in AWS only (POSTDATE_LOCAL reads its user and pass): relaySecrets.test.ts simulates it from the sender's environment, for one relay and for two",
 };
 
-/** Actions Lambda itself takes with the function's role (event sources, logs), never its code. */
-const LAMBDA_SERVICE_ACTIONS =
-  /^(logs:|dynamodb:(DescribeStream|GetRecords|GetShardIterator|ListStreams)$|sqs:(ReceiveMessage|DeleteMessage|GetQueueAttributes|GetQueueUrl)$)/;
+/**
+ * Places the functions' code builds an AWS request that no scenario here reaches, each with its
+ * reason. Keys: `file function what` (callSiteCoverage.ts).
+ */
+const NOT_REACHED: Readonly<Record<string, string>> = {
+  'lambdas/adapters/smtpCredentials.ts result GetSecretValueCommand':
+    "a relay's secret is read in AWS only (POSTDATE_LOCAL reads its user and pass): relaySecrets.test.ts simulates it from the sender's environment",
+  // The CLI's, run with the operator's credentials, not a function's role. The scenarios' own key
+  // (createApiKey, the authorizer's scenario) is the one site here reached by the test, not a function.
+  'lambdas/keys/apiKeys.ts revokeApiKey UpdateCommand': '`postdate keys revoke`',
+  'lambdas/keys/apiKeys.ts page QueryCommand': '`postdate keys list`',
+  'lambdas/store/sendingGate.ts setDisabled UpdateCommand': '`postdate relays disable` and `enable`',
+};
 
-function describeRequest(request: IamRequest): string {
-  return `${request.action} ${request.resource} ${JSON.stringify(request.context)}`;
+/** Actions Lambda itself takes with the function's role (stream event sources, logs), never its code. */
+const LAMBDA_SERVICE_ACTIONS = /^(logs:|dynamodb:(DescribeStream|GetRecords|GetShardIterator|ListStreams)$)/;
+
+/**
+ * What Lambda's poller does on a queue that is the function's event source. On that queue only:
+ * the same actions on any other queue (a DLQ the function walks itself) must be seen made.
+ */
+const SQS_POLLER_ACTIONS = /^sqs:(ReceiveMessage|DeleteMessage|GetQueueAttributes|GetQueueUrl)$/;
+
+/**
+ * What CDK's `grantSendMessages` grants beside `sqs:SendMessage` in the same statement (the queue's
+ * URL and attributes, read by nothing here): exempt there only, never granted alone.
+ */
+const SEND_COMPANIONS = /^sqs:(GetQueueAttributes|GetQueueUrl)$/;
+
+/** The ARNs of the queues the template maps to the function as event sources. */
+function eventSourceQueues(name: PostdateFunctionName, resolve: (value: unknown) => unknown): Set<string> {
+  const fn = logicalIdOf(functionOf(name));
+  const mappings = Object.values(template.findResources('AWS::Lambda::EventSourceMapping'));
+  return new Set(
+    mappings
+      .filter((mapping) => mapping.Properties.FunctionName?.Ref === fn)
+      .map((mapping) => String(resolve(mapping.Properties.EventSourceArn)))
+      .filter((arn) => arn.startsWith('arn:aws:sqs:')),
+  );
+}
+
+function describeRequest(request: IamRequest, withFunction = false): string {
+  return `${withFunction ? `${request.function} ` : ''}${request.action} ${request.resource} ${JSON.stringify(request.context)}`;
+}
+
+function functionOf(name: PostdateFunctionName): IConstruct {
+  const fn = name === 'bounces' ? postdate.bounces : postdate.functions[name];
+  if (fn === undefined) throw new Error(`no ${name} function in the stack`);
+  return fn;
 }
 
 function roleOf(name: PostdateFunctionName): string {
-  const fn = name === 'bounces' ? postdate.bounces : postdate.functions[name];
-  if (fn === undefined) throw new Error(`no ${name} function in the stack`);
-  const resource = template.toJSON().Resources[logicalIdOf(fn)];
+  const resource = template.toJSON().Resources[logicalIdOf(functionOf(name))];
   return resource.Properties.Role['Fn::GetAtt'][0];
 }
 

@@ -156,7 +156,7 @@ export async function simulate(
   resolve: (value: unknown) => unknown,
   resourcePolicy?: unknown,
 ): Promise<string> {
-  const statements = roleStatements(template, roleLogicalId, resolve);
+  const statements = cachedStatements(template, roleLogicalId, resolve);
   const result = await runSimulation(
     {
       request: {
@@ -174,6 +174,21 @@ export async function simulate(
   );
   if (result.resultType === 'error') return `error ${JSON.stringify(result.errors)}`;
   return result.overallResult;
+}
+
+/** A role's statements, read from the template once per resolver (a suite simulates hundreds of requests). */
+const statementCache = new WeakMap<object, Map<string, PolicyStatement[]>>();
+
+function cachedStatements(
+  template: Template,
+  roleLogicalId: string,
+  resolve: (value: unknown) => unknown,
+): PolicyStatement[] {
+  const byRole = statementCache.get(resolve) ?? new Map<string, PolicyStatement[]>();
+  statementCache.set(resolve, byRole);
+  const statements = byRole.get(roleLogicalId) ?? roleStatements(template, roleLogicalId, resolve);
+  byRole.set(roleLogicalId, statements);
+  return statements;
 }
 
 function toArray<T>(value: T | T[]): T[] {
