@@ -50,19 +50,28 @@ export class LruCache<T> {
         throw error;
       },
     );
+    this.keep(key, loading, now);
+    return loading;
+  }
+
+  /** Keeps `value` for `key` as if just loaded (this instance wrote it, and knows what it wrote). */
+  set(key: string, value: T): void {
+    this.keep(key, Promise.resolve(value), this.freshness?.now() ?? 0);
+  }
+
+  /** Forgets `key` (its next read goes to the source). */
+  delete(key: string): void {
     this.entries.delete(key);
-    this.entries.set(key, { value: loading, at: now });
+  }
+
+  private keep(key: string, value: Promise<T | undefined>, at: number): void {
+    this.entries.delete(key);
+    this.entries.set(key, { value, at });
     while (this.entries.size > this.maxEntries) {
       const oldest = this.entries.keys().next().value;
       if (oldest === undefined) break;
       this.entries.delete(oldest);
     }
-    return loading;
-  }
-
-  /** Forgets `key` (this instance wrote it: its next read goes to the table). */
-  delete(key: string): void {
-    this.entries.delete(key);
   }
 
   private forget(key: string, loading: Promise<T | undefined>): void {

@@ -184,6 +184,7 @@ export class DynamoSuppressionList implements SuppressionList {
     await this.written(
       input.tenant,
       input.address,
+      true,
       this.documents.send(
         new UpdateCommand({
           TableName: this.tableName,
@@ -217,6 +218,7 @@ export class DynamoSuppressionList implements SuppressionList {
     const { Attributes } = await this.written(
       input.tenant,
       input.address,
+      true,
       this.documents.send(
         new UpdateCommand({
           TableName: this.tableName,
@@ -246,6 +248,7 @@ export class DynamoSuppressionList implements SuppressionList {
     const [removed, removedFormer] = await this.written(
       tenant,
       address,
+      false,
       Promise.all([
         this.removeKey(tenant, address),
         former === undefined ? null : this.removeKey(tenant, former),
@@ -254,12 +257,21 @@ export class DynamoSuppressionList implements SuppressionList {
     return removed ?? removedFormer;
   }
 
-  /** A write of this instance's to `address`: its next lookup here reads the table. */
-  private async written<T>(tenant: string, address: string, write: Promise<T>): Promise<T> {
+  /**
+   * A write of this instance's to `address`, which leaves it `listed` or not: once it succeeded, this
+   * instance's lookups answer that at once (no eventually consistent read, which may miss the write,
+   * and would be kept SUPPRESSION_MAX_AGE_MS). A write that failed may or may not have applied: its
+   * next lookup reads the table.
+   */
+  private async written<T>(tenant: string, address: string, listed: boolean, write: Promise<T>): Promise<T> {
+    const key = lookupKey(tenant, address);
     try {
-      return await write;
-    } finally {
-      this.lookups?.delete(lookupKey(tenant, address));
+      const done = await write;
+      this.lookups?.set(key, listed);
+      return done;
+    } catch (error) {
+      this.lookups?.delete(key);
+      throw error;
     }
   }
 

@@ -126,8 +126,9 @@ export interface SweepReport {
  * run cut short has read a page of every shard before a second of any); a page of n entries takes at
  * least n / `entriesPerShardSecond` seconds, its stamps `stampsAtOnce` at a time. A stamp moves its
  * record's `due` entry — a delete and a put, 2 index write units on `due#{shard}` — so a run adds at
- * most 200 W/s to a shard that carries 469 W/s at 10,000 messages/s: 67 % of a partition, under the
- * 75 % the layout allows (DESIGN §4). In all, at most 1,600 entries read and re-dispatched a second.
+ * most 200 W/s to a shard; what that makes of a partition at 10,000 messages/s, against the 75 % the
+ * layout allows (DESIGN §4), is docs/capacity.md §7. In all, at most 1,600 entries read and
+ * re-dispatched a second.
  */
 export const SWEEP_PACE = { shardsAtOnce: 16, entriesPerShardSecond: 100, stampsAtOnce: 4 } as const;
 
@@ -199,10 +200,7 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
   const gate = await readGate(deps);
   const pass = await sweepShards(deps, tally, gate);
   deps.metrics?.count(SWEEPER_METRIC.redispatched, tally.liveRedispatched);
-  const refused = refusedGauge({
-    refused: tally.refused,
-    wholeIndexRead: pass.shardErrors.length === 0 && pass.truncatedShards.length === 0,
-  });
+  const refused = refusedGauge({ refused: tally.refused, wholeIndexRead: pass.wholeIndexRead });
   if (refused !== undefined) deps.metrics?.count(SWEEPER_METRIC.refusedRecords, refused);
   const waitingShards = deps.waitingShards ?? INDEX_SHARDS.waiting;
   const waiting = await publishWaiting(deps, waitingShards);
@@ -301,6 +299,8 @@ interface PassFound {
   readonly truncatedShards: readonly number[];
   readonly shardErrors: readonly { readonly shard: number; readonly error: string }[];
   readonly outOfTime: boolean;
+  /** Every shard read to its end and none unreadable: what the pass counted is all there is. */
+  readonly wholeIndexRead: boolean;
 }
 
 /**
@@ -370,6 +370,7 @@ async function sweepShards(deps: SweepDeps, tally: PageTally, gate: GateFound): 
     truncatedShards: left.sort((a, b) => a - b),
     shardErrors: shardErrors.sort((a, b) => a.shard - b.shard),
     outOfTime,
+    wholeIndexRead: left.length === 0 && shardErrors.length === 0,
   };
 }
 

@@ -314,6 +314,64 @@ describe('the sender and the suppression list', () => {
       expect(archiveReads).toBe(2);
     });
 
+    it('leaves out at once an address it added itself, without reading the entry again (the read may miss its own write)', async () => {
+      const rig = await createSenderRig(world);
+      const documents = documentClient();
+      let goneReads = 0;
+      documents.middlewareStack.add(
+        (next) => async (args) => {
+          const input = args.input as { RequestItems?: Record<string, { Keys?: { sk?: unknown }[] }> };
+          for (const request of Object.values(input.RequestItems ?? {})) {
+            goneReads += (request.Keys ?? []).filter((key) => key.sk === 'left@example.org').length;
+          }
+          return next(args);
+        },
+        { step: 'initialize', name: 'countGoneReads' },
+      );
+      const store = new DynamoSenderStore(documents, world.tableName, {
+        suppressionLookups: { now: rig.clock.now },
+      });
+      const sender = rig.newHandler({ store });
+      world.smtp.script({ rcptTo: { code: 550, message: '5.1.1 <left@example.org>: User unknown' } });
+      const first = await rig.putMessage({ to: ['left@example.org'] });
+      await rig.dispatch(first);
+      await rig.run(await rig.receive({ waitSeconds: 3, max: 1 }), sender);
+      expect(await rig.state(first.id)).toMatchObject({ status: 'failed', rcpt_rejected: [0] });
+      expect(goneReads).toBe(1);
+
+      world.smtp.script();
+      const second = await rig.putMessage({ to: ['left@example.org'] });
+      await rig.dispatch(second);
+      await rig.run(await rig.receive({ waitSeconds: 3, max: 1 }), sender);
+
+      expect(await rig.state(second.id)).toMatchObject({ status: 'suppressed', rcpt_suppressed: [0] });
+      // The sender knew it had listed the address: no read that could answer "not listed".
+      expect(goneReads).toBe(1);
+    });
+
+    it('answers not listed at once after its own removal, without a read', async () => {
+      const documents = documentClient();
+      let reads = 0;
+      documents.middlewareStack.add(
+        (next) => async (args) => {
+          if ((args.input as { RequestItems?: unknown }).RequestItems !== undefined) reads++;
+          return next(args);
+        },
+        { step: 'initialize', name: 'countLookups' },
+      );
+      const lookups = new DynamoSuppressionList(documents, world.tableName, { recent: {} });
+      const now = new Date();
+      await lookups.put({ tenant: TENANT, address: 'back@example.net', reason: undefined, now });
+      expect(await lookups.suppressedAmong(TENANT, ['back@example.net'])).toEqual(
+        new Set(['back@example.net']),
+      );
+
+      await lookups.remove(TENANT, 'back@example.net');
+
+      expect(await lookups.suppressedAmong(TENANT, ['back@example.net'])).toEqual(new Set());
+      expect(reads).toBe(0);
+    });
+
     it('asks for throttled keys again after growing, jittered pauses, and gives up as unread after five rounds', async () => {
       const throttled = (rounds: number) => {
         const documents = documentClient();

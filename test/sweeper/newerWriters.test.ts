@@ -4,6 +4,7 @@ import { SWEEPER_METRIC } from '../../lambdas/core/metricNames.js';
 import { RECORD_LAYOUT } from '../../lambdas/core/recordLayout.js';
 import { messagePk } from '../../lambdas/store/messageRecord.js';
 import { ITEM_SORT_KEY, KEY } from '../../lambdas/store/tableLayout.js';
+import { SWEEP_RESERVED_MS } from '../../lambdas/sweeper/sweep.js';
 import { putMessage, readState } from '../sender/records.js';
 import { sweepWorld } from './sweepWorld.js';
 
@@ -71,5 +72,26 @@ describe('a message a newer writer made, on an older stack', () => {
     expect(w.gauges.slice(from).filter((gauge) => gauge.name === SWEEPER_METRIC.refusedRecords)).toEqual([
       expect.objectContaining({ value: 0 }),
     ]);
+  }, 120_000);
+
+  it('keeps the alarm as it is when a run ran out of time before the shard that holds it: no gauge, then 1 once a run reads it', async () => {
+    const w = await sweepWorld('sweep-newer-cut');
+    const t0 = Date.now();
+    const newer = await putMessage(w.documents, w.tableName, new Date(t0), {
+      sendAt: new Date(t0 - 180 * MINUTE),
+    });
+    await setLayout(w, newer.id, RECORD_LAYOUT + 1);
+    const refusedGauges = (from: number) =>
+      w.gauges.slice(from).filter((gauge) => gauge.name === SWEEPER_METRIC.refusedRecords);
+
+    // Only the reserve left: the run reads no shard, so it cannot know whether any refused record waits.
+    const cut = await w.run(new Date(t0), { remainingMs: () => SWEEP_RESERVED_MS });
+
+    expect(cut).toMatchObject({ examined: 0, outOfTime: true });
+    expect(refusedGauges(0)).toEqual([]);
+
+    const from = w.gauges.length;
+    await w.run(new Date(t0 + 5 * MINUTE));
+    expect(refusedGauges(from)).toEqual([expect.objectContaining({ value: 1 })]);
   }, 120_000);
 });

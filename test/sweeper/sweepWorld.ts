@@ -68,7 +68,10 @@ export async function sweepWorld(
   const queue = new RecordingQueue(new SqsDispatchQueue(sqsClient(), urls.send));
   /** The gauges the sweeper published, with the relay each is about (DESIGN §15). */
   const gauges: { name: string; value: number; relay?: string | undefined }[] = [];
-  const run = (now: Date, overrides: Pick<SweepDeps, 'maxPerShard' | 'maxReadsPerShard' | 'pageSize'> = {}) =>
+  const run = (
+    now: Date,
+    overrides: Pick<SweepDeps, 'maxPerShard' | 'maxReadsPerShard' | 'pageSize' | 'remainingMs'> = {},
+  ) =>
     sweep({
       dueIndex: new DynamoDueIndex(documents, tableName),
       records: new DynamoSweepRecords(documents, tableName),
