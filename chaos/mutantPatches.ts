@@ -34,7 +34,7 @@ export function picked(idExpression: string, every = 16): string {
 const SEND_RESULT = `          const refused = refusalsOf(info.rejectedErrors, envelope);`;
 const RECORD_OUTCOME = `    const { claimed, now } = input;
     const update = leaveSending(claimed, now, input.to, input.owner);
-    update.set('history', cappedHistory(claimed.history, input.attempt));`;
+    // An outcome that is no attempt and leaves the message retrying (an outage, a throttle) is its`;
 const AMBIGUOUS = `    return result(
       'ambiguous',`;
 const RELAY_INSERT = `    return { kind: 'act', id: inserted.id, dispatch: inserted, deleteSchedules: [] };`;

@@ -288,6 +288,25 @@ export interface OutcomeDecision {
   readonly recipients: RecipientProgress;
   /** For the sending gate (core/relayBreaker.ts): open the breaker, or slow the fleet down. */
   readonly fleet?: FleetSignal;
+  /**
+   * The outcome is an entry of the message's `history` (and names its `relay`): see
+   * {@link joinsHistory}. When false, only `last_error` records it.
+   */
+  readonly joinsHistory: boolean;
+}
+
+/**
+ * Whether an outcome is an entry of the message's capped `history` (DESIGN §3: "the attempts, each
+ * with its per-recipient replies"; decision 0175): when it counted an attempt (DESIGN §2), or when it
+ * ends the message (any status but `retrying`) — one that ends without any attempt (a permanent
+ * refusal before MAIL FROM, a body or a file that is gone) still says why in one entry. An outage, a
+ * throttle or a local failure that leaves the message retrying is no attempt: it updates `last_error`
+ * only, so that however long it lasts it never pushes the message's real attempts out of its history.
+ * The one rule for an attempt's outcome (`decideOutcome`) and for a message failed unsent
+ * (sender/outcomeWrite.ts `failUnsent`).
+ */
+export function joinsHistory(attemptCounted: boolean, to: OutcomeStatus): boolean {
+  return attemptCounted || to !== 'retrying';
 }
 
 /** A throttled copy comes back after 1 to this many seconds (the gate then holds it while the fleet slows). */
@@ -308,7 +327,8 @@ export const THROTTLED_RETRY_SECONDS = 3;
  *   under `hold` is `unknown`; anything that leaves recipients pending retries after backoff with
  *   full jitter, and is `dead` once the attempts reach the limit.
  * The backoff's exponent is the message's attempts before this one (never a queue receive count: a
- * pause or an outage inflates receives, a re-delayed copy restarts them).
+ * pause or an outage inflates receives, a re-delayed copy restarts them). Whether the outcome joins
+ * the message's history is {@link joinsHistory}.
  */
 export function decideOutcome(
   result: AttemptResult,
@@ -320,7 +340,8 @@ export function decideOutcome(
     ? FAILURE_ORIGIN.transaction
     : (result.origin ?? FAILURE_ORIGIN.transaction);
   const failureClass = result.delivered ? undefined : (result.failureClass ?? 'transient');
-  const unchanged = { attempts: record.attempts, recipients: record.recipients };
+  // No attempt and still retrying: nothing of the message changes but its last error.
+  const unchanged = { attempts: record.attempts, recipients: record.recipients, joinsHistory: false };
   if (origin === FAILURE_ORIGIN.outage) {
     // With a gate, back when its next probe may have closed the breaker; without one, the backoff.
     const wait =
@@ -346,6 +367,7 @@ export function decideOutcome(
     to,
     attempts,
     recipients,
+    joinsHistory: joinsHistory(counted, to),
     ...(visibilitySeconds === undefined ? {} : { visibilitySeconds }),
   });
 

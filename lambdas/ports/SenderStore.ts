@@ -37,7 +37,14 @@ export interface OutcomeInput {
   readonly owner: string;
   readonly to: 'sent' | 'retrying' | 'failed' | 'dead' | 'unknown';
   readonly now: Date;
+  /** What the outcome writes down: the history entry, when it joins the history. */
   readonly attempt: AttemptRecord;
+  /**
+   * The outcome is an attempt or ends the message (core/sendDecision.ts `joinsHistory`): `attempt`
+   * joins the capped history and may name the message's relay. Otherwise (an outage, a throttle, a
+   * local failure that leaves it retrying) only `last_error` records it.
+   */
+  readonly joinsHistory: boolean;
   readonly lastError: LastError | null;
   /** `retrying` only: when the copy comes back (the `due_at` the sweeper watches). */
   readonly retryAt?: Date;

@@ -6,6 +6,7 @@ import { providerMessageIdOf } from '../core/providerMessageId.js';
 import { MAX_RECIPIENT_REPLIES, MAX_RECIPIENT_REPLY_LENGTH } from '../core/recipients.js';
 import { isRefused, type RefusedRecord } from '../core/recordLayout.js';
 import {
+  joinsHistory,
   leaseWaitSeconds,
   type OutcomeDecision,
   type OutcomeStatus,
@@ -71,6 +72,7 @@ export async function recordOutcome(
         to: decision.to,
         now,
         attempt,
+        joinsHistory: decision.joinsHistory,
         lastError: outcome.delivered ? null : lastErrorOf(outcome.failure),
         retryAt: retryAtOf(decision, now),
         retentionDays: deps.settings.retentionDays,
@@ -212,6 +214,8 @@ export async function failUnsent(
         to: MESSAGE_STATUS.failed,
         now,
         attempt: record.attempt,
+        // It ends the message: its one entry says why (no attempt was counted).
+        joinsHistory: joinsHistory(false, MESSAGE_STATUS.failed),
         lastError: record.lastError,
         retentionDays: deps.settings.retentionDays,
         attempts: claimed.attempts,

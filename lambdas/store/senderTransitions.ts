@@ -137,7 +137,9 @@ export class DynamoSenderStore implements SenderStore {
   recordOutcome(input: OutcomeInput): Promise<SenderWriteResult> {
     const { claimed, now } = input;
     const update = leaveSending(claimed, now, input.to, input.owner);
-    update.set('history', cappedHistory(claimed.history, input.attempt));
+    // An outcome that is no attempt and leaves the message retrying (an outage, a throttle) is its
+    // last error only: the history and the relay stay as its attempts left them (decision 0175).
+    if (input.joinsHistory) update.set('history', cappedHistory(claimed.history, input.attempt));
     update.set('last_error', input.lastError);
     update.set('attempts', input.attempts);
     update.set('rcpt_accepted', [...input.recipients.accepted]);
@@ -146,7 +148,7 @@ export class DynamoSenderStore implements SenderStore {
       update.set('rcpt_suppressed', [...input.recipients.suppressed]);
     }
     if (input.to === MESSAGE_STATUS.sent) update.set('sent_at', input.attempt.at);
-    const named = namedRelay(claimed, input.attempt);
+    const named = input.joinsHistory ? namedRelay(claimed, input.attempt) : undefined;
     if (named !== undefined) {
       update.set('relay', named.relay);
       if (named.providerMessageId === undefined) update.remove('provider_message_id');

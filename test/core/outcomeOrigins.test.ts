@@ -12,6 +12,7 @@ import { pendingPositions } from '../../lambdas/core/recipients.js';
 import {
   type AttemptResult,
   decideOutcome,
+  joinsHistory,
   type OutcomeRecord,
   THROTTLED_RETRY_SECONDS,
 } from '../../lambdas/core/sendDecision.js';
@@ -174,6 +175,74 @@ describe('the outcome decision, by where the failure happened', () => {
         expect(decideOutcome(result, record, SETTINGS, () => 0).visibilitySeconds).toBe(0);
       }),
     );
+  });
+});
+
+/**
+ * DESIGN §2 and §3: `history` is "the attempts, each with its per-recipient replies", capped. An
+ * outcome joins it when it counted an attempt or ends the message (one that ends before any attempt
+ * still says why); an outage, a throttle or a local failure that leaves the message retrying is its
+ * `last_error` only, so no outage, however long, pushes a real attempt out (decision 0175).
+ */
+describe('what joins the history', () => {
+  /** Any outcome on a record with recipients pending: delivered or not, from anywhere. */
+  const outcomes = records
+    .filter((record) => pendingPositions(record.recipientTotal, record.recipients).length > 0)
+    .chain((record) =>
+      fc.tuple(
+        fc.constant(record),
+        fc.oneof(
+          failures(record),
+          failures(record).map(
+            (failure): AttemptResult => ({
+              delivered: true,
+              attempted: failure.attempted,
+              refused: failure.refused,
+            }),
+          ),
+        ),
+        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+      ),
+    );
+
+  it('joins exactly when the outcome counted an attempt or ends the message (property)', () => {
+    fc.assert(
+      fc.property(outcomes, ([record, result, draw]) => {
+        const decision = decideOutcome(result, record, SETTINGS, () => draw);
+        const counted = decision.attempts === record.attempts + 1;
+        expect(decision.joinsHistory).toBe(counted || decision.to !== 'retrying');
+        expect(decision.joinsHistory).toBe(joinsHistory(counted, decision.to));
+      }),
+    );
+  });
+
+  it('never joins for an outage or a throttle; always for a reply to the message’s own commands (property)', () => {
+    fc.assert(
+      fc.property(outcomes, ([record, result, draw]) => {
+        const failed = { ...result, delivered: false, failureClass: result.failureClass ?? 'transient' };
+        for (const origin of ['outage', 'throttle'] as const)
+          expect(decideOutcome({ ...failed, origin }, record, SETTINGS, () => draw).joinsHistory).toBe(false);
+        expect(
+          decideOutcome({ ...result, origin: 'transaction' }, record, SETTINGS, () => draw).joinsHistory,
+        ).toBe(true);
+      }),
+    );
+  });
+
+  it('joins for a local failure before MAIL FROM only when it ends the message (the file or the envelope refused for good)', () => {
+    fc.assert(
+      fc.property(cases, ([record, result, draw]) => {
+        const decision = decideOutcome({ ...result, origin: 'local' }, record, SETTINGS, () => draw);
+        expect(decision.joinsHistory).toBe(decision.to !== 'retrying');
+      }),
+    );
+  });
+
+  it('an ending without an attempt joins; a retry without one does not', () => {
+    for (const to of ['sent', 'failed', 'dead', 'unknown'] as const)
+      expect(joinsHistory(false, to)).toBe(true);
+    expect(joinsHistory(false, 'retrying')).toBe(false);
+    expect(joinsHistory(true, 'retrying')).toBe(true);
   });
 });
 

@@ -145,7 +145,9 @@ describe('the sender with a relay whose certificate is not trusted', () => {
     expect(response.batchItemFailures).toHaveLength(1);
     const state = await rig.state(message.id);
     expect(state.status).toBe('retrying');
-    expect(state.history[0]).toMatchObject({ outcome: 'config' });
+    expect(state.last_error).toMatchObject({ class: 'config' });
+    // No attempt, still retrying: the last error only, no history entry (decision 0175).
+    expect(state.history).toEqual([]);
     expect(state.attempts).toBe(0);
     expect(rig.metrics.of('ConfigErrors')).toBe(1);
     expect(relay.received).toEqual([]);

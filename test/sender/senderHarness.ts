@@ -408,6 +408,25 @@ export async function cancelThroughApi(
   );
 }
 
+/** The user's `GET /v1/messages/{id}` (DESIGN §3): the message view with its `history`, by the real api handler. */
+export async function getThroughApi(
+  world: Pick<SenderWorld, 'documents' | 'tableName'>,
+  id: string,
+  now: () => Date,
+): Promise<{ readonly status: number; readonly json: Record<string, unknown> }> {
+  return callApi(
+    world,
+    now,
+    apiEvent({
+      method: 'GET',
+      path: `/v1/messages/${id}`,
+      routeKey: 'GET /v1/messages/{id}',
+      pathParameters: { id },
+      tenant: TENANT,
+    }),
+  );
+}
+
 /** The user's `PUT /v1/suppressions/{address}` (DESIGN §12), answered by the real api handler on the sender's table. */
 export async function suppressThroughApi(
   world: Pick<SenderWorld, 'documents' | 'tableName'>,

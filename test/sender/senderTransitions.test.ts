@@ -125,6 +125,7 @@ describe('DynamoSenderStore', () => {
       to: 'sent' as const,
       now,
       attempt: attempt('sent'),
+      joinsHistory: true,
       lastError: null,
       retentionDays: 30,
       attempts: 1,
@@ -155,6 +156,7 @@ describe('DynamoSenderStore', () => {
       to: 'retrying',
       now,
       attempt: attempt('transient'),
+      joinsHistory: true,
       lastError: { class: 'transient', code: '451', enhanced_code: null, message: 'temporary' },
       retryAt,
       retentionDays: 30,
@@ -183,6 +185,7 @@ describe('DynamoSenderStore', () => {
         to: 'retrying',
         now: at,
         attempt: attempt('transient', at),
+        joinsHistory: true,
         lastError: null,
         retryAt: at,
         retentionDays: 30,
@@ -197,6 +200,47 @@ describe('DynamoSenderStore', () => {
       new Date(now.getTime() + (HISTORY_LIMIT + 2) * 1000).toISOString(),
     );
     expect(observed.attempts).toBe(HISTORY_LIMIT + 3);
+  });
+
+  it('writes an outcome that is no history entry (an outage) as its last error only: history and relay stay', async () => {
+    let observed = await put();
+    const outcomeThrough = async (
+      relay: string,
+      entry: AttemptRecord,
+      joinsHistory: boolean,
+      lastError: MessageStateRecord['last_error'],
+    ) => {
+      const claim = await store.claim({ observed, owner: relay, now, leaseUntil });
+      if (claim.outcome !== 'applied') throw new Error('claim failed');
+      const result = await store.recordOutcome({
+        claimed: claim.record,
+        owner: relay,
+        to: 'retrying',
+        now,
+        attempt: { ...entry, relay },
+        joinsHistory,
+        lastError,
+        retryAt: now,
+        retentionDays: 30,
+        attempts: 1,
+        recipients: { accepted: [], rejected: [] },
+      });
+      if (result.outcome !== 'applied') throw new Error('outcome not written');
+      observed = result.record;
+    };
+    const deferred = { class: 'transient', code: '451', enhanced_code: null, message: 'deferred' } as const;
+    await outcomeThrough('primary', attempt('transient'), true, deferred);
+    const refused = {
+      class: 'transient',
+      code: 'ECONNECTION',
+      enhanced_code: null,
+      message: 'down',
+    } as const;
+    for (let index = 0; index < HISTORY_LIMIT + 1; index += 1)
+      await outcomeThrough('backup', { ...attempt('transient'), code: 'ECONNECTION' }, false, refused);
+    const state = await readState(documents, tableName, observed.id);
+    expect(state).toMatchObject({ status: 'retrying', attempts: 1, relay: 'primary', last_error: refused });
+    expect(state.history).toEqual([{ ...attempt('transient'), relay: 'primary' }]);
   });
 
   it('settles without sending only from the state it saw (expire, supersede, hold an expired lease)', async () => {
@@ -264,6 +308,7 @@ describe('DynamoSenderStore', () => {
         to,
         now: at,
         attempt: attempt(to === 'sent' ? 'sent' : 'permanent', at),
+        joinsHistory: true,
         lastError: null,
         retentionDays: 30,
         attempts: 1,
@@ -358,6 +403,7 @@ describe('DynamoSenderStore', () => {
         to: accepted.length === 2 ? 'sent' : 'retrying',
         now,
         attempt: entry,
+        joinsHistory: true,
         lastError: null,
         retentionDays: 30,
         attempts: claim.record.attempts + 1,

@@ -239,6 +239,7 @@ describe('a message lives as long as it waits, and its retention starts when it 
         reply: null,
         duration_ms: 3,
       },
+      joinsHistory: true,
       lastError: null,
       retentionDays: RETENTION_DAYS,
       attempts: 8,

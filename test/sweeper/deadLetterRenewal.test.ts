@@ -102,6 +102,7 @@ async function setUp() {
       to: 'dead',
       now,
       attempt: { ...attempt, reply: null, duration_ms: 5 },
+      joinsHistory: true,
       lastError: null,
       retentionDays: 30,
       attempts: dead.attempts + 1,

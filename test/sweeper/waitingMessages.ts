@@ -40,6 +40,7 @@ export function senderOutcomes(tableName: string, t0: Date) {
         reply: null,
         duration_ms: 5,
       },
+      joinsHistory: true,
       lastError: null,
       retentionDays: 30,
       attempts: 1,
