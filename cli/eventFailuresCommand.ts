@@ -24,6 +24,7 @@ import { EVENTS_STREAM_FILTER } from '../lib/webhookLayout.js';
 import { UsageError } from './cliErrors.js';
 import { SqsDeadLetterQueue } from './deadLetters/SqsDeadLetterQueue.js';
 import { type Output, paint, printFields } from './output.js';
+import { leftOnTheQueue, warnUnreached } from './relayFailuresCommand.js';
 import {
   type RedriveStreamFailuresDeps,
   type RedriveStreamFailuresReport,
@@ -123,7 +124,7 @@ export async function eventFailuresRedrive(
     ['replayed from the stream', String(report.replayed)],
     ['gone from the stream', paint(out, report.gone > 0 ? 'red' : 'green', String(report.gone))],
     ['discarded', String(report.discarded)],
-    ['left on the queue', paint(out, report.kept > 0 ? 'red' : 'green', String(report.kept))],
+    ['left on the queue', leftOnTheQueue(report, out)],
   ]);
   for (const batch of report.goneBatches) {
     out.warn(
@@ -141,10 +142,11 @@ export async function eventFailuresRedrive(
       'batches gone from the stream stay on the queue: record them, then run again with --discard-gone',
     );
   }
+  warnUnreached(report, out);
   return report;
 }
 
-/** Whether every failure message was dealt with (the entry point's exit code). */
+/** Whether every failure message was dealt with and none is left (the entry point's exit code). */
 export function eventFailuresCleared(report: RedriveStreamFailuresReport): boolean {
-  return report.kept === 0;
+  return report.kept === 0 && report.remaining === 0;
 }

@@ -4,8 +4,8 @@
  * relay's replies, and with `--with-bodies` its content. For audits, and for recovery after a
  * disaster together with DynamoDB's point-in-time recovery (docs/recovery.md).
  *
- * It reads through the indexes (never a table scan): `by_tenant`, or `by_status` per status, whose
- * sort key `{created_at}#{id}` makes the range one key condition per shard; the shards are merged in
+ * It reads through the indexes (never a table scan): `by_tenant` (several statuses: filtered on the
+ * record), or `by_status` for one status, whose sort key `{created_at}#{id}` makes the range one key condition per shard; the shards are merged in
  * order, and the records read in batches of 100. A first pass counts the range (keys only, a few
  * read units) so the progress bar has a total.
  *
@@ -160,12 +160,13 @@ export async function messagesExport(
       for (const id of ids) {
         const state = states.get(id);
         // The index is eventually consistent: a record gone (TTL) or of another status is not exported.
-        if (
-          state === undefined ||
-          state.tenant !== tenant ||
-          (statuses !== null && !statuses.includes(state.status))
-        ) {
+        if (state === undefined || state.tenant !== tenant) {
           skipped++;
+          continue;
+        }
+        if (statuses !== null && !statuses.includes(state.status)) {
+          // Read from `by_tenant`, any status is listed; from `by_status`, this one moved on.
+          if (statuses.length === 1) skipped++;
           continue;
         }
         await sink.write(JSON.stringify(exportedMessage(state, bodies)));
@@ -233,9 +234,14 @@ interface Partition {
   readonly key: string;
 }
 
-/** The index partitions that hold a tenant's messages (of some statuses): one per shard. */
+/**
+ * The index partitions that hold a tenant's messages (of some statuses): one per shard. Several
+ * statuses are read from `by_tenant`, whose entries never move, and filtered on the record: a message
+ * moving between two listed statuses while `by_status` partitions were merged would be listed twice,
+ * or not at all. One status is its own `by_status` partitions (a message leaves or joins them, once).
+ */
 function partitionsOf(tenant: string, statuses: readonly MessageStatus[] | null): Partition[] {
-  if (statuses === null) {
+  if (statuses === null || statuses.length > 1) {
     return Array.from({ length: INDEX_SHARDS.byTenant }, (_, shard) => ({
       index: INDEX.byTenant,
       key: byTenantShardPk(tenant, shard),

@@ -433,7 +433,13 @@ export function buildProgram(): Command {
           const dlqUrl = await queueUrlOf(target.sqs, target.refs.deadLetterQueue, 'dead-letter queue');
           const sendQueueUrl = await queueUrlOf(target.sqs, target.refs.sendQueue, 'send queue');
           const report = await dlqRedrive(
-            { sqs: target.sqs, dlqUrl, sendQueueUrl, now },
+            {
+              sqs: target.sqs,
+              dlqUrl,
+              sendQueueUrl,
+              now,
+              table: { documents: target.documents, tableName: target.refs.tableName },
+            },
             {
               ids: splitIds(options.ids ?? []),
               all: options.all === true,

@@ -110,7 +110,7 @@ export async function relayFailuresRedrive(
     ['failure messages', String(report.messages)],
     ['replayed from the stream', String(report.replayed)],
     ['covered by a sweep', String(report.sweptOver)],
-    ['left on the queue', paint(out, report.kept > 0 ? 'red' : 'green', String(report.kept))],
+    ['left on the queue', leftOnTheQueue(report, out)],
     ...(report.sweep
       ? ([
           [
@@ -125,10 +125,26 @@ export async function relayFailuresRedrive(
       'some failure messages stay on the queue: run again later; the sweeper covers their messages meanwhile',
     );
   }
+  warnUnreached(report, out);
   return report;
 }
 
-/** Whether every failure message was dealt with (the entry point's exit code). */
+/** The kept ones, or more: SQS's count may not show a release yet, and may hold what the run did not reach. */
+export function leftOnTheQueue(report: RedriveStreamFailuresReport, out: Output): string {
+  const left = Math.max(report.kept, report.remaining);
+  return paint(out, left > 0 ? 'red' : 'green', String(left));
+}
+
+/** Says so when the queue holds more than the run kept: it stopped at `--max`, or more came meanwhile. */
+export function warnUnreached(report: RedriveStreamFailuresReport, out: Output): void {
+  if (report.remaining > report.kept) {
+    out.warn(
+      `${report.remaining - report.kept} more failure messages on the queue (past --max, or sent meanwhile): run again`,
+    );
+  }
+}
+
+/** Whether every failure message was dealt with and none is left (the entry point's exit code). */
 export function relayFailuresCleared(report: RedriveStreamFailuresReport): boolean {
-  return report.kept === 0;
+  return report.kept === 0 && report.remaining === 0;
 }

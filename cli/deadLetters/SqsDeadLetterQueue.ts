@@ -98,7 +98,7 @@ export class SqsDeadLetterQueue implements RelayFailureQueue {
   }
 
   /** Makes received messages visible again at once (ChangeMessageVisibility 0), ten per request. */
-  async release(letters: readonly DeadLetter[]): Promise<void> {
+  async release(letters: readonly RelayFailureMessage[]): Promise<void> {
     for (let start = 0; start < letters.length; start += SQS_MAX_BATCH) {
       await this.sqs.send(
         new ChangeMessageVisibilityBatchCommand({

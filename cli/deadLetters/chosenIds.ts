@@ -26,7 +26,7 @@ export interface EarlierCopy {
 }
 
 export interface ChosenScan {
-  /** The chosen copies handled (done, or kept in a dry run), in the order they were found. */
+  /** The chosen copies handled (done, or kept in a dry run), in the order they were found; no {@link EarlierCopy}. */
   readonly handled: Pick<DispatchPayload, 'id' | 'rev'>[];
   readonly notFound: string[];
   readonly scanned: number;
@@ -55,10 +55,7 @@ export async function handleChosenCopies(
       const parsed = parseDispatchPayload(letter.body);
       if (!parsed.ok || !wanted.has(parsed.payload.id)) return 'keep';
       const outcome = await handle(letter, parsed.payload);
-      if (typeof outcome === 'object') {
-        handled.push({ id: parsed.payload.id, rev: parsed.payload.rev });
-        return outcome.earlier;
-      }
+      if (typeof outcome === 'object') return outcome.earlier;
       found.add(parsed.payload.id);
       if (outcome !== 'refused') handled.push({ id: parsed.payload.id, rev: parsed.payload.rev });
       progress.out.progress(progress.verb, found.size, wanted.size);

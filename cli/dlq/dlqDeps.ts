@@ -18,6 +18,8 @@ export interface DlqDeps {
 
 export interface RedriveDeps extends DlqDeps {
   readonly sendQueueUrl: string;
+  /** `--ids`: each copy's record, to move only a copy that redrives its message (core/staleDeadLetter.ts). */
+  readonly table: NonNullable<DlqDeps['table']>;
   /** How often a running move task is polled. @default 1000 */
   readonly pollMilliseconds?: number;
 }

@@ -1,10 +1,14 @@
 /**
  * `postdate dlq redrive`: copies from the send queue's DLQ back to the send queue, chosen ids
  * (receive → send → delete, one at a time) or all (dlq/dlqMoveAll.ts). The sender's claim accepts a
- * redriven copy for a `dead` record with the same rev (docs/data-model.md); a copy whose rev is stale
- * (the message was retried or cancelled since) is dropped by the sender, so redriving never sends twice.
+ * redriven copy for a `dead` record with the same rev and death (docs/data-model.md). `--ids` moves no
+ * stale copy (core/staleDeadLetter.ts: the sender would drop it): it deletes it, as `dlq drop` does,
+ * and looks on for the copy that redrives the message; `--all` moves copies unchanged and the sender
+ * drops the stale ones. Either way redriving never sends twice.
  */
 import type { DispatchPayload } from '../../lambdas/core/dispatchPayload.js';
+import { staleDeadLetter } from '../../lambdas/core/staleDeadLetter.js';
+import { readStateRecord } from '../../lambdas/store/stateReads.js';
 import { UsageError } from '../cliErrors.js';
 import { assertMessageIds, handleChosenCopies } from '../deadLetters/chosenIds.js';
 import { type Output, paint, printTable } from '../output.js';
@@ -32,11 +36,17 @@ export interface SelectiveRedriveReport {
   readonly requested: readonly string[];
   /** Copies moved (or, in a dry run, that would be moved): one per copy found in the DLQ. */
   readonly moved: readonly Pick<DispatchPayload, 'id' | 'rev'>[];
-  /** Requested ids with no copy in the DLQ. */
+  /** Requested ids with no copy in the DLQ that redrives them. */
   readonly notFound: readonly string[];
+  /** Copies of requested ids that no redrive can send (the sender drops them): deleted (in a dry run: would be). */
+  readonly stale: readonly StaleCopy[];
   /** Copies found but not moved because the send queue refused them (they stay in the DLQ). */
   readonly failed: readonly Pick<DispatchPayload, 'id' | 'rev'>[];
   readonly scanned: number;
+}
+
+export interface StaleCopy extends Pick<DispatchPayload, 'id' | 'rev'> {
+  readonly reason: string;
 }
 
 export type RedriveReport = SelectiveRedriveReport | MoveTaskReport;
@@ -78,7 +88,17 @@ async function redriveIds(
   const { dlq, sendQueue, pace } = redriveParts(deps, options.rate);
   const dryRun = options.dryRun === true;
   const failed: Pick<DispatchPayload, 'id' | 'rev'>[] = [];
+  const stale: StaleCopy[] = [];
   const scan = await handleChosenCopies(dlq, ids, options, { out, verb: 'moved' }, async (letter, copy) => {
+    // The sender would drop a stale copy (the one rule, as `dlq drop` and the sweeper apply it): it is
+    // deleted, not moved, and the walk looks on for the copy that redrives the message.
+    const record = await readStateRecord(deps.table.documents, deps.table.tableName, copy.id);
+    const reason = staleDeadLetter(copy, record ?? null);
+    if (reason !== undefined) {
+      stale.push({ id: copy.id, rev: copy.rev, reason });
+      if (!dryRun) await dlq.remove(letter.receipt);
+      return { earlier: dryRun ? 'keep' : 'done' };
+    }
     if (dryRun) return 'keep';
     await pace();
     // The whole body, `"dlq": true` included: the sender sends a dead message only for a marked copy.
@@ -93,6 +113,7 @@ async function redriveIds(
     requested: [...ids],
     moved: scan.handled,
     notFound: scan.notFound,
+    stale,
     failed,
     scanned: scan.scanned,
   };
@@ -112,6 +133,11 @@ function renderRedrive(report: RedriveReport, out: Output): void {
     `${verb} ${report.moved.length} of ${report.requested.length} requested messages (scanned ${report.scanned})`,
   );
   printCopies(out, report.moved);
+  for (const copy of report.stale) {
+    out.warn(
+      `${report.dryRun ? 'would delete' : 'deleted'} a stale copy of ${copy.id} (rev ${copy.rev}): ${copy.reason}`,
+    );
+  }
   if (report.notFound.length > 0) {
     out.warn(paint(out, 'red', `not in the DLQ: ${report.notFound.join(', ')}`));
   }

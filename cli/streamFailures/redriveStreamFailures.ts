@@ -1,5 +1,5 @@
 import type { Log } from '../../lambdas/ports/Log.js';
-import type { RelayFailureQueue } from '../../lambdas/ports/RelayFailureQueue.js';
+import type { RelayFailureMessage, RelayFailureQueue } from '../../lambdas/ports/RelayFailureQueue.js';
 import type { SdkStreamRecord } from '../../lambdas/store/streamRecord.js';
 import { isIncomplete } from '../../lambdas/sweeper/createSweeperHandler.js';
 import { type SweepDeps, type SweepReport, sweep } from '../../lambdas/sweeper/sweep.js';
@@ -50,6 +50,11 @@ export interface RedriveStreamFailuresReport {
   readonly discarded: number;
   /** Failure messages left on the queue (a record failed again, the message is unreadable, or gone). */
   readonly kept: number;
+  /**
+   * Failure messages visible on the queue as the run ends (SQS's approximate count): the kept ones,
+   * released at once for the next run, and any past `maxMessages` or sent meanwhile.
+   */
+  readonly remaining: number;
   /** Replayed state records whose image the reader could not read (skipped, as the live reader does). */
   readonly invalidRecords: number;
   /** Where each gone batch was: what an operator records before discarding it. */
@@ -73,8 +78,8 @@ export interface RedriveStreamFailuresReport {
  *    the operator discards it.
  *
  * A failure message is deleted only after its records were handled without a failure (or, when
- * gone, after a complete sweep, or on the operator's word); otherwise it stays for the next run.
- * Safe to run at any time and more than once.
+ * gone, after a complete sweep, or on the operator's word); otherwise it stays, visible again as the
+ * run ends, for the next run. Safe to run at any time and more than once.
  */
 export async function redriveStreamFailures(
   deps: RedriveStreamFailuresDeps,
@@ -85,59 +90,71 @@ export async function redriveStreamFailures(
   let replayed = 0;
   let kept = 0;
   let invalidRecords = 0;
-  const gone: { readonly receipt: string; readonly info: StreamFailureInfo }[] = [];
-
-  while (messages < maxMessages) {
-    const batch = await deps.failures.receive(Math.min(10, maxMessages - messages), hideSeconds);
-    if (batch.length === 0) break;
-    for (const message of batch) {
-      messages++;
-      const parsed = parseStreamFailure(message.body);
-      if (!parsed.ok) {
-        kept++;
-        deps.log?.error('stream failure message is unreadable; left on the queue', { reason: parsed.reason });
-        continue;
-      }
-      const read = await deps.streamRange.read(parsed.info);
-      if (read.kind === 'gone') {
-        deps.log?.warn('failed batch is no longer in the stream', {
-          shardId: parsed.info.shardId,
-          startSequenceNumber: parsed.info.startSequenceNumber,
-          reason: read.reason,
-        });
-        gone.push({ receipt: message.receipt, info: parsed.info });
-        continue;
-      }
-      const outcome = await deps.replay(read.records, parsed.info);
-      invalidRecords += outcome.invalid;
-      if (outcome.failed.length === 0) {
-        await deps.failures.remove(message.receipt);
-        replayed++;
-      } else {
-        kept++;
-        deps.log?.warn('replayed batch failed again; left on the queue', {
-          shardId: parsed.info.shardId,
-          failed: outcome.failed.length,
-        });
-      }
-    }
-  }
-
+  const gone: { readonly message: RelayFailureMessage; readonly info: StreamFailureInfo }[] = [];
+  // Hidden while the run works, so none is received twice; what stays is released as the run ends.
+  const held: RelayFailureMessage[] = [];
   let sweepReport: SweepReport | null = null;
   let sweptOver = 0;
   let discarded = 0;
-  if (gone.length > 0 && deps.sweep !== undefined) {
-    sweepReport = await sweep({ ...deps.sweep, graceSeconds: 0 });
-    // Only a complete sweep vouches for the records the batch held (the sweeper's own rule).
-    if (!isIncomplete(sweepReport)) {
-      for (const { receipt } of gone) await deps.failures.remove(receipt);
-      sweptOver = gone.length;
+  try {
+    while (messages < maxMessages) {
+      const batch = await deps.failures.receive(Math.min(10, maxMessages - messages), hideSeconds);
+      if (batch.length === 0) break;
+      for (const message of batch) {
+        messages++;
+        const parsed = parseStreamFailure(message.body);
+        if (!parsed.ok) {
+          kept++;
+          held.push(message);
+          deps.log?.error('stream failure message is unreadable; left on the queue', {
+            reason: parsed.reason,
+          });
+          continue;
+        }
+        const read = await deps.streamRange.read(parsed.info);
+        if (read.kind === 'gone') {
+          deps.log?.warn('failed batch is no longer in the stream', {
+            shardId: parsed.info.shardId,
+            startSequenceNumber: parsed.info.startSequenceNumber,
+            reason: read.reason,
+          });
+          gone.push({ message, info: parsed.info });
+          continue;
+        }
+        const outcome = await deps.replay(read.records, parsed.info);
+        invalidRecords += outcome.invalid;
+        if (outcome.failed.length === 0) {
+          await deps.failures.remove(message.receipt);
+          replayed++;
+        } else {
+          kept++;
+          held.push(message);
+          deps.log?.warn('replayed batch failed again; left on the queue', {
+            shardId: parsed.info.shardId,
+            failed: outcome.failed.length,
+          });
+        }
+      }
     }
-  } else if (gone.length > 0 && deps.discardGone === true) {
-    for (const { receipt } of gone) await deps.failures.remove(receipt);
-    discarded = gone.length;
+
+    if (gone.length > 0 && deps.sweep !== undefined) {
+      sweepReport = await sweep({ ...deps.sweep, graceSeconds: 0 });
+      // Only a complete sweep vouches for the records the batch held (the sweeper's own rule).
+      if (!isIncomplete(sweepReport)) {
+        for (const { message } of gone) await deps.failures.remove(message.receipt);
+        sweptOver = gone.length;
+      }
+    } else if (gone.length > 0 && deps.discardGone === true) {
+      for (const { message } of gone) await deps.failures.remove(message.receipt);
+      discarded = gone.length;
+    }
+    if (sweptOver + discarded === 0) held.push(...gone.map(({ message }) => message));
+  } finally {
+    await deps.failures.release(held);
   }
   kept += gone.length - sweptOver - discarded;
+  // Counted after the release: the kept ones, any past `maxMessages`, any that came meanwhile.
+  const remaining = (await deps.failures.counts()).visible;
   return {
     messages,
     replayed,
@@ -145,6 +162,7 @@ export async function redriveStreamFailures(
     sweptOver,
     discarded,
     kept,
+    remaining,
     invalidRecords,
     goneBatches: gone.map(({ info }) => info),
     sweep: sweepReport,

@@ -26,8 +26,9 @@ export interface DeadLetter {
  * one, which the send queue's backstop parked (decision 0167; a redrive gives it a new SQS id, so it
  * is never the record's `dead_copy` again). Never stale: the current copy of a message that waits for
  * an operator (`dead`'s: the marked copy naming its death, its only one, §5 "Dead means dead") or of
- * a live message (the queue's backstop). The one rule for both who take stale copies off the DLQ:
- * the sweeper on every run (lambdas/sweeper/staleDeadLetters.ts) and `postdate dlq drop` (decision 0141).
+ * a live message (the queue's backstop). The one rule for all who take stale copies off the DLQ:
+ * the sweeper on every run (lambdas/sweeper/staleDeadLetters.ts), `postdate dlq drop` (decision 0141)
+ * and `postdate dlq redrive --ids`, which moves no stale copy (decision 0176).
  */
 export function staleDeadLetter(copy: DeadLetter, record: DeadLetterRecord | null): string | undefined {
   if (record === null) return 'no record (expired or never written)';

@@ -12,4 +12,8 @@ export interface RelayFailureQueue {
   /** Up to `max` (≤ 10) messages, hidden from other readers for `hideSeconds`. */
   receive(max: number, hideSeconds: number): Promise<readonly RelayFailureMessage[]>;
   remove(receipt: string): Promise<void>;
+  /** Makes received messages visible again at once. */
+  release(messages: readonly RelayFailureMessage[]): Promise<void>;
+  /** How many messages are visible (SQS's approximate count). */
+  counts(): Promise<{ readonly visible: number }>;
 }

@@ -1,6 +1,6 @@
-import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { dlqRedrive, dlqShow, redriveSucceeded } from '../../cli/dlqCommands.js';
+import { dlqRedrive, dlqShow, type RedriveDeps, redriveSucceeded } from '../../cli/dlqCommands.js';
 import { memoryOutput } from '../../cli/output.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
@@ -8,24 +8,44 @@ import { deadLetter, drainIds, messageId, seedMessages, visibleCount } from './c
 
 const NOW = new Date('2026-11-29T12:00:00.000Z');
 
+/** Copies in the DLQ, each the current one of a message that waits in `dead` at its rev. */
 async function deadLetteredCopies(count: number) {
   const sqs = sqsClient();
   const { urls } = await freshQueues(1);
+  const { tableName } = await freshTable();
+  const documents = documentClient();
   const copies = Array.from({ length: count }, (_, i) => ({ id: messageId(i + 1), rev: i + 1 }));
+  await seedMessages(
+    documents,
+    tableName,
+    copies.map((copy) => ({ id: copy.id, status: 'dead', rev: copy.rev, createdAt: NOW.toISOString() })),
+  );
   await deadLetter(sqs, urls, copies);
-  return { sqs, urls, copies };
+  const deps: RedriveDeps = {
+    sqs,
+    dlqUrl: urls.sendDeadLetter,
+    sendQueueUrl: urls.send,
+    now: () => NOW,
+    waitSeconds: 0,
+    table: { documents, tableName },
+  };
+  return { sqs, urls, copies, tableName, documents, deps };
+}
+
+/** Puts one copy, as given, on the DLQ. */
+function copyTo(t: Awaited<ReturnType<typeof deadLetteredCopies>>) {
+  return (body: { id: string; rev: number; dlq?: boolean; death?: number }) =>
+    t.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: t.urls.sendDeadLetter,
+        MessageBody: JSON.stringify({ v: 1, ...body }),
+      }),
+    );
 }
 
 describe('postdate dlq show', () => {
   it('counts the DLQ, samples copies with their record status, and leaves every copy visible', async () => {
-    const { sqs, urls, copies } = await deadLetteredCopies(3);
-    const { tableName } = await freshTable();
-    const documents = documentClient();
-    await seedMessages(
-      documents,
-      tableName,
-      copies.map((copy) => ({ id: copy.id, status: 'dead', rev: copy.rev, createdAt: NOW.toISOString() })),
-    );
+    const { sqs, urls, copies, tableName, documents } = await deadLetteredCopies(3);
     const out = memoryOutput();
 
     const report = await dlqShow(
@@ -79,15 +99,11 @@ describe('postdate dlq show', () => {
 
 describe('postdate dlq redrive --ids', () => {
   it('moves exactly the chosen ids to the send queue and leaves every other copy in the DLQ', async () => {
-    const { sqs, urls, copies } = await deadLetteredCopies(12);
+    const { sqs, urls, copies, deps } = await deadLetteredCopies(12);
     const chosen = [messageId(2), messageId(7), messageId(11)];
     const out = memoryOutput();
 
-    const report = await dlqRedrive(
-      { sqs, dlqUrl: urls.sendDeadLetter, sendQueueUrl: urls.send, now: () => NOW, waitSeconds: 0 },
-      { ids: chosen },
-      out,
-    );
+    const report = await dlqRedrive(deps, { ids: chosen }, out);
 
     expect(report.mode).toBe('ids');
     expect(redriveSucceeded(report)).toBe(true);
@@ -99,13 +115,9 @@ describe('postdate dlq redrive --ids', () => {
   });
 
   it('keeps the "dlq": true mark, without which the sender drops a dead message\'s copy', async () => {
-    const { sqs, urls } = await deadLetteredCopies(1);
+    const { sqs, urls, deps } = await deadLetteredCopies(1);
 
-    await dlqRedrive(
-      { sqs, dlqUrl: urls.sendDeadLetter, sendQueueUrl: urls.send, now: () => NOW, waitSeconds: 0 },
-      { ids: [messageId(1)] },
-      memoryOutput(),
-    );
+    await dlqRedrive(deps, { ids: [messageId(1)] }, memoryOutput());
 
     const { Messages } = await sqs.send(
       new ReceiveMessageCommand({ QueueUrl: urls.send, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
@@ -116,14 +128,10 @@ describe('postdate dlq redrive --ids', () => {
   });
 
   it('reports ids that are not in the DLQ and fails, moving the ones that are', async () => {
-    const { sqs, urls } = await deadLetteredCopies(2);
+    const { sqs, urls, deps } = await deadLetteredCopies(2);
     const out = memoryOutput({ json: true });
 
-    const report = await dlqRedrive(
-      { sqs, dlqUrl: urls.sendDeadLetter, sendQueueUrl: urls.send, now: () => NOW, waitSeconds: 0 },
-      { ids: [messageId(1), messageId(99)] },
-      out,
-    );
+    const report = await dlqRedrive(deps, { ids: [messageId(1), messageId(99)] }, out);
 
     expect(report).toMatchObject({ notFound: [messageId(99)], moved: [{ id: messageId(1), rev: 1 }] });
     expect(redriveSucceeded(report)).toBe(false);
@@ -134,14 +142,10 @@ describe('postdate dlq redrive --ids', () => {
   });
 
   it('moves nothing in a dry run and says what it would move', async () => {
-    const { sqs, urls } = await deadLetteredCopies(3);
+    const { sqs, urls, deps } = await deadLetteredCopies(3);
     const out = memoryOutput();
 
-    const report = await dlqRedrive(
-      { sqs, dlqUrl: urls.sendDeadLetter, sendQueueUrl: urls.send, now: () => NOW, waitSeconds: 0 },
-      { ids: [messageId(3)], dryRun: true },
-      out,
-    );
+    const report = await dlqRedrive(deps, { ids: [messageId(3)], dryRun: true }, out);
 
     expect(report).toMatchObject({ dryRun: true, moved: [{ id: messageId(3), rev: 3 }] });
     expect(await visibleCount(sqs, urls.send)).toBe(0);
@@ -152,8 +156,69 @@ describe('postdate dlq redrive --ids', () => {
     expect(out.text()).toContain('would move 1 of 1');
   });
 
+  // DESIGN §2: `dead` is "terminal, until redrive"; §6 the CLI redrives "selected ids". A copy that
+  // would not redrive the message (decisions 0149, 0167: of an earlier death, or the backstop's plain
+  // copy) is dropped by the sender, so moving it and saying "moved" leaves the message dead.
+  it('moves only the copy that redrives the message: a stale one met first is deleted and reported, and the walk looks on', async () => {
+    const t = await deadLetteredCopies(11);
+    const [dead] = await seedMessages(t.documents, t.tableName, [
+      { id: messageId(50), status: 'dead', rev: 2, attempts: 4, createdAt: NOW.toISOString() },
+    ]);
+    const death = dead?.attempts ?? 0;
+    const sendCopy = copyTo(t);
+    // Met first: an earlier death's copy and the backstop's plain one; its current copy a receive later.
+    await sendCopy({ id: messageId(50), rev: 2, dlq: true, death: 1 });
+    await sendCopy({ id: messageId(50), rev: 2 });
+    await sendCopy({ id: messageId(50), rev: 1, dlq: true });
+    await eventually('14 visible', async () => (await visibleCount(t.sqs, t.urls.sendDeadLetter)) === 14);
+    await sendCopy({ id: messageId(50), rev: 2, dlq: true, death });
+    const out = memoryOutput({ json: true });
+
+    const report = await dlqRedrive(t.deps, { ids: [messageId(50)] }, out);
+
+    expect(report).toMatchObject({ moved: [{ id: messageId(50), rev: 2 }], notFound: [] });
+    expect(report.mode === 'ids' && report.stale.map((copy) => copy.rev).sort()).toEqual([1, 2, 2]);
+    expect(redriveSucceeded(report)).toBe(true);
+    const { Messages } = await t.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: t.urls.send, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+    );
+    expect((Messages ?? []).map((message) => JSON.parse(message.Body ?? ''))).toEqual([
+      { v: 1, id: messageId(50), rev: 2, dlq: true, death },
+    ]);
+    expect(await drainIds(t.sqs, t.urls.sendDeadLetter)).toEqual(t.copies);
+  });
+
+  it('moves no stale copy: with no current one in the DLQ it says so and fails', async () => {
+    const t = await deadLetteredCopies(2);
+    await seedMessages(t.documents, t.tableName, [
+      { id: messageId(60), status: 'dead', rev: 3, attempts: 4, createdAt: NOW.toISOString() },
+      { id: messageId(61), status: 'sent', rev: 1, createdAt: NOW.toISOString() },
+    ]);
+    const sendCopy = copyTo(t);
+    await sendCopy({ id: messageId(60), rev: 3, dlq: true, death: 2 });
+    await sendCopy({ id: messageId(60), rev: 2, dlq: true, death: 4 });
+    await sendCopy({ id: messageId(61), rev: 1, dlq: true });
+    await sendCopy({ id: messageId(62), rev: 1, dlq: true });
+    await eventually('6 visible', async () => (await visibleCount(t.sqs, t.urls.sendDeadLetter)) === 6);
+    const out = memoryOutput();
+
+    const report = await dlqRedrive(t.deps, { ids: [messageId(60), messageId(61), messageId(62)] }, out);
+
+    expect(report).toMatchObject({ moved: [], notFound: [messageId(60), messageId(61), messageId(62)] });
+    expect(redriveSucceeded(report)).toBe(false);
+    expect(await visibleCount(t.sqs, t.urls.send)).toBe(0);
+    expect(out.warnings.join('\n')).toMatch(/stale/);
+    expect(await drainIds(t.sqs, t.urls.sendDeadLetter)).toEqual(t.copies);
+  });
+
   it('refuses a malformed id or a missing choice before touching a queue', async () => {
-    const deps = { sqs: sqsClient(), dlqUrl: 'unused', sendQueueUrl: 'unused', now: () => NOW };
+    const deps = {
+      sqs: sqsClient(),
+      dlqUrl: 'unused',
+      sendQueueUrl: 'unused',
+      now: () => NOW,
+      table: { documents: documentClient(), tableName: 'unused' },
+    };
     await expect(dlqRedrive(deps, { ids: ['not an id!'] }, memoryOutput())).rejects.toThrow(
       /not a message id/,
     );
@@ -164,21 +229,10 @@ describe('postdate dlq redrive --ids', () => {
 
 describe('postdate dlq redrive --all', () => {
   it('moves every copy with StartMessageMoveTask and follows the task to its end', async () => {
-    const { sqs, urls, copies } = await deadLetteredCopies(4);
+    const { sqs, urls, copies, deps } = await deadLetteredCopies(4);
     const out = memoryOutput();
 
-    const report = await dlqRedrive(
-      {
-        sqs,
-        dlqUrl: urls.sendDeadLetter,
-        sendQueueUrl: urls.send,
-        now: () => NOW,
-        waitSeconds: 0,
-        pollMilliseconds: 100,
-      },
-      { all: true, rate: 100 },
-      out,
-    );
+    const report = await dlqRedrive({ ...deps, pollMilliseconds: 100 }, { all: true, rate: 100 }, out);
 
     expect(report).toMatchObject({ mode: 'all', method: 'message-move-task', status: 'COMPLETED', moved: 4 });
     expect(await drainIds(sqs, urls.send)).toEqual(copies);
@@ -187,13 +241,9 @@ describe('postdate dlq redrive --all', () => {
   });
 
   it('counts without moving in a dry run', async () => {
-    const { sqs, urls } = await deadLetteredCopies(2);
+    const { sqs, urls, deps } = await deadLetteredCopies(2);
 
-    const report = await dlqRedrive(
-      { sqs, dlqUrl: urls.sendDeadLetter, sendQueueUrl: urls.send, now: () => NOW, waitSeconds: 0 },
-      { all: true, dryRun: true },
-      memoryOutput(),
-    );
+    const report = await dlqRedrive(deps, { all: true, dryRun: true }, memoryOutput());
 
     expect(report).toMatchObject({ mode: 'all', dryRun: true, toMove: 2, moved: 0 });
     expect(await visibleCount(sqs, urls.sendDeadLetter)).toBe(2);

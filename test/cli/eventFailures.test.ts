@@ -20,6 +20,7 @@ import { createEventsHandler } from '../../lambdas/events/createEventsHandler.js
 import type { EventBus } from '../../lambdas/ports/Webhooks.js';
 import { relayFailureMessage, StreamTail } from '../relay/streamTail.js';
 import { documentClient, dynamodbClient, sqsClient, streamsClient, uniqueName } from '../support/awsLocal.js';
+import { eventually } from '../support/eventually.js';
 import { startReceiver, subscribe, webhookHarness } from '../webhooks/webhookHarness.js';
 import { messageId, stateRecord, visibleCount } from './cliFixtures.js';
 
@@ -171,11 +172,47 @@ describe('postdate event-failures redrive', () => {
         },
       ],
     });
-    // Still on the queue, only hidden while the run worked on it.
-    expect(await new SqsDeadLetterQueue(w.sqs, w.failureQueueUrl).counts()).toEqual({
-      visible: 0,
-      notVisible: 1,
-    });
+    // Still on the queue and visible again as the run ends (runbook §4b: record it, then run again
+    // with --discard-gone), not hidden for minutes; the emulator applies a release on a 0 ms timer.
+    const queue = new SqsDeadLetterQueue(w.sqs, w.failureQueueUrl);
+    await eventually('the kept message visible again', async () => (await queue.counts()).visible === 1);
+    expect(await queue.counts()).toEqual({ visible: 1, notVisible: 0 });
+    const again = await eventFailuresRedrive(w.deps, {}, memoryOutput());
+    expect(again).toMatchObject({ messages: 1, gone: 1, kept: 1 });
+    expect(eventFailuresCleared(again)).toBe(false);
+    await eventually('the kept message visible again', async () => (await queue.counts()).visible === 1);
+    const discarded = await eventFailuresRedrive(w.deps, { discardGone: true }, memoryOutput());
+    expect(discarded).toMatchObject({ messages: 1, gone: 1, discarded: 1, kept: 0, remaining: 0 });
+    expect(eventFailuresCleared(discarded)).toBe(true);
+  });
+
+  it('fails while messages are left on the queue after stopping at --max, and says how many', async () => {
+    const w = await world();
+    for (let shard = 1; shard <= 3; shard++)
+      await w.fail(
+        relayFailureMessage({
+          streamArn: 'arn:aws:dynamodb:us-east-1:000000000000:table/gone/stream/2026-01-01T00:00:00.000',
+          shardId: `shardId-00000001700000000000-0000000${shard}`,
+          start: '000000000000000000100',
+          end: '000000000000000000200',
+          batchSize: 1,
+        }),
+      );
+    await eventually(
+      '3 failure messages visible',
+      async () => (await visibleCount(w.sqs, w.failureQueueUrl)) === 3,
+    );
+    const out = memoryOutput();
+
+    const report = await eventFailuresRedrive(w.deps, { discardGone: true, max: 2 }, out);
+
+    expect(report).toMatchObject({ messages: 2, discarded: 2, kept: 0, remaining: 1 });
+    expect(eventFailuresCleared(report)).toBe(false);
+    expect(out.text()).toMatch(/left on the queue:\s+1/);
+    expect(out.warnings.join('\n')).toContain('run again');
+    const rest = await eventFailuresRedrive(w.deps, { discardGone: true, max: 2 }, memoryOutput());
+    expect(rest).toMatchObject({ messages: 1, discarded: 1, remaining: 0 });
+    expect(eventFailuresCleared(rest)).toBe(true);
   });
 
   it('removes a gone batch with --discard-gone and says what could not be replayed', async () => {

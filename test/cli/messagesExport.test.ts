@@ -11,7 +11,8 @@ import { memoryOutput } from '../../cli/output.js';
 import type { MessageStatus } from '../../lambdas/core/messageStatus.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { placeBody, storedBodyItem } from '../../lambdas/store/bodyContent.js';
-import { byStatusPk, messagePk } from '../../lambdas/store/messageRecord.js';
+import { byStatusPk, messagePk, shardOf } from '../../lambdas/store/messageRecord.js';
+import { INDEX_SHARDS } from '../../lambdas/store/tableLayout.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
 import { messageId, type SeedMessage, seedMessages, stateRecord } from './cliFixtures.js';
 
@@ -316,6 +317,46 @@ describe('postdate messages export', () => {
     expect(report).toMatchObject({ exported: 0, skipped: 1 });
     expect(lines).toEqual([]);
     expect(out.warnings[0]).toContain('1 listed by the index were gone or had moved on');
+  });
+
+  // DESIGN §6: the export is "for audit and recovery (by time range and status)": each message once.
+  it('writes a message once when it moves between two listed statuses during the export', async () => {
+    const { tableName: table } = await freshTable();
+    const documents = documentClient();
+    // 101 dead messages and one retrying one, all in one by_status shard: a page of that shard's
+    // dead entries holds 100, so the entry the move gives the retrying one is on a page read later.
+    const shard = shardOf(messageId(20_000), INDEX_SHARDS.byStatus);
+    const ids = Array.from({ length: 6_000 }, (_, n) => messageId(20_000 + n))
+      .filter((id) => shardOf(id, INDEX_SHARDS.byStatus) === shard)
+      .slice(0, 102);
+    const created = (n: number) => new Date(Date.parse(at(20)) + n * 60_000).toISOString();
+    const moving = ids[101] as string;
+    await seedMessages(documents, table, [
+      ...ids.slice(0, 101).map((id, n) => ({ id, status: 'dead' as const, createdAt: created(n) })),
+      { id: moving, status: 'retrying', createdAt: created(99.5) },
+    ]);
+    const lines: string[] = [];
+    const dies = async () => {
+      const record = stateRecord({ id: moving, status: 'dead', createdAt: created(99.5) });
+      await documents.send(new PutCommand({ TableName: table, Item: record }));
+    };
+
+    const report = await messagesExport(
+      { ...deps, documents, tableName: table, tenants: async () => ['acme'] },
+      { since: SINCE, until: UNTIL, status: 'retrying,dead' },
+      {
+        write: async (line) => {
+          // The retrying message dies while the export runs (its first line is written).
+          if (lines.push(line) === 1) await dies();
+        },
+      },
+      memoryOutput(),
+    );
+
+    const written = lines.map((line) => (JSON.parse(line) as ExportedMessage).id);
+    expect(written.filter((id) => id === moving)).toHaveLength(1);
+    expect(new Set(written)).toEqual(new Set(ids));
+    expect(report.exported).toBe(102);
   });
 
   it('refuses a range that ends before it starts and an unknown status, before reading anything', async () => {

@@ -16,6 +16,7 @@ import {
   sqsClient,
   streamsClient,
 } from '../support/awsLocal.js';
+import { eventually } from '../support/eventually.js';
 import { drainIds, messageId, seedMessages, visibleCount } from './cliFixtures.js';
 
 const NOW = new Date('2026-11-29T12:00:00.000Z');
@@ -119,5 +120,14 @@ describe('postdate relay-failures redrive', () => {
     expect(report).toMatchObject({ messages: 1, kept: 1 });
     expect(relayFailuresCleared(report)).toBe(false);
     expect(out.warnings[0]).toContain('stay on the queue');
+    // Runbook §4: "run it again while it reports messages left": the kept message is visible again
+    // as the run ends (not hidden for minutes), so the next run meets it and fails again.
+    await eventually(
+      'the kept message visible again',
+      async () => (await visibleCount(w.sqs, w.urls.relayFailures)) === 1,
+    );
+    const again = await relayFailuresRedrive(w.deps, {}, memoryOutput());
+    expect(again).toMatchObject({ messages: 1, kept: 1 });
+    expect(relayFailuresCleared(again)).toBe(false);
   });
 });

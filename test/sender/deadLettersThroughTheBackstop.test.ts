@@ -52,6 +52,7 @@ async function cliRedrive(rig: SenderRig, id: string): Promise<void> {
       sendQueueUrl: rig.urls.send,
       now: () => new Date(),
       waitSeconds: 0,
+      table: { documents: rig.world.documents, tableName: rig.world.tableName },
     },
     { ids: [id] },
     memoryOutput(),
