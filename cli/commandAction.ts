@@ -1,12 +1,22 @@
-import type { Command } from 'commander';
-import type { ExitCode } from './cliErrors.js';
+import { type Command, InvalidArgumentError } from 'commander';
+import type { Config } from '../lambdas/core/config.js';
+import type { CliSettingName } from '../lib/stackOutputs.js';
+import { type ExitCode, UsageError } from './cliErrors.js';
 import type { Output } from './output.js';
 import type { Target } from './target.js';
+
+/**
+ * The settings the CLI decides with (lib/stackOutputs.ts `CLI_SETTINGS`): with `--stack` the
+ * stack's own (its output `Settings`), else the environment's. Typed as these alone, so a command
+ * cannot read one the stack does not give.
+ */
+export type CliConfig = Pick<Config, CliSettingName>;
 
 /** What a command group's action gets from cli/postdate.ts: the open target, the output sink, a clock. */
 export interface CommandContext {
   readonly target: Target;
   readonly out: Output;
+  readonly config: CliConfig;
   readonly now: () => Date;
 }
 
@@ -18,3 +28,26 @@ export interface CommandContext {
 export type CommandAction = <Args extends unknown[]>(
   run: (context: CommandContext, ...args: Args) => Promise<ExitCode>,
 ) => (...args: [...Args, Command]) => Promise<void>;
+
+/** The tenant whose key the local stack seeds (local/, `npm start`). */
+export const LOCAL_TENANT = 'local';
+
+/**
+ * The tenant a command works on: `--tenant`, or `local` against the local stack. Against AWS it must
+ * be named: `local` there is a tenant nobody has (DESIGN §3: a key, a template, a list is one tenant's).
+ */
+export function tenantOf(context: Pick<CommandContext, 'target'>, tenant: string | undefined): string {
+  if (tenant !== undefined) return tenant;
+  if (context.target.mode === 'local') return LOCAL_TENANT;
+  throw new UsageError('--tenant is required against AWS: pass --tenant TENANT (the tenant of its API key)');
+}
+
+/** `--limit` of a paged listing: a whole number from 1 to `max`, as the API's `limit`. */
+export function pageSize(max: number): (value: string) => number {
+  return (value) => {
+    if (!/^\d{1,4}$/.test(value) || Number(value) < 1 || Number(value) > max) {
+      throw new InvalidArgumentError(`must be a whole number from 1 to ${max}`);
+    }
+    return Number(value);
+  };
+}

@@ -12,11 +12,10 @@ import type { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EventBridgeBus } from '../lambdas/adapters/EventBridgeBus.js';
 import { createPostdateClient } from '../lambdas/client/index.js';
-import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js';
+import { ConfigError, loadConfig } from '../lambdas/core/config.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import { DynamoApiStore } from '../lambdas/store/apiStore.js';
 import { DynamoDueIndex } from '../lambdas/store/dueIndex.js';
-import type { CliSettingName } from '../lib/stackOutputs.js';
 import { registerAttachmentsCommands } from './attachmentsCommands.js';
 import {
   CliError,
@@ -29,6 +28,7 @@ import {
   isCredentialsError,
   UsageError,
 } from './cliErrors.js';
+import type { CliConfig, CommandContext } from './commandAction.js';
 import { dlqDrop, dlqRedrive, dlqShow, redriveSucceeded } from './dlqCommands.js';
 import { eventFailureDeps, eventFailuresCleared, eventFailuresRedrive } from './eventFailuresCommand.js';
 import { keysCreate, keysList, keysRevoke, knownTenants } from './keysCommands.js';
@@ -62,20 +62,8 @@ interface GlobalOptions extends TargetOptions {
   readonly json?: boolean;
 }
 
-/**
- * The settings the CLI decides with (lib/stackOutputs.ts `CLI_SETTINGS`): with `--stack` the
- * stack's own (its output `Settings`), else the environment's. Typed as these alone, so a command
- * cannot read one the stack does not give.
- */
-type CliConfig = Pick<Config, CliSettingName>;
-
 /** What one command action gets: the open target, the output sink and the configuration. */
-interface Context {
-  readonly target: Target;
-  readonly out: Output;
-  readonly config: CliConfig;
-  readonly now: () => Date;
-}
+type Context = CommandContext;
 
 /**
  * Opens the target (`--stack`, `--local` or the environment) and reads the settings from the
@@ -683,7 +671,7 @@ export function buildProgram(): Command {
   registerTemplatesCommands(program, action);
 
   registerSuppressionsCommands(program, action);
-  registerWebhooksCommands(program);
+  registerWebhooksCommands(program, action);
   registerAttachmentsCommands(program, action);
   return program;
 }

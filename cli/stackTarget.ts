@@ -18,7 +18,13 @@ import {
   type DescribeStacksCommandOutput,
 } from '@aws-sdk/client-cloudformation';
 import { STACK_OUTPUT, type StackOutputName } from '../lib/stackOutputs.js';
-import { CliError, isNetworkError, StackUnreachableError, UsageError } from './cliErrors.js';
+import {
+  CliError,
+  isCredentialsError,
+  isNetworkError,
+  StackUnreachableError,
+  UsageError,
+} from './cliErrors.js';
 import { type Env, openTarget, type Target, type TargetOptions } from './target.js';
 
 /** The outputs the CLI reads, each with the flag or variable it stands for. */
@@ -140,7 +146,9 @@ export async function describeStack(
         error,
       );
     }
-    // A stack that does not exist, refused credentials, a missing permission: the service's own words.
+    // Refused credentials are every command's (exit 3, with the sign-in hint: cli/postdate.ts).
+    if (isCredentialsError(error)) throw error;
+    // A stack that does not exist, a missing permission: the service's own words.
     const reason = error instanceof Error ? error.message : String(error);
     throw new CliError(`could not read stack "${stackName}": ${reason}`, undefined, { cause: error });
   }

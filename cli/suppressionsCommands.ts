@@ -6,7 +6,7 @@
  * A tenant's test side (`acme.test`, DESIGN §14) has its own list, read and changed the same way.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { type Command, InvalidArgumentError } from 'commander';
+import type { Command } from 'commander';
 import { isMessageId } from '../lambdas/core/ids.js';
 import {
   isSuppressionReason,
@@ -19,11 +19,8 @@ import { SIDE_TENANT_PATTERN } from '../lambdas/core/testSide.js';
 import type { SuppressionList } from '../lambdas/ports/SuppressionList.js';
 import { DynamoSuppressionList } from '../lambdas/store/suppressionList.js';
 import { CliError, EXIT, UsageError } from './cliErrors.js';
-import type { CommandAction, CommandContext } from './commandAction.js';
+import { type CommandAction, type CommandContext, pageSize, tenantOf } from './commandAction.js';
 import { type Output, printTable } from './output.js';
-
-/** The tenant whose key the local stack seeds (local/, `npm start`). */
-export const LOCAL_TENANT = 'local';
 
 export interface SuppressionsDeps {
   readonly list: SuppressionList;
@@ -187,20 +184,6 @@ function checkedAddress(address: string): string {
   return validated.value;
 }
 
-/** The tenant a command works on: `--tenant`, or `local` against the local stack. */
-function tenantOf(context: CommandContext, tenant: string | undefined): string {
-  if (tenant !== undefined) return tenant;
-  if (context.target.mode === 'local') return LOCAL_TENANT;
-  throw new UsageError('--tenant is required against AWS');
-}
-
-function positiveInteger(value: string): number {
-  if (!/^\d{1,3}$/.test(value) || Number(value) < 1 || Number(value) > 100) {
-    throw new InvalidArgumentError('must be a whole number from 1 to 100');
-  }
-  return Number(value);
-}
-
 export function registerSuppressionsCommands(program: Command, action: CommandAction): void {
   const group = program
     .command('suppressions')
@@ -211,7 +194,7 @@ export function registerSuppressionsCommands(program: Command, action: CommandAc
     .command('list')
     .description('the suppressed addresses of a tenant, in address order')
     .option('--tenant <tenant>', 'the tenant (its test side: TENANT.test; default on the local stack: local)')
-    .option('--limit <n>', 'at most this many per page (1–100)', positiveInteger, 50)
+    .option('--limit <n>', 'at most this many per page (1–100)', pageSize(100), 50)
     .option('--after <address>', 'start after this address (the `more:` line of the previous page)')
     .option('--all', 'every page')
     .action(

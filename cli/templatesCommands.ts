@@ -10,7 +10,7 @@ import { validateTemplateName, validateTemplatePut } from '../lambdas/core/templ
 import type { TemplateStore } from '../lambdas/ports/TemplateStore.js';
 import { DynamoTemplateStore } from '../lambdas/store/templateStore.js';
 import { EXIT, type ExitCode, errorDocument, UsageError } from './cliErrors.js';
-import type { CommandAction, CommandContext } from './commandAction.js';
+import { type CommandAction, type CommandContext, LOCAL_TENANT, tenantOf } from './commandAction.js';
 import type { Output } from './output.js';
 
 export interface TemplatesDeps {
@@ -18,8 +18,6 @@ export interface TemplatesDeps {
   readonly now: () => Date;
   readonly readText: (path: string) => Promise<string>;
 }
-
-const DEFAULT_TENANT = 'local';
 
 function name(value: string): string {
   const checked = validateTemplateName(value);
@@ -165,10 +163,14 @@ function fieldErrors(errors: readonly { field: string; message: string }[]): str
   return errors.map((error) => `${error.field} ${error.message}`).join('; ');
 }
 
-function withVersion(templateName: string, options: { tenant: string; templateVersion?: number }) {
+function withVersion(
+  context: CommandContext,
+  templateName: string,
+  options: { tenant?: string; templateVersion?: number },
+) {
   return {
     name: templateName,
-    tenant: options.tenant,
+    tenant: tenantOf(context, options.tenant),
     ...(options.templateVersion === undefined ? {} : { version: options.templateVersion }),
   };
 }
@@ -191,8 +193,7 @@ export function registerTemplatesCommands(program: Command, action: CommandActio
     .description('stored templates (DESIGN §10): put, list, show, render');
   const tenantOption = [
     '--tenant <tenant>',
-    `the tenant (default: ${DEFAULT_TENANT}, the local stack's)`,
-    DEFAULT_TENANT,
+    `the tenant (default on the local stack: ${LOCAL_TENANT}; required against AWS)`,
   ] as const;
   templates
     .command('put')
@@ -213,9 +214,14 @@ export function registerTemplatesCommands(program: Command, action: CommandActio
             htmlFile?: string;
             textFile?: string;
             description?: string;
-            tenant: string;
+            tenant?: string;
           },
-        ) => templatesPut(deps(context), { ...options, name: templateName }, context.out),
+        ) =>
+          templatesPut(
+            deps(context),
+            { ...options, name: templateName, tenant: tenantOf(context, options.tenant) },
+            context.out,
+          ),
       ),
     );
   templates
@@ -223,19 +229,19 @@ export function registerTemplatesCommands(program: Command, action: CommandActio
     .description("a tenant's templates by name")
     .option(...tenantOption)
     .action(
-      action(async (context, options: { tenant: string }) =>
-        templatesList(deps(context), options, context.out),
+      action(async (context, options: { tenant?: string }) =>
+        templatesList(deps(context), { tenant: tenantOf(context, options.tenant) }, context.out),
       ),
     );
   templates
     .command('show')
-    .description('the latest version of a template, or --version N')
+    .description('the latest version of a template, or --template-version N')
     .argument('<name>')
     .option('--template-version <n>', 'one version', positiveInteger)
     .option(...tenantOption)
     .action(
-      action(async (context, templateName: string, options: { tenant: string; templateVersion?: number }) =>
-        templatesShow(deps(context), withVersion(templateName, options), context.out),
+      action(async (context, templateName: string, options: { tenant?: string; templateVersion?: number }) =>
+        templatesShow(deps(context), withVersion(context, templateName, options), context.out),
       ),
     );
   templates
@@ -250,11 +256,11 @@ export function registerTemplatesCommands(program: Command, action: CommandActio
         async (
           context,
           templateName: string,
-          options: { tenant: string; dataFile: string; templateVersion?: number },
+          options: { tenant?: string; dataFile: string; templateVersion?: number },
         ) =>
           templatesRender(
             deps(context),
-            { ...withVersion(templateName, options), dataFile: options.dataFile },
+            { ...withVersion(context, templateName, options), dataFile: options.dataFile },
             context.out,
           ),
       ),

@@ -6,22 +6,23 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 import { SqsWebhookQueue } from '../lambdas/adapters/SqsWebhookQueue.js';
-import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js';
 import { mayRetryDelivery } from '../lambdas/core/webhookOperator.js';
 import {
+  isWebhookDeliveryId,
   isWebhookDeliveryStatus,
+  WEBHOOK_LIMITS,
   WEBHOOK_SECRET_BYTES,
   WEBHOOK_SECRET_OVERLAP_MS,
   WEBHOOK_SECRET_PREFIX,
 } from '../lambdas/core/webhooks.js';
-import type { WebhookQueue, WebhookStore } from '../lambdas/ports/Webhooks.js';
+import type { WebhookDelivery, WebhookQueue, WebhookStore } from '../lambdas/ports/Webhooks.js';
 import { DynamoWebhookStore, deliveryExpiresAt } from '../lambdas/store/webhookStore.js';
-import { CliError, EXIT, errorDocument, kindOfExit, UsageError } from './cliErrors.js';
-import { type Output, printTable, terminalOutput } from './output.js';
-import { openTargetWithStack } from './stackTarget.js';
-import { type QueueRef, queueUrlOf, type ResourceRefs, type Target, type TargetOptions } from './target.js';
+import { CliError, EXIT, UsageError } from './cliErrors.js';
+import { type CommandAction, type CommandContext, pageSize } from './commandAction.js';
+import { type Output, printTable } from './output.js';
+import { type QueueRef, queueUrlOf, type ResourceRefs } from './target.js';
 
 export interface WebhooksDeps {
   readonly store: WebhookStore;
@@ -52,6 +53,10 @@ export async function webhooksList(deps: WebhooksDeps, tenant: string, out: Outp
   );
 }
 
+/**
+ * An endpoint's deliveries, newest first, paged as `suppressions list` is: one page of `limit`
+ * (`--after` the `next` of the page before), or every page with `all`.
+ */
 export async function webhooksDeliveries(
   deps: WebhooksDeps,
   options: {
@@ -59,6 +64,8 @@ export async function webhooksDeliveries(
     readonly endpoint: string;
     readonly status?: string;
     readonly limit: number;
+    readonly after?: string;
+    readonly all?: boolean;
   },
   out: Output,
 ): Promise<void> {
@@ -68,13 +75,21 @@ export async function webhooksDeliveries(
   if (options.status !== undefined && !isWebhookDeliveryStatus(options.status)) {
     throw new UsageError('--status must be pending, delivered or failed');
   }
-  const page = await deps.store.listDeliveries({
-    endpointId: endpoint.id,
-    status: options.status !== undefined && isWebhookDeliveryStatus(options.status) ? options.status : null,
-    limit: options.limit,
-    cursor: null,
-  });
-  const rows = page.items.map((delivery) => ({
+  const status =
+    options.status !== undefined && isWebhookDeliveryStatus(options.status) ? options.status : null;
+  const deliveries: WebhookDelivery[] = [];
+  let next = options.after ?? null;
+  do {
+    const page = await deps.store.listDeliveries({
+      endpointId: endpoint.id,
+      status,
+      limit: options.limit,
+      cursor: next,
+    });
+    deliveries.push(...page.items);
+    next = page.nextCursor;
+  } while (options.all === true && next !== null);
+  const items = deliveries.map((delivery) => ({
     id: delivery.id,
     event: delivery.eventType,
     status: delivery.status,
@@ -82,7 +97,7 @@ export async function webhooksDeliveries(
     last: delivery.history.at(-1)?.error ?? String(delivery.history.at(-1)?.statusCode ?? '–'),
     updated_at: delivery.updatedAt,
   }));
-  if (out.json) return out.data(rows);
+  if (out.json) return out.data({ items, next });
   printTable(
     out,
     [
@@ -93,8 +108,9 @@ export async function webhooksDeliveries(
       { header: 'LAST', value: (row) => row.last },
       { header: 'UPDATED', value: (row) => row.updated_at },
     ],
-    rows,
+    items,
   );
+  if (next !== null) out.line(`more: --after ${next} (or --all)`);
 }
 
 /** As `POST /v1/webhooks/{id}/deliveries/{delivery}/retry`: the copy first, then the conditional write. */
@@ -174,74 +190,74 @@ export function webhookQueueOf(
   return options.webhookQueueUrl === undefined ? refs.webhookQueue : { url: options.webhookQueueUrl };
 }
 
-/** Registers `postdate webhooks …` (one line in cli/postdate.ts). */
-export function registerWebhooksCommands(program: Command): void {
+/** The `--after` of `webhooks deliveries`: the `next` of the page before, a delivery id. */
+function deliveryCursor(value: string): string {
+  if (!isWebhookDeliveryId(value)) throw new InvalidArgumentError('must be the `next` of the page before');
+  return value;
+}
+
+/** Registers `postdate webhooks …` with postdate.ts's action wrapper (one line in cli/postdate.ts). */
+export function registerWebhooksCommands(program: Command, action: CommandAction): void {
   const webhooks = program
     .command('webhooks')
     .description(
       "list a tenant's webhook endpoints and deliveries, retry a failed delivery, rotate a secret",
     );
-  const run =
-    <A extends unknown[]>(body: (deps: WebhooksDeps, out: Output, ...args: A) => Promise<void>) =>
-    async (...args: [...A, Command]) => {
-      const command = args[args.length - 1] as Command;
-      const options = command.optsWithGlobals<TargetOptions & { json?: boolean; webhookQueueUrl?: string }>();
-      const out = terminalOutput({ json: options.json === true });
-      let target: Target | undefined;
-      try {
-        target = await openTargetWithStack(options);
-        let config: Config;
-        try {
-          // With --stack, the stack's settings (retention, retry hours) over the shell's.
-          config = loadConfig(target.env, 'local');
-        } catch (error) {
-          if (error instanceof ConfigError) throw new UsageError(error.message);
-          throw error;
-        }
-        for (const warning of target.warnings) out.warn(`postdate: ${warning}`);
-        const queue = webhookQueueOf(options, target.refs);
-        await body(
-          {
-            store: new DynamoWebhookStore(target.documents, target.refs.tableName),
-            queue:
-              queue === undefined
-                ? undefined
-                : new SqsWebhookQueue(target.sqs, await queueUrlOf(target.sqs, queue, 'webhook queue')),
-            now: () => new Date(),
-            retryHours: config.webhookRetryHours,
-            retentionDays: config.retentionDays,
-          },
-          out,
-          ...(args.slice(0, -1) as A),
-        );
-        process.exitCode = EXIT.ok;
-      } catch (error) {
-        const detail = error instanceof Error ? error.message : String(error);
-        const code = error instanceof CliError ? error.exitCode : EXIT.failed;
-        out.warn(`postdate: ${detail}`);
-        // As every other command: with --json a refusal is one error document on stdout too.
-        if (out.json) out.data(errorDocument(kindOfExit(code), detail, code));
-        process.exitCode = code;
-      } finally {
-        target?.dynamodb.destroy();
-        target?.sqs.destroy();
-      }
+  const deps = async (
+    { target, config, now }: CommandContext,
+    options: { readonly webhookQueueUrl?: string } = {},
+  ): Promise<WebhooksDeps> => {
+    const queue = webhookQueueOf(options, target.refs);
+    return {
+      store: new DynamoWebhookStore(target.documents, target.refs.tableName),
+      queue:
+        queue === undefined
+          ? undefined
+          : new SqsWebhookQueue(target.sqs, await queueUrlOf(target.sqs, queue, 'webhook queue')),
+      now,
+      // With --stack, the stack's settings (retry hours, retention) over the shell's.
+      retryHours: config.webhookRetryHours,
+      retentionDays: config.retentionDays,
     };
+  };
   webhooks
     .command('list')
     .description("a tenant's endpoints (never their secrets)")
     .requiredOption('--tenant <tenant>', 'the tenant')
-    .action(run(async (deps, out, options: { tenant: string }) => webhooksList(deps, options.tenant, out)));
+    .action(
+      action(async (context, options: { tenant: string }) => {
+        await webhooksList(await deps(context), options.tenant, context.out);
+        return EXIT.ok;
+      }),
+    );
   webhooks
     .command('deliveries')
-    .description("an endpoint's deliveries, newest first")
+    .description("an endpoint's deliveries, newest first, a page at a time")
     .argument('<endpoint>')
     .requiredOption('--tenant <tenant>', 'the tenant')
     .option('--status <status>', 'pending|delivered|failed')
-    .option('--limit <n>', 'at most this many', (value) => Number(value), 50)
+    .option(
+      '--limit <n>',
+      `at most this many per page (1–${WEBHOOK_LIMITS.listMax})`,
+      pageSize(WEBHOOK_LIMITS.listMax),
+      WEBHOOK_LIMITS.listDefault,
+    )
+    .option(
+      '--after <delivery>',
+      'start after this delivery (the `more:` line of the previous page)',
+      deliveryCursor,
+    )
+    .option('--all', 'every page')
     .action(
-      run(async (deps, out, endpoint: string, options: { tenant: string; status?: string; limit: number }) =>
-        webhooksDeliveries(deps, { ...options, endpoint }, out),
+      action(
+        async (
+          context,
+          endpoint: string,
+          options: { tenant: string; status?: string; limit: number; after?: string; all?: boolean },
+        ) => {
+          await webhooksDeliveries(await deps(context), { ...options, endpoint }, context.out);
+          return EXIT.ok;
+        },
       ),
     );
   webhooks
@@ -250,9 +266,10 @@ export function registerWebhooksCommands(program: Command): void {
     .argument('<endpoint>')
     .requiredOption('--tenant <tenant>', 'the tenant')
     .action(
-      run(async (deps, out, endpoint: string, options: { tenant: string }) =>
-        webhooksRotateSecret(deps, { tenant: options.tenant, endpoint }, out),
-      ),
+      action(async (context, endpoint: string, options: { tenant: string }) => {
+        await webhooksRotateSecret(await deps(context), { tenant: options.tenant, endpoint }, context.out);
+        return EXIT.ok;
+      }),
     );
   webhooks
     .command('retry')
@@ -265,8 +282,20 @@ export function registerWebhooksCommands(program: Command): void {
       "the webhook queue (default: the stack's WebhookQueueUrl with --stack, else POSTDATE_WEBHOOK_QUEUE_URL)",
     )
     .action(
-      run(async (deps, out, endpoint: string, delivery: string, options: { tenant: string }) =>
-        webhooksRetry(deps, { tenant: options.tenant, endpoint, delivery }, out),
+      action(
+        async (
+          context,
+          endpoint: string,
+          delivery: string,
+          options: { tenant: string; webhookQueueUrl?: string },
+        ) => {
+          await webhooksRetry(
+            await deps(context, options),
+            { tenant: options.tenant, endpoint, delivery },
+            context.out,
+          );
+          return EXIT.ok;
+        },
       ),
     );
 }

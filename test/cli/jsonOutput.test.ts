@@ -1,4 +1,7 @@
 import { execFile } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, inject, it } from 'vitest';
 import { EXIT, errorDocument } from '../../cli/cliErrors.js';
@@ -13,10 +16,11 @@ import { freshTable } from '../support/awsLocal.js';
 
 const run = promisify(execFile);
 
-async function postdate(args: string[], env: Record<string, string> = {}) {
+/** `inherit: false`: only `env`, none of this process's variables (its credentials among them). */
+async function postdate(args: string[], env: Record<string, string> = {}, { inherit = true } = {}) {
   try {
     const { stdout, stderr } = await run(process.execPath, ['cli/postdate.mjs', ...args], {
-      env: { ...process.env, NO_COLOR: '1', ...env },
+      env: inherit ? { ...process.env, NO_COLOR: '1', ...env } : env,
       timeout: 60_000,
     });
     return { code: 0, stdout, stderr };
@@ -150,4 +154,42 @@ describe('errors in --json mode', () => {
       error: { type: 'urn:postdate:cli:unreachable', exit_code: 3 },
     });
   }, 60_000);
+});
+
+/**
+ * An environment with no AWS credentials anywhere in the SDK's chain: no variables, no shared files,
+ * no instance metadata. What an operator whose SSO session expired has.
+ */
+function withoutCredentials(): Record<string, string> {
+  const home = mkdtempSync(join(tmpdir(), 'postdate-no-credentials-'));
+  return {
+    PATH: process.env.PATH ?? '',
+    HOME: home,
+    NO_COLOR: '1',
+    AWS_REGION: 'eu-west-1',
+    AWS_CONFIG_FILE: join(home, 'no-config'),
+    AWS_SHARED_CREDENTIALS_FILE: join(home, 'no-credentials'),
+    AWS_EC2_METADATA_DISABLED: 'true',
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+  };
+}
+
+describe('AWS refusing the credentials', () => {
+  it('is exit 3, type credentials, with the sign-in hint: under --stack and in webhooks as in every command', async () => {
+    // docs/cli.md: `3` stack unreachable or credentials refused; `type` … `credentials` (3).
+    const commands = [
+      ['--table', 't', 'messages', 'list'],
+      ['--stack', 'prod', 'messages', 'list'],
+      ['--table', 't', 'webhooks', 'list', '--tenant', 'acme'],
+      ['--stack', 'prod', 'webhooks', 'deliveries', 'ep', '--tenant', 'acme'],
+    ];
+    for (const args of commands) {
+      const result = await postdate(['--json', ...args], withoutCredentials(), { inherit: false });
+      expect({ args, code: result.code }).toEqual({ args, code: 3 });
+      expect(JSON.parse(result.stdout)).toMatchObject({
+        error: { type: 'urn:postdate:cli:credentials', exit_code: 3 },
+      });
+      expect(result.stderr).toContain('sign in (aws sso login)');
+    }
+  }, 120_000);
 });

@@ -2,9 +2,12 @@
  * `postdate templates put|list|show|render` against DynamoDB Local: the commands the CLI wires, with
  * files read as the CLI reads them and output captured as a person (or `--json`) would see it.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { EXIT } from '../../cli/cliErrors.js';
 import type { Output } from '../../cli/output.js';
+import { buildProgram } from '../../cli/postdate.js';
 import {
   type TemplatesDeps,
   templatesList,
@@ -107,5 +110,86 @@ describe('postdate templates', () => {
     expect(missing.warnings.join('\n')).toContain('lacks `name`');
     const none = capture();
     expect(await templatesShow(deps, { name: 'nope', tenant: 'local' }, none.out)).toBe(EXIT.failed);
+  });
+});
+
+const run = promisify(execFile);
+
+/** The real entry through the bin shim, against DynamoDB Local; never rejects. */
+async function postdate(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, ['cli/postdate.mjs', ...args], {
+      env: {
+        ...process.env,
+        NO_COLOR: '1',
+        AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+        AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
+        AWS_ACCESS_KEY_ID: 'local',
+        AWS_SECRET_ACCESS_KEY: 'local',
+        AWS_REGION: 'us-east-1',
+      },
+      timeout: 60_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: number; stdout?: string; stderr?: string };
+    return {
+      code: typeof failed.code === 'number' ? failed.code : -1,
+      stdout: failed.stdout ?? '',
+      stderr: failed.stderr ?? '',
+    };
+  }
+}
+
+describe('postdate templates, through the entry point', () => {
+  it('against AWS asks for --tenant rather than working on the local stack’s tenant', async () => {
+    // DESIGN §3: a template belongs to one tenant; `local` is only the local stack's.
+    const { tableName } = await freshTable('cli-templates-aws');
+    const store = new DynamoTemplateStore(documentClient(), tableName);
+    const aws = ['--json', '--table', tableName];
+    const commands = [
+      ['templates', 'put', 'welcome', '--subject', 'Hi'],
+      ['templates', 'list'],
+      ['templates', 'show', 'welcome'],
+      ['templates', 'render', 'welcome', '--data-file', 'data.json'],
+    ];
+    for (const args of commands) {
+      const result = await postdate([...aws, ...args]);
+      expect({ args, code: result.code }).toEqual({ args, code: EXIT.usage });
+      expect(JSON.parse(result.stdout)).toMatchObject({
+        error: { type: 'urn:postdate:cli:usage', detail: expect.stringContaining('--tenant') },
+      });
+    }
+    expect((await store.list('local', { limit: 100, after: null })).items).toEqual([]);
+
+    await store.putVersion({
+      tenant: 'acme',
+      name: 'welcome',
+      content: { subject: 'Hi', html: null, text: 'Hi' },
+      description: null,
+      now: new Date(),
+    });
+    const acme = await postdate([...aws, 'templates', 'list', '--tenant', 'acme']);
+    expect(acme.code).toBe(EXIT.ok);
+    expect(JSON.parse(acme.stdout)).toMatchObject({ items: [{ name: 'welcome' }] });
+    // The local stack keeps its default tenant.
+    await store.putVersion({
+      tenant: 'local',
+      name: 'local-only',
+      content: { subject: 'Hi', html: null, text: 'Hi' },
+      description: null,
+      now: new Date(),
+    });
+    const local = await postdate(['--local', ...aws, 'templates', 'list']);
+    expect(local.code).toBe(EXIT.ok);
+    expect(JSON.parse(local.stdout)).toMatchObject({ items: [{ name: 'local-only' }] });
+  }, 120_000);
+
+  it('`templates show --help` names the flag that picks a version (--version prints the CLI’s)', () => {
+    const show = buildProgram()
+      .commands.find((command) => command.name() === 'templates')
+      ?.commands.find((command) => command.name() === 'show');
+    expect(show?.description()).not.toMatch(/--version\b/);
+    expect(show?.description()).toContain('--template-version N');
   });
 });

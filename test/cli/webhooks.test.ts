@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { memoryOutput } from '../../cli/output.js';
@@ -112,7 +114,7 @@ describe('postdate webhooks', () => {
       { tenant: 'acme', endpoint: endpoint.id, status: 'failed', limit: 10 },
       failed,
     );
-    const [row] = failed.documents[0] as { id: string; status: string }[];
+    const [row] = (failed.documents[0] as { items: { id: string; status: string }[] }).items;
     expect(row?.status).toBe('failed');
 
     healthy = true;
@@ -124,7 +126,7 @@ describe('postdate webhooks', () => {
     await harness.pump();
     const after = memoryOutput({ json: true });
     await webhooksDeliveries(deps, { tenant: 'acme', endpoint: endpoint.id, limit: 10 }, after);
-    expect((after.documents[0] as { status: string }[])[0]?.status).toBe('delivered');
+    expect((after.documents[0] as { items: { status: string }[] }).items[0]?.status).toBe('delivered');
     await expect(
       webhooksRetry(
         deps,
@@ -133,4 +135,58 @@ describe('postdate webhooks', () => {
       ),
     ).rejects.toThrow(/no delivery/);
   });
+
+  it('pages deliveries as `suppressions list` does: --limit a page, `next` to pass as --after, or --all', async () => {
+    // DESIGN §3: deliveries are listed newest first, paged; no delivery is out of the CLI's reach.
+    const hook = await startReceiver();
+    receivers.push(hook);
+    const harness = await webhookHarness();
+    const endpoint = await subscribe(harness, hook.url(), 'acme');
+    for (let sent = 0; sent < 3; sent++)
+      await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` });
+    const deps = {
+      store: harness.store,
+      queue: harness.queue,
+      now: harness.clock.now,
+      retryHours: 24,
+      retentionDays: 30,
+    };
+    type Page = { items: { id: string }[]; next: string | null };
+    const page = async (options: { limit: number; after?: string; all?: boolean }) => {
+      const out = memoryOutput({ json: true });
+      await webhooksDeliveries(deps, { tenant: 'acme', endpoint: endpoint.id, ...options }, out);
+      return out.documents[0] as Page;
+    };
+    const first = await page({ limit: 2 });
+    expect(first.items).toHaveLength(2);
+    expect(first.next).toEqual(expect.any(String));
+    const second = await page({ limit: 2, after: first.next ?? '' });
+    expect(second).toMatchObject({ next: null });
+    expect(second.items).toHaveLength(1);
+    const all = await page({ limit: 1, all: true });
+    expect(all.next).toBeNull();
+    expect(all.items.map((item) => item.id)).toEqual(
+      [...first.items, ...second.items].map((item) => item.id),
+    );
+  });
+
+  it('refuses a --limit that is no whole number from 1 to 100, and an --after that is no delivery id', async () => {
+    const run = promisify(execFile);
+    for (const bad of [
+      ['--limit', 'abc'],
+      ['--limit', '0'],
+      ['--limit', '101'],
+      ['--after', 'not-a-delivery'],
+    ]) {
+      const args = ['--json', '--local', 'webhooks', 'deliveries', 'ep', '--tenant', 'acme', ...bad];
+      const result = await run(process.execPath, ['cli/postdate.mjs', ...args], { timeout: 60_000 }).then(
+        () => ({ code: 0, stdout: '' }),
+        (error: { code?: number; stdout?: string }) => ({ code: error.code, stdout: error.stdout ?? '' }),
+      );
+      expect({ bad, code: result.code }).toEqual({ bad, code: 2 });
+      expect(JSON.parse(result.stdout)).toMatchObject({
+        error: { type: 'urn:postdate:cli:usage', detail: expect.stringContaining(bad[0] ?? '') },
+      });
+    }
+  }, 120_000);
 });
