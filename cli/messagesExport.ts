@@ -156,7 +156,12 @@ export async function messagesExport(
     );
     for await (const ids of batches(mergeAscending(streams), BATCH)) {
       const states = await readStateRecords(deps.documents, deps.tableName, ids);
-      const bodies = options.withBodies === true ? await readBodies(deps, ids, states) : undefined;
+      // Bodies only of the records that are exported: a several-status read lists every status.
+      const wanted = ids.filter((id) => {
+        const state = states.get(id);
+        return state !== undefined && (statuses === null || statuses.includes(state.status));
+      });
+      const bodies = options.withBodies === true ? await readBodies(deps, wanted, states) : undefined;
       for (const id of ids) {
         const state = states.get(id);
         // The index is eventually consistent: a record gone (TTL) or of another status is not exported.

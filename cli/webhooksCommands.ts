@@ -240,7 +240,7 @@ export function registerWebhooksCommands(program: Command, action: CommandAction
       '--limit <n>',
       `at most this many per page (1–${WEBHOOK_LIMITS.listMax})`,
       pageSize(WEBHOOK_LIMITS.listMax),
-      WEBHOOK_LIMITS.listDefault,
+      50,
     )
     .option(
       '--after <delivery>',

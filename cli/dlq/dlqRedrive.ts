@@ -91,9 +91,11 @@ async function redriveIds(
   const stale: StaleCopy[] = [];
   const scan = await handleChosenCopies(dlq, ids, options, { out, verb: 'moved' }, async (letter, copy) => {
     // The sender would drop a stale copy (the one rule, as `dlq drop` and the sweeper apply it): it is
-    // deleted, not moved, and the walk looks on for the copy that redrives the message.
+    // deleted, not moved, and the walk looks on for the copy that redrives the message. A copy whose
+    // record this table does not hold is moved as before, never deleted: a wrong table must not cost
+    // a copy, and the sender drops one whose message is truly gone.
     const record = await readStateRecord(deps.table.documents, deps.table.tableName, copy.id);
-    const reason = staleDeadLetter(copy, record ?? null);
+    const reason = record === undefined ? undefined : staleDeadLetter(copy, record);
     if (reason !== undefined) {
       stale.push({ id: copy.id, rev: copy.rev, reason });
       if (!dryRun) await dlq.remove(letter.receipt);

@@ -91,8 +91,14 @@ export async function redriveStreamFailures(
   let kept = 0;
   let invalidRecords = 0;
   const gone: { readonly message: RelayFailureMessage; readonly info: StreamFailureInfo }[] = [];
-  // Hidden while the run works, so none is received twice; what stays is released as the run ends.
-  const held: RelayFailureMessage[] = [];
+  // Hidden while the run works, so none is received twice; every one the run did not delete is
+  // released as the run ends, whatever ended it (a throw included).
+  const received: RelayFailureMessage[] = [];
+  const removed = new Set<string>();
+  const remove = async (message: RelayFailureMessage) => {
+    await deps.failures.remove(message.receipt);
+    removed.add(message.receipt);
+  };
   let sweepReport: SweepReport | null = null;
   let sweptOver = 0;
   let discarded = 0;
@@ -100,12 +106,12 @@ export async function redriveStreamFailures(
     while (messages < maxMessages) {
       const batch = await deps.failures.receive(Math.min(10, maxMessages - messages), hideSeconds);
       if (batch.length === 0) break;
+      received.push(...batch);
       for (const message of batch) {
         messages++;
         const parsed = parseStreamFailure(message.body);
         if (!parsed.ok) {
           kept++;
-          held.push(message);
           deps.log?.error('stream failure message is unreadable; left on the queue', {
             reason: parsed.reason,
           });
@@ -124,11 +130,10 @@ export async function redriveStreamFailures(
         const outcome = await deps.replay(read.records, parsed.info);
         invalidRecords += outcome.invalid;
         if (outcome.failed.length === 0) {
-          await deps.failures.remove(message.receipt);
+          await remove(message);
           replayed++;
         } else {
           kept++;
-          held.push(message);
           deps.log?.warn('replayed batch failed again; left on the queue', {
             shardId: parsed.info.shardId,
             failed: outcome.failed.length,
@@ -141,20 +146,21 @@ export async function redriveStreamFailures(
       sweepReport = await sweep({ ...deps.sweep, graceSeconds: 0 });
       // Only a complete sweep vouches for the records the batch held (the sweeper's own rule).
       if (!isIncomplete(sweepReport)) {
-        for (const { message } of gone) await deps.failures.remove(message.receipt);
+        for (const { message } of gone) await remove(message);
         sweptOver = gone.length;
       }
     } else if (gone.length > 0 && deps.discardGone === true) {
-      for (const { message } of gone) await deps.failures.remove(message.receipt);
+      for (const { message } of gone) await remove(message);
       discarded = gone.length;
     }
-    if (sweptOver + discarded === 0) held.push(...gone.map(({ message }) => message));
   } finally {
-    await deps.failures.release(held);
+    await deps.failures.release(received.filter((message) => !removed.has(message.receipt)));
   }
   kept += gone.length - sweptOver - discarded;
-  // Counted after the release: the kept ones, any past `maxMessages`, any that came meanwhile.
-  const remaining = (await deps.failures.counts()).visible;
+  // Counted after the release: the kept ones, any past `maxMessages`, any that came meanwhile, and
+  // any another reader (an earlier run cut off, Ctrl-C) still hides: none of them is done with.
+  const counts = await deps.failures.counts();
+  const remaining = counts.visible + counts.notVisible;
   return {
     messages,
     replayed,

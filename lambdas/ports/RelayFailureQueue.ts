@@ -14,6 +14,6 @@ export interface RelayFailureQueue {
   remove(receipt: string): Promise<void>;
   /** Makes received messages visible again at once. */
   release(messages: readonly RelayFailureMessage[]): Promise<void>;
-  /** How many messages are visible (SQS's approximate count). */
-  counts(): Promise<{ readonly visible: number }>;
+  /** How many messages are visible, and how many a reader hides right now (SQS's approximate counts). */
+  counts(): Promise<{ readonly visible: number; readonly notVisible: number }>;
 }

@@ -204,9 +204,14 @@ describe('postdate dlq redrive --ids', () => {
 
     const report = await dlqRedrive(t.deps, { ids: [messageId(60), messageId(61), messageId(62)] }, out);
 
-    expect(report).toMatchObject({ moved: [], notFound: [messageId(60), messageId(61), messageId(62)] });
+    // 62 has no record in this table: moved, never deleted (a wrong table must not cost a copy;
+    // the sender drops a copy whose message is gone).
+    expect(report).toMatchObject({
+      moved: [{ id: messageId(62), rev: 1 }],
+      notFound: [messageId(60), messageId(61)],
+    });
     expect(redriveSucceeded(report)).toBe(false);
-    expect(await visibleCount(t.sqs, t.urls.send)).toBe(0);
+    expect(await visibleCount(t.sqs, t.urls.send)).toBe(1);
     expect(out.warnings.join('\n')).toMatch(/stale/);
     expect(await drainIds(t.sqs, t.urls.sendDeadLetter)).toEqual(t.copies);
   });

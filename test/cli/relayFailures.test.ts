@@ -1,5 +1,5 @@
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { memoryOutput } from '../../cli/output.js';
 import {
@@ -129,5 +129,22 @@ describe('postdate relay-failures redrive', () => {
     const again = await relayFailuresRedrive(w.deps, {}, memoryOutput());
     expect(again).toMatchObject({ messages: 1, kept: 1 });
     expect(relayFailuresCleared(again)).toBe(false);
+  });
+
+  it('is not cleared while another reader hides a failure message (a run cut off, Ctrl-C)', async () => {
+    const w = await world();
+    await w.fail('{"not":"a failure record"}');
+    // An earlier run that died holding the message: hidden for its 300 s, not handled.
+    await eventually('the message received and hidden', async () => {
+      const { Messages } = await w.sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: w.urls.relayFailures, VisibilityTimeout: 300 }),
+      );
+      return (Messages ?? []).length === 1;
+    });
+
+    const report = await relayFailuresRedrive(w.deps, {}, memoryOutput());
+
+    expect(report).toMatchObject({ messages: 0, remaining: 1 });
+    expect(relayFailuresCleared(report)).toBe(false);
   });
 });
