@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { ReceiveMessageCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { encodeDispatchPayload, parseDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
@@ -131,4 +133,28 @@ export async function seedMessages(
 /** A URL-safe id like the API's (26 characters), distinct per `n`. */
 export function messageId(n: number): string {
   return `01JQ5${String(n).padStart(21, '0')}`;
+}
+
+/**
+ * The real entry through the bin shim (`cli/postdate.mjs`), as an operator runs it, with `env` over
+ * this process's; never rejects: a failed run answers its exit code and output.
+ */
+export async function runBin(
+  args: readonly string[],
+  env: Readonly<Record<string, string>> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['cli/postdate.mjs', ...args], {
+      env: { ...process.env, NO_COLOR: '1', ...env },
+      timeout: 60_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: number; stdout?: string; stderr?: string };
+    return {
+      code: typeof failed.code === 'number' ? failed.code : -1,
+      stdout: failed.stdout ?? '',
+      stderr: failed.stderr ?? '',
+    };
+  }
 }

@@ -1,5 +1,3 @@
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { memoryOutput } from '../../cli/output.js';
 import {
@@ -12,6 +10,7 @@ import {
 } from '../../cli/suppressionsCommands.js';
 import { DynamoSuppressionList } from '../../lambdas/store/suppressionList.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
+import { runBin } from './cliFixtures.js';
 
 /** `postdate suppressions list | add | remove` (DESIGN §6, §12), on DynamoDB Local. */
 
@@ -206,30 +205,12 @@ describe('postdate suppressions', () => {
   });
 });
 
-const run = promisify(execFile);
-
 /** The real entry through the bin shim, against the emulators of this test run; never rejects. */
-async function postdate(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, ['cli/postdate.mjs', ...args], {
-      env: {
-        ...process.env,
-        NO_COLOR: '1',
-        AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
-        AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
-      },
-      timeout: 60_000,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code?: number; stdout?: string; stderr?: string };
-    return {
-      code: typeof failed.code === 'number' ? failed.code : -1,
-      stdout: failed.stdout ?? '',
-      stderr: failed.stderr ?? '',
-    };
-  }
-}
+const postdate = (args: string[]) =>
+  runBin(args, {
+    AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+    AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
+  });
 
 describe('postdate suppressions, through the entry point against the local target', () => {
   it('adds, lists and removes for the local tenant by default', async () => {

@@ -2,8 +2,6 @@
  * `postdate templates put|list|show|render` against DynamoDB Local: the commands the CLI wires, with
  * files read as the CLI reads them and output captured as a person (or `--json`) would see it.
  */
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { EXIT } from '../../cli/cliErrors.js';
 import type { Output } from '../../cli/output.js';
@@ -17,6 +15,7 @@ import {
 } from '../../cli/templatesCommands.js';
 import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
+import { runBin } from './cliFixtures.js';
 
 function capture(json = false) {
   const lines: string[] = [];
@@ -113,33 +112,15 @@ describe('postdate templates', () => {
   });
 });
 
-const run = promisify(execFile);
-
 /** The real entry through the bin shim, against DynamoDB Local; never rejects. */
-async function postdate(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, ['cli/postdate.mjs', ...args], {
-      env: {
-        ...process.env,
-        NO_COLOR: '1',
-        AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
-        AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
-        AWS_ACCESS_KEY_ID: 'local',
-        AWS_SECRET_ACCESS_KEY: 'local',
-        AWS_REGION: 'us-east-1',
-      },
-      timeout: 60_000,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code?: number; stdout?: string; stderr?: string };
-    return {
-      code: typeof failed.code === 'number' ? failed.code : -1,
-      stdout: failed.stdout ?? '',
-      stderr: failed.stderr ?? '',
-    };
-  }
-}
+const postdate = (args: string[]) =>
+  runBin(args, {
+    AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+    AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    AWS_REGION: 'us-east-1',
+  });
 
 describe('postdate templates, through the entry point', () => {
   it('against AWS asks for --tenant rather than working on the local stack’s tenant', async () => {

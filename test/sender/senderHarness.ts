@@ -387,45 +387,31 @@ export function storeWith(store: SenderStore, replaced: Partial<SenderStore>): S
 }
 
 /**
- * The user's `DELETE /v1/messages/{id}` (DESIGN §3), answered by the real api handler on the
- * sender's table: what a user can do with the message the sender left.
+ * The user's `DELETE /v1/messages/{id}` (cancel) or `GET /v1/messages/{id}` (the view with its
+ * `history`), DESIGN §3, answered by the real api handler on the sender's table: what a user sees
+ * of, and can do with, the message the sender left.
  */
-export async function cancelThroughApi(
-  world: Pick<SenderWorld, 'documents' | 'tableName'>,
-  id: string,
-  now: () => Date,
-): Promise<{ readonly status: number; readonly json: Record<string, unknown> }> {
-  return callApi(
-    world,
-    now,
-    apiEvent({
-      method: 'DELETE',
-      path: `/v1/messages/${id}`,
-      routeKey: 'DELETE /v1/messages/{id}',
-      pathParameters: { id },
-      tenant: TENANT,
-    }),
-  );
+function messageThroughApi(method: 'GET' | 'DELETE') {
+  return (
+    world: Pick<SenderWorld, 'documents' | 'tableName'>,
+    id: string,
+    now: () => Date,
+  ): Promise<{ readonly status: number; readonly json: Record<string, unknown> }> =>
+    callApi(
+      world,
+      now,
+      apiEvent({
+        method,
+        path: `/v1/messages/${id}`,
+        routeKey: `${method} /v1/messages/{id}`,
+        pathParameters: { id },
+        tenant: TENANT,
+      }),
+    );
 }
 
-/** The user's `GET /v1/messages/{id}` (DESIGN §3): the message view with its `history`, by the real api handler. */
-export async function getThroughApi(
-  world: Pick<SenderWorld, 'documents' | 'tableName'>,
-  id: string,
-  now: () => Date,
-): Promise<{ readonly status: number; readonly json: Record<string, unknown> }> {
-  return callApi(
-    world,
-    now,
-    apiEvent({
-      method: 'GET',
-      path: `/v1/messages/${id}`,
-      routeKey: 'GET /v1/messages/{id}',
-      pathParameters: { id },
-      tenant: TENANT,
-    }),
-  );
-}
+export const cancelThroughApi = messageThroughApi('DELETE');
+export const getThroughApi = messageThroughApi('GET');
 
 /** The user's `PUT /v1/suppressions/{address}` (DESIGN §12), answered by the real api handler on the sender's table. */
 export async function suppressThroughApi(
