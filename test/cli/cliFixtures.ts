@@ -142,9 +142,14 @@ export function messageId(n: number): string {
 export async function runBin(
   args: readonly string[],
   env: Readonly<Record<string, string>> = {},
+  { fromSource = false } = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
+  // `fromSource`: `npx tsx cli/postdate.ts`, as the repository's own `npm run cli` does.
+  const [command, entry] = fromSource
+    ? ['npx', ['tsx', 'cli/postdate.ts']]
+    : [process.execPath, ['cli/postdate.mjs']];
   try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['cli/postdate.mjs', ...args], {
+    const { stdout, stderr } = await promisify(execFile)(command, [...entry, ...args], {
       env: { ...process.env, NO_COLOR: '1', ...env },
       timeout: 60_000,
     });

@@ -1,40 +1,14 @@
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { promisify } from 'node:util';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, inject, it } from 'vitest';
 import { encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { lookupApiKey } from '../../lambdas/keys/apiKeys.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
-import { deadLetter, drainIds, messageId, seedMessages, visibleCount } from './cliFixtures.js';
-
-const run = promisify(execFile);
+import { deadLetter, drainIds, messageId, runBin, seedMessages, visibleCount } from './cliFixtures.js';
 
 /** Runs the real entry in a child process; resolves with its exit code and output (never rejects). */
-async function postdate(
-  command: string,
-  args: string[],
-  env: Record<string, string> = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(
-      command === 'npx' ? 'npx' : process.execPath,
-      command === 'npx' ? ['tsx', 'cli/postdate.ts', ...args] : ['cli/postdate.mjs', ...args],
-      {
-        env: { ...process.env, NO_COLOR: '1', ...env },
-        timeout: 60_000,
-      },
-    );
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code?: number; stdout?: string; stderr?: string };
-    return {
-      code: typeof failed.code === 'number' ? failed.code : -1,
-      stdout: failed.stdout ?? '',
-      stderr: failed.stderr ?? '',
-    };
-  }
-}
+const postdate = (command: 'npx' | 'bin', args: string[], env: Record<string, string> = {}) =>
+  runBin(args, env, { fromSource: command === 'npx' });
 
 /** The emulators of this test run, reached the way an operator reaches AWS: names plus endpoints. */
 function awsEnv(): Record<string, string> {
