@@ -51,8 +51,9 @@ export interface RedriveStreamFailuresReport {
   /** Failure messages left on the queue (a record failed again, the message is unreadable, or gone). */
   readonly kept: number;
   /**
-   * Failure messages visible on the queue as the run ends (SQS's approximate count): the kept ones,
-   * released at once for the next run, and any past `maxMessages` or sent meanwhile.
+   * Failure messages on the queue as the run ends, visible or hidden by another reader (SQS's
+   * approximate counts): the kept ones, released at once for the next run, any past `maxMessages`
+   * or sent meanwhile, and any a run cut off still hides.
    */
   readonly remaining: number;
   /** Replayed state records whose image the reader could not read (skipped, as the live reader does). */

@@ -20,6 +20,17 @@ afterEach(async () => {
   await Promise.all(receivers.splice(0).map((started) => started.close()));
 });
 
+/** What the webhooks commands get from cli/postdate.ts, over the harness's store, queue and clock. */
+function cliDeps(harness: Awaited<ReturnType<typeof webhookHarness>>) {
+  return {
+    store: harness.store,
+    queue: harness.queue,
+    now: harness.clock.now,
+    retryHours: 24,
+    retentionDays: 30,
+  };
+}
+
 describe('postdate webhooks', () => {
   it('is registered with list, deliveries, rotate-secret and retry', () => {
     const webhooks = buildProgram().commands.find((command) => command.name() === 'webhooks');
@@ -60,13 +71,7 @@ describe('postdate webhooks', () => {
     receivers.push(hook);
     const harness = await webhookHarness();
     const endpoint = await subscribe(harness, hook.url(), 'acme');
-    const deps = {
-      store: harness.store,
-      queue: harness.queue,
-      now: harness.clock.now,
-      retryHours: 24,
-      retentionDays: 30,
-    };
+    const deps = cliDeps(harness);
     const out = memoryOutput({ json: true });
     await webhooksRotateSecret(deps, { tenant: 'acme', endpoint: endpoint.id }, out);
     const { secret } = out.documents[0] as { secret: string };
@@ -144,13 +149,7 @@ describe('postdate webhooks', () => {
     const endpoint = await subscribe(harness, hook.url(), 'acme');
     for (let sent = 0; sent < 3; sent++)
       await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` });
-    const deps = {
-      store: harness.store,
-      queue: harness.queue,
-      now: harness.clock.now,
-      retryHours: 24,
-      retentionDays: 30,
-    };
+    const deps = cliDeps(harness);
     type Page = { items: { id: string }[]; next: string | null };
     const page = async (options: { limit: number; after?: string; all?: boolean }) => {
       const out = memoryOutput({ json: true });
