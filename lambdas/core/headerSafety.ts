@@ -71,6 +71,9 @@ export function headerNameProblem(name: string): string | null {
 export function tagValueProblem(value: string): string | null {
   const control = controlCharacterProblem(value, false);
   if (control) return `value ${control}`;
+  // `tags.kind` keys the sending gate's pause map (DESIGN §5), and a `__proto__` key is no own key
+  // once marshalled: DynamoDB refused the pause write. Refused as a value, as problem.ts refuses it as a name.
+  if (value === '__proto__') return 'value "__proto__" is not allowed';
   if (value.length > LIMITS.maxTagValueLength)
     return `value must be at most ${LIMITS.maxTagValueLength} characters`;
   return null;

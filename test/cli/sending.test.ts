@@ -126,6 +126,12 @@ describe('postdate sending', () => {
       };
       const apiTakes = (kind: string) =>
         validateEnqueueRequest({ to: ['ada@example.com'], subject: 'Hi', text: 'x', tags: { kind } }, ctx).ok;
+      // A kind the pause map could not store is refused by both (fast-check found `__proto__`: the
+      // pause write failed with a DynamoDB ValidationException while the API took the tag).
+      expect(apiTakes('__proto__')).toBe(false);
+      await expect(sendingPause(deps, { kind: '__proto__' }, memoryOutput())).rejects.toBeInstanceOf(
+        UsageError,
+      );
       for (const kind of ['order shipped', 'rückruf', 'a'.repeat(128)]) {
         expect(apiTakes(kind)).toBe(true);
         await sendingPause(deps, { kind }, memoryOutput());
