@@ -1,4 +1,3 @@
-import { createServer } from 'node:net';
 import { type Config, ConfigError, settingValuesOf } from '../lambdas/core/config.js';
 import {
   CONFIG_SETTINGS,
@@ -8,6 +7,7 @@ import {
 } from '../lambdas/core/configSpec.js';
 import { TEST_KEY_PREFIX } from '../lambdas/core/testSide.js';
 import { API_KEY_PATTERN } from '../lambdas/keys/apiKeys.js';
+import { freePort, listenOnce } from './freePort.js';
 
 /** The bucket of the local stack's attachments (in AWS the construct names it). */
 export const LOCAL_ATTACHMENT_BUCKET = 'postdate-attachments';
@@ -128,7 +128,10 @@ export class PortInUseError extends Error {
  * Turns every 0 into a concrete free port and checks that every fixed port is free, so a clash is
  * reported before anything starts (and names the variable to change). `taken` are ports another
  * part has claimed but may not listen on yet (MailDev's, claimed by `npm start` before the stack):
- * the kernel may hand a released port out again, so a 0 never becomes one of them.
+ * a free port may be chosen again once released, so a 0 never becomes one of them. A 0 is chosen
+ * by `freePort`, below the kernel's ephemeral range, so that no other program's `listen(0)` or
+ * outgoing connection is handed it before the part listens; what still slips through is started
+ * again by `npm start` (`takenMeanwhile`).
  */
 export async function claimPorts(
   ports: LocalPorts,
@@ -139,10 +142,10 @@ export async function claimPorts(
   const inUse = (port: number) => taken.includes(port) || Object.values(claimed).includes(port);
   for (const part of Object.keys(ports) as LocalPart[]) {
     const wanted = ports[part];
-    let got = await probeListen(wanted, host);
-    // The kernel may hand the same ephemeral port out twice once it is released; ask again.
+    let got = wanted === 0 ? await freePort(host) : await listenOnce(wanted, host);
+    // A port chosen for an earlier part is not free for this one, though nothing listens on it yet.
     for (let tries = 0; wanted === 0 && got !== undefined && inUse(got) && tries < 20; tries += 1) {
-      got = await probeListen(0, host);
+      got = await freePort(host);
     }
     if (got === undefined || (wanted === 0 && inUse(got))) throw new PortInUseError(part, wanted);
     claimed[part] = got;
@@ -150,21 +153,20 @@ export async function claimPorts(
   return claimed as LocalPorts;
 }
 
-/** Listens once on the port and releases it: the port it got, or undefined when it is taken. */
-function probeListen(port: number, host: string): Promise<number | undefined> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', (error: NodeJS.ErrnoException) => {
-      if (error.code === 'EADDRINUSE' || error.code === 'EACCES') resolve(undefined);
-      else reject(error);
-    });
-    server.listen(port, host, () => {
-      const address = server.address();
-      const got = typeof address === 'object' && address ? address.port : port;
-      server.close(() => resolve(got));
-    });
-  });
+/**
+ * Whether a start that failed with `error` may simply start again: a port `claimPorts` chose for a
+ * part asked as 0 was taken by another program between the choice and the part's listen (the
+ * kernel hands the same free ports to every process). A port the user fixed is never retried: its
+ * failure names the variable to change. `asked` are the ports as configured, before any claim.
+ */
+export function takenMeanwhile(error: unknown, asked: LocalPorts): boolean {
+  const fixed = new Set(Object.values(asked).filter((port) => port !== 0));
+  for (let cause = error; cause instanceof Error; cause = cause.cause) {
+    if (cause instanceof PortInUseError) return asked[cause.part] === 0;
+    const { code, port } = cause as NodeJS.ErrnoException & { port?: unknown };
+    if (code === 'EADDRINUSE') return typeof port === 'number' && !fixed.has(port);
+  }
+  return false;
 }
 
 /**

@@ -11,7 +11,14 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js';
 import { DynamoDbLocalError } from './dynamodbLocal.js';
-import { checkLocalApiKey, claimPorts, type LocalPorts, loadLocalPorts, PortInUseError } from './localEnv.js';
+import {
+  checkLocalApiKey,
+  claimPorts,
+  type LocalPorts,
+  loadLocalPorts,
+  PortInUseError,
+  takenMeanwhile,
+} from './localEnv.js';
 import type { LocalStack } from './localStack.js';
 import { type MaildevViewer, startMaildevViewer } from './smtp/maildevViewer.js';
 import { SIMULATED_MAIL_PRELOAD } from './smtp/simulatedMailViewer.js';
@@ -147,18 +154,24 @@ function isBackupRelayFlag(arg: string): boolean {
   return arg === '--backup-relay' || arg.startsWith('--backup-relay=');
 }
 
-async function main(): Promise<void> {
-  const began = performance.now();
-  const running = stopOnEverySignal();
-  // The SDK's "Node 22 soon" notice is noise on a developer's terminal; the versions are pinned.
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-  const first = readConfiguration();
-  const logs = installLogFilter(process.stdout, first.logMode);
-  const partReady = (part: string, detail: string) =>
-    process.stdout.write(
-      `  up  ${part.padEnd(19)} ${detail}   (${((performance.now() - began) / 1000).toFixed(1)} s)\n`,
-    );
-  process.stdout.write('Starting the Postdate local stack…\n');
+/** Starts tried before a port another program took meanwhile ends the start (see `takenMeanwhile`). */
+const STARTS = 3;
+
+interface Started {
+  config: Config;
+  stack: LocalStack;
+  viewer: MaildevViewer | undefined;
+}
+
+/**
+ * MailDev (unless `SMTP_HOST` names a relay) and the stack, side by side. A failure of either stops
+ * the other and is thrown, so that the start can be tried again or end with one line.
+ */
+async function startParts(
+  first: ReturnType<typeof readConfiguration>,
+  running: Running,
+  partReady: (part: string, detail: string) => void,
+): Promise<Started> {
   const viewerPorts = await viewerPortsOf(first.config, first.ports);
   const viewerStarting = viewerPorts
     ? startMaildevViewer({
@@ -203,24 +216,69 @@ async function main(): Promise<void> {
     });
   } catch (error) {
     await viewerStarting.then((viewer) => viewer?.stop()).catch(() => undefined);
-    if (
-      error instanceof DynamoDbLocalError ||
-      error instanceof PortInUseError ||
-      error instanceof ConfigError
-    ) {
-      fail(error.message.split('\n')[0] ?? error.message);
-    }
-    const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-    fail(`the local stack did not start: ${message.split('\n')[0]}`);
+    throw error;
   }
-  let viewer: MaildevViewer | undefined;
   try {
-    viewer = await viewerStarting;
+    return { config, stack, viewer: await viewerStarting };
   } catch (error) {
     await stack.stop().catch(() => undefined);
-    const message = error instanceof Error ? error.message : String(error);
-    fail(error instanceof PortInUseError ? message : `MailDev did not start: ${message.split('\n')[0]}`);
+    throw new MaildevStartError(error);
   }
+}
+
+/** MailDev failed after the stack had started (the stack is stopped again). */
+class MaildevStartError extends Error {
+  override readonly name = 'MaildevStartError';
+  constructor(cause: unknown) {
+    super(`MailDev did not start: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}
+
+/** The one line a failed start ends with (exit 1). */
+function failToStart(error: unknown): never {
+  if (error instanceof MaildevStartError) {
+    const cause = error.cause;
+    fail(cause instanceof PortInUseError ? cause.message : (error.message.split('\n')[0] ?? error.message));
+  }
+  if (
+    error instanceof DynamoDbLocalError ||
+    error instanceof PortInUseError ||
+    error instanceof ConfigError
+  ) {
+    fail(error.message.split('\n')[0] ?? error.message);
+  }
+  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  fail(`the local stack did not start: ${message.split('\n')[0]}`);
+}
+
+async function main(): Promise<void> {
+  const began = performance.now();
+  const running = stopOnEverySignal();
+  // The SDK's "Node 22 soon" notice is noise on a developer's terminal; the versions are pinned.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const first = readConfiguration();
+  const logs = installLogFilter(process.stdout, first.logMode);
+  const partReady = (part: string, detail: string) =>
+    process.stdout.write(
+      `  up  ${part.padEnd(19)} ${detail}   (${((performance.now() - began) / 1000).toFixed(1)} s)\n`,
+    );
+  process.stdout.write('Starting the Postdate local stack…\n');
+  let started: Started;
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      started = await startParts(first, running, partReady);
+      break;
+    } catch (error) {
+      if (attempt < STARTS && takenMeanwhile(error, first.ports)) {
+        process.stdout.write(
+          `  a port chosen for a part was taken by another program meanwhile; starting again\n`,
+        );
+        continue;
+      }
+      failToStart(error);
+    }
+  }
+  const { config, stack, viewer } = started;
   // One readiness check before saying "ready": it also warms the api function (its cold start).
   const health = await fetch(`${stack.apiUrl}/health`).catch(() => undefined);
   if (health?.status !== 200) {
