@@ -1,10 +1,12 @@
 /**
- * `postdate templates …` (DESIGN §6, §10): store a new version from files, list, show, and render
- * with a data file — straight against the table, with the same validation as the API (a template
- * that would be refused by `PUT /v1/templates/{name}` is refused here with the same reasons).
+ * `postdate templates …` (DESIGN §6, §10): store a new version from files, list, show, render with a
+ * data file, and archive — straight against the table, with the same validation as the API (a
+ * template that would be refused by `PUT /v1/templates/{name}` is refused here with the same
+ * reasons) and the same store, whose `archive` is the one `DELETE /v1/templates/{name}` makes.
  */
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
+import { templateHeadView } from '../lambdas/api/routes/templates.js';
 import { createTemplateRenderer } from '../lambdas/core/templateRenderer.js';
 import { validateTemplateName, validateTemplatePut } from '../lambdas/core/templateRequests.js';
 import type { TemplateStore } from '../lambdas/ports/TemplateStore.js';
@@ -149,6 +151,30 @@ export async function templatesRender(
 }
 
 /**
+ * As `DELETE /v1/templates/{name}`: no new enqueue may use the template; messages already queued
+ * still render from it. Idempotent as the API is: a second run keeps the first `archived_at` and
+ * says so, exit 0; a name the tenant has no template of is refused (the API's 404).
+ */
+export async function templatesArchive(
+  deps: TemplatesDeps,
+  input: { name: string; tenant: string },
+  out: Output,
+): Promise<ExitCode> {
+  const now = deps.now();
+  const head = await deps.store.archive(input.tenant, name(input.name), now);
+  if (!head) return refused(out, `no template ${input.name} for tenant ${input.tenant}`);
+  // The store keeps the first archive's time: any other is an archive made before this run.
+  const already = head.archived_at !== now.toISOString();
+  if (out.json) {
+    out.data({ ...templateHeadView(head), already_archived: already });
+    return EXIT.ok;
+  }
+  if (already) out.line(`${head.name} was already archived at ${head.archived_at}`);
+  else out.line(`archived ${head.name}: no new enqueue may use it; queued messages still render`);
+  return EXIT.ok;
+}
+
+/**
  * A refusal: the line on stderr and, with `--json`, the one error document on stdout (as for any
  * failed command), so a script parses what it gets either way.
  */
@@ -181,7 +207,7 @@ function positiveInteger(value: string): number {
   return Number(value);
 }
 
-/** `postdate templates put|list|show|render`, with postdate.ts's action wrapper. */
+/** `postdate templates put|list|show|render|archive`, with postdate.ts's action wrapper. */
 export function registerTemplatesCommands(program: Command, action: CommandAction): void {
   const deps = (context: CommandContext): TemplatesDeps => ({
     store: new DynamoTemplateStore(context.target.documents, context.target.refs.tableName),
@@ -190,7 +216,7 @@ export function registerTemplatesCommands(program: Command, action: CommandActio
   });
   const templates = program
     .command('templates')
-    .description('stored templates (DESIGN §10): put, list, show, render');
+    .description('stored templates (DESIGN §10): put, list, show, render, archive');
   const tenantOption = [
     '--tenant <tenant>',
     `the tenant (default on the local stack: ${LOCAL_TENANT}; required against AWS)`,
@@ -263,6 +289,20 @@ export function registerTemplatesCommands(program: Command, action: CommandActio
             { ...withVersion(context, templateName, options), dataFile: options.dataFile },
             context.out,
           ),
+      ),
+    );
+  templates
+    .command('archive')
+    .description('no new enqueue may use the template; queued messages still render (idempotent)')
+    .argument('<name>')
+    .option(...tenantOption)
+    .action(
+      action(async (context, templateName: string, options: { tenant?: string }) =>
+        templatesArchive(
+          deps(context),
+          { name: templateName, tenant: tenantOf(context, options.tenant) },
+          context.out,
+        ),
       ),
     );
 }

@@ -1,28 +1,37 @@
 /**
- * `postdate webhooks list | deliveries | retry | rotate-secret` (DESIGN §11): an operator's view of a
- * tenant's endpoints and deliveries, the manual retry of a failed delivery and the rotation of a
- * secret, through the same store and conditions as the API (lambdas/store/webhookStore.ts). A secret
- * is shown only by the rotation that makes it.
+ * `postdate webhooks list | create | show | delete | test | deliveries | retry | rotate-secret`
+ * (DESIGN §6, §11): an operator manages a tenant's endpoints and their deliveries through the same
+ * store, rules and conditions as the API (lambdas/api/routes/webhooks.ts, lambdas/store/webhookStore.ts).
+ * A secret is shown only by the creation or the rotation that makes it.
  */
 
-import { randomBytes } from 'node:crypto';
 import { type Command, InvalidArgumentError } from 'commander';
 import { SqsWebhookQueue } from '../lambdas/adapters/SqsWebhookQueue.js';
+import { checkWebhookUrl } from '../lambdas/adapters/webhookAddressPolicy.js';
+import {
+  createWebhookEndpoint,
+  deliveryView,
+  endpointView,
+  findWebhookEndpoint,
+  newWebhookSecret,
+  sendTestEvent,
+  type WebhookRouteDependencies,
+} from '../lambdas/api/routes/webhooks.js';
+import type { FieldError } from '../lambdas/core/problem.js';
 import { mayRetryDelivery } from '../lambdas/core/webhookOperator.js';
 import {
   isWebhookDeliveryId,
   isWebhookDeliveryStatus,
+  isWebhookEndpointId,
   WEBHOOK_LIMITS,
-  WEBHOOK_SECRET_BYTES,
   WEBHOOK_SECRET_OVERLAP_MS,
-  WEBHOOK_SECRET_PREFIX,
 } from '../lambdas/core/webhooks.js';
 import type { WebhookDelivery, WebhookQueue, WebhookStore } from '../lambdas/ports/Webhooks.js';
 import { DynamoWebhookStore, deliveryExpiresAt } from '../lambdas/store/webhookStore.js';
 import { CliError, EXIT, UsageError } from './cliErrors.js';
 import { type CommandAction, type CommandContext, pageSize } from './commandAction.js';
-import { type Output, printTable } from './output.js';
-import { type QueueRef, queueUrlOf, type ResourceRefs } from './target.js';
+import { type Output, printFields, printTable } from './output.js';
+import { type QueueRef, queueUrlOf, type ResourceRefs, type TargetMode } from './target.js';
 
 export interface WebhooksDeps {
   readonly store: WebhookStore;
@@ -30,6 +39,19 @@ export interface WebhooksDeps {
   readonly now: () => Date;
   readonly retryHours: number;
   readonly retentionDays: number;
+  /** The URL policy `webhooks create` checks by: the API's (webhookUrlCheckOf). */
+  readonly checkUrl: WebhookRouteDependencies['checkUrl'];
+  readonly random: () => number;
+}
+
+/**
+ * The URL policy of the stack the CLI works on (DESIGN §11): locally `http` to loopback too, as the
+ * local stack's api allows (POSTDATE_WEBHOOK_ALLOW_PRIVATE_URLS); against AWS `https` to a public
+ * address only, as every AWS api, which never has that setting.
+ */
+function webhookUrlCheckOf(mode: TargetMode): WebhooksDeps['checkUrl'] {
+  const policy = mode === 'local' ? 'local' : 'public-https';
+  return (url) => checkWebhookUrl(url, policy);
 }
 
 export async function webhooksList(deps: WebhooksDeps, tenant: string, out: Output): Promise<void> {
@@ -119,10 +141,7 @@ export async function webhooksRetry(
   options: { readonly tenant: string; readonly endpoint: string; readonly delivery: string },
   out: Output,
 ): Promise<void> {
-  if (!deps.queue)
-    throw new UsageError(
-      'no webhook queue: pass --stack NAME, --webhook-queue-url or set POSTDATE_WEBHOOK_QUEUE_URL (stack output WebhookQueueUrl)',
-    );
+  const queue = requireQueue(deps);
   const endpoint = await deps.store.getEndpoint(options.tenant, options.endpoint);
   const current = endpoint ? await deps.store.getDelivery(endpoint.id, options.delivery) : null;
   if (!endpoint || !current || current.tenant !== options.tenant) {
@@ -143,7 +162,7 @@ export async function webhooksRetry(
     // Queued before its write: the delivery function waits for the write a bounded time.
     issued_at: now.getTime(),
   } as const;
-  const sent = await deps.queue.send([{ copy, delaySeconds: 0 }]);
+  const sent = await queue.send([{ copy, delaySeconds: 0 }]);
   if (sent.failed.length > 0) throw sent.error ?? new Error('the webhook queue refused the copy');
   const result = await deps.store.retryDelivery({
     endpointId: endpoint.id,
@@ -165,7 +184,7 @@ export async function webhooksRotateSecret(
   out: Output,
 ): Promise<void> {
   const previousUntil = new Date(deps.now().getTime() + WEBHOOK_SECRET_OVERLAP_MS).toISOString();
-  const secret = `${WEBHOOK_SECRET_PREFIX}${randomBytes(WEBHOOK_SECRET_BYTES).toString('base64')}`;
+  const secret = newWebhookSecret();
   const rotated = await deps.store.rotateSecret({
     tenant: options.tenant,
     id: options.endpoint,
@@ -176,6 +195,120 @@ export async function webhooksRotateSecret(
   if (out.json) return out.data({ id: rotated.id, secret, previous_secret_expires_at: previousUntil });
   out.line(`${rotated.id}: new secret ${secret}`);
   out.line(`the previous secret keeps signing beside it until ${previousUntil}`);
+}
+
+/**
+ * As `POST /v1/webhooks`: the API's rules (event types, the URL policy, the tenant's limit), nothing
+ * written unless all pass; a refusal names the flag. Prints the secret, the one time it is shown.
+ */
+export async function webhooksCreate(
+  deps: WebhooksDeps,
+  options: {
+    readonly tenant: string;
+    readonly url: string;
+    readonly events?: readonly string[];
+    readonly description?: string;
+  },
+  out: Output,
+): Promise<void> {
+  const body = {
+    url: options.url,
+    ...(options.events === undefined ? {} : { events: options.events }),
+    ...(options.description === undefined ? {} : { description: options.description }),
+  };
+  const created = await createWebhookEndpoint(deps, options.tenant, body);
+  if (created.kind === 'invalid') throw new UsageError(created.errors.map(flagError).join('; '));
+  if (created.kind === 'limit')
+    throw new CliError(
+      `tenant ${options.tenant} has ${WEBHOOK_LIMITS.maxEndpointsPerTenant} webhook endpoints, the most it may have`,
+      EXIT.failed,
+    );
+  const { endpoint } = created;
+  if (out.json) return out.data({ ...endpointView(endpoint), secret: endpoint.secret });
+  out.line(`created ${endpoint.id} for ${endpoint.url} (events: ${endpoint.events?.join(',') ?? 'all'})`);
+  out.line(`secret: ${endpoint.secret}`);
+  out.line('the secret is shown only once, now: store it (`webhooks rotate-secret` makes a new one)');
+}
+
+/** The API's field errors in the CLI's words: `/url must be https` is `--url must be https`. */
+function flagError(error: FieldError): string {
+  const [, field = '', item] = error.field.split('/');
+  const flag = ['url', 'events', 'description'].includes(field) ? `--${field}` : error.field;
+  return `${flag}${item === undefined ? '' : ` (item ${Number(item) + 1})`} ${error.message}`;
+}
+
+/** As `GET /v1/webhooks/{id}`: the endpoint (never its secret) and its delivery counts. */
+export async function webhooksShow(
+  deps: WebhooksDeps,
+  options: { readonly tenant: string; readonly endpoint: string },
+  out: Output,
+): Promise<void> {
+  const endpoint = await findWebhookEndpoint(deps.store, options.tenant, options.endpoint);
+  if (!endpoint) throw endpointNotFound(options);
+  const deliveries = await deps.store.countDeliveries(endpoint.id);
+  if (out.json) return out.data({ ...endpointView(endpoint), deliveries });
+  printFields(out, [
+    ['id', endpoint.id],
+    ['url', endpoint.url],
+    ['events', endpoint.events?.join(',') ?? 'all'],
+    ['description', endpoint.description ?? '–'],
+    ['created', endpoint.createdAt],
+    [
+      'deliveries',
+      `${deliveries.delivered} delivered, ${deliveries.pending} pending, ${deliveries.failed} failed ` +
+        `(delivered and pending among the ${deliveries.recent} newest; failed: every one kept)`,
+    ],
+  ]);
+}
+
+/**
+ * As `DELETE /v1/webhooks/{id}`: its queued deliveries find no endpoint and stop. A second run finds
+ * none and fails as the API's 404 does.
+ */
+export async function webhooksDelete(
+  deps: WebhooksDeps,
+  options: { readonly tenant: string; readonly endpoint: string },
+  out: Output,
+): Promise<void> {
+  const deleted = isWebhookEndpointId(options.endpoint)
+    ? await deps.store.deleteEndpoint(options.tenant, options.endpoint)
+    : 'not-found';
+  if (deleted === 'not-found') throw endpointNotFound(options);
+  if (out.json) return out.data({ id: options.endpoint, deleted: true });
+  out.line(`deleted ${options.endpoint}; its queued deliveries stop`);
+}
+
+/** As `POST /v1/webhooks/{id}/test`: a `webhook.test` event delivered now, through the webhook queue. */
+export async function webhooksTest(
+  deps: WebhooksDeps,
+  options: { readonly tenant: string; readonly endpoint: string },
+  out: Output,
+): Promise<void> {
+  const queue = requireQueue(deps);
+  const tested = await sendTestEvent({ ...deps, queue }, options.tenant, options.endpoint);
+  if (tested.kind === 'not-found') throw endpointNotFound(options);
+  if (tested.kind === 'queue-refused')
+    throw new CliError('the webhook queue refused the copy: no test event was sent; try again', EXIT.failed);
+  const { delivery } = tested;
+  if (out.json) return out.data(deliveryView(delivery));
+  out.line(`queued ${delivery.eventType} to ${delivery.endpointId}: delivery ${delivery.id}`);
+  out.line(`its outcome: postdate webhooks deliveries ${delivery.endpointId} --tenant ${options.tenant}`);
+}
+
+function endpointNotFound(options: { readonly tenant: string; readonly endpoint: string }): CliError {
+  return new CliError(
+    `no webhook endpoint ${options.endpoint} for tenant ${options.tenant} (deleted, or never made)`,
+    EXIT.failed,
+  );
+}
+
+/** The webhook queue a copy goes to (`test`, `retry`), or the usage error naming the flag. */
+function requireQueue(deps: Pick<WebhooksDeps, 'queue'>): WebhookQueue {
+  if (!deps.queue)
+    throw new UsageError(
+      'no webhook queue: pass --stack NAME, --webhook-queue-url or set POSTDATE_WEBHOOK_QUEUE_URL (stack output WebhookQueueUrl)',
+    );
+  return deps.queue;
 }
 
 /**
@@ -196,12 +329,20 @@ function deliveryCursor(value: string): string {
   return value;
 }
 
+/** `--events a,b`: the event types, each as given (the API's rules judge them). */
+function commaList(value: string): string[] {
+  return value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+}
+
 /** Registers `postdate webhooks …` with postdate.ts's action wrapper (one line in cli/postdate.ts). */
 export function registerWebhooksCommands(program: Command, action: CommandAction): void {
   const webhooks = program
     .command('webhooks')
     .description(
-      "list a tenant's webhook endpoints and deliveries, retry a failed delivery, rotate a secret",
+      "a tenant's webhook endpoints: create, show, delete, test; their deliveries; retry one; rotate a secret",
     );
   const deps = async (
     { target, config, now }: CommandContext,
@@ -218,8 +359,22 @@ export function registerWebhooksCommands(program: Command, action: CommandAction
       // With --stack, the stack's settings (retry hours, retention) over the shell's.
       retryHours: config.webhookRetryHours,
       retentionDays: config.retentionDays,
+      checkUrl: webhookUrlCheckOf(target.mode),
+      random: Math.random,
     };
   };
+  const webhookQueueOption = [
+    '--webhook-queue-url <url>',
+    "the webhook queue (default: the stack's WebhookQueueUrl with --stack, else POSTDATE_WEBHOOK_QUEUE_URL)",
+  ] as const;
+  /** `show`, `delete`: `<endpoint> --tenant T`, nothing else. */
+  const onEndpoint = (
+    run: (deps: WebhooksDeps, options: { tenant: string; endpoint: string }, out: Output) => Promise<void>,
+  ) =>
+    action(async (context, endpoint: string, options: { tenant: string }) => {
+      await run(await deps(context), { tenant: options.tenant, endpoint }, context.out);
+      return EXIT.ok;
+    });
   webhooks
     .command('list')
     .description("a tenant's endpoints (never their secrets)")
@@ -227,6 +382,51 @@ export function registerWebhooksCommands(program: Command, action: CommandAction
     .action(
       action(async (context, options: { tenant: string }) => {
         await webhooksList(await deps(context), options.tenant, context.out);
+        return EXIT.ok;
+      }),
+    );
+  webhooks
+    .command('create')
+    .description("subscribe an endpoint to the tenant's events; its signing secret is shown once")
+    .requiredOption('--tenant <tenant>', 'the tenant')
+    .requiredOption(
+      '--url <url>',
+      'where events are POSTed: https to a public address (locally http to loopback too)',
+    )
+    .option('--events <types>', 'only these event types, comma-separated (default: all)', commaList)
+    .option('--description <text>', 'what the endpoint is for')
+    .action(
+      action(
+        async (
+          context,
+          options: { tenant: string; url: string; events?: string[]; description?: string },
+        ) => {
+          await webhooksCreate(await deps(context), options, context.out);
+          return EXIT.ok;
+        },
+      ),
+    );
+  webhooks
+    .command('show')
+    .description('one endpoint (never its secret) with its delivery counts')
+    .argument('<endpoint>')
+    .requiredOption('--tenant <tenant>', 'the tenant')
+    .action(onEndpoint(webhooksShow));
+  webhooks
+    .command('delete')
+    .description('remove an endpoint; its queued deliveries stop')
+    .argument('<endpoint>')
+    .requiredOption('--tenant <tenant>', 'the tenant')
+    .action(onEndpoint(webhooksDelete));
+  webhooks
+    .command('test')
+    .description('deliver a webhook.test event now (as POST /v1/webhooks/{id}/test)')
+    .argument('<endpoint>')
+    .requiredOption('--tenant <tenant>', 'the tenant')
+    .option(...webhookQueueOption)
+    .action(
+      action(async (context, endpoint: string, options: { tenant: string; webhookQueueUrl?: string }) => {
+        await webhooksTest(await deps(context, options), { tenant: options.tenant, endpoint }, context.out);
         return EXIT.ok;
       }),
     );
@@ -277,10 +477,7 @@ export function registerWebhooksCommands(program: Command, action: CommandAction
     .argument('<endpoint>')
     .argument('<delivery>')
     .requiredOption('--tenant <tenant>', 'the tenant')
-    .option(
-      '--webhook-queue-url <url>',
-      "the webhook queue (default: the stack's WebhookQueueUrl with --stack, else POSTDATE_WEBHOOK_QUEUE_URL)",
-    )
+    .option(...webhookQueueOption)
     .action(
       action(
         async (

@@ -160,6 +160,7 @@ describe('every postdate command with --json, against the local stack', () => {
     'templates list': ['templates', 'list'],
     'templates show': ['templates', 'show', 'welcome'],
     'templates render': ['templates', 'render', 'welcome', '--data-file', 'data.json'],
+    'templates archive': ['templates', 'archive', 'welcome'],
     'suppressions add': ['suppressions', 'add', 'gone@example.com', '--tenant', 'local'],
     'suppressions list': ['suppressions', 'list', '--tenant', 'local'],
     'suppressions remove': ['suppressions', 'remove', 'gone@example.com', '--tenant', 'local'],
@@ -167,6 +168,11 @@ describe('every postdate command with --json, against the local stack', () => {
     'webhooks deliveries': ['webhooks', 'deliveries', webhookId, '--tenant', 'local'],
     'webhooks rotate-secret': ['webhooks', 'rotate-secret', webhookId, '--tenant', 'local'],
     'webhooks retry': ['webhooks', 'retry', webhookId, 'no-such-delivery', '--tenant', 'local'],
+    'webhooks create': ['webhooks', 'create', '--url', 'https://hooks.example.com/more', '--tenant', 'local'],
+    'webhooks show': ['webhooks', 'show', webhookId, '--tenant', 'local'],
+    'webhooks test': ['webhooks', 'test', webhookId, '--tenant', 'local'],
+    // Last: the commands above use the endpoint.
+    'webhooks delete': ['webhooks', 'delete', webhookId, '--tenant', 'local'],
   });
 
   it('covers every command the program has', () => {

@@ -8,12 +8,15 @@ import type { Output } from '../../cli/output.js';
 import { buildProgram } from '../../cli/postdate.js';
 import {
   type TemplatesDeps,
+  templatesArchive,
   templatesList,
   templatesPut,
   templatesRender,
   templatesShow,
 } from '../../cli/templatesCommands.js';
 import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
+import { apiHarness } from '../api/apiHarness.js';
+import { enqueueEvent } from '../api/events.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
 import { runBin } from './cliFixtures.js';
 
@@ -110,6 +113,60 @@ describe('postdate templates', () => {
     const none = capture();
     expect(await templatesShow(deps, { name: 'nope', tenant: 'local' }, none.out)).toBe(EXIT.failed);
   });
+
+  it('archives: an enqueue naming the template is then refused as the API refuses it; again, it says already archived', async () => {
+    // DESIGN §3, §10: archiving stops new enqueues only; a second DELETE answers 200 (idempotent).
+    const api = await apiHarness();
+    const archiveDeps: TemplatesDeps = {
+      ...deps,
+      store: new DynamoTemplateStore(api.documents, api.tableName),
+      now: api.clock.now,
+    };
+    const put = { name: 'receipt', tenant: 'acme', subject: 'Receipt for {{name}}', textFile: 'welcome.txt' };
+    expect(await templatesPut(archiveDeps, put, capture().out)).toBe(EXIT.ok);
+
+    const archived = capture();
+    expect(await templatesArchive(archiveDeps, { name: 'receipt', tenant: 'acme' }, archived.out)).toBe(
+      EXIT.ok,
+    );
+    expect(archived.lines.join('\n')).toMatch(/^archived receipt/);
+    const enqueue = await api.call(
+      enqueueEvent(
+        {
+          to: ['ada@example.com'],
+          from: 'ops@example.com',
+          template: { name: 'receipt' },
+          data: { name: 'Ada' },
+        },
+        { key: 'after-archive' },
+      ),
+    );
+    expect(enqueue.status).toBe(422);
+    expect(enqueue.json.errors).toEqual([
+      { field: '/template/name', message: 'is archived: no new message may use it' },
+    ]);
+
+    const first = (await archiveDeps.store.getHead('acme', 'receipt'))?.archived_at;
+    api.clock.advance(60_000);
+    const again = capture(true);
+    expect(await templatesArchive(archiveDeps, { name: 'receipt', tenant: 'acme' }, again.out)).toBe(EXIT.ok);
+    expect(again.data[0]).toMatchObject({ name: 'receipt', archived_at: first, already_archived: true });
+    const againText = capture();
+    await templatesArchive(archiveDeps, { name: 'receipt', tenant: 'acme' }, againText.out);
+    expect(againText.lines.join('\n')).toContain(`already archived at ${first}`);
+    // Still readable: queued messages still render from it.
+    expect(await templatesShow(archiveDeps, { name: 'receipt', tenant: 'acme' }, capture().out)).toBe(
+      EXIT.ok,
+    );
+  });
+
+  it('archive of a name the tenant has no template of is not found, as the API answers 404', async () => {
+    const none = capture(true);
+    expect(await templatesArchive(deps, { name: 'nope', tenant: 'local' }, none.out)).toBe(EXIT.failed);
+    expect(none.warnings.join('\n')).toContain('no template nope');
+    expect(none.data[0]).toMatchObject({ error: { exit_code: EXIT.failed } });
+    expect(await deps.store.getHead('local', 'nope')).toBeUndefined();
+  });
 });
 
 /** The real entry through the bin shim, against DynamoDB Local; never rejects. */
@@ -133,6 +190,7 @@ describe('postdate templates, through the entry point', () => {
       ['templates', 'list'],
       ['templates', 'show', 'welcome'],
       ['templates', 'render', 'welcome', '--data-file', 'data.json'],
+      ['templates', 'archive', 'welcome'],
     ];
     for (const args of commands) {
       const result = await postdate([...aws, ...args]);

@@ -1,19 +1,29 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Webhook } from 'standardwebhooks';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { EXIT } from '../../cli/cliErrors.js';
 import { memoryOutput } from '../../cli/output.js';
 import { buildProgram } from '../../cli/postdate.js';
 import { targetFromStack } from '../../cli/stackTarget.js';
 import { resolveRefs } from '../../cli/target.js';
 import {
   webhookQueueOf,
+  webhooksCreate,
+  webhooksDelete,
   webhooksDeliveries,
   webhooksList,
   webhooksRetry,
   webhooksRotateSecret,
+  webhooksShow,
+  webhooksTest,
 } from '../../cli/webhooksCommands.js';
+import { checkWebhookUrl } from '../../lambdas/adapters/webhookAddressPolicy.js';
+import { DynamoWebhookStore } from '../../lambdas/store/webhookStore.js';
+import { documentClient, freshTable, queueDepth, sqsClient } from '../support/awsLocal.js';
+import { eventually } from '../support/eventually.js';
 import { startReceiver, subscribe, webhookHarness } from '../webhooks/webhookHarness.js';
+import { runBin } from './cliFixtures.js';
 
 const receivers: Awaited<ReturnType<typeof startReceiver>>[] = [];
 afterEach(async () => {
@@ -28,14 +38,32 @@ function cliDeps(harness: Awaited<ReturnType<typeof webhookHarness>>) {
     now: harness.clock.now,
     retryHours: 24,
     retentionDays: 30,
+    // The local stack's policy, as the CLI takes it against the local target: http to loopback.
+    checkUrl: (url: string) => checkWebhookUrl(url, 'local'),
+    random: Math.random,
   };
 }
 
+/** The real entry through the bin shim, against the emulators; never rejects. */
+const postdate = (args: string[]) =>
+  runBin(args, {
+    AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+    AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    AWS_REGION: 'us-east-1',
+  });
+
 describe('postdate webhooks', () => {
-  it('is registered with list, deliveries, rotate-secret and retry', () => {
+  it('is registered with list, create, show, delete, test, deliveries, rotate-secret and retry', () => {
+    // DESIGN §6: the CLI manages webhooks; §3 names what there is to manage.
     const webhooks = buildProgram().commands.find((command) => command.name() === 'webhooks');
     expect(webhooks?.commands.map((command) => command.name())).toEqual([
       'list',
+      'create',
+      'show',
+      'delete',
+      'test',
       'deliveries',
       'rotate-secret',
       'retry',
@@ -100,13 +128,7 @@ describe('postdate webhooks', () => {
     const endpoint = await subscribe(harness, hook.url(), 'acme');
     await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` });
     await harness.pump();
-    const deps = {
-      store: harness.store,
-      queue: harness.queue,
-      now: harness.clock.now,
-      retryHours: 1,
-      retentionDays: 30,
-    };
+    const deps = { ...cliDeps(harness), retryHours: 1 };
 
     const listed = memoryOutput({ json: true });
     await webhooksList(deps, 'acme', listed);
@@ -188,4 +210,191 @@ describe('postdate webhooks', () => {
       });
     }
   }, 120_000);
+
+  it('creates an endpoint: the secret printed once, saying so; the listing shows the endpoint, never the secret', async () => {
+    // DESIGN §3: POST /v1/webhooks answers 201 with `secret`, shown once.
+    const harness = await webhookHarness();
+    const deps = cliDeps(harness);
+    const out = memoryOutput();
+    await webhooksCreate(
+      deps,
+      {
+        tenant: 'acme',
+        url: 'https://hooks.example.com/postdate',
+        events: ['message.sent'],
+        description: 'ops',
+      },
+      out,
+    );
+    const [endpoint] = await harness.store.listEndpoints('acme');
+    if (!endpoint) throw new Error('nothing created');
+    expect(endpoint).toMatchObject({
+      url: 'https://hooks.example.com/postdate',
+      events: ['message.sent'],
+      description: 'ops',
+    });
+    const text = out.text();
+    expect(text.split(endpoint.secret)).toHaveLength(2);
+    expect(text).toContain(endpoint.id);
+    expect(text).toMatch(/shown (only )?once/);
+    expect(out.warnings.join('\n')).not.toContain(endpoint.secret);
+
+    const json = memoryOutput({ json: true });
+    await webhooksCreate(deps, { tenant: 'acme', url: 'https://hooks.example.com/other' }, json);
+    expect(json.documents[0]).toMatchObject({
+      id: expect.stringMatching(/^whe_/),
+      events: null,
+      secret: expect.stringMatching(/^whsec_/),
+    });
+
+    const listed = memoryOutput();
+    await webhooksList(deps, 'acme', listed);
+    expect(listed.text()).toContain(endpoint.id);
+    expect(listed.text()).toContain('https://hooks.example.com/postdate');
+    expect(listed.text()).not.toContain('whsec_');
+  });
+
+  it('refuses a URL the policy refuses or an unknown event type, naming the flag and the reason, and writes nothing', async () => {
+    // DESIGN §11: in AWS a webhook URL is https and never a loopback or private address.
+    const { tableName } = await freshTable('cli-webhooks-create');
+    const store = new DynamoWebhookStore(documentClient(), tableName);
+    const aws = ['--json', '--table', tableName, 'webhooks', 'create', '--tenant', 'acme'];
+    for (const [flag, args, reason] of [
+      ['--url', ['--url', 'http://hooks.example.com/postdate'], 'https'],
+      ['--url', ['--url', 'https://127.0.0.1:8443/hook'], 'loopback'],
+      ['--url', ['--url', 'https://10.1.2.3/hook'], 'private'],
+      [
+        '--events',
+        ['--url', 'https://hooks.example.com/postdate', '--events', 'message.sent,message.nope'],
+        '',
+      ],
+    ] as const) {
+      const result = await postdate([...aws, ...args]);
+      expect({ args, code: result.code }).toEqual({ args, code: EXIT.usage });
+      const { error } = JSON.parse(result.stdout) as { error: { type: string; detail: string } };
+      expect(error.type).toBe('urn:postdate:cli:usage');
+      expect(error.detail).toContain(flag);
+      expect(error.detail).toContain(reason);
+    }
+    expect(await store.listEndpoints('acme')).toEqual([]);
+  }, 120_000);
+
+  it('through the entry: creates on the local stack (http to loopback), and `test` reaches the endpoint signed with the secret it printed', async () => {
+    const hook = await startReceiver();
+    receivers.push(hook);
+    const harness = await webhookHarness();
+    const local = ['--json', '--local', '--table', harness.tableName, 'webhooks'];
+    const created = await postdate([...local, 'create', '--tenant', 'acme', '--url', hook.url()]);
+    expect(created.code).toBe(EXIT.ok);
+    const { id, secret } = JSON.parse(created.stdout) as { id: string; secret: string };
+    expect(secret).toMatch(/^whsec_/);
+    expect(created.stderr).not.toContain(secret);
+
+    const tested = await postdate([
+      ...local,
+      'test',
+      id,
+      '--tenant',
+      'acme',
+      '--webhook-queue-url',
+      harness.queueUrl,
+    ]);
+    expect(tested.code).toBe(EXIT.ok);
+    expect(JSON.parse(tested.stdout)).toMatchObject({
+      webhook_id: id,
+      event_type: 'webhook.test',
+      status: 'pending',
+    });
+    await eventually(
+      'the copy on the webhook queue',
+      async () => (await queueDepth(sqsClient(), harness.queueUrl)).visible === 1,
+    );
+    await harness.pump();
+    const [request] = hook.received;
+    if (!request) throw new Error('nothing received');
+    expect(JSON.parse(request.body)).toMatchObject({ type: 'webhook.test', data: { webhook_id: id } });
+    const headers = {
+      'webhook-id': String(request.headers['webhook-id']),
+      'webhook-timestamp': String(request.headers['webhook-timestamp']),
+      'webhook-signature': String(request.headers['webhook-signature']),
+    };
+    expect(() => new Webhook(secret).verify(request.body, headers)).not.toThrow();
+  }, 120_000);
+
+  it('tests, shows the delivery counts, deletes; a second delete, a show or a test after it is not found', async () => {
+    const hook = await startReceiver();
+    receivers.push(hook);
+    const harness = await webhookHarness();
+    const endpoint = await subscribe(harness, hook.url(), 'acme');
+    const deps = cliDeps(harness);
+
+    const tested = memoryOutput();
+    await webhooksTest(deps, { tenant: 'acme', endpoint: endpoint.id }, tested);
+    expect(tested.text()).toContain('webhook.test');
+    await eventually(
+      'the copy on the webhook queue',
+      async () => (await queueDepth(sqsClient(), harness.queueUrl)).visible === 1,
+    );
+    await harness.pump();
+    expect(hook.received).toHaveLength(1);
+
+    const shown = memoryOutput();
+    await webhooksShow(deps, { tenant: 'acme', endpoint: endpoint.id }, shown);
+    expect(shown.text()).toContain(hook.url());
+    expect(shown.text()).toMatch(/deliveries:\s+1 delivered, 0 pending, 0 failed/);
+    expect(shown.text()).not.toContain(endpoint.secret);
+    const shownJson = memoryOutput({ json: true });
+    await webhooksShow(deps, { tenant: 'acme', endpoint: endpoint.id }, shownJson);
+    expect(shownJson.documents[0]).toMatchObject({
+      id: endpoint.id,
+      deliveries: { delivered: 1, pending: 0, failed: 0, recent: 1 },
+    });
+    // Another tenant's endpoint is not found, as the API answers 404.
+    await expect(
+      webhooksShow(deps, { tenant: 'other', endpoint: endpoint.id }, memoryOutput()),
+    ).rejects.toMatchObject({
+      exitCode: EXIT.failed,
+    });
+    await expect(
+      webhooksDelete(deps, { tenant: 'other', endpoint: endpoint.id }, memoryOutput()),
+    ).rejects.toMatchObject({
+      exitCode: EXIT.failed,
+    });
+
+    const deleted = memoryOutput();
+    await webhooksDelete(deps, { tenant: 'acme', endpoint: endpoint.id }, deleted);
+    expect(deleted.text()).toContain(`deleted ${endpoint.id}`);
+    expect(await harness.store.getEndpoint('acme', endpoint.id)).toBeNull();
+    for (const again of [webhooksShow, webhooksDelete, webhooksTest]) {
+      await expect(
+        again(deps, { tenant: 'acme', endpoint: endpoint.id }, memoryOutput()),
+      ).rejects.toMatchObject({
+        exitCode: EXIT.failed,
+        message: expect.stringContaining(`no webhook endpoint ${endpoint.id}`),
+      });
+    }
+    expect((await queueDepth(sqsClient(), harness.queueUrl)).visible).toBe(0);
+  });
+
+  it('`test` without a webhook queue names the flag, and queues nothing', async () => {
+    const harness = await webhookHarness();
+    const endpoint = await subscribe(harness, 'http://127.0.0.1:9/hook', 'acme');
+    await expect(
+      webhooksTest(
+        { ...cliDeps(harness), queue: undefined },
+        { tenant: 'acme', endpoint: endpoint.id },
+        memoryOutput(),
+      ),
+    ).rejects.toMatchObject({
+      exitCode: EXIT.usage,
+      message: expect.stringContaining('--webhook-queue-url'),
+    });
+    const page = await harness.store.listDeliveries({
+      endpointId: endpoint.id,
+      status: null,
+      limit: 10,
+      cursor: null,
+    });
+    expect(page.items).toEqual([]);
+  });
 });

@@ -3,7 +3,8 @@
  * manual retry of a failed delivery (or of a pending one whose copy is not coming: mayRetryDelivery),
  * the rotation of a secret. An endpoint is found only under the
  * caller's tenant, so another tenant's id answers 404. A signing secret is in the answer to the POST
- * that creates or rotates it and never again (nor in any log line).
+ * that creates or rotates it and never again (nor in any log line). The steps the CLI shares
+ * (`postdate webhooks create | show | test`) are exported below the handlers.
  */
 import { randomBytes } from 'node:crypto';
 import type { SQSClient } from '@aws-sdk/client-sqs';
@@ -64,33 +65,17 @@ export function webhookRouteHandlers(
       retryWebhookDelivery: unavailable,
     };
   }
-  const newSecret =
-    deps.newSecret ??
-    (() => `${WEBHOOK_SECRET_PREFIX}${randomBytes(WEBHOOK_SECRET_BYTES).toString('base64')}`);
-
-  const findEndpoint = async (tenant: string, id: string | undefined): Promise<WebhookEndpoint | null> =>
-    id !== undefined && isWebhookEndpointId(id) ? deps.store.getEndpoint(tenant, id) : null;
+  const newSecret = deps.newSecret ?? newWebhookSecret;
+  const findEndpoint = (tenant: string, id: string | undefined) =>
+    findWebhookEndpoint(deps.store, tenant, id ?? '');
 
   return {
     async createWebhook({ tenant, event }) {
       const body = readJsonBody(event);
       if (!body.ok) return problemResult(body.problem);
-      const parsed = validateCreateWebhook(body.value);
-      if (!parsed.ok) return problemResult(validationProblem(parsed.errors));
-      const url = deps.checkUrl(parsed.value.url);
-      if (!url.ok) return problemResult(validationProblem([{ field: '/url', message: url.reason }]));
-      const now = deps.now();
-      const endpoint: WebhookEndpoint = {
-        id: webhookEndpointId(newMessageId(now.getTime(), deps.random)),
-        tenant,
-        url: parsed.value.url,
-        events: parsed.value.events,
-        description: parsed.value.description,
-        secret: newSecret(),
-        createdAt: now.toISOString(),
-      };
-      const created = await deps.store.createEndpoint(endpoint, WEBHOOK_LIMITS.maxEndpointsPerTenant);
-      if (created === 'limit') {
+      const created = await createWebhookEndpoint({ ...deps, newSecret }, tenant, body.value);
+      if (created.kind === 'invalid') return problemResult(validationProblem(created.errors));
+      if (created.kind === 'limit') {
         return problemResult(
           problem(
             'conflict',
@@ -98,6 +83,7 @@ export function webhookRouteHandlers(
           ),
         );
       }
+      const { endpoint } = created;
       // The only answer that carries the secret.
       return jsonResult(
         201,
@@ -128,32 +114,15 @@ export function webhookRouteHandlers(
     },
 
     async testWebhook({ tenant, params }) {
-      const endpoint = await findEndpoint(tenant, params.id);
-      if (!endpoint) return webhookNotFound();
-      const now = deps.now();
-      const event: PostdateEvent = {
-        id: `evt_${randomBytes(16).toString('hex')}`,
-        type: WEBHOOK_TEST_EVENT_TYPE,
-        created_at: now.toISOString(),
-        tenant: publicTenant(tenant),
-        data: { webhook_id: endpoint.id, message: 'A test event from Postdate.' },
-      };
-      const delivery = newDelivery({
-        endpoint,
-        event,
-        now,
-        retryHours: deps.retryHours,
-        retentionDays: deps.retentionDays,
-      });
-      // The copy goes first, as for a manual retry: a queue failure leaves nothing behind (no
-      // delivery pending for good), and a copy whose write never lands waits a while and is dropped.
-      if (!(await sendCopy(deps.queue, delivery, now))) return queueUnavailable('No test event was sent.');
-      await deps.store.putDelivery(delivery);
+      const tested = await sendTestEvent(deps, tenant, params.id ?? '');
+      if (tested.kind === 'not-found') return webhookNotFound();
+      if (tested.kind === 'queue-refused') return queueUnavailable('No test event was sent.');
+      const { delivery } = tested;
       return jsonResult(
         202,
         deliveryView(delivery),
         {},
-        { webhook_id: endpoint.id, delivery_id: delivery.id },
+        { webhook_id: delivery.endpointId, delivery_id: delivery.id },
       );
     },
 
@@ -237,6 +206,94 @@ export function webhookRouteHandlers(
       );
     },
   };
+}
+
+/** A new signing secret: `whsec_` + base64 of 32 bytes from the CSPRNG (DESIGN §11). */
+export function newWebhookSecret(): string {
+  return `${WEBHOOK_SECRET_PREFIX}${randomBytes(WEBHOOK_SECRET_BYTES).toString('base64')}`;
+}
+
+/** The tenant's endpoint of this id; null for none, another tenant's, or no endpoint id at all. */
+export async function findWebhookEndpoint(
+  store: WebhookStore,
+  tenant: string,
+  id: string,
+): Promise<WebhookEndpoint | null> {
+  return isWebhookEndpointId(id) ? store.getEndpoint(tenant, id) : null;
+}
+
+export type CreateEndpointResult =
+  | { readonly kind: 'created'; readonly endpoint: WebhookEndpoint }
+  | { readonly kind: 'invalid'; readonly errors: readonly FieldError[] }
+  /** The tenant has WEBHOOK_LIMITS.maxEndpointsPerTenant endpoints already. */
+  | { readonly kind: 'limit' };
+
+/**
+ * A new endpoint from a `POST /v1/webhooks` body: the body's rules (the event types), then the URL's
+ * policy (`checkUrl`), then the write under the tenant's limit; nothing is written unless all pass.
+ * Shared by the api and the CLI (`postdate webhooks create`). The endpoint holds its secret: the
+ * caller shows it this once and logs it never.
+ */
+export async function createWebhookEndpoint(
+  deps: Pick<WebhookRouteDependencies, 'store' | 'checkUrl' | 'now' | 'random' | 'newSecret'>,
+  tenant: string,
+  body: unknown,
+): Promise<CreateEndpointResult> {
+  const parsed = validateCreateWebhook(body);
+  if (!parsed.ok) return { kind: 'invalid', errors: parsed.errors };
+  const url = deps.checkUrl(parsed.value.url);
+  if (!url.ok) return { kind: 'invalid', errors: [{ field: '/url', message: url.reason }] };
+  const now = deps.now();
+  const endpoint: WebhookEndpoint = {
+    id: webhookEndpointId(newMessageId(now.getTime(), deps.random)),
+    tenant,
+    url: parsed.value.url,
+    events: parsed.value.events,
+    description: parsed.value.description,
+    secret: (deps.newSecret ?? newWebhookSecret)(),
+    createdAt: now.toISOString(),
+  };
+  const created = await deps.store.createEndpoint(endpoint, WEBHOOK_LIMITS.maxEndpointsPerTenant);
+  return created === 'limit' ? { kind: 'limit' } : { kind: 'created', endpoint };
+}
+
+export type TestEventResult =
+  | { readonly kind: 'queued'; readonly delivery: WebhookDelivery }
+  | { readonly kind: 'not-found' }
+  /** The webhook queue refused the copy: nothing was recorded. */
+  | { readonly kind: 'queue-refused' };
+
+/**
+ * A `webhook.test` event for the tenant's endpoint `id`, delivered now (DESIGN §3): its copy on the
+ * webhook queue first, then its delivery record, as for a manual retry — a queue failure leaves
+ * nothing behind (no delivery pending for good), and a copy whose write never lands waits a while
+ * and is dropped. Shared by the api and the CLI (`postdate webhooks test`).
+ */
+export async function sendTestEvent(
+  deps: Pick<WebhookRouteDependencies, 'store' | 'queue' | 'now' | 'retryHours' | 'retentionDays'>,
+  tenant: string,
+  id: string,
+): Promise<TestEventResult> {
+  const endpoint = await findWebhookEndpoint(deps.store, tenant, id);
+  if (!endpoint) return { kind: 'not-found' };
+  const now = deps.now();
+  const event: PostdateEvent = {
+    id: `evt_${randomBytes(16).toString('hex')}`,
+    type: WEBHOOK_TEST_EVENT_TYPE,
+    created_at: now.toISOString(),
+    tenant: publicTenant(tenant),
+    data: { webhook_id: endpoint.id, message: 'A test event from Postdate.' },
+  };
+  const delivery = newDelivery({
+    endpoint,
+    event,
+    now,
+    retryHours: deps.retryHours,
+    retentionDays: deps.retentionDays,
+  });
+  if (!(await sendCopy(deps.queue, delivery, now))) return { kind: 'queue-refused' };
+  await deps.store.putDelivery(delivery);
+  return { kind: 'queued', delivery };
 }
 
 /** Queues the copy for a write still to come (`issued_at`); false when the queue refused it. */
