@@ -140,6 +140,7 @@ export class Postdate extends Construct {
       storage,
       api: api.api,
       eventBus: resolved.eventBus,
+      busEvents: resolved.busEvents,
       configEnvironment: environment,
       logRetention: resolved.logRetention,
       alarmTopic: ops.alarmTopic,

@@ -1,4 +1,5 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { type BusEvents, readBusEvents } from '../lambdas/core/busEvents.js';
 import { CONFIG_SETTINGS, PROP_SETTINGS, type PropSettingName } from '../lambdas/core/configSpec.js';
 import type { PostdateStackProps } from './PostdateStack.js';
 import { POSTDATE_DEFAULTS, type PostdateProps, PostdatePropsError } from './postdateProps.js';
@@ -77,6 +78,17 @@ export function settingsFromContext(get: (key: ContextKey) => unknown): AppSetti
     return undefined;
   };
 
+  // `all`, `none` or types: comma-separated from `-c`, or a JSON list in cdk.json (an empty one is none).
+  const eventTypes = (key: ContextKey): BusEvents | undefined => {
+    const value = get(key);
+    if (Array.isArray(value) && value.length === 0) return 'none';
+    const raw = text(key);
+    if (raw === undefined) return undefined;
+    const read = readBusEvents(raw);
+    if (!read.ok) problems.push(`context ${key}: ${read.problem}`);
+    return read.ok ? read.busEvents : undefined;
+  };
+
   const defaultFrom = text('defaultFrom');
   const allowedFrom = text('allowedFrom');
   const placeholders: string[] = [];
@@ -132,12 +144,18 @@ export function settingsFromContext(get: (key: ContextKey) => unknown): AppSetti
   }
 
   // Each row by its kind; the senders are read above (a bare synth gets placeholders).
-  const settings: Partial<Record<PropSettingName, number | boolean | string | undefined>> = {};
+  const settings: Partial<Record<PropSettingName, number | boolean | string | BusEvents | undefined>> = {};
   for (const name of PROP_SETTINGS) {
     const type = CONFIG_SETTINGS[name].kind.type;
     if (type === 'senders' || name === 'defaultFrom') continue;
     settings[name] =
-      type === 'integer' || type === 'rate' ? number(name) : type === 'boolean' ? flag(name) : text(name);
+      type === 'integer' || type === 'rate'
+        ? number(name)
+        : type === 'boolean'
+          ? flag(name)
+          : type === 'busEvents'
+            ? eventTypes(name)
+            : text(name);
   }
   // Read by the parser of each row's kind, so each value has its prop's type.
   const fromSpec = settings as Partial<Pick<PostdateProps, PropSettingName>>;

@@ -5,7 +5,9 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { backoffCeilingSeconds } from '../lambdas/core/backoff.js';
+import { type BusEvents, unknownBusEventTypes } from '../lambdas/core/busEvents.js';
 import { awsDefault, CONFIG_SETTINGS, PROP_SETTINGS } from '../lambdas/core/configSpec.js';
+import { MESSAGE_EVENT_TYPES } from '../lambdas/core/messageEvents.js';
 import { PostdateError } from '../lambdas/core/postdateError.js';
 import { sendTimingProblems } from '../lambdas/core/sendTiming.js';
 import { QUEUE } from './queueLayout.js';
@@ -236,6 +238,14 @@ export interface PostdateProps {
    */
   readonly eventBus?: events.IEventBus;
   /**
+   * The event types put on {@link eventBus} (`POSTDATE_BUS_EVENTS`, DESIGN §11): `'all'`, `'none'`,
+   * or a list such as `['message.sent', 'message.dead']` (an empty list is `'none'`). Each event is
+   * a PutEvents entry, billed whether or not a rule routes it; webhooks get the types they subscribe
+   * to whatever this says. With `'none'` the producer has no `events:PutEvents` grant (decision 0178).
+   * @default 'all'
+   */
+  readonly busEvents?: BusEvents;
+  /**
    * The relay's sending rate for the whole fleet, in recipients per second as SES counts them
    * (`POSTDATE_MAX_SEND_RATE`); each sender takes 1/{@link senderMaxConcurrency} of it.
    * @default unlimited
@@ -359,6 +369,8 @@ export interface ResolvedPostdateProps {
   readonly smtpSessionMaxAgeSeconds: number;
   readonly directDelayMaxSeconds: number;
   readonly apiImmediateCopy: boolean;
+  /** A list is never empty: an empty one is `none`. */
+  readonly busEvents: BusEvents;
   readonly scheduleLeadSeconds: number;
   readonly sweepGraceSeconds: number;
   readonly sweepInterval: Duration;
@@ -410,6 +422,7 @@ export const POSTDATE_DEFAULTS = {
   smtpSessionMaxAgeSeconds: awsDefault('smtpSessionMaxAgeSeconds'),
   directDelayMaxSeconds: awsDefault('directDelayMaxSeconds'),
   apiImmediateCopy: awsDefault('apiImmediateCopy'),
+  busEvents: awsDefault('busEvents'),
   scheduleLeadSeconds: awsDefault('scheduleLeadSeconds'),
   sweepGraceSeconds: awsDefault('sweepGraceSeconds'),
   sweepIntervalMinutes: 5,
@@ -501,6 +514,10 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
     smtpSessionMaxAgeSeconds: props.smtpSessionMaxAgeSeconds ?? POSTDATE_DEFAULTS.smtpSessionMaxAgeSeconds,
     directDelayMaxSeconds: props.directDelayMaxSeconds ?? POSTDATE_DEFAULTS.directDelayMaxSeconds,
     apiImmediateCopy: props.apiImmediateCopy ?? POSTDATE_DEFAULTS.apiImmediateCopy,
+    busEvents:
+      Array.isArray(props.busEvents) && props.busEvents.length === 0
+        ? 'none'
+        : (props.busEvents ?? POSTDATE_DEFAULTS.busEvents),
     scheduleLeadSeconds: props.scheduleLeadSeconds ?? POSTDATE_DEFAULTS.scheduleLeadSeconds,
     sweepGraceSeconds: props.sweepGraceSeconds ?? POSTDATE_DEFAULTS.sweepGraceSeconds,
     sweepInterval: props.sweepInterval ?? Duration.minutes(POSTDATE_DEFAULTS.sweepIntervalMinutes),
@@ -573,6 +590,21 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
       props.messageIdDomain === undefined
         ? 'messageIdDomain could not be derived from defaultFrom; set it explicitly'
         : `messageIdDomain must be a domain name, got "${resolved.messageIdDomain}"`,
+    );
+  }
+
+  // Events: the bus takes message event types only (lambdas/core/busEvents.ts).
+  const busEvents: unknown = resolved.busEvents;
+  if (Array.isArray(busEvents)) {
+    const unknown = unknownBusEventTypes(busEvents.filter((entry) => !Token.isUnresolved(entry)));
+    check(
+      unknown.length === 0,
+      `busEvents: ${unknown.map((entry) => `"${entry}"`).join(', ')} is not a message event type (${MESSAGE_EVENT_TYPES.join(', ')})`,
+    );
+  } else {
+    check(
+      busEvents === 'all' || busEvents === 'none',
+      `busEvents must be 'all', 'none' or a list of message event types, got ${JSON.stringify(busEvents)}`,
     );
   }
 

@@ -116,6 +116,8 @@ function rangeOf(kind: SettingKind): string {
       return 'addresses, `*@domain` or `*`, comma-separated';
     case 'relays':
       return 'JSON array of relays';
+    case 'busEvents':
+      return '`all`, `none` or message event types, comma-separated';
     case 'text':
       return 'text';
   }

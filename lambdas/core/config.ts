@@ -1,3 +1,4 @@
+import { type BusEvents, readBusEvents } from './busEvents.js';
 import {
   CONFIG_SETTINGS,
   LOCAL_TARGET_VARIABLE,
@@ -76,6 +77,8 @@ export interface Config {
   readonly retentionDays: number;
   /** A webhook delivery retries this long, then is `failed`. */
   readonly webhookRetryHours: number;
+  /** POSTDATE_BUS_EVENTS: the event types put on the bus (core/busEvents.ts). */
+  readonly busEvents: BusEvents;
   /** POSTDATE_GROUP_HEAD_REPLICAS: the items of a group's head (store/groupHead.ts). */
   readonly groupHeadReplicas: number;
   /** POSTDATE_INLINE_ATTACHMENT_MAX_KB: inline attachments of one message, decoded, in all (DESIGN §13). */
@@ -299,6 +302,11 @@ function parseSetting(spec: SettingSpec, raw: string): SettingValue | undefined 
     case 'relays':
       relayList(raw);
       return raw;
+    case 'busEvents': {
+      const read = readBusEvents(raw);
+      if (!read.ok) throw new ConfigError(name, read.problem);
+      return read.busEvents;
+    }
     case 'text':
       return raw;
   }

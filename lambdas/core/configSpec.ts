@@ -7,6 +7,7 @@
  * the construct sets it) its prop, with TSDoc, to `PostdateProps`.
  */
 
+import { BUS_EVENTS_DEFAULT, type BusEvents } from './busEvents.js';
 import { SQS_MAX_VISIBILITY_SECONDS } from './queueLimits.js';
 
 /** What a setting holds, and which values it takes. */
@@ -28,6 +29,8 @@ export type SettingKind =
   | { readonly type: 'senders' }
   /** A JSON array of relays (core/relays.ts `parseRelays`), kept as the text that was set. */
   | { readonly type: 'relays' }
+  /** `all`, `none` or comma-separated message event types (core/busEvents.ts `readBusEvents`). */
+  | { readonly type: 'busEvents' }
   | { readonly type: 'text' };
 
 /** A setting's value as the loader returns it. */
@@ -334,6 +337,15 @@ export const CONFIG_SETTINGS = {
     description:
       'a webhook delivery is retried with backoff and jitter this long, then `failed` (DESIGN §11)',
   },
+  busEvents: {
+    variable: 'POSTDATE_BUS_EVENTS',
+    prop: true,
+    kind: { type: 'busEvents' },
+    local: BUS_EVENTS_DEFAULT,
+    aws: BUS_EVENTS_DEFAULT,
+    description:
+      'the event types put on the EventBridge bus, e.g. `message.sent,message.dead`; webhooks get what they subscribe to either way (decision 0178)',
+  },
   inlineAttachmentMaxKb: {
     variable: 'POSTDATE_INLINE_ATTACHMENT_MAX_KB',
     prop: true,
@@ -372,7 +384,9 @@ type ValueOfKind<K> = K extends { readonly type: 'integer' | 'rate' }
     ? boolean
     : K extends { readonly type: 'senders' }
       ? readonly string[]
-      : string;
+      : K extends { readonly type: 'busEvents' }
+        ? BusEvents
+        : string;
 
 /** Present in both targets: a local default, and an AWS default or a refusal to start without one. */
 type AlwaysSet<S> = S extends { readonly local: undefined }

@@ -19,8 +19,8 @@ import { createEventsHandler } from './createEventsHandler.js';
 export type EventsBatchHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse>;
 
 /**
- * Wires the event producer from `env`: the bus when `POSTDATE_EVENT_BUS_NAME` is set (AWS), the
- * webhook store and queue always.
+ * Wires the event producer from `env`: the bus when `POSTDATE_EVENT_BUS_NAME` is set (AWS), taking
+ * the types `POSTDATE_BUS_EVENTS` says; the webhook store and queue always.
  */
 export function wireEvents(
   env: Environment,
@@ -42,6 +42,7 @@ export function wireEvents(
             new EventBridgeClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'EVENTBRIDGE') }),
             busName,
           ),
+    busEvents: config.busEvents,
     store: new DynamoWebhookStore(documents, names.tableName),
     queue: new SqsWebhookQueue(
       new SQSClient({ ...awsClientOptions(), ...awsClientEnvironment(env, 'SQS') }),

@@ -1,5 +1,11 @@
+import { BUS_EVENTS_DEFAULT, type BusEvents, putsOnBus } from '../core/busEvents.js';
 import { errorForLog } from '../core/errorForLog.js';
-import { deriveStatusChange, messageEvent, type PostdateEvent } from '../core/messageEvents.js';
+import {
+  deriveStatusChange,
+  type MessageEventType,
+  messageEvent,
+  type PostdateEvent,
+} from '../core/messageEvents.js';
 import { WEBHOOK_METRIC, type WebhookMetric } from '../core/metricNames.js';
 import { runWithConcurrency } from '../core/runWithConcurrency.js';
 import { isSubscribed, WEBHOOK_DELIVERY_STATUS } from '../core/webhooks.js';
@@ -13,6 +19,8 @@ import type { EventRecord } from './eventRecords.js';
 export interface EventDeps {
   /** AWS: the EventBridge bus; absent locally (the local stack has no bus). */
   readonly bus?: EventBus | undefined;
+  /** The types put on the bus (POSTDATE_BUS_EVENTS, core/busEvents.ts). @default 'all' */
+  readonly busEvents?: BusEvents;
   readonly store: WebhookStore;
   readonly queue: WebhookQueue;
   readonly now: () => Date;
@@ -42,7 +50,8 @@ export async function produceEvents(
 ): Promise<EventsOutcome> {
   const failed = new Set<string>();
   // `tenant` is the tenant id the endpoints are kept under (a test side's own); the event shows the public name.
-  const events: { sequenceNumber: string; tenant: string; event: PostdateEvent }[] = [];
+  const events: { sequenceNumber: string; tenant: string; type: MessageEventType; event: PostdateEvent }[] =
+    [];
   for (const record of records) {
     const change = deriveStatusChange(record.change);
     if (change === null || record.state === null) continue;
@@ -50,6 +59,7 @@ export async function produceEvents(
     events.push({
       sequenceNumber: record.sequenceNumber,
       tenant: change.tenant,
+      type: change.type,
       event: messageEvent(change, view),
     });
   }
@@ -57,8 +67,11 @@ export async function produceEvents(
 
   // The bus and the webhooks are two ways out of the same events, neither waiting for the other: a
   // slow or throttled bus (the SDK retries with backoff) does not hold the webhook copies back. A
-  // record fails if either way failed for its event.
-  const published = deps.bus ? publish(deps.bus, events, failed, deps) : Promise.resolve();
+  // record fails if either way failed for its event. The bus takes only the types the deployment
+  // puts on it; with none of this batch's, no request is made.
+  const busEvents = deps.busEvents ?? BUS_EVENTS_DEFAULT;
+  const onBus = events.filter((entry) => putsOnBus(entry.type, busEvents));
+  const published = deps.bus && onBus.length > 0 ? publish(deps.bus, onBus, failed, deps) : Promise.resolve();
 
   // One read of each tenant's endpoints per batch; an event only ever reaches its own tenant's.
   const tenants = [...new Set(events.map((entry) => entry.tenant))];

@@ -8,6 +8,7 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import type { BusEvents } from '../../lambdas/core/busEvents.js';
 import { WEBHOOK_METRIC } from '../../lambdas/core/metricNames.js';
 import { EVENTS_STREAM, STREAM_RETENTION_HOURS } from '../eventSourceLayout.js';
 import { RESOURCE_ENV } from '../functionEnvironment.js';
@@ -27,6 +28,8 @@ export interface WebhooksProps {
   readonly api: PostdateFunction;
   /** @default a new bus */
   readonly eventBus?: events.IEventBus | undefined;
+  /** The types the producer puts on the bus (the construct's `busEvents`); with `none`, no grant to. */
+  readonly busEvents: BusEvents;
   readonly configEnvironment: Readonly<Record<string, string>>;
   readonly logRetention: logs.RetentionDays;
   readonly alarmTopic: sns.ITopic;
@@ -106,7 +109,8 @@ export class Webhooks extends Construct {
         filters: [lambda.FilterCriteria.filter(EVENTS_STREAM_FILTER)],
       }),
     );
-    this.eventBus.grantPutEventsTo(this.producer.role);
+    // A producer that puts no event on the bus may not (decision 0178).
+    if (props.busEvents !== 'none') this.eventBus.grantPutEventsTo(this.producer.role);
     this.queue.grantSendMessages(this.producer.role);
     this.producer.role.addToPrincipalPolicy(items('ReadEndpoints', ['dynamodb:Query'], ENDPOINT_ITEMS));
     this.producer.role.addToPrincipalPolicy(items('WriteDeliveries', ['dynamodb:PutItem'], DELIVERY_ITEMS));

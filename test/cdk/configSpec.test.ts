@@ -38,6 +38,9 @@ describe('the construct and the local stack carry every row of the configuration
       } else if (kind.type === 'senders') {
         context[name] = 'a@example.org,*@example.net';
         expected[name] = ['a@example.org', '*@example.net'];
+      } else if (kind.type === 'busEvents') {
+        context[name] = 'message.sent, message.dead';
+        expected[name] = ['message.sent', 'message.dead'];
       } else {
         context[name] = `${name}.example.org`;
         expected[name] = `${name}.example.org`;

@@ -4,7 +4,7 @@ import * as events from 'aws-cdk-lib/aws-events';
 import { describe, expect, it } from 'vitest';
 import { WEBHOOK_PARTITION_PREFIX } from '../../lambdas/store/webhookStore.js';
 import { Postdate } from '../../lib/Postdate.js';
-import { PostdatePropsError } from '../../lib/postdateProps.js';
+import { type PostdateProps, PostdatePropsError } from '../../lib/postdateProps.js';
 import { EVENTS_STREAM_FILTER, WEBHOOK_QUEUE } from '../../lib/webhookLayout.js';
 import { synthesizePostdate, TEST_PROPS, testApp } from './support/synthesize.js';
 
@@ -133,5 +133,60 @@ describe('events and webhooks in AWS (DESIGN §11)', () => {
     const postdate = new Postdate(stack, 'P', { ...TEST_PROPS.postdate, eventBus: bus });
     expect(postdate.eventBus).toBe(bus);
     Template.fromStack(stack).resourceCountIs('AWS::Events::EventBus', 1);
+  });
+
+  describe('busEvents: which event types go on the bus (issue 32, decision 0178)', () => {
+    /** The event producer's POSTDATE_BUS_EVENTS, and whether any role may put events. */
+    const synthesized = (busEvents?: PostdateProps['busEvents']) => {
+      const stack = new Stack(testApp(), `Bus${String(busEvents).replace(/\W/g, '')}`);
+      new Postdate(stack, 'P', { ...TEST_PROPS.postdate, ...(busEvents === undefined ? {} : { busEvents }) });
+      const template = Template.fromStack(stack);
+      const [producer] = Object.values(
+        template.findResources('AWS::Lambda::Function', {
+          Properties: {
+            Environment: { Variables: Match.objectLike({ POSTDATE_EVENT_BUS_NAME: Match.anyValue() }) },
+          },
+        }),
+      );
+      const putEvents = Object.values(template.findResources('AWS::IAM::Policy')).flatMap((policy) =>
+        (policy.Properties.PolicyDocument.Statement as { Action: string | string[] }[]).filter((statement) =>
+          [statement.Action].flat().includes('events:PutEvents'),
+        ),
+      );
+      return { variable: producer?.Properties.Environment.Variables.POSTDATE_BUS_EVENTS, putEvents };
+    };
+
+    it("puts every event on the bus by default ('all'), as before the prop", () => {
+      const { variable, putEvents } = synthesized();
+      expect(variable).toBe('all');
+      expect(putEvents).toHaveLength(1);
+    });
+
+    it("with 'none' (or an empty list), tells the producer so and grants no events:PutEvents", () => {
+      for (const busEvents of ['none', []] as const) {
+        const { variable, putEvents } = synthesized(busEvents);
+        expect(variable).toBe('none');
+        expect(putEvents).toEqual([]);
+      }
+    });
+
+    it('with a list, gives the producer that list and keeps its grant on the bus', () => {
+      const { variable, putEvents } = synthesized(['message.sent', 'message.dead']);
+      expect(variable).toBe('message.sent,message.dead');
+      expect(putEvents).toHaveLength(1);
+    });
+
+    it('refuses a type that is no message event type at synth, naming the prop', () => {
+      expect(() =>
+        synthesized([
+          'message.sent',
+          'message.snet',
+          'webhook.test',
+        ] as unknown as PostdateProps['busEvents']),
+      ).toThrow(/busEvents: "message.snet", "webhook.test" is not a message event type/);
+      expect(() => synthesized('some' as unknown as PostdateProps['busEvents'])).toThrow(
+        /busEvents must be 'all', 'none' or a list of message event types, got "some"/,
+      );
+    });
   });
 });

@@ -52,7 +52,7 @@ describe('readBusEvents: POSTDATE_BUS_EVENTS as text', () => {
   it('refuses a list with any entry that is not a message event type, naming that entry', () => {
     fc.assert(
       fc.property(listArb, notATypeArb, fc.nat(), (list, stranger, at) => {
-        const entries = [...list];
+        const entries: string[] = [...list];
         entries.splice(at % (entries.length + 1), 0, stranger);
         const read = readBusEvents(entries.join(','));
         expect(read.ok).toBe(false);

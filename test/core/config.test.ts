@@ -76,6 +76,7 @@ describe('configuration (DESIGN §8)', () => {
         maxHorizonDays: 400,
         retentionDays: 30,
         webhookRetryHours: 24,
+        busEvents: 'all',
         groupHeadReplicas: 1,
         inlineAttachmentMaxKb: 3072,
         maxMessageMb: 40,

@@ -54,6 +54,8 @@ function otherValue(spec: SettingSpec): string {
       return 'ops@example.org';
     case 'relays':
       return '[{"name":"a","host":"127.0.0.1","port":2525,"secure":false,"require_tls":false}]';
+    case 'busEvents':
+      return 'message.sent,message.dead';
     case 'text':
       return 'some-text';
   }
@@ -74,6 +76,8 @@ function badValue(spec: SettingSpec): string | undefined {
       return 'nobody';
     case 'relays':
       return '[]';
+    case 'busEvents':
+      return 'message.snet';
     case 'text':
       return undefined;
   }

@@ -34,6 +34,8 @@ export function recordedAs(file: string) {
 export interface EventBridgeStandIn {
   /** `AWS_ENDPOINT_URL_EVENTBRIDGE` of the functions. */
   readonly endpoint: string;
+  /** Each PutEvents it answered: its entries' bus and detail-type. */
+  readonly received: readonly { readonly bus: string; readonly detailTypes: readonly string[] }[];
   close(): Promise<void>;
 }
 
@@ -42,11 +44,20 @@ export interface EventBridgeStandIn {
  * makes (and records) the request it makes in AWS.
  */
 export async function startEventBridgeStandIn(): Promise<EventBridgeStandIn> {
+  const received: { bus: string; detailTypes: string[] }[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const entries = (JSON.parse(Buffer.concat(chunks).toString()) as { Entries: unknown[] }).Entries;
+      const entries = (
+        JSON.parse(Buffer.concat(chunks).toString()) as {
+          Entries: { EventBusName?: string; DetailType?: string }[];
+        }
+      ).Entries;
+      received.push({
+        bus: entries[0]?.EventBusName ?? 'default',
+        detailTypes: entries.map((entry) => entry.DetailType ?? ''),
+      });
       res.setHeader('content-type', 'application/x-amz-json-1.1');
       res.end(
         JSON.stringify({ FailedEntryCount: 0, Entries: entries.map((_, i) => ({ EventId: `e${i}` })) }),
@@ -56,6 +67,7 @@ export async function startEventBridgeStandIn(): Promise<EventBridgeStandIn> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

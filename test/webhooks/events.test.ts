@@ -6,13 +6,16 @@
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { Webhook } from 'standardwebhooks';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { EventBridgeBus } from '../../lambdas/adapters/EventBridgeBus.js';
 import { deriveStatusChange, type PostdateEvent } from '../../lambdas/core/messageEvents.js';
 import type { MessageStatus } from '../../lambdas/core/messageStatus.js';
 import { testSideOf } from '../../lambdas/core/testSide.js';
 import { createEventsHandler } from '../../lambdas/events/createEventsHandler.js';
+import { wireEvents } from '../../lambdas/events/handler.js';
 import type { EventBus } from '../../lambdas/ports/Webhooks.js';
+import { type EventBridgeStandIn, startEventBridgeStandIn } from '../iam/recordingWorld.js';
+import { LOCAL_AWS } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
 import { startReceiver, subscribe, webhookHarness } from './webhookHarness.js';
 
@@ -312,5 +315,78 @@ describe('the event producer', () => {
       Detail: JSON.stringify({ ...event, id: 'evt_0' }),
       Time: new Date('2026-12-01T09:00:01.000Z'),
     });
+  });
+});
+
+/**
+ * Issue 32, decision 0178: a deployment chooses which types go on the bus (POSTDATE_BUS_EVENTS, the
+ * construct's `busEvents`); webhooks get every type they subscribe to whatever it says. The producer
+ * is wired from its environment as Lambda and the local stack wire it (wireEvents), its bus an
+ * EventBridge stand-in that answers PutEvents as EventBridge does.
+ */
+describe('what the producer puts on the bus (POSTDATE_BUS_EVENTS)', () => {
+  let eventBridge: EventBridgeStandIn;
+  beforeAll(async () => {
+    eventBridge = await startEventBridgeStandIn();
+  });
+  afterAll(async () => {
+    await eventBridge?.close();
+  });
+  const silent = { info: () => {}, warn: () => {}, error: () => {} };
+
+  it.each([
+    { setting: undefined, onBus: ['message.scheduled', 'message.sent'] },
+    { setting: 'all', onBus: ['message.scheduled', 'message.sent'] },
+    { setting: 'none', onBus: [] },
+    { setting: 'message.sent, message.dead', onBus: ['message.sent'] },
+  ])('$setting: $onBus on the bus, and both events to the subscribed webhook', async ({ setting, onBus }) => {
+    const harness = await webhookHarness();
+    const hook = await startReceiver();
+    receivers.push(hook);
+    await subscribe(harness, hook.url(), 'tenant-a');
+    const bus = `bus-${sequence}`;
+    const produce = wireEvents(
+      {
+        AWS_REGION: LOCAL_AWS.region,
+        AWS_ACCESS_KEY_ID: LOCAL_AWS.credentials.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: LOCAL_AWS.credentials.secretAccessKey,
+        AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+        AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
+        AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,
+        POSTDATE_LOCAL: 'true',
+        POSTDATE_TABLE_NAME: harness.tableName,
+        POSTDATE_WEBHOOK_QUEUE_URL: harness.queueUrl,
+        POSTDATE_EVENT_BUS_NAME: bus,
+        ...(setting === undefined ? {} : { POSTDATE_BUS_EVENTS: setting }),
+      },
+      silent,
+    );
+    expect(
+      (await produce({ Records: lifecycle('tenant-a', `msgbus${sequence}`) })).batchItemFailures,
+    ).toEqual([]);
+    const puts = eventBridge.received.filter((request) => request.bus === bus);
+    // With none, no PutEvents at all (not one with no entries).
+    expect(puts).toHaveLength(onBus.length === 0 ? 0 : 1);
+    expect(puts.flatMap((request) => request.detailTypes)).toEqual(onBus);
+    await harness.pump();
+    expect(hook.received.map((request) => JSON.parse(request.body).type).sort()).toEqual([
+      'message.scheduled',
+      'message.sent',
+    ]);
+  });
+
+  it('refuses to start with a type that is no message event type, naming the variable', () => {
+    expect(() =>
+      wireEvents(
+        {
+          AWS_REGION: LOCAL_AWS.region,
+          POSTDATE_LOCAL: 'true',
+          POSTDATE_TABLE_NAME: 't',
+          POSTDATE_WEBHOOK_QUEUE_URL: 'http://127.0.0.1:1/q',
+          POSTDATE_BUS_EVENTS: 'message.sent,message.snet',
+        },
+        silent,
+      ),
+    ).toThrow(/^POSTDATE_BUS_EVENTS: "message.snet" is not a message event type/);
   });
 });
