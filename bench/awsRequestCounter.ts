@@ -6,7 +6,7 @@ import type { _Record as SdkStreamRecord } from '@aws-sdk/client-dynamodb-stream
 import { Client } from '@smithy/core/client';
 import { EVENT_SOURCE } from '../lambdas/adapters/EventBridgeBus.js';
 import { toLambdaRecord } from '../lambdas/adapters/streamRecordFormat.js';
-import { deriveStatusChange, messageEvent } from '../lambdas/core/messageEvents.js';
+import { deriveStatusChange, type MessageEventType, messageEvent } from '../lambdas/core/messageEvents.js';
 import { POSTDATE_FUNCTIONS, type PostdateFunctionName } from '../lambdas/core/postdateFunctions.js';
 import { fromLambdaRecord as eventRecordOf } from '../lambdas/events/eventRecords.js';
 import { messageView } from '../lambdas/store/messageView.js';
@@ -51,6 +51,8 @@ export interface SeenStreamRecord {
    * (local/EMULATORS.md), so the entry is built here with the producer's own functions.
    */
   readonly eventEntryBytes?: number;
+  /** That event's type (with eventEntryBytes): whether the stack puts it on the bus (core/busEvents.ts). */
+  readonly eventType?: MessageEventType;
 }
 
 export interface CountedRequest {
@@ -297,12 +299,12 @@ function streamRecordsOf(records: unknown): SeenStreamRecord[] {
   return (records as SdkStreamRecord[]).map((record) => {
     const lambdaRecord = toLambdaRecord(record, 'counted');
     const producer = matchesFilter(EVENTS_STREAM_FILTER, lambdaRecord);
-    const eventEntryBytes = producer ? eventEntryBytesOf(lambdaRecord) : undefined;
+    const event = producer ? eventEntryOf(lambdaRecord) : undefined;
     return {
       sequenceNumber: record.dynamodb?.SequenceNumber ?? '',
       relay: matchesFilter(RELAY_STREAM_FILTER, lambdaRecord),
       producer,
-      ...(eventEntryBytes === undefined ? {} : { eventEntryBytes }),
+      ...(event === undefined ? {} : { eventEntryBytes: event.bytes, eventType: event.type }),
     };
   });
 }
@@ -311,14 +313,16 @@ function streamRecordsOf(records: unknown): SeenStreamRecord[] {
 const entryBytes = (detailType: string, detail: string): number =>
   14 + Buffer.byteLength(EVENT_SOURCE) + Buffer.byteLength(detailType) + Buffer.byteLength(detail);
 
-/** The event the producer derives from a record (lambdas/events/produceEvents.ts), as bytes. */
-function eventEntryBytesOf(record: ReturnType<typeof toLambdaRecord>): number | undefined {
+/** The event the producer derives from a record (lambdas/events/produceEvents.ts): its type, and its entry's bytes. */
+function eventEntryOf(
+  record: ReturnType<typeof toLambdaRecord>,
+): { readonly type: MessageEventType; readonly bytes: number } | undefined {
   const read = eventRecordOf(record);
   const change = deriveStatusChange(read.change);
   if (change === null || read.state === null) return undefined;
   const { history: _history, ...view } = messageView(read.state, { withHistory: false });
   const event = messageEvent(change, view);
-  return entryBytes(event.type, JSON.stringify(event));
+  return { type: change.type, bytes: entryBytes(event.type, JSON.stringify(event)) };
 }
 
 function putEventsEntryBytes(input: Record<string, unknown>): number[] {

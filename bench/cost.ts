@@ -2,6 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { encodedAttachmentBytes } from '../lambdas/core/attachments.js';
+import { BUS_EVENTS_DEFAULT, type BusEvents, putsOnBus } from '../lambdas/core/busEvents.js';
+import { loadConfig } from '../lambdas/core/config.js';
+import { CONFIG_SETTINGS } from '../lambdas/core/configSpec.js';
 import { SENDER_METRIC, SWEEPER_METRIC, WEBHOOK_METRIC } from '../lambdas/core/metricNames.js';
 import { EVENT_LANES } from '../lambdas/events/produceEvents.js';
 import { RELAY_LANES } from '../lambdas/relay/relayRecords.js';
@@ -174,8 +177,16 @@ export async function cost(options: BenchOptions): Promise<BenchResult> {
   // bytes are measured.
   const previousMetrics = process.env.POWERTOOLS_METRICS_DISABLED;
   process.env.POWERTOOLS_METRICS_DISABLED = 'false';
+  // POSTDATE_BUS_EVENTS from the benchmark's environment goes to the stack, as the construct's
+  // busEvents would (decision 0178); the bill prices the events it puts on the bus.
+  const busVariable = CONFIG_SETTINGS.busEvents.variable;
+  const busSetting: Record<string, string> = process.env[busVariable]?.trim()
+    ? { [busVariable]: process.env[busVariable] ?? '' }
+    : {};
+  const { busEvents } = loadConfig(busSetting, 'local');
   const stack = await startBenchStack(
     {
+      ...busSetting,
       POSTDATE_DIRECT_DELAY_MAX_SECONDS: String(DIRECT_DELAY_MAX_SECONDS),
       POSTDATE_SCHEDULE_LEAD_SECONDS: String(SCHEDULE_LEAD_SECONDS),
       // The relay's second copy of an immediate message is counted: its lease is waited out.
@@ -189,6 +200,7 @@ export async function cost(options: BenchOptions): Promise<BenchResult> {
     pricesCheckedOn: PRICES_CHECKED_ON,
     region: PRICES_REGION,
     messagesPerScenario: perScenario,
+    busEvents,
     compression: { DIRECT_DELAY_MAX_SECONDS, SCHEDULE_LEAD_SECONDS, DEFERRED_DELAY_SECONDS },
     scenarios: {} as Record<string, unknown>,
   };
@@ -239,7 +251,7 @@ export async function cost(options: BenchOptions): Promise<BenchResult> {
           : 0);
       const bills = {} as Record<Traffic, { usdPerMillion: number; bill: CostLine[] }>;
       for (const traffic of ['alone', 'busy'] as const) {
-        const bill = billOf(requests, bytes, perScenario, traffic, load);
+        const bill = billOf(requests, bytes, perScenario, traffic, load, busEvents);
         const perMillion = bill.reduce((sum, line) => sum + line.usdPerMillion, 0);
         bills[traffic] = { usdPerMillion: round(perMillion, 4), bill };
         const goal = scenario.goals?.[traffic];
@@ -461,6 +473,8 @@ export function billOf(
   messages: number,
   traffic: Traffic = 'alone',
   attachment?: AttachmentLoad,
+  /** The types the stack puts on the bus (POSTDATE_BUS_EVENTS): the events billed when no bus answers. */
+  busEvents: BusEvents = BUS_EVENTS_DEFAULT,
 ): CostLine[] {
   const busy = traffic === 'busy';
   /** Requests that carry a batch: one per message alone, one per full batch when busy. */
@@ -619,14 +633,18 @@ export function billOf(
   const relayRecords = seen.filter((r) => r.relay).length;
   const producerRecords = seen.filter((r) => r.producer).length;
   // The events on the bus: counted when a bus answered PutEvents, else each event the producer makes
-  // of a record (the local stack has no bus: local/EMULATORS.md).
+  // of a record and puts on the bus (the local stack has no bus: local/EMULATORS.md).
+  const derivedEvents = seen.reduce(
+    (sum, r) =>
+      r.eventEntryBytes === undefined || r.eventType === undefined || !putsOnBus(r.eventType, busEvents)
+        ? sum
+        : sum + eventChunks(r.eventEntryBytes),
+    0,
+  );
   if (!groups.has('events EventBridge.PutEvents')) {
     add(
-      'EventBridge PutEvents: events derived from the stream records (no bus locally)',
-      seen.reduce(
-        (sum, r) => sum + (r.eventEntryBytes === undefined ? 0 : eventChunks(r.eventEntryBytes)),
-        0,
-      ),
+      `EventBridge PutEvents: events derived from the stream records (no bus locally; bus events: ${String(busEvents)})`,
+      derivedEvents,
       'events',
       PRICES.eventbridgePutEvent.usd,
       'derived',
@@ -690,10 +708,12 @@ export function billOf(
     if (fn === 'events') {
       // The producer puts its events on the bus beside its webhook copies' SendMessageBatch (decision
       // 0115): the bus adds only what it outlasts them. Locally no bus answers: one PutEvents an
-      // invocation, modelled.
+      // invocation, modelled, unless the stack puts none of the events on the bus.
       const bus = groups.has('events EventBridge.PutEvents')
         ? sumMs(batchCalls.filter(isPutEvents))
-        : invocations.events * DURATION_MODEL_MS.perSqsOrSchedulerCall;
+        : derivedEvents > 0
+          ? invocations.events * DURATION_MODEL_MS.perSqsOrSchedulerCall
+          : 0;
       const copies = sumMs(batchCalls.filter((r) => r.command === 'SendMessageBatch'));
       batchMs += Math.max(0, bus - copies);
     }

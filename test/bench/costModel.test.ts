@@ -36,7 +36,13 @@ function sendQueueRequest(origin: CountedRequest['origin'], command: string): Co
 function recordsOf(i: number, eventEntryBytes = 900): SeenStreamRecord[] {
   return [
     { sequenceNumber: `${i}-body`, relay: false, producer: false },
-    { sequenceNumber: `${i}-state`, relay: true, producer: true, eventEntryBytes },
+    {
+      sequenceNumber: `${i}-state`,
+      relay: true,
+      producer: true,
+      eventEntryBytes,
+      eventType: 'message.scheduled',
+    },
   ];
 }
 
@@ -67,6 +73,18 @@ const line = (bill: CostLine[], start: string) => bill.find((l) => l.item.starts
 const total = (bill: CostLine[]) => bill.reduce((sum, l) => sum + l.usdPerMillion, 0);
 
 describe('the cost model: a lone message and a busy stream', () => {
+  it("bills the bus's events (derived: no bus locally) only for the types the stack puts on it (busEvents, decision 0178)", () => {
+    const events = (bill: CostLine[]) => line(bill, 'EventBridge PutEvents')?.quantity;
+    expect(events(billOf(tenAlone(), 0, 10))).toBe(1);
+    expect(events(billOf(tenAlone(), 0, 10, 'alone', undefined, ['message.scheduled']))).toBe(1);
+    for (const busEvents of ['none', ['message.sent']] as const) {
+      const bill = billOf(tenAlone(), 0, 10, 'alone', undefined, busEvents);
+      expect(events(bill)).toBeUndefined();
+      // The event's $1 per million, and the PutEvents the duration model gave each invocation.
+      expect(total(billOf(tenAlone(), 0, 10)) - total(bill)).toBeGreaterThan(1);
+    }
+  });
+
   it('counts one invocation of each function per message when every message travels alone', () => {
     const bill = billOf(tenAlone(), 0, 10);
     // api, authorizer, relay and event producer (one record through each filter, read by both
@@ -130,7 +148,15 @@ describe('the cost model: a busy invocation as Lambda bills it (issue 32)', () =
         service: 'DynamoDBStreams',
         command: 'GetRecords',
         items: 1,
-        streamRecords: [{ sequenceNumber: '1', relay: false, producer: true, eventEntryBytes: 900 }],
+        streamRecords: [
+          {
+            sequenceNumber: '1',
+            relay: false,
+            producer: true,
+            eventEntryBytes: 900,
+            eventType: 'message.scheduled',
+          },
+        ],
       }),
       request({ origin: 'events', service: 'DynamoDB', command: 'Query', readUnits: 0.5 }),
       ...copies,
