@@ -4,9 +4,13 @@ import { fileURLToPath } from 'node:url';
 import { BroadcastChannel } from 'node:worker_threads';
 import type { _Record as SdkStreamRecord } from '@aws-sdk/client-dynamodb-streams';
 import { Client } from '@smithy/core/client';
-import { EVENT_SOURCE } from '../lambdas/adapters/EventBridgeBus.js';
 import { toLambdaRecord } from '../lambdas/adapters/streamRecordFormat.js';
-import { deriveStatusChange, type MessageEventType, messageEvent } from '../lambdas/core/messageEvents.js';
+import {
+  deriveStatusChange,
+  EVENT_SOURCE,
+  type MessageEventType,
+  messageEvent,
+} from '../lambdas/core/messageEvents.js';
 import { POSTDATE_FUNCTIONS, type PostdateFunctionName } from '../lambdas/core/postdateFunctions.js';
 import { fromLambdaRecord as eventRecordOf } from '../lambdas/events/eventRecords.js';
 import { messageView } from '../lambdas/store/messageView.js';

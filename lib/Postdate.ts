@@ -23,6 +23,8 @@ import { propsEnvironment, relaysEnvironment } from './functionEnvironment.js';
 import { type PostdateProps, PostdatePropsError, resolvePostdateProps } from './postdateProps.js';
 import { cliSettingsOf } from './stackOutputs.js';
 
+export type { BusEvents } from '../lambdas/core/busEvents.js';
+export type { MessageEventType } from '../lambdas/core/messageEvents.js';
 export type { ApiThrottle, PostdateProps, PostdateRelay } from './postdateProps.js';
 
 /**

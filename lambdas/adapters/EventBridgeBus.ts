@@ -1,13 +1,12 @@
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
-import type { PostdateEvent } from '../core/messageEvents.js';
+import { EVENT_SOURCE, type PostdateEvent } from '../core/messageEvents.js';
 import { PostdateError } from '../core/postdateError.js';
 import type { EventBus } from '../ports/Webhooks.js';
 
-/** Events on an EventBridge bus: `source: postdate`, `detail-type` = the event's type, detail = the event. */
-export const EVENT_SOURCE = 'postdate';
 /** PutEvents takes at most ten entries. */
 const PUT_EVENTS_MAX = 10;
 
+/** Events on an EventBridge bus: `source: postdate`, `detail-type` = the event's type, detail = the event. */
 export class EventBridgeBus implements EventBus {
   constructor(
     private readonly client: EventBridgeClient,

@@ -10,6 +10,9 @@ import { createHash } from 'node:crypto';
 import { MESSAGE_STATUS, MESSAGE_STATUSES, type MessageStatus } from './messageStatus.js';
 import { publicTenant } from './testSide.js';
 
+/** The `source` of every event on the EventBridge bus (DESIGN §11); its `detail-type` is the type. */
+export const EVENT_SOURCE = 'postdate';
+
 /** The statuses that are events: all but `sending`. */
 export type EventStatus = Exclude<MessageStatus, typeof MESSAGE_STATUS.sending>;
 export type MessageEventType = `message.${EventStatus}`;

@@ -9,6 +9,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { BusEvents } from '../../lambdas/core/busEvents.js';
+import { EVENT_SOURCE } from '../../lambdas/core/messageEvents.js';
 import { WEBHOOK_METRIC } from '../../lambdas/core/metricNames.js';
 import { EVENTS_STREAM, STREAM_RETENTION_HOURS } from '../eventSourceLayout.js';
 import { RESOURCE_ENV } from '../functionEnvironment.js';
@@ -28,7 +29,7 @@ export interface WebhooksProps {
   readonly api: PostdateFunction;
   /** @default a new bus */
   readonly eventBus?: events.IEventBus | undefined;
-  /** The types the producer puts on the bus (the construct's `busEvents`); with `none`, no grant to. */
+  /** The types the producer puts on the bus (the construct's `busEvents`): what its grant allows. */
   readonly busEvents: BusEvents;
   readonly configEnvironment: Readonly<Record<string, string>>;
   readonly logRetention: logs.RetentionDays;
@@ -109,8 +110,25 @@ export class Webhooks extends Construct {
         filters: [lambda.FilterCriteria.filter(EVENTS_STREAM_FILTER)],
       }),
     );
-    // A producer that puts no event on the bus may not (decision 0178).
-    if (props.busEvents !== 'none') this.eventBus.grantPutEventsTo(this.producer.role);
+    // The producer may put what it puts (decision 0178): every event, the listed types only (the
+    // request's sources and detail-types, multi-valued keys of PutEvents, present), or nothing.
+    if (props.busEvents === 'all') this.eventBus.grantPutEventsTo(this.producer.role);
+    else if (props.busEvents !== 'none') {
+      this.producer.role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          sid: 'PutListedEvents',
+          actions: ['events:PutEvents'],
+          resources: [this.eventBus.eventBusArn],
+          conditions: {
+            'ForAllValues:StringEquals': {
+              'events:source': EVENT_SOURCE,
+              'events:detail-type': [...props.busEvents],
+            },
+            Null: { 'events:source': 'false', 'events:detail-type': 'false' },
+          },
+        }),
+      );
+    }
     this.queue.grantSendMessages(this.producer.role);
     this.producer.role.addToPrincipalPolicy(items('ReadEndpoints', ['dynamodb:Query'], ENDPOINT_ITEMS));
     this.producer.role.addToPrincipalPolicy(items('WriteDeliveries', ['dynamodb:PutItem'], DELIVERY_ITEMS));

@@ -170,10 +170,19 @@ describe('events and webhooks in AWS (DESIGN §11)', () => {
       }
     });
 
-    it('with a list, gives the producer that list and keeps its grant on the bus', () => {
+    it('with a list, gives the producer that list and a grant for those types only (test/iam/busEventsGrant.test.ts)', () => {
       const { variable, putEvents } = synthesized(['message.sent', 'message.dead']);
       expect(variable).toBe('message.sent,message.dead');
-      expect(putEvents).toHaveLength(1);
+      expect(putEvents).toEqual([
+        expect.objectContaining({
+          Condition: expect.objectContaining({
+            'ForAllValues:StringEquals': {
+              'events:source': 'postdate',
+              'events:detail-type': ['message.sent', 'message.dead'],
+            },
+          }),
+        }),
+      ]);
     });
 
     it('refuses a type that is no message event type at synth, naming the prop', () => {

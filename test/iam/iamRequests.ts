@@ -49,10 +49,16 @@ export function iamRequestsOf(recorded: RecordedAwsRequest): IamRequest[] {
     return [at(`sqs:${action}`, arnOf.queue(queueNameOf(String(body.QueueUrl))))];
   }
   if (prefix === 'AWSEvents' && operation === 'PutEvents') {
-    const buses = new Set((body.Entries as Json[]).map((entry) => String(entry.EventBusName ?? 'default')));
-    return [...buses].map((bus) =>
-      at('events:PutEvents', bus.startsWith('arn:') ? bus : arnOf.eventBus(bus)),
-    );
+    // One request per bus, its entries' sources and detail-types as the (multi-valued) condition keys.
+    const entries = body.Entries as Json[];
+    const buses = new Set(entries.map((entry) => String(entry.EventBusName ?? 'default')));
+    return [...buses].map((bus) => {
+      const mine = entries.filter((entry) => String(entry.EventBusName ?? 'default') === bus);
+      return at('events:PutEvents', bus.startsWith('arn:') ? bus : arnOf.eventBus(bus), {
+        'events:source': [...new Set(mine.map((entry) => String(entry.Source)))],
+        'events:detail-type': [...new Set(mine.map((entry) => String(entry.DetailType)))],
+      });
+    });
   }
   if (prefix === 'secretsmanager') {
     return [at(`secretsmanager:${operation}`, String(body.SecretId))];
