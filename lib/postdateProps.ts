@@ -241,7 +241,7 @@ export interface PostdateProps {
    * The event types put on {@link eventBus} (`POSTDATE_BUS_EVENTS`, DESIGN §11): `'all'`, `'none'`,
    * or a list such as `['message.sent', 'message.dead']` (an empty list is `'none'`). Each event is
    * a PutEvents entry, billed whether or not a rule routes it; webhooks get the types they subscribe
-   * to whatever this says. With `'none'` the producer has no `events:PutEvents` grant (decision 0178).
+   * to whatever this says. The producer's `events:PutEvents` grant is for these types only (decision 0178).
    * @default 'all'
    */
   readonly busEvents?: BusEvents;
