@@ -1,25 +1,22 @@
 import { readFileSync } from 'node:fs';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { lookupApiKey } from '../../lambdas/keys/apiKeys.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
-import { deadLetter, drainIds, messageId, runBin, seedMessages, visibleCount } from './cliFixtures.js';
+import {
+  deadLetter,
+  drainIds,
+  emulatorEnv,
+  messageId,
+  runBin,
+  seedMessages,
+  visibleCount,
+} from './cliFixtures.js';
 
 /** Runs the real entry in a child process; resolves with its exit code and output (never rejects). */
 const postdate = (command: 'npx' | 'bin', args: string[], env: Record<string, string> = {}) =>
   runBin(args, env, { fromSource: command === 'npx' });
-
-/** The emulators of this test run, reached the way an operator reaches AWS: names plus endpoints. */
-function awsEnv(): Record<string, string> {
-  return {
-    AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
-    AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
-    AWS_ACCESS_KEY_ID: 'local',
-    AWS_SECRET_ACCESS_KEY: 'local',
-    AWS_REGION: 'us-east-1',
-  };
-}
 
 describe('the postdate entry point', () => {
   it('prints its help with `npx tsx cli/postdate.ts --help`', async () => {
@@ -43,7 +40,7 @@ describe('the postdate entry point', () => {
     const result = await postdate(
       'bin',
       ['--json', '--table', tableName, 'keys', 'create', '--tenant', 'acme'],
-      awsEnv(),
+      emulatorEnv(),
     );
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
@@ -73,7 +70,7 @@ describe('the postdate entry point', () => {
       'dlq',
       'redrive',
     ];
-    const result = await postdate('bin', [...args, '--ids', messageId(2), messageId(3)], awsEnv());
+    const result = await postdate('bin', [...args, '--ids', messageId(2), messageId(3)], emulatorEnv());
     expect(result.code).toBe(1);
     expect(result.stdout).toContain('moved 1 of 2');
     expect(result.stderr).toContain(`not in the DLQ: ${messageId(3)}`);
@@ -94,7 +91,7 @@ describe('the postdate entry point', () => {
         MessageAttributes: { ERROR_CODE: { DataType: 'String', StringValue: 'AWS.SQS.AccessDenied' } },
       }),
     );
-    const env = { ...awsEnv(), POSTDATE_SCHEDULE_DLQ_URL: urls.scheduleDeadLetter };
+    const env = { ...emulatorEnv(), POSTDATE_SCHEDULE_DLQ_URL: urls.scheduleDeadLetter };
     const args = ['--table', tableName, '--queue-url', urls.send, 'schedule-failures', 'redrive'];
 
     const result = await postdate('bin', args, env);

@@ -2,7 +2,7 @@
  * `postdate templates put|list|show|render` against DynamoDB Local: the commands the CLI wires, with
  * files read as the CLI reads them and output captured as a person (or `--json`) would see it.
  */
-import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { EXIT } from '../../cli/cliErrors.js';
 import type { Output } from '../../cli/output.js';
 import { buildProgram } from '../../cli/postdate.js';
@@ -18,7 +18,7 @@ import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
 import { apiHarness } from '../api/apiHarness.js';
 import { enqueueEvent } from '../api/events.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
-import { runBin } from './cliFixtures.js';
+import { emulatorEnv, runBin } from './cliFixtures.js';
 
 function capture(json = false) {
   const lines: string[] = [];
@@ -170,14 +170,7 @@ describe('postdate templates', () => {
 });
 
 /** The real entry through the bin shim, against DynamoDB Local; never rejects. */
-const postdate = (args: string[]) =>
-  runBin(args, {
-    AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
-    AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
-    AWS_ACCESS_KEY_ID: 'local',
-    AWS_SECRET_ACCESS_KEY: 'local',
-    AWS_REGION: 'us-east-1',
-  });
+const postdate = (args: string[]) => runBin(args, emulatorEnv());
 
 describe('postdate templates, through the entry point', () => {
   it('against AWS asks for --tenant rather than working on the local stack’s tenant', async () => {

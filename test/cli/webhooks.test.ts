@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Webhook } from 'standardwebhooks';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { EXIT } from '../../cli/cliErrors.js';
 import { memoryOutput } from '../../cli/output.js';
 import { buildProgram } from '../../cli/postdate.js';
@@ -23,7 +23,7 @@ import { DynamoWebhookStore } from '../../lambdas/store/webhookStore.js';
 import { documentClient, freshTable, queueDepth, sqsClient } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
 import { startReceiver, subscribe, webhookHarness } from '../webhooks/webhookHarness.js';
-import { runBin } from './cliFixtures.js';
+import { emulatorEnv, runBin } from './cliFixtures.js';
 
 const receivers: Awaited<ReturnType<typeof startReceiver>>[] = [];
 afterEach(async () => {
@@ -45,14 +45,7 @@ function cliDeps(harness: Awaited<ReturnType<typeof webhookHarness>>) {
 }
 
 /** The real entry through the bin shim, against the emulators; never rejects. */
-const postdate = (args: string[]) =>
-  runBin(args, {
-    AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
-    AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
-    AWS_ACCESS_KEY_ID: 'local',
-    AWS_SECRET_ACCESS_KEY: 'local',
-    AWS_REGION: 'us-east-1',
-  });
+const postdate = (args: string[]) => runBin(args, emulatorEnv());
 
 describe('postdate webhooks', () => {
   it('is registered with list, create, show, delete, test, deliveries, rotate-secret and retry', () => {
