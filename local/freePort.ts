@@ -11,25 +11,28 @@ import { createServer } from 'node:net';
 const LOWEST = 20_000;
 const TRIES = 50;
 
-/** The first port of the ephemeral range (Linux's setting; 32768 where it cannot be read, e.g. macOS). */
-function ephemeralLow(): number {
+/**
+ * The first port of Linux's ephemeral range, or undefined elsewhere: on macOS and Windows a probe of
+ * loopback can succeed beside a service on the wildcard address, so there the kernel chooses.
+ */
+function ephemeralLow(): number | undefined {
   try {
     const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
-    return Number.isInteger(low) && low > LOWEST + 1_000 ? low : 32_768;
+    return Number.isInteger(low) && low > LOWEST + 1_000 ? low : undefined;
   } catch {
-    return 32_768;
+    return undefined;
   }
 }
 
-const HIGHEST = ephemeralLow() - 1;
+const BELOW = ephemeralLow();
 
 /**
- * A TCP port free on `host` now, below the ephemeral range when one of a few random tries is free,
- * else one the kernel picks. The caller listens on it later; nothing holds it meanwhile.
+ * A TCP port free on `host` now: on Linux below the ephemeral range when one of a few random tries
+ * is free, else (and elsewhere) one the kernel picks. The caller listens on it later; nothing holds it meanwhile.
  */
 export async function freePort(host = '127.0.0.1'): Promise<number> {
-  for (let tries = 0; tries < TRIES; tries += 1) {
-    const port = LOWEST + Math.floor(Math.random() * (HIGHEST - LOWEST + 1));
+  for (let tries = 0; BELOW !== undefined && tries < TRIES; tries += 1) {
+    const port = LOWEST + Math.floor(Math.random() * (BELOW - LOWEST));
     if ((await listenOnce(port, host)) !== undefined) return port;
   }
   const port = await listenOnce(0, host);

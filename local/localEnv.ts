@@ -154,19 +154,23 @@ export async function claimPorts(
 }
 
 /**
- * Whether a start that failed with `error` may simply start again: a port `claimPorts` chose for a
- * part asked as 0 was taken by another program between the choice and the part's listen (the
- * kernel hands the same free ports to every process). A port the user fixed is never retried: its
- * failure names the variable to change. `asked` are the ports as configured, before any claim.
+ * The port, when a start that failed with `error` may simply start again: a port `claimPorts` chose
+ * for a part asked as 0 was taken by another program between the choice and the part's listen.
+ * A port the user fixed (`asked`, before any claim, and `alsoFixed`, e.g. `--backup-relay=PORT`) is
+ * never retried: its failure names what to change. Undefined for every other failure.
  */
-export function takenMeanwhile(error: unknown, asked: LocalPorts): boolean {
-  const fixed = new Set(Object.values(asked).filter((port) => port !== 0));
+export function takenMeanwhile(
+  error: unknown,
+  asked: LocalPorts,
+  alsoFixed: readonly number[] = [],
+): number | undefined {
+  const fixed = new Set([...Object.values(asked).filter((port) => port !== 0), ...alsoFixed]);
   for (let cause = error; cause instanceof Error; cause = cause.cause) {
-    if (cause instanceof PortInUseError) return asked[cause.part] === 0;
+    if (cause instanceof PortInUseError) return asked[cause.part] === 0 ? cause.port : undefined;
     const { code, port } = cause as NodeJS.ErrnoException & { port?: unknown };
-    if (code === 'EADDRINUSE') return typeof port === 'number' && !fixed.has(port);
+    if (code === 'EADDRINUSE') return typeof port === 'number' && !fixed.has(port) ? port : undefined;
   }
-  return false;
+  return undefined;
 }
 
 /**

@@ -113,6 +113,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     void stopAll().then(() => options.onPartExit?.(error));
   };
 
+  // DynamoDB Local's JVM, from its start until it joins `started`: a part that fails before then
+  // (a port taken meanwhile, say) must not leave it running beside the next start.
+  let dynamodbUnlisted: Promise<{ stop(): Promise<void> }> | undefined;
   try {
     const ports = await claimPorts(
       { ...LOCAL_PORT_DEFAULTS, api: config.port, ...options.ports },
@@ -133,6 +136,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     // Awaited below, after the in-process parts started; marked handled now so that an early
     // failure (no java) is not reported as an unhandled rejection meanwhile.
     dynamodbStarting.catch(() => undefined);
+    dynamodbUnlisted = dynamodbStarting;
     const sqs = await startLocalSqs({ port: ports.sqs, host: HOST });
     started.push({ name: 'the SQS emulator', stop: () => sqs.stop() });
     progress('SQS emulator', sqs.endpoint);
@@ -238,6 +242,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       throw error;
     });
     started.push({ name: 'DynamoDB Local', stop: () => dynamodb.stop() });
+    dynamodbUnlisted = undefined;
     const table = await ensureTable(clients.dynamodb, LOCAL_RESOURCES.tableName);
     const resources = { table, queues };
     progress('DynamoDB Local', dynamodb.endpoint);
@@ -334,6 +339,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     };
   } catch (error) {
     await stopAll();
+    await dynamodbUnlisted?.then(
+      (dynamodb) => dynamodb.stop(),
+      () => undefined,
+    );
     // A part that ended is why a later step failed: say so rather than the step's error.
     throw partExit ?? error;
   }

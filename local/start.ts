@@ -269,9 +269,11 @@ async function main(): Promise<void> {
       started = await startParts(first, running, partReady);
       break;
     } catch (error) {
-      if (attempt < STARTS && takenMeanwhile(error, first.ports)) {
+      const backupPort = backupRelayOf(process.argv.slice(2)).backupRelay?.port;
+      const port = takenMeanwhile(error, first.ports, backupPort === undefined ? [] : [backupPort]);
+      if (attempt < STARTS && port !== undefined) {
         process.stdout.write(
-          `  a port chosen for a part was taken by another program meanwhile; starting again\n`,
+          `  port ${port}, chosen for a part, was taken by another program meanwhile: stopping what started and starting again\n`,
         );
         continue;
       }

@@ -14,6 +14,7 @@ import { type LocalStack, SWEEPER_TIMEOUT_MS, startLocalStack } from '../../loca
 import { readStackFile } from '../../local/stackFile.js';
 import { LOCAL_AWS, queueDepth } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
+import { descendants } from './npmStartProcess.js';
 
 const API_KEY = 'pd_local-stack-spec-key-0001';
 
@@ -238,6 +239,26 @@ describe('starting the local stack', () => {
       `port ${port} (the SQS emulator) is already in use: stop what holds it, or set POSTDATE_SQS_PORT to another port (0 picks any free port)`,
     );
   });
+
+  it('a part that fails while DynamoDB Local starts leaves no java behind (npm start may start again)', async () => {
+    const address = blocker.address();
+    const taken = typeof address === 'object' && address ? address.port : 0;
+    const javaChildren = () => descendants(process.pid).filter((child) => child.command === 'java');
+    const before = javaChildren().map((child) => child.pid);
+    // The backup relay's sink is started after the JVM and before the JVM joins the parts to stop.
+    const starting = startLocalStack({
+      config: loadConfig({}, 'local'),
+      ports: ANY_FREE_PORTS,
+      backupRelay: { port: taken },
+      quiet: true,
+    });
+    await expect(starting).rejects.toThrow(/EADDRINUSE/);
+    await eventually(
+      'the java this start began to end',
+      () => javaChildren().every((child) => before.includes(child.pid)),
+      { withinMs: 30_000, everyMs: 200 },
+    );
+  }, 90_000);
 
   it('npm start exits 1 with one line naming the variable when POSTDATE_PORT is invalid', async () => {
     const { code, stdout, stderr } = await npmStartExit({ POSTDATE_PORT: 'abc' });
