@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -115,8 +116,10 @@ function startChaosChild<Ready, Stats>(
   let lastStats = emptyStats;
   const faults: FaultLine[] = [];
   let stderr = '';
+  const keep = keptOutput(script, child.pid);
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
+    keep?.(chunk.toString().trimEnd());
   });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -140,6 +143,7 @@ function startChaosChild<Ready, Stats>(
       } else if (line.startsWith('CHAOS-READY ')) {
         clearTimeout(timer);
         const endpoints = JSON.parse(line.slice('CHAOS-READY '.length)) as Ready;
+        keep?.(line);
         resolve({
           endpoints,
           stats: () => lastStats,
@@ -156,9 +160,23 @@ function startChaosChild<Ready, Stats>(
             killGroup(child);
           },
         });
-      }
+      } else keep?.(line);
     });
   });
+}
+
+/**
+ * With CHAOS_STACK_LOG set to a file, a child's other output (the stack's log, which it then prints:
+ * chaos/stackProcess.ts) is appended there, each line stamped with the time and the child's pid.
+ */
+function keptOutput(script: string, pid: number | undefined): ((text: string) => void) | undefined {
+  const file = process.env.CHAOS_STACK_LOG;
+  if (!file) return undefined;
+  return (text) => {
+    const at = new Date().toISOString();
+    const lines = text.split('\n').map((line) => `${at} ${script}[${pid}] ${line}\n`);
+    appendFileSync(file, lines.join(''));
+  };
 }
 
 function killGroup(child: ChildProcess): void {

@@ -76,7 +76,8 @@ async function start(): Promise<ChaosChildParts> {
     config,
     dataDir,
     ports: ANY_FREE_PORTS,
-    quiet: true,
+    // CHAOS_STACK_LOG: the stack's log is kept by the harness (chaos/stackChild.ts).
+    quiet: !process.env.CHAOS_STACK_LOG,
     sweepIntervalMs: Number(process.env.CHAOS_SWEEP_INTERVAL_MS ?? '2000'),
     sender: senderHere ? 'in-process' : 'external',
     functionPreload: [faultPreload(dataDir, throttleRate, wholeCall)],

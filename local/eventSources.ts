@@ -49,6 +49,8 @@ export function startEventSources(options: {
   readonly webhooks?: {
     readonly queue: { readonly url: string; readonly arn: string };
     readonly environment: Readonly<Record<string, string>>;
+    /** Where the event producer's runner keeps its checkpoints (the stack's data dir). */
+    readonly checkpointFile?: string | undefined;
   };
 }): StackEventSources {
   const { table, queues } = options.resources;
@@ -88,6 +90,7 @@ export function startEventSources(options: {
         queue: options.webhooks.queue,
         environment: options.webhooks.environment,
         reusedTable: table.existed,
+        checkpointFile: options.webhooks.checkpointFile,
         onDiscard: (discard) => options.onStreamDiscard?.({ ...discard, source: 'events' }),
         log: prefixed('webhooks'),
       })

@@ -265,7 +265,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       onFunctionTimeout: reportKill,
       onStreamDiscard: options.onStreamDiscard,
       log,
-      webhooks: { queue: webhookQueue, environment },
+      webhooks: {
+        queue: webhookQueue,
+        environment,
+        ...(dataDir ? { checkpointFile: join(dataDir, 'stream-checkpoints', 'events.json') } : {}),
+      },
     });
     started.push(...eventSources.started);
 

@@ -82,12 +82,17 @@ export function startWebhookEventSources(options: {
   /** The stack's function environment (it names the table and the webhook queue). */
   readonly environment: Readonly<Record<string, string>>;
   /**
-   * A table found again in the data dir: the producer replays the stream from its oldest record
-   * (its runner's checkpoint died with the last process; the replay makes the same event ids and
-   * finds the deliveries already written), and the deliveries still pending are queued again (the
-   * SQS emulator lost their copies: local/webhookRecovery.ts).
+   * A table found again in the data dir: the deliveries still pending are queued again (the SQS
+   * emulator lost their copies: local/webhookRecovery.ts).
    */
   readonly reusedTable: boolean;
+  /**
+   * Where the producer's runner keeps its checkpoints (in the data dir): a restarted stack goes on
+   * after the last record the last one handled. Without it (or before the first one is written) it
+   * reads the stream from its oldest record; the replay makes the same event ids and finds the
+   * deliveries already written.
+   */
+  readonly checkpointFile?: string | undefined;
   /** Each batch the producer's runner gave up on (there is no on-failure queue locally). */
   readonly onDiscard?: (discard: StreamDiscard) => void;
   readonly log: (message: string, error?: unknown) => void;
@@ -110,6 +115,7 @@ export function startWebhookEventSources(options: {
     bisectOnError: true,
     filter: EVENTS_STREAM_FILTER,
     startingPosition: 'TRIM_HORIZON',
+    ...(options.checkpointFile ? { checkpointFile: options.checkpointFile } : {}),
     ...(options.onDiscard ? { onDiscard: options.onDiscard } : {}),
     log: (message, error) =>
       options.log(`events event source: ${message}${error ? `: ${String(error)}` : ''}`),

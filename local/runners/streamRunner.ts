@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   DescribeStreamCommand,
@@ -71,8 +73,15 @@ export interface StreamRunnerOptions {
   readonly filter?: object;
   /** @default 200 */
   readonly pollIntervalMs?: number;
-  /** @default 'TRIM_HORIZON' */
+  /** Where a shard without a kept checkpoint is read from. @default 'TRIM_HORIZON' */
   readonly startingPosition?: 'TRIM_HORIZON' | 'LATEST';
+  /**
+   * A file that keeps the runner's checkpoint in each shard across processes, as an event source
+   * mapping keeps its own: written after each pass that handled every record read, and read at the
+   * start, so a runner started again on the same stream goes on after the last record handled
+   * (a kill between a batch and its write replays that batch). Absent: in memory only.
+   */
+  readonly checkpointFile?: string;
   /** Where runner problems (stream API errors, undeliverable failure records) are reported. @default console.warn */
   readonly log?: (message: string, error?: unknown) => void;
   /** The clock the polls are scheduled by (tests pass their own, so they never sleep). @default the real one */
@@ -164,6 +173,8 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
   // SHARD_LIST_EVERY_MS in case one appeared another way; not on every poll.
   let shardsListedAt = Number.NEGATIVE_INFINITY;
   let shardEnded = false;
+  const kept = readCheckpoints(options.checkpointFile, options.streamArn, log);
+  const saved = new Map(kept);
 
   const discoverShards = async (): Promise<void> => {
     if (!shardEnded && shards.size > 0 && clock.now() - shardsListedAt < SHARD_LIST_EVERY_MS) return;
@@ -186,17 +197,13 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
       if (parent && known.has(parent) && !shards.get(parent)?.finished) continue;
       const position: ShardIteratorType =
         firstDescribe && options.startingPosition === 'LATEST' ? 'LATEST' : 'TRIM_HORIZON';
-      const { ShardIterator } = await streams.send(
-        new GetShardIteratorCommand({
-          StreamArn: options.streamArn,
-          ShardId: shardId,
-          ShardIteratorType: position,
-        }),
-      );
+      const checkpoint = kept.get(shardId);
+      const start = checkpoint
+        ? await iteratorAfter(shardId, checkpoint)
+        : { iterator: await iteratorAt(shardId, position), lastReadSeq: undefined };
       shards.set(shardId, {
         shardId,
-        iterator: ShardIterator,
-        lastReadSeq: undefined,
+        ...start,
         finished: false,
         batcher: new StreamBatcher(batchSize, maxRetries, bisect, options.batchingWindowMs ?? 0),
       });
@@ -205,6 +212,57 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
     // Only a listing that went through counts: a failed one is tried again at the next poll.
     shardEnded = false;
     shardsListedAt = listing;
+  };
+
+  const iteratorAt = async (shardId: string, position: ShardIteratorType): Promise<string | undefined> => {
+    const { ShardIterator } = await streams.send(
+      new GetShardIteratorCommand({
+        StreamArn: options.streamArn,
+        ShardId: shardId,
+        ShardIteratorType: position,
+      }),
+    );
+    return ShardIterator;
+  };
+
+  /** After a kept checkpoint; from the oldest record left when the stream no longer holds it. */
+  const iteratorAfter = async (
+    shardId: string,
+    sequenceNumber: string,
+  ): Promise<{ iterator: string | undefined; lastReadSeq: string | undefined }> => {
+    try {
+      const { ShardIterator } = await streams.send(
+        new GetShardIteratorCommand({
+          StreamArn: options.streamArn,
+          ShardId: shardId,
+          ShardIteratorType: 'AFTER_SEQUENCE_NUMBER',
+          SequenceNumber: sequenceNumber,
+        }),
+      );
+      return { iterator: ShardIterator, lastReadSeq: sequenceNumber };
+    } catch (error) {
+      if (!(error instanceof TrimmedDataAccessException)) throw error;
+      log('the kept checkpoint points at trimmed records; reading on from the oldest record', error);
+      return { iterator: await iteratorAt(shardId, 'TRIM_HORIZON'), lastReadSeq: undefined };
+    }
+  };
+
+  /** Keeps each shard's checkpoint that moved: the last record read, once every record read is handled. */
+  const saveCheckpoints = (): void => {
+    if (!options.checkpointFile) return;
+    let moved = false;
+    for (const shard of shards.values()) {
+      if (shard.batcher.pendingCount > 0 || !shard.lastReadSeq) continue;
+      if (saved.get(shard.shardId) === shard.lastReadSeq) continue;
+      saved.set(shard.shardId, shard.lastReadSeq);
+      moved = true;
+    }
+    if (!moved) return;
+    try {
+      writeCheckpoints(options.checkpointFile, options.streamArn, saved);
+    } catch (error) {
+      log('could not keep the checkpoints', error);
+    }
   };
 
   /** Reads one page of a shard; true when it returned records. */
@@ -375,6 +433,7 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
           if (await processShard(shard)) failed = true;
           if (shard.batcher.pendingCount > 0) quiet = false;
         }
+        saveCheckpoints();
       } catch (error) {
         quiet = false;
         failed = true;
@@ -402,6 +461,40 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
       failureSqs?.destroy();
     },
   };
+}
+
+/** The file's checkpoints of this stream, shard id to sequence number (none: no file, or another stream's). */
+function readCheckpoints(
+  file: string | undefined,
+  streamArn: string,
+  log: (message: string, error?: unknown) => void,
+): ReadonlyMap<string, string> {
+  if (!file) return new Map();
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return new Map();
+  }
+  try {
+    const kept = JSON.parse(text) as { streamArn?: unknown; shards?: unknown };
+    if (kept.streamArn !== streamArn || typeof kept.shards !== 'object' || kept.shards === null)
+      return new Map();
+    return new Map(
+      Object.entries(kept.shards).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+    );
+  } catch (error) {
+    log(`the checkpoints in ${file} could not be read; starting at the starting position`, error);
+    return new Map();
+  }
+}
+
+/** Written whole to a file beside it, then renamed over it: a kill leaves the old file or the new. */
+function writeCheckpoints(file: string, streamArn: string, shards: ReadonlyMap<string, string>): void {
+  mkdirSync(dirname(file), { recursive: true });
+  const next = `${file}.next`;
+  writeFileSync(next, JSON.stringify({ streamArn, shards: Object.fromEntries(shards) }));
+  renameSync(next, file);
 }
 
 /** A stream record's key as plain strings (`S` or `N` attributes). */

@@ -405,6 +405,61 @@ describe('the local DynamoDB stream runner', () => {
     await runner.idle();
     expect(seen.invocations).toEqual([['late']]);
   });
+
+  it('keeps its checkpoint in checkpointFile: started again on the stream, it goes on after the last record handled', async () => {
+    // An event source mapping keeps its checkpoint when its pollers change; the local stack's
+    // runner dies with its process, and read the whole stream again after every restart.
+    const { tableName, streamArn } = await freshTable();
+    const dir = mkdtempSync(join(tmpdir(), 'postdate-checkpoints-'));
+    try {
+      const checkpointFile = join(dir, 'events.json');
+      await putItems(tableName, 3);
+      const first = recorder(() => undefined);
+      await run({ streamArn, handler: first.handler, checkpointFile }).idle();
+      expect(first.invocations.flat()).toEqual(['n-1', 'n-2', 'n-3']);
+      await Promise.all(runners.splice(0).map((runner) => runner.stop()));
+      await documentClient().send(
+        new PutCommand({ TableName: tableName, Item: { pk: 'later', sk: 'STATE' } }),
+      );
+
+      const second = recorder(() => undefined);
+      await run({ streamArn, handler: second.handler, checkpointFile }).idle();
+      expect(second.invocations.flat()).toEqual(['later']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps no checkpoint past a record it has not handled, and ignores the checkpoints of another stream', async () => {
+    const { tableName, streamArn } = await freshTable();
+    const dir = mkdtempSync(join(tmpdir(), 'postdate-checkpoints-'));
+    try {
+      const checkpointFile = join(dir, 'events.json');
+      await putItems(tableName, 3);
+      // n-2 fails every time: the runner is stopped while it still retries it.
+      const failing = recorder((records) => ({
+        batchItemFailures: records
+          .filter((record) => pkOf(record) === 'n-2')
+          .map((record) => ({ itemIdentifier: seqOf(record) })),
+      }));
+      run({ streamArn, handler: failing.handler, checkpointFile, maxAttempts: 1000 });
+      await eventually('n-2 retried', () => failing.invocations.length >= 3, { withinMs: 15_000 });
+      await Promise.all(runners.splice(0).map((runner) => runner.stop()));
+
+      const again = recorder(() => undefined);
+      await run({ streamArn, handler: again.handler, checkpointFile }).idle();
+      expect(again.invocations.flat()).toEqual(expect.arrayContaining(['n-2', 'n-3']));
+      await Promise.all(runners.splice(0).map((runner) => runner.stop()));
+
+      const other = await freshTable();
+      await putItems(other.tableName, 2);
+      const elsewhere = recorder(() => undefined);
+      await run({ streamArn: other.streamArn, handler: elsewhere.handler, checkpointFile }).idle();
+      expect(elsewhere.invocations.flat()).toEqual(['n-1', 'n-2']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('the local DynamoDB stream runner with the function timeout enforced', () => {
