@@ -105,7 +105,10 @@ export function openIntervalMs(stalls: number, random: () => number): number {
 
 /**
  * The endpoint's breaker after a POST to it ended at `nowMs`: a stall opens it (one more in a row),
- * anything else closes it. Any POST's end counts, the probe's or one admitted while closed.
+ * anything else closes it. Any POST's end counts, the probe's or one admitted while closed; but
+ * while it is open only the probe's stall is one more in a row: a POST that started before the probe
+ * (in flight when the breaker opened) stalls within the same interval and leaves it as it is, or a
+ * burst of POSTs would open it for the cap at its first stall.
  */
 export function breakerAfterAttempt(
   breaker: EndpointBreaker | undefined,
@@ -114,6 +117,8 @@ export function breakerAfterAttempt(
   random: () => number,
 ): EndpointBreaker | undefined {
   if (!isStall(attempt.result, attempt.durationMs)) return undefined;
+  const startedMs = nowMs - Math.max(0, attempt.durationMs);
+  if (breaker && (breaker.probeStartedMs === null || startedMs < breaker.probeStartedMs)) return breaker;
   const stalls = (breaker?.stalls ?? 0) + 1;
   return { stalls, openUntilMs: nowMs + openIntervalMs(stalls, random), probeStartedMs: null };
 }

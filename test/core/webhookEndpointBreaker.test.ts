@@ -55,7 +55,9 @@ describe("a webhook endpoint's breaker (DESIGN §11: one endpoint's failures nev
 
   it('after a stall, defers every copy until the interval is over: between half and all of min(cap, base · 2^(n−1))', () => {
     fc.assert(
-      fc.property(breakerArb, time, unit, (before, now, draw) => {
+      fc.property(breakerArb, time, unit, (open, now, draw) => {
+        // The first stall, or the probe's (the one POST of an open breaker, started when it was admitted).
+        const before = open && { ...open, probeStartedMs: now };
         const after = breakerAfterAttempt(
           before,
           { result: { kind: 'timeout' }, durationMs: 0 },
@@ -71,6 +73,36 @@ describe("a webhook endpoint's breaker (DESIGN §11: one endpoint's failures nev
         for (const at of [now, now + Math.floor((after.openUntilMs - now) / 2), after.openUntilMs - 1])
           expect(admitCopy(after, at).verdict).toBe('defer');
       }),
+    );
+  });
+
+  it('counts a stall in a row only once per interval: a POST already in flight when the breaker opened stalls without lengthening it', () => {
+    // Chaos run, seed 4901: a restart re-queued 1,526 copies, a function POSTed them as fast as it
+    // could, and the ~10 stalled POSTs in flight when the first stall ended each counted one more,
+    // opening the breaker for the 600 s cap within 8 s (DESIGN §11: the probe's stall doubles it).
+    fc.assert(
+      fc.property(
+        breakerArb,
+        fc.integer({ min: 1, max: WEBHOOK_TIMEOUT_MS }),
+        fc.integer({ min: 0, max: WEBHOOK_TIMEOUT_MS }),
+        (open, inFlightMs, sinceProbeMs) => {
+          fc.pre(open !== undefined);
+          // It started before the probe (or with no probe started yet): it was not the probe.
+          const now = open.openUntilMs + sinceProbeMs;
+          const before = {
+            ...open,
+            probeStartedMs: open.probeStartedMs === null ? null : now - sinceProbeMs,
+          };
+          const started = (before.probeStartedMs ?? now) - inFlightMs;
+          const after = breakerAfterAttempt(
+            before,
+            { result: { kind: 'timeout' }, durationMs: now - started },
+            now,
+            () => 0.5,
+          );
+          expect(after).toEqual(before);
+        },
+      ),
     );
   });
 
