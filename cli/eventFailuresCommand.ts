@@ -15,6 +15,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { SqsWebhookQueue } from '../lambdas/adapters/SqsWebhookQueue.js';
 import { toLambdaRecord } from '../lambdas/adapters/streamRecordFormat.js';
+import type { BusEvents } from '../lambdas/core/busEvents.js';
 import { createEventsHandler } from '../lambdas/events/createEventsHandler.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import type { EventBus } from '../lambdas/ports/Webhooks.js';
@@ -44,6 +45,8 @@ export interface EventFailureParts {
   readonly webhookQueueUrl: string;
   /** The stack's EventBridge bus (AWS); none where there is no bus. */
   readonly bus: EventBus | undefined;
+  /** POSTDATE_BUS_EVENTS, as the producer has it: a replay puts on the bus only what it would (decision 0178). */
+  readonly busEvents: BusEvents;
   /** The attachments' bucket, to tag messages' attachments as the producer does (from their current records). */
   readonly attachments: AttachmentStore | undefined;
   /** POSTDATE_WEBHOOK_RETRY_HOURS and POSTDATE_RETENTION_DAYS, as the producer has them. */
@@ -78,6 +81,7 @@ export function eventFailureDeps(parts: EventFailureParts): RedriveStreamFailure
     }),
     replay: replayEventRecords({
       bus: parts.bus,
+      busEvents: parts.busEvents,
       store: new DynamoWebhookStore(parts.documents, parts.tableName),
       queue: new SqsWebhookQueue(parts.sqs, parts.webhookQueueUrl),
       attachments:

@@ -541,6 +541,7 @@ export function buildProgram(): Command {
             refs.eventBusName === undefined
               ? undefined
               : new EventBridgeBus(target.eventBridge(), refs.eventBusName),
+          busEvents: config.busEvents,
           attachments:
             refs.attachmentBucket === undefined ? undefined : target.attachments(refs.attachmentBucket),
           retryHours: config.webhookRetryHours,

@@ -37,7 +37,8 @@ export type StackOutputName = keyof typeof STACK_OUTPUT;
  * The settings (rows of lambdas/core/configSpec.ts) the operator CLI decides with: a retry's attempts
  * (the API's own retry), the retention of a cancel, discard or DLQ drop, the Message-ID `messages show`
  * prints, the sweep grace of `reconcile`, the delays of `relay-failures redrive`, a webhook retry's
- * hours. The CLI's configuration is typed as these alone (cli/postdate.ts), so a new one is added here.
+ * hours, the types `event-failures redrive` puts on the bus. The CLI's configuration is typed as
+ * these alone (cli/postdate.ts), so a new one is added here.
  */
 export const CLI_SETTINGS = [
   'maxAttempts',
@@ -47,6 +48,7 @@ export const CLI_SETTINGS = [
   'directDelayMaxSeconds',
   'scheduleLeadSeconds',
   'webhookRetryHours',
+  'busEvents',
 ] as const satisfies readonly SettingName[];
 
 export type CliSettingName = (typeof CLI_SETTINGS)[number];

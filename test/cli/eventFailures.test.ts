@@ -15,6 +15,7 @@ import {
   eventFailuresRedrive,
 } from '../../cli/eventFailuresCommand.js';
 import { memoryOutput } from '../../cli/output.js';
+import type { BusEvents } from '../../lambdas/core/busEvents.js';
 import type { PostdateEvent } from '../../lambdas/core/messageEvents.js';
 import { createEventsHandler } from '../../lambdas/events/createEventsHandler.js';
 import type { EventBus } from '../../lambdas/ports/Webhooks.js';
@@ -41,7 +42,7 @@ function recordingBus(): EventBus & { readonly published: PostdateEvent[] } {
   };
 }
 
-async function world() {
+async function world(busEvents: BusEvents = 'all') {
   const harness = await webhookHarness();
   const hook = await startReceiver();
   receivers.push(hook);
@@ -61,6 +62,7 @@ async function world() {
     eventFailureQueueUrl: failureQueueUrl,
     webhookQueueUrl: harness.queueUrl,
     bus,
+    busEvents,
     attachments: undefined,
     retryHours: 24,
     retentionDays: 30,
@@ -142,6 +144,26 @@ describe('postdate event-failures redrive', () => {
     // Two stream reads, the API's cold start and a listing over 128 shards (decision 0044): seconds
     // alone, up to 20 s beside a starting local stack on two loaded cores.
   }, 60_000);
+
+  it.each([
+    { busEvents: 'none', onBus: [] },
+    { busEvents: ['message.sent'], onBus: ['message.sent'] },
+  ] satisfies { busEvents: BusEvents; onBus: string[] }[])(
+    "replays onto the bus only what the deployment's busEvents takes ($busEvents); the endpoint gets every event (decision 0178)",
+    async ({ busEvents, onBus }) => {
+      const w = await world(busEvents);
+      await acceptAndSend(w.harness.tableName, messageId(3));
+      await w.fail(w.tail.failureMessage(await w.tail.next()));
+
+      expect(await eventFailuresRedrive(w.deps, {}, memoryOutput())).toMatchObject({ replayed: 1, kept: 0 });
+
+      expect(w.bus.published.map((event) => event.type)).toEqual(onBus);
+      await w.harness.pump();
+      const types = w.hook.received.map((request) => JSON.parse(request.body).type).sort();
+      expect(types).toEqual(['message.scheduled', 'message.sent']);
+    },
+    60_000,
+  );
 
   it('keeps a batch the stream no longer holds on the queue, names it, and fails', async () => {
     const w = await world();
@@ -252,6 +274,7 @@ describe('postdate event-failures redrive', () => {
         eventFailureQueueUrl: w.failureQueueUrl,
         webhookQueueUrl: w.harness.queueUrl,
         bus: { publish: async (events) => ({ failed: events, error: new Error('still throttled') }) },
+        busEvents: 'all',
         attachments: undefined,
         retryHours: 24,
         retentionDays: 30,
