@@ -11,6 +11,12 @@ import { MESSAGE_EVENT_TYPES, WEBHOOK_TEST_EVENT_TYPE } from '../../lambdas/core
 
 const typeArb = fc.constantFrom(...MESSAGE_EVENT_TYPES);
 const listArb = fc.subarray([...MESSAGE_EVENT_TYPES], { minLength: 1 });
+/** A list, and the same types shuffled with some repeated. */
+const reorderedArb = listArb.chain((list) =>
+  fc
+    .tuple(fc.shuffledSubarray(list, { minLength: list.length }), fc.array(fc.constantFrom(...list)))
+    .map(([shuffled, repeats]) => ({ list, reordered: [...shuffled, ...repeats] })),
+);
 /** Text that is no message event type, however it is spaced or cased. */
 const notATypeArb = fc
   .string({ minLength: 1, maxLength: 20 })
@@ -28,12 +34,41 @@ describe('putsOnBus (core/busEvents.ts)', () => {
     );
   });
 
-  it('puts a listed type on the bus, and only a listed one', () => {
+  it('takes, from a list written as POSTDATE_BUS_EVENTS, exactly the types written (duplicates and order aside)', () => {
     fc.assert(
-      fc.property(listArb, typeArb, (list, type) => {
-        expect(putsOnBus(type, list)).toBe(list.includes(type));
+      fc.property(fc.array(typeArb, { minLength: 1 }), (written) => {
+        const read = readBusEvents(written.join(','));
+        if (!read.ok) throw new Error(read.problem);
+        const taken = MESSAGE_EVENT_TYPES.filter((type) => putsOnBus(type, read.busEvents));
+        expect(new Set(taken)).toEqual(new Set(written));
       }),
     );
+  });
+
+  it('takes for the union of two lists what either takes', () => {
+    fc.assert(
+      fc.property(listArb, listArb, typeArb, (a, b, type) => {
+        expect(putsOnBus(type, [...a, ...b])).toBe(putsOnBus(type, a) || putsOnBus(type, b));
+      }),
+    );
+  });
+
+  it("does not care for a list's order or its duplicates", () => {
+    fc.assert(
+      fc.property(reorderedArb, typeArb, ({ list, reordered }, type) => {
+        expect(putsOnBus(type, reordered)).toBe(putsOnBus(type, list));
+      }),
+    );
+  });
+
+  it('in examples: the listed types and no other; the test delivery is no bus type', () => {
+    expect(putsOnBus('message.sent', ['message.sent', 'message.dead'])).toBe(true);
+    expect(putsOnBus('message.dead', ['message.sent', 'message.dead'])).toBe(true);
+    expect(putsOnBus('message.scheduled', ['message.sent', 'message.dead'])).toBe(false);
+    expect(putsOnBus('message.sent', ['message.scheduled'])).toBe(false);
+    // `webhook.test` is no status change: no setting can name it, and `all` does not mean it.
+    expect(MESSAGE_EVENT_TYPES as readonly string[]).not.toContain(WEBHOOK_TEST_EVENT_TYPE);
+    expect(readBusEvents(WEBHOOK_TEST_EVENT_TYPE).ok).toBe(false);
   });
 });
 
