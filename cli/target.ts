@@ -26,6 +26,7 @@ import { lazyS3AttachmentStore } from '../lambdas/adapters/LazyS3AttachmentStore
 import { CONFIG_SETTINGS, RESOURCE_SETTINGS } from '../lambdas/core/configSpec.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import { QUEUE, SCHEDULE_GROUP } from '../lib/queueLayout.js';
+import { WEBHOOK_QUEUE } from '../lib/webhookLayout.js';
 import { LOCAL_ATTACHMENT_BUCKET, LOCAL_PORT_DEFAULTS } from '../local/localEnv.js';
 import { readStackFile, type StackFile } from '../local/stackFile.js';
 import { CliError, isNetworkError, StackUnreachableError, UsageError } from './cliErrors.js';
@@ -71,7 +72,10 @@ export interface ResourceRefs {
   readonly relayFailureQueue: QueueRef | undefined;
   /** The event producer's failure queue (AWS only: the local producer has none, decision 0059). */
   readonly eventFailureQueue: QueueRef | undefined;
-  /** What `event-failures redrive` hands the producer's logic, as the producer has them. */
+  /**
+   * The webhook queue: `webhooks test|retry` put a copy on it, `event-failures redrive` hands it to
+   * the producer's logic. Locally its logical name, as the local stack creates it.
+   */
   readonly webhookQueue: QueueRef | undefined;
   readonly eventBusName: string | undefined;
   readonly attachmentBucket: string | undefined;
@@ -166,7 +170,7 @@ export function resolveRefs(mode: TargetMode, options: TargetOptions, env: Env):
       'relay-failures',
     ),
     eventFailureQueue: urlOnly(pick(options.eventFailuresUrl, 'POSTDATE_EVENT_FAILURE_QUEUE_URL')),
-    webhookQueue: urlOnly(pick(undefined, 'POSTDATE_WEBHOOK_QUEUE_URL')),
+    webhookQueue: queue(pick(undefined, 'POSTDATE_WEBHOOK_QUEUE_URL'), WEBHOOK_QUEUE.logicalName),
     eventBusName: pick(undefined, 'POSTDATE_EVENT_BUS_NAME'),
     attachmentBucket:
       pick(undefined, RESOURCE_SETTINGS.attachmentBucket.variable) ??

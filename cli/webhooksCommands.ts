@@ -346,9 +346,10 @@ export function registerWebhooksCommands(program: Command, action: CommandAction
     );
   const deps = async (
     { target, config, now }: CommandContext,
-    options: { readonly webhookQueueUrl?: string } = {},
+    /** `test` and `retry` only: the others put nothing on the queue, so they never look it up. */
+    options?: { readonly webhookQueueUrl?: string },
   ): Promise<WebhooksDeps> => {
-    const queue = webhookQueueOf(options, target.refs);
+    const queue = options === undefined ? undefined : webhookQueueOf(options, target.refs);
     return {
       store: new DynamoWebhookStore(target.documents, target.refs.tableName),
       queue:
@@ -365,7 +366,7 @@ export function registerWebhooksCommands(program: Command, action: CommandAction
   };
   const webhookQueueOption = [
     '--webhook-queue-url <url>',
-    "the webhook queue (default: the stack's WebhookQueueUrl with --stack, else POSTDATE_WEBHOOK_QUEUE_URL)",
+    "the webhook queue (default: the stack's WebhookQueueUrl with --stack, else POSTDATE_WEBHOOK_QUEUE_URL, locally the local stack's)",
   ] as const;
   /** `show`, `delete`: `<endpoint> --tenant T`, nothing else. */
   const onEndpoint = (

@@ -20,6 +20,8 @@ import {
 } from '../../cli/webhooksCommands.js';
 import { checkWebhookUrl } from '../../lambdas/adapters/webhookAddressPolicy.js';
 import { DynamoWebhookStore } from '../../lambdas/store/webhookStore.js';
+import { WEBHOOK_QUEUE } from '../../lib/webhookLayout.js';
+import { createWebhookQueue } from '../../local/webhookEventSources.js';
 import { documentClient, freshTable, queueDepth, sqsClient } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
 import { startReceiver, subscribe, webhookHarness } from '../webhooks/webhookHarness.js';
@@ -312,6 +314,31 @@ describe('postdate webhooks', () => {
       'webhook-signature': String(request.headers['webhook-signature']),
     };
     expect(() => new Webhook(secret).verify(request.body, headers)).not.toThrow();
+  }, 120_000);
+
+  it("through the entry, without --webhook-queue-url: against the local stack `test` uses its webhook queue, as the API's test route does", async () => {
+    // The local stack's names (`npm start`): the webhook queue falls back to its logical name, as the send queue does.
+    expect(resolveRefs('local', {}, {}).webhookQueue).toEqual({
+      name: `postdate-${WEBHOOK_QUEUE.logicalName}`,
+    });
+    expect(resolveRefs('aws', { table: 'Postdate-Table' }, {}).webhookQueue).toBeUndefined();
+    await createWebhookQueue(sqsClient(), 'postdate'); // as the local stack creates it
+    const harness = await webhookHarness();
+    const endpoint = await subscribe(harness, 'http://127.0.0.1:9/hook', 'acme');
+    const local = ['--json', '--local', '--table', harness.tableName, 'webhooks'];
+
+    const tested = await postdate([...local, 'test', endpoint.id, '--tenant', 'acme']);
+
+    expect(tested.stderr).not.toContain('no webhook queue');
+    expect(tested.code).toBe(EXIT.ok);
+    expect(JSON.parse(tested.stdout)).toMatchObject({ webhook_id: endpoint.id, event_type: 'webhook.test' });
+    const page = await harness.store.listDeliveries({
+      endpointId: endpoint.id,
+      status: null,
+      limit: 10,
+      cursor: null,
+    });
+    expect(page.items).toHaveLength(1);
   }, 120_000);
 
   it('tests, shows the delivery counts, deletes; a second delete, a show or a test after it is not found', async () => {
