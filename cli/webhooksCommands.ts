@@ -10,6 +10,7 @@ import { SqsWebhookQueue } from '../lambdas/adapters/SqsWebhookQueue.js';
 import { checkWebhookUrl } from '../lambdas/adapters/webhookAddressPolicy.js';
 import {
   createWebhookEndpoint,
+  deleteWebhookEndpoint,
   deliveryView,
   endpointView,
   findWebhookEndpoint,
@@ -22,7 +23,6 @@ import { mayRetryDelivery } from '../lambdas/core/webhookOperator.js';
 import {
   isWebhookDeliveryId,
   isWebhookDeliveryStatus,
-  isWebhookEndpointId,
   WEBHOOK_LIMITS,
   WEBHOOK_SECRET_OVERLAP_MS,
 } from '../lambdas/core/webhooks.js';
@@ -270,9 +270,7 @@ export async function webhooksDelete(
   options: { readonly tenant: string; readonly endpoint: string },
   out: Output,
 ): Promise<void> {
-  const deleted = isWebhookEndpointId(options.endpoint)
-    ? await deps.store.deleteEndpoint(options.tenant, options.endpoint)
-    : 'not-found';
+  const deleted = await deleteWebhookEndpoint(deps.store, options.tenant, options.endpoint);
   if (deleted === 'not-found') throw endpointNotFound(options);
   if (out.json) return out.data({ id: options.endpoint, deleted: true });
   out.line(`deleted ${options.endpoint}; its queued deliveries stop`);

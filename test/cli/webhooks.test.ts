@@ -19,6 +19,7 @@ import {
   webhooksTest,
 } from '../../cli/webhooksCommands.js';
 import { checkWebhookUrl } from '../../lambdas/adapters/webhookAddressPolicy.js';
+import { deleteWebhookEndpoint } from '../../lambdas/api/routes/webhooks.js';
 import { DynamoWebhookStore } from '../../lambdas/store/webhookStore.js';
 import { WEBHOOK_QUEUE } from '../../lib/webhookLayout.js';
 import { createWebhookQueue } from '../../local/webhookEventSources.js';
@@ -394,6 +395,15 @@ describe('postdate webhooks', () => {
       });
     }
     expect((await queueDepth(sqsClient(), harness.queueUrl)).visible).toBe(0);
+  });
+
+  it("deletes through the route's own deleteWebhookEndpoint: another tenant's, a malformed or a gone id is not found", async () => {
+    const harness = await webhookHarness();
+    const endpoint = await subscribe(harness, 'http://127.0.0.1:9/hook', 'acme');
+    expect(await deleteWebhookEndpoint(harness.store, 'other', endpoint.id)).toBe('not-found');
+    expect(await deleteWebhookEndpoint(harness.store, 'acme', 'not an id')).toBe('not-found');
+    expect(await deleteWebhookEndpoint(harness.store, 'acme', endpoint.id)).toBe('deleted');
+    expect(await deleteWebhookEndpoint(harness.store, 'acme', endpoint.id)).toBe('not-found');
   });
 
   it('`test` without a webhook queue names the flag, and queues nothing', async () => {

@@ -107,8 +107,7 @@ export function webhookRouteHandlers(
 
     async deleteWebhook({ tenant, params }) {
       const id = params.id ?? '';
-      if (!isWebhookEndpointId(id)) return webhookNotFound();
-      if ((await deps.store.deleteEndpoint(tenant, id)) === 'not-found') return webhookNotFound();
+      if ((await deleteWebhookEndpoint(deps.store, tenant, id)) === 'not-found') return webhookNotFound();
       // Deliveries still queued find no endpoint and stop; their records expire with their TTL.
       return jsonResult(200, { id, deleted: true }, {}, { webhook_id: id });
     },
@@ -220,6 +219,18 @@ export async function findWebhookEndpoint(
   id: string,
 ): Promise<WebhookEndpoint | null> {
   return isWebhookEndpointId(id) ? store.getEndpoint(tenant, id) : null;
+}
+
+/**
+ * Deletes the tenant's endpoint of this id (`DELETE /v1/webhooks/{id}`); `not-found` for none,
+ * another tenant's, or no endpoint id at all. Shared by the api and the CLI (`postdate webhooks delete`).
+ */
+export async function deleteWebhookEndpoint(
+  store: WebhookStore,
+  tenant: string,
+  id: string,
+): Promise<'deleted' | 'not-found'> {
+  return isWebhookEndpointId(id) ? store.deleteEndpoint(tenant, id) : 'not-found';
 }
 
 export type CreateEndpointResult =
