@@ -209,6 +209,12 @@ export interface KillRecord {
   readonly ids?: readonly string[];
   readonly startedAtMs?: number;
   readonly functionName?: string;
+  /**
+   * A SIGKILL: the taps' sessions still open when it was dealt (by the tap's client port, and the
+   * relay in a run with several). The tap only ever sees a close late, so each of them was open at
+   * the kill, and its process died with it: its close is the kill's however late the tap saw it.
+   */
+  readonly openSessions?: readonly { readonly relay?: string; readonly clientPort: number }[];
 }
 
 export interface CheckInput {
@@ -317,7 +323,7 @@ export function isCopy(transaction: Pick<SmtpTransaction, 'outcome'>): boolean {
 /**
  * Whether `kill` cut `transaction` after its final dot, before its sender could know the answer:
  * the dot went before the kill; the connection died with the kill (closed at or after it, within
- * the slack);
+ * the slack, or later if the tap held it open when the kill was dealt);
  * if the client heard a reply, the kill came before it could have acted on it (`REPLY_ACT_MS`),
  * and if it heard none, it had sent nothing more (a client that gave up on its own is no victim of
  * the kill); a timeout kill cuts only the copies of its own invocation.
@@ -333,7 +339,9 @@ export function killCut(kill: KillRecord, transaction: SmtpTransaction): boolean
     return false;
   }
   const killBegan = kill.kind === 'function-timeout' ? kill.atMs - TERMINATE_MS : kill.atMs;
-  if (closed < killBegan || closed - kill.atMs > EXPLAIN_SLACK_MS) return false;
+  if (closed < killBegan || (closed - kill.atMs > EXPLAIN_SLACK_MS && !openAtKill(kill, transaction))) {
+    return false;
+  }
   const reply = transaction.reply;
   if (reply?.delivered) {
     if (kill.atMs > reply.atMs + REPLY_ACT_MS) return false;
@@ -345,6 +353,15 @@ export function killCut(kill: KillRecord, transaction: SmtpTransaction): boolean
     if (id === null || !kill.ids.includes(id)) return false;
   }
   return true;
+}
+
+/** The kill found the transaction's session open (the tap had not seen it close). */
+function openAtKill(kill: KillRecord, transaction: SmtpTransaction): boolean {
+  return (kill.openSessions ?? []).some(
+    (session) =>
+      session.clientPort === transaction.clientPort &&
+      (session.relay ?? null) === (transaction.relay ?? null),
+  );
 }
 
 /**

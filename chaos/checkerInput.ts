@@ -49,7 +49,17 @@ export function checkerInput(records: {
     ...transaction,
   }));
   const kills: KillRecord[] = [
-    ...records.dealtKills,
+    // A kill's open sessions of this relay's tap, named as its transactions are.
+    ...records.dealtKills.map(({ openSessions, ...kill }) =>
+      openSessions === undefined
+        ? kill
+        : {
+            ...kill,
+            openSessions: openSessions
+              .filter((session) => records.relay === undefined || session.relay === records.relay)
+              .map(({ clientPort }) => ({ ...relay, clientPort })),
+          },
+    ),
     ...records.timeoutKills.filter((kill) => /sender/.test(kill.functionName)).map(timeoutKillRecord),
   ].sort((a, b) => a.atMs - b.atMs);
   // The outage proxy's connection towards the tap is the tap's client: its port joins the two.

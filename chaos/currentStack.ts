@@ -28,10 +28,12 @@ export class CurrentStack {
   /**
    * @param senderEnv when given, the sender runs in its own process (`chaos/senderProcess.ts`) with
    *   the stack's function environment plus these variables, so that it can be SIGKILLed alone.
+   * @param openSessions the relays' taps' sessions open now, recorded with each SIGKILL (KillRecord).
    */
   constructor(
     private readonly env: () => Record<string, string>,
     private readonly senderEnv?: () => Record<string, string>,
+    private readonly openSessions: () => NonNullable<KillRecord['openSessions']> = () => [],
   ) {}
 
   /** Starts a stack process; a failed start (e.g. a handler mid-edit in a shared checkout) is tried again. */
@@ -97,7 +99,7 @@ export class CurrentStack {
     const stack = this.child;
     if (!sender || !stack || this.senderStarting) return false;
     this.sender = undefined;
-    this.kills.push({ kind: 'sender-sigkill', atMs: Date.now() });
+    this.kills.push({ kind: 'sender-sigkill', atMs: Date.now(), openSessions: this.openSessions() });
     const dying = sender.kill();
     this.senderStarting = (async () => {
       await dying;
@@ -128,7 +130,7 @@ export class CurrentStack {
     // One entry per stack kill, timed at its first signal: the sender (its own process or the
     // stack's) dies with that one.
     if (how === 'kill' && (sender || lateSender || child))
-      this.kills.push({ kind: 'stack-sigkill', atMs: Date.now() });
+      this.kills.push({ kind: 'stack-sigkill', atMs: Date.now(), openSessions: this.openSessions() });
     for (const process of [sender, lateSender]) {
       if (!process) continue;
       await process[how]();

@@ -198,6 +198,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
       ...smtpEnv(),
     }),
     senderKills > 0 ? () => ({ ...timingEnv, ...smtpEnv(), ...senderFaultEnv }) : undefined,
+    () =>
+      relays.flatMap((relay) =>
+        relay.tap.openClientPorts().map((clientPort) => ({ relay: relay.name, clientPort })),
+      ),
   );
 
   // The receiver draws from its own sequence, so the workload and the fault script stay what the

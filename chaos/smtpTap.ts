@@ -39,6 +39,8 @@ export interface SmtpTap {
   readonly port: number;
   /** Every transaction seen so far, in the order their MAIL FROM went through. */
   transactions(): readonly TapTransaction[];
+  /** The client ports of the transactions whose connection the tap has not seen close yet. */
+  openClientPorts(): number[];
   close(): Promise<void>;
 }
 
@@ -241,6 +243,15 @@ export async function startSmtpTap(options: {
     host: '127.0.0.1',
     port,
     transactions: () => all,
+    openClientPorts: () => [
+      ...new Set(
+        all.flatMap((transaction) =>
+          transaction.closedAtMs === null && transaction.clientPort !== undefined
+            ? [transaction.clientPort]
+            : [],
+        ),
+      ),
+    ],
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();

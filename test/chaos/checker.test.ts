@@ -546,6 +546,43 @@ describe('checkRun: a kill recorded a moment before the relay read the dot', () 
   });
 });
 
+describe('checkRun: a kill whose close the tap saw late, on a starved machine', () => {
+  // Seen in a 400-message run (seed 4901, 2026-12-04): the harness killed the sender at 1,000 on
+  // the DATA of another session; the tap read this session's dot at 1,066, passed on the relay's 250
+  // at 2,742 and saw the dead client's close at 3,353, past EXPLAIN_SLACK_MS. The message stayed
+  // `sending`, its lease ran out and it was sent again: the kill explains the first copy.
+  const lateClose = (openAtTheKill: readonly number[]) => ({
+    accepted: [accepted('A')],
+    views: { A: view('A', 'sent', ['ambiguous', 'sent']) },
+    transactions: [
+      tx('A', {
+        dotAt: 1_066,
+        mailFromAtMs: 734,
+        clientPort: 55_090,
+        reply: { code: 250, text: '250 OK: queued as test', atMs: 2_742, delivered: true },
+        clientCommandAfterDotAtMs: null,
+        closedAtMs: 1_000 + EXPLAIN_SLACK_MS + 1_353,
+      }),
+      tx('A', { dotAt: 240_000 }),
+    ],
+    kills: [
+      {
+        kind: 'sender-sigkill',
+        atMs: 1_000,
+        openSessions: openAtTheKill.map((clientPort) => ({ clientPort })),
+      },
+    ] satisfies KillRecord[],
+  });
+
+  it('explains the copy of a session the tap held open when the kill was dealt, however late it saw the close', () => {
+    expect(run(lateClose([55_090, 55_096])).counts).toMatchObject({ unexplainedDuplicates: 0 });
+  });
+
+  it('does not, for a session that was not open at the kill', () => {
+    expect(run(lateClose([55_096])).counts.unexplainedDuplicates).toBe(1);
+  });
+});
+
 describe('checkRun: the hold policy (DESIGN §5 the ambiguous case)', () => {
   const hold = { ...accepted('H'), onAmbiguous: 'hold' as const };
 
