@@ -581,6 +581,24 @@ describe('checkRun: a kill whose close the tap saw late, on a starved machine', 
   it('does not, for a session that was not open at the kill', () => {
     expect(run(lateClose([55_096])).counts.unexplainedDuplicates).toBe(1);
   });
+
+  it('does not, for a session open at the kill whose 250 the sender heard and could act on before it', () => {
+    // A second send after a heard 250 (the mutant `second-send-after-250`) stays unexplained, however
+    // late the tap sees the close of a session a later kill found open.
+    const heard = lateClose([55_090]);
+    const [first, second] = heard.transactions;
+    if (!first || !second || !first.reply) throw new Error('the fixture has two transactions and a reply');
+    const killAt = 1_100 + REPLY_ACT_MS + 500;
+    const input = {
+      ...heard,
+      transactions: [
+        { ...first, reply: { ...first.reply, atMs: 1_100 }, closedAtMs: killAt + EXPLAIN_SLACK_MS + 1_000 },
+        second,
+      ],
+      kills: [{ ...heard.kills[0], atMs: killAt }] as KillRecord[],
+    };
+    expect(run(input).counts.unexplainedDuplicates).toBe(1);
+  });
 });
 
 describe('checkRun: the hold policy (DESIGN §5 the ambiguous case)', () => {
