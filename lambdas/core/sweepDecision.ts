@@ -10,6 +10,11 @@
  * copy behind a backlog of length B gets about log2(B / grace) extra copies instead of one per run.
  * Any other writer that moves the record (a claim, an outcome, a retry) sets its own `due_at`,
  * which no longer equals `sweep_due_at`, so the count starts again for the next stall.
+ *
+ * The backoff rests on the copy being on the queue. When the queue is known to hold nothing from
+ * before some moment (`queueEmptiedAt`: a purge, or the local emulator, which keeps its queues in
+ * memory, restarted), a stamp made before it stands for a copy that is gone: it is void, and the
+ * message is re-dispatched at once (decision 0180).
  */
 import { isTerminal, MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
 import { isRefused, type RefusedRecord } from './recordLayout.js';
@@ -38,6 +43,8 @@ export interface SweptRecord {
   readonly due_at?: string;
   readonly sweep_count?: number;
   readonly sweep_due_at?: string;
+  /** When the sweeper last re-dispatched it (its stamp): a copy put on the queue then. */
+  readonly swept_at?: string;
   /** `tags.kind` decides whether an operator's pause holds the message. */
   readonly tags?: Readonly<Record<string, string>>;
   /** A `sending` record's lease: its own clock, since a claim leaves the `due` entry where it was. */
@@ -84,6 +91,11 @@ export interface SweepInput {
    * the senders hand every live copy back until one does.
    */
   readonly noRelay?: boolean;
+  /**
+   * The send queue holds no copy sent before this moment (a purge; the local emulator's start, whose
+   * queues are memory only). Absent: every copy sent is still there or delivered (SQS keeps them).
+   */
+  readonly queueEmptiedAt?: Date;
 }
 
 /** The pauses as a run found them when it could not read the gate item. */
@@ -114,11 +126,24 @@ export function sendersHold(
 }
 
 /**
+ * Whether the record's stamp stands for a copy the queue no longer holds: intact (no writer moved
+ * the record since) and made before the queue was emptied.
+ */
+export function stampIsVoid(record: SweptRecord, queueEmptiedAt: Date | undefined): boolean {
+  if (queueEmptiedAt === undefined || record.swept_at === undefined) return false;
+  if (record.due_at === undefined || record.sweep_due_at !== record.due_at) return false;
+  return Date.parse(record.swept_at) < queueEmptiedAt.getTime();
+}
+
+/**
  * - No record → skip (the index lags a transition).
  * - A record a newer writer made (core/recordLayout.ts) → skip, unstamped: it is no lost message but
  *   one this stack refuses, and waits for the upgrade; the sweeper counts it (`refusedGauge`), and
  *   after the upgrade the next run finds it overdue as it was and re-dispatches it at once.
  * - A terminal record, or one without `due_at` → skip (the index lags a transition).
+ * - A void stamp ({@link stampIsVoid}) → re-dispatch now, its count from one, whatever the lease or
+ *   the holds: the copy the senders (or a lease's owner) would hold is gone, and the new one takes its
+ *   place on the queue, where they hold it as they held the old.
  * - A live message while no relay takes mail, or whose `tags.kind` is paused (or everything, its
  *   kind not resumed since), or while the pauses could not be read → skip (`sendersHold`): the
  *   senders hold its copies; it is swept again once a relay takes mail or it is resumed. A test
@@ -134,20 +159,31 @@ export function decideSweep(input: SweepInput): SweepDecision {
   if (record === undefined) return { action: 'skip', reason: 'gone' };
   if (isRefused(record)) return { action: 'skip', reason: 'refused' };
   if (isTerminal(record.status) || record.due_at === undefined) return { action: 'skip', reason: 'terminal' };
+  if (stampIsVoid(record, input.queueEmptiedAt)) return redispatch(record, record.due_at, 1, input);
   const held = sendersHold(record, input);
   if (held !== undefined) return { action: 'skip', reason: held };
   const graceMs = Math.max(0, input.graceSeconds) * 1000;
   if (!(overdueSinceMs(record, record.due_at) < now.getTime() - graceMs))
     return { action: 'skip', reason: 'not-overdue' };
   const earlier = record.sweep_due_at === record.due_at ? (record.sweep_count ?? 0) : 0;
-  const sweepCount = earlier + 1;
+  return redispatch(record, record.due_at, earlier + 1, input);
+}
+
+/** Re-dispatch `sweepCount` of a stall: overdue again (by the grace) one interval from now. */
+function redispatch(
+  record: SweptRecord,
+  seenDueAt: string,
+  sweepCount: number,
+  input: Pick<SweepInput, 'now' | 'graceSeconds'>,
+): SweepDecision {
+  const graceMs = Math.max(0, input.graceSeconds) * 1000;
   return {
     action: 'redispatch',
     rev: record.rev,
     status: record.status,
-    seenDueAt: record.due_at,
+    seenDueAt,
     nextDueAt: new Date(
-      now.getTime() + sweepIntervalMs(sweepCount, input.graceSeconds) - graceMs,
+      input.now.getTime() + sweepIntervalMs(sweepCount, input.graceSeconds) - graceMs,
     ).toISOString(),
     sweepCount,
   };

@@ -1,5 +1,6 @@
 import type { Context } from 'aws-lambda';
 import { PostdateError } from '../core/postdateError.js';
+import { parseZonedTimestamp } from '../core/timestamps.js';
 import { type SweepDeps, type SweepReport, sweep } from './sweep.js';
 
 /**
@@ -29,6 +30,37 @@ export function isIncomplete(report: SweepReport): boolean {
   );
 }
 
+/** What one invocation may be told beyond the schedule's tick. */
+export interface SweepRun {
+  /** The send queue holds no copy sent before this (SweepDeps `queueEmptiedAt`, decision 0180). */
+  readonly queueEmptiedAt?: Date;
+}
+
+/** An invocation event the sweeper cannot act on: nothing was read or written. */
+export class SweepEventError extends PostdateError {
+  override readonly name = 'SweepEventError';
+}
+
+/**
+ * What an invocation event tells the run: the schedule's tick tells nothing; `{ "queueEmptiedAt":
+ * "<ISO 8601 time>" }` (an operator after purging the send queue; the local stack at its start) tells
+ * when the queue was emptied.
+ */
+export function sweepRunOf(event: unknown): SweepRun {
+  if (typeof event !== 'object' || event === null || !Object.hasOwn(event, 'queueEmptiedAt')) return {};
+  const value = (event as { queueEmptiedAt: unknown }).queueEmptiedAt;
+  const queueEmptiedAt = typeof value === 'string' ? parseZonedTimestamp(value) : null;
+  if (queueEmptiedAt === null) {
+    throw new SweepEventError(
+      'queueEmptiedAt: must be an ISO 8601 time with a zone, e.g. 2026-12-04T10:00:00Z',
+      {
+        class: 'permanent',
+      },
+    );
+  }
+  return { queueEmptiedAt };
+}
+
 /**
  * The sweeper's handler logic: one pass per invocation, logged and returned. It never throws for
  * a shard or a copy: it does all it can and reports the rest (the Lambda wrapper turns an
@@ -37,14 +69,20 @@ export function isIncomplete(report: SweepReport): boolean {
  */
 export function createSweeperHandler(
   deps: SweepDeps,
-): (context?: Pick<Context, 'getRemainingTimeInMillis'>) => Promise<SweepReport> {
+): (context?: Pick<Context, 'getRemainingTimeInMillis'>, run?: SweepRun) => Promise<SweepReport> {
   // What this environment learns of the DLQ's copies, kept from one run to the next (decision 0148).
   const wired = { ...deps, deadLetterRenewal: deps.deadLetterRenewal ?? {} };
-  return async function sweepOnce(context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SweepReport> {
-    const report = await sweep(
-      context === undefined ? wired : { ...wired, remainingMs: () => context.getRemainingTimeInMillis() },
-    );
+  return async function sweepOnce(
+    context?: Pick<Context, 'getRemainingTimeInMillis'>,
+    run: SweepRun = {},
+  ): Promise<SweepReport> {
+    const report = await sweep({
+      ...wired,
+      ...(context === undefined ? {} : { remainingMs: () => context.getRemainingTimeInMillis() }),
+      ...(run.queueEmptiedAt === undefined ? {} : { queueEmptiedAt: run.queueEmptiedAt }),
+    });
     const summary = {
+      ...(run.queueEmptiedAt === undefined ? {} : { queueEmptiedAt: run.queueEmptiedAt.toISOString() }),
       examined: report.examined,
       redispatched: report.redispatched,
       failed: report.failed,

@@ -14,11 +14,20 @@ import type { SweeperMetrics } from '../ports/SweeperMetrics.js';
 import { DynamoDueIndex } from '../store/dueIndex.js';
 import { DynamoSendingGate } from '../store/sendingGate.js';
 import { DynamoSweepRecords } from '../store/sweepRecords.js';
-import { createSweeperHandler, isIncomplete, SweepIncompleteError } from './createSweeperHandler.js';
+import {
+  createSweeperHandler,
+  isIncomplete,
+  SweepIncompleteError,
+  type SweepRun,
+  sweepRunOf,
+} from './createSweeperHandler.js';
 import type { SweepReport } from './sweep.js';
 
 /** The sweeper once wired: one pass over the due index, within the invocation's time when given its context. */
-export type SweepOnce = (context?: Pick<Context, 'getRemainingTimeInMillis'>) => Promise<SweepReport>;
+export type SweepOnce = (
+  context?: Pick<Context, 'getRemainingTimeInMillis'>,
+  run?: SweepRun,
+) => Promise<SweepReport>;
 
 /**
  * Wires the real clients from `env` (the entry does it once per cold start, from `process.env`); a
@@ -62,15 +71,17 @@ export function wireSweeper(
 
 /**
  * The sweeper Lambda, run by a schedule every few minutes. An incomplete pass (a shard unreadable,
- * copies refused) is thrown after doing all it could, so the invocation counts as an error.
+ * copies refused) is thrown after doing all it could, so the invocation counts as an error. Invoked
+ * with `{ "queueEmptiedAt": … }` after a purge of the send queue, it re-dispatches what it had stamped
+ * before then (decision 0180).
  */
 export const handler = lambdaEntry<unknown, SweepReport>({
   name: 'sweeper',
   metrics: true,
   wire: (env, tools) => {
     const sweepOnce = wireSweeper(env, tools.logger, tools);
-    return async function sweepOrThrow(_event: unknown, context?: Context): Promise<SweepReport> {
-      const report = await sweepOnce(context);
+    return async function sweepOrThrow(event: unknown, context?: Context): Promise<SweepReport> {
+      const report = await sweepOnce(context, sweepRunOf(event));
       if (isIncomplete(report)) throw new SweepIncompleteError(report);
       return report;
     };

@@ -11,6 +11,7 @@ import {
   pauseHoldsEverything,
   refusedGauge,
   type SendersHold,
+  sweepIntervalMs,
 } from '../core/sweepDecision.js';
 import { isLiveSide } from '../core/testSide.js';
 import type { DeadLetterCopies } from '../ports/DeadLetterCopies.js';
@@ -64,6 +65,12 @@ export interface SweepDeps {
   readonly gate?: SweeperGate;
   /** The send queue's DLQ, which each run tends (staleDeadLetters.ts); absent, it does not look. */
   readonly deadLetters?: DeadLetterCopies;
+  /**
+   * The send queue holds no copy sent before this (a purge; the local emulator's start): this run also
+   * reads the stamped entries the backoff put ahead and re-dispatches those stamped before it
+   * (core/sweepDecision.ts `stampIsVoid`, decision 0180). Given to one run, not to every run.
+   */
+  readonly queueEmptiedAt?: Date;
   /** What this environment remembers of the DLQ's copies between runs (createSweeperHandler.ts keeps one). */
   readonly deadLetterRenewal?: RenewalClock;
 }
@@ -315,8 +322,8 @@ async function sweepShards(deps: SweepDeps, tally: PageTally, gate: GateFound): 
   const maxPerShard = deps.maxPerShard ?? maxReadsPerShard;
   const pageSize = deps.pageSize ?? 100;
   const sleep = deps.sleep ?? ((milliseconds: number) => wait(milliseconds));
-  const before = new Date(deps.now().getTime() - deps.graceSeconds * 1000).toISOString();
-  const holds = { pause: gate.pause, noRelay: gate.noRelay };
+  const before = readUntil(deps).toISOString();
+  const holds = { pause: gate.pause, noRelay: gate.noRelay, queueEmptiedAt: deps.queueEmptiedAt };
   const first = firstShardOfRun(deps.now(), shards);
   const line: ShardTurn[] = Array.from({ length: shards }, (_, i) => ({
     shard: (first + i) % shards,
@@ -374,12 +381,28 @@ async function sweepShards(deps: SweepDeps, tally: PageTally, gate: GateFound): 
   };
 }
 
+/**
+ * The end of the window a run reads: entries overdue by the grace — and, told the queue was emptied,
+ * every stamp made before that too, which lies at most one backoff interval past it.
+ */
+function readUntil(deps: SweepDeps): Date {
+  const overdue = deps.now().getTime() - deps.graceSeconds * 1000;
+  if (deps.queueEmptiedAt === undefined) return new Date(overdue);
+  const lastStamped =
+    deps.queueEmptiedAt.getTime() + sweepIntervalMs(Number.MAX_SAFE_INTEGER, deps.graceSeconds);
+  return new Date(Math.max(overdue, lastStamped));
+}
+
 /** Sweeps one page of entries; returns how many it meant to re-dispatch (refused copies included). */
 async function sweepPage(
   deps: SweepDeps,
   entries: readonly DueEntry[],
   tally: PageTally,
-  holds: { readonly pause: PauseState | typeof PAUSE_UNREAD | undefined; readonly noRelay: boolean },
+  holds: {
+    readonly pause: PauseState | typeof PAUSE_UNREAD | undefined;
+    readonly noRelay: boolean;
+    readonly queueEmptiedAt: Date | undefined;
+  },
 ): Promise<number> {
   const live = entries.filter((entry) => !isTerminal(entry.status));
   tally.skipped += entries.length - live.length;
@@ -399,6 +422,7 @@ async function sweepPage(
       graceSeconds: deps.graceSeconds,
       noRelay: holds.noRelay,
       ...(holds.pause === undefined ? {} : { pause: holds.pause }),
+      ...(holds.queueEmptiedAt === undefined ? {} : { queueEmptiedAt: holds.queueEmptiedAt }),
     });
     if (decision.action === 'skip' || record === undefined) {
       tally.skipped++;

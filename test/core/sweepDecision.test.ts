@@ -106,6 +106,104 @@ describe('a stall that goes on', () => {
   });
 });
 
+describe('a stamp whose copy the send queue lost (a purge, the local emulator restarted: queueEmptiedAt)', () => {
+  // A stamp moves `due_at` ahead (the backoff) because a copy waits on the queue; once the queue held
+  // nothing from before `queueEmptiedAt`, a stamp made before it stands for a copy that is gone.
+  const live = fc.constantFrom(...MESSAGE_STATUSES.filter((status) => !isTerminal(status)));
+  const stamp = fc.record({
+    status: live,
+    count: fc.integer({ min: 1, max: 30 }),
+    sweptAgo: fc.integer({ min: 1, max: 7200 }),
+    dueIn: fc.integer({ min: -7200, max: 3600 }),
+    leaseIn: fc.option(fc.integer({ min: -600, max: 600 }), { nil: undefined }),
+    emptiedAgo: fc.integer({ min: 0, max: 7200 }),
+    grace: fc.integer({ min: 1, max: 900 }),
+    noRelay: fc.boolean(),
+    pause: fc.constantFrom<PauseState | typeof PAUSE_UNREAD | undefined>(undefined, PAUSE_UNREAD, {
+      version: 1,
+      kinds: {},
+      all: { reason: 'r', at: NOW.toISOString(), except: [] },
+    }),
+  });
+  const stamped = (s: {
+    status: SweptRecord['status'];
+    count: number;
+    sweptAgo: number;
+    dueIn: number;
+    leaseIn: number | undefined;
+  }) =>
+    record({
+      status: s.status,
+      due_at: ago(-s.dueIn),
+      sweep_due_at: ago(-s.dueIn),
+      sweep_count: s.count,
+      swept_at: ago(s.sweptAgo),
+      ...(s.leaseIn === undefined ? {} : { lease_until: ago(-s.leaseIn) }),
+    });
+
+  it('is void: the message is re-dispatched now, its count from one, whatever its lease or the holds (the copy they would hold is gone)', () => {
+    fc.assert(
+      fc.property(stamp, (s) => {
+        fc.pre(s.sweptAgo > s.emptiedAgo);
+        const decision = decideSweep({
+          record: stamped(s),
+          now: NOW,
+          graceSeconds: s.grace,
+          noRelay: s.noRelay,
+          ...(s.pause === undefined ? {} : { pause: s.pause }),
+          queueEmptiedAt: new Date(NOW.getTime() - s.emptiedAgo * 1000),
+        });
+        expect(decision).toEqual({
+          action: 'redispatch',
+          rev: 3,
+          status: s.status,
+          seenDueAt: ago(-s.dueIn),
+          nextDueAt: new Date(NOW.getTime() + sweepIntervalMs(1, s.grace) - s.grace * 1000).toISOString(),
+          sweepCount: 1,
+        });
+      }),
+    );
+  });
+
+  it('changes nothing otherwise: a stamp made after the queue was emptied, a record moved on since its stamp, or no emptying known (AWS)', () => {
+    fc.assert(
+      fc.property(stamp, fc.boolean(), (s, movedOn) => {
+        const base = stamped(s);
+        const seen = movedOn ? { ...base, sweep_due_at: ago(9999) } : base;
+        fc.pre(movedOn || s.sweptAgo <= s.emptiedAgo);
+        const input = {
+          record: seen,
+          now: NOW,
+          graceSeconds: s.grace,
+          noRelay: s.noRelay,
+          ...(s.pause === undefined ? {} : { pause: s.pause }),
+        };
+        const queueEmptiedAt = new Date(NOW.getTime() - s.emptiedAgo * 1000);
+        expect(decideSweep({ ...input, queueEmptiedAt })).toEqual(decideSweep(input));
+      }),
+    );
+  });
+
+  it('never revives what is terminal, gone or refused', () => {
+    const queueEmptiedAt = NOW;
+    for (const status of MESSAGE_STATUSES.filter(isTerminal)) {
+      const done = record({
+        status,
+        due_at: ago(-60),
+        sweep_due_at: ago(-60),
+        sweep_count: 2,
+        swept_at: ago(60),
+      });
+      expect(decideSweep({ record: done, now: NOW, graceSeconds: GRACE, queueEmptiedAt }).action).toBe(
+        'skip',
+      );
+    }
+    expect(decideSweep({ record: undefined, now: NOW, graceSeconds: GRACE, queueEmptiedAt }).action).toBe(
+      'skip',
+    );
+  });
+});
+
 describe('a message an operator paused', () => {
   const kinds = fc.constantFrom('digest', 'invoice', 'campaign');
   const pauseState = fc.record({

@@ -51,12 +51,17 @@ async function setUp() {
     queue,
     outbox: new OutboxWriter(tableName),
     /** Runs the sweeper every `step` seconds over [from, to]; the second (from t0) of each copy. */
-    async runEvery(step: number, fromSecond: number, toSecond: number): Promise<number[]> {
+    async runEvery(
+      step: number,
+      fromSecond: number,
+      toSecond: number,
+      run: Parameters<typeof sweepOnce>[1] = {},
+    ): Promise<number[]> {
       const at: number[] = [];
       for (let second = fromSecond; second <= toSecond; second += step) {
         clock = seconds(t0, second);
         const before = queue.copies.length;
-        await sweepOnce();
+        await sweepOnce(undefined, run);
         for (let i = before; i < queue.copies.length; i++) at.push(second);
       }
       return at;
@@ -90,6 +95,28 @@ describe('the sweeper and a backlog', () => {
     const waits = copiesAt.slice(1).map((second, i) => second - (copiesAt[i] as number));
     for (let i = 1; i < waits.length; i++) expect(waits[i]).toBeGreaterThanOrEqual(waits[i - 1] as number);
     expect(waits[0]).toBeGreaterThanOrEqual(2 * GRACE - RUN_EVERY);
+  }, 90_000);
+
+  it('replaces at once the copy of a backed-off stall when told the queue was emptied since its stamp (a purge, the local emulator restarted), then backs off from one again', async () => {
+    const t = await setUp();
+    const stalled = await t.outbox.put(stalledMessage({ sendAt: t.t0, createdAt: t.t0 }));
+    const copiesBefore = await t.runEvery(RUN_EVERY, 0, 2400);
+    expect(copiesBefore.length).toBeGreaterThanOrEqual(3);
+    const backedOff = await t.record(stalled.id);
+    // Its next re-dispatch is far off (the backoff): what a restart of the local stack left it.
+    expect(Date.parse(backedOff?.due_at) - seconds(t.t0, 2500).getTime()).toBeGreaterThan(GRACE * 1000);
+
+    // The queue is emptied at 2490.
+    const queueEmptiedAt = seconds(t.t0, 2490);
+    const rescued = await t.runEvery(1, 2500, 2500, { queueEmptiedAt });
+    expect(rescued).toEqual([2500]);
+    expect(t.queue.copies.at(-1)?.payload).toEqual({ id: stalled.id, rev: 1 });
+    expect(await t.record(stalled.id)).toMatchObject({ sweep_count: 1, status: 'scheduled', rev: 1 });
+
+    // Then the ordinary runs: the next copy one doubled grace later, as after a first re-dispatch.
+    const after = await t.runEvery(RUN_EVERY, 2500 + RUN_EVERY, 2500 + 2 * GRACE + RUN_EVERY);
+    expect(after).toHaveLength(1);
+    expect(after[0]).toBeGreaterThanOrEqual(2500 + 2 * GRACE);
   }, 90_000);
 
   it('never changes the status or the rev: only the place in the due index and its own stamp', async () => {

@@ -6,7 +6,11 @@ import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { shardOf } from '../../lambdas/store/messageRecord.js';
 import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
 import { INDEX_SHARDS } from '../../lambdas/store/tableLayout.js';
-import { createSweeperHandler, isIncomplete } from '../../lambdas/sweeper/createSweeperHandler.js';
+import {
+  createSweeperHandler,
+  isIncomplete,
+  sweepRunOf,
+} from '../../lambdas/sweeper/createSweeperHandler.js';
 import type { SweepDeps } from '../../lambdas/sweeper/sweep.js';
 import type { SchedulerEmulator } from '../../local/scheduler/startSchedulerEmulator.js';
 import { OutboxWriter, stateRecord } from '../relay/records.js';
@@ -210,5 +214,21 @@ describe('the sweeper', () => {
       { shard: 0, error: 'ResourceNotFoundException' },
       { shard: 1, error: 'ResourceNotFoundException' },
     ]);
+  });
+});
+
+describe("the sweeper's invocation event", () => {
+  it("is the schedule's tick, or says when the send queue was emptied (an operator after a purge, the local stack at its start)", () => {
+    expect(sweepRunOf({ 'detail-type': 'Scheduled Event', source: 'aws.events', detail: {} })).toEqual({});
+    expect(sweepRunOf(undefined)).toEqual({});
+    expect(sweepRunOf({ queueEmptiedAt: '2026-12-04T10:00:00.000Z' })).toEqual({
+      queueEmptiedAt: new Date('2026-12-04T10:00:00.000Z'),
+    });
+  });
+
+  it('refuses a queueEmptiedAt that is not an ISO 8601 time, naming the field, before it reads anything', () => {
+    for (const queueEmptiedAt of ['yesterday', 1733306400000, '', null]) {
+      expect(() => sweepRunOf({ queueEmptiedAt })).toThrow(/queueEmptiedAt.*ISO 8601/);
+    }
   });
 });
