@@ -137,6 +137,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     // failure (no java) is not reported as an unhandled rejection meanwhile.
     dynamodbStarting.catch(() => undefined);
     dynamodbUnlisted = dynamodbStarting;
+    // The emulator keeps its queues in memory: no copy sent before this is on them (decision 0180).
+    const queueEmptiedAt = new Date();
     const sqs = await startLocalSqs({ port: ports.sqs, host: HOST });
     started.push({ name: 'the SQS emulator', stop: () => sqs.stop() });
     progress('SQS emulator', sqs.endpoint);
@@ -274,7 +276,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     started.push(...eventSources.started);
 
     const sweeper = built.sweeper ? sandboxes.sweeper : undefined;
-    const sweep = periodicSweep(sweeper, log, (kill) => reportKill({ ...kill, functionName: 'sweeper' }));
+    const sweep = periodicSweep(sweeper, log, (kill) => reportKill({ ...kill, functionName: 'sweeper' }), {
+      queueEmptiedAt,
+    });
     if (sweeper) {
       await sweep.runOnce();
       sweep.start(options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS);

@@ -16,20 +16,29 @@ export interface PeriodicSweep {
 /**
  * The sweeper at start and on a timer, in its sandbox, as the deployed schedule invokes it; a run
  * never overlaps the previous one. Without a sweeper every run is a no-op.
+ *
+ * `queueEmptiedAt`: the SQS emulator keeps its queues in memory, so a stack started on a kept data
+ * dir has lost every copy sent before; the runs say so, as an operator would after a purge, until
+ * one completes (the sweeper re-dispatches what it had stamped before: decision 0180).
  */
 export function periodicSweep(
-  sweeper: FunctionSandboxes | undefined,
+  sweeper: Pick<FunctionSandboxes, 'name' | 'invoke'> | undefined,
   log: (line: string) => void,
   onTimeout: (kill: FunctionTimeout) => void,
+  options: { readonly queueEmptiedAt?: Date } = {},
 ): PeriodicSweep {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
+  let emptied = options.queueEmptiedAt;
   const runOnce = async (): Promise<void> => {
     if (!sweeper) return;
     if (running) return running;
     running = (async () => {
       try {
-        const outcome = await sweeper.invoke(0, scheduledEvent());
+        const told = emptied;
+        const event = told === undefined ? scheduledEvent() : { queueEmptiedAt: told.toISOString() };
+        const outcome = await sweeper.invoke(0, event);
+        if (outcome.kind === 'returned') emptied = undefined;
         if (outcome.kind === 'threw') {
           log(`sweeper: ${outcome.error.name}: ${outcome.error.message}`);
         } else if (outcome.kind === 'timedOut') {
