@@ -627,7 +627,7 @@ export interface components {
       /** @enum {string|null} */
       on_ambiguous?: 'retry' | 'hold' | null;
       /**
-       * @description Small labels for listing and metrics.
+       * @description Small labels for listing and metrics. Neither a key nor a value may be `__proto__` (`tags.kind` keys a pause).
        * @example {
        *       "kind": "campaign-approved"
        *     }
@@ -767,7 +767,7 @@ export interface components {
       /** @enum {string|null} */
       on_ambiguous?: 'retry' | 'hold' | null;
       /**
-       * @description Small labels for listing and metrics.
+       * @description Small labels for listing and metrics. Neither a key nor a value may be `__proto__` (`tags.kind` keys a pause).
        * @example {
        *       "kind": "campaign-approved"
        *     }
@@ -1022,7 +1022,7 @@ export interface components {
       /** @enum {string|null} */
       on_ambiguous?: 'retry' | 'hold' | null;
       /**
-       * @description Small labels for listing and metrics.
+       * @description Small labels for listing and metrics. Neither a key nor a value may be `__proto__` (`tags.kind` keys a pause).
        * @example {
        *       "kind": "campaign-approved"
        *     }
@@ -1121,7 +1121,7 @@ export interface components {
       /** @enum {string|null} */
       on_ambiguous?: 'retry' | 'hold' | null;
       /**
-       * @description Small labels for listing and metrics.
+       * @description Small labels for listing and metrics. Neither a key nor a value may be `__proto__` (`tags.kind` keys a pause).
        * @example {
        *       "kind": "campaign-approved"
        *     }

@@ -260,7 +260,8 @@ const Tags = stringMap({
   keyLength: LIMITS.maxTagKeyLength,
   valueProblem: tagValueProblem,
 }).meta({
-  description: 'Small labels for listing and metrics.',
+  description:
+    'Small labels for listing and metrics. Neither a key nor a value may be `__proto__` (`tags.kind` keys a pause).',
   example: { kind: 'campaign-approved' },
   maxProperties: LIMITS.maxTags,
   propertyNames: { minLength: 1, maxLength: LIMITS.maxTagKeyLength, pattern: NO_CONTROL_PATTERN },

@@ -89,6 +89,15 @@ describe('the enqueue request schema of the document', () => {
     expect(description).toContain('2048 bytes');
   });
 
+  it('says on tags that neither a tag key nor a tag value may be __proto__ (tags.kind keys a pause)', () => {
+    const protoValue = validBody({ tags: { kind: '__proto__' } });
+    expect(EnqueueBodySchema.safeParse(protoValue).success).toBe(false);
+    const tags = document.components.schemas.InlineEnqueueRequest as {
+      properties: Record<string, { description?: string }>;
+    };
+    expect(tags.properties.tags?.description).toContain('Neither a key nor a value may be `__proto__`');
+  });
+
   it('has the group key rules on the PUT /v1/groups/{key} path parameter', () => {
     const parameter = document.paths['/v1/groups/{key}']?.put?.parameters?.find((p) => p.name === 'key');
     const keyAccepts = ajv.compile(parameter?.schema ?? {});
