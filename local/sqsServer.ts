@@ -1,5 +1,6 @@
-import type { Server } from 'node:http';
-import { createSqsServer } from 'local-aws-sqs';
+import { createServer } from 'node:http';
+import { createRequestHandler } from 'local-aws-sqs';
+import { PortInUseError } from './localEnv.js';
 
 export interface LocalSqs {
   readonly endpoint: string;
@@ -7,20 +8,39 @@ export interface LocalSqs {
   stop(): Promise<void>;
 }
 
-/** Starts the in-process SQS emulator (`local-aws-sqs`, patched at install, see patches/). */
+/**
+ * Starts the in-process SQS emulator (`local-aws-sqs`, patched at install, see patches/).
+ * Its own `createSqsServer` listens without an error handler, so a port taken between the choice
+ * and the listen crashed `npm start`; the server is made here and such a port is a PortInUseError,
+ * which `npm start` starts again on when it chose the port (`takenMeanwhile`), or ends with.
+ * @throws PortInUseError when the port is taken.
+ */
 export async function startLocalSqs(options: { port: number; host?: string }): Promise<LocalSqs> {
   const host = options.host ?? '127.0.0.1';
-  const server: Server = await createSqsServer({
+  const { service, requestHandler } = createRequestHandler({
     port: options.port,
     hostname: host,
     emulateQueueCreationLifecycle: false,
   });
+  const server = createServer(requestHandler);
+  const port = await new Promise<number>((resolve, reject) => {
+    const refuse = (error: NodeJS.ErrnoException) =>
+      reject(error.code === 'EADDRINUSE' ? new PortInUseError('sqs', options.port) : error);
+    server.once('error', refuse);
+    server.listen(options.port, host, () => {
+      server.off('error', refuse);
+      const address = server.address();
+      resolve(typeof address === 'object' && address ? address.port : options.port);
+    });
+  });
+  // The emulator writes its port into the queue URLs it answers with.
+  service.PORT = port;
   return {
-    endpoint: `http://${host}:${options.port}`,
-    port: options.port,
+    endpoint: `http://${host}:${port}`,
+    port,
     stop: () =>
       new Promise<void>((resolve) => {
-        server.closeAllConnections?.();
+        server.closeAllConnections();
         server.close(() => resolve());
       }),
   };

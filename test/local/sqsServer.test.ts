@@ -1,3 +1,4 @@
+import { createServer } from 'node:net';
 import {
   ChangeMessageVisibilityCommand,
   DeleteMessageBatchCommand,
@@ -11,6 +12,8 @@ import {
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
+import { ANY_FREE_PORTS, PortInUseError, takenMeanwhile } from '../../local/localEnv.js';
+import { startLocalSqs } from '../../local/sqsServer.js';
 import { freshQueues, sqsClient } from '../support/awsLocal.js';
 
 /**
@@ -212,5 +215,29 @@ describe('the SQS emulator (local-aws-sqs 2.0.2 with patches/local-aws-sqs+2.0.2
       SourceArn: arns.sendDeadLetter,
       ApproximateNumberOfMessagesMoved: 1,
     });
+  });
+});
+
+describe('starting the SQS emulator on a port another program took after it was chosen', () => {
+  it('rejects with the one line of a taken port, which npm start starts again on when it chose the port', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve()));
+    const address = blocker.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    try {
+      const error = await startLocalSqs({ port, host: '127.0.0.1' }).then(
+        (sqs) => sqs.stop().then(() => new Error(`the SQS emulator started on ${port}, which is taken`)),
+        (refused: unknown) => refused,
+      );
+      expect(error).toBeInstanceOf(PortInUseError);
+      expect((error as Error).message).toBe(
+        `port ${port} (the SQS emulator) is already in use: stop what holds it, or set POSTDATE_SQS_PORT to another port (0 picks any free port)`,
+      );
+      // local/start.ts: a port it chose (POSTDATE_SQS_PORT=0) is tried again; a fixed one ends the start.
+      expect(takenMeanwhile(error, ANY_FREE_PORTS)).toBe(port);
+      expect(takenMeanwhile(error, { ...ANY_FREE_PORTS, sqs: port })).toBeUndefined();
+    } finally {
+      await new Promise<void>((resolve) => blocker.close(() => resolve()));
+    }
   });
 });
