@@ -15,11 +15,11 @@ import {
   endpointView,
   findWebhookEndpoint,
   newWebhookSecret,
+  retryDelivery,
   sendTestEvent,
   type WebhookRouteDependencies,
 } from '../lambdas/api/routes/webhooks.js';
 import type { FieldError } from '../lambdas/core/problem.js';
-import { mayRetryDelivery } from '../lambdas/core/webhookOperator.js';
 import {
   isWebhookDeliveryId,
   isWebhookDeliveryStatus,
@@ -27,7 +27,7 @@ import {
   WEBHOOK_SECRET_OVERLAP_MS,
 } from '../lambdas/core/webhooks.js';
 import type { WebhookDelivery, WebhookQueue, WebhookStore } from '../lambdas/ports/Webhooks.js';
-import { DynamoWebhookStore, deliveryExpiresAt } from '../lambdas/store/webhookStore.js';
+import { DynamoWebhookStore } from '../lambdas/store/webhookStore.js';
 import { CliError, EXIT, UsageError } from './cliErrors.js';
 import { type CommandAction, type CommandContext, pageSize } from './commandAction.js';
 import { type Output, printFields, printTable } from './output.js';
@@ -135,46 +135,25 @@ export async function webhooksDeliveries(
   if (next !== null) out.line(`more: --after ${next} (or --all)`);
 }
 
-/** As `POST /v1/webhooks/{id}/deliveries/{delivery}/retry`: the copy first, then the conditional write. */
+/** As `POST /v1/webhooks/{id}/deliveries/{delivery}/retry`, by the route's own steps (retryDelivery). */
 export async function webhooksRetry(
   deps: WebhooksDeps,
   options: { readonly tenant: string; readonly endpoint: string; readonly delivery: string },
   out: Output,
 ): Promise<void> {
   const queue = requireQueue(deps);
-  const endpoint = await deps.store.getEndpoint(options.tenant, options.endpoint);
-  const current = endpoint ? await deps.store.getDelivery(endpoint.id, options.delivery) : null;
-  if (!endpoint || !current || current.tenant !== options.tenant) {
+  const retried = await retryDelivery({ ...deps, queue }, options.tenant, options.endpoint, options.delivery);
+  if (retried.kind === 'not-found')
     throw new CliError(`no delivery ${options.delivery} of endpoint ${options.endpoint}`, EXIT.failed);
-  }
-  const now = deps.now();
-  if (!mayRetryDelivery(current, now))
+  if (retried.kind === 'conflict')
     throw new CliError(
-      `the delivery is ${current.status}; only a failed one, or a pending one long overdue, can be retried`,
+      `the delivery is ${retried.current.status}; only a failed one, or a pending one long overdue, can be retried`,
       EXIT.failed,
     );
-  const copy = {
-    v: 1,
-    endpoint: endpoint.id,
-    delivery: current.id,
-    rev: current.rev + 1,
-    seq: current.attempts,
-    // Queued before its write: the delivery function waits for the write a bounded time.
-    issued_at: now.getTime(),
-  } as const;
-  const sent = await queue.send([{ copy, delaySeconds: 0 }]);
-  if (sent.failed.length > 0) throw sent.error ?? new Error('the webhook queue refused the copy');
-  const result = await deps.store.retryDelivery({
-    endpointId: endpoint.id,
-    deliveryId: current.id,
-    seen: { rev: current.rev, attempts: current.attempts },
-    now: now.toISOString(),
-    expiresAt: deliveryExpiresAt(now, deps.retryHours, deps.retentionDays),
-  });
-  if (result.kind !== 'updated')
-    throw new CliError(`the delivery could not be retried (${result.kind})`, EXIT.failed);
-  if (out.json) return out.data({ id: current.id, status: result.delivery.status });
-  out.line(`${current.id}: pending again (rev ${result.delivery.rev})`);
+  if (retried.kind === 'queue-refused') throw retried.error;
+  const { delivery } = retried;
+  if (out.json) return out.data({ id: delivery.id, status: delivery.status });
+  out.line(`${delivery.id}: pending again (rev ${delivery.rev})`);
 }
 
 /** As `POST /v1/webhooks/{id}/rotate-secret`: prints the new secret (the only time it is shown). */

@@ -4,7 +4,7 @@
  * the rotation of a secret. An endpoint is found only under the
  * caller's tenant, so another tenant's id answers 404. A signing secret is in the answer to the POST
  * that creates or rotates it and never again (nor in any log line). The steps the CLI shares
- * (`postdate webhooks create | show | test`) are exported below the handlers.
+ * (`postdate webhooks create | show | test | retry`) are exported below the handlers.
  */
 import { randomBytes } from 'node:crypto';
 import type { SQSClient } from '@aws-sdk/client-sqs';
@@ -176,32 +176,17 @@ export function webhookRouteHandlers(
     },
 
     async retryWebhookDelivery({ tenant, params }) {
-      const endpoint = await findEndpoint(tenant, params.id);
-      const deliveryId = params.delivery ?? '';
-      if (!endpoint || !isWebhookDeliveryId(deliveryId)) return deliveryNotFound();
-      const current = await deps.store.getDelivery(endpoint.id, deliveryId);
-      if (!current || current.tenant !== tenant) return deliveryNotFound();
-      const now = deps.now();
-      if (!mayRetryDelivery(current, now)) return deliveryConflict(current);
-      // The copy goes first, for the revision the retry is about to write: a copy that arrives before
-      // the write is put back until it lands, and one whose write never lands is dropped as stale
-      // after a bounded wait (decideCopyAhead). A queue failure changes nothing.
-      if (!(await sendCopy(deps.queue, { ...current, rev: current.rev + 1 }, now)))
-        return queueUnavailable(`The delivery was not retried; it is still ${current.status}.`);
-      const result = await deps.store.retryDelivery({
-        endpointId: endpoint.id,
-        deliveryId,
-        seen: { rev: current.rev, attempts: current.attempts },
-        now: now.toISOString(),
-        expiresAt: deliveryExpiresAt(now, deps.retryHours, deps.retentionDays),
-      });
-      if (result.kind === 'not-found') return deliveryNotFound();
-      if (result.kind === 'conflict') return deliveryConflict(result.current);
+      const retried = await retryDelivery(deps, tenant, params.id ?? '', params.delivery ?? '');
+      if (retried.kind === 'not-found') return deliveryNotFound();
+      if (retried.kind === 'conflict') return deliveryConflict(retried.current);
+      if (retried.kind === 'queue-refused')
+        return queueUnavailable(`The delivery was not retried; it is still ${retried.current.status}.`);
+      const { delivery } = retried;
       return jsonResult(
         202,
-        deliveryView(result.delivery),
+        deliveryView(delivery),
         {},
-        { webhook_id: endpoint.id, delivery_id: deliveryId },
+        { webhook_id: delivery.endpointId, delivery_id: delivery.id },
       );
     },
   };
@@ -302,13 +287,61 @@ export async function sendTestEvent(
     retryHours: deps.retryHours,
     retentionDays: deps.retentionDays,
   });
-  if (!(await sendCopy(deps.queue, delivery, now))) return { kind: 'queue-refused' };
+  if (await sendCopy(deps.queue, delivery, now)) return { kind: 'queue-refused' };
   await deps.store.putDelivery(delivery);
   return { kind: 'queued', delivery };
 }
 
-/** Queues the copy for a write still to come (`issued_at`); false when the queue refused it. */
-async function sendCopy(queue: WebhookQueue, delivery: WebhookDelivery, now: Date): Promise<boolean> {
+export type RetryDeliveryResult =
+  | { readonly kind: 'retried'; readonly delivery: WebhookDelivery }
+  | { readonly kind: 'not-found' }
+  /** Not to be retried (mayRetryDelivery), or changed meanwhile: `current` is how it is. */
+  | { readonly kind: 'conflict'; readonly current: WebhookDelivery }
+  /** The webhook queue refused the copy (`error`, its cause): nothing changed. */
+  | { readonly kind: 'queue-refused'; readonly current: WebhookDelivery; readonly error: unknown };
+
+/**
+ * The manual retry of the tenant's delivery `deliveryId` of endpoint `endpointId` (DESIGN §11): the
+ * copy goes first, for the revision the retry is about to write: a copy that arrives before the write
+ * is put back until it lands, and one whose write never lands is dropped as stale after a bounded
+ * wait (decideCopyAhead). A queue failure changes nothing. Shared by the api
+ * (`POST /v1/webhooks/{id}/deliveries/{delivery}/retry`) and the CLI (`postdate webhooks retry`).
+ */
+export async function retryDelivery(
+  deps: Pick<WebhookRouteDependencies, 'store' | 'queue' | 'now' | 'retryHours' | 'retentionDays'>,
+  tenant: string,
+  endpointId: string,
+  deliveryId: string,
+): Promise<RetryDeliveryResult> {
+  const endpoint = await findWebhookEndpoint(deps.store, tenant, endpointId);
+  if (!endpoint || !isWebhookDeliveryId(deliveryId)) return { kind: 'not-found' };
+  const current = await deps.store.getDelivery(endpoint.id, deliveryId);
+  if (!current || current.tenant !== tenant) return { kind: 'not-found' };
+  const now = deps.now();
+  if (!mayRetryDelivery(current, now)) return { kind: 'conflict', current };
+  const refused = await sendCopy(deps.queue, { ...current, rev: current.rev + 1 }, now);
+  if (refused) return { kind: 'queue-refused', current, error: refused.error };
+  const result = await deps.store.retryDelivery({
+    endpointId: endpoint.id,
+    deliveryId,
+    seen: { rev: current.rev, attempts: current.attempts },
+    now: now.toISOString(),
+    expiresAt: deliveryExpiresAt(now, deps.retryHours, deps.retentionDays),
+  });
+  if (result.kind === 'not-found') return { kind: 'not-found' };
+  if (result.kind === 'conflict') return { kind: 'conflict', current: result.current };
+  return { kind: 'retried', delivery: result.delivery };
+}
+
+/**
+ * Queues the copy of `delivery` for a write still to come (`issued_at`: the delivery function waits
+ * for the write a bounded time); the queue's refusal, or undefined when it took the copy.
+ */
+async function sendCopy(
+  queue: WebhookQueue,
+  delivery: WebhookDelivery,
+  now: Date,
+): Promise<{ readonly error: unknown } | undefined> {
   const copy = {
     v: 1,
     endpoint: delivery.endpointId,
@@ -317,8 +350,10 @@ async function sendCopy(queue: WebhookQueue, delivery: WebhookDelivery, now: Dat
     seq: delivery.attempts,
     issued_at: now.getTime(),
   } as const;
-  const { failed } = await queue.send([{ copy, delaySeconds: 0 }]);
-  return failed.length === 0;
+  const { failed, error } = await queue.send([{ copy, delaySeconds: 0 }]);
+  return failed.length === 0
+    ? undefined
+    : { error: error ?? new Error('the webhook queue refused the copy') };
 }
 
 function queueUnavailable(detail: string): Outcome {
