@@ -71,7 +71,10 @@ const BREAKER_ENTRIES = 1_000;
 export interface EndpointBreakers {
   /** POST a copy for `endpointId` now, defer it, or end its delivery (admitWebhookCopy). */
   admit(endpointId: string, now: Date, windowEndMs: number): CopyAdmission;
-  /** A POST to `endpointId` ended: its breaker after it (undefined: closed). */
+  /**
+   * A POST to `endpointId` ended: the breaker it opened or lengthened, if it did (undefined: it closed
+   * the breaker or left it as it was, e.g. a POST already in flight when the breaker opened).
+   */
   settle(
     endpointId: string,
     attempt: { result: AttemptResult; durationMs: number },
@@ -96,7 +99,9 @@ export function endpointBreakers(random: () => number): EndpointBreakers {
       return admission;
     },
     settle(endpointId, attempt, now) {
-      const breaker = breakerAfterAttempt(open.get(endpointId), attempt, now.getTime(), random);
+      const before = open.get(endpointId);
+      const breaker = breakerAfterAttempt(before, attempt, now.getTime(), random);
+      if (breaker === before) return undefined;
       keep(endpointId, breaker);
       return breaker;
     },
@@ -203,6 +208,7 @@ export async function deliverCopy(body: string, deps: DeliveryDeps): Promise<Cop
   const ended = deps.now();
   const durationMs = Math.max(0, ended.getTime() - started.getTime());
   if (posted && deps.breakers) {
+    // Counted when this POST opened the breaker or lengthened it (the probe stalled), once an opening.
     const breaker = deps.breakers.settle(endpoint.id, { result, durationMs }, ended);
     if (breaker) {
       count?.(WEBHOOK_METRIC.endpointStalled);

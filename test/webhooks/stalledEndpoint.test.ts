@@ -41,6 +41,21 @@ const testEvent = async (harness: Harness, endpoint: string) => {
   if (answer.status !== 202) throw new Error(`test event: ${answer.status}`);
 };
 
+describe('the WebhookEndpointStalled metric and its warning (decision 0132: counted when a function starts deferring an endpoint)', () => {
+  it('counts one opening for a batch whose POSTs to one endpoint all stalled at once, not one per POST in flight', async () => {
+    const harness = await webhookHarness({ timeoutMs: 500, clockFollowsDelays: false });
+    const stalled = await receiver(() => 'stall');
+    const slow = await subscribe(harness, stalled.url());
+
+    for (let index = 0; index < 3; index++) await testEvent(harness, slow.id);
+    await harness.pump({ rounds: 1 });
+
+    // The three copies came in one batch and were POSTed side by side: three stalls, one opening.
+    expect(stalled.received).toHaveLength(3);
+    expect(harness.metrics.filter((metric) => metric === 'WebhookEndpointStalled')).toHaveLength(1);
+  });
+});
+
 describe("a stalled endpoint and a healthy one (DESIGN §11: one endpoint's failures never delay another's)", () => {
   it("once an endpoint has stalled, a function makes the healthy endpoint's deliveries without POSTing to it again, and delivers its copies, none lost, when it answers", async () => {
     // The clock stands still while the slot works: every copy, put back or retried, is due at once.
