@@ -6,9 +6,12 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../lambdas/core/config.js';
 import { createApiKey, revokeApiKey } from '../../lambdas/keys/apiKeys.js';
+import { readStateRecord } from '../../lambdas/store/stateReads.js';
+import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { LOCAL_AWS } from '../support/awsLocal.js';
+import { eventually } from '../support/eventually.js';
 
 const API_KEY = 'pd_local-stack-restart-key';
 const OTHER_TENANT_KEY = 'pd_local-stack-restart-other-tenant';
@@ -94,4 +97,72 @@ describe('the local stack on a data dir', () => {
       await expect(starting).rejects.not.toThrow(key);
     }
   }, 180_000);
+});
+
+describe('the local stack restarted on a data dir, whose SQS emulator forgot every copy (decision 0180)', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'postdate-stack-'));
+  const config = loadConfig({ POSTDATE_API_KEY: API_KEY }, 'local');
+  let running: LocalStack | undefined;
+
+  afterAll(async () => {
+    await running?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('sends at once a message the sweeper had backed off for an hour: its copy was on the queue the restart emptied', async () => {
+    // No sender: the message's copy waits on the queue, as behind a backlog.
+    running = await startLocalStack({
+      config,
+      dataDir,
+      ports: ANY_FREE_PORTS,
+      quiet: true,
+      sender: 'external',
+    });
+    const first = running;
+    const enqueued = await fetch(`${first.apiUrl}/v1/messages`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${API_KEY}`,
+        'content-type': 'application/json',
+        'idempotency-key': 'restart-void-stamp-1',
+      },
+      body: JSON.stringify({ to: ['ada@example.com'], subject: 'Backed off', text: 'then restarted' }),
+    });
+    expect(enqueued.status).toBe(202);
+    const { id } = (await enqueued.json()) as { id: string };
+
+    // The sweeper's fifth re-dispatch of this stall, as it writes it: the next one an hour away.
+    const dynamodb = new DynamoDBClient({ ...LOCAL_AWS, endpoint: first.dynamodbEndpoint });
+    const documents = DynamoDBDocumentClient.from(dynamodb);
+    const record = await readStateRecord(documents, first.tableName, id);
+    if (record?.due_at === undefined) throw new Error('the message has no due entry');
+    const now = new Date();
+    const stamped = await new DynamoSweepRecords(documents, first.tableName).recordRedispatch({
+      id,
+      rev: record.rev,
+      status: record.status,
+      seenDueAt: record.due_at,
+      nextDueAt: new Date(now.getTime() + 3600_000).toISOString(),
+      sweepCount: 5,
+      now,
+    });
+    expect(stamped).toBe('recorded');
+    dynamodb.destroy();
+    await first.stop();
+    running = undefined;
+
+    running = await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
+    const second = running;
+    await eventually(
+      'the message sent after the restart',
+      async () => {
+        const read = await fetch(`${second.apiUrl}/v1/messages/${id}`, {
+          headers: { authorization: `Bearer ${API_KEY}` },
+        });
+        return ((await read.json()) as { status: string }).status === 'sent';
+      },
+      { withinMs: 30_000, everyMs: 200 },
+    );
+    expect(second.smtpSink?.messages().filter((mail) => mail.postdateId === id)).toHaveLength(1);
+  }, 120_000);
 });
