@@ -136,6 +136,15 @@ export function stampIsVoid(record: SweptRecord, queueEmptiedAt: Date | undefine
 }
 
 /**
+ * Where every stamp made before `queueEmptiedAt` put its `due` entry: before this. A stamp made at t
+ * sets `t + interval − grace`, and no interval is longer than the capped one; so a run told
+ * `queueEmptiedAt` reads the `due` index up to here to find every void stamp.
+ */
+export function voidStampsDueBefore(queueEmptiedAt: Date, graceSeconds: number): Date {
+  return new Date(queueEmptiedAt.getTime() + sweepIntervalMs(Number.MAX_SAFE_INTEGER, graceSeconds));
+}
+
+/**
  * - No record → skip (the index lags a transition).
  * - A record a newer writer made (core/recordLayout.ts) → skip, unstamped: it is no lost message but
  *   one this stack refuses, and waits for the upgrade; the sweeper counts it (`refusedGauge`), and

@@ -41,12 +41,16 @@ export class SweepEventError extends PostdateError {
   override readonly name = 'SweepEventError';
 }
 
+/** How far ahead of the function's clock a `queueEmptiedAt` may be (another machine's clock). */
+const QUEUE_EMPTIED_SKEW_MS = 60_000;
+
 /**
  * What an invocation event tells the run: the schedule's tick tells nothing; `{ "queueEmptiedAt":
  * "<ISO 8601 time>" }` (an operator after purging the send queue; the local stack at its start) tells
- * when the queue was emptied.
+ * when the queue was emptied. A time that is no time, or one in the future (a typo would make the run
+ * read the whole index), is refused before anything is read.
  */
-export function sweepRunOf(event: unknown): SweepRun {
+export function sweepRunOf(event: unknown, now: Date): SweepRun {
   if (typeof event !== 'object' || event === null || !Object.hasOwn(event, 'queueEmptiedAt')) return {};
   const value = (event as { queueEmptiedAt: unknown }).queueEmptiedAt;
   const queueEmptiedAt = typeof value === 'string' ? parseZonedTimestamp(value) : null;
@@ -56,6 +60,12 @@ export function sweepRunOf(event: unknown): SweepRun {
       {
         class: 'permanent',
       },
+    );
+  }
+  if (queueEmptiedAt.getTime() > now.getTime() + QUEUE_EMPTIED_SKEW_MS) {
+    throw new SweepEventError(
+      `queueEmptiedAt: ${queueEmptiedAt.toISOString()} is in the future (now ${now.toISOString()}): give the time the queue was purged`,
+      { class: 'permanent' },
     );
   }
   return { queueEmptiedAt };

@@ -81,7 +81,7 @@ export const handler = lambdaEntry<unknown, SweepReport>({
   wire: (env, tools) => {
     const sweepOnce = wireSweeper(env, tools.logger, tools);
     return async function sweepOrThrow(event: unknown, context?: Context): Promise<SweepReport> {
-      const report = await sweepOnce(context, sweepRunOf(event));
+      const report = await sweepOnce(context, sweepRunOf(event, new Date()));
       if (isIncomplete(report)) throw new SweepIncompleteError(report);
       return report;
     };

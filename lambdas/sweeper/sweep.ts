@@ -11,7 +11,7 @@ import {
   pauseHoldsEverything,
   refusedGauge,
   type SendersHold,
-  sweepIntervalMs,
+  voidStampsDueBefore,
 } from '../core/sweepDecision.js';
 import { isLiveSide } from '../core/testSide.js';
 import type { DeadLetterCopies } from '../ports/DeadLetterCopies.js';
@@ -383,14 +383,12 @@ async function sweepShards(deps: SweepDeps, tally: PageTally, gate: GateFound): 
 
 /**
  * The end of the window a run reads: entries overdue by the grace — and, told the queue was emptied,
- * every stamp made before that too, which lies at most one backoff interval past it.
+ * every stamp made before that too (core/sweepDecision.ts `voidStampsDueBefore`).
  */
 function readUntil(deps: SweepDeps): Date {
   const overdue = deps.now().getTime() - deps.graceSeconds * 1000;
   if (deps.queueEmptiedAt === undefined) return new Date(overdue);
-  const lastStamped =
-    deps.queueEmptiedAt.getTime() + sweepIntervalMs(Number.MAX_SAFE_INTEGER, deps.graceSeconds);
-  return new Date(Math.max(overdue, lastStamped));
+  return new Date(Math.max(overdue, voidStampsDueBefore(deps.queueEmptiedAt, deps.graceSeconds).getTime()));
 }
 
 /** Sweeps one page of entries; returns how many it meant to re-dispatch (refused copies included). */

@@ -10,7 +10,9 @@ import {
   refusedGauge,
   SWEEP_MAX_INTERVAL_SECONDS,
   type SweptRecord,
+  stampIsVoid,
   sweepIntervalMs,
+  voidStampsDueBefore,
 } from '../../lambdas/core/sweepDecision.js';
 import { testSideOf } from '../../lambdas/core/testSide.js';
 
@@ -184,8 +186,58 @@ describe('a stamp whose copy the send queue lost (a purge, the local emulator re
     );
   });
 
+  it('lies, for every stamp made before the queue was emptied, before the end of the window a told run reads', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 60 }),
+        fc.integer({ min: 0, max: 86_400 }),
+        fc.integer({ min: 1, max: 90_000 }),
+        (earlier, grace, madeBefore) => {
+          const queueEmptiedAt = new Date(NOW.getTime() + madeBefore * 1000);
+          const seen = ago(grace + 1);
+          // The stamp the sweeper writes at NOW, re-dispatch `earlier + 1` of the stall.
+          const decision = decideSweep({
+            record: record({ due_at: seen, sweep_due_at: seen, sweep_count: earlier }),
+            now: NOW,
+            graceSeconds: grace,
+          });
+          if (decision.action !== 'redispatch') throw new Error('expected a re-dispatch');
+          expect(Date.parse(decision.nextDueAt)).toBeLessThan(
+            voidStampsDueBefore(queueEmptiedAt, grace).getTime(),
+          );
+        },
+      ),
+    );
+  });
+
+  it('is void only when made strictly before the emptying: a copy sent at that instant may be on the new queue', () => {
+    const at = ago(60);
+    const stampedAt = (sweptAt: string) =>
+      record({ due_at: ago(-600), sweep_due_at: ago(-600), sweep_count: 3, swept_at: sweptAt });
+    const queueEmptiedAt = new Date(at);
+    expect(stampIsVoid(stampedAt(ago(61)), queueEmptiedAt)).toBe(true);
+    expect(stampIsVoid(stampedAt(at), queueEmptiedAt)).toBe(false);
+    expect(stampIsVoid(stampedAt(ago(59)), queueEmptiedAt)).toBe(false);
+  });
+
   it('never revives what is terminal, gone or refused', () => {
     const queueEmptiedAt = NOW;
+    const refused = refusedRecord({
+      id: 'm',
+      tenant: 'acme',
+      rev: 4,
+      layout: RECORD_LAYOUT + 1,
+      status: 'scheduled',
+      due_at: ago(-60),
+      sweep_due_at: ago(-60),
+      sweep_count: 2,
+      swept_at: ago(60),
+    });
+    if (refused === undefined) throw new Error('expected a refused record');
+    expect(decideSweep({ record: refused, now: NOW, graceSeconds: GRACE, queueEmptiedAt })).toEqual({
+      action: 'skip',
+      reason: 'refused',
+    });
     for (const status of MESSAGE_STATUSES.filter(isTerminal)) {
       const done = record({
         status,

@@ -218,17 +218,28 @@ describe('the sweeper', () => {
 });
 
 describe("the sweeper's invocation event", () => {
+  const NOW = new Date('2026-12-04T12:00:00.000Z');
+
   it("is the schedule's tick, or says when the send queue was emptied (an operator after a purge, the local stack at its start)", () => {
-    expect(sweepRunOf({ 'detail-type': 'Scheduled Event', source: 'aws.events', detail: {} })).toEqual({});
-    expect(sweepRunOf(undefined)).toEqual({});
-    expect(sweepRunOf({ queueEmptiedAt: '2026-12-04T10:00:00.000Z' })).toEqual({
+    expect(sweepRunOf({ 'detail-type': 'Scheduled Event', source: 'aws.events', detail: {} }, NOW)).toEqual(
+      {},
+    );
+    expect(sweepRunOf(undefined, NOW)).toEqual({});
+    expect(sweepRunOf({ queueEmptiedAt: '2026-12-04T10:00:00.000Z' }, NOW)).toEqual({
       queueEmptiedAt: new Date('2026-12-04T10:00:00.000Z'),
     });
   });
 
   it('refuses a queueEmptiedAt that is not an ISO 8601 time, naming the field, before it reads anything', () => {
     for (const queueEmptiedAt of ['yesterday', 1733306400000, '', null]) {
-      expect(() => sweepRunOf({ queueEmptiedAt })).toThrow(/queueEmptiedAt.*ISO 8601/);
+      expect(() => sweepRunOf({ queueEmptiedAt }, NOW)).toThrow(/queueEmptiedAt.*ISO 8601/);
     }
+  });
+
+  it('refuses a queueEmptiedAt in the future (beyond a minute of clock skew): a typo would read the whole index', () => {
+    const at = (seconds: number) => new Date(NOW.getTime() + seconds * 1000).toISOString();
+    expect(sweepRunOf({ queueEmptiedAt: at(60) }, NOW)).toEqual({ queueEmptiedAt: new Date(at(60)) });
+    expect(() => sweepRunOf({ queueEmptiedAt: at(61) }, NOW)).toThrow(/queueEmptiedAt.*in the future/);
+    expect(() => sweepRunOf({ queueEmptiedAt: '2099-01-01T00:00:00Z' }, NOW)).toThrow(/queueEmptiedAt/);
   });
 });
