@@ -327,15 +327,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
     const views = await client.finalViews(options.concurrency * 2);
     let webhookInput: WebhookCheckInput | undefined;
     if (receiver && options.webhooks) {
-      const input = (): WebhookCheckInput => ({
+      const input = (shown = views, received = [...receiver.received]): WebhookCheckInput => ({
         tenants: tenants.map((tenant) => tenant.name),
         messages: client.tracked.map((message) => ({
           id: message.id,
           tenant: message.tenant,
-          finalStatus: views[message.id]?.status ?? null,
-          outcomes: (views[message.id]?.history ?? []).map((attempt) => attempt.outcome),
+          finalStatus: shown[message.id]?.status ?? null,
+          outcomes: (shown[message.id]?.history ?? []).map((attempt) => attempt.outcome),
         })),
-        received: [...receiver.received],
+        received,
       });
       // Events are delivered after their status changes: wait for the last ones (retries included).
       const waitStarted = Date.now();
@@ -348,7 +348,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
       log(
         `chaos: webhooks: ${missing} status changes still missing after ${((Date.now() - waitStarted) / 1000).toFixed(1)} s of waiting`,
       );
-      webhookInput = input();
+      // The events received so far, then the messages as they are now: a late message may have moved
+      // on since `views` (its event came during the wait), and every event received came before this read.
+      const received = [...receiver.received];
+      webhookInput = input(await client.finalViews(options.concurrency * 2), received);
     }
     const totals = stacks.totals();
     await stacks.stop();
