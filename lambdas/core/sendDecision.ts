@@ -11,6 +11,7 @@ import {
 } from './recipients.js';
 import { isRefused, type RefusedRecord } from './recordLayout.js';
 import { checkTransition } from './stateMachine.js';
+import { dueAtIsTheSweepers } from './sweepDecision.js';
 
 /**
  * The two decisions that carry the promise (DESIGN §2, §5), as pure functions: whether a queue copy
@@ -139,7 +140,7 @@ export interface SendableRecord {
 export function sendableAt(record: SendableRecord): Date {
   const sendAt = new Date(record.send_at);
   if (record.status !== MESSAGE_STATUS.retrying || record.due_at === undefined) return sendAt;
-  if (record.due_at === record.sweep_due_at) return sendAt;
+  if (dueAtIsTheSweepers(record)) return sendAt;
   const retryAt = Date.parse(record.due_at);
   return Number.isFinite(retryAt) && retryAt > sendAt.getTime() ? new Date(retryAt) : sendAt;
 }

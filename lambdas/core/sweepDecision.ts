@@ -126,12 +126,25 @@ export function sendersHold(
 }
 
 /**
- * Whether the record's stamp stands for a copy the queue no longer holds: intact (no writer moved
- * the record since) and made before the queue was emptied.
+ * Whether the record's `due_at` is the one the sweeper's last re-dispatch set (its stamp is intact):
+ * then it is when the stall is overdue again, not a send or retry time, and no other writer has
+ * moved the record since (each sets its own `due_at`). The sweeper's count, a void stamp and the
+ * sender's retry time (core/sendDecision.ts `sendableAt`) all ask this.
+ */
+export function dueAtIsTheSweepers(record: {
+  readonly due_at?: string | undefined;
+  readonly sweep_due_at?: string | undefined;
+}): boolean {
+  return record.due_at !== undefined && record.due_at === record.sweep_due_at;
+}
+
+/**
+ * Whether the record's stamp stands for a copy the queue no longer holds: intact
+ * ({@link dueAtIsTheSweepers}) and made before the queue was emptied.
  */
 export function stampIsVoid(record: SweptRecord, queueEmptiedAt: Date | undefined): boolean {
   if (queueEmptiedAt === undefined || record.swept_at === undefined) return false;
-  if (record.due_at === undefined || record.sweep_due_at !== record.due_at) return false;
+  if (!dueAtIsTheSweepers(record)) return false;
   return Date.parse(record.swept_at) < queueEmptiedAt.getTime();
 }
 
@@ -174,7 +187,7 @@ export function decideSweep(input: SweepInput): SweepDecision {
   const graceMs = Math.max(0, input.graceSeconds) * 1000;
   if (!(overdueSinceMs(record, record.due_at) < now.getTime() - graceMs))
     return { action: 'skip', reason: 'not-overdue' };
-  const earlier = record.sweep_due_at === record.due_at ? (record.sweep_count ?? 0) : 0;
+  const earlier = dueAtIsTheSweepers(record) ? (record.sweep_count ?? 0) : 0;
   return redispatch(record, record.due_at, earlier + 1, input);
 }
 
