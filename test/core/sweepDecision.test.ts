@@ -32,6 +32,18 @@ const record = (overrides: Partial<SweptRecord> = {}): SweptRecord => ({
   ...overrides,
 });
 
+/** The sweeper's decision at NOW on a stall it has re-dispatched `earlier` times, overdue again by the grace. */
+function nextStamp(earlier: number, grace: number) {
+  const seen = ago(grace + 1);
+  const decision = decideSweep({
+    record: record({ due_at: seen, sweep_due_at: seen, sweep_count: earlier }),
+    now: NOW,
+    graceSeconds: grace,
+  });
+  if (decision.action !== 'redispatch') throw new Error('expected a re-dispatch');
+  return decision;
+}
+
 describe('the sweeper re-dispatches', () => {
   it('a live message overdue by more than the grace, with the rev of its record', () => {
     expect(decideSweep({ record: record(), now: NOW, graceSeconds: GRACE })).toMatchObject({
@@ -72,13 +84,7 @@ describe('a stall that goes on', () => {
   it('is not re-dispatched again before twice the wait of the last time, up to the cap', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 1, max: 7200 }), (earlier, grace) => {
-        const seen = ago(grace + 1);
-        const decision = decideSweep({
-          record: record({ due_at: seen, sweep_due_at: seen, sweep_count: earlier }),
-          now: NOW,
-          graceSeconds: grace,
-        });
-        if (decision.action !== 'redispatch') throw new Error('expected a re-dispatch');
+        const decision = nextStamp(earlier, grace);
         expect(decision.sweepCount).toBe(earlier + 1);
         // Overdue again (by the grace) exactly one interval from now.
         const againAt = Date.parse(decision.nextDueAt) + grace * 1000;
@@ -194,15 +200,8 @@ describe('a stamp whose copy the send queue lost (a purge, the local emulator re
         fc.integer({ min: 1, max: 90_000 }),
         (earlier, grace, madeBefore) => {
           const queueEmptiedAt = new Date(NOW.getTime() + madeBefore * 1000);
-          const seen = ago(grace + 1);
           // The stamp the sweeper writes at NOW, re-dispatch `earlier + 1` of the stall.
-          const decision = decideSweep({
-            record: record({ due_at: seen, sweep_due_at: seen, sweep_count: earlier }),
-            now: NOW,
-            graceSeconds: grace,
-          });
-          if (decision.action !== 'redispatch') throw new Error('expected a re-dispatch');
-          expect(Date.parse(decision.nextDueAt)).toBeLessThan(
+          expect(Date.parse(nextStamp(earlier, grace).nextDueAt)).toBeLessThan(
             voidStampsDueBefore(queueEmptiedAt, grace).getTime(),
           );
         },

@@ -17,40 +17,52 @@ const API_KEY = 'pd_local-stack-restart-key';
 const OTHER_TENANT_KEY = 'pd_local-stack-restart-other-tenant';
 const REVOKED_KEY = 'pd_local-stack-restart-revoked';
 
-describe('the local stack on a data dir', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'postdate-stack-'));
-  const config = loadConfig({ POSTDATE_API_KEY: API_KEY }, 'local');
-  let running: LocalStack | undefined;
-
-  afterAll(async () => {
-    await running?.stop();
-    rmSync(dataDir, { recursive: true, force: true });
+/** `POST /v1/messages` to ada@example.com, answered 202: the message's id. */
+async function enqueue(stack: LocalStack, key: string, fields: Record<string, unknown>): Promise<string> {
+  const enqueued = await fetch(`${stack.apiUrl}/v1/messages`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${API_KEY}`,
+      'content-type': 'application/json',
+      'idempotency-key': key,
+    },
+    body: JSON.stringify({ to: ['ada@example.com'], ...fields }),
   });
+  expect(enqueued.status).toBe(202);
+  return ((await enqueued.json()) as { id: string }).id;
+}
+
+/** A data dir of the describe's own, and the stack running on it (stopped, and the dir removed, after). */
+function onDataDir() {
+  const stacks = {
+    dataDir: mkdtempSync(join(tmpdir(), 'postdate-stack-')),
+    config: loadConfig({ POSTDATE_API_KEY: API_KEY }, 'local'),
+    running: undefined as LocalStack | undefined,
+  };
+  afterAll(async () => {
+    await stacks.running?.stop();
+    rmSync(stacks.dataDir, { recursive: true, force: true });
+  });
+  return stacks;
+}
+
+describe('the local stack on a data dir', () => {
+  const stacks = onDataDir();
+  const { dataDir, config } = stacks;
 
   it('keeps the table, the API key and the messages across a restart on other ports', async () => {
-    running = await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
-    const first = running;
-    const enqueued = await fetch(`${first.apiUrl}/v1/messages`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${API_KEY}`,
-        'content-type': 'application/json',
-        'idempotency-key': 'restart-spec-1',
-      },
-      body: JSON.stringify({
-        to: ['ada@example.com'],
-        subject: 'Kept',
-        text: 'across restarts',
-        send_at: new Date(Date.now() + 3 * 24 * 3600 * 1000).toISOString(),
-      }),
+    stacks.running = await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
+    const first = stacks.running;
+    const id = await enqueue(first, 'restart-spec-1', {
+      subject: 'Kept',
+      text: 'across restarts',
+      send_at: new Date(Date.now() + 3 * 24 * 3600 * 1000).toISOString(),
     });
-    expect(enqueued.status).toBe(202);
-    const { id } = (await enqueued.json()) as { id: string };
     await first.stop();
-    running = undefined;
+    stacks.running = undefined;
 
-    running = await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
-    const second = running;
+    stacks.running = await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
+    const second = stacks.running;
     expect(second.apiUrl).not.toBe(first.apiUrl);
     expect(second.streamArn).toBe(first.streamArn);
     expect(second.apiKey).toBe(API_KEY);
@@ -64,20 +76,24 @@ describe('the local stack on a data dir', () => {
 
   it('refuses, naming POSTDATE_API_KEY and what to do, a key the kept data holds revoked or for another tenant', async () => {
     // The stack of the test above is still running on the data dir.
-    running ??= await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
-    const dynamodb = new DynamoDBClient({ ...LOCAL_AWS, endpoint: running.dynamodbEndpoint });
+    stacks.running ??= await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
+    const dynamodb = new DynamoDBClient({ ...LOCAL_AWS, endpoint: stacks.running.dynamodbEndpoint });
     const documents = DynamoDBDocumentClient.from(dynamodb);
     const now = new Date();
-    await createApiKey(documents, running.tableName, { tenant: 'other', secret: OTHER_TENANT_KEY, now });
-    const revoked = await createApiKey(documents, running.tableName, {
+    await createApiKey(documents, stacks.running.tableName, {
+      tenant: 'other',
+      secret: OTHER_TENANT_KEY,
+      now,
+    });
+    const revoked = await createApiKey(documents, stacks.running.tableName, {
       tenant: 'local',
       secret: REVOKED_KEY,
       now,
     });
-    await revokeApiKey(documents, running.tableName, revoked.keyId, now);
+    await revokeApiKey(documents, stacks.running.tableName, revoked.keyId, now);
     dynamodb.destroy();
-    await running.stop();
-    running = undefined;
+    await stacks.running.stop();
+    stacks.running = undefined;
 
     for (const [key, why] of [
       [OTHER_TENANT_KEY, /another tenant/],
@@ -100,36 +116,23 @@ describe('the local stack on a data dir', () => {
 });
 
 describe('the local stack restarted on a data dir, whose SQS emulator forgot every copy (decision 0180)', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'postdate-stack-'));
-  const config = loadConfig({ POSTDATE_API_KEY: API_KEY }, 'local');
-  let running: LocalStack | undefined;
-
-  afterAll(async () => {
-    await running?.stop();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const stacks = onDataDir();
+  const { dataDir, config } = stacks;
 
   it('sends at once a message the sweeper had backed off for an hour: its copy was on the queue the restart emptied', async () => {
     // No sender: the message's copy waits on the queue, as behind a backlog.
-    running = await startLocalStack({
+    stacks.running = await startLocalStack({
       config,
       dataDir,
       ports: ANY_FREE_PORTS,
       quiet: true,
       sender: 'external',
     });
-    const first = running;
-    const enqueued = await fetch(`${first.apiUrl}/v1/messages`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${API_KEY}`,
-        'content-type': 'application/json',
-        'idempotency-key': 'restart-void-stamp-1',
-      },
-      body: JSON.stringify({ to: ['ada@example.com'], subject: 'Backed off', text: 'then restarted' }),
+    const first = stacks.running;
+    const id = await enqueue(first, 'restart-void-stamp-1', {
+      subject: 'Backed off',
+      text: 'then restarted',
     });
-    expect(enqueued.status).toBe(202);
-    const { id } = (await enqueued.json()) as { id: string };
 
     // The sweeper's fifth re-dispatch of this stall, as it writes it: the next one an hour away.
     const dynamodb = new DynamoDBClient({ ...LOCAL_AWS, endpoint: first.dynamodbEndpoint });
@@ -149,10 +152,10 @@ describe('the local stack restarted on a data dir, whose SQS emulator forgot eve
     expect(stamped).toBe('recorded');
     dynamodb.destroy();
     await first.stop();
-    running = undefined;
+    stacks.running = undefined;
 
-    running = await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
-    const second = running;
+    stacks.running = await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
+    const second = stacks.running;
     await eventually(
       'the message sent after the restart',
       async () => {
