@@ -2,7 +2,6 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { ReceiveMessageCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { inject } from 'vitest';
 import { encodeDispatchPayload, parseDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { isTerminal, type MessageStatus } from '../../lambdas/core/messageStatus.js';
 import {
@@ -163,15 +162,4 @@ export async function runBin(
       stderr: failed.stderr ?? '',
     };
   }
-}
-
-/** The emulators of this test run, reached the way an operator reaches AWS: names plus endpoints. */
-export function emulatorEnv(): Record<string, string> {
-  return {
-    AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
-    AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
-    AWS_ACCESS_KEY_ID: 'local',
-    AWS_SECRET_ACCESS_KEY: 'local',
-    AWS_REGION: 'us-east-1',
-  };
 }

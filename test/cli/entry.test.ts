@@ -3,16 +3,8 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { lookupApiKey } from '../../lambdas/keys/apiKeys.js';
-import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
-import {
-  deadLetter,
-  drainIds,
-  emulatorEnv,
-  messageId,
-  runBin,
-  seedMessages,
-  visibleCount,
-} from './cliFixtures.js';
+import { documentClient, emulatorEnv, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
+import { deadLetter, drainIds, messageId, runBin, seedMessages, visibleCount } from './cliFixtures.js';
 
 /** Runs the real entry in a child process; resolves with its exit code and output (never rejects). */
 const postdate = (command: 'npx' | 'bin', args: string[], env: Record<string, string> = {}) =>

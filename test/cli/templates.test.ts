@@ -17,8 +17,8 @@ import {
 import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
 import { apiHarness } from '../api/apiHarness.js';
 import { enqueueEvent } from '../api/events.js';
-import { documentClient, freshTable } from '../support/awsLocal.js';
-import { emulatorEnv, runBin } from './cliFixtures.js';
+import { documentClient, emulatorEnv, freshTable } from '../support/awsLocal.js';
+import { runBin } from './cliFixtures.js';
 
 function capture(json = false) {
   const lines: string[] = [];

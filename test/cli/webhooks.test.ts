@@ -23,10 +23,10 @@ import { deleteWebhookEndpoint } from '../../lambdas/api/routes/webhooks.js';
 import { DynamoWebhookStore } from '../../lambdas/store/webhookStore.js';
 import { WEBHOOK_QUEUE } from '../../lib/webhookLayout.js';
 import { createWebhookQueue } from '../../local/webhookEventSources.js';
-import { documentClient, freshTable, queueDepth, sqsClient } from '../support/awsLocal.js';
+import { documentClient, emulatorEnv, freshTable, queueDepth, sqsClient } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
 import { startReceiver, subscribe, webhookHarness } from '../webhooks/webhookHarness.js';
-import { emulatorEnv, runBin } from './cliFixtures.js';
+import { runBin } from './cliFixtures.js';
 
 const receivers: Awaited<ReturnType<typeof startReceiver>>[] = [];
 afterEach(async () => {

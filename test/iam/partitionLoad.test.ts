@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { type Message, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBRecord, SQSEvent } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { wireApi } from '../../lambdas/api/handler.js';
 import { wireEvents } from '../../lambdas/events/handler.js';
 import type { Log } from '../../lambdas/ports/Log.js';
@@ -27,7 +27,7 @@ import { toLambdaSqsRecord } from '../../local/runners/sqsRecordFormat.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 import { apiEvent, validBody } from '../api/events.js';
 import { StreamTail } from '../relay/streamTail.js';
-import { documentClient, freshQueues, freshTable, LOCAL_AWS, sqsClient } from '../support/awsLocal.js';
+import { documentClient, emulatorEnv, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
 import { startReceiver } from '../webhooks/webhookHarness.js';
 import { readRecordedRequests } from './iamRequests.js';
 import {
@@ -111,11 +111,7 @@ beforeAll(async () => {
   receiver = await startReceiver(() => 200);
   eventBridge = await startEventBridgeStandIn();
   env = {
-    AWS_REGION: LOCAL_AWS.region,
-    AWS_ACCESS_KEY_ID: LOCAL_AWS.credentials.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: LOCAL_AWS.credentials.secretAccessKey,
-    AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
-    AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
+    ...emulatorEnv(),
     AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,
     POSTDATE_LOCAL: 'true',
     POWERTOOLS_LOG_LEVEL: 'ERROR',

@@ -20,6 +20,20 @@ export const LOCAL_AWS = {
   credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
 } as const;
 
+/**
+ * The emulators of this test run as a process or a function sees AWS: region, credentials and
+ * endpoints in its environment (the CLI, a wired handler).
+ */
+export function emulatorEnv(): Record<string, string> {
+  return {
+    AWS_REGION: LOCAL_AWS.region,
+    AWS_ACCESS_KEY_ID: LOCAL_AWS.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: LOCAL_AWS.credentials.secretAccessKey,
+    AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+    AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
+  };
+}
+
 export function dynamodbClient(): DynamoDBClient {
   return new DynamoDBClient({ ...LOCAL_AWS, endpoint: inject('dynamodbEndpoint') });
 }

@@ -6,7 +6,7 @@
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { EventBridgeBus } from '../../lambdas/adapters/EventBridgeBus.js';
 import { deriveStatusChange, type PostdateEvent } from '../../lambdas/core/messageEvents.js';
 import type { MessageStatus } from '../../lambdas/core/messageStatus.js';
@@ -15,7 +15,7 @@ import { createEventsHandler } from '../../lambdas/events/createEventsHandler.js
 import { wireEvents } from '../../lambdas/events/handler.js';
 import type { EventBus } from '../../lambdas/ports/Webhooks.js';
 import { type EventBridgeStandIn, startEventBridgeStandIn } from '../iam/recordingWorld.js';
-import { LOCAL_AWS } from '../support/awsLocal.js';
+import { emulatorEnv, LOCAL_AWS } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
 import { startReceiver, subscribe, webhookHarness } from './webhookHarness.js';
 
@@ -347,11 +347,7 @@ describe('what the producer puts on the bus (POSTDATE_BUS_EVENTS)', () => {
     const bus = `bus-${sequence}`;
     const produce = wireEvents(
       {
-        AWS_REGION: LOCAL_AWS.region,
-        AWS_ACCESS_KEY_ID: LOCAL_AWS.credentials.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: LOCAL_AWS.credentials.secretAccessKey,
-        AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
-        AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
+        ...emulatorEnv(),
         AWS_ENDPOINT_URL_EVENTBRIDGE: eventBridge.endpoint,
         POSTDATE_LOCAL: 'true',
         POSTDATE_TABLE_NAME: harness.tableName,
