@@ -59,3 +59,43 @@ export const COMPRESSED_TIME = {
   // 93,000 queued copies (10,000-message run, 2026-11-29). 10 s keeps that bounded.
   CHAOS_SWEEP_INTERVAL_MS: '10000',
 } as const;
+
+/** The wait for terminal states past the deadline (see {@link keepWaiting}). */
+export interface TerminalWait {
+  readonly now: number;
+  /** How many kinds of non-terminal message are left (0: none; the run only needs to know when none is). */
+  readonly pending: number;
+  /** The deadline after the last enqueue: until then the run waits whatever happens. */
+  readonly deadlineAt: number;
+  /**
+   * When the run last saw mail move, by its own record: a relay saw a transaction, or a status
+   * emptied (the start of the wait until then).
+   */
+  readonly lastProgressAt: number;
+  /** How long past the deadline the run waits for mail to move again. */
+  readonly stallMs: number;
+  /** The run never waits past this. */
+  readonly capAt: number;
+}
+
+/**
+ * Whether the run still waits for its messages' terminal states. Until the deadline, yes; past it,
+ * for as long as mail keeps moving: a stack that drains slowly (a send rate, two cores under faults)
+ * is late, not losing mail, and the checker must judge what the stack finished, not where a clock
+ * cut it off. It stops once nothing moved for `stallMs` — a stranded message is one that stays put
+ * while the stack, done with the rest, has had a lease and a sweep to find it — or at `capAt`.
+ */
+export function keepWaiting(wait: TerminalWait): boolean {
+  if (wait.pending === 0) return false;
+  if (wait.now < wait.deadlineAt) return true;
+  return wait.now < wait.capAt && wait.now - wait.lastProgressAt < wait.stallMs;
+}
+
+/**
+ * How long a run of time scale `scale` waits past its deadline for mail to move again: a killed
+ * process's lease must run out and a sweep find its messages (as the deadline's floor in
+ * chaos/run.ts), with a minute to spare.
+ */
+export function stallSeconds(scale: number): number {
+  return chaosTiming(scale).leaseSeconds + 90;
+}

@@ -18,6 +18,8 @@ export interface ChaosRecords {
   readonly startedAt: number;
   readonly timeScale: number;
   readonly maxSendRate: number | undefined;
+  /** How long the run waited for terminal states after the last enqueue, and how much of it past the deadline. */
+  readonly terminalWait: { readonly seconds: number; readonly pastDeadlineSeconds: number };
   readonly tracked: readonly TrackedMessage[];
   /** SMTP transactions the relay started, its refused logins, and the fault script's kinds in order. */
   readonly smtp: {
@@ -74,6 +76,10 @@ export function emitChaosReport(
       `slow relay ${faults.slowRelayTransactions} after the dot (${faults.slowRelayRepliesHeard} replies heard, max ${faults.slowRelaySecondsMax} s), ` +
       `send rate limit ${records.maxSendRate ?? 'off'}/s (peak ${faults.peakMailFromPerSecond} MAIL FROM/s), API 5xx ${records.counters.serverErrors}`,
   );
+  const { seconds, pastDeadlineSeconds } = records.terminalWait;
+  log(
+    `chaos: waited ${seconds} s for terminal states after the last enqueue, ${pastDeadlineSeconds} s of it past the deadline while mail still moved`,
+  );
   let exitCode = emitReport(
     result,
     reportPath,
@@ -112,6 +118,7 @@ function chaosReport(records: ChaosRecords) {
       seconds: Math.round((Date.now() - records.startedAt) / 100) / 10,
       compressedTime: compressedTime(records.timeScale),
       timeScale: records.timeScale,
+      terminalWait: records.terminalWait,
       workload: countBy(records.tracked.map((message) => message.planned.kind)),
     },
     faults: {

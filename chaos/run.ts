@@ -14,7 +14,7 @@ async function main(argv: readonly string[]): Promise<number> {
     .option('--seed <n>', 'seed of the workload and the fault script', String(Date.now() % 1_000_000))
     .option(
       '--deadline <seconds>',
-      'seconds to wait for terminal states after the last enqueue (default: max(120, N/10))',
+      'seconds to wait for terminal states after the last enqueue, then on while mail still moves (default: max(120, lease + 90, N/10))',
     )
     .option('--kills <n>', 'SIGKILLs of the stack (including the one ending the AUTH-failure phase)', '3')
     .option('--auth-failure-seconds <n>', 'how long the first stack logs in with a wrong SMTP password', '8')

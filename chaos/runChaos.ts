@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startSmtpServer, type TestSmtpServer } from '../local/smtp/controllableSmtpServer.js';
 import { type RelayOutage, startRelayOutage } from '../local/smtp/relayOutage.js';
-import { COMPRESSED_TIME, compressedTime } from './chaosTiming.js';
+import { COMPRESSED_TIME, compressedTime, keepWaiting, stallSeconds } from './chaosTiming.js';
 import { type CheckInput, type CheckResult, checkRun } from './checker.js';
 import { acrossRelays, checkerInput } from './checkerInput.js';
 import { ChaosClient, type ChaosTenant } from './client.js';
@@ -51,8 +51,9 @@ export interface ChaosOptions {
   readonly messages: number;
   readonly seed: number;
   /**
-   * Give up waiting for terminal states this long after the last enqueue (the checker then counts
-   * the stragglers as lost).
+   * Wait at least this long after the last enqueue for terminal states; past it, while messages keep
+   * becoming terminal (chaosTiming.ts `keepWaiting`), at most four times as long. The checker counts
+   * the stragglers as lost.
    */
   readonly deadlineSeconds: number;
   /** SIGKILLs of the stack during the run (each followed by a restart on the data dir). */
@@ -310,15 +311,32 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
     await senderKilling;
     await outagePhase;
 
-    const deadline = Date.now() + options.deadlineSeconds * 1000;
+    // Past the deadline the run waits on while messages keep becoming terminal (keepWaiting).
+    const waitStarted = Date.now();
+    const deadlineAt = waitStarted + options.deadlineSeconds * 1000;
+    const wait = {
+      stallMs: stallSeconds(scale) * 1000,
+      capAt: waitStarted + 4 * options.deadlineSeconds * 1000,
+    };
+    // Progress, by the harness's own record: the relays saw another transaction, or a status emptied.
+    const transactions = () => relays.reduce((sum, relay) => sum + relay.smtp.transactions, 0);
     let pending = await nonTerminal(stacks, tenants);
-    while (pending.length > 0 && Date.now() < deadline) {
+    let lastProgressAt = waitStarted;
+    let seen = transactions();
+    while (keepWaiting({ ...wait, now: Date.now(), pending: pending.length, deadlineAt, lastProgressAt })) {
       await sleep(2000);
+      const before = pending.length;
       pending = await nonTerminal(stacks, tenants);
+      if (pending.length < before || transactions() > seen) lastProgressAt = Date.now();
+      seen = transactions();
       log(
         `chaos: not terminal yet: ${pending.join(', ') || 'none'} (${((Date.now() - startedAt) / 1000).toFixed(0)} s)`,
       );
     }
+    const terminalWait = {
+      seconds: Math.round((Date.now() - waitStarted) / 1000),
+      pastDeadlineSeconds: Math.max(0, Math.round((Date.now() - deadlineAt) / 1000)),
+    };
     // Let copies still in flight (a duplicate being read by the server) land in the SMTP log.
     await sleep(1500);
     finished = true;
@@ -381,6 +399,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosOutcome> {
         startedAt,
         timeScale: scale,
         maxSendRate: options.maxSendRate,
+        terminalWait,
         tracked: client.tracked,
         smtp: {
           transactions: relays.reduce((sum, relay) => sum + relay.smtp.transactions, 0),

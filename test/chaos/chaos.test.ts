@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { chaosTiming } from '../../chaos/chaosTiming.js';
+import { chaosTiming, keepWaiting, type TerminalWait } from '../../chaos/chaosTiming.js';
 import { joinTransactions } from '../../chaos/checkerInput.js';
 import { runChaos } from '../../chaos/runChaos.js';
 import { seededRandom } from '../../chaos/seededRandom.js';
@@ -128,6 +128,38 @@ describe('the chaos workload and fault script', () => {
       smtpTimeoutSeconds: 5,
       smtpReplyTimeoutSeconds: 45,
     });
+  });
+});
+
+describe('the wait for terminal states', () => {
+  // A run whose deadline is at 100 s, that waits 60 s past it for mail to move again, at most until 400 s.
+  const at = (now: number, lastProgressAt: number, pending = 5): TerminalWait => ({
+    now: now * 1000,
+    pending,
+    deadlineAt: 100_000,
+    lastProgressAt: lastProgressAt * 1000,
+    stallMs: 60_000,
+    capAt: 400_000,
+  });
+
+  it('ends when every message is terminal, at any time', () => {
+    expect(keepWaiting(at(10, 0, 0))).toBe(false);
+    expect(keepWaiting(at(200, 199, 0))).toBe(false);
+  });
+
+  it('waits until the deadline even when nothing becomes terminal', () => {
+    expect(keepWaiting(at(99, 0))).toBe(true);
+  });
+
+  it('waits past the deadline while mail keeps moving: a slow drain is late, not lost', () => {
+    expect(keepWaiting(at(150, 100))).toBe(true);
+    expect(keepWaiting(at(399, 350))).toBe(true);
+  });
+
+  it('gives up past the deadline once nothing moved for the stall time, or at the cap', () => {
+    expect(keepWaiting(at(160, 100))).toBe(false);
+    expect(keepWaiting(at(101, 0))).toBe(false);
+    expect(keepWaiting(at(400, 399))).toBe(false);
   });
 });
 
