@@ -96,7 +96,10 @@ export function inProcessLoads(functions: InProcessFunctions): Record<InProcessF
   return { api: loadOf(functions.api), authorizer: loadOf(functions.authorizer) };
 }
 
-/** The local API Gateway in front of the in-process api and authorizer. */
+/**
+ * The local API Gateway in front of the in-process api and authorizer: the stack's API, whose
+ * taken port is a PortInUseError naming POSTDATE_PORT.
+ */
 export function startApiFrontEnd(options: {
   readonly port: number;
   readonly host: string;
@@ -107,6 +110,7 @@ export function startApiFrontEnd(options: {
   return startHttpFrontEnd({
     port: options.port,
     host: options.host,
+    part: 'api',
     // The front end puts the authorizer's context into each event it gives the api.
     api: options.functions.api.entry as LambdaFunction<APIGatewayProxyEventV2> | undefined,
     authorizer: options.functions.authorizer.entry,

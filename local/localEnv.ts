@@ -1,3 +1,4 @@
+import type { Server } from 'node:net';
 import { type Config, ConfigError, settingValuesOf } from '../lambdas/core/config.js';
 import {
   CONFIG_SETTINGS,
@@ -122,6 +123,31 @@ export class PortInUseError extends Error {
       `port ${port} (${PART_NAMES[part]}) is already in use: stop what holds it, or set ${LOCAL_PORT_VARIABLES[part]} to another port (0 picks any free port)`,
     );
   }
+}
+
+/**
+ * Listens on the port and resolves with the port got (a 0 made concrete). For a part of the stack,
+ * a port something else holds is a PortInUseError, the one line naming the part's variable; without
+ * a part (the backup relay's sink, a bench's) no variable sets the port, so the listen's own
+ * EADDRINUSE is kept (`takenMeanwhile` reads its port), as is every other failure.
+ * @throws PortInUseError when `part` is given and the port is taken.
+ */
+export function listenAs(
+  part: LocalPart | undefined,
+  server: Server,
+  port: number,
+  host: string,
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const refuse = (error: NodeJS.ErrnoException) =>
+      reject(part !== undefined && error.code === 'EADDRINUSE' ? new PortInUseError(part, port) : error);
+    server.once('error', refuse);
+    server.listen(port, host, () => {
+      server.off('error', refuse);
+      const address = server.address();
+      resolve(typeof address === 'object' && address ? address.port : port);
+    });
+  });
 }
 
 /**

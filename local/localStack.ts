@@ -145,6 +145,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const scheduler = await startSchedulerEmulator({
       port: ports.scheduler,
       host: HOST,
+      part: 'scheduler',
       sqsEndpoint: sqs.endpoint,
       ...(dataDir ? { dataDir: join(dataDir, 'scheduler') } : {}),
       ...(options.schedulerFaults ? { faults: options.schedulerFaults } : {}),
@@ -155,6 +156,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const s3 = await startS3Emulator({
       port: ports.s3,
       host: HOST,
+      part: 's3',
       ...(dataDir ? { dataDir: join(dataDir, 's3') } : {}),
     });
     started.push({ name: 'the S3 emulator', stop: () => s3.stop() });
@@ -213,12 +215,18 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       const smtpSink = await startSmtpSink({
         port: ports.smtp,
         host: HOST,
+        part: 'smtp',
         ...(dataDir ? { dataDir: join(dataDir, 'mail') } : {}),
         ...(options.smtp?.maxBytes !== undefined ? { maxBytes: options.smtp.maxBytes } : {}),
       });
       sink = smtpSink;
       started.push({ name: 'the SMTP sink', stop: () => smtpSink.stop() });
-      const viewer = await startMailViewer({ port: ports.mailViewer, host: HOST, sink: smtpSink });
+      const viewer = await startMailViewer({
+        port: ports.mailViewer,
+        host: HOST,
+        sink: smtpSink,
+        part: 'mailViewer',
+      });
       mailViewerUrl = viewer.url;
       started.push({ name: 'the mail viewer', stop: () => viewer.stop() });
       progress('SMTP sink', `${HOST}:${smtpSink.port}`);
@@ -226,6 +234,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     let backupSink: SmtpSink | undefined;
     let backupMailViewerUrl: string | undefined;
     if (backupPorts !== undefined) {
+      // No part: no POSTDATE_…_PORT sets these ports, so a taken one stays the listen's EADDRINUSE.
       const second = await startSmtpSink({
         port: backupPorts.smtp,
         host: HOST,

@@ -8,11 +8,12 @@
  */
 import { createHash, createHmac } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import S3rver from 's3rver';
-import { LOCAL_ATTACHMENT_BUCKET } from './localEnv.js';
+import { LOCAL_ATTACHMENT_BUCKET, type LocalPart, listenAs } from './localEnv.js';
 
 export interface S3Emulator {
   readonly endpoint: string;
@@ -24,6 +25,8 @@ export interface S3Emulator {
 export interface S3EmulatorOptions {
   readonly port: number;
   readonly host?: string;
+  /** The part whose variable a taken port's PortInUseError names (the stack's); unset, the listen's own error is kept. */
+  readonly part?: LocalPart;
   /** Where objects are kept across restarts; unset: a temp dir removed at stop. */
   readonly dataDir?: string;
   readonly bucket?: string;
@@ -31,6 +34,11 @@ export interface S3EmulatorOptions {
   readonly accessKeyId?: string;
 }
 
+/**
+ * Starts s3rver on its own HTTP server: s3rver's `run()` listens with no 'error' handler, so a taken
+ * port was an uncaught exception and a start that never settled.
+ * @throws PortInUseError when the port is taken and `part` is given.
+ */
 export async function startS3Emulator(options: S3EmulatorOptions): Promise<S3Emulator> {
   const host = options.host ?? '127.0.0.1';
   const bucket = options.bucket ?? LOCAL_ATTACHMENT_BUCKET;
@@ -39,26 +47,37 @@ export async function startS3Emulator(options: S3EmulatorOptions): Promise<S3Emu
   registerAccessKey(options.accessKeyId ?? 'local');
 
   const accessKeyId = options.accessKeyId ?? 'local';
+  // Its address and port are not given: it does not listen itself (below).
   const server = new S3rver({
-    address: host,
-    port: options.port,
     directory,
     silent: true,
     configureBuckets: [{ name: bucket, configs: [] }],
   });
-  // First in line, before s3rver's own routes (Koa composes its middleware when it starts listening).
+  // First in line, before s3rver's own routes (Koa composes its middleware in callback(), below).
   (server as unknown as { middleware: KoaMiddleware[] }).middleware.unshift(
     checkPresignedSignature(accessKeyId),
     tagsAtWrite((server as unknown as { store: S3rverStore }).store),
   );
-  const address = await server.run();
+  const removeOwnDirectory = async () => {
+    if (options.dataDir === undefined) await rm(directory, { recursive: true, force: true });
+  };
+  // What s3rver's run() does (the buckets, then its Koa app on a server), with the listen's errors heard.
+  const http = createServer(server.callback());
+  let port: number;
+  try {
+    await server.configureBuckets();
+    port = await listenAs(options.part, http, options.port, host);
+  } catch (error) {
+    await removeOwnDirectory();
+    throw error;
+  }
   return {
-    endpoint: `http://${host}:${address.port}`,
-    port: address.port,
+    endpoint: `http://${host}:${port}`,
+    port,
     bucket,
     async stop() {
-      await server.close();
-      if (options.dataDir === undefined) await rm(directory, { recursive: true, force: true });
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+      await removeOwnDirectory();
     },
   };
 }

@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import { createRequestHandler } from 'local-aws-sqs';
-import { PortInUseError } from './localEnv.js';
+import { listenAs } from './localEnv.js';
 
 export interface LocalSqs {
   readonly endpoint: string;
@@ -23,16 +23,7 @@ export async function startLocalSqs(options: { port: number; host?: string }): P
     emulateQueueCreationLifecycle: false,
   });
   const server = createServer(requestHandler);
-  const port = await new Promise<number>((resolve, reject) => {
-    const refuse = (error: NodeJS.ErrnoException) =>
-      reject(error.code === 'EADDRINUSE' ? new PortInUseError('sqs', options.port) : error);
-    server.once('error', refuse);
-    server.listen(options.port, host, () => {
-      server.off('error', refuse);
-      const address = server.address();
-      resolve(typeof address === 'object' && address ? address.port : options.port);
-    });
-  });
+  const port = await listenAs('sqs', server, options.port, host);
   // The emulator writes its port into the queue URLs it answers with.
   service.PORT = port;
   return {

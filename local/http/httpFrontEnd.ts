@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyEventV2, APIGatewayRequestAuthorizerEventV2, Context } from 'aws-lambda';
+import { type LocalPart, listenAs } from '../localEnv.js';
 import {
   fromHttpApiResult,
   gatewayError,
@@ -26,6 +27,8 @@ export interface Readiness {
 export interface HttpFrontEndOptions {
   readonly port: number;
   readonly host?: string;
+  /** The part whose variable a taken port's PortInUseError names (the stack's API); unset, the listen's own error is kept. */
+  readonly part?: LocalPart;
   /** The api function; requests answer 503 while it is not built. */
   readonly api: LambdaFunction<APIGatewayProxyEventV2> | undefined;
   /** The Lambda authorizer (payload 2.0, simple responses); guarded routes answer 503 while it is not built. */
@@ -105,14 +108,7 @@ export async function startHttpFrontEnd(options: HttpFrontEndOptions): Promise<H
       .then((answer) => write(response, answer));
   });
 
-  const port = await new Promise<number>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, host, () => {
-      server.off('error', reject);
-      const address = server.address();
-      resolve(typeof address === 'object' && address ? address.port : options.port);
-    });
-  });
+  const port = await listenAs(options.part, server, options.port, host);
   return {
     url: `http://${host}:${port}`,
     port,

@@ -1,5 +1,5 @@
-import type { AddressInfo } from 'node:net';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { type LocalPart, listenAs } from '../localEnv.js';
 import { type DeliveryOutcome, deliverScheduleInput } from './deliverScheduleInput.js';
 import { FireTimers } from './fireTimers.js';
 import { createSchedulerHttpServer } from './schedulerHttpServer.js';
@@ -51,6 +51,8 @@ export interface SchedulerFaults {
 export interface SchedulerEmulatorOptions {
   readonly port: number;
   readonly host?: string;
+  /** The part whose variable a taken port's PortInUseError names (the stack's); unset, the listen's own error is kept. */
+  readonly part?: LocalPart;
   /** The SQS endpoint targets and dead-letter queues are reached through. */
   readonly sqsEndpoint: string;
   /** Keeps schedules in `{dataDir}/scheduler.json`; memory only when absent. */
@@ -142,11 +144,10 @@ export async function startSchedulerEmulator(options: SchedulerEmulatorOptions):
 
   const service = new SchedulerService(store, Date.now, arm);
   const server = createSchedulerHttpServer(service);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, host, () => resolve());
+  const port = await listenAs(options.part, server, options.port, host).catch((error: unknown) => {
+    sqs.destroy();
+    throw error;
   });
-  const port = (server.address() as AddressInfo).port;
   // Schedules restored from dataDir: those already due fire now, the others at their time.
   for (const schedule of store.schedules()) arm(scheduleKey(schedule.GroupName, schedule.Name));
 

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { type LocalPart, listenAs } from '../localEnv.js';
 import type { ReceivedMail, ReceivedMailSummary, SmtpSink } from './smtpSink.js';
 
 export interface MailViewer {
@@ -18,6 +19,8 @@ export async function startMailViewer(options: {
   port: number;
   host?: string;
   sink: SmtpSink;
+  /** The part whose variable a taken port's PortInUseError names; unset (the backup relay's), the listen's own error is kept. */
+  part?: LocalPart;
 }): Promise<MailViewer> {
   const host = options.host ?? '127.0.0.1';
   const { sink } = options;
@@ -28,14 +31,7 @@ export async function startMailViewer(options: {
       send(response, text(500, 'mail viewer error'));
     }
   });
-  const port = await new Promise<number>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, host, () => {
-      server.off('error', reject);
-      const address = server.address();
-      resolve(typeof address === 'object' && address ? address.port : options.port);
-    });
-  });
+  const port = await listenAs(options.part, server, options.port, host);
   return {
     url: `http://${host}:${port}/`,
     port,

@@ -2,6 +2,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import { monotonicFactory } from 'ulid';
+import { type LocalPart, listenAs } from '../localEnv.js';
 import { decodeEncodedWords, readHeaders } from './mailHeaders.js';
 
 /** What the sink knows about one received message. */
@@ -36,6 +37,11 @@ export interface SmtpSink {
 export interface StartSmtpSinkOptions {
   readonly port: number;
   readonly host?: string;
+  /**
+   * The part of the local stack this is, whose variable a taken port's PortInUseError names; unset
+   * (the backup relay's, a bench's), the listen's own error is kept.
+   */
+  readonly part?: LocalPart;
   /** When set, each message is also written to `{dataDir}/{id}.eml` and reloaded on the next start. */
   readonly dataDir?: string;
   /** Largest message accepted (SIZE extension); larger ones get 552. Default 25 MiB. */
@@ -47,6 +53,7 @@ const DEFAULT_MAX_BYTES = 25 * 1024 * 1024;
 /**
  * A local SMTP server that accepts every message (any AUTH or none, no TLS) and keeps it for the
  * mail viewer and the tests. It never relays anything anywhere.
+ * @throws PortInUseError when the port is taken and `part` is given.
  */
 export async function startSmtpSink(options: StartSmtpSinkOptions): Promise<SmtpSink> {
   const host = options.host ?? '127.0.0.1';
@@ -93,17 +100,11 @@ export async function startSmtpSink(options: StartSmtpSinkOptions): Promise<Smtp
     },
   });
 
-  const port = await new Promise<number>((resolve, reject) => {
-    server.on('error', reject);
-    const listener = server.listen(options.port, host, () => {
-      server.off('error', reject);
-      const address = listener.address();
-      resolve(typeof address === 'object' && address ? address.port : options.port);
-    });
-  });
   server.on('error', () => {
-    // A client that misbehaves must not bring the sink down; smtp-server already answered it.
+    // A client that misbehaves must not bring the sink down; smtp-server already answered it. (The
+    // listen's own error, which smtp-server passes on here too, is listenAs's.)
   });
+  const port = await listenAs(options.part, server.server, options.port, host);
 
   return {
     host,

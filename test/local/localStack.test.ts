@@ -9,7 +9,7 @@ import { ConfigError, loadConfig } from '../../lambdas/core/config.js';
 import { RELAY_STREAM } from '../../lib/eventSourceLayout.js';
 import { SWEEPER_TIMEOUT_SECONDS } from '../../lib/postdateProps.js';
 import { freePort } from '../../local/freePort.js';
-import { ANY_FREE_PORTS, PortInUseError } from '../../local/localEnv.js';
+import { ANY_FREE_PORTS, PortInUseError, takenMeanwhile } from '../../local/localEnv.js';
 import { type LocalStack, SWEEPER_TIMEOUT_MS, startLocalStack } from '../../local/localStack.js';
 import { readStackFile } from '../../local/stackFile.js';
 import { LOCAL_AWS, queueDepth } from '../support/awsLocal.js';
@@ -239,6 +239,47 @@ describe('starting the local stack', () => {
       `port ${port} (the SQS emulator) is already in use: stop what holds it, or set POSTDATE_SQS_PORT to another port (0 picks any free port)`,
     );
   });
+
+  it.each([
+    ['scheduler', 'SQS emulator', 'the Scheduler emulator', 'POSTDATE_SCHEDULER_PORT'],
+    ['s3', 'Scheduler emulator', 'the S3 emulator', 'POSTDATE_S3_PORT'],
+    ['smtp', 'S3 emulator', 'the SMTP sink', 'POSTDATE_SMTP_SINK_PORT'],
+    ['mailViewer', 'S3 emulator', 'the mail viewer', 'POSTDATE_MAIL_VIEWER_PORT'],
+    ['api', 'DynamoDB Local', 'the API', 'POSTDATE_PORT'],
+  ] as const)(
+    'a fixed %s port another program takes after the ports were claimed ends the start with the one line',
+    async (part, takenAfter, name, variable) => {
+      const port = await freePort();
+      // Another program listens on the part's port once the ports were checked and an earlier part is up.
+      const other = createServer();
+      const otherFailed: Error[] = [];
+      other.on('error', (error) => otherFailed.push(error));
+      const starting = startLocalStack({
+        config: loadConfig({}, 'local'),
+        ports: { ...ANY_FREE_PORTS, [part]: port },
+        quiet: true,
+        onPartReady: (ready) => {
+          if (ready === takenAfter) other.listen(port, '127.0.0.1');
+        },
+      });
+      try {
+        const error = await starting.then(
+          (stack) => stack.stop().then(() => new Error(`the stack started on ${port}, which was taken`)),
+          (refused: unknown) => refused,
+        );
+        expect(otherFailed).toEqual([]);
+        expect(error).toBeInstanceOf(PortInUseError);
+        // local/start.ts ends with this message as its one line (failToStart), not retried: the port is fixed.
+        expect((error as Error).message).toBe(
+          `port ${port} (${name}) is already in use: stop what holds it, or set ${variable} to another port (0 picks any free port)`,
+        );
+        expect(takenMeanwhile(error, { ...ANY_FREE_PORTS, [part]: port })).toBeUndefined();
+      } finally {
+        if (other.listening) await new Promise<void>((resolve) => other.close(() => resolve()));
+      }
+    },
+    60_000,
+  );
 
   it('a part that fails while DynamoDB Local starts leaves no java behind (npm start may start again)', async () => {
     const address = blocker.address();
