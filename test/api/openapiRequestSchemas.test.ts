@@ -6,7 +6,11 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
-import { EnqueueBodySchema, GroupKeySchema, validateEnqueueRequest } from '../../lambdas/core/messageSchema.js';
+import {
+  EnqueueBodySchema,
+  GroupKeySchema,
+  validateEnqueueRequest,
+} from '../../lambdas/core/messageSchema.js';
 import { buildOpenApiDocument } from '../../lib/openapi/openApiDocument.js';
 import { validBody } from './events.js';
 
