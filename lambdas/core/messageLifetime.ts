@@ -31,6 +31,15 @@ export function startsRetention(status: MessageStatus, tenantId: string): boolea
   return RETAINED_STATUSES.includes(status) || (isWaitingForOperator(status) && !isLiveSide(tenantId));
 }
 
+/**
+ * Whether a message that has ended in `status` can still come back (a manual retry, a DLQ redrive):
+ * one waiting for an operator that was discarded, or that ended on the test side. A final status is
+ * never left, so the TTL it starts is never taken back.
+ */
+export function mayBeTakenBack(status: MessageStatus): boolean {
+  return isWaitingForOperator(status);
+}
+
 /** A TTL value (`expires_at`, epoch seconds): `days` after `start`. */
 export function expiresAtAfter(start: Date, days: number): number {
   return Math.floor(start.getTime() / 1000) + days * 86_400;
@@ -49,7 +58,10 @@ export interface LifetimeChange {
    * The body's own UpdateItem, billed by the body's size: `keep` (no write) unless the TTL changes.
    * A `remove` goes BEFORE the state write, a `set` AFTER it (and only if the state write applied),
    * so that a crash between the two leaves a body that lives longer than its message — never a
-   * message whose body can expire.
+   * message whose body can expire. Where the TTL can be taken back (`mayBeTakenBack`) a setter's body
+   * write can land after a taker's state write: the taker removes the body's again once its state
+   * write applied, and the setter reads the state after its body write and removes the body's TTL if
+   * the state's is gone (decision 0181), so the last of the four writes never leaves one under a live message.
    */
   readonly body: TtlWrite;
 }
