@@ -40,6 +40,17 @@ export function mayBeTakenBack(status: MessageStatus): boolean {
   return isWaitingForOperator(status);
 }
 
+/**
+ * Whether a record's retention has run out at `now` (its TTL has passed). DynamoDB deletes such an
+ * item some time after (within days), the state record and the body each on its own, and S3 the
+ * attachments by its own clock: a record still read is one being deleted, perhaps without its body.
+ * Nothing takes it back (a manual retry, a DLQ redrive): it would be a live message whose body may
+ * be gone (decision 0181).
+ */
+export function retentionRanOut(expiresAt: number | undefined, now: Date): boolean {
+  return expiresAt !== undefined && expiresAt < Math.floor(now.getTime() / 1000);
+}
+
 /** A TTL value (`expires_at`, epoch seconds): `days` after `start`. */
 export function expiresAtAfter(start: Date, days: number): number {
   return Math.floor(start.getTime() / 1000) + days * 86_400;

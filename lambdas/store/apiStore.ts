@@ -20,7 +20,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { QuietHours } from '../core/localTime.js';
-import { lifetimeChange, type TtlWrite } from '../core/messageLifetime.js';
+import { lifetimeChange, retentionRanOut, type TtlWrite } from '../core/messageLifetime.js';
 import { MESSAGE_STATUS, type MessageStatus, WAITING_FOR_OPERATOR } from '../core/messageStatus.js';
 import { NO_PROGRESS, progressAfterManualRetry } from '../core/recipients.js';
 import type { RefusedRecord } from '../core/recordLayout.js';
@@ -276,6 +276,8 @@ export class DynamoApiStore implements ApiStore {
     allowed: readonly MessageStatus[],
   ): Promise<TransitionResult> {
     const to = MESSAGE_STATUS.scheduled;
+    // One whose retention ran out is being deleted, perhaps its body first: it is gone.
+    if (before !== null && retentionRanOut(before.expires_at, input.now)) return { kind: 'not-found' };
     // A message an operator had discarded has TTLs; the retry takes it back, so they come off — the
     // body's before and after the state's (store/bodyLifetime.ts `takingBodyBack`), so that neither a
     // crash nor a discard's late body write leaves a live message whose body can expire. The

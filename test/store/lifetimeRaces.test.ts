@@ -1,4 +1,4 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { expiresAtAfter } from '../../lambdas/core/messageLifetime.js';
 import { isTerminal, type MessageStatus } from '../../lambdas/core/messageStatus.js';
@@ -238,5 +238,48 @@ describe("a discard's body write that lands after a retry took the message back"
     expect(claimer.ran()).toBe(1);
     expect(claimed.outcome).toBe('applied');
     expect(await ttls(dead.id)).toEqual({ status: 'sending', state: undefined, body: undefined });
+  });
+});
+
+/**
+ * DynamoDB's TTL deletes an expired item some time after its TTL (AWS: within days), the state
+ * record and the body each on its own: a record read past its TTL may have lost its body already.
+ * Its retention has run out; a retry must not make it a live message again (DESIGN §2: "No TTL
+ * deletes a message that is not terminal, or its body").
+ */
+describe('a message whose retention ran out', () => {
+  it('is not taken back by a retry while DynamoDB deletes it, its body first', async () => {
+    const t0 = wholeSecondNow();
+    const { tableName } = await freshTable('lifetime-ran-out');
+    const documents = documentClient();
+    const api = new DynamoApiStore(documents, tableName);
+    const failed = await senderOutcomes(tableName, t0)('failed');
+    const expiresAt = expiresAtAfter(t0, 1);
+    expect((await api.discard({ tenant: 'acme', id: failed.id, now: t0, expiresAt })).kind).toBe('updated');
+    // Two days on, the TTL deleter has reached the body and not yet the state record.
+    await documents.send(
+      new DeleteCommand({
+        TableName: tableName,
+        Key: { pk: messagePk(failed.id), sk: ITEM_SORT_KEY.messageBody },
+      }),
+    );
+    const later = seconds(t0, 2 * 86_400);
+
+    const retried = await api.retry({ tenant: 'acme', id: failed.id, now: later, maxAttempts: 8 });
+
+    const state = (
+      await documents.send(
+        new GetCommand({
+          TableName: tableName,
+          Key: { pk: messagePk(failed.id), sk: ITEM_SORT_KEY.messageState },
+          ConsistentRead: true,
+        }),
+      )
+    ).Item;
+    expect({ status: state?.status, expires_at: state?.expires_at }).toEqual({
+      status: 'failed',
+      expires_at: expiresAt,
+    });
+    expect(retried.kind).toBe('not-found');
   });
 });
