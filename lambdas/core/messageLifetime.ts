@@ -31,6 +31,26 @@ export function startsRetention(status: MessageStatus, tenantId: string): boolea
   return RETAINED_STATUSES.includes(status) || (isWaitingForOperator(status) && !isLiveSide(tenantId));
 }
 
+/**
+ * Whether a message that has ended in `status` can still come back (a manual retry, a DLQ redrive):
+ * one waiting for an operator that was discarded, or that ended on the test side. A final status is
+ * never left, so the TTL it starts is never taken back.
+ */
+export function mayBeTakenBack(status: MessageStatus): boolean {
+  return isWaitingForOperator(status);
+}
+
+/**
+ * Whether a record's retention has run out at `now` (its TTL has passed). DynamoDB deletes such an
+ * item some time after (within days), the state record and the body each on its own, and S3 the
+ * attachments by its own clock: a record still read is one being deleted, perhaps without its body.
+ * Nothing takes it back (a manual retry, a DLQ redrive): it would be a live message whose body may
+ * be gone (decision 0181).
+ */
+export function retentionRanOut(expiresAt: number | undefined, now: Date): boolean {
+  return expiresAt !== undefined && expiresAt < Math.floor(now.getTime() / 1000);
+}
+
 /** A TTL value (`expires_at`, epoch seconds): `days` after `start`. */
 export function expiresAtAfter(start: Date, days: number): number {
   return Math.floor(start.getTime() / 1000) + days * 86_400;
@@ -49,7 +69,10 @@ export interface LifetimeChange {
    * The body's own UpdateItem, billed by the body's size: `keep` (no write) unless the TTL changes.
    * A `remove` goes BEFORE the state write, a `set` AFTER it (and only if the state write applied),
    * so that a crash between the two leaves a body that lives longer than its message — never a
-   * message whose body can expire.
+   * message whose body can expire. Where the TTL can be taken back (`mayBeTakenBack`) a setter's body
+   * write can land after a taker's state write: the taker removes the body's again once its state
+   * write applied, and the setter reads the state after its body write and removes the body's TTL if
+   * the state's is gone (decision 0181), so the last of the four writes never leaves one under a live message.
    */
   readonly body: TtlWrite;
 }

@@ -1,6 +1,7 @@
 import { isAllowedFrom } from './addresses.js';
 import { backoffSeconds, configBackoffSeconds } from './backoff.js';
 import { FAILURE_ORIGIN, type FailureOrigin } from './classifySmtpError.js';
+import { retentionRanOut } from './messageLifetime.js';
 import { MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
 import type { ErrorClass } from './postdateError.js';
 import {
@@ -28,6 +29,8 @@ export interface AdmissionRecord extends DeathRecord {
   readonly lease_until?: string;
   /** The SQS message id of the copy that made the message `dead` (its move to the DLQ). */
   readonly dead_copy?: string;
+  /** Its TTL: set when an operator discarded it (core/messageLifetime.ts). */
+  readonly expires_at?: number;
 }
 
 /** What the admission reads of the queue copy. */
@@ -78,7 +81,12 @@ export function admitCopy(
     // The copy that died, whatever it carries (a redriven one carried the message on), is moved.
     if (record.dead_copy === copy.sqsMessageId) return { kind: 'move-to-dead-letters' };
     // Dead means dead: only an operator's redrive of this death's copy from the DLQ sends it again.
-    if (redrivesDeath(copy, record)) return { kind: 'proceed', takeover: false, redrive: true };
+    if (redrivesDeath(copy, record)) {
+      // A discarded one comes back while its retention runs, not once DynamoDB may be deleting it.
+      if (retentionRanOut(record.expires_at, now))
+        return { kind: 'drop', reason: 'discarded, and its retention ran out' };
+      return { kind: 'proceed', takeover: false, redrive: true };
+    }
     if (copy.fromDeadLetters) return { kind: 'drop', reason: 'dead again; this copy is of an earlier death' };
     return { kind: 'drop', reason: 'dead, and this copy did not come out of the DLQ' };
   }

@@ -20,7 +20,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { QuietHours } from '../core/localTime.js';
-import { lifetimeChange } from '../core/messageLifetime.js';
+import { lifetimeChange, retentionRanOut, type TtlWrite } from '../core/messageLifetime.js';
 import { MESSAGE_STATUS, type MessageStatus, WAITING_FOR_OPERATOR } from '../core/messageStatus.js';
 import { NO_PROGRESS, progressAfterManualRetry } from '../core/recipients.js';
 import type { RefusedRecord } from '../core/recordLayout.js';
@@ -37,7 +37,7 @@ import type {
   TransitionResult,
 } from '../ports/ApiStore.js';
 import { storedBodyItem } from './bodyContent.js';
-import { finishBodyLifetime, writeBodyTtl } from './bodyLifetime.js';
+import { finishBodyLifetime, takingBodyBack } from './bodyLifetime.js';
 import { type GroupHead, type GroupHeadReplicas, raiseGroupHead, readGroupHead } from './groupHead.js';
 import {
   byStatusPk,
@@ -54,6 +54,8 @@ import { outboxItemIndex, outboxTransactItems } from './outboxRecords.js';
 import { readState, readStateRecord, readStateRecords } from './stateReads.js';
 import { DynamoSuppressionList } from './suppressionList.js';
 import { INDEX, INDEX_SHARDS, ITEM_SORT_KEY, KEY } from './tableLayout.js';
+
+const KEEP_BODY: TtlWrite = { kind: 'keep' };
 
 /** The statuses a transition of the state machine leaves from (the API's conditions come from it). */
 export function fromStatuses(event: TransitionEvent): readonly MessageStatus[] {
@@ -274,8 +276,11 @@ export class DynamoApiStore implements ApiStore {
     allowed: readonly MessageStatus[],
   ): Promise<TransitionResult> {
     const to = MESSAGE_STATUS.scheduled;
+    // One whose retention ran out is being deleted, perhaps its body first: it is gone.
+    if (before !== null && retentionRanOut(before.expires_at, input.now)) return { kind: 'not-found' };
     // A message an operator had discarded has TTLs; the retry takes it back, so they come off — the
-    // body's before the state's, so that no crash leaves a live message whose body can expire. The
+    // body's before and after the state's (store/bodyLifetime.ts `takingBodyBack`), so that neither a
+    // crash nor a discard's late body write leaves a live message whose body can expire. The
     // strongly consistent read of the small state record (1 unit) tells whether the body, billed by
     // its size, needs a write at all.
     const retried = progressAfterManualRetry(
@@ -283,18 +288,36 @@ export class DynamoApiStore implements ApiStore {
         ? NO_PROGRESS
         : { accepted: before.rcpt_accepted ?? [], rejected: before.rcpt_rejected ?? [] },
     );
-    if (before !== null && allowed.includes(before.status)) {
-      const lifetime = lifetimeChange({
-        currentExpiresAt: before.expires_at,
-        to,
-        tenant: before.tenant,
-        now: input.now,
-        retentionDays: 0, // unused: a retry never starts the retention
-        bodyInState: before.body !== undefined,
-      });
-      if (lifetime.body.kind === 'remove')
-        await writeBodyTtl(this.documents, this.tableName, input.id, lifetime.body);
-    }
+    const body =
+      before !== null && allowed.includes(before.status)
+        ? lifetimeChange({
+            currentExpiresAt: before.expires_at,
+            to,
+            tenant: before.tenant,
+            now: input.now,
+            retentionDays: 0, // unused: a retry never starts the retention
+            bodyInState: before.body !== undefined,
+          }).body
+        : KEEP_BODY;
+    const write = () => this.retryWrite(input, before, allowed, retried);
+    return takingBodyBack(
+      this.documents,
+      this.tableName,
+      input.id,
+      body,
+      write,
+      (result) => result.kind === 'updated',
+    );
+  }
+
+  /** The retry's one conditional write of the state record, decided on `before`. */
+  private retryWrite(
+    input: { tenant: string; id: string; now: Date; maxAttempts: number },
+    before: MessageStateRecord | null,
+    allowed: readonly MessageStatus[],
+    retried: ReturnType<typeof progressAfterManualRetry>,
+  ): Promise<TransitionResult> {
+    const to = MESSAGE_STATUS.scheduled;
     // A fresh budget of attempts, the one a DLQ redrive gives (core/sendDecision.ts); `attempts`
     // itself stays as it is, the count of SMTP transactions (DESIGN §2).
     const attempts = before?.attempts ?? 0;

@@ -16,7 +16,7 @@ import type {
 } from '../ports/SenderStore.js';
 import type { SuppressionList } from '../ports/SuppressionList.js';
 import { bodyOfStoredItem, inlineBodyOf } from './bodyContent.js';
-import { finishBodyLifetime, writeBodyTtl } from './bodyLifetime.js';
+import { finishBodyLifetime, takingBodyBack } from './bodyLifetime.js';
 import { recordDeadLetterPut } from './deadLetterEntry.js';
 import { type GroupHeadReplicas, readGroupHeadVersion } from './groupHead.js';
 import {
@@ -98,7 +98,8 @@ export class DynamoSenderStore implements SenderStore {
   async claim(input: ClaimInput): Promise<SenderWriteResult> {
     const { observed, now } = input;
     // A redriven `dead` message an operator had discarded ends no more: its body's TTL comes off
-    // before the claim, so that no crash leaves a live message whose body can expire.
+    // before the claim and again after it (store/bodyLifetime.ts `takingBodyBack`), so that neither a
+    // crash nor a discard's late body write leaves a live message whose body can expire.
     const lifetime = lifetimeChange({
       currentExpiresAt: observed.expires_at,
       to: MESSAGE_STATUS.sending,
@@ -107,8 +108,6 @@ export class DynamoSenderStore implements SenderStore {
       retentionDays: 0, // unused: a claim never starts the retention
       bodyInState: observed.body !== undefined,
     });
-    if (lifetime.body.kind === 'remove')
-      await writeBodyTtl(this.documents, this.tableName, observed.id, lifetime.body);
     const update = new UpdateBuilder(observed, now);
     update.set('status', MESSAGE_STATUS.sending);
     update.set('lst_pk', byStatusPk(observed.tenant, MESSAGE_STATUS.sending, observed.id));
@@ -131,7 +130,14 @@ export class DynamoSenderStore implements SenderStore {
     update.remove(TTL_ATTRIBUTE);
     update.remove('dead_copy');
     update.remove('death');
-    return await this.apply(update);
+    return await takingBodyBack(
+      this.documents,
+      this.tableName,
+      observed.id,
+      lifetime.body,
+      () => this.apply(update),
+      (result) => result.outcome === 'applied',
+    );
   }
 
   recordOutcome(input: OutcomeInput): Promise<SenderWriteResult> {
@@ -160,7 +166,7 @@ export class DynamoSenderStore implements SenderStore {
       return this.apply(update);
     }
     const body = this.becomeTerminal(update, claimed, input.to, now, input.retentionDays);
-    return this.applyWithBody(update, claimed.id, body);
+    return this.applyWithBody(update, body);
   }
 
   release(input: ReleaseInput): Promise<SenderWriteResult> {
@@ -190,7 +196,7 @@ export class DynamoSenderStore implements SenderStore {
       return this.apply(update);
     }
     const body = this.becomeTerminal(update, observed, input.to, now, input.retentionDays);
-    return this.applyWithBody(update, observed.id, body);
+    return this.applyWithBody(update, body);
   }
 
   hold(input: HoldInput): Promise<SenderWriteResult> {
@@ -214,7 +220,7 @@ export class DynamoSenderStore implements SenderStore {
       update.set('sent_at', delivered?.at ?? now.toISOString());
     }
     const body = this.becomeTerminal(update, claimed, input.to, now, input.retentionDays);
-    return this.applyWithBody(update, claimed.id, body);
+    return this.applyWithBody(update, body);
   }
 
   finishBodyLifetime(state: MessageStateRecord): Promise<void> {
@@ -271,13 +277,13 @@ export class DynamoSenderStore implements SenderStore {
    * transition that happened (a body given a TTL for a lost one would expire under a live message).
    * A failure between the two leaves a body without a TTL — it outlives its message, it never
    * leaves a message without its body — and throws; the sender's retry finds its own state write
-   * and finishes the body's (`finishBodyLifetime`). A removal never comes here: it goes before the
-   * state write (claim).
+   * and finishes the body's (`finishBodyLifetime`). A removal never comes here: it goes around the
+   * state write (claim, `takingBodyBack`).
    */
-  private async applyWithBody(update: UpdateBuilder, id: string, body: TtlWrite): Promise<SenderWriteResult> {
+  private async applyWithBody(update: UpdateBuilder, body: TtlWrite): Promise<SenderWriteResult> {
     const result = await this.apply(update);
     if (result.outcome === 'applied' && body.kind === 'set')
-      await writeBodyTtl(this.documents, this.tableName, id, body);
+      await finishBodyLifetime(this.documents, this.tableName, result.record);
     return result;
   }
 

@@ -16,7 +16,7 @@ import {
   ListObjectsV2Command,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentS3Client, S3AttachmentStore } from '../../lambdas/adapters/S3AttachmentStore.js';
 import { messageIdFor } from '../../lambdas/core/ids.js';
@@ -278,6 +278,77 @@ describe('what an enqueue stored for a request that did not become a message (DE
 });
 
 describe('what a message names (DESIGN §2: none expires while it is not terminal)', () => {
+  it('is stored when its key names an ended message whose records DynamoDB deletes during the enqueue (202)', async () => {
+    const tenant = freshTenant();
+    const messageId = messageIdFor(tenant, 'k-reborn');
+    // DynamoDB's TTL deleter reaches the ended original's state record after the enqueue read it,
+    // just before the new one is written.
+    let deleted = 0;
+    const deleterLandsFirst = (real: ApiStore): ApiStore =>
+      new Proxy(real, {
+        get(target, name, receiver) {
+          if (name === 'putNew')
+            return async (record: Parameters<ApiStore['putNew']>[0]) => {
+              if (record.sk === ITEM_SORT_KEY.messageState && deleted === 0) {
+                deleted += 1;
+                await w.api.documents.send(
+                  new DeleteCommand({
+                    TableName: w.api.tableName,
+                    Key: { [KEY.partition]: messagePk(messageId), [KEY.sort]: ITEM_SORT_KEY.messageState },
+                  }),
+                );
+              }
+              return target.putNew(record);
+            };
+          const value = Reflect.get(target, name, receiver);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    const w = await world({ wrapStore: deleterLandsFirst });
+    deleted = 1; // the original's enqueue goes through untouched
+    expect(
+      (
+        await w.api.call(
+          enqueueEvent(validBody({ attachments: [inline('%PDF-1')] }), { tenant, key: 'k-reborn' }),
+        )
+      ).status,
+    ).toBe(202);
+    await w.settle();
+    // It was sent long ago: its retention ran out yesterday, its file is tagged ended.
+    const [original = ''] = await w.named(messageId);
+    await store.setLifetime(original, 'ended');
+    await w.api.documents.send(
+      new UpdateCommand({
+        TableName: w.api.tableName,
+        Key: { [KEY.partition]: messagePk(messageId), [KEY.sort]: ITEM_SORT_KEY.messageState },
+        UpdateExpression: 'SET #status = :sent, #ttl = :ttl',
+        ExpressionAttributeNames: { '#status': 'status', '#ttl': 'expires_at' },
+        ExpressionAttributeValues: {
+          ':sent': 'sent',
+          ':ttl': Math.floor(w.api.clock.now().getTime() / 1000) - 86_400,
+        },
+      }),
+    );
+    deleted = 0;
+
+    const reborn = await w.api.call(
+      enqueueEvent(validBody({ subject: 'another', attachments: [inline('%PDF-2')] }), {
+        tenant,
+        key: 'k-reborn',
+      }),
+    );
+    await w.settle();
+
+    expect(deleted).toBe(1);
+    expect(reborn.status).toBe(202);
+    const keys = await w.named(messageId);
+    expect(keys).toHaveLength(1);
+    for (const key of keys) expect(await store.describe(key), key).toBeDefined();
+    expect(await objectsOf(tenant, messageId)).toEqual(
+      new Map([...keys.map((key) => [key, 'kept'] as const), [original, 'expires after the retention']]),
+    );
+  });
+
   it('is kept once its record is written, and a replay with its key stores nothing and changes nothing', async () => {
     const w = await world();
     const tenant = freshTenant();

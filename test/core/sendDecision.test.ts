@@ -56,6 +56,26 @@ describe('admitting a queue copy', () => {
     });
   });
 
+  it('redrives no dead message whose retention ran out: DynamoDB deletes its records, the body maybe first (DESIGN §2)', () => {
+    const discarded = { status: 'dead' as const, rev: 1, attempts: 6, death: 6 };
+    const expiresAt = Math.floor(NOW.getTime() / 1000);
+    const redriven = copy({ fromDeadLetters: true, death: 6 });
+    // A discarded message's copy still in the DLQ (a retention shorter than its 14 days) redrives it
+    // while its retention runs, and not once it has run out.
+    expect(admitCopy({ ...discarded, expires_at: expiresAt + 1 }, redriven, NOW)).toMatchObject({
+      redrive: true,
+    });
+    expect(admitCopy({ ...discarded, expires_at: expiresAt - 1 }, redriven, NOW)).toMatchObject({
+      kind: 'drop',
+    });
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 400 * 86_400 }), (pastSeconds) => {
+        const admission = admitCopy({ ...discarded, expires_at: expiresAt - pastSeconds }, redriven, NOW);
+        return admission.kind === 'drop';
+      }),
+    );
+  });
+
   /**
    * DESIGN §5, "only an operator's redrive sends it again", over a message's whole life: it dies,
    * an operator redrives the copy of that death (which gets a fresh set of attempts, spent before it

@@ -883,6 +883,11 @@ const NOT_REACHED: Readonly<Record<string, string>> = {
   'lambdas/keys/apiKeys.ts revokeApiKey UpdateCommand': '`postdate keys revoke`',
   'lambdas/keys/apiKeys.ts page QueryCommand': '`postdate keys list`',
   'lambdas/store/sendingGate.ts setDisabled UpdateCommand': '`postdate relays disable` and `enable`',
+  // Decision 0181: after a body TTL that can be taken back — the CLI's discard, or a test-side
+  // failed, dead or unknown message whose body is an item of its own (the scenarios' are inline) —
+  // the same GetItem of a state record as every read of it the api and the sender make.
+  'lambdas/store/bodyLifetime.ts stillEnded GetCommand':
+    "`postdate messages discard`, `dlq drop`, and a test-side message's end with a large body",
 };
 
 /** Actions Lambda itself takes with the function's role (stream event sources, logs), never its code. */

@@ -35,6 +35,7 @@ import {
   uploadMismatch,
 } from '../../core/attachments.js';
 import { CONFIG_SETTINGS } from '../../core/configSpec.js';
+import { retentionRanOut } from '../../core/messageLifetime.js';
 import type { EnqueueRequest } from '../../core/messageSchema.js';
 import { type FieldError, type ProblemDetails, problem, validationProblem } from '../../core/problem.js';
 import { validateAttachmentUpload } from '../../core/requestSchemas.js';
@@ -167,7 +168,8 @@ export async function checkAttachments(
 /**
  * Stores checked attachments' bytes for a message: inline ones put, uploads copied within the
  * bucket (S3 answers the copy's SHA-256), each tagged `pending` in the same request and under a key
- * of this request's own. A message that exists already (a replay, or a reused key) stores nothing:
+ * of this request's own. A message that exists already (a replay, or a reused key; not one whose
+ * retention ran out) stores nothing:
  * an upload's SHA-256 is then the one the message keeps for the same upload at that position, or
  * the upload's own, hashed as a stream. The one refusal left is an upload deleted since its check
  * (its day ended in between), a 400 on its field.
@@ -177,13 +179,16 @@ export async function checkAttachments(
  * same name is a 422 and a retry that uploaded the same bytes again is a replay.
  */
 export async function storeAttachments(
-  deps: Pick<RouteDependencies, 'attachments' | 'store' | 'random'>,
+  deps: Pick<RouteDependencies, 'attachments' | 'store' | 'random' | 'now'>,
   input: { readonly tenant: string; readonly messageId: string; readonly checked: CheckedAttachments },
 ): Promise<PreparedAttachments> {
   const store = deps.attachments;
   if (store === undefined) return { ok: false, problem: noBucket('/attachments') };
   const { planned, declarations } = input.checked;
-  const existing = await deps.store.getMessage(input.tenant, input.messageId);
+  const read = await deps.store.getMessage(input.tenant, input.messageId);
+  // A record whose retention ran out is being deleted, and may be gone before this request writes
+  // its own: its files are stored as for a new message (decision 0181).
+  const existing = read !== null && retentionRanOut(read.expires_at, deps.now()) ? null : read;
   const write = attachmentWriteToken(deps.random);
   const keyOf = (position: number, content: string) =>
     messageAttachmentKey(input.tenant, input.messageId, `${position}-${content}-${write}`);
