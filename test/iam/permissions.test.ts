@@ -599,10 +599,22 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
       expect(result.statusCode).toBe(202);
       return JSON.parse(result.body ?? '{}').id as string;
     };
-    const sendOnce = async (sender: ReturnType<typeof wireSender>) => {
-      const copies = await receiveAll(sendQueue.url);
-      expect(copies.length).toBeGreaterThan(0);
-      await sender.handle(sqsEvent(copies, sendQueue.arn));
+    // One receive may leave a copy behind, or bring back earlier ones whose visibility ended (the SQS
+    // emulator under load): the receives go on until they hold a copy of the message the step is about.
+    const receiveCopyOf = async (id: string) => {
+      const copies: Awaited<ReturnType<typeof receiveAll>> = [];
+      await eventually(
+        `a copy of ${id} on the send queue`,
+        async () => {
+          copies.push(...(await receiveAll(sendQueue.url)));
+          return copies.some((copy) => JSON.parse(copy.Body ?? '{}').id === id);
+        },
+        { withinMs: 30_000, everyMs: 100 },
+      );
+      return copies;
+    };
+    const sendOnce = async (sender: ReturnType<typeof wireSender>, id: string) => {
+      await sender.handle(sqsEvent(await receiveCopyOf(id), sendQueue.arn));
     };
     const senders: ReturnType<typeof wireSender>[] = [];
     const wired = (overrides: Record<string, string> = {}) => {
@@ -613,8 +625,7 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
     try {
       const sender = wired();
       // The message the api retries later is refused at RCPT TO (failed) whichever transaction it
-      // rides in, and another one is deferred after the dot. One receive may leave copies behind
-      // (the SQS emulator under load), so the first batch is received until it holds that message.
+      // rides in, and another one is deferred after the dot.
       const bounceMe = (address: string) =>
         address === 'bounce-me@example.com' ? { code: 550, message: '5.1.1 User unknown' } : undefined;
       const deferAfterDot = { code: 451, message: '4.3.0 Try later' };
@@ -624,16 +635,7 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
         { rcptTo: bounceMe, afterData: deferAfterDot },
         { rcptTo: bounceMe },
       );
-      const firstBatch: Awaited<ReturnType<typeof receiveAll>> = [];
-      await eventually(
-        'the copy of the message to bounce in the first batch',
-        async () => {
-          firstBatch.push(...(await receiveAll(sendQueue.url)));
-          return firstBatch.some((copy) => JSON.parse(copy.Body ?? '{}').id === messageIds[0]);
-        },
-        { withinMs: 30_000, everyMs: 100 },
-      );
-      await sender.handle(sqsEvent(firstBatch, sendQueue.arn));
+      await sendOnce(sender, messageIds[0] ?? '');
       expect(smtp.transactions).toBeGreaterThan(0);
       expect(await messageStatus(messageIds[0] ?? '')).toBe('failed');
 
@@ -648,8 +650,8 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
           MessageBody: encodeDispatchPayload({ id: early, rev: 1 }),
         }),
       );
-      // Only the early copy: whatever else the queue still holds goes to the next step.
-      const earlyCopies = (await receiveAll(sendQueue.url)).filter(
+      // Only the early copy: whatever else the receives took comes back for the next steps.
+      const earlyCopies = (await receiveCopyOf(early)).filter(
         (copy) => JSON.parse(copy.Body ?? '{}').id === early,
       );
       expect(earlyCopies).toHaveLength(1);
@@ -661,7 +663,7 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
       smtp.script({ afterData: { code: 421, message: '4.4.2 Closing connection' } });
       const dead = await enqueue('dead', { to: ['dead@example.com'] });
       deadId = dead;
-      await sendOnce(wired({ POSTDATE_MAX_ATTEMPTS: '1' }));
+      await sendOnce(wired({ POSTDATE_MAX_ATTEMPTS: '1' }), dead);
       expect(
         (await receiveAll(queueUrls.sendDeadLetter)).map((copy) => JSON.parse(copy.Body ?? '{}').id),
       ).toContain(dead);
@@ -669,11 +671,11 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
       // SES's throttling reply slows every sender down: the gate item takes the rate factor.
       smtp.script({ afterData: { code: 454, message: 'Throttling failure: Maximum sending rate exceeded' } });
       // Its body too large for its record: the sender reads it apart.
-      await enqueue('throttled', {
+      const throttled = await enqueue('throttled', {
         to: ['throttled@example.com'],
         text: randomBytes(12_000).toString('base64'),
       });
-      await sendOnce(wired());
+      await sendOnce(wired(), throttled);
       expect((await readGate())?.breaker?.rate_factor).toBeLessThan(1);
       smtp.script({});
       await resetGate();
@@ -682,8 +684,7 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
       await smtp.close();
       const outage = wired();
       for (const key of ['outage-1', 'outage-2', 'outage-3']) {
-        await enqueue(key, { to: [`${key}@example.com`] });
-        await sendOnce(outage);
+        await sendOnce(outage, await enqueue(key, { to: [`${key}@example.com`] }));
       }
       expect((await readGate())?.breaker?.state).toBe('open');
     } finally {
