@@ -27,6 +27,11 @@ export interface ClaimInput {
   readonly owner: string;
   readonly now: Date;
   readonly leaseUntil: Date;
+  /**
+   * The relay the lease sends through (DESIGN §15), kept on the record while it is `sending`: a
+   * takeover names it in the attempt the sender that died left behind. The sender always gives it.
+   */
+  readonly relay?: string;
   /** For a claim of a `dead` record by a copy redriven from the DLQ: its new attempt limit. */
   readonly attemptLimit?: number;
 }

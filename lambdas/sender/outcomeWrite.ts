@@ -509,14 +509,19 @@ export const INTERRUPTED_SEND_REASON =
   'the lease expired while sending: the sender stopped before recording an outcome, so the relay may or may not have the message';
 
 /** The history entry for an attempt whose sender died holding the lease (found by the next one). */
-export function interruptedAttemptRecord(leaseUntil: string | undefined, at: Date): AttemptRecord {
+export function interruptedAttemptRecord(
+  leased: { readonly lease_until?: string; readonly lease_relay?: string },
+  at: Date,
+): AttemptRecord {
   return {
-    at: leaseUntil ?? at.toISOString(),
+    at: leased.lease_until ?? at.toISOString(),
     outcome: 'ambiguous',
     code: null,
     enhanced_code: null,
     reply: 'lease expired while sending',
     duration_ms: 0,
+    // The relay its lease named (DESIGN §15: every attempt records the relay's name).
+    ...(leased.lease_relay === undefined ? {} : { relay: leased.lease_relay }),
   };
 }
 

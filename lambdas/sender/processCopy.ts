@@ -134,6 +134,7 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
         owner,
         now: claimedAt,
         leaseUntil,
+        relay: relay.name,
         ...(attemptLimit === undefined ? {} : { attemptLimit }),
       }),
     { status: MESSAGE_STATUS.sending, now: claimedAt, claims: owner },
@@ -366,7 +367,7 @@ function settleWithoutSend(
         retentionDays: deps.settings.retentionDays,
         ...(interrupted
           ? {
-              interruptedAttempt: interruptedAttemptRecord(observed.lease_until, now),
+              interruptedAttempt: interruptedAttemptRecord(observed, now),
               lastError: INTERRUPTED_SEND_ERROR,
             }
           : {}),

@@ -106,6 +106,8 @@ export interface MessageStateRecord {
   readonly api_copy?: true;
   readonly lease_owner?: string;
   readonly lease_until?: string;
+  /** While `sending`: the relay the lease sends through, for a takeover's attempt (DESIGN §15). */
+  readonly lease_relay?: string;
   readonly sent_at?: string;
   /** The relay's id from the last accepted attempt, absent when it named none (DESIGN §5; decision 0124). */
   readonly provider_message_id?: string;

@@ -113,6 +113,8 @@ export class DynamoSenderStore implements SenderStore {
     update.set('lst_pk', byStatusPk(observed.tenant, MESSAGE_STATUS.sending, observed.id));
     update.set('lease_owner', input.owner);
     update.set('lease_until', input.leaseUntil.toISOString());
+    if (input.relay === undefined) update.remove('lease_relay');
+    else update.set('lease_relay', input.relay);
     if (observed.due_pk !== duePk(observed.id) || observed.due_at === undefined) {
       // A redriven `dead` record leaves its waiting partition for the sweeper's.
       update.set('due_pk', duePk(observed.id));
@@ -183,6 +185,12 @@ export class DynamoSenderStore implements SenderStore {
       // The sender that died may have reached the relay: its attempt counts (DESIGN §2).
       update.set('attempts', (observed.attempts ?? 0) + 1);
       update.set('history', cappedHistory(observed.history, input.interruptedAttempt));
+      // It went through the relay its lease names (DESIGN §15): the view says so as for a live attempt.
+      const named = namedRelay(observed, input.interruptedAttempt);
+      if (named !== undefined) {
+        update.set('relay', named.relay);
+        update.remove('provider_message_id');
+      }
     }
     if (input.lastError !== undefined) update.set('last_error', input.lastError);
     if (input.to === MESSAGE_STATUS.dead) {
@@ -406,6 +414,7 @@ function leaveSending(
   update.set('updated_at', now.toISOString());
   update.remove('lease_owner');
   update.remove('lease_until');
+  update.remove('lease_relay');
   return update;
 }
 

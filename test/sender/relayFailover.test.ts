@@ -305,6 +305,53 @@ describe('failover across relays', () => {
     await world.outage.set('up');
   });
 
+  it('a sender that dies after sending through the second relay: the takeover names that relay in the ambiguous attempt', async () => {
+    const rig = await createBreakerRig(world);
+    const first = relay(rig, 'primary', world.outage);
+    const sender = (overrides: Partial<SenderDependencies> = {}) =>
+      rig.newHandler({
+        mailer: first.mailer,
+        relayGate: first.gate,
+        relayName: first.name,
+        failover: [relay(rig, 'backup', backup)],
+        ...overrides,
+      });
+    await new DynamoSendingGate(world.documents, world.tableName, 'primary').setDisabled({
+      reason: 'drain',
+      at: new Date().toISOString(),
+    });
+    const message = await rig.putMessage({ onAmbiguous: 'hold' });
+    await rig.dispatch(message);
+    // The backup takes the mail, and the sender never records it: every outcome write fails until
+    // its invocation is out of time, which leaves the record `sending` under its lease.
+    const store = new DynamoSenderStore(world.documents, world.tableName);
+    const dying = storeWith(store, {
+      recordOutcome: () => Promise.reject(new Error('the sender died before its write')),
+    });
+    const deadline = rig.clock.ms + 60_000;
+    await rig.run(await rig.receive({ max: 1, waitSeconds: 3 }), sender({ store: dying }), {
+      getRemainingTimeInMillis: () => deadline - rig.clock.ms,
+    });
+    expect(deliveredTo(backup, message.id)).toHaveLength(1);
+    expect(await rig.state(message.id)).toMatchObject({ status: 'sending', lease_relay: 'backup' });
+
+    // Its lease runs out; a copy of the message comes back (the sweeper's) to another sender.
+    rig.clock.advance((TEST_SETTINGS.leaseSeconds + 1) * 1000);
+    await rig.dispatch(message);
+    await rig.run(await rig.receive({ max: 1, waitSeconds: 3 }), sender(), contextWithRemaining(60_000));
+
+    // DESIGN §15: every attempt records the relay's name, the interrupted one too (the operator
+    // deciding an `unknown` message asks that relay's provider).
+    const state = await rig.state(message.id);
+    expect(state.status).toBe('unknown');
+    expect(state.history.map((attempt) => [attempt.outcome, attempt.relay])).toEqual([
+      ['ambiguous', 'backup'],
+    ]);
+    expect(messageView(state, { withHistory: false }).relay).toBe('backup');
+    expect(state.lease_relay).toBeUndefined();
+    expect(deliveredTo(backup, message.id)).toHaveLength(1);
+  });
+
   it('a disabled relay is drained: its mail leaves through the next, nothing connects to it; enabled, mail returns', async () => {
     const rig = await createBreakerRig(world);
     const sender = failoverSender(rig);
