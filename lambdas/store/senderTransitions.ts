@@ -113,8 +113,7 @@ export class DynamoSenderStore implements SenderStore {
     update.set('lst_pk', byStatusPk(observed.tenant, MESSAGE_STATUS.sending, observed.id));
     update.set('lease_owner', input.owner);
     update.set('lease_until', input.leaseUntil.toISOString());
-    if (input.relay === undefined) update.remove('lease_relay');
-    else update.set('lease_relay', input.relay);
+    if (input.relay !== undefined) update.set('lease_relay', input.relay);
     if (observed.due_pk !== duePk(observed.id) || observed.due_at === undefined) {
       // A redriven `dead` record leaves its waiting partition for the sweeper's.
       update.set('due_pk', duePk(observed.id));
