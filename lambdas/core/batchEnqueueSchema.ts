@@ -14,7 +14,10 @@ import {
   guarded,
   jsonPointer,
   PARSE_CONTEXT,
+  type ProblemDetails,
+  problem,
   type Validated,
+  validationProblem,
   zodErrors,
 } from './problem.js';
 import { IDEMPOTENCY_KEY_PATTERN, LIMITS } from './requestLimits.js';
@@ -60,18 +63,34 @@ export interface BatchItem {
   readonly body: Record<string, unknown>;
 }
 
-/** Takes an item's `idempotency_key` off it; errors name the item's own fields (`/idempotency_key`). */
-export function splitBatchItem(item: unknown): Validated<BatchItem> {
+type SplitItem =
+  | { readonly ok: true; readonly value: BatchItem }
+  | { readonly ok: false; readonly problem: ProblemDetails };
+
+/**
+ * Takes an item's `idempotency_key` off it, or answers the item's problem: a missing or malformed key
+ * is the single enqueue's own `idempotency-key-missing` / `-invalid` (DESIGN §3a: an item answers what
+ * a single enqueue of it would), naming the item's own field (`/idempotency_key`).
+ */
+export function splitBatchItem(item: unknown): SplitItem {
   if (typeof item !== 'object' || item === null || Array.isArray(item)) {
-    return { ok: false, errors: [{ field: 'body', message: 'must be an object' }] };
+    return { ok: false, problem: validationProblem([{ field: 'body', message: 'must be an object' }]) };
   }
   const { idempotency_key: key, ...body } = item as Record<string, unknown>;
   const checked = IdempotencyKeySchema.safeParse(key, PARSE_CONTEXT);
-  if (!checked.success) {
-    const message = key === undefined ? 'is required' : 'must be 1–255 printable ASCII characters';
-    return { ok: false, errors: [{ field: '/idempotency_key', message }] };
-  }
-  return { ok: true, value: { idempotencyKey: checked.data, body } };
+  if (checked.success) return { ok: true, value: { idempotencyKey: checked.data, body } };
+  const field = '/idempotency_key';
+  return {
+    ok: false,
+    problem:
+      key === undefined
+        ? problem('missingIdempotencyKey', 'This item needs its idempotency_key.', {
+            errors: [{ field, message: 'is required' }],
+          })
+        : problem('invalidIdempotencyKey', 'The idempotency_key must be 1–255 printable ASCII characters.', {
+            errors: [{ field, message: 'must be 1–255 printable ASCII characters' }],
+          }),
+  };
 }
 
 /**

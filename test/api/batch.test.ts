@@ -234,6 +234,21 @@ describe('POST /v1/messages/batch', () => {
     expect(response.results[2]?.problem?.type).toBe('urn:postdate:problem:payload-too-large');
   });
 
+  it("answers an item without a usable key with the single enqueue's own problem type, its field under the item", async () => {
+    const api = await apiHarness();
+    const single = await api.call(enqueueEvent(validBody(), { key: '' }));
+    const response = await sendBatch(api, {
+      messages: [{ ...validBody() }, { ...validBody(), idempotency_key: 'bad\nkey' }],
+    });
+    expect(response.results.map((result) => [result.status, result.problem?.type])).toEqual([
+      [400, single.json.type],
+      [400, 'urn:postdate:problem:idempotency-key-invalid'],
+    ]);
+    expect(response.results[1]?.problem?.errors).toEqual([
+      { field: '/messages/1/idempotency_key', message: 'must be 1–255 printable ASCII characters' },
+    ]);
+  });
+
   it('refuses a body over the batch bound with a 413', async () => {
     const api = await apiHarness();
     const text = 'x'.repeat(200 * 1024);

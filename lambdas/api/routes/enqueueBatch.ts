@@ -100,10 +100,10 @@ type ReadItem =
   | { readonly index: number; readonly enqueue: EnqueueItem }
   | { readonly index: number; problem: Extract<ItemAnswer, { kind: 'problem' }> };
 
-/** An item's key and body, or its own problem: no key, a body a single enqueue would refuse 413. */
+/** An item's key and body, or its own problem: no usable key, a body a single enqueue would refuse 413. */
 function readItem(message: unknown, index: number, tenant: string, now: Date): ReadItem {
   const split = splitBatchItem(message);
-  if (!split.ok) return { index, problem: { kind: 'problem', problem: validationProblem(split.errors) } };
+  if (!split.ok) return { index, problem: { kind: 'problem', problem: split.problem } };
   const oversized = bodySizeProblem(split.value.body, LIMITS.maxBodyBytes);
   if (oversized) return { index, problem: { kind: 'problem', problem: oversized } };
   return {
