@@ -98,6 +98,23 @@ describe('failover across relays', () => {
     });
   }
 
+  /** The first relay drained (disabled): senders whose mail leaves through the backup, each with its own overrides. */
+  async function drainedPrimary(rig: BreakerRig) {
+    const first = relay(rig, 'primary', world.outage);
+    await new DynamoSendingGate(world.documents, world.tableName, 'primary').setDisabled({
+      reason: 'drain',
+      at: new Date().toISOString(),
+    });
+    return (overrides: Partial<SenderDependencies> = {}) =>
+      rig.newHandler({
+        mailer: first.mailer,
+        relayGate: first.gate,
+        relayName: first.name,
+        failover: [relay(rig, 'backup', backup)],
+        ...overrides,
+      });
+  }
+
   const deliveredTo = (server: TestSmtpServer, id: string) =>
     server.received.filter((message) => message.postdateId === id && message.outcome === 'accepted');
 
@@ -307,19 +324,7 @@ describe('failover across relays', () => {
 
   it('a sender that dies after sending through the second relay: the takeover names that relay in the ambiguous attempt', async () => {
     const rig = await createBreakerRig(world);
-    const first = relay(rig, 'primary', world.outage);
-    const sender = (overrides: Partial<SenderDependencies> = {}) =>
-      rig.newHandler({
-        mailer: first.mailer,
-        relayGate: first.gate,
-        relayName: first.name,
-        failover: [relay(rig, 'backup', backup)],
-        ...overrides,
-      });
-    await new DynamoSendingGate(world.documents, world.tableName, 'primary').setDisabled({
-      reason: 'drain',
-      at: new Date().toISOString(),
-    });
+    const sender = await drainedPrimary(rig);
     const message = await rig.putMessage({ onAmbiguous: 'hold' });
     await rig.dispatch(message);
     // The backup takes the mail, and the sender never records it: every outcome write fails until
@@ -379,20 +384,8 @@ describe('failover across relays', () => {
 
   it('FailoverSends counts a copy claimed for the second relay, once: handed back for lack of time, or its claim lost, it counts nothing', async () => {
     const rig = await createBreakerRig(world);
-    const first = relay(rig, 'primary', world.outage);
     const store = new DynamoSenderStore(world.documents, world.tableName);
-    const failover = (overrides: Partial<SenderDependencies> = {}) =>
-      rig.newHandler({
-        mailer: first.mailer,
-        relayGate: first.gate,
-        relayName: first.name,
-        failover: [relay(rig, 'backup', backup)],
-        ...overrides,
-      });
-    await new DynamoSendingGate(world.documents, world.tableName, 'primary').setDisabled({
-      reason: 'drain',
-      at: new Date().toISOString(),
-    });
+    const failover = await drainedPrimary(rig);
     const [short, raced] = await Promise.all([rig.putMessage(), rig.putMessage()]);
     const next = async (message: { id: string; rev: number }) => {
       await rig.dispatch(message);

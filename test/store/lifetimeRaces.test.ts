@@ -21,6 +21,22 @@ import { senderOutcomes } from '../sweeper/waitingMessages.js';
  */
 const RETENTION_DAYS = 30;
 
+/** A message's status and the TTLs of its state record and its body item, read consistently. */
+async function lifetimesOf(tableName: string, id: string) {
+  const item = async (sk: string) =>
+    (
+      await documentClient().send(
+        new GetCommand({ TableName: tableName, Key: { pk: messagePk(id), sk }, ConsistentRead: true }),
+      )
+    ).Item;
+  const state = await item(ITEM_SORT_KEY.messageState);
+  return {
+    status: state?.status as MessageStatus,
+    state: state?.expires_at as number | undefined,
+    body: (await item(ITEM_SORT_KEY.messageBody))?.expires_at as number | undefined,
+  };
+}
+
 describe('a discard between the read and the write of a message taken back', () => {
   let t0: Date;
   let now: Date;
@@ -39,20 +55,7 @@ describe('a discard between the read and the write of a message taken back', () 
     endedAs = senderOutcomes(tableName, t0);
   });
 
-  const records = async (id: string) => {
-    const item = async (sk: string) =>
-      (
-        await documentClient().send(
-          new GetCommand({ TableName: tableName, Key: { pk: messagePk(id), sk }, ConsistentRead: true }),
-        )
-      ).Item;
-    const state = await item(ITEM_SORT_KEY.messageState);
-    return {
-      status: state?.status as MessageStatus,
-      state: state?.expires_at as number | undefined,
-      body: (await item(ITEM_SORT_KEY.messageBody))?.expires_at as number | undefined,
-    };
-  };
+  const records = (id: string) => lifetimesOf(tableName, id);
   /** The promise, whatever the interleaving did: a message that is not terminal has no body TTL. */
   const expectNoExpiringBodyUnderALiveMessage = async (id: string) => {
     const now = await records(id);
@@ -146,20 +149,7 @@ describe("a discard's body write that lands after a retry took the message back"
     endedAs = senderOutcomes(tableName, t0);
   });
 
-  const ttls = async (id: string) => {
-    const item = async (sk: string) =>
-      (
-        await documentClient().send(
-          new GetCommand({ TableName: tableName, Key: { pk: messagePk(id), sk }, ConsistentRead: true }),
-        )
-      ).Item;
-    const state = await item(ITEM_SORT_KEY.messageState);
-    return {
-      status: state?.status as MessageStatus,
-      state: state?.expires_at as number | undefined,
-      body: (await item(ITEM_SORT_KEY.messageBody))?.expires_at as number | undefined,
-    };
-  };
+  const ttls = (id: string) => lifetimesOf(tableName, id);
   const discardWith = (store: DynamoApiStore, id: string) =>
     store.discard({ tenant: 'acme', id, now, expiresAt: expiresAtAfter(now, RETENTION_DAYS) });
   const retry = (store: DynamoApiStore, id: string) =>
