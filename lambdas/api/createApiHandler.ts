@@ -2,7 +2,7 @@
  * The HTTP API (DESIGN §3) as a function of its dependencies: API Gateway HTTP API payload 2.0 in,
  * structured result out. This is the router: it resolves the route (404, 405 with `Allow`), wants
  * the authorizer's tenant on an authorized route (401), runs the route's module (routes/*.ts), and
- * turns whatever a route throws into a problem (503 on enqueue contention, else 500). Every error is
+ * turns whatever a route throws into a problem (503 when a retry may succeed, else 500: failureProblem). Every error is
  * `application/problem+json`.
  *
  * Logs carry the route, the status, the tenant, the message id and problem types: never an
@@ -11,7 +11,6 @@
 
 import { type ApiRoute, type RouteName, resolveRoute } from '../core/apiRoutes.js';
 import { errorForLog } from '../core/errorForLog.js';
-import { isTransient } from '../core/postdateError.js';
 import { problem } from '../core/problem.js';
 import { createTemplateRenderer } from '../core/templateRenderer.js';
 import type { ApiStore } from '../ports/ApiStore.js';
@@ -23,6 +22,7 @@ import {
   type ApiConfig,
   type ApiEvent,
   type ApiResult,
+  failureProblem,
   jsonResult,
   type Outcome,
   problemResult,
@@ -141,22 +141,16 @@ export function createApiHandler(deps: ApiHandlerDependencies): (event: ApiEvent
       const result = await routes[route.name]({ tenant: tenant ?? '', params, event });
       return answer(route, tenant, result);
     } catch (error) {
-      // A transient error (too many lost races on one key): the client may retry, and is told so.
-      if (isTransient(error)) {
-        return answer(
-          route,
-          tenant,
-          problemResult(problem('unavailable', 'Too much contention on this key; retry shortly.'), {
-            'retry-after': '1',
-          }),
-        );
-      }
-      deps.logger.error('request failed', {
+      const failure = failureProblem(error, 'request');
+      // Worth a retry (contention, AWS throttling or a timeout): the client is told when; the
+      // operator sees a warning to count, not an error of ours.
+      const retryable = failure.status === 503;
+      deps.logger[retryable ? 'warn' : 'error'](retryable ? 'request unavailable' : 'request failed', {
         route: route.name,
         tenant,
         error: errorForLog(error),
       });
-      return answer(route, tenant, problemResult(problem('internal', 'Something went wrong on our side.')));
+      return answer(route, tenant, problemResult(failure, retryable ? { 'retry-after': '1' } : {}));
     }
   };
 

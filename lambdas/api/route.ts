@@ -8,12 +8,14 @@
  * thrown error into a problem.
  */
 
+import { isThrottlingError, isTransientError } from '@smithy/core/retry';
 import type {
   APIGatewayProxyEventV2WithLambdaAuthorizer,
   APIGatewayProxyStructuredResultV2,
 } from 'aws-lambda';
 import type { AuthorizerContext } from '../core/authorizerContext.js';
 import type { Config } from '../core/config.js';
+import { isTransient } from '../core/postdateError.js';
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails, problem } from '../core/problem.js';
 import { bytesBeyondInline, IDEMPOTENCY_KEY_PATTERN, LIMITS } from '../core/requestLimits.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
@@ -121,6 +123,34 @@ export function problemResult(
     // Problem types and field names are safe to log; details and messages never echo values either.
     log: { ...log, problem: details.type, fields: details.errors?.map((error) => error.field) },
   };
+}
+
+/**
+ * What a request (or a batch item) answers when its store calls threw: 503 `unavailable` when the
+ * same request may well succeed in a moment, else a 500 that says nothing more. A retry is
+ * worthwhile when Postdate's own store says so (too many lost races on one key) or when AWS does,
+ * once the SDK's own retries are spent: throttling (a hot partition's
+ * ProvisionedThroughputExceeded, ThrottlingException), a timeout, a 5xx, a dropped connection —
+ * @smithy/core's classification, the one the SDK retries by. An enqueue retried with the same key
+ * is safe whether or not the failed write landed (a replay answers it).
+ */
+export function failureProblem(error: unknown, retry: 'request' | 'batch'): ProblemDetails {
+  const again = retry === 'batch' ? 'retry the batch shortly' : 'retry shortly';
+  if (isTransient(error)) return problem('unavailable', `Too much contention on this key; ${again}.`);
+  if (awsSaysTryAgain(error))
+    return problem('unavailable', `The table is busy or briefly unreachable; ${again}.`);
+  return problem(
+    'internal',
+    retry === 'batch'
+      ? 'Something went wrong on our side; retry the batch.'
+      : 'Something went wrong on our side.',
+  );
+}
+
+function awsSaysTryAgain(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const sdkError = error as Parameters<typeof isThrottlingError>[0];
+  return isThrottlingError(sdkError) || isTransientError(sdkError);
 }
 
 export function notFound(): Outcome {

@@ -1,7 +1,22 @@
+import { ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
+import { messageIdFor } from '../../lambdas/core/ids.js';
 import type { ApiStore } from '../../lambdas/ports/ApiStore.js';
 import { apiHarness } from './apiHarness.js';
-import { enqueueEvent, getEvent, validBody } from './events.js';
+import { apiEvent, enqueueEvent, getEvent, validBody } from './events.js';
+
+/** DynamoDB's answer to a hot partition, as the SDK throws it once its own retries are spent. */
+function throttled(): ProvisionedThroughputExceededException {
+  return new ProvisionedThroughputExceededException({
+    message: 'The level of configured provisioned throughput for the table was exceeded.',
+    $metadata: { httpStatusCode: 400, attempts: 3 },
+  });
+}
+
+/** A request to AWS that timed out (the SDK's socket timeout): it may have reached the table. */
+function timedOut(): Error {
+  return Object.assign(new Error('Connection timed out after 3000 ms'), { name: 'TimeoutError' });
+}
 
 /**
  * Failures DynamoDB Local cannot be made to produce on demand (endless contention, an outage) are
@@ -69,5 +84,73 @@ describe('when the table fails', () => {
       route: 'get',
       error: { name: 'ResourceNotFoundException' },
     });
+  });
+
+  it('answers 503 with Retry-After when DynamoDB is throttling the enqueue, having written nothing, and warns', async () => {
+    const api = await apiHarness({
+      wrapStore: (store) =>
+        Object.assign(Object.create(store) as ApiStore, {
+          putNew: async () => {
+            throw throttled();
+          },
+        }),
+    });
+    const response = await api.call(enqueueEvent(validBody(), { key: 'hot-partition' }));
+    expect(response.status).toBe(503);
+    expect(response.headers['retry-after']).toBe('1');
+    expect(response.json).toMatchObject({ type: 'urn:postdate:problem:unavailable', status: 503 });
+    expect(await api.scanAll()).toEqual([]);
+    // Not an error of ours: a warning an operator can count, naming what AWS said.
+    expect(api.logs.filter((line) => line.level === 'error')).toEqual([]);
+    expect(api.logs.find((line) => line.level === 'warn')?.attributes).toMatchObject({
+      route: 'enqueue',
+      error: { name: 'ProvisionedThroughputExceededException' },
+    });
+  });
+
+  it('answers 503 on any route when AWS timed out or throttled a read, not a 500', async () => {
+    const api = await apiHarness({
+      wrapStore: (store) =>
+        Object.assign(Object.create(store) as ApiStore, {
+          showMessage: async () => {
+            throw timedOut();
+          },
+        }),
+    });
+    const response = await api.call(getEvent('01JDQ1T8Z6J5V1Y5M6Z8K4W2QX'));
+    expect(response.status).toBe(503);
+    expect(response.headers['retry-after']).toBe('1');
+  });
+
+  it('answers a throttled batch item 503, as a single enqueue of it would, and the batch 503 when every item was', async () => {
+    let throttledPk: string | 'every' = `MSG#${messageIdFor('acme', 'throttle-b')}`;
+    const api = await apiHarness({
+      wrapStore: (store) =>
+        Object.assign(Object.create(store) as ApiStore, {
+          putNew: async (record: Parameters<ApiStore['putNew']>[0]) => {
+            if (throttledPk === 'every' || record.pk === throttledPk) throw throttled();
+            return store.putNew(record);
+          },
+        }),
+    });
+    const batch = (keys: readonly string[]) =>
+      api.call(
+        apiEvent({
+          method: 'POST',
+          path: '/v1/messages/batch',
+          routeKey: 'POST /v1/messages/batch',
+          body: { messages: keys.map((key) => ({ idempotency_key: key, ...validBody() })) },
+        }),
+      );
+    const some = await batch(['throttle-a', 'throttle-b', 'throttle-c']);
+    expect(some.status).toBe(200);
+    const results = some.json.results as { status: number; problem?: { type: string } }[];
+    expect(results.map((result) => result.status)).toEqual([202, 503, 202]);
+    expect(results[1]?.problem?.type).toBe('urn:postdate:problem:unavailable');
+
+    throttledPk = 'every';
+    const none = await batch(['throttle-d', 'throttle-e']);
+    expect(none.status).toBe(503);
+    expect(none.headers['retry-after']).toBe('1');
   });
 });

@@ -354,7 +354,7 @@ describe('the body lives as long as the message needs it', () => {
 /**
  * DESIGN §2 and §8: a cancelled message's records are kept for the retention, then go — the body with
  * them — and docs/api.md: its key then names a new message again. The body's TTL is its own write
- * after the cancel's; when that one fails (a throttle past the SDK's retries) the client sees a 500
+ * after the cancel's; when that one fails (a throttle past the SDK's retries) the client sees a 503
  * for a cancel that happened, and its retry must finish the body's TTL (decision 0145).
  */
 describe("a cancel whose body write failed is finished by the client's retry", () => {
@@ -380,7 +380,7 @@ describe("a cancel whose body write failed is finished by the client's retry", (
       ).Item?.expires_at;
     expect(await bodyTtl()).toBeUndefined();
 
-    expect((await api.call(cancel(id))).status).toBe(500);
+    expect((await api.call(cancel(id))).status).toBe(503);
     expect(faulty.failed()).toBe(1);
     const stateTtl = (await state(api, id)).expires_at;
     expect([(await state(api, id)).status, stateTtl]).toEqual(['cancelled', expect.any(Number)]);

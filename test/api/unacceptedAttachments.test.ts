@@ -135,7 +135,7 @@ function stateWritesThrow(failFor?: (id: string) => boolean): (store: ApiStore) 
 }
 
 describe('what an enqueue stored for a request that did not become a message (DESIGN §13)', () => {
-  it('expires after a day when the state record cannot be written (500), inline files and copied uploads alike', async () => {
+  it('expires after a day when the state record cannot be written (503: a throttle), inline files and copied uploads alike', async () => {
     const w = await world({ wrapStore: stateWritesThrow() });
     const tenant = freshTenant();
     const id = await w.upload(tenant, randomBytes(2048));
@@ -145,7 +145,7 @@ describe('what an enqueue stored for a request that did not become a message (DE
         key: 'k-500',
       }),
     );
-    expect(res.status).toBe(500);
+    expect(res.status).toBe(503);
     await w.settle();
     const stored = await objectsOf(tenant, messageIdFor(tenant, 'k-500'));
     expect(stored.size).toBe(2);
@@ -243,7 +243,7 @@ describe('what an enqueue stored for a request that did not become a message (DE
       }),
     );
     expect(res.status).toBe(200);
-    expect((res.json.results as { status: number }[]).map((result) => result.status)).toEqual([202, 500]);
+    expect((res.json.results as { status: number }[]).map((result) => result.status)).toEqual([202, 503]);
     await w.settle();
     expect([...(await objectsOf(tenant, failing)).values()]).toEqual(['expires after a day']);
     expect([...(await objectsOf(tenant, messageIdFor(tenant, 'b-1'))).values()]).toEqual(['kept']);

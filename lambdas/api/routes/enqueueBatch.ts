@@ -19,13 +19,13 @@
 
 import { batchItemField, splitBatchItem, validateBatchEnvelope } from '../../core/batchEnqueueSchema.js';
 import { errorForLog } from '../../core/errorForLog.js';
-import { isTransient } from '../../core/postdateError.js';
-import { type FieldError, type ProblemDetails, problem, validationProblem } from '../../core/problem.js';
+import { type FieldError, type ProblemDetails, validationProblem } from '../../core/problem.js';
 import { LIMITS } from '../../core/requestLimits.js';
 import { runWithConcurrency } from '../../core/runWithConcurrency.js';
 import { messageView } from '../../store/messageView.js';
 import {
   bodySizeProblem,
+  failureProblem,
   jsonResult,
   problemResult,
   type RouteDependencies,
@@ -170,9 +170,7 @@ function batchResult(index: number, answer: ValidEnqueue | ItemAnswer): BatchRes
       return { index, status: answer.problem.status, problem: itemProblem };
     }
     case 'failed': {
-      const failure = isTransient(answer.error)
-        ? problem('unavailable', 'Too much contention on this key; retry the batch shortly.')
-        : problem('internal', 'Something went wrong on our side; retry the batch.');
+      const failure = failureProblem(answer.error, 'batch');
       return { index, status: failure.status, problem: failure };
     }
     case 'valid':
