@@ -25,7 +25,6 @@ import {
   isWebhookEndpointId,
   WEBHOOK_LIMITS,
   WEBHOOK_SECRET_BYTES,
-  WEBHOOK_SECRET_OVERLAP_MS,
   WEBHOOK_SECRET_PREFIX,
   type WebhookDeliveryStatus,
   webhookEndpointId,
@@ -128,13 +127,16 @@ export function webhookRouteHandlers(
     async rotateWebhookSecret({ tenant, params }) {
       const id = params.id ?? '';
       if (!isWebhookEndpointId(id)) return webhookNotFound();
-      const previousUntil = new Date(deps.now().getTime() + WEBHOOK_SECRET_OVERLAP_MS).toISOString();
-      const rotated = await deps.store.rotateSecret({ tenant, id, secret: newSecret(), previousUntil });
+      const rotated = await deps.store.rotateSecret({ tenant, id, secret: newSecret(), now: deps.now() });
       if (rotated === 'not-found') return webhookNotFound();
       // Like the creation's answer, the only one that carries the new secret.
       return jsonResult(
         200,
-        { ...endpointView(rotated), secret: rotated.secret, previous_secret_expires_at: previousUntil },
+        {
+          ...endpointView(rotated),
+          secret: rotated.secret,
+          previous_secret_expires_at: retiredUntil(rotated),
+        },
         {},
         { webhook_id: rotated.id },
       );
@@ -197,6 +199,13 @@ export function newWebhookSecret(): string {
   return `${WEBHOOK_SECRET_PREFIX}${randomBytes(WEBHOOK_SECRET_BYTES).toString('base64')}`;
 }
 
+/** When the secret a rotation just retired stops signing (its answer's `previous_secret_expires_at`). */
+export function retiredUntil(rotated: WebhookEndpoint): string {
+  const [retired] = rotated.retiredSecrets;
+  if (retired === undefined) throw new Error('a rotated endpoint has no retired secret');
+  return retired.until;
+}
+
 /** The tenant's endpoint of this id; null for none, another tenant's, or no endpoint id at all. */
 export async function findWebhookEndpoint(
   store: WebhookStore,
@@ -247,6 +256,7 @@ export async function createWebhookEndpoint(
     events: parsed.value.events,
     description: parsed.value.description,
     secret: (deps.newSecret ?? newWebhookSecret)(),
+    retiredSecrets: [],
     createdAt: now.toISOString(),
   };
   const created = await deps.store.createEndpoint(endpoint, WEBHOOK_LIMITS.maxEndpointsPerTenant);
