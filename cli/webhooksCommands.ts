@@ -139,6 +139,7 @@ export async function webhooksRetry(
 ): Promise<void> {
   const queue = requireQueue(deps);
   const retried = await retryDelivery({ ...deps, queue }, options.tenant, options.endpoint, options.delivery);
+  if (retried.kind === 'endpoint-not-found') throw endpointNotFound(options);
   if (retried.kind === 'not-found')
     throw new CliError(`no delivery ${options.delivery} of endpoint ${options.endpoint}`, EXIT.failed);
   if (retried.kind === 'conflict')

@@ -179,6 +179,7 @@ export function webhookRouteHandlers(
 
     async retryWebhookDelivery({ tenant, params }) {
       const retried = await retryDelivery(deps, tenant, params.id ?? '', params.delivery ?? '');
+      if (retried.kind === 'endpoint-not-found') return webhookNotFound();
       if (retried.kind === 'not-found') return deliveryNotFound();
       if (retried.kind === 'conflict') return deliveryConflict(retried.current);
       if (retried.kind === 'queue-refused')
@@ -234,8 +235,9 @@ export type CreateEndpointResult =
   | { readonly kind: 'limit' };
 
 /**
- * A new endpoint from a `POST /v1/webhooks` body: the body's rules (the event types), then the URL's
- * policy (`checkUrl`), then the write under the tenant's limit; nothing is written unless all pass.
+ * A new endpoint from a `POST /v1/webhooks` body: the body's rules (the event types) and the URL's
+ * policy (`checkUrl`), every fault named at once, then the write under the tenant's limit; nothing is
+ * written unless all pass.
  * Shared by the api and the CLI (`postdate webhooks create`). The endpoint holds its secret: the
  * caller shows it this once and logs it never.
  */
@@ -245,9 +247,13 @@ export async function createWebhookEndpoint(
   body: unknown,
 ): Promise<CreateEndpointResult> {
   const parsed = validateCreateWebhook(body);
-  if (!parsed.ok) return { kind: 'invalid', errors: parsed.errors };
-  const url = deps.checkUrl(parsed.value.url);
-  if (!url.ok) return { kind: 'invalid', errors: [{ field: '/url', message: url.reason }] };
+  // The URL's policy is told beside the body's other faults, so one answer names every field at fault.
+  const schemaErrors = parsed.ok ? [] : parsed.errors;
+  const url = schemaErrors.some((error) => error.field === '/url')
+    ? undefined
+    : urlProblem(deps.checkUrl, (body as { readonly url?: unknown } | null)?.url);
+  const errors = url ? [...schemaErrors, url] : schemaErrors;
+  if (!parsed.ok || errors.length > 0) return { kind: 'invalid', errors };
   const now = deps.now();
   const endpoint: WebhookEndpoint = {
     id: webhookEndpointId(newMessageId(now.getTime(), deps.random)),
@@ -261,6 +267,13 @@ export async function createWebhookEndpoint(
   };
   const created = await deps.store.createEndpoint(endpoint, WEBHOOK_LIMITS.maxEndpointsPerTenant);
   return created === 'limit' ? { kind: 'limit' } : { kind: 'created', endpoint };
+}
+
+/** The URL policy's refusal of a body's `url`, or none (nor for a `url` that is no string: the schema's). */
+function urlProblem(checkUrl: WebhookRouteDependencies['checkUrl'], url: unknown): FieldError | undefined {
+  if (typeof url !== 'string') return undefined;
+  const checked = checkUrl(url);
+  return checked.ok ? undefined : { field: '/url', message: checked.reason };
 }
 
 export type TestEventResult =
@@ -304,6 +317,8 @@ export async function sendTestEvent(
 
 export type RetryDeliveryResult =
   | { readonly kind: 'retried'; readonly delivery: WebhookDelivery }
+  /** No endpoint of this id under the tenant (none, another tenant's, or no endpoint id at all). */
+  | { readonly kind: 'endpoint-not-found' }
   | { readonly kind: 'not-found' }
   /** Not to be retried (mayRetryDelivery), or changed meanwhile: `current` is how it is. */
   | { readonly kind: 'conflict'; readonly current: WebhookDelivery }
@@ -324,7 +339,8 @@ export async function retryDelivery(
   deliveryId: string,
 ): Promise<RetryDeliveryResult> {
   const endpoint = await findWebhookEndpoint(deps.store, tenant, endpointId);
-  if (!endpoint || !isWebhookDeliveryId(deliveryId)) return { kind: 'not-found' };
+  if (!endpoint) return { kind: 'endpoint-not-found' };
+  if (!isWebhookDeliveryId(deliveryId)) return { kind: 'not-found' };
   const current = await deps.store.getDelivery(endpoint.id, deliveryId);
   if (!current || current.tenant !== tenant) return { kind: 'not-found' };
   const now = deps.now();
