@@ -15,17 +15,13 @@ import {
   endpointView,
   findWebhookEndpoint,
   newWebhookSecret,
+  retiredUntil,
   retryDelivery,
   sendTestEvent,
   type WebhookRouteDependencies,
 } from '../lambdas/api/routes/webhooks.js';
 import type { FieldError } from '../lambdas/core/problem.js';
-import {
-  isWebhookDeliveryId,
-  isWebhookDeliveryStatus,
-  WEBHOOK_LIMITS,
-  WEBHOOK_SECRET_OVERLAP_MS,
-} from '../lambdas/core/webhooks.js';
+import { isWebhookDeliveryId, isWebhookDeliveryStatus, WEBHOOK_LIMITS } from '../lambdas/core/webhooks.js';
 import type { WebhookDelivery, WebhookQueue, WebhookStore } from '../lambdas/ports/Webhooks.js';
 import { DynamoWebhookStore } from '../lambdas/store/webhookStore.js';
 import { CliError, EXIT, UsageError } from './cliErrors.js';
@@ -143,6 +139,7 @@ export async function webhooksRetry(
 ): Promise<void> {
   const queue = requireQueue(deps);
   const retried = await retryDelivery({ ...deps, queue }, options.tenant, options.endpoint, options.delivery);
+  if (retried.kind === 'endpoint-not-found') throw endpointNotFound(options);
   if (retried.kind === 'not-found')
     throw new CliError(`no delivery ${options.delivery} of endpoint ${options.endpoint}`, EXIT.failed);
   if (retried.kind === 'conflict')
@@ -162,15 +159,15 @@ export async function webhooksRotateSecret(
   options: { readonly tenant: string; readonly endpoint: string },
   out: Output,
 ): Promise<void> {
-  const previousUntil = new Date(deps.now().getTime() + WEBHOOK_SECRET_OVERLAP_MS).toISOString();
   const secret = newWebhookSecret();
   const rotated = await deps.store.rotateSecret({
     tenant: options.tenant,
     id: options.endpoint,
     secret,
-    previousUntil,
+    now: deps.now(),
   });
   if (rotated === 'not-found') throw new CliError(`no endpoint ${options.endpoint}`, EXIT.failed);
+  const previousUntil = retiredUntil(rotated);
   if (out.json) return out.data({ id: rotated.id, secret, previous_secret_expires_at: previousUntil });
   out.line(`${rotated.id}: new secret ${secret}`);
   out.line(`the previous secret keeps signing beside it until ${previousUntil}`);

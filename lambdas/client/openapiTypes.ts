@@ -1466,7 +1466,7 @@ export interface components {
       secret: string;
       /**
        * Format: date-time
-       * @description Until then deliveries carry a signature with the previous secret too; after it, only `secret`.
+       * @description Until then deliveries carry a signature with the secret this rotation retired too (and with each secret retired in the 24 h before it, until its own day ends).
        */
       previous_secret_expires_at: string;
     };

@@ -16,21 +16,54 @@ export const WEBHOOK_TIMEOUT_MS = 10_000;
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
 export const WEBHOOK_SECRET_BYTES = 32;
 
-/** After a rotation the previous secret keeps signing beside the new one this long (DESIGN §3). */
+/** After a rotation the secret it retires keeps signing beside the new one this long (DESIGN §3). */
 export const WEBHOOK_SECRET_OVERLAP_MS = 24 * 3_600_000;
 
 /**
- * The secrets a delivery is signed with at `now`: the current one, and the previous one while its
- * overlap lasts (Standard Webhooks: several space-separated signatures, a receiver holding either
- * secret verifies).
+ * Retired secrets that sign at once, at most: each rotation retires one for a day, so only a sixth
+ * rotation within a day retires the oldest before its day is over (decision 0183). Bounds the
+ * `webhook-signature` header (about 48 characters a signature) and the HMACs an attempt computes.
+ */
+export const WEBHOOK_RETIRED_SECRETS_MAX = 5;
+
+/** A secret a rotation retired: it signs beside the current one until `until` (ISO). */
+export interface RetiredSecret {
+  readonly secret: string;
+  readonly until: string;
+}
+
+const signsAt = (retired: RetiredSecret, now: Date): boolean => now.getTime() < Date.parse(retired.until);
+
+/**
+ * The secrets a delivery is signed with at `now`: the current one, and each retired one whose day
+ * is not over (Standard Webhooks: several space-separated signatures, a receiver holding any of
+ * them verifies).
  */
 export function signingSecrets(
-  endpoint: { readonly secret: string; readonly previousSecret?: { secret: string; until: string } | null },
+  endpoint: { readonly secret: string; readonly retiredSecrets: readonly RetiredSecret[] },
   now: Date,
 ): string[] {
-  const previous = endpoint.previousSecret;
-  const live = previous && now.getTime() < Date.parse(previous.until);
-  return live ? [endpoint.secret, previous.secret] : [endpoint.secret];
+  return [
+    endpoint.secret,
+    ...endpoint.retiredSecrets.filter((retired) => signsAt(retired, now)).map((retired) => retired.secret),
+  ];
+}
+
+/**
+ * The retired secrets after a rotation at `now`, newest first: the current secret for
+ * WEBHOOK_SECRET_OVERLAP_MS, then those retired before whose day is not over, each keeping its own
+ * end (DESIGN §3: the old one keeps signing for 24 h, however soon another rotation follows), at most
+ * WEBHOOK_RETIRED_SECRETS_MAX.
+ */
+export function retireOnRotation(
+  endpoint: { readonly secret: string; readonly retiredSecrets: readonly RetiredSecret[] },
+  now: Date,
+): RetiredSecret[] {
+  const until = new Date(now.getTime() + WEBHOOK_SECRET_OVERLAP_MS).toISOString();
+  return [
+    { secret: endpoint.secret, until },
+    ...endpoint.retiredSecrets.filter((retired) => signsAt(retired, now)),
+  ].slice(0, WEBHOOK_RETIRED_SECRETS_MAX);
 }
 
 export const WEBHOOK_LIMITS = {

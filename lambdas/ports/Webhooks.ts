@@ -3,7 +3,7 @@
  * the table, the queue of delivery copies, the HTTP attempt, and the account's event bus.
  */
 import type { EventType, PostdateEvent } from '../core/messageEvents.js';
-import type { AttemptResult, WebhookCopy, WebhookDeliveryStatus } from '../core/webhooks.js';
+import type { AttemptResult, RetiredSecret, WebhookCopy, WebhookDeliveryStatus } from '../core/webhooks.js';
 
 /** A tenant's subscribed endpoint. `secret` is read only by the delivery function. */
 export interface WebhookEndpoint {
@@ -14,8 +14,8 @@ export interface WebhookEndpoint {
   readonly events: readonly EventType[] | null;
   readonly description: string | null;
   readonly secret: string;
-  /** The secret before the last rotation, still signing beside `secret` until `until` (ISO). */
-  readonly previousSecret?: { readonly secret: string; readonly until: string } | null;
+  /** Secrets retired by rotations, newest first, each signing beside `secret` until its `until`. */
+  readonly retiredSecrets: readonly RetiredSecret[];
   readonly createdAt: string;
 }
 
@@ -96,12 +96,15 @@ export interface WebhookStore {
   listEndpoints(tenant: string): Promise<readonly WebhookEndpoint[]>;
   getEndpoint(tenant: string, id: string): Promise<WebhookEndpoint | null>;
   deleteEndpoint(tenant: string, id: string): Promise<'deleted' | 'not-found'>;
-  /** A new `secret`; the current one becomes `previousSecret` until `previousUntil`, in one write. */
+  /**
+   * A new `secret` at `now`; the current one joins `retiredSecrets` (retireOnRotation), in one write
+   * conditional on the secret it retires.
+   */
   rotateSecret(rotation: {
     readonly tenant: string;
     readonly id: string;
     readonly secret: string;
-    readonly previousUntil: string;
+    readonly now: Date;
   }): Promise<WebhookEndpoint | 'not-found'>;
   countDeliveries(endpointId: string): Promise<DeliveryCounts>;
   /** Writes a new delivery; an existing one (a replay) is returned as it is. */

@@ -29,9 +29,11 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { isEventType, type PostdateEvent } from '../core/messageEvents.js';
+import { ERROR_CLASS, PostdateError } from '../core/postdateError.js';
 import { stalledBefore, WEBHOOK_FAILED_COUNT_CAP } from '../core/webhookOperator.js';
 import {
   isWebhookDeliveryStatus,
+  retireOnRotation,
   WEBHOOK_DELIVERY_STATUS,
   WEBHOOK_LIMITS,
   type WebhookDeliveryStatus,
@@ -81,6 +83,9 @@ const SHARDS = Array.from({ length: WEBHOOK_DELIVERY_SHARDS }, (_, shard) => sha
  * `limit` needs about `limit / shards` of each, and a shard whose read runs out is read again.
  */
 const SHARD_READ_LIMIT = 8;
+
+/** Reads and conditional writes a rotation tries while other rotations of the endpoint win. */
+const ROTATION_ROUNDS = 3;
 
 /** Failed entries one count query reads of a shard (~200 bytes each: a few read units). */
 const FAILED_COUNT_PAGE = 200;
@@ -154,31 +159,48 @@ export class DynamoWebhookStore implements WebhookStore {
     return item ? readEndpoint(item) : null;
   }
 
+  /**
+   * Read, then write on condition of the secret read: a rotation between the two (or a removal) is
+   * read again, so every retired secret keeps its own day and none is lost to a race. The old
+   * single `previous_secret` (items rotated before decision 0183) is read as a retired secret and
+   * removed by the write.
+   */
   async rotateSecret(rotation: {
     readonly tenant: string;
     readonly id: string;
     readonly secret: string;
-    readonly previousUntil: string;
+    readonly now: Date;
   }): Promise<WebhookEndpoint | 'not-found'> {
-    try {
-      const { Attributes } = await this.documents.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { [KEY.partition]: endpointPk(rotation.tenant), [KEY.sort]: rotation.id },
-          // The right-hand `#secret` is the value before this write: the current secret becomes the
-          // previous one atomically, so no delivery signs with a secret that is neither.
-          UpdateExpression:
-            'SET previous_secret = #secret, previous_secret_until = :until, #secret = :secret',
-          ConditionExpression: 'attribute_exists(#pk)',
-          ExpressionAttributeNames: { '#pk': KEY.partition, '#secret': 'secret' },
-          ExpressionAttributeValues: { ':secret': rotation.secret, ':until': rotation.previousUntil },
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      return (Attributes && readEndpoint(Attributes)) ?? 'not-found';
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return 'not-found';
-      throw error;
+    for (let round = 1; ; round++) {
+      const current = await this.getEndpoint(rotation.tenant, rotation.id);
+      if (current === null) return 'not-found';
+      try {
+        const { Attributes } = await this.documents.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: { [KEY.partition]: endpointPk(rotation.tenant), [KEY.sort]: rotation.id },
+            UpdateExpression:
+              'SET #secret = :secret, retired_secrets = :retired REMOVE previous_secret, previous_secret_until',
+            ConditionExpression: 'attribute_exists(#pk) AND #secret = :current',
+            ExpressionAttributeNames: { '#pk': KEY.partition, '#secret': 'secret' },
+            ExpressionAttributeValues: {
+              ':secret': rotation.secret,
+              ':current': current.secret,
+              ':retired': retireOnRotation(current, rotation.now),
+            },
+            ReturnValues: 'ALL_NEW',
+          }),
+        );
+        return (Attributes && readEndpoint(Attributes)) ?? 'not-found';
+      } catch (error) {
+        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+        if (round >= ROTATION_ROUNDS) {
+          throw new PostdateError('the secret kept changing under concurrent rotations', {
+            class: ERROR_CLASS.transient,
+            cause: error,
+          });
+        }
+      }
     }
   }
 
@@ -555,11 +577,16 @@ function readEndpoint(item: Record<string, unknown>): WebhookEndpoint | null {
   if (typeof id !== 'string' || typeof tenant !== 'string' || typeof url !== 'string') return null;
   if (typeof secret !== 'string' || typeof created_at !== 'string') return null;
   const events = Array.isArray(item.events) ? item.events.filter(isEventType) : null;
+  const retiredSecrets = (Array.isArray(item.retired_secrets) ? item.retired_secrets : []).flatMap(
+    (entry: Record<string, unknown>) =>
+      typeof entry.secret === 'string' && typeof entry.until === 'string'
+        ? [{ secret: entry.secret, until: entry.until }]
+        : [],
+  );
+  // Rotated before decision 0183: one previous secret in attributes of its own.
   const { previous_secret, previous_secret_until } = item;
-  const previousSecret =
-    typeof previous_secret === 'string' && typeof previous_secret_until === 'string'
-      ? { secret: previous_secret, until: previous_secret_until }
-      : null;
+  if (typeof previous_secret === 'string' && typeof previous_secret_until === 'string')
+    retiredSecrets.push({ secret: previous_secret, until: previous_secret_until });
   return {
     id,
     tenant,
@@ -567,7 +594,7 @@ function readEndpoint(item: Record<string, unknown>): WebhookEndpoint | null {
     events,
     description: text(item.description),
     secret,
-    previousSecret,
+    retiredSecrets,
     createdAt: created_at,
   };
 }

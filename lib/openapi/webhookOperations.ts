@@ -37,7 +37,7 @@ const CreatedWebhookSchema = WebhookSchema.extend({
 const RotatedWebhookSchema = CreatedWebhookSchema.extend({
   previous_secret_expires_at: dateTime().meta({
     description:
-      'Until then deliveries carry a signature with the previous secret too; after it, only `secret`.',
+      'Until then deliveries carry a signature with the secret this rotation retired too (and with each secret retired in the 24 h before it, until its own day ends).',
   }),
 }).meta({ id: 'RotatedWebhook' });
 

@@ -156,7 +156,7 @@ describe('postdate webhooks', () => {
         { tenant: 'other', endpoint: endpoint.id, delivery: row?.id ?? '' },
         memoryOutput(),
       ),
-    ).rejects.toThrow(/no delivery/);
+    ).rejects.toThrow(/no webhook endpoint .* for tenant other/);
   });
 
   it('pages deliveries as `suppressions list` does: --limit a page, `next` to pass as --after, or --all', async () => {

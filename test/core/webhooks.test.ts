@@ -11,8 +11,13 @@ import {
   isWebhookDeliveryId,
   KEPT_COPY_BACKOFF,
   keptCopyVisibilitySeconds,
+  type RetiredSecret,
+  retireOnRotation,
+  signingSecrets,
   WEBHOOK_BACKOFF,
   WEBHOOK_COPY_AHEAD_WAIT_MS,
+  WEBHOOK_RETIRED_SECRETS_MAX,
+  WEBHOOK_SECRET_OVERLAP_MS,
   WEBHOOK_TIMEOUT_MS,
   webhookDeliveryId,
   webhookRetryDelayMs,
@@ -259,5 +264,54 @@ describe('a webhook copy kept after a failure of the function itself', () => {
     expect(keptCopyVisibilitySeconds(30, () => 1)).toBe(360);
     // A receive count SQS did not give, or a bad draw, is read as the first receive and the lowest draw.
     expect(keptCopyVisibilitySeconds(Number.NaN, () => Number.NaN)).toBe(3);
+  });
+});
+
+describe('rotated secrets (DESIGN §3: the old one keeps signing beside the new one for 24 h)', () => {
+  const HOUR = 3_600_000;
+  /** Rotations at the given hours from t0, each retiring the secret before it; the endpoint after them. */
+  const rotatedAt = (hours: readonly number[]) => {
+    let endpoint: { secret: string; retiredSecrets: readonly RetiredSecret[] } = {
+      secret: 's0',
+      retiredSecrets: [],
+    };
+    hours.forEach((hour, index) => {
+      endpoint = {
+        secret: `s${index + 1}`,
+        retiredSecrets: retireOnRotation(endpoint, new Date(hour * HOUR)),
+      };
+    });
+    return endpoint;
+  };
+
+  it('signs with every secret retired less than 24 h ago, up to the bound, the current one first', () => {
+    fc.assert(
+      fc.property(
+        fc
+          .array(fc.integer({ min: 0, max: 96 }), { maxLength: 12 })
+          .map((hours) => hours.sort((a, b) => a - b)),
+        fc.integer({ min: 0, max: 130 }),
+        (hours, at) => {
+          const endpoint = rotatedAt(hours);
+          const now = new Date(Math.max(at, hours.at(-1) ?? 0) * HOUR);
+          const signing = signingSecrets(endpoint, now);
+          // Secret i (from 0) was retired by rotation i, at hours[i], and signs for a day after it.
+          const live = hours
+            .map((hour, index) => ({ secret: `s${index}`, hour }))
+            .filter(({ hour }) => now.getTime() < hour * HOUR + WEBHOOK_SECRET_OVERLAP_MS)
+            .reverse();
+          // The bound keeps the newest retired ones; it is met only by more rotations in a day than it.
+          const expected = live.slice(0, WEBHOOK_RETIRED_SECRETS_MAX).map(({ secret }) => secret);
+          expect(signing).toEqual([endpoint.secret, ...expected]);
+        },
+      ),
+    );
+  });
+
+  it('keeps a secret retired twice in a day signing until its own day is over', () => {
+    const endpoint = rotatedAt([0, 1]);
+    expect(signingSecrets(endpoint, new Date(23 * HOUR))).toEqual(['s2', 's1', 's0']);
+    expect(signingSecrets(endpoint, new Date(24 * HOUR))).toEqual(['s2', 's1']);
+    expect(signingSecrets(endpoint, new Date(25 * HOUR))).toEqual(['s2']);
   });
 });

@@ -99,6 +99,48 @@ describe('webhook endpoints (DESIGN §3)', () => {
   });
 });
 
+describe('a bad request to the webhook routes (DESIGN §3: problem+json, `errors` naming each field)', () => {
+  it('names the URL the policy refuses beside the body fields that are invalid', async () => {
+    const harness = await webhookHarness({ policy: 'public-https' });
+    const bad = await harness.call({
+      method: 'POST',
+      path: '/v1/webhooks',
+      body: { url: 'http://example.com/hook', events: ['message.sending'] },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.json.errors.map((error: { field: string }) => error.field).sort()).toEqual([
+      '/events/0',
+      '/url',
+    ]);
+  });
+
+  it('names the endpoint (`id`) when the webhook is unknown, and `delivery` when its delivery is', async () => {
+    const harness = await webhookHarness();
+    const hook = await receiver();
+    const endpoint = await subscribe(harness, hook.url());
+    const tested = await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` });
+    const delivery = tested.json.id as string;
+    const fieldsOf = (answer: { json: Record<string, unknown> }) =>
+      (answer.json.errors as { field: string }[]).map((error) => error.field);
+
+    for (const [path, tenant] of [
+      [`/v1/webhooks/whe_01JE0000000000000000000000/deliveries/${delivery}/retry`, 'acme'],
+      [`/v1/webhooks/not-an-id/deliveries/${delivery}/retry`, 'acme'],
+      [`/v1/webhooks/${endpoint.id}/deliveries/${delivery}/retry`, 'other'],
+    ] as const) {
+      const answer = await harness.call({ method: 'POST', path, tenant });
+      expect(answer.status, path).toBe(404);
+      expect(fieldsOf(answer), path).toEqual(['id']);
+    }
+    const unknown = await harness.call({
+      method: 'POST',
+      path: `/v1/webhooks/${endpoint.id}/deliveries/dlv_01JE000000aaaaaaaaaaaaaaaaaaaa/retry`,
+    });
+    expect(unknown.status).toBe(404);
+    expect(fieldsOf(unknown)).toEqual(['delivery']);
+  });
+});
+
 describe('webhook delivery (DESIGN §11)', () => {
   it('delivers a test event signed as Standard Webhooks says, verified by the reference implementation', async () => {
     const harness = await webhookHarness();

@@ -5,8 +5,12 @@
  * either verifies — checked with `standardwebhooks`, the reference implementation; after 24 h only
  * the new one signs.
  */
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
+import { KEY } from '../../lambdas/store/tableLayout.js';
+import { WEBHOOK_PARTITION_PREFIX } from '../../lambdas/store/webhookStore.js';
+import { documentClient } from '../support/awsLocal.js';
 import { type Received, startReceiver, subscribe, webhookHarness } from './webhookHarness.js';
 
 const receivers: Awaited<ReturnType<typeof startReceiver>>[] = [];
@@ -67,6 +71,74 @@ describe('POST /v1/webhooks/{id}/rotate-secret', () => {
     // (Its timestamp is a day ahead of the real clock, so the signatures are compared, not verified.)
     expect(headersOf(after)['webhook-signature']).toBe(signatureBy(secret, after));
     expect(headersOf(after)['webhook-signature']).not.toContain(signatureBy(endpoint.secret, after));
+  });
+
+  it('rotated again within the day, every retired secret still signs until its own 24 h are over', async () => {
+    const harness = await webhookHarness();
+    const hook = await startReceiver();
+    receivers.push(hook);
+    const endpoint = await subscribe(harness, hook.url());
+    const rotate = async () => {
+      const rotated = await harness.call({
+        method: 'POST',
+        path: `/v1/webhooks/${endpoint.id}/rotate-secret`,
+      });
+      expect(rotated.status).toBe(200);
+      return rotated.json.secret as string;
+    };
+    /** The signatures of a test event delivered now, and the secrets they were made with. */
+    const signersNow = async () => {
+      await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` });
+      const before = hook.received.length;
+      await harness.pump({ until: () => hook.received.length > before });
+      const request = hook.received.at(-1);
+      if (!request || hook.received.length === before) throw new Error('nothing received');
+      const signatures = headersOf(request)['webhook-signature'].split(' ');
+      return (secret: string) => signatures.includes(signatureBy(secret, request));
+    };
+
+    const first = endpoint.secret;
+    const second = await rotate(); // `first` signs beside it for 24 h from now
+    harness.clock.advance(3_600_000);
+    const third = await rotate(); // `second` signs beside it for 24 h from now; `first` has 23 h left
+
+    const during = await signersNow();
+    expect([first, second, third].map(during)).toEqual([true, true, true]);
+
+    harness.clock.advance(23 * 3_600_000 + 1000); // past the first rotation's 24 h
+    const later = await signersNow();
+    expect([first, second, third].map(later)).toEqual([false, true, true]);
+
+    harness.clock.advance(3_600_000); // past the second's
+    const last = await signersNow();
+    expect([first, second, third].map(last)).toEqual([false, false, true]);
+  });
+
+  it('keeps the previous secret of an endpoint rotated before retired secrets were kept as a list', async () => {
+    const harness = await webhookHarness();
+    const hook = await startReceiver();
+    receivers.push(hook);
+    const endpoint = await subscribe(harness, hook.url());
+    // As the one-previous-secret rotation wrote it (decision 0053): attributes of their own.
+    const legacyUntil = new Date(harness.clock.now().getTime() + 12 * 3_600_000).toISOString();
+    await documentClient().send(
+      new UpdateCommand({
+        TableName: harness.tableName,
+        Key: { [KEY.partition]: `${WEBHOOK_PARTITION_PREFIX.endpoint}acme`, [KEY.sort]: endpoint.id },
+        UpdateExpression: 'SET previous_secret = :previous, previous_secret_until = :until',
+        ExpressionAttributeValues: {
+          ':previous': 'whsec_bGVnYWN5LXByZXZpb3VzLXNlY3JldC0wMTIzNDU2Nzg5',
+          ':until': legacyUntil,
+        },
+      }),
+    );
+    const rotated = await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/rotate-secret` });
+    expect(rotated.status).toBe(200);
+    const stored = await harness.store.getEndpoint('acme', endpoint.id);
+    expect(stored?.retiredSecrets).toEqual([
+      { secret: endpoint.secret, until: rotated.json.previous_secret_expires_at },
+      { secret: 'whsec_bGVnYWN5LXByZXZpb3VzLXNlY3JldC0wMTIzNDU2Nzg5', until: legacyUntil },
+    ]);
   });
 
   it("answers 404 for another tenant's endpoint or an unknown id, and changes nothing", async () => {

@@ -25,7 +25,6 @@ import {
   isWebhookEndpointId,
   WEBHOOK_LIMITS,
   WEBHOOK_SECRET_BYTES,
-  WEBHOOK_SECRET_OVERLAP_MS,
   WEBHOOK_SECRET_PREFIX,
   type WebhookDeliveryStatus,
   webhookEndpointId,
@@ -128,13 +127,16 @@ export function webhookRouteHandlers(
     async rotateWebhookSecret({ tenant, params }) {
       const id = params.id ?? '';
       if (!isWebhookEndpointId(id)) return webhookNotFound();
-      const previousUntil = new Date(deps.now().getTime() + WEBHOOK_SECRET_OVERLAP_MS).toISOString();
-      const rotated = await deps.store.rotateSecret({ tenant, id, secret: newSecret(), previousUntil });
+      const rotated = await deps.store.rotateSecret({ tenant, id, secret: newSecret(), now: deps.now() });
       if (rotated === 'not-found') return webhookNotFound();
       // Like the creation's answer, the only one that carries the new secret.
       return jsonResult(
         200,
-        { ...endpointView(rotated), secret: rotated.secret, previous_secret_expires_at: previousUntil },
+        {
+          ...endpointView(rotated),
+          secret: rotated.secret,
+          previous_secret_expires_at: retiredUntil(rotated),
+        },
         {},
         { webhook_id: rotated.id },
       );
@@ -177,6 +179,7 @@ export function webhookRouteHandlers(
 
     async retryWebhookDelivery({ tenant, params }) {
       const retried = await retryDelivery(deps, tenant, params.id ?? '', params.delivery ?? '');
+      if (retried.kind === 'endpoint-not-found') return webhookNotFound();
       if (retried.kind === 'not-found') return deliveryNotFound();
       if (retried.kind === 'conflict') return deliveryConflict(retried.current);
       if (retried.kind === 'queue-refused')
@@ -195,6 +198,13 @@ export function webhookRouteHandlers(
 /** A new signing secret: `whsec_` + base64 of 32 bytes from the CSPRNG (DESIGN §11). */
 export function newWebhookSecret(): string {
   return `${WEBHOOK_SECRET_PREFIX}${randomBytes(WEBHOOK_SECRET_BYTES).toString('base64')}`;
+}
+
+/** When the secret a rotation just retired stops signing (its answer's `previous_secret_expires_at`). */
+export function retiredUntil(rotated: WebhookEndpoint): string {
+  const [retired] = rotated.retiredSecrets;
+  if (retired === undefined) throw new Error('a rotated endpoint has no retired secret');
+  return retired.until;
 }
 
 /** The tenant's endpoint of this id; null for none, another tenant's, or no endpoint id at all. */
@@ -225,8 +235,9 @@ export type CreateEndpointResult =
   | { readonly kind: 'limit' };
 
 /**
- * A new endpoint from a `POST /v1/webhooks` body: the body's rules (the event types), then the URL's
- * policy (`checkUrl`), then the write under the tenant's limit; nothing is written unless all pass.
+ * A new endpoint from a `POST /v1/webhooks` body: the body's rules (the event types) and the URL's
+ * policy (`checkUrl`), every fault named at once, then the write under the tenant's limit; nothing is
+ * written unless all pass.
  * Shared by the api and the CLI (`postdate webhooks create`). The endpoint holds its secret: the
  * caller shows it this once and logs it never.
  */
@@ -236,9 +247,13 @@ export async function createWebhookEndpoint(
   body: unknown,
 ): Promise<CreateEndpointResult> {
   const parsed = validateCreateWebhook(body);
-  if (!parsed.ok) return { kind: 'invalid', errors: parsed.errors };
-  const url = deps.checkUrl(parsed.value.url);
-  if (!url.ok) return { kind: 'invalid', errors: [{ field: '/url', message: url.reason }] };
+  // The URL's policy is told beside the body's other faults, so one answer names every field at fault.
+  const schemaErrors = parsed.ok ? [] : parsed.errors;
+  const url = schemaErrors.some((error) => error.field === '/url')
+    ? undefined
+    : urlProblem(deps.checkUrl, (body as { readonly url?: unknown } | null)?.url);
+  const errors = url ? [...schemaErrors, url] : schemaErrors;
+  if (!parsed.ok || errors.length > 0) return { kind: 'invalid', errors };
   const now = deps.now();
   const endpoint: WebhookEndpoint = {
     id: webhookEndpointId(newMessageId(now.getTime(), deps.random)),
@@ -247,10 +262,18 @@ export async function createWebhookEndpoint(
     events: parsed.value.events,
     description: parsed.value.description,
     secret: (deps.newSecret ?? newWebhookSecret)(),
+    retiredSecrets: [],
     createdAt: now.toISOString(),
   };
   const created = await deps.store.createEndpoint(endpoint, WEBHOOK_LIMITS.maxEndpointsPerTenant);
   return created === 'limit' ? { kind: 'limit' } : { kind: 'created', endpoint };
+}
+
+/** The URL policy's refusal of a body's `url`, or none (nor for a `url` that is no string: the schema's). */
+function urlProblem(checkUrl: WebhookRouteDependencies['checkUrl'], url: unknown): FieldError | undefined {
+  if (typeof url !== 'string') return undefined;
+  const checked = checkUrl(url);
+  return checked.ok ? undefined : { field: '/url', message: checked.reason };
 }
 
 export type TestEventResult =
@@ -294,6 +317,8 @@ export async function sendTestEvent(
 
 export type RetryDeliveryResult =
   | { readonly kind: 'retried'; readonly delivery: WebhookDelivery }
+  /** No endpoint of this id under the tenant (none, another tenant's, or no endpoint id at all). */
+  | { readonly kind: 'endpoint-not-found' }
   | { readonly kind: 'not-found' }
   /** Not to be retried (mayRetryDelivery), or changed meanwhile: `current` is how it is. */
   | { readonly kind: 'conflict'; readonly current: WebhookDelivery }
@@ -314,7 +339,8 @@ export async function retryDelivery(
   deliveryId: string,
 ): Promise<RetryDeliveryResult> {
   const endpoint = await findWebhookEndpoint(deps.store, tenant, endpointId);
-  if (!endpoint || !isWebhookDeliveryId(deliveryId)) return { kind: 'not-found' };
+  if (!endpoint) return { kind: 'endpoint-not-found' };
+  if (!isWebhookDeliveryId(deliveryId)) return { kind: 'not-found' };
   const current = await deps.store.getDelivery(endpoint.id, deliveryId);
   if (!current || current.tenant !== tenant) return { kind: 'not-found' };
   const now = deps.now();
