@@ -95,7 +95,7 @@ async function redriveIds(
     // record this table does not hold is moved as before, never deleted: a wrong table must not cost
     // a copy, and the sender drops one whose message is truly gone.
     const record = await readStateRecord(deps.table.documents, deps.table.tableName, copy.id);
-    const reason = record === undefined ? undefined : staleDeadLetter(copy, record);
+    const reason = record === undefined ? undefined : staleDeadLetter(copy, record, deps.now());
     if (reason !== undefined) {
       stale.push({ id: copy.id, rev: copy.rev, reason });
       if (!dryRun) await dlq.remove(letter.receipt);
