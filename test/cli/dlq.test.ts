@@ -217,6 +217,42 @@ describe('postdate dlq redrive --ids', () => {
     expect(await drainIds(t.sqs, t.urls.sendDeadLetter)).toEqual(t.copies);
   });
 
+  // DESIGN §5 "Dead means dead": a dead message has one copy in the DLQ, which a redrive sends. A
+  // second copy of it (a redrive cut between its send and its delete, a copy the sweeper made beside
+  // the sender's) is what the sweeper deletes (`deadLetterCare`); moving it too reports one message
+  // moved twice and puts a spare copy of it on the send queue.
+  it('moves one copy of each chosen message: a second copy met later in the walk is deleted and named', async () => {
+    const t = await deadLetteredCopies(1);
+    await seedMessages(t.documents, t.tableName, [
+      { id: messageId(80), status: 'dead', rev: 1, createdAt: NOW.toISOString() },
+    ]);
+    const sendCopy = copyTo(t);
+    await sendCopy({ id: messageId(1), rev: 1, dlq: true });
+    await eventually('2 visible', async () => (await visibleCount(t.sqs, t.urls.sendDeadLetter)) === 2);
+    await sendCopy({ id: messageId(80), rev: 1, dlq: true });
+    const out = memoryOutput();
+
+    const report = await dlqRedrive(t.deps, { ids: [messageId(1), messageId(80)] }, out);
+
+    expect(report).toMatchObject({
+      moved: [
+        { id: messageId(1), rev: 1 },
+        { id: messageId(80), rev: 1 },
+      ],
+      notFound: [],
+    });
+    expect(report.mode === 'ids' && report.stale).toEqual([
+      { id: messageId(1), rev: 1, reason: expect.stringMatching(/second copy/) },
+    ]);
+    expect(redriveSucceeded(report)).toBe(true);
+    expect(out.text()).toContain('moved 2 of 2');
+    expect(await drainIds(t.sqs, t.urls.send)).toEqual([
+      { id: messageId(1), rev: 1 },
+      { id: messageId(80), rev: 1 },
+    ]);
+    expect(await visibleCount(t.sqs, t.urls.sendDeadLetter)).toBe(0);
+  });
+
   // DESIGN §2: only a terminal status starts the retention clock; a discarded `dead` message waits no
   // more, and once its retention ran out nothing takes it back (decision 0181: the sender drops a
   // redriven copy, a retry answers 404). "Moved" would tell the operator it goes out when it never does.
