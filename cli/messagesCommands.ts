@@ -12,7 +12,7 @@ import { expiresAtAfter, type MessageStateRecord } from '../lambdas/store/messag
 import { messageView } from '../lambdas/store/messageView.js';
 import { readStateRecord } from '../lambdas/store/stateReads.js';
 import { CliError, UsageError } from './cliErrors.js';
-import { ERROR_CLASS_WORDS, messageIdHeader, STATUS_WORDS } from './messageWords.js';
+import { ERROR_CLASS_WORDS, messageIdHeader, statusInWords } from './messageWords.js';
 import {
   type Column,
   formatDuration,
@@ -220,7 +220,7 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
     },
     message_id_header: messageIdHeader(state.id, deps.messageIdDomain),
     explanation: {
-      status: STATUS_WORDS[state.status](state.id),
+      status: statusInWords(state, deps.now()),
       last_error: error === null ? null : errorInWords(error),
     },
   };
