@@ -41,15 +41,15 @@ export function statusInWords(
   now: Date,
 ): string {
   if (message.status !== 'sending') return STATUS_WORDS[message.status](message.id);
-  const through = message.lease_relay === undefined ? '' : ` through relay ${message.lease_relay}`;
+  const relay = message.lease_relay === undefined ? '' : ` (relay ${message.lease_relay})`;
   // No lease at all counts as one that ended, as the sender's admission reads it.
   const leaseEnd = message.lease_until === undefined ? 0 : Date.parse(message.lease_until);
   if (leaseEnd > now.getTime())
-    return `leased by a sender right now${through} until ${message.lease_until}; the outcome is written when the SMTP exchange ends`;
+    return `leased by a sender right now${relay} until ${message.lease_until}; the outcome is written when the SMTP exchange ends`;
   const next =
     message.on_ambiguous === 'hold' ? 'makes it unknown (policy "hold")' : 'sends it again (policy "retry")';
   return (
-    `its sender's lease ended ${message.lease_until ?? '(none)'} with no outcome written${through} (the sender ` +
+    `its sender's lease${relay} ended ${message.lease_until ?? '(none)'} with no outcome written (the sender ` +
     `stopped, or its outcome write failed): the relay may have it. The next copy (the sweeper's, after its grace) ` +
     `counts an ambiguous attempt and ${next}; search the relay's logs for its Message-ID`
   );

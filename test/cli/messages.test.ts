@@ -170,7 +170,7 @@ describe('postdate messages show', () => {
     expect(out.text()).toMatch(/lease relay:\s+backup/);
     // DESIGN §5: a lease that expired while `sending` is an ambiguous attempt, not a send going on.
     expect(report.explanation.status).not.toMatch(/right now/);
-    expect(report.explanation.status).toMatch(/lease ended .* no outcome/);
+    expect(report.explanation.status).toMatch(/lease \(relay backup\) ended .* no outcome/);
     expect(report.explanation.status).toContain('backup');
     const live = { ...leased, id: messageId(10), pk: messagePk(messageId(10)), lease_until: minutesAgo(-1) };
     await deps.documents.send(new PutCommand({ TableName: deps.tableName, Item: live }));
