@@ -25,6 +25,36 @@ export const STATUS_WORDS: Readonly<Record<MessageStatus, (id: string) => string
     `logs for its Message-ID; if it never arrived, \`postdate messages retry ${id}\`, else leave it`,
 };
 
+/**
+ * What the status says of this message now. A `sending` one's lease is read against the clock: one
+ * that ended with no outcome written is no send going on but an ambiguous attempt (DESIGN §5) that
+ * the next copy takes over, and the relay its lease named is whose logs to search (decision 0182).
+ */
+export function statusInWords(
+  message: {
+    readonly id: string;
+    readonly status: MessageStatus;
+    readonly on_ambiguous: 'retry' | 'hold';
+    readonly lease_until?: string | undefined;
+    readonly lease_relay?: string | undefined;
+  },
+  now: Date,
+): string {
+  if (message.status !== 'sending') return STATUS_WORDS[message.status](message.id);
+  const relay = message.lease_relay === undefined ? '' : ` (relay ${message.lease_relay})`;
+  // No lease at all counts as one that ended, as the sender's admission reads it.
+  const leaseEnd = message.lease_until === undefined ? 0 : Date.parse(message.lease_until);
+  if (leaseEnd > now.getTime())
+    return `leased by a sender right now${relay} until ${message.lease_until}; the outcome is written when the SMTP exchange ends`;
+  const next =
+    message.on_ambiguous === 'hold' ? 'makes it unknown (policy "hold")' : 'sends it again (policy "retry")';
+  return (
+    `its sender's lease${relay} ended ${message.lease_until ?? '(none)'} with no outcome written (the sender ` +
+    `stopped, or its outcome write failed): the relay may have it. The next copy (the sweeper's, after its grace) ` +
+    `counts an ambiguous attempt and ${next}; search the relay's logs for its Message-ID`
+  );
+}
+
 export const ERROR_CLASS_WORDS: Readonly<Record<ErrorClass, string>> = {
   transient:
     'temporary: retried with exponential backoff and full jitter, then the DLQ after the last attempt',

@@ -12,7 +12,7 @@ import { expiresAtAfter, type MessageStateRecord } from '../lambdas/store/messag
 import { messageView } from '../lambdas/store/messageView.js';
 import { readStateRecord } from '../lambdas/store/stateReads.js';
 import { CliError, UsageError } from './cliErrors.js';
-import { ERROR_CLASS_WORDS, messageIdHeader, STATUS_WORDS } from './messageWords.js';
+import { ERROR_CLASS_WORDS, messageIdHeader, statusInWords } from './messageWords.js';
 import {
   type Column,
   formatDuration,
@@ -177,6 +177,8 @@ export interface ShowReport {
     readonly quiet_hours: MessageStateRecord['quiet_hours'] | null;
     readonly on_ambiguous: 'retry' | 'hold';
     readonly lease_until: string | null;
+    /** While `sending`: the relay the lease sends through, whose logs decide a stuck one (decision 0182). */
+    readonly lease_relay: string | null;
     readonly sent_at: string | null;
     /** The relay's own id from its final 250 reply (what to quote to the provider). */
     readonly provider_message_id: string | null;
@@ -208,6 +210,7 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
       ...localTimeOf(state),
       on_ambiguous: state.on_ambiguous,
       lease_until: state.lease_until ?? null,
+      lease_relay: state.lease_relay ?? null,
       sent_at: state.sent_at ?? null,
       provider_message_id: state.provider_message_id ?? null,
       relay: state.relay ?? null,
@@ -217,7 +220,7 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
     },
     message_id_header: messageIdHeader(state.id, deps.messageIdDomain),
     explanation: {
-      status: STATUS_WORDS[state.status](state.id),
+      status: statusInWords(state, deps.now()),
       last_error: error === null ? null : errorInWords(error),
     },
   };
@@ -243,6 +246,7 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
     ['updated', m.updated_at],
     ...(m.sent_at ? ([['sent', m.sent_at]] as const) : []),
     ...(m.lease_until ? ([['lease until', m.lease_until]] as const) : []),
+    ...(m.lease_relay ? ([['lease relay', m.lease_relay]] as const) : []),
     ['attempts', String(m.attempts)],
     ['on ambiguous', m.on_ambiguous],
     ['message-id', report.message_id_header],

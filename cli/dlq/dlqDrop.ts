@@ -50,11 +50,8 @@ export type DropStep =
  * message's current copy is never deleted here: it may be its only copy, and giving up on a live
  * message is `messages cancel`.
  */
-export function dropDecision(
-  copy: DeadLetter,
-  record: (DeadLetterRecord & Pick<MessageStateRecord, 'expires_at'>) | null,
-): DropStep {
-  const stale = staleDeadLetter(copy, record);
+export function dropDecision(copy: DeadLetter, record: DeadLetterRecord | null, now: Date): DropStep {
+  const stale = staleDeadLetter(copy, record, now);
   if (record === null) return { kind: 'delete', reason: stale ?? 'no record' };
   if (stale !== undefined) {
     const earlier =
@@ -158,7 +155,7 @@ async function dropOne(
   const ended = `given up: it stays ${record?.status ?? 'dead'}, stops waiting and expires ${new Date(expiresAt * 1000).toISOString()}`;
   // Once more when the record changed between the read and the write (a redrive, a retry, a discard).
   for (let round = 0; round < 2; round++) {
-    const step = dropDecision(copy, record);
+    const step = dropDecision(copy, record, now);
     if (step.kind === 'keep') return row('kept', record?.status ?? null, step.reason);
     if (step.kind === 'delete') {
       // An ended record's body ends with it: this finishes a drop whose body write failed (decision 0145).

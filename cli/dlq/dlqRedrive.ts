@@ -2,9 +2,10 @@
  * `postdate dlq redrive`: copies from the send queue's DLQ back to the send queue, chosen ids
  * (receive → send → delete, one at a time) or all (dlq/dlqMoveAll.ts). The sender's claim accepts a
  * redriven copy for a `dead` record with the same rev and death (docs/data-model.md). `--ids` moves no
- * stale copy (core/staleDeadLetter.ts: the sender would drop it): it deletes it, as `dlq drop` does,
- * and looks on for the copy that redrives the message; `--all` moves copies unchanged and the sender
- * drops the stale ones. Either way redriving never sends twice.
+ * stale copy (core/staleDeadLetter.ts: the sender would drop it) and one copy of a message: it deletes
+ * the others, as `dlq drop` and the sweeper do, and looks on for the copy that redrives the message;
+ * `--all` moves copies unchanged and the sender drops the stale ones. Either way redriving never sends
+ * twice.
  */
 import type { DispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { staleDeadLetter } from '../../lambdas/core/staleDeadLetter.js';
@@ -89,23 +90,33 @@ async function redriveIds(
   const dryRun = options.dryRun === true;
   const failed: Pick<DispatchPayload, 'id' | 'rev'>[] = [];
   const stale: StaleCopy[] = [];
+  /** The messages this run moved a copy of (in a dry run: would move). */
+  const moved = new Set<string>();
   const scan = await handleChosenCopies(dlq, ids, options, { out, verb: 'moved' }, async (letter, copy) => {
     // The sender would drop a stale copy (the one rule, as `dlq drop` and the sweeper apply it): it is
-    // deleted, not moved, and the walk looks on for the copy that redrives the message. A copy whose
-    // record this table does not hold is moved as before, never deleted: a wrong table must not cost
-    // a copy, and the sender drops one whose message is truly gone.
-    const record = await readStateRecord(deps.table.documents, deps.table.tableName, copy.id);
-    const reason = record === undefined ? undefined : staleDeadLetter(copy, record);
+    // deleted, not moved, and the walk looks on for the copy that redrives the message. So is a second
+    // copy of a message this run moved, as the sweeper deletes it (core/staleDeadLetter.ts
+    // `deadLetterCare`): a message is redriven once. A copy whose record this table does not hold is
+    // moved as before, never deleted: a wrong table must not cost a copy, and the sender drops one
+    // whose message is truly gone.
+    const reason = moved.has(copy.id)
+      ? 'a second copy: this run moved one of this message already'
+      : await staleReason(deps, copy);
     if (reason !== undefined) {
       stale.push({ id: copy.id, rev: copy.rev, reason });
       if (!dryRun) await dlq.remove(letter.receipt);
       return { earlier: dryRun ? 'keep' : 'done' };
     }
-    if (dryRun) return 'keep';
+    if (dryRun) {
+      moved.add(copy.id);
+      return 'keep';
+    }
     await pace();
     // The whole body, `"dlq": true` included: the sender sends a dead message only for a marked copy.
-    const moved = await dlq.forward(letter, copy, sendQueue);
-    if (moved === 'moved') return 'done';
+    if ((await dlq.forward(letter, copy, sendQueue)) === 'moved') {
+      moved.add(copy.id);
+      return 'done';
+    }
     failed.push({ id: copy.id, rev: copy.rev });
     return 'refused';
   });
@@ -119,6 +130,12 @@ async function redriveIds(
     failed,
     scanned: scan.scanned,
   };
+}
+
+/** Why the sender would drop this copy, if it would; nothing for a copy whose record is not here. */
+async function staleReason(deps: RedriveDeps, copy: DispatchPayload): Promise<string | undefined> {
+  const record = await readStateRecord(deps.table.documents, deps.table.tableName, copy.id);
+  return record === undefined ? undefined : staleDeadLetter(copy, record, deps.now());
 }
 
 function renderRedrive(report: RedriveReport, out: Output): void {

@@ -1,3 +1,4 @@
+import { retentionRanOut } from './messageLifetime.js';
 import { isTerminal, isWaitingForOperator, MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
 import { type DeathRecord, redrivesDeath } from './sendDecision.js';
 import { isLiveSide } from './testSide.js';
@@ -6,6 +7,8 @@ import { isLiveSide } from './testSide.js';
 export interface DeadLetterRecord extends DeathRecord {
   readonly status: MessageStatus;
   readonly rev: number;
+  /** Its TTL: set when an operator discarded it (core/messageLifetime.ts). */
+  readonly expires_at?: number;
 }
 
 /** What the rule reads of a copy in the DLQ: its rev and what it says of the DLQ (`"dlq"`, `"death"`). */
@@ -22,21 +25,30 @@ export interface DeadLetter {
  * it is at another rev (DESIGN §2: a manual retry gave it rev + 1 and a new copy), it ended in a
  * status that waits for nobody (`sent`, `cancelled`, …), or its message is `dead` and a redrive of it
  * would not send it (core/sendDecision.ts `redrivesDeath`, the sender's own rule): a marked copy
- * (`"dlq": true`) of an earlier death of a message that died again (decision 0149), or an unmarked
+ * (`"dlq": true`) of an earlier death of a message that died again (decision 0149), an unmarked
  * one, which the send queue's backstop parked (decision 0167; a redrive gives it a new SQS id, so it
- * is never the record's `dead_copy` again). Never stale: the current copy of a message that waits for
+ * is never the record's `dead_copy` again), or the copy of a discarded message whose retention ran
+ * out at `now` (decision 0181: nothing takes it back). Never stale: the current copy of a message that waits for
  * an operator (`dead`'s: the marked copy naming its death, its only one, §5 "Dead means dead") or of
  * a live message (the queue's backstop). The one rule for all who take stale copies off the DLQ:
  * the sweeper on every run (lambdas/sweeper/staleDeadLetters.ts), `postdate dlq drop` (decision 0141)
  * and `postdate dlq redrive --ids`, which moves no stale copy (decision 0176).
  */
-export function staleDeadLetter(copy: DeadLetter, record: DeadLetterRecord | null): string | undefined {
+export function staleDeadLetter(
+  copy: DeadLetter,
+  record: DeadLetterRecord | null,
+  now: Date,
+): string | undefined {
   if (record === null) return 'no record (expired or never written)';
   if (record.rev !== copy.rev) return `stale copy: the message is at rev ${record.rev} (${record.status})`;
   if (isTerminal(record.status) && !isWaitingForOperator(record.status))
     return `ended already (${record.status})`;
   const mark = { fromDeadLetters: copy.dlq === true, death: copy.death };
-  if (record.status !== MESSAGE_STATUS.dead || redrivesDeath(mark, record)) return undefined;
+  if (record.status !== MESSAGE_STATUS.dead) return undefined;
+  if (redrivesDeath(mark, record))
+    return retentionRanOut(record.expires_at, now)
+      ? 'discarded, and its retention ran out: nothing takes it back (a new message would)'
+      : undefined;
   return mark.fromDeadLetters
     ? `of an earlier death: the message died again after ${record.attempts ?? 0} attempts`
     : 'unmarked, as the send queue’s backstop parked it: a redrive of it is dropped';
@@ -59,8 +71,6 @@ export const DEAD_LETTER_SETTLE_MS = 15 * 60_000;
 /** What the care of the DLQ reads of a message's state record. */
 export interface WaitingDeadRecord extends DeadLetterRecord {
   readonly tenant: string;
-  /** A TTL: an operator discarded it (it waits no more). */
-  readonly expires_at?: number;
   /** For a waiting record: since when it waits (its place in the `due` index's waiting partition). */
   readonly due_at?: string;
 }
@@ -98,8 +108,9 @@ export function deadLetterCare(
   copy: DeadLetter & { readonly dlq: boolean; readonly ageMs: number },
   record: WaitingDeadRecord | null,
   keptAlready: boolean,
+  now: Date,
 ): DeadLetterCare {
-  const stale = staleDeadLetter(copy, record);
+  const stale = staleDeadLetter(copy, record, now);
   if (stale !== undefined || record === null) return { kind: 'delete', reason: stale ?? 'no record' };
   // Past `staleDeadLetter`, a waiting dead message's copy is one that redrives its death.
   if (!waitsInDeadLetters(record)) return { kind: 'keep' };

@@ -220,7 +220,8 @@ async function walkCopies(deps: DeadLetterSweepDeps, tally: Tally): Promise<Walk
       const records = await deps.records.read(
         copies.flatMap(({ parsed }) => (parsed.ok ? [parsed.payload.id] : [])),
       );
-      const now = deps.now().getTime();
+      const at = deps.now();
+      const now = at.getTime();
       const gone: DeadLetterCopy[] = [];
       const replaced = new Set<string>();
       /** Copies to renew, each with the fresh copy made from its record. */
@@ -238,6 +239,7 @@ async function walkCopies(deps: DeadLetterSweepDeps, tally: Tally): Promise<Walk
           { rev, dlq: dlq === true, death, ageMs: now - letter.sentAt },
           record,
           waiting.has(id),
+          at,
         );
         if (care.kind === 'delete') gone.push(letter);
         else if (care.kind === 'renew')

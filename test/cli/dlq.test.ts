@@ -1,10 +1,11 @@
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { dlqRedrive, dlqShow, type RedriveDeps, redriveSucceeded } from '../../cli/dlqCommands.js';
 import { memoryOutput } from '../../cli/output.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
-import { deadLetter, drainIds, messageId, seedMessages, visibleCount } from './cliFixtures.js';
+import { deadLetter, drainIds, messageId, seedMessages, stateRecord, visibleCount } from './cliFixtures.js';
 
 const NOW = new Date('2026-11-29T12:00:00.000Z');
 
@@ -213,6 +214,68 @@ describe('postdate dlq redrive --ids', () => {
     expect(redriveSucceeded(report)).toBe(false);
     expect(await visibleCount(t.sqs, t.urls.send)).toBe(1);
     expect(out.warnings.join('\n')).toMatch(/stale/);
+    expect(await drainIds(t.sqs, t.urls.sendDeadLetter)).toEqual(t.copies);
+  });
+
+  // DESIGN §5 "Dead means dead": a dead message has one copy in the DLQ, which a redrive sends. A
+  // second copy of it (a redrive cut between its send and its delete, a copy the sweeper made beside
+  // the sender's) is what the sweeper deletes (`deadLetterCare`); moving it too reports one message
+  // moved twice and puts a spare copy of it on the send queue.
+  it('moves one copy of each chosen message: a second copy met later in the walk is deleted and named', async () => {
+    const t = await deadLetteredCopies(1);
+    await seedMessages(t.documents, t.tableName, [
+      { id: messageId(80), status: 'dead', rev: 1, createdAt: NOW.toISOString() },
+    ]);
+    const sendCopy = copyTo(t);
+    await sendCopy({ id: messageId(1), rev: 1, dlq: true });
+    await eventually('2 visible', async () => (await visibleCount(t.sqs, t.urls.sendDeadLetter)) === 2);
+    await sendCopy({ id: messageId(80), rev: 1, dlq: true });
+    const out = memoryOutput();
+
+    const report = await dlqRedrive(t.deps, { ids: [messageId(1), messageId(80)] }, out);
+
+    expect(report).toMatchObject({
+      moved: [
+        { id: messageId(1), rev: 1 },
+        { id: messageId(80), rev: 1 },
+      ],
+      notFound: [],
+    });
+    expect(report.mode === 'ids' && report.stale).toEqual([
+      { id: messageId(1), rev: 1, reason: expect.stringMatching(/second copy/) },
+    ]);
+    expect(redriveSucceeded(report)).toBe(true);
+    expect(out.text()).toContain('moved 2 of 2');
+    expect(await drainIds(t.sqs, t.urls.send)).toEqual([
+      { id: messageId(1), rev: 1 },
+      { id: messageId(80), rev: 1 },
+    ]);
+    expect(await visibleCount(t.sqs, t.urls.sendDeadLetter)).toBe(0);
+  });
+
+  // DESIGN §2: only a terminal status starts the retention clock; a discarded `dead` message waits no
+  // more, and once its retention ran out nothing takes it back (decision 0181: the sender drops a
+  // redriven copy, a retry answers 404). "Moved" would tell the operator it goes out when it never does.
+  it('moves no copy of a discarded message whose retention ran out: it deletes it, says why and fails', async () => {
+    const t = await deadLetteredCopies(1);
+    const ranOut = {
+      ...stateRecord({ id: messageId(70), status: 'dead', attempts: 8, createdAt: NOW.toISOString() }),
+      death: 8,
+      expires_at: Math.floor(NOW.getTime() / 1000) - 3600,
+    };
+    await t.documents.send(new PutCommand({ TableName: t.tableName, Item: ranOut }));
+    await copyTo(t)({ id: messageId(70), rev: 1, dlq: true, death: 8 });
+    await eventually('2 visible', async () => (await visibleCount(t.sqs, t.urls.sendDeadLetter)) === 2);
+    const out = memoryOutput();
+
+    const report = await dlqRedrive(t.deps, { ids: [messageId(70)] }, out);
+
+    expect(report).toMatchObject({ moved: [], notFound: [messageId(70)] });
+    expect(report.mode === 'ids' && report.stale).toEqual([
+      { id: messageId(70), rev: 1, reason: expect.stringMatching(/retention ran out/) },
+    ]);
+    expect(redriveSucceeded(report)).toBe(false);
+    expect(await visibleCount(t.sqs, t.urls.send)).toBe(0);
     expect(await drainIds(t.sqs, t.urls.sendDeadLetter)).toEqual(t.copies);
   });
 

@@ -254,6 +254,7 @@ describe('postdate dlq drop', () => {
 });
 
 describe('dropDecision', () => {
+  const NOW = new Date('2026-12-04T10:00:00Z');
   const status = fc.constantFrom(...MESSAGE_STATUSES);
   const death = fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined });
   const record = fc.option(
@@ -271,7 +272,7 @@ describe('dropDecision', () => {
   it("ends the message only when the copy is its current one — a dead message's: the copy a redrive would send (decisions 0149, 0167) — and it still waits for an operator", () => {
     fc.assert(
       fc.property(copyRev, fc.boolean(), death, record, (rev, marked, carried, current) => {
-        const step = dropDecision({ rev, dlq: marked, death: carried }, current);
+        const step = dropDecision({ rev, dlq: marked, death: carried }, current, NOW);
         const waits =
           current !== null &&
           current.rev === rev &&
@@ -287,7 +288,7 @@ describe('dropDecision', () => {
   it("never deletes the current copy of a live message (it may be the message's only copy)", () => {
     fc.assert(
       fc.property(copyRev, record, (rev, current) => {
-        const step = dropDecision({ rev }, current);
+        const step = dropDecision({ rev }, current, NOW);
         const liveHere = current !== null && current.rev === rev && !isTerminal(current.status);
         expect(step.kind === 'keep').toBe(liveHere);
       }),
@@ -303,7 +304,7 @@ describe('dropDecision', () => {
         fc.boolean(),
         (attempts, carried, named, marked) => {
           const dead = { status: 'dead' as const, rev: 1, attempts, ...(named ? { death: attempts } : {}) };
-          const step = dropDecision({ rev: 1, dlq: marked, death: carried }, dead);
+          const step = dropDecision({ rev: 1, dlq: marked, death: carried }, dead, NOW);
           if (marked && carried === attempts) expect(step).toEqual({ kind: 'discard' });
           else expect(step).toMatchObject({ kind: 'delete', earlier: true });
         },
@@ -313,8 +314,8 @@ describe('dropDecision', () => {
 
   it('deletes a stale copy whatever its message is doing', () => {
     for (const s of MESSAGE_STATUSES as readonly MessageStatus[]) {
-      expect(dropDecision({ rev: 1 }, { status: s, rev: 2 }).kind).toBe('delete');
+      expect(dropDecision({ rev: 1 }, { status: s, rev: 2 }, NOW).kind).toBe('delete');
     }
-    expect(dropDecision({ rev: 1 }, null).kind).toBe('delete');
+    expect(dropDecision({ rev: 1 }, null, NOW).kind).toBe('delete');
   });
 });

@@ -151,6 +151,37 @@ describe('postdate messages show', () => {
     expect((await messagesShow(deps, messageId(5), memoryOutput())).message.time_zone).toBeNull();
   });
 
+  it("names the relay a sending message's lease sends through, for an operator deciding a stuck one (decision 0182)", async () => {
+    const leased = {
+      ...stateRecord({ id: messageId(9), status: 'sending', createdAt: minutesAgo(3), attempts: 1 }),
+      lease_owner: 'sender-4f2a',
+      lease_until: minutesAgo(1),
+      lease_relay: 'backup',
+      relay: 'primary',
+    };
+    await deps.documents.send(new PutCommand({ TableName: deps.tableName, Item: leased }));
+    const out = memoryOutput();
+    const report = await messagesShow(deps, messageId(9), out);
+    expect(report.message).toMatchObject({
+      lease_until: minutesAgo(1),
+      lease_relay: 'backup',
+      relay: 'primary',
+    });
+    expect(out.text()).toMatch(/lease relay:\s+backup/);
+    // DESIGN §5: a lease that expired while `sending` is an ambiguous attempt, not a send going on.
+    expect(report.explanation.status).not.toMatch(/right now/);
+    expect(report.explanation.status).toMatch(/lease \(relay backup\) ended .* no outcome/);
+    expect(report.explanation.status).toContain('backup');
+    const live = { ...leased, id: messageId(10), pk: messagePk(messageId(10)), lease_until: minutesAgo(-1) };
+    await deps.documents.send(new PutCommand({ TableName: deps.tableName, Item: live }));
+    expect((await messagesShow(deps, messageId(10), memoryOutput())).explanation.status).toMatch(
+      /right now.*backup/,
+    );
+    // A message not leased names none.
+    const unleased = await messagesShow(deps, messageId(5), memoryOutput());
+    expect(unleased.message).toMatchObject({ lease_relay: null });
+  });
+
   it('fails with one line for an id that does not exist', async () => {
     await expect(messagesShow(deps, messageId(404), memoryOutput())).rejects.toThrow(
       `no message ${messageId(404)}`,

@@ -38,7 +38,7 @@ describe('staleDeadLetter', () => {
   it('never calls stale a copy whose redrive the sender would not drop', () => {
     fc.assert(
       fc.property(copy, record, (letter, current) => {
-        if (staleDeadLetter(letter, current) === undefined) return;
+        if (staleDeadLetter(letter, current, NOW) === undefined) return;
         const admission = admitCopy(
           current,
           { rev: letter.rev, sqsMessageId: 'moved', fromDeadLetters: letter.dlq, death: letter.death },
@@ -49,21 +49,39 @@ describe('staleDeadLetter', () => {
     );
   });
 
-  it("calls a dead message's copy stale exactly when its redrive would not send it: a copy of an earlier death (decision 0149) or an unmarked one the queue's backstop parked (decision 0167)", () => {
+  it("calls a dead message's copy stale exactly when its redrive would not send it: a copy of an earlier death (decision 0149), an unmarked one the queue's backstop parked (decision 0167), or one of a discarded message whose retention ran out (decision 0181)", () => {
+    // A discard's TTL: an hour before NOW (ran out), or an hour after.
+    const discarded = fc.option(fc.constantFrom(-3600, 3600), { nil: undefined });
     fc.assert(
-      fc.property(rev, attempts, death, fc.boolean(), death, (at, tried, named, marked, carried) => {
-        const dead = { status: 'dead' as const, rev: at, attempts: tried, death: named };
-        const letter = { rev: at, dlq: marked, death: carried };
-        // A redrive, console or CLI, puts a new SQS message on the send queue: never the record's `dead_copy`.
-        const admission = admitCopy(
-          dead,
-          { rev: at, sqsMessageId: 'moved', fromDeadLetters: marked, death: carried },
-          NOW,
-        );
-        expect(staleDeadLetter(letter, dead) === undefined).toBe(admission.kind === 'proceed');
-        if (staleDeadLetter(letter, dead) !== undefined)
-          expect(staleDeadLetter(letter, dead)).toMatch(marked ? /earlier death/ : /backstop/);
-      }),
+      fc.property(
+        rev,
+        attempts,
+        death,
+        fc.boolean(),
+        death,
+        discarded,
+        (at, tried, named, marked, carried, ttl) => {
+          const expires_at = ttl === undefined ? undefined : Math.floor(NOW.getTime() / 1000) + ttl;
+          const dead = { status: 'dead' as const, rev: at, attempts: tried, death: named, expires_at };
+          const letter = { rev: at, dlq: marked, death: carried };
+          // A redrive, console or CLI, puts a new SQS message on the send queue: never the record's `dead_copy`.
+          const admission = admitCopy(
+            dead,
+            { rev: at, sqsMessageId: 'moved', fromDeadLetters: marked, death: carried },
+            NOW,
+          );
+          const stale = staleDeadLetter(letter, dead, NOW);
+          expect(stale === undefined).toBe(admission.kind === 'proceed');
+          if (stale !== undefined)
+            expect(stale).toMatch(
+              !redrivesDeath({ fromDeadLetters: marked, death: carried }, dead)
+                ? marked
+                  ? /earlier death/
+                  : /backstop/
+                : /retention ran out/,
+            );
+        },
+      ),
     );
   });
 
@@ -71,7 +89,7 @@ describe('staleDeadLetter', () => {
     fc.assert(
       fc.property(rev, status, attempts, (at, current, tried) => {
         const record = { status: current, rev: at, attempts: tried, death: tried };
-        const stale = staleDeadLetter({ rev: at, dlq: true, death: tried }, record);
+        const stale = staleDeadLetter({ rev: at, dlq: true, death: tried }, record, NOW);
         expect(stale === undefined).toBe(isWaitingForOperator(current) || !isTerminal(current));
       }),
     );
@@ -81,10 +99,10 @@ describe('staleDeadLetter', () => {
     fc.assert(
       fc.property(rev, record, (at, current) => {
         fc.pre(at !== current.rev);
-        expect(staleDeadLetter({ rev: at }, current)).toMatch(new RegExp(`rev ${current.rev}`));
+        expect(staleDeadLetter({ rev: at }, current, NOW)).toMatch(new RegExp(`rev ${current.rev}`));
       }),
     );
-    expect(staleDeadLetter({ rev: 1 }, null)).toMatch(/no record/);
+    expect(staleDeadLetter({ rev: 1 }, null, NOW)).toMatch(/no record/);
   });
 });
 
@@ -101,7 +119,8 @@ const careRecord = fc.record({
   attempts,
   death,
   tenant,
-  expires_at: fc.option(fc.constant(1_900_000_000), { nil: undefined }),
+  // A discard's TTL, still running or run out at NOW (decision 0185).
+  expires_at: fc.option(fc.constantFrom(1_900_000_000, 1_700_000_000), { nil: undefined }),
   due_at: fc.option(fc.constantFrom(new Date(NOW.getTime() - 20 * DAY).toISOString(), NOW.toISOString()), {
     nil: undefined,
   }),
@@ -125,7 +144,7 @@ describe('deadLetterCare', () => {
   it('deletes nothing a redrive would send, unless another copy of that message is kept', () => {
     fc.assert(
       fc.property(agedCopy, fc.option(careRecord, { nil: null }), (letter, current) => {
-        if (deadLetterCare(letter, current, false).kind !== 'delete') return;
+        if (deadLetterCare(letter, current, false, NOW).kind !== 'delete') return;
         const admission = admitCopy(
           current ?? undefined,
           { rev: letter.rev, sqsMessageId: 'moved', fromDeadLetters: letter.dlq, death: letter.death },
@@ -143,7 +162,7 @@ describe('deadLetterCare', () => {
         fc.oneof(careRecord, waitingDead),
         fc.boolean(),
         (letter, current, keptAlready) => {
-          const care = deadLetterCare(letter, current, keptAlready);
+          const care = deadLetterCare(letter, current, keptAlready, NOW);
           const redriven = {
             rev: letter.rev,
             sqsMessageId: 'x',
@@ -172,7 +191,7 @@ describe('deadLetterCare', () => {
     fc.assert(
       fc.property(waitingDead, fc.integer({ min: 0, max: 14 * DAY }), (current, ageMs) => {
         const letter = { ...deadLetterPayload({ ...current, id: 'm' }), dlq: true, ageMs };
-        const care = deadLetterCare(letter, current, false);
+        const care = deadLetterCare(letter, current, false, NOW);
         expect(care.kind).toBe(ageMs >= DEAD_LETTER_RENEW_AGE_MS ? 'renew' : 'keep');
       }),
     );
@@ -193,7 +212,7 @@ describe('deadLetterCare', () => {
           let kept = false;
           let survivors = 0;
           for (const letter of letters) {
-            const care = deadLetterCare({ ...letter, rev: dead.rev }, dead, kept);
+            const care = deadLetterCare({ ...letter, rev: dead.rev }, dead, kept, NOW);
             if (letter.dlq && care.kind !== 'delete') {
               expect(ofThisDeath(letter)).toBe(true);
               kept = true;
