@@ -200,6 +200,21 @@ describe('the suppression routes', () => {
     expect(wrongMethod.status).toBe(405);
   });
 
+  it('reads a URL-encoded address behind $default as API Gateway decodes it for an explicit route: one entry, plus tag kept', async () => {
+    const api = await apiHarness();
+    // What a client sends (encodeURIComponent): `@` and `+` escaped in the raw path.
+    const encoded = `/v1/suppressions/${encodeURIComponent('Ada+Tag@Example.com')}`;
+    const viaDefault = await api.call(apiEvent({ method: 'PUT', path: encoded }));
+    expect(viaDefault).toMatchObject({ status: 200, json: { address: 'ada+tag@example.com' } });
+    expect((await put(api, 'ada+tag@example.com')).json).toMatchObject({ address: 'ada+tag@example.com' });
+    expect((await list(api)).json).toMatchObject({ items: [{ address: 'ada+tag@example.com' }] });
+    expect((await suppressionItems(api)).length).toBe(1);
+    // The plus tag is part of the address (DESIGN §12 lower-cases, nothing more): `ada@` is not listed.
+    expect((await remove(api, 'ada@example.com')).status).toBe(404);
+    expect((await api.call(apiEvent({ method: 'DELETE', path: encoded }))).status).toBe(200);
+    expect(await suppressionItems(api)).toEqual([]);
+  });
+
   it('lists suppressed messages by status, with their suppressed count', async () => {
     const api = await apiHarness();
     const record = {
