@@ -10,7 +10,7 @@ import {
 } from '../core/recipients.js';
 import { type AttemptResult, bodyFault, decideOutcome, type FleetSignal } from '../core/sendDecision.js';
 import { hasTimeForAttempt, replyEndsBy } from '../core/sendTiming.js';
-import { suppressionKey } from '../core/suppressions.js';
+import { formerQuotedKey, suppressionKey } from '../core/suppressions.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
 import { isLiveSide } from '../core/testSide.js';
 import { isSupersededBy } from '../core/unsentDecision.js';
@@ -249,11 +249,13 @@ async function screenSuppressed(
   recipients: readonly string[],
   progress: RecipientProgress,
 ): Promise<Screening> {
-  const keys = recipients.map((recipient) => suppressionKey(recipient));
-  const wanted = keys.filter((key): key is string => key !== undefined);
-  const listed = await run.deps.store.suppressions.suppressedAmong(claimed.tenant, wanted);
-  const suppressedNow = keys.flatMap((key, position) =>
-    key !== undefined && listed.has(key) ? [position] : [],
+  // Each recipient's key, and the key an entry of a quoted local part had before decision 0184.
+  const keys = recipients.map((recipient) =>
+    [suppressionKey(recipient), formerQuotedKey(recipient)].filter((key): key is string => key !== undefined),
+  );
+  const listed = await run.deps.store.suppressions.suppressedAmong(claimed.tenant, [...new Set(keys.flat())]);
+  const suppressedNow = keys.flatMap((own, position) =>
+    own.some((key) => listed.has(key)) ? [position] : [],
   );
   return screenRecipients(recipients.length, progress, suppressedNow);
 }

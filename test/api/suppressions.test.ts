@@ -288,6 +288,46 @@ describe('the suppression routes', () => {
     });
   });
 
+  describe('a quoted local part (RFC 5322 §3.2.4: the atom, semantically; decision 0184)', () => {
+    it('is one entry whether the local part is quoted or not: stored unquoted, removed through either', async () => {
+      const api = await apiHarness();
+      expect(await put(api, '"Ada"@example.com')).toMatchObject({
+        status: 200,
+        json: { address: 'ada@example.com' },
+      });
+      expect(await put(api, 'ada@example.com')).toMatchObject({
+        status: 200,
+        json: { address: 'ada@example.com' },
+      });
+      // One that needs its quotes keeps them, lower-cased.
+      expect(await put(api, '"Ada Lovelace"@example.com')).toMatchObject({
+        json: { address: '"ada lovelace"@example.com' },
+      });
+      expect(await suppressionItems(api)).toHaveLength(2);
+      expect((await remove(api, '"ada"@example.com')).status).toBe(200);
+      expect((await remove(api, '"ada lovelace"@example.com')).status).toBe(200);
+      expect(await suppressionItems(api)).toEqual([]);
+    });
+
+    it('still removes, and pages past, an entry stored under the quoted form before', async () => {
+      const api = await apiHarness();
+      // What PUT wrote before decision 0184: the local part lower-cased as written, quotes and all.
+      const before = new DynamoSuppressionList(api.documents, api.tableName);
+      await before.put({ tenant: 'acme', address: '"eve"@example.com', reason: 'manual', now: new Date() });
+      await put(api, 'zed@example.org');
+
+      const first = await list(api, { limit: '1' });
+      const firstPage = first.json as { items: { address: string }[]; next_cursor: string | null };
+      expect(firstPage.items.map((item) => item.address)).toEqual(['"eve"@example.com']);
+      const second = await list(api, { limit: '1', cursor: firstPage.next_cursor ?? '' });
+      expect(second).toMatchObject({ status: 200, json: { items: [{ address: 'zed@example.org' }] } });
+
+      const removed = await remove(api, '"Eve"@example.com');
+      expect(removed).toMatchObject({ status: 200, json: { address: '"eve"@example.com' } });
+      expect((await list(api)).json).toMatchObject({ items: [{ address: 'zed@example.org' }] });
+    });
+  });
+
   it('logs no address', async () => {
     const api = await apiHarness();
     await put(api, 'secret.person@example.com');

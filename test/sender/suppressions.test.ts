@@ -497,4 +497,52 @@ describe('the sender and the suppression list', () => {
       expect(world.smtp.transactions).toBe(transactionsBefore);
     });
   });
+
+  describe('a recipient whose local part is quoted (RFC 5322 §3.2.4: a quoted string is the atom, semantically; decision 0184)', () => {
+    it.each([
+      ['ada@example.com', '"ada"@example.com'],
+      ['ada2@example.com', 'Ada <"Ada2"@Example.com>'],
+      ['"ada3"@example.com', 'ada3@example.com'],
+    ])(
+      'suppressed through the API as %s, is left out of a message to %s: suppressed, no transaction',
+      async (suppressed, recipient) => {
+        const rig = await createSenderRig(world);
+        world.smtp.script();
+        expect((await suppressThroughApi(world, suppressed, rig.clock.now)).status).toBe(200);
+        const transactionsBefore = world.smtp.transactions;
+        const message = await rig.putMessage({ to: [recipient] });
+        await rig.dispatch(message);
+
+        await rig.deliverNext();
+
+        expect(await rig.state(message.id)).toMatchObject({ status: 'suppressed', rcpt_suppressed: [0] });
+        expect(world.smtp.transactions).toBe(transactionsBefore);
+      },
+    );
+
+    it('a 5.1.1 of a recipient written quoted suppresses the mailbox as an unquoted spelling is looked up', async () => {
+      const rig = await createSenderRig(world);
+      world.smtp.script({ rcptTo: { code: 550, message: '5.1.1 User unknown' } });
+      const first = await rig.putMessage({ to: ['"Gone.Quoted"@example.org'] });
+      await rig.dispatch(first);
+      await rig.deliverNext();
+      expect(await rig.state(first.id)).toMatchObject({ status: 'failed', rcpt_rejected: [0] });
+      expect(await list.suppressedAmong(TENANT, ['gone.quoted@example.org'])).toEqual(
+        new Set(['gone.quoted@example.org']),
+      );
+    });
+
+    it('an entry stored under the quoted form before still suppresses a recipient written so', async () => {
+      const rig = await createSenderRig(world);
+      world.smtp.script();
+      // What the API or a 5.1.x at RCPT wrote before decision 0184: the local part lower-cased as written.
+      await list.put({ tenant: TENANT, address: '"old"@example.com', reason: 'manual', now: new Date() });
+      const transactionsBefore = world.smtp.transactions;
+      const message = await rig.putMessage({ to: ['"Old"@example.com'] });
+      await rig.dispatch(message);
+      await rig.deliverNext();
+      expect(await rig.state(message.id)).toMatchObject({ status: 'suppressed' });
+      expect(world.smtp.transactions).toBe(transactionsBefore);
+    });
+  });
 });
