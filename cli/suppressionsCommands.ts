@@ -9,6 +9,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
 import { isMessageId } from '../lambdas/core/ids.js';
 import {
+  formerQuotedKey,
   isSuppressionReason,
   SUPPRESSION_REASONS,
   type Suppression,
@@ -106,7 +107,8 @@ export async function suppressionsRemove(
 ): Promise<Suppression> {
   const tenant = checkedTenant(options.tenant);
   const address = checkedAddress(options.address);
-  const removed = await deps.list.remove(tenant, address);
+  // And the entry a quoted local part had before decision 0184, if it was stored so.
+  const removed = await deps.list.remove(tenant, address, formerQuotedKey(options.address));
   if (removed === null) throw new CliError(`${address} is not on the suppression list of tenant ${tenant}`);
   if (out.json) out.data(removed);
   else

@@ -66,6 +66,17 @@ export function parseAddress(input: string): AddressParse {
   return { ok: true, value: { name, address: `${local}@${domain}`, local, domain } };
 }
 
+/**
+ * A local part in the form RFC 5322 §3.4.1 prefers: a quoted string is the atom, semantically (§3.2.4),
+ * so `"ada"` is `ada` (and nodemailer puts `ada` in RCPT TO); one that needs its quotes keeps them,
+ * with only the escapes it needs (`"a\ b"` → `"a b"`).
+ */
+export function preferredLocalPart(local: string): string {
+  if (!QUOTED_LOCAL.test(local)) return local;
+  const content = local.slice(1, -1).replace(/\\(.)/g, '$1');
+  return DOT_ATOM_LOCAL.test(content) ? content : `"${content.replace(/["\\]/g, '\\$&')}"`;
+}
+
 function parseDisplayName(raw: string): { ok: true; name: string } | { ok: false; reason: string } {
   if (raw.length > LIMITS.maxDisplayNameLength) {
     return { ok: false, reason: `has a display name longer than ${LIMITS.maxDisplayNameLength} characters` };

@@ -106,7 +106,7 @@ export type RouteResolution =
 
 /**
  * Resolves a request. With explicit routes API Gateway has already matched (`routeKey` names one of
- * ours and `pathParameters` are decoded); behind a `$default` route the handler matches the path
+ * ours and `pathParameters` are decoded); behind a `$default` route the handler matches the raw path
  * itself, so an unknown path is a 404 and a known path with another method a 405 with `Allow`.
  */
 export function resolveRoute(input: {
@@ -159,8 +159,19 @@ function matchPath(template: string, path: string): Record<string, string> | nul
       if (part !== segment) return null;
     } else {
       if (segment === '') return null;
-      params[name] = segment;
+      // Decoded, as API Gateway decodes `pathParameters` for an explicit route (a client escapes the
+      // `@` and `+` of an address): the routes read one form whichever way they were matched.
+      params[name] = decodedSegment(segment);
     }
   }
   return params;
+}
+
+/** A raw path segment percent-decoded; one with a malformed escape stays as it came. */
+function decodedSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }

@@ -52,7 +52,7 @@ import {
 } from './problem.js';
 import { LIMITS } from './requestLimits.js';
 import { AttachmentsSchema } from './requestSchemas.js';
-import { rawData, TemplateDataSchema, TemplateRefSchema } from './templateRequests.js';
+import { rawData, TemplateDataSchema, TemplateRefSchema, templateDataErrors } from './templateRequests.js';
 import { horizonEndMs, parseZonedTimestamp } from './timestamps.js';
 
 export { type AddressParse, isAllowedSender, type ParsedAddress, parseAddress } from './addresses.js';
@@ -713,7 +713,7 @@ export function requestFingerprint(request: EnqueueRequest): string {
 export function validateEnqueueRequest(body: unknown, ctx: EnqueueContext): Validated<EnqueueRequest> {
   return guarded(() => {
     const parsed = EnqueueBodySchema.safeParse(body, PARSE_CONTEXT);
-    const hidden = [...prototypeKeyErrors(body), ...illFormedStringErrors(body)];
+    const hidden = [...prototypeKeyErrors(body), ...illFormedStringErrors(body), ...templateDataErrors(body)];
     if (!parsed.success || hidden.length > 0) {
       return { ok: false, errors: parsed.success ? hidden : [...zodErrors(parsed.error), ...hidden] };
     }

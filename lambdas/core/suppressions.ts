@@ -11,10 +11,11 @@
  * mailboxes that differ only in case are practically unheard of. A domain written in Unicode is
  * keyed by its ASCII form (IDNA, punycode: `bücher.example` → `xn--bcher-kva.example`), the form the
  * mailer puts in the envelope and SES reports back, so every spelling of one mailbox is one key
- * (decision 0153).
+ * (decision 0153). A quoted local part is keyed in the form RFC 5322 prefers, `"ada"` as `ada`: the
+ * same mailbox, and the form the mailer sends and SES reports (decision 0184).
  */
 import { domainToASCII, domainToUnicode } from 'node:url';
-import { parseAddress } from './addresses.js';
+import { parseAddress, preferredLocalPart } from './addresses.js';
 import { type FieldError, guarded, type Validated } from './problem.js';
 
 /** Why an address is on the list. `hard_bounce` and `complaint` are added by Postdate itself. */
@@ -73,6 +74,21 @@ export function formerSuppressionKey(key: string): string | undefined {
 }
 
 /**
+ * The key an entry of this mailbox was stored under before decision 0184, when it differs: its quoted
+ * local part lower-cased as written (`"Ada"@example.com` → `"ada"@example.com`). The sender looks it
+ * up too, and DELETE removes it too, so an entry written before the upgrade keeps suppressing the
+ * recipients written so and can still be removed. Undefined for an unquoted local part (nothing
+ * changed there) or what is not an address.
+ */
+export function formerQuotedKey(mailbox: string): string | undefined {
+  const parsed = parseAddress(mailbox);
+  if (!parsed.ok) return undefined;
+  const { local, domain } = parsed.value;
+  const former = `${local.toLowerCase()}@${asciiDomain(domain)}`;
+  return former === normalised(local, domain) ? undefined : former;
+}
+
+/**
  * Validates an address given to the API or the CLI (the `{address}` of the routes): a bare addr-spec,
  * RFC 5322-valid; answers its normalised form. Its one error names the field `address`. Never throws.
  */
@@ -92,7 +108,7 @@ function invalidAddress(message: string): { ok: false; errors: FieldError[] } {
 }
 
 function normalised(local: string, domain: string): string {
-  return `${local.toLowerCase()}@${asciiDomain(domain)}`;
+  return `${preferredLocalPart(local).toLowerCase()}@${asciiDomain(domain)}`;
 }
 
 /**

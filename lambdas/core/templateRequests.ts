@@ -11,6 +11,7 @@ import {
   type FieldError,
   guarded,
   illFormedStringErrors,
+  jsonPointer,
   PARSE_CONTEXT,
   type Validated,
   zodErrors,
@@ -53,18 +54,13 @@ const TemplateVersionNumber = z
  * records keep it as JSON and the sender renders what JSON gives back (DESIGN §10: what was validated
  * is what is sent), so a number JSON cannot carry — `1e400`, Infinity once parsed; NaN from the outbox
  * helper's caller — would render otherwise at send (JSON writes `null`): it is refused, by its path
- * (decision 0156).
+ * (decision 0156). Those limits are judged on the object the records keep (`templateDataErrors`), not
+ * on this schema's copy, which drops an own `__proto__` key.
  */
-export const TemplateDataSchema = z
-  .record(z.string(), z.unknown())
-  .superRefine((data, ctx) => {
-    const problem = dataProblem(data);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem.message, path: problem.path });
-  })
-  .meta({
-    description: `The template's variables: a JSON object of at most ${TEMPLATE_LIMITS.maxDataBytes / 1024} KiB; every number finite (JSON has no Infinity).`,
-    example: { campaign: { name: 'Winter sale', id: 42 }, first_name: 'Ada' },
-  });
+export const TemplateDataSchema = z.record(z.string(), z.unknown()).meta({
+  description: `The template's variables: a JSON object of at most ${TEMPLATE_LIMITS.maxDataBytes / 1024} KiB; every number finite (JSON has no Infinity).`,
+  example: { campaign: { name: 'Winter sale', id: 42 }, first_name: 'Ada' },
+});
 
 /** The enqueue's template reference. */
 export const TemplateRefSchema = z
@@ -194,7 +190,7 @@ export async function validateTemplatePut(body: unknown): Promise<Validated<Temp
 export function validateTemplateRender(body: unknown): Validated<TemplateRender> {
   return guarded(() => {
     const parsed = TemplateRenderBodySchema.safeParse(body, PARSE_CONTEXT);
-    const hidden = illFormedStringErrors(body);
+    const hidden = [...illFormedStringErrors(body), ...templateDataErrors(body)];
     if (!parsed.success || hidden.length > 0)
       return { ok: false, errors: parsed.success ? hidden : [...zodErrors(parsed.error), ...hidden] };
     return {
@@ -213,6 +209,21 @@ export function rawData(body: unknown): Readonly<Record<string, unknown>> {
   return typeof data === 'object' && data !== null && !Array.isArray(data)
     ? (data as Record<string, unknown>)
     : {};
+}
+
+/**
+ * The limits of `data` (TemplateDataSchema) on the body's own object, as `rawData` gives it to the
+ * records: JSON.parse makes `{"__proto__": …}` an own key, which a schema's copy drops, so a limit
+ * judged on the copy would let any amount of data in under that name. None when `data` is absent or
+ * not an object (the schema says so).
+ */
+export function templateDataErrors(body: unknown): FieldError[] {
+  const data = typeof body === 'object' && body !== null ? (body as { data?: unknown }).data : undefined;
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return [];
+  const problem = dataProblem(data);
+  return problem === null
+    ? []
+    : [{ field: jsonPointer(['data', ...problem.path]), message: problem.message }];
 }
 
 /** What is wrong with `data`, and where inside it (empty: the whole of it). */

@@ -29,8 +29,12 @@ export interface SuppressionList {
     reason: SuppressionReason | undefined;
     now: Date;
   }): Promise<Suppression>;
-  /** Removes an entry and answers it; null when the tenant had none for the address. */
-  remove(tenant: string, address: string): Promise<Suppression | null>;
+  /**
+   * Removes an entry and answers it; null when the tenant had none for the address. `formerKey`: the
+   * key the address as given had before decision 0184 (core/suppressions.ts `formerQuotedKey`),
+   * removed too.
+   */
+  remove(tenant: string, address: string, formerKey?: string): Promise<Suppression | null>;
   /** A page of at most `limit` entries after the address `after` (null: from the start). */
   list(tenant: string, page: { limit: number; after: string | null }): Promise<SuppressionPage>;
 }

@@ -10,7 +10,7 @@ import {
 } from '../core/recipients.js';
 import { type AttemptResult, bodyFault, decideOutcome, type FleetSignal } from '../core/sendDecision.js';
 import { hasTimeForAttempt, replyEndsBy } from '../core/sendTiming.js';
-import { suppressionKey } from '../core/suppressions.js';
+import { formerQuotedKey, suppressionKey } from '../core/suppressions.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
 import { isLiveSide } from '../core/testSide.js';
 import { isSupersededBy } from '../core/unsentDecision.js';
@@ -141,6 +141,8 @@ export async function sendClaimed(
   // starts only with a whole attempt and its outcome write left; else the claim goes back unsent.
   if (unstored === undefined && !hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing))
     return releaseOutOfTime(run, claimed, owner);
+  // From here the outcome records the screening (or our lease was lost to a takeover that screens again).
+  countLeftOut(run, claimed, screening.progress);
   // The mailer keeps time on the real clock; the reserve after the reply is ours.
   const outcome =
     unstored ??
@@ -247,19 +249,28 @@ async function screenSuppressed(
   recipients: readonly string[],
   progress: RecipientProgress,
 ): Promise<Screening> {
-  const keys = recipients.map((recipient) => suppressionKey(recipient));
-  const wanted = keys.filter((key): key is string => key !== undefined);
-  const listed = await run.deps.store.suppressions.suppressedAmong(claimed.tenant, wanted);
-  const suppressedNow = keys.flatMap((key, position) =>
-    key !== undefined && listed.has(key) ? [position] : [],
+  // Each recipient's key, and the key an entry of a quoted local part had before decision 0184.
+  const keys = recipients.map((recipient) =>
+    [suppressionKey(recipient), formerQuotedKey(recipient)].filter((key): key is string => key !== undefined),
   );
-  const screening = screenRecipients(recipients.length, progress, suppressedNow);
-  const newly = (screening.progress.suppressed?.length ?? 0) - (progress.suppressed?.length ?? 0);
-  if (newly > 0) {
-    if (isLiveSide(claimed.tenant)) run.deps.metrics.count(SENDER_METRIC.suppressedRecipients, newly);
-    run.deps.log.info('sender left suppressed recipients out', logContext(run, { suppressed: newly }));
-  }
-  return screening;
+  const listed = await run.deps.store.suppressions.suppressedAmong(claimed.tenant, [...new Set(keys.flat())]);
+  const suppressedNow = keys.flatMap((own, position) =>
+    own.some((key) => listed.has(key)) ? [position] : [],
+  );
+  return screenRecipients(recipients.length, progress, suppressedNow);
+}
+
+/**
+ * Counts the recipients this screening newly left out (`SuppressedRecipients`), once its progress is
+ * going onto the record: with the attempt's outcome or the settle. A claim given back before MAIL
+ * FROM records nothing, and the next claim screens them again: counted then, once, as
+ * `recipients.suppressed` counts them.
+ */
+function countLeftOut(run: CopyRun, claimed: MessageStateRecord, screened: RecipientProgress): void {
+  const newly = (screened.suppressed?.length ?? 0) - (progressOf(claimed).suppressed?.length ?? 0);
+  if (newly <= 0) return;
+  if (isLiveSide(claimed.tenant)) run.deps.metrics.count(SENDER_METRIC.suppressedRecipients, newly);
+  run.deps.log.info('sender left suppressed recipients out', logContext(run, { suppressed: newly }));
 }
 
 /** Nobody is left to send to: the message ends as the screening says, without an attempt. */
@@ -286,6 +297,7 @@ async function settleSuppressed(
     claimed,
   );
   if (result.kind !== 'applied') return result.verdict;
+  countLeftOut(run, claimed, screening.progress);
   // Counted as every ending is: `failed` and `sent` too, not only `suppressed` (FailedMessages).
   countEnding(run, claimed, screening.to);
   deps.log.info(

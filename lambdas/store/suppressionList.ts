@@ -243,18 +243,17 @@ export class DynamoSuppressionList implements SuppressionList {
     return entry;
   }
 
-  async remove(tenant: string, address: string): Promise<Suppression | null> {
-    const former = formerSuppressionKey(address);
-    const [removed, removedFormer] = await this.written(
+  async remove(tenant: string, address: string, formerKey?: string): Promise<Suppression | null> {
+    const keys = [address, formerSuppressionKey(address), formerKey].filter(
+      (key): key is string => key !== undefined,
+    );
+    const removed = await this.written(
       tenant,
       address,
       false,
-      Promise.all([
-        this.removeKey(tenant, address),
-        former === undefined ? null : this.removeKey(tenant, former),
-      ]),
+      Promise.all([...new Set(keys)].map((key) => this.removeKey(tenant, key))),
     );
-    return removed ?? removedFormer;
+    return removed.find((entry) => entry !== null) ?? null;
   }
 
   /**

@@ -200,6 +200,21 @@ describe('the suppression routes', () => {
     expect(wrongMethod.status).toBe(405);
   });
 
+  it('reads a URL-encoded address behind $default as API Gateway decodes it for an explicit route: one entry, plus tag kept', async () => {
+    const api = await apiHarness();
+    // What a client sends (encodeURIComponent): `@` and `+` escaped in the raw path.
+    const encoded = `/v1/suppressions/${encodeURIComponent('Ada+Tag@Example.com')}`;
+    const viaDefault = await api.call(apiEvent({ method: 'PUT', path: encoded }));
+    expect(viaDefault).toMatchObject({ status: 200, json: { address: 'ada+tag@example.com' } });
+    expect((await put(api, 'ada+tag@example.com')).json).toMatchObject({ address: 'ada+tag@example.com' });
+    expect((await list(api)).json).toMatchObject({ items: [{ address: 'ada+tag@example.com' }] });
+    expect((await suppressionItems(api)).length).toBe(1);
+    // The plus tag is part of the address (DESIGN §12 lower-cases, nothing more): `ada@` is not listed.
+    expect((await remove(api, 'ada@example.com')).status).toBe(404);
+    expect((await api.call(apiEvent({ method: 'DELETE', path: encoded }))).status).toBe(200);
+    expect(await suppressionItems(api)).toEqual([]);
+  });
+
   it('lists suppressed messages by status, with their suppressed count', async () => {
     const api = await apiHarness();
     const record = {
@@ -269,6 +284,46 @@ describe('the suppression routes', () => {
 
       const removed = await remove(api, 'ada@bücher.example');
       expect(removed).toMatchObject({ status: 200, json: { address: 'ada@bücher.example' } });
+      expect((await list(api)).json).toMatchObject({ items: [{ address: 'zed@example.org' }] });
+    });
+  });
+
+  describe('a quoted local part (RFC 5322 §3.2.4: the atom, semantically; decision 0184)', () => {
+    it('is one entry whether the local part is quoted or not: stored unquoted, removed through either', async () => {
+      const api = await apiHarness();
+      expect(await put(api, '"Ada"@example.com')).toMatchObject({
+        status: 200,
+        json: { address: 'ada@example.com' },
+      });
+      expect(await put(api, 'ada@example.com')).toMatchObject({
+        status: 200,
+        json: { address: 'ada@example.com' },
+      });
+      // One that needs its quotes keeps them, lower-cased.
+      expect(await put(api, '"Ada Lovelace"@example.com')).toMatchObject({
+        json: { address: '"ada lovelace"@example.com' },
+      });
+      expect(await suppressionItems(api)).toHaveLength(2);
+      expect((await remove(api, '"ada"@example.com')).status).toBe(200);
+      expect((await remove(api, '"ada lovelace"@example.com')).status).toBe(200);
+      expect(await suppressionItems(api)).toEqual([]);
+    });
+
+    it('still removes, and pages past, an entry stored under the quoted form before', async () => {
+      const api = await apiHarness();
+      // What PUT wrote before decision 0184: the local part lower-cased as written, quotes and all.
+      const before = new DynamoSuppressionList(api.documents, api.tableName);
+      await before.put({ tenant: 'acme', address: '"eve"@example.com', reason: 'manual', now: new Date() });
+      await put(api, 'zed@example.org');
+
+      const first = await list(api, { limit: '1' });
+      const firstPage = first.json as { items: { address: string }[]; next_cursor: string | null };
+      expect(firstPage.items.map((item) => item.address)).toEqual(['"eve"@example.com']);
+      const second = await list(api, { limit: '1', cursor: firstPage.next_cursor ?? '' });
+      expect(second).toMatchObject({ status: 200, json: { items: [{ address: 'zed@example.org' }] } });
+
+      const removed = await remove(api, '"Eve"@example.com');
+      expect(removed).toMatchObject({ status: 200, json: { address: '"eve"@example.com' } });
       expect((await list(api)).json).toMatchObject({ items: [{ address: 'zed@example.org' }] });
     });
   });

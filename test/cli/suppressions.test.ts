@@ -24,6 +24,30 @@ beforeAll(async () => {
 });
 
 describe('postdate suppressions', () => {
+  it('adds a quoted local part unquoted, and removes an entry stored quoted before decision 0184', async () => {
+    const added = await suppressionsAdd(
+      deps,
+      { tenant: 'quoted', address: '"Ada"@example.com' },
+      memoryOutput(),
+    );
+    expect(added.address).toBe('ada@example.com');
+    // What the CLI wrote before decision 0184: the local part lower-cased as written, quotes and all.
+    await new DynamoSuppressionList(documentClient(), tableName).put({
+      tenant: 'quoted',
+      address: '"eve"@example.com',
+      reason: 'manual',
+      now: clock,
+    });
+    const removed = await suppressionsRemove(
+      deps,
+      { tenant: 'quoted', address: '"Eve"@example.com' },
+      memoryOutput(),
+    );
+    expect(removed.address).toBe('"eve"@example.com');
+    const left = await suppressionsList(deps, { tenant: 'quoted', limit: 50 }, memoryOutput());
+    expect(left.items.map((entry) => entry.address)).toEqual(['ada@example.com']);
+  });
+
   it('adds an address normalised, lists it, and removes it', async () => {
     const out = memoryOutput();
     const added = await suppressionsAdd(deps, { tenant: 'acme', address: 'Ada@Example.com' }, out);

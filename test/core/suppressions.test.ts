@@ -10,6 +10,7 @@ import {
 } from '../../lambdas/core/recipients.js';
 import { validateSuppressionRequest } from '../../lambdas/core/requestSchemas.js';
 import {
+  formerQuotedKey,
   formerSuppressionKey,
   suppressionKey,
   validateSuppressionAddress,
@@ -23,6 +24,21 @@ describe('suppressed addresses', () => {
     expect(suppressionKey('"Lovelace, Ada" <ADA@example.com>')).toBe('ada@example.com');
     expect(suppressionKey('not an address')).toBeUndefined();
     expect(validateSuppressionAddress('Bob@Example.Net')).toEqual({ ok: true, value: 'bob@example.net' });
+  });
+
+  it('key a quoted local part as RFC 5322 prefers it (a quoted string is the atom, semantically; decision 0184)', () => {
+    expect(suppressionKey('"Ada"@Example.com')).toBe('ada@example.com');
+    expect(suppressionKey('Ada <"Ada.Lovelace"@example.com>')).toBe('ada.lovelace@example.com');
+    expect(suppressionKey('"a\\bc"@example.com')).toBe('abc@example.com');
+    // One that needs its quotes keeps them, with only the escapes it needs.
+    expect(suppressionKey('"Ada Lovelace"@example.com')).toBe('"ada lovelace"@example.com');
+    expect(suppressionKey('"a\\ b"@example.com')).toBe('"a b"@example.com');
+    expect(suppressionKey('"a..b"@example.com')).toBe('"a..b"@example.com');
+    expect(validateSuppressionAddress('"Bob"@example.net')).toEqual({ ok: true, value: 'bob@example.net' });
+    // The key such an entry was stored under before, for the sender's lookup and DELETE.
+    expect(formerQuotedKey('"Ada"@Example.com')).toBe('"ada"@example.com');
+    expect(formerQuotedKey('"Ada Lovelace"@example.com')).toBeUndefined();
+    expect(formerQuotedKey('Ada@example.com')).toBeUndefined();
   });
 
   it('refuse a bad address, naming the field `address`, without echoing it', () => {

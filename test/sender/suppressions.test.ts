@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
 import { SUPPRESSION_REASON } from '../../lambdas/core/suppressions.js';
+import type { SuppressionList } from '../../lambdas/ports/SuppressionList.js';
+import { SHORT_RETRY_SECONDS } from '../../lambdas/sender/copyRun.js';
 import { messageView } from '../../lambdas/store/messageView.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import {
@@ -10,6 +13,7 @@ import {
 import { documentClient } from '../support/awsLocal.js';
 import { TENANT } from './records.js';
 import {
+  contextWithRemaining,
   createSenderRig,
   type SenderHandler,
   type SenderRig,
@@ -17,6 +21,7 @@ import {
   startSenderWorld,
   storeWith,
   suppressThroughApi,
+  TEST_SETTINGS,
 } from './senderHarness.js';
 
 /**
@@ -245,6 +250,48 @@ describe('the sender and the suppression list', () => {
     expect(rig.metrics.of('Released')).toBe(1);
   });
 
+  it('counts a suppressed recipient once, for the envelope it was left out of, not for a claim given back before MAIL FROM', async () => {
+    const rig = await createSenderRig(world);
+    await list.put({ tenant: TENANT, address: 'quiet@example.com', reason: 'manual', now: new Date() });
+    world.smtp.script();
+    const message = await rig.putMessage({ to: ['loud@example.com', 'quiet@example.com'] });
+    await rig.dispatch(message);
+    // The list is read slowly on the sender's clock: after it, too little time is left for an attempt.
+    const real = new DynamoSenderStore(world.documents, world.tableName);
+    const slow = storeWith(real, {
+      suppressions: Object.assign(Object.create(real.suppressions) as SuppressionList, {
+        suppressedAmong: async (tenant: string, addresses: readonly string[]) => {
+          const listed = await real.suppressions.suppressedAmong(tenant, addresses);
+          rig.clock.advance(1000);
+          return listed;
+        },
+      }),
+    });
+    const records = await rig.receive({ waitSeconds: 3, max: 1 });
+    const budget = attemptBudgetMs(TEST_SETTINGS.timing);
+    await rig.run(records, rig.newHandler({ store: slow }), contextWithRemaining(budget + 500));
+    expect(await rig.state(message.id)).toMatchObject({ status: 'retrying', attempts: 0 });
+    expect(rig.metrics.of('OutOfTime')).toBe(1);
+    // No envelope was sent: nobody was left out of one yet.
+    expect(rig.metrics.of('SuppressedRecipients')).toBe(0);
+
+    // The copy comes back when the release said (a real queue's visibility): wait for it, with a deadline.
+    const deadline = Date.now() + 30_000;
+    let again = await rig.receive({ waitSeconds: 3, max: 1 });
+    while (again.length === 0 && Date.now() < deadline) again = await rig.receive({ waitSeconds: 3, max: 1 });
+    rig.clock.advance(SHORT_RETRY_SECONDS * 1000);
+    await rig.run(again, rig.handler, contextWithRemaining(60_000));
+    expect(await rig.state(message.id)).toMatchObject({
+      status: 'sent',
+      attempts: 1,
+      rcpt_accepted: [0],
+      rcpt_suppressed: [1],
+    });
+    expect(rig.received(message.id).map((copy) => copy.to)).toEqual([['loud@example.com']]);
+    // One recipient left out of one envelope: counted once, as `recipients.suppressed` says.
+    expect(rig.metrics.of('SuppressedRecipients')).toBe(1);
+  });
+
   it("consults only the message's own tenant's list", async () => {
     const rig = await createSenderRig(world);
     await list.put({ tenant: 'tenant-b', address: 'shared@example.com', reason: 'manual', now: new Date() });
@@ -447,6 +494,54 @@ describe('the sender and the suppression list', () => {
 
       expect(await rig.state(unicode.id)).toMatchObject({ status: 'suppressed' });
       expect(await rig.state(punycode.id)).toMatchObject({ status: 'suppressed' });
+      expect(world.smtp.transactions).toBe(transactionsBefore);
+    });
+  });
+
+  describe('a recipient whose local part is quoted (RFC 5322 §3.2.4: a quoted string is the atom, semantically; decision 0184)', () => {
+    it.each([
+      ['ada@example.com', '"ada"@example.com'],
+      ['ada2@example.com', 'Ada <"Ada2"@Example.com>'],
+      ['"ada3"@example.com', 'ada3@example.com'],
+    ])(
+      'suppressed through the API as %s, is left out of a message to %s: suppressed, no transaction',
+      async (suppressed, recipient) => {
+        const rig = await createSenderRig(world);
+        world.smtp.script();
+        expect((await suppressThroughApi(world, suppressed, rig.clock.now)).status).toBe(200);
+        const transactionsBefore = world.smtp.transactions;
+        const message = await rig.putMessage({ to: [recipient] });
+        await rig.dispatch(message);
+
+        await rig.deliverNext();
+
+        expect(await rig.state(message.id)).toMatchObject({ status: 'suppressed', rcpt_suppressed: [0] });
+        expect(world.smtp.transactions).toBe(transactionsBefore);
+      },
+    );
+
+    it('a 5.1.1 of a recipient written quoted suppresses the mailbox as an unquoted spelling is looked up', async () => {
+      const rig = await createSenderRig(world);
+      world.smtp.script({ rcptTo: { code: 550, message: '5.1.1 User unknown' } });
+      const first = await rig.putMessage({ to: ['"Gone.Quoted"@example.org'] });
+      await rig.dispatch(first);
+      await rig.deliverNext();
+      expect(await rig.state(first.id)).toMatchObject({ status: 'failed', rcpt_rejected: [0] });
+      expect(await list.suppressedAmong(TENANT, ['gone.quoted@example.org'])).toEqual(
+        new Set(['gone.quoted@example.org']),
+      );
+    });
+
+    it('an entry stored under the quoted form before still suppresses a recipient written so', async () => {
+      const rig = await createSenderRig(world);
+      world.smtp.script();
+      // What the API or a 5.1.x at RCPT wrote before decision 0184: the local part lower-cased as written.
+      await list.put({ tenant: TENANT, address: '"old"@example.com', reason: 'manual', now: new Date() });
+      const transactionsBefore = world.smtp.transactions;
+      const message = await rig.putMessage({ to: ['"Old"@example.com'] });
+      await rig.dispatch(message);
+      await rig.deliverNext();
+      expect(await rig.state(message.id)).toMatchObject({ status: 'suppressed' });
       expect(world.smtp.transactions).toBe(transactionsBefore);
     });
   });

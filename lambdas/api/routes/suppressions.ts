@@ -10,7 +10,11 @@ import type { SuppressionRouteName } from '../../core/apiRoutes.js';
 import { problem, validationProblem } from '../../core/problem.js';
 import { SUPPRESSION_LIST_LIMIT } from '../../core/requestLimits.js';
 import { validateSuppressionRequest } from '../../core/requestSchemas.js';
-import { formerSuppressionKey, validateSuppressionAddress } from '../../core/suppressions.js';
+import {
+  formerQuotedKey,
+  formerSuppressionKey,
+  validateSuppressionAddress,
+} from '../../core/suppressions.js';
 import {
   jsonResult,
   problemResult,
@@ -77,15 +81,16 @@ export function suppressionRoutes(
     async deleteSuppression({ tenant, params }) {
       const address = validateSuppressionAddress(params.address ?? '');
       if (!address.ok) return problemResult(validationProblem(address.errors));
-      const removed = await list.remove(tenant, address.value);
-      if (removed === null) {
+      // And the entry a quoted local part had before decision 0184, if it was stored so.
+      const entry = await list.remove(tenant, address.value, formerQuotedKey(params.address ?? ''));
+      if (entry === null) {
         return problemResult(
           problem('notFound', 'This address is not on the suppression list.', {
             errors: [{ field: 'address', message: 'is not on the suppression list' }],
           }),
         );
       }
-      return jsonResult(200, removed, {}, { reason: removed.reason });
+      return jsonResult(200, entry, {}, { reason: entry.reason });
     },
   };
 }
@@ -112,6 +117,11 @@ export function decodeSuppressionCursor(cursor: string): string | null {
   const { v, a } = value as Record<string, unknown>;
   if (v !== 1 || typeof a !== 'string') return null;
   const address = validateSuppressionAddress(a);
-  // An entry stored before decision 0153 is listed, and so may end a page, in its Unicode form.
-  return address.ok && (address.value === a || formerSuppressionKey(address.value) === a) ? a : null;
+  // An entry stored before decision 0153 is listed, and so may end a page, in its Unicode form; one
+  // stored before 0184, with its local part quoted.
+  const stored = [address.ok ? address.value : undefined, formerQuotedKey(a)];
+  return address.ok &&
+    stored.some((key) => key === a || (key !== undefined && formerSuppressionKey(key) === a))
+    ? a
+    : null;
 }
