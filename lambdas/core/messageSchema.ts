@@ -50,7 +50,7 @@ import {
   validationProblem,
   zodErrors,
 } from './problem.js';
-import { LIMITS } from './requestLimits.js';
+import { bodySizeProblem, LIMITS } from './requestLimits.js';
 import { AttachmentsSchema } from './requestSchemas.js';
 import { rawData, TemplateDataSchema, TemplateRefSchema } from './templateRequests.js';
 import { horizonEndMs, parseZonedTimestamp } from './timestamps.js';
@@ -78,11 +78,13 @@ export type ParsedEnqueueRequest = EnqueueRequest & { readonly [PARSED]: true };
 const parsedRequests = new WeakSet<object>();
 
 /**
- * Validates an enqueue body against every rule of DESIGN §3. Never throws. The request it returns
- * is frozen (its lists and maps too; `data` is the caller's own) and known to
- * {@link isParsedEnqueueRequest}.
+ * Validates an enqueue body against every rule of DESIGN §3, its size too (413 past 256 KiB, as the
+ * API's body reader judges it). Never throws. The request it returns is frozen (its lists and maps
+ * too; `data` is the caller's own) and known to {@link isParsedEnqueueRequest}.
  */
 export function parseEnqueueRequest(body: unknown, ctx: EnqueueContext): Parsed<ParsedEnqueueRequest> {
+  const oversized = bodySizeProblem(body, LIMITS.maxBodyBytes);
+  if (oversized) return { ok: false, problem: oversized };
   const parsed = withProblem(validateEnqueueRequest(body, ctx));
   if (!parsed.ok) return parsed;
   const request = frozen(parsed.value);
