@@ -83,13 +83,24 @@ const parsedRequests = new WeakSet<object>();
  * too; `data` is the caller's own) and known to {@link isParsedEnqueueRequest}.
  */
 export function parseEnqueueRequest(body: unknown, ctx: EnqueueContext): Parsed<ParsedEnqueueRequest> {
-  const oversized = bodySizeProblem(body, LIMITS.maxBodyBytes);
+  const oversized = sizeProblem(body);
   if (oversized) return { ok: false, problem: oversized };
   const parsed = withProblem(validateEnqueueRequest(body, ctx));
   if (!parsed.ok) return parsed;
   const request = frozen(parsed.value);
   parsedRequests.add(request);
   return { ok: true, value: request as ParsedEnqueueRequest };
+}
+
+/** The API's 413 for a body over LIMITS.maxBodyBytes, first, as its body reader answers it. */
+function sizeProblem(body: unknown): ProblemDetails | null {
+  try {
+    return bodySizeProblem(body, LIMITS.maxBodyBytes);
+  } catch {
+    // A body that cannot even be measured (a hostile getter) cannot be read: the validation's
+    // `guarded` answers its 400.
+    return null;
+  }
 }
 
 /** Whether `value` is a request parseEnqueueRequest returned (and so validated and unchanged since). */
