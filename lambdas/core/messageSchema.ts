@@ -80,7 +80,8 @@ const parsedRequests = new WeakSet<object>();
 /**
  * Validates an enqueue body against every rule of DESIGN §3, its size too (413 past 256 KiB, as the
  * API's body reader judges it). Never throws. The request it returns is frozen (its lists and maps
- * too; `data` is the caller's own) and known to {@link isParsedEnqueueRequest}.
+ * too, and a copy of `data`: the caller's object stays its own) and known to
+ * {@link isParsedEnqueueRequest}.
  */
 export function parseEnqueueRequest(body: unknown, ctx: EnqueueContext): Parsed<ParsedEnqueueRequest> {
   const oversized = sizeProblem(body);
@@ -108,7 +109,17 @@ export function isParsedEnqueueRequest(value: unknown): value is ParsedEnqueueRe
   return typeof value === 'object' && value !== null && parsedRequests.has(value);
 }
 
-function frozen(request: EnqueueRequest): EnqueueRequest {
+function frozen(validated: EnqueueRequest): EnqueueRequest {
+  // `data` is the caller's object (rawData): what was validated is a copy of it, as JSON (what the
+  // records store), frozen to its leaves, so a change to the caller's object afterwards reaches no
+  // record unchecked. Validated data is JSON already (finite numbers, bounded depth and size).
+  const request: EnqueueRequest =
+    validated.data == null
+      ? validated
+      : {
+          ...validated,
+          data: deepFrozen(JSON.parse(JSON.stringify(validated.data)) as Record<string, unknown>),
+        };
   for (const part of [
     request.to,
     request.cc,
@@ -124,6 +135,12 @@ function frozen(request: EnqueueRequest): EnqueueRequest {
   ])
     if (part != null) Object.freeze(part);
   return Object.freeze(request);
+}
+
+function deepFrozen<T extends object>(value: T): Readonly<T> {
+  for (const item of Object.values(value))
+    if (typeof item === 'object' && item !== null) deepFrozen(item as object);
+  return Object.freeze(value);
 }
 
 /** Validates a reschedule body `{ send_at }`. Never throws. */
