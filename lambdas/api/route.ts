@@ -17,7 +17,7 @@ import type { AuthorizerContext } from '../core/authorizerContext.js';
 import type { Config } from '../core/config.js';
 import { isTransient } from '../core/postdateError.js';
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails, problem } from '../core/problem.js';
-import { bytesBeyondInline, IDEMPOTENCY_KEY_PATTERN, LIMITS } from '../core/requestLimits.js';
+import { bodySizeProblem, bodyTooLarge, IDEMPOTENCY_KEY_PATTERN, LIMITS } from '../core/requestLimits.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
 import { SIDE_TENANT_PATTERN } from '../core/testSide.js';
 import type { ApiStore, TransitionResult } from '../ports/ApiStore.js';
@@ -232,9 +232,9 @@ export function readJsonBody(
   if (mediaProblem) return { ok: false, problem: mediaProblem };
   const raw = event.body ?? '';
   // Base64 is 4/3 of the bytes: a body far over the limit is refused before decoding it.
-  if (raw.length > (maxBytes + allowance) * 2) return { ok: false, problem: tooLarge(maxBytes) };
+  if (raw.length > (maxBytes + allowance) * 2) return { ok: false, problem: bodyTooLarge(maxBytes) };
   const bytes = event.isBase64Encoded ? Buffer.from(raw, 'base64') : Buffer.from(raw, 'utf8');
-  if (bytes.length > maxBytes + allowance) return { ok: false, problem: tooLarge(maxBytes) };
+  if (bytes.length > maxBytes + allowance) return { ok: false, problem: bodyTooLarge(maxBytes) };
   if (bytes.length === 0) {
     return {
       ok: false,
@@ -267,20 +267,6 @@ export function readJsonBody(
       }),
     };
   }
-}
-
-/**
- * The 413 of a parsed body over `maxBytes` beside its inline attachments' content
- * (bytesBeyondInline), or null: a single enqueue's body and each batch item are judged by it.
- */
-export function bodySizeProblem(value: unknown, maxBytes: number): ProblemDetails | null {
-  return bytesBeyondInline(value) > maxBytes ? tooLarge(maxBytes) : null;
-}
-
-function tooLarge(maxBytes: number): ProblemDetails {
-  return problem('payloadTooLarge', `The body is larger than ${maxBytes} bytes.`, {
-    errors: [{ field: 'body', message: `must be at most ${maxBytes} bytes` }],
-  });
 }
 
 function checkContentType(contentType: string | undefined): ProblemDetails | null {

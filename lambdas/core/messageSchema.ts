@@ -50,7 +50,7 @@ import {
   validationProblem,
   zodErrors,
 } from './problem.js';
-import { LIMITS } from './requestLimits.js';
+import { bodySizeProblem, LIMITS } from './requestLimits.js';
 import { AttachmentsSchema } from './requestSchemas.js';
 import { rawData, TemplateDataSchema, TemplateRefSchema, templateDataErrors } from './templateRequests.js';
 import { horizonEndMs, parseZonedTimestamp } from './timestamps.js';
@@ -78,11 +78,14 @@ export type ParsedEnqueueRequest = EnqueueRequest & { readonly [PARSED]: true };
 const parsedRequests = new WeakSet<object>();
 
 /**
- * Validates an enqueue body against every rule of DESIGN §3. Never throws. The request it returns
- * is frozen (its lists and maps too; `data` is the caller's own) and known to
+ * Validates an enqueue body against every rule of DESIGN §3, its size too (413 past 256 KiB, as the
+ * API's body reader judges it). Never throws. The request it returns is frozen (its lists and maps
+ * too, and a copy of `data`: the caller's object stays its own) and known to
  * {@link isParsedEnqueueRequest}.
  */
 export function parseEnqueueRequest(body: unknown, ctx: EnqueueContext): Parsed<ParsedEnqueueRequest> {
+  const oversized = sizeProblem(body);
+  if (oversized) return { ok: false, problem: oversized };
   const parsed = withProblem(validateEnqueueRequest(body, ctx));
   if (!parsed.ok) return parsed;
   const request = frozen(parsed.value);
@@ -90,12 +93,33 @@ export function parseEnqueueRequest(body: unknown, ctx: EnqueueContext): Parsed<
   return { ok: true, value: request as ParsedEnqueueRequest };
 }
 
+/** The API's 413 for a body over LIMITS.maxBodyBytes, first, as its body reader answers it. */
+function sizeProblem(body: unknown): ProblemDetails | null {
+  try {
+    return bodySizeProblem(body, LIMITS.maxBodyBytes);
+  } catch {
+    // A body that cannot even be measured (a hostile getter) cannot be read: the validation's
+    // `guarded` answers its 400.
+    return null;
+  }
+}
+
 /** Whether `value` is a request parseEnqueueRequest returned (and so validated and unchanged since). */
 export function isParsedEnqueueRequest(value: unknown): value is ParsedEnqueueRequest {
   return typeof value === 'object' && value !== null && parsedRequests.has(value);
 }
 
-function frozen(request: EnqueueRequest): EnqueueRequest {
+function frozen(validated: EnqueueRequest): EnqueueRequest {
+  // `data` is the caller's object (rawData): what was validated is a copy of it, as JSON (what the
+  // records store), frozen to its leaves, so a change to the caller's object afterwards reaches no
+  // record unchecked. Validated data is JSON already (finite numbers, bounded depth and size).
+  const request: EnqueueRequest =
+    validated.data == null
+      ? validated
+      : {
+          ...validated,
+          data: deepFrozen(JSON.parse(JSON.stringify(validated.data)) as Record<string, unknown>),
+        };
   for (const part of [
     request.to,
     request.cc,
@@ -111,6 +135,12 @@ function frozen(request: EnqueueRequest): EnqueueRequest {
   ])
     if (part != null) Object.freeze(part);
   return Object.freeze(request);
+}
+
+function deepFrozen<T extends object>(value: T): Readonly<T> {
+  for (const item of Object.values(value))
+    if (typeof item === 'object' && item !== null) deepFrozen(item as object);
+  return Object.freeze(value);
 }
 
 /** Validates a reschedule body `{ send_at }`. Never throws. */

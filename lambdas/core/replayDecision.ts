@@ -11,8 +11,15 @@ const DAY_MS = 86_400_000;
 
 /** The message's records as read after a conditional write found them (or before, for a rejected request). */
 export interface StoredAttempt {
-  /** The state record, when it exists. */
-  readonly state?: { readonly status: MessageStatus; readonly fingerprint?: string | undefined } | null;
+  /**
+   * The state record, when it exists; `body` is the body it carries inside (store/bodyContent.ts
+   * `placeBody`), when it does: a `BODY` item beside such a record is never read.
+   */
+  readonly state?: {
+    readonly status: MessageStatus;
+    readonly fingerprint?: string | undefined;
+    readonly body?: object | undefined;
+  } | null;
   /**
    * The body's stamp, read only when the state record cannot decide: it does not exist, or was
    * written before state records carried the fingerprint.
@@ -60,16 +67,20 @@ export function resumeWindowMs(retentionDays: number): number {
 /**
  * Decides a request against the records its id already has. The state record's fingerprint decides
  * while it lives (the body may have expired before it). A body this request put beside an ended
- * message (whose own body expired) or under another request's key is undone: a replay writes
- * nothing, and a reuse never gives the original new content. A live message's body carries no TTL,
- * so a body this request could put beside its state record is the one it reads (a racing identical
- * request completed the message with it) and stays.
+ * message (whose own body expired), beside a record that carries its body inside (placed otherwise
+ * at another time: a record marked `api_copy` is larger) or under another request's key is undone:
+ * a replay writes nothing, and a reuse never gives the original new content. A live message's body
+ * carries no TTL, so a body this request could put beside a record without one inside is the one it
+ * reads (a racing identical request completed the message with it) and stays.
  */
 export function decideReplay(input: ReplayInput): ReplayDecision {
   const { ours, state, body, wroteBody } = input;
   if (state != null) {
     const readsOurBody =
-      !isTerminal(state.status) && ours !== undefined && (state.fingerprint ?? ours) === ours;
+      !isTerminal(state.status) &&
+      state.body === undefined &&
+      ours !== undefined &&
+      (state.fingerprint ?? ours) === ours;
     const undoOwnBody = wroteBody && !readsOurBody;
     // A state record written before it carried the fingerprint: the body's decides, if it is not ours.
     const stored = state.fingerprint ?? (wroteBody ? undefined : body?.fingerprint);

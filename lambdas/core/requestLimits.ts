@@ -1,3 +1,5 @@
+import { type ProblemDetails, problem } from './problem.js';
+
 /**
  * The request limits of the HTTP API (docs/api.md, "Limits") and the shapes of the identifiers
  * callers give us: plain values, no zod, so that small functions (the authorizer) can check a tenant
@@ -66,4 +68,20 @@ export function bytesBeyondInline(value: unknown): number {
     if (typeof content === 'string') bytes -= Buffer.byteLength(JSON.stringify(content)) - 2;
   }
   return bytes;
+}
+
+/**
+ * The 413 of a parsed enqueue body over `maxBytes` beside its inline attachments' content
+ * (bytesBeyondInline), or null: a single enqueue's body, each batch item and the outbox helper's
+ * parseEnqueueRequest are judged by it.
+ */
+export function bodySizeProblem(value: unknown, maxBytes: number): ProblemDetails | null {
+  return bytesBeyondInline(value) > maxBytes ? bodyTooLarge(maxBytes) : null;
+}
+
+/** The 413 of a body over `maxBytes`. */
+export function bodyTooLarge(maxBytes: number): ProblemDetails {
+  return problem('payloadTooLarge', `The body is larger than ${maxBytes} bytes.`, {
+    errors: [{ field: 'body', message: `must be at most ${maxBytes} bytes` }],
+  });
 }

@@ -1,7 +1,10 @@
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
+import { mailText } from '../../bench/benchStack.js';
 import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
-import { API_COPY_HORIZON_SECONDS } from '../../lambdas/store/outboxRecords.js';
+import { parseEnqueueRequest } from '../../lambdas/core/messageSchema.js';
+import { messagePk } from '../../lambdas/store/messageRecord.js';
+import { API_COPY_HORIZON_SECONDS, outboxRecords } from '../../lambdas/store/outboxRecords.js';
 import { freshQueues, queueDepth, sqsClient } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
 import { apiHarness } from './apiHarness.js';
@@ -76,6 +79,52 @@ describe('the api’s own copy of an immediate message', () => {
     expect(await queueDepth(sqsClient(), urls.send)).toMatchObject({ delayed: 0 });
     // The later message's record is not marked: the relay's copy is its only one.
     expect(await api.store.getMessage('acme', String(later.json.id))).not.toHaveProperty('api_copy');
+  });
+
+  it('does not make a replay write: one that comes once the message is due within the horizon leaves the records as they were', async () => {
+    // DESIGN §3, §4: a replay answers 200 and writes nothing. A record marked `api_copy` is larger,
+    // so a body near the edge goes inside the state record of a message enqueued two minutes ahead
+    // and would not inside the record its replay builds 90 s later: the body that is such an edge.
+    const { urls } = await freshQueues();
+    const api = await apiHarness({ immediateCopies: new SqsDispatchQueue(sqsClient(), urls.send) });
+    const first = api.clock.now();
+    const replayAt = new Date(first.getTime() + 90_000);
+    const sendAt = new Date(first.getTime() + 120_000).toISOString();
+    const bodyOf = (bytes: number) => validBody({ text: mailText(bytes), send_at: sendAt });
+    const inside = (bytes: number, now: Date) => {
+      const parsed = parseEnqueueRequest(bodyOf(bytes), {
+        allowedFrom: ['*@example.com'],
+        defaultFrom: 'postdate@example.com',
+        maxHorizonDays: 400,
+        now,
+      });
+      if (!parsed.ok) throw new Error(parsed.problem.detail);
+      const records = outboxRecords({
+        tenant: 'acme',
+        idempotencyKey: 'edge-1',
+        request: parsed.value,
+        now,
+        groupHeadVersion: null,
+        apiCopy: true,
+        bodyInline: true,
+      });
+      return records.state.body !== undefined;
+    };
+    let bytes = 200;
+    while (bytes < 20_000 && !(inside(bytes, first) && !inside(bytes, replayAt))) bytes += 8;
+    expect(bytes).toBeLessThan(20_000);
+
+    const created = await api.call(enqueueEvent(bodyOf(bytes), { key: 'edge-1' }));
+    expect(created.status).toBe(202);
+    const mine = async () =>
+      (await api.scanAll()).filter((item) => item.pk === messagePk(String(created.json.id)));
+    const before = await mine();
+    api.clock.set(replayAt.toISOString());
+    const replay = await api.call(enqueueEvent(bodyOf(bytes), { key: 'edge-1' }));
+
+    expect(replay.status).toBe(200);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(await mine()).toEqual(before);
   });
 
   it('is not made, nor marked, by an api without a send queue', async () => {

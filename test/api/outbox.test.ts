@@ -7,7 +7,8 @@ import {
 } from '@aws-sdk/client-dynamodb-streams';
 import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type EnqueueRequest, parseEnqueueRequest } from '../../lambdas/core/messageSchema.js';
+import { messageIdFor } from '../../lambdas/core/ids.js';
+import { type EnqueueRequest, LIMITS, parseEnqueueRequest } from '../../lambdas/core/messageSchema.js';
 import { readGroupHeadVersion } from '../../lambdas/outbox/index.js';
 import {
   buildOutboxTransactItems,
@@ -199,6 +200,51 @@ describe('the transactional outbox helper', () => {
       now,
     });
     expect(items).toHaveLength(2);
+  });
+
+  it('refuses a body larger than POST /v1/messages takes (DESIGN §3: at most 256 KiB, 413), and writes nothing', async () => {
+    // Just over the limit as the API measures a body: its JSON in UTF-8.
+    const base = validBody({ html: '' });
+    const html = 'x'.repeat(LIMITS.maxBodyBytes + 1 - Buffer.byteLength(JSON.stringify(base)));
+    const oversized = { ...base, html };
+    expect(Buffer.byteLength(JSON.stringify(oversized))).toBe(LIMITS.maxBodyBytes + 1);
+
+    const parsed = parseEnqueueRequest(oversized, { ...validation, now });
+    expect(parsed.ok).toBe(false);
+    if (!parsed.ok) expect(parsed.problem).toMatchObject({ status: 413, errors: [{ field: 'body' }] });
+    let thrown: unknown;
+    try {
+      const items = buildOutboxTransactItems({
+        tableName,
+        tenant: 'acme',
+        idempotencyKey: 'too-large',
+        body: oversized,
+        validation,
+        now,
+      });
+      await documents.send(new TransactWriteCommand({ TransactItems: items }));
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(OutboxInputError);
+    expect((thrown as OutboxInputError).problem?.status).toBe(413);
+    const id = messageIdFor('acme', 'too-large');
+    const stored = await documents.send(
+      new GetCommand({ TableName: tableName, Key: { pk: `MSG#${id}`, sk: 'STATE' } }),
+    );
+    expect(stored.Item).toBeUndefined();
+    // One byte less is a message.
+    const fits = { ...base, html: html.slice(1) };
+    expect(
+      buildOutboxTransactItems({
+        tableName,
+        tenant: 'acme',
+        idempotencyKey: 'fits',
+        body: fits,
+        validation,
+        now,
+      }),
+    ).toHaveLength(2);
   });
 
   describe('a message with attachments (DESIGN §4: exactly as if it came through the API)', () => {

@@ -7,7 +7,12 @@
  * DynamoDB Local; the bodies are raw JSON text, as a client sends them.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { buildOutboxWrite, OutboxInputError, readOutboxTemplate } from '../../lambdas/outbox/index.js';
+import {
+  buildOutboxWrite,
+  OutboxInputError,
+  parseEnqueueRequest,
+  readOutboxTemplate,
+} from '../../lambdas/outbox/index.js';
 import { apiHarness } from './apiHarness.js';
 import { apiEvent, enqueueEvent } from './events.js';
 
@@ -113,5 +118,33 @@ describe('a number in `data` that JSON cannot carry', () => {
       ]);
     }
     expect(build(42).items.length).toBeGreaterThan(0);
+  });
+
+  it('keeps in a parsed request the data it validated: the caller changing its own object afterwards writes nothing unchecked', async () => {
+    const template = await readOutboxTemplate(api.documents, api.tableName, 'acme', 'score');
+    const data: { n: number; items: unknown[] } = { n: 1, items: [] };
+    const parsed = parseEnqueueRequest(
+      { to: ['ada@example.com'], from: 'ops@example.com', template: { name: 'score' }, data },
+      {
+        allowedFrom: ['*@example.com'],
+        defaultFrom: 'ops@example.com',
+        maxHorizonDays: 400,
+        now: api.clock.now(),
+      },
+    );
+    if (!parsed.ok) throw new Error(parsed.problem.detail);
+    // The application reuses its object for the next message, past what parseEnqueueRequest checked.
+    data.n = Number.NaN;
+    data.items.push({ price: Number.POSITIVE_INFINITY });
+    const write = buildOutboxWrite({
+      tableName: api.tableName,
+      tenant: 'acme',
+      idempotencyKey: 'outbox-reused-data',
+      now: api.clock.now(),
+      request: parsed.value,
+      ...(template ? { template } : {}),
+    });
+    expect(write.body.data_json).toBe('{"n":1,"items":[]}');
+    expect(() => Object.assign(parsed.value.data ?? {}, { n: 2 })).toThrow(TypeError);
   });
 });

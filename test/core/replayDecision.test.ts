@@ -54,16 +54,29 @@ describe('a state record with its fingerprint decides', () => {
     );
   });
 
-  it('undoes a body this request put only beside an ended message or under another request', () => {
+  it('undoes a body this request put beside an ended message, beside a record holding its body inside, or under another request', () => {
     fc.assert(
-      fc.property(fingerprints, fingerprints, statuses, fc.boolean(), (ours, stored, status, wroteBody) => {
-        const decision = decideReplay(input({ ours, wroteBody, state: { status, fingerprint: stored } }));
-        const readsOurBody = !isTerminal(status) && ours === stored;
-        expect(decision).toEqual({
-          kind: ours === stored ? 'replay' : 'key-reused',
-          undoOwnBody: wroteBody && !readsOurBody,
-        });
-      }),
+      fc.property(
+        fingerprints,
+        fingerprints,
+        statuses,
+        fc.boolean(),
+        fc.boolean(),
+        (ours, stored, status, wroteBody, inside) => {
+          const decision = decideReplay(
+            input({
+              ours,
+              wroteBody,
+              state: { status, fingerprint: stored, ...(inside ? { body: { to: [] } } : {}) },
+            }),
+          );
+          const readsOurBody = !isTerminal(status) && !inside && ours === stored;
+          expect(decision).toEqual({
+            kind: ours === stored ? 'replay' : 'key-reused',
+            undoOwnBody: wroteBody && !readsOurBody,
+          });
+        },
+      ),
     );
   });
 

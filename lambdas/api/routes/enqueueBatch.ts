@@ -20,11 +20,10 @@
 import { batchItemField, splitBatchItem, validateBatchEnvelope } from '../../core/batchEnqueueSchema.js';
 import { errorForLog } from '../../core/errorForLog.js';
 import { type FieldError, type ProblemDetails, validationProblem } from '../../core/problem.js';
-import { LIMITS } from '../../core/requestLimits.js';
+import { bodySizeProblem, LIMITS } from '../../core/requestLimits.js';
 import { runWithConcurrency } from '../../core/runWithConcurrency.js';
 import { messageView } from '../../store/messageView.js';
 import {
-  bodySizeProblem,
   failureProblem,
   jsonResult,
   problemResult,
