@@ -8,7 +8,7 @@ import { isAllowedSender, parseAddress } from '../lambdas/core/addresses.js';
 import { backoffCeilingSeconds } from '../lambdas/core/backoff.js';
 import { type BusEvents, unknownBusEventTypes } from '../lambdas/core/busEvents.js';
 import { settingProblem } from '../lambdas/core/config.js';
-import { awsDefault, CONFIG_SETTINGS, PROP_SETTINGS } from '../lambdas/core/configSpec.js';
+import { awsDefault, CONFIG_SETTINGS, PROP_SETTINGS, type SettingName } from '../lambdas/core/configSpec.js';
 import { MESSAGE_EVENT_TYPES } from '../lambdas/core/messageEvents.js';
 import { PostdateError } from '../lambdas/core/postdateError.js';
 import { sendTimingProblems } from '../lambdas/core/sendTiming.js';
@@ -478,14 +478,14 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
   const smtpSecure = props.smtpSecure ?? POSTDATE_DEFAULTS.smtpSecure;
   const allowedFrom = [...props.allowedFrom].map((pattern) => pattern.trim()).filter((p) => p !== '');
   // Each value the functions read is checked by their own rule (lambdas/core/config.ts), named by prop.
-  const settingCheck = (prop: string, setting: Parameters<typeof settingProblem>[0], value: string) => {
+  const settingCheck = (prop: string, setting: SettingName, value: string) => {
     if (Token.isUnresolved(value)) return;
     const problem = settingProblem(setting, value);
     if (problem !== undefined) problems.push(`${prop} ${problem}`);
   };
   const defaultSender = parseAddress(props.defaultFrom);
   const defaultFromAddress = defaultSender.ok ? defaultSender.value.address : undefined;
-  const defaultDomain = defaultSender.ok ? defaultSender.value.domain : undefined;
+  const defaultDomain = defaultSender.ok ? defaultSender.value.domain.toLowerCase() : undefined;
 
   const resolved: ResolvedPostdateProps = {
     defaultFrom: props.defaultFrom.trim(),
