@@ -5,14 +5,13 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { isAllowedSender, parseAddress } from '../lambdas/core/addresses.js';
-import { backoffCeilingSeconds } from '../lambdas/core/backoff.js';
+import { retryOutlivesSendQueue } from '../lambdas/core/backoff.js';
 import { type BusEvents, unknownBusEventTypes } from '../lambdas/core/busEvents.js';
 import { settingProblem } from '../lambdas/core/config.js';
 import { awsDefault, CONFIG_SETTINGS, PROP_SETTINGS, type SettingName } from '../lambdas/core/configSpec.js';
 import { MESSAGE_EVENT_TYPES } from '../lambdas/core/messageEvents.js';
 import { PostdateError } from '../lambdas/core/postdateError.js';
 import { sendTimingProblems } from '../lambdas/core/sendTiming.js';
-import { QUEUE } from './queueLayout.js';
 import { WEBHOOK_DELIVERY } from './webhookLayout.js';
 
 /**
@@ -630,12 +629,13 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
   }
   const backoff = [resolved.maxAttempts, resolved.retryBaseSeconds, resolved.retryCapSeconds];
   if (!backoff.some((value) => Token.isUnresolved(value)) && Number.isInteger(resolved.maxAttempts)) {
-    const retrying = worstCaseRetrySeconds(resolved);
-    const retention = QUEUE.send.retentionDays * 86_400;
-    check(
-      retrying < retention,
-      `maxAttempts (${resolved.maxAttempts}) with retryBaseSeconds (${resolved.retryBaseSeconds}) and retryCapSeconds (${resolved.retryCapSeconds}) can keep a copy retrying ${retrying} s, longer than the send queue retention (${QUEUE.send.retentionDays} days = ${retention} s): SQS would delete it before its last attempt`,
-    );
+    // The rule the functions start with (lambdas/core/backoff.ts), named by prop.
+    const outlives = retryOutlivesSendQueue(resolved);
+    if (outlives !== undefined) {
+      problems.push(
+        `maxAttempts (${resolved.maxAttempts}) with retryBaseSeconds (${resolved.retryBaseSeconds}) and retryCapSeconds (${resolved.retryCapSeconds}) can keep a copy retrying ${outlives.retryingSeconds} s, longer than the send queue retention (${outlives.retentionSeconds / 86_400} days = ${outlives.retentionSeconds} s): SQS would delete it before its last attempt`,
+      );
+    }
   }
   const timing = [
     resolved.leaseSeconds,
@@ -809,19 +809,4 @@ function relayProblems(props: PostdateProps): string[] {
     }
   });
   return problems;
-}
-
-/**
- * The longest a copy can spend waiting between attempts: the sum of the backoff ceilings
- * `min(cap, base · 2^n)` over the `maxAttempts − 1` retries (lambdas/core/backoff.ts).
- */
-export function worstCaseRetrySeconds(
-  settings: Pick<ResolvedPostdateProps, 'maxAttempts' | 'retryBaseSeconds' | 'retryCapSeconds'>,
-): number {
-  const policy = { baseSeconds: settings.retryBaseSeconds, capSeconds: settings.retryCapSeconds };
-  let total = 0;
-  for (let attempt = 0; attempt < settings.maxAttempts - 1; attempt++) {
-    total += backoffCeilingSeconds(attempt, policy);
-  }
-  return total;
 }

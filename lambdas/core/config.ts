@@ -1,4 +1,5 @@
 import { isAllowedSender, isDomainName, parseAddress } from './addresses.js';
+import { retryOutlivesSendQueue } from './backoff.js';
 import { type BusEvents, readBusEvents } from './busEvents.js';
 import {
   CONFIG_SETTINGS,
@@ -161,6 +162,13 @@ export function loadConfig(env: Env, target: ConfigTarget): Config {
   const variable = (name: SettingName) => CONFIG_SETTINGS[name].variable;
   if (config.retryCapSeconds < config.retryBaseSeconds) {
     throw new ConfigError(variable('retryCapSeconds'), `must be at least ${variable('retryBaseSeconds')}`);
+  }
+  const outlives = retryOutlivesSendQueue(config);
+  if (outlives !== undefined) {
+    throw new ConfigError(
+      variable('maxAttempts'),
+      `with ${variable('retryBaseSeconds')} ${config.retryBaseSeconds} and ${variable('retryCapSeconds')} ${config.retryCapSeconds}, ${config.maxAttempts} attempts can keep a copy retrying ${outlives.retryingSeconds} s, longer than the send queue retention (${outlives.retentionSeconds / 86_400} days = ${outlives.retentionSeconds} s): SQS would delete it before its last attempt`,
+    );
   }
   const [timingProblem] = sendTimingProblems(config);
   if (timingProblem !== undefined) {

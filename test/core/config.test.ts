@@ -167,6 +167,12 @@ describe('configuration (DESIGN §8)', () => {
       ['POSTDATE_ALLOWED_FROM', ' , ', /lists no sender/],
       ['POSTDATE_MAX_ATTEMPTS', '0', /between 1 and 1000/],
       ['POSTDATE_MAX_ATTEMPTS', '2.5', /whole number/],
+      // 999 retries of up to 3600 s: SQS deletes the copy (4 days' retention) before its last attempt.
+      [
+        'POSTDATE_MAX_ATTEMPTS',
+        '1000',
+        /with POSTDATE_RETRY_BASE_SECONDS 30 .* longer than the send queue retention \(4 days/,
+      ],
       ['POSTDATE_RETRY_BASE_SECONDS', '-1', /between 1 and 43200/],
       ['POSTDATE_RETRY_CAP_SECONDS', '43201', /between 1 and 43200/],
       ['POSTDATE_LEASE_SECONDS', 'ten', /whole number/],
