@@ -4,13 +4,14 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
-import { backoffCeilingSeconds } from '../lambdas/core/backoff.js';
+import { isAllowedSender, parseAddress } from '../lambdas/core/addresses.js';
+import { retryOutlivesSendQueue } from '../lambdas/core/backoff.js';
 import { type BusEvents, unknownBusEventTypes } from '../lambdas/core/busEvents.js';
-import { awsDefault, CONFIG_SETTINGS, PROP_SETTINGS } from '../lambdas/core/configSpec.js';
+import { settingProblem } from '../lambdas/core/config.js';
+import { awsDefault, CONFIG_SETTINGS, PROP_SETTINGS, type SettingName } from '../lambdas/core/configSpec.js';
 import { MESSAGE_EVENT_TYPES } from '../lambdas/core/messageEvents.js';
 import { PostdateError } from '../lambdas/core/postdateError.js';
 import { sendTimingProblems } from '../lambdas/core/sendTiming.js';
-import { QUEUE } from './queueLayout.js';
 import { WEBHOOK_DELIVERY } from './webhookLayout.js';
 
 /**
@@ -455,10 +456,6 @@ export class PostdatePropsError extends PostdateError {
   }
 }
 
-const SENDER_PATTERN = /^(\*|[^\s@*<>]+)@[^\s@*<>]+$/;
-const ADDRESS = /^[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+$/;
-const DOMAIN = /^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$/;
-
 /**
  * Applies the defaults and checks every value, collecting all problems before throwing one
  * {@link PostdatePropsError}. Values that are CloudFormation tokens are only known at deploy time
@@ -479,8 +476,15 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
 
   const smtpSecure = props.smtpSecure ?? POSTDATE_DEFAULTS.smtpSecure;
   const allowedFrom = [...props.allowedFrom].map((pattern) => pattern.trim()).filter((p) => p !== '');
-  const defaultFromAddress = addressOf(props.defaultFrom);
-  const defaultDomain = defaultFromAddress?.split('@')[1];
+  // Each value the functions read is checked by their own rule (lambdas/core/config.ts), named by prop.
+  const settingCheck = (prop: string, setting: SettingName, value: string) => {
+    if (Token.isUnresolved(value)) return;
+    const problem = settingProblem(setting, value);
+    if (problem !== undefined) problems.push(`${prop} ${problem}`);
+  };
+  const defaultSender = parseAddress(props.defaultFrom);
+  const defaultFromAddress = defaultSender.ok ? defaultSender.value.address : undefined;
+  const defaultDomain = defaultSender.ok ? defaultSender.value.domain.toLowerCase() : undefined;
 
   const resolved: ResolvedPostdateProps = {
     defaultFrom: props.defaultFrom.trim(),
@@ -555,42 +559,31 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
   };
 
   // Senders.
-  if (!Token.isUnresolved(props.defaultFrom)) {
-    check(
-      defaultFromAddress !== undefined,
-      `defaultFrom must be an address such as "ops@example.com" or "Ops <ops@example.com>", got "${props.defaultFrom}"`,
-    );
-  }
+  settingCheck('defaultFrom', 'defaultFrom', props.defaultFrom);
   check(allowedFrom.length > 0, 'allowedFrom must list at least one sender');
   for (const pattern of allowedFrom) {
-    if (Token.isUnresolved(pattern)) continue;
-    check(
-      pattern === '*' || SENDER_PATTERN.test(pattern),
-      `allowedFrom: "${pattern}" is neither an address, "*@domain" nor "*"`,
-    );
-    check(!pattern.includes(','), `allowedFrom: "${pattern}" contains a comma; give one sender per entry`);
+    if (pattern.includes(',')) {
+      check(
+        Token.isUnresolved(pattern),
+        `allowedFrom: "${pattern}" contains a comma; give one sender per entry`,
+      );
+    } else {
+      settingCheck('allowedFrom:', 'allowedFrom', pattern);
+    }
   }
   if (defaultFromAddress !== undefined && !allowedFrom.some((pattern) => Token.isUnresolved(pattern))) {
     check(
-      allowedFrom.some((pattern) => senderMatches(pattern, defaultFromAddress)),
+      isAllowedSender(defaultFromAddress, allowedFrom),
       `defaultFrom "${defaultFromAddress}" is not matched by allowedFrom (${allowedFrom.join(', ')})`,
     );
   }
 
   // SMTP.
-  if (resolved.smtpHost !== undefined && !Token.isUnresolved(resolved.smtpHost)) {
-    check(
-      /^[A-Za-z0-9.-]+$/.test(resolved.smtpHost),
-      `smtpHost must be a host name, got "${resolved.smtpHost}"`,
-    );
-  }
-  if (!Token.isUnresolved(resolved.messageIdDomain)) {
-    check(
-      DOMAIN.test(resolved.messageIdDomain),
-      props.messageIdDomain === undefined
-        ? 'messageIdDomain could not be derived from defaultFrom; set it explicitly'
-        : `messageIdDomain must be a domain name, got "${resolved.messageIdDomain}"`,
-    );
+  if (resolved.smtpHost !== undefined) settingCheck('smtpHost', 'smtpHost', resolved.smtpHost);
+  if (props.messageIdDomain !== undefined) {
+    settingCheck('messageIdDomain', 'messageIdDomain', resolved.messageIdDomain);
+  } else if (settingProblem('messageIdDomain', resolved.messageIdDomain) !== undefined) {
+    problems.push('messageIdDomain could not be derived from defaultFrom; set it explicitly');
   }
 
   // Events: the bus takes message event types only (lambdas/core/busEvents.ts).
@@ -636,12 +629,13 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
   }
   const backoff = [resolved.maxAttempts, resolved.retryBaseSeconds, resolved.retryCapSeconds];
   if (!backoff.some((value) => Token.isUnresolved(value)) && Number.isInteger(resolved.maxAttempts)) {
-    const retrying = worstCaseRetrySeconds(resolved);
-    const retention = QUEUE.send.retentionDays * 86_400;
-    check(
-      retrying < retention,
-      `maxAttempts (${resolved.maxAttempts}) with retryBaseSeconds (${resolved.retryBaseSeconds}) and retryCapSeconds (${resolved.retryCapSeconds}) can keep a copy retrying ${retrying} s, longer than the send queue retention (${QUEUE.send.retentionDays} days = ${retention} s): SQS would delete it before its last attempt`,
-    );
+    // The rule the functions start with (lambdas/core/backoff.ts), named by prop.
+    const outlives = retryOutlivesSendQueue(resolved);
+    if (outlives !== undefined) {
+      problems.push(
+        `maxAttempts (${resolved.maxAttempts}) with retryBaseSeconds (${resolved.retryBaseSeconds}) and retryCapSeconds (${resolved.retryCapSeconds}) can keep a copy retrying ${outlives.retryingSeconds} s, longer than the send queue retention (${outlives.retentionSeconds / 86_400} days = ${outlives.retentionSeconds} s): SQS would delete it before its last attempt`,
+      );
+    }
   }
   const timing = [
     resolved.leaseSeconds,
@@ -798,7 +792,7 @@ function relayProblems(props: PostdateProps): string[] {
       if (seen.has(name)) problems.push(`${label}: name is used twice`);
       seen.add(name);
     }
-    if (!Token.isUnresolved(relay.host) && !/^[A-Za-z0-9.-]+$/.test(relay.host.trim())) {
+    if (!Token.isUnresolved(relay.host) && settingProblem('smtpHost', relay.host.trim()) !== undefined) {
       problems.push(`${label}: host must be a host name, got "${relay.host}"`);
     }
     const port = relay.port;
@@ -815,35 +809,4 @@ function relayProblems(props: PostdateProps): string[] {
     }
   });
   return problems;
-}
-
-/** The bare address of `a@b.c` or `Name <a@b.c>`, lower-cased; undefined when there is none. */
-function addressOf(from: string): string | undefined {
-  const trimmed = from.trim();
-  const angle = /<([^<>]+)>\s*$/.exec(trimmed);
-  const candidate = (angle?.[1] ?? trimmed).trim().toLowerCase();
-  return ADDRESS.test(candidate) ? candidate : undefined;
-}
-
-/** The matching rule of POSTDATE_ALLOWED_FROM: `*`, `*@domain`, or the exact address. */
-function senderMatches(pattern: string, address: string): boolean {
-  const normalized = pattern.toLowerCase();
-  if (normalized === '*') return true;
-  if (normalized.startsWith('*@')) return address.endsWith(normalized.slice(1));
-  return normalized === address;
-}
-
-/**
- * The longest a copy can spend waiting between attempts: the sum of the backoff ceilings
- * `min(cap, base · 2^n)` over the `maxAttempts − 1` retries (lambdas/core/backoff.ts).
- */
-export function worstCaseRetrySeconds(
-  settings: Pick<ResolvedPostdateProps, 'maxAttempts' | 'retryBaseSeconds' | 'retryCapSeconds'>,
-): number {
-  const policy = { baseSeconds: settings.retryBaseSeconds, capSeconds: settings.retryCapSeconds };
-  let total = 0;
-  for (let attempt = 0; attempt < settings.maxAttempts - 1; attempt++) {
-    total += backoffCeilingSeconds(attempt, policy);
-  }
-  return total;
 }

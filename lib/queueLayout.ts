@@ -4,7 +4,7 @@
  */
 
 import { CONFIG_DEFAULTS } from '../lambdas/core/config.js';
-import { backstopReceiveCount } from '../lambdas/core/queueLimits.js';
+import { backstopReceiveCount, SEND_QUEUE_RETENTION_DAYS } from '../lambdas/core/queueLimits.js';
 
 /**
  * The sender Lambda's default timeout (POSTDATE_SENDER_TIMEOUT_SECONDS); the lease must exceed it
@@ -27,7 +27,7 @@ export const QUEUE = {
   /** Standard queue carrying `{v, id, rev}` copies to the sender. */
   send: {
     logicalName: 'send',
-    retentionDays: 4,
+    retentionDays: SEND_QUEUE_RETENTION_DAYS,
   },
   /** Copies of `dead` messages, moved by the sender (or by the backstop); an operator redrives them. */
   sendDeadLetter: { logicalName: 'send-dlq', retentionDays: 14 },

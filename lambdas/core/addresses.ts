@@ -117,6 +117,18 @@ function checkDomain(domain: string): string | null {
   return null;
 }
 
+const HOST_LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
+const HOST_NAME = new RegExp(`^${HOST_LABEL}(?:\\.${HOST_LABEL})*$`);
+
+/**
+ * Whether `text` is an ASCII domain or host name (letters, digits, inner dashes; or an IPv4 address):
+ * the rule of POSTDATE_MESSAGE_ID_DOMAIN, SMTP_HOST and each relay's `host`, for the functions and
+ * the construct alike.
+ */
+export function isDomainName(text: string): boolean {
+  return text.length <= 253 && HOST_NAME.test(text);
+}
+
 /**
  * Whether a sender is allowed by POSTDATE_ALLOWED_FROM patterns (already lower-cased by the
  * config): `*` allows all, `*@domain` a whole domain, anything else one exact address.

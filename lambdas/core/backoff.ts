@@ -13,9 +13,9 @@
  * Every place this rule touches, for whoever changes it (each uses the functions here, none
  * re-derives them):
  * - its settings: core/configSpec.ts `retryBaseSeconds`, `retryCapSeconds` (POSTDATE_RETRY_BASE_SECONDS,
- *   POSTDATE_RETRY_CAP_SECONDS, at most SQS_MAX_VISIBILITY_SECONDS), core/config.ts (cap ≥ base), and
- *   the CDK props lib/postdateProps.ts (the same check, and `worstCaseRetrySeconds`: the sum of
- *   `backoffCeilingSeconds` must fit the send queue's retention);
+ *   POSTDATE_RETRY_CAP_SECONDS, at most SQS_MAX_VISIBILITY_SECONDS), core/config.ts (cap ≥ base, and
+ *   {@link retryOutlivesSendQueue}: the sum of `backoffCeilingSeconds` must fit the send queue's
+ *   retention), and the CDK props lib/postdateProps.ts (the same checks, named by prop);
  * - the decision: core/sendDecision.ts `backoffAfter` (which backoff for which error class, the
  *   message's attempts as exponent), called by `decideOutcome` (`retrying`, and an outage without
  *   a sending gate); `retryAtOf` turns it into the record's `due_at`;
@@ -38,7 +38,7 @@ export interface BackoffPolicy {
   readonly capSeconds: number;
 }
 
-import { SQS_MAX_VISIBILITY_SECONDS } from './queueLimits.js';
+import { SEND_QUEUE_RETENTION_DAYS, SQS_MAX_VISIBILITY_SECONDS } from './queueLimits.js';
 
 /** Config-class errors (bad credentials, TLS, sender not allowed) wait at least this long. */
 export const CONFIG_BACKOFF_FLOOR_SECONDS = 900;
@@ -105,4 +105,23 @@ function normalizeAttempt(attempt: number): number {
 function nonNegative(value: number): number {
   if (Number.isNaN(value) || value < 0) return 0;
   return value;
+}
+
+/**
+ * The longest a copy can spend waiting between attempts, the sum of the backoff ceilings
+ * `min(cap, base · 2^n)` over the `maxAttempts − 1` retries, when it is not shorter than the send
+ * queue's retention: SQS would delete the copy before its last attempt. Undefined when it fits.
+ */
+export function retryOutlivesSendQueue(settings: {
+  readonly maxAttempts: number;
+  readonly retryBaseSeconds: number;
+  readonly retryCapSeconds: number;
+}): { readonly retryingSeconds: number; readonly retentionSeconds: number } | undefined {
+  const policy = { baseSeconds: settings.retryBaseSeconds, capSeconds: settings.retryCapSeconds };
+  let retryingSeconds = 0;
+  for (let attempt = 0; attempt < settings.maxAttempts - 1; attempt++) {
+    retryingSeconds += backoffCeilingSeconds(attempt, policy);
+  }
+  const retentionSeconds = SEND_QUEUE_RETENTION_DAYS * 86_400;
+  return retryingSeconds < retentionSeconds ? undefined : { retryingSeconds, retentionSeconds };
 }

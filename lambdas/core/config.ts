@@ -1,3 +1,5 @@
+import { isAllowedSender, isDomainName, parseAddress } from './addresses.js';
+import { retryOutlivesSendQueue } from './backoff.js';
 import { type BusEvents, readBusEvents } from './busEvents.js';
 import {
   CONFIG_SETTINGS,
@@ -113,7 +115,8 @@ export class ConfigError extends PostdateError {
   override readonly name = 'ConfigError';
   constructor(
     readonly variable: string,
-    reason: string,
+    /** What is wrong, without the variable's name (the construct names its prop instead). */
+    readonly reason: string,
   ) {
     super(`${variable}: ${reason}`, { class: 'config' });
   }
@@ -160,11 +163,31 @@ export function loadConfig(env: Env, target: ConfigTarget): Config {
   if (config.retryCapSeconds < config.retryBaseSeconds) {
     throw new ConfigError(variable('retryCapSeconds'), `must be at least ${variable('retryBaseSeconds')}`);
   }
+  const outlives = retryOutlivesSendQueue(config);
+  if (outlives !== undefined) {
+    throw new ConfigError(
+      variable('maxAttempts'),
+      `with ${variable('retryBaseSeconds')} ${config.retryBaseSeconds} and ${variable('retryCapSeconds')} ${config.retryCapSeconds}, ${config.maxAttempts} attempts can keep a copy retrying ${outlives.retryingSeconds} s, longer than the send queue retention (${outlives.retentionSeconds / 86_400} days = ${outlives.retentionSeconds} s): SQS would delete it before its last attempt`,
+    );
+  }
   const [timingProblem] = sendTimingProblems(config);
   if (timingProblem !== undefined) {
     throw new ConfigError(
       variable(config.leaseSeconds <= config.senderTimeoutSeconds ? 'leaseSeconds' : 'senderTimeoutSeconds'),
       timingProblem,
+    );
+  }
+  // DESIGN §3: the default `from` is sent like a request's, so one that is set must be a sender the
+  // stack allows (the local default with a narrowed list only makes a request without `from` a 400).
+  const defaultSender = parseAddress(config.defaultFrom);
+  if (
+    optionalString(env, variable('defaultFrom')) !== undefined &&
+    defaultSender.ok &&
+    !isAllowedSender(defaultSender.value.address, config.allowedFrom)
+  ) {
+    throw new ConfigError(
+      variable('defaultFrom'),
+      `"${defaultSender.value.address}" is not matched by ${variable('allowedFrom')} (${config.allowedFrom.join(', ')})`,
     );
   }
   if ((config.smtp.user === undefined) !== (config.smtp.pass === undefined)) {
@@ -264,6 +287,20 @@ function requiredString(env: Env, name: string): string {
   return value;
 }
 
+/**
+ * What is wrong with `raw` as the value of a setting, by its row's kind, or undefined: the rule the
+ * functions start with, for the construct to check its props by (lib/postdateProps.ts).
+ */
+export function settingProblem(name: SettingName, raw: string): string | undefined {
+  try {
+    parseSetting(CONFIG_SETTINGS[name], raw);
+    return undefined;
+  } catch (error) {
+    if (error instanceof ConfigError) return error.reason;
+    throw error;
+  }
+}
+
 /** A set variable read by its row's kind; the only place a raw value becomes a setting. */
 function parseSetting(spec: SettingSpec, raw: string): SettingValue | undefined {
   const name = spec.variable;
@@ -290,10 +327,16 @@ function parseSetting(spec: SettingSpec, raw: string): SettingValue | undefined 
       if (lower === 'false' || lower === '0') return false;
       throw new ConfigError(name, `must be true or false, got "${lower}"`);
     }
-    case 'domain': {
-      const label = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
-      if (!new RegExp(`^${label}(?:\\.${label})*$`).test(raw)) {
-        throw new ConfigError(name, `must be a domain name, got "${raw}"`);
+    case 'domain':
+      if (!isDomainName(raw)) throw new ConfigError(name, `must be a domain name, got "${raw}"`);
+      return raw;
+    case 'address': {
+      const parsed = parseAddress(raw);
+      if (!parsed.ok) {
+        throw new ConfigError(
+          name,
+          `must be an address such as "ops@example.com" or "Ops <ops@example.com>", got "${raw}": it ${parsed.reason}`,
+        );
       }
       return raw;
     }
@@ -318,7 +361,7 @@ function senderPatterns(name: string, raw: string): string[] {
     .map((pattern) => pattern.trim().toLowerCase())
     .filter((pattern) => pattern !== '');
   for (const pattern of patterns) {
-    if (pattern !== '*' && !/^(\*|[^\s@*]+)@[^\s@*]+$/.test(pattern)) {
+    if (pattern !== '*' && !/^(\*|[^\s@*<>]+)@[^\s@*<>]+$/.test(pattern)) {
       throw new ConfigError(name, `"${pattern}" is neither an address, "*@domain" nor "*"`);
     }
   }

@@ -25,6 +25,8 @@ export type SettingKind =
   | { readonly type: 'boolean' }
   /** A DNS name of letters, digits and inner dashes. */
   | { readonly type: 'domain' }
+  /** One mailbox, `a@b.c` or `Name <a@b.c>`, as the API reads a request's `from` (core/addresses.ts). */
+  | { readonly type: 'address' }
   /** Comma-separated addresses, `*@domain` patterns, or `*` alone. */
   | { readonly type: 'senders' }
   /** A JSON array of relays (core/relays.ts `parseRelays`), kept as the text that was set. */
@@ -80,7 +82,7 @@ export const CONFIG_SETTINGS = {
   smtpHost: {
     variable: 'SMTP_HOST',
     prop: true,
-    kind: { type: 'text' },
+    kind: { type: 'domain' },
     local: undefined,
     aws: REQUIRED,
     propDefault: '`email-smtp.{region}.amazonaws.com`',
@@ -139,10 +141,10 @@ export const CONFIG_SETTINGS = {
   defaultFrom: {
     variable: 'POSTDATE_DEFAULT_FROM',
     prop: true,
-    kind: { type: 'text' },
+    kind: { type: 'address' },
     local: 'postdate@postdate.local',
     aws: REQUIRED,
-    description: '`from` when the request has none',
+    description: '`from` when the request has none; one of `POSTDATE_ALLOWED_FROM`',
   },
   allowedFrom: {
     variable: 'POSTDATE_ALLOWED_FROM',

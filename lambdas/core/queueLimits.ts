@@ -20,6 +20,9 @@ export function sqsDelaySeconds(seconds: number): number {
   return Math.min(SQS_MAX_DELAY_SECONDS, Math.floor(seconds));
 }
 
+/** Days the send queue keeps a copy (lib/queueLayout.ts, and the local stack's queue): a retrying copy must outlive its backoff. */
+export const SEND_QUEUE_RETENTION_DAYS = 4;
+
 /** SQS ChangeMessageVisibility accepts at most 12 hours. */
 export const SQS_MAX_VISIBILITY_SECONDS = 43_200;
 

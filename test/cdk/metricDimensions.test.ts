@@ -167,6 +167,9 @@ function postdateAlarms(template: Template): { id: string; metricName: string; d
   // An alarm on a metric query (a labelled metric is written so) names no metric here: none may be Postdate's.
   for (const [id, alarm] of Object.entries(template.findResources('AWS::CloudWatch::Alarm'))) {
     expect(JSON.stringify((alarm as Resource).Properties.Metrics ?? []), id).not.toContain(METRICS.namespace);
+    // An alarm that names a unit watches only datapoints written in that unit: none names one, so
+    // each sees its metric whatever unit the function (Count, Milliseconds) or AWS writes it in.
+    expect((alarm as Resource).Properties.Unit, id).toBeUndefined();
   }
   return Object.entries(template.findResources('AWS::CloudWatch::Alarm'))
     .map(([id, alarm]) => [id, (alarm as Resource).Properties] as const)

@@ -156,6 +156,62 @@ describe('Postdate props', () => {
     template.hasResourceProperties('AWS::SQS::Queue', { VisibilityTimeout: 1800 });
   });
 
+  it('check a value by the rule the functions start with: the construct refuses exactly what they refuse (DESIGN §8)', () => {
+    const environment = {
+      POSTDATE_DEFAULT_FROM: VALID.defaultFrom,
+      POSTDATE_ALLOWED_FROM: VALID.allowedFrom.join(','),
+      SMTP_HOST: 'smtp.example.com',
+    };
+    const cases: [Partial<PostdateProps>, string, string][] = [
+      [
+        { defaultFrom: 'Ops, Team <noreply@example.com>' },
+        'POSTDATE_DEFAULT_FROM',
+        'Ops, Team <noreply@example.com>',
+      ],
+      [
+        { defaultFrom: '"Ops, Team" <noreply@example.com>' },
+        'POSTDATE_DEFAULT_FROM',
+        '"Ops, Team" <noreply@example.com>',
+      ],
+      [{ messageIdDomain: 'mail' }, 'POSTDATE_MESSAGE_ID_DOMAIN', 'mail'],
+      [{ messageIdDomain: '-mail.example.com' }, 'POSTDATE_MESSAGE_ID_DOMAIN', '-mail.example.com'],
+      [
+        { allowedFrom: ['<ops@example.com>', '*@example.com'] },
+        'POSTDATE_ALLOWED_FROM',
+        '<ops@example.com>,*@example.com',
+      ],
+      [{ smtpHost: 'smtp example.com' }, 'SMTP_HOST', 'smtp example.com'],
+      [{ smtpHost: 'smtp-1.example.com' }, 'SMTP_HOST', 'smtp-1.example.com'],
+    ];
+    const disagreements = cases.flatMap(([props, variable, value]) => {
+      const constructRefuses = problemsOf({ ...VALID, ...props }).length > 0;
+      let functionsRefuse = false;
+      try {
+        loadConfig({ ...environment, [variable]: value }, 'aws');
+      } catch {
+        functionsRefuse = true;
+      }
+      return constructRefuses === functionsRefuse
+        ? []
+        : [`${variable}=${value}: the construct ${constructRefuses ? 'refuses' : 'accepts'} it`];
+    });
+    expect(disagreements).toEqual([]);
+    // The API refuses a `from` whose display name holds a comma unquoted (DESIGN §3): as the default, it
+    // would refuse every request that gives none.
+    expect(problemsOf({ ...VALID, defaultFrom: 'Ops, Team <noreply@example.com>' })).toEqual([
+      expect.stringMatching(/^defaultFrom must be an address .*display name/),
+      'messageIdDomain could not be derived from defaultFrom; set it explicitly',
+    ]);
+  });
+
+  it('leave a deploy-time defaultFrom to the functions to check at cold start', () => {
+    const stack = new Stack(testApp(), 'TokenSender');
+    const defaultFrom = Token.asString({ Ref: 'DefaultFromParameter' });
+    expect(
+      () => new Postdate(stack, 'Postdate', { ...VALID, defaultFrom, messageIdDomain: 'example.com' }),
+    ).not.toThrow();
+  });
+
   it('pass deploy-time tokens through unchecked', () => {
     const stack = new Stack();
     const port = Token.asNumber({ Ref: 'SmtpPortParameter' });

@@ -167,6 +167,12 @@ describe('configuration (DESIGN §8)', () => {
       ['POSTDATE_ALLOWED_FROM', ' , ', /lists no sender/],
       ['POSTDATE_MAX_ATTEMPTS', '0', /between 1 and 1000/],
       ['POSTDATE_MAX_ATTEMPTS', '2.5', /whole number/],
+      // 999 retries of up to 3600 s: SQS deletes the copy (4 days' retention) before its last attempt.
+      [
+        'POSTDATE_MAX_ATTEMPTS',
+        '1000',
+        /with POSTDATE_RETRY_BASE_SECONDS 30 .* longer than the send queue retention \(4 days/,
+      ],
       ['POSTDATE_RETRY_BASE_SECONDS', '-1', /between 1 and 43200/],
       ['POSTDATE_RETRY_CAP_SECONDS', '43201', /between 1 and 43200/],
       ['POSTDATE_LEASE_SECONDS', 'ten', /whole number/],
@@ -182,6 +188,15 @@ describe('configuration (DESIGN §8)', () => {
       ['POSTDATE_MAX_SEND_RATE', 'fast', /positive number/],
       ['POSTDATE_MAX_HORIZON_DAYS', '0', /between 1 and 36500/],
       ['POSTDATE_RETENTION_DAYS', '3651', /between 1 and 3650/],
+      // DESIGN §8 and §3: the default `from` is one address, and one the stack may send from.
+      ['POSTDATE_DEFAULT_FROM', 'ops', /must be an address/],
+      ['POSTDATE_DEFAULT_FROM', 'Ops, Team <ops@example.com>', /must be an address .*display name/],
+      [
+        'POSTDATE_DEFAULT_FROM',
+        'ops@elsewhere.org',
+        /"ops@elsewhere.org" is not matched by POSTDATE_ALLOWED_FROM/,
+      ],
+      ['SMTP_HOST', 'smtp example.com', /must be a domain name/],
     ];
     it.each(cases)('%s=%s', (variable, value, message) => {
       const error = failure(() => loadConfig({ ...awsMinimum, [variable]: value }, 'aws'));

@@ -50,6 +50,8 @@ function otherValue(spec: SettingSpec): string {
       return spec.local === true ? 'false' : 'true';
     case 'domain':
       return 'mail.example.org';
+    case 'address':
+      return 'ops@example.org';
     case 'senders':
       return 'ops@example.org';
     case 'relays':
@@ -72,6 +74,8 @@ function badValue(spec: SettingSpec): string | undefined {
       return 'maybe';
     case 'domain':
       return 'not a domain';
+    case 'address':
+      return 'nobody';
     case 'senders':
       return 'nobody';
     case 'relays':
