@@ -793,7 +793,7 @@ function relayProblems(props: PostdateProps): string[] {
       seen.add(name);
     }
     if (!Token.isUnresolved(relay.host) && settingProblem('smtpHost', relay.host.trim()) !== undefined) {
-      problems.push(`${label}: host must be a host name, got "${relay.host}"`);
+      problems.push(`${label}: host must be a host name or an IP address, got "${relay.host}"`);
     }
     const port = relay.port;
     if (

@@ -112,6 +112,8 @@ function rangeOf(kind: SettingKind): string {
       return '`true`/`false` (or `1`/`0`)';
     case 'domain':
       return 'domain name';
+    case 'host':
+      return 'host name or IP address';
     case 'address':
       return 'one address, `a@b.c` or `Name <a@b.c>`';
     case 'senders':

@@ -2,6 +2,7 @@
  * Email addresses: one RFC 5322 mailbox (addr-spec or `display-name <addr-spec>`), parsed without
  * throwing, and the POSTDATE_ALLOWED_FROM sender patterns.
  */
+import { isIP } from 'node:net';
 import { controlCharacterProblem } from './headerSafety.js';
 import { LIMITS } from './requestLimits.js';
 
@@ -122,11 +123,18 @@ const HOST_NAME = new RegExp(`^${HOST_LABEL}(?:\\.${HOST_LABEL})*$`);
 
 /**
  * Whether `text` is an ASCII domain or host name (letters, digits, inner dashes; or an IPv4 address):
- * the rule of POSTDATE_MESSAGE_ID_DOMAIN, SMTP_HOST and each relay's `host`, for the functions and
- * the construct alike.
+ * the rule of POSTDATE_MESSAGE_ID_DOMAIN, for the functions and the construct alike.
  */
 export function isDomainName(text: string): boolean {
   return text.length <= 253 && HOST_NAME.test(text);
+}
+
+/**
+ * Whether `text` names a host a relay can be reached at: a domain name, or an IPv4 or IPv6 address
+ * (`::1`, as nodemailer connects to it): the rule of SMTP_HOST and each relay's `host`.
+ */
+export function isHostName(text: string): boolean {
+  return isDomainName(text) || isIP(text) !== 0;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { isAllowedSender, isDomainName, parseAddress } from './addresses.js';
+import { isAllowedSender, isDomainName, isHostName, parseAddress } from './addresses.js';
 import { retryOutlivesSendQueue } from './backoff.js';
 import { type BusEvents, readBusEvents } from './busEvents.js';
 import {
@@ -329,6 +329,9 @@ function parseSetting(spec: SettingSpec, raw: string): SettingValue | undefined 
     }
     case 'domain':
       if (!isDomainName(raw)) throw new ConfigError(name, `must be a domain name, got "${raw}"`);
+      return raw;
+    case 'host':
+      if (!isHostName(raw)) throw new ConfigError(name, `must be a host name or an IP address, got "${raw}"`);
       return raw;
     case 'address': {
       const parsed = parseAddress(raw);

@@ -25,6 +25,8 @@ export type SettingKind =
   | { readonly type: 'boolean' }
   /** A DNS name of letters, digits and inner dashes. */
   | { readonly type: 'domain' }
+  /** A relay's host: a DNS name, or an IPv4 or IPv6 address. */
+  | { readonly type: 'host' }
   /** One mailbox, `a@b.c` or `Name <a@b.c>`, as the API reads a request's `from` (core/addresses.ts). */
   | { readonly type: 'address' }
   /** Comma-separated addresses, `*@domain` patterns, or `*` alone. */
@@ -82,7 +84,7 @@ export const CONFIG_SETTINGS = {
   smtpHost: {
     variable: 'SMTP_HOST',
     prop: true,
-    kind: { type: 'domain' },
+    kind: { type: 'host' },
     local: undefined,
     aws: REQUIRED,
     propDefault: '`email-smtp.{region}.amazonaws.com`',

@@ -4,7 +4,7 @@
  * breaker (core/relayBreaker.ts); a copy goes to the first relay whose breaker is closed.
  * Pure: reads no environment, the loader (core/config.ts) hands the text in.
  */
-import { isDomainName } from './addresses.js';
+import { isHostName } from './addresses.js';
 import {
   BREAKER_STATE,
   type BreakerSettings,
@@ -121,7 +121,7 @@ function relayOf(entry: unknown, index: number): RelayConfig {
   };
   const name = text('name', true) ?? '';
   const host = text('host', true) ?? '';
-  if (!isDomainName(host)) throw problem('host', `must be a host name, got "${host}"`);
+  if (!isHostName(host)) throw problem('host', `must be a host name or an IP address, got "${host}"`);
   if (!NAME.test(name)) throw problem('name', 'must be 1 to 32 letters, digits, "-" or "_"');
   const port = value.port;
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65_535) {

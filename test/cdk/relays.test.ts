@@ -116,7 +116,7 @@ describe('the construct prop relays', () => {
     expect(problems).toEqual([
       'smtpHost has no effect with relays: describe that relay as an entry of relays',
       'relays[0] "bad name": name must be 1 to 32 letters, digits, "-" or "_"',
-      'relays[1] "twice": host must be a host name, got "not a host"',
+      'relays[1] "twice": host must be a host name or an IP address, got "not a host"',
       'relays[1] "twice": port must be a whole number from 1 to 65535, got 0',
       'relays[2] "twice": name is used twice',
       'relays[2] "twice": maxSendRate must be a positive number of recipients per second, got 0',

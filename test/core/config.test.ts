@@ -196,7 +196,7 @@ describe('configuration (DESIGN §8)', () => {
         'ops@elsewhere.org',
         /"ops@elsewhere.org" is not matched by POSTDATE_ALLOWED_FROM/,
       ],
-      ['SMTP_HOST', 'smtp example.com', /must be a domain name/],
+      ['SMTP_HOST', 'smtp example.com', /must be a host name or an IP address/],
     ];
     it.each(cases)('%s=%s', (variable, value, message) => {
       const error = failure(() => loadConfig({ ...awsMinimum, [variable]: value }, 'aws'));

@@ -50,6 +50,8 @@ function otherValue(spec: SettingSpec): string {
       return spec.local === true ? 'false' : 'true';
     case 'domain':
       return 'mail.example.org';
+    case 'host':
+      return '2001:db8::25';
     case 'address':
       return 'ops@example.org';
     case 'senders':
@@ -74,6 +76,8 @@ function badValue(spec: SettingSpec): string | undefined {
       return 'maybe';
     case 'domain':
       return 'not a domain';
+    case 'host':
+      return 'not a host';
     case 'address':
       return 'nobody';
     case 'senders':

@@ -25,6 +25,24 @@ function failure(env: Record<string, string>): ConfigError {
 }
 
 describe('the relays (DESIGN §15)', () => {
+  it('takes a relay by an IP address, IPv6 included, as SMTP_HOST and as a relay host, and refuses a host with a space', () => {
+    const smtp = loadConfig({ SMTP_HOST: '::1', SMTP_PORT: '2525' }, 'local');
+    expect(smtp.relays.map((relay) => relay.host)).toEqual(['::1']);
+    const listed = loadConfig(
+      {
+        POSTDATE_RELAYS: JSON.stringify([
+          { ...primary, host: '2001:db8::25' },
+          { ...backup, host: '192.0.2.25' },
+        ]),
+      },
+      'local',
+    );
+    expect(listed.relays.map((relay) => relay.host)).toEqual(['2001:db8::25', '192.0.2.25']);
+    expect(failure({ SMTP_HOST: 'smtp example.com' }).variable).toBe('SMTP_HOST');
+    expect(
+      failure({ POSTDATE_RELAYS: JSON.stringify([{ ...primary, host: 'smtp example.com' }]) }).variable,
+    ).toBe('POSTDATE_RELAYS');
+  });
   it('without POSTDATE_RELAYS, SMTP_* is the one relay, named default', () => {
     const config = loadConfig(
       {
