@@ -79,8 +79,8 @@ async function viewerPortsOf(config: Config, ports: LocalPorts) {
   }
   // Every fixed port is checked here (the stack's own ports too): one taken stops the start, with the
   // one line naming each taken port's variable (another stack on the defaults holds them all).
-  const claimed = await claimPorts(ports, HOST).catch(
-    (error: unknown) => fail(error instanceof PortInUseError ? error.message : String(error)),
+  const claimed = await claimPorts(ports, HOST).catch((error: unknown) =>
+    fail(error instanceof PortInUseError ? error.message : String(error)),
   );
   return { smtp: claimed.smtp, web: claimed.mailViewer };
 }
