@@ -112,17 +112,41 @@ export function checkLocalApiKey(config: Config): void {
   }
 }
 
-/** A port of the local stack that something else already holds; its message is one actionable line. */
+/** A part of the local stack and a port it asked for. */
+interface PartPort {
+  readonly part: LocalPart;
+  readonly port: number;
+}
+
+/**
+ * A port of the local stack that something else already holds (`part`, `port`), and any other
+ * fixed ones found taken with it (`alsoTaken`: another stack on the defaults holds them all); its
+ * message is one actionable line naming every such port and the variable of each.
+ */
 export class PortInUseError extends Error {
   override readonly name = 'PortInUseError';
   constructor(
     readonly part: LocalPart,
     readonly port: number,
+    readonly alsoTaken: readonly PartPort[] = [],
   ) {
     super(
-      `port ${port} (${PART_NAMES[part]}) is already in use: stop what holds it, or set ${LOCAL_PORT_VARIABLES[part]} to another port (0 picks any free port)`,
+      alsoTaken.length === 0
+        ? `port ${port} (${PART_NAMES[part]}) is already in use: stop what holds it, or set ${LOCAL_PORT_VARIABLES[part]} to another port (0 picks any free port)`
+        : severalInUse([{ part, port }, ...alsoTaken]),
     );
   }
+}
+
+/** `a, b and c`. */
+function listed(items: readonly string[]): string {
+  return items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`;
+}
+
+function severalInUse(taken: readonly PartPort[]): string {
+  const ports = listed(taken.map(({ part, port }) => `${port} (${PART_NAMES[part]})`));
+  const variables = listed(taken.map(({ part }) => LOCAL_PORT_VARIABLES[part]));
+  return `ports ${ports} are already in use (another local stack?): stop what holds them, or set ${variables} to other ports (0 picks any free port)`;
 }
 
 /**
@@ -165,6 +189,8 @@ export async function claimPorts(
   taken: readonly number[] = [],
 ): Promise<LocalPorts> {
   const claimed: Partial<Record<LocalPart, number>> = {};
+  // Fixed ports found taken: every one is checked, so that the one line names them all.
+  const fixedTaken: PartPort[] = [];
   const inUse = (port: number) => taken.includes(port) || Object.values(claimed).includes(port);
   for (const part of Object.keys(ports) as LocalPart[]) {
     const wanted = ports[part];
@@ -173,9 +199,12 @@ export async function claimPorts(
     for (let tries = 0; wanted === 0 && got !== undefined && inUse(got) && tries < 20; tries += 1) {
       got = await freePort(host);
     }
-    if (got === undefined || (wanted === 0 && inUse(got))) throw new PortInUseError(part, wanted);
-    claimed[part] = got;
+    if (wanted !== 0 && got === undefined) fixedTaken.push({ part, port: wanted });
+    else if (got === undefined || (wanted === 0 && inUse(got))) throw new PortInUseError(part, wanted);
+    else claimed[part] = got;
   }
+  const [first, ...others] = fixedTaken;
+  if (first !== undefined) throw new PortInUseError(first.part, first.port, others);
   return claimed as LocalPorts;
 }
 

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /**
@@ -39,17 +39,30 @@ export function writeStackFile(file: StackFile, cwd?: string): void {
 
 /** Removes the file if it is this process's (another stack may have written it since). */
 export function removeStackFile(pid: number, cwd?: string): void {
-  if (readStackFile(cwd)?.pid === pid) rmSync(stackFilePath(cwd), { force: true });
+  const path = stackFilePath(cwd);
+  if (stackFileAt(path, processIsAlive)?.pid === pid) rmSync(path, { force: true });
 }
 
-/** The file of a stack that is still running, or undefined (none, unreadable, or its process is gone). */
+/**
+ * The file of a stack that is still running, or undefined (none, unreadable, or its process is gone).
+ * `npm start` writes it at the checkout's root, and `npx postdate` runs in the shell's directory:
+ * the nearest file in `cwd` or a directory above it is the one read.
+ */
 export function readStackFile(
-  cwd?: string,
+  cwd: string = process.cwd(),
   isAlive: (pid: number) => boolean = processIsAlive,
 ): StackFile | undefined {
+  for (let dir = cwd; ; dir = dirname(dir)) {
+    const path = stackFilePath(dir);
+    if (existsSync(path)) return stackFileAt(path, isAlive);
+    if (dirname(dir) === dir) return undefined;
+  }
+}
+
+function stackFileAt(path: string, isAlive: (pid: number) => boolean): StackFile | undefined {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(readFileSync(stackFilePath(cwd), 'utf8'));
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
   } catch {
     return undefined;
   }

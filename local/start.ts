@@ -77,9 +77,10 @@ async function viewerPortsOf(config: Config, ports: LocalPorts) {
     );
     return undefined;
   }
-  // A taken fixed port stops the start here, with the line that names its variable.
-  const claimed = await claimPorts({ ...ports, api: 0, dynamodb: 0, sqs: 0, scheduler: 0 }, HOST).catch(
-    (error: unknown) => fail(error instanceof PortInUseError ? error.message : String(error)),
+  // Every fixed port is checked here (the stack's own ports too): one taken stops the start, with the
+  // one line naming each taken port's variable (another stack on the defaults holds them all).
+  const claimed = await claimPorts(ports, HOST).catch((error: unknown) =>
+    fail(error instanceof PortInUseError ? error.message : String(error)),
   );
   return { smtp: claimed.smtp, web: claimed.mailViewer };
 }

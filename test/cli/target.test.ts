@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
@@ -106,6 +106,28 @@ describe('which stack the CLI talks to', () => {
     expect(readStackFile(cwd)).toEqual(file);
     removeStackFile(process.pid, cwd);
     expect(readStackFile(cwd)).toBeUndefined();
+  });
+
+  it('finds the stack file of the checkout from any directory inside it, as npx runs there', () => {
+    // `npx postdate` runs in the shell's directory (`npm start` writes the file at the checkout's
+    // root): from lambdas/, say, the CLI must not fall back to the default ports, which may be
+    // another stack's (docs/local-stack.md: a port 0 stack is what one starts beside another).
+    const root = mkdtempSync(join(tmpdir(), 'postdate-stackfile-'));
+    const deeper = join(root, 'lambdas', 'core');
+    mkdirSync(deeper, { recursive: true });
+    const file: StackFile = {
+      pid: process.pid,
+      startedAt: new Date().toISOString(),
+      apiUrl: 'http://127.0.0.1:41001',
+      mailViewerUrl: null,
+      dynamodbEndpoint: 'http://127.0.0.1:41002',
+      sqsEndpoint: 'http://127.0.0.1:41003',
+      schedulerEndpoint: 'http://127.0.0.1:41004',
+      smtpPort: null,
+    };
+    writeStackFile(file, root);
+    expect(readStackFile(deeper)).toEqual(file);
+    expect(readStackFile(join(root, 'lambdas'))).toEqual(file);
   });
 
   it('switches to AWS when a resource name is given, and then needs every name it uses', () => {

@@ -5,7 +5,8 @@ import { eventually } from '../support/eventually.js';
 
 /**
  * `npm start` as a person, an IDE or CI runs it: through npm, as the leader of its own process group
- * (as a terminal makes it), every port picked freely so that stacks of parallel runs do not meet.
+ * (as a terminal makes it), every port picked freely (unless `env` fixes one) so that stacks of
+ * parallel runs do not meet.
  * The tests of test/local/ that need the whole chain (npm → shell → node → java) use it.
  */
 export interface NpmStart {
@@ -19,9 +20,11 @@ export interface NpmStart {
 }
 
 export function npmStart(env: NodeJS.ProcessEnv = {}): NpmStart {
-  const merged: NodeJS.ProcessEnv = { ...process.env, ...env };
+  const merged: NodeJS.ProcessEnv = { ...process.env };
   for (const name of Object.values(LOCAL_PORT_VARIABLES)) merged[name] = '0';
   delete merged.POSTDATE_LOG;
+  // A test that fixes a port (one another program holds) says so in `env`.
+  Object.assign(merged, env);
   const child = spawn('npm', ['start'], { env: merged, stdio: 'pipe', detached: true });
   let out = '';
   let err = '';

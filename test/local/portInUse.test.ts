@@ -1,11 +1,19 @@
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpFrontEnd } from '../../local/http/httpFrontEnd.js';
-import { ANY_FREE_PORTS, type LocalPart, PortInUseError, takenMeanwhile } from '../../local/localEnv.js';
+import {
+  ANY_FREE_PORTS,
+  claimPorts,
+  type LocalPart,
+  PortInUseError,
+  takenMeanwhile,
+} from '../../local/localEnv.js';
 import { startS3Emulator } from '../../local/s3Emulator.js';
 import { startSchedulerEmulator } from '../../local/scheduler/startSchedulerEmulator.js';
 import { startMailViewer } from '../../local/smtp/mailViewer.js';
 import { type SmtpSink, startSmtpSink } from '../../local/smtp/smtpSink.js';
+import { eventually } from '../support/eventually.js';
+import { npmStart } from './npmStartProcess.js';
 
 /**
  * DESIGN §7 / docs/local-stack.md: a port of the local stack that something else holds ends
@@ -91,4 +99,55 @@ describe('a part of the local stack started on a port another program holds', ()
       await held.release();
     }
   });
+});
+
+/**
+ * A second stack on the default ports (another terminal, another checkout) finds every port taken:
+ * the one line names all of them at once, so the newcomer changes them in one go instead of
+ * starting seven times to learn them one by one.
+ */
+describe('several fixed ports of the local stack held by other programs', () => {
+  const severalTaken = (api: number, smtp: number, viewer: number) =>
+    `ports ${api} (the API), ${smtp} (the SMTP sink) and ${viewer} (the mail viewer) are already in use (another local stack?): ` +
+    'stop what holds them, or set POSTDATE_PORT, POSTDATE_SMTP_SINK_PORT and POSTDATE_MAIL_VIEWER_PORT to other ports (0 picks any free port)';
+
+  it('are named together in the one PortInUseError, which is never started again', async () => {
+    const held = [await heldPort(), await heldPort(), await heldPort()];
+    const [api, smtp, viewer] = held.map((one) => one.port) as [number, number, number];
+    try {
+      const asked = { ...ANY_FREE_PORTS, api, smtp, mailViewer: viewer };
+      const error = await claimPorts(asked, '127.0.0.1').then(
+        () => new Error('the ports were claimed, though taken'),
+        (refused: unknown) => refused,
+      );
+      expect(error).toBeInstanceOf(PortInUseError);
+      expect((error as Error).message).toBe(severalTaken(api, smtp, viewer));
+      expect(takenMeanwhile(error, asked)).toBeUndefined();
+    } finally {
+      await Promise.all(held.map((one) => one.release()));
+    }
+  });
+
+  it('end npm start with that one line, exit 1', async () => {
+    const held = [await heldPort(), await heldPort(), await heldPort()];
+    const [api, smtp, viewer] = held.map((one) => one.port) as [number, number, number];
+    const start = npmStart({
+      POSTDATE_PORT: String(api),
+      POSTDATE_SMTP_SINK_PORT: String(smtp),
+      POSTDATE_MAIL_VIEWER_PORT: String(viewer),
+    });
+    try {
+      const { code } = await start.exited;
+      expect(code, start.stderr()).toBe(1);
+      await eventually(
+        () => `the line on stderr (${start.stderr()})`,
+        () => (start.stderr().includes('postdate: ports') ? true : undefined),
+        { withinMs: 5_000, everyMs: 50 },
+      );
+      expect(start.stderr().trim().split('\n').at(-1)).toBe(`postdate: ${severalTaken(api, smtp, viewer)}`);
+    } finally {
+      if (start.child.exitCode === null) start.child.kill('SIGKILL');
+      await Promise.all(held.map((one) => one.release()));
+    }
+  }, 180_000);
 });
