@@ -100,6 +100,8 @@ export const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
 
 /** RFC 6838 §4.2 restricted names: `type/subtype`, no parameters. */
 const CONTENT_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/;
+/** An RFC 2047 encoded-word: `=?charset?B|Q?text?=` (a language tag, RFC 2231 §5, allowed). */
+const ENCODED_WORD = /=\?[^?\s]+\?[bq]\?[^?\s]*\?=/i;
 /** RFC 4648 §4 base64, padded, no whitespace. */
 export const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 /** What `POST /v1/attachments` hands out: `att_` and a lower-case ULID-like token. */
@@ -137,14 +139,33 @@ export function filenameProblem(filename: string): string | null {
     return `must be at most ${ATTACHMENT_LIMITS.maxFilenameLength} characters`;
   if (/[/\\]/.test(filename)) return 'must be a file name, without / or \\';
   if (filename === '.' || filename === '..') return 'must be a file name';
+  // A mail reader decodes an encoded-word in a part's `name`, which the mailer writes as given: the
+  // extension checked here would not be the one the recipient sees.
+  if (ENCODED_WORD.test(filename))
+    return 'must be the name itself, not an RFC 2047 encoded-word (=?charset?Q?…?=): it is encoded when sent';
   if (EXECUTABLE_EXTENSIONS.has(extensionOf(filename)))
     return `.${extensionOf(filename)} files are refused as executable (SES and Gmail refuse them)`;
   return null;
 }
 
+/**
+ * A multipart type makes a part a container of parts between boundaries (RFC 2046 §5.1): a file
+ * sent with one has its bytes in the preamble, which no mail reader shows (decision 0190).
+ */
+function isMultipart(contentType: string): boolean {
+  return contentType.toLowerCase().startsWith('multipart/');
+}
+
+/** The type a stored file is sent with: its own, or octet-stream for a multipart type an older enqueue took. */
+export function sentContentType(contentType: string): string {
+  return isMultipart(contentType) ? DEFAULT_CONTENT_TYPE : contentType;
+}
+
 /** Why a given content type may not be used, or null when it may. */
 export function contentTypeProblem(contentType: string): string | null {
   if (!CONTENT_TYPE.test(contentType)) return 'must be a media type such as application/pdf (no parameters)';
+  if (isMultipart(contentType))
+    return 'must be the type of a file, not multipart/* (a container of parts, RFC 2046)';
   if (EXECUTABLE_CONTENT_TYPES.has(contentType.toLowerCase()))
     return 'is an executable type, refused (SES and Gmail refuse them)';
   return null;

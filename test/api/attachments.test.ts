@@ -74,6 +74,10 @@ describe('inline attachments on enqueue', () => {
       inline('a.bin', PDF, 'application/x-msdownload'),
       '/attachments/0/content_type',
     ],
+    // A multipart type makes the file a container: its bytes become a preamble no reader shows (RFC 2046 §5.1).
+    ['a multipart content type', inline('a.bin', PDF, 'multipart/mixed'), '/attachments/0/content_type'],
+    // A name that is an RFC 2047 encoded-word reads as the word it encodes in the part's `name`.
+    ['an encoded-word filename', inline('=?utf-8?Q?setup.exe?=', PDF), '/attachments/0/filename'],
     [
       'an upload id never reserved',
       { attachment_id: 'att_01jf6y8m3v3x1z6d2qk4n8r5tw' },

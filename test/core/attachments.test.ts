@@ -80,6 +80,13 @@ describe('attachment validation (DESIGN §13)', () => {
     expect(filenameProblem('exe.')).toBeNull();
   });
 
+  it('refuses a name holding an RFC 2047 encoded-word, and takes one that only looks near it', () => {
+    for (const name of ['=?utf-8?Q?setup.exe?=', 'a =?UTF-8*en?b?c2V0dXAuZXhl?= b.pdf', '=?x?q??=.pdf'])
+      expect(filenameProblem(name), name).toMatch(/encoded-word/);
+    for (const name of ['what=?.pdf', 'a=?b?c.pdf', 'q?=x.pdf', '=? ?Q?x?=.pdf'])
+      expect(filenameProblem(name), name).toBeNull();
+  });
+
   it('allows non-ASCII filenames (the mailer encodes them, RFC 2231)', () => {
     expect(errorsOf([{ filename: 'Rechnung März – Überblick.pdf', content: b64('x') }])).toEqual([]);
   });
