@@ -138,6 +138,26 @@ describe('inline attachments on enqueue', () => {
     expect(text.status).toBe(413);
   });
 
+  // DESIGN §3: the body is held to 256 KiB beside the inline files, however its JSON is escaped
+  // (Python's json.dumps writes every non-ASCII character as \uXXXX, PHP's every / as \/).
+  it('judges a body with inline files by its JSON, not by how the client escaped it', async () => {
+    const api = await apiHarness({ attachments: store, inlineAttachmentMaxKb: 64 });
+    const body = validBody({
+      text: 'Rechnung für März. 請求書をお送りします。'.repeat(4_000),
+      attachments: [inline('a.bin', randomBytes(64 * 1024))],
+    });
+    const plain = JSON.stringify(body);
+    const escaped = plain.replace(
+      /[\u0080-\uffff]/g,
+      (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+    );
+    expect(JSON.parse(escaped)).toEqual(body);
+
+    const sent = await api.call(enqueueEvent(plain, { key: 'plain' }));
+    const sentEscaped = await api.call(enqueueEvent(escaped, { key: 'escaped' }));
+    expect([sent.status, sentEscaped.status]).toEqual([202, 202]);
+  });
+
   it('answers a replay with the same file 200, and another file under the same name 422, leaving the original alone', async () => {
     const api = await apiHarness({ attachments: store });
     const tenant = `t${randomBytes(4).toString('hex')}`;
