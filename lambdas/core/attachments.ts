@@ -341,16 +341,79 @@ export function planAttachments(
   return { ok: true, value: planned };
 }
 
+/** What a message carries besides its files, as it is sent (a template message's as rendered). */
+export interface MessageText {
+  readonly from: string;
+  readonly to: readonly string[];
+  readonly cc: readonly string[];
+  readonly bcc: readonly string[];
+  readonly reply_to: string | null;
+  readonly subject: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly text: string | null;
+  readonly html: string | null;
+}
+
+/** What Postdate writes around it: Message-ID, Date, MIME-Version, X-Postdate-ID, the multipart frames. */
+export const MESSAGE_FRAME_BYTES = 1024;
+
+/** Characters of text as quoted-printable writes it: a byte that is not printable ASCII, or `=`, is `=XX`. */
+function quotedCharacters(text: string): number {
+  let characters = 0;
+  for (const byte of Buffer.from(text, 'utf8'))
+    characters += byte >= 0x20 && byte <= 0x7e && byte !== 0x3d ? 1 : 3;
+  return characters;
+}
+
 /**
- * Whether the whole message — its text and html, and every attachment as base64 — fits
- * `POSTDATE_MAX_MESSAGE_MB` (413 naming `/attachments` when not).
+ * The most bytes a text or html part takes in the MIME message: the mailer writes it quoted-printable
+ * (soft line breaks `=` CRLF at 76) or base64, whichever its own rule picks, so this is the larger.
+ */
+function encodedTextBytes(text: string): number {
+  const quoted = quotedCharacters(text);
+  return Math.max(quoted + Math.ceil(quoted / 73) * 3 + 300, encodedAttachmentBytes(Buffer.byteLength(text)));
+}
+
+/** The most bytes a header value takes: non-ASCII as RFC 2047 words of 60 characters (15 bytes of frame each). */
+function encodedHeaderBytes(value: string): number {
+  const quoted = quotedCharacters(value);
+  return quoted + Math.ceil(quoted / 60) * 16 + 16;
+}
+
+/**
+ * The most bytes a message takes without its files, as the mailer writes it (DESIGN §13, "the whole
+ * message"): its addresses, subject and headers (RFC 2047-encoded when not ASCII), its text and html
+ * as encoded (quoted-printable writes `é` as `=C3=A9`), and Postdate's own headers and frames.
+ */
+export function encodedMessageBytes(message: MessageText): number {
+  const { from, to, cc, bcc, reply_to, subject, headers, text, html } = message;
+  const headerValues = [
+    from,
+    ...to,
+    ...cc,
+    ...bcc,
+    reply_to ?? '',
+    subject,
+    ...Object.entries(headers).flat(),
+  ];
+  return (
+    MESSAGE_FRAME_BYTES +
+    headerValues.reduce((sum, value) => sum + encodedHeaderBytes(value), 0) +
+    (text ? encodedTextBytes(text) : 0) +
+    (html ? encodedTextBytes(html) : 0)
+  );
+}
+
+/**
+ * Whether the whole message — `messageBytes` (encodedMessageBytes) and every attachment as base64 —
+ * fits `POSTDATE_MAX_MESSAGE_MB` (413 naming `/attachments` when not).
  */
 export function messageSizeCheck(
-  bodyBytes: number,
+  messageBytes: number,
   attachmentSizes: readonly number[],
   limits: AttachmentSizeLimits,
 ): AttachmentCheck<number> {
-  const total = attachmentSizes.reduce((sum, size) => sum + encodedAttachmentBytes(size), bodyBytes);
+  const total = attachmentSizes.reduce((sum, size) => sum + encodedAttachmentBytes(size), messageBytes);
   if (total <= limits.maxMessageBytes) return { ok: true, value: total };
   return {
     ok: false,
@@ -364,12 +427,13 @@ export function messageSizeCheck(
   };
 }
 
-/** The largest single file that fits a message by itself (what `POST /v1/attachments` accepts). */
+/** The largest single file that fits a message by itself, in Postdate's frame (what `POST /v1/attachments` accepts). */
 export function maxUploadBytes(limits: AttachmentSizeLimits): number {
-  // encodedAttachmentBytes is monotonic; 0.74 of the limit is just under base64's 4/3 with line breaks.
-  let size = Math.floor(limits.maxMessageBytes * 0.74);
-  while (encodedAttachmentBytes(size + 1) <= limits.maxMessageBytes) size += 1;
-  while (encodedAttachmentBytes(size) > limits.maxMessageBytes) size -= 1;
+  const room = limits.maxMessageBytes - MESSAGE_FRAME_BYTES;
+  // encodedAttachmentBytes is monotonic; 0.74 of the room is just under base64's 4/3 with line breaks.
+  let size = Math.floor(room * 0.74);
+  while (encodedAttachmentBytes(size + 1) <= room) size += 1;
+  while (encodedAttachmentBytes(size) > room) size -= 1;
   return size;
 }
 
