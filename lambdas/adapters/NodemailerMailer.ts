@@ -3,6 +3,7 @@ import { domainToASCII } from 'node:url';
 import addressparser from 'nodemailer/lib/addressparser';
 import MailComposer, { type MailComposerOptions } from 'nodemailer/lib/mail-composer';
 import SMTPConnection, { type SMTPConnectionSendInfo } from 'nodemailer/lib/smtp-connection';
+import { sentContentType } from '../core/attachments.js';
 import { classifySmtpError, FAILURE_ORIGIN, reachedRelay } from '../core/classifySmtpError.js';
 import { CONFIG_SETTINGS } from '../core/configSpec.js';
 import { isReservedHeader } from '../core/headerSafety.js';
@@ -420,7 +421,7 @@ function mailOptionsOf(email: OutgoingEmail, messageIdDomain: string): MailCompo
 function attachmentPart(attachment: OutgoingAttachment) {
   return {
     filename: attachment.filename,
-    contentType: attachment.contentType,
+    contentType: sentContentType(attachment.contentType),
     contentDisposition: 'attachment' as const,
     contentTransferEncoding: 'base64' as const,
     content: openedWhenRead(attachment.open),

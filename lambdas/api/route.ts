@@ -220,7 +220,7 @@ export function readJsonBody(
     readonly maxBytes?: number;
     /**
      * Bytes of inline attachments' base64 `content` allowed beyond `maxBytes` (the enqueue, DESIGN
-     * §13): the rest of the body is still held to `maxBytes`.
+     * §13): the rest of the body, as JSON, is still held to `maxBytes`.
      */
     readonly attachmentAllowance?: number;
   } = {},
@@ -231,10 +231,14 @@ export function readJsonBody(
   const mediaProblem = checkContentType(contentType);
   if (mediaProblem) return { ok: false, problem: mediaProblem };
   const raw = event.body ?? '';
+  // A body that may carry inline files is judged by its JSON (bodySizeProblem, then their decoded
+  // total), not by its bytes on the wire: how a client escapes it (`\uXXXX`, `\/`) doubles them
+  // at most, so this ceiling only keeps what is far over from being decoded and parsed.
+  const ceiling = allowance > 0 ? (maxBytes + allowance) * 2 : maxBytes;
   // Base64 is 4/3 of the bytes: a body far over the limit is refused before decoding it.
-  if (raw.length > (maxBytes + allowance) * 2) return { ok: false, problem: bodyTooLarge(maxBytes) };
+  if (raw.length > ceiling * 2) return { ok: false, problem: bodyTooLarge(maxBytes) };
   const bytes = event.isBase64Encoded ? Buffer.from(raw, 'base64') : Buffer.from(raw, 'utf8');
-  if (bytes.length > maxBytes + allowance) return { ok: false, problem: bodyTooLarge(maxBytes) };
+  if (bytes.length > ceiling) return { ok: false, problem: bodyTooLarge(maxBytes) };
   if (bytes.length === 0) {
     return {
       ok: false,

@@ -696,7 +696,7 @@ export interface components {
     } | null;
     InlineAttachment: {
       /**
-       * @description The name the recipient sees: no CR, LF or other control character, no / or \; non-ASCII is sent RFC 2231-encoded. Executable types (.exe, .bat, .js, .jar, .msi, …) are refused.
+       * @description The name the recipient sees: no CR, LF or other control character, no / or \, no RFC 2047 encoded-word; non-ASCII is sent RFC 2231-encoded. Executable types (.exe, .bat, .js, .jar, .msi, …) are refused.
        * @example invoice-2026-12.pdf
        */
       filename: string;
@@ -1234,12 +1234,12 @@ export interface components {
     };
     AttachmentUploadRequest: {
       /**
-       * @description The name the recipient sees: no CR, LF or other control character, no / or \; non-ASCII is sent RFC 2231-encoded. Executable types (.exe, .bat, .js, .jar, .msi, …) are refused.
+       * @description The name the recipient sees: no CR, LF or other control character, no / or \, no RFC 2047 encoded-word; non-ASCII is sent RFC 2231-encoded. Executable types (.exe, .bat, .js, .jar, .msi, …) are refused.
        * @example invoice-2026-12.pdf
        */
       filename: string;
       /**
-       * @description A media type without parameters.
+       * @description A media type without parameters, not multipart/*.
        * @example application/pdf
        */
       content_type: string;

@@ -100,6 +100,8 @@ export const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
 
 /** RFC 6838 §4.2 restricted names: `type/subtype`, no parameters. */
 const CONTENT_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/;
+/** An RFC 2047 encoded-word: `=?charset?B|Q?text?=` (a language tag, RFC 2231 §5, allowed). */
+const ENCODED_WORD = /=\?[^?\s]+\?[bq]\?[^?\s]*\?=/i;
 /** RFC 4648 §4 base64, padded, no whitespace. */
 export const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 /** What `POST /v1/attachments` hands out: `att_` and a lower-case ULID-like token. */
@@ -137,14 +139,33 @@ export function filenameProblem(filename: string): string | null {
     return `must be at most ${ATTACHMENT_LIMITS.maxFilenameLength} characters`;
   if (/[/\\]/.test(filename)) return 'must be a file name, without / or \\';
   if (filename === '.' || filename === '..') return 'must be a file name';
+  // A mail reader decodes an encoded-word in a part's `name`, which the mailer writes as given: the
+  // extension checked here would not be the one the recipient sees.
+  if (ENCODED_WORD.test(filename))
+    return 'must be the name itself, not an RFC 2047 encoded-word (=?charset?Q?…?=): it is encoded when sent';
   if (EXECUTABLE_EXTENSIONS.has(extensionOf(filename)))
     return `.${extensionOf(filename)} files are refused as executable (SES and Gmail refuse them)`;
   return null;
 }
 
+/**
+ * A multipart type makes a part a container of parts between boundaries (RFC 2046 §5.1): a file
+ * sent with one has its bytes in the preamble, which no mail reader shows (decision 0190).
+ */
+function isMultipart(contentType: string): boolean {
+  return contentType.toLowerCase().startsWith('multipart/');
+}
+
+/** The type a stored file is sent with: its own, or octet-stream for a multipart type an older enqueue took. */
+export function sentContentType(contentType: string): string {
+  return isMultipart(contentType) ? DEFAULT_CONTENT_TYPE : contentType;
+}
+
 /** Why a given content type may not be used, or null when it may. */
 export function contentTypeProblem(contentType: string): string | null {
   if (!CONTENT_TYPE.test(contentType)) return 'must be a media type such as application/pdf (no parameters)';
+  if (isMultipart(contentType))
+    return 'must be the type of a file, not multipart/* (a container of parts, RFC 2046)';
   if (EXECUTABLE_CONTENT_TYPES.has(contentType.toLowerCase()))
     return 'is an executable type, refused (SES and Gmail refuse them)';
   return null;
@@ -320,16 +341,79 @@ export function planAttachments(
   return { ok: true, value: planned };
 }
 
+/** What a message carries besides its files, as it is sent (a template message's as rendered). */
+export interface MessageText {
+  readonly from: string;
+  readonly to: readonly string[];
+  readonly cc: readonly string[];
+  readonly bcc: readonly string[];
+  readonly reply_to: string | null;
+  readonly subject: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly text: string | null;
+  readonly html: string | null;
+}
+
+/** What Postdate writes around it: Message-ID, Date, MIME-Version, X-Postdate-ID, the multipart frames. */
+export const MESSAGE_FRAME_BYTES = 1024;
+
+/** Characters of text as quoted-printable writes it: a byte that is not printable ASCII, or `=`, is `=XX`. */
+function quotedCharacters(text: string): number {
+  let characters = 0;
+  for (const byte of Buffer.from(text, 'utf8'))
+    characters += byte >= 0x20 && byte <= 0x7e && byte !== 0x3d ? 1 : 3;
+  return characters;
+}
+
 /**
- * Whether the whole message — its text and html, and every attachment as base64 — fits
- * `POSTDATE_MAX_MESSAGE_MB` (413 naming `/attachments` when not).
+ * The most bytes a text or html part takes in the MIME message: the mailer writes it quoted-printable
+ * (soft line breaks `=` CRLF at 76) or base64, whichever its own rule picks, so this is the larger.
+ */
+function encodedTextBytes(text: string): number {
+  const quoted = quotedCharacters(text);
+  return Math.max(quoted + Math.ceil(quoted / 73) * 3 + 300, encodedAttachmentBytes(Buffer.byteLength(text)));
+}
+
+/** The most bytes a header value takes: non-ASCII as RFC 2047 words of 60 characters (15 bytes of frame each). */
+function encodedHeaderBytes(value: string): number {
+  const quoted = quotedCharacters(value);
+  return quoted + Math.ceil(quoted / 60) * 16 + 16;
+}
+
+/**
+ * The most bytes a message takes without its files, as the mailer writes it (DESIGN §13, "the whole
+ * message"): its addresses, subject and headers (RFC 2047-encoded when not ASCII), its text and html
+ * as encoded (quoted-printable writes `é` as `=C3=A9`), and Postdate's own headers and frames.
+ */
+export function encodedMessageBytes(message: MessageText): number {
+  const { from, to, cc, bcc, reply_to, subject, headers, text, html } = message;
+  const headerValues = [
+    from,
+    ...to,
+    ...cc,
+    ...bcc,
+    reply_to ?? '',
+    subject,
+    ...Object.entries(headers).flat(),
+  ];
+  return (
+    MESSAGE_FRAME_BYTES +
+    headerValues.reduce((sum, value) => sum + encodedHeaderBytes(value), 0) +
+    (text ? encodedTextBytes(text) : 0) +
+    (html ? encodedTextBytes(html) : 0)
+  );
+}
+
+/**
+ * Whether the whole message — `messageBytes` (encodedMessageBytes) and every attachment as base64 —
+ * fits `POSTDATE_MAX_MESSAGE_MB` (413 naming `/attachments` when not).
  */
 export function messageSizeCheck(
-  bodyBytes: number,
+  messageBytes: number,
   attachmentSizes: readonly number[],
   limits: AttachmentSizeLimits,
 ): AttachmentCheck<number> {
-  const total = attachmentSizes.reduce((sum, size) => sum + encodedAttachmentBytes(size), bodyBytes);
+  const total = attachmentSizes.reduce((sum, size) => sum + encodedAttachmentBytes(size), messageBytes);
   if (total <= limits.maxMessageBytes) return { ok: true, value: total };
   return {
     ok: false,
@@ -343,12 +427,13 @@ export function messageSizeCheck(
   };
 }
 
-/** The largest single file that fits a message by itself (what `POST /v1/attachments` accepts). */
+/** The largest single file that fits a message by itself, in Postdate's frame (what `POST /v1/attachments` accepts). */
 export function maxUploadBytes(limits: AttachmentSizeLimits): number {
-  // encodedAttachmentBytes is monotonic; 0.74 of the limit is just under base64's 4/3 with line breaks.
-  let size = Math.floor(limits.maxMessageBytes * 0.74);
-  while (encodedAttachmentBytes(size + 1) <= limits.maxMessageBytes) size += 1;
-  while (encodedAttachmentBytes(size) > limits.maxMessageBytes) size -= 1;
+  const room = limits.maxMessageBytes - MESSAGE_FRAME_BYTES;
+  // encodedAttachmentBytes is monotonic; 0.74 of the room is just under base64's 4/3 with line breaks.
+  let size = Math.floor(room * 0.74);
+  while (encodedAttachmentBytes(size + 1) <= room) size += 1;
+  while (encodedAttachmentBytes(size) > room) size -= 1;
   return size;
 }
 

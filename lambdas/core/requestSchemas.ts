@@ -33,7 +33,7 @@ const Filename = z
   })
   .meta({
     description:
-      'The name the recipient sees: no CR, LF or other control character, no / or \\; non-ASCII is sent RFC 2231-encoded. Executable types (.exe, .bat, .js, .jar, .msi, …) are refused.',
+      'The name the recipient sees: no CR, LF or other control character, no / or \\, no RFC 2047 encoded-word; non-ASCII is sent RFC 2231-encoded. Executable types (.exe, .bat, .js, .jar, .msi, …) are refused.',
     example: 'invoice-2026-12.pdf',
   });
 
@@ -43,7 +43,7 @@ const ContentType = z
     const problem = contentTypeProblem(value);
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   })
-  .meta({ description: 'A media type without parameters.', example: 'application/pdf' });
+  .meta({ description: 'A media type without parameters, not multipart/*.', example: 'application/pdf' });
 
 /** One inline attachment of an enqueue: the bytes as base64. */
 export const InlineAttachmentSchema = z

@@ -109,6 +109,12 @@ describe('POST /v1/attachments', () => {
       { filename: 'a.bin', content_type: 'application/x-msdownload', size: 10 },
       '/content_type',
     ],
+    ['a multipart type', { filename: 'a.bin', content_type: 'Multipart/Related', size: 10 }, '/content_type'],
+    [
+      'an encoded-word filename',
+      { filename: '=?utf-8?B?c2V0dXAuZXhl?=', content_type: 'application/pdf', size: 10 },
+      '/filename',
+    ],
     ['no content type', { filename: 'a.pdf', size: 10 }, '/content_type'],
     ['an empty file', { filename: 'a.pdf', content_type: 'application/pdf', size: 0 }, '/size'],
     [

@@ -6,6 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { composeMessage } from '../../lambdas/adapters/NodemailerMailer.js';
 import { attachmentS3Client, S3AttachmentStore } from '../../lambdas/adapters/S3AttachmentStore.js';
 import { type S3Emulator, startS3Emulator } from '../../local/s3Emulator.js';
 import { LOCAL_AWS } from '../support/awsLocal.js';
@@ -74,6 +75,10 @@ describe('inline attachments on enqueue', () => {
       inline('a.bin', PDF, 'application/x-msdownload'),
       '/attachments/0/content_type',
     ],
+    // A multipart type makes the file a container: its bytes become a preamble no reader shows (RFC 2046 §5.1).
+    ['a multipart content type', inline('a.bin', PDF, 'multipart/mixed'), '/attachments/0/content_type'],
+    // A name that is an RFC 2047 encoded-word reads as the word it encodes in the part's `name`.
+    ['an encoded-word filename', inline('=?utf-8?Q?setup.exe?=', PDF), '/attachments/0/filename'],
     [
       'an upload id never reserved',
       { attachment_id: 'att_01jf6y8m3v3x1z6d2qk4n8r5tw' },
@@ -132,6 +137,66 @@ describe('inline attachments on enqueue', () => {
       ),
     );
     expect(text.status).toBe(413);
+  });
+
+  // DESIGN §3: the body is held to 256 KiB beside the inline files, however its JSON is escaped
+  // (Python's json.dumps writes every non-ASCII character as \uXXXX, PHP's every / as \/).
+  it('judges a body with inline files by its JSON, not by how the client escaped it', async () => {
+    const api = await apiHarness({ attachments: store, inlineAttachmentMaxKb: 64 });
+    const body = validBody({
+      text: 'Rechnung für März. 請求書をお送りします。'.repeat(4_000),
+      attachments: [inline('a.bin', randomBytes(64 * 1024))],
+    });
+    const plain = JSON.stringify(body);
+    const escaped = plain.replace(
+      /[\u0080-\uffff]/g,
+      (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+    );
+    expect(JSON.parse(escaped)).toEqual(body);
+
+    const sent = await api.call(enqueueEvent(plain, { key: 'plain' }));
+    const sentEscaped = await api.call(enqueueEvent(escaped, { key: 'escaped' }));
+    expect([sent.status, sentEscaped.status]).toEqual([202, 202]);
+  });
+
+  // DESIGN §13: "the whole message within POSTDATE_MAX_MESSAGE_MB" — the message as it is sent: its
+  // headers, and its text and html as the mailer encodes them (quoted-printable writes é as =C3=A9).
+  it('holds the whole message as it is sent to POSTDATE_MAX_MESSAGE_MB: what it accepts composes within it', async () => {
+    const limit = 1024 * 1024;
+    const api = await apiHarness({ attachments: store, maxMessageMb: 1, inlineAttachmentMaxKb: 1024 });
+    const tenant = `t${randomBytes(4).toString('hex')}`;
+    const prose = 'Die Rechnung für März liegt bei. '.repeat(1_200);
+    const body = (file: Buffer) =>
+      validBody({ text: prose, html: `<p>${prose}</p>`, attachments: [inline('scan.png', file)] });
+
+    const tooLarge = await api.call(enqueueEvent(body(randomBytes(700_000)), { key: 'too-large', tenant }));
+    expect(tooLarge.status).toBe(413);
+    expect(tooLarge.json.errors).toEqual([expect.objectContaining({ field: '/attachments' })]);
+
+    const request = body(randomBytes(600_000));
+    const accepted = await api.call(enqueueEvent(request, { key: 'fits', tenant }));
+    expect(accepted.status).toBe(202);
+    const [key] = await keysUnder(`messages/${tenant}/${accepted.json.id}/`);
+    const composed = composeMessage(
+      {
+        id: String(accepted.json.id),
+        from: String(request.from),
+        to: request.to as string[],
+        cc: [],
+        bcc: [],
+        replyTo: null,
+        subject: String(request.subject),
+        text: prose,
+        html: `<p>${prose}</p>`,
+        headers: request.headers as Record<string, string>,
+        envelope: request.to as string[],
+        attachments: [{ filename: 'scan.png', contentType: 'image/png', open: () => store.open(key ?? '') }],
+      },
+      'postdate.local',
+    );
+    let size = 0;
+    for await (const chunk of composed) size += (chunk as Buffer).length;
+    expect(size).toBeLessThanOrEqual(limit);
   });
 
   it('answers a replay with the same file 200, and another file under the same name 422, leaving the original alone', async () => {

@@ -9,8 +9,9 @@ import {
   changesAttachmentLifetime,
   contentTypeFor,
   EXECUTABLE_EXTENSIONS,
-  encodedAttachmentBytes,
+  encodedMessageBytes,
   filenameProblem,
+  MESSAGE_FRAME_BYTES,
   maxUploadBytes,
   messageAttachmentKey,
   messageSizeCheck,
@@ -78,6 +79,13 @@ describe('attachment validation (DESIGN §13)', () => {
     expect(filenameProblem('invoice.pdf.')).toBeNull();
     expect(filenameProblem('invoice.pdf  ')).toBeNull();
     expect(filenameProblem('exe.')).toBeNull();
+  });
+
+  it('refuses a name holding an RFC 2047 encoded-word, and takes one that only looks near it', () => {
+    for (const name of ['=?utf-8?Q?setup.exe?=', 'a =?UTF-8*en?b?c2V0dXAuZXhl?= b.pdf', '=?x?q??=.pdf'])
+      expect(filenameProblem(name), name).toMatch(/encoded-word/);
+    for (const name of ['what=?.pdf', 'a=?b?c.pdf', 'q?=x.pdf', '=? ?Q?x?=.pdf'])
+      expect(filenameProblem(name), name).toBeNull();
   });
 
   it('allows non-ASCII filenames (the mailer encodes them, RFC 2231)', () => {
@@ -179,10 +187,36 @@ describe('attachment sizes', () => {
     });
   });
 
-  it('gives the largest upload that fits the message alone', () => {
+  it('gives the largest upload that fits the message alone, in the headers and frames Postdate writes', () => {
     const max = maxUploadBytes(LIMITS);
-    expect(encodedAttachmentBytes(max)).toBeLessThanOrEqual(LIMITS.maxMessageBytes);
-    expect(encodedAttachmentBytes(max + 1)).toBeGreaterThan(LIMITS.maxMessageBytes);
+    expect(messageSizeCheck(MESSAGE_FRAME_BYTES, [max], LIMITS).ok).toBe(true);
+    expect(messageSizeCheck(MESSAGE_FRAME_BYTES, [max + 1], LIMITS).ok).toBe(false);
+  });
+
+  // DESIGN §13, "the whole message": quoted-printable writes é as =C3=A9, base64 4 bytes for 3.
+  it('counts the text as the mailer may encode it, and every header value, never less than the bytes', () => {
+    const message = {
+      from: 'ops@example.com',
+      to: ['ada@example.com'],
+      cc: [],
+      bcc: [],
+      reply_to: null,
+      subject: 'Rechnung für März',
+      headers: { 'X-Campaign': '42' },
+      text: null,
+      html: null,
+    };
+    const ascii = encodedMessageBytes({ ...message, text: 'a'.repeat(76_000) });
+    const accented = encodedMessageBytes({ ...message, text: 'aé'.repeat(25_000) });
+    expect(accented - encodedMessageBytes(message)).toBeGreaterThanOrEqual(25_000 * (1 + 6));
+    expect(ascii - encodedMessageBytes(message)).toBeGreaterThanOrEqual((76_000 / 3) * 4);
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme' }), (text) => {
+        expect(encodedMessageBytes({ ...message, text, subject: text })).toBeGreaterThan(
+          MESSAGE_FRAME_BYTES + 2 * Buffer.byteLength(text),
+        );
+      }),
+    );
   });
 });
 

@@ -88,6 +88,30 @@ describe('the sender with attachments', () => {
     }
   });
 
+  // DESIGN §13: the sender streams every file into the MIME message. A multipart type, which an
+  // enqueue took before decision 0190, would make the part a container whose bytes no reader shows.
+  it('delivers the bytes of a file stored with a multipart type (as an older enqueue took it)', async () => {
+    const mailer = smtpMailer(world.smtp);
+    try {
+      const rig = await createSenderRig(world, { attachments: store, mailer });
+      const message = await rig.putMessage({
+        attachments: [await stored('bundle.bin', 'multipart/mixed', PDF)],
+      });
+      world.smtp.script();
+      await rig.dispatch(message);
+      await rig.deliverNext();
+
+      expect((await rig.state(message.id)).status).toBe('sent');
+      const [received] = rig.received(message.id);
+      const parsed = await simpleParser(received?.raw ?? '');
+      expect(parsed.attachments.map((a) => ({ filename: a.filename, sha256: sha256(a.content) }))).toEqual([
+        { filename: 'bundle.bin', sha256: sha256(PDF) },
+      ]);
+    } finally {
+      await mailer.close();
+    }
+  });
+
   it('never sends a message without its attachments: a sender with no bucket gives the claim back', async () => {
     const rig = await createSenderRig(world);
     const message = await rig.putMessage({ attachments: [await stored('a.pdf', 'application/pdf', PDF)] });

@@ -21,7 +21,9 @@ import {
   contentTypeFor,
   declarationBytes,
   declarationKey,
+  encodedMessageBytes,
   keptUploadCopy,
+  type MessageText,
   messageAttachmentKey,
   messageSizeCheck,
   newAttachmentId,
@@ -132,8 +134,8 @@ export async function checkAttachments(
   deps: Pick<RouteDependencies, 'attachments' | 'config'>,
   input: {
     readonly tenant: string;
-    /** The subject, text and html the message is sent with: a template message's rendered ones. */
-    readonly content: MessageContent;
+    /** The message as it is sent: a template message's subject, text and html as rendered. */
+    readonly message: MessageText;
     /** The body's `attachments`, as the schema accepted them. */
     readonly given: readonly AttachmentInput[];
   },
@@ -158,9 +160,7 @@ export async function checkAttachments(
   const sizes = planned.value.map((attachment, position) =>
     attachment.kind === 'inline' ? attachment.bytes.length : (declarations[position]?.size ?? 0),
   );
-  const { subject, text, html } = input.content;
-  const bodyBytes = [subject, text, html].reduce((sum, part) => sum + Buffer.byteLength(part ?? ''), 0);
-  const fits = messageSizeCheck(bodyBytes, sizes, limits);
+  const fits = messageSizeCheck(encodedMessageBytes(input.message), sizes, limits);
   if (!fits.ok) return { ok: false, problem: sizeProblem(fits.errors) };
   return { ok: true, checked: { planned: planned.value, declarations } };
 }

@@ -156,7 +156,7 @@ export async function judgeEnqueue(
   if (parsed.value.attachments !== undefined) {
     const checked = await checkAttachments(deps, {
       tenant: item.tenant,
-      content,
+      message: { ...parsed.value, ...content },
       given: (item.body as { attachments: readonly AttachmentInput[] }).attachments,
     });
     if (!checked.ok) return replayOr(checked.problem);
