@@ -61,6 +61,13 @@ async function stored(name: string, contentType: string, bytes: Buffer): Promise
   return { filename: name, content_type: contentType, size: bytes.length, sha256: sha256(bytes), key };
 }
 
+/** The files the relay received in the message, by name and SHA-256 (parsed by mailparser). */
+async function filesReceived(rig: Awaited<ReturnType<typeof createSenderRig>>, id: string) {
+  const [received] = rig.received(id);
+  const parsed = await simpleParser(received?.raw ?? '');
+  return parsed.attachments.map((a) => ({ filename: a.filename, sha256: sha256(a.content) }));
+}
+
 describe('the sender with attachments', () => {
   it('sends a PDF and a 2 MB file read from the bucket, byte-identical at the relay', async () => {
     const mailer = smtpMailer(world.smtp, { timeouts: { ...FAST_SMTP_TIMEOUTS, preDotMs: 30_000 } });
@@ -77,9 +84,7 @@ describe('the sender with attachments', () => {
       await rig.deliverNext();
 
       expect((await rig.state(message.id)).status).toBe('sent');
-      const [received] = rig.received(message.id);
-      const parsed = await simpleParser(received?.raw ?? '');
-      expect(parsed.attachments.map((a) => ({ filename: a.filename, sha256: sha256(a.content) }))).toEqual([
+      expect(await filesReceived(rig, message.id)).toEqual([
         { filename: 'Rechnung.pdf', sha256: sha256(PDF) },
         { filename: 'data.bin', sha256: sha256(big) },
       ]);
@@ -102,11 +107,7 @@ describe('the sender with attachments', () => {
       await rig.deliverNext();
 
       expect((await rig.state(message.id)).status).toBe('sent');
-      const [received] = rig.received(message.id);
-      const parsed = await simpleParser(received?.raw ?? '');
-      expect(parsed.attachments.map((a) => ({ filename: a.filename, sha256: sha256(a.content) }))).toEqual([
-        { filename: 'bundle.bin', sha256: sha256(PDF) },
-      ]);
+      expect(await filesReceived(rig, message.id)).toEqual([{ filename: 'bundle.bin', sha256: sha256(PDF) }]);
     } finally {
       await mailer.close();
     }
