@@ -2,7 +2,6 @@
  * Email addresses: one RFC 5322 mailbox (addr-spec or `display-name <addr-spec>`), parsed without
  * throwing, and the POSTDATE_ALLOWED_FROM sender patterns.
  */
-import { isIP } from 'node:net';
 import { controlCharacterProblem } from './headerSafety.js';
 import { LIMITS } from './requestLimits.js';
 
@@ -134,7 +133,13 @@ export function isDomainName(text: string): boolean {
  * (`::1`, as nodemailer connects to it): the rule of SMTP_HOST and each relay's `host`.
  */
 export function isHostName(text: string): boolean {
-  return isDomainName(text) || isIP(text) !== 0;
+  return isDomainName(text) || isIPv6Address(text);
+}
+
+/** An IPv6 address as text (`::1`, `2001:db8::25`, `::ffff:192.0.2.1`), by the WHATWG URL parser's rule. */
+function isIPv6Address(text: string): boolean {
+  if (!/^[0-9A-Fa-f:.]+$/.test(text) || !text.includes(':')) return false;
+  return URL.canParse(`http://[${text}]/`);
 }
 
 /**
