@@ -1,4 +1,4 @@
-import type { StoredAttachment } from '../core/attachments.js';
+import type { MessageText, StoredAttachment } from '../core/attachments.js';
 import type { QuietHours } from '../core/localTime.js';
 import type { GroupRef } from '../core/messageSchema.js';
 import { isMessageStatus, type MessageStatus } from '../core/messageStatus.js';
@@ -166,22 +166,14 @@ export interface MessageStateRecord {
  * written before the state record and carries the request's fingerprint, so a replayed request is
  * told apart from a reused key (docs/decisions/, "The id is the idempotency guard").
  */
-export interface MessageBodyRecord {
+export interface MessageBodyRecord extends MessageText {
   readonly pk: string;
   readonly sk: typeof ITEM_SORT_KEY.messageBody;
   /** SHA-256 of the canonical request minus its clock-derived send time (outboxItems.requestFingerprint). */
   readonly fingerprint: string;
   readonly created_at: string;
-  readonly from: string;
-  readonly to: readonly string[];
-  readonly cc: readonly string[];
-  readonly bcc: readonly string[];
-  readonly reply_to: string | null;
   /** '' on a template message: its subject, text and html are rendered at send time. */
   readonly subject: string;
-  readonly text: string | null;
-  readonly html: string | null;
-  readonly headers: Readonly<Record<string, string>>;
   /** A template message's template and pinned version (DESIGN §10). */
   readonly template?: PinnedTemplate;
   /** A template message's data, as the JSON text it was given in (kept exactly; no DynamoDB number limits). */

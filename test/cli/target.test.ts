@@ -10,6 +10,22 @@ import { LOCAL_RESOURCES } from '../../local/localStack.js';
 import { readStackFile, removeStackFile, type StackFile, writeStackFile } from '../../local/stackFile.js';
 import { freshQueues, sqsClient } from '../support/awsLocal.js';
 
+/** A running stack's file (this process's), its parts on consecutive ports from `firstPort`. */
+function stackFile(firstPort: number, extra: Partial<StackFile> = {}): StackFile {
+  const url = (offset: number) => `http://127.0.0.1:${firstPort + offset}`;
+  return {
+    pid: process.pid,
+    startedAt: new Date().toISOString(),
+    apiUrl: url(0),
+    mailViewerUrl: null,
+    dynamodbEndpoint: url(1),
+    sqsEndpoint: url(2),
+    schedulerEndpoint: url(3),
+    smtpPort: null,
+    ...extra,
+  };
+}
+
 describe('which stack the CLI talks to', () => {
   it('uses the local stack by default, with the names and ports `npm start` uses', () => {
     expect(resolveMode({}, {})).toBe('local');
@@ -88,17 +104,7 @@ describe('which stack the CLI talks to', () => {
 
   it('reads a stack file only while its process runs', () => {
     const cwd = mkdtempSync(join(tmpdir(), 'postdate-stackfile-'));
-    const file: StackFile = {
-      pid: process.pid,
-      startedAt: new Date().toISOString(),
-      apiUrl: 'http://127.0.0.1:1',
-      mailViewerUrl: null,
-      dynamodbEndpoint: 'http://127.0.0.1:2',
-      sqsEndpoint: 'http://127.0.0.1:3',
-      schedulerEndpoint: 'http://127.0.0.1:4',
-      smtpPort: null,
-      relayNames: ['primary', 'backup'],
-    };
+    const file = stackFile(1, { relayNames: ['primary', 'backup'] });
     writeStackFile(file, cwd);
     expect(readStackFile(cwd)).toEqual(file);
     expect(readStackFile(cwd, () => false)).toBeUndefined();
@@ -115,16 +121,7 @@ describe('which stack the CLI talks to', () => {
     const root = mkdtempSync(join(tmpdir(), 'postdate-stackfile-'));
     const deeper = join(root, 'lambdas', 'core');
     mkdirSync(deeper, { recursive: true });
-    const file: StackFile = {
-      pid: process.pid,
-      startedAt: new Date().toISOString(),
-      apiUrl: 'http://127.0.0.1:41001',
-      mailViewerUrl: null,
-      dynamodbEndpoint: 'http://127.0.0.1:41002',
-      sqsEndpoint: 'http://127.0.0.1:41003',
-      schedulerEndpoint: 'http://127.0.0.1:41004',
-      smtpPort: null,
-    };
+    const file = stackFile(41001);
     writeStackFile(file, root);
     expect(readStackFile(deeper)).toEqual(file);
     expect(readStackFile(join(root, 'lambdas'))).toEqual(file);
