@@ -73,6 +73,28 @@ describe('POST /v1/webhooks/{id}/rotate-secret', () => {
     expect(headersOf(after)['webhook-signature']).not.toContain(signatureBy(endpoint.secret, after));
   });
 
+  it('rotated twice at once, both answer 200 and no secret is lost to the race: the first and both new ones sign', async () => {
+    const harness = await webhookHarness();
+    const hook = await startReceiver();
+    receivers.push(hook);
+    const endpoint = await subscribe(harness, hook.url());
+    const rotate = () => harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/rotate-secret` });
+
+    const answers = await Promise.all([rotate(), rotate()]);
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200]);
+    const secrets = answers.map((answer) => answer.json.secret as string);
+    expect(new Set(secrets).size).toBe(2);
+
+    await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` });
+    await harness.pump();
+    const [delivered] = hook.received;
+    if (!delivered) throw new Error('nothing received after the rotations');
+    // One of the two is current, the other retired by the later rotation: a receiver holding any verifies.
+    for (const secret of [endpoint.secret, ...secrets])
+      expect(() => new Webhook(secret).verify(delivered.body, headersOf(delivered))).not.toThrow();
+    expect(headersOf(delivered)['webhook-signature'].split(' ')).toHaveLength(3);
+  });
+
   it('rotated again within the day, every retired secret still signs until its own 24 h are over', async () => {
     const harness = await webhookHarness();
     const hook = await startReceiver();
