@@ -287,25 +287,48 @@ const MAX_HOLD_DAYS = 4;
 
 /**
  * When a message that comes due at `due` may go, given quiet hours in `zone`: undefined when `due`
- * is outside the window; otherwise the window's end as an instant — the first instant after `due`
- * that shows the end time and is outside the window (after a fall-back the window can come round
- * twice in one night). An end time that falls in a spring gap moves forward by the gap's length,
- * as `send_at_local` does; if that lands back inside the window, the next day's end is taken.
+ * is outside the window; otherwise the window's end — the first instant after `due` whose wall clock
+ * is outside it (docs/decisions/0194-a-quiet-window-ends-when-the-clock-leaves-it.md). The clock leaves
+ * the window by reaching its end, or by jumping out of it: over an end in a spring gap (02:00→03:00
+ * with an end at 02:30 ends it at 03:00, not 03:30), or back out of it at a fall-back. So the walk
+ * goes from `due` one stretch of constant offset at a time; after a fall-back the window can come
+ * round twice in one night, and a message due in the second pass waits for the second end.
  */
 export function heldUntil(due: Date, quietHours: QuietHours, zone: string): Date | undefined {
   const window = windowOf(quietHours);
   const dueMs = due.getTime();
-  const dueWall = wallAt(dueMs, zone);
-  if (!isInside(dueWall, window)) return undefined;
-  const dueDay = dueWall - (((dueWall % DAY) + DAY) % DAY);
-  for (let day = 0; day < MAX_HOLD_DAYS; day++) {
-    for (const end of resolveWall(dueDay + day * DAY + window.end * SECOND, zone)) {
-      if (end > dueMs && !isInside(wallAt(end, zone), window)) return new Date(end);
-    }
+  if (!isInside(wallAt(dueMs, zone), window)) return undefined;
+  for (let from = dueMs; from < dueMs + MAX_HOLD_DAYS * DAY; ) {
+    // Inside the window at `from`, on a wall clock `offset` ahead until the next transition.
+    const offset = offsetAt(from, zone);
+    const wall = from + offset;
+    const wallOfDay = ((wall % DAY) + DAY) % DAY;
+    const end = from + ((window.end * SECOND - wallOfDay + DAY) % DAY);
+    const transition = nextTransition(from, offset, zone);
+    if (transition === undefined || end < transition) return new Date(end);
+    if (!isInside(wallAt(transition, zone), window)) return new Date(transition);
+    from = transition;
   }
   throw new PostdateError(`no end of quiet hours within ${MAX_HOLD_DAYS} days`, {
     class: ERROR_CLASS.permanent,
   });
+}
+
+/**
+ * The first whole second within a day after `from` at which `zone`'s offset is no longer `offset`
+ * (found by bisection), or undefined when it keeps it for that day: no zone changes its offset twice
+ * within two days (see {@link instantsShowing}), so one look a day ahead is enough.
+ */
+function nextTransition(from: number, offset: number, zone: string): number | undefined {
+  let low = Math.floor(from / SECOND) * SECOND;
+  let high = low + DAY;
+  if (offsetAt(high, zone) === offset) return undefined;
+  while (high - low > SECOND) {
+    const middle = low + Math.floor((high - low) / (2 * SECOND)) * SECOND;
+    if (offsetAt(middle, zone) === offset) low = middle;
+    else high = middle;
+  }
+  return high;
 }
 
 /** What quiet hours make of a message that comes due now: hold is no attempt (DESIGN §16). */
