@@ -405,6 +405,10 @@ export const BILLED_REQUESTS: Readonly<Record<FunctionName, readonly PricedReque
     'SQS.SendMessageBatch',
     'EventBridge.PutEvents',
     'S3.PutObjectTagging',
+    // At the end: each attachment's written time; one written on an earlier day is copied onto
+    // itself, so the lifecycle counts the retention from the end (decision 0191).
+    'S3.HeadObject',
+    'S3.CopyObject',
   ],
   webhooks: ['DynamoDB.GetItem', 'DynamoDB.UpdateItem', 'SQS.SendMessage'],
   // Per period, not per message: its requests are listed so a sweep that lands in a run is priced.

@@ -4,10 +4,11 @@
  * restart), else in a temp dir removed at stop. s3rver checks no SigV4 signature; a pre-signed URL's
  * is checked here (`presignedSignatureProblem`), so a PUT of another size or type than the one signed
  * is refused as S3 refuses it; the tags a PUT or a copy sets (`x-amz-tagging`) are applied here too,
- * as S3 applies them (`tagsAtWrite`). What it does not enforce is in local/EMULATORS.md.
+ * as S3 applies them (`tagsAtWrite`), and a copy onto itself is a new write (`copyOntoItselfWrites`).
+ * What it does not enforce is in local/EMULATORS.md.
  */
 import { createHash, createHmac } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, utimes } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -19,6 +20,8 @@ export interface S3Emulator {
   readonly endpoint: string;
   readonly port: number;
   readonly bucket: string;
+  /** Sets an object's `LastModified` (its file's mtime): how a test makes one written long ago. */
+  backdate(key: string, writtenAt: Date): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -57,6 +60,7 @@ export async function startS3Emulator(options: S3EmulatorOptions): Promise<S3Emu
   (server as unknown as { middleware: KoaMiddleware[] }).middleware.unshift(
     checkPresignedSignature(accessKeyId),
     tagsAtWrite((server as unknown as { store: S3rverStore }).store),
+    copyOntoItselfWrites((server as unknown as { store: S3rverStore }).store),
   );
   const removeOwnDirectory = async () => {
     if (options.dataDir === undefined) await rm(directory, { recursive: true, force: true });
@@ -75,6 +79,10 @@ export async function startS3Emulator(options: S3EmulatorOptions): Promise<S3Emu
     endpoint: `http://${host}:${port}`,
     port,
     bucket,
+    async backdate(key, writtenAt) {
+      const store = (server as unknown as { store: S3rverStore }).store;
+      await utimes(store.getResourcePath(bucket, key, 'object'), writtenAt, writtenAt);
+    },
     async stop() {
       await new Promise<void>((resolve) => http.close(() => resolve()));
       await removeOwnDirectory();
@@ -109,6 +117,44 @@ interface S3rverStore {
   getSubresource(bucket: string, key: string, type: 'tagging'): Promise<{ toXML(): string } | null>;
   putSubresource(bucket: string, key: string, resource: unknown): Promise<void>;
   deleteSubresource(bucket: string, key: string, type: 'tagging'): Promise<void>;
+  getResourcePath(bucket: string, key: string, resource: 'object'): string;
+}
+
+function headerOf(ctx: KoaContext, name: string): string | undefined {
+  const value = ctx.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function objectOf(path: string): [string, string] {
+  const [bucket = '', ...key] = path.replace(/^\//, '').split('/');
+  return [decodeURIComponent(bucket), key.map(decodeURIComponent).join('/')];
+}
+
+/**
+ * S3 writes a new object for a copy onto itself (`x-amz-metadata-directive: REPLACE`): its
+ * `LastModified` is the copy's, and the bucket's lifecycle counts from it (decision 0191). s3rver
+ * rewrites only the metadata, and its `LastModified` is the file's mtime; so the file's time is set
+ * to now first, which s3rver's answer and every later HEAD then carry. A missing key is s3rver's 404.
+ */
+function copyOntoItselfWrites(store: S3rverStore): KoaMiddleware {
+  return async function copyOntoItself(ctx, next) {
+    const source = headerOf(ctx, 'x-amz-copy-source');
+    if (
+      ctx.method === 'PUT' &&
+      source !== undefined &&
+      headerOf(ctx, 'x-amz-metadata-directive') === 'REPLACE'
+    ) {
+      const [bucket, key] = objectOf(ctx.path);
+      const [fromBucket, fromKey] = objectOf(decodeURI(source));
+      if (bucket === fromBucket && key === fromKey && key !== '') {
+        const now = new Date();
+        await utimes(store.getResourcePath(bucket, key, 'object'), now, now).catch((error: unknown) => {
+          if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+        });
+      }
+    }
+    return next();
+  };
 }
 
 /**
@@ -121,14 +167,6 @@ function tagsAtWrite(store: S3rverStore): KoaMiddleware {
   const { TaggingConfiguration } = createRequire(import.meta.url)('s3rver/lib/models/config.js') as {
     TaggingConfiguration: new (xml: string) => unknown;
   };
-  const header = (ctx: KoaContext, name: string): string | undefined => {
-    const value = ctx.headers[name];
-    return Array.isArray(value) ? value[0] : value;
-  };
-  const objectOf = (path: string): [string, string] => {
-    const [bucket = '', ...key] = path.replace(/^\//, '').split('/');
-    return [decodeURIComponent(bucket), key.map(decodeURIComponent).join('/')];
-  };
   return async function tagsOnPut(ctx, next) {
     await next();
     const query = new URLSearchParams(ctx.querystring);
@@ -136,15 +174,15 @@ function tagsAtWrite(store: S3rverStore): KoaMiddleware {
     if (!write || ctx.status < 200 || ctx.status >= 300) return;
     const [bucket, key] = objectOf(ctx.path);
     if (key === '') return;
-    const source = header(ctx, 'x-amz-copy-source');
-    if (source !== undefined && header(ctx, 'x-amz-tagging-directive') !== 'REPLACE') {
+    const source = headerOf(ctx, 'x-amz-copy-source');
+    if (source !== undefined && headerOf(ctx, 'x-amz-tagging-directive') !== 'REPLACE') {
       const [fromBucket, fromKey] = objectOf(decodeURI(source));
       const tags = await store.getSubresource(fromBucket, fromKey, 'tagging');
       if (tags === null) await store.deleteSubresource(bucket, key, 'tagging');
       else await store.putSubresource(bucket, key, new TaggingConfiguration(tags.toXML()));
       return;
     }
-    const given = [...new URLSearchParams(header(ctx, 'x-amz-tagging') ?? '')];
+    const given = [...new URLSearchParams(headerOf(ctx, 'x-amz-tagging') ?? '')];
     if (given.length === 0) return store.deleteSubresource(bucket, key, 'tagging');
     const xml = (text: string) =>
       text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');

@@ -40,6 +40,7 @@ export function lazyS3AttachmentStore(options: LazyS3AttachmentStoreOptions): At
     copy: async (from, to, lifetime) => (await store()).copy(from, to, lifetime),
     hash: async (key) => (await store()).hash(key),
     setLifetime: async (key, lifetime) => (await store()).setLifetime(key, lifetime),
+    endLifetime: async (key, rewrite) => (await store()).endLifetime(key, rewrite),
     open: async (key) => (await store()).open(key),
     presignPut: async (key, upload) => (await store()).presignPut(key, upload),
   };

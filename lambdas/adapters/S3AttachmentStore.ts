@@ -9,6 +9,7 @@ import {
   CopyObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  type HeadObjectCommandOutput,
   PutObjectCommand,
   PutObjectTaggingCommand,
   S3Client,
@@ -101,7 +102,7 @@ export class S3AttachmentStore implements AttachmentStore {
         new CopyObjectCommand({
           Bucket: this.bucket,
           Key: to,
-          CopySource: `${this.bucket}/${from.split('/').map(encodeURIComponent).join('/')}`,
+          CopySource: copySource(this.bucket, from),
           // The copy's tags are these, not the upload's (it has none).
           ...(lifetime === undefined
             ? {}
@@ -147,6 +148,45 @@ export class S3AttachmentStore implements AttachmentStore {
     }
   }
 
+  async endLifetime(
+    key: string,
+    rewrite: (writtenAt: Date) => boolean,
+  ): Promise<'rewritten' | 'tagged' | 'gone'> {
+    let head: HeadObjectCommandOutput;
+    try {
+      head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+      // A HEAD's 404 has no body to tell a missing bucket from a missing key; the tagging's does
+      // (it throws NoSuchBucket, and does nothing for a key that is gone).
+      await this.setLifetime(key, ATTACHMENT_LIFETIME_TAG.ended);
+      return 'gone';
+    }
+    if (!rewrite(head.LastModified ?? new Date(0))) {
+      await this.setLifetime(key, ATTACHMENT_LIFETIME_TAG.ended);
+      return 'tagged';
+    }
+    try {
+      // S3 refuses a copy onto itself that changes nothing; REPLACE sets the metadata (as it was).
+      await this.client.send(
+        new CopyObjectCommand({
+          Bucket: this.bucket,
+          Key: key,
+          CopySource: copySource(this.bucket, key),
+          MetadataDirective: 'REPLACE',
+          ...(head.ContentType === undefined ? {} : { ContentType: head.ContentType }),
+          ...(head.Metadata === undefined ? {} : { Metadata: head.Metadata }),
+          TaggingDirective: 'REPLACE',
+          Tagging: lifetimeTagging(ATTACHMENT_LIFETIME_TAG.ended),
+        }),
+      );
+      return 'rewritten';
+    } catch (error) {
+      if (isNotFound(error)) return 'gone';
+      throw error;
+    }
+  }
+
   async open(key: string): Promise<Readable> {
     try {
       const object = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
@@ -186,8 +226,13 @@ export class S3AttachmentStore implements AttachmentStore {
   }
 }
 
+/** A copy's `x-amz-copy-source`: the bucket and the key, each part of it URL-encoded. */
+function copySource(bucket: string, key: string): string {
+  return `${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`;
+}
+
 /** A tag set as `x-amz-tagging` carries it: URL query form. */
-function lifetimeTagging(lifetime: WrittenLifetime): string {
+function lifetimeTagging(lifetime: WrittenLifetime | AttachmentLifetime): string {
   return new URLSearchParams({ [ATTACHMENT_LIFETIME_TAG.key]: lifetime }).toString();
 }
 

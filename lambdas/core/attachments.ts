@@ -450,7 +450,8 @@ export const ATTACHMENT_AREAS = { uploads: 'uploads/', messages: 'messages/' } a
 /**
  * The tag the bucket's lifecycle reads on `messages/` objects (lib/constructs/Attachments.ts):
  * `pending` (how an enqueue writes them) expires a day after the write, `ended` a retention after
- * it; `live` expires never.
+ * it (an ended message's object is written again when that would be too soon: endedObjectWrite);
+ * `live` expires never.
  */
 export const ATTACHMENT_LIFETIME_TAG = {
   key: 'postdate-lifetime',
@@ -502,11 +503,35 @@ export function attachmentLifetime(
 }
 
 /**
+ * When the bucket's `EndedMessages` rule expires an object written at `writtenAt`: S3 adds the rule's
+ * days to the object's creation and rounds up to the next midnight UTC. An object written at midnight
+ * exactly is taken to expire then (the earlier reading); `LastModified` is to the second, never later
+ * than the write.
+ */
+export function endedObjectExpiry(writtenAt: Date, retentionDays: number): Date {
+  return new Date(Math.ceil(writtenAt.getTime() / DAY_MS) * DAY_MS + retentionDays * DAY_MS);
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * How an ended message's object gets its `ended` tag (DESIGN §13: kept a retention after the message
+ * ends; docs/decisions/0191). The lifecycle counts from the object's write, so an object whose expiry
+ * counted from it falls before `endedAt` + the retention (written on an earlier UTC day than the end)
+ * is `copy`: written again onto itself, after the end, so the count starts then. Any other is only
+ * tagged (`tag`): most messages end the day they were enqueued, and a copy is a billed request.
+ */
+export function endedObjectWrite(writtenAt: Date, endedAt: Date, retentionDays: number): 'copy' | 'tag' {
+  const kept = endedAt.getTime() + retentionDays * DAY_MS;
+  return endedObjectExpiry(writtenAt, retentionDays).getTime() < kept ? 'copy' : 'tag';
+}
+
+/**
  * The answer to a retry of a message some of whose attachments (`gone`, their positions in the
  * message view) are no longer in the bucket: a 409 that names each, says why and what to do, for a
  * retry that could only fail the message again (the sender's AttachmentMissingError is permanent).
- * An ended message's files expire a retention after they were written (decision 0083), so a message
- * discarded and retried long after its enqueue can have lost them (decision 0130).
+ * An ended message's files expire a retention after its end (decision 0191; before it, a retention
+ * after they were written, 0083), or were deleted by hand, so a retry can find them gone (0130).
  */
 export function attachmentsGoneProblem(currentStatus: string, gone: readonly number[]): ProblemDetails {
   const which = gone.length === 1 ? `attachment ${gone[0]} is` : `attachments ${gone.join(', ')} are`;
@@ -516,8 +541,7 @@ export function attachmentsGoneProblem(currentStatus: string, gone: readonly num
     {
       errors: gone.map((position) => ({
         field: `/attachments/${position}`,
-        message:
-          "is no longer stored: an ended message's files expire a retention after they were written; attach the file to a new message",
+        message: 'is no longer stored (expired or deleted from the bucket); attach the file to a new message',
       })),
       extensions: { current_status: currentStatus },
     },

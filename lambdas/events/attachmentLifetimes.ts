@@ -5,7 +5,8 @@
  * sweeper, the operator's discard). An enqueue writes its objects tagged `pending` (the bucket
  * expires them a day later); a state record's first write, and every write that sets or removes
  * its TTL, has them tagged from the record as it is now: `live` (kept) or `ended` (expired a
- * retention after they were written). A record whose tagging failed is reported for a retry.
+ * retention after the end: an object written on an earlier UTC day is copied onto itself, as the
+ * lifecycle counts from the write; decision 0191). A record whose tagging failed is reported for a retry.
  *
  * The tag is read off the current record, never the stream image, so that a record replayed long
  * after (`postdate event-failures redrive`) tags what a newer write would and cannot undo it. A
@@ -17,6 +18,7 @@ import {
   type AttachmentLifetime,
   attachmentLifetime,
   changesAttachmentLifetime,
+  endedObjectWrite,
 } from '../core/attachments.js';
 import { errorForLog } from '../core/errorForLog.js';
 import { runWithConcurrency } from '../core/runWithConcurrency.js';
@@ -31,6 +33,12 @@ export interface AttachmentLifetimeDeps {
   readonly currentState: (id: string) => Promise<MessageStateRecord | undefined>;
 }
 
+/** What the tagging reads beside the wiring: the clock (the end is when it runs) and the retention. */
+interface LifetimeClock {
+  readonly now: () => Date;
+  readonly retentionDays: number;
+}
+
 /** Rounds of tag-then-read before a message's records are reported for a retry instead. */
 const CONFIRMATIONS = 3;
 
@@ -41,9 +49,9 @@ const CONFIRMATIONS = 3;
  */
 export async function tagAttachmentLifetimes(
   records: readonly EventRecord[],
-  deps: AttachmentLifetimeDeps,
+  deps: AttachmentLifetimeDeps & LifetimeClock,
   log?: Log,
-): Promise<{ readonly failed: readonly string[]; readonly tagged: number }> {
+): Promise<{ readonly failed: readonly string[]; readonly tagged: number; readonly rewritten: number }> {
   const byMessage = new Map<string, { sequenceNumbers: string[]; keys: Set<string> }>();
   for (const record of records) {
     const keys = record.state?.attachments?.map((attachment) => attachment.key) ?? [];
@@ -61,26 +69,47 @@ export async function tagAttachmentLifetimes(
   }
   const failed: string[] = [];
   let tagged = 0;
+  let rewritten = 0;
   await runWithConcurrency([...byMessage], 8, async ([id, { sequenceNumbers, keys }]) => {
     try {
-      tagged += await tagUntilConfirmed(deps, id, [...keys]);
+      const done = await tagUntilConfirmed(deps, id, [...keys]);
+      tagged += done.tagged;
+      rewritten += done.rewritten;
     } catch (error) {
       failed.push(...sequenceNumbers);
       log?.warn("could not tag a message's attachments", { message_id: id, error: errorForLog(error) });
     }
   });
-  return { failed, tagged };
+  return { failed, tagged, rewritten };
 }
 
-/** Tags each key from the current record, then reads it again until a read agrees with the tags put. */
-async function tagUntilConfirmed(deps: AttachmentLifetimeDeps, id: string, keys: string[]): Promise<number> {
+/**
+ * Tags each key from the current record, then reads it again until a read agrees with the tags put.
+ * An `ended` object written before the end's UTC day is copied onto itself (endedObjectWrite); a
+ * later round finds the copy young and only tags it.
+ */
+async function tagUntilConfirmed(
+  deps: AttachmentLifetimeDeps & LifetimeClock,
+  id: string,
+  keys: string[],
+): Promise<{ tagged: number; rewritten: number }> {
   let lifetimes = lifetimesNow(keys, (await deps.currentState(id)) ?? null);
   let tagged = 0;
+  let rewritten = 0;
+  const tag = async (key: string, lifetime: AttachmentLifetime): Promise<void> => {
+    if (lifetime === 'live') return deps.store.setLifetime(key, lifetime);
+    const endedAt = deps.now();
+    const done = await deps.store.endLifetime(
+      key,
+      (writtenAt) => endedObjectWrite(writtenAt, endedAt, deps.retentionDays) === 'copy',
+    );
+    if (done === 'rewritten') rewritten++;
+  };
   for (let round = 0; round < CONFIRMATIONS; round++) {
-    await Promise.all(keys.map((key, n) => deps.store.setLifetime(key, lifetimes[n] ?? 'ended')));
+    await Promise.all(keys.map((key, n) => tag(key, lifetimes[n] ?? 'ended')));
     tagged += keys.length;
     const after = lifetimesNow(keys, (await deps.currentState(id)) ?? null);
-    if (after.every((lifetime, n) => lifetime === lifetimes[n])) return tagged;
+    if (after.every((lifetime, n) => lifetime === lifetimes[n])) return { tagged, rewritten };
     lifetimes = after;
   }
   throw new Error(`the message's record changed under ${CONFIRMATIONS} taggings in a row`);

@@ -19,14 +19,19 @@ export function createEventsHandler(
     const records = event.Records.map(fromLambdaRecord);
     const outcome = await produceEvents(records, deps);
     const lifetimes = deps.attachments
-      ? await tagAttachmentLifetimes(records, deps.attachments, deps.log)
-      : { failed: [], tagged: 0 };
+      ? await tagAttachmentLifetimes(
+          records,
+          { ...deps.attachments, now: deps.now, retentionDays: deps.retentionDays },
+          deps.log,
+        )
+      : { failed: [], tagged: 0, rewritten: 0 };
     const failed = inStreamOrder(records, new Set([...outcome.failed, ...lifetimes.failed]));
     deps.log?.debug?.('events batch done', {
       records: records.length,
       events: outcome.events,
       deliveries: outcome.deliveries,
       attachments_tagged: lifetimes.tagged,
+      attachments_rewritten: lifetimes.rewritten,
       failed: failed.length,
     });
     return { batchItemFailures: failed.map((itemIdentifier) => ({ itemIdentifier })) };

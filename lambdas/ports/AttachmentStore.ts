@@ -44,6 +44,13 @@ export interface AttachmentStore {
    * reads; an object that is gone needs no tag (nothing to expire).
    */
   setLifetime(key: string, lifetime: AttachmentLifetime): Promise<void>;
+  /**
+   * Tags an ended message's object `ended`. The lifecycle counts its days from the object's write, so
+   * when `rewrite(writtenAt)` says so the object is copied onto itself instead (no bytes through the
+   * function; its type and metadata kept; the tag in the same request) and the count starts now
+   * (docs/decisions/0191). Answers what was done; `gone` for an object no longer there.
+   */
+  endLifetime(key: string, rewrite: (writtenAt: Date) => boolean): Promise<'rewritten' | 'tagged' | 'gone'>;
   /** The bytes as a stream, read as they are sent (the sender never holds a large file whole). */
   open(key: string): Promise<AsyncIterable<Uint8Array>>;
   /** A PUT URL valid `expiresInSeconds`, with the exact size and type in its signature. */

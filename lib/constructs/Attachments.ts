@@ -26,7 +26,8 @@ export interface AttachmentsProps {
  * - `messages/`: an enqueue writes its objects tagged `postdate-lifetime=pending`, which expire a
  *   day later: those of an enqueue that never became a message (docs/decisions/0144). The message's
  *   record has them tagged `live` (no expiry while the message lives), then `ended` when it ends,
- *   which expire a retention after they were written (docs/decisions/0083-attachment-lifetimes.md).
+ *   which expire a retention after the end: the rule counts from the write, so an object written on
+ *   an earlier day is copied onto itself then (docs/decisions/0083, 0191).
  * Grants: only the api writes and pre-signs, only the sender reads a message's attachments, only
  * the api (at the write) and the event producer tag them; all by area, each key under its tenant.
  */
@@ -67,7 +68,7 @@ export class Attachments extends Construct {
     acknowledge(
       this.bucket,
       'AwsSolutions-S1',
-      'Attachments are read only by the sender and written only by the api, each call in CloudTrail when data events are on; a server-access-log bucket would itself need one.',
+      'Attachments are read only by the sender and written only by the api (copied onto themselves by the event producer at the end), each call in CloudTrail when data events are on; a server-access-log bucket would itself need one.',
     );
   }
 
@@ -117,7 +118,10 @@ export class Attachments extends Construct {
    * The event producer: tags a message's attachments `live` once its record is written, `ended` for
    * the bucket's expiry when it ends (and `live` again when taken back), nothing else
    * (docs/decisions/0090-attachment-end-tagging.md, 0144). The tag is read off the message's record
-   * (its `dynamodb:GetItem` is granted beside this, by the stack).
+   * (its `dynamodb:GetItem` is granted beside this, by the stack). At the end it reads an object's
+   * written time (HeadObject: GetObject) and copies an older one onto itself, tagged in the same
+   * request (CopyObject: GetObject on the source, PutObject and PutObjectTagging on the copy;
+   * decision 0191).
    */
   grantLifetimeTagging(producer: PostdateFunction): void {
     producer.function.addEnvironment(RESOURCE_SETTINGS.attachmentBucket.variable, this.bucket.bucketName);
@@ -125,6 +129,13 @@ export class Attachments extends Construct {
       new iam.PolicyStatement({
         sid: 'TagMessageAttachments',
         actions: ['s3:PutObjectTagging'],
+        resources: [this.areaArn('messages')],
+      }),
+    );
+    producer.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'RewriteEndedAttachments',
+        actions: ['s3:GetObject', 's3:PutObject'],
         resources: [this.areaArn('messages')],
       }),
     );

@@ -1,5 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { DeleteObjectCommand, GetObjectTaggingCommand } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectCommand,
+  GetObjectTaggingCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+} from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentS3Client, S3AttachmentStore } from '../../lambdas/adapters/S3AttachmentStore.js';
 import { AttachmentMissingError } from '../../lambdas/ports/AttachmentStore.js';
@@ -127,6 +132,42 @@ describe('the attachment store on S3 (against s3rver)', () => {
     await expect(elsewhere.setLifetime('messages/acme/m3/a', 'ended')).rejects.toMatchObject({
       name: 'NoSuchBucket',
     });
+  });
+
+  it("ends an object's lifetime: one the rule says is too old is written again onto itself (a LastModified of now; type, metadata and bytes kept; tagged ended in the same request), any other only tagged", async () => {
+    const key = 'messages/acme/m4/a';
+    const head = () => client.send(new HeadObjectCommand({ Bucket: emulator.bucket, Key: key }));
+    const tags = async () =>
+      (await client.send(new GetObjectTaggingCommand({ Bucket: emulator.bucket, Key: key }))).TagSet;
+    await client.send(
+      new PutObjectCommand({
+        Bucket: emulator.bucket,
+        Key: key,
+        Body: Buffer.from('%PDF-old'),
+        ContentType: 'application/pdf',
+        Metadata: { origin: 'inline' },
+        Tagging: 'postdate-lifetime=live',
+      }),
+    );
+    const longAgo = new Date(Date.UTC(2026, 0, 1));
+    await emulator.backdate(key, longAgo);
+    const seen: Date[] = [];
+    expect(await store.endLifetime(key, (writtenAt) => seen.push(writtenAt) < 0)).toBe('tagged');
+    expect(seen).toEqual([longAgo]);
+    expect((await head()).LastModified).toEqual(longAgo);
+    expect(await tags()).toEqual([{ Key: 'postdate-lifetime', Value: 'ended' }]);
+
+    await store.setLifetime(key, 'live');
+    const before = new Date(Math.floor(Date.now() / 1000) * 1000);
+    expect(await store.endLifetime(key, () => true)).toBe('rewritten');
+    const rewritten = await head();
+    expect(rewritten.LastModified?.getTime()).toBeGreaterThanOrEqual(before.getTime());
+    expect(rewritten.ContentType).toBe('application/pdf');
+    expect(rewritten.Metadata).toEqual({ origin: 'inline' });
+    expect(await tags()).toEqual([{ Key: 'postdate-lifetime', Value: 'ended' }]);
+    expect(Buffer.from((await store.read(key)) ?? []).toString()).toBe('%PDF-old');
+
+    expect(await store.endLifetime('messages/acme/m4/gone', () => true)).toBe('gone');
   });
 
   it('hashes an object as a stream; undefined when it is gone', async () => {

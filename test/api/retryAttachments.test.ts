@@ -1,10 +1,10 @@
 /**
  * `POST /v1/messages/{id}/retry` of a message whose attachments' bytes are gone (DESIGN §3, §13;
  * docs/decisions/0130-a-retry-refuses-a-message-whose-attachments-are-gone.md), on DynamoDB Local and
- * the S3 emulator. A discarded message's files expire a retention after they were written (decision
- * 0083); a retry then could only fail the message again (the sender's AttachmentMissingError is
- * permanent), so it is refused with a 409 that names the attachment and says what to do, and changes
- * nothing.
+ * the S3 emulator. A discarded message's files can be gone (expired before decision 0191, counted
+ * from their write, or deleted); a retry then could only fail the message again (the sender's
+ * AttachmentMissingError is permanent), so it is refused with a 409 that names the attachment and
+ * says what to do, and changes nothing.
  */
 import { randomBytes } from 'node:crypto';
 import { DeleteObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';

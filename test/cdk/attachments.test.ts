@@ -93,7 +93,7 @@ describe("the attachments' bucket (DESIGN §13)", () => {
     ]);
   });
 
-  it('lets only the api write, pre-sign and read uploads (and look for a message’s attachments before a retry), only the sender and the api read a message’s attachments, only the api (as it writes them) and the event producer tag them', () => {
+  it('lets only the api write, pre-sign and read uploads (and look for a message’s attachments before a retry), only the sender and the api read a message’s attachments, only the api (as it writes them) and the event producer tag them (and rewrite an ended one in place)', () => {
     expect(s3Statements('api')).toEqual([
       expect.objectContaining({
         Effect: 'Allow',
@@ -124,6 +124,12 @@ describe("the attachments' bucket (DESIGN §13)", () => {
       expect.objectContaining({
         Effect: 'Allow',
         Action: ['s3:PutObjectTagging'],
+        Resource: [objectsIn('messages/')],
+      }),
+      // An ended message's object written on an earlier day is copied onto itself (decision 0191).
+      expect.objectContaining({
+        Effect: 'Allow',
+        Action: ['s3:GetObject', 's3:PutObject'],
         Resource: [objectsIn('messages/')],
       }),
       listing(),

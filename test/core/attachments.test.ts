@@ -10,6 +10,7 @@ import {
   contentTypeFor,
   EXECUTABLE_EXTENSIONS,
   encodedMessageBytes,
+  endedObjectWrite,
   filenameProblem,
   MESSAGE_FRAME_BYTES,
   maxUploadBytes,
@@ -317,5 +318,52 @@ describe("an attachment's lifetime, decided from the message's record as it is n
         expect(attachmentWriteToken(() => value)).toMatch(/^[0-9a-z]{8}$/);
       }),
     );
+  });
+});
+
+describe("an ended message's object: copied onto itself or only tagged (DESIGN §13: kept a retention after the end; decision 0191)", () => {
+  const DAY = 86_400_000;
+  /**
+   * S3's lifecycle, told independently: the rule's days added to the object's creation, rounded up to
+   * the next midnight UTC (a creation at midnight exactly taken as expiring then).
+   */
+  const s3Expiry = (created: number, days: number): number => {
+    const due = new Date(created + days * DAY);
+    const midnight = Date.UTC(due.getUTCFullYear(), due.getUTCMonth(), due.getUTCDate());
+    return midnight === due.getTime() ? midnight : midnight + DAY;
+  };
+  const ended = fc.integer({ min: Date.UTC(2026, 0, 1), max: Date.UTC(2030, 0, 1) });
+  const retention = fc.integer({ min: 1, max: 3650 });
+  // Written from 400 days before the end (a far send_at) to a little after it (clock skew).
+  const writtenBefore = fc.integer({ min: -60_000, max: 400 * DAY });
+
+  it('never leaves an object expiring before the end plus the retention, whenever after the end a copy is made', () => {
+    fc.assert(
+      fc.property(ended, writtenBefore, retention, fc.nat(30 * DAY), (end, before, days, copyAfter) => {
+        const written = end - before;
+        const how = endedObjectWrite(new Date(written), new Date(end), days);
+        const lastWrite = how === 'copy' ? end + copyAfter : written;
+        expect(s3Expiry(lastWrite, days)).toBeGreaterThanOrEqual(end + days * DAY);
+      }),
+    );
+  });
+
+  it('copies only an object whose expiry counted from its write would come too soon', () => {
+    fc.assert(
+      fc.property(ended, writtenBefore, retention, (end, before, days) => {
+        const written = end - before;
+        const needed = s3Expiry(written, days) < end + days * DAY;
+        expect(endedObjectWrite(new Date(written), new Date(end), days)).toBe(needed ? 'copy' : 'tag');
+      }),
+    );
+  });
+
+  it('only tags the object of a message that ends the UTC day it was written, copies one written on an earlier day', () => {
+    const at = (iso: string) => new Date(iso);
+    expect(endedObjectWrite(at('2026-12-04T00:00:01Z'), at('2026-12-04T23:59:59Z'), 30)).toBe('tag');
+    expect(endedObjectWrite(at('2026-12-03T23:00:00Z'), at('2026-12-04T01:00:00Z'), 30)).toBe('copy');
+    expect(endedObjectWrite(at('2025-11-01T10:00:00Z'), at('2026-12-04T10:00:00Z'), 30)).toBe('copy');
+    // Written at midnight exactly: S3 may count that day as over, so the end the same day copies.
+    expect(endedObjectWrite(at('2026-12-04T00:00:00Z'), at('2026-12-04T00:00:01Z'), 30)).toBe('copy');
   });
 });

@@ -4,11 +4,13 @@
  * state record, tags a message's objects (written `pending` by the enqueue) `live` once its record
  * is written, `ended` when a write ends it (its TTL set: a final status, or an operator's discard),
  * `live` again when a retry or a redrive takes it back; and a record replayed after newer ones
- * (`postdate event-failures redrive`) never undoes what they did. The table holds each message's
- * current record, as it would. Against s3rver, DynamoDB Local and the SQS emulator.
+ * (`postdate event-failures redrive`) never undoes what they did. An ended message's files written on
+ * an earlier day are written again at the end, since the bucket's lifecycle counts from the write
+ * (decision 0191). The table holds each message's current record, as it would. Against s3rver,
+ * DynamoDB Local and the SQS emulator.
  */
 import { randomBytes } from 'node:crypto';
-import { GetObjectTaggingCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectTaggingCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
@@ -119,7 +121,7 @@ async function producer(attachments: AttachmentStore = store) {
     await hold(after);
     return record(before, after);
   };
-  return { produce, hold, write };
+  return { produce, hold, write, now: harness.clock.now };
 }
 
 /** A message's objects, as an enqueue writes them: tagged pending. */
@@ -254,5 +256,34 @@ describe('a replayed record (event-failures redrive) never undoes a later taggin
     const discard = await tables.write(state('m-race', 'dead', keys), discarded);
     expect((await tables.produce({ Records: [discard] })).batchItemFailures).toEqual([]);
     expect(await tagsOf(keys[0] ?? '')).toEqual(LIVE);
+  });
+});
+
+describe("an ended message's files, whatever it waited (DESIGN §2, §13: kept a retention after the end; decision 0191)", () => {
+  const head = (key: string) => client.send(new HeadObjectCommand({ Bucket: emulator.bucket, Key: key }));
+
+  it('are written again at the end when written on an earlier day (the lifecycle counts from the write), only tagged when written the same day, and kept for ever again when taken back', async () => {
+    const { produce, write, now } = await producer();
+    const [old = '', young = ''] = await objects('m-waited', 2);
+    const end = now();
+    // A dead message an operator looked at 400 days after its enqueue; another file written today.
+    await emulator.backdate(old, new Date(end.getTime() - 400 * 86_400_000));
+    const today = new Date(Math.floor(end.getTime() / 86_400_000) * 86_400_000 + 1000);
+    await emulator.backdate(young, today);
+
+    const dead = state('m-waited', 'dead', [old, young]);
+    const discarded = state('m-waited', 'dead', [old, young], TTL);
+    expect((await produce({ Records: [await write(dead, discarded)] })).batchItemFailures).toEqual([]);
+
+    const rewritten = await head(old);
+    expect(rewritten.LastModified?.getTime()).toBeGreaterThanOrEqual(Math.floor(end.getTime() / 1000) * 1000);
+    expect(rewritten.ContentType).toBe('application/pdf');
+    expect(await store.read(old)).toEqual(new Uint8Array([1, 2, 3]));
+    expect((await head(young)).LastModified).toEqual(today);
+    for (const key of [old, young]) expect(await tagsOf(key)).toEqual(ENDED);
+
+    const retried = state('m-waited', 'scheduled', [old, young]);
+    expect((await produce({ Records: [await write(discarded, retried)] })).batchItemFailures).toEqual([]);
+    for (const key of [old, young]) expect(await tagsOf(key)).toEqual(LIVE);
   });
 });

@@ -239,7 +239,7 @@ export type RetryResult =
 /**
  * A manual retry (DESIGN §3) of a message whose attachments are all still in the bucket; otherwise
  * nothing changes and the answer names the ones gone (decision 0130). An ended message's
- * files expire a retention after they were written (decision 0083), and the sender fails a message
+ * files expire (a retention after its end, decision 0191) or are deleted, and the sender fails a message
  * whose file is missing for good, so a retry that found them gone would only fail it again. Only a
  * message the retry would take is checked (one HEAD per attachment); the status conflict comes
  * first. Without a bucket (a CLI that knows none) such a message is not retried unchecked:
