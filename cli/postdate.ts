@@ -13,6 +13,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { EventBridgeBus } from '../lambdas/adapters/EventBridgeBus.js';
 import { createPostdateClient } from '../lambdas/client/index.js';
 import { ConfigError, loadConfig } from '../lambdas/core/config.js';
+import { relayBreakerSettings } from '../lambdas/core/relayBreaker.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import { DynamoApiStore } from '../lambdas/store/apiStore.js';
 import { DynamoDueIndex } from '../lambdas/store/dueIndex.js';
@@ -45,7 +46,7 @@ import { type ExportOptions, messagesExport, openLineSink } from './messagesExpo
 import { memoryOutput, type Output, terminalOutput } from './output.js';
 import { reconcile, reconcileClean } from './reconcileCommand.js';
 import { relayFailureDeps, relayFailuresCleared, relayFailuresRedrive } from './relayFailuresCommand.js';
-import { registerRelaysCommands, relaysDepsOf } from './relaysCommands.js';
+import { readGates, registerRelaysCommands, relaysDepsOf } from './relaysCommands.js';
 import {
   scheduleFailuresCleared,
   scheduleFailuresRedrive,
@@ -477,8 +478,12 @@ export function buildProgram(): Command {
     .description('replay them from the stream, or sweep when the stream no longer holds them')
     .option('--max <n>', 'stop after this many failure messages', integer('--max', 1), 1000)
     .action(
-      action(async ({ target, out, now, config }, options: { max: number }) => {
+      action(async (context, options: { max: number }) => {
+        const { target, out, now, config } = context;
         const { refs, sqs } = target;
+        // The sweep's gate holds what the senders hold: every relay of the stack, checked as `relays` checks them.
+        const relays = relaysDepsOf(context);
+        await readGates(relays);
         const sendQueueUrl = await queueUrlOf(sqs, refs.sendQueue, 'send queue');
         const dead = refs.scheduleDeadLetter;
         if (refs.scheduleGroup === undefined || refs.schedulerRoleArn === undefined || dead === undefined) {
@@ -503,6 +508,8 @@ export function buildProgram(): Command {
               : await queueArnOf(sqs, await queueUrlOf(sqs, dead, 'schedule dead-letter queue')),
           directDelayMaxSeconds: config.directDelayMaxSeconds,
           scheduleLeadSeconds: config.scheduleLeadSeconds,
+          relayNames: relays.names,
+          breaker: relayBreakerSettings(config),
           now,
         });
         return ok(relayFailuresCleared(await relayFailuresRedrive(deps, options, out)));

@@ -3,7 +3,8 @@
  * SQS's console redrive cannot serve this queue (it is fed by a Lambda event source, and its messages
  * describe a stream range, not a copy), so the CLI runs redriveStreamFailures
  * (cli/streamFailures/redriveStreamFailures.ts) with real clients: replay the range with the relay's
- * own logic while the stream still holds it, else one grace-0 sweep of the `due` index.
+ * own logic while the stream still holds it, else one grace-0 sweep of the `due` index, behind the
+ * senders' gate as the scheduled sweeper (lambdas/sweeper/relayToken.ts `sweeperGateOf`).
  * `event-failures redrive` (cli/eventFailuresCommand.ts) is the same redrive with the event producer.
  */
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
@@ -12,10 +13,12 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { EventBridgeScheduler } from '../lambdas/adapters/EventBridgeScheduler.js';
 import { SqsDispatchQueue } from '../lambdas/adapters/SqsDispatchQueue.js';
+import type { BreakerSettings } from '../lambdas/core/relayBreaker.js';
 import { fromSdkRecord } from '../lambdas/relay/relayRecord.js';
 import { type RelayDeps, relayRecords } from '../lambdas/relay/relayRecords.js';
 import { DynamoDueIndex } from '../lambdas/store/dueIndex.js';
 import { DynamoSweepRecords } from '../lambdas/store/sweepRecords.js';
+import { sweeperGateOf } from '../lambdas/sweeper/relayToken.js';
 import { UsageError } from './cliErrors.js';
 import { SqsDeadLetterQueue } from './deadLetters/SqsDeadLetterQueue.js';
 import { type Output, paint, printFields } from './output.js';
@@ -42,6 +45,9 @@ export interface RelayFailureParts {
   /** POSTDATE_DIRECT_DELAY_MAX_SECONDS and POSTDATE_SCHEDULE_LEAD_SECONDS, as the relay has them. */
   readonly directDelayMaxSeconds: number;
   readonly scheduleLeadSeconds: number;
+  /** The relays in order and their breakers' settings, as the senders have them: the sweep's gate. */
+  readonly relayNames: readonly string[];
+  readonly breaker: BreakerSettings;
   readonly now: () => Date;
 }
 
@@ -85,6 +91,7 @@ export function relayFailureDeps(parts: RelayFailureParts): RelayRedriveDeps {
       records: new DynamoSweepRecords(parts.documents, parts.tableName),
       queue,
       now: parts.now,
+      gate: sweeperGateOf(parts.documents, parts.tableName, parts.relayNames, parts.breaker),
     },
   };
 }

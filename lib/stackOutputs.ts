@@ -36,9 +36,10 @@ export type StackOutputName = keyof typeof STACK_OUTPUT;
 /**
  * The settings (rows of lambdas/core/configSpec.ts) the operator CLI decides with: a retry's attempts
  * (the API's own retry), the retention of a cancel, discard or DLQ drop, the Message-ID `messages show`
- * prints, the sweep grace of `reconcile`, the delays of `relay-failures redrive`, a webhook retry's
- * hours, the types `event-failures redrive` puts on the bus. The CLI's configuration is typed as
- * these alone (cli/postdate.ts), so a new one is added here.
+ * prints, the sweep grace of `reconcile`, the delays and breaker timing of `relay-failures redrive`
+ * (its sweep reads the relays' gates as the sweeper does), a webhook retry's hours, the types
+ * `event-failures redrive` puts on the bus. The CLI's configuration is typed as these alone
+ * (cli/postdate.ts), so a new one is added here.
  */
 export const CLI_SETTINGS = [
   'maxAttempts',
@@ -47,6 +48,8 @@ export const CLI_SETTINGS = [
   'sweepGraceSeconds',
   'directDelayMaxSeconds',
   'scheduleLeadSeconds',
+  'relayProbeSeconds',
+  'smtpTimeoutSeconds',
   'webhookRetryHours',
   'busEvents',
 ] as const satisfies readonly SettingName[];

@@ -2,6 +2,7 @@ import type { Log } from '../../lambdas/ports/Log.js';
 import type { RelayFailureMessage, RelayFailureQueue } from '../../lambdas/ports/RelayFailureQueue.js';
 import type { SdkStreamRecord } from '../../lambdas/store/streamRecord.js';
 import { isIncomplete } from '../../lambdas/sweeper/createSweeperHandler.js';
+import type { SweeperGate } from '../../lambdas/sweeper/relayToken.js';
 import { type SweepDeps, type SweepReport, sweep } from '../../lambdas/sweeper/sweep.js';
 import { parseStreamFailure, type StreamFailureInfo } from './streamFailure.js';
 import type { StreamRangeReader } from './streamRange.js';
@@ -24,10 +25,11 @@ export interface RedriveStreamFailuresDeps {
   readonly streamRange: StreamRangeReader;
   /**
    * A backstop for failures whose records are gone: the sweeper's parts (the relay's; it runs once,
-   * with grace 0). Without one (the event producer: its events come from the stream only) such a
-   * failure stays on the queue unless `discardGone`.
+   * with grace 0), its sending gate among them, so it hands back no copy the senders hold (the
+   * scheduled sweeper's rule). Without one (the event producer: its events come from the stream
+   * only) such a failure stays on the queue unless `discardGone`.
    */
-  readonly sweep?: Omit<SweepDeps, 'graceSeconds'> | undefined;
+  readonly sweep?: (Omit<SweepDeps, 'graceSeconds'> & { readonly gate: SweeperGate }) | undefined;
   /** Delete failures whose records are gone and that no sweep covers (the operator has recorded them). */
   readonly discardGone?: boolean;
   /** Stop after this many failure messages. @default 1000 */

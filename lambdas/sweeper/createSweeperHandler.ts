@@ -1,6 +1,7 @@
 import type { Context } from 'aws-lambda';
 import { PostdateError } from '../core/postdateError.js';
 import { parseZonedTimestamp } from '../core/timestamps.js';
+import type { DueCursor } from '../ports/DueIndex.js';
 import { type SweepDeps, type SweepReport, sweep } from './sweep.js';
 
 /**
@@ -80,8 +81,13 @@ export function sweepRunOf(event: unknown, now: Date): SweepRun {
 export function createSweeperHandler(
   deps: SweepDeps,
 ): (context?: Pick<Context, 'getRemainingTimeInMillis'>, run?: SweepRun) => Promise<SweepReport> {
-  // What this environment learns of the DLQ's copies, kept from one run to the next (decision 0148).
-  const wired = { ...deps, deadLetterRenewal: deps.deadLetterRenewal ?? {} };
+  // What this environment learns, kept from one run to the next: the DLQ's copies (decision 0148),
+  // and where each shard's pass stopped (decision 0195).
+  const wired = {
+    ...deps,
+    deadLetterRenewal: deps.deadLetterRenewal ?? {},
+    resumeFrom: deps.resumeFrom ?? new Map<number, DueCursor>(),
+  };
   return async function sweepOnce(
     context?: Pick<Context, 'getRemainingTimeInMillis'>,
     run: SweepRun = {},

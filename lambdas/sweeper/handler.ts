@@ -12,7 +12,6 @@ import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '
 import { relayBreakerSettings } from '../core/relayBreaker.js';
 import type { SweeperMetrics } from '../ports/SweeperMetrics.js';
 import { DynamoDueIndex } from '../store/dueIndex.js';
-import { DynamoSendingGate } from '../store/sendingGate.js';
 import { DynamoSweepRecords } from '../store/sweepRecords.js';
 import {
   createSweeperHandler,
@@ -21,6 +20,7 @@ import {
   type SweepRun,
   sweepRunOf,
 } from './createSweeperHandler.js';
+import { sweeperGateOf } from './relayToken.js';
 import type { SweepReport } from './sweep.js';
 
 /** The sweeper once wired: one pass over the due index, within the invocation's time when given its context. */
@@ -51,15 +51,12 @@ export function wireSweeper(
     queue: new SqsDispatchQueue(sqs, requireResource(names, 'sendQueueUrl', 'POSTDATE_SEND_QUEUE_URL')),
     now,
     graceSeconds: config.sweepGraceSeconds,
-    gate: {
-      store: new DynamoSendingGate(documents, names.tableName),
-      settings: relayBreakerSettings(config),
-      // Every relay's breaker (DESIGN §15): each lost probe token is re-armed.
-      relays: config.relays.map(({ name }) => ({
-        name,
-        store: new DynamoSendingGate(documents, names.tableName, name),
-      })),
-    },
+    gate: sweeperGateOf(
+      documents,
+      names.tableName,
+      config.relays.map(({ name }) => name),
+      relayBreakerSettings(config),
+    ),
     // Stale copies in the DLQ (decision 0141): taken off when the DLQ's URL is given, as the stack gives it.
     ...(names.sendDeadLetterQueueUrl === undefined
       ? {}

@@ -1,4 +1,5 @@
 import { randomInt } from 'node:crypto';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import {
   type BreakerSettings,
   type BreakerState,
@@ -12,6 +13,7 @@ import { DEFAULT_RELAY } from '../core/relays.js';
 import type { DispatchQueue } from '../ports/DispatchQueue.js';
 import type { Log } from '../ports/Log.js';
 import type { SendingGateStore } from '../ports/SendingGate.js';
+import { DynamoSendingGate } from '../store/sendingGate.js';
 
 /** What the sweeper needs to watch the relay breakers (core/relayBreaker.ts). */
 export interface SweeperGate {
@@ -23,6 +25,25 @@ export interface SweeperGate {
    * @default the one relay `default`, whose gate is `store`
    */
   readonly relays?: readonly { readonly name: string; readonly store: SendingGateStore }[];
+}
+
+/**
+ * The gate of one outbox table as every sweep reads it — the scheduled function's (handler.ts) and
+ * `relay-failures redrive`'s one-off (cli/relayFailuresCommand.ts) — so both hold what the senders
+ * hold: the pauses, and every relay's breaker in order (`relayNames`, as the senders have them).
+ */
+export function sweeperGateOf(
+  documents: DynamoDBDocumentClient,
+  tableName: string,
+  relayNames: readonly string[],
+  settings: BreakerSettings,
+): SweeperGate {
+  return {
+    store: new DynamoSendingGate(documents, tableName),
+    settings,
+    // Every relay's breaker (DESIGN §15): each lost probe token is re-armed.
+    relays: relayNames.map((name) => ({ name, store: new DynamoSendingGate(documents, tableName, name) })),
+  };
 }
 
 export interface BreakerCheck {

@@ -73,6 +73,14 @@ export interface SweepDeps {
   readonly queueEmptiedAt?: Date;
   /** What this environment remembers of the DLQ's copies between runs (createSweeperHandler.ts keeps one). */
   readonly deadLetterRenewal?: RenewalClock;
+  /**
+   * Where runs stopped in the shards they could not read to the end (createSweeperHandler.ts keeps one
+   * per environment): this run starts a shard there, reads on to its end, then from its start, and
+   * leaves here where it stops. A backlog runs leave alone (a paused kind) that is longer than a run
+   * reads then hides nothing behind it for good (decision 0195). Absent (the CLI's one-off sweep), or
+   * after a cold start: every shard from its start.
+   */
+  readonly resumeFrom?: Map<number, DueCursor>;
 }
 
 export interface SweepReport {
@@ -97,7 +105,8 @@ export interface SweepReport {
   /**
    * Shards this run could not read to the end (more re-dispatches than `maxPerShard`, more entries
    * than `maxReadsPerShard`, or its time ran out first): the run is incomplete. Re-dispatched entries
-   * move out of the window, so the next run gets further; skipped ones (a paused backlog) do not.
+   * move out of the window, so the next run gets further; past skipped ones (a paused backlog) it gets
+   * further by starting where this one stopped (`resumeFrom`).
    */
   readonly truncatedShards: readonly number[];
   /** The pass stopped with shards left to read: only {@link SWEEP_RESERVED_MS} of the run's time was left. */
@@ -147,8 +156,8 @@ export const SWEEP_PACE = { shardsAtOnce: 16, entriesPerShardSecond: 100, stamps
 export const SWEEP_RESERVED_MS = 40_000;
 
 /**
- * The entries one run reads per shard, paging past those it leaves alone: a paused backlog of up to
- * this many per shard hides no lost message behind it. More than a run's time lets it read of one
+ * The entries one run reads per shard, paging past those it leaves alone (a longer paused backlog is
+ * read on by the next runs, `resumeFrom`). More than a run's time lets it read of one
  * shard (at {@link SWEEP_PACE}, 100 a second over the 80 s a 120 s run gives its pass), so the time
  * binds first; without a time limit (the CLI) it bounds a run to 640,000 index entries and state
  * records (one Query and one consistent BatchGetItem per 100).
@@ -296,7 +305,12 @@ async function readGate(deps: SweepDeps): Promise<GateFound> {
 /** One shard's place in the pass. */
 interface ShardTurn {
   readonly shard: number;
+  /** Where its next page starts (undefined: at its start). */
   cursor: DueCursor | undefined;
+  /** Begun where an earlier run stopped (`resumeFrom`), and its start not read yet. */
+  resumed: boolean;
+  /** Read to its end (and, when resumed, from its start on). */
+  done: boolean;
   read: number;
   planned: number;
 }
@@ -325,12 +339,12 @@ async function sweepShards(deps: SweepDeps, tally: PageTally, gate: GateFound): 
   const before = readUntil(deps).toISOString();
   const holds = { pause: gate.pause, noRelay: gate.noRelay, queueEmptiedAt: deps.queueEmptiedAt };
   const first = firstShardOfRun(deps.now(), shards);
-  const line: ShardTurn[] = Array.from({ length: shards }, (_, i) => ({
-    shard: (first + i) % shards,
-    cursor: undefined,
-    read: 0,
-    planned: 0,
-  }));
+  const line: ShardTurn[] = Array.from({ length: shards }, (_, i) => {
+    const shard = (first + i) % shards;
+    const from = deps.resumeFrom?.get(shard);
+    return { shard, cursor: from, resumed: from !== undefined, done: false, read: 0, planned: 0 };
+  });
+  const turns = [...line];
   const left: number[] = [];
   const shardErrors: { shard: number; error: string }[] = [];
   let examined = 0;
@@ -342,13 +356,18 @@ async function sweepShards(deps: SweepDeps, tally: PageTally, gate: GateFound): 
     const limit = Math.min(pageSize, maxPerShard - turn.planned, maxReadsPerShard - turn.read);
     const page = await deps.dueIndex.overdue({ shard: turn.shard, before, limit, cursor: turn.cursor });
     turn.cursor = page.cursor;
+    // A shard begun where the last run stopped goes on from its start once its end is read.
+    if (turn.cursor === undefined) {
+      if (turn.resumed) turn.resumed = false;
+      else turn.done = true;
+    }
     turn.read += page.entries.length;
     examined += page.entries.length;
     const pace = sleep((page.entries.length * 1000) / SWEEP_PACE.entriesPerShardSecond);
     turn.planned += await sweepPage(deps, page.entries, tally, holds);
     await pace;
     // More to read, within the bounds: back in line.
-    return turn.cursor !== undefined && turn.planned < maxPerShard && turn.read < maxReadsPerShard;
+    return !turn.done && turn.planned < maxPerShard && turn.read < maxReadsPerShard;
   }
 
   async function worker(): Promise<void> {
@@ -360,7 +379,7 @@ async function sweepShards(deps: SweepDeps, tally: PageTally, gate: GateFound): 
       }
       try {
         if (await sweepTurn(turn)) line.push(turn);
-        else if (turn.cursor !== undefined) left.push(turn.shard);
+        else if (!turn.done) left.push(turn.shard);
       } catch (error) {
         const name = error instanceof Error ? error.name : 'non-error';
         shardErrors.push({ shard: turn.shard, error: name });
@@ -370,6 +389,12 @@ async function sweepShards(deps: SweepDeps, tally: PageTally, gate: GateFound): 
   }
 
   await Promise.all(Array.from({ length: Math.min(SWEEP_PACE.shardsAtOnce, shards) }, worker));
+  // The next run starts each shard where this one stopped; an unreadable one where it was to start.
+  for (const turn of turns) {
+    if (deps.resumeFrom === undefined || shardErrors.some(({ shard }) => shard === turn.shard)) continue;
+    if (turn.done || turn.cursor === undefined) deps.resumeFrom.delete(turn.shard);
+    else deps.resumeFrom.set(turn.shard, turn.cursor);
+  }
   if (outOfTime)
     deps.log?.warn('sweeper ran out of time: shards left for the next run', { shards: left.length });
   return {

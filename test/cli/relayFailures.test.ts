@@ -7,6 +7,8 @@ import {
   relayFailuresCleared,
   relayFailuresRedrive,
 } from '../../cli/relayFailuresCommand.js';
+import { NEVER_OPENED, opened, pauseAfter, relayBreakerSettings } from '../../lambdas/core/relayBreaker.js';
+import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import { relayFailureMessage, StreamTail } from '../relay/streamTail.js';
 import {
   documentClient,
@@ -20,6 +22,7 @@ import { eventually } from '../support/eventually.js';
 import { drainIds, messageId, seedMessages, visibleCount } from './cliFixtures.js';
 
 const NOW = new Date('2026-11-29T12:00:00.000Z');
+const BREAKER = relayBreakerSettings({ relayProbeSeconds: 30, smtpTimeoutSeconds: 20 });
 
 async function world() {
   const { tableName, streamArn } = await freshTable();
@@ -41,6 +44,8 @@ async function world() {
     scheduleDeadLetterArn: arns.scheduleDeadLetter,
     directDelayMaxSeconds: 900,
     scheduleLeadSeconds: 90,
+    relayNames: ['default'],
+    breaker: BREAKER,
     now: () => NOW,
   });
   const fail = (body: string) =>
@@ -146,5 +151,42 @@ describe('postdate relay-failures redrive', () => {
 
     expect(report).toMatchObject({ messages: 0, remaining: 1 });
     expect(relayFailuresCleared(report)).toBe(false);
+  });
+
+  /**
+   * DESIGN §5, §5a: while a pause or an open breaker holds the mail the senders hand every copy back,
+   * so the sweeper leaves the held messages alone (sweep.ts); the redrive's one-off sweep is that
+   * sweeper, and obeys the same gate. The failure message is still covered: the held message stays
+   * overdue in the `due` index, and the scheduled sweeper re-dispatches it once the mail moves.
+   */
+  it.each([
+    [
+      'everything paused',
+      async (gate: DynamoSendingGate) => {
+        const { pause } = await gate.read();
+        await gate.writePause(pause, pauseAfter(pause, { action: 'pause', reason: 'incident' }, NOW));
+      },
+    ],
+    [
+      'the only relay unavailable',
+      async (gate: DynamoSendingGate) => {
+        const open = opened(NEVER_OPENED, { reason: 'ECONNREFUSED' }, NOW, BREAKER, '7');
+        if (open === undefined) throw new Error('a closed breaker opens');
+        await gate.writeBreaker(NEVER_OPENED, open);
+      },
+    ],
+  ])('hands nothing the senders hold to the queue in its grace-0 sweep: %s', async (held, hold) => {
+    const w = await world();
+    await failBatchTheStreamNoLongerHolds(w, messageId(4));
+    await hold(new DynamoSendingGate(w.documents, w.tableName));
+
+    const report = await relayFailuresRedrive(w.deps, {}, memoryOutput());
+
+    expect(await drainIds(w.sqs, w.urls.send)).toEqual([]);
+    expect(report.sweep).toMatchObject({
+      redispatched: 0,
+      held: held === 'everything paused' ? 'paused' : 'no-relay',
+    });
+    expect(report).toMatchObject({ messages: 1, sweptOver: 1, kept: 0 });
   });
 });

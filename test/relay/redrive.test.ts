@@ -6,8 +6,10 @@ import { redriveStreamFailures } from '../../cli/streamFailures/redriveStreamFai
 import { DynamoDbStreamRangeReader } from '../../cli/streamFailures/streamRange.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
+import { sweeperGateOf } from '../../lambdas/sweeper/relayToken.js';
 import type { SchedulerEmulator } from '../../local/scheduler/startSchedulerEmulator.js';
 import { documentClient, freshTable, sqsClient, streamsClient } from '../support/awsLocal.js';
+import { SWEEP_GATE_SETTINGS } from '../sweeper/sweepWorld.js';
 import { OutboxWriter, stateRecord } from './records.js';
 import { drainQueue, relayWorld, seconds, startScheduler, wholeSecondNow } from './relayParts.js';
 import { relayFailureMessage, StreamTail } from './streamTail.js';
@@ -47,6 +49,7 @@ async function setUp() {
         sweep: {
           dueIndex: new DynamoDueIndex(documentClient(), tableName),
           records: new DynamoSweepRecords(documentClient(), tableName),
+          gate: sweeperGateOf(documentClient(), tableName, ['default'], SWEEP_GATE_SETTINGS),
           queue: world.queue,
           now: () => now,
         },
@@ -122,6 +125,7 @@ describe('redriving relay failures', () => {
       sweep: {
         dueIndex: new DynamoDueIndex(documentClient(), 'unused'),
         records: new DynamoSweepRecords(documentClient(), 'unused'),
+        gate: sweeperGateOf(documentClient(), 'unused', ['default'], SWEEP_GATE_SETTINGS),
         queue: t.queue,
         now: () => t.now,
       },

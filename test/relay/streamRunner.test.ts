@@ -8,9 +8,11 @@ import { createRelayHandler } from '../../lambdas/relay/createRelayHandler.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
 import { RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
+import { sweeperGateOf } from '../../lambdas/sweeper/relayToken.js';
 import { startStreamRunner } from '../../local/runners/streamRunner.js';
 import type { SchedulerEmulator } from '../../local/scheduler/startSchedulerEmulator.js';
 import { documentClient, freshTable, sqsClient, streamsClient } from '../support/awsLocal.js';
+import { SWEEP_GATE_SETTINGS } from '../sweeper/sweepWorld.js';
 import { OutboxWriter, stateRecord } from './records.js';
 import { relayWorld, SCHEDULER_ROLE_ARN, seconds, startScheduler, wholeSecondNow } from './relayParts.js';
 
@@ -87,6 +89,7 @@ describe('the relay behind the local stream event source', () => {
       sweep: {
         dueIndex: new DynamoDueIndex(documentClient(), tableName),
         records: new DynamoSweepRecords(documentClient(), tableName),
+        gate: sweeperGateOf(documentClient(), tableName, ['default'], SWEEP_GATE_SETTINGS),
         queue: t.queue,
         now: () => now,
       },

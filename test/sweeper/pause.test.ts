@@ -135,6 +135,32 @@ describe('the sweeper behind a paused backlog', () => {
     expect(new SweepIncompleteError(report).message).toContain('1 shard(s) not read to the end');
   }, 60_000);
 
+  it('reaches a lost message behind a paused backlog larger than a run reads on the next run, and the backlog on the runs after (no starvation)', async () => {
+    const w = await pausedWorld();
+    const { shard, ids } = await inOneShard(w, ['digest', 'digest', 'digest', 'digest', 'invoice']);
+    const invoice = ids[4] ?? '';
+    // What the sweeper function keeps from one run to the next (createSweeperHandler.ts).
+    const resumeFrom = new Map();
+    const bounds = { maxReadsPerShard: 3, pageSize: 1, resumeFrom };
+
+    const first = await w.run(new Date(), bounds);
+    expect(first).toMatchObject({ examined: 3, paused: 3, truncatedShards: [shard] });
+    expect(w.queue.of(invoice)).toBe(0);
+
+    // The next run goes on where the first stopped, then from the shard's start.
+    const second = await w.run(new Date(), bounds);
+    expect(w.queue.of(invoice)).toBe(1);
+    expect(second).toMatchObject({ examined: 3, paused: 2, redispatched: 1 });
+
+    // Resumed, every digest is re-dispatched within the runs it takes to read the shard once.
+    const { pause } = await w.gate.read();
+    expect(await w.gate.writePause(pause, pauseAfter(pause, { action: 'resume' }, new Date()))).toBe(
+      'written',
+    );
+    for (let run = 0; run < 2; run++) await w.run(new Date(), bounds);
+    expect(ids.map((id) => w.queue.of(id))).toEqual([1, 1, 1, 1, 1]);
+  }, 60_000);
+
   it('with every kind paused it re-dispatches only test messages, and a held backlog past its read budget is no incomplete run', async () => {
     const w = await sweepWorld('sweep-all-paused');
     const { pause } = await w.gate.read();

@@ -70,7 +70,10 @@ export async function sweepWorld(
   const gauges: { name: string; value: number; relay?: string | undefined }[] = [];
   const run = (
     now: Date,
-    overrides: Pick<SweepDeps, 'maxPerShard' | 'maxReadsPerShard' | 'pageSize' | 'remainingMs'> = {},
+    overrides: Pick<
+      SweepDeps,
+      'maxPerShard' | 'maxReadsPerShard' | 'pageSize' | 'remainingMs' | 'resumeFrom'
+    > = {},
   ) =>
     sweep({
       dueIndex: new DynamoDueIndex(documents, tableName),
