@@ -22,7 +22,7 @@
  */
 import { parseAddress, preferredLocalPart } from '../core/addresses.js';
 import { classifySmtpError } from '../core/classifySmtpError.js';
-import { SIMULATOR_DOMAIN } from '../core/testSide.js';
+import { isSimulatorDomain } from '../core/testSide.js';
 import type { Mailer, OutgoingEmail, RecipientRefusal, SendLimits, SendOutcome } from '../ports/Mailer.js';
 
 /** The simulator's mailboxes, by local part. */
@@ -83,7 +83,7 @@ export function showSimulatedMailIn(next: SimulatedMailViewer | undefined): void
  */
 export function simulatedMailbox(recipient: string): SimulatedMailbox | null {
   const parsed = parseAddress(recipient);
-  if (!parsed.ok || parsed.value.domain.toLowerCase() !== SIMULATOR_DOMAIN) return null;
+  if (!parsed.ok || !isSimulatorDomain(parsed.value.domain)) return null;
   const local = preferredLocalPart(parsed.value.local).toLowerCase();
   return (Object.values(SIMULATED_MAILBOX) as string[]).includes(local) ? (local as SimulatedMailbox) : null;
 }

@@ -53,6 +53,7 @@ import {
 import { bodySizeProblem, LIMITS } from './requestLimits.js';
 import { AttachmentsSchema } from './requestSchemas.js';
 import { rawData, TemplateDataSchema, TemplateRefSchema, templateDataErrors } from './templateRequests.js';
+import { isSimulatorDomain, SIMULATOR_DOMAIN, TEST_KEY_PREFIX } from './testSide.js';
 import { horizonEndMs, parseZonedTimestamp } from './timestamps.js';
 
 export { type AddressParse, isAllowedSender, type ParsedAddress, parseAddress } from './addresses.js';
@@ -718,6 +719,11 @@ export interface EnqueueContext {
   readonly defaultFrom: string;
   /** POSTDATE_MAX_HORIZON_DAYS. */
   readonly maxHorizonDays: number;
+  /**
+   * A test key's enqueue (DESIGN §14), the only one that may name the mailbox simulator's addresses;
+   * absent, a live one (a live key, the outbox helper), which may not (decision 0192).
+   */
+  readonly testSide?: boolean;
 }
 
 /**
@@ -757,6 +763,7 @@ export function validateEnqueueRequest(body: unknown, ctx: EnqueueContext): Vali
     if (!fromAddress.ok) errors.push({ field: '/from', message: fromAddress.reason });
     else if (!isAllowedSender(fromAddress.value.address, ctx.allowedFrom))
       errors.push({ field: '/from', message: 'is not an allowed sender (POSTDATE_ALLOWED_FROM)' });
+    if (ctx.testSide !== true) errors.push(...simulatorRecipientErrors(input));
 
     let requestedSendAt: string | null = null;
     let sendAtMs = nowMs;
@@ -833,6 +840,26 @@ export function validateEnqueueRequest(body: unknown, ctx: EnqueueContext): Vali
       },
     };
   });
+}
+
+/**
+ * The recipients a live enqueue may not have (decision 0192): those at the mailbox simulator's domain.
+ * Only a test message is answered by the simulator; a live one would go to the relay, which cannot
+ * deliver to a reserved `.test` domain, and its bounce would count against the sender's reputation.
+ */
+function simulatorRecipientErrors(input: {
+  readonly to?: readonly string[] | null | undefined;
+  readonly cc?: readonly string[] | null | undefined;
+  readonly bcc?: readonly string[] | null | undefined;
+}): FieldError[] {
+  return (['to', 'cc', 'bcc'] as const).flatMap((field) =>
+    (input[field] ?? []).flatMap((mailbox, index) => {
+      const parsed = parseAddress(mailbox);
+      if (!parsed.ok || !isSimulatorDomain(parsed.value.domain)) return [];
+      const message = `is a mailbox simulator address (${SIMULATOR_DOMAIN}): only a test key (${TEST_KEY_PREFIX}…) sends to it`;
+      return [{ field: `/${field}/${index}`, message }];
+    }),
+  );
 }
 
 /**

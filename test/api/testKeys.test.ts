@@ -72,6 +72,57 @@ describe('test keys', () => {
     ).rejects.toMatchObject({ reason: 'invalid-secret' });
   });
 
+  it('sends to a simulator address only with a test key: a live one is refused, stores nothing (decision 0192)', async () => {
+    // A tenant of its own: the other tests list each side's messages.
+    const liveTenant = await authorizedTenant(
+      (await createApiKey(documents, harness.tableName, { tenant: 'umbrella', now })).secret,
+    );
+    const testTenant = await authorizedTenant(
+      (await createApiKey(documents, harness.tableName, { tenant: 'umbrella', test: true, now })).secret,
+    );
+    const simulated = ['Ada <ada@example.com>', 'Desk <Bounce@Simulator.Postdate.TEST>'];
+    const enqueue = (
+      tenant: string,
+      key: string,
+      path = '/v1/messages',
+      body: unknown = validBody({ cc: simulated }),
+    ) =>
+      harness.call({
+        method: 'POST',
+        path,
+        routeKey: `POST ${path}`,
+        tenant,
+        headers: { 'idempotency-key': key },
+        body,
+      });
+
+    const live = await enqueue(liveTenant, 'simulated-live');
+    expect(live.status).toBe(400);
+    expect(live.json.errors).toEqual([{ field: '/cc/1', message: expect.stringContaining('test key') }]);
+    const batch = await enqueue(liveTenant, 'unused', '/v1/messages/batch', {
+      messages: [{ idempotency_key: 'simulated-batch', ...validBody({ bcc: simulated }) }],
+    });
+    expect(batch.json.results).toMatchObject([
+      { index: 0, status: 400, problem: { errors: [{ field: '/messages/0/bcc/1' }] } },
+    ]);
+    expect(
+      JSON.stringify(
+        (
+          await harness.call({
+            method: 'GET',
+            path: '/v1/messages',
+            routeKey: 'GET /v1/messages',
+            tenant: liveTenant,
+          })
+        ).json,
+      ),
+    ).not.toMatch(/simulator/i);
+
+    const test = await enqueue(testTenant, 'simulated-test');
+    expect(test.status).toBe(202);
+    expect(test.json.test).toBe(true);
+  });
+
   it('keeps messages, templates, webhooks and suppressions apart, both ways', async () => {
     const sides = { live: liveTenant, test: testTenant };
     const seen: Record<string, { message: string; webhook: string }> = {};

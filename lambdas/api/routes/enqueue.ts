@@ -39,6 +39,7 @@ import {
   type ReplayDecision,
   type ReplayInput,
 } from '../../core/replayDecision.js';
+import { isTestSide } from '../../core/testSide.js';
 import type { ApiStore, BodyStamp, EnqueueRecords, EnqueueWriteResult } from '../../ports/ApiStore.js';
 import type { DispatchQueue } from '../../ports/DispatchQueue.js';
 import type { MessageStateRecord } from '../../store/messageRecord.js';
@@ -116,6 +117,7 @@ export async function judgeEnqueue(
     allowedFrom: deps.config.allowedFrom,
     defaultFrom: deps.config.defaultFrom,
     maxHorizonDays: deps.config.maxHorizonDays,
+    testSide: isTestSide(item.tenant),
   };
   const parsed = validateEnqueueRequest(item.body, { ...validation, now: item.now });
   // Time bounds, a template's state and an upload's day judge a new message, not a replay (findReplay).
