@@ -87,7 +87,7 @@ const parsedRequests = new WeakSet<object>();
 export function parseEnqueueRequest(body: unknown, ctx: EnqueueContext): Parsed<ParsedEnqueueRequest> {
   const oversized = sizeProblem(body);
   if (oversized) return { ok: false, problem: oversized };
-  const parsed = withProblem(validateEnqueueRequest(body, ctx));
+  const parsed = withProblem(validateEnqueueRequest(body, { ...ctx, testSide: false }));
   if (!parsed.ok) return parsed;
   const request = frozen(parsed.value);
   parsedRequests.add(request);
@@ -719,12 +719,14 @@ export interface EnqueueContext {
   readonly defaultFrom: string;
   /** POSTDATE_MAX_HORIZON_DAYS. */
   readonly maxHorizonDays: number;
-  /**
-   * A test key's enqueue (DESIGN §14), the only one that may name the mailbox simulator's addresses;
-   * absent, a live one (a live key, the outbox helper), which may not (decision 0192).
-   */
-  readonly testSide?: boolean;
 }
+
+/**
+ * The api's context: whether the enqueue is a test key's (DESIGN §14), the only one that may name
+ * the mailbox simulator's addresses (decision 0192); absent, a live one. The outbox helper's are
+ * live, never its caller's choice.
+ */
+type SidedEnqueueContext = EnqueueContext & { readonly testSide?: boolean };
 
 /**
  * What an idempotency fingerprint covers: the canonical request without the effective send time,
@@ -746,7 +748,7 @@ export function requestFingerprint(request: EnqueueRequest): string {
 }
 
 /** Validates an enqueue body against every rule of DESIGN §3. Never throws. */
-export function validateEnqueueRequest(body: unknown, ctx: EnqueueContext): Validated<EnqueueRequest> {
+export function validateEnqueueRequest(body: unknown, ctx: SidedEnqueueContext): Validated<EnqueueRequest> {
   return guarded(() => {
     const parsed = EnqueueBodySchema.safeParse(body, PARSE_CONTEXT);
     const hidden = [...prototypeKeyErrors(body), ...illFormedStringErrors(body), ...templateDataErrors(body)];
@@ -763,7 +765,7 @@ export function validateEnqueueRequest(body: unknown, ctx: EnqueueContext): Vali
     if (!fromAddress.ok) errors.push({ field: '/from', message: fromAddress.reason });
     else if (!isAllowedSender(fromAddress.value.address, ctx.allowedFrom))
       errors.push({ field: '/from', message: 'is not an allowed sender (POSTDATE_ALLOWED_FROM)' });
-    if (ctx.testSide !== true) errors.push(...simulatorRecipientErrors(input));
+    if (!ctx.testSide) errors.push(...simulatorRecipientErrors(input));
 
     let requestedSendAt: string | null = null;
     let sendAtMs = nowMs;
