@@ -87,7 +87,10 @@ const parsedRequests = new WeakSet<object>();
 export function parseEnqueueRequest(body: unknown, ctx: EnqueueContext): Parsed<ParsedEnqueueRequest> {
   const oversized = sizeProblem(body);
   if (oversized) return { ok: false, problem: oversized };
-  const parsed = withProblem(validateEnqueueRequest(body, { ...ctx, testSide: false }));
+  // The helper's messages are live (its tenants are): none may name the simulator (decision 0192).
+  const validated = validateEnqueueRequest(body, ctx);
+  const simulated = validated.ok ? simulatorRecipientErrors(validated.value) : [];
+  const parsed = withProblem(simulated.length > 0 ? { ok: false, errors: simulated } : validated);
   if (!parsed.ok) return parsed;
   const request = frozen(parsed.value);
   parsedRequests.add(request);
@@ -722,13 +725,6 @@ export interface EnqueueContext {
 }
 
 /**
- * The api's context: whether the enqueue is a test key's (DESIGN §14), the only one that may name
- * the mailbox simulator's addresses (decision 0192); absent, a live one. The outbox helper's are
- * live, never its caller's choice.
- */
-type SidedEnqueueContext = EnqueueContext & { readonly testSide?: boolean };
-
-/**
  * What an idempotency fingerprint covers: the canonical request without the effective send time,
  * which depends on the clock (a replay a second later must still match).
  */
@@ -748,7 +744,7 @@ export function requestFingerprint(request: EnqueueRequest): string {
 }
 
 /** Validates an enqueue body against every rule of DESIGN §3. Never throws. */
-export function validateEnqueueRequest(body: unknown, ctx: SidedEnqueueContext): Validated<EnqueueRequest> {
+export function validateEnqueueRequest(body: unknown, ctx: EnqueueContext): Validated<EnqueueRequest> {
   return guarded(() => {
     const parsed = EnqueueBodySchema.safeParse(body, PARSE_CONTEXT);
     const hidden = [...prototypeKeyErrors(body), ...illFormedStringErrors(body), ...templateDataErrors(body)];
@@ -765,7 +761,6 @@ export function validateEnqueueRequest(body: unknown, ctx: SidedEnqueueContext):
     if (!fromAddress.ok) errors.push({ field: '/from', message: fromAddress.reason });
     else if (!isAllowedSender(fromAddress.value.address, ctx.allowedFrom))
       errors.push({ field: '/from', message: 'is not an allowed sender (POSTDATE_ALLOWED_FROM)' });
-    if (!ctx.testSide) errors.push(...simulatorRecipientErrors(input));
 
     let requestedSendAt: string | null = null;
     let sendAtMs = nowMs;
@@ -845,17 +840,14 @@ export function validateEnqueueRequest(body: unknown, ctx: SidedEnqueueContext):
 }
 
 /**
- * The recipients a live enqueue may not have (decision 0192): those at the mailbox simulator's domain.
- * Only a test message is answered by the simulator; a live one would go to the relay, which cannot
- * deliver to a reserved `.test` domain, and its bounce would count against the sender's reputation.
+ * The recipients a new live message may not have (decision 0192): those at the mailbox simulator's
+ * domain. Only a test message is answered by the simulator; a live one would go to the relay, which
+ * cannot deliver to a reserved `.test` domain, and its bounce would count against the sender's
+ * reputation. A rule for new messages only, as the time bounds are: one stored before it replays.
  */
-function simulatorRecipientErrors(input: {
-  readonly to?: readonly string[] | null | undefined;
-  readonly cc?: readonly string[] | null | undefined;
-  readonly bcc?: readonly string[] | null | undefined;
-}): FieldError[] {
+export function simulatorRecipientErrors(request: Pick<EnqueueRequest, 'to' | 'cc' | 'bcc'>): FieldError[] {
   return (['to', 'cc', 'bcc'] as const).flatMap((field) =>
-    (input[field] ?? []).flatMap((mailbox, index) => {
+    request[field].flatMap((mailbox, index) => {
       const parsed = parseAddress(mailbox);
       if (!parsed.ok || !isSimulatorDomain(parsed.value.domain)) return [];
       const message = `is a mailbox simulator address (${SIMULATOR_DOMAIN}): only a test key (${TEST_KEY_PREFIX}…) sends to it`;

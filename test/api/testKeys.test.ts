@@ -7,8 +7,11 @@
  */
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { enqueueMessage } from '../../lambdas/api/routes/enqueue.js';
 import { createAuthorizerHandler } from '../../lambdas/authorizer/createAuthorizerHandler.js';
+import { validateEnqueueRequest } from '../../lambdas/core/messageSchema.js';
 import { ApiKeyError, createApiKey, listApiKeys, lookupApiKey } from '../../lambdas/keys/apiKeys.js';
+import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { documentClient } from '../support/awsLocal.js';
 import { webhookHarness } from '../webhooks/webhookHarness.js';
 import { authorizerEvent, validBody } from './events.js';
@@ -117,6 +120,28 @@ describe('test keys', () => {
         ).json,
       ),
     ).not.toMatch(/simulator/i);
+
+    // A live message stored before the rule (written here past the api) still replays: it judges new ones.
+    const body = validBody({ cc: simulated, send_at: SEND_AT });
+    const request = validateEnqueueRequest(body, {
+      allowedFrom: ['*'],
+      defaultFrom: 'p@example.com',
+      maxHorizonDays: 400,
+      now: new Date(),
+    });
+    if (!request.ok) throw new Error('the body is valid but for the rule');
+    const store = { store: new DynamoApiStore(documents, harness.tableName), sleep: async () => {} };
+    const stored = await enqueueMessage(store, {
+      tenant: liveTenant,
+      idempotencyKey: 'stored-before',
+      request: request.value,
+      now: new Date(),
+      random: Math.random,
+      retentionDays: 30,
+    });
+    if (stored.kind !== 'created') throw new Error(`stored: ${stored.kind}`);
+    const replayed = await enqueue(liveTenant, 'stored-before', '/v1/messages', body);
+    expect([replayed.status, replayed.json.id]).toEqual([200, stored.state.id]);
 
     const test = await enqueue(testTenant, 'simulated-test');
     expect(test.status).toBe(202);
