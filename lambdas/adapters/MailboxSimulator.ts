@@ -20,8 +20,9 @@
  * Locally, the stack may show what the simulator took to a viewer (`showSimulatedMailIn`): DESIGN
  * §14's "visible in the mail viewer". In AWS nothing is registered and the simulator hands nothing on.
  */
+import { parseAddress, preferredLocalPart } from '../core/addresses.js';
 import { classifySmtpError } from '../core/classifySmtpError.js';
-import { SIMULATOR_DOMAIN } from '../core/testSide.js';
+import { isSimulatorDomain } from '../core/testSide.js';
 import type { Mailer, OutgoingEmail, RecipientRefusal, SendLimits, SendOutcome } from '../ports/Mailer.js';
 
 /** The simulator's mailboxes, by local part. */
@@ -75,11 +76,15 @@ export function showSimulatedMailIn(next: SimulatedMailViewer | undefined): void
   viewer = next;
 }
 
-/** The simulated mailbox an address names, or null for any other address (which is accepted). */
-export function simulatedMailbox(address: string): SimulatedMailbox | null {
-  const at = address.lastIndexOf('@');
-  if (at < 0 || address.slice(at + 1).toLowerCase() !== SIMULATOR_DOMAIN) return null;
-  const local = address.slice(0, at).toLowerCase();
+/**
+ * The simulated mailbox a recipient names, or null for any other (which is accepted). A recipient is
+ * read as the relay would get it in RCPT TO: its addr-spec (a display name dropped), the domain and
+ * the local part in any case, a quoted local part as the atom it means (`"bounce"` is `bounce`).
+ */
+export function simulatedMailbox(recipient: string): SimulatedMailbox | null {
+  const parsed = parseAddress(recipient);
+  if (!parsed.ok || !isSimulatorDomain(parsed.value.domain)) return null;
+  const local = preferredLocalPart(parsed.value.local).toLowerCase();
   return (Object.values(SIMULATED_MAILBOX) as string[]).includes(local) ? (local as SimulatedMailbox) : null;
 }
 

@@ -53,6 +53,7 @@ import {
 import { bodySizeProblem, LIMITS } from './requestLimits.js';
 import { AttachmentsSchema } from './requestSchemas.js';
 import { rawData, TemplateDataSchema, TemplateRefSchema, templateDataErrors } from './templateRequests.js';
+import { isSimulatorDomain, SIMULATOR_DOMAIN, TEST_KEY_PREFIX } from './testSide.js';
 import { horizonEndMs, parseZonedTimestamp } from './timestamps.js';
 
 export { type AddressParse, isAllowedSender, type ParsedAddress, parseAddress } from './addresses.js';
@@ -86,7 +87,10 @@ const parsedRequests = new WeakSet<object>();
 export function parseEnqueueRequest(body: unknown, ctx: EnqueueContext): Parsed<ParsedEnqueueRequest> {
   const oversized = sizeProblem(body);
   if (oversized) return { ok: false, problem: oversized };
-  const parsed = withProblem(validateEnqueueRequest(body, ctx));
+  // The helper's messages are live (its tenants are): none may name the simulator (decision 0192).
+  const validated = validateEnqueueRequest(body, ctx);
+  const simulated = validated.ok ? simulatorRecipientErrors(validated.value) : [];
+  const parsed = withProblem(simulated.length > 0 ? { ok: false, errors: simulated } : validated);
   if (!parsed.ok) return parsed;
   const request = frozen(parsed.value);
   parsedRequests.add(request);
@@ -833,6 +837,23 @@ export function validateEnqueueRequest(body: unknown, ctx: EnqueueContext): Vali
       },
     };
   });
+}
+
+/**
+ * The recipients a new live message may not have (decision 0192): those at the mailbox simulator's
+ * domain. Only a test message is answered by the simulator; a live one would go to the relay, which
+ * cannot deliver to a reserved `.test` domain, and its bounce would count against the sender's
+ * reputation. A rule for new messages only, as the time bounds are: one stored before it replays.
+ */
+export function simulatorRecipientErrors(request: Pick<EnqueueRequest, 'to' | 'cc' | 'bcc'>): FieldError[] {
+  return (['to', 'cc', 'bcc'] as const).flatMap((field) =>
+    request[field].flatMap((mailbox, index) => {
+      const parsed = parseAddress(mailbox);
+      if (!parsed.ok || !isSimulatorDomain(parsed.value.domain)) return [];
+      const message = `is a mailbox simulator address (${SIMULATOR_DOMAIN}): only a test key (${TEST_KEY_PREFIX}…) sends to it`;
+      return [{ field: `/${field}/${index}`, message }];
+    }),
+  );
 }
 
 /**

@@ -25,6 +25,14 @@ export const SIMULATOR_RELAY = 'simulator';
 /** The reserved domain of the mailbox simulator (RFC 2606 `.test`). */
 export const SIMULATOR_DOMAIN = 'simulator.postdate.test';
 
+/**
+ * Whether an address's domain is the mailbox simulator's, in any case: its recipients are answered
+ * by the simulator on a test message, and refused on a live enqueue (decision 0192).
+ */
+export function isSimulatorDomain(domain: string): boolean {
+  return domain.toLowerCase() === SIMULATOR_DOMAIN;
+}
+
 /** The internal tenant id a test key of `tenant` acts for. */
 export function testSideOf(tenant: string): string {
   return `${tenant}${TEST_SIDE_SUFFIX}`;

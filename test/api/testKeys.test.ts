@@ -7,8 +7,11 @@
  */
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { enqueueMessage } from '../../lambdas/api/routes/enqueue.js';
 import { createAuthorizerHandler } from '../../lambdas/authorizer/createAuthorizerHandler.js';
+import { validateEnqueueRequest } from '../../lambdas/core/messageSchema.js';
 import { ApiKeyError, createApiKey, listApiKeys, lookupApiKey } from '../../lambdas/keys/apiKeys.js';
+import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { documentClient } from '../support/awsLocal.js';
 import { webhookHarness } from '../webhooks/webhookHarness.js';
 import { authorizerEvent, validBody } from './events.js';
@@ -70,6 +73,79 @@ describe('test keys', () => {
     await expect(
       createApiKey(documents, harness.tableName, { tenant: 'acme', secret: 'pd_notatest1', test: true, now }),
     ).rejects.toMatchObject({ reason: 'invalid-secret' });
+  });
+
+  it('sends to a simulator address only with a test key: a live one is refused, stores nothing (decision 0192)', async () => {
+    // A tenant of its own: the other tests list each side's messages.
+    const liveTenant = await authorizedTenant(
+      (await createApiKey(documents, harness.tableName, { tenant: 'umbrella', now })).secret,
+    );
+    const testTenant = await authorizedTenant(
+      (await createApiKey(documents, harness.tableName, { tenant: 'umbrella', test: true, now })).secret,
+    );
+    const simulated = ['Ada <ada@example.com>', 'Desk <Bounce@Simulator.Postdate.TEST>'];
+    const enqueue = (
+      tenant: string,
+      key: string,
+      path = '/v1/messages',
+      body: unknown = validBody({ cc: simulated }),
+    ) =>
+      harness.call({
+        method: 'POST',
+        path,
+        routeKey: `POST ${path}`,
+        tenant,
+        headers: { 'idempotency-key': key },
+        body,
+      });
+
+    const live = await enqueue(liveTenant, 'simulated-live');
+    expect(live.status).toBe(400);
+    expect(live.json.errors).toEqual([{ field: '/cc/1', message: expect.stringContaining('test key') }]);
+    const batch = await enqueue(liveTenant, 'unused', '/v1/messages/batch', {
+      messages: [{ idempotency_key: 'simulated-batch', ...validBody({ bcc: simulated }) }],
+    });
+    expect(batch.json.results).toMatchObject([
+      { index: 0, status: 400, problem: { errors: [{ field: '/messages/0/bcc/1' }] } },
+    ]);
+    expect(
+      JSON.stringify(
+        (
+          await harness.call({
+            method: 'GET',
+            path: '/v1/messages',
+            routeKey: 'GET /v1/messages',
+            tenant: liveTenant,
+          })
+        ).json,
+      ),
+    ).not.toMatch(/simulator/i);
+
+    // A live message stored before the rule (written here past the api) still replays: it judges new ones.
+    const body = validBody({ cc: simulated, send_at: SEND_AT });
+    const request = validateEnqueueRequest(body, {
+      allowedFrom: ['*'],
+      defaultFrom: 'p@example.com',
+      maxHorizonDays: 400,
+      now: new Date(),
+    });
+    if (!request.ok) throw new Error('the body is valid but for the rule');
+    const store = { store: new DynamoApiStore(documents, harness.tableName), sleep: async () => {} };
+    const stored = await enqueueMessage(store, {
+      tenant: liveTenant,
+      idempotencyKey: 'stored-before',
+      request: request.value,
+      now: new Date(),
+      random: Math.random,
+      retentionDays: 30,
+    });
+    if (stored.kind !== 'created') throw new Error(`stored: ${stored.kind}`);
+    const replayed = await enqueue(liveTenant, 'stored-before', '/v1/messages', body);
+    expect([replayed.status, replayed.json.id]).toEqual([200, stored.state.id]);
+
+    const test = await enqueue(testTenant, 'simulated-test');
+    expect(test.status).toBe(202);
+    expect(test.json.test).toBe(true);
   });
 
   it('keeps messages, templates, webhooks and suppressions apart, both ways', async () => {

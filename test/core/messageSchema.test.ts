@@ -42,6 +42,12 @@ describe('parseEnqueueRequest', () => {
     expect(JSON.stringify(parseEnqueueRequest({ ...minimal, subject: 4242 }, ctx))).not.toContain('4242');
   });
 
+  it('refuses a simulator recipient: the outbox helper’s messages are live (decision 0192)', () => {
+    expect(fieldsOf({ ...minimal, to: ['ada@example.com', '"Bounce"@SIMULATOR.postdate.test'] })).toEqual([
+      '/to/1',
+    ]);
+  });
+
   it('accepts the minimal request and fills every default', () => {
     expect(parseEnqueueRequest(minimal, ctx)).toEqual({
       ok: true,

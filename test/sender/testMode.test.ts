@@ -227,6 +227,34 @@ describe('the sender and test messages', () => {
     expect(rig.metrics.timings.filter((timing) => timing.name === 'SmtpDuration')).toHaveLength(1);
   });
 
+  it('reads a simulator address in every spelling a recipient may take: a display name, any case, a quoted local part', async () => {
+    const rig = await createSenderRig(world);
+    const side = testSideOf('initech');
+    const transactionsBefore = world.smtp.transactions;
+    const send = async (to: string[], onAmbiguous: 'retry' | 'hold' = 'retry') => {
+      const message = await rig.putMessage({ tenant: side, to, onAmbiguous });
+      await rig.dispatch(message);
+      await rig.deliverNext();
+      return rig.state(message.id);
+    };
+
+    const refused = await send([
+      'Bounce Desk <BOUNCE@Simulator.Postdate.Test>',
+      '"reject"@simulator.postdate.test',
+    ]);
+    expect(refused).toMatchObject({ status: 'failed', rcpt_rejected: [0, 1] });
+    expect(refused.history.at(-1)?.recipients?.map((entry) => entry.enhanced_code)).toEqual([
+      '5.1.1',
+      '5.7.1',
+    ]);
+    const sideList = await list.list(side, { limit: 10, after: null });
+    expect(sideList.items.map((item) => item.address)).toEqual([at('bounce')]);
+    expect(await send([`Held <"ambiguous"@SIMULATOR.postdate.test>`], 'hold')).toMatchObject({
+      status: 'unknown',
+    });
+    expect(world.smtp.transactions).toBe(transactionsBefore);
+  });
+
   it('leaves a bounced test address out of the next test message, as the relay’s own bounce would', async () => {
     const rig = await createSenderRig(world);
     const again = await sendTest(rig, [at('bounce')]);

@@ -8,6 +8,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createNodeWebhookHttp } from '../../lambdas/adapters/nodeWebhookHttp.js';
 import { WEBHOOK_METRIC } from '../../lambdas/core/metricNames.js';
+import { testSideOf } from '../../lambdas/core/testSide.js';
 import { createWebhookDeliveryHandler } from '../../lambdas/webhooks/createWebhookDeliveryHandler.js';
 import { startReceiver, subscribe, webhookHarness } from './webhookHarness.js';
 
@@ -174,6 +175,23 @@ describe('webhook delivery (DESIGN §11)', () => {
     });
     expect(deliveries.json.items[0].history[0]).toMatchObject({ status_code: 200, error: null });
     expect(harness.metrics).toEqual([WEBHOOK_METRIC.delivered]);
+  });
+
+  it('marks a test side’s webhook.test event test: true, as its message events are (DESIGN §14)', async () => {
+    const harness = await webhookHarness();
+    const payloads: Record<string, unknown>[] = [];
+    for (const tenant of [testSideOf('acme'), 'acme']) {
+      const hook = await receiver();
+      const endpoint = await subscribe(harness, hook.url(), tenant);
+      const sent = await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test`, tenant });
+      expect(sent.status).toBe(202);
+      await harness.pump();
+      payloads.push(JSON.parse(hook.received[0]?.body ?? '{}'));
+    }
+    expect(payloads.map((payload) => [payload.tenant, (payload.data as { test?: unknown }).test])).toEqual([
+      ['acme', true],
+      ['acme', false],
+    ]);
   });
 
   it("writes a batch's counts at DEBUG: a routine line nobody acts on stays off CloudWatch Logs at INFO (issue 32)", async () => {

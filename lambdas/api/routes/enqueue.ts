@@ -29,7 +29,12 @@
 
 import { type AttachmentInput, requestedAsStored, type StoredAttachment } from '../../core/attachments.js';
 import { messageIdFor } from '../../core/ids.js';
-import { type EnqueueRequest, requestFingerprint, validateEnqueueRequest } from '../../core/messageSchema.js';
+import {
+  type EnqueueRequest,
+  requestFingerprint,
+  simulatorRecipientErrors,
+  validateEnqueueRequest,
+} from '../../core/messageSchema.js';
 import { PostdateError } from '../../core/postdateError.js';
 import { type ProblemDetails, problem, validationProblem } from '../../core/problem.js';
 import { sqsDelaySeconds } from '../../core/queueLimits.js';
@@ -39,6 +44,7 @@ import {
   type ReplayDecision,
   type ReplayInput,
 } from '../../core/replayDecision.js';
+import { isLiveSide } from '../../core/testSide.js';
 import type { ApiStore, BodyStamp, EnqueueRecords, EnqueueWriteResult } from '../../ports/ApiStore.js';
 import type { DispatchQueue } from '../../ports/DispatchQueue.js';
 import type { MessageStateRecord } from '../../store/messageRecord.js';
@@ -140,6 +146,9 @@ export async function judgeEnqueue(
     return original === undefined ? { kind: 'problem', problem } : { kind: 'replayed', state: original };
   };
   if (!parsed.ok) return replayOr(validationProblem(parsed.errors));
+  // Only a test key's message may name the mailbox simulator (decision 0192); one stored before replays.
+  const simulated = isLiveSide(item.tenant) ? simulatorRecipientErrors(parsed.value) : [];
+  if (simulated.length > 0) return replayOr(validationProblem(simulated));
   let templateVersion: number | undefined;
   // The subject, text and html the message will be sent with: the request's, or what its template
   // rendered (once, here), so the whole size is judged on what is sent (DESIGN §13).

@@ -17,7 +17,7 @@ import { newMessageId } from '../../core/ids.js';
 import { type PostdateEvent, WEBHOOK_TEST_EVENT_TYPE } from '../../core/messageEvents.js';
 import { type FieldError, problem, validationProblem } from '../../core/problem.js';
 import { validateCreateWebhook } from '../../core/requestSchemas.js';
-import { publicTenant } from '../../core/testSide.js';
+import { isTestSide, publicTenant } from '../../core/testSide.js';
 import { mayRetryDelivery, WEBHOOK_STALLED_AFTER_MS } from '../../core/webhookOperator.js';
 import {
   isWebhookDeliveryId,
@@ -301,7 +301,8 @@ export async function sendTestEvent(
     type: WEBHOOK_TEST_EVENT_TYPE,
     created_at: now.toISOString(),
     tenant: publicTenant(tenant),
-    data: { webhook_id: endpoint.id, message: 'A test event from Postdate.' },
+    // Which side sent it, as a message event's view says (DESIGN §14): one URL may serve both sides.
+    data: { webhook_id: endpoint.id, test: isTestSide(tenant), message: 'A test event from Postdate.' },
   };
   const delivery = newDelivery({
     endpoint,
