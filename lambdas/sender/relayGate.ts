@@ -64,6 +64,9 @@ export type GateAdmission =
   | { readonly kind: 'send'; readonly rateFactor: number }
   | { readonly kind: 'wait'; readonly seconds: number; readonly cause: GateWaitCause };
 
+/** What the gate logs and keeps of the failure behind a fleet signal (no reply text, no address). */
+export type FleetFailure = Pick<SmtpErrorClassification, 'code' | 'class' | 'reason'>;
+
 export type TokenOutcome =
   | { readonly kind: 'done'; readonly reason: string }
   /** The token could not be replaced: keep this copy, visible again after `seconds`. */
@@ -93,17 +96,21 @@ export class RelayGate {
   /**
    * After an attempt whose decision (core/sendDecision.ts) has a word for every sender: the relay is
    * unavailable — the breaker opens (the winner of the write puts the probe token on the queue) — or
-   * it throttles us — the fleet's rate factor halves and every sender holds a moment.
+   * it throttles us — the fleet's rate factor halves and every sender holds a moment, or, its daily
+   * quota spent, holds for minutes. The winner of a throttle's write counts it (one per wave).
    */
-  async signal(signal: FleetSignal, failure: SmtpErrorClassification): Promise<void> {
+  async signal(signal: FleetSignal, failure: FleetFailure): Promise<void> {
     if (signal === 'relay-unavailable') return this.open(failure);
-    const { settings, now, log } = this.options;
+    const { settings, now, log, metrics } = this.options;
+    const kind = signal === 'quota-exhausted' ? 'quota' : 'rate';
     const written = await this.transition((await this.read(true)).breaker, (breaker) =>
-      throttled(breaker, now(), settings),
+      throttled(breaker, now(), settings, kind),
     );
     if (written === undefined) return;
+    metrics.count(SENDER_METRIC.relayThrottled, 1, this.options.relay);
     log.warn('the relay is throttling us: every sender slows down', {
       code: failure.code,
+      limit: kind,
       rateFactor: written.rate_factor,
       heldUntil: written.throttled_until,
     });
@@ -140,7 +147,7 @@ export class RelayGate {
   }
 
   /** Opens a closed breaker (the winner arms the token); an open one is left as it is. */
-  private async open(failure: SmtpErrorClassification): Promise<void> {
+  private async open(failure: FleetFailure): Promise<void> {
     const { settings, now, log, metrics } = this.options;
     const reason = `${failure.code ?? 'no code'}: ${failure.reason}`;
     const current = await this.read(true);
