@@ -302,14 +302,20 @@ export class RelayGate {
  */
 export interface SendRateLimiter {
   /**
-   * Resolves when a send to `recipients` recipients (default 1) may start at `rateFactor` (in
-   * (0, 1], default 1) of the configured rate.
+   * Resolves `granted` when a send to `recipients` recipients (default 1) may start at `rateFactor`
+   * (in (0, 1], default 1) of the configured rate; at once, taking nothing, with the turn's distance
+   * when that turn comes after `startBy` (ms on the limiter's clock): no time to wait for it.
    */
-  acquire(recipients?: number, rateFactor?: number): Promise<void>;
+  acquire(recipients?: number, rateFactor?: number, startBy?: number): Promise<RateTurn>;
 }
 
+/** A send's turn at the rate: now, or too late for the caller (`inMs` from now). */
+export type RateTurn = { readonly granted: true } | { readonly granted: false; readonly inMs: number };
+
+const GRANTED: RateTurn = { granted: true };
+
 /** No limit. */
-export const UNLIMITED: SendRateLimiter = { acquire: async () => {} };
+export const UNLIMITED: SendRateLimiter = { acquire: async () => GRANTED };
 
 /**
  * POSTDATE_MAX_SEND_RATE: a token bucket per warm container, in recipients (DESIGN §5, "Rate": SES
@@ -318,7 +324,8 @@ export const UNLIMITED: SendRateLimiter = { acquire: async () => {} };
  * back additively, core/relayBreaker.ts), so every sender slows down together. Tokens refill
  * continuously at `rate × factor` per second up to `burst`; a send takes one per recipient (at most
  * `burst`, so a message with more recipients than the burst still goes, alone), waiting for them
- * when the bucket is short. The clock and the wait are injected, so tests never sleep.
+ * when the bucket is short — unless they come after the caller's `startBy`: then it waits not at
+ * all. The clock and the wait are injected, so tests never sleep.
  */
 export interface TokenBucketOptions {
   /** Recipients per second, this sender's share. */
@@ -338,7 +345,7 @@ export function tokenBucket(options: TokenBucketOptions): SendRateLimiter {
   let tokens = burst;
   let last = options.now();
   // Callers queue in order, so a waiting send is never overtaken by a later one.
-  let queue: Promise<void> = Promise.resolve();
+  let queue: Promise<RateTurn> = Promise.resolve(GRANTED);
 
   const refill = (rate: number) => {
     const now = options.now();
@@ -346,24 +353,28 @@ export function tokenBucket(options: TokenBucketOptions): SendRateLimiter {
     last = now;
   };
 
-  const take = async (recipients: number, factor: number) => {
+  const take = async (recipients: number, factor: number, startBy: number) => {
     const rate = options.rate * factor;
     const cost = Math.min(burst, recipients);
     refill(rate);
+    const inMs = Math.max(0, Math.ceil(((cost - tokens) / rate) * 1000));
+    if (options.now() + inMs > startBy) return { granted: false, inMs };
     while (tokens < cost) {
       await options.sleep(Math.ceil(((cost - tokens) / rate) * 1000));
       refill(rate);
     }
     tokens -= cost;
+    return GRANTED;
   };
 
   return {
-    acquire(recipients = 1, rateFactor = 1) {
+    acquire(recipients = 1, rateFactor = 1, startBy = Number.POSITIVE_INFINITY) {
       const cost = Number.isFinite(recipients) && recipients >= 1 ? Math.floor(recipients) : 1;
       const factor =
         Number.isFinite(rateFactor) && rateFactor > 0 ? Math.max(MIN_FACTOR, Math.min(1, rateFactor)) : 1;
-      const turn = queue.then(() => take(cost, factor));
-      queue = turn.catch(() => {});
+      const by = Number.isNaN(startBy) ? Number.POSITIVE_INFINITY : startBy;
+      const turn = queue.then(() => take(cost, factor, by));
+      queue = turn.catch(() => GRANTED);
       return turn;
     },
   };

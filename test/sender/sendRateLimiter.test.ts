@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { runWithConcurrency } from '../../lambdas/core/runWithConcurrency.js';
 import { tokenBucket } from '../../lambdas/sender/relayGate.js';
@@ -37,6 +38,40 @@ describe('the send rate limit (POSTDATE_MAX_SEND_RATE), a token bucket on an inj
       }),
     );
     expect(started).toEqual([0, 1000, 2000, 3000]);
+  });
+
+  it("never waits past a caller's start-by: such a turn answers false at once and takes nothing (property)", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            recipients: fc.integer({ min: 1, max: 4 }),
+            within: fc.option(fc.nat(5000), { nil: undefined }),
+          }),
+          { minLength: 1, maxLength: 12 },
+        ),
+        fc.double({ min: 0.1, max: 5, noNaN: true }),
+        async (calls, rate) => {
+          const time = clock();
+          const limiter = tokenBucket({ rate, now: time.now, sleep: time.sleep });
+          const granted: number[] = [];
+          for (const { recipients, within } of calls) {
+            const startBy = within === undefined ? undefined : time.now() + within;
+            const before = time.now();
+            const turn = await limiter.acquire(recipients, 1, startBy);
+            if (startBy !== undefined)
+              expect(time.now()).toBeLessThanOrEqual(turn.granted ? startBy + 1 : before);
+            // Refused: its turn was indeed past the start-by.
+            if (!turn.granted)
+              expect(before + turn.inMs).toBeGreaterThan(startBy ?? Number.POSITIVE_INFINITY);
+            if (turn.granted) granted.push(Math.min(recipients, Math.max(1, rate)));
+          }
+          // What was granted never beat the rate: the burst, then `rate` recipients a second.
+          const total = granted.reduce((sum, cost) => sum + cost, 0);
+          expect(total).toBeLessThanOrEqual(Math.max(1, rate) + (rate * time.elapsed()) / 1000 + 1e-6);
+        },
+      ),
+    );
   });
 
   it('refills while idle, up to the burst', async () => {
