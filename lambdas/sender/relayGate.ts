@@ -322,10 +322,10 @@ export const UNLIMITED: SendRateLimiter = { acquire: async () => GRANTED };
  * counts its sending rate in recipients). The configured rate is this sender's share of the relay's
  * rate; the fleet's rate factor from the sending gate scales it (halved after a throttle, climbing
  * back additively, core/relayBreaker.ts), so every sender slows down together. Tokens refill
- * continuously at `rate × factor` per second up to `burst`; a send takes one per recipient (at most
- * `burst`, so a message with more recipients than the burst still goes, alone), waiting for them
- * when the bucket is short — unless they come after the caller's `startBy`: then it waits not at
- * all. The clock and the wait are injected, so tests never sleep.
+ * continuously at `rate × factor` per second up to `burst`; a send takes one per recipient (a
+ * message with more recipients than the burst goes, alone, with the burst in hand and the rest
+ * owed), waiting for them when the bucket is short — unless they come after the caller's `startBy`:
+ * then it waits not at all. The clock and the wait are injected, so tests never sleep.
  */
 export interface TokenBucketOptions {
   /** Recipients per second, this sender's share. */
@@ -355,15 +355,17 @@ export function tokenBucket(options: TokenBucketOptions): SendRateLimiter {
 
   const take = async (recipients: number, factor: number, startBy: number) => {
     const rate = options.rate * factor;
-    const cost = Math.min(burst, recipients);
+    // A send starts with a burst's worth at most in hand, and spends every recipient: those past the
+    // burst are owed (the bucket goes below zero), so the next send waits for them.
+    const need = Math.min(burst, recipients);
     refill(rate);
-    const inMs = Math.max(0, Math.ceil(((cost - tokens) / rate) * 1000));
+    const inMs = Math.max(0, Math.ceil(((need - tokens) / rate) * 1000));
     if (options.now() + inMs > startBy) return { granted: false, inMs };
-    while (tokens < cost) {
-      await options.sleep(Math.ceil(((cost - tokens) / rate) * 1000));
+    while (tokens < need) {
+      await options.sleep(Math.ceil(((need - tokens) / rate) * 1000));
       refill(rate);
     }
-    tokens -= cost;
+    tokens -= recipients;
     return GRANTED;
   };
 
