@@ -554,6 +554,7 @@ function refusalsOf(
       enhancedCode: classified.enhancedCode,
       permanent: classified.class === 'permanent',
       hardBounce: classified.hardBounce,
+      ...(classified.throttle === undefined ? {} : { throttle: classified.throttle }),
       reply: replyText(error),
     });
   }

@@ -20,8 +20,9 @@
  *   message's attempts as exponent), called by `decideOutcome` (`retrying`, and an outage without
  *   a sending gate); `retryAtOf` turns it into the record's `due_at`;
  * - the sender: sender/outcomeWrite.ts `recordOutcome` writes that `due_at` and keeps the copy for
- *   `visibilitySeconds`, which sender/createSenderHandler.ts sets on the queue
- *   (adapters/SqsCopyVisibility.ts `clampVisibility`);
+ *   `visibilitySeconds`, which sender/createSenderHandler.ts sets on the queue within the 12 hours SQS
+ *   counts from the receive (core/queueLimits.ts `visibilitySinceReceive`; the copy of a longer
+ *   backoff comes back a minute early and is re-delayed);
  * - what holds it: core/sendDecision.ts `sendableAt` (no copy may send a `retrying` message before
  *   its `due_at`), and the sweeper (core/sweepDecision.ts), which re-dispatches a `retrying` message
  *   whose `due_at` is long past;

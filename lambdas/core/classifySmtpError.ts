@@ -55,7 +55,16 @@ export interface SmtpErrorClassification {
    * tenant's suppression list. Never our sender's address ({@link SENDER_ADDRESS_CODES}: `config`).
    */
   readonly hardBounce: boolean;
+  /** The `throttle` origin only: which limit the relay says we hit ({@link ThrottleKind}). */
+  readonly throttle?: ThrottleKind;
 }
+
+/**
+ * What a throttling reply says we ran into: `rate`, the relay's sending rate (it passes in a second);
+ * `quota`, its daily quota (SES: a rolling 24 hours; it comes back only as the day's sends age out,
+ * so the fleet holds for minutes, not seconds: core/relayBreaker.ts `throttled`).
+ */
+export type ThrottleKind = 'rate' | 'quota';
 
 export interface SmtpFailureContext {
   /**
@@ -158,6 +167,9 @@ export const SES_THROTTLE_PHRASES: readonly string[] = [
   'daily message quota exceeded',
 ];
 
+/** Of SES_THROTTLE_PHRASES, the words that name the daily quota rather than the rate. */
+export const SES_QUOTA_PHRASES: readonly string[] = ['daily message quota exceeded'];
+
 /**
  * The one place a reply's words decide (docs/smtp-classification.md, "Amazon SES"): SES answers a
  * sender it will not send for (identity not verified, IAM user not allowed, account paused) with a
@@ -232,15 +244,17 @@ export function classifySmtpError(error: unknown, context: SmtpFailureContext = 
       safeGet(context, 'transactionStarted') === true,
     );
     const classified = classifyShape(shape, bodySent);
-    return origin === FAILURE_ORIGIN.throttle
-      ? {
-          ...classified,
-          class: 'transient',
-          origin,
-          reason: `the relay is throttling our sending (${classified.code}) at ${commandName(shape.command ?? '')}; every sender slows down`,
-          hardBounce: false,
-        }
-      : { ...classified, origin, hardBounce: isHardBounce(classified) };
+    if (origin !== FAILURE_ORIGIN.throttle)
+      return { ...classified, origin, hardBounce: isHardBounce(classified) };
+    const throttle: ThrottleKind = isQuotaReply(shape) ? 'quota' : 'rate';
+    return {
+      ...classified,
+      class: 'transient',
+      origin,
+      reason: `the relay is throttling our sending (${classified.code}, its ${throttle === 'quota' ? 'daily quota' : 'rate'}) at ${commandName(shape.command ?? '')}; every sender slows down`,
+      hardBounce: false,
+      throttle,
+    };
   } catch {
     // Only reachable through hostile objects (e.g. a Proxy whose traps throw on every access).
     return {
@@ -366,6 +380,12 @@ function isThrottleReply(shape: ErrorShape): boolean {
   if (reply === null || reply < 400 || reply >= 500 || shape.response === null) return false;
   const lower = shape.response.toLowerCase();
   return SES_THROTTLE_PHRASES.some((phrase) => lower.includes(phrase));
+}
+
+/** A throttling reply (isThrottleReply) that names the daily quota (SES_QUOTA_PHRASES). */
+function isQuotaReply(shape: ErrorShape): boolean {
+  const lower = shape.response?.toLowerCase() ?? '';
+  return SES_QUOTA_PHRASES.some((phrase) => lower.includes(phrase));
 }
 
 /** The RFC 3463 enhanced status code in a reply text, preferring the one right after the reply code. */

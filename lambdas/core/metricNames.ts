@@ -77,6 +77,11 @@ export const SENDER_METRIC = {
    * sweeper publishes it per relay as a gauge, which each relay's alarm watches.
    */
   relayUnavailable: 'RelayUnavailable',
+  /**
+   * The relay throttled us (its rate or its daily quota, DESIGN §5 "Rate"): counted, with the relay,
+   * by the sender whose write slowed the fleet — once per wave, not per reply.
+   */
+  relayThrottled: 'RelayThrottled',
   /** Copies handed back unclaimed because an operator paused sending (all, or their kind). */
   sendingPaused: 'SendingPaused',
   /**
@@ -102,6 +107,7 @@ export const PER_RELAY_METRICS: ReadonlySet<string> = new Set([
   SENDER_METRIC.ambiguous,
   SENDER_METRIC.configErrors,
   SENDER_METRIC.relayUnavailable,
+  SENDER_METRIC.relayThrottled,
   SENDER_METRIC.failoverSends,
   SENDER_METRIC.smtpDuration,
 ]);

@@ -27,6 +27,24 @@ export const SEND_QUEUE_RETENTION_DAYS = 4;
 export const SQS_MAX_VISIBILITY_SECONDS = 43_200;
 
 /**
+ * How long before the function's invocation the poller may have received its batch: the send queue's
+ * event source has no batching window, so it hands a batch on at once; a minute is room to spare.
+ */
+export const RECEIVE_LEAD_SECONDS = 60;
+
+/**
+ * The visibility a kept copy may be given `elapsedMs` into the invocation that holds it: `seconds`,
+ * but SQS counts a received message's 12 hours from its receive and refuses a ChangeMessageVisibility
+ * beyond them ("Total VisibilityTimeout for the message is beyond the limit"), which would leave the
+ * copy to come back after the queue's own timeout. A copy given less comes back a little early and
+ * is re-delayed (its retry time is the record's `due_at`, core/sendDecision.ts `sendableAt`).
+ */
+export function visibilitySinceReceive(seconds: number, elapsedMs: number): number {
+  const elapsed = Number.isFinite(elapsedMs) && elapsedMs > 0 ? Math.ceil(elapsedMs / 1000) : 0;
+  return Math.max(0, Math.min(seconds, SQS_MAX_VISIBILITY_SECONDS - RECEIVE_LEAD_SECONDS - elapsed));
+}
+
+/**
  * The send queue's `maxReceiveCount`: only a backstop (DESIGN §5, "Dead means dead"). The sender
  * itself moves a copy to the DLQ when the message's SMTP attempts are exhausted; receives that are
  * no attempt (a live lease, a batch out of time, a released claim) must not reach it first, and the

@@ -5,6 +5,8 @@
  * recipient list (`to`, then `cc`, then `bcc`), so it stays small and holds no address.
  */
 
+import type { ThrottleKind } from './classifySmtpError.js';
+
 export interface RecipientProgress {
   /** Positions the relay accepted (250 after DATA with them in the envelope). */
   readonly accepted: readonly number[];
@@ -34,6 +36,8 @@ export interface RecipientRefusal {
   readonly position: number;
   /** 5xx: never retried; 4xx: still pending. */
   readonly permanent: boolean;
+  /** The relay throttled us at this RCPT TO (a 4xx, pending): the fleet's pressure, not the recipient's. */
+  readonly throttle?: ThrottleKind | undefined;
 }
 
 /** Every recipient in envelope order: `to`, `cc`, `bcc`. */

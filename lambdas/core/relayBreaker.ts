@@ -14,14 +14,17 @@
  *
  * - **throttled** (any state): the relay said it is throttling us (SES's `454 Throttling failure`).
  *   {@link throttled} halves the fleet's rate factor and holds every sender for a moment; the factor
- *   climbs back by itself, additively, as time passes without another throttle ({@link rateFactor}):
- *   multiplicative decrease, additive increase, read by every sender with the gate.
+ *   climbs back by itself, additively, as time passes after the hold without another throttle
+ *   ({@link rateFactor}): multiplicative decrease, additive increase, read by every sender with the
+ *   gate. A daily quota reply holds the fleet for minutes at the lowest factor (decision 0193).
  *
  * Every transition answers the state to write, or undefined when there is nothing to write (the
  * event does not apply to the state seen). The writer adds one to `version` and writes only if the
  * item still has the version it read: two senders racing on the same state, one of them wins.
  * Nothing here reads a clock or a random source: `now` and new tokens are arguments.
  */
+
+import type { ThrottleKind } from './classifySmtpError.js';
 
 export const BREAKER_STATE = { closed: 'closed', open: 'open', halfOpen: 'half-open' } as const;
 export type BreakerStateName = (typeof BREAKER_STATE)[keyof typeof BREAKER_STATE];
@@ -56,7 +59,10 @@ export interface BreakerState {
   readonly rate_factor?: number;
   /** When the relay last throttled a sender. */
   readonly throttled_at?: string;
-  /** No sender starts a send before this (a moment after a throttle, longer the lower the factor). */
+  /**
+   * No sender starts a send before this (a moment after a throttle, longer the lower the factor;
+   * THROTTLE.quotaHoldMs after a daily quota reply).
+   */
   readonly throttled_until?: string;
 }
 
@@ -78,18 +84,25 @@ export interface BreakerSettings {
    * the floor: a daily quota is not met again in a second). @default THROTTLE.holdMs
    */
   readonly throttleHoldMs?: number;
+  /** After a daily quota reply every sender holds this long. @default THROTTLE.quotaHoldMs */
+  readonly quotaHoldMs?: number;
 }
 
 /**
  * The fleet's slow-down (docs/decisions/0049-throttle.md): each throttle halves the rate factor (never
  * below `minFactor`); throttles within `debounceMs` of the last one are the same wave and halve it
- * once; the factor climbs back by `recoveryPerSecond` per second without a throttle.
+ * once; the factor climbs back by `recoveryPerSecond` per second once the hold is over. A daily quota
+ * (decision 0193) does not come back in seconds — SES counts it over a rolling 24 hours, so it comes
+ * back only as the day's sends age out: the fleet holds `quotaHoldMs` at the lowest factor, so the
+ * relay meets one small wave of sends every five minutes while the quota lasts, and sending resumes
+ * within minutes of it coming back.
  */
 export const THROTTLE = {
   minFactor: 1 / 64,
   recoveryPerSecond: 0.05,
   debounceMs: 1000,
   holdMs: 1000,
+  quotaHoldMs: 300_000,
 } as const;
 
 /**
@@ -203,39 +216,58 @@ function nextProbeTime(breaker: BreakerState, now: Date): number {
 
 /**
  * The fleet's share of its send rate now: the factor written at the last throttle plus what the
- * time since has given back (THROTTLE.recoveryPerSecond a second), at most 1.
+ * time since its hold ended has given back (THROTTLE.recoveryPerSecond a second), at most 1. A hold
+ * sends nothing, so it gives nothing back: after a long one the fleet starts again slowly.
  */
 export function rateFactor(breaker: BreakerState, now: Date): number {
   const written = breaker.rate_factor;
   if (written === undefined || !Number.isFinite(written)) return 1;
-  const since = breaker.throttled_at === undefined ? Number.NaN : Date.parse(breaker.throttled_at);
-  const seconds = Number.isFinite(since)
-    ? Math.max(0, (now.getTime() - since) / 1000)
-    : Number.POSITIVE_INFINITY;
+  const times = [timeOrNaN(breaker.throttled_at), timeOrNaN(breaker.throttled_until)].filter(Number.isFinite);
+  const seconds =
+    times.length === 0 ? Number.POSITIVE_INFINITY : Math.max(0, (now.getTime() - Math.max(...times)) / 1000);
   return Math.min(1, Math.max(THROTTLE.minFactor, written) + THROTTLE.recoveryPerSecond * seconds);
 }
 
 /**
- * The relay throttled a sender: the rate factor halves (never below the floor) and every sender
- * holds for `throttleHoldMs / factor`. Undefined (nothing to write) when the last throttle was
- * within the debounce: one wave of replies to sends already under way slows the fleet once.
+ * The relay throttled a sender. Its rate (`kind` `rate`): the rate factor halves (never below the
+ * floor) and every sender holds for `throttleHoldMs / factor`; undefined (nothing to write) when the
+ * last throttle was within the debounce: one wave of replies to sends already under way slows the
+ * fleet once. Its daily quota: the factor drops to the floor and every sender holds `quotaHoldMs`;
+ * undefined when a hold that long is already on. No throttle shortens a hold already on.
  */
 export function throttled(
   breaker: BreakerState,
   now: Date,
   settings: BreakerSettings,
+  kind: ThrottleKind = 'rate',
 ): BreakerState | undefined {
-  const last = breaker.throttled_at === undefined ? Number.NaN : Date.parse(breaker.throttled_at);
-  if (Number.isFinite(last) && now.getTime() - last < THROTTLE.debounceMs) return undefined;
-  const factor = Math.max(THROTTLE.minFactor, rateFactor(breaker, now) / 2);
-  const holdMs = (settings.throttleHoldMs ?? THROTTLE.holdMs) / factor;
+  const nowMs = now.getTime();
+  const heldUntil = timeOrNaN(breaker.throttled_until);
+  let factor: number;
+  let holdMs: number;
+  if (kind === 'quota') {
+    holdMs = settings.quotaHoldMs ?? THROTTLE.quotaHoldMs;
+    if (heldUntil >= nowMs + holdMs - THROTTLE.debounceMs) return undefined;
+    factor = THROTTLE.minFactor;
+  } else {
+    const last = timeOrNaN(breaker.throttled_at);
+    if (nowMs - last < THROTTLE.debounceMs) return undefined;
+    factor = Math.max(THROTTLE.minFactor, rateFactor(breaker, now) / 2);
+    holdMs = (settings.throttleHoldMs ?? THROTTLE.holdMs) / factor;
+  }
+  const until = Number.isFinite(heldUntil) ? Math.max(heldUntil, nowMs + holdMs) : nowMs + holdMs;
   return {
     ...breaker,
     version: breaker.version + 1,
     rate_factor: factor,
     throttled_at: now.toISOString(),
-    throttled_until: new Date(now.getTime() + holdMs).toISOString(),
+    throttled_until: new Date(until).toISOString(),
   };
+}
+
+/** A stored time in epoch milliseconds; NaN when absent or unreadable (every comparison with it is false). */
+function timeOrNaN(iso: string | undefined): number {
+  return iso === undefined ? Number.NaN : Date.parse(iso);
 }
 
 /** The throttle fields, carried across the breaker's own transitions. */

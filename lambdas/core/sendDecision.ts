@@ -1,6 +1,6 @@
 import { isAllowedFrom } from './addresses.js';
 import { backoffSeconds, configBackoffSeconds } from './backoff.js';
-import { FAILURE_ORIGIN, type FailureOrigin } from './classifySmtpError.js';
+import { FAILURE_ORIGIN, type FailureOrigin, type ThrottleKind } from './classifySmtpError.js';
 import { retentionRanOut } from './messageLifetime.js';
 import { MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
 import type { ErrorClass } from './postdateError.js';
@@ -257,6 +257,8 @@ export interface AttemptResult {
   readonly failureClass?: ErrorClass;
   /** Where the failure happened (core/classifySmtpError.ts); `transaction` when absent. */
   readonly origin?: FailureOrigin;
+  /** The `throttle` origin: which limit the relay says we hit; `rate` when absent. */
+  readonly throttle?: ThrottleKind | undefined;
   /** The positions in this attempt's envelope. */
   readonly attempted: readonly number[];
   /** Recipients refused one by one at RCPT TO (4xx deferred, 5xx rejected). */
@@ -286,8 +288,11 @@ export interface OutcomeSettings {
 
 export type OutcomeStatus = 'sent' | 'retrying' | 'failed' | 'dead' | 'unknown';
 
-/** What the attempt tells every sender, besides this message: the relay is down, or throttling. */
-export type FleetSignal = 'relay-unavailable' | 'throttled';
+/**
+ * What the attempt tells every sender, besides this message: the relay is down, or throttling us —
+ * its rate (`throttled`), or its daily quota (`quota-exhausted`: a hold of minutes, decision 0193).
+ */
+export type FleetSignal = 'relay-unavailable' | 'throttled' | 'quota-exhausted';
 
 export interface OutcomeDecision {
   readonly to: OutcomeStatus;
@@ -321,12 +326,23 @@ export function joinsHistory(attemptCounted: boolean, to: OutcomeStatus): boolea
 /** A throttled copy comes back after 1 to this many seconds (the gate then holds it while the fleet slows). */
 export const THROTTLED_RETRY_SECONDS = 3;
 
+function throttledWait(random: () => number): number {
+  return 1 + Math.floor(unitInterval(random()) * THROTTLED_RETRY_SECONDS);
+}
+
+function throttleSignal(kinds: readonly (ThrottleKind | undefined)[]): FleetSignal {
+  return kinds.includes('quota') ? 'quota-exhausted' : 'throttled';
+}
+
 /**
  * Where an attempt's outcome takes the message — the whole rule, in this one place (DESIGN §2, §5):
  * - **an outage** (before MAIL FROM, at the relay: connection, greeting, EHLO, TLS, login) is no
  *   attempt and never `dead`: the message waits for the breaker, which opens for every sender;
  * - **throttling** (SES's `454 Throttling failure`) is no attempt and never `dead`: the copy comes
- *   back shortly, and every sender slows down;
+ *   back shortly, and every sender slows down (its daily quota: holds for minutes, decision 0193);
+ *   a recipient throttled at RCPT TO while the relay took others stays pending, the attempt counts
+ *   (the message went out), every sender slows down, and the message is not `dead` for it: the
+ *   recipient comes back shortly when no other pending one waits for a backoff;
  * - **a local refusal** before MAIL FROM (our client refused the envelope) is no attempt and never
  *   `dead`; a permanent one rejects the attempted recipients;
  * - **a reply to the message's own commands** (MAIL, RCPT, DATA, the final dot; 421 included) or a
@@ -360,8 +376,8 @@ export function decideOutcome(
     return { to: 'retrying', visibilitySeconds: wait, ...unchanged, fleet: 'relay-unavailable' };
   }
   if (origin === FAILURE_ORIGIN.throttle) {
-    const wait = 1 + Math.floor(unitInterval(random()) * THROTTLED_RETRY_SECONDS);
-    return { to: 'retrying', visibilitySeconds: wait, ...unchanged, fleet: 'throttled' };
+    const fleet = throttleSignal([result.throttle]);
+    return { to: 'retrying', visibilitySeconds: throttledWait(random), ...unchanged, fleet };
   }
   const counted = origin === FAILURE_ORIGIN.transaction;
   const attempts = record.attempts + (counted ? 1 : 0);
@@ -372,17 +388,26 @@ export function decideOutcome(
     allRefused: failureClass === 'permanent' && result.refused.length === 0,
   });
   const pending = pendingPositions(record.recipientTotal, recipients);
+  // Recipients the relay throttled at RCPT TO (in a transaction), still pending: the fleet's pressure.
+  const throttledAt = result.refused.filter(
+    (refusal) =>
+      counted && refusal.throttle !== undefined && !refusal.permanent && pending.includes(refusal.position),
+  );
+  const fleet = throttledAt.length === 0 ? {} : { fleet: throttleSignal(throttledAt.map((r) => r.throttle)) };
   const decided = (to: OutcomeStatus, visibilitySeconds?: number): OutcomeDecision => ({
     to,
     attempts,
     recipients,
     joinsHistory: joinsHistory(counted, to),
     ...(visibilitySeconds === undefined ? {} : { visibilitySeconds }),
+    ...fleet,
   });
 
   if (failureClass === 'ambiguous' && record.on_ambiguous === 'hold') return decided('unknown');
   if (pending.length === 0) return decided(recipients.accepted.length > 0 ? 'sent' : 'failed');
-  if (counted && attemptsExhausted(attempts, record, settings.maxAttempts)) return decided('dead');
+  if (counted && throttledAt.length === 0 && attemptsExhausted(attempts, record, settings.maxAttempts))
+    return decided('dead');
+  if (throttledAt.length === pending.length) return decided('retrying', throttledWait(random));
   return decided('retrying', backoffAfter(failureClass, record.attempts, settings, random));
 }
 

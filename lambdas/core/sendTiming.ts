@@ -66,6 +66,20 @@ export function attemptBudgetMs(
 }
 
 /**
+ * The latest a copy may still be claimed, on the invocation's clock: a whole attempt before its end.
+ * The send-rate wait before the claim never goes past it (DESIGN §5a: a turn later than this is not
+ * waited for; the copy goes back unclaimed at once).
+ */
+export function claimBy(
+  nowMs: number,
+  remainingMs: number,
+  timing: Pick<SendTiming, 'smtpTimeoutSeconds' | 'smtpReplyTimeoutSeconds'>,
+  limits: AwsClientLimits = AWS_CLIENT_LIMITS,
+): number {
+  return nowMs + remainingMs - attemptBudgetMs(timing, limits);
+}
+
+/**
  * The rule for the claim and for MAIL FROM: with `remainingMs` left, an invocation may claim a copy,
  * and later start its SMTP transaction, only with time for one whole attempt and its outcome write.
  * Checked before the claim, and again at the last moment before MAIL FROM: what came between (the

@@ -1,4 +1,4 @@
-import type { SmtpErrorClassification } from '../core/classifySmtpError.js';
+import type { SmtpErrorClassification, ThrottleKind } from '../core/classifySmtpError.js';
 
 /** One email as the sender hands it to the relay. Every field comes from the message's body item. */
 export interface OutgoingEmail {
@@ -54,6 +54,8 @@ export interface RecipientRefusal {
   readonly permanent: boolean;
   /** The address is bad for good and joins the suppression list (the classification's `hardBounce`). */
   readonly hardBounce: boolean;
+  /** The relay throttled us at this RCPT TO (the classification's `throttle`): the fleet's pressure. */
+  readonly throttle?: ThrottleKind | undefined;
   /** The relay's reply to this RCPT TO, raw (it may name the address: callers redact it). */
   readonly reply: string | null;
 }

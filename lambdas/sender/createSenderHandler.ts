@@ -6,7 +6,7 @@ import type { Config } from '../core/config.js';
 import { parseDispatchPayload } from '../core/dispatchPayload.js';
 import { errorForLog } from '../core/errorForLog.js';
 import { SENDER_METRIC } from '../core/metricNames.js';
-import { backstopReceiveCount, receiveCountOf } from '../core/queueLimits.js';
+import { backstopReceiveCount, receiveCountOf, visibilitySinceReceive } from '../core/queueLimits.js';
 import { DEFAULT_RELAY } from '../core/relays.js';
 import { type Lane, runInLanes } from '../core/runWithConcurrency.js';
 import { createTemplateRenderer } from '../core/templateRenderer.js';
@@ -201,8 +201,8 @@ export function createSenderHandler(
 
   return async function sendBatch(event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>) {
     // The invocation's deadline on the sender's clock: every copy asks it before it claims.
-    const deadline =
-      deps.now().getTime() + (context?.getRemainingTimeInMillis() ?? deps.timeoutSeconds * 1000);
+    const startedMs = deps.now().getTime();
+    const deadline = startedMs + (context?.getRemainingTimeInMillis() ?? deps.timeoutSeconds * 1000);
     const time: InvocationTime = { remainingMs: () => deadline - deps.now().getTime() };
     // A few copies work at once (SENDER_LANES); a copy waiting out its last moment before its send
     // time steps out of its lane meanwhile (processCopy.ts, decision 0098).
@@ -211,7 +211,9 @@ export function createSenderHandler(
       const verdict = await verdictFor(record, time, lane);
       if (await refreshed(record, verdict)) return { record, verdict: { kind: 'ack', reason: 'refreshed' } };
       if (verdict.kind === 'keep' && verdict.visibilitySeconds !== undefined) {
-        const change = await deps.visibility.change(record.receiptHandle, verdict.visibilitySeconds);
+        // Within the 12 hours SQS counts from the receive (the batch's, before this invocation began).
+        const seconds = visibilitySinceReceive(verdict.visibilitySeconds, deps.now().getTime() - startedMs);
+        const change = await deps.visibility.change(record.receiptHandle, seconds);
         if (!change.changed) {
           log.warn('sender could not change a copy visibility', {
             sqsMessageId: record.messageId,

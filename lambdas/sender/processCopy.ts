@@ -2,11 +2,12 @@ import { decideArrival } from '../core/dispatchDecision.js';
 import { parseDispatchPayload } from '../core/dispatchPayload.js';
 import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
+import { SQS_MAX_DELAY_SECONDS } from '../core/queueLimits.js';
 import { PROBE_TOKEN_ID } from '../core/relayBreaker.js';
 import { type FailoverDecision, failoverDecision } from '../core/relays.js';
 import type { Lane } from '../core/runWithConcurrency.js';
 import { claimTerms, interruptedAttemptBecomes, sendableAt } from '../core/sendDecision.js';
-import { hasTimeForAttempt } from '../core/sendTiming.js';
+import { claimBy, hasTimeForAttempt } from '../core/sendTiming.js';
 import { isLiveSide, SIMULATOR_RELAY } from '../core/testSide.js';
 import { decideUnsent, type UnsentStatus } from '../core/unsentDecision.js';
 import type { SettleUnsentInput } from '../ports/SenderStore.js';
@@ -111,11 +112,7 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
   if (cleared.kind === 'held') return cleared.verdict;
   const { relay } = cleared;
   // Never out of time mid-send: claim only with time left for one whole attempt and its write.
-  if (!hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing)) {
-    deps.metrics.count(SENDER_METRIC.outOfTime);
-    deps.log.info('sender handed a copy back unclaimed: too little time left', logContext(run, {}));
-    return keep('too little time left for a whole attempt; back unclaimed', 0);
-  }
+  if (!hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing)) return outOfTime(run);
 
   const owner = deps.newLeaseOwner();
   const claimedAt = deps.now();
@@ -158,7 +155,8 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
  * what must not go out (the deadline, quiet hours: {@link unsentVerdict}), then the sending gate
  * ({@link passGate}: pauses, breakers, drains, and so the relay the copy leaves through), then the
  * wait for that relay's rate (DESIGN §5 "Rate", §15: in recipients, before the claim, never under the
- * lease). The wait can last until the time rule stops it, and meanwhile a deadline passes, a window
+ * lease). The wait lasts at most until a whole attempt is still left (a later turn is not waited
+ * for: {@link outOfTime}), and meanwhile a deadline passes, a window
  * opens, the operator pauses sending or disables the relay, its breaker opens. So both are asked
  * again with the clock and the gate as they are after the wait (the gate's read at most a second
  * old, decision 0142): the same decisions, not a second copy of them (decisions 0152, 0163). The copy
@@ -179,9 +177,27 @@ async function clearForSend(
     if (unsent !== undefined) return { kind: 'held', verdict: unsent };
     const gate = await passGate(run, observed);
     if (gate.kind === 'held' || gate.relay.name === waitedFor) return gate;
-    await (gate.relay.rateLimiter ?? UNLIMITED).acquire(pendingRecipients(observed), gate.rateFactor);
+    // A turn too late for a whole attempt is not waited for (the invocation would end in it): the
+    // copy goes back unclaimed until about then, for a sender with time (or another's share) to take.
+    const startBy = claimBy(run.deps.now().getTime(), run.time.remainingMs(), run.deps.settings.timing);
+    const limiter = gate.relay.rateLimiter ?? UNLIMITED;
+    const turn = await limiter.acquire(pendingRecipients(observed), gate.rateFactor, startBy);
+    if (!turn.granted) return { kind: 'held', verdict: outOfTime(run, Math.ceil(turn.inMs / 1000)) };
     waitedFor = gate.relay.name;
   }
+}
+
+/**
+ * Too little time left for a whole attempt, or to wait for the send rate first: back unclaimed, at
+ * once, or when its turn at the rate may have come (`visibilitySeconds`, at most the longest delay).
+ */
+function outOfTime(run: CopyRun, visibilitySeconds = 0): CopyVerdict {
+  run.deps.metrics.count(SENDER_METRIC.outOfTime);
+  run.deps.log.info('sender handed a copy back unclaimed: too little time left', logContext(run, {}));
+  return keep(
+    'too little time left for a whole attempt; back unclaimed',
+    Math.min(SQS_MAX_DELAY_SECONDS, visibilitySeconds),
+  );
 }
 
 interface HeldCopy {

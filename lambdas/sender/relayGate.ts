@@ -64,6 +64,9 @@ export type GateAdmission =
   | { readonly kind: 'send'; readonly rateFactor: number }
   | { readonly kind: 'wait'; readonly seconds: number; readonly cause: GateWaitCause };
 
+/** What the gate logs and keeps of the failure behind a fleet signal (no reply text, no address). */
+export type FleetFailure = Pick<SmtpErrorClassification, 'code' | 'class' | 'reason'>;
+
 export type TokenOutcome =
   | { readonly kind: 'done'; readonly reason: string }
   /** The token could not be replaced: keep this copy, visible again after `seconds`. */
@@ -93,17 +96,21 @@ export class RelayGate {
   /**
    * After an attempt whose decision (core/sendDecision.ts) has a word for every sender: the relay is
    * unavailable — the breaker opens (the winner of the write puts the probe token on the queue) — or
-   * it throttles us — the fleet's rate factor halves and every sender holds a moment.
+   * it throttles us — the fleet's rate factor halves and every sender holds a moment, or, its daily
+   * quota spent, holds for minutes. The winner of a throttle's write counts it (one per wave).
    */
-  async signal(signal: FleetSignal, failure: SmtpErrorClassification): Promise<void> {
+  async signal(signal: FleetSignal, failure: FleetFailure): Promise<void> {
     if (signal === 'relay-unavailable') return this.open(failure);
-    const { settings, now, log } = this.options;
+    const { settings, now, log, metrics } = this.options;
+    const kind = signal === 'quota-exhausted' ? 'quota' : 'rate';
     const written = await this.transition((await this.read(true)).breaker, (breaker) =>
-      throttled(breaker, now(), settings),
+      throttled(breaker, now(), settings, kind),
     );
     if (written === undefined) return;
+    metrics.count(SENDER_METRIC.relayThrottled, 1, this.options.relay);
     log.warn('the relay is throttling us: every sender slows down', {
       code: failure.code,
+      limit: kind,
       rateFactor: written.rate_factor,
       heldUntil: written.throttled_until,
     });
@@ -140,7 +147,7 @@ export class RelayGate {
   }
 
   /** Opens a closed breaker (the winner arms the token); an open one is left as it is. */
-  private async open(failure: SmtpErrorClassification): Promise<void> {
+  private async open(failure: FleetFailure): Promise<void> {
     const { settings, now, log, metrics } = this.options;
     const reason = `${failure.code ?? 'no code'}: ${failure.reason}`;
     const current = await this.read(true);
@@ -295,23 +302,30 @@ export class RelayGate {
  */
 export interface SendRateLimiter {
   /**
-   * Resolves when a send to `recipients` recipients (default 1) may start at `rateFactor` (in
-   * (0, 1], default 1) of the configured rate.
+   * Resolves `granted` when a send to `recipients` recipients (default 1) may start at `rateFactor`
+   * (in (0, 1], default 1) of the configured rate; at once, taking nothing, with the turn's distance
+   * when that turn comes after `startBy` (ms on the limiter's clock): no time to wait for it.
    */
-  acquire(recipients?: number, rateFactor?: number): Promise<void>;
+  acquire(recipients?: number, rateFactor?: number, startBy?: number): Promise<RateTurn>;
 }
 
+/** A send's turn at the rate: now, or too late for the caller (`inMs` from now). */
+export type RateTurn = { readonly granted: true } | { readonly granted: false; readonly inMs: number };
+
+const GRANTED: RateTurn = { granted: true };
+
 /** No limit. */
-export const UNLIMITED: SendRateLimiter = { acquire: async () => {} };
+export const UNLIMITED: SendRateLimiter = { acquire: async () => GRANTED };
 
 /**
  * POSTDATE_MAX_SEND_RATE: a token bucket per warm container, in recipients (DESIGN §5, "Rate": SES
  * counts its sending rate in recipients). The configured rate is this sender's share of the relay's
  * rate; the fleet's rate factor from the sending gate scales it (halved after a throttle, climbing
  * back additively, core/relayBreaker.ts), so every sender slows down together. Tokens refill
- * continuously at `rate × factor` per second up to `burst`; a send takes one per recipient (at most
- * `burst`, so a message with more recipients than the burst still goes, alone), waiting for them
- * when the bucket is short. The clock and the wait are injected, so tests never sleep.
+ * continuously at `rate × factor` per second up to `burst`; a send takes one per recipient (a
+ * message with more recipients than the burst goes, alone, with the burst in hand and the rest
+ * owed), waiting for them when the bucket is short — unless they come after the caller's `startBy`:
+ * then it waits not at all. The clock and the wait are injected, so tests never sleep.
  */
 export interface TokenBucketOptions {
   /** Recipients per second, this sender's share. */
@@ -331,7 +345,7 @@ export function tokenBucket(options: TokenBucketOptions): SendRateLimiter {
   let tokens = burst;
   let last = options.now();
   // Callers queue in order, so a waiting send is never overtaken by a later one.
-  let queue: Promise<void> = Promise.resolve();
+  let queue: Promise<RateTurn> = Promise.resolve(GRANTED);
 
   const refill = (rate: number) => {
     const now = options.now();
@@ -339,24 +353,30 @@ export function tokenBucket(options: TokenBucketOptions): SendRateLimiter {
     last = now;
   };
 
-  const take = async (recipients: number, factor: number) => {
+  const take = async (recipients: number, factor: number, startBy: number) => {
     const rate = options.rate * factor;
-    const cost = Math.min(burst, recipients);
+    // A send starts with a burst's worth at most in hand, and spends every recipient: those past the
+    // burst are owed (the bucket goes below zero), so the next send waits for them.
+    const need = Math.min(burst, recipients);
     refill(rate);
-    while (tokens < cost) {
-      await options.sleep(Math.ceil(((cost - tokens) / rate) * 1000));
+    const inMs = Math.max(0, Math.ceil(((need - tokens) / rate) * 1000));
+    if (options.now() + inMs > startBy) return { granted: false, inMs };
+    while (tokens < need) {
+      await options.sleep(Math.ceil(((need - tokens) / rate) * 1000));
       refill(rate);
     }
-    tokens -= cost;
+    tokens -= recipients;
+    return GRANTED;
   };
 
   return {
-    acquire(recipients = 1, rateFactor = 1) {
+    acquire(recipients = 1, rateFactor = 1, startBy = Number.POSITIVE_INFINITY) {
       const cost = Number.isFinite(recipients) && recipients >= 1 ? Math.floor(recipients) : 1;
       const factor =
         Number.isFinite(rateFactor) && rateFactor > 0 ? Math.max(MIN_FACTOR, Math.min(1, rateFactor)) : 1;
-      const turn = queue.then(() => take(cost, factor));
-      queue = turn.catch(() => {});
+      const by = Number.isNaN(startBy) ? Number.POSITIVE_INFINITY : startBy;
+      const turn = queue.then(() => take(cost, factor, by));
+      queue = turn.catch(() => GRANTED);
       return turn;
     },
   };

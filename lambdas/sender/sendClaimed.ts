@@ -164,8 +164,7 @@ export async function sendClaimed(
     { ...deps.settings, ...relayWait(run, relay) },
     deps.random,
   );
-  if (decision.fleet !== undefined && !outcome.delivered)
-    await tellTheFleet(run, relay, decision.fleet, outcome);
+  if (decision.fleet !== undefined) await tellTheFleet(run, relay, decision.fleet, outcome);
   const envelope = { addresses: email.envelope, positions };
   // A file the bucket could not give never met the relay: no relay to name.
   const through = unstored === undefined ? relay.name : undefined;
@@ -371,11 +370,18 @@ async function unstoredAttachment(
 function attemptResultOf(outcome: SendOutcome, positions: readonly number[]): AttemptResult {
   return {
     delivered: outcome.delivered,
-    ...(outcome.delivered ? {} : { failureClass: outcome.failure.class, origin: outcome.failure.origin }),
+    ...(outcome.delivered
+      ? {}
+      : {
+          failureClass: outcome.failure.class,
+          origin: outcome.failure.origin,
+          throttle: outcome.failure.throttle,
+        }),
     attempted: positions,
     refused: outcome.refused.map((refusal) => ({
       position: positions[refusal.index] ?? -1,
       permanent: refusal.permanent,
+      throttle: refusal.throttle,
     })),
   };
 }
@@ -391,20 +397,28 @@ function relayWait(run: CopyRun, relay: SenderRelay): { readonly relayWaitSecond
 }
 
 /**
- * The decision's word for every sender (the relay is unavailable, or throttling us) goes to the
- * sending gate. A gate that cannot be reached changes nothing here: the outcome write must not wait
- * on it, and the decision stands.
+ * The decision's word for every sender (the relay is unavailable, or throttling us: the attempt's
+ * failure, or a recipient's RCPT TO) goes to the sending gate. A gate that cannot be reached changes
+ * nothing here: the outcome write must not wait on it, and the decision stands.
  */
 async function tellTheFleet(
   run: CopyRun,
   relay: SenderRelay,
   signal: FleetSignal,
-  outcome: Extract<SendOutcome, { delivered: false }>,
+  outcome: SendOutcome,
 ): Promise<void> {
   const gate = relay.gate;
   if (gate === undefined) return;
+  const throttledAt = outcome.refused.find((refusal) => refusal.throttle !== undefined);
+  const said = outcome.delivered
+    ? {
+        code: throttledAt?.code ?? null,
+        class: 'transient' as const,
+        reason: 'the relay throttled a recipient at RCPT TO',
+      }
+    : outcome.failure;
   try {
-    await gate.signal(signal, outcome.failure);
+    await gate.signal(signal, said);
   } catch (error) {
     run.deps.log.warn(
       'sender could not update the sending gate',

@@ -151,6 +151,15 @@ export class Ops extends Construct {
       stackMetric(this, POSTDATE_METRIC.unexpectedErrors, 'Sum', FIVE_MINUTES),
       1,
     );
+    // DESIGN §5 "Rate": one throttle is the relay pacing us; a wave in each of two 15-minute periods is
+    // pressure that lasts (a spent daily quota brings one every 5 minutes or so, decision 0193).
+    alarm(
+      'RelayThrottled',
+      "the SMTP relay keeps throttling us (its sending rate or its daily quota): every sender is slowed down and nothing is dead-lettered, but mail is late; raise the relay's quota or lower POSTDATE_MAX_SEND_RATE (docs/sending.md)",
+      stackMetric(this, POSTDATE_METRIC.relayThrottled, 'Sum', Duration.minutes(15)),
+      1,
+      2,
+    );
     // Gauges, published by every sweep: in alarm while any such message exists, not for one period.
     // A period without a datapoint (a run late or missed) keeps the state it had.
     const waitingPeriod = Duration.minutes(

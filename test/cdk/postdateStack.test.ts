@@ -697,10 +697,20 @@ describe('ops: alarms and dashboard', () => {
         ]),
       },
     });
-    // 25 of Ops (RelayUnavailable, RelayFailover and RefusedRecords among them), and the eight of
-    // webhooks (failed deliveries, their DLQ, the producer's failures and lag, both functions' errors
-    // and throttles).
-    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(33);
+    // 26 of Ops (RelayUnavailable, RelayFailover, RelayThrottled and RefusedRecords among them), and
+    // the eight of webhooks (failed deliveries, their DLQ, the producer's failures and lag, both
+    // functions' errors and throttles).
+    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(34);
+    // DESIGN §5 "Rate": the relay throttling us for a while (its rate or its daily quota) is
+    // sustained pressure an operator must see: a throttle wave in each of two 15-minute periods.
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'RelayThrottled',
+      Statistic: 'Sum',
+      Period: 900,
+      EvaluationPeriods: 2,
+      Threshold: 1,
+      TreatMissingData: 'notBreaching',
+    });
     // DESIGN §15: an alarm while mail leaves through anything but the first relay (the sweeper's gauge).
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'RelayFailover',

@@ -6,6 +6,7 @@ import {
   classifySmtpError,
   type FailureOrigin,
   reachedRelay,
+  type ThrottleKind,
 } from '../../lambdas/core/classifySmtpError.js';
 import type { ErrorClass } from '../../lambdas/core/postdateError.js';
 import { pendingPositions } from '../../lambdas/core/recipients.js';
@@ -55,25 +56,40 @@ const records: fc.Arbitrary<OutcomeRecord> = fc
     };
   });
 
-/** A failed attempt on the record's pending recipients. */
-const failures = (record: OutcomeRecord): fc.Arbitrary<AttemptResult> => {
+const throttles = fc.constantFrom<ThrottleKind | undefined>(undefined, 'rate', 'quota');
+
+/**
+ * A failed (or, `delivered`, accepted) attempt on the record's pending recipients, some refused at
+ * RCPT TO — a 4xx among them maybe in throttling words (`throttle`).
+ */
+const failures = (
+  record: OutcomeRecord,
+  delivered: fc.Arbitrary<boolean> = fc.constant(false),
+): fc.Arbitrary<AttemptResult> => {
   const attempted = pendingPositions(record.recipientTotal, record.recipients);
   return fc.record({
-    delivered: fc.constant(false),
+    delivered,
     failureClass: classes,
     origin: origins,
+    throttle: throttles,
     attempted: fc.constant(attempted),
     refused: fc
       .subarray(attempted)
       .chain((refused) =>
         fc.tuple(
           ...refused.map((position) =>
-            fc.record({ position: fc.constant(position), permanent: fc.boolean() }),
+            fc
+              .record({ position: fc.constant(position), permanent: fc.boolean(), throttle: throttles })
+              .map((refusal) => (refusal.permanent ? { ...refusal, throttle: undefined } : refusal)),
           ),
         ),
       ),
   });
 };
+
+/** Recipients the relay throttled at RCPT TO in this attempt and still pending after it. */
+const throttledPending = (result: AttemptResult, pending: readonly number[]) =>
+  result.refused.filter((refusal) => refusal.throttle !== undefined && pending.includes(refusal.position));
 
 const cases = records
   .filter((record) => pendingPositions(record.recipientTotal, record.recipients).length > 0)
@@ -106,7 +122,7 @@ describe('the outcome decision, by where the failure happened', () => {
         expect(decision.to).toBe('retrying');
         expect(decision.attempts).toBe(record.attempts);
         expect(decision.recipients).toEqual(record.recipients);
-        expect(decision.fleet).toBe('throttled');
+        expect(decision.fleet).toBe(result.throttle === 'quota' ? 'quota-exhausted' : 'throttled');
         expect(decision.visibilitySeconds).toBeGreaterThanOrEqual(1);
         expect(decision.visibilitySeconds).toBeLessThanOrEqual(THROTTLED_RETRY_SECONDS);
       }),
@@ -124,12 +140,44 @@ describe('the outcome decision, by where the failure happened', () => {
     );
   });
 
-  it('a reply to the message’s own commands counts exactly one attempt and never holds the fleet', () => {
+  it('a reply to the message’s own commands counts exactly one attempt and holds the fleet only for a recipient throttled at RCPT TO', () => {
     fc.assert(
       fc.property(cases, ([record, result, draw]) => {
         const decision = decideOutcome({ ...result, origin: 'transaction' }, record, SETTINGS, () => draw);
         expect(decision.attempts).toBe(record.attempts + 1);
-        expect(decision.fleet).toBeUndefined();
+        const throttled = throttledPending(
+          result,
+          pendingPositions(record.recipientTotal, decision.recipients),
+        );
+        const quota = throttled.some((refusal) => refusal.throttle === 'quota');
+        expect(decision.fleet).toBe(
+          throttled.length === 0 ? undefined : quota ? 'quota-exhausted' : 'throttled',
+        );
+      }),
+    );
+  });
+
+  it('a recipient throttled at RCPT TO while the relay took others: the attempt counts, never dead for it, back within seconds when only throttled ones wait', () => {
+    const delivered = records
+      .filter((record) => pendingPositions(record.recipientTotal, record.recipients).length > 0)
+      .chain((record) =>
+        fc.tuple(
+          fc.constant(record),
+          failures(record, fc.constant(true)),
+          fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+        ),
+      );
+    fc.assert(
+      fc.property(delivered, ([record, result, draw]) => {
+        const decision = decideOutcome(result, record, SETTINGS, () => draw);
+        expect(decision.attempts).toBe(record.attempts + 1);
+        const pending = pendingPositions(record.recipientTotal, decision.recipients);
+        const throttled = throttledPending(result, pending);
+        if (throttled.length === 0) return;
+        expect(decision.to).toBe('retrying');
+        expect(decision.fleet).toBeDefined();
+        if (throttled.length === pending.length)
+          expect(decision.visibilitySeconds).toBeLessThanOrEqual(THROTTLED_RETRY_SECONDS);
       }),
     );
   });
@@ -145,6 +193,7 @@ describe('the outcome decision, by where the failure happened', () => {
           result.origin === 'transaction' &&
           !heldUnknown &&
           pending.length > 0 &&
+          throttledPending(result, pending).length === 0 &&
           record.attempts + 1 >= limit;
         expect(decision.to === 'dead').toBe(expected);
       }),
@@ -259,6 +308,7 @@ describe('SES throttling is read at the edge into the throttle origin', () => {
   ])('%s at %s', (text, code, command) => {
     const classified = classifySmtpError(reply(code, text, command));
     expect(classified).toMatchObject({ origin: 'throttle', class: 'transient', code: String(code) });
+    expect(classified.throttle).toBe(text.includes('Daily message quota') ? 'quota' : 'rate');
     expect(classified.reason).not.toContain('Throttling failure');
   });
 

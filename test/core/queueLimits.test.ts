@@ -1,6 +1,31 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SQS_MAX_DELAY_SECONDS, sqsDelaySeconds } from '../../lambdas/core/queueLimits.js';
+import {
+  RECEIVE_LEAD_SECONDS,
+  SQS_MAX_DELAY_SECONDS,
+  SQS_MAX_VISIBILITY_SECONDS,
+  sqsDelaySeconds,
+  visibilitySinceReceive,
+} from '../../lambdas/core/queueLimits.js';
+
+describe('visibilitySinceReceive: a kept copy’s visibility within the 12 hours SQS counts from the receive', () => {
+  it('is what was asked when it fits, never more, and never past 12 hours from a receive up to a minute before the invocation', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 2 * SQS_MAX_VISIBILITY_SECONDS }),
+        fc.integer({ min: 0, max: 900_000 }),
+        (seconds, elapsedMs) => {
+          const given = visibilitySinceReceive(seconds, elapsedMs);
+          const sinceReceive = RECEIVE_LEAD_SECONDS + elapsedMs / 1000;
+          expect(given).toBeGreaterThanOrEqual(0);
+          expect(given).toBeLessThanOrEqual(seconds);
+          expect(given + sinceReceive).toBeLessThanOrEqual(SQS_MAX_VISIBILITY_SECONDS);
+          if (seconds + Math.ceil(sinceReceive) <= SQS_MAX_VISIBILITY_SECONDS) expect(given).toBe(seconds);
+        },
+      ),
+    );
+  });
+});
 
 describe('sqsDelaySeconds: a delay as SQS takes it', () => {
   it('keeps whole seconds, dropping the sub-second rest', () => {

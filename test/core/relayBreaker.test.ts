@@ -342,7 +342,7 @@ describe('the fleet’s slow-down after the relay throttled us', () => {
     );
   });
 
-  it('gives the rate back additively with time, up to 1, and lets copies through once the hold is over', () => {
+  it('gives the rate back additively with time after the hold, up to 1, and lets copies through once the hold is over', () => {
     const first = throttled(NEVER_OPENED, T0, SLOW);
     if (first === undefined) throw new Error('a first throttle always writes');
     expect(first.rate_factor).toBe(0.5);
@@ -352,7 +352,9 @@ describe('the fleet’s slow-down after the relay throttled us', () => {
       cause: 'throttled',
     });
     const after = gateDecision(gateOf(first), undefined, at(2000), SLOW);
-    expect(after.kind === 'send' && after.rateFactor).toBeCloseTo(0.5 + 2 * THROTTLE.recoveryPerSecond, 10);
+    // Nothing was sent during the hold, so nothing came back during it (decision 0193).
+    expect(after.kind === 'send' && after.rateFactor).toBe(0.5);
+    expect(rateFactor(first, at(4000))).toBeCloseTo(0.5 + 2 * THROTTLE.recoveryPerSecond, 10);
     fc.assert(
       fc.property(fc.nat(120_000), fc.nat(120_000), (a, b) => {
         const [early, late] = a <= b ? [a, b] : [b, a];
@@ -360,7 +362,52 @@ describe('the fleet’s slow-down after the relay throttled us', () => {
         expect(rateFactor(first, at(late))).toBeLessThanOrEqual(1);
       }),
     );
-    expect(rateFactor(first, at(10_000))).toBe(1);
+    expect(rateFactor(first, at(12_000))).toBe(1);
+  });
+
+  /**
+   * Decision 0193: SES's daily quota comes back only as the day's sends age out (a rolling 24 hours),
+   * not in a second: a quota reply holds the fleet `quotaHoldMs` at the lowest factor, however the
+   * replies and rate throttles interleave; nothing shortens a hold; a quota reply during a quota hold
+   * writes nothing, so the fleet's senders answering the same wave make one write.
+   */
+  it('a daily quota holds every sender for minutes at the lowest factor, and no throttle shortens a hold (property)', () => {
+    const QUOTA: BreakerSettings = { ...SLOW, quotaHoldMs: 300_000 };
+    const events = fc.array(
+      fc.tuple(fc.integer({ min: 0, max: 400_000 }), fc.constantFrom('rate', 'quota')),
+      {
+        minLength: 1,
+        maxLength: 16,
+      },
+    );
+    fc.assert(
+      fc.property(events, (steps) => {
+        let breaker: BreakerState = NEVER_OPENED;
+        let now = 0;
+        for (const [gap, kind] of steps) {
+          now += gap;
+          const heldBefore = Date.parse(breaker.throttled_until ?? '');
+          const next = throttled(breaker, at(now), QUOTA, kind);
+          if (next === undefined) {
+            if (kind === 'quota')
+              expect(heldBefore).toBeGreaterThanOrEqual(T0.getTime() + now + 300_000 - 1000);
+            continue;
+          }
+          const heldUntil = Date.parse(next.throttled_until ?? '');
+          if (Number.isFinite(heldBefore)) expect(heldUntil).toBeGreaterThanOrEqual(heldBefore);
+          if (kind === 'quota') {
+            expect(next.rate_factor).toBe(THROTTLE.minFactor);
+            expect(heldUntil - (T0.getTime() + now)).toBeGreaterThanOrEqual(300_000);
+          }
+          // Held to its end, then sending again from the factor written, climbing from there.
+          expect(gateDecision(gateOf(next), undefined, at(now), QUOTA)).toMatchObject({ cause: 'throttled' });
+          const end = heldUntil - T0.getTime();
+          expect(gateDecision(gateOf(next), undefined, at(end - 1), QUOTA).kind).toBe('wait');
+          expect(rateFactor(next, at(end))).toBeCloseTo(next.rate_factor ?? 1, 10);
+          breaker = next;
+        }
+      }),
+    );
   });
 
   it('outlives the breaker’s own transitions: an outage does not forget the throttle', () => {

@@ -31,6 +31,8 @@ export const BREAKER_SETTINGS: BreakerSettings = {
   probeTimeoutMs: 3000,
   // A throttle holds the fleet 250 ms ÷ the rate factor (0.5 s, 1 s, 2 s …) instead of 1 s ÷ it.
   throttleHoldMs: 250,
+  // A daily quota holds it 4 s instead of 5 minutes: longer than a throttled copy's own wait (1–3 s).
+  quotaHoldMs: 4000,
 };
 
 /**

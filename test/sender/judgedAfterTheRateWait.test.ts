@@ -11,6 +11,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { PauseEntry } from '../../lambdas/core/relayBreaker.js';
 import { NOT_PAUSED } from '../../lambdas/core/relayBreaker.js';
+import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
 import type { RelayProbe } from '../../lambdas/ports/SendingGate.js';
 import { RelayGate } from '../../lambdas/sender/relayGate.js';
 import { DynamoSendingGate, SendingGateItems } from '../../lambdas/store/sendingGate.js';
@@ -23,6 +24,7 @@ import {
   type SenderWorld,
   smtpMailer,
   startSenderWorld,
+  TEST_SETTINGS,
 } from './senderHarness.js';
 
 /** One recipient every 10 s: the bucket holds one token, and the next comes 10 s later. */
@@ -74,6 +76,34 @@ describe('the sender judges deadlines and quiet hours after the send-rate wait',
     expect(state.status).toBe('expired');
     expect(state.attempts).toBe(0);
     expect(rig.metrics.of('Expired')).toBe(1);
+  });
+
+  /**
+   * DESIGN §5a "Never out of time mid-send" and "Rate limiting waits before the claim": a wait for the
+   * rate that would end with less than a whole attempt left is not waited at all — the invocation
+   * would run past its timeout in it (Lambda ends it as an error, and its other copies come back
+   * only after the queue's visibility timeout). After a throttle the fleet's factor can make one
+   * recipient's turn minutes away.
+   */
+  it('hands a copy back unclaimed at once when its turn at the send rate would leave no time for a whole attempt', async () => {
+    // One recipient every 100 s: longer than the invocation has.
+    const rig = await createSenderRig(world, { maxSendRate: 0.01 });
+    await drainTheBucket(rig);
+    const message = await rig.putMessage();
+    await rig.dispatch(message);
+    // Time for a whole attempt and 3 s more; the bucket's next token is 100 s away.
+    const remainingMs = attemptBudgetMs(TEST_SETTINGS.timing) + 3_000;
+    const startedMs = rig.clock.ms;
+    const records = await rig.receive({ max: 1, waitSeconds: 3 });
+    expect(records).toHaveLength(1);
+    const response = await rig.run(records, rig.handler, contextWithRemaining(remainingMs));
+
+    // The invocation ended inside its time, on the sender's clock.
+    expect(rig.clock.ms - startedMs).toBeLessThan(remainingMs);
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: records[0]?.messageId }]);
+    expect(rig.received(message.id)).toEqual([]);
+    expect(await rig.state(message.id)).toMatchObject({ status: 'scheduled', attempts: 0 });
+    expect(rig.metrics.of('OutOfTime')).toBe(1);
   });
 
   it('holds a copy whose quiet hours begin while it waits for the send rate: no attempt, due at their end', async () => {

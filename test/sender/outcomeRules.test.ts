@@ -1,6 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SmtpBehaviour } from '../../local/smtp/controllableSmtpServer.js';
-import { type BreakerWorld, createBreakerRig, startBreakerWorld } from './breakerHarness.js';
+import {
+  BREAKER_SETTINGS,
+  type BreakerWorld,
+  createBreakerRig,
+  startBreakerWorld,
+} from './breakerHarness.js';
 
 /**
  * DESIGN §5, one rule in one place: what happens before MAIL FROM is the relay's (an outage: the
@@ -82,9 +87,10 @@ describe('the sender decides an outcome by where it happened', () => {
     );
     const messages = await Promise.all([1, 2, 3].map(() => rig.putMessage()));
     for (const message of messages) await rig.dispatch(message);
+    // A rate throttle soon after a quota's hold meets the fleet at its lowest factor: held longest.
     await rig.drive({
       handlers: [rig.sender(), rig.sender()],
-      timeoutMs: 60_000,
+      timeoutMs: 100_000,
       done: async () => {
         const states = await Promise.all(messages.map((message) => rig.state(message.id)));
         return states.every((state) => state.status === 'sent' || state.status === 'dead');
@@ -105,6 +111,81 @@ describe('the sender decides an outcome by where it happened', () => {
     expect(breaker.rate_factor).toBeLessThan(1);
     expect(breaker.throttled_until).toBeDefined();
     expect(rig.metrics.of('RelayUnavailable')).toBe(0);
+  }, 130_000);
+
+  it('an SES daily quota holds the fleet for minutes, not seconds: each message meets it once, none counts it or dies, all go once it is back', async () => {
+    const rig = await createBreakerRig(world, { maxAttempts: 1 });
+    await world.outage.set('up');
+    world.smtp.script(SES_QUOTA);
+    const messages = await Promise.all([1, 2, 3].map(() => rig.putMessage()));
+    for (const message of messages) await rig.dispatch(message);
+    const senders = [rig.sender(), rig.sender()];
+    const heldForTheThrottle = (id: string) =>
+      rig.log.lines.some(
+        (line) =>
+          line.message === 'sender handed a copy back unclaimed: sending waits' &&
+          line.attributes.cause === 'throttled' &&
+          line.attributes.id === id,
+      );
+    // Every throttled copy came back (after 1–3 s) while the quota still held it.
+    await rig.drive({
+      handlers: senders,
+      timeoutMs: 45_000,
+      done: async () => messages.every((message) => heldForTheThrottle(message.id)),
+    });
+    // The relay met each message at most once: nobody went back to it a second later.
+    expect(world.smtp.transactions).toBeLessThanOrEqual(messages.length);
+    const { breaker } = await rig.gateStore.read();
+    const heldMs = Date.parse(breaker.throttled_until ?? '') - Date.parse(breaker.throttled_at ?? '');
+    expect(heldMs).toBeGreaterThanOrEqual(BREAKER_SETTINGS.quotaHoldMs ?? Number.POSITIVE_INFINITY);
+    for (const message of messages) expect((await rig.state(message.id)).attempts).toBe(0);
+    expect(rig.metrics.of('RelayThrottled')).toBeGreaterThanOrEqual(1);
+    // The quota is back.
+    world.smtp.script();
+    await rig.drive({
+      handlers: senders,
+      timeoutMs: 45_000,
+      done: async () => {
+        const states = await Promise.all(messages.map((message) => rig.state(message.id)));
+        return states.every((state) => state.status === 'sent' || state.status === 'dead');
+      },
+    });
+    for (const message of messages) {
+      expect(await rig.state(message.id)).toMatchObject({ status: 'sent', attempts: 1 });
+      expect(rig.received(message.id).filter((received) => received.outcome === 'accepted')).toHaveLength(1);
+    }
+    expect((await rig.depth(rig.urls.sendDeadLetter)).stored).toBe(0);
+  }, 120_000);
+
+  it('SES throttling one recipient at RCPT TO while it takes the other: the attempt counts, the recipient waits for the fleet, never dead for it', async () => {
+    const rig = await createBreakerRig(world, { maxAttempts: 1 });
+    await world.outage.set('up');
+    const throttledOne = 'second@example.test';
+    world.smtp.script(
+      {
+        rcptTo: (address) =>
+          address === throttledOne
+            ? { code: 454, message: 'Throttling failure: Maximum sending rate exceeded.' }
+            : undefined,
+      },
+      {},
+    );
+    const message = await rig.putMessage({ to: ['first@example.test', throttledOne] });
+    await rig.dispatch(message);
+    await rig.drive({
+      handlers: [rig.sender(), rig.sender()],
+      timeoutMs: 45_000,
+      done: async () => ['sent', 'dead', 'failed'].includes((await rig.state(message.id)).status),
+    });
+    const state = await rig.state(message.id);
+    expect(state.status).toBe('sent');
+    const accepted = rig.received(message.id).filter((received) => received.outcome === 'accepted');
+    expect(accepted.map((received) => received.to)).toEqual([['first@example.test'], [throttledOne]]);
+    expect((await rig.depth(rig.urls.sendDeadLetter)).stored).toBe(0);
+    // The relay said it throttles us: the fleet slowed down, as for a throttled transaction.
+    const { breaker } = await rig.gateStore.read();
+    expect(breaker.rate_factor).toBeLessThan(1);
+    expect(rig.metrics.of('RelayThrottled')).toBe(1);
   }, 90_000);
 
   it('a 421 greeting is an outage: the breaker opens, no attempt is counted, nothing goes dead', async () => {

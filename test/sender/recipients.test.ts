@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { messageView } from '../../lambdas/store/messageView.js';
-import { createSenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
+import {
+  contextWithRemaining,
+  createSenderRig,
+  type SenderWorld,
+  startSenderWorld,
+} from './senderHarness.js';
 
 /**
  * DESIGN §5, "Recipients one by one": a recipient the relay accepted is never sent the message
@@ -94,5 +99,28 @@ describe('the sender, recipient by recipient', () => {
       rcpt_accepted: [0],
       rcpt_rejected: [1],
     });
+  });
+
+  /**
+   * DESIGN §5 "Rate": the rate is counted in recipients as SES counts them. A message with more
+   * recipients than the bucket's burst goes (it cannot be split), but the relay counts every one of
+   * them: the next message waits until they are paid for.
+   */
+  it('the send rate counts every recipient of a message larger than its burst: the next message waits for them', async () => {
+    const rig = await createSenderRig(world, { maxSendRate: 2 });
+    world.smtp.script();
+    const to = ['a@example.org', 'b@example.org', 'c@example.org', 'd@example.org', 'e@example.org'];
+    const first = await rig.putMessage({ to, rcptTotal: to.length });
+    const second = await rig.putMessage({ to, rcptTotal: to.length });
+    await rig.dispatch(first);
+    await rig.dispatch(second);
+    const records = await rig.receive({ max: 2, waitSeconds: 3 });
+    expect(records).toHaveLength(2);
+    await rig.run(records, rig.newHandler({ concurrency: 1 }), contextWithRemaining(60_000));
+
+    for (const message of [first, second]) expect((await rig.state(message.id)).status).toBe('sent');
+    // The first goes with the burst (2) in hand and owes 3; the second waits for those 3 and its own
+    // burst of 2: 5 recipients at 2 a second, 2.5 s on the sender's clock.
+    expect(rig.sleeps.reduce((sum, milliseconds) => sum + milliseconds, 0)).toBe(2500);
   });
 });

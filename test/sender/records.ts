@@ -35,6 +35,8 @@ export interface MessageFixture {
   readonly leaseUntil?: Date;
   readonly to?: readonly string[];
   readonly cc?: readonly string[];
+  /** `rcpt_total` as the api writes it (the send rate's count, DESIGN §5 "Rate"); absent unless given. */
+  readonly rcptTotal?: number;
   readonly headers?: Readonly<Record<string, string>>;
   /** The request fingerprint on the state record (the body's is always `fixture`). */
   readonly fingerprint?: string;
@@ -93,6 +95,7 @@ export async function putMessage(
     ...(fixture.timeZone !== undefined ? { time_zone: fixture.timeZone } : {}),
     ...(fixture.quietHours !== undefined ? { quiet_hours: fixture.quietHours } : {}),
     ...(fixture.leaseOwner !== undefined ? { lease_owner: fixture.leaseOwner } : {}),
+    ...(fixture.rcptTotal !== undefined ? { rcpt_total: fixture.rcptTotal } : {}),
     ...(fixture.leaseUntil !== undefined ? { lease_until: fixture.leaseUntil.toISOString() } : {}),
     lst_pk: byStatusPk(tenant, status, id),
     lst_sk: createdSortKey(createdAt, id),

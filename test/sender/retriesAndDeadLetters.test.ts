@@ -1,7 +1,9 @@
 import { DeleteMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SqsCopyVisibility } from '../../lambdas/adapters/SqsCopyVisibility.js';
 import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
 import { parseDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
+import { SQS_MAX_VISIBILITY_SECONDS } from '../../lambdas/core/queueLimits.js';
 import type { DispatchQueue, QueuedCopy } from '../../lambdas/ports/DispatchQueue.js';
 import { sqsClient } from '../support/awsLocal.js';
 import { createSenderRig, type SenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
@@ -29,6 +31,42 @@ describe('the sender, retries and dead letters', () => {
   });
   afterAll(async () => {
     await world.close();
+  });
+
+  /**
+   * DESIGN §5: the backoff is applied with ChangeMessageVisibility, which SQS caps at 12 hours counted
+   * from the receive — a request for 43,200 s a moment after it is refused ("Total VisibilityTimeout
+   * for the message is beyond the limit"), and the copy comes back after the queue's own timeout.
+   * (The emulator does not refuse it; what the sender asks is recorded on its way to it.)
+   */
+  it('a backoff of 12 hours asks SQS for less than 12 hours from the receive; the retry time stays the backoff', async () => {
+    const rig = await createSenderRig(world, {
+      settings: { retryBaseSeconds: SQS_MAX_VISIBILITY_SECONDS, retryCapSeconds: SQS_MAX_VISIBILITY_SECONDS },
+      random: () => 1 - Number.EPSILON,
+    });
+    world.smtp.script(TRANSIENT_AFTER_DATA);
+    const message = await rig.putMessage();
+    await rig.dispatch(message);
+    const asked: number[] = [];
+    const real = new SqsCopyVisibility(sqsClient(), rig.urls.send);
+    const handler = rig.newHandler({
+      visibility: {
+        change: (receiptHandle, seconds) => {
+          asked.push(seconds);
+          return real.change(receiptHandle, seconds);
+        },
+      },
+    });
+    const records = await rig.receive({ max: 1, waitSeconds: 3 });
+    const response = await rig.run(records, handler);
+
+    expect(response.batchItemFailures).toHaveLength(1);
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toBeLessThan(SQS_MAX_VISIBILITY_SECONDS);
+    const retrying = await rig.state(message.id);
+    expect(retrying.status).toBe('retrying');
+    expect(Date.parse(retrying.due_at ?? '')).toBe(rig.clock.ms + SQS_MAX_VISIBILITY_SECONDS * 1000);
+    world.smtp.script();
   });
 
   it('retries a transient failure, then after the last allowed SMTP attempt records dead and moves the copy to the DLQ itself; a redriven copy is sent once', async () => {

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { runWithConcurrency } from '../../lambdas/core/runWithConcurrency.js';
 import { tokenBucket } from '../../lambdas/sender/relayGate.js';
@@ -39,6 +40,42 @@ describe('the send rate limit (POSTDATE_MAX_SEND_RATE), a token bucket on an inj
     expect(started).toEqual([0, 1000, 2000, 3000]);
   });
 
+  it("never waits past a caller's start-by: such a turn answers false at once and takes nothing (property)", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            recipients: fc.integer({ min: 1, max: 4 }),
+            within: fc.option(fc.nat(5000), { nil: undefined }),
+          }),
+          { minLength: 1, maxLength: 12 },
+        ),
+        fc.double({ min: 0.1, max: 5, noNaN: true }),
+        async (calls, rate) => {
+          const time = clock();
+          const limiter = tokenBucket({ rate, now: time.now, sleep: time.sleep });
+          const granted: number[] = [];
+          for (const { recipients, within } of calls) {
+            const startBy = within === undefined ? undefined : time.now() + within;
+            const before = time.now();
+            const turn = await limiter.acquire(recipients, 1, startBy);
+            if (startBy !== undefined)
+              expect(time.now()).toBeLessThanOrEqual(turn.granted ? startBy + 1 : before);
+            // Refused: its turn was indeed past the start-by.
+            if (!turn.granted)
+              expect(before + turn.inMs).toBeGreaterThan(startBy ?? Number.POSITIVE_INFINITY);
+            if (turn.granted) granted.push(recipients);
+          }
+          // What was granted never beat the rate, counted in recipients as the relay counts them: the
+          // burst (or one message larger than it, which goes alone), then `rate` recipients a second.
+          const total = granted.reduce((sum, cost) => sum + cost, 0);
+          const largest = Math.max(Math.max(1, rate), ...granted);
+          expect(total).toBeLessThanOrEqual(largest + (rate * time.elapsed()) / 1000 + 1e-6);
+        },
+      ),
+    );
+  });
+
   it('refills while idle, up to the burst', async () => {
     const time = clock();
     const limiter = tokenBucket({ rate: 10, burst: 3, now: time.now, sleep: time.sleep });
@@ -70,12 +107,16 @@ describe('the send rate counts recipients and takes the fleet factor (DESIGN §5
     expect(time.elapsed()).toBe(2000);
   });
 
-  it('lets a message with more recipients than the burst go, alone, at the burst', async () => {
+  it('lets a message with more recipients than the burst go, alone, at the burst, and makes the next send wait for the rest', async () => {
     const time = clock();
     const limiter = tokenBucket({ rate: 2, now: time.now, sleep: time.sleep });
     await limiter.acquire(50);
     await limiter.acquire(50);
-    expect(time.elapsed()).toBe(1000);
+    // The relay counts 50 recipients: the 48 past the burst are owed (24 s at 2 a second), and the
+    // next message waits for its own burst (1 s) on top: 100 recipients in 25 s is the rate.
+    expect(time.elapsed()).toBe(25_000);
+    await limiter.acquire(1);
+    expect(time.elapsed()).toBe(49_500);
   });
 
   it('sends at half the rate while the fleet factor is ½, and at the full rate again at 1', async () => {
