@@ -1,5 +1,5 @@
 import createClient, { type Client } from 'openapi-fetch';
-import { PostdateProblemError, problemOf } from './clientErrors.js';
+import { PostdateClientError, PostdateProblemError, problemOf } from './clientErrors.js';
 import type { components, operations, paths } from './openapiTypes.js';
 import { IDEMPOTENCY_KEY_HEADER, retryingFetch } from './retryingFetch.js';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, type RetryPolicy } from './retryPolicy.js';
@@ -38,6 +38,8 @@ export type PageQuery<Operation extends keyof operations> = NonNullable<
   operations[Operation]['parameters']['query']
 >;
 
+const DEFAULT_TIMEOUT_MS = 30_000;
+
 /** What every call takes besides its own arguments. */
 export interface CallOptions {
   readonly signal?: AbortSignal;
@@ -50,6 +52,11 @@ export interface PostdateClientOptions {
   readonly apiKey: string;
   /** Retries of 429, 5xx and network errors (retryPolicy.ts); `{ maxAttempts: 1 }` turns them off. */
   readonly retry?: Partial<RetryPolicy>;
+  /**
+   * The longest one attempt may take, its answer read to the end (default 30 s, API Gateway's own
+   * limit); a timed-out attempt is a network error, retried only where that is safe.
+   */
+  readonly timeoutMs?: number;
   /** The fetch to use (default `globalThis.fetch`). */
   readonly fetch?: (request: Request) => Promise<Response>;
   /** For tests: the jitter's random source, the clock and the wait. */
@@ -175,6 +182,10 @@ export interface PostdateClient {
  * ```
  */
 export function createPostdateClient(options: PostdateClientOptions): PostdateClient {
+  // A key no header may carry would be quoted whole in fetch's own error.
+  if (!/^[\x21-\x7e]+$/.test(options.apiKey)) {
+    throw new PostdateClientError('The API key is not a Postdate key: printable ASCII, no spaces (`pd_…`)');
+  }
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
   const now = options.now ?? (() => new Date());
   const http = createClient<paths>({
@@ -182,6 +193,7 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     headers: { Authorization: `Bearer ${options.apiKey}` },
     fetch: retryingFetch({
       policy,
+      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       fetch: options.fetch ?? ((request) => globalThis.fetch(request)),
       random: options.random ?? Math.random,
       now,

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   createPostdateClient,
+  PostdateClientError,
   PostdateNetworkError,
   PostdateProblemError,
 } from '../../lambdas/client/index.js';
@@ -73,10 +74,15 @@ const accepted: Answer = (response) => {
 
 const servers: Server[] = [];
 afterEach(async () => {
-  await Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))));
+  await Promise.all(
+    servers.splice(0).map((server) => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(resolve));
+    }),
+  );
 });
 
-async function start(answers: readonly Answer[]) {
+async function start(answers: readonly Answer[], options: { readonly timeoutMs?: number } = {}) {
   const scripted = await scriptedServer(answers);
   servers.push(scripted.server);
   const sleeps: number[] = [];
@@ -89,6 +95,7 @@ async function start(answers: readonly Answer[]) {
       sleeps.push(ms);
     },
     retry: { baseDelayMs: 100, maxDelayMs: 1_000 },
+    ...options,
   });
   return { ...scripted, client, sleeps };
 }
@@ -214,5 +221,39 @@ describe('the client against a server that fails first', () => {
     expect(error).toBeInstanceOf(PostdateNetworkError);
     expect(error).toMatchObject({ idempotencyKey: 'k-gone' });
     expect((error as Error).cause).toBeDefined();
+  });
+
+  it('gives each attempt a timeout: an enqueue whose answer never comes, or stops halfway, is sent again with the same key', async () => {
+    const silent: Answer = () => {};
+    const halfway: Answer = (response) => {
+      response.writeHead(202, { 'content-type': 'application/json' });
+      response.write('{"id":');
+    };
+    const { client, seen } = await start([silent, halfway, accepted], { timeoutMs: 200 });
+    const result = await client.enqueue(REQUEST, { idempotencyKey: 'k-slow' });
+    expect(result.message.id).toBe('m-1');
+    expect(seen.map((request) => request.idempotencyKey)).toEqual(['k-slow', 'k-slow', 'k-slow']);
+  });
+
+  it('throws a timed-out template PUT as a PostdateNetworkError caused by the timeout, never sending it again', async () => {
+    const silent: Answer = () => {};
+    const { client, seen } = await start([silent, accepted], { timeoutMs: 200 });
+    const error = await client
+      .putTemplate('hello', { subject: 'Hi', text: 'Hello' })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(PostdateNetworkError);
+    expect((error as Error).cause).toMatchObject({ name: 'TimeoutError' });
+    expect(seen).toHaveLength(1);
+  });
+
+  it('never puts the API key in what it throws, even a key that is no valid header value', async () => {
+    const { url } = await start([accepted]);
+    const error = await (async () =>
+      createPostdateClient({ baseUrl: url, apiKey: 'pd_top\u0000secret' }).get('m-1'))().catch(
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(PostdateClientError);
+    const thrown = error as Error;
+    expect(`${thrown.message} ${JSON.stringify(thrown)} ${String(thrown.cause)}`).not.toContain('secret');
   });
 });
