@@ -386,6 +386,28 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
   };
 }
 
+/**
+ * Every item of a paged list, a page fetched only when the one before is used up: `fetchPage` is
+ * called with no cursor first, then with each page's `next_cursor` until it is null. A failed page
+ * throws out of the loop, after the client's own retries.
+ *
+ * ```ts
+ * for await (const message of paginate((cursor) => postdate.list({ status: 'failed', cursor }))) { … }
+ * ```
+ */
+export async function* paginate<Item>(
+  fetchPage: (
+    cursor: string | undefined,
+  ) => Promise<{ readonly items: readonly Item[]; readonly next_cursor: string | null }>,
+): AsyncGenerator<Item, void, undefined> {
+  let cursor: string | undefined;
+  do {
+    const page = await fetchPage(cursor);
+    yield* page.items;
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor !== undefined);
+}
+
 function signalOf(options: { readonly signal?: AbortSignal }): { signal?: AbortSignal } {
   return options.signal === undefined ? {} : { signal: options.signal };
 }
