@@ -203,7 +203,7 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
   const newKey = options.newIdempotencyKey ?? (() => globalThis.crypto.randomUUID());
 
   /** The document of a successful answer, or the problem of any other, thrown. */
-  function unwrap<T>(
+  function documentOf<T>(
     answer: { data?: T; error?: unknown; response: Response },
     idempotencyKey: string | null = null,
   ): T {
@@ -215,33 +215,38 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     });
   }
 
+  /** The document of the call's answer ({@link documentOf}). */
+  async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+    return documentOf(await answerOf(call));
+  }
+
   return {
     http,
     async enqueue(request, enqueueOptions = {}) {
       const idempotencyKey = enqueueOptions.idempotencyKey ?? newKey();
-      const answer = await http.POST('/v1/messages', {
-        params: { header: { [IDEMPOTENCY_KEY_HEADER]: idempotencyKey } },
-        body: request,
-        ...signalOf(enqueueOptions),
-      });
-      const message = unwrap(answer, idempotencyKey);
+      const answer = await answerOf(
+        http.POST('/v1/messages', {
+          params: { header: { [IDEMPOTENCY_KEY_HEADER]: idempotencyKey } },
+          body: request,
+          ...signalOf(enqueueOptions),
+        }),
+      );
+      const message = documentOf(answer, idempotencyKey);
       const replayed = answer.response.headers.get('idempotent-replayed') === 'true';
       return { message, idempotencyKey, replayed };
     },
     async enqueueBatch(request, callOptions = {}) {
-      return unwrap(await http.POST('/v1/messages/batch', { body: request, ...signalOf(callOptions) }));
+      return unwrap(http.POST('/v1/messages/batch', { body: request, ...signalOf(callOptions) }));
     },
     async get(id, callOptions = {}) {
-      return unwrap(
-        await http.GET('/v1/messages/{id}', { params: { path: { id } }, ...signalOf(callOptions) }),
-      );
+      return unwrap(http.GET('/v1/messages/{id}', { params: { path: { id } }, ...signalOf(callOptions) }));
     },
     async list(query = {}, callOptions = {}) {
-      return unwrap(await http.GET('/v1/messages', { params: { query }, ...signalOf(callOptions) }));
+      return unwrap(http.GET('/v1/messages', { params: { query }, ...signalOf(callOptions) }));
     },
     async reschedule(id, request, callOptions = {}) {
       return unwrap(
-        await http.PATCH('/v1/messages/{id}', {
+        http.PATCH('/v1/messages/{id}', {
           params: { path: { id } },
           body: request,
           ...signalOf(callOptions),
@@ -249,31 +254,29 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
       );
     },
     async cancel(id, callOptions = {}) {
-      return unwrap(
-        await http.DELETE('/v1/messages/{id}', { params: { path: { id } }, ...signalOf(callOptions) }),
-      );
+      return unwrap(http.DELETE('/v1/messages/{id}', { params: { path: { id } }, ...signalOf(callOptions) }));
     },
     async retry(id, callOptions = {}) {
       return unwrap(
-        await http.POST('/v1/messages/{id}/retry', { params: { path: { id } }, ...signalOf(callOptions) }),
+        http.POST('/v1/messages/{id}/retry', { params: { path: { id } }, ...signalOf(callOptions) }),
       );
     },
     async createAttachment(request, callOptions = {}) {
-      return unwrap(await http.POST('/v1/attachments', { body: request, ...signalOf(callOptions) }));
+      return unwrap(http.POST('/v1/attachments', { body: request, ...signalOf(callOptions) }));
     },
     async health(callOptions = {}) {
-      return unwrap(await http.GET('/health', signalOf(callOptions)));
+      return unwrap(http.GET('/health', signalOf(callOptions)));
     },
     async openapi(callOptions = {}) {
-      return unwrap(await http.GET('/openapi.json', signalOf(callOptions)));
+      return unwrap(http.GET('/openapi.json', signalOf(callOptions)));
     },
 
     async listSuppressions(query = {}, callOptions = {}) {
-      return unwrap(await http.GET('/v1/suppressions', { params: { query }, ...signalOf(callOptions) }));
+      return unwrap(http.GET('/v1/suppressions', { params: { query }, ...signalOf(callOptions) }));
     },
     async putSuppression(address, request, callOptions = {}) {
       return unwrap(
-        await http.PUT('/v1/suppressions/{address}', {
+        http.PUT('/v1/suppressions/{address}', {
           params: { path: { address } },
           body: request,
           ...signalOf(callOptions),
@@ -282,7 +285,7 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     },
     async deleteSuppression(address, callOptions = {}) {
       return unwrap(
-        await http.DELETE('/v1/suppressions/{address}', {
+        http.DELETE('/v1/suppressions/{address}', {
           params: { path: { address } },
           ...signalOf(callOptions),
         }),
@@ -290,11 +293,11 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     },
 
     async listTemplates(query = {}, callOptions = {}) {
-      return unwrap(await http.GET('/v1/templates', { params: { query }, ...signalOf(callOptions) }));
+      return unwrap(http.GET('/v1/templates', { params: { query }, ...signalOf(callOptions) }));
     },
     async putTemplate(name, request, callOptions = {}) {
       return unwrap(
-        await http.PUT('/v1/templates/{name}', {
+        http.PUT('/v1/templates/{name}', {
           params: { path: { name } },
           body: request,
           ...signalOf(callOptions),
@@ -303,17 +306,17 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     },
     async getTemplate(name, callOptions = {}) {
       return unwrap(
-        await http.GET('/v1/templates/{name}', { params: { path: { name } }, ...signalOf(callOptions) }),
+        http.GET('/v1/templates/{name}', { params: { path: { name } }, ...signalOf(callOptions) }),
       );
     },
     async archiveTemplate(name, callOptions = {}) {
       return unwrap(
-        await http.DELETE('/v1/templates/{name}', { params: { path: { name } }, ...signalOf(callOptions) }),
+        http.DELETE('/v1/templates/{name}', { params: { path: { name } }, ...signalOf(callOptions) }),
       );
     },
     async getTemplateVersion(name, version, callOptions = {}) {
       return unwrap(
-        await http.GET('/v1/templates/{name}/versions/{version}', {
+        http.GET('/v1/templates/{name}/versions/{version}', {
           params: { path: { name, version: String(version) } },
           ...signalOf(callOptions),
         }),
@@ -321,7 +324,7 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     },
     async renderTemplate(name, request, callOptions = {}) {
       return unwrap(
-        await http.POST('/v1/templates/{name}/render', {
+        http.POST('/v1/templates/{name}/render', {
           params: { path: { name } },
           body: request,
           ...signalOf(callOptions),
@@ -330,29 +333,25 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     },
 
     async createWebhook(request, callOptions = {}) {
-      return unwrap(await http.POST('/v1/webhooks', { body: request, ...signalOf(callOptions) }));
+      return unwrap(http.POST('/v1/webhooks', { body: request, ...signalOf(callOptions) }));
     },
     async listWebhooks(callOptions = {}) {
-      return unwrap(await http.GET('/v1/webhooks', signalOf(callOptions)));
+      return unwrap(http.GET('/v1/webhooks', signalOf(callOptions)));
     },
     async getWebhook(id, callOptions = {}) {
-      return unwrap(
-        await http.GET('/v1/webhooks/{id}', { params: { path: { id } }, ...signalOf(callOptions) }),
-      );
+      return unwrap(http.GET('/v1/webhooks/{id}', { params: { path: { id } }, ...signalOf(callOptions) }));
     },
     async deleteWebhook(id, callOptions = {}) {
-      return unwrap(
-        await http.DELETE('/v1/webhooks/{id}', { params: { path: { id } }, ...signalOf(callOptions) }),
-      );
+      return unwrap(http.DELETE('/v1/webhooks/{id}', { params: { path: { id } }, ...signalOf(callOptions) }));
     },
     async testWebhook(id, callOptions = {}) {
       return unwrap(
-        await http.POST('/v1/webhooks/{id}/test', { params: { path: { id } }, ...signalOf(callOptions) }),
+        http.POST('/v1/webhooks/{id}/test', { params: { path: { id } }, ...signalOf(callOptions) }),
       );
     },
     async rotateWebhookSecret(id, callOptions = {}) {
       return unwrap(
-        await http.POST('/v1/webhooks/{id}/rotate-secret', {
+        http.POST('/v1/webhooks/{id}/rotate-secret', {
           params: { path: { id } },
           ...signalOf(callOptions),
         }),
@@ -360,7 +359,7 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     },
     async listWebhookDeliveries(id, query = {}, callOptions = {}) {
       return unwrap(
-        await http.GET('/v1/webhooks/{id}/deliveries', {
+        http.GET('/v1/webhooks/{id}/deliveries', {
           params: { path: { id }, query },
           ...signalOf(callOptions),
         }),
@@ -368,7 +367,7 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     },
     async retryWebhookDelivery(id, delivery, callOptions = {}) {
       return unwrap(
-        await http.POST('/v1/webhooks/{id}/deliveries/{delivery}/retry', {
+        http.POST('/v1/webhooks/{id}/deliveries/{delivery}/retry', {
           params: { path: { id, delivery } },
           ...signalOf(callOptions),
         }),
@@ -376,7 +375,7 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     },
     async raiseGroup(key, request, callOptions = {}) {
       return unwrap(
-        await http.PUT('/v1/groups/{key}', {
+        http.PUT('/v1/groups/{key}', {
           params: { path: { key } },
           body: request,
           ...signalOf(callOptions),
@@ -406,6 +405,19 @@ export async function* paginate<Item>(
     yield* page.items;
     cursor = page.next_cursor ?? undefined;
   } while (cursor !== undefined);
+}
+
+/**
+ * The answer of a call. A 2xx whose body is no JSON is no answer of the API (a `baseUrl` that is a
+ * web site, a captive portal): thrown typed, with the parse error as its cause.
+ */
+async function answerOf<Answer>(call: Promise<Answer>): Promise<Answer> {
+  try {
+    return await call;
+  } catch (error) {
+    if (!(error instanceof SyntaxError)) throw error;
+    throw new PostdateClientError('A 2xx answer was not JSON: is baseUrl the API?', { cause: error });
+  }
 }
 
 function signalOf(options: { readonly signal?: AbortSignal }): { signal?: AbortSignal } {

@@ -256,4 +256,15 @@ describe('the client against a server that fails first', () => {
     const thrown = error as Error;
     expect(`${thrown.message} ${JSON.stringify(thrown)} ${String(thrown.cause)}`).not.toContain('secret');
   });
+
+  it('throws a typed error, the parse failure as its cause, when a 2xx answer is no JSON (a baseUrl that is a web site)', async () => {
+    const page: Answer = (response) => {
+      response.writeHead(200, { 'content-type': 'text/html' });
+      response.end('<!doctype html><title>Welcome</title>');
+    };
+    const { client } = await start([page]);
+    const error = await client.get('m-1').catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(PostdateClientError);
+    expect((error as Error).cause).toBeInstanceOf(SyntaxError);
+  });
 });
