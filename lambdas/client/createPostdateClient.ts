@@ -101,7 +101,12 @@ export interface PostdateClient {
     request: RescheduleRequest,
     options?: { readonly signal?: AbortSignal },
   ): Promise<Message>;
+  /**
+   * Cancel a `scheduled` or `retrying` message. Repeated after a 5xx or a lost answer (decision 0196),
+   * as a reschedule is: a 409 with `currentStatus: 'cancelled'` may be this call's own cancel.
+   */
   cancel(id: string, options?: { readonly signal?: AbortSignal }): Promise<Message>;
+  /** Send a `failed`, `dead` or `unknown` message again. Retried after a 429 only. */
   retry(id: string, options?: { readonly signal?: AbortSignal }): Promise<Message>;
   raiseGroup(
     key: string,

@@ -175,12 +175,23 @@ describe('the client against a server that fails first', () => {
     expect(error).toMatchObject({ type: 'about:blank', status: 401, detail: 'Unauthorized', errors: [] });
   });
 
-  it('does not retry a 503 of a cancel (a DELETE may have been done), but does retry its 429', async () => {
+  it('retries a cancel after a 503 and a reschedule after a reset (twice is once), but a manual retry only after its 429', async () => {
+    const cancel = await start([problemAnswer(503, { 'retry-after': '1' }), accepted]);
+    await expect(cancel.client.cancel('m-1')).resolves.toMatchObject({ id: 'm-1' });
+    expect(cancel.seen.map((request) => request.method)).toEqual(['DELETE', 'DELETE']);
+    const reset: Answer = (_response, request) => request.socket.destroy();
+    const moved = await start([reset, accepted]);
+    const sendAt = '2026-12-02T09:00:00Z';
+    await expect(moved.client.reschedule('m-1', { send_at: sendAt })).resolves.toMatchObject({ id: 'm-1' });
+    expect(moved.seen.map((request) => JSON.parse(request.body))).toEqual([
+      { send_at: sendAt },
+      { send_at: sendAt },
+    ]);
     const once = await start([problemAnswer(503), accepted]);
-    await expect(once.client.cancel('m-1')).rejects.toMatchObject({ status: 503 });
+    await expect(once.client.retry('m-1')).rejects.toMatchObject({ status: 503 });
     expect(once.seen).toHaveLength(1);
     const throttled = await start([problemAnswer(429), accepted]);
-    await expect(throttled.client.cancel('m-1')).resolves.toMatchObject({ id: 'm-1' });
+    await expect(throttled.client.retry('m-1')).resolves.toMatchObject({ id: 'm-1' });
     expect(throttled.seen).toHaveLength(2);
   });
 
