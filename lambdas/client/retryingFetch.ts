@@ -59,13 +59,18 @@ type AttemptOutcome =
 /**
  * One attempt on a copy of the request (the original's body stays unread for the next one), its
  * answer read whole within the attempt's time: one that stalls halfway is no answer, as one that
- * never starts.
+ * never starts. The timer and the link to the caller's signal end with the attempt (a service that
+ * sends thousands a second keeps no timer for 30 s after each answer).
  */
 async function attemptOnce(options: RetryingFetchOptions, request: Request): Promise<AttemptOutcome> {
-  const timeout = AbortSignal.timeout(options.timeoutMs);
+  const attempt = new AbortController();
+  const timedOut = new DOMException(`No whole answer within ${options.timeoutMs} ms`, 'TimeoutError');
+  const timer = setTimeout(() => attempt.abort(timedOut), options.timeoutMs);
+  const callerAborted = (): void => attempt.abort(request.signal.reason);
+  request.signal.addEventListener('abort', callerAborted, { once: true });
   try {
-    const signal = AbortSignal.any([request.signal, timeout]);
-    const answer = await options.fetch(new Request(request.clone(), { signal }));
+    if (request.signal.aborted) throw request.signal.reason;
+    const answer = await options.fetch(new Request(request.clone(), { signal: attempt.signal }));
     const body = await answer.arrayBuffer();
     const response = new Response(body.byteLength === 0 ? null : body, {
       status: answer.status,
@@ -79,7 +84,10 @@ async function attemptOnce(options: RetryingFetchOptions, request: Request): Pro
     return {
       response: undefined,
       failure: { kind: 'network' },
-      error: timeout.aborted ? timeout.reason : error,
+      error: attempt.signal.reason === timedOut ? timedOut : error,
     };
+  } finally {
+    clearTimeout(timer);
+    request.signal.removeEventListener('abort', callerAborted);
   }
 }
