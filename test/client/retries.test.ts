@@ -240,7 +240,7 @@ describe('the client against a server that fails first', () => {
       response.writeHead(202, { 'content-type': 'application/json' });
       response.write('{"id":');
     };
-    const { client, seen } = await start([silent, halfway, accepted], { timeoutMs: 200 });
+    const { client, seen } = await start([silent, halfway, accepted], { timeoutMs: 1_000 });
     const result = await client.enqueue(REQUEST, { idempotencyKey: 'k-slow' });
     expect(result.message.id).toBe('m-1');
     expect(seen.map((request) => request.idempotencyKey)).toEqual(['k-slow', 'k-slow', 'k-slow']);
@@ -248,7 +248,7 @@ describe('the client against a server that fails first', () => {
 
   it('throws a timed-out template PUT as a PostdateNetworkError caused by the timeout, never sending it again', async () => {
     const silent: Answer = () => {};
-    const { client, seen } = await start([silent, accepted], { timeoutMs: 200 });
+    const { client, seen } = await start([silent, accepted], { timeoutMs: 1_000 });
     const error = await client
       .putTemplate('hello', { subject: 'Hi', text: 'Hello' })
       .catch((caught: unknown) => caught);
