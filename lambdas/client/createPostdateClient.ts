@@ -1,5 +1,5 @@
 import createClient, { type Client } from 'openapi-fetch';
-import { PostdateProblemError, problemOf } from './clientErrors.js';
+import { PostdateClientError, PostdateProblemError, problemOf } from './clientErrors.js';
 import type { components, operations, paths } from './openapiTypes.js';
 import { IDEMPOTENCY_KEY_HEADER, retryingFetch } from './retryingFetch.js';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, type RetryPolicy } from './retryPolicy.js';
@@ -38,6 +38,8 @@ export type PageQuery<Operation extends keyof operations> = NonNullable<
   operations[Operation]['parameters']['query']
 >;
 
+const DEFAULT_TIMEOUT_MS = 30_000;
+
 /** What every call takes besides its own arguments. */
 export interface CallOptions {
   readonly signal?: AbortSignal;
@@ -50,6 +52,11 @@ export interface PostdateClientOptions {
   readonly apiKey: string;
   /** Retries of 429, 5xx and network errors (retryPolicy.ts); `{ maxAttempts: 1 }` turns them off. */
   readonly retry?: Partial<RetryPolicy>;
+  /**
+   * The longest one attempt may take, its answer read to the end (default 30 s, API Gateway's own
+   * limit); a timed-out attempt is a network error, retried only where that is safe.
+   */
+  readonly timeoutMs?: number;
   /** The fetch to use (default `globalThis.fetch`). */
   readonly fetch?: (request: Request) => Promise<Response>;
   /** For tests: the jitter's random source, the clock and the wait. */
@@ -94,7 +101,12 @@ export interface PostdateClient {
     request: RescheduleRequest,
     options?: { readonly signal?: AbortSignal },
   ): Promise<Message>;
+  /**
+   * Cancel a `scheduled` or `retrying` message. Repeated after a 5xx or a lost answer (decision 0196),
+   * as a reschedule is: a 409 with `currentStatus: 'cancelled'` may be this call's own cancel.
+   */
   cancel(id: string, options?: { readonly signal?: AbortSignal }): Promise<Message>;
+  /** Send a `failed`, `dead` or `unknown` message again. Retried after a 429 only. */
   retry(id: string, options?: { readonly signal?: AbortSignal }): Promise<Message>;
   raiseGroup(
     key: string,
@@ -175,6 +187,10 @@ export interface PostdateClient {
  * ```
  */
 export function createPostdateClient(options: PostdateClientOptions): PostdateClient {
+  // A key no header may carry would be quoted whole in fetch's own error.
+  if (!/^[\x21-\x7e]+$/.test(options.apiKey)) {
+    throw new PostdateClientError('The API key is not a Postdate key: printable ASCII, no spaces (`pd_…`)');
+  }
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
   const now = options.now ?? (() => new Date());
   const http = createClient<paths>({
@@ -182,6 +198,7 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     headers: { Authorization: `Bearer ${options.apiKey}` },
     fetch: retryingFetch({
       policy,
+      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       fetch: options.fetch ?? ((request) => globalThis.fetch(request)),
       random: options.random ?? Math.random,
       now,
@@ -191,7 +208,7 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
   const newKey = options.newIdempotencyKey ?? (() => globalThis.crypto.randomUUID());
 
   /** The document of a successful answer, or the problem of any other, thrown. */
-  function unwrap<T>(
+  function documentOf<T>(
     answer: { data?: T; error?: unknown; response: Response },
     idempotencyKey: string | null = null,
   ): T {
@@ -203,33 +220,38 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     });
   }
 
+  /** The document of the call's answer ({@link documentOf}). */
+  async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+    return documentOf(await answerOf(call));
+  }
+
   return {
     http,
     async enqueue(request, enqueueOptions = {}) {
       const idempotencyKey = enqueueOptions.idempotencyKey ?? newKey();
-      const answer = await http.POST('/v1/messages', {
-        params: { header: { [IDEMPOTENCY_KEY_HEADER]: idempotencyKey } },
-        body: request,
-        ...signalOf(enqueueOptions),
-      });
-      const message = unwrap(answer, idempotencyKey);
+      const answer = await answerOf(
+        http.POST('/v1/messages', {
+          params: { header: { [IDEMPOTENCY_KEY_HEADER]: idempotencyKey } },
+          body: request,
+          ...signalOf(enqueueOptions),
+        }),
+      );
+      const message = documentOf(answer, idempotencyKey);
       const replayed = answer.response.headers.get('idempotent-replayed') === 'true';
       return { message, idempotencyKey, replayed };
     },
     async enqueueBatch(request, callOptions = {}) {
-      return unwrap(await http.POST('/v1/messages/batch', { body: request, ...signalOf(callOptions) }));
+      return unwrap(http.POST('/v1/messages/batch', { body: request, ...signalOf(callOptions) }));
     },
     async get(id, callOptions = {}) {
-      return unwrap(
-        await http.GET('/v1/messages/{id}', { params: { path: { id } }, ...signalOf(callOptions) }),
-      );
+      return unwrap(http.GET('/v1/messages/{id}', { params: { path: { id } }, ...signalOf(callOptions) }));
     },
     async list(query = {}, callOptions = {}) {
-      return unwrap(await http.GET('/v1/messages', { params: { query }, ...signalOf(callOptions) }));
+      return unwrap(http.GET('/v1/messages', { params: { query }, ...signalOf(callOptions) }));
     },
     async reschedule(id, request, callOptions = {}) {
       return unwrap(
-        await http.PATCH('/v1/messages/{id}', {
+        http.PATCH('/v1/messages/{id}', {
           params: { path: { id } },
           body: request,
           ...signalOf(callOptions),
@@ -237,31 +259,29 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
       );
     },
     async cancel(id, callOptions = {}) {
-      return unwrap(
-        await http.DELETE('/v1/messages/{id}', { params: { path: { id } }, ...signalOf(callOptions) }),
-      );
+      return unwrap(http.DELETE('/v1/messages/{id}', { params: { path: { id } }, ...signalOf(callOptions) }));
     },
     async retry(id, callOptions = {}) {
       return unwrap(
-        await http.POST('/v1/messages/{id}/retry', { params: { path: { id } }, ...signalOf(callOptions) }),
+        http.POST('/v1/messages/{id}/retry', { params: { path: { id } }, ...signalOf(callOptions) }),
       );
     },
     async createAttachment(request, callOptions = {}) {
-      return unwrap(await http.POST('/v1/attachments', { body: request, ...signalOf(callOptions) }));
+      return unwrap(http.POST('/v1/attachments', { body: request, ...signalOf(callOptions) }));
     },
     async health(callOptions = {}) {
-      return unwrap(await http.GET('/health', signalOf(callOptions)));
+      return unwrap(http.GET('/health', signalOf(callOptions)));
     },
     async openapi(callOptions = {}) {
-      return unwrap(await http.GET('/openapi.json', signalOf(callOptions)));
+      return unwrap(http.GET('/openapi.json', signalOf(callOptions)));
     },
 
     async listSuppressions(query = {}, callOptions = {}) {
-      return unwrap(await http.GET('/v1/suppressions', { params: { query }, ...signalOf(callOptions) }));
+      return unwrap(http.GET('/v1/suppressions', { params: { query }, ...signalOf(callOptions) }));
     },
     async putSuppression(address, request, callOptions = {}) {
       return unwrap(
-        await http.PUT('/v1/suppressions/{address}', {
+        http.PUT('/v1/suppressions/{address}', {
           params: { path: { address } },
           body: request,
           ...signalOf(callOptions),
@@ -270,7 +290,7 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     },
     async deleteSuppression(address, callOptions = {}) {
       return unwrap(
-        await http.DELETE('/v1/suppressions/{address}', {
+        http.DELETE('/v1/suppressions/{address}', {
           params: { path: { address } },
           ...signalOf(callOptions),
         }),
@@ -278,11 +298,11 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     },
 
     async listTemplates(query = {}, callOptions = {}) {
-      return unwrap(await http.GET('/v1/templates', { params: { query }, ...signalOf(callOptions) }));
+      return unwrap(http.GET('/v1/templates', { params: { query }, ...signalOf(callOptions) }));
     },
     async putTemplate(name, request, callOptions = {}) {
       return unwrap(
-        await http.PUT('/v1/templates/{name}', {
+        http.PUT('/v1/templates/{name}', {
           params: { path: { name } },
           body: request,
           ...signalOf(callOptions),
@@ -291,17 +311,17 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     },
     async getTemplate(name, callOptions = {}) {
       return unwrap(
-        await http.GET('/v1/templates/{name}', { params: { path: { name } }, ...signalOf(callOptions) }),
+        http.GET('/v1/templates/{name}', { params: { path: { name } }, ...signalOf(callOptions) }),
       );
     },
     async archiveTemplate(name, callOptions = {}) {
       return unwrap(
-        await http.DELETE('/v1/templates/{name}', { params: { path: { name } }, ...signalOf(callOptions) }),
+        http.DELETE('/v1/templates/{name}', { params: { path: { name } }, ...signalOf(callOptions) }),
       );
     },
     async getTemplateVersion(name, version, callOptions = {}) {
       return unwrap(
-        await http.GET('/v1/templates/{name}/versions/{version}', {
+        http.GET('/v1/templates/{name}/versions/{version}', {
           params: { path: { name, version: String(version) } },
           ...signalOf(callOptions),
         }),
@@ -309,7 +329,7 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     },
     async renderTemplate(name, request, callOptions = {}) {
       return unwrap(
-        await http.POST('/v1/templates/{name}/render', {
+        http.POST('/v1/templates/{name}/render', {
           params: { path: { name } },
           body: request,
           ...signalOf(callOptions),
@@ -318,29 +338,25 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     },
 
     async createWebhook(request, callOptions = {}) {
-      return unwrap(await http.POST('/v1/webhooks', { body: request, ...signalOf(callOptions) }));
+      return unwrap(http.POST('/v1/webhooks', { body: request, ...signalOf(callOptions) }));
     },
     async listWebhooks(callOptions = {}) {
-      return unwrap(await http.GET('/v1/webhooks', signalOf(callOptions)));
+      return unwrap(http.GET('/v1/webhooks', signalOf(callOptions)));
     },
     async getWebhook(id, callOptions = {}) {
-      return unwrap(
-        await http.GET('/v1/webhooks/{id}', { params: { path: { id } }, ...signalOf(callOptions) }),
-      );
+      return unwrap(http.GET('/v1/webhooks/{id}', { params: { path: { id } }, ...signalOf(callOptions) }));
     },
     async deleteWebhook(id, callOptions = {}) {
-      return unwrap(
-        await http.DELETE('/v1/webhooks/{id}', { params: { path: { id } }, ...signalOf(callOptions) }),
-      );
+      return unwrap(http.DELETE('/v1/webhooks/{id}', { params: { path: { id } }, ...signalOf(callOptions) }));
     },
     async testWebhook(id, callOptions = {}) {
       return unwrap(
-        await http.POST('/v1/webhooks/{id}/test', { params: { path: { id } }, ...signalOf(callOptions) }),
+        http.POST('/v1/webhooks/{id}/test', { params: { path: { id } }, ...signalOf(callOptions) }),
       );
     },
     async rotateWebhookSecret(id, callOptions = {}) {
       return unwrap(
-        await http.POST('/v1/webhooks/{id}/rotate-secret', {
+        http.POST('/v1/webhooks/{id}/rotate-secret', {
           params: { path: { id } },
           ...signalOf(callOptions),
         }),
@@ -348,7 +364,7 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     },
     async listWebhookDeliveries(id, query = {}, callOptions = {}) {
       return unwrap(
-        await http.GET('/v1/webhooks/{id}/deliveries', {
+        http.GET('/v1/webhooks/{id}/deliveries', {
           params: { path: { id }, query },
           ...signalOf(callOptions),
         }),
@@ -356,7 +372,7 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     },
     async retryWebhookDelivery(id, delivery, callOptions = {}) {
       return unwrap(
-        await http.POST('/v1/webhooks/{id}/deliveries/{delivery}/retry', {
+        http.POST('/v1/webhooks/{id}/deliveries/{delivery}/retry', {
           params: { path: { id, delivery } },
           ...signalOf(callOptions),
         }),
@@ -364,7 +380,7 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     },
     async raiseGroup(key, request, callOptions = {}) {
       return unwrap(
-        await http.PUT('/v1/groups/{key}', {
+        http.PUT('/v1/groups/{key}', {
           params: { path: { key } },
           body: request,
           ...signalOf(callOptions),
@@ -372,6 +388,41 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
       );
     },
   };
+}
+
+/**
+ * Every item of a paged list, a page fetched only when the one before is used up: `fetchPage` is
+ * called with no cursor first, then with each page's `next_cursor` until it is null. A failed page
+ * throws out of the loop, after the client's own retries.
+ *
+ * ```ts
+ * for await (const message of paginate((cursor) => postdate.list({ status: 'failed', cursor }))) { … }
+ * ```
+ */
+export async function* paginate<Item>(
+  fetchPage: (
+    cursor: string | undefined,
+  ) => Promise<{ readonly items: readonly Item[]; readonly next_cursor: string | null }>,
+): AsyncGenerator<Item, void, undefined> {
+  let cursor: string | undefined;
+  do {
+    const page = await fetchPage(cursor);
+    yield* page.items;
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor !== undefined);
+}
+
+/**
+ * The answer of a call. A 2xx whose body is no JSON is no answer of the API (a `baseUrl` that is a
+ * web site, a captive portal): thrown typed, with the parse error as its cause.
+ */
+async function answerOf<Answer>(call: Promise<Answer>): Promise<Answer> {
+  try {
+    return await call;
+  } catch (error) {
+    if (!(error instanceof SyntaxError)) throw error;
+    throw new PostdateClientError('A 2xx answer was not JSON: is baseUrl the API?', { cause: error });
+  }
 }
 
 function signalOf(options: { readonly signal?: AbortSignal }): { signal?: AbortSignal } {

@@ -4,10 +4,13 @@
  *
  * A request is retried after a 429, a 5xx or a network error only when repeating it cannot do the
  * work twice: it carries an `Idempotency-Key` (every enqueue does; the API answers a replay with the
- * original message), it is a batch enqueue (its items each carry theirs), a GET, or one of the PUTs
- * that set a value (a group's version, a suppression). Anything else — a template PUT, which stores
- * a new version each time (DESIGN §10), a PATCH, a DELETE, a keyless POST, a route this list does
- * not know — is retried after a 429 only, which API Gateway answers before the function runs.
+ * original message), it is a batch enqueue (its items each carry theirs), a GET, one of the PUTs
+ * that set a value (a group's version, a suppression), a message's reschedule (an absolute time) or
+ * its cancel (an end): decision 0196; a repeat after a landed first try may answer 409, the status
+ * the first one made. Anything else — a template PUT, which stores a new version each time (DESIGN
+ * §10), a manual retry (one that failed again at once would be sent again), another DELETE, a
+ * keyless POST, a route this list does not know — is retried after a 429 only, which API Gateway
+ * answers before the function runs.
  */
 
 export interface RetryPolicy {
@@ -48,6 +51,8 @@ const REPEATABLE_WRITES: readonly { readonly method: string; readonly path: RegE
   { method: 'POST', path: /\/v1\/messages\/batch$/ },
   { method: 'PUT', path: /\/v1\/groups\/[^/]+$/ },
   { method: 'PUT', path: /\/v1\/suppressions\/[^/]+$/ },
+  { method: 'PATCH', path: /\/v1\/messages\/[^/]+$/ },
+  { method: 'DELETE', path: /\/v1\/messages\/[^/]+$/ },
 ];
 
 /** Whether doing `request` twice is doing it once (see the module comment). */

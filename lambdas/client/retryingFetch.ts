@@ -11,6 +11,8 @@ export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 
 export interface RetryingFetchOptions {
   readonly policy: RetryPolicy;
+  /** The longest one attempt may take, its answer read to the end. */
+  readonly timeoutMs: number;
   readonly fetch: (request: Request) => Promise<Response>;
   readonly random: () => number;
   readonly now: () => Date;
@@ -20,7 +22,8 @@ export interface RetryingFetchOptions {
 /**
  * A `fetch` that sends the very same request again (same body, same `Idempotency-Key`) while
  * retryPolicy.ts allows it, and returns the last answer; only when no attempt got an answer does it
- * throw, a PostdateNetworkError. The caller's abort signal stops it at once, never retried.
+ * throw, a PostdateNetworkError. An attempt whose answer is not all in within `timeoutMs` got none.
+ * The caller's abort signal stops it at once, never retried.
  */
 export function retryingFetch(options: RetryingFetchOptions): (request: Request) => Promise<Response> {
   return async function fetchWithRetries(request: Request): Promise<Response> {
@@ -44,8 +47,6 @@ export function retryingFetch(options: RetryingFetchOptions): (request: Request)
           { cause: outcome.error },
         );
       }
-      // The answer is not read: release its connection before waiting.
-      await outcome.response?.body?.cancel();
       await options.sleep(delay, request.signal);
     }
   };
@@ -55,14 +56,38 @@ type AttemptOutcome =
   | { readonly response: Response; readonly failure: AttemptFailure }
   | { readonly response: undefined; readonly failure: AttemptFailure; readonly error: unknown };
 
-/** One attempt on a copy of the request (the original's body stays unread for the next one). */
+/**
+ * One attempt on a copy of the request (the original's body stays unread for the next one), its
+ * answer read whole within the attempt's time: one that stalls halfway is no answer, as one that
+ * never starts. The timer and the link to the caller's signal end with the attempt (a service that
+ * sends thousands a second keeps no timer for 30 s after each answer).
+ */
 async function attemptOnce(options: RetryingFetchOptions, request: Request): Promise<AttemptOutcome> {
+  const attempt = new AbortController();
+  const timedOut = new DOMException(`No whole answer within ${options.timeoutMs} ms`, 'TimeoutError');
+  const timer = setTimeout(() => attempt.abort(timedOut), options.timeoutMs);
+  const callerAborted = (): void => attempt.abort(request.signal.reason);
+  request.signal.addEventListener('abort', callerAborted, { once: true });
   try {
-    const response = await options.fetch(request.clone());
+    if (request.signal.aborted) throw request.signal.reason;
+    const answer = await options.fetch(new Request(request.clone(), { signal: attempt.signal }));
+    const body = await answer.arrayBuffer();
+    const response = new Response(body.byteLength === 0 ? null : body, {
+      status: answer.status,
+      statusText: answer.statusText,
+      headers: answer.headers,
+    });
     const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'), options.now());
     return { response, failure: { kind: 'status', status: response.status, retryAfterMs } };
   } catch (error) {
     if (request.signal.aborted) throw error;
-    return { response: undefined, failure: { kind: 'network' }, error };
+    return {
+      response: undefined,
+      failure: { kind: 'network' },
+      error: attempt.signal.reason === timedOut ? timedOut : error,
+    };
+  } finally {
+    clearTimeout(timer);
+    request.signal.removeEventListener('abort', callerAborted);
   }
 }

@@ -3,6 +3,7 @@ import {
   createPostdateClient,
   type PostdateClient,
   PostdateProblemError,
+  paginate,
 } from '../../lambdas/client/index.js';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
@@ -123,5 +124,24 @@ describe('postdate/client against the local stack', () => {
     const error = await stranger.list().catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(PostdateProblemError);
     expect((error as PostdateProblemError).status).toBe(403);
+  });
+
+  it('walks a list to its end with paginate, following next_cursor page after page', async () => {
+    const enqueued = await Promise.all(
+      [0, 1, 2, 3, 4].map((i) =>
+        postdate.enqueue(
+          { to: ['ed@example.com'], subject: 'Pages', text: `Page ${i}.`, send_at: later() },
+          { idempotencyKey: `client-${run}-page-${i}` },
+        ),
+      ),
+    );
+    const listed: string[] = [];
+    for await (const message of paginate((cursor) =>
+      postdate.list({ status: 'scheduled', limit: 2, cursor }),
+    )) {
+      listed.push(message.id);
+    }
+    expect(listed).toEqual(expect.arrayContaining(enqueued.map(({ message }) => message.id)));
+    expect(new Set(listed).size).toBe(listed.length);
   });
 });

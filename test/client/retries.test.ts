@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   createPostdateClient,
+  PostdateClientError,
   PostdateNetworkError,
   PostdateProblemError,
 } from '../../lambdas/client/index.js';
@@ -73,10 +74,15 @@ const accepted: Answer = (response) => {
 
 const servers: Server[] = [];
 afterEach(async () => {
-  await Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))));
+  await Promise.all(
+    servers.splice(0).map((server) => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(resolve));
+    }),
+  );
 });
 
-async function start(answers: readonly Answer[]) {
+async function start(answers: readonly Answer[], options: { readonly timeoutMs?: number } = {}) {
   const scripted = await scriptedServer(answers);
   servers.push(scripted.server);
   const sleeps: number[] = [];
@@ -89,6 +95,7 @@ async function start(answers: readonly Answer[]) {
       sleeps.push(ms);
     },
     retry: { baseDelayMs: 100, maxDelayMs: 1_000 },
+    ...options,
   });
   return { ...scripted, client, sleeps };
 }
@@ -168,12 +175,23 @@ describe('the client against a server that fails first', () => {
     expect(error).toMatchObject({ type: 'about:blank', status: 401, detail: 'Unauthorized', errors: [] });
   });
 
-  it('does not retry a 503 of a cancel (a DELETE may have been done), but does retry its 429', async () => {
+  it('retries a cancel after a 503 and a reschedule after a reset (twice is once), but a manual retry only after its 429', async () => {
+    const cancel = await start([problemAnswer(503, { 'retry-after': '1' }), accepted]);
+    await expect(cancel.client.cancel('m-1')).resolves.toMatchObject({ id: 'm-1' });
+    expect(cancel.seen.map((request) => request.method)).toEqual(['DELETE', 'DELETE']);
+    const reset: Answer = (_response, request) => request.socket.destroy();
+    const moved = await start([reset, accepted]);
+    const sendAt = '2026-12-02T09:00:00Z';
+    await expect(moved.client.reschedule('m-1', { send_at: sendAt })).resolves.toMatchObject({ id: 'm-1' });
+    expect(moved.seen.map((request) => JSON.parse(request.body))).toEqual([
+      { send_at: sendAt },
+      { send_at: sendAt },
+    ]);
     const once = await start([problemAnswer(503), accepted]);
-    await expect(once.client.cancel('m-1')).rejects.toMatchObject({ status: 503 });
+    await expect(once.client.retry('m-1')).rejects.toMatchObject({ status: 503 });
     expect(once.seen).toHaveLength(1);
     const throttled = await start([problemAnswer(429), accepted]);
-    await expect(throttled.client.cancel('m-1')).resolves.toMatchObject({ id: 'm-1' });
+    await expect(throttled.client.retry('m-1')).resolves.toMatchObject({ id: 'm-1' });
     expect(throttled.seen).toHaveLength(2);
   });
 
@@ -214,5 +232,50 @@ describe('the client against a server that fails first', () => {
     expect(error).toBeInstanceOf(PostdateNetworkError);
     expect(error).toMatchObject({ idempotencyKey: 'k-gone' });
     expect((error as Error).cause).toBeDefined();
+  });
+
+  it('gives each attempt a timeout: an enqueue whose answer never comes, or stops halfway, is sent again with the same key', async () => {
+    const silent: Answer = () => {};
+    const halfway: Answer = (response) => {
+      response.writeHead(202, { 'content-type': 'application/json' });
+      response.write('{"id":');
+    };
+    const { client, seen } = await start([silent, halfway, accepted], { timeoutMs: 1_000 });
+    const result = await client.enqueue(REQUEST, { idempotencyKey: 'k-slow' });
+    expect(result.message.id).toBe('m-1');
+    expect(seen.map((request) => request.idempotencyKey)).toEqual(['k-slow', 'k-slow', 'k-slow']);
+  });
+
+  it('throws a timed-out template PUT as a PostdateNetworkError caused by the timeout, never sending it again', async () => {
+    const silent: Answer = () => {};
+    const { client, seen } = await start([silent, accepted], { timeoutMs: 1_000 });
+    const error = await client
+      .putTemplate('hello', { subject: 'Hi', text: 'Hello' })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(PostdateNetworkError);
+    expect((error as Error).cause).toMatchObject({ name: 'TimeoutError' });
+    expect(seen).toHaveLength(1);
+  });
+
+  it('never puts the API key in what it throws, even a key that is no valid header value', async () => {
+    const { url } = await start([accepted]);
+    const error = await (async () =>
+      createPostdateClient({ baseUrl: url, apiKey: 'pd_top\u0000secret' }).get('m-1'))().catch(
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(PostdateClientError);
+    const thrown = error as Error;
+    expect(`${thrown.message} ${JSON.stringify(thrown)} ${String(thrown.cause)}`).not.toContain('secret');
+  });
+
+  it('throws a typed error, the parse failure as its cause, when a 2xx answer is no JSON (a baseUrl that is a web site)', async () => {
+    const page: Answer = (response) => {
+      response.writeHead(200, { 'content-type': 'text/html' });
+      response.end('<!doctype html><title>Welcome</title>');
+    };
+    const { client } = await start([page]);
+    const error = await client.get('m-1').catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(PostdateClientError);
+    expect((error as Error).cause).toBeInstanceOf(SyntaxError);
   });
 });

@@ -22,12 +22,15 @@ describe('the client retry policy', () => {
     }
   });
 
-  it('retries GET, a batch enqueue and the idempotent PUTs like a keyed request; everything else only after a 429', () => {
+  it('retries GET, a batch enqueue, the idempotent PUTs, a reschedule and a cancel like a keyed request; everything else only after a 429', () => {
+    // A reschedule sets an absolute time and a cancel ends the message: twice is once (decision 0196).
     const repeatable = [
       ['GET', '/v1/messages/m-1'],
       ['POST', '/v1/messages/batch'],
       ['PUT', '/v1/groups/campaign%3A42'],
       ['PUT', '/prod/v1/suppressions/ada%40example.com'],
+      ['PATCH', '/prod/v1/messages/m-1'],
+      ['DELETE', '/v1/messages/m-1'],
     ];
     for (const [method = '', path = ''] of repeatable) {
       expect(mayRetry({ method, path, hasIdempotencyKey: false }, { kind: 'network' })).toBe(true);
@@ -36,8 +39,8 @@ describe('the client retry policy', () => {
     const once = [
       ['PUT', '/v1/templates/hello'],
       ['PUT', '/v1/anything-new/x'],
-      ['PATCH', '/v1/messages/m-1'],
-      ['DELETE', '/v1/messages/m-1'],
+      ['POST', '/v1/messages/m-1/retry'],
+      ['DELETE', '/v1/webhooks/w-1'],
       ['POST', '/v1/webhooks'],
     ];
     for (const [method = '', path = ''] of once) {
