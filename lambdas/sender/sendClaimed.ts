@@ -164,11 +164,15 @@ export async function sendClaimed(
     { ...deps.settings, ...relayWait(run, relay) },
     deps.random,
   );
-  if (decision.fleet !== undefined) await tellTheFleet(run, relay, decision.fleet, outcome);
+  // The fleet hears of an outage or a throttle before the copy goes back; after a 250 nothing goes
+  // before the outcome write (DESIGN §5), so a recipient throttled at RCPT TO is told after it.
+  const fleet = decision.fleet;
+  if (fleet !== undefined && !outcome.delivered) await tellTheFleet(run, relay, fleet, outcome);
   const envelope = { addresses: email.envelope, positions };
   // A file the bucket could not give never met the relay: no relay to name.
   const through = unstored === undefined ? relay.name : undefined;
   const verdict = await recordOutcome(run, claimed, owner, outcome, decision, envelope, through);
+  if (fleet !== undefined && outcome.delivered) await tellTheFleet(run, relay, fleet, outcome);
   await suppressHardBounces(run, claimed, outcome, email.envelope);
   return verdict;
 }

@@ -5,6 +5,7 @@ import { NodemailerRelayProbe } from '../../lambdas/adapters/NodemailerRelayProb
 import { environmentSmtpCredentials } from '../../lambdas/adapters/smtpCredentials.js';
 import type { BreakerSettings } from '../../lambdas/core/relayBreaker.js';
 import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
+import type { SendingGateStore } from '../../lambdas/ports/SendingGate.js';
 import { RelayGate } from '../../lambdas/sender/relayGate.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import { startSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
@@ -82,8 +83,11 @@ export async function startBreakerWorld(): Promise<BreakerWorld> {
 
 export interface BreakerRig extends SenderRig {
   readonly gateStore: DynamoSendingGate;
-  /** A sender of its own (its own gate and its own pooled mailer), as another container. */
-  sender(): SenderHandler;
+  /**
+   * A sender of its own (its own gate and its own pooled mailer), as another container; `gateStore`
+   * replaces the table's gate item under it (a test that watches the gate's writes).
+   */
+  sender(options?: { gateStore?: SendingGateStore }): SenderHandler;
   /** Receives and runs copies with `handler` until `done()` or the deadline; answers the rounds. */
   drive(options: {
     handlers: readonly SenderHandler[];
@@ -100,7 +104,7 @@ export async function createBreakerRig(
     settings: { ...TEST_SETTINGS, ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}) },
   });
   const gateStore = new DynamoSendingGate(world.documents, world.tableName);
-  const sender = (): SenderHandler => {
+  const sender = (options: { gateStore?: SendingGateStore } = {}): SenderHandler => {
     const mailer = new NodemailerMailer({
       host: world.outage.host,
       port: world.outage.port,
@@ -118,7 +122,7 @@ export async function createBreakerRig(
       now,
       sleep: (milliseconds) => sleep(milliseconds),
       relayGate: new RelayGate({
-        store: gateStore,
+        store: options.gateStore ?? gateStore,
         probe: new NodemailerRelayProbe({
           host: world.outage.host,
           port: world.outage.port,

@@ -1,4 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { BreakerState } from '../../lambdas/core/relayBreaker.js';
+import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import type { SmtpBehaviour } from '../../local/smtp/controllableSmtpServer.js';
 import {
   BREAKER_SETTINGS,
@@ -171,9 +173,20 @@ describe('the sender decides an outcome by where it happened', () => {
       {},
     );
     const message = await rig.putMessage({ to: ['first@example.test', throttledOne] });
+    // DESIGN §5: after a 250 nothing goes before the outcome write (a sender dying in between would
+    // send the accepted recipient again). So when the fleet hears of the throttle, it is recorded.
+    const atTheThrottle: Record<string, unknown>[] = [];
+    class WatchedGate extends DynamoSendingGate {
+      override async writeBreaker(observed: BreakerState, next: BreakerState) {
+        if (next.throttled_at !== observed.throttled_at)
+          atTheThrottle.push({ ...(await rig.state(message.id)) });
+        return super.writeBreaker(observed, next);
+      }
+    }
+    const watched = new WatchedGate(world.documents, world.tableName);
     await rig.dispatch(message);
     await rig.drive({
-      handlers: [rig.sender(), rig.sender()],
+      handlers: [rig.sender({ gateStore: watched }), rig.sender({ gateStore: watched })],
       timeoutMs: 45_000,
       done: async () => ['sent', 'dead', 'failed'].includes((await rig.state(message.id)).status),
     });
@@ -186,6 +199,7 @@ describe('the sender decides an outcome by where it happened', () => {
     const { breaker } = await rig.gateStore.read();
     expect(breaker.rate_factor).toBeLessThan(1);
     expect(rig.metrics.of('RelayThrottled')).toBe(1);
+    expect(atTheThrottle[0]).toMatchObject({ status: 'retrying', rcpt_accepted: [0] });
   }, 90_000);
 
   it('a 421 greeting is an outage: the breaker opens, no attempt is counted, nothing goes dead', async () => {
