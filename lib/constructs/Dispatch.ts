@@ -23,6 +23,14 @@ export { RELAY_STREAM } from '../eventSourceLayout.js';
 /** Prefix of every schedule name the relay creates (`pd-{id}-{rev}`, lambdas/ports/Scheduler.ts). */
 const SCHEDULE_NAME_PREFIX = 'pd-';
 
+/**
+ * The `due` index partitions the sweeper reads: overdue (`due#{shard}`), waiting for an operator
+ * (`wait#{status}#{shard}`) and dead without a DLQ copy (`owed#dead#{shard}`), as
+ * lambdas/store/messageRecord.ts builds them (which lib/ may not import; test/iam/permissions.test.ts
+ * holds them equal). Never the index's failed webhook deliveries (`WHFL#…`, the API's).
+ */
+const SWEPT_DUE_PARTITIONS = ['due#*', 'wait#*', 'owed#dead#*'];
+
 export interface DispatchProps {
   readonly storage: Storage;
   readonly maxAttempts: number;
@@ -166,6 +174,7 @@ export class Dispatch extends Construct {
         sid: 'QueryDueIndex',
         actions: ['dynamodb:Query'],
         resources: [props.storage.indexArn('due')],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': SWEPT_DUE_PARTITIONS } },
       }),
     );
     // It reads the records of overdue entries and stamps its re-dispatches on them (never a status).

@@ -20,7 +20,13 @@ import { createApiKey } from '../../lambdas/keys/apiKeys.js';
 import type { Log } from '../../lambdas/ports/Log.js';
 import { wireRelay } from '../../lambdas/relay/handler.js';
 import { wireSender } from '../../lambdas/sender/handler.js';
-import { messagePk, uncopiedDeadPk } from '../../lambdas/store/messageRecord.js';
+import {
+  dueShardPk,
+  messagePk,
+  uncopiedDeadPk,
+  uncopiedDeadShardPk,
+  waitingShardPk,
+} from '../../lambdas/store/messageRecord.js';
 import { SENDING_GATE_KEY } from '../../lambdas/store/sendingGate.js';
 import {
   ITEM_SORT_KEY,
@@ -847,13 +853,14 @@ function grantsWithUse(): { key: string; seen: boolean; tooWide: string[] }[] {
                     resource.includes('*') && narrowestResource(request.resource) !== resource
                       ? `${key}: ${short(narrowestResource(request.resource))} would do`
                       : undefined,
-                    ...keysOf(request).map((leading) =>
-                      (pattern?.includes('*') || pattern === undefined) &&
-                      resource === arnOf.table(tableName) &&
-                      narrowestKey(leading) !== pattern
-                        ? `${key}: ${narrowestKey(leading)} would do`
-                        : undefined,
-                    ),
+                    ...keysOf(request).map((leading) => {
+                      const narrowest = narrowestKey(leading, resource !== arnOf.table(tableName));
+                      return (pattern?.includes('*') || pattern === undefined) &&
+                        narrowest !== undefined &&
+                        narrowest !== pattern
+                        ? `${key}: ${narrowest} would do`
+                        : undefined;
+                    }),
                     ...Object.keys(request.context)
                       .filter((condition) => SCOPING_CONDITIONS.has(condition))
                       .map((condition) =>
@@ -876,15 +883,24 @@ function grantsWithUse(): { key: string; seen: boolean; tooWide: string[] }[] {
 }
 
 /**
- * Partition-key prefixes whose keys carry an id or a tenant, so a grant may name the whole kind
- * (`MSG#*`); any other key (the sending gate's) a grant must name whole.
+ * Partition-key prefixes whose keys carry an id, a tenant or a shard, so a grant may name the whole
+ * kind (`MSG#*`, the `due` index's `due#*`); any other key of the table (the sending gate's) a grant
+ * must name whole. An index key of no kind here leads with a tenant (the listing indexes): no
+ * condition could be narrower than none.
  */
-const ID_KEY_PREFIXES = [...Object.values(PARTITION_PREFIX), ...Object.values(WEBHOOK_PARTITION_PREFIX)];
+const ID_KEY_PREFIXES = [
+  ...Object.values(PARTITION_PREFIX),
+  ...Object.values(WEBHOOK_PARTITION_PREFIX),
+  dueShardPk(0).slice(0, -1),
+  waitingShardPk('failed', 0).split('failed')[0] ?? '',
+  uncopiedDeadShardPk(0).slice(0, -1),
+].sort((a, b) => b.length - a.length);
 
 /** The narrowest `dynamodb:LeadingKeys` pattern that allows this key and every other of its kind. */
-function narrowestKey(key: string): string {
+function narrowestKey(key: string, onIndex: boolean): string | undefined {
   const prefix = ID_KEY_PREFIXES.find((kind) => key.startsWith(kind));
-  return prefix === undefined ? key : `${prefix}*`;
+  if (prefix !== undefined) return `${prefix}*`;
+  return onIndex ? undefined : key;
 }
 
 /**
