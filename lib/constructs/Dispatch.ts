@@ -131,7 +131,7 @@ export class Dispatch extends Construct {
         filters: [lambda.FilterCriteria.filter(RELAY_STREAM_FILTER)],
       }),
     );
-    this.sendQueue.grantSendMessages(this.relay.role);
+    this.relay.sendsTo(this.sendQueue);
     this.relay.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'ManageOwnSchedules',
@@ -192,7 +192,7 @@ export class Dispatch extends Construct {
       ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
       ['sendingGate'],
     );
-    this.sendQueue.grantSendMessages(this.sweeper.role);
+    this.sweeper.sendsTo(this.sendQueue);
     // It tends the DLQ: counts it, and when the count or a copy's age says so receives, deletes
     // stale copies, releases, and sends a fresh copy of a waiting dead message's old one, or one it
     // lacks (decisions 0141, 0148).

@@ -129,7 +129,7 @@ export class Webhooks extends Construct {
         }),
       );
     }
-    this.queue.grantSendMessages(this.producer.role);
+    this.producer.sendsTo(this.queue);
     this.producer.role.addToPrincipalPolicy(items('ReadEndpoints', ['dynamodb:Query'], ENDPOINT_ITEMS));
     this.producer.role.addToPrincipalPolicy(items('WriteDeliveries', ['dynamodb:PutItem'], DELIVERY_ITEMS));
 
@@ -148,14 +148,14 @@ export class Webhooks extends Construct {
         reportBatchItemFailures: true,
       }),
     );
-    this.queue.grantSendMessages(this.delivery.role);
+    this.delivery.sendsTo(this.queue);
     this.delivery.role.addToPrincipalPolicy(items('ReadEndpoints', ['dynamodb:GetItem'], ENDPOINT_ITEMS));
     this.delivery.role.addToPrincipalPolicy(
       items('ReadAndWriteDeliveries', ['dynamodb:GetItem', 'dynamodb:UpdateItem'], DELIVERY_ITEMS),
     );
 
     // The api: test events and manual retries go on the queue.
-    this.queue.grantSendMessages(props.api.role);
+    props.api.sendsTo(this.queue);
     props.api.function.addEnvironment(RESOURCE_ENV.webhookQueueUrl, this.queue.queueUrl);
 
     const alarms: cloudwatch.Alarm[] = [];

@@ -833,7 +833,12 @@ function grantsWithUse(): { key: string; seen: boolean; tooWide: string[] }[] {
         for (const resource of statement.Resource) {
           if (service.has(`${action} ${resource}`)) continue;
           if (SQS_POLLER_ACTIONS.test(action) && polled.has(resource)) continue;
-          if (SEND_COMPANIONS.test(action) && statement.Action.includes('sqs:SendMessage')) continue;
+          if (
+            SEND_COMPANIONS.test(action) &&
+            statement.Action.includes('sqs:SendMessage') &&
+            ALLOWED_BUT_NOT_MADE[`${name} sqs:SendMessage ${short(resource)}`] !== undefined
+          )
+            continue;
           for (const pattern of patterns) {
             const key = `${name} ${action} ${short(resource)}${pattern ? ` ${pattern}` : ''}`;
             const keysOf = (request: IamRequest) =>
@@ -1017,7 +1022,8 @@ const SQS_POLLER_ACTIONS = /^sqs:(ReceiveMessage|DeleteMessage|GetQueueAttribute
 
 /**
  * What CDK's `grantSendMessages` grants beside `sqs:SendMessage` in the same statement (the queue's
- * URL and attributes, read by nothing here): exempt there only, never granted alone.
+ * URL and attributes): exempt only on a queue Lambda itself sends to (the allow-list's failure
+ * destinations, granted by CDK); a queue the function's code sends to is granted sqs:SendMessage alone.
  */
 const SEND_COMPANIONS = /^sqs:(GetQueueAttributes|GetQueueUrl)$/;
 
