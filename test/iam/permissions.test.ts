@@ -921,8 +921,11 @@ function narrowestResource(arn: string): string {
   return arn;
 }
 
-/** Condition keys a recorded request carries that its grant must test: passing a role to any service is wider. */
-const SCOPING_CONDITIONS = new Set(['iam:PassedToService']);
+/**
+ * Condition keys a recorded request carries that its grant must test: passing a role to any
+ * service, or putting events of any source, is wider.
+ */
+const SCOPING_CONDITIONS = new Set(['iam:PassedToService', 'events:source']);
 
 function leadingKeyPatterns(statement: PolicyStatement): string[] | undefined {
   const condition = statement.Condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'];
