@@ -92,8 +92,13 @@ export class Dispatch extends Construct {
         ArnEquals: { 'aws:SourceArn': group.attrArn },
       }),
     });
-    this.sendQueue.grantSendMessages(this.schedulerRole);
-    this.scheduleDeadLetterQueue.grantSendMessages(this.schedulerRole);
+    // It only sends: to its target, or what it could not deliver to its DLQ.
+    this.schedulerRole.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['sqs:SendMessage'],
+        resources: [this.sendQueue.queueArn, this.scheduleDeadLetterQueue.queueArn],
+      }),
+    );
 
     const tableEnv = { [RESOURCE_ENV.tableName]: table.tableName };
     const sendQueueEnv = {
