@@ -868,11 +868,19 @@ function grantsWithUse(): { key: string; seen: boolean; tooWide: string[] }[] {
                     }),
                     ...Object.keys(request.context)
                       .filter((condition) => SCOPING_CONDITIONS.has(condition))
-                      .map((condition) =>
-                        Object.values(statement.Condition ?? {}).some((test) => condition in test)
-                          ? undefined
-                          : `${key}: unscoped by ${condition}`,
-                      ),
+                      .map((condition) => {
+                        // The values the statement allows (a Null test only asks that one is present).
+                        const allowed = Object.entries(statement.Condition ?? {}).flatMap(
+                          ([operator, test]) =>
+                            operator !== 'Null' && condition in test ? [test[condition] ?? []].flat() : [],
+                        );
+                        const made = new Set(covered.flatMap((one) => [one.context[condition] ?? []].flat()));
+                        if (allowed.length === 0) return `${key}: unscoped by ${condition}`;
+                        const unmade = allowed.filter((value) => !made.has(value));
+                        return unmade.length > 0
+                          ? `${key}: ${condition} ${unmade.join(', ')} never made`
+                          : undefined;
+                      }),
                   ];
                   return needed.filter((reason) => reason !== undefined);
                 }),
