@@ -149,7 +149,7 @@ export class Api extends Construct {
         },
       }),
     );
-    props.immediateCopyQueue?.grantSendMessages(this.api.role);
+    if (props.immediateCopyQueue) this.api.sendsTo(props.immediateCopyQueue);
     storage.denyApiKeyWrites(this.api.role);
 
     this.authorizer = new PostdateFunction(this, 'Authorizer', {

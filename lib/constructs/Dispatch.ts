@@ -23,6 +23,14 @@ export { RELAY_STREAM } from '../eventSourceLayout.js';
 /** Prefix of every schedule name the relay creates (`pd-{id}-{rev}`, lambdas/ports/Scheduler.ts). */
 const SCHEDULE_NAME_PREFIX = 'pd-';
 
+/**
+ * The `due` index partitions the sweeper reads: overdue (`due#{shard}`), waiting for an operator
+ * (`wait#{status}#{shard}`) and dead without a DLQ copy (`owed#dead#{shard}`), as
+ * lambdas/store/messageRecord.ts builds them (which lib/ may not import; test/iam/permissions.test.ts
+ * holds them equal). Never the index's failed webhook deliveries (`WHFL#…`, the API's).
+ */
+const SWEPT_DUE_PARTITIONS = ['due#*', 'wait#*', 'owed#dead#*'];
+
 export interface DispatchProps {
   readonly storage: Storage;
   readonly maxAttempts: number;
@@ -84,8 +92,13 @@ export class Dispatch extends Construct {
         ArnEquals: { 'aws:SourceArn': group.attrArn },
       }),
     });
-    this.sendQueue.grantSendMessages(this.schedulerRole);
-    this.scheduleDeadLetterQueue.grantSendMessages(this.schedulerRole);
+    // It only sends: to its target, or what it could not deliver to its DLQ.
+    this.schedulerRole.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['sqs:SendMessage'],
+        resources: [this.sendQueue.queueArn, this.scheduleDeadLetterQueue.queueArn],
+      }),
+    );
 
     const tableEnv = { [RESOURCE_ENV.tableName]: table.tableName };
     const sendQueueEnv = {
@@ -123,7 +136,7 @@ export class Dispatch extends Construct {
         filters: [lambda.FilterCriteria.filter(RELAY_STREAM_FILTER)],
       }),
     );
-    this.sendQueue.grantSendMessages(this.relay.role);
+    this.relay.sendsTo(this.sendQueue);
     this.relay.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'ManageOwnSchedules',
@@ -166,6 +179,7 @@ export class Dispatch extends Construct {
         sid: 'QueryDueIndex',
         actions: ['dynamodb:Query'],
         resources: [props.storage.indexArn('due')],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': SWEPT_DUE_PARTITIONS } },
       }),
     );
     // It reads the records of overdue entries and stamps its re-dispatches on them (never a status).
@@ -183,7 +197,7 @@ export class Dispatch extends Construct {
       ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
       ['sendingGate'],
     );
-    this.sendQueue.grantSendMessages(this.sweeper.role);
+    this.sweeper.sendsTo(this.sendQueue);
     // It tends the DLQ: counts it, and when the count or a copy's age says so receives, deletes
     // stale copies, releases, and sends a fresh copy of a waiting dead message's old one, or one it
     // lacks (decisions 0141, 0148).

@@ -83,9 +83,9 @@ export class Sending extends Construct {
     );
     // The event source grants consume (receive, delete, ChangeMessageVisibility for the backoff).
     // Send: an early copy is put back with the exact remaining DelaySeconds (DESIGN §5a).
-    props.sendQueue.grantSendMessages(this.sender.role);
+    this.sender.sendsTo(props.sendQueue);
     // Dead means dead (DESIGN §5): the sender moves a dead message's copy to the DLQ itself.
-    props.sendDeadLetterQueue.grantSendMessages(this.sender.role);
+    this.sender.sendsTo(props.sendDeadLetterQueue);
     // Items of the base table only (no index, no stream, no scan), and of the kinds a send touches:
     // it reads a message, its group head, its template version, its recipients' suppressions and
     // the sending gate; it writes the message, a hard bounce's suppression and the gate. Templates

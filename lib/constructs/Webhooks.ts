@@ -110,26 +110,27 @@ export class Webhooks extends Construct {
         filters: [lambda.FilterCriteria.filter(EVENTS_STREAM_FILTER)],
       }),
     );
-    // The producer may put what it puts (decision 0178): every event, the listed types only (the
-    // request's sources and detail-types, multi-valued keys of PutEvents, present), or nothing.
-    if (props.busEvents === 'all') this.eventBus.grantPutEventsTo(this.producer.role);
-    else if (props.busEvents !== 'none') {
+    // The producer may put what it puts (decision 0178), from Postdate's source only (the bus may be
+    // the deployment's own): every event, the listed types only (the request's sources and
+    // detail-types, multi-valued keys of PutEvents, present), or nothing.
+    if (props.busEvents !== 'none') {
+      const listed = props.busEvents !== 'all';
       this.producer.role.addToPrincipalPolicy(
         new iam.PolicyStatement({
-          sid: 'PutListedEvents',
+          sid: listed ? 'PutListedEvents' : 'PutEvents',
           actions: ['events:PutEvents'],
           resources: [this.eventBus.eventBusArn],
           conditions: {
             'ForAllValues:StringEquals': {
               'events:source': EVENT_SOURCE,
-              'events:detail-type': [...props.busEvents],
+              ...(listed ? { 'events:detail-type': [...props.busEvents] } : {}),
             },
-            Null: { 'events:source': 'false', 'events:detail-type': 'false' },
+            Null: { 'events:source': 'false', ...(listed ? { 'events:detail-type': 'false' } : {}) },
           },
         }),
       );
     }
-    this.queue.grantSendMessages(this.producer.role);
+    this.producer.sendsTo(this.queue);
     this.producer.role.addToPrincipalPolicy(items('ReadEndpoints', ['dynamodb:Query'], ENDPOINT_ITEMS));
     this.producer.role.addToPrincipalPolicy(items('WriteDeliveries', ['dynamodb:PutItem'], DELIVERY_ITEMS));
 
@@ -148,14 +149,14 @@ export class Webhooks extends Construct {
         reportBatchItemFailures: true,
       }),
     );
-    this.queue.grantSendMessages(this.delivery.role);
+    this.delivery.sendsTo(this.queue);
     this.delivery.role.addToPrincipalPolicy(items('ReadEndpoints', ['dynamodb:GetItem'], ENDPOINT_ITEMS));
     this.delivery.role.addToPrincipalPolicy(
       items('ReadAndWriteDeliveries', ['dynamodb:GetItem', 'dynamodb:UpdateItem'], DELIVERY_ITEMS),
     );
 
     // The api: test events and manual retries go on the queue.
-    this.queue.grantSendMessages(props.api.role);
+    props.api.sendsTo(this.queue);
     props.api.function.addEnvironment(RESOURCE_ENV.webhookQueueUrl, this.queue.queueUrl);
 
     const alarms: cloudwatch.Alarm[] = [];

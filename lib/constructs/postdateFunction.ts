@@ -6,6 +6,7 @@ import { AssetHashType, DockerImage, type Duration, RemovalPolicy } from 'aws-cd
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { PostdateFunctionName } from '../../lambdas/core/postdateFunctions.js';
 import { acknowledge } from './acknowledge.js';
@@ -260,6 +261,17 @@ export class PostdateFunction extends Construct {
       this.function,
       'AwsSolutions-L1',
       'Postdate pins nodejs22.x (issue 7): the code is built and tested for Node 20 and 22, and a runtime change is a deliberate, tested upgrade rather than whatever is newest at synth time.',
+    );
+  }
+
+  /**
+   * Lets the function's code send to `queue`: sqs:SendMessage only (DESIGN §6), not CDK's
+   * `grantSendMessages`, which adds the queue's attributes and URL, read by none of Postdate's code.
+   * Every queue is SQS-managed encrypted, so no key grant goes with it.
+   */
+  sendsTo(queue: sqs.IQueue): void {
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [queue.queueArn] }),
     );
   }
 }

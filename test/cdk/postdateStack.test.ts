@@ -274,9 +274,8 @@ describe('dispatch: EventBridge Scheduler', () => {
 
   it('gives that role nothing but sending to the send queue and the schedule DLQ', () => {
     const granted = statementsOfRole(template, schedulerRoleId());
-    expect(new Set(granted.flatMap((s) => s.Action))).toEqual(
-      new Set(['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl']),
-    );
+    // EventBridge Scheduler only sends (DESIGN §6): not the queues' attributes or URLs.
+    expect(new Set(granted.flatMap((s) => s.Action))).toEqual(new Set(['sqs:SendMessage']));
     expect(granted.flatMap((s) => s.Resource)).toEqual(
       expect.arrayContaining([arnOf(ids.sendQueue), arnOf(ids.scheduleDlq)]),
     );

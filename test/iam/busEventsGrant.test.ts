@@ -9,7 +9,7 @@ import { simulate, templateResolver } from './templatePolicies.js';
 /**
  * DESIGN §6, "Permissions are part of the contract"; decision 0178. IAM sees a PutEvents with its
  * entries' sources and detail-types (`events:source`, `events:detail-type`), so with `busEvents` a
- * list the producer may put only those types, from Postdate's source; with `'all'` every type (the
+ * list the producer may put only those types, from Postdate's source; with `'all'` every type, from that source (the
  * main proof, permissions.test.ts, drives it); with `'none'` it has no grant (test/cdk/webhooks.test.ts).
  */
 
@@ -62,13 +62,12 @@ describe("the event producer's events:PutEvents grant follows busEvents", () => 
     expect(await put([{ source: 'someone.else', type: 'message.sent' }])).toBe('ImplicitlyDenied');
   });
 
-  it("with 'all', allows every type the producer puts", async () => {
+  it("with 'all', allows every type the producer puts, from source postdate only", async () => {
     const put = producerOf('all');
-    expect(
-      await put([
-        { source: 'postdate', type: 'message.scheduled' },
-        { source: 'postdate', type: 'message.suppressed' },
-      ]),
-    ).toBe('Allowed');
+    const scheduled = { source: 'postdate', type: 'message.scheduled' };
+    expect(await put([scheduled, { source: 'postdate', type: 'message.suppressed' }])).toBe('Allowed');
+    // The bus may be a deployment's own: the producer never speaks for another source on it.
+    expect(await put([{ source: 'someone.else', type: 'message.sent' }])).toBe('ImplicitlyDenied');
+    expect(await put([scheduled, { source: 'someone.else', type: 'message.sent' }])).toBe('ImplicitlyDenied');
   });
 });

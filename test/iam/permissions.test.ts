@@ -20,10 +20,21 @@ import { createApiKey } from '../../lambdas/keys/apiKeys.js';
 import type { Log } from '../../lambdas/ports/Log.js';
 import { wireRelay } from '../../lambdas/relay/handler.js';
 import { wireSender } from '../../lambdas/sender/handler.js';
-import { messagePk, uncopiedDeadPk } from '../../lambdas/store/messageRecord.js';
+import {
+  dueShardPk,
+  messagePk,
+  uncopiedDeadPk,
+  uncopiedDeadShardPk,
+  waitingShardPk,
+} from '../../lambdas/store/messageRecord.js';
 import { SENDING_GATE_KEY } from '../../lambdas/store/sendingGate.js';
-import { ITEM_SORT_KEY, KEY, RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
-import { deliveryPartitionKey } from '../../lambdas/store/webhookStore.js';
+import {
+  ITEM_SORT_KEY,
+  KEY,
+  PARTITION_PREFIX,
+  RELAY_STREAM_FILTER,
+} from '../../lambdas/store/tableLayout.js';
+import { deliveryPartitionKey, WEBHOOK_PARTITION_PREFIX } from '../../lambdas/store/webhookStore.js';
 import { wireSweeper } from '../../lambdas/sweeper/handler.js';
 import { wireWebhookDelivery } from '../../lambdas/webhooks/handler.js';
 import type { Bounces } from '../../lib/constructs/Bounces.js';
@@ -791,6 +802,10 @@ describe('the recorded requests, evaluated against each function role in the syn
     expect(stale).toEqual([]);
   });
 
+  it('allows no grant wider than the requests it covers need: no wildcard, key kind or unscoped table beyond them', () => {
+    expect(grantsWithUse().flatMap((grant) => grant.tooWide)).toEqual([]);
+  });
+
   it('lists on the allow-list only grants that exist and that no scenario reaches', () => {
     const grants = new Map(grantsWithUse().map((grant) => [grant.key, grant.seen]));
     const stale = Object.keys(ALLOWED_BUT_NOT_MADE).filter((key) => grants.get(key) !== false);
@@ -802,33 +817,76 @@ describe('the recorded requests, evaluated against each function role in the syn
  * Every (function, action, resource, item kind) a role allows, keyed as the allow-list is, with
  * whether that function was seen making such a request.
  */
-function grantsWithUse(): { key: string; seen: boolean }[] {
+function grantsWithUse(): { key: string; seen: boolean; tooWide: string[] }[] {
   const { resolve } = templateResolver(template, names);
   const requests = readRecordedRequests(recordFile).flatMap(iamRequestsOf);
   const short = shortNames(resolve);
-  const grants: { key: string; seen: boolean }[] = [];
+  const grants: { key: string; seen: boolean; tooWide: string[] }[] = [];
   for (const name of POSTDATE_FUNCTIONS) {
     const made = requests.filter((request) => request.function === name);
     const polled = eventSourceQueues(name, resolve);
+    const service = lambdaServiceGrants(name, resolve);
     for (const statement of roleStatements(template, roleOf(name), resolve)) {
       if (statement.Effect !== 'Allow') continue;
       const patterns = leadingKeyPatterns(statement) ?? [undefined];
       for (const action of statement.Action) {
-        if (LAMBDA_SERVICE_ACTIONS.test(action)) continue;
         for (const resource of statement.Resource) {
+          if (service.has(`${action} ${resource}`)) continue;
           if (SQS_POLLER_ACTIONS.test(action) && polled.has(resource)) continue;
-          if (SEND_COMPANIONS.test(action) && statement.Action.includes('sqs:SendMessage')) continue;
+          if (
+            SEND_COMPANIONS.test(action) &&
+            statement.Action.includes('sqs:SendMessage') &&
+            ALLOWED_BUT_NOT_MADE[`${name} sqs:SendMessage ${short(resource)}`] !== undefined
+          )
+            continue;
           for (const pattern of patterns) {
-            const seen = made.some(
+            const key = `${name} ${action} ${short(resource)}${pattern ? ` ${pattern}` : ''}`;
+            const keysOf = (request: IamRequest) =>
+              ((request.context['dynamodb:LeadingKeys'] ?? []) as string[]).filter(
+                (leading) => pattern === undefined || globMatches(pattern, leading),
+              );
+            const covered = made.filter(
               (request) =>
                 request.action === action &&
                 globMatches(resource, request.resource) &&
-                (pattern === undefined ||
-                  ((request.context['dynamodb:LeadingKeys'] ?? []) as string[]).some((key) =>
-                    globMatches(pattern, key),
-                  )),
+                (pattern === undefined || keysOf(request).length > 0),
             );
-            grants.push({ key: `${name} ${action} ${short(resource)}${pattern ? ` ${pattern}` : ''}`, seen });
+            const tooWide = [
+              ...new Set(
+                covered.flatMap((request) => {
+                  const needed = [
+                    resource.includes('*') && narrowestResource(request.resource) !== resource
+                      ? `${key}: ${short(narrowestResource(request.resource))} would do`
+                      : undefined,
+                    ...keysOf(request).map((leading) => {
+                      const narrowest = narrowestKey(leading, resource !== arnOf.table(tableName));
+                      return (pattern?.includes('*') || pattern === undefined) &&
+                        narrowest !== undefined &&
+                        narrowest !== pattern
+                        ? `${key}: ${narrowest} would do`
+                        : undefined;
+                    }),
+                    ...Object.keys(request.context)
+                      .filter((condition) => SCOPING_CONDITIONS.has(condition))
+                      .map((condition) => {
+                        // The values the statement allows (a Null test only asks that one is present).
+                        const allowed = Object.entries(statement.Condition ?? {}).flatMap(
+                          ([operator, test]) =>
+                            operator !== 'Null' && condition in test ? [test[condition] ?? []].flat() : [],
+                        );
+                        const made = new Set(covered.flatMap((one) => [one.context[condition] ?? []].flat()));
+                        if (allowed.length === 0) return `${key}: unscoped by ${condition}`;
+                        const unmade = allowed.filter((value) => !made.has(value));
+                        return unmade.length > 0
+                          ? `${key}: ${condition} ${unmade.join(', ')} never made`
+                          : undefined;
+                      }),
+                  ];
+                  return needed.filter((reason) => reason !== undefined);
+                }),
+              ),
+            ];
+            grants.push({ key, seen: covered.length > 0, tooWide });
           }
         }
       }
@@ -836,6 +894,46 @@ function grantsWithUse(): { key: string; seen: boolean }[] {
   }
   return grants;
 }
+
+/**
+ * Partition-key prefixes whose keys carry an id, a tenant or a shard, so a grant may name the whole
+ * kind (`MSG#*`, the `due` index's `due#*`); any other key of the table (the sending gate's) a grant
+ * must name whole. An index key of no kind here leads with a tenant (the listing indexes): no
+ * condition could be narrower than none.
+ */
+const ID_KEY_PREFIXES = [
+  ...Object.values(PARTITION_PREFIX),
+  ...Object.values(WEBHOOK_PARTITION_PREFIX),
+  dueShardPk(0).slice(0, -1),
+  waitingShardPk('failed', 0).split('failed')[0] ?? '',
+  uncopiedDeadShardPk(0).slice(0, -1),
+].sort((a, b) => b.length - a.length);
+
+/** The narrowest `dynamodb:LeadingKeys` pattern that allows this key and every other of its kind. */
+function narrowestKey(key: string, onIndex: boolean): string | undefined {
+  const prefix = ID_KEY_PREFIXES.find((kind) => key.startsWith(kind));
+  if (prefix !== undefined) return `${prefix}*`;
+  return onIndex ? undefined : key;
+}
+
+/**
+ * The narrowest resource pattern that allows this ARN and every other the same code builds: an S3
+ * object by its key's first folder (`messages/*`), a schedule by its name's prefix (`pd-*`, names
+ * `pd-{id}-{rev}`); any other ARN whole.
+ */
+function narrowestResource(arn: string): string {
+  const object = /^(arn:aws:s3:::[^/]+\/[^/]+\/)./.exec(arn);
+  if (object) return `${object[1]}*`;
+  const schedule = /^(arn:aws:scheduler:[^/]+:schedule\/[^/]+\/[^-/]+-)./.exec(arn);
+  if (schedule) return `${schedule[1]}*`;
+  return arn;
+}
+
+/**
+ * Condition keys a recorded request carries that its grant must test: passing a role to any
+ * service, or putting events of any source, is wider.
+ */
+const SCOPING_CONDITIONS = new Set(['iam:PassedToService', 'events:source']);
 
 function leadingKeyPatterns(statement: PolicyStatement): string[] | undefined {
   const condition = statement.Condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'];
@@ -906,8 +1004,26 @@ const NOT_REACHED: Readonly<Record<string, string>> = {
   'lambdas/store/sendingGate.ts setDisabled UpdateCommand': '`postdate relays disable` and `enable`',
 };
 
-/** Actions Lambda itself takes with the function's role (stream event sources, logs), never its code. */
-const LAMBDA_SERVICE_ACTIONS = /^(logs:|dynamodb:(DescribeStream|GetRecords|GetShardIterator|ListStreams)$)/;
+/**
+ * `action resource` grants Lambda itself uses with the function's role, never its code: writing to
+ * the function's own log group, and reading the table's stream where that is its event source
+ * (ListStreams takes no resource but `*`).
+ */
+function lambdaServiceGrants(name: PostdateFunctionName, resolve: (value: unknown) => unknown): Set<string> {
+  const fn = template.toJSON().Resources[logicalIdOf(functionOf(name))];
+  const logGroup = String(resolve({ 'Fn::GetAtt': [fn.Properties.LoggingConfig.LogGroup.Ref, 'Arn'] }));
+  const grants = ['logs:CreateLogStream', 'logs:PutLogEvents'].map((action) => `${action} ${logGroup}`);
+  const streams = Object.values(template.findResources('AWS::Lambda::EventSourceMapping'))
+    .filter((mapping) => mapping.Properties.FunctionName?.Ref === logicalIdOf(functionOf(name)))
+    .map((mapping) => String(resolve(mapping.Properties.EventSourceArn)))
+    .filter((arn) => arn.startsWith('arn:aws:dynamodb:'));
+  for (const stream of streams) {
+    grants.push('dynamodb:ListStreams *');
+    for (const action of ['DescribeStream', 'GetRecords', 'GetShardIterator'])
+      grants.push(`dynamodb:${action} ${stream}`);
+  }
+  return new Set(grants);
+}
 
 /**
  * What Lambda's poller does on a queue that is the function's event source. On that queue only:
@@ -917,7 +1033,8 @@ const SQS_POLLER_ACTIONS = /^sqs:(ReceiveMessage|DeleteMessage|GetQueueAttribute
 
 /**
  * What CDK's `grantSendMessages` grants beside `sqs:SendMessage` in the same statement (the queue's
- * URL and attributes, read by nothing here): exempt there only, never granted alone.
+ * URL and attributes): exempt only on a queue Lambda itself sends to (the allow-list's failure
+ * destinations, granted by CDK); a queue the function's code sends to is granted sqs:SendMessage alone.
  */
 const SEND_COMPANIONS = /^sqs:(GetQueueAttributes|GetQueueUrl)$/;
 
