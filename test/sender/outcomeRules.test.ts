@@ -122,11 +122,12 @@ describe('the sender decides an outcome by where it happened', () => {
     const messages = await Promise.all([1, 2, 3].map(() => rig.putMessage()));
     for (const message of messages) await rig.dispatch(message);
     const senders = [rig.sender(), rig.sender()];
+    // One relay: the copy waits for its quota's hold (decision 0198: the cause says so).
     const heldForTheThrottle = (id: string) =>
       rig.log.lines.some(
         (line) =>
           line.message === 'sender handed a copy back unclaimed: sending waits' &&
-          line.attributes.cause === 'throttled' &&
+          line.attributes.cause === 'quota-held' &&
           line.attributes.id === id,
       );
     // Every throttled copy came back (after 1–3 s) while the quota still held it.
