@@ -171,6 +171,25 @@ export const SES_THROTTLE_PHRASES: readonly string[] = [
 export const SES_QUOTA_PHRASES: readonly string[] = ['daily message quota exceeded'];
 
 /**
+ * Other relays' documented daily-quota replies (docs/smtp-classification.md, decision 0198): a 5xx
+ * that refuses the sender for the day, not the message, so a `throttle` of kind `quota` like SES's.
+ * Matched narrowly: the reply code, the enhanced code and the words (case-insensitive) together.
+ */
+export const QUOTA_REPLIES: readonly {
+  readonly code: number;
+  readonly enhanced: string;
+  readonly words: string;
+}[] = [
+  // Google Workspace / Gmail (smtp.gmail.com).
+  { code: 550, enhanced: '5.4.5', words: 'daily user sending limit exceeded' },
+  { code: 550, enhanced: '5.4.5', words: 'daily sending quota exceeded' },
+  // Google Workspace SMTP relay (smtp-relay.gmail.com), per user or for the whole customer.
+  { code: 550, enhanced: '5.4.5', words: 'daily smtp relay limit exceeded' },
+  // Microsoft 365 (smtp.office365.com): the mailbox's recipient limit for the day.
+  { code: 554, enhanced: '5.2.0', words: 'submissionquotaexceededexception' },
+];
+
+/**
  * The one place a reply's words decide (docs/smtp-classification.md, "Amazon SES"): SES answers a
  * sender it will not send for (identity not verified, IAM user not allowed, account paused) with a
  * bare `554` and no enhanced code, the same reply as a refused message. Matched case-insensitively,
@@ -374,18 +393,31 @@ function originOf(
   return FAILURE_ORIGIN.transaction;
 }
 
-/** A 4xx reply in SES's throttling words (SES_THROTTLE_PHRASES). */
+/** A 4xx reply in SES's throttling words (SES_THROTTLE_PHRASES), or another relay's quota reply. */
 function isThrottleReply(shape: ErrorShape): boolean {
   const reply = shape.responseCode;
-  if (reply === null || reply < 400 || reply >= 500 || shape.response === null) return false;
+  if (reply === null || shape.response === null) return false;
+  if (isOtherQuotaReply(shape)) return true;
+  if (reply < 400 || reply >= 500) return false;
   const lower = shape.response.toLowerCase();
   return SES_THROTTLE_PHRASES.some((phrase) => lower.includes(phrase));
 }
 
-/** A throttling reply (isThrottleReply) that names the daily quota (SES_QUOTA_PHRASES). */
+/** A throttling reply (isThrottleReply) that names the daily quota (SES_QUOTA_PHRASES, QUOTA_REPLIES). */
 function isQuotaReply(shape: ErrorShape): boolean {
   const lower = shape.response?.toLowerCase() ?? '';
-  return SES_QUOTA_PHRASES.some((phrase) => lower.includes(phrase));
+  return SES_QUOTA_PHRASES.some((phrase) => lower.includes(phrase)) || isOtherQuotaReply(shape);
+}
+
+/** One of QUOTA_REPLIES: its reply code, its enhanced code and its words. */
+function isOtherQuotaReply(shape: ErrorShape): boolean {
+  if (shape.response === null) return false;
+  const lower = shape.response.toLowerCase();
+  const enhanced = extractEnhancedCode(shape.response);
+  return QUOTA_REPLIES.some(
+    (quota) =>
+      shape.responseCode === quota.code && enhanced === quota.enhanced && lower.includes(quota.words),
+  );
 }
 
 /** The RFC 3463 enhanced status code in a reply text, preferring the one right after the reply code. */

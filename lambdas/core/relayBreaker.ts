@@ -64,6 +64,11 @@ export interface BreakerState {
    * THROTTLE.quotaHoldMs after a daily quota reply).
    */
   readonly throttled_until?: string;
+  /**
+   * The end of the hold a daily quota reply started: until then the relay's quota is spent, and
+   * with several relays its copies leave through the next (core/relays.ts `failoverDecision`).
+   */
+  readonly quota_until?: string;
 }
 
 export const NEVER_OPENED: BreakerState = { state: BREAKER_STATE.closed, version: 0 };
@@ -156,11 +161,11 @@ export type GateDecision =
   | { readonly kind: 'wait'; readonly seconds: number; readonly cause: GateWaitCause };
 
 /**
- * Why a copy may not go to this relay now. `relay-unavailable` (breaker open) and `relay-disabled`
- * (the operator's drain) pass the copy to the next relay (core/relays.ts `failoverDecision`);
- * `paused` and `throttled` hold it.
+ * Why a copy may not go to this relay now. `relay-unavailable` (breaker open), `relay-disabled`
+ * (the operator's drain) and `quota-held` (its daily quota is spent, decision 0198) pass the copy to
+ * the next relay (core/relays.ts `failoverDecision`); `paused` and `throttled` hold it.
  */
-export type GateWaitCause = 'relay-unavailable' | 'relay-disabled' | 'paused' | 'throttled';
+export type GateWaitCause = 'relay-unavailable' | 'relay-disabled' | 'quota-held' | 'paused' | 'throttled';
 
 /**
  * May a copy of a message of this kind be sent now? The pause first (it needs no probe), then
@@ -189,7 +194,8 @@ export function gateDecision(
       breaker.throttled_until === undefined ? Number.NaN : Date.parse(breaker.throttled_until);
     if (heldUntil > now.getTime()) {
       const seconds = Math.max(1, Math.ceil((heldUntil - now.getTime()) / 1000));
-      return { kind: 'wait', seconds: seconds + Math.floor(unit(spread) * seconds), cause: 'throttled' };
+      const cause = timeOrNaN(breaker.quota_until) > now.getTime() ? 'quota-held' : 'throttled';
+      return { kind: 'wait', seconds: seconds + Math.floor(unit(spread) * seconds), cause };
     }
     return { kind: 'send', rateFactor: rateFactor(breaker, now) };
   }
@@ -262,6 +268,7 @@ export function throttled(
     rate_factor: factor,
     throttled_at: now.toISOString(),
     throttled_until: new Date(until).toISOString(),
+    ...(kind === 'quota' ? { quota_until: new Date(until).toISOString() } : {}),
   };
 }
 
@@ -276,6 +283,7 @@ function throttleOf(breaker: BreakerState): Partial<BreakerState> {
     ...(breaker.rate_factor === undefined ? {} : { rate_factor: breaker.rate_factor }),
     ...(breaker.throttled_at === undefined ? {} : { throttled_at: breaker.throttled_at }),
     ...(breaker.throttled_until === undefined ? {} : { throttled_until: breaker.throttled_until }),
+    ...(breaker.quota_until === undefined ? {} : { quota_until: breaker.quota_until }),
   };
 }
 

@@ -166,11 +166,12 @@ export type FailoverDecision =
 /**
  * Which relay a copy leaves through (DESIGN §15), from the gate answers of the relays in order, as
  * far as they have been asked: the first relay that lets it. A relay that is unavailable (its breaker
- * open) or that the operator disabled (the drain) passes the copy to the next. A pause holds the copy
- * (the operator paused sending, every relay), and so does a throttle (its breaker is closed: the
- * fleet slows down, it does not move — docs/decisions/0085-one-breaker-per-relay.md). When no relay
- * takes it, it waits until the soonest probe of an unavailable relay (or, every relay disabled, one
- * interval). Undefined while the answer of the next relay (`admissions.length < relayCount`) is
+ * open), whose daily quota is spent (its hold after the quota reply, decision 0198) or that the
+ * operator disabled (the drain) passes the copy to the next. A pause holds the copy (the operator
+ * paused sending, every relay), and so does a rate throttle (the fleet slows down, it does not move
+ * — docs/decisions/0085-one-breaker-per-relay.md). When no relay takes it, it waits until the
+ * soonest probe of an unavailable relay or end of a quota hold (or, every relay disabled, one
+ * interval): with one relay, a quota-held copy waits for the hold. Undefined while the answer of the next relay (`admissions.length < relayCount`) is
  * needed: the sender asks the gates one by one, so a copy that leaves through the first relay never
  * reads the others'.
  */
@@ -183,11 +184,13 @@ export function failoverDecision(
     if (index >= relayCount) break;
     if (admission.kind === 'send') return { kind: 'send', index, rateFactor: admission.rateFactor };
     if (admission.cause === 'paused' || admission.cause === 'throttled') return admission;
-    // An unavailable relay's probe says when to look again; a disabled one only when none is unavailable.
+    // An unavailable relay's probe or a quota hold's end says when to look again; a disabled relay
+    // only when no relay is unavailable or held.
+    const timed = (cause: GateWaitCause) => cause !== 'relay-disabled';
     if (
       soonest === undefined ||
-      (admission.cause === soonest.cause && admission.seconds < soonest.seconds) ||
-      (admission.cause === 'relay-unavailable' && soonest.cause === 'relay-disabled')
+      (timed(admission.cause) === timed(soonest.cause) && admission.seconds < soonest.seconds) ||
+      (timed(admission.cause) && !timed(soonest.cause))
     ) {
       soonest = admission;
     }
@@ -205,7 +208,7 @@ export type RelayGateRead = Pick<SendingGateState, 'breaker' | 'disabled'> | und
 
 /**
  * The relay mail leaves through now, pauses aside (DESIGN §15): the index of the first relay whose
- * breaker is closed and that is not disabled, as {@link failoverDecision} chooses it; undefined when
+ * breaker is closed, not disabled nor quota-held, as {@link failoverDecision} chooses it; undefined when
  * no relay takes mail. A probe that is due is not a send, and a relay whose gate could not be read
  * takes no mail ({@link RelayGateRead}). For the operator's `relays status` and the sweeper, which
  * leaves overdue messages to the senders while no relay takes them.
@@ -239,7 +242,7 @@ export interface RelayGauges {
   readonly unavailable: readonly (0 | 1 | undefined)[];
   /**
    * 1 while mail leaves through a relay other than the first ({@link relayInUse} > 0: the first is
-   * unavailable or disabled); 0 while it leaves through the first, or through none. Through none,
+   * unavailable, disabled or its daily quota spent); 0 while it leaves through the first, or through none. Through none,
    * the `unavailable` gauge of each enabled relay is on; but with every relay disabled (`relays
    * disable --force`) no relay gauge is on and mail waits with no relay alarm: the operator's
    * doing, which `relays status` shows. Undefined when an unread gate could change the answer

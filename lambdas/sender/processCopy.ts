@@ -285,7 +285,8 @@ async function passGate(run: CopyRun, observed: MessageStateRecord): Promise<Hel
     return { kind: 'pass', rateFactor: decision.rateFactor, relay: chosen, index: decision.index };
   }
   const held = decision?.kind === 'wait' ? decision : { seconds: 1, cause: 'relay-unavailable' as const };
-  if (held.cause !== 'throttled') {
+  // A throttle, of the rate or of a quota, is the relay's pressure, counted as RelayThrottled (relayGate.ts).
+  if (held.cause !== 'throttled' && held.cause !== 'quota-held') {
     run.deps.metrics.count(
       held.cause === 'relay-unavailable' ? SENDER_METRIC.relayUnavailable : SENDER_METRIC.sendingPaused,
     );

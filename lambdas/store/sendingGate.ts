@@ -282,6 +282,7 @@ function breakerOf(item: Record<string, unknown> | undefined): BreakerState {
     ...(typeof value.rate_factor === 'number' ? { rate_factor: value.rate_factor } : {}),
     ...text('throttled_at'),
     ...text('throttled_until'),
+    ...text('quota_until'),
   };
 }
 

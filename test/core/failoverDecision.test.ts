@@ -3,9 +3,12 @@ import { describe, expect, it } from 'vitest';
 import {
   BREAKER_STATE,
   type BreakerState,
+  type GateWaitCause,
   gateDecision,
+  NEVER_OPENED,
   NOT_PAUSED,
   type SendingGateState,
+  throttled,
 } from '../../lambdas/core/relayBreaker.js';
 import { failoverDecision, type RelayAdmission, relayGauges, relayInUse } from '../../lambdas/core/relays.js';
 
@@ -23,13 +26,20 @@ const admission: fc.Arbitrary<RelayAdmission> = fc.oneof(
   fc.record({
     kind: fc.constant('wait' as const),
     seconds: fc.integer({ min: 1, max: 600 }),
-    cause: fc.constantFrom('relay-unavailable', 'relay-disabled', 'paused', 'throttled') as fc.Arbitrary<
-      'relay-unavailable' | 'relay-disabled' | 'paused' | 'throttled'
-    >,
+    cause: fc.constantFrom(
+      'relay-unavailable',
+      'relay-disabled',
+      'quota-held',
+      'paused',
+      'throttled',
+    ) as fc.Arbitrary<GateWaitCause>,
   }),
 );
 const skipped = (answer: RelayAdmission) =>
-  answer.kind === 'wait' && (answer.cause === 'relay-unavailable' || answer.cause === 'relay-disabled');
+  answer.kind === 'wait' &&
+  (answer.cause === 'relay-unavailable' ||
+    answer.cause === 'relay-disabled' ||
+    answer.cause === 'quota-held');
 
 describe('failoverDecision (which relay a copy leaves through)', () => {
   it('sends through the first relay that lets it, when every relay before it is unavailable or disabled', () => {
@@ -92,6 +102,86 @@ describe('failoverDecision (which relay a copy leaves through)', () => {
         });
       }),
     );
+  });
+});
+
+describe('failoverDecision with a relay whose daily quota is spent (DESIGN §5 "Rate", §15)', () => {
+  const held = (seconds: number): RelayAdmission => ({ kind: 'wait', seconds, cause: 'quota-held' });
+  const settings = { probeIntervalMs: 5000, probeTimeoutMs: 15_000, quotaHoldMs: 300_000 };
+  const repliedAt = new Date('2026-12-02T11:00:00.000Z');
+  /** The gate's answer `elapsedMs` into the hold a quota reply started (core/relayBreaker.ts). */
+  const quotaSpent = (elapsedMs: number): RelayAdmission => {
+    const breaker = throttled(NEVER_OPENED, repliedAt, settings, 'quota') ?? NEVER_OPENED;
+    const now = new Date(repliedAt.getTime() + elapsedMs);
+    const decision = gateDecision({ breaker, pause: NOT_PAUSED }, undefined, now, settings);
+    return decision.kind === 'probe' ? { kind: 'wait', seconds: 1, cause: 'relay-unavailable' } : decision;
+  };
+
+  it('a copy never waits for a quota-held relay while a later relay in order is available', () => {
+    fc.assert(
+      fc.property(
+        fc.array(admission, { minLength: 1, maxLength: 6 }),
+        fc.integer({ min: 0, max: 5 }),
+        fc.integer({ min: 0, max: 299_999 }),
+        (answers, at, elapsedMs) => {
+          const index = Math.min(at, answers.length - 1);
+          const relays = answers.map((answer, i) => (i === index ? quotaSpent(elapsedMs) : answer));
+          const later = relays.findIndex((answer, i) => i > index && answer.kind === 'send');
+          const before = relays.slice(0, index).every(skipped);
+          const decision = failoverDecision(relays, relays.length);
+          if (before && later !== -1 && relays.slice(index + 1, later).every(skipped)) {
+            expect(decision).toMatchObject({ kind: 'send', index: later });
+          }
+          expect(decision?.kind === 'send' && decision.index === index).toBe(false);
+        },
+      ),
+    );
+  });
+
+  it('with one relay, the copy waits for the hold as before', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 299_999 }), (elapsedMs) => {
+        const answer = quotaSpent(elapsedMs);
+        expect(answer.kind).toBe('wait');
+        expect(failoverDecision([answer], 1)).toEqual(answer);
+      }),
+    );
+  });
+
+  it('with no relay taking the copy, it comes back at the soonest end of a hold or a probe', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 600 }), fc.integer({ min: 1, max: 600 }), (quota, probe) => {
+        const decision = failoverDecision(
+          [held(quota), { kind: 'wait', seconds: probe, cause: 'relay-unavailable' }],
+          2,
+        );
+        expect(decision).toMatchObject({ kind: 'wait', seconds: Math.min(quota, probe) });
+      }),
+    );
+  });
+});
+
+describe('gateDecision after a daily quota reply', () => {
+  const settings = { probeIntervalMs: 5000, probeTimeoutMs: 15_000, quotaHoldMs: 300_000 };
+  const now = new Date('2026-12-02T11:00:00.000Z');
+  const gate = (breaker: BreakerState): SendingGateState => ({ breaker, pause: NOT_PAUSED });
+
+  it('says quota-held for the hold, throttled for a rate hold, and sends once it is over', () => {
+    const quota = throttled(NEVER_OPENED, now, settings, 'quota');
+    const rate = throttled(NEVER_OPENED, now, settings, 'rate');
+    expect(quota && gateDecision(gate(quota), undefined, now, settings)).toMatchObject({
+      cause: 'quota-held',
+    });
+    expect(rate && gateDecision(gate(rate), undefined, now, settings)).toMatchObject({ cause: 'throttled' });
+    const after = new Date(now.getTime() + 300_001);
+    expect(quota && gateDecision(gate(quota), undefined, after, settings).kind).toBe('send');
+    // A rate throttle during the hold does not make it a rate hold.
+    const both = quota && throttled(quota, new Date(now.getTime() + 5000), settings, 'rate');
+    expect(
+      both && gateDecision(gate(both), undefined, new Date(now.getTime() + 6000), settings),
+    ).toMatchObject({
+      cause: 'quota-held',
+    });
   });
 });
 

@@ -316,6 +316,58 @@ describe('SES throttling is read at the edge into the throttle origin', () => {
     expect(classifySmtpError(reply(554, '554 Throttling failure: nope', 'DATA')).origin).toBe('transaction');
   });
 
+  // Other providers' documented daily-quota replies (docs/smtp-classification.md, decision 0198):
+  // the relay throttles the sender, so no attempt and the fleet holds, never `failed`.
+  it.each([
+    [
+      '550 5.4.5 Daily user sending limit exceeded. For more information please visit https://support.google.com/a/answer/166852',
+      550,
+      'MAIL FROM',
+    ],
+    [
+      '550-5.4.5 Daily SMTP relay limit exceeded for customer. For more information on SMTP relay sending\n550 5.4.5 limits please contact your administrator - gsmtp',
+      550,
+      'RCPT TO',
+    ],
+    ['550 5.4.5 Daily SMTP relay limit exceeded for user.', 550, 'DATA'],
+    [
+      '550 5.4.5 Daily sending quota exceeded. https://support.google.com/mail/?p=DailyLimitExceeded - gsmtp',
+      550,
+      'MAIL FROM',
+    ],
+    [
+      '554 5.2.0 STOREDRV.Submission.Exception:SubmissionQuotaExceededException; Failed to process message due to a permanent exception with message [BeginDiagnosticData]',
+      554,
+      'DATA',
+    ],
+  ])('a daily quota: %s (%i at %s)', (text, code, command) => {
+    const classified = classifySmtpError(reply(code, text, command));
+    expect(classified).toMatchObject({
+      origin: 'throttle',
+      class: 'transient',
+      throttle: 'quota',
+      hardBounce: false,
+    });
+  });
+
+  it('a quota reply is matched by its enhanced code and its words together, nothing looser', () => {
+    for (const [code, text] of [
+      [550, '550 5.7.1 Daily user sending limit exceeded'],
+      [550, '550 Daily SMTP relay limit exceeded for customer'],
+      [550, '550 5.4.5 Message rejected'],
+      [554, '554 5.2.0 STOREDRV.Submission.Exception:OutboundSpamException; message rejected'],
+      [554, '554 5.6.0 SubmissionQuotaExceededException'],
+    ] as const) {
+      expect(classifySmtpError(reply(code, text, 'DATA')).origin).toBe('transaction');
+    }
+    // Google's temporary "try again later" is the message's 4xx, not a quota.
+    const later = classifySmtpError(
+      reply(421, '421 4.7.0 Try again later, closing connection.', 'MAIL FROM'),
+    );
+    expect(later).toMatchObject({ origin: 'transaction', class: 'transient' });
+    expect(later.throttle).toBeUndefined();
+  });
+
   it('a 421 without the words at MAIL FROM or after DATA is the message’s own, at the greeting the relay’s', () => {
     expect(classifySmtpError(reply(421, '421 4.4.2 closing', 'MAIL FROM')).origin).toBe('transaction');
     expect(classifySmtpError(reply(421, '421 4.4.2 closing', 'DATA')).origin).toBe('transaction');

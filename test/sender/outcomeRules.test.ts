@@ -115,6 +115,39 @@ describe('the sender decides an outcome by where it happened', () => {
     expect(rig.metrics.of('RelayUnavailable')).toBe(0);
   }, 130_000);
 
+  it("another relay's documented daily quota (Google's 550 5.4.5 at MAIL FROM, Microsoft 365's 554 5.2.0 after DATA) fails no message: no attempt, the fleet holds, all go once it is back", async () => {
+    const rig = await createBreakerRig(world, { maxAttempts: 1 });
+    await world.outage.set('up');
+    world.smtp.script(
+      { mailFrom: { code: 550, message: '5.4.5 Daily user sending limit exceeded.' } },
+      {
+        afterData: {
+          code: 554,
+          message:
+            '5.2.0 STOREDRV.Submission.Exception:SubmissionQuotaExceededException; Failed to process message',
+        },
+      },
+      {},
+    );
+    const messages = await Promise.all([1, 2].map(() => rig.putMessage()));
+    for (const message of messages) await rig.dispatch(message);
+    await rig.drive({
+      handlers: [rig.sender()],
+      timeoutMs: 60_000,
+      done: async () => {
+        const states = await Promise.all(messages.map((message) => rig.state(message.id)));
+        return states.every((state) => ['sent', 'failed', 'dead'].includes(state.status));
+      },
+    });
+    for (const message of messages) {
+      const state = await rig.state(message.id);
+      expect(state.status).toBe('sent');
+      expect(state.attempts).toBe(1);
+    }
+    expect(world.smtp.transactions).toBeGreaterThanOrEqual(4);
+    expect((await rig.gateStore.read()).breaker.throttled_until).toBeDefined();
+  }, 90_000);
+
   it('an SES daily quota holds the fleet for minutes, not seconds: each message meets it once, none counts it or dies, all go once it is back', async () => {
     const rig = await createBreakerRig(world, { maxAttempts: 1 });
     await world.outage.set('up');
@@ -122,11 +155,12 @@ describe('the sender decides an outcome by where it happened', () => {
     const messages = await Promise.all([1, 2, 3].map(() => rig.putMessage()));
     for (const message of messages) await rig.dispatch(message);
     const senders = [rig.sender(), rig.sender()];
+    // One relay: the copy waits for its quota's hold (decision 0198: the cause says so).
     const heldForTheThrottle = (id: string) =>
       rig.log.lines.some(
         (line) =>
           line.message === 'sender handed a copy back unclaimed: sending waits' &&
-          line.attributes.cause === 'throttled' &&
+          line.attributes.cause === 'quota-held' &&
           line.attributes.id === id,
       );
     // Every throttled copy came back (after 1–3 s) while the quota still held it.

@@ -243,6 +243,51 @@ describe('failover across relays', () => {
     }
   });
 
+  it("the first relay's daily quota is spent: the mail leaves through the second, no attempt counted; the hold over, it returns to the first", async () => {
+    const rig = await createBreakerRig(world);
+    const sender = failoverSender(rig);
+    // SES's reply while a region's daily quota is spent (DESIGN §5 "Rate", §15).
+    world.smtp.script({
+      mailFrom: { code: 454, message: 'Throttling failure: Daily message quota exceeded.' },
+    });
+    const primary = new DynamoSendingGate(world.documents, world.tableName, 'primary');
+    const messages = await Promise.all([1, 2, 3].map(() => rig.putMessage()));
+    for (const message of messages) await rig.dispatch(message);
+    // The first relay keeps answering 454: a copy that waited for it would never leave.
+    await rig.drive({
+      handlers: [sender],
+      timeoutMs: 8_000,
+      done: async () => messages.every((message) => deliveredTo(backup, message.id).length > 0),
+    });
+    expect(world.smtp.transactions).toBeGreaterThanOrEqual(1);
+    for (const message of messages) {
+      expect(deliveredTo(backup, message.id)).toHaveLength(1);
+      expect(deliveredTo(world.smtp, message.id)).toHaveLength(0);
+      const state = await rig.state(message.id);
+      expect(state.status).toBe('sent');
+      expect(state.attempts).toBe(1);
+      expect(state.history.map((attempt) => attempt.relay)).toEqual(['backup']);
+    }
+
+    // The quota comes back; once the hold is over, the next send through the first relay succeeds.
+    world.smtp.script();
+    const heldUntil = Date.parse((await primary.read()).breaker.throttled_until ?? '');
+    const deadline = Date.now() + 10_000;
+    while (Date.now() <= heldUntil && Date.now() < deadline) await sleep(100);
+    const later = await Promise.all([1, 2].map(() => rig.putMessage()));
+    for (const message of later) await rig.dispatch(message);
+    await rig.drive({
+      handlers: [sender],
+      timeoutMs: 8_000,
+      done: async () => later.every((message) => deliveredTo(world.smtp, message.id).length > 0),
+    });
+    for (const message of later) {
+      expect(deliveredTo(world.smtp, message.id)).toHaveLength(1);
+      expect(deliveredTo(backup, message.id)).toHaveLength(0);
+      expect((await rig.state(message.id)).relay).toBe('primary');
+    }
+  });
+
   it('every relay unavailable: the copy waits unclaimed, no attempt counted, nothing sent', async () => {
     const backupOutage = await startRelayOutage({ targetHost: backup.host, targetPort: backup.port });
     try {
