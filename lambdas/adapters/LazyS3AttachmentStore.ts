@@ -33,15 +33,18 @@ export function lazyS3AttachmentStore(options: LazyS3AttachmentStoreOptions): At
     );
     return loading;
   };
+  // Each call is awaited, not handed on: the stack of an error from its second request (after an
+  // await inside the store) still names the caller.
   return {
-    put: async (key, bytes, contentType, lifetime) => (await store()).put(key, bytes, contentType, lifetime),
-    read: async (key) => (await store()).read(key),
-    describe: async (key) => (await store()).describe(key),
-    copy: async (from, to, lifetime) => (await store()).copy(from, to, lifetime),
-    hash: async (key) => (await store()).hash(key),
-    setLifetime: async (key, lifetime) => (await store()).setLifetime(key, lifetime),
-    endLifetime: async (key, rewrite) => (await store()).endLifetime(key, rewrite),
-    open: async (key) => (await store()).open(key),
-    presignPut: async (key, upload) => (await store()).presignPut(key, upload),
+    put: async (key, bytes, contentType, lifetime) =>
+      await (await store()).put(key, bytes, contentType, lifetime),
+    read: async (key) => await (await store()).read(key),
+    describe: async (key) => await (await store()).describe(key),
+    copy: async (from, to, lifetime) => await (await store()).copy(from, to, lifetime),
+    hash: async (key) => await (await store()).hash(key),
+    setLifetime: async (key, lifetime) => await (await store()).setLifetime(key, lifetime),
+    endLifetime: async (key, rewrite) => await (await store()).endLifetime(key, rewrite),
+    open: async (key) => await (await store()).open(key),
+    presignPut: async (key, upload) => await (await store()).presignPut(key, upload),
   };
 }

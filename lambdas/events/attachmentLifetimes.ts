@@ -97,7 +97,10 @@ async function tagUntilConfirmed(
   let tagged = 0;
   let rewritten = 0;
   const tag = async (key: string, lifetime: AttachmentLifetime): Promise<void> => {
-    if (lifetime === 'live') return deps.store.setLifetime(key, lifetime);
+    if (lifetime === 'live') {
+      await deps.store.setLifetime(key, lifetime);
+      return;
+    }
     const endedAt = deps.now();
     const done = await deps.store.endLifetime(
       key,
