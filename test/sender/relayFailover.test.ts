@@ -147,6 +147,25 @@ describe('failover across relays', () => {
     return messages;
   }
 
+  /** `later`, dispatched now, leave through the first relay again, once each, none through the backup. */
+  async function sendsThroughPrimaryAgain(
+    rig: BreakerRig,
+    sender: SenderHandler,
+    later: readonly { readonly id: string; readonly rev: number }[],
+  ) {
+    for (const message of later) await rig.dispatch(message);
+    await rig.drive({
+      handlers: [sender],
+      timeoutMs: 20_000,
+      done: async () => later.every((message) => deliveredTo(world.smtp, message.id).length > 0),
+    });
+    for (const message of later) {
+      expect(deliveredTo(world.smtp, message.id)).toHaveLength(1);
+      expect(deliveredTo(backup, message.id)).toHaveLength(0);
+      expect((await rig.state(message.id)).relay).toBe('primary');
+    }
+  }
+
   it('the first relay refuses connections: the mail leaves through the second, once each, no attempt counted', async () => {
     const rig = await createBreakerRig(world);
     await world.outage.set('refusing');
@@ -230,17 +249,7 @@ describe('failover across relays', () => {
         'closed';
     }
     expect(closed).toBe(true);
-    for (const message of later) await rig.dispatch(message);
-    await rig.drive({
-      handlers: [sender],
-      timeoutMs: 20_000,
-      done: async () => later.every((message) => deliveredTo(world.smtp, message.id).length > 0),
-    });
-    for (const message of later) {
-      expect(deliveredTo(world.smtp, message.id)).toHaveLength(1);
-      expect(deliveredTo(backup, message.id)).toHaveLength(0);
-      expect((await rig.state(message.id)).relay).toBe('primary');
-    }
+    await sendsThroughPrimaryAgain(rig, sender, later);
   });
 
   it("the first relay's daily quota is spent: the mail leaves through the second, no attempt counted; the hold over, it returns to the first", async () => {
@@ -256,7 +265,7 @@ describe('failover across relays', () => {
     // The first relay keeps answering 454: a copy that waited for it would never leave.
     await rig.drive({
       handlers: [sender],
-      timeoutMs: 8_000,
+      timeoutMs: 20_000,
       done: async () => messages.every((message) => deliveredTo(backup, message.id).length > 0),
     });
     expect(world.smtp.transactions).toBeGreaterThanOrEqual(1);
@@ -274,18 +283,7 @@ describe('failover across relays', () => {
     const heldUntil = Date.parse((await primary.read()).breaker.throttled_until ?? '');
     const deadline = Date.now() + 10_000;
     while (Date.now() <= heldUntil && Date.now() < deadline) await sleep(100);
-    const later = await Promise.all([1, 2].map(() => rig.putMessage()));
-    for (const message of later) await rig.dispatch(message);
-    await rig.drive({
-      handlers: [sender],
-      timeoutMs: 8_000,
-      done: async () => later.every((message) => deliveredTo(world.smtp, message.id).length > 0),
-    });
-    for (const message of later) {
-      expect(deliveredTo(world.smtp, message.id)).toHaveLength(1);
-      expect(deliveredTo(backup, message.id)).toHaveLength(0);
-      expect((await rig.state(message.id)).relay).toBe('primary');
-    }
+    await sendsThroughPrimaryAgain(rig, sender, await Promise.all([1, 2].map(() => rig.putMessage())));
   });
 
   it('every relay unavailable: the copy waits unclaimed, no attempt counted, nothing sent', async () => {
