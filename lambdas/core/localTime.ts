@@ -266,6 +266,10 @@ interface Window {
   readonly end: number;
 }
 
+/** Two different `HH:MM` (what the API admits): a stored window the sender can read. */
+const isWindow = (quietHours: QuietHours) =>
+  HH_MM.test(quietHours.start) && HH_MM.test(quietHours.end) && quietHours.start !== quietHours.end;
+
 function windowOf(quietHours: QuietHours): Window {
   const start = HH_MM.exec(quietHours.start);
   const end = HH_MM.exec(quietHours.end);
@@ -336,7 +340,12 @@ export type QuietHoursDecision =
   | { readonly kind: 'send' }
   | { readonly kind: 'hold'; readonly until: Date }
   /** Its `not_after` comes before the window ends: it can never go, so it expires. */
-  | { readonly kind: 'expire' };
+  | { readonly kind: 'expire' }
+  /**
+   * Its window cannot be read — a zone this runtime does not know (a hand-written record, an outbox
+   * on a runtime with newer tz data), no zone, a window that is not one: it can never go as stored.
+   */
+  | { readonly kind: 'unreadable'; readonly reason: string };
 
 export interface QuietHoursInput {
   /** When the message comes due: its send time, or now after a retry, an outage or a pause. */
@@ -350,12 +359,20 @@ export interface QuietHoursInput {
  * Quiet hours combined with `not_after`: send when due outside them; hold until their end; expire
  * when `not_after` comes before that end (a deadline at the end itself still lets it go, as a
  * deadline is only past once it is behind us). Whether `not_after` is already past at `due` is the
- * sender's deadline check (core/unsentDecision.ts), made before this one.
+ * sender's deadline check (core/unsentDecision.ts), made before this one. A window that cannot be
+ * read is an answer, never a throw: the sender fails the message rather than keep a copy that never goes.
  */
 export function quietHoursDecision(input: QuietHoursInput): QuietHoursDecision {
   if (input.quietHours == null) return { kind: 'send' };
-  if (input.timeZone == null) throw new UnknownTimeZoneError();
-  const until = heldUntil(input.due, input.quietHours, input.timeZone);
+  // Read as the API admits them (isTimeZone, two different HH:MM), the zone named, cut to a name's length.
+  const zone = input.timeZone;
+  const unreadable = (why: string) =>
+    ({ kind: 'unreadable', reason: `${why}; quiet hours cannot be read` }) as const;
+  if (zone == null) return unreadable('quiet_hours without a time_zone');
+  if (!isTimeZone(zone))
+    return unreadable(`time_zone ${zone.slice(0, MAX_ZONE_LENGTH)} is not a time zone this sender knows`);
+  if (!isWindow(input.quietHours)) return unreadable('quiet_hours are not two different HH:MM times');
+  const until = heldUntil(input.due, input.quietHours, zone);
   if (until === undefined) return { kind: 'send' };
   if (input.notAfter != null && input.notAfter.getTime() < until.getTime()) return { kind: 'expire' };
   return { kind: 'hold', until };

@@ -39,7 +39,13 @@ export type UnsentDecision =
   /** Settle the message as `to` instead of sending it. */
   | { readonly kind: 'settle'; readonly to: UnsentStatus }
   /** It must not go out, and the sender may not settle it from its status either: drop the copy. */
-  | { readonly kind: 'drop'; readonly to: UnsentStatus; readonly reason: string; readonly forbidden: string };
+  | { readonly kind: 'drop'; readonly to: UnsentStatus; readonly reason: string; readonly forbidden: string }
+  /**
+   * It can never go as stored (its quiet hours cannot be read: a zone this runtime does not know):
+   * `failed`, permanent, no attempt — made under the sender's claim, as `failed` is reached only
+   * from `sending`, where it fails content that cannot be sent (sender/sendClaimed.ts).
+   */
+  | { readonly kind: 'fail'; readonly reason: string };
 
 /** Whether a deadline (ISO time, or none) has passed; an unreadable one never has. */
 export function isPastDeadline(deadline: string | null | undefined, now: Date): boolean {
@@ -60,9 +66,8 @@ export function isSupersededBy(group: GroupVersion | null | undefined, head: num
 /**
  * The deadline first, then quiet hours: held until their end, or expired when `not_after` is before
  * that end. A message due now comes due now: `now` is when this copy would go.
- *
- * @throws UnknownTimeZoneError when quiet hours are read in a zone this runtime does not know (a
- *   hand-written record: the API admits only zones it knows).
+ * Quiet hours in a zone this runtime does not know (a hand-written record, an outbox on newer tz
+ * data: the API admits only zones it knows) fail the message, its deadline not yet past.
  */
 export function decideUnsent(record: UnsentRecord, now: Date): UnsentDecision {
   let to: 'expired' | undefined = isPastDeadline(record.not_after, now) ? 'expired' : undefined;
@@ -74,6 +79,7 @@ export function decideUnsent(record: UnsentRecord, now: Date): UnsentDecision {
       notAfter: record.not_after == null ? null : new Date(record.not_after),
     });
     if (quiet.kind === 'hold') return quiet;
+    if (quiet.kind === 'unreadable') return { kind: 'fail', reason: quiet.reason };
     if (quiet.kind === 'expire') to = 'expired';
   }
   if (to === undefined) return { kind: 'send' };

@@ -147,7 +147,7 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
   // Counted once the copy is ours to send through it (decision 0163): a copy handed back or whose
   // claim was lost would count again when it returns.
   if (cleared.index > 0) deps.metrics.count(SENDER_METRIC.failoverSends, 1, relay.name);
-  return sendClaimed(run, claim.record, owner, body, relay);
+  return sendClaimed(run, claim.record, owner, body, relay, cleared.unsendable);
 }
 
 /**
@@ -174,9 +174,12 @@ async function clearForSend(
     // What must not go out is settled or held before the gate and the rate: a copy that will not go
     // spends neither (a night's held copies come round every 15 minutes).
     const unsent = await unsentVerdict(run, observed, lane);
-    if (unsent !== undefined) return { kind: 'held', verdict: unsent };
+    if (unsent?.kind === 'held') return unsent;
     const gate = await passGate(run, observed);
-    if (gate.kind === 'held' || gate.relay.name === waitedFor) return gate;
+    if (gate.kind === 'held') return gate;
+    // One that can never go as stored is failed under the claim, as content that cannot be sent is.
+    if (gate.relay.name === waitedFor)
+      return unsent === undefined ? gate : { ...gate, unsendable: unsent.reason };
     // A turn too late for a whole attempt is not waited for (the invocation would end in it): the
     // copy goes back unclaimed until about then, for a sender with time (or another's share) to take.
     const startBy = claimBy(run.deps.now().getTime(), run.time.remainingMs(), run.deps.settings.timing);
@@ -205,24 +208,35 @@ interface HeldCopy {
   readonly verdict: CopyVerdict;
 }
 
-/** The relay a copy leaves through (`index` in the list), at `rateFactor` of its rate. */
+/**
+ * The relay a copy leaves through (`index` in the list), at `rateFactor` of its rate; `unsendable`,
+ * why it can never go as stored (core/unsentDecision.ts `fail`): failed under the claim.
+ */
 interface GatePassed {
   readonly kind: 'pass';
   readonly rateFactor: number;
   readonly relay: SenderRelay;
   readonly index: number;
+  readonly unsendable?: string;
+}
+
+/** A copy that can never go as stored: `failed` under its claim (`failed` is reached from `sending`). */
+interface UnsendableCopy {
+  readonly kind: 'unsendable';
+  readonly reason: string;
 }
 
 /**
  * What must not go out now (core/unsentDecision.ts `decideUnsent`, with the clock as it is when
  * asked), acted on: settled `expired`, dropped, or held for quiet hours — back on the queue, or
- * waited out in process for an end a moment away. Undefined: the copy goes on towards the send.
+ * waited out in process for an end a moment away. Undefined: the copy goes on towards the send; one
+ * it can never go as (quiet hours in a zone unknown here) goes on to be failed under its claim.
  */
 async function unsentVerdict(
   run: CopyRun,
   observed: MessageStateRecord,
   lane: Lane,
-): Promise<CopyVerdict | undefined> {
+): Promise<HeldCopy | UnsendableCopy | undefined> {
   const { deps } = run;
   const now = deps.now();
   // The group head is read once, under the claim just before the send (sendClaimed.ts), not here:
@@ -233,20 +247,26 @@ async function unsentVerdict(
       'sender may not make this transition',
       logContext(run, { to: unsent.to, reason: unsent.forbidden }),
     );
-    return drop(run, unsent.reason);
+    return { kind: 'held', verdict: drop(run, unsent.reason) };
   }
   if (unsent.kind === 'hold') {
     // Quiet hours (docs/design.md §16): the copy waits for the window's end as an early copy waits
     // for its send time — in process for the last moment, otherwise back on the queue. No attempt.
     const held = decideArrival({ sendAt: unsent.until, now, maxWaitMs: deps.settings.maxEarlyWaitMs });
-    if (held.action === 'redelay') return holdForQuietHours(run, observed, unsent.until, held.delaySeconds);
+    if (held.action === 'redelay') {
+      return {
+        kind: 'held',
+        verdict: await holdForQuietHours(run, observed, unsent.until, held.delaySeconds),
+      };
+    }
     if (held.action === 'wait') await lane.away(() => deps.sleep(held.milliseconds));
   }
   if (unsent.kind === 'settle') {
     const result = await settleWithoutSend(run, observed, unsent.to, false);
-    if (result.kind !== 'applied') return result.verdict;
-    return settled(run, observed, unsent.to, unsent.to, UNSENT_METRIC[unsent.to]);
+    if (result.kind !== 'applied') return { kind: 'held', verdict: result.verdict };
+    return { kind: 'held', verdict: settled(run, observed, unsent.to, unsent.to, UNSENT_METRIC[unsent.to]) };
   }
+  if (unsent.kind === 'fail') return { kind: 'unsendable', reason: unsent.reason };
   return undefined;
 }
 

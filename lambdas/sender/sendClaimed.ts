@@ -41,7 +41,8 @@ import {
 } from './outcomeWrite.js';
 
 /**
- * After the claim, under our lease (DESIGN §5): check the group, check the body, render a
+ * After the claim, under our lease (DESIGN §5): check the group, fail what can never go as stored
+ * (`unsendable`: its quiet hours cannot be read; processCopy.ts found it), check the body, render a
  * template message from its pinned version (DESIGN §10), leave out the recipients on the tenant's
  * suppression list (DESIGN §12), send to the pending recipients, let lambdas/core/sendDecision.ts
  * decide what the outcome makes of the message, tell the sending gate what concerns every sender,
@@ -55,6 +56,7 @@ export async function sendClaimed(
   owner: string,
   bodyRead: Promise<Settled<MessageBodyRecord | undefined>>,
   relay: SenderRelay,
+  unsendable?: string,
 ): Promise<CopyVerdict> {
   const { deps } = run;
   let superseded: boolean;
@@ -68,6 +70,11 @@ export async function sendClaimed(
     return release(run, claimed, owner, error);
   }
   if (superseded) return supersede(run, claimed, owner);
+  if (unsendable !== undefined) {
+    // Its quiet hours cannot be read here (core/unsentDecision.ts `fail`): it could never go as stored.
+    deps.log.error('sender could not read a message’s quiet hours', logContext(run, { reason: unsendable }));
+    return failUnsent(run, claimed, owner, unsentFailure(deps.now(), 'quiet hours unreadable', unsendable));
+  }
   const fault = bodyFault(claimed.fingerprint, body, deps.settings.allowedFrom);
   if (fault === 'sender-not-allowed') {
     // The rule names the setting, never the address (no addresses in logs).

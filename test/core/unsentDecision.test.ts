@@ -8,7 +8,8 @@ import { decideUnsent, isPastDeadline, isSupersededBy } from '../../lambdas/core
  * What must not go out (DESIGN §4 freshness, §5 deadlines): past `not_after` a message becomes
  * `expired` instead of being sent, settled only where the state machine lets the sender, and
  * otherwise sends nothing; a message whose group has a newer version is `superseded` (the check the
- * sender makes under its claim, on the head it reads there once).
+ * sender makes under its claim, on the head it reads there once); quiet hours the sender cannot read
+ * (a zone its runtime does not know) fail the message, never throw.
  */
 
 const NOW = new Date('2026-12-01T09:00:00.000Z');
@@ -77,7 +78,7 @@ describe('deciding what must not go out', () => {
             return;
           }
           expect(decision.kind).not.toBe('send');
-          if (decision.kind === 'send' || decision.kind === 'hold') return;
+          if (decision.kind !== 'settle' && decision.kind !== 'drop') return;
           expect(decision.to).toBe('expired');
           expect(decision.kind === 'settle').toBe(checkTransition(status, decision.to, 'sender').allowed);
         },
@@ -193,6 +194,72 @@ describe('quiet hours in the decision (docs/design.md §16)', () => {
         },
       ),
       { numRuns: 500 },
+    );
+  });
+
+  it('quiet hours it cannot read fail the message, naming the zone, unless the deadline passed (never a throw)', () => {
+    const night = { start: '21:00', end: '08:00' };
+    expect(
+      decideUnsent({ status: 'scheduled', time_zone: 'Mars/Olympus_Mons', quiet_hours: night }, NOW),
+    ).toEqual({
+      kind: 'fail',
+      reason: 'time_zone Mars/Olympus_Mons is not a time zone this sender knows; quiet hours cannot be read',
+    });
+    // Spelled as the API never admits it (one zone, one spelling), or none at all, or no window.
+    expect(
+      decideUnsent({ status: 'retrying', time_zone: 'europe/berlin', quiet_hours: night }, NOW),
+    ).toMatchObject({
+      kind: 'fail',
+      reason: expect.stringContaining('europe/berlin'),
+    });
+    expect(decideUnsent({ status: 'scheduled', quiet_hours: night }, NOW)).toEqual({
+      kind: 'fail',
+      reason: 'quiet_hours without a time_zone; quiet hours cannot be read',
+    });
+    expect(
+      decideUnsent(
+        { status: 'scheduled', time_zone: 'UTC', quiet_hours: { start: '21:00', end: '21:00' } },
+        NOW,
+      ),
+    ).toMatchObject({ kind: 'fail', reason: expect.stringContaining('two different HH:MM') });
+    expect(
+      decideUnsent(
+        { status: 'scheduled', time_zone: 'Mars/Olympus_Mons', quiet_hours: night, not_after: at(-1) },
+        NOW,
+      ),
+    ).toEqual({ kind: 'settle', to: 'expired' });
+  });
+
+  it('property: any zone name and window — a fail exactly when the zone is unknown or the window is not one, its reason naming the zone (cut to 64)', () => {
+    const known = ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata'];
+    const windowPart = fc.oneof(
+      fc.integer({ min: 0, max: 1439 }).map(hhmm),
+      fc.constantFrom('24:00', '9:00', '', 'noon'),
+    );
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...MESSAGE_STATUSES),
+        fc.oneof(
+          fc.constantFrom(...known),
+          fc.string({ maxLength: 80 }).map((tail) => `Mars/${tail}`),
+        ),
+        windowPart,
+        windowPart,
+        fc.integer({ min: 0, max: 400 * 86_400 }),
+        (status, zone, start, end, nowSeconds) => {
+          const now = new Date(Date.UTC(2026, 11, 1) + nowSeconds * 1000);
+          const quiet = { start, end };
+          const decide = () => decideUnsent({ status, time_zone: zone, quiet_hours: quiet }, now);
+          expect(decide).not.toThrow();
+          const decision = decide();
+          const zoneKnown = known.includes(zone);
+          const windowValid =
+            /^([01]\d|2[0-3]):[0-5]\d$/.test(start) && /^([01]\d|2[0-3]):[0-5]\d$/.test(end) && start !== end;
+          expect(decision.kind === 'fail').toBe(!zoneKnown || !windowValid);
+          if (decision.kind === 'fail' && !zoneKnown) expect(decision.reason).toContain(zone.slice(0, 64));
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 

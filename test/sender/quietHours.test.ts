@@ -2,7 +2,8 @@
  * Quiet hours in the sender (docs/design.md §16 Local time and quiet hours): a copy that comes due
  * inside the window — the first time, or after a retry's backoff — goes back unsent, no attempt and
  * no status change, its record's `due_at` at the window's end, and is sent once it comes back after
- * the end; one whose `not_after` comes before the end expires. A takeover of an expired lease inside
+ * the end; one whose `not_after` comes before the end expires; one whose `time_zone` the sender does
+ * not know fails (permanent, no attempt) and never comes back. A takeover of an expired lease inside
  * the window settles the interrupted attempt first (DESIGN §5: ambiguous, under `retry` the message
  * is `retrying` with the attempt counted), so the held message is not left `sending` with no sender
  * and the user can still cancel it (DESIGN §2, §3). Covers sender/processCopy.ts (the
@@ -117,6 +118,31 @@ describe('the sender and quiet hours', () => {
     expect(state.status).toBe('expired');
     expect(state.attempts).toBe(0);
     expect(rig.metrics.of('Expired')).toBe(1);
+  });
+
+  it('fails a message whose time_zone this runtime does not know: permanent, the zone named, no SMTP, no attempt', async () => {
+    // Written by hand (or by an outbox on a runtime with newer tz data): the API admits no such zone.
+    const rig = await createSenderRig(world);
+    rig.clock.ms = NEAR_THE_END;
+    const message = await rig.putMessage({ timeZone: 'Mars/Olympus_Mons', quietHours: QUIET.quietHours });
+    await rig.dispatch(message);
+
+    const { response } = await rig.deliverNext();
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(rig.received(message.id)).toEqual([]);
+    const state = await rig.state(message.id);
+    expect(state).toMatchObject({ status: 'failed', attempts: 0 });
+    expect(state.last_error).toEqual({
+      class: 'permanent',
+      code: null,
+      enhanced_code: null,
+      message: 'time_zone Mars/Olympus_Mons is not a time zone this sender knows; quiet hours cannot be read',
+    });
+    expect(state.lease_owner).toBeUndefined();
+    expect(rig.metrics.of('Failed')).toBe(1);
+    expect(rig.queue.enqueued).toEqual([]);
+    expect(await rig.depth()).toEqual({ stored: 0, inFlight: 0, delayed: 0 });
   });
 
   describe('a takeover of an expired lease inside the window (DESIGN §2, §5)', () => {
