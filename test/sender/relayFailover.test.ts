@@ -412,17 +412,7 @@ describe('failover across relays', () => {
     expect((await primary.read()).breaker.version).toBe(0);
 
     await primary.setDisabled(undefined);
-    const later = await Promise.all([1, 2].map(() => rig.putMessage()));
-    for (const message of later) await rig.dispatch(message);
-    await rig.drive({
-      handlers: [sender],
-      timeoutMs: 20_000,
-      done: async () => later.every((message) => deliveredTo(world.smtp, message.id).length > 0),
-    });
-    for (const message of later) {
-      expect(deliveredTo(world.smtp, message.id)).toHaveLength(1);
-      expect((await rig.state(message.id)).relay).toBe('primary');
-    }
+    await sendsThroughPrimaryAgain(rig, sender, await Promise.all([1, 2].map(() => rig.putMessage())));
   });
 
   it('FailoverSends counts a copy claimed for the second relay, once: handed back for lack of time, or its claim lost, it counts nothing', async () => {
