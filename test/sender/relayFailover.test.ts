@@ -260,23 +260,9 @@ describe('failover across relays', () => {
       mailFrom: { code: 454, message: 'Throttling failure: Daily message quota exceeded.' },
     });
     const primary = new DynamoSendingGate(world.documents, world.tableName, 'primary');
-    const messages = await Promise.all([1, 2, 3].map(() => rig.putMessage()));
-    for (const message of messages) await rig.dispatch(message);
     // The first relay keeps answering 454: a copy that waited for it would never leave.
-    await rig.drive({
-      handlers: [sender],
-      timeoutMs: 20_000,
-      done: async () => messages.every((message) => deliveredTo(backup, message.id).length > 0),
-    });
+    await sendsThroughBackup(rig, sender, { relay: world.smtp });
     expect(world.smtp.transactions).toBeGreaterThanOrEqual(1);
-    for (const message of messages) {
-      expect(deliveredTo(backup, message.id)).toHaveLength(1);
-      expect(deliveredTo(world.smtp, message.id)).toHaveLength(0);
-      const state = await rig.state(message.id);
-      expect(state.status).toBe('sent');
-      expect(state.attempts).toBe(1);
-      expect(state.history.map((attempt) => attempt.relay)).toEqual(['backup']);
-    }
 
     // The quota comes back; once the hold is over, the next send through the first relay succeeds.
     world.smtp.script();
