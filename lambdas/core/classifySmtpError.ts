@@ -171,22 +171,28 @@ export const SES_THROTTLE_PHRASES: readonly string[] = [
 export const SES_QUOTA_PHRASES: readonly string[] = ['daily message quota exceeded'];
 
 /**
- * Other relays' documented daily-quota replies (docs/smtp-classification.md, decision 0198): a 5xx
- * that refuses the sender for the day, not the message, so a `throttle` of kind `quota` like SES's.
- * Matched narrowly: the reply code, the enhanced code and the words (case-insensitive) together.
+ * Other relays' documented daily-quota replies (docs/smtp-classification.md, decisions 0198, 0203): a
+ * 5xx that refuses the sender for the day, not the message, so a `throttle` of kind `quota` like SES's.
+ * Matched narrowly: a reply code of the entry's, its enhanced code and its words (case-insensitive)
+ * together. Microsoft documents the enhanced codes and words, not the reply code: 550 or 554.
  */
 export const QUOTA_REPLIES: readonly {
-  readonly code: number;
+  readonly codes: readonly number[];
   readonly enhanced: string;
   readonly words: string;
 }[] = [
   // Google Workspace / Gmail (smtp.gmail.com).
-  { code: 550, enhanced: '5.4.5', words: 'daily user sending limit exceeded' },
-  { code: 550, enhanced: '5.4.5', words: 'daily sending quota exceeded' },
+  { codes: [550], enhanced: '5.4.5', words: 'daily user sending limit exceeded' },
+  { codes: [550], enhanced: '5.4.5', words: 'daily sending quota exceeded' },
   // Google Workspace SMTP relay (smtp-relay.gmail.com), per user or for the whole customer.
-  { code: 550, enhanced: '5.4.5', words: 'daily smtp relay limit exceeded' },
-  // Microsoft 365 (smtp.office365.com): the mailbox's recipient limit for the day.
-  { code: 554, enhanced: '5.2.0', words: 'submissionquotaexceededexception' },
+  { codes: [550], enhanced: '5.4.5', words: 'daily smtp relay limit exceeded' },
+  // Microsoft 365 (smtp.office365.com): the mailbox's recipient or message limit, the tenant's
+  // external recipients (a trial tenant: 5.7.232).
+  { codes: [554], enhanced: '5.2.0', words: 'submissionquotaexceededexception' },
+  { codes: [550, 554], enhanced: '5.1.90', words: 'daily limit for message recipients' },
+  { codes: [550, 554], enhanced: '5.2.2', words: 'submission quota exceeded' },
+  { codes: [550, 554], enhanced: '5.7.232', words: 'daily limit for sending email to external recipients' },
+  { codes: [550, 554], enhanced: '5.7.233', words: 'daily limit for sending email to external recipients' },
 ];
 
 /**
@@ -416,7 +422,10 @@ function isOtherQuotaReply(shape: ErrorShape): boolean {
   const enhanced = extractEnhancedCode(shape.response);
   return QUOTA_REPLIES.some(
     (quota) =>
-      shape.responseCode === quota.code && enhanced === quota.enhanced && lower.includes(quota.words),
+      shape.responseCode !== null &&
+      quota.codes.includes(shape.responseCode) &&
+      enhanced === quota.enhanced &&
+      lower.includes(quota.words),
   );
 }
 

@@ -340,6 +340,24 @@ describe('SES throttling is read at the edge into the throttle origin', () => {
       554,
       'DATA',
     ],
+    // Microsoft's own list ("Email non-delivery reports and SMTP errors in Exchange Online"),
+    // which names the enhanced code and the words, not the reply code.
+    [
+      "550 5.1.90 Your message can't be sent because you've reached your daily limit for message recipients",
+      550,
+      'RCPT TO',
+    ],
+    ['554 5.2.2 Submission quota exceeded', 554, 'DATA'],
+    [
+      "550 5.7.233 Your message can't be sent because your tenant exceeded its daily limit for sending email to external recipients (tenant external recipient rate limit)",
+      550,
+      'RCPT TO',
+    ],
+    [
+      "550 5.7.232 Your message can't be sent because your trial tenant has exceeded its daily limit for sending email to external recipients (tenant external recipient rate limit)",
+      550,
+      'DATA',
+    ],
   ])('a daily quota: %s (%i at %s)', (text, code, command) => {
     const classified = classifySmtpError(reply(code, text, command));
     expect(classified).toMatchObject({
@@ -357,6 +375,10 @@ describe('SES throttling is read at the edge into the throttle origin', () => {
       [550, '550 5.4.5 Message rejected'],
       [554, '554 5.2.0 STOREDRV.Submission.Exception:OutboundSpamException; message rejected'],
       [554, '554 5.6.0 SubmissionQuotaExceededException'],
+      // A recipient's full mailbox shares 5.2.2 with Microsoft's submission quota, not its words.
+      [552, '552 5.2.2 Mailbox full'],
+      [550, '550 5.2.2 Mailbox quota exceeded'],
+      [550, '550 5.1.1 daily limit for message recipients'],
     ] as const) {
       expect(classifySmtpError(reply(code, text, 'DATA')).origin).toBe('transaction');
     }
