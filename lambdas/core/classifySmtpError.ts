@@ -155,19 +155,26 @@ export const TLS_CERTIFICATE_CODES: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Amazon SES's throttling replies (its SMTP interface documents `454 Throttling failure: Maximum
- * sending rate exceeded` and `454 Throttling failure: Daily message quota exceeded`, and it may
- * answer MAIL FROM with 421 or 454 and the same words). No enhanced code tells them apart from any
- * other 4xx, so the words are read here, at the edge, into the `throttle` origin; matched
+ * Relays' throttling replies, read here, at the edge, into the `throttle` origin; matched
  * case-insensitively, only on a 4xx reply. Nothing downstream reads reply text.
+ * - Amazon SES: its SMTP interface documents `454 Throttling failure: Maximum sending rate exceeded`
+ *   and `454 Throttling failure: Daily message quota exceeded`, and may answer MAIL FROM with 421 or
+ *   454 and the same words. No enhanced code tells them apart from any other 4xx.
+ * - Microsoft 365: three SMTP AUTH connections per mailbox; more are refused with `432 4.3.2
+ *   STOREDRV.ClientSubmit; sender thread limit exceeded` or `432 4.3.2 concurrent connection limit
+ *   exceeded` (decision 0203). 4.3.2 alone is not enough: `STOREDRV.Deliver; recipient thread limit
+ *   exceeded` is a recipient's mailbox.
  */
-export const SES_THROTTLE_PHRASES: readonly string[] = [
+export const THROTTLE_PHRASES: readonly string[] = [
   'throttling failure',
   'maximum sending rate exceeded',
   'daily message quota exceeded',
+  'sender thread limit exceeded',
+  'concurrent connection limit exceeded',
+  'concurrent connections limit exceeded',
 ];
 
-/** Of SES_THROTTLE_PHRASES, the words that name the daily quota rather than the rate. */
+/** Of THROTTLE_PHRASES, the words that name the daily quota rather than the rate. */
 export const SES_QUOTA_PHRASES: readonly string[] = ['daily message quota exceeded'];
 
 /**
@@ -399,14 +406,14 @@ function originOf(
   return FAILURE_ORIGIN.transaction;
 }
 
-/** A 4xx reply in SES's throttling words (SES_THROTTLE_PHRASES), or another relay's quota reply. */
+/** A 4xx reply in a relay's throttling words (THROTTLE_PHRASES), or another relay's quota reply. */
 function isThrottleReply(shape: ErrorShape): boolean {
   const reply = shape.responseCode;
   if (reply === null || shape.response === null) return false;
   if (isOtherQuotaReply(shape)) return true;
   if (reply < 400 || reply >= 500) return false;
   const lower = shape.response.toLowerCase();
-  return SES_THROTTLE_PHRASES.some((phrase) => lower.includes(phrase));
+  return THROTTLE_PHRASES.some((phrase) => lower.includes(phrase));
 }
 
 /** A throttling reply (isThrottleReply) that names the daily quota (SES_QUOTA_PHRASES, QUOTA_REPLIES). */

@@ -312,6 +312,28 @@ describe('SES throttling is read at the edge into the throttle origin', () => {
     expect(classified.reason).not.toContain('Throttling failure');
   });
 
+  // Microsoft 365 allows three SMTP AUTH connections per mailbox and refuses more with a 432
+  // ("Changes coming to the SMTP Authenticated Submission client protocol", Exchange Team Blog):
+  // the relay's pressure, not the message's fault (decision 0203).
+  it.each([
+    ['432 4.3.2 STOREDRV.ClientSubmit; sender thread limit exceeded [Hostname=AM0PR01MB1234]', 'DATA'],
+    ['432 4.3.2 STOREDRV.ClientSubmit; sender thread limit exceeded', 'MAIL FROM'],
+    ['432 4.3.2 Concurrent connections limit exceeded. Visit https://aka.ms/concurrent_sending', 'CONN'],
+  ])('a concurrency throttle: %s at %s', (text, command) => {
+    expect(classifySmtpError(reply(432, text, command))).toMatchObject({
+      origin: 'throttle',
+      class: 'transient',
+      throttle: 'rate',
+    });
+  });
+
+  it('a recipient’s own thread limit is the message’s, not the relay’s pressure', () => {
+    const recipient = classifySmtpError(
+      reply(432, '432 4.3.2 STOREDRV.Deliver; recipient thread limit exceeded', 'DATA'),
+    );
+    expect(recipient.origin).toBe('transaction');
+  });
+
   it('only a 4xx: a 5xx that says the words is the message’s own refusal', () => {
     expect(classifySmtpError(reply(554, '554 Throttling failure: nope', 'DATA')).origin).toBe('transaction');
   });
