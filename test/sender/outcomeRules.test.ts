@@ -148,6 +148,39 @@ describe('the sender decides an outcome by where it happened', () => {
     expect((await rig.gateStore.read()).breaker.throttled_until).toBeDefined();
   }, 90_000);
 
+  it("Microsoft 365's refusal of a fourth connection (432 4.3.2 sender thread limit exceeded, at MAIL FROM and after DATA) fails and kills nothing: no attempt, the fleet slows, all go", async () => {
+    const rig = await createBreakerRig(world, { maxAttempts: 1 });
+    await world.outage.set('up');
+    const threadLimit = '4.3.2 STOREDRV.ClientSubmit; sender thread limit exceeded [Hostname=AM0PR01MB1234]';
+    world.smtp.script(
+      { mailFrom: { code: 432, message: threadLimit } },
+      { afterData: { code: 432, message: threadLimit } },
+      { mailFrom: { code: 432, message: '4.3.2 Concurrent connections limit exceeded.' } },
+      {},
+    );
+    const messages = await Promise.all([1, 2].map(() => rig.putMessage()));
+    for (const message of messages) await rig.dispatch(message);
+    await rig.drive({
+      handlers: [rig.sender()],
+      timeoutMs: 80_000,
+      done: async () => {
+        const states = await Promise.all(messages.map((message) => rig.state(message.id)));
+        return states.every((state) => ['sent', 'failed', 'dead'].includes(state.status));
+      },
+    });
+    for (const message of messages) {
+      const state = await rig.state(message.id);
+      expect(state.status).toBe('sent');
+      expect(state.attempts).toBe(1);
+      expect(rig.received(message.id).filter((received) => received.outcome === 'accepted')).toHaveLength(1);
+    }
+    expect(world.smtp.transactions).toBeGreaterThanOrEqual(5);
+    expect((await rig.depth(rig.urls.sendDeadLetter)).stored).toBe(0);
+    const { breaker } = await rig.gateStore.read();
+    expect(breaker.state).toBe('closed');
+    expect(breaker.rate_factor).toBeLessThan(1);
+  }, 110_000);
+
   it('an SES daily quota holds the fleet for minutes, not seconds: each message meets it once, none counts it or dies, all go once it is back', async () => {
     const rig = await createBreakerRig(world, { maxAttempts: 1 });
     await world.outage.set('up');
