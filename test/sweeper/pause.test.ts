@@ -199,6 +199,28 @@ describe('the sweeper behind a paused backlog', () => {
     expect(w.cursorCalls).toEqual({ reads: 2, writes: 0 });
   }, 60_000);
 
+  it('goes on past a cursor that a run told `queueEmptiedAt` left beyond the next window (the shard is read, not failed)', async () => {
+    const w = await sweepWorld('sweep-window');
+    const now = new Date();
+    // A lost message, then two due within the grace: a run told the queue was emptied reads those too.
+    const at = (minutes: number) => new Date(now.getTime() + minutes * MINUTE);
+    const { shard } = await inOneShard(w, ['invoice', 'invoice', 'invoice'], {
+      sendAts: [at(-60), at(1), at(2)],
+    });
+    const sweeper = w.coldStart(now, { maxReadsPerShard: 2, pageSize: 1 });
+    const emptied = await sweeper(undefined, { queueEmptiedAt: now });
+    expect(emptied).toMatchObject({ examined: 2, redispatched: 1, truncatedShards: [shard] });
+
+    // Lost since, in the same shard: the next run (and the next cold start) reads the shard and finds it.
+    const { ids } = await inOneShard(w, ['invoice'], { sendAts: [at(-30)], shard });
+    const next = await sweeper();
+    expect(next).toMatchObject({ shardErrors: [], redispatched: 1 });
+    expect(w.queue.of(ids[0] ?? '')).toBe(1);
+    expect(await w.coldStart(now, { maxReadsPerShard: 2, pageSize: 1 })()).toMatchObject({
+      shardErrors: [],
+    });
+  }, 60_000);
+
   it('with every kind paused it re-dispatches only test messages, and a held backlog past its read budget is no incomplete run', async () => {
     const w = await sweepWorld('sweep-all-paused');
     const { pause } = await w.gate.read();
