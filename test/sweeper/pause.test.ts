@@ -1,7 +1,9 @@
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { type PauseCommand, pauseAfter } from '../../lambdas/core/relayBreaker.js';
 import { testSideOf } from '../../lambdas/core/testSide.js';
-import { shardOf } from '../../lambdas/store/messageRecord.js';
+import { dueShardPk, shardOf } from '../../lambdas/store/messageRecord.js';
+import { SWEEP_CURSORS_KEY } from '../../lambdas/store/sweepCursors.js';
 import { INDEX_SHARDS } from '../../lambdas/store/tableLayout.js';
 import { isIncomplete, SweepIncompleteError } from '../../lambdas/sweeper/createSweeperHandler.js';
 import { OutboxWriter, stateRecord } from '../relay/records.js';
@@ -197,6 +199,23 @@ describe('the sweeper behind a paused backlog', () => {
     expect(w.queue.of(ids[0] ?? '')).toBe(1);
     // Every shard read to its end: nothing to keep, nothing written.
     expect(w.cursorCalls).toEqual({ reads: 2, writes: 0 });
+  }, 60_000);
+
+  it('reads a shard from its start when the cursor kept for it is not one of its keys', async () => {
+    const w = await sweepWorld('sweep-cursor-shape');
+    const { shard, ids } = await inOneShard(w, ['invoice']);
+    const past = new Date(Date.now() - 90 * MINUTE).toISOString();
+    const elsewhere = { pk: 'MSG#elsewhere', sk: 'STATE', due_pk: dueShardPk(shard + 1), due_at: past };
+    await w.documents.send(
+      new PutCommand({
+        TableName: w.tableName,
+        Item: { ...SWEEP_CURSORS_KEY, cursors: { [shard]: elsewhere, [shard + 1]: { due_at: 5 } } },
+      }),
+    );
+
+    const report = await w.coldStart(new Date())();
+    expect(report).toMatchObject({ shardErrors: [], redispatched: 1 });
+    expect(w.queue.of(ids[0] ?? '')).toBe(1);
   }, 60_000);
 
   it('goes on past a cursor that a run told `queueEmptiedAt` left beyond the next window (the shard is read, not failed)', async () => {
