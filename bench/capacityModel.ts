@@ -1078,7 +1078,7 @@ export function rescueTable(): string[] {
     row([
       'a run',
       `${n(r.passSeconds)} s: ${n(r.perRun)} msg; ${n(r.perRun / r.intervalSeconds)} msg/s on average`,
-      `\`SWEEPER_TIMEOUT_SECONDS\` ${SWEEPER_TIMEOUT_SECONDS} s − \`SWEEP_RESERVED_MS\` ${SWEEP_RESERVED_MS / 1000} s (gauges, the DLQ); a run every ${DEFAULTS.sweepIntervalMinutes} min`,
+      `\`SWEEPER_TIMEOUT_SECONDS\` ${SWEEPER_TIMEOUT_SECONDS} s − \`SWEEP_RESERVED_MS\` ${SWEEP_RESERVED_MS / 1000} s (gauges, the DLQ); a run every ${DEFAULTS.sweepIntervalMinutes} min; its cursors one item (\`SWEEPER#due\`, ≤ 7 W) put when moved`,
     ]),
     row([
       `${n(RESCUE.lost)} lost messages`,

@@ -17,6 +17,7 @@ export interface OverdueQuery {
   /** ISO time: entries with `due_at` strictly before it, oldest first. */
   readonly before: string;
   readonly limit: number;
+  /** Where to go on from; one at or past `before` (a wider window's) has nothing after it: an empty last page. */
   readonly cursor?: DueCursor | undefined;
 }
 

@@ -17,6 +17,11 @@ export class DynamoDueIndex implements DueIndex {
 
   async overdue(query: OverdueQuery): Promise<DuePage> {
     const index = INDEX.due;
+    // A cursor at or past the window's end (left by a run that read further: one told
+    // `queueEmptiedAt`, a shorter grace, another clock) has nothing of this window after it; DynamoDB
+    // would refuse it as a start key, and the shard would fail every run until the window passed it.
+    const at = query.cursor?.[index.sortKey];
+    if (typeof at === 'string' && at >= query.before) return { entries: [], cursor: undefined };
     const result = await this.documents.send(
       new QueryCommand({
         TableName: this.tableName,

@@ -1,7 +1,9 @@
 import type { Context } from 'aws-lambda';
+import { errorForLog } from '../core/errorForLog.js';
 import { PostdateError } from '../core/postdateError.js';
 import { parseZonedTimestamp } from '../core/timestamps.js';
 import type { DueCursor } from '../ports/DueIndex.js';
+import type { SweepCursors } from '../ports/SweepCursors.js';
 import { type SweepDeps, type SweepReport, sweep } from './sweep.js';
 
 /**
@@ -72,6 +74,15 @@ export function sweepRunOf(event: unknown, now: Date): SweepRun {
   return { queueEmptiedAt };
 }
 
+/** What the sweeper function is built from: a pass's dependencies, and where it keeps its cursors. */
+export interface SweeperDeps extends SweepDeps {
+  /**
+   * Where each shard's pass stopped, kept in the table (decision 0199): read at the first run of an
+   * environment, written after a run that moved it. Absent (a test): kept in memory only.
+   */
+  readonly cursors?: SweepCursors;
+}
+
 /**
  * The sweeper's handler logic: one pass per invocation, logged and returned. It never throws for
  * a shard or a copy: it does all it can and reports the rest (the Lambda wrapper turns an
@@ -79,24 +90,28 @@ export function sweepRunOf(event: unknown, now: Date): SweepRun {
  * stops in time for the gauges and the DLQ's care (sweep.ts `SWEEP_RESERVED_MS`).
  */
 export function createSweeperHandler(
-  deps: SweepDeps,
+  deps: SweeperDeps,
 ): (context?: Pick<Context, 'getRemainingTimeInMillis'>, run?: SweepRun) => Promise<SweepReport> {
   // What this environment learns, kept from one run to the next: the DLQ's copies (decision 0148),
-  // and where each shard's pass stopped (decision 0195).
+  // and where each shard's pass stopped (decision 0195), which the table keeps too (decision 0199).
+  const { cursors, ...sweepDeps } = deps;
   const wired = {
-    ...deps,
+    ...sweepDeps,
     deadLetterRenewal: deps.deadLetterRenewal ?? {},
     resumeFrom: deps.resumeFrom ?? new Map<number, DueCursor>(),
   };
+  const kept = cursors === undefined ? undefined : keptCursors(cursors, wired.resumeFrom, deps);
   return async function sweepOnce(
     context?: Pick<Context, 'getRemainingTimeInMillis'>,
     run: SweepRun = {},
   ): Promise<SweepReport> {
+    await kept?.recall();
     const report = await sweep({
       ...wired,
       ...(context === undefined ? {} : { remainingMs: () => context.getRemainingTimeInMillis() }),
       ...(run.queueEmptiedAt === undefined ? {} : { queueEmptiedAt: run.queueEmptiedAt }),
     });
+    await kept?.keep();
     const summary = {
       ...(run.queueEmptiedAt === undefined ? {} : { queueEmptiedAt: run.queueEmptiedAt.toISOString() }),
       examined: report.examined,
@@ -124,4 +139,57 @@ export function createSweeperHandler(
     else deps.log?.info('sweep finished', summary);
     return report;
   };
+}
+
+/**
+ * The cursors of `resumeFrom` as the table keeps them. `recall` reads them once, at an environment's
+ * first run (a warm one knows them better than the table: it may have moved them since); `keep`
+ * writes them after a run that moved them, and only then: what the table holds is remembered as
+ * last read or written. Neither throws: a cursor the table does not give back costs a cold start its
+ * place in the shards, as before decision 0199, never the run.
+ */
+function keptCursors(
+  cursors: SweepCursors,
+  resumeFrom: Map<number, DueCursor>,
+  deps: Pick<SweepDeps, 'log' | 'now'>,
+) {
+  /** What the table holds ({@link cursorsKey}); undefined: unknown (not read yet, or a read or write failed). */
+  let held: string | undefined;
+  let recalled = false;
+  return {
+    async recall(): Promise<void> {
+      if (recalled) return;
+      recalled = true;
+      try {
+        const stored = await cursors.read();
+        for (const [shard, cursor] of stored) resumeFrom.set(shard, cursor);
+        held = cursorsKey(stored);
+      } catch (error) {
+        deps.log?.warn('sweeper could not read where its last runs stopped: every shard from its start', {
+          error: errorForLog(error),
+        });
+      }
+    },
+    async keep(): Promise<void> {
+      const now = cursorsKey(resumeFrom);
+      if (now === held) return;
+      try {
+        await cursors.write(resumeFrom, deps.now());
+        held = now;
+      } catch (error) {
+        held = undefined;
+        deps.log?.warn('sweeper could not keep where this run stopped (a cold start would begin again)', {
+          error: errorForLog(error),
+        });
+      }
+    },
+  };
+}
+
+/** The cursors as one string, the same whatever order a shard's cursor lists its attributes in. */
+function cursorsKey(cursors: ReadonlyMap<number, DueCursor>): string {
+  const shards = [...cursors].sort(([a], [b]) => a - b);
+  return JSON.stringify(
+    shards.map(([shard, cursor]) => [shard, Object.entries(cursor).sort(([a], [b]) => a.localeCompare(b))]),
+  );
 }

@@ -12,6 +12,7 @@ import { configTargetOf, loadConfig, loadResourceNames, requireResource } from '
 import { relayBreakerSettings } from '../core/relayBreaker.js';
 import type { SweeperMetrics } from '../ports/SweeperMetrics.js';
 import { DynamoDueIndex } from '../store/dueIndex.js';
+import { DynamoSweepCursors } from '../store/sweepCursors.js';
 import { DynamoSweepRecords } from '../store/sweepRecords.js';
 import {
   createSweeperHandler,
@@ -61,6 +62,8 @@ export function wireSweeper(
     ...(names.sendDeadLetterQueueUrl === undefined
       ? {}
       : { deadLetters: new SqsDeadLetterCopies(sqs, names.sendDeadLetterQueueUrl) }),
+    // Where each shard's pass stopped, kept in the table so that a cold start goes on from there (0199).
+    cursors: new DynamoSweepCursors(documents, names.tableName),
     log,
     metrics,
   });

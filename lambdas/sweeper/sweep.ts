@@ -77,8 +77,8 @@ export interface SweepDeps {
    * Where runs stopped in the shards they could not read to the end (createSweeperHandler.ts keeps one
    * per environment): this run starts a shard there, reads on to its end, then from its start, and
    * leaves here where it stops. A backlog runs leave alone (a paused kind) that is longer than a run
-   * reads then hides nothing behind it for good (decision 0195). Absent (the CLI's one-off sweep), or
-   * after a cold start: every shard from its start.
+   * reads then hides nothing behind it for good (decision 0195); the function keeps them in the table
+   * too, for its cold starts (decision 0199). Absent (the CLI's one-off sweep): every shard from its start.
    */
   readonly resumeFrom?: Map<number, DueCursor>;
 }

@@ -197,6 +197,13 @@ export class Dispatch extends Construct {
       ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
       ['sendingGate'],
     );
+    // Where its runs stopped in the `due` shards, for its cold starts (decision 0199): read, and replaced.
+    props.storage.grantItems(
+      this.sweeper.role,
+      'KeepSweepCursors',
+      ['dynamodb:GetItem', 'dynamodb:PutItem'],
+      ['sweepCursors'],
+    );
     this.sweeper.sendsTo(this.sendQueue);
     // It tends the DLQ: counts it, and when the count or a copy's age says so receives, deletes
     // stale copies, releases, and sends a fresh copy of a waiting dead message's old one, or one it

@@ -13,8 +13,9 @@ const MESSAGE_ITEMS = `${PARTITION_PREFIX.message}*`;
 /**
  * The item kinds of the shared table as `dynamodb:LeadingKeys` patterns: a function's grant names
  * the kinds it reads or writes, and no other (DESIGN §6). API-key items are never among them (only
- * the authorizer reads those, with its own grant). The webhook and gate keys are the store's
- * (lambdas/store/webhookStore.ts, sendingGate.ts), which lib/ may not import; test/iam/ holds them equal.
+ * the authorizer reads those, with its own grant). The webhook, gate and cursors keys are the store's
+ * (lambdas/store/webhookStore.ts, sendingGate.ts, sweepCursors.ts), which lib/ may not import;
+ * test/iam/ holds them equal.
  */
 export const ITEMS = {
   message: MESSAGE_ITEMS,
@@ -26,6 +27,8 @@ export const ITEMS = {
   webhookDelivery: 'WHDL#*',
   /** The one sending-gate item (the relay breaker and the pause). */
   sendingGate: 'GATE#sending',
+  /** The sweeper's one item of where its runs stopped in the `due` shards (store/sweepCursors.ts). */
+  sweepCursors: 'SWEEPER#due',
 } as const;
 export type ItemKind = keyof typeof ITEMS;
 

@@ -291,9 +291,9 @@ describe('dispatch: the sweeper', () => {
     });
   });
 
-  it('may query only the due index, read and stamp only message items, read and renew only the sending gate, send only to the send queue, and tidy only the DLQ', () => {
+  it('may query only the due index, read and stamp only message items, read and renew only the sending gate, keep only its cursors item, send only to the send queue, and tidy only the DLQ', () => {
     const dynamo = statements('sweeper').filter((s) => s.Action.some((a) => a.startsWith('dynamodb:')));
-    expect(dynamo).toHaveLength(3);
+    expect(dynamo).toHaveLength(4);
     const query = dynamo.find((s) => s.Action.includes('dynamodb:Query'));
     expect(query?.Action).toEqual(['dynamodb:Query']);
     expect(JSON.stringify(query?.Resource)).toContain('/index/due');
@@ -308,6 +308,12 @@ describe('dispatch: the sweeper', () => {
     expect(gate?.Action).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
     expect(gate?.Condition).toEqual({
       'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['GATE#sending'] },
+    });
+    // Where its runs stopped, for its cold starts (decision 0199): its own item, read and replaced.
+    const cursors = dynamo.find((s) => s.Sid === 'KeepSweepCursors');
+    expect(cursors?.Action).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem']);
+    expect(cursors?.Condition).toEqual({
+      'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['SWEEPER#due'] },
     });
     const sqsStatements = statements('sweeper').filter((s) => s.Action.some((a) => a.startsWith('sqs:')));
     const sends = sqsStatements.filter((s) => s.Sid !== 'TendDeadLetters');

@@ -28,6 +28,7 @@ import {
   waitingShardPk,
 } from '../../lambdas/store/messageRecord.js';
 import { SENDING_GATE_KEY } from '../../lambdas/store/sendingGate.js';
+import { SWEEP_CURSORS_KEY } from '../../lambdas/store/sweepCursors.js';
 import {
   ITEM_SORT_KEY,
   KEY,
@@ -577,12 +578,30 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
         Item: { ...uncopied, due_pk: uncopiedDeadPk(uncopied.id), due_at: past.toISOString() },
       }),
     );
+    // Where an earlier run stopped in one shard (decision 0199): this cold start reads it, reads the
+    // shard on to its end and from its start, and replaces it with none.
+    const stopped = stateRecord({ sendAt: past, createdAt: past });
+    await documentClient().send(
+      new PutCommand({
+        TableName: tableName,
+        Item: {
+          ...SWEEP_CURSORS_KEY,
+          cursors: {
+            5: { pk: messagePk(stopped.id), sk: 'STATE', due_pk: dueShardPk(5), due_at: past.toISOString() },
+          },
+        },
+      }),
+    );
     // Its clock 13 days ahead: the dead message's copy reached the renewal age (decision 0148).
     const ahead = () => new Date(Date.now() + 13 * 86_400_000);
     const sweep = as('sweeper', () =>
       wireSweeper(envOf('sweeper'), SILENT as never, { count: () => {} }, ahead),
     );
     const report = await sweep();
+    const { Item: kept } = await documentClient().send(
+      new GetCommand({ TableName: tableName, Key: SWEEP_CURSORS_KEY, ConsistentRead: true }),
+    );
+    expect(kept?.cursors).toEqual({});
     // Renewed: the dead message's copy and, the sweeper's clock being 13 days ahead of SQS's, the one just made.
     expect(report.deadLetters).toMatchObject({
       walked: 'surplus',

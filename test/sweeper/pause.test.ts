@@ -1,7 +1,9 @@
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { type PauseCommand, pauseAfter } from '../../lambdas/core/relayBreaker.js';
 import { testSideOf } from '../../lambdas/core/testSide.js';
-import { shardOf } from '../../lambdas/store/messageRecord.js';
+import { dueShardPk, shardOf } from '../../lambdas/store/messageRecord.js';
+import { SWEEP_CURSORS_KEY } from '../../lambdas/store/sweepCursors.js';
 import { INDEX_SHARDS } from '../../lambdas/store/tableLayout.js';
 import { isIncomplete, SweepIncompleteError } from '../../lambdas/sweeper/createSweeperHandler.js';
 import { OutboxWriter, stateRecord } from '../relay/records.js';
@@ -77,20 +79,27 @@ describe('the sweeper and the operator pause', () => {
  * shard to its end says so (an incomplete run: the function's Errors, the SweeperErrors alarm).
  */
 describe('the sweeper behind a paused backlog', () => {
-  /** Overdue messages in one shard of the `due` index, oldest first, each of the kind given. */
+  /**
+   * Messages in one shard of the `due` index (`shard`, or the first one drawn), each of the kind
+   * given: overdue, oldest first, or due at `sendAts`.
+   */
   async function inOneShard(
     w: Awaited<ReturnType<typeof sweepWorld>>,
     kinds: readonly string[],
-    tenants: readonly (string | undefined)[] = [],
+    options: {
+      readonly tenants?: readonly (string | undefined)[];
+      readonly sendAts?: readonly Date[];
+      readonly shard?: number;
+    } = {},
   ) {
     const outbox = new OutboxWriter(w.tableName);
     const t0 = new Date(Date.now() - 60 * MINUTE);
-    let shard: number | undefined;
+    let shard = options.shard;
     const ids: string[] = [];
     while (ids.length < kinds.length) {
-      const tenant = tenants[ids.length];
+      const tenant = options.tenants?.[ids.length];
       const record = stateRecord({
-        sendAt: new Date(t0.getTime() + ids.length * 1000),
+        sendAt: options.sendAts?.[ids.length] ?? new Date(t0.getTime() + ids.length * 1000),
         createdAt: t0,
         ...(tenant ? { tenant } : {}),
       });
@@ -161,16 +170,84 @@ describe('the sweeper behind a paused backlog', () => {
     expect(ids.map((id) => w.queue.of(id))).toEqual([1, 1, 1, 1, 1]);
   }, 60_000);
 
+  it('reaches a lost message behind a paused backlog larger than a run reads though every run is a cold start, and a one-off sweep between them moves nothing', async () => {
+    const w = await pausedWorld();
+    const backlog = ['digest', 'digest', 'digest', 'digest', 'digest', 'digest', 'digest'];
+    const { shard, ids } = await inOneShard(w, [...backlog, 'invoice']);
+    const invoice = ids[backlog.length] ?? '';
+    const bounds = { maxReadsPerShard: 3, pageSize: 1 };
+
+    // ⌈7 / 3⌉ = 3 runs, each in an environment of its own (nothing remembered in memory), each
+    // followed by a one-off sweep (the CLI's redrive, which keeps no place in the shards).
+    const runs = Math.ceil(backlog.length / bounds.maxReadsPerShard);
+    for (let run = 0; run < runs && w.queue.of(invoice) === 0; run++) {
+      const report = await w.coldStart(new Date(), bounds)();
+      expect(report).toMatchObject({ examined: 3, truncatedShards: [shard] });
+      expect(await w.run(new Date(), bounds)).toMatchObject({ examined: 3, paused: 3 });
+    }
+    expect(w.queue.of(invoice)).toBe(1);
+    expect(ids.slice(0, backlog.length).map((id) => w.queue.of(id))).toEqual(backlog.map(() => 0));
+  }, 60_000);
+
+  it('reads its cursors once an environment and writes them only when a run moved them', async () => {
+    const w = await sweepWorld('sweep-cursor-writes');
+    const { ids } = await inOneShard(w, ['invoice']);
+    const sweeper = w.coldStart(new Date());
+    await sweeper();
+    await sweeper();
+    await w.coldStart(new Date())();
+    expect(w.queue.of(ids[0] ?? '')).toBe(1);
+    // Every shard read to its end: nothing to keep, nothing written.
+    expect(w.cursorCalls).toEqual({ reads: 2, writes: 0 });
+  }, 60_000);
+
+  it('reads a shard from its start when the cursor kept for it is not one of its keys', async () => {
+    const w = await sweepWorld('sweep-cursor-shape');
+    const { shard, ids } = await inOneShard(w, ['invoice']);
+    const past = new Date(Date.now() - 90 * MINUTE).toISOString();
+    const elsewhere = { pk: 'MSG#elsewhere', sk: 'STATE', due_pk: dueShardPk(shard + 1), due_at: past };
+    await w.documents.send(
+      new PutCommand({
+        TableName: w.tableName,
+        Item: { ...SWEEP_CURSORS_KEY, cursors: { [shard]: elsewhere, [shard + 1]: { due_at: 5 } } },
+      }),
+    );
+
+    const report = await w.coldStart(new Date())();
+    expect(report).toMatchObject({ shardErrors: [], redispatched: 1 });
+    expect(w.queue.of(ids[0] ?? '')).toBe(1);
+  }, 60_000);
+
+  it('goes on past a cursor that a run told `queueEmptiedAt` left beyond the next window (the shard is read, not failed)', async () => {
+    const w = await sweepWorld('sweep-window');
+    const now = new Date();
+    // A lost message, then two due within the grace: a run told the queue was emptied reads those too.
+    const at = (minutes: number) => new Date(now.getTime() + minutes * MINUTE);
+    const { shard } = await inOneShard(w, ['invoice', 'invoice', 'invoice'], {
+      sendAts: [at(-60), at(1), at(2)],
+    });
+    const sweeper = w.coldStart(now, { maxReadsPerShard: 2, pageSize: 1 });
+    const emptied = await sweeper(undefined, { queueEmptiedAt: now });
+    expect(emptied).toMatchObject({ examined: 2, redispatched: 1, truncatedShards: [shard] });
+
+    // Lost since, in the same shard: the next run (and the next cold start) reads the shard and finds it.
+    const { ids } = await inOneShard(w, ['invoice'], { sendAts: [at(-30)], shard });
+    const next = await sweeper();
+    expect(next).toMatchObject({ shardErrors: [], redispatched: 1 });
+    expect(w.queue.of(ids[0] ?? '')).toBe(1);
+    expect(await w.coldStart(now, { maxReadsPerShard: 2, pageSize: 1 })()).toMatchObject({
+      shardErrors: [],
+    });
+  }, 60_000);
+
   it('with every kind paused it re-dispatches only test messages, and a held backlog past its read budget is no incomplete run', async () => {
     const w = await sweepWorld('sweep-all-paused');
     const { pause } = await w.gate.read();
     const all = pauseAfter(pause, { action: 'pause', reason: 'incident' }, new Date());
     expect(await w.gate.writePause(pause, all)).toBe('written');
-    const { shard, ids } = await inOneShard(
-      w,
-      ['digest', 'invoice', 'digest'],
-      [undefined, testSideOf('acme')],
-    );
+    const { shard, ids } = await inOneShard(w, ['digest', 'invoice', 'digest'], {
+      tenants: [undefined, testSideOf('acme')],
+    });
 
     const found = await w.run(new Date());
     expect(ids.map((id) => w.queue.of(id))).toEqual([0, 1, 0]);

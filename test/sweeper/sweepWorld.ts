@@ -2,12 +2,18 @@ import { ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
 import type { DispatchQueue, QueuedCopy } from '../../lambdas/ports/DispatchQueue.js';
+import type { SweepCursors } from '../../lambdas/ports/SweepCursors.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
+import { DynamoSweepCursors } from '../../lambdas/store/sweepCursors.js';
 import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
 import { KEY } from '../../lambdas/store/tableLayout.js';
+import { createSweeperHandler } from '../../lambdas/sweeper/createSweeperHandler.js';
 import { type SweepDeps, sweep } from '../../lambdas/sweeper/sweep.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
+
+/** The bounds of a run a test may set. */
+type SweepBound = 'maxPerShard' | 'maxReadsPerShard' | 'pageSize' | 'remainingMs';
 
 /** The breaker's settings the sweeper tests run with. */
 export const SWEEP_GATE_SETTINGS = { probeIntervalMs: 30_000, probeTimeoutMs: 10_000 };
@@ -68,35 +74,54 @@ export async function sweepWorld(
   const queue = new RecordingQueue(new SqsDispatchQueue(sqsClient(), urls.send));
   /** The gauges the sweeper published, with the relay each is about (DESIGN §15). */
   const gauges: { name: string; value: number; relay?: string | undefined }[] = [];
-  const run = (
-    now: Date,
-    overrides: Pick<
-      SweepDeps,
-      'maxPerShard' | 'maxReadsPerShard' | 'pageSize' | 'remainingMs' | 'resumeFrom'
-    > = {},
-  ) =>
-    sweep({
-      dueIndex: new DynamoDueIndex(documents, tableName),
-      records: new DynamoSweepRecords(documents, tableName),
-      queue,
-      now: () => now,
-      graceSeconds: 300,
-      shards: 64,
-      gate: {
-        store: gateDocuments === documents ? gate : new DynamoSendingGate(gateDocuments, tableName),
-        settings: SWEEP_GATE_SETTINGS,
-        // With relays (DESIGN §15): each one's gate, as the sweeper function wires them.
-        ...(relays === undefined
-          ? {}
-          : {
-              relays: relays.map((name) => ({
-                name,
-                store: new DynamoSendingGate(gateDocuments, tableName, name),
-              })),
-            }),
-      },
-      metrics: { count: (name, value, relay) => void gauges.push({ name, value, relay }) },
-      ...overrides,
+  /** The sweeper's dependencies as the sweeper function wires them, its clock at `now`. */
+  const wired = (now: Date): SweepDeps => ({
+    dueIndex: new DynamoDueIndex(documents, tableName),
+    records: new DynamoSweepRecords(documents, tableName),
+    queue,
+    now: () => now,
+    graceSeconds: 300,
+    shards: 64,
+    gate: {
+      store: gateDocuments === documents ? gate : new DynamoSendingGate(gateDocuments, tableName),
+      settings: SWEEP_GATE_SETTINGS,
+      // With relays (DESIGN §15): each one's gate, as the sweeper function wires them.
+      ...(relays === undefined
+        ? {}
+        : {
+            relays: relays.map((name) => ({
+              name,
+              store: new DynamoSendingGate(gateDocuments, tableName, name),
+            })),
+          }),
+    },
+    metrics: { count: (name, value, relay) => void gauges.push({ name, value, relay }) },
+  });
+  /** One sweep, as the CLI's one-off sweep runs it (no handler, nothing kept between runs but `resumeFrom`). */
+  const run = (now: Date, overrides: Pick<SweepDeps, SweepBound | 'resumeFrom'> = {}) =>
+    sweep({ ...wired(now), ...overrides });
+  /** The sweeper function's cursors item (store/sweepCursors.ts), its reads and writes counted. */
+  const kept = new DynamoSweepCursors(documents, tableName);
+  const cursorCalls = { reads: 0, writes: 0 };
+  const cursors: SweepCursors = {
+    read: () => {
+      cursorCalls.reads++;
+      return kept.read();
+    },
+    write: (shards, at) => {
+      cursorCalls.writes++;
+      return kept.write(shards, at);
+    },
+  };
+  /**
+   * The sweeper function as a cold start builds it (lambdas/sweeper/handler.ts), with `bounds`:
+   * each call is a new environment, which remembers nothing of the last.
+   */
+  const coldStart = (now: Date, bounds: Pick<SweepDeps, SweepBound> = {}) =>
+    createSweeperHandler({
+      ...wired(now),
+      ...bounds,
+      cursors,
     });
-  return { tableName, documents, gate, queue, run, gauges };
+  return { tableName, documents, gate, queue, run, coldStart, cursorCalls, gauges };
 }
