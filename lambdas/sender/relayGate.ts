@@ -76,6 +76,8 @@ export class RelayGate {
   private cached: { readonly gate: SendingGateState; readonly readAtMs: number } | undefined;
   /** The cached read under way: copies of one batch that find the cache stale together share it. */
   private reading: Promise<SendingGateState> | undefined;
+  /** The refusals told so far ({@link RelayGate.signal}): the next waits for them. */
+  private telling: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: RelayGateOptions) {}
 
@@ -100,9 +102,24 @@ export class RelayGate {
    * quota spent, holds for minutes. The winner of a throttle's write counts it (one per wave).
    */
   async signal(signal: FleetSignal, failure: FleetFailure): Promise<void> {
+    // One at a time: the lanes refused together tell it once (DESIGN §4; docs/capacity.md, the gate).
+    const told = this.telling.then(() => this.tell(signal, failure));
+    this.telling = told.catch(() => {});
+    return told;
+  }
+
+  /**
+   * What a refusal changes, decided first on what this sender last read (at most `cacheMs` old, as
+   * every decision of the gate): a breaker it already sees open, a wave of throttles it already sees
+   * written, needs no request. Only a write that is due reads afresh, so a wave costs a sender one
+   * consistent read of the gate key, not one per copy it had in flight. The throttle's times only
+   * grow, so a write the older read finds not due is not due now either.
+   */
+  private async tell(signal: FleetSignal, failure: FleetFailure): Promise<void> {
     if (signal === 'relay-unavailable') return this.open(failure);
     const { settings, now, log, metrics } = this.options;
     const kind = signal === 'quota-exhausted' ? 'quota' : 'rate';
+    if (throttled((await this.read(false)).breaker, now(), settings, kind) === undefined) return;
     const written = await this.transition((await this.read(true)).breaker, (breaker) =>
       throttled(breaker, now(), settings, kind),
     );
@@ -150,8 +167,9 @@ export class RelayGate {
   private async open(failure: FleetFailure): Promise<void> {
     const { settings, now, log, metrics } = this.options;
     const reason = `${failure.code ?? 'no code'}: ${failure.reason}`;
-    const current = await this.read(true);
     const token = this.newToken();
+    if (opened((await this.read(false)).breaker, { reason }, now(), settings, token) === undefined) return;
+    const current = await this.read(true);
     // Whatever the write does, this container holds its copies from now on.
     const next = opened(current.breaker, { reason }, now(), settings, token);
     this.remember({ ...current, breaker: next ?? current.breaker });
