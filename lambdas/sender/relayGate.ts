@@ -76,6 +76,8 @@ export class RelayGate {
   private cached: { readonly gate: SendingGateState; readonly readAtMs: number } | undefined;
   /** The cached read under way: copies of one batch that find the cache stale together share it. */
   private reading: Promise<SendingGateState> | undefined;
+  /** The probe this sender is claiming or running ({@link RelayGate.probeWhenDue}): its lanes share it. */
+  private probing: Promise<boolean> | undefined;
   /** The refusals told so far ({@link RelayGate.signal}): the next waits for them. */
   private telling: Promise<void> = Promise.resolve();
 
@@ -87,7 +89,8 @@ export class RelayGate {
     const gate = await this.read(false);
     const decision = gateDecision(gate, kind, now(), settings, random());
     if (decision.kind !== 'probe') return decision;
-    const closed = await this.probe(gate.breaker);
+    // A lane of this sender claims or runs it already: this copy goes on as after a lost claim.
+    const closed = this.probing === undefined ? await this.probeWhenDue() : false;
     if (closed) return { kind: 'send', rateFactor: 1 };
     const again = gateDecision(await this.read(false), kind, now(), settings, random());
     return again.kind === 'wait'
@@ -184,6 +187,22 @@ export class RelayGate {
       probeAt: written.probe_at,
     });
     await this.enqueueToken(written, Math.ceil(settings.probeIntervalMs / 1000));
+  }
+
+  /**
+   * A probe this sender's read found due: claimed on a fresh read, by one lane at a time. The whole
+   * fleet finds it due at the same moment, every interval of an outage: a claim written on each
+   * sender's older read would be a conditional write from each lane, lost by all but one, on the one
+   * item (DESIGN §4; docs/capacity.md, the gate). A read tells the others it is taken; only the
+   * sender that still finds it due writes.
+   */
+  private probeWhenDue(): Promise<boolean> {
+    this.probing ??= this.read(true)
+      .then(({ breaker }) => this.probe(breaker))
+      .finally(() => {
+        this.probing = undefined;
+      });
+    return this.probing;
   }
 
   /** Claims the probe and runs it; answers whether the breaker closed (by this probe). */

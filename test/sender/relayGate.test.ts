@@ -253,4 +253,67 @@ describe('the gate key while the relay refuses every copy in flight (DESIGN §4:
       for (const { gate } of fleet) expect((await gate.admit(undefined)).kind).toBe('wait');
     });
   }
+
+  /**
+   * The relay down, every sender's view of its breaker open: when the probe falls due, each sender
+   * that holds a copy then finds it due at once, every lane of it. One probe is wanted (DESIGN §5);
+   * the key must take from the others what their second takes — a read — not a conditional write
+   * each, which lands on the one item at once from the whole fleet every probe interval.
+   */
+  it('a probe falling due: one claim and one result written, each sender reads twice at most', async () => {
+    const [{ tableName }, { urls }] = await Promise.all([freshTable('gate-probe-due'), freshQueues()]);
+    let clock = Date.parse('2026-12-01T10:00:00.000Z');
+    const queue = new RecordingQueue(new SqsDispatchQueue(sqsClient(), urls.send));
+    let probes = 0;
+    const open: BreakerState = {
+      state: 'open',
+      version: 1,
+      opened_at: new Date(clock - 1000).toISOString(),
+      reason: '421: the relay closed the session',
+      probe_at: new Date(clock + 500).toISOString(),
+      token: '7',
+      failed_probes: 0,
+    };
+    const setup = new DynamoSendingGate(documentClient(), tableName);
+    expect(await setup.writeBreaker({ state: 'closed', version: 0 }, open)).toBe('written');
+    const sender = () => {
+      const counted = countingClient();
+      const gate = new RelayGate({
+        store: new DynamoSendingGate(
+          counted.documents,
+          tableName,
+          undefined,
+          new SendingGateItems(counted.documents, tableName, () => clock),
+        ),
+        probe: {
+          probe: async () => {
+            probes++;
+            return { ok: true, durationMs: 1 };
+          },
+        },
+        queue,
+        settings: BREAKER_SETTINGS,
+        now: () => new Date(clock),
+        random: () => 0,
+        cacheMs: 1000,
+        log: new RecordingLog(),
+        metrics: new RecordingMetrics(),
+      });
+      return { gate, ...counted };
+    };
+    const [first, late] = [sender(), sender()];
+    // The late sender read the gate while the probe was not yet due; its read is still young.
+    expect((await late.gate.admit(undefined)).kind).toBe('wait');
+    clock += 600;
+    const lanes = (gate: RelayGate) =>
+      Promise.all(Array.from({ length: SENDER_LANES }, () => gate.admit(undefined)));
+    await lanes(first.gate);
+    await lanes(late.gate);
+
+    expect(probes).toBe(1);
+    expect((await setup.read()).breaker.state).toBe('closed');
+    expect({ writes: first.writes() + late.writes() }).toEqual({ writes: 2 });
+    const reads = [first.gateReads(), late.gateReads()];
+    expect(reads).toEqual(reads.map((count) => Math.min(count, 2)));
+  });
 });
