@@ -94,9 +94,8 @@ export function replicasToWrite(configured: number, seen: number | undefined): n
  *   meanwhile supersedes it at send time, as it would a message written a moment earlier.
  * - `check-above`: higher — the message is written `superseded`, and the transaction checks that
  *   the head is above it (a caller of the public outbox may pass a head it made up). No write. A
- *   head the api read from the table needs no check: heads only grow, so it is above for good, and
- *   a group's late messages take nothing of its replica 0 but their read (DESIGN §4).
- * Whether the head came from the table is the caller's to say (`groupHeadItems`' `headFromTable`).
+ *   head the api read from the table needs no check (`groupHeadItems`' `headFromTable`): heads only
+ *   grow, so it is above for good, and a group's late messages take nothing of replica 0 (DESIGN §4).
  * - `raise-or-keep`: not read (the public outbox without `groupHeadVersion`) — set it on condition
  *   that it is absent or at most `version`: an equal head is rewritten, a higher one fails.
  */
