@@ -8,11 +8,14 @@
  * ```ts
  * const parsed = parseEnqueueRequest(body, { now, allowedFrom, defaultFrom, maxHorizonDays });
  * if (!parsed.ok) throw new Error(parsed.problem.detail);
- * const groupHeadVersion = await readGroupHeadVersion(doc, table, tenant, parsed.value.group?.key);
+ * // One replica at random (the stack's groupHeadReplicas), eventually consistent until a raise beat
+ * // it: as the api reads it, so a group's enqueues spread over its replicas (DESIGN §4).
+ * const groupHeadVersion = await readGroupHeadVersion(doc, table, tenant, parsed.value.group?.key,
+ *   { replicas: groupHeadReplicas, consistent: attempt > 1 });
  * await doc.send(new TransactWriteCommand({ TransactItems: [
  *   { Put: { TableName: 'orders', Item: order, ConditionExpression: 'attribute_not_exists(pk)' } },
  *   ...buildOutboxTransactItems({ tableName: table, tenant, idempotencyKey: `order-${order.id}`,
- *     request: parsed.value, now, groupHeadVersion }),
+ *     request: parsed.value, now, groupHeadVersion, groupHeadReplicas }),
  * ] }));
  * ```
  *

@@ -76,6 +76,10 @@ export class RelayGate {
   private cached: { readonly gate: SendingGateState; readonly readAtMs: number } | undefined;
   /** The cached read under way: copies of one batch that find the cache stale together share it. */
   private reading: Promise<SendingGateState> | undefined;
+  /** The probe this sender is claiming or running ({@link RelayGate.probeWhenDue}): its lanes share it. */
+  private probing: Promise<boolean> | undefined;
+  /** The refusals told so far ({@link RelayGate.signal}): the next waits for them. */
+  private telling: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: RelayGateOptions) {}
 
@@ -85,7 +89,8 @@ export class RelayGate {
     const gate = await this.read(false);
     const decision = gateDecision(gate, kind, now(), settings, random());
     if (decision.kind !== 'probe') return decision;
-    const closed = await this.probe(gate.breaker);
+    // A lane of this sender claims or runs it already: this copy goes on as after a lost claim.
+    const closed = this.probing === undefined ? await this.probeWhenDue() : false;
     if (closed) return { kind: 'send', rateFactor: 1 };
     const again = gateDecision(await this.read(false), kind, now(), settings, random());
     return again.kind === 'wait'
@@ -100,9 +105,24 @@ export class RelayGate {
    * quota spent, holds for minutes. The winner of a throttle's write counts it (one per wave).
    */
   async signal(signal: FleetSignal, failure: FleetFailure): Promise<void> {
+    // One at a time: the lanes refused together tell it once (DESIGN §4; docs/capacity.md, the gate).
+    const told = this.telling.then(() => this.tell(signal, failure));
+    this.telling = told.catch(() => {});
+    return told;
+  }
+
+  /**
+   * What a refusal changes, decided first on what this sender last read (at most `cacheMs` old, as
+   * every decision of the gate): a breaker it already sees open, a wave of throttles it already sees
+   * written, needs no request. Only a write that is due reads afresh, so a wave costs a sender one
+   * consistent read of the gate key, not one per copy it had in flight. The throttle's times only
+   * grow, so a write the older read finds not due is not due now either.
+   */
+  private async tell(signal: FleetSignal, failure: FleetFailure): Promise<void> {
     if (signal === 'relay-unavailable') return this.open(failure);
     const { settings, now, log, metrics } = this.options;
     const kind = signal === 'quota-exhausted' ? 'quota' : 'rate';
+    if (throttled((await this.read(false)).breaker, now(), settings, kind) === undefined) return;
     const written = await this.transition((await this.read(true)).breaker, (breaker) =>
       throttled(breaker, now(), settings, kind),
     );
@@ -150,8 +170,9 @@ export class RelayGate {
   private async open(failure: FleetFailure): Promise<void> {
     const { settings, now, log, metrics } = this.options;
     const reason = `${failure.code ?? 'no code'}: ${failure.reason}`;
-    const current = await this.read(true);
     const token = this.newToken();
+    if (opened((await this.read(false)).breaker, { reason }, now(), settings, token) === undefined) return;
+    const current = await this.read(true);
     // Whatever the write does, this container holds its copies from now on.
     const next = opened(current.breaker, { reason }, now(), settings, token);
     this.remember({ ...current, breaker: next ?? current.breaker });
@@ -166,6 +187,22 @@ export class RelayGate {
       probeAt: written.probe_at,
     });
     await this.enqueueToken(written, Math.ceil(settings.probeIntervalMs / 1000));
+  }
+
+  /**
+   * A probe this sender's read found due: claimed on a fresh read, by one lane at a time. The whole
+   * fleet finds it due at the same moment, every interval of an outage: a claim written on each
+   * sender's older read would be a conditional write from each lane, lost by all but one, on the one
+   * item (DESIGN §4; docs/capacity.md, the gate). A read tells the others it is taken; only the
+   * sender that still finds it due writes.
+   */
+  private probeWhenDue(): Promise<boolean> {
+    this.probing ??= this.read(true)
+      .then(({ breaker }) => this.probe(breaker))
+      .finally(() => {
+        this.probing = undefined;
+      });
+    return this.probing;
   }
 
   /** Claims the probe and runs it; answers whether the breaker closed (by this probe). */

@@ -93,7 +93,9 @@ export function replicasToWrite(configured: number, seen: number | undefined): n
  * - `none`: at `version` already — nothing to write; the message is put alone. A raise that lands
  *   meanwhile supersedes it at send time, as it would a message written a moment earlier.
  * - `check-above`: higher — the message is written `superseded`, and the transaction checks that
- *   the head is above it (a caller of the public outbox may pass a head it made up). No write.
+ *   the head is above it (a caller of the public outbox may pass a head it made up). No write. A
+ *   head the api read from the table needs no check (`groupHeadItems`' `headFromTable`): heads only
+ *   grow, so it is above for good, and a group's late messages take nothing of replica 0 (DESIGN §4).
  * - `raise-or-keep`: not read (the public outbox without `groupHeadVersion`) — set it on condition
  *   that it is absent or at most `version`: an equal head is rewritten, a higher one fails.
  */
@@ -118,6 +120,8 @@ export function groupHeadItems(
     readonly step: GroupHeadStep;
     readonly writtenAt: string;
     readonly replicas: number;
+    /** The head was read from the table (the api), not passed by a caller of the public outbox. */
+    readonly headFromTable?: boolean | undefined;
   },
 ): TransactWriteItem[] {
   const names = { '#version': 'version' };
@@ -125,6 +129,7 @@ export function groupHeadItems(
     case 'none':
       return [];
     case 'check-above':
+      if (input.headFromTable === true) return [];
       return [
         {
           ConditionCheck: {

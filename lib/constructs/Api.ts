@@ -113,9 +113,8 @@ export class Api extends Construct {
       ['dynamodb:UpdateItem'],
       ['message', 'groupHead', 'suppression', 'templateHeads', 'webhookEndpoint', 'webhookDelivery'],
     );
-    // An enqueue below its group's head checks the head in its transaction, then stores the
-    // message superseded (DESIGN §4; store/groupHead.ts).
-    storage.grantItems(this.api.role, 'CheckGroupHeads', ['dynamodb:ConditionCheckItem'], ['groupHead']);
+    // No ConditionCheckItem: an enqueue below its group's head stores the message superseded on the
+    // head it read, which only grows (decision 0200; store/groupHead.ts `groupHeadStep`).
     // A message's: the body the api put apart and takes back when the key was another body's
     // (api/routes/enqueue.ts); IAM cannot narrow a grant to the body's sort key (decision 0174).
     storage.grantItems(

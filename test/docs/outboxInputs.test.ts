@@ -39,3 +39,22 @@ describe('the outbox section of docs/api-resources.md', () => {
     expect(outboxSection()).toMatch(new RegExp(`\`${name}\``));
   });
 });
+
+/**
+ * DESIGN §4: a group head is one of the items no path may put past a fraction of a partition, and the
+ * outbox is a path ("exactly as if it came through the API"). The api reads the head it decides on
+ * from one replica at random, eventually consistently until a raise beat it (store/groupHead.ts);
+ * the documented loop must read it so too, or every outbox enqueue of a group is a consistent read of
+ * replica 0, whatever `groupHeadReplicas` says: 3,000 a second bind one group.
+ */
+describe("the outbox example's read of the group head", () => {
+  const call = /readGroupHeadVersion\(([^;]*)\);/.exec(outboxSection().split('```ts')[1] ?? '')?.[1] ?? '';
+
+  it('reads one of the replicas, as many as the stack has', () => {
+    expect(call).toMatch(/replicas: groupHeadReplicas\b/);
+  });
+
+  it('reads eventually consistently, and consistently only after a lost race', () => {
+    expect(call).toMatch(/consistent: attempt > 1\b/);
+  });
+});

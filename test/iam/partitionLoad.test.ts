@@ -296,6 +296,46 @@ describe('the sending gate while the mail fails over (DESIGN §4 on every path, 
   });
 });
 
+describe('a grouped message older than its head (DESIGN §4: the group head, on the grouped path)', () => {
+  /**
+   * Freshness means older versions keep arriving after a raise ("approved" enqueued after "paused"):
+   * each is written `superseded`. docs/capacity.md §5 counts what an enqueue takes of the head — its
+   * read, eventually consistent (0.5 R), and a write in its transaction only when its version rises —
+   * and `groupHeadReplicas` spreads that read. A superseded enqueue must take no more: nothing in its
+   * transaction on a head item, or one group's late messages would all land on replica 0.
+   */
+  it('touches the head only with the read its enqueue decides on', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'postdate-stale-')), 'aws-calls.jsonl');
+    const api = recordedAs(file)('api', () => wireApi(env, SILENT as never));
+    const raised = await api(
+      apiEvent({
+        method: 'PUT',
+        path: '/v1/groups/paused-campaign',
+        routeKey: 'PUT /v1/groups/{key}',
+        pathParameters: { key: 'paused-campaign' },
+        body: { version: 2 },
+      }),
+    );
+    expect(raised.statusCode).toBe(200);
+    const before = readRecordedRequests(file).length;
+    for (let n = 0; n < MESSAGES; n++) {
+      const body = validBody({ to: [`late${n}@example.com`], group: { key: 'paused-campaign', version: 1 } });
+      const { statusCode, body: answer } = await api(
+        apiEvent({ method: 'POST', path: '/v1/messages', body, headers: { 'idempotency-key': `late-${n}` } }),
+      );
+      expect({ statusCode, status: (JSON.parse(answer ?? '{}') as { status?: string }).status }).toEqual({
+        statusCode: 202,
+        status: 'superseded',
+      });
+    }
+    const head = loadPerKey(readRecordedRequests(file).slice(before)).get('GROUP#')?.perKey;
+    expect({ write: head?.write, readPerMessage: (head?.read ?? 0) / MESSAGES }).toEqual({
+      write: 0,
+      readPerMessage: 0.5,
+    });
+  });
+});
+
 /** The relay a message left through, as its record names it (read by the test, not recorded). */
 async function relaySentThrough(tableName: string, id: string): Promise<unknown> {
   const { Item } = await documentClient().send(

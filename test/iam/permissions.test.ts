@@ -1021,6 +1021,10 @@ const NOT_REACHED: Readonly<Record<string, string>> = {
   'lambdas/keys/apiKeys.ts revokeApiKey UpdateCommand': '`postdate keys revoke`',
   'lambdas/keys/apiKeys.ts page QueryCommand': '`postdate keys list`',
   'lambdas/store/sendingGate.ts setDisabled UpdateCommand': '`postdate relays disable` and `enable`',
+  // The public outbox's, with the application's role: a head it passes may be made up. The api's
+  // head is the table's, above the message for good: no check (decision 0200).
+  'lambdas/store/groupHead.ts groupHeadItems ConditionCheck item':
+    '`postdate/outbox` with a head above the message',
 };
 
 /**

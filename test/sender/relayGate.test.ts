@@ -1,9 +1,13 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
 import { type BreakerState, NOT_PAUSED } from '../../lambdas/core/relayBreaker.js';
+import type { FleetSignal } from '../../lambdas/core/sendDecision.js';
 import type { ProbeResult, RelayProbe } from '../../lambdas/ports/SendingGate.js';
+import { SENDER_LANES } from '../../lambdas/sender/createSenderHandler.js';
 import { RelayGate } from '../../lambdas/sender/relayGate.js';
-import { DynamoSendingGate, SendingGateItems } from '../../lambdas/store/sendingGate.js';
+import { DynamoSendingGate, SENDING_GATE_KEY, SendingGateItems } from '../../lambdas/store/sendingGate.js';
+import { KEY } from '../../lambdas/store/tableLayout.js';
 import { documentClient, freshQueues, freshTable, sqsClient } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
 import { BREAKER_SETTINGS } from './breakerHarness.js';
@@ -168,5 +172,148 @@ describe("what a gate decides on, when its sender's relays share their reads (DE
     clock += 100;
     expect(await backup.admit('receipt')).toMatchObject({ kind: 'wait', cause: 'paused' });
     expect(await primary.admit('receipt')).toMatchObject({ kind: 'wait', cause: 'paused' });
+  });
+});
+
+describe('the gate key while the relay refuses every copy in flight (DESIGN §4: the sending gate)', () => {
+  /**
+   * DESIGN §4 bounds the sending gate's item at 10,000 messages/s, and docs/capacity.md counts a
+   * sender's reads of `GATE#sending` per second, not per message (one a second, ~1,260 senders: 42 %
+   * of a partition). A relay that throttles us, spends its daily quota or goes down refuses every
+   * copy each sender has in flight at once, one per lane, in every sender of the fleet. Each refusal
+   * tells the gate; the wave must cost a sender what its second costs — the read it decides on, and
+   * one fresh read for the write it makes — not a consistent read per refused copy. Two senders
+   * (containers: their own shared reads and clocks at the same time), the table DynamoDB Local's,
+   * the requests counted on each sender's client.
+   */
+  const FAILURE = { code: '454', class: 'transient', reason: 'Throttling failure' } as const;
+  const SIGNALS: readonly FleetSignal[] = ['throttled', 'quota-exhausted', 'relay-unavailable'];
+
+  /** A document client that counts its reads of the gate key and its writes. */
+  function countingClient(): {
+    documents: DynamoDBDocumentClient;
+    gateReads: () => number;
+    writes: () => number;
+  } {
+    const documents = documentClient();
+    let gateReads = 0;
+    let writes = 0;
+    documents.middlewareStack.add(
+      (next, context) => async (args) => {
+        const name = context.commandName ?? '';
+        const input = JSON.stringify(args.input);
+        if (/^(Query|GetItem)Command$/.test(name) && input.includes(SENDING_GATE_KEY[KEY.partition]))
+          gateReads++;
+        if (name === 'UpdateItemCommand') writes++;
+        return next(args);
+      },
+      { step: 'initialize', name: 'countGateRequests' },
+    );
+    return { documents, gateReads: () => gateReads, writes: () => writes };
+  }
+
+  for (const signal of SIGNALS) {
+    it(`${signal}: each sender reads the key twice at most in the wave, and one write lands`, async () => {
+      const [{ tableName }, { urls }] = await Promise.all([freshTable('gate-wave'), freshQueues()]);
+      const clock = Date.parse('2026-12-01T10:00:00.000Z');
+      const queue = new RecordingQueue(new SqsDispatchQueue(sqsClient(), urls.send));
+      const sender = () => {
+        const counted = countingClient();
+        const gate = new RelayGate({
+          store: new DynamoSendingGate(
+            counted.documents,
+            tableName,
+            undefined,
+            new SendingGateItems(counted.documents, tableName, () => clock),
+          ),
+          probe: { probe: async () => ({ ok: true, durationMs: 1 }) },
+          queue,
+          settings: BREAKER_SETTINGS,
+          now: () => new Date(clock),
+          random: () => 0,
+          cacheMs: 1000,
+          log: new RecordingLog(),
+          metrics: new RecordingMetrics(),
+        });
+        return { gate, ...counted };
+      };
+      const fleet = [sender(), sender()];
+      // Every lane of each sender passed the gate, sent, and is refused together.
+      for (const { gate } of fleet) {
+        const admitted = await Promise.all(Array.from({ length: SENDER_LANES }, () => gate.admit(undefined)));
+        expect(admitted.every((admission) => admission.kind === 'send')).toBe(true);
+      }
+      for (const { gate } of fleet)
+        await Promise.all(Array.from({ length: SENDER_LANES }, () => gate.signal(signal, FAILURE)));
+
+      const reads = fleet.map(({ gateReads }) => gateReads());
+      expect(reads).toEqual(reads.map((count) => Math.min(count, 2)));
+      expect(fleet.reduce((sum, { writes }) => sum + writes(), 0)).toBe(1);
+      // And the wave holds each sender's next copies.
+      for (const { gate } of fleet) expect((await gate.admit(undefined)).kind).toBe('wait');
+    });
+  }
+
+  /**
+   * The relay down, every sender's view of its breaker open: when the probe falls due, each sender
+   * that holds a copy then finds it due at once, every lane of it. One probe is wanted (DESIGN §5);
+   * the key must take from the others what their second takes — a read — not a conditional write
+   * each, which lands on the one item at once from the whole fleet every probe interval.
+   */
+  it('a probe falling due: one claim and one result written, each sender reads twice at most', async () => {
+    const [{ tableName }, { urls }] = await Promise.all([freshTable('gate-probe-due'), freshQueues()]);
+    let clock = Date.parse('2026-12-01T10:00:00.000Z');
+    const queue = new RecordingQueue(new SqsDispatchQueue(sqsClient(), urls.send));
+    let probes = 0;
+    const open: BreakerState = {
+      state: 'open',
+      version: 1,
+      opened_at: new Date(clock - 1000).toISOString(),
+      reason: '421: the relay closed the session',
+      probe_at: new Date(clock + 500).toISOString(),
+      token: '7',
+      failed_probes: 0,
+    };
+    const setup = new DynamoSendingGate(documentClient(), tableName);
+    expect(await setup.writeBreaker({ state: 'closed', version: 0 }, open)).toBe('written');
+    const sender = () => {
+      const counted = countingClient();
+      const gate = new RelayGate({
+        store: new DynamoSendingGate(
+          counted.documents,
+          tableName,
+          undefined,
+          new SendingGateItems(counted.documents, tableName, () => clock),
+        ),
+        probe: {
+          probe: async () => {
+            probes++;
+            return { ok: true, durationMs: 1 };
+          },
+        },
+        queue,
+        settings: BREAKER_SETTINGS,
+        now: () => new Date(clock),
+        random: () => 0,
+        cacheMs: 1000,
+        log: new RecordingLog(),
+        metrics: new RecordingMetrics(),
+      });
+      return { gate, ...counted };
+    };
+    const [first, late] = [sender(), sender()];
+    // The late sender read the gate while the probe was not yet due; its read is still young.
+    expect((await late.gate.admit(undefined)).kind).toBe('wait');
+    clock += 600;
+    const lanes = (gate: RelayGate) =>
+      Promise.all(Array.from({ length: SENDER_LANES }, () => gate.admit(undefined)));
+    await lanes(first.gate);
+    await lanes(late.gate);
+
+    expect(probes).toBe(1);
+    expect((await setup.read()).breaker.state).toBe('closed');
+    expect({ writes: first.writes() + late.writes() }).toEqual({ writes: 2 });
+    const reads = [first.gateReads(), late.gateReads()];
+    expect(reads).toEqual(reads.map((count) => Math.min(count, 2)));
   });
 });
