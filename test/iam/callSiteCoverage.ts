@@ -209,6 +209,9 @@ export async function callSitesByFunction(
       if (reached.has(unit) || !bundled.has(relative(REPO, source.fileName))) return;
       reached.add(unit);
       const visit = (node: ts.Node): void => {
+        // A class's `extends` is a name that runs (its base's constructor), though written as a type.
+        if (ts.isHeritageClause(node) && node.token === ts.SyntaxKind.ExtendsKeyword)
+          for (const base of node.types) visit(base.expression);
         if ((node !== unit && isUnit(node)) || runsNothing(node)) return;
         const what = siteAt(node);
         if (what !== undefined) {
@@ -346,19 +349,27 @@ function nameResolver(
     implementations.set(signature, found);
     return found;
   };
-  return (identifier: ts.Identifier): ts.Node[] => {
-    let symbol = ts.isShorthandPropertyAssignment(identifier.parent)
-      ? checker.getShorthandAssignmentValueSymbol(identifier.parent)
-      : checker.getSymbolAtLocation(identifier);
+  const targetsOf = (symbol: ts.Symbol | undefined): ts.Node[] => {
     if (symbol === undefined) return [];
-    if (symbol.flags & ts.SymbolFlags.Alias) symbol = checker.getAliasedSymbol(symbol);
-    return (symbol.declarations ?? []).flatMap((declaration) => {
+    const target = symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
+    return (target.declarations ?? []).flatMap((declaration) => {
       if (isUnit(declaration)) return [declaration];
       if (ts.isMethodSignature(declaration) || ts.isPropertySignature(declaration))
         return implementationsOf(declaration);
+      // A name taken apart from an object or a module (`const { S3AttachmentStore } = await import(…)`).
+      if (ts.isBindingElement(declaration) && ts.isObjectBindingPattern(declaration.parent)) {
+        const property = (declaration.propertyName ?? declaration.name).getText();
+        return targetsOf(checker.getTypeAtLocation(declaration.parent).getProperty(property));
+      }
       return [];
     });
   };
+  return (identifier: ts.Identifier): ts.Node[] =>
+    targetsOf(
+      ts.isShorthandPropertyAssignment(identifier.parent)
+        ? checker.getShorthandAssignmentValueSymbol(identifier.parent)
+        : checker.getSymbolAtLocation(identifier),
+    );
 }
 
 interface CoverageRange {
