@@ -2,12 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { CreateScheduleGroupCommand } from '@aws-sdk/client-scheduler';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import type { IConstruct } from 'constructs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { attachmentS3Client } from '../../lambdas/adapters/S3AttachmentStore.js';
 import { wireApi } from '../../lambdas/api/handler.js';
 import { wireAuthorizer } from '../../lambdas/authorizer/handler.js';
 import { wireBounces } from '../../lambdas/bounces/handler.js';
@@ -61,7 +63,12 @@ import {
 } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
 import { startReceiver } from '../webhooks/webhookHarness.js';
-import { awsCallSites, type CallSite, startCallSiteCoverage } from './callSiteCoverage.js';
+import {
+  awsCallSites,
+  type CallSite,
+  callSitesByFunction,
+  startCallSiteCoverage,
+} from './callSiteCoverage.js';
 import { type IamRequest, iamRequestsOf, readRecordedRequests } from './iamRequests.js';
 import {
   type EventBridgeStandIn,
@@ -77,6 +84,7 @@ import {
   type PolicyStatement,
   roleStatements,
   simulate,
+  simulateStatements,
   TEST_ACCOUNT,
   templateResolver,
 } from './templatePolicies.js';
@@ -89,6 +97,12 @@ import {
  * dynamodb:LeadingKeys, iam:PassedToService — against that function's policy in the synthesized
  * template with an IAM policy simulator. None may be denied; and every action a policy allows must
  * be one the function was seen making, or stand on the commented allow-list below.
+ *
+ * A scenario proves only the requests it makes. So the code is read too: every AWS request each
+ * function's bundle can build (callSiteCoverage.ts, from its entry through what its code names) must
+ * be made by that function in a scenario here, or stand on UNRECORDED_CALLS, which says why it cannot
+ * be made locally, names the statement that grants it and builds it as the code would in AWS, to be
+ * simulated like the rest.
  */
 
 const SES_TOPIC_ARN = `arn:aws:sns:us-east-1:${TEST_ACCOUNT}:ses-feedback`;
@@ -150,6 +164,21 @@ async function messageStatus(id: string): Promise<string | undefined> {
   return Item?.status as string | undefined;
 }
 
+/** Deletes a message's attachments from the bucket, as the bucket's expiry or an operator would. */
+async function loseAttachments(id: string): Promise<void> {
+  const { Item } = await documentClient().send(
+    new GetCommand({
+      TableName: tableName,
+      Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageState },
+      ConsistentRead: true,
+    }),
+  );
+  const keys = ((Item?.attachments ?? []) as { key: string }[]).map((held) => held.key);
+  expect(keys.length).toBeGreaterThan(0);
+  const client = attachmentS3Client(s3.endpoint, LOCAL_AWS);
+  for (const key of keys) await client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: key }));
+}
+
 /** A closed breaker at full rate again (the relay recovered), so the next scenario starts clean. */
 async function resetGate(): Promise<void> {
   await documentClient().send(new DeleteCommand({ TableName: tableName, Key: SENDING_GATE_KEY }));
@@ -198,6 +227,12 @@ let coverage: Awaited<ReturnType<typeof startCallSiteCoverage>>;
 /** The call sites the scenarios ran, taken once (taking it resets V8's counters). */
 let reached: Promise<Set<CallSite>> | undefined;
 const callSites = awsCallSites();
+/** The sites each function's code can reach, read once (a TypeScript program and eight bundles). */
+let codeCalls: Promise<Map<PostdateFunctionName, CallSite[]>> | undefined;
+const sitesOfFunctions = () => {
+  codeCalls ??= callSitesByFunction(callSites);
+  return codeCalls;
+};
 
 beforeAll(async () => {
   coverage = await startCallSiteCoverage();
@@ -275,6 +310,7 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
   let messageIds: string[] = [];
   let webhookId = '';
   let deadId = '';
+  let lostId = '';
 
   it('authorizer: a key authorizes its tenant, an unknown key does not', async () => {
     const { secret } = await createApiKey(documentClient(), tableName, { tenant: 'acme', now: new Date() });
@@ -330,6 +366,10 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
       attachments: [{ attachment_id: upload.json.id }],
     });
     expect(cancelled.status).toBe(202);
+    // Its attachment is lost before the event producer tags it (the events scenario deletes it).
+    const lost = await enqueue('lost', { send_at: later, attachments });
+    expect(lost.status).toBe(202);
+    lostId = lost.json.id;
     const grouped = await enqueue('grouped', { group: { key: 'campaign:1', version: 1 }, attachments });
     expect((await call('PUT', '/v1/groups/campaign:2', { version: 3 })).status).toBe(200);
     messageIds = [now.json.id, deferred.json.id, grouped.json.id];
@@ -491,6 +531,9 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
     );
     expect(keys.size).toBeGreaterThan(0);
     for (const key of keys) await s3.backdate(key, new Date(Date.now() - 2 * 86_400_000));
+    // One message's attachment is gone: S3 tells the producer 404 (its s3:ListBucket) and the producer
+    // skips it.
+    await loseAttachments(lostId);
     expect(await produce({ Records: records })).toEqual({ batchItemFailures: [] });
   });
 
@@ -698,6 +741,17 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
       await sender.handle(sqsEvent(earlyCopies, sendQueue.arn));
       expect(smtp.transactions).toBe(transactions);
 
+      // A message whose attachment is gone before its send: S3 tells the sender 404 (its
+      // s3:ListBucket), and the message fails without a transaction (DESIGN §13, decision 0171).
+      const lost = await enqueue('lost-attachment', {
+        to: ['lost@example.com'],
+        attachments: [{ filename: 'gone.pdf', content: Buffer.from('%PDF-1.4').toString('base64') }],
+      });
+      await loseAttachments(lost);
+      await sendOnce(sender, lost);
+      expect(await messageStatus(lost)).toBe('failed');
+      expect(smtp.transactions).toBe(transactions);
+
       // A test-side message the simulator rejects ends `failed` with its retention (DESIGN §14), its
       // body an item of its own: after the body's TTL the sender reads the state's, which a retry may
       // have taken back meanwhile (decision 0181).
@@ -802,23 +856,53 @@ describe('the recorded requests, evaluated against each function role in the syn
     expect(unused).toEqual([]);
   });
 
-  it('reaches every place the functions build an AWS request, beyond the commented allow-list', async () => {
-    reached ??= coverage.reached(callSites);
-    const ran = await reached;
-    const missed = callSites
-      .filter((site) => !ran.has(site) && NOT_REACHED[site.key] === undefined)
-      .map((site) => `${site.file}:${site.line} ${site.what} (${site.key})`);
-    expect(missed).toEqual([]);
+  it('makes in a scenario every request a function can build, or lists it on UNRECORDED_CALLS', async () => {
+    const made = recordedCalls();
+    const unmade = [...(await codeCallsOf())].filter(
+      (call) => !made.has(call) && UNRECORDED_CALLS[call] === undefined,
+    );
+    expect(unmade).toEqual([]);
   });
 
-  it('lists on the call-site allow-list only sites that exist and that no scenario reaches', async () => {
+  it('lists on UNRECORDED_CALLS only requests a function can build and no scenario makes', async () => {
+    const made = recordedCalls();
+    const canMake = await codeCallsOf();
+    const stale = Object.keys(UNRECORDED_CALLS).filter((call) => made.has(call) || !canMake.has(call));
+    expect(stale).toEqual([]);
+  });
+
+  it("finds in the functions' code every request a scenario made (the reading misses none)", async () => {
+    const canMake = await codeCallsOf();
+    expect([...recordedCalls()].filter((call) => !canMake.has(call))).toEqual([]);
+  });
+
+  it('allows each call on UNRECORDED_CALLS, built as the code builds it, by the statement it names', async () => {
+    const { resolve } = templateResolver(template, names);
+    const refused: string[] = [];
+    for (const request of unrecordedRequests(resolve)) {
+      const role = roleOf(request.function as PostdateFunctionName);
+      const call = `${request.function} ${request.action}`;
+      const sid = UNRECORDED_CALLS[call]?.grantedBy;
+      const statement = roleStatements(template, role, resolve).filter((one) => one.Sid === sid);
+      for (const decision of [
+        await evaluate(request, resolve),
+        await simulateStatements(role, statement, request),
+      ])
+        if (decision !== 'Allowed') refused.push(`${call} (${sid}) ${decision}: ${describeRequest(request)}`);
+    }
+    expect(refused).toEqual([]);
+  });
+
+  it('runs every place a function builds an AWS request, or lists its call on UNRECORDED_CALLS', async () => {
     reached ??= coverage.reached(callSites);
     const ran = await reached;
-    const stale = Object.keys(NOT_REACHED).filter((key) => {
-      const sites = callSites.filter((site) => site.key === key);
-      return sites.length === 0 || sites.some((site) => ran.has(site));
-    });
-    expect(stale).toEqual([]);
+    const missed = [...(await sitesOfFunctions())].flatMap(([name, sites]) =>
+      sites
+        .filter((site) => !ran.has(site))
+        .filter((site) => site.actions.some((action) => UNRECORDED_CALLS[`${name} ${action}`] === undefined))
+        .map((site) => `${name}: ${site.file}:${site.line} ${site.what} (${site.key})`),
+    );
+    expect(missed).toEqual([]);
   });
 
   it('allows no grant wider than the requests it covers need: no wildcard, key kind or unscoped table beyond them', () => {
@@ -838,7 +922,10 @@ describe('the recorded requests, evaluated against each function role in the syn
  */
 function grantsWithUse(): { key: string; seen: boolean; tooWide: string[] }[] {
   const { resolve } = templateResolver(template, names);
-  const requests = readRecordedRequests(recordFile).flatMap(iamRequestsOf);
+  const requests = [
+    ...readRecordedRequests(recordFile).flatMap(iamRequestsOf),
+    ...unrecordedRequests(resolve),
+  ];
   const short = shortNames(resolve);
   const grants: { key: string; seen: boolean; tooWide: string[] }[] = [];
   for (const name of POSTDATE_FUNCTIONS) {
@@ -992,11 +1079,6 @@ function shortNames(resolve: (value: unknown) => unknown): (resource: string) =>
  * item kind) must be one a function was seen making above. Keys: `function action resource [kind]`.
  */
 const ALLOWED_BUT_NOT_MADE: Readonly<Record<string, string>> = {
-  // S3 answers a missing key 404 only to a caller that may list the bucket (else 403, decisions 0171, 0174).
-  'sender s3:ListBucket attachmentBucket':
-    "no scenario loses a live message's attachment; when one is gone the sender must be told 404 (AttachmentMissingError: the message fails, not retried for ever)",
-  'events s3:ListBucket attachmentBucket':
-    "no scenario tags a message whose attachments are gone; the producer then skips them on S3's 404",
   // Lambda's own destinations, sent to with the function's role: never by its code.
   'relay sqs:SendMessage relayFailureQueue':
     "the relay's event source mapping sends a batch it gave up on to its on-failure queue",
@@ -1004,27 +1086,31 @@ const ALLOWED_BUT_NOT_MADE: Readonly<Record<string, string>> = {
     "the event producer's event source mapping sends a batch it gave up on to its on-failure queue",
   'bounces sqs:SendMessage bounceFailureQueue':
     "Lambda's asynchronous invocation sends a notification it gave up on to the failure queue",
-  // AWS only.
-  'sender secretsmanager:GetSecretValue smtpSecret':
-    "a relay's secret is read in AWS only (POSTDATE_LOCAL reads its user and pass): relaySecrets.test.ts simulates it from the sender's environment, for one relay and for two",
 };
 
+interface UnrecordedCall {
+  /** Why no scenario here makes it. */
+  readonly why: string;
+  /** The Sid of the function's statement that grants it: the request must be allowed by it alone. */
+  readonly grantedBy: string;
+  /** The request as the code makes it in AWS: its resource ARN and condition keys. */
+  readonly resource: (resolve: (value: unknown) => unknown) => string;
+  readonly context?: Readonly<Record<string, string | string[]>>;
+}
+
 /**
- * Places the functions' code builds an AWS request that no scenario here reaches, each with its
- * reason. Keys: `file function what` (callSiteCoverage.ts).
+ * Requests a function's code can build (`function action`) that no scenario here makes, each with
+ * why, the statement that grants it, and the request as the code builds it in AWS, which is
+ * simulated like a recorded one (and counts as one for the grant checks). Nothing else may be left
+ * unmade: a rare path's missing or wrong grant would otherwise fail only in AWS, with AccessDenied.
  */
-const NOT_REACHED: Readonly<Record<string, string>> = {
-  'lambdas/adapters/smtpCredentials.ts result GetSecretValueCommand':
-    "a relay's secret is read in AWS only (POSTDATE_LOCAL reads its user and pass): relaySecrets.test.ts simulates it from the sender's environment",
-  // The CLI's, run with the operator's credentials, not a function's role. The scenarios' own key
-  // (createApiKey, the authorizer's scenario) is the one site here reached by the test, not a function.
-  'lambdas/keys/apiKeys.ts revokeApiKey UpdateCommand': '`postdate keys revoke`',
-  'lambdas/keys/apiKeys.ts page QueryCommand': '`postdate keys list`',
-  'lambdas/store/sendingGate.ts setDisabled UpdateCommand': '`postdate relays disable` and `enable`',
-  // The public outbox's, with the application's role: a head it passes may be made up. The api's
-  // head is the table's, above the message for good: no check (decision 0200).
-  'lambdas/store/groupHead.ts groupHeadItems ConditionCheck item':
-    '`postdate/outbox` with a head above the message',
+const UNRECORDED_CALLS: Readonly<Record<string, UnrecordedCall>> = {
+  'sender secretsmanager:GetSecretValue': {
+    why: "a relay's login is read in AWS only (POSTDATE_LOCAL reads its user and pass from the environment); relaySecrets.test.ts reads it as a deployed sender finds it, for one relay and for two",
+    grantedBy: 'ReadSmtpSecret',
+    // The one relay's secret, made by the stack (core/relays.ts `relaySecretArn`).
+    resource: (resolve) => String(resolve(stack.resolve(postdate.smtpSecret.secretArn))),
+  },
 };
 
 /**
@@ -1090,4 +1176,26 @@ function roleOf(name: PostdateFunctionName): string {
 
 async function evaluate(request: IamRequest, resolve: (value: unknown) => unknown): Promise<string> {
   return simulate(template, roleOf(request.function as PostdateFunctionName), request, resolve);
+}
+
+/** The requests of UNRECORDED_CALLS, as the code builds them in AWS. */
+function unrecordedRequests(resolve: (value: unknown) => unknown): IamRequest[] {
+  return Object.entries(UNRECORDED_CALLS).map(([call, listed]) => {
+    const [name = '', action = ''] = call.split(' ');
+    return { function: name, action, resource: listed.resource(resolve), context: listed.context ?? {} };
+  });
+}
+
+/** `function action` of every request a scenario made. */
+function recordedCalls(): Set<string> {
+  const requests = readRecordedRequests(recordFile).flatMap(iamRequestsOf);
+  return new Set(requests.map((request) => `${request.function} ${request.action}`));
+}
+
+/** `function action` of every request a function's code can build. */
+async function codeCallsOf(): Promise<Set<string>> {
+  const calls = new Set<string>();
+  for (const [name, sites] of await sitesOfFunctions())
+    for (const site of sites) for (const action of site.actions) calls.add(`${name} ${action}`);
+  return calls;
 }

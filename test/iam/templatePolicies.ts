@@ -157,6 +157,19 @@ export async function simulate(
   resourcePolicy?: unknown,
 ): Promise<string> {
   const statements = cachedStatements(template, roleLogicalId, resolve);
+  return simulateStatements(roleLogicalId, statements, request, resourcePolicy);
+}
+
+/**
+ * IAM's answer to `request` under the statements given alone (one role's statement of a Sid: is it
+ * that statement that grants the request?), in the same terms as {@link simulate}.
+ */
+export async function simulateStatements(
+  roleLogicalId: string,
+  statements: readonly PolicyStatement[],
+  request: SimulatedRequest,
+  resourcePolicy?: unknown,
+): Promise<string> {
   const result = await runSimulation(
     {
       request: {
@@ -165,7 +178,9 @@ export async function simulate(
         resource: { resource: request.resource, accountId: TEST_ACCOUNT },
         contextVariables: { ...request.context },
       },
-      identityPolicies: [{ name: roleLogicalId, policy: { Version: '2012-10-17', Statement: statements } }],
+      identityPolicies: [
+        { name: roleLogicalId, policy: { Version: '2012-10-17', Statement: [...statements] } },
+      ],
       serviceControlPolicies: [],
       resourceControlPolicies: [],
       ...(resourcePolicy === undefined ? {} : { resourcePolicy }),
