@@ -47,6 +47,7 @@ import { PostdateError } from '../core/postdateError.js';
 import { type ProblemDetails, validationProblem } from '../core/problem.js';
 import { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/requestLimits.js';
 import type { EnqueueRecords } from '../ports/ApiStore.js';
+import { groupHeadCheckItem, groupHeadStep } from '../store/groupHead.js';
 import {
   type OutboxRecordsInput,
   outboxRecords,
@@ -160,7 +161,12 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
     ...(input.groupHeadReplicas === undefined ? {} : { groupHeadReplicas: input.groupHeadReplicas }),
     retentionDays,
   });
-  return { ...records, items: outboxTransactItems(input.tableName, records) };
+  const items = outboxTransactItems(input.tableName, records);
+  // A head the caller passed may be made up: a message written `superseded` checks it (groupHead.ts).
+  const group = records.state.group;
+  if (group !== null && groupHeadStep(records.groupHeadVersion, group.version) === 'check-above')
+    items.push(groupHeadCheckItem(input.tableName, { tenant: input.tenant, group }));
+  return { ...records, items };
 }
 
 /**

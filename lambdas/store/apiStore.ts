@@ -146,8 +146,6 @@ export class DynamoApiStore implements ApiStore {
       const items = outboxTransactItems(this.tableName, records, {
         compressBody: true,
         groupHeadReplicas: this.groupHeads.groupHeadReplicas ?? 1,
-        // The head version is the one enqueueMessage read from the table (api/routes/enqueue.ts).
-        headFromTable: true,
       });
       await this.documents.send(new TransactWriteCommand({ TransactItems: items }));
       return { kind: 'written' };

@@ -92,10 +92,11 @@ export function replicasToWrite(configured: number, seen: number | undefined): n
  *   fails ours, and the enqueue reads again.
  * - `none`: at `version` already — nothing to write; the message is put alone. A raise that lands
  *   meanwhile supersedes it at send time, as it would a message written a moment earlier.
- * - `check-above`: higher — the message is written `superseded`, and the transaction checks that
- *   the head is above it (a caller of the public outbox may pass a head it made up). No write. A
- *   head the api read from the table needs no check (`groupHeadItems`' `headFromTable`): heads only
- *   grow, so it is above for good, and a group's late messages take nothing of replica 0 (DESIGN §4).
+ * - `check-above`: higher — the message is written `superseded`. No write. A head the api read from
+ *   the table needs no check: heads only grow, so it is above for good, and a group's late messages
+ *   take nothing of replica 0 (DESIGN §4). A caller of the public outbox may pass a head it made up,
+ *   so its transaction checks that the head is above (`groupHeadCheckItem`, added by the outbox alone:
+ *   no function's code builds it, decision 0200).
  * - `raise-or-keep`: not read (the public outbox without `groupHeadVersion`) — set it on condition
  *   that it is absent or at most `version`: an equal head is rewritten, a higher one fails.
  */
@@ -109,8 +110,8 @@ export function groupHeadStep(head: number | null | undefined, version: number):
 
 /**
  * The transaction items that carry `step` for a message of `tenant` in `group` (written at
- * `writtenAt`) over `replicas` replicas: none when the head is left alone, a check of replica 0
- * when the message is superseded, and an update of every replica for a raise.
+ * `writtenAt`) over `replicas` replicas: none when the head is left alone or above the message (the
+ * public outbox adds its check, `groupHeadCheckItem`), an update of every replica for a raise.
  */
 export function groupHeadItems(
   tableName: string,
@@ -120,27 +121,12 @@ export function groupHeadItems(
     readonly step: GroupHeadStep;
     readonly writtenAt: string;
     readonly replicas: number;
-    /** The head was read from the table (the api), not passed by a caller of the public outbox. */
-    readonly headFromTable?: boolean | undefined;
   },
 ): TransactWriteItem[] {
-  const names = { '#version': 'version' };
   switch (input.step) {
     case 'none':
-      return [];
     case 'check-above':
-      if (input.headFromTable === true) return [];
-      return [
-        {
-          ConditionCheck: {
-            TableName: tableName,
-            Key: groupHeadKey(input.tenant, input.group.key, 0),
-            ConditionExpression: '#version > :version',
-            ExpressionAttributeNames: names,
-            ExpressionAttributeValues: { ':version': input.group.version },
-          },
-        },
-      ];
+      return [];
     case 'raise':
     case 'raise-or-keep':
       return raiseItems(tableName, {
@@ -152,6 +138,25 @@ export function groupHeadItems(
         below: input.step === 'raise' ? '<' : '<=',
       });
   }
+}
+
+/**
+ * The public outbox's check that the head it was given is above its message (`check-above`): the
+ * caller's transaction fails if the head is not, instead of writing a live message `superseded`.
+ */
+export function groupHeadCheckItem(
+  tableName: string,
+  input: { readonly tenant: string; readonly group: GroupVersion },
+): TransactWriteItem {
+  return {
+    ConditionCheck: {
+      TableName: tableName,
+      Key: groupHeadKey(input.tenant, input.group.key, 0),
+      ConditionExpression: '#version > :version',
+      ExpressionAttributeNames: { '#version': 'version' },
+      ExpressionAttributeValues: { ':version': input.group.version },
+    },
+  };
 }
 
 /** An update of every replica to `version`, each only if absent or below it (`<`, or `<=` to keep). */

@@ -210,9 +210,9 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
 
 /**
  * The `TransactWriteItem`s that write `records` into `tableName`: both records if they do not exist
- * yet (the state record alone when it carries the body), and for a grouped message its head — raised to the message's version when that rises above
- * the head, left alone when the head is at it, checked to be above it when the message is written
- * as superseded, unless the table said so (store/groupHead.ts `groupHeadStep`).
+ * yet (the state record alone when it carries the body), and for a grouped message its head, raised
+ * to the message's version when that rises above the head, else left alone (store/groupHead.ts
+ * `groupHeadStep`; the public outbox adds its check of a head above the message).
  */
 export function outboxTransactItems(
   tableName: string,
@@ -221,8 +221,6 @@ export function outboxTransactItems(
     readonly compressBody?: boolean;
     /** POSTDATE_GROUP_HEAD_REPLICAS: a raise writes at least this many replicas (default 1). */
     readonly groupHeadReplicas?: number;
-    /** `records.groupHeadVersion` is what the table answered (the api's read): see `groupHeadStep`. */
-    readonly headFromTable?: boolean;
   } = {},
 ): TransactWriteItem[] {
   const { state } = records;
@@ -245,7 +243,6 @@ export function outboxTransactItems(
         step: groupHeadStep(records.groupHeadVersion, group.version),
         writtenAt: state.created_at,
         replicas: replicasToWrite(options.groupHeadReplicas ?? 1, records.groupHeadReplicas),
-        headFromTable: options.headFromTable,
       }),
     );
   }
