@@ -201,3 +201,26 @@ describe('a batch item answers what a single enqueue of it would', () => {
     expect(await batchAnswers(asBatch, tenant, items)).toEqual(await singleAnswers(asSingles, tenant, items));
   });
 });
+
+describe('an item held to 256 KiB as a single enqueue is', () => {
+  it('measures a body by its JSON alike on both paths, inline attachments off or on', async () => {
+    // 200 KiB of text as JSON, over 256 KiB on the wire: a client that escapes every `é` as `\u00e9`.
+    const text = 'é'.repeat(100 * 1024);
+    const escaped = JSON.stringify({ ...validBody(), text }).replaceAll('é', '\\u00e9');
+    for (const inlineAttachmentMaxKb of [0, 3072]) {
+      const api = await apiHarness({ inlineAttachmentMaxKb });
+      const alone = await api.call({ ...single('acme', `alone-${inlineAttachmentMaxKb}`, escaped) });
+      const batch = await api.call(
+        apiEvent({
+          method: 'POST',
+          path: '/v1/messages/batch',
+          routeKey: 'POST /v1/messages/batch',
+          body: { messages: [{ idempotency_key: `item-${inlineAttachmentMaxKb}`, ...validBody(), text }] },
+        }),
+      );
+      const [item] = batch.json.results as { status: number }[];
+      expect([inlineAttachmentMaxKb, alone.status]).toEqual([inlineAttachmentMaxKb, item?.status]);
+      expect(alone.status).toBe(202);
+    }
+  });
+});
