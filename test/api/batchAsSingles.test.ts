@@ -4,7 +4,8 @@
  * (400, 413, 422), templated, grouped, with attachments, at the simulator, for a suppressed address,
  * on a live key and a test key — sent once as a batch and once as single POST /v1/messages in request
  * order, each on its own fresh table with the same clock, template and suppression. Replaying the
- * whole batch is compared with sending the singles again.
+ * whole batch is compared with sending the singles again. And one body bound: a body is held to
+ * 256 KiB by its JSON alone and in a batch alike, however its client escaped it on the wire.
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -202,14 +203,14 @@ describe('a batch item answers what a single enqueue of it would', () => {
   });
 });
 
-describe('an item held to 256 KiB as a single enqueue is', () => {
-  it('measures a body by its JSON alike on both paths, inline attachments off or on', async () => {
+describe('the 256 KiB bound of a body', () => {
+  it('is measured on its JSON alike alone and as a batch item, inline attachments off or on', async () => {
     // 200 KiB of text as JSON, over 256 KiB on the wire: a client that escapes every `é` as `\u00e9`.
     const text = 'é'.repeat(100 * 1024);
     const escaped = JSON.stringify({ ...validBody(), text }).replaceAll('é', '\\u00e9');
     for (const inlineAttachmentMaxKb of [0, 3072]) {
       const api = await apiHarness({ inlineAttachmentMaxKb });
-      const alone = await api.call({ ...single('acme', `alone-${inlineAttachmentMaxKb}`, escaped) });
+      const alone = await api.call(single('acme', `alone-${inlineAttachmentMaxKb}`, escaped));
       const batch = await api.call(
         apiEvent({
           method: 'POST',
