@@ -231,10 +231,11 @@ export function readJsonBody(
   const mediaProblem = checkContentType(contentType);
   if (mediaProblem) return { ok: false, problem: mediaProblem };
   const raw = event.body ?? '';
-  // A body that may carry inline files is judged by its JSON (bodySizeProblem, then their decoded
-  // total), not by its bytes on the wire: how a client escapes it (`\uXXXX`, `\/`) doubles them
-  // at most, so this ceiling only keeps what is far over from being decoded and parsed.
-  const ceiling = allowance > 0 ? (maxBytes + allowance) * 2 : maxBytes;
+  // An enqueue body (given an allowance, even 0) is judged by its JSON (bodySizeProblem, then its
+  // inline files' decoded total), not by its bytes on the wire, as a batch item is (DESIGN §3a): a
+  // client's escapes (`\u00e9`: six bytes for two) multiply the JSON's bytes by six at most, the
+  // base64's (`\/`) by two, so this ceiling only keeps what is far over from being parsed.
+  const ceiling = options.attachmentAllowance === undefined ? maxBytes : maxBytes * 6 + allowance * 2;
   // Base64 is 4/3 of the bytes: a body far over the limit is refused before decoding it.
   if (raw.length > ceiling * 2) return { ok: false, problem: bodyTooLarge(maxBytes) };
   const bytes = event.isBase64Encoded ? Buffer.from(raw, 'base64') : Buffer.from(raw, 'utf8');

@@ -222,16 +222,36 @@ describe('POST /v1/messages/batch', () => {
     expect(await api.scanAll()).toEqual(before);
   });
 
-  it('refuses a key given twice in one batch on the later item, and an item over 256 KiB with its own 413', async () => {
+  it('answers a key given twice in one batch as two single enqueues in order: a replay, or a 422 for another body; an item over 256 KiB its own 413', async () => {
     const api = await apiHarness();
-    const response = await sendBatch(api, {
-      messages: [item('twice'), item('twice'), item('big', { text: 'x'.repeat(256 * 1024) })],
-    });
-    expect(response.results.map((result) => result.status)).toEqual([202, 400, 413]);
-    expect(response.results[1]?.problem?.errors).toEqual([
-      { field: '/messages/1/idempotency_key', message: 'repeats the key of /messages/0' },
+    const messages = [
+      item('twice'),
+      item('twice'),
+      item('big', { text: 'x'.repeat(256 * 1024) }),
+      item('other', { delay_seconds: 60 }),
+      item('other', { delay_seconds: 120 }),
+    ];
+    const response = await sendBatch(api, { messages });
+    expect(response.results.map((result) => [result.status, result.replayed])).toEqual([
+      [202, false],
+      [200, true],
+      [413, undefined],
+      [202, false],
+      [422, undefined],
     ]);
-    expect(response.results[2]?.problem?.type).toBe('urn:postdate:problem:payload-too-large');
+    const [first, second, big, , reused] = response.results;
+    expect(second?.message).toEqual(first?.message);
+    expect(big?.problem?.type).toBe('urn:postdate:problem:payload-too-large');
+    expect(reused?.problem?.type).toBe('urn:postdate:problem:idempotency-key-reused');
+    expect(reused?.problem?.errors).toEqual([
+      { field: '/messages/4/idempotency_key', message: 'was already used with a different body' },
+    ]);
+    const stored = await api.call(getEvent(messageIdFor('acme', 'other')));
+    expect(stored.json.send_at).toBe('2026-11-29T18:01:00.000Z');
+
+    const replay = await sendBatch(api, { messages });
+    expect(replay.results.map((result) => result.status)).toEqual([200, 200, 413, 200, 422]);
+    expect(replay.results[0]?.message).toEqual(first?.message);
   });
 
   it("answers an item without a usable key with the single enqueue's own problem type, its field under the item", async () => {

@@ -153,4 +153,43 @@ describe('when the table fails', () => {
     expect(none.status).toBe(503);
     expect(none.headers['retry-after']).toBe('1');
   });
+
+  it("in a strict batch whose items all judged valid, a write throttled is that item's 503, and the same batch again settles it with the others replayed", async () => {
+    let throttledPk: string | undefined = `MSG#${messageIdFor('acme', 'strict-b')}`;
+    const api = await apiHarness({
+      wrapStore: (store) =>
+        Object.assign(Object.create(store) as ApiStore, {
+          putNew: async (record: Parameters<ApiStore['putNew']>[0]) => {
+            if (record.pk === throttledPk) throw throttled();
+            return store.putNew(record);
+          },
+        }),
+    });
+    const keys = ['strict-a', 'strict-b', 'strict-c'];
+    const batch = () =>
+      api.call(
+        apiEvent({
+          method: 'POST',
+          path: '/v1/messages/batch',
+          routeKey: 'POST /v1/messages/batch',
+          // A header the batch does not need (DESIGN §3a): each item keeps its own key.
+          headers: { 'idempotency-key': 'the-whole-batch' },
+          body: { mode: 'strict', messages: keys.map((key) => ({ idempotency_key: key, ...validBody() })) },
+        }),
+      );
+    type Results = { status: number; message?: { id: string }; problem?: { type: string } }[];
+
+    const first = await batch();
+    expect(first.status).toBe(200);
+    const cut = first.json.results as Results;
+    expect(cut.map((result) => result.status)).toEqual([202, 503, 202]);
+    expect(cut[1]?.problem?.type).toBe('urn:postdate:problem:unavailable');
+    expect((await api.call(getEvent(messageIdFor('acme', 'strict-b')))).status).toBe(404);
+
+    throttledPk = undefined;
+    const again = (await batch()).json.results as Results;
+    expect(again.map((result) => result.status)).toEqual([200, 202, 200]);
+    expect(again.map((result) => result.message?.id)).toEqual(keys.map((key) => messageIdFor('acme', key)));
+    expect((await api.call(getEvent(messageIdFor('acme', 'the-whole-batch')))).status).toBe(404);
+  });
 });

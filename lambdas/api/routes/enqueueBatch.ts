@@ -3,7 +3,9 @@
  * `idempotency_key` and atomic on its own, exactly as a single POST /v1/messages with that key: each
  * item is judged by `judgeEnqueue` and written by `writeJudgedEnqueue` (routes/enqueue.ts), so a
  * replayed item answers its stored message, the same key with another body is that item's 422, and
- * replaying a whole batch cut short by a timeout enqueues nothing twice.
+ * replaying a whole batch cut short by a timeout enqueues nothing twice. A key given twice in one
+ * batch is written in request order, the later item only once the earlier one is settled: it answers
+ * as the single enqueue that follows would, 200 replayed for the same body, 422 for another.
  *
  * - permissive (default): every valid item is written; each result says what a single enqueue of
  *   that item would have answered (202, 200 replayed, 400/413/422, or 500/503 when its write failed);
@@ -63,7 +65,6 @@ export function enqueueBatchRoute(deps: RouteDependencies): RouteHandler {
     const { messages, mode } = envelope.value;
     const now = deps.now();
     const items = messages.map((message, index) => readItem(message, index, tenant, now));
-    repeatedKeys(items);
 
     const judged = await runWithConcurrency(items, ITEM_CONCURRENCY, async (item) =>
       'problem' in item ? item.problem : attempt(() => judgeEnqueue(deps, item.enqueue)),
@@ -82,11 +83,18 @@ export function enqueueBatchRoute(deps: RouteDependencies): RouteHandler {
         );
       }
     }
-    const answers = await runWithConcurrency(judged, ITEM_CONCURRENCY, async (answer, index) => {
-      const item = items[index];
-      if (answer.kind !== 'valid' || item === undefined || 'problem' in item) return answer;
-      return attempt(() => writeJudgedEnqueue(deps, item.enqueue, answer));
-    });
+    const answers = [...judged];
+    for (const round of writeRounds(items)) {
+      const written = await runWithConcurrency(round, ITEM_CONCURRENCY, async (index) => {
+        const [answer, item] = [judged[index], items[index]];
+        if (answer?.kind !== 'valid' || item === undefined || 'problem' in item) return answer;
+        return attempt(() => writeJudgedEnqueue(deps, item.enqueue, answer));
+      });
+      round.forEach((index, at) => {
+        const answer = written[at];
+        if (answer !== undefined) answers[index] = answer;
+      });
+    }
     const failures = answers.flatMap((answer) => (answer.kind === 'failed' ? [answer.error] : []));
     // Nothing could be done: the request fails as a whole, and the client retries it whole.
     if (failures.length === answers.length) throw failures[0];
@@ -112,24 +120,23 @@ function readItem(message: unknown, index: number, tenant: string, now: Date): R
 }
 
 /**
- * A key given twice in one batch is a 400 on every item after the first: two writes of one key in
- * one request would race, and which won would depend on timing (docs/decisions/0077-batch-items.md).
+ * The items' indexes in rounds of writes: each key's first item in the first round, its second in the
+ * next, and so on. A later item of a key is written after the earlier one is settled, as a second
+ * single enqueue with that key would be, so it replays it or is refused 422, never racing it
+ * (docs/decisions/0204-a-key-twice-in-a-batch-is-two-enqueues-in-order.md).
  */
-function repeatedKeys(items: ReadItem[]): void {
-  const first = new Map<string, number>();
+function writeRounds(items: readonly ReadItem[]): number[][] {
+  const seen = new Map<string, number>();
+  const rounds: number[][] = [];
   items.forEach((item, index) => {
-    if ('problem' in item) return;
-    const earlier = first.get(item.enqueue.idempotencyKey);
-    if (earlier === undefined) {
-      first.set(item.enqueue.idempotencyKey, index);
-      return;
-    }
-    const message = `repeats the key of /messages/${earlier}`;
-    items[index] = {
-      index,
-      problem: { kind: 'problem', problem: validationProblem([{ field: '/idempotency_key', message }]) },
-    };
+    const key = 'problem' in item ? undefined : item.enqueue.idempotencyKey;
+    const round = key === undefined ? 0 : (seen.get(key) ?? 0);
+    if (key !== undefined) seen.set(key, round + 1);
+    const indexes = rounds[round] ?? [];
+    indexes.push(index);
+    rounds[round] = indexes;
   });
+  return rounds;
 }
 
 /** Runs an item's store calls; what they throw becomes that item's failure, not the batch's. */
