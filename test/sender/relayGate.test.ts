@@ -212,31 +212,39 @@ describe('the gate key while the relay refuses every copy in flight (DESIGN §4:
     return { documents, gateReads: () => gateReads, writes: () => writes };
   }
 
+  /** One sender of the fleet: its own gate over its own counting client, on the shared table and clock. */
+  function countedSender(
+    tableName: string,
+    queue: RecordingQueue,
+    clock: () => number,
+    probe: RelayProbe = { probe: async () => ({ ok: true, durationMs: 1 }) },
+  ) {
+    const counted = countingClient();
+    const gate = new RelayGate({
+      store: new DynamoSendingGate(
+        counted.documents,
+        tableName,
+        undefined,
+        new SendingGateItems(counted.documents, tableName, clock),
+      ),
+      probe,
+      queue,
+      settings: BREAKER_SETTINGS,
+      now: () => new Date(clock()),
+      random: () => 0,
+      cacheMs: 1000,
+      log: new RecordingLog(),
+      metrics: new RecordingMetrics(),
+    });
+    return { gate, ...counted };
+  }
+
   for (const signal of SIGNALS) {
     it(`${signal}: each sender reads the key twice at most in the wave, and one write lands`, async () => {
       const [{ tableName }, { urls }] = await Promise.all([freshTable('gate-wave'), freshQueues()]);
       const clock = Date.parse('2026-12-01T10:00:00.000Z');
       const queue = new RecordingQueue(new SqsDispatchQueue(sqsClient(), urls.send));
-      const sender = () => {
-        const counted = countingClient();
-        const gate = new RelayGate({
-          store: new DynamoSendingGate(
-            counted.documents,
-            tableName,
-            undefined,
-            new SendingGateItems(counted.documents, tableName, () => clock),
-          ),
-          probe: { probe: async () => ({ ok: true, durationMs: 1 }) },
-          queue,
-          settings: BREAKER_SETTINGS,
-          now: () => new Date(clock),
-          random: () => 0,
-          cacheMs: 1000,
-          log: new RecordingLog(),
-          metrics: new RecordingMetrics(),
-        });
-        return { gate, ...counted };
-      };
+      const sender = () => countedSender(tableName, queue, () => clock);
       const fleet = [sender(), sender()];
       // Every lane of each sender passed the gate, sent, and is refused together.
       for (const { gate } of fleet) {
@@ -276,31 +284,13 @@ describe('the gate key while the relay refuses every copy in flight (DESIGN §4:
     };
     const setup = new DynamoSendingGate(documentClient(), tableName);
     expect(await setup.writeBreaker({ state: 'closed', version: 0 }, open)).toBe('written');
-    const sender = () => {
-      const counted = countingClient();
-      const gate = new RelayGate({
-        store: new DynamoSendingGate(
-          counted.documents,
-          tableName,
-          undefined,
-          new SendingGateItems(counted.documents, tableName, () => clock),
-        ),
-        probe: {
-          probe: async () => {
-            probes++;
-            return { ok: true, durationMs: 1 };
-          },
+    const sender = () =>
+      countedSender(tableName, queue, () => clock, {
+        probe: async () => {
+          probes++;
+          return { ok: true, durationMs: 1 };
         },
-        queue,
-        settings: BREAKER_SETTINGS,
-        now: () => new Date(clock),
-        random: () => 0,
-        cacheMs: 1000,
-        log: new RecordingLog(),
-        metrics: new RecordingMetrics(),
       });
-      return { gate, ...counted };
-    };
     const [first, late] = [sender(), sender()];
     // The late sender read the gate while the probe was not yet due; its read is still young.
     expect((await late.gate.admit(undefined)).kind).toBe('wait');
