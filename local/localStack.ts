@@ -256,7 +256,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     dynamodbUnlisted = undefined;
     const table = await ensureTable(clients.dynamodb, LOCAL_RESOURCES.tableName);
     const resources = { table, queues };
-    progress('DynamoDB Local', dynamodb.endpoint);
+    progress(
+      'DynamoDB Local',
+      dynamodb.listensOn === 'loopback'
+        ? dynamodb.endpoint
+        : `${dynamodb.endpoint}, on every interface: this Java has no jdk.compiler for the loopback launcher (install a JDK; local/EMULATORS.md)`,
+    );
     const apiKey = await seedApiKey(clients.dynamodb, config.apiKey, dataDir);
 
     const inProcess = inProcessFunctions(await modulesLoading, environment);
