@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -156,6 +156,33 @@ describe('stopping npm start', () => {
     signal(-(start.child.pid as number), 'SIGINT');
     await start.exited;
     await expectAllGone(chain, ports);
+  }, 300_000);
+});
+
+describe('stopping npm start before its banner', () => {
+  it('Ctrl-C while the parts come up leaves no process, no port and no temp dir of its own', async () => {
+    // A fresh temp dir: what the stack made there is seen (the launcher's class and tsx's cache are
+    // caches, kept on purpose). No launcher there yet makes DynamoDB Local the last part by far.
+    const dir = mkdtempSync(join(tmpdir(), 'postdate-early-'));
+    try {
+      const start = npmStart({ TMPDIR: dir });
+      const npmPid = start.child.pid as number;
+      await eventually(
+        'MailDev and the S3 emulator to be up',
+        () => start.stdout().includes('up  S3 emulator') && start.stdout().includes('up  MailDev'),
+        { withinMs: 120_000, everyMs: 50 },
+      );
+      const chain = [{ pid: npmPid, command: 'npm' }, ...descendants(npmPid)];
+      leftovers = chain.map((process) => process.pid);
+      signal(-npmPid, 'SIGINT');
+      await start.exited;
+      expect(start.stdout()).not.toContain('Ctrl-C stops everything.');
+      await expectAllGone(chain, bannerPorts(start.stdout()));
+      const own = readdirSync(dir).filter((name) => /^postdate-(s3|maildev)-/.test(name));
+      expect(own).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 300_000);
 });
 
