@@ -11,7 +11,7 @@ import {
   inProcessLoads,
   startApiFrontEnd,
 } from './inProcessFunctions.js';
-import { checkLocalApiKey, claimPorts, LOCAL_PORT_DEFAULTS } from './localEnv.js';
+import { checkLocalApiKey, checkLocalDataDir, claimPorts, LOCAL_PORT_DEFAULTS } from './localEnv.js';
 import {
   builtFunctions,
   describeKill,
@@ -79,6 +79,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   };
   const dataDir = options.dataDir ?? config.dataDir;
   checkLocalApiKey(config);
+  checkLocalDataDir(config);
   if (options.backupRelay !== undefined && config.relaysJson !== undefined) {
     throw new ConfigError(
       CONFIG_SETTINGS.relaysJson.variable,
