@@ -6,12 +6,14 @@ import { PostdateNetworkError, type PostdateProblem, PostdateProblemError } from
 
 export const EXIT = {
   ok: 0,
-  /** The command ran and something it was asked to do did not happen (not found, conflict, partial). */
+  /** The command ran and something it was asked to do did not happen (a conflict, a partial run). */
   failed: 1,
   /** Bad usage: an unknown option, a malformed value, a missing resource name. */
   usage: 2,
   /** The stack (DynamoDB, SQS, the scheduler) could not be reached, or AWS refused the credentials. */
   unreachable: 3,
+  /** What the command names does not exist (a message, key, template, endpoint, suppression; of several ids, none). */
+  notFound: 4,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
@@ -64,6 +66,14 @@ export class UsageError extends CliError {
   override readonly name = 'UsageError';
   constructor(message: string) {
     super(message, EXIT.usage);
+  }
+}
+
+/** What the command names does not exist: exit 4, so a script tells "gone" from "failed" (1). */
+export class NotFoundError extends CliError {
+  override readonly name = 'NotFoundError';
+  constructor(message: string) {
+    super(message, EXIT.notFound);
   }
 }
 
@@ -123,11 +133,12 @@ export function isCredentialsError(error: unknown): boolean {
 }
 
 /** What kind of failure an error document reports; `type` is `urn:postdate:cli:{kind}`. */
-export type CliErrorKind = 'usage' | 'failed' | 'unreachable' | 'credentials' | 'internal';
+export type CliErrorKind = 'usage' | 'failed' | 'not-found' | 'unreachable' | 'credentials' | 'internal';
 
 const TITLES: Readonly<Record<CliErrorKind, string>> = {
   usage: 'Bad usage',
   failed: 'The command failed',
+  'not-found': 'Not found',
   unreachable: 'The stack could not be reached',
   credentials: 'AWS refused the credentials',
   internal: 'Unexpected error',
@@ -193,7 +204,9 @@ export function errorDocumentOf(error: CliError): ErrorDocument {
   return { error: { ...document.error, ...error.context } };
 }
 
-/** The kind of a CliError by its exit code (usage 2, unreachable 3, otherwise failed). */
+/** The kind of a CliError by its exit code (usage 2, unreachable 3, not found 4, otherwise failed). */
 export function kindOfExit(exitCode: ExitCode): CliErrorKind {
-  return exitCode === EXIT.usage ? 'usage' : exitCode === EXIT.unreachable ? 'unreachable' : 'failed';
+  if (exitCode === EXIT.usage) return 'usage';
+  if (exitCode === EXIT.unreachable) return 'unreachable';
+  return exitCode === EXIT.notFound ? 'not-found' : 'failed';
 }

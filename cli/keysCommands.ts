@@ -13,7 +13,7 @@ import {
   listApiKeys,
   revokeApiKey,
 } from '../lambdas/keys/apiKeys.js';
-import { CliError, UsageError } from './cliErrors.js';
+import { CliError, NotFoundError, UsageError } from './cliErrors.js';
 import { type Output, paint, printFields, printTable } from './output.js';
 
 export interface KeysDeps {
@@ -116,6 +116,7 @@ async function translate<T>(run: () => Promise<T>): Promise<T> {
     if (!(error instanceof ApiKeyError)) throw error;
     if (error.reason === 'invalid-tenant' || error.reason === 'invalid-secret')
       throw new UsageError(error.message);
+    if (error.reason === 'not-found') throw new NotFoundError(error.message);
     throw new CliError(error.message, undefined, { cause: error });
   }
 }

@@ -11,7 +11,7 @@ import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import { expiresAtAfter, type MessageStateRecord } from '../lambdas/store/messageRecord.js';
 import { messageView } from '../lambdas/store/messageView.js';
 import { readStateRecord } from '../lambdas/store/stateReads.js';
-import { CliError, UsageError } from './cliErrors.js';
+import { NotFoundError, UsageError } from './cliErrors.js';
 import { ERROR_CLASS_WORDS, messageIdHeader, statusInWords } from './messageWords.js';
 import {
   type Column,
@@ -201,7 +201,7 @@ function localTimeOf(state: MessageStateRecord) {
 
 export async function messagesShow(deps: MessagesDeps, id: string, out: Output): Promise<ShowReport> {
   const state = await readState(deps, id);
-  if (state === null) throw new CliError(`no message ${id}`);
+  if (state === null) throw new NotFoundError(`no message ${id}`);
   const error = state.last_error ?? null;
   const report: ShowReport = {
     message: {

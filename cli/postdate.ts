@@ -40,6 +40,7 @@ import {
   messagesList,
   messagesRetry,
   messagesShow,
+  type TransitionReport,
 } from './messagesCommands.js';
 import { messagesEnqueue, readLinesFile } from './messagesEnqueue.js';
 import { type ExportOptions, messagesExport, openLineSink } from './messagesExport.js';
@@ -189,6 +190,12 @@ function attachmentStoreOf(target: Target): AttachmentStore | undefined {
 
 const ok = (success: boolean): ExitCode => (success ? EXIT.ok : EXIT.failed);
 
+/** `messages cancel|retry|discard`: 4 when no id names a message, 1 when any other did not move. */
+function transitionExit(report: TransitionReport): ExitCode {
+  if (report.ok) return EXIT.ok;
+  return report.results.every((row) => row.outcome === 'not-found') ? EXIT.notFound : EXIT.failed;
+}
+
 /** The shape of `messages export` and `messages enqueue`: one JSON document per line. */
 const JSON_LINES = { jsonLines: true } as const;
 
@@ -230,7 +237,7 @@ export function buildProgram(): Command {
       'Operate Postdate: messages, the DLQ, relay, event and schedule failures, reconciliation and API keys. ' +
         'Talks to the local stack (npm start) unless a resource name (--table, --queue-url, --dlq-url, ' +
         '--relay-failures-url, --event-failures-url, --schedule-dlq-url or POSTDATE_TABLE_NAME) selects AWS with the usual credential chain. ' +
-        'Exit codes: 0 done, 1 failed or partly failed, 2 bad usage, 3 stack unreachable.',
+        'Exit codes: 0 done, 1 failed or partly failed, 2 bad usage, 3 stack unreachable, 4 not found.',
     )
     .option('--json', 'print one JSON document instead of tables')
     .option('--local', 'force the local stack even when POSTDATE_TABLE_NAME is set')
@@ -347,7 +354,7 @@ export function buildProgram(): Command {
     .argument('<id...>')
     .action(
       action(async (context, ids: string[]) =>
-        ok((await messagesCancel(messagesDeps(context), ids, context.out)).ok),
+        transitionExit(await messagesCancel(messagesDeps(context), ids, context.out)),
       ),
     );
   messages
@@ -356,7 +363,7 @@ export function buildProgram(): Command {
     .argument('<id...>')
     .action(
       action(async (context, ids: string[]) =>
-        ok((await messagesRetry(messagesDeps(context), ids, context.out)).ok),
+        transitionExit(await messagesRetry(messagesDeps(context), ids, context.out)),
       ),
     );
 
@@ -368,7 +375,7 @@ export function buildProgram(): Command {
     .argument('<id...>')
     .action(
       action(async (context, ids: string[]) =>
-        ok((await messagesDiscard(messagesDeps(context), ids, context.out)).ok),
+        transitionExit(await messagesDiscard(messagesDeps(context), ids, context.out)),
       ),
     );
 

@@ -19,7 +19,7 @@ import {
 import { SIDE_TENANT_PATTERN } from '../lambdas/core/testSide.js';
 import type { SuppressionList } from '../lambdas/ports/SuppressionList.js';
 import { DynamoSuppressionList } from '../lambdas/store/suppressionList.js';
-import { CliError, EXIT, UsageError } from './cliErrors.js';
+import { EXIT, NotFoundError, UsageError } from './cliErrors.js';
 import { type CommandAction, type CommandContext, pageSize, tenantOf } from './commandAction.js';
 import { type Output, printTable } from './output.js';
 
@@ -109,7 +109,8 @@ export async function suppressionsRemove(
   const address = checkedAddress(options.address);
   // And the entry a quoted local part had before decision 0184, if it was stored so.
   const removed = await deps.list.remove(tenant, address, formerQuotedKey(options.address));
-  if (removed === null) throw new CliError(`${address} is not on the suppression list of tenant ${tenant}`);
+  if (removed === null)
+    throw new NotFoundError(`${address} is not on the suppression list of tenant ${tenant}`);
   if (out.json) out.data(removed);
   else
     out.line(
@@ -147,7 +148,7 @@ export async function suppressionsRemoveAddedBy(
     after = page.next;
   } while (after !== null);
   if (addresses.length === 0) {
-    throw new CliError(
+    throw new NotFoundError(
       `message ${options.messageId} added nothing to the suppression list of tenant ${tenant}`,
     );
   }

@@ -100,7 +100,7 @@ export async function templatesShow(
   const version =
     head && (await deps.store.getVersion(input.tenant, head.name, input.version ?? head.latest_version));
   if (!head || !version)
-    return refused(
+    return notFound(
       out,
       `no template ${input.name}${input.version ? ` version ${input.version}` : ''} for tenant ${input.tenant}`,
     );
@@ -131,14 +131,14 @@ export async function templatesRender(
   if (typeof data !== 'object' || data === null || Array.isArray(data))
     throw new UsageError('--data-file must hold a JSON object');
   const head = await deps.store.getHead(input.tenant, name(input.name));
-  if (!head) return refused(out, `no template ${input.name} for tenant ${input.tenant}`);
+  if (!head) return notFound(out, `no template ${input.name} for tenant ${input.tenant}`);
   const renderer = createTemplateRenderer((ref) => deps.store.getVersion(ref.tenant, ref.name, ref.version));
   const version = input.version ?? head.latest_version;
   const rendered = await renderer.render(
     { tenant: input.tenant, name: head.name, version },
     data as Record<string, unknown>,
   );
-  if (rendered.kind === 'missing') return refused(out, `template ${head.name} has no version ${version}`);
+  if (rendered.kind === 'missing') return notFound(out, `template ${head.name} has no version ${version}`);
   if (rendered.kind === 'invalid') return refused(out, fieldErrors(rendered.errors));
   if (out.json) {
     out.data({ name: head.name, version, ...rendered.content });
@@ -162,7 +162,7 @@ export async function templatesArchive(
 ): Promise<ExitCode> {
   const now = deps.now();
   const head = await deps.store.archive(input.tenant, name(input.name), now);
-  if (!head) return refused(out, `no template ${input.name} for tenant ${input.tenant}`);
+  if (!head) return notFound(out, `no template ${input.name} for tenant ${input.tenant}`);
   // The store keeps the first archive's time: any other is an archive made before this run.
   const already = head.archived_at !== now.toISOString();
   if (out.json) {
@@ -182,6 +182,13 @@ function refused(out: Output, detail: string): ExitCode {
   out.warn(`postdate: ${detail}`);
   if (out.json) out.data(errorDocument('failed', detail, EXIT.failed));
   return EXIT.failed;
+}
+
+/** No such template (or version): as a refusal, with exit 4 (docs/cli.md). */
+function notFound(out: Output, detail: string): ExitCode {
+  out.warn(`postdate: ${detail}`);
+  if (out.json) out.data(errorDocument('not-found', detail, EXIT.notFound));
+  return EXIT.notFound;
 }
 
 /** Every refused field, in one line: `/html uses a partial; /subject …`. */

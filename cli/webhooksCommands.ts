@@ -24,7 +24,7 @@ import type { FieldError } from '../lambdas/core/problem.js';
 import { isWebhookDeliveryId, isWebhookDeliveryStatus, WEBHOOK_LIMITS } from '../lambdas/core/webhooks.js';
 import type { WebhookDelivery, WebhookQueue, WebhookStore } from '../lambdas/ports/Webhooks.js';
 import { DynamoWebhookStore } from '../lambdas/store/webhookStore.js';
-import { CliError, EXIT, UsageError } from './cliErrors.js';
+import { CliError, EXIT, NotFoundError, UsageError } from './cliErrors.js';
 import { type CommandAction, type CommandContext, pageSize } from './commandAction.js';
 import { type Output, printFields, printTable } from './output.js';
 import { type QueueRef, queueUrlOf, type ResourceRefs, type TargetMode } from './target.js';
@@ -89,7 +89,7 @@ export async function webhooksDeliveries(
 ): Promise<void> {
   const endpoint = await deps.store.getEndpoint(options.tenant, options.endpoint);
   if (!endpoint)
-    throw new CliError(`no webhook endpoint ${options.endpoint} for tenant ${options.tenant}`, EXIT.failed);
+    throw new NotFoundError(`no webhook endpoint ${options.endpoint} for tenant ${options.tenant}`);
   if (options.status !== undefined && !isWebhookDeliveryStatus(options.status)) {
     throw new UsageError('--status must be pending, delivered or failed');
   }
@@ -141,7 +141,7 @@ export async function webhooksRetry(
   const retried = await retryDelivery({ ...deps, queue }, options.tenant, options.endpoint, options.delivery);
   if (retried.kind === 'endpoint-not-found') throw endpointNotFound(options);
   if (retried.kind === 'not-found')
-    throw new CliError(`no delivery ${options.delivery} of endpoint ${options.endpoint}`, EXIT.failed);
+    throw new NotFoundError(`no delivery ${options.delivery} of endpoint ${options.endpoint}`);
   if (retried.kind === 'conflict')
     throw new CliError(
       `the delivery is ${retried.current.status}; only a failed one, or a pending one long overdue, can be retried`,
@@ -166,7 +166,7 @@ export async function webhooksRotateSecret(
     secret,
     now: deps.now(),
   });
-  if (rotated === 'not-found') throw new CliError(`no endpoint ${options.endpoint}`, EXIT.failed);
+  if (rotated === 'not-found') throw endpointNotFound(options);
   const previousUntil = retiredUntil(rotated);
   if (out.json) return out.data({ id: rotated.id, secret, previous_secret_expires_at: previousUntil });
   out.line(`${rotated.id}: new secret ${secret}`);
@@ -269,10 +269,9 @@ export async function webhooksTest(
   out.line(`its outcome: postdate webhooks deliveries ${delivery.endpointId} --tenant ${options.tenant}`);
 }
 
-function endpointNotFound(options: { readonly tenant: string; readonly endpoint: string }): CliError {
-  return new CliError(
-    `no webhook endpoint ${options.endpoint} for tenant ${options.tenant} (deleted, or never made)`,
-    EXIT.failed,
+function endpointNotFound(options: { readonly tenant: string; readonly endpoint: string }): NotFoundError {
+  return new NotFoundError(
+    `no webhook endpoint ${options.endpoint} for tenant ${options.tenant} (deleted, or never made): postdate webhooks list --tenant ${options.tenant}`,
   );
 }
 

@@ -1,4 +1,6 @@
+import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import type { Server } from 'node:net';
+import { dirname, resolve } from 'node:path';
 import { type Config, ConfigError, settingValuesOf } from '../lambdas/core/config.js';
 import {
   CONFIG_SETTINGS,
@@ -94,6 +96,29 @@ export function loadLocalPorts(env: Env, config: Config): LocalPorts {
  * lambdas/keys/apiKeys.ts (a `pd_test_` key acts for a test side only, DESIGN §14). Checked with the
  * other variables, before anything starts (DESIGN §8); the value is a secret and is never echoed.
  */
+/**
+ * `POSTDATE_DATA_DIR` (DESIGN §8): made when missing, and refused, naming the variable, when it is
+ * not a directory this user can write. Made one level at a time: Node's recursive mkdir spins for
+ * ever on a path it cannot make under /proc.
+ */
+export function checkLocalDataDir(config: Pick<Config, 'dataDir'>): void {
+  if (config.dataDir === undefined) return;
+  const dir = resolve(config.dataDir);
+  const missing: string[] = [];
+  for (let at = dir; !existsSync(at) && dirname(at) !== at; at = dirname(at)) missing.unshift(at);
+  try {
+    for (const level of missing) mkdirSync(level);
+    if (!statSync(dir).isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
+    accessSync(dir, constants.W_OK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? String(error);
+    throw new ConfigError(
+      CONFIG_SETTINGS.dataDir.variable,
+      `must be a directory this user can write (or one it can make), got "${config.dataDir}" (${code})`,
+    );
+  }
+}
+
 export function checkLocalApiKey(config: Config): void {
   const key = config.apiKey;
   const variable = CONFIG_SETTINGS.apiKey.variable;

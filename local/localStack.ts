@@ -11,7 +11,7 @@ import {
   inProcessLoads,
   startApiFrontEnd,
 } from './inProcessFunctions.js';
-import { checkLocalApiKey, claimPorts, LOCAL_PORT_DEFAULTS } from './localEnv.js';
+import { checkLocalApiKey, checkLocalDataDir, claimPorts, LOCAL_PORT_DEFAULTS } from './localEnv.js';
 import {
   builtFunctions,
   describeKill,
@@ -79,6 +79,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   };
   const dataDir = options.dataDir ?? config.dataDir;
   checkLocalApiKey(config);
+  checkLocalDataDir(config);
   if (options.backupRelay !== undefined && config.relaysJson !== undefined) {
     throw new ConfigError(
       CONFIG_SETTINGS.relaysJson.variable,
@@ -256,7 +257,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     dynamodbUnlisted = undefined;
     const table = await ensureTable(clients.dynamodb, LOCAL_RESOURCES.tableName);
     const resources = { table, queues };
-    progress('DynamoDB Local', dynamodb.endpoint);
+    progress(
+      'DynamoDB Local',
+      dynamodb.listensOn === 'loopback'
+        ? dynamodb.endpoint
+        : `${dynamodb.endpoint}, on every interface: this Java has no jdk.compiler for the loopback launcher (install a JDK; local/EMULATORS.md)`,
+    );
     const apiKey = await seedApiKey(clients.dynamodb, config.apiKey, dataDir);
 
     const inProcess = inProcessFunctions(await modulesLoading, environment);

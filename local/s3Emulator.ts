@@ -8,13 +8,12 @@
  * What it does not enforce is in local/EMULATORS.md.
  */
 import { createHash, createHmac } from 'node:crypto';
-import { mkdtemp, rm, utimes } from 'node:fs/promises';
+import { utimes } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import S3rver from 's3rver';
 import { LOCAL_ATTACHMENT_BUCKET, type LocalPart, listenAs } from './localEnv.js';
+import { ownTempDir } from './ownTempDir.js';
 
 export interface S3Emulator {
   readonly endpoint: string;
@@ -45,7 +44,10 @@ export interface S3EmulatorOptions {
 export async function startS3Emulator(options: S3EmulatorOptions): Promise<S3Emulator> {
   const host = options.host ?? '127.0.0.1';
   const bucket = options.bucket ?? LOCAL_ATTACHMENT_BUCKET;
-  const directory = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'postdate-s3-')));
+  const { path: directory, remove: removeOwnDirectory } =
+    options.dataDir === undefined
+      ? await ownTempDir('postdate-s3-')
+      : { path: options.dataDir, remove: async () => undefined };
   // s3rver refuses an access key it does not know (it checks no SigV4 signature: EMULATORS.md).
   registerAccessKey(options.accessKeyId ?? 'local');
 
@@ -62,9 +64,6 @@ export async function startS3Emulator(options: S3EmulatorOptions): Promise<S3Emu
     tagsAtWrite((server as unknown as { store: S3rverStore }).store),
     copyOntoItselfWrites((server as unknown as { store: S3rverStore }).store),
   );
-  const removeOwnDirectory = async () => {
-    if (options.dataDir === undefined) await rm(directory, { recursive: true, force: true });
-  };
   // What s3rver's run() does (the buckets, then its Koa app on a server), with the listen's errors heard.
   const http = createServer(server.callback());
   let port: number;

@@ -13,6 +13,7 @@ import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js'
 import { DynamoDbLocalError } from './dynamodbLocal.js';
 import {
   checkLocalApiKey,
+  checkLocalDataDir,
   claimPorts,
   type LocalPorts,
   loadLocalPorts,
@@ -40,6 +41,7 @@ function readConfiguration(env: NodeJS.ProcessEnv = process.env): {
   try {
     const config = loadConfig(env, 'local');
     checkLocalApiKey(config);
+    checkLocalDataDir(config);
     return {
       config,
       ports: loadLocalPorts(env, config),

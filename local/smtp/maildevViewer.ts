@@ -11,12 +11,10 @@
  * post what the mailbox simulator took, and MailDev stores it as one of its own, marked
  * `X-Postdate-Test: true`.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { PortInUseError } from '../localEnv.js';
+import { ownTempDir } from '../ownTempDir.js';
 import { receiveSimulatedMail, type SimulatedMail } from './simulatedMailViewer.js';
 
 export interface MaildevViewerOptions {
@@ -63,11 +61,10 @@ export async function startMaildevViewer(options: MaildevViewerOptions): Promise
       cause: error,
     });
   }
-  const ownDirectory =
-    options.mailDirectory === undefined ? await mkdtemp(join(tmpdir(), 'postdate-maildev-')) : undefined;
-  const removeOwnDirectory = async () => {
-    if (ownDirectory !== undefined) await rm(ownDirectory, { recursive: true, force: true });
-  };
+  const { path: mailDirectory, remove: removeOwnDirectory } =
+    options.mailDirectory === undefined
+      ? await ownTempDir('postdate-maildev-')
+      : { path: options.mailDirectory, remove: async () => undefined };
   const maildev = new module.MailDev({
     smtp: options.smtpPort,
     ip: options.host,
@@ -76,7 +73,7 @@ export async function startMaildevViewer(options: MaildevViewerOptions): Promise
     hideExtensions: ['STARTTLS'],
     silent: true,
     verbose: false,
-    mailDirectory: options.mailDirectory ?? ownDirectory,
+    mailDirectory,
   });
   // MailDev's web server prints "MailDev API running at …" with console.info whatever `silent`
   // says; the banner of `npm start` prints the URL itself, once.
@@ -119,7 +116,7 @@ export async function startMaildevViewer(options: MaildevViewerOptions): Promise
     smtpHost: options.host,
     smtpPort: smtp.port,
     url: `http://${options.host}:${web.port}`,
-    mailDirectory: options.mailDirectory ?? (ownDirectory as string),
+    mailDirectory,
     stop: async () => {
       testMail.close();
       await maildev.stop();

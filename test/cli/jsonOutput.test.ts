@@ -113,26 +113,55 @@ describe('the JSON style', () => {
 });
 
 describe('errors in --json mode', () => {
-  it('a failed command prints one JSON error document on stdout, the line on stderr, and exits 1', async () => {
+  it('a command that fails prints one JSON error document on stdout and the line on stderr', async () => {
     const { tableName } = await freshTable();
-    const result = await postdate(['--json', '--table', tableName, 'messages', 'show', 'nosuchmessage'], {
-      AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
-      AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-      AWS_REGION: 'us-east-1',
-    });
-    expect(result.code).toBe(1);
+    const result = await postdate(
+      ['--json', '--table', tableName, 'messages', 'show', 'nosuchmessage'],
+      localAws(),
+    );
+    expect(result.code).toBe(4);
     expect(JSON.parse(result.stdout)).toEqual({
       error: {
-        type: 'urn:postdate:cli:failed',
-        title: 'The command failed',
+        type: 'urn:postdate:cli:not-found',
+        title: 'Not found',
         detail: 'no message nosuchmessage',
-        exit_code: 1,
+        exit_code: 4,
       },
     });
     expect(result.stderr).toContain('postdate: no message nosuchmessage');
   }, 60_000);
+
+  it('what a command names that does not exist is exit 4, type not-found, apart from a failure (1)', async () => {
+    // docs/cli.md: `4` not found. A script tells "gone" from "broken" by the exit code alone.
+    const { tableName } = await freshTable();
+    const commands = [
+      ['messages', 'show', 'nosuchmessage'],
+      ['messages', 'cancel', 'nosuchmessage'],
+      ['messages', 'retry', 'nosuchmessage', 'nosuchmessage2'],
+      ['messages', 'discard', 'nosuchmessage'],
+      ['keys', 'revoke', 'key_0000000000000000'],
+      ['suppressions', 'remove', 'nobody@example.com', '--tenant', 'acme'],
+      ['templates', 'show', 'nope', '--tenant', 'acme'],
+      ['templates', 'archive', 'nope', '--tenant', 'acme'],
+      ['webhooks', 'show', 'ep_nope', '--tenant', 'acme'],
+      ['webhooks', 'delete', 'ep_nope', '--tenant', 'acme'],
+      ['webhooks', 'deliveries', 'ep_nope', '--tenant', 'acme'],
+      ['webhooks', 'rotate-secret', 'ep_nope', '--tenant', 'acme'],
+    ];
+    for (const args of commands) {
+      const result = await postdate(['--json', '--table', tableName, ...args], localAws());
+      expect({ args, code: result.code }).toEqual({ args, code: 4 });
+      const document = JSON.parse(result.stdout) as { results?: { outcome: string }[] };
+      if (document.results) {
+        // cancel, retry, discard: their report, every id not found.
+        expect(document.results.map((row) => row.outcome)).toEqual(args.slice(2).map(() => 'not-found'));
+      } else {
+        expect(document).toMatchObject({
+          error: { type: 'urn:postdate:cli:not-found', title: 'Not found', exit_code: 4 },
+        });
+      }
+    }
+  }, 120_000);
 
   it('a usage error (an unknown option) is a JSON document too, exit code 2', async () => {
     const result = await postdate(['--json', 'dlq', 'show', '--frobnicate']);
@@ -155,6 +184,17 @@ describe('errors in --json mode', () => {
     });
   }, 60_000);
 });
+
+/** The emulators of the test run as the CLI's AWS (a `--table` names the table). */
+function localAws(): Record<string, string> {
+  return {
+    AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
+    AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    AWS_REGION: 'us-east-1',
+  };
+}
 
 /**
  * An environment with no AWS credentials anywhere in the SDK's chain: no variables, no shared files,

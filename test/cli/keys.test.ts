@@ -71,8 +71,8 @@ describe('postdate keys', () => {
       exitCode: 2,
     });
     await expect(keysRevoke(deps, 'key_0000000000000000', memoryOutput())).rejects.toMatchObject({
-      name: 'CliError',
-      exitCode: 1,
+      name: 'NotFoundError',
+      exitCode: 4,
       message: 'no API key key_0000000000000000',
     });
   });

@@ -111,7 +111,7 @@ describe('postdate suppressions', () => {
     expect(all.next).toBeNull();
   });
 
-  it('refuses a bad address, tenant or reason as usage (exit 2), and an absent address as a failure (exit 1)', async () => {
+  it('refuses a bad address, tenant or reason as usage (exit 2), and an absent address as not found (exit 4)', async () => {
     await expect(
       suppressionsAdd(deps, { tenant: 'acme', address: 'nobody' }, memoryOutput()),
     ).rejects.toMatchObject({
@@ -129,7 +129,7 @@ describe('postdate suppressions', () => {
     });
     await expect(
       suppressionsRemove(deps, { tenant: 'acme', address: 'never@example.com' }, memoryOutput()),
-    ).rejects.toMatchObject({ name: 'CliError', exitCode: 1 });
+    ).rejects.toMatchObject({ name: 'NotFoundError', exitCode: 4 });
   });
 
   it("reads and removes a test side's own list (DESIGN §14: `acme.test`), apart from the live one", async () => {
@@ -210,7 +210,7 @@ describe('postdate suppressions', () => {
         { tenant: 'undo', messageId: 'msg-mistake', dryRun: false },
         memoryOutput(),
       ),
-    ).rejects.toMatchObject({ name: 'CliError', exitCode: 1 });
+    ).rejects.toMatchObject({ name: 'NotFoundError', exitCode: 4 });
     await expect(
       suppressionsRemoveAddedBy(
         deps,
@@ -225,7 +225,7 @@ describe('postdate suppressions', () => {
     expect((await suppressionsList(deps, { tenant: 'two', limit: 50 }, memoryOutput())).items).toEqual([]);
     await expect(
       suppressionsRemove(deps, { tenant: 'two', address: 'shared@example.com' }, memoryOutput()),
-    ).rejects.toMatchObject({ exitCode: 1 });
+    ).rejects.toMatchObject({ exitCode: 4 });
   });
 });
 
@@ -264,7 +264,7 @@ describe('postdate suppressions, through the entry point against the local targe
     expect(removed).toMatchObject({ code: 0 });
     expect(removed.stdout).toContain('removed eve@example.net');
     const absent = await postdate([...local, 'suppressions', 'remove', 'eve@example.net']);
-    expect(absent.code).toBe(1);
+    expect(absent.code).toBe(4);
     expect(absent.stderr).toContain('is not on the suppression list of tenant local');
     const bad = await postdate([...local, 'suppressions', 'add', 'not-an-address']);
     expect(bad.code).toBe(2);

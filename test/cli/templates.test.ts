@@ -111,7 +111,7 @@ describe('postdate templates', () => {
     ).toBe(EXIT.failed);
     expect(missing.warnings.join('\n')).toContain('lacks `name`');
     const none = capture();
-    expect(await templatesShow(deps, { name: 'nope', tenant: 'local' }, none.out)).toBe(EXIT.failed);
+    expect(await templatesShow(deps, { name: 'nope', tenant: 'local' }, none.out)).toBe(EXIT.notFound);
   });
 
   it('archives: an enqueue naming the template is then refused as the API refuses it; again, it says already archived', async () => {
@@ -162,9 +162,9 @@ describe('postdate templates', () => {
 
   it('archive of a name the tenant has no template of is not found, as the API answers 404', async () => {
     const none = capture(true);
-    expect(await templatesArchive(deps, { name: 'nope', tenant: 'local' }, none.out)).toBe(EXIT.failed);
+    expect(await templatesArchive(deps, { name: 'nope', tenant: 'local' }, none.out)).toBe(EXIT.notFound);
     expect(none.warnings.join('\n')).toContain('no template nope');
-    expect(none.data[0]).toMatchObject({ error: { exit_code: EXIT.failed } });
+    expect(none.data[0]).toMatchObject({ error: { exit_code: EXIT.notFound } });
     expect(await deps.store.getHead('local', 'nope')).toBeUndefined();
   });
 });

@@ -113,7 +113,7 @@ describe('postdate webhooks', () => {
     expect(() => new Webhook(endpoint.secret).verify(request.body, headers)).not.toThrow();
     await expect(
       webhooksRotateSecret(deps, { tenant: 'other', endpoint: endpoint.id }, memoryOutput()),
-    ).rejects.toThrow('no endpoint');
+    ).rejects.toThrow('no webhook endpoint');
   });
 
   it('lists endpoints (no secret) and deliveries, and retries a failed delivery', async () => {
@@ -374,12 +374,12 @@ describe('postdate webhooks', () => {
     await expect(
       webhooksShow(deps, { tenant: 'other', endpoint: endpoint.id }, memoryOutput()),
     ).rejects.toMatchObject({
-      exitCode: EXIT.failed,
+      exitCode: EXIT.notFound,
     });
     await expect(
       webhooksDelete(deps, { tenant: 'other', endpoint: endpoint.id }, memoryOutput()),
     ).rejects.toMatchObject({
-      exitCode: EXIT.failed,
+      exitCode: EXIT.notFound,
     });
 
     const deleted = memoryOutput();
@@ -390,7 +390,7 @@ describe('postdate webhooks', () => {
       await expect(
         again(deps, { tenant: 'acme', endpoint: endpoint.id }, memoryOutput()),
       ).rejects.toMatchObject({
-        exitCode: EXIT.failed,
+        exitCode: EXIT.notFound,
         message: expect.stringContaining(`no webhook endpoint ${endpoint.id}`),
       });
     }

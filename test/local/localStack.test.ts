@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -332,6 +332,32 @@ describe('starting the local stack', () => {
       expect(lines[0]).toMatch(/^postdate: POSTDATE_API_KEY: /);
       // The value is a secret: never echoed.
       expect(stderr).not.toContain(key);
+    },
+    60_000,
+  );
+
+  it.each([
+    ['a file', (file: string) => file],
+    ['a path under a file', (file: string) => join(file, 'data')],
+  ])(
+    'npm start exits 1 before anything starts, naming POSTDATE_DATA_DIR, when it is %s',
+    async (_, dataDir) => {
+      // DESIGN §8: every variable is validated at start; a bad value stops it naming the variable.
+      const dir = mkdtempSync(join(tmpdir(), 'postdate-data-file-'));
+      try {
+        const file = join(dir, 'file');
+        writeFileSync(file, '');
+        const { code, stdout, stderr } = await npmStartExit({ POSTDATE_DATA_DIR: dataDir(file) });
+        expect(code).toBe(1);
+        expect(stdout).toBe('');
+        const lines = stderr
+          .trim()
+          .split('\n')
+          .filter((line) => line.startsWith('postdate:'));
+        expect(lines).toEqual([expect.stringMatching(/^postdate: POSTDATE_DATA_DIR: /)]);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     },
     60_000,
   );

@@ -1,3 +1,6 @@
+import { chmodSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually } from '../support/eventually.js';
 import {
@@ -27,12 +30,12 @@ afterEach(() => {
   leftovers = [];
 });
 
-async function started(): Promise<{
+async function started(env: NodeJS.ProcessEnv = {}): Promise<{
   start: NpmStart;
   chain: { pid: number; command: string }[];
   ports: number[];
 }> {
-  const start = npmStart();
+  const start = npmStart(env);
   const banner = await ready(start);
   const npmPid = start.child.pid;
   if (npmPid === undefined) throw new Error('npm did not start');
@@ -153,6 +156,59 @@ describe('stopping npm start', () => {
     signal(-(start.child.pid as number), 'SIGINT');
     await start.exited;
     await expectAllGone(chain, ports);
+  }, 300_000);
+});
+
+describe('stopping npm start before its banner', () => {
+  it('Ctrl-C while the parts come up leaves no process, no port and no temp dir of its own', async () => {
+    // A fresh temp dir: what the stack made there is seen (the launcher's class and tsx's cache are
+    // caches, kept on purpose). No launcher there yet makes DynamoDB Local the last part by far.
+    const dir = mkdtempSync(join(tmpdir(), 'postdate-early-'));
+    try {
+      const start = npmStart({ TMPDIR: dir });
+      const npmPid = start.child.pid as number;
+      await eventually(
+        'MailDev and the S3 emulator to be up',
+        () => start.stdout().includes('up  S3 emulator') && start.stdout().includes('up  MailDev'),
+        { withinMs: 120_000, everyMs: 50 },
+      );
+      const chain = [{ pid: npmPid, command: 'npm' }, ...descendants(npmPid)];
+      leftovers = chain.map((process) => process.pid);
+      signal(-npmPid, 'SIGINT');
+      await start.exited;
+      expect(start.stdout()).not.toContain('Ctrl-C stops everything.');
+      await expectAllGone(chain, bannerPorts(start.stdout()));
+      const own = readdirSync(dir).filter((name) => /^postdate-(s3|maildev)-/.test(name));
+      expect(own).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 300_000);
+});
+
+describe('a Java runtime without jdk.compiler (no loopback launcher for DynamoDB Local)', () => {
+  it('says DynamoDB Local listens on every interface, and Ctrl-C still leaves no process and no port', async () => {
+    // DESIGN §7: everything "on loopback". Without the launcher the plain jar listens everywhere:
+    // the start says so where it says the part is up. A `java` on PATH that refuses to compile
+    // (as a JRE without jdk.compiler) and a fresh temp dir (no launcher compiled before) make it so.
+    const dir = mkdtempSync(join(tmpdir(), 'postdate-jre-'));
+    try {
+      writeFileSync(
+        join(dir, 'java'),
+        `#!/bin/sh\ncase "$*" in *jdk.compiler*) exit 1;; esac\nPATH="${process.env.PATH ?? ''}" exec java "$@"\n`,
+      );
+      chmodSync(join(dir, 'java'), 0o755);
+      const { start, chain, ports } = await started({
+        PATH: `${dir}${delimiter}${process.env.PATH ?? ''}`,
+        TMPDIR: dir,
+      });
+      expect(start.stdout()).toMatch(/up {2}DynamoDB Local .*every interface/);
+      signal(-(start.child.pid as number), 'SIGINT');
+      await start.exited;
+      await expectAllGone(chain, ports);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 300_000);
 });
 
