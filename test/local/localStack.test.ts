@@ -305,12 +305,7 @@ describe('starting the local stack', () => {
     const { code, stdout, stderr } = await npmStartExit({ POSTDATE_PORT: 'abc' });
     expect(code).toBe(1);
     expect(stdout).toBe('');
-    expect(
-      stderr
-        .trim()
-        .split('\n')
-        .filter((line) => line.startsWith('postdate:')),
-    ).toEqual(['postdate: POSTDATE_PORT: must be a whole number, got "abc"']);
+    expect(postdateLines(stderr)).toEqual(['postdate: POSTDATE_PORT: must be a whole number, got "abc"']);
     expect(stderr).not.toMatch(/\n\s+at /);
   }, 30_000);
 
@@ -324,10 +319,7 @@ describe('starting the local stack', () => {
       expect(code).toBe(1);
       // Nothing started: not even the first line of the start.
       expect(stdout).toBe('');
-      const lines = stderr
-        .trim()
-        .split('\n')
-        .filter((line) => line.startsWith('postdate:'));
+      const lines = postdateLines(stderr);
       expect(lines).toHaveLength(1);
       expect(lines[0]).toMatch(/^postdate: POSTDATE_API_KEY: /);
       // The value is a secret: never echoed.
@@ -350,11 +342,7 @@ describe('starting the local stack', () => {
         const { code, stdout, stderr } = await npmStartExit({ POSTDATE_DATA_DIR: dataDir(file) });
         expect(code).toBe(1);
         expect(stdout).toBe('');
-        const lines = stderr
-          .trim()
-          .split('\n')
-          .filter((line) => line.startsWith('postdate:'));
-        expect(lines).toEqual([expect.stringMatching(/^postdate: POSTDATE_DATA_DIR: /)]);
+        expect(postdateLines(stderr)).toEqual([expect.stringMatching(/^postdate: POSTDATE_DATA_DIR: /)]);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
@@ -463,7 +451,7 @@ describe('starting the local stack', () => {
       child.stdout.resume();
       const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
       expect(code).toBe(1);
-      expect(stderr.split('\n').filter((line) => line.startsWith('postdate:'))).toEqual([
+      expect(postdateLines(stderr)).toEqual([
         'postdate: java was not found on PATH: DynamoDB Local needs Java 17+ (Debian/Ubuntu: sudo apt-get install -y default-jre-headless)',
       ]);
       expect(stderr).not.toMatch(/\n\s+at /);
@@ -472,6 +460,11 @@ describe('starting the local stack', () => {
     }
   }, 60_000);
 });
+
+/** The lines `npm start` wrote for the user on stderr (each `postdate: …`), without a stack's noise. */
+function postdateLines(stderr: string): string[] {
+  return stderr.split('\n').filter((line) => line.startsWith('postdate:'));
+}
 
 /** `npm start` (local/start.ts) with these variables, run to its exit: its code and what it printed. */
 async function npmStartExit(env: Record<string, string>) {
