@@ -171,11 +171,11 @@ function keptCursors(
       }
     },
     async keep(): Promise<void> {
-      const now = cursorsKey(resumeFrom);
-      if (now === held) return;
+      const current = cursorsKey(resumeFrom);
+      if (current === held) return;
       try {
         await cursors.write(resumeFrom, deps.now());
-        held = now;
+        held = current;
       } catch (error) {
         held = undefined;
         deps.log?.warn('sweeper could not keep where this run stopped (a cold start would begin again)', {
