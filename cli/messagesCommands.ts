@@ -5,6 +5,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type RetryResult, retryMessage } from '../lambdas/api/routes/messages.js';
+import { retentionRanOut } from '../lambdas/core/messageLifetime.js';
 import { isMessageStatus, type MessageStatus } from '../lambdas/core/messageStatus.js';
 import type { ApiStore, ShardPosition, TransitionResult } from '../lambdas/ports/ApiStore.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
@@ -104,7 +105,7 @@ export async function messagesList(
     let positions: readonly ShardPosition[] = [];
     let found = 0;
     for (;;) {
-      const page = await deps.store.listMessages({ tenant, status, limit: 100, positions });
+      const page = await deps.store.listMessages({ tenant, status, limit: 100, positions, now: deps.now() });
       let older = false;
       for (const state of page.items) {
         if (since !== null && state.created_at < since) {
@@ -465,12 +466,16 @@ async function transitionEach(
 
 // ------------------------------------------------------------------------------------------- helpers
 
-/** The state record by id, whatever its tenant (strongly consistent). */
+/**
+ * The state record by id, whatever its tenant (strongly consistent); null when there is none, or it
+ * is past its retention (gone, as the API answers, whenever DynamoDB deletes it: decision 0205).
+ */
 export async function readState(
-  deps: Pick<MessagesDeps, 'documents' | 'tableName'>,
+  deps: Pick<MessagesDeps, 'documents' | 'tableName' | 'now'>,
   id: string,
 ): Promise<MessageStateRecord | null> {
-  return (await readStateRecord(deps.documents, deps.tableName, id)) ?? null;
+  const state = await readStateRecord(deps.documents, deps.tableName, id);
+  return state === undefined || retentionRanOut(state.expires_at, deps.now()) ? null : state;
 }
 
 function toRow(state: MessageStateRecord): MessageRow {

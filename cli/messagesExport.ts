@@ -16,6 +16,7 @@
 import { createWriteStream } from 'node:fs';
 import { type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { StoredAttachment } from '../lambdas/core/attachments.js';
+import { retentionRanOut } from '../lambdas/core/messageLifetime.js';
 import { isMessageStatus, type MessageStatus } from '../lambdas/core/messageStatus.js';
 import type { PinnedTemplate } from '../lambdas/core/templateRequests.js';
 import { batchGetItems } from '../lambdas/store/batchGetItems.js';
@@ -155,7 +156,9 @@ export async function messagesExport(
       rangeKeys(deps, partition, since, until),
     );
     for await (const ids of batches(mergeAscending(streams), BATCH)) {
-      const states = await readStateRecords(deps.documents, deps.tableName, ids);
+      const read = await readStateRecords(deps.documents, deps.tableName, ids);
+      // One past its retention is gone, as the API answers, whenever DynamoDB deletes it (decision 0205).
+      const states = new Map([...read].filter(([, state]) => !retentionRanOut(state.expires_at, now)));
       // Bodies only of the records that are exported: a several-status read lists every status.
       const wanted = ids.filter((id) => {
         const state = states.get(id);

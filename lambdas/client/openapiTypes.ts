@@ -1840,7 +1840,7 @@ export interface operations {
           'application/json': components['schemas']['GatewayError'];
         };
       };
-      /** @description No such message for this tenant (another tenant's id included). */
+      /** @description No such message for this tenant (another tenant's id included, and one whose retention ran out, even before DynamoDB deletes it). */
       404: {
         headers: {
           [name: string]: unknown;
@@ -1931,7 +1931,7 @@ export interface operations {
           'application/json': components['schemas']['GatewayError'];
         };
       };
-      /** @description No such message for this tenant (another tenant's id included). */
+      /** @description No such message for this tenant (another tenant's id included, and one whose retention ran out, even before DynamoDB deletes it). */
       404: {
         headers: {
           [name: string]: unknown;
@@ -2035,7 +2035,7 @@ export interface operations {
           'application/json': components['schemas']['GatewayError'];
         };
       };
-      /** @description No such message for this tenant (another tenant's id included). */
+      /** @description No such message for this tenant (another tenant's id included, and one whose retention ran out, even before DynamoDB deletes it). */
       404: {
         headers: {
           [name: string]: unknown;
@@ -2145,7 +2145,7 @@ export interface operations {
           'application/json': components['schemas']['GatewayError'];
         };
       };
-      /** @description No such message for this tenant (another tenant's id included). */
+      /** @description No such message for this tenant (another tenant's id included, and one whose retention ran out, even before DynamoDB deletes it). */
       404: {
         headers: {
           [name: string]: unknown;

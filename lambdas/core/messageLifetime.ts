@@ -45,15 +45,36 @@ export function mayBeTakenBack(status: MessageStatus): boolean {
  * item some time after (within days), the state record and the body each on its own, and S3 the
  * attachments by its own clock: a record still read is one being deleted, perhaps without its body.
  * Nothing takes it back (a manual retry, a DLQ redrive): it would be a live message whose body may
- * be gone (decision 0181).
+ * be gone (decision 0181). Every read answers as if the deleter had run: the message is gone, and
+ * its idempotency key free (decision 0205; the write's side is {@link retentionRanOutCondition}).
  */
 export function retentionRanOut(expiresAt: number | undefined, now: Date): boolean {
-  return expiresAt !== undefined && expiresAt < Math.floor(now.getTime() / 1000);
+  return expiresAt !== undefined && expiresAt < ttlClock(now);
 }
+
+/**
+ * The same rule as a DynamoDB condition on the item a write finds, for the write that may replace
+ * it (store/outboxRecords.ts `newMessageCondition`): the same attribute, the same comparison, the
+ * same epoch second. An item without the attribute never meets it, as the rule says.
+ */
+export function retentionRanOutCondition(now: Date): {
+  readonly expression: string;
+  readonly names: Readonly<Record<string, string>>;
+  readonly values: Readonly<Record<string, number>>;
+} {
+  return {
+    expression: '#ttl < :ttlNow',
+    names: { '#ttl': 'expires_at' },
+    values: { ':ttlNow': ttlClock(now) },
+  };
+}
+
+/** `now` as DynamoDB's TTL compares it: whole epoch seconds. */
+const ttlClock = (now: Date): number => Math.floor(now.getTime() / 1000);
 
 /** A TTL value (`expires_at`, epoch seconds): `days` after `start`. */
 export function expiresAtAfter(start: Date, days: number): number {
-  return Math.floor(start.getTime() / 1000) + days * 86_400;
+  return ttlClock(start) + days * 86_400;
 }
 
 /** What one write does to a record's TTL: leave it, set it (epoch seconds), or remove it. */

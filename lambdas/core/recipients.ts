@@ -20,8 +20,6 @@ export interface RecipientProgress {
   readonly suppressed?: readonly number[];
 }
 
-export const NO_PROGRESS: RecipientProgress = { accepted: [], rejected: [] };
-
 /**
  * A history entry lists at most this many recipients with their own replies (DESIGN §3), and counts
  * the rest: the state record stays small however many recipients a relay refuses.

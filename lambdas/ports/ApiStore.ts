@@ -58,6 +58,8 @@ export interface ListQuery {
   readonly tenant: string;
   readonly status: MessageStatus | null;
   readonly limit: number;
+  /** The clock: a record past its retention at `now` is not listed (decision 0205). */
+  readonly now: Date;
   /** One position per shard of the index used (`by_status` with a status, `by_tenant` without). */
   readonly positions: readonly ShardPosition[];
 }
@@ -71,9 +73,9 @@ export interface ListPage {
 export interface ApiStore {
   /**
    * The fingerprint, creation time and template pin of a message's body, strongly consistent; null
-   * when absent.
+   * when absent or past its retention at `now`.
    */
-  readBodyStamp(id: string): Promise<BodyStamp | null>;
+  readBodyStamp(id: string, now: Date): Promise<BodyStamp | null>;
   /**
    * A group head's version and how many replicas hold it (null: none), from one replica at random.
    * `consistent: false` reads it eventually consistently (half the read units): enough for an
@@ -91,15 +93,21 @@ export interface ApiStore {
    * creation time): the key turned out to belong to a message whose own body had expired.
    */
   deleteOwnBody(id: string, stamp: Pick<MessageBodyRecord, 'fingerprint' | 'created_at'>): Promise<void>;
-  /** One conditional put of a record that must not exist yet (an ungrouped message, item by item). */
+  /**
+   * One conditional put of a record that must not exist yet, or whose retention ran out at the
+   * record's `created_at` (an ungrouped message, item by item).
+   */
   putNew(record: MessageStateRecord | MessageBodyRecord): Promise<EnqueueWriteResult>;
-  /** The state record, or null when it does not exist or belongs to another tenant. */
-  getMessage(tenant: string, id: string): Promise<MessageStateRecord | null>;
+  /**
+   * The state record, or null when it does not exist, belongs to another tenant or is past its
+   * retention at `now` (being deleted: gone, decision 0205).
+   */
+  getMessage(tenant: string, id: string, now: Date): Promise<MessageStateRecord | null>;
   /**
    * The state record as GET shows it: a newer writer's as its refusal (core/recordLayout.ts), never
-   * as absent; null when it does not exist or belongs to another tenant.
+   * as absent; null as for getMessage.
    */
-  showMessage(tenant: string, id: string): Promise<MessageStateRecord | RefusedRecord | null>;
+  showMessage(tenant: string, id: string, now: Date): Promise<MessageStateRecord | RefusedRecord | null>;
   /** Cancels; the state record and the body expire at `expiresAt` (core/messageLifetime.ts). */
   cancel(input: { tenant: string; id: string; now: Date; expiresAt: number }): Promise<TransitionResult>;
   /**

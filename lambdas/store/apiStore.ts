@@ -22,7 +22,7 @@ import {
 import type { QuietHours } from '../core/localTime.js';
 import { lifetimeChange, retentionRanOut, type TtlWrite } from '../core/messageLifetime.js';
 import { MESSAGE_STATUS, type MessageStatus, WAITING_FOR_OPERATOR } from '../core/messageStatus.js';
-import { NO_PROGRESS, progressAfterManualRetry } from '../core/recipients.js';
+import { progressAfterManualRetry } from '../core/recipients.js';
 import type { RefusedRecord } from '../core/recordLayout.js';
 import { freshAttemptLimit } from '../core/sendDecision.js';
 import { TRANSITIONS, type TransitionEvent } from '../core/stateMachine.js';
@@ -50,7 +50,7 @@ import {
   type MessageStateRecord,
   messagePk,
 } from './messageRecord.js';
-import { outboxItemIndex, outboxTransactItems } from './outboxRecords.js';
+import { newMessageCondition, outboxItemIndex, outboxTransactItems } from './outboxRecords.js';
 import { readState, readStateRecord, readStateRecords } from './stateReads.js';
 import { DynamoSuppressionList } from './suppressionList.js';
 import { INDEX, INDEX_SHARDS, ITEM_SORT_KEY, KEY } from './tableLayout.js';
@@ -77,17 +77,19 @@ export class DynamoApiStore implements ApiStore {
     this.suppressions = new DynamoSuppressionList(documents, tableName);
   }
 
-  async readBodyStamp(id: string) {
+  async readBodyStamp(id: string, now: Date) {
     const { Item } = await this.documents.send(
       new GetCommand({
         TableName: this.tableName,
         Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageBody },
-        ProjectionExpression: 'fingerprint, created_at, #template',
-        ExpressionAttributeNames: { '#template': 'template' },
+        ProjectionExpression: 'fingerprint, created_at, #template, #expires',
+        ExpressionAttributeNames: { '#template': 'template', '#expires': 'expires_at' },
         ConsistentRead: true,
       }),
     );
     if (!Item || typeof Item.fingerprint !== 'string' || typeof Item.created_at !== 'string') return null;
+    // A body past its retention is being deleted: the next message under its key replaces it.
+    if (retentionRanOut(Item.expires_at as number | undefined, now)) return null;
     const template = Item.template as MessageBodyRecord['template'];
     return {
       fingerprint: Item.fingerprint,
@@ -120,7 +122,8 @@ export class DynamoApiStore implements ApiStore {
           TableName: this.tableName,
           // A body's text and html are stored compressed when that saves units (bodyContent.ts).
           Item: record.sk === ITEM_SORT_KEY.messageBody ? { ...storedBodyItem(record) } : { ...record },
-          ConditionExpression: `attribute_not_exists(${KEY.partition})`,
+          // Nothing under its key, or a record past its retention (decision 0205).
+          ...newMessageCondition(new Date(record.created_at)),
         }),
       );
       return { kind: 'written' };
@@ -164,14 +167,18 @@ export class DynamoApiStore implements ApiStore {
     }
   }
 
-  async getMessage(tenant: string, id: string): Promise<MessageStateRecord | null> {
+  async getMessage(tenant: string, id: string, now: Date): Promise<MessageStateRecord | null> {
     const state = await readStateRecord(this.documents, this.tableName, id);
-    return state !== undefined && state.tenant === tenant ? state : null;
+    return state !== undefined && isShown(state, tenant, now) ? state : null;
   }
 
-  async showMessage(tenant: string, id: string): Promise<MessageStateRecord | RefusedRecord | null> {
+  async showMessage(
+    tenant: string,
+    id: string,
+    now: Date,
+  ): Promise<MessageStateRecord | RefusedRecord | null> {
     const read = await readState(this.documents, this.tableName, id);
-    return read !== undefined && read.tenant === tenant ? read : null;
+    return read !== undefined && isShown(read, tenant, now) ? read : null;
   }
 
   async cancel(input: {
@@ -182,7 +189,7 @@ export class DynamoApiStore implements ApiStore {
   }): Promise<TransitionResult> {
     const allowed = fromStatuses('cancel');
     const to = MESSAGE_STATUS.cancelled;
-    const result = await this.transition(input.tenant, input.id, allowed, {
+    const result = await this.transition(input.tenant, input.id, input.now, allowed, {
       UpdateExpression:
         'SET #status = :to, #updated = :now, #lst_pk = :lst_pk, #expires = :expires REMOVE #due_pk, #due_at',
       names: {
@@ -224,7 +231,7 @@ export class DynamoApiStore implements ApiStore {
     };
     const localSets = Object.keys(local).map((name) => `, #${name} = :${name}`);
     // A scheduled message has no TTL on either record, however far it moves: only the state changes.
-    const result = await this.transition(input.tenant, input.id, fromStatuses('reschedule'), {
+    const result = await this.transition(input.tenant, input.id, input.now, fromStatuses('reschedule'), {
       UpdateExpression: `SET #send_at = :send_at, #due_at = :send_at, #updated = :now${localSets.join('')} ADD #rev :one`,
       extraCondition:
         '(attribute_not_exists(#not_after) OR attribute_type(#not_after, :null) OR #not_after > :send_at)',
@@ -263,7 +270,7 @@ export class DynamoApiStore implements ApiStore {
     // The write depends on what was read (the recipients, the attempts): if the record changed in
     // between and may still be retried (a DLQ redrive attempted it), read it again and decide again.
     for (let attempt = 0; ; attempt++) {
-      const before = await this.getMessage(input.tenant, input.id);
+      const before = await this.getMessage(input.tenant, input.id, input.now);
       const result = await this.retryOnce(input, before, allowed);
       if (result.kind !== 'conflict' || attempt >= 1 || !allowed.includes(result.current.status))
         return result;
@@ -276,29 +283,27 @@ export class DynamoApiStore implements ApiStore {
     allowed: readonly MessageStatus[],
   ): Promise<TransitionResult> {
     const to = MESSAGE_STATUS.scheduled;
-    // One whose retention ran out is being deleted, perhaps its body first: it is gone.
-    if (before !== null && retentionRanOut(before.expires_at, input.now)) return { kind: 'not-found' };
+    // None, another tenant's, or one past its retention (being deleted, perhaps its body first): gone.
+    if (before === null) return { kind: 'not-found' };
     // A message an operator had discarded has TTLs; the retry takes it back, so they come off — the
     // body's before and after the state's (store/bodyLifetime.ts `takingBodyBack`), so that neither a
     // crash nor a discard's late body write leaves a live message whose body can expire. The
     // strongly consistent read of the small state record (1 unit) tells whether the body, billed by
     // its size, needs a write at all.
-    const retried = progressAfterManualRetry(
-      before === null
-        ? NO_PROGRESS
-        : { accepted: before.rcpt_accepted ?? [], rejected: before.rcpt_rejected ?? [] },
-    );
-    const body =
-      before !== null && allowed.includes(before.status)
-        ? lifetimeChange({
-            currentExpiresAt: before.expires_at,
-            to,
-            tenant: before.tenant,
-            now: input.now,
-            retentionDays: 0, // unused: a retry never starts the retention
-            bodyInState: before.body !== undefined,
-          }).body
-        : KEEP_BODY;
+    const retried = progressAfterManualRetry({
+      accepted: before.rcpt_accepted ?? [],
+      rejected: before.rcpt_rejected ?? [],
+    });
+    const body = allowed.includes(before.status)
+      ? lifetimeChange({
+          currentExpiresAt: before.expires_at,
+          to,
+          tenant: before.tenant,
+          now: input.now,
+          retentionDays: 0, // unused: a retry never starts the retention
+          bodyInState: before.body !== undefined,
+        }).body
+      : KEEP_BODY;
     const write = () => this.retryWrite(input, before, allowed, retried);
     return takingBodyBack(
       this.documents,
@@ -322,7 +327,7 @@ export class DynamoApiStore implements ApiStore {
     // itself stays as it is, the count of SMTP transactions (DESIGN §2).
     const attempts = before?.attempts ?? 0;
     const now = input.now.toISOString();
-    return this.transition(input.tenant, input.id, allowed, {
+    return this.transition(input.tenant, input.id, input.now, allowed, {
       // Every recipient not yet accepted is pending again (DESIGN §3, core/recipients.ts): the
       // accepted stay as they are, the rejected and the suppressed are written as the rule leaves them.
       UpdateExpression:
@@ -365,7 +370,7 @@ export class DynamoApiStore implements ApiStore {
     now: Date;
     expiresAt: number;
   }): Promise<TransitionResult> {
-    const result = await this.transition(input.tenant, input.id, WAITING_FOR_OPERATOR, {
+    const result = await this.transition(input.tenant, input.id, input.now, WAITING_FOR_OPERATOR, {
       UpdateExpression: 'SET #expires = :expires, #discarded = :now, #updated = :now REMOVE #due_pk, #due_at',
       // Only one that still waits (no TTL while it does): a second discard changes nothing and says so.
       extraCondition: 'attribute_not_exists(#expires)',
@@ -448,13 +453,14 @@ export class DynamoApiStore implements ApiStore {
     });
     const ids = merged.map((entry) => idOfCreatedSortKey(entry.sortKey));
     const states = await readStateRecords(this.documents, this.tableName, ids);
-    // The index is eventually consistent: drop a record whose status has moved on since.
+    // The index is eventually consistent: drop a record whose status has moved on since, and one
+    // past its retention (a page may come short; the positions go on past it all the same).
     const items = ids
       .map((id) => states.get(id))
       .filter(
         (state): state is MessageStateRecord =>
           state !== undefined &&
-          state.tenant === query.tenant &&
+          isShown(state, query.tenant, query.now) &&
           (query.status === null || state.status === query.status),
       );
     return { items, positions };
@@ -463,6 +469,7 @@ export class DynamoApiStore implements ApiStore {
   private async transition(
     tenant: string,
     id: string,
+    now: Date,
     allowed: readonly MessageStatus[],
     update: {
       UpdateExpression: string;
@@ -513,13 +520,27 @@ export class DynamoApiStore implements ApiStore {
         if (!(error instanceof ConditionalCheckFailedException)) throw error;
         // Lost the condition: read what is there now (strongly consistent) to say why. If the record
         // moved back into an allowed status in between (sending → retrying), try once more.
-        const current = await this.getMessage(tenant, id);
+        // One past its retention is gone (decision 0205): a 404, as for an id never seen.
+        const current = await this.getMessage(tenant, id, now);
         if (current === null) return { kind: 'not-found' };
         if ((current as { op_id?: string }).op_id === op) return { kind: 'updated', state: current };
         if (attempt >= 2 || !wouldPass(current)) return { kind: 'conflict', current };
       }
     }
   }
+}
+
+/**
+ * Whether a state record read is one the tenant's reads show: its own, and not past its retention —
+ * DynamoDB returns an expired item until its deleter runs, days later, and no read may depend on
+ * when that is (core/messageLifetime.ts `retentionRanOut`, decision 0205).
+ */
+function isShown(
+  state: { readonly tenant?: string | undefined; readonly expires_at?: number | undefined },
+  tenant: string,
+  now: Date,
+): boolean {
+  return state.tenant === tenant && !retentionRanOut(state.expires_at, now);
 }
 
 /** A GSI's ExclusiveStartKey needs the index keys and the table keys. */

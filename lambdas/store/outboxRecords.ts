@@ -3,15 +3,15 @@
  * definition of what a message is, used by the API's store adapter and by the public outbox
  * (lambdas/outbox/outboxItems.ts) alike.
  *
- * The message's id is derived from (tenant, idempotency key), so the records' `attribute_not_exists`
- * conditions are the idempotency guard. A transaction holds at most 100 items; the outbox uses
+ * The message's id is derived from (tenant, idempotency key), so the records' conditions are the
+ * idempotency guard: a record must not exist, or its retention ran out (`newMessageCondition`). A transaction holds at most 100 items; the outbox uses
  * 2 + N (N: the group head's replicas when a group's version rises, else 0; 1 + N with the body inline).
  */
 
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { StoredAttachment } from '../core/attachments.js';
 import { messageIdFor } from '../core/ids.js';
-import { lifetimeChange } from '../core/messageLifetime.js';
+import { lifetimeChange, retentionRanOutCondition } from '../core/messageLifetime.js';
 import { type EnqueueRequest, requestFingerprint } from '../core/messageSchema.js';
 import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import { recipientList } from '../core/recipients.js';
@@ -227,12 +227,9 @@ export function outboxTransactItems(
   // The api (deployed with its sender) compresses the body; the public outbox helper writes it
   // plain by default, since an application may upgrade this package before its stack's sender.
   const body = options.compressBody === true ? storedBodyItem(records.body) : records.body;
-  const isNew = `attribute_not_exists(${KEY.partition})`;
-  const items: TransactWriteItem[] = [
-    { Put: { TableName: tableName, Item: { ...state }, ConditionExpression: isNew } },
-  ];
-  if (state.body === undefined)
-    items.push({ Put: { TableName: tableName, Item: { ...body }, ConditionExpression: isNew } });
+  const isNew = newMessageCondition(new Date(state.created_at));
+  const items: TransactWriteItem[] = [{ Put: { TableName: tableName, Item: { ...state }, ...isNew } }];
+  if (state.body === undefined) items.push({ Put: { TableName: tableName, Item: { ...body }, ...isNew } });
   const group = state.group;
   if (group !== null) {
     // The head moves only when this version rises above it (store/groupHead.ts).
@@ -247,4 +244,24 @@ export function outboxTransactItems(
     );
   }
   return items;
+}
+
+/**
+ * The condition of a put that writes one of a new message's records at `now` (its `created_at`): no
+ * item under its key, or one whose retention ran out (core/messageLifetime.ts `retentionRanOut`,
+ * decision 0205). DynamoDB deletes an expired item days after its TTL and reads return it until
+ * then; the key is free from the TTL on, whenever the deleter runs. The put replaces the whole item
+ * (no TTL, the new message's body), and DynamoDB's deleter leaves an item whose TTL is no longer past.
+ */
+export function newMessageCondition(now: Date): {
+  readonly ConditionExpression: string;
+  readonly ExpressionAttributeNames: Record<string, string>;
+  readonly ExpressionAttributeValues: Record<string, number>;
+} {
+  const ranOut = retentionRanOutCondition(now);
+  return {
+    ConditionExpression: `attribute_not_exists(${KEY.partition}) OR ${ranOut.expression}`,
+    ExpressionAttributeNames: { ...ranOut.names },
+    ExpressionAttributeValues: { ...ranOut.values },
+  };
 }

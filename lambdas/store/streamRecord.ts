@@ -33,11 +33,12 @@ export function fromLambdaRecord<Image>(
   read: ImageReader<Image>,
 ): StreamRecord<Image> {
   const stream = record.dynamodb;
+  const accepted = replacesAnother(record.eventName, stream?.OldImage, stream?.NewImage);
   return {
     sequenceNumber: stream?.SequenceNumber ?? '',
-    eventName: record.eventName,
+    eventName: accepted ? 'INSERT' : record.eventName,
     sortKey: stream?.Keys?.[KEY.sort]?.S,
-    oldImage: read(stream?.OldImage ? sdkImageOf(stream.OldImage) : undefined),
+    oldImage: read(stream?.OldImage && !accepted ? sdkImageOf(stream.OldImage) : undefined),
     newImage: read(stream?.NewImage ? sdkImageOf(stream.NewImage) : undefined),
   };
 }
@@ -58,13 +59,29 @@ export interface SdkStreamRecord {
 /** From a record read with the DynamoDB Streams API (`GetRecords`), as the relay's redrive does. */
 export function fromSdkRecord<Image>(record: SdkStreamRecord, read: ImageReader<Image>): StreamRecord<Image> {
   const stream = record.dynamodb;
+  const accepted = replacesAnother(record.eventName, stream?.OldImage, stream?.NewImage);
   return {
     sequenceNumber: stream?.SequenceNumber ?? '',
-    eventName: record.eventName,
+    eventName: accepted ? 'INSERT' : record.eventName,
     sortKey: stream?.Keys?.[KEY.sort]?.S,
-    oldImage: read(stream?.OldImage),
+    oldImage: read(accepted ? undefined : stream?.OldImage),
     newImage: read(stream?.NewImage),
   };
+}
+
+/**
+ * A MODIFY whose images were created at different times: a new message's put replaced a record past
+ * its retention under the same key (store/outboxRecords.ts `newMessageCondition`, decision 0205).
+ * Both readers see it as what it is, the new message's INSERT — its acceptance, dispatched like any
+ * other — and never the old message's image: no status of the old one is "previous" to the new.
+ */
+function replacesAnother(
+  eventName: StreamRecord<unknown>['eventName'],
+  oldImage: { readonly created_at?: { readonly S?: string | undefined } | undefined } | undefined,
+  newImage: { readonly created_at?: { readonly S?: string | undefined } | undefined } | undefined,
+): boolean {
+  const before = oldImage?.created_at?.S;
+  return eventName === 'MODIFY' && before !== undefined && before !== newImage?.created_at?.S;
 }
 
 /**

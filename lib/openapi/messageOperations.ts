@@ -196,7 +196,9 @@ const idParam = z.object({
   }),
 });
 
-const notFound = problemResponse("No such message for this tenant (another tenant's id included).");
+const notFound = problemResponse(
+  "No such message for this tenant (another tenant's id included, and one whose retention ran out, even before DynamoDB deletes it).",
+);
 
 export const MESSAGE_OPERATIONS = {
   enqueue: {

@@ -42,7 +42,7 @@ describe("the API store's conditional put (an ungrouped enqueue, item by item)",
       new GetCommand({ TableName: tableName, Key: { pk: first.body.pk, sk: first.body.sk } }),
     );
     expect(Item?.subject).toBe('First');
-    expect(await store.readBodyStamp(first.messageId)).toEqual({
+    expect(await store.readBodyStamp(first.messageId, now)).toEqual({
       fingerprint: first.body.fingerprint,
       created_at: first.body.created_at,
     });

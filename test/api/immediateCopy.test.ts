@@ -37,7 +37,9 @@ describe('the api’s own copy of an immediate message', () => {
       immediate_copy: 'enqueued',
     });
     // Its record says so, and the relay holds its own copy of the INSERT back (test/relay).
-    expect(await api.store.getMessage('acme', String(created.json.id))).toMatchObject({ api_copy: true });
+    expect(await api.store.getMessage('acme', String(created.json.id), api.clock.now())).toMatchObject({
+      api_copy: true,
+    });
     expect(created.json).not.toHaveProperty('api_copy');
   });
 
@@ -48,7 +50,9 @@ describe('the api’s own copy of an immediate message', () => {
     const soon = await api.call(enqueueEvent(validBody({ delay_seconds: 3 }), { key: 'soon-1' }));
 
     expect(soon.status).toBe(202);
-    expect(await api.store.getMessage('acme', String(soon.json.id))).toMatchObject({ api_copy: true });
+    expect(await api.store.getMessage('acme', String(soon.json.id), api.clock.now())).toMatchObject({
+      api_copy: true,
+    });
     const { delayed } = await queueDepth(sqsClient(), urls.send);
     expect(delayed).toBe(1);
     // SQS's delay is whole seconds, rounded down: the copy is there by the due time.
@@ -78,7 +82,9 @@ describe('the api’s own copy of an immediate message', () => {
     expect(await copiesOn(urls.send)).toEqual([{ v: 1, id: first.json.id, rev: 1 }]);
     expect(await queueDepth(sqsClient(), urls.send)).toMatchObject({ delayed: 0 });
     // The later message's record is not marked: the relay's copy is its only one.
-    expect(await api.store.getMessage('acme', String(later.json.id))).not.toHaveProperty('api_copy');
+    expect(await api.store.getMessage('acme', String(later.json.id), api.clock.now())).not.toHaveProperty(
+      'api_copy',
+    );
   });
 
   it('does not make a replay write: one that comes once the message is due within the horizon leaves the records as they were', async () => {
@@ -133,7 +139,9 @@ describe('the api’s own copy of an immediate message', () => {
     const created = await api.call(enqueueEvent(validBody(), { key: 'now-4' }));
 
     expect(created.status).toBe(202);
-    expect(await api.store.getMessage('acme', String(created.json.id))).not.toHaveProperty('api_copy');
+    expect(await api.store.getMessage('acme', String(created.json.id), api.clock.now())).not.toHaveProperty(
+      'api_copy',
+    );
   });
 
   it('that cannot be enqueued changes nothing the client sees: 202, the message stored, the relay’s copy to come', async () => {
@@ -145,7 +153,7 @@ describe('the api’s own copy of an immediate message', () => {
 
     expect(created.status).toBe(202);
     expect(created.json).toMatchObject({ status: 'scheduled' });
-    const stored = await api.store.getMessage('acme', String(created.json.id));
+    const stored = await api.store.getMessage('acme', String(created.json.id), api.clock.now());
     expect(stored).toMatchObject({ status: 'scheduled', rev: 1 });
     expect(api.logs.find((line) => line.message === 'request')?.attributes).toMatchObject({
       status: 202,

@@ -65,7 +65,7 @@ async function setUp() {
     (await documents.send(new GetCommand({ TableName: tableName, Key: { pk: messagePk(id), sk: 'BODY' } })))
       .Item;
   const waiting = async () => (await countWaiting(new DynamoDueIndex(documents, tableName), 16)).counts;
-  const state = (id: string) => readState({ documents, tableName }, id);
+  const state = (id: string) => readState({ documents, tableName, now: () => now }, id);
   return { deps, messages, now, urls, sqs, endedAs: senderOutcomes(tableName, t0), body, waiting, state };
 }
 

@@ -79,7 +79,7 @@ async function apiCount(
   let positions: readonly ShardPosition[] = [];
   let count = 0;
   for (;;) {
-    const page = await store.listMessages({ tenant, status, limit: 100, positions });
+    const page = await store.listMessages({ tenant, status, limit: 100, positions, now: NOW });
     count += page.items.filter((item) => item.created_at >= since).length;
     positions = page.positions;
     if (positions.every((position) => position.kind === 'done')) return count;

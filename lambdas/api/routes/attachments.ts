@@ -37,7 +37,6 @@ import {
   uploadMismatch,
 } from '../../core/attachments.js';
 import { CONFIG_SETTINGS } from '../../core/configSpec.js';
-import { retentionRanOut } from '../../core/messageLifetime.js';
 import type { EnqueueRequest } from '../../core/messageSchema.js';
 import { type FieldError, type ProblemDetails, problem, validationProblem } from '../../core/problem.js';
 import { validateAttachmentUpload } from '../../core/requestSchemas.js';
@@ -185,10 +184,9 @@ export async function storeAttachments(
   const store = deps.attachments;
   if (store === undefined) return { ok: false, problem: noBucket('/attachments') };
   const { planned, declarations } = input.checked;
-  const read = await deps.store.getMessage(input.tenant, input.messageId);
-  // A record whose retention ran out is being deleted, and may be gone before this request writes
-  // its own: its files are stored as for a new message (decision 0181).
-  const existing = read !== null && retentionRanOut(read.expires_at, deps.now()) ? null : read;
+  // A record whose retention ran out reads as none (being deleted; its key is free again): its
+  // files are stored as for a new message (decisions 0181, 0205).
+  const existing = await deps.store.getMessage(input.tenant, input.messageId, deps.now());
   const write = attachmentWriteToken(deps.random);
   const keyOf = (position: number, content: string) =>
     messageAttachmentKey(input.tenant, input.messageId, `${position}-${content}-${write}`);

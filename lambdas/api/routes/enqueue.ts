@@ -424,9 +424,10 @@ async function judgeStored(
   fingerprintAt: (createdAt: Date, stored: MessageStateRecord | null) => string | undefined,
   request: Omit<ReplayInput, 'ours' | 'state' | 'body'>,
 ): Promise<{ state: MessageStateRecord | null; body: BodyStamp | null; decision: ReplayDecision }> {
-  const state = await store.getMessage(tenant, messageId);
+  // Records past their retention read as none: the key is free again (decision 0205).
+  const state = await store.getMessage(tenant, messageId, request.now);
   const body = needsBodyStamp({ state, wroteBody: request.wroteBody })
-    ? await store.readBodyStamp(messageId)
+    ? await store.readBodyStamp(messageId, request.now)
     : null;
   const createdAt = state?.created_at ?? body?.created_at;
   const ours = createdAt === undefined ? undefined : fingerprintAt(new Date(createdAt), state);

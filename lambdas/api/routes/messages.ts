@@ -33,11 +33,12 @@ import {
 } from '../route.js';
 
 /** GET /v1/messages/{id}: one message of the tenant, with its history. */
-export function getMessageRoute(deps: Pick<RouteDependencies, 'store'>): RouteHandler {
+export function getMessageRoute(deps: Pick<RouteDependencies, 'store' | 'now'>): RouteHandler {
   return async function getMessage({ tenant, params }) {
     const id = params.id ?? '';
     if (!isMessageId(id)) return notFound();
-    const state = await deps.store.showMessage(tenant, id);
+    // One past its retention is gone, whenever DynamoDB's deleter runs (decision 0205).
+    const state = await deps.store.showMessage(tenant, id, deps.now());
     if (!state) return notFound();
     // It exists: not a 404, and not shown by rules that are not its writer's (decision 0166).
     if (isRefused(state)) return problemResult(newerWriterProblem(state.refusal), {}, { message_id: id });
@@ -57,7 +58,7 @@ function newerWriterProblem(refusal: RecordRefusal): ProblemDetails {
  * GET /v1/messages: the tenant's messages, newest first, optionally of one status, a page at a
  * time (`limit`, and the opaque `cursor` of the previous page).
  */
-export function listMessagesRoute(deps: Pick<RouteDependencies, 'store'>): RouteHandler {
+export function listMessagesRoute(deps: Pick<RouteDependencies, 'store' | 'now'>): RouteHandler {
   return async function listMessages({ tenant, event }) {
     const query: Readonly<Record<string, string | undefined>> = event.queryStringParameters ?? {};
     const errors: FieldError[] = [];
@@ -84,7 +85,7 @@ export function listMessagesRoute(deps: Pick<RouteDependencies, 'store'>): Route
       else positions = decoded;
     }
     if (errors.length > 0) return problemResult(validationProblem(errors));
-    const page = await deps.store.listMessages({ tenant, status, limit, positions });
+    const page = await deps.store.listMessages({ tenant, status, limit, positions, now: deps.now() });
     return jsonResult(
       200,
       {
@@ -250,7 +251,7 @@ export async function retryMessage(
   input: { tenant: string; id: string; now: Date; maxAttempts: number },
 ): Promise<RetryResult> {
   const attachments = deps.attachments;
-  const current = await deps.store.getMessage(input.tenant, input.id);
+  const current = await deps.store.getMessage(input.tenant, input.id, input.now);
   if (current === null) return { kind: 'not-found' };
   const held = current.attachments ?? [];
   if (held.length > 0 && fromStatuses('manual-retry').includes(current.status)) {

@@ -1,0 +1,338 @@
+/**
+ * A message past its retention is gone from every read (DESIGN §2, §8: POSTDATE_RETENTION_DAYS is
+ * the TTL of terminal records; decision 0205). DynamoDB deletes an expired item some time after its
+ * TTL, and until then still returns it: every path answers as if the deleter had run already — GET
+ * 404 like an id never seen, listings skip it (a page may come short, its cursor goes on), cancel,
+ * reschedule and retry 404, the CLI's show, list and export leave it out, and its idempotency key is
+ * free again (the API, a batch and the outbox helper write a new message under it: 202). Covers
+ * store/apiStore.ts, api/routes/enqueue.ts, store/outboxRecords.ts, store/streamRecord.ts and
+ * cli/messagesCommands.ts, cli/messagesExport.ts, on DynamoDB Local with the real records.
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  type _Record,
+  DescribeStreamCommand,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+} from '@aws-sdk/client-dynamodb-streams';
+import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { describe, expect, it } from 'vitest';
+import { messagesList, messagesShow } from '../../cli/messagesCommands.js';
+import { messagesExport } from '../../cli/messagesExport.js';
+import { memoryOutput } from '../../cli/output.js';
+import { toLambdaRecord } from '../../lambdas/adapters/streamRecordFormat.js';
+import { messageIdFor } from '../../lambdas/core/ids.js';
+import { deriveStatusChange } from '../../lambdas/core/messageEvents.js';
+import { expiresAtAfter, retentionRanOut } from '../../lambdas/core/messageLifetime.js';
+import { parseEnqueueRequest } from '../../lambdas/core/messageSchema.js';
+import { fromLambdaRecord as eventRecordOf } from '../../lambdas/events/eventRecords.js';
+import { buildOutboxTransactItems } from '../../lambdas/outbox/outboxItems.js';
+import { planRelay } from '../../lambdas/relay/planRelay.js';
+import { fromSdkRecord as relayRecordOf } from '../../lambdas/relay/relayRecord.js';
+import { bodyOfStoredItem } from '../../lambdas/store/bodyContent.js';
+import { messagePk } from '../../lambdas/store/messageRecord.js';
+import { newMessageCondition } from '../../lambdas/store/outboxRecords.js';
+import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
+import { streamsClient } from '../support/awsLocal.js';
+import { apiHarness } from './apiHarness.js';
+import { apiEvent, enqueueEvent, getEvent, validBody } from './events.js';
+
+type Harness = Awaited<ReturnType<typeof apiHarness>>;
+
+const DAY_MS = 86_400_000;
+const RETENTION_DAYS = 30; // apiHarness's
+/** A body that never fits inside the state record (random text does not compress). */
+const largeText = () => randomBytes(6_000).toString('base64');
+
+const at = (method: string, id: string, suffix = '', body?: unknown) =>
+  apiEvent({
+    method,
+    path: `/v1/messages/${id}${suffix}`,
+    routeKey: `${method} /v1/messages/{id}${suffix === '' ? '' : '/retry'}`,
+    pathParameters: { id },
+    body,
+  });
+const list = (query: Record<string, string>) =>
+  apiEvent({ method: 'GET', path: '/v1/messages', routeKey: 'GET /v1/messages', query });
+
+/** Enqueues under `key` and cancels: terminal, its records carrying the retention's TTL from now. */
+async function endedMessage(api: Harness, key: string, overrides: Record<string, unknown> = {}) {
+  const enqueued = await api.call(enqueueEvent(validBody(overrides), { key }));
+  expect(enqueued.status).toBe(202);
+  const id = String(enqueued.json.id);
+  expect((await api.call(at('DELETE', id))).status).toBe(200);
+  return id;
+}
+
+/** Moves the clock one second past the retention of a record that ended now. */
+function pastRetention(api: Harness): void {
+  api.clock.advance(RETENTION_DAYS * DAY_MS + 1_000);
+}
+
+async function item(api: Harness, id: string, sk: 'STATE' | 'BODY') {
+  const { Item } = await api.documents.send(
+    new GetCommand({ TableName: api.tableName, Key: { pk: messagePk(id), sk }, ConsistentRead: true }),
+  );
+  return Item;
+}
+
+describe('a message past its retention, still in the table (DynamoDB has not deleted it yet)', () => {
+  it('GET answers 404, the same problem as an id never seen', async () => {
+    const api = await apiHarness();
+    const id = await endedMessage(api, 'gone-get');
+    expect((await api.call(getEvent(id))).status).toBe(200);
+    pastRetention(api);
+    expect((await item(api, id, 'STATE'))?.status).toBe('cancelled');
+    const gone = await api.call(getEvent(id));
+    const never = await api.call(getEvent(messageIdFor('acme', 'never-used')));
+    expect(gone.status).toBe(404);
+    expect(gone.json).toEqual(never.json);
+  });
+
+  it('listings skip it, a page may come short and its cursor still leads on', async () => {
+    const api = await apiHarness();
+    const live = await api.call(
+      enqueueEvent(validBody({ delay_seconds: 400 * 86_400 - 60 }), { key: 'live' }),
+    );
+    expect(live.status).toBe(202);
+    api.clock.advance(1_000);
+    const ended = await endedMessage(api, 'gone-list');
+    pastRetention(api);
+    for (const query of [{}, { status: 'cancelled' }] as Record<string, string>[]) {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      for (let page = 0; page < 200; page++) {
+        const response = await api.call(list({ ...query, limit: '1', ...(cursor ? { cursor } : {}) }));
+        expect(response.status).toBe(200);
+        seen.push(...(response.json.items as { id: string }[]).map((entry) => entry.id));
+        cursor = response.json.next_cursor as string | null;
+        if (cursor === null) break;
+      }
+      expect(seen).not.toContain(ended);
+      if (!('status' in query)) expect(seen).toEqual([String(live.json.id)]);
+    }
+  });
+
+  it('cancel, reschedule and retry answer 404, as for an unknown id, and write nothing', async () => {
+    const api = await apiHarness();
+    const id = await endedMessage(api, 'gone-moves');
+    pastRetention(api);
+    const before = await item(api, id, 'STATE');
+    const sendAt = new Date(api.clock.now().getTime() + DAY_MS).toISOString();
+    expect((await api.call(at('DELETE', id))).status).toBe(404);
+    expect((await api.call(at('PATCH', id, '', { send_at: sendAt }))).status).toBe(404);
+    expect((await api.call(at('POST', id, '/retry'))).status).toBe(404);
+    expect(await item(api, id, 'STATE')).toEqual(before);
+  });
+
+  it('the CLI shows, lists and exports it no more', async () => {
+    const api = await apiHarness();
+    const id = await endedMessage(api, 'gone-cli');
+    pastRetention(api);
+    const deps = {
+      documents: api.documents,
+      tableName: api.tableName,
+      store: api.store,
+      now: api.clock.now,
+      tenants: async () => ['acme'],
+      retentionDays: RETENTION_DAYS,
+      maxAttempts: 8,
+      messageIdDomain: 'mail.example.com',
+    };
+    await expect(messagesShow(deps, id, memoryOutput())).rejects.toThrow(/no message/);
+    expect((await messagesList(deps, {}, memoryOutput())).items).toEqual([]);
+    const lines: string[] = [];
+    const sink = { write: async (line: string) => void lines.push(line) };
+    const report = await messagesExport(deps, { since: '2026-11-01T00:00:00Z' }, sink, memoryOutput());
+    expect(report.exported).toBe(0);
+    expect(lines.join('')).not.toContain(id);
+  });
+});
+
+describe('its idempotency key is free again', () => {
+  for (const [shape, overrides] of [
+    ['a body inside the state record', () => ({})],
+    ['a body item of its own', () => ({ text: largeText() })],
+    ['a grouped message (one transaction)', () => ({ group: { key: 'g-1', version: 1 } })],
+  ] as const) {
+    it(`a new enqueue with it is a new message (202), ${shape}`, async () => {
+      const api = await apiHarness();
+      const key = `reused-${shape.length}`;
+      const shaped = overrides();
+      const id = await endedMessage(api, key, { ...shaped, subject: 'Old one' });
+      pastRetention(api);
+      const again = await api.call(enqueueEvent(validBody({ ...shaped, subject: 'New one' }), { key }));
+      expect(again.status).toBe(202);
+      expect(again.headers['idempotent-replayed']).toBeUndefined();
+      expect(again.json).toMatchObject({ id, status: 'scheduled', rev: 1 });
+      const state = await item(api, id, 'STATE');
+      expect(state).toMatchObject({ status: 'scheduled', created_at: api.clock.now().toISOString() });
+      expect(state).not.toHaveProperty('expires_at');
+      const stored = (state?.body as object | undefined) ?? (await item(api, id, 'BODY')) ?? {};
+      const body = bodyOfStoredItem(stored, id);
+      expect(body).toMatchObject({ subject: 'New one' });
+      expect(body).not.toHaveProperty('expires_at');
+      // Then its own key: a replay of the new message, as for any other.
+      const replay = await api.call(enqueueEvent(validBody({ ...shaped, subject: 'New one' }), { key }));
+      expect(replay.status).toBe(200);
+      expect((await api.call(getEvent(id))).status).toBe(200);
+    });
+  }
+
+  it('a small new body goes inside the record; the old body item, past its TTL, is never its body', async () => {
+    const api = await apiHarness();
+    const id = await endedMessage(api, 'old-large', { text: largeText(), subject: 'Old one' });
+    const oldBody = await item(api, id, 'BODY');
+    expect(oldBody?.expires_at).toEqual(expect.any(Number));
+    pastRetention(api);
+    const again = await api.call(enqueueEvent(validBody({ subject: 'New one' }), { key: 'old-large' }));
+    expect(again.status).toBe(202);
+    const state = await api.store.getMessage('acme', id, api.clock.now());
+    if (state === null) throw new Error('the new message is not there');
+    expect(state.body).toBeDefined();
+    // The old item keeps its own TTL and is left to DynamoDB's deleter: the sender reads the new body.
+    expect(await item(api, id, 'BODY')).toEqual(oldBody);
+    expect(await new DynamoSenderStore(api.documents, api.tableName).readBody(state)).toMatchObject({
+      subject: 'New one',
+    });
+  });
+
+  it('whatever the old body was: the same body again is a new message too', async () => {
+    const api = await apiHarness();
+    const id = await endedMessage(api, 'same-body');
+    pastRetention(api);
+    const again = await api.call(enqueueEvent(validBody(), { key: 'same-body' }));
+    expect(again.status).toBe(202);
+    expect(again.json).toMatchObject({ id, status: 'scheduled' });
+  });
+
+  it('a batch item with it is a new message', async () => {
+    const api = await apiHarness();
+    const id = await endedMessage(api, 'batch-key');
+    pastRetention(api);
+    const response = await api.call(
+      apiEvent({
+        method: 'POST',
+        path: '/v1/messages/batch',
+        routeKey: 'POST /v1/messages/batch',
+        body: { messages: [{ idempotency_key: 'batch-key', ...validBody({ subject: 'Batch' }) }] },
+      }),
+    );
+    expect(response.status).toBe(200);
+    const [result] = response.json.results as { status: number; message?: { id: string; status: string } }[];
+    expect(result).toMatchObject({ status: 202, message: { id, status: 'scheduled' } });
+  });
+
+  it("the outbox helper's transaction writes it, as the api would", async () => {
+    const api = await apiHarness();
+    const id = await endedMessage(api, 'outbox-key', { text: largeText() });
+    pastRetention(api);
+    const now = api.clock.now();
+    const validation = {
+      allowedFrom: ['*@example.com'],
+      defaultFrom: 'ops@example.com',
+      maxHorizonDays: 400,
+    };
+    const parsed = parseEnqueueRequest(validBody({ subject: 'From the outbox' }), { ...validation, now });
+    if (!parsed.ok) throw new Error(parsed.problem.detail);
+    const items = buildOutboxTransactItems({
+      tableName: api.tableName,
+      tenant: 'acme',
+      idempotencyKey: 'outbox-key',
+      request: parsed.value,
+      now,
+    });
+    await api.documents.send(new TransactWriteCommand({ TransactItems: items }));
+    expect(await item(api, id, 'STATE')).toMatchObject({ status: 'scheduled' });
+    expect(await item(api, id, 'BODY')).toMatchObject({ subject: 'From the outbox' });
+    expect((await api.call(getEvent(id))).status).toBe(200);
+  });
+
+  it('the stream says a new message was accepted: the relay dispatches it, the event is its acceptance', async () => {
+    const api = await apiHarness();
+    const id = await endedMessage(api, 'stream-key');
+    pastRetention(api);
+    expect((await api.call(enqueueEvent(validBody(), { key: 'stream-key' }))).status).toBe(202);
+    const records = (await streamRecords(api.streamArn)).filter(
+      (record) => record.dynamodb?.Keys?.sk?.S === 'STATE',
+    );
+    const last = records[records.length - 1];
+    if (last === undefined) throw new Error('no stream record');
+    expect(last.eventName).toBe('MODIFY'); // DynamoDB's word: a Put over an item
+    const plan = planRelay(relayRecordOf(last));
+    expect(plan).toMatchObject({ kind: 'act', id, dispatch: { id, rev: 1, status: 'scheduled' } });
+    const event = eventRecordOf(toLambdaRecord(last, api.streamArn));
+    expect(deriveStatusChange(event.change)).toMatchObject({
+      type: 'message.scheduled',
+      previousStatus: null,
+    });
+    expect(event.previousExpiresAt).toBeUndefined();
+  });
+});
+
+describe('the write condition is retentionRanOut, as DynamoDB evaluates it', () => {
+  it('frees an item exactly when the rule says its retention ran out', async () => {
+    const api = await apiHarness();
+    const base = Date.parse('2026-12-30T10:00:00.000Z');
+    let n = 0;
+    for (const nowMs of [base, base + 1, base + 999]) {
+      const seconds = Math.floor(nowMs / 1000);
+      for (const expiresAt of [undefined, seconds - 1, seconds, seconds + 1]) {
+        n += 1;
+        const now = new Date(nowMs);
+        const pk = `AGREE#${n}`;
+        await api.documents.send(
+          new PutCommand({
+            TableName: api.tableName,
+            Item: { pk, sk: 'STATE', ...(expiresAt === undefined ? {} : { expires_at: expiresAt }) },
+          }),
+        );
+        const condition = newMessageCondition(now);
+        const wrote = await api.documents
+          .send(
+            new PutCommand({
+              TableName: api.tableName,
+              Item: { pk, sk: 'STATE', written: true },
+              ConditionExpression: condition.ConditionExpression,
+              ExpressionAttributeNames: condition.ExpressionAttributeNames,
+              ExpressionAttributeValues: condition.ExpressionAttributeValues,
+            }),
+          )
+          .then(
+            () => true,
+            () => false,
+          );
+        expect({ nowMs, expiresAt, wrote }).toEqual({
+          nowMs,
+          expiresAt,
+          wrote: retentionRanOut(expiresAt, now),
+        });
+      }
+    }
+    expect(expiresAtAfter(new Date(base), 1)).toBe(Math.floor(base / 1000) + 86_400);
+  });
+});
+
+/** Every record of every shard of a table's stream, from the start. */
+async function streamRecords(streamArn: string): Promise<_Record[]> {
+  const streams = streamsClient();
+  const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
+  const records: _Record[] = [];
+  for (const shard of StreamDescription?.Shards ?? []) {
+    const { ShardIterator } = await streams.send(
+      new GetShardIteratorCommand({
+        StreamArn: streamArn,
+        ShardId: shard.ShardId,
+        ShardIteratorType: 'TRIM_HORIZON',
+      }),
+    );
+    let iterator = ShardIterator;
+    for (let page = 0; iterator && page < 10; page++) {
+      const result = await streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
+      records.push(...(result.Records ?? []));
+      if ((result.Records ?? []).length === 0) break;
+      iterator = result.NextShardIterator;
+    }
+  }
+  return records;
+}
