@@ -38,6 +38,7 @@ function capture(json = false) {
 
 describe('postdate templates', () => {
   let deps: TemplatesDeps;
+  let tableName: string;
   const files: Record<string, string> = {
     'welcome.html': '<p>Hi {{name}}</p>',
     'welcome.txt': 'Hi {{name}}',
@@ -46,7 +47,7 @@ describe('postdate templates', () => {
     'empty.json': '{}',
   };
   beforeAll(async () => {
-    const { tableName } = await freshTable('cli-templates');
+    ({ tableName } = await freshTable('cli-templates'));
     deps = {
       store: new DynamoTemplateStore(documentClient(), tableName),
       now: () => new Date('2026-12-01T12:00:00.000Z'),
@@ -110,8 +111,12 @@ describe('postdate templates', () => {
       await templatesRender(deps, { name: 'welcome', tenant: 'local', dataFile: 'empty.json' }, missing.out),
     ).toBe(EXIT.failed);
     expect(missing.warnings.join('\n')).toContain('lacks `name`');
-    const none = capture();
-    expect(await templatesShow(deps, { name: 'nope', tenant: 'local' }, none.out)).toBe(EXIT.notFound);
+    await expect(templatesShow(deps, { name: 'nope', tenant: 'local' }, capture().out)).rejects.toMatchObject(
+      {
+        name: 'NotFoundError',
+        exitCode: EXIT.notFound,
+      },
+    );
   });
 
   it('archives: an enqueue naming the template is then refused as the API refuses it; again, it says already archived', async () => {
@@ -161,12 +166,29 @@ describe('postdate templates', () => {
   });
 
   it('archive of a name the tenant has no template of is not found, as the API answers 404', async () => {
-    const none = capture(true);
-    expect(await templatesArchive(deps, { name: 'nope', tenant: 'local' }, none.out)).toBe(EXIT.notFound);
-    expect(none.warnings.join('\n')).toContain('no template nope');
-    expect(none.data[0]).toMatchObject({ error: { exit_code: EXIT.notFound } });
+    await expect(
+      templatesArchive(deps, { name: 'nope', tenant: 'local' }, capture().out),
+    ).rejects.toMatchObject({
+      name: 'NotFoundError',
+      exitCode: EXIT.notFound,
+      message: expect.stringContaining('no template nope'),
+    });
+    // What the operator gets from the entry point: the line on stderr, the document, exit 4.
+    const none = await postdate([
+      '--json',
+      '--table',
+      tableName,
+      'templates',
+      'archive',
+      'nope',
+      '--tenant',
+      'local',
+    ]);
+    expect(none.code).toBe(EXIT.notFound);
+    expect(none.stderr).toContain('postdate: no template nope');
+    expect(JSON.parse(none.stdout)).toMatchObject({ error: { exit_code: EXIT.notFound } });
     expect(await deps.store.getHead('local', 'nope')).toBeUndefined();
-  });
+  }, 60_000);
 });
 
 /** The real entry through the bin shim, against DynamoDB Local; never rejects. */
