@@ -11,7 +11,7 @@ import { createTemplateRenderer } from '../lambdas/core/templateRenderer.js';
 import { validateTemplateName, validateTemplatePut } from '../lambdas/core/templateRequests.js';
 import type { TemplateStore } from '../lambdas/ports/TemplateStore.js';
 import { DynamoTemplateStore } from '../lambdas/store/templateStore.js';
-import { EXIT, type ExitCode, errorDocument, NotFoundError, UsageError } from './cliErrors.js';
+import { CliError, EXIT, type ExitCode, NotFoundError, UsageError } from './cliErrors.js';
 import { type CommandAction, type CommandContext, LOCAL_TENANT, tenantOf } from './commandAction.js';
 import type { Output } from './output.js';
 
@@ -46,7 +46,7 @@ export async function templatesPut(
     ...(input.description ? { description: input.description } : {}),
   };
   const parsed = await validateTemplatePut(body);
-  if (!parsed.ok) return refused(out, fieldErrors(parsed.errors));
+  if (!parsed.ok) throw refused(fieldErrors(parsed.errors));
   const { description, ...content } = parsed.value;
   const result = await deps.store.putVersion({
     tenant: input.tenant,
@@ -56,7 +56,7 @@ export async function templatesPut(
     now: deps.now(),
   });
   if (result.kind === 'contended')
-    return refused(out, 'other versions of this template are being stored right now; try again');
+    throw refused('other versions of this template are being stored right now; try again');
   if (out.json)
     out.data({
       name: result.version.name,
@@ -136,7 +136,7 @@ export async function templatesRender(
     data as Record<string, unknown>,
   );
   if (rendered.kind === 'missing') throw noVersion(head.name, input.tenant, version);
-  if (rendered.kind === 'invalid') return refused(out, fieldErrors(rendered.errors));
+  if (rendered.kind === 'invalid') throw refused(fieldErrors(rendered.errors));
   if (out.json) {
     out.data({ name: head.name, version, ...rendered.content });
     return EXIT.ok;
@@ -171,14 +171,9 @@ export async function templatesArchive(
   return EXIT.ok;
 }
 
-/**
- * A refusal: the line on stderr and, with `--json`, the one error document on stdout (as for any
- * failed command), so a script parses what it gets either way.
- */
-function refused(out: Output, detail: string): ExitCode {
-  out.warn(`postdate: ${detail}`);
-  if (out.json) out.data(errorDocument('failed', detail, EXIT.failed));
-  return EXIT.failed;
+/** A refusal (exit 1), reported as any failed command's: the line, and with `--json` its document. */
+function refused(detail: string): CliError {
+  return new CliError(detail, EXIT.failed);
 }
 
 /** No template of that name: its tenant's templates are where to find the right one. */

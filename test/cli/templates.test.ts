@@ -2,6 +2,9 @@
  * `postdate templates put|list|show|render` against DynamoDB Local: the commands the CLI wires, with
  * files read as the CLI reads them and output captured as a person (or `--json`) would see it.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { EXIT } from '../../cli/cliErrors.js';
 import type { Output } from '../../cli/output.js';
@@ -101,23 +104,34 @@ describe('postdate templates', () => {
   });
 
   it('refuses what the API refuses, with its reasons, and names a missing variable', async () => {
-    const bad = capture();
-    expect(
-      await templatesPut(deps, { name: 'bad', tenant: 'local', subject: 'x', htmlFile: 'bad.html' }, bad.out),
-    ).toBe(EXIT.failed);
-    expect(bad.warnings.join('\n')).toContain('/html uses a partial');
-    const missing = capture();
-    expect(
-      await templatesRender(deps, { name: 'welcome', tenant: 'local', dataFile: 'empty.json' }, missing.out),
-    ).toBe(EXIT.failed);
-    expect(missing.warnings.join('\n')).toContain('lacks `name`');
+    await expect(
+      templatesPut(deps, { name: 'bad', tenant: 'local', subject: 'x', htmlFile: 'bad.html' }, capture().out),
+    ).rejects.toMatchObject({
+      exitCode: EXIT.failed,
+      message: expect.stringContaining('/html uses a partial'),
+    });
+    await expect(
+      templatesRender(deps, { name: 'welcome', tenant: 'local', dataFile: 'empty.json' }, capture().out),
+    ).rejects.toMatchObject({ exitCode: EXIT.failed, message: expect.stringContaining('lacks `name`') });
+    // What the operator gets from the entry point: the reasons on stderr, the document, exit 1.
+    const html = join(mkdtempSync(join(tmpdir(), 'postdate-templates-')), 'bad.html');
+    writeFileSync(html, files['bad.html'] ?? '');
+    const refused = await postdate([
+      ...['--json', '--table', tableName, 'templates', 'put', 'bad', '--subject', 'x'],
+      ...['--html-file', html, '--tenant', 'local'],
+    ]);
+    expect(refused.code).toBe(EXIT.failed);
+    expect(refused.stderr).toContain('postdate: /html uses a partial');
+    expect(JSON.parse(refused.stdout)).toMatchObject({
+      error: { type: 'urn:postdate:cli:failed', exit_code: EXIT.failed },
+    });
     await expect(templatesShow(deps, { name: 'nope', tenant: 'local' }, capture().out)).rejects.toMatchObject(
       {
         name: 'NotFoundError',
         exitCode: EXIT.notFound,
       },
     );
-  });
+  }, 60_000);
 
   it('archives: an enqueue naming the template is then refused as the API refuses it; again, it says already archived', async () => {
     // DESIGN §3, §10: archiving stops new enqueues only; a second DELETE answers 200 (idempotent).
