@@ -69,12 +69,27 @@ export class UsageError extends CliError {
   }
 }
 
-/** What the command names does not exist: exit 4, so a script tells "gone" from "failed" (1). */
+/**
+ * What the command names does not exist: exit 4, so a script tells "gone" from "failed" (1). It
+ * names the command that lists the right ones (`next`), for whoever typed a wrong id or name: on
+ * the line after what was not found, and as the error document's `next` (docs/cli.md).
+ */
 export class NotFoundError extends CliError {
   override readonly name = 'NotFoundError';
-  constructor(message: string) {
-    super(message, EXIT.notFound);
+  constructor(
+    /** What was not found, in words: the error document's `detail`. */
+    readonly detail: string,
+    /** The command that lists what there is (`postdate templates list --tenant acme`). */
+    readonly next: string,
+    options?: { cause?: unknown },
+  ) {
+    super(withNextStep(detail, next), EXIT.notFound, { ...options, context: { next } });
   }
+}
+
+/** What was not found and the command that lists the right ones: the one wording of the hint. */
+export function withNextStep(detail: string, next: string): string {
+  return `${detail}; find the right one with: ${next}`;
 }
 
 /** A service of the stack did not answer (connection refused, DNS, timeout). */
@@ -159,6 +174,8 @@ export interface ErrorDocument {
     /** The API's field errors, when it named any. */
     readonly errors?: readonly { readonly field: string; readonly message: string; readonly line?: number }[];
     readonly exit_code: ExitCode;
+    /** Not found: the command that lists the right ones (`postdate messages list`). */
+    readonly next?: string;
     /** The SDK's or Node's name for an unexpected error (never a stack). */
     readonly name?: string;
     /** A command's own context (`messages enqueue`: which lines were answered, which may be stored). */
@@ -200,7 +217,8 @@ export function errorDocumentOf(error: CliError): ErrorDocument {
       },
     };
   }
-  const document = errorDocument(kindOfExit(error.exitCode), error.message, error.exitCode);
+  const detail = error instanceof NotFoundError ? error.detail : error.message;
+  const document = errorDocument(kindOfExit(error.exitCode), detail, error.exitCode);
   return { error: { ...document.error, ...error.context } };
 }
 

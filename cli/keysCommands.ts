@@ -116,7 +116,8 @@ async function translate<T>(run: () => Promise<T>): Promise<T> {
     if (!(error instanceof ApiKeyError)) throw error;
     if (error.reason === 'invalid-tenant' || error.reason === 'invalid-secret')
       throw new UsageError(error.message);
-    if (error.reason === 'not-found') throw new NotFoundError(error.message);
+    if (error.reason === 'not-found')
+      throw new NotFoundError(error.message, 'postdate keys list', { cause: error });
     throw new CliError(error.message, undefined, { cause: error });
   }
 }

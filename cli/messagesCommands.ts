@@ -12,7 +12,7 @@ import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import { expiresAtAfter, type MessageStateRecord } from '../lambdas/store/messageRecord.js';
 import { messageView } from '../lambdas/store/messageView.js';
 import { readStateRecord } from '../lambdas/store/stateReads.js';
-import { NotFoundError, UsageError } from './cliErrors.js';
+import { NotFoundError, UsageError, withNextStep } from './cliErrors.js';
 import { ERROR_CLASS_WORDS, messageIdHeader, statusInWords } from './messageWords.js';
 import {
   type Column,
@@ -202,7 +202,7 @@ function localTimeOf(state: MessageStateRecord) {
 
 export async function messagesShow(deps: MessagesDeps, id: string, out: Output): Promise<ShowReport> {
   const state = await readState(deps, id);
-  if (state === null) throw new NotFoundError(`no message ${id}`);
+  if (state === null) throw new NotFoundError(noMessage([id]), LIST_MESSAGES);
   const error = state.last_error ?? null;
   const report: ShowReport = {
     message: {
@@ -318,6 +318,8 @@ export interface TransitionReport {
   readonly results: readonly TransitionRow[];
   /** Whether every id got the transition. */
   readonly ok: boolean;
+  /** When an id named no message: the command that lists them (as a not-found error's `next`). */
+  readonly next?: string;
 }
 
 /** Cancels a `scheduled` or `retrying` message (the API's DELETE, as the operator actor). */
@@ -437,7 +439,12 @@ async function transitionEach(
       });
     }
   }
-  const report: TransitionReport = { results, ok: results.every((row) => row.outcome === done) };
+  const missing = results.filter((row) => row.outcome === 'not-found').map((row) => row.id);
+  const report: TransitionReport = {
+    results,
+    ok: results.every((row) => row.outcome === done),
+    ...(missing.length === 0 ? {} : { next: LIST_MESSAGES }),
+  };
   if (out.json) {
     out.data(report);
   } else {
@@ -461,10 +468,18 @@ async function transitionEach(
       results,
     );
   }
+  if (missing.length > 0) out.warn(`postdate: ${withNextStep(noMessage(missing), LIST_MESSAGES)}`);
   return report;
 }
 
 // ------------------------------------------------------------------------------------------- helpers
+
+/** Where a user who gave a wrong message id finds the right one. */
+const LIST_MESSAGES = 'postdate messages list';
+
+function noMessage(ids: readonly string[]): string {
+  return `no message ${ids.join(', ')} (or ${ids.length === 1 ? 'its' : 'their'} retention ran out)`;
+}
 
 /**
  * The state record by id, whatever its tenant (strongly consistent); null when there is none, or it

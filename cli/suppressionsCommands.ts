@@ -110,7 +110,7 @@ export async function suppressionsRemove(
   // And the entry a quoted local part had before decision 0184, if it was stored so.
   const removed = await deps.list.remove(tenant, address, formerQuotedKey(options.address));
   if (removed === null)
-    throw new NotFoundError(`${address} is not on the suppression list of tenant ${tenant}`);
+    throw new NotFoundError(`${address} is not on the suppression list of tenant ${tenant}`, listOf(tenant));
   if (out.json) out.data(removed);
   else
     out.line(
@@ -150,6 +150,7 @@ export async function suppressionsRemoveAddedBy(
   if (addresses.length === 0) {
     throw new NotFoundError(
       `message ${options.messageId} added nothing to the suppression list of tenant ${tenant}`,
+      listOf(tenant),
     );
   }
   if (!options.dryRun) {
@@ -168,6 +169,11 @@ export async function suppressionsRemoveAddedBy(
       `${options.dryRun ? 'would remove' : 'removed'} ${addresses.length} address${addresses.length === 1 ? '' : 'es'} message ${options.messageId} added to the list of tenant ${tenant}`,
     );
   return report;
+}
+
+/** Where a user who named an address (or message) the list does not hold finds the right one. */
+function listOf(tenant: string): string {
+  return `postdate suppressions list --tenant ${tenant}`;
 }
 
 /** A live tenant, or its test side (`acme.test`: DESIGN §14, its own list). */
@@ -241,7 +247,7 @@ export function registerSuppressionsCommands(program: Command, action: CommandAc
   group
     .command('remove')
     .description(
-      'remove an address from the list (as DELETE /v1/suppressions/{address}), or every entry one message added (--message); exit 1 if absent',
+      'remove an address from the list (as DELETE /v1/suppressions/{address}), or every entry one message added (--message); exit 4 if absent',
     )
     .argument('[address]')
     .option('--tenant <tenant>', 'the tenant (its test side: TENANT.test; default on the local stack: local)')

@@ -11,7 +11,7 @@ import { createTemplateRenderer } from '../lambdas/core/templateRenderer.js';
 import { validateTemplateName, validateTemplatePut } from '../lambdas/core/templateRequests.js';
 import type { TemplateStore } from '../lambdas/ports/TemplateStore.js';
 import { DynamoTemplateStore } from '../lambdas/store/templateStore.js';
-import { EXIT, type ExitCode, errorDocument, UsageError } from './cliErrors.js';
+import { CliError, EXIT, type ExitCode, NotFoundError, UsageError } from './cliErrors.js';
 import { type CommandAction, type CommandContext, LOCAL_TENANT, tenantOf } from './commandAction.js';
 import type { Output } from './output.js';
 
@@ -46,7 +46,7 @@ export async function templatesPut(
     ...(input.description ? { description: input.description } : {}),
   };
   const parsed = await validateTemplatePut(body);
-  if (!parsed.ok) return refused(out, fieldErrors(parsed.errors));
+  if (!parsed.ok) throw refused(fieldErrors(parsed.errors));
   const { description, ...content } = parsed.value;
   const result = await deps.store.putVersion({
     tenant: input.tenant,
@@ -56,7 +56,7 @@ export async function templatesPut(
     now: deps.now(),
   });
   if (result.kind === 'contended')
-    return refused(out, 'other versions of this template are being stored right now; try again');
+    throw refused('other versions of this template are being stored right now; try again');
   if (out.json)
     out.data({
       name: result.version.name,
@@ -97,13 +97,10 @@ export async function templatesShow(
   out: Output,
 ): Promise<ExitCode> {
   const head = await deps.store.getHead(input.tenant, name(input.name));
-  const version =
-    head && (await deps.store.getVersion(input.tenant, head.name, input.version ?? head.latest_version));
-  if (!head || !version)
-    return notFound(
-      out,
-      `no template ${input.name}${input.version ? ` version ${input.version}` : ''} for tenant ${input.tenant}`,
-    );
+  if (!head) throw noTemplate(input);
+  const wanted = input.version ?? head.latest_version;
+  const version = await deps.store.getVersion(input.tenant, head.name, wanted);
+  if (!version) throw noVersion(head.name, input.tenant, wanted);
   if (out.json) {
     out.data({ ...version, latest_version: head.latest_version, archived_at: head.archived_at });
     return EXIT.ok;
@@ -131,15 +128,15 @@ export async function templatesRender(
   if (typeof data !== 'object' || data === null || Array.isArray(data))
     throw new UsageError('--data-file must hold a JSON object');
   const head = await deps.store.getHead(input.tenant, name(input.name));
-  if (!head) return notFound(out, `no template ${input.name} for tenant ${input.tenant}`);
+  if (!head) throw noTemplate(input);
   const renderer = createTemplateRenderer((ref) => deps.store.getVersion(ref.tenant, ref.name, ref.version));
   const version = input.version ?? head.latest_version;
   const rendered = await renderer.render(
     { tenant: input.tenant, name: head.name, version },
     data as Record<string, unknown>,
   );
-  if (rendered.kind === 'missing') return notFound(out, `template ${head.name} has no version ${version}`);
-  if (rendered.kind === 'invalid') return refused(out, fieldErrors(rendered.errors));
+  if (rendered.kind === 'missing') throw noVersion(head.name, input.tenant, version);
+  if (rendered.kind === 'invalid') throw refused(fieldErrors(rendered.errors));
   if (out.json) {
     out.data({ name: head.name, version, ...rendered.content });
     return EXIT.ok;
@@ -162,7 +159,7 @@ export async function templatesArchive(
 ): Promise<ExitCode> {
   const now = deps.now();
   const head = await deps.store.archive(input.tenant, name(input.name), now);
-  if (!head) return notFound(out, `no template ${input.name} for tenant ${input.tenant}`);
+  if (!head) throw noTemplate(input);
   // The store keeps the first archive's time: any other is an archive made before this run.
   const already = head.archived_at !== now.toISOString();
   if (out.json) {
@@ -174,21 +171,25 @@ export async function templatesArchive(
   return EXIT.ok;
 }
 
-/**
- * A refusal: the line on stderr and, with `--json`, the one error document on stdout (as for any
- * failed command), so a script parses what it gets either way.
- */
-function refused(out: Output, detail: string): ExitCode {
-  out.warn(`postdate: ${detail}`);
-  if (out.json) out.data(errorDocument('failed', detail, EXIT.failed));
-  return EXIT.failed;
+/** A refusal (exit 1), reported as any failed command's: the line, and with `--json` its document. */
+function refused(detail: string): CliError {
+  return new CliError(detail, EXIT.failed);
 }
 
-/** No such template (or version): as a refusal, with exit 4 (docs/cli.md). */
-function notFound(out: Output, detail: string): ExitCode {
-  out.warn(`postdate: ${detail}`);
-  if (out.json) out.data(errorDocument('not-found', detail, EXIT.notFound));
-  return EXIT.notFound;
+/** No template of that name: its tenant's templates are where to find the right one. */
+function noTemplate(input: { name: string; tenant: string }): NotFoundError {
+  return new NotFoundError(
+    `no template ${input.name} for tenant ${input.tenant}`,
+    `postdate templates list --tenant ${input.tenant}`,
+  );
+}
+
+/** A template without that version: `show` names its latest. */
+function noVersion(name: string, tenant: string, version: number): NotFoundError {
+  return new NotFoundError(
+    `template ${name} has no version ${version}`,
+    `postdate templates show ${name} --tenant ${tenant}`,
+  );
 }
 
 /** Every refused field, in one line: `/html uses a partial; /subject …`. */

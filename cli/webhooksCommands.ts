@@ -88,8 +88,7 @@ export async function webhooksDeliveries(
   out: Output,
 ): Promise<void> {
   const endpoint = await deps.store.getEndpoint(options.tenant, options.endpoint);
-  if (!endpoint)
-    throw new NotFoundError(`no webhook endpoint ${options.endpoint} for tenant ${options.tenant}`);
+  if (!endpoint) throw endpointNotFound(options);
   if (options.status !== undefined && !isWebhookDeliveryStatus(options.status)) {
     throw new UsageError('--status must be pending, delivered or failed');
   }
@@ -141,7 +140,10 @@ export async function webhooksRetry(
   const retried = await retryDelivery({ ...deps, queue }, options.tenant, options.endpoint, options.delivery);
   if (retried.kind === 'endpoint-not-found') throw endpointNotFound(options);
   if (retried.kind === 'not-found')
-    throw new NotFoundError(`no delivery ${options.delivery} of endpoint ${options.endpoint}`);
+    throw new NotFoundError(
+      `no delivery ${options.delivery} of endpoint ${options.endpoint}`,
+      `postdate webhooks deliveries ${options.endpoint} --tenant ${options.tenant}`,
+    );
   if (retried.kind === 'conflict')
     throw new CliError(
       `the delivery is ${retried.current.status}; only a failed one, or a pending one long overdue, can be retried`,
@@ -271,7 +273,8 @@ export async function webhooksTest(
 
 function endpointNotFound(options: { readonly tenant: string; readonly endpoint: string }): NotFoundError {
   return new NotFoundError(
-    `no webhook endpoint ${options.endpoint} for tenant ${options.tenant} (deleted, or never made): postdate webhooks list --tenant ${options.tenant}`,
+    `no webhook endpoint ${options.endpoint} for tenant ${options.tenant} (deleted, or never made)`,
+    `postdate webhooks list --tenant ${options.tenant}`,
   );
 }
 

@@ -1,12 +1,15 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, inject, it } from 'vitest';
 import { EXIT, errorDocument } from '../../cli/cliErrors.js';
 import { jsonStyle, memoryOutput, snakeCase, terminalOutput } from '../../cli/output.js';
-import { freshTable } from '../support/awsLocal.js';
+import { createWebhookEndpoint } from '../../lambdas/api/routes/webhooks.js';
+import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
+import { DynamoWebhookStore } from '../../lambdas/store/webhookStore.js';
+import { documentClient, freshQueues, freshTable } from '../support/awsLocal.js';
 
 /**
  * One JSON style across the CLI's commands (issue 17 §4): snake_case keys as the API writes them,
@@ -124,8 +127,9 @@ describe('errors in --json mode', () => {
       error: {
         type: 'urn:postdate:cli:not-found',
         title: 'Not found',
-        detail: 'no message nosuchmessage',
+        detail: 'no message nosuchmessage (or its retention ran out)',
         exit_code: 4,
+        next: 'postdate messages list',
       },
     });
     expect(result.stderr).toContain('postdate: no message nosuchmessage');
@@ -162,6 +166,88 @@ describe('errors in --json mode', () => {
       }
     }
   }, 120_000);
+
+  it('a not-found names the command that lists the right ones: on its line, and as `next` in its document', async () => {
+    // A user who typed a wrong id or name is told how to find the right one (decision 0206).
+    const { tableName } = await freshTable();
+    const documents = documentClient();
+    await new DynamoTemplateStore(documents, tableName).putVersion({
+      tenant: 'acme',
+      name: 'welcome',
+      content: { subject: 'Hi', html: null, text: 'Hi' },
+      description: null,
+      now: new Date(),
+    });
+    const created = await createWebhookEndpoint(
+      {
+        store: new DynamoWebhookStore(documents, tableName),
+        checkUrl: () => ({ ok: true }),
+        now: () => new Date(),
+        random: Math.random,
+      },
+      'acme',
+      { url: 'https://hooks.example.com/postdate' },
+    );
+    if (created.kind !== 'created') throw new Error(`no endpoint: ${created.kind}`);
+    const endpoint = created.endpoint.id;
+    const queue = ['--webhook-queue-url', (await freshQueues()).urls.send];
+    const dataFile = join(mkdtempSync(join(tmpdir(), 'postdate-not-found-')), 'data.json');
+    writeFileSync(dataFile, '{}');
+    const messages = 'postdate messages list';
+    const templates = 'postdate templates list --tenant acme';
+    const welcome = 'postdate templates show welcome --tenant acme';
+    const suppressions = 'postdate suppressions list --tenant acme';
+    const endpoints = 'postdate webhooks list --tenant acme';
+    const cases: [string[], string][] = [
+      [['messages', 'show', 'nosuchmessage'], messages],
+      [['messages', 'cancel', 'nosuchmessage'], messages],
+      [['messages', 'retry', 'nosuchmessage', 'nosuchmessage2'], messages],
+      [['messages', 'discard', 'nosuchmessage'], messages],
+      [['keys', 'revoke', 'key_0000000000000000'], 'postdate keys list'],
+      [['suppressions', 'remove', 'nobody@example.com', '--tenant', 'acme'], suppressions],
+      [['suppressions', 'remove', '--message', 'nosuchmessage', '--tenant', 'acme'], suppressions],
+      [['templates', 'show', 'nope', '--tenant', 'acme'], templates],
+      [['templates', 'show', 'welcome', '--template-version', '9', '--tenant', 'acme'], welcome],
+      [['templates', 'render', 'nope', '--data-file', dataFile, '--tenant', 'acme'], templates],
+      [
+        [
+          'templates',
+          'render',
+          'welcome',
+          '--template-version',
+          '9',
+          '--data-file',
+          dataFile,
+          '--tenant',
+          'acme',
+        ],
+        welcome,
+      ],
+      [['templates', 'archive', 'nope', '--tenant', 'acme'], templates],
+      [['webhooks', 'show', 'ep_nope', '--tenant', 'acme'], endpoints],
+      [['webhooks', 'delete', 'ep_nope', '--tenant', 'acme'], endpoints],
+      [['webhooks', 'deliveries', 'ep_nope', '--tenant', 'acme'], endpoints],
+      [['webhooks', 'rotate-secret', 'ep_nope', '--tenant', 'acme'], endpoints],
+      [['webhooks', 'test', 'ep_nope', '--tenant', 'acme', ...queue], endpoints],
+      [
+        ['webhooks', 'retry', endpoint, 'dlv_0000000000aaaaaaaaaaaaaaaaaaaa', '--tenant', 'acme', ...queue],
+        `postdate webhooks deliveries ${endpoint} --tenant acme`,
+      ],
+    ];
+    const seen = [];
+    for (const [args, next] of cases) {
+      const result = await postdate(['--json', '--table', tableName, ...args], localAws());
+      const document = JSON.parse(result.stdout) as { next?: string; error?: { next?: string } };
+      seen.push({
+        args: args.join(' '),
+        code: result.code,
+        // What a person reads (stderr), then what a script reads (stdout): the same next step.
+        said: result.stderr.split('\n').some((line) => line.startsWith('postdate: ') && line.includes(next)),
+        next: document.error?.next ?? document.next,
+      });
+    }
+    expect(seen).toEqual(cases.map(([args, next]) => ({ args: args.join(' '), code: 4, said: true, next })));
+  }, 180_000);
 
   it('a usage error (an unknown option) is a JSON document too, exit code 2', async () => {
     const result = await postdate(['--json', 'dlq', 'show', '--frobnicate']);

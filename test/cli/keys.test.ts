@@ -73,7 +73,7 @@ describe('postdate keys', () => {
     await expect(keysRevoke(deps, 'key_0000000000000000', memoryOutput())).rejects.toMatchObject({
       name: 'NotFoundError',
       exitCode: 4,
-      message: 'no API key key_0000000000000000',
+      detail: 'no API key key_0000000000000000',
     });
   });
 });

@@ -2,6 +2,9 @@
  * `postdate templates put|list|show|render` against DynamoDB Local: the commands the CLI wires, with
  * files read as the CLI reads them and output captured as a person (or `--json`) would see it.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { EXIT } from '../../cli/cliErrors.js';
 import type { Output } from '../../cli/output.js';
@@ -38,6 +41,7 @@ function capture(json = false) {
 
 describe('postdate templates', () => {
   let deps: TemplatesDeps;
+  let tableName: string;
   const files: Record<string, string> = {
     'welcome.html': '<p>Hi {{name}}</p>',
     'welcome.txt': 'Hi {{name}}',
@@ -46,7 +50,7 @@ describe('postdate templates', () => {
     'empty.json': '{}',
   };
   beforeAll(async () => {
-    const { tableName } = await freshTable('cli-templates');
+    ({ tableName } = await freshTable('cli-templates'));
     deps = {
       store: new DynamoTemplateStore(documentClient(), tableName),
       now: () => new Date('2026-12-01T12:00:00.000Z'),
@@ -100,19 +104,34 @@ describe('postdate templates', () => {
   });
 
   it('refuses what the API refuses, with its reasons, and names a missing variable', async () => {
-    const bad = capture();
-    expect(
-      await templatesPut(deps, { name: 'bad', tenant: 'local', subject: 'x', htmlFile: 'bad.html' }, bad.out),
-    ).toBe(EXIT.failed);
-    expect(bad.warnings.join('\n')).toContain('/html uses a partial');
-    const missing = capture();
-    expect(
-      await templatesRender(deps, { name: 'welcome', tenant: 'local', dataFile: 'empty.json' }, missing.out),
-    ).toBe(EXIT.failed);
-    expect(missing.warnings.join('\n')).toContain('lacks `name`');
-    const none = capture();
-    expect(await templatesShow(deps, { name: 'nope', tenant: 'local' }, none.out)).toBe(EXIT.notFound);
-  });
+    await expect(
+      templatesPut(deps, { name: 'bad', tenant: 'local', subject: 'x', htmlFile: 'bad.html' }, capture().out),
+    ).rejects.toMatchObject({
+      exitCode: EXIT.failed,
+      message: expect.stringContaining('/html uses a partial'),
+    });
+    await expect(
+      templatesRender(deps, { name: 'welcome', tenant: 'local', dataFile: 'empty.json' }, capture().out),
+    ).rejects.toMatchObject({ exitCode: EXIT.failed, message: expect.stringContaining('lacks `name`') });
+    // What the operator gets from the entry point: the reasons on stderr, the document, exit 1.
+    const html = join(mkdtempSync(join(tmpdir(), 'postdate-templates-')), 'bad.html');
+    writeFileSync(html, files['bad.html'] ?? '');
+    const refused = await postdate([
+      ...['--json', '--table', tableName, 'templates', 'put', 'bad', '--subject', 'x'],
+      ...['--html-file', html, '--tenant', 'local'],
+    ]);
+    expect(refused.code).toBe(EXIT.failed);
+    expect(refused.stderr).toContain('postdate: /html uses a partial');
+    expect(JSON.parse(refused.stdout)).toMatchObject({
+      error: { type: 'urn:postdate:cli:failed', exit_code: EXIT.failed },
+    });
+    await expect(templatesShow(deps, { name: 'nope', tenant: 'local' }, capture().out)).rejects.toMatchObject(
+      {
+        name: 'NotFoundError',
+        exitCode: EXIT.notFound,
+      },
+    );
+  }, 60_000);
 
   it('archives: an enqueue naming the template is then refused as the API refuses it; again, it says already archived', async () => {
     // DESIGN §3, §10: archiving stops new enqueues only; a second DELETE answers 200 (idempotent).
@@ -161,12 +180,29 @@ describe('postdate templates', () => {
   });
 
   it('archive of a name the tenant has no template of is not found, as the API answers 404', async () => {
-    const none = capture(true);
-    expect(await templatesArchive(deps, { name: 'nope', tenant: 'local' }, none.out)).toBe(EXIT.notFound);
-    expect(none.warnings.join('\n')).toContain('no template nope');
-    expect(none.data[0]).toMatchObject({ error: { exit_code: EXIT.notFound } });
+    await expect(
+      templatesArchive(deps, { name: 'nope', tenant: 'local' }, capture().out),
+    ).rejects.toMatchObject({
+      name: 'NotFoundError',
+      exitCode: EXIT.notFound,
+      message: expect.stringContaining('no template nope'),
+    });
+    // What the operator gets from the entry point: the line on stderr, the document, exit 4.
+    const none = await postdate([
+      '--json',
+      '--table',
+      tableName,
+      'templates',
+      'archive',
+      'nope',
+      '--tenant',
+      'local',
+    ]);
+    expect(none.code).toBe(EXIT.notFound);
+    expect(none.stderr).toContain('postdate: no template nope');
+    expect(JSON.parse(none.stdout)).toMatchObject({ error: { exit_code: EXIT.notFound } });
     expect(await deps.store.getHead('local', 'nope')).toBeUndefined();
-  });
+  }, 60_000);
 });
 
 /** The real entry through the bin shim, against DynamoDB Local; never rejects. */
