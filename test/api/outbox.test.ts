@@ -1,10 +1,4 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import {
-  type _Record,
-  DescribeStreamCommand,
-  GetRecordsCommand,
-  GetShardIteratorCommand,
-} from '@aws-sdk/client-dynamodb-streams';
 import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { messageIdFor } from '../../lambdas/core/ids.js';
@@ -16,7 +10,7 @@ import {
   OUTBOX_ITEM_INDEX,
   OutboxInputError,
 } from '../../lambdas/outbox/outboxItems.js';
-import { documentClient, freshTable, streamsClient } from '../support/awsLocal.js';
+import { documentClient, freshTable, streamRecords } from '../support/awsLocal.js';
 import { validBody } from './events.js';
 
 const documents = documentClient();
@@ -27,30 +21,6 @@ function request(overrides: Record<string, unknown> = {}) {
   const parsed = parseEnqueueRequest(validBody(overrides), { ...validation, now });
   if (!parsed.ok) throw new Error(parsed.problem.detail);
   return parsed.value;
-}
-
-/** Every record of every shard of a table's stream, from the start. */
-async function streamRecords(streamArn: string): Promise<_Record[]> {
-  const streams = streamsClient();
-  const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
-  const records: _Record[] = [];
-  for (const shard of StreamDescription?.Shards ?? []) {
-    const { ShardIterator } = await streams.send(
-      new GetShardIteratorCommand({
-        StreamArn: streamArn,
-        ShardId: shard.ShardId,
-        ShardIteratorType: 'TRIM_HORIZON',
-      }),
-    );
-    let iterator = ShardIterator;
-    for (let page = 0; iterator && page < 10; page++) {
-      const result = await streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
-      records.push(...(result.Records ?? []));
-      if ((result.Records ?? []).length === 0) break;
-      iterator = result.NextShardIterator;
-    }
-  }
-  return records;
 }
 
 describe('the transactional outbox helper', () => {

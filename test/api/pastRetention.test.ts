@@ -9,12 +9,6 @@
  * cli/messagesCommands.ts, cli/messagesExport.ts, on DynamoDB Local with the real records.
  */
 import { randomBytes } from 'node:crypto';
-import {
-  type _Record,
-  DescribeStreamCommand,
-  GetRecordsCommand,
-  GetShardIteratorCommand,
-} from '@aws-sdk/client-dynamodb-streams';
 import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { messagesList, messagesShow } from '../../cli/messagesCommands.js';
@@ -33,7 +27,7 @@ import { bodyOfStoredItem } from '../../lambdas/store/bodyContent.js';
 import { messagePk } from '../../lambdas/store/messageRecord.js';
 import { newMessageCondition } from '../../lambdas/store/outboxRecords.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
-import { streamsClient } from '../support/awsLocal.js';
+import { streamRecords } from '../support/awsLocal.js';
 import { apiHarness } from './apiHarness.js';
 import { apiEvent, enqueueEvent, getEvent, validBody } from './events.js';
 
@@ -312,27 +306,3 @@ describe('the write condition is retentionRanOut, as DynamoDB evaluates it', () 
     expect(expiresAtAfter(new Date(base), 1)).toBe(Math.floor(base / 1000) + 86_400);
   });
 });
-
-/** Every record of every shard of a table's stream, from the start. */
-async function streamRecords(streamArn: string): Promise<_Record[]> {
-  const streams = streamsClient();
-  const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
-  const records: _Record[] = [];
-  for (const shard of StreamDescription?.Shards ?? []) {
-    const { ShardIterator } = await streams.send(
-      new GetShardIteratorCommand({
-        StreamArn: streamArn,
-        ShardId: shard.ShardId,
-        ShardIteratorType: 'TRIM_HORIZON',
-      }),
-    );
-    let iterator = ShardIterator;
-    for (let page = 0; iterator && page < 10; page++) {
-      const result = await streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
-      records.push(...(result.Records ?? []));
-      if ((result.Records ?? []).length === 0) break;
-      iterator = result.NextShardIterator;
-    }
-  }
-  return records;
-}

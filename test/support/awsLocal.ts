@@ -1,6 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import {
+  type _Record,
+  DescribeStreamCommand,
+  DynamoDBStreamsClient,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+} from '@aws-sdk/client-dynamodb-streams';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
@@ -44,6 +50,30 @@ export function documentClient(client = dynamodbClient()): DynamoDBDocumentClien
 
 export function streamsClient(): DynamoDBStreamsClient {
   return new DynamoDBStreamsClient({ ...LOCAL_AWS, endpoint: inject('dynamodbEndpoint') });
+}
+
+/** Every record of every shard of a table's stream, from the start. */
+export async function streamRecords(streamArn: string): Promise<_Record[]> {
+  const streams = streamsClient();
+  const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
+  const records: _Record[] = [];
+  for (const shard of StreamDescription?.Shards ?? []) {
+    const { ShardIterator } = await streams.send(
+      new GetShardIteratorCommand({
+        StreamArn: streamArn,
+        ShardId: shard.ShardId,
+        ShardIteratorType: 'TRIM_HORIZON',
+      }),
+    );
+    let iterator = ShardIterator;
+    for (let page = 0; iterator && page < 10; page++) {
+      const result = await streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
+      records.push(...(result.Records ?? []));
+      if ((result.Records ?? []).length === 0) break;
+      iterator = result.NextShardIterator;
+    }
+  }
+  return records;
 }
 
 export function sqsClient(): SQSClient {
