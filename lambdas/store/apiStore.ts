@@ -318,14 +318,14 @@ export class DynamoApiStore implements ApiStore {
   /** The retry's one conditional write of the state record, decided on `before`. */
   private retryWrite(
     input: { tenant: string; id: string; now: Date; maxAttempts: number },
-    before: MessageStateRecord | null,
+    before: MessageStateRecord,
     allowed: readonly MessageStatus[],
     retried: ReturnType<typeof progressAfterManualRetry>,
   ): Promise<TransitionResult> {
     const to = MESSAGE_STATUS.scheduled;
     // A fresh budget of attempts, the one a DLQ redrive gives (core/sendDecision.ts); `attempts`
     // itself stays as it is, the count of SMTP transactions (DESIGN §2).
-    const attempts = before?.attempts ?? 0;
+    const attempts = before.attempts;
     const now = input.now.toISOString();
     return this.transition(input.tenant, input.id, input.now, allowed, {
       // Every recipient not yet accepted is pending again (DESIGN §3, core/recipients.ts): the
@@ -334,7 +334,7 @@ export class DynamoApiStore implements ApiStore {
         'SET #status = :to, #send_at = :now, #updated = :now, #lst_pk = :lst_pk, #due_pk = :due_pk, #due_at = :now, #rejected = :rejected, #suppressed = :suppressed, #limit = :limit ADD #rev :one REMOVE #expires',
       // Only the record the write was decided on: the same attempts (a redrive moves them) and the
       // same TTL (a discard moves only that, and the body's TTL was decided from it).
-      extraCondition: `#attempts = :attempts AND ${before?.expires_at === undefined ? 'attribute_not_exists(#expires)' : '#expires = :readExpires'}`,
+      extraCondition: `#attempts = :attempts AND ${before.expires_at === undefined ? 'attribute_not_exists(#expires)' : '#expires = :readExpires'}`,
       wouldPass: () => false,
       names: {
         '#send_at': 'send_at',
@@ -359,7 +359,7 @@ export class DynamoApiStore implements ApiStore {
         ':suppressed': [...(retried.suppressed ?? [])],
         ':limit': freshAttemptLimit(attempts, input.maxAttempts),
         ':attempts': attempts,
-        ...(before?.expires_at === undefined ? {} : { ':readExpires': before.expires_at }),
+        ...(before.expires_at === undefined ? {} : { ':readExpires': before.expires_at }),
       },
     });
   }
