@@ -1573,7 +1573,7 @@ export interface operations {
     parameters: {
       query?: never;
       header: {
-        /** @description 1–255 printable ASCII characters, bare or as a Structured Field string (`"…"`, its quotes not counted): the same key and body answer the same message. */
+        /** @description 1–255 printable ASCII characters, bare or as a Structured Field string (`"…"`, its quotes not counted): the same key and body answer the same message until its retention runs out (`POSTDATE_RETENTION_DAYS` after it ended); from then the key names a new message. */
         'Idempotency-Key': string;
       };
       path?: never;

@@ -221,7 +221,7 @@ export const MESSAGE_OPERATIONS = {
       headers: z.object({
         'Idempotency-Key': z.string().regex(IDEMPOTENCY_KEY_PATTERN).meta({
           description:
-            '1–255 printable ASCII characters, bare or as a Structured Field string (`"…"`, its quotes not counted): the same key and body answer the same message.',
+            '1–255 printable ASCII characters, bare or as a Structured Field string (`"…"`, its quotes not counted): the same key and body answer the same message until its retention runs out (`POSTDATE_RETENTION_DAYS` after it ended); from then the key names a new message.',
           example: 'campaign-42-approved',
         }),
       }),
