@@ -207,6 +207,11 @@ export class S3AttachmentStore implements AttachmentStore {
       readonly now: Date;
     },
   ): Promise<PresignedUpload> {
+    // X-Amz-Date has whole seconds, and S3 takes the URL until X-Amz-Date + X-Amz-Expires.
+    const signedAt = new Date(Math.floor(upload.now.getTime() / 1000) * 1000);
+    // The identity the presigner signs with, memoized by the client: no call of its own.
+    const { expiration } = await this.client.config.credentials();
+    const expiresIn = signableSeconds(signedAt, upload.expiresInSeconds, expiration);
     const url = await getSignedUrl(
       this.client,
       new PutObjectCommand({
@@ -216,14 +221,34 @@ export class S3AttachmentStore implements AttachmentStore {
         ContentLength: upload.size,
       }),
       {
-        expiresIn: upload.expiresInSeconds,
-        signingDate: upload.now,
+        expiresIn,
+        signingDate: signedAt,
         // In the signature, so S3 refuses a PUT of another size or type (DESIGN §13).
         signableHeaders: new Set(['content-type', 'content-length']),
       },
     );
-    return { url, expiresAt: new Date(upload.now.getTime() + upload.expiresInSeconds * 1000) };
+    return { url, expiresAt: new Date(signedAt.getTime() + expiresIn * 1000) };
   }
+}
+
+/**
+ * What a pre-signed URL's clocks may differ by: S3 judges the session's end by its own clock, the
+ * function signs by its (both NTP-synchronized).
+ */
+const CREDENTIALS_MARGIN_SECONDS = 60;
+
+/**
+ * How long a URL signed at `signedAt` may say it works: `wanted`, or less when the signing
+ * credentials end sooner (a role's session: S3 refuses a URL signed with its token once it ends,
+ * whatever X-Amz-Expires says), a margin kept back. At least a second (credentials that can no longer
+ * be refreshed, about to end: a URL that says so). Credentials without a known end (Lambda's own, in
+ * its environment variables: docs/decisions/0210) sign for `wanted`.
+ */
+function signableSeconds(signedAt: Date, wanted: number, credentialsEnd: Date | undefined): number {
+  if (credentialsEnd === undefined) return wanted;
+  const left =
+    Math.floor((credentialsEnd.getTime() - signedAt.getTime()) / 1000) - CREDENTIALS_MARGIN_SECONDS;
+  return Math.max(1, Math.min(wanted, left));
 }
 
 /** A copy's `x-amz-copy-source`: the bucket and the key, each part of it URL-encoded. */

@@ -115,8 +115,9 @@ export interface PostdateClient {
   ): Promise<GroupHead>;
   /**
    * Reserves a large attachment (DESIGN §13): `{id, upload_url, expires_at}`. PUT the bytes to
-   * `upload_url` within the hour with exactly the declared `Content-Type` and size (plain `fetch`;
-   * no API key: the URL is signed), then enqueue with `attachments: [{ attachment_id: id }]`.
+   * `upload_url` before `expires_at` (an hour at most) with exactly the declared `Content-Type` and
+   * size (plain `fetch`; no API key: the URL is signed), then enqueue with
+   * `attachments: [{ attachment_id: id }]`.
    */
   createAttachment(request: AttachmentUploadRequest, options?: CallOptions): Promise<AttachmentUpload>;
   /** `GET /health`: `{ status: 'ok' }` when the API's function answers (liveness: it reads no table). */

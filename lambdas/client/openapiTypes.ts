@@ -125,7 +125,7 @@ export interface paths {
     put?: never;
     /**
      * Reserve a large attachment: a pre-signed upload URL and an id
-     * @description For files too large to send inline (base64 in the enqueue, up to `POSTDATE_INLINE_ATTACHMENT_MAX_KB` in all): declare the file, PUT its bytes to `upload_url` within the hour, then reference `id` in an enqueue.
+     * @description For files too large to send inline (base64 in the enqueue, up to `POSTDATE_INLINE_ATTACHMENT_MAX_KB` in all): declare the file, PUT its bytes to `upload_url` before `expires_at` (an hour at most), then reference `id` in an enqueue.
      *
      *     The enqueue checks the upload against this declaration (there, the declared size and type; else a 400 naming `/attachments/N/attachment_id`), copies it to the message, and covers its SHA-256 in the idempotency fingerprint. The size may be up to what fits a message by itself (`POSTDATE_MAX_MESSAGE_MB`, base64-encoded).
      */
@@ -1228,7 +1228,7 @@ export interface components {
       upload_url: string;
       /**
        * Format: date-time
-       * @description When the upload URL stops working (1 h). An upload no message references is deleted after 1 day.
+       * @description When the upload URL stops working: 1 h after the reservation, or sooner when the credentials that signed it (the API's own) end first. An upload no message references is deleted after 1 day.
        */
       expires_at: string;
     };

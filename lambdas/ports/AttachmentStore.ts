@@ -53,7 +53,10 @@ export interface AttachmentStore {
   endLifetime(key: string, rewrite: (writtenAt: Date) => boolean): Promise<'rewritten' | 'tagged' | 'gone'>;
   /** The bytes as a stream, read as they are sent (the sender never holds a large file whole). */
   open(key: string): Promise<AsyncIterable<Uint8Array>>;
-  /** A PUT URL valid `expiresInSeconds`, with the exact size and type in its signature. */
+  /**
+   * A PUT URL valid `expiresInSeconds` from `now` (less when the credentials signing it end sooner),
+   * with the exact size and type in its signature; `expiresAt` is when S3 stops taking it.
+   */
   presignPut(
     key: string,
     upload: {

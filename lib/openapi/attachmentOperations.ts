@@ -22,7 +22,7 @@ const AttachmentUploadSchemaOut = z
     }),
     expires_at: z.string().meta({
       format: 'date-time',
-      description: `When the upload URL stops working (${ATTACHMENT_LIMITS.uploadUrlSeconds / 3600} h). An upload no message references is deleted after ${ATTACHMENT_LIMITS.unreferencedUploadDays} day.`,
+      description: `When the upload URL stops working: ${ATTACHMENT_LIMITS.uploadUrlSeconds / 3600} h after the reservation, or sooner when the credentials that signed it (the API's own) end first. An upload no message references is deleted after ${ATTACHMENT_LIMITS.unreferencedUploadDays} day.`,
     }),
   })
   .meta({ id: 'AttachmentUpload' });
@@ -31,7 +31,7 @@ export const ATTACHMENT_OPERATIONS: Pick<Record<RouteName, Operation>, 'createAt
   createAttachment: {
     summary: 'Reserve a large attachment: a pre-signed upload URL and an id',
     description: [
-      'For files too large to send inline (base64 in the enqueue, up to `POSTDATE_INLINE_ATTACHMENT_MAX_KB` in all): declare the file, PUT its bytes to `upload_url` within the hour, then reference `id` in an enqueue.',
+      'For files too large to send inline (base64 in the enqueue, up to `POSTDATE_INLINE_ATTACHMENT_MAX_KB` in all): declare the file, PUT its bytes to `upload_url` before `expires_at` (an hour at most), then reference `id` in an enqueue.',
       '',
       'The enqueue checks the upload against this declaration (there, the declared size and type; else a 400 naming `/attachments/N/attachment_id`), copies it to the message, and covers its SHA-256 in the idempotency fingerprint. The size may be up to what fits a message by itself (`POSTDATE_MAX_MESSAGE_MB`, base64-encoded).',
     ].join('\n'),

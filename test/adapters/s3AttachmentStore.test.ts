@@ -78,7 +78,8 @@ describe('the attachment store on S3 (against s3rver)', () => {
     expect(url.searchParams.get('X-Amz-Expires')).toBe('3600');
     // No checksum of an empty body in the query: S3 would refuse the real bytes against it.
     expect([...url.searchParams.keys()].filter((name) => name.startsWith('x-amz-checksum'))).toEqual([]);
-    expect(upload.expiresAt).toEqual(new Date(now.getTime() + 3_600_000));
+    // From the signing second (X-Amz-Date has whole seconds): when S3 stops taking it.
+    expect(upload.expiresAt).toEqual(new Date(Math.floor(now.getTime() / 1000) * 1000 + 3_600_000));
 
     const put = await fetch(upload.url, {
       method: 'PUT',
@@ -91,6 +92,36 @@ describe('the attachment store on S3 (against s3rver)', () => {
       contentType: 'application/pdf',
     });
   });
+
+  it.each([
+    ['in 20 minutes', 20 * 60, 20 * 60 - 60],
+    ['in 30 seconds (within the minute kept back)', 30, 1],
+  ])(
+    'signs for no longer than credentials ending %s last, a minute kept back for clocks, and says so',
+    async (_when, credentialsSeconds, signedSeconds) => {
+      const now = new Date(Math.floor(Date.now() / 1000) * 1000);
+      const sessionStore = new S3AttachmentStore({
+        bucket: emulator.bucket,
+        client: attachmentS3Client(emulator.endpoint, {
+          region: LOCAL_AWS.region,
+          credentials: {
+            ...LOCAL_AWS.credentials,
+            sessionToken: 'session',
+            expiration: new Date(now.getTime() + credentialsSeconds * 1000),
+          },
+        }),
+      });
+      const upload = await sessionStore.presignPut('uploads/acme/att_4', {
+        size: 5,
+        contentType: 'application/pdf',
+        expiresInSeconds: 3600,
+        now,
+      });
+
+      expect(new URL(upload.url).searchParams.get('X-Amz-Expires')).toBe(String(signedSeconds));
+      expect(upload.expiresAt).toEqual(new Date(now.getTime() + signedSeconds * 1000));
+    },
+  );
 
   it.each([
     ['another size', Buffer.from('longer than five'), 'application/pdf'],

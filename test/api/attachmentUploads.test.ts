@@ -62,6 +62,15 @@ async function upload(api: Api, tenant: string, filename: string, bytes: Buffer,
 
 const freshTenant = () => `t${randomBytes(4).toString('hex')}`;
 
+/** When S3 stops taking a pre-signed URL: its X-Amz-Date (`20261205T075000Z`) plus X-Amz-Expires. */
+function urlExpiry(url: URL): number {
+  const date = (url.searchParams.get('X-Amz-Date') ?? '').replace(
+    /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/,
+    '$1-$2-$3T$4:$5:$6Z',
+  );
+  return Date.parse(date) + Number(url.searchParams.get('X-Amz-Expires')) * 1000;
+}
+
 describe('POST /v1/attachments', () => {
   it('answers 201 with an id, a pre-signed PUT signing size and type for 1 h, and the upload lands under the tenant', async () => {
     const api = await uploadApi();
@@ -74,8 +83,10 @@ describe('POST /v1/attachments', () => {
 
     expect(res.status).toBe(201);
     expect(res.json.id).toMatch(/^att_[0-9a-z]{26}$/);
-    expect(new Date(String(res.json.expires_at)).getTime()).toBe(api.clock.now().getTime() + 3_600_000);
     const url = new URL(String(res.json.upload_url));
+    // The hour from the signing second (X-Amz-Date has whole seconds): exactly when S3 stops taking it.
+    expect(new Date(String(res.json.expires_at)).getTime()).toBe(urlExpiry(url));
+    expect(urlExpiry(url)).toBe(Math.floor(api.clock.now().getTime() / 1000) * 1000 + 3_600_000);
     expect(url.pathname).toBe(`/${emulator.bucket}/uploads/${tenant}/${res.json.id}`);
     expect(url.searchParams.get('X-Amz-SignedHeaders')?.split(';')).toEqual(
       expect.arrayContaining(['content-length', 'content-type']),
@@ -91,6 +102,40 @@ describe('POST /v1/attachments', () => {
     expect(await store.read(`uploads/${tenant}/${res.json.id}`)).toEqual(new Uint8Array(PDF));
     // Nothing is in DynamoDB: the reservation lives in the bucket, and expires with it.
     expect(await api.scanAll()).toEqual([]);
+  });
+
+  it("answers an expires_at no later than the signing credentials' own expiry (a role's session ending in 20 minutes), and the URL says the same", async () => {
+    const credentialsEnd = new Date(Date.now() + 20 * 60_000);
+    const sessionClient = attachmentS3Client(emulator.endpoint, {
+      region: LOCAL_AWS.region,
+      credentials: { ...LOCAL_AWS.credentials, sessionToken: 'session', expiration: credentialsEnd },
+    });
+    const api = await apiHarness({
+      attachments: new S3AttachmentStore({ bucket: emulator.bucket, client: sessionClient }),
+    });
+    api.clock.set(new Date().toISOString());
+    const tenant = freshTenant();
+    const res = await reserve(
+      api,
+      { filename: 'invoice.pdf', content_type: 'application/pdf', size: PDF.length },
+      tenant,
+    );
+
+    expect(res.status).toBe(201);
+    const url = new URL(String(res.json.upload_url));
+    const expiresAt = new Date(String(res.json.expires_at)).getTime();
+    // S3 refuses a URL signed with a session token once the session ends, whatever X-Amz-Expires says.
+    expect(expiresAt).toBeLessThanOrEqual(credentialsEnd.getTime());
+    expect(expiresAt).toBeGreaterThan(credentialsEnd.getTime() - 5 * 60_000);
+    expect(urlExpiry(url)).toBe(expiresAt);
+    expect(url.searchParams.get('X-Amz-Security-Token')).toBe('session');
+
+    const put = await fetch(url, {
+      method: 'PUT',
+      body: PDF,
+      headers: { 'content-type': 'application/pdf' },
+    });
+    expect(put.status).toBe(200);
   });
 
   it.each([
