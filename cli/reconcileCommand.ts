@@ -2,7 +2,8 @@
  * `postdate reconcile`: does every accepted message have a truthful place? For each tenant and a
  * window of creation times it counts, through the indexes only (never a table scan):
  *
- * - **accepted**: messages created in the window (the `by_tenant` index, written once per message);
+ * - **accepted**: messages created in the window (the `by_tenant` index, written once per message),
+ *   less those past their retention that DynamoDB has not deleted yet: gone, as every read says (0205);
  * - their state records' statuses, grouped as **pending** (`scheduled`), **in flight** (`sending`,
  *   `retrying`), **dispatched** (reached a sender: in flight + `sent`, `failed`, `dead`, `unknown`)
  *   and **terminal** (every terminal status), overall, per tenant and per tag;
@@ -16,6 +17,7 @@
  *   rule (core/sweepDecision.ts `sendersHold`), and only a stuck one makes reconcile exit 1.
  */
 import { type DynamoDBDocumentClient, QueryCommand, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
+import { retentionRanOut } from '../lambdas/core/messageLifetime.js';
 import { isTerminal, MESSAGE_STATUSES, type MessageStatus } from '../lambdas/core/messageStatus.js';
 import { runWithConcurrency } from '../lambdas/core/runWithConcurrency.js';
 import { overdueSinceMs, type SendersHold, sendersHold } from '../lambdas/core/sweepDecision.js';
@@ -133,12 +135,18 @@ export async function reconcile(
     const ids = await acceptedIds(deps, tenant, since);
     const states = await readStateRecords(deps.documents, deps.tableName, ids, { consistentRead: true });
     const tally = new TallyBuilder();
+    // Records past their retention, still in the table: gone, as every read says (decision 0205).
+    const gone = emptyCounts();
     for (const id of ids) {
       const state = states.get(id);
       if (state === undefined) {
         missingRecords.push(id);
         tally.accept(null);
         totals.accept(null);
+        continue;
+      }
+      if (retentionRanOut(state.expires_at, now)) {
+        gone[state.status]++;
         continue;
       }
       tenantOf.set(id, tenant);
@@ -155,7 +163,8 @@ export async function reconcile(
     const indexed = await statusIndexCounts(deps, tenant, since);
     for (const status of MESSAGE_STATUSES) {
       const records = tally.count(status);
-      const index = indexed[status];
+      // The index counts them too (its KEYS_ONLY projection has no `expires_at` to filter on, decision 0208).
+      const index = indexed[status] - gone[status];
       if (records !== index) mismatches.push({ tenant, status, records, index });
     }
   }

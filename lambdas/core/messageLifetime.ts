@@ -69,6 +69,52 @@ export function retentionRanOutCondition(now: Date): {
   };
 }
 
+/**
+ * How long a body item without a live state record still holds its key: the retention after its
+ * `created_at`. A state record lives at least POSTDATE_RETENTION_DAYS after it was written (its TTL is
+ * set only once it is final, to the retention after that), so a body younger than this beside no
+ * state record is an enqueue that died between its two puts (or is between them now), which its
+ * identical replay completes (core/replayDecision.ts). An older one belongs to no live message: its
+ * state record is past its retention or deleted, and the body's own TTL write was lost (a crash
+ * between the two writes, {@link LifetimeChange}) or it is an enqueue that died long ago. It is an
+ * orphan, and a new message under its key replaces it (decision 0208).
+ */
+export function resumeWindowMs(retentionDays: number): number {
+  return retentionDays * 86_400_000;
+}
+
+/** Whether a body item beside no live state record is an orphan at `now` (see {@link resumeWindowMs}). */
+export function bodyOrphaned(createdAt: string, now: Date, retentionDays: number): boolean {
+  return createdAt < orphanedBefore(now, retentionDays);
+}
+
+/**
+ * The write's side of a body item's key: a body under it may be replaced when it does not exist, its
+ * retention ran out ({@link retentionRanOutCondition}), or it is an orphan ({@link bodyOrphaned}: the
+ * same ISO-string comparison). Only for a put in one transaction with the state record's put under
+ * `retentionRanOutCondition`: the state record decides whether a live message holds the key, and an
+ * orphan's age alone does not say (a live message's body has no TTL, however old).
+ */
+export function bodyReplaceableCondition(
+  now: Date,
+  retentionDays: number,
+): {
+  readonly expression: string;
+  readonly names: Readonly<Record<string, string>>;
+  readonly values: Readonly<Record<string, number | string>>;
+} {
+  const ranOut = retentionRanOutCondition(now);
+  return {
+    expression: `${ranOut.expression} OR #bodyCreated < :orphanedBefore`,
+    names: { ...ranOut.names, '#bodyCreated': 'created_at' },
+    values: { ...ranOut.values, ':orphanedBefore': orphanedBefore(now, retentionDays) },
+  };
+}
+
+/** The `created_at` (ISO, as the records store it) below which a body beside no live state is an orphan. */
+const orphanedBefore = (now: Date, retentionDays: number): string =>
+  new Date(now.getTime() - resumeWindowMs(retentionDays)).toISOString();
+
 /** `now` as DynamoDB's TTL compares it: whole epoch seconds. */
 const ttlClock = (now: Date): number => Math.floor(now.getTime() / 1000);
 

@@ -5,9 +5,8 @@
  * message) from a reused key (422). The api reads the records and acts on the answer
  * (api/routes/enqueue.ts); nothing here reads or writes.
  */
+import { bodyOrphaned } from './messageLifetime.js';
 import { isTerminal, type MessageStatus } from './messageStatus.js';
-
-const DAY_MS = 86_400_000;
 
 /** The message's records as read after a conditional write found them (or before, for a rejected request). */
 export interface StoredAttempt {
@@ -46,22 +45,17 @@ export type ReplayDecision =
   /** An enqueue of this same request died between its two puts: write its state record now. */
   | { readonly kind: 'complete' }
   /** Another request's first write is in flight (or a record expired under us): read again. */
-  | { readonly kind: 'in-flight' };
+  | { readonly kind: 'in-flight' }
+  /**
+   * No live message holds the key: an orphan body (core/messageLifetime.ts `bodyOrphaned`) beside a
+   * state record past its retention or none. Write the new message over it in one transaction, whose
+   * state condition guards both (decision 0208).
+   */
+  | { readonly kind: 'replace' };
 
 /** Whether the body's stamp must be read to decide (the state record is missing or carries no fingerprint). */
 export function needsBodyStamp(attempt: Pick<ReplayInput, 'state' | 'wroteBody'>): boolean {
   return attempt.state == null || (attempt.state.fingerprint === undefined && !attempt.wroteBody);
-}
-
-/**
- * How old a body without its state record may be and still be completed by a replay: the retention.
- * A state record lives at least POSTDATE_RETENTION_DAYS after it was written (its TTL is set only
- * once it is final, to the retention after that), so a younger orphan was never followed by its state
- * record: the enqueue died between its two puts. An older one may be the body of a message whose
- * state already expired: the key is spent, never reused for a new send.
- */
-export function resumeWindowMs(retentionDays: number): number {
-  return retentionDays * DAY_MS;
 }
 
 /**
@@ -89,9 +83,8 @@ export function decideReplay(input: ReplayInput): ReplayDecision {
       : { kind: 'key-reused', undoOwnBody };
   }
   if (body == null) return { kind: 'in-flight' };
+  if (bodyOrphaned(body.created_at, input.now, input.retentionDays)) return { kind: 'replace' };
   if (ours === undefined || body.fingerprint !== ours) return { kind: 'key-reused', undoOwnBody: false };
-  const resumable =
-    !input.grouped &&
-    input.now.getTime() - Date.parse(body.created_at) <= resumeWindowMs(input.retentionDays);
-  return resumable ? { kind: 'complete' } : { kind: 'key-reused', undoOwnBody: false };
+  // Within messageLifetime.ts `resumeWindowMs`: an enqueue that died between its two puts.
+  return input.grouped ? { kind: 'key-reused', undoOwnBody: false } : { kind: 'complete' };
 }

@@ -85,8 +85,9 @@ type OutboxCommonInput = Omit<
 > & {
   /**
    * The stack's POSTDATE_RETENTION_DAYS (1–3650): a message superseded at enqueue (its group's head
-   * already higher) has ended, and its records expire this many days from `now`, as the API's do.
-   * Pass it when the stack sets another value. It changes nothing for any other message.
+   * already higher) has ended, and its records expire this many days from `now`, as the API's do;
+   * and a body item older than this beside no live state record is an orphan the message replaces
+   * (decision 0208). Pass it when the stack sets another value.
    * @default the stack's default, 30
    */
   readonly retentionDays?: number;

@@ -20,6 +20,8 @@ export interface EnqueueRecords {
   readonly groupHeadVersion?: number | null | undefined;
   /** How many replicas that head's last raise wrote: a raise writes at least as many. */
   readonly groupHeadReplicas?: number | undefined;
+  /** POSTDATE_RETENTION_DAYS: how long a body beside no live state record holds the key (0208). */
+  readonly retentionDays: number;
 }
 
 /** What the replay rule reads of a body item, and the template version it renders (DESIGN §10). */
@@ -86,7 +88,10 @@ export interface ApiStore {
     groupKey: string,
     options?: { consistent?: boolean },
   ): Promise<{ readonly version: number; readonly replicas: number } | null>;
-  /** Writes a message's records in one transaction (a grouped message: its head moves with it). */
+  /**
+   * Writes a message's records in one transaction (a grouped message: its head moves with it; an
+   * orphan body under the key is replaced, decision 0208).
+   */
   writeEnqueue(records: EnqueueRecords): Promise<EnqueueWriteResult>;
   /**
    * Deletes a body this request just wrote, if it is still the one it wrote (same fingerprint and

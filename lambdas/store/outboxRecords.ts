@@ -11,7 +11,11 @@
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { StoredAttachment } from '../core/attachments.js';
 import { messageIdFor } from '../core/ids.js';
-import { lifetimeChange, retentionRanOutCondition } from '../core/messageLifetime.js';
+import {
+  bodyReplaceableCondition,
+  lifetimeChange,
+  retentionRanOutCondition,
+} from '../core/messageLifetime.js';
 import { type EnqueueRequest, requestFingerprint } from '../core/messageSchema.js';
 import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import { recipientList } from '../core/recipients.js';
@@ -203,16 +207,17 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
     messageId: id,
     state: placed,
     body,
+    retentionDays: input.retentionDays ?? DEFAULT_RETENTION_DAYS,
     groupHeadVersion: input.groupHeadVersion,
     ...(input.groupHeadReplicas === undefined ? {} : { groupHeadReplicas: input.groupHeadReplicas }),
   };
 }
 
 /**
- * The `TransactWriteItem`s that write `records` into `tableName`: both records if they do not exist
- * yet (the state record alone when it carries the body), and for a grouped message its head, raised
- * to the message's version when that rises above the head, else left alone (store/groupHead.ts
- * `groupHeadStep`; the public outbox adds its check of a head above the message).
+ * The `TransactWriteItem`s that write `records` into `tableName`: both records if no live message
+ * holds the key (the state record alone when it carries the body), and for a grouped message its
+ * head, raised to the message's version when that rises above the head, else left alone
+ * (store/groupHead.ts `groupHeadStep`; the public outbox adds its check of a head above the message).
  */
 export function outboxTransactItems(
   tableName: string,
@@ -227,9 +232,24 @@ export function outboxTransactItems(
   // The api (deployed with its sender) compresses the body; the public outbox helper writes it
   // plain by default, since an application may upgrade this package before its stack's sender.
   const body = options.compressBody === true ? storedBodyItem(records.body) : records.body;
-  const isNew = newMessageCondition(new Date(state.created_at));
-  const items: TransactWriteItem[] = [{ Put: { TableName: tableName, Item: { ...state }, ...isNew } }];
-  if (state.body === undefined) items.push({ Put: { TableName: tableName, Item: { ...body }, ...isNew } });
+  const now = new Date(state.created_at);
+  const items: TransactWriteItem[] = [
+    { Put: { TableName: tableName, Item: { ...state }, ...newMessageCondition(now) } },
+  ];
+  // The state's condition decides whether a live message holds the key; beside it, a body item may
+  // also be an orphan's (its TTL write lost), which this message replaces (decision 0208).
+  if (state.body === undefined) {
+    const replaceable = bodyReplaceableCondition(now, records.retentionDays);
+    items.push({
+      Put: {
+        TableName: tableName,
+        Item: { ...body },
+        ConditionExpression: `attribute_not_exists(${KEY.partition}) OR ${replaceable.expression}`,
+        ExpressionAttributeNames: { ...replaceable.names },
+        ExpressionAttributeValues: { ...replaceable.values },
+      },
+    });
+  }
   const group = state.group;
   if (group !== null) {
     // The head moves only when this version rises above it (store/groupHead.ts).

@@ -363,14 +363,13 @@ describe('POST /v1/messages (enqueue)', () => {
       expect((await api.call(getEvent(id))).json.template).toEqual({ name: 'orphan-pin', version: 1 });
     });
 
-    it('is never completed once older than the retention: its state may have expired, the key is spent', async () => {
+    it('once older than the retention is an orphan no message holds: the key makes a new message (decision 0208)', async () => {
       const body = validBody({ send_at: '2027-06-01T09:00:00Z', text: LARGE_TEXT });
-      await orphanBody('crashed-4', body);
+      const id = await orphanBody('crashed-4', body);
       api.clock.advance(RETENTION_MS + 1_000);
-      const before = await api.scanAll();
       const late = await api.call(enqueueEvent(body, { key: 'crashed-4' }));
-      expect(late.status).toBe(422);
-      expect(await api.scanAll()).toEqual(before);
+      expect(late.status).toBe(202);
+      expect(late.json).toMatchObject({ id, status: 'scheduled', created_at: api.clock.now().toISOString() });
     });
   });
 

@@ -4,12 +4,19 @@
  * TTL, and until then still returns it: every path answers as if the deleter had run already — GET
  * 404 like an id never seen, listings skip it (a page may come short, its cursor goes on), cancel,
  * reschedule and retry 404, the CLI's show, list and export leave it out, and its idempotency key is
- * free again (the API, a batch and the outbox helper write a new message under it: 202). Covers
+ * free again (the API, a batch and the outbox helper write a new message under it: 202), even beside
+ * a body item whose own TTL write was lost (decision 0208). Covers
  * store/apiStore.ts, api/routes/enqueue.ts, store/outboxRecords.ts, store/streamRecord.ts and
  * cli/messagesCommands.ts, cli/messagesExport.ts, on DynamoDB Local with the real records.
  */
 import { randomBytes } from 'node:crypto';
-import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  DeleteCommand,
+  GetCommand,
+  PutCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { messagesList, messagesShow } from '../../cli/messagesCommands.js';
 import { messagesExport } from '../../cli/messagesExport.js';
@@ -17,7 +24,13 @@ import { memoryOutput } from '../../cli/output.js';
 import { toLambdaRecord } from '../../lambdas/adapters/streamRecordFormat.js';
 import { messageIdFor } from '../../lambdas/core/ids.js';
 import { deriveStatusChange } from '../../lambdas/core/messageEvents.js';
-import { expiresAtAfter, retentionRanOut } from '../../lambdas/core/messageLifetime.js';
+import {
+  bodyOrphaned,
+  bodyReplaceableCondition,
+  expiresAtAfter,
+  resumeWindowMs,
+  retentionRanOut,
+} from '../../lambdas/core/messageLifetime.js';
 import { parseEnqueueRequest } from '../../lambdas/core/messageSchema.js';
 import { fromLambdaRecord as eventRecordOf } from '../../lambdas/events/eventRecords.js';
 import { buildOutboxTransactItems } from '../../lambdas/outbox/outboxItems.js';
@@ -264,6 +277,154 @@ describe('its idempotency key is free again', () => {
   });
 });
 
+describe('a body item whose TTL write was lost keeps no key (its state record decides)', () => {
+  /**
+   * A large message ended as the API ends it, then the body's TTL taken off: what a crash between the
+   * state's terminal write and the body's TTL write leaves, never repaired.
+   */
+  async function endedWithoutBodyTtl(api: Harness, key: string, overrides: Record<string, unknown> = {}) {
+    const id = await endedMessage(api, key, { text: largeText(), subject: 'Old one', ...overrides });
+    await api.documents.send(
+      new UpdateCommand({
+        TableName: api.tableName,
+        Key: { pk: messagePk(id), sk: 'BODY' },
+        UpdateExpression: 'REMOVE expires_at',
+      }),
+    );
+    expect(await item(api, id, 'BODY')).not.toHaveProperty('expires_at');
+    return id;
+  }
+
+  async function expectNewMessage(api: Harness, id: string, subject: string) {
+    expect(await item(api, id, 'STATE')).toMatchObject({ status: 'scheduled' });
+    const state = await api.store.getMessage('acme', id, api.clock.now());
+    if (state === null) throw new Error('the new message is not there');
+    expect(await new DynamoSenderStore(api.documents, api.tableName).readBody(state)).toMatchObject({
+      subject,
+    });
+  }
+
+  for (const [shape, overrides] of [
+    ['a large body', {}],
+    ['a grouped message (one transaction)', { group: { key: 'g-lost', version: 1 } }],
+  ] as const) {
+    it(`past the state's retention, the key makes a new message (202), ${shape}`, async () => {
+      const api = await apiHarness();
+      const key = `lost-ttl-${shape.length}`;
+      const id = await endedWithoutBodyTtl(api, key, overrides);
+      pastRetention(api);
+      const body = validBody({ ...overrides, text: largeText(), subject: 'New one' });
+      const again = await api.call(enqueueEvent(body, { key }));
+      expect(again.status).toBe(202);
+      expect(again.json).toMatchObject({ id, status: 'scheduled', rev: 1 });
+      await expectNewMessage(api, id, 'New one');
+      expect(await item(api, id, 'BODY')).not.toHaveProperty('expires_at');
+      expect((await api.call(enqueueEvent(body, { key }))).status).toBe(200);
+    });
+  }
+
+  it('a batch item with it is a new message', async () => {
+    const api = await apiHarness();
+    const id = await endedWithoutBodyTtl(api, 'lost-batch');
+    pastRetention(api);
+    const response = await api.call(
+      apiEvent({
+        method: 'POST',
+        path: '/v1/messages/batch',
+        routeKey: 'POST /v1/messages/batch',
+        body: {
+          messages: [
+            { idempotency_key: 'lost-batch', ...validBody({ text: largeText(), subject: 'Batch' }) },
+          ],
+        },
+      }),
+    );
+    expect(response.status).toBe(200);
+    const [result] = response.json.results as { status: number; message?: { id: string } }[];
+    expect(result).toMatchObject({ status: 202, message: { id } });
+    await expectNewMessage(api, id, 'Batch');
+  });
+
+  it("the outbox helper's transaction writes it", async () => {
+    const api = await apiHarness();
+    const id = await endedWithoutBodyTtl(api, 'lost-outbox');
+    pastRetention(api);
+    const now = api.clock.now();
+    const parsed = parseEnqueueRequest(validBody({ subject: 'From the outbox' }), {
+      allowedFrom: ['*@example.com'],
+      defaultFrom: 'ops@example.com',
+      maxHorizonDays: 400,
+      now,
+    });
+    if (!parsed.ok) throw new Error(parsed.problem.detail);
+    const items = buildOutboxTransactItems({
+      tableName: api.tableName,
+      tenant: 'acme',
+      idempotencyKey: 'lost-outbox',
+      request: parsed.value,
+      now,
+    });
+    await api.documents.send(new TransactWriteCommand({ TransactItems: items }));
+    await expectNewMessage(api, id, 'From the outbox');
+  });
+
+  it('once DynamoDB deleted the state record, the body alone holds the key no more', async () => {
+    const api = await apiHarness();
+    const id = await endedWithoutBodyTtl(api, 'lost-deleted');
+    pastRetention(api);
+    await api.documents.send(
+      new DeleteCommand({ TableName: api.tableName, Key: { pk: messagePk(id), sk: 'STATE' } }),
+    );
+    const again = await api.call(
+      enqueueEvent(validBody({ text: largeText(), subject: 'New one' }), { key: 'lost-deleted' }),
+    );
+    expect(again.status).toBe(202);
+    await expectNewMessage(api, id, 'New one');
+  });
+
+  it('a live message older than the retention keeps its key and its body, whatever the path', async () => {
+    const api = await apiHarness();
+    const group = { key: 'g-live', version: 1 };
+    const first = await api.call(
+      enqueueEvent(
+        validBody({ group, text: largeText(), subject: 'Live', delay_seconds: 400 * 86_400 - 60 }),
+        {
+          key: 'live-old',
+        },
+      ),
+    );
+    expect(first.status).toBe(202);
+    const id = String(first.json.id);
+    pastRetention(api);
+    const before = await api.scanAll();
+    for (const shaped of [{}, { group }]) {
+      const reused = await api.call(
+        enqueueEvent(validBody({ ...shaped, text: largeText(), subject: 'Other' }), { key: 'live-old' }),
+      );
+      expect(reused.status).toBe(422);
+    }
+    const now = api.clock.now();
+    const parsed = parseEnqueueRequest(validBody({ group, text: largeText(), subject: 'Other' }), {
+      allowedFrom: ['*@example.com'],
+      defaultFrom: 'ops@example.com',
+      maxHorizonDays: 400,
+      now,
+    });
+    if (!parsed.ok) throw new Error(parsed.problem.detail);
+    const items = buildOutboxTransactItems({
+      tableName: api.tableName,
+      tenant: 'acme',
+      idempotencyKey: 'live-old',
+      request: parsed.value,
+      now,
+      groupHeadVersion: 1,
+    });
+    await expect(api.documents.send(new TransactWriteCommand({ TransactItems: items }))).rejects.toThrow();
+    expect(await api.scanAll()).toEqual(before);
+    expect((await api.call(getEvent(id))).json).toMatchObject({ status: 'scheduled' });
+  });
+});
+
 describe('the write condition is retentionRanOut, as DynamoDB evaluates it', () => {
   it('frees an item exactly when the rule says its retention ran out', async () => {
     const api = await apiHarness();
@@ -304,5 +465,35 @@ describe('the write condition is retentionRanOut, as DynamoDB evaluates it', () 
       }
     }
     expect(expiresAtAfter(new Date(base), 1)).toBe(Math.floor(base / 1000) + 86_400);
+  });
+
+  it('frees a body without a TTL exactly when the rule calls it an orphan (decision 0208)', async () => {
+    const api = await apiHarness();
+    const now = new Date('2026-12-30T10:00:00.000Z');
+    const window = resumeWindowMs(RETENTION_DAYS);
+    for (const [n, age] of [window - 1, window, window + 1, 2 * window].entries()) {
+      const pk = `ORPHAN#${n}`;
+      const createdAt = new Date(now.getTime() - age).toISOString();
+      await api.documents.send(
+        new PutCommand({ TableName: api.tableName, Item: { pk, sk: 'BODY', created_at: createdAt } }),
+      );
+      const condition = bodyReplaceableCondition(now, RETENTION_DAYS);
+      const wrote = await api.documents
+        .send(
+          new PutCommand({
+            TableName: api.tableName,
+            Item: { pk, sk: 'BODY', written: true },
+            ConditionExpression: condition.expression,
+            ExpressionAttributeNames: { ...condition.names },
+            ExpressionAttributeValues: { ...condition.values },
+          }),
+        )
+        .then(
+          () => true,
+          () => false,
+        );
+      expect({ age, wrote }).toEqual({ age, wrote: bodyOrphaned(createdAt, now, RETENTION_DAYS) });
+      expect(wrote).toBe(age > window);
+    }
   });
 });

@@ -20,7 +20,7 @@ import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentS3Client, S3AttachmentStore } from '../../lambdas/adapters/S3AttachmentStore.js';
 import { messageIdFor } from '../../lambdas/core/ids.js';
-import { resumeWindowMs } from '../../lambdas/core/replayDecision.js';
+import { resumeWindowMs } from '../../lambdas/core/messageLifetime.js';
 import { createEventsHandler } from '../../lambdas/events/createEventsHandler.js';
 import type { ApiStore } from '../../lambdas/ports/ApiStore.js';
 import { messagePk } from '../../lambdas/store/messageRecord.js';
@@ -249,7 +249,7 @@ describe('what an enqueue stored for a request that did not become a message (DE
     expect([...(await objectsOf(tenant, messageIdFor(tenant, 'b-1'))).values()]).toEqual(['kept']);
   });
 
-  it("never writes over an ended message's files when its key is used again after its state record expired (422)", async () => {
+  it("never writes over an ended message's files when its key makes a new message after its state record expired (202, decision 0208)", async () => {
     const w = await world();
     const tenant = freshTenant();
     // A body too large to ride inside the state record: it is an item of its own, which outlives
@@ -270,7 +270,7 @@ describe('what an enqueue stored for a request that did not become a message (DE
     expect((await w.api.scanAll()).some((item) => item[KEY.sort] === ITEM_SORT_KEY.messageBody)).toBe(true);
     w.api.clock.advance(resumeWindowMs(30) + 60_000);
 
-    expect((await w.api.call(enqueueEvent(body, { tenant, key: 'k-late' }))).status).toBe(422);
+    expect((await w.api.call(enqueueEvent(body, { tenant, key: 'k-late' }))).status).toBe(202);
     const stored = await objectsOf(tenant, messageId);
     expect(stored.get(original)).toBe('expires after the retention');
     for (const [key, fate] of stored) if (key !== original) expect(fate, key).toBe('expires after a day');

@@ -13,8 +13,8 @@ import type { ShardPosition } from '../../lambdas/ports/ApiStore.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { byStatusPk } from '../../lambdas/store/messageRecord.js';
-import { documentClient, freshTable } from '../support/awsLocal.js';
-import { messageId, type SeedMessage, seedMessages, stateRecord } from './cliFixtures.js';
+import { documentClient, emulatorEnv, freshTable } from '../support/awsLocal.js';
+import { messageId, runBin, type SeedMessage, seedMessages, stateRecord } from './cliFixtures.js';
 
 const NOW = new Date('2026-11-29T12:00:00.000Z');
 const minutesAgo = (minutes: number) => new Date(NOW.getTime() - minutes * 60_000).toISOString();
@@ -201,4 +201,42 @@ describe('postdate reconcile', () => {
     expect(reconcileClean(report)).toBe(false);
     expect(out.warnings.join('\n')).toContain('by_status acme/retrying: index 1, records 0');
   });
+
+  // Decision 0205: a record past its retention is gone from every read, whenever DynamoDB deletes it.
+  it('counts no record past its retention, on either side of the index check (the real bin)', async () => {
+    const { tableName } = await freshTable();
+    const documents = documentClient();
+    const hoursAgo = (hours: number) => new Date(Date.now() - hours * 3_600_000).toISOString();
+    const [, cancelled, sent] = await seedMessages(documents, tableName, [
+      { id: messageId(40), status: 'scheduled', createdAt: hoursAgo(3), sendAt: hoursAgo(-24) },
+      { id: messageId(41), status: 'cancelled', createdAt: hoursAgo(2) },
+      { id: messageId(42), status: 'sent', createdAt: hoursAgo(1) },
+    ]);
+    const ttlNow = Math.floor(Date.now() / 1000);
+    // The cancelled one's retention ran out a minute ago (DynamoDB has not deleted it yet); the sent
+    // one's runs a day more.
+    for (const [record, expiresAt] of [
+      [cancelled, ttlNow - 60],
+      [sent, ttlNow + 86_400],
+    ] as const) {
+      await documents.send(
+        new PutCommand({ TableName: tableName, Item: { ...record, expires_at: expiresAt } }),
+      );
+    }
+    const run = await runBin(
+      ['--table', tableName, '--json', 'reconcile', '--tenant', 'acme'],
+      emulatorEnv(),
+    );
+    expect(run.stderr).toBe('');
+    // The CLI's JSON style: snake_case keys (cli/output.ts).
+    const report = JSON.parse(run.stdout);
+    expect(report.totals).toMatchObject({
+      accepted: 2,
+      pending: 1,
+      terminal: 1,
+      by_status: { scheduled: 1, sent: 1, cancelled: 0 },
+    });
+    expect(report.index_check).toEqual({ consistent: true, mismatches: [], missing_records: [] });
+    expect(run.code).toBe(0);
+  }, 90_000);
 });

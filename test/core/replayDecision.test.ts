@@ -1,18 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { resumeWindowMs } from '../../lambdas/core/messageLifetime.js';
 import { isTerminal, MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
-import {
-  decideReplay,
-  needsBodyStamp,
-  type ReplayInput,
-  resumeWindowMs,
-} from '../../lambdas/core/replayDecision.js';
+import { decideReplay, needsBodyStamp, type ReplayInput } from '../../lambdas/core/replayDecision.js';
 
 /**
  * The idempotent-replay rule (DESIGN §3, §4): a request whose id already has records is the stored
  * message's replay (200) when its fingerprint is the stored one, the key's reuse (422) otherwise; a
- * body alone is an enqueue that died between its puts (completed by the same request) or a first
- * write still in flight.
+ * body alone is an enqueue that died between its puts (completed by the same request), a first
+ * write still in flight, or past the retention an orphan a new message replaces (decision 0208).
  */
 const NOW = new Date('2026-12-01T09:00:00.000Z');
 const RETENTION = 30;
@@ -136,7 +132,7 @@ describe('no state record', () => {
     );
   });
 
-  it("a body of the same request is completed within the retention, if ungrouped; anything else is the key's reuse", () => {
+  it("a body of the same request is completed within the retention, if ungrouped; an older body is an orphan to replace; anything else is the key's reuse", () => {
     const window = resumeWindowMs(RETENTION);
     fc.assert(
       fc.property(
@@ -150,7 +146,11 @@ describe('no state record', () => {
           );
           const completes = ours === stored && !grouped && age <= window;
           expect(decision).toEqual(
-            completes ? { kind: 'complete' } : { kind: 'key-reused', undoOwnBody: false },
+            age > window
+              ? { kind: 'replace' }
+              : completes
+                ? { kind: 'complete' }
+                : { kind: 'key-reused', undoOwnBody: false },
           );
         },
       ),

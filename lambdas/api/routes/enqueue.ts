@@ -373,6 +373,12 @@ async function settleExisting(
       const completed = await store.putNew(completing);
       return completed.kind === 'written' ? { kind: 'created', state: completing } : undefined;
     }
+    case 'replace': {
+      // No live message holds the key: the transaction writes over the orphan body, its state
+      // condition guarding both (a racer's record fails it, and the next round reads again).
+      const replaced = await store.writeEnqueue(write);
+      return replaced.kind === 'written' ? { kind: 'created', state: write.state } : undefined;
+    }
     case 'in-flight':
       return undefined;
   }
