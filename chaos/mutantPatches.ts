@@ -42,6 +42,9 @@ const SWEEP_DECISION = `    const decision = decideSweep({
       record,
       now,`;
 const FRESHNESS = `  return group !== null && group !== undefined && head !== undefined && head > group.version;`;
+const LEASE_END = `  const leaseUntil = new Date(claimedAt.getTime() + settings.leaseSeconds * 1000);`;
+const THROTTLE_ORIGIN = `    if (origin !== FAILURE_ORIGIN.throttle)
+      return { ...classified, origin, hardBounce: isHardBounce(classified) };`;
 
 export const MUTANTS: readonly Mutant[] = [
   {
@@ -114,6 +117,33 @@ ${SWEEP_DECISION}`,
     bug: 'the freshness check never finds a message superseded',
     expect: 'wrong fates and unexpected copies (superseded messages sent)',
     patches: [{ file: 'lambdas/core/unsentDecision.ts', find: FRESHNESS, replace: '  return false;' }],
+  },
+  {
+    name: 'lease-shorter-than-a-slow-send',
+    bug: 'the lease, set once at the claim and never extended, lasts 4 s: a slow 250 outlives it',
+    expect: 'unexplained duplicates (a slow copy heard 250, then sent again by a takeover)',
+    patches: [
+      {
+        file: 'lambdas/core/sendDecision.ts',
+        find: LEASE_END,
+        replace:
+          '  const leaseUntil = new Date(claimedAt.getTime() + Math.min(settings.leaseSeconds, 4) * 1000);',
+      },
+    ],
+  },
+  {
+    name: 'throttle-as-permanent',
+    bug: "SES's 454 throttle reply is classified a permanent refusal of the message",
+    expect: 'wrong fates (failed with no 5xx from the relay)',
+    patches: [
+      {
+        file: 'lambdas/core/classifySmtpError.ts',
+        find: THROTTLE_ORIGIN,
+        replace: `    if (origin === FAILURE_ORIGIN.throttle)
+      return { ...classified, class: 'permanent', origin: FAILURE_ORIGIN.transaction, hardBounce: false };
+${THROTTLE_ORIGIN}`,
+      },
+    ],
   },
 ];
 

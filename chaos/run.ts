@@ -31,6 +31,8 @@ async function main(argv: readonly string[]): Promise<number> {
     .option('--smtp-fault-rate <r>', 'fraction of SMTP transactions with a 4xx/5xx/drop fault', '0.12')
     .option('--stall-rate <r>', 'fraction of SMTP transactions that stall past the timeout', '0.003')
     .option('--slow-relay-rate <r>', 'fraction of SMTP transactions answered 20–35 s after the dot', '0.005')
+    .option('--slow-replies <n>', 'SMTP transactions answered 35 s after the dot, spread over the run', '3')
+    .option('--throttle-replies <n>', "transactions answered SES's 454 throttle, spread over the run", '3')
     .option(
       '--outcome-write-failure-rate <r>',
       'fraction of messages whose first outcome write fails on every SDK attempt',
@@ -94,6 +96,8 @@ async function main(argv: readonly string[]): Promise<number> {
     smtpFaultRate: Number(opts.smtpFaultRate),
     stallRate: Number(opts.stallRate),
     slowRelayRate: Number(opts.slowRelayRate),
+    slowReplies: Number(opts.slowReplies),
+    throttleReplies: Number(opts.throttleReplies),
     outcomeWriteFailureRate: Number(opts.outcomeWriteFailureRate),
     readFailureRate: Number(opts.readFailureRate),
     ...(Number(opts.maxSendRate) > 0 ? { maxSendRate: Number(opts.maxSendRate) } : {}),

@@ -80,6 +80,11 @@ export interface ChaosOptions {
    * first `messages` of its script (DESIGN §5 Rate: no attempt, the copy comes back). @default 0
    */
   readonly throttleReplies?: number;
+  /**
+   * Transactions the relay answers with the slowest 250 (35 s × time scale after the dot), each just
+   * after a throttled one's place: a send that must outlast any shorter lease (DESIGN §5). @default 0
+   */
+  readonly slowReplies?: number;
   /** Stalls are costly (each ties a connection up for the reply timeout or longer): their own rate. */
   readonly stallRate: number;
   /** Fraction of transactions the relay answers 20–35 s (× time scale) after the dot. @default 0 */
@@ -471,9 +476,8 @@ async function startChaosRelay(
     options.stallRate,
     options.slowRelayRate ?? 0,
     options.timeScale ?? 1,
-    Array.from({ length: options.throttleReplies ?? 0 }, (_, index) =>
-      Math.floor((options.messages * (index + 1)) / ((options.throttleReplies ?? 0) + 1)),
-    ),
+    spread(options.throttleReplies ?? 0, options.messages),
+    spread(options.slowReplies ?? 0, options.messages).map((index) => index + 1),
   );
   smtp.script(...script.behaviours);
   // The relay is reached through a tap that reports the SMTP moments the sender kills aim at.
@@ -486,6 +490,10 @@ async function startChaosRelay(
   const outage = await startRelayOutage({ targetHost: tap.host, targetPort: tap.port });
   return { name, smtp, script, tap, outage };
 }
+
+/** `count` transaction indices spread evenly over the first `over` of a script. */
+const spread = (count: number, over: number): number[] =>
+  Array.from({ length: count }, (_, index) => Math.floor((over * (index + 1)) / (count + 1)));
 
 const refusedLogins = (relays: readonly ChaosRelay[]): number =>
   relays.reduce((sum, relay) => sum + relay.smtp.authAttempts.filter((attempt) => !attempt.ok).length, 0);

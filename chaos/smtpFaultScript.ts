@@ -26,8 +26,9 @@ export const AMBIGUOUS_RECIPIENT_PREFIX = 'ambiguous-';
  * it injected. `slowRate` of the transactions get their 250 20–35 s (× `scale`) after the dot, in
  * runs of 1–6 consecutive transactions (a relay that scans or tarpits is slow for a while, and a
  * batch then meets several slow replies in a row). The transactions at `throttleAt` get SES's 454
- * throttle to their final dot instead of what was drawn (the draws stay, so the seed's workload
- * does not change). Every behaviour drops the first body of an `ambiguous-` recipient.
+ * throttle to their final dot instead of what was drawn, and those at `slowAt` (unless throttled) the
+ * slowest 250 (the draws stay, so the seed's workload does not change). Every behaviour drops the
+ * first body of an `ambiguous-` recipient.
  */
 export function smtpScript(
   length: number,
@@ -37,6 +38,7 @@ export function smtpScript(
   slowRate = 0,
   scale = 1,
   throttleAt: readonly number[] = [],
+  slowAt: readonly number[] = [],
 ): { behaviours: SmtpBehaviour[]; kinds: string[] } {
   // Messages meant to expire: the relay refuses their recipient (451) until the deadline passes.
   const expireRule = (address: string) =>
@@ -84,7 +86,12 @@ export function smtpScript(
           THROTTLE_FAULT,
           { rcptTo: expireRule, afterData: reply(454, 'Throttling failure: Maximum sending rate exceeded') },
         ]
-      : (pick ?? ['accept', { rcptTo: expireRule }]);
+      : slowAt.includes(index)
+        ? [
+            SLOW_FAULT,
+            { rcptTo: expireRule, afterData: { acceptAfterMs: SLOW_RELAY_SECONDS.max * 1000 * scale } },
+          ]
+        : (pick ?? ['accept', { rcptTo: expireRule }]);
     kinds.push(kind);
     behaviours.push(pinnedAmbiguity({ ...behaviour, label: kind }, dropped));
   }

@@ -46,6 +46,22 @@ describe('the chaos workload and fault script', () => {
     expect(Math.max(...slow)).toBeLessThanOrEqual(35_000);
   });
 
+  it('pin the throttles and the slowest 250s at their places, the throttle first, the rest as drawn', () => {
+    const drawn = smtpScript(200, seededRandom(5), 0.2, 0.01, 0.05, 0.5);
+    const pinned = smtpScript(200, seededRandom(5), 0.2, 0.01, 0.05, 0.5, [10, 50], [50, 90, 120]);
+    const places = [10, 50, 90, 120];
+    expect(places.map((index) => pinned.kinds[index])).toEqual([
+      THROTTLE_FAULT,
+      THROTTLE_FAULT,
+      'data-slow',
+      'data-slow',
+    ]);
+    expect(pinned.behaviours[90]?.afterData).toEqual({ acceptAfterMs: 17_500 });
+    expect(pinned.kinds.filter((_, index) => !places.includes(index))).toEqual(
+      drawn.kinds.filter((_, index) => !places.includes(index)),
+    );
+  });
+
   it('join the tap’s transactions with the relay’s by port, connection lifetime and place on the connection', () => {
     const tapped = (connection: number, index: number, port: number, openedAt: number, closedAt: number) =>
       ({
