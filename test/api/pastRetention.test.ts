@@ -83,6 +83,31 @@ async function item(api: Harness, id: string, sk: 'STATE' | 'BODY') {
   return Item;
 }
 
+/** The outbox helper's transaction items for this request, as a user's code builds them (tenant acme). */
+function outboxItems(
+  api: Harness,
+  idempotencyKey: string,
+  fields: Parameters<typeof validBody>[0],
+  groupHeadVersion?: number,
+) {
+  const now = api.clock.now();
+  const parsed = parseEnqueueRequest(validBody(fields), {
+    allowedFrom: ['*@example.com'],
+    defaultFrom: 'ops@example.com',
+    maxHorizonDays: 400,
+    now,
+  });
+  if (!parsed.ok) throw new Error(parsed.problem.detail);
+  return buildOutboxTransactItems({
+    tableName: api.tableName,
+    tenant: 'acme',
+    idempotencyKey,
+    request: parsed.value,
+    now,
+    ...(groupHeadVersion === undefined ? {} : { groupHeadVersion }),
+  });
+}
+
 describe('a message past its retention, still in the table (DynamoDB has not deleted it yet)', () => {
   it('GET answers 404, the same problem as an id never seen', async () => {
     const api = await apiHarness();
@@ -234,22 +259,11 @@ describe('its idempotency key is free again', () => {
     const api = await apiHarness();
     const id = await endedMessage(api, 'outbox-key', { text: largeText() });
     pastRetention(api);
-    const now = api.clock.now();
-    const validation = {
-      allowedFrom: ['*@example.com'],
-      defaultFrom: 'ops@example.com',
-      maxHorizonDays: 400,
-    };
-    const parsed = parseEnqueueRequest(validBody({ subject: 'From the outbox' }), { ...validation, now });
-    if (!parsed.ok) throw new Error(parsed.problem.detail);
-    const items = buildOutboxTransactItems({
-      tableName: api.tableName,
-      tenant: 'acme',
-      idempotencyKey: 'outbox-key',
-      request: parsed.value,
-      now,
-    });
-    await api.documents.send(new TransactWriteCommand({ TransactItems: items }));
+    await api.documents.send(
+      new TransactWriteCommand({
+        TransactItems: outboxItems(api, 'outbox-key', { subject: 'From the outbox' }),
+      }),
+    );
     expect(await item(api, id, 'STATE')).toMatchObject({ status: 'scheduled' });
     expect(await item(api, id, 'BODY')).toMatchObject({ subject: 'From the outbox' });
     expect((await api.call(getEvent(id))).status).toBe(200);
@@ -349,22 +363,11 @@ describe('a body item whose TTL write was lost keeps no key (its state record de
     const api = await apiHarness();
     const id = await endedWithoutBodyTtl(api, 'lost-outbox');
     pastRetention(api);
-    const now = api.clock.now();
-    const parsed = parseEnqueueRequest(validBody({ subject: 'From the outbox' }), {
-      allowedFrom: ['*@example.com'],
-      defaultFrom: 'ops@example.com',
-      maxHorizonDays: 400,
-      now,
-    });
-    if (!parsed.ok) throw new Error(parsed.problem.detail);
-    const items = buildOutboxTransactItems({
-      tableName: api.tableName,
-      tenant: 'acme',
-      idempotencyKey: 'lost-outbox',
-      request: parsed.value,
-      now,
-    });
-    await api.documents.send(new TransactWriteCommand({ TransactItems: items }));
+    await api.documents.send(
+      new TransactWriteCommand({
+        TransactItems: outboxItems(api, 'lost-outbox', { subject: 'From the outbox' }),
+      }),
+    );
     await expectNewMessage(api, id, 'From the outbox');
   });
 
@@ -403,22 +406,7 @@ describe('a body item whose TTL write was lost keeps no key (its state record de
       );
       expect(reused.status).toBe(422);
     }
-    const now = api.clock.now();
-    const parsed = parseEnqueueRequest(validBody({ group, text: largeText(), subject: 'Other' }), {
-      allowedFrom: ['*@example.com'],
-      defaultFrom: 'ops@example.com',
-      maxHorizonDays: 400,
-      now,
-    });
-    if (!parsed.ok) throw new Error(parsed.problem.detail);
-    const items = buildOutboxTransactItems({
-      tableName: api.tableName,
-      tenant: 'acme',
-      idempotencyKey: 'live-old',
-      request: parsed.value,
-      now,
-      groupHeadVersion: 1,
-    });
+    const items = outboxItems(api, 'live-old', { group, text: largeText(), subject: 'Other' }, 1);
     await expect(api.documents.send(new TransactWriteCommand({ TransactItems: items }))).rejects.toThrow();
     expect(await api.scanAll()).toEqual(before);
     expect((await api.call(getEvent(id))).json).toMatchObject({ status: 'scheduled' });
