@@ -43,6 +43,9 @@ async function uploadApi() {
 
 type Api = Awaited<ReturnType<typeof uploadApi>>;
 
+/** The PDF's declaration, as a client reserves it. */
+const INVOICE = { filename: 'invoice.pdf', content_type: 'application/pdf', size: PDF.length };
+
 function reserve(api: Api, body: unknown, tenant: string) {
   return api.call(apiEvent({ method: 'POST', path: '/v1/attachments', body, tenant }));
 }
@@ -75,11 +78,7 @@ describe('POST /v1/attachments', () => {
   it('answers 201 with an id, a pre-signed PUT signing size and type for 1 h, and the upload lands under the tenant', async () => {
     const api = await uploadApi();
     const tenant = freshTenant();
-    const res = await reserve(
-      api,
-      { filename: 'invoice.pdf', content_type: 'application/pdf', size: PDF.length },
-      tenant,
-    );
+    const res = await reserve(api, INVOICE, tenant);
 
     expect(res.status).toBe(201);
     expect(res.json.id).toMatch(/^att_[0-9a-z]{26}$/);
@@ -115,11 +114,7 @@ describe('POST /v1/attachments', () => {
     });
     api.clock.set(new Date().toISOString());
     const tenant = freshTenant();
-    const res = await reserve(
-      api,
-      { filename: 'invoice.pdf', content_type: 'application/pdf', size: PDF.length },
-      tenant,
-    );
+    const res = await reserve(api, INVOICE, tenant);
 
     expect(res.status).toBe(201);
     const url = new URL(String(res.json.upload_url));
