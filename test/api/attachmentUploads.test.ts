@@ -46,6 +46,10 @@ type Api = Awaited<ReturnType<typeof uploadApi>>;
 /** The PDF's declaration, as a client reserves it. */
 const INVOICE = { filename: 'invoice.pdf', content_type: 'application/pdf', size: PDF.length };
 
+/** The client's PUT of the PDF to its upload URL, with the declared type. */
+const putPdf = (url: URL | string) =>
+  fetch(url, { method: 'PUT', body: PDF, headers: { 'content-type': 'application/pdf' } });
+
 function reserve(api: Api, body: unknown, tenant: string) {
   return api.call(apiEvent({ method: 'POST', path: '/v1/attachments', body, tenant }));
 }
@@ -92,12 +96,7 @@ describe('POST /v1/attachments', () => {
     );
     expect(url.searchParams.get('X-Amz-Expires')).toBe('3600');
 
-    const put = await fetch(url, {
-      method: 'PUT',
-      body: PDF,
-      headers: { 'content-type': 'application/pdf' },
-    });
-    expect(put.status).toBe(200);
+    expect((await putPdf(url)).status).toBe(200);
     expect(await store.read(`uploads/${tenant}/${res.json.id}`)).toEqual(new Uint8Array(PDF));
     // Nothing is in DynamoDB: the reservation lives in the bucket, and expires with it.
     expect(await api.scanAll()).toEqual([]);
@@ -125,12 +124,7 @@ describe('POST /v1/attachments', () => {
     expect(urlExpiry(url)).toBe(expiresAt);
     expect(url.searchParams.get('X-Amz-Security-Token')).toBe('session');
 
-    const put = await fetch(url, {
-      method: 'PUT',
-      body: PDF,
-      headers: { 'content-type': 'application/pdf' },
-    });
-    expect(put.status).toBe(200);
+    expect((await putPdf(url)).status).toBe(200);
   });
 
   it.each([

@@ -83,6 +83,16 @@ async function item(api: Harness, id: string, sk: 'STATE' | 'BODY') {
   return Item;
 }
 
+/** A batch of one item under `key`. */
+function batchEvent(key: string, fields: Parameters<typeof validBody>[0]) {
+  return apiEvent({
+    method: 'POST',
+    path: '/v1/messages/batch',
+    routeKey: 'POST /v1/messages/batch',
+    body: { messages: [{ idempotency_key: key, ...validBody(fields) }] },
+  });
+}
+
 /** The outbox helper's transaction items for this request, as a user's code builds them (tenant acme). */
 function outboxItems(
   api: Harness,
@@ -242,14 +252,7 @@ describe('its idempotency key is free again', () => {
     const api = await apiHarness();
     const id = await endedMessage(api, 'batch-key');
     pastRetention(api);
-    const response = await api.call(
-      apiEvent({
-        method: 'POST',
-        path: '/v1/messages/batch',
-        routeKey: 'POST /v1/messages/batch',
-        body: { messages: [{ idempotency_key: 'batch-key', ...validBody({ subject: 'Batch' }) }] },
-      }),
-    );
+    const response = await api.call(batchEvent('batch-key', { subject: 'Batch' }));
     expect(response.status).toBe(200);
     const [result] = response.json.results as { status: number; message?: { id: string; status: string } }[];
     expect(result).toMatchObject({ status: 202, message: { id, status: 'scheduled' } });
@@ -341,18 +344,7 @@ describe('a body item whose TTL write was lost keeps no key (its state record de
     const api = await apiHarness();
     const id = await endedWithoutBodyTtl(api, 'lost-batch');
     pastRetention(api);
-    const response = await api.call(
-      apiEvent({
-        method: 'POST',
-        path: '/v1/messages/batch',
-        routeKey: 'POST /v1/messages/batch',
-        body: {
-          messages: [
-            { idempotency_key: 'lost-batch', ...validBody({ text: largeText(), subject: 'Batch' }) },
-          ],
-        },
-      }),
-    );
+    const response = await api.call(batchEvent('lost-batch', { text: largeText(), subject: 'Batch' }));
     expect(response.status).toBe(200);
     const [result] = response.json.results as { status: number; message?: { id: string } }[];
     expect(result).toMatchObject({ status: 202, message: { id } });
