@@ -12,26 +12,45 @@ import { mayBeTakenBack, type TtlWrite } from '../core/messageLifetime.js';
 import { type MessageStateRecord, messagePk } from './messageRecord.js';
 import { ITEM_SORT_KEY, KEY, TTL_ATTRIBUTE } from './tableLayout.js';
 
-/** Sets or removes the body's TTL; a message without a body item (a broken one) has nothing to write. */
+/**
+ * Sets or removes the body's TTL; a message without a body item (a broken one) has nothing to write.
+ * A TTL is set only on a body created before it: its message's was, at least a retention earlier
+ * (the TTL is set when the message ends). A body created after it is a new message's, put over an
+ * orphan once the old record's TTL had passed (decision 0208), which a late repair read from the old
+ * record must not expire. Removing a TTL needs no such check: at worst a body outlives its message.
+ */
 export async function writeBodyTtl(
   documents: DynamoDBDocumentClient,
   tableName: string,
   id: string,
   write: Exclude<TtlWrite, { kind: 'keep' }>,
 ): Promise<void> {
+  const exists = `attribute_exists(${KEY.partition})`;
   try {
     await documents.send(
       new UpdateCommand({
         TableName: tableName,
         Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageBody },
-        UpdateExpression: write.kind === 'remove' ? 'REMOVE #ttl' : 'SET #ttl = :ttl',
-        ConditionExpression: `attribute_exists(${KEY.partition})`,
-        ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE },
-        ...(write.kind === 'set' ? { ExpressionAttributeValues: { ':ttl': write.expiresAt } } : {}),
+        ...(write.kind === 'remove'
+          ? {
+              UpdateExpression: 'REMOVE #ttl',
+              ConditionExpression: exists,
+              ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE },
+            }
+          : {
+              UpdateExpression: 'SET #ttl = :ttl',
+              // `created_at` is `toISOString()` (store/outboxRecords.ts); a new message's body has one.
+              ConditionExpression: `${exists} AND (attribute_not_exists(#created) OR #created < :ttlAt)`,
+              ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE, '#created': 'created_at' },
+              ExpressionAttributeValues: {
+                ':ttl': write.expiresAt,
+                ':ttlAt': new Date(write.expiresAt * 1000).toISOString(),
+              },
+            }),
       }),
     );
   } catch (error) {
-    // No body (a broken message): nothing to keep or to expire.
+    // No body (a broken message), or another message's: nothing to keep or to expire.
     if (!(error instanceof ConditionalCheckFailedException)) throw error;
   }
 }

@@ -377,6 +377,25 @@ describe('a body item whose TTL write was lost keeps no key (its state record de
     await expectNewMessage(api, id, 'New one');
   });
 
+  it("a late repair of the old body's TTL never lands on the new message's body", async () => {
+    // A client's repeated cancel reads the old message just before its retention runs out; its
+    // body write (finishBodyLifetime, decision 0145) lands after a new message replaced the body.
+    const api = await apiHarness();
+    const id = await endedWithoutBodyTtl(api, 'lost-repair');
+    api.clock.advance(RETENTION_DAYS * DAY_MS - 1_000);
+    const stale = await api.store.getMessage('acme', id, api.clock.now());
+    if (stale === null) throw new Error('the old message is gone too early');
+    api.clock.advance(2_000);
+    const body = validBody({ text: largeText(), subject: 'New one' });
+    expect((await api.call(enqueueEvent(body, { key: 'lost-repair' }))).status).toBe(202);
+    await api.store.finishBodyLifetime(stale);
+    // DESIGN §2: no TTL deletes a live message's body; a body past its TTL would be a free key.
+    expect(await item(api, id, 'BODY')).not.toHaveProperty('expires_at');
+    const other = validBody({ text: largeText(), subject: 'Other' });
+    expect((await api.call(enqueueEvent(other, { key: 'lost-repair' }))).status).toBe(422);
+    await expectNewMessage(api, id, 'New one');
+  });
+
   it('a live message older than the retention keeps its key and its body, whatever the path', async () => {
     const api = await apiHarness();
     const group = { key: 'g-live', version: 1 };
