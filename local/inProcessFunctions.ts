@@ -147,7 +147,6 @@ export async function startApiFrontEnd(options: {
   });
   return {
     ...frontEnd,
-    stop: () => frontEnd.stop(),
     async warmUp(apiKey) {
       warming = true;
       try {

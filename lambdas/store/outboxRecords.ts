@@ -239,15 +239,8 @@ export function outboxTransactItems(
   // The state's condition decides whether a live message holds the key; beside it, a body item may
   // also be an orphan's (its TTL write lost), which this message replaces (decision 0208).
   if (state.body === undefined) {
-    const replaceable = bodyReplaceableCondition(now, records.retentionDays);
     items.push({
-      Put: {
-        TableName: tableName,
-        Item: { ...body },
-        ConditionExpression: `attribute_not_exists(${KEY.partition}) OR ${replaceable.expression}`,
-        ExpressionAttributeNames: { ...replaceable.names },
-        ExpressionAttributeValues: { ...replaceable.values },
-      },
+      Put: { TableName: tableName, Item: { ...body }, ...newBodyCondition(now, records.retentionDays) },
     });
   }
   const group = state.group;
@@ -283,5 +276,26 @@ export function newMessageCondition(now: Date): {
     ConditionExpression: `attribute_not_exists(${KEY.partition}) OR ${ranOut.expression}`,
     ExpressionAttributeNames: { ...ranOut.names },
     ExpressionAttributeValues: { ...ranOut.values },
+  };
+}
+
+/**
+ * The condition of a new message's body put, beside its state put under {@link newMessageCondition}
+ * in one transaction: as that, or the body is an orphan's (core/messageLifetime.ts `bodyOrphaned`:
+ * its TTL write lost, its message gone), which only the state's condition may judge (decision 0208).
+ */
+function newBodyCondition(
+  now: Date,
+  retentionDays: number,
+): {
+  readonly ConditionExpression: string;
+  readonly ExpressionAttributeNames: Record<string, string>;
+  readonly ExpressionAttributeValues: Record<string, number | string>;
+} {
+  const replaceable = bodyReplaceableCondition(now, retentionDays);
+  return {
+    ConditionExpression: `attribute_not_exists(${KEY.partition}) OR ${replaceable.expression}`,
+    ExpressionAttributeNames: { ...replaceable.names },
+    ExpressionAttributeValues: { ...replaceable.values },
   };
 }
