@@ -96,71 +96,25 @@ export function inProcessLoads(functions: InProcessFunctions): Record<InProcessF
   return { api: loadOf(functions.api), authorizer: loadOf(functions.authorizer) };
 }
 
-/** The stack's API: the front end, its warm-up, and the requests that met a function never invoked. */
-export interface ApiFrontEnd extends HttpFrontEnd {
-  /**
-   * One request of the stack's own before it says ready (decision 0211): `GET
-   * /v1/messages/msg_warm-up` with the stack's key, through the front end, the authorizer and the
-   * api, which answers 404 (no message has that id) and writes nothing. The api's and the
-   * authorizer's clients are made, their connections opened and their code run once, so that the
-   * first real request runs as the hundredth does (DESIGN §7). A failure is said, not thrown.
-   */
-  warmUp(apiKey: string): Promise<void>;
-  /** Per function, the real requests that were its first invocation (0 once warmed up). */
-  coldInvocations(): { readonly api: number; readonly authorizer: number };
-}
-
 /**
  * The local API Gateway in front of the in-process api and authorizer: the stack's API, whose
  * taken port is a PortInUseError naming POSTDATE_PORT.
  */
-export async function startApiFrontEnd(options: {
+export function startApiFrontEnd(options: {
   readonly port: number;
   readonly host: string;
   readonly functions: InProcessFunctions;
   readonly readiness: () => Promise<Readiness>;
   readonly log: (line: string) => void;
-}): Promise<ApiFrontEnd> {
-  let warming = false;
-  const counted = <Event>(entry: LambdaFunction<Event> | undefined) => {
-    if (entry === undefined) return { entry, cold: () => 0 };
-    let invoked = false;
-    let cold = 0;
-    const first: LambdaFunction<Event> = (event, context) => {
-      if (!invoked && !warming) cold += 1;
-      invoked = true;
-      return entry(event, context);
-    };
-    return { entry: first, cold: () => cold };
-  };
-  // The front end puts the authorizer's context into each event it gives the api.
-  const api = counted(options.functions.api.entry as LambdaFunction<APIGatewayProxyEventV2> | undefined);
-  const authorizer = counted(options.functions.authorizer.entry);
-  const frontEnd = await startHttpFrontEnd({
+}): Promise<HttpFrontEnd> {
+  return startHttpFrontEnd({
     port: options.port,
     host: options.host,
     part: 'api',
-    api: api.entry,
-    authorizer: authorizer.entry,
+    // The front end puts the authorizer's context into each event it gives the api.
+    api: options.functions.api.entry as LambdaFunction<APIGatewayProxyEventV2> | undefined,
+    authorizer: options.functions.authorizer.entry,
     readiness: options.readiness,
     log: (line) => options.log(`http: ${line}`),
   });
-  return {
-    ...frontEnd,
-    async warmUp(apiKey) {
-      warming = true;
-      try {
-        const response = await fetch(`${frontEnd.url}/v1/messages/msg_warm-up`, {
-          headers: { authorization: `Bearer ${apiKey}` },
-        });
-        await response.arrayBuffer();
-        if (response.status !== 404) options.log(`api warm-up: answered ${response.status}, not 404`);
-      } catch (error) {
-        options.log(`api warm-up failed: ${error instanceof Error ? error.message : String(error)}`);
-      } finally {
-        warming = false;
-      }
-    },
-    coldInvocations: () => ({ api: api.cold(), authorizer: authorizer.cold() }),
-  };
 }

@@ -318,9 +318,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       log,
     });
     started.push({ name: 'the HTTP front end', stop: () => frontEnd.stop() });
-    // The api and the authorizer warm with one request of the stack's own; the event producer and
-    // the delivery function warmed beside the sweep and the front end.
-    await frontEnd.warmUp(apiKey);
+    // The event producer and the delivery function warmed beside the sweep and the front end.
     await eventSources.warmed;
     progress('webhooks', 'warm: events, webhooks');
     progress('API', frontEnd.url);
@@ -357,7 +355,6 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         sender: sandboxes.sender?.coldInvocations ?? 0,
         sweeper: sandboxes.sweeper?.coldInvocations ?? 0,
         ...eventSources.coldInvocations(),
-        ...frontEnd.coldInvocations(),
       }),
       sweep: () => sweep.runOnce(),
       idle: () => eventSources.idle(),

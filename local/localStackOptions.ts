@@ -126,13 +126,10 @@ export interface LocalStack {
   /**
    * Per sandboxed function, the invocations so far that had to start their sandbox first (a cold
    * start on a message's path); per in-process function behind an event source (the event producer
-   * `events`, the delivery function `webhooks`) and behind the API (`api`, `authorizer`), the real
-   * batches or requests that were its first invocation. 0 after start: the stack says ready with
-   * every one warm.
+   * `events`, the delivery function `webhooks`), the real batches that were its first invocation.
+   * 0 after start: the stack says ready with every one warm.
    */
-  coldInvocations(): Readonly<
-    Record<SandboxedFunctionName | 'events' | 'webhooks' | 'api' | 'authorizer', number>
-  >;
+  coldInvocations(): Readonly<Record<SandboxedFunctionName | 'events' | 'webhooks', number>>;
   /** Resolves once the relay's stream and the send queue have nothing visible left to hand over. */
   idle(): Promise<void>;
   /** Runs the sweeper once now (what its timer does every `sweepIntervalMs`). */
