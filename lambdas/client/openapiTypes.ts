@@ -52,7 +52,7 @@ export interface paths {
      *     - `mode: "permissive"` (default): every valid item is enqueued; each other one is reported in its result.
      *     - `mode: "strict"`: every item is judged first; if one is invalid nothing is enqueued and the answer is a 400 whose `errors` name each failing item (`/messages/3/to`).
      *
-     *     An item given a key already given earlier in the same batch is a 400 for that item. The whole body is at most 2 MiB, each item at most 256 KiB as JSON beside its inline attachments' content, as a single enqueue (that item's 413).
+     *     A key given twice in one batch is two single enqueues in request order: the later item answers 200 replayed for the same body, 422 for another (202 when the earlier one was refused). The whole body is at most 2 MiB, each item at most 256 KiB as JSON beside its inline attachments' content, as a single enqueue (that item's 413).
      */
     post: operations['enqueueBatch'];
     delete?: never;

@@ -156,6 +156,14 @@ describe('the OpenAPI document tells the truth about the answers (issue 17 §3)'
     expect(responseOf('POST /v1/messages', 200)?.headers?.['Idempotent-Replayed']?.required).toBe(true);
   });
 
+  it('describes a key given twice in one batch as two single enqueues in order (DESIGN §3a), not a 400', () => {
+    const description = String(operationOf('POST /v1/messages/batch').description);
+    expect(description).not.toMatch(/key already given earlier in the same batch is a 400/);
+    expect(description).toMatch(/twice in one batch/);
+    expect(description).toMatch(/200 replayed/);
+    expect(description).toMatch(/422/);
+  });
+
   it('has limit as an integer from 1 to 100 (default 20)', () => {
     const parameters = operationOf('GET /v1/messages').parameters as { name: string; schema: Json }[];
     expect(parameters.find((parameter) => parameter.name === 'limit')?.schema).toMatchObject({
