@@ -27,7 +27,7 @@ export interface paths {
      *     - `time_zone` an IANA zone the server knows, `send_at_local` a real calendar date and time, `quiet_hours` start ≠ end;
      *     - `tags` and `metadata` together at most 2048 bytes of JSON.
      *
-     *     A body over 256 KiB is a 413.
+     *     A body over 256 KiB as JSON, inline attachments' `content` not counted, is a 413, as are inline attachments too large in all and a message too large with its attachments (see 413).
      */
     post: operations['enqueue'];
     delete?: never;
@@ -434,7 +434,7 @@ export interface components {
        * @example default
        */
       relay: string | null;
-      /** @description Recipients one by one: accepted by the relay (never sent again), pending (deferred with a 4xx, retried), rejected for good (5xx). */
+      /** @description Recipients one by one: accepted by the relay (never sent again), pending (deferred with a 4xx, retried), rejected for good (5xx), suppressed (on the suppression list at send time: left out, DESIGN §12). */
       recipients: {
         accepted: number;
         pending: number;
@@ -887,7 +887,7 @@ export interface components {
          * @example default
          */
         relay: string | null;
-        /** @description Recipients one by one: accepted by the relay (never sent again), pending (deferred with a 4xx, retried), rejected for good (5xx). */
+        /** @description Recipients one by one: accepted by the relay (never sent again), pending (deferred with a 4xx, retried), rejected for good (5xx), suppressed (on the suppression list at send time: left out, DESIGN §12). */
         recipients: {
           accepted: number;
           pending: number;
@@ -1637,7 +1637,7 @@ export interface operations {
           'application/json': components['schemas']['GatewayError'];
         };
       };
-      /** @description The body is larger than 256 KiB (a problem), or than API Gateway's 10 MB (`{"message": "Request Entity Too Large"}`). */
+      /** @description The body is over 256 KiB as JSON beside its inline attachments' `content` (`errors` names `body`); or its inline attachments are over POSTDATE_INLINE_ATTACHMENT_MAX_KB decoded in all, or the whole message with its attachments as base64 over POSTDATE_MAX_MESSAGE_MB (`errors` names `/attachments`). Over API Gateway's 10 MB: `{"message": "Request Entity Too Large"}`. */
       413: {
         headers: {
           [name: string]: unknown;

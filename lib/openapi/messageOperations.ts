@@ -130,7 +130,7 @@ const MessageSchema = z
       .object({ accepted: z.int(), pending: z.int(), rejected: z.int(), suppressed: z.int() })
       .meta({
         description:
-          'Recipients one by one: accepted by the relay (never sent again), pending (deferred with a 4xx, retried), rejected for good (5xx).',
+          'Recipients one by one: accepted by the relay (never sent again), pending (deferred with a 4xx, retried), rejected for good (5xx), suppressed (on the suppression list at send time: left out, DESIGN §12).',
       }),
     template: z.object({ name: z.string(), version: z.int() }).nullable().meta({
       description: 'A template message: its template and the version it was pinned to (DESIGN §10).',
@@ -215,7 +215,7 @@ export const MESSAGE_OPERATIONS = {
       '- `time_zone` an IANA zone the server knows, `send_at_local` a real calendar date and time, `quiet_hours` start ≠ end;',
       `- \`tags\` and \`metadata\` together at most ${LIMITS.maxTagsAndMetadataBytes} bytes of JSON.`,
       '',
-      `A body over ${LIMITS.maxBodyBytes / 1024} KiB is a 413.`,
+      `A body over ${LIMITS.maxBodyBytes / 1024} KiB as JSON, inline attachments' \`content\` not counted, is a 413, as are inline attachments too large in all and a message too large with its attachments (see 413).`,
     ].join('\n'),
     request: {
       headers: z.object({
@@ -234,6 +234,9 @@ export const MESSAGE_OPERATIONS = {
       }),
       400: problemResponse(
         'Invalid request: `errors` names each field. A missing or invalid Idempotency-Key is a 400 too. A header that controls the relay (X-SES-*, X-SMTPAPI, …: see `headers`) is refused here.',
+      ),
+      413: problemResponse(
+        `The body is over ${LIMITS.maxBodyBytes / 1024} KiB as JSON beside its inline attachments' \`content\` (\`errors\` names \`body\`); or its inline attachments are over POSTDATE_INLINE_ATTACHMENT_MAX_KB decoded in all, or the whole message with its attachments as base64 over POSTDATE_MAX_MESSAGE_MB (\`errors\` names \`/attachments\`). Over API Gateway's 10 MB: \`{"message": "Request Entity Too Large"}\`.`,
       ),
       422: problemResponse(
         'The Idempotency-Key was used with a different body; or the template cannot be used (missing, archived, no such version) or the message does not render with its data (`errors` names each variable or field).',

@@ -164,6 +164,25 @@ describe('the OpenAPI document tells the truth about the answers (issue 17 §3)'
     expect(description).toMatch(/422/);
   });
 
+  it("describes the enqueue's 413 as DESIGN §3 and §13 bound it: the body beside inline attachments, their total, the whole message", () => {
+    const tooLarge = responseOf('POST /v1/messages', 413) as { description?: string } | undefined;
+    const description = tooLarge?.description ?? '';
+    expect(description).toMatch(/inline attachments/);
+    expect(description).toContain('POSTDATE_INLINE_ATTACHMENT_MAX_KB');
+    expect(description).toContain('POSTDATE_MAX_MESSAGE_MB');
+    expect(String(operationOf('POST /v1/messages').description)).not.toMatch(
+      /A body over 256 KiB is a 413\./,
+    );
+  });
+
+  it("describes every count of a message's recipients, suppressed included (DESIGN §3, §12)", () => {
+    const schemas = (buildOpenApiDocument().components?.schemas ?? {}) as Record<string, Json>;
+    const properties = (schemas.Message?.properties ?? {}) as Record<string, { description?: string }>;
+    const recipients = properties.recipients;
+    for (const count of ['accepted', 'pending', 'rejected', 'suppressed'])
+      expect(recipients?.description).toContain(count);
+  });
+
   it('has limit as an integer from 1 to 100 (default 20)', () => {
     const parameters = operationOf('GET /v1/messages').parameters as { name: string; schema: Json }[];
     expect(parameters.find((parameter) => parameter.name === 'limit')?.schema).toMatchObject({
