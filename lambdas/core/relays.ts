@@ -116,6 +116,7 @@ function relayOf(entry: unknown, index: number): RelayConfig {
   };
   const flag = (field: string): boolean => {
     const raw = value[field];
+    if (raw === undefined) throw problem(field, 'is required: true or false');
     if (typeof raw !== 'boolean') throw problem(field, 'must be true or false');
     return raw;
   };
@@ -124,6 +125,7 @@ function relayOf(entry: unknown, index: number): RelayConfig {
   if (!isHostName(host)) throw problem('host', `must be a host name or an IP address, got "${host}"`);
   if (!NAME.test(name)) throw problem('name', 'must be 1 to 32 letters, digits, "-" or "_"');
   const port = value.port;
+  if (port === undefined) throw problem('port', 'is required: a whole number between 1 and 65535');
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65_535) {
     throw problem('port', 'must be a whole number between 1 and 65535');
   }

@@ -107,6 +107,16 @@ describe('the relays (DESIGN §15)', () => {
       'POSTDATE_RELAYS: relay "backup": port must be a whole number between 1 and 65535',
     ],
     [
+      'no port',
+      JSON.stringify([{ ...primary, port: undefined }]),
+      'POSTDATE_RELAYS: relay "primary": port is required: a whole number between 1 and 65535',
+    ],
+    [
+      'no require_tls',
+      JSON.stringify([{ ...primary, require_tls: undefined }]),
+      'POSTDATE_RELAYS: relay "primary": require_tls is required: true or false',
+    ],
+    [
       'no name',
       JSON.stringify([{ ...primary, name: undefined }]),
       'POSTDATE_RELAYS: relay 1: name must be a non-empty string',
