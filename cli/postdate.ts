@@ -633,6 +633,7 @@ export function buildProgram(): Command {
             now: context.now,
             tenants: () => knownTenants({ documents: target.documents, tableName }),
             graceSeconds: options.grace ?? config.sweepGraceSeconds,
+            retentionDays: config.retentionDays,
             relays: relaysDepsOf(context),
           },
           { since: options.since, ...(options.tenant !== undefined ? { tenant: options.tenant } : {}) },

@@ -3,12 +3,14 @@
  * window of creation times it counts, through the indexes only (never a table scan):
  *
  * - **accepted**: messages created in the window (the `by_tenant` index, written once per message),
- *   less those past their retention that DynamoDB has not deleted yet: gone, as every read says (0205);
+ *   less the gone, as every read says (0205): a record past its retention DynamoDB has not deleted yet,
+ *   or an id without a record created more than the retention ago, which the index names a moment
+ *   after DynamoDB deleted its record (core/messageLifetime.ts `mayBeDeleted`, decision 0212);
  * - their state records' statuses, grouped as **pending** (`scheduled`), **in flight** (`sending`,
  *   `retrying`), **dispatched** (reached a sender: in flight + `sent`, `failed`, `dead`, `unknown`)
  *   and **terminal** (every terminal status), overall, per tenant and per tag;
- * - an **index check**: the `by_status` index's count for each status against the records' own
- *   statuses, and accepted ids whose record is missing;
+ * - an **index check**: the `by_status` index's entries for each status, less the gone ids', against
+ *   the records' own statuses, and accepted ids whose record is missing (a younger id without one);
  * - the **stuck** list from the sparse `due` index: non-terminal messages overdue by more than the
  *   sweep grace (the sweeper re-dispatches these; a message listed twice in a row is really stuck);
  * - **sending**: whether any relay takes mail (every relay's breaker and drain, as `relays status`
@@ -16,13 +18,18 @@
  *   waiting message is overdue by design: it is listed as **held**, not stuck, by the sweeper's own
  *   rule (core/sweepDecision.ts `sendersHold`), and only a stuck one makes reconcile exit 1.
  */
-import { type DynamoDBDocumentClient, QueryCommand, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
-import { retentionRanOut } from '../lambdas/core/messageLifetime.js';
+import { type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { mayBeDeleted, retentionRanOut } from '../lambdas/core/messageLifetime.js';
 import { isTerminal, MESSAGE_STATUSES, type MessageStatus } from '../lambdas/core/messageStatus.js';
 import { runWithConcurrency } from '../lambdas/core/runWithConcurrency.js';
 import { overdueSinceMs, type SendersHold, sendersHold } from '../lambdas/core/sweepDecision.js';
 import type { DueCursor, DueEntry, DueIndex } from '../lambdas/ports/DueIndex.js';
-import { byStatusShardPk, byTenantShardPk, idOfCreatedSortKey } from '../lambdas/store/messageRecord.js';
+import {
+  byStatusShardPk,
+  byTenantShardPk,
+  createdAtOfSortKey,
+  idOfCreatedSortKey,
+} from '../lambdas/store/messageRecord.js';
 import { readStateRecords } from '../lambdas/store/stateReads.js';
 import { INDEX, INDEX_SHARDS, type IndexDefinition } from '../lambdas/store/tableLayout.js';
 import { UsageError } from './cliErrors.js';
@@ -47,6 +54,8 @@ export interface ReconcileDeps {
   readonly tenants: () => Promise<readonly string[]>;
   /** POSTDATE_SWEEP_GRACE_SECONDS: how overdue a message must be to count as stuck. */
   readonly graceSeconds: number;
+  /** POSTDATE_RETENTION_DAYS: an id without a record created longer ago is gone, not missing. */
+  readonly retentionDays: number;
   /** Every configured relay (DESIGN §15): sending is unavailable only when none takes mail. */
   readonly relays: RelaysDeps;
 }
@@ -95,7 +104,7 @@ export interface ReconcileReport {
     readonly consistent: boolean;
     /** Where `by_status` disagrees with the records (index lag right after traffic, or a bad writer). */
     readonly mismatches: readonly { tenant: string; status: MessageStatus; records: number; index: number }[];
-    /** Ids in `by_tenant` without a state record. */
+    /** Ids in `by_tenant` without a state record, created less than the retention ago. */
     readonly missingRecords: readonly string[];
   };
   readonly stuck: readonly StuckMessage[];
@@ -132,21 +141,31 @@ export async function reconcile(
   const tenantOf = new Map<string, string>();
 
   for (const tenant of tenants) {
-    const ids = await acceptedIds(deps, tenant, since);
-    const states = await readStateRecords(deps.documents, deps.tableName, ids, { consistentRead: true });
+    const accepted = await acceptedIds(deps, tenant, since);
+    const states = await readStateRecords(
+      deps.documents,
+      deps.tableName,
+      accepted.map(({ id }) => id),
+      { consistentRead: true },
+    );
     const tally = new TallyBuilder();
-    // Records past their retention, still in the table: gone, as every read says (decision 0205).
-    const gone = emptyCounts();
-    for (const id of ids) {
+    // Gone, as every read says (decision 0205): a record past its retention still in the table, or
+    // one DynamoDB deleted that the indexes still name for a moment (decision 0212).
+    const gone = new Set<string>();
+    for (const { id, createdAt } of accepted) {
       const state = states.get(id);
       if (state === undefined) {
+        if (mayBeDeleted(createdAt, now, deps.retentionDays)) {
+          gone.add(id);
+          continue;
+        }
         missingRecords.push(id);
         tally.accept(null);
         totals.accept(null);
         continue;
       }
       if (retentionRanOut(state.expires_at, now)) {
-        gone[state.status]++;
+        gone.add(id);
         continue;
       }
       tenantOf.set(id, tenant);
@@ -160,11 +179,12 @@ export async function reconcile(
       }
     }
     byTenant[tenant] = tally.build();
-    const indexed = await statusIndexCounts(deps, tenant, since);
+    const indexed = await statusIndexIds(deps, tenant, since);
     for (const status of MESSAGE_STATUSES) {
       const records = tally.count(status);
-      // The index counts them too (its KEYS_ONLY projection has no `expires_at` to filter on, decision 0208).
-      const index = indexed[status] - gone[status];
+      // The index names the gone too, by id (its KEYS_ONLY projection has no `expires_at` to filter
+      // on, decision 0208; a deleted record's status is unknown, decision 0212).
+      const index = indexed[status].filter((id) => !gone.has(id)).length;
       if (records !== index) mismatches.push({ tenant, status, records, index });
     }
   }
@@ -205,49 +225,56 @@ export function reconcileClean(report: ReconcileReport): boolean {
 
 // ------------------------------------------------------------------------------------------- reading
 
-/** Ids of the tenant's messages created at or after `since`: `by_tenant`, one query per shard. */
-async function acceptedIds(deps: ReconcileDeps, tenant: string, since: string): Promise<string[]> {
-  const index = INDEX.byTenant;
+/** The tenant's messages created at or after `since`: `by_tenant`, one query per shard. */
+async function acceptedIds(
+  deps: ReconcileDeps,
+  tenant: string,
+  since: string,
+): Promise<{ id: string; createdAt: string }[]> {
   const shards = Array.from({ length: INDEX_SHARDS.byTenant }, (_, shard) => shard);
-  const perShard = await runWithConcurrency(shards, QUERY_CONCURRENCY, async (shard) => {
-    const ids: string[] = [];
-    await queryWindow(deps, index, byTenantShardPk(tenant, shard), since, false, (page) => {
-      for (const item of page.Items ?? []) {
-        const sortKey = item[index.sortKey];
-        if (typeof sortKey === 'string') ids.push(idOfCreatedSortKey(sortKey));
-      }
-    });
-    return ids;
-  });
-  return perShard.flat();
+  const perShard = await runWithConcurrency(shards, QUERY_CONCURRENCY, (shard) =>
+    windowSortKeys(deps, INDEX.byTenant, byTenantShardPk(tenant, shard), since),
+  );
+  return perShard
+    .flat()
+    .map((sortKey) => ({ id: idOfCreatedSortKey(sortKey), createdAt: createdAtOfSortKey(sortKey) }));
 }
 
-/** `by_status` counts (Select COUNT) per status for the tenant's window: every shard × 10 statuses. */
-async function statusIndexCounts(deps: ReconcileDeps, tenant: string, since: string): Promise<StatusCounts> {
+/**
+ * The ids `by_status` names per status for the tenant's window: every shard × every status. Ids, not
+ * a Select COUNT: the same pages and read units (a query is billed by what it reads), and an entry
+ * of a gone message is told by its id, whatever status it had (decision 0212).
+ */
+async function statusIndexIds(
+  deps: ReconcileDeps,
+  tenant: string,
+  since: string,
+): Promise<Record<MessageStatus, string[]>> {
   const partitions = MESSAGE_STATUSES.flatMap((status) =>
     Array.from({ length: INDEX_SHARDS.byStatus }, (_, shard) => ({ status, shard })),
   );
-  const perPartition = await runWithConcurrency(partitions, QUERY_CONCURRENCY, async ({ status, shard }) => {
-    let count = 0;
-    await queryWindow(deps, INDEX.byStatus, byStatusShardPk(tenant, status, shard), since, true, (page) => {
-      count += page.Count ?? 0;
-    });
-    return { status, count };
-  });
-  const counts = emptyCounts();
-  for (const { status, count } of perPartition) counts[status] += count;
-  return counts;
+  const perPartition = await runWithConcurrency(partitions, QUERY_CONCURRENCY, async ({ status, shard }) => ({
+    status,
+    sortKeys: await windowSortKeys(deps, INDEX.byStatus, byStatusShardPk(tenant, status, shard), since),
+  }));
+  const ids = Object.fromEntries(MESSAGE_STATUSES.map((status) => [status, [] as string[]])) as Record<
+    MessageStatus,
+    string[]
+  >;
+  for (const { status, sortKeys } of perPartition) {
+    for (const sortKey of sortKeys) ids[status].push(idOfCreatedSortKey(sortKey));
+  }
+  return ids;
 }
 
-/** Every page of one index partition whose sort keys (`{created_at}#{id}`) are at or after `since`. */
-async function queryWindow(
+/** The sort keys (`{created_at}#{id}`) of one index partition at or after `since`, every page. */
+async function windowSortKeys(
   deps: Pick<ReconcileDeps, 'documents' | 'tableName'>,
   index: IndexDefinition,
   partition: string,
   since: string,
-  countOnly: boolean,
-  onPage: (page: QueryCommandOutput) => void,
-): Promise<void> {
+): Promise<string[]> {
+  const sortKeys: string[] = [];
   let startKey: Record<string, unknown> | undefined;
   do {
     const page = await deps.documents.send(
@@ -255,15 +282,19 @@ async function queryWindow(
         TableName: deps.tableName,
         IndexName: index.indexName,
         KeyConditionExpression: '#pk = :pk AND #sk >= :since',
+        ProjectionExpression: '#sk',
         ExpressionAttributeNames: { '#pk': index.partitionKey, '#sk': index.sortKey },
         ExpressionAttributeValues: { ':pk': partition, ':since': since },
-        ...(countOnly ? { Select: 'COUNT' as const } : {}),
         ExclusiveStartKey: startKey,
       }),
     );
-    onPage(page);
+    for (const item of page.Items ?? []) {
+      const sortKey = item[index.sortKey];
+      if (typeof sortKey === 'string') sortKeys.push(sortKey);
+    }
     startKey = page.LastEvaluatedKey;
   } while (startKey);
+  return sortKeys;
 }
 
 /**

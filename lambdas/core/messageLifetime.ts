@@ -83,9 +83,20 @@ export function resumeWindowMs(retentionDays: number): number {
   return retentionDays * 86_400_000;
 }
 
-/** Whether a body item beside no live state record is an orphan at `now` (see {@link resumeWindowMs}). */
-export function bodyOrphaned(createdAt: string, now: Date, retentionDays: number): boolean {
+/**
+ * Whether DynamoDB's TTL may have deleted the records of a message created at `createdAt` by `now`:
+ * it was created more than the retention ago ({@link resumeWindowMs}). A younger message has its
+ * state record, whatever it went through, so one without it is a defect; an older one without it is
+ * gone, as every read says (decision 0205), even while an index that lags the delete still names it
+ * (decision 0212).
+ */
+export function mayBeDeleted(createdAt: string, now: Date, retentionDays: number): boolean {
   return createdAt < orphanedBefore(now, retentionDays);
+}
+
+/** Whether a body item beside no live state record is an orphan at `now`: its message {@link mayBeDeleted}. */
+export function bodyOrphaned(createdAt: string, now: Date, retentionDays: number): boolean {
+  return mayBeDeleted(createdAt, now, retentionDays);
 }
 
 /**

@@ -238,6 +238,8 @@ export const uncopiedDeadPk = (id: string): string => uncopiedDeadShardPk(shardO
 export const createdSortKey = (createdAt: string, id: string): string => `${createdAt}#${id}`;
 /** `{created_at}#{id}` → id (ids never contain `#`). */
 export const idOfCreatedSortKey = (sortKey: string): string => sortKey.slice(sortKey.lastIndexOf('#') + 1);
+/** `{created_at}#{id}` → created_at. */
+export const createdAtOfSortKey = (sortKey: string): string => sortKey.slice(0, sortKey.lastIndexOf('#'));
 
 /** A TTL value (`expires_at`, epoch seconds): the rule that uses it is core/messageLifetime.ts. */
 export { expiresAtAfter } from '../core/messageLifetime.js';

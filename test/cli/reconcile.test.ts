@@ -64,6 +64,7 @@ beforeAll(async () => {
     now: () => NOW,
     tenants: async () => ['acme', 'globex'],
     graceSeconds: 300,
+    retentionDays: 30,
     relays: relaysDeps({ documents, tableName, names: ['default'], namesFrom: 'stack', now: () => NOW }),
   };
   const out = memoryOutput();
@@ -238,5 +239,45 @@ describe('postdate reconcile', () => {
     });
     expect(report.index_check).toEqual({ consistent: true, mismatches: [], missing_records: [] });
     expect(run.code).toBe(0);
+  }, 90_000);
+
+  // Decision 0212: once DynamoDB's TTL deleted a record, its indexes name it a moment more.
+  it('calls an id without a record gone when it was created more than the retention ago, else missing (the real bin)', async () => {
+    const { tableName } = await freshTable();
+    const documents = documentClient();
+    const daysAgo = (days: number) => new Date(Date.now() - days * 86_400_000).toISOString();
+    await seedMessages(documents, tableName, [{ id: messageId(50), status: 'sent', createdAt: daysAgo(1) }]);
+    // The index keys a deleted record leaves behind until the indexes catch up (DynamoDB Local's
+    // never lag): an item of the message's partition that is not its state record.
+    const lingering = async (seed: SeedMessage) => {
+      const { pk, tnt_pk, tnt_sk, lst_pk, lst_sk } = stateRecord(seed);
+      await documents.send(
+        new PutCommand({
+          TableName: tableName,
+          Item: { pk, sk: 'INDEX-LAG', tnt_pk, tnt_sk, lst_pk, lst_sk },
+        }),
+      );
+    };
+    await lingering({ id: messageId(51), status: 'sent', createdAt: daysAgo(31) });
+    const reconcileBin = () =>
+      runBin(['--table', tableName, '--json', 'reconcile', '--tenant', 'acme', '--since', '60d'], {
+        ...emulatorEnv(),
+        POSTDATE_RETENTION_DAYS: '30',
+      });
+    const gone = await reconcileBin();
+    expect(gone.stderr).toBe('');
+    const report = JSON.parse(gone.stdout);
+    expect(report.totals).toMatchObject({ accepted: 1, by_status: { sent: 1 } });
+    expect(report.index_check).toEqual({ consistent: true, mismatches: [], missing_records: [] });
+    expect(gone.code).toBe(0);
+
+    // Created less than the retention ago, its record cannot have expired: a defect, still reported.
+    await lingering({ id: messageId(52), status: 'sent', createdAt: daysAgo(29) });
+    const missing = await reconcileBin();
+    expect(JSON.parse(missing.stdout).index_check).toMatchObject({
+      consistent: false,
+      missing_records: [messageId(52)],
+    });
+    expect(missing.code).toBe(1);
   }, 90_000);
 });

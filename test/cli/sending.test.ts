@@ -41,6 +41,7 @@ async function severalRelays(names: readonly string[]) {
       now: () => new Date(),
       tenants: async () => [],
       graceSeconds: 300,
+      retentionDays: 30,
       relays,
     },
   };
@@ -112,7 +113,7 @@ describe('postdate sending', () => {
       const { documents, tableName } = deps;
       const dueIndex = new DynamoDueIndex(documents, tableName);
       const tenants = async () => [];
-      await reconcile({ ...deps, dueIndex, tenants, graceSeconds: 300 }, {}, reconciled);
+      await reconcile({ ...deps, dueIndex, tenants, graceSeconds: 300, retentionDays: 30 }, {}, reconciled);
       expect(reconciled.documents[0]).toMatchObject({ sending: { pause: { kinds: { orderShipped: {} } } } });
     });
 
@@ -207,6 +208,7 @@ describe('postdate sending', () => {
       now: () => new Date(),
       tenants: async () => [],
       graceSeconds: 300,
+      retentionDays: 30,
       relays: relaysDeps({
         documents,
         tableName,

@@ -1,9 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  bodyOrphaned,
   expiresAtAfter,
   lifetimeChange,
+  mayBeDeleted,
   RETAINED_STATUSES,
+  retentionRanOut,
   startsRetention,
   type TtlWrite,
 } from '../../lambdas/core/messageLifetime.js';
@@ -224,5 +227,72 @@ describe('lifetimeChange', () => {
       ),
       { numRuns: 500 },
     );
+  });
+});
+
+/**
+ * Decision 0212: an id an index names without a state record is gone when DynamoDB's TTL may have
+ * deleted the record (created more than the retention ago), else missing. The model: a record
+ * created at `created`, ended `endedAfter` later (its TTL one retention after that, as
+ * lifetimeChange sets it), is deleted some time after its retention ran out, never before.
+ */
+describe('mayBeDeleted', () => {
+  const instant = fc.integer({
+    min: Date.parse('2020-01-01T00:00:00.000Z'),
+    max: Date.parse('2035-01-01T00:00:00.000Z'),
+  });
+  const retention = fc.integer({ min: 1, max: 400 });
+  /** How long after its end, or after its creation, a read comes: mostly near the retention's end. */
+  const aroundRetention = fc.oneof(
+    fc.integer({ min: -5_000, max: 5_000 }),
+    fc.integer({ min: -3 * DAY_MS, max: 3 * DAY_MS }),
+    fc.integer({ min: -400 * DAY_MS, max: 400 * DAY_MS }),
+  );
+  const endedAfter = fc.oneof(fc.constant(0), fc.nat({ max: 2_000 }), fc.nat({ max: 500 * DAY_MS }));
+  const iso = (ms: number) => new Date(ms).toISOString();
+
+  it('calls gone every message whose record DynamoDB may have deleted, however late it ended', () => {
+    fc.assert(
+      fc.property(instant, endedAfter, aroundRetention, retention, (created, ended, offset, days) => {
+        const expiresAt = expiresAtAfter(new Date(created + ended), days);
+        const now = new Date(created + ended + days * DAY_MS + offset);
+        // Deletable (its TTL passed) implies gone: no deleted record is ever reported missing.
+        if (retentionRanOut(expiresAt, now)) expect(mayBeDeleted(iso(created), now, days)).toBe(true);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('calls gone no more than a second before a message that ended at once may be deleted, and stays gone', () => {
+    fc.assert(
+      fc.property(
+        instant,
+        aroundRetention,
+        fc.nat({ max: 100 * DAY_MS }),
+        retention,
+        (created, offset, later, days) => {
+          const now = new Date(created + days * DAY_MS + offset);
+          if (!mayBeDeleted(iso(created), now, days)) return;
+          expect(
+            retentionRanOut(expiresAtAfter(new Date(created), days), new Date(now.getTime() + 1_000)),
+          ).toBe(true);
+          expect(mayBeDeleted(iso(created), new Date(now.getTime() + later), days)).toBe(true);
+        },
+      ),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('is the boundary of an orphan body: the retention after the creation, exclusive', () => {
+    const now = new Date('2026-12-05T10:00:00.000Z');
+    for (const [age, gone] of [
+      [RETENTION_DAYS * DAY_MS - 1, false],
+      [RETENTION_DAYS * DAY_MS, false],
+      [RETENTION_DAYS * DAY_MS + 1, true],
+    ] as const) {
+      const created = iso(now.getTime() - age);
+      expect({ age, gone: mayBeDeleted(created, now, RETENTION_DAYS) }).toEqual({ age, gone });
+      expect(bodyOrphaned(created, now, RETENTION_DAYS)).toBe(gone);
+    }
   });
 });
