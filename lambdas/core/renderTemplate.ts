@@ -126,9 +126,11 @@ function renderError(part: TemplatePart, source: string, error: unknown): FieldE
       message: `lacks ${variable === '' ? 'a variable' : `\`${variable}\``}, which the ${part} template uses (${at})`,
     };
   }
+  // Not expected: a path through a missing parent or a value with no fields ends in the strict error
+  // above (templateSyntax.ts, totalLookups).
   return {
     field: '/data',
-    message: `the ${part} template reads a field of something that is not an object in the data (a missing parent, or a field of a text or a number)`,
+    message: `the ${part} template does not render with this data`,
   };
 }
 

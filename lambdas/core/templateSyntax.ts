@@ -46,6 +46,46 @@ export const handlebars = Handlebars.create();
 // those paths, and the renderer reports every failure itself, so its logger stays quiet.
 handlebars.logger.level = 'silent' as unknown as number;
 
+/** The two lookups of Handlebars' run time that a strict template's paths go through. */
+interface LookupRuntime {
+  strict: (parent: unknown, name: string, loc: unknown) => unknown;
+  lookupProperty: (parent: unknown, name: string) => unknown;
+}
+
+/**
+ * Strict mode reads the names before a path's last one without a check and the last one assuming an
+ * object, so a missing or null parent (`{{order.customer.name}}` without `order`) and a field of a
+ * text, number or boolean (`{{order.id}}` with `order: 8`) threw a TypeError with no location: the
+ * 422 could not name the variable (DESIGN §3), and a block's argument with a missing parent
+ * (`{{#if order.coupon}}`) failed instead of being false like any missing argument (decision 0026).
+ * Here a missing parent reads as missing and a value that is not an object has no fields, so an
+ * output ends in strict's own error, which carries the location renderTemplate.ts names it by.
+ * Renders that succeeded before are unchanged: they never reached either case.
+ */
+function totalLookups(runtime: LookupRuntime): void {
+  const { strict, lookupProperty } = runtime;
+  runtime.lookupProperty = (parent, name) => (parent == null ? undefined : lookupProperty(parent, name));
+  runtime.strict = (parent, name, loc) => strict(typeof parent === 'object' ? parent : null, name, loc);
+}
+
+const withTotalLookups = new WeakSet<object>();
+const runtimeTemplate = handlebars.template.bind(handlebars);
+// Each compiled template has one run-time container, which its main program receives first; the
+// lookups are replaced there before the first render (the compiled code reads them on entry).
+handlebars.template = (spec) => {
+  const { main } = spec as { main: (runtime: LookupRuntime, ...rest: unknown[]) => string };
+  return runtimeTemplate({
+    ...spec,
+    main(this: unknown, runtime: LookupRuntime, ...rest: unknown[]) {
+      if (!withTotalLookups.has(runtime)) {
+        withTotalLookups.add(runtime);
+        totalLookups(runtime);
+      }
+      return main.call(this, runtime, ...rest);
+    },
+  });
+};
+
 /** Compile options for one part: strict, built-in helpers only, `html` escaped and nothing else. */
 export function compileOptions(part: TemplatePart): CompileOptions {
   return {

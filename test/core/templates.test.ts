@@ -133,6 +133,24 @@ describe('rendering a message', () => {
     if (!inBlock.ok) expect(inBlock.errors[0]?.message).toContain('`title`');
   });
 
+  it('names the variable when a parent on its path is missing or is not an object (DESIGN §3: 422 with the failing variable)', () => {
+    const cases: [string, Record<string, unknown>][] = [
+      ['order.customer.name', {}],
+      ['order.customer.name', { order: null }],
+      ['order.id', { order: 8 }],
+      ['order.id', { order: 'A-8' }],
+      ['order.paid.at', { order: { paid: true } }],
+      ['@root.order.customer.name', {}],
+    ];
+    for (const [variable, data] of cases) {
+      const message = `lacks \`${variable}\`, which the text template uses (line 1, column 3)`;
+      expect(render({ text: `{{${variable}}}` }, data), `${variable} of ${JSON.stringify(data)}`).toEqual({
+        ok: false,
+        errors: [{ field: '/data', message }],
+      });
+    }
+  });
+
   it('never echoes a value of the data in an error', () => {
     const result = render(
       { text: '{{#each names}}{{first}}{{/each}}' },
@@ -152,6 +170,19 @@ describe('rendering a message', () => {
     expect(result).toEqual({
       ok: true,
       value: { subject: 'Hello', text: 'no coupon|on||pickup|', html: null },
+    });
+  });
+
+  it('treats a block argument whose parent is missing, null or not an object as false or empty too', () => {
+    const result = render(
+      {
+        text: '{{#if order.coupon}}C{{else}}no coupon{{/if}}|{{#unless order.paused}}on{{/unless}}|{{#each order.extras}}x{{/each}}|{{#with order.shipping.address}}{{city}}{{else}}pickup{{/with}}|{{#if user.vip}}vip{{/if}}|{{#if plan.tier.name}}tier{{/if}}',
+      },
+      { user: null, plan: { tier: 'gold' } },
+    );
+    expect(result).toEqual({
+      ok: true,
+      value: { subject: 'Hello', text: 'no coupon|on||pickup||', html: null },
     });
   });
 
