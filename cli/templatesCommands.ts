@@ -8,7 +8,11 @@ import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { templateHeadView } from '../lambdas/api/routes/templates.js';
 import { createTemplateRenderer } from '../lambdas/core/templateRenderer.js';
-import { validateTemplateName, validateTemplatePut } from '../lambdas/core/templateRequests.js';
+import {
+  validateTemplateName,
+  validateTemplatePut,
+  validateTemplateRender,
+} from '../lambdas/core/templateRequests.js';
 import type { TemplateStore } from '../lambdas/ports/TemplateStore.js';
 import { DynamoTemplateStore } from '../lambdas/store/templateStore.js';
 import { CliError, EXIT, type ExitCode, NotFoundError, UsageError } from './cliErrors.js';
@@ -127,13 +131,16 @@ export async function templatesRender(
   }
   if (typeof data !== 'object' || data === null || Array.isArray(data))
     throw new UsageError('--data-file must hold a JSON object');
+  // The data's own limits (size, depth, finite numbers), as the render route judges them.
+  const checked = validateTemplateRender({ data });
+  if (!checked.ok) throw refused(fieldErrors(checked.errors));
   const head = await deps.store.getHead(input.tenant, name(input.name));
   if (!head) throw noTemplate(input);
   const renderer = createTemplateRenderer((ref) => deps.store.getVersion(ref.tenant, ref.name, ref.version));
   const version = input.version ?? head.latest_version;
   const rendered = await renderer.render(
     { tenant: input.tenant, name: head.name, version },
-    data as Record<string, unknown>,
+    checked.value.data,
   );
   if (rendered.kind === 'missing') throw noVersion(head.name, input.tenant, version);
   if (rendered.kind === 'invalid') throw refused(fieldErrors(rendered.errors));

@@ -48,6 +48,8 @@ describe('postdate templates', () => {
     'bad.html': '{{> footer}}',
     'data.json': '{"name": "<Ada>"}',
     'empty.json': '{}',
+    'huge.json': JSON.stringify({ name: 'x'.repeat(70 * 1024) }),
+    'infinite.json': '{"name": "Ada", "order": {"total": 1e400}}',
   };
   beforeAll(async () => {
     ({ tableName } = await freshTable('cli-templates'));
@@ -113,6 +115,19 @@ describe('postdate templates', () => {
     await expect(
       templatesRender(deps, { name: 'welcome', tenant: 'local', dataFile: 'empty.json' }, capture().out),
     ).rejects.toMatchObject({ exitCode: EXIT.failed, message: expect.stringContaining('lacks `name`') });
+    // The data's own limits, as POST /v1/templates/{name}/render judges them (DESIGN §10, decision 0156).
+    await expect(
+      templatesRender(deps, { name: 'welcome', tenant: 'local', dataFile: 'huge.json' }, capture().out),
+    ).rejects.toMatchObject({
+      exitCode: EXIT.failed,
+      message: expect.stringContaining('/data must be at most'),
+    });
+    await expect(
+      templatesRender(deps, { name: 'welcome', tenant: 'local', dataFile: 'infinite.json' }, capture().out),
+    ).rejects.toMatchObject({
+      exitCode: EXIT.failed,
+      message: expect.stringContaining('/data/order/total must be a finite number'),
+    });
     // What the operator gets from the entry point: the reasons on stderr, the document, exit 1.
     const html = join(mkdtempSync(join(tmpdir(), 'postdate-templates-')), 'bad.html');
     writeFileSync(html, files['bad.html'] ?? '');
