@@ -1,6 +1,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { LOCAL_PORT_VARIABLES } from '../local/localEnv.js';
 import type { BenchOptions, BenchResult, BenchRow } from './benchResult.js';
 import { withinGoal } from './benchResult.js';
 import { median, round, sleep } from './stats.js';
@@ -15,14 +16,8 @@ const GOAL_CLI_S = 1;
 /** The first deferred message may be this much later than the median of the next twenty (poll granularity). */
 const GOAL_FIRST_DEFERRED_EXTRA_S = 0.1;
 
-const FREE_PORTS = {
-  POSTDATE_PORT: '0',
-  POSTDATE_DYNAMODB_PORT: '0',
-  POSTDATE_SQS_PORT: '0',
-  POSTDATE_SCHEDULER_PORT: '0',
-  POSTDATE_SMTP_SINK_PORT: '0',
-  POSTDATE_MAIL_VIEWER_PORT: '0',
-};
+/** Every port of the stack picked freely (the S3 emulator's too), so a stack on the defaults does not collide. */
+const FREE_PORTS = Object.fromEntries(Object.values(LOCAL_PORT_VARIABLES).map((name) => [name, '0']));
 
 interface Started {
   readonly child: ChildProcess;

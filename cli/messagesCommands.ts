@@ -6,7 +6,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type RetryResult, retryMessage } from '../lambdas/api/routes/messages.js';
 import { retentionRanOut } from '../lambdas/core/messageLifetime.js';
-import { isMessageStatus, type MessageStatus } from '../lambdas/core/messageStatus.js';
+import { isMessageStatus, MESSAGE_STATUSES, type MessageStatus } from '../lambdas/core/messageStatus.js';
 import type { ApiStore, ShardPosition, TransitionResult } from '../lambdas/ports/ApiStore.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import { expiresAtAfter, type MessageStateRecord } from '../lambdas/store/messageRecord.js';
@@ -509,9 +509,13 @@ function toRow(state: MessageStateRecord): MessageRow {
 }
 
 export function parseStatus(value: string | undefined): MessageStatus | null {
-  if (value === undefined) return null;
-  if (!isMessageStatus(value)) throw new UsageError(`unknown status "${value}"`);
-  return value;
+  return value === undefined ? null : statusOf(value);
+}
+
+/** A status named on the command line; an unknown one is a usage error that names those there are. */
+export function statusOf(value: string): MessageStatus {
+  if (isMessageStatus(value)) return value;
+  throw new UsageError(`unknown status "${value}" (one of ${MESSAGE_STATUSES.join(', ')})`);
 }
 
 /** An ISO time, or a relative one: `30m`, `6h`, `2d` ago. Answers the ISO form with milliseconds. */

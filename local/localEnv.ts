@@ -92,11 +92,6 @@ export function loadLocalPorts(env: Env, config: Config): LocalPorts {
 }
 
 /**
- * `POSTDATE_API_KEY`, when set, must be a key tenant `local` can hold: a live key in the form of
- * lambdas/keys/apiKeys.ts (a `pd_test_` key acts for a test side only, DESIGN §14). Checked with the
- * other variables, before anything starts (DESIGN §8); the value is a secret and is never echoed.
- */
-/**
  * `POSTDATE_DATA_DIR` (DESIGN §8): made when missing, and refused, naming the variable, when it is
  * not a directory this user can write. Made one level at a time: Node's recursive mkdir spins for
  * ever on a path it cannot make under /proc.
@@ -119,6 +114,11 @@ export function checkLocalDataDir(config: Pick<Config, 'dataDir'>): void {
   }
 }
 
+/**
+ * `POSTDATE_API_KEY`, when set, must be a key tenant `local` can hold: a live key in the form of
+ * lambdas/keys/apiKeys.ts (a `pd_test_` key acts for a test side only, DESIGN §14). Checked with the
+ * other variables, before anything starts (DESIGN §8); the value is a secret and is never echoed.
+ */
 export function checkLocalApiKey(config: Config): void {
   const key = config.apiKey;
   const variable = CONFIG_SETTINGS.apiKey.variable;
@@ -135,6 +135,22 @@ export function checkLocalApiKey(config: Config): void {
       `starts with "${TEST_KEY_PREFIX}", which makes a test key; the local tenant's key must be a live one (or unset it to have a key generated)`,
     );
   }
+}
+
+/**
+ * The backup relay (`npm start -- --backup-relay`, docs/local-stack.md) lists both relays in the
+ * functions' `POSTDATE_RELAYS` itself: with the variable set as well, the start is refused before
+ * anything starts, naming it.
+ */
+export function checkLocalBackupRelay(
+  config: Pick<Config, 'relaysJson'>,
+  backupRelay: object | undefined,
+): void {
+  if (backupRelay === undefined || config.relaysJson === undefined) return;
+  throw new ConfigError(
+    CONFIG_SETTINGS.relaysJson.variable,
+    'is set: the local backup relay (npm start -- --backup-relay) lists its own two relays; unset one of them',
+  );
 }
 
 /** A part of the local stack and a port it asked for. */

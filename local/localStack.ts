@@ -1,6 +1,5 @@
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from '../lambdas/core/config.js';
-import { CONFIG_SETTINGS } from '../lambdas/core/configSpec.js';
+import { loadConfig } from '../lambdas/core/config.js';
 import { startDynamoDbLocal } from './dynamodbLocal.js';
 import { startEventSources } from './eventSources.js';
 import { freePort } from './freePort.js';
@@ -11,7 +10,13 @@ import {
   inProcessLoads,
   startApiFrontEnd,
 } from './inProcessFunctions.js';
-import { checkLocalApiKey, checkLocalDataDir, claimPorts, LOCAL_PORT_DEFAULTS } from './localEnv.js';
+import {
+  checkLocalApiKey,
+  checkLocalBackupRelay,
+  checkLocalDataDir,
+  claimPorts,
+  LOCAL_PORT_DEFAULTS,
+} from './localEnv.js';
 import {
   builtFunctions,
   describeKill,
@@ -80,12 +85,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const dataDir = options.dataDir ?? config.dataDir;
   checkLocalApiKey(config);
   checkLocalDataDir(config);
-  if (options.backupRelay !== undefined && config.relaysJson !== undefined) {
-    throw new ConfigError(
-      CONFIG_SETTINGS.relaysJson.variable,
-      'is set: the local backup relay (npm start -- --backup-relay) lists its own two relays; unset one of them',
-    );
-  }
+  checkLocalBackupRelay(config, options.backupRelay);
   const started: Stoppable[] = [];
   // One stop, however many ask for it (the caller, a signal, a part that ended on its own).
   let stopping: Promise<void> | undefined;

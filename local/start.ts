@@ -13,6 +13,7 @@ import { type Config, ConfigError, loadConfig } from '../lambdas/core/config.js'
 import { DynamoDbLocalError } from './dynamodbLocal.js';
 import {
   checkLocalApiKey,
+  checkLocalBackupRelay,
   checkLocalDataDir,
   claimPorts,
   type LocalPorts,
@@ -33,23 +34,30 @@ function fail(line: string): never {
   process.exit(1);
 }
 
+/**
+ * The variables and the arguments, every one checked before anything starts: a bad one ends the
+ * start with one line (exit 1).
+ */
 function readConfiguration(env: NodeJS.ProcessEnv = process.env): {
   config: Config;
   ports: LocalPorts;
   logMode: LocalLogMode;
+  backupRelay: BackupRelay | undefined;
 } {
+  const argv = process.argv.slice(2);
   try {
     const config = loadConfig(env, 'local');
     checkLocalApiKey(config);
     checkLocalDataDir(config);
-    return {
-      config,
-      ports: loadLocalPorts(env, config),
-      logMode: logModeOf(
-        process.argv.slice(2).filter((arg) => !isBackupRelayFlag(arg)),
-        env,
-      ),
-    };
+    const ports = loadLocalPorts(env, config);
+    const logMode = logModeOf(
+      argv.filter((arg) => !isBackupRelayFlag(arg)),
+      env,
+      ['--backup-relay[=PORT]'],
+    );
+    const backupRelay = backupRelayOf(argv);
+    checkLocalBackupRelay(config, backupRelay);
+    return { config, ports, logMode, backupRelay };
   } catch (error) {
     if (error instanceof ConfigError) fail(error.message);
     throw error;
@@ -137,20 +145,25 @@ function banner(
   ].join('\n');
 }
 
+/** The backup relay `npm start` was asked for: on a free port, or on the one given. */
+interface BackupRelay {
+  readonly port?: number;
+}
+
 /**
  * `npm start -- --backup-relay` (docs/local-stack.md, "Two relays"): a second SMTP sink as the relay
  * `backup`, on a free port; `--backup-relay=PORT`, on that port.
  */
-function backupRelayOf(argv: readonly string[]): { backupRelay?: { port?: number } } {
+function backupRelayOf(argv: readonly string[]): BackupRelay | undefined {
   const flag = argv.find(isBackupRelayFlag);
-  if (flag === undefined) return {};
-  if (flag === '--backup-relay') return { backupRelay: {} };
+  if (flag === undefined) return undefined;
+  if (flag === '--backup-relay') return {};
   const raw = flag.slice('--backup-relay='.length);
   const port = Number(raw);
   if (!Number.isInteger(port) || port < 1 || port > 65_535) {
     fail(`--backup-relay takes a port from 1 to 65535, got "${raw}"`);
   }
-  return { backupRelay: { port } };
+  return { port };
 }
 
 function isBackupRelayFlag(arg: string): boolean {
@@ -206,7 +219,7 @@ async function startParts(
       onPartReady: partReady,
       // DynamoDB Local's java ended on its own: the stack has stopped its parts; MailDev and this process follow.
       onPartExit: (error) => running.stop(error.message, 1),
-      ...backupRelayOf(process.argv.slice(2)),
+      ...(first.backupRelay ? { backupRelay: first.backupRelay } : {}),
       ...(viewerPorts
         ? {
             externalViewer: { smtpPort: viewerPorts.smtp, url: `http://${HOST}:${viewerPorts.web}` },
@@ -272,7 +285,7 @@ async function main(): Promise<void> {
       started = await startParts(first, running, partReady);
       break;
     } catch (error) {
-      const backupPort = backupRelayOf(process.argv.slice(2)).backupRelay?.port;
+      const backupPort = first.backupRelay?.port;
       const port = takenMeanwhile(error, first.ports, backupPort === undefined ? [] : [backupPort]);
       if (attempt < STARTS && port !== undefined) {
         process.stdout.write(

@@ -19,20 +19,20 @@ import { LOCAL_LOG_MODES, LOCAL_LOG_SETTING, type LocalLogMode } from '../lambda
 export { LOCAL_LOG_MODES, type LocalLogMode };
 
 /**
- * The mode from the arguments (`--quiet`, `--pretty`, `--json`) or the environment.
+ * The mode from the arguments (`--quiet`, `--pretty`, `--json`) or the environment. `otherArguments`
+ * are the caller's own (already taken out of `argv`), named with the modes when one is unknown.
  * @throws ConfigError naming `POSTDATE_LOG` for a value that is not a mode, or for an unknown argument.
  */
 export function logModeOf(
   argv: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
+  otherArguments: readonly string[] = [],
 ): LocalLogMode {
   for (const argument of argv) {
     const mode = argument.replace(/^--/, '');
     if (isLogMode(mode)) return mode;
-    throw new ConfigError(
-      'npm start',
-      `unknown argument "${argument}" (one of ${LOCAL_LOG_MODES.map((m) => `--${m}`).join(', ')})`,
-    );
+    const known = [...LOCAL_LOG_MODES.map((m) => `--${m}`), ...otherArguments];
+    throw new ConfigError('npm start', `unknown argument "${argument}" (one of ${known.join(', ')})`);
   }
   const raw = env[LOCAL_LOG_SETTING.variable]?.trim().toLowerCase();
   if (raw === undefined || raw === '') return LOCAL_LOG_SETTING.default;

@@ -102,8 +102,10 @@ describe('postdate messages list', () => {
     expect(out.warnings[0]).toContain('more than 2');
   });
 
-  it('rejects an unknown status, a bad tag and a bad time before reading anything', async () => {
-    await expect(messagesList(deps, { status: 'lost' }, memoryOutput())).rejects.toThrow(/unknown status/);
+  it('rejects an unknown status (naming the statuses of DESIGN §2), a bad tag and a bad time before reading anything', async () => {
+    await expect(messagesList(deps, { status: 'lost' }, memoryOutput())).rejects.toThrow(
+      'unknown status "lost" (one of scheduled, sending, retrying, sent, failed, dead, cancelled, superseded, expired, unknown, suppressed)',
+    );
     await expect(messagesList(deps, { tags: ['kind'] }, memoryOutput())).rejects.toThrow(/key=value/);
     await expect(messagesList(deps, { since: 'yesterday' }, memoryOutput())).rejects.toThrow(/--since/);
   });
