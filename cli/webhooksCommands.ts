@@ -7,7 +7,7 @@
 
 import { type Command, InvalidArgumentError } from 'commander';
 import { SqsWebhookQueue } from '../lambdas/adapters/SqsWebhookQueue.js';
-import { checkWebhookUrl } from '../lambdas/adapters/webhookAddressPolicy.js';
+import { checkNewWebhookUrl } from '../lambdas/adapters/webhookAddressPolicy.js';
 import {
   createWebhookEndpoint,
   deleteWebhookEndpoint,
@@ -43,11 +43,11 @@ export interface WebhooksDeps {
 /**
  * The URL policy of the stack the CLI works on (DESIGN §11): locally `http` to loopback too, as the
  * local stack's api allows (POSTDATE_WEBHOOK_ALLOW_PRIVATE_URLS); against AWS `https` to a public
- * address only, as every AWS api, which never has that setting.
+ * address only (its name resolved now, decision 0217), as every AWS api, which never has that setting.
  */
 function webhookUrlCheckOf(mode: TargetMode): WebhooksDeps['checkUrl'] {
   const policy = mode === 'local' ? 'local' : 'public-https';
-  return (url) => checkWebhookUrl(url, policy);
+  return (url) => checkNewWebhookUrl(url, policy);
 }
 
 export async function webhooksList(deps: WebhooksDeps, tenant: string, out: Output): Promise<void> {

@@ -7,24 +7,20 @@
  * no DNS rebinding), a literal address is checked before connecting, and the socket's remote address
  * once more when it connects.
  */
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import type { LookupAddress } from 'node:dns';
 import { request as httpRequest, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction, type Socket } from 'node:net';
 import type { AttemptResult } from '../core/webhooks.js';
 import type { WebhookHttp } from '../ports/Webhooks.js';
-import { checkWebhookUrl, refusedAddress, type WebhookUrlPolicy } from './webhookAddressPolicy.js';
-
-/** Resolves a host name to all its addresses (tests give names their own answers). */
-export type ResolveHost = (hostname: string) => Promise<readonly LookupAddress[]>;
-
-const systemResolve: ResolveHost = (hostname) =>
-  new Promise((resolve, reject) => {
-    dnsLookup(hostname, { all: true, verbatim: true }, (error, addresses) => {
-      if (error) reject(error);
-      else resolve(addresses);
-    });
-  });
+import {
+  checkWebhookUrl,
+  type ResolveHost,
+  refusedAddress,
+  refusedAmong,
+  systemResolve,
+  type WebhookUrlPolicy,
+} from './webhookAddressPolicy.js';
 
 class RefusedAddressError extends Error {
   override readonly name = 'RefusedAddressError';
@@ -44,9 +40,7 @@ export function createNodeWebhookHttp(options: {
         const wanted = addresses.filter(
           (entry) => !lookupOptions.family || lookupOptions.family === entry.family,
         );
-        const refused = guarded
-          ? wanted.map((entry) => refusedAddress(entry.address)).find((reason) => reason !== null)
-          : undefined;
+        const refused = guarded ? refusedAmong(wanted) : null;
         if (refused) return callback(new RefusedAddressError(`${hostname}: ${refused}`), '', 0);
         const first = wanted[0];
         if (!first)

@@ -3,7 +3,10 @@
  * address connected to must not be loopback, private, link-local (the instance metadata service at
  * 169.254.169.254 and fd00:ec2::254 included), shared, multicast or reserved. Locally (`local`, the
  * local stack's setting) plain `http` and any address are allowed, so a receiver on 127.0.0.1 works.
+ * The rule is checked twice by design: when an endpoint is created, on the addresses its name has
+ * then (checkNewWebhookUrl), and at each delivery's connection (nodeWebhookHttp.ts), as DNS changes.
  */
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 
 export type WebhookUrlPolicy = 'public-https' | 'local';
@@ -53,6 +56,30 @@ export function refusedAddress(address: string): string | null {
     : null;
 }
 
+/** The first refusal among a name's addresses, or null when every one may be connected to. */
+export function refusedAmong(addresses: readonly LookupAddress[]): string | null {
+  for (const entry of addresses) {
+    const refused = refusedAddress(entry.address);
+    if (refused !== null) return refused;
+  }
+  return null;
+}
+
+/** Resolves a host name to all its addresses (tests give names their own answers). */
+export type ResolveHost = (hostname: string) => Promise<readonly LookupAddress[]>;
+
+/** The system resolver (`dns.lookup`, every address): the one a delivery's connection uses. */
+export const systemResolve: ResolveHost = (hostname) =>
+  new Promise((resolve, reject) => {
+    dnsLookup(hostname, { all: true, verbatim: true }, (error, addresses) => {
+      if (error) reject(error);
+      else resolve(addresses);
+    });
+  });
+
+/** How long creating an endpoint waits for its name's addresses before it takes the URL unchecked. */
+const NEW_URL_RESOLVE_TIMEOUT_MS = 2000;
+
 export type UrlCheck =
   | { readonly ok: true; readonly url: URL }
   | { readonly ok: false; readonly reason: string };
@@ -76,7 +103,8 @@ export function checkWebhookUrl(text: string, policy: WebhookUrlPolicy): UrlChec
   if (url.username !== '' || url.password !== '') return { ok: false, reason: 'must not carry credentials' };
   if (url.hostname === '') return { ok: false, reason: 'must name a host' };
   if (policy === 'public-https') {
-    const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+    // Brackets off, and trailing dots: `localhost.` is `localhost` (the dot only makes it absolute).
+    const host = url.hostname.replace(/^\[|\]$|\.+$/g, '').toLowerCase();
     if (host === 'localhost' || host.endsWith('.localhost'))
       return { ok: false, reason: 'must not be localhost' };
     if (isIP(host) !== 0) {
@@ -85,4 +113,49 @@ export function checkWebhookUrl(text: string, policy: WebhookUrlPolicy): UrlChec
     }
   }
   return { ok: true, url };
+}
+
+/**
+ * checkWebhookUrl, then, under `public-https`, the addresses the URL's host name resolves to now: when
+ * any is one the policy refuses, so is the URL — an endpoint no delivery could reach is a 400 when it
+ * is created, not a day of refused attempts (decision 0217). A name that does not resolve (no such
+ * name, no answer within `timeoutMs`) is taken as before: its endpoint may not be live yet, and each
+ * delivery still checks the address it connects to.
+ */
+export async function checkNewWebhookUrl(
+  text: string,
+  policy: WebhookUrlPolicy,
+  resolve: ResolveHost = systemResolve,
+  timeoutMs: number = NEW_URL_RESOLVE_TIMEOUT_MS,
+): Promise<UrlCheck> {
+  const checked = checkWebhookUrl(text, policy);
+  if (!checked.ok || policy === 'local') return checked;
+  const host = checked.url.hostname;
+  // A literal address was checked above; only a name has addresses to look up.
+  if (isIP(host.replace(/^\[|\]$/g, '')) !== 0) return checked;
+  const addresses = await resolvedWithin(resolve, host, timeoutMs);
+  const refused = refusedAmong(addresses);
+  return refused === null
+    ? checked
+    : { ok: false, reason: `must not resolve to a private address (${host}: ${refused})` };
+}
+
+/**
+ * The host's addresses, or none when it does not resolve within `timeoutMs`. Why it did not is not
+ * kept: no such name, a failing resolver and a slow one all leave the URL taken.
+ */
+async function resolvedWithin(
+  resolve: ResolveHost,
+  host: string,
+  timeoutMs: number,
+): Promise<readonly LookupAddress[]> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<readonly LookupAddress[]>((settle) => {
+    timer = setTimeout(() => settle([]), timeoutMs);
+  });
+  try {
+    return await Promise.race([resolve(host).catch((): readonly LookupAddress[] => []), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

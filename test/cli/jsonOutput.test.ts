@@ -181,7 +181,7 @@ describe('errors in --json mode', () => {
     const created = await createWebhookEndpoint(
       {
         store: new DynamoWebhookStore(documents, tableName),
-        checkUrl: () => ({ ok: true }),
+        checkUrl: async () => ({ ok: true }),
         now: () => new Date(),
         random: Math.random,
       },

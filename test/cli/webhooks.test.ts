@@ -18,7 +18,7 @@ import {
   webhooksShow,
   webhooksTest,
 } from '../../cli/webhooksCommands.js';
-import { checkWebhookUrl } from '../../lambdas/adapters/webhookAddressPolicy.js';
+import { checkNewWebhookUrl } from '../../lambdas/adapters/webhookAddressPolicy.js';
 import { deleteWebhookEndpoint } from '../../lambdas/api/routes/webhooks.js';
 import { DynamoWebhookStore } from '../../lambdas/store/webhookStore.js';
 import { WEBHOOK_QUEUE } from '../../lib/webhookLayout.js';
@@ -42,7 +42,7 @@ function cliDeps(harness: Awaited<ReturnType<typeof webhookHarness>>) {
     retryHours: 24,
     retentionDays: 30,
     // The local stack's policy, as the CLI takes it against the local target: http to loopback.
-    checkUrl: (url: string) => checkWebhookUrl(url, 'local'),
+    checkUrl: (url: string) => checkNewWebhookUrl(url, 'local'),
     random: Math.random,
   };
 }

@@ -78,6 +78,8 @@ describe('webhook endpoints (DESIGN §3)', () => {
       'https://10.1.2.3/',
       'https://[::1]/',
       'https://localhost/',
+      'https://localhost./',
+      'https://LOCALHOST../',
       'https://user:pass@example.com/',
       'not a url',
     ]) {

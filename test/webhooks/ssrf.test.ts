@@ -4,10 +4,12 @@
  * lookup is the checked one), literal addresses likewise, and redirects are never followed.
  */
 import type { LookupAddress } from 'node:dns';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createNodeWebhookHttp } from '../../lambdas/adapters/nodeWebhookHttp.js';
-import { refusedAddress } from '../../lambdas/adapters/webhookAddressPolicy.js';
+import { checkNewWebhookUrl, refusedAddress } from '../../lambdas/adapters/webhookAddressPolicy.js';
 import { WEBHOOK_METRIC } from '../../lambdas/core/metricNames.js';
+import { documentClient } from '../support/awsLocal.js';
 import { startReceiver, subscribe, webhookHarness } from './webhookHarness.js';
 
 const receivers: Awaited<ReturnType<typeof startReceiver>>[] = [];
@@ -97,8 +99,10 @@ describe('webhook address policy (AWS: https to public addresses only)', () => {
   it('records a refused attempt on the delivery, counts it, and never reaches the receiver', async () => {
     const hook = await startReceiver();
     receivers.push(hook);
+    // The name was public when the endpoint was created; DNS changed since (decision 0217).
     const harness = await webhookHarness({
       policy: 'public-https',
+      resolve: async () => [{ address: '93.184.216.34', family: 4 }],
       http: createNodeWebhookHttp({ policy: 'public-https', resolve }),
       retryHours: 1,
     });
@@ -110,5 +114,47 @@ describe('webhook address policy (AWS: https to public addresses only)', () => {
     expect(delivery.history[0].error).toMatch(/^refused: metadata\.test: address 169\.254\.169\.254/);
     expect(harness.metrics).toContain(WEBHOOK_METRIC.refused);
     expect(hook.connections()).toBe(0);
+  });
+});
+
+describe('a URL whose name resolves to a refused address is refused when created (DESIGN §11, decision 0217)', () => {
+  const create = (harness: Awaited<ReturnType<typeof webhookHarness>>, url: string) =>
+    harness.call({ method: 'POST', path: '/v1/webhooks', body: { url } });
+  const itemsOf = async (tableName: string) =>
+    (await documentClient().send(new ScanCommand({ TableName: tableName }))).Items ?? [];
+
+  it('answers 400 naming /url and the address, and writes nothing, when any address is refused', async () => {
+    const harness = await webhookHarness({ policy: 'public-https', resolve });
+    for (const [name, addresses] of Object.entries(ZONE)) {
+      const answer = await create(harness, `https://${name}/hook`);
+      expect(answer.status, name).toBe(400);
+      expect(answer.json.errors, name).toEqual([{ field: '/url', message: expect.stringContaining(name) }]);
+      const refused = addresses.find((entry) => refusedAddress(entry.address) !== null)?.address ?? '';
+      expect(answer.json.errors[0].message, name).toContain(refused);
+    }
+    expect(await itemsOf(harness.tableName)).toEqual([]);
+  });
+
+  it('takes a name that resolves to public addresses only, or that does not resolve yet', async () => {
+    const harness = await webhookHarness({
+      policy: 'public-https',
+      resolve: async (hostname) => {
+        if (hostname === 'public.test') return [{ address: '93.184.216.34', family: 4 }];
+        throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+      },
+    });
+    expect((await create(harness, 'https://public.test/hook')).status).toBe(201);
+    expect((await create(harness, 'https://not-live-yet.test/hook')).status).toBe(201);
+  });
+
+  it('takes a name whose resolver does not answer within the bound', async () => {
+    const silent = () => new Promise<readonly LookupAddress[]>(() => {});
+    const checked = await checkNewWebhookUrl('https://slow.test/hook', 'public-https', silent, 20);
+    expect(checked.ok).toBe(true);
+  });
+
+  it('resolves nothing locally: http to a name that resolves to loopback is allowed', async () => {
+    const harness = await webhookHarness({ policy: 'local', resolve });
+    expect((await create(harness, 'http://loopback.test:8080/hook')).status).toBe(201);
   });
 });

@@ -11,7 +11,11 @@ import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { createNodeWebhookHttp } from '../../lambdas/adapters/nodeWebhookHttp.js';
 import { SqsCopyVisibility } from '../../lambdas/adapters/SqsCopyVisibility.js';
 import { SqsWebhookQueue } from '../../lambdas/adapters/SqsWebhookQueue.js';
-import { checkWebhookUrl, type WebhookUrlPolicy } from '../../lambdas/adapters/webhookAddressPolicy.js';
+import {
+  checkNewWebhookUrl,
+  type ResolveHost,
+  type WebhookUrlPolicy,
+} from '../../lambdas/adapters/webhookAddressPolicy.js';
 import { createApiHandler } from '../../lambdas/api/createApiHandler.js';
 import type { Log } from '../../lambdas/ports/Log.js';
 import type { WebhookHttp, WebhookQueue, WebhookStore } from '../../lambdas/ports/Webhooks.js';
@@ -118,6 +122,8 @@ export async function webhookHarness(
   options: {
     readonly policy?: WebhookUrlPolicy;
     readonly http?: WebhookHttp;
+    /** The resolver the API's URL check asks when an endpoint is created. @default the system's */
+    readonly resolve?: ResolveHost;
     readonly retryHours?: number;
     readonly timeoutMs?: number;
     readonly random?: () => number;
@@ -181,7 +187,7 @@ export async function webhookHarness(
       webhooks: {
         store: options.apiStore ? options.apiStore(apiWebhookStore) : apiWebhookStore,
         queue: options.apiQueue ? options.apiQueue(queue) : queue,
-        checkUrl: (url) => checkWebhookUrl(url, policy),
+        checkUrl: (url) => checkNewWebhookUrl(url, policy, options.resolve),
         retryHours,
         retentionDays: 30,
         now: clock.now,

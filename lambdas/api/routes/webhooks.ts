@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { SqsWebhookQueue } from '../../adapters/SqsWebhookQueue.js';
-import { checkWebhookUrl } from '../../adapters/webhookAddressPolicy.js';
+import { checkNewWebhookUrl } from '../../adapters/webhookAddressPolicy.js';
 import type { WebhookRouteName } from '../../core/apiRoutes.js';
 import type { Config, ResourceNames } from '../../core/config.js';
 import { newMessageId } from '../../core/ids.js';
@@ -37,8 +37,13 @@ import { jsonResult, type Outcome, problemResult, type RouteHandler, readJsonBod
 export interface WebhookRouteDependencies {
   readonly store: WebhookStore;
   readonly queue: WebhookQueue;
-  /** Checks a URL at creation (scheme, literal addresses); the delivery checks the address it connects to. */
-  readonly checkUrl: (url: string) => { readonly ok: true } | { readonly ok: false; readonly reason: string };
+  /**
+   * Checks a URL at creation (scheme, literal addresses, the addresses its name resolves to now:
+   * checkNewWebhookUrl); each delivery checks again the address it connects to.
+   */
+  readonly checkUrl: (
+    url: string,
+  ) => Promise<{ readonly ok: true } | { readonly ok: false; readonly reason: string }>;
   readonly retryHours: number;
   readonly retentionDays: number;
   readonly now: () => Date;
@@ -251,7 +256,7 @@ export async function createWebhookEndpoint(
   const schemaErrors = parsed.ok ? [] : parsed.errors;
   const url = schemaErrors.some((error) => error.field === '/url')
     ? undefined
-    : urlProblem(deps.checkUrl, (body as { readonly url?: unknown } | null)?.url);
+    : await urlProblem(deps.checkUrl, (body as { readonly url?: unknown } | null)?.url);
   const errors = url ? [...schemaErrors, url] : schemaErrors;
   if (!parsed.ok || errors.length > 0) return { kind: 'invalid', errors };
   const now = deps.now();
@@ -270,9 +275,12 @@ export async function createWebhookEndpoint(
 }
 
 /** The URL policy's refusal of a body's `url`, or none (nor for a `url` that is no string: the schema's). */
-function urlProblem(checkUrl: WebhookRouteDependencies['checkUrl'], url: unknown): FieldError | undefined {
+async function urlProblem(
+  checkUrl: WebhookRouteDependencies['checkUrl'],
+  url: unknown,
+): Promise<FieldError | undefined> {
   if (typeof url !== 'string') return undefined;
-  const checked = checkUrl(url);
+  const checked = await checkUrl(url);
   return checked.ok ? undefined : { field: '/url', message: checked.reason };
 }
 
@@ -471,7 +479,7 @@ export function wireWebhookRoutes(wiring: {
   return {
     store: new DynamoWebhookStore(wiring.documents, wiring.names.tableName),
     queue: new SqsWebhookQueue(wiring.sqs, queueUrl),
-    checkUrl: (url) => checkWebhookUrl(url, policy),
+    checkUrl: (url) => checkNewWebhookUrl(url, policy),
     retryHours: wiring.config.webhookRetryHours,
     retentionDays: wiring.config.retentionDays,
     now: () => new Date(),
