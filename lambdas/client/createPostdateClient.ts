@@ -33,6 +33,11 @@ export type WebhookList = components['schemas']['WebhookList'];
 export type WebhookWithCounts = components['schemas']['WebhookWithCounts'];
 export type WebhookDelivery = components['schemas']['WebhookDelivery'];
 export type WebhookDeliveryList = components['schemas']['WebhookDeliveryList'];
+/** The body a webhook endpoint receives for a message's status change (the document's `webhooks`). */
+export type MessageEvent = components['schemas']['MessageEvent'];
+export type WebhookTestEvent = components['schemas']['WebhookTestEvent'];
+/** Every body a webhook endpoint receives: `switch (event.type)` tells them apart. */
+export type WebhookEvent = MessageEvent | WebhookTestEvent;
 /** The query of a list call: `limit`, the `cursor` of the previous page (and a status where it filters). */
 export type PageQuery<Operation extends keyof operations> = NonNullable<
   operations[Operation]['parameters']['query']

@@ -27,6 +27,7 @@ export {
   type GroupVersionRequest,
   type ListQuery,
   type Message,
+  type MessageEvent,
   type MessageList,
   type MessageStatus,
   type PageQuery,
@@ -46,8 +47,10 @@ export {
   type TemplateVersion,
   type WebhookDelivery,
   type WebhookDeliveryList,
+  type WebhookEvent,
   type WebhookList,
+  type WebhookTestEvent,
   type WebhookWithCounts,
 } from './createPostdateClient.js';
-export type { components, operations, paths } from './openapiTypes.js';
+export type { components, operations, paths, webhooks } from './openapiTypes.js';
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retryPolicy.js';

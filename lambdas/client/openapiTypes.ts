@@ -383,9 +383,229 @@ export interface paths {
     trace?: never;
   };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+  'message.scheduled': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** A message was accepted, waiting for its `send_at`. */
+    post: operations['messageScheduled'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'message.retrying': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** An attempt failed for now; the message is tried again after a backoff. */
+    post: operations['messageRetrying'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'message.sent': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** The relay accepted the message (250 after DATA). */
+    post: operations['messageSent'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'message.failed': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** The message failed for good (a 5xx for every recipient, invalid content); retryable. */
+    post: operations['messageFailed'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'message.dead': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** The message's attempts are spent on transient failures; retryable. */
+    post: operations['messageDead'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'message.cancelled': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** The message was cancelled through the API before a send began. */
+    post: operations['messageCancelled'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'message.superseded': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** A newer version of its group exists; the message is never sent. */
+    post: operations['messageSuperseded'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'message.expired': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Its `not_after` passed before it could be sent. */
+    post: operations['messageExpired'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'message.unknown': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** The outcome is ambiguous (the relay may have accepted it) and its policy is `hold`: an operator decides. */
+    post: operations['messageUnknown'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'message.suppressed': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Every recipient was on the suppression list at send time: nothing was sent. */
+    post: operations['messageSuppressed'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'webhook.test': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** A test event, on request (POST /v1/webhooks/{id}/test). */
+    post: operations['webhookTest'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+}
 export interface components {
   schemas: {
+    /** @description A status change of a message (DESIGN §11). */
+    MessageEvent: {
+      /**
+       * @description The same on every retry of a delivery, and for a message event on every replay of the stream: dedupe on it.
+       * @example evt_3f1c2a9b8d7e6f5a4b3c2d1e0f9a8b7c
+       */
+      id: string;
+      /**
+       * Format: date-time
+       * @description When the change happened (a message event: the `updated_at` the change wrote).
+       */
+      created_at: string;
+      /** @description The tenant's name; a test side's events say `data.test: true`. */
+      tenant: string;
+      type: components['schemas']['MessageEventType'];
+      /** @description The message as GET /v1/messages/{id} shows it after the change, without `history`; `previous_status` is its status before, null at acceptance (a new message). */
+      data: components['schemas']['Message'] & {
+        previous_status: components['schemas']['MessageStatus'] | null;
+      };
+    };
+    /** @enum {string} */
+    MessageEventType:
+      | 'message.scheduled'
+      | 'message.retrying'
+      | 'message.sent'
+      | 'message.failed'
+      | 'message.dead'
+      | 'message.cancelled'
+      | 'message.superseded'
+      | 'message.expired'
+      | 'message.unknown'
+      | 'message.suppressed';
     Message: {
       /**
        * @description Opaque and URL-safe, at most 32 characters: 26 lower-case base-32 characters derived from the tenant and the Idempotency-Key.
@@ -525,6 +745,30 @@ export interface components {
       enhanced_code: string | null;
       /** @description The reply, addresses redacted, at most 80 characters. */
       reply: string | null;
+    };
+    /** @description Sent by POST /v1/webhooks/{id}/test, to that endpoint only. */
+    WebhookTestEvent: {
+      /**
+       * @description The same on every retry of a delivery, and for a message event on every replay of the stream: dedupe on it.
+       * @example evt_3f1c2a9b8d7e6f5a4b3c2d1e0f9a8b7c
+       */
+      id: string;
+      /**
+       * Format: date-time
+       * @description When the change happened (a message event: the `updated_at` the change wrote).
+       */
+      created_at: string;
+      /** @description The tenant's name; a test side's events say `data.test: true`. */
+      tenant: string;
+      /** @enum {string} */
+      type: 'webhook.test';
+      data: {
+        /** @description The endpoint it was sent to (`whe_…`). */
+        webhook_id: string;
+        /** @description True when a test side's endpoint was sent it (DESIGN §14). */
+        test: boolean;
+        message: string;
+      };
     };
     /**
      * @description An RFC 9457 problem (`application/problem+json`).
@@ -4065,6 +4309,432 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
           'application/json': components['schemas']['GatewayError'];
         };
+      };
+    };
+  };
+  messageScheduled: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event's `id`, the same on every retry. */
+        'webhook-id': string;
+        /** @description When this attempt was signed, in Unix seconds: refuse one far from your clock (a replay). */
+        'webhook-timestamp': string;
+        /** @description `v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` with the secret (its base64 after `whsec_`), one per signing secret, space-separated (two or more within a day of a rotation): accept the request when one matches. Any Standard Webhooks library verifies it. */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['MessageEvent'] & {
+          /** @enum {string} */
+          type: 'message.scheduled';
+        };
+      };
+    };
+    responses: {
+      /** @description Delivered: any 2xx within 10 s, the whole exchange to the answer's end; its body is not read. */
+      '2XX': {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  messageRetrying: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event's `id`, the same on every retry. */
+        'webhook-id': string;
+        /** @description When this attempt was signed, in Unix seconds: refuse one far from your clock (a replay). */
+        'webhook-timestamp': string;
+        /** @description `v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` with the secret (its base64 after `whsec_`), one per signing secret, space-separated (two or more within a day of a rotation): accept the request when one matches. Any Standard Webhooks library verifies it. */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['MessageEvent'] & {
+          /** @enum {string} */
+          type: 'message.retrying';
+        };
+      };
+    };
+    responses: {
+      /** @description Delivered: any 2xx within 10 s, the whole exchange to the answer's end; its body is not read. */
+      '2XX': {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  messageSent: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event's `id`, the same on every retry. */
+        'webhook-id': string;
+        /** @description When this attempt was signed, in Unix seconds: refuse one far from your clock (a replay). */
+        'webhook-timestamp': string;
+        /** @description `v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` with the secret (its base64 after `whsec_`), one per signing secret, space-separated (two or more within a day of a rotation): accept the request when one matches. Any Standard Webhooks library verifies it. */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['MessageEvent'] & {
+          /** @enum {string} */
+          type: 'message.sent';
+        };
+      };
+    };
+    responses: {
+      /** @description Delivered: any 2xx within 10 s, the whole exchange to the answer's end; its body is not read. */
+      '2XX': {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  messageFailed: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event's `id`, the same on every retry. */
+        'webhook-id': string;
+        /** @description When this attempt was signed, in Unix seconds: refuse one far from your clock (a replay). */
+        'webhook-timestamp': string;
+        /** @description `v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` with the secret (its base64 after `whsec_`), one per signing secret, space-separated (two or more within a day of a rotation): accept the request when one matches. Any Standard Webhooks library verifies it. */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['MessageEvent'] & {
+          /** @enum {string} */
+          type: 'message.failed';
+        };
+      };
+    };
+    responses: {
+      /** @description Delivered: any 2xx within 10 s, the whole exchange to the answer's end; its body is not read. */
+      '2XX': {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  messageDead: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event's `id`, the same on every retry. */
+        'webhook-id': string;
+        /** @description When this attempt was signed, in Unix seconds: refuse one far from your clock (a replay). */
+        'webhook-timestamp': string;
+        /** @description `v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` with the secret (its base64 after `whsec_`), one per signing secret, space-separated (two or more within a day of a rotation): accept the request when one matches. Any Standard Webhooks library verifies it. */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['MessageEvent'] & {
+          /** @enum {string} */
+          type: 'message.dead';
+        };
+      };
+    };
+    responses: {
+      /** @description Delivered: any 2xx within 10 s, the whole exchange to the answer's end; its body is not read. */
+      '2XX': {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  messageCancelled: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event's `id`, the same on every retry. */
+        'webhook-id': string;
+        /** @description When this attempt was signed, in Unix seconds: refuse one far from your clock (a replay). */
+        'webhook-timestamp': string;
+        /** @description `v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` with the secret (its base64 after `whsec_`), one per signing secret, space-separated (two or more within a day of a rotation): accept the request when one matches. Any Standard Webhooks library verifies it. */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['MessageEvent'] & {
+          /** @enum {string} */
+          type: 'message.cancelled';
+        };
+      };
+    };
+    responses: {
+      /** @description Delivered: any 2xx within 10 s, the whole exchange to the answer's end; its body is not read. */
+      '2XX': {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  messageSuperseded: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event's `id`, the same on every retry. */
+        'webhook-id': string;
+        /** @description When this attempt was signed, in Unix seconds: refuse one far from your clock (a replay). */
+        'webhook-timestamp': string;
+        /** @description `v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` with the secret (its base64 after `whsec_`), one per signing secret, space-separated (two or more within a day of a rotation): accept the request when one matches. Any Standard Webhooks library verifies it. */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['MessageEvent'] & {
+          /** @enum {string} */
+          type: 'message.superseded';
+        };
+      };
+    };
+    responses: {
+      /** @description Delivered: any 2xx within 10 s, the whole exchange to the answer's end; its body is not read. */
+      '2XX': {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  messageExpired: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event's `id`, the same on every retry. */
+        'webhook-id': string;
+        /** @description When this attempt was signed, in Unix seconds: refuse one far from your clock (a replay). */
+        'webhook-timestamp': string;
+        /** @description `v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` with the secret (its base64 after `whsec_`), one per signing secret, space-separated (two or more within a day of a rotation): accept the request when one matches. Any Standard Webhooks library verifies it. */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['MessageEvent'] & {
+          /** @enum {string} */
+          type: 'message.expired';
+        };
+      };
+    };
+    responses: {
+      /** @description Delivered: any 2xx within 10 s, the whole exchange to the answer's end; its body is not read. */
+      '2XX': {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  messageUnknown: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event's `id`, the same on every retry. */
+        'webhook-id': string;
+        /** @description When this attempt was signed, in Unix seconds: refuse one far from your clock (a replay). */
+        'webhook-timestamp': string;
+        /** @description `v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` with the secret (its base64 after `whsec_`), one per signing secret, space-separated (two or more within a day of a rotation): accept the request when one matches. Any Standard Webhooks library verifies it. */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['MessageEvent'] & {
+          /** @enum {string} */
+          type: 'message.unknown';
+        };
+      };
+    };
+    responses: {
+      /** @description Delivered: any 2xx within 10 s, the whole exchange to the answer's end; its body is not read. */
+      '2XX': {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  messageSuppressed: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event's `id`, the same on every retry. */
+        'webhook-id': string;
+        /** @description When this attempt was signed, in Unix seconds: refuse one far from your clock (a replay). */
+        'webhook-timestamp': string;
+        /** @description `v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` with the secret (its base64 after `whsec_`), one per signing secret, space-separated (two or more within a day of a rotation): accept the request when one matches. Any Standard Webhooks library verifies it. */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['MessageEvent'] & {
+          /** @enum {string} */
+          type: 'message.suppressed';
+        };
+      };
+    };
+    responses: {
+      /** @description Delivered: any 2xx within 10 s, the whole exchange to the answer's end; its body is not read. */
+      '2XX': {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  webhookTest: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event's `id`, the same on every retry. */
+        'webhook-id': string;
+        /** @description When this attempt was signed, in Unix seconds: refuse one far from your clock (a replay). */
+        'webhook-timestamp': string;
+        /** @description `v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` with the secret (its base64 after `whsec_`), one per signing secret, space-separated (two or more within a day of a rotation): accept the request when one matches. Any Standard Webhooks library verifies it. */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['WebhookTestEvent'];
+      };
+    };
+    responses: {
+      /** @description Delivered: any 2xx within 10 s, the whole exchange to the answer's end; its body is not read. */
+      '2XX': {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
     };
   };

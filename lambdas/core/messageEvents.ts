@@ -95,6 +95,9 @@ export function deriveStatusChange(change: ImageChange): StatusChange | null {
 
 const EVENT_ID_HEX = 32;
 
+/** The id of every event, a message's and a `webhook.test`'s alike: its `webhook-id` header. */
+export const EVENT_ID_PATTERN = new RegExp(`^evt_[0-9a-f]{${EVENT_ID_HEX}}$`);
+
 /**
  * `evt_` + 32 hex characters of SHA-256(id, rev, status, updated_at): the same image always gives
  * the same id, so a replayed stream batch (or a second reader of the stream) produces the same

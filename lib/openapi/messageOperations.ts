@@ -94,7 +94,7 @@ const MessageIdSchema = z.string().regex(MESSAGE_ID_PATTERN).meta({
   example: EXAMPLE_MESSAGE_ID,
 });
 
-const MessageSchema = z
+export const MessageSchema = z
   .object({
     id: MessageIdSchema,
     status: StatusSchema,

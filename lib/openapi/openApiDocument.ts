@@ -8,6 +8,7 @@
  * OPERATIONS. The answers that do not depend on the operation are added here, per route: the
  * gateway's own (401/403 on a route behind the authorizer, 429, 500, 503, 413 over 10 MB), the
  * function's failures (500, 503 with Retry-After) and, on a route with a JSON body, its 400/413/415.
+ * Its `webhooks` are the events an endpoint receives (lib/openapi/webhookEvents.ts).
  */
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import * as z from 'zod';
@@ -30,6 +31,7 @@ import {
 import { MESSAGE_OPERATIONS } from './messageOperations.js';
 import { SUPPRESSION_OPERATIONS } from './suppressionOperations.js';
 import { TEMPLATE_OPERATIONS } from './templatesOperations.js';
+import { registerWebhookEvents } from './webhookEvents.js';
 import { WEBHOOK_OPERATIONS } from './webhookOperations.js';
 
 export {
@@ -168,6 +170,7 @@ export function buildOpenApiDocument(): ReturnType<OpenApiGeneratorV31['generate
       responses: allResponses(route, operation),
     });
   }
+  registerWebhookEvents(registry);
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
     info: {

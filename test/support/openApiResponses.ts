@@ -6,6 +6,10 @@
  * required header must be sent and every header sent must be declared, but for the generic ones
  * (content-type, cache-control, …). An answer to a path or method the document does not list must be
  * a 404 or 405 with a problem or a gateway error body.
+ *
+ * And a webhook's POST the other way round, as a receiver generated from the document would check
+ * it (`webhookRequestChecker`): the entry of `webhooks` named by the event's `type`, its required
+ * headers and its body schema.
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
@@ -173,6 +177,64 @@ export function responseChecker(document: object): ResponseCheck {
     if (validate(value)) return [];
     return [`${label}: body does not match ${pointer}: ${ajv.errorsText(validate.errors)}`];
   }
+}
+
+/** What a webhook receiver was POSTed: its headers and its body as sent. */
+export interface ObservedWebhookRequest {
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly body: string;
+}
+
+export type WebhookRequestCheck = (request: ObservedWebhookRequest) => string[];
+
+/**
+ * A checker of webhook POSTs for one document; it returns what is wrong with one (empty when it
+ * matches): the document's `webhooks` entry named by the body's `type` must exist with a `post`, every
+ * header parameter it requires must be sent and match its schema, the body must match the request
+ * body's schema, and a 2xx answer must be documented.
+ */
+export function webhookRequestChecker(document: object): WebhookRequestCheck {
+  const doc = JSON.parse(JSON.stringify(document)) as Json;
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats(ajv);
+  ajv.addSchema(doc, 'openapi.json', undefined, false);
+  const webhooks = (doc.webhooks ?? {}) as Record<string, Json>;
+
+  return function checkWebhookRequest(request) {
+    let event: unknown;
+    try {
+      event = JSON.parse(request.body);
+    } catch {
+      return ['the webhook body is not JSON'];
+    }
+    const type = String((event as { type?: unknown } | null)?.type);
+    const post = webhooks[type]?.post as Json | undefined;
+    if (post === undefined) return [`${type}: no webhook entry with a post in the document`];
+    const base = `/webhooks/${pointerSegment(type)}/post`;
+    const problems: string[] = [];
+    const validateAt = (pointer: string, value: unknown, what: string) => {
+      const validate = ajv.compile({ $ref: `openapi.json#${pointer}` });
+      if (!validate(value)) problems.push(`${type}: ${what}: ${ajv.errorsText(validate.errors)}`);
+    };
+    const parameters = (post.parameters ?? []) as { in: string; name: string; required?: boolean }[];
+    parameters.forEach((parameter, index) => {
+      if (parameter.in !== 'header') return;
+      const value = request.headers[parameter.name.toLowerCase()];
+      if (value === undefined) {
+        if (parameter.required === true)
+          problems.push(`${type}: required header ${parameter.name} is missing`);
+        return;
+      }
+      validateAt(`${base}/parameters/${index}/schema`, String(value), `header ${parameter.name}`);
+    });
+    const content = ((post.requestBody as Json | undefined)?.content ?? {}) as Record<string, Json>;
+    if (content['application/json']?.schema === undefined) problems.push(`${type}: no application/json body`);
+    else validateAt(`${base}/requestBody/content/application~1json/schema`, event, 'body');
+    const responses = Object.keys((post.responses ?? {}) as Json);
+    if (!responses.some((status) => /^2(\d\d|XX)$/.test(status)))
+      problems.push(`${type}: no 2xx answer documented`);
+    return problems;
+  };
 }
 
 /** A JSON Pointer segment (RFC 6901), URI-encoded for a `$ref`. */

@@ -144,7 +144,7 @@ export async function webhookHarness(
     readonly clockFollowsDelays?: boolean;
   } = {},
 ) {
-  const { tableName } = await freshTable('webhooks');
+  const { tableName, streamArn } = await freshTable('webhooks');
   const sqs = sqsClient();
   const created = await sqs.send(
     new CreateQueueCommand({
@@ -277,7 +277,20 @@ export async function webhookHarness(
     return rounds;
   };
 
-  return { tableName, store, queue, queueUrl, clock, delays, metrics, call, pump, deliver, receive };
+  return {
+    tableName,
+    streamArn,
+    store,
+    queue,
+    queueUrl,
+    clock,
+    delays,
+    metrics,
+    call,
+    pump,
+    deliver,
+    receive,
+  };
 }
 
 /** Creates an endpoint through the API; its id and the secret shown once. */
