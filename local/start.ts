@@ -377,7 +377,10 @@ function stopOnEverySignal(): Running {
       .stop()
       .then(() => parts.viewer?.stop())
       .then(
-        () => process.exit(code),
+        () => {
+          say(code === 0 ? process.stdout : process.stderr, 'postdate: stopped; every port is free\n');
+          process.exit(code);
+        },
         (error: unknown) => {
           say(
             process.stderr,

@@ -96,6 +96,8 @@ describe('stopping npm start', () => {
     const exit = await start.exited;
     await expectAllGone(chain, ports);
     expect(start.stdout()).toContain('SIGINT: stopping every part');
+    // The last line says the stop is done, so a reader knows the ports are free to start again.
+    expect(start.stdout().trimEnd().split('\n').at(-1)).toBe('postdate: stopped; every port is free');
     expect(start.stderr()).not.toContain('again');
     expect(exit).toEqual({ code: 0, signal: null });
   }, 300_000);
