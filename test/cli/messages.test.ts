@@ -1,5 +1,6 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { EXIT } from '../../cli/cliErrors.js';
 import {
   type MessagesDeps,
   messagesCancel,
@@ -182,6 +183,24 @@ describe('postdate messages show', () => {
     // A message not leased names none.
     const unleased = await messagesShow(deps, messageId(5), memoryOutput());
     expect(unleased.message).toMatchObject({ lease_relay: null });
+  });
+
+  it('refuses an empty id or one that is not an id before reading anything (an unset $ID)', async () => {
+    await expect(messagesShow(deps, '', memoryOutput())).rejects.toMatchObject({
+      exitCode: EXIT.usage,
+      message:
+        'the message id is empty: is the variable you gave it in set? (postdate messages list shows ids)',
+    });
+    await expect(messagesShow(deps, 'a b', memoryOutput())).rejects.toMatchObject({
+      exitCode: EXIT.usage,
+      message:
+        '"a b" is not a message id: 1 to 32 letters, digits, "-" or "_" (postdate messages list shows ids)',
+    });
+    // Nothing changes: the good id before the bad one is not cancelled either.
+    await expect(messagesCancel(deps, [messageId(4), ''], memoryOutput())).rejects.toMatchObject({
+      exitCode: EXIT.usage,
+    });
+    expect((await messagesShow(deps, messageId(4), memoryOutput())).message.status).toBe('scheduled');
   });
 
   it('fails with one line for an id that does not exist', async () => {
