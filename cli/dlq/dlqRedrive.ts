@@ -63,7 +63,7 @@ export async function dlqRedrive(
   }
   if (
     options.rate !== undefined &&
-    (!Number.isFinite(options.rate) || options.rate <= 0 || options.rate > 500)
+    (!Number.isFinite(options.rate) || options.rate < 1 || options.rate > 500)
   ) {
     throw new UsageError('--rate must be a number of messages per second from 1 to 500');
   }

@@ -292,6 +292,10 @@ describe('postdate dlq redrive --ids', () => {
     );
     await expect(dlqRedrive(deps, {}, memoryOutput())).rejects.toThrow(/--ids <id...> or --all/);
     await expect(dlqRedrive(deps, { ids: ['a'], all: true }, memoryOutput())).rejects.toThrow(/either/);
+    // SQS's StartMessageMoveTask takes 1 to 500 a second: a rate below 1 is refused here, not there.
+    await expect(dlqRedrive(deps, { all: true, rate: 0.5 }, memoryOutput())).rejects.toThrow(
+      /--rate must be a number of messages per second from 1 to 500/,
+    );
   });
 });
 
