@@ -30,7 +30,15 @@ import {
   UsageError,
 } from './cliErrors.js';
 import type { CliConfig, CommandContext } from './commandAction.js';
-import { dlqDrop, dlqRedrive, dlqShow, redriveSucceeded } from './dlqCommands.js';
+import { assertMessageIds } from './deadLetters/chosenIds.js';
+import {
+  assertDropIds,
+  assertRedriveOptions,
+  dlqDrop,
+  dlqRedrive,
+  dlqShow,
+  redriveSucceeded,
+} from './dlqCommands.js';
 import { eventFailureDeps, eventFailuresCleared, eventFailuresRedrive } from './eventFailuresCommand.js';
 import { keysCreate, keysList, keysRevoke, knownTenants } from './keysCommands.js';
 import {
@@ -426,6 +434,15 @@ export function buildProgram(): Command {
           { target, out, now },
           options: { ids?: string[]; all?: boolean; rate?: number; dryRun?: boolean; wait: boolean },
         ) => {
+          const choice = {
+            ids: splitIds(options.ids ?? []),
+            all: options.all === true,
+            dryRun: options.dryRun === true,
+            wait: options.wait,
+            ...(options.rate !== undefined ? { rate: options.rate } : {}),
+          };
+          // Bad flags are bad usage (exit 2) whether or not the stack answers.
+          assertRedriveOptions(choice);
           const dlqUrl = await queueUrlOf(target.sqs, target.refs.deadLetterQueue, 'dead-letter queue');
           const sendQueueUrl = await queueUrlOf(target.sqs, target.refs.sendQueue, 'send queue');
           const report = await dlqRedrive(
@@ -436,13 +453,7 @@ export function buildProgram(): Command {
               now,
               table: { documents: target.documents, tableName: target.refs.tableName },
             },
-            {
-              ids: splitIds(options.ids ?? []),
-              all: options.all === true,
-              dryRun: options.dryRun === true,
-              wait: options.wait,
-              ...(options.rate !== undefined ? { rate: options.rate } : {}),
-            },
+            choice,
             out,
           );
           return ok(redriveSucceeded(report));
@@ -459,6 +470,8 @@ export function buildProgram(): Command {
     .option('--dry-run', 'say what would be dropped, drop nothing')
     .action(
       action(async ({ target, out, now, config }, options: { ids: string[]; dryRun?: boolean }) => {
+        const ids = splitIds(options.ids);
+        assertDropIds(ids);
         const dlqUrl = await queueUrlOf(target.sqs, target.refs.deadLetterQueue, 'dead-letter queue');
         const tableName = target.refs.tableName;
         const report = await dlqDrop(
@@ -470,7 +483,7 @@ export function buildProgram(): Command {
             store: new DynamoApiStore(target.documents, tableName),
             retentionDays: config.retentionDays,
           },
-          { ids: splitIds(options.ids), dryRun: options.dryRun === true },
+          { ids, dryRun: options.dryRun === true },
           out,
         );
         return ok(report.ok);
@@ -595,6 +608,8 @@ export function buildProgram(): Command {
     .option('--dry-run', 'say what would be redriven and dropped, change nothing')
     .action(
       action(async ({ target, out, now }, options: { ids?: string[]; dryRun?: boolean }) => {
+        const ids = splitIds(options.ids ?? []);
+        assertMessageIds(ids);
         const report = await scheduleFailuresRedrive(
           {
             sqs: target.sqs,
@@ -603,7 +618,7 @@ export function buildProgram(): Command {
             table: { documents: target.documents, tableName: target.refs.tableName },
             now,
           },
-          { ids: splitIds(options.ids ?? []), dryRun: options.dryRun === true },
+          { ids, dryRun: options.dryRun === true },
           out,
         );
         return ok(scheduleFailuresCleared(report));

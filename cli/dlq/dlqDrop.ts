@@ -97,9 +97,14 @@ export interface DropOptions {
   readonly maxScan?: number;
 }
 
+/** The ids to drop, checked before any queue is touched. @throws UsageError */
+export function assertDropIds(ids: readonly string[]): void {
+  if (ids.length === 0) throw new UsageError('give the ids to drop with --ids <id...>');
+  assertMessageIds(ids);
+}
+
 export async function dlqDrop(deps: DropDeps, options: DropOptions, out: Output): Promise<DropReport> {
-  if (options.ids.length === 0) throw new UsageError('give the ids to drop with --ids <id...>');
-  assertMessageIds(options.ids);
+  assertDropIds(options.ids);
   const dryRun = options.dryRun === true;
   const dlq = sendDeadLetterQueue(deps);
   const results: DropRow[] = [];

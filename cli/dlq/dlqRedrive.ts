@@ -52,11 +52,12 @@ export interface StaleCopy extends Pick<DispatchPayload, 'id' | 'rev'> {
 
 export type RedriveReport = SelectiveRedriveReport | MoveTaskReport;
 
-export async function dlqRedrive(
-  deps: RedriveDeps,
-  options: RedriveOptions,
-  out: Output,
-): Promise<RedriveReport> {
+/**
+ * The redrive's choice, checked before any queue is touched (the entry point asks first too, so a bad
+ * flag is exit 2 whether or not the stack answers). The rate is StartMessageMoveTask's range.
+ * @throws UsageError
+ */
+export function assertRedriveOptions(options: Pick<RedriveOptions, 'ids' | 'all' | 'rate'>): void {
   const ids = options.ids ?? [];
   if (ids.length > 0 === (options.all === true)) {
     throw new UsageError('give either --ids <id...> or --all');
@@ -68,6 +69,15 @@ export async function dlqRedrive(
     throw new UsageError('--rate must be a number of messages per second from 1 to 500');
   }
   assertMessageIds(ids);
+}
+
+export async function dlqRedrive(
+  deps: RedriveDeps,
+  options: RedriveOptions,
+  out: Output,
+): Promise<RedriveReport> {
+  assertRedriveOptions(options);
+  const ids = options.ids ?? [];
   const report = options.all
     ? await redriveAll(deps, options, out)
     : await redriveIds(deps, ids, options, out);

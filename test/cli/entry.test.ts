@@ -115,4 +115,29 @@ describe('the postdate entry point', () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('--limit must be a whole number');
   }, 60_000);
+
+  // docs/cli.md: 2 is bad usage, 3 an unreachable stack. A command given wrong flags says so
+  // whether or not the stack answers, not "is `npm start` running?".
+  it.each([
+    { args: ['dlq', 'redrive'], says: '--ids <id...> or --all' },
+    { args: ['dlq', 'redrive', '--all', '--ids', messageId(1)], says: '--ids <id...> or --all' },
+    { args: ['dlq', 'redrive', '--ids', 'not an id!'], says: 'not a message id' },
+    { args: ['dlq', 'redrive', '--all', '--rate', '0.5'], says: 'from 1 to 500' },
+    { args: ['dlq', 'drop', '--ids', 'not an id!'], says: 'not a message id' },
+    { args: ['schedule-failures', 'redrive', '--ids', 'not an id!'], says: 'not a message id' },
+    { args: ['sending', 'pause', '--kind', ''], says: '--kind is a tags.kind value' },
+    { args: ['sending', 'resume', '--kind', ''], says: '--kind is a tags.kind value' },
+  ])(
+    'exits 2 for `$args` before it reaches the stack',
+    async ({ args, says }) => {
+      const unreachable = 'http://127.0.0.1:9';
+      const endpoints = ['--dynamodb-endpoint', unreachable, '--sqs-endpoint', unreachable];
+      const result = await postdate('bin', ['--local', ...endpoints, ...args]);
+      expect({ code: result.code, stderr: result.stderr }).toEqual({
+        code: 2,
+        stderr: expect.stringContaining(says),
+      });
+    },
+    60_000,
+  );
 });
