@@ -243,9 +243,9 @@ export function buildProgram(): Command {
     .version(packageVersion(), '-V, --version', 'print the version of Postdate this CLI belongs to')
     .description(
       'Operate Postdate: messages, the DLQ, relay, event and schedule failures, reconciliation and API keys. ' +
-        'Talks to the local stack (npm start) unless a resource name (--table, --queue-url, --dlq-url, ' +
+        'Talks to the local stack (npm start) unless --stack or a resource name (--table, --queue-url, --dlq-url, ' +
         '--relay-failures-url, --event-failures-url, --schedule-dlq-url or POSTDATE_TABLE_NAME) selects AWS with the usual credential chain. ' +
-        'Exit codes: 0 done, 1 failed or partly failed, 2 bad usage, 3 stack unreachable, 4 not found.',
+        'Exit codes: 0 done, 1 failed or partly failed, 2 bad usage, 3 stack unreachable or credentials refused, 4 not found.',
     )
     .option('--json', 'print one JSON document instead of tables')
     .option('--local', 'force the local stack even when POSTDATE_TABLE_NAME is set')

@@ -19,6 +19,15 @@ describe('the postdate entry point', () => {
     }
   }, 60_000);
 
+  it("says in its help what docs/cli.md says: --stack selects AWS, and each exit code's meaning", async () => {
+    const result = await postdate('bin', ['--help']);
+    const help = result.stdout.replace(/\s+/g, ' ');
+    expect(help).toMatch(/Talks to the local stack \(npm start\) unless --stack or a resource name/);
+    expect(help).toContain(
+      'Exit codes: 0 done, 1 failed or partly failed, 2 bad usage, 3 stack unreachable or credentials refused, 4 not found.',
+    );
+  }, 60_000);
+
   it('prints the version of the package it belongs to with --version (issue 17 §4)', async () => {
     const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
       version: string;
