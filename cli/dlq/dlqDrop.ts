@@ -19,7 +19,7 @@ import type { ApiStore, TransitionResult } from '../../lambdas/ports/ApiStore.js
 import { expiresAtAfter, type MessageStateRecord } from '../../lambdas/store/messageRecord.js';
 import { readStateRecord } from '../../lambdas/store/stateReads.js';
 import { UsageError } from '../cliErrors.js';
-import { assertMessageIds, handleChosenCopies } from '../deadLetters/chosenIds.js';
+import { assertMessageIds, handleChosenCopies, notInTheDeadLetterQueue } from '../deadLetters/chosenIds.js';
 import { type Output, paint, printTable } from '../output.js';
 import { type DlqDeps, sendDeadLetterQueue } from './dlqDeps.js';
 
@@ -207,5 +207,5 @@ function render(report: DropReport, out: Output): void {
     `${report.dryRun ? 'would give up' : 'gave up'} ${count('discarded')}, ${report.dryRun ? 'would drop' : 'dropped'} ${count('dropped')} stale, kept ${count('kept')} of ${report.requested.length} requested (scanned ${report.scanned})`,
   );
   if (report.notFound.length > 0)
-    out.warn(paint(out, 'red', `not in the DLQ: ${report.notFound.join(', ')}`));
+    out.warn(paint(out, 'red', notInTheDeadLetterQueue(report.notFound, 'discard')));
 }

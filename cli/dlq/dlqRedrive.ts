@@ -11,7 +11,7 @@ import type { DispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { staleDeadLetter } from '../../lambdas/core/staleDeadLetter.js';
 import { readStateRecord } from '../../lambdas/store/stateReads.js';
 import { UsageError } from '../cliErrors.js';
-import { assertMessageIds, handleChosenCopies } from '../deadLetters/chosenIds.js';
+import { assertMessageIds, handleChosenCopies, notInTheDeadLetterQueue } from '../deadLetters/chosenIds.js';
 import { type Output, paint, printTable } from '../output.js';
 import { type RedriveDeps, redriveParts } from './dlqDeps.js';
 import { type MoveTaskReport, redriveAll } from './dlqMoveAll.js';
@@ -168,7 +168,7 @@ function renderRedrive(report: RedriveReport, out: Output): void {
     );
   }
   if (report.notFound.length > 0) {
-    out.warn(paint(out, 'red', `not in the DLQ: ${report.notFound.join(', ')}`));
+    out.warn(paint(out, 'red', notInTheDeadLetterQueue(report.notFound, 'retry')));
   }
   if (report.failed.length > 0) {
     out.warn(paint(out, 'red', `the send queue refused: ${report.failed.map((copy) => copy.id).join(', ')}`));
