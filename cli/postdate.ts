@@ -272,7 +272,9 @@ export function buildProgram(): Command {
     .exitOverride();
 
   // ------------------------------------------------------------------------------------------ messages
-  const messages = program.command('messages').description('list, show, cancel, retry and discard messages');
+  const messages = program
+    .command('messages')
+    .description('list, show, export, enqueue, cancel, retry and discard messages');
   messages
     .command('list')
     .description('list messages, newest first (through the by_status / by_tenant indexes)')
