@@ -31,6 +31,7 @@ import {
 } from './cliErrors.js';
 import type { CliConfig, CommandContext } from './commandAction.js';
 import { assertMessageIds } from './deadLetters/chosenIds.js';
+import { MAX_SAMPLE } from './deadLetters/queueSample.js';
 import {
   assertDropIds,
   assertRedriveOptions,
@@ -207,10 +208,14 @@ function transitionExit(report: TransitionReport): ExitCode {
 /** The shape of `messages export` and `messages enqueue`: one JSON document per line. */
 const JSON_LINES = { jsonLines: true } as const;
 
-function integer(name: string, min: number) {
+function integer(name: string, min: number, max?: number) {
   return (value: string): number => {
-    if (!/^\d+$/.test(value) || Number(value) < min) {
-      throw new InvalidArgumentError(`${name} must be a whole number of at least ${min}`);
+    if (!/^\d+$/.test(value) || Number(value) < min || (max !== undefined && Number(value) > max)) {
+      throw new InvalidArgumentError(
+        max === undefined
+          ? `${name} must be a whole number of at least ${min}`
+          : `${name} must be a whole number from ${min} to ${max}`,
+      );
     }
     return Number(value);
   };
@@ -399,10 +404,10 @@ export function buildProgram(): Command {
     .option(
       '--peek <n>',
       'receive up to n copies to show them (0–100; each receive counts)',
-      integer('--peek', 0),
+      integer('--peek', 0, MAX_SAMPLE),
       0,
     )
-    .addOption(new Option('--sample <n>').argParser(integer('--sample', 0)).hideHelp())
+    .addOption(new Option('--sample <n>').argParser(integer('--sample', 0, MAX_SAMPLE)).hideHelp())
     .action(
       action(async (context, options: { peek: number; sample?: number }) => {
         const { target, out, now } = context;
@@ -590,7 +595,7 @@ export function buildProgram(): Command {
   scheduleFailures
     .command('show')
     .description('count, oldest age and a sample: message id, rev, error code, schedule name, age')
-    .option('--sample <n>', 'how many to peek at (0–100)', integer('--sample', 0), 10)
+    .option('--sample <n>', 'how many to peek at (0–100)', integer('--sample', 0, MAX_SAMPLE), 10)
     .action(
       action(async ({ target, out, now }, options: { sample: number }) => {
         await scheduleFailuresShow(

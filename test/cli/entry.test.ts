@@ -136,6 +136,11 @@ describe('the postdate entry point', () => {
     { args: ['schedule-failures', 'redrive', '--ids', 'not an id!'], says: 'not a message id' },
     { args: ['sending', 'pause', '--kind', ''], says: '--kind is a tags.kind value' },
     { args: ['sending', 'resume', '--kind', ''], says: '--kind is a tags.kind value' },
+    { args: ['dlq', 'show', '--peek', '500'], says: '--peek must be a whole number from 0 to 100' },
+    {
+      args: ['schedule-failures', 'show', '--sample', '500'],
+      says: '--sample must be a whole number from 0 to 100',
+    },
   ])(
     'exits 2 for `$args` before it reaches the stack',
     async ({ args, says }) => {
