@@ -141,15 +141,23 @@ describe('the postdate entry point', () => {
       args: ['schedule-failures', 'show', '--sample', '500'],
       says: '--sample must be a whole number from 0 to 100',
     },
+    {
+      args: ['templates', 'show', 'welcome', '--template-version', '0'],
+      says: '--template-version must be a whole number of at least 1',
+    },
   ])(
-    'exits 2 for `$args` before it reaches the stack',
+    'exits 2 for `$args` before it reaches the stack, with its --json error document',
     async ({ args, says }) => {
       const unreachable = 'http://127.0.0.1:9';
       const endpoints = ['--dynamodb-endpoint', unreachable, '--sqs-endpoint', unreachable];
-      const result = await postdate('bin', ['--local', ...endpoints, ...args]);
+      const result = await postdate('bin', ['--local', '--json', ...endpoints, ...args]);
       expect({ code: result.code, stderr: result.stderr }).toEqual({
         code: 2,
         stderr: expect.stringContaining(says),
+      });
+      // docs/cli.md, "JSON output": a failure is one document on stdout: `error`, its type, its exit code.
+      expect(JSON.parse(result.stdout)).toEqual({
+        error: expect.objectContaining({ type: 'urn:postdate:cli:usage', exit_code: 2 }),
       });
     },
     60_000,
