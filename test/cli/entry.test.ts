@@ -145,6 +145,10 @@ describe('the postdate entry point', () => {
       args: ['templates', 'show', 'welcome', '--template-version', '0'],
       says: '--template-version must be a whole number of at least 1',
     },
+    {
+      args: ['webhooks', 'deliveries', 'ep_1', '--tenant', 'acme', '--status', 'bogus'],
+      says: '--status must be pending, delivered or failed',
+    },
   ])(
     'exits 2 for `$args` before it reaches the stack, with its --json error document',
     async ({ args, says }) => {
