@@ -386,6 +386,11 @@ export class Ops extends Construct {
       ),
       graph('3 Dead-letter queue', [
         max(props.sendDeadLetterQueue.metricApproximateNumberOfMessagesVisible(), 'dead copies'),
+        // The alarm watches both: a sweep's walk or a redrive hides copies for a while.
+        max(
+          props.sendDeadLetterQueue.metricApproximateNumberOfMessagesNotVisible(),
+          'hidden by a walk or a redrive',
+        ),
       ]),
       graph(
         '4 Sender',

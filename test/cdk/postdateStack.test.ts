@@ -760,6 +760,15 @@ describe('ops: alarms and dashboard', () => {
     });
   });
 
+  it("draws the DLQ's depth as its alarm watches it: the copies visible and those hidden", () => {
+    const [, dashboard] = only(template.findResources('AWS::CloudWatch::Dashboard'));
+    const body = JSON.stringify(dashboard.Properties.DashboardBody);
+    const widget = body.slice(body.indexOf('3 Dead-letter queue'));
+    const drawn = widget.slice(0, widget.indexOf('4 Sender'));
+    expect(drawn).toContain('ApproximateNumberOfMessagesVisible');
+    expect(drawn).toContain('ApproximateNumberOfMessagesNotVisible');
+  });
+
   it('has one dashboard that follows a message from enqueue to outcome', () => {
     const [, dashboard] = only(template.findResources('AWS::CloudWatch::Dashboard'));
     const body = JSON.stringify(dashboard.Properties.DashboardBody);
