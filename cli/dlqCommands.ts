@@ -6,6 +6,7 @@
 
 export type { DlqDeps, RedriveDeps } from './dlq/dlqDeps.js';
 export {
+  assertDropIds,
   type DropDeps,
   type DropOptions,
   type DropReport,
@@ -15,6 +16,7 @@ export {
 } from './dlq/dlqDrop.js';
 export type { MoveTaskReport } from './dlq/dlqMoveAll.js';
 export {
+  assertRedriveOptions,
   dlqRedrive,
   type RedriveOptions,
   type RedriveReport,

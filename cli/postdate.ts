@@ -30,7 +30,16 @@ import {
   UsageError,
 } from './cliErrors.js';
 import type { CliConfig, CommandContext } from './commandAction.js';
-import { dlqDrop, dlqRedrive, dlqShow, redriveSucceeded } from './dlqCommands.js';
+import { assertMessageIds } from './deadLetters/chosenIds.js';
+import { MAX_SAMPLE } from './deadLetters/queueSample.js';
+import {
+  assertDropIds,
+  assertRedriveOptions,
+  dlqDrop,
+  dlqRedrive,
+  dlqShow,
+  redriveSucceeded,
+} from './dlqCommands.js';
 import { eventFailureDeps, eventFailuresCleared, eventFailuresRedrive } from './eventFailuresCommand.js';
 import { keysCreate, keysList, keysRevoke, knownTenants } from './keysCommands.js';
 import {
@@ -199,10 +208,14 @@ function transitionExit(report: TransitionReport): ExitCode {
 /** The shape of `messages export` and `messages enqueue`: one JSON document per line. */
 const JSON_LINES = { jsonLines: true } as const;
 
-function integer(name: string, min: number) {
+function integer(name: string, min: number, max?: number) {
   return (value: string): number => {
-    if (!/^\d+$/.test(value) || Number(value) < min) {
-      throw new InvalidArgumentError(`${name} must be a whole number of at least ${min}`);
+    if (!/^\d+$/.test(value) || Number(value) < min || (max !== undefined && Number(value) > max)) {
+      throw new InvalidArgumentError(
+        max === undefined
+          ? `${name} must be a whole number of at least ${min}`
+          : `${name} must be a whole number from ${min} to ${max}`,
+      );
     }
     return Number(value);
   };
@@ -235,9 +248,9 @@ export function buildProgram(): Command {
     .version(packageVersion(), '-V, --version', 'print the version of Postdate this CLI belongs to')
     .description(
       'Operate Postdate: messages, the DLQ, relay, event and schedule failures, reconciliation and API keys. ' +
-        'Talks to the local stack (npm start) unless a resource name (--table, --queue-url, --dlq-url, ' +
+        'Talks to the local stack (npm start) unless --stack or a resource name (--table, --queue-url, --dlq-url, ' +
         '--relay-failures-url, --event-failures-url, --schedule-dlq-url or POSTDATE_TABLE_NAME) selects AWS with the usual credential chain. ' +
-        'Exit codes: 0 done, 1 failed or partly failed, 2 bad usage, 3 stack unreachable, 4 not found.',
+        'Exit codes: 0 done, 1 failed or partly failed, 2 bad usage, 3 stack unreachable or credentials refused, 4 not found.',
     )
     .option('--json', 'print one JSON document instead of tables')
     .option('--local', 'force the local stack even when POSTDATE_TABLE_NAME is set')
@@ -264,7 +277,9 @@ export function buildProgram(): Command {
     .exitOverride();
 
   // ------------------------------------------------------------------------------------------ messages
-  const messages = program.command('messages').description('list, show, cancel, retry and discard messages');
+  const messages = program
+    .command('messages')
+    .description('list, show, export, enqueue, cancel, retry and discard messages');
   messages
     .command('list')
     .description('list messages, newest first (through the by_status / by_tenant indexes)')
@@ -389,10 +404,10 @@ export function buildProgram(): Command {
     .option(
       '--peek <n>',
       'receive up to n copies to show them (0–100; each receive counts)',
-      integer('--peek', 0),
+      integer('--peek', 0, MAX_SAMPLE),
       0,
     )
-    .addOption(new Option('--sample <n>').argParser(integer('--sample', 0)).hideHelp())
+    .addOption(new Option('--sample <n>').argParser(integer('--sample', 0, MAX_SAMPLE)).hideHelp())
     .action(
       action(async (context, options: { peek: number; sample?: number }) => {
         const { target, out, now } = context;
@@ -426,6 +441,15 @@ export function buildProgram(): Command {
           { target, out, now },
           options: { ids?: string[]; all?: boolean; rate?: number; dryRun?: boolean; wait: boolean },
         ) => {
+          const choice = {
+            ids: splitIds(options.ids ?? []),
+            all: options.all === true,
+            dryRun: options.dryRun === true,
+            wait: options.wait,
+            ...(options.rate !== undefined ? { rate: options.rate } : {}),
+          };
+          // Bad flags are bad usage (exit 2) whether or not the stack answers.
+          assertRedriveOptions(choice);
           const dlqUrl = await queueUrlOf(target.sqs, target.refs.deadLetterQueue, 'dead-letter queue');
           const sendQueueUrl = await queueUrlOf(target.sqs, target.refs.sendQueue, 'send queue');
           const report = await dlqRedrive(
@@ -436,13 +460,7 @@ export function buildProgram(): Command {
               now,
               table: { documents: target.documents, tableName: target.refs.tableName },
             },
-            {
-              ids: splitIds(options.ids ?? []),
-              all: options.all === true,
-              dryRun: options.dryRun === true,
-              wait: options.wait,
-              ...(options.rate !== undefined ? { rate: options.rate } : {}),
-            },
+            choice,
             out,
           );
           return ok(redriveSucceeded(report));
@@ -459,6 +477,8 @@ export function buildProgram(): Command {
     .option('--dry-run', 'say what would be dropped, drop nothing')
     .action(
       action(async ({ target, out, now, config }, options: { ids: string[]; dryRun?: boolean }) => {
+        const ids = splitIds(options.ids);
+        assertDropIds(ids);
         const dlqUrl = await queueUrlOf(target.sqs, target.refs.deadLetterQueue, 'dead-letter queue');
         const tableName = target.refs.tableName;
         const report = await dlqDrop(
@@ -470,7 +490,7 @@ export function buildProgram(): Command {
             store: new DynamoApiStore(target.documents, tableName),
             retentionDays: config.retentionDays,
           },
-          { ids: splitIds(options.ids), dryRun: options.dryRun === true },
+          { ids, dryRun: options.dryRun === true },
           out,
         );
         return ok(report.ok);
@@ -575,7 +595,7 @@ export function buildProgram(): Command {
   scheduleFailures
     .command('show')
     .description('count, oldest age and a sample: message id, rev, error code, schedule name, age')
-    .option('--sample <n>', 'how many to peek at (0–100)', integer('--sample', 0), 10)
+    .option('--sample <n>', 'how many to peek at (0–100)', integer('--sample', 0, MAX_SAMPLE), 10)
     .action(
       action(async ({ target, out, now }, options: { sample: number }) => {
         await scheduleFailuresShow(
@@ -595,6 +615,8 @@ export function buildProgram(): Command {
     .option('--dry-run', 'say what would be redriven and dropped, change nothing')
     .action(
       action(async ({ target, out, now }, options: { ids?: string[]; dryRun?: boolean }) => {
+        const ids = splitIds(options.ids ?? []);
+        assertMessageIds(ids);
         const report = await scheduleFailuresRedrive(
           {
             sqs: target.sqs,
@@ -603,7 +625,7 @@ export function buildProgram(): Command {
             table: { documents: target.documents, tableName: target.refs.tableName },
             now,
           },
-          { ids: splitIds(options.ids ?? []), dryRun: options.dryRun === true },
+          { ids, dryRun: options.dryRun === true },
           out,
         );
         return ok(scheduleFailuresCleared(report));

@@ -73,13 +73,7 @@ export async function changePause(
   deps: SendingDeps,
   command: PauseCommand,
 ): Promise<{ readonly gate: SendingGateState; readonly changed: boolean }> {
-  const problem =
-    command.kind === undefined
-      ? null
-      : command.kind === ''
-        ? 'value must not be empty'
-        : tagValueProblem(command.kind);
-  if (problem !== null) throw new UsageError(`--kind is a tags.kind value: its ${problem}`);
+  assertKind(command.kind);
   for (let round = 0; round < 5; round++) {
     const gate = await deps.gate.read();
     if (command.action === 'resume' && !pausedNow(gate.pause, command.kind)) return { gate, changed: false };
@@ -89,6 +83,12 @@ export async function changePause(
     }
   }
   throw new CliError('the pause changed under us five times in a row; run the command again');
+}
+
+/** `--kind`, checked before the stack is read: bad usage whether or not it answers. @throws UsageError */
+function assertKind(kind: string | undefined): void {
+  const problem = kind === undefined ? null : kind === '' ? 'value must not be empty' : tagValueProblem(kind);
+  if (problem !== null) throw new UsageError(`--kind is a tags.kind value: its ${problem}`);
 }
 
 /** Whether a resume of `kind` (or of everything) would let anything through that waits now. */
@@ -102,6 +102,7 @@ export async function sendingPause(
   options: { kind?: string; reason?: string },
   out: Output,
 ): Promise<SendingStatus> {
+  assertKind(options.kind);
   // The relays first: a list refused must leave the pause as it was.
   const before = await readSending(deps);
   const { gate } = await changePause(deps, {
@@ -135,6 +136,7 @@ export async function sendingResume(
   options: { kind?: string },
   out: Output,
 ): Promise<SendingResumed> {
+  assertKind(options.kind);
   const before = await readSending(deps);
   const { gate, changed } = await changePause(deps, { action: 'resume', kind: options.kind });
   const status = { ...withPause(before, gate.pause), wasPaused: changed };

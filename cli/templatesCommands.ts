@@ -5,7 +5,7 @@
  * reasons) and the same store, whose `archive` is the one `DELETE /v1/templates/{name}` makes.
  */
 import { readFile } from 'node:fs/promises';
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 import { templateHeadView } from '../lambdas/api/routes/templates.js';
 import { createTemplateRenderer } from '../lambdas/core/templateRenderer.js';
 import {
@@ -216,9 +216,10 @@ function withVersion(
   };
 }
 
+/** `--template-version`'s parser: commander's own refusal, so it is bad usage (exit 2, the JSON error document). */
 function positiveInteger(value: string): number {
   if (!/^[1-9]\d{0,15}$/.test(value))
-    throw new UsageError('--template-version must be a whole number of at least 1');
+    throw new InvalidArgumentError('--template-version must be a whole number of at least 1');
   return Number(value);
 }
 

@@ -306,6 +306,13 @@ function deliveryCursor(value: string): string {
 }
 
 /** `--events a,b`: the event types, each as given (the API's rules judge them). */
+/** `--status` of `webhooks deliveries`: checked as it is parsed, so a bad one is exit 2 before any read. */
+function deliveryStatus(value: string): string {
+  if (!isWebhookDeliveryStatus(value))
+    throw new InvalidArgumentError('--status must be pending, delivered or failed');
+  return value;
+}
+
 function commaList(value: string): string[] {
   return value
     .split(',')
@@ -412,7 +419,7 @@ export function registerWebhooksCommands(program: Command, action: CommandAction
     .description("an endpoint's deliveries, newest first, a page at a time")
     .argument('<endpoint>')
     .requiredOption('--tenant <tenant>', 'the tenant')
-    .option('--status <status>', 'pending|delivered|failed')
+    .option('--status <status>', 'pending|delivered|failed', deliveryStatus)
     .option(
       '--limit <n>',
       `at most this many per page (1–${WEBHOOK_LIMITS.listMax})`,

@@ -15,6 +15,20 @@ export function assertMessageIds(ids: readonly string[]): void {
   if (bad.length > 0) throw new UsageError(`not a message id: ${bad.join(', ')}`);
 }
 
+/**
+ * The line for chosen ids with no copy in the DLQ, and what the operator does next (docs/runbook.md
+ * §1, step 6): the message may not be dead, or its copy was lost and the sweeper makes it again once
+ * the message has been dead DEAD_LETTER_SETTLE_MS (core/staleDeadLetter.ts); else `messages retry`
+ * (a redrive) or `messages discard` (a drop) does without the copy.
+ */
+export function notInTheDeadLetterQueue(ids: readonly string[], instead: 'retry' | 'discard'): string {
+  return (
+    `not in the DLQ: ${ids.join(', ')}; postdate messages show <id> says where each is: ` +
+    "the sweeper makes a dead one's missing copy once it has been dead 15 minutes: run again after the next sweep, " +
+    `or postdate messages ${instead} <id> (docs/runbook.md §1)`
+  );
+}
+
 /** What a handler did with one chosen copy: took it off (`done`), left it (`keep`), or was refused. */
 export type ChosenOutcome = 'done' | 'keep' | 'refused';
 /**

@@ -23,6 +23,9 @@ export interface QueueSummary {
   readonly oldestSampledAgeMs: number | null;
 }
 
+/** The most copies `--peek` / `--sample` receives (the entry point checks it before any queue is read). */
+export const MAX_SAMPLE = 100;
+
 /**
  * Counts the queue and peeks at a sample (`--sample`: a whole number from 0 to 100, checked before
  * the queue is touched); `toRows` turns the sampled messages into the report's rows, each with its
@@ -35,8 +38,8 @@ export async function sampleReport<Row extends { readonly ageMs: number | null }
   toRows: (letters: readonly DeadLetter[]) => Promise<Row[]> | Row[],
 ): Promise<QueueSummary & { readonly sample: Row[] }> {
   const size = options.sample ?? 10;
-  if (!Number.isInteger(size) || size < 0 || size > 100) {
-    throw new UsageError('--sample must be a whole number from 0 to 100');
+  if (!Number.isInteger(size) || size < 0 || size > MAX_SAMPLE) {
+    throw new UsageError(`--sample must be a whole number from 0 to ${MAX_SAMPLE}`);
   }
   const counts = await queue.counts();
   const sample = await toRows(await queue.peek(size, options.peekSeconds ?? 30));

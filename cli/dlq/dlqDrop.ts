@@ -19,7 +19,7 @@ import type { ApiStore, TransitionResult } from '../../lambdas/ports/ApiStore.js
 import { expiresAtAfter, type MessageStateRecord } from '../../lambdas/store/messageRecord.js';
 import { readStateRecord } from '../../lambdas/store/stateReads.js';
 import { UsageError } from '../cliErrors.js';
-import { assertMessageIds, handleChosenCopies } from '../deadLetters/chosenIds.js';
+import { assertMessageIds, handleChosenCopies, notInTheDeadLetterQueue } from '../deadLetters/chosenIds.js';
 import { type Output, paint, printTable } from '../output.js';
 import { type DlqDeps, sendDeadLetterQueue } from './dlqDeps.js';
 
@@ -97,9 +97,14 @@ export interface DropOptions {
   readonly maxScan?: number;
 }
 
+/** The ids to drop, checked before any queue is touched. @throws UsageError */
+export function assertDropIds(ids: readonly string[]): void {
+  if (ids.length === 0) throw new UsageError('give the ids to drop with --ids <id...>');
+  assertMessageIds(ids);
+}
+
 export async function dlqDrop(deps: DropDeps, options: DropOptions, out: Output): Promise<DropReport> {
-  if (options.ids.length === 0) throw new UsageError('give the ids to drop with --ids <id...>');
-  assertMessageIds(options.ids);
+  assertDropIds(options.ids);
   const dryRun = options.dryRun === true;
   const dlq = sendDeadLetterQueue(deps);
   const results: DropRow[] = [];
@@ -202,5 +207,5 @@ function render(report: DropReport, out: Output): void {
     `${report.dryRun ? 'would give up' : 'gave up'} ${count('discarded')}, ${report.dryRun ? 'would drop' : 'dropped'} ${count('dropped')} stale, kept ${count('kept')} of ${report.requested.length} requested (scanned ${report.scanned})`,
   );
   if (report.notFound.length > 0)
-    out.warn(paint(out, 'red', `not in the DLQ: ${report.notFound.join(', ')}`));
+    out.warn(paint(out, 'red', notInTheDeadLetterQueue(report.notFound, 'discard')));
 }

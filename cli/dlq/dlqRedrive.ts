@@ -11,7 +11,7 @@ import type { DispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { staleDeadLetter } from '../../lambdas/core/staleDeadLetter.js';
 import { readStateRecord } from '../../lambdas/store/stateReads.js';
 import { UsageError } from '../cliErrors.js';
-import { assertMessageIds, handleChosenCopies } from '../deadLetters/chosenIds.js';
+import { assertMessageIds, handleChosenCopies, notInTheDeadLetterQueue } from '../deadLetters/chosenIds.js';
 import { type Output, paint, printTable } from '../output.js';
 import { type RedriveDeps, redriveParts } from './dlqDeps.js';
 import { type MoveTaskReport, redriveAll } from './dlqMoveAll.js';
@@ -52,22 +52,32 @@ export interface StaleCopy extends Pick<DispatchPayload, 'id' | 'rev'> {
 
 export type RedriveReport = SelectiveRedriveReport | MoveTaskReport;
 
-export async function dlqRedrive(
-  deps: RedriveDeps,
-  options: RedriveOptions,
-  out: Output,
-): Promise<RedriveReport> {
+/**
+ * The redrive's choice, checked before any queue is touched (the entry point asks first too, so a bad
+ * flag is exit 2 whether or not the stack answers). The rate is StartMessageMoveTask's range.
+ * @throws UsageError
+ */
+export function assertRedriveOptions(options: Pick<RedriveOptions, 'ids' | 'all' | 'rate'>): void {
   const ids = options.ids ?? [];
   if (ids.length > 0 === (options.all === true)) {
     throw new UsageError('give either --ids <id...> or --all');
   }
   if (
     options.rate !== undefined &&
-    (!Number.isFinite(options.rate) || options.rate <= 0 || options.rate > 500)
+    (!Number.isFinite(options.rate) || options.rate < 1 || options.rate > 500)
   ) {
     throw new UsageError('--rate must be a number of messages per second from 1 to 500');
   }
   assertMessageIds(ids);
+}
+
+export async function dlqRedrive(
+  deps: RedriveDeps,
+  options: RedriveOptions,
+  out: Output,
+): Promise<RedriveReport> {
+  assertRedriveOptions(options);
+  const ids = options.ids ?? [];
   const report = options.all
     ? await redriveAll(deps, options, out)
     : await redriveIds(deps, ids, options, out);
@@ -158,7 +168,7 @@ function renderRedrive(report: RedriveReport, out: Output): void {
     );
   }
   if (report.notFound.length > 0) {
-    out.warn(paint(out, 'red', `not in the DLQ: ${report.notFound.join(', ')}`));
+    out.warn(paint(out, 'red', notInTheDeadLetterQueue(report.notFound, 'retry')));
   }
   if (report.failed.length > 0) {
     out.warn(paint(out, 'red', `the send queue refused: ${report.failed.map((copy) => copy.id).join(', ')}`));

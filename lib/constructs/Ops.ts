@@ -74,10 +74,24 @@ export class Ops extends Construct {
     const visible = (queue: sqs.IQueue) =>
       queue.metricApproximateNumberOfMessagesVisible({ period: ONE_MINUTE, statistic: 'Maximum' });
 
+    // DESIGN §6 "DLQ depth > 0": every copy, visible or not. The sweeper's walk (decision 0148) and a
+    // `dlq redrive --ids` scan hide the copies for a while; on the visible alone the alarm would clear
+    // and fire again around each of them, a second page for the same copies.
     alarm(
       'DeadLetterQueueNotEmpty',
       'copies reached the dead-letter queue; redrive after fixing the cause',
-      visible(props.sendDeadLetterQueue),
+      new cloudwatch.MathExpression({
+        expression: 'visible + hidden',
+        usingMetrics: {
+          visible: visible(props.sendDeadLetterQueue),
+          hidden: props.sendDeadLetterQueue.metricApproximateNumberOfMessagesNotVisible({
+            period: ONE_MINUTE,
+            statistic: 'Maximum',
+          }),
+        },
+        label: 'copies in the DLQ',
+        period: ONE_MINUTE,
+      }),
       1,
     );
     alarm(
@@ -372,6 +386,11 @@ export class Ops extends Construct {
       ),
       graph('3 Dead-letter queue', [
         max(props.sendDeadLetterQueue.metricApproximateNumberOfMessagesVisible(), 'dead copies'),
+        // The alarm watches both: a sweep's walk or a redrive hides copies for a while.
+        max(
+          props.sendDeadLetterQueue.metricApproximateNumberOfMessagesNotVisible(),
+          'hidden by a walk or a redrive',
+        ),
       ]),
       graph(
         '4 Sender',

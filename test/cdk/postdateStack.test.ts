@@ -590,13 +590,49 @@ describe('ops: alarms and dashboard', () => {
     });
   const queueName = (id: string) => [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [id, 'QueueName'] } }];
 
-  it('alarms when anything reaches the DLQ, the relay failure queue or the schedule DLQ', () => {
-    for (const id of [ids.sendDlq, ids.relayFailures, ids.scheduleDlq]) {
+  it('alarms when anything reaches the relay failure queue or the schedule DLQ', () => {
+    for (const id of [ids.relayFailures, ids.scheduleDlq]) {
       alarmOn(
         { Namespace: 'AWS/SQS', MetricName: 'ApproximateNumberOfMessagesVisible', Dimensions: queueName(id) },
         1,
       );
     }
+  });
+
+  // DESIGN §6: "alarms on DLQ depth > 0". The depth is every copy in it, visible or not: the
+  // sweeper's walk (decision 0148) and a `dlq redrive --ids` scan hold each copy hidden for a while,
+  // and an alarm on the visible ones alone would clear and fire again around each of them.
+  it('alarms on the DLQ depth: the copies visible and those hidden by a walk or a redrive', () => {
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as Resource[];
+    const onDlq = alarms.filter((alarm) =>
+      JSON.stringify(alarm.Properties).includes(JSON.stringify({ 'Fn::GetAtt': [ids.sendDlq, 'QueueName'] })),
+    );
+    expect(onDlq).toHaveLength(1);
+    const [alarm] = onDlq as [Resource];
+    expect(alarm.Properties).toMatchObject({
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      AlarmActions: [{ Ref: ids.topic }],
+    });
+    const metrics = (alarm.Properties.Metrics ?? []) as {
+      Expression?: string;
+      ReturnData?: boolean;
+      MetricStat?: { Metric: { Namespace: string; MetricName: string; Dimensions: unknown }; Stat: string };
+    }[];
+    const read = metrics.filter((metric) => metric.MetricStat !== undefined);
+    expect(read.map((metric) => metric.MetricStat?.Metric.MetricName).sort()).toEqual([
+      'ApproximateNumberOfMessagesNotVisible',
+      'ApproximateNumberOfMessagesVisible',
+    ]);
+    for (const metric of read) {
+      expect(metric.MetricStat).toMatchObject({
+        Metric: { Namespace: 'AWS/SQS', Dimensions: queueName(ids.sendDlq) },
+        Stat: 'Maximum',
+      });
+    }
+    const returned = metrics.filter((metric) => metric.ReturnData !== false);
+    expect(returned).toHaveLength(1);
+    expect(returned[0]?.Expression?.replace(/\s/g, '')).toMatch(/^\w+\+\w+$/);
   });
 
   it('alarms on the send queue oldest message age and the relay iterator age', () => {
@@ -722,6 +758,15 @@ describe('ops: alarms and dashboard', () => {
       Statistic: 'Maximum',
       Threshold: 1,
     });
+  });
+
+  it("draws the DLQ's depth as its alarm watches it: the copies visible and those hidden", () => {
+    const [, dashboard] = only(template.findResources('AWS::CloudWatch::Dashboard'));
+    const body = JSON.stringify(dashboard.Properties.DashboardBody);
+    const widget = body.slice(body.indexOf('3 Dead-letter queue'));
+    const drawn = widget.slice(0, widget.indexOf('4 Sender'));
+    expect(drawn).toContain('ApproximateNumberOfMessagesVisible');
+    expect(drawn).toContain('ApproximateNumberOfMessagesNotVisible');
   });
 
   it('has one dashboard that follows a message from enqueue to outcome', () => {

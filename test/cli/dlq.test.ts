@@ -136,6 +136,12 @@ describe('postdate dlq redrive --ids', () => {
 
     expect(report).toMatchObject({ notFound: [messageId(99)], moved: [{ id: messageId(1), rev: 1 }] });
     expect(redriveSucceeded(report)).toBe(false);
+    // What to do next (docs/runbook.md §1, step 6): the sweeper makes a dead message's missing copy.
+    const people = memoryOutput();
+    await dlqRedrive(deps, { ids: [messageId(99)] }, people);
+    expect(people.warnings.join('\n')).toContain(
+      `not in the DLQ: ${messageId(99)}; postdate messages show <id> says where each is: the sweeper makes a dead one's missing copy once it has been dead 15 minutes: run again after the next sweep, or postdate messages retry <id> (docs/runbook.md §1)`,
+    );
     await eventually(
       '1 visible on the send DLQ',
       async () => (await visibleCount(sqs, urls.sendDeadLetter)) === 1,
@@ -292,6 +298,10 @@ describe('postdate dlq redrive --ids', () => {
     );
     await expect(dlqRedrive(deps, {}, memoryOutput())).rejects.toThrow(/--ids <id...> or --all/);
     await expect(dlqRedrive(deps, { ids: ['a'], all: true }, memoryOutput())).rejects.toThrow(/either/);
+    // SQS's StartMessageMoveTask takes 1 to 500 a second: a rate below 1 is refused here, not there.
+    await expect(dlqRedrive(deps, { all: true, rate: 0.5 }, memoryOutput())).rejects.toThrow(
+      /--rate must be a number of messages per second from 1 to 500/,
+    );
   });
 });
 

@@ -246,10 +246,15 @@ describe('postdate dlq drop', () => {
     const t = await setUp();
     const dead = await t.endedAs('dead');
 
-    const report = await dlqDrop(t.deps, { ids: [dead.id] }, memoryOutput());
+    const out = memoryOutput();
+    const report = await dlqDrop(t.deps, { ids: [dead.id] }, out);
 
     expect(report).toMatchObject({ ok: false, notFound: [dead.id], results: [] });
     expect(await t.waiting()).toMatchObject({ dead: 1 });
+    // What to do next (docs/runbook.md §1, step 6): the sweeper makes a dead message's missing copy.
+    expect(out.warnings.join('\n')).toContain(
+      `not in the DLQ: ${dead.id}; postdate messages show <id> says where each is: the sweeper makes a dead one's missing copy once it has been dead 15 minutes: run again after the next sweep, or postdate messages discard <id> (docs/runbook.md §1)`,
+    );
   });
 });
 

@@ -19,6 +19,15 @@ describe('the postdate entry point', () => {
     }
   }, 60_000);
 
+  it("says in its help what docs/cli.md says: --stack selects AWS, and each exit code's meaning", async () => {
+    const result = await postdate('bin', ['--help']);
+    const help = result.stdout.replace(/\s+/g, ' ');
+    expect(help).toMatch(/Talks to the local stack \(npm start\) unless --stack or a resource name/);
+    expect(help).toContain(
+      'Exit codes: 0 done, 1 failed or partly failed, 2 bad usage, 3 stack unreachable or credentials refused, 4 not found.',
+    );
+  }, 60_000);
+
   it('prints the version of the package it belongs to with --version (issue 17 §4)', async () => {
     const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
       version: string;
@@ -115,4 +124,46 @@ describe('the postdate entry point', () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('--limit must be a whole number');
   }, 60_000);
+
+  // docs/cli.md: 2 is bad usage, 3 an unreachable stack. A command given wrong flags says so
+  // whether or not the stack answers, not "is `npm start` running?".
+  it.each([
+    { args: ['dlq', 'redrive'], says: '--ids <id...> or --all' },
+    { args: ['dlq', 'redrive', '--all', '--ids', messageId(1)], says: '--ids <id...> or --all' },
+    { args: ['dlq', 'redrive', '--ids', 'not an id!'], says: 'not a message id' },
+    { args: ['dlq', 'redrive', '--all', '--rate', '0.5'], says: 'from 1 to 500' },
+    { args: ['dlq', 'drop', '--ids', 'not an id!'], says: 'not a message id' },
+    { args: ['schedule-failures', 'redrive', '--ids', 'not an id!'], says: 'not a message id' },
+    { args: ['sending', 'pause', '--kind', ''], says: '--kind is a tags.kind value' },
+    { args: ['sending', 'resume', '--kind', ''], says: '--kind is a tags.kind value' },
+    { args: ['dlq', 'show', '--peek', '500'], says: '--peek must be a whole number from 0 to 100' },
+    {
+      args: ['schedule-failures', 'show', '--sample', '500'],
+      says: '--sample must be a whole number from 0 to 100',
+    },
+    {
+      args: ['templates', 'show', 'welcome', '--template-version', '0'],
+      says: '--template-version must be a whole number of at least 1',
+    },
+    {
+      args: ['webhooks', 'deliveries', 'ep_1', '--tenant', 'acme', '--status', 'bogus'],
+      says: '--status must be pending, delivered or failed',
+    },
+  ])(
+    'exits 2 for `$args` before it reaches the stack, with its --json error document',
+    async ({ args, says }) => {
+      const unreachable = 'http://127.0.0.1:9';
+      const endpoints = ['--dynamodb-endpoint', unreachable, '--sqs-endpoint', unreachable];
+      const result = await postdate('bin', ['--local', '--json', ...endpoints, ...args]);
+      expect({ code: result.code, stderr: result.stderr }).toEqual({
+        code: 2,
+        stderr: expect.stringContaining(says),
+      });
+      // docs/cli.md, "JSON output": a failure is one document on stdout: `error`, its type, its exit code.
+      expect(JSON.parse(result.stdout)).toEqual({
+        error: expect.objectContaining({ type: 'urn:postdate:cli:usage', exit_code: 2 }),
+      });
+    },
+    60_000,
+  );
 });
