@@ -7,6 +7,8 @@ interface DocRow {
   readonly example: unknown;
   readonly bodySent: boolean;
   readonly expectedClass: string;
+  /** The "what Postdate does" column. */
+  readonly action: string;
 }
 
 /** The rows of the table whose header starts with "| case |" in docs/smtp-classification.md. */
@@ -22,12 +24,13 @@ function readTable(): DocRow[] {
       .split('|')
       .slice(1, -1)
       .map((cell) => cell.trim());
-    const [caseName = '', example = '', bodySent = '', expectedClass = ''] = cells;
+    const [caseName = '', example = '', bodySent = '', expectedClass = '', action = ''] = cells;
     rows.push({
       caseName,
       example: JSON.parse(example.replace(/^`|`$/g, '')),
       bodySent: bodySent === 'yes',
       expectedClass: expectedClass.replace(/\*/g, ''),
+      action,
     });
   }
   return rows;
@@ -91,6 +94,24 @@ describe('docs/smtp-classification.md agrees with classifySmtpError', () => {
     for (const row of rows)
       expect(['transient', 'permanent', 'config', 'ambiguous']).toContain(row.expectedClass);
   });
+
+  // DESIGN §5: a failure before MAIL FROM at the relay (an outage: connection, greeting, TLS, the
+  // login) is no attempt and pauses every sender until a probe succeeds; it is never the message's
+  // backoff, long or short. A failure in the transaction is this message's, and it waits its backoff.
+  it.each(rows.map((row) => [row.caseName, row] as const))(
+    '%s: "what Postdate does" is what its origin does to the message',
+    (_name, row) => {
+      const error = Object.assign(new Error('from the doc'), row.example);
+      const { origin, class: errorClass } = classifySmtpError(error, { bodySent: row.bodySent });
+      if (origin === 'outage') {
+        expect(row.action).toMatch(/no attempt/);
+        expect(row.action).toMatch(/breaker/);
+        expect(row.action).not.toMatch(/backoff/);
+      } else if (errorClass === 'transient' || errorClass === 'config') {
+        expect(row.action).toMatch(/backoff/);
+      }
+    },
+  );
 
   it.each(rows.map((row) => [row.caseName, row] as const))('%s', (_name, row) => {
     const error = Object.assign(new Error('from the doc'), row.example);
