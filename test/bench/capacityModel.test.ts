@@ -100,6 +100,36 @@ describe('docs/capacity.md follows the capacity model', () => {
     expect(Math.round(demand(JOURNEYS.immediate).senderSeconds * TARGET)).toBe(WARM_AT_10K.sender);
   });
 
+  it("its prose names AWS's first limits on the plain path in the order the model finds them", () => {
+    // How the sentence calls each limit that can come first.
+    const called: Record<string, string> = {
+      tableWrites: 'table writes',
+      lambdaConcurrency: 'Lambda concurrency',
+      byStatusWrites: '`by_status` index writes',
+      lambdaInvocations: 'Lambda invocations',
+    };
+    const first = limitIds()
+      .filter((id) => (['quota', 'hard'] as LimitKind[]).includes(limitOf(id).kind))
+      .map((id) => ({ id, at: ceiling(JOURNEYS.immediate, id) }))
+      .sort((a, b) => a.at - b.at)
+      .slice(0, 4);
+    const sentence = /Among AWS's limits [^.]*\./.exec(prose)?.[0] ?? '';
+    // Each by its name, then its ceiling as the tables print it, in the model's order.
+    const found = first.map(({ id, at }) => {
+      const name = sentence.indexOf(called[id] ?? id);
+      return { id, named: name >= 0, at: name >= 0 ? sentence.indexOf(`(${rate(at)}`, name) : -1 };
+    });
+    expect({
+      found: found.map(({ id, named, at }) => ({ id, named, withCeiling: at >= 0 })),
+      sentence,
+    }).toEqual({
+      found: first.map(({ id }) => ({ id, named: true, withCeiling: true })),
+      sentence,
+    });
+    const positions = found.map(({ at }) => at);
+    expect(positions).toEqual([...positions].sort((a, b) => a - b));
+  });
+
   it('with default quotas and props no path reaches 10,000/s', () => {
     for (const id of JOURNEY_IDS) {
       const lowest = Math.min(...limitIds().map((limit) => ceiling(JOURNEYS[id], limit)));
