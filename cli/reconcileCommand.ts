@@ -210,7 +210,7 @@ export async function reconcile(
     held,
     sending,
   };
-  render(report, out);
+  render(report, out, options.tenant === undefined);
   return report;
 }
 
@@ -397,14 +397,22 @@ class TallyBuilder {
 
 // ----------------------------------------------------------------------------------------- rendering
 
-function render(report: ReconcileReport, out: Output): void {
+/** `everyKeyedTenant`: no `--tenant`, so the tenants are those with an API key (`deps.tenants`). */
+function render(report: ReconcileReport, out: Output, everyKeyedTenant: boolean): void {
   if (out.json) {
     out.data(report);
     return;
   }
+  // A tenant that writes only through postdate/outbox has no key: name the way to reach it.
+  const keyed = '--tenant T for one that enqueues only through postdate/outbox';
+  const tenants = !everyKeyedTenant
+    ? report.tenants.join(', ')
+    : report.tenants.length > 0
+      ? `${report.tenants.join(', ')} (every tenant with an API key; ${keyed})`
+      : `(none: no API keys; ${keyed})`;
   printFields(out, [
     ['window', `created since ${report.since} (now ${report.now})`],
-    ['tenants', report.tenants.length > 0 ? report.tenants.join(', ') : '(none: no API keys)'],
+    ['tenants', tenants],
   ]);
   out.line('');
   const tallyColumns: Column<[string, Tally]>[] = [

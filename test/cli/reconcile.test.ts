@@ -140,6 +140,16 @@ describe('postdate reconcile', () => {
     expect(out.text()).toContain(messageId(4));
   });
 
+  it('says which tenants it read, and how to reach one that only enqueues through the outbox helper', async () => {
+    // Every tenant here has an API key: a tenant writing only through postdate/outbox has none.
+    expect(day.out.text()).toContain(
+      'acme, globex (every tenant with an API key; --tenant T for one that enqueues only through postdate/outbox)',
+    );
+    const one = memoryOutput();
+    await reconcile(deps, { tenant: 'globex', since: '14m' }, one);
+    expect(one.text()).toMatch(/^tenants: globex$/m);
+  });
+
   it('narrows to one tenant and a shorter window', async () => {
     const report = await reconcile(deps, { tenant: 'globex', since: '14m' }, memoryOutput({ json: true }));
     expect(report.tenants).toEqual(['globex']);
