@@ -51,7 +51,7 @@ export interface CallOptions {
 }
 
 export interface PostdateClientOptions {
-  /** The API's base URL: the stack's `ApiUrl` output, or `npm start`'s `http://127.0.0.1:…`. */
+  /** The API's base URL, http(s): the stack's `ApiUrl` output, or `npm start`'s `http://127.0.0.1:…`. */
   readonly baseUrl: string;
   /** A Postdate API key (`pd_…`), sent as `Authorization: Bearer`. */
   readonly apiKey: string;
@@ -196,6 +196,12 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
   // A key no header may carry would be quoted whole in fetch's own error.
   if (!/^[\x21-\x7e]+$/.test(options.apiKey)) {
     throw new PostdateClientError('The API key is not a Postdate key: printable ASCII, no spaces (`pd_…`)');
+  }
+  // A host without its scheme would otherwise fail every call with fetch's own TypeError.
+  if (!isHttpUrl(options.baseUrl)) {
+    throw new PostdateClientError(
+      `baseUrl must be an http(s) URL, such as the stack's ApiUrl output (https://…), got "${options.baseUrl}"`,
+    );
   }
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
   const now = options.now ?? (() => new Date());
@@ -429,6 +435,12 @@ async function answerOf<Answer>(call: Promise<Answer>): Promise<Answer> {
     if (!(error instanceof SyntaxError)) throw error;
     throw new PostdateClientError('A 2xx answer was not JSON: is baseUrl the API?', { cause: error });
   }
+}
+
+function isHttpUrl(value: string): boolean {
+  if (!URL.canParse(value)) return false;
+  const { protocol } = new URL(value);
+  return protocol === 'https:' || protocol === 'http:';
 }
 
 function signalOf(options: { readonly signal?: AbortSignal }): { signal?: AbortSignal } {

@@ -278,4 +278,11 @@ describe('the client against a server that fails first', () => {
     expect(error).toBeInstanceOf(PostdateClientError);
     expect((error as Error).cause).toBeInstanceOf(SyntaxError);
   });
+
+  it('refuses, when it is made, a baseUrl that is no http(s) URL (a host without https://), typed', () => {
+    for (const baseUrl of ['abc123.execute-api.eu-west-1.amazonaws.com', '', 'ftp://example.com/']) {
+      expect(() => createPostdateClient({ baseUrl, apiKey: 'pd_x' })).toThrow(PostdateClientError);
+    }
+    expect(() => createPostdateClient({ baseUrl: 'api.example.com', apiKey: 'pd_x' })).toThrow(/baseUrl/);
+  });
 });
