@@ -225,7 +225,11 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     idempotencyKey: string | null = null,
   ): T {
     const { data, error, response } = answer;
-    if (response.ok && data !== undefined) return data;
+    if (response.ok) {
+      if (data !== undefined) return data;
+      // A 2xx with no body (a proxy, a captive portal) is no answer of the API, and no problem either.
+      throw new PostdateClientError(`A ${response.status} answer had no body: is baseUrl the API?`);
+    }
     throw new PostdateProblemError(problemOf(response.status, response.statusText, error), {
       retryAfterMs: parseRetryAfter(response.headers.get('retry-after'), now()),
       idempotencyKey,

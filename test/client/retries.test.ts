@@ -279,6 +279,18 @@ describe('the client against a server that fails first', () => {
     expect((error as Error).cause).toBeInstanceOf(SyntaxError);
   });
 
+  it('throws a typed error, not a problem, when a 2xx answer has no body at all (no answer of the API)', async () => {
+    const empty: Answer = (response) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': '0' });
+      response.end();
+    };
+    const { client } = await start([empty]);
+    const error = await client.get('m-1').catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(PostdateClientError);
+    expect(error).not.toBeInstanceOf(PostdateProblemError);
+    expect((error as Error).message).toContain('200');
+  });
+
   it('refuses, when it is made, a baseUrl that is no http(s) URL (a host without https://), typed', () => {
     for (const baseUrl of ['abc123.execute-api.eu-west-1.amazonaws.com', '', 'ftp://example.com/']) {
       expect(() => createPostdateClient({ baseUrl, apiKey: 'pd_x' })).toThrow(PostdateClientError);
