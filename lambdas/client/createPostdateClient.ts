@@ -150,7 +150,7 @@ export interface PostdateClient {
   archiveTemplate(name: string, options?: CallOptions): Promise<Template>;
   /** One version of a template. */
   getTemplateVersion(name: string, version: number, options?: CallOptions): Promise<TemplateVersion>;
-  /** Render a template with data, sending nothing. */
+  /** Render a template with data, storing and sending nothing: retried like a GET (decision 0220). */
   renderTemplate(
     name: string,
     request: TemplateRenderRequest,

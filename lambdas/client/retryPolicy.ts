@@ -7,7 +7,7 @@
  * original message), it is a batch enqueue (its items each carry theirs), a GET, one of the PUTs
  * that set a value (a group's version, a suppression), a message's reschedule (an absolute time) or
  * its cancel (an end): decision 0196; a repeat after a landed first try may answer 409, the status
- * the first one made. Anything else — a template PUT, which stores a new version each time (DESIGN
+ * the first one made. A template render is a preview that stores and sends nothing (decision 0220). Anything else — a template PUT, which stores a new version each time (DESIGN
  * §10), a manual retry (one that failed again at once would be sent again), another DELETE, a
  * keyless POST, a route this list does not know — is retried after a 429 only, which API Gateway
  * answers before the function runs.
@@ -53,6 +53,7 @@ const REPEATABLE_WRITES: readonly { readonly method: string; readonly path: RegE
   { method: 'PUT', path: /\/v1\/suppressions\/[^/]+$/ },
   { method: 'PATCH', path: /\/v1\/messages\/[^/]+$/ },
   { method: 'DELETE', path: /\/v1\/messages\/[^/]+$/ },
+  { method: 'POST', path: /\/v1\/templates\/[^/]+\/render$/ },
 ];
 
 /** Whether doing `request` twice is doing it once (see the module comment). */

@@ -22,7 +22,7 @@ describe('the client retry policy', () => {
     }
   });
 
-  it('retries GET, a batch enqueue, the idempotent PUTs, a reschedule and a cancel like a keyed request; everything else only after a 429', () => {
+  it('retries GET, a batch enqueue, the idempotent PUTs, a reschedule, a cancel and a render like a keyed request; everything else only after a 429', () => {
     // A reschedule sets an absolute time and a cancel ends the message: twice is once (decision 0196).
     const repeatable = [
       ['GET', '/v1/messages/m-1'],
@@ -31,6 +31,7 @@ describe('the client retry policy', () => {
       ['PUT', '/prod/v1/suppressions/ada%40example.com'],
       ['PATCH', '/prod/v1/messages/m-1'],
       ['DELETE', '/v1/messages/m-1'],
+      ['POST', '/prod/v1/templates/hello/render'],
     ];
     for (const [method = '', path = ''] of repeatable) {
       expect(mayRetry({ method, path, hasIdempotencyKey: false }, { kind: 'network' })).toBe(true);
