@@ -82,7 +82,8 @@ export function mayRetry(request: RetryRequest, failure: AttemptFailure): boolea
 export function backoffDelayMs(retry: number, policy: RetryPolicy, random: () => number): number {
   const exponent = Math.min(Math.max(0, Math.floor(retry)), 32);
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** exponent);
-  const unit = Number.isFinite(random()) ? Math.min(Math.max(random(), 0), 1) : 0;
+  const draw = random();
+  const unit = Number.isFinite(draw) ? Math.min(Math.max(draw, 0), 1) : 0;
   return Math.floor(unit * ceiling);
 }
 

@@ -65,6 +65,10 @@ describe('the client retry policy', () => {
       100, 200, 400, 800, 1_000,
     ]);
     expect(backoffDelayMs(0, policy, () => Number.NaN)).toBe(0);
+    // One draw a delay: the value checked is the value used (a seeded source gives 0.5 here, not 0).
+    const draws = [0.5, 0];
+    expect(backoffDelayMs(0, policy, () => draws.shift() ?? 1)).toBe(50);
+    expect(draws).toEqual([0]);
   });
 
   it('honours Retry-After as given, and stops when it is longer than the policy waits or attempts are used up', () => {
