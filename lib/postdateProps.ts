@@ -323,8 +323,8 @@ export interface PostdateProps {
    */
   readonly logRetention?: logs.RetentionDays;
   /**
-   * What happens to the table and the SMTP secret when the stack is deleted. `RETAIN` also turns on
-   * the table's deletion protection.
+   * What happens to the table, the SMTP secret and the attachments' bucket when the stack is deleted.
+   * `RETAIN` also turns on the table's deletion protection; `DESTROY` empties the bucket first.
    * @default RemovalPolicy.RETAIN
    */
   readonly removalPolicy?: RemovalPolicy;
