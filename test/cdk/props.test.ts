@@ -98,6 +98,31 @@ describe('Postdate props', () => {
     expect(problems).toHaveLength(expected.length);
   });
 
+  it('report a Duration of a part a unit cannot take with the rest, naming its prop, not as CDK stopping at it', () => {
+    const problems = problemsOf({
+      ...VALID,
+      maxAttempts: 0,
+      sweepInterval: Duration.seconds(150),
+      authorizerCacheTtl: Duration.millis(500),
+      oldestMessageAgeAlarmThreshold: Duration.millis(1_800_500),
+    });
+    const expected = [
+      /^maxAttempts must be a whole number/,
+      /^sweepInterval must be a whole number of minutes \(an EventBridge rate\), got 2 minutes 30 seconds/,
+      /^authorizerCacheTtl must be a whole number of seconds, got 500 millis/,
+      /^oldestMessageAgeAlarmThreshold must be a whole number of seconds, got 30 minutes 500 millis/,
+    ];
+    for (const pattern of expected) {
+      expect(
+        problems.some((problem) => pattern.test(problem)),
+        `${pattern} in ${problems.join('\n')}`,
+      ).toBe(true);
+    }
+    expect(problems).toHaveLength(expected.length);
+    // Its own unit for the iterator-age alarm is milliseconds: 1.5 s is a threshold it can take.
+    expect(problemsOf({ ...VALID, relayIteratorAgeAlarmThreshold: Duration.millis(1_500) })).toEqual([]);
+  });
+
   it('keep the worst-case retrying time (attempts × backoff) inside the send queue retention', () => {
     // 100 attempts at a 12 h cap: about 49 days of backoff against 4 days of retention.
     const problems = problemsOf({
