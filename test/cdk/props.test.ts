@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { PLACEHOLDER_SENDER, settingsFromContext } from '../../lib/contextProps.js';
 import { propsEnvironment } from '../../lib/functionEnvironment.js';
-import { Postdate } from '../../lib/Postdate.js';
+import * as entry from '../../lib/Postdate.js';
+import { Postdate, type SenderPollers } from '../../lib/Postdate.js';
 import {
   POSTDATE_DEFAULTS,
   type PostdateProps,
@@ -253,6 +254,19 @@ describe('Postdate props', () => {
       PostdatePropsError,
     );
     expect(stack.node.findAll().filter((construct) => construct instanceof CfnResource)).toEqual([]);
+  });
+
+  it('can be typed and caught from the package entry (`postdate`): SenderPollers, PostdatePropsError', () => {
+    const senderPollers: SenderPollers = { minimum: 2, maximum: 4 };
+    const stack = new Stack(testApp(), 'FromTheEntry');
+    const error = (() => {
+      try {
+        new Postdate(stack, 'Postdate', { ...VALID, senderPollers, maxAttempts: 0 });
+      } catch (caught) {
+        return caught;
+      }
+    })();
+    expect(error).toBeInstanceOf(entry.PostdatePropsError);
   });
 
   it('become an environment that lambdas/core/config.ts reads back to the same values', () => {
