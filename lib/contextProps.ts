@@ -1,4 +1,5 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { parseAddress } from '../lambdas/core/addresses.js';
 import { type BusEvents, readBusEvents } from '../lambdas/core/busEvents.js';
 import { CONFIG_SETTINGS, PROP_SETTINGS, type PropSettingName } from '../lambdas/core/configSpec.js';
 import type { PostdateStackProps } from './PostdateStack.js';
@@ -114,6 +115,13 @@ export function settingsFromContext(get: (key: ContextKey) => unknown): AppSetti
     problems.push('context smtpSecretKeyArn needs smtpSecretArn');
   }
 
+  // SNS takes one bare address as an email subscription's endpoint, and refuses anything else at deploy.
+  const alarmEmail = text('alarmEmail');
+  const alarmAddress = alarmEmail === undefined ? undefined : parseAddress(alarmEmail);
+  if (alarmAddress !== undefined && !(alarmAddress.ok && alarmAddress.value.address === alarmEmail)) {
+    problems.push(`context alarmEmail must be one email address (oncall@example.com), got "${alarmEmail}"`);
+  }
+
   // A topic or bus is imported by its ARN; a bare name would import nothing that exists.
   const arnOf = (key: ContextKey, service: string): string | undefined => {
     const value = text(key);
@@ -200,7 +208,7 @@ export function settingsFromContext(get: (key: ContextKey) => unknown): AppSetti
       sesNotificationTopicArn,
       sesNotificationTopicArns,
       eventBusArn: arnOf('eventBusArn', 'events'),
-      alarmEmail: text('alarmEmail'),
+      alarmEmail,
       placeholders,
     },
   };

@@ -358,6 +358,17 @@ describe('settings from CDK context', () => {
     );
   });
 
+  it('refuse an alarmEmail SNS would refuse at deploy: one bare address', () => {
+    for (const alarmEmail of ['oncall', 'Ops <ops@example.com>', 'a@example.com,b@example.com']) {
+      expect(() => from({ alarmEmail }), alarmEmail).toThrow(
+        expect.objectContaining({
+          problems: [expect.stringMatching(/^context alarmEmail must be one email address/)],
+        }),
+      );
+    }
+    expect(from({ alarmEmail: ' oncall@example.com ' }).stackProps.alarmEmail).toBe('oncall@example.com');
+  });
+
   it('collect malformed values and throw them together', () => {
     expect(() => from({ maxAttempts: 'eight', smtpSecure: 'yes', removalPolicy: 'keep' })).toThrow(
       expect.objectContaining({
