@@ -204,7 +204,7 @@ export function settingsFromContext(get: (key: ContextKey) => unknown): AppSetti
       },
       smtpSecretArn,
       smtpSecretKeyArn,
-      alarmTopicArn: text('alarmTopicArn'),
+      alarmTopicArn: arnOf('alarmTopicArn', 'sns'),
       sesNotificationTopicArn,
       sesNotificationTopicArns,
       eventBusArn: arnOf('eventBusArn', 'events'),

@@ -369,6 +369,18 @@ describe('settings from CDK context', () => {
     expect(from({ alarmEmail: ' oncall@example.com ' }).stackProps.alarmEmail).toBe('oncall@example.com');
   });
 
+  it('take the alarm topic by an SNS ARN, as the SES topics and the bus by theirs', () => {
+    for (const alarmTopicArn of ['ops-alarms', 'arn:aws:sqs:eu-west-1:123456789012:ops-alarms']) {
+      expect(() => from({ alarmTopicArn }), alarmTopicArn).toThrow(
+        expect.objectContaining({
+          problems: [`context alarmTopicArn must be an sns ARN (arn:…:sns:…), got "${alarmTopicArn}"`],
+        }),
+      );
+    }
+    const arn = 'arn:aws:sns:eu-west-1:123456789012:ops-alarms';
+    expect(from({ alarmTopicArn: arn }).stackProps.alarmTopicArn).toBe(arn);
+  });
+
   it('collect malformed values and throw them together', () => {
     expect(() => from({ maxAttempts: 'eight', smtpSecure: 'yes', removalPolicy: 'keep' })).toThrow(
       expect.objectContaining({
