@@ -110,10 +110,6 @@ export function settingsFromContext(get: (key: ContextKey) => unknown): AppSetti
       `context smtpSecretArn must be the secret's complete ARN, ending in the six-character suffix Secrets Manager adds (…:secret:name-AbCdEf), got "${smtpSecretArn}"`,
     );
   }
-  const smtpSecretKeyArn = text('smtpSecretKeyArn');
-  if (smtpSecretKeyArn !== undefined && smtpSecretArn === undefined) {
-    problems.push('context smtpSecretKeyArn needs smtpSecretArn');
-  }
 
   // SNS takes one bare address as an email subscription's endpoint, and refuses anything else at deploy.
   const alarmEmail = text('alarmEmail');
@@ -122,14 +118,19 @@ export function settingsFromContext(get: (key: ContextKey) => unknown): AppSetti
     problems.push(`context alarmEmail must be one email address (oncall@example.com), got "${alarmEmail}"`);
   }
 
-  // A topic or bus is imported by its ARN; a bare name would import nothing that exists.
+  // A topic, bus or key is imported by its ARN; a bare name would import nothing that exists.
   const arnOf = (key: ContextKey, service: string): string | undefined => {
     const value = text(key);
     if (value !== undefined && (!value.startsWith('arn:') || value.split(':')[2] !== service)) {
-      problems.push(`context ${key} must be an ${service} ARN (arn:…:${service}:…), got "${value}"`);
+      problems.push(`context ${key} must be an ARN of ${service} (arn:…:${service}:…), got "${value}"`);
     }
     return value;
   };
+
+  const smtpSecretKeyArn = arnOf('smtpSecretKeyArn', 'kms');
+  if (smtpSecretKeyArn !== undefined && smtpSecretArn === undefined) {
+    problems.push('context smtpSecretKeyArn needs smtpSecretArn');
+  }
 
   // One SES topic per Region SES sends from (DESIGN §15): a comma-separated list, or the one topic.
   const sesNotificationTopicArn = arnOf('sesNotificationTopicArn', 'sns');

@@ -356,6 +356,12 @@ describe('settings from CDK context', () => {
     expect(() => from({ smtpSecretKeyArn: key })).toThrow(
       expect.objectContaining({ problems: ['context smtpSecretKeyArn needs smtpSecretArn'] }),
     );
+    // A key id or an alias is no key the grant can name: the sender could not decrypt the secret.
+    expect(() => from({ smtpSecretArn: complete, smtpSecretKeyArn: 'alias/smtp' })).toThrow(
+      expect.objectContaining({
+        problems: ['context smtpSecretKeyArn must be an ARN of kms (arn:…:kms:…), got "alias/smtp"'],
+      }),
+    );
   });
 
   it('refuse an alarmEmail SNS would refuse at deploy: one bare address', () => {
@@ -373,7 +379,7 @@ describe('settings from CDK context', () => {
     for (const alarmTopicArn of ['ops-alarms', 'arn:aws:sqs:eu-west-1:123456789012:ops-alarms']) {
       expect(() => from({ alarmTopicArn }), alarmTopicArn).toThrow(
         expect.objectContaining({
-          problems: [`context alarmTopicArn must be an sns ARN (arn:…:sns:…), got "${alarmTopicArn}"`],
+          problems: [`context alarmTopicArn must be an ARN of sns (arn:…:sns:…), got "${alarmTopicArn}"`],
         }),
       );
     }
