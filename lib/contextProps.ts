@@ -53,10 +53,21 @@ export interface AppSettings {
 /**
  * Reads the stack's settings from CDK context. Values arrive as strings from `-c` and as JSON
  * values from cdk.json; both are accepted. Malformed values are collected and thrown together;
- * range checks are the construct's (it names the same keys).
+ * range checks are the construct's (it names the same keys). `keys`, every context key there is,
+ * lets a key that looks like a setting (camelCase) and is none be refused with them: `-c
+ * maxAtempts=5` would otherwise deploy the default. CDK's own keys have `@`, `:` or `-`.
  */
-export function settingsFromContext(get: (key: ContextKey) => unknown): AppSettings {
+export function settingsFromContext(
+  get: (key: ContextKey) => unknown,
+  keys: readonly string[] = [],
+): AppSettings {
   const problems: string[] = [];
+  const known = new Set<string>(CONTEXT_KEYS);
+  for (const key of keys.filter((key) => /^[a-z][A-Za-z0-9]*$/.test(key) && !known.has(key))) {
+    problems.push(
+      `context ${key} is no Postdate setting (docs/deploy.md, "Settings", lists them; docs/configuration.md the props)`,
+    );
+  }
   const text = (key: ContextKey): string | undefined => {
     const value = get(key);
     if (value === undefined || value === null) return undefined;

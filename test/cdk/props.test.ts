@@ -387,6 +387,25 @@ describe('settings from CDK context', () => {
     expect(from({ alarmTopicArn: arn }).stackProps.alarmTopicArn).toBe(arn);
   });
 
+  it('refuse a context key that looks like a setting and is none (a typo would deploy the default)', () => {
+    const context: Record<string, unknown> = { maxAtempts: '5', maxAttempts: '6' };
+    const cdkOwn = [
+      '@aws-cdk/core:newStyleStackSynthesis',
+      'aws:cdk:bundling-stacks',
+      'acknowledged-issue-numbers',
+    ];
+    expect(() => settingsFromContext((key) => context[key], [...Object.keys(context), ...cdkOwn])).toThrow(
+      expect.objectContaining({
+        problems: [
+          'context maxAtempts is no Postdate setting (docs/deploy.md, "Settings", lists them; docs/configuration.md the props)',
+        ],
+      }),
+    );
+    expect(
+      settingsFromContext((key) => context[key], ['maxAttempts', ...cdkOwn]).stackProps.postdate,
+    ).toMatchObject({ maxAttempts: 6 });
+  });
+
   it('collect malformed values and throw them together', () => {
     expect(() => from({ maxAttempts: 'eight', smtpSecure: 'yes', removalPolicy: 'keep' })).toThrow(
       expect.objectContaining({
