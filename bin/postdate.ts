@@ -6,7 +6,10 @@ import { PostdateStack } from '../lib/PostdateStack.js';
 
 // The app only: settings come from context (`cdk deploy -c key=value`, docs/deploy.md).
 const app = new App();
-const settings = settingsFromContext((key) => app.node.tryGetContext(key));
+const settings = settingsFromContext(
+  (key) => app.node.tryGetContext(key),
+  Object.keys(app.node.getAllContext()),
+);
 new PostdateStack(app, settings.stackName, {
   ...settings.stackProps,
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },

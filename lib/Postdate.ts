@@ -25,7 +25,9 @@ import { cliSettingsOf } from './stackOutputs.js';
 
 export type { BusEvents } from '../lambdas/core/busEvents.js';
 export type { MessageEventType } from '../lambdas/core/messageEvents.js';
-export type { ApiThrottle, PostdateProps, PostdateRelay } from './postdateProps.js';
+export type { ApiThrottle, PostdateProps, PostdateRelay, SenderPollers } from './postdateProps.js';
+/** What the construct throws for props it refuses: every problem, each naming its prop. */
+export { PostdatePropsError };
 
 /**
  * Postdate: deferred transactional email that is never lost and never sent twice by accident

@@ -1,4 +1,5 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { parseAddress } from '../lambdas/core/addresses.js';
 import { type BusEvents, readBusEvents } from '../lambdas/core/busEvents.js';
 import { CONFIG_SETTINGS, PROP_SETTINGS, type PropSettingName } from '../lambdas/core/configSpec.js';
 import type { PostdateStackProps } from './PostdateStack.js';
@@ -52,10 +53,21 @@ export interface AppSettings {
 /**
  * Reads the stack's settings from CDK context. Values arrive as strings from `-c` and as JSON
  * values from cdk.json; both are accepted. Malformed values are collected and thrown together;
- * range checks are the construct's (it names the same keys).
+ * range checks are the construct's (it names the same keys). `keys`, every context key there is,
+ * lets a key that looks like a setting (camelCase) and is none be refused with them: `-c
+ * maxAtempts=5` would otherwise deploy the default. CDK's own keys have `@`, `:` or `-`.
  */
-export function settingsFromContext(get: (key: ContextKey) => unknown): AppSettings {
+export function settingsFromContext(
+  get: (key: ContextKey) => unknown,
+  keys: readonly string[] = [],
+): AppSettings {
   const problems: string[] = [];
+  const known = new Set<string>(CONTEXT_KEYS);
+  for (const key of keys.filter((key) => /^[a-z][A-Za-z0-9]*$/.test(key) && !known.has(key))) {
+    problems.push(
+      `context ${key} is no Postdate setting (docs/deploy.md, "Settings", lists them; docs/configuration.md the props)`,
+    );
+  }
   const text = (key: ContextKey): string | undefined => {
     const value = get(key);
     if (value === undefined || value === null) return undefined;
@@ -109,19 +121,27 @@ export function settingsFromContext(get: (key: ContextKey) => unknown): AppSetti
       `context smtpSecretArn must be the secret's complete ARN, ending in the six-character suffix Secrets Manager adds (…:secret:name-AbCdEf), got "${smtpSecretArn}"`,
     );
   }
-  const smtpSecretKeyArn = text('smtpSecretKeyArn');
-  if (smtpSecretKeyArn !== undefined && smtpSecretArn === undefined) {
-    problems.push('context smtpSecretKeyArn needs smtpSecretArn');
+
+  // SNS takes one bare address as an email subscription's endpoint, and refuses anything else at deploy.
+  const alarmEmail = text('alarmEmail');
+  const alarmAddress = alarmEmail === undefined ? undefined : parseAddress(alarmEmail);
+  if (alarmAddress !== undefined && !(alarmAddress.ok && alarmAddress.value.address === alarmEmail)) {
+    problems.push(`context alarmEmail must be one email address (oncall@example.com), got "${alarmEmail}"`);
   }
 
-  // A topic or bus is imported by its ARN; a bare name would import nothing that exists.
+  // A topic, bus or key is imported by its ARN; a bare name would import nothing that exists.
   const arnOf = (key: ContextKey, service: string): string | undefined => {
     const value = text(key);
     if (value !== undefined && (!value.startsWith('arn:') || value.split(':')[2] !== service)) {
-      problems.push(`context ${key} must be an ${service} ARN (arn:…:${service}:…), got "${value}"`);
+      problems.push(`context ${key} must be an ARN of ${service} (arn:…:${service}:…), got "${value}"`);
     }
     return value;
   };
+
+  const smtpSecretKeyArn = arnOf('smtpSecretKeyArn', 'kms');
+  if (smtpSecretKeyArn !== undefined && smtpSecretArn === undefined) {
+    problems.push('context smtpSecretKeyArn needs smtpSecretArn');
+  }
 
   // One SES topic per Region SES sends from (DESIGN §15): a comma-separated list, or the one topic.
   const sesNotificationTopicArn = arnOf('sesNotificationTopicArn', 'sns');
@@ -196,11 +216,11 @@ export function settingsFromContext(get: (key: ContextKey) => unknown): AppSetti
       },
       smtpSecretArn,
       smtpSecretKeyArn,
-      alarmTopicArn: text('alarmTopicArn'),
+      alarmTopicArn: arnOf('alarmTopicArn', 'sns'),
       sesNotificationTopicArn,
       sesNotificationTopicArns,
       eventBusArn: arnOf('eventBusArn', 'events'),
-      alarmEmail: text('alarmEmail'),
+      alarmEmail,
       placeholders,
     },
   };

@@ -323,8 +323,8 @@ export interface PostdateProps {
    */
   readonly logRetention?: logs.RetentionDays;
   /**
-   * What happens to the table and the SMTP secret when the stack is deleted. `RETAIN` also turns on
-   * the table's deletion protection.
+   * What happens to the table, the SMTP secret and the attachments' bucket when the stack is deleted.
+   * `RETAIN` also turns on the table's deletion protection; `DESTROY` empties the bucket first.
    * @default RemovalPolicy.RETAIN
    */
   readonly removalPolicy?: RemovalPolicy;
@@ -472,6 +472,15 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
       Number.isInteger(value) && value >= min && value <= max,
       `${name} must be a whole number from ${min} to ${max}, got ${value}`,
     );
+  };
+  // A Duration its resource counts in seconds: CDK's own error would stop at it and hide the rest.
+  const wholeSeconds = (name: string, duration: Duration): number => {
+    const seconds = duration.toSeconds({ integral: false });
+    check(
+      Number.isInteger(seconds),
+      `${name} must be a whole number of seconds, got ${duration.toHumanString()}`,
+    );
+    return seconds;
   };
 
   const smtpSecure = props.smtpSecure ?? POSTDATE_DEFAULTS.smtpSecure;
@@ -658,28 +667,38 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
       `scheduleLeadSeconds (${resolved.scheduleLeadSeconds}) must not exceed directDelayMaxSeconds (${resolved.directDelayMaxSeconds}): a schedule would fire before it was created`,
     );
   }
-  check(
-    resolved.sweepInterval.toSeconds() >= SWEEPER_TIMEOUT_SECONDS,
-    `sweepInterval must be at least ${SWEEPER_TIMEOUT_SECONDS} s (the sweeper's timeout), got ${resolved.sweepInterval.toSeconds()} s`,
-  );
+  const sweepSeconds = resolved.sweepInterval.toSeconds({ integral: false });
+  if (sweepSeconds < SWEEPER_TIMEOUT_SECONDS) {
+    problems.push(
+      `sweepInterval must be at least ${SWEEPER_TIMEOUT_SECONDS} s (the sweeper's timeout), got ${sweepSeconds} s`,
+    );
+  } else {
+    check(
+      Number.isInteger(resolved.sweepInterval.toMinutes({ integral: false })),
+      `sweepInterval must be a whole number of minutes (an EventBridge rate), got ${resolved.sweepInterval.toHumanString()}`,
+    );
+  }
 
   // Throughput.
   for (const problem of senderScalingProblems(props)) problems.push(problem);
   whole('webhookMaxConcurrency', resolved.webhookMaxConcurrency, 2, 1000);
   whole('apiThrottle.rateLimit', resolved.apiThrottle.rateLimit, 1, 1_000_000);
   whole('apiThrottle.burstLimit', resolved.apiThrottle.burstLimit, 1, 1_000_000);
-  check(
-    resolved.authorizerCacheTtl.toSeconds() <= 3600,
-    `authorizerCacheTtl must be at most one hour, got ${resolved.authorizerCacheTtl.toSeconds()} s`,
-  );
+  const cacheSeconds = wholeSeconds('authorizerCacheTtl', resolved.authorizerCacheTtl);
+  check(cacheSeconds <= 3600, `authorizerCacheTtl must be at most one hour, got ${cacheSeconds} s`);
 
   // Alarms.
-  check(
-    resolved.oldestMessageAgeAlarmThreshold.toSeconds() > 900,
-    `oldestMessageAgeAlarmThreshold must exceed 900 s (copies are delayed up to 900 s by design), got ${resolved.oldestMessageAgeAlarmThreshold.toSeconds()} s`,
+  const oldestSeconds = wholeSeconds(
+    'oldestMessageAgeAlarmThreshold',
+    resolved.oldestMessageAgeAlarmThreshold,
   );
   check(
-    resolved.relayIteratorAgeAlarmThreshold.toSeconds() >= 1,
+    oldestSeconds > 900,
+    `oldestMessageAgeAlarmThreshold must exceed 900 s (copies are delayed up to 900 s by design), got ${oldestSeconds} s`,
+  );
+  // The iterator-age alarm counts milliseconds: any part of a second is a threshold it takes.
+  check(
+    resolved.relayIteratorAgeAlarmThreshold.toMilliseconds({ integral: false }) >= 1000,
     'relayIteratorAgeAlarmThreshold must be at least one second',
   );
   whole('api5xxAlarmThreshold', resolved.api5xxAlarmThreshold, 1, 1_000_000);

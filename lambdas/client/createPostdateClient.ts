@@ -51,7 +51,7 @@ export interface CallOptions {
 }
 
 export interface PostdateClientOptions {
-  /** The API's base URL: the stack's `ApiUrl` output, or `npm start`'s `http://127.0.0.1:…`. */
+  /** The API's base URL, http(s): the stack's `ApiUrl` output, or `npm start`'s `http://127.0.0.1:…`. */
   readonly baseUrl: string;
   /** A Postdate API key (`pd_…`), sent as `Authorization: Bearer`. */
   readonly apiKey: string;
@@ -150,7 +150,7 @@ export interface PostdateClient {
   archiveTemplate(name: string, options?: CallOptions): Promise<Template>;
   /** One version of a template. */
   getTemplateVersion(name: string, version: number, options?: CallOptions): Promise<TemplateVersion>;
-  /** Render a template with data, sending nothing. */
+  /** Render a template with data, storing and sending nothing: retried like a GET (decision 0220). */
   renderTemplate(
     name: string,
     request: TemplateRenderRequest,
@@ -197,6 +197,12 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
   if (!/^[\x21-\x7e]+$/.test(options.apiKey)) {
     throw new PostdateClientError('The API key is not a Postdate key: printable ASCII, no spaces (`pd_…`)');
   }
+  // A host without its scheme would otherwise fail every call with fetch's own TypeError.
+  if (!isHttpUrl(options.baseUrl)) {
+    throw new PostdateClientError(
+      `baseUrl must be an http(s) URL, such as the stack's ApiUrl output (https://…), got "${options.baseUrl}"`,
+    );
+  }
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
   const now = options.now ?? (() => new Date());
   const http = createClient<paths>({
@@ -219,7 +225,11 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     idempotencyKey: string | null = null,
   ): T {
     const { data, error, response } = answer;
-    if (response.ok && data !== undefined) return data;
+    if (response.ok) {
+      if (data !== undefined) return data;
+      // A 2xx with no body (a proxy, a captive portal) is no answer of the API, and no problem either.
+      throw new PostdateClientError(`A ${response.status} answer had no body: is baseUrl the API?`);
+    }
     throw new PostdateProblemError(problemOf(response.status, response.statusText, error), {
       retryAfterMs: parseRetryAfter(response.headers.get('retry-after'), now()),
       idempotencyKey,
@@ -429,6 +439,12 @@ async function answerOf<Answer>(call: Promise<Answer>): Promise<Answer> {
     if (!(error instanceof SyntaxError)) throw error;
     throw new PostdateClientError('A 2xx answer was not JSON: is baseUrl the API?', { cause: error });
   }
+}
+
+function isHttpUrl(value: string): boolean {
+  if (!URL.canParse(value)) return false;
+  const { protocol } = new URL(value);
+  return protocol === 'https:' || protocol === 'http:';
 }
 
 function signalOf(options: { readonly signal?: AbortSignal }): { signal?: AbortSignal } {

@@ -7,7 +7,7 @@
  * original message), it is a batch enqueue (its items each carry theirs), a GET, one of the PUTs
  * that set a value (a group's version, a suppression), a message's reschedule (an absolute time) or
  * its cancel (an end): decision 0196; a repeat after a landed first try may answer 409, the status
- * the first one made. Anything else — a template PUT, which stores a new version each time (DESIGN
+ * the first one made. A template render is a preview that stores and sends nothing (decision 0220). Anything else — a template PUT, which stores a new version each time (DESIGN
  * §10), a manual retry (one that failed again at once would be sent again), another DELETE, a
  * keyless POST, a route this list does not know — is retried after a 429 only, which API Gateway
  * answers before the function runs.
@@ -53,6 +53,7 @@ const REPEATABLE_WRITES: readonly { readonly method: string; readonly path: RegE
   { method: 'PUT', path: /\/v1\/suppressions\/[^/]+$/ },
   { method: 'PATCH', path: /\/v1\/messages\/[^/]+$/ },
   { method: 'DELETE', path: /\/v1\/messages\/[^/]+$/ },
+  { method: 'POST', path: /\/v1\/templates\/[^/]+\/render$/ },
 ];
 
 /** Whether doing `request` twice is doing it once (see the module comment). */
@@ -81,7 +82,8 @@ export function mayRetry(request: RetryRequest, failure: AttemptFailure): boolea
 export function backoffDelayMs(retry: number, policy: RetryPolicy, random: () => number): number {
   const exponent = Math.min(Math.max(0, Math.floor(retry)), 32);
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** exponent);
-  const unit = Number.isFinite(random()) ? Math.min(Math.max(random(), 0), 1) : 0;
+  const draw = random();
+  const unit = Number.isFinite(draw) ? Math.min(Math.max(draw, 0), 1) : 0;
   return Math.floor(unit * ceiling);
 }
 

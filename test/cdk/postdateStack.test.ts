@@ -113,6 +113,22 @@ describe('storage: the outbox table', () => {
       Properties: Match.objectLike({ DeletionProtectionEnabled: true }),
     });
   });
+
+  it('keeps on `cdk destroy` only what docs/deploy.md\'s "Tearing down" says is kept', async () => {
+    const deploy = await readFile(join(PROJECT_ROOT, 'docs/deploy.md'), 'utf8');
+    const teardown = deploy.slice(deploy.indexOf('## Tearing down')).split('\n## ')[0] ?? '';
+    const kept = /\*\*(.+?)\s+(?:is|are)\s+kept\*\*/s.exec(teardown)?.[1]?.replaceAll('\n', ' ') ?? '';
+    const NAMED: Record<string, string> = {
+      'AWS::DynamoDB::Table': 'table',
+      'AWS::SecretsManager::Secret': 'SMTP secret',
+      'AWS::S3::Bucket': "attachments' bucket",
+    };
+    const retained = Object.values(template.toJSON().Resources as Record<string, Resource>)
+      .filter((resource) => resource.DeletionPolicy === 'Retain')
+      .map((resource) => resource.Type);
+    expect(retained.length).toBeGreaterThan(0);
+    for (const type of retained) expect(kept).toContain(NAMED[type] ?? type);
+  });
 });
 
 describe('dispatch: queues', () => {

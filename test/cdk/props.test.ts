@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { PLACEHOLDER_SENDER, settingsFromContext } from '../../lib/contextProps.js';
 import { propsEnvironment } from '../../lib/functionEnvironment.js';
-import { Postdate } from '../../lib/Postdate.js';
+import * as entry from '../../lib/Postdate.js';
+import { Postdate, type SenderPollers } from '../../lib/Postdate.js';
 import {
   POSTDATE_DEFAULTS,
   type PostdateProps,
@@ -96,6 +97,31 @@ describe('Postdate props', () => {
       ).toBe(true);
     }
     expect(problems).toHaveLength(expected.length);
+  });
+
+  it('report a Duration of a part a unit cannot take with the rest, naming its prop, not as CDK stopping at it', () => {
+    const problems = problemsOf({
+      ...VALID,
+      maxAttempts: 0,
+      sweepInterval: Duration.seconds(150),
+      authorizerCacheTtl: Duration.millis(500),
+      oldestMessageAgeAlarmThreshold: Duration.millis(1_800_500),
+    });
+    const expected = [
+      /^maxAttempts must be a whole number/,
+      /^sweepInterval must be a whole number of minutes \(an EventBridge rate\), got 2 minutes 30 seconds/,
+      /^authorizerCacheTtl must be a whole number of seconds, got 500 millis/,
+      /^oldestMessageAgeAlarmThreshold must be a whole number of seconds, got 30 minutes 500 millis/,
+    ];
+    for (const pattern of expected) {
+      expect(
+        problems.some((problem) => pattern.test(problem)),
+        `${pattern} in ${problems.join('\n')}`,
+      ).toBe(true);
+    }
+    expect(problems).toHaveLength(expected.length);
+    // Its own unit for the iterator-age alarm is milliseconds: 1.5 s is a threshold it can take.
+    expect(problemsOf({ ...VALID, relayIteratorAgeAlarmThreshold: Duration.millis(1_500) })).toEqual([]);
   });
 
   it('keep the worst-case retrying time (attempts × backoff) inside the send queue retention', () => {
@@ -230,6 +256,19 @@ describe('Postdate props', () => {
     expect(stack.node.findAll().filter((construct) => construct instanceof CfnResource)).toEqual([]);
   });
 
+  it('can be typed and caught from the package entry (`postdate`): SenderPollers, PostdatePropsError', () => {
+    const senderPollers: SenderPollers = { minimum: 2, maximum: 4 };
+    const stack = new Stack(testApp(), 'FromTheEntry');
+    const error = (() => {
+      try {
+        new Postdate(stack, 'Postdate', { ...VALID, senderPollers, maxAttempts: 0 });
+      } catch (caught) {
+        return caught;
+      }
+    })();
+    expect(error).toBeInstanceOf(entry.PostdatePropsError);
+  });
+
   it('become an environment that lambdas/core/config.ts reads back to the same values', () => {
     const resolved = resolvePostdateProps({
       ...VALID,
@@ -317,6 +356,54 @@ describe('settings from CDK context', () => {
     expect(() => from({ smtpSecretKeyArn: key })).toThrow(
       expect.objectContaining({ problems: ['context smtpSecretKeyArn needs smtpSecretArn'] }),
     );
+    // A key id or an alias is no key the grant can name: the sender could not decrypt the secret.
+    expect(() => from({ smtpSecretArn: complete, smtpSecretKeyArn: 'alias/smtp' })).toThrow(
+      expect.objectContaining({
+        problems: ['context smtpSecretKeyArn must be an ARN of kms (arn:…:kms:…), got "alias/smtp"'],
+      }),
+    );
+  });
+
+  it('refuse an alarmEmail SNS would refuse at deploy: one bare address', () => {
+    for (const alarmEmail of ['oncall', 'Ops <ops@example.com>', 'a@example.com,b@example.com']) {
+      expect(() => from({ alarmEmail }), alarmEmail).toThrow(
+        expect.objectContaining({
+          problems: [expect.stringMatching(/^context alarmEmail must be one email address/)],
+        }),
+      );
+    }
+    expect(from({ alarmEmail: ' oncall@example.com ' }).stackProps.alarmEmail).toBe('oncall@example.com');
+  });
+
+  it('take the alarm topic by an SNS ARN, as the SES topics and the bus by theirs', () => {
+    for (const alarmTopicArn of ['ops-alarms', 'arn:aws:sqs:eu-west-1:123456789012:ops-alarms']) {
+      expect(() => from({ alarmTopicArn }), alarmTopicArn).toThrow(
+        expect.objectContaining({
+          problems: [`context alarmTopicArn must be an ARN of sns (arn:…:sns:…), got "${alarmTopicArn}"`],
+        }),
+      );
+    }
+    const arn = 'arn:aws:sns:eu-west-1:123456789012:ops-alarms';
+    expect(from({ alarmTopicArn: arn }).stackProps.alarmTopicArn).toBe(arn);
+  });
+
+  it('refuse a context key that looks like a setting and is none (a typo would deploy the default)', () => {
+    const context: Record<string, unknown> = { maxAtempts: '5', maxAttempts: '6' };
+    const cdkOwn = [
+      '@aws-cdk/core:newStyleStackSynthesis',
+      'aws:cdk:bundling-stacks',
+      'acknowledged-issue-numbers',
+    ];
+    expect(() => settingsFromContext((key) => context[key], [...Object.keys(context), ...cdkOwn])).toThrow(
+      expect.objectContaining({
+        problems: [
+          'context maxAtempts is no Postdate setting (docs/deploy.md, "Settings", lists them; docs/configuration.md the props)',
+        ],
+      }),
+    );
+    expect(
+      settingsFromContext((key) => context[key], ['maxAttempts', ...cdkOwn]).stackProps.postdate,
+    ).toMatchObject({ maxAttempts: 6 });
   });
 
   it('collect malformed values and throw them together', () => {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { CLI_STACK_OUTPUTS } from '../../cli/stackTarget.js';
 import { CONFIG_SETTINGS } from '../../lambdas/core/configSpec.js';
@@ -16,6 +17,16 @@ describe('the stack outputs the CLI reads', () => {
   it('has every output of STACK_OUTPUT, and the CLI reads only those', () => {
     for (const key of Object.values(STACK_OUTPUT)) expect(outputs).toHaveProperty(key);
     for (const name of CLI_STACK_OUTPUTS) expect(Object.keys(STACK_OUTPUT)).toContain(name);
+  });
+
+  it("has each of them in docs/deploy.md's table of outputs, and no other", () => {
+    const deploy = readFileSync('docs/deploy.md', 'utf8');
+    const table = deploy.slice(deploy.indexOf('| output | what |')).split('\n\n')[0] ?? '';
+    const documented = table
+      .split('\n')
+      .slice(2)
+      .flatMap((row) => [...(row.split('|')[1] ?? '').matchAll(/`(\w+)`/g)].map((match) => match[1]));
+    expect(documented.sort()).toEqual(Object.keys(outputs).sort());
   });
 
   it("names the scheduler's role, the one the relay gives every schedule", () => {

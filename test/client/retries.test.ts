@@ -221,6 +221,27 @@ describe('the client against a server that fails first', () => {
     expect(suppression.seen).toHaveLength(2);
   });
 
+  it('repeats a template render after a 503 or a reset: a preview stores and sends nothing (decision 0220)', async () => {
+    const rendered: Answer = (response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ subject: 'Hi Ada', text: 'Hello Ada', html: null }));
+    };
+    const failed = await start([problemAnswer(503), rendered]);
+    await expect(failed.client.renderTemplate('hello', { data: { name: 'Ada' } })).resolves.toMatchObject({
+      subject: 'Hi Ada',
+    });
+    expect(failed.seen.map((request) => request.url)).toEqual([
+      '/v1/templates/hello/render',
+      '/v1/templates/hello/render',
+    ]);
+    const reset: Answer = (_response, request) => request.socket.destroy();
+    const lost = await start([reset, rendered]);
+    await expect(lost.client.renderTemplate('hello', { data: {} })).resolves.toMatchObject({
+      text: 'Hello Ada',
+    });
+    expect(lost.seen).toHaveLength(2);
+  });
+
   it('throws a PostdateNetworkError naming the key when nothing ever answers', async () => {
     const scripted = await scriptedServer([]);
     const { url } = scripted;
@@ -277,5 +298,24 @@ describe('the client against a server that fails first', () => {
     const error = await client.get('m-1').catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(PostdateClientError);
     expect((error as Error).cause).toBeInstanceOf(SyntaxError);
+  });
+
+  it('throws a typed error, not a problem, when a 2xx answer has no body at all (no answer of the API)', async () => {
+    const empty: Answer = (response) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': '0' });
+      response.end();
+    };
+    const { client } = await start([empty]);
+    const error = await client.get('m-1').catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(PostdateClientError);
+    expect(error).not.toBeInstanceOf(PostdateProblemError);
+    expect((error as Error).message).toContain('200');
+  });
+
+  it('refuses, when it is made, a baseUrl that is no http(s) URL (a host without https://), typed', () => {
+    for (const baseUrl of ['abc123.execute-api.eu-west-1.amazonaws.com', '', 'ftp://example.com/']) {
+      expect(() => createPostdateClient({ baseUrl, apiKey: 'pd_x' })).toThrow(PostdateClientError);
+    }
+    expect(() => createPostdateClient({ baseUrl: 'api.example.com', apiKey: 'pd_x' })).toThrow(/baseUrl/);
   });
 });

@@ -22,7 +22,7 @@ describe('the client retry policy', () => {
     }
   });
 
-  it('retries GET, a batch enqueue, the idempotent PUTs, a reschedule and a cancel like a keyed request; everything else only after a 429', () => {
+  it('retries GET, a batch enqueue, the idempotent PUTs, a reschedule, a cancel and a render like a keyed request; everything else only after a 429', () => {
     // A reschedule sets an absolute time and a cancel ends the message: twice is once (decision 0196).
     const repeatable = [
       ['GET', '/v1/messages/m-1'],
@@ -31,6 +31,7 @@ describe('the client retry policy', () => {
       ['PUT', '/prod/v1/suppressions/ada%40example.com'],
       ['PATCH', '/prod/v1/messages/m-1'],
       ['DELETE', '/v1/messages/m-1'],
+      ['POST', '/prod/v1/templates/hello/render'],
     ];
     for (const [method = '', path = ''] of repeatable) {
       expect(mayRetry({ method, path, hasIdempotencyKey: false }, { kind: 'network' })).toBe(true);
@@ -64,6 +65,10 @@ describe('the client retry policy', () => {
       100, 200, 400, 800, 1_000,
     ]);
     expect(backoffDelayMs(0, policy, () => Number.NaN)).toBe(0);
+    // One draw a delay: the value checked is the value used (a seeded source gives 0.5 here, not 0).
+    const draws = [0.5, 0];
+    expect(backoffDelayMs(0, policy, () => draws.shift() ?? 1)).toBe(50);
+    expect(draws).toEqual([0]);
   });
 
   it('honours Retry-After as given, and stops when it is longer than the policy waits or attempts are used up', () => {
