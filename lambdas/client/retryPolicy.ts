@@ -7,10 +7,11 @@
  * original message), it is a batch enqueue (its items each carry theirs), a GET, one of the PUTs
  * that set a value (a group's version, a suppression), a message's reschedule (an absolute time) or
  * its cancel (an end): decision 0196; a repeat after a landed first try may answer 409, the status
- * the first one made. A template render is a preview that stores and sends nothing (decision 0220). Anything else — a template PUT, which stores a new version each time (DESIGN
- * §10), a manual retry (one that failed again at once would be sent again), another DELETE, a
- * keyless POST, a route this list does not know — is retried after a 429 only, which API Gateway
- * answers before the function runs.
+ * the first one made. A template render is a preview that stores and sends nothing (decision 0220).
+ * Anything else — a template PUT, which stores a new version each time (DESIGN §10), a manual retry
+ * (one that failed again at once would be sent again), another DELETE, a keyless POST, a route this
+ * list does not know — is retried after a 429 only, which API Gateway answers before the function
+ * runs.
  */
 
 export interface RetryPolicy {
