@@ -27,6 +27,17 @@ function problemsOf(props: PostdateProps): readonly string[] {
   return [];
 }
 
+/** Every pattern matches one of the problems, and there are no others. */
+function expectExactly(problems: readonly string[], expected: readonly RegExp[]): void {
+  for (const pattern of expected) {
+    expect(
+      problems.some((problem) => pattern.test(problem)),
+      `${pattern} in ${problems.join('\n')}`,
+    ).toBe(true);
+  }
+  expect(problems).toHaveLength(expected.length);
+}
+
 describe('Postdate props', () => {
   it('apply the DESIGN §8 defaults, and derive the Message-ID domain from defaultFrom', () => {
     const resolved = resolvePostdateProps({
@@ -90,13 +101,7 @@ describe('Postdate props', () => {
       /^authorizerCacheTtl must be at most one hour/,
       /^oldestMessageAgeAlarmThreshold must exceed 900 s/,
     ];
-    for (const pattern of expected) {
-      expect(
-        problems.some((problem) => pattern.test(problem)),
-        `${pattern} in ${problems.join('\n')}`,
-      ).toBe(true);
-    }
-    expect(problems).toHaveLength(expected.length);
+    expectExactly(problems, expected);
   });
 
   it('report a Duration of a part a unit cannot take with the rest, naming its prop, not as CDK stopping at it', () => {
@@ -113,13 +118,7 @@ describe('Postdate props', () => {
       /^authorizerCacheTtl must be a whole number of seconds, got 500 millis/,
       /^oldestMessageAgeAlarmThreshold must be a whole number of seconds, got 30 minutes 500 millis/,
     ];
-    for (const pattern of expected) {
-      expect(
-        problems.some((problem) => pattern.test(problem)),
-        `${pattern} in ${problems.join('\n')}`,
-      ).toBe(true);
-    }
-    expect(problems).toHaveLength(expected.length);
+    expectExactly(problems, expected);
     // Its own unit for the iterator-age alarm is milliseconds: 1.5 s is a threshold it can take.
     expect(problemsOf({ ...VALID, relayIteratorAgeAlarmThreshold: Duration.millis(1_500) })).toEqual([]);
   });
