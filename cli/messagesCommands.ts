@@ -5,7 +5,6 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type RetryResult, retryMessage } from '../lambdas/api/routes/messages.js';
-import { isMessageId } from '../lambdas/core/ids.js';
 import { retentionRanOut } from '../lambdas/core/messageLifetime.js';
 import { isMessageStatus, MESSAGE_STATUSES, type MessageStatus } from '../lambdas/core/messageStatus.js';
 import type { ApiStore, ShardPosition, TransitionResult } from '../lambdas/ports/ApiStore.js';
@@ -14,6 +13,7 @@ import { expiresAtAfter, type MessageStateRecord } from '../lambdas/store/messag
 import { messageView } from '../lambdas/store/messageView.js';
 import { readStateRecord } from '../lambdas/store/stateReads.js';
 import { NotFoundError, UsageError, withNextStep } from './cliErrors.js';
+import { assertMessageIds } from './deadLetters/chosenIds.js';
 import { ERROR_CLASS_WORDS, messageIdHeader, statusInWords } from './messageWords.js';
 import {
   type Column,
@@ -202,7 +202,7 @@ function localTimeOf(state: MessageStateRecord) {
 }
 
 export async function messagesShow(deps: MessagesDeps, id: string, out: Output): Promise<ShowReport> {
-  checkMessageIds([id]);
+  assertMessageIds([id]);
   const state = await readState(deps, id);
   if (state === null) throw new NotFoundError(noMessage([id]), LIST_MESSAGES);
   const error = state.last_error ?? null;
@@ -396,7 +396,7 @@ async function transitionEach(
   apply: (state: MessageStateRecord) => Promise<RetryResult>,
 ): Promise<TransitionReport> {
   if (ids.length === 0) throw new UsageError('give at least one message id');
-  checkMessageIds(ids);
+  assertMessageIds(ids);
   const results: TransitionRow[] = [];
   for (const id of ids) {
     // The operator does not name the tenant: the record says whose it is, and the update is
@@ -488,23 +488,6 @@ function noMessage(ids: readonly string[]): string {
  * The state record by id, whatever its tenant (strongly consistent); null when there is none, or it
  * is past its retention (gone, as the API answers, whenever DynamoDB deletes it: decision 0205).
  */
-/**
- * Every id given is one (the API's 404 for a malformed id would read as "no message"): an empty one
- * is most often a shell variable that is not set. Checked before anything is read or changed.
- */
-function checkMessageIds(ids: readonly string[]): void {
-  for (const id of ids) {
-    if (id === '')
-      throw new UsageError(
-        `the message id is empty: is the variable you gave it in set? (${LIST_MESSAGES} shows ids)`,
-      );
-    if (!isMessageId(id))
-      throw new UsageError(
-        `"${id}" is not a message id: 1 to 32 letters, digits, "-" or "_" (${LIST_MESSAGES} shows ids)`,
-      );
-  }
-}
-
 export async function readState(
   deps: Pick<MessagesDeps, 'documents' | 'tableName' | 'now'>,
   id: string,

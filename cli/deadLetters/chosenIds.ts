@@ -4,15 +4,29 @@
  */
 import { type DispatchPayload, parseDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { isMessageId } from '../../lambdas/core/ids.js';
+import { DEAD_LETTER_SETTLE_MS } from '../../lambdas/core/staleDeadLetter.js';
 import { UsageError } from '../cliErrors.js';
 import type { Output } from '../output.js';
 import type { DeadLetter, SqsDeadLetterQueue } from './SqsDeadLetterQueue.js';
 import { type ScanOptions, scanDeadLetters } from './scanDeadLetters.js';
 
-/** @throws UsageError naming every id that is not one. */
+/**
+ * Every id given is a message id, checked before anything is read or changed (the `--ids` here, and
+ * `messages show|cancel|retry|discard`). An empty one is most often a shell variable that is not set.
+ * @throws UsageError naming every id that is not one.
+ */
 export function assertMessageIds(ids: readonly string[]): void {
-  const bad = ids.filter((id) => !isMessageId(id));
-  if (bad.length > 0) throw new UsageError(`not a message id: ${bad.join(', ')}`);
+  const next = '(postdate messages list shows ids)';
+  if (ids.includes(''))
+    throw new UsageError(`the message id is empty: is the variable you gave it in set? ${next}`);
+  const bad = ids.filter((id) => !isMessageId(id)).map((id) => `"${id}"`);
+  if (bad.length === 0) return;
+  const rule = `1 to 32 letters, digits, "-" or "_" ${next}`;
+  throw new UsageError(
+    bad.length === 1
+      ? `${bad[0]} is not a message id: ${rule}`
+      : `${bad.join(', ')} are not message ids: ${rule}`,
+  );
 }
 
 /**
@@ -24,7 +38,7 @@ export function assertMessageIds(ids: readonly string[]): void {
 export function notInTheDeadLetterQueue(ids: readonly string[], instead: 'retry' | 'discard'): string {
   return (
     `not in the DLQ: ${ids.join(', ')}; postdate messages show <id> says where each is: ` +
-    "the sweeper makes a dead one's missing copy once it has been dead 15 minutes: run again after the next sweep, " +
+    `the sweeper makes a dead one's missing copy once it has been dead ${DEAD_LETTER_SETTLE_MS / 60_000} minutes: run again after the next sweep, ` +
     `or postdate messages ${instead} <id> (docs/runbook.md §1)`
   );
 }
