@@ -8,9 +8,12 @@
  * What it does not enforce is in local/EMULATORS.md.
  */
 import { createHash, createHmac } from 'node:crypto';
-import { utimes } from 'node:fs/promises';
+import { mkdir, utimes } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
+import { Readable, Transform, type Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import S3rver from 's3rver';
 import { LOCAL_ATTACHMENT_BUCKET, type LocalPart, listenAs } from './localEnv.js';
 import { ownTempDir } from './ownTempDir.js';
@@ -58,6 +61,7 @@ export async function startS3Emulator(options: S3EmulatorOptions): Promise<S3Emu
     silent: true,
     configureBuckets: [{ name: bucket, configs: [] }],
   });
+  answerPutsOnceStored((server as unknown as { store: S3rverStore }).store);
   // First in line, before s3rver's own routes (Koa composes its middleware in callback(), below).
   (server as unknown as { middleware: KoaMiddleware[] }).middleware.unshift(
     checkPresignedSignature(accessKeyId),
@@ -112,11 +116,51 @@ interface KoaContext {
 }
 type KoaMiddleware = (ctx: KoaContext, next: () => Promise<void>) => Promise<void>;
 
+interface S3rverObject {
+  readonly bucket: string;
+  readonly key: string;
+  readonly content: Buffer | Readable;
+  readonly metadata: Readonly<Record<string, string>>;
+}
+
 interface S3rverStore {
+  putObject(object: S3rverObject): Promise<{ size: number; md5: string }>;
+  putMetadata(bucket: string, key: string, metadata: S3rverObject['metadata'], md5: string): Promise<void>;
   getSubresource(bucket: string, key: string, type: 'tagging'): Promise<{ toXML(): string } | null>;
   putSubresource(bucket: string, key: string, resource: unknown): Promise<void>;
   deleteSubresource(bucket: string, key: string, type: 'tagging'): Promise<void>;
   getResourcePath(bucket: string, key: string, resource: 'object'): string;
+}
+
+/**
+ * S3 answers a PUT once the object is stored: a LIST or GET after the answer finds all of it.
+ * s3rver's store resolved as soon as its write stream had been handed the bytes, before they were on
+ * disk, so on a busy machine a LIST right after the answer found nothing (CI, stop 56). This is its
+ * `putObject` (the file, then its metadata), waiting for the write stream's `finish`. It writes
+ * through the `fs-extra` s3rver's store requires, as s3rver does.
+ */
+function answerPutsOnceStored(store: S3rverStore): void {
+  const storeFs = createRequire(createRequire(import.meta.url).resolve('s3rver/lib/stores/filesystem.js'))(
+    'fs-extra',
+  ) as { createWriteStream(path: string): Writable };
+  store.putObject = async (object) => {
+    const path = store.getResourcePath(object.bucket, object.key, 'object');
+    await mkdir(dirname(path), { recursive: true });
+    const md5 = createHash('md5');
+    let size = 0;
+    const counted = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        md5.update(chunk);
+        size += chunk.length;
+        done(null, chunk);
+      },
+    });
+    const content = Buffer.isBuffer(object.content) ? Readable.from([object.content]) : object.content;
+    await pipeline(content, counted, storeFs.createWriteStream(path));
+    const digest = md5.digest('hex');
+    await store.putMetadata(object.bucket, object.key, object.metadata, digest);
+    return { size, md5: digest };
+  };
 }
 
 function headerOf(ctx: KoaContext, name: string): string | undefined {
