@@ -329,8 +329,8 @@ export interface PostdateProps {
    */
   readonly removalPolicy?: RemovalPolicy;
   /**
-   * Alarm when the oldest visible copy on the send queue is older than this. Copies wait up to
-   * 900 s as delayed messages by design, so keep it above that.
+   * Alarm when copies wait visible on the send queue and its oldest copy is older than this (3 of 3
+   * minutes). Copies wait up to 900 s as delayed messages by design, so keep it above that.
    * @default Duration.minutes(30)
    */
   readonly oldestMessageAgeAlarmThreshold?: Duration;

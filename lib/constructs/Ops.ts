@@ -94,10 +94,25 @@ export class Ops extends Construct {
       }),
       1,
     );
+    // DESIGN §6 "oldest message age", of copies waiting to be taken. SQS's age is that of the oldest
+    // copy not deleted, so also of one the sender holds hidden for a backoff (up to the retry cap, an
+    // hour) before its third receive (decision 0224): read alone, a redriven copy's first retry paged
+    // while nothing waited. It counts only while a copy waits visible.
     alarm(
       'SendQueueOldestMessage',
-      'the oldest copy on the send queue waits too long; the sender is not keeping up or not running',
-      props.sendQueue.metricApproximateAgeOfOldestMessage({ period: ONE_MINUTE, statistic: 'Maximum' }),
+      'copies wait to be taken on the send queue and its oldest copy is too old; the sender is not keeping up or not running',
+      new cloudwatch.MathExpression({
+        expression: 'IF(waiting >= 1, age, 0)',
+        usingMetrics: {
+          waiting: visible(props.sendQueue),
+          age: props.sendQueue.metricApproximateAgeOfOldestMessage({
+            period: ONE_MINUTE,
+            statistic: 'Maximum',
+          }),
+        },
+        label: 'age of the oldest copy while copies wait',
+        period: ONE_MINUTE,
+      }),
       props.oldestMessageAgeAlarmThreshold.toSeconds(),
       3,
     );

@@ -651,15 +651,8 @@ describe('ops: alarms and dashboard', () => {
     expect(returned[0]?.Expression?.replace(/\s/g, '')).toMatch(/^\w+\+\w+$/);
   });
 
-  it('alarms on the send queue oldest message age and the relay iterator age', () => {
-    alarmOn(
-      {
-        Namespace: 'AWS/SQS',
-        MetricName: 'ApproximateAgeOfOldestMessage',
-        Dimensions: queueName(ids.sendQueue),
-      },
-      1800,
-    );
+  // The send queue's oldest message age: test/cdk/sendQueueOldestMessage.test.ts.
+  it('alarms on the relay iterator age', () => {
     alarmOn(
       {
         Namespace: 'AWS/Lambda',
