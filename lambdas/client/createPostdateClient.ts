@@ -1,5 +1,6 @@
 import createClient, { type Client } from 'openapi-fetch';
-import { PostdateClientError, PostdateProblemError, problemOf } from './clientErrors.js';
+import { IDEMPOTENCY_KEY_PATTERN } from '../core/requestLimits.js';
+import { PostdateClientError, PostdateInputError, PostdateProblemError, problemOf } from './clientErrors.js';
 import type { components, operations, paths } from './openapiTypes.js';
 import { IDEMPOTENCY_KEY_HEADER, retryingFetch } from './retryingFetch.js';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, type RetryPolicy } from './retryPolicy.js';
@@ -244,7 +245,18 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
   return {
     http,
     async enqueue(request, enqueueOptions = {}) {
-      const idempotencyKey = enqueueOptions.idempotencyKey ?? newKey();
+      const given = enqueueOptions.idempotencyKey;
+      const idempotencyKey = given ?? newKey();
+      // The API's own rule (DESIGN §3), checked here too: a key no header can carry would otherwise
+      // be fetch's bare TypeError, and one the API refuses a 400 for a request that need not be sent.
+      if (!IDEMPOTENCY_KEY_PATTERN.test(idempotencyKey)) {
+        const source = given === undefined ? 'made by newIdempotencyKey' : undefined;
+        throw new PostdateInputError(
+          IDEMPOTENCY_KEY_HEADER,
+          'must be 1–255 printable ASCII characters',
+          source,
+        );
+      }
       const answer = await answerOf(
         http.POST('/v1/messages', {
           params: { header: { [IDEMPOTENCY_KEY_HEADER]: idempotencyKey } },
