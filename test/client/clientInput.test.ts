@@ -1,7 +1,8 @@
 /**
- * What the client refuses of its caller's own input, typed and before anything is sent: an
- * Idempotency-Key the API would refuse (DESIGN §3: 1–255 printable characters) or no header can
- * carry. A real HTTP server records what reaches it.
+ * What the client refuses of its caller's own input, typed and before anything is sent: an option of
+ * createPostdateClient out of its range (a timeout of 0, NaN attempts), and an Idempotency-Key the API
+ * would refuse (DESIGN §3: 1–255 printable characters) or no header can carry. A real HTTP server
+ * records what reaches it.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -60,6 +61,23 @@ function clientOf(url: string, options: Partial<PostdateClientOptions> = {}) {
   return createPostdateClient({ baseUrl: url, apiKey: 'pd_input-spec', sleep: async () => {}, ...options });
 }
 
+/** What making a client with `options` throws (undefined when it is made). */
+function madeWith(options: Partial<PostdateClientOptions>): unknown {
+  try {
+    clientOf('http://127.0.0.1:1', options);
+    return undefined;
+  } catch (error) {
+    return error;
+  }
+}
+
+/** `{"retry":{"maxAttempts":NaN}}`: JSON, with the numbers JSON cannot write. */
+function show(options: Partial<PostdateClientOptions>): string {
+  return JSON.stringify(options, (_, value) =>
+    typeof value === 'number' && !Number.isFinite(value) ? `#${value}#` : value,
+  ).replaceAll(/"#(.*?)#"/g, '$1');
+}
+
 describe('the client refuses an Idempotency-Key the API would refuse, typed, before sending', () => {
   const refused = [
     ['empty', ''],
@@ -103,5 +121,70 @@ describe('the client refuses an Idempotency-Key the API would refuse, typed, bef
       expect((await client.enqueue(REQUEST, { idempotencyKey: key })).idempotencyKey).toBe(key);
     }
     expect(keys).toEqual(taken);
+  });
+});
+
+describe('the client refuses, when it is made, an option out of its range, naming it and the range', () => {
+  const refused: readonly [Partial<PostdateClientOptions>, string, RegExp][] = [
+    [{ timeoutMs: 0 }, 'timeoutMs', /from 1 to 2147483647/],
+    [{ timeoutMs: -1_000 }, 'timeoutMs', /from 1 to 2147483647/],
+    [{ timeoutMs: Number.NaN }, 'timeoutMs', /got NaN/],
+    [{ timeoutMs: Number.POSITIVE_INFINITY }, 'timeoutMs', /from 1 to 2147483647/],
+    // A timer of 2^31 ms or more fires at once (Node warns and waits 1 ms).
+    [{ timeoutMs: 2 ** 31 }, 'timeoutMs', /from 1 to 2147483647/],
+    [{ retry: { maxAttempts: 0 } }, 'retry.maxAttempts', /whole number, 1 or more/],
+    [{ retry: { maxAttempts: Number.NaN } }, 'retry.maxAttempts', /whole number, 1 or more/],
+    [{ retry: { maxAttempts: 2.5 } }, 'retry.maxAttempts', /whole number, 1 or more/],
+    [{ retry: { maxAttempts: Number.POSITIVE_INFINITY } }, 'retry.maxAttempts', /whole number, 1 or more/],
+    [{ retry: { baseDelayMs: Number.NaN } }, 'retry.baseDelayMs', /from 0 to 2147483647/],
+    [{ retry: { baseDelayMs: -1 } }, 'retry.baseDelayMs', /from 0 to 2147483647/],
+    [{ retry: { maxDelayMs: -1 } }, 'retry.maxDelayMs', /from 0 to 2147483647/],
+    [{ retry: { maxDelayMs: 2 ** 31 } }, 'retry.maxDelayMs', /from 0 to 2147483647/],
+    [
+      { retry: { maxRetryAfterMs: Number.POSITIVE_INFINITY } },
+      'retry.maxRetryAfterMs',
+      /from 0 to 2147483647/,
+    ],
+    [
+      { retry: { attempts: 1 } as never },
+      'retry.attempts',
+      /maxAttempts, baseDelayMs, maxDelayMs, maxRetryAfterMs/,
+    ],
+  ];
+
+  for (const [options, field, range] of refused) {
+    it(`${field}: ${show(options)}`, () => {
+      const error = madeWith(options);
+      expect(error).toBeInstanceOf(PostdateClientError);
+      expect(error).toMatchObject({ name: 'PostdateInputError', field });
+      expect((error as Error).message).toMatch(range);
+    });
+  }
+
+  it('takes each range’s ends, and an option given as undefined is its default', () => {
+    for (const options of [
+      { timeoutMs: 1 },
+      { timeoutMs: 2 ** 31 - 1 },
+      { timeoutMs: 0.5 * 3_000 },
+      { retry: { maxAttempts: 1, baseDelayMs: 0, maxDelayMs: 0, maxRetryAfterMs: 0 } },
+      { retry: { maxDelayMs: 2 ** 31 - 1, maxRetryAfterMs: 2 ** 31 - 1 } },
+      { timeoutMs: undefined, retry: { maxAttempts: undefined, baseDelayMs: undefined } },
+    ]) {
+      expect(madeWith(options)).toBeUndefined();
+    }
+  });
+
+  it('retries 4 times in all when maxAttempts is given as undefined, not without end', async () => {
+    const { url, keys } = await recordingServer(503);
+    let waits = 0;
+    const client = clientOf(url, {
+      retry: { maxAttempts: undefined },
+      // A client that never stops would wait a fifth time: fail it there instead of looping on.
+      sleep: async () => {
+        if (++waits > 3) throw new Error('a fifth attempt');
+      },
+    });
+    await expect(client.get('m-1')).rejects.toMatchObject({ name: 'PostdateProblemError', status: 503 });
+    expect(keys).toHaveLength(4);
   });
 });
