@@ -208,12 +208,13 @@ export interface PostdateClient {
 export function createPostdateClient(options: PostdateClientOptions): PostdateClient {
   // A key no header may carry would be quoted whole in fetch's own error.
   if (!/^[\x21-\x7e]+$/.test(options.apiKey)) {
-    throw new PostdateClientError('The API key is not a Postdate key: printable ASCII, no spaces (`pd_…`)');
+    throw new PostdateInputError('apiKey', 'must be a Postdate key: printable ASCII, no spaces (`pd_…`)');
   }
   // A host without its scheme would otherwise fail every call with fetch's own TypeError.
   if (!isHttpUrl(options.baseUrl)) {
-    throw new PostdateClientError(
-      `baseUrl must be an http(s) URL, such as the stack's ApiUrl output (https://…), got "${options.baseUrl}"`,
+    throw new PostdateInputError(
+      'baseUrl',
+      `must be an http(s) URL, such as the stack's ApiUrl output (https://…), got "${options.baseUrl}"`,
     );
   }
   const policy = retryPolicyOf(options.retry);

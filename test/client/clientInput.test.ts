@@ -64,7 +64,7 @@ function clientOf(url: string, options: Partial<PostdateClientOptions> = {}) {
 /** What making a client with `options` throws (undefined when it is made). */
 function madeWith(options: Partial<PostdateClientOptions>): unknown {
   try {
-    clientOf('http://127.0.0.1:1', options);
+    createPostdateClient({ baseUrl: 'http://127.0.0.1:1', apiKey: 'pd_input-spec', ...options });
     return undefined;
   } catch (error) {
     return error;
@@ -160,6 +160,16 @@ describe('the client refuses, when it is made, an option out of its range, namin
       expect((error as Error).message).toMatch(range);
     });
   }
+
+  it('the same error, naming the option, for a baseUrl that is no http(s) URL and an API key no header carries', () => {
+    expect(madeWith({ baseUrl: 'api.example.com' })).toMatchObject({
+      name: 'PostdateInputError',
+      field: 'baseUrl',
+    });
+    const badKey = madeWith({ apiKey: 'pd_top secret' });
+    expect(badKey).toMatchObject({ name: 'PostdateInputError', field: 'apiKey' });
+    expect((badKey as Error).message).not.toContain('secret');
+  });
 
   it('takes each range’s ends, and an option given as undefined is its default', () => {
     for (const options of [
