@@ -1,7 +1,8 @@
 /**
  * What the client throws. An HTTP error is a {@link PostdateProblemError} carrying the API's RFC 9457
  * problem (`type`, `status`, `errors`, …); a request that got no answer at all, after its retries,
- * is a {@link PostdateNetworkError} with the last failure as `cause`.
+ * is a {@link PostdateNetworkError} with the last failure as `cause`; the caller's own input that
+ * cannot be sent is a {@link PostdateInputError}, thrown before anything is.
  */
 
 /** One offending field of a 400 (`field` is a JSON Pointer into the body, a header or a parameter). */
@@ -24,6 +25,23 @@ export interface PostdateProblem {
 /** The base of every error the client throws. */
 export class PostdateClientError extends Error {
   override readonly name: string = 'PostdateClientError';
+}
+
+/**
+ * An option of the client or a value a call would send that the client refuses before sending
+ * anything: `field` names it (`timeoutMs`, `retry.maxAttempts`, `Idempotency-Key`) and `reason` says
+ * what it must be, as a field error of the API does.
+ */
+export class PostdateInputError extends PostdateClientError {
+  override readonly name = 'PostdateInputError';
+  constructor(
+    readonly field: string,
+    readonly reason: string,
+    /** Where the value came from, when `field` alone does not say (`made by newIdempotencyKey`). */
+    source?: string,
+  ) {
+    super(`${field}${source === undefined ? '' : ` (${source})`} ${reason}`);
+  }
 }
 
 /** The API answered with an error (after any retries). */

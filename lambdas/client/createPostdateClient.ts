@@ -1,8 +1,16 @@
 import createClient, { type Client } from 'openapi-fetch';
-import { PostdateClientError, PostdateProblemError, problemOf } from './clientErrors.js';
+import { IDEMPOTENCY_KEY_PATTERN } from '../core/requestLimits.js';
+import { PostdateClientError, PostdateInputError, PostdateProblemError, problemOf } from './clientErrors.js';
 import type { components, operations, paths } from './openapiTypes.js';
 import { IDEMPOTENCY_KEY_HEADER, retryingFetch } from './retryingFetch.js';
-import { DEFAULT_RETRY_POLICY, parseRetryAfter, type RetryPolicy } from './retryPolicy.js';
+import {
+  MAX_TIMER_MS,
+  type OptionRange,
+  outOfRange,
+  parseRetryAfter,
+  type RetryPolicy,
+  retryPolicyOf,
+} from './retryPolicy.js';
 
 export type Message = components['schemas']['Message'];
 export type MessageList = components['schemas']['MessageList'];
@@ -44,6 +52,7 @@ export type PageQuery<Operation extends keyof operations> = NonNullable<
 >;
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+const TIMEOUT_RANGE: OptionRange = { unit: 'ms', min: 1, max: MAX_TIMER_MS };
 
 /** What every call takes besides its own arguments. */
 export interface CallOptions {
@@ -55,11 +64,15 @@ export interface PostdateClientOptions {
   readonly baseUrl: string;
   /** A Postdate API key (`pd_…`), sent as `Authorization: Bearer`. */
   readonly apiKey: string;
-  /** Retries of 429, 5xx and network errors (retryPolicy.ts); `{ maxAttempts: 1 }` turns them off. */
+  /**
+   * Retries of 429, 5xx and network errors (retryPolicy.ts); `{ maxAttempts: 1 }` turns them off. A
+   * field out of its range is a PostdateInputError when the client is made.
+   */
   readonly retry?: Partial<RetryPolicy>;
   /**
    * The longest one attempt may take, its answer read to the end (default 30 s, API Gateway's own
-   * limit); a timed-out attempt is a network error, retried only where that is safe.
+   * limit; 1 ms to 2^31 − 1, as a timer holds it); a timed-out attempt is a network error, retried
+   * only where that is safe.
    */
   readonly timeoutMs?: number;
   /** The fetch to use (default `globalThis.fetch`). */
@@ -195,22 +208,27 @@ export interface PostdateClient {
 export function createPostdateClient(options: PostdateClientOptions): PostdateClient {
   // A key no header may carry would be quoted whole in fetch's own error.
   if (!/^[\x21-\x7e]+$/.test(options.apiKey)) {
-    throw new PostdateClientError('The API key is not a Postdate key: printable ASCII, no spaces (`pd_…`)');
+    throw new PostdateInputError('apiKey', 'must be a Postdate key: printable ASCII, no spaces (`pd_…`)');
   }
   // A host without its scheme would otherwise fail every call with fetch's own TypeError.
   if (!isHttpUrl(options.baseUrl)) {
-    throw new PostdateClientError(
-      `baseUrl must be an http(s) URL, such as the stack's ApiUrl output (https://…), got "${options.baseUrl}"`,
+    throw new PostdateInputError(
+      'baseUrl',
+      `must be an http(s) URL, such as the stack's ApiUrl output (https://…), got "${options.baseUrl}"`,
     );
   }
-  const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+  const policy = retryPolicyOf(options.retry);
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  // 0, NaN or a negative timeout ends every attempt at once, as one past a timer's limit does.
+  const timeoutProblem = outOfRange(timeoutMs, TIMEOUT_RANGE);
+  if (timeoutProblem !== null) throw new PostdateInputError('timeoutMs', timeoutProblem);
   const now = options.now ?? (() => new Date());
   const http = createClient<paths>({
     baseUrl: options.baseUrl.replace(/\/+$/, ''),
     headers: { Authorization: `Bearer ${options.apiKey}` },
     fetch: retryingFetch({
       policy,
-      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      timeoutMs,
       fetch: options.fetch ?? ((request) => globalThis.fetch(request)),
       random: options.random ?? Math.random,
       now,
@@ -244,7 +262,18 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
   return {
     http,
     async enqueue(request, enqueueOptions = {}) {
-      const idempotencyKey = enqueueOptions.idempotencyKey ?? newKey();
+      const given = enqueueOptions.idempotencyKey;
+      const idempotencyKey = given ?? newKey();
+      // The API's own rule (DESIGN §3), checked here too: a key no header can carry would otherwise
+      // be fetch's bare TypeError, and one the API refuses a 400 for a request that need not be sent.
+      if (!IDEMPOTENCY_KEY_PATTERN.test(idempotencyKey)) {
+        const source = given === undefined ? 'made by newIdempotencyKey' : undefined;
+        throw new PostdateInputError(
+          IDEMPOTENCY_KEY_HEADER,
+          'must be 1–255 printable ASCII characters',
+          source,
+        );
+      }
       const answer = await answerOf(
         http.POST('/v1/messages', {
           params: { header: { [IDEMPOTENCY_KEY_HEADER]: idempotencyKey } },

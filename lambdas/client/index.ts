@@ -5,6 +5,7 @@
  */
 export {
   PostdateClientError,
+  PostdateInputError,
   PostdateNetworkError,
   type PostdateProblem,
   PostdateProblemError,

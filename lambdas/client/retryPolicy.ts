@@ -13,11 +13,15 @@
  * list does not know — is retried after a 429 only, which API Gateway answers before the function
  * runs.
  */
+import { PostdateInputError } from './clientErrors.js';
 
 export interface RetryPolicy {
-  /** Attempts in all, the first included (default 4; 1 turns retries off). */
+  /** Attempts in all, the first included: a whole number (default 4; 1 turns retries off). */
   readonly maxAttempts: number;
-  /** The first retry waits up to this long (full jitter); each next one up to twice as long. */
+  /**
+   * The first retry waits up to this long (full jitter); each next one up to twice as long. This and
+   * the other two are milliseconds from 0 to 2^31 − 1, as a timer holds them.
+   */
   readonly baseDelayMs: number;
   /** No backoff is longer than this. */
   readonly maxDelayMs: number;
@@ -34,6 +38,63 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   maxDelayMs: 5_000,
   maxRetryAfterMs: 30_000,
 };
+
+/** The longest wait a timer holds: past 2^31 − 1 ms, setTimeout fires at once (after 1 ms). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** What a number option may be: a count is a whole number from `min`; milliseconds are a timer's wait. */
+export type OptionRange =
+  | { readonly unit: 'count'; readonly min: number }
+  | { readonly unit: 'ms'; readonly min: number; readonly max: number };
+
+/**
+ * Each field's range. Out of it the client misbehaves quietly: NaN attempts never end (no attempt
+ * number is ≥ NaN), 0 still makes one, a NaN or negative delay waits nothing, a delay past
+ * MAX_TIMER_MS none at all.
+ */
+const RETRY_POLICY_RANGES: { readonly [Field in keyof RetryPolicy]: OptionRange } = {
+  maxAttempts: { unit: 'count', min: 1 },
+  baseDelayMs: { unit: 'ms', min: 0, max: MAX_TIMER_MS },
+  maxDelayMs: { unit: 'ms', min: 0, max: MAX_TIMER_MS },
+  maxRetryAfterMs: { unit: 'ms', min: 0, max: MAX_TIMER_MS },
+};
+
+/** Why `value` is out of `range` (`must be …, got NaN`), or null when it is in. */
+export function outOfRange(value: unknown, range: OptionRange): string | null {
+  const shown =
+    typeof value === 'number' ? String(value) : typeof value === 'string' ? `"${value}"` : typeof value;
+  const got = `got ${shown}`;
+  if (range.unit === 'count') {
+    return Number.isSafeInteger(value) && (value as number) >= range.min
+      ? null
+      : `must be a whole number, ${range.min} or more, ${got}`;
+  }
+  // NaN is in no range: every comparison with it is false.
+  return typeof value === 'number' && value >= range.min && value <= range.max
+    ? null
+    : `must be milliseconds from ${range.min} to ${range.max}, ${got}`;
+}
+
+/**
+ * The policy of the client's `retry` option: its fields over the defaults (a field given as
+ * undefined keeps its default), each in its range; an unknown field (`attempts`) is refused rather
+ * than ignored. Throws a PostdateInputError naming the first field that is wrong.
+ */
+export function retryPolicyOf(retry: Partial<RetryPolicy> | undefined): RetryPolicy {
+  const policy: Record<string, unknown> = { ...DEFAULT_RETRY_POLICY };
+  for (const [field, value] of Object.entries(retry ?? {})) {
+    if (!Object.hasOwn(RETRY_POLICY_RANGES, field)) {
+      const fields = Object.keys(RETRY_POLICY_RANGES).join(', ');
+      throw new PostdateInputError(`retry.${field}`, `is no retry option: ${fields}`);
+    }
+    if (value !== undefined) policy[field] = value;
+  }
+  for (const [field, range] of Object.entries(RETRY_POLICY_RANGES)) {
+    const reason = outOfRange(policy[field], range);
+    if (reason !== null) throw new PostdateInputError(`retry.${field}`, reason);
+  }
+  return policy as unknown as RetryPolicy;
+}
 
 /** What went wrong with one attempt: an HTTP status, or no answer at all. */
 export type AttemptFailure =

@@ -105,6 +105,11 @@ export const ALLOWED_EDGES: readonly { readonly from: string; readonly to: strin
       why: 'GET /openapi.json serves the document generated at build time (openapiDocument.test.ts keeps it fresh), so the generator stays out of the api bundle',
     },
     {
+      from: 'lambdas/client/createPostdateClient.ts',
+      to: 'lambdas/core/requestLimits.ts',
+      why: "an enqueue's Idempotency-Key is refused before it is sent by the API's own rule, not a copy of it (plain values: the file and problem.ts beside it import nothing at run time)",
+    },
+    {
       from: 'bench/burst.ts',
       to: 'chaos/smtpTap.ts',
       why: "the burst times a message's arrival by the relay's 250 to its final dot, which the chaos run's SMTP tap records (decision 0122)",

@@ -1,0 +1,200 @@
+/**
+ * What the client refuses of its caller's own input, typed and before anything is sent: an option of
+ * createPostdateClient out of its range (a timeout of 0, NaN attempts), and an Idempotency-Key the API
+ * would refuse (DESIGN §3: 1–255 printable characters) or no header can carry. A real HTTP server
+ * records what reaches it.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  createPostdateClient,
+  PostdateClientError,
+  type PostdateClientOptions,
+  PostdateInputError,
+} from '../../lambdas/client/index.js';
+
+const MESSAGE = {
+  id: 'm-1',
+  status: 'scheduled',
+  send_at: '2026-12-01T12:00:00.000Z',
+  not_after: null,
+  created_at: '2026-12-01T12:00:00.000Z',
+  updated_at: '2026-12-01T12:00:00.000Z',
+  attempts: 0,
+  last_error: null,
+  recipients: { accepted: 0, pending: 1, rejected: 0, suppressed: 0 },
+  group: null,
+  tags: {},
+  metadata: {},
+  rev: 1,
+};
+const REQUEST = { to: ['ada@example.com'], subject: 'Hi', text: 'Hello.' };
+
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(
+    servers.splice(0).map((server) => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(resolve));
+    }),
+  );
+});
+
+/** A server that answers every request with `status` (202 and a message, or a bare 503), recording each key. */
+async function recordingServer(status: 202 | 503): Promise<{ url: string; keys: (string | undefined)[] }> {
+  const keys: (string | undefined)[] = [];
+  const server = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      keys.push(request.headers['idempotency-key'] as string | undefined);
+      response.writeHead(status, { 'content-type': 'application/json' });
+      response.end(status === 202 ? JSON.stringify(MESSAGE) : '{}');
+    });
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, keys };
+}
+
+function clientOf(url: string, options: Partial<PostdateClientOptions> = {}) {
+  return createPostdateClient({ baseUrl: url, apiKey: 'pd_input-spec', sleep: async () => {}, ...options });
+}
+
+/** What making a client with `options` throws (undefined when it is made). */
+function madeWith(options: Partial<PostdateClientOptions>): unknown {
+  try {
+    createPostdateClient({ baseUrl: 'http://127.0.0.1:1', apiKey: 'pd_input-spec', ...options });
+    return undefined;
+  } catch (error) {
+    return error;
+  }
+}
+
+/** `{"retry":{"maxAttempts":NaN}}`: JSON, with the numbers JSON cannot write. */
+function show(options: Partial<PostdateClientOptions>): string {
+  return JSON.stringify(options, (_, value) =>
+    typeof value === 'number' && !Number.isFinite(value) ? `#${value}#` : value,
+  ).replaceAll(/"#(.*?)#"/g, '$1');
+}
+
+describe('the client refuses an Idempotency-Key the API would refuse, typed, before sending', () => {
+  const refused = [
+    ['empty', ''],
+    ['longer than 255 characters', 'k'.repeat(256)],
+    ['with a newline (header injection)', 'order-7\r\nX-Injected: 1'],
+    ['with a NUL', 'order\u00007'],
+    ['with a tab', 'order\t7'],
+    ['with a character beyond Latin-1', 'заказ-7'],
+    ['with a Latin-1 character that is not ASCII', 'café-7'],
+  ] as const;
+
+  for (const [what, key] of refused) {
+    it(`a key ${what}`, async () => {
+      const { url, keys } = await recordingServer(202);
+      const error = await clientOf(url)
+        .enqueue(REQUEST, { idempotencyKey: key })
+        .catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(PostdateClientError);
+      expect(error).toMatchObject({ name: 'PostdateInputError', field: 'Idempotency-Key' });
+      expect((error as Error).message).toContain('1–255 printable ASCII characters');
+      expect(keys).toEqual([]);
+    });
+  }
+
+  it('a key the caller’s newIdempotencyKey makes, naming that option', async () => {
+    const { url, keys } = await recordingServer(202);
+    const error = await clientOf(url, { newIdempotencyKey: () => 'line\nbreak' })
+      .enqueue(REQUEST)
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(PostdateInputError);
+    expect(error).toMatchObject({ field: 'Idempotency-Key' });
+    expect((error as Error).message).toContain('newIdempotencyKey');
+    expect(keys).toEqual([]);
+  });
+
+  it('but sends every key the API takes as it is: 1 character, 255, spaces and symbols inside', async () => {
+    const { url, keys } = await recordingServer(202);
+    const client = clientOf(url);
+    const taken = ['k', 'k'.repeat(255), 'order 7 / shipped ~ "ok"', '!#$%&()*+,-./:;<=>?@[\\]^_`{|}'];
+    for (const key of taken) {
+      expect((await client.enqueue(REQUEST, { idempotencyKey: key })).idempotencyKey).toBe(key);
+    }
+    expect(keys).toEqual(taken);
+  });
+});
+
+describe('the client refuses, when it is made, an option out of its range, naming it and the range', () => {
+  const refused: readonly [Partial<PostdateClientOptions>, string, RegExp][] = [
+    [{ timeoutMs: 0 }, 'timeoutMs', /from 1 to 2147483647/],
+    [{ timeoutMs: -1_000 }, 'timeoutMs', /from 1 to 2147483647/],
+    [{ timeoutMs: Number.NaN }, 'timeoutMs', /got NaN/],
+    [{ timeoutMs: Number.POSITIVE_INFINITY }, 'timeoutMs', /from 1 to 2147483647/],
+    // A timer of 2^31 ms or more fires at once (Node warns and waits 1 ms).
+    [{ timeoutMs: 2 ** 31 }, 'timeoutMs', /from 1 to 2147483647/],
+    [{ retry: { maxAttempts: 0 } }, 'retry.maxAttempts', /whole number, 1 or more/],
+    [{ retry: { maxAttempts: Number.NaN } }, 'retry.maxAttempts', /whole number, 1 or more/],
+    [{ retry: { maxAttempts: 2.5 } }, 'retry.maxAttempts', /whole number, 1 or more/],
+    [{ retry: { maxAttempts: Number.POSITIVE_INFINITY } }, 'retry.maxAttempts', /whole number, 1 or more/],
+    [{ retry: { baseDelayMs: Number.NaN } }, 'retry.baseDelayMs', /from 0 to 2147483647/],
+    [{ retry: { baseDelayMs: -1 } }, 'retry.baseDelayMs', /from 0 to 2147483647/],
+    [{ retry: { maxDelayMs: -1 } }, 'retry.maxDelayMs', /from 0 to 2147483647/],
+    [{ retry: { maxDelayMs: 2 ** 31 } }, 'retry.maxDelayMs', /from 0 to 2147483647/],
+    [
+      { retry: { maxRetryAfterMs: Number.POSITIVE_INFINITY } },
+      'retry.maxRetryAfterMs',
+      /from 0 to 2147483647/,
+    ],
+    [
+      { retry: { attempts: 1 } as never },
+      'retry.attempts',
+      /maxAttempts, baseDelayMs, maxDelayMs, maxRetryAfterMs/,
+    ],
+  ];
+
+  for (const [options, field, range] of refused) {
+    it(`${field}: ${show(options)}`, () => {
+      const error = madeWith(options);
+      expect(error).toBeInstanceOf(PostdateClientError);
+      expect(error).toMatchObject({ name: 'PostdateInputError', field });
+      expect((error as Error).message).toMatch(range);
+    });
+  }
+
+  it('the same error, naming the option, for a baseUrl that is no http(s) URL and an API key no header carries', () => {
+    expect(madeWith({ baseUrl: 'api.example.com' })).toMatchObject({
+      name: 'PostdateInputError',
+      field: 'baseUrl',
+    });
+    const badKey = madeWith({ apiKey: 'pd_top secret' });
+    expect(badKey).toMatchObject({ name: 'PostdateInputError', field: 'apiKey' });
+    expect((badKey as Error).message).not.toContain('secret');
+  });
+
+  it('takes each range’s ends, and an option given as undefined is its default', () => {
+    for (const options of [
+      { timeoutMs: 1 },
+      { timeoutMs: 2 ** 31 - 1 },
+      { timeoutMs: 0.5 * 3_000 },
+      { retry: { maxAttempts: 1, baseDelayMs: 0, maxDelayMs: 0, maxRetryAfterMs: 0 } },
+      { retry: { maxDelayMs: 2 ** 31 - 1, maxRetryAfterMs: 2 ** 31 - 1 } },
+      { timeoutMs: undefined, retry: { maxAttempts: undefined, baseDelayMs: undefined } },
+    ]) {
+      expect(madeWith(options)).toBeUndefined();
+    }
+  });
+
+  it('retries 4 times in all when maxAttempts is given as undefined, not without end', async () => {
+    const { url, keys } = await recordingServer(503);
+    let waits = 0;
+    const client = clientOf(url, {
+      retry: { maxAttempts: undefined },
+      // A client that never stops would wait a fifth time: fail it there instead of looping on.
+      sleep: async () => {
+        if (++waits > 3) throw new Error('a fifth attempt');
+      },
+    });
+    await expect(client.get('m-1')).rejects.toMatchObject({ name: 'PostdateProblemError', status: 503 });
+    expect(keys).toHaveLength(4);
+  });
+});
