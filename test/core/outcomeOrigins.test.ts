@@ -8,6 +8,8 @@ import {
   reachedRelay,
   type ThrottleKind,
 } from '../../lambdas/core/classifySmtpError.js';
+import { deriveStatusChange } from '../../lambdas/core/messageEvents.js';
+import type { MessageStatus } from '../../lambdas/core/messageStatus.js';
 import type { ErrorClass } from '../../lambdas/core/postdateError.js';
 import { pendingPositions } from '../../lambdas/core/recipients.js';
 import {
@@ -284,6 +286,22 @@ describe('what joins the history', () => {
       fc.property(cases, ([record, result, draw]) => {
         const decision = decideOutcome({ ...result, origin: 'local' }, record, SETTINGS, () => draw);
         expect(decision.joinsHistory).toBe(decision.to !== 'retrying');
+      }),
+    );
+  });
+
+  it('is an event exactly when it joins: a claim given back without an attempt is neither (property, decision 0223)', () => {
+    fc.assert(
+      fc.property(outcomes, ([record, result, draw]) => {
+        const decision = decideOutcome(result, record, SETTINGS, () => draw);
+        const image = (status: MessageStatus, attempts: number, at: string) =>
+          ({ id: 'm1', tenant: 't1', status, rev: 1, updated_at: at, attempts }) as const;
+        const event = deriveStatusChange({
+          eventName: 'MODIFY',
+          before: image('sending', record.attempts, '2026-12-01T09:00:00.000Z'),
+          after: image(decision.to, decision.attempts, '2026-12-01T09:00:01.000Z'),
+        });
+        expect(event !== null).toBe(decision.joinsHistory);
       }),
     );
   });

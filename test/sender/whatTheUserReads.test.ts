@@ -10,8 +10,10 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostdateEvent } from '../../lambdas/core/messageEvents.js';
 import { createEventsHandler } from '../../lambdas/events/createEventsHandler.js';
+import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import { DynamoSuppressionList, SUPPRESSION_MAX_AGE_MS } from '../../lambdas/store/suppressionList.js';
 import { DynamoWebhookStore } from '../../lambdas/store/webhookStore.js';
+import { freePort } from '../../local/freePort.js';
 import { StreamTail } from '../relay/streamTail.js';
 import { eventually } from '../support/eventually.js';
 import { TENANT } from './records.js';
@@ -20,7 +22,9 @@ import {
   getThroughApi,
   type SenderRig,
   type SenderWorld,
+  smtpMailer,
   startSenderWorld,
+  storeWith,
 } from './senderHarness.js';
 
 let world: SenderWorld;
@@ -167,5 +171,51 @@ describe('a sent message shows no last error (DESIGN §3, decision 0223)', () =>
     const events = await eventsOf(rig, message.id);
     const sentEvent = events.find((event) => event.type === 'message.sent');
     expect(sentEvent && eventData(sentEvent)).toMatchObject({ status: 'sent', last_error: null });
+  }, 30_000);
+});
+
+describe('a claim given back without an attempt is no message.retrying (DESIGN §2, §11, decision 0223)', () => {
+  it('the relay found down, a read failed after the claim: no event; each failed attempt: one', async () => {
+    const rig = await createSenderRig(world); // random 0: every backoff 0 s
+    const message = await rig.putMessage();
+    await rig.dispatch(message);
+
+    // The relay is down: the connection is refused before MAIL FROM (no attempt, DESIGN §5).
+    const down = smtpMailer({ host: '127.0.0.1', port: await freePort() });
+    try {
+      await runOnce(rig, rig.newHandler({ mailer: down }));
+    } finally {
+      await down.close();
+    }
+    expect(await rig.state(message.id)).toMatchObject({ attempts: 0 });
+
+    // The relay is back and defers the message after DATA: one attempt, which failed.
+    world.smtp.script({ afterData: { code: 451, message: '4.3.0 Try again later' } }, {});
+    await runOnce(rig);
+    expect(await rig.state(message.id)).toMatchObject({ status: 'retrying', attempts: 1 });
+
+    // The suppression list cannot be read after the next claim: the claim goes back unused.
+    const real = new DynamoSenderStore(world.documents, world.tableName);
+    const unreadable = storeWith(real, {
+      suppressions: Object.assign(Object.create(real.suppressions), {
+        suppressedAmong: () => Promise.reject(new Error('throttled')),
+      }),
+    });
+    await runOnce(rig, rig.newHandler({ store: unreadable }));
+    expect(await rig.state(message.id)).toMatchObject({ attempts: 1 });
+    expect(rig.metrics.of('Released')).toBe(1);
+
+    // The copy is held back by the release: a second one, as the sweeper would put, sends it.
+    rig.clock.advance(60_000);
+    await rig.dispatch(message);
+    await runOnce(rig);
+    expect(await rig.state(message.id)).toMatchObject({ status: 'sent', attempts: 2 });
+
+    const events = await eventsOf(rig, message.id);
+    expect(events.map((event) => [event.type, eventData(event).attempts])).toEqual([
+      ['message.scheduled', 0],
+      ['message.retrying', 1],
+      ['message.sent', 2],
+    ]);
   }, 30_000);
 });
