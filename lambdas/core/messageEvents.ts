@@ -47,6 +47,8 @@ export interface StatusImage {
   readonly rev: number;
   /** Written by every transition; the event's `created_at` and part of its id. */
   readonly updated_at: string;
+  /** SMTP attempts so far (DESIGN §2): a move into `retrying` that did not count one is no event. */
+  readonly attempts: number;
 }
 
 /** One record of the table's stream, reduced to what events read. */
@@ -73,7 +75,10 @@ export interface StatusChange {
  * The event a stream record is, or `null`: an INSERT (acceptance: `scheduled`, or `superseded` by a
  * newer version of its group) or a MODIFY whose status changed, unless the new status is `sending`.
  * A MODIFY that keeps the status (a reschedule, a lease taken over, a sweep) and a REMOVE (TTL) are
- * no event.
+ * no event. Nor is a claim given back (decision 0223): a move into `retrying` whose `attempts` did not
+ * grow — the relay found down, a throttle, a read that failed, too little time — is no attempt (DESIGN
+ * §2: "a copy handed back unsent … is no attempt") and no outcome; `message.retrying` says that an
+ * attempt failed and another will follow. The view keeps its `last_error`; a later event carries it.
  */
 export function deriveStatusChange(change: ImageChange): StatusChange | null {
   const { after, before } = change;
@@ -81,6 +86,7 @@ export function deriveStatusChange(change: ImageChange): StatusChange | null {
   if (change.eventName !== 'INSERT' && change.eventName !== 'MODIFY') return null;
   if (after.status === MESSAGE_STATUS.sending) return null;
   if (change.eventName === 'MODIFY' && (before === null || before.status === after.status)) return null;
+  if (change.eventName === 'MODIFY' && isGiveBack(before, after)) return null;
   const status: EventStatus = after.status;
   return {
     eventId: messageEventId(after),
@@ -91,6 +97,11 @@ export function deriveStatusChange(change: ImageChange): StatusChange | null {
     status,
     previousStatus: change.eventName === 'INSERT' ? null : (before?.status ?? null),
   };
+}
+
+/** A move into `retrying` that counted no attempt: a claim given back, no event (decision 0223). */
+function isGiveBack(before: StatusImage | null, after: StatusImage): boolean {
+  return after.status === MESSAGE_STATUS.retrying && before !== null && after.attempts <= before.attempts;
 }
 
 const EVENT_ID_HEX = 32;

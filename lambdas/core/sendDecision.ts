@@ -307,6 +307,8 @@ export interface OutcomeDecision {
    * {@link joinsHistory}. When false, only `last_error` records it.
    */
   readonly joinsHistory: boolean;
+  /** The attempt's failure becomes the message's `last_error`; when false it has none: see {@link showsLastError}. */
+  readonly showsLastError: boolean;
 }
 
 /**
@@ -321,6 +323,20 @@ export interface OutcomeDecision {
  */
 export function joinsHistory(attemptCounted: boolean, to: OutcomeStatus): boolean {
   return attemptCounted || to !== 'retrying';
+}
+
+/**
+ * Whether the message shows an error (`last_error`, DESIGN §3; decision 0223) once an outcome took it
+ * to `to`: not when it is `sent`. No recipient is pending and the relay took at least one, so an
+ * earlier attempt's 450, an outage, or a recipient refused on the last attempt would read as why it
+ * did not go out; the history keeps every attempt's reply and `recipients` counts the refused.
+ * Any other outcome shows the error that led to it: its own failure, or, when it made no attempt (a
+ * screening that ends it `failed` or `suppressed`), the error the attempts before it left. The one
+ * rule for an attempt's outcome (`decideOutcome`) and for the suppression list's screening
+ * (sender/sendClaimed.ts).
+ */
+export function showsLastError(to: OutcomeStatus | 'suppressed'): boolean {
+  return to !== 'sent';
 }
 
 /** A throttled copy comes back after 1 to this many seconds (the gate then holds it while the fleet slows). */
@@ -353,7 +369,8 @@ function throttleSignal(kinds: readonly (ThrottleKind | undefined)[]): FleetSign
  *   full jitter, and is `dead` once the attempts reach the limit.
  * The backoff's exponent is the message's attempts before this one (never a queue receive count: a
  * pause or an outage inflates receives, a re-delayed copy restarts them). Whether the outcome joins
- * the message's history is {@link joinsHistory}.
+ * the message's history is {@link joinsHistory}; whether its failure is the message's last error,
+ * {@link showsLastError}.
  */
 export function decideOutcome(
   result: AttemptResult,
@@ -366,7 +383,12 @@ export function decideOutcome(
     : (result.origin ?? FAILURE_ORIGIN.transaction);
   const failureClass = result.delivered ? undefined : (result.failureClass ?? 'transient');
   // No attempt and still retrying: nothing of the message changes but its last error.
-  const unchanged = { attempts: record.attempts, recipients: record.recipients, joinsHistory: false };
+  const unchanged = {
+    attempts: record.attempts,
+    recipients: record.recipients,
+    joinsHistory: false,
+    showsLastError: showsLastError('retrying'),
+  };
   if (origin === FAILURE_ORIGIN.outage) {
     // With a gate, back when its next probe may have closed the breaker; without one, the backoff.
     const wait =
@@ -399,6 +421,7 @@ export function decideOutcome(
     attempts,
     recipients,
     joinsHistory: joinsHistory(counted, to),
+    showsLastError: showsLastError(to),
     ...(visibilitySeconds === undefined ? {} : { visibilitySeconds }),
     ...fleet,
   });

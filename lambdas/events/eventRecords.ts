@@ -59,5 +59,6 @@ function statusImage(state: MessageStateRecord | null): StatusImage | null {
         status: state.status,
         rev: state.rev,
         updated_at: state.updated_at,
+        attempts: state.attempts ?? 0,
       };
 }

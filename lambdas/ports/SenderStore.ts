@@ -100,6 +100,11 @@ export interface SettleScreenedInput {
   readonly now: Date;
   readonly recipients: RecipientProgress;
   readonly retentionDays: number;
+  /**
+   * The message shows an error once it ends so (core/sendDecision.ts `showsLastError`): the one the
+   * attempts before left stays; when false, `last_error` becomes null.
+   */
+  readonly showsLastError: boolean;
 }
 
 /**

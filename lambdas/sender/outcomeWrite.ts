@@ -73,7 +73,7 @@ export async function recordOutcome(
         now,
         attempt,
         joinsHistory: decision.joinsHistory,
-        lastError: outcome.delivered ? null : lastErrorOf(outcome.failure),
+        lastError: outcome.delivered || !decision.showsLastError ? null : lastErrorOf(outcome.failure),
         retryAt: retryAtOf(decision, now),
         retentionDays: deps.settings.retentionDays,
         attempts: decision.attempts,

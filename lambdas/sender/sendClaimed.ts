@@ -8,7 +8,13 @@ import {
   type Screening,
   screenRecipients,
 } from '../core/recipients.js';
-import { type AttemptResult, bodyFault, decideOutcome, type FleetSignal } from '../core/sendDecision.js';
+import {
+  type AttemptResult,
+  bodyFault,
+  decideOutcome,
+  type FleetSignal,
+  showsLastError,
+} from '../core/sendDecision.js';
 import { hasTimeForAttempt, replyEndsBy } from '../core/sendTiming.js';
 import { formerQuotedKey, suppressionKey } from '../core/suppressions.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
@@ -302,6 +308,7 @@ async function settleSuppressed(
         now,
         recipients: screening.progress,
         retentionDays: deps.settings.retentionDays,
+        showsLastError: showsLastError(screening.to),
       }),
     { status: screening.to, now, owner },
     claimed,

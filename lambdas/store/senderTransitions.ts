@@ -216,8 +216,10 @@ export class DynamoSenderStore implements SenderStore {
 
   settleScreened(input: SettleScreenedInput): Promise<SenderWriteResult> {
     const { claimed, now } = input;
-    // No attempt: attempts, history and last_error stay as the earlier attempts left them.
+    // No attempt: attempts and history stay as the earlier attempts left them, and `last_error` too
+    // unless the ending shows none (a `sent` message, decision 0223).
     const update = leaveSending(claimed, now, input.to, input.owner);
+    if (!input.showsLastError) update.set('last_error', null);
     update.set('rcpt_accepted', [...input.recipients.accepted]);
     update.set('rcpt_rejected', [...input.recipients.rejected]);
     update.set('rcpt_suppressed', [...(input.recipients.suppressed ?? [])]);

@@ -37,7 +37,8 @@ async function stateRecords(streamArn: string): Promise<DynamoDBRecord[]> {
 
 /**
  * A MODIFY of the real scheduled image to `status`: the stored record with only its status and
- * `updated_at` moved, for the statuses that take the sender or the relay to reach.
+ * `updated_at` moved (and one attempt counted: a move into `retrying` without one is a claim given
+ * back, no event, decision 0223), for the statuses that take the sender or the relay to reach.
  */
 function movedTo(inserted: _Record, status: string, index: number): DynamoDBRecord {
   const image = inserted.dynamodb?.NewImage as Record<string, AttributeValue>;
@@ -48,7 +49,7 @@ function movedTo(inserted: _Record, status: string, index: number): DynamoDBReco
       ...(inserted.dynamodb as object),
       SequenceNumber: `9${String(index).padStart(20, '0')}`,
       OldImage: image,
-      NewImage: { ...image, status: { S: status }, updated_at: { S: updatedAt } },
+      NewImage: { ...image, status: { S: status }, updated_at: { S: updatedAt }, attempts: { N: '1' } },
     },
   } as unknown as DynamoDBRecord;
 }

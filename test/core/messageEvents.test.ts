@@ -25,6 +25,7 @@ const imageArb = (overrides: Partial<Record<keyof StatusImage, fc.Arbitrary<unkn
     status: statusArb,
     rev: fc.integer({ min: 1, max: 50 }),
     updated_at: isoArb,
+    attempts: fc.nat(3),
     ...overrides,
   }) as fc.Arbitrary<StatusImage>;
 const changeArb: fc.Arbitrary<ImageChange> = fc.record({
@@ -39,6 +40,7 @@ const image = (status: MessageStatus, extra: Partial<StatusImage> = {}): StatusI
   status,
   rev: 1,
   updated_at: '2026-12-01T09:00:00.000Z',
+  attempts: 0,
   ...extra,
 });
 
@@ -90,27 +92,51 @@ describe('deriveStatusChange: one event per status change', () => {
     const first = deriveStatusChange({
       eventName: 'MODIFY',
       before: image('sending'),
-      after: image('retrying', { updated_at: '2026-12-01T09:00:01.000Z' }),
+      after: image('retrying', { updated_at: '2026-12-01T09:00:01.000Z', attempts: 1 }),
     });
     const second = deriveStatusChange({
       eventName: 'MODIFY',
-      before: image('sending'),
-      after: image('retrying', { updated_at: '2026-12-01T09:00:40.000Z' }),
+      before: image('sending', { attempts: 1 }),
+      after: image('retrying', { updated_at: '2026-12-01T09:00:40.000Z', attempts: 2 }),
     });
     expect(first?.eventId).not.toBe(second?.eventId);
   });
 
-  it('is an event exactly when the new image enters a status other than sending (property)', () => {
+  it('makes a move into retrying an event only when it counted an attempt: a claim given back is none (decision 0223)', () => {
+    const failed = deriveStatusChange({
+      eventName: 'MODIFY',
+      before: image('sending', { attempts: 2 }),
+      after: image('retrying', { attempts: 3 }),
+    });
+    expect(failed).toMatchObject({ type: 'message.retrying', previousStatus: 'sending' });
+    const givenBack = deriveStatusChange({
+      eventName: 'MODIFY',
+      before: image('sending', { attempts: 2 }),
+      after: image('retrying', { attempts: 2 }),
+    });
+    expect(givenBack).toBeNull();
+    // Any other status is an event with or without an attempt (an expiry, a suppression, a cancel).
+    expect(
+      deriveStatusChange({ eventName: 'MODIFY', before: image('retrying'), after: image('cancelled') }),
+    ).toMatchObject({ type: 'message.cancelled' });
+  });
+
+  it('is an event exactly when the new image enters a status other than sending, a claim given back aside (property)', () => {
     fc.assert(
       fc.property(changeArb, (change) => {
         const derived = deriveStatusChange(change);
+        const givenBack =
+          change.after?.status === 'retrying' &&
+          change.before !== null &&
+          change.after.attempts <= change.before.attempts;
         const expected =
           change.after !== null &&
           change.after.status !== 'sending' &&
           (change.eventName === 'INSERT' ||
             (change.eventName === 'MODIFY' &&
               change.before !== null &&
-              change.before.status !== change.after.status));
+              change.before.status !== change.after.status &&
+              !givenBack));
         expect(derived !== null).toBe(expected);
         if (derived !== null && change.after !== null) {
           expect(derived.type).toBe(`message.${change.after.status}`);

@@ -8,6 +8,8 @@ import {
   reachedRelay,
   type ThrottleKind,
 } from '../../lambdas/core/classifySmtpError.js';
+import { deriveStatusChange } from '../../lambdas/core/messageEvents.js';
+import type { MessageStatus } from '../../lambdas/core/messageStatus.js';
 import type { ErrorClass } from '../../lambdas/core/postdateError.js';
 import { pendingPositions } from '../../lambdas/core/recipients.js';
 import {
@@ -15,6 +17,7 @@ import {
   decideOutcome,
   joinsHistory,
   type OutcomeRecord,
+  showsLastError,
   THROTTLED_RETRY_SECONDS,
 } from '../../lambdas/core/sendDecision.js';
 import { AttachmentMissingError } from '../../lambdas/ports/AttachmentStore.js';
@@ -227,6 +230,26 @@ describe('the outcome decision, by where the failure happened', () => {
   });
 });
 
+/** Any outcome on a record with recipients pending: delivered or not, from anywhere. */
+const outcomes = records
+  .filter((record) => pendingPositions(record.recipientTotal, record.recipients).length > 0)
+  .chain((record) =>
+    fc.tuple(
+      fc.constant(record),
+      fc.oneof(
+        failures(record),
+        failures(record).map(
+          (failure): AttemptResult => ({
+            delivered: true,
+            attempted: failure.attempted,
+            refused: failure.refused,
+          }),
+        ),
+      ),
+      fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+    ),
+  );
+
 /**
  * DESIGN §2 and §3: `history` is "the attempts, each with its per-recipient replies", capped. An
  * outcome joins it when it counted an attempt or ends the message (one that ends before any attempt
@@ -234,26 +257,6 @@ describe('the outcome decision, by where the failure happened', () => {
  * `last_error` only, so no outage, however long, pushes a real attempt out (decision 0175).
  */
 describe('what joins the history', () => {
-  /** Any outcome on a record with recipients pending: delivered or not, from anywhere. */
-  const outcomes = records
-    .filter((record) => pendingPositions(record.recipientTotal, record.recipients).length > 0)
-    .chain((record) =>
-      fc.tuple(
-        fc.constant(record),
-        fc.oneof(
-          failures(record),
-          failures(record).map(
-            (failure): AttemptResult => ({
-              delivered: true,
-              attempted: failure.attempted,
-              refused: failure.refused,
-            }),
-          ),
-        ),
-        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
-      ),
-    );
-
   it('joins exactly when the outcome counted an attempt or ends the message (property)', () => {
     fc.assert(
       fc.property(outcomes, ([record, result, draw]) => {
@@ -287,11 +290,76 @@ describe('what joins the history', () => {
     );
   });
 
+  it('is an event exactly when it joins: a claim given back without an attempt is neither (property, decision 0223)', () => {
+    fc.assert(
+      fc.property(outcomes, ([record, result, draw]) => {
+        const decision = decideOutcome(result, record, SETTINGS, () => draw);
+        const image = (status: MessageStatus, attempts: number, at: string) =>
+          ({ id: 'm1', tenant: 't1', status, rev: 1, updated_at: at, attempts }) as const;
+        const event = deriveStatusChange({
+          eventName: 'MODIFY',
+          before: image('sending', record.attempts, '2026-12-01T09:00:00.000Z'),
+          after: image(decision.to, decision.attempts, '2026-12-01T09:00:01.000Z'),
+        });
+        expect(event !== null).toBe(decision.joinsHistory);
+      }),
+    );
+  });
+
   it('an ending without an attempt joins; a retry without one does not', () => {
     for (const to of ['sent', 'failed', 'dead', 'unknown'] as const)
       expect(joinsHistory(false, to)).toBe(true);
     expect(joinsHistory(false, 'retrying')).toBe(false);
     expect(joinsHistory(true, 'retrying')).toBe(true);
+  });
+});
+
+/**
+ * DESIGN §3, `last_error`: a `sent` message shows none, however it came to be sent (a 250, or the
+ * last pending recipient refused for good or suppressed after an earlier failure); any other
+ * outcome shows the failure that led to it (decision 0223).
+ */
+describe('what the message shows as its last error', () => {
+  it('the outcome’s failure, unless the message is sent (property)', () => {
+    fc.assert(
+      fc.property(outcomes, ([record, result, draw]) => {
+        const decision = decideOutcome(result, record, SETTINGS, () => draw);
+        expect(decision.showsLastError).toBe(decision.to !== 'sent');
+        expect(decision.showsLastError).toBe(showsLastError(decision.to));
+      }),
+    );
+  });
+
+  it('none once a later attempt refuses the last pending recipient for good while one was accepted before (property)', () => {
+    const lastRefused = records
+      .filter((record) => {
+        const pending = pendingPositions(record.recipientTotal, record.recipients);
+        return record.recipients.accepted.length > 0 && pending.length > 0;
+      })
+      .chain((record) =>
+        fc.tuple(fc.constant(record), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true })),
+      );
+    fc.assert(
+      fc.property(lastRefused, ([record, draw]) => {
+        const attempted = pendingPositions(record.recipientTotal, record.recipients);
+        const result: AttemptResult = {
+          delivered: false,
+          failureClass: 'permanent',
+          origin: 'transaction',
+          attempted,
+          refused: attempted.map((position) => ({ position, permanent: true })),
+        };
+        const decision = decideOutcome(result, record, SETTINGS, () => draw);
+        expect(decision.to).toBe('sent');
+        expect(decision.showsLastError).toBe(false);
+      }),
+    );
+  });
+
+  it('a screening without an attempt: the earlier error stays on a failed or suppressed message, none on a sent one', () => {
+    expect(showsLastError('sent')).toBe(false);
+    for (const to of ['failed', 'suppressed', 'retrying', 'dead', 'unknown'] as const)
+      expect(showsLastError(to)).toBe(true);
   });
 });
 

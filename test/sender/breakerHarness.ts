@@ -53,7 +53,7 @@ export interface BreakerWorld extends SenderWorld {
 }
 
 export async function startBreakerWorld(): Promise<BreakerWorld> {
-  const [{ tableName }, smtp] = await Promise.all([freshTable('breaker'), startSmtpServer()]);
+  const [{ tableName, streamArn }, smtp] = await Promise.all([freshTable('breaker'), startSmtpServer()]);
   const outage = await startRelayOutage({ targetHost: smtp.host, targetPort: smtp.port });
   const relay = {
     host: outage.host,
@@ -67,6 +67,7 @@ export async function startBreakerWorld(): Promise<BreakerWorld> {
   const senderMailers: NodemailerMailer[] = [];
   return {
     tableName,
+    streamArn,
     documents: documentClient(),
     smtp,
     mailer,

@@ -116,10 +116,11 @@ describe('the sender with a relay whose certificate is not trusted', () => {
   let world: SenderWorld;
   beforeAll(async () => {
     relay = await tlsRelay('secure');
-    const [{ tableName }, smtp] = await Promise.all([freshTable('sender-tls'), startSmtpServer()]);
+    const [{ tableName, streamArn }, smtp] = await Promise.all([freshTable('sender-tls'), startSmtpServer()]);
     const mailer = mailerFor(relay, 'secure', { count: 0 });
     world = {
       tableName,
+      streamArn,
       documents: documentClient(),
       // Only for the rig's bookkeeping; the mailer talks to the TLS relay.
       smtp,

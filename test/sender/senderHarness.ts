@@ -157,6 +157,8 @@ export class RecordingQueue implements DispatchQueue {
 /** Shared per test file: one table, one SMTP server and one pooled mailer. */
 export interface SenderWorld {
   readonly tableName: string;
+  /** The table's stream (NEW_AND_OLD_IMAGES), for a test that reads the events the sender's writes make. */
+  readonly streamArn: string;
   readonly documents: DynamoDBDocumentClient;
   readonly smtp: TestSmtpServer;
   readonly mailer: Mailer;
@@ -169,7 +171,7 @@ export async function startSenderWorld(
     mailerCredentials?: SmtpCredentialsSource;
   } = {},
 ): Promise<SenderWorld> {
-  const [{ tableName }, smtp] = await Promise.all([
+  const [{ tableName, streamArn }, smtp] = await Promise.all([
     freshTable('sender'),
     startSmtpServer(options.credentials ? { credentials: options.credentials } : {}),
   ]);
@@ -179,6 +181,7 @@ export async function startSenderWorld(
   );
   return {
     tableName,
+    streamArn,
     documents: documentClient(),
     smtp,
     mailer,

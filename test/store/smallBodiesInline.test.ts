@@ -150,6 +150,7 @@ describe('a small message is one item', () => {
       now: rig.clock.now(),
       retentionDays: RETENTION_DAYS,
       recipients: { accepted: [], rejected: [0] },
+      showsLastError: true,
     });
     expect(failed.outcome).toBe('applied');
     const expiresAt = Math.floor(rig.clock.now().getTime() / 1000) + RETENTION_DAYS * 86_400;

@@ -147,6 +147,7 @@ describe('the event producer', () => {
           status: 'sending',
           rev: 1,
           updated_at: '2026-12-01T09:00:00.100Z',
+          attempts: 0,
         },
         after: {
           id: 'msga',
@@ -154,6 +155,7 @@ describe('the event producer', () => {
           status: 'sent',
           rev: 1,
           updated_at: '2026-12-01T09:00:01.000Z',
+          attempts: 1,
         },
       })?.eventId,
     );
