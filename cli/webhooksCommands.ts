@@ -7,7 +7,11 @@
 
 import { type Command, InvalidArgumentError } from 'commander';
 import { SqsWebhookQueue } from '../lambdas/adapters/SqsWebhookQueue.js';
-import { checkNewWebhookUrl } from '../lambdas/adapters/webhookAddressPolicy.js';
+import {
+  checkNewWebhookUrl,
+  type ResolveHost,
+  systemResolve,
+} from '../lambdas/adapters/webhookAddressPolicy.js';
 import {
   createWebhookEndpoint,
   deleteWebhookEndpoint,
@@ -43,11 +47,15 @@ export interface WebhooksDeps {
 /**
  * The URL policy of the stack the CLI works on (DESIGN §11): locally `http` to loopback too, as the
  * local stack's api allows (POSTDATE_WEBHOOK_ALLOW_PRIVATE_URLS); against AWS `https` to a public
- * address only (its name resolved now, decision 0217), as every AWS api, which never has that setting.
+ * address only (its name resolved now, by `resolve`, decision 0217), as every AWS api, which never has
+ * that setting. Tests give names their own answers.
  */
-function webhookUrlCheckOf(mode: TargetMode): WebhooksDeps['checkUrl'] {
+export function webhookUrlCheckOf(
+  mode: TargetMode,
+  resolve: ResolveHost = systemResolve,
+): WebhooksDeps['checkUrl'] {
   const policy = mode === 'local' ? 'local' : 'public-https';
-  return (url) => checkNewWebhookUrl(url, policy);
+  return (url) => checkNewWebhookUrl(url, policy, resolve);
 }
 
 export async function webhooksList(deps: WebhooksDeps, tenant: string, out: Output): Promise<void> {
@@ -195,7 +203,8 @@ export async function webhooksCreate(
     ...(options.description === undefined ? {} : { description: options.description }),
   };
   const created = await createWebhookEndpoint(deps, options.tenant, body);
-  if (created.kind === 'invalid') throw new UsageError(created.errors.map(flagError).join('; '));
+  if (created.kind === 'invalid')
+    throw new UsageError(created.errors.map((error) => flagError(error, options.url)).join('; '));
   if (created.kind === 'limit')
     throw new CliError(
       `tenant ${options.tenant} has ${WEBHOOK_LIMITS.maxEndpointsPerTenant} webhook endpoints, the most it may have`,
@@ -208,11 +217,15 @@ export async function webhooksCreate(
   out.line('the secret is shown only once, now: store it (`webhooks rotate-secret` makes a new one)');
 }
 
-/** The API's field errors in the CLI's words: `/url must be https` is `--url must be https`. */
-function flagError(error: FieldError): string {
+/**
+ * The API's field errors in the CLI's words: `/url must be https` is `--url http://… must be https`,
+ * the URL as given, so a script that built it from a variable shows what it built.
+ */
+function flagError(error: FieldError, url: string): string {
   const [, field = '', item] = error.field.split('/');
   const flag = ['url', 'events', 'description'].includes(field) ? `--${field}` : error.field;
-  return `${flag}${item === undefined ? '' : ` (item ${Number(item) + 1})`} ${error.message}`;
+  const value = field === 'url' ? ` ${url}` : '';
+  return `${flag}${value}${item === undefined ? '' : ` (item ${Number(item) + 1})`} ${error.message}`;
 }
 
 /** As `GET /v1/webhooks/{id}`: the endpoint (never its secret) and its delivery counts. */

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import type { LookupAddress } from 'node:dns';
 import { promisify } from 'node:util';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -17,6 +18,7 @@ import {
   webhooksRotateSecret,
   webhooksShow,
   webhooksTest,
+  webhookUrlCheckOf,
 } from '../../cli/webhooksCommands.js';
 import { checkNewWebhookUrl } from '../../lambdas/adapters/webhookAddressPolicy.js';
 import { deleteWebhookEndpoint } from '../../lambdas/api/routes/webhooks.js';
@@ -250,8 +252,9 @@ describe('postdate webhooks', () => {
     expect(listed.text()).not.toContain('whsec_');
   });
 
-  it('refuses a URL the policy refuses or an unknown event type, naming the flag and the reason, and writes nothing', async () => {
-    // DESIGN §11: in AWS a webhook URL is https and never a loopback or private address.
+  it('against AWS refuses a URL the policy refuses or an unknown event type, naming the flag, the URL and the reason, and writes nothing; a public URL is taken', async () => {
+    // DESIGN §11: in AWS a webhook URL is https and never a loopback or private address. A resource
+    // name (--table) and no --local is the AWS target (docs/cli.md), its endpoints the emulators'.
     const { tableName } = await freshTable('cli-webhooks-create');
     const store = new DynamoWebhookStore(documentClient(), tableName);
     const aws = ['--json', '--table', tableName, 'webhooks', 'create', '--tenant', 'acme'];
@@ -259,6 +262,8 @@ describe('postdate webhooks', () => {
       ['--url', ['--url', 'http://hooks.example.com/postdate'], 'https'],
       ['--url', ['--url', 'https://127.0.0.1:8443/hook'], 'loopback'],
       ['--url', ['--url', 'https://10.1.2.3/hook'], 'private'],
+      // The trailing dot only makes the name absolute: it is still this machine.
+      ['--url', ['--url', 'https://localhost./hook'], 'localhost'],
       [
         '--events',
         ['--url', 'https://hooks.example.com/postdate', '--events', 'message.sent,message.nope'],
@@ -271,9 +276,51 @@ describe('postdate webhooks', () => {
       expect(error.type).toBe('urn:postdate:cli:usage');
       expect(error.detail).toContain(flag);
       expect(error.detail).toContain(reason);
+      // The URL as given: a script that built it from a variable shows what it built.
+      if (flag === '--url') expect(error.detail).toContain(args[1]);
     }
     expect(await store.listEndpoints('acme')).toEqual([]);
+
+    const taken = await postdate([...aws, '--url', 'https://hooks.example.com/postdate']);
+    expect(taken.code).toBe(EXIT.ok);
+    expect(await store.listEndpoints('acme')).toEqual([
+      expect.objectContaining({ url: 'https://hooks.example.com/postdate' }),
+    ]);
   }, 120_000);
+
+  it('against AWS resolves the name now: a URL whose name has a loopback address is refused naming the URL and the address, a public one is taken (decision 0217)', async () => {
+    // DESIGN §11: in AWS a webhook URL must not resolve to a loopback, private, link-local or
+    // metadata address. The names' answers, as a hosts file would give them.
+    const hosts: Record<string, LookupAddress[]> = {
+      'hooks.internal.test': [
+        { address: '203.0.114.7', family: 4 },
+        { address: '127.0.0.1', family: 4 },
+      ],
+      'metadata.internal.test': [{ address: 'fd00:ec2::254', family: 6 }],
+      'hooks.example.com': [{ address: '93.184.215.14', family: 4 }],
+    };
+    const resolve = async (host: string) => hosts[host] ?? [];
+    const harness = await webhookHarness();
+    const deps = { ...cliDeps(harness), checkUrl: webhookUrlCheckOf('aws', resolve) };
+    for (const [url, address] of [
+      ['https://hooks.internal.test/hook', '127.0.0.1'],
+      ['https://metadata.internal.test/latest', 'fd00:ec2::254'],
+    ] as const) {
+      const refused = await webhooksCreate(deps, { tenant: 'acme', url }, memoryOutput()).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(refused).toMatchObject({ exitCode: EXIT.usage });
+      expect((refused as Error).message).toContain(`--url ${url}`);
+      expect((refused as Error).message).toContain(`address ${address} is loopback, private, link-local`);
+    }
+    expect(await harness.store.listEndpoints('acme')).toEqual([]);
+
+    const out = memoryOutput({ json: true });
+    await webhooksCreate(deps, { tenant: 'acme', url: 'https://hooks.example.com/postdate' }, out);
+    expect(out.documents[0]).toMatchObject({ url: 'https://hooks.example.com/postdate' });
+    expect(await harness.store.listEndpoints('acme')).toHaveLength(1);
+  });
 
   it('through the entry: creates on the local stack (http to loopback), and `test` reaches the endpoint signed with the secret it printed', async () => {
     const hook = await startReceiver();
