@@ -153,6 +153,33 @@ export function checkLocalBackupRelay(
   );
 }
 
+/** The settings that describe the one relay `default` when POSTDATE_RELAYS is unset (DESIGN §15). */
+const SMTP_RELAY_SETTINGS = [
+  'smtpHost',
+  'smtpPort',
+  'smtpUser',
+  'smtpPass',
+  'smtpSecure',
+  'smtpRequireTls',
+] as const satisfies readonly SettingName[];
+
+/**
+ * The warning for `SMTP_*` set beside POSTDATE_RELAYS, which makes them of no effect (DESIGN §15):
+ * one line naming each one set (never a value: `SMTP_PASS` is a secret), or undefined. A warning,
+ * not a refusal as `--backup-relay` beside it is: `SMTP_*` in a shell may serve another tool, and
+ * the start does what POSTDATE_RELAYS says. (The construct refuses its `smtp*` props beside
+ * `relays`: those are Postdate's own.)
+ */
+export function smtpBesideRelaysWarning(env: Env, config: Pick<Config, 'relaysJson'>): string | undefined {
+  if (config.relaysJson === undefined) return undefined;
+  const ignored = SMTP_RELAY_SETTINGS.map((name) => CONFIG_SETTINGS[name].variable).filter(
+    (variable) => (env[variable]?.trim() ?? '') !== '',
+  );
+  if (ignored.length === 0) return undefined;
+  const relays = CONFIG_SETTINGS.relaysJson.variable;
+  return `warning: ${listed(ignored)} ${ignored.length === 1 ? 'is' : 'are'} ignored: ${relays} is set, and mail leaves only through the relays it lists (make that relay one of its entries, or unset ${ignored.length === 1 ? 'it' : 'them'})`;
+}
+
 /** A part of the local stack and a port it asked for. */
 interface PartPort {
   readonly part: LocalPart;

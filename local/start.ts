@@ -19,6 +19,7 @@ import {
   type LocalPorts,
   loadLocalPorts,
   PortInUseError,
+  smtpBesideRelaysWarning,
   takenMeanwhile,
 } from './localEnv.js';
 import type { LocalStack } from './localStack.js';
@@ -273,6 +274,9 @@ async function main(): Promise<void> {
   // The SDK's "Node 22 soon" notice is noise on a developer's terminal; the versions are pinned.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const first = readConfiguration();
+  // From the operator's variables: the second reading points SMTP_* at MailDev itself.
+  const ignoredSmtp = smtpBesideRelaysWarning(process.env, first.config);
+  if (ignoredSmtp !== undefined) process.stderr.write(`postdate: ${ignoredSmtp}\n`);
   const logs = installLogFilter(process.stdout, first.logMode);
   const partReady = (part: string, detail: string) =>
     process.stdout.write(
