@@ -100,8 +100,14 @@ function banner(
   stack: LocalStack,
   viewer: MaildevViewer | undefined,
   seconds: number,
-  dataDir: string | undefined,
+  config: Pick<Config, 'dataDir' | 'relaysJson'>,
 ): string {
+  const { dataDir } = config;
+  // Without a viewer, mail leaves through a relay: POSTDATE_RELAYS's when set (SMTP_* is then ignored).
+  const relay =
+    config.relaysJson === undefined
+      ? `SMTP_HOST=${process.env.SMTP_HOST ?? ''} is used as the relay`
+      : 'mail leaves through the relays of POSTDATE_RELAYS';
   const notBuilt = Object.entries(stack.functions)
     .filter(([, state]) => state === 'not built')
     .map(([name]) => name);
@@ -117,7 +123,7 @@ function banner(
     `Postdate local stack ready in ${seconds.toFixed(1)} s`,
     `  API          ${stack.apiUrl}   (readiness: ${stack.apiUrl}/health)`,
     `  API key      ${stack.apiKey}`,
-    `  Mail viewer  ${viewer ? `${viewer.url}/   (MailDev: rendered HTML, text, headers, search, attachments)` : (stack.mailViewerUrl ?? `none: SMTP_HOST=${process.env.SMTP_HOST ?? ''} is used as the relay`)}`,
+    `  Mail viewer  ${viewer ? `${viewer.url}/   (MailDev: rendered HTML, text, headers, search, attachments)` : (stack.mailViewerUrl ?? `none: ${relay}`)}`,
     `  Data         ${dataDir ? `kept in ${dataDir}` : 'in memory (set POSTDATE_DATA_DIR to keep it)'}`,
     `  DynamoDB     ${stack.dynamodbEndpoint}`,
     `  SQS          ${stack.sqsEndpoint}`,
@@ -321,7 +327,7 @@ async function main(): Promise<void> {
     s3Endpoint: stack.s3Endpoint,
     relayNames: stack.relayNames,
   });
-  process.stdout.write(banner(stack, viewer, (performance.now() - began) / 1000, config.dataDir));
+  process.stdout.write(banner(stack, viewer, (performance.now() - began) / 1000, config));
   logs.bannerShown();
 
   running.parts = { stack, viewer };
