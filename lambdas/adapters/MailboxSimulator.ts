@@ -117,6 +117,7 @@ export class MailboxSimulator implements Mailer {
         permanent: classified.class === 'permanent',
         hardBounce: classified.hardBounce,
         reply: error.response ?? null,
+        failure: { class: classified.class, reason: classified.reason },
       };
     });
     const durationMs = () => Math.round(this.now() - started);

@@ -556,6 +556,7 @@ function refusalsOf(
       hardBounce: classified.hardBounce,
       ...(classified.throttle === undefined ? {} : { throttle: classified.throttle }),
       reply: replyText(error),
+      failure: { class: classified.class, reason: classified.reason },
     });
   }
   return refusals;

@@ -17,7 +17,7 @@ import type { AuthorizerContext } from '../core/authorizerContext.js';
 import type { Config } from '../core/config.js';
 import { isTransient } from '../core/postdateError.js';
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails, problem } from '../core/problem.js';
-import { bodySizeProblem, bodyTooLarge, IDEMPOTENCY_KEY_PATTERN, LIMITS } from '../core/requestLimits.js';
+import { bodySizeProblem, bodyTooLarge, idempotencyKeyOf, LIMITS } from '../core/requestLimits.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
 import { SIDE_TENANT_PATTERN } from '../core/testSide.js';
 import type { ApiStore, TransitionResult } from '../ports/ApiStore.js';
@@ -296,11 +296,7 @@ export type KeyRead =
   | { readonly ok: true; readonly key: string }
   | { readonly ok: false; readonly problem: ProblemDetails };
 
-/**
- * Reads the `Idempotency-Key` header. The IETF httpapi draft defines it as a Structured Field string
- * (`"8e03978e-…"`); a bare value is accepted too, as most clients send one. Either way the key is
- * 1–255 printable ASCII characters, and `"abc"` and `abc` are the same key.
- */
+/** Reads the `Idempotency-Key` header: its key by core/requestLimits.ts `idempotencyKeyOf`, or the 400. */
 export function readIdempotencyKey(raw: string | undefined): KeyRead {
   const field = 'Idempotency-Key';
   if (raw === undefined || raw === '') {
@@ -311,8 +307,8 @@ export function readIdempotencyKey(raw: string | undefined): KeyRead {
       }),
     };
   }
-  const key = unquote(raw.trim());
-  if (key === null || !IDEMPOTENCY_KEY_PATTERN.test(key)) {
+  const key = idempotencyKeyOf(raw);
+  if (key === null) {
     return {
       ok: false,
       problem: problem(
@@ -325,26 +321,4 @@ export function readIdempotencyKey(raw: string | undefined): KeyRead {
     };
   }
   return { ok: true, key };
-}
-
-/** An sf-string (`"…"` with `\"` and `\\` escapes) → its content; anything else as is; null if malformed. */
-function unquote(value: string): string | null {
-  if (!value.startsWith('"')) return value;
-  if (value.length < 2 || !value.endsWith('"')) return null;
-  let out = '';
-  const inner = value.slice(1, -1);
-  for (let i = 0; i < inner.length; i++) {
-    const char = inner[i];
-    if (char === '\\') {
-      const next = inner[i + 1];
-      if (next !== '"' && next !== '\\') return null;
-      out += next;
-      i++;
-    } else if (char === '"') {
-      return null;
-    } else {
-      out += char;
-    }
-  }
-  return out;
 }

@@ -1,5 +1,5 @@
 import createClient, { type Client } from 'openapi-fetch';
-import { IDEMPOTENCY_KEY_PATTERN } from '../core/requestLimits.js';
+import { idempotencyKeyOf } from '../core/requestLimits.js';
 import { PostdateClientError, PostdateInputError, PostdateProblemError, problemOf } from './clientErrors.js';
 import type { components, operations, paths } from './openapiTypes.js';
 import { IDEMPOTENCY_KEY_HEADER, retryingFetch } from './retryingFetch.js';
@@ -266,7 +266,7 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
       const idempotencyKey = given ?? newKey();
       // The API's own rule (DESIGN §3), checked here too: a key no header can carry would otherwise
       // be fetch's bare TypeError, and one the API refuses a 400 for a request that need not be sent.
-      if (!IDEMPOTENCY_KEY_PATTERN.test(idempotencyKey)) {
+      if (!isSendableKey(idempotencyKey)) {
         const source = given === undefined ? 'made by newIdempotencyKey' : undefined;
         throw new PostdateInputError(
           IDEMPOTENCY_KEY_HEADER,
@@ -468,6 +468,17 @@ async function answerOf<Answer>(call: Promise<Answer>): Promise<Answer> {
     if (!(error instanceof SyntaxError)) throw error;
     throw new PostdateClientError('A 2xx answer was not JSON: is baseUrl the API?', { cause: error });
   }
+}
+
+/**
+ * Whether an Idempotency-Key reaches the API as a key it takes. fetch sends a header value without
+ * its leading and trailing whitespace (tab, CR, LF, space: Fetch's "normalize"); what is left must be
+ * printable ASCII, so that fetch can carry it and the API reads it as it was given, and name a key by
+ * the API's own reading (`"abc"` is the key `abc`).
+ */
+function isSendableKey(key: string): boolean {
+  const sent = key.replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, '');
+  return /^[\x20-\x7E]*$/.test(sent) && idempotencyKeyOf(sent) !== null;
 }
 
 function isHttpUrl(value: string): boolean {

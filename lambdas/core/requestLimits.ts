@@ -13,6 +13,40 @@ export const TENANT_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 /** Idempotency-Key: 1–255 printable ASCII characters (IETF httpapi Idempotency-Key draft). */
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x20-\x7E]{1,255}$/;
 
+/**
+ * The key an `Idempotency-Key` header value names, or null when it names none the API takes. The IETF
+ * httpapi draft defines the header as a Structured Field string (`"8e03978e-…"`); a bare value is
+ * accepted too, as most clients send one. Either way the key, trimmed and unquoted, is 1–255 printable
+ * ASCII characters, and `"abc"` and `abc` are the same key. The API reads the header by this rule,
+ * and the typed client judges a key by it before sending.
+ */
+export function idempotencyKeyOf(value: string): string | null {
+  const key = unquote(value.trim());
+  return key !== null && IDEMPOTENCY_KEY_PATTERN.test(key) ? key : null;
+}
+
+/** An sf-string (`"…"` with `\"` and `\\` escapes) → its content; anything else as is; null if malformed. */
+function unquote(value: string): string | null {
+  if (!value.startsWith('"')) return value;
+  if (value.length < 2 || !value.endsWith('"')) return null;
+  let out = '';
+  const inner = value.slice(1, -1);
+  for (let i = 0; i < inner.length; i++) {
+    const char = inner[i];
+    if (char === '\\') {
+      const next = inner[i + 1];
+      if (next !== '"' && next !== '\\') return null;
+      out += next;
+      i++;
+    } else if (char === '"') {
+      return null;
+    } else {
+      out += char;
+    }
+  }
+  return out;
+}
+
 /** The page size of GET /v1/messages (`limit`). */
 export const LIST_LIMIT = { default: 20, min: 1, max: 100 } as const;
 

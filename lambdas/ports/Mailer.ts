@@ -58,6 +58,11 @@ export interface RecipientRefusal {
   readonly throttle?: ThrottleKind | undefined;
   /** The relay's reply to this RCPT TO, raw (it may name the address: callers redact it). */
   readonly reply: string | null;
+  /**
+   * The classification's class and plain-words reason: a recipient still pending after an attempt
+   * the relay took for the others is why the message is not sent, its `last_error`.
+   */
+  readonly failure: Pick<SmtpErrorClassification, 'class' | 'reason'>;
 }
 
 /** What became of one attempt. The relay's reply text is raw here; callers redact it before storing. */

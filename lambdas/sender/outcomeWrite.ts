@@ -73,7 +73,7 @@ export async function recordOutcome(
         now,
         attempt,
         joinsHistory: decision.joinsHistory,
-        lastError: outcome.delivered || !decision.showsLastError ? null : lastErrorOf(outcome.failure),
+        lastError: decision.showsLastError ? lastErrorOfAttempt(outcome) : null,
         retryAt: retryAtOf(decision, now),
         retentionDays: deps.settings.retentionDays,
         attempts: decision.attempts,
@@ -495,6 +495,24 @@ export function attemptRecord(outcome: SendOutcome, at: Date, envelope: AttemptE
 }
 
 /** `last_error` from a classification: the reason is written for operators and holds no address. */
+/**
+ * The message's last error after an attempt that leaves it unsent: the attempt's failure, or, when the
+ * relay took the message for some recipients, the first one it deferred (still pending), which is why
+ * the message is `retrying` (DESIGN §2) or `dead`.
+ */
+function lastErrorOfAttempt(outcome: SendOutcome): LastError | null {
+  if (!outcome.delivered) return lastErrorOf(outcome.failure);
+  const deferred = outcome.refused.find((refusal) => !refusal.permanent);
+  return deferred === undefined
+    ? null
+    : {
+        class: deferred.failure.class,
+        code: deferred.code,
+        enhanced_code: deferred.enhancedCode,
+        message: deferred.failure.reason,
+      };
+}
+
 export function lastErrorOf(failure: SmtpErrorClassification): LastError {
   return {
     class: failure.class,

@@ -86,6 +86,32 @@ describe('the client refuses an Idempotency-Key the API would refuse, typed, bef
     }
     expect(keys()).toEqual(taken);
   });
+
+  // DESIGN §3 takes the key "as in the IETF httpapi Idempotency-Key draft": an sf-string, quoted, whose
+  // content is the key; a header value loses its leading and trailing whitespace on the way (Fetch's
+  // "normalize", RFC 9110 §5.5). The API reads a key so; the client judges it the same way.
+  it('reads a key as the API does: a quoted key of 255 characters is sent, as is one with a line end', async () => {
+    const { url, keys } = await recordingServer(accepted);
+    const client = clientOf(url);
+    const quoted = `"${'k'.repeat(255)}"`;
+    for (const key of [quoted, 'order-7\n', '  order-8  '])
+      await client.enqueue(REQUEST, { idempotencyKey: key });
+    expect(keys()).toEqual([quoted, 'order-7', 'order-8']);
+  });
+
+  it('and refuses one the API reads as no key: only spaces, an empty or unclosed quoted key', async () => {
+    const { url, keys } = await recordingServer(accepted);
+    for (const key of ['   ', '""', '"order-7']) {
+      const error = await clientOf(url)
+        .enqueue(REQUEST, { idempotencyKey: key })
+        .catch((caught: unknown) => caught);
+      expect(error, JSON.stringify(key)).toMatchObject({
+        name: 'PostdateInputError',
+        field: 'Idempotency-Key',
+      });
+    }
+    expect(keys()).toEqual([]);
+  });
 });
 
 describe('the client refuses, when it is made, an option out of its range, naming it and the range', () => {

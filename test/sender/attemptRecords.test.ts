@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { MAX_RECIPIENT_REPLIES, MAX_RECIPIENT_REPLY_LENGTH } from '../../lambdas/core/recipients.js';
 import { attemptRecord, domainOf, MAX_REPLY_LENGTH, redactReply } from '../../lambdas/sender/outcomeWrite.js';
 
+const BAD_MAILBOX = { class: 'permanent', reason: 'the recipient does not exist' } as const;
+
 describe('what the sender writes down about an attempt', () => {
   it('strips every address from a relay reply, bracketed or bare', () => {
     expect(redactReply('550 5.1.1 <ada@example.com>: Recipient address rejected')).toBe(
@@ -33,8 +35,24 @@ describe('what the sender writes down about an attempt', () => {
         delivered: true,
         reply: '250 2.0.0 OK: queued as ABC',
         refused: [
-          { index: 1, code: '550', enhancedCode: '5.1.1', permanent: true, hardBounce: true, reply: null },
-          { index: 2, code: '550', enhancedCode: '5.1.1', permanent: true, hardBounce: true, reply: null },
+          {
+            index: 1,
+            code: '550',
+            enhancedCode: '5.1.1',
+            permanent: true,
+            hardBounce: true,
+            reply: null,
+            failure: BAD_MAILBOX,
+          },
+          {
+            index: 2,
+            code: '550',
+            enhancedCode: '5.1.1',
+            permanent: true,
+            hardBounce: true,
+            reply: null,
+            failure: BAD_MAILBOX,
+          },
         ],
         durationMs: 42,
       },
@@ -85,6 +103,7 @@ describe('what the sender writes down about an attempt', () => {
             permanent: false,
             hardBounce: false,
             reply: '451 4.2.2 <b@b.example>: mailbox full',
+            failure: { class: 'transient', reason: 'mailbox full' },
           },
           {
             index: 2,
@@ -93,6 +112,7 @@ describe('what the sender writes down about an attempt', () => {
             permanent: true,
             hardBounce: true,
             reply: '550 5.1.1 c@c.example unknown',
+            failure: BAD_MAILBOX,
           },
         ],
         durationMs: 9,
@@ -145,6 +165,7 @@ describe('what the sender writes down about an attempt', () => {
           permanent: false,
           hardBounce: false,
           reply: `451 4.7.1 ${'greylisted '.repeat(30)}`,
+          failure: { class: 'transient', reason: 'greylisted' },
         })),
         durationMs: 3,
       },

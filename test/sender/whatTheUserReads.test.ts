@@ -174,6 +174,34 @@ describe('a sent message shows no last error (DESIGN §3, decision 0223)', () =>
   }, 30_000);
 });
 
+describe('a message that is not sent shows why (DESIGN §2 `retrying`: a transient failure; §3 `last_error`)', () => {
+  it('retrying after an attempt the relay took for one recipient and deferred for another: the deferral, in its view and its message.retrying', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script({
+      rcptTo: (address) =>
+        address === 'busy@example.com'
+          ? { code: 452, message: '4.2.2 Mailbox full, try again later' }
+          : undefined,
+    });
+    const message = await rig.putMessage({ to: ['now@example.com', 'busy@example.com'], rcptTotal: 2 });
+    await rig.dispatch(message);
+    await runOnce(rig); // now@ accepted, busy@ deferred: still pending
+
+    const view = await viewOf(rig, message.id);
+    expect(view).toMatchObject({
+      status: 'retrying',
+      attempts: 1,
+      recipients: { accepted: 1, pending: 1 },
+      last_error: { class: 'transient', code: '452' },
+    });
+    const events = await eventsOf(rig, message.id);
+    const retrying = events.find((event) => event.type === 'message.retrying');
+    expect(retrying && eventData(retrying)).toMatchObject({
+      last_error: { class: 'transient', code: '452' },
+    });
+  }, 30_000);
+});
+
 describe('a claim given back without an attempt is no message.retrying (DESIGN §2, §11, decision 0223)', () => {
   it('the relay found down, a read failed after the claim: no event; each failed attempt: one', async () => {
     const rig = await createSenderRig(world); // random 0: every backoff 0 s
