@@ -494,7 +494,6 @@ export function attemptRecord(outcome: SendOutcome, at: Date, envelope: AttemptE
   };
 }
 
-/** `last_error` from a classification: the reason is written for operators and holds no address. */
 /**
  * The message's last error after an attempt that leaves it unsent: the attempt's failure, or, when the
  * relay took the message for some recipients, the first one it deferred (still pending), which is why
@@ -513,6 +512,7 @@ function lastErrorOfAttempt(outcome: SendOutcome): LastError | null {
       };
 }
 
+/** `last_error` from a classification: the reason is written for operators and holds no address. */
 export function lastErrorOf(failure: SmtpErrorClassification): LastError {
   return {
     class: failure.class,
