@@ -318,8 +318,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       log,
     });
     started.push({ name: 'the HTTP front end', stop: () => frontEnd.stop() });
-    // The event producer and the delivery function warmed beside the sweep and the front end.
-    await eventSources.warmed;
+    // The event producer and the delivery function warmed beside the sweep and the front end, and
+    // the relay's place in the stream taken (LATEST on a reused table: what is accepted once the
+    // stack says ready is relayed, not left to the sweeper).
+    await Promise.all([eventSources.warmed, eventSources.relay?.started()]);
     progress('webhooks', 'warm: events, webhooks');
     progress('API', frontEnd.url);
     if (partExit !== undefined) throw partExit;

@@ -112,6 +112,11 @@ export interface StreamDiscard {
 
 export interface StreamRunner {
   stop(): Promise<void>;
+  /**
+   * Resolves once the runner holds a place in every shard of its first listing (or it stopped): at
+   * LATEST, every record written after this is handled, as a mapping reads from when it is enabled.
+   */
+  started(): Promise<void>;
   /** Resolves once every record in the stream when it was called has been processed (or discarded). */
   idle(): Promise<void>;
 }
@@ -168,6 +173,10 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
   const stopping = new AbortController();
   const idle = new IdleWaiters();
   let firstDescribe = true;
+  let markStarted: () => void = () => undefined;
+  const started = new Promise<void>((resolve) => {
+    markStarted = resolve;
+  });
   // Lambda polls each shard with GetRecords and lists the shards only to find new ones, which
   // appear when a shard ends: so here at the start, after a shard is read to its end, and every
   // SHARD_LIST_EVERY_MS in case one appeared another way; not on every poll.
@@ -209,6 +218,7 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
       });
     }
     firstDescribe = false;
+    markStarted();
     // Only a listing that went through counts: a failed one is tried again at the next poll.
     shardEnded = false;
     shardsListedAt = listing;
@@ -452,9 +462,11 @@ export function startStreamRunner(options: StreamRunnerOptions): StreamRunner {
 
   return {
     idle: () => idle.wait(),
+    started: () => started,
     async stop() {
       stopping.abort();
       await loop;
+      markStarted();
       idle.releaseAll();
       if (options.handler instanceof FunctionSandboxes) await options.handler.close();
       streams.destroy();

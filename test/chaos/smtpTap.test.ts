@@ -2,6 +2,7 @@ import { createTransport } from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SmtpTap, startSmtpTap } from '../../chaos/smtpTap.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
+import { eventually } from '../support/eventually.js';
 
 /**
  * The tap records what the checker explains duplicates from: per transaction the message id, when
@@ -52,7 +53,15 @@ describe('the SMTP tap', () => {
     await send('T2');
     await expect(send('T3')).rejects.toThrow();
     await expect(send('T4')).rejects.toThrow();
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Each client closes its connection after its answer (QUIT, or at once after a failure): the tap
+    // records the close when it reads it, later on a busy machine (a fixed 200 ms lost to a stall).
+    await eventually(
+      'every connection closed at the tap',
+      () =>
+        tap.transactions().length === 4 &&
+        tap.transactions().every((transaction) => transaction.closedAtMs !== null),
+      { withinMs: 10_000 },
+    );
 
     const seen = tap.transactions();
     expect(seen.map((transaction) => transaction.postdateId)).toEqual(['T1', 'T2', 'T3', null]);

@@ -406,6 +406,31 @@ describe('the local DynamoDB stream runner', () => {
     expect(seen.invocations).toEqual([['late']]);
   });
 
+  it('says when it holds its place: at LATEST, a record written once started() resolved is handled', async () => {
+    // An event source mapping reads at LATEST from the moment it is enabled; the local stack says
+    // ready only after its relay's runner took that place. A slow stream API makes the place late.
+    const { tableName, streamArn } = await freshTable();
+    const send = DynamoDBStreamsClient.prototype.send;
+    const slowed = function (this: DynamoDBStreamsClient, ...args: Parameters<typeof send>) {
+      const [command] = args;
+      const wait = command instanceof DescribeStreamCommand ? sleep(500) : Promise.resolve();
+      return wait.then(() => send.apply(this, args));
+    } as typeof send;
+    DynamoDBStreamsClient.prototype.send = slowed;
+    try {
+      const seen = recorder(() => undefined);
+      const runner = run({ streamArn, handler: seen.handler, startingPosition: 'LATEST' });
+      await runner.started();
+      await documentClient().send(
+        new PutCommand({ TableName: tableName, Item: { pk: 'first', sk: 'STATE' } }),
+      );
+      await runner.idle();
+      expect(seen.invocations).toEqual([['first']]);
+    } finally {
+      DynamoDBStreamsClient.prototype.send = send;
+    }
+  });
+
   it('keeps its checkpoint in checkpointFile: started again on the stream, it goes on after the last record handled', async () => {
     // An event source mapping keeps its checkpoint when its pollers change; the local stack's
     // runner dies with its process, and read the whole stream again after every restart.

@@ -1,7 +1,11 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { eventually } from './eventually.js';
 
 describe('eventually()', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
   it('resolves with the first value that is neither undefined nor false', async () => {
     let probes = 0;
     const found = await eventually('the third probe', () => {
@@ -39,5 +43,29 @@ describe('eventually()', () => {
     );
     await expect(failing).rejects.toThrow('the table is gone');
     expect(probes).toBe(1);
+  });
+
+  it('waits 15 s when given no deadline: what crosses a process or the JVM may lag seconds on a loaded machine', async () => {
+    // The clock moves a second per probe, so the default deadline is read without waiting it out.
+    let now = 1_000_000;
+    vi.spyOn(Date, 'now').mockImplementation(() => now);
+    let probes = 0;
+    const found = await eventually(
+      'a copy that shows up 12 s late',
+      () => {
+        probes += 1;
+        now += 1000;
+        return probes >= 12;
+      },
+      { everyMs: 1 },
+    );
+    expect(found).toBe(true);
+    const never = () => {
+      now += 1000;
+      return false;
+    };
+    await expect(eventually('the moon', never, { everyMs: 1 })).rejects.toThrow(
+      'waited 15000 ms for the moon',
+    );
   });
 });

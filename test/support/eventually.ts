@@ -4,7 +4,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 type Probe<T> = () => T | undefined | false | Promise<T | undefined | false>;
 
 export interface EventuallyOptions {
-  /** The deadline, from the first probe. @default 5000 */
+  /**
+   * The deadline, from the first probe. @default 15000: a wait that crosses a process or the JVM
+   * (the SQS emulator, DynamoDB Local, a sandbox) may lag seconds on the loaded CI machine.
+   */
   readonly withinMs?: number;
   /** The pause between two probes. @default 25 */
   readonly everyMs?: number;
@@ -24,7 +27,7 @@ export async function eventually<T>(
   probe: Probe<T>,
   options: EventuallyOptions = {},
 ): Promise<T> {
-  const withinMs = options.withinMs ?? 5000;
+  const withinMs = options.withinMs ?? 15_000;
   const everyMs = options.everyMs ?? 25;
   const deadline = Date.now() + withinMs;
   for (;;) {
