@@ -11,7 +11,6 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EVENT_STATUSES, EVENT_TYPES, eventTypeOf } from '../../lambdas/core/messageEvents.js';
 import { MESSAGE_STATUS } from '../../lambdas/core/messageStatus.js';
-import { createEventsHandler } from '../../lambdas/events/createEventsHandler.js';
 import { ITEM_SORT_KEY } from '../../lambdas/store/tableLayout.js';
 import { buildOpenApiDocument } from '../../lib/openapi/openApiDocument.js';
 import { streamRecords } from '../support/awsLocal.js';
@@ -86,13 +85,7 @@ describe("the OpenAPI document's webhooks (DESIGN §11)", () => {
       movedTo(inserted, status, index),
     );
 
-    const produce = createEventsHandler({
-      store: harness.store,
-      queue: harness.queue,
-      now: harness.clock.now,
-      retryHours: 24,
-      retentionDays: 30,
-    });
+    const produce = harness.producer();
     expect((await produce({ Records: [...stored, ...others] })).batchItemFailures).toEqual([]);
     expect((await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` })).status).toBe(
       202,

@@ -17,7 +17,6 @@ import {
 import { memoryOutput } from '../../cli/output.js';
 import type { BusEvents } from '../../lambdas/core/busEvents.js';
 import type { PostdateEvent } from '../../lambdas/core/messageEvents.js';
-import { createEventsHandler } from '../../lambdas/events/createEventsHandler.js';
 import type { EventBus } from '../../lambdas/ports/Webhooks.js';
 import { relayFailureMessage, StreamTail } from '../relay/streamTail.js';
 import { documentClient, dynamodbClient, sqsClient, streamsClient, uniqueName } from '../support/awsLocal.js';
@@ -99,13 +98,9 @@ describe('postdate event-failures redrive', () => {
 
     // The producer's own try: its deliveries are written, but the webhook queue refuses every copy
     // and the bus is throttled. The event source retries, then gives the batch up.
-    const producer = createEventsHandler({
+    const producer = w.harness.producer({
       bus: { publish: async (events) => ({ failed: events, error: new Error('throttled') }) },
-      store: w.harness.store,
       queue: { send: async (copies) => ({ failed: copies, error: new Error('SendMessageBatch failed') }) },
-      now: w.harness.clock.now,
-      retryHours: 24,
-      retentionDays: 30,
     });
     expect((await producer(batch)).batchItemFailures).toHaveLength(2);
     await w.fail(w.tail.failureMessage(batch));

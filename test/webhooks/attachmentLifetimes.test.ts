@@ -17,7 +17,6 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentS3Client, S3AttachmentStore } from '../../lambdas/adapters/S3AttachmentStore.js';
 import type { MessageStatus } from '../../lambdas/core/messageStatus.js';
-import { createEventsHandler } from '../../lambdas/events/createEventsHandler.js';
 import type { AttachmentStore } from '../../lambdas/ports/AttachmentStore.js';
 import { readStateRecord } from '../../lambdas/store/stateReads.js';
 import { type S3Emulator, startS3Emulator } from '../../local/s3Emulator.js';
@@ -103,12 +102,7 @@ function record(before: ReturnType<typeof state> | null, after: ReturnType<typeo
  */
 async function producer(attachments: AttachmentStore = store) {
   const harness = await webhookHarness();
-  const produce = createEventsHandler({
-    store: harness.store,
-    queue: harness.queue,
-    now: harness.clock.now,
-    retryHours: 24,
-    retentionDays: 30,
+  const produce = harness.producer({
     attachments: {
       store: attachments,
       currentState: (id) => readStateRecord(documentClient(), harness.tableName, id),

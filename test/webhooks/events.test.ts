@@ -11,7 +11,6 @@ import { EventBridgeBus } from '../../lambdas/adapters/EventBridgeBus.js';
 import { deriveStatusChange, type PostdateEvent } from '../../lambdas/core/messageEvents.js';
 import type { MessageStatus } from '../../lambdas/core/messageStatus.js';
 import { testSideOf } from '../../lambdas/core/testSide.js';
-import { createEventsHandler } from '../../lambdas/events/createEventsHandler.js';
 import { wireEvents } from '../../lambdas/events/handler.js';
 import type { EventBus } from '../../lambdas/ports/Webhooks.js';
 import { type EventBridgeStandIn, startEventBridgeStandIn } from '../iam/recordingWorld.js';
@@ -97,14 +96,7 @@ describe('the event producer', () => {
         return { failed: [] };
       },
     };
-    const produce = createEventsHandler({
-      bus,
-      store: harness.store,
-      queue: harness.queue,
-      now: harness.clock.now,
-      retryHours: 24,
-      retentionDays: 30,
-    });
+    const produce = harness.producer({ bus });
     const batch = [...lifecycle('tenant-a', 'msga'), ...lifecycle('tenant-b', 'msgb')];
     expect((await produce({ Records: batch })).batchItemFailures).toEqual([]);
     await harness.pump();
@@ -183,18 +175,13 @@ describe('the event producer', () => {
     await subscribe(harness, liveHook.url(), 'acme');
     await subscribe(harness, testHook.url(), testSideOf('acme'));
     const published: PostdateEvent[] = [];
-    const produce = createEventsHandler({
+    const produce = harness.producer({
       bus: {
         publish: async (events) => {
           published.push(...events);
           return { failed: [] };
         },
       },
-      store: harness.store,
-      queue: harness.queue,
-      now: harness.clock.now,
-      retryHours: 24,
-      retentionDays: 30,
     });
     const batch = [...lifecycle(testSideOf('acme'), 'msgt'), ...lifecycle('acme', 'msgl')];
     expect((await produce({ Records: batch })).batchItemFailures).toEqual([]);
@@ -223,13 +210,8 @@ describe('the event producer', () => {
 
   it('reports a record for a retry when the bus refuses its event', async () => {
     const harness = await webhookHarness();
-    const produce = createEventsHandler({
+    const produce = harness.producer({
       bus: { publish: async (events) => ({ failed: events.slice(0, 1), error: new Error('throttled') }) },
-      store: harness.store,
-      queue: harness.queue,
-      now: harness.clock.now,
-      retryHours: 24,
-      retentionDays: 30,
     });
     const batch = lifecycle('tenant-a', 'msgc');
     const { batchItemFailures } = await produce({ Records: batch });
@@ -242,7 +224,7 @@ describe('the event producer', () => {
     receivers.push(hook);
     await subscribe(harness, hook.url(), 'tenant-a');
     const steps: string[] = [];
-    const produce = createEventsHandler({
+    const produce = harness.producer({
       // A bus that answers only once the batch's webhook copies are on their queue.
       bus: {
         publish: async () => {
@@ -251,7 +233,6 @@ describe('the event producer', () => {
           return { failed: [] };
         },
       },
-      store: harness.store,
       queue: {
         send: async (copies) => {
           const sent = await harness.queue.send(copies);
@@ -259,9 +240,6 @@ describe('the event producer', () => {
           return sent;
         },
       },
-      now: harness.clock.now,
-      retryHours: 24,
-      retentionDays: 30,
     });
     const { batchItemFailures } = await produce({ Records: lifecycle('tenant-a', 'msge') });
     expect(batchItemFailures).toEqual([]);
@@ -277,13 +255,8 @@ describe('the event producer', () => {
     const harness = await webhookHarness();
     const lines: { level: string; message: string }[] = [];
     const record = (level: string) => (message: string) => lines.push({ level, message });
-    const produce = createEventsHandler({
+    const produce = harness.producer({
       bus: { publish: async () => ({ failed: [] }) },
-      store: harness.store,
-      queue: harness.queue,
-      now: harness.clock.now,
-      retryHours: 24,
-      retentionDays: 30,
       log: { debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error') },
     });
     const { batchItemFailures } = await produce({ Records: lifecycle('tenant-a', 'msgd') });

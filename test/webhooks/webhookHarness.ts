@@ -17,6 +17,7 @@ import {
   type WebhookUrlPolicy,
 } from '../../lambdas/adapters/webhookAddressPolicy.js';
 import { createApiHandler } from '../../lambdas/api/createApiHandler.js';
+import { createEventsHandler } from '../../lambdas/events/createEventsHandler.js';
 import type { Log } from '../../lambdas/ports/Log.js';
 import type { WebhookHttp, WebhookQueue, WebhookStore } from '../../lambdas/ports/Webhooks.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
@@ -277,6 +278,13 @@ export async function webhookHarness(
     return rounds;
   };
 
+  /**
+   * The event producer on this harness's table, queue and clock, as the stack wires it (retries for a
+   * day, a 30-day retention); `overrides` give it a bus, a log, another queue or the attachments.
+   */
+  const producer = (overrides: Partial<Parameters<typeof createEventsHandler>[0]> = {}) =>
+    createEventsHandler({ store, queue, now: clock.now, retryHours: 24, retentionDays: 30, ...overrides });
+
   return {
     tableName,
     streamArn,
@@ -290,6 +298,7 @@ export async function webhookHarness(
     pump,
     deliver,
     receive,
+    producer,
   };
 }
 
