@@ -227,9 +227,12 @@ const ESCAPED_LENGTH: Readonly<Record<string, number>> = {
   '=': 6,
 };
 
-/** The bytes a mustache outputs: nothing for null/undefined, else the value as text, escaped in html. */
+/**
+ * The bytes a mustache outputs: nothing for null/undefined, nor for an object or a list, which the
+ * render refuses to print (decision 0227); else the value as text, escaped in html.
+ */
 function renderedBytes(value: unknown, escaped: boolean): number {
-  if (value === null || value === undefined) return 0;
+  if (value === null || value === undefined || typeof value === 'object') return 0;
   const text = String(value);
   if (!escaped) return utf8Bytes(text);
   let bytes = utf8Bytes(text);

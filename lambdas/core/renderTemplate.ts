@@ -13,7 +13,13 @@ import { controlCharacterProblem } from './headerSafety.js';
 import { type FieldError, jsonPointer } from './problem.js';
 import { type AstNode, type MeasuredPart, measureRender, RENDER_BOUNDS } from './renderCost.js';
 import { LIMITS } from './requestLimits.js';
-import { compileOptions, handlebars, RUNTIME_OPTIONS, type TemplatePart } from './templateSyntax.js';
+import {
+  compileOptions,
+  handlebars,
+  RUNTIME_OPTIONS,
+  type TemplatePart,
+  UnprintableValueError,
+} from './templateSyntax.js';
 
 /** A template version's sources: a subject, and text or html or both. */
 export interface TemplateContent {
@@ -112,18 +118,27 @@ function overBoundError(over: 'steps' | 'bytes'): FieldError {
 }
 
 /**
- * A render that threw. Handlebars' strict error carries the location of the missing variable, and
- * the variable is read from the template source there; its message is not used, because it can
- * quote a value of the data.
+ * A render that threw: a missing variable (Handlebars' strict error carries its location) or an
+ * object or list output (UnprintableValueError, templateSyntax.ts). The variable is read from the
+ * template source at the location; no error's message is used, because it can quote a value of the
+ * data.
  */
 function renderError(part: TemplatePart, source: string, error: unknown): FieldError {
+  if (error instanceof UnprintableValueError) {
+    // The location is always there: templateSyntax.ts's compiler writes it into every output.
+    const { start, end } = error.loc ?? { start: { line: 1, column: 0 }, end: { line: 1, column: 0 } };
+    const location = { line: start.line, column: start.column, endLine: end.line, endColumn: end.column };
+    return {
+      field: '/data',
+      message: unprintableMessage(part, sourceAt(source, location), error.kind, location),
+    };
+  }
   const location = strictLocation(error);
   if (location !== null) {
     const variable = sourceAt(source, location);
-    const at = `line ${location.line}, column ${location.column + 1}`;
     return {
       field: '/data',
-      message: `lacks ${variable === '' ? 'a variable' : `\`${variable}\``}, which the ${part} template uses (${at})`,
+      message: `lacks ${variable === '' ? 'a variable' : `\`${variable}\``}, which the ${part} template uses (${place(location)})`,
     };
   }
   // Not expected: a path through a missing parent or a value with no fields ends in the strict error
@@ -133,6 +148,25 @@ function renderError(part: TemplatePart, source: string, error: unknown): FieldE
     message: `the ${part} template does not render with this data`,
   };
 }
+
+/** `order` is an object …: what was printed, where, and what to write instead. */
+function unprintableMessage(
+  part: TemplatePart,
+  variable: string,
+  kind: 'object' | 'list',
+  location: SourceLocation,
+): string {
+  const instead =
+    kind === 'list'
+      ? `print its entries with \`{{#each ${variable}}}…{{/each}}\``
+      : `name one of its fields, such as \`{{${variable === '.' ? 'this' : variable}.<field>}}\``;
+  return (
+    `\`${variable}\` is ${kind === 'list' ? 'a list' : 'an object'}, which the ${part} template prints ` +
+    `(${place(location)}): \`{{${variable}}}\` prints only strings, numbers and booleans — ${instead}`
+  );
+}
+
+const place = (location: SourceLocation): string => `line ${location.line}, column ${location.column + 1}`;
 
 interface SourceLocation {
   readonly line: number;
@@ -153,13 +187,19 @@ function strictLocation(error: unknown): SourceLocation | null {
   };
 }
 
-/** The text of the template between two Handlebars locations (lines from 1, columns from 0). */
+/**
+ * The variable between two Handlebars locations (lines from 1, columns from 0): a path's, or an
+ * output's without its braces, `&` and `~`.
+ */
 function sourceAt(source: string, location: SourceLocation): string {
   const lines = source.split('\n');
-  if (location.endLine !== location.line)
-    return (lines[location.line - 1] ?? '').slice(location.column).trim();
-  const text = (lines[location.line - 1] ?? '').slice(location.column, location.endColumn);
-  return text.replace(/^[{#^/&\s]+|[}\s]+$/g, '').slice(0, 100);
+  const offset = (line: number, column: number) =>
+    lines.slice(0, line - 1).reduce((sum, text) => sum + text.length + 1, 0) + column;
+  const text = source.slice(
+    offset(location.line, location.column),
+    offset(location.endLine, location.endColumn),
+  );
+  return text.replace(/^[{#^/&~\s]+|[}~\s]+$/g, '').slice(0, 100);
 }
 
 /** The rendered subject under the header rules of §3; a CR/LF is traced to the data field it came from. */

@@ -46,10 +46,33 @@ export const handlebars = Handlebars.create();
 // those paths, and the renderer reports every failure itself, so its logger stays quiet.
 handlebars.logger.level = 'silent' as unknown as number;
 
-/** The two lookups of Handlebars' run time that a strict template's paths go through. */
+/** What of Handlebars' run time a strict template's paths and outputs go through. */
 interface LookupRuntime {
   strict: (parent: unknown, name: string, loc: unknown) => unknown;
   lookupProperty: (parent: unknown, name: string) => unknown;
+  lambda: (value: unknown, context: unknown, loc?: OutputLocation) => unknown;
+}
+
+/** A place in a template's source as Handlebars gives it (lines from 1, columns from 0). */
+export interface OutputLocation {
+  readonly start: { readonly line: number; readonly column: number };
+  readonly end: { readonly line: number; readonly column: number };
+}
+
+/**
+ * An output (`{{x}}`, `{{{x}}}`, `{{this}}`) whose value is an object or a list: Handlebars would
+ * print `[object Object]` or `a,b`, text nobody wrote, as silent as the empty string strict
+ * rendering refuses for a missing variable (DESIGN §10, decision 0227). renderTemplate.ts names the
+ * output by the template's source at `loc`; the value itself is never quoted.
+ */
+export class UnprintableValueError extends Error {
+  override readonly name = 'UnprintableValueError';
+  constructor(
+    readonly kind: 'object' | 'list',
+    readonly loc: OutputLocation | undefined,
+  ) {
+    super(`an output's value is ${kind === 'list' ? 'a list' : 'an object'}`);
+  }
 }
 
 /**
@@ -68,10 +91,26 @@ function totalLookups(runtime: LookupRuntime): void {
   runtime.strict = (parent, name, loc) => strict(typeof parent === 'object' ? parent : null, name, loc);
 }
 
+/**
+ * Every output's value passes through `lambda` (Handlebars calls a function value there; data is
+ * JSON, so none is one), after strict found it: an object or a list is refused there, the same way
+ * and at the same moments as a missing variable. `null` prints nothing, as Handlebars prints it: it
+ * is a value the caller gave (decision 0227). Block arguments and path parents never reach `lambda`.
+ */
+function printableOutputs(runtime: LookupRuntime): void {
+  const { lambda } = runtime;
+  runtime.lambda = (value, context, loc) => {
+    if (typeof value === 'object' && value !== null)
+      throw new UnprintableValueError(Array.isArray(value) ? 'list' : 'object', loc);
+    return lambda(value, context);
+  };
+}
+
 const withTotalLookups = new WeakSet<object>();
 const runtimeTemplate = handlebars.template.bind(handlebars);
 // Each compiled template has one run-time container, which its main program receives first; the
-// lookups are replaced there before the first render (the compiled code reads them on entry).
+// lookups and `lambda` are replaced there before the first render (the compiled code reads them on
+// entry).
 handlebars.template = (spec) => {
   const { main } = spec as { main: (runtime: LookupRuntime, ...rest: unknown[]) => string };
   return runtimeTemplate({
@@ -80,11 +119,50 @@ handlebars.template = (spec) => {
       if (!withTotalLookups.has(runtime)) {
         withTotalLookups.add(runtime);
         totalLookups(runtime);
+        printableOutputs(runtime);
       }
       return main.call(this, runtime, ...rest);
     },
   });
 };
+
+/** The part of Handlebars' code generator that writes an output's `lambda` call. */
+interface OutputCompiler {
+  push(expression: unknown[]): void;
+  aliasable(name: string): string;
+  popStack(): string;
+  contextName(depth: number): string;
+  readonly source: { readonly currentLocation: unknown };
+}
+type OutputCompilerClass = new () => OutputCompiler;
+
+const BaseCompiler = (handlebars as unknown as { JavaScriptCompiler: OutputCompilerClass })
+  .JavaScriptCompiler;
+
+/**
+ * Handlebars' compiled code calls `lambda(value, context)` for every output and nowhere else; this
+ * generator adds the output's location as a third argument, so printableOutputs can name
+ * `{{this}}` too, which no strict lookup locates. Nested programs are compiled by `compiler`.
+ */
+class LocatedOutputCompiler extends BaseCompiler {
+  readonly compiler: OutputCompilerClass = LocatedOutputCompiler;
+
+  resolvePossibleLambda(): void {
+    const location = JSON.stringify(this.source.currentLocation);
+    this.push([
+      this.aliasable('container.lambda'),
+      '(',
+      this.popStack(),
+      ', ',
+      this.contextName(0),
+      ', ',
+      location,
+      ')',
+    ]);
+  }
+}
+(handlebars as unknown as { JavaScriptCompiler: OutputCompilerClass }).JavaScriptCompiler =
+  LocatedOutputCompiler;
 
 /** Compile options for one part: strict, built-in helpers only, `html` escaped and nothing else. */
 export function compileOptions(part: TemplatePart): CompileOptions {

@@ -171,6 +171,35 @@ describe('the template routes', () => {
     expect((missing.json.errors as { message: string }[])[0]?.message).toContain('`code`');
   });
 
+  it('answers a preview that would print an object or a list with 422 naming the variable', async () => {
+    await api.call(
+      putTemplate('coded', { subject: 'Your code', text: 'Code: {{code}}', html: '<p>{{code}}</p>' }),
+    );
+    const preview = await api.call(
+      apiEvent({
+        method: 'POST',
+        path: '/v1/templates/coded/render',
+        body: { data: { code: { value: 'K-1', expires: '2026-12-31' } } },
+      }),
+    );
+    expect(preview.status).toBe(422);
+    expect(preview.headers['content-type']).toBe('application/problem+json');
+    expect(preview.json.type).toBe('urn:postdate:problem:template');
+    const instead =
+      '`{{code}}` prints only strings, numbers and booleans — name one of its fields, such as `{{code.<field>}}`';
+    expect(preview.json.errors).toEqual([
+      {
+        field: '/data',
+        message: `\`code\` is an object, which the text template prints (line 1, column 7): ${instead}`,
+      },
+      {
+        field: '/data',
+        message: `\`code\` is an object, which the html template prints (line 1, column 4): ${instead}`,
+      },
+    ]);
+    expect(JSON.stringify(preview.json)).not.toContain('K-1');
+  });
+
   it('archives: the template stays readable, and a second archive keeps the first time', async () => {
     await api.call(putTemplate('old', { subject: 'x', text: 'y' }));
     const archived = await api.call(apiEvent({ method: 'DELETE', path: '/v1/templates/old' }));
@@ -239,6 +268,40 @@ describe('POST /v1/messages with a template', () => {
     expect(inline.json.template).toBeNull();
   });
 
+  it('refuses a batch item that would print an object (422 in its result, nothing stored), and enqueues the others', async () => {
+    const item = (key: string, data: Record<string, unknown>) => ({
+      idempotency_key: key,
+      ...templateBody({ name: 'welcome' }, data),
+    });
+    const response = await api.call(
+      apiEvent({
+        method: 'POST',
+        path: '/v1/messages/batch',
+        routeKey: 'POST /v1/messages/batch',
+        body: {
+          messages: [
+            item('batch-printable', { user: { first_name: 'Ada' }, code: 'K-1' }),
+            item('batch-object', { user: { first_name: 'Ada' }, code: { value: 'K-1' } }),
+          ],
+        },
+      }),
+    );
+    expect(response.status).toBe(200);
+    const [printable, object] = response.json.results as {
+      status: number;
+      problem?: { type: string; errors: { field: string; message: string }[] };
+    }[];
+    expect(printable?.status).toBe(202);
+    expect(object?.status).toBe(422);
+    expect(object?.problem?.type).toBe('urn:postdate:problem:template');
+    expect(object?.problem?.errors[0]).toEqual({
+      field: '/messages/1/data',
+      message: expect.stringContaining('`code` is an object, which the text template prints'),
+    });
+    expect((await stored('batch-printable')).state?.status).toBe('scheduled');
+    expect((await stored('batch-object')).state).toBeUndefined();
+  });
+
   it('pins a requested version, and a new version does not change a queued message', async () => {
     await api.call(putTemplate('pinned', { subject: 'One {{n}}', text: 'one' }));
     const queued = await api.call(
@@ -300,6 +363,18 @@ describe('POST /v1/messages with a template', () => {
         templateBody({ name: 'welcome' }, { user: { first_name: 'Ada' } }),
         422,
         { field: '/data', message: 'lacks `code`, which the text template uses' },
+      ],
+      [
+        'an object printed (never "[object Object]")',
+        templateBody({ name: 'welcome' }, { user: { first_name: 'Ada' }, code: { value: 'K-1' } }),
+        422,
+        { field: '/data', message: '`code` is an object, which the text template prints (line 1, column' },
+      ],
+      [
+        'a list printed (never "A,da")',
+        templateBody({ name: 'welcome' }, { user: { first_name: ['A', 'da'] }, code: 'K-1' }),
+        422,
+        { field: '/data', message: '`user.first_name` is a list, which the subject template prints' },
       ],
       [
         'a CR/LF from the data into the subject (header injection)',

@@ -48,6 +48,7 @@ describe('postdate templates', () => {
     'bad.html': '{{> footer}}',
     'data.json': '{"name": "<Ada>"}',
     'empty.json': '{}',
+    'object.json': '{"name": {"first": "Ada"}}',
     'huge.json': JSON.stringify({ name: 'x'.repeat(70 * 1024) }),
     'infinite.json': '{"name": "Ada", "order": {"total": 1e400}}',
   };
@@ -105,7 +106,7 @@ describe('postdate templates', () => {
     });
   });
 
-  it('refuses what the API refuses, with its reasons, and names a missing variable', async () => {
+  it('refuses what the API refuses, with its reasons, and names a missing or unprintable variable', async () => {
     await expect(
       templatesPut(deps, { name: 'bad', tenant: 'local', subject: 'x', htmlFile: 'bad.html' }, capture().out),
     ).rejects.toMatchObject({
@@ -115,6 +116,12 @@ describe('postdate templates', () => {
     await expect(
       templatesRender(deps, { name: 'welcome', tenant: 'local', dataFile: 'empty.json' }, capture().out),
     ).rejects.toMatchObject({ exitCode: EXIT.failed, message: expect.stringContaining('lacks `name`') });
+    await expect(
+      templatesRender(deps, { name: 'welcome', tenant: 'local', dataFile: 'object.json' }, capture().out),
+    ).rejects.toMatchObject({
+      exitCode: EXIT.failed,
+      message: expect.stringContaining('`name` is an object, which the subject template prints'),
+    });
     // The data's own limits, as POST /v1/templates/{name}/render judges them (DESIGN §10, decision 0156).
     await expect(
       templatesRender(deps, { name: 'welcome', tenant: 'local', dataFile: 'huge.json' }, capture().out),

@@ -3,6 +3,7 @@
  * message renders — strict, `html` escaped and `subject`/`text` not, no prototype access, the
  * rendered subject under §3's header rules with the data field that broke it named.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compileTemplate, renderTemplate, type TemplateContent } from '../../lambdas/core/renderTemplate.js';
 import { LIMITS } from '../../lambdas/core/requestLimits.js';
@@ -151,6 +152,97 @@ describe('rendering a message', () => {
     }
   });
 
+  it('refuses to print an object or a list, naming the variable and what to write instead (never "[object Object]" or "a,b")', () => {
+    expect(render({ text: 'Order:\n  {{order}}' }, { order: { id: 'A-8' } })).toEqual({
+      ok: false,
+      errors: [
+        {
+          field: '/data',
+          message:
+            '`order` is an object, which the text template prints (line 2, column 3): `{{order}}` prints only strings, numbers and booleans — name one of its fields, such as `{{order.<field>}}`',
+        },
+      ],
+    });
+    expect(render({ subject: 'Your {{items}}', text: 'x' }, { items: ['a', 'b'] })).toEqual({
+      ok: false,
+      errors: [
+        {
+          field: '/data',
+          message:
+            '`items` is a list, which the subject template prints (line 1, column 6): `{{items}}` prints only strings, numbers and booleans — print its entries with `{{#each items}}…{{/each}}`',
+        },
+      ],
+    });
+  });
+
+  it.each([
+    ['text', '{{{order}}}', 'order', { order: { id: 1 } }, 'an object'],
+    ['text', '{{& order}}', 'order', { order: { id: 1 } }, 'an object'],
+    ['html', '<p>{{order}}</p>', 'order', { order: { id: 1 } }, 'an object'],
+    ['html', '{{~ order.lines ~}}', 'order.lines', { order: { lines: [] } }, 'a list'],
+    ['text', '{{#each orders}}{{this}}{{/each}}', 'this', { orders: [{ id: 1 }] }, 'an object'],
+    ['text', '{{#each orders}}{{.}}{{/each}}', '.', { orders: [[1]] }, 'a list'],
+    ['text', '{{#with order}}{{../order}}{{/with}}', '../order', { order: { id: 1 } }, 'an object'],
+    ['text', '{{#with order}}{{lines}}{{/with}}', 'lines', { order: { lines: [1, 2] } }, 'a list'],
+    ['text', '{{@root}}', '@root', { a: 1 }, 'an object'],
+    ['text', '{{@root.order}}', '@root.order', { order: {} }, 'an object'],
+  ])('in %s, %s is refused naming `%s`', (part, source, variable, data, kind) => {
+    const result = render({ [part]: source }, data);
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.errors).toHaveLength(1);
+    expect(result.errors[0]?.field).toBe('/data');
+    expect(result.errors[0]?.message).toMatch(new RegExp(`^\`${escapeRegExp(variable)}\` is ${kind}, `));
+  });
+
+  it('prints any string, number or boolean, prints a present null as nothing, and refuses any object or list (property)', () => {
+    const json = fc.jsonValue({ maxDepth: 3 });
+    const unprintable = fc.oneof(
+      fc.dictionary(fc.string(), json, { maxKeys: 4 }),
+      fc.array(json, { maxLength: 4 }),
+    );
+    const printable = fc.oneof(
+      fc.string(),
+      fc.integer(),
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      fc.boolean(),
+    );
+    const form = fc.constantFrom('{{x}}', '{{{x}}}', '{{this.x}}', '{{#with box}}{{../x}}{{/with}}');
+    fc.assert(
+      fc.property(unprintable, form, (value, source) => {
+        const result = render({ text: `[${source}]` }, { x: value, box: { y: 1 } });
+        expect(result.ok).toBe(false);
+        if (!result.ok) expect(result.errors[0]?.message).toMatch(/^`[^`]*x` is (an object|a list), /);
+      }),
+    );
+    fc.assert(
+      fc.property(printable, form, (value, source) => {
+        expect(render({ text: `[${source}]` }, { x: value, box: { y: 1 } })).toEqual({
+          ok: true,
+          value: { subject: 'Hello', text: `[${String(value)}]`, html: null },
+        });
+      }),
+    );
+    expect(render({ text: '[{{x}}]' }, { x: null })).toEqual({
+      ok: true,
+      value: { subject: 'Hello', text: '[]', html: null },
+    });
+  });
+
+  it('lets objects and lists be block arguments and lookup parents, where they are not printed', () => {
+    const data = { order: { id: 'A-8', lines: [{ sku: 'p1' }, { sku: 'p2' }], meta: {} } };
+    const result = render(
+      {
+        text: '{{#if order}}{{order.id}}{{/if}}|{{#each order.lines}}{{sku}}{{@index}}{{/each}}|{{#with order.meta}}m{{/with}}|{{#unless order.lines}}none{{/unless}}|{{@root.order.lines.length}}|{{#each order}}{{@key}} {{/each}}',
+      },
+      data,
+    );
+    expect(result).toEqual({
+      ok: true,
+      value: { subject: 'Hello', text: 'A-8|p10p21|m||2|id lines meta ', html: null },
+    });
+  });
+
   it('never echoes a value of the data in an error', () => {
     const result = render(
       { text: '{{#each names}}{{first}}{{/each}}' },
@@ -285,3 +377,7 @@ describe('compiling once per version', () => {
     expect(reads).toEqual(['t/welcome/1', 'u/welcome/1', 't/gone/1', 't/gone/1', 't/flaky/1', 't/flaky/1']);
   });
 });
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
