@@ -3548,7 +3548,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The template does not render with this data: `errors` names each missing variable or field. */
+      /** @description The template does not render with this data: `errors` names each variable missing or printing an object or a list, or the data field at fault. */
       422: {
         headers: {
           [name: string]: unknown;

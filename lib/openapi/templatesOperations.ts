@@ -134,7 +134,7 @@ export const TEMPLATE_OPERATIONS: Record<TemplateRouteName, Operation> = {
       ...common,
       404: notFound,
       422: problem(
-        'The template does not render with this data: `errors` names each missing variable or field.',
+        'The template does not render with this data: `errors` names each variable missing or printing an object or a list, or the data field at fault.',
       ),
     },
   },
