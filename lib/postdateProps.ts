@@ -330,7 +330,8 @@ export interface PostdateProps {
   readonly removalPolicy?: RemovalPolicy;
   /**
    * Alarm when copies wait visible on the send queue and its oldest copy is older than this (3 of 3
-   * minutes). Copies wait up to 900 s as delayed messages by design, so keep it above that.
+   * minutes), and when the sender hands back a copy that has been due this long (DueMailHeldBack,
+   * decision 0231). Copies wait up to 900 s as delayed messages by design, so keep it above that.
    * @default Duration.minutes(30)
    */
   readonly oldestMessageAgeAlarmThreshold?: Duration;

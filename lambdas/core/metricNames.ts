@@ -31,8 +31,8 @@ export const RELAY_METRIC = { newerWriterRefusals: NEWER_WRITER_REFUSALS } as co
 export type RelayMetric = (typeof RELAY_METRIC)[keyof typeof RELAY_METRIC];
 
 /**
- * The sender's metrics: one count per outcome and class, the SMTP duration and the lateness
- * `sent_at − send_at`.
+ * The sender's metrics: one count per outcome and class, the SMTP duration, the lateness
+ * `sent_at − send_at`, and that of due copies handed back unsent.
  */
 export const SENDER_METRIC = {
   sent: 'Sent',
@@ -91,6 +91,12 @@ export const SENDER_METRIC = {
   failoverSends: 'FailoverSends',
   smtpDuration: 'SmtpDuration',
   lateness: 'Lateness',
+  /**
+   * How late a due copy handed back unsent already is (core/sendDecision.ts `dueSince`): out of time,
+   * or held by the sending gate. No attempt and, after three receives, not in the send queue's age
+   * (decision 0224): the alarm DueMailHeldBack watches this (decision 0231).
+   */
+  heldBackLateness: 'HeldBackLateness',
 } as const;
 
 /**
@@ -123,11 +129,8 @@ export function relayMetricDimensions(
   return { ...metricDimensions(stackName), relay };
 }
 
-export type SenderCountMetric = Exclude<
-  (typeof SENDER_METRIC)[keyof typeof SENDER_METRIC],
-  'SmtpDuration' | 'Lateness'
->;
-export type SenderTimeMetric = 'SmtpDuration' | 'Lateness';
+export type SenderTimeMetric = 'SmtpDuration' | 'Lateness' | 'HeldBackLateness';
+export type SenderCountMetric = Exclude<(typeof SENDER_METRIC)[keyof typeof SENDER_METRIC], SenderTimeMetric>;
 
 /**
  * The sweeper's metrics: a gauge per status that waits for an operator — how many such messages

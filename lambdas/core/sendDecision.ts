@@ -153,6 +153,40 @@ export function sendableAt(record: SendableRecord): Date {
   return Number.isFinite(retryAt) && retryAt > sendAt.getTime() ? new Date(retryAt) : sendAt;
 }
 
+/** What `dueSince` reads of the state record besides what `sendableAt` reads. */
+export interface DueRecord extends SendableRecord {
+  /** Present: quiet hours may have held the message, moving its `due_at` to their end (DESIGN §16). */
+  readonly quiet_hours?: unknown;
+  /** When the sweeper last re-dispatched it (core/sweepDecision.ts). */
+  readonly swept_at?: string;
+}
+
+/**
+ * Since when a copy of this record is due, for how late a copy handed back unsent already is
+ * (decision 0231): when it may be sent ({@link sendableAt}: `send_at`, a retry's own time, so a
+ * backoff is no lateness) or, held for quiet hours, their end (the hold moved `due_at` there). Never
+ * earlier than it really came due, so that the alarm on it cannot fire early: behind the sweeper's
+ * stamp, which replaced `due_at`, a scheduled message that quiet hours cannot have held is due since
+ * `send_at`, any other no earlier than the stamp was made (the stamp says only that it was overdue).
+ * Undefined for a record neither `scheduled` nor `retrying`: a `dead` one's redriven copy is due since
+ * the operator's redrive, which the record does not hold.
+ */
+export function dueSince(record: DueRecord): Date | undefined {
+  if (record.status !== MESSAGE_STATUS.scheduled && record.status !== MESSAGE_STATUS.retrying)
+    return undefined;
+  const sendable = sendableAt(record);
+  if (dueAtIsTheSweepers(record)) {
+    const unheld = record.status === MESSAGE_STATUS.scheduled && record.quiet_hours === undefined;
+    return unheld ? sendable : latest(sendable, record.swept_at);
+  }
+  return latest(sendable, record.due_at);
+}
+
+function latest(date: Date, later: string | undefined): Date {
+  const laterMs = Date.parse(later ?? '');
+  return Number.isFinite(laterMs) && laterMs > date.getTime() ? new Date(laterMs) : date;
+}
+
 /**
  * How long a copy stays hidden so that it comes back just after a lease has run out (a second after
  * its end, at least one second from now); a lease that is unreadable or absent counts as ending now.

@@ -6,7 +6,7 @@ import { SQS_MAX_DELAY_SECONDS } from '../core/queueLimits.js';
 import { PROBE_TOKEN_ID } from '../core/relayBreaker.js';
 import { type FailoverDecision, failoverDecision } from '../core/relays.js';
 import type { Lane } from '../core/runWithConcurrency.js';
-import { claimTerms, interruptedAttemptBecomes, sendableAt } from '../core/sendDecision.js';
+import { claimTerms, dueSince, interruptedAttemptBecomes, sendableAt } from '../core/sendDecision.js';
 import { claimBy, hasTimeForAttempt } from '../core/sendTiming.js';
 import { isLiveSide, SIMULATOR_RELAY } from '../core/testSide.js';
 import { decideUnsent, type UnsentStatus } from '../core/unsentDecision.js';
@@ -112,7 +112,7 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
   if (cleared.kind === 'held') return cleared.verdict;
   const { relay } = cleared;
   // Never out of time mid-send: claim only with time left for one whole attempt and its write.
-  if (!hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing)) return outOfTime(run);
+  if (!hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing)) return outOfTime(run, observed);
 
   const owner = deps.newLeaseOwner();
   const claimedAt = deps.now();
@@ -185,7 +185,8 @@ async function clearForSend(
     const startBy = claimBy(run.deps.now().getTime(), run.time.remainingMs(), run.deps.settings.timing);
     const limiter = gate.relay.rateLimiter ?? UNLIMITED;
     const turn = await limiter.acquire(pendingRecipients(observed), gate.rateFactor, startBy);
-    if (!turn.granted) return { kind: 'held', verdict: outOfTime(run, Math.ceil(turn.inMs / 1000)) };
+    if (!turn.granted)
+      return { kind: 'held', verdict: outOfTime(run, observed, Math.ceil(turn.inMs / 1000)) };
     waitedFor = gate.relay.name;
   }
 }
@@ -194,13 +195,36 @@ async function clearForSend(
  * Too little time left for a whole attempt, or to wait for the send rate first: back unclaimed, at
  * once, or when its turn at the rate may have come (`visibilitySeconds`, at most the longest delay).
  */
-function outOfTime(run: CopyRun, visibilitySeconds = 0): CopyVerdict {
+function outOfTime(run: CopyRun, observed: MessageStateRecord, visibilitySeconds = 0): CopyVerdict {
   run.deps.metrics.count(SENDER_METRIC.outOfTime);
   run.deps.log.info('sender handed a copy back unclaimed: too little time left', logContext(run, {}));
-  return keep(
+  return handBack(
+    run,
+    observed,
     'too little time left for a whole attempt; back unclaimed',
     Math.min(SQS_MAX_DELAY_SECONDS, visibilitySeconds),
   );
+}
+
+/**
+ * A due copy goes back unclaimed, no attempt (DESIGN §2): out of time ({@link outOfTime}) or held by
+ * the sending gate ({@link passGate}). Its mail is late by as long as the copy has been due
+ * (core/sendDecision.ts `dueSince`), and nothing else says so — no attempt, no outcome, and after
+ * three receives the copy leaves the send queue's age (decision 0224) — so each hand-back publishes
+ * it, a live message's only (DESIGN §14): the alarm DueMailHeldBack watches its maximum (decision 0231).
+ */
+function handBack(
+  run: CopyRun,
+  observed: MessageStateRecord,
+  reason: string,
+  visibilitySeconds: number,
+): CopyVerdict {
+  const due = dueSince(observed);
+  if (due !== undefined && isLiveSide(observed.tenant)) {
+    const lateness = Math.max(0, run.deps.now().getTime() - due.getTime());
+    run.deps.metrics.milliseconds(SENDER_METRIC.heldBackLateness, lateness);
+  }
+  return keep(reason, visibilitySeconds);
 }
 
 interface HeldCopy {
@@ -315,7 +339,7 @@ async function passGate(run: CopyRun, observed: MessageStateRecord): Promise<Hel
     'sender handed a copy back unclaimed: sending waits',
     logContext(run, { cause: held.cause, visibilitySeconds: held.seconds }),
   );
-  return { kind: 'held', verdict: keep(`sending waits (${held.cause})`, held.seconds) };
+  return { kind: 'held', verdict: handBack(run, observed, `sending waits (${held.cause})`, held.seconds) };
 }
 
 /** The recipients this send will have (the rate's unit): those not yet settled, at least one. */

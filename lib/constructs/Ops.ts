@@ -8,6 +8,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { RELAY_METRIC, SENDER_METRIC, SWEEPER_METRIC } from '../../lambdas/core/metricNames.js';
+import { SQS_MAX_DELAY_SECONDS } from '../../lambdas/core/queueLimits.js';
 import { DEFAULT_RELAY } from '../../lambdas/core/relays.js';
 import { postdateAlarm, relayMetric, stackMetric } from './alarms.js';
 
@@ -115,6 +116,26 @@ export class Ops extends Construct {
       }),
       props.oldestMessageAgeAlarmThreshold.toSeconds(),
       3,
+    );
+    // Copies the sender hands back unsent (out of time, the gate) are no attempts and, after three
+    // receives, leave the age above: each hand-back publishes how late its mail already is (decision
+    // 0231). One comes back within the longest delay (15 minutes, SQS_MAX_DELAY_SECONDS), a held one
+    // within the probe interval: any 1 of 2 such periods, so a copy coming back a little late is no OK
+    // between two pages.
+    const heldBackPeriod = Duration.seconds(SQS_MAX_DELAY_SECONDS);
+    alarms.push(
+      postdateAlarm(
+        this,
+        'DueMailHeldBack',
+        this.alarmTopic,
+        'due mail is held back unsent and already this late: the sender hands its copies back (out of time under POSTDATE_MAX_SEND_RATE, a pause, no relay, a throttle) with no attempt; see OutOfTime, SendingPaused and the relay alarms (docs/runbook.md §5)',
+        stackMetric(this, POSTDATE_METRIC.heldBackLateness, 'Maximum', heldBackPeriod),
+        {
+          threshold: props.oldestMessageAgeAlarmThreshold.toMilliseconds(),
+          evaluationPeriods: 2,
+          datapointsToAlarm: 1,
+        },
+      ),
     );
     alarm(
       'RelayIteratorAge',
@@ -463,6 +484,9 @@ export class Ops extends Construct {
       graph('5 Timing (ms)', [
         stackMetric(this, POSTDATE_METRIC.lateness, 'p50', ONE_MINUTE).with({ label: 'lateness p50' }),
         stackMetric(this, POSTDATE_METRIC.lateness, 'p99', ONE_MINUTE).with({ label: 'lateness p99' }),
+        stackMetric(this, POSTDATE_METRIC.heldBackLateness, 'Maximum', ONE_MINUTE).with({
+          label: 'held back unsent, max',
+        }),
         stackMetric(this, POSTDATE_METRIC.smtpDuration, 'p50', ONE_MINUTE).with({ label: 'SMTP p50' }),
         stackMetric(this, POSTDATE_METRIC.smtpDuration, 'p99', ONE_MINUTE).with({ label: 'SMTP p99' }),
       ]),

@@ -10,6 +10,8 @@ export interface PostdateAlarmOptions {
   readonly threshold?: number;
   /** @default 1 */
   readonly evaluationPeriods?: number;
+  /** Of the evaluation periods, how many must breach. @default all of them */
+  readonly datapointsToAlarm?: number;
   /** @default NOT_BREACHING */
   readonly treatMissingData?: cloudwatch.TreatMissingData;
 }
@@ -31,6 +33,7 @@ export function postdateAlarm(
     metric,
     threshold: options.threshold ?? 1,
     evaluationPeriods: options.evaluationPeriods ?? 1,
+    ...(options.datapointsToAlarm === undefined ? {} : { datapointsToAlarm: options.datapointsToAlarm }),
     comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
     treatMissingData: options.treatMissingData ?? cloudwatch.TreatMissingData.NOT_BREACHING,
   });

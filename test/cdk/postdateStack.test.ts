@@ -747,10 +747,10 @@ describe('ops: alarms and dashboard', () => {
         ]),
       },
     });
-    // 26 of Ops (RelayUnavailable, RelayFailover, RelayThrottled and RefusedRecords among them), and
-    // the eight of webhooks (failed deliveries, their DLQ, the producer's failures and lag, both
-    // functions' errors and throttles).
-    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(34);
+    // 27 of Ops (RelayUnavailable, RelayFailover, RelayThrottled, RefusedRecords and DueMailHeldBack
+    // among them), and the eight of webhooks (failed deliveries, their DLQ, the producer's failures
+    // and lag, both functions' errors and throttles).
+    expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm'))).toHaveLength(35);
     // DESIGN §5 "Rate": the relay throttling us for a while (its rate or its daily quota) is
     // sustained pressure an operator must see: a throttle wave in each of two 15-minute periods.
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {

@@ -8,6 +8,7 @@ import {
   admitCopy,
   claimTerms,
   decideOutcome,
+  dueSince,
   type OutcomeRecord,
   redrivesDeath,
   sendableAt,
@@ -16,6 +17,7 @@ import { attemptBudgetMs, sendTimingProblems } from '../../lambdas/core/sendTimi
 
 /** The two decisions that carry the promise (DESIGN §2, §5), as specifications. */
 
+const QUIET = { start: '22:00', end: '07:00' };
 const SETTINGS = { maxAttempts: 3, retryBaseSeconds: 30, retryCapSeconds: 3600 };
 const NOW = new Date('2026-12-01T09:00:00.000Z');
 const copy = (overrides: Partial<Parameters<typeof admitCopy>[1]> = {}) => ({
@@ -206,6 +208,45 @@ describe('when a copy may be sent', () => {
     expect(
       sendableAt({ status: 'retrying', send_at: sendAt, due_at: later, sweep_due_at: later }).toISOString(),
     ).toBe(sendAt);
+  });
+});
+
+/**
+ * How late a copy handed back unsent already is (decision 0231): since it came due — never since an
+ * earlier moment than it really did, so that a backoff, quiet hours or a sweeper's re-dispatch are
+ * never counted as mail held back.
+ */
+describe('since when a copy is due', () => {
+  const sendAt = '2026-12-01T10:00:00.000Z';
+  const later = '2026-12-01T10:05:00.000Z';
+  const stamped = '2026-12-01T11:00:00.000Z';
+  const sweptAt = '2026-12-01T10:30:00.000Z';
+
+  it('is send_at for a scheduled message, and the retry time for a retrying one', () => {
+    expect(dueSince({ status: 'scheduled', send_at: sendAt, due_at: sendAt })?.toISOString()).toBe(sendAt);
+    expect(dueSince({ status: 'retrying', send_at: sendAt, due_at: later })?.toISOString()).toBe(later);
+  });
+
+  it('is not known for a dead message an operator redrove: its copy is due since the redrive', () => {
+    expect(dueSince({ status: 'dead', send_at: sendAt, due_at: later })).toBeUndefined();
+  });
+
+  it('is the end of the quiet hours that held it (the hold moved due_at there, DESIGN §16)', () => {
+    const held = { status: 'scheduled' as const, send_at: sendAt, due_at: later, quiet_hours: QUIET };
+    expect(dueSince(held)?.toISOString()).toBe(later);
+  });
+
+  it('behind a sweeper stamp: send_at for a scheduled message that quiet hours cannot have held', () => {
+    const record = { status: 'scheduled' as const, send_at: sendAt, due_at: stamped, sweep_due_at: stamped };
+    expect(dueSince({ ...record, swept_at: sweptAt })?.toISOString()).toBe(sendAt);
+  });
+
+  it('behind a sweeper stamp that hides the retry time or a hold: no earlier than the stamp was made', () => {
+    const stamp = { due_at: stamped, sweep_due_at: stamped, swept_at: sweptAt };
+    expect(dueSince({ status: 'retrying', send_at: sendAt, ...stamp })?.toISOString()).toBe(sweptAt);
+    expect(
+      dueSince({ status: 'scheduled', send_at: sendAt, quiet_hours: QUIET, ...stamp })?.toISOString(),
+    ).toBe(sweptAt);
   });
 });
 
