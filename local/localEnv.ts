@@ -180,6 +180,27 @@ export function smtpBesideRelaysWarning(env: Env, config: Pick<Config, 'relaysJs
   return `warning: ${listed(ignored)} ${ignored.length === 1 ? 'is' : 'are'} ignored: ${relays} is set, and mail leaves only through the relays it lists (make that relay one of its entries, or unset ${ignored.length === 1 ? 'it' : 'them'})`;
 }
 
+/** Host names of a relay that reach the local stack's sink (it listens on 127.0.0.1). */
+const SINK_HOSTS: ReadonlySet<string> = new Set(['127.0.0.1', 'localhost']);
+
+/**
+ * Whether the local stack runs its own SMTP sink and viewer (MailDev under `npm start`, else the
+ * built-in sink) on `smtpPort`, the port asked of it (DESIGN §7, decision 0228): when mail may go
+ * there. Without POSTDATE_RELAYS, `SMTP_HOST` names the one relay and the sink is wanted when it is
+ * unset; with it, mail leaves only through the relays it lists (DESIGN §15: `SMTP_*` is then of no
+ * effect), and the sink is wanted only when one of them is the sink itself. A port of 0 (any free
+ * port) is one no relay can have named.
+ */
+export function startsLocalSink(
+  config: Pick<Config, 'smtp' | 'relaysJson' | 'relays'>,
+  smtpPort: number,
+): boolean {
+  if (config.relaysJson === undefined) return config.smtp.host === undefined;
+  return config.relays.some(
+    (relay) => relay.port === smtpPort && SINK_HOSTS.has(relay.host?.toLowerCase() ?? ''),
+  );
+}
+
 /** A part of the local stack and a port it asked for. */
 interface PartPort {
   readonly part: LocalPart;

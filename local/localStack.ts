@@ -16,6 +16,7 @@ import {
   checkLocalDataDir,
   claimPorts,
   LOCAL_PORT_DEFAULTS,
+  startsLocalSink,
 } from './localEnv.js';
 import {
   builtFunctions,
@@ -118,12 +119,15 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   // (a port taken meanwhile, say) must not leave it running beside the next start.
   let dynamodbUnlisted: Promise<{ stop(): Promise<void> }> | undefined;
   try {
+    const asked = { ...LOCAL_PORT_DEFAULTS, api: config.port, ...options.ports };
+    // Without a sink of its own (mail leaves through relays elsewhere) its two ports are any free
+    // ones, held by nothing: one the user fixed, or another program holds, does not stop the start.
+    const ownSink = startsLocalSink(config, asked.smtp);
     const ports = await claimPorts(
-      { ...LOCAL_PORT_DEFAULTS, api: config.port, ...options.ports },
+      ownSink ? asked : { ...asked, smtp: 0, mailViewer: 0 },
       HOST,
       options.takenPorts,
     );
-    const externalSmtp = config.smtp.host !== undefined;
 
     // The api and authorizer modules load while DynamoDB Local (the slow part: a JVM) starts.
     const modulesLoading = importInProcessFunctions();
@@ -212,7 +216,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
 
     let sink: SmtpSink | undefined;
     let mailViewerUrl: string | undefined;
-    if (!externalSmtp) {
+    if (ownSink) {
       const smtpSink = await startSmtpSink({
         port: ports.smtp,
         host: HOST,

@@ -3,9 +3,9 @@
  * Every start-up failure a person can fix (a bad variable, no java, a busy port) is one line and
  * exit code 1; Ctrl-C or SIGTERM stops every part, the java child included.
  *
- * Unless `SMTP_HOST` names a relay, mail goes to MailDev (local/smtp/maildevViewer.ts), reached as
- * any relay is, through `SMTP_HOST`/`SMTP_PORT`; the functions' logs are shown as `POSTDATE_LOG`
- * says (local/startLog.ts).
+ * Unless mail leaves through relays elsewhere (`startsLocalSink`), it goes to MailDev
+ * (local/smtp/maildevViewer.ts), reached as any relay is, through `SMTP_HOST`/`SMTP_PORT`; the
+ * functions' logs are shown as `POSTDATE_LOG` says (local/startLog.ts).
  */
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -20,6 +20,7 @@ import {
   loadLocalPorts,
   PortInUseError,
   smtpBesideRelaysWarning,
+  startsLocalSink,
   takenMeanwhile,
 } from './localEnv.js';
 import type { LocalStack } from './localStack.js';
@@ -77,11 +78,12 @@ function maildevInstalled(): boolean {
 
 /**
  * MailDev's ports: the sink's and the viewer's, a 0 made concrete now, so that the functions'
- * SMTP_PORT is known before MailDev listens and both start side by side. None when `SMTP_HOST`
- * names a relay (then there is no viewer) or MailDev is missing (then the built-in sink stands in).
+ * SMTP_PORT is known before MailDev listens and both start side by side. None when mail leaves
+ * through relays elsewhere (`startsLocalSink`: then there is no viewer) or MailDev is missing (then
+ * the built-in sink stands in).
  */
 async function viewerPortsOf(config: Config, ports: LocalPorts) {
-  if (config.smtp.host !== undefined) return undefined;
+  if (!startsLocalSink(config, ports.smtp)) return undefined;
   if (!maildevInstalled()) {
     process.stderr.write(
       'postdate: the maildev package is not installed (npm ci installs it); using the built-in SMTP sink and viewer\n',
@@ -131,7 +133,7 @@ function banner(
     `  S3           ${stack.s3Endpoint}   (attachments, bucket ${stack.attachmentBucket})`,
     ...(viewer
       ? [
-          `  SMTP sink    ${viewer.smtpHost}:${viewer.smtpPort}   (MailDev's; SMTP_HOST/SMTP_PORT of the functions)`,
+          `  SMTP sink    ${viewer.smtpHost}:${viewer.smtpPort}   (MailDev's; ${config.relaysJson === undefined ? 'SMTP_HOST/SMTP_PORT of the functions' : 'a relay of POSTDATE_RELAYS'})`,
         ]
       : []),
     ...(stack.smtpSink ? [`  SMTP sink    ${stack.smtpSink.host}:${stack.smtpSink.port}`] : []),
@@ -187,7 +189,7 @@ interface Started {
 }
 
 /**
- * MailDev (unless `SMTP_HOST` names a relay) and the stack, side by side. A failure of either stops
+ * MailDev (unless mail leaves through relays elsewhere) and the stack, side by side. A failure of either stops
  * the other and is thrown, so that the start can be tried again or end with one line.
  */
 async function startParts(

@@ -97,7 +97,7 @@ export interface EnqueueOptions {
 
 export interface EnqueueResult {
   readonly message: Message;
-  /** The key the message was enqueued with (given or generated). */
+  /** The key the message was enqueued with (given or generated), as the API reads it: `"abc"` is `abc`. */
   readonly idempotencyKey: string;
   /** True when the API answered a replay of an earlier enqueue with the same key and body. */
   readonly replayed: boolean;
@@ -188,7 +188,10 @@ export interface PostdateClient {
   ): Promise<WebhookDeliveryList>;
   /** Deliver a failed delivery again. */
   retryWebhookDelivery(id: string, delivery: string, options?: CallOptions): Promise<WebhookDelivery>;
-  /** The typed openapi-fetch client underneath (with the same auth and retries), for anything else. */
+  /**
+   * The typed openapi-fetch client underneath (with the same auth and retries), for anything else. A
+   * header a call gives is judged as `enqueue`'s key is: one fetch cannot carry is a PostdateInputError.
+   */
   readonly http: Client<paths>;
 }
 
@@ -223,18 +226,20 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
   const timeoutProblem = outOfRange(timeoutMs, TIMEOUT_RANGE);
   if (timeoutProblem !== null) throw new PostdateInputError('timeoutMs', timeoutProblem);
   const now = options.now ?? (() => new Date());
-  const http = createClient<paths>({
-    baseUrl: options.baseUrl.replace(/\/+$/, ''),
-    headers: { Authorization: `Bearer ${options.apiKey}` },
-    fetch: retryingFetch({
-      policy,
-      timeoutMs,
-      fetch: options.fetch ?? ((request) => globalThis.fetch(request)),
-      random: options.random ?? Math.random,
-      now,
-      sleep: options.sleep ?? sleepUnlessAborted,
+  const http = withCheckedHeaders(
+    createClient<paths>({
+      baseUrl: options.baseUrl.replace(/\/+$/, ''),
+      headers: { Authorization: `Bearer ${options.apiKey}` },
+      fetch: retryingFetch({
+        policy,
+        timeoutMs,
+        fetch: options.fetch ?? ((request) => globalThis.fetch(request)),
+        random: options.random ?? Math.random,
+        now,
+        sleep: options.sleep ?? sleepUnlessAborted,
+      }),
     }),
-  });
+  );
   const newKey = options.newIdempotencyKey ?? (() => globalThis.crypto.randomUUID());
 
   /** The document of a successful answer, or the problem of any other, thrown. */
@@ -263,20 +268,17 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     http,
     async enqueue(request, enqueueOptions = {}) {
       const given = enqueueOptions.idempotencyKey;
-      const idempotencyKey = given ?? newKey();
-      // The API's own rule (DESIGN §3), checked here too: a key no header can carry would otherwise
-      // be fetch's bare TypeError, and one the API refuses a 400 for a request that need not be sent.
-      if (!isSendableKey(idempotencyKey)) {
-        const source = given === undefined ? 'made by newIdempotencyKey' : undefined;
-        throw new PostdateInputError(
-          IDEMPOTENCY_KEY_HEADER,
-          'must be 1–255 printable ASCII characters',
-          source,
-        );
-      }
+      const sent = given ?? newKey();
+      // Sent as given (a quoted key stays quoted: its content may start with `"`); reported as the
+      // API reads and stores it.
+      const idempotencyKey = headerValueOf(
+        IDEMPOTENCY_KEY_HEADER,
+        sent,
+        given === undefined ? 'made by newIdempotencyKey' : undefined,
+      );
       const answer = await answerOf(
         http.POST('/v1/messages', {
-          params: { header: { [IDEMPOTENCY_KEY_HEADER]: idempotencyKey } },
+          params: { header: { [IDEMPOTENCY_KEY_HEADER]: sent } },
           body: request,
           ...signalOf(enqueueOptions),
         }),
@@ -470,15 +472,80 @@ async function answerOf<Answer>(call: Promise<Answer>): Promise<Answer> {
   }
 }
 
+/** A header name fetch takes (RFC 9110's token). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
 /**
- * Whether an Idempotency-Key reaches the API as a key it takes. fetch sends a header value without
- * its leading and trailing whitespace (tab, CR, LF, space: Fetch's "normalize"); what is left must be
- * printable ASCII, so that fetch can carry it and the API reads it as it was given, and name a key by
- * the API's own reading (`"abc"` is the key `abc`).
+ * The one rule for a header the caller gives, `enqueue`'s key or any header of {@link
+ * withCheckedHeaders} (decisions 0222, 0225, 0229): judged before anything is sent, so that a value
+ * fetch cannot carry is never its bare TypeError, and a key the API refuses never a 400 for a request
+ * that need not go out. fetch sends a value without its leading and trailing whitespace (tab, CR, LF,
+ * space: Fetch's "normalize"); what is left may hold no NUL, CR or LF and nothing beyond Latin-1. An
+ * Idempotency-Key must moreover be printable ASCII (so the API reads it as given) and a key by the
+ * API's own reading (DESIGN §3: `"abc"` is the key `abc`). Returns the value as the API reads it.
+ * @throws PostdateInputError naming the header (and `source`, where the value came from).
  */
-function isSendableKey(key: string): boolean {
-  const sent = key.replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, '');
-  return /^[\x20-\x7E]*$/.test(sent) && idempotencyKeyOf(sent) !== null;
+function headerValueOf(name: string, value: string, source?: string): string {
+  if (!HEADER_NAME.test(name)) {
+    throw new PostdateInputError(name, "is no header name: letters, digits and !#$%&'*+-.^_`|~", source);
+  }
+  const sent = value.replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, '');
+  if (name.toLowerCase() === IDEMPOTENCY_KEY_HEADER.toLowerCase()) {
+    const key = /^[\x20-\x7E]*$/.test(sent) ? idempotencyKeyOf(sent) : null;
+    if (key === null) {
+      throw new PostdateInputError(
+        IDEMPOTENCY_KEY_HEADER,
+        'must be 1–255 printable ASCII characters',
+        source,
+      );
+    }
+    return key;
+  }
+  if (!/^[^\0\r\n\u0100-\uffff]*$/.test(sent)) {
+    throw new PostdateInputError(
+      name,
+      'must be a value a header can carry: no NUL, CR or LF, nothing beyond Latin-1',
+      source,
+    );
+  }
+  return sent;
+}
+
+/** The header options of an openapi-fetch call: its `headers` and `params.header`. */
+interface CallHeaders {
+  readonly headers?: unknown;
+  readonly params?: { readonly header?: unknown };
+}
+
+/**
+ * The openapi-fetch client with every header a call gives (`headers`, `params.header`) judged by
+ * {@link headerValueOf} first: openapi-fetch merges them into a `Headers` before any fetch or
+ * middleware of ours runs, where a bad one is fetch's bare TypeError. A `Headers` given is made, so
+ * already good; `null` and `undefined` unset a header.
+ */
+function withCheckedHeaders(client: Client<paths>): Client<paths> {
+  const check = (init: CallHeaders | undefined) => {
+    for (const given of [init?.headers, init?.params?.header]) {
+      if (typeof given !== 'object' || given === null || given instanceof Headers) continue;
+      for (const [name, value] of Object.entries(given)) {
+        for (const one of Array.isArray(value) ? value : [value]) {
+          if (one !== null && one !== undefined) headerValueOf(name, String(one));
+        }
+      }
+    }
+  };
+  type Call = (...args: unknown[]) => Promise<unknown>;
+  // The init is a call's last argument: `GET(url, init)`, `request(method, url, init)`.
+  const checked =
+    (call: Call): Call =>
+    async (...args) => {
+      check(args.at(-1) as CallHeaders | undefined);
+      return call(...args);
+    };
+  const methods = (
+    ['GET', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'HEAD', 'PATCH', 'TRACE', 'request'] as const
+  ).map((method) => [method, checked(client[method] as unknown as Call)]);
+  return { ...client, ...Object.fromEntries(methods) };
 }
 
 function isHttpUrl(value: string): boolean {

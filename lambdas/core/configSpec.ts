@@ -88,7 +88,7 @@ export const CONFIG_SETTINGS = {
     local: undefined,
     aws: REQUIRED,
     propDefault: '`email-smtp.{region}.amazonaws.com`',
-    description: 'the relay; unset locally means the local SMTP sink',
+    description: 'the relay; unset locally (without POSTDATE_RELAYS) means the local SMTP sink',
   },
   smtpPort: {
     variable: 'SMTP_PORT',

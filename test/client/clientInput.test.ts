@@ -188,3 +188,84 @@ describe('the client refuses, when it is made, an option out of its range, namin
     expect(keys()).toHaveLength(4);
   });
 });
+
+// Decision 0229: the key the client reports is the one the API reads and stores, and a header given
+// through `http` is judged by the same rule as enqueue's key, never left to fetch's bare TypeError.
+describe('the client reports an Idempotency-Key as the API reads it', () => {
+  it('returns the key the API stores, however it was given, and sends it as given', async () => {
+    const { url, keys } = await recordingServer(accepted);
+    const client = clientOf(url);
+    const given = ['"order-9"', '  order-10  ', 'order-11\n', '"say \\"hi\\""'];
+    const reported = [];
+    for (const key of given)
+      reported.push((await client.enqueue(REQUEST, { idempotencyKey: key })).idempotencyKey);
+    expect(reported).toEqual(['order-9', 'order-10', 'order-11', 'say "hi"']);
+    expect(keys()).toEqual(['"order-9"', 'order-10', 'order-11', '"say \\"hi\\""']);
+  });
+
+  it('names that key in the problem of a refused enqueue', async () => {
+    const { url } = await recordingServer(problemAnswer(422));
+    const error = await clientOf(url)
+      .enqueue(REQUEST, { idempotencyKey: '"order-12"' })
+      .catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ name: 'PostdateProblemError', idempotencyKey: 'order-12' });
+  });
+});
+
+describe('a header given through http is judged before sending, as enqueue judges its key', () => {
+  const refused = [
+    ['with a newline', 'trace\r\nX-Injected: 1'],
+    ['with a NUL', 'trace\u00001'],
+    ['with a character beyond Latin-1', 'след-1'],
+  ] as const;
+
+  for (const [what, value] of refused) {
+    it(`a value ${what}: a PostdateInputError naming the header, not fetch's TypeError`, async () => {
+      const { url, keys } = await recordingServer(accepted);
+      const error = await clientOf(url)
+        .http.GET('/v1/messages/{id}', { params: { path: { id: 'm-1' } }, headers: { 'X-Trace': value } })
+        .catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(PostdateInputError);
+      expect(error).toMatchObject({ field: 'X-Trace' });
+      expect(keys()).toEqual([]);
+    });
+  }
+
+  it('a name that is no header name, named', async () => {
+    const { url, keys } = await recordingServer(accepted);
+    const error = await clientOf(url)
+      .http.GET('/health', { headers: { 'X Trace': '1' } })
+      .catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ name: 'PostdateInputError', field: 'X Trace' });
+    expect(keys()).toEqual([]);
+  });
+
+  it('an Idempotency-Key by the API’s rule, whichever method sends it', async () => {
+    const { url, keys } = await recordingServer(accepted);
+    const client = clientOf(url);
+    for (const key of ['order\n7', '""', 'café-7']) {
+      const error = await client.http
+        .POST('/v1/messages', { params: { header: { 'Idempotency-Key': key } }, body: REQUEST })
+        .catch((caught: unknown) => caught);
+      expect(error, JSON.stringify(key)).toMatchObject({
+        name: 'PostdateInputError',
+        field: 'Idempotency-Key',
+      });
+    }
+    expect(keys()).toEqual([]);
+  });
+
+  it('and sends every value fetch carries, as it is', async () => {
+    const { url, keys } = await recordingServer(accepted);
+    const client = clientOf(url);
+    await client.http.GET('/v1/messages/{id}', {
+      params: { path: { id: 'm-1' } },
+      headers: { 'X-Trace': '  café 1  ' },
+    });
+    await client.http.POST('/v1/messages', {
+      params: { header: { 'Idempotency-Key': '"order-13"' } },
+      body: REQUEST,
+    });
+    expect(keys()).toEqual([undefined, '"order-13"']);
+  });
+});
