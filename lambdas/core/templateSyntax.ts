@@ -96,13 +96,16 @@ function totalLookups(runtime: LookupRuntime): void {
  * JSON, so none is one), after strict found it: an object or a list is refused there, the same way
  * and at the same moments as a missing variable. `null` prints nothing, as Handlebars prints it: it
  * is a value the caller gave (decision 0227). Block arguments and path parents never reach `lambda`.
+ * Any other value leaves as text: unescaped (subject, text), Handlebars joins a program's outputs
+ * with `+` as they are, so `{{a}}{{b}}` printed 1 and 2 as "3" (its issue 1838; decision 0232).
  */
 function printableOutputs(runtime: LookupRuntime): void {
   const { lambda } = runtime;
   runtime.lambda = (value, context, loc) => {
     if (typeof value === 'object' && value !== null)
       throw new UnprintableValueError(Array.isArray(value) ? 'list' : 'object', loc);
-    return lambda(value, context);
+    const printed = lambda(value, context);
+    return printed == null ? printed : String(printed);
   };
 }
 

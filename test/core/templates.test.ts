@@ -229,6 +229,37 @@ describe('rendering a message', () => {
     });
   });
 
+  it('prints outputs side by side as written: numbers and booleans next to each other are never added (decision 0232)', () => {
+    expect(
+      render(
+        {
+          subject: '{{order.major}}{{order.minor}} shipped',
+          text: '{{order.major}}{{order.minor}}|{{#each digits}}{{@index}}{{this}}{{@first}}{{@last}};{{/each}}',
+          html: '{{order.major}}{{order.minor}}',
+        },
+        { order: { major: 1, minor: 2 }, digits: [7, 8] },
+      ),
+    ).toEqual({
+      ok: true,
+      value: { subject: '12 shipped', text: '12|07truefalse;18falsetrue;', html: '12' },
+    });
+    const printable = fc.oneof(
+      fc.string(),
+      fc.integer(),
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      fc.boolean(),
+    );
+    const form = fc.constantFrom('{{x}}{{y}}', '{{{x}}}{{{y}}}', '{{#with box}}{{../x}}{{../y}}{{/with}}');
+    fc.assert(
+      fc.property(printable, printable, form, (x, y, source) => {
+        expect(render({ text: `${source}.` }, { x, y, box: {} })).toEqual({
+          ok: true,
+          value: { subject: 'Hello', text: `${x}${y}.`, html: null },
+        });
+      }),
+    );
+  });
+
   it('lets objects and lists be block arguments and lookup parents, where they are not printed', () => {
     const data = { order: { id: 'A-8', lines: [{ sku: 'p1' }, { sku: 'p2' }], meta: {} } };
     const result = render(
