@@ -28,7 +28,7 @@ describe('storing a template: its syntax', () => {
     const source =
       '{{! a comment }}Hi {{user.name}}{{#if coupon}} ({{coupon}}){{else}}!{{/if}}' +
       '{{#unless paused}}go{{/unless}}{{#each items}}{{@index}}:{{this.title}} {{../user.name}}{{/each}}' +
-      '{{#with user}}{{name}}{{/with}}{{@root.user.name}}';
+      '{{#with user}}{{name}}{{/with}}{{@root.user.name}}{{this.each}}{{#if if}}{{/if}}';
     expect(templateSyntaxErrors('html', source)).toEqual([]);
     expect(templateSyntaxErrors('text', '{{{raw}}} {{&raw}}')).toEqual([]);
   });
@@ -49,6 +49,8 @@ describe('storing a template: its syntax', () => {
     ['block parameters', '{{#each items as |item|}}{{item}}{{/each}}', 'block parameters'],
     ['an unknown @ variable', '{{@secret}}', 'unknown variable'],
     ['#if without an argument', '{{#if}}x{{/if}}', 'exactly one variable'],
+    ['a block helper output without #', '<p>{{each}}</p>', 'its #each helper (line 1, column 4)'],
+    ['#if output in brackets', '{{#with order}}{{[if]}}{{/with}}', '{{this.if}}'],
     ['a syntax error', 'Hi {{name', 'not valid Handlebars'],
     ['mismatched blocks', '{{#if a}}x{{/each}}', 'not valid Handlebars'],
   ])('refuses %s when it is stored', (_what, source, reason) => {
