@@ -134,6 +134,11 @@ describe('rendering a message', () => {
     const inBlock = render({ text: '{{#each items}}{{title}}{{/each}}' }, { items: [{ title: 'a' }, {}] });
     expect(inBlock.ok).toBe(false);
     if (!inBlock.ok) expect(inBlock.errors[0]?.message).toContain('`title`');
+    // A line may end in CR alone, as Handlebars counts lines.
+    expect(render({ text: 'Hi\r  {{name}}' }, {})).toEqual({
+      ok: false,
+      errors: [{ field: '/data', message: 'lacks `name`, which the text template uses (line 2, column 5)' }],
+    });
   });
 
   it('names the variable when a parent on its path is missing or is not an object (DESIGN §3: 422 with the failing variable)', () => {
@@ -188,6 +193,8 @@ describe('rendering a message', () => {
     ['text', '{{#with order}}{{lines}}{{/with}}', 'lines', { order: { lines: [1, 2] } }, 'a list'],
     ['text', '{{@root}}', '@root', { a: 1 }, 'an object'],
     ['text', '{{@root.order}}', '@root.order', { order: {} }, 'an object'],
+    ['text', 'Order:\r\n  {{order}}', 'order', { order: { id: 1 } }, 'an object'],
+    ['text', 'Order:\r  {{order}} {{n}}', 'order', { order: { id: 1 }, n: 1 }, 'an object'],
   ])('in %s, %s is refused naming `%s`', (part, source, variable, data, kind) => {
     const result = render({ [part]: source }, data);
     expect(result.ok).toBe(false);
