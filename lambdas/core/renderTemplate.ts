@@ -189,12 +189,11 @@ function strictLocation(error: unknown): SourceLocation | null {
 
 /**
  * The variable between two Handlebars locations (lines from 1, columns from 0): a path's, or an
- * output's without its braces, `&` and `~`.
+ * output's without its braces, `&` and `~`. Lines end as Handlebars ends them: CR LF, LF or CR.
  */
 function sourceAt(source: string, location: SourceLocation): string {
-  const lines = source.split('\n');
-  const offset = (line: number, column: number) =>
-    lines.slice(0, line - 1).reduce((sum, text) => sum + text.length + 1, 0) + column;
+  const lineStarts = [0, ...Array.from(source.matchAll(/\r\n?|\n/g), (end) => end.index + end[0].length)];
+  const offset = (line: number, column: number) => (lineStarts[line - 1] ?? source.length) + column;
   const text = source.slice(
     offset(location.line, location.column),
     offset(location.endLine, location.endColumn),

@@ -8,10 +8,10 @@
  * `@last`, `@root.x`), comments, and the four built-in blocks `#if`, `#unless`, `#each`, `#with`
  * (each with one path argument and an optional `{{else}}`). Refused, each with its reason:
  * partials, decorators and inline partials, any other helper or block (`lookup`, `log`, raw
- * blocks, mustache sections), helper arguments, sub-expressions, literals as values, block
- * parameters (`as |item|`: Handlebars does not check them strictly, so a missing field would render
- * as an empty string), a path through a prototype name (`constructor`, `__proto__`, …) and, in
- * `html`, unescaped output (`{{{x}}}`, `{{& x}}`).
+ * blocks, mustache sections), a block helper output bare (`{{each}}`), helper arguments,
+ * sub-expressions, literals as values, block parameters (`as |item|`: Handlebars does not check
+ * them strictly, so a missing field would render as an empty string), a path through a prototype
+ * name (`constructor`, `__proto__`, …) and, in `html`, unescaped output (`{{{x}}}`, `{{& x}}`).
  */
 import Handlebars from 'handlebars';
 import type { FieldError } from './problem.js';
@@ -96,13 +96,16 @@ function totalLookups(runtime: LookupRuntime): void {
  * JSON, so none is one), after strict found it: an object or a list is refused there, the same way
  * and at the same moments as a missing variable. `null` prints nothing, as Handlebars prints it: it
  * is a value the caller gave (decision 0227). Block arguments and path parents never reach `lambda`.
+ * Any other value leaves as text: unescaped (subject, text), Handlebars joins a program's outputs
+ * with `+` as they are, so `{{a}}{{b}}` printed 1 and 2 as "3" (its issue 1838; decision 0232).
  */
 function printableOutputs(runtime: LookupRuntime): void {
   const { lambda } = runtime;
   runtime.lambda = (value, context, loc) => {
     if (typeof value === 'object' && value !== null)
       throw new UnprintableValueError(Array.isArray(value) ? 'list' : 'object', loc);
-    return lambda(value, context);
+    const printed = lambda(value, context);
+    return printed == null ? printed : String(printed);
   };
 }
 
@@ -272,6 +275,15 @@ function mustache(node: Node, part: TemplatePart, problems: string[], at: string
     );
     return;
   }
+  // `{{each}}` or `{{[if]}}` is no variable: Handlebars calls the helper, which fails without its
+  // argument, so the template could never render (decision 0232).
+  const [name = ''] = (path.parts as string[] | undefined) ?? [];
+  if (simpleId(path) && (TEMPLATE_BLOCK_HELPERS as readonly string[]).includes(name)) {
+    problems.push(
+      `outputs ${quoted(path)}, which Handlebars calls as its #${name} helper${at}: write {{this.${name}}} to print a field so named`,
+    );
+    return;
+  }
   if (part === 'html' && node.escaped === false) {
     problems.push(
       `outputs ${quoted(path)} unescaped ({{{…}}} or {{&…}})${at}: html output is always escaped`,
@@ -319,6 +331,10 @@ function pathProblems(path: Node, problems: string[], at: string): void {
     problems.push(`reads ${quoted(path)}${at}, which goes through the prototype name "${denied}"`);
   }
 }
+
+/** Handlebars' own test of a one-name path, the kind it resolves as a helper first. */
+const simpleId = (path: Node): boolean =>
+  (handlebars.AST.helpers as unknown as { simpleId(path: Node): boolean }).simpleId(path);
 
 function hasArguments(node: Node): boolean {
   const params = node.params as unknown[] | undefined;

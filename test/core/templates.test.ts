@@ -28,7 +28,7 @@ describe('storing a template: its syntax', () => {
     const source =
       '{{! a comment }}Hi {{user.name}}{{#if coupon}} ({{coupon}}){{else}}!{{/if}}' +
       '{{#unless paused}}go{{/unless}}{{#each items}}{{@index}}:{{this.title}} {{../user.name}}{{/each}}' +
-      '{{#with user}}{{name}}{{/with}}{{@root.user.name}}';
+      '{{#with user}}{{name}}{{/with}}{{@root.user.name}}{{this.each}}{{#if if}}{{/if}}';
     expect(templateSyntaxErrors('html', source)).toEqual([]);
     expect(templateSyntaxErrors('text', '{{{raw}}} {{&raw}}')).toEqual([]);
   });
@@ -49,6 +49,8 @@ describe('storing a template: its syntax', () => {
     ['block parameters', '{{#each items as |item|}}{{item}}{{/each}}', 'block parameters'],
     ['an unknown @ variable', '{{@secret}}', 'unknown variable'],
     ['#if without an argument', '{{#if}}x{{/if}}', 'exactly one variable'],
+    ['a block helper output without #', '<p>{{each}}</p>', 'its #each helper (line 1, column 4)'],
+    ['#if output in brackets', '{{#with order}}{{[if]}}{{/with}}', '{{this.if}}'],
     ['a syntax error', 'Hi {{name', 'not valid Handlebars'],
     ['mismatched blocks', '{{#if a}}x{{/each}}', 'not valid Handlebars'],
   ])('refuses %s when it is stored', (_what, source, reason) => {
@@ -132,6 +134,11 @@ describe('rendering a message', () => {
     const inBlock = render({ text: '{{#each items}}{{title}}{{/each}}' }, { items: [{ title: 'a' }, {}] });
     expect(inBlock.ok).toBe(false);
     if (!inBlock.ok) expect(inBlock.errors[0]?.message).toContain('`title`');
+    // A line may end in CR alone, as Handlebars counts lines.
+    expect(render({ text: 'Hi\r  {{name}}' }, {})).toEqual({
+      ok: false,
+      errors: [{ field: '/data', message: 'lacks `name`, which the text template uses (line 2, column 5)' }],
+    });
   });
 
   it('names the variable when a parent on its path is missing or is not an object (DESIGN §3: 422 with the failing variable)', () => {
@@ -186,6 +193,8 @@ describe('rendering a message', () => {
     ['text', '{{#with order}}{{lines}}{{/with}}', 'lines', { order: { lines: [1, 2] } }, 'a list'],
     ['text', '{{@root}}', '@root', { a: 1 }, 'an object'],
     ['text', '{{@root.order}}', '@root.order', { order: {} }, 'an object'],
+    ['text', 'Order:\r\n  {{order}}', 'order', { order: { id: 1 } }, 'an object'],
+    ['text', 'Order:\r  {{order}} {{n}}', 'order', { order: { id: 1 }, n: 1 }, 'an object'],
   ])('in %s, %s is refused naming `%s`', (part, source, variable, data, kind) => {
     const result = render({ [part]: source }, data);
     expect(result.ok).toBe(false);
@@ -227,6 +236,37 @@ describe('rendering a message', () => {
       ok: true,
       value: { subject: 'Hello', text: '[]', html: null },
     });
+  });
+
+  it('prints outputs side by side as written: numbers and booleans next to each other are never added (decision 0232)', () => {
+    expect(
+      render(
+        {
+          subject: '{{order.major}}{{order.minor}} shipped',
+          text: '{{order.major}}{{order.minor}}|{{#each digits}}{{@index}}{{this}}{{@first}}{{@last}};{{/each}}',
+          html: '{{order.major}}{{order.minor}}',
+        },
+        { order: { major: 1, minor: 2 }, digits: [7, 8] },
+      ),
+    ).toEqual({
+      ok: true,
+      value: { subject: '12 shipped', text: '12|07truefalse;18falsetrue;', html: '12' },
+    });
+    const printable = fc.oneof(
+      fc.string(),
+      fc.integer(),
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      fc.boolean(),
+    );
+    const form = fc.constantFrom('{{x}}{{y}}', '{{{x}}}{{{y}}}', '{{#with box}}{{../x}}{{../y}}{{/with}}');
+    fc.assert(
+      fc.property(printable, printable, form, (x, y, source) => {
+        expect(render({ text: `${source}.` }, { x, y, box: {} })).toEqual({
+          ok: true,
+          value: { subject: 'Hello', text: `${x}${y}.`, html: null },
+        });
+      }),
+    );
   });
 
   it('lets objects and lists be block arguments and lookup parents, where they are not printed', () => {

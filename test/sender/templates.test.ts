@@ -4,9 +4,11 @@
  * latest, and still after an archive — with html escaped; a message that cannot render is `failed`
  * with class `permanent` and a reason, and never retried.
  */
-import { DeleteCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildOutboxWrite, readOutboxTemplate } from '../../lambdas/outbox/index.js';
+import { messagePk } from '../../lambdas/store/messageRecord.js';
+import { ITEM_SORT_KEY, KEY } from '../../lambdas/store/tableLayout.js';
 import { DynamoTemplateStore, templateVersionKey } from '../../lambdas/store/templateStore.js';
 import { TENANT } from './records.js';
 import { createSenderRig, type SenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
@@ -108,6 +110,42 @@ describe('the sender with template messages', () => {
       enhanced_code: null,
       message: 'template vanishing v1 does not exist',
     });
+    expect(rig.received(id)).toEqual([]);
+    expect((await rig.depth()).stored + (await rig.depth()).delayed).toBe(0);
+  });
+
+  it('fails a queued message whose data prints an object (permanent, naming the output, never the value), without an SMTP transaction', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script();
+    await putVersion('ordered', 'Order {{order}}', '<p>{{order}}</p>');
+    const id = await enqueue(rig, 'ordered', { order: 'A-8' }, 'ordered');
+    // Queued before decision 0227, when the enqueue's render printed "[object Object]": its data
+    // prints an object in the subject (the enqueue refuses such data now, so it is written here).
+    await world.documents.send(
+      new UpdateCommand({
+        TableName: world.tableName,
+        Key: { [KEY.partition]: messagePk(id), [KEY.sort]: ITEM_SORT_KEY.messageBody },
+        UpdateExpression: 'SET data_json = :data',
+        ExpressionAttributeValues: { ':data': JSON.stringify({ order: { id: 'A-8', secret: 'K-77' } }) },
+      }),
+    );
+    await rig.dispatch({ id, rev: 1 });
+
+    const { response } = await rig.deliverNext();
+
+    expect(response.batchItemFailures).toEqual([]);
+    const state = await rig.state(id);
+    expect(state.status).toBe('failed');
+    expect(state.attempts).toBe(0);
+    expect(state.last_error).toEqual({
+      class: 'permanent',
+      code: null,
+      enhanced_code: null,
+      message: expect.stringMatching(
+        /^template ordered v1 does not render with the message's data: \/data `order` is an object, which the subject template prints \(line 1, column 7\)/,
+      ),
+    });
+    expect(JSON.stringify(state)).not.toContain('K-77');
     expect(rig.received(id)).toEqual([]);
     expect((await rig.depth()).stored + (await rig.depth()).delayed).toBe(0);
   });
