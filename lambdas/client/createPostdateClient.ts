@@ -521,31 +521,63 @@ interface CallHeaders {
  * The openapi-fetch client with every header a call gives (`headers`, `params.header`) judged by
  * {@link headerValueOf} first: openapi-fetch merges them into a `Headers` before any fetch or
  * middleware of ours runs, where a bad one is fetch's bare TypeError. A `Headers` given is made, so
- * already good; `null` and `undefined` unset a header.
+ * already good; `null` and `undefined` unset a header. A list of pairs (fetch's `HeadersInit`, which
+ * openapi-fetch's types take) is judged pair by pair and handed on as a `Headers`: openapi-fetch reads
+ * it as an object, and would send headers named `0`, `1`, … (decision 0233).
  */
 function withCheckedHeaders(client: Client<paths>): Client<paths> {
-  const check = (init: CallHeaders | undefined) => {
-    for (const given of [init?.headers, init?.params?.header]) {
-      if (typeof given !== 'object' || given === null || given instanceof Headers) continue;
-      for (const [name, value] of Object.entries(given)) {
-        for (const one of Array.isArray(value) ? value : [value]) {
-          if (one !== null && one !== undefined) headerValueOf(name, String(one));
-        }
-      }
-    }
-  };
   type Call = (...args: unknown[]) => Promise<unknown>;
-  // The init is a call's last argument: `GET(url, init)`, `request(method, url, init)`.
+  // The init is the argument after the URL: `GET(url, init)`, `request(method, url, init)`.
   const checked =
-    (call: Call): Call =>
+    (call: Call, initAt: number): Call =>
     async (...args) => {
-      check(args.at(-1) as CallHeaders | undefined);
+      const init = args[initAt];
+      if (typeof init === 'object' && init !== null) args[initAt] = checkedInit(init);
       return call(...args);
     };
-  const methods = (
-    ['GET', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'HEAD', 'PATCH', 'TRACE', 'request'] as const
-  ).map((method) => [method, checked(client[method] as unknown as Call)]);
-  return { ...client, ...Object.fromEntries(methods) };
+  const methods = (['GET', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'HEAD', 'PATCH', 'TRACE'] as const).map(
+    (method) => [method, checked(client[method] as unknown as Call, 1)],
+  );
+  return {
+    ...client,
+    ...Object.fromEntries(methods),
+    request: checked(client.request as unknown as Call, 2),
+  };
+}
+
+/** A call's init with its headers judged (each header given, or a list of pairs made a `Headers`). */
+function checkedInit(init: CallHeaders): CallHeaders {
+  const { headers, params } = init;
+  return {
+    ...init,
+    ...(headers === undefined ? {} : { headers: checkedHeaders(headers) }),
+    ...(params?.header === undefined ? {} : { params: { ...params, header: checkedHeaders(params.header) } }),
+  };
+}
+
+function checkedHeaders(given: unknown): unknown {
+  if (typeof given !== 'object' || given === null || given instanceof Headers) return given;
+  if (Array.isArray(given)) {
+    return new Headers(
+      given.map((pair: unknown): [string, string] => {
+        if (!Array.isArray(pair) || pair.length !== 2) {
+          throw new PostdateInputError(
+            'headers',
+            'must be an object, a Headers or a list of [name, value] pairs',
+          );
+        }
+        const [name, value] = pair.map(String) as [string, string];
+        headerValueOf(name, value);
+        return [name, value];
+      }),
+    );
+  }
+  for (const [name, value] of Object.entries(given)) {
+    for (const one of Array.isArray(value) ? value : [value]) {
+      if (one !== null && one !== undefined) headerValueOf(name, String(one));
+    }
+  }
+  return given;
 }
 
 function isHttpUrl(value: string): boolean {

@@ -269,3 +269,30 @@ describe('a header given through http is judged before sending, as enqueue judge
     expect(keys()).toEqual([undefined, '"order-13"']);
   });
 });
+
+// Decision 0233: `headers` may be a list of pairs (fetch's HeadersInit, which openapi-fetch's types
+// take); each pair is judged by its own name, and sent as the header it names.
+describe('headers given through http as a list of pairs', () => {
+  it('are sent as the headers they name', async () => {
+    const { url, keys } = await recordingServer(accepted);
+    await clientOf(url).http.GET('/health', { headers: [['Idempotency-Key', '"order-15"']] });
+    expect(keys()).toEqual(['"order-15"']);
+  });
+
+  it('are judged pair by pair, naming the header of a bad one', async () => {
+    const { url, keys } = await recordingServer(accepted);
+    const client = clientOf(url);
+    const given = [
+      [['X-Trace', 'trace\r\nX-Injected: 1'], 'X-Trace'],
+      [['X Trace', '1'], 'X Trace'],
+      [['Idempotency-Key', '""'], 'Idempotency-Key'],
+    ] as const;
+    for (const [pair, field] of given) {
+      const error = await client.http
+        .GET('/health', { headers: [[...pair]] })
+        .catch((caught: unknown) => caught);
+      expect(error, field).toMatchObject({ name: 'PostdateInputError', field });
+    }
+    expect(keys()).toEqual([]);
+  });
+});
