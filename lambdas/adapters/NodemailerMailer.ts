@@ -165,7 +165,7 @@ export class NodemailerMailer implements Mailer {
       }
       const envelope = envelopeOf(email.envelope);
       const smtpEnvelope = {
-        from: addressparser(email.from, { flatten: true })[0]?.address ?? email.from,
+        from: envelopeAddress(email.from),
         // Only the pending recipients in RCPT TO; the headers show everyone, as on the first attempt.
         to: envelope.map((recipient) => recipient.address),
       };
@@ -508,12 +508,27 @@ interface EnvelopeRecipient {
 
 function envelopeOf(recipients: readonly string[]): EnvelopeRecipient[] {
   return recipients.map((recipient) => {
-    const address = addressparser(recipient, { flatten: true })[0]?.address ?? recipient;
+    const address = envelopeAddress(recipient);
     return { address, key: addressKey(address) };
   });
 }
 
-/** Compares addresses as nodemailer reports them (it may punycode the domain). */
+/**
+ * The bare address of a mailbox as MAIL FROM and RCPT TO carry it: its domain as A-labels
+ * (`ada@bücher.example` → `ada@xn--bcher-kva.example`), as the composed headers give it. The API
+ * refuses non-ASCII local parts, so the envelope is ASCII and needs no SMTPUTF8 (RFC 6531), which
+ * nodemailer would otherwise ask for, or send UTF-8 without it to a relay that does not offer it
+ * (RFC 5321 §2.3.5 wants a domain in ASCII; decision 0234).
+ */
+function envelopeAddress(mailbox: string): string {
+  const address = addressparser(mailbox, { flatten: true })[0]?.address ?? mailbox;
+  const at = address.lastIndexOf('@');
+  if (at < 0) return address;
+  const domain = address.slice(at + 1);
+  return `${address.slice(0, at)}@${domainToASCII(domain) || domain}`;
+}
+
+/** Compares addresses as nodemailer reports them (the domain in A-labels, in any case). */
 function addressKey(address: string): string {
   const at = address.lastIndexOf('@');
   if (at < 0) return address.toLowerCase();

@@ -471,3 +471,49 @@ describe('NodemailerMailer reading the relay login from Secrets Manager (issue 1
     }
   });
 });
+
+describe('NodemailerMailer against a relay that does not offer SMTPUTF8 (RFC 6531)', () => {
+  it('gives an internationalised domain as A-labels in MAIL FROM and RCPT TO, as the headers do (RFC 5321 §2.3.5, decision 0234)', async () => {
+    // The commands as they came over the wire: smtp-server shows a received domain in Unicode.
+    const commands: string[] = [];
+    const server = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ['STARTTLS'],
+      hideSMTPUTF8: true,
+      logger: {
+        level: () => 'debug',
+        trace: () => {},
+        debug: (_meta: unknown, kind: unknown, line: unknown) => {
+          if (kind === 'C:' && typeof line === 'string') commands.push(line);
+        },
+        info: () => {},
+        warn: () => {},
+        error: () => {},
+        fatal: () => {},
+        child: () => undefined,
+      } as never,
+      onData: (stream, _session, callback) => {
+        stream.resume();
+        stream.once('end', () => callback());
+      },
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.server.address() as AddressInfo;
+    const mailer = mailerFor({ host: '127.0.0.1', port });
+    try {
+      const outcome = await mailer.send(
+        email({ from: 'Ops <ops@exämple.com>', to: ['Ada <ada@bücher.example>'] }),
+      );
+      expect({
+        outcome: outcome.delivered ? 'delivered' : outcome.reply,
+        envelope: commands.filter((line) => /^(MAIL|RCPT) /i.test(line)),
+      }).toEqual({
+        outcome: 'delivered',
+        envelope: ['MAIL FROM:<ops@xn--exmple-cua.com>', 'RCPT TO:<ada@xn--bcher-kva.example>'],
+      });
+    } finally {
+      await mailer.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});
