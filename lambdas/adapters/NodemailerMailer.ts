@@ -167,7 +167,9 @@ export class NodemailerMailer implements Mailer {
       const smtpEnvelope = {
         from: envelopeAddress(email.from),
         // Only the pending recipients in RCPT TO; the headers show everyone, as on the first attempt.
-        to: envelope.map((recipient) => recipient.address),
+        // A mailbox named more than once (to, cc, bcc) gets one RCPT TO, as nodemailer's own envelope
+        // would give it, and so one copy; its reply counts for each place (refusalsOf).
+        to: [...new Map(envelope.map((recipient) => [recipient.key, recipient.address])).values()],
       };
       // A reused session the relay closed while it sat idle fails before a byte of the message is
       // read (without a reply, or with the relay's 421 as it closed it): that message goes out on a
@@ -550,7 +552,7 @@ function rejectedErrorsOf(error: unknown): unknown[] | undefined {
   return Array.isArray(list) ? list : undefined;
 }
 
-/** nodemailer's per-recipient RCPT TO errors as refusals by envelope position. */
+/** nodemailer's per-recipient RCPT TO errors as refusals by envelope position, each place of a mailbox. */
 function refusalsOf(
   errors: readonly unknown[] | undefined,
   envelope: readonly EnvelopeRecipient[],
@@ -560,18 +562,20 @@ function refusalsOf(
     const recipient = (error as { recipient?: unknown }).recipient;
     if (typeof recipient !== 'string') continue;
     const key = addressKey(recipient);
-    const index = envelope.findIndex((candidate) => candidate.key === key);
-    if (index < 0 || refusals.some((refusal) => refusal.index === index)) continue;
     const classified = classifySmtpError(error);
-    refusals.push({
-      index,
-      code: classified.code,
-      enhancedCode: classified.enhancedCode,
-      permanent: classified.class === 'permanent',
-      hardBounce: classified.hardBounce,
-      ...(classified.throttle === undefined ? {} : { throttle: classified.throttle }),
-      reply: replyText(error),
-      failure: { class: classified.class, reason: classified.reason },
+    envelope.forEach((candidate, index) => {
+      // Every place of a mailbox named more than once: it had one RCPT TO.
+      if (candidate.key !== key || refusals.some((refusal) => refusal.index === index)) return;
+      refusals.push({
+        index,
+        code: classified.code,
+        enhancedCode: classified.enhancedCode,
+        permanent: classified.class === 'permanent',
+        hardBounce: classified.hardBounce,
+        ...(classified.throttle === undefined ? {} : { throttle: classified.throttle }),
+        reply: replyText(error),
+        failure: { class: classified.class, reason: classified.reason },
+      });
     });
   }
   return refusals;

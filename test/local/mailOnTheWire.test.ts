@@ -103,6 +103,31 @@ describe('the envelope and the headers (RFC 5321/5322)', () => {
       expect(headerCount(mail.raw, name), name).toBe(1);
   }, 40_000);
 
+  it('delivers to a mailbox named more than once (to, cc, bcc) and counts each place accepted', async () => {
+    const { mail } = await delivered({
+      to: ['Ada <ada@example.com>'],
+      cc: ['ada@EXAMPLE.com'],
+      bcc: ['ada@example.com', 'bob@example.com'],
+      subject: 'Once',
+      text: 'Hello.',
+    });
+    // smtp-server keeps one RCPT TO per address; the commands sent (one for Ada) are read in
+    // test/adapters/nodemailerMailer.test.ts (decision 0234).
+    expect(mail.envelope.to).toEqual(['ada@example.com', 'bob@example.com']);
+    const view = await eventually(
+      'the message sent',
+      async () => {
+        const message = (await (await call('GET', `/v1/messages/${mail.postdateId}`)).json()) as {
+          status: string;
+          recipients: Record<string, number>;
+        };
+        return message.status === 'sent' ? message : undefined;
+      },
+      { withinMs: 20_000, everyMs: 50 },
+    );
+    expect(view.recipients).toEqual({ accepted: 4, pending: 0, rejected: 0, suppressed: 0 });
+  }, 40_000);
+
   it('gives an internationalised domain as A-labels in the headers, and the envelope reaches its mailbox', async () => {
     const { mail, parsed } = await delivered({
       from: 'Ops <ops@exämple.com>',
