@@ -232,13 +232,21 @@ describe("the caller's headers (DESIGN §3)", () => {
       to: ['ada@example.com'],
       subject: 'Headers',
       text: 'Hi.',
-      headers: { 'X-Campaign': '42', 'X-Note': 'Grüße ✓', 'List-Unsubscribe': '<https://example.com/u/1>' },
+      headers: {
+        'X-Campaign': '42',
+        'X-Note': 'Grüße ✓',
+        // RFC 2369 and 8058 one-click: DESIGN asks none of Postdate, so the caller gives them.
+        'List-Unsubscribe': '<https://example.com/u/1>',
+        'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+      },
     });
     expect(headerCount(mail.raw, 'X-Campaign')).toBe(1);
     expect(parsed.headers.get('x-campaign')).toBe('42');
     // An unstructured field (RFC 5322 §3.6.8) as RFC 2047 words; mailparser decodes only the fields it knows.
     expect(decodeEncodedWords(String(parsed.headers.get('x-note')))).toBe('Grüße ✓');
     expect(headerCount(mail.raw, 'List-Unsubscribe')).toBe(1);
+    expect(headerBlock(mail.raw)).toMatch(/^List-Unsubscribe-Post: List-Unsubscribe=One-Click\r?$/m);
+    expect(headerCount(mail.raw, 'List-Unsubscribe-Post')).toBe(1);
     expect(headerCount(mail.raw, 'X-Postdate-Id')).toBe(1);
   }, 40_000);
 
