@@ -165,9 +165,11 @@ export class NodemailerMailer implements Mailer {
       }
       const envelope = envelopeOf(email.envelope);
       const smtpEnvelope = {
-        from: addressparser(email.from, { flatten: true })[0]?.address ?? email.from,
+        from: envelopeAddress(email.from),
         // Only the pending recipients in RCPT TO; the headers show everyone, as on the first attempt.
-        to: envelope.map((recipient) => recipient.address),
+        // A mailbox named more than once (to, cc, bcc) gets one RCPT TO, as nodemailer's own envelope
+        // would give it, and so one copy; its reply counts for each place (refusalsOf).
+        to: [...new Map(envelope.map((recipient) => [recipient.key, recipient.address])).values()],
       };
       // A reused session the relay closed while it sat idle fails before a byte of the message is
       // read (without a reply, or with the relay's 421 as it closed it): that message goes out on a
@@ -508,12 +510,27 @@ interface EnvelopeRecipient {
 
 function envelopeOf(recipients: readonly string[]): EnvelopeRecipient[] {
   return recipients.map((recipient) => {
-    const address = addressparser(recipient, { flatten: true })[0]?.address ?? recipient;
+    const address = envelopeAddress(recipient);
     return { address, key: addressKey(address) };
   });
 }
 
-/** Compares addresses as nodemailer reports them (it may punycode the domain). */
+/**
+ * The bare address of a mailbox as MAIL FROM and RCPT TO carry it: its domain as A-labels
+ * (`ada@bücher.example` → `ada@xn--bcher-kva.example`), as the composed headers give it. The API
+ * refuses non-ASCII local parts, so the envelope is ASCII and needs no SMTPUTF8 (RFC 6531), which
+ * nodemailer would otherwise ask for, or send UTF-8 without it to a relay that does not offer it
+ * (RFC 5321 §2.3.5 wants a domain in ASCII; decision 0234).
+ */
+function envelopeAddress(mailbox: string): string {
+  const address = addressparser(mailbox, { flatten: true })[0]?.address ?? mailbox;
+  const at = address.lastIndexOf('@');
+  if (at < 0) return address;
+  const domain = address.slice(at + 1);
+  return `${address.slice(0, at)}@${domainToASCII(domain) || domain}`;
+}
+
+/** Compares addresses as nodemailer reports them (the domain in A-labels, in any case). */
 function addressKey(address: string): string {
   const at = address.lastIndexOf('@');
   if (at < 0) return address.toLowerCase();
@@ -535,7 +552,7 @@ function rejectedErrorsOf(error: unknown): unknown[] | undefined {
   return Array.isArray(list) ? list : undefined;
 }
 
-/** nodemailer's per-recipient RCPT TO errors as refusals by envelope position. */
+/** nodemailer's per-recipient RCPT TO errors as refusals by envelope position, each place of a mailbox. */
 function refusalsOf(
   errors: readonly unknown[] | undefined,
   envelope: readonly EnvelopeRecipient[],
@@ -545,18 +562,20 @@ function refusalsOf(
     const recipient = (error as { recipient?: unknown }).recipient;
     if (typeof recipient !== 'string') continue;
     const key = addressKey(recipient);
-    const index = envelope.findIndex((candidate) => candidate.key === key);
-    if (index < 0 || refusals.some((refusal) => refusal.index === index)) continue;
     const classified = classifySmtpError(error);
-    refusals.push({
-      index,
-      code: classified.code,
-      enhancedCode: classified.enhancedCode,
-      permanent: classified.class === 'permanent',
-      hardBounce: classified.hardBounce,
-      ...(classified.throttle === undefined ? {} : { throttle: classified.throttle }),
-      reply: replyText(error),
-      failure: { class: classified.class, reason: classified.reason },
+    envelope.forEach((candidate, index) => {
+      // Every place of a mailbox named more than once: it had one RCPT TO.
+      if (candidate.key !== key || refusals.some((refusal) => refusal.index === index)) return;
+      refusals.push({
+        index,
+        code: classified.code,
+        enhancedCode: classified.enhancedCode,
+        permanent: classified.class === 'permanent',
+        hardBounce: classified.hardBounce,
+        ...(classified.throttle === undefined ? {} : { throttle: classified.throttle }),
+        reply: replyText(error),
+        failure: { class: classified.class, reason: classified.reason },
+      });
     });
   }
   return refusals;

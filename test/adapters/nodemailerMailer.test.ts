@@ -103,6 +103,25 @@ describe('NodemailerMailer against a real SMTP server', () => {
     });
   });
 
+  it('refuses every place of a mailbox named more than once when its one RCPT TO is refused (decision 0234)', async () => {
+    mailer = newMailer();
+    server.script({
+      rcptTo: (address) =>
+        address === 'gone@example.net' ? { code: 550, message: '5.1.1 User unknown' } : undefined,
+    });
+    const recipients = ['gone@example.net', 'ada@example.org', 'Gone <gone@EXAMPLE.net>'];
+    const outcome = await mailer.send(
+      email({ to: recipients.slice(0, 2), bcc: recipients.slice(2), envelope: recipients }),
+    );
+    expect(outcome).toMatchObject({
+      delivered: true,
+      refused: [
+        { index: 0, code: '550', permanent: true, hardBounce: true },
+        { index: 2, code: '550', permanent: true, hardBounce: true },
+      ],
+    });
+  });
+
   it.each([
     ['451 at RCPT TO', { rcptTo: { code: 451, message: '4.3.0 Try again later' } }, 'transient', '451'],
     ['550 5.1.1 at RCPT TO', { rcptTo: { code: 550, message: '5.1.1 User unknown' } }, 'permanent', '550'],
@@ -469,5 +488,89 @@ describe('NodemailerMailer reading the relay login from Secrets Manager (issue 1
     } finally {
       await mailer.close();
     }
+  });
+});
+
+/**
+ * A relay that logs every command as it came over the wire (smtp-server shows a received domain in
+ * Unicode and keeps one RCPT TO per address, so its envelope cannot show what was sent), without
+ * STARTTLS or SMTPUTF8, as a relay that offers neither.
+ */
+async function startCommandLog(): Promise<{
+  port: number;
+  envelope: () => string[];
+  close: () => Promise<void>;
+}> {
+  const commands: string[] = [];
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    hideSMTPUTF8: true,
+    logger: {
+      level: () => 'debug',
+      trace: () => {},
+      debug: (_meta: unknown, kind: unknown, line: unknown) => {
+        if (kind === 'C:' && typeof line === 'string') commands.push(line);
+      },
+      info: () => {},
+      warn: () => {},
+      error: () => {},
+      fatal: () => {},
+      child: () => undefined,
+    } as never,
+    onData: (stream, _session, callback) => {
+      stream.resume();
+      stream.once('end', () => callback());
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.server.address() as AddressInfo).port,
+    envelope: () => commands.filter((line) => /^(MAIL|RCPT) /i.test(line)),
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('NodemailerMailer: the envelope as the relay reads it (decision 0234)', () => {
+  let relay: Awaited<ReturnType<typeof startCommandLog>>;
+  let mailer: NodemailerMailer;
+  beforeAll(async () => {
+    relay = await startCommandLog();
+  });
+  afterAll(async () => {
+    await relay.close();
+  });
+  afterEach(async () => {
+    await mailer.close();
+  });
+
+  it('gives an internationalised domain as A-labels in MAIL FROM and RCPT TO, as the headers do (RFC 5321 §2.3.5, no SMTPUTF8)', async () => {
+    mailer = mailerFor({ host: '127.0.0.1', port: relay.port });
+    const before = relay.envelope().length;
+    const outcome = await mailer.send(
+      email({ from: 'Ops <ops@exämple.com>', to: ['Ada <ada@bücher.example>'] }),
+    );
+    expect({ delivered: outcome.delivered, envelope: relay.envelope().slice(before) }).toEqual({
+      delivered: true,
+      envelope: ['MAIL FROM:<ops@xn--exmple-cua.com>', 'RCPT TO:<ada@xn--bcher-kva.example>'],
+    });
+  });
+
+  it('gives a mailbox named more than once (to, cc, bcc; the domain in any case) one RCPT TO', async () => {
+    mailer = mailerFor({ host: '127.0.0.1', port: relay.port });
+    const before = relay.envelope().length;
+    const recipients = ['Ada <ada@example.org>', 'ada@EXAMPLE.org', 'ada@example.org', 'bob@example.org'];
+    const outcome = await mailer.send(
+      email({
+        to: recipients.slice(0, 1),
+        cc: recipients.slice(1, 2),
+        bcc: recipients.slice(2),
+        envelope: recipients,
+      }),
+    );
+    expect({ delivered: outcome.delivered, envelope: relay.envelope().slice(before) }).toEqual({
+      delivered: true,
+      envelope: ['MAIL FROM:<ops@example.com>', 'RCPT TO:<ada@example.org>', 'RCPT TO:<bob@example.org>'],
+    });
   });
 });
