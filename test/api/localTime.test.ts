@@ -121,6 +121,11 @@ describe('send_at_local and time_zone on POST /v1/messages', () => {
       { send_at_local: '2026-12-03T09:00:00+01:00', time_zone: 'UTC' },
       '/send_at_local',
     ],
+    [
+      'a local time with fractional seconds',
+      { send_at_local: '2026-12-03T09:00:00.5', time_zone: 'UTC' },
+      '/send_at_local',
+    ],
     ['a date that is not one', { send_at_local: '2026-02-30T09:00', time_zone: 'UTC' }, '/send_at_local'],
     ['a malformed local time', { send_at_local: 'tomorrow at nine', time_zone: 'UTC' }, '/send_at_local'],
     ['send_at_local without time_zone', { send_at_local: '2026-12-03T09:00' }, '/time_zone'],
