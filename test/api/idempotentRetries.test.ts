@@ -10,11 +10,13 @@
 import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { mailText } from '../../bench/benchStack.js';
+import { createApiHandler } from '../../lambdas/api/createApiHandler.js';
 import { messageIdFor } from '../../lambdas/core/ids.js';
 import { parseEnqueueRequest } from '../../lambdas/core/messageSchema.js';
 import { buildOutboxTransactItems } from '../../lambdas/outbox/outboxItems.js';
 import { messagePk } from '../../lambdas/store/messageRecord.js';
-import { apiHarness } from './apiHarness.js';
+import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
+import { apiHarness, documentedHandler } from './apiHarness.js';
 import { apiEvent, enqueueEvent, validBody } from './events.js';
 
 type Harness = Awaited<ReturnType<typeof apiHarness>>;
@@ -352,6 +354,62 @@ describe('an idempotency key retried as clients retry', () => {
         expect(response.status).toBe(400);
         expect(response.json).toMatchObject({ errors: [{ field: 'Idempotency-Key' }] });
       }
+    });
+  });
+
+  describe('a retry that reaches an api configured otherwise (a deploy between the two)', () => {
+    /** The harness's api on the same table, with its config changed as given. */
+    const redeployed = (config: { allowedFrom?: string[]; maxHorizonDays?: number }) => {
+      const handle = documentedHandler(
+        createApiHandler({
+          store: api.store,
+          templates: new DynamoTemplateStore(api.documents, api.tableName, api.clock.now),
+          config: {
+            allowedFrom: config.allowedFrom ?? ['*@example.com'],
+            defaultFrom: 'postdate@example.com',
+            maxHorizonDays: config.maxHorizonDays ?? 400,
+            maxAttempts: 8,
+            retentionDays: 30,
+          },
+          now: api.clock.now,
+          random: Math.random,
+          logger: { info: () => {}, warn: () => {}, error: () => {} },
+          sleep: async () => {},
+        }),
+      );
+      return async (event: Parameters<typeof handle>[0]) => {
+        const result = await handle(event);
+        return {
+          status: result.statusCode ?? 0,
+          headers: (result.headers ?? {}) as Record<string, string>,
+          json: JSON.parse(result.body ?? '{}') as Record<string, unknown>,
+        };
+      };
+    };
+
+    it('replays a message whose sender POSTDATE_ALLOWED_FROM no longer allows (200), through both routes', async () => {
+      const body = validBody({ from: 'Ops <ops@example.com>', send_at: '2026-12-03T09:00:00Z' });
+      const first = await api.call(enqueueEvent(body, { key: 'sender-removed' }));
+      expect(first.status).toBe(202);
+      const call = redeployed({ allowedFrom: ['*@example.org'] });
+      const again = await call(enqueueEvent(body, { key: 'sender-removed' }));
+      expect(again.status).toBe(200);
+      expect(again.json.id).toBe(first.json.id);
+      const inBatch = results(await call(batch([{ idempotency_key: 'sender-removed', ...body }])));
+      expect(inBatch[0]).toMatchObject({ status: 200, replayed: true, message: { id: first.json.id } });
+      // A new message from that sender is still refused.
+      expect((await call(enqueueEvent(body, { key: 'sender-removed-new' }))).status).toBe(400);
+    });
+
+    it('replays a message beyond a horizon since shortened (200)', async () => {
+      const body = validBody({ send_at: '2027-09-01T09:00:00Z' });
+      const first = await api.call(enqueueEvent(body, { key: 'horizon-cut' }));
+      expect(first.status).toBe(202);
+      const call = redeployed({ maxHorizonDays: 30 });
+      const again = await call(enqueueEvent(body, { key: 'horizon-cut' }));
+      expect(again.status).toBe(200);
+      expect(again.json.id).toBe(first.json.id);
+      expect((await call(enqueueEvent(body, { key: 'horizon-cut-new' }))).status).toBe(400);
     });
   });
 });
