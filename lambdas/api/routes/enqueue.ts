@@ -28,6 +28,7 @@
  */
 
 import { type AttachmentInput, requestedAsStored, type StoredAttachment } from '../../core/attachments.js';
+import { CONFIG_SETTINGS } from '../../core/configSpec.js';
 import { messageIdFor } from '../../core/ids.js';
 import {
   type EnqueueRequest,
@@ -124,13 +125,21 @@ export async function judgeEnqueue(
     maxHorizonDays: deps.config.maxHorizonDays,
   };
   const parsed = validateEnqueueRequest(item.body, { ...validation, now: item.now });
-  // Time bounds, a template's state and an upload's day judge a new message, not a replay (findReplay).
+  // Time bounds, the allowed senders, a template's state and an upload's day judge a new message, not
+  // a replay (findReplay): the request is read as of the original's creation under any sender and
+  // horizon a deployment may set (a deploy between a request and its retry changes neither what it
+  // asked nor that it was stored; decision 0236). `defaultFrom` stays: the fingerprint covers it.
+  const asReplay = {
+    ...validation,
+    allowedFrom: ['*'],
+    maxHorizonDays: CONFIG_SETTINGS.maxHorizonDays.kind.max,
+  };
   const replayOr = async (problem: ProblemDetails): Promise<EnqueueAnswer> => {
     const original = await findReplay(deps.store, {
       tenant: item.tenant,
       idempotencyKey: item.idempotencyKey,
       fingerprintAt: (createdAt, stored) => {
-        const asOriginal = validateEnqueueRequest(item.body, { ...validation, now: createdAt });
+        const asOriginal = validateEnqueueRequest(item.body, { ...asReplay, now: createdAt });
         if (!asOriginal.ok) return undefined;
         const { attachments } = asOriginal.value;
         // Its uploads as the stored message keeps them: an upload lives a day, the message longer.
