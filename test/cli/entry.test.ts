@@ -24,7 +24,8 @@ describe('the postdate entry point', () => {
     const help = result.stdout.replace(/\s+/g, ' ');
     expect(help).toMatch(/Talks to the local stack \(npm start\) unless --stack or a resource name/);
     expect(help).toContain(
-      'Exit codes: 0 done, 1 failed or partly failed, 2 bad usage, 3 stack unreachable or credentials refused, 4 not found.',
+      'Exit codes: 0 done, 1 failed or partly failed, 2 bad usage, 3 stack unreachable or credentials refused, 4 not found, ' +
+        '130 interrupted (what was done stands; run it again).',
     );
   }, 60_000);
 
