@@ -161,7 +161,7 @@ function report(thrown: unknown, out: Output, target: Target | undefined): ExitC
   return document.error.exit_code;
 }
 
-/** An error that is no CliError: AWS refusing the credentials, or an unexpected one (`internal`). */
+/** An error that is no CliError: AWS refusing the credentials, no region, or an unexpected one (`internal`). */
 function described(
   error: unknown,
   target: Target | undefined,
@@ -173,6 +173,15 @@ function described(
       `AWS refused the credentials (${name}): sign in (aws sso login) or set AWS_PROFILE`,
       EXIT.unreachable,
       name,
+    ];
+  }
+  // The SDK's words when neither --region, AWS_REGION nor the profile names a region: the shell's to fix.
+  if (error instanceof Error && /^Region is missing/.test(error.message)) {
+    return [
+      'usage',
+      'no AWS region: pass --region, set AWS_REGION, or use an AWS_PROFILE that names one',
+      EXIT.usage,
+      undefined,
     ];
   }
   const where = target

@@ -120,6 +120,24 @@ describe('the postdate entry point', () => {
     );
   }, 60_000);
 
+  // An operator's shell with no region (no AWS_REGION, no profile naming one) is bad usage, with what to set.
+  it('says to pass --region when no AWS region is set: bad usage (2), not an unexpected error', async () => {
+    const result = await postdate('bin', ['--json', '--table', 'outbox', 'messages', 'show', messageId(1)], {
+      AWS_REGION: '',
+      AWS_DEFAULT_REGION: '',
+      AWS_PROFILE: '',
+      AWS_CONFIG_FILE: '/nonexistent/aws-config',
+      AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/aws-credentials',
+    });
+    expect(result.code).toBe(2);
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      error: { type: 'urn:postdate:cli:usage', exit_code: 2 },
+    });
+    expect(result.stderr.trim()).toBe(
+      'postdate: no AWS region: pass --region, set AWS_REGION, or use an AWS_PROFILE that names one',
+    );
+  }, 60_000);
+
   it('exits 2 on bad usage', async () => {
     const result = await postdate('bin', ['messages', 'list', '--limit', 'lots']);
     expect(result.code).toBe(2);
