@@ -14,6 +14,8 @@ export const EXIT = {
   unreachable: 3,
   /** What the command names does not exist (a message, key, template, endpoint, suppression; of several ids, none). */
   notFound: 4,
+  /** Interrupted (SIGINT or SIGTERM; 128 + 2, as a shell reports Ctrl-C): what it did before stands. */
+  interrupted: 130,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
@@ -148,7 +150,14 @@ export function isCredentialsError(error: unknown): boolean {
 }
 
 /** What kind of failure an error document reports; `type` is `urn:postdate:cli:{kind}`. */
-export type CliErrorKind = 'usage' | 'failed' | 'not-found' | 'unreachable' | 'credentials' | 'internal';
+export type CliErrorKind =
+  | 'usage'
+  | 'failed'
+  | 'not-found'
+  | 'unreachable'
+  | 'credentials'
+  | 'interrupted'
+  | 'internal';
 
 const TITLES: Readonly<Record<CliErrorKind, string>> = {
   usage: 'Bad usage',
@@ -156,6 +165,7 @@ const TITLES: Readonly<Record<CliErrorKind, string>> = {
   'not-found': 'Not found',
   unreachable: 'The stack could not be reached',
   credentials: 'AWS refused the credentials',
+  interrupted: 'Interrupted',
   internal: 'Unexpected error',
 };
 

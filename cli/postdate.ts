@@ -111,6 +111,7 @@ function action<Args extends unknown[]>(
     const options = command.optsWithGlobals<GlobalOptions>();
     const out = terminalOutput({ json: options.json === true, jsonLines: shape.jsonLines === true });
     let target: Target | undefined;
+    const stopOnSignal = interruptible(out);
     try {
       const context = await openContext(options, out);
       target = context.target;
@@ -118,9 +119,32 @@ function action<Args extends unknown[]>(
     } catch (error) {
       process.exitCode = report(error, out, target);
     } finally {
+      stopOnSignal();
       target?.dynamodb.destroy();
       target?.sqs.destroy();
     }
+  };
+}
+
+/**
+ * A long run (an export, `dlq redrive --all`, an enqueue) stopped by SIGINT or SIGTERM ends as a
+ * failure would: one line on stderr, with `--json` the error document (the last line of a JSON Lines
+ * stream, so every line parses), and exit 130 for either signal (one code for "interrupted"). What
+ * it did before stands, and each of these commands is safe to run again (decision 0238). Returns
+ * what removes the handlers once the command is done.
+ */
+function interruptible(out: Output): () => void {
+  const onSignal = (signal: NodeJS.Signals) => {
+    const detail = `interrupted (${signal}): what it did before stands; run it again to finish`;
+    out.warn(`postdate: ${detail}`);
+    if (out.json) out.data(errorDocument('interrupted', detail, EXIT.interrupted));
+    process.exit(EXIT.interrupted);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  return () => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   };
 }
 
@@ -137,7 +161,7 @@ function report(thrown: unknown, out: Output, target: Target | undefined): ExitC
   return document.error.exit_code;
 }
 
-/** An error that is no CliError: AWS refusing the credentials, or an unexpected one (`internal`). */
+/** An error that is no CliError: AWS refusing the credentials, no region, or an unexpected one (`internal`). */
 function described(
   error: unknown,
   target: Target | undefined,
@@ -149,6 +173,15 @@ function described(
       `AWS refused the credentials (${name}): sign in (aws sso login) or set AWS_PROFILE`,
       EXIT.unreachable,
       name,
+    ];
+  }
+  // The SDK's words when neither --region, AWS_REGION nor the profile names a region: the shell's to fix.
+  if (error instanceof Error && /^Region is missing/.test(error.message)) {
+    return [
+      'usage',
+      'no AWS region: pass --region, set AWS_REGION, or use an AWS_PROFILE that names one',
+      EXIT.usage,
+      undefined,
     ];
   }
   const where = target
@@ -250,7 +283,8 @@ export function buildProgram(): Command {
       'Operate Postdate: messages, the DLQ, relay, event and schedule failures, reconciliation and API keys. ' +
         'Talks to the local stack (npm start) unless --stack or a resource name (--table, --queue-url, --dlq-url, ' +
         '--relay-failures-url, --event-failures-url, --schedule-dlq-url or POSTDATE_TABLE_NAME) selects AWS with the usual credential chain. ' +
-        'Exit codes: 0 done, 1 failed or partly failed, 2 bad usage, 3 stack unreachable or credentials refused, 4 not found.',
+        'Exit codes: 0 done, 1 failed or partly failed, 2 bad usage, 3 stack unreachable or credentials refused, 4 not found, ' +
+        '130 interrupted (what was done stands; run it again).',
     )
     .option('--json', 'print one JSON document instead of tables')
     .option('--local', 'force the local stack even when POSTDATE_TABLE_NAME is set')

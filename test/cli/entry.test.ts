@@ -24,7 +24,8 @@ describe('the postdate entry point', () => {
     const help = result.stdout.replace(/\s+/g, ' ');
     expect(help).toMatch(/Talks to the local stack \(npm start\) unless --stack or a resource name/);
     expect(help).toContain(
-      'Exit codes: 0 done, 1 failed or partly failed, 2 bad usage, 3 stack unreachable or credentials refused, 4 not found.',
+      'Exit codes: 0 done, 1 failed or partly failed, 2 bad usage, 3 stack unreachable or credentials refused, 4 not found, ' +
+        '130 interrupted (what was done stands; run it again).',
     );
   }, 60_000);
 
@@ -116,6 +117,24 @@ describe('the postdate entry point', () => {
     expect(result.code).toBe(3);
     expect(result.stderr.trim()).toBe(
       'postdate: cannot reach DynamoDB at http://127.0.0.1:9 — is `npm start` running? (or pass --table/--queue-url for AWS)',
+    );
+  }, 60_000);
+
+  // An operator's shell with no region (no AWS_REGION, no profile naming one) is bad usage, with what to set.
+  it('says to pass --region when no AWS region is set: bad usage (2), not an unexpected error', async () => {
+    const result = await postdate('bin', ['--json', '--table', 'outbox', 'messages', 'show', messageId(1)], {
+      AWS_REGION: '',
+      AWS_DEFAULT_REGION: '',
+      AWS_PROFILE: '',
+      AWS_CONFIG_FILE: '/nonexistent/aws-config',
+      AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/aws-credentials',
+    });
+    expect(result.code).toBe(2);
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      error: { type: 'urn:postdate:cli:usage', exit_code: 2 },
+    });
+    expect(result.stderr.trim()).toBe(
+      'postdate: no AWS region: pass --region, set AWS_REGION, or use an AWS_PROFILE that names one',
     );
   }, 60_000);
 
