@@ -9,6 +9,7 @@ import { CONFIG_SETTINGS } from '../core/configSpec.js';
 import { isReservedHeader } from '../core/headerSafety.js';
 import { isRelayControlHeader } from '../core/relayControlHeaders.js';
 import { MAX_REPLY_WAIT_MS, preDotBudgetMs, replyDeadline, type SendTiming } from '../core/sendTiming.js';
+import { suppressionKey } from '../core/suppressions.js';
 import type {
   Mailer,
   OutgoingAttachment,
@@ -168,8 +169,11 @@ export class NodemailerMailer implements Mailer {
         from: envelopeAddress(email.from),
         // Only the pending recipients in RCPT TO; the headers show everyone, as on the first attempt.
         // A mailbox named more than once (to, cc, bcc) gets one RCPT TO, as nodemailer's own envelope
-        // would give it, and so one copy; its reply counts for each place (refusalsOf).
-        to: [...new Map(envelope.map((recipient) => [recipient.key, recipient.address])).values()],
+        // would give it, and so one copy; its reply counts for each place (refusalsOf). Its first
+        // spelling goes; one mailbox is what the suppression list calls one (decision 0237).
+        to: envelope
+          .filter((recipient, index) => envelope.findIndex((other) => other.key === recipient.key) === index)
+          .map((recipient) => recipient.address),
       };
       // A reused session the relay closed while it sat idle fails before a byte of the message is
       // read (without a reply, or with the relay's 421 as it closed it): that message goes out on a
@@ -530,12 +534,13 @@ function envelopeAddress(mailbox: string): string {
   return `${address.slice(0, at)}@${domainToASCII(domain) || domain}`;
 }
 
-/** Compares addresses as nodemailer reports them (the domain in A-labels, in any case). */
+/**
+ * Which mailbox an address is, as nodemailer reports it back: the suppression list's key (local part
+ * in any case, the domain in Unicode or A-labels alike; DESIGN §12), the one rule for "the same
+ * mailbox" (decision 0237). What does not parse is compared lower-cased.
+ */
 function addressKey(address: string): string {
-  const at = address.lastIndexOf('@');
-  if (at < 0) return address.toLowerCase();
-  const domain = address.slice(at + 1);
-  return `${address.slice(0, at)}@${(domainToASCII(domain) || domain).toLowerCase()}`;
+  return suppressionKey(address) ?? address.toLowerCase();
 }
 
 /** The error an attempt ended by its own limit is classified as: a timeout on the connection. */

@@ -122,6 +122,27 @@ describe('NodemailerMailer against a real SMTP server', () => {
     });
   });
 
+  it('refuses every place of a mailbox whose spellings differ only in the local part’s case (decision 0237)', async () => {
+    mailer = newMailer();
+    server.script({
+      rcptTo: (address) =>
+        address.toLowerCase() === 'gone@example.net'
+          ? { code: 550, message: '5.1.1 User unknown' }
+          : undefined,
+    });
+    const recipients = ['Gone@example.net', 'ada@example.org', 'gone@EXAMPLE.net'];
+    const outcome = await mailer.send(
+      email({ to: recipients.slice(0, 2), bcc: recipients.slice(2), envelope: recipients }),
+    );
+    expect(outcome).toMatchObject({
+      delivered: true,
+      refused: [
+        { index: 0, code: '550', permanent: true, hardBounce: true },
+        { index: 2, code: '550', permanent: true, hardBounce: true },
+      ],
+    });
+  });
+
   it.each([
     ['451 at RCPT TO', { rcptTo: { code: 451, message: '4.3.0 Try again later' } }, 'transient', '451'],
     ['550 5.1.1 at RCPT TO', { rcptTo: { code: 550, message: '5.1.1 User unknown' } }, 'permanent', '550'],
@@ -571,6 +592,34 @@ describe('NodemailerMailer: the envelope as the relay reads it (decision 0234)',
     expect({ delivered: outcome.delivered, envelope: relay.envelope().slice(before) }).toEqual({
       delivered: true,
       envelope: ['MAIL FROM:<ops@example.com>', 'RCPT TO:<ada@example.org>', 'RCPT TO:<bob@example.org>'],
+    });
+  });
+
+  it('gives one mailbox in every spelling DESIGN §12 calls one (local part in any case, quoted, the domain in Unicode, NFD or A-labels) one RCPT TO (decision 0237)', async () => {
+    mailer = mailerFor({ host: '127.0.0.1', port: relay.port });
+    const before = relay.envelope().length;
+    const recipients = [
+      'ada@bücher.example',
+      'ADA@xn--bcher-kva.example',
+      '"ada"@BU\u0308CHER.example',
+      'Ada <Ada@BÜCHER.example>',
+      'ada@example.org',
+    ];
+    const outcome = await mailer.send(
+      email({
+        to: recipients.slice(0, 2),
+        cc: recipients.slice(2, 3),
+        bcc: recipients.slice(3),
+        envelope: recipients,
+      }),
+    );
+    expect({ delivered: outcome.delivered, envelope: relay.envelope().slice(before) }).toEqual({
+      delivered: true,
+      envelope: [
+        'MAIL FROM:<ops@example.com>',
+        'RCPT TO:<ada@xn--bcher-kva.example>',
+        'RCPT TO:<ada@example.org>',
+      ],
     });
   });
 });

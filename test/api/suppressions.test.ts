@@ -269,6 +269,22 @@ describe('the suppression routes', () => {
       expect(await suppressionItems(api)).toEqual([]);
     });
 
+    it('is one entry for a domain in NFD or Unicode upper case, listed in A-labels and removed through any spelling; a display name or a trailing dot is a 400 (decision 0237)', async () => {
+      const api = await apiHarness();
+      expect(await put(api, 'ADA@BU\u0308CHER.example')).toMatchObject({
+        status: 200,
+        json: { address: 'ada@xn--bcher-kva.example' },
+      });
+      expect(await put(api, 'ada@bücher.EXAMPLE')).toMatchObject({ status: 200 });
+      expect((await suppressionItems(api)).map((item) => item.address)).toEqual([
+        'ada@xn--bcher-kva.example',
+      ]);
+      expect((await put(api, '"Ada" <ada@bücher.example>')).status).toBe(400);
+      expect((await put(api, 'ada@bücher.example.')).status).toBe(400);
+      expect((await remove(api, 'Ada@XN--BCHER-KVA.example')).status).toBe(200);
+      expect(await suppressionItems(api)).toEqual([]);
+    });
+
     it('still removes, and pages past, an entry stored in the Unicode form before', async () => {
       const api = await apiHarness();
       // What PUT wrote before decision 0153: the domain lower-cased as written.

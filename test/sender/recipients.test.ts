@@ -23,6 +23,41 @@ describe('the sender, recipient by recipient', () => {
     await world.close();
   });
 
+  it('counts each place of a mailbox named twice in two spellings, and retries only the deferred one, once (decision 0237)', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script(
+      {
+        rcptTo: (address) =>
+          address.toLowerCase() === 'bob@example.net'
+            ? { code: 450, message: '4.2.1 Mailbox busy, try later' }
+            : undefined,
+      },
+      {},
+    );
+    const message = await rig.putMessage({
+      to: ['ADA@bücher.example', 'bob@example.net'],
+      cc: ['Ada <ada@xn--bcher-kva.example>', 'BOB@Example.NET'],
+    });
+    await rig.dispatch(message);
+
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'retrying', rcpt_accepted: [0, 2] });
+    await rig.deliverNext();
+    const sent = await rig.state(message.id);
+    expect(sent).toMatchObject({ status: 'sent', attempts: 2, rcpt_accepted: [0, 1, 2, 3] });
+    expect(messageView({ ...sent, rcpt_total: 4 }, { withHistory: false }).recipients).toEqual({
+      accepted: 4,
+      pending: 0,
+      rejected: 0,
+      suppressed: 0,
+    });
+    // One RCPT TO for Ada in her first spelling (the sink shows the domain in Unicode), then Bob's.
+    expect(rig.received(message.id).map((copy) => copy.to)).toEqual([
+      ['ADA@bücher.example'],
+      ['bob@example.net'],
+    ]);
+  });
+
   it('retries only the recipient deferred with a 4xx, never the accepted one nor the rejected one', async () => {
     const rig = await createSenderRig(world);
     const to = ['ada@example.org', 'Bob <bob@example.net>'];

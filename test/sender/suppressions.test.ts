@@ -475,12 +475,52 @@ describe('the sender and the suppression list', () => {
     const spellings = [
       ['in Unicode', 'in punycode', 'ada@bücher.example', 'Ada@xn--bcher-kva.example'],
       ['in punycode', 'in Unicode', 'bob@XN--BCHER-KVA.example', 'Bob <bob@Bücher.example>'],
+      ['in Unicode, NFD', 'in punycode', 'cyd@bu\u0308cher.example', 'CYD@xn--bcher-kva.example'],
+      [
+        'in punycode',
+        'in Unicode, NFD and upper case',
+        'dan@xn--bcher-kva.example',
+        'Dan <DAN@BU\u0308CHER.example>',
+      ],
     ] as const;
 
     it.each(spellings)(
       'suppressed through the API %s, is left out of a message to its spelling %s: suppressed, no transaction',
       (_put, _sent, suppressed, recipient) => leftOutAsSuppressed(suppressed, recipient),
     );
+
+    it('a 5.1.1 at RCPT of the A-label envelope refuses every place of the mailbox and adds the entry every spelling meets (NFD, any case, quoted; decision 0237)', async () => {
+      const rig = await createSenderRig(world);
+      world.smtp.script({
+        rcptTo: (address) =>
+          address.toLowerCase().startsWith('zed@') ? { code: 550, message: '5.1.1 User unknown' } : undefined,
+      });
+      const first = await rig.putMessage({
+        to: ['Zed <ZED@BÜCHER.example>', 'amy@example.org'],
+        cc: ['zed@xn--bcher-kva.example'],
+      });
+      await rig.dispatch(first);
+      await rig.deliverNext();
+      const refused = await rig.state(first.id);
+      expect(refused).toMatchObject({ status: 'sent', rcpt_accepted: [1], rcpt_rejected: [0, 2] });
+      expect(messageView({ ...refused, rcpt_total: 3 }, { withHistory: false }).recipients).toEqual({
+        accepted: 1,
+        pending: 0,
+        rejected: 2,
+        suppressed: 0,
+      });
+      expect(await list.suppressedAmong(TENANT, ['zed@xn--bcher-kva.example'])).toEqual(
+        new Set(['zed@xn--bcher-kva.example']),
+      );
+
+      world.smtp.script();
+      const transactionsBefore = world.smtp.transactions;
+      const second = await rig.putMessage({ to: ['Zed@bu\u0308cher.example'], cc: ['"zed"@BÜCHER.EXAMPLE'] });
+      await rig.dispatch(second);
+      await rig.deliverNext();
+      expect(await rig.state(second.id)).toMatchObject({ status: 'suppressed', rcpt_suppressed: [0, 1] });
+      expect(world.smtp.transactions).toBe(transactionsBefore);
+    });
 
     it('an entry stored in the Unicode form before still suppresses either spelling', async () => {
       const rig = await createSenderRig(world);
