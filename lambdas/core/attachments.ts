@@ -144,9 +144,20 @@ export function filenameProblem(filename: string): string | null {
   // extension checked here would not be the one the recipient sees.
   if (ENCODED_WORD.test(filename))
     return 'must be the name itself, not an RFC 2047 encoded-word (=?charset?Q?…?=): it is encoded when sent';
-  if (EXECUTABLE_EXTENSIONS.has(extensionOf(filename)))
-    return `.${extensionOf(filename)} files are refused as executable (SES and Gmail refuse them)`;
+  const executable = executableExtension(filename);
+  if (executable) return `.${executable} files are refused as executable (SES and Gmail refuse them)`;
   return null;
+}
+
+/** Compressions of one file, which Gmail looks through: it blocks `setup.exe.gz` as it blocks `setup.exe`. */
+const SINGLE_FILE_COMPRESSIONS: ReadonlySet<string> = new Set(['gz', 'bz2']);
+
+/** The executable extension a filename has, looking through one compression (`.exe.gz`), or null. */
+function executableExtension(filename: string): string | null {
+  let extension = extensionOf(filename);
+  if (SINGLE_FILE_COMPRESSIONS.has(extension))
+    extension = extensionOf(filename.slice(0, filename.toLowerCase().lastIndexOf(`.${extension}`)));
+  return EXECUTABLE_EXTENSIONS.has(extension) ? extension : null;
 }
 
 /**

@@ -248,7 +248,7 @@ describe('attachments as users name and encode them (decision 0240)', () => {
     'ps1', 'ps1xml', 'ps2', 'ps2xml', 'psc1', 'psc2', 'tmp', 'url', 'vb', 'vbe', 'vbs', 'vps', 'vsmacros',
     'vss', 'vst', 'vsw', 'vxd', 'ws', 'wsc', 'wsf', 'wsh', 'xnk'];
 
-  it('refuses every type Gmail blocks or SES refuses, in any case, after another extension, with trailing dots or spaces, and behind a right-to-left override', async () => {
+  it('refuses every type Gmail blocks or SES refuses, in any case, after another extension, with trailing dots or spaces, behind a right-to-left override, and compressed', async () => {
     const api = await apiHarness({ attachments: store });
     const tenant = `t${randomBytes(4).toString('hex')}`;
     const names = [...new Set([...GMAIL, ...SES])].flatMap((ext) => [
@@ -257,6 +257,9 @@ describe('attachments as users name and encode them (decision 0240)', () => {
       `invoice.pdf.${ext}. `,
       // Shows as `invoice<ext reversed>.pdf` where the override is honoured; it is an .<ext>.
       `invoice\u202Efdp.${ext}`,
+      // Gmail blocks a blocked type in its compressed form too (.gz, .bz2).
+      `invoice.${ext}.gz`,
+      `invoice.${ext}.BZ2`,
     ]);
     const accepted: string[] = [];
     for (const [index, name] of names.entries()) {
