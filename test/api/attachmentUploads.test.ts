@@ -190,6 +190,23 @@ describe('POST /v1/attachments', () => {
     ]);
   });
 
+  it('refuses a PUT that streams the file without a Content-Length (chunked), as S3 does a URL that signs one; nothing lands', async () => {
+    const api = await uploadApi();
+    const tenant = freshTenant();
+    const res = await reserve(api, INVOICE, tenant);
+    const chunked = await fetch(String(res.json.upload_url), {
+      method: 'PUT',
+      body: new Blob([PDF]).stream(),
+      headers: { 'content-type': 'application/pdf' },
+      duplex: 'half',
+    } as RequestInit);
+
+    expect(chunked.status).toBeGreaterThanOrEqual(400);
+    expect(await keysUnder(`uploads/${tenant}/${res.json.id}`)).toEqual([
+      `uploads/${tenant}/${res.json.id}.json`,
+    ]);
+  });
+
   it('takes a file up to what fits a 40 MB message base64-encoded', async () => {
     const api = await uploadApi();
     const res = await reserve(
