@@ -27,15 +27,16 @@ export const ATTACHMENT_LIMITS = {
 
 /**
  * Extensions refused as executable: the union of the types SES refuses ("Unsupported attachment
- * types", SES Developer Guide) and those Gmail blocks. Compared lower-case, on the last extension.
+ * types", SES Developer Guide) and those Gmail blocks ("File types blocked in Gmail": its current
+ * list adds .mjs and spells .diagpkg, older copies .diagpack). Compared lower-case, on the last extension.
  */
 // biome-ignore format: one list, read as a list
 export const EXECUTABLE_EXTENSIONS: ReadonlySet<string> = new Set([
   'ade', 'adp', 'apk', 'app', 'appx', 'appxbundle', 'asp', 'bas', 'bat', 'cab', 'cer', 'chm', 'cmd',
-  'com', 'cpl', 'crt', 'csh', 'der', 'diagcab', 'diagcfg', 'diagpack', 'dll', 'dmg', 'ex', 'ex_',
-  'exe', 'fxp', 'gadget', 'grp', 'hlp', 'hpj', 'hta', 'img', 'inf', 'ins', 'iso', 'isp', 'its',
+  'com', 'cpl', 'crt', 'csh', 'der', 'diagcab', 'diagcfg', 'diagpack', 'diagpkg', 'dll', 'dmg', 'ex',
+  'ex_', 'exe', 'fxp', 'gadget', 'grp', 'hlp', 'hpj', 'hta', 'img', 'inf', 'ins', 'iso', 'isp', 'its',
   'jar', 'jnlp', 'js', 'jse', 'ksh', 'lib', 'lnk', 'mad', 'maf', 'mag', 'mam', 'maq', 'mar', 'mas',
-  'mat', 'mau', 'mav', 'maw', 'mda', 'mdb', 'mde', 'mdt', 'mdw', 'mdz', 'msc', 'msh', 'msh1',
+  'mat', 'mau', 'mav', 'maw', 'mda', 'mdb', 'mde', 'mdt', 'mdw', 'mdz', 'mjs', 'msc', 'msh', 'msh1',
   'msh1xml', 'msh2', 'msh2xml', 'mshxml', 'msi', 'msix', 'msixbundle', 'msp', 'mst', 'nsh', 'ops',
   'pcd', 'pif', 'plg', 'prf', 'prg', 'ps1', 'ps1xml', 'ps2', 'ps2xml', 'psc1', 'psc2', 'pst', 'reg',
   'scf', 'scr', 'sct', 'shb', 'shs', 'sys', 'tmp', 'url', 'vb', 'vbe', 'vbs', 'vhd', 'vps',
@@ -143,9 +144,20 @@ export function filenameProblem(filename: string): string | null {
   // extension checked here would not be the one the recipient sees.
   if (ENCODED_WORD.test(filename))
     return 'must be the name itself, not an RFC 2047 encoded-word (=?charset?Q?…?=): it is encoded when sent';
-  if (EXECUTABLE_EXTENSIONS.has(extensionOf(filename)))
-    return `.${extensionOf(filename)} files are refused as executable (SES and Gmail refuse them)`;
+  const executable = executableExtension(filename);
+  if (executable) return `.${executable} files are refused as executable (SES and Gmail refuse them)`;
   return null;
+}
+
+/** Compressions of one file, which Gmail looks through: it blocks `setup.exe.gz` as it blocks `setup.exe`. */
+const SINGLE_FILE_COMPRESSIONS: ReadonlySet<string> = new Set(['gz', 'bz2']);
+
+/** The executable extension a filename has, looking through one compression (`.exe.gz`), or null. */
+function executableExtension(filename: string): string | null {
+  let extension = extensionOf(filename);
+  if (SINGLE_FILE_COMPRESSIONS.has(extension))
+    extension = extensionOf(filename.slice(0, filename.toLowerCase().lastIndexOf(`.${extension}`)));
+  return EXECUTABLE_EXTENSIONS.has(extension) ? extension : null;
 }
 
 /**

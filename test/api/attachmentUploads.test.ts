@@ -190,6 +190,23 @@ describe('POST /v1/attachments', () => {
     ]);
   });
 
+  it('refuses a PUT that streams the file without a Content-Length (chunked), as S3 does a URL that signs one; nothing lands', async () => {
+    const api = await uploadApi();
+    const tenant = freshTenant();
+    const res = await reserve(api, INVOICE, tenant);
+    const chunked = await fetch(String(res.json.upload_url), {
+      method: 'PUT',
+      body: new Blob([PDF]).stream(),
+      headers: { 'content-type': 'application/pdf' },
+      duplex: 'half',
+    } as RequestInit);
+
+    expect(chunked.status).toBeGreaterThanOrEqual(400);
+    expect(await keysUnder(`uploads/${tenant}/${res.json.id}`)).toEqual([
+      `uploads/${tenant}/${res.json.id}.json`,
+    ]);
+  });
+
   it('takes a file up to what fits a 40 MB message base64-encoded', async () => {
     const api = await uploadApi();
     const res = await reserve(
@@ -339,4 +356,57 @@ describe('an enqueue referencing an upload', () => {
       expect(await api.scanAll()).toEqual([]);
     },
   );
+});
+
+describe('one upload referenced more than once (decision 0240)', () => {
+  it('makes each message its own copy: the file of one that ended and was expired leaves the other and a later one whole', async () => {
+    const api = await uploadApi();
+    const tenant = freshTenant();
+    const id = await upload(api, tenant, 'invoice.pdf', PDF, 'application/pdf');
+    const enqueue = (key: string) =>
+      api.call(enqueueEvent(validBody({ attachments: [{ attachment_id: id }] }), { key, tenant }));
+    const first = await enqueue('first');
+    const second = await enqueue('second');
+    expect([first.status, second.status]).toEqual([202, 202]);
+    const [firstKey] = await keysUnder(`messages/${tenant}/${first.json.id}/`);
+    // What the bucket's lifecycle does a retention after the first message ends (DESIGN §13).
+    await client.send(
+      new DeleteObjectsCommand({ Bucket: emulator.bucket, Delete: { Objects: [{ Key: firstKey }] } }),
+    );
+    const third = await enqueue('third');
+
+    expect(third.status).toBe(202);
+    for (const message of [second, third]) {
+      const [key] = await keysUnder(`messages/${tenant}/${message.json.id}/`);
+      expect(await store.read(key ?? '')).toEqual(new Uint8Array(PDF));
+    }
+  });
+
+  it("is no upload of the tenant's other side: a test key's upload is refused to the live key and the reverse (DESIGN §14)", async () => {
+    const api = await uploadApi();
+    const tenant = freshTenant();
+    const testSide = `${tenant}.test`;
+    const testUpload = await upload(api, testSide, 'invoice.pdf', PDF, 'application/pdf');
+    const liveUpload = await upload(api, tenant, 'invoice.pdf', PDF, 'application/pdf');
+    const live = await api.call(
+      enqueueEvent(validBody({ attachments: [{ attachment_id: testUpload }] }), { key: 'l', tenant }),
+    );
+    const test = await api.call(
+      enqueueEvent(validBody({ attachments: [{ attachment_id: liveUpload }] }), {
+        key: 't',
+        tenant: testSide,
+      }),
+    );
+
+    for (const res of [live, test]) {
+      expect(res.status).toBe(400);
+      expect(res.json.errors).toEqual([
+        {
+          field: '/attachments/0/attachment_id',
+          message: expect.stringContaining('is no upload of this tenant'),
+        },
+      ]);
+    }
+    expect(await keysUnder(`messages/${tenant}`)).toEqual([]);
+  });
 });

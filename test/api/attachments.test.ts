@@ -229,3 +229,78 @@ describe('inline attachments on enqueue', () => {
     expect(again.status).toBe(200);
   });
 });
+
+describe('attachments as users name and encode them (decision 0240)', () => {
+  // Gmail's "File types blocked in Gmail" (support.google.com/mail/answer/6590) and SES's
+  // "Unsupported attachment types", as the documents list them.
+  // biome-ignore format: one list, read as a list
+  const GMAIL = ['ade', 'adp', 'apk', 'appx', 'appxbundle', 'bat', 'cab', 'chm', 'cmd', 'com', 'cpl',
+    'diagcab', 'diagcfg', 'diagpkg', 'dll', 'dmg', 'ex', 'ex_', 'exe', 'hta', 'img', 'ins', 'iso', 'isp',
+    'jar', 'jnlp', 'js', 'jse', 'lib', 'lnk', 'mde', 'mjs', 'msc', 'msi', 'msix', 'msixbundle', 'msp',
+    'mst', 'nsh', 'pif', 'ps1', 'scr', 'sct', 'shb', 'sys', 'vb', 'vbe', 'vbs', 'vhd', 'vxd', 'wsc', 'wsf',
+    'wsh', 'xll'];
+  // biome-ignore format: one list, read as a list
+  const SES = ['ade', 'adp', 'app', 'asp', 'bas', 'bat', 'cer', 'chm', 'cmd', 'com', 'cpl', 'crt', 'csh',
+    'der', 'exe', 'fxp', 'gadget', 'hlp', 'hta', 'inf', 'ins', 'isp', 'its', 'js', 'jse', 'ksh', 'lib',
+    'lnk', 'mad', 'maf', 'mag', 'mam', 'maq', 'mar', 'mas', 'mat', 'mau', 'mav', 'maw', 'mda', 'mdb',
+    'mde', 'mdt', 'mdw', 'mdz', 'msc', 'msh', 'msh1', 'msh2', 'mshxml', 'msh1xml', 'msh2xml', 'msi', 'msp',
+    'mst', 'ops', 'pcd', 'pif', 'plg', 'prf', 'prg', 'reg', 'scf', 'scr', 'sct', 'shb', 'shs', 'sys',
+    'ps1', 'ps1xml', 'ps2', 'ps2xml', 'psc1', 'psc2', 'tmp', 'url', 'vb', 'vbe', 'vbs', 'vps', 'vsmacros',
+    'vss', 'vst', 'vsw', 'vxd', 'ws', 'wsc', 'wsf', 'wsh', 'xnk'];
+
+  it('refuses every type Gmail blocks or SES refuses, in any case, after another extension, with trailing dots or spaces, behind a right-to-left override, and compressed', async () => {
+    const api = await apiHarness({ attachments: store });
+    const tenant = `t${randomBytes(4).toString('hex')}`;
+    const names = [...new Set([...GMAIL, ...SES])].flatMap((ext) => [
+      `invoice.${ext}`,
+      `INVOICE.PDF.${ext.toUpperCase()}`,
+      `invoice.pdf.${ext}. `,
+      // Shows as `invoice<ext reversed>.pdf` where the override is honoured; it is an .<ext>.
+      `invoice\u202Efdp.${ext}`,
+      // Gmail blocks a blocked type in its compressed form too (.gz, .bz2).
+      `invoice.${ext}.gz`,
+      `invoice.${ext}.BZ2`,
+    ]);
+    const accepted: string[] = [];
+    for (const [index, name] of names.entries()) {
+      const res = await api.call(
+        enqueueEvent(validBody({ attachments: [inline(name, PDF)] }), { key: `x${index}`, tenant }),
+      );
+      if (res.status !== 400 || JSON.stringify(res.json.errors).indexOf('/attachments/0/filename') < 0)
+        accepted.push(`${JSON.stringify(name)} → ${res.status}`);
+    }
+    expect(accepted).toEqual([]);
+    expect(await keysUnder(`messages/${tenant}/`)).toEqual([]);
+  });
+
+  it.each([
+    [
+      'wrapped at 76 as the base64 tool writes it',
+      `${PDF.toString('base64').slice(0, 76)}\n${PDF.toString('base64').slice(76)}`,
+    ],
+    [
+      'in the URL-safe alphabet',
+      randomBytes(60).toString('base64url').padEnd(80, '=').replace(/^.{3}/, '-_-'),
+    ],
+    ['without its padding', Buffer.from('%PDF-1.4 x').toString('base64').replace(/=+$/, '')],
+    ['as a data: URL', `data:application/pdf;base64,${PDF.toString('base64')}`],
+  ])(
+    'refuses content %s with a 400 naming /attachments/N/content that says what base64 it takes',
+    async (_what, content) => {
+      const api = await apiHarness({ attachments: store });
+      const tenant = `t${randomBytes(4).toString('hex')}`;
+      const res = await api.call(
+        enqueueEvent(
+          validBody({ attachments: [inline('ok.pdf', PDF), { filename: 'invoice.pdf', content }] }),
+          { key: 'b64', tenant },
+        ),
+      );
+
+      expect(res.status).toBe(400);
+      expect(res.json.errors).toEqual([
+        { field: '/attachments/1/content', message: expect.stringMatching(/base64.*padded.*no whitespace/) },
+      ]);
+      expect(await keysUnder(`messages/${tenant}/`)).toEqual([]);
+    },
+  );
+});

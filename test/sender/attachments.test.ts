@@ -233,4 +233,35 @@ describe('the sender with attachments', () => {
     ]);
     expect(world.smtp.transactions - transactions).toBe(3);
   });
+  // DESIGN §13: a filename is written safe in a header (RFC 2231 for what is not ASCII), and the
+  // recipient's reader gets the name the request gave (decision 0240).
+  it('delivers each file under the very name it was given: accents, CJK, quotes, semicolons, percent signs, 255 characters', async () => {
+    const mailer = smtpMailer(world.smtp);
+    try {
+      const rig = await createSenderRig(world, { attachments: store, mailer });
+      const names = [
+        'Rechnung März 2026.pdf',
+        '請求書 2026年12月.pdf',
+        'a "quoted" name.pdf',
+        'a;b=c.pdf',
+        "it's 100% paid*.pdf",
+        `${'é'.repeat(251)}.pdf`,
+        `${'x'.repeat(251)}.pdf`,
+        '  spaced  name .pdf',
+      ];
+      const attachments = [];
+      // Stored under short keys (the emulator's objects are files); the name is the record's.
+      for (const [index, name] of names.entries())
+        attachments.push({ ...(await stored(`${index}.pdf`, 'application/pdf', PDF)), filename: name });
+      const message = await rig.putMessage({ attachments });
+      world.smtp.script();
+      await rig.dispatch(message);
+      await rig.deliverNext();
+
+      expect((await rig.state(message.id)).status).toBe('sent');
+      expect((await filesReceived(rig, message.id)).map((file) => file.filename)).toEqual(names);
+    } finally {
+      await mailer.close();
+    }
+  });
 });
