@@ -243,6 +243,15 @@ describe('test keys', () => {
         (await call('POST', `/v1/webhooks/${theirs.webhook}/test`, 'POST /v1/webhooks/{id}/test', webhook))
           .status,
       ).toBe(404);
+      for (const [method, tail, routeTail] of [
+        ['GET', '/deliveries', '/deliveries'],
+        ['POST', '/rotate-secret', '/rotate-secret'],
+      ] as const) {
+        const path = `/v1/webhooks/${theirs.webhook}${tail}`;
+        expect((await call(method, path, `${method} /v1/webhooks/{id}${routeTail}`, webhook)).status).toBe(
+          404,
+        );
+      }
       expect(
         (await call('DELETE', `/v1/webhooks/${theirs.webhook}`, 'DELETE /v1/webhooks/{id}', webhook)).status,
       ).toBe(404);

@@ -9,6 +9,7 @@ import { type MessagesDeps, messagesShow } from '../../cli/messagesCommands.js';
 import { type ExportedMessage, messagesExport, openLineSink } from '../../cli/messagesExport.js';
 import { memoryOutput } from '../../cli/output.js';
 import type { MessageStatus } from '../../lambdas/core/messageStatus.js';
+import { testSideOf } from '../../lambdas/core/testSide.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { placeBody, storedBodyItem } from '../../lambdas/store/bodyContent.js';
 import { byStatusPk, messagePk, shardOf } from '../../lambdas/store/messageRecord.js';
@@ -357,6 +358,33 @@ describe('postdate messages export', () => {
     expect(written.filter((id) => id === moving)).toHaveLength(1);
     expect(new Set(written)).toEqual(new Set(ids));
     expect(report.exported).toBe(102);
+  });
+
+  it("keeps a tenant's test side apart (DESIGN §14): --tenant acme exports none of acme.test's, and the other way round", async () => {
+    const fresh = await freshTable();
+    const documents = documentClient();
+    const sides = ['acme', testSideOf('acme')];
+    await seedMessages(
+      documents,
+      fresh.tableName,
+      Array.from({ length: 8 }, (_, n) => ({
+        id: messageId(5000 + n),
+        tenant: sides[n % 2] as string,
+        status: STATUSES[n % STATUSES.length] as MessageStatus,
+        createdAt: at(20 - n),
+      })),
+    );
+    const sideDeps = { ...deps, documents, tableName: fresh.tableName, tenants: async () => sides };
+    for (const [n, tenant] of sides.entries()) {
+      const lines: string[] = [];
+      const sink = { write: async (line: string) => void lines.push(line) };
+      const report = await messagesExport(sideDeps, { since: SINCE, tenant }, sink, memoryOutput());
+      const messages = lines.map((line) => JSON.parse(line) as ExportedMessage);
+      expect(report.exported).toBe(4);
+      expect(messages.map((m) => [m.id, m.tenant])).toEqual(
+        [0, 1, 2, 3].map((k) => [messageId(5000 + 2 * k + n), tenant]),
+      );
+    }
   });
 
   it('refuses a range that ends before it starts and an unknown status, before reading anything', async () => {

@@ -255,6 +255,24 @@ describe('the sender and test messages', () => {
     expect(world.smtp.transactions).toBe(transactionsBefore);
   });
 
+  it('screens each side by its own list: a live suppression never holds a test send back, nor a test one a live send', async () => {
+    const rig = await createSenderRig(world);
+    const now = new Date();
+    await list.put({ tenant: TENANT, address: at('delivered'), reason: 'manual', now });
+    await list.put({ tenant: TEST_SIDE, address: 'both-sides@example.net', reason: 'manual', now });
+    const test = await sendTest(rig, [at('delivered')]);
+    expect(await rig.state(test)).toMatchObject({ status: 'sent', attempts: 1 });
+    world.smtp.script();
+    const live = await rig.putMessage({ to: ['both-sides@example.net'] });
+    await rig.dispatch(live);
+    await rig.deliverNext();
+    expect(await rig.state(live.id)).toMatchObject({ status: 'sent', attempts: 1 });
+    // And the other side's list is read back unchanged: no send wrote to it.
+    expect((await list.list(TENANT, { limit: 10, after: null })).items.map((item) => item.address)).toEqual([
+      at('delivered'),
+    ]);
+  });
+
   it('leaves a bounced test address out of the next test message, as the relay’s own bounce would', async () => {
     const rig = await createSenderRig(world);
     const again = await sendTest(rig, [at('bounce')]);

@@ -205,6 +205,13 @@ describe('the event producer', () => {
       ['acme', 'msgl', false],
     ]);
     expect(published.map((event) => event.tenant)).toEqual(['acme', 'acme', 'acme', 'acme']);
+    // The bus carries the side too, as the webhooks do (DESIGN §14: `"test": true` on its events).
+    expect(published.map((event) => [event.data.id, event.data.test]).sort()).toEqual([
+      ['msgl', false],
+      ['msgl', false],
+      ['msgt', true],
+      ['msgt', true],
+    ]);
     expect(JSON.stringify(published)).not.toContain(testSideOf('acme'));
   });
 
