@@ -305,6 +305,34 @@ describe('the transactional outbox helper', () => {
     });
   });
 
+  it("names the field of every mistake in `problem.errors`, as the API's problem+json does", () => {
+    const base = { tableName, tenant: 'acme', idempotencyKey: 'field-named', request: request(), now };
+    const fieldOf = (input: Record<string, unknown>) => {
+      try {
+        buildOutboxWrite(
+          Object.fromEntries(
+            Object.entries({ ...base, ...input }).filter(([, v]) => v !== undefined),
+          ) as never,
+        );
+      } catch (error) {
+        expect(error).toBeInstanceOf(OutboxInputError);
+        const problem = (error as OutboxInputError).problem;
+        expect(problem?.status).toBe(400);
+        return problem?.errors?.map((e) => e.field);
+      }
+      throw new Error('not refused');
+    };
+    expect(fieldOf({ tenant: 'a#b' })).toEqual(['tenant']);
+    expect(fieldOf({ idempotencyKey: '' })).toEqual(['idempotencyKey']);
+    expect(fieldOf({ idempotencyKey: 'k\u00e9' })).toEqual(['idempotencyKey']);
+    expect(fieldOf({ retentionDays: 0 })).toEqual(['retentionDays']);
+    expect(fieldOf({ request: { ...request() } })).toEqual(['request']);
+    // A raw body's mistakes are the API's own, JSON Pointers into the body.
+    expect(fieldOf({ request: undefined, body: validBody({ subject: '' }), validation })).toEqual([
+      '/subject',
+    ]);
+  });
+
   it('refuses a tenant that could break the key layout', () => {
     expect(() =>
       buildOutboxTransactItems({
