@@ -71,7 +71,7 @@ describe('the transactional outbox helper', () => {
     });
   });
 
-  it('writes nothing when the business change fails its condition (all or nothing)', async () => {
+  it('writes nothing when the business change fails its condition (all or nothing); the reasons say it was yours, and a retry goes', async () => {
     const items = buildOutboxTransactItems({
       tableName,
       tenant: 'acme',
@@ -79,24 +79,29 @@ describe('the transactional outbox helper', () => {
       request: request(),
       now,
     });
-    await expect(
-      documents.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              ConditionCheck: {
-                TableName: tableName,
-                Key: { pk: 'ORDER#8', sk: 'ORDER' },
-                ConditionExpression: 'attribute_exists(pk)',
-              },
-            },
-            ...items,
-          ],
-        }),
-      ),
-    ).rejects.toBeInstanceOf(TransactionCanceledException);
+    const order = { TableName: tableName, Key: { pk: 'ORDER#8', sk: 'ORDER' } };
+    const mine = [{ ConditionCheck: { ...order, ConditionExpression: 'attribute_exists(pk)' } }];
+    const error = await documents
+      .send(new TransactWriteCommand({ TransactItems: [...mine, ...items] }))
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TransactionCanceledException);
+    // The outbox's items follow yours: at mine.length + OUTBOX_ITEM_INDEX, and none of them failed.
+    const reasons = (error as TransactionCanceledException).CancellationReasons ?? [];
+    expect(reasons.map((reason) => reason.Code)).toEqual(['ConditionalCheckFailed', 'None', 'None']);
     const records = await streamRecords(streamArn);
     expect(records.some((record) => record.dynamodb?.Keys?.pk?.S === items[0]?.Put?.Item?.pk)).toBe(false);
+    // The same items, once the business condition holds, commit: the failed attempt used no key.
+    await documents.send(
+      new TransactWriteCommand({ TransactItems: [{ Put: { ...order, Item: order.Key } }] }),
+    );
+    await documents.send(new TransactWriteCommand({ TransactItems: [...mine, ...items] }));
+    const state = await documents.send(
+      new GetCommand({
+        TableName: tableName,
+        Key: items[0]?.Put?.Item ? { pk: items[0].Put.Item.pk, sk: items[0].Put.Item.sk } : {},
+      }),
+    );
+    expect(state.Item?.status).toBe('scheduled');
   });
 
   it('makes a retried business transaction safe: the same idempotency key fails on the message records', async () => {
