@@ -27,7 +27,11 @@ export function metricDimensions(stackName: string): { readonly service: string;
 const NEWER_WRITER_REFUSALS = 'NewerWriterRefusals';
 
 /** The relay's metrics. */
-export const RELAY_METRIC = { newerWriterRefusals: NEWER_WRITER_REFUSALS } as const;
+export const RELAY_METRIC = {
+  newerWriterRefusals: NEWER_WRITER_REFUSALS,
+  /** State records the relay could not read (one written by hand past the outbox helper): not dispatched. */
+  unreadableRecords: 'UnreadableRecords',
+} as const;
 export type RelayMetric = (typeof RELAY_METRIC)[keyof typeof RELAY_METRIC];
 
 /**

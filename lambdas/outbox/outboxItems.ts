@@ -44,7 +44,7 @@ import {
   parseEnqueueRequest,
 } from '../core/messageSchema.js';
 import { PostdateError } from '../core/postdateError.js';
-import { type ProblemDetails, validationProblem } from '../core/problem.js';
+import { type ProblemDetails, problem, validationProblem } from '../core/problem.js';
 import { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/requestLimits.js';
 import type { EnqueueRecords } from '../ports/ApiStore.js';
 import { groupHeadCheckItem, groupHeadStep } from '../store/groupHead.js';
@@ -64,15 +64,25 @@ export { IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN } from '../core/requestLimits.j
 export { readGroupHeadVersion } from '../store/groupHead.js';
 export { OUTBOX_ITEM_INDEX, type TransactWriteItem } from '../store/outboxRecords.js';
 
-/** Thrown for a caller's mistake (bad tenant, bad key, invalid raw body); `problem` says what. */
+/**
+ * Thrown for a caller's mistake (bad tenant, bad key, invalid raw body), before anything is written.
+ * `problem` is the 400 (or 413) the API would answer, and its `errors[{field, message}]` name the
+ * field as the API's do: a JSON Pointer into the body (`/subject`), or the helper's own parameter
+ * (`tenant`, `idempotencyKey`, `retentionDays`, `request`, `attachments`).
+ */
 export class OutboxInputError extends PostdateError {
   override readonly name = 'OutboxInputError';
   constructor(
     message: string,
-    readonly problem?: ProblemDetails,
+    readonly problem: ProblemDetails,
   ) {
     super(message, { class: 'permanent' });
   }
+}
+
+/** The error for one of the helper's own parameters, named as a field of the API's problem. */
+function parameterError(field: string, message: string): OutboxInputError {
+  return new OutboxInputError(`${field} ${message}`, validationProblem([{ field, message }]));
 }
 
 /**
@@ -127,10 +137,17 @@ export function buildOutboxTransactItems(input: OutboxInput): TransactWriteItem[
 /** Like buildOutboxTransactItems, and also returns the records it writes. */
 export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
   if (!TENANT_PATTERN.test(input.tenant)) {
-    throw new OutboxInputError('tenant must be 1–64 of a-z, 0-9, _ and -, starting with a letter or digit');
+    throw parameterError('tenant', 'must be 1–64 of a-z, 0-9, _ and -, starting with a letter or digit');
   }
   if (!IDEMPOTENCY_KEY_PATTERN.test(input.idempotencyKey)) {
-    throw new OutboxInputError('idempotencyKey must be 1–255 printable ASCII characters');
+    // The API's own problem for its Idempotency-Key header, naming the helper's parameter.
+    const message = 'must be 1–255 printable ASCII characters';
+    throw new OutboxInputError(
+      `idempotencyKey ${message}`,
+      problem('invalidIdempotencyKey', `The idempotencyKey ${message}.`, {
+        errors: [{ field: 'idempotencyKey', message }],
+      }),
+    );
   }
   const retentionDays = input.retentionDays ?? RETENTION.aws;
   if (
@@ -138,8 +155,9 @@ export function buildOutboxWrite(input: OutboxInput): OutboxWrite {
     retentionDays < RETENTION.kind.min ||
     retentionDays > RETENTION.kind.max
   ) {
-    throw new OutboxInputError(
-      `retentionDays must be a whole number of days from ${RETENTION.kind.min} to ${RETENTION.kind.max}, as the stack's POSTDATE_RETENTION_DAYS`,
+    throw parameterError(
+      'retentionDays',
+      `must be a whole number of days from ${RETENTION.kind.min} to ${RETENTION.kind.max}, as the stack's POSTDATE_RETENTION_DAYS`,
     );
   }
   const request = requestOf(input);
@@ -198,8 +216,9 @@ function refuseAttachments(request: EnqueueRequest, input: OutboxInput): void {
 function requestOf(input: OutboxInput): EnqueueRequest {
   if ('request' in input) {
     if (!isParsedEnqueueRequest(input.request))
-      throw new OutboxInputError(
-        'request must be the value parseEnqueueRequest returned, unchanged; or pass the raw `body` with `validation`',
+      throw parameterError(
+        'request',
+        'must be the value parseEnqueueRequest returned, unchanged; or pass the raw `body` with `validation`',
       );
     return input.request;
   }

@@ -1,11 +1,12 @@
 import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import { scheduleName } from '../ports/Scheduler.js';
-import { isStateRecord, type RelayRecord, type StateImage } from './relayRecord.js';
+import { type ImageRead, isStateRecord, type RelayRecord, type StateImage } from './relayRecord.js';
 
 /** What one stream record asks of the relay. Pure: no clock, no I/O. */
 export type RelayPlan =
   | { readonly kind: 'ignore'; readonly reason: string }
-  | { readonly kind: 'invalid'; readonly reason: string }
+  /** A state image it cannot read (written by hand, or by a writer's bug): its id when it has one. */
+  | { readonly kind: 'invalid'; readonly reason: string; readonly id?: string }
   /** A newer writer's record (core/recordLayout.ts): not dispatched, counted and logged. */
   | { readonly kind: 'refused'; readonly id: string; readonly reason: string }
   | {
@@ -40,15 +41,15 @@ export function planRelay(record: RelayRecord): RelayPlan {
       return { kind: 'refused', id: image.refused.id, reason: image.reason };
   }
   if (record.eventName === 'INSERT') {
-    if (!record.newImage.ok) return { kind: 'invalid', reason: `new image: ${record.newImage.reason}` };
+    if (!record.newImage.ok) return invalid('new', record.newImage);
     const inserted = record.newImage.image;
     if (inserted.status !== MESSAGE_STATUS.scheduled) {
       return { kind: 'ignore', reason: `inserted as ${inserted.status}` };
     }
     return { kind: 'act', id: inserted.id, dispatch: inserted, deleteSchedules: [] };
   }
-  if (!record.newImage.ok) return { kind: 'invalid', reason: `new image: ${record.newImage.reason}` };
-  if (!record.oldImage.ok) return { kind: 'invalid', reason: `old image: ${record.oldImage.reason}` };
+  if (!record.newImage.ok) return invalid('new', record.newImage);
+  if (!record.oldImage.ok) return invalid('old', record.oldImage);
   const before = record.oldImage.image;
   const after = record.newImage.image;
   const hadSchedule = before.status === MESSAGE_STATUS.scheduled;
@@ -66,4 +67,15 @@ export function planRelay(record: RelayRecord): RelayPlan {
     return { kind: 'act', id: after.id, dispatch: null, deleteSchedules: names };
   }
   return { kind: 'ignore', reason: `${before.status} → ${after.status}: nothing to dispatch or delete` };
+}
+
+function invalid(
+  which: 'new' | 'old',
+  image: Extract<ImageRead, { ok: false }>,
+): Extract<RelayPlan, { kind: 'invalid' }> {
+  return {
+    kind: 'invalid',
+    reason: `${which} image: ${image.reason}`,
+    ...(image.id === undefined ? {} : { id: image.id }),
+  };
 }

@@ -26,6 +26,8 @@ export type ImageRead =
   | {
       readonly ok: false;
       readonly reason: string;
+      /** The message's id, when the image has one: so an operator can find the record. */
+      readonly id?: string;
       /** A newer writer's record (core/recordLayout.ts): refused and counted, not merely unreadable. */
       readonly refused?: { readonly id: string };
     };
@@ -59,11 +61,11 @@ function readImage(map: SdkAttributeMap | undefined): ImageRead {
   const refusal = recordRefusal({ layout, status });
   if (refusal !== undefined) return { ok: false, reason: refusal.reason, refused: { id } };
   if (typeof rev !== 'number' || !Number.isSafeInteger(rev) || rev < 1) {
-    return { ok: false, reason: 'image has no positive integer rev' };
+    return { ok: false, reason: 'image has no positive integer rev', id };
   }
-  if (!isMessageStatus(status)) return { ok: false, reason: 'image has no known status' };
+  if (!isMessageStatus(status)) return { ok: false, reason: 'image has no known status', id };
   if (typeof send_at !== 'string' || Number.isNaN(Date.parse(send_at))) {
-    return { ok: false, reason: 'image has no ISO send_at' };
+    return { ok: false, reason: 'image has no ISO send_at', id };
   }
   return { ok: true, image: { id, rev, status, send_at, ...(api_copy === true ? { api_copy } : {}) } };
 }

@@ -83,11 +83,14 @@ export async function relayRecords(records: readonly RelayRecord[], deps: RelayD
       continue;
     }
     if (plan.kind === 'invalid') {
-      // A state image the relay cannot read is a writer's bug that no retry can fix; failing it would
-      // hold up the whole shard until the event source gives up. It is logged as an error instead.
+      // A state image the relay cannot read (written by hand past the outbox helper, or a writer's
+      // bug) no retry can fix; failing it would hold up the whole shard until the event source gives
+      // up. It is counted and logged as an error instead, with the message's id to find it by.
       counts.invalid++;
+      deps.metrics?.count(RELAY_METRIC.unreadableRecords);
       deps.log?.error('relay skipped an unreadable state record', {
         sequenceNumber: record.sequenceNumber,
+        ...(plan.id === undefined ? {} : { messageId: plan.id }),
         reason: plan.reason,
       });
       continue;

@@ -455,6 +455,7 @@ export class Ops extends Construct {
           outcome(POSTDATE_METRIC.unknown),
           outcome(POSTDATE_METRIC.configErrors),
           outcome(RELAY_METRIC.newerWriterRefusals).with({ label: 'newer writer refused' }),
+          outcome(RELAY_METRIC.unreadableRecords).with({ label: 'unreadable record skipped' }),
         ],
         [
           ...Object.entries(SWEEPER_METRIC.waiting).map(([status, name]) =>

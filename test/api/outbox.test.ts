@@ -71,7 +71,7 @@ describe('the transactional outbox helper', () => {
     });
   });
 
-  it('writes nothing when the business change fails its condition (all or nothing)', async () => {
+  it('writes nothing when the business change fails its condition (all or nothing); the reasons say it was yours, and a retry goes', async () => {
     const items = buildOutboxTransactItems({
       tableName,
       tenant: 'acme',
@@ -79,24 +79,29 @@ describe('the transactional outbox helper', () => {
       request: request(),
       now,
     });
-    await expect(
-      documents.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              ConditionCheck: {
-                TableName: tableName,
-                Key: { pk: 'ORDER#8', sk: 'ORDER' },
-                ConditionExpression: 'attribute_exists(pk)',
-              },
-            },
-            ...items,
-          ],
-        }),
-      ),
-    ).rejects.toBeInstanceOf(TransactionCanceledException);
+    const order = { TableName: tableName, Key: { pk: 'ORDER#8', sk: 'ORDER' } };
+    const mine = [{ ConditionCheck: { ...order, ConditionExpression: 'attribute_exists(pk)' } }];
+    const error = await documents
+      .send(new TransactWriteCommand({ TransactItems: [...mine, ...items] }))
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TransactionCanceledException);
+    // The outbox's items follow yours: at mine.length + OUTBOX_ITEM_INDEX, and none of them failed.
+    const reasons = (error as TransactionCanceledException).CancellationReasons ?? [];
+    expect(reasons.map((reason) => reason.Code)).toEqual(['ConditionalCheckFailed', 'None', 'None']);
     const records = await streamRecords(streamArn);
     expect(records.some((record) => record.dynamodb?.Keys?.pk?.S === items[0]?.Put?.Item?.pk)).toBe(false);
+    // The same items, once the business condition holds, commit: the failed attempt used no key.
+    await documents.send(
+      new TransactWriteCommand({ TransactItems: [{ Put: { ...order, Item: order.Key } }] }),
+    );
+    await documents.send(new TransactWriteCommand({ TransactItems: [...mine, ...items] }));
+    const state = await documents.send(
+      new GetCommand({
+        TableName: tableName,
+        Key: items[0]?.Put?.Item ? { pk: items[0].Put.Item.pk, sk: items[0].Put.Item.sk } : {},
+      }),
+    );
+    expect(state.Item?.status).toBe('scheduled');
   });
 
   it('makes a retried business transaction safe: the same idempotency key fails on the message records', async () => {
@@ -303,6 +308,34 @@ describe('the transactional outbox helper', () => {
       });
       expect(items).toHaveLength(2);
     });
+  });
+
+  it("names the field of every mistake in `problem.errors`, as the API's problem+json does", () => {
+    const base = { tableName, tenant: 'acme', idempotencyKey: 'field-named', request: request(), now };
+    const fieldOf = (input: Record<string, unknown>) => {
+      try {
+        buildOutboxWrite(
+          Object.fromEntries(
+            Object.entries({ ...base, ...input }).filter(([, v]) => v !== undefined),
+          ) as never,
+        );
+      } catch (error) {
+        expect(error).toBeInstanceOf(OutboxInputError);
+        const problem = (error as OutboxInputError).problem;
+        expect(problem?.status).toBe(400);
+        return problem?.errors?.map((e) => e.field);
+      }
+      throw new Error('not refused');
+    };
+    expect(fieldOf({ tenant: 'a#b' })).toEqual(['tenant']);
+    expect(fieldOf({ idempotencyKey: '' })).toEqual(['idempotencyKey']);
+    expect(fieldOf({ idempotencyKey: 'k\u00e9' })).toEqual(['idempotencyKey']);
+    expect(fieldOf({ retentionDays: 0 })).toEqual(['retentionDays']);
+    expect(fieldOf({ request: { ...request() } })).toEqual(['request']);
+    // A raw body's mistakes are the API's own, JSON Pointers into the body.
+    expect(fieldOf({ request: undefined, body: validBody({ subject: '' }), validation })).toEqual([
+      '/subject',
+    ]);
   });
 
   it('refuses a tenant that could break the key layout', () => {

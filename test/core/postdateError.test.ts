@@ -3,6 +3,7 @@ import { SmtpCredentialsError } from '../../lambdas/adapters/smtpCredentials.js'
 import { EnqueueContentionError } from '../../lambdas/api/routes/enqueue.js';
 import { ConfigError } from '../../lambdas/core/config.js';
 import { ERROR_CLASS, isTransient, PostdateError } from '../../lambdas/core/postdateError.js';
+import { validationProblem } from '../../lambdas/core/problem.js';
 import { ApiKeyError } from '../../lambdas/keys/apiKeys.js';
 import { OutboxInputError } from '../../lambdas/outbox/outboxItems.js';
 import { SweepIncompleteError } from '../../lambdas/sweeper/createSweeperHandler.js';
@@ -32,7 +33,11 @@ describe('one error base with a name, a cause and a retry class', () => {
       [new EnqueueContentionError('lost'), 'EnqueueContentionError', ERROR_CLASS.transient],
       [new SweepIncompleteError(emptySweep), 'SweepIncompleteError', ERROR_CLASS.transient],
       [new ConfigError('POSTDATE_X', 'is not a number'), 'ConfigError', ERROR_CLASS.config],
-      [new OutboxInputError('bad tenant'), 'OutboxInputError', ERROR_CLASS.permanent],
+      [
+        new OutboxInputError('bad tenant', validationProblem([{ field: 'tenant', message: 'bad' }])),
+        'OutboxInputError',
+        ERROR_CLASS.permanent,
+      ],
       [new ApiKeyError('unknown', 'not-found'), 'ApiKeyError', ERROR_CLASS.permanent],
       [new PostdatePropsError(['bad']), 'PostdatePropsError', ERROR_CLASS.config],
       [

@@ -110,6 +110,10 @@ describe('what the relay does with one stream record', () => {
   it('calls a state image it cannot read invalid, naming what is wrong', () => {
     const record = streamRecord('INSERT', { new: scheduled(1) });
     delete record.dynamodb?.NewImage?.rev;
-    expect(plan(record)).toEqual({ kind: 'invalid', reason: 'new image: image has no positive integer rev' });
+    expect(plan(record)).toEqual({
+      kind: 'invalid',
+      reason: 'new image: image has no positive integer rev',
+      id: 'A',
+    });
   });
 });

@@ -296,6 +296,7 @@ describe('an unreadable state record', () => {
         message: 'relay skipped an unreadable state record',
         attributes: {
           sequenceNumber: event.Records[1]?.dynamodb?.SequenceNumber,
+          messageId: bad.id,
           reason: 'new image: image has no positive integer rev',
         },
       },
