@@ -180,11 +180,14 @@ describe('the rev against copies in flight (DESIGN §2)', () => {
   it('a retrying message cancelled during its backoff is never sent, and cannot be retried (cancelled is terminal)', async () => {
     const rig = await createSenderRig(world);
     world.smtp.script();
-    const message = await rig.putMessage({ status: 'retrying', attempts: 1 });
-    await rig.dispatch({ id: message.id, rev: 1 });
+    const backoffEnds = new Date(rig.clock.now().getTime() + 60_000);
+    const message = await rig.putMessage({ status: 'retrying', attempts: 1, sendAt: backoffEnds });
 
     const cancel = await cancelThroughApi(world, message.id, rig.clock.now);
     const retry = await retryThroughApi(world, message.id, rig.clock.now);
+    // The copy that was hidden for the backoff comes back when it ends.
+    rig.clock.advance(60_000);
+    await rig.dispatch({ id: message.id, rev: 1 });
     await rig.deliverNext();
 
     expect(cancel.status).toBe(200);
