@@ -390,31 +390,57 @@ export function storeWith(store: SenderStore, replaced: Partial<SenderStore>): S
 }
 
 /**
- * The user's `DELETE /v1/messages/{id}` (cancel) or `GET /v1/messages/{id}` (the view with its
- * `history`), DESIGN §3, answered by the real api handler on the sender's table: what a user sees
- * of, and can do with, the message the sender left.
+ * The user's `DELETE /v1/messages/{id}` (cancel), `GET /v1/messages/{id}` (the view with its
+ * `history`), `PATCH /v1/messages/{id}` (reschedule) or `POST /v1/messages/{id}/retry`, DESIGN §3,
+ * answered by the real api handler on the sender's table: what a user sees of, and can do with, the
+ * message the sender left.
  */
-function messageThroughApi(method: 'GET' | 'DELETE') {
+function messageThroughApi(method: 'GET' | 'DELETE' | 'PATCH' | 'POST', action = '') {
   return (
     world: Pick<SenderWorld, 'documents' | 'tableName'>,
     id: string,
     now: () => Date,
+    body?: Record<string, unknown>,
   ): Promise<{ readonly status: number; readonly json: Record<string, unknown> }> =>
     callApi(
       world,
       now,
       apiEvent({
         method,
-        path: `/v1/messages/${id}`,
-        routeKey: `${method} /v1/messages/{id}`,
+        path: `/v1/messages/${id}${action}`,
+        routeKey: `${method} /v1/messages/{id}${action}`,
         pathParameters: { id },
         tenant: TENANT,
+        ...(body === undefined ? {} : { body }),
       }),
     );
 }
 
 export const cancelThroughApi = messageThroughApi('DELETE');
 export const getThroughApi = messageThroughApi('GET');
+export const rescheduleThroughApi = messageThroughApi('PATCH');
+export const retryThroughApi = messageThroughApi('POST', '/retry');
+
+/** The user's `PUT /v1/groups/{key}` `{version}` (DESIGN §3, §4 Freshness), answered by the real api handler. */
+export async function raiseGroupThroughApi(
+  world: Pick<SenderWorld, 'documents' | 'tableName'>,
+  key: string,
+  version: number,
+  now: () => Date,
+): Promise<{ readonly status: number; readonly json: Record<string, unknown> }> {
+  return callApi(
+    world,
+    now,
+    apiEvent({
+      method: 'PUT',
+      path: `/v1/groups/${encodeURIComponent(key)}`,
+      routeKey: 'PUT /v1/groups/{key}',
+      pathParameters: { key },
+      tenant: TENANT,
+      body: { version },
+    }),
+  );
+}
 
 /** The user's `PUT /v1/suppressions/{address}` (DESIGN §12), answered by the real api handler on the sender's table. */
 export async function suppressThroughApi(
