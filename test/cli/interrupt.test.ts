@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process';
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnCaptured } from '../local/npmStartProcess.js';
 import { eventually } from '../support/eventually.js';
 
 /**
@@ -32,7 +32,7 @@ afterAll(async () => {
 
 async function interrupted(args: readonly string[]) {
   const seenBefore = sockets.length;
-  const child = spawn(process.execPath, ['cli/postdate.mjs', ...args], {
+  const { child, stdout, stderr, exited } = spawnCaptured(process.execPath, ['cli/postdate.mjs', ...args], {
     env: {
       ...process.env,
       NO_COLOR: '1',
@@ -41,23 +41,11 @@ async function interrupted(args: readonly string[]) {
       AWS_SECRET_ACCESS_KEY: 'local',
       AWS_REGION: 'us-east-1',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
-    child.once('exit', (code, signal) => done({ code, signal })),
-  );
   await eventually('the CLI waiting on DynamoDB', () => sockets.length > seenBefore, { withinMs: 30_000 });
   child.kill('SIGINT');
   const { code, signal } = await exited;
-  return { code, signal, stdout, stderr };
+  return { code, signal, stdout: stdout(), stderr: stderr() };
 }
 
 describe('an interrupted long run (SIGINT)', () => {

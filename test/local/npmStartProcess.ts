@@ -3,29 +3,32 @@ import { createConnection } from 'node:net';
 import { LOCAL_PORT_VARIABLES } from '../../local/localEnv.js';
 import { eventually } from '../support/eventually.js';
 
-/**
- * `npm start` as a person, an IDE or CI runs it: through npm, as the leader of its own process group
- * (as a terminal makes it), every port picked freely (unless `env` fixes one) so that stacks of
- * parallel runs do not meet.
- * The tests of test/local/ that need the whole chain (npm → shell → node → java) use it.
- */
-export interface NpmStart {
+/** A child process whose output a test reads as it comes, and its end. */
+export interface CapturedProcess {
   readonly child: ChildProcessWithoutNullStreams;
   /** Everything printed so far on stdout. */
   stdout(): string;
   /** Everything printed so far on stderr. */
   stderr(): string;
-  /** Resolves with npm's exit code and signal. */
+  /** Resolves with the exit code and signal. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export function npmStart(env: NodeJS.ProcessEnv = {}): NpmStart {
-  const merged: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of Object.values(LOCAL_PORT_VARIABLES)) merged[name] = '0';
-  delete merged.POSTDATE_LOG;
-  // A test that fixes a port (one another program holds) says so in `env`.
-  Object.assign(merged, env);
-  const child = spawn('npm', ['start'], { env: merged, stdio: 'pipe', detached: true });
+/**
+ * Spawns `command` with `env` as its whole environment, collecting what it prints; `detached` makes
+ * it the leader of its own process group (as a terminal makes `npm start`), so the group can be killed.
+ * The tests that run npm start, local/start.ts or the CLI's bin use it.
+ */
+export function spawnCaptured(
+  command: string,
+  args: readonly string[],
+  options: { env: NodeJS.ProcessEnv; detached?: boolean },
+): CapturedProcess {
+  const child = spawn(command, args, {
+    env: options.env,
+    stdio: 'pipe',
+    detached: options.detached ?? false,
+  });
   let out = '';
   let err = '';
   child.stdout.on('data', (chunk: Buffer) => {
@@ -38,6 +41,23 @@ export function npmStart(env: NodeJS.ProcessEnv = {}): NpmStart {
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
   return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/**
+ * `npm start` as a person, an IDE or CI runs it: through npm, as the leader of its own process group
+ * (as a terminal makes it), every port picked freely (unless `env` fixes one) so that stacks of
+ * parallel runs do not meet.
+ * The tests of test/local/ that need the whole chain (npm → shell → node → java) use it.
+ */
+export type NpmStart = CapturedProcess;
+
+export function npmStart(env: NodeJS.ProcessEnv = {}): NpmStart {
+  const merged: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of Object.values(LOCAL_PORT_VARIABLES)) merged[name] = '0';
+  delete merged.POSTDATE_LOG;
+  // A test that fixes a port (one another program holds) says so in `env`.
+  Object.assign(merged, env);
+  return spawnCaptured('npm', ['start'], { env: merged, detached: true });
 }
 
 /** Waits for the banner's last line; returns the stdout so far. */
