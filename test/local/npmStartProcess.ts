@@ -17,18 +17,17 @@ export interface CapturedProcess {
 /**
  * Spawns `command` with `env` as its whole environment, collecting what it prints; `detached` makes
  * it the leader of its own process group (as a terminal makes `npm start`), so the group can be killed.
- * The tests that run npm start, local/start.ts or the CLI's bin use it.
+ * Its stdin is at its end at once unless `stdin` is `'open'` (a terminal's, which nobody types into).
+ * The tests that run npm start, local/start.ts, the CLI's bin or the docs' scripts use it.
  */
 export function spawnCaptured(
   command: string,
   args: readonly string[],
-  options: { env: NodeJS.ProcessEnv; detached?: boolean },
+  options: { env: NodeJS.ProcessEnv; cwd?: string; detached?: boolean; stdin?: 'open' | 'ended' },
 ): CapturedProcess {
-  const child = spawn(command, args, {
-    env: options.env,
-    stdio: 'pipe',
-    detached: options.detached ?? false,
-  });
+  const { stdin = 'ended', ...spawnOptions } = options;
+  const child = spawn(command, args, { ...spawnOptions, stdio: 'pipe' });
+  if (stdin === 'ended') child.stdin.end();
   let out = '';
   let err = '';
   child.stdout.on('data', (chunk: Buffer) => {
@@ -57,7 +56,7 @@ export function npmStart(env: NodeJS.ProcessEnv = {}): NpmStart {
   delete merged.POSTDATE_LOG;
   // A test that fixes a port (one another program holds) says so in `env`.
   Object.assign(merged, env);
-  return spawnCaptured('npm', ['start'], { env: merged, detached: true });
+  return spawnCaptured('npm', ['start'], { env: merged, detached: true, stdin: 'open' });
 }
 
 /** Waits for the banner's last line; returns the stdout so far. */
