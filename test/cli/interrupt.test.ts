@@ -30,6 +30,9 @@ afterAll(async () => {
   await new Promise((closed) => server.close(closed));
 });
 
+/** The long run both cases interrupt: an export of two days of one tenant's messages. */
+const LONG_EXPORT = ['messages', 'export', '--since', '2d', '--tenant', 'acme'];
+
 async function interrupted(args: readonly string[]) {
   const seenBefore = sockets.length;
   const { child, stdout, stderr, exited } = spawnCaptured(process.execPath, ['cli/postdate.mjs', ...args], {
@@ -50,17 +53,7 @@ async function interrupted(args: readonly string[]) {
 
 describe('an interrupted long run (SIGINT)', () => {
   it('messages export --json: exits 130 and its last line is the error, every line parses', async () => {
-    const run = await interrupted([
-      '--table',
-      'outbox',
-      '--json',
-      'messages',
-      'export',
-      '--since',
-      '2d',
-      '--tenant',
-      'acme',
-    ]);
+    const run = await interrupted(['--table', 'outbox', '--json', ...LONG_EXPORT]);
     expect({ code: run.code, signal: run.signal }).toEqual({ code: 130, signal: null });
     const lines = run.stdout.trimEnd().split('\n');
     const documents = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
@@ -72,16 +65,7 @@ describe('an interrupted long run (SIGINT)', () => {
   }, 60_000);
 
   it('without --json: exits 130 with one line on stderr and nothing on stdout', async () => {
-    const run = await interrupted([
-      '--table',
-      'outbox',
-      'messages',
-      'export',
-      '--since',
-      '2d',
-      '--tenant',
-      'acme',
-    ]);
+    const run = await interrupted(['--table', 'outbox', ...LONG_EXPORT]);
     expect({ code: run.code, signal: run.signal }).toEqual({ code: 130, signal: null });
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(/postdate: interrupted .*run it again/);
