@@ -103,34 +103,22 @@ describe('NodemailerMailer against a real SMTP server', () => {
     });
   });
 
-  it('refuses every place of a mailbox named more than once when its one RCPT TO is refused (decision 0234)', async () => {
+  it.each([
+    {
+      rule: 'named more than once when its one RCPT TO is refused (decision 0234)',
+      refuses: (address: string) => address === 'gone@example.net',
+      recipients: ['gone@example.net', 'ada@example.org', 'Gone <gone@EXAMPLE.net>'],
+    },
+    {
+      rule: 'whose spellings differ only in the local part’s case (decision 0237)',
+      refuses: (address: string) => address.toLowerCase() === 'gone@example.net',
+      recipients: ['Gone@example.net', 'ada@example.org', 'gone@EXAMPLE.net'],
+    },
+  ])('refuses every place of a mailbox $rule', async ({ refuses, recipients }) => {
     mailer = newMailer();
     server.script({
-      rcptTo: (address) =>
-        address === 'gone@example.net' ? { code: 550, message: '5.1.1 User unknown' } : undefined,
+      rcptTo: (address) => (refuses(address) ? { code: 550, message: '5.1.1 User unknown' } : undefined),
     });
-    const recipients = ['gone@example.net', 'ada@example.org', 'Gone <gone@EXAMPLE.net>'];
-    const outcome = await mailer.send(
-      email({ to: recipients.slice(0, 2), bcc: recipients.slice(2), envelope: recipients }),
-    );
-    expect(outcome).toMatchObject({
-      delivered: true,
-      refused: [
-        { index: 0, code: '550', permanent: true, hardBounce: true },
-        { index: 2, code: '550', permanent: true, hardBounce: true },
-      ],
-    });
-  });
-
-  it('refuses every place of a mailbox whose spellings differ only in the local part’s case (decision 0237)', async () => {
-    mailer = newMailer();
-    server.script({
-      rcptTo: (address) =>
-        address.toLowerCase() === 'gone@example.net'
-          ? { code: 550, message: '5.1.1 User unknown' }
-          : undefined,
-    });
-    const recipients = ['Gone@example.net', 'ada@example.org', 'gone@EXAMPLE.net'];
     const outcome = await mailer.send(
       email({ to: recipients.slice(0, 2), bcc: recipients.slice(2), envelope: recipients }),
     );

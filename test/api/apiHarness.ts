@@ -1,4 +1,5 @@
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { expect } from 'vitest';
 import { type ApiEvent, type ApiResult, createApiHandler } from '../../lambdas/api/createApiHandler.js';
 import type { ApiStore } from '../../lambdas/ports/ApiStore.js';
 import type { AttachmentStore } from '../../lambdas/ports/AttachmentStore.js';
@@ -13,6 +14,7 @@ import {
   type ResponseCheck,
   responseChecker,
 } from '../support/openApiResponses.js';
+import { apiEvent } from './events.js';
 
 export interface LogLine {
   readonly level: 'info' | 'warn' | 'error';
@@ -136,4 +138,32 @@ export async function apiHarness(
     return items;
   };
   return { tableName, streamArn, documents, store, clock, logs, handle, call, scanAll };
+}
+
+/**
+ * Uploads a PDF as a client does: reserves it for `tenant` through the API, then PUTs `bytes` to
+ * the upload URL it answered. Returns the attachment's id.
+ */
+export async function uploadThroughApi(
+  api: Awaited<ReturnType<typeof apiHarness>>,
+  tenant: string,
+  filename: string,
+  bytes: Buffer,
+): Promise<string> {
+  const reserved = await api.call(
+    apiEvent({
+      method: 'POST',
+      path: '/v1/attachments',
+      body: { filename, content_type: 'application/pdf', size: bytes.length },
+      tenant,
+    }),
+  );
+  expect(reserved.status).toBe(201);
+  const put = await fetch(String(reserved.json.upload_url), {
+    method: 'PUT',
+    body: bytes,
+    headers: { 'content-type': 'application/pdf' },
+  });
+  expect(put.status).toBe(200);
+  return String(reserved.json.id);
 }

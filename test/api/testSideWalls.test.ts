@@ -11,7 +11,7 @@ import { attachmentS3Client, S3AttachmentStore } from '../../lambdas/adapters/S3
 import { testSideOf } from '../../lambdas/core/testSide.js';
 import { type S3Emulator, startS3Emulator } from '../../local/s3Emulator.js';
 import { LOCAL_AWS } from '../support/awsLocal.js';
-import { apiHarness } from './apiHarness.js';
+import { apiHarness, uploadThroughApi } from './apiHarness.js';
 import { apiEvent, validBody } from './events.js';
 
 let emulator: S3Emulator;
@@ -100,19 +100,7 @@ describe('the wall between a tenant’s live and test sides (DESIGN §14)', () =
     const tenants = sides();
     for (const [side, tenant] of Object.entries(tenants)) {
       const other = side === 'live' ? tenants.test : tenants.live;
-      const reserved = await call(tenant, 'POST', '/v1/attachments', {
-        filename: 'invoice.pdf',
-        content_type: 'application/pdf',
-        size: PDF.length,
-      });
-      expect(reserved.status).toBe(201);
-      const put = await fetch(String(reserved.json.upload_url), {
-        method: 'PUT',
-        body: PDF,
-        headers: { 'content-type': 'application/pdf' },
-      });
-      expect(put.status).toBe(200);
-      const attachments = [{ attachment_id: String(reserved.json.id) }];
+      const attachments = [{ attachment_id: await uploadThroughApi(api, tenant, 'invoice.pdf', PDF) }];
       const theirs = await enqueue(other, `att-${side}`, validBody({ send_at: sendAt(), attachments }));
       expect(theirs.status).toBe(400);
       expect(theirs.json.errors).toEqual([

@@ -30,7 +30,7 @@ import { DynamoWebhookStore } from '../../lambdas/store/webhookStore.js';
 import { type S3Emulator, startS3Emulator } from '../../local/s3Emulator.js';
 import { StreamTail } from '../relay/streamTail.js';
 import { LOCAL_AWS } from '../support/awsLocal.js';
-import { apiHarness } from './apiHarness.js';
+import { apiHarness, uploadThroughApi } from './apiHarness.js';
 import { apiEvent, enqueueEvent, validBody } from './events.js';
 
 let emulator: S3Emulator;
@@ -91,24 +91,7 @@ async function world(options: Parameters<typeof apiHarness>[0] = {}) {
     const batch = await tail.next();
     if (batch.Records.length > 0) expect((await producer(batch)).batchItemFailures).toEqual([]);
   };
-  const upload = async (tenant: string, bytes: Buffer) => {
-    const reserved = await api.call(
-      apiEvent({
-        method: 'POST',
-        path: '/v1/attachments',
-        body: { filename: 'big.pdf', content_type: 'application/pdf', size: bytes.length },
-        tenant,
-      }),
-    );
-    expect(reserved.status).toBe(201);
-    const put = await fetch(String(reserved.json.upload_url), {
-      method: 'PUT',
-      body: bytes,
-      headers: { 'content-type': 'application/pdf' },
-    });
-    expect(put.status).toBe(200);
-    return String(reserved.json.id);
-  };
+  const upload = (tenant: string, bytes: Buffer) => uploadThroughApi(api, tenant, 'big.pdf', bytes);
   /** The keys the message's state record names now, if it has one. */
   const named = async (id: string) =>
     ((await readStateRecord(api.documents, api.tableName, id))?.attachments ?? []).map((held) => held.key);

@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process';
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnCaptured } from '../local/npmStartProcess.js';
 import { eventually } from '../support/eventually.js';
 
 /**
@@ -30,9 +30,12 @@ afterAll(async () => {
   await new Promise((closed) => server.close(closed));
 });
 
+/** The long run both cases interrupt: an export of two days of one tenant's messages. */
+const LONG_EXPORT = ['messages', 'export', '--since', '2d', '--tenant', 'acme'];
+
 async function interrupted(args: readonly string[]) {
   const seenBefore = sockets.length;
-  const child = spawn(process.execPath, ['cli/postdate.mjs', ...args], {
+  const { child, stdout, stderr, exited } = spawnCaptured(process.execPath, ['cli/postdate.mjs', ...args], {
     env: {
       ...process.env,
       NO_COLOR: '1',
@@ -41,38 +44,16 @@ async function interrupted(args: readonly string[]) {
       AWS_SECRET_ACCESS_KEY: 'local',
       AWS_REGION: 'us-east-1',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
-    child.once('exit', (code, signal) => done({ code, signal })),
-  );
   await eventually('the CLI waiting on DynamoDB', () => sockets.length > seenBefore, { withinMs: 30_000 });
   child.kill('SIGINT');
   const { code, signal } = await exited;
-  return { code, signal, stdout, stderr };
+  return { code, signal, stdout: stdout(), stderr: stderr() };
 }
 
 describe('an interrupted long run (SIGINT)', () => {
   it('messages export --json: exits 130 and its last line is the error, every line parses', async () => {
-    const run = await interrupted([
-      '--table',
-      'outbox',
-      '--json',
-      'messages',
-      'export',
-      '--since',
-      '2d',
-      '--tenant',
-      'acme',
-    ]);
+    const run = await interrupted(['--table', 'outbox', '--json', ...LONG_EXPORT]);
     expect({ code: run.code, signal: run.signal }).toEqual({ code: 130, signal: null });
     const lines = run.stdout.trimEnd().split('\n');
     const documents = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
@@ -84,16 +65,7 @@ describe('an interrupted long run (SIGINT)', () => {
   }, 60_000);
 
   it('without --json: exits 130 with one line on stderr and nothing on stdout', async () => {
-    const run = await interrupted([
-      '--table',
-      'outbox',
-      'messages',
-      'export',
-      '--since',
-      '2d',
-      '--tenant',
-      'acme',
-    ]);
+    const run = await interrupted(['--table', 'outbox', ...LONG_EXPORT]);
     expect({ code: run.code, signal: run.signal }).toEqual({ code: 130, signal: null });
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(/postdate: interrupted .*run it again/);

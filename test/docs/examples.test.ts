@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,6 +5,7 @@ import { loadConfig } from '../../lambdas/core/config.js';
 import { CONFIG_SETTINGS } from '../../lambdas/core/configSpec.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
+import { spawnCaptured } from '../local/npmStartProcess.js';
 
 /**
  * The README's and docs/api.md's shell examples (issue 17 §4), run as a reader runs them: the fenced
@@ -63,7 +63,7 @@ describe("the docs' examples run against a local stack", () => {
   async function runScript(script: string): Promise<Run> {
     let body = script;
     for (const url of DOCUMENTED_URLS) body = body.replaceAll(url, stack.apiUrl);
-    const child = spawn('bash', ['-c', `${WRAPPERS}\n${body}`], {
+    const run = spawnCaptured('bash', ['-c', `${WRAPPERS}\n${body}`], {
       cwd: ROOT,
       env: {
         ...process.env,
@@ -75,17 +75,10 @@ describe("the docs' examples run against a local stack", () => {
         POSTDATE_TABLE_NAME: '',
         NO_COLOR: '1',
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
     });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const { code } = await run.exited;
+    const stdout = run.stdout();
+    const stderr = run.stderr();
     const calls = stderr
       .split('\n')
       .filter((line) => /^(HTTP|EXIT) /.test(line))

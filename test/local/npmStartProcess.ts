@@ -3,29 +3,31 @@ import { createConnection } from 'node:net';
 import { LOCAL_PORT_VARIABLES } from '../../local/localEnv.js';
 import { eventually } from '../support/eventually.js';
 
-/**
- * `npm start` as a person, an IDE or CI runs it: through npm, as the leader of its own process group
- * (as a terminal makes it), every port picked freely (unless `env` fixes one) so that stacks of
- * parallel runs do not meet.
- * The tests of test/local/ that need the whole chain (npm → shell → node → java) use it.
- */
-export interface NpmStart {
+/** A child process whose output a test reads as it comes, and its end. */
+export interface CapturedProcess {
   readonly child: ChildProcessWithoutNullStreams;
   /** Everything printed so far on stdout. */
   stdout(): string;
   /** Everything printed so far on stderr. */
   stderr(): string;
-  /** Resolves with npm's exit code and signal. */
+  /** Resolves with the exit code and signal. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export function npmStart(env: NodeJS.ProcessEnv = {}): NpmStart {
-  const merged: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of Object.values(LOCAL_PORT_VARIABLES)) merged[name] = '0';
-  delete merged.POSTDATE_LOG;
-  // A test that fixes a port (one another program holds) says so in `env`.
-  Object.assign(merged, env);
-  const child = spawn('npm', ['start'], { env: merged, stdio: 'pipe', detached: true });
+/**
+ * Spawns `command` with `env` as its whole environment, collecting what it prints; `detached` makes
+ * it the leader of its own process group (as a terminal makes `npm start`), so the group can be killed.
+ * Its stdin is at its end at once unless `stdin` is `'open'` (a terminal's, which nobody types into).
+ * The tests that run npm start, local/start.ts, the CLI's bin or the docs' scripts use it.
+ */
+export function spawnCaptured(
+  command: string,
+  args: readonly string[],
+  options: { env: NodeJS.ProcessEnv; cwd?: string; detached?: boolean; stdin?: 'open' | 'ended' },
+): CapturedProcess {
+  const { stdin = 'ended', ...spawnOptions } = options;
+  const child = spawn(command, args, { ...spawnOptions, stdio: 'pipe' });
+  if (stdin === 'ended') child.stdin.end();
   let out = '';
   let err = '';
   child.stdout.on('data', (chunk: Buffer) => {
@@ -38,6 +40,23 @@ export function npmStart(env: NodeJS.ProcessEnv = {}): NpmStart {
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
   return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/**
+ * `npm start` as a person, an IDE or CI runs it: through npm, as the leader of its own process group
+ * (as a terminal makes it), every port picked freely (unless `env` fixes one) so that stacks of
+ * parallel runs do not meet.
+ * The tests of test/local/ that need the whole chain (npm → shell → node → java) use it.
+ */
+export type NpmStart = CapturedProcess;
+
+export function npmStart(env: NodeJS.ProcessEnv = {}): NpmStart {
+  const merged: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of Object.values(LOCAL_PORT_VARIABLES)) merged[name] = '0';
+  delete merged.POSTDATE_LOG;
+  // A test that fixes a port (one another program holds) says so in `env`.
+  Object.assign(merged, env);
+  return spawnCaptured('npm', ['start'], { env: merged, detached: true, stdin: 'open' });
 }
 
 /** Waits for the banner's last line; returns the stdout so far. */

@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { LOCAL_PORT_VARIABLES } from '../../local/localEnv.js';
 import { eventually } from '../support/eventually.js';
+import { spawnCaptured } from './npmStartProcess.js';
 
 /**
  * The arguments of `npm start -- …` (docs/local-stack.md: `--quiet`, `--pretty`, `--json`,
@@ -16,26 +16,24 @@ async function startExit(args: readonly string[], env: Record<string, string> = 
   // A start that goes ahead by mistake takes no port another stack holds.
   for (const name of Object.values(LOCAL_PORT_VARIABLES)) merged[name] = '0';
   delete merged.POSTDATE_RELAYS;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts', ...args], {
-    env: { ...merged, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
+  const { child, stdout, stderr } = spawnCaptured(
+    process.execPath,
+    ['--import', 'tsx', 'local/start.ts', ...args],
+    { env: { ...merged, ...env }, detached: true },
+  );
   try {
     const code = await eventually(
-      () => `npm start ${args.join(' ')} to exit (stdout: ${stdout.slice(-300)})`,
+      () => `npm start ${args.join(' ')} to exit (stdout: ${stdout().slice(-300)})`,
       () => (child.exitCode === null ? undefined : { code: child.exitCode }),
       { withinMs: 30_000, everyMs: 50 },
     );
-    return { code: code.code, stdout, lines: stderr.split('\n').filter((line) => line !== '') };
+    return {
+      code: code.code,
+      stdout: stdout(),
+      lines: stderr()
+        .split('\n')
+        .filter((line) => line !== ''),
+    };
   } finally {
     // A stack that started after all is stopped with everything it started.
     if (child.exitCode === null && child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');

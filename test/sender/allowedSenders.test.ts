@@ -11,7 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SENDER_METRIC } from '../../lambdas/core/metricNames.js';
 import { buildOutboxWrite } from '../../lambdas/outbox/index.js';
 import { TENANT } from './records.js';
-import { createSenderRig, type SenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
+import {
+  createSenderRig,
+  expectFailedBeforeSmtp,
+  type SenderRig,
+  type SenderWorld,
+  startSenderWorld,
+} from './senderHarness.js';
 
 /** The stack's POSTDATE_ALLOWED_FROM in these tests. */
 const STACK_ALLOWS = ['*@example.com'];
@@ -45,19 +51,11 @@ describe("the stack's allowed senders bind every message it sends", () => {
     const id = await enqueueThroughTheOutbox(rig, 'CEO <ceo@other.test>');
     await rig.dispatch({ id, rev: 1 });
 
-    const { response } = await rig.deliverNext();
-
-    expect(response.batchItemFailures).toEqual([]);
-    expect(rig.received(id)).toEqual([]);
-    const state = await rig.state(id);
-    expect(state.status).toBe('failed');
-    expect(state.attempts).toBe(0);
-    expect(state.last_error).toEqual({
-      class: 'permanent',
-      code: null,
-      enhanced_code: null,
-      message: "the message's from is not an allowed sender of this stack (POSTDATE_ALLOWED_FROM)",
-    });
+    await expectFailedBeforeSmtp(
+      rig,
+      id,
+      "the message's from is not an allowed sender of this stack (POSTDATE_ALLOWED_FROM)",
+    );
     expect(rig.metrics.of(SENDER_METRIC.failed)).toBe(1);
     // Nothing of the address in what the sender logged (the rule names the setting, not the sender).
     expect(rig.log.text()).not.toContain('ceo@other.test');

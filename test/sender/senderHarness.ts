@@ -6,6 +6,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { expect } from 'vitest';
 import { NodemailerMailer, type SmtpTimeouts } from '../../lambdas/adapters/NodemailerMailer.js';
 import { SqsCopyVisibility } from '../../lambdas/adapters/SqsCopyVisibility.js';
 import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
@@ -371,6 +372,26 @@ function toSqsRecord(message: Message, queueArn: string): SQSRecord {
  * cannot be made to produce on demand (a throttled read, a write that never happens, a raise landing
  * between two steps). Everything not replaced goes to `store`.
  */
+/**
+ * Delivers the next copy and checks that the sender failed message `id` before any SMTP transaction:
+ * no batch failure, nothing received, `failed` with no attempt, and a permanent error without SMTP
+ * codes whose message is `message` (a string or a matcher). Returns the record for further checks.
+ */
+export async function expectFailedBeforeSmtp(
+  rig: SenderRig,
+  id: string,
+  message: unknown,
+): Promise<MessageStateRecord> {
+  const { response } = await rig.deliverNext();
+  expect(response.batchItemFailures).toEqual([]);
+  expect(rig.received(id)).toEqual([]);
+  const state = await rig.state(id);
+  expect(state.status).toBe('failed');
+  expect(state.attempts).toBe(0);
+  expect(state.last_error).toEqual({ class: 'permanent', code: null, enhanced_code: null, message });
+  return state;
+}
+
 export function storeWith(store: SenderStore, replaced: Partial<SenderStore>): SenderStore {
   return {
     readState: (id) => store.readState(id),

@@ -11,7 +11,13 @@ import { messagePk } from '../../lambdas/store/messageRecord.js';
 import { ITEM_SORT_KEY, KEY } from '../../lambdas/store/tableLayout.js';
 import { DynamoTemplateStore, templateVersionKey } from '../../lambdas/store/templateStore.js';
 import { TENANT } from './records.js';
-import { createSenderRig, type SenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
+import {
+  createSenderRig,
+  expectFailedBeforeSmtp,
+  type SenderRig,
+  type SenderWorld,
+  startSenderWorld,
+} from './senderHarness.js';
 
 describe('the sender with template messages', () => {
   let world: SenderWorld;
@@ -98,19 +104,7 @@ describe('the sender with template messages', () => {
     );
     await rig.dispatch({ id, rev: 1 });
 
-    const { response } = await rig.deliverNext();
-
-    expect(response.batchItemFailures).toEqual([]);
-    const state = await rig.state(id);
-    expect(state.status).toBe('failed');
-    expect(state.attempts).toBe(0);
-    expect(state.last_error).toEqual({
-      class: 'permanent',
-      code: null,
-      enhanced_code: null,
-      message: 'template vanishing v1 does not exist',
-    });
-    expect(rig.received(id)).toEqual([]);
+    await expectFailedBeforeSmtp(rig, id, 'template vanishing v1 does not exist');
     expect((await rig.depth()).stored + (await rig.depth()).delayed).toBe(0);
   });
 
@@ -131,22 +125,14 @@ describe('the sender with template messages', () => {
     );
     await rig.dispatch({ id, rev: 1 });
 
-    const { response } = await rig.deliverNext();
-
-    expect(response.batchItemFailures).toEqual([]);
-    const state = await rig.state(id);
-    expect(state.status).toBe('failed');
-    expect(state.attempts).toBe(0);
-    expect(state.last_error).toEqual({
-      class: 'permanent',
-      code: null,
-      enhanced_code: null,
-      message: expect.stringMatching(
+    const state = await expectFailedBeforeSmtp(
+      rig,
+      id,
+      expect.stringMatching(
         /^template ordered v1 does not render with the message's data: \/data `order` is an object, which the subject template prints \(line 1, column 7\)/,
       ),
-    });
+    );
     expect(JSON.stringify(state)).not.toContain('K-77');
-    expect(rig.received(id)).toEqual([]);
     expect((await rig.depth()).stored + (await rig.depth()).delayed).toBe(0);
   });
 
