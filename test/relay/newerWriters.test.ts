@@ -7,16 +7,13 @@
  * by the outbox helper's transaction as a newer helper would write them.
  */
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RELAY_METRIC } from '../../lambdas/core/metricNames.js';
 import { RECORD_LAYOUT } from '../../lambdas/core/recordLayout.js';
-import { buildOutboxWrite, type TransactWriteItem } from '../../lambdas/outbox/index.js';
-import { createRelayHandler } from '../../lambdas/relay/createRelayHandler.js';
-import { RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
-import { startStreamRunner } from '../../local/runners/streamRunner.js';
 import type { SchedulerEmulator } from '../../local/scheduler/startSchedulerEmulator.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
-import { relayWorld, startScheduler, wholeSecondNow } from './relayParts.js';
+import { helperItems } from './records.js';
+import { relayRunner, relayWatch, relayWorld, startScheduler, wholeSecondNow } from './relayParts.js';
 
 let scheduler: SchedulerEmulator;
 beforeAll(async () => {
@@ -28,54 +25,23 @@ afterAll(async () => {
 
 const documents = documentClient();
 
-/** The outbox helper's items for a message due now, its state record changed as a newer helper's would be. */
-function newerHelperItems(
-  tableName: string,
-  now: Date,
-  key: string,
-  change: Record<string, unknown>,
-): { id: string; items: TransactWriteItem[] } {
-  const write = buildOutboxWrite({
-    tableName,
-    tenant: 'acme',
-    idempotencyKey: key,
-    now,
-    body: { to: ['ada@example.org'], from: 'ops@example.com', subject: 'Hi', text: 'Hello.' },
-    validation: { allowedFrom: ['*@example.com'], defaultFrom: 'ops@example.com', maxHorizonDays: 400 },
-  });
-  const [state, ...rest] = write.items;
-  const item = { ...(state?.Put?.Item ?? {}), ...change };
-  return {
-    id: write.messageId,
-    items: [{ Put: { ...state?.Put, TableName: tableName, Item: item } }, ...rest],
-  };
-}
-
 describe('records of a newer writer, on an older stack', () => {
   it("are refused by the relay, counted and logged, never dispatched; the stack's own are relayed", async () => {
     const now = wholeSecondNow();
     const { tableName, streamArn } = await freshTable();
-    const counted: string[] = [];
-    const logged: { message: string; attributes: Record<string, unknown> }[] = [];
-    const t = await relayWorld(scheduler, now, {
-      metrics: { count: (name) => counted.push(name) },
-      log: {
-        info: () => {},
-        warn: () => {},
-        error: (message, attributes) => logged.push({ message, attributes }),
-      },
-    });
-    const runner = startStreamRunner({
-      dynamodbEndpoint: inject('dynamodbEndpoint'),
-      streamArn,
-      handler: createRelayHandler(t.deps),
-      filter: RELAY_STREAM_FILTER,
-      pollIntervalMs: 50,
-    });
+    const { counted, logged, deps } = relayWatch();
+    const t = await relayWorld(scheduler, now, deps);
+    const runner = relayRunner(streamArn, t.deps);
     try {
-      const newer = newerHelperItems(tableName, now, 'newer-layout', { layout: RECORD_LAYOUT + 1 });
-      const unknownStatus = newerHelperItems(tableName, now, 'unknown-status', { status: 'held' });
-      const current = newerHelperItems(tableName, now, 'current', {});
+      const newer = helperItems(tableName, now, 'newer-layout', (item) => ({
+        ...item,
+        layout: RECORD_LAYOUT + 1,
+      }));
+      const unknownStatus = helperItems(tableName, now, 'unknown-status', (item) => ({
+        ...item,
+        status: 'held',
+      }));
+      const current = helperItems(tableName, now, 'current');
       for (const { items } of [newer, unknownStatus, current])
         await documents.send(new TransactWriteCommand({ TransactItems: items }));
       await runner.idle();
@@ -95,7 +61,7 @@ describe('records of a newer writer, on an older stack', () => {
 
   it('the helper writes the layout on the state record it builds, as the api does', () => {
     const now = wholeSecondNow();
-    const { items } = newerHelperItems('outbox', now, 'plain', {});
+    const { items } = helperItems('outbox', now, 'plain');
     expect(items[0]?.Put?.Item).toMatchObject({ layout: RECORD_LAYOUT });
   });
 });

@@ -1,6 +1,7 @@
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { newMessageId } from '../../lambdas/core/ids.js';
 import { isTerminal, type MessageStatus } from '../../lambdas/core/messageStatus.js';
+import { buildOutboxWrite, type TransactWriteItem } from '../../lambdas/outbox/index.js';
 import {
   byStatusPk,
   byTenantPk,
@@ -63,6 +64,32 @@ export function stateRecord(options: {
     tnt_pk: byTenantPk(tenant, id),
     tnt_sk: createdSortKey(createdAt, id),
     ...(isTerminal(status) || dueAt === undefined ? {} : { due_pk: duePk(id), due_at: dueAt }),
+  };
+}
+
+/**
+ * The outbox helper's items for a message due now, its state record then changed the way an
+ * application writing by hand, or a newer helper, would change it.
+ */
+export function helperItems(
+  tableName: string,
+  now: Date,
+  key: string,
+  change: (item: Record<string, unknown>) => Record<string, unknown> = (item) => item,
+): { id: string; items: TransactWriteItem[] } {
+  const write = buildOutboxWrite({
+    tableName,
+    tenant: 'acme',
+    idempotencyKey: key,
+    now,
+    body: { to: ['ada@example.org'], from: 'ops@example.com', subject: 'Hi', text: 'Hello.' },
+    validation: { allowedFrom: ['*@example.com'], defaultFrom: 'ops@example.com', maxHorizonDays: 400 },
+  });
+  const [state, ...rest] = write.items;
+  const item = change({ ...(state?.Put?.Item ?? {}) });
+  return {
+    id: write.messageId,
+    items: [{ Put: { ...state?.Put, TableName: tableName, Item: item } }, ...rest],
   };
 }
 

@@ -10,8 +10,11 @@ import { EventBridgeScheduler } from '../../lambdas/adapters/EventBridgeSchedule
 import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
 import { type DispatchPayload, parseDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import type { DispatchQueue, QueuedCopy } from '../../lambdas/ports/DispatchQueue.js';
+import { createRelayHandler } from '../../lambdas/relay/createRelayHandler.js';
 import type { RelayDeps } from '../../lambdas/relay/relayRecords.js';
+import { RELAY_STREAM_FILTER } from '../../lambdas/store/tableLayout.js';
 import { freePort } from '../../local/freePort.js';
+import { type StreamRunner, startStreamRunner } from '../../local/runners/streamRunner.js';
 import {
   type SchedulerEmulator,
   startSchedulerEmulator,
@@ -94,6 +97,32 @@ export async function relayWorld(
       return drainQueue(urls.send);
     },
   };
+}
+
+/** The relay behind the local stream event source, with the relay's own filter, polling the table's stream. */
+export function relayRunner(streamArn: string, deps: RelayDeps): StreamRunner {
+  return startStreamRunner({
+    dynamodbEndpoint: inject('dynamodbEndpoint'),
+    streamArn,
+    handler: createRelayHandler(deps),
+    filter: RELAY_STREAM_FILTER,
+    pollIntervalMs: 50,
+  });
+}
+
+/** What an operator sees of the relay: the metrics it counted and the error lines it logged. */
+export function relayWatch() {
+  const counted: string[] = [];
+  const logged: { message: string; attributes: Record<string, unknown> }[] = [];
+  const deps: Partial<RelayDeps> = {
+    metrics: { count: (name) => counted.push(name) },
+    log: {
+      info: () => {},
+      warn: () => {},
+      error: (message, attributes) => logged.push({ message, attributes }),
+    },
+  };
+  return { counted, logged, deps };
 }
 
 export async function drainQueue(queueUrl: string): Promise<DispatchPayload[]> {
