@@ -14,7 +14,14 @@ import type { SchedulerEmulator } from '../../local/scheduler/startSchedulerEmul
 import { documentClient, freshTable, sqsClient, streamsClient } from '../support/awsLocal.js';
 import { SWEEP_GATE_SETTINGS } from '../sweeper/sweepWorld.js';
 import { OutboxWriter, stateRecord } from './records.js';
-import { relayWorld, SCHEDULER_ROLE_ARN, seconds, startScheduler, wholeSecondNow } from './relayParts.js';
+import {
+  relayRunner,
+  relayWorld,
+  SCHEDULER_ROLE_ARN,
+  seconds,
+  startScheduler,
+  wholeSecondNow,
+} from './relayParts.js';
 
 let scheduler: SchedulerEmulator;
 beforeAll(async () => {
@@ -32,13 +39,7 @@ describe('the relay behind the local stream event source', () => {
     const { tableName, streamArn } = await freshTable();
     const t = await relayWorld(scheduler, now);
     const outbox = new OutboxWriter(tableName);
-    const runner = startStreamRunner({
-      dynamodbEndpoint: inject('dynamodbEndpoint'),
-      streamArn,
-      handler: createRelayHandler(t.deps),
-      filter: RELAY_STREAM_FILTER,
-      pollIntervalMs: 50,
-    });
+    const runner = relayRunner(streamArn, t.deps);
     try {
       const immediate = await outbox.put(stateRecord({ sendAt: now, createdAt: now }));
       await outbox.putBody(immediate.id);
