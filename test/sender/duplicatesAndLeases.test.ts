@@ -55,9 +55,6 @@ describe('the sender against duplicates and dead senders', () => {
     await world.close();
   });
 
-  const accepted = (rig: SenderRig, id: string) =>
-    rig.received(id).filter((message) => message.outcome === 'accepted');
-
   it('delivers once when the same SQS message is handed to two invocations at the same time', async () => {
     const rig = await createSenderRig(world);
     world.smtp.script();
@@ -72,7 +69,7 @@ describe('the sender against duplicates and dead senders', () => {
       rig.newHandler({ store: racing })({ Records: records }),
     ]);
 
-    expect(accepted(rig, message.id)).toHaveLength(1);
+    expect(rig.accepted(message.id)).toHaveLength(1);
     const state = await rig.state(message.id);
     expect(state.status).toBe('sent');
     expect(state.attempts).toBe(1);
@@ -93,7 +90,7 @@ describe('the sender against duplicates and dead senders', () => {
     const { response } = await rig.deliverNext();
 
     expect(response.batchItemFailures).toEqual([]);
-    expect(accepted(rig, message.id)).toHaveLength(1);
+    expect(rig.accepted(message.id)).toHaveLength(1);
     const dropped = rig.log.lines.filter((line) => line.message === 'sender dropped a copy');
     expect(dropped).toEqual([
       expect.objectContaining({ level: 'debug', attributes: expect.objectContaining({ id: message.id }) }),
@@ -117,7 +114,7 @@ describe('the sender against duplicates and dead senders', () => {
       rig.run([b], rig.newHandler({ store: racing })),
     ]);
 
-    expect(accepted(rig, message.id)).toHaveLength(1);
+    expect(rig.accepted(message.id)).toHaveLength(1);
     expect((await rig.state(message.id)).attempts).toBe(1);
   });
 
@@ -178,7 +175,7 @@ describe('the sender against duplicates and dead senders', () => {
     await rig.dispatch(message);
     await rig.deliverNext();
     expect(await rig.state(message.id)).toMatchObject({ status: 'sent', attempts: 2 });
-    expect(accepted(rig, message.id)).toHaveLength(1);
+    expect(rig.accepted(message.id)).toHaveLength(1);
   });
 
   it('on_ambiguous = retry: a takeover whose interrupted attempt was the last allowed one makes the message dead and sends nothing more', async () => {
@@ -221,10 +218,10 @@ describe('the sender against duplicates and dead senders', () => {
       const records = await rig.receive({ waitSeconds: 3, max: 1 });
       // The invocation never answers (its process is gone): the copy is neither deleted nor kept.
       void rig.newHandler({ store: killedBeforeOutcome(store) })({ Records: records });
-      await eventually('the relay to accept the message', () => accepted(rig, message.id).length === 1);
+      await eventually('the relay to accept the message', () => rig.accepted(message.id).length === 1);
       const left = await rig.state(message.id);
       expect(left.status).toBe('sending');
-      expect(accepted(rig, message.id)).toHaveLength(1);
+      expect(rig.accepted(message.id)).toHaveLength(1);
       // The lease runs out (the sweeper then re-dispatches the current rev).
       rig.clock.advance(121_000);
       await rig.dispatch(message);
@@ -243,7 +240,7 @@ describe('the sender against duplicates and dead senders', () => {
       // The killed attempt counts (the relay saw it), and so does the new one.
       expect(state.attempts).toBe(2);
       expect(state.history.map((entry) => entry.outcome)).toEqual(['ambiguous', 'sent']);
-      const copies = accepted(rig, message.id);
+      const copies = rig.accepted(message.id);
       expect(copies).toHaveLength(2);
       expect(copies.map((copy) => copy.messageId)).toEqual([
         `<${message.id}@mail.test>`,
@@ -268,7 +265,7 @@ describe('the sender against duplicates and dead senders', () => {
       expect(state.due_pk).toMatch(/^wait#unknown#\d+$/);
       expect(state.last_error).toMatchObject({ class: 'ambiguous' });
       expect(state.history.map((entry) => entry.outcome)).toEqual(['ambiguous']);
-      expect(accepted(rig, message.id)).toHaveLength(1);
+      expect(rig.accepted(message.id)).toHaveLength(1);
       expect(rig.metrics.of('Unknown')).toBe(1);
       expect(rig.metrics.of('Ambiguous')).toBe(1);
     });

@@ -12,7 +12,6 @@ import { putGroupHead } from './records.js';
 import {
   contextWithRemaining,
   createSenderRig,
-  type SenderRig,
   type SenderWorld,
   startSenderWorld,
   storeWith,
@@ -41,9 +40,6 @@ describe('the sender when its own writes and reads fail', () => {
   afterAll(async () => {
     await world.close();
   });
-
-  const accepted = (rig: SenderRig, id: string) =>
-    rig.received(id).filter((message) => message.outcome === 'accepted');
 
   /** A store whose first `failures` outcome writes throw before reaching DynamoDB. */
   function outcomeWritesFailing(failures: number): { store: SenderStore; tries: () => number } {
@@ -84,7 +80,7 @@ describe('the sender when its own writes and reads fail', () => {
       rig.clock.advance(600_000);
       await rig.dispatch(message);
       await rig.deliverNext();
-      expect(accepted(rig, message.id)).toHaveLength(1);
+      expect(rig.accepted(message.id)).toHaveLength(1);
       expect((await rig.state(message.id)).status).toBe('sent');
     },
   );
@@ -111,7 +107,7 @@ describe('the sender when its own writes and reads fail', () => {
     expect(response.batchItemFailures).toEqual([]);
     expect((await rig.state(message.id)).status).toBe('sent');
     expect(rig.metrics.of('Sent')).toBe(1);
-    expect(accepted(rig, message.id)).toHaveLength(1);
+    expect(rig.accepted(message.id)).toHaveLength(1);
   });
 
   it('gives up only when the invocation is out of time: counts OutcomeWriteFailures and keeps the copy until the lease ends', async () => {
@@ -239,7 +235,7 @@ describe('the sender when its own writes and reads fail', () => {
       expect(state.status).toBe(status);
       expect(state.expires_at).toBeGreaterThan(rig.clock.ms / 1000);
       expect(await bodyExpiresAt(message.id)).toBe(state.expires_at);
-      expect(accepted(rig, message.id)).toHaveLength(status === 'sent' ? 1 : 0);
+      expect(rig.accepted(message.id)).toHaveLength(status === 'sent' ? 1 : 0);
     },
   );
 
@@ -269,7 +265,7 @@ describe('the sender when its own writes and reads fail', () => {
       expect.objectContaining({ attributes: expect.objectContaining({ id: message.id }) }),
     ]);
     expect(rig.log.text()).not.toContain('ada@example.com');
-    expect(accepted(rig, message.id)).toHaveLength(1);
+    expect(rig.accepted(message.id)).toHaveLength(1);
   });
 
   it.each([
@@ -316,7 +312,7 @@ describe('the sender when its own writes and reads fail', () => {
       const sent = await rig.state(message.id);
       expect(sent).toMatchObject({ status: 'sent', attempts: 1 });
       expect(sent.history.map((entry) => entry.outcome)).toEqual(['sent']);
-      expect(accepted(rig, message.id)).toHaveLength(1);
+      expect(rig.accepted(message.id)).toHaveLength(1);
     },
     20_000,
   );
@@ -391,14 +387,14 @@ describe('the sender when its own writes and reads fail', () => {
       const sent = await rig.state(message.id);
       expect(sent).toMatchObject({ status: 'sent', attempts: 1 });
       expect(sent.history.map((entry) => entry.outcome)).toEqual(['sent']);
-      expect(accepted(rig, message.id)).toHaveLength(1);
+      expect(rig.accepted(message.id)).toHaveLength(1);
 
       // Whatever copy comes after the lease would have run out finds it sent: no takeover.
       rig.clock.advance((TEST_SETTINGS.leaseSeconds + 1) * 1000);
       await rig.dispatch(message);
       await rig.deliverNext();
       expect(await rig.state(message.id)).toEqual(sent);
-      expect(accepted(rig, message.id)).toHaveLength(1);
+      expect(rig.accepted(message.id)).toHaveLength(1);
       expect(rig.metrics.of('Unknown')).toBe(0);
       expect(rig.metrics.of('Ambiguous')).toBe(0);
     },

@@ -53,9 +53,6 @@ describe('the rev against copies in flight (DESIGN §2)', () => {
     await world.close();
   });
 
-  const accepted = (rig: SenderRig, id: string) =>
-    rig.received(id).filter((message) => message.outcome === 'accepted');
-
   /** The rig's sender with its claim held at the gate: it has read the record, not yet written. */
   const heldBeforeClaim = (rig: SenderRig, held: ReturnType<typeof gate>) =>
     rig.newHandler({
@@ -84,10 +81,10 @@ describe('the rev against copies in flight (DESIGN §2)', () => {
     await running;
 
     expect(moved.status).toBe(200);
-    expect(accepted(rig, message.id)).toHaveLength(0);
+    expect(rig.accepted(message.id)).toHaveLength(0);
     await rig.dispatch({ id: message.id, rev: 2 });
     await rig.deliverNext();
-    expect(accepted(rig, message.id)).toHaveLength(1);
+    expect(rig.accepted(message.id)).toHaveLength(1);
   }, 30_000);
 
   it('two reschedules to now in quick succession (rev 2, rev 3): every copy comes, exactly one send', async () => {
@@ -104,7 +101,7 @@ describe('the rev against copies in flight (DESIGN §2)', () => {
     for (const rev of [3, 1, 2, 3]) await rig.dispatch({ id: message.id, rev });
     for (let copy = 0; copy < 4; copy += 1) await rig.deliverNext();
 
-    expect(accepted(rig, message.id)).toHaveLength(1);
+    expect(rig.accepted(message.id)).toHaveLength(1);
     expect(await rig.depth()).toEqual({ stored: 0, inFlight: 0, delayed: 0 });
   }, 30_000);
 
@@ -123,7 +120,7 @@ describe('the rev against copies in flight (DESIGN §2)', () => {
     for (const rev of [1, 2, 3]) await rig.dispatch({ id: message.id, rev });
     for (let copy = 0; copy < 3; copy += 1) await rig.deliverNext();
 
-    expect(accepted(rig, message.id)).toHaveLength(1);
+    expect(rig.accepted(message.id)).toHaveLength(1);
     const state = await rig.state(message.id);
     expect({ status: state.status, rev: state.rev, send_at: state.send_at }).toEqual({
       status: 'sent',
@@ -174,7 +171,7 @@ describe('the rev against copies in flight (DESIGN §2)', () => {
     await running;
 
     expect(cancel.status).toBe(409);
-    expect(accepted(rig, message.id)).toHaveLength(1);
+    expect(rig.accepted(message.id)).toHaveLength(1);
   }, 30_000);
 
   it('a retrying message cancelled during its backoff is never sent, and cannot be retried (cancelled is terminal)', async () => {
@@ -209,7 +206,7 @@ describe('the rev against copies in flight (DESIGN §2)', () => {
     await rig.deliverNext();
     await rig.deliverNext();
 
-    expect(accepted(rig, message.id)).toHaveLength(1);
+    expect(rig.accepted(message.id)).toHaveLength(1);
     expect((await rig.state(message.id)).status).toBe('sent');
   }, 30_000);
 
@@ -228,7 +225,7 @@ describe('the rev against copies in flight (DESIGN §2)', () => {
 
     expect(retry.status).toBe(202);
     expect(again.status).toBe(409);
-    expect(accepted(rig, message.id)).toHaveLength(1);
+    expect(rig.accepted(message.id)).toHaveLength(1);
   }, 30_000);
   it('a PUT /v1/groups/{key} raise after the group read, during the send, does not stop that send: the read under the claim is the last word (decision 0241)', async () => {
     const rig = await createSenderRig(world);
@@ -255,7 +252,7 @@ describe('the rev against copies in flight (DESIGN §2)', () => {
     await running;
 
     expect(raised.status).toBe(200);
-    expect(accepted(rig, message.id)).toHaveLength(1);
+    expect(rig.accepted(message.id)).toHaveLength(1);
     expect((await rig.state(message.id)).status).toBe('sent');
   }, 30_000);
 });

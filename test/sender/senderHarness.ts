@@ -224,6 +224,8 @@ export interface SenderRig {
   depth(queueUrl?: string): Promise<{ stored: number; inFlight: number; delayed: number }>;
   /** SMTP messages received for one Postdate id. */
   received(id: string): TestSmtpServer['received'];
+  /** Of those, the ones the server accepted (a delivery, not a refusal). */
+  accepted(id: string): TestSmtpServer['received'];
 }
 
 export type SenderHandler = (
@@ -344,6 +346,8 @@ export async function createSenderRig(
       return { stored: visible, inFlight, delayed };
     },
     received: (id) => world.smtp.received.filter((message) => message.postdateId === id),
+    accepted: (id) =>
+      world.smtp.received.filter((message) => message.postdateId === id && message.outcome === 'accepted'),
   };
 }
 
