@@ -447,41 +447,37 @@ export const rescheduleThroughApi = messageThroughApi('PATCH');
 export const retryThroughApi = messageThroughApi('POST', '/retry');
 
 /** The user's `PUT /v1/groups/{key}` `{version}` (DESIGN §3, §4 Freshness), answered by the real api handler. */
-export async function raiseGroupThroughApi(
+export const raiseGroupThroughApi = (
   world: Pick<SenderWorld, 'documents' | 'tableName'>,
   key: string,
   version: number,
   now: () => Date,
-): Promise<{ readonly status: number; readonly json: Record<string, unknown> }> {
-  return callApi(
-    world,
-    now,
-    apiEvent({
-      method: 'PUT',
-      path: `/v1/groups/${encodeURIComponent(key)}`,
-      routeKey: 'PUT /v1/groups/{key}',
-      pathParameters: { key },
-      tenant: TENANT,
-      body: { version },
-    }),
-  );
-}
+) => putThroughApi(world, now, { collection: 'groups', parameter: 'key', value: key }, { version });
 
 /** The user's `PUT /v1/suppressions/{address}` (DESIGN §12), answered by the real api handler on the sender's table. */
-export async function suppressThroughApi(
+export const suppressThroughApi = (
   world: Pick<SenderWorld, 'documents' | 'tableName'>,
   address: string,
   now: () => Date,
+) => putThroughApi(world, now, { collection: 'suppressions', parameter: 'address', value: address });
+
+/** A `PUT /v1/{collection}/{parameter}` on one item, answered by the real api handler. */
+function putThroughApi(
+  world: Pick<SenderWorld, 'documents' | 'tableName'>,
+  now: () => Date,
+  { collection, parameter, value }: { collection: string; parameter: string; value: string },
+  body?: Record<string, unknown>,
 ): Promise<{ readonly status: number; readonly json: Record<string, unknown> }> {
   return callApi(
     world,
     now,
     apiEvent({
       method: 'PUT',
-      path: `/v1/suppressions/${encodeURIComponent(address)}`,
-      routeKey: 'PUT /v1/suppressions/{address}',
-      pathParameters: { address },
+      path: `/v1/${collection}/${encodeURIComponent(value)}`,
+      routeKey: `PUT /v1/${collection}/{${parameter}}`,
+      pathParameters: { [parameter]: value },
       tenant: TENANT,
+      ...(body === undefined ? {} : { body }),
     }),
   );
 }
