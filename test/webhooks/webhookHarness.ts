@@ -33,6 +33,8 @@ export interface Received {
   readonly path: string;
   readonly headers: IncomingHttpHeaders;
   readonly body: string;
+  /** The body's bytes as they came off the wire (what a receiver verifies). */
+  readonly raw: Buffer;
 }
 
 /** How the receiver answers the n-th request (from 0): a status, or `stall` (never answers). */
@@ -51,11 +53,8 @@ export async function startReceiver(
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const request = {
-        path: req.url ?? '/',
-        headers: req.headers,
-        body: Buffer.concat(chunks).toString('utf8'),
-      };
+      const raw = Buffer.concat(chunks);
+      const request = { path: req.url ?? '/', headers: req.headers, body: raw.toString('utf8'), raw };
       const index = received.length;
       received.push(request);
       const reply = answer(index, request);
