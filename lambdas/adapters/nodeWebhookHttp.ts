@@ -89,7 +89,10 @@ export function createNodeWebhookHttp(options: {
           // ended, so a receiver that sends headers and never ends holds nothing past the timeout.
           // The body is the receiver's; nothing of it is kept.
           const statusCode = response.statusCode ?? 0;
-          response.on('end', () => finish({ kind: 'response', statusCode }));
+          const retryAfter = response.headers['retry-after'];
+          response.on('end', () =>
+            finish({ kind: 'response', statusCode, ...(retryAfter === undefined ? {} : { retryAfter }) }),
+          );
           response.on('close', () => {
             if (!response.complete) finish({ kind: 'network', reason: 'ECONNRESET' });
           });

@@ -4342,7 +4342,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      /** @description Anything else (another status, a 410 too; a 3xx: redirects are not followed; no whole answer within 10 s) is retried with backoff and jitter, no sooner than the answer's `Retry-After` asks (seconds or an HTTP-date, up to 1 h), the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4381,7 +4381,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      /** @description Anything else (another status, a 410 too; a 3xx: redirects are not followed; no whole answer within 10 s) is retried with backoff and jitter, no sooner than the answer's `Retry-After` asks (seconds or an HTTP-date, up to 1 h), the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4420,7 +4420,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      /** @description Anything else (another status, a 410 too; a 3xx: redirects are not followed; no whole answer within 10 s) is retried with backoff and jitter, no sooner than the answer's `Retry-After` asks (seconds or an HTTP-date, up to 1 h), the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4459,7 +4459,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      /** @description Anything else (another status, a 410 too; a 3xx: redirects are not followed; no whole answer within 10 s) is retried with backoff and jitter, no sooner than the answer's `Retry-After` asks (seconds or an HTTP-date, up to 1 h), the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4498,7 +4498,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      /** @description Anything else (another status, a 410 too; a 3xx: redirects are not followed; no whole answer within 10 s) is retried with backoff and jitter, no sooner than the answer's `Retry-After` asks (seconds or an HTTP-date, up to 1 h), the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4537,7 +4537,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      /** @description Anything else (another status, a 410 too; a 3xx: redirects are not followed; no whole answer within 10 s) is retried with backoff and jitter, no sooner than the answer's `Retry-After` asks (seconds or an HTTP-date, up to 1 h), the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4576,7 +4576,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      /** @description Anything else (another status, a 410 too; a 3xx: redirects are not followed; no whole answer within 10 s) is retried with backoff and jitter, no sooner than the answer's `Retry-After` asks (seconds or an HTTP-date, up to 1 h), the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4615,7 +4615,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      /** @description Anything else (another status, a 410 too; a 3xx: redirects are not followed; no whole answer within 10 s) is retried with backoff and jitter, no sooner than the answer's `Retry-After` asks (seconds or an HTTP-date, up to 1 h), the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4654,7 +4654,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      /** @description Anything else (another status, a 410 too; a 3xx: redirects are not followed; no whole answer within 10 s) is retried with backoff and jitter, no sooner than the answer's `Retry-After` asks (seconds or an HTTP-date, up to 1 h), the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4693,7 +4693,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      /** @description Anything else (another status, a 410 too; a 3xx: redirects are not followed; no whole answer within 10 s) is retried with backoff and jitter, no sooner than the answer's `Retry-After` asks (seconds or an HTTP-date, up to 1 h), the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
       default: {
         headers: {
           [name: string]: unknown;
@@ -4729,7 +4729,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Anything else (another status, a 3xx: redirects are not followed, no whole answer within 10 s) is retried with backoff and jitter, the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
+      /** @description Anything else (another status, a 410 too; a 3xx: redirects are not followed; no whole answer within 10 s) is retried with backoff and jitter, no sooner than the answer's `Retry-After` asks (seconds or an HTTP-date, up to 1 h), the same `webhook-id` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (24); then the delivery is `failed`, listed and retryable through the API. */
       default: {
         headers: {
           [name: string]: unknown;

@@ -198,7 +198,12 @@ export function decodeWebhookCopy(body: string): WebhookCopy | null {
 
 /** How one attempt ended, as the HTTP adapter reports it. */
 export type AttemptResult =
-  | { readonly kind: 'response'; readonly statusCode: number }
+  | {
+      readonly kind: 'response';
+      readonly statusCode: number;
+      /** The answer's `Retry-After` header as it came, if any (retryAfterMs reads it). */
+      readonly retryAfter?: string;
+    }
   | { readonly kind: 'timeout' }
   /** The URL's address is one the policy refuses (loopback, private, metadata…), or its scheme. */
   | { readonly kind: 'refused'; readonly reason: string }
@@ -234,6 +239,27 @@ export function keptCopyVisibilitySeconds(receiveCount: number, random: () => nu
   return Math.ceil(ceiling / 2 + (unit * ceiling) / 2);
 }
 
+/** HTTP-date's IMF-fixdate and obsolete RFC 850 form (both in GMT), and asctime's (RFC 9110 §5.6.7). */
+const HTTP_DATE_GMT = /^[A-Za-z]{3,9}, \d{2}[ -][A-Za-z]{3}[ -]\d{2,4} \d{2}:\d{2}:\d{2} GMT$/;
+const HTTP_DATE_ASCTIME = /^[A-Za-z]{3} [A-Za-z]{3} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}$/;
+
+/**
+ * How long an answer's `Retry-After` asks to wait from `now` (RFC 9110 §10.2.3: whole seconds, or an
+ * HTTP-date in any of its three forms), at most the backoff's cap (WEBHOOK_BACKOFF.capMs), so a
+ * receiver can ask for a pause but never park a delivery longer than the backoff itself would; a date
+ * already past is no wait. Undefined for no header or one that is neither form.
+ */
+export function retryAfterMs(header: string | undefined, now: Date): number | undefined {
+  const value = header?.trim() ?? '';
+  let waitMs: number;
+  if (/^\d+$/.test(value)) waitMs = Number(value) * 1000;
+  else if (HTTP_DATE_GMT.test(value)) waitMs = Date.parse(value) - now.getTime();
+  else if (HTTP_DATE_ASCTIME.test(value)) waitMs = Date.parse(`${value} GMT`) - now.getTime();
+  else return undefined;
+  if (Number.isNaN(waitMs)) return undefined;
+  return Math.min(Math.max(0, waitMs), WEBHOOK_BACKOFF.capMs);
+}
+
 export type AttemptDecision =
   | { readonly kind: 'delivered' }
   | { readonly kind: 'retry'; readonly at: Date }
@@ -242,7 +268,9 @@ export type AttemptDecision =
 /**
  * After an attempt: a 2xx is delivered; anything else is retried at now + a jittered delay, unless
  * that time falls past the retry window (`retryHours` from the window's start: the first attempt,
- * or a manual retry), when the delivery is `failed`.
+ * or a manual retry), when the delivery is `failed`. An answer's `Retry-After` (a 503's, a 429's) is
+ * a floor on that wait, as Standard Webhooks asks senders to take it into account (decision 0243):
+ * it never ends a delivery early, so one that asks past the window's end is tried at the end.
  */
 export function decideAfterAttempt(input: {
   readonly result: AttemptResult;
@@ -254,7 +282,11 @@ export function decideAfterAttempt(input: {
   readonly random: () => number;
 }): AttemptDecision {
   if (isDelivered(input.result)) return { kind: 'delivered' };
-  const at = new Date(input.now.getTime() + webhookRetryDelayMs(input.attempts, input.random));
+  const now = input.now.getTime();
+  const backoff = now + webhookRetryDelayMs(input.attempts, input.random);
   const windowEnd = input.windowStartedAt.getTime() + input.retryHours * 3_600_000;
-  return at.getTime() > windowEnd ? { kind: 'failed' } : { kind: 'retry', at };
+  if (backoff > windowEnd) return { kind: 'failed' };
+  const asked =
+    input.result.kind === 'response' ? retryAfterMs(input.result.retryAfter, input.now) : undefined;
+  return { kind: 'retry', at: new Date(Math.min(Math.max(backoff, now + (asked ?? 0)), windowEnd)) };
 }

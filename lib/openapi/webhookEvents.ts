@@ -23,7 +23,7 @@ import {
   WEBHOOK_TEST_EVENT_TYPE,
 } from '../../lambdas/core/messageEvents.js';
 import { MESSAGE_STATUS } from '../../lambdas/core/messageStatus.js';
-import { WEBHOOK_TIMEOUT_MS } from '../../lambdas/core/webhooks.js';
+import { WEBHOOK_BACKOFF, WEBHOOK_TIMEOUT_MS } from '../../lambdas/core/webhooks.js';
 import { json, StatusSchema } from './components.js';
 import { MessageSchema } from './messageOperations.js';
 
@@ -123,7 +123,7 @@ function webhookOf(type: EventType, summary: string, body: z.ZodType) {
         description: `Delivered: any 2xx within ${WEBHOOK_TIMEOUT_MS / 1000} s, the whole exchange to the answer's end; its body is not read.`,
       },
       default: {
-        description: `Anything else (another status, a 3xx: redirects are not followed, no whole answer within ${WEBHOOK_TIMEOUT_MS / 1000} s) is retried with backoff and jitter, the same \`webhook-id\` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (${retryHours}); then the delivery is \`failed\`, listed and retryable through the API.`,
+        description: `Anything else (another status, a 410 too; a 3xx: redirects are not followed; no whole answer within ${WEBHOOK_TIMEOUT_MS / 1000} s) is retried with backoff and jitter, no sooner than the answer's \`Retry-After\` asks (seconds or an HTTP-date, up to ${WEBHOOK_BACKOFF.capMs / 3_600_000} h), the same \`webhook-id\` each time, for POSTDATE_WEBHOOK_RETRY_HOURS (${retryHours}); then the delivery is \`failed\`, listed and retryable through the API.`,
       },
     },
   };

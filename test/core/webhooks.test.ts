@@ -13,6 +13,7 @@ import {
   keptCopyVisibilitySeconds,
   type RetiredSecret,
   retireOnRotation,
+  retryAfterMs,
   signingSecrets,
   WEBHOOK_BACKOFF,
   WEBHOOK_COPY_AHEAD_WAIT_MS,
@@ -113,6 +114,80 @@ describe('webhook retries (DESIGN §11)', () => {
     }
     expect(now.getTime() - start.getTime()).toBeGreaterThan(23 * 3_600_000);
     expect(attempts).toBeGreaterThan(20);
+  });
+});
+
+describe("an answer's Retry-After (Standard Webhooks: taken into account; decision 0243)", () => {
+  const now = new Date('2026-12-01T12:00:00.000Z');
+
+  it('reads whole seconds and the three HTTP-date forms, capped at the backoff cap; anything else is none', () => {
+    expect(retryAfterMs('120', now)).toBe(120_000);
+    expect(retryAfterMs(' 0 ', now)).toBe(0);
+    expect(retryAfterMs('Tue, 01 Dec 2026 12:10:00 GMT', now)).toBe(600_000);
+    expect(retryAfterMs('Tuesday, 01-Dec-26 12:10:00 GMT', now)).toBe(600_000);
+    expect(retryAfterMs('Tue Dec  1 12:10:00 2026', now)).toBe(600_000);
+    expect(retryAfterMs('Tue, 01 Dec 2026 11:00:00 GMT', now)).toBe(0);
+    expect(retryAfterMs('86400', now)).toBe(WEBHOOK_BACKOFF.capMs);
+    expect(retryAfterMs('9'.repeat(400), now)).toBe(WEBHOOK_BACKOFF.capMs);
+    for (const bad of [
+      undefined,
+      '',
+      '-5',
+      '1.5',
+      '120s',
+      '2026-12-01T12:10:00Z',
+      'Tue, 01 Dec 2026',
+      'soon',
+    ])
+      expect(retryAfterMs(bad, now), String(bad)).toBeUndefined();
+  });
+
+  it('is a floor on the wait, never past the window: asked beyond its end, the last try is at the end', () => {
+    const decide = (retryAfter: string, elapsedMs = 0) =>
+      decideAfterAttempt({
+        result: { kind: 'response', statusCode: 503, retryAfter },
+        attempts: 1,
+        windowStartedAt: new Date(now.getTime() - elapsedMs),
+        now,
+        retryHours: 24,
+        random: () => 0.5,
+      });
+    expect(decide('120')).toEqual({ kind: 'retry', at: new Date(now.getTime() + 120_000) });
+    // Less than the backoff's own draw (2.5 s): the backoff's.
+    expect(decide('1')).toEqual({ kind: 'retry', at: new Date(now.getTime() + 2_500) });
+    const tenMinutesLeft = 24 * 3_600_000 - 600_000;
+    expect(decide('3600', tenMinutesLeft)).toEqual({ kind: 'retry', at: new Date(now.getTime() + 600_000) });
+  });
+
+  it('changes only when a retry is made, never whether (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 100, max: 599 }),
+        fc.integer({ min: 0, max: 100_000 }),
+        fc.integer({ min: 1, max: 30 }),
+        fc.integer({ min: 0, max: 30 * 3_600_000 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (statusCode, seconds, attempts, elapsedMs, draw) => {
+          const input = {
+            attempts,
+            windowStartedAt: new Date(now.getTime() - elapsedMs),
+            now,
+            retryHours: 24,
+            random: () => draw,
+          };
+          const plain = decideAfterAttempt({ ...input, result: { kind: 'response', statusCode } });
+          const asked = decideAfterAttempt({
+            ...input,
+            result: { kind: 'response', statusCode, retryAfter: String(seconds) },
+          });
+          expect(asked.kind).toBe(plain.kind);
+          if (asked.kind !== 'retry' || plain.kind !== 'retry') return;
+          const windowEnd = input.windowStartedAt.getTime() + 24 * 3_600_000;
+          const floor = Math.min(now.getTime() + Math.min(seconds * 1000, WEBHOOK_BACKOFF.capMs), windowEnd);
+          expect(asked.at.getTime()).toBe(Math.max(plain.at.getTime(), floor));
+        },
+      ),
+    );
   });
 });
 

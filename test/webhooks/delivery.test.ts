@@ -252,6 +252,32 @@ describe('webhook delivery (DESIGN §11)', () => {
     expect(harness.delays.filter((seconds) => seconds > 0)).toEqual([3, 5, 13]);
   });
 
+  it("waits at least what a 503's or a 429's Retry-After asks, in seconds or as an HTTP date (Standard Webhooks)", async () => {
+    const harness = await webhookHarness();
+    const inTenMinutes = () => new Date(harness.clock.now().getTime() + 600_000).toUTCString();
+    const hook = await receiver((index) =>
+      index === 0
+        ? { status: 503, headers: { 'retry-after': '120' } }
+        : index === 1
+          ? { status: 429, headers: { 'retry-after': inTenMinutes() } }
+          : 200,
+    );
+    const endpoint = await subscribe(harness, hook.url());
+    await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` });
+    await harness.pump();
+
+    expect(hook.received).toHaveLength(3);
+    const [delivery] = (await harness.call({ method: 'GET', path: `/v1/webhooks/${endpoint.id}/deliveries` }))
+      .json.items;
+    expect(delivery).toMatchObject({ status: 'delivered', attempts: 3 });
+    // Backoff alone (random 0.5) would have waited 3 s and then 5 s; the receiver asked for 2 and 10 minutes
+    // (an HTTP date has whole seconds, and the answer came a moment after it was written).
+    const [first, second] = harness.delays.filter((seconds) => seconds > 0);
+    expect(first).toBe(120);
+    expect(second).toBeGreaterThanOrEqual(599);
+    expect(second).toBeLessThanOrEqual(600);
+  });
+
   it('ends failed after the retry window, is listed as failed, and delivers again after an API retry', async () => {
     let healthy = false;
     const harness = await webhookHarness({ retryHours: 1 });

@@ -37,8 +37,11 @@ export interface Received {
   readonly raw: Buffer;
 }
 
-/** How the receiver answers the n-th request (from 0): a status, or `stall` (never answers). */
-export type Answer = number | 'stall';
+/** How the receiver answers the n-th request (from 0): a status, one with headers, or `stall` (never answers). */
+export type Answer =
+  | number
+  | { readonly status: number; readonly headers: Readonly<Record<string, string>> }
+  | 'stall';
 
 /** A real HTTP receiver on 127.0.0.1 that records every POST and answers as told. */
 export async function startReceiver(
@@ -62,8 +65,11 @@ export async function startReceiver(
         stalled.push(res);
         return;
       }
-      if (reply >= 300 && reply < 400) res.setHeader('location', redirectTo);
-      res.statusCode = reply;
+      const status = typeof reply === 'number' ? reply : reply.status;
+      if (typeof reply === 'object')
+        for (const [name, value] of Object.entries(reply.headers)) res.setHeader(name, value);
+      if (status >= 300 && status < 400) res.setHeader('location', redirectTo);
+      res.statusCode = status;
       res.end('ok');
     });
   });
