@@ -181,6 +181,45 @@ describe('webhooks as a receiver checks them (DESIGN §11)', () => {
     expect(signedHeaders(receivedAt('/sent-only')[0] as Received)['webhook-id']).toBe(sent.id);
   }, 90_000);
 
+  it('sends the largest event a message can make (10 attachments of 255-character names, full labels) whole and verifiable', async () => {
+    const endpoint = await subscribe('/largest');
+    const names = Array.from({ length: 10 }, (_, index) => `${'請求書'.repeat(83)}${index}.pdf`);
+    // 2 KiB of tags and metadata as JSON, the limit, most of it three-byte characters.
+    const metadata = { note: '日'.repeat(330), more: '本'.repeat(330) };
+    const enqueued = await call(
+      LIVE_KEY,
+      'POST',
+      '/v1/messages',
+      {
+        to: ['ada@example.com'],
+        subject: 'Invoices',
+        text: 'Attached.',
+        send_at: new Date(Date.now() + 3_600_000).toISOString(),
+        group: { key: 'g'.repeat(200), version: 1 },
+        metadata,
+        attachments: names.map((filename) => ({
+          filename,
+          content: Buffer.from('%PDF-1.4').toString('base64'),
+        })),
+      },
+      { 'idempotency-key': 'receiver-largest-1' },
+    );
+    expect(enqueued.status, JSON.stringify(enqueued.json)).toBe(202);
+    await eventually(
+      'its message.scheduled delivered',
+      async () => (await deliveries(endpoint.id))[0]?.status === 'delivered',
+      { withinMs: 60_000, everyMs: 200 },
+    );
+    const [request] = receivedAt('/largest') as [Received];
+    expect(request.raw.length).toBeGreaterThan(11_000);
+    expect(verifiesWith(endpoint.secret, request)).toBe(true);
+    const { history: _history, ...got } = (await call(LIVE_KEY, 'GET', `/v1/messages/${enqueued.json.id}`))
+      .json;
+    const { previous_status: _previous, ...data } = eventOf(request).data;
+    expect(data).toEqual(got);
+    expect(data.attachments.map((attachment: { filename: string }) => attachment.filename)).toEqual(names);
+  }, 90_000);
+
   it('retries a 500, a 410 and a 302 with the same webhook-id and body, each attempt freshly timestamped and verifiable', async () => {
     const answers: Record<string, Answer> = { '/flaky': 500, '/gone': 410, '/moved': 302 };
     const endpoints: Record<string, { id: string; secret: string }> = {};
@@ -291,7 +330,7 @@ describe('webhooks as a receiver checks them (DESIGN §11)', () => {
       if (index > 0) expect(event.created_at > events[index - 1]?.created_at).toBe(true);
     }
     expect(new Set(events.map((event) => event.id)).size).toBe(3);
-    for (const path of ['/all', '/sent-only', '/flaky', '/gone', '/moved', '/rotating'])
+    for (const path of ['/all', '/sent-only', '/largest', '/flaky', '/gone', '/moved', '/rotating'])
       expect(ofMessage(path), path).toEqual([]);
   }, 90_000);
 });
