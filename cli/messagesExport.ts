@@ -13,7 +13,7 @@
  * are redacted). With it, the body's recipients and content are in the file (a template message's
  * `data` too): treat it as personal data.
  */
-import { createWriteStream } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import { type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { StoredAttachment } from '../lambdas/core/attachments.js';
 import { retentionRanOut } from '../lambdas/core/messageLifetime.js';
@@ -202,25 +202,47 @@ function parseUntil(value: string, now: Date): string {
 }
 
 /**
- * The lines' destination: a file (created or truncated) or stdout. Writes wait for the stream to
- * drain, so a large export piped into a slow consumer does not pile up in memory.
+ * The lines' destination: a file (created or truncated) or stdout, and how many lines it holds.
+ * stdout's writes wait for the stream to drain, so a large export piped into a slow consumer does not
+ * pile up in memory. A file's are synchronous, each line whole before the next: a run interrupted at
+ * any moment (SIGINT, SIGTERM: the process exits from the signal's handler) leaves every line counted
+ * in the file and no half line, where a stream's lines still queued were lost (decision 0248).
  */
-export function openLineSink(path: string | undefined): { sink: LineSink; close(): Promise<void> } {
-  const stream: NodeJS.WritableStream = path === undefined ? process.stdout : createWriteStream(path);
-  const failed = new Promise<never>((_, reject) => stream.once('error', reject));
+export function openLineSink(path: string | undefined): {
+  sink: LineSink;
+  /** Lines handed whole to the file (or to stdout) so far. */
+  written(): number;
+  close(): Promise<void>;
+} {
+  let written = 0;
+  if (path !== undefined) {
+    const file = openSync(path, 'w');
+    return {
+      sink: {
+        async write(line) {
+          const bytes = Buffer.from(`${line}\n`);
+          for (let at = 0; at < bytes.length; ) at += writeSync(file, bytes, at);
+          written++;
+        },
+      },
+      written: () => written,
+      close: async () => closeSync(file),
+    };
+  }
+  const failed = new Promise<never>((_, reject) => process.stdout.once('error', reject));
   failed.catch(() => {});
   return {
     sink: {
       async write(line) {
-        if (!stream.write(`${line}\n`)) {
-          await Promise.race([new Promise((resolve) => stream.once('drain', resolve)), failed]);
+        const more = process.stdout.write(`${line}\n`);
+        written++;
+        if (!more) {
+          await Promise.race([new Promise((resolve) => process.stdout.once('drain', resolve)), failed]);
         }
       },
     },
-    close: () =>
-      path === undefined
-        ? Promise.resolve()
-        : Promise.race([new Promise<void>((resolve) => stream.end(() => resolve())), failed]),
+    written: () => written,
+    close: () => Promise.resolve(),
   };
 }
 

@@ -103,7 +103,7 @@ export async function openContext(
  * error document ends the stream as one more line.
  */
 function action<Args extends unknown[]>(
-  run: (context: Context, ...args: Args) => Promise<ExitCode>,
+  run: (context: Context & { readonly interruption: Interruption }, ...args: Args) => Promise<ExitCode>,
   shape: { readonly jsonLines?: boolean } = {},
 ): (...args: [...Args, Command]) => Promise<void> {
   return async (...args) => {
@@ -111,40 +111,66 @@ function action<Args extends unknown[]>(
     const options = command.optsWithGlobals<GlobalOptions>();
     const out = terminalOutput({ json: options.json === true, jsonLines: shape.jsonLines === true });
     let target: Target | undefined;
-    const stopOnSignal = interruptible(out);
+    const interruption = interruptible(out);
     try {
       const context = await openContext(options, out);
       target = context.target;
-      process.exitCode = await run(context, ...(args.slice(0, -1) as Args));
+      process.exitCode = await run({ ...context, interruption }, ...(args.slice(0, -1) as Args));
     } catch (error) {
       process.exitCode = report(error, out, target);
     } finally {
-      stopOnSignal();
+      interruption.stop();
       target?.dynamodb.destroy();
       target?.sqs.destroy();
     }
   };
 }
 
+/** What a command has done so far, told when a signal stops it. */
+interface SoFar {
+  /** For the line: `after 240 lines written to audit.jsonl`. */
+  readonly said: string;
+  /** For the error document (snake_case, as every document's keys): `{ lines_written: 240 }`. */
+  readonly fields: Readonly<Record<string, unknown>>;
+}
+
+/** A running command's hold on SIGINT and SIGTERM. */
+interface Interruption {
+  /** What the command has done so far, read when the signal comes (an export's lines: decision 0248). */
+  tell(soFar: () => SoFar): void;
+  /** Removes the handlers once the command is done. */
+  stop(): void;
+}
+
 /**
  * A long run (an export, `dlq redrive --all`, an enqueue) stopped by SIGINT or SIGTERM ends as a
  * failure would: one line on stderr, with `--json` the error document (the last line of a JSON Lines
  * stream, so every line parses), and exit 130 for either signal (one code for "interrupted"). What
- * it did before stands, and each of these commands is safe to run again (decision 0238). Returns
- * what removes the handlers once the command is done.
+ * it did before stands, and each of these commands is safe to run again (decision 0238); a command
+ * that told what it has done so far has it said in both (decision 0248).
  */
-function interruptible(out: Output): () => void {
+function interruptible(out: Output): Interruption {
+  let soFar: (() => SoFar) | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
-    const detail = `interrupted (${signal}): what it did before stands; run it again to finish`;
+    const done = soFar?.();
+    const detail = `interrupted (${signal})${done === undefined ? '' : ` ${done.said}`}: what it did before stands; run it again to finish`;
     out.warn(`postdate: ${detail}`);
-    if (out.json) out.data(errorDocument('interrupted', detail, EXIT.interrupted));
+    if (out.json) {
+      const document = errorDocument('interrupted', detail, EXIT.interrupted);
+      out.data({ error: { ...document.error, ...done?.fields } });
+    }
     process.exit(EXIT.interrupted);
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  return () => {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+  return {
+    tell(told) {
+      soFar = told;
+    },
+    stop() {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
   };
 }
 
@@ -350,6 +376,13 @@ export function buildProgram(): Command {
     .action(
       action(async (context, options: ExportOptions & { out?: string }) => {
         const lines = openLineSink(options.out);
+        context.interruption.tell(() => {
+          const written = lines.written();
+          return {
+            said: `after ${written} line${written === 1 ? '' : 's'} written to ${options.out ?? 'stdout'}`,
+            fields: { lines_written: written },
+          };
+        });
         try {
           await messagesExport(messagesDeps(context), options, lines.sink, context.out);
         } finally {

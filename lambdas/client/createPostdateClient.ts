@@ -226,20 +226,19 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
   const timeoutProblem = outOfRange(timeoutMs, TIMEOUT_RANGE);
   if (timeoutProblem !== null) throw new PostdateInputError('timeoutMs', timeoutProblem);
   const now = options.now ?? (() => new Date());
-  const http = withCheckedHeaders(
-    createClient<paths>({
-      baseUrl: options.baseUrl.replace(/\/+$/, ''),
-      headers: { Authorization: `Bearer ${options.apiKey}` },
-      fetch: retryingFetch({
-        policy,
-        timeoutMs,
-        fetch: options.fetch ?? ((request) => globalThis.fetch(request)),
-        random: options.random ?? Math.random,
-        now,
-        sleep: options.sleep ?? sleepUnlessAborted,
-      }),
+  const unchecked = createClient<paths>({
+    baseUrl: options.baseUrl.replace(/\/+$/, ''),
+    headers: { Authorization: `Bearer ${options.apiKey}` },
+    fetch: retryingFetch({
+      policy,
+      timeoutMs,
+      fetch: options.fetch ?? ((request) => globalThis.fetch(request)),
+      random: options.random ?? Math.random,
+      now,
+      sleep: options.sleep ?? sleepUnlessAborted,
     }),
-  );
+  });
+  const http = withCheckedHeaders(unchecked);
   const newKey = options.newIdempotencyKey ?? (() => globalThis.crypto.randomUUID());
 
   /** The document of a successful answer, or the problem of any other, thrown. */
@@ -270,14 +269,15 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
       const given = enqueueOptions.idempotencyKey;
       const sent = given ?? newKey();
       // Sent as given (a quoted key stays quoted: its content may start with `"`); reported as the
-      // API reads and stores it.
+      // API reads and stores it. Judged here, once, naming where a made key came from: so the call
+      // goes through the client `http` wraps, which would judge the one header again.
       const idempotencyKey = headerValueOf(
         IDEMPOTENCY_KEY_HEADER,
         sent,
         given === undefined ? 'made by newIdempotencyKey' : undefined,
       );
       const answer = await answerOf(
-        http.POST('/v1/messages', {
+        unchecked.POST('/v1/messages', {
           params: { header: { [IDEMPOTENCY_KEY_HEADER]: sent } },
           body: request,
           ...signalOf(enqueueOptions),

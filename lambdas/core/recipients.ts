@@ -6,6 +6,7 @@
  */
 
 import type { ThrottleKind } from './classifySmtpError.js';
+import { suppressionKey } from './suppressions.js';
 
 export interface RecipientProgress {
   /** Positions the relay accepted (250 after DATA with them in the envelope). */
@@ -45,6 +46,35 @@ export function recipientList(body: {
   readonly bcc?: readonly string[] | null;
 }): string[] {
   return [...body.to, ...(body.cc ?? []), ...(body.bcc ?? [])];
+}
+
+/**
+ * Each position's mailbox, as the position where the list first names it, by the one rule for "the
+ * same mailbox" (core/suppressions.ts `suppressionKey`: its spellings are one; decision 0237), and
+ * what does not parse compared lower-cased, as the mailer compares: `to: [ada@x, bob@x]` with
+ * `bcc: [ADA@X]` is `[0, 1, 0]`. Undefined when no mailbox is named twice (each position its own).
+ */
+export function mailboxPlaces(recipients: readonly string[]): number[] | undefined {
+  const first = new Map<string, number>();
+  const places = recipients.map((recipient, position) => {
+    const key = suppressionKey(recipient) ?? recipient.toLowerCase();
+    const seen = first.get(key);
+    if (seen !== undefined) return seen;
+    first.set(key, position);
+    return position;
+  });
+  return places.every((place, position) => place === position) ? undefined : places;
+}
+
+/**
+ * How many mailboxes these positions name, each once (its spellings get one RCPT TO: decision
+ * 0234): the send rate's recipients (DESIGN §5 "Rate", decision 0248). `places` as
+ * {@link mailboxPlaces} gives them; absent, each position is its own mailbox.
+ */
+export function mailboxCount(positions: readonly number[], places?: readonly number[]): number {
+  return places === undefined
+    ? positions.length
+    : new Set(positions.map((position) => places[position] ?? position)).size;
 }
 
 /** Positions still to be sent to, in order. */

@@ -3,6 +3,7 @@ import { parseDispatchPayload } from '../core/dispatchPayload.js';
 import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
 import { SQS_MAX_DELAY_SECONDS } from '../core/queueLimits.js';
+import { mailboxCount, pendingPositions } from '../core/recipients.js';
 import { PROBE_TOKEN_ID } from '../core/relayBreaker.js';
 import { type FailoverDecision, failoverDecision } from '../core/relays.js';
 import type { Lane } from '../core/runWithConcurrency.js';
@@ -23,6 +24,7 @@ import {
   type InvocationTime,
   keep,
   logContext,
+  progressOf,
   type ReceivedCopy,
   retireDeadCopy,
   type SenderRelay,
@@ -342,13 +344,13 @@ async function passGate(run: CopyRun, observed: MessageStateRecord): Promise<Hel
   return { kind: 'held', verdict: handBack(run, observed, `sending waits (${held.cause})`, held.seconds) };
 }
 
-/** The recipients this send will have (the rate's unit): those not yet settled, at least one. */
+/**
+ * The recipients this send will have (the rate's unit): the mailboxes not yet settled, each once
+ * however often the message names it (one RCPT TO: decision 0248), at least one.
+ */
 function pendingRecipients(record: MessageStateRecord): number {
-  const settled =
-    (record.rcpt_accepted?.length ?? 0) +
-    (record.rcpt_rejected?.length ?? 0) +
-    (record.rcpt_suppressed?.length ?? 0);
-  return Math.max(1, (record.rcpt_total ?? 1) - settled);
+  const pending = pendingPositions(record.rcpt_total ?? 1, progressOf(record));
+  return Math.max(1, mailboxCount(pending, record.rcpt_places));
 }
 
 /**

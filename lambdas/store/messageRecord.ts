@@ -124,6 +124,12 @@ export interface MessageStateRecord {
   readonly death?: number;
   /** Recipients in the body's list (to, cc, bcc), when the enqueue recorded it. */
   readonly rcpt_total?: number;
+  /**
+   * Each position's mailbox as the position that first names it (core/recipients.ts
+   * `mailboxPlaces`), recorded at enqueue when a mailbox is named twice: the send rate counts it once
+   * (decision 0248). Absent: each position its own mailbox.
+   */
+  readonly rcpt_places?: readonly number[];
   /** Positions in that list the relay accepted, and rejected for good (core/recipients.ts). */
   readonly rcpt_accepted?: readonly number[];
   readonly rcpt_rejected?: readonly number[];

@@ -18,7 +18,7 @@ import {
 } from '../core/messageLifetime.js';
 import { type EnqueueRequest, requestFingerprint } from '../core/messageSchema.js';
 import { MESSAGE_STATUS } from '../core/messageStatus.js';
-import { recipientList } from '../core/recipients.js';
+import { mailboxPlaces, recipientList } from '../core/recipients.js';
 import { RECORD_LAYOUT } from '../core/recordLayout.js';
 import type { PinnedTemplate } from '../core/templateRequests.js';
 import type { EnqueueRecords } from '../ports/ApiStore.js';
@@ -146,6 +146,7 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
   const requestPrint = requestFingerprint(request);
   const template = pinnedTemplateOf(request, input.templateVersion);
   const pinned = template === null ? {} : { template };
+  const places = mailboxPlaces(recipientList(request));
   const state: MessageStateRecord = {
     pk: messagePk(id),
     sk: ITEM_SORT_KEY.messageState,
@@ -164,6 +165,7 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
     last_error: null,
     history: [],
     rcpt_total: recipientList(request).length,
+    ...(places === undefined ? {} : { rcpt_places: places }),
     group: request.group,
     on_ambiguous: request.on_ambiguous,
     tags: request.tags,

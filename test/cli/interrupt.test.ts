@@ -1,7 +1,13 @@
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ExportedMessage } from '../../cli/messagesExport.js';
 import { spawnCaptured } from '../local/npmStartProcess.js';
+import { documentClient, emulatorEnv, freshTable } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
+import { messageId, type SeedMessage, seedMessages } from './cliFixtures.js';
 
 /**
  * A script interrupts a long run (`timeout -s INT`, a CI job cancelled, Ctrl-C): docs/cli.md asks
@@ -70,4 +76,89 @@ describe('an interrupted long run (SIGINT)', () => {
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(/postdate: interrupted .*run it again/);
   }, 60_000);
+});
+
+/**
+ * `messages export --out FILE` interrupted while it writes (decision 0248): a real table holding
+ * enough messages that the export is still running when its first lines are in the file. Whatever
+ * the moment, every line the run counts as exported is in the file when the process has exited, the
+ * file ends on a whole line (each one parses), and the error document says how many were written, so
+ * a script knows what it has without reading the file.
+ */
+describe('an export to a file interrupted while it writes (SIGINT)', () => {
+  const MESSAGES = 3000;
+  const now = Date.now();
+  // A day of one tenant's messages, each with a few attempts' replies, so a line is about a kilobyte.
+  const seeds: SeedMessage[] = Array.from({ length: MESSAGES }, (_, n) => ({
+    id: messageId(50_000 + n),
+    tenant: 'acme',
+    status: 'sent',
+    createdAt: new Date(now - 24 * 3_600_000 + n * 1000).toISOString(),
+    attempts: 3,
+    history: [1, 2, 3].map((attempt) => ({
+      at: new Date(now - 24 * 3_600_000 + n * 1000 + attempt * 100).toISOString(),
+      outcome: attempt < 3 ? ('transient' as const) : ('sent' as const),
+      code: attempt < 3 ? '451' : '250',
+      enhanced_code: attempt < 3 ? '4.3.0' : '2.0.0',
+      reply:
+        attempt < 3
+          ? '451 4.3.0 Temporary local problem, please try again later'
+          : '250 2.0.0 Ok: queued as 4BX',
+      duration_ms: 42,
+    })),
+  }));
+  let tableName: string;
+
+  beforeAll(async () => {
+    ({ tableName } = await freshTable());
+    await seedMessages(documentClient(), tableName, seeds);
+  }, 120_000);
+
+  it('has every line it counts in the file, the last one whole, and says how many in its error document', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'postdate-interrupt-')), 'audit.jsonl');
+    const { child, stdout, stderr, exited } = spawnCaptured(
+      process.execPath,
+      [
+        'cli/postdate.mjs',
+        '--table',
+        tableName,
+        '--json',
+        'messages',
+        'export',
+        '--since',
+        '2d',
+        '--tenant',
+        'acme',
+        '--out',
+        file,
+      ],
+      { env: { ...process.env, ...emulatorEnv(), NO_COLOR: '1' } },
+    );
+    await eventually(
+      'the first lines in the file',
+      () => existsSync(file) && readFileSync(file, 'utf8').includes('\n'),
+      { withinMs: 60_000, everyMs: 5 },
+    );
+    child.kill('SIGINT');
+    const { code, signal } = await exited;
+
+    expect({ code, signal, stderr: stderr() }).toMatchObject({ code: 130, signal: null });
+    const document = JSON.parse(stdout().trimEnd().split('\n').at(-1) ?? '') as {
+      error: Record<string, unknown>;
+    };
+    expect(document.error).toMatchObject({ type: 'urn:postdate:cli:interrupted', exit_code: 130 });
+    const written = readFileSync(file, 'utf8');
+    expect(written.endsWith('\n')).toBe(true);
+    const lines = written.slice(0, -1).split('\n');
+    const ids = lines.map((line) => (JSON.parse(line) as ExportedMessage).id);
+    expect(document.error.lines_written).toBe(lines.length);
+    // Interrupted: some of them, the oldest first, none twice.
+    expect(lines.length).toBeLessThan(MESSAGES);
+    expect(ids).toEqual(seeds.slice(0, lines.length).map((seed) => seed.id));
+    expect(stderr()).toMatch(
+      new RegExp(
+        `postdate: interrupted \\(SIGINT\\) after ${lines.length} lines? written to .*audit\\.jsonl`,
+      ),
+    );
+  }, 180_000);
 });

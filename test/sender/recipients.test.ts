@@ -3,6 +3,7 @@ import { messageView } from '../../lambdas/store/messageView.js';
 import {
   contextWithRemaining,
   createSenderRig,
+  enqueueThroughApi,
   type SenderWorld,
   startSenderWorld,
 } from './senderHarness.js';
@@ -157,5 +158,47 @@ describe('the sender, recipient by recipient', () => {
     // The first goes with the burst (2) in hand and owes 3; the second waits for those 3 and its own
     // burst of 2: 5 recipients at 2 a second, 2.5 s on the sender's clock.
     expect(rig.sleeps.reduce((sum, milliseconds) => sum + milliseconds, 0)).toBe(2500);
+  });
+
+  /**
+   * DESIGN §5 "Rate" counts recipients as SES counts them: the recipients of the transaction, one per
+   * RCPT TO. A mailbox named twice (in `to` and `bcc`, in two spellings) gets one RCPT TO (decisions
+   * 0234, 0237), so it takes one of the rate's recipients, not two (decision 0248).
+   */
+  it('the send rate counts a mailbox named twice in one message once, as it gets one RCPT TO', async () => {
+    const rig = await createSenderRig(world, { maxSendRate: 1 });
+    world.smtp.script();
+    const enqueued = await Promise.all(
+      [
+        { to: ['ada@example.org'], bcc: ['ADA@Example.ORG'] },
+        { to: ['bob@example.org'], bcc: [] },
+      ].map(async ({ to, bcc }, n) => {
+        const answer = await enqueueThroughApi(
+          world,
+          `rate-once-${n}-${Math.random()}`,
+          { from: 'ops@example.com', to, bcc, subject: 'Your invoice', text: 'Attached.' },
+          rig.clock.now,
+        );
+        expect(answer.status).toBe(202);
+        return String(answer.json.id);
+      }),
+    );
+    // Ada's first, then Bob's, through one sender (one bucket).
+    const handler = rig.newHandler();
+    for (const id of enqueued) {
+      await rig.dispatch({ id, rev: 1 });
+      const records = await rig.receive({ max: 1, waitSeconds: 3 });
+      expect(records).toHaveLength(1);
+      await rig.run(records, handler, contextWithRemaining(60_000));
+    }
+
+    for (const id of enqueued) expect((await rig.state(id)).status).toBe('sent');
+    // One RCPT TO for Ada, her first spelling; one for Bob.
+    expect(enqueued.flatMap((id) => rig.received(id).map((copy) => copy.to))).toEqual([
+      ['ada@example.org'],
+      ['bob@example.org'],
+    ]);
+    // Ada's message takes the burst's one recipient; Bob's waits one second for its own, not two.
+    expect(rig.sleeps.reduce((sum, milliseconds) => sum + milliseconds, 0)).toBe(1000);
   });
 });

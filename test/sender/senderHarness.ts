@@ -461,6 +461,29 @@ export const suppressThroughApi = (
   now: () => Date,
 ) => putThroughApi(world, now, { collection: 'suppressions', parameter: 'address', value: address });
 
+/**
+ * The user's `POST /v1/messages` under `key` (DESIGN §3), answered by the real api handler on the
+ * sender's table: the records as the enqueue writes them. No copy is queued: the test dispatches it.
+ */
+export const enqueueThroughApi = (
+  world: Pick<SenderWorld, 'documents' | 'tableName'>,
+  key: string,
+  body: Record<string, unknown>,
+  now: () => Date,
+) =>
+  callApi(
+    world,
+    now,
+    apiEvent({
+      method: 'POST',
+      path: '/v1/messages',
+      routeKey: 'POST /v1/messages',
+      headers: { 'Idempotency-Key': key },
+      tenant: TENANT,
+      body,
+    }),
+  );
+
 /** A `PUT /v1/{collection}/{parameter}` on one item, answered by the real api handler. */
 function putThroughApi(
   world: Pick<SenderWorld, 'documents' | 'tableName'>,
