@@ -18,7 +18,7 @@ interface BatchResult {
   status: number;
   replayed?: boolean;
   message?: { id: string; send_at: string; group: unknown; status: string };
-  problem?: { type: string; status: number; errors?: { field: string; message: string }[] };
+  problem?: { type: string; status: number; detail?: string; errors?: { field: string; message: string }[] };
 }
 
 function batchEvent(body: unknown): ApiEvent {
@@ -267,6 +267,24 @@ describe('POST /v1/messages/batch', () => {
     expect(response.results[1]?.problem?.errors).toEqual([
       { field: '/messages/1/idempotency_key', message: 'must be 1–255 printable ASCII characters' },
     ]);
+  });
+
+  it("names an item's fields in its problem's detail as its errors do, under the item (/messages/2/to, not /to)", async () => {
+    const api = await apiHarness();
+    const response = await sendBatch(api, {
+      messages: [
+        item('d-0'),
+        item('d-1', { send_at_local: '2026-12-03T09:00', time_zone: 'Mars/Base' }),
+        item('d-2', { to: ['not an address'], subject: 'a\r\nBcc: x@example.com' }),
+      ],
+    });
+    const [, zone, two] = response.results;
+    expect(zone?.problem?.errors?.map((error) => error.field)).toEqual(['/messages/1/time_zone']);
+    expect(zone?.problem?.detail).toBe('One field is invalid: /messages/1/time_zone.');
+    expect(two?.problem?.detail).toBe(
+      `2 fields are invalid: ${two?.problem?.errors?.map((error) => error.field).join(', ')}.`,
+    );
+    expect(two?.problem?.detail).not.toMatch(/ \/to/);
   });
 
   it('refuses a body over the batch bound with a 413', async () => {
