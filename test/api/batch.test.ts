@@ -287,6 +287,45 @@ describe('POST /v1/messages/batch', () => {
     expect(two?.problem?.detail).not.toMatch(/ \/to/);
   });
 
+  it('takes an item of exactly 256 KiB and a body of exactly 2 MiB; one byte more is the item’s 413, or the whole body’s 413 storing nothing', async () => {
+    const api = await apiHarness();
+    /** An item whose body without its key is `bytes` of JSON, the measure of a single enqueue. */
+    const sized = (key: string, bytes: number) => {
+      const pad = bytes - Buffer.byteLength(JSON.stringify(validBody({ text: '' })));
+      return item(key, { text: 'x'.repeat(pad) });
+    };
+    const items = await sendBatch(api, {
+      messages: [sized('at-256k', 256 * 1024), sized('over-256k', 256 * 1024 + 1)],
+    });
+    expect(items.results.map((result) => result.status)).toEqual([202, 413]);
+    expect(items.results[1]?.problem?.errors).toEqual([
+      { field: '/messages/1', message: 'must be at most 262144 bytes' },
+    ]);
+
+    // Nine items of about 228 KiB; the last one's text fills the body to the exact bound.
+    const body = (extra: number, prefix: string) => {
+      const messages = Array.from({ length: 9 }, (_, i) => sized(`${prefix}-${i}`, 228 * 1024));
+      const short = 2 * 1024 * 1024 - Buffer.byteLength(JSON.stringify({ messages })) + extra;
+      messages[8] = sized(`${prefix}-8`, 228 * 1024 + short);
+      return JSON.stringify({ messages });
+    };
+    const exact = body(0, 'exact');
+    expect(Buffer.byteLength(exact)).toBe(2 * 1024 * 1024);
+    const atBound = await api.call(batchEvent(exact));
+    expect(atBound.status).toBe(200);
+    expect((atBound.json.results as BatchResult[]).map((result) => result.status)).toEqual(
+      Array(9).fill(202),
+    );
+
+    const before = await api.scanAll();
+    const over = body(1, 'over');
+    expect(Buffer.byteLength(over)).toBe(2 * 1024 * 1024 + 1);
+    const overBound = await api.call(batchEvent(over));
+    expect(overBound.status).toBe(413);
+    expect(overBound.json.errors).toEqual([{ field: 'body', message: 'must be at most 2097152 bytes' }]);
+    expect(await api.scanAll()).toEqual(before);
+  });
+
   it('refuses a body over the batch bound with a 413', async () => {
     const api = await apiHarness();
     const text = 'x'.repeat(200 * 1024);
