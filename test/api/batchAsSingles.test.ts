@@ -172,9 +172,7 @@ async function batchAnswers(api: Harness, tenant: string, items: ReturnType<type
     (result): Answer => ({
       status: result.status,
       replayed: result.replayed === true,
-      ...(result.status < 300
-        ? { message: result.message }
-        : { problem: result.problem }),
+      ...(result.status < 300 ? { message: result.message } : { problem: result.problem }),
     }),
   );
 }
