@@ -4,7 +4,10 @@ import { PostdateClientError, PostdateInputError, PostdateProblemError, problemO
 import type { components, operations, paths } from './openapiTypes.js';
 import { IDEMPOTENCY_KEY_HEADER, retryingFetch } from './retryingFetch.js';
 import {
+  backoffDelayMs,
+  hasFailedItems,
   MAX_TIMER_MS,
+  mergeBatchResults,
   type OptionRange,
   outOfRange,
   parseRetryAfter,
@@ -109,7 +112,10 @@ export interface PostdateClient {
    * Up to 100 enqueues in one request (DESIGN §3a), each under its own `idempotency_key`: one result
    * per item in request order, each what a single enqueue of it would have answered (`status`, and
    * `message` or `problem`). Permissive by default; `mode: 'strict'` throws the 400 and enqueues
-   * nothing when one item is invalid. Retried like an enqueue: every item carries its key.
+   * nothing when one item is invalid. Retried like an enqueue: every item carries its key. An item
+   * whose write failed (500/503 in the 200) is retried as an enqueue's 5xx is: the same batch is sent
+   * again (the stored items replay) up to `retry.maxAttempts` times with backoff, and each item keeps
+   * its first answer unless that was the failure; one still failing is answered with its 5xx.
    */
   enqueueBatch(request: BatchEnqueueRequest, options?: CallOptions): Promise<BatchEnqueueResponse>;
   get(id: string, options?: { readonly signal?: AbortSignal }): Promise<Message>;
@@ -226,6 +232,8 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
   const timeoutProblem = outOfRange(timeoutMs, TIMEOUT_RANGE);
   if (timeoutProblem !== null) throw new PostdateInputError('timeoutMs', timeoutProblem);
   const now = options.now ?? (() => new Date());
+  const random = options.random ?? Math.random;
+  const sleep = options.sleep ?? sleepUnlessAborted;
   const unchecked = createClient<paths>({
     baseUrl: options.baseUrl.replace(/\/+$/, ''),
     headers: { Authorization: `Bearer ${options.apiKey}` },
@@ -233,9 +241,9 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
       policy,
       timeoutMs,
       fetch: options.fetch ?? ((request) => globalThis.fetch(request)),
-      random: options.random ?? Math.random,
+      random,
       now,
-      sleep: options.sleep ?? sleepUnlessAborted,
+      sleep,
     }),
   });
   const http = withCheckedHeaders(unchecked);
@@ -288,7 +296,21 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
       return { message, idempotencyKey, replayed };
     },
     async enqueueBatch(request, callOptions = {}) {
-      return unwrap(http.POST('/v1/messages/batch', { body: request, ...signalOf(callOptions) }));
+      const send = () => unwrap(http.POST('/v1/messages/batch', { body: request, ...signalOf(callOptions) }));
+      let answer = await send();
+      for (let attempt = 1; attempt < policy.maxAttempts && hasFailedItems(answer.results); attempt++) {
+        await sleep(backoffDelayMs(attempt - 1, policy, random), callOptions.signal ?? NEVER_ABORTED);
+        let again: BatchEnqueueResponse;
+        try {
+          again = await send();
+        } catch (error) {
+          // What the first answer said stands (its failed items: maybe stored); only an abort is thrown.
+          if (callOptions.signal?.aborted) throw error;
+          break;
+        }
+        answer = { ...answer, results: mergeBatchResults(answer.results, again.results) };
+      }
+      return answer;
     },
     async get(id, callOptions = {}) {
       return unwrap(http.GET('/v1/messages/{id}', { params: { path: { id } }, ...signalOf(callOptions) }));
@@ -589,6 +611,9 @@ function isHttpUrl(value: string): boolean {
 function signalOf(options: { readonly signal?: AbortSignal }): { signal?: AbortSignal } {
   return options.signal === undefined ? {} : { signal: options.signal };
 }
+
+/** The signal of a call given none: a batch's wait between sends then ends only by its time. */
+const NEVER_ABORTED = new AbortController().signal;
 
 function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {

@@ -776,7 +776,7 @@ export interface components {
      *       "type": "urn:postdate:problem:validation",
      *       "title": "The request is invalid",
      *       "status": 400,
-     *       "detail": "The request has 1 invalid field.",
+     *       "detail": "One field is invalid: /to/0.",
      *       "errors": [
      *         {
      *           "field": "/to/0",
@@ -1075,6 +1075,25 @@ export interface components {
       /** @description One per item, in request order. */
       results: components['schemas']['BatchResult'][];
     };
+    /**
+     * @description One item's answer: for a 2xx its `message`, otherwise its `problem`, whose `detail` and `errors` name fields of the batch (`/messages/3/to`).
+     * @example {
+     *       "index": 3,
+     *       "status": 400,
+     *       "problem": {
+     *         "type": "urn:postdate:problem:validation",
+     *         "title": "The request is invalid",
+     *         "status": 400,
+     *         "detail": "One field is invalid: /messages/3/to/0.",
+     *         "errors": [
+     *           {
+     *             "field": "/messages/3/to/0",
+     *             "message": "must be an email address (local@domain)"
+     *           }
+     *         ]
+     *       }
+     *     }
+     */
     BatchResult: {
       /** @description The item's place in `messages`, from 0. */
       index: number;
@@ -1082,135 +1101,8 @@ export interface components {
       status: number;
       /** @description With a message: true when it is a replay (200). */
       replayed?: boolean;
-      /** @description For a 2xx: the message. */
-      message?: {
-        /**
-         * @description Opaque and URL-safe, at most 32 characters: 26 lower-case base-32 characters derived from the tenant and the Idempotency-Key.
-         * @example 6avlce7kbqozea42u7lasaa337
-         */
-        id: string;
-        status: components['schemas']['MessageStatus'];
-        /**
-         * Format: date-time
-         * @description The instant the message is due.
-         */
-        send_at: string;
-        /**
-         * @description `send_at` on the wall clock of `time_zone` (`YYYY-MM-DDTHH:MM:SS`): when the message goes there, so a local time given in a spring gap shows as moved forward. Null without a `time_zone`.
-         * @example 2026-12-03T09:00:00
-         */
-        send_at_local: string | null;
-        /**
-         * @description The IANA zone of `send_at_local` and `quiet_hours`; null when none was given.
-         * @example Europe/Berlin
-         */
-        time_zone: string | null;
-        /** @description A message that comes due inside [start, end) in time_zone waits until end (crossing midnight when end < start), unless not_after comes first; start must differ from end. */
-        quiet_hours: {
-          /** @example 21:00 */
-          start: string;
-          /** @example 08:00 */
-          end: string;
-        } | null;
-        /** Format: date-time */
-        not_after: string | null;
-        /** Format: date-time */
-        created_at: string;
-        /** Format: date-time */
-        updated_at: string;
-        /** @description SMTP transactions in which the relay saw the message (not queue receives). */
-        attempts: number;
-        last_error: components['schemas']['LastError'];
-        /**
-         * @description The relay's own id (queue id) from the final 250 reply of the last accepted attempt, the attempt `relay` names; what an operator quotes to that provider. Null when that reply named none, or before any attempt was accepted.
-         * @example 01000154dc729264-93fdd7ea-f039-43d6-91ed-653e8547867c-000000
-         */
-        provider_message_id: string | null;
-        /**
-         * @description The relay of the attempt `provider_message_id` comes from (DESIGN §15: `POSTDATE_RELAYS` names them; `default` when only `SMTP_*` is set): the last accepted attempt, or before any was accepted the last attempt. Null before any attempt.
-         * @example default
-         */
-        relay: string | null;
-        /** @description Recipients one by one: accepted by the relay (never sent again), pending (deferred with a 4xx, retried), rejected for good (5xx), suppressed (on the suppression list at send time: left out, DESIGN §12). */
-        recipients: {
-          accepted: number;
-          pending: number;
-          rejected: number;
-          suppressed: number;
-        };
-        /** @description A template message: its template and the version it was pinned to (DESIGN §10). */
-        template: {
-          name: string;
-          version: number;
-        } | null;
-        /** @description The attachments (DESIGN §13); the bytes themselves are never returned. */
-        attachments: {
-          filename: string;
-          content_type: string;
-          /** @description Bytes, decoded. */
-          size: number;
-          /** @description SHA-256 of the bytes, hex. */
-          sha256: string;
-        }[];
-        group: {
-          key: string;
-          version: number;
-        } | null;
-        tags: {
-          [key: string]: string;
-        };
-        metadata: {
-          [key: string]: string;
-        };
-        rev: number;
-        /** @description Enqueued with a test key (`pd_test_…`, DESIGN §14): it ran through everything but the relay, and its outcome is the mailbox simulator's. False for a live message. */
-        test: boolean;
-        /** @description Only on GET /v1/messages/{id}. */
-        history?: components['schemas']['Attempt'][];
-      };
-      /**
-       * @description Otherwise: the problem, its `errors` naming fields of the batch (`/messages/3/to`).
-       * @example {
-       *       "type": "urn:postdate:problem:validation",
-       *       "title": "The request is invalid",
-       *       "status": 400,
-       *       "detail": "The request has 1 invalid field.",
-       *       "errors": [
-       *         {
-       *           "field": "/to/0",
-       *           "message": "must be an email address (local@domain)"
-       *         }
-       *       ]
-       *     }
-       */
-      problem?: {
-        /** @description A URN naming the problem (docs/api.md, "Errors"). */
-        type: string;
-        title: string;
-        status: number;
-        detail: string;
-        errors?: {
-          /** @description A JSON Pointer into the body (`/to/2`), `body`, a header name or a query/path parameter. */
-          field: string;
-          message: string;
-        }[];
-        /**
-         * @description On a 409: the status the message has now.
-         * @enum {string}
-         */
-        current_status?:
-          | 'scheduled'
-          | 'sending'
-          | 'retrying'
-          | 'sent'
-          | 'failed'
-          | 'dead'
-          | 'cancelled'
-          | 'superseded'
-          | 'expired'
-          | 'unknown'
-          | 'suppressed';
-      };
+      message?: components['schemas']['Message'];
+      problem?: components['schemas']['Problem'];
     };
     BatchEnqueueRequest: {
       /** @description 1–100 enqueue bodies (EnqueueRequest: the same rules, each at most 256 KiB as JSON beside inline attachments' content), each with its own `idempotency_key`. */

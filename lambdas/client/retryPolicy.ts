@@ -11,7 +11,8 @@
  * Anything else — a template PUT, which stores a new version each time (DESIGN §10), a manual retry
  * (one that failed again at once would be sent again), another DELETE, a keyless POST, a route this
  * list does not know — is retried after a 429 only, which API Gateway answers before the function
- * runs.
+ * runs. A batch answered 200 with an item whose write failed (500/503) is sent again as an
+ * enqueue's 5xx is (hasFailedItems, mergeBatchResults).
  */
 import { PostdateInputError } from './clientErrors.js';
 
@@ -182,4 +183,30 @@ export function parseRetryAfter(value: string | null, now: Date): number | null 
   const date = Date.parse(trimmed);
   if (Number.isNaN(date)) return null;
   return Math.max(0, date - now.getTime());
+}
+
+/**
+ * Whether a batch answer holds an item worth sending again: one whose write failed (500, 503), which
+ * a single enqueue's own 5xx would have been retried for. A 4xx item is that item's answer.
+ */
+export function hasFailedItems(results: readonly { readonly status: number }[]): boolean {
+  return results.some((result) =>
+    isTransientFailure({ kind: 'status', status: result.status, retryAfterMs: null }),
+  );
+}
+
+/**
+ * A batch sent again merged into the answer before it: each item keeps its earlier answer unless that
+ * was a failure ({@link hasFailedItems}), which takes the new one. The same batch answers the same
+ * indexes and pointers (`/messages/3/to`), and a replay of an item stored the first time (200) never
+ * hides the 202 that stored it.
+ */
+export function mergeBatchResults<Result extends { readonly index: number; readonly status: number }>(
+  earlier: readonly Result[],
+  again: readonly Result[],
+): Result[] {
+  return earlier.map((result) => {
+    const failed = hasFailedItems([result]);
+    return failed ? (again.find((next) => next.index === result.index) ?? result) : result;
+  });
 }

@@ -10,6 +10,7 @@
 import * as z from 'zod';
 import { EnqueueBodyDocumentSchema } from './messageSchema.js';
 import {
+  describeFieldErrors,
   type FieldError,
   guarded,
   jsonPointer,
@@ -102,6 +103,18 @@ export function batchItemField(index: number, error: FieldError): FieldError {
   if (error.field.startsWith('/')) return { ...error, field: `${item}${error.field}` };
   if (error.field === 'Idempotency-Key') return { ...error, field: `${item}/idempotency_key` };
   return { ...error, field: item };
+}
+
+/**
+ * An item's own problem as its batch result carries it: each field under the item
+ * (`batchItemField`), and a `detail` that lists the fields (a validation's `One field is invalid:
+ * /to.`) listing them as the errors now name them, so the two never disagree.
+ */
+export function batchItemProblem(index: number, details: ProblemDetails): ProblemDetails {
+  if (details.errors === undefined) return details;
+  const errors = details.errors.map((error) => batchItemField(index, error));
+  const listsFields = details.detail === describeFieldErrors(details.errors);
+  return { ...details, ...(listsFields ? { detail: describeFieldErrors(errors) } : {}), errors };
 }
 
 /** One form of the enqueue body with the item's key: strict objects cannot be widened by `allOf`. */

@@ -66,7 +66,7 @@ export const ProblemSchema = z
       type: 'urn:postdate:problem:validation',
       title: 'The request is invalid',
       status: 400,
-      detail: 'The request has 1 invalid field.',
+      detail: 'One field is invalid: /to/0.',
       errors: [{ field: '/to/0', message: 'must be an email address (local@domain)' }],
     },
   });

@@ -175,12 +175,26 @@ const BatchResultSchema = z
         'What a single POST /v1/messages of this item would have answered: 202 new, 200 replay, 400/413/422 refused; 500/503 when its write failed (retry the batch: the stored items replay).',
     }),
     replayed: z.boolean().optional().meta({ description: 'With a message: true when it is a replay (200).' }),
-    message: MessageSchema.optional().meta({ description: 'For a 2xx: the message.' }),
-    problem: ProblemSchema.optional().meta({
-      description: 'Otherwise: the problem, its `errors` naming fields of the batch (`/messages/3/to`).',
-    }),
+    // The components themselves ($ref): a `.meta` here would inline a copy of each.
+    message: MessageSchema.optional(),
+    problem: ProblemSchema.optional(),
   })
-  .meta({ id: 'BatchResult' });
+  .meta({
+    id: 'BatchResult',
+    description:
+      "One item's answer: for a 2xx its `message`, otherwise its `problem`, whose `detail` and `errors` name fields of the batch (`/messages/3/to`).",
+    example: {
+      index: 3,
+      status: 400,
+      problem: {
+        type: 'urn:postdate:problem:validation',
+        title: 'The request is invalid',
+        status: 400,
+        detail: 'One field is invalid: /messages/3/to/0.',
+        errors: [{ field: '/messages/3/to/0', message: 'must be an email address (local@domain)' }],
+      },
+    },
+  });
 
 const BatchResponseSchema = z
   .object({ results: z.array(BatchResultSchema).meta({ description: 'One per item, in request order.' }) })

@@ -18,7 +18,7 @@ interface BatchResult {
   status: number;
   replayed?: boolean;
   message?: { id: string; send_at: string; group: unknown; status: string };
-  problem?: { type: string; status: number; errors?: { field: string; message: string }[] };
+  problem?: { type: string; status: number; detail?: string; errors?: { field: string; message: string }[] };
 }
 
 function batchEvent(body: unknown): ApiEvent {
@@ -267,6 +267,63 @@ describe('POST /v1/messages/batch', () => {
     expect(response.results[1]?.problem?.errors).toEqual([
       { field: '/messages/1/idempotency_key', message: 'must be 1–255 printable ASCII characters' },
     ]);
+  });
+
+  it("names an item's fields in its problem's detail as its errors do, under the item (/messages/2/to, not /to)", async () => {
+    const api = await apiHarness();
+    const response = await sendBatch(api, {
+      messages: [
+        item('d-0'),
+        item('d-1', { send_at_local: '2026-12-03T09:00', time_zone: 'Mars/Base' }),
+        item('d-2', { to: ['not an address'], subject: 'a\r\nBcc: x@example.com' }),
+      ],
+    });
+    const [, zone, two] = response.results;
+    expect(zone?.problem?.errors?.map((error) => error.field)).toEqual(['/messages/1/time_zone']);
+    expect(zone?.problem?.detail).toBe('One field is invalid: /messages/1/time_zone.');
+    expect(two?.problem?.detail).toBe(
+      `2 fields are invalid: ${two?.problem?.errors?.map((error) => error.field).join(', ')}.`,
+    );
+    expect(two?.problem?.detail).not.toMatch(/ \/to/);
+  });
+
+  it('takes an item of exactly 256 KiB and a body of exactly 2 MiB; one byte more is the item’s 413, or the whole body’s 413 storing nothing', async () => {
+    const api = await apiHarness();
+    /** An item whose body without its key is `bytes` of JSON, the measure of a single enqueue. */
+    const sized = (key: string, bytes: number) => {
+      const pad = bytes - Buffer.byteLength(JSON.stringify(validBody({ text: '' })));
+      return item(key, { text: 'x'.repeat(pad) });
+    };
+    const items = await sendBatch(api, {
+      messages: [sized('at-256k', 256 * 1024), sized('over-256k', 256 * 1024 + 1)],
+    });
+    expect(items.results.map((result) => result.status)).toEqual([202, 413]);
+    expect(items.results[1]?.problem?.errors).toEqual([
+      { field: '/messages/1', message: 'must be at most 262144 bytes' },
+    ]);
+
+    // Nine items of about 228 KiB; the last one's text fills the body to the exact bound.
+    const body = (extra: number, prefix: string) => {
+      const messages = Array.from({ length: 9 }, (_, i) => sized(`${prefix}-${i}`, 228 * 1024));
+      const short = 2 * 1024 * 1024 - Buffer.byteLength(JSON.stringify({ messages })) + extra;
+      messages[8] = sized(`${prefix}-8`, 228 * 1024 + short);
+      return JSON.stringify({ messages });
+    };
+    const exact = body(0, 'exact');
+    expect(Buffer.byteLength(exact)).toBe(2 * 1024 * 1024);
+    const atBound = await api.call(batchEvent(exact));
+    expect(atBound.status).toBe(200);
+    expect((atBound.json.results as BatchResult[]).map((result) => result.status)).toEqual(
+      Array(9).fill(202),
+    );
+
+    const before = await api.scanAll();
+    const over = body(1, 'over');
+    expect(Buffer.byteLength(over)).toBe(2 * 1024 * 1024 + 1);
+    const overBound = await api.call(batchEvent(over));
+    expect(overBound.status).toBe(413);
+    expect(overBound.json.errors).toEqual([{ field: 'body', message: 'must be at most 2097152 bytes' }]);
+    expect(await api.scanAll()).toEqual(before);
   });
 
   it('refuses a body over the batch bound with a 413', async () => {

@@ -11,8 +11,8 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentS3Client, S3AttachmentStore } from '../../lambdas/adapters/S3AttachmentStore.js';
 import type { ApiEvent } from '../../lambdas/api/createApiHandler.js';
-import { batchItemField } from '../../lambdas/core/batchEnqueueSchema.js';
-import type { FieldError } from '../../lambdas/core/problem.js';
+import { batchItemProblem } from '../../lambdas/core/batchEnqueueSchema.js';
+import type { ProblemDetails } from '../../lambdas/core/problem.js';
 import { type S3Emulator, startS3Emulator } from '../../local/s3Emulator.js';
 import { LOCAL_AWS } from '../support/awsLocal.js';
 import { apiHarness } from './apiHarness.js';
@@ -35,8 +35,8 @@ interface Answer {
   status: number;
   replayed: boolean;
   message?: unknown;
-  problemType?: unknown;
-  errors?: unknown;
+  /** The whole problem: type, title, status, detail and fields named under the item. */
+  problem?: unknown;
 }
 
 /** Item shapes, each an enqueue body; some differ only in a field, so a shared key becomes a reuse. */
@@ -137,13 +137,12 @@ async function singleAnswers(api: Harness, tenant: string, items: ReturnType<typ
   for (const [index, item] of items.entries()) {
     const response = await api.call(single(tenant, item.idempotency_key, item.body));
     const ok = response.status < 300;
-    const errors = response.json.errors as FieldError[] | undefined;
     answers.push({
       status: response.status,
       replayed: response.headers['idempotent-replayed'] === 'true',
       ...(ok
         ? { message: response.json }
-        : { problemType: response.json.type, errors: errors?.map((error) => batchItemField(index, error)) }),
+        : { problem: batchItemProblem(index, response.json as unknown as ProblemDetails) }),
     });
   }
   return answers;
@@ -166,16 +165,14 @@ async function batchAnswers(api: Harness, tenant: string, items: ReturnType<type
     status: number;
     replayed?: boolean;
     message?: unknown;
-    problem?: { type: unknown; errors?: unknown };
+    problem?: unknown;
   }[];
   expect(results.map((result) => result.index)).toEqual(items.map((_, index) => index));
   return results.map(
     (result): Answer => ({
       status: result.status,
       replayed: result.replayed === true,
-      ...(result.status < 300
-        ? { message: result.message }
-        : { problemType: result.problem?.type, errors: result.problem?.errors }),
+      ...(result.status < 300 ? { message: result.message } : { problem: result.problem }),
     }),
   );
 }

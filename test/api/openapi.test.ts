@@ -164,6 +164,18 @@ describe('the OpenAPI document tells the truth about the answers (issue 17 §3)'
     expect(description).toMatch(/422/);
   });
 
+  it("gives a batch result the Message and Problem components themselves, and an example whose fields are the batch's (/messages/3/…)", () => {
+    const schemas = (served as unknown as { components: { schemas: Record<string, Json> } }).components
+      .schemas;
+    const result = schemas.BatchResult as { properties: Record<string, Json>; example?: Json };
+    expect(result.properties.message).toEqual({ $ref: '#/components/schemas/Message' });
+    expect(result.properties.problem).toEqual({ $ref: '#/components/schemas/Problem' });
+    const example = result.example as { index: number; problem: { detail: string; errors: Json[] } };
+    const fields = example.problem.errors.map((error) => String(error.field));
+    expect(fields.every((field) => field.startsWith(`/messages/${example.index}/`))).toBe(true);
+    expect(example.problem.detail).toContain(fields[0]);
+  });
+
   it("describes the enqueue's 413 as DESIGN §3 and §13 bound it: the body beside inline attachments, their total, the whole message", () => {
     const tooLarge = responseOf('POST /v1/messages', 413) as { description?: string } | undefined;
     const description = tooLarge?.description ?? '';

@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import {
   backoffDelayMs,
   DEFAULT_RETRY_POLICY,
+  hasFailedItems,
   mayRetry,
+  mergeBatchResults,
   parseRetryAfter,
   retryDelayMs,
 } from '../../lambdas/client/retryPolicy.js';
@@ -96,5 +98,29 @@ describe('the client retry policy', () => {
     expect(parseRetryAfter('Tue, 01 Dec 2026 11:00:00 GMT', now)).toBe(0);
     expect(parseRetryAfter('soon', now)).toBeNull();
     expect(parseRetryAfter(null, now)).toBeNull();
+  });
+
+  it("resends a batch only for an item whose write failed, and keeps every other item's first answer", () => {
+    expect(hasFailedItems([{ status: 202 }, { status: 400 }, { status: 413 }, { status: 422 }])).toBe(false);
+    expect(hasFailedItems([{ status: 200 }, { status: 503 }])).toBe(true);
+    expect(hasFailedItems([{ status: 500 }])).toBe(true);
+    const first = [
+      { index: 0, status: 202, note: 'stored' },
+      { index: 1, status: 500, note: 'failed' },
+      { index: 2, status: 422, note: 'reused' },
+      { index: 3, status: 503, note: 'busy' },
+    ];
+    const again = [
+      { index: 0, status: 200, note: 'replay' },
+      { index: 1, status: 202, note: 'stored now' },
+      { index: 2, status: 422, note: 'reused again' },
+      { index: 3, status: 503, note: 'still busy' },
+    ];
+    expect(mergeBatchResults(first, again).map((result) => result.note)).toEqual([
+      'stored',
+      'stored now',
+      'reused',
+      'still busy',
+    ]);
   });
 });

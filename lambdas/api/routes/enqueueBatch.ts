@@ -19,7 +19,12 @@
  * items at a time.
  */
 
-import { batchItemField, splitBatchItem, validateBatchEnvelope } from '../../core/batchEnqueueSchema.js';
+import {
+  batchItemField,
+  batchItemProblem,
+  splitBatchItem,
+  validateBatchEnvelope,
+} from '../../core/batchEnqueueSchema.js';
 import { errorForLog } from '../../core/errorForLog.js';
 import { type FieldError, type ProblemDetails, validationProblem } from '../../core/problem.js';
 import { bodySizeProblem, LIMITS } from '../../core/requestLimits.js';
@@ -170,11 +175,8 @@ function batchResult(index: number, answer: ValidEnqueue | ItemAnswer): BatchRes
         replayed: answer.kind === 'replayed',
         message: messageView(answer.state, { withHistory: false }),
       };
-    case 'problem': {
-      const errors = answer.problem.errors?.map((error) => batchItemField(index, error));
-      const itemProblem = { ...answer.problem, ...(errors ? { errors } : {}) };
-      return { index, status: answer.problem.status, problem: itemProblem };
-    }
+    case 'problem':
+      return { index, status: answer.problem.status, problem: batchItemProblem(index, answer.problem) };
     case 'failed': {
       const failure = failureProblem(answer.error, 'batch');
       return { index, status: failure.status, problem: failure };
