@@ -10,13 +10,15 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayRequestAuthorizerEventV2, Context } from 'aws-lambda';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { apiEntry } from '../../lambdas/api/handler.js';
+import { createAuthorizerHandler } from '../../lambdas/authorizer/createAuthorizerHandler.js';
 import { authorizerEntry } from '../../lambdas/authorizer/handler.js';
 import { API_ROUTES } from '../../lambdas/core/apiRoutes.js';
-import { createApiKey } from '../../lambdas/keys/apiKeys.js';
+import { createApiKey, lookupApiKey, revokeApiKey } from '../../lambdas/keys/apiKeys.js';
 import { type HttpFrontEnd, startHttpFrontEnd } from '../../local/http/httpFrontEnd.js';
 import { lambdaContext } from '../../local/http/lambdaContext.js';
 import { runBin } from '../cli/cliFixtures.js';
 import { documentClient, emulatorEnv, freshQueues, freshTable } from '../support/awsLocal.js';
+import { testClock } from './apiHarness.js';
 import { validBody } from './events.js';
 
 const documents = documentClient();
@@ -231,6 +233,61 @@ describe('a malformed Authorization header', () => {
     expect(result).toEqual([200, 403]);
     expect(written).toContain('"request"');
     expect(written).not.toContain(secret.slice(3, 12));
+  });
+});
+
+describe('a revoked key', () => {
+  /**
+   * The authorizer as its entry wires it (createAuthorizerHandler's defaults over lookupApiKey),
+   * behind the local API Gateway with the deployed cache TTL, on one clock the test moves.
+   */
+  async function revocationStack(tableName: string, authorizerCacheTtlMs?: number) {
+    const clock = testClock();
+    const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
+    const authorizer = createAuthorizerHandler({
+      lookup: (secret) => lookupApiKey(documents, tableName, secret),
+      now: clock.now,
+      logger: silent,
+    });
+    const http = await startHttpFrontEnd({
+      port: 0,
+      api: async () => ({ statusCode: 200, body: '{}' }),
+      authorizer,
+      now: clock.now,
+      ...(authorizerCacheTtlMs === undefined ? {} : { authorizerCacheTtlMs }),
+    });
+    running.push(http);
+    const status = async (authorization: string) =>
+      (await send(http, 'GET', '/v1/messages', { authorization })).status;
+    return { clock, status };
+  }
+
+  it('stops working within the gateway cache TTL (30 s), whichever way the header spells it', async () => {
+    const { tableName } = await freshTable('keys-revoke');
+    const { keyId, secret } = await createApiKey(documents, tableName, { tenant: 'acme', now: new Date() });
+    const { clock, status } = await revocationStack(tableName);
+    const spellings = [`Bearer ${secret}`, `bearer ${secret}`, `Bearer  ${secret}`, `BEARER ${secret}`];
+    expect(await status(spellings[0] ?? '')).toBe(200);
+    await revokeApiKey(documents, tableName, keyId);
+    // Whoever holds the key presents it again, in another spelling, just before the cached answer ends.
+    clock.advance(29_000);
+    const within = await status(spellings[1] ?? '');
+    expect([200, 403]).toContain(within);
+    // Past 30 s from the revocation no spelling works any more: a cached allowance may last 30 s, no more.
+    clock.advance(1_001);
+    const answers: string[] = [];
+    for (const spelling of spellings) answers.push(`${spelling.split(' ')[0]}: ${await status(spelling)}`);
+    expect(answers).toEqual(spellings.map((spelling) => `${spelling.split(' ')[0]}: 403`));
+  });
+
+  it('stops working at once when the gateway cache is off (authorizerCacheTtl 0)', async () => {
+    const { tableName } = await freshTable('keys-revoke-now');
+    const { keyId, secret } = await createApiKey(documents, tableName, { tenant: 'acme', now: new Date() });
+    const { clock, status } = await revocationStack(tableName, 0);
+    expect(await status(`Bearer ${secret}`)).toBe(200);
+    await revokeApiKey(documents, tableName, keyId);
+    clock.advance(1);
+    expect(await status(`Bearer ${secret}`)).toBe(403);
   });
 });
 
