@@ -398,6 +398,12 @@ describe('postdate keys, through the bin as an operator runs it', () => {
     const revoked = await postdate(['keys', 'revoke', keyId]);
     expect(revoked.code).toBe(0);
     expect(revoked.stdout).toContain(`revoked ${keyId}`);
+    // How long it may still work, as the stack is built (decision 0249).
+    expect(revoked.stderr).toContain('authorizer cache TTL (30 s by default)');
+    // Again: exit 0 (a script may retry), saying it was already revoked, and when.
+    const repeated = await postdate(['keys', 'revoke', keyId]);
+    expect(repeated.code).toBe(0);
+    expect(repeated.stdout).toContain(`${keyId} (tenant acme) was already revoked at `);
     const again = await postdate(['--json', 'keys', 'revoke', keyId]);
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout)).toMatchObject({ key_id: keyId, revoked_at: expect.any(String) });
