@@ -89,13 +89,23 @@ export async function keysList(
   return report;
 }
 
+/**
+ * Revokes a key; revoking it again is no error (exit 0, so a script may retry) and says when it
+ * was revoked. The authorizer reads the key on every call: only API Gateway's cache of its answers
+ * (the construct's `authorizerCacheTtl`) may accept it a while longer.
+ */
 export async function keysRevoke(deps: KeysDeps, keyId: string, out: Output): Promise<ApiKeySummary> {
-  const revoked = await translate(() => revokeApiKey(deps.documents, deps.tableName, keyId, deps.now()));
+  const at = deps.now();
+  const revoked = await translate(() => revokeApiKey(deps.documents, deps.tableName, keyId, at));
   if (out.json) {
     out.data(revoked);
+  } else if (revoked.revokedAt !== at.toISOString()) {
+    out.line(
+      `${revoked.keyId} (tenant ${revoked.tenant}) was already revoked at ${revoked.revokedAt ?? '?'}`,
+    );
   } else {
-    out.line(`revoked ${revoked.keyId} (tenant ${revoked.tenant}) at ${revoked.revokedAt ?? '?'}`);
-    out.warn('authorizers that cached the key stop accepting it within their cache TTL');
+    out.line(`revoked ${revoked.keyId} (tenant ${revoked.tenant}) at ${revoked.revokedAt}`);
+    out.warn('API Gateway may accept it for its authorizer cache TTL (30 s by default) more, no longer');
   }
   return revoked;
 }

@@ -87,7 +87,12 @@ function entryFor<TEvent, TResult>(
   // its work goes on; the lease and claim rules rest on that. middy's default answers a
   // `TimeoutError` 5 ms before the deadline instead and leaves the handler running in a sandbox that
   // Lambda freezes and thaws at its next invocation, after the lease: a send nobody holds any more.
-  const entry = middy<TEvent, TResult>({ timeoutEarlyInMillis: 0 }).use(injectLambdaContext(logger));
+  // Never the event itself, whatever POWERTOOLS_LOGGER_LOG_EVENT says (an operator debugging may set
+  // it): the api's and the authorizer's carry the API key in `Authorization`, the api's the body
+  // with its addresses (decision 0249).
+  const entry = middy<TEvent, TResult>({ timeoutEarlyInMillis: 0 }).use(
+    injectLambdaContext(logger, { logEvent: false }),
+  );
   // The invocation's metrics are written when it ends, answered or failed (as Powertools' own
   // logMetrics middleware does); a timed-out invocation is killed before, and writes none.
   if (metrics) entry.use({ after: () => metrics.publish(), onError: () => metrics.publish() });

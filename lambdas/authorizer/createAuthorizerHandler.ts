@@ -4,9 +4,13 @@
  * A test key's `tenant` is its tenant's test side (`acme.test`, core/testSide.ts): every function
  * downstream keys its records by that id, so a test key sees only test data and a live key none.
  *
- * Lookups are cached in memory per warm instance for `cacheTtlMs` (default 30 s), both hits and
- * misses, keyed by the hash. A revocation therefore takes effect within that time on every instance
- * (plus API Gateway's own authorizer cache, if the stack turns it on).
+ * An allowance is never cached here: every call that may allow reads the key (consistently), so a
+ * revoked key stops working within API Gateway's own authorizer cache TTL (the construct's
+ * `authorizerCacheTtl`, 30 s by default; 0: at once) and no later. A cache here as well would add
+ * its TTL to that one: a spelling of the header API Gateway had not cached (`bearer`, two spaces)
+ * reached an instance that still trusted the key and was cached anew (decision 0249). Denials
+ * (unknown or revoked keys: a revocation is final) are cached for `cacheTtlMs`, keyed by the hash,
+ * so a flood of bad keys is not a flood of reads.
  */
 import type {
   APIGatewayRequestAuthorizerEventV2,
@@ -26,7 +30,7 @@ export interface AuthorizerDependencies {
   readonly lookup: (secret: string) => Promise<ApiKeySummary | null>;
   readonly now: () => Date;
   readonly logger: Log;
-  /** How long a lookup is trusted; default 30 s. */
+  /** How long a denial (an unknown or revoked key) is trusted; default 30 s. An allowance never is. */
   readonly cacheTtlMs?: number;
   /** Most entries kept; the oldest go first. Default 10,000. */
   readonly cacheSize?: number;
@@ -39,22 +43,26 @@ export function createAuthorizerHandler(
 ): (event: APIGatewayRequestAuthorizerEventV2) => Promise<AuthorizerResult> {
   const ttl = deps.cacheTtlMs ?? 30_000;
   const maxEntries = deps.cacheSize ?? 10_000;
-  const cache = new Map<string, { until: number; key: ApiKeySummary | null }>();
+  const denials = new Map<string, { until: number; key: ApiKeySummary | null }>();
 
   async function findKey(secret: string): Promise<ApiKeySummary | null> {
     const hash = apiKeyHash(secret);
     const now = deps.now().getTime();
-    const cached = cache.get(hash);
+    const cached = denials.get(hash);
     if (cached && cached.until > now) return cached.key;
     const key = await deps.lookup(secret);
-    cache.delete(hash);
-    cache.set(hash, { until: now + ttl, key });
-    while (cache.size > maxEntries) {
-      const oldest = cache.keys().next().value;
-      if (oldest === undefined) break;
-      cache.delete(oldest);
-    }
+    denials.delete(hash);
+    if (key === null || key.revokedAt !== null) remember(hash, { until: now + ttl, key });
     return key;
+  }
+
+  function remember(hash: string, denial: { until: number; key: ApiKeySummary | null }): void {
+    denials.set(hash, denial);
+    while (denials.size > maxEntries) {
+      const oldest = denials.keys().next().value;
+      if (oldest === undefined) break;
+      denials.delete(oldest);
+    }
   }
 
   return async function authorize(event: APIGatewayRequestAuthorizerEventV2): Promise<AuthorizerResult> {

@@ -63,7 +63,7 @@ export interface CallOptions {
 }
 
 export interface PostdateClientOptions {
-  /** The API's base URL, http(s): the stack's `ApiUrl` output, or `npm start`'s `http://127.0.0.1:…`. */
+  /** The API's base URL: the stack's `ApiUrl` output (https), or `npm start`'s `http://127.0.0.1:…` (plain http only to loopback). */
   readonly baseUrl: string;
   /** A Postdate API key (`pd_…`), sent as `Authorization: Bearer`. */
   readonly apiKey: string;
@@ -224,6 +224,14 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
     throw new PostdateInputError(
       'baseUrl',
       `must be an http(s) URL, such as the stack's ApiUrl output (https://…), got "${options.baseUrl}"`,
+    );
+  }
+  // Every request carries the key: over plain http it would cross the network in clear. The local
+  // stack listens on loopback only (DESIGN §7), and a deployed API answers https only.
+  if (!isPrivateToThisMachine(options.baseUrl)) {
+    throw new PostdateInputError(
+      'baseUrl',
+      `must be https (the API key goes with every request); plain http only to this machine (localhost, 127.0.0.1, [::1]), got "${options.baseUrl}"`,
     );
   }
   const policy = retryPolicyOf(options.retry);
@@ -606,6 +614,18 @@ function isHttpUrl(value: string): boolean {
   if (!URL.canParse(value)) return false;
   const { protocol } = new URL(value);
   return protocol === 'https:' || protocol === 'http:';
+}
+
+/** An https URL, or an http one whose host is loopback: what may carry the key. */
+function isPrivateToThisMachine(value: string): boolean {
+  const { protocol, hostname } = new URL(value);
+  if (protocol === 'https:') return true;
+  return (
+    hostname === 'localhost' ||
+    hostname.endsWith('.localhost') ||
+    hostname === '[::1]' ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)
+  );
 }
 
 function signalOf(options: { readonly signal?: AbortSignal }): { signal?: AbortSignal } {

@@ -170,7 +170,8 @@ export async function listApiKeys(
 
 /**
  * Revokes a key by its id. Idempotent: revoking a revoked key answers it unchanged. Takes effect
- * at once in the table; authorizers that cached the key stop accepting it within their cache TTL.
+ * at once in the table; API Gateway stops accepting it within its authorizer cache TTL (30 s by
+ * default), the authorizer at its next call (it never caches an allowance).
  */
 export async function revokeApiKey(
   documents: DynamoDBDocumentClient,

@@ -146,19 +146,20 @@ describe('the Lambda authorizer', () => {
     expect((await handler(authorizerEvent(headers))).isAuthorized).toBe(false);
   });
 
-  it('denies a revoked key once its cache entry expires (30 s by default)', async () => {
+  it('denies a revoked key at its next call: an allowance is never cached here, only by API Gateway (decision 0249)', async () => {
     const { keyId, secret } = await createApiKey(documents, tableName, { tenant: 'acme', now });
     const { handler, clock, lookups } = authorizer();
     const event = authorizerEvent({ authorization: `Bearer ${secret}` });
     expect((await handler(event)).isAuthorized).toBe(true);
-    await revokeApiKey(documents, tableName, keyId);
-    clock.advance(10_000);
-    // Still cached: revocation is eventually effective within the cache TTL (documented).
     expect((await handler(event)).isAuthorized).toBe(true);
-    expect(lookups()).toBe(1);
-    clock.advance(20_001);
-    expect((await handler(event)).isAuthorized).toBe(false);
     expect(lookups()).toBe(2);
+    await revokeApiKey(documents, tableName, keyId);
+    clock.advance(1);
+    expect((await handler(event)).isAuthorized).toBe(false);
+    // The denial is final (a revocation is never undone), so it is cached like an unknown key's.
+    clock.advance(10_000);
+    expect((await handler(event)).isAuthorized).toBe(false);
+    expect(lookups()).toBe(3);
   });
 
   it('caches misses too, so a flood of bad keys does not become a flood of reads', async () => {

@@ -38,7 +38,7 @@ async function clientOnHarness() {
   const api = await apiHarness({ attachments: store });
   api.clock.set(new Date().toISOString());
   const client = createPostdateClient({
-    baseUrl: 'http://postdate.test',
+    baseUrl: 'https://postdate.test',
     apiKey: 'pd_test',
     fetch: async (request) => {
       const result = await api.handle(

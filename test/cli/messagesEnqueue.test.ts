@@ -26,7 +26,7 @@ async function clientOnHarness(
   const api = await apiHarness(harness);
   const requests: string[] = [];
   const client = createPostdateClient({
-    baseUrl: 'http://postdate.test',
+    baseUrl: 'https://postdate.test',
     apiKey: 'pd_test',
     retry: { maxAttempts: 1 },
     fetch: async (request) => {

@@ -161,6 +161,26 @@ describe('the client refuses, when it is made, an option out of its range, namin
     expect((badKey as Error).message).not.toContain('secret');
   });
 
+  it('refuses plain http to any host but this machine: the API key would cross the network in clear (decision 0249)', () => {
+    for (const baseUrl of ['http://api.example.com', 'http://10.0.0.5:3000', 'HTTP://Postdate.Example/v1']) {
+      const error = madeWith({ baseUrl });
+      expect(error, baseUrl).toMatchObject({ name: 'PostdateInputError', field: 'baseUrl' });
+      expect((error as Error).message).toMatch(/https/);
+    }
+    // The local stack (DESIGN §7: on loopback) and every https URL.
+    for (const baseUrl of [
+      'http://localhost:3000',
+      'http://127.0.0.1:3000',
+      'http://127.1.2.3',
+      'http://[::1]:3000',
+      'http://api.localhost:3000',
+      'https://api.example.com',
+      'https://10.0.0.5',
+    ]) {
+      expect(madeWith({ baseUrl }), baseUrl).toBeUndefined();
+    }
+  });
+
   it('takes each range’s ends, and an option given as undefined is its default', () => {
     for (const options of [
       { timeoutMs: 1 },
