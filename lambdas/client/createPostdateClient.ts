@@ -68,6 +68,11 @@ export interface PostdateClientOptions {
   /** A Postdate API key (`pd_…`), sent as `Authorization: Bearer`. */
   readonly apiKey: string;
   /**
+   * Takes a plain-http `baseUrl` on another host (a local stack in a container, `http://postdate:3000`):
+   * the key then crosses that network in clear. Without it only loopback may be plain http (decision 0249).
+   */
+  readonly allowPlainHttp?: boolean;
+  /**
    * Retries of 429, 5xx and network errors (retryPolicy.ts); `{ maxAttempts: 1 }` turns them off. A
    * field out of its range is a PostdateInputError when the client is made.
    */
@@ -228,10 +233,10 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
   }
   // Every request carries the key: over plain http it would cross the network in clear. The local
   // stack listens on loopback only (DESIGN §7), and a deployed API answers https only.
-  if (!isPrivateToThisMachine(options.baseUrl)) {
+  if (options.allowPlainHttp !== true && !isPrivateToThisMachine(options.baseUrl)) {
     throw new PostdateInputError(
       'baseUrl',
-      `must be https (the API key goes with every request); plain http only to this machine (localhost, 127.0.0.1, [::1]), got "${options.baseUrl}"`,
+      `must be https (the API key goes with every request); plain http only to this machine (localhost, 127.0.0.1, [::1]) unless allowPlainHttp is set, got "${options.baseUrl}"`,
     );
   }
   const policy = retryPolicyOf(options.retry);

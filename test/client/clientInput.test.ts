@@ -179,6 +179,11 @@ describe('the client refuses, when it is made, an option out of its range, namin
     ]) {
       expect(madeWith({ baseUrl }), baseUrl).toBeUndefined();
     }
+    // A local stack in a container is reached over plain http by name, when the caller says so.
+    expect(madeWith({ baseUrl: 'http://postdate:3000', allowPlainHttp: true })).toBeUndefined();
+    expect(madeWith({ baseUrl: 'http://postdate:3000', allowPlainHttp: false })).toMatchObject({
+      field: 'baseUrl',
+    });
   });
 
   it('takes each range’s ends, and an option given as undefined is its default', () => {
