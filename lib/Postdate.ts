@@ -1,4 +1,4 @@
-import { Aws, Stack, Token } from 'aws-cdk-lib';
+import { Aws, Token } from 'aws-cdk-lib';
 import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as events from 'aws-cdk-lib/aws-events';
@@ -13,6 +13,7 @@ import type { PostdateFunctionName } from '../lambdas/core/postdateFunctions.js'
 import { DEFAULT_RELAY } from '../lambdas/core/relays.js';
 import { Api } from './constructs/Api.js';
 import { Attachments } from './constructs/Attachments.js';
+import { ownMetricStack } from './constructs/alarms.js';
 import { Bounces } from './constructs/Bounces.js';
 import { Dispatch } from './constructs/Dispatch.js';
 import { Ops } from './constructs/Ops.js';
@@ -76,7 +77,7 @@ export class Postdate extends Construct {
     this.relayNames = resolved.relays?.map((relay) => relay.name) ?? [DEFAULT_RELAY];
     const smtpHost = resolved.smtpHost ?? `email-smtp.${Aws.REGION}.amazonaws.com`;
     const environment = {
-      ...propsEnvironment(resolved, smtpHost, Stack.of(this).stackName),
+      ...propsEnvironment(resolved, smtpHost, ownMetricStack(this)),
       ...relaysEnvironment(resolved.relays),
     };
     assertFunctionsWouldStart(environment);
