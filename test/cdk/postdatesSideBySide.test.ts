@@ -68,6 +68,13 @@ function clashes(first: Stack, second: Stack): string[] {
 }
 
 describe('Postdates side by side in one account and Region', () => {
+  it('two stacks of one app, the same construct path under another stackName, share no name', () => {
+    const staging = postdateIn(testApp(), 'Mail', 'mail-staging');
+    const production = postdateIn(testApp(), 'Mail', 'mail-production');
+    expect(givenNames(staging).length).toBeGreaterThan(0);
+    expect(clashes(staging, production)).toEqual([]);
+  });
+
   it('a stack named by its path keeps the names it was deployed with (a new bus would strand the rules on the old one)', () => {
     const names = givenNames(postdateIn(testApp(), 'Mail'));
     // CDK's own name for a bus, from the construct path: what every stack so far was deployed with.
