@@ -127,7 +127,7 @@ describe('Postdate props', () => {
     // CloudFormation takes Snapshot for none of the three: the deploy, not the synth, would fail.
     expect(problemsOf({ ...VALID, removalPolicy: RemovalPolicy.SNAPSHOT, maxAttempts: 0 })).toEqual([
       expect.stringMatching(/^maxAttempts must be a whole number/),
-      'removalPolicy must be RETAIN, RETAIN_ON_UPDATE_OR_DELETE or DESTROY (the table, the SMTP secret and the attachments\' bucket take no snapshot), got snapshot',
+      "removalPolicy must be RETAIN, RETAIN_ON_UPDATE_OR_DELETE or DESTROY (the table, the SMTP secret and the attachments' bucket take no snapshot), got snapshot",
     ]);
     for (const removalPolicy of [
       RemovalPolicy.RETAIN,
