@@ -1,7 +1,8 @@
-import { Aws, CfnOutput, Stack, Token } from 'aws-cdk-lib';
+import { Aws, CfnOutput, Names, Stack, Token } from 'aws-cdk-lib';
 import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as events from 'aws-cdk-lib/aws-events';
+import type * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
@@ -71,6 +72,8 @@ export class Postdate extends Construct {
    */
   readonly operatorSettings: Readonly<Record<string, string>>;
 
+  private readonly storage: Storage;
+
   constructor(scope: Construct, id: string, props: PostdateProps) {
     super(scope, id);
     const resolved = resolvePostdateProps(props);
@@ -84,6 +87,7 @@ export class Postdate extends Construct {
     this.operatorSettings = cliSettingsOf(environment);
 
     const storage = new Storage(this, 'Storage', { removalPolicy: resolved.removalPolicy });
+    this.storage = storage;
     const dispatch = new Dispatch(this, 'Dispatch', {
       storage,
       maxAttempts: resolved.maxAttempts,
@@ -185,6 +189,32 @@ export class Postdate extends Construct {
     this.httpApi = api.httpApi;
     this.apiUrl = api.stage.url;
     this.attachmentBucket = attachments.bucket;
+  }
+
+  /**
+   * Lets `grantee` (your service's role) enqueue through the transactional outbox (`postdate/outbox`,
+   * DESIGN §4; docs/api-resources.md): put a message's state and body, raise or check its group's
+   * head in the transaction, and read a group's head and a template first (`readGroupHeadVersion`,
+   * `readOutboxTemplate`). Those items only (`dynamodb:LeadingKeys`): never an API key, a delete, a
+   * message's read, a query or a scan, as `table.grantReadWriteData` would allow. Your own table's
+   * writes, the rest of the transaction, are yours to grant.
+   */
+  grantOutbox(grantee: iam.IGrantable): void {
+    // Sids unique to this Postdate: one role may be granted the outboxes of two.
+    const sid = (name: string) => `${name}${Names.uniqueId(this)}`;
+    this.storage.grantItems(grantee, sid('PostdateOutboxPuts'), ['dynamodb:PutItem'], ['message']);
+    this.storage.grantItems(
+      grantee,
+      sid('PostdateOutboxGroupHeads'),
+      ['dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'],
+      ['groupHead'],
+    );
+    this.storage.grantItems(
+      grantee,
+      sid('PostdateOutboxReads'),
+      ['dynamodb:GetItem'],
+      ['groupHead', 'templateHeads', 'templateVersions'],
+    );
   }
 
   /**
