@@ -1,7 +1,8 @@
-import { Aws, Stack, Token } from 'aws-cdk-lib';
+import { Aws, CfnOutput, Names, Stack, Token } from 'aws-cdk-lib';
 import type * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as events from 'aws-cdk-lib/aws-events';
+import type * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
@@ -13,6 +14,7 @@ import type { PostdateFunctionName } from '../lambdas/core/postdateFunctions.js'
 import { DEFAULT_RELAY } from '../lambdas/core/relays.js';
 import { Api } from './constructs/Api.js';
 import { Attachments } from './constructs/Attachments.js';
+import { ownMetricStack } from './constructs/alarms.js';
 import { Bounces } from './constructs/Bounces.js';
 import { Dispatch } from './constructs/Dispatch.js';
 import { Ops } from './constructs/Ops.js';
@@ -21,7 +23,7 @@ import { Storage } from './constructs/Storage.js';
 import { Webhooks } from './constructs/Webhooks.js';
 import { propsEnvironment, relaysEnvironment } from './functionEnvironment.js';
 import { type PostdateProps, PostdatePropsError, resolvePostdateProps } from './postdateProps.js';
-import { cliSettingsOf } from './stackOutputs.js';
+import { cliSettingsOf, STACK_OUTPUT, type StackOutputName } from './stackOutputs.js';
 
 export type { BusEvents } from '../lambdas/core/busEvents.js';
 export type { MessageEventType } from '../lambdas/core/messageEvents.js';
@@ -70,19 +72,22 @@ export class Postdate extends Construct {
    */
   readonly operatorSettings: Readonly<Record<string, string>>;
 
+  private readonly storage: Storage;
+
   constructor(scope: Construct, id: string, props: PostdateProps) {
     super(scope, id);
     const resolved = resolvePostdateProps(props);
     this.relayNames = resolved.relays?.map((relay) => relay.name) ?? [DEFAULT_RELAY];
     const smtpHost = resolved.smtpHost ?? `email-smtp.${Aws.REGION}.amazonaws.com`;
     const environment = {
-      ...propsEnvironment(resolved, smtpHost, Stack.of(this).stackName),
+      ...propsEnvironment(resolved, smtpHost, ownMetricStack(this)),
       ...relaysEnvironment(resolved.relays),
     };
     assertFunctionsWouldStart(environment);
     this.operatorSettings = cliSettingsOf(environment);
 
     const storage = new Storage(this, 'Storage', { removalPolicy: resolved.removalPolicy });
+    this.storage = storage;
     const dispatch = new Dispatch(this, 'Dispatch', {
       storage,
       maxAttempts: resolved.maxAttempts,
@@ -184,6 +189,109 @@ export class Postdate extends Construct {
     this.httpApi = api.httpApi;
     this.apiUrl = api.stage.url;
     this.attachmentBucket = attachments.bucket;
+  }
+
+  /**
+   * Lets `grantee` (your service's role) enqueue through the transactional outbox (`postdate/outbox`,
+   * DESIGN §4; docs/api-resources.md): put a message's state and body, raise or check its group's
+   * head in the transaction, and read a group's head and a template first (`readGroupHeadVersion`,
+   * `readOutboxTemplate`). Those items only (`dynamodb:LeadingKeys`): never an API key, a delete, a
+   * message's read, a query or a scan, as `table.grantReadWriteData` would allow. Your own table's
+   * writes, the rest of the transaction, are yours to grant.
+   */
+  grantOutbox(grantee: iam.IGrantable): void {
+    // Sids unique to this Postdate: one role may be granted the outboxes of two.
+    const sid = (name: string) => `${name}${Names.uniqueId(this)}`;
+    this.storage.grantItems(grantee, sid('PostdateOutboxPuts'), ['dynamodb:PutItem'], ['message']);
+    this.storage.grantItems(
+      grantee,
+      sid('PostdateOutboxGroupHeads'),
+      ['dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'],
+      ['groupHead'],
+    );
+    this.storage.grantItems(
+      grantee,
+      sid('PostdateOutboxReads'),
+      ['dynamodb:GetItem'],
+      ['groupHead', 'templateHeads', 'templateVersions'],
+    );
+  }
+
+  /**
+   * Writes the CloudFormation outputs `postdate --stack NAME` reads (lib/stackOutputs.ts
+   * `STACK_OUTPUT`: the API's URL, the table, the queues, the bus, the schedule group, the relays,
+   * the settings, …) on this construct's stack, under the exact keys the CLI reads, so an operator
+   * never copies a name or an ARN by hand (DESIGN §6). PostdateStack calls it; in a stack of your own,
+   * call it once: the keys are the stack's, so one Postdate of a stack can have them.
+   */
+  addStackOutputs(): void {
+    const stack = Stack.of(this);
+    const output = (id: (typeof STACK_OUTPUT)[StackOutputName], value: string, description: string) =>
+      new CfnOutput(stack, id, { value, description });
+    output(STACK_OUTPUT.apiUrl, this.apiUrl, 'Base URL of the Postdate HTTP API');
+    output(STACK_OUTPUT.tableName, this.table.tableName, 'The outbox table (POSTDATE_TABLE_NAME)');
+    output(STACK_OUTPUT.sendQueueUrl, this.sendQueue.queueUrl, 'The send queue (POSTDATE_SEND_QUEUE_URL)');
+    output(
+      STACK_OUTPUT.sendDeadLetterQueueUrl,
+      this.sendDeadLetterQueue.queueUrl,
+      'Copies that exhausted their attempts',
+    );
+    output(
+      STACK_OUTPUT.relayFailureQueueUrl,
+      this.relayFailureQueue.queueUrl,
+      'Stream records the relay could not process (POSTDATE_RELAY_FAILURE_QUEUE_URL)',
+    );
+    output(
+      STACK_OUTPUT.eventFailureQueueUrl,
+      this.eventFailureQueue.queueUrl,
+      'Stream records the event producer gave up on (`postdate event-failures redrive`)',
+    );
+    output(
+      STACK_OUTPUT.webhookQueueUrl,
+      this.webhookQueue.queueUrl,
+      'The webhook deliveries (POSTDATE_WEBHOOK_QUEUE_URL)',
+    );
+    output(
+      STACK_OUTPUT.eventBusName,
+      this.eventBus.eventBusName,
+      'Where events go (POSTDATE_EVENT_BUS_NAME)',
+    );
+    output(
+      STACK_OUTPUT.attachmentBucketName,
+      this.attachmentBucket.bucketName,
+      "The attachments' bucket (POSTDATE_ATTACHMENT_BUCKET)",
+    );
+    output(
+      STACK_OUTPUT.scheduleDeadLetterQueueUrl,
+      this.scheduleDeadLetterQueue.queueUrl,
+      'Undeliverable schedules',
+    );
+    output(
+      STACK_OUTPUT.scheduleGroupName,
+      this.scheduleGroupName,
+      'EventBridge Scheduler group of the one-time schedules',
+    );
+    output(
+      STACK_OUTPUT.schedulerRoleArn,
+      this.schedulerRoleArn,
+      'The role the scheduler assumes to deliver schedules (POSTDATE_SCHEDULER_ROLE_ARN)',
+    );
+    output(
+      STACK_OUTPUT.smtpSecretArn,
+      this.smtpSecret.secretArn,
+      'Set {"username","password"} of the SMTP relay here',
+    );
+    output(STACK_OUTPUT.alarmTopicArn, this.alarmTopic.topicArn, 'Alarms notify this topic');
+    output(
+      STACK_OUTPUT.relayNames,
+      this.relayNames.join(','),
+      'The relays mail fails over between, in order (POSTDATE_RELAY_NAMES, `postdate relays`)',
+    );
+    output(
+      STACK_OUTPUT.settings,
+      stack.toJsonString(this.operatorSettings),
+      'The settings `postdate --stack` decides with, as the functions have them (JSON)',
+    );
   }
 }
 

@@ -1,4 +1,4 @@
-import { Annotations, CfnOutput, Stack, type StackProps, Tags } from 'aws-cdk-lib';
+import { Annotations, Stack, type StackProps, Tags } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
@@ -122,67 +122,6 @@ export class PostdateStack extends Stack {
       );
     }
 
-    const output = (id: string, value: string, description: string) =>
-      new CfnOutput(this, id, { value, description });
-    output('ApiUrl', this.postdate.apiUrl, 'Base URL of the Postdate HTTP API');
-    output('TableName', this.postdate.table.tableName, 'The outbox table (POSTDATE_TABLE_NAME)');
-    output('SendQueueUrl', this.postdate.sendQueue.queueUrl, 'The send queue (POSTDATE_SEND_QUEUE_URL)');
-    output(
-      'SendDeadLetterQueueUrl',
-      this.postdate.sendDeadLetterQueue.queueUrl,
-      'Copies that exhausted their attempts',
-    );
-    output(
-      'RelayFailureQueueUrl',
-      this.postdate.relayFailureQueue.queueUrl,
-      'Stream records the relay could not process (POSTDATE_RELAY_FAILURE_QUEUE_URL)',
-    );
-    output(
-      'EventFailureQueueUrl',
-      this.postdate.eventFailureQueue.queueUrl,
-      'Stream records the event producer gave up on (`postdate event-failures redrive`)',
-    );
-    output(
-      'WebhookQueueUrl',
-      this.postdate.webhookQueue.queueUrl,
-      'The webhook deliveries (POSTDATE_WEBHOOK_QUEUE_URL)',
-    );
-    output('EventBusName', this.postdate.eventBus.eventBusName, 'Where events go (POSTDATE_EVENT_BUS_NAME)');
-    output(
-      'AttachmentBucketName',
-      this.postdate.attachmentBucket.bucketName,
-      "The attachments' bucket (POSTDATE_ATTACHMENT_BUCKET)",
-    );
-    output(
-      'ScheduleDeadLetterQueueUrl',
-      this.postdate.scheduleDeadLetterQueue.queueUrl,
-      'Undeliverable schedules',
-    );
-    output(
-      'ScheduleGroupName',
-      this.postdate.scheduleGroupName,
-      'EventBridge Scheduler group of the one-time schedules',
-    );
-    output(
-      'SchedulerRoleArn',
-      this.postdate.schedulerRoleArn,
-      'The role the scheduler assumes to deliver schedules (POSTDATE_SCHEDULER_ROLE_ARN)',
-    );
-    output(
-      'SmtpSecretArn',
-      this.postdate.smtpSecret.secretArn,
-      'Set {"username","password"} of the SMTP relay here',
-    );
-    output('AlarmTopicArn', this.postdate.alarmTopic.topicArn, 'Alarms notify this topic');
-    output(
-      'RelayNames',
-      this.postdate.relayNames.join(','),
-      'The relays mail fails over between, in order (POSTDATE_RELAY_NAMES, `postdate relays`)',
-    );
-    output(
-      'Settings',
-      this.toJsonString(this.postdate.operatorSettings),
-      'The settings `postdate --stack` decides with, as the functions have them (JSON)',
-    );
+    this.postdate.addStackOutputs();
   }
 }

@@ -324,7 +324,8 @@ export interface PostdateProps {
   readonly logRetention?: logs.RetentionDays;
   /**
    * What happens to the table, the SMTP secret and the attachments' bucket when the stack is deleted.
-   * `RETAIN` also turns on the table's deletion protection; `DESTROY` empties the bucket first.
+   * `RETAIN` also turns on the table's deletion protection; `DESTROY` empties the bucket first;
+   * `SNAPSHOT` is refused (none of the three takes one).
    * @default RemovalPolicy.RETAIN
    */
   readonly removalPolicy?: RemovalPolicy;
@@ -703,6 +704,13 @@ export function resolvePostdateProps(props: PostdateProps): ResolvedPostdateProp
     'relayIteratorAgeAlarmThreshold must be at least one second',
   );
   whole('api5xxAlarmThreshold', resolved.api5xxAlarmThreshold, 1, 1_000_000);
+
+  // CloudFormation's DeletionPolicy of a table, a secret and a bucket: no Snapshot (only a warning at
+  // synth, then a failed deploy).
+  check(
+    resolved.removalPolicy !== RemovalPolicy.SNAPSHOT,
+    `removalPolicy must be RETAIN, RETAIN_ON_UPDATE_OR_DELETE or DESTROY (the table, the SMTP secret and the attachments' bucket take no snapshot), got ${resolved.removalPolicy}`,
+  );
 
   if (problems.length > 0) throw new PostdatePropsError(problems);
   return resolved;

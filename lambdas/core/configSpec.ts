@@ -490,7 +490,7 @@ export const RESOURCE_SETTINGS = {
     variable: 'POSTDATE_STACK',
     local: 'local',
     description:
-      "the CloudFormation stack's name (every function): the `stack` dimension of every metric, so two stacks' alarms never add up (DESIGN §6); `local` when unset",
+      "the CloudFormation stack's name (every function; with the construct's path, `Mail/Transactional`, where a stack holds more than one Postdate): the `stack` dimension of every metric, so two Postdates' alarms never add up (DESIGN §6); `local` when unset",
   },
 } as const satisfies Record<
   string,

@@ -1,4 +1,4 @@
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Names, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -18,6 +18,21 @@ import { acknowledge } from './acknowledge.js';
 import { postdateAlarm, stackMetric } from './alarms.js';
 import { PostdateFunction } from './postdateFunction.js';
 import type { Storage } from './Storage.js';
+
+/**
+ * The name of the bus the construct creates, unique in the account and Region. CDK's own name for a
+ * bus comes from the construct path alone (`Names.uniqueId`), so two stacks of one path under other
+ * `stackName`s (a stack per stage from one app) took one name, and the second deploy failed. The name
+ * is now the stack's name and the path, as the schedule group's and the dashboard's. A stack whose
+ * name is its path's (every stack that kept CDK's stack name) keeps CDK's own name: its path is
+ * already unique, and a new name would replace the bus and strand every rule made on the old one.
+ */
+function busName(scope: Construct, id: string): string | undefined {
+  let stack = Stack.of(scope);
+  while (stack.nestedStackParent !== undefined) stack = stack.nestedStackParent;
+  if (stack.stackName === stack.node.path.replaceAll('/', '-')) return undefined;
+  return `${Names.uniqueResourceName(scope, { maxLength: 256 - id.length - 1, separator: '-' })}-${id}`;
+}
 
 /** Partition-key prefixes of the webhook items (lambdas/store/webhookStore.ts). */
 const ENDPOINT_ITEMS = 'WHEP#*';
@@ -58,7 +73,8 @@ export class Webhooks extends Construct {
   constructor(scope: Construct, id: string, props: WebhooksProps) {
     super(scope, id);
     const table = props.storage.table;
-    this.eventBus = props.eventBus ?? new events.EventBus(this, 'Bus');
+    this.eventBus =
+      props.eventBus ?? new events.EventBus(this, 'Bus', { eventBusName: busName(this, 'Bus') });
 
     const secure = { encryption: sqs.QueueEncryption.SQS_MANAGED, enforceSSL: true } as const;
     this.deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {

@@ -1,8 +1,8 @@
-import { type Duration, Stack } from 'aws-cdk-lib';
+import { type Duration, Lazy, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as sns from 'aws-cdk-lib/aws-sns';
-import type { Construct } from 'constructs';
+import type { Construct, IConstruct } from 'constructs';
 import { METRICS, metricDimensions, relayMetricDimensions } from '../../lambdas/core/metricNames.js';
 
 export interface PostdateAlarmOptions {
@@ -42,9 +42,49 @@ export function postdateAlarm(
   return alarm;
 }
 
+/** Where a Postdate construct keeps the `stack` dimension of its metrics ({@link metricStackName}). */
+const METRIC_STACK = Symbol.for('postdate.metricStack');
+
+type MetricStackRoot = IConstruct & { readonly [METRIC_STACK]: string };
+
+function isMetricStackRoot(construct: IConstruct): construct is MetricStackRoot {
+  return METRIC_STACK in construct;
+}
+
 /**
- * One of the functions' EMF metrics of the stack `scope` is in, with the dimensions they emit it with
- * (lambdas/adapters/powertoolsMetrics.ts): another stack's metric of the same name is not this one.
+ * Makes `root` (a Postdate) the owner of the `stack` dimension its functions write (POSTDATE_STACK)
+ * and its alarms and dashboard watch, and returns it: the stack's name, as every deployed stack has
+ * always had it; where one stack holds more than one Postdate, the stack's name, `/` and the
+ * construct's path in the stack (`Mail/Transactional`), so two in one stack never add up in each
+ * other's alarms (DESIGN §6). Decided at synth, once every construct of the stack exists.
+ */
+export function ownMetricStack(root: Construct): string {
+  const stack = Stack.of(root);
+  const value = Lazy.string({
+    produce: () => {
+      const roots = stack.node
+        .findAll()
+        .filter((construct) => isMetricStackRoot(construct) && Stack.of(construct) === stack);
+      if (roots.length <= 1) return stack.stackName;
+      return `${stack.stackName}/${root.node.path.slice(stack.node.path.length + 1)}`;
+    },
+  });
+  Object.defineProperty(root, METRIC_STACK, { value, enumerable: false });
+  return value;
+}
+
+/**
+ * The `stack` dimension of the metrics of the Postdate `scope` is in ({@link ownMetricStack}); the
+ * stack's name when no Postdate encloses it.
+ */
+export function metricStackName(scope: Construct): string {
+  const root = [...scope.node.scopes].reverse().find(isMetricStackRoot);
+  return root === undefined ? Stack.of(scope).stackName : root[METRIC_STACK];
+}
+
+/**
+ * One of the functions' EMF metrics of the Postdate `scope` is in ({@link metricStackName}), with the dimensions they emit it with
+ * (lambdas/adapters/powertoolsMetrics.ts): another Postdate's metric of the same name is not this one.
  */
 export function stackMetric(
   scope: Construct,
@@ -55,7 +95,7 @@ export function stackMetric(
   return new cloudwatch.Metric({
     namespace: METRICS.namespace,
     metricName,
-    dimensionsMap: metricDimensions(Stack.of(scope).stackName),
+    dimensionsMap: metricDimensions(metricStackName(scope)),
     statistic,
     period,
   });
@@ -76,7 +116,7 @@ export function relayMetric(
   return new cloudwatch.Metric({
     namespace: METRICS.namespace,
     metricName,
-    dimensionsMap: relayMetricDimensions(Stack.of(scope).stackName, relay),
+    dimensionsMap: relayMetricDimensions(metricStackName(scope), relay),
     statistic,
     period,
   });

@@ -1,4 +1,4 @@
-import { CfnResource, Duration, Stack, Token } from 'aws-cdk-lib';
+import { CfnResource, Duration, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
@@ -121,6 +121,21 @@ describe('Postdate props', () => {
     expectExactly(problems, expected);
     // Its own unit for the iterator-age alarm is milliseconds: 1.5 s is a threshold it can take.
     expect(problemsOf({ ...VALID, relayIteratorAgeAlarmThreshold: Duration.millis(1_500) })).toEqual([]);
+  });
+
+  it('refuse a removalPolicy CloudFormation refuses for the table, the secret and the bucket (SNAPSHOT), with the rest', () => {
+    // CloudFormation takes Snapshot for none of the three: the deploy, not the synth, would fail.
+    expect(problemsOf({ ...VALID, removalPolicy: RemovalPolicy.SNAPSHOT, maxAttempts: 0 })).toEqual([
+      expect.stringMatching(/^maxAttempts must be a whole number/),
+      "removalPolicy must be RETAIN, RETAIN_ON_UPDATE_OR_DELETE or DESTROY (the table, the SMTP secret and the attachments' bucket take no snapshot), got snapshot",
+    ]);
+    for (const removalPolicy of [
+      RemovalPolicy.RETAIN,
+      RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
+      RemovalPolicy.DESTROY,
+    ]) {
+      expect(problemsOf({ ...VALID, removalPolicy }), removalPolicy).toEqual([]);
+    }
   });
 
   it('keep the worst-case retrying time (attempts × backoff) inside the send queue retention', () => {

@@ -1,9 +1,12 @@
 import { readFileSync } from 'node:fs';
+import { Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { CLI_STACK_OUTPUTS } from '../../cli/stackTarget.js';
+import { CLI_STACK_OUTPUTS, targetFromStack } from '../../cli/stackTarget.js';
 import { CONFIG_SETTINGS } from '../../lambdas/core/configSpec.js';
+import { Postdate } from '../../lib/Postdate.js';
 import { CLI_SETTINGS, STACK_OUTPUT } from '../../lib/stackOutputs.js';
-import { logicalIdOf, synthesizePostdate } from './support/synthesize.js';
+import { logicalIdOf, synthesizePostdate, testApp } from './support/synthesize.js';
 
 /**
  * `postdate --stack NAME` reads every resource name from the stack's outputs (DESIGN §6,
@@ -62,5 +65,41 @@ describe('the stack outputs the CLI reads', () => {
       const environment = resources[logicalIdOf(fn)].Properties.Environment.Variables;
       for (const variable of variables) expect(settings[variable]).toBe(environment[variable]);
     }
+  });
+});
+
+describe("the outputs of a Postdate in a user's own stack (the construct in a CDK app)", () => {
+  it('are the same outputs under the same keys, given by postdate.addStackOutputs(), and the CLI reads them', () => {
+    const stack = new Stack(testApp(), 'PlatformMail', {
+      env: { account: '123456789012', region: 'eu-west-1' },
+    });
+    const postdate = new Postdate(stack, 'Mail', {
+      defaultFrom: 'noreply@example.org',
+      allowedFrom: ['*@example.org'],
+    });
+    postdate.addStackOutputs();
+    const outputs = Template.fromStack(stack).toJSON().Outputs as Record<string, { Value: unknown }>;
+    const { template: postdateStack } = synthesizePostdate();
+    expect(Object.keys(outputs).sort()).toEqual(Object.keys(postdateStack.toJSON().Outputs).sort());
+    // As DescribeStacks would answer once deployed: every output a text, read by the CLI's own reader.
+    const described = Object.fromEntries(
+      Object.entries(outputs).map(([key, output]) => [
+        key,
+        typeof output.Value === 'string' ? output.Value : `deployed-${key}`,
+      ]),
+    );
+    const target = targetFromStack(
+      'PlatformMail',
+      { stackId: 'arn:aws:cloudformation:eu-west-1:123456789012:stack/PlatformMail/1', outputs: described },
+      {},
+      {},
+    );
+    expect(target.warnings).toEqual([]);
+    expect(target.options).toMatchObject({
+      table: `deployed-${STACK_OUTPUT.tableName}`,
+      queueUrl: `deployed-${STACK_OUTPUT.sendQueueUrl}`,
+      region: 'eu-west-1',
+    });
+    expect(target.env).toMatchObject({ POSTDATE_RELAY_NAMES: 'default', POSTDATE_MAX_ATTEMPTS: '8' });
   });
 });

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../lib/constructs/postdateFunction.js';
+import { STACK_OUTPUT } from '../../lib/stackOutputs.js';
 
 const run = promisify(execFile);
 /** Deployed by a stack with the defaults (`bounces` only comes with an SES notification topic). */
@@ -45,6 +46,7 @@ const postdate = new Postdate(stack, 'Postdate', {
   defaultFrom: 'ops@example.com',
   allowedFrom: ['*@example.com'],
 });
+postdate.addStackOutputs();
 const assembly = app.synth();
 const template = JSON.parse(readFileSync(assembly.getStackByName('Consumer').templateFullPath, 'utf8'));
 const functions = Object.values(template.Resources)
@@ -76,6 +78,7 @@ process.stdout.write(JSON.stringify({
   outboxItems: transactItems.length,
   clientCalls: Object.keys(api).sort(),
   problemError: typeof client.PostdateProblemError,
+  outputs: Object.keys(template.Outputs ?? {}).sort(),
 }));
 `;
 
@@ -86,7 +89,7 @@ import { buildOutboxTransactItems, type TransactWriteItem } from 'postdate/outbo
 import { createPostdateClient, type Message, PostdateProblemError } from 'postdate/client';
 
 const props: PostdateProps = { defaultFrom: 'ops@example.com', allowedFrom: ['*@example.com'] };
-new Postdate(new Stack(new App(), 'Typed'), 'Postdate', props);
+new Postdate(new Stack(new App(), 'Typed'), 'Postdate', props).addStackOutputs();
 const items: TransactWriteItem[] = buildOutboxTransactItems;
 export async function send(): Promise<Message> {
   const postdate = createPostdateClient({ baseUrl: 'https://api.example.com', apiKey: 'pd_x' });
@@ -187,6 +190,7 @@ describe('the postdate package, installed in another CDK app', () => {
       outboxItems: number;
       clientCalls: string[];
       problemError: string;
+      outputs: string[];
     };
     expect(result.functionNames).toEqual(FUNCTIONS);
     const postdateFunctions = result.functions.filter((fn) => fn.handler === 'index.handler');
@@ -212,6 +216,8 @@ describe('the postdate package, installed in another CDK app', () => {
     ).flatMap((operations) => Object.values(operations).flatMap((operation) => operation.operationId ?? []));
     expect(result.clientCalls).toEqual([...operationIds, 'http'].sort());
     expect(result.problemError).toBe('function');
+    // The outputs `postdate --stack NAME` reads, under the keys it reads (lib/stackOutputs.ts).
+    expect(result.outputs).toEqual(Object.values(STACK_OUTPUT).sort());
   }, 120_000);
 
   it("type-checks a consumer's code against the package's declarations (exports' types conditions)", async () => {
