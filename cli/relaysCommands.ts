@@ -18,7 +18,7 @@ import { type BreakerState, type PauseEntry, relayBreakerSettings } from '../lam
 import { DEFAULT_RELAY, RELAYS_VARIABLE, relayInUse } from '../lambdas/core/relays.js';
 import type { SendingGateStore } from '../lambdas/ports/SendingGate.js';
 import { DynamoSendingGate, type RelayGatesRead, readRelayGates } from '../lambdas/store/sendingGate.js';
-import { CliError, EXIT, UsageError } from './cliErrors.js';
+import { CliError, EXIT, NotFoundError, UsageError } from './cliErrors.js';
 import type { CommandAction, CommandContext } from './commandAction.js';
 import { type Output, paint, printFields, printTable } from './output.js';
 
@@ -235,9 +235,10 @@ export async function relaysEnable(deps: RelaysDeps, name: string, out: Output):
 
 function knownRelay(deps: RelaysDeps, name: string): void {
   if (!deps.names.includes(name)) {
-    throw new UsageError(
+    throw new NotFoundError(
       `no relay "${name}": the relays are ${deps.names.join(', ')} ` +
         `(from --stack, the local stack, ${RELAY_NAMES_VARIABLE} or ${RELAYS_VARIABLE}; without them, only "${DEFAULT_RELAY}")`,
+      'postdate relays status',
     );
   }
 }

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, inject, it } from 'vitest';
-import { CliError, UsageError } from '../../cli/cliErrors.js';
+import { CliError, EXIT, NotFoundError, UsageError } from '../../cli/cliErrors.js';
 import { memoryOutput } from '../../cli/output.js';
 import {
   relayNamesOf,
@@ -80,10 +80,18 @@ describe('postdate relays', () => {
     await expect(relaysDisable(deps, 'primary', {}, memoryOutput())).rejects.toThrow(CliError);
     await expect(relaysDisable(deps, 'primary', {}, memoryOutput())).rejects.toThrow(/sending pause/);
     expect((await deps.gate('primary').read()).disabled).toBeUndefined();
-    await expect(relaysEnable(deps, 'nope', memoryOutput())).rejects.toThrow(UsageError);
-    await expect(relaysEnable(deps, 'nope', memoryOutput())).rejects.toThrow(
-      /the relays are primary, backup/,
-    );
+    // A name no relay has is not found (exit 4, as a message, template or endpoint not found: 0206),
+    // naming the relays there are and the command that lists them; nothing is written.
+    for (const command of [
+      () => relaysEnable(deps, 'nope', memoryOutput()),
+      () => relaysDisable(deps, 'nope', {}, memoryOutput()),
+    ]) {
+      const refused = await command().catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(NotFoundError);
+      expect(refused).toMatchObject({ exitCode: EXIT.notFound, next: 'postdate relays status' });
+      expect((refused as NotFoundError).detail).toMatch(/no relay "nope": the relays are primary, backup/);
+    }
+    expect((await deps.gate('nope').read()).disabled).toBeUndefined();
   });
 
   it('refuses a drain after which no relay would take mail (the other one unavailable) unless forced, and names the relay that takes the mail', async () => {
@@ -164,7 +172,7 @@ describe('postdate relays', () => {
     const refused = await cli('--json', 'relays', 'enable', 'nope').catch(
       (error: { code: number; stdout: string }) => error,
     );
-    expect('code' in refused ? refused.code : 0).toBe(2);
+    expect('code' in refused ? refused.code : 0).toBe(4);
   }, 90_000);
 });
 
