@@ -14,7 +14,12 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
-import { type BreakerState, type PauseEntry, relayBreakerSettings } from '../lambdas/core/relayBreaker.js';
+import {
+  type BreakerState,
+  type PauseEntry,
+  quotaHeldUntil,
+  relayBreakerSettings,
+} from '../lambdas/core/relayBreaker.js';
 import { DEFAULT_RELAY, RELAYS_VARIABLE, relayInUse } from '../lambdas/core/relays.js';
 import type { SendingGateStore } from '../lambdas/ports/SendingGate.js';
 import { DynamoSendingGate, type RelayGatesRead, readRelayGates } from '../lambdas/store/sendingGate.js';
@@ -71,6 +76,11 @@ export interface RelayStatus {
   readonly failedProbes: number;
   /** The operator's drain, when set. */
   readonly disabled: PauseEntry | null;
+  /**
+   * Its daily quota is spent (a quota reply, decision 0198): until then its mail leaves through the
+   * next relay, though its breaker is closed (core/relayBreaker.ts `quotaHeldUntil`).
+   */
+  readonly quotaHeldUntil: string | null;
 }
 
 export interface RelaysStatus {
@@ -142,7 +152,8 @@ export function relaysStatusOf(
   deps: Pick<RelaysDeps, 'names' | 'now'>,
   { gates, pause }: Pick<RelayGatesRead, 'gates' | 'pause'>,
 ): RelaysStatus {
-  const inUse = relayInUse(gates, deps.now(), IN_USE_SETTINGS);
+  const now = deps.now();
+  const inUse = relayInUse(gates, now, IN_USE_SETTINGS);
   const relays = gates.map(
     ({ breaker, disabled }, index): RelayStatus => ({
       name: deps.names[index] ?? '',
@@ -153,6 +164,7 @@ export function relaysStatusOf(
       nextProbe: breaker.state === 'closed' ? null : (breaker.probe_at ?? null),
       failedProbes: breaker.state === 'closed' ? 0 : (breaker.failed_probes ?? 0),
       disabled: disabled ?? null,
+      quotaHeldUntil: quotaHeldUntil(breaker, now) ?? null,
     }),
   );
   return {
@@ -267,6 +279,12 @@ function render(status: RelaysStatus, out: Output): void {
           relay.disabled === null ? 'no' : `since ${relay.disabled.at} (${relay.disabled.reason})`,
         tone: (relay) => (relay.disabled === null ? undefined : 'yellow'),
       },
+      {
+        header: 'QUOTA',
+        value: (relay) =>
+          relay.quotaHeldUntil === null ? '' : `daily quota spent until ${relay.quotaHeldUntil}`,
+        tone: (relay) => (relay.quotaHeldUntil === null ? undefined : 'yellow'),
+      },
     ],
     status.relays,
   );
@@ -274,7 +292,11 @@ function render(status: RelaysStatus, out: Output): void {
     [
       'mail leaves through',
       status.leavingThrough === null
-        ? paint(out, 'red', 'no relay: every one is unavailable or disabled; copies wait, no attempt counted')
+        ? paint(
+            out,
+            'red',
+            'no relay: each is unavailable, disabled or its daily quota spent; copies wait, no attempt counted',
+          )
         : paint(
             out,
             status.leavingThrough === status.relays[0]?.name ? 'green' : 'yellow',

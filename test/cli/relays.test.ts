@@ -12,7 +12,7 @@ import {
   relaysStatus,
 } from '../../cli/relaysCommands.js';
 import { openTarget } from '../../cli/target.js';
-import { NOT_PAUSED, opened, pauseAfter } from '../../lambdas/core/relayBreaker.js';
+import { NOT_PAUSED, opened, pauseAfter, throttled } from '../../lambdas/core/relayBreaker.js';
 import type { SendingGateStore } from '../../lambdas/ports/SendingGate.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import type { StackFile } from '../../local/stackFile.js';
@@ -92,6 +92,30 @@ describe('postdate relays', () => {
       expect((refused as NotFoundError).detail).toMatch(/no relay "nope": the relays are primary, backup/);
     }
     expect((await deps.gate('nope').read()).disabled).toBeUndefined();
+  });
+
+  it('a relay whose daily quota is spent says so and until when: mail leaves through the next, though its breaker is closed and it is enabled', async () => {
+    const { deps } = await relaysOfTable(['primary', 'backup']);
+    const held = await spendQuota(deps.gate('primary'));
+    const out = memoryOutput();
+    const status = await relaysStatus(deps, out);
+    expect(status.leavingThrough).toBe('backup');
+    expect(status.relays[0]).toMatchObject({ breaker: 'closed', disabled: null, quotaHeldUntil: held });
+    expect(status.relays[1]?.quotaHeldUntil).toBeNull();
+    expect(out.text()).toMatch(new RegExp(`daily quota spent until ${held}`));
+
+    const json = memoryOutput({ json: true });
+    await relaysStatus(deps, json);
+    expect(json.documents[0]).toMatchObject({
+      relays: [{ quota_held_until: held }, { quota_held_until: null }],
+    });
+
+    // With one relay, no relay takes mail: the status says why, not "unavailable or disabled".
+    const single = await relaysOfTable(['default']);
+    await spendQuota(single.deps.gate('default'));
+    const alone = memoryOutput();
+    expect((await relaysStatus(single.deps, alone)).available).toBe(false);
+    expect(alone.text()).toMatch(/no relay: .*daily quota/);
   });
 
   it('refuses a drain after which no relay would take mail (the other one unavailable) unless forced, and names the relay that takes the mail', async () => {
@@ -175,6 +199,15 @@ describe('postdate relays', () => {
     expect('code' in refused ? refused.code : 0).toBe(4);
   }, 90_000);
 });
+
+/** Holds one relay for its daily quota as a sender does after SES's quota reply; answers the hold's end. */
+async function spendQuota(gate: SendingGateStore): Promise<string> {
+  const { breaker } = await gate.read();
+  const held = throttled(breaker, new Date(), { ...SETTINGS, quotaHoldMs: 300_000 }, 'quota');
+  if (held?.throttled_until === undefined) throw new Error('a closed breaker takes a quota hold');
+  expect(await gate.writeBreaker(breaker, held)).toBe('written');
+  return held.throttled_until;
+}
 
 /** Opens one relay's breaker as its senders do (its own item under the gate's key). */
 async function openBreaker(gate: SendingGateStore, reason: string): Promise<void> {
