@@ -5,6 +5,7 @@ import { NodemailerRelayProbe } from '../../lambdas/adapters/NodemailerRelayProb
 import { environmentSmtpCredentials } from '../../lambdas/adapters/smtpCredentials.js';
 import { RelayGate } from '../../lambdas/sender/relayGate.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
+import { DynamoSuppressionList } from '../../lambdas/store/suppressionList.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 import { type RelayOutage, startRelayOutage } from '../../local/smtp/relayOutage.js';
 import { eventually } from '../support/eventually.js';
@@ -16,6 +17,7 @@ import {
   createBreakerRig,
   startBreakerWorld,
 } from './breakerHarness.js';
+import { TENANT } from './records.js';
 import { FAST_SMTP_TIMEOUTS, type SenderHandler } from './senderHarness.js';
 
 /**
@@ -237,5 +239,51 @@ describe('failover in order across three relays', () => {
     expect(secondOutage.connections.up + secondOutage.connections.down).toBe(0);
     expect(rig.metrics.of('FailoverSends')).toBe(0);
     expect(rig.metrics.of('RelayUnavailable')).toBe(0);
+  }, 120_000);
+
+  it('a recipient the second relay refuses with 5.1.1 is suppressed as the first would have it: the attempt names the second, and the next message to it, through the first, is suppressed without a transaction', async () => {
+    const rig = await createBreakerRig(world);
+    const senders = [threeRelaySender(rig)];
+    await world.outage.set('refusing');
+    second.script({
+      rcptTo: (address) =>
+        address.startsWith('gone@')
+          ? { code: 550, message: '5.1.1 <gone@example.org>: User unknown' }
+          : undefined,
+    });
+    const message = await rig.putMessage({ to: ['gone@example.org', 'here@example.org'] });
+    await rig.dispatch(message);
+    await rig.drive({
+      handlers: senders,
+      timeoutMs: 30_000,
+      done: async () => accepted(second, message.id).length > 0,
+    });
+    expect(accepted(second, message.id).map((received) => received.to)).toEqual([['here@example.org']]);
+    const state = await rig.state(message.id);
+    expect(state).toMatchObject({ status: 'sent', attempts: 1, relay: 'second', rcpt_rejected: [0] });
+    expect(state.history).toEqual([
+      expect.objectContaining({
+        relay: 'second',
+        recipients: [expect.objectContaining({ code: '550', enhanced_code: '5.1.1' })],
+      }),
+    ]);
+    const list = new DynamoSuppressionList(world.documents, world.tableName);
+    expect((await list.list(TENANT, { limit: 10, after: null })).items).toEqual([
+      expect.objectContaining({ address: 'gone@example.org', reason: 'hard_bounce', message_id: message.id }),
+    ]);
+
+    // The first relay back: the next message to that address leaves through no relay at all.
+    await world.outage.set('up');
+    await probedBackUp(rig, senders, 'primary');
+    const transactions = world.smtp.transactions + second.transactions + third.transactions;
+    const next = await rig.putMessage({ to: ['gone@example.org'] });
+    await rig.dispatch(next);
+    await rig.drive({
+      handlers: senders,
+      timeoutMs: 20_000,
+      done: async () => (await rig.state(next.id)).status === 'suppressed',
+    });
+    expect(world.smtp.transactions + second.transactions + third.transactions).toBe(transactions);
+    await batchLeavesThrough(rig, senders, 'primary', 1);
   }, 120_000);
 });
