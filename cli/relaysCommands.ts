@@ -216,9 +216,12 @@ export async function relaysDisable(
   const next = relayInUse(drained, deps.now(), IN_USE_SETTINGS);
   if (next === undefined && options.force !== true) {
     throw new CliError(
-      `disabling relay "${name}" would leave no relay that takes mail (every other one is unavailable ` +
-        'or disabled), and mail would wait for one: enable or repair another relay first, hold all mail ' +
-        'with `postdate sending pause`, or pass --force to drain it anyway',
+      deps.names.length === 1
+        ? `relay "${name}" is the only relay: disabling it would hold all mail with no relay alarm to say ` +
+            'why; to hold all mail, `postdate sending pause` (runbook §5), or pass --force to drain it anyway'
+        : `disabling relay "${name}" would leave no relay that takes mail (every other one is unavailable, ` +
+            'disabled or quota-held), and mail would wait for one: enable or repair another relay first, hold all mail ' +
+            'with `postdate sending pause`, or pass --force to drain it anyway',
     );
   }
   await deps.gate(name).setDisabled(entry);

@@ -94,6 +94,19 @@ describe('postdate relays', () => {
     expect((await deps.gate('nope').read()).disabled).toBeUndefined();
   });
 
+  it('refuses to disable the only relay, saying it is the only one and how to hold all mail; --force drains it', async () => {
+    const { deps } = await relaysOfTable(['default']);
+    const refused = await relaysDisable(deps, 'default', {}, memoryOutput()).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(CliError);
+    expect((refused as CliError).exitCode).toBe(EXIT.failed);
+    expect((refused as CliError).message).toMatch(/"default" is the only relay/);
+    expect((refused as CliError).message).toMatch(/postdate sending pause/);
+    expect((refused as CliError).message).not.toMatch(/another relay|every other one/);
+    expect((await deps.gate('default').read()).disabled).toBeUndefined();
+    const forced = await relaysDisable(deps, 'default', { force: true }, memoryOutput());
+    expect(forced).toMatchObject({ available: false, leavingThrough: null });
+  });
+
   it('a relay whose daily quota is spent says so and until when: mail leaves through the next, though its breaker is closed and it is enabled', async () => {
     const { deps } = await relaysOfTable(['primary', 'backup']);
     const held = await spendQuota(deps.gate('primary'));
