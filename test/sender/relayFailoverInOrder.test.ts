@@ -198,6 +198,37 @@ describe('failover in order across three relays', () => {
     expect(acceptedCopies).toBe(sent);
   }, 180_000);
 
+  it('a later relay that failed while carrying the mail is probed back by its token while the mail leaves through the first again', async () => {
+    const rig = await createBreakerRig(world);
+    const senders = [threeRelaySender(rig)];
+    // The first drained: the second carries the mail, then goes down; the third takes over.
+    await new DynamoSendingGate(world.documents, world.tableName, 'primary').setDisabled({
+      reason: 'maintenance',
+      at: new Date().toISOString(),
+    });
+    await batchLeavesThrough(rig, senders, 'second', 2);
+    await secondOutage.set('refusing');
+    await batchLeavesThrough(rig, senders, 'third', 2);
+    const gate = new DynamoSendingGate(world.documents, world.tableName, 'second');
+    expect((await gate.read()).breaker.state).not.toBe('closed');
+
+    // The first enabled: mail leaves through it, and no copy asks the second's gate any more.
+    await new DynamoSendingGate(world.documents, world.tableName, 'primary').setDisabled(undefined);
+    await batchLeavesThrough(rig, senders, 'primary', 2);
+    // The second comes back: its probe token, not a copy, closes its breaker (its RelayUnavailable clears).
+    await secondOutage.set('up');
+    const connectionsBefore = secondOutage.connections.up;
+    await eventually(
+      "the second relay's token to probe it and close its breaker",
+      async () => {
+        await rig.run(await rig.receive({ max: 10, waitSeconds: 1 }), senders[0]);
+        return (await gate.read()).breaker.state === 'closed';
+      },
+      { withinMs: 30_000, everyMs: 100 },
+    );
+    expect(secondOutage.connections.up).toBeGreaterThan(connectionsBefore);
+  }, 120_000);
+
   it("one message's own refusals at the first relay (554 after the dot, 421 after RCPT TO, 554 at RCPT TO) are that message's outcome: no breaker opens, nothing moves to the next relay", async () => {
     const rig = await createBreakerRig(world);
     const senders = [threeRelaySender(rig)];
