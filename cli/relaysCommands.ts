@@ -196,25 +196,37 @@ export async function readGates(deps: RelaysDeps): Promise<RelayGatesRead> {
   return read;
 }
 
+/** What `relays disable|enable` answer: the relays after the command, and whether the relay was disabled before it. */
+export interface RelaysChange extends RelaysStatus {
+  /** The relay was disabled before the command (a repeated disable, an enable that lifted a drain). */
+  readonly wasDisabled: boolean;
+}
+
 /**
  * Drains `name`: its copies go to the next relay that takes mail. Refused, unless `force`, when no
  * relay would take mail after it (the senders' rule, `relayInUse`, on the gates with `name`
- * disabled): every other one unavailable or disabled, mail would wait.
+ * disabled): every other one unavailable or disabled, mail would wait. A relay already disabled
+ * keeps its drain, as a repeated `sending pause` changes nothing: the time it began, and its reason
+ * unless a new one is given; nothing is refused, since nothing changes where mail leaves.
  */
 export async function relaysDisable(
   deps: RelaysDeps,
   name: string,
   options: { reason?: string; force?: boolean },
   out: Output,
-): Promise<RelaysStatus> {
-  const { gates } = await readGates(deps);
+): Promise<RelaysChange> {
+  const read = await readGates(deps);
   knownRelay(deps, name);
-  const entry = { reason: options.reason ?? 'disabled by an operator', at: deps.now().toISOString() };
-  const drained = gates.map((gate, index) =>
+  const before = read.gates[deps.names.indexOf(name)]?.disabled;
+  const entry =
+    before === undefined
+      ? { reason: options.reason ?? 'disabled by an operator', at: deps.now().toISOString() }
+      : { reason: options.reason ?? before.reason, at: before.at };
+  const drained = read.gates.map((gate, index) =>
     deps.names[index] === name ? { ...gate, disabled: entry } : gate,
   );
   const next = relayInUse(drained, deps.now(), IN_USE_SETTINGS);
-  if (next === undefined && options.force !== true) {
+  if (before === undefined && next === undefined && options.force !== true) {
     throw new CliError(
       deps.names.length === 1
         ? `relay "${name}" is the only relay: disabling it would hold all mail with no relay alarm to say ` +
@@ -224,28 +236,56 @@ export async function relaysDisable(
             'with `postdate sending pause`, or pass --force to drain it anyway',
     );
   }
-  await deps.gate(name).setDisabled(entry);
+  if (before === undefined || entry.reason !== before.reason) await deps.gate(name).setDisabled(entry);
   if (!out.json) {
+    const where =
+      next === undefined
+        ? 'no relay takes mail; copies wait (no attempt counted) until one does'
+        : `its mail leaves through ${deps.names[next]} until \`postdate relays enable ${name}\``;
     out.line(
       paint(
         out,
         next === undefined ? 'red' : 'yellow',
-        next === undefined
-          ? `relay ${name} disabled: no relay takes mail; copies wait (no attempt counted) until one does`
-          : `relay ${name} disabled: its mail leaves through ${deps.names[next]} until \`postdate relays enable ${name}\``,
+        before === undefined
+          ? `relay ${name} disabled: ${where}`
+          : `relay ${name} was already disabled since ${entry.at} (${entry.reason}): ${where}`,
       ),
     );
   }
-  return relaysStatus(deps, out);
+  return changed(deps, out, before !== undefined);
 }
 
-/** Lets `name` take mail again (when its breaker is closed). */
-export async function relaysEnable(deps: RelaysDeps, name: string, out: Output): Promise<RelaysStatus> {
-  await readGates(deps);
+/**
+ * Lets `name` take mail again, in its turn: at once when its breaker is closed, else once its probe
+ * answers. A relay that is not disabled is left as it is, as `sending resume` of what is not paused.
+ */
+export async function relaysEnable(deps: RelaysDeps, name: string, out: Output): Promise<RelaysChange> {
+  const read = await readGates(deps);
   knownRelay(deps, name);
-  await deps.gate(name).setDisabled(undefined);
-  if (!out.json) out.line(paint(out, 'green', `relay ${name} enabled: it takes mail again in its turn`));
-  return relaysStatus(deps, out);
+  const gate = read.gates[deps.names.indexOf(name)];
+  const wasDisabled = gate?.disabled !== undefined;
+  if (wasDisabled) await deps.gate(name).setDisabled(undefined);
+  if (!out.json) {
+    out.line(
+      !wasDisabled
+        ? paint(out, 'yellow', `relay ${name} was not disabled: nothing changed`)
+        : gate?.breaker.state === 'closed'
+          ? paint(out, 'green', `relay ${name} enabled: it takes mail again in its turn`)
+          : paint(
+              out,
+              'yellow',
+              `relay ${name} enabled: its breaker is ${gate?.breaker.state ?? 'open'}; it takes mail again once its probe answers`,
+            ),
+    );
+  }
+  return changed(deps, out, wasDisabled);
+}
+
+/** The relays after a change, read again and shown, with whether the relay was disabled before it. */
+async function changed(deps: RelaysDeps, out: Output, wasDisabled: boolean): Promise<RelaysChange> {
+  const status = { ...relaysStatusOf(deps, await readGates(deps)), wasDisabled };
+  render(status, out);
+  return status;
 }
 
 function knownRelay(deps: RelaysDeps, name: string): void {

@@ -94,6 +94,41 @@ describe('postdate relays', () => {
     expect((await deps.gate('nope').read()).disabled).toBeUndefined();
   });
 
+  it('disable and enable are idempotent: a repeat keeps the drain as it was (since, and the reason unless a new one is given), an enable of a relay not disabled changes nothing; each says so', async () => {
+    const { deps } = await relaysOfTable(['primary', 'backup']);
+    const first = await relaysDisable(deps, 'primary', { reason: 'provider maintenance' }, memoryOutput());
+    expect(first).toMatchObject({ wasDisabled: false });
+    const since = first.relays[0]?.disabled?.at;
+
+    // The same command again (a script, a second operator): the drain is the first one's.
+    const again = memoryOutput();
+    const repeated = await relaysDisable(deps, 'primary', {}, again);
+    expect(repeated).toMatchObject({ wasDisabled: true, leavingThrough: 'backup' });
+    expect(repeated.relays[0]?.disabled).toEqual({ reason: 'provider maintenance', at: since });
+    expect(again.text()).toMatch(/relay primary was already disabled since .*\(provider maintenance\)/);
+    // A new reason replaces the reason, not the time the drain began.
+    const reasoned = await relaysDisable(deps, 'primary', { reason: 'ticket 42' }, memoryOutput());
+    expect(reasoned.relays[0]?.disabled).toEqual({ reason: 'ticket 42', at: since });
+
+    const json = memoryOutput({ json: true });
+    await relaysEnable(deps, 'primary', json);
+    expect(json.documents[0]).toMatchObject({ was_disabled: true, leaving_through: 'primary' });
+    const notDisabled = memoryOutput();
+    expect(await relaysEnable(deps, 'backup', notDisabled)).toMatchObject({ wasDisabled: false });
+    expect(notDisabled.text()).toMatch(/relay backup was not disabled: nothing changed/);
+  });
+
+  it('enable of a relay whose breaker is open says it takes mail once its probe answers, not at once', async () => {
+    const { deps } = await relaysOfTable(['primary', 'backup']);
+    await relaysDisable(deps, 'primary', {}, memoryOutput());
+    await openBreaker(deps.gate('primary'), '421: greeting');
+    const out = memoryOutput();
+    await relaysEnable(deps, 'primary', out);
+    expect(out.text()).toMatch(
+      /relay primary enabled: its breaker is open; it takes mail again once its probe answers/,
+    );
+  });
+
   it('refuses to disable the only relay, saying it is the only one and how to hold all mail; --force drains it', async () => {
     const { deps } = await relaysOfTable(['default']);
     const refused = await relaysDisable(deps, 'default', {}, memoryOutput()).catch((error: unknown) => error);
