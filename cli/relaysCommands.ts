@@ -14,11 +14,16 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
-import { type BreakerState, type PauseEntry, relayBreakerSettings } from '../lambdas/core/relayBreaker.js';
+import {
+  type BreakerState,
+  type PauseEntry,
+  quotaHeldUntil,
+  relayBreakerSettings,
+} from '../lambdas/core/relayBreaker.js';
 import { DEFAULT_RELAY, RELAYS_VARIABLE, relayInUse } from '../lambdas/core/relays.js';
 import type { SendingGateStore } from '../lambdas/ports/SendingGate.js';
 import { DynamoSendingGate, type RelayGatesRead, readRelayGates } from '../lambdas/store/sendingGate.js';
-import { CliError, EXIT, UsageError } from './cliErrors.js';
+import { CliError, EXIT, NotFoundError, UsageError } from './cliErrors.js';
 import type { CommandAction, CommandContext } from './commandAction.js';
 import { type Output, paint, printFields, printTable } from './output.js';
 
@@ -71,6 +76,11 @@ export interface RelayStatus {
   readonly failedProbes: number;
   /** The operator's drain, when set. */
   readonly disabled: PauseEntry | null;
+  /**
+   * Its daily quota is spent (a quota reply, decision 0198): until then its mail leaves through the
+   * next relay, though its breaker is closed (core/relayBreaker.ts `quotaHeldUntil`).
+   */
+  readonly quotaHeldUntil: string | null;
 }
 
 export interface RelaysStatus {
@@ -142,7 +152,8 @@ export function relaysStatusOf(
   deps: Pick<RelaysDeps, 'names' | 'now'>,
   { gates, pause }: Pick<RelayGatesRead, 'gates' | 'pause'>,
 ): RelaysStatus {
-  const inUse = relayInUse(gates, deps.now(), IN_USE_SETTINGS);
+  const now = deps.now();
+  const inUse = relayInUse(gates, now, IN_USE_SETTINGS);
   const relays = gates.map(
     ({ breaker, disabled }, index): RelayStatus => ({
       name: deps.names[index] ?? '',
@@ -153,6 +164,7 @@ export function relaysStatusOf(
       nextProbe: breaker.state === 'closed' ? null : (breaker.probe_at ?? null),
       failedProbes: breaker.state === 'closed' ? 0 : (breaker.failed_probes ?? 0),
       disabled: disabled ?? null,
+      quotaHeldUntil: quotaHeldUntil(breaker, now) ?? null,
     }),
   );
   return {
@@ -184,60 +196,104 @@ export async function readGates(deps: RelaysDeps): Promise<RelayGatesRead> {
   return read;
 }
 
+/** What `relays disable|enable` answer: the relays after the command, and whether the relay was disabled before it. */
+export interface RelaysChange extends RelaysStatus {
+  /** The relay was disabled before the command (a repeated disable, an enable that lifted a drain). */
+  readonly wasDisabled: boolean;
+}
+
 /**
  * Drains `name`: its copies go to the next relay that takes mail. Refused, unless `force`, when no
  * relay would take mail after it (the senders' rule, `relayInUse`, on the gates with `name`
- * disabled): every other one unavailable or disabled, mail would wait.
+ * disabled): every other one unavailable or disabled, mail would wait. A relay already disabled
+ * keeps its drain, as a repeated `sending pause` changes nothing: the time it began, and its reason
+ * unless a new one is given; nothing is refused, since nothing changes where mail leaves.
  */
 export async function relaysDisable(
   deps: RelaysDeps,
   name: string,
   options: { reason?: string; force?: boolean },
   out: Output,
-): Promise<RelaysStatus> {
-  const { gates } = await readGates(deps);
+): Promise<RelaysChange> {
+  const read = await readGates(deps);
   knownRelay(deps, name);
-  const entry = { reason: options.reason ?? 'disabled by an operator', at: deps.now().toISOString() };
-  const drained = gates.map((gate, index) =>
+  const before = read.gates[deps.names.indexOf(name)]?.disabled;
+  const entry =
+    before === undefined
+      ? { reason: options.reason ?? 'disabled by an operator', at: deps.now().toISOString() }
+      : { reason: options.reason ?? before.reason, at: before.at };
+  const drained = read.gates.map((gate, index) =>
     deps.names[index] === name ? { ...gate, disabled: entry } : gate,
   );
   const next = relayInUse(drained, deps.now(), IN_USE_SETTINGS);
-  if (next === undefined && options.force !== true) {
+  if (before === undefined && next === undefined && options.force !== true) {
     throw new CliError(
-      `disabling relay "${name}" would leave no relay that takes mail (every other one is unavailable ` +
-        'or disabled), and mail would wait for one: enable or repair another relay first, hold all mail ' +
-        'with `postdate sending pause`, or pass --force to drain it anyway',
+      deps.names.length === 1
+        ? `relay "${name}" is the only relay: disabling it would hold all mail with no relay alarm to say ` +
+            'why; to hold all mail, `postdate sending pause` (runbook §5), or pass --force to drain it anyway'
+        : `disabling relay "${name}" would leave no relay that takes mail (every other one is unavailable, ` +
+            'disabled or quota-held), and mail would wait for one: enable or repair another relay first, hold all mail ' +
+            'with `postdate sending pause`, or pass --force to drain it anyway',
     );
   }
-  await deps.gate(name).setDisabled(entry);
+  if (before === undefined || entry.reason !== before.reason) await deps.gate(name).setDisabled(entry);
   if (!out.json) {
+    const where =
+      next === undefined
+        ? 'no relay takes mail; copies wait (no attempt counted) until one does'
+        : `its mail leaves through ${deps.names[next]} until \`postdate relays enable ${name}\``;
     out.line(
       paint(
         out,
         next === undefined ? 'red' : 'yellow',
-        next === undefined
-          ? `relay ${name} disabled: no relay takes mail; copies wait (no attempt counted) until one does`
-          : `relay ${name} disabled: its mail leaves through ${deps.names[next]} until \`postdate relays enable ${name}\``,
+        before === undefined
+          ? `relay ${name} disabled: ${where}`
+          : `relay ${name} was already disabled since ${entry.at} (${entry.reason}): ${where}`,
       ),
     );
   }
-  return relaysStatus(deps, out);
+  return changed(deps, out, before !== undefined);
 }
 
-/** Lets `name` take mail again (when its breaker is closed). */
-export async function relaysEnable(deps: RelaysDeps, name: string, out: Output): Promise<RelaysStatus> {
-  await readGates(deps);
+/**
+ * Lets `name` take mail again, in its turn: at once when its breaker is closed, else once its probe
+ * answers. A relay that is not disabled is left as it is, as `sending resume` of what is not paused.
+ */
+export async function relaysEnable(deps: RelaysDeps, name: string, out: Output): Promise<RelaysChange> {
+  const read = await readGates(deps);
   knownRelay(deps, name);
-  await deps.gate(name).setDisabled(undefined);
-  if (!out.json) out.line(paint(out, 'green', `relay ${name} enabled: it takes mail again in its turn`));
-  return relaysStatus(deps, out);
+  const gate = read.gates[deps.names.indexOf(name)];
+  const wasDisabled = gate?.disabled !== undefined;
+  if (wasDisabled) await deps.gate(name).setDisabled(undefined);
+  if (!out.json) {
+    out.line(
+      !wasDisabled
+        ? paint(out, 'yellow', `relay ${name} was not disabled: nothing changed`)
+        : gate?.breaker.state === 'closed'
+          ? paint(out, 'green', `relay ${name} enabled: it takes mail again in its turn`)
+          : paint(
+              out,
+              'yellow',
+              `relay ${name} enabled: its breaker is ${gate?.breaker.state ?? 'open'}; it takes mail again once its probe answers`,
+            ),
+    );
+  }
+  return changed(deps, out, wasDisabled);
+}
+
+/** The relays after a change, read again and shown, with whether the relay was disabled before it. */
+async function changed(deps: RelaysDeps, out: Output, wasDisabled: boolean): Promise<RelaysChange> {
+  const status = { ...relaysStatusOf(deps, await readGates(deps)), wasDisabled };
+  render(status, out);
+  return status;
 }
 
 function knownRelay(deps: RelaysDeps, name: string): void {
   if (!deps.names.includes(name)) {
-    throw new UsageError(
+    throw new NotFoundError(
       `no relay "${name}": the relays are ${deps.names.join(', ')} ` +
         `(from --stack, the local stack, ${RELAY_NAMES_VARIABLE} or ${RELAYS_VARIABLE}; without them, only "${DEFAULT_RELAY}")`,
+      'postdate relays status',
     );
   }
 }
@@ -266,6 +322,12 @@ function render(status: RelaysStatus, out: Output): void {
           relay.disabled === null ? 'no' : `since ${relay.disabled.at} (${relay.disabled.reason})`,
         tone: (relay) => (relay.disabled === null ? undefined : 'yellow'),
       },
+      {
+        header: 'QUOTA',
+        value: (relay) =>
+          relay.quotaHeldUntil === null ? '' : `daily quota spent until ${relay.quotaHeldUntil}`,
+        tone: (relay) => (relay.quotaHeldUntil === null ? undefined : 'yellow'),
+      },
     ],
     status.relays,
   );
@@ -273,7 +335,11 @@ function render(status: RelaysStatus, out: Output): void {
     [
       'mail leaves through',
       status.leavingThrough === null
-        ? paint(out, 'red', 'no relay: every one is unavailable or disabled; copies wait, no attempt counted')
+        ? paint(
+            out,
+            'red',
+            'no relay: each is unavailable, disabled or its daily quota spent; copies wait, no attempt counted',
+          )
         : paint(
             out,
             status.leavingThrough === status.relays[0]?.name ? 'green' : 'yellow',

@@ -187,7 +187,7 @@ export function render(status: SendingStatus, out: Output): void {
           `available (through ${status.leavingThrough ?? '?'}${status.leavingThrough === first ? '' : ', failed over'})`,
         );
   const down = status.relays
-    .filter((entry) => entry.breaker !== 'closed' || entry.disabled !== null)
+    .filter((entry) => entry.breaker !== 'closed' || entry.disabled !== null || entry.quotaHeldUntil !== null)
     .map((entry): [string, string] => [
       `  relay ${entry.name}`,
       paint(
@@ -195,7 +195,9 @@ export function render(status: SendingStatus, out: Output): void {
         'red',
         entry.breaker !== 'closed'
           ? `breaker ${entry.breaker} since ${entry.openedAt ?? '?'}; next probe ${entry.nextProbe ?? '?'}; ${entry.failedProbes} failed probe(s); ${entry.reason ?? ''}`
-          : `disabled since ${entry.disabled?.at ?? '?'} (${entry.disabled?.reason ?? ''})`,
+          : entry.disabled !== null
+            ? `disabled since ${entry.disabled.at} (${entry.disabled.reason})`
+            : `daily quota spent until ${entry.quotaHeldUntil ?? '?'}`,
       ),
     ]);
   const paused =

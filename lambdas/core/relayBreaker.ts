@@ -194,7 +194,7 @@ export function gateDecision(
       breaker.throttled_until === undefined ? Number.NaN : Date.parse(breaker.throttled_until);
     if (heldUntil > now.getTime()) {
       const seconds = Math.max(1, Math.ceil((heldUntil - now.getTime()) / 1000));
-      const cause = timeOrNaN(breaker.quota_until) > now.getTime() ? 'quota-held' : 'throttled';
+      const cause = quotaHeldUntil(breaker, now) === undefined ? 'throttled' : 'quota-held';
       return { kind: 'wait', seconds: seconds + Math.floor(unit(spread) * seconds), cause };
     }
     return { kind: 'send', rateFactor: rateFactor(breaker, now) };
@@ -270,6 +270,19 @@ export function throttled(
     throttled_until: new Date(until).toISOString(),
     ...(kind === 'quota' ? { quota_until: new Date(until).toISOString() } : {}),
   };
+}
+
+/**
+ * The end of the hold a daily quota reply put on the relay (decision 0198), while it lasts: until
+ * then its copies pass to the next relay (`quota-held`, {@link gateDecision}), though its breaker is
+ * closed. Undefined when no quota hold is on. The senders' rule, and what `relays status` shows.
+ */
+export function quotaHeldUntil(breaker: BreakerState, now: Date): string | undefined {
+  if (breaker.state !== BREAKER_STATE.closed) return undefined;
+  const nowMs = now.getTime();
+  if (!(timeOrNaN(breaker.throttled_until) > nowMs) || !(timeOrNaN(breaker.quota_until) > nowMs))
+    return undefined;
+  return breaker.throttled_until;
 }
 
 /** A stored time in epoch milliseconds; NaN when absent or unreadable (every comparison with it is false). */

@@ -257,7 +257,7 @@ export class Ops extends Construct {
     // on for the whole failover, not for each minute a copy happened to leave.
     alarm(
       'RelayFailover',
-      'mail is leaving through a relay other than the first of POSTDATE_RELAYS (DESIGN §15): the first is unavailable or disabled; when it is enabled and its probe answers the mail returns to it; `postdate relays status` (docs/runbook.md §5a)',
+      'mail is leaving through a relay other than the first of POSTDATE_RELAYS (DESIGN §15): the first is unavailable, disabled or its daily quota spent; when it is enabled, its probe answers and its quota hold is over, the mail returns to it; `postdate relays status` (docs/runbook.md §5a)',
       stackMetric(this, SWEEPER_METRIC.relayFailover, 'Maximum', waitingPeriod),
       1,
       1,

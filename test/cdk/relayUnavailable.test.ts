@@ -90,6 +90,10 @@ describe('the relay alarms with several relays', () => {
       AlarmActions: Match.anyValue(),
       OKActions: Match.anyValue(),
     });
+    // It is on whenever core/relays.ts relayGauges says so: the first relay unavailable, disabled or
+    // its daily quota spent (decision 0198); the description names each, so the operator looks for it.
+    const [failover] = watching('RelayFailover');
+    expect(failover?.AlarmDescription).toMatch(/unavailable, disabled or its daily quota spent/);
   });
 
   it('RelayUnavailable is one alarm per relay, on its own series, and none says the breaker holds every message', () => {

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, inject, it } from 'vitest';
-import { CliError, UsageError } from '../../cli/cliErrors.js';
+import { CliError, EXIT, NotFoundError, UsageError } from '../../cli/cliErrors.js';
 import { memoryOutput } from '../../cli/output.js';
 import {
   relayNamesOf,
@@ -12,7 +12,7 @@ import {
   relaysStatus,
 } from '../../cli/relaysCommands.js';
 import { openTarget } from '../../cli/target.js';
-import { NOT_PAUSED, opened, pauseAfter } from '../../lambdas/core/relayBreaker.js';
+import { NOT_PAUSED, opened, pauseAfter, throttled } from '../../lambdas/core/relayBreaker.js';
 import type { SendingGateStore } from '../../lambdas/ports/SendingGate.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import type { StackFile } from '../../local/stackFile.js';
@@ -80,10 +80,90 @@ describe('postdate relays', () => {
     await expect(relaysDisable(deps, 'primary', {}, memoryOutput())).rejects.toThrow(CliError);
     await expect(relaysDisable(deps, 'primary', {}, memoryOutput())).rejects.toThrow(/sending pause/);
     expect((await deps.gate('primary').read()).disabled).toBeUndefined();
-    await expect(relaysEnable(deps, 'nope', memoryOutput())).rejects.toThrow(UsageError);
-    await expect(relaysEnable(deps, 'nope', memoryOutput())).rejects.toThrow(
-      /the relays are primary, backup/,
+    // A name no relay has is not found (exit 4, as a message, template or endpoint not found: 0206),
+    // naming the relays there are and the command that lists them; nothing is written.
+    for (const command of [
+      () => relaysEnable(deps, 'nope', memoryOutput()),
+      () => relaysDisable(deps, 'nope', {}, memoryOutput()),
+    ]) {
+      const refused = await command().catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(NotFoundError);
+      expect(refused).toMatchObject({ exitCode: EXIT.notFound, next: 'postdate relays status' });
+      expect((refused as NotFoundError).detail).toMatch(/no relay "nope": the relays are primary, backup/);
+    }
+    expect((await deps.gate('nope').read()).disabled).toBeUndefined();
+  });
+
+  it('disable and enable are idempotent: a repeat keeps the drain as it was (since, and the reason unless a new one is given), an enable of a relay not disabled changes nothing; each says so', async () => {
+    const { deps } = await relaysOfTable(['primary', 'backup']);
+    const first = await relaysDisable(deps, 'primary', { reason: 'provider maintenance' }, memoryOutput());
+    expect(first).toMatchObject({ wasDisabled: false });
+    const since = first.relays[0]?.disabled?.at;
+
+    // The same command again (a script, a second operator): the drain is the first one's.
+    const again = memoryOutput();
+    const repeated = await relaysDisable(deps, 'primary', {}, again);
+    expect(repeated).toMatchObject({ wasDisabled: true, leavingThrough: 'backup' });
+    expect(repeated.relays[0]?.disabled).toEqual({ reason: 'provider maintenance', at: since });
+    expect(again.text()).toMatch(/relay primary was already disabled since .*\(provider maintenance\)/);
+    // A new reason replaces the reason, not the time the drain began.
+    const reasoned = await relaysDisable(deps, 'primary', { reason: 'ticket 42' }, memoryOutput());
+    expect(reasoned.relays[0]?.disabled).toEqual({ reason: 'ticket 42', at: since });
+
+    const json = memoryOutput({ json: true });
+    await relaysEnable(deps, 'primary', json);
+    expect(json.documents[0]).toMatchObject({ was_disabled: true, leaving_through: 'primary' });
+    const notDisabled = memoryOutput();
+    expect(await relaysEnable(deps, 'backup', notDisabled)).toMatchObject({ wasDisabled: false });
+    expect(notDisabled.text()).toMatch(/relay backup was not disabled: nothing changed/);
+  });
+
+  it('enable of a relay whose breaker is open says it takes mail once its probe answers, not at once', async () => {
+    const { deps } = await relaysOfTable(['primary', 'backup']);
+    await relaysDisable(deps, 'primary', {}, memoryOutput());
+    await openBreaker(deps.gate('primary'), '421: greeting');
+    const out = memoryOutput();
+    await relaysEnable(deps, 'primary', out);
+    expect(out.text()).toMatch(
+      /relay primary enabled: its breaker is open; it takes mail again once its probe answers/,
     );
+  });
+
+  it('refuses to disable the only relay, saying it is the only one and how to hold all mail; --force drains it', async () => {
+    const { deps } = await relaysOfTable(['default']);
+    const refused = await relaysDisable(deps, 'default', {}, memoryOutput()).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(CliError);
+    expect((refused as CliError).exitCode).toBe(EXIT.failed);
+    expect((refused as CliError).message).toMatch(/"default" is the only relay/);
+    expect((refused as CliError).message).toMatch(/postdate sending pause/);
+    expect((refused as CliError).message).not.toMatch(/another relay|every other one/);
+    expect((await deps.gate('default').read()).disabled).toBeUndefined();
+    const forced = await relaysDisable(deps, 'default', { force: true }, memoryOutput());
+    expect(forced).toMatchObject({ available: false, leavingThrough: null });
+  });
+
+  it('a relay whose daily quota is spent says so and until when: mail leaves through the next, though its breaker is closed and it is enabled', async () => {
+    const { deps } = await relaysOfTable(['primary', 'backup']);
+    const held = await spendQuota(deps.gate('primary'));
+    const out = memoryOutput();
+    const status = await relaysStatus(deps, out);
+    expect(status.leavingThrough).toBe('backup');
+    expect(status.relays[0]).toMatchObject({ breaker: 'closed', disabled: null, quotaHeldUntil: held });
+    expect(status.relays[1]?.quotaHeldUntil).toBeNull();
+    expect(out.text()).toMatch(new RegExp(`daily quota spent until ${held}`));
+
+    const json = memoryOutput({ json: true });
+    await relaysStatus(deps, json);
+    expect(json.documents[0]).toMatchObject({
+      relays: [{ quota_held_until: held }, { quota_held_until: null }],
+    });
+
+    // With one relay, no relay takes mail: the status says why, not "unavailable or disabled".
+    const single = await relaysOfTable(['default']);
+    await spendQuota(single.deps.gate('default'));
+    const alone = memoryOutput();
+    expect((await relaysStatus(single.deps, alone)).available).toBe(false);
+    expect(alone.text()).toMatch(/no relay: .*daily quota/);
   });
 
   it('refuses a drain after which no relay would take mail (the other one unavailable) unless forced, and names the relay that takes the mail', async () => {
@@ -164,9 +244,18 @@ describe('postdate relays', () => {
     const refused = await cli('--json', 'relays', 'enable', 'nope').catch(
       (error: { code: number; stdout: string }) => error,
     );
-    expect('code' in refused ? refused.code : 0).toBe(2);
+    expect('code' in refused ? refused.code : 0).toBe(4);
   }, 90_000);
 });
+
+/** Holds one relay for its daily quota as a sender does after SES's quota reply; answers the hold's end. */
+async function spendQuota(gate: SendingGateStore): Promise<string> {
+  const { breaker } = await gate.read();
+  const held = throttled(breaker, new Date(), { ...SETTINGS, quotaHoldMs: 300_000 }, 'quota');
+  if (held?.throttled_until === undefined) throw new Error('a closed breaker takes a quota hold');
+  expect(await gate.writeBreaker(breaker, held)).toBe('written');
+  return held.throttled_until;
+}
 
 /** Opens one relay's breaker as its senders do (its own item under the gate's key). */
 async function openBreaker(gate: SendingGateStore, reason: string): Promise<void> {

@@ -8,7 +8,7 @@ import { reconcile, reconcileClean } from '../../cli/reconcileCommand.js';
 import { relaysDeps } from '../../cli/relaysCommands.js';
 import { sendingPause, sendingResume, sendingStatus } from '../../cli/sendingCommands.js';
 import { validateEnqueueRequest } from '../../lambdas/core/messageSchema.js';
-import { isPaused, NEVER_OPENED, opened } from '../../lambdas/core/relayBreaker.js';
+import { isPaused, NEVER_OPENED, opened, throttled } from '../../lambdas/core/relayBreaker.js';
 import type { SendingGateStore } from '../../lambdas/ports/SendingGate.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
@@ -256,6 +256,23 @@ describe('postdate sending', () => {
       expect(status).toMatchObject({ available: false, leavingThrough: null });
       expect(out.text()).toContain('UNAVAILABLE');
       expect(out.text()).not.toContain('available (breaker closed)');
+    });
+
+    it('sending status names a relay whose daily quota is spent, and until when, as the reason mail left it (decision 0244)', async () => {
+      const t = await severalRelays(['primary', 'backup']);
+      const gate = t.relays.gate('primary');
+      const { breaker } = await gate.read();
+      const held = throttled(breaker, new Date(), { ...BREAKER_SETTINGS, quotaHoldMs: 300_000 }, 'quota');
+      if (held === undefined) throw new Error('a closed breaker takes a quota hold');
+      expect(await gate.writeBreaker(breaker, held)).toBe('written');
+      const out = memoryOutput();
+      expect(await sendingStatus(t.sending, out)).toMatchObject({
+        available: true,
+        leavingThrough: 'backup',
+      });
+      expect(out.text()).toMatch(
+        new RegExp(`relay primary: +daily quota spent until ${held.throttled_until}`),
+      );
     });
 
     it('reconcile exits 1 while every relay is down, 0 while one takes mail', async () => {

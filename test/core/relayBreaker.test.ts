@@ -15,6 +15,7 @@ import {
   probeClaimed,
   probeFailed,
   probeSucceeded,
+  quotaHeldUntil,
   rateFactor,
   THROTTLE,
   throttled,
@@ -413,6 +414,28 @@ describe('the fleet’s slow-down after the relay throttled us', () => {
         }
       }),
     );
+  });
+
+  it('says a quota hold is on, and until when, exactly while the gate passes the copy on as quota-held (what `relays status` shows)', () => {
+    const QUOTA: BreakerSettings = { ...SLOW, quotaHoldMs: 300_000 };
+    const quota = throttled(NEVER_OPENED, T0, QUOTA, 'quota');
+    const rate = throttled(NEVER_OPENED, T0, QUOTA, 'rate');
+    if (quota === undefined || rate === undefined) throw new Error('a first throttle always writes');
+    const end = Date.parse(quota.throttled_until ?? '') - T0.getTime();
+    for (const [breaker, ms] of [
+      [quota, 0],
+      [quota, end - 1],
+      [quota, end],
+      [rate, 0],
+      [NEVER_OPENED, 0],
+      [opened(quota, FAILURE, T0, QUOTA, '5') ?? quota, 1000],
+    ] as const) {
+      const held = gateDecision(gateOf(breaker), undefined, at(ms), QUOTA);
+      const quotaHeld = held.kind === 'wait' && held.cause === 'quota-held';
+      expect(quotaHeldUntil(breaker, at(ms))).toBe(quotaHeld ? breaker.throttled_until : undefined);
+    }
+    expect(quotaHeldUntil(quota, T0)).toBe(quota.throttled_until);
+    expect(quotaHeldUntil(quota, at(end))).toBeUndefined();
   });
 
   it('outlives the breaker’s own transitions: an outage does not forget the throttle', () => {
