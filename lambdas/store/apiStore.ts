@@ -444,10 +444,14 @@ export class DynamoApiStore implements ApiStore {
       .flatMap((page) => page.keys.map((sortKey) => ({ shard: page.shard, sortKey })))
       .sort((a, b) => (a.sortKey < b.sortKey ? 1 : a.sortKey > b.sortKey ? -1 : 0))
       .slice(0, query.limit);
+    const lastOnPage = merged[merged.length - 1];
     const positions: ShardPosition[] = pages.map((page) => {
       const consumed = merged.filter((entry) => entry.shard === page.shard);
-      const last = consumed[consumed.length - 1];
+      const last = consumed[consumed.length - 1] ?? lastOnPage;
       if (consumed.length === page.keys.length && !page.more) return { kind: 'done' };
+      // A shard with nothing on this page held nothing newer than the page's last entry (its newest
+      // lost the merge), so it too goes on after that entry: never from its top again, where mail
+      // enqueued (or come into the status) since the first page would be listed out of order.
       if (last) return { kind: 'after', sortKey: last.sortKey };
       return query.positions[page.shard] ?? { kind: 'start' };
     });
