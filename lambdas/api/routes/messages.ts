@@ -9,6 +9,7 @@ import { attachmentsGoneProblem } from '../../core/attachments.js';
 import { ConfigError } from '../../core/config.js';
 import { RESOURCE_SETTINGS } from '../../core/configSpec.js';
 import { isMessageId } from '../../core/ids.js';
+import type { ShardPosition } from '../../core/listPages.js';
 import {
   validateGroupKey,
   validateGroupVersionRequest,
@@ -18,7 +19,7 @@ import { isMessageStatus, type MessageStatus } from '../../core/messageStatus.js
 import { type FieldError, type ProblemDetails, problem, validationProblem } from '../../core/problem.js';
 import { isRefused, type RecordRefusal } from '../../core/recordLayout.js';
 import { LIST_LIMIT } from '../../core/requestLimits.js';
-import type { ApiStore, ShardPosition, TransitionResult } from '../../ports/ApiStore.js';
+import type { ApiStore, TransitionResult } from '../../ports/ApiStore.js';
 import type { AttachmentStore } from '../../ports/AttachmentStore.js';
 import { fromStatuses, shardCount } from '../../store/apiStore.js';
 import { expiresAtAfter, type MessageStateRecord } from '../../store/messageRecord.js';
