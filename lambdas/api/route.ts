@@ -162,13 +162,17 @@ export function unknownParameters(
   query: Readonly<Record<string, string | undefined>>,
   known: readonly string[],
 ): FieldError[] {
+  const message = `is not a parameter of this route (it takes ${known.join(', ')})`;
   return Object.keys(query)
     .filter((name) => !known.includes(name))
-    .map((name) => ({
-      field: name,
-      message: `is not a parameter of this route (it takes ${known.join(', ')})`,
-    }));
+    .map((name) => ({ field: PARAMETER_NAME.test(name) ? name : 'query', message }));
 }
+
+/**
+ * What may be named back (and logged, as `fields`): a name shaped like a parameter's. Anything else
+ * (an address or a value a script put in the query by mistake) is `query`, never repeated.
+ */
+const PARAMETER_NAME = /^[A-Za-z][A-Za-z0-9_.[\]-]{0,63}$/;
 
 export function notFound(): Outcome {
   return problemResult(

@@ -320,6 +320,9 @@ describe('filters', () => {
     for (const parameter of ['created_after', 'since', 'until', 'tags.kind', 'kind', 'statuss', 'page']) {
       expectProblem(await send('GET', `/v1/messages?${parameter}=2026-12-01`, keys.acme), 400, parameter);
     }
+    // A name that is not a parameter's (an address a script put in the query) is never echoed or logged.
+    expectProblem(await send('GET', '/v1/messages?ada@example.com', keys.acme), 400, 'query');
+    expect(JSON.stringify(api.logs)).not.toContain('ada@example.com');
   });
 });
 
