@@ -5,9 +5,10 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type RetryResult, retryMessage } from '../lambdas/api/routes/messages.js';
+import type { ShardPosition } from '../lambdas/core/listPages.js';
 import { retentionRanOut } from '../lambdas/core/messageLifetime.js';
 import { isMessageStatus, MESSAGE_STATUSES, type MessageStatus } from '../lambdas/core/messageStatus.js';
-import type { ApiStore, ShardPosition, TransitionResult } from '../lambdas/ports/ApiStore.js';
+import type { ApiStore, TransitionResult } from '../lambdas/ports/ApiStore.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import { expiresAtAfter, type MessageStateRecord } from '../lambdas/store/messageRecord.js';
 import { messageView } from '../lambdas/store/messageView.js';

@@ -1626,7 +1626,7 @@ export interface operations {
         status?: components['schemas']['MessageStatus'];
         /** @description Messages per page. */
         limit?: number;
-        /** @description The previous page's `next_cursor`, with the same `status`. */
+        /** @description The previous page's `next_cursor`, with the same key (tenant, test or live) and `status`. */
         cursor?: string;
       };
       header?: never;
@@ -1644,7 +1644,7 @@ export interface operations {
           'application/json': components['schemas']['MessageList'];
         };
       };
-      /** @description An invalid `status`, `limit` or `cursor`: `errors` names each. */
+      /** @description An invalid `status`, `limit` or `cursor`, or a parameter the listing does not take: `errors` names each. */
       400: {
         headers: {
           [name: string]: unknown;

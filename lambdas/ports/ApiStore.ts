@@ -2,6 +2,7 @@
  * The table as the API uses it (DESIGN §3, §4): enqueue writes, reads, the state machine's
  * transitions and the listing, in the API's words. The DynamoDB adapter is store/apiStore.ts.
  */
+import type { ShardPosition } from '../core/listPages.js';
 import type { QuietHours } from '../core/localTime.js';
 import type { MessageStatus } from '../core/messageStatus.js';
 import type { RefusedRecord } from '../core/recordLayout.js';
@@ -49,12 +50,6 @@ export interface GroupHeadView {
   readonly version: number;
   readonly updated_at: string;
 }
-
-/** Where one shard of a listing stands: not started, after a sort key, or exhausted. */
-export type ShardPosition =
-  | { readonly kind: 'start' }
-  | { readonly kind: 'after'; readonly sortKey: string }
-  | { readonly kind: 'done' };
 
 export interface ListQuery {
   readonly tenant: string;

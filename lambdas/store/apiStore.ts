@@ -19,6 +19,7 @@ import {
   TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { mergeShardReads } from '../core/listPages.js';
 import type { QuietHours } from '../core/localTime.js';
 import { lifetimeChange, retentionRanOut, type TtlWrite } from '../core/messageLifetime.js';
 import { MESSAGE_STATUS, type MessageStatus, WAITING_FOR_OPERATOR } from '../core/messageStatus.js';
@@ -33,7 +34,6 @@ import type {
   GroupHeadView,
   ListPage,
   ListQuery,
-  ShardPosition,
   TransitionResult,
 } from '../ports/ApiStore.js';
 import { storedBodyItem } from './bodyContent.js';
@@ -419,7 +419,7 @@ export class DynamoApiStore implements ApiStore {
     const pages = await Promise.all(
       Array.from({ length: shards }, async (_, shard) => {
         const position = query.positions[shard] ?? { kind: 'start' };
-        if (position.kind === 'done') return { shard, keys: [] as string[], more: false };
+        if (position.kind === 'done') return { keys: [] as string[], more: false };
         const partition = partitionOf(shard);
         const result = await this.documents.send(
           new QueryCommand({
@@ -437,20 +437,10 @@ export class DynamoApiStore implements ApiStore {
         const keys = (result.Items ?? [])
           .map((item) => item[index.sortKey])
           .filter((key): key is string => typeof key === 'string');
-        return { shard, keys, more: result.LastEvaluatedKey !== undefined };
+        return { keys, more: result.LastEvaluatedKey !== undefined };
       }),
     );
-    const merged = pages
-      .flatMap((page) => page.keys.map((sortKey) => ({ shard: page.shard, sortKey })))
-      .sort((a, b) => (a.sortKey < b.sortKey ? 1 : a.sortKey > b.sortKey ? -1 : 0))
-      .slice(0, query.limit);
-    const positions: ShardPosition[] = pages.map((page) => {
-      const consumed = merged.filter((entry) => entry.shard === page.shard);
-      const last = consumed[consumed.length - 1];
-      if (consumed.length === page.keys.length && !page.more) return { kind: 'done' };
-      if (last) return { kind: 'after', sortKey: last.sortKey };
-      return query.positions[page.shard] ?? { kind: 'start' };
-    });
+    const { entries: merged, positions } = mergeShardReads(pages, query.positions, query.limit);
     const ids = merged.map((entry) => idOfCreatedSortKey(entry.sortKey));
     const states = await readStateRecords(this.documents, this.tableName, ids);
     // The index is eventually consistent: drop a record whose status has moved on since, and one

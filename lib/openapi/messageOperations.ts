@@ -289,15 +289,17 @@ export const MESSAGE_OPERATIONS = {
           .max(LIST_LIMIT.max)
           .optional()
           .meta({ description: 'Messages per page.', default: LIST_LIMIT.default }),
-        cursor: z
-          .string()
-          .optional()
-          .meta({ description: "The previous page's `next_cursor`, with the same `status`." }),
+        cursor: z.string().optional().meta({
+          description:
+            "The previous page's `next_cursor`, with the same key (tenant, test or live) and `status`.",
+        }),
       }),
     },
     responses: {
       200: jsonResponse('A page of messages.', MessageListSchema),
-      400: problemResponse('An invalid `status`, `limit` or `cursor`: `errors` names each.'),
+      400: problemResponse(
+        'An invalid `status`, `limit` or `cursor`, or a parameter the listing does not take: `errors` names each.',
+      ),
     },
   },
   get: {

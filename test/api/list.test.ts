@@ -106,16 +106,25 @@ describe('the list cursor', () => {
       { kind: 'after' as const, sortKey: '2026-11-29T18:00:00.000Z#01JDQ1T8Z6J5V1Y5M6Z8K4W2QX' },
       { kind: 'done' as const },
     ];
-    const cursor = encodeListCursor('scheduled', positions);
+    const scheduled = { tenant: 'acme', status: 'scheduled' as const };
+    const cursor = encodeListCursor(scheduled, positions);
     expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
-    expect(decodeListCursor(String(cursor), 'scheduled', 3)).toEqual(positions);
-    expect(decodeListCursor(String(cursor), null, 3)).toBeNull();
-    expect(decodeListCursor(String(cursor), 'scheduled', 8)).toBeNull();
-    expect(encodeListCursor(null, [{ kind: 'done' }, { kind: 'done' }])).toBeNull();
+    expect(decodeListCursor(String(cursor), scheduled, 3)).toEqual(positions);
+    expect(decodeListCursor(String(cursor), { tenant: 'acme', status: null }, 3)).toBeNull();
+    expect(decodeListCursor(String(cursor), scheduled, 8)).toBeNull();
+    expect(decodeListCursor(String(cursor), { tenant: 'globex', status: 'scheduled' }, 3)).toBeNull();
+    expect(decodeListCursor(String(cursor), { tenant: 'acme.test', status: 'scheduled' }, 3)).toBeNull();
+    expect(
+      encodeListCursor({ tenant: 'acme', status: null }, [{ kind: 'done' }, { kind: 'done' }]),
+    ).toBeNull();
   });
 
   it('rejects a cursor with an injected sort key', () => {
-    const forged = Buffer.from(JSON.stringify({ v: 1, s: null, p: ['x" OR 1=1'] })).toString('base64url');
-    expect(decodeListCursor(forged, null, 1)).toBeNull();
+    const listing = { tenant: 'acme', status: null };
+    const issued = JSON.parse(
+      Buffer.from(String(encodeListCursor(listing, [{ kind: 'start' }])), 'base64url').toString(),
+    ) as Record<string, unknown>;
+    const forged = Buffer.from(JSON.stringify({ ...issued, p: ['x" OR 1=1'] })).toString('base64url');
+    expect(decodeListCursor(forged, listing, 1)).toBeNull();
   });
 });

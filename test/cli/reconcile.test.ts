@@ -8,8 +8,8 @@ import {
   reconcileClean,
 } from '../../cli/reconcileCommand.js';
 import { relaysDeps } from '../../cli/relaysCommands.js';
+import type { ShardPosition } from '../../lambdas/core/listPages.js';
 import { MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
-import type { ShardPosition } from '../../lambdas/ports/ApiStore.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { byStatusPk } from '../../lambdas/store/messageRecord.js';

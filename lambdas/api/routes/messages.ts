@@ -4,10 +4,12 @@
  * reads; the enqueue has its own file (enqueue.ts).
  */
 
+import { createHash } from 'node:crypto';
 import { attachmentsGoneProblem } from '../../core/attachments.js';
 import { ConfigError } from '../../core/config.js';
 import { RESOURCE_SETTINGS } from '../../core/configSpec.js';
 import { isMessageId } from '../../core/ids.js';
+import type { ShardPosition } from '../../core/listPages.js';
 import {
   validateGroupKey,
   validateGroupVersionRequest,
@@ -17,7 +19,7 @@ import { isMessageStatus, type MessageStatus } from '../../core/messageStatus.js
 import { type FieldError, type ProblemDetails, problem, validationProblem } from '../../core/problem.js';
 import { isRefused, type RecordRefusal } from '../../core/recordLayout.js';
 import { LIST_LIMIT } from '../../core/requestLimits.js';
-import type { ApiStore, ShardPosition, TransitionResult } from '../../ports/ApiStore.js';
+import type { ApiStore, TransitionResult } from '../../ports/ApiStore.js';
 import type { AttachmentStore } from '../../ports/AttachmentStore.js';
 import { fromStatuses, shardCount } from '../../store/apiStore.js';
 import { expiresAtAfter, type MessageStateRecord } from '../../store/messageRecord.js';
@@ -30,6 +32,7 @@ import {
   type RouteHandler,
   readJsonBody,
   transitionResult,
+  unknownParameters,
 } from '../route.js';
 
 /** GET /v1/messages/{id}: one message of the tenant, with its history. */
@@ -61,14 +64,16 @@ function newerWriterProblem(refusal: RecordRefusal): ProblemDetails {
 export function listMessagesRoute(deps: Pick<RouteDependencies, 'store' | 'now'>): RouteHandler {
   return async function listMessages({ tenant, event }) {
     const query: Readonly<Record<string, string | undefined>> = event.queryStringParameters ?? {};
-    const errors: FieldError[] = [];
+    // A filter this listing does not have (a time range, a tag) would otherwise list everything.
+    const errors: FieldError[] = unknownParameters(query, LIST_PARAMETERS);
     let status: MessageStatus | null = null;
     if (query.status !== undefined && query.status !== '') {
       if (isMessageStatus(query.status)) status = query.status;
       else errors.push({ field: 'status', message: 'must be a message status' });
     }
     let limit: number = LIST_LIMIT.default;
-    if (query.limit !== undefined) {
+    // Empty is left out, as for status and cursor (`?status=&limit=&cursor=` from a script's variables).
+    if (query.limit !== undefined && query.limit !== '') {
       const value = /^\d{1,4}$/.test(query.limit) ? Number(query.limit) : Number.NaN;
       if (!(value >= LIST_LIMIT.min && value <= LIST_LIMIT.max))
         errors.push({
@@ -78,10 +83,15 @@ export function listMessagesRoute(deps: Pick<RouteDependencies, 'store' | 'now'>
       else limit = value;
     }
     const shards = shardCount(status);
+    const listing = { tenant, status };
     let positions: ShardPosition[] = Array.from({ length: shards }, () => ({ kind: 'start' }));
     if (query.cursor !== undefined && query.cursor !== '' && errors.length === 0) {
-      const decoded = decodeListCursor(query.cursor, status, shards);
-      if (decoded === null) errors.push({ field: 'cursor', message: 'is not a cursor from this listing' });
+      const decoded = decodeListCursor(query.cursor, listing, shards);
+      if (decoded === null)
+        errors.push({
+          field: 'cursor',
+          message: 'is not a next_cursor of this listing (the same key and status)',
+        });
       else positions = decoded;
     }
     if (errors.length > 0) return problemResult(validationProblem(errors));
@@ -90,7 +100,7 @@ export function listMessagesRoute(deps: Pick<RouteDependencies, 'store' | 'now'>
       200,
       {
         items: page.items.map((state) => messageView(state, { withHistory: false })),
-        next_cursor: encodeListCursor(status, page.positions),
+        next_cursor: encodeListCursor(listing, page.positions),
       },
       {},
       { count: page.items.length },
@@ -98,40 +108,60 @@ export function listMessagesRoute(deps: Pick<RouteDependencies, 'store' | 'now'>
   };
 }
 
+/** The query parameters of GET /v1/messages (DESIGN §3). */
+const LIST_PARAMETERS = ['status', 'limit', 'cursor'] as const;
+
+/** One listing: whose (the tenant id, a test side's own) and of which status. */
+export interface MessageListing {
+  readonly tenant: string;
+  readonly status: MessageStatus | null;
+}
+
 /**
- * The opaque `cursor` of GET /v1/messages: base64url of `{"v":1,"s":status|null,"p":[…]}`, one entry
- * per index shard: `null` (not started), a sort key `{created_at}#{id}` (continue after it) or `0`
- * (exhausted). It carries no tenant: the tenant always comes from the authorizer.
+ * The opaque `cursor` of GET /v1/messages: base64url of `{"v":1,"t":mark,"s":status|null,"p":[…]}`,
+ * one entry of `p` per index shard: `null` (not started), a sort key `{created_at}#{id}` (continue
+ * after it) or `0` (exhausted). `t` marks the tenant id it was issued for (a hash, so the cursor
+ * names no tenant): another tenant's cursor, or the other side's of test mode, is refused rather
+ * than taken as a place to start. The tenant itself always comes from the authorizer.
  */
 const SORT_KEY = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z#[0-9A-Za-z_-]{1,32}$/;
 
+function tenantMark(tenant: string): string {
+  return createHash('sha256').update(tenant, 'utf8').digest('base64url').slice(0, 16);
+}
+
 export function encodeListCursor(
-  status: MessageStatus | null,
+  listing: MessageListing,
   positions: readonly ShardPosition[],
 ): string | null {
   if (positions.every((position) => position.kind === 'done')) return null;
   const p = positions.map((position) =>
     position.kind === 'start' ? null : position.kind === 'done' ? 0 : position.sortKey,
   );
-  return Buffer.from(JSON.stringify({ v: 1, s: status, p }), 'utf8').toString('base64url');
+  const cursor = { v: 1, t: tenantMark(listing.tenant), s: listing.status, p };
+  return Buffer.from(JSON.stringify(cursor), 'utf8').toString('base64url');
 }
 
-/** Decodes a cursor for this status and shard count; null when it is not one we issued for them. */
+/** Decodes a cursor for this listing and shard count; null when it is not one we issued for them. */
 export function decodeListCursor(
   cursor: string,
-  status: MessageStatus | null,
+  listing: MessageListing,
   shards: number,
 ): ShardPosition[] | null {
   if (!/^[A-Za-z0-9_-]{1,4096}$/.test(cursor)) return null;
+  const bytes = Buffer.from(cursor, 'base64url');
+  // Node's decoder skips a stray trailing character; only the exact string issued is taken.
+  if (bytes.toString('base64url') !== cursor) return null;
   let value: unknown;
   try {
-    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    value = JSON.parse(bytes.toString('utf8'));
   } catch {
     return null;
   }
   if (typeof value !== 'object' || value === null) return null;
-  const { v, s, p } = value as Record<string, unknown>;
-  if (v !== 1 || s !== status || !Array.isArray(p) || p.length !== shards) return null;
+  const { v, t, s, p } = value as Record<string, unknown>;
+  if (v !== 1 || t !== tenantMark(listing.tenant) || s !== listing.status) return null;
+  if (!Array.isArray(p) || p.length !== shards) return null;
   const positions: ShardPosition[] = [];
   for (const entry of p) {
     if (entry === null) positions.push({ kind: 'start' });
