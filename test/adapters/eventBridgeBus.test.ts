@@ -224,6 +224,7 @@ describe('the bus as a consumer reads it', () => {
   let bus: Awaited<ReturnType<typeof startBus>>;
   let harness: Awaited<ReturnType<typeof webhookHarness>>;
   const silent = { info: () => {}, warn: () => {}, error: () => {} };
+  const counted: { metric: string; value: number }[] = [];
   const produceWith = (endpoint: string) =>
     wireEvents(
       {
@@ -235,6 +236,7 @@ describe('the bus as a consumer reads it', () => {
         POSTDATE_EVENT_BUS_NAME: 'postdate-bus',
       },
       silent,
+      (metric, value) => counted.push({ metric, value }),
     );
   /** Hands the batch over as the event source does: again from the lowest failed record until none fails. */
   async function deliverBatch(produce: ReturnType<typeof produceWith>, batch: DynamoDBRecord[]) {
@@ -412,6 +414,7 @@ describe('the bus as a consumer reads it', () => {
   });
 
   it('retries an entry EventBridge refused (FailedEntryCount) until it is on the bus: none lost, each id once beyond the replay', async () => {
+    counted.length = 0;
     const refusing = await startBus({ refuseOnce: (detail) => detail.type === 'message.retrying' });
     try {
       await deliverBatch(produceWith(refusing.endpoint), all);
@@ -419,6 +422,12 @@ describe('the bus as a consumer reads it', () => {
       const ids = refusing.events().map((event) => (event.detail as { id: string }).id);
       const expected = bus.events().map((event) => (event.detail as { id: string }).id);
       expect([...new Set(ids)].sort()).toEqual([...expected].sort());
+      // An operator sees the refusals as a metric, not only as a WARN line: each refused entry counted.
+      const refusedEntries = refusing.requests.reduce((sum, request) => sum + request.refused, 0);
+      const total = (metric: string) =>
+        counted.filter((one) => one.metric === metric).reduce((sum, one) => sum + one.value, 0);
+      expect(refusedEntries).toBe(2);
+      expect(total('EventsNotPublished')).toBe(refusedEntries);
     } finally {
       await refusing.close();
     }
