@@ -197,5 +197,10 @@ export const WEBHOOK_METRIC = {
    */
   endpointStalled: 'WebhookEndpointStalled',
   eventsPublished: 'EventsPublished',
+  /**
+   * Events the bus refused (an entry's `ErrorCode`) or could not take (the request failed): each one's
+   * stream record is retried, so a count that keeps rising means the bus keeps refusing (decision 0252).
+   */
+  eventsNotPublished: 'EventsNotPublished',
 } as const;
 export type WebhookMetric = (typeof WEBHOOK_METRIC)[keyof typeof WEBHOOK_METRIC];

@@ -162,8 +162,10 @@ async function publish(
       });
     }
     deps.count?.(WEBHOOK_METRIC.eventsPublished, events.length - published.failed.length);
+    if (published.failed.length > 0) deps.count?.(WEBHOOK_METRIC.eventsNotPublished, published.failed.length);
   } catch (error) {
     for (const entry of events) failed.add(entry.sequenceNumber);
+    deps.count?.(WEBHOOK_METRIC.eventsNotPublished, events.length);
     deps.log?.warn('the event bus could not be reached', { error: errorForLog(error) });
   }
 }

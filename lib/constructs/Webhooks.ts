@@ -193,7 +193,7 @@ export class Webhooks extends Construct {
     );
     alarm(
       'EventFailuresNotEmpty',
-      `stream records the event producer gave up on: their events reached no webhook; replay them within ${STREAM_RETENTION_HOURS - EVENTS_STREAM.maxRecordAgeHours} h with \`postdate event-failures redrive\` (runbook §4b)`,
+      `stream records the event producer gave up on: their events may have missed the webhooks, the bus (EventsNotPublished) or both; replay them within ${STREAM_RETENTION_HOURS - EVENTS_STREAM.maxRecordAgeHours} h with \`postdate event-failures redrive\` (runbook §4b)`,
       visible(this.eventFailureQueue),
     );
     for (const [name, fn] of [

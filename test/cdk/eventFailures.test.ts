@@ -43,4 +43,12 @@ describe("the event producer's failures", () => {
     const descriptions = alarms.map((alarm) => String(alarm.Properties.AlarmDescription));
     expect(descriptions.some((text) => text.includes('postdate event-failures redrive'))).toBe(true);
   });
+
+  it('says the given-up events may have missed the bus, not only the webhooks (decision 0252)', () => {
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
+    const description = alarms
+      .map((alarm) => String(alarm.Properties.AlarmDescription))
+      .find((text) => text.includes('postdate event-failures redrive'));
+    expect(description).toMatch(/webhook.*bus|bus.*webhook/);
+  });
 });
