@@ -262,16 +262,25 @@ describe('attachments as users name and encode them (decision 0240)', () => {
       `invoice.${ext}.BZ2`,
     ]);
     const accepted: string[] = [];
-    for (const [index, name] of names.entries()) {
-      const res = await api.call(
-        enqueueEvent(validBody({ attachments: [inline(name, PDF)] }), { key: `x${index}`, tenant }),
+    // About 600 requests: 16 at a time, so that a loaded machine finishes them well inside the deadline.
+    const inFlight = 16;
+    for (let start = 0; start < names.length; start += inFlight) {
+      await Promise.all(
+        names.slice(start, start + inFlight).map(async (name, offset) => {
+          const res = await api.call(
+            enqueueEvent(validBody({ attachments: [inline(name, PDF)] }), {
+              key: `x${start + offset}`,
+              tenant,
+            }),
+          );
+          if (res.status !== 400 || JSON.stringify(res.json.errors).indexOf('/attachments/0/filename') < 0)
+            accepted.push(`${JSON.stringify(name)} → ${res.status}`);
+        }),
       );
-      if (res.status !== 400 || JSON.stringify(res.json.errors).indexOf('/attachments/0/filename') < 0)
-        accepted.push(`${JSON.stringify(name)} → ${res.status}`);
     }
     expect(accepted).toEqual([]);
     expect(await keysUnder(`messages/${tenant}/`)).toEqual([]);
-  });
+  }, 120_000);
 
   it.each([
     [
