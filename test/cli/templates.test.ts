@@ -275,6 +275,50 @@ describe('postdate templates, through the entry point', () => {
     expect(JSON.parse(local.stdout)).toMatchObject({ items: [{ name: 'local-only' }] });
   }, 120_000);
 
+  it('a file that cannot be read is bad usage naming its flag and path (exit 2), never an unexpected error', async () => {
+    // A team's weekly script runs `templates put` from its checkout: a moved file is its mistake
+    // to fix, said as such (decision 0251).
+    const { tableName } = await freshTable('cli-templates-files');
+    const dir = mkdtempSync(join(tmpdir(), 'postdate-templates-'));
+    const missing = join(dir, 'order.html');
+    const runs = [
+      { args: ['put', 'order', '--subject', 'Order', '--html-file', missing], flag: '--html-file' },
+      { args: ['put', 'order', '--subject', 'Order', '--text-file', missing], flag: '--text-file' },
+      { args: ['render', 'order', '--data-file', missing], flag: '--data-file' },
+    ];
+    for (const { args, flag } of runs) {
+      const result = await postdate([
+        '--json',
+        '--table',
+        tableName,
+        'templates',
+        ...args,
+        '--tenant',
+        'acme',
+      ]);
+      expect({ args, code: result.code }).toEqual({ args, code: EXIT.usage });
+      const document = JSON.parse(result.stdout) as { error: { type: string; detail: string } };
+      expect(document.error.type).toBe('urn:postdate:cli:usage');
+      expect(document.error.detail).toBe(`${flag} ${missing} cannot be read: no such file`);
+    }
+    const notJson = join(dir, 'data.json');
+    writeFileSync(notJson, '{order');
+    const render = await postdate([
+      '--json',
+      '--table',
+      tableName,
+      'templates',
+      'render',
+      'order',
+      '--data-file',
+      notJson,
+      '--tenant',
+      'acme',
+    ]);
+    expect(render.code).toBe(EXIT.usage);
+    expect(JSON.parse(render.stdout).error.detail).toBe(`--data-file ${notJson} is not a JSON file`);
+  }, 120_000);
+
   it('`templates show --help` names the flag that picks a version (--version prints the CLI’s)', () => {
     const show = buildProgram()
       .commands.find((command) => command.name() === 'templates')
