@@ -61,13 +61,13 @@ export async function templatesPut(
   });
   if (result.kind === 'contended')
     throw refused('other versions of this template are being stored right now; try again');
-  if (out.json)
-    out.data({
-      name: result.version.name,
-      version: result.version.version,
-      created_at: result.version.created_at,
-    });
-  else out.line(`stored ${result.version.name} version ${result.version.version}`);
+  const { name: stored, version, created_at } = result.version;
+  if (out.json) out.data({ name: stored, version, created_at, unarchived: result.unarchived });
+  else if (result.unarchived)
+    out.line(
+      `stored ${stored} version ${version}; it was archived: new enqueues may use it again (templates archive ${stored} stops them)`,
+    );
+  else out.line(`stored ${stored} version ${version}`);
   return EXIT.ok;
 }
 

@@ -201,6 +201,26 @@ describe('postdate templates', () => {
     );
   });
 
+  it('says when a put brings an archived template back into use, in words and in --json (decision 0026, 0251)', async () => {
+    // A weekly edit of a template someone archived makes new enqueues use it again: the one who
+    // runs the put is told, not left to find out from the mail.
+    const put = { name: 'seasonal', tenant: 'acme', subject: 'Sale {{name}}', textFile: 'welcome.txt' };
+    expect(await templatesPut(deps, put, capture().out)).toBe(EXIT.ok);
+    const first = capture(true);
+    await templatesPut(deps, put, first.out);
+    expect(first.data[0]).toMatchObject({ version: 2, unarchived: false });
+    await templatesArchive(deps, { name: 'seasonal', tenant: 'acme' }, capture().out);
+    const back = capture();
+    expect(await templatesPut(deps, put, back.out)).toBe(EXIT.ok);
+    expect(back.lines.join('\n')).toBe(
+      'stored seasonal version 3; it was archived: new enqueues may use it again (templates archive seasonal stops them)',
+    );
+    await templatesArchive(deps, { name: 'seasonal', tenant: 'acme' }, capture().out);
+    const backJson = capture(true);
+    await templatesPut(deps, put, backJson.out);
+    expect(backJson.data[0]).toMatchObject({ name: 'seasonal', version: 4, unarchived: true });
+  });
+
   it('archive of a name the tenant has no template of is not found, as the API answers 404', async () => {
     await expect(
       templatesArchive(deps, { name: 'nope', tenant: 'local' }, capture().out),
