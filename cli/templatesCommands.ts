@@ -45,8 +45,8 @@ export async function templatesPut(
 ): Promise<ExitCode> {
   const body = {
     subject: input.subject,
-    ...(input.htmlFile ? { html: await deps.readText(input.htmlFile) } : {}),
-    ...(input.textFile ? { text: await deps.readText(input.textFile) } : {}),
+    ...(input.htmlFile ? { html: await readFileOption(deps, '--html-file', input.htmlFile) } : {}),
+    ...(input.textFile ? { text: await readFileOption(deps, '--text-file', input.textFile) } : {}),
     ...(input.description ? { description: input.description } : {}),
   };
   const parsed = await validateTemplatePut(body);
@@ -61,13 +61,13 @@ export async function templatesPut(
   });
   if (result.kind === 'contended')
     throw refused('other versions of this template are being stored right now; try again');
-  if (out.json)
-    out.data({
-      name: result.version.name,
-      version: result.version.version,
-      created_at: result.version.created_at,
-    });
-  else out.line(`stored ${result.version.name} version ${result.version.version}`);
+  const { name: stored, version, created_at } = result.version;
+  if (out.json) out.data({ name: stored, version, created_at, unarchived: result.unarchived });
+  else if (result.unarchived)
+    out.line(
+      `stored ${stored} version ${version}; it was archived: new enqueues may use it again (templates archive ${stored} stops them)`,
+    );
+  else out.line(`stored ${stored} version ${version}`);
   return EXIT.ok;
 }
 
@@ -123,9 +123,10 @@ export async function templatesRender(
   input: { name: string; tenant: string; dataFile: string; version?: number },
   out: Output,
 ): Promise<ExitCode> {
+  const source = await readFileOption(deps, '--data-file', input.dataFile);
   let data: unknown;
   try {
-    data = JSON.parse(await deps.readText(input.dataFile));
+    data = JSON.parse(source);
   } catch {
     throw new UsageError(`--data-file ${input.dataFile} is not a JSON file`);
   }
@@ -177,6 +178,28 @@ export async function templatesArchive(
   else out.line(`archived ${head.name}: no new enqueue may use it; queued messages still render`);
   return EXIT.ok;
 }
+
+/**
+ * A file a flag names, read; one that cannot be read is the caller's to fix (a path moved or
+ * mistyped): bad usage naming the flag, the path and why, not an unexpected error (decision 0251).
+ */
+async function readFileOption(deps: TemplatesDeps, flag: string, path: string): Promise<string> {
+  try {
+    return await deps.readText(path);
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    const why =
+      FILE_ERRORS[typeof code === 'string' ? code : ''] ?? (typeof code === 'string' ? code : 'unreadable');
+    throw new UsageError(`${flag} ${path} cannot be read: ${why}`);
+  }
+}
+
+/** Node's file errors a person meets, in words. */
+const FILE_ERRORS: Readonly<Record<string, string>> = {
+  ENOENT: 'no such file',
+  EACCES: 'permission denied',
+  EISDIR: 'it is a directory',
+};
 
 /** A refusal (exit 1), reported as any failed command's: the line, and with `--json` its document. */
 function refused(detail: string): CliError {

@@ -83,12 +83,23 @@ export class UnprintableValueError extends Error {
  * (`{{#if order.coupon}}`) failed instead of being false like any missing argument (decision 0026).
  * Here a missing parent reads as missing and a value that is not an object has no fields, so an
  * output ends in strict's own error, which carries the location renderTemplate.ts names it by.
- * Renders that succeeded before are unchanged: they never reached either case.
+ * Renders that succeeded before are unchanged: they never reached either case. So does a name the
+ * parent only inherits (`ownsField`).
  */
 function totalLookups(runtime: LookupRuntime): void {
   const { strict, lookupProperty } = runtime;
   runtime.lookupProperty = (parent, name) => (parent == null ? undefined : lookupProperty(parent, name));
-  runtime.strict = (parent, name, loc) => strict(typeof parent === 'object' ? parent : null, name, loc);
+  runtime.strict = (parent, name, loc) => strict(ownsField(parent, name) ? parent : null, name, loc);
+}
+
+/**
+ * Strict mode asks `name in parent`, which a list's or an object's inherited names pass (`map`,
+ * `join`, `keys` of a list), and Handlebars then refuses to read an inherited value: the output was
+ * an empty string, the one strict rendering exists to prevent (DESIGN §10, decision 0251). Only a
+ * field the data holds as its own is found; anything else is missing, and named.
+ */
+function ownsField(parent: unknown, name: string): boolean {
+  return typeof parent === 'object' && parent !== null && Object.hasOwn(parent, name);
 }
 
 /**

@@ -25,7 +25,13 @@ export interface TemplateHead {
 }
 
 export type PutVersionResult =
-  | { readonly kind: 'created'; readonly version: TemplateVersion; readonly head: TemplateHead }
+  | {
+      readonly kind: 'created';
+      readonly version: TemplateVersion;
+      readonly head: TemplateHead;
+      /** The template was archived before this PUT, which un-archived it. */
+      readonly unarchived: boolean;
+    }
   /** Another PUT of the same template took every version number tried: the client may retry. */
   | { readonly kind: 'contended' };
 

@@ -163,7 +163,7 @@ export class DynamoTemplateStore implements TemplateStore {
           archived_at: null,
         };
         this.heads.delete(headCacheKey(input.tenant, input.name));
-        return { kind: 'created', version, head: written };
+        return { kind: 'created', version, head: written, unarchived: head?.archived_at != null };
       } catch (error) {
         // Another PUT took this number (its head condition, or its version item), or holds the
         // items right now: read the head again and try the next number.

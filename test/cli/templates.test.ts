@@ -201,6 +201,26 @@ describe('postdate templates', () => {
     );
   });
 
+  it('says when a put brings an archived template back into use, in words and in --json (decision 0026, 0251)', async () => {
+    // A weekly edit of a template someone archived makes new enqueues use it again: the one who
+    // runs the put is told, not left to find out from the mail.
+    const put = { name: 'seasonal', tenant: 'acme', subject: 'Sale {{name}}', textFile: 'welcome.txt' };
+    expect(await templatesPut(deps, put, capture().out)).toBe(EXIT.ok);
+    const first = capture(true);
+    await templatesPut(deps, put, first.out);
+    expect(first.data[0]).toMatchObject({ version: 2, unarchived: false });
+    await templatesArchive(deps, { name: 'seasonal', tenant: 'acme' }, capture().out);
+    const back = capture();
+    expect(await templatesPut(deps, put, back.out)).toBe(EXIT.ok);
+    expect(back.lines.join('\n')).toBe(
+      'stored seasonal version 3; it was archived: new enqueues may use it again (templates archive seasonal stops them)',
+    );
+    await templatesArchive(deps, { name: 'seasonal', tenant: 'acme' }, capture().out);
+    const backJson = capture(true);
+    await templatesPut(deps, put, backJson.out);
+    expect(backJson.data[0]).toMatchObject({ name: 'seasonal', version: 4, unarchived: true });
+  });
+
   it('archive of a name the tenant has no template of is not found, as the API answers 404', async () => {
     await expect(
       templatesArchive(deps, { name: 'nope', tenant: 'local' }, capture().out),
@@ -273,6 +293,50 @@ describe('postdate templates, through the entry point', () => {
     const local = await postdate(['--local', ...aws, 'templates', 'list']);
     expect(local.code).toBe(EXIT.ok);
     expect(JSON.parse(local.stdout)).toMatchObject({ items: [{ name: 'local-only' }] });
+  }, 120_000);
+
+  it('a file that cannot be read is bad usage naming its flag and path (exit 2), never an unexpected error', async () => {
+    // A team's weekly script runs `templates put` from its checkout: a moved file is its mistake
+    // to fix, said as such (decision 0251).
+    const { tableName } = await freshTable('cli-templates-files');
+    const dir = mkdtempSync(join(tmpdir(), 'postdate-templates-'));
+    const missing = join(dir, 'order.html');
+    const runs = [
+      { args: ['put', 'order', '--subject', 'Order', '--html-file', missing], flag: '--html-file' },
+      { args: ['put', 'order', '--subject', 'Order', '--text-file', missing], flag: '--text-file' },
+      { args: ['render', 'order', '--data-file', missing], flag: '--data-file' },
+    ];
+    for (const { args, flag } of runs) {
+      const result = await postdate([
+        '--json',
+        '--table',
+        tableName,
+        'templates',
+        ...args,
+        '--tenant',
+        'acme',
+      ]);
+      expect({ args, code: result.code }).toEqual({ args, code: EXIT.usage });
+      const document = JSON.parse(result.stdout) as { error: { type: string; detail: string } };
+      expect(document.error.type).toBe('urn:postdate:cli:usage');
+      expect(document.error.detail).toBe(`${flag} ${missing} cannot be read: no such file`);
+    }
+    const notJson = join(dir, 'data.json');
+    writeFileSync(notJson, '{order');
+    const render = await postdate([
+      '--json',
+      '--table',
+      tableName,
+      'templates',
+      'render',
+      'order',
+      '--data-file',
+      notJson,
+      '--tenant',
+      'acme',
+    ]);
+    expect(render.code).toBe(EXIT.usage);
+    expect(JSON.parse(render.stdout).error.detail).toBe(`--data-file ${notJson} is not a JSON file`);
   }, 120_000);
 
   it('`templates show --help` names the flag that picks a version (--version prints the CLI’s)', () => {

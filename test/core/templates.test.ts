@@ -318,6 +318,35 @@ describe('rendering a message', () => {
     });
   });
 
+  it('reads only what the data holds: a name a list or an object inherits (`items.map`, `tags.join`, `@root.order.keys`) is a lacking variable, never an empty string', () => {
+    const cases: [string, Record<string, unknown>][] = [
+      ['items.map', { items: [1, 2] }],
+      ['tags.join', { tags: ['a'] }],
+      ['order.lines.entries', { order: { lines: [] } }],
+      ['@root.order.values', { order: [] }],
+    ];
+    for (const [variable, data] of cases) {
+      const message = `lacks \`${variable}\`, which the text template uses (line 1, column 10)`;
+      expect(render({ text: `Items: {{${variable}}}` }, data), variable).toEqual({
+        ok: false,
+        errors: [{ field: '/data', message }],
+      });
+    }
+    // Inside a loop, over a list of lists: the same.
+    const inLoop = render({ text: '{{#each rows}}{{this.map}}{{/each}}' }, { rows: [[1]] });
+    expect(inLoop.ok).toBe(false);
+    if (!inLoop.ok) expect(inLoop.errors[0]?.message).toContain('`this.map`');
+    // What a list or an object holds as its own still prints: a list's length, an index, a key.
+    expect(
+      render({ text: '{{items.length}} {{items.[0]}} {{order.keys}}' }, { items: ['a'], order: { keys: 2 } }),
+    ).toEqual({ ok: true, value: { subject: 'Hello', text: '1 a 2', html: null } });
+    // A block argument that the data lacks stays false, as any missing one (decision 0026).
+    expect(render({ text: '{{#if items.map}}x{{else}}y{{/if}}' }, { items: [1] })).toEqual({
+      ok: true,
+      value: { subject: 'Hello', text: 'y', html: null },
+    });
+  });
+
   it('keeps prototype access out even when the data has such keys of its own', () => {
     const data = JSON.parse(
       '{"__proto__": {"polluted": "yes"}, "constructor": "own", "name": "Ada"}',
