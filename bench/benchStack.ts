@@ -20,6 +20,8 @@ export async function startBenchStack(
     dynamodbJvm?: 'fast-start' | 'peak';
     /** Count the sandboxed functions' AWS requests too (bench/sandboxRequestCounter.ts). */
     countSandboxRequests?: boolean;
+    /** The front end's authorizer cache (API Gateway's `resultsCacheTtl`); 0 invokes it per request. */
+    authorizerCacheTtlMs?: number;
   } = {},
 ): Promise<LocalStack> {
   const config = loadConfig({ ...env }, 'local');
@@ -31,6 +33,9 @@ export async function startBenchStack(
     sweepIntervalMs: 3_600_000,
     ...(options.dynamodbJvm ? { dynamodbJvm: options.dynamodbJvm } : {}),
     ...(options.countSandboxRequests ? { functionPreload: [SANDBOX_COUNTER] } : {}),
+    ...(options.authorizerCacheTtlMs === undefined
+      ? {}
+      : { authorizerCacheTtlMs: options.authorizerCacheTtlMs }),
   });
 }
 

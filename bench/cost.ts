@@ -125,7 +125,8 @@ type FunctionName = keyof typeof FUNCTION_MEMORY_MB;
  * `busy`: a steady stream — the relay gets full batches of 100 stream records, the sender and its
  * event source 10 copies per invocation, receive and delete, the relay's SendMessageBatch 10
  * entries, and API Gateway answers from its authorizer cache (30 s per key by default); Lambda's
- * START/END/REPORT lines then come once per batch. Same counted requests and units either way.
+ * START/END/REPORT lines then come once per batch. Same counted requests and units either way, but
+ * the authorizer's: busy, it is not invoked and reads nothing (decision 0250).
  */
 export type Traffic = 'alone' | 'busy';
 
@@ -192,7 +193,9 @@ export async function cost(options: BenchOptions): Promise<BenchResult> {
       // The relay's second copy of an immediate message is counted: its lease is waited out.
       ...SHORT_LEASE_ENV,
     },
-    { quiet: false, countSandboxRequests: true },
+    // The authorizer invoked at every request, as alone (API Gateway's cache off) bills it: its key
+    // read counted once per enqueue, not once per 30 s of the run (decision 0250).
+    { quiet: false, countSandboxRequests: true, authorizerCacheTtlMs: 0 },
   );
   const rows: BenchRow[] = [];
   const scenarios: ScenarioBill[] = [];
@@ -205,7 +208,7 @@ export async function cost(options: BenchOptions): Promise<BenchResult> {
     scenarios: {} as Record<string, unknown>,
   };
   try {
-    // Warm every function once so cold-start reads (API key lookups are per request anyway) do not
+    // Warm every function once so cold-start reads (API key lookups are per request: no cache) do not
     // land in the first scenario, then let the pipeline go quiet.
     const warm = await enqueue(stack, { bodyBytes: 10, key: `cost-warm-${Date.now()}` });
     await waitForDelivery(stack, [warm.id], 30_000);
@@ -472,7 +475,7 @@ function laneShare(fn: FunctionName): number {
 }
 
 export function billOf(
-  requests: readonly CountedRequest[],
+  countedRequests: readonly CountedRequest[],
   logBytes: number | LogBytes,
   messages: number,
   traffic: Traffic = 'alone',
@@ -481,6 +484,9 @@ export function billOf(
   busEvents: BusEvents = BUS_EVENTS_DEFAULT,
 ): CostLine[] {
   const busy = traffic === 'busy';
+  // Busy, API Gateway answers from its authorizer cache: the authorizer is not invoked, so it reads
+  // nothing. Alone (the cache off) it reads the key at every request: it caches no allowance (0249).
+  const requests = busy ? countedRequests.filter((r) => r.origin !== 'authorizer') : countedRequests;
   /** Requests that carry a batch: one per message alone, one per full batch when busy. */
   const batched = (entries: number, perBatch: number) => (busy ? entries / perBatch : entries);
   const lines: CostLine[] = [];

@@ -106,6 +106,8 @@ export function startApiFrontEnd(options: {
   readonly functions: InProcessFunctions;
   readonly readiness: () => Promise<Readiness>;
   readonly log: (line: string) => void;
+  /** API Gateway's authorizer cache TTL; absent: the deployed default. */
+  readonly authorizerCacheTtlMs?: number;
 }): Promise<HttpFrontEnd> {
   return startHttpFrontEnd({
     port: options.port,
@@ -116,5 +118,8 @@ export function startApiFrontEnd(options: {
     authorizer: options.functions.authorizer.entry,
     readiness: options.readiness,
     log: (line) => options.log(`http: ${line}`),
+    ...(options.authorizerCacheTtlMs === undefined
+      ? {}
+      : { authorizerCacheTtlMs: options.authorizerCacheTtlMs }),
   });
 }

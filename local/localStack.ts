@@ -320,6 +320,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       functions: inProcess,
       readiness,
       log,
+      ...(options.authorizerCacheTtlMs === undefined
+        ? {}
+        : { authorizerCacheTtlMs: options.authorizerCacheTtlMs }),
     });
     started.push({ name: 'the HTTP front end', stop: () => frontEnd.stop() });
     // The event producer and the delivery function warmed beside the sweep and the front end, and

@@ -40,6 +40,11 @@ export interface LocalStackOptions {
   /** How often the sweeper runs after the one at start. */
   readonly sweepIntervalMs?: number;
   /**
+   * The front end's authorizer cache, as API Gateway's `resultsCacheTtl` (0: the authorizer at every
+   * request, as the cost benchmark bills a lone message). @default AUTHORIZER_CACHE_TTL_MS (30 s)
+   */
+  readonly authorizerCacheTtlMs?: number;
+  /**
    * Fault hooks of the Scheduler emulator (chaos runs): fire a schedule twice, or late, or fail a
    * delivery attempt. See `SchedulerFaults`.
    */

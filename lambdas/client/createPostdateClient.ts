@@ -119,7 +119,8 @@ export interface PostdateClient {
    * `message` or `problem`). Permissive by default; `mode: 'strict'` throws the 400 and enqueues
    * nothing when one item is invalid. Retried like an enqueue: every item carries its key. An item
    * whose write failed (500/503 in the 200) is retried as an enqueue's 5xx is: the same batch is sent
-   * again (the stored items replay) up to `retry.maxAttempts` times with backoff, and each item keeps
+   * again (the stored items replay), within `retry.maxAttempts` requests for the whole call (its 5xx
+   * retries among them) with backoff, and each item keeps
    * its first answer unless that was the failure; one still failing is answered with its 5xx.
    */
   enqueueBatch(request: BatchEnqueueRequest, options?: CallOptions): Promise<BatchEnqueueResponse>;
@@ -247,18 +248,15 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
   const now = options.now ?? (() => new Date());
   const random = options.random ?? Math.random;
   const sleep = options.sleep ?? sleepUnlessAborted;
-  const unchecked = createClient<paths>({
-    baseUrl: options.baseUrl.replace(/\/+$/, ''),
-    headers: { Authorization: `Bearer ${options.apiKey}` },
-    fetch: retryingFetch({
-      policy,
-      timeoutMs,
-      fetch: options.fetch ?? ((request) => globalThis.fetch(request)),
-      random,
-      now,
-      sleep,
-    }),
-  });
+  const fetchOnce = options.fetch ?? ((request: Request) => globalThis.fetch(request));
+  /** The API through retryingFetch: up to `maxAttempts` requests a call, each through `fetch`. */
+  const clientOf = (maxAttempts: number, fetch: (request: Request) => Promise<Response>) =>
+    createClient<paths>({
+      baseUrl: options.baseUrl.replace(/\/+$/, ''),
+      headers: { Authorization: `Bearer ${options.apiKey}` },
+      fetch: retryingFetch({ policy: { ...policy, maxAttempts }, timeoutMs, fetch, random, now, sleep }),
+    });
+  const unchecked = clientOf(policy.maxAttempts, fetchOnce);
   const http = withCheckedHeaders(unchecked);
   const newKey = options.newIdempotencyKey ?? (() => globalThis.crypto.randomUUID());
 
@@ -309,10 +307,23 @@ export function createPostdateClient(options: PostdateClientOptions): PostdateCl
       return { message, idempotencyKey, replayed };
     },
     async enqueueBatch(request, callOptions = {}) {
-      const send = () => unwrap(http.POST('/v1/messages/batch', { body: request, ...signalOf(callOptions) }));
+      // One budget of `maxAttempts` requests for the whole call, whatever sent them again (a 5xx, an
+      // item's 5xx): a struggling store gets no more than an enqueue gives it (decision 0250).
+      let requests = 0;
+      const counted = (sent: Request) => {
+        requests += 1;
+        return fetchOnce(sent);
+      };
+      const send = () =>
+        unwrap(
+          withCheckedHeaders(clientOf(policy.maxAttempts - requests, counted)).POST('/v1/messages/batch', {
+            body: request,
+            ...signalOf(callOptions),
+          }),
+        );
       let answer = await send();
-      for (let attempt = 1; attempt < policy.maxAttempts && hasFailedItems(answer.results); attempt++) {
-        await sleep(backoffDelayMs(attempt - 1, policy, random), callOptions.signal ?? NEVER_ABORTED);
+      while (requests < policy.maxAttempts && hasFailedItems(answer.results)) {
+        await sleep(backoffDelayMs(requests - 1, policy, random), callOptions.signal ?? NEVER_ABORTED);
         let again: BatchEnqueueResponse;
         try {
           again = await send();

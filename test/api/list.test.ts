@@ -90,6 +90,21 @@ describe('GET /v1/messages', () => {
     expect(response.json.errors).toEqual([{ field: 'cursor', message: expect.any(String) }]);
   });
 
+  it('goes on from a cursor issued before the tenant mark (0247): a script paging through a deploy loses nothing (decision 0250)', async () => {
+    const first = await api.call(list({ limit: '7' }));
+    const issued = JSON.parse(
+      Buffer.from(String(first.json.next_cursor), 'base64url').toString('utf8'),
+    ) as Record<string, unknown>;
+    // The cursor as the version before 0247 issued it: {"v":1,"s":…,"p":[…]}, no `t`.
+    const { t: _mark, ...before } = issued;
+    const cursor = Buffer.from(JSON.stringify(before), 'utf8').toString('base64url');
+    const second = await api.call(list({ limit: '7', cursor }));
+    expect(second.status).toBe(200);
+    const rest = await listAll(api, { limit: '7', cursor });
+    const ids = [...(first.json.items as { id: string }[]).map((item) => item.id), ...rest];
+    expect(ids).toEqual([...created].reverse());
+  });
+
   it('refuses limits outside 1–100', async () => {
     for (const limit of ['0', '101', '-1', '2.5', 'ten']) {
       const response = await api.call(list({ limit }));

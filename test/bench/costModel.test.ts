@@ -106,6 +106,19 @@ describe('the cost model: a lone message and a busy stream', () => {
     }
     expect(total(busy)).toBeLessThan(total(alone));
   });
+
+  it("bills the authorizer's key read once per request alone, and none when busy: API Gateway answers from its cache (decision 0250)", () => {
+    // The authorizer caches no allowance (decision 0249): each invocation reads the key, consistently.
+    const keyReads = Array.from({ length: 10 }, () =>
+      request({ origin: 'authorizer', service: 'DynamoDB', command: 'GetItem', readUnits: 1 }),
+    );
+    const reads = (bill: CostLine[]) => line(bill, 'authorizer DynamoDB.GetItem')?.quantity;
+    expect(reads(billOf([...tenAlone(), ...keyReads], 0, 10))).toBe(1);
+    // Busy, the authorizer is not invoked (no invocation billed): nor is the read it would make.
+    const busy = billOf([...tenAlone(), ...keyReads], 0, 10, 'busy');
+    expect(reads(busy)).toBeUndefined();
+    expect(total(busy)).toBeCloseTo(total(billOf(tenAlone(), 0, 10, 'busy')), 10);
+  });
 });
 
 describe('the cost model: a busy invocation as Lambda bills it (issue 32)', () => {

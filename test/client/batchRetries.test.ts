@@ -135,4 +135,34 @@ describe('enqueueBatch sends again what failed inside its 200', () => {
     await once.enqueueBatch({ messages: [order('a'), order('b')] });
     expect(refusedOnly.seen).toHaveLength(1);
   });
+
+  it('makes at most maxAttempts requests in all: a resend answered 503 spends the same attempts (decision 0250)', async () => {
+    const problem = {
+      type: 'urn:postdate:problem:unavailable',
+      title: 'Try again',
+      status: 503,
+      detail: 'Busy.',
+    };
+    const itemFailed: Answer = (response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ results: [{ index: 0, status: 503, problem }] }));
+    };
+    const down: Answer = (response) => {
+      response.writeHead(503, { 'content-type': 'application/problem+json' });
+      response.end(JSON.stringify(problem));
+    };
+    // The store is struggling: an item's write fails, then the whole request, again and again.
+    const server = await scriptedServer([itemFailed, down, down, itemFailed, down, down, itemFailed]);
+    const client = createPostdateClient({
+      baseUrl: server.url,
+      apiKey: 'pd_batch-retry-spec',
+      random: () => 0.5,
+      sleep: async () => {},
+      retry: { maxAttempts: 3 },
+    });
+    const answer = await client.enqueueBatch({ messages: [order('a')] });
+    // The first answer stands for the item still failing; a struggling store gets no more than 3.
+    expect(answer.results.map((result) => result.status)).toEqual([503]);
+    expect(server.seen).toHaveLength(3);
+  });
 });

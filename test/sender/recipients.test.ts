@@ -1,5 +1,8 @@
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { messagePk } from '../../lambdas/store/messageRecord.js';
 import { messageView } from '../../lambdas/store/messageView.js';
+import { ITEM_SORT_KEY } from '../../lambdas/store/tableLayout.js';
 import {
   contextWithRemaining,
   createSenderRig,
@@ -200,5 +203,47 @@ describe('the sender, recipient by recipient', () => {
     ]);
     // Ada's message takes the burst's one recipient; Bob's waits one second for its own, not two.
     expect(rig.sleeps.reduce((sum, milliseconds) => sum + milliseconds, 0)).toBe(1000);
+  });
+
+  /**
+   * `rcpt_places` is the rate's count only (decision 0248): who is sent to is the envelope's and the
+   * progress's business. A record whose `rcpt_places` is wrong (here: every place one mailbox) still
+   * sends each mailbox one RCPT TO and settles every place: nobody skipped, nobody twice (0250).
+   */
+  it('sends every mailbox once whatever rcpt_places says: it counts the rate, it never picks the recipients', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script();
+    const answer = await enqueueThroughApi(
+      world,
+      `places-wrong-${Math.random()}`,
+      {
+        from: 'ops@example.com',
+        to: ['ada@example.org', 'bob@example.org'],
+        bcc: ['ADA@Example.ORG'],
+        subject: 'Hi',
+        text: 'Hi.',
+      },
+      rig.clock.now,
+    );
+    expect(answer.status).toBe(202);
+    const id = String(answer.json.id);
+    expect((await rig.state(id)).rcpt_places).toEqual([0, 1, 0]);
+    await world.documents.send(
+      new UpdateCommand({
+        TableName: world.tableName,
+        Key: { pk: messagePk(id), sk: ITEM_SORT_KEY.messageState },
+        UpdateExpression: 'SET rcpt_places = :wrong',
+        ExpressionAttributeValues: { ':wrong': [0, 0, 0] },
+      }),
+    );
+    await rig.dispatch({ id, rev: 1 });
+    const records = await rig.receive({ max: 1, waitSeconds: 3 });
+    expect(records).toHaveLength(1);
+    await rig.run(records, rig.newHandler(), contextWithRemaining(60_000));
+
+    const state = await rig.state(id);
+    expect(state.status).toBe('sent');
+    expect(state.rcpt_accepted).toEqual([0, 1, 2]);
+    expect(rig.received(id).map((copy) => copy.to)).toEqual([['ada@example.org', 'bob@example.org']]);
   });
 });

@@ -122,7 +122,8 @@ export interface MessageListing {
  * one entry of `p` per index shard: `null` (not started), a sort key `{created_at}#{id}` (continue
  * after it) or `0` (exhausted). `t` marks the tenant id it was issued for (a hash, so the cursor
  * names no tenant): another tenant's cursor, or the other side's of test mode, is refused rather
- * than taken as a place to start. The tenant itself always comes from the authorizer.
+ * than taken as a place to start; one without `t` (issued before it) is taken. The tenant itself
+ * always comes from the authorizer.
  */
 const SORT_KEY = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z#[0-9A-Za-z_-]{1,32}$/;
 
@@ -160,7 +161,9 @@ export function decodeListCursor(
   }
   if (typeof value !== 'object' || value === null) return null;
   const { v, t, s, p } = value as Record<string, unknown>;
-  if (v !== 1 || t !== tenantMark(listing.tenant) || s !== listing.status) return null;
+  // No `t`: issued before the mark (decision 0247), to a script that may be paging through the deploy;
+  // the tenant comes from the authorizer, so it pages only the caller's own messages (decision 0250).
+  if (v !== 1 || (t !== undefined && t !== tenantMark(listing.tenant)) || s !== listing.status) return null;
   if (!Array.isArray(p) || p.length !== shards) return null;
   const positions: ShardPosition[] = [];
   for (const entry of p) {
