@@ -76,7 +76,7 @@ export function messageIdHeader(id: string, domain: string): string {
 /**
  * What holds a waiting message of this kind (undefined: none in `tags.kind`), by the sender's own
  * rule (`isPaused`, core/relayBreaker.ts), and the command that lets it go; null when nothing does.
- * A pause of its kind is named before a pause of everything: resuming everything leaves it held.
+ * A pause of its kind is named first, and its `resume --kind`: that lifts this pause and no other.
  */
 export function heldInWords(pause: PauseState, kind: string | undefined): string | null {
   if (!isPaused(pause, kind)) return null;
