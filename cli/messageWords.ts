@@ -4,6 +4,7 @@
  */
 import type { MessageStatus } from '../lambdas/core/messageStatus.js';
 import type { ErrorClass } from '../lambdas/core/postdateError.js';
+import { isPaused, type PauseState } from '../lambdas/core/relayBreaker.js';
 
 export const STATUS_WORDS: Readonly<Record<MessageStatus, (id: string) => string>> = {
   scheduled: () => 'accepted, waiting for its send time (in the scheduler or delayed in SQS)',
@@ -70,4 +71,21 @@ export const ERROR_CLASS_WORDS: Readonly<Record<ErrorClass, string>> = {
 /** The Message-ID every attempt of a message carries (DESIGN §5): what to search the relay's logs for. */
 export function messageIdHeader(id: string, domain: string): string {
   return `<${id}@${domain}>`;
+}
+
+/**
+ * What holds a waiting message of this kind (undefined: none in `tags.kind`), by the sender's own
+ * rule (`isPaused`, core/relayBreaker.ts), and the command that lets it go; null when nothing does.
+ * A pause of its kind is named first, and its `resume --kind`: that lifts this pause and no other.
+ */
+export function heldInWords(pause: PauseState, kind: string | undefined): string | null {
+  if (!isPaused(pause, kind)) return null;
+  const own = kind !== undefined && Object.hasOwn(pause.kinds, kind) ? pause.kinds[kind] : undefined;
+  if (own !== undefined) {
+    return `sending is paused for kind ${kind} since ${own.at} (${own.reason}): postdate sending resume --kind ${kind}`;
+  }
+  const all = pause.all;
+  return all === undefined
+    ? null
+    : `sending is paused (everything) since ${all.at} (${all.reason}): postdate sending resume`;
 }

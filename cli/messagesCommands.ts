@@ -12,10 +12,11 @@ import type { ApiStore, TransitionResult } from '../lambdas/ports/ApiStore.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import { expiresAtAfter, type MessageStateRecord } from '../lambdas/store/messageRecord.js';
 import { messageView } from '../lambdas/store/messageView.js';
+import { readRelayGates } from '../lambdas/store/sendingGate.js';
 import { readStateRecord } from '../lambdas/store/stateReads.js';
 import { NotFoundError, UsageError, withNextStep } from './cliErrors.js';
 import { assertMessageIds } from './deadLetters/chosenIds.js';
-import { ERROR_CLASS_WORDS, messageIdHeader, statusInWords } from './messageWords.js';
+import { ERROR_CLASS_WORDS, heldInWords, messageIdHeader, statusInWords } from './messageWords.js';
 import {
   type Column,
   formatDuration,
@@ -193,8 +194,16 @@ export interface ShowReport {
   };
   readonly message_id_header: string;
   /** The status and the last error, in words, with the next command to run. */
-  readonly explanation: { readonly status: string; readonly last_error: string | null };
+  readonly explanation: {
+    readonly status: string;
+    readonly last_error: string | null;
+    /** A waiting message (`scheduled`, `retrying`) that a pause holds: which, and what resumes it (0253). */
+    readonly held: string | null;
+  };
 }
+
+/** The statuses whose copies wait for the sending gate: a pause holds only these. */
+const WAITING: ReadonlySet<MessageStatus> = new Set(['scheduled', 'retrying']);
 
 /** The local time, zone and quiet hours exactly as the API's message view derives them. */
 function localTimeOf(state: MessageStateRecord) {
@@ -226,6 +235,9 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
     explanation: {
       status: statusInWords(state, deps.now()),
       last_error: error === null ? null : errorInWords(error),
+      held: WAITING.has(state.status)
+        ? heldInWords((await readRelayGates(deps.documents, deps.tableName, [])).pause, state.tags?.kind)
+        : null,
     },
   };
   if (out.json) {
@@ -260,6 +272,7 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
     ['tags', pairs(m.tags)],
     ['metadata', pairs(m.metadata)],
     ['last error', report.explanation.last_error ?? '-'],
+    ...(report.explanation.held ? ([['held', report.explanation.held]] as const) : []),
   ]);
   out.line('');
   out.line(paint(out, 'bold', 'history'));

@@ -29,7 +29,7 @@ import { isWebhookDeliveryId, isWebhookDeliveryStatus, WEBHOOK_LIMITS } from '..
 import type { WebhookDelivery, WebhookQueue, WebhookStore } from '../lambdas/ports/Webhooks.js';
 import { DynamoWebhookStore } from '../lambdas/store/webhookStore.js';
 import { CliError, EXIT, NotFoundError, UsageError } from './cliErrors.js';
-import { type CommandAction, type CommandContext, pageSize } from './commandAction.js';
+import { type CommandAction, type CommandContext, pageSize, tenantOf } from './commandAction.js';
 import { type Output, printFields, printTable } from './output.js';
 import { type QueueRef, queueUrlOf, type ResourceRefs, type TargetMode } from './target.js';
 
@@ -364,28 +364,30 @@ export function registerWebhooksCommands(program: Command, action: CommandAction
     '--webhook-queue-url <url>',
     "the webhook queue (default: the stack's WebhookQueueUrl with --stack, else POSTDATE_WEBHOOK_QUEUE_URL, locally the local stack's)",
   ] as const;
-  /** `show`, `delete`: `<endpoint> --tenant T`, nothing else. */
+  /** Every command's tenant: `--tenant`, or `local` on the local stack (`tenantOf`, as templates'). */
+  const tenantOption = ['--tenant <tenant>', 'the tenant (default on the local stack: local)'] as const;
+  /** `show`, `delete`: `<endpoint> [--tenant T]`, nothing else. */
   const onEndpoint = (
     run: (deps: WebhooksDeps, options: { tenant: string; endpoint: string }, out: Output) => Promise<void>,
   ) =>
-    action(async (context, endpoint: string, options: { tenant: string }) => {
-      await run(await deps(context), { tenant: options.tenant, endpoint }, context.out);
+    action(async (context, endpoint: string, options: { tenant?: string }) => {
+      await run(await deps(context), { tenant: tenantOf(context, options.tenant), endpoint }, context.out);
       return EXIT.ok;
     });
   webhooks
     .command('list')
     .description("a tenant's endpoints (never their secrets)")
-    .requiredOption('--tenant <tenant>', 'the tenant')
+    .option(...tenantOption)
     .action(
-      action(async (context, options: { tenant: string }) => {
-        await webhooksList(await deps(context), options.tenant, context.out);
+      action(async (context, options: { tenant?: string }) => {
+        await webhooksList(await deps(context), tenantOf(context, options.tenant), context.out);
         return EXIT.ok;
       }),
     );
   webhooks
     .command('create')
     .description("subscribe an endpoint to the tenant's events; its signing secret is shown once")
-    .requiredOption('--tenant <tenant>', 'the tenant')
+    .option(...tenantOption)
     .requiredOption(
       '--url <url>',
       'where events are POSTed: https to a public address (locally http to loopback too)',
@@ -396,9 +398,10 @@ export function registerWebhooksCommands(program: Command, action: CommandAction
       action(
         async (
           context,
-          options: { tenant: string; url: string; events?: string[]; description?: string },
+          options: { tenant?: string; url: string; events?: string[]; description?: string },
         ) => {
-          await webhooksCreate(await deps(context), options, context.out);
+          const tenant = tenantOf(context, options.tenant);
+          await webhooksCreate(await deps(context), { ...options, tenant }, context.out);
           return EXIT.ok;
         },
       ),
@@ -407,23 +410,24 @@ export function registerWebhooksCommands(program: Command, action: CommandAction
     .command('show')
     .description('one endpoint (never its secret) with its delivery counts')
     .argument('<endpoint>')
-    .requiredOption('--tenant <tenant>', 'the tenant')
+    .option(...tenantOption)
     .action(onEndpoint(webhooksShow));
   webhooks
     .command('delete')
     .description('remove an endpoint; its queued deliveries stop')
     .argument('<endpoint>')
-    .requiredOption('--tenant <tenant>', 'the tenant')
+    .option(...tenantOption)
     .action(onEndpoint(webhooksDelete));
   webhooks
     .command('test')
     .description('deliver a webhook.test event now (as POST /v1/webhooks/{id}/test)')
     .argument('<endpoint>')
-    .requiredOption('--tenant <tenant>', 'the tenant')
+    .option(...tenantOption)
     .option(...webhookQueueOption)
     .action(
-      action(async (context, endpoint: string, options: { tenant: string; webhookQueueUrl?: string }) => {
-        await webhooksTest(await deps(context, options), { tenant: options.tenant, endpoint }, context.out);
+      action(async (context, endpoint: string, options: { tenant?: string; webhookQueueUrl?: string }) => {
+        const tenant = tenantOf(context, options.tenant);
+        await webhooksTest(await deps(context, options), { tenant, endpoint }, context.out);
         return EXIT.ok;
       }),
     );
@@ -431,7 +435,7 @@ export function registerWebhooksCommands(program: Command, action: CommandAction
     .command('deliveries')
     .description("an endpoint's deliveries, newest first, a page at a time")
     .argument('<endpoint>')
-    .requiredOption('--tenant <tenant>', 'the tenant')
+    .option(...tenantOption)
     .option('--status <status>', 'pending|delivered|failed', deliveryStatus)
     .option(
       '--limit <n>',
@@ -450,9 +454,10 @@ export function registerWebhooksCommands(program: Command, action: CommandAction
         async (
           context,
           endpoint: string,
-          options: { tenant: string; status?: string; limit: number; after?: string; all?: boolean },
+          options: { tenant?: string; status?: string; limit: number; after?: string; all?: boolean },
         ) => {
-          await webhooksDeliveries(await deps(context), { ...options, endpoint }, context.out);
+          const tenant = tenantOf(context, options.tenant);
+          await webhooksDeliveries(await deps(context), { ...options, tenant, endpoint }, context.out);
           return EXIT.ok;
         },
       ),
@@ -461,10 +466,11 @@ export function registerWebhooksCommands(program: Command, action: CommandAction
     .command('rotate-secret')
     .description('a new signing secret; the previous one signs beside it for 24 h')
     .argument('<endpoint>')
-    .requiredOption('--tenant <tenant>', 'the tenant')
+    .option(...tenantOption)
     .action(
-      action(async (context, endpoint: string, options: { tenant: string }) => {
-        await webhooksRotateSecret(await deps(context), { tenant: options.tenant, endpoint }, context.out);
+      action(async (context, endpoint: string, options: { tenant?: string }) => {
+        const tenant = tenantOf(context, options.tenant);
+        await webhooksRotateSecret(await deps(context), { tenant, endpoint }, context.out);
         return EXIT.ok;
       }),
     );
@@ -473,7 +479,7 @@ export function registerWebhooksCommands(program: Command, action: CommandAction
     .description('deliver a failed delivery again (as POST /v1/webhooks/{id}/deliveries/{delivery}/retry)')
     .argument('<endpoint>')
     .argument('<delivery>')
-    .requiredOption('--tenant <tenant>', 'the tenant')
+    .option(...tenantOption)
     .option(...webhookQueueOption)
     .action(
       action(
@@ -481,11 +487,11 @@ export function registerWebhooksCommands(program: Command, action: CommandAction
           context,
           endpoint: string,
           delivery: string,
-          options: { tenant: string; webhookQueueUrl?: string },
+          options: { tenant?: string; webhookQueueUrl?: string },
         ) => {
           await webhooksRetry(
             await deps(context, options),
-            { tenant: options.tenant, endpoint, delivery },
+            { tenant: tenantOf(context, options.tenant), endpoint, delivery },
             context.out,
           );
           return EXIT.ok;

@@ -39,6 +39,8 @@ export interface SelectiveRedriveReport {
   readonly moved: readonly Pick<DispatchPayload, 'id' | 'rev'>[];
   /** Requested ids with no copy in the DLQ that redrives them. */
   readonly notFound: readonly string[];
+  /** Of `notFound`, those whose message is in the table and not `dead`: nothing to redrive (0253). */
+  readonly notDead: readonly { readonly id: string; readonly status: string }[];
   /** Copies of requested ids that no redrive can send (the sender drops them): deleted (in a dry run: would be). */
   readonly stale: readonly StaleCopy[];
   /** Copies found but not moved because the send queue refused them (they stay in the DLQ). */
@@ -130,12 +132,18 @@ async function redriveIds(
     failed.push({ id: copy.id, rev: copy.rev });
     return 'refused';
   });
+  const notDead: { id: string; status: string }[] = [];
+  for (const id of scan.notFound) {
+    const record = await readStateRecord(deps.table.documents, deps.table.tableName, id);
+    if (record !== undefined && record.status !== 'dead') notDead.push({ id, status: record.status });
+  }
   return {
     mode: 'ids',
     dryRun,
     requested: [...ids],
     moved: scan.handled,
     notFound: scan.notFound,
+    notDead,
     stale,
     failed,
     scanned: scan.scanned,
@@ -167,8 +175,14 @@ function renderRedrive(report: RedriveReport, out: Output): void {
       `${report.dryRun ? 'would delete' : 'deleted'} a stale copy of ${copy.id} (rev ${copy.rev}): ${copy.reason}`,
     );
   }
-  if (report.notFound.length > 0) {
-    out.warn(paint(out, 'red', notInTheDeadLetterQueue(report.notFound, 'retry')));
+  if (report.notDead.length > 0) {
+    const each = report.notDead.map(({ id, status }) => `${id} is ${status}`).join(', ');
+    out.warn(paint(out, 'red', `${each}: not dead, nothing to redrive (postdate messages show <id>)`));
+  }
+  const notDead = new Set(report.notDead.map(({ id }) => id));
+  const missing = report.notFound.filter((id) => !notDead.has(id));
+  if (missing.length > 0) {
+    out.warn(paint(out, 'red', notInTheDeadLetterQueue(missing, 'retry')));
   }
   if (report.failed.length > 0) {
     out.warn(paint(out, 'red', `the send queue refused: ${report.failed.map((copy) => copy.id).join(', ')}`));

@@ -54,6 +54,12 @@ const REPLY_SHAPES: readonly ReplyShape[] = [
     relays: 'Postfix, SendGrid, Mailjet, Postfix-like relays',
     pattern: /^250 (?:[245]\.\d{1,3}\.\d{1,3} )?(?:Ok|OK|ok):? queued as ([A-Za-z0-9][A-Za-z0-9._-]*)$/,
   },
+  {
+    // 250 Message queued as 16uyqwtv: MailDev, `npm start`'s relay; the id is the mail's in its
+    // viewer (`GET /api/email/{id}`), 8 of a-z 0-9 (@maildev/core makeId; decision 0253).
+    relays: 'MailDev (the local stack)',
+    pattern: /^250 Message queued as ([a-z0-9]{8})$/,
+  },
 ];
 
 /**

@@ -128,6 +128,39 @@ describe('postdate dlq redrive --ids', () => {
     ]);
   });
 
+  it('says of a requested message that is not dead its status and that there is nothing to redrive, not how the sweeper remakes a dead copy (decision 0253)', async () => {
+    // README: `dlq redrive --ids "$ID" --dry-run` right after the first message was sent. The id is
+    // not in the DLQ because the message is `sent`; the sweeper advice is for a dead one.
+    const t = await deadLetteredCopies(1);
+    const sent = messageId(40);
+    const scheduled = messageId(41);
+    const deadWithoutCopy = messageId(42);
+    await seedMessages(t.documents, t.tableName, [
+      { id: sent, status: 'sent', rev: 1, createdAt: NOW.toISOString() },
+      { id: scheduled, status: 'scheduled', rev: 2, createdAt: NOW.toISOString() },
+      { id: deadWithoutCopy, status: 'dead', rev: 1, createdAt: NOW.toISOString() },
+    ]);
+    const ids = [sent, scheduled, deadWithoutCopy, messageId(99)];
+
+    const json = memoryOutput({ json: true });
+    const report = await dlqRedrive(t.deps, { ids, dryRun: true }, json);
+    expect(report).toMatchObject({
+      notFound: ids,
+      notDead: [
+        { id: sent, status: 'sent' },
+        { id: scheduled, status: 'scheduled' },
+      ],
+    });
+    expect(redriveSucceeded(report)).toBe(false);
+
+    const people = memoryOutput();
+    await dlqRedrive(t.deps, { ids, dryRun: true }, people);
+    const said = people.warnings.join('\n');
+    expect(said).toContain(`${sent} is sent, ${scheduled} is scheduled: not dead, nothing to redrive`);
+    expect(said).toContain(`not in the DLQ: ${deadWithoutCopy}, ${messageId(99)}; postdate messages show`);
+    expect(said).not.toContain(`not in the DLQ: ${sent}`);
+  });
+
   it('reports ids that are not in the DLQ and fails, moving the ones that are', async () => {
     const { sqs, urls, deps } = await deadLetteredCopies(2);
     const out = memoryOutput({ json: true });

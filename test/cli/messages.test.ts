@@ -11,8 +11,10 @@ import {
   readState,
 } from '../../cli/messagesCommands.js';
 import { memoryOutput } from '../../cli/output.js';
+import { NOT_PAUSED, pauseAfter } from '../../lambdas/core/relayBreaker.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { messagePk } from '../../lambdas/store/messageRecord.js';
+import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
 import { messageId, type SeedMessage, seedMessages, stateRecord } from './cliFixtures.js';
 
@@ -127,6 +129,56 @@ describe('postdate messages show', () => {
     expect(report.explanation.last_error).toMatch(/^ambiguous: .*\[ECONNECTION\]/);
     expect(out.text()).toContain('history');
     expect(out.text()).toContain('812 ms');
+  });
+
+  it('says a waiting message is held by a pause of its kind or of everything, and what resumes it (decision 0253)', async () => {
+    // runbook.md §5: a paused copy waits, no attempt counted. The message stays `scheduled` past its
+    // send time; what holds it, and the command that lets it go, belong in `messages show`.
+    const { tableName } = await freshTable();
+    const documents = documentClient();
+    const own: MessagesDeps = {
+      ...deps,
+      documents,
+      tableName,
+      store: new DynamoApiStore(documents, tableName),
+    };
+    await seedMessages(documents, tableName, [
+      {
+        id: messageId(20),
+        status: 'scheduled',
+        createdAt: minutesAgo(3),
+        sendAt: minutesAgo(2),
+        tags: { kind: 'welcome' },
+      },
+      {
+        id: messageId(21),
+        status: 'scheduled',
+        createdAt: minutesAgo(3),
+        sendAt: minutesAgo(2),
+        tags: { kind: 'invoice' },
+      },
+      { id: messageId(22), status: 'sent', createdAt: minutesAgo(3), tags: { kind: 'welcome' }, attempts: 1 },
+    ]);
+    const gate = new DynamoSendingGate(documents, tableName);
+    const kindPaused = pauseAfter(NOT_PAUSED, { action: 'pause', kind: 'welcome', reason: 'roll-out' }, NOW);
+    expect(await gate.writePause(NOT_PAUSED, kindPaused)).toBe('written');
+
+    const out = memoryOutput();
+    const held = await messagesShow(own, messageId(20), out);
+    expect(held.explanation.held).toBe(
+      `sending is paused for kind welcome since ${NOW.toISOString()} (roll-out): postdate sending resume --kind welcome`,
+    );
+    expect(out.text()).toMatch(/held:\s+sending is paused for kind welcome/);
+    // Another kind, and a message that no longer waits, are held by nothing.
+    expect((await messagesShow(own, messageId(21), memoryOutput())).explanation.held).toBeNull();
+    expect((await messagesShow(own, messageId(22), memoryOutput())).explanation.held).toBeNull();
+    expect((await messagesShow(own, messageId(21), memoryOutput())).explanation).toHaveProperty('held', null);
+
+    const allPaused = pauseAfter(kindPaused, { action: 'pause', reason: 'incident 42' }, NOW);
+    expect(await gate.writePause(kindPaused, allPaused)).toBe('written');
+    expect((await messagesShow(own, messageId(21), memoryOutput())).explanation.held).toBe(
+      `sending is paused (everything) since ${NOW.toISOString()} (incident 42): postdate sending resume`,
+    );
   });
 
   it('prints the local time, the zone and the quiet hours of a message that has them (docs/design.md §16)', async () => {

@@ -364,6 +364,34 @@ describe('postdate webhooks', () => {
     expect(() => new Webhook(secret).verify(request.body, headers)).not.toThrow();
   }, 120_000);
 
+  it('on the local stack works on tenant `local` without --tenant, as templates and suppressions do; against AWS asks for --tenant (decision 0253)', async () => {
+    // README: `npm start` seeds a key for tenant `local`; the webhooks its API key makes are that
+    // tenant's, and the CLI's local default is the same tenant for every tenant-scoped command.
+    const hook = await startReceiver();
+    receivers.push(hook);
+    const harness = await webhookHarness();
+    const local = ['--json', '--local', '--table', harness.tableName, 'webhooks'];
+    const created = await postdate([...local, 'create', '--url', hook.url()]);
+    expect({ code: created.code, stderr: created.stderr }).toEqual({ code: EXIT.ok, stderr: '' });
+    const { id } = JSON.parse(created.stdout) as { id: string };
+    expect(await harness.store.listEndpoints('local')).toEqual([expect.objectContaining({ id })]);
+    for (const args of [['list'], ['show', id], ['deliveries', id], ['rotate-secret', id], ['delete', id]]) {
+      const result = await postdate([...local, ...args]);
+      expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: EXIT.ok, stderr: '' });
+    }
+    expect(await harness.store.listEndpoints('local')).toEqual([]);
+
+    const aws = ['--json', '--table', harness.tableName, 'webhooks'];
+    for (const args of [['list'], ['create', '--url', 'https://hooks.example.com/postdate'], ['show', id]]) {
+      const result = await postdate([...aws, ...args]);
+      expect({ args, code: result.code }).toEqual({ args, code: EXIT.usage });
+      expect(JSON.parse(result.stdout)).toMatchObject({
+        error: { type: 'urn:postdate:cli:usage', detail: expect.stringContaining('--tenant') },
+      });
+    }
+    expect(await harness.store.listEndpoints('local')).toEqual([]);
+  }, 120_000);
+
   it("through the entry, without --webhook-queue-url: against the local stack `test` uses its webhook queue, as the API's test route does", async () => {
     // The local stack's names (`npm start`): the webhook queue falls back to its logical name, as the send queue does.
     expect(resolveRefs('local', {}, {}).webhookQueue).toEqual({

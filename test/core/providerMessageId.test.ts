@@ -53,6 +53,10 @@ const REAL_REPLIES: readonly { relay: string; reply: string; id: string | null }
   },
   // Postmark documents no SMTP reply format; the one public relay log found answers in Postfix's words.
   { relay: 'Postmark (Postfix form)', reply: '250 2.0.0 Ok: queued as 6A59', id: '6A59' },
+  // MailDev (`npm start`'s relay and viewer; @maildev/smtp's reply, its id from @maildev/core makeId):
+  // the id is the mail's in the viewer, `GET /api/email/{id}` (decision 0253).
+  { relay: 'MailDev', reply: '250 Message queued as 16uyqwtv', id: '16uyqwtv' },
+  { relay: 'MailDev-like, not its id', reply: '250 Message queued as 16UYQWTV-and-more', id: null },
   // Mailgun names no id in its reply (its id comes through its API and events).
   { relay: 'Mailgun', reply: '250 Great success', id: null },
   // smtp-server's default reply to the final dot (node_modules/smtp-server, DATA_OK).
