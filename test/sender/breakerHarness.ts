@@ -6,6 +6,7 @@ import { environmentSmtpCredentials } from '../../lambdas/adapters/smtpCredentia
 import type { BreakerSettings } from '../../lambdas/core/relayBreaker.js';
 import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
 import type { SendingGateStore } from '../../lambdas/ports/SendingGate.js';
+import type { SmtpCredentialsSource } from '../../lambdas/ports/SmtpCredentialsSource.js';
 import { RelayGate } from '../../lambdas/sender/relayGate.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import { startSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
@@ -80,6 +81,42 @@ export async function startBreakerWorld(): Promise<BreakerWorld> {
       await smtp.close();
     },
   };
+}
+
+/**
+ * One relay of several as a sender container has it (DESIGN §15): its own pooled mailer, closed with
+ * the world, and its gate over that relay's own breaker item.
+ */
+export function namedRelay(
+  world: BreakerWorld,
+  rig: BreakerRig,
+  name: string,
+  endpoint: { readonly host: string; readonly port: number },
+  credentials: SmtpCredentialsSource = environmentSmtpCredentials({ user: undefined, pass: undefined }),
+) {
+  const options = {
+    host: endpoint.host,
+    port: endpoint.port,
+    secure: false,
+    requireTls: false,
+    credentials,
+    timeouts: FAST_SMTP_TIMEOUTS,
+  };
+  const mailer = new NodemailerMailer({ ...options, messageIdDomain: 'mail.test' });
+  world.senderMailers.push(mailer);
+  const gate = new RelayGate({
+    store: new DynamoSendingGate(world.documents, world.tableName, name),
+    probe: new NodemailerRelayProbe(options),
+    queue: rig.queue,
+    settings: BREAKER_SETTINGS,
+    now: () => new Date(),
+    random: Math.random,
+    cacheMs: 0,
+    log: rig.log,
+    metrics: rig.metrics,
+    relay: name,
+  });
+  return { name, mailer, gate };
 }
 
 export interface BreakerRig extends SenderRig {

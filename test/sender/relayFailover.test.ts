@@ -1,12 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { NodemailerMailer } from '../../lambdas/adapters/NodemailerMailer.js';
-import { NodemailerRelayProbe } from '../../lambdas/adapters/NodemailerRelayProbe.js';
 import { environmentSmtpCredentials } from '../../lambdas/adapters/smtpCredentials.js';
 import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
 import type { SmtpCredentialsSource } from '../../lambdas/ports/SmtpCredentialsSource.js';
 import type { SenderDependencies } from '../../lambdas/sender/createSenderHandler.js';
-import { RelayGate } from '../../lambdas/sender/relayGate.js';
 import { messageView } from '../../lambdas/store/messageView.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
@@ -18,15 +15,10 @@ import {
   type BreakerRig,
   type BreakerWorld,
   createBreakerRig,
+  namedRelay,
   startBreakerWorld,
 } from './breakerHarness.js';
-import {
-  contextWithRemaining,
-  FAST_SMTP_TIMEOUTS,
-  type SenderHandler,
-  storeWith,
-  TEST_SETTINGS,
-} from './senderHarness.js';
+import { contextWithRemaining, type SenderHandler, storeWith, TEST_SETTINGS } from './senderHarness.js';
 
 /**
  * DESIGN §15, failover across relays, on real parts: two smtp-servers — `primary` behind the
@@ -47,42 +39,17 @@ interface Endpoint {
 describe('failover across relays', () => {
   let world: BreakerWorld;
   let backup: TestSmtpServer;
-  const mailers: NodemailerMailer[] = [];
   beforeEach(async () => {
     [world, backup] = await Promise.all([startBreakerWorld(), startSmtpServer()]);
   });
   afterEach(async () => {
-    for (const mailer of mailers.splice(0)) await mailer.close();
     await world.close();
     await backup.close();
   });
 
   /** One relay as a sender container has it: its pooled mailer and its gate. */
-  function relay(rig: BreakerRig, name: string, endpoint: Endpoint, credentials = NO_LOGIN) {
-    const options = {
-      host: endpoint.host,
-      port: endpoint.port,
-      secure: false,
-      requireTls: false,
-      credentials,
-      timeouts: FAST_SMTP_TIMEOUTS,
-    };
-    const mailer = new NodemailerMailer({ ...options, messageIdDomain: 'mail.test' });
-    mailers.push(mailer);
-    const gate = new RelayGate({
-      store: new DynamoSendingGate(world.documents, world.tableName, name),
-      probe: new NodemailerRelayProbe(options),
-      queue: rig.queue,
-      settings: BREAKER_SETTINGS,
-      now: () => new Date(),
-      random: Math.random,
-      cacheMs: 0,
-      log: rig.log,
-      metrics: rig.metrics,
-      relay: name,
-    });
-    return { name, mailer, gate };
-  }
+  const relay = (rig: BreakerRig, name: string, endpoint: Endpoint, credentials = NO_LOGIN) =>
+    namedRelay(world, rig, name, endpoint, credentials);
 
   /** A sender with `primary` (through the outage pass-through) first and `backup` second. */
   function failoverSender(rig: BreakerRig, primaryLogin: SmtpCredentialsSource = NO_LOGIN): SenderHandler {

@@ -1,9 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { NodemailerMailer } from '../../lambdas/adapters/NodemailerMailer.js';
-import { NodemailerRelayProbe } from '../../lambdas/adapters/NodemailerRelayProbe.js';
-import { environmentSmtpCredentials } from '../../lambdas/adapters/smtpCredentials.js';
-import { RelayGate } from '../../lambdas/sender/relayGate.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import { DynamoSuppressionList } from '../../lambdas/store/suppressionList.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
@@ -15,10 +11,11 @@ import {
   type BreakerRig,
   type BreakerWorld,
   createBreakerRig,
+  namedRelay,
   startBreakerWorld,
 } from './breakerHarness.js';
 import { TENANT } from './records.js';
-import { FAST_SMTP_TIMEOUTS, type SenderHandler } from './senderHarness.js';
+import type { SenderHandler } from './senderHarness.js';
 
 /**
  * DESIGN §15 with §5's outage rules, from an operator's side with three relays (decision 0244):
@@ -30,8 +27,6 @@ import { FAST_SMTP_TIMEOUTS, type SenderHandler } from './senderHarness.js';
  * core/relays.ts (`failoverDecision`), core/sendDecision.ts (no attempt for an outage).
  */
 
-const NO_LOGIN = environmentSmtpCredentials({ user: undefined, pass: undefined });
-
 interface Endpoint {
   readonly host: string;
   readonly port: number;
@@ -42,44 +37,18 @@ describe('failover in order across three relays', () => {
   let second: TestSmtpServer;
   let secondOutage: RelayOutage;
   let third: TestSmtpServer;
-  const mailers: NodemailerMailer[] = [];
   beforeEach(async () => {
     [world, second, third] = await Promise.all([startBreakerWorld(), startSmtpServer(), startSmtpServer()]);
     secondOutage = await startRelayOutage({ targetHost: second.host, targetPort: second.port });
   });
   afterEach(async () => {
-    for (const mailer of mailers.splice(0)) await mailer.close();
     await world.close();
     await secondOutage.close();
     await second.close();
     await third.close();
   });
 
-  function relay(rig: BreakerRig, name: string, endpoint: Endpoint) {
-    const options = {
-      host: endpoint.host,
-      port: endpoint.port,
-      secure: false,
-      requireTls: false,
-      credentials: NO_LOGIN,
-      timeouts: FAST_SMTP_TIMEOUTS,
-    };
-    const mailer = new NodemailerMailer({ ...options, messageIdDomain: 'mail.test' });
-    mailers.push(mailer);
-    const gate = new RelayGate({
-      store: new DynamoSendingGate(world.documents, world.tableName, name),
-      probe: new NodemailerRelayProbe(options),
-      queue: rig.queue,
-      settings: BREAKER_SETTINGS,
-      now: () => new Date(),
-      random: Math.random,
-      cacheMs: 0,
-      log: rig.log,
-      metrics: rig.metrics,
-      relay: name,
-    });
-    return { name, mailer, gate };
-  }
+  const relay = (rig: BreakerRig, name: string, endpoint: Endpoint) => namedRelay(world, rig, name, endpoint);
 
   /** A sender container with the three relays in order. */
   function threeRelaySender(rig: BreakerRig): SenderHandler {
