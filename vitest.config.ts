@@ -26,6 +26,9 @@ export default defineConfig({
         test: {
           name: 'parts',
           include: ['test/**/*.test.ts'],
+          // A wait on real parts has its own deadline (test/support/eventually.ts, 15 s by default), and
+          // a test may hold a few: 20 s let a loaded machine fail a test whose every wait was in time.
+          testTimeout: 60_000,
           exclude: [...configDefaults.exclude, ...PURE],
           // One DynamoDB Local and one SQS emulator for the run (test/support/globalSetup.ts).
           globalSetup: ['test/support/globalSetup.ts'],
