@@ -2,9 +2,11 @@
  * The `--ids` of the dead-letter commands: message ids (the `id` of a `{v, id, rev}` body, not SQS
  * message ids), checked before any queue is touched, and the walk that finds exactly their copies.
  */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type DispatchPayload, parseDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { isMessageId } from '../../lambdas/core/ids.js';
 import { DEAD_LETTER_SETTLE_MS } from '../../lambdas/core/staleDeadLetter.js';
+import { readStateRecord } from '../../lambdas/store/stateReads.js';
 import { UsageError } from '../cliErrors.js';
 import type { Output } from '../output.js';
 import type { DeadLetter, SqsDeadLetterQueue } from './SqsDeadLetterQueue.js';
@@ -29,18 +31,54 @@ export function assertMessageIds(ids: readonly string[]): void {
   );
 }
 
+/** A chosen id with no copy in the DLQ whose message is in the table and not `dead` (decision 0253). */
+export interface NotDead {
+  readonly id: string;
+  readonly status: string;
+}
+
 /**
- * The line for chosen ids with no copy in the DLQ, and what the operator does next (docs/runbook.md
- * §1, step 6): the message may not be dead, or its copy was lost and the sweeper makes it again once
- * the message has been dead DEAD_LETTER_SETTLE_MS (core/staleDeadLetter.ts); else `messages retry`
- * (a redrive) or `messages discard` (a drop) does without the copy.
+ * Of the chosen ids with no copy in the DLQ, those whose message is in the table and not `dead`:
+ * there is nothing to redrive or drop, and the sweeper's advice for a dead one would mislead.
  */
-export function notInTheDeadLetterQueue(ids: readonly string[], instead: 'retry' | 'discard'): string {
-  return (
-    `not in the DLQ: ${ids.join(', ')}; postdate messages show <id> says where each is: ` +
-    `the sweeper makes a dead one's missing copy once it has been dead ${DEAD_LETTER_SETTLE_MS / 60_000} minutes: run again after the next sweep, ` +
-    `or postdate messages ${instead} <id> (docs/runbook.md §1)`
-  );
+export async function notDeadAmong(
+  table: { readonly documents: DynamoDBDocumentClient; readonly tableName: string },
+  notFound: readonly string[],
+): Promise<NotDead[]> {
+  const notDead: NotDead[] = [];
+  for (const id of notFound) {
+    const record = await readStateRecord(table.documents, table.tableName, id);
+    if (record !== undefined && record.status !== 'dead') notDead.push({ id, status: record.status });
+  }
+  return notDead;
+}
+
+/**
+ * The lines for chosen ids with no copy in the DLQ, and what the operator does next (docs/runbook.md
+ * §1, step 6): a message that is not dead is named with its status, nothing to do; for the others
+ * (dead, or not in the table) its copy was lost and the sweeper makes it again once the message has
+ * been dead DEAD_LETTER_SETTLE_MS (core/staleDeadLetter.ts); else `messages retry` (a redrive) or
+ * `messages discard` (a drop) does without the copy. One wording for `dlq redrive` and `dlq drop`.
+ */
+export function notInTheDeadLetterQueue(
+  report: { readonly notFound: readonly string[]; readonly notDead: readonly NotDead[] },
+  command: 'redrive' | 'drop',
+): string[] {
+  const lines: string[] = [];
+  if (report.notDead.length > 0) {
+    const each = report.notDead.map(({ id, status }) => `${id} is ${status}`).join(', ');
+    lines.push(`${each}: not dead, nothing to ${command} (postdate messages show <id>)`);
+  }
+  const notDead = new Set(report.notDead.map(({ id }) => id));
+  const missing = report.notFound.filter((id) => !notDead.has(id));
+  if (missing.length > 0) {
+    lines.push(
+      `not in the DLQ: ${missing.join(', ')}; postdate messages show <id> says where each is: ` +
+        `the sweeper makes a dead one's missing copy once it has been dead ${DEAD_LETTER_SETTLE_MS / 60_000} minutes: run again after the next sweep, ` +
+        `or postdate messages ${command === 'redrive' ? 'retry' : 'discard'} <id> (docs/runbook.md §1)`,
+    );
+  }
+  return lines;
 }
 
 /** What a handler did with one chosen copy: took it off (`done`), left it (`keep`), or was refused. */

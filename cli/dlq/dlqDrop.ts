@@ -19,7 +19,13 @@ import type { ApiStore, TransitionResult } from '../../lambdas/ports/ApiStore.js
 import { expiresAtAfter, type MessageStateRecord } from '../../lambdas/store/messageRecord.js';
 import { readStateRecord } from '../../lambdas/store/stateReads.js';
 import { UsageError } from '../cliErrors.js';
-import { assertMessageIds, handleChosenCopies, notInTheDeadLetterQueue } from '../deadLetters/chosenIds.js';
+import {
+  assertMessageIds,
+  handleChosenCopies,
+  type NotDead,
+  notDeadAmong,
+  notInTheDeadLetterQueue,
+} from '../deadLetters/chosenIds.js';
 import { type Output, paint, printTable } from '../output.js';
 import { type DlqDeps, sendDeadLetterQueue } from './dlqDeps.js';
 
@@ -85,6 +91,8 @@ export interface DropReport {
   /** One row per copy found (in a dry run: what would happen). */
   readonly results: readonly DropRow[];
   readonly notFound: readonly string[];
+  /** Of `notFound`, those whose message is in the table and not `dead`: nothing to drop (0255). */
+  readonly notDead: readonly NotDead[];
   readonly scanned: number;
   /** Every id was found and nothing was kept. */
   readonly ok: boolean;
@@ -128,6 +136,7 @@ export async function dlqDrop(deps: DropDeps, options: DropOptions, out: Output)
     requested: [...options.ids],
     results,
     notFound: scan.notFound,
+    notDead: await notDeadAmong(deps.table, scan.notFound),
     scanned: scan.scanned,
     ok: scan.notFound.length === 0 && results.every((row) => row.outcome !== 'kept'),
   };
@@ -206,6 +215,5 @@ function render(report: DropReport, out: Output): void {
   out.line(
     `${report.dryRun ? 'would give up' : 'gave up'} ${count('discarded')}, ${report.dryRun ? 'would drop' : 'dropped'} ${count('dropped')} stale, kept ${count('kept')} of ${report.requested.length} requested (scanned ${report.scanned})`,
   );
-  if (report.notFound.length > 0)
-    out.warn(paint(out, 'red', notInTheDeadLetterQueue(report.notFound, 'discard')));
+  for (const line of notInTheDeadLetterQueue(report, 'drop')) out.warn(paint(out, 'red', line));
 }

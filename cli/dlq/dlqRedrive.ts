@@ -11,7 +11,13 @@ import type { DispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { staleDeadLetter } from '../../lambdas/core/staleDeadLetter.js';
 import { readStateRecord } from '../../lambdas/store/stateReads.js';
 import { UsageError } from '../cliErrors.js';
-import { assertMessageIds, handleChosenCopies, notInTheDeadLetterQueue } from '../deadLetters/chosenIds.js';
+import {
+  assertMessageIds,
+  handleChosenCopies,
+  type NotDead,
+  notDeadAmong,
+  notInTheDeadLetterQueue,
+} from '../deadLetters/chosenIds.js';
 import { type Output, paint, printTable } from '../output.js';
 import { type RedriveDeps, redriveParts } from './dlqDeps.js';
 import { type MoveTaskReport, redriveAll } from './dlqMoveAll.js';
@@ -40,7 +46,7 @@ export interface SelectiveRedriveReport {
   /** Requested ids with no copy in the DLQ that redrives them. */
   readonly notFound: readonly string[];
   /** Of `notFound`, those whose message is in the table and not `dead`: nothing to redrive (0253). */
-  readonly notDead: readonly { readonly id: string; readonly status: string }[];
+  readonly notDead: readonly NotDead[];
   /** Copies of requested ids that no redrive can send (the sender drops them): deleted (in a dry run: would be). */
   readonly stale: readonly StaleCopy[];
   /** Copies found but not moved because the send queue refused them (they stay in the DLQ). */
@@ -132,11 +138,7 @@ async function redriveIds(
     failed.push({ id: copy.id, rev: copy.rev });
     return 'refused';
   });
-  const notDead: { id: string; status: string }[] = [];
-  for (const id of scan.notFound) {
-    const record = await readStateRecord(deps.table.documents, deps.table.tableName, id);
-    if (record !== undefined && record.status !== 'dead') notDead.push({ id, status: record.status });
-  }
+  const notDead = await notDeadAmong(deps.table, scan.notFound);
   return {
     mode: 'ids',
     dryRun,
@@ -175,15 +177,7 @@ function renderRedrive(report: RedriveReport, out: Output): void {
       `${report.dryRun ? 'would delete' : 'deleted'} a stale copy of ${copy.id} (rev ${copy.rev}): ${copy.reason}`,
     );
   }
-  if (report.notDead.length > 0) {
-    const each = report.notDead.map(({ id, status }) => `${id} is ${status}`).join(', ');
-    out.warn(paint(out, 'red', `${each}: not dead, nothing to redrive (postdate messages show <id>)`));
-  }
-  const notDead = new Set(report.notDead.map(({ id }) => id));
-  const missing = report.notFound.filter((id) => !notDead.has(id));
-  if (missing.length > 0) {
-    out.warn(paint(out, 'red', notInTheDeadLetterQueue(missing, 'retry')));
-  }
+  for (const line of notInTheDeadLetterQueue(report, 'redrive')) out.warn(paint(out, 'red', line));
   if (report.failed.length > 0) {
     out.warn(paint(out, 'red', `the send queue refused: ${report.failed.map((copy) => copy.id).join(', ')}`));
   }

@@ -256,6 +256,33 @@ describe('postdate dlq drop', () => {
       `not in the DLQ: ${dead.id}; postdate messages show <id> says where each is: the sweeper makes a dead one's missing copy once it has been dead 15 minutes: run again after the next sweep, or postdate messages discard <id> (docs/runbook.md §1)`,
     );
   });
+
+  it('says of a requested message that is not dead its status and that there is nothing to drop, as redrive does, not how the sweeper remakes a dead copy (decisions 0253, 0255)', async () => {
+    const t = await setUp();
+    const sent = await t.endedAs('sent');
+    const failed = await t.endedAs('failed');
+    const deadWithoutCopy = await t.endedAs('dead');
+    const unknownId = '01JQ5000000000000000000099';
+    const ids = [sent.id, failed.id, deadWithoutCopy.id, unknownId];
+
+    const report = await dlqDrop(t.deps, { ids, dryRun: true }, memoryOutput({ json: true }));
+    expect(report).toMatchObject({
+      ok: false,
+      notFound: ids,
+      notDead: [
+        { id: sent.id, status: 'sent' },
+        { id: failed.id, status: 'failed' },
+      ],
+    });
+
+    const people = memoryOutput();
+    await dlqDrop(t.deps, { ids }, people);
+    const said = people.warnings.join('\n');
+    expect(said).toContain(`${sent.id} is sent, ${failed.id} is failed: not dead, nothing to drop`);
+    expect(said).toContain(`not in the DLQ: ${deadWithoutCopy.id}, ${unknownId}; postdate messages show`);
+    expect(said).not.toContain(`not in the DLQ: ${sent.id}`);
+    expect(await t.state(sent.id)).toMatchObject({ status: 'sent' });
+  });
 });
 
 describe('dropDecision', () => {
