@@ -16,7 +16,7 @@ import type {
 import type { AuthorizerContext } from '../core/authorizerContext.js';
 import type { Config } from '../core/config.js';
 import { isTransient } from '../core/postdateError.js';
-import { type FieldError, PROBLEM_CONTENT_TYPE, type ProblemDetails, problem } from '../core/problem.js';
+import { PROBLEM_CONTENT_TYPE, type ProblemDetails, problem } from '../core/problem.js';
 import { bodySizeProblem, bodyTooLarge, idempotencyKeyOf, LIMITS } from '../core/requestLimits.js';
 import type { TemplateRenderer } from '../core/templateRenderer.js';
 import { SIDE_TENANT_PATTERN } from '../core/testSide.js';
@@ -152,27 +152,6 @@ function awsSaysTryAgain(error: unknown): boolean {
   const sdkError = error as Parameters<typeof isThrottlingError>[0];
   return isThrottlingError(sdkError) || isTransientError(sdkError);
 }
-
-/**
- * One error per query parameter a route does not take, naming it: a filter the route does not have
- * (`since`, `tags.kind`) or a misspelt one is refused, as an unknown body field is, rather than
- * silently answered as if it had not been given.
- */
-export function unknownParameters(
-  query: Readonly<Record<string, string | undefined>>,
-  known: readonly string[],
-): FieldError[] {
-  const message = `is not a parameter of this route (it takes ${known.join(', ')})`;
-  return Object.keys(query)
-    .filter((name) => !known.includes(name))
-    .map((name) => ({ field: PARAMETER_NAME.test(name) ? name : 'query', message }));
-}
-
-/**
- * What may be named back (and logged, as `fields`): a name shaped like a parameter's. Anything else
- * (an address or a value a script put in the query by mistake) is `query`, never repeated.
- */
-const PARAMETER_NAME = /^[A-Za-z][A-Za-z0-9_.[\]-]{0,63}$/;
 
 export function notFound(): Outcome {
   return problemResult(

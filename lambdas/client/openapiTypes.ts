@@ -2652,6 +2652,7 @@ export interface operations {
       query?: {
         /** @description Entries per page. */
         limit?: number;
+        /** @description The previous page's `next_cursor`, with the same key (tenant, test or live). */
         cursor?: string;
       };
       header?: never;
@@ -2669,7 +2670,7 @@ export interface operations {
           'application/json': components['schemas']['SuppressionList'];
         };
       };
-      /** @description An invalid `limit` or `cursor`: `errors` names each. */
+      /** @description An invalid `limit` or `cursor`, or a parameter the listing does not take: `errors` names each. */
       400: {
         headers: {
           [name: string]: unknown;
@@ -2931,6 +2932,7 @@ export interface operations {
       query?: {
         /** @description Templates per page. */
         limit?: number;
+        /** @description The previous page's `next_cursor`, with the same key (tenant, test or live). */
         cursor?: string;
       };
       header?: never;
@@ -2948,7 +2950,7 @@ export interface operations {
           'application/json': components['schemas']['TemplateList'];
         };
       };
-      /** @description Invalid request: `errors` names each field. */
+      /** @description An invalid `limit` or `cursor`, or a parameter the listing does not take: `errors` names each. */
       400: {
         headers: {
           [name: string]: unknown;
@@ -3500,6 +3502,15 @@ export interface operations {
           'application/json': components['schemas']['WebhookList'];
         };
       };
+      /** @description A query parameter (the listing takes none): `errors` names it. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
       /** @description No `Authorization` header: API Gateway answers `{"message": "Unauthorized"}` without calling the authorizer. A problem (`urn:postdate:problem:unauthorized`) only if the function is reached without the authorizer's tenant. */
       401: {
         headers: {
@@ -4021,6 +4032,7 @@ export interface operations {
         status?: components['schemas']['WebhookDeliveryStatus'];
         /** @description Deliveries per page. */
         limit?: number;
+        /** @description The previous page's `next_cursor`, with the same key (tenant, test or live), endpoint and `status`. */
         cursor?: string;
       };
       header?: never;
@@ -4041,7 +4053,7 @@ export interface operations {
           'application/json': components['schemas']['WebhookDeliveryList'];
         };
       };
-      /** @description Invalid query: `errors` names each field. */
+      /** @description An invalid `status`, `limit` or `cursor`, or a parameter the listing does not take: `errors` names each. */
       400: {
         headers: {
           [name: string]: unknown;

@@ -53,12 +53,16 @@ export const SUPPRESSION_OPERATIONS: Record<SuppressionRouteName, Operation> = {
           .max(SUPPRESSION_LIST_LIMIT.max)
           .optional()
           .meta({ description: 'Entries per page.', default: SUPPRESSION_LIST_LIMIT.default }),
-        cursor: z.string().optional(),
+        cursor: z.string().optional().meta({
+          description: "The previous page's `next_cursor`, with the same key (tenant, test or live).",
+        }),
       }),
     },
     responses: {
       200: { description: 'A page of the list.', content: json(SuppressionListSchema) },
-      400: problemResponse('An invalid `limit` or `cursor`: `errors` names each.'),
+      400: problemResponse(
+        'An invalid `limit` or `cursor`, or a parameter the listing does not take: `errors` names each.',
+      ),
     },
   },
   putSuppression: {

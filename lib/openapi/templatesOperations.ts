@@ -76,10 +76,17 @@ export const TEMPLATE_OPERATIONS: Record<TemplateRouteName, Operation> = {
           .max(TEMPLATE_LIMITS.maxListLimit)
           .optional()
           .meta({ description: 'Templates per page.', default: 20 }),
-        cursor: z.string().optional(),
+        cursor: z.string().optional().meta({
+          description: "The previous page's `next_cursor`, with the same key (tenant, test or live).",
+        }),
       }),
     },
-    responses: { 200: { description: 'A page of templates.', content: json(TemplateListSchema) }, ...common },
+    responses: {
+      200: { description: 'A page of templates.', content: json(TemplateListSchema) },
+      400: problem(
+        'An invalid `limit` or `cursor`, or a parameter the listing does not take: `errors` names each.',
+      ),
+    },
   },
   putTemplate: {
     summary: 'Store a new immutable version of a template',

@@ -125,6 +125,7 @@ export const WEBHOOK_OPERATIONS: Record<WebhookRouteName, Operation> = {
     summary: "This tenant's webhook endpoints",
     responses: {
       200: { description: 'The endpoints.', content: json(WebhookListSchema) },
+      400: problem('A query parameter (the listing takes none): `errors` names it.'),
       404: problem('Webhooks are not set up on this deployment.'),
     },
   },
@@ -172,12 +173,17 @@ export const WEBHOOK_OPERATIONS: Record<WebhookRouteName, Operation> = {
           .max(WEBHOOK_LIMITS.listMax)
           .optional()
           .meta({ description: 'Deliveries per page.', default: WEBHOOK_LIMITS.listDefault }),
-        cursor: z.string().optional(),
+        cursor: z.string().optional().meta({
+          description:
+            "The previous page's `next_cursor`, with the same key (tenant, test or live), endpoint and `status`.",
+        }),
       }),
     },
     responses: {
       200: { description: 'A page of deliveries.', content: json(DeliveryListSchema) },
-      400: problem('Invalid query: `errors` names each field.'),
+      400: problem(
+        'An invalid `status`, `limit` or `cursor`, or a parameter the listing does not take: `errors` names each.',
+      ),
       404: notFound,
     },
   },

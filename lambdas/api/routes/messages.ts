@@ -4,12 +4,12 @@
  * reads; the enqueue has its own file (enqueue.ts).
  */
 
-import { createHash } from 'node:crypto';
 import { attachmentsGoneProblem } from '../../core/attachments.js';
 import { ConfigError } from '../../core/config.js';
 import { RESOURCE_SETTINGS } from '../../core/configSpec.js';
 import { isMessageId } from '../../core/ids.js';
 import type { ShardPosition } from '../../core/listPages.js';
+import { decodeCursor, encodeCursor, readLimit, unknownParameters } from '../../core/listQuery.js';
 import {
   validateGroupKey,
   validateGroupVersionRequest,
@@ -32,7 +32,6 @@ import {
   type RouteHandler,
   readJsonBody,
   transitionResult,
-  unknownParameters,
 } from '../route.js';
 
 /** GET /v1/messages/{id}: one message of the tenant, with its history. */
@@ -71,17 +70,8 @@ export function listMessagesRoute(deps: Pick<RouteDependencies, 'store' | 'now'>
       if (isMessageStatus(query.status)) status = query.status;
       else errors.push({ field: 'status', message: 'must be a message status' });
     }
-    let limit: number = LIST_LIMIT.default;
-    // Empty is left out, as for status and cursor (`?status=&limit=&cursor=` from a script's variables).
-    if (query.limit !== undefined && query.limit !== '') {
-      const value = /^\d{1,4}$/.test(query.limit) ? Number(query.limit) : Number.NaN;
-      if (!(value >= LIST_LIMIT.min && value <= LIST_LIMIT.max))
-        errors.push({
-          field: 'limit',
-          message: `must be a whole number from ${LIST_LIMIT.min} to ${LIST_LIMIT.max}`,
-        });
-      else limit = value;
-    }
+    const limit = readLimit(query.limit, LIST_LIMIT);
+    if (!limit.ok) errors.push(limit.error);
     const shards = shardCount(status);
     const listing = { tenant, status };
     let positions: ShardPosition[] = Array.from({ length: shards }, () => ({ kind: 'start' }));
@@ -95,7 +85,13 @@ export function listMessagesRoute(deps: Pick<RouteDependencies, 'store' | 'now'>
       else positions = decoded;
     }
     if (errors.length > 0) return problemResult(validationProblem(errors));
-    const page = await deps.store.listMessages({ tenant, status, limit, positions, now: deps.now() });
+    const page = await deps.store.listMessages({
+      tenant,
+      status,
+      limit: limit.ok ? limit.limit : LIST_LIMIT.default,
+      positions,
+      now: deps.now(),
+    });
     return jsonResult(
       200,
       {
@@ -118,18 +114,11 @@ export interface MessageListing {
 }
 
 /**
- * The opaque `cursor` of GET /v1/messages: base64url of `{"v":1,"t":mark,"s":status|null,"p":[…]}`,
+ * The opaque `cursor` of GET /v1/messages (lambdas/core/listQuery.ts): `{"s":status|null,"p":[…]}`,
  * one entry of `p` per index shard: `null` (not started), a sort key `{created_at}#{id}` (continue
- * after it) or `0` (exhausted). `t` marks the tenant id it was issued for (a hash, so the cursor
- * names no tenant): another tenant's cursor, or the other side's of test mode, is refused rather
- * than taken as a place to start; one without `t` (issued before it) is taken. The tenant itself
- * always comes from the authorizer.
+ * after it) or `0` (exhausted).
  */
 const SORT_KEY = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z#[0-9A-Za-z_-]{1,32}$/;
-
-function tenantMark(tenant: string): string {
-  return createHash('sha256').update(tenant, 'utf8').digest('base64url').slice(0, 16);
-}
 
 export function encodeListCursor(
   listing: MessageListing,
@@ -139,8 +128,7 @@ export function encodeListCursor(
   const p = positions.map((position) =>
     position.kind === 'start' ? null : position.kind === 'done' ? 0 : position.sortKey,
   );
-  const cursor = { v: 1, t: tenantMark(listing.tenant), s: listing.status, p };
-  return Buffer.from(JSON.stringify(cursor), 'utf8').toString('base64url');
+  return encodeCursor(listing.tenant, { s: listing.status, p });
 }
 
 /** Decodes a cursor for this listing and shard count; null when it is not one we issued for them. */
@@ -149,21 +137,9 @@ export function decodeListCursor(
   listing: MessageListing,
   shards: number,
 ): ShardPosition[] | null {
-  if (!/^[A-Za-z0-9_-]{1,4096}$/.test(cursor)) return null;
-  const bytes = Buffer.from(cursor, 'base64url');
-  // Node's decoder skips a stray trailing character; only the exact string issued is taken.
-  if (bytes.toString('base64url') !== cursor) return null;
-  let value: unknown;
-  try {
-    value = JSON.parse(bytes.toString('utf8'));
-  } catch {
-    return null;
-  }
-  if (typeof value !== 'object' || value === null) return null;
-  const { v, t, s, p } = value as Record<string, unknown>;
-  // No `t`: issued before the mark (decision 0247), to a script that may be paging through the deploy;
-  // the tenant comes from the authorizer, so it pages only the caller's own messages (decision 0250).
-  if (v !== 1 || (t !== undefined && t !== tenantMark(listing.tenant)) || s !== listing.status) return null;
+  const fields = decodeCursor(cursor, listing.tenant);
+  if (fields === null || fields.s !== listing.status) return null;
+  const { p } = fields;
   if (!Array.isArray(p) || p.length !== shards) return null;
   const positions: ShardPosition[] = [];
   for (const entry of p) {

@@ -7,6 +7,7 @@
  */
 
 import type { SuppressionRouteName } from '../../core/apiRoutes.js';
+import { decodeCursor, encodeCursor, readLimit, unknownParameters } from '../../core/listQuery.js';
 import { problem, validationProblem } from '../../core/problem.js';
 import { SUPPRESSION_LIST_LIMIT } from '../../core/requestLimits.js';
 import { validateSuppressionRequest } from '../../core/requestSchemas.js';
@@ -30,28 +31,26 @@ export function suppressionRoutes(
   return {
     async listSuppressions({ tenant, event }) {
       const query: Readonly<Record<string, string | undefined>> = event.queryStringParameters ?? {};
-      const errors: { field: string; message: string }[] = [];
-      let limit: number = SUPPRESSION_LIST_LIMIT.default;
-      if (query.limit !== undefined) {
-        const value = /^\d{1,4}$/.test(query.limit) ? Number(query.limit) : Number.NaN;
-        if (value >= SUPPRESSION_LIST_LIMIT.min && value <= SUPPRESSION_LIST_LIMIT.max) limit = value;
-        else {
-          errors.push({
-            field: 'limit',
-            message: `must be a whole number from ${SUPPRESSION_LIST_LIMIT.min} to ${SUPPRESSION_LIST_LIMIT.max}`,
-          });
-        }
-      }
+      const errors = unknownParameters(query, ['limit', 'cursor']);
+      const limit = readLimit(query.limit, SUPPRESSION_LIST_LIMIT);
+      if (!limit.ok) errors.push(limit.error);
       let after: string | null = null;
       if (query.cursor !== undefined && query.cursor !== '') {
-        after = decodeSuppressionCursor(query.cursor);
-        if (after === null) errors.push({ field: 'cursor', message: 'is not a cursor from this listing' });
+        after = decodeSuppressionCursor(query.cursor, tenant);
+        if (after === null)
+          errors.push({ field: 'cursor', message: 'is not a next_cursor of this listing (the same key)' });
       }
       if (errors.length > 0) return problemResult(validationProblem(errors));
-      const page = await list.list(tenant, { limit, after });
+      const page = await list.list(tenant, {
+        limit: limit.ok ? limit.limit : SUPPRESSION_LIST_LIMIT.default,
+        after,
+      });
       return jsonResult(
         200,
-        { items: page.items, next_cursor: page.next === null ? null : encodeSuppressionCursor(page.next) },
+        {
+          items: page.items,
+          next_cursor: page.next === null ? null : encodeSuppressionCursor(page.next, tenant),
+        },
         {},
         { count: page.items.length },
       );
@@ -96,26 +95,19 @@ export function suppressionRoutes(
 }
 
 /**
- * The opaque `cursor` of GET /v1/suppressions: base64url of `{"v":1,"a":address}`, the last address
- * of the previous page (the listing is in address order). It carries no tenant: the tenant always
- * comes from the authorizer, so a cursor from another tenant's listing only says where to start.
+ * The opaque `cursor` of GET /v1/suppressions (lambdas/core/listQuery.ts): `{"a":address}`, the
+ * last address of the previous page (the listing is in address order), for this tenant only.
  */
-export function encodeSuppressionCursor(lastAddress: string): string {
-  return Buffer.from(JSON.stringify({ v: 1, a: lastAddress }), 'utf8').toString('base64url');
+export function encodeSuppressionCursor(lastAddress: string, tenant: string): string {
+  return encodeCursor(tenant, { a: lastAddress });
 }
 
-/** The address to continue after; null when the cursor is not one we issued. */
-export function decodeSuppressionCursor(cursor: string): string | null {
-  if (!/^[A-Za-z0-9_-]{1,1024}$/.test(cursor)) return null;
-  let value: unknown;
-  try {
-    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    return null;
-  }
-  if (typeof value !== 'object' || value === null) return null;
-  const { v, a } = value as Record<string, unknown>;
-  if (v !== 1 || typeof a !== 'string') return null;
+/** The address to continue after; null when the cursor is not one we issued to this tenant. */
+export function decodeSuppressionCursor(cursor: string, tenant: string): string | null {
+  const fields = decodeCursor(cursor, tenant);
+  if (fields === null) return null;
+  const { a } = fields;
+  if (typeof a !== 'string') return null;
   const address = validateSuppressionAddress(a);
   // An entry stored before decision 0153 is listed, and so may end a page, in its Unicode form; one
   // stored before 0184, with its local part quoted.

@@ -4,6 +4,7 @@
  * is a 404 like one that does not exist.
  */
 import type { TemplateRouteName } from '../../core/apiRoutes.js';
+import { decodeCursor, encodeCursor, readLimit, unknownParameters } from '../../core/listQuery.js';
 import type { EnqueueRequest } from '../../core/messageSchema.js';
 import { type FieldError, type ProblemDetails, problem, validationProblem } from '../../core/problem.js';
 import type { RenderedContent } from '../../core/renderTemplate.js';
@@ -102,29 +103,25 @@ function putTemplateRoute(deps: TemplateDependencies): RouteHandler {
 function listTemplatesRoute(deps: TemplateDependencies): RouteHandler {
   return async function listTemplates({ tenant, event }) {
     const query: Readonly<Record<string, string | undefined>> = event.queryStringParameters ?? {};
-    const errors: FieldError[] = [];
-    let limit = 20;
-    if (query.limit !== undefined) {
-      const value = /^\d{1,4}$/.test(query.limit) ? Number(query.limit) : Number.NaN;
-      if (!(value >= 1 && value <= TEMPLATE_LIMITS.maxListLimit))
-        errors.push({
-          field: 'limit',
-          message: `must be a whole number from 1 to ${TEMPLATE_LIMITS.maxListLimit}`,
-        });
-      else limit = value;
-    }
+    const errors = unknownParameters(query, ['limit', 'cursor']);
+    const limit = readLimit(query.limit, TEMPLATE_LIST_LIMIT);
+    if (!limit.ok) errors.push(limit.error);
     let after: string | null = null;
     if (query.cursor !== undefined && query.cursor !== '') {
-      after = decodeTemplateCursor(query.cursor);
-      if (after === null) errors.push({ field: 'cursor', message: 'is not a cursor from this listing' });
+      after = decodeTemplateCursor(query.cursor, tenant);
+      if (after === null)
+        errors.push({ field: 'cursor', message: 'is not a next_cursor of this listing (the same key)' });
     }
     if (errors.length > 0) return problemResult(validationProblem(errors));
-    const page = await deps.templates.list(tenant, { limit, after });
+    const page = await deps.templates.list(tenant, {
+      limit: limit.ok ? limit.limit : TEMPLATE_LIST_LIMIT.default,
+      after,
+    });
     return jsonResult(
       200,
       {
         items: page.items.map(templateHeadView),
-        next_cursor: page.next === null ? null : encodeTemplateCursor(page.next),
+        next_cursor: page.next === null ? null : encodeTemplateCursor(page.next, tenant),
       },
       {},
       { count: page.items.length },
@@ -199,24 +196,18 @@ function versionNotFound(field: 'version' | '/version'): Outcome {
   return problemResult(problem('notFound', 'No such version of this template.', { errors }));
 }
 
-/** The listing's cursor: base64url of `{"v":1,"after":name}`. */
-function encodeTemplateCursor(after: string): string {
-  return Buffer.from(JSON.stringify({ v: 1, after }), 'utf8').toString('base64url');
+/** The opaque `cursor` of GET /v1/templates (lambdas/core/listQuery.ts): `{"after":name}`. */
+function encodeTemplateCursor(after: string, tenant: string): string {
+  return encodeCursor(tenant, { after });
 }
 
-function decodeTemplateCursor(cursor: string): string | null {
-  if (!/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) return null;
-  try {
-    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as {
-      v?: unknown;
-      after?: unknown;
-    };
-    if (value.v !== 1 || typeof value.after !== 'string') return null;
-    return validateTemplateName(value.after).ok ? value.after : null;
-  } catch {
-    return null;
-  }
+function decodeTemplateCursor(cursor: string, tenant: string): string | null {
+  const after = decodeCursor(cursor, tenant)?.after;
+  return typeof after === 'string' && validateTemplateName(after).ok ? after : null;
 }
+
+/** GET /v1/templates' `limit`. */
+const TEMPLATE_LIST_LIMIT = { default: 20, min: 1, max: TEMPLATE_LIMITS.maxListLimit } as const;
 
 export type TemplateCheck =
   | {

@@ -14,6 +14,7 @@ import { checkNewWebhookUrl } from '../../adapters/webhookAddressPolicy.js';
 import type { WebhookRouteName } from '../../core/apiRoutes.js';
 import type { Config, ResourceNames } from '../../core/config.js';
 import { newMessageId } from '../../core/ids.js';
+import { decodeCursor, encodeCursor, readLimit, unknownParameters } from '../../core/listQuery.js';
 import { type PostdateEvent, WEBHOOK_TEST_EVENT_TYPE } from '../../core/messageEvents.js';
 import { type FieldError, problem, validationProblem } from '../../core/problem.js';
 import { validateCreateWebhook } from '../../core/requestSchemas.js';
@@ -97,7 +98,9 @@ export function webhookRouteHandlers(
       );
     },
 
-    async listWebhooks({ tenant }) {
+    async listWebhooks({ tenant, event }) {
+      const unknown = unknownParameters(event.queryStringParameters ?? {}, []);
+      if (unknown.length > 0) return problemResult(validationProblem(unknown));
       const endpoints = await deps.store.listEndpoints(tenant);
       return jsonResult(200, { items: endpoints.map(endpointView) }, {}, { count: endpoints.length });
     },
@@ -151,32 +154,35 @@ export function webhookRouteHandlers(
       const endpoint = await findEndpoint(tenant, params.id);
       if (!endpoint) return webhookNotFound();
       const query: Readonly<Record<string, string | undefined>> = event.queryStringParameters ?? {};
-      const errors: FieldError[] = [];
+      const errors = unknownParameters(query, ['status', 'limit', 'cursor']);
       let status: WebhookDeliveryStatus | null = null;
       if (query.status !== undefined && query.status !== '') {
         if (isWebhookDeliveryStatus(query.status)) status = query.status;
         else errors.push({ field: 'status', message: 'must be pending, delivered or failed' });
       }
-      let limit: number = WEBHOOK_LIMITS.listDefault;
-      if (query.limit !== undefined) {
-        const value = /^\d{1,4}$/.test(query.limit) ? Number(query.limit) : Number.NaN;
-        if (value >= 1 && value <= WEBHOOK_LIMITS.listMax) limit = value;
-        else
+      const limit = readLimit(query.limit, DELIVERY_LIST_LIMIT);
+      if (!limit.ok) errors.push(limit.error);
+      const listing: DeliveryListing = { tenant, endpointId: endpoint.id, status };
+      let cursor: string | null = null;
+      if (query.cursor !== undefined && query.cursor !== '' && errors.length === 0) {
+        cursor = decodeDeliveryCursor(query.cursor, listing);
+        if (cursor === null)
           errors.push({
-            field: 'limit',
-            message: `must be a whole number from 1 to ${WEBHOOK_LIMITS.listMax}`,
+            field: 'cursor',
+            message: 'is not a next_cursor of this listing (the same key, endpoint and status)',
           });
       }
-      let cursor: string | null = null;
-      if (query.cursor !== undefined && query.cursor !== '') {
-        if (isWebhookDeliveryId(query.cursor)) cursor = query.cursor;
-        else errors.push({ field: 'cursor', message: 'is not a cursor from this listing' });
-      }
       if (errors.length > 0) return problemResult(validationProblem(errors));
-      const page = await deps.store.listDeliveries({ endpointId: endpoint.id, status, limit, cursor });
+      const page = await deps.store.listDeliveries({
+        endpointId: endpoint.id,
+        status,
+        limit: limit.ok ? limit.limit : WEBHOOK_LIMITS.listDefault,
+        cursor,
+      });
+      const next = page.nextCursor === null ? null : encodeDeliveryCursor(page.nextCursor, listing);
       return jsonResult(
         200,
-        { items: page.items.map(deliveryView), next_cursor: page.nextCursor },
+        { items: page.items.map(deliveryView), next_cursor: next },
         {},
         { webhook_id: endpoint.id, count: page.items.length },
       );
@@ -485,4 +491,34 @@ export function wireWebhookRoutes(wiring: {
     now: () => new Date(),
     random: wiring.random,
   };
+}
+
+/** One endpoint's deliveries, of one status or all, as its tenant lists them. */
+interface DeliveryListing {
+  readonly tenant: string;
+  readonly endpointId: string;
+  readonly status: WebhookDeliveryStatus | null;
+}
+
+const DELIVERY_LIST_LIMIT = {
+  default: WEBHOOK_LIMITS.listDefault,
+  min: 1,
+  max: WEBHOOK_LIMITS.listMax,
+} as const;
+
+/**
+ * The opaque `cursor` of GET /v1/webhooks/{id}/deliveries (lambdas/core/listQuery.ts):
+ * `{"w":endpoint,"s":status|null,"d":delivery}`, the last delivery of the previous page.
+ */
+function encodeDeliveryCursor(lastDelivery: string, listing: DeliveryListing): string {
+  return encodeCursor(listing.tenant, { w: listing.endpointId, s: listing.status, d: lastDelivery });
+}
+
+/** The delivery to continue after; null when the cursor is not one this listing issued. */
+function decodeDeliveryCursor(cursor: string, listing: DeliveryListing): string | null {
+  // Issued before decision 0254, a cursor was the bare id: taken for the caller's listing (0250).
+  if (isWebhookDeliveryId(cursor)) return cursor;
+  const fields = decodeCursor(cursor, listing.tenant);
+  if (fields === null || fields.w !== listing.endpointId || fields.s !== listing.status) return null;
+  return typeof fields.d === 'string' && isWebhookDeliveryId(fields.d) ? fields.d : null;
 }
