@@ -146,7 +146,8 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
   const requestPrint = requestFingerprint(request);
   const template = pinnedTemplateOf(request, input.templateVersion);
   const pinned = template === null ? {} : { template };
-  const places = mailboxPlaces(recipientList(request));
+  const recipients = recipientList(request);
+  const places = mailboxPlaces(recipients);
   const state: MessageStateRecord = {
     pk: messagePk(id),
     sk: ITEM_SORT_KEY.messageState,
@@ -164,7 +165,7 @@ export function outboxRecords(input: OutboxRecordsInput): EnqueueRecords {
     attempts: 0,
     last_error: null,
     history: [],
-    rcpt_total: recipientList(request).length,
+    rcpt_total: recipients.length,
     ...(places === undefined ? {} : { rcpt_places: places }),
     group: request.group,
     on_ambiguous: request.on_ambiguous,
