@@ -190,9 +190,12 @@ export function parseRetryAfter(value: string | null, now: Date): number | null 
  * a single enqueue's own 5xx would have been retried for. A 4xx item is that item's answer.
  */
 export function hasFailedItems(results: readonly { readonly status: number }[]): boolean {
-  return results.some((result) =>
-    isTransientFailure({ kind: 'status', status: result.status, retryAfterMs: null }),
-  );
+  return results.some(isFailedItem);
+}
+
+/** One batch item whose write failed (500, 503): {@link hasFailedItems}'s test of each. */
+function isFailedItem(result: { readonly status: number }): boolean {
+  return isTransientFailure({ kind: 'status', status: result.status, retryAfterMs: null });
 }
 
 /**
@@ -205,8 +208,7 @@ export function mergeBatchResults<Result extends { readonly index: number; reado
   earlier: readonly Result[],
   again: readonly Result[],
 ): Result[] {
-  return earlier.map((result) => {
-    const failed = hasFailedItems([result]);
-    return failed ? (again.find((next) => next.index === result.index) ?? result) : result;
-  });
+  return earlier.map((result) =>
+    isFailedItem(result) ? (again.find((next) => next.index === result.index) ?? result) : result,
+  );
 }
