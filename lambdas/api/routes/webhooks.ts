@@ -176,7 +176,7 @@ export function webhookRouteHandlers(
       const page = await deps.store.listDeliveries({
         endpointId: endpoint.id,
         status,
-        limit: limit.ok ? limit.limit : WEBHOOK_LIMITS.listDefault,
+        limit: limit.ok ? limit.limit : DELIVERY_LIST_LIMIT.default,
         cursor,
       });
       const next = page.nextCursor === null ? null : encodeDeliveryCursor(page.nextCursor, listing);
