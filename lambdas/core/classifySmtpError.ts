@@ -226,6 +226,15 @@ const CREDENTIALS_READ_CODE = 'ESECRETREAD';
  */
 export const SENDER_ADDRESS_CODES: ReadonlySet<string> = new Set(['5.1.7', '5.1.8']);
 
+/**
+ * Postfix's words for a refusal of our sender, whatever the code it carries: every sender check
+ * answers "<sender>: Sender address rejected: …" — reject_unlisted_sender with `550 5.1.0` (X.1.0,
+ * other address status: the recipient's check says 5.1.1), reject_sender_login_mismatch with
+ * `553 5.7.1` — and with `smtpd_delay_reject` at each RCPT TO. Read as {@link SENDER_ADDRESS_CODES}
+ * are: `config`, never a recipient's hard bounce (decision 0256). Matched case-insensitively.
+ */
+export const SENDER_REFUSAL_PHRASE = 'sender address rejected';
+
 /** An RFC 3463 code of class 5, subject 1 (addressing): 5.1.1 bad mailbox, 5.1.2 bad system, … */
 const ADDRESSING_CODE = /^5\.1\.\d{1,3}$/;
 
@@ -535,10 +544,13 @@ function classifyPermanentReply(
   if (command.startsWith('AUTH')) {
     return result('config', `the relay refused our login (${reply})`);
   }
-  if (enhancedCode !== null && SENDER_ADDRESS_CODES.has(enhancedCode)) {
+  if (
+    (enhancedCode !== null && SENDER_ADDRESS_CODES.has(enhancedCode)) ||
+    response?.toLowerCase().includes(SENDER_REFUSAL_PHRASE) === true
+  ) {
     return result(
       'config',
-      `the relay refused our sender address (${reply} ${enhancedCode}) at ${at}: fix the from address or its domain`,
+      `the relay refused our sender address (${enhancedCode === null ? reply : `${reply} ${enhancedCode}`}) at ${at}: fix the from address or its domain`,
     );
   }
   if (command === 'MAIL FROM' && enhancedCode !== null && enhancedCode.startsWith('5.7.')) {

@@ -448,6 +448,30 @@ describe("our sender's address refused (RFC 3463 X.1.7, X.1.8)", () => {
     expect(result.reason).not.toContain('sender.example');
   });
 
+  // Postfix answers every sender check with "<sender>: Sender address rejected: …", whatever its
+  // code: reject_unlisted_sender with X.1.0 (other address status; a recipient's would be 5.1.1),
+  // reject_sender_login_mismatch with 5.7.1; with smtpd_delay_reject, at RCPT TO (decision 0256).
+  it.each([
+    [
+      '550 5.1.0 <ops@sender.example>: Sender address rejected: User unknown in virtual mailbox table',
+      'RCPT TO',
+    ],
+    [
+      '550 5.1.0 <ops@sender.example>: Sender address rejected: User unknown in local recipient table',
+      'MAIL FROM',
+    ],
+    ['553 5.7.1 <ops@sender.example>: Sender address rejected: not owned by user app', 'RCPT TO'],
+    ['550 <ops@sender.example>: SENDER ADDRESS REJECTED: Access denied', 'RCPT TO'],
+  ])('%s at %s is config by its words, and suppresses nobody', (response, command) => {
+    const result = classifySmtpError(
+      nodemailerError({ responseCode: Number(response.slice(0, 3)), command, response }),
+      { transactionStarted: true },
+    );
+    expect(result).toMatchObject({ class: 'config', origin: 'transaction', hardBounce: false });
+    expect(result.reason).toMatch(/our sender address/);
+    expect(result.reason).not.toContain('sender.example');
+  });
+
   it("a recipient's bad address (5.1.x but 7 and 8), refused for good, is a hard bounce; nothing else is", () => {
     const bounce = (response: string, command = 'RCPT TO') =>
       classifySmtpError(nodemailerError({ responseCode: Number(response.slice(0, 3)), command, response }))

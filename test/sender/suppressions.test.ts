@@ -132,6 +132,28 @@ describe('the sender and the suppression list', () => {
     expect(rig.received(next.id)).toHaveLength(1);
   });
 
+  it('never suppresses anyone when the relay refuses our unlisted sender at RCPT TO (550 5.1.0 Sender address rejected): config, retried', async () => {
+    const rig = await createSenderRig(world);
+    // Postfix's reject_unlisted_sender with smtpd_delay_reject: X.1.0 (other address status) for
+    // the sender, once per RCPT TO; it would be 5.1.1 for a recipient.
+    world.smtp.script({
+      rcptTo: {
+        code: 550,
+        message: '5.1.0 <ops@sender.example>: Sender address rejected: User unknown in virtual mailbox table',
+      },
+    });
+    const recipients = ['dana@example.com', 'erin@example.com'];
+    const message = await rig.putMessage({ to: recipients });
+    await rig.dispatch(message);
+    await rig.deliverNext();
+    const refused = await rig.state(message.id);
+    expect(await list.suppressedAmong(TENANT, recipients)).toEqual(new Set());
+    expect(refused).toMatchObject({ status: 'retrying', attempts: 1, rcpt_accepted: [], rcpt_rejected: [] });
+    expect(refused.history[0]).toMatchObject({ outcome: 'config', code: '550', enhanced_code: '5.1.0' });
+    expect(rig.metrics.of('SuppressionsAdded')).toBe(0);
+    expect(rig.metrics.of('ConfigErrors')).toBe(1);
+  });
+
   it('retries a message whose sender the relay refuses at MAIL FROM with 5.1.7 as config, alarmed, never failed', async () => {
     const rig = await createSenderRig(world);
     world.smtp.script({ mailFrom: { code: 550, message: '5.1.7 Bad sender address syntax' } });
