@@ -130,6 +130,45 @@ describe('the SES bounce and complaint function', () => {
     expect(await entries('hooli')).toEqual([]);
   });
 
+  it('drops each malformed notification alone and still adds the good one in the same batch (decision 0256)', async () => {
+    const id = await sentMessage('malformed-co');
+    const good = permanentBounce(id, ['Real@Example.com']);
+    const mail = good.mail;
+    const report = await handle(
+      snsEvent(
+        'null',
+        '[]',
+        '"Bounce"',
+        { notificationType: 'Bounce', bounce: null, mail },
+        {
+          notificationType: 'Bounce',
+          bounce: { bounceType: 'Permanent', bouncedRecipients: 'x@example.com' },
+          mail,
+        },
+        {
+          notificationType: 'Bounce',
+          bounce: {
+            bounceType: 'Permanent',
+            bouncedRecipients: [{ emailAddress: 5 }, { emailAddress: 'not an address' }],
+          },
+          mail,
+        },
+        {
+          notificationType: 'Bounce',
+          bounce: { bounceType: 'Undetermined', bouncedRecipients: [{ emailAddress: 'u@example.com' }] },
+          mail,
+        },
+        { notificationType: 'Complaint', mail },
+        { ...good, mail: { ...mail, headers: 'X-Postdate-Id', commonHeaders: null } },
+        good,
+      ),
+    );
+    expect(report).toEqual({ added: 1, ignored: 9 });
+    expect(
+      (await entries('malformed-co')).map((entry) => [entry.address, entry.reason, entry.message_id]),
+    ).toEqual([['real@example.com', 'hard_bounce', id]]);
+  });
+
   it("never adds to another tenant's list than the message's", async () => {
     const mine = await sentMessage('tenant-one');
     await sentMessage('tenant-two');
