@@ -114,6 +114,23 @@ describe('the suppression routes', () => {
     expect(pages).toBe(3);
   });
 
+  it('takes a limit from 1 to 100 (default 50); anything else is a 400 naming `limit` (decision 0256)', async () => {
+    const api = await apiHarness();
+    const addresses = Array.from({ length: 101 }, (_, i) => `bulk${String(i).padStart(3, '0')}@example.org`);
+    for (const address of addresses) expect((await put(api, address)).status).toBe(200);
+    const count = async (query: Record<string, string>) =>
+      ((await list(api, query)).json as { items: unknown[] }).items.length;
+    expect(await count({})).toBe(50);
+    expect(await count({ limit: '1' })).toBe(1);
+    expect(await count({ limit: '100' })).toBe(100);
+    for (const limit of ['0', '101', '-1', '1.5', 'ten', '1e2']) {
+      const refused = await list(api, { limit });
+      expect(refused.status, limit).toBe(400);
+      expect(refused.headers['content-type']).toBe('application/problem+json');
+      expect(refused.json, limit).toMatchObject({ errors: [expect.objectContaining({ field: 'limit' })] });
+    }
+  });
+
   it('removes an address (200 with what was removed), then answers 404 naming the address', async () => {
     const api = await apiHarness();
     await put(api, 'ada@example.com');
