@@ -209,6 +209,15 @@ describe('time_zone: an IANA name (DESIGN §16)', () => {
     }
   });
 
+  it.each(['EUROPE/BERLIN', 'Europe/BERLIN', 'America/New_york', 'Etc/Gmt+5', 'Utc'])(
+    'refuses %j, a zone of the list in another case, for the API; a record holding it still reads',
+    (zone) => {
+      expect(validateTimeZone(zone)).toMatchObject({ ok: false, errors: [{ field: '/time_zone' }] });
+      // Admitted before it was refused: a message stored with it still goes, in the zone it names.
+      expect(isTimeZone(zone)).toBe(true);
+    },
+  );
+
   it('a conversion in an unknown zone throws a typed error naming the field, with the cause', () => {
     let thrown: unknown;
     try {
