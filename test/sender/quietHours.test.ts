@@ -1,15 +1,15 @@
 /**
  * Quiet hours in the sender (docs/design.md §16 Local time and quiet hours): a copy that comes due
  * inside the window — the first time, after a retry's backoff, or back from an operator's pause —
- * goes back unsent, no attempt and
- * no status change, its record's `due_at` at the window's end, and is sent once it comes back after
- * the end; one whose `not_after` comes before the end expires; one whose `time_zone` the sender does
- * not know fails (permanent, no attempt) and never comes back. A takeover of an expired lease inside
- * the window settles the interrupted attempt first (DESIGN §5: ambiguous, under `retry` the message
- * is `retrying` with the attempt counted), so the held message is not left `sending` with no sender
- * and the user can still cancel it (DESIGN §2, §3). Covers sender/processCopy.ts (the
- * runner), core/unsentDecision.ts (the decision) and store/senderTransitions.ts (`hold`), on
- * DynamoDB Local, the SQS emulator and a real smtp-server; the sender's clock is the test's.
+ * goes back unsent, no attempt and no status change, its record's `due_at` at the window's end, and
+ * is sent once it comes back after the end; one whose `not_after` comes before the end expires; one
+ * whose `time_zone` the sender does not know fails (permanent, no attempt) and never comes back. A
+ * takeover of an expired lease inside the window settles the interrupted attempt first (DESIGN §5:
+ * ambiguous, under `retry` the message is `retrying` with the attempt counted), so the held message
+ * is not left `sending` with no sender and the user can still cancel it (DESIGN §2, §3). Covers
+ * sender/processCopy.ts (the runner), core/unsentDecision.ts (the decision) and
+ * store/senderTransitions.ts (`hold`), on DynamoDB Local, the SQS emulator and a real smtp-server;
+ * the sender's clock is the test's.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NOT_PAUSED, type PauseState } from '../../lambdas/core/relayBreaker.js';
