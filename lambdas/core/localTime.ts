@@ -229,8 +229,10 @@ export function localDateTimeAt(instant: Date, zone: string): LocalDateTime {
 
 const LOCAL_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/i;
 const WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)$/i;
+const WITH_FRACTION = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[.,]\d+$/i;
 const SEND_AT_LOCAL_MESSAGES = {
   offset: 'must be a local time without an offset or Z (an instant is send_at)',
+  fraction: 'must be a local time to the second, without a fraction: 2026-12-03T09:00:00',
   form: 'must be a local date-time like 2026-12-03T09:00 or 2026-12-03T09:00:00',
   range: 'is not a date and time of the calendar (month 01–12, a day of that month, 00:00:00–23:59:59)',
 } as const;
@@ -242,7 +244,10 @@ export function parseSendAtLocal(text: string): Validated<LocalDateTime> {
     errors: [{ field: '/send_at_local', message }],
   });
   const match = LOCAL_DATE_TIME.exec(text);
-  if (!match) return refuse(SEND_AT_LOCAL_MESSAGES[WITH_OFFSET.test(text) ? 'offset' : 'form']);
+  if (!match) {
+    const why = WITH_OFFSET.test(text) ? 'offset' : WITH_FRACTION.test(text) ? 'fraction' : 'form';
+    return refuse(SEND_AT_LOCAL_MESSAGES[why]);
+  }
   const [year, month, day, hour, minute, second] = match.slice(1).map((field) => Number(field ?? '0')) as [
     number,
     number,

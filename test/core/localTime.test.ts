@@ -263,6 +263,15 @@ describe('send_at_local: a wall-clock time without offset (DESIGN §16)', () => 
     if (!answer.ok) expect(answer.errors[0]?.message).toMatch(/offset/);
   });
 
+  it.each(['2026-12-03T09:00:00.5', '2026-12-03T09:00:00.000', '2026-12-03T09:00:00.123456'])(
+    'refuses %s saying why: to the second, no fraction (as Python’s isoformat() gives with microseconds)',
+    (text) => {
+      const answer = parseSendAtLocal(text);
+      expect(answer).toMatchObject({ ok: false, errors: [{ field: '/send_at_local' }] });
+      if (!answer.ok) expect(answer.errors[0]?.message).toMatch(/fraction/);
+    },
+  );
+
   it.each([
     '2026-13-03T09:00',
     '2026-00-03T09:00',
