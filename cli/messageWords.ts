@@ -100,11 +100,15 @@ export function heldInWords(pause: PauseState, kind: string | undefined): string
  * What quiet hours make of a waiting message that has come due (its `send_at` behind `now`), by the
  * sender's own rule (`quietHoursDecision`, core/localTime.ts): held until the window's end (where the
  * sender wrote its `due_at`), or expired when its `not_after` comes first; null when they hold nothing
- * now. A message not yet due is the sender's to decide when it comes due.
+ * now. A message not yet due (a send time ahead, a retry's backoff ending after the window) is the
+ * sender's to decide when it comes due.
  */
 export function quietHoursInWords(
   message: {
+    readonly status: MessageStatus;
     readonly send_at: string;
+    /** When its copy is due: a retry's end of backoff, or the window's end the sender wrote. */
+    readonly due_at?: string | undefined;
     readonly not_after: string | null;
     readonly time_zone?: string | undefined;
     readonly quiet_hours?: QuietHours | undefined;
@@ -124,6 +128,9 @@ export function quietHoursInWords(
     case 'send':
       return null;
     case 'hold': {
+      // A retry whose backoff ends later waits for that, not for the window (its due_at is not the end).
+      const due = message.status === 'retrying' ? message.due_at : undefined;
+      if (due !== undefined && Date.parse(due) > decision.until.getTime()) return null;
       const there = zone === undefined ? '' : formatLocalDateTime(localDateTimeAt(decision.until, zone));
       return `${inside}: the sender holds it until ${decision.until.toISOString()} (${there} there); holding is no attempt`;
     }

@@ -239,6 +239,22 @@ describe('postdate messages show', () => {
     expect((await messagesShow(deps, messageId(33), memoryOutput())).explanation.held).toBe(
       'inside its quiet hours 12:00–18:00 Europe/Berlin: its not_after comes before they end, so the sender expires it unsent',
     );
+    // A retrying one: held when the sender wrote its due_at at the window's end; one whose backoff
+    // ends after the window (due_at 19:00Z) waits for that, not for its quiet hours.
+    const retrying = (id: string, dueAt: string) => ({
+      ...stateRecord({ id, status: 'retrying', createdAt: minutesAgo(31), sendAt: minutesAgo(30), dueAt }),
+      time_zone: 'Europe/Berlin',
+      quiet_hours: { start: '12:00', end: '18:00' },
+    });
+    for (const item of [
+      retrying(messageId(34), '2026-11-29T17:00:00.000Z'),
+      retrying(messageId(35), '2026-11-29T19:00:00.000Z'),
+    ])
+      await deps.documents.send(new PutCommand({ TableName: deps.tableName, Item: item }));
+    expect((await messagesShow(deps, messageId(34), memoryOutput())).explanation.held).toMatch(
+      /^inside its quiet hours 12:00–18:00 Europe\/Berlin: the sender holds it until 2026-11-29T17:00:00.000Z/,
+    );
+    expect((await messagesShow(deps, messageId(35), memoryOutput())).explanation.held).toBeNull();
     expect((await messagesShow(deps, messageId(31), memoryOutput())).explanation.held).toBeNull();
     expect((await messagesShow(deps, messageId(32), memoryOutput())).explanation.held).toBeNull();
   });
