@@ -2,6 +2,12 @@
  * What a status and an error class mean, in the words of docs/smtp-classification.md and DESIGN §2,
  * with the next command an operator can run. Pure data: used by `messages show` and the runbook.
  */
+import {
+  formatLocalDateTime,
+  localDateTimeAt,
+  type QuietHours,
+  quietHoursDecision,
+} from '../lambdas/core/localTime.js';
 import type { MessageStatus } from '../lambdas/core/messageStatus.js';
 import type { ErrorClass } from '../lambdas/core/postdateError.js';
 import { isPaused, type PauseState } from '../lambdas/core/relayBreaker.js';
@@ -88,4 +94,49 @@ export function heldInWords(pause: PauseState, kind: string | undefined): string
   return all === undefined
     ? null
     : `sending is paused (everything) since ${all.at} (${all.reason}): postdate sending resume`;
+}
+
+/**
+ * What quiet hours make of a waiting message that has come due (its `send_at` behind `now`), by the
+ * sender's own rule (`quietHoursDecision`, core/localTime.ts): held until the window's end (where the
+ * sender wrote its `due_at`), or expired when its `not_after` comes first; null when they hold nothing
+ * now. A message not yet due (a send time ahead, a retry's backoff ending after the window) is the
+ * sender's to decide when it comes due.
+ */
+export function quietHoursInWords(
+  message: {
+    readonly status: MessageStatus;
+    readonly send_at: string;
+    /** When its copy is due: a retry's end of backoff, or the window's end the sender wrote. */
+    readonly due_at?: string | undefined;
+    readonly not_after: string | null;
+    readonly time_zone?: string | undefined;
+    readonly quiet_hours?: QuietHours | undefined;
+  },
+  now: Date,
+): string | null {
+  const { quiet_hours: quietHours, time_zone: zone } = message;
+  if (quietHours === undefined || Date.parse(message.send_at) > now.getTime()) return null;
+  const decision = quietHoursDecision({
+    due: now,
+    quietHours,
+    timeZone: zone ?? null,
+    notAfter: message.not_after === null ? null : new Date(message.not_after),
+  });
+  const inside = `inside its quiet hours ${quietHours.start}–${quietHours.end} ${zone}`;
+  switch (decision.kind) {
+    case 'send':
+      return null;
+    case 'hold': {
+      // A retry whose backoff ends later waits for that, not for the window (its due_at is not the end).
+      const due = message.status === 'retrying' ? message.due_at : undefined;
+      if (due !== undefined && Date.parse(due) > decision.until.getTime()) return null;
+      const there = zone === undefined ? '' : formatLocalDateTime(localDateTimeAt(decision.until, zone));
+      return `${inside}: the sender holds it until ${decision.until.toISOString()} (${there} there); holding is no attempt`;
+    }
+    case 'expire':
+      return `${inside}: its not_after comes before they end, so the sender expires it unsent`;
+    case 'unreadable':
+      return `${decision.reason}: the sender fails it (permanent, no attempt)`;
+  }
 }

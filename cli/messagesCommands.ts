@@ -16,7 +16,13 @@ import { readRelayGates } from '../lambdas/store/sendingGate.js';
 import { readStateRecord } from '../lambdas/store/stateReads.js';
 import { NotFoundError, UsageError, withNextStep } from './cliErrors.js';
 import { assertMessageIds } from './deadLetters/chosenIds.js';
-import { ERROR_CLASS_WORDS, heldInWords, messageIdHeader, statusInWords } from './messageWords.js';
+import {
+  ERROR_CLASS_WORDS,
+  heldInWords,
+  messageIdHeader,
+  quietHoursInWords,
+  statusInWords,
+} from './messageWords.js';
 import {
   type Column,
   formatDuration,
@@ -197,7 +203,10 @@ export interface ShowReport {
   readonly explanation: {
     readonly status: string;
     readonly last_error: string | null;
-    /** A waiting message (`scheduled`, `retrying`) that a pause holds: which, and what resumes it (0253). */
+    /**
+     * A waiting message (`scheduled`, `retrying`) that a pause holds: which, and what resumes it (0253);
+     * or its quiet hours, and until when (0259).
+     */
     readonly held: string | null;
   };
 }
@@ -209,6 +218,16 @@ const WAITING: ReadonlySet<MessageStatus> = new Set(['scheduled', 'retrying']);
 function localTimeOf(state: MessageStateRecord) {
   const { send_at_local, time_zone, quiet_hours } = messageView(state, { withHistory: false });
   return { send_at_local, time_zone, quiet_hours };
+}
+
+/** What holds a waiting message now: a pause (0253), its quiet hours (0259), both, or nothing (null). */
+async function heldBy(deps: MessagesDeps, state: MessageStateRecord): Promise<string | null> {
+  const pause = heldInWords(
+    (await readRelayGates(deps.documents, deps.tableName, [])).pause,
+    state.tags?.kind,
+  );
+  const reasons = [pause, quietHoursInWords(state, deps.now())].filter((reason) => reason !== null);
+  return reasons.length === 0 ? null : reasons.join('; ');
 }
 
 export async function messagesShow(deps: MessagesDeps, id: string, out: Output): Promise<ShowReport> {
@@ -235,9 +254,7 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
     explanation: {
       status: statusInWords(state, deps.now()),
       last_error: error === null ? null : errorInWords(error),
-      held: WAITING.has(state.status)
-        ? heldInWords((await readRelayGates(deps.documents, deps.tableName, [])).pause, state.tags?.kind)
-        : null,
+      held: WAITING.has(state.status) ? await heldBy(deps, state) : null,
     },
   };
   if (out.json) {

@@ -64,16 +64,34 @@ export const TIME_ZONE_MESSAGE =
 let canonicalZones: ReadonlySet<string> | undefined;
 
 /**
- * Whether `name` is a time zone: one of `Intl.supportedValuesOf('timeZone')`, or an alias the
- * runtime resolves (`UTC`, `Etc/UTC`, `Asia/Kolkata`, `US/Eastern`) spelled as the tz database
- * spells it. Case matters, as in the tz database and java.time: `europe/berlin` is refused even
- * though `Intl` would read it, so one zone has one spelling in records and metrics. Node lists no
- * aliases, so an alias is held to the form only (each part starts with a capital: `US/EASTERN`
- * passes); a name in the list is matched exactly.
+ * Names of the tz database that Node 20's list leaves out and users type most: the `etcetera` file's
+ * zones and the links to them in `backward` (UTC, GMT and the fixed offsets `Etc/GMT+5`), spelled as
+ * the tz database spells them.
+ */
+const UNLISTED_SPELLINGS: readonly string[] = [
+  ...['UTC', 'UCT', 'GMT', 'GMT0', 'GMT+0', 'GMT-0', 'Greenwich', 'Universal', 'Zulu'].flatMap((name) => [
+    name,
+    `Etc/${name}`,
+  ]),
+  ...Array.from({ length: 12 }, (_, hours) => `Etc/GMT+${hours + 1}`),
+  ...Array.from({ length: 14 }, (_, hours) => `Etc/GMT-${hours + 1}`),
+];
+/** Every spelling known to be the tz database's, and the same in lower case (a match there alone is mis-cased). */
+let spelled: { readonly exact: ReadonlySet<string>; readonly lowerCase: ReadonlySet<string> } | undefined;
+
+const listedZones = (): ReadonlySet<string> => {
+  canonicalZones ??= new Set(Intl.supportedValuesOf('timeZone'));
+  return canonicalZones;
+};
+
+/**
+ * Whether `name` is a time zone a stored record may hold: one of `Intl.supportedValuesOf('timeZone')`,
+ * or a name `Intl` reads in the form of the tz database (each part starts with a capital: `UTC`,
+ * `Asia/Kolkata`, `US/Eastern`). What the sender and the view read; the API admits less
+ * ({@link isTimeZoneAsSpelled}), so a record it admitted before keeps going.
  */
 export function isTimeZone(name: string): boolean {
-  canonicalZones ??= new Set(Intl.supportedValuesOf('timeZone'));
-  if (canonicalZones.has(name)) return true;
+  if (listedZones().has(name)) return true;
   if (name.length > MAX_ZONE_LENGTH || !IANA_NAME.test(name)) return false;
   try {
     formatterFor(name);
@@ -84,9 +102,26 @@ export function isTimeZone(name: string): boolean {
   }
 }
 
-/** `time_zone` checked: the name, or a field error naming `/time_zone` (never echoing the value). */
+/**
+ * Whether the API admits `name` as `time_zone`: a time zone ({@link isTimeZone}) spelled as the tz
+ * database spells it. Case matters, as in the tz database and java.time: `europe/berlin` and
+ * `EUROPE/BERLIN` are refused even though `Intl` reads them, so one zone has one spelling in records
+ * and metrics (decisions 0056, 0259). A name in Node's list (or UTC, GMT and the `Etc` zones, which it
+ * leaves out) is matched exactly, and a case variant of one is refused; Node lists no other aliases, so
+ * one of those is held to the form only (`US/EASTERN` passes).
+ */
+export function isTimeZoneAsSpelled(name: string): boolean {
+  if (spelled === undefined) {
+    const exact = new Set([...listedZones(), ...UNLISTED_SPELLINGS]);
+    spelled = { exact, lowerCase: new Set([...exact].map((zone) => zone.toLowerCase())) };
+  }
+  if (spelled.exact.has(name)) return true;
+  return !spelled.lowerCase.has(name.toLowerCase()) && isTimeZone(name);
+}
+
+/** `time_zone` checked for the API: the name, or a field error naming `/time_zone` (never echoing the value). */
 export function validateTimeZone(name: string): Validated<string> {
-  return isTimeZone(name)
+  return isTimeZoneAsSpelled(name)
     ? { ok: true, value: name }
     : { ok: false, errors: [{ field: '/time_zone', message: TIME_ZONE_MESSAGE }] };
 }
@@ -194,8 +229,10 @@ export function localDateTimeAt(instant: Date, zone: string): LocalDateTime {
 
 const LOCAL_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/i;
 const WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)$/i;
+const WITH_FRACTION = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[.,]\d+$/i;
 const SEND_AT_LOCAL_MESSAGES = {
   offset: 'must be a local time without an offset or Z (an instant is send_at)',
+  fraction: 'must be a local time to the second, without a fraction: 2026-12-03T09:00:00',
   form: 'must be a local date-time like 2026-12-03T09:00 or 2026-12-03T09:00:00',
   range: 'is not a date and time of the calendar (month 01–12, a day of that month, 00:00:00–23:59:59)',
 } as const;
@@ -207,7 +244,10 @@ export function parseSendAtLocal(text: string): Validated<LocalDateTime> {
     errors: [{ field: '/send_at_local', message }],
   });
   const match = LOCAL_DATE_TIME.exec(text);
-  if (!match) return refuse(SEND_AT_LOCAL_MESSAGES[WITH_OFFSET.test(text) ? 'offset' : 'form']);
+  if (!match) {
+    const why = WITH_OFFSET.test(text) ? 'offset' : WITH_FRACTION.test(text) ? 'fraction' : 'form';
+    return refuse(SEND_AT_LOCAL_MESSAGES[why]);
+  }
   const [year, month, day, hour, minute, second] = match.slice(1).map((field) => Number(field ?? '0')) as [
     number,
     number,
@@ -364,7 +404,7 @@ export interface QuietHoursInput {
  */
 export function quietHoursDecision(input: QuietHoursInput): QuietHoursDecision {
   if (input.quietHours == null) return { kind: 'send' };
-  // Read as the API admits them (isTimeZone, two different HH:MM), the zone named, cut to a name's length.
+  // Read as a record may hold them (isTimeZone: what the API admits or once admitted; two different HH:MM), the zone named, cut to a name's length.
   const zone = input.timeZone;
   const unreadable = (why: string) =>
     ({ kind: 'unreadable', reason: `${why}; quiet hours cannot be read` }) as const;

@@ -31,7 +31,7 @@ import {
   formatLocalDateTime,
   HH_MM,
   HH_MM_MESSAGE,
-  isTimeZone,
+  isTimeZoneAsSpelled,
   MAX_ZONE_LENGTH,
   parseSendAtLocal,
   type QuietHours,
@@ -352,11 +352,11 @@ const Group = z.strictObject({ key: GroupKeySchema, version: GroupVersion }).met
  * reschedule bodies carry them; their rules are localTime.ts's.
  */
 
-/** `time_zone`: an IANA name (see {@link isTimeZone}). */
+/** `time_zone`: an IANA name as the tz database spells it (see {@link isTimeZoneAsSpelled}). */
 const TimeZoneSchema = z
   .string()
   .superRefine((value, ctx) => {
-    if (!isTimeZone(value)) ctx.addIssue({ code: 'custom', message: TIME_ZONE_MESSAGE });
+    if (!isTimeZoneAsSpelled(value)) ctx.addIssue({ code: 'custom', message: TIME_ZONE_MESSAGE });
   })
   .meta({
     description: 'An IANA time zone name, spelled as the tz database spells it.',

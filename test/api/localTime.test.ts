@@ -116,6 +116,10 @@ describe('send_at_local and time_zone on POST /v1/messages', () => {
       { send_at_local: '2026-12-03T09:00', time_zone: 'europe/berlin' },
       '/time_zone',
     ],
+    // Each part starts with a capital, so only the tz database's own list can refuse these.
+    ['a zone in upper case', { send_at_local: '2026-12-03T09:00', time_zone: 'EUROPE/BERLIN' }, '/time_zone'],
+    ['a zone with one part in upper case', { time_zone: 'Europe/BERLIN' }, '/time_zone'],
+    ['an Etc zone in the wrong case', { time_zone: 'Etc/Gmt+5' }, '/time_zone'],
     [
       'a local time with an offset',
       { send_at_local: '2026-12-03T09:00:00+01:00', time_zone: 'UTC' },

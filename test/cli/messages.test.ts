@@ -206,6 +206,59 @@ describe('postdate messages show', () => {
     expect((await messagesShow(deps, messageId(5), memoryOutput())).message.time_zone).toBeNull();
   });
 
+  it('says a due message is held by its quiet hours, and when it may go (docs/design.md §16)', async () => {
+    // NOW is 13:00 in Berlin: a message due two minutes ago, quiet 12:00–18:00 there, stays
+    // `scheduled` past its send time with no attempt; what holds it belongs in `messages show`.
+    const quiet = (id: string, sendAt: string, quietHours: { start: string; end: string }) => ({
+      ...stateRecord({ id, status: 'scheduled', createdAt: minutesAgo(3), sendAt }),
+      time_zone: 'Europe/Berlin',
+      quiet_hours: quietHours,
+    });
+    const items = [
+      quiet(messageId(30), minutesAgo(2), { start: '12:00', end: '18:00' }),
+      // Outside its window now, and one not yet due (the sender decides when it comes due).
+      quiet(messageId(31), minutesAgo(2), { start: '21:00', end: '08:00' }),
+      quiet(messageId(32), minutesAgo(-60), { start: '12:00', end: '18:00' }),
+    ];
+    for (const item of items)
+      await deps.documents.send(new PutCommand({ TableName: deps.tableName, Item: item }));
+
+    const out = memoryOutput();
+    const held = await messagesShow(deps, messageId(30), out);
+    expect(held.explanation.held).toBe(
+      'inside its quiet hours 12:00–18:00 Europe/Berlin: the sender holds it until 2026-11-29T17:00:00.000Z ' +
+        '(2026-11-29T18:00:00 there); holding is no attempt',
+    );
+    expect(out.text()).toMatch(/held:\s+inside its quiet hours 12:00–18:00 Europe\/Berlin/);
+    // Its not_after before the window's end: the sender expires it.
+    const deadline = {
+      ...quiet(messageId(33), minutesAgo(2), { start: '12:00', end: '18:00' }),
+      not_after: minutesAgo(-60),
+    };
+    await deps.documents.send(new PutCommand({ TableName: deps.tableName, Item: deadline }));
+    expect((await messagesShow(deps, messageId(33), memoryOutput())).explanation.held).toBe(
+      'inside its quiet hours 12:00–18:00 Europe/Berlin: its not_after comes before they end, so the sender expires it unsent',
+    );
+    // A retrying one: held when the sender wrote its due_at at the window's end; one whose backoff
+    // ends after the window (due_at 19:00Z) waits for that, not for its quiet hours.
+    const retrying = (id: string, dueAt: string) => ({
+      ...stateRecord({ id, status: 'retrying', createdAt: minutesAgo(31), sendAt: minutesAgo(30), dueAt }),
+      time_zone: 'Europe/Berlin',
+      quiet_hours: { start: '12:00', end: '18:00' },
+    });
+    for (const item of [
+      retrying(messageId(34), '2026-11-29T17:00:00.000Z'),
+      retrying(messageId(35), '2026-11-29T19:00:00.000Z'),
+    ])
+      await deps.documents.send(new PutCommand({ TableName: deps.tableName, Item: item }));
+    expect((await messagesShow(deps, messageId(34), memoryOutput())).explanation.held).toMatch(
+      /^inside its quiet hours 12:00–18:00 Europe\/Berlin: the sender holds it until 2026-11-29T17:00:00.000Z/,
+    );
+    expect((await messagesShow(deps, messageId(35), memoryOutput())).explanation.held).toBeNull();
+    expect((await messagesShow(deps, messageId(31), memoryOutput())).explanation.held).toBeNull();
+    expect((await messagesShow(deps, messageId(32), memoryOutput())).explanation.held).toBeNull();
+  });
+
   it("names the relay a sending message's lease sends through, for an operator deciding a stuck one (decision 0182)", async () => {
     const leased = {
       ...stateRecord({ id: messageId(9), status: 'sending', createdAt: minutesAgo(3), attempts: 1 }),

@@ -209,6 +209,15 @@ describe('time_zone: an IANA name (DESIGN §16)', () => {
     }
   });
 
+  it.each(['EUROPE/BERLIN', 'Europe/BERLIN', 'America/New_york', 'Etc/Gmt+5', 'Utc'])(
+    'refuses %j, a zone of the list in another case, for the API; a record holding it still reads',
+    (zone) => {
+      expect(validateTimeZone(zone)).toMatchObject({ ok: false, errors: [{ field: '/time_zone' }] });
+      // Admitted before it was refused: a message stored with it still goes, in the zone it names.
+      expect(isTimeZone(zone)).toBe(true);
+    },
+  );
+
   it('a conversion in an unknown zone throws a typed error naming the field, with the cause', () => {
     let thrown: unknown;
     try {
@@ -253,6 +262,15 @@ describe('send_at_local: a wall-clock time without offset (DESIGN §16)', () => 
     expect(answer).toMatchObject({ ok: false, errors: [{ field: '/send_at_local' }] });
     if (!answer.ok) expect(answer.errors[0]?.message).toMatch(/offset/);
   });
+
+  it.each(['2026-12-03T09:00:00.5', '2026-12-03T09:00:00.000', '2026-12-03T09:00:00.123456'])(
+    'refuses %s saying why: to the second, no fraction (as Python’s isoformat() gives with microseconds)',
+    (text) => {
+      const answer = parseSendAtLocal(text);
+      expect(answer).toMatchObject({ ok: false, errors: [{ field: '/send_at_local' }] });
+      if (!answer.ok) expect(answer.errors[0]?.message).toMatch(/fraction/);
+    },
+  );
 
   it.each([
     '2026-13-03T09:00',

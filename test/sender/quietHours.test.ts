@@ -1,16 +1,22 @@
 /**
  * Quiet hours in the sender (docs/design.md §16 Local time and quiet hours): a copy that comes due
- * inside the window — the first time, or after a retry's backoff — goes back unsent, no attempt and
- * no status change, its record's `due_at` at the window's end, and is sent once it comes back after
- * the end; one whose `not_after` comes before the end expires; one whose `time_zone` the sender does
- * not know fails (permanent, no attempt) and never comes back. A takeover of an expired lease inside
- * the window settles the interrupted attempt first (DESIGN §5: ambiguous, under `retry` the message
- * is `retrying` with the attempt counted), so the held message is not left `sending` with no sender
- * and the user can still cancel it (DESIGN §2, §3). Covers sender/processCopy.ts (the
- * runner), core/unsentDecision.ts (the decision) and store/senderTransitions.ts (`hold`), on
- * DynamoDB Local, the SQS emulator and a real smtp-server; the sender's clock is the test's.
+ * inside the window — the first time, after a retry's backoff, or back from an operator's pause —
+ * goes back unsent, no attempt and no status change, its record's `due_at` at the window's end, and
+ * is sent once it comes back after the end; one whose `not_after` comes before the end expires; one
+ * whose `time_zone` the sender does not know fails (permanent, no attempt) and never comes back. A
+ * takeover of an expired lease inside the window settles the interrupted attempt first (DESIGN §5:
+ * ambiguous, under `retry` the message is `retrying` with the attempt counted), so the held message
+ * is not left `sending` with no sender and the user can still cancel it (DESIGN §2, §3). Covers
+ * sender/processCopy.ts (the runner), core/unsentDecision.ts (the decision) and
+ * store/senderTransitions.ts (`hold`), on DynamoDB Local, the SQS emulator and a real smtp-server;
+ * the sender's clock is the test's.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NOT_PAUSED, type PauseState } from '../../lambdas/core/relayBreaker.js';
+import type { RelayProbe } from '../../lambdas/ports/SendingGate.js';
+import { RelayGate } from '../../lambdas/sender/relayGate.js';
+import { DynamoSendingGate, SendingGateItems } from '../../lambdas/store/sendingGate.js';
+import { BREAKER_SETTINGS } from './breakerHarness.js';
 import {
   cancelThroughApi,
   createSenderRig,
@@ -228,5 +234,75 @@ describe('the sender and quiet hours', () => {
       expect(await rig.state(message.id)).toMatchObject({ status: 'unknown', attempts: 1 });
       expect(rig.queue.enqueued).toEqual([]);
     });
+  });
+});
+
+describe('quiet hours after an operator’s pause (DESIGN §16: "after … a pause")', () => {
+  let world: SenderWorld;
+  beforeAll(async () => {
+    world = await startSenderWorld();
+    world.smtp.script();
+  });
+  afterAll(async () => {
+    await world.close();
+  });
+
+  /** Never asked: no breaker opens here. */
+  const NO_PROBE: RelayProbe = { probe: async () => ({ ok: true, durationMs: 1 }) };
+  const PAUSED: PauseState = {
+    version: 1,
+    kinds: {},
+    all: { reason: 'incident', at: '2026-12-03T20:58:00.000Z', except: [] },
+  };
+
+  it('a copy the pause handed back before the window, back after the resume inside it, is held to the end: no attempt; then sent once', async () => {
+    const rig = await createSenderRig(world);
+    // The sender as the wiring builds it: the gate read on the sender's clock, no read kept.
+    const items = new SendingGateItems(world.documents, world.tableName, () => rig.clock.ms);
+    const handler = rig.newHandler({
+      relayGate: new RelayGate({
+        store: new DynamoSendingGate(world.documents, world.tableName, 'default', items),
+        probe: NO_PROBE,
+        queue: rig.queue,
+        settings: BREAKER_SETTINGS,
+        now: rig.clock.now,
+        random: () => 0,
+        cacheMs: 0,
+        log: rig.log,
+        metrics: rig.metrics,
+        relay: 'default',
+      }),
+      relayName: 'default',
+    });
+    const operator = new DynamoSendingGate(world.documents, world.tableName);
+    const START = Date.UTC(2026, 11, 3, 21, 0, 0);
+    rig.clock.ms = START - 60_000; // 20:59, before the 21:00–22:00 window
+    const message = await rig.putMessage({ sendAt: new Date(START - 120_000), ...QUIET });
+    expect(await operator.writePause(NOT_PAUSED, PAUSED)).toBe('written');
+    await rig.dispatch(message);
+
+    // Due outside the window but paused: back unclaimed, nothing held.
+    const paused = await rig.run(await rig.receive({ max: 1, waitSeconds: 3 }), handler);
+    expect(paused.batchItemFailures).toHaveLength(1);
+    expect(rig.metrics.of('SendingPaused')).toBe(1);
+    expect(await rig.state(message.id)).toEqual(message);
+
+    // Resumed at 21:30, inside the window: the same copy comes back and is held to its end.
+    rig.clock.ms = START + 30 * 60_000;
+    expect(await operator.writePause(PAUSED, { ...NOT_PAUSED, version: 2 })).toBe('written');
+    const back = await rig.receive({ max: 1, waitSeconds: 20 });
+    expect(back).toHaveLength(1);
+    const held = await rig.run(back, handler);
+    expect(held.batchItemFailures).toEqual([]);
+    expect(rig.received(message.id)).toEqual([]);
+    expect(rig.queue.enqueued).toEqual([{ payload: { id: message.id, rev: 1 }, delaySeconds: 900 }]);
+    expect(await rig.state(message.id)).toEqual({ ...message, due_at: new Date(END).toISOString() });
+
+    // After the window's end the copy goes, once.
+    rig.clock.ms = END + 50;
+    await rig.dispatch(message);
+    await rig.run(await rig.receive({ max: 1, waitSeconds: 3 }), handler);
+    expect(rig.received(message.id)).toHaveLength(1);
+    expect(await rig.state(message.id)).toMatchObject({ status: 'sent', attempts: 1 });
   });
 });
