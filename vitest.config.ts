@@ -1,4 +1,5 @@
 import { configDefaults, defineConfig } from 'vitest/config';
+import { SlowestFirst } from './test/support/slowestFirst.js';
 
 /**
  * Suites with no emulator, no process, no server and no module state: the pure core, the layer
@@ -17,6 +18,8 @@ export default defineConfig({
     // whole `npm test` took 365 s, every test passing, against ~650 s with one
     // (docs/decisions/0092-two-test-workers.md).
     maxWorkers: 2,
+    // The slowest files first, so that none ends the run alone (test/support/slowestFirst.ts, 0263).
+    sequence: { sequencer: SlowestFirst },
     // The SDK warns on Node 20 that releases after January 2027 need Node 22; the versions are pinned.
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     projects: [

@@ -43,12 +43,17 @@ const inAnHour = (api: Harness) => new Date(api.clock.now().getTime() + 3_600_00
 describe('a message listed right after its enqueue', () => {
   it('is the first of `status=scheduled&limit=1` and of the unfiltered listing every time, while other messages of the tenant are cancelled and moved', async () => {
     const api = await apiHarness();
+    // Ten rounds, not the forty of decision 0255 (26 s; decision 0263): the race those looked for
+    // cannot happen here, DynamoDB Local writing an index with its item, and the breaks that this
+    // test catches (the merge sorting oldest first) fail it at round 0. Ten still cancel five older
+    // messages and move five beside a listing.
+    const ROUNDS = 10;
     // Older messages whose status changes run beside each listing (their index entries move).
     const older: string[] = [];
-    for (let i = 0; i < 40; i++) older.push(await enqueue(api, { send_at: inAnHour(api) }));
+    for (let i = 0; i < ROUNDS; i++) older.push(await enqueue(api, { send_at: inAnHour(api) }));
 
     const missed: string[] = [];
-    for (let round = 0; round < 40; round++) {
+    for (let round = 0; round < ROUNDS; round++) {
       const id = await enqueue(api, { delay_seconds: 5 });
       const other = older[round] as string;
       const [scheduled, all] = await Promise.all([

@@ -136,8 +136,13 @@ export interface BreakerRig extends SenderRig {
 
 export async function createBreakerRig(
   world: BreakerWorld,
-  options: { maxAttempts?: number } = {},
+  options: {
+    maxAttempts?: number;
+    /** Replaces some of {@link BREAKER_SETTINGS} for this rig's senders (a shorter throttle hold). */
+    breaker?: Partial<BreakerSettings>;
+  } = {},
 ): Promise<BreakerRig> {
+  const breakerSettings: BreakerSettings = { ...BREAKER_SETTINGS, ...options.breaker };
   const rig = await createSenderRig(world, {
     settings: { ...TEST_SETTINGS, ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}) },
   });
@@ -170,7 +175,7 @@ export async function createBreakerRig(
           timeouts: FAST_SMTP_TIMEOUTS,
         }),
         queue: rig.queue,
-        settings: BREAKER_SETTINGS,
+        settings: breakerSettings,
         now,
         random: Math.random,
         cacheMs: 0,

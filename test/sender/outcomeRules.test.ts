@@ -106,7 +106,10 @@ describe('the sender decides an outcome by where it happened', () => {
   );
 
   it('SES throttling (rate and daily quota, at MAIL FROM and after DATA) counts no attempt, kills nothing, and every message ends sent once the relay accepts', async () => {
-    const rig = await createBreakerRig(world, { maxAttempts: 2 });
+    // A rate throttle after a quota's hold meets the fleet at its lowest factor (1/64): 250 ms ÷ it
+    // held the fleet 16 s a time, 50 s of this test's 51 (decision 0263). What is proved is that the
+    // holds count nothing and kill nothing, not how long they are: 40 ms ÷ the factor (2.6 s at the floor).
+    const rig = await createBreakerRig(world, { maxAttempts: 2, breaker: { throttleHoldMs: 40 } });
     await world.outage.set('up');
     // More throttled transactions than the messages have attempts between them.
     world.smtp.script(
