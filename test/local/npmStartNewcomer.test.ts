@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { listenOnce } from '../../local/freePort.js';
-import { type LocalPart, LOCAL_PORT_VARIABLES } from '../../local/localEnv.js';
+import { LOCAL_PORT_VARIABLES, type LocalPart } from '../../local/localEnv.js';
 import { eventually } from '../support/eventually.js';
 import { bannerPorts, killLeftovers, type NpmStart, npmStart, ready } from './npmStartProcess.js';
 
@@ -146,7 +146,14 @@ describe('npm start with POSTDATE_API_KEY and POSTDATE_DATA_DIR, stopped and sta
       const banner = await ready(first.start);
       leftovers = marked(first.mark).map((process) => process.pid);
       expect(banner).toMatch(new RegExp(`\\n {2}API key {6}${key}\\n`));
-      for (const part of ['SQS emulator', 'Scheduler emulator', 'S3 emulator', 'MailDev', 'DynamoDB Local', 'API'])
+      for (const part of [
+        'SQS emulator',
+        'Scheduler emulator',
+        'S3 emulator',
+        'MailDev',
+        'DynamoDB Local',
+        'API',
+      ])
         expect(banner).toMatch(new RegExp(`\\n {2}up {2}${part} `));
       const api = apiUrlOf(banner);
       const subject = `Waiting in SQS ${randomUUID()}`;
@@ -168,11 +175,10 @@ describe('npm start with POSTDATE_API_KEY and POSTDATE_DATA_DIR, stopped and sta
       expect(enqueued.status, await enqueued.clone().text()).toBe(202);
       const { id } = (await enqueued.json()) as { id: string };
       // The relay has queued its copy (the status stays scheduled; the copy is in SQS's memory).
-      await eventually(
-        'the copy to wait in SQS',
-        async () => (await queuedCopies(sqsUrlOf(banner))) >= 1,
-        { withinMs: WITHIN_MS, everyMs: 200 },
-      );
+      await eventually('the copy to wait in SQS', async () => (await queuedCopies(sqsUrlOf(banner))) >= 1, {
+        withinMs: WITHIN_MS,
+        everyMs: 200,
+      });
       process.kill(-(first.start.child.pid as number), 'SIGINT');
       await first.start.exited;
       await nothingLeft(first.mark, bannerPorts(banner));

@@ -195,8 +195,11 @@ describe('the SQS emulator (local-aws-sqs 2.0.2 with patches/local-aws-sqs+2.0.2
     try {
       const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: 'backlog' }));
       const queue = service.Queues.find((one: { QueueName: string }) => one.QueueName === 'backlog');
+      if (queue === undefined) throw new Error('the queue backlog was not created');
       for (let i = 0; i < 120_000; i += 1) queue.setRecord({ MessageBody: 'waiting' });
-      const { Messages } = await client.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
+      const { Messages } = await client.send(
+        new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }),
+      );
       expect(Messages).toHaveLength(10);
     } finally {
       client.destroy();
