@@ -34,7 +34,7 @@ export interface MaildevViewerOptions {
 export interface MaildevViewer {
   readonly smtpHost: string;
   readonly smtpPort: number;
-  /** The page a person opens (the REST API lives under it: `GET {url}/email`). */
+  /** The page a person opens (the REST API lives under it: `GET {url}/api/email`). */
   readonly url: string;
   /** Where the mail is kept: the given directory, or this viewer's own (gone after stop). */
   readonly mailDirectory: string;

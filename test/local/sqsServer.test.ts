@@ -1,6 +1,8 @@
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import {
   ChangeMessageVisibilityCommand,
+  CreateQueueCommand,
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
   ListMessageMoveTasksCommand,
@@ -9,12 +11,14 @@ import {
   SendMessageBatchCommand,
   SendMessageCommand,
   SetQueueAttributesCommand,
+  SQSClient,
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
+import { createRequestHandler } from 'local-aws-sqs';
 import { describe, expect, it } from 'vitest';
 import { ANY_FREE_PORTS, PortInUseError, takenMeanwhile } from '../../local/localEnv.js';
 import { startLocalSqs } from '../../local/sqsServer.js';
-import { freshQueues, sqsClient } from '../support/awsLocal.js';
+import { freshQueues, LOCAL_AWS, sqsClient } from '../support/awsLocal.js';
 
 /**
  * Fresh queues whose send queue moves a message to its DLQ after exactly `maxReceiveCount`
@@ -172,6 +176,36 @@ describe('the SQS emulator (local-aws-sqs 2.0.2 with patches/local-aws-sqs+2.0.2
       ApproximateNumberOfMessages: '1',
       ApproximateNumberOfMessagesNotVisible: '1',
     });
+  });
+
+  it('limits messages in flight, not messages waiting: a backlog of 120,000 is received (as AWS)', async () => {
+    // AWS refuses a receive with OverLimit once ~120,000 messages of a standard queue are in flight
+    // (received, not deleted); a queue may hold any number waiting. 2.0.2 counted the visible
+    // ones against that quota. The backlog is put in-process: 120,000 sends over HTTP take minutes.
+    const { service, requestHandler } = createRequestHandler({
+      port: 0,
+      hostname: '127.0.0.1',
+      emulateQueueCreationLifecycle: false,
+    });
+    const server = createHttpServer(requestHandler);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const address = server.address();
+    service.PORT = typeof address === 'object' && address ? address.port : 0;
+    const client = new SQSClient({ ...LOCAL_AWS, endpoint: `http://127.0.0.1:${service.PORT}` });
+    try {
+      const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: 'backlog' }));
+      const queue = service.Queues.find((one: { QueueName: string }) => one.QueueName === 'backlog');
+      if (queue === undefined) throw new Error('the queue backlog was not created');
+      for (let i = 0; i < 120_000; i += 1) queue.setRecord({ MessageBody: 'waiting' });
+      const { Messages } = await client.send(
+        new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }),
+      );
+      expect(Messages).toHaveLength(10);
+    } finally {
+      client.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 
   it('honours DelaySeconds per message', async () => {
