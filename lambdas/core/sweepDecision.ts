@@ -115,13 +115,15 @@ export type SendersHold = 'no-relay' | 'paused' | 'gate-unread';
  * lost one (DESIGN §5): no relay takes mail, or the operator's pause holds its `tags.kind`. Those
  * are the relays' gates, which only a live message passes (core/testSide.ts `isLiveSide`, the rule
  * the sender's `passGate` asks too): a test message's copy is never held (DESIGN §14), so nothing
- * holds its rescue either (§5a).
+ * holds its rescue either (§5a); nor one the sender settles before its gates
+ * ({@link settledBeforeTheGates}). The sweeper and `postdate reconcile` (held, not stuck) ask it.
  */
 export function sendersHold(
-  record: Pick<SweptRecord, 'tenant' | 'tags'>,
+  record: Pick<SweptRecord, 'tenant' | 'tags' | 'status' | 'not_after'>,
   holds: Pick<SweepInput, 'pause' | 'noRelay'>,
+  now: Date,
 ): SendersHold | undefined {
-  if (!isLiveSide(record.tenant)) return undefined;
+  if (!isLiveSide(record.tenant) || settledBeforeTheGates(record, now)) return undefined;
   if (holds.pause === PAUSE_UNREAD) return 'gate-unread';
   if (holds.noRelay === true) return 'no-relay';
   if (holds.pause !== undefined && isPaused(holds.pause, record.tags?.kind)) return 'paused';
@@ -135,7 +137,7 @@ export function sendersHold(
  * gate holds those, so none holds their rescue: left alone, a lost copy's message would stay
  * `sending` with no sender, or `scheduled` past its `not_after`, for the whole hold (decision 0257).
  */
-export function settledBeforeTheGates(record: Pick<SweptRecord, 'status' | 'not_after'>, now: Date): boolean {
+function settledBeforeTheGates(record: Pick<SweptRecord, 'status' | 'not_after'>, now: Date): boolean {
   return record.status === MESSAGE_STATUS.sending || isPastDeadline(record.not_after, now);
 }
 
@@ -197,7 +199,7 @@ export function decideSweep(input: SweepInput): SweepDecision {
   if (isRefused(record)) return { action: 'skip', reason: 'refused' };
   if (isTerminal(record.status) || record.due_at === undefined) return { action: 'skip', reason: 'terminal' };
   if (stampIsVoid(record, input.queueEmptiedAt)) return redispatch(record, record.due_at, 1, input);
-  const held = settledBeforeTheGates(record, now) ? undefined : sendersHold(record, input);
+  const held = sendersHold(record, input, now);
   if (held !== undefined) return { action: 'skip', reason: held };
   const graceMs = Math.max(0, input.graceSeconds) * 1000;
   if (!(overdueSinceMs(record, record.due_at) < now.getTime() - graceMs))
