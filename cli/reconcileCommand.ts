@@ -345,7 +345,7 @@ async function overdueMessages(
         dueAt: new Date(dueMs).toISOString(),
         overdueMs: now.getTime() - dueMs,
       };
-      return { message, heldBy: state === undefined ? undefined : sendersHold(state, holds) };
+      return { message, heldBy: state === undefined ? undefined : sendersHold(state, holds, now) };
     })
     .filter(({ message }) => !isTerminal(message.status) && message.overdueMs > deps.graceSeconds * 1000)
     .filter(

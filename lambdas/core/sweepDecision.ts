@@ -20,6 +20,7 @@ import { isTerminal, MESSAGE_STATUS, type MessageStatus } from './messageStatus.
 import { isRefused, type RefusedRecord } from './recordLayout.js';
 import { isPaused, type PauseState } from './relayBreaker.js';
 import { isLiveSide } from './testSide.js';
+import { isPastDeadline } from './unsentDecision.js';
 
 /**
  * Whether the operator's pauses hold every live message: everything paused and no kind resumed since
@@ -47,6 +48,8 @@ export interface SweptRecord {
   readonly swept_at?: string;
   /** `tags.kind` decides whether an operator's pause holds the message. */
   readonly tags?: Readonly<Record<string, string>>;
+  /** Its deadline: past it, the sender expires the message before any hold (core/unsentDecision.ts). */
+  readonly not_after?: string | null;
   /** A `sending` record's lease: its own clock, since a claim leaves the `due` entry where it was. */
   readonly lease_until?: string;
   /** Its TTL: a waiting message an operator discarded has one (the DLQ's care reads it, decision 0148). */
@@ -112,17 +115,30 @@ export type SendersHold = 'no-relay' | 'paused' | 'gate-unread';
  * lost one (DESIGN §5): no relay takes mail, or the operator's pause holds its `tags.kind`. Those
  * are the relays' gates, which only a live message passes (core/testSide.ts `isLiveSide`, the rule
  * the sender's `passGate` asks too): a test message's copy is never held (DESIGN §14), so nothing
- * holds its rescue either (§5a).
+ * holds its rescue either (§5a); nor one the sender settles before its gates
+ * ({@link settledBeforeTheGates}). The sweeper and `postdate reconcile` (held, not stuck) ask it.
  */
 export function sendersHold(
-  record: Pick<SweptRecord, 'tenant' | 'tags'>,
+  record: Pick<SweptRecord, 'tenant' | 'tags' | 'status' | 'not_after'>,
   holds: Pick<SweepInput, 'pause' | 'noRelay'>,
+  now: Date,
 ): SendersHold | undefined {
-  if (!isLiveSide(record.tenant)) return undefined;
+  if (!isLiveSide(record.tenant) || settledBeforeTheGates(record, now)) return undefined;
   if (holds.pause === PAUSE_UNREAD) return 'gate-unread';
   if (holds.noRelay === true) return 'no-relay';
   if (holds.pause !== undefined && isPaused(holds.pause, record.tags?.kind)) return 'paused';
   return undefined;
+}
+
+/**
+ * Whether the sender settles this record before it asks any gate (sender/processCopy.ts): an attempt
+ * a dead sender left behind (`sending`: the takeover makes it `retrying` or, under `hold`, `unknown`,
+ * DESIGN §5) and a deadline passed (`expired`, DESIGN §5 "Deadlines"). No pause, outage or unread
+ * gate holds those, so none holds their rescue: left alone, a lost copy's message would stay
+ * `sending` with no sender, or `scheduled` past its `not_after`, for the whole hold (decision 0257).
+ */
+function settledBeforeTheGates(record: Pick<SweptRecord, 'status' | 'not_after'>, now: Date): boolean {
+  return record.status === MESSAGE_STATUS.sending || isPastDeadline(record.not_after, now);
 }
 
 /**
@@ -169,7 +185,8 @@ export function voidStampsDueBefore(queueEmptiedAt: Date, graceSeconds: number):
  * - A live message while no relay takes mail, or whose `tags.kind` is paused (or everything, its
  *   kind not resumed since), or while the pauses could not be read → skip (`sendersHold`): the
  *   senders hold its copies; it is swept again once a relay takes mail or it is resumed. A test
- *   message is never held.
+ *   message is never held, nor one the sender settles before its gates (`settledBeforeTheGates`:
+ *   a `sending` record, a deadline passed).
  * - `due_at` (for a `sending` record the later of it and its lease's end) not older than now − grace
  *   → skip (the record moved on since the index was read, or its sender still holds it).
  * - Otherwise re-dispatch the record's CURRENT rev; this is re-dispatch n of the stall (n = 1 when
@@ -182,7 +199,7 @@ export function decideSweep(input: SweepInput): SweepDecision {
   if (isRefused(record)) return { action: 'skip', reason: 'refused' };
   if (isTerminal(record.status) || record.due_at === undefined) return { action: 'skip', reason: 'terminal' };
   if (stampIsVoid(record, input.queueEmptiedAt)) return redispatch(record, record.due_at, 1, input);
-  const held = sendersHold(record, input);
+  const held = sendersHold(record, input, now);
   if (held !== undefined) return { action: 'skip', reason: held };
   const graceMs = Math.max(0, input.graceSeconds) * 1000;
   if (!(overdueSinceMs(record, record.due_at) < now.getTime() - graceMs))

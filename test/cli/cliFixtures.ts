@@ -79,6 +79,8 @@ export interface SeedMessage {
   readonly lastError?: MessageStateRecord['last_error'];
   readonly history?: MessageStateRecord['history'];
   readonly attempts?: number;
+  /** Its deadline (DESIGN §5 "Deadlines"). @default none */
+  readonly notAfter?: string;
 }
 
 /** The state record as the API and the sender write it, with every index key (docs/data-model.md). */
@@ -94,7 +96,7 @@ export function stateRecord(seed: SeedMessage): MessageStateRecord {
     status: seed.status,
     rev: seed.rev ?? 1,
     send_at: sendAt,
-    not_after: null,
+    not_after: seed.notAfter ?? null,
     created_at: seed.createdAt,
     updated_at: seed.createdAt,
     attempts: seed.attempts ?? 0,

@@ -336,6 +336,21 @@ describe('postdate sending', () => {
       expect(out.text()).toContain('held');
     });
 
+    it('reconcile calls stuck, not held, a paused message past its not_after: the sweeper re-dispatches it for the sender to expire (decision 0257)', async () => {
+      const t = await severalRelays(['primary', 'backup']);
+      const createdAt = new Date(Date.now() - 3_600_000).toISOString();
+      const overdue = new Date(Date.now() - 1_800_000).toISOString();
+      const [lapsed, waiting] = [messageId(7020), messageId(7021)];
+      await seedMessages(t.reconcile.documents, t.tableName, [
+        { id: lapsed, status: 'scheduled', createdAt, sendAt: overdue, notAfter: overdue },
+        { id: waiting, status: 'scheduled', createdAt, sendAt: overdue },
+      ]);
+      await sendingPause(t.sending, {}, memoryOutput());
+      const report = await reconcile(t.reconcile, {}, memoryOutput());
+      expect(report.stuck.map((entry) => entry.id)).toEqual([lapsed]);
+      expect(report.held.map((entry) => [entry.id, entry.heldBy])).toEqual([[waiting, 'paused']]);
+    });
+
     it('reconcile exits 0 while a pause holds every overdue message and nothing else is wrong', async () => {
       const t = await severalRelays(['primary', 'backup']);
       const createdAt = new Date(Date.now() - 3_600_000).toISOString();

@@ -355,6 +355,42 @@ describe('a test message (DESIGN §14), which no relay gate holds', () => {
   });
 });
 
+describe('a held message the sender settles before its gates (decision 0257)', () => {
+  const holds = [
+    { noRelay: true },
+    { pause: { version: 1, kinds: {}, all: { reason: 'r', at: NOW.toISOString(), except: [] } } },
+    { pause: PAUSE_UNREAD },
+  ] as const;
+
+  it('is re-dispatched past its not_after, whatever holds the rest: the sender expires it before any gate', () => {
+    for (const hold of holds) {
+      const lapsed = record({ not_after: ago(1) });
+      expect(decideSweep({ record: lapsed, now: NOW, graceSeconds: GRACE, ...hold })).toMatchObject({
+        action: 'redispatch',
+        rev: 3,
+      });
+      // Its deadline still ahead: held as before.
+      const ahead = record({ not_after: ago(-60) });
+      expect(decideSweep({ record: ahead, now: NOW, graceSeconds: GRACE, ...hold }).action).toBe('skip');
+    }
+  });
+
+  it('is re-dispatched when its sender died (a lease expired by the grace): the takeover settles it before any gate; a live lease is still left alone', () => {
+    for (const hold of holds) {
+      const dead = record({ status: 'sending', due_at: ago(3600), lease_until: ago(GRACE + 1) });
+      expect(decideSweep({ record: dead, now: NOW, graceSeconds: GRACE, ...hold })).toMatchObject({
+        action: 'redispatch',
+        status: 'sending',
+      });
+      const live = record({ status: 'sending', due_at: ago(3600), lease_until: ago(-60) });
+      expect(decideSweep({ record: live, now: NOW, graceSeconds: GRACE, ...hold })).toEqual({
+        action: 'skip',
+        reason: 'not-overdue',
+      });
+    }
+  });
+});
+
 describe('a sending message, whose due entry the claim leaves at its send time (docs/data-model.md)', () => {
   it('is not overdue while its lease lives, however old its due entry', () => {
     const leased = record({ status: 'sending', due_at: ago(3600), lease_until: ago(-60) });
