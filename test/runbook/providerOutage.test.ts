@@ -59,10 +59,14 @@ describe('runbook procedure 5: a provider outage, pausing and resuming sending',
       POSTDATE_SEND_QUEUE_URL: stack.queueUrls.send,
     };
     try {
-      const { stdout } = await run(process.execPath, ['cli/postdate.mjs', '--table', stack.tableName, ...args], {
-        env,
-        timeout: 60_000,
-      });
+      const { stdout } = await run(
+        process.execPath,
+        ['cli/postdate.mjs', '--table', stack.tableName, ...args],
+        {
+          env,
+          timeout: 60_000,
+        },
+      );
       return { stdout, code: 0 };
     } catch (error) {
       const failed = error as { stdout?: string; code?: number };
@@ -78,7 +82,12 @@ describe('runbook procedure 5: a provider outage, pausing and resuming sending',
         'content-type': 'application/json',
         'idempotency-key': key,
       },
-      body: JSON.stringify({ to: ['ada@example.com'], subject: 'Outage', text: 'Hello.', tags: { kind: 'welcome' } }),
+      body: JSON.stringify({
+        to: ['ada@example.com'],
+        subject: 'Outage',
+        text: 'Hello.',
+        tags: { kind: 'welcome' },
+      }),
     });
     expect(answer.status).toBe(202);
     return ((await answer.json()) as { id: string }).id;
@@ -112,7 +121,8 @@ describe('runbook procedure 5: a provider outage, pausing and resuming sending',
     // Verify.
     await eventually(
       'the message sent once the relay is back and sending resumed',
-      async () => (await postdate('--json', 'messages', 'show', id)).stdout.includes('"status": "sent"') || undefined,
+      async () =>
+        (await postdate('--json', 'messages', 'show', id)).stdout.includes('"status": "sent"') || undefined,
       { withinMs: 60_000 },
     );
     const sent = JSON.parse((await postdate('--json', 'messages', 'show', id)).stdout) as {
