@@ -18,7 +18,8 @@ export interface PostdateAlarmOptions {
 
 /**
  * One of Postdate's alarms: it fires at or above its threshold, tells the operators' topic when it
- * fires and when it clears, and its description says what happened and points to the runbook.
+ * fires and when it clears, and its description says what happened and points to the runbook by the
+ * name its procedure quotes (test/runbook/everyAlarmHasASection.test.ts).
  */
 export function postdateAlarm(
   scope: Construct,
@@ -29,7 +30,7 @@ export function postdateAlarm(
   options: PostdateAlarmOptions = {},
 ): cloudwatch.Alarm {
   const alarm = new cloudwatch.Alarm(scope, id, {
-    alarmDescription: `Postdate: ${description} (docs/operations.md)`,
+    alarmDescription: `Postdate: ${description} (docs/runbook.md, \`${runbookName(id)}\`)`,
     metric,
     threshold: options.threshold ?? 1,
     evaluationPeriods: options.evaluationPeriods ?? 1,
@@ -40,6 +41,11 @@ export function postdateAlarm(
   alarm.addAlarmAction(new actions.SnsAction(topic));
   alarm.addOkAction(new actions.SnsAction(topic));
   return alarm;
+}
+
+/** The name docs/runbook.md gives an alarm: its id, without a relay's name (`RelayUnavailable-backup`). */
+function runbookName(alarmId: string): string {
+  return alarmId.replace(/-.*$/, '');
 }
 
 /** Where a Postdate construct keeps the `stack` dimension of its metrics ({@link metricStackName}). */

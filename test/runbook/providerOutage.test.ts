@@ -1,0 +1,141 @@
+/**
+ * docs/runbook.md procedure 5 (`RelayUnavailable`), walked as the on-call operator walks it, on the
+ * local stack with a real relay (an SMTP sink behind local/smtp/relayOutage.ts, which answers 421 at
+ * the greeting while `down`) and the real `postdate` entry point (cli/postdate.mjs). Each step's
+ * command is run as the runbook writes it, and its output is held to what the runbook promises:
+ * the breaker says UNAVAILABLE and reconcile exits 1 while the relay is down; a pause is named on the
+ * message it holds; after the relay is back and sending resumed, the message is sent once, with one
+ * attempt (the outage counted none), and every Verify line holds.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../lambdas/core/config.js';
+import { ANY_FREE_PORTS } from '../../local/localEnv.js';
+import { type LocalStack, startLocalStack } from '../../local/localStack.js';
+import { type RelayOutage, startRelayOutage } from '../../local/smtp/relayOutage.js';
+import { type SmtpSink, startSmtpSink } from '../../local/smtp/smtpSink.js';
+import { eventually } from '../support/eventually.js';
+
+const run = promisify(execFile);
+
+describe('runbook procedure 5: a provider outage, pausing and resuming sending', () => {
+  let sink: SmtpSink;
+  let relay: RelayOutage;
+  let stack: LocalStack;
+
+  beforeAll(async () => {
+    sink = await startSmtpSink({ port: 0 });
+    relay = await startRelayOutage({ targetHost: '127.0.0.1', targetPort: sink.port });
+    const config = loadConfig(
+      {
+        POSTDATE_API_KEY: 'pd_runbook-provider-outage-01',
+        SMTP_HOST: relay.host,
+        SMTP_PORT: String(relay.port),
+        POSTDATE_RELAY_PROBE_SECONDS: '1',
+      },
+      'local',
+    );
+    stack = await startLocalStack({ config, ports: ANY_FREE_PORTS, quiet: true });
+  }, 90_000);
+
+  afterAll(async () => {
+    await stack?.stop();
+    await relay?.close();
+    await sink?.stop();
+  });
+
+  /** `npx postdate …` against this stack: its table and emulators, as `--stack` would name them. */
+  async function postdate(...args: string[]): Promise<{ stdout: string; code: number }> {
+    const env = {
+      ...process.env,
+      NO_COLOR: '1',
+      AWS_ENDPOINT_URL_DYNAMODB: stack.dynamodbEndpoint,
+      AWS_ENDPOINT_URL_SQS: stack.sqsEndpoint,
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      AWS_REGION: 'us-east-1',
+      POSTDATE_SEND_DLQ_URL: stack.queueUrls.sendDeadLetter,
+      POSTDATE_SEND_QUEUE_URL: stack.queueUrls.send,
+    };
+    try {
+      const { stdout } = await run(
+        process.execPath,
+        ['cli/postdate.mjs', '--table', stack.tableName, ...args],
+        {
+          env,
+          timeout: 60_000,
+        },
+      );
+      return { stdout, code: 0 };
+    } catch (error) {
+      const failed = error as { stdout?: string; code?: number };
+      return { stdout: failed.stdout ?? '', code: failed.code ?? -1 };
+    }
+  }
+
+  async function enqueue(key: string): Promise<string> {
+    const answer = await fetch(`${stack.apiUrl}/v1/messages`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${stack.apiKey}`,
+        'content-type': 'application/json',
+        'idempotency-key': key,
+      },
+      body: JSON.stringify({
+        to: ['ada@example.com'],
+        subject: 'Outage',
+        text: 'Hello.',
+        tags: { kind: 'welcome' },
+      }),
+    });
+    expect(answer.status).toBe(202);
+    return ((await answer.json()) as { id: string }).id;
+  }
+
+  it('walks steps 1 to 4 and Verify', async () => {
+    await relay.set('down');
+    const id = await enqueue('runbook-outage-1');
+
+    // Step 1: the breakers; reconcile exits 1 while no relay takes mail.
+    const status = await eventually(
+      'sending status to say no relay takes mail',
+      async () => {
+        const { stdout } = await postdate('sending', 'status');
+        return /UNAVAILABLE: no relay takes mail/.test(stdout) ? stdout : undefined;
+      },
+      { withinMs: 30_000 },
+    );
+    expect(status).toMatch(/relay default:\s+breaker open since .*next probe .*failed probe\(s\); .*421/);
+    expect((await postdate('reconcile', '--since', '1h')).code).toBe(1);
+
+    // Step 2: a pause on purpose, named on the message it holds.
+    expect((await postdate('sending', 'pause', '--reason', 'incident 42')).code).toBe(0);
+    const shown = await postdate('messages', 'show', id);
+    expect(shown.stdout).toMatch(/held:.*incident 42/);
+
+    // The relay is back; step 4: resume.
+    await relay.set('up');
+    expect((await postdate('sending', 'resume')).code).toBe(0);
+
+    // Verify.
+    await eventually(
+      'the message sent once the relay is back and sending resumed',
+      async () =>
+        (await postdate('--json', 'messages', 'show', id)).stdout.includes('"status": "sent"') || undefined,
+      { withinMs: 60_000 },
+    );
+    const sent = JSON.parse((await postdate('--json', 'messages', 'show', id)).stdout) as {
+      message: { status: string; attempts: number; history: { outcome: string }[] };
+    };
+    expect(sent.message).toMatchObject({ status: 'sent', attempts: 1 });
+    expect(sent.message.history.map((entry) => entry.outcome)).toEqual(['sent']);
+    expect(sink.messages().filter((mail) => mail.postdateId === id)).toHaveLength(1);
+    const after = await postdate('sending', 'status');
+    expect(after.stdout).toMatch(/available \(breaker closed\)/);
+    expect(after.stdout).toMatch(/paused:\s+nothing/);
+    const reconciled = await postdate('reconcile', '--since', '24h');
+    expect(reconciled.code, reconciled.stdout).toBe(0);
+    expect((await postdate('dlq', 'show')).stdout).toMatch(/messages:\s+0/);
+  }, 150_000);
+});
