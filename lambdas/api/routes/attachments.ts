@@ -169,8 +169,8 @@ export async function checkAttachments(
  * bucket (S3 answers the copy's SHA-256), each tagged `pending` in the same request and under a key
  * of this request's own. A message that exists already (a replay, or a reused key; not one whose
  * retention ran out) stores nothing:
- * an upload's SHA-256 is then the one the message keeps for the same upload at that position, or
- * the upload's own, hashed as a stream. The one refusal left is an upload deleted since its check
+ * an upload's SHA-256 is then the upload's own, hashed as a stream (it may have been PUT again since),
+ * or, once it is gone, the one the message keeps for the same upload at that position. The one refusal left is an upload deleted since its check
  * (its day ended in between), a 400 on its field.
  *
  * `requested` is the request's attachments as the fingerprint must cover them: an upload by its
@@ -211,10 +211,13 @@ export async function storeAttachments(
               position,
               attachment.attachment_id,
             )?.sha256;
+      // A message that exists already: the upload's bytes as they are now, so an upload PUT again
+      // with other bytes within its URL's hour is another file (a 422), not a replay (decision 0258);
+      // the copy the message keeps only once the upload is gone (its day ended: decision 0147).
       const sha256 =
         existing === null
           ? (await store.copy(from, key, pending))?.sha256
-          : (kept ?? (await store.hash(from)));
+          : ((await store.hash(from)) ?? kept);
       if (sha256 === undefined) return undefined;
       const { filename, size } = declaration;
       return {
