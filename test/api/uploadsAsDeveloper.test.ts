@@ -153,6 +153,39 @@ describe('one upload named twice in one message', () => {
   });
 });
 
+describe('the whole message over POSTDATE_MAX_MESSAGE_MB', () => {
+  it('refuses two uploads that each fit but together do not with a 413 naming /attachments, storing nothing', async () => {
+    const api = await apiHarness({ attachments: store, maxMessageMb: 1 });
+    api.clock.set(new Date().toISOString());
+    const tenant = freshTenant();
+    const ids = [];
+    for (const bytes of [randomBytes(400_000), randomBytes(400_000)]) {
+      const { id, url } = await reserve(api, tenant, bytes.length);
+      expect((await put(url, bytes)).status).toBe(200);
+      ids.push(id);
+    }
+    const one = await api.call(
+      enqueueEvent(validBody({ attachments: [{ attachment_id: ids[0] }] }), { key: 'one', tenant }),
+    );
+    const both = await api.call(
+      enqueueEvent(validBody({ attachments: ids.map((attachment_id) => ({ attachment_id })) }), {
+        key: 'both',
+        tenant,
+      }),
+    );
+
+    expect(one.status).toBe(202);
+    expect(both.status).toBe(413);
+    expect(both.headers['content-type']).toBe('application/problem+json');
+    expect(both.json.errors).toEqual([
+      { field: '/attachments', message: expect.stringContaining('POSTDATE_MAX_MESSAGE_MB') },
+    ]);
+    expect(await keysUnder(`messages/${tenant}/`)).toEqual(
+      await keysUnder(`messages/${tenant}/${one.json.id}/`),
+    );
+  });
+});
+
 describe('inline attachments at POSTDATE_INLINE_ATTACHMENT_MAX_KB (decoded, not base64)', () => {
   const inline = (bytes: Buffer) => ({
     filename: 'invoice.pdf',
