@@ -203,21 +203,18 @@ export async function storeAttachments(
       if (declaration == null) return undefined;
       const from = uploadKey(input.tenant, attachment.attachment_id);
       const key = keyOf(position, attachment.attachment_id);
-      const kept =
-        existing === null
-          ? undefined
-          : keptUploadCopy(
-              { tenant: input.tenant, id: input.messageId, attachments: existing.attachments },
-              position,
-              attachment.attachment_id,
-            )?.sha256;
-      // A message that exists already: the upload's bytes as they are now, so an upload PUT again
-      // with other bytes within its URL's hour is another file (a 422), not a replay (decision 0258);
-      // the copy the message keeps only once the upload is gone (its day ended: decision 0147).
       const sha256 =
         existing === null
           ? (await store.copy(from, key, pending))?.sha256
-          : ((await store.hash(from)) ?? kept);
+          : await replayedUploadSha256(
+              store,
+              from,
+              keptUploadCopy(
+                { tenant: input.tenant, id: input.messageId, attachments: existing.attachments },
+                position,
+                attachment.attachment_id,
+              ),
+            );
       if (sha256 === undefined) return undefined;
       const { filename, size } = declaration;
       return {
@@ -249,6 +246,25 @@ export async function storeAttachments(
       sha256,
     })),
   };
+}
+
+/**
+ * The SHA-256 of an upload a request names for a message that exists already (a replay, or a reused
+ * key): the upload's bytes as they are now, so an upload PUT again with other bytes within its
+ * URL's hour is another file (a 422), not a replay (decision 0258). The copy the message keeps at
+ * that place answers without reading the upload when both have one ETag (the MD5 of the bytes in
+ * this bucket, kept by the copy), and alone once the upload is gone (its day ended: decision 0147).
+ */
+async function replayedUploadSha256(
+  store: AttachmentStore,
+  upload: string,
+  kept: StoredAttachment | undefined,
+): Promise<string | undefined> {
+  if (kept === undefined) return store.hash(upload);
+  const [now, copy] = await Promise.all([store.describe(upload), store.describe(kept.key)]);
+  if (now === undefined) return kept.sha256;
+  if (now.etag !== undefined && now.etag === copy?.etag) return kept.sha256;
+  return (await store.hash(upload)) ?? kept.sha256;
 }
 
 type UploadCheck =
