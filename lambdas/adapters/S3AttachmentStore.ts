@@ -85,7 +85,7 @@ export class S3AttachmentStore implements AttachmentStore {
   async describe(key: string): Promise<StoredObject | undefined> {
     try {
       const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
-      return { size: head.ContentLength ?? 0, contentType: head.ContentType ?? '' };
+      return { size: head.ContentLength ?? 0, contentType: head.ContentType ?? '', etag: head.ETag };
     } catch (error) {
       if (isNotFound(error)) return undefined;
       throw error;

@@ -10,6 +10,11 @@ import { PostdateError } from '../core/postdateError.js';
 export interface StoredObject {
   readonly size: number;
   readonly contentType: string;
+  /**
+   * S3's ETag: in this bucket (SSE-S3, objects written by PUT or CopyObject, never multipart) the MD5
+   * of the bytes, kept by a copy; undefined when the store gives none.
+   */
+  readonly etag?: string | undefined;
 }
 
 /** A pre-signed PUT: the URL and when it stops working. */

@@ -29,7 +29,11 @@ describe('the attachment store built on first use (against s3rver)', () => {
     });
     const bytes = new Uint8Array(randomBytes(10_000));
     await store.put('messages/acme/m1/a', bytes, 'text/plain');
-    expect(await store.describe('messages/acme/m1/a')).toEqual({ size: 10_000, contentType: 'text/plain' });
+    expect(await store.describe('messages/acme/m1/a')).toEqual({
+      size: 10_000,
+      contentType: 'text/plain',
+      etag: expect.any(String),
+    });
     expect(await store.read('messages/acme/m1/a')).toEqual(bytes);
     expect(await readAll(await store.open('messages/acme/m1/a'))).toEqual(Buffer.from(bytes));
     expect(await store.copy('messages/acme/m1/a', 'messages/acme/m2/a')).toEqual({
@@ -58,6 +62,10 @@ describe('the attachment store built on first use (against s3rver)', () => {
       headers: { 'content-type': 'text/plain' },
     });
     expect(response.status).toBe(200);
-    expect(await store.describe('uploads/acme/att_1')).toEqual({ size: 5, contentType: 'text/plain' });
+    expect(await store.describe('uploads/acme/att_1')).toEqual({
+      size: 5,
+      contentType: 'text/plain',
+      etag: expect.any(String),
+    });
   });
 });

@@ -37,9 +37,11 @@ describe('the attachment store on S3 (against s3rver)', () => {
     const bytes = new Uint8Array(randomBytes(300_000));
     await store.put('messages/acme/m1/a', bytes, 'application/pdf');
 
+    // The ETag is the bytes' MD5, as S3 gives it for a PUT or a copy under SSE-S3 (decision 0258).
     expect(await store.describe('messages/acme/m1/a')).toEqual({
       size: 300_000,
       contentType: 'application/pdf',
+      etag: `"${createHash('md5').update(bytes).digest('hex')}"`,
     });
     expect(sha256(await readAll(await store.open('messages/acme/m1/a')))).toBe(sha256(bytes));
     expect(await store.read('messages/acme/m1/a')).toEqual(bytes);
@@ -90,6 +92,7 @@ describe('the attachment store on S3 (against s3rver)', () => {
     expect(await store.describe('uploads/acme/att_2')).toEqual({
       size: bytes.length,
       contentType: 'application/pdf',
+      etag: `"${createHash('md5').update(bytes).digest('hex')}"`,
     });
   });
 

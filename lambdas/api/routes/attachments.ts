@@ -169,8 +169,8 @@ export async function checkAttachments(
  * bucket (S3 answers the copy's SHA-256), each tagged `pending` in the same request and under a key
  * of this request's own. A message that exists already (a replay, or a reused key; not one whose
  * retention ran out) stores nothing:
- * an upload's SHA-256 is then the one the message keeps for the same upload at that position, or
- * the upload's own, hashed as a stream. The one refusal left is an upload deleted since its check
+ * an upload's SHA-256 is then the upload's own, hashed as a stream (it may have been PUT again since),
+ * or, once it is gone, the one the message keeps for the same upload at that position. The one refusal left is an upload deleted since its check
  * (its day ended in between), a 400 on its field.
  *
  * `requested` is the request's attachments as the fingerprint must cover them: an upload by its
@@ -203,18 +203,18 @@ export async function storeAttachments(
       if (declaration == null) return undefined;
       const from = uploadKey(input.tenant, attachment.attachment_id);
       const key = keyOf(position, attachment.attachment_id);
-      const kept =
-        existing === null
-          ? undefined
-          : keptUploadCopy(
-              { tenant: input.tenant, id: input.messageId, attachments: existing.attachments },
-              position,
-              attachment.attachment_id,
-            )?.sha256;
       const sha256 =
         existing === null
           ? (await store.copy(from, key, pending))?.sha256
-          : (kept ?? (await store.hash(from)));
+          : await replayedUploadSha256(
+              store,
+              from,
+              keptUploadCopy(
+                { tenant: input.tenant, id: input.messageId, attachments: existing.attachments },
+                position,
+                attachment.attachment_id,
+              ),
+            );
       if (sha256 === undefined) return undefined;
       const { filename, size } = declaration;
       return {
@@ -246,6 +246,25 @@ export async function storeAttachments(
       sha256,
     })),
   };
+}
+
+/**
+ * The SHA-256 of an upload a request names for a message that exists already (a replay, or a reused
+ * key): the upload's bytes as they are now, so an upload PUT again with other bytes within its
+ * URL's hour is another file (a 422), not a replay (decision 0258). The copy the message keeps at
+ * that place answers without reading the upload when both have one ETag (the MD5 of the bytes in
+ * this bucket, kept by the copy), and alone once the upload is gone (its day ended: decision 0147).
+ */
+async function replayedUploadSha256(
+  store: AttachmentStore,
+  upload: string,
+  kept: StoredAttachment | undefined,
+): Promise<string | undefined> {
+  if (kept === undefined) return store.hash(upload);
+  const [now, copy] = await Promise.all([store.describe(upload), store.describe(kept.key)]);
+  if (now === undefined) return kept.sha256;
+  if (now.etag !== undefined && now.etag === copy?.etag) return kept.sha256;
+  return (await store.hash(upload)) ?? kept.sha256;
 }
 
 type UploadCheck =
