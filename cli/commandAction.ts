@@ -1,5 +1,6 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import type { Config } from '../lambdas/core/config.js';
+import { SIDE_TENANT_PATTERN } from '../lambdas/core/testSide.js';
 import type { CliSettingName } from '../lib/stackOutputs.js';
 import { type ExitCode, UsageError } from './cliErrors.js';
 import type { Output } from './output.js';
@@ -40,6 +41,19 @@ export function tenantOf(context: Pick<CommandContext, 'target'>, tenant: string
   if (tenant !== undefined) return tenant;
   if (context.target.mode === 'local') return LOCAL_TENANT;
   throw new UsageError('--tenant is required against AWS: pass --tenant TENANT (the tenant of its API key)');
+}
+
+/**
+ * `--tenant`'s parser on every command that takes it: a name a tenant can have, the API's rule
+ * (`acme`, or its test side `acme.test`). A name none can have (`ACME`) is bad usage before anything is
+ * read: a listing, an export or a reconcile of it would find nothing and say all is well (0260).
+ */
+export function tenantName(value: string): string {
+  if (SIDE_TENANT_PATTERN.test(value)) return value;
+  throw new InvalidArgumentError(
+    'a tenant is 1–64 lower-case letters, digits, _ or -, starting with a letter or digit, and .test after ' +
+      'it for its test side (the tenants with a key: postdate keys list)',
+  );
 }
 
 /** `--limit` of a paged listing: a whole number from 1 to `max`, as the API's `limit`. */

@@ -29,7 +29,7 @@ import {
   isCredentialsError,
   UsageError,
 } from './cliErrors.js';
-import type { CliConfig, CommandContext } from './commandAction.js';
+import { type CliConfig, type CommandContext, tenantName } from './commandAction.js';
 import { assertMessageIds } from './deadLetters/chosenIds.js';
 import { MAX_SAMPLE } from './deadLetters/queueSample.js';
 import {
@@ -349,7 +349,7 @@ export function buildProgram(): Command {
     )
     .option('--since <time>', 'created at or after: ISO time, or 30m / 6h / 2d ago')
     .option('--tag <key=value>', 'only messages with this tag (repeatable)', collect)
-    .option('--tenant <tenant>', 'one tenant (default: every tenant that has an API key)')
+    .option('--tenant <tenant>', 'one tenant (default: every tenant that has an API key)', tenantName)
     .option('--limit <n>', 'at most this many', integer('--limit', 1), 50)
     .action(
       action(
@@ -370,7 +370,7 @@ export function buildProgram(): Command {
     .requiredOption('--since <time>', 'created at or after: ISO time, or 30m / 6h / 2d ago')
     .option('--until <time>', 'created before: ISO time, or 30m / 6h / 2d ago (default: now)')
     .option('--status <statuses>', 'only these statuses, comma-separated')
-    .option('--tenant <tenant>', 'one tenant (default: every tenant that has an API key)')
+    .option('--tenant <tenant>', 'one tenant (default: every tenant that has an API key)', tenantName)
     .option('--with-bodies', "include each message's body (recipients and content: personal data)")
     .option('--out <file>', 'write the lines to this file instead of stdout')
     .action(
@@ -704,7 +704,7 @@ export function buildProgram(): Command {
     .command('reconcile')
     .description('accepted vs dispatched vs terminal, by status and tag; index check; stuck messages')
     .option('--since <time>', 'created at or after: ISO time, or 30m / 6h / 2d ago', '24h')
-    .option('--tenant <tenant>', 'one tenant (default: every tenant that has an API key)')
+    .option('--tenant <tenant>', 'one tenant (default: every tenant that has an API key)', tenantName)
     .option(
       '--grace <seconds>',
       'overdue beyond this is stuck (default POSTDATE_SWEEP_GRACE_SECONDS)',
@@ -756,7 +756,7 @@ export function buildProgram(): Command {
   keys
     .command('list')
     .description('every key, without secrets')
-    .option('--tenant <tenant>', 'one tenant')
+    .option('--tenant <tenant>', 'one tenant', tenantName)
     .action(
       action(async (context, options: { tenant?: string }) => {
         await keysList(keysDeps(context), options, context.out);

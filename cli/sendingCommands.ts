@@ -9,10 +9,10 @@
 import type { Command } from 'commander';
 import { tagValueProblem } from '../lambdas/core/headerSafety.js';
 import {
-  isPaused,
   type PauseCommand,
   type PauseState,
   pauseAfter,
+  pauseChanges,
   type SendingGateState,
 } from '../lambdas/core/relayBreaker.js';
 import type { SendingGateStore } from '../lambdas/ports/SendingGate.js';
@@ -58,7 +58,10 @@ function withPause(before: SendingStatus, pause: PauseState): SendingStatus {
   return { ...before, pause, pausedAll: pause.all !== undefined };
 }
 
-/** What a resume finds: whether what it names was paused at all (a kind may be misspelt). */
+/**
+ * What a pause or resume finds: whether what it names was paused already. A pause of what was
+ * (`was_paused` true) or a resume of what was not (false, a kind may be misspelt) changed nothing.
+ */
 export interface SendingResumed extends SendingStatus {
   readonly wasPaused: boolean;
 }
@@ -76,7 +79,7 @@ export async function changePause(
   assertKind(command.kind);
   for (let round = 0; round < 5; round++) {
     const gate = await deps.gate.read();
-    if (command.action === 'resume' && !pausedNow(gate.pause, command.kind)) return { gate, changed: false };
+    if (!pauseChanges(gate.pause, command)) return { gate, changed: false };
     const next = pauseAfter(gate.pause, command, deps.now());
     if ((await deps.gate.writePause(gate.pause, next)) === 'written') {
       return { gate: { ...gate, pause: next }, changed: true };
@@ -91,21 +94,15 @@ function assertKind(kind: string | undefined): void {
   if (problem !== null) throw new UsageError(`--kind is a tags.kind value: its ${problem}`);
 }
 
-/** Whether a resume of `kind` (or of everything) would let anything through that waits now. */
-function pausedNow(pause: PauseState, kind: string | undefined): boolean {
-  if (kind !== undefined) return isPaused(pause, kind);
-  return pause.all !== undefined || Object.keys(pause.kinds).length > 0;
-}
-
 export async function sendingPause(
   deps: SendingDeps,
   options: { kind?: string; reason?: string },
   out: Output,
-): Promise<SendingStatus> {
+): Promise<SendingResumed> {
   assertKind(options.kind);
   // The relays first: a list refused must leave the pause as it was.
   const before = await readSending(deps);
-  const { gate } = await changePause(deps, {
+  const { gate, changed } = await changePause(deps, {
     action: 'pause',
     kind: options.kind,
     reason: options.reason ?? 'paused by an operator',
@@ -115,13 +112,15 @@ export async function sendingPause(
       paint(
         out,
         'yellow',
-        options.kind === undefined
-          ? 'sending paused: every message waits (no attempt counted) until `postdate sending resume`'
-          : `sending paused for kind ${options.kind}: its messages wait, other kinds flow`,
+        !changed
+          ? `${options.kind === undefined ? 'sending' : `kind ${options.kind}`} was already paused: nothing changed`
+          : options.kind === undefined
+            ? 'sending paused: every message waits (no attempt counted) until `postdate sending resume`'
+            : `sending paused for kind ${options.kind}: its messages wait, other kinds flow`,
       ),
     );
   }
-  const status = withPause(before, gate.pause);
+  const status = { ...withPause(before, gate.pause), wasPaused: !changed };
   render(status, out);
   return status;
 }

@@ -20,7 +20,7 @@ import { SIDE_TENANT_PATTERN } from '../lambdas/core/testSide.js';
 import type { SuppressionList } from '../lambdas/ports/SuppressionList.js';
 import { DynamoSuppressionList } from '../lambdas/store/suppressionList.js';
 import { EXIT, NotFoundError, UsageError } from './cliErrors.js';
-import { type CommandAction, type CommandContext, pageSize, tenantOf } from './commandAction.js';
+import { type CommandAction, type CommandContext, pageSize, tenantName, tenantOf } from './commandAction.js';
 import { type Output, printTable } from './output.js';
 
 export interface SuppressionsDeps {
@@ -202,7 +202,11 @@ export function registerSuppressionsCommands(program: Command, action: CommandAc
   group
     .command('list')
     .description('the suppressed addresses of a tenant, in address order')
-    .option('--tenant <tenant>', 'the tenant (its test side: TENANT.test; default on the local stack: local)')
+    .option(
+      '--tenant <tenant>',
+      'the tenant (its test side: TENANT.test; default on the local stack: local)',
+      tenantName,
+    )
     .option('--limit <n>', 'at most this many per page (1–100)', pageSize(100), 50)
     .option('--after <address>', 'start after this address (the `more:` line of the previous page)')
     .option('--all', 'every page')
@@ -225,7 +229,11 @@ export function registerSuppressionsCommands(program: Command, action: CommandAc
     .command('add')
     .description('suppress an address (as PUT /v1/suppressions/{address})')
     .argument('<address>')
-    .option('--tenant <tenant>', 'the tenant (its test side: TENANT.test; default on the local stack: local)')
+    .option(
+      '--tenant <tenant>',
+      'the tenant (its test side: TENANT.test; default on the local stack: local)',
+      tenantName,
+    )
     .option(
       '--reason <reason>',
       `${SUPPRESSION_REASONS.join('|')} (default: manual; an existing entry keeps its own)`,
@@ -250,7 +258,11 @@ export function registerSuppressionsCommands(program: Command, action: CommandAc
       'remove an address from the list (as DELETE /v1/suppressions/{address}), or every entry one message added (--message); exit 4 if absent',
     )
     .argument('[address]')
-    .option('--tenant <tenant>', 'the tenant (its test side: TENANT.test; default on the local stack: local)')
+    .option(
+      '--tenant <tenant>',
+      'the tenant (its test side: TENANT.test; default on the local stack: local)',
+      tenantName,
+    )
     .option('--message <id>', 'instead of an address: the entries this message added (undo a mass mistake)')
     .option('--dry-run', 'with --message: count them, remove nothing')
     .action(

@@ -16,7 +16,13 @@ import {
 import type { TemplateStore } from '../lambdas/ports/TemplateStore.js';
 import { DynamoTemplateStore } from '../lambdas/store/templateStore.js';
 import { CliError, EXIT, type ExitCode, NotFoundError, UsageError } from './cliErrors.js';
-import { type CommandAction, type CommandContext, LOCAL_TENANT, tenantOf } from './commandAction.js';
+import {
+  type CommandAction,
+  type CommandContext,
+  LOCAL_TENANT,
+  tenantName,
+  tenantOf,
+} from './commandAction.js';
 import type { Output } from './output.js';
 
 export interface TemplatesDeps {
@@ -259,6 +265,7 @@ export function registerTemplatesCommands(program: Command, action: CommandActio
   const tenantOption = [
     '--tenant <tenant>',
     `the tenant (default on the local stack: ${LOCAL_TENANT}; required against AWS)`,
+    tenantName,
   ] as const;
   templates
     .command('put')

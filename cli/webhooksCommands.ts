@@ -29,7 +29,7 @@ import { isWebhookDeliveryId, isWebhookDeliveryStatus, WEBHOOK_LIMITS } from '..
 import type { WebhookDelivery, WebhookQueue, WebhookStore } from '../lambdas/ports/Webhooks.js';
 import { DynamoWebhookStore } from '../lambdas/store/webhookStore.js';
 import { CliError, EXIT, NotFoundError, UsageError } from './cliErrors.js';
-import { type CommandAction, type CommandContext, pageSize, tenantOf } from './commandAction.js';
+import { type CommandAction, type CommandContext, pageSize, tenantName, tenantOf } from './commandAction.js';
 import { type Output, printFields, printTable } from './output.js';
 import { type QueueRef, queueUrlOf, type ResourceRefs, type TargetMode } from './target.js';
 
@@ -365,7 +365,11 @@ export function registerWebhooksCommands(program: Command, action: CommandAction
     "the webhook queue (default: the stack's WebhookQueueUrl with --stack, else POSTDATE_WEBHOOK_QUEUE_URL, locally the local stack's)",
   ] as const;
   /** Every command's tenant: `--tenant`, or `local` on the local stack (`tenantOf`, as templates'). */
-  const tenantOption = ['--tenant <tenant>', 'the tenant (default on the local stack: local)'] as const;
+  const tenantOption = [
+    '--tenant <tenant>',
+    'the tenant (default on the local stack: local)',
+    tenantName,
+  ] as const;
   /** `show`, `delete`: `<endpoint> [--tenant T]`, nothing else. */
   const onEndpoint = (
     run: (deps: WebhooksDeps, options: { tenant: string; endpoint: string }, out: Output) => Promise<void>,

@@ -451,6 +451,18 @@ export type PauseCommand =
   | { readonly action: 'resume'; readonly kind?: string | undefined };
 
 /**
+ * Whether an operator's command changes what waits. A resume of what is not paused (a kind never
+ * paused, or misspelt) and a pause of what waits already (a paused kind, any kind under a pause of
+ * everything that excepts it not, everything twice) change nothing: the CLI writes nothing, so the
+ * pause's time and reason stand and a script may run either twice (decision 0260).
+ */
+export function pauseChanges(pause: PauseState, command: PauseCommand): boolean {
+  if (command.kind !== undefined) return isPaused(pause, command.kind) === (command.action === 'resume');
+  if (command.action === 'resume') return pause.all !== undefined || Object.keys(pause.kinds).length > 0;
+  return pause.all === undefined || pause.all.except.length > 0;
+}
+
+/**
  * The pauses after an operator's command:
  * - `pause` (all): everything waits, earlier exceptions forgotten;
  * - `pause --kind K`: K waits;

@@ -160,6 +160,38 @@ describe('postdate sending', () => {
       );
     }, 60_000);
 
+    it('a pause of what is already paused changes nothing (its time and reason stand), exits 0, and says so', async () => {
+      let clock = new Date('2026-12-05T20:00:00.000Z');
+      const deps = { ...(await sending()), now: () => clock };
+      const first = memoryOutput({ json: true });
+      await sendingPause(deps, { kind: 'receipt', reason: 'wrong wording' }, first);
+      expect(first.documents[0]).toMatchObject({ was_paused: false });
+      clock = new Date('2026-12-05T20:30:00.000Z');
+      const again = memoryOutput({ json: true });
+      await sendingPause(deps, { kind: 'receipt' }, again);
+      expect(again.documents[0]).toMatchObject({
+        was_paused: true,
+        pause: { kinds: { receipt: { at: '2026-12-05T20:00:00.000Z', reason: 'wrong wording' } } },
+      });
+      const words = memoryOutput();
+      await sendingPause(deps, { kind: 'receipt' }, words);
+      expect(words.text()).toMatch(/kind receipt was already paused: nothing changed/);
+
+      await sendingPause(deps, {}, memoryOutput());
+      clock = new Date('2026-12-05T21:00:00.000Z');
+      const all = memoryOutput({ json: true });
+      await sendingPause(deps, {}, all);
+      expect(all.documents[0]).toMatchObject({
+        was_paused: true,
+        pause: { all: { at: '2026-12-05T20:30:00.000Z' } },
+      });
+      // Under a pause of everything every kind waits: pausing one more changes nothing either.
+      const kindUnderAll = memoryOutput({ json: true });
+      await sendingPause(deps, { kind: 'digest' }, kindUnderAll);
+      expect(kindUnderAll.documents[0]).toMatchObject({ was_paused: true });
+      expect((await deps.gate.read()).pause.kinds).not.toHaveProperty('digest');
+    });
+
     it('resume --kind of a kind that is not paused changes nothing, exits 0, and says so', async () => {
       const deps = await sending();
       await sendingPause(deps, { kind: 'orderShipped' }, memoryOutput());

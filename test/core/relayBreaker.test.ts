@@ -12,6 +12,7 @@ import {
   opened,
   type PauseState,
   pauseAfter,
+  pauseChanges,
   probeClaimed,
   probeFailed,
   probeSucceeded,
@@ -246,6 +247,30 @@ describe('the pause', () => {
     });
     const resumed = pauseAfter(one, { action: 'resume', kind: 'campaign' }, at(1));
     expect(isPaused(resumed, 'campaign')).toBe(false);
+  });
+
+  it('a command changes what waits exactly when pauseChanges says so (a repeated pause or resume changes nothing)', () => {
+    const command = fc.oneof(
+      fc.record({
+        action: fc.constant('pause' as const),
+        kind: fc.constantFrom('a', 'b', undefined),
+        reason: fc.constant('r'),
+      }),
+      fc.record({
+        action: fc.constant('resume' as const),
+        kind: fc.constantFrom('a', 'b', undefined),
+      }),
+    );
+    const kinds = ['a', 'b', 'never named', undefined];
+    fc.assert(
+      fc.property(fc.array(command, { maxLength: 6 }), command, (before, next) => {
+        const pause = before.reduce((state, step, i) => pauseAfter(state, step, at(i)), NOT_PAUSED);
+        const after = pauseAfter(pause, next, at(10));
+        const moved = kinds.some((kind) => isPaused(pause, kind) !== isPaused(after, kind));
+        expect(pauseChanges(pause, next)).toBe(moved);
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it('any sequence of commands: a kind is paused exactly as the last command that concerns it says', () => {
