@@ -305,7 +305,7 @@ export const CONFIG_SETTINGS = {
     local: 30,
     aws: 30,
     description:
-      'while the relay is unavailable (or sending is paused), one probe of the relay per this interval, and copies wait about this long between looks',
+      'while the relay is unavailable (or sending is paused), one probe of the relay per this interval, and held copies wait one to two of it between looks',
   },
   maxHorizonDays: {
     variable: 'POSTDATE_MAX_HORIZON_DAYS',

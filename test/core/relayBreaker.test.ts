@@ -219,6 +219,98 @@ describe('the breaker', () => {
   });
 });
 
+describe('how soon held mail goes after a resume or once the relay answers (decision 0266)', () => {
+  const interval = fc.integer({ min: 1, max: 900 });
+  const spread = fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true });
+
+  it('the probe schedule does not grow: however many probes failed, however late or slow each, the next is due one interval after the last failure', () => {
+    const probe = fc.record({
+      lateMs: fc.integer({ min: 0, max: 60_000 }),
+      tookMs: fc.integer({ min: 0, max: 20_000 }),
+    });
+    fc.assert(
+      fc.property(interval, fc.array(probe, { minLength: 1, maxLength: 40 }), (seconds, probes) => {
+        const settings = { probeIntervalMs: seconds * 1000, probeTimeoutMs: 3 * seconds * 1000 };
+        let breaker = opened(NEVER_OPENED, FAILURE, T0, settings, '1') as BreakerState;
+        for (const [index, { lateMs, tookMs }] of probes.entries()) {
+          const claimAt = new Date(Date.parse(breaker.probe_at ?? '') + lateMs);
+          const claimed = probeClaimed(breaker, `p${index}`, claimAt, settings) as BreakerState;
+          const failedAt = new Date(claimAt.getTime() + tookMs);
+          breaker = probeFailed(claimed, `p${index}`, FAILURE, failedAt, settings) as BreakerState;
+          expect(breaker.failed_probes).toBe(index + 1);
+          expect(Date.parse(breaker.probe_at ?? '') - failedAt.getTime()).toBe(settings.probeIntervalMs);
+          // The token the prober re-arms comes back for that probe, not later.
+          expect(tokenArrival(breaker, '1', failedAt)).toEqual({ kind: 'rearm', delaySeconds: seconds });
+        }
+      }),
+    );
+  });
+
+  it('a paused copy is back one to two intervals after it was handed back; so after a resume, within two intervals', () => {
+    fc.assert(
+      fc.property(
+        interval,
+        spread,
+        fc.constantFrom('closed', 'open', 'half-open'),
+        fc.integer({ min: 0, max: 3_600_000 }),
+        (seconds, share, state, elapsedMs) => {
+          const settings = { probeIntervalMs: seconds * 1000, probeTimeoutMs: 3 * seconds * 1000 };
+          const open = opened(NEVER_OPENED, FAILURE, T0, settings, '1') as BreakerState;
+          const breaker =
+            state === 'closed'
+              ? NEVER_OPENED
+              : state === 'open'
+                ? open
+                : (probeClaimed(
+                    open,
+                    'a',
+                    new Date(Date.parse(open.probe_at ?? '')),
+                    settings,
+                  ) as BreakerState);
+          const paused = pauseAfter(NOT_PAUSED, { action: 'pause', reason: 'incident 42' }, T0);
+          const now = new Date(T0.getTime() + elapsedMs);
+          const decision = gateDecision(gate(breaker, paused), 'welcome', now, settings, share);
+          expect(decision).toMatchObject({ kind: 'wait', cause: 'paused' });
+          const wait = decision.kind === 'wait' ? decision.seconds : Number.NaN;
+          expect(wait).toBeGreaterThanOrEqual(seconds);
+          expect(wait).toBeLessThanOrEqual(Math.max(1, 2 * seconds - 1));
+        },
+      ),
+    );
+  });
+
+  it('a copy the breaker holds is back no sooner than the next probe may have closed it (or one interval), and at most one interval after that', () => {
+    fc.assert(
+      fc.property(
+        interval,
+        spread,
+        fc.boolean(),
+        fc.integer({ min: 0, max: 600_000 }),
+        fc.integer({ min: 0, max: 600_000 }),
+        (seconds, share, claimed, claimLateMs, elapsedMs) => {
+          const settings = { probeIntervalMs: seconds * 1000, probeTimeoutMs: 3 * seconds * 1000 };
+          const open = opened(NEVER_OPENED, FAILURE, T0, settings, '1') as BreakerState;
+          const claimAt = new Date(Date.parse(open.probe_at ?? '') + claimLateMs);
+          const breaker = claimed ? (probeClaimed(open, 'a', claimAt, settings) as BreakerState) : open;
+          const now = new Date((claimed ? claimAt.getTime() : T0.getTime()) + elapsedMs);
+          const decision = gateDecision(gate(breaker), 'welcome', now, settings, share);
+          if (decision.kind === 'probe') return;
+          expect(decision).toMatchObject({ kind: 'wait', cause: 'relay-unavailable' });
+          const wait = decision.kind === 'wait' ? decision.seconds : Number.NaN;
+          const dueMs = Date.parse(breaker.probe_at ?? '');
+          const mayProbeMs =
+            breaker.state === 'half-open' && dueMs <= now.getTime()
+              ? Date.parse(breaker.probe_until ?? '')
+              : dueMs;
+          const untilProbe = Math.max(1, Math.ceil((mayProbeMs - now.getTime()) / 1000));
+          expect(wait).toBeGreaterThanOrEqual(Math.min(untilProbe, seconds));
+          expect(wait).toBeLessThanOrEqual(Math.min(untilProbe, seconds) + seconds - 1);
+        },
+      ),
+    );
+  });
+});
+
 describe('the pause', () => {
   it('pause all holds every kind and messages without one; resume --kind lets that kind through (the roll-out)', () => {
     const all = pauseAfter(NOT_PAUSED, { action: 'pause', reason: 'incident' }, T0);

@@ -18,6 +18,7 @@ import { type SmtpSink, startSmtpSink } from '../../local/smtp/smtpSink.js';
 import { eventually } from '../support/eventually.js';
 
 const run = promisify(execFile);
+const PROBE_SECONDS = 1;
 
 describe('runbook procedure 5: a provider outage, pausing and resuming sending', () => {
   let sink: SmtpSink;
@@ -32,7 +33,7 @@ describe('runbook procedure 5: a provider outage, pausing and resuming sending',
         POSTDATE_API_KEY: 'pd_runbook-provider-outage-01',
         SMTP_HOST: relay.host,
         SMTP_PORT: String(relay.port),
-        POSTDATE_RELAY_PROBE_SECONDS: '1',
+        POSTDATE_RELAY_PROBE_SECONDS: String(PROBE_SECONDS),
       },
       'local',
     );
@@ -97,12 +98,20 @@ describe('runbook procedure 5: a provider outage, pausing and resuming sending',
     await relay.set('down');
     const id = await enqueue('runbook-outage-1');
 
-    // Step 1: the breakers; reconcile exits 1 while no relay takes mail.
+    // Step 1: the breakers; reconcile exits 1 while no relay takes mail. However many probes failed,
+    // the next is due one interval after the last failure, which was written before this read: never
+    // more than one interval after the command returned (decision 0266; the walk of 0262 read 13 s).
     const status = await eventually(
-      'sending status to say no relay takes mail',
+      'sending status to say no relay takes mail, after three failed probes',
       async () => {
         const { stdout } = await postdate('sending', 'status');
-        return /UNAVAILABLE: no relay takes mail/.test(stdout) ? stdout : undefined;
+        const returnedAt = Date.now();
+        const nextProbe = /next probe (\S+);/.exec(stdout)?.[1];
+        if (nextProbe !== undefined) {
+          expect(Date.parse(nextProbe) - returnedAt, stdout).toBeLessThanOrEqual(PROBE_SECONDS * 1000);
+        }
+        const failed = Number(/(\d+) failed probe\(s\)/.exec(stdout)?.[1] ?? 0);
+        return /UNAVAILABLE: no relay takes mail/.test(stdout) && failed >= 3 ? stdout : undefined;
       },
       { withinMs: 30_000 },
     );
