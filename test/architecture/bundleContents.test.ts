@@ -7,9 +7,21 @@ import { describe, expect, it } from 'vitest';
 import { POSTDATE_FUNCTIONS, type PostdateFunctionName } from '../../lambdas/core/postdateFunctions.js';
 import { functionBuildOptions, outputsLoadedAtStart } from '../../lib/constructs/postdateFunction.js';
 
-async function metafileOf(name: PostdateFunctionName): Promise<Metafile> {
-  const result = await build({ ...functionBuildOptions(name, '/nonexistent'), write: false, metafile: true });
-  return result.metafile;
+/**
+ * Each function built once for the file: every test reads the same esbuild account of it, and a build
+ * of each test anew (some 40 builds for 9 functions) made the file's time.
+ */
+const metafiles = new Map<PostdateFunctionName, Promise<Metafile>>();
+
+function metafileOf(name: PostdateFunctionName): Promise<Metafile> {
+  let metafile = metafiles.get(name);
+  if (metafile === undefined) {
+    metafile = build({ ...functionBuildOptions(name, '/nonexistent'), write: false, metafile: true }).then(
+      (result) => result.metafile,
+    );
+    metafiles.set(name, metafile);
+  }
+  return metafile;
 }
 
 /** Bundled input files, each with the bytes it adds to the output: the entry and all its chunks. */
