@@ -2,6 +2,7 @@
  * The CLI's typed errors and its exit codes. The entry point turns any of these into one line on
  * stderr and the exit code; nothing else prints a stack to an operator.
  */
+import { parseKnownFiles } from '@smithy/core/config';
 import { PostdateNetworkError, type PostdateProblem, PostdateProblemError } from '../lambdas/client/index.js';
 
 export const EXIT = {
@@ -135,7 +136,10 @@ export function isNetworkError(error: unknown, depth = 0): boolean {
   return isNetworkError(cause, depth + 1);
 }
 
-/** Whether AWS refused the credentials (expired SSO session, no credentials at all). */
+/**
+ * Whether the SDK found no usable credentials or AWS refused them (an expired SSO session, no
+ * credentials at all, a profile no file has: `missingProfile` tells that one).
+ */
 export function isCredentialsError(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const name = (error as { name?: unknown }).name;
@@ -147,6 +151,39 @@ export function isCredentialsError(error: unknown): boolean {
     name === 'InvalidClientTokenId' ||
     name === 'InvalidSignatureException'
   );
+}
+
+/** A profile AWS_PROFILE names that neither AWS file has, and where the SDK looked for it. */
+export interface MissingProfile {
+  readonly profile: string;
+  readonly configFile: string;
+  readonly credentialsFile: string;
+}
+
+/**
+ * The profile AWS_PROFILE names when neither the config file (`[profile x]`) nor the credentials
+ * file (`[x]`) has it, read as the SDK reads them (@smithy/core's `parseKnownFiles`, the same
+ * variables and defaults); undefined when AWS_PROFILE is not set or a file has it. With AWS_PROFILE
+ * set the SDK skips the environment's keys, and its chain then ends in the same
+ * CredentialsProviderError as an expired sign-in, though no credential was ever sent: the error
+ * cannot tell the two apart, the files can (decision 0268).
+ */
+export async function missingProfile(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<MissingProfile | undefined> {
+  const profile = env.AWS_PROFILE;
+  if (profile === undefined || profile === '') return undefined;
+  const profiles = await parseKnownFiles({
+    ignoreCache: true,
+    ...(env.AWS_CONFIG_FILE ? { configFilepath: env.AWS_CONFIG_FILE } : {}),
+    ...(env.AWS_SHARED_CREDENTIALS_FILE ? { filepath: env.AWS_SHARED_CREDENTIALS_FILE } : {}),
+  });
+  if (Object.hasOwn(profiles, profile)) return undefined;
+  return {
+    profile,
+    configFile: env.AWS_CONFIG_FILE || '~/.aws/config',
+    credentialsFile: env.AWS_SHARED_CREDENTIALS_FILE || '~/.aws/credentials',
+  };
 }
 
 /** What kind of failure an error document reports; `type` is `urn:postdate:cli:{kind}`. */
@@ -164,7 +201,7 @@ const TITLES: Readonly<Record<CliErrorKind, string>> = {
   failed: 'The command failed',
   'not-found': 'Not found',
   unreachable: 'The stack could not be reached',
-  credentials: 'AWS refused the credentials',
+  credentials: 'No usable AWS credentials',
   interrupted: 'Interrupted',
   internal: 'Unexpected error',
 };

@@ -89,17 +89,25 @@ export async function keysList(
   return report;
 }
 
+/** A revoked key, and whether it was revoked already (`was_revoked`: this run changed nothing). */
+export interface RevokeReport extends ApiKeySummary {
+  readonly wasRevoked: boolean;
+}
+
 /**
  * Revokes a key; revoking it again is no error (exit 0, so a script may retry) and says when it
- * was revoked. The authorizer reads the key on every call: only API Gateway's cache of its answers
- * (the construct's `authorizerCacheTtl`) may accept it a while longer.
+ * was revoked, in words and as `was_revoked` (as `sending pause` says `was_paused`, decision 0260).
+ * The authorizer reads the key on every call: only API Gateway's cache of its answers (the
+ * construct's `authorizerCacheTtl`) may accept it a while longer.
  */
-export async function keysRevoke(deps: KeysDeps, keyId: string, out: Output): Promise<ApiKeySummary> {
+export async function keysRevoke(deps: KeysDeps, keyId: string, out: Output): Promise<RevokeReport> {
   const at = deps.now();
-  const revoked = await translate(() => revokeApiKey(deps.documents, deps.tableName, keyId, at));
+  const key = await translate(() => revokeApiKey(deps.documents, deps.tableName, keyId, at));
+  // revokeApiKey keeps a revoked key's first time: any other time is an earlier run's.
+  const revoked: RevokeReport = { ...key, wasRevoked: key.revokedAt !== at.toISOString() };
   if (out.json) {
     out.data(revoked);
-  } else if (revoked.revokedAt !== at.toISOString()) {
+  } else if (revoked.wasRevoked) {
     out.line(
       `${revoked.keyId} (tenant ${revoked.tenant}) was already revoked at ${revoked.revokedAt ?? '?'}`,
     );

@@ -27,6 +27,8 @@ import {
   errorDocumentOf,
   fromClientError,
   isCredentialsError,
+  type MissingProfile,
+  missingProfile,
   UsageError,
 } from './cliErrors.js';
 import { type CliConfig, type CommandContext, tenantName } from './commandAction.js';
@@ -117,7 +119,7 @@ function action<Args extends unknown[]>(
       target = context.target;
       process.exitCode = await run({ ...context, interruption }, ...(args.slice(0, -1) as Args));
     } catch (error) {
-      process.exitCode = report(error, out, target);
+      process.exitCode = await report(error, out, target);
     } finally {
       interruption.stop();
       target?.dynamodb.destroy();
@@ -174,10 +176,14 @@ function interruptible(out: Output): Interruption {
   };
 }
 
-function report(thrown: unknown, out: Output, target: Target | undefined): ExitCode {
+async function report(thrown: unknown, out: Output, target: Target | undefined): Promise<ExitCode> {
   const error = fromClientError(thrown);
   const document =
-    error instanceof CliError ? errorDocumentOf(error) : errorDocument(...described(error, target));
+    error instanceof CliError
+      ? errorDocumentOf(error)
+      : errorDocument(
+          ...described(error, target, isCredentialsError(error) ? await missingProfile() : undefined),
+        );
   out.warn(`postdate: ${error instanceof CliError ? error.message : document.error.detail}`);
   for (const { field, message, line } of document.error.errors ?? []) {
     out.warn(`postdate:   ${line === undefined ? '' : `line ${line} `}${field} ${message}`);
@@ -187,13 +193,27 @@ function report(thrown: unknown, out: Output, target: Target | undefined): ExitC
   return document.error.exit_code;
 }
 
-/** An error that is no CliError: AWS refusing the credentials, no region, or an unexpected one (`internal`). */
+/**
+ * An error that is no CliError: no usable credentials (a profile no AWS file has, or AWS refusing
+ * them), no region, or an unexpected one (`internal`).
+ */
 function described(
   error: unknown,
   target: Target | undefined,
+  unknownProfile: MissingProfile | undefined,
 ): [CliErrorKind, string, ExitCode, string | undefined] {
   if (isCredentialsError(error)) {
     const name = (error as Error).name;
+    if (unknownProfile !== undefined) {
+      const { profile, configFile, credentialsFile } = unknownProfile;
+      return [
+        'credentials',
+        `AWS_PROFILE names ${profile}, a profile in neither ${configFile} nor ${credentialsFile}: ` +
+          'list the profiles with aws configure list-profiles and set AWS_PROFILE to one',
+        EXIT.unreachable,
+        name,
+      ];
+    }
     return [
       'credentials',
       `AWS refused the credentials (${name}): sign in (aws sso login) or set AWS_PROFILE`,

@@ -24,6 +24,8 @@ import { isTerminal, MESSAGE_STATUSES, type MessageStatus } from '../lambdas/cor
 import { runWithConcurrency } from '../lambdas/core/runWithConcurrency.js';
 import { overdueSinceMs, type SendersHold, sendersHold } from '../lambdas/core/sweepDecision.js';
 import type { DueCursor, DueEntry, DueIndex } from '../lambdas/ports/DueIndex.js';
+import { BATCH_GET_LIMIT } from '../lambdas/store/batchGetItems.js';
+import type { MessageStateRecord } from '../lambdas/store/messageRecord.js';
 import {
   byStatusShardPk,
   byTenantShardPk,
@@ -140,14 +142,24 @@ export async function reconcile(
   const missingRecords: string[] = [];
   const tenantOf = new Map<string, string>();
 
+  // Every tenant's ids first (index queries, quick), so the bar has a total; reading the records,
+  // one consistent BatchGet per 100, is what takes the time (12.8 s for 2,008 locally, decision 0268).
+  const acceptedOf = new Map<string, { id: string; createdAt: string }[]>();
+  for (const tenant of tenants) acceptedOf.set(tenant, await acceptedIds(deps, tenant, since));
+  const total = [...acceptedOf.values()].reduce((sum, accepted) => sum + accepted.length, 0);
+  let counted = 0;
+  out.progress(COUNTED, counted, total);
+
   for (const tenant of tenants) {
-    const accepted = await acceptedIds(deps, tenant, since);
-    const states = await readStateRecords(
-      deps.documents,
-      deps.tableName,
-      accepted.map(({ id }) => id),
-      { consistentRead: true },
-    );
+    const accepted = acceptedOf.get(tenant) ?? [];
+    const states = new Map<string, MessageStateRecord>();
+    for (let start = 0; start < accepted.length; start += BATCH_GET_LIMIT) {
+      const ids = accepted.slice(start, start + BATCH_GET_LIMIT).map(({ id }) => id);
+      const read = await readStateRecords(deps.documents, deps.tableName, ids, { consistentRead: true });
+      for (const [id, state] of read) states.set(id, state);
+      counted += ids.length;
+      out.progress(COUNTED, counted, total);
+    }
     const tally = new TallyBuilder();
     // Gone, as every read says (decision 0205): a record past its retention still in the table, or
     // one DynamoDB deleted that the indexes still name for a moment (decision 0212).
@@ -357,6 +369,12 @@ async function overdueMessages(
     held: overdue.flatMap(({ message, heldBy }) => (heldBy === undefined ? [] : [{ ...message, heldBy }])),
   };
 }
+
+/**
+ * The progress bar's label (stderr, on a terminal only, never with --json: `Output.progress`, as
+ * `messages export` draws it): `[#####---] 1200/2008 messages counted`.
+ */
+const COUNTED = 'messages counted';
 
 /** Index queries in flight at once: the shards are independent partitions. */
 const QUERY_CONCURRENCY = 16;

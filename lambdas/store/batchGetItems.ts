@@ -2,7 +2,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 
 /** BatchGetItem takes at most this many keys per request. */
-const BATCH_GET_LIMIT = 100;
+export const BATCH_GET_LIMIT = 100;
 /** Rounds of retrying unprocessed keys per chunk before giving up on them. */
 const UNPROCESSED_ROUNDS = 10;
 

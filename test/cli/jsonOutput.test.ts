@@ -318,4 +318,42 @@ describe('AWS refusing the credentials', () => {
       expect(result.stderr).toContain('sign in (aws sso login)');
     }
   }, 120_000);
+
+  it('names a profile AWS_PROFILE sets that neither AWS file has, and how to list them: no credential was refused', async () => {
+    // The SDK skips the environment's keys when AWS_PROFILE is set, and its chain ends in the same
+    // CredentialsProviderError as an expired sign-in (decision 0268).
+    const env = withoutCredentials();
+    const config = env.AWS_CONFIG_FILE ?? '';
+    writeFileSync(config, '[profile ops]\nregion = eu-west-1\n');
+    for (const args of [
+      ['--table', 't', 'messages', 'list'],
+      ['--stack', 'prod', 'messages', 'list'],
+    ]) {
+      const result = await postdate(
+        ['--json', ...args],
+        { ...env, AWS_PROFILE: 'nosuch' },
+        { inherit: false },
+      );
+      expect({ args, code: result.code }).toEqual({ args, code: 3 });
+      const { error } = JSON.parse(result.stdout) as {
+        error: { type: string; title: string; detail: string };
+      };
+      expect(error.type).toBe('urn:postdate:cli:credentials');
+      expect(error.detail).toBe(
+        `AWS_PROFILE names nosuch, a profile in neither ${config} nor ${env.AWS_SHARED_CREDENTIALS_FILE}: ` +
+          'list the profiles with aws configure list-profiles and set AWS_PROFILE to one',
+      );
+      expect(`${error.title} ${result.stderr}`).not.toMatch(/refused|sign in/);
+    }
+    // A profile the files have, whose credentials do not work, is still the sign-in's to fix.
+    const known = await postdate(
+      ['--json', '--table', 't', 'messages', 'list'],
+      { ...env, AWS_PROFILE: 'ops' },
+      {
+        inherit: false,
+      },
+    );
+    expect(known.code).toBe(3);
+    expect(known.stderr).toContain('sign in (aws sso login)');
+  }, 120_000);
 });

@@ -49,6 +49,22 @@ describe('postdate keys', () => {
     );
   });
 
+  it('says with --json whether the key was revoked already (was_revoked), as its line does', async () => {
+    const created = await keysCreate(deps, { tenant: 'umbrella' }, memoryOutput());
+    clock = new Date('2026-11-29T14:00:00.000Z');
+    const first = memoryOutput({ json: true });
+    await keysRevoke(deps, created.keyId, first);
+    clock = new Date('2026-11-29T15:00:00.000Z');
+    const again = memoryOutput({ json: true });
+    await keysRevoke(deps, created.keyId, again);
+    expect(first.documents).toMatchObject([{ revoked_at: '2026-11-29T14:00:00.000Z', was_revoked: false }]);
+    // The second run changed nothing: the first revocation's time, and said so.
+    expect(again.documents).toMatchObject([{ revoked_at: '2026-11-29T14:00:00.000Z', was_revoked: true }]);
+    const words = memoryOutput();
+    await keysRevoke(deps, created.keyId, words);
+    expect(words.text()).toContain('was already revoked at 2026-11-29T14:00:00.000Z');
+  });
+
   it('creates a test key (--test) for the tenant’s test side, which reconcile and messages list then cover', async () => {
     const out = memoryOutput();
     const created = await keysCreate(deps, { tenant: 'hooli', test: true }, out);

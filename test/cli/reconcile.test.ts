@@ -1,6 +1,6 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type MemoryOutput, memoryOutput } from '../../cli/output.js';
+import { type MemoryOutput, memoryOutput, terminalOutput } from '../../cli/output.js';
 import {
   type ReconcileDeps,
   type ReconcileReport,
@@ -290,4 +290,72 @@ describe('postdate reconcile', () => {
     });
     expect(missing.code).toBe(1);
   }, 90_000);
+});
+
+/** A stream that keeps what is written to it; `isTTY` as a terminal's or a pipe's. */
+function capturedStream(isTTY: boolean): { stream: NodeJS.WriteStream; text: () => string } {
+  let text = '';
+  const stream = {
+    isTTY,
+    write(chunk: string) {
+      text += chunk;
+      return true;
+    },
+  };
+  return { stream: stream as unknown as NodeJS.WriteStream, text: () => text };
+}
+
+describe('postdate reconcile while it reads (decision 0268)', () => {
+  /** 250 messages of one tenant in the window: three BatchGets' worth of records. */
+  let many: ReconcileDeps;
+  beforeAll(async () => {
+    const { tableName } = await freshTable();
+    const documents = documentClient();
+    const seeds = Array.from({ length: 250 }, (_, n) => ({
+      id: messageId(1000 + n),
+      status: 'sent' as const,
+      createdAt: minutesAgo(60 + (n % 50)),
+    }));
+    await seedMessages(documents, tableName, seeds);
+    many = {
+      ...deps,
+      documents,
+      tableName,
+      dueIndex: new DynamoDueIndex(documents, tableName),
+      tenants: async () => ['acme'],
+      relays: relaysDeps({ documents, tableName, names: ['default'], namesFrom: 'stack', now: () => NOW }),
+    };
+  });
+
+  /** One run through the terminal sink the bin uses, stdout a pipe, stderr a terminal or not. */
+  async function run(options: { json: boolean; stderrIsTTY: boolean }) {
+    const stdout = capturedStream(false);
+    const stderr = capturedStream(options.stderrIsTTY);
+    const out = terminalOutput({ json: options.json, stdout: stdout.stream, stderr: stderr.stream, env: {} });
+    await reconcile(many, {}, out);
+    return { stdout: stdout.text(), stderr: stderr.text() };
+  }
+
+  it("shows on a terminal's stderr what it has counted so far, as export's bar does; stdout unchanged", async () => {
+    const quiet = memoryOutput();
+    await reconcile(many, {}, quiet);
+    const { stdout, stderr } = await run({ json: false, stderrIsTTY: true });
+    const steps = [...stderr.matchAll(/\] (\d+)\/250 messages counted/g)].map((match) => Number(match[1]));
+    expect(steps).toEqual([0, 100, 200, 250]);
+    // The bar is cleared at the end, and stdout holds the report only, line for line.
+    expect(stderr.endsWith('\r\x1b[2K')).toBe(true);
+    expect(stdout.trimEnd().split('\n')).toEqual(quiet.lines);
+    expect(stdout).toContain('acme');
+  });
+
+  it('draws nothing with --json, and stdout is the one document; nothing on a stderr that is no terminal', async () => {
+    const quiet = memoryOutput({ json: true });
+    await reconcile(many, {}, quiet);
+    const json = await run({ json: true, stderrIsTTY: true });
+    expect(json.stderr).toBe('');
+    expect(JSON.parse(json.stdout)).toEqual(quiet.documents[0]);
+    expect(JSON.parse(json.stdout)).toMatchObject({ totals: { accepted: 250, terminal: 250 } });
+    const piped = await run({ json: false, stderrIsTTY: false });
+    expect(piped.stderr).toBe('');
+  });
 });
