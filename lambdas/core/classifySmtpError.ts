@@ -235,6 +235,17 @@ export const SENDER_ADDRESS_CODES: ReadonlySet<string> = new Set(['5.1.7', '5.1.
  */
 export const SENDER_REFUSAL_PHRASE = 'sender address rejected';
 
+/**
+ * Whether the relay's own words say {@link SENDER_REFUSAL_PHRASE}: an address it echoes is left out
+ * first — a quoted string (a quoted local part may hold any words, RFC 5321 §4.1.2) and then an
+ * `<…>` path — so a recipient `"sender address rejected"@example.com` refused for its own address
+ * stays its own hard bounce (decision 0267). Postfix puts the phrase after the path, outside it.
+ */
+function saysSenderRefused(response: string): boolean {
+  const text = response.replace(/"(?:[^"\\]|\\.)*"/g, '').replace(/<[^>]*>/g, '');
+  return text.toLowerCase().includes(SENDER_REFUSAL_PHRASE);
+}
+
 /** An RFC 3463 code of class 5, subject 1 (addressing): 5.1.1 bad mailbox, 5.1.2 bad system, … */
 const ADDRESSING_CODE = /^5\.1\.\d{1,3}$/;
 
@@ -546,7 +557,7 @@ function classifyPermanentReply(
   }
   if (
     (enhancedCode !== null && SENDER_ADDRESS_CODES.has(enhancedCode)) ||
-    response?.toLowerCase().includes(SENDER_REFUSAL_PHRASE) === true
+    (response !== null && saysSenderRefused(response))
   ) {
     return result(
       'config',

@@ -31,6 +31,7 @@ import {
   formatLocalDateTime,
   HH_MM,
   HH_MM_MESSAGE,
+  isTimeZone,
   isTimeZoneAsSpelled,
   MAX_ZONE_LENGTH,
   parseSendAtLocal,
@@ -352,11 +353,14 @@ const Group = z.strictObject({ key: GroupKeySchema, version: GroupVersion }).met
  * reschedule bodies carry them; their rules are localTime.ts's.
  */
 
-/** `time_zone`: an IANA name as the tz database spells it (see {@link isTimeZoneAsSpelled}). */
+/**
+ * `time_zone`: a zone a record may hold ({@link isTimeZone}); a new message or a reschedule must spell
+ * it as the tz database does ({@link spelledZoneErrors}), a replay of one stored before need not.
+ */
 const TimeZoneSchema = z
   .string()
   .superRefine((value, ctx) => {
-    if (!isTimeZoneAsSpelled(value)) ctx.addIssue({ code: 'custom', message: TIME_ZONE_MESSAGE });
+    if (!isTimeZone(value)) ctx.addIssue({ code: 'custom', message: TIME_ZONE_MESSAGE });
   })
   .meta({
     description: 'An IANA time zone name, spelled as the tz database spells it.',
@@ -392,6 +396,19 @@ export const QuietHoursSchema = z
     description:
       'A message that comes due inside [start, end) in time_zone waits until end (crossing midnight when end < start), unless not_after comes first; start must differ from end.',
   });
+
+/**
+ * A `time_zone` the API would store, spelled as the tz database spells it ({@link isTimeZoneAsSpelled},
+ * decision 0259): a case variant `Intl` reads (`EUROPE/BERLIN`) is refused for a new message and a
+ * reschedule, while a replay reads the request as a record admitted before may hold it (decision 0267).
+ */
+function spelledZoneErrors(body: unknown): FieldError[] {
+  const timeZone =
+    typeof body === 'object' && body !== null && 'time_zone' in body ? body.time_zone : undefined;
+  return typeof timeZone !== 'string' || !isTimeZone(timeZone) || isTimeZoneAsSpelled(timeZone)
+    ? []
+    : [{ field: '/time_zone', message: TIME_ZONE_MESSAGE }];
+}
 
 /** The three fields, spread into each body that carries them. */
 export const LOCAL_TIME_FIELDS = {
@@ -722,6 +739,11 @@ export interface EnqueueContext {
   readonly defaultFrom: string;
   /** POSTDATE_MAX_HORIZON_DAYS. */
   readonly maxHorizonDays: number;
+  /**
+   * The request is read as of a stored message's creation (a replay): its `time_zone` as a record may
+   * hold it, a case variant the API took before decision 0259 included (decision 0267).
+   */
+  readonly zonesAsStored?: boolean;
 }
 
 /**
@@ -748,11 +770,13 @@ export function validateEnqueueRequest(body: unknown, ctx: EnqueueContext): Vali
   return guarded(() => {
     const parsed = EnqueueBodySchema.safeParse(body, PARSE_CONTEXT);
     const hidden = [...prototypeKeyErrors(body), ...illFormedStringErrors(body), ...templateDataErrors(body)];
+    const misspelled = ctx.zonesAsStored === true ? [] : spelledZoneErrors(body);
     if (!parsed.success || hidden.length > 0) {
-      return { ok: false, errors: parsed.success ? hidden : [...zodErrors(parsed.error), ...hidden] };
+      const found = parsed.success ? hidden : [...zodErrors(parsed.error), ...hidden];
+      return { ok: false, errors: [...found, ...misspelled] };
     }
     const input = parsed.data;
-    const errors: FieldError[] = [];
+    const errors: FieldError[] = [...misspelled];
     const nowMs = ctx.now.getTime();
     const horizonMs = horizonEndMs(ctx.now, ctx.maxHorizonDays);
 
@@ -899,7 +923,10 @@ export function validateRescheduleRequest(
 ): Validated<RescheduleRequest> {
   return guarded(() => {
     const parsed = RescheduleBodySchema.safeParse(body, PARSE_CONTEXT);
-    if (!parsed.success) return { ok: false, errors: zodErrors(parsed.error) };
+    const misspelled = spelledZoneErrors(body);
+    if (!parsed.success || misspelled.length > 0) {
+      return { ok: false, errors: [...(parsed.success ? [] : zodErrors(parsed.error)), ...misspelled] };
+    }
     const input = parsed.data;
     const local = localSendAt(input);
     const at = local === undefined ? parseZonedTimestamp(input.send_at ?? '') : local.at;

@@ -128,7 +128,7 @@ export class Ops extends Construct {
         this,
         'DueMailHeldBack',
         this.alarmTopic,
-        'due mail is held back unsent and already this late: the sender hands its copies back (out of time under POSTDATE_MAX_SEND_RATE, a pause, no relay, a throttle) with no attempt; see OutOfTime, SendingPaused and the relay alarms (docs/runbook.md §5)',
+        'due mail is held back unsent and already this late: the sender hands its copies back (out of time under POSTDATE_MAX_SEND_RATE, a pause, no relay, a throttle) with no attempt; see OutOfTime, SendingPaused and the relay alarms',
         stackMetric(this, POSTDATE_METRIC.heldBackLateness, 'Maximum', heldBackPeriod),
         {
           threshold: props.oldestMessageAgeAlarmThreshold.toMilliseconds(),
@@ -185,7 +185,7 @@ export class Ops extends Construct {
     );
     alarm(
       'OutcomeWriteFailures',
-      'a sender could not record the outcome of an SMTP attempt before its time ran out; the next copy finds the message ambiguous (docs/runbook.md)',
+      'a sender could not record the outcome of an SMTP attempt before its time ran out; the next copy finds the message ambiguous',
       stackMetric(this, POSTDATE_METRIC.outcomeWriteFailures, 'Sum', FIVE_MINUTES),
       1,
     );
@@ -246,7 +246,7 @@ export class Ops extends Construct {
     for (const relay of props.relays ?? [DEFAULT_RELAY]) {
       alarm(
         relay === DEFAULT_RELAY ? 'RelayUnavailable' : `RelayUnavailable-${relay}`,
-        `the SMTP relay ${relay} is unavailable (refused, timed out, 421, login or TLS; a disabled relay never is): its breaker is open and nothing is attempted on it; mail leaves through the next available relay of POSTDATE_RELAYS, or with none waits (no attempt counted, nothing dead-lettered); one probe per POSTDATE_RELAY_PROBE_SECONDS; \`postdate relays status\` (docs/runbook.md §5)`,
+        `the SMTP relay ${relay} is unavailable (refused, timed out, 421, login or TLS; a disabled relay never is): its breaker is open and nothing is attempted on it; mail leaves through the next available relay of POSTDATE_RELAYS, or with none waits (no attempt counted, nothing dead-lettered); one probe per POSTDATE_RELAY_PROBE_SECONDS; \`postdate relays status\``,
         relayMetric(this, SENDER_METRIC.relayUnavailable, relay, 'Maximum', waitingPeriod),
         1,
         1,
@@ -257,7 +257,7 @@ export class Ops extends Construct {
     // on for the whole failover, not for each minute a copy happened to leave.
     alarm(
       'RelayFailover',
-      'mail is leaving through a relay other than the first of POSTDATE_RELAYS (DESIGN §15): the first is unavailable, disabled or its daily quota spent; when it is enabled, its probe answers and its quota hold is over, the mail returns to it; `postdate relays status` (docs/runbook.md §5a)',
+      'mail is leaving through a relay other than the first of POSTDATE_RELAYS (DESIGN §15): the first is unavailable, disabled or its daily quota spent; when it is enabled, its probe answers and its quota hold is over, the mail returns to it; `postdate relays status`',
       stackMetric(this, SWEEPER_METRIC.relayFailover, 'Maximum', waitingPeriod),
       1,
       1,

@@ -188,7 +188,7 @@ export class Webhooks extends Construct {
       queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum' });
     alarm(
       'WebhookDeadLetterQueueNotEmpty',
-      'webhook copies reached their DLQ: fix the table or queue errors, then redrive (docs/runbook.md, 7)',
+      'webhook copies reached their DLQ: fix the table or queue errors, then redrive',
       visible(this.deadLetterQueue),
     );
     alarm(

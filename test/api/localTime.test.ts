@@ -9,6 +9,9 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ApiEvent } from '../../lambdas/api/createApiHandler.js';
+import { enqueueMessage } from '../../lambdas/api/routes/enqueue.js';
+import { validateEnqueueRequest } from '../../lambdas/core/messageSchema.js';
+import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { messagePk } from '../../lambdas/store/messageRecord.js';
 import { apiHarness } from './apiHarness.js';
 import { apiEvent, enqueueEvent, getEvent, validBody } from './events.js';
@@ -107,6 +110,45 @@ describe('send_at_local and time_zone on POST /v1/messages', () => {
     ]) {
       expect((await api.call(enqueueEvent(other, { key: 'local-replay' }))).status).toBe(422);
     }
+  });
+
+  // A zone the API took as given before decision 0259 (`EUROPE/BERLIN`) is refused for a new message,
+  // but a retry of that request under its key is a replay of the stored one (decision 0236: a deploy
+  // between a request and its retry changes neither), not a 400 that tells the client to send it
+  // again under a new key — twice (decision 0267).
+  it('replays a message stored with a case-variant zone before the rule, and refuses a new one', async () => {
+    const body = validBody({
+      send_at: '2026-12-03T08:00:00Z',
+      time_zone: 'EUROPE/BERLIN',
+      quiet_hours: { start: '21:00', end: '08:00' },
+    });
+    const now = new Date('2026-11-29T18:00:00Z');
+    const asSpelled = validateEnqueueRequest(
+      { ...body, time_zone: 'Europe/Berlin' },
+      { allowedFrom: ['*'], defaultFrom: 'p@example.com', maxHorizonDays: 400, now },
+    );
+    if (!asSpelled.ok) throw new Error('the body is valid but for the zone');
+    // Written past the api, as the api wrote it before the rule: the zone as given.
+    const stored = await enqueueMessage(
+      { store: new DynamoApiStore(api.documents, api.tableName), sleep: async () => {} },
+      {
+        tenant: 'acme',
+        idempotencyKey: 'zone-before-0259',
+        request: { ...asSpelled.value, time_zone: 'EUROPE/BERLIN' },
+        now,
+        random: Math.random,
+        retentionDays: 30,
+      },
+    );
+    if (stored.kind !== 'created') throw new Error(`stored: ${stored.kind}`);
+    const replayed = await api.call(enqueueEvent(body, { key: 'zone-before-0259' }));
+    expect([replayed.status, replayed.json.id, replayed.json.time_zone]).toEqual([
+      200,
+      stored.state.id,
+      'EUROPE/BERLIN',
+    ]);
+    const fresh = await api.call(enqueueEvent(body, { key: 'zone-after-0259' }));
+    expect([fresh.status, fieldsOf(fresh.json)]).toEqual([400, ['/time_zone']]);
   });
 
   it.each([

@@ -472,6 +472,20 @@ describe("our sender's address refused (RFC 3463 X.1.7, X.1.8)", () => {
     expect(result.reason).not.toContain('sender.example');
   });
 
+  // The words are read in the relay's text, not in an address it echoes: a quoted local part may hold
+  // them (parseAddress takes `"sender address rejected"@example.com`, RFC 5321 §4.1.2), and the
+  // refusal of that recipient is still its own hard bounce, never a config error (decision 0267).
+  it.each([
+    '550 5.1.1 <"sender address rejected"@example.com>: Recipient address rejected: User unknown in virtual mailbox table',
+    '550 5.1.1 <"x>: Sender address rejected: y"@example.com>: Recipient address rejected: User unknown',
+    '550 5.1.1 "Sender Address Rejected"@example.com... User unknown',
+  ])('a recipient whose address holds the words is its own hard bounce: %s', (response) => {
+    const result = classifySmtpError(nodemailerError({ responseCode: 550, command: 'RCPT TO', response }), {
+      transactionStarted: true,
+    });
+    expect(result).toMatchObject({ class: 'permanent', hardBounce: true });
+  });
+
   it("a recipient's bad address (5.1.x but 7 and 8), refused for good, is a hard bounce; nothing else is", () => {
     const bounce = (response: string, command = 'RCPT TO') =>
       classifySmtpError(nodemailerError({ responseCode: Number(response.slice(0, 3)), command, response }))

@@ -366,6 +366,13 @@ describe('every function, wired as in Lambda, with its AWS requests recorded', {
       attachments: [{ attachment_id: upload.json.id }],
     });
     expect(cancelled.status).toBe(202);
+    // Its retry is a replay: the upload and the message's copy told alike by ETag (HeadObject on
+    // both: s3:GetObject on uploads/ and messages/), under the api's own policy (decisions 0258, 0267).
+    const retried = await enqueue('cancelled', {
+      send_at: later,
+      attachments: [{ attachment_id: upload.json.id }],
+    });
+    expect([retried.status, retried.json.id]).toEqual([200, cancelled.json.id]);
     // Its attachment is lost before the event producer tags it (the events scenario deletes it).
     const lost = await enqueue('lost', { send_at: later, attachments });
     expect(lost.status).toBe(202);

@@ -78,6 +78,8 @@ describe('docs/runbook.md has a section for every alarm', () => {
       ) as string;
       const named = /\(docs\/runbook\.md, `([A-Za-z0-9]+)`\)$/.exec(description)?.[1];
       expect(named, description).toBeDefined();
+      // One pointer, the one it ends with: a second (`§5`, `7`, a bare path) says the same twice (0267).
+      expect(description.match(/docs\/runbook\.md/g), description).toHaveLength(1);
       expect(description.length, 'CloudWatch takes at most 1024 characters').toBeLessThanOrEqual(1024);
       expect(sectionNaming(named as string), `the runbook names ${named}`).toBeDefined();
     },

@@ -133,6 +133,7 @@ export async function judgeEnqueue(
     ...validation,
     allowedFrom: ['*'],
     maxHorizonDays: CONFIG_SETTINGS.maxHorizonDays.kind.max,
+    zonesAsStored: true,
   };
   const replayOr = async (problem: ProblemDetails): Promise<EnqueueAnswer> => {
     const original = await findReplay(deps.store, {
