@@ -198,7 +198,9 @@ interface PageTally {
  * ({@link SWEEP_PACE}: no `due` shard made hot) and stops in time ({@link SWEEP_RESERVED_MS}).
  * It never writes a status or a rev, so it can run at any moment next to anything: a copy of a
  * message that meanwhile moved on is dropped by the sender's rev and status rules. It can never
- * cause a second send.
+ * cause a second send. Told that the queue was emptied (`queueEmptiedAt`), it also puts back, delayed
+ * to its time and unstamped, every copy only that queue can have held (core/sweepDecision.ts
+ * `copyLostWithQueue`, decision 0264).
  *
  * Then it counts the messages that wait for an operator and publishes the gauge, and tends the DLQ
  * (staleDeadLetters.ts): stale copies off, each waiting dead message's copy kept alive.
@@ -408,7 +410,8 @@ async function sweepShards(deps: SweepDeps, tally: PageTally, gate: GateFound): 
 
 /**
  * The end of the window a run reads: entries overdue by the grace — and, told the queue was emptied,
- * every stamp made before that too (core/sweepDecision.ts `voidStampsDueBefore`).
+ * every stamp made before that too (core/sweepDecision.ts `voidStampsDueBefore`), an hour past the
+ * emptying, which holds every copy due within 15 minutes of it (`copyLostWithQueue`).
  */
 function readUntil(deps: SweepDeps): Date {
   const overdue = deps.now().getTime() - deps.graceSeconds * 1000;
