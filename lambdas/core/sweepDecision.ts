@@ -14,9 +14,12 @@
  * The backoff rests on the copy being on the queue. When the queue is known to hold nothing from
  * before some moment (`queueEmptiedAt`: a purge, or the local emulator, which keeps its queues in
  * memory, restarted), a stamp made before it stands for a copy that is gone: it is void, and the
- * message is re-dispatched at once (decision 0180).
+ * message is re-dispatched at once (decision 0180). So is every other copy the queue can only have
+ * held, however far its time: it is replaced with its current rev and the exact remaining delay, so
+ * that the message goes at its time, not the grace after it (decision 0264, {@link copyLostWithQueue}).
  */
 import { isTerminal, MESSAGE_STATUS, type MessageStatus } from './messageStatus.js';
+import { SQS_MAX_DELAY_SECONDS, sqsDelaySeconds } from './queueLimits.js';
 import { isRefused, type RefusedRecord } from './recordLayout.js';
 import { isPaused, type PauseState } from './relayBreaker.js';
 import { isLiveSide } from './testSide.js';
@@ -42,6 +45,10 @@ export interface SweptRecord {
   readonly rev: number;
   readonly status: MessageStatus;
   readonly due_at?: string;
+  /** Its send time: a `scheduled` message due within 15 minutes of a moment had its copy on the queue then. */
+  readonly send_at?: string;
+  /** Its last write by the api or a sender (never the sweeper's stamp): a copy put on the queue then. */
+  readonly updated_at?: string;
   readonly sweep_count?: number;
   readonly sweep_due_at?: string;
   /** When the sweeper last re-dispatched it (its stamp): a copy put on the queue then. */
@@ -63,6 +70,15 @@ export type SweepDecision =
   | {
       readonly action: 'skip';
       readonly reason: 'gone' | 'refused' | 'terminal' | SendersHold | 'not-overdue';
+    }
+  | {
+      /**
+       * Put back the copy the emptied queue lost ({@link copyLostWithQueue}): the current rev, delayed
+       * until the message may go. No stamp: nothing is overdue, and the record is not written.
+       */
+      readonly action: 'replace';
+      readonly rev: number;
+      readonly delaySeconds: number;
     }
   | {
       readonly action: 'redispatch';
@@ -165,6 +181,36 @@ export function stampIsVoid(record: SweptRecord, queueEmptiedAt: Date | undefine
 }
 
 /**
+ * Whether the record's copy can only have been on the send queue emptied at `queueEmptiedAt`, so that
+ * it is gone (decision 0264): nothing (the api, a sender, the sweeper) wrote the record since, and
+ *
+ * - it is `retrying` (its copy waits out the backoff, hidden on the queue) or `sending` (its copy is in
+ *   flight, and comes back when the lease ends), or
+ * - it is `scheduled` and due before `queueEmptiedAt` + 15 minutes: its copy went to the queue with a
+ *   delay (due within POSTDATE_DIRECT_DELAY_MAX_SECONDS ≤ 900 s of its relay, which was before), or
+ *   its schedule fired `lead` ≤ 900 s before its time and the sender put the early copy back delayed,
+ *   or quiet hours hold it there. A later one waits in the Scheduler, which keeps it (in AWS, and the
+ *   local emulator on its data dir). One in the 15 minutes whose schedule is still to fire gets a
+ *   second copy: harmless, the claim takes one (DESIGN §5).
+ *
+ * Without `queueEmptiedAt` (AWS's schedule) nothing is lost: SQS keeps every copy.
+ */
+export function copyLostWithQueue(record: SweptRecord, queueEmptiedAt: Date | undefined): boolean {
+  if (queueEmptiedAt === undefined) return false;
+  const emptiedMs = queueEmptiedAt.getTime();
+  // Written at or after the emptying: its copy was put on the queue as it is now.
+  if (writtenSince(record.updated_at, emptiedMs) || writtenSince(record.swept_at, emptiedMs)) return false;
+  if (record.status === MESSAGE_STATUS.retrying || record.status === MESSAGE_STATUS.sending) return true;
+  if (record.status !== MESSAGE_STATUS.scheduled) return false;
+  const sendAtMs = Date.parse(record.send_at ?? record.due_at ?? '');
+  return !(sendAtMs >= emptiedMs + SQS_MAX_DELAY_SECONDS * 1000);
+}
+
+function writtenSince(at: string | undefined, emptiedMs: number): boolean {
+  return at !== undefined && Date.parse(at) >= emptiedMs;
+}
+
+/**
  * Where every stamp made before `queueEmptiedAt` put its `due` entry: before this. A stamp made at t
  * sets `t + interval − grace`, and no interval is longer than the capped one; so a run told
  * `queueEmptiedAt` reads the `due` index up to here to find every void stamp.
@@ -182,6 +228,10 @@ export function voidStampsDueBefore(queueEmptiedAt: Date, graceSeconds: number):
  * - A void stamp ({@link stampIsVoid}) → re-dispatch now, its count from one, whatever the lease or
  *   the holds: the copy the senders (or a lease's owner) would hold is gone, and the new one takes its
  *   place on the queue, where they hold it as they held the old.
+ * - A copy lost with the queue ({@link copyLostWithQueue}) that the rules below would leave (held, or
+ *   not overdue by the grace) → replace it, delayed until the message may go ({@link lostCopyDelaySeconds}),
+ *   whatever the holds, for the same reason; one overdue by the grace and not held is re-dispatched
+ *   and stamped as below.
  * - A live message while no relay takes mail, or whose `tags.kind` is paused (or everything, its
  *   kind not resumed since), or while the pauses could not be read → skip (`sendersHold`): the
  *   senders hold its copies; it is swept again once a relay takes mail or it is resumed. A test
@@ -199,13 +249,29 @@ export function decideSweep(input: SweepInput): SweepDecision {
   if (isRefused(record)) return { action: 'skip', reason: 'refused' };
   if (isTerminal(record.status) || record.due_at === undefined) return { action: 'skip', reason: 'terminal' };
   if (stampIsVoid(record, input.queueEmptiedAt)) return redispatch(record, record.due_at, 1, input);
+  const lost = copyLostWithQueue(record, input.queueEmptiedAt);
   const held = sendersHold(record, input, now);
-  if (held !== undefined) return { action: 'skip', reason: held };
+  if (held !== undefined)
+    return lost ? replace(record, record.due_at, now) : { action: 'skip', reason: held };
   const graceMs = Math.max(0, input.graceSeconds) * 1000;
   if (!(overdueSinceMs(record, record.due_at) < now.getTime() - graceMs))
-    return { action: 'skip', reason: 'not-overdue' };
+    return lost ? replace(record, record.due_at, now) : { action: 'skip', reason: 'not-overdue' };
   const earlier = dueAtIsTheSweepers(record) ? (record.sweep_count ?? 0) : 0;
   return redispatch(record, record.due_at, earlier + 1, input);
+}
+
+/**
+ * The delay of a lost copy's replacement: until the message may move — its `due_at` (the send time,
+ * a retry's time, the end of quiet hours), for a `sending` one the end of its lease
+ * ({@link overdueSinceMs}) — in whole seconds as SQS takes them (0 when past, 900 at most: a copy
+ * that arrives early goes back with the rest, core/dispatchDecision.ts `decideArrival`).
+ */
+export function lostCopyDelaySeconds(record: SweptRecord, dueAt: string, now: Date): number {
+  return sqsDelaySeconds((overdueSinceMs(record, dueAt) - now.getTime()) / 1000);
+}
+
+function replace(record: SweptRecord, dueAt: string, now: Date): SweepDecision {
+  return { action: 'replace', rev: record.rev, delaySeconds: lostCopyDelaySeconds(record, dueAt, now) };
 }
 
 /** Re-dispatch `sweepCount` of a stall: overdue again (by the grace) one interval from now. */

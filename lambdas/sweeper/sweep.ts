@@ -198,7 +198,9 @@ interface PageTally {
  * ({@link SWEEP_PACE}: no `due` shard made hot) and stops in time ({@link SWEEP_RESERVED_MS}).
  * It never writes a status or a rev, so it can run at any moment next to anything: a copy of a
  * message that meanwhile moved on is dropped by the sender's rev and status rules. It can never
- * cause a second send.
+ * cause a second send. Told that the queue was emptied (`queueEmptiedAt`), it also puts back, delayed
+ * to its time and unstamped, every copy only that queue can have held (core/sweepDecision.ts
+ * `copyLostWithQueue`, decision 0264).
  *
  * Then it counts the messages that wait for an operator and publishes the gauge, and tends the DLQ
  * (staleDeadLetters.ts): stale copies off, each waiting dead message's copy kept alive.
@@ -408,7 +410,8 @@ async function sweepShards(deps: SweepDeps, tally: PageTally, gate: GateFound): 
 
 /**
  * The end of the window a run reads: entries overdue by the grace — and, told the queue was emptied,
- * every stamp made before that too (core/sweepDecision.ts `voidStampsDueBefore`).
+ * every stamp made before that too (core/sweepDecision.ts `voidStampsDueBefore`), an hour past the
+ * emptying, which holds every copy due within 15 minutes of it (`copyLostWithQueue`).
  */
 function readUntil(deps: SweepDeps): Date {
   const overdue = deps.now().getTime() - deps.graceSeconds * 1000;
@@ -434,7 +437,8 @@ async function sweepPage(
   const now = deps.now();
   const planned: {
     copy: QueuedCopy;
-    stamp: Parameters<SweepRecords['recordRedispatch']>[0];
+    /** Absent: a lost copy replaced (core/sweepDecision.ts `replace`), which writes nothing. */
+    stamp?: Parameters<SweepRecords['recordRedispatch']>[0];
     live: boolean;
   }[] = [];
   for (const entry of live) {
@@ -453,6 +457,15 @@ async function sweepPage(
       if (decision.action === 'skip' && decision.reason === 'refused') tally.refused++;
       continue;
     }
+    // A refused record is never re-dispatched (decideSweep); the narrowing only tells TypeScript.
+    const isLive = !('refusal' in record) && isLiveSide(record.tenant);
+    if (decision.action === 'replace') {
+      planned.push({
+        copy: { payload: { id: entry.id, rev: decision.rev }, delaySeconds: decision.delaySeconds },
+        live: isLive,
+      });
+      continue;
+    }
     planned.push({
       copy: { payload: { id: entry.id, rev: decision.rev }, delaySeconds: 0 },
       stamp: {
@@ -464,8 +477,7 @@ async function sweepPage(
         sweepCount: decision.sweepCount,
         now,
       },
-      // A refused record is never re-dispatched (decideSweep); the narrowing only tells TypeScript.
-      live: !('refusal' in record) && isLiveSide(record.tenant),
+      live: isLive,
     });
   }
   if (planned.length === 0) return 0;
@@ -483,18 +495,27 @@ async function sweepPage(
   tally.redispatched += sent.length;
   tally.liveRedispatched += sent.filter((plan) => plan.live).length;
   // A few stamps at once: the shard's pace, not the latency, bounds its `due` writes (SWEEP_PACE).
-  await runWithConcurrency(sent, SWEEP_PACE.stampsAtOnce, async (plan) => {
+  for (const plan of sent) {
+    if (plan.stamp !== undefined) continue;
+    deps.log?.info('sweeper replaced a copy the emptied queue lost', {
+      messageId: plan.copy.payload.id,
+      rev: plan.copy.payload.rev,
+      delaySeconds: plan.copy.delaySeconds,
+    });
+  }
+  const stamps = sent.flatMap((plan) => (plan.stamp === undefined ? [] : [plan.stamp]));
+  await runWithConcurrency(stamps, SWEEP_PACE.stampsAtOnce, async (stamp) => {
     deps.log?.info('sweeper re-dispatched a stuck message', {
-      messageId: plan.stamp.id,
-      rev: plan.stamp.rev,
-      sweepCount: plan.stamp.sweepCount,
+      messageId: stamp.id,
+      rev: stamp.rev,
+      sweepCount: stamp.sweepCount,
     });
     try {
-      await deps.records.recordRedispatch(plan.stamp);
+      await deps.records.recordRedispatch(stamp);
     } catch (error) {
       tally.unstamped++;
       deps.log?.warn('sweeper could not stamp a re-dispatch', {
-        messageId: plan.stamp.id,
+        messageId: stamp.id,
         error: error instanceof Error ? error.name : 'non-error',
       });
     }

@@ -4,7 +4,9 @@ import { isTerminal, MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.j
 import { RECORD_LAYOUT, refusedRecord } from '../../lambdas/core/recordLayout.js';
 import { isPaused, type PauseState } from '../../lambdas/core/relayBreaker.js';
 import {
+  copyLostWithQueue,
   decideSweep,
+  lostCopyDelaySeconds,
   PAUSE_UNREAD,
   pauseHoldsEverything,
   refusedGauge,
@@ -177,7 +179,9 @@ describe('a stamp whose copy the send queue lost (a purge, the local emulator re
     fc.assert(
       fc.property(stamp, fc.boolean(), (s, movedOn) => {
         const base = stamped(s);
-        const seen = movedOn ? { ...base, sweep_due_at: ago(9999) } : base;
+        // Moved on: another writer wrote the record since its stamp, and since the emptying (a record
+        // last written before it had its copy on the lost queue: decision 0264, below).
+        const seen = movedOn ? { ...base, sweep_due_at: ago(9999), updated_at: ago(s.emptiedAgo) } : base;
         fc.pre(movedOn || s.sweptAgo <= s.emptiedAgo);
         const input = {
           record: seen,
@@ -460,5 +464,135 @@ describe('a message a newer writer made (decision 0166), as the reader hands it 
         else expect(gauge).toBeGreaterThanOrEqual(1);
       }),
     );
+  });
+});
+
+describe('a copy the emptied queue lost that no stamp stands for (decision 0264: a restart of the local emulator)', () => {
+  // The relay's delayed copy, a retry's hidden copy, a lease's copy in flight: each lived only on the
+  // queue. Replaced at once with the exact remaining delay, the message goes at its time, not the
+  // grace after it; the record is not written, and AWS's runs (no emptying known) are as before.
+  const live = fc.constantFrom<SweptRecord['status']>('scheduled', 'retrying', 'sending');
+  const lost = fc.record({
+    status: live,
+    dueIn: fc.integer({ min: -7200, max: 3600 }),
+    sendAtIn: fc.integer({ min: -7200, max: 899 }),
+    leaseIn: fc.option(fc.integer({ min: -600, max: 600 }), { nil: undefined }),
+    writtenAgo: fc.integer({ min: 1, max: 7200 }),
+    emptiedAgo: fc.integer({ min: 0, max: 600 }),
+    grace: fc.integer({ min: 1, max: 900 }),
+    noRelay: fc.boolean(),
+    test: fc.boolean(),
+    pause: fc.constantFrom<PauseState | typeof PAUSE_UNREAD | undefined>(undefined, PAUSE_UNREAD, {
+      version: 1,
+      kinds: {},
+      all: { reason: 'r', at: NOW.toISOString(), except: [] },
+    }),
+  });
+  type Lost = typeof lost extends fc.Arbitrary<infer T> ? T : never;
+  const emptiedAt = (l: Lost) => new Date(NOW.getTime() - l.emptiedAgo * 1000);
+  const lostRecord = (l: Lost) =>
+    record({
+      tenant: l.test ? testSideOf('acme') : 'acme',
+      status: l.status,
+      due_at: ago(-l.dueIn),
+      // Due within 15 minutes of the emptying: its copy was on the queue.
+      send_at: new Date(emptiedAt(l).getTime() + l.sendAtIn * 1000).toISOString(),
+      updated_at: ago(l.emptiedAgo + l.writtenAgo),
+      ...(l.leaseIn === undefined ? {} : { lease_until: ago(-l.leaseIn) }),
+    });
+  const decide = (l: Lost, queueEmptiedAt: Date | undefined) =>
+    decideSweep({
+      record: lostRecord(l),
+      now: NOW,
+      graceSeconds: l.grace,
+      noRelay: l.noRelay,
+      ...(l.pause === undefined ? {} : { pause: l.pause }),
+      ...(queueEmptiedAt === undefined ? {} : { queueEmptiedAt }),
+    });
+
+  it('is put back with its rev and the exact remaining delay, whatever the holds, unless overdue and not held (then re-dispatched and stamped as always)', () => {
+    fc.assert(
+      fc.property(lost, (l) => {
+        const decision = decide(l, emptiedAt(l));
+        const untold = decide(l, undefined);
+        if (untold.action === 'redispatch') {
+          // Overdue by the grace and not held: as in AWS, a re-dispatch now, stamped.
+          expect(decision).toEqual(untold);
+          return;
+        }
+        const dueMs = Math.max(
+          NOW.getTime() + l.dueIn * 1000,
+          l.status === 'sending' && l.leaseIn !== undefined ? NOW.getTime() + l.leaseIn * 1000 : -Infinity,
+        );
+        expect(decision).toEqual({
+          action: 'replace',
+          rev: 3,
+          delaySeconds: Math.min(900, Math.max(0, Math.floor((dueMs - NOW.getTime()) / 1000))),
+        });
+      }),
+    );
+  });
+
+  it('arrives neither early nor a second late: its delay ends within the second before the message may move, or at once when that passed', () => {
+    fc.assert(
+      fc.property(lost, (l) => {
+        const r = lostRecord(l);
+        if (r.due_at === undefined) throw new Error('no due_at');
+        const delay = lostCopyDelaySeconds(r, r.due_at, NOW);
+        const dueIn = (Date.parse(r.due_at) - NOW.getTime()) / 1000;
+        const leaseIn = r.status === 'sending' && l.leaseIn !== undefined ? l.leaseIn : -Infinity;
+        const movesIn = Math.max(dueIn, leaseIn);
+        if (movesIn <= 0) expect(delay).toBe(0);
+        else if (movesIn >= 900) expect(delay).toBe(900);
+        else {
+          expect(delay).toBeLessThanOrEqual(movesIn);
+          expect(movesIn - delay).toBeLessThan(1);
+        }
+      }),
+    );
+  });
+
+  it('is nothing when no emptying is known (AWS), or the record was written (by the api, a sender or the sweeper) at or after it', () => {
+    fc.assert(
+      fc.property(lost, fc.integer({ min: 0, max: 600 }), fc.boolean(), (l, after, bySweeper) => {
+        expect(copyLostWithQueue(lostRecord(l), undefined)).toBe(false);
+        expect(decide(l, undefined).action).not.toBe('replace');
+        const since = new Date(emptiedAt(l).getTime() + after * 1000).toISOString();
+        const written = bySweeper
+          ? { ...lostRecord(l), swept_at: since }
+          : { ...lostRecord(l), updated_at: since };
+        expect(copyLostWithQueue(written, emptiedAt(l))).toBe(false);
+      }),
+    );
+  });
+
+  it('is nothing for a scheduled message due 15 minutes or more after the emptying: its copy waits in the Scheduler, which keeps it', () => {
+    fc.assert(
+      fc.property(lost, fc.integer({ min: 900, max: 400 * 86_400 }), (l, sendAtIn) => {
+        const queueEmptiedAt = emptiedAt(l);
+        const later = {
+          ...lostRecord(l),
+          status: 'scheduled' as const,
+          send_at: new Date(queueEmptiedAt.getTime() + sendAtIn * 1000).toISOString(),
+        };
+        expect(copyLostWithQueue(later, queueEmptiedAt)).toBe(false);
+        expect(
+          copyLostWithQueue(
+            { ...later, send_at: new Date(queueEmptiedAt.getTime() + 899_999).toISOString() },
+            queueEmptiedAt,
+          ),
+        ).toBe(true);
+      }),
+    );
+  });
+
+  it('never revives what is terminal, gone or refused', () => {
+    for (const status of MESSAGE_STATUSES.filter(isTerminal)) {
+      const done = record({ status, due_at: ago(-60), send_at: ago(-60), updated_at: ago(600) });
+      expect(copyLostWithQueue(done, NOW)).toBe(false);
+      expect(decideSweep({ record: done, now: NOW, graceSeconds: GRACE, queueEmptiedAt: NOW }).action).toBe(
+        'skip',
+      );
+    }
   });
 });

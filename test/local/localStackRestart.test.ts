@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DescribeStreamCommand, DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../lambdas/core/config.js';
@@ -170,6 +171,86 @@ describe('the local stack restarted on a data dir, whose SQS emulator forgot eve
     );
     expect(second.smtpSink?.messages().filter((mail) => mail.postdateId === id)).toHaveLength(1);
   }, 120_000);
+});
+
+describe('the local stack restarted on a data dir: a copy the relay had queued with a delay is lost (decision 0264)', () => {
+  const stacks = {
+    dataDir: mkdtempSync(join(tmpdir(), 'postdate-stack-')),
+    // The default grace (300 s): the restart must not cost a message it. Due within 120 s → the
+    // queue with a delay; later → a schedule 30 s ahead, which the Scheduler emulator keeps on disk.
+    config: loadConfig(
+      {
+        POSTDATE_API_KEY: API_KEY,
+        POSTDATE_DIRECT_DELAY_MAX_SECONDS: '120',
+        POSTDATE_SCHEDULE_LEAD_SECONDS: '30',
+      },
+      'local',
+    ),
+    running: undefined as LocalStack | undefined,
+  };
+  afterAll(async () => {
+    await stacks.running?.stop();
+    rmSync(stacks.dataDir, { recursive: true, force: true });
+  });
+  const { dataDir, config } = stacks;
+
+  it('sends each on time, once: the delayed copy replaced with its remaining delay, the schedule firing beside it', async () => {
+    stacks.running = await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
+    const first = stacks.running;
+    const sendAt = {
+      queued: new Date(Date.now() + 60_000),
+      scheduled: new Date(Date.now() + 130_000),
+    };
+    const queued = await enqueue(first, 'restart-lost-delay-1', {
+      subject: 'Queued with a delay',
+      text: 'then restarted',
+      send_at: sendAt.queued.toISOString(),
+    });
+    const scheduled = await enqueue(first, 'restart-lost-delay-2', {
+      subject: 'Scheduled',
+      text: 'then restarted',
+      send_at: sendAt.scheduled.toISOString(),
+    });
+    // The relay's copy waits, delayed, on the queue the restart empties.
+    const sqs = new SQSClient({ ...LOCAL_AWS, endpoint: first.sqsEndpoint });
+    await eventually(
+      "the relay's delayed copy on the send queue",
+      async () => {
+        const { Attributes } = await sqs.send(
+          new GetQueueAttributesCommand({
+            QueueUrl: first.queueUrls.send,
+            AttributeNames: ['ApproximateNumberOfMessagesDelayed'],
+          }),
+        );
+        return Number(Attributes?.ApproximateNumberOfMessagesDelayed) >= 1;
+      },
+      { withinMs: 30_000, everyMs: 200 },
+    );
+    sqs.destroy();
+    await first.stop();
+    stacks.running = undefined;
+
+    stacks.running = await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
+    const second = stacks.running;
+    expect(Date.now()).toBeLessThan(sendAt.queued.getTime());
+    const mailsOf = (id: string) =>
+      second.smtpSink?.messages().filter((mail) => mail.postdateId === id) ?? [];
+    for (const [id, due] of [
+      [queued, sendAt.queued],
+      [scheduled, sendAt.scheduled],
+    ] as const) {
+      // At the sink by its time and a minute: the grace (300 s) is far behind that.
+      const arrived = await eventually(`message ${id} at the sink`, () => mailsOf(id)[0]?.receivedAt, {
+        withinMs: due.getTime() + 60_000 - Date.now(),
+        everyMs: 250,
+      });
+      expect(Date.parse(arrived)).toBeGreaterThanOrEqual(due.getTime());
+      expect(Date.parse(arrived) - due.getTime()).toBeLessThan(30_000);
+    }
+    // Every copy handed over, the late ones too: still one mail each.
+    await second.idle();
+    for (const id of [queued, scheduled]) expect(mailsOf(id)).toHaveLength(1);
+  }, 400_000);
 });
 
 describe('the local stack restarted on its table, whose relay reads the stream from LATEST', () => {

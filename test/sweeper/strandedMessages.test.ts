@@ -7,6 +7,7 @@
  * (sender/processCopy.ts) on DynamoDB Local, the SQS emulator and a real smtp-server; one clock, the
  * test's, for both. Decision 0257.
  */
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NodemailerRelayProbe } from '../../lambdas/adapters/NodemailerRelayProbe.js';
 import { environmentSmtpCredentials } from '../../lambdas/adapters/smtpCredentials.js';
@@ -15,7 +16,7 @@ import type { SweptRecord } from '../../lambdas/core/sweepDecision.js';
 import type { SweepRecords } from '../../lambdas/ports/SweepRecords.js';
 import { RelayGate } from '../../lambdas/sender/relayGate.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
-import type { MessageStateRecord } from '../../lambdas/store/messageRecord.js';
+import { type MessageStateRecord, messagePk } from '../../lambdas/store/messageRecord.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
 import { type SweepDeps, sweep } from '../../lambdas/sweeper/sweep.js';
@@ -55,6 +56,7 @@ async function strandWorld(options: { records?: (inner: SweepRecords) => SweepRe
   const log = new RecordingLog();
   const counted: { name: string; value: number }[] = [];
   const copies: { id: string; rev: number }[] = [];
+  const delays = new Map<string, number[]>();
   const gate = new DynamoSendingGate(world.documents, world.tableName);
   const sender = rig.newHandler({
     relayGate: new RelayGate({
@@ -83,6 +85,8 @@ async function strandWorld(options: { records?: (inner: SweepRecords) => SweepRe
     queue: {
       enqueue: (queued) => {
         copies.push(...queued.map((copy) => copy.payload));
+        for (const copy of queued)
+          delays.set(copy.payload.id, [...(delays.get(copy.payload.id) ?? []), copy.delaySeconds]);
         return rig.queue.enqueue(queued);
       },
     },
@@ -99,7 +103,20 @@ async function strandWorld(options: { records?: (inner: SweepRecords) => SweepRe
     }
   };
   const sweepCopies = (id: string) => copies.filter((copy) => copy.id === id);
-  return { rig, log, counted, gate, sweepOnce: () => sweep(deps()), drain, sweepCopies };
+  /** A run told the send queue was emptied at `queueEmptiedAt` (the local stack's restart, decision 0264). */
+  const sweepTold = (queueEmptiedAt: Date) => sweep({ ...deps(), queueEmptiedAt });
+  const sweepDelays = (id: string) => delays.get(id) ?? [];
+  return {
+    rig,
+    log,
+    counted,
+    gate,
+    sweepOnce: () => sweep(deps()),
+    sweepTold,
+    drain,
+    sweepCopies,
+    sweepDelays,
+  };
 }
 
 type Strand = Awaited<ReturnType<typeof strandWorld>>;
@@ -389,5 +406,86 @@ describe('the sweeper never makes a second send', () => {
     expect(state.status).toBe('sent');
     expect((state as unknown as SweptRecord).sweep_count).toBeUndefined();
     expect(report.unstamped).toBe(0);
+  });
+});
+
+describe('after the queue was emptied (the local stack restarted on its data dir, decision 0264)', () => {
+  // Each record written before the emptying, its copy only on the lost queue; the run is told when.
+  const SECOND = 1000;
+  const emptiedNow = (w: Strand) => {
+    w.rig.clock.advance(SECOND);
+    return w.rig.clock.now();
+  };
+
+  it('a message due in 40 s, its delayed copy lost: replaced at once with the 40 s left, the record not written', async () => {
+    const w = await strandWorld();
+    const message = await stranded(w, { rev: 2, sendAt: new Date(w.rig.clock.ms + 41 * SECOND) });
+    await w.sweepTold(emptiedNow(w));
+    expect(w.sweepCopies(message.id)).toEqual([{ id: message.id, rev: 2 }]);
+    expect(w.sweepDelays(message.id)).toEqual([40]);
+    const after = await w.rig.state(message.id);
+    expect(after.due_at).toBe(message.due_at);
+    expect(after).not.toHaveProperty('swept_at');
+    // A run not told adds nothing: the copy is on the queue.
+    await w.sweepOnce();
+    expect(w.sweepCopies(message.id)).toHaveLength(1);
+  });
+
+  it('a retry waiting out its backoff: replaced with the time left to its retry, which the sender keeps', async () => {
+    const w = await strandWorld();
+    const message = await stranded(w, { status: 'retrying', rev: 2, sendAt: minutesAgo(30, w), attempts: 1 });
+    const retryAt = new Date(w.rig.clock.ms + 120 * SECOND).toISOString();
+    await world.documents.send(
+      new UpdateCommand({
+        TableName: world.tableName,
+        Key: { pk: messagePk(message.id), sk: 'STATE' },
+        UpdateExpression: 'SET due_at = :retry',
+        ExpressionAttributeValues: { ':retry': retryAt },
+      }),
+    );
+    await w.sweepTold(emptiedNow(w));
+    expect(w.sweepCopies(message.id)).toEqual([{ id: message.id, rev: 2 }]);
+    expect(w.sweepDelays(message.id)).toEqual([119]);
+  });
+
+  it('a lease in flight when the queue went: replaced to come when the lease ends, for the takeover', async () => {
+    const w = await strandWorld();
+    const message = await stranded(w, {
+      status: 'sending',
+      sendAt: minutesAgo(1, w),
+      leaseOwner: 'gone-with-the-restart',
+      leaseUntil: new Date(w.rig.clock.ms + 90 * SECOND),
+      attempts: 1,
+    });
+    await w.sweepTold(emptiedNow(w));
+    expect(w.sweepCopies(message.id)).toEqual([{ id: message.id, rev: 1 }]);
+    expect(w.sweepDelays(message.id)).toEqual([89]);
+  });
+
+  it('a paused message and one in quiet hours: replaced, and still held by the sender; nothing sent', async () => {
+    const w = await strandWorld();
+    await pauseKind(w, 'digest');
+    const paused = await stranded(w, { sendAt: minutesAgo(10, w), tags: { kind: 'digest' } });
+    const quiet = await stranded(w, { sendAt: minutesAgo(1, w), ...QUIET });
+    await w.sweepTold(emptiedNow(w));
+    expect(w.sweepDelays(paused.id)).toEqual([0]);
+    expect(w.sweepDelays(quiet.id)).toEqual([0]);
+    await w.drain();
+    expect(w.rig.received(paused.id)).toEqual([]);
+    expect(w.rig.received(quiet.id)).toEqual([]);
+    expect((await w.rig.state(paused.id)).status).toBe('scheduled');
+    expect((await w.rig.state(quiet.id)).due_at).toBe(new Date(WINDOW_END).toISOString());
+  });
+
+  it('nothing for a message written since the emptying, or due 15 minutes or more after it (its schedule is kept)', async () => {
+    const w = await strandWorld();
+    const far = await stranded(w, { sendAt: new Date(w.rig.clock.ms + 16 * MINUTE) });
+    const queueEmptiedAt = emptiedNow(w);
+    // The fixture writes a record as of a minute before the clock.
+    w.rig.clock.advance(61 * SECOND);
+    const since = await stranded(w, { sendAt: new Date(w.rig.clock.ms + 30 * SECOND) });
+    await w.sweepTold(queueEmptiedAt);
+    expect(w.sweepCopies(far.id)).toEqual([]);
+    expect(w.sweepCopies(since.id)).toEqual([]);
   });
 });
