@@ -20,7 +20,14 @@ import { SIDE_TENANT_PATTERN } from '../lambdas/core/testSide.js';
 import type { SuppressionList } from '../lambdas/ports/SuppressionList.js';
 import { DynamoSuppressionList } from '../lambdas/store/suppressionList.js';
 import { EXIT, NotFoundError, UsageError } from './cliErrors.js';
-import { type CommandAction, type CommandContext, pageSize, tenantName, tenantOf } from './commandAction.js';
+import {
+  type CommandAction,
+  type CommandContext,
+  pageSize,
+  TENANT_NAME_RULE,
+  tenantName,
+  tenantOf,
+} from './commandAction.js';
 import { type Output, printTable } from './output.js';
 
 export interface SuppressionsDeps {
@@ -179,10 +186,7 @@ function listOf(tenant: string): string {
 /** A live tenant, or its test side (`acme.test`: DESIGN §14, its own list). */
 function checkedTenant(tenant: string): string {
   if (!SIDE_TENANT_PATTERN.test(tenant)) {
-    throw new UsageError(
-      '--tenant must be 1–64 lower-case letters, digits, _ or -, starting with a letter or digit, ' +
-        'and .test after it for its test side',
-    );
+    throw new UsageError(`--tenant must be ${TENANT_NAME_RULE}`);
   }
   return tenant;
 }
