@@ -404,7 +404,8 @@ export interface QuietHoursInput {
  */
 export function quietHoursDecision(input: QuietHoursInput): QuietHoursDecision {
   if (input.quietHours == null) return { kind: 'send' };
-  // Read as a record may hold them (isTimeZone: what the API admits or once admitted; two different HH:MM), the zone named, cut to a name's length.
+  // Read as a record may hold them (isTimeZone: what the API admits or once admitted; two different
+  // HH:MM), the zone named, cut to a name's length.
   const zone = input.timeZone;
   const unreadable = (why: string) =>
     ({ kind: 'unreadable', reason: `${why}; quiet hours cannot be read` }) as const;
