@@ -203,14 +203,16 @@ export function registerSuppressionsCommands(program: Command, action: CommandAc
     .description("a tenant's suppression list: addresses Postdate no longer sends to (DESIGN §12)");
   const deps = ({ target, now }: CommandContext) =>
     suppressionsDeps(target.documents, target.refs.tableName, now);
+  /** Every command's tenant: `--tenant`, or `local` on the local stack (`tenantOf`, as templates'). */
+  const tenantOption = [
+    '--tenant <tenant>',
+    'the tenant (its test side: TENANT.test; default on the local stack: local)',
+    tenantName,
+  ] as const;
   group
     .command('list')
     .description('the suppressed addresses of a tenant, in address order')
-    .option(
-      '--tenant <tenant>',
-      'the tenant (its test side: TENANT.test; default on the local stack: local)',
-      tenantName,
-    )
+    .option(...tenantOption)
     .option('--limit <n>', 'at most this many per page (1–100)', pageSize(100), 50)
     .option('--after <address>', 'start after this address (the `more:` line of the previous page)')
     .option('--all', 'every page')
@@ -233,11 +235,7 @@ export function registerSuppressionsCommands(program: Command, action: CommandAc
     .command('add')
     .description('suppress an address (as PUT /v1/suppressions/{address})')
     .argument('<address>')
-    .option(
-      '--tenant <tenant>',
-      'the tenant (its test side: TENANT.test; default on the local stack: local)',
-      tenantName,
-    )
+    .option(...tenantOption)
     .option(
       '--reason <reason>',
       `${SUPPRESSION_REASONS.join('|')} (default: manual; an existing entry keeps its own)`,
@@ -262,11 +260,7 @@ export function registerSuppressionsCommands(program: Command, action: CommandAc
       'remove an address from the list (as DELETE /v1/suppressions/{address}), or every entry one message added (--message); exit 4 if absent',
     )
     .argument('[address]')
-    .option(
-      '--tenant <tenant>',
-      'the tenant (its test side: TENANT.test; default on the local stack: local)',
-      tenantName,
-    )
+    .option(...tenantOption)
     .option('--message <id>', 'instead of an address: the entries this message added (undo a mass mistake)')
     .option('--dry-run', 'with --message: count them, remove nothing')
     .action(
