@@ -43,6 +43,10 @@ export function tenantOf(context: Pick<CommandContext, 'target'>, tenant: string
   throw new UsageError('--tenant is required against AWS: pass --tenant TENANT (the tenant of its API key)');
 }
 
+/** `SIDE_TENANT_PATTERN` in words, for every refusal of a tenant's name the CLI makes. */
+export const TENANT_NAME_RULE =
+  '1–64 lower-case letters, digits, _ or -, starting with a letter or digit, and .test after it for its test side';
+
 /**
  * `--tenant`'s parser on every command that takes it: a name a tenant can have, the API's rule
  * (`acme`, or its test side `acme.test`). A name none can have (`ACME`) is bad usage before anything is
@@ -51,8 +55,7 @@ export function tenantOf(context: Pick<CommandContext, 'target'>, tenant: string
 export function tenantName(value: string): string {
   if (SIDE_TENANT_PATTERN.test(value)) return value;
   throw new InvalidArgumentError(
-    'a tenant is 1–64 lower-case letters, digits, _ or -, starting with a letter or digit, and .test after ' +
-      'it for its test side (the tenants with a key: postdate keys list)',
+    `a tenant is ${TENANT_NAME_RULE} (the tenants with a key: postdate keys list)`,
   );
 }
 

@@ -356,6 +356,13 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
 
+  /** `--tenant` of the commands that read every tenant unless told one: listing, export, reconcile. */
+  const everyTenantOption = [
+    '--tenant <tenant>',
+    'one tenant (default: every tenant that has an API key)',
+    tenantName,
+  ] as const;
+
   // ------------------------------------------------------------------------------------------ messages
   const messages = program
     .command('messages')
@@ -369,7 +376,7 @@ export function buildProgram(): Command {
     )
     .option('--since <time>', 'created at or after: ISO time, or 30m / 6h / 2d ago')
     .option('--tag <key=value>', 'only messages with this tag (repeatable)', collect)
-    .option('--tenant <tenant>', 'one tenant (default: every tenant that has an API key)', tenantName)
+    .option(...everyTenantOption)
     .option('--limit <n>', 'at most this many', integer('--limit', 1), 50)
     .action(
       action(
@@ -390,7 +397,7 @@ export function buildProgram(): Command {
     .requiredOption('--since <time>', 'created at or after: ISO time, or 30m / 6h / 2d ago')
     .option('--until <time>', 'created before: ISO time, or 30m / 6h / 2d ago (default: now)')
     .option('--status <statuses>', 'only these statuses, comma-separated')
-    .option('--tenant <tenant>', 'one tenant (default: every tenant that has an API key)', tenantName)
+    .option(...everyTenantOption)
     .option('--with-bodies', "include each message's body (recipients and content: personal data)")
     .option('--out <file>', 'write the lines to this file instead of stdout')
     .action(
@@ -724,7 +731,7 @@ export function buildProgram(): Command {
     .command('reconcile')
     .description('accepted vs dispatched vs terminal, by status and tag; index check; stuck messages')
     .option('--since <time>', 'created at or after: ISO time, or 30m / 6h / 2d ago', '24h')
-    .option('--tenant <tenant>', 'one tenant (default: every tenant that has an API key)', tenantName)
+    .option(...everyTenantOption)
     .option(
       '--grace <seconds>',
       'overdue beyond this is stuck (default POSTDATE_SWEEP_GRACE_SECONDS)',

@@ -62,15 +62,15 @@ function withPause(before: SendingStatus, pause: PauseState): SendingStatus {
  * What a pause or resume finds: whether what it names was paused already. A pause of what was
  * (`was_paused` true) or a resume of what was not (false, a kind may be misspelt) changed nothing.
  */
-export interface SendingResumed extends SendingStatus {
+export interface SendingPauseChange extends SendingStatus {
   readonly wasPaused: boolean;
 }
 
 /**
  * Applies one pause or resume (read, change, conditional write; again when an operator raced us). A
  * kind is any value the API takes in `tags.kind` (core/headerSafety.ts `tagValueProblem`) but the
- * empty one, which DynamoDB cannot key a pause by. A resume of what is not paused writes nothing:
- * `changed` is false.
+ * empty one, which DynamoDB cannot key a pause by. A command that changes nothing (core/relayBreaker.ts
+ * `pauseChanges`: a resume of what is not paused, a pause of what is) writes nothing: `changed` is false.
  */
 export async function changePause(
   deps: SendingDeps,
@@ -98,7 +98,7 @@ export async function sendingPause(
   deps: SendingDeps,
   options: { kind?: string; reason?: string },
   out: Output,
-): Promise<SendingResumed> {
+): Promise<SendingPauseChange> {
   assertKind(options.kind);
   // The relays first: a list refused must leave the pause as it was.
   const before = await readSending(deps);
@@ -134,7 +134,7 @@ export async function sendingResume(
   deps: SendingDeps,
   options: { kind?: string },
   out: Output,
-): Promise<SendingResumed> {
+): Promise<SendingPauseChange> {
   assertKind(options.kind);
   const before = await readSending(deps);
   const { gate, changed } = await changePause(deps, { action: 'resume', kind: options.kind });

@@ -20,7 +20,14 @@ import { SIDE_TENANT_PATTERN } from '../lambdas/core/testSide.js';
 import type { SuppressionList } from '../lambdas/ports/SuppressionList.js';
 import { DynamoSuppressionList } from '../lambdas/store/suppressionList.js';
 import { EXIT, NotFoundError, UsageError } from './cliErrors.js';
-import { type CommandAction, type CommandContext, pageSize, tenantName, tenantOf } from './commandAction.js';
+import {
+  type CommandAction,
+  type CommandContext,
+  pageSize,
+  TENANT_NAME_RULE,
+  tenantName,
+  tenantOf,
+} from './commandAction.js';
 import { type Output, printTable } from './output.js';
 
 export interface SuppressionsDeps {
@@ -179,10 +186,7 @@ function listOf(tenant: string): string {
 /** A live tenant, or its test side (`acme.test`: DESIGN §14, its own list). */
 function checkedTenant(tenant: string): string {
   if (!SIDE_TENANT_PATTERN.test(tenant)) {
-    throw new UsageError(
-      '--tenant must be 1–64 lower-case letters, digits, _ or -, starting with a letter or digit, ' +
-        'and .test after it for its test side',
-    );
+    throw new UsageError(`--tenant must be ${TENANT_NAME_RULE}`);
   }
   return tenant;
 }
@@ -199,14 +203,16 @@ export function registerSuppressionsCommands(program: Command, action: CommandAc
     .description("a tenant's suppression list: addresses Postdate no longer sends to (DESIGN §12)");
   const deps = ({ target, now }: CommandContext) =>
     suppressionsDeps(target.documents, target.refs.tableName, now);
+  /** Every command's tenant: `--tenant`, or `local` on the local stack (`tenantOf`, as templates'). */
+  const tenantOption = [
+    '--tenant <tenant>',
+    'the tenant (its test side: TENANT.test; default on the local stack: local)',
+    tenantName,
+  ] as const;
   group
     .command('list')
     .description('the suppressed addresses of a tenant, in address order')
-    .option(
-      '--tenant <tenant>',
-      'the tenant (its test side: TENANT.test; default on the local stack: local)',
-      tenantName,
-    )
+    .option(...tenantOption)
     .option('--limit <n>', 'at most this many per page (1–100)', pageSize(100), 50)
     .option('--after <address>', 'start after this address (the `more:` line of the previous page)')
     .option('--all', 'every page')
@@ -229,11 +235,7 @@ export function registerSuppressionsCommands(program: Command, action: CommandAc
     .command('add')
     .description('suppress an address (as PUT /v1/suppressions/{address})')
     .argument('<address>')
-    .option(
-      '--tenant <tenant>',
-      'the tenant (its test side: TENANT.test; default on the local stack: local)',
-      tenantName,
-    )
+    .option(...tenantOption)
     .option(
       '--reason <reason>',
       `${SUPPRESSION_REASONS.join('|')} (default: manual; an existing entry keeps its own)`,
@@ -258,11 +260,7 @@ export function registerSuppressionsCommands(program: Command, action: CommandAc
       'remove an address from the list (as DELETE /v1/suppressions/{address}), or every entry one message added (--message); exit 4 if absent',
     )
     .argument('[address]')
-    .option(
-      '--tenant <tenant>',
-      'the tenant (its test side: TENANT.test; default on the local stack: local)',
-      tenantName,
-    )
+    .option(...tenantOption)
     .option('--message <id>', 'instead of an address: the entries this message added (undo a mass mistake)')
     .option('--dry-run', 'with --message: count them, remove nothing')
     .action(

@@ -546,6 +546,8 @@ function classifyPermanentReply(
   result: (cls: ErrorClass, reason: string) => Classified,
 ): Classified {
   const at = commandName(command);
+  /** The reply's codes as a reason quotes them: `550 5.1.0`, or `550` alone. */
+  const codes = enhancedCode === null ? `${reply}` : `${reply} ${enhancedCode}`;
   if (CONFIG_REPLY_CODES.has(reply) || (enhancedCode !== null && CONFIG_ENHANCED_CODES.has(enhancedCode))) {
     return result(
       'config',
@@ -561,14 +563,11 @@ function classifyPermanentReply(
   ) {
     return result(
       'config',
-      `the relay refused our sender address (${enhancedCode === null ? reply : `${reply} ${enhancedCode}`}) at ${at}: fix the from address or its domain`,
+      `the relay refused our sender address (${codes}) at ${at}: fix the from address or its domain`,
     );
   }
   if (command === 'MAIL FROM' && enhancedCode !== null && enhancedCode.startsWith('5.7.')) {
-    return result(
-      'config',
-      `the relay does not allow our sender address (${reply} ${enhancedCode}) at MAIL FROM`,
-    );
+    return result('config', `the relay does not allow our sender address (${codes}) at MAIL FROM`);
   }
   if (isSesSenderRefusal(reply, enhancedCode, response)) {
     return result(
@@ -592,10 +591,7 @@ function classifyPermanentReply(
     case '5.7.1':
       return result('permanent', `the relay refused by policy (5.7.1) at ${at}`);
     default:
-      return result(
-        'permanent',
-        `permanent refusal (${reply}${enhancedCode === null ? '' : ` ${enhancedCode}`}) at ${at}`,
-      );
+      return result('permanent', `permanent refusal (${codes}) at ${at}`);
   }
 }
 

@@ -61,8 +61,6 @@ export const MAX_ZONE_LENGTH = 64;
 export const TIME_ZONE_MESSAGE =
   'must be an IANA time zone name as the tz database spells it, e.g. Europe/Berlin';
 
-let canonicalZones: ReadonlySet<string> | undefined;
-
 /**
  * Names of the tz database that Node 20's list leaves out and users type most: the `etcetera` file's
  * zones and the links to them in `backward` (UTC, GMT and the fixed offsets `Etc/GMT+5`), spelled as
@@ -79,10 +77,13 @@ const UNLISTED_SPELLINGS: readonly string[] = [
 /** Every spelling known to be the tz database's, and the same in lower case (a match there alone is mis-cased). */
 let spelled: { readonly exact: ReadonlySet<string>; readonly lowerCase: ReadonlySet<string> } | undefined;
 
-const listedZones = (): ReadonlySet<string> => {
-  canonicalZones ??= new Set(Intl.supportedValuesOf('timeZone'));
-  return canonicalZones;
-};
+/** Node's own list of zones (`Intl.supportedValuesOf('timeZone')`), read once, when first asked. */
+let listed: ReadonlySet<string> | undefined;
+
+function listedZones(): ReadonlySet<string> {
+  listed ??= new Set(Intl.supportedValuesOf('timeZone'));
+  return listed;
+}
 
 /**
  * Whether `name` is a time zone a stored record may hold: one of `Intl.supportedValuesOf('timeZone')`,
@@ -404,7 +405,8 @@ export interface QuietHoursInput {
  */
 export function quietHoursDecision(input: QuietHoursInput): QuietHoursDecision {
   if (input.quietHours == null) return { kind: 'send' };
-  // Read as a record may hold them (isTimeZone: what the API admits or once admitted; two different HH:MM), the zone named, cut to a name's length.
+  // Read as a record may hold them (isTimeZone: what the API admits or once admitted; two different
+  // HH:MM), the zone named, cut to a name's length.
   const zone = input.timeZone;
   const unreadable = (why: string) =>
     ({ kind: 'unreadable', reason: `${why}; quiet hours cannot be read` }) as const;

@@ -364,8 +364,8 @@ async function conditionLost(
 /**
  * Adds the recipients the relay refused at RCPT TO as bad addresses for good to the tenant's list,
  * with this message's id: the classification's `hardBounce` (core/classifySmtpError.ts), a permanent
- * 5.1.x and never our sender's (5.1.7, 5.1.8, "Sender address rejected"). Never throws: a failed add is logged, and the next refusal
- * of the address adds it.
+ * 5.1.x and never our sender's (5.1.7, 5.1.8, "Sender address rejected"). Never throws: a failed
+ * add is logged, and the next refusal of the address adds it.
  */
 export async function suppressHardBounces(
   run: CopyRun,

@@ -34,11 +34,10 @@ import {
 } from '../core/suppressions.js';
 import { LruCache } from '../core/templateCache.js';
 import type { SuppressionList, SuppressionPage } from '../ports/SuppressionList.js';
+import { BATCH_GET_LIMIT } from './batchGetItems.js';
 import { shardOf } from './messageRecord.js';
 import { KEY, PARTITION_PREFIX, SUPPRESSION_SHARDS } from './tableLayout.js';
 
-/** BatchGetItem takes at most this many keys; a message has at most 50 recipients. */
-const BATCH_GET_LIMIT = 100;
 const UNPROCESSED_ROUNDS = 5;
 /** The pause before round n of unprocessed keys is drawn from [0, min(cap, first · 2^(n−1))]. */
 const UNPROCESSED_PAUSE = { firstMs: 50, capMs: 400 } as const;

@@ -168,10 +168,10 @@ export async function checkAttachments(
  * Stores checked attachments' bytes for a message: inline ones put, uploads copied within the
  * bucket (S3 answers the copy's SHA-256), each tagged `pending` in the same request and under a key
  * of this request's own. A message that exists already (a replay, or a reused key; not one whose
- * retention ran out) stores nothing:
- * an upload's SHA-256 is then the upload's own, hashed as a stream (it may have been PUT again since),
- * or, once it is gone, the one the message keeps for the same upload at that position. The one refusal left is an upload deleted since its check
- * (its day ended in between), a 400 on its field.
+ * retention ran out) stores nothing: an upload's SHA-256 is then the upload's own as it is now (it
+ * may have been PUT again since: {@link replayedUploadSha256}), or, once it is gone, the one the
+ * message keeps for the same upload at that position. The one refusal left is an upload deleted
+ * since its check (its day ended in between), a 400 on its field.
  *
  * `requested` is the request's attachments as the fingerprint must cover them: an upload by its
  * filename, type, size and SHA-256 like an inline file, so a replay with another file under the
