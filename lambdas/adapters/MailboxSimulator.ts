@@ -5,7 +5,7 @@
  * so the sender's ordinary outcome decision decides what becomes of the message — retries,
  * suppressions, `on_ambiguous` and all.
  *
- * The local part at `simulator.postdate.test` picks the answer:
+ * The local part at `simulator.postdate.test` picks the answer (a `+label` after it changes nothing):
  * - `delivered` (and any other recipient, at any domain): accepted, 250;
  * - `bounce`: refused at RCPT TO with 550 5.1.1 (the sender then suppresses the address, for the
  *   test side only: its list is the test side's own);
@@ -79,12 +79,15 @@ export function showSimulatedMailIn(next: SimulatedMailViewer | undefined): void
 /**
  * The simulated mailbox a recipient names, or null for any other (which is accepted). A recipient is
  * read as the relay would get it in RCPT TO: its addr-spec (a display name dropped), the domain and
- * the local part in any case, a quoted local part as the atom it means (`"bounce"` is `bounce`).
+ * the local part in any case, a quoted local part as the atom it means (`"bounce"` is `bounce`), and
+ * a `+label` after a mailbox as that mailbox (`bounce+1` is `bounce`, as in SES's simulator).
  */
 export function simulatedMailbox(recipient: string): SimulatedMailbox | null {
   const parsed = parseAddress(recipient);
   if (!parsed.ok || !isSimulatorDomain(parsed.value.domain)) return null;
-  const local = preferredLocalPart(parsed.value.local).toLowerCase();
+  // A `+label` names the same mailbox (SES's simulator reads `bounce+run-7@` as `bounce@`): each
+  // label is an address of its own, so a suppressed `bounce+run-1@` leaves `bounce+run-2@` bouncing.
+  const local = preferredLocalPart(parsed.value.local).toLowerCase().split('+', 1)[0] ?? '';
   return (Object.values(SIMULATED_MAILBOX) as string[]).includes(local) ? (local as SimulatedMailbox) : null;
 }
 

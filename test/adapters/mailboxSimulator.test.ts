@@ -26,6 +26,17 @@ describe('the mailbox simulator', () => {
     expect(simulatedMailbox('not an address')).toBeNull();
   });
 
+  it('reads a +label after a mailbox as that mailbox, as SES’s simulator does (bounce+run-7@…)', () => {
+    expect(simulatedMailbox('bounce+1@simulator.postdate.test')).toBe('bounce');
+    expect(simulatedMailbox('Reject+CI-run-7@Simulator.Postdate.Test')).toBe('reject');
+    expect(simulatedMailbox('"defer+x"@simulator.postdate.test')).toBe('defer');
+    expect(simulatedMailbox('delivered+@simulator.postdate.test')).toBe('delivered');
+    // Only a label after one of its mailboxes: anything else is still an ordinary (accepted) address.
+    expect(simulatedMailbox('bouncer+1@simulator.postdate.test')).toBeNull();
+    expect(simulatedMailbox('+bounce@simulator.postdate.test')).toBeNull();
+    expect(simulatedMailbox('bounce+1@example.com')).toBeNull();
+  });
+
   it('gives the same outcome for the same envelope and attempt, and defers only the first attempt', async () => {
     const envelope = [
       'delivered@simulator.postdate.test',

@@ -278,4 +278,33 @@ describe('the sender and test messages', () => {
     const again = await sendTest(rig, [at('bounce')]);
     expect(await rig.state(again)).toMatchObject({ status: 'suppressed', attempts: 0 });
   });
+
+  it('bounces and suppresses each +label of bounce@ on its own, so every CI run can try its bounce path afresh', async () => {
+    const rig = await createSenderRig(world);
+    const side = testSideOf('labels');
+    const transactionsBefore = world.smtp.transactions;
+    const send = async (to: string[]) => {
+      const message = await rig.putMessage({ tenant: side, to });
+      await rig.dispatch(message);
+      await rig.deliverNext();
+      return rig.state(message.id);
+    };
+    const first = await send([at('bounce+run-1')]);
+    expect(first).toMatchObject({ status: 'failed', attempts: 1, rcpt_rejected: [0] });
+    expect(first.history.map((entry) => [entry.outcome, entry.code, entry.enhanced_code])).toEqual([
+      ['permanent', '550', '5.1.1'],
+    ]);
+    // The next run's label is a mailbox of its own: it bounces again instead of being suppressed.
+    expect(await send([at('bounce+run-2')])).toMatchObject({ status: 'failed', attempts: 1 });
+    expect(await send([at('bounce+run-1')])).toMatchObject({ status: 'suppressed', attempts: 0 });
+    const sideList = await list.list(side, { limit: 10, after: null });
+    expect(sideList.items.map((item) => item.address).sort()).toEqual([
+      at('bounce+run-1'),
+      at('bounce+run-2'),
+    ]);
+    expect(await send([at('reject+run-1')])).toMatchObject({ status: 'failed', attempts: 1 });
+    // Last: its retry copy waits on this rig's queue.
+    expect(await send([at('defer+run-1')])).toMatchObject({ status: 'retrying', attempts: 1 });
+    expect(world.smtp.transactions).toBe(transactionsBefore);
+  });
 });
