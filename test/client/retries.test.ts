@@ -202,6 +202,20 @@ describe('the client against a server that fails first', () => {
     expect(seen).toHaveLength(1);
   });
 
+  it('never puts an address of the path in a network error: the caller logs its message (decision 0270)', async () => {
+    const reset: Answer = (_response, request) => request.socket.destroy();
+    const { client } = await start([reset]);
+    for (const call of [
+      () => client.deleteSuppression('ada.lovelace@example.com'),
+      () => client.putSuppression('ada.lovelace@example.com', {}),
+    ]) {
+      const error = await call().catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(PostdateNetworkError);
+      expect((error as Error).message).toMatch(/^(DELETE|PUT) \/v1\/suppressions\/<redacted> got no answer/);
+      expect(`${(error as Error).message} ${String((error as Error).cause)}`).not.toMatch(/lovelace|%40/);
+    }
+  });
+
   it('never puts the API key in what it throws, even a key that is no valid header value', async () => {
     const { url } = await start([accepted]);
     const error = await (async () =>
