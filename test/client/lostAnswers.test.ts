@@ -8,7 +8,7 @@
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPostdateClient, type PostdateClient } from '../../lambdas/client/index.js';
+import { createPostdateClient, type PostdateClient, paginate } from '../../lambdas/client/index.js';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
@@ -129,5 +129,26 @@ describe('the client when the network loses what the api said', () => {
     expect(await client.get(message.id)).toMatchObject({ id: message.id, status: 'scheduled' });
     expect(waits).toEqual([1_000]);
     expect(forwarded).toEqual([`GET /v1/messages/${message.id}`]);
+  }, 30_000);
+
+  it('paginate walks every paged listing to its end by next_cursor, two at a time: suppressions, templates', async () => {
+    const addresses = [0, 1, 2, 3, 4].map((i) => `paged-${run}-${i}@example.com`);
+    for (const address of addresses) await postdate.putSuppression(address, {});
+    const names = [0, 1, 2].map((i) => `paged-${run}-${i}`);
+    for (const name of names) await postdate.putTemplate(name, { subject: 'Hi', text: 'Hello.' });
+    const suppressed: string[] = [];
+    for await (const entry of paginate((cursor) =>
+      postdate.listSuppressions({ limit: 2, ...(cursor === undefined ? {} : { cursor }) }),
+    )) {
+      suppressed.push(entry.address);
+    }
+    expect(suppressed.filter((address) => address.startsWith(`paged-${run}-`)).sort()).toEqual(addresses);
+    const templates: string[] = [];
+    for await (const template of paginate((cursor) =>
+      postdate.listTemplates({ limit: 2, ...(cursor === undefined ? {} : { cursor }) }),
+    )) {
+      templates.push(template.name);
+    }
+    expect(templates.filter((name) => name.startsWith(`paged-${run}-`)).sort()).toEqual(names);
   }, 30_000);
 });
