@@ -5,6 +5,7 @@ import {
   PostdateNetworkError,
   PostdateProblemError,
 } from '../../lambdas/client/index.js';
+import { eventually } from '../support/eventually.js';
 import { type Answer, accepted, MESSAGE, problemAnswer, scriptedServer } from './scriptedServer.js';
 
 async function start(answers: readonly Answer[], options: { readonly timeoutMs?: number } = {}) {
@@ -189,6 +190,19 @@ describe('the client against a server that fails first', () => {
     const result = await client.enqueue(REQUEST, { idempotencyKey: 'k-slow' });
     expect(result.message.id).toBe('m-1');
     expect(seen.map((request) => request.idempotencyKey)).toEqual(['k-slow', 'k-slow', 'k-slow']);
+  });
+
+  it('ends a timed-out attempt for the server too: its connection is closed, not left open beside the retry', async () => {
+    let closed = 0;
+    const silent: Answer = (response) => {
+      response.on('close', () => {
+        closed += 1;
+      });
+    };
+    const { client, seen } = await start([silent, accepted], { timeoutMs: 300 });
+    await client.get('m-1');
+    expect(seen).toHaveLength(2);
+    await eventually('the timed-out attempt closed at the server', () => closed === 1, { withinMs: 5_000 });
   });
 
   it('throws a timed-out template PUT as a PostdateNetworkError caused by the timeout, never sending it again', async () => {
