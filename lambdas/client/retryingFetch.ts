@@ -1,3 +1,4 @@
+import { redactAddresses } from '../core/errorForLog.js';
 import { PostdateNetworkError } from './clientErrors.js';
 import {
   type AttemptFailure,
@@ -42,7 +43,7 @@ export function retryingFetch(options: RetryingFetchOptions): (request: Request)
       if (delay === null) {
         if (outcome.response !== undefined) return outcome.response;
         throw new PostdateNetworkError(
-          `${request.method} ${new URL(request.url).pathname} got no answer after ${attempt} attempt(s)`,
+          `${request.method} ${shownPath(request.url)} got no answer after ${attempt} attempt(s)`,
           request.headers.get(IDEMPOTENCY_KEY_HEADER),
           { cause: outcome.error },
         );
@@ -50,6 +51,26 @@ export function retryingFetch(options: RetryingFetchOptions): (request: Request)
       await options.sleep(delay, request.signal);
     }
   };
+}
+
+/**
+ * The request's path as an error message may show it: a caller logs the message, and a suppression's
+ * path holds a whole address (`/v1/suppressions/ada%40example.com`), which no log may keep.
+ */
+function shownPath(url: string): string {
+  return new URL(url).pathname
+    .split('/')
+    .map((segment) => redactAddresses(decodedSegment(segment)))
+    .join('/');
+}
+
+/** One segment of a path as it reads (`%40` is `@`); one no UTF-8 decodes, with its `%40`s read. */
+function decodedSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment.replaceAll(/%40/gi, '@');
+  }
 }
 
 type AttemptOutcome =

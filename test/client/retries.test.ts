@@ -5,6 +5,7 @@ import {
   PostdateNetworkError,
   PostdateProblemError,
 } from '../../lambdas/client/index.js';
+import { eventually } from '../support/eventually.js';
 import { type Answer, accepted, MESSAGE, problemAnswer, scriptedServer } from './scriptedServer.js';
 
 async function start(answers: readonly Answer[], options: { readonly timeoutMs?: number } = {}) {
@@ -191,6 +192,19 @@ describe('the client against a server that fails first', () => {
     expect(seen.map((request) => request.idempotencyKey)).toEqual(['k-slow', 'k-slow', 'k-slow']);
   });
 
+  it('ends a timed-out attempt for the server too: its connection is closed, not left open beside the retry', async () => {
+    let closed = 0;
+    const silent: Answer = (response) => {
+      response.on('close', () => {
+        closed += 1;
+      });
+    };
+    const { client, seen } = await start([silent, accepted], { timeoutMs: 300 });
+    await client.get('m-1');
+    expect(seen).toHaveLength(2);
+    await eventually('the timed-out attempt closed at the server', () => closed === 1, { withinMs: 5_000 });
+  });
+
   it('throws a timed-out template PUT as a PostdateNetworkError caused by the timeout, never sending it again', async () => {
     const silent: Answer = () => {};
     const { client, seen } = await start([silent, accepted], { timeoutMs: 1_000 });
@@ -200,6 +214,20 @@ describe('the client against a server that fails first', () => {
     expect(error).toBeInstanceOf(PostdateNetworkError);
     expect((error as Error).cause).toMatchObject({ name: 'TimeoutError' });
     expect(seen).toHaveLength(1);
+  });
+
+  it('never puts an address of the path in a network error: the caller logs its message (decision 0270)', async () => {
+    const reset: Answer = (_response, request) => request.socket.destroy();
+    const { client } = await start([reset]);
+    for (const call of [
+      () => client.deleteSuppression('ada.lovelace@example.com'),
+      () => client.putSuppression('ada.lovelace@example.com', {}),
+    ]) {
+      const error = await call().catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(PostdateNetworkError);
+      expect((error as Error).message).toMatch(/^(DELETE|PUT) \/v1\/suppressions\/<redacted> got no answer/);
+      expect(`${(error as Error).message} ${String((error as Error).cause)}`).not.toMatch(/lovelace|%40/);
+    }
   });
 
   it('never puts the API key in what it throws, even a key that is no valid header value', async () => {

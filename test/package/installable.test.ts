@@ -220,6 +220,24 @@ describe('the postdate package, installed in another CDK app', () => {
     expect(result.outputs).toEqual(Object.values(STACK_OUTPUT).sort());
   }, 120_000);
 
+  it('loads postdate/client from CommonJS too: require() of the ESM entry, as a CJS service of Node ≥ 20.19 does (decision 0270)', async () => {
+    writeFileSync(
+      join(app, 'require.cjs'),
+      `const client = require('postdate/client');
+const api = client.createPostdateClient({ baseUrl: 'https://api.example.com/prod/', apiKey: 'pd_x' });
+console.log(JSON.stringify({ create: typeof client.createPostdateClient, paginate: typeof client.paginate,
+  enqueue: typeof api.enqueue, network: typeof client.PostdateNetworkError }));
+`,
+    );
+    const { stdout } = await run(process.execPath, ['require.cjs'], { cwd: app });
+    expect(JSON.parse(stdout)).toEqual({
+      create: 'function',
+      paginate: 'function',
+      enqueue: 'function',
+      network: 'function',
+    });
+  }, 60_000);
+
   it("type-checks a consumer's code against the package's declarations (exports' types conditions)", async () => {
     writeFileSync(join(app, 'consumer.ts'), CONSUMER_TS);
     writeFileSync(
