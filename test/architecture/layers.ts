@@ -110,6 +110,11 @@ export const ALLOWED_EDGES: readonly { readonly from: string; readonly to: strin
       why: "an enqueue's Idempotency-Key is refused before it is sent by the API's own rule, not a copy of it (plain values: the file and problem.ts beside it import nothing at run time)",
     },
     {
+      from: 'lambdas/client/retryingFetch.ts',
+      to: 'lambdas/core/errorForLog.ts',
+      why: "a network error's message names its path through the logs' own address rule (redactAddresses), not a copy of it (the file imports nothing)",
+    },
+    {
       from: 'bench/burst.ts',
       to: 'chaos/smtpTap.ts',
       why: "the burst times a message's arrival by the relay's 250 to its final dot, which the chaos run's SMTP tap records (decision 0122)",
