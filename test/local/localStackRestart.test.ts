@@ -176,13 +176,13 @@ describe('the local stack restarted on a data dir, whose SQS emulator forgot eve
 describe('the local stack restarted on a data dir: a copy the relay had queued with a delay is lost (decision 0264)', () => {
   const stacks = {
     dataDir: mkdtempSync(join(tmpdir(), 'postdate-stack-')),
-    // The default grace (300 s): the restart must not cost a message it. Due within 120 s → the
-    // queue with a delay; later → a schedule 30 s ahead, which the Scheduler emulator keeps on disk.
+    // The default grace (300 s): the restart must not cost a message it. Due within 70 s → the
+    // queue with a delay; later → a schedule 10 s ahead, which the Scheduler emulator keeps on disk.
     config: loadConfig(
       {
         POSTDATE_API_KEY: API_KEY,
-        POSTDATE_DIRECT_DELAY_MAX_SECONDS: '120',
-        POSTDATE_SCHEDULE_LEAD_SECONDS: '30',
+        POSTDATE_DIRECT_DELAY_MAX_SECONDS: '70',
+        POSTDATE_SCHEDULE_LEAD_SECONDS: '10',
       },
       'local',
     ),
@@ -199,7 +199,7 @@ describe('the local stack restarted on a data dir: a copy the relay had queued w
     const first = stacks.running;
     const sendAt = {
       queued: new Date(Date.now() + 60_000),
-      scheduled: new Date(Date.now() + 130_000),
+      scheduled: new Date(Date.now() + 80_000),
     };
     const queued = await enqueue(first, 'restart-lost-delay-1', {
       subject: 'Queued with a delay',
