@@ -8,11 +8,12 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * no longer exists is ignored. Update the list when a file's time changes by much.
  */
 export const SLOWEST_FILES = [
+  'test/local/localStackRestart.test.ts', // 169 s in CI at 512a442 (decision 0264's restart), ~120 s after
   'test/local/startStopping.test.ts', // 98 s: eleven starts of the whole stack through npm
+  'test/local/npmStartNewcomer.test.ts', // 68 s: fourteen starts, each with a port held (decision 0261)
   'test/chaos/chaos.test.ts', // 94 s: the chaos run
   'test/sender/outcomeRules.test.ts', // 76 s, about 50 s after decision 0263
   'test/package/installable.test.ts', // 44 s: npm pack and install
-  'test/local/localStackRestart.test.ts', // 43 s
   'test/local/localStack.test.ts', // 40 s
   'test/local/localStackQuietHours.test.ts', // 37 s: a quiet-hours window on the real clock
   'test/sender/relayBreaker.test.ts', // 35 s
