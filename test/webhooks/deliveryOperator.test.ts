@@ -164,7 +164,10 @@ describe("an endpoint's failed deliveries among a month of delivered ones (DESIG
     // `pending` and `delivered` count the newest delivery of each of the endpoint's partitions.
     expect(deliveries.recent).toBeGreaterThan(WEBHOOK_DELIVERY_SHARDS / 2);
     expect(deliveries.recent).toBeLessThanOrEqual(WEBHOOK_DELIVERY_SHARDS);
-    expect(deliveries.pending).toBe(2);
+    // Two pending deliveries that share a partition (1 in 128), or one a delivered sibling written in the
+    // same batch outdates, count once: CI saw 1 (at f6a3b8f).
+    expect(deliveries.pending).toBeGreaterThanOrEqual(1);
+    expect(deliveries.pending).toBeLessThanOrEqual(2);
     expect(deliveries.pending + deliveries.delivered).toBeLessThanOrEqual(deliveries.recent);
     expect(counter.itemsRead()).toBeLessThanOrEqual(WEBHOOK_DELIVERY_SHARDS + 3);
   }, 60_000);
