@@ -6,17 +6,15 @@
  * show` names it, `messages list --status dead` lists it, a dry-run redrive moves nothing, the
  * redrive sends it once the cause is fixed, and Verify holds.
  */
-import { execFile } from 'node:child_process';
+
 import type { AddressInfo } from 'node:net';
-import { promisify } from 'node:util';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
+import { runBin } from '../cli/cliFixtures.js';
 import { eventually } from '../support/eventually.js';
-
-const run = promisify(execFile);
 
 describe('runbook procedure 1: a dead message in the DLQ', () => {
   let broken = true;
@@ -64,9 +62,7 @@ describe('runbook procedure 1: a dead message in the DLQ', () => {
   });
 
   async function postdate(...args: string[]): Promise<{ stdout: string; code: number }> {
-    const env = {
-      ...process.env,
-      NO_COLOR: '1',
+    return runBin(['--table', stack.tableName, ...args], {
       AWS_ENDPOINT_URL_DYNAMODB: stack.dynamodbEndpoint,
       AWS_ENDPOINT_URL_SQS: stack.sqsEndpoint,
       AWS_ACCESS_KEY_ID: 'local',
@@ -75,21 +71,7 @@ describe('runbook procedure 1: a dead message in the DLQ', () => {
       POSTDATE_SEND_DLQ_URL: stack.queueUrls.sendDeadLetter,
       POSTDATE_SEND_QUEUE_URL: stack.queueUrls.send,
       POSTDATE_MAX_ATTEMPTS: '1',
-    };
-    try {
-      const { stdout } = await run(
-        process.execPath,
-        ['cli/postdate.mjs', '--table', stack.tableName, ...args],
-        {
-          env,
-          timeout: 60_000,
-        },
-      );
-      return { stdout, code: 0 };
-    } catch (error) {
-      const failed = error as { stdout?: string; code?: number };
-      return { stdout: failed.stdout ?? '', code: failed.code ?? -1 };
-    }
+    });
   }
 
   async function status(id: string): Promise<string> {

@@ -7,17 +7,16 @@
  * message it holds; after the relay is back and sending resumed, the message is sent once, with one
  * attempt (the outage counted none), and every Verify line holds.
  */
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { type RelayOutage, startRelayOutage } from '../../local/smtp/relayOutage.js';
 import { type SmtpSink, startSmtpSink } from '../../local/smtp/smtpSink.js';
+import { runBin } from '../cli/cliFixtures.js';
 import { eventually } from '../support/eventually.js';
 
-const run = promisify(execFile);
 const PROBE_SECONDS = 1;
 
 describe('runbook procedure 5: a provider outage, pausing and resuming sending', () => {
@@ -48,9 +47,7 @@ describe('runbook procedure 5: a provider outage, pausing and resuming sending',
 
   /** `npx postdate …` against this stack: its table and emulators, as `--stack` would name them. */
   async function postdate(...args: string[]): Promise<{ stdout: string; code: number }> {
-    const env = {
-      ...process.env,
-      NO_COLOR: '1',
+    return runBin(['--table', stack.tableName, ...args], {
       AWS_ENDPOINT_URL_DYNAMODB: stack.dynamodbEndpoint,
       AWS_ENDPOINT_URL_SQS: stack.sqsEndpoint,
       AWS_ACCESS_KEY_ID: 'local',
@@ -58,21 +55,7 @@ describe('runbook procedure 5: a provider outage, pausing and resuming sending',
       AWS_REGION: 'us-east-1',
       POSTDATE_SEND_DLQ_URL: stack.queueUrls.sendDeadLetter,
       POSTDATE_SEND_QUEUE_URL: stack.queueUrls.send,
-    };
-    try {
-      const { stdout } = await run(
-        process.execPath,
-        ['cli/postdate.mjs', '--table', stack.tableName, ...args],
-        {
-          env,
-          timeout: 60_000,
-        },
-      );
-      return { stdout, code: 0 };
-    } catch (error) {
-      const failed = error as { stdout?: string; code?: number };
-      return { stdout: failed.stdout ?? '', code: failed.code ?? -1 };
-    }
+    });
   }
 
   async function enqueue(key: string): Promise<string> {
