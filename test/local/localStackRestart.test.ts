@@ -6,11 +6,12 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DescribeStreamCommand, DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../lambdas/core/config.js';
 import { createApiKey, revokeApiKey } from '../../lambdas/keys/apiKeys.js';
 import { readStateRecord } from '../../lambdas/store/stateReads.js';
 import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
+import { freePort } from '../../local/freePort.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { LOCAL_AWS } from '../support/awsLocal.js';
@@ -19,6 +20,18 @@ import { eventually } from '../support/eventually.js';
 const API_KEY = 'pd_local-stack-restart-key';
 const OTHER_TENANT_KEY = 'pd_local-stack-restart-other-tenant';
 const REVOKED_KEY = 'pd_local-stack-restart-revoked';
+
+/**
+ * Decision 0264's two messages, in seconds after their enqueue: the first due within the direct-delay
+ * limit (the queue, with a delay, and the api's copy beside the relay's), the second past it and past
+ * the api's minute (a schedule `LEAD` ahead, which the Scheduler emulator keeps on disk). The first
+ * is due after the restart (its enqueue, the stop and a start fit in QUEUED_IN: some 20 s at load 20);
+ * the second cannot come sooner than past the api's minute.
+ */
+const QUEUED_IN = 50;
+const DIRECT_DELAY_MAX = 55;
+const SCHEDULED_IN = 65;
+const LEAD = 5;
 
 /** `POST /v1/messages` to ada@example.com, answered 202: the message's id. */
 async function enqueue(stack: LocalStack, key: string, fields: Record<string, unknown>): Promise<string> {
@@ -35,68 +48,245 @@ async function enqueue(stack: LocalStack, key: string, fields: Record<string, un
   return ((await enqueued.json()) as { id: string }).id;
 }
 
-/** A data dir of the describe's own, and the stack running on it (stopped, and the dir removed, after). */
-function onDataDir() {
-  const stacks = {
-    dataDir: mkdtempSync(join(tmpdir(), 'postdate-stack-')),
-    config: loadConfig({ POSTDATE_API_KEY: API_KEY }, 'local'),
-    running: undefined as LocalStack | undefined,
-  };
-  afterAll(async () => {
-    await stacks.running?.stop();
-    rmSync(stacks.dataDir, { recursive: true, force: true });
+/** The message's status, as `GET /v1/messages/{id}` gives it. */
+async function statusOf(stack: LocalStack, id: string): Promise<string> {
+  const read = await fetch(`${stack.apiUrl}/v1/messages/${id}`, {
+    headers: { authorization: `Bearer ${API_KEY}` },
   });
-  return stacks;
+  return ((await read.json()) as { status: string }).status;
 }
 
-describe('the local stack on a data dir', () => {
-  const stacks = onDataDir();
-  const { dataDir, config } = stacks;
+const inThreeDays = () => new Date(Date.now() + 3 * 24 * 3600 * 1000).toISOString();
 
-  it('keeps the table, the API key and the messages across a restart on other ports', async () => {
-    stacks.running = await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
-    const first = stacks.running;
-    const id = await enqueue(first, 'restart-spec-1', {
+/**
+ * One restart that the tests below read, each through messages of its own: a stack on a data dir with
+ * no sender (each copy waits on the queue, as behind a backlog), the messages written, Ctrl-C, and a
+ * start again on the same dir and other ports. The SQS emulator is memory only: the restart empties
+ * the queue (decision 0180). Then a restart with a slow stream API, and starts refused.
+ */
+describe('the local stack restarted on a data dir', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'postdate-stack-'));
+  // The default grace (300 s): the restart must not cost a message it.
+  const config = loadConfig(
+    {
+      POSTDATE_API_KEY: API_KEY,
+      POSTDATE_DIRECT_DELAY_MAX_SECONDS: String(DIRECT_DELAY_MAX),
+      POSTDATE_SCHEDULE_LEAD_SECONDS: String(LEAD),
+    },
+    'local',
+  );
+  let running: LocalStack | undefined;
+  const before = { apiUrl: '', streamArn: '' };
+  const ids = { kept: '', backedOff: '', moved: '', queued: '', scheduled: '' };
+  const sendAt = { queued: new Date(0), scheduled: new Date(0) };
+  let restartedAt = 0;
+
+  beforeAll(async () => {
+    running = await startLocalStack({
+      config,
+      dataDir,
+      ports: ANY_FREE_PORTS,
+      quiet: true,
+      sender: 'external',
+    });
+    const first = running;
+    before.apiUrl = first.apiUrl;
+    before.streamArn = first.streamArn;
+    ids.kept = await enqueue(first, 'restart-spec-1', {
       subject: 'Kept',
       text: 'across restarts',
-      send_at: new Date(Date.now() + 3 * 24 * 3600 * 1000).toISOString(),
+      send_at: inThreeDays(),
     });
-    await first.stop();
-    stacks.running = undefined;
+    ids.moved = await enqueue(first, 'restart-latest-1', {
+      subject: 'Moved up',
+      text: 'right after the restart',
+      send_at: inThreeDays(),
+    });
+    ids.backedOff = await enqueue(first, 'restart-void-stamp-1', {
+      subject: 'Backed off',
+      text: 'then restarted',
+    });
 
-    stacks.running = await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
-    const second = stacks.running;
-    expect(second.apiUrl).not.toBe(first.apiUrl);
-    expect(second.streamArn).toBe(first.streamArn);
-    expect(second.apiKey).toBe(API_KEY);
-    const read = await fetch(`${second.apiUrl}/v1/messages/${id}`, {
+    // The sweeper's fifth re-dispatch of this stall, as it writes it: the next one an hour away.
+    const dynamodb = new DynamoDBClient({ ...LOCAL_AWS, endpoint: first.dynamodbEndpoint });
+    const documents = DynamoDBDocumentClient.from(dynamodb);
+    const record = await readStateRecord(documents, first.tableName, ids.backedOff);
+    if (record?.due_at === undefined) throw new Error('the message has no due entry');
+    const now = new Date();
+    const stamped = await new DynamoSweepRecords(documents, first.tableName).recordRedispatch({
+      id: ids.backedOff,
+      rev: record.rev,
+      status: record.status,
+      seenDueAt: record.due_at,
+      nextDueAt: new Date(now.getTime() + 3600_000).toISOString(),
+      sweepCount: 5,
+      now,
+    });
+    expect(stamped).toBe('recorded');
+    dynamodb.destroy();
+
+    sendAt.scheduled = new Date(Date.now() + SCHEDULED_IN * 1000);
+    sendAt.queued = new Date(Date.now() + QUEUED_IN * 1000);
+    ids.scheduled = await enqueue(first, 'restart-lost-delay-2', {
+      subject: 'Scheduled',
+      text: 'then restarted',
+      send_at: sendAt.scheduled.toISOString(),
+    });
+    ids.queued = await enqueue(first, 'restart-lost-delay-1', {
+      subject: 'Queued with a delay',
+      text: 'then restarted',
+      send_at: sendAt.queued.toISOString(),
+    });
+    // Every copy on the queue the restart empties: the api's and the relay's of the backed-off
+    // message (due now) and of the one queued with a delay.
+    const sqs = new SQSClient({ ...LOCAL_AWS, endpoint: first.sqsEndpoint });
+    await eventually(
+      "the api's and the relay's copies on the send queue",
+      async () => {
+        const { Attributes } = await sqs.send(
+          new GetQueueAttributesCommand({
+            QueueUrl: first.queueUrls.send,
+            AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesDelayed'],
+          }),
+        );
+        return (
+          Number(Attributes?.ApproximateNumberOfMessages) +
+            Number(Attributes?.ApproximateNumberOfMessagesDelayed) >=
+          4
+        );
+      },
+      { withinMs: 30_000, everyMs: 200 },
+    );
+    sqs.destroy();
+    await first.stop();
+    running = undefined;
+
+    running = await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
+    restartedAt = Date.now();
+  }, 240_000);
+
+  afterAll(async () => {
+    await running?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const second = () => {
+    if (running === undefined) throw new Error('the restarted stack is not running');
+    return running;
+  };
+
+  it('sends at once a message the sweeper had backed off for an hour: its copy was on the queue the restart emptied (0180)', async () => {
+    const stack = second();
+    await eventually(
+      'the message sent after the restart',
+      async () => (await statusOf(stack, ids.backedOff)) === 'sent',
+      {
+        withinMs: 30_000,
+        everyMs: 200,
+      },
+    );
+    expect(stack.smtpSink?.messages().filter((mail) => mail.postdateId === ids.backedOff)).toHaveLength(1);
+  });
+
+  it('sends a copy the relay had queued with a delay on time, once: replaced with its remaining delay, a schedule firing beside it (0264)', async () => {
+    const stack = second();
+    // The restart ended before the first was due: its copy was lost, not sent.
+    expect(restartedAt).toBeLessThan(sendAt.queued.getTime());
+    const mailsOf = (id: string) => stack.smtpSink?.messages().filter((mail) => mail.postdateId === id) ?? [];
+    for (const [id, due] of [
+      [ids.queued, sendAt.queued],
+      [ids.scheduled, sendAt.scheduled],
+    ] as const) {
+      // At the sink by its time and a minute: the grace (300 s) is far behind that.
+      const arrived = await eventually(`message ${id} at the sink`, () => mailsOf(id)[0]?.receivedAt, {
+        withinMs: due.getTime() + 60_000 - Date.now(),
+        everyMs: 250,
+      });
+      expect(Date.parse(arrived)).toBeGreaterThanOrEqual(due.getTime());
+      expect(Date.parse(arrived) - due.getTime()).toBeLessThan(30_000);
+    }
+    // Every copy handed over, the late ones too: still one mail each.
+    await stack.idle();
+    for (const id of [ids.queued, ids.scheduled]) expect(mailsOf(id)).toHaveLength(1);
+  }, 120_000);
+
+  // After the two above: the restarted stack's sends done, its 1 s health probes are not raced by
+  // them on a loaded machine (a 503 was seen at load 33 when this came first).
+  it('keeps the table, the API key and the messages across a restart on other ports', async () => {
+    const stack = second();
+    expect(stack.apiUrl).not.toBe(before.apiUrl);
+    expect(stack.streamArn).toBe(before.streamArn);
+    expect(stack.apiKey).toBe(API_KEY);
+    const read = await fetch(`${stack.apiUrl}/v1/messages/${ids.kept}`, {
       headers: { authorization: `Bearer ${API_KEY}` },
     });
     expect(read.status).toBe(200);
-    expect(await read.json()).toMatchObject({ id, status: 'scheduled' });
-    expect((await fetch(`${second.apiUrl}/health`)).status).toBe(200);
-  }, 120_000);
+    expect(await read.json()).toMatchObject({ id: ids.kept, status: 'scheduled' });
+    expect((await fetch(`${stack.apiUrl}/health`)).status).toBe(200);
+  });
+
+  it('relays a reschedule made the moment it says ready, however slow the stream API (the relay reads from LATEST)', async () => {
+    // Restarted once more, with nothing for the told sweep to do that could hide a start said ready
+    // too early.
+    await second().stop();
+    running = undefined;
+    // A busy DynamoDB Local: its stream API answers late, so the relay's place in the stream is taken
+    // late. Said ready before it, the stack let the reschedule's record pass unseen: only the relay
+    // dispatches it (the api copies an enqueue, not a reschedule), and the sweeper waits five minutes.
+    // Late here means after the front end answers, and 3 s more: whatever the start did before (a
+    // told sweep), a stack that says ready before the relay holds its place is seen doing so.
+    const api = await freePort();
+    const frontEndUp = eventually(
+      'the front end answering',
+      async () => (await fetch(`http://127.0.0.1:${api}/health`).catch(() => undefined)) !== undefined,
+      { withinMs: 120_000, everyMs: 100 },
+    ).then(() => sleep(3000));
+    frontEndUp.catch(() => undefined);
+    const send = DynamoDBStreamsClient.prototype.send;
+    DynamoDBStreamsClient.prototype.send = function (
+      this: DynamoDBStreamsClient,
+      ...args: Parameters<typeof send>
+    ) {
+      const wait = args[0] instanceof DescribeStreamCommand ? frontEndUp : Promise.resolve();
+      return wait.then(() => send.apply(this, args));
+    } as typeof send;
+    try {
+      running = await startLocalStack({ config, dataDir, ports: { ...ANY_FREE_PORTS, api }, quiet: true });
+    } finally {
+      DynamoDBStreamsClient.prototype.send = send;
+    }
+    const stack = running;
+    const moved = await fetch(`${stack.apiUrl}/v1/messages/${ids.moved}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ send_at: new Date().toISOString() }),
+    });
+    expect(moved.status).toBe(200);
+    await eventually(
+      'the rescheduled message sent',
+      async () => (await statusOf(stack, ids.moved)) === 'sent',
+      {
+        withinMs: 60_000,
+        everyMs: 200,
+      },
+    );
+  }, 180_000);
 
   it('refuses, naming POSTDATE_API_KEY and what to do, a key the kept data holds revoked or for another tenant', async () => {
-    // The stack of the test above is still running on the data dir.
-    stacks.running ??= await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
-    const dynamodb = new DynamoDBClient({ ...LOCAL_AWS, endpoint: stacks.running.dynamodbEndpoint });
+    const stack = second();
+    const dynamodb = new DynamoDBClient({ ...LOCAL_AWS, endpoint: stack.dynamodbEndpoint });
     const documents = DynamoDBDocumentClient.from(dynamodb);
     const now = new Date();
-    await createApiKey(documents, stacks.running.tableName, {
-      tenant: 'other',
-      secret: OTHER_TENANT_KEY,
-      now,
-    });
-    const revoked = await createApiKey(documents, stacks.running.tableName, {
+    await createApiKey(documents, stack.tableName, { tenant: 'other', secret: OTHER_TENANT_KEY, now });
+    const revoked = await createApiKey(documents, stack.tableName, {
       tenant: 'local',
       secret: REVOKED_KEY,
       now,
     });
-    await revokeApiKey(documents, stacks.running.tableName, revoked.keyId, now);
+    await revokeApiKey(documents, stack.tableName, revoked.keyId, now);
     dynamodb.destroy();
-    await stacks.running.stop();
-    stacks.running = undefined;
+    await stack.stop();
+    running = undefined;
 
     for (const [key, why] of [
       [OTHER_TENANT_KEY, /another tenant/],
@@ -116,190 +306,4 @@ describe('the local stack on a data dir', () => {
       await expect(starting).rejects.not.toThrow(key);
     }
   }, 180_000);
-});
-
-describe('the local stack restarted on a data dir, whose SQS emulator forgot every copy (decision 0180)', () => {
-  const stacks = onDataDir();
-  const { dataDir, config } = stacks;
-
-  it('sends at once a message the sweeper had backed off for an hour: its copy was on the queue the restart emptied', async () => {
-    // No sender: the message's copy waits on the queue, as behind a backlog.
-    stacks.running = await startLocalStack({
-      config,
-      dataDir,
-      ports: ANY_FREE_PORTS,
-      quiet: true,
-      sender: 'external',
-    });
-    const first = stacks.running;
-    const id = await enqueue(first, 'restart-void-stamp-1', {
-      subject: 'Backed off',
-      text: 'then restarted',
-    });
-
-    // The sweeper's fifth re-dispatch of this stall, as it writes it: the next one an hour away.
-    const dynamodb = new DynamoDBClient({ ...LOCAL_AWS, endpoint: first.dynamodbEndpoint });
-    const documents = DynamoDBDocumentClient.from(dynamodb);
-    const record = await readStateRecord(documents, first.tableName, id);
-    if (record?.due_at === undefined) throw new Error('the message has no due entry');
-    const now = new Date();
-    const stamped = await new DynamoSweepRecords(documents, first.tableName).recordRedispatch({
-      id,
-      rev: record.rev,
-      status: record.status,
-      seenDueAt: record.due_at,
-      nextDueAt: new Date(now.getTime() + 3600_000).toISOString(),
-      sweepCount: 5,
-      now,
-    });
-    expect(stamped).toBe('recorded');
-    dynamodb.destroy();
-    await first.stop();
-    stacks.running = undefined;
-
-    stacks.running = await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
-    const second = stacks.running;
-    await eventually(
-      'the message sent after the restart',
-      async () => {
-        const read = await fetch(`${second.apiUrl}/v1/messages/${id}`, {
-          headers: { authorization: `Bearer ${API_KEY}` },
-        });
-        return ((await read.json()) as { status: string }).status === 'sent';
-      },
-      { withinMs: 30_000, everyMs: 200 },
-    );
-    expect(second.smtpSink?.messages().filter((mail) => mail.postdateId === id)).toHaveLength(1);
-  }, 120_000);
-});
-
-describe('the local stack restarted on a data dir: a copy the relay had queued with a delay is lost (decision 0264)', () => {
-  const stacks = {
-    dataDir: mkdtempSync(join(tmpdir(), 'postdate-stack-')),
-    // The default grace (300 s): the restart must not cost a message it. Due within 70 s → the
-    // queue with a delay; later → a schedule 10 s ahead, which the Scheduler emulator keeps on disk.
-    config: loadConfig(
-      {
-        POSTDATE_API_KEY: API_KEY,
-        POSTDATE_DIRECT_DELAY_MAX_SECONDS: '70',
-        POSTDATE_SCHEDULE_LEAD_SECONDS: '10',
-      },
-      'local',
-    ),
-    running: undefined as LocalStack | undefined,
-  };
-  afterAll(async () => {
-    await stacks.running?.stop();
-    rmSync(stacks.dataDir, { recursive: true, force: true });
-  });
-  const { dataDir, config } = stacks;
-
-  it('sends each on time, once: the delayed copy replaced with its remaining delay, the schedule firing beside it', async () => {
-    stacks.running = await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
-    const first = stacks.running;
-    const sendAt = {
-      queued: new Date(Date.now() + 60_000),
-      scheduled: new Date(Date.now() + 80_000),
-    };
-    const queued = await enqueue(first, 'restart-lost-delay-1', {
-      subject: 'Queued with a delay',
-      text: 'then restarted',
-      send_at: sendAt.queued.toISOString(),
-    });
-    const scheduled = await enqueue(first, 'restart-lost-delay-2', {
-      subject: 'Scheduled',
-      text: 'then restarted',
-      send_at: sendAt.scheduled.toISOString(),
-    });
-    // The relay's copy waits, delayed, on the queue the restart empties.
-    const sqs = new SQSClient({ ...LOCAL_AWS, endpoint: first.sqsEndpoint });
-    await eventually(
-      "the relay's delayed copy on the send queue",
-      async () => {
-        const { Attributes } = await sqs.send(
-          new GetQueueAttributesCommand({
-            QueueUrl: first.queueUrls.send,
-            AttributeNames: ['ApproximateNumberOfMessagesDelayed'],
-          }),
-        );
-        return Number(Attributes?.ApproximateNumberOfMessagesDelayed) >= 1;
-      },
-      { withinMs: 30_000, everyMs: 200 },
-    );
-    sqs.destroy();
-    await first.stop();
-    stacks.running = undefined;
-
-    stacks.running = await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
-    const second = stacks.running;
-    expect(Date.now()).toBeLessThan(sendAt.queued.getTime());
-    const mailsOf = (id: string) =>
-      second.smtpSink?.messages().filter((mail) => mail.postdateId === id) ?? [];
-    for (const [id, due] of [
-      [queued, sendAt.queued],
-      [scheduled, sendAt.scheduled],
-    ] as const) {
-      // At the sink by its time and a minute: the grace (300 s) is far behind that.
-      const arrived = await eventually(`message ${id} at the sink`, () => mailsOf(id)[0]?.receivedAt, {
-        withinMs: due.getTime() + 60_000 - Date.now(),
-        everyMs: 250,
-      });
-      expect(Date.parse(arrived)).toBeGreaterThanOrEqual(due.getTime());
-      expect(Date.parse(arrived) - due.getTime()).toBeLessThan(30_000);
-    }
-    // Every copy handed over, the late ones too: still one mail each.
-    await second.idle();
-    for (const id of [queued, scheduled]) expect(mailsOf(id)).toHaveLength(1);
-  }, 400_000);
-});
-
-describe('the local stack restarted on its table, whose relay reads the stream from LATEST', () => {
-  const stacks = onDataDir();
-  const { dataDir, config } = stacks;
-
-  // Two cold starts of the stack, one of them 5 s slower: 155 s on a machine loaded to 13.
-  it('relays a reschedule made the moment it says ready, however slow the stream API', async () => {
-    stacks.running = await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
-    const id = await enqueue(stacks.running, 'restart-latest-1', {
-      subject: 'Moved up',
-      text: 'right after the restart',
-      send_at: new Date(Date.now() + 3 * 24 * 3600 * 1000).toISOString(),
-    });
-    await stacks.running.stop();
-    stacks.running = undefined;
-
-    // A busy DynamoDB Local: its stream API answers late, so the relay's place in the stream is taken
-    // late. Said ready before it, the stack let the reschedule's record pass unseen: only the relay
-    // dispatches it (the api copies an enqueue, not a reschedule), and the sweeper waits five minutes.
-    const send = DynamoDBStreamsClient.prototype.send;
-    DynamoDBStreamsClient.prototype.send = function (
-      this: DynamoDBStreamsClient,
-      ...args: Parameters<typeof send>
-    ) {
-      const wait = args[0] instanceof DescribeStreamCommand ? sleep(5000) : Promise.resolve();
-      return wait.then(() => send.apply(this, args));
-    } as typeof send;
-    try {
-      stacks.running = await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
-    } finally {
-      DynamoDBStreamsClient.prototype.send = send;
-    }
-    const stack = stacks.running;
-    const moved = await fetch(`${stack.apiUrl}/v1/messages/${id}`, {
-      method: 'PATCH',
-      headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ send_at: new Date().toISOString() }),
-    });
-    expect(moved.status).toBe(200);
-    await eventually(
-      'the rescheduled message sent',
-      async () => {
-        const read = await fetch(`${stack.apiUrl}/v1/messages/${id}`, {
-          headers: { authorization: `Bearer ${API_KEY}` },
-        });
-        return ((await read.json()) as { status: string }).status === 'sent';
-      },
-      { withinMs: 60_000, everyMs: 200 },
-    );
-  }, 300_000);
 });
