@@ -7,7 +7,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { BroadcastChannel } from 'node:worker_threads';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack, startSenderEventSource } from '../../local/localStack.js';
@@ -30,50 +30,63 @@ function senderStarts(): { count(sendQueueUrl: string): number; close(): void } 
   return { count: (url) => threads.get(url)?.size ?? 0, close: () => channel.close() };
 }
 
+/**
+ * One stack for both tests: its own senders counted as the stack starts, then an external sender's
+ * beside them on the same queue, counted from its start on (a counter of its own): each test reads
+ * only the sandboxes it started.
+ */
 describe('the senders of the local stack', () => {
   let stack: LocalStack | undefined;
   let external: SqsRunner | undefined;
-  let starts: ReturnType<typeof senderStarts> | undefined;
+  const counters: ReturnType<typeof senderStarts>[] = [];
+  const startsFromNow = () => {
+    const counter = senderStarts();
+    counters.push(counter);
+    return counter;
+  };
+  let ownStarts: ReturnType<typeof senderStarts>;
 
-  afterEach(async () => {
-    await external?.stop();
-    await stack?.stop();
-    starts?.close();
-    external = undefined;
-    stack = undefined;
-  });
-
-  it('are POSTDATE_SENDER_MAX_CONCURRENCY pollers, each a sandbox of its own', async () => {
-    starts = senderStarts();
+  beforeAll(async () => {
+    ownStarts = startsFromNow();
     stack = await startLocalStack({
       config: loadConfig({ POSTDATE_SENDER_MAX_CONCURRENCY: '2' }, 'local'),
       ports: ANY_FREE_PORTS,
       quiet: true,
       functionPreload: [SANDBOX_STARTS],
     });
+  }, 180_000);
+
+  afterAll(async () => {
+    await external?.stop();
+    await stack?.stop();
+    for (const counter of counters) counter.close();
+  });
+
+  const running = () => {
+    if (stack === undefined) throw new Error('the stack did not start');
+    return stack;
+  };
+
+  it('are POSTDATE_SENDER_MAX_CONCURRENCY pollers, each a sandbox of its own', async () => {
+    const own = running();
     // Every poller has come back empty from a receive, and a poller receives only once its own
     // sandbox is warm: every sender sandbox there will be has started.
-    await stack.idle();
-    expect(starts.count(stack.queueUrls.send)).toBe(2);
+    await own.idle();
+    expect(ownStarts.count(own.queueUrls.send)).toBe(2);
   }, 180_000);
 
   it('follow the variable of the environment an external sender is given (startSenderEventSource)', async () => {
-    starts = senderStarts();
-    stack = await startLocalStack({
-      config: loadConfig({}, 'local'),
-      ports: ANY_FREE_PORTS,
-      quiet: true,
-      sender: 'external',
-    });
+    const own = running();
+    const starts = startsFromNow();
     external = startSenderEventSource({
-      sqsEndpoint: stack.sqsEndpoint,
-      queueUrl: stack.queueUrls.send,
-      queueArn: stack.queueArns.send,
-      environment: { ...stack.functionEnvironment, POSTDATE_SENDER_MAX_CONCURRENCY: '3' },
+      sqsEndpoint: own.sqsEndpoint,
+      queueUrl: own.queueUrls.send,
+      queueArn: own.queueArns.send,
+      environment: { ...own.functionEnvironment, POSTDATE_SENDER_MAX_CONCURRENCY: '3' },
       preload: [SANDBOX_STARTS],
       log: () => undefined,
     });
     await external.idle();
-    expect(starts.count(stack.queueUrls.send)).toBe(3);
+    expect(starts.count(own.queueUrls.send)).toBe(3);
   }, 180_000);
 });
