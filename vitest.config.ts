@@ -6,7 +6,20 @@ import { SlowestFirst } from './test/support/slowestFirst.js';
  * rules and the CDK assertions. They share their worker's modules (`isolate: false`), so that
  * aws-cdk-lib and fast-check are imported once per worker, not once per file (test/README.md).
  */
-const PURE = ['test/core/**/*.test.ts', 'test/cdk/**/*.test.ts', 'test/architecture/**/*.test.ts'];
+const PURE = [
+  'test/core/**/*.test.ts',
+  'test/cdk/**/*.test.ts',
+  'test/architecture/**/*.test.ts',
+  // Files of the other areas that hold no more than the above: pure functions of lambdas/, bench/ and
+  // the client, no emulator (`inject`), no server, no process, no spy, no module state set
+  // (docs/decisions/0276).
+  'test/api/{openapiRequestSchemas,outboxExpiry,problem}.test.ts',
+  'test/adapters/{composedMessageSize,mailboxSimulator,smtpCredentials,smtpCredentialsErrors}.test.ts',
+  'test/bench/{burst,capacityModel,chart,costModel,goals,lateness,outageCounts,pipeline,stats}.test.ts',
+  'test/client/{openapiTypes,retryPolicy}.test.ts',
+  'test/relay/planRelay.test.ts',
+  'test/store/streamRecord.test.ts',
+];
 
 export default defineConfig({
   test: {
