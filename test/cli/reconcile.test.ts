@@ -14,7 +14,7 @@ import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { DynamoDueIndex } from '../../lambdas/store/dueIndex.js';
 import { byStatusPk } from '../../lambdas/store/messageRecord.js';
 import { documentClient, emulatorEnv, freshTable } from '../support/awsLocal.js';
-import { messageId, runBin, type SeedMessage, seedMessages, stateRecord } from './cliFixtures.js';
+import { messageId, runMain, type SeedMessage, seedMessages, stateRecord } from './cliFixtures.js';
 
 const NOW = new Date('2026-11-29T12:00:00.000Z');
 const minutesAgo = (minutes: number) => new Date(NOW.getTime() - minutes * 60_000).toISOString();
@@ -214,7 +214,7 @@ describe('postdate reconcile', () => {
   });
 
   // Decision 0205: a record past its retention is gone from every read, whenever DynamoDB deletes it.
-  it('counts no record past its retention, on either side of the index check (the real bin)', async () => {
+  it('counts no record past its retention, on either side of the index check (through the entry)', async () => {
     const { tableName } = await freshTable();
     const documents = documentClient();
     const hoursAgo = (hours: number) => new Date(Date.now() - hours * 3_600_000).toISOString();
@@ -234,7 +234,8 @@ describe('postdate reconcile', () => {
         new PutCommand({ TableName: tableName, Item: { ...record, expires_at: expiresAt } }),
       );
     }
-    const run = await runBin(
+    // The entry (the CLI's main, in this process): the settings as the bin reads them.
+    const run = await runMain(
       ['--table', tableName, '--json', 'reconcile', '--tenant', 'acme'],
       emulatorEnv(),
     );
@@ -252,7 +253,7 @@ describe('postdate reconcile', () => {
   }, 90_000);
 
   // Decision 0212: once DynamoDB's TTL deleted a record, its indexes name it a moment more.
-  it('calls an id without a record gone when it was created more than the retention ago, else missing (the real bin)', async () => {
+  it('calls an id without a record gone when it was created more than the retention ago, else missing (through the entry)', async () => {
     const { tableName } = await freshTable();
     const documents = documentClient();
     const daysAgo = (days: number) => new Date(Date.now() - days * 86_400_000).toISOString();
@@ -270,7 +271,7 @@ describe('postdate reconcile', () => {
     };
     await lingering({ id: messageId(51), status: 'sent', createdAt: daysAgo(31) });
     const reconcileBin = () =>
-      runBin(['--table', tableName, '--json', 'reconcile', '--tenant', 'acme', '--since', '60d'], {
+      runMain(['--table', tableName, '--json', 'reconcile', '--tenant', 'acme', '--since', '60d'], {
         ...emulatorEnv(),
         POSTDATE_RETENTION_DAYS: '30',
       });
