@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
-import { runMain } from '../cli/cliFixtures.js';
+import { runBin } from '../cli/cliFixtures.js';
 import { eventually } from '../support/eventually.js';
 
 describe('runbook procedure 1: a dead message in the DLQ', () => {
@@ -61,12 +61,8 @@ describe('runbook procedure 1: a dead message in the DLQ', () => {
     await new Promise<void>((resolve) => (relay ? relay.close(() => resolve()) : resolve()));
   });
 
-  /**
-   * `npx postdate …` against this stack, as the CLI's main in this process (`runMain`): the stack
-   * takes nothing from process.env (local/localStack.ts).
-   */
   async function postdate(...args: string[]): Promise<{ stdout: string; code: number }> {
-    return runMain(['--table', stack.tableName, ...args], {
+    return runBin(['--table', stack.tableName, ...args], {
       AWS_ENDPOINT_URL_DYNAMODB: stack.dynamodbEndpoint,
       AWS_ENDPOINT_URL_SQS: stack.sqsEndpoint,
       AWS_ACCESS_KEY_ID: 'local',
