@@ -165,3 +165,71 @@ export async function runBin(
     };
   }
 }
+
+let running: Promise<unknown> = Promise.resolve();
+
+/**
+ * The CLI's `main` (cli/postdate.ts) in this process, with `env` over this process's variables and
+ * `cwd` as its directory, stdout and stderr captured: what `runBin` answers, without starting a
+ * process (a spawn costs about 0.25 s of CPU: node, the bundle, the SDK; decision 0274). For tests
+ * of what a command does and prints; what only a process shows (the bin as installed, a signal, a
+ * closed pipe, the credential chain of a bare environment) stays with `runBin`. One run at a time:
+ * it borrows this process's environment, directory, streams and exit code, and gives them back.
+ */
+export function runMain(
+  args: readonly string[],
+  env: Readonly<Record<string, string>> = {},
+  { cwd }: { cwd?: string } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const result = running.then(() => runMainNow(args, env, cwd));
+  running = result.catch(() => undefined);
+  return result;
+}
+
+async function runMainNow(
+  args: readonly string[],
+  env: Readonly<Record<string, string>>,
+  cwd: string | undefined,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const [{ main }, { EXIT }] = await Promise.all([
+    import('../../cli/postdate.js'),
+    import('../../cli/cliErrors.js'),
+  ]);
+  const saved = new Map<string, string | undefined>();
+  for (const [name, value] of Object.entries({ NO_COLOR: '1', ...env })) {
+    saved.set(name, process.env[name]);
+    process.env[name] = value;
+  }
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const capture = (into: string[]) =>
+    ((chunk: string | Uint8Array) => {
+      into.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString());
+      return true;
+    }) as typeof process.stdout.write;
+  const streams = { out: process.stdout.write, err: process.stderr.write };
+  const directory = process.cwd();
+  const exitCode = process.exitCode;
+  process.exitCode = undefined;
+  process.stdout.write = capture(stdout);
+  process.stderr.write = capture(stderr);
+  let code: number;
+  try {
+    if (cwd !== undefined) process.chdir(cwd);
+    code = await main(args);
+  } catch (error) {
+    // As runAsProcess (cli/postdate.ts) reports a failure that escaped every handler.
+    stderr.push(`postdate: ${error instanceof Error ? error.message : String(error)}\n`);
+    code = EXIT.failed;
+  } finally {
+    process.stdout.write = streams.out;
+    process.stderr.write = streams.err;
+    process.chdir(directory);
+    process.exitCode = exitCode;
+    for (const [name, value] of saved) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  }
+  return { code, stdout: stdout.join(''), stderr: stderr.join('') };
+}

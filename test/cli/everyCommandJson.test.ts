@@ -1,14 +1,13 @@
 /**
- * Output scripts can trust (issue 29): every command of `postdate`, run as a script runs it (the
- * bin, `--json`, against a running local stack), prints JSON that parses — one document, or JSON
+ * Output scripts can trust (issue 29): every command of `postdate` with `--json`, against a running
+ * local stack (its main, in this process; the bin as a process in the last test), prints JSON that parses — one document, or JSON
  * Lines for `messages export` and `messages enqueue` — whether it succeeds or refuses; keys are snake_case all the way down
  * except a tenant's own names; and a reader that goes away (`| head`) ends the command quietly.
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
 import type { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildProgram } from '../../cli/postdate.js';
@@ -17,8 +16,8 @@ import { loadConfig } from '../../lambdas/core/config.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { writeStackFile } from '../../local/stackFile.js';
+import { runMain } from './cliFixtures.js';
 
-const run = promisify(execFile);
 const BIN = resolve('cli/postdate.mjs');
 const API_KEY = 'pd_every-command-json-key-01';
 /** The commands that print JSON Lines (one document per line) rather than one document. */
@@ -103,7 +102,11 @@ describe('every postdate command with --json, against the local stack', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  /** Runs the bin with --json against this stack; resolves with the exit code and stdout. */
+  /**
+   * Runs the CLI's main with --json against this stack, in this process and in `dir` (where the
+   * stack file is); resolves with the exit code and stdout. The bin as a process is the last test's
+   * and test/cli/entry.test.ts's: what this file proves is each command's document.
+   */
   async function postdate(args: readonly string[]): Promise<{ code: number; stdout: string }> {
     const flags = [
       '--json',
@@ -115,17 +118,8 @@ describe('every postdate command with --json, against the local stack', () => {
       '--scheduler-endpoint',
       stack.schedulerEndpoint,
     ];
-    try {
-      const { stdout } = await run(process.execPath, [BIN, ...args, ...flags], {
-        cwd: dir,
-        env: { ...process.env, NO_COLOR: '1', POSTDATE_TABLE_NAME: '' },
-        timeout: 60_000,
-      });
-      return { code: 0, stdout };
-    } catch (error) {
-      const failed = error as { code?: number; stdout?: string };
-      return { code: typeof failed.code === 'number' ? failed.code : -1, stdout: failed.stdout ?? '' };
-    }
+    const { code, stdout } = await runMain([...args, ...flags], { POSTDATE_TABLE_NAME: '' }, { cwd: dir });
+    return { code, stdout };
   }
 
   /** Each command with the arguments it needs; the ones that find nothing to do refuse in JSON too. */

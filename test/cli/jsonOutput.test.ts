@@ -10,6 +10,7 @@ import { createWebhookEndpoint } from '../../lambdas/api/routes/webhooks.js';
 import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
 import { DynamoWebhookStore } from '../../lambdas/store/webhookStore.js';
 import { documentClient, freshQueues, freshTable } from '../support/awsLocal.js';
+import { runMain } from './cliFixtures.js';
 
 /**
  * One JSON style across the CLI's commands (issue 17 §4): snake_case keys as the API writes them,
@@ -19,11 +20,16 @@ import { documentClient, freshQueues, freshTable } from '../support/awsLocal.js'
 
 const run = promisify(execFile);
 
-/** `inherit: false`: only `env`, none of this process's variables (its credentials among them). */
+/**
+ * The CLI's main in this process (test/cli/cliFixtures.ts, `runMain`), for what a command prints;
+ * `inherit: false` spawns the bin with only `env`, none of this process's variables (its credentials
+ * among them): the SDK's credential chain and its files are the process's own, read once.
+ */
 async function postdate(args: string[], env: Record<string, string> = {}, { inherit = true } = {}) {
+  if (inherit) return runMain(args, env);
   try {
     const { stdout, stderr } = await run(process.execPath, ['cli/postdate.mjs', ...args], {
-      env: inherit ? { ...process.env, NO_COLOR: '1', ...env } : env,
+      env,
       timeout: 60_000,
     });
     return { code: 0, stdout, stderr };

@@ -10,7 +10,7 @@ import {
 } from '../../cli/suppressionsCommands.js';
 import { DynamoSuppressionList } from '../../lambdas/store/suppressionList.js';
 import { documentClient, freshTable } from '../support/awsLocal.js';
-import { runBin } from './cliFixtures.js';
+import { runMain } from './cliFixtures.js';
 
 /** `postdate suppressions list | add | remove` (DESIGN §6, §12), on DynamoDB Local. */
 
@@ -229,9 +229,12 @@ describe('postdate suppressions', () => {
   });
 });
 
-/** The real entry through the bin shim, against the emulators of this test run; never rejects. */
+/**
+ * The real entry, the CLI's main with its argv, in this process (`runMain`), against the emulators
+ * of this test run; never rejects. The bin as a process is test/cli/entry.test.ts's.
+ */
 const postdate = (args: string[]) =>
-  runBin(args, {
+  runMain(args, {
     AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
     AWS_ENDPOINT_URL_SQS: inject('sqsEndpoint'),
   });

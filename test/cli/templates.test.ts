@@ -21,7 +21,7 @@ import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
 import { apiHarness } from '../api/apiHarness.js';
 import { enqueueEvent } from '../api/events.js';
 import { documentClient, emulatorEnv, freshTable } from '../support/awsLocal.js';
-import { runBin } from './cliFixtures.js';
+import { runMain } from './cliFixtures.js';
 
 function capture(json = false) {
   const lines: string[] = [];
@@ -247,8 +247,11 @@ describe('postdate templates', () => {
   }, 60_000);
 });
 
-/** The real entry through the bin shim, against DynamoDB Local; never rejects. */
-const postdate = (args: string[]) => runBin(args, emulatorEnv());
+/**
+ * The real entry, the CLI's main with its argv, in this process (`runMain`), against DynamoDB Local;
+ * never rejects. The bin as a process is test/cli/entry.test.ts's.
+ */
+const postdate = (args: string[]) => runMain(args, emulatorEnv());
 
 describe('postdate templates, through the entry point', () => {
   it('against AWS asks for --tenant rather than working on the local stack’s tenant', async () => {

@@ -1,6 +1,4 @@
-import { execFile } from 'node:child_process';
 import type { LookupAddress } from 'node:dns';
-import { promisify } from 'node:util';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EXIT } from '../../cli/cliErrors.js';
@@ -28,7 +26,7 @@ import { createWebhookQueue } from '../../local/webhookEventSources.js';
 import { documentClient, emulatorEnv, freshTable, queueDepth, sqsClient } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
 import { startReceiver, subscribe, webhookHarness } from '../webhooks/webhookHarness.js';
-import { runBin } from './cliFixtures.js';
+import { runMain } from './cliFixtures.js';
 
 const receivers: Awaited<ReturnType<typeof startReceiver>>[] = [];
 afterEach(async () => {
@@ -49,8 +47,11 @@ function cliDeps(harness: Awaited<ReturnType<typeof webhookHarness>>) {
   };
 }
 
-/** The real entry through the bin shim, against the emulators; never rejects. */
-const postdate = (args: string[]) => runBin(args, emulatorEnv());
+/**
+ * The real entry, the CLI's main with its argv, in this process (`runMain`), against the emulators;
+ * never rejects. The bin as a process is test/cli/entry.test.ts's.
+ */
+const postdate = (args: string[]) => runMain(args, emulatorEnv());
 
 describe('postdate webhooks', () => {
   it('is registered with list, create, show, delete, test, deliveries, rotate-secret and retry', () => {
@@ -190,7 +191,6 @@ describe('postdate webhooks', () => {
   });
 
   it('refuses a --limit that is no whole number from 1 to 100, and an --after that is no delivery id', async () => {
-    const run = promisify(execFile);
     for (const bad of [
       ['--limit', 'abc'],
       ['--limit', '0'],
@@ -198,10 +198,7 @@ describe('postdate webhooks', () => {
       ['--after', 'not-a-delivery'],
     ]) {
       const args = ['--json', '--local', 'webhooks', 'deliveries', 'ep', '--tenant', 'acme', ...bad];
-      const result = await run(process.execPath, ['cli/postdate.mjs', ...args], { timeout: 60_000 }).then(
-        () => ({ code: 0, stdout: '' }),
-        (error: { code?: number; stdout?: string }) => ({ code: error.code, stdout: error.stdout ?? '' }),
-      );
+      const result = await runMain(args);
       expect({ bad, code: result.code }).toEqual({ bad, code: 2 });
       expect(JSON.parse(result.stdout)).toMatchObject({
         error: { type: 'urn:postdate:cli:usage', detail: expect.stringContaining(bad[0] ?? '') },

@@ -14,7 +14,7 @@ import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { type RelayOutage, startRelayOutage } from '../../local/smtp/relayOutage.js';
 import { type SmtpSink, startSmtpSink } from '../../local/smtp/smtpSink.js';
-import { runBin } from '../cli/cliFixtures.js';
+import { runMain } from '../cli/cliFixtures.js';
 import { eventually } from '../support/eventually.js';
 
 const PROBE_SECONDS = 1;
@@ -45,9 +45,12 @@ describe('runbook procedure 5: a provider outage, pausing and resuming sending',
     await sink?.stop();
   });
 
-  /** `npx postdate …` against this stack: its table and emulators, as `--stack` would name them. */
+  /**
+   * `npx postdate …` against this stack: its table and emulators, as `--stack` would name them. The
+   * CLI's main in this process (`runMain`): the stack takes nothing from process.env (local/localStack.ts).
+   */
   async function postdate(...args: string[]): Promise<{ stdout: string; code: number }> {
-    return runBin(['--table', stack.tableName, ...args], {
+    return runMain(['--table', stack.tableName, ...args], {
       AWS_ENDPOINT_URL_DYNAMODB: stack.dynamodbEndpoint,
       AWS_ENDPOINT_URL_SQS: stack.sqsEndpoint,
       AWS_ACCESS_KEY_ID: 'local',
