@@ -105,7 +105,9 @@ export function startWebhookEventSources(options: {
     error: (message, attributes) => options.log(`${prefix}: ${message} ${JSON.stringify(attributes)}`),
   });
   const produce = inProcessFunction(wireEvents(options.environment, functionLog('events')));
-  const deliver = inProcessFunction(wireWebhookDelivery(options.environment, functionLog('webhooks'), undefined, options.retryBaseMs));
+  const deliver = inProcessFunction(
+    wireWebhookDelivery(options.environment, functionLog('webhooks'), undefined, options.retryBaseMs),
+  );
   const warmed = warmUp(produce, deliver, options.queue.arn, options.log);
   const events = startStreamRunner({
     dynamodbEndpoint: options.dynamodbEndpoint,
