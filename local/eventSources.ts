@@ -51,6 +51,7 @@ export function startEventSources(options: {
     readonly environment: Readonly<Record<string, string>>;
     /** Where the event producer's runner keeps its checkpoints (the stack's data dir). */
     readonly checkpointFile?: string | undefined;
+    readonly retryBaseMs?: number | undefined;
   };
 }): StackEventSources {
   const { table, queues } = options.resources;
@@ -91,6 +92,7 @@ export function startEventSources(options: {
         environment: options.webhooks.environment,
         reusedTable: table.existed,
         checkpointFile: options.webhooks.checkpointFile,
+        retryBaseMs: options.webhooks.retryBaseMs,
         onDiscard: (discard) => options.onStreamDiscard?.({ ...discard, source: 'events' }),
         log: prefixed('webhooks'),
       })

@@ -289,6 +289,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       webhooks: {
         queue: webhookQueue,
         environment,
+        retryBaseMs: options.webhookRetryBaseMs,
         ...(dataDir ? { checkpointFile: join(dataDir, 'stream-checkpoints', 'events.json') } : {}),
       },
     });

@@ -45,6 +45,11 @@ export interface LocalStackOptions {
    */
   readonly authorizerCacheTtlMs?: number;
   /**
+   * The webhook delivery's retry backoff base in place of WEBHOOK_BACKOFF.baseMs (5 s): a test that
+   * waits for retries passes a short one (decision 0273). @default WEBHOOK_BACKOFF.baseMs
+   */
+  readonly webhookRetryBaseMs?: number;
+  /**
    * Fault hooks of the Scheduler emulator (chaos runs): fire a schedule twice, or late, or fail a
    * delivery attempt. See `SchedulerFaults`.
    */

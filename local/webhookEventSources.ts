@@ -81,6 +81,8 @@ export function startWebhookEventSources(options: {
   readonly queue: { readonly url: string; readonly arn: string };
   /** The stack's function environment (it names the table and the webhook queue). */
   readonly environment: Readonly<Record<string, string>>;
+  /** LocalStackOptions.webhookRetryBaseMs. */
+  readonly retryBaseMs?: number | undefined;
   /**
    * A table found again in the data dir: the deliveries still pending are queued again (the SQS
    * emulator lost their copies: local/webhookRecovery.ts).
@@ -103,7 +105,9 @@ export function startWebhookEventSources(options: {
     error: (message, attributes) => options.log(`${prefix}: ${message} ${JSON.stringify(attributes)}`),
   });
   const produce = inProcessFunction(wireEvents(options.environment, functionLog('events')));
-  const deliver = inProcessFunction(wireWebhookDelivery(options.environment, functionLog('webhooks')));
+  const deliver = inProcessFunction(
+    wireWebhookDelivery(options.environment, functionLog('webhooks'), undefined, options.retryBaseMs),
+  );
   const warmed = warmUp(produce, deliver, options.queue.arn, options.log);
   const events = startStreamRunner({
     dynamodbEndpoint: options.dynamodbEndpoint,

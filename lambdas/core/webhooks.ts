@@ -212,10 +212,17 @@ export type AttemptResult =
 export const isDelivered = (result: AttemptResult): boolean =>
   result.kind === 'response' && result.statusCode >= 200 && result.statusCode < 300;
 
-/** The delay before retry `n` (n = attempts made so far, from 1): uniform in [0, min(cap, base · 2^(n−1))]. */
-export function webhookRetryDelayMs(attempts: number, random: () => number): number {
+/**
+ * The delay before retry `n` (n = attempts made so far, from 1): uniform in [0, min(cap, base · 2^(n−1))].
+ * `baseMs` is WEBHOOK_BACKOFF's in every wiring; a test of real queues passes a shorter one (decision 0273).
+ */
+export function webhookRetryDelayMs(
+  attempts: number,
+  random: () => number,
+  baseMs: number = WEBHOOK_BACKOFF.baseMs,
+): number {
   const n = Number.isFinite(attempts) ? Math.max(1, Math.floor(attempts)) : 1;
-  const ceiling = Math.min(WEBHOOK_BACKOFF.capMs, WEBHOOK_BACKOFF.baseMs * 2 ** Math.min(n - 1, 40));
+  const ceiling = Math.min(WEBHOOK_BACKOFF.capMs, baseMs * 2 ** Math.min(n - 1, 40));
   const draw = random();
   const unit = Number.isFinite(draw) ? Math.min(Math.max(draw, 0), 1) : 0;
   return Math.floor(unit * ceiling);
@@ -280,10 +287,12 @@ export function decideAfterAttempt(input: {
   readonly now: Date;
   readonly retryHours: number;
   readonly random: () => number;
+  /** @default WEBHOOK_BACKOFF.baseMs */
+  readonly retryBaseMs?: number | undefined;
 }): AttemptDecision {
   if (isDelivered(input.result)) return { kind: 'delivered' };
   const now = input.now.getTime();
-  const backoff = now + webhookRetryDelayMs(input.attempts, input.random);
+  const backoff = now + webhookRetryDelayMs(input.attempts, input.random, input.retryBaseMs);
   const windowEnd = input.windowStartedAt.getTime() + input.retryHours * 3_600_000;
   if (backoff > windowEnd) return { kind: 'failed' };
   const asked =

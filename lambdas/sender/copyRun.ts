@@ -46,6 +46,11 @@ export interface SenderSettings {
    * in (core/sendDecision.ts `bodyFault`, decision 0165).
    */
   readonly allowedFrom: readonly string[];
+  /**
+   * When a released or kept copy comes back (seconds): {@link SHORT_RETRY_SECONDS} in every wiring;
+   * a test passes a shorter one so that it does not wait the whole of it (decision 0273).
+   */
+  readonly shortRetrySeconds: number;
 }
 
 /** One received SQS copy, as much of it as the sender needs. */
@@ -146,9 +151,9 @@ export const keep = (reason: string, visibilitySeconds?: number): CopyVerdict =>
 });
 
 /** The copy of a `dead` message whose move to the DLQ failed: back soon, to try the move again. */
-const keepDeadCopy = (letter: DeadLetterPayload): CopyVerdict => ({
+const keepDeadCopy = (letter: DeadLetterPayload, shortRetrySeconds: number): CopyVerdict => ({
   kind: 'keep',
-  visibilitySeconds: SHORT_RETRY_SECONDS,
+  visibilitySeconds: shortRetrySeconds,
   reason: 'dead; the move to the DLQ failed',
   deadCopy: letter,
 });
@@ -216,7 +221,7 @@ export function drop(run: CopyRun, reason: string): CopyVerdict {
  * copy the backstop moves instead is never recorded: the sweeper makes the death's copy then.
  */
 export async function moveToDeadLetters(
-  deps: Pick<CopyDependencies, 'deadLetters' | 'store' | 'log' | 'metrics'>,
+  deps: Pick<CopyDependencies, 'deadLetters' | 'store' | 'log' | 'metrics' | 'settings'>,
   dead: CopyIdentity,
   letter: DeadLetterPayload,
 ): Promise<CopyVerdict> {
@@ -226,7 +231,7 @@ export async function moveToDeadLetters(
       'sender could not move a dead copy to the DLQ; it will try again',
       logContext(dead, error === undefined ? {} : { error: errorForLog(error) }),
     );
-    return keepDeadCopy(letter);
+    return keepDeadCopy(letter, deps.settings.shortRetrySeconds);
   }
   deps.metrics.count(SENDER_METRIC.deadLettered);
   try {
@@ -293,7 +298,7 @@ export async function afterConflict(
   const admission = admitted(run, current ?? (await run.deps.store.readState(run.id)));
   if (admission.kind !== 'proceed') return admission.verdict;
   run.deps.log.info('sender will see this copy again', logContext(run, { reason }));
-  return keep(reason, SHORT_RETRY_SECONDS);
+  return keep(reason, run.deps.settings.shortRetrySeconds);
 }
 
 /** The group head of a grouped message (undefined for one without a group or a group without a head). */

@@ -24,6 +24,7 @@ import {
   moveToDeadLetters,
   type SenderRelay,
   type SenderSettings,
+  SHORT_RETRY_SECONDS,
 } from './copyRun.js';
 import { processCopy } from './processCopy.js';
 import { type RelayGate, tokenBucket, UNLIMITED } from './relayGate.js';
@@ -92,6 +93,7 @@ export function senderSettings(config: Config, maxEarlyWaitMs = 1000): SenderSet
       smtpReplyTimeoutSeconds: config.smtpReplyTimeoutSeconds,
     },
     allowedFrom: config.allowedFrom,
+    shortRetrySeconds: SHORT_RETRY_SECONDS,
   };
 }
 

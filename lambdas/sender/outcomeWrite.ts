@@ -28,7 +28,6 @@ import {
   logContext,
   progressOf,
   retireDeadCopy,
-  SHORT_RETRY_SECONDS,
   settled,
 } from './copyRun.js';
 import { countFailureClass } from './failureMetrics.js';
@@ -252,14 +251,14 @@ export async function release(
         claimed,
         owner,
         now,
-        retryAt: new Date(now.getTime() + SHORT_RETRY_SECONDS * 1000),
+        retryAt: new Date(now.getTime() + run.deps.settings.shortRetrySeconds * 1000),
       }),
     { status: MESSAGE_STATUS.retrying, now, owner },
     claimed,
   );
   if (result.kind !== 'applied') return result.verdict;
   run.deps.metrics.count(SENDER_METRIC.released);
-  return keep(`${cause} before the send; claim released`, SHORT_RETRY_SECONDS);
+  return keep(`${cause} before the send; claim released`, run.deps.settings.shortRetrySeconds);
 }
 
 /**

@@ -119,6 +119,8 @@ export interface DeliveryDeps {
   readonly random: () => number;
   /** POSTDATE_WEBHOOK_RETRY_HOURS. */
   readonly retryHours: number;
+  /** The retry backoff's base; a test passes a short one. @default WEBHOOK_BACKOFF.baseMs (5 s) */
+  readonly retryBaseMs?: number | undefined;
   /** @default WEBHOOK_TIMEOUT_MS (10 s, DESIGN §11) */
   readonly timeoutMs?: number;
   readonly log?: Log;
@@ -231,6 +233,7 @@ export async function deliverCopy(body: string, deps: DeliveryDeps): Promise<Cop
     now: ended,
     retryHours: deps.retryHours,
     random: deps.random,
+    retryBaseMs: deps.retryBaseMs,
   });
   const attempt: DeliveryAttempt = {
     at: started.toISOString(),

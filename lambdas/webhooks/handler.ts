@@ -20,11 +20,13 @@ export type WebhookBatchHandler = (event: SQSEvent) => Promise<SQSBatchResponse>
 /**
  * Wires the delivery function from `env` (once per cold start); a bad configuration fails here,
  * naming the variable. `count` publishes a metric (EMF in AWS; the local stack logs nothing).
+ * `retryBaseMs`: the local stack's test-only compression of the retry backoff (Lambda passes none).
  */
 export function wireWebhookDelivery(
   env: Environment,
   log: Log,
   count?: (metric: WebhookMetric) => void,
+  retryBaseMs?: number,
 ): WebhookBatchHandler {
   const config = loadConfig(env, configTargetOf(env));
   const names = loadResourceNames(env);
@@ -42,6 +44,7 @@ export function wireWebhookDelivery(
     now: () => new Date(),
     random: () => randomInt(2 ** 47) / 2 ** 47,
     retryHours: config.webhookRetryHours,
+    ...(retryBaseMs === undefined ? {} : { retryBaseMs }),
     visibility: new SqsCopyVisibility(sqs, queueUrl),
     log,
     ...(count ? { count } : {}),

@@ -112,6 +112,9 @@ describe('webhooks as a receiver checks them (DESIGN §11)', () => {
       config: loadConfig({ POSTDATE_API_KEY: LIVE_KEY, POSTDATE_RETRY_BASE_SECONDS: '1' }, 'local'),
       ports: ANY_FREE_PORTS,
       quiet: true,
+      // Retries after 0–0.5 s, 0–1 s, … instead of 0–5 s, 0–10 s: the two retry tests prove what a
+      // retry carries (its id, body, signatures), not how long the backoff is (decision 0273).
+      webhookRetryBaseMs: 500,
     });
     await createLocalStackTestKey(stack, TEST_KEY);
   }, 120_000);

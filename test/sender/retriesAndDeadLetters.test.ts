@@ -12,6 +12,12 @@ import { createSenderRig, type SenderRig, type SenderWorld, startSenderWorld } f
 
 const TRANSIENT_AFTER_DATA = { afterData: { code: 451, message: '4.3.0 Try again later' } } as const;
 
+/**
+ * One attempt, and a kept copy back after 1 s instead of SHORT_RETRY_SECONDS (5 s): what these tests
+ * prove is that the copy is kept and what its return does, not how long it hides (decision 0273).
+ */
+const KEPT_BACK_SOON = { maxAttempts: 1, shortRetrySeconds: 1 } as const;
+
 /** What an operator's redrive does: the copy leaves the DLQ and goes back on the send queue. */
 async function redriveFromDlq(rig: SenderRig): Promise<string> {
   const [copy] = await rig.receive({ queueUrl: rig.urls.sendDeadLetter, waitSeconds: 3, max: 1 });
@@ -204,7 +210,7 @@ describe('the sender, retries and dead letters', () => {
   }, 30_000);
 
   it('moves a redriven copy that made its message dead again to the DLQ when its first move failed, never redrives it by itself', async () => {
-    const rig = await createSenderRig(world, { settings: { maxAttempts: 1 } });
+    const rig = await createSenderRig(world, { settings: KEPT_BACK_SOON });
     world.smtp.script(TRANSIENT_AFTER_DATA);
     const message = await rig.putMessage();
     await rig.dispatch(message);
@@ -229,7 +235,7 @@ describe('the sender, retries and dead letters', () => {
   }, 20_000);
 
   it('keeps the copy of a message it made dead when the move to the DLQ fails, and moves it when the copy is back', async () => {
-    const rig = await createSenderRig(world, { settings: { maxAttempts: 1 } });
+    const rig = await createSenderRig(world, { settings: KEPT_BACK_SOON });
     world.smtp.script(TRANSIENT_AFTER_DATA);
     const message = await rig.putMessage();
     await rig.dispatch(message);
@@ -348,7 +354,7 @@ describe('the send queue backstop', () => {
   });
 
   it('replaces a dead copy whose move to the DLQ keeps failing by the DLQ copy itself, marked "dlq"', async () => {
-    const rig = await createSenderRig(world, { settings: { maxAttempts: 1 } }); // backstop 13
+    const rig = await createSenderRig(world, { settings: KEPT_BACK_SOON }); // backstop 13
     world.smtp.script(TRANSIENT_AFTER_DATA);
     const message = await rig.putMessage();
     await rig.dispatch(message);

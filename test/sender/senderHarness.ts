@@ -21,7 +21,7 @@ import type { Mailer } from '../../lambdas/ports/Mailer.js';
 import type { SenderMetrics } from '../../lambdas/ports/SenderMetrics.js';
 import type { SenderStore } from '../../lambdas/ports/SenderStore.js';
 import type { SmtpCredentialsSource } from '../../lambdas/ports/SmtpCredentialsSource.js';
-import type { SenderSettings } from '../../lambdas/sender/copyRun.js';
+import { type SenderSettings, SHORT_RETRY_SECONDS } from '../../lambdas/sender/copyRun.js';
 import { createSenderHandler, type SenderDependencies } from '../../lambdas/sender/createSenderHandler.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import type { MessageStateRecord } from '../../lambdas/store/messageRecord.js';
@@ -53,6 +53,8 @@ export const TEST_SETTINGS: SenderSettings = {
   maxEarlyWaitMs: 1000,
   timing: { smtpTimeoutSeconds: 1, smtpReplyTimeoutSeconds: 1 },
   allowedFrom: ['*'],
+  // Today's value: a test that waits a kept copy's return on the real queue passes a shorter one.
+  shortRetrySeconds: SHORT_RETRY_SECONDS,
 };
 
 /** One whole attempt under TEST_SETTINGS (2 × 1 s + 1 s + the outcome-write reserve) and a little more. */
