@@ -42,8 +42,11 @@ describe('the sweeper and the operator pause', () => {
     const testDigest = await w.message('digest', t0, testSideOf('acme'));
     await w.operator({ action: 'pause', kind: 'digest', reason: 'rollout' });
 
-    // A sweep every 20 minutes of the pause (each one past the grace and the sweeper's own backoff).
-    for (let minutes = 0; minutes <= 240; minutes += 20) {
+    // A sweep every hour of the pause: each one past the grace and the sweeper's longest backoff
+    // (SWEEP_MAX_INTERVAL_SECONDS), so every run re-dispatches what no pause holds. A pause has no
+    // clock of its own (core/relayBreaker.ts `isPaused`): hourly runs cover the 4 hours as well as
+    // runs every 20 minutes did (decision 0275).
+    for (let minutes = 0; minutes <= 240; minutes += 60) {
       await w.run(new Date(Date.now() + minutes * MINUTE));
     }
     expect(w.queue.of(digest.id)).toBe(0);
