@@ -29,7 +29,7 @@ import {
  * start with one line naming the port and the variable, and leaves nothing running; the parent's
  * death without a signal stops every part; POSTDATE_API_KEY fixes the key; on POSTDATE_DATA_DIR a
  * restart keeps the message whose copy waited in the (memory-only) SQS emulator, and it is
- * delivered once. "Nothing running" is read from /proc: every process that carries this run's
+ * delivered once; its two stops are two of startStopping's ways (one Ctrl-C, Ctrl-C twice at once). "Nothing running" is read from /proc: every process that carries this run's
  * marker in its environment (npm, node, DynamoDB Local's java, tsx's compilers) has ended.
  */
 
@@ -262,9 +262,15 @@ describe('npm start with POSTDATE_API_KEY and POSTDATE_DATA_DIR, stopped and sta
         withinMs: WITHIN_MS,
         everyMs: 200,
       });
+      // One Ctrl-C (SIGINT to the process group) stops gracefully (DESIGN §7; startStopping's other
+      // ways): exit 0, said on stdout, the last line saying every port is free, no second-signal exit.
       process.kill(-(first.start.child.pid as number), 'SIGINT');
-      await first.start.exited;
+      const firstExit = await first.start.exited;
       await nothingLeft(first.mark, bannerPorts(banner));
+      expect(first.start.stdout()).toContain('SIGINT: stopping every part');
+      expect(first.start.stdout().trimEnd().split('\n').at(-1)).toBe('postdate: stopped; every port is free');
+      expect(first.start.stderr()).not.toContain('again');
+      expect(firstExit).toEqual({ code: 0, signal: null });
 
       const second = startMarked(env);
       const again = await ready(second.start);
@@ -295,15 +301,28 @@ describe('npm start with POSTDATE_API_KEY and POSTDATE_DATA_DIR, stopped and sta
         { withinMs: WITHIN_MS, everyMs: 200 },
       );
       expect(delivered).toBe(1);
-      process.kill(-(second.start.child.pid as number), 'SIGINT');
-      await second.start.exited;
+      // Ctrl-C twice at once (a terminal and a parent both relay one) is one graceful stop.
+      signalUnlessGone(-(second.start.child.pid as number), 'SIGINT');
+      signalUnlessGone(-(second.start.child.pid as number), 'SIGINT');
+      const secondExit = await second.start.exited;
       await nothingLeft(second.mark, bannerPorts(again));
+      expect(second.start.stderr()).not.toContain('again');
+      expect(secondExit).toEqual({ code: 0, signal: null });
     } finally {
       killLeftovers(leftovers);
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 600_000);
 });
+
+/** Sends a signal unless its receiver has already gone (a fast stop may beat the second one). */
+function signalUnlessGone(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+  }
+}
 
 function apiUrlOf(banner: string): string {
   const match = /\n {2}API {10}(http:\/\/127\.0\.0\.1:\d+)/.exec(banner);
