@@ -4,17 +4,32 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../lambdas/core/config.js';
 import { listenOnce } from '../../local/freePort.js';
-import { LOCAL_PORT_VARIABLES, type LocalPart } from '../../local/localEnv.js';
+import {
+  claimPorts,
+  LOCAL_PORT_VARIABLES,
+  type LocalPart,
+  loadLocalPorts,
+  PortInUseError,
+} from '../../local/localEnv.js';
+import { startLocalStack } from '../../local/localStack.js';
 import { eventually } from '../support/eventually.js';
-import { bannerPorts, killLeftovers, type NpmStart, npmStart, ready } from './npmStartProcess.js';
+import {
+  bannerPorts,
+  descendants,
+  killLeftovers,
+  type NpmStart,
+  npmStart,
+  ready,
+} from './npmStartProcess.js';
 
 /**
  * DESIGN §7 as a newcomer meets `npm start` (decision 0261): a port another program holds ends the
  * start with one line naming the port and the variable, and leaves nothing running; the parent's
  * death without a signal stops every part; POSTDATE_API_KEY fixes the key; on POSTDATE_DATA_DIR a
  * restart keeps the message whose copy waited in the (memory-only) SQS emulator, and it is
- * delivered once. "Nothing running" is read from /proc: every process that carries this run's
+ * delivered once; its two stops are two of startStopping's ways (one Ctrl-C, Ctrl-C twice at once). "Nothing running" is read from /proc: every process that carries this run's
  * marker in its environment (npm, node, DynamoDB Local's java, tsx's compilers) has ended.
  */
 
@@ -75,6 +90,11 @@ async function heldPort(): Promise<{ port: number; release(): Promise<void> }> {
   return { port, release: () => new Promise<void>((resolve) => holder.close(() => resolve())) };
 }
 
+/** Every port variable at 0 (any free port), as npmStart sets them: a test fixes only the one it holds. */
+const ALL_FREE: Record<string, string> = Object.fromEntries(
+  Object.values(LOCAL_PORT_VARIABLES).map((variable) => [variable, '0']),
+);
+
 const PARTS: readonly [LocalPart, string][] = [
   ['api', 'the API'],
   ['smtp', 'the SMTP sink'],
@@ -89,9 +109,72 @@ const PARTS: readonly [LocalPart, string][] = [
 const RELAY_ELSEWHERE = { SMTP_HOST: '127.0.0.1', SMTP_PORT: '9' };
 const WITH_RELAY = PARTS.filter(([part]) => part !== 'smtp' && part !== 'mailViewer');
 
+const inUse = (port: number, name: string, variable: string) =>
+  `port ${port} (${name}) is already in use: stop what holds it, or set ${variable} to another port (0 picks any free port)`;
+
+/**
+ * Which port is busy is decided before any part starts, and below npm: with MailDev, npm start's
+ * own claim of every port (local/start.ts `viewerPortsOf`: `loadLocalPorts`, then `claimPorts`);
+ * with SMTP_HOST set, `startLocalStack`'s claim, its first step. So each part's line is checked
+ * here, in this process, through those same calls; npm's wiring (the line is the last on stderr,
+ * exit 1, nothing left running) through `npm start` once for each way, below.
+ */
+describe('a port another program holds, checked where npm start checks it', () => {
+  it.each(PARTS)(
+    'with MailDev, %s: the claim of every port refuses it, naming the port (%s) and its variable',
+    async (part, name) => {
+      const held = await heldPort();
+      const variable = LOCAL_PORT_VARIABLES[part];
+      try {
+        const env = { ...ALL_FREE, [variable]: String(held.port) };
+        const error = await claimPorts(loadLocalPorts(env, loadConfig(env, 'local')), '127.0.0.1').then(
+          () => new Error('the ports were claimed, though one is taken'),
+          (refused: unknown) => refused,
+        );
+        expect(error).toBeInstanceOf(PortInUseError);
+        expect((error as Error).message).toBe(inUse(held.port, name, variable));
+      } finally {
+        await held.release();
+      }
+    },
+  );
+
+  it.each(WITH_RELAY)(
+    'with SMTP_HOST set, %s: the stack refuses to start, naming the port (%s) and its variable, and starts nothing',
+    async (part, name) => {
+      const held = await heldPort();
+      const variable = LOCAL_PORT_VARIABLES[part];
+      try {
+        const env = { ...ALL_FREE, ...RELAY_ELSEWHERE, [variable]: String(held.port) };
+        const config = loadConfig(env, 'local');
+        const error = await startLocalStack({ config, ports: loadLocalPorts(env, config), quiet: true }).then(
+          async (stack) => {
+            await stack.stop();
+            return new Error('the stack started, though a port is taken');
+          },
+          (refused: unknown) => refused,
+        );
+        expect(error).toBeInstanceOf(PortInUseError);
+        expect((error as Error).message).toBe(inUse(held.port, name, variable));
+        // Nothing started before the refusal: no DynamoDB Local's java under this process.
+        expect(descendants(process.pid).map((child) => child.command)).not.toContain('java');
+      } finally {
+        await held.release();
+      }
+    },
+    60_000,
+  );
+});
+
 describe.each([
-  ['with MailDev (the default)', {}, PARTS],
-  ['with SMTP_HOST set (each part listens by itself)', RELAY_ELSEWHERE, WITH_RELAY],
+  // MailDev's own port: only npm start's claim (local/start.ts) checks it before MailDev listens.
+  ['with MailDev (the default)', {}, PARTS.filter(([part]) => part === 'smtp')],
+  // DynamoDB Local's: a check after its java started would leave a JVM behind.
+  [
+    'with SMTP_HOST set (each part listens by itself)',
+    RELAY_ELSEWHERE,
+    WITH_RELAY.filter(([part]) => part === 'dynamodb'),
+  ],
 ] as const)('npm start on a port another program holds, %s', (_, extra, parts) => {
   it.each(parts)(
     '%s: one line naming the port (%s) and its variable, exit 1, nothing left running',
@@ -108,7 +191,7 @@ describe.each([
           { withinMs: 5_000, everyMs: 50 },
         );
         expect(start.stderr().trim().split('\n').at(-1)).toBe(
-          `postdate: port ${held.port} (${name}) is already in use: stop what holds it, or set ${variable} to another port (0 picks any free port)`,
+          `postdate: ${inUse(held.port, name, variable)}`,
         );
         expect(start.stdout()).not.toContain('Ctrl-C stops everything.');
         await nothingLeft(mark, []);
@@ -179,9 +262,15 @@ describe('npm start with POSTDATE_API_KEY and POSTDATE_DATA_DIR, stopped and sta
         withinMs: WITHIN_MS,
         everyMs: 200,
       });
+      // One Ctrl-C (SIGINT to the process group) stops gracefully (DESIGN §7; startStopping's other
+      // ways): exit 0, said on stdout, the last line saying every port is free, no second-signal exit.
       process.kill(-(first.start.child.pid as number), 'SIGINT');
-      await first.start.exited;
+      const firstExit = await first.start.exited;
       await nothingLeft(first.mark, bannerPorts(banner));
+      expect(first.start.stdout()).toContain('SIGINT: stopping every part');
+      expect(first.start.stdout().trimEnd().split('\n').at(-1)).toBe('postdate: stopped; every port is free');
+      expect(first.start.stderr()).not.toContain('again');
+      expect(firstExit).toEqual({ code: 0, signal: null });
 
       const second = startMarked(env);
       const again = await ready(second.start);
@@ -212,15 +301,28 @@ describe('npm start with POSTDATE_API_KEY and POSTDATE_DATA_DIR, stopped and sta
         { withinMs: WITHIN_MS, everyMs: 200 },
       );
       expect(delivered).toBe(1);
-      process.kill(-(second.start.child.pid as number), 'SIGINT');
-      await second.start.exited;
+      // Ctrl-C twice at once (a terminal and a parent both relay one) is one graceful stop.
+      signalUnlessGone(-(second.start.child.pid as number), 'SIGINT');
+      signalUnlessGone(-(second.start.child.pid as number), 'SIGINT');
+      const secondExit = await second.start.exited;
       await nothingLeft(second.mark, bannerPorts(again));
+      expect(second.start.stderr()).not.toContain('again');
+      expect(secondExit).toEqual({ code: 0, signal: null });
     } finally {
       killLeftovers(leftovers);
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 600_000);
 });
+
+/** Sends a signal unless its receiver has already gone (a fast stop may beat the second one). */
+function signalUnlessGone(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+  }
+}
 
 function apiUrlOf(banner: string): string {
   const match = /\n {2}API {10}(http:\/\/127\.0\.0\.1:\d+)/.exec(banner);
