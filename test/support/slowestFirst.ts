@@ -1,34 +1,31 @@
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
- * The files that take longest (CI of 2026-12-05, 2 workers, ms of one run), slowest first. Started
- * first, they run beside the many short files instead of ending the run alone: on a fresh checkout
+ * The files that take longest (CI of 2026-12-05 at 58335ce, 2 workers, one run, less what decisions
+ * 0271-0276 cut), slowest first. Started first, they run beside the many short files instead of ending the run alone: on a fresh checkout
  * (CI: no vitest cache) vitest orders by file size, which put a 98 s file 99th of 325 and a 34 s one
  * 177th (decision 0263). A file not listed keeps vitest's own order after these; a listed file that
  * no longer exists is ignored. Update the list when a file's time changes by much.
  */
 export const SLOWEST_FILES = [
-  'test/local/localStackRestart.test.ts', // 169 s in CI at 512a442 (decision 0264's restart), ~120 s after
-  'test/local/startStopping.test.ts', // 98 s: eleven starts of the whole stack through npm
-  'test/local/npmStartNewcomer.test.ts', // 68 s: fourteen starts, each with a port held (decision 0261)
-  'test/chaos/chaos.test.ts', // 94 s: the chaos run
-  'test/sender/outcomeRules.test.ts', // 76 s, about 50 s after decision 0263
-  'test/package/installable.test.ts', // 44 s: npm pack and install
-  'test/local/localStack.test.ts', // 40 s
-  'test/local/localStackQuietHours.test.ts', // 37 s: a quiet-hours window on the real clock
-  'test/sender/relayBreaker.test.ts', // 35 s
-  'test/sweeper/newerWriters.test.ts', // 34 s
-  'test/docs/examples.test.ts', // 29 s
-  'test/sweeper/timeBudget.test.ts', // 24 s
-  'test/cli/interrupt.test.ts', // 24 s
+  'test/local/localStack.test.ts', // 50 s in CI at 58335ce, and now the quiet-hours window (51 s) and the warm start (0272)
+  'test/local/startStopping.test.ts', // 93 s: nine starts of the whole stack through npm (0271)
+  'test/chaos/chaos.test.ts', // 92 s: the chaos run
+  'test/local/localStackRestart.test.ts', // 132 s at 58335ce; four whole starts, was eight (0272)
+  'test/local/npmStartNewcomer.test.ts', // 63 s; two busy-port starts through npm, was fourteen (0271)
+  'test/package/installable.test.ts', // 46 s: build, npm pack and install
+  'test/sender/outcomeRules.test.ts', // 39 s
+  'test/docs/examples.test.ts', // 33 s
+  'test/sender/relayBreaker.test.ts', // 32 s
+  'test/iam/permissions.test.ts', // 31 s
+  'test/cli/reconcile.test.ts', // 30 s
+  'test/sweeper/deadLetterRenewal.test.ts', // 20 s
+  'test/sweeper/strandedMessages.test.ts', // 19 s
+  'test/sender/relayFailover.test.ts', // 22 s
   'test/sender/deadLettersThroughTheBackstop.test.ts', // 22 s
-  'test/iam/permissions.test.ts', // 22 s
-  'test/cli/everyCommandJson.test.ts', // 21 s
-  'test/local/localStackWebhookReceiver.test.ts', // 21 s
-  'test/sender/retriesAndDeadLetters.test.ts', // 21 s
-  'test/sender/relayFailover.test.ts', // 20 s
-  'test/architecture/bundleContents.test.ts', // 18 s (project pure)
-  'test/sweeper/deadLetterWalk.test.ts', // 18 s
+  'test/local/localStackWebhookReceiver.test.ts', // 24 s
+  'test/runbook/providerOutage.test.ts', // 18 s
+  'test/cli/messagesEnqueue.test.ts', // 18 s
 ];
 
 /**
