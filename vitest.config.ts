@@ -17,6 +17,7 @@ const PURE = [
   'test/adapters/{composedMessageSize,mailboxSimulator,smtpCredentials,smtpCredentialsErrors}.test.ts',
   'test/bench/{burst,capacityModel,chart,costModel,goals,lateness,outageCounts,pipeline,stats}.test.ts',
   'test/client/{openapiTypes,retryPolicy}.test.ts',
+  'test/local/stopSignals.test.ts',
   'test/relay/planRelay.test.ts',
   'test/store/streamRecord.test.ts',
 ];

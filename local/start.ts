@@ -28,6 +28,7 @@ import { type MaildevViewer, startMaildevViewer } from './smtp/maildevViewer.js'
 import { SIMULATED_MAIL_PRELOAD } from './smtp/simulatedMailViewer.js';
 import { removeStackFile, STACK_FILE, writeStackFile } from './stackFile.js';
 import { installLogFilter, type LocalLogMode, logModeOf } from './startLog.js';
+import { stopRequest } from './stopSignals.js';
 
 const HOST = '127.0.0.1';
 
@@ -337,8 +338,6 @@ async function main(): Promise<void> {
 
 /** How long a graceful stop may take before the process exits anyway (java is killed at 3 s). */
 const STOP_DEADLINE_MS = 15_000;
-/** A second signal this soon after the first is the same request (a terminal and a parent both relay one Ctrl-C). */
-const SAME_SIGNAL_MS = 2_000;
 /** How often the stack checks that the process that started it is still there. */
 const PARENT_WATCH_MS = 500;
 
@@ -353,8 +352,8 @@ interface Running {
  * a closed terminal (SIGHUP), the end of the parent (npm, when it is sent SIGTERM, ends without
  * passing it on through its shell: this process is orphaned), and the end of DynamoDB Local's java
  * (`running.stop(…, 1)`). The first signal stops the parts in order and exits 0 (a part that ended:
- * 1); a repeat within {@link SAME_SIGNAL_MS} is the same request; a later one, or a stop past
- * {@link STOP_DEADLINE_MS}, exits at once (DynamoDB Local still ends: its stdin closes).
+ * 1); a repeat is the same request or an exit at once (`stopRequest`, local/stopSignals.ts); a stop
+ * past {@link STOP_DEADLINE_MS} exits at once (DynamoDB Local still ends: its stdin closes).
  */
 function stopOnEverySignal(): Running {
   let firstAt: number | undefined;
@@ -365,8 +364,9 @@ function stopOnEverySignal(): Running {
     } catch {}
   };
   const shutdown = (reason: string, code: 0 | 1 = 0) => {
-    if (firstAt !== undefined) {
-      if (Date.now() - firstAt < SAME_SIGNAL_MS) return;
+    const request = stopRequest(firstAt, Date.now());
+    if (request === 'same request') return;
+    if (request === 'exit now') {
       say(process.stderr, `postdate: ${reason} again, exiting without waiting\n`);
       process.exit(1);
     }
