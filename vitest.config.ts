@@ -11,8 +11,9 @@ const PURE = [
   'test/cdk/**/*.test.ts',
   'test/architecture/**/*.test.ts',
   // Files of the other areas that hold no more than the above: pure functions of lambdas/, bench/ and
-  // the client, no emulator (`inject`), no server, no process, no spy, no module state set
-  // (docs/decisions/0276).
+  // the client, no emulator (`inject`), no server, no process, no module state set, and no spy or
+  // stream hook left installed (costModel's and metricDimensions' stdout hooks restore the very
+  // write they replaced) (docs/decisions/0276).
   'test/api/{openapiRequestSchemas,outboxExpiry,problem}.test.ts',
   'test/adapters/{composedMessageSize,mailboxSimulator,smtpCredentials,smtpCredentialsErrors}.test.ts',
   'test/bench/{burst,capacityModel,chart,costModel,goals,lateness,outageCounts,pipeline,stats}.test.ts',

@@ -958,7 +958,8 @@ export function captureLogBytes() {
   let perInvocation: Partial<Record<FunctionName, number>> = {};
   let bySource = new Map<string, number>();
   const streams = [process.stdout, process.stderr] as const;
-  const originals = streams.map((stream) => stream.write.bind(stream));
+  // The functions themselves, not bound copies: restore() gives each stream back the very one it had.
+  const originals = streams.map((stream) => stream.write);
   streams.forEach((stream, index) => {
     const original = originals[index];
     if (!original) return;
@@ -982,7 +983,7 @@ export function captureLogBytes() {
         callback?.();
         return true;
       }
-      return (original as (...args: unknown[]) => boolean)(chunk, ...rest);
+      return (original as (...args: unknown[]) => boolean).call(stream, chunk, ...rest);
     }) as typeof stream.write;
   });
   return {

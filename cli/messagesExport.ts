@@ -229,8 +229,13 @@ export function openLineSink(path: string | undefined): {
       close: async () => closeSync(file),
     };
   }
-  const failed = new Promise<never>((_, reject) => process.stdout.once('error', reject));
+  // Removed at close: a caller that runs main in its own process (the tests) runs many commands.
+  let onError: (error: Error) => void = () => {};
+  const failed = new Promise<never>((_, reject) => {
+    onError = reject;
+  });
   failed.catch(() => {});
+  process.stdout.once('error', onError);
   return {
     sink: {
       async write(line) {
@@ -242,7 +247,9 @@ export function openLineSink(path: string | undefined): {
       },
     },
     written: () => written,
-    close: () => Promise.resolve(),
+    close: async () => {
+      process.stdout.off('error', onError);
+    },
   };
 }
 

@@ -224,6 +224,8 @@ describe('the cost model: a busy invocation as Lambda bills it (issue 32)', () =
   });
 
   it("counts an EMF document's frame as its invocation's and its datapoints as the message's; a batch's summary as its invocation's", () => {
+    // This file shares its worker's modules and streams with others (vitest's project `pure`).
+    const writes = { out: process.stdout.write, err: process.stderr.write };
     const capture = captureLogBytes();
     const emf = JSON.stringify({
       _aws: {
@@ -258,6 +260,7 @@ describe('the cost model: a busy invocation as Lambda bills it (issue 32)', () =
     } finally {
       capture.restore();
     }
+    expect({ out: process.stdout.write, err: process.stderr.write }).toEqual(writes);
     const taken = capture.take();
     expect(taken.perItem).toBe('812'.length + aboutMessage.length + 1);
     expect(taken.perInvocation).toEqual({ sender: emf.length + 1 - '812'.length, relay: summary.length + 1 });

@@ -297,6 +297,42 @@ describe('webhooks as a receiver checks them (DESIGN §11)', () => {
     expect(verifiesWith(rotated, second) && verifiesWith(endpoint.secret, second)).toBe(true);
   }, 150_000);
 
+  it("waits before each retry no longer than the stack's webhookRetryBaseMs allows (500 ms · 2^(n−1)), not WEBHOOK_BACKOFF's 5 s", async () => {
+    // What each failed attempt decided, read from its pending delivery: the next attempt's time less the
+    // attempt's end (its `at` and `duration_ms`). A stack that dropped the option would draw each delay
+    // from 0–5 s · 2^(n−1): within this bound once in ten, all of three once in a thousand.
+    policies.set('/always-failing', () => 500);
+    const endpoint = await subscribe('/always-failing');
+    expect((await call(LIVE_KEY, 'POST', `/v1/webhooks/${endpoint.id}/test`)).status).toBe(202);
+    const decided = new Map<number, { delayMs: number; boundMs: number }>();
+    try {
+      await eventually(
+        'three retries decided',
+        async () => {
+          const [delivery] = (await deliveries(endpoint.id)) as unknown as {
+            status: string;
+            next_attempt_at: string | null;
+            history: { at: string; duration_ms: number }[];
+          }[];
+          const last = delivery?.history.at(-1);
+          if (delivery?.status === 'pending' && delivery.next_attempt_at !== null && last !== undefined) {
+            const n = delivery.history.length;
+            const endedAt = Date.parse(last.at) + last.duration_ms;
+            decided.set(n, {
+              delayMs: Date.parse(delivery.next_attempt_at) - endedAt,
+              boundMs: 500 * 2 ** (n - 1),
+            });
+          }
+          return decided.size >= 3;
+        },
+        { withinMs: 60_000, everyMs: 50 },
+      );
+    } finally {
+      await call(LIVE_KEY, 'DELETE', `/v1/webhooks/${endpoint.id}`);
+    }
+    expect([...decided].filter(([, { delayMs, boundMs }]) => delayMs < 0 || delayMs > boundMs)).toEqual([]);
+  }, 90_000);
+
   it("gives a test-side message's events (scheduled, retrying, sent) to the test side's endpoint only, in order by created_at", async () => {
     const testSide = await subscribe('/test-side', {}, TEST_KEY);
     const enqueued = await call(

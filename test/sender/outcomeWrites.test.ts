@@ -1,12 +1,13 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SqsCopyVisibility } from '../../lambdas/adapters/SqsCopyVisibility.js';
 import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
+import type { CopyVisibility } from '../../lambdas/ports/CopyVisibility.js';
 import type { SenderStore } from '../../lambdas/ports/SenderStore.js';
-import { SHORT_RETRY_SECONDS } from '../../lambdas/sender/copyRun.js';
 import { messagePk } from '../../lambdas/store/messageRecord.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import { ITEM_SORT_KEY, KEY } from '../../lambdas/store/tableLayout.js';
-import { documentClient } from '../support/awsLocal.js';
+import { documentClient, sqsClient } from '../support/awsLocal.js';
 import { bodyUpdatesFailing } from '../support/failingBodyWrites.js';
 import { putGroupHead } from './records.js';
 import {
@@ -287,27 +288,44 @@ describe('the sender when its own writes and reads fail', () => {
   ] as const)(
     'releases the claim when %s fails: no attempt, nothing ambiguous, and the next copy sends it once (on_ambiguous = hold)',
     async (_what, replaced) => {
-      const rig = await createSenderRig(world);
+      // A short retry of its own, not SHORT_RETRY_SECONDS: the release must read the setting (0273).
+      const shortRetrySeconds = 2;
+      const rig = await createSenderRig(world, { settings: { shortRetrySeconds } });
       world.smtp.script();
       const message = await rig.putMessage({ onAmbiguous: 'hold', group: { key: 'g', version: 1 } });
       await rig.dispatch(message);
       const transactionsBefore = world.smtp.transactions;
 
       const records = await rig.receive({ waitSeconds: 3, max: 1 });
-      const response = await rig.run(records, rig.newHandler({ store: storeWith(store, replaced) }));
+      const hides: number[] = [];
+      const realVisibility = new SqsCopyVisibility(sqsClient(), rig.urls.send);
+      const visibility: CopyVisibility = {
+        change(receiptHandle, seconds) {
+          hides.push(seconds);
+          return realVisibility.change(receiptHandle, seconds);
+        },
+      };
+      const response = await rig.run(
+        records,
+        rig.newHandler({ store: storeWith(store, replaced), visibility }),
+      );
 
       expect(response.batchItemFailures).toHaveLength(1);
       expect(world.smtp.transactions).toBe(transactionsBefore);
       const released = await rig.state(message.id);
       expect(released).toMatchObject({ status: 'retrying', attempts: 0, history: [] });
       expect(released.lease_owner).toBeUndefined();
+      expect(Date.parse(released.due_at ?? '') - Date.parse(released.updated_at)).toBe(
+        shortRetrySeconds * 1000,
+      );
+      expect(hides).toEqual([shortRetrySeconds]);
       expect(rig.metrics.of('Released')).toBe(1);
 
       // The copy is back within seconds (not after a lease); it is sent, not held as unknown.
       const [back] = await rig.receive({ waitSeconds: 8, max: 1 });
       if (back === undefined) throw new Error('the released copy did not come back');
       // The seconds it was hidden passed on the sender's clock too: the release set its retry then.
-      rig.clock.advance(SHORT_RETRY_SECONDS * 1000);
+      rig.clock.advance(shortRetrySeconds * 1000);
       await rig.run([back]);
       const sent = await rig.state(message.id);
       expect(sent).toMatchObject({ status: 'sent', attempts: 1 });

@@ -4,6 +4,7 @@ import { SqsCopyVisibility } from '../../lambdas/adapters/SqsCopyVisibility.js';
 import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
 import { parseDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { SQS_MAX_VISIBILITY_SECONDS } from '../../lambdas/core/queueLimits.js';
+import type { CopyVisibility } from '../../lambdas/ports/CopyVisibility.js';
 import type { DispatchQueue, QueuedCopy } from '../../lambdas/ports/DispatchQueue.js';
 import { sqsClient } from '../support/awsLocal.js';
 import { createSenderRig, type SenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
@@ -247,11 +248,21 @@ describe('the sender, retries and dead letters', () => {
         return moves === 1 ? { failed: copies } : realDeadLetters.enqueue(copies);
       },
     };
-    const handler = rig.newHandler({ deadLetters: flakyDeadLetters });
+    // The hides the handler asks of the queue: the kept copy's is the setting, not a constant (0273).
+    const hides: number[] = [];
+    const realVisibility = new SqsCopyVisibility(sqsClient(), rig.urls.send);
+    const visibility: CopyVisibility = {
+      change(receiptHandle, seconds) {
+        hides.push(seconds);
+        return realVisibility.change(receiptHandle, seconds);
+      },
+    };
+    const handler = rig.newHandler({ deadLetters: flakyDeadLetters, visibility });
 
     const first = await rig.receive({ waitSeconds: 3, max: 1 });
     const kept = await rig.run(first, handler);
     expect(kept.batchItemFailures).toHaveLength(1);
+    expect(hides).toEqual([KEPT_BACK_SOON.shortRetrySeconds]);
     expect(await rig.state(message.id)).toMatchObject({ status: 'dead', attempts: 1 });
     expect(await rig.depth(rig.urls.sendDeadLetter)).toMatchObject({ stored: 0 });
 

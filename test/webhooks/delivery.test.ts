@@ -252,6 +252,18 @@ describe('webhook delivery (DESIGN §11)', () => {
     expect(harness.delays.filter((seconds) => seconds > 0)).toEqual([3, 5, 13]);
   });
 
+  it('waits no longer than its backoff base allows: the base a delivery is given, not a constant (decision 0273)', async () => {
+    // random 0.5: half of base · 2^(n−1). With a 2 s base, 1 s and then 2 s; with WEBHOOK_BACKOFF's 5 s, 3 s and 5 s.
+    const harness = await webhookHarness({ retryBaseMs: 2000 });
+    const hook = await receiver((index) => (index < 2 ? 500 : 204));
+    const endpoint = await subscribe(harness, hook.url());
+    await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` });
+    await harness.pump();
+
+    expect(hook.received).toHaveLength(3);
+    expect(harness.delays.filter((seconds) => seconds > 0)).toEqual([1, 2]);
+  });
+
   it("waits at least what a 503's or a 429's Retry-After asks, in seconds or as an HTTP date (Standard Webhooks)", async () => {
     const harness = await webhookHarness();
     const inTenMinutes = () => new Date(harness.clock.now().getTime() + 600_000).toUTCString();

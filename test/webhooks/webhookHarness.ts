@@ -133,6 +133,8 @@ export async function webhookHarness(
     readonly retryHours?: number;
     readonly timeoutMs?: number;
     readonly random?: () => number;
+    /** The retry backoff's base (DeliveryDeps.retryBaseMs). @default WEBHOOK_BACKOFF.baseMs */
+    readonly retryBaseMs?: number;
     /** Wraps the queue the API's routes send to (a refusing queue, say); the delivery function's is untouched. */
     readonly apiQueue?: (queue: WebhookQueue) => WebhookQueue;
     /** Wraps the store the API's routes write to (a write that never lands, say). */
@@ -208,6 +210,7 @@ export async function webhookHarness(
     now: clock.now,
     random,
     retryHours,
+    ...(options.retryBaseMs === undefined ? {} : { retryBaseMs: options.retryBaseMs }),
     ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
     count: (metric) => metrics.push(metric),
     visibility: new SqsCopyVisibility(sqs, queueUrl),
