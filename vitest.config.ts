@@ -45,10 +45,10 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: 'forks',
     // vitest's default on 2 cores is one worker, which leaves the second core idle while a suite waits
-    // on the JVM, an SMTP timeout or a child process. Two workers: on the quiet 2-core machine the
-    // whole `npm test` took 365 s, every test passing, against ~650 s with one
-    // (docs/decisions/0092-two-test-workers.md).
-    maxWorkers: 2,
+    // on the JVM, an SMTP timeout or a child process (docs/decisions/0092-two-test-workers.md). With
+    // two, CI's 2-core machine was still idle a fifth of the time (75-80 % busy at 1,052 s of vitest,
+    // 645b139): three (docs/decisions/0277-three-test-workers.md).
+    maxWorkers: 3,
     // The slowest files first, so that none ends the run alone (test/support/slowestFirst.ts, 0263).
     sequence: { sequencer: SlowestFirst },
     // The SDK warns on Node 20 that releases after January 2027 need Node 22; the versions are pinned.
