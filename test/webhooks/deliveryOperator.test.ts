@@ -156,6 +156,12 @@ describe("an endpoint's failed deliveries among a month of delivered ones (DESIG
       pendingAt: [398, 399],
     });
 
+    // What a GET reads whatever the deliveries (the endpoint, the caller's key): an endpoint with none.
+    const empty = await subscribe(harness, 'http://127.0.0.1:9/other-hook');
+    counter.reset();
+    expect((await harness.call({ method: 'GET', path: `/v1/webhooks/${empty.id}` })).status).toBe(200);
+    const fixedReads = counter.itemsRead();
+
     counter.reset();
     const one = await harness.call({ method: 'GET', path: `/v1/webhooks/${endpoint.id}` });
     expect(one.status).toBe(200);
@@ -169,7 +175,10 @@ describe("an endpoint's failed deliveries among a month of delivered ones (DESIG
     expect(deliveries.pending).toBeGreaterThanOrEqual(1);
     expect(deliveries.pending).toBeLessThanOrEqual(2);
     expect(deliveries.pending + deliveries.delivered).toBeLessThanOrEqual(deliveries.recent);
-    expect(counter.itemsRead()).toBeLessThanOrEqual(WEBHOOK_DELIVERY_SHARDS + 3);
+    // At most the newest of each partition and the three failed ones, past the fixed reads: CI saw
+    // 132 against a bound of SHARDS + 3 that left out the endpoint's own read (it held only while
+    // some of the 128 partitions were empty, about 5 of them with 400 deliveries).
+    expect(counter.itemsRead()).toBeLessThanOrEqual(fixedReads + WEBHOOK_DELIVERY_SHARDS + 3);
   }, 60_000);
 });
 
