@@ -1,18 +1,17 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SqsCopyVisibility } from '../../lambdas/adapters/SqsCopyVisibility.js';
 import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
-import type { CopyVisibility } from '../../lambdas/ports/CopyVisibility.js';
 import type { SenderStore } from '../../lambdas/ports/SenderStore.js';
 import { messagePk } from '../../lambdas/store/messageRecord.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import { ITEM_SORT_KEY, KEY } from '../../lambdas/store/tableLayout.js';
-import { documentClient, sqsClient } from '../support/awsLocal.js';
+import { documentClient } from '../support/awsLocal.js';
 import { bodyUpdatesFailing } from '../support/failingBodyWrites.js';
 import { putGroupHead } from './records.js';
 import {
   contextWithRemaining,
   createSenderRig,
+  RecordingVisibility,
   type SenderWorld,
   startSenderWorld,
   storeWith,
@@ -297,14 +296,7 @@ describe('the sender when its own writes and reads fail', () => {
       const transactionsBefore = world.smtp.transactions;
 
       const records = await rig.receive({ waitSeconds: 3, max: 1 });
-      const hides: number[] = [];
-      const realVisibility = new SqsCopyVisibility(sqsClient(), rig.urls.send);
-      const visibility: CopyVisibility = {
-        change(receiptHandle, seconds) {
-          hides.push(seconds);
-          return realVisibility.change(receiptHandle, seconds);
-        },
-      };
+      const visibility = new RecordingVisibility(rig.urls.send);
       const response = await rig.run(
         records,
         rig.newHandler({ store: storeWith(store, replaced), visibility }),
@@ -318,7 +310,7 @@ describe('the sender when its own writes and reads fail', () => {
       expect(Date.parse(released.due_at ?? '') - Date.parse(released.updated_at)).toBe(
         shortRetrySeconds * 1000,
       );
-      expect(hides).toEqual([shortRetrySeconds]);
+      expect(visibility.asked).toEqual([shortRetrySeconds]);
       expect(rig.metrics.of('Released')).toBe(1);
 
       // The copy is back within seconds (not after a lease); it is sent, not held as unknown.

@@ -1,13 +1,17 @@
 import { DeleteMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SqsCopyVisibility } from '../../lambdas/adapters/SqsCopyVisibility.js';
 import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
 import { parseDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { SQS_MAX_VISIBILITY_SECONDS } from '../../lambdas/core/queueLimits.js';
-import type { CopyVisibility } from '../../lambdas/ports/CopyVisibility.js';
 import type { DispatchQueue, QueuedCopy } from '../../lambdas/ports/DispatchQueue.js';
 import { sqsClient } from '../support/awsLocal.js';
-import { createSenderRig, type SenderRig, type SenderWorld, startSenderWorld } from './senderHarness.js';
+import {
+  createSenderRig,
+  RecordingVisibility,
+  type SenderRig,
+  type SenderWorld,
+  startSenderWorld,
+} from './senderHarness.js';
 
 /** Retries with backoff through the queue's visibility, the DLQ after the last receive, and redrive. */
 
@@ -54,22 +58,14 @@ describe('the sender, retries and dead letters', () => {
     world.smtp.script(TRANSIENT_AFTER_DATA);
     const message = await rig.putMessage();
     await rig.dispatch(message);
-    const asked: number[] = [];
-    const real = new SqsCopyVisibility(sqsClient(), rig.urls.send);
-    const handler = rig.newHandler({
-      visibility: {
-        change: (receiptHandle, seconds) => {
-          asked.push(seconds);
-          return real.change(receiptHandle, seconds);
-        },
-      },
-    });
+    const visibility = new RecordingVisibility(rig.urls.send);
+    const handler = rig.newHandler({ visibility });
     const records = await rig.receive({ max: 1, waitSeconds: 3 });
     const response = await rig.run(records, handler);
 
     expect(response.batchItemFailures).toHaveLength(1);
-    expect(asked).toHaveLength(1);
-    expect(asked[0]).toBeLessThan(SQS_MAX_VISIBILITY_SECONDS);
+    expect(visibility.asked).toHaveLength(1);
+    expect(visibility.asked[0]).toBeLessThan(SQS_MAX_VISIBILITY_SECONDS);
     const retrying = await rig.state(message.id);
     expect(retrying.status).toBe('retrying');
     expect(Date.parse(retrying.due_at ?? '')).toBe(rig.clock.ms + SQS_MAX_VISIBILITY_SECONDS * 1000);
@@ -249,20 +245,13 @@ describe('the sender, retries and dead letters', () => {
       },
     };
     // The hides the handler asks of the queue: the kept copy's is the setting, not a constant (0273).
-    const hides: number[] = [];
-    const realVisibility = new SqsCopyVisibility(sqsClient(), rig.urls.send);
-    const visibility: CopyVisibility = {
-      change(receiptHandle, seconds) {
-        hides.push(seconds);
-        return realVisibility.change(receiptHandle, seconds);
-      },
-    };
+    const visibility = new RecordingVisibility(rig.urls.send);
     const handler = rig.newHandler({ deadLetters: flakyDeadLetters, visibility });
 
     const first = await rig.receive({ waitSeconds: 3, max: 1 });
     const kept = await rig.run(first, handler);
     expect(kept.batchItemFailures).toHaveLength(1);
-    expect(hides).toEqual([KEPT_BACK_SOON.shortRetrySeconds]);
+    expect(visibility.asked).toEqual([KEPT_BACK_SOON.shortRetrySeconds]);
     expect(await rig.state(message.id)).toMatchObject({ status: 'dead', attempts: 1 });
     expect(await rig.depth(rig.urls.sendDeadLetter)).toMatchObject({ stored: 0 });
 

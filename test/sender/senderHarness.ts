@@ -15,6 +15,7 @@ import { createApiHandler } from '../../lambdas/api/createApiHandler.js';
 import { encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import type { SenderCountMetric, SenderTimeMetric } from '../../lambdas/core/metricNames.js';
 import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
+import type { CopyVisibility } from '../../lambdas/ports/CopyVisibility.js';
 import type { DispatchQueue, QueuedCopy } from '../../lambdas/ports/DispatchQueue.js';
 import type { Log } from '../../lambdas/ports/Log.js';
 import type { Mailer } from '../../lambdas/ports/Mailer.js';
@@ -154,6 +155,19 @@ export class RecordingQueue implements DispatchQueue {
   enqueue(copies: readonly QueuedCopy[]) {
     this.enqueued.push(...copies);
     return this.inner.enqueue(copies);
+  }
+}
+
+/** The send queue's real visibility changes, each one's seconds kept in `asked` (the hides the handler asks for). */
+export class RecordingVisibility implements CopyVisibility {
+  readonly asked: number[] = [];
+  private readonly real: SqsCopyVisibility;
+  constructor(queueUrl: string) {
+    this.real = new SqsCopyVisibility(sqsClient(), queueUrl);
+  }
+  change(receiptHandle: string, seconds: number) {
+    this.asked.push(seconds);
+    return this.real.change(receiptHandle, seconds);
   }
 }
 
