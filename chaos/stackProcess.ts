@@ -177,7 +177,7 @@ async function start(): Promise<ChaosChildParts> {
  */
 function faultPreload(dataDir: string, throttleRate: number, wholeCall: WholeCallFaults): string {
   const file = join(dataDir, 'chaos-fault-preload.mjs');
-  const middleware = pathToFileURL(join(ROOT, 'chaos', 'throttleMiddleware.ts')).href;
+  const middleware = join(ROOT, 'chaos', 'throttleMiddleware.ts');
   writeFileSync(
     file,
     `// Written by chaos/stackProcess.ts: this run's DynamoDB faults, in each function sandbox.\n` +

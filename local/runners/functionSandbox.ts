@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
+import { SandboxBundleError, sandboxBundle } from './functionBundle.js';
 
 /**
  * A local Lambda function run as Lambda runs it: each concurrent invocation slot is a sandbox of its
@@ -11,7 +12,7 @@ import { Worker } from 'node:worker_threads';
 export interface LocalFunction {
   /** The function's short name (`sender`): in kill reports, and the context's name unless given. */
   readonly name: string;
-  /** The absolute path of the module that exports the handler (TypeScript is loaded with tsx). */
+  /** The absolute path of the module that exports the handler (bundled with esbuild: functionBundle.ts). */
   readonly file: string;
   /** @default 'handler' */
   readonly exportName?: string;
@@ -113,13 +114,11 @@ export type FromSandbox =
     };
 
 /**
- * How long a sandbox's init may take. Lambda's own limit is 10 s, but Lambda loads a bundle while a
- * sandbox here first compiles the handler's TypeScript (tsx): on a loaded 2-core machine that alone
- * passed 10 s and the function was reported "not built" (local/EMULATORS.md). A longer timeout
- * extends it, as in Lambda.
+ * How long a sandbox's init may take, from the Worker's start (its bundle built before). Lambda's own
+ * limit is 10 s; on a loaded 2-core machine a sandbox's init here passed it when each compiled its
+ * TypeScript (local/EMULATORS.md). A longer timeout extends it, as in Lambda.
  */
 const INIT_LIMIT_MS = 30_000;
-const BOOT = new URL('./functionWorkerBoot.mjs', import.meta.url);
 
 function errorFrom(described: { name: string; message: string; stack?: string }): Error {
   const error = new Error(described.message);
@@ -153,26 +152,38 @@ class Sandbox {
   /** Settles the invocation in flight when the Worker dies under it. */
   #onExit: ((error: Error) => void) | undefined;
 
-  constructor(private readonly fn: LocalFunction) {}
+  constructor(
+    private readonly fn: LocalFunction,
+    private readonly bundle: () => Promise<string>,
+  ) {}
 
   /** Starts the Worker and imports the function (its cold start), once per Worker. */
   load(): Promise<LoadResult> {
-    this.#loading ??= this.#start();
-    return this.#loading;
+    if (this.#loading !== undefined) return this.#loading;
+    const loading: Promise<LoadResult> = this.bundle().then(
+      // A sandbox stopped while its bundle was built starts no Worker.
+      (file) => (this.#loading === loading ? this.#start(file) : { loaded: false, note: 'it was stopped' }),
+      (error: unknown) => ({
+        loaded: false,
+        note: error instanceof SandboxBundleError ? error.message : `it failed to build: ${String(error)}`,
+      }),
+    );
+    this.#loading = loading;
+    return loading;
   }
 
-  #start(): Promise<LoadResult> {
+  #start(bundle: string): Promise<LoadResult> {
     const data: SandboxData = {
       file: this.fn.file,
       exportName: this.fn.exportName ?? 'handler',
       functionName: this.fn.contextFunctionName ?? this.fn.name,
       preload: this.fn.preload ?? [],
     };
-    const worker = new Worker(BOOT, {
+    const worker = new Worker(bundle, {
       workerData: data,
       env: { ...process.env, ...this.fn.environment },
-      // No inherited flags: the boot file registers tsx itself, under any parent.
-      execArgv: [],
+      // None of the parent's flags (tsx, vitest's): the bundle is plain JavaScript.
+      execArgv: ['--enable-source-maps'],
       name: `postdate-${this.fn.name}`,
     });
     // The invocation's deadline timer keeps the process up while it runs; an idle sandbox does not.
@@ -299,6 +310,7 @@ class Sandbox {
 export class FunctionSandboxes {
   readonly #slots = new Map<number, Sandbox>();
   #coldInvocations = 0;
+  #bundled: Promise<string> | undefined;
 
   constructor(readonly fn: LocalFunction) {
     if (!Number.isFinite(fn.timeoutMs) || fn.timeoutMs <= 0) {
@@ -310,10 +322,16 @@ export class FunctionSandboxes {
     return this.fn.name;
   }
 
+  /** The function's bundle, found or built once for all its slots and their restarts. */
+  #bundle(): Promise<string> {
+    this.#bundled ??= sandboxBundle({ file: this.fn.file, preload: this.fn.preload ?? [] });
+    return this.#bundled;
+  }
+
   #slot(index: number): Sandbox {
     let sandbox = this.#slots.get(index);
     if (!sandbox) {
-      sandbox = new Sandbox(this.fn);
+      sandbox = new Sandbox(this.fn, () => this.#bundle());
       this.#slots.set(index, sandbox);
     }
     return sandbox;

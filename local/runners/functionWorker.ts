@@ -1,13 +1,12 @@
-import { pathToFileURL } from 'node:url';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { lambdaContextUntil } from '../http/lambdaContext.js';
 import type { FromSandbox, SandboxData, ToSandbox } from './functionSandbox.js';
 
 /**
- * Runs inside one worker sandbox (started by functionSandbox.ts through functionWorkerBoot.mjs):
- * imports the preloads and the function's module once (its cold start, with the environment the
- * Worker was given), then runs one invocation per `invoke` message, with a context rebuilt from the
- * deadline at which the parent kills it.
+ * Runs inside one worker sandbox, as the entry of its bundle (functionBundle.ts, started by
+ * functionSandbox.ts): imports the preloads and the function's module once (its cold start, with
+ * the environment the Worker was given), then runs one invocation per `invoke` message, with a
+ * context rebuilt from the deadline at which the parent kills it.
  */
 
 type Handler = (event: unknown, context: ReturnType<typeof lambdaContextUntil>) => unknown;
@@ -19,12 +18,19 @@ function describeError(error: unknown): { name: string; message: string; stack?:
   return { name: 'Error', message: String(error) };
 }
 
-async function serve(port: NonNullable<typeof parentPort>, data: SandboxData): Promise<void> {
+/** One `import()` of a module inside the bundle: the preloads in order, the function's module last. */
+type ModuleLoad = () => Promise<unknown>;
+
+async function serve(
+  port: NonNullable<typeof parentPort>,
+  data: SandboxData,
+  loads: readonly ModuleLoad[],
+): Promise<void> {
   const send = (message: FromSandbox) => port.postMessage(message);
   let handler: Handler;
   try {
-    for (const preload of data.preload) await import(pathToFileURL(preload).href);
-    const module = (await import(pathToFileURL(data.file).href)) as Record<string, unknown>;
+    let module: Record<string, unknown> = {};
+    for (const load of loads) module = (await load()) as Record<string, unknown>;
     const exported = module[data.exportName];
     if (typeof exported !== 'function') {
       send({ type: 'load-failed', note: `it exports no ${data.exportName} function` });
@@ -55,4 +61,7 @@ async function serve(port: NonNullable<typeof parentPort>, data: SandboxData): P
   send({ type: 'loaded' });
 }
 
-if (!isMainThread && parentPort) await serve(parentPort, workerData as SandboxData);
+/** The bundle's entry: serves the function in this worker (in a main thread, nothing). */
+export async function serveSandbox(loads: readonly ModuleLoad[]): Promise<void> {
+  if (!isMainThread && parentPort) await serve(parentPort, workerData as SandboxData, loads);
+}

@@ -108,10 +108,13 @@ function showSimulatedMailFromThisSandbox(): void {
   });
 }
 
-/** A function sandbox that preloads this file (its `workerData`, local/runners/functionSandbox.ts). */
+/**
+ * A function sandbox (its `workerData`, local/runners/functionSandbox.ts). A sandbox runs this file
+ * only as a preload: its bundle holds the preloads and the handler, and no handler imports local/.
+ */
 function preloadedInSandbox(): boolean {
   const preload = (workerData as { preload?: unknown } | null)?.preload;
-  return !isMainThread && Array.isArray(preload) && preload.includes(SIMULATED_MAIL_PRELOAD);
+  return !isMainThread && Array.isArray(preload);
 }
 
 if (preloadedInSandbox()) showSimulatedMailFromThisSandbox();

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { build, type Metafile } from 'esbuild';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { defaultProvider } from '../../lambdas/adapters/lambdaCredentialProvider.js';
-import { FUNCTION_ESBUILD_OPTIONS, PROJECT_ROOT } from '../../lib/constructs/postdateFunction.js';
+import { FUNCTION_ESBUILD_OPTIONS, PROJECT_ROOT } from '../../lib/constructs/functionEsbuild.js';
 import { freshTable } from '../support/awsLocal.js';
 
 const run = promisify(execFile);

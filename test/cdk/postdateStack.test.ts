@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { RELAY_STREAM_FILTER, TTL_ATTRIBUTE } from '../../lambdas/store/tableLayout.js';
 import { API_ROUTES, AUTHORIZATION_IDENTITY_SOURCE } from '../../lib/constructs/Api.js';
 import { RELAY_STREAM } from '../../lib/constructs/Dispatch.js';
-import { PROJECT_ROOT } from '../../lib/constructs/postdateFunction.js';
+import { PROJECT_ROOT } from '../../lib/constructs/functionEsbuild.js';
 import { RESOURCE_ENV } from '../../lib/functionEnvironment.js';
 import type { PostdateStack } from '../../lib/PostdateStack.js';
 import {

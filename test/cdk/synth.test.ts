@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../../lib/constructs/postdateFunction.js';
+import { PROJECT_ROOT } from '../../lib/constructs/functionEsbuild.js';
 import { WEBHOOK_QUEUE } from '../../lib/webhookLayout.js';
 
 const run = promisify(execFile);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { FUNCTION_ESBUILD_OPTIONS } from '../../lib/constructs/functionEsbuild.js';
 import {
   FUNCTION_BUNDLE_FILE,
-  FUNCTION_ESBUILD_OPTIONS,
   functionBuildOptions,
   functionCodeSource,
   MissingFunctionBundleError,

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../../lib/constructs/postdateFunction.js';
+import { PROJECT_ROOT } from '../../lib/constructs/functionEsbuild.js';
 import { STACK_OUTPUT } from '../../lib/stackOutputs.js';
 
 const run = promisify(execFile);
