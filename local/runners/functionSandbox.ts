@@ -85,9 +85,11 @@ export type InProcessHandler<E, R> = (event: E) => Promise<R | undefined | void>
 /** What a runner is given to invoke: a handler in this process, or a function in sandboxes. */
 export type LocalHandler<E, R> = InProcessHandler<E, R> | FunctionSandboxes;
 
-/** @internal The Worker's `workerData`. */
+/**
+ * @internal The Worker's `workerData` (the handler's module and the preloads are in its bundle; a
+ * preload may read `preload` and `functionName` to know where it runs).
+ */
 export interface SandboxData {
-  readonly file: string;
   readonly exportName: string;
   readonly functionName: string;
   readonly preload: readonly string[];
@@ -174,7 +176,6 @@ class Sandbox {
 
   #start(bundle: string): Promise<LoadResult> {
     const data: SandboxData = {
-      file: this.fn.file,
       exportName: this.fn.exportName ?? 'handler',
       functionName: this.fn.contextFunctionName ?? this.fn.name,
       preload: this.fn.preload ?? [],
