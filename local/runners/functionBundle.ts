@@ -83,7 +83,7 @@ function keptBundle(name: string, pointer: string): string | undefined {
   }
   const directory = bundleDirectory(name, inputs);
   const file = directory === undefined ? undefined : join(directory, 'index.mjs');
-  if (directory === undefined || file === undefined || !existsSync(file)) return undefined;
+  if (directory === undefined || !existsSync(file as string)) return undefined;
   const now = new Date();
   utimesSync(directory, now, now);
   return file;
@@ -126,6 +126,8 @@ async function buildOnce(
 ): Promise<string> {
   mkdirSync(CACHE, { recursive: true });
   const scratch = join(CACHE, `.${name}-${process.pid}-${randomUUID()}`);
+  // Whole seconds: a file system may keep mtimes no finer.
+  const startedMs = Math.floor(Date.now() / 1000) * 1000;
   const lines = [
     `import { serveSandbox } from ${JSON.stringify(WORKER)};`,
     'await serveSandbox([',
@@ -156,6 +158,11 @@ async function buildOnce(
       cause: error,
     });
   }
+  // An input written since the build began may have been read before or after the write: the
+  // bundle runs this once but is not kept under the content as it is now.
+  if (inputs.some((input) => changedSince(join(PROJECT_ROOT, input), startedMs))) {
+    return join(scratch, 'index.mjs');
+  }
   const directory = bundleDirectory(name, inputs);
   if (directory === undefined)
     throw new SandboxBundleError('a file it is built from vanished while it was built');
@@ -172,12 +179,23 @@ async function buildOnce(
   return join(directory, 'index.mjs');
 }
 
-/** Removes this entry's bundles older than a day (built from files as they were before). */
+function changedSince(path: string, ms: number): boolean {
+  try {
+    return statSync(path).mtimeMs >= ms;
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Removes this entry's bundles older than a day (built from files as they were before), and its
+ * scratch directories as old (a build killed midway, or one not kept).
+ */
 function removeStale(name: string, current: string): void {
   const now = Date.now();
   for (const dirent of readdirSync(CACHE)) {
     const path = join(CACHE, dirent);
-    if (!dirent.startsWith(`${name}-`) || path === current) continue;
+    if (!(dirent.startsWith(`${name}-`) || dirent.startsWith(`.${name}-`)) || path === current) continue;
     try {
       if (now - statSync(path).mtimeMs > STALE_MS) rmSync(path, { recursive: true, force: true });
     } catch {

@@ -1,7 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { sandboxBundle } from '../../local/runners/functionBundle.js';
 import { FunctionSandboxes, type InvocationOutcome } from '../../local/runners/functionSandbox.js';
 
 /**
@@ -96,5 +97,21 @@ describe('a function sandbox loads a bundle of the TypeScript as it is now', () 
     const outcome = await sandboxesOf(file).invoke(0, {});
     expect(outcome.kind).toBe('threw');
     expect(outcome.kind === 'threw' && outcome.error.stack).toMatch(/throwing\.ts:2:\d+/);
+  });
+
+  it('keeps no bundle a file changed under while it was built, and reuses one built from files at rest', async () => {
+    const file = join(dir, 'moving.ts');
+    writeFileSync(file, "export const handler = async () => 'moving';\n");
+    const at = (offsetSeconds: number) => new Date(Date.now() + offsetSeconds * 1000);
+    // Written after the build began (its mtime is later): what the build read is unknown.
+    utimesSync(file, at(120), at(120));
+    const unsettled = await sandboxBundle({ file, preload: [] });
+    expect(basename(dirname(unsettled))).toMatch(/^\./);
+    expect(await sandboxBundle({ file, preload: [] })).not.toBe(unsettled);
+
+    utimesSync(file, at(-120), at(-120));
+    const kept = await sandboxBundle({ file, preload: [] });
+    expect(basename(dirname(kept))).not.toMatch(/^\./);
+    expect(await sandboxBundle({ file, preload: [] })).toBe(kept);
   });
 });
