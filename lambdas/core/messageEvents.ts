@@ -75,8 +75,9 @@ export interface StatusChange {
  * The event a stream record is, or `null`: an INSERT (acceptance: `scheduled`, or `superseded` by a
  * newer version of its group) or a MODIFY whose status changed, unless the new status is `sending`.
  * A MODIFY that keeps the status (a reschedule, a lease taken over, a sweep) and a REMOVE (TTL) are
- * no event. Nor is a claim given back (decision 0223): a move into `retrying` whose `attempts` did not
- * grow — the relay found down, a throttle, a read that failed, too little time — is no attempt (DESIGN
+ * no event. Nor is a claim given back (decisions 0223, 0280): a move into `retrying` whose `attempts`
+ * did not grow — the relay found down, a throttle, a read that failed, too little time — or a
+ * scheduled message's claim given back into `scheduled` is no attempt (DESIGN
  * §2: "a copy handed back unsent … is no attempt") and no outcome; `message.retrying` says that an
  * attempt failed and another will follow. The view keeps its `last_error`; a later event carries it.
  */
@@ -99,9 +100,14 @@ export function deriveStatusChange(change: ImageChange): StatusChange | null {
   };
 }
 
-/** A move into `retrying` that counted no attempt: a claim given back, no event (decision 0223). */
+/**
+ * A move that counted no attempt into `retrying` (decision 0223), or a claim of a `scheduled` message
+ * given back, `sending` → `scheduled` (decision 0280; a manual retry's move into `scheduled` is an event).
+ */
 function isGiveBack(before: StatusImage | null, after: StatusImage): boolean {
-  return after.status === MESSAGE_STATUS.retrying && before !== null && after.attempts <= before.attempts;
+  if (before === null || after.attempts > before.attempts) return false;
+  if (after.status === MESSAGE_STATUS.retrying) return true;
+  return after.status === MESSAGE_STATUS.scheduled && before.status === MESSAGE_STATUS.sending;
 }
 
 const EVENT_ID_HEX = 32;

@@ -16,7 +16,8 @@ import { dueAtIsTheSweepers } from './sweepDecision.js';
 
 /**
  * The two decisions that carry the promise (DESIGN §2, §5), as pure functions: whether a queue copy
- * may go on to a send (`admitCopy`, then `interruptedAttemptBecomes`, `claimTerms`, `bodyFault`),
+ * may go on to a send (`admitCopy`, then `interruptedAttemptBecomes`, `claimTerms`, `givenBackStatus`,
+ * `bodyFault`),
  * and what one attempt's outcome makes of the message (`decideOutcome`, `retryAtOf`); the attempt
  * limit both obey is `attemptsExhausted`. What must not
  * go out at all is lambdas/core/unsentDecision.ts. The sender runs the I/O around them.
@@ -252,6 +253,16 @@ export function claimTerms(
   return redrive
     ? { leaseUntil, attemptLimit: freshAttemptLimit(record.attempts, settings.maxAttempts) }
     : { leaseUntil };
+}
+
+/**
+ * The status a claim given back unsent returns to (a read failed after it, or too little time was
+ * left: no attempt, DESIGN §2). Nothing failed, so a `scheduled` message is `scheduled` again: its view,
+ * its reschedule (§3 `PATCH`) and its events are as if no sender had taken it. A `retrying` message
+ * waits again as `retrying`; a redriven `dead` one does too, live again after transient failures.
+ */
+export function givenBackStatus(claimedFrom: MessageStatus): 'scheduled' | 'retrying' {
+  return claimedFrom === MESSAGE_STATUS.scheduled ? MESSAGE_STATUS.scheduled : MESSAGE_STATUS.retrying;
 }
 
 /**

@@ -20,6 +20,7 @@ export type TransitionEvent =
   | 'dlq-redrive-claim'
   | 'lease-expired-reclaim'
   | 'lease-expired-hold'
+  | 'give-back'
   | 'sent'
   | 'transient-failure'
   | 'permanent-failure'
@@ -90,6 +91,14 @@ export const TRANSITIONS: readonly Transition[] = [
       'the previous sender died mid-send (lease expired) and on_ambiguous is retry: another sender claims it',
   },
   {
+    event: 'give-back',
+    from: [S.sending],
+    to: S.scheduled,
+    actors: ['sender'],
+    description:
+      'a claim of a scheduled message given back before MAIL FROM (a read failed, or too little time was left): no attempt, scheduled again',
+  },
+  {
     event: 'sent',
     from: [S.sending],
     to: S.sent,
@@ -102,7 +111,7 @@ export const TRANSITIONS: readonly Transition[] = [
     to: S.retrying,
     actors: ['sender'],
     description:
-      'a transient or config-class failure, or an ambiguous one under on_ambiguous = retry; the copy returns after backoff',
+      'a transient or config-class failure, or an ambiguous one under on_ambiguous = retry; the copy returns after backoff (a claim of a retrying or redriven message given back unsent waits again the same way, no attempt)',
   },
   {
     event: 'permanent-failure',

@@ -66,6 +66,8 @@ export interface ReleaseInput {
   readonly claimed: MessageStateRecord;
   readonly owner: string;
   readonly now: Date;
+  /** The status it waits in again (core/sendDecision.ts `givenBackStatus`). */
+  readonly to: 'scheduled' | 'retrying';
   /** When the copy comes back. */
   readonly retryAt: Date;
 }

@@ -6,6 +6,7 @@ import { providerMessageIdOf } from '../core/providerMessageId.js';
 import { MAX_RECIPIENT_REPLIES, MAX_RECIPIENT_REPLY_LENGTH } from '../core/recipients.js';
 import { isRefused, type RefusedRecord } from '../core/recordLayout.js';
 import {
+  givenBackStatus,
   joinsHistory,
   leaseWaitSeconds,
   type OutcomeDecision,
@@ -228,17 +229,21 @@ export async function failUnsent(
   return ack(`failed (${record.attempt.reply ?? 'cannot be sent'})`);
 }
 
+/** A claim of ours: the record it wrote, its lease owner, and the status it took the message from. */
+export interface Claim {
+  readonly record: MessageStateRecord;
+  readonly owner: string;
+  readonly from: MessageStatus;
+}
+
 /**
  * The claim given back before MAIL FROM (a read failed after it, or too little time is left): the
- * record goes back to waiting, unattempted.
+ * record goes back to waiting, unattempted, in the status the claim found it (core/sendDecision.ts
+ * `givenBackStatus`).
  */
-export async function release(
-  run: CopyRun,
-  claimed: MessageStateRecord,
-  owner: string,
-  error: unknown,
-  cause = 'a read failed',
-) {
+export async function release(run: CopyRun, claim: Claim, error: unknown, cause = 'a read failed') {
+  const { record: claimed, owner } = claim;
+  const to = givenBackStatus(claim.from);
   const now = run.deps.now();
   run.deps.log.warn(
     `sender released its claim: ${cause} before the relay saw the message`,
@@ -251,9 +256,10 @@ export async function release(
         claimed,
         owner,
         now,
+        to,
         retryAt: new Date(now.getTime() + run.deps.settings.shortRetrySeconds * 1000),
       }),
-    { status: MESSAGE_STATUS.retrying, now, owner },
+    { status: to, now, owner },
     claimed,
   );
   if (result.kind !== 'applied') return result.verdict;
@@ -267,9 +273,9 @@ export async function release(
  * the claim goes back before MAIL FROM, no attempt, and the copy comes back for an invocation that
  * has the time.
  */
-export function releaseOutOfTime(run: CopyRun, claimed: MessageStateRecord, owner: string) {
+export function releaseOutOfTime(run: CopyRun, claim: Claim) {
   run.deps.metrics.count(SENDER_METRIC.outOfTime);
-  return release(run, claimed, owner, undefined, 'too little time was left');
+  return release(run, claim, undefined, 'too little time was left');
 }
 
 export type Landed =

@@ -141,15 +141,14 @@ async function runCopy(run: CopyRun, lane: Lane): Promise<CopyVerdict> {
     { ...observed, lease_until: leaseUntil.toISOString() },
   );
   if (claim.kind !== 'applied') return claim.verdict;
+  const ours = { record: claim.record, owner, from: observed.status };
   // Tries of the claim may have used the time checked above: without a whole attempt left, the
   // claim goes back now, before the reads after it (sendClaimed.ts checks again at MAIL FROM).
-  if (!hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing)) {
-    return releaseOutOfTime(run, claim.record, owner);
-  }
+  if (!hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing)) return releaseOutOfTime(run, ours);
   // Counted once the copy is ours to send through it (decision 0163): a copy handed back or whose
   // claim was lost would count again when it returns.
   if (cleared.index > 0) deps.metrics.count(SENDER_METRIC.failoverSends, 1, relay.name);
-  return sendClaimed(run, claim.record, owner, body, relay, cleared.unsendable);
+  return sendClaimed(run, ours, body, relay, cleared.unsendable);
 }
 
 /**

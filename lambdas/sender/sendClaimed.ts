@@ -35,6 +35,7 @@ import {
   unwrap,
 } from './copyRun.js';
 import {
+  type Claim,
   countEnding,
   failUnsent,
   recordOutcome,
@@ -58,13 +59,13 @@ import {
 
 export async function sendClaimed(
   run: CopyRun,
-  claimed: MessageStateRecord,
-  owner: string,
+  claim: Claim,
   bodyRead: Promise<Settled<MessageBodyRecord | undefined>>,
   relay: SenderRelay,
   unsendable?: string,
 ): Promise<CopyVerdict> {
   const { deps } = run;
+  const { record: claimed, owner } = claim;
   let superseded: boolean;
   let body: MessageBodyRecord | undefined;
   try {
@@ -73,7 +74,7 @@ export async function sendClaimed(
     body = unwrap(await bodyRead);
   } catch (error) {
     // Nothing reached the relay: give the claim back (no attempt, nothing ambiguous).
-    return release(run, claimed, owner, error);
+    return release(run, claim, error);
   }
   if (superseded) return supersede(run, claimed, owner);
   if (unsendable !== undefined) {
@@ -107,7 +108,7 @@ export async function sendClaimed(
   }
   // A template message is rendered here, from its pinned version (DESIGN §10).
   const sendable = await sendableBody(deps.templates, claimed.tenant, body);
-  if (sendable.kind === 'read-failed') return release(run, claimed, owner, sendable.error);
+  if (sendable.kind === 'read-failed') return release(run, claim, sendable.error);
   if (sendable.kind === 'unrenderable') {
     deps.log.error(
       'sender could not render a template message',
@@ -128,7 +129,7 @@ export async function sendClaimed(
   try {
     screening = await screenSuppressed(run, claimed, recipients, progressOf(claimed));
   } catch (error) {
-    return release(run, claimed, owner, error);
+    return release(run, claim, error);
   }
   if (screening.kind === 'settle') return settleSuppressed(run, claimed, owner, screening);
   const positions = screening.envelope;
@@ -140,12 +141,7 @@ export async function sendClaimed(
   const attachments = outgoingAttachments(claimed.attachments, deps.attachments);
   // A message with attachments on a sender without the bucket: a configuration fault, never a send without them.
   if (attachments === undefined)
-    return release(
-      run,
-      claimed,
-      owner,
-      new Error('the message has attachments and this sender has no bucket'),
-    );
+    return release(run, claim, new Error('the message has attachments and this sender has no bucket'));
   // Every file is asked of the bucket before MAIL FROM (decision 0171), for a test message too: one
   // our storage cannot give now is no attempt, one that is gone fails the message without a
   // transaction. Only a stream that breaks after the relay's 354 is an attempt.
@@ -153,7 +149,7 @@ export async function sendClaimed(
   // The last moment before MAIL FROM: the reads since the claim took their time, and a transaction
   // starts only with a whole attempt and its outcome write left; else the claim goes back unsent.
   if (unstored === undefined && !hasTimeForAttempt(run.time.remainingMs(), deps.settings.timing))
-    return releaseOutOfTime(run, claimed, owner);
+    return releaseOutOfTime(run, claim);
   // From here the outcome records the screening (or our lease was lost to a takeover that screens again).
   countLeftOut(run, claimed, screening.progress);
   // The mailer keeps time on the real clock; the reserve after the reply is ours.

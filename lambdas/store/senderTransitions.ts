@@ -172,7 +172,9 @@ export class DynamoSenderStore implements SenderStore {
 
   release(input: ReleaseInput): Promise<SenderWriteResult> {
     const { claimed, now } = input;
-    const update = leaveSending(claimed, now, MESSAGE_STATUS.retrying, input.owner);
+    const update = leaveSending(claimed, now, input.to, input.owner);
+    // Due again when the copy comes back, for the sweeper too (a `scheduled` one's copy goes at
+    // once then: core/sendDecision.ts `sendableAt` reads its `send_at`).
     update.set('due_at', input.retryAt.toISOString());
     return this.apply(update);
   }

@@ -115,6 +115,22 @@ describe('deriveStatusChange: one event per status change', () => {
       after: image('retrying', { attempts: 2 }),
     });
     expect(givenBack).toBeNull();
+    // A scheduled message's claim given back is scheduled again, no event (decision 0280); a manual
+    // retry's move into scheduled is one.
+    expect(
+      deriveStatusChange({
+        eventName: 'MODIFY',
+        before: image('sending', { attempts: 2 }),
+        after: image('scheduled', { attempts: 2 }),
+      }),
+    ).toBeNull();
+    expect(
+      deriveStatusChange({
+        eventName: 'MODIFY',
+        before: image('failed', { attempts: 2 }),
+        after: image('scheduled', { attempts: 2 }),
+      }),
+    ).toMatchObject({ type: 'message.scheduled', previousStatus: 'failed' });
     // Any other status is an event with or without an attempt (an expiry, a suppression, a cancel).
     expect(
       deriveStatusChange({ eventName: 'MODIFY', before: image('retrying'), after: image('cancelled') }),
@@ -126,9 +142,11 @@ describe('deriveStatusChange: one event per status change', () => {
       fc.property(changeArb, (change) => {
         const derived = deriveStatusChange(change);
         const givenBack =
-          change.after?.status === 'retrying' &&
+          change.after !== null &&
           change.before !== null &&
-          change.after.attempts <= change.before.attempts;
+          change.after.attempts <= change.before.attempts &&
+          (change.after.status === 'retrying' ||
+            (change.after.status === 'scheduled' && change.before.status === 'sending'));
         const expected =
           change.after !== null &&
           change.after.status !== 'sending' &&

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { deadLetterPayload } from '../../lambdas/core/dispatchPayload.js';
-import { MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
+import { isTerminal, MESSAGE_STATUSES } from '../../lambdas/core/messageStatus.js';
 import type { ErrorClass } from '../../lambdas/core/postdateError.js';
 import { pendingPositions, progressAfter } from '../../lambdas/core/recipients.js';
 import {
@@ -9,11 +9,13 @@ import {
   claimTerms,
   decideOutcome,
   dueSince,
+  givenBackStatus,
   type OutcomeRecord,
   redrivesDeath,
   sendableAt,
 } from '../../lambdas/core/sendDecision.js';
 import { attemptBudgetMs, sendTimingProblems } from '../../lambdas/core/sendTiming.js';
+import { checkTransition } from '../../lambdas/core/stateMachine.js';
 
 /** The two decisions that carry the promise (DESIGN §2, §5), as specifications. */
 
@@ -247,6 +249,22 @@ describe('since when a copy is due', () => {
     expect(
       dueSince({ status: 'scheduled', send_at: sendAt, quiet_hours: QUIET, ...stamp })?.toISOString(),
     ).toBe(sweptAt);
+  });
+});
+
+describe('the status a claim given back returns to (DESIGN §2: no attempt)', () => {
+  it('a scheduled message is scheduled again; a retrying or redriven dead one waits as retrying', () => {
+    expect(givenBackStatus('scheduled')).toBe('scheduled');
+    expect(givenBackStatus('retrying')).toBe('retrying');
+    expect(givenBackStatus('dead')).toBe('retrying');
+  });
+
+  it('is always a status the sender may move a claim into, and never one whose copy is gone', () => {
+    for (const from of MESSAGE_STATUSES) {
+      const to = givenBackStatus(from);
+      expect(checkTransition('sending', to, 'sender').allowed).toBe(true);
+      expect(isTerminal(to)).toBe(false);
+    }
   });
 });
 

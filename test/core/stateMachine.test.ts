@@ -98,10 +98,12 @@ describe('the state machine (DESIGN §2, docs/data-model.md)', () => {
         expect(allowed('sending', 'suppressed', who)).toBe(false);
       }
     });
-    it('cannot go back from sending to scheduled', () => {
-      expect(reasonOf('sending', 'scheduled', 'sender')).toBe(
-        'there is no transition from sending to scheduled',
-      );
+    it('gives a claim of a scheduled message back into scheduled (no attempt, DESIGN §2); nobody else may', () => {
+      expect(findTransition('sending', 'scheduled')?.event).toBe('give-back');
+      expect(allowed('sending', 'scheduled', 'sender')).toBe(true);
+      for (const who of ['api', 'operator', 'sweeper'] as const) {
+        expect(allowed('sending', 'scheduled', who)).toBe(false);
+      }
     });
   });
 

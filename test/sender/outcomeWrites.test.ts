@@ -305,7 +305,7 @@ describe('the sender when its own writes and reads fail', () => {
       expect(response.batchItemFailures).toHaveLength(1);
       expect(world.smtp.transactions).toBe(transactionsBefore);
       const released = await rig.state(message.id);
-      expect(released).toMatchObject({ status: 'retrying', attempts: 0, history: [] });
+      expect(released).toMatchObject({ status: 'scheduled', attempts: 0, history: [] });
       expect(released.lease_owner).toBeUndefined();
       expect(Date.parse(released.due_at ?? '') - Date.parse(released.updated_at)).toBe(
         shortRetrySeconds * 1000,
@@ -431,7 +431,7 @@ describe('the sender when its own writes and reads fail', () => {
     expect(response.batchItemFailures).toHaveLength(1);
     expect(world.smtp.transactions).toBe(transactionsBefore);
     const released = await rig.state(message.id);
-    expect(released).toMatchObject({ status: 'retrying', attempts: 0, history: [] });
+    expect(released).toMatchObject({ status: 'scheduled', attempts: 0, history: [] });
     expect(released.lease_owner).toBeUndefined();
     expect(rig.metrics.of('Released')).toBe(1);
     expect(rig.metrics.of('Ambiguous')).toBe(0);

@@ -267,7 +267,7 @@ describe('the sender and the suppression list', () => {
     const records = await rig.receive({ waitSeconds: 3, max: 1 });
     const response = await rig.run(records, rig.newHandler({ store: unreadable }));
     expect(response.batchItemFailures).toHaveLength(1);
-    expect(await rig.state(message.id)).toMatchObject({ status: 'retrying', attempts: 0, history: [] });
+    expect(await rig.state(message.id)).toMatchObject({ status: 'scheduled', attempts: 0, history: [] });
     expect(world.smtp.transactions).toBe(transactionsBefore);
     expect(rig.metrics.of('Released')).toBe(1);
   });
@@ -292,7 +292,7 @@ describe('the sender and the suppression list', () => {
     const records = await rig.receive({ waitSeconds: 3, max: 1 });
     const budget = attemptBudgetMs(TEST_SETTINGS.timing);
     await rig.run(records, rig.newHandler({ store: slow }), contextWithRemaining(budget + 500));
-    expect(await rig.state(message.id)).toMatchObject({ status: 'retrying', attempts: 0 });
+    expect(await rig.state(message.id)).toMatchObject({ status: 'scheduled', attempts: 0 });
     expect(rig.metrics.of('OutOfTime')).toBe(1);
     // No envelope was sent: nobody was left out of one yet.
     expect(rig.metrics.of('SuppressedRecipients')).toBe(0);

@@ -146,7 +146,8 @@ describe('the sender and the time its invocation has left', () => {
       expect(world.smtp.transactions).toBe(transactionsBefore);
       expect(rig.received(message.id)).toEqual([]);
       const released = await rig.state(message.id);
-      expect(released.status).toBe('retrying');
+      // Nothing failed: scheduled again (DESIGN §2, decision 0280).
+      expect(released.status).toBe('scheduled');
       expect(released.attempts).toBe(0);
       expect(released.lease_owner).toBeUndefined();
       expect(released.history.map((entry) => entry.outcome)).not.toContain('ambiguous');

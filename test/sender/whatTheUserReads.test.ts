@@ -20,6 +20,7 @@ import { TENANT } from './records.js';
 import {
   createSenderRig,
   getThroughApi,
+  rescheduleThroughApi,
   type SenderRig,
   type SenderWorld,
   smtpMailer,
@@ -230,7 +231,8 @@ describe('a claim given back without an attempt is no message.retrying (DESIGN ย
       }),
     });
     await runOnce(rig, rig.newHandler({ store: unreadable }));
-    expect(await rig.state(message.id)).toMatchObject({ attempts: 1 });
+    // A retrying message given back waits as retrying again (decision 0280).
+    expect(await rig.state(message.id)).toMatchObject({ status: 'retrying', attempts: 1 });
     expect(rig.metrics.of('Released')).toBe(1);
 
     // The copy is held back by the release: a second one, as the sweeper would put, sends it.
@@ -244,6 +246,49 @@ describe('a claim given back without an attempt is no message.retrying (DESIGN ย
       ['message.scheduled', 0],
       ['message.retrying', 1],
       ['message.sent', 2],
+    ]);
+  }, 30_000);
+});
+
+describe('a claim given back before its first attempt leaves the message scheduled (DESIGN ยง2: `retrying` is a transient failure, and none happened; ยง3 PATCH)', () => {
+  it('reads scheduled with no event, is rescheduled by PATCH (200), and is sent once at the new time', async () => {
+    const rig = await createSenderRig(world);
+    const message = await rig.putMessage();
+    await rig.dispatch(message);
+
+    // The suppression list cannot be read after the claim: the claim goes back, no attempt.
+    const real = new DynamoSenderStore(world.documents, world.tableName);
+    const unreadable = storeWith(real, {
+      suppressions: Object.assign(Object.create(real.suppressions), {
+        suppressedAmong: () => Promise.reject(new Error('throttled')),
+      }),
+    });
+    await runOnce(rig, rig.newHandler({ store: unreadable }));
+    expect(rig.metrics.of('Released')).toBe(1);
+    expect(await viewOf(rig, message.id)).toMatchObject({
+      status: 'scheduled',
+      attempts: 0,
+      last_error: null,
+    });
+
+    // Still waiting, never attempted: the user may move it (DESIGN ยง3: reschedule a scheduled message).
+    const later = new Date(rig.clock.now().getTime() + 3_600_000).toISOString();
+    const moved = await rescheduleThroughApi(world, message.id, rig.clock.now, { send_at: later });
+    expect(moved.status).toBe(200);
+    expect(moved.json).toMatchObject({ status: 'scheduled', send_at: later, rev: message.rev + 1 });
+
+    // The old copy is stale (its rev); the new one goes at the new time, once.
+    rig.clock.advance(3_600_000);
+    await rig.dispatch({ id: message.id, rev: message.rev + 1 });
+    await runOnce(rig);
+    await runOnce(rig);
+    expect(await rig.state(message.id)).toMatchObject({ status: 'sent', attempts: 1 });
+    expect(rig.accepted(message.id)).toHaveLength(1);
+
+    const events = await eventsOf(rig, message.id);
+    expect(events.map((event) => [event.type, eventData(event).status])).toEqual([
+      ['message.scheduled', 'scheduled'],
+      ['message.sent', 'sent'],
     ]);
   }, 30_000);
 });
