@@ -1,4 +1,5 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attemptBudgetMs } from '../../lambdas/core/sendTiming.js';
 import type { SenderStore } from '../../lambdas/ports/SenderStore.js';
@@ -6,6 +7,7 @@ import { messagePk } from '../../lambdas/store/messageRecord.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import { ITEM_SORT_KEY, KEY } from '../../lambdas/store/tableLayout.js';
 import { documentClient } from '../support/awsLocal.js';
+import { eventually } from '../support/eventually.js';
 import { bodyUpdatesFailing } from '../support/failingBodyWrites.js';
 import { putGroupHead } from './records.js';
 import {
@@ -108,6 +110,43 @@ describe('the sender when its own writes and reads fail', () => {
     expect((await rig.state(message.id)).status).toBe('sent');
     expect(rig.metrics.of('Sent')).toBe(1);
     expect(rig.accepted(message.id)).toHaveLength(1);
+  });
+
+  it("keeps a copy whose claim another sender's failed attempt beat for the short hide it is set to (shortRetrySeconds), and sends nothing", async () => {
+    // A short retry of its own, not SHORT_RETRY_SECONDS: the hide after a lost claim must read the setting.
+    const shortRetrySeconds = 3;
+    const rig = await createSenderRig(world, { settings: { shortRetrySeconds } });
+    world.smtp.script({ afterData: { code: 451, message: '4.3.0 Try again later' } }, {});
+    const message = await rig.putMessage();
+    await rig.dispatch(message);
+    await rig.dispatch(message);
+    const copies: SQSRecord[] = [];
+    await eventually(
+      'both copies of rev 1 received',
+      async () => {
+        copies.push(...(await rig.receive({ waitSeconds: 1, max: 2 })));
+        return copies.length === 2 ? true : undefined;
+      },
+      { withinMs: 15_000 },
+    );
+    const [first, second] = copies as [SQSRecord, SQSRecord];
+    const transactionsBefore = world.smtp.transactions;
+
+    // The first sender has read the record (scheduled); before its claim, another sender takes the
+    // second copy, reaches the relay and is deferred: the message is retrying, attempt 1.
+    const visibility = new RecordingVisibility(rig.urls.send);
+    const beaten = storeWith(store, {
+      async claim(input) {
+        await rig.run([second]);
+        return store.claim(input);
+      },
+    });
+    const response = await rig.run([first], rig.newHandler({ store: beaten, visibility }));
+
+    expect(await rig.state(message.id)).toMatchObject({ status: 'retrying', attempts: 1 });
+    expect(world.smtp.transactions).toBe(transactionsBefore + 1);
+    expect(response.batchItemFailures).toHaveLength(1);
+    expect(visibility.asked).toEqual([shortRetrySeconds]);
   });
 
   it('gives up only when the invocation is out of time: counts OutcomeWriteFailures and keeps the copy until the lease ends', async () => {
