@@ -37,7 +37,7 @@ export interface LocalStackOptions {
   readonly externalViewer?: { readonly smtpPort: number; readonly url: string };
   /** JVM tuning of DynamoDB Local: `fast-start` (default) or `peak` for long benchmark runs. */
   readonly dynamodbJvm?: 'fast-start' | 'peak';
-  /** How often the sweeper runs after the one at start. */
+  /** How often the sweeper runs after the one at start (which ready does not wait for). */
   readonly sweepIntervalMs?: number;
   /**
    * The front end's authorizer cache, as API Gateway's `resultsCacheTtl` (0: the authorizer at every
@@ -142,7 +142,11 @@ export interface LocalStack {
   coldInvocations(): Readonly<Record<SandboxedFunctionName | 'events' | 'webhooks', number>>;
   /** Resolves once the relay's stream and the send queue have nothing visible left to hand over. */
   idle(): Promise<void>;
-  /** Runs the sweeper once now (what its timer does every `sweepIntervalMs`). */
+  /**
+   * Resolves once a whole sweeper run that started after this call has ended (what its timer does
+   * every `sweepIntervalMs`): now, or after the run under way (the start's own is not awaited before
+   * ready), so it reads everything written before the call.
+   */
   sweep(): Promise<void>;
   stop(): Promise<void>;
 }

@@ -6,10 +6,15 @@ import type { FunctionSandboxes, FunctionTimeout } from './runners/functionSandb
 export const DEFAULT_SWEEP_INTERVAL_MS = 30_000;
 
 export interface PeriodicSweep {
-  /** Runs the sweeper now, or joins the run under way. */
+  /**
+   * A whole sweeper run that starts after this call: now, or once the run under way ends (every
+   * caller that asked meanwhile shares that next run). A caller that wrote something and then asks
+   * is answered by a run that read it. Once `stop()` is called nothing runs.
+   */
   runOnce(): Promise<void>;
+  /** Runs the sweeper every `intervalMs`; a tick while a run is under way joins it. */
   start(intervalMs: number): void;
-  /** Stops the timer and waits for a run under way. */
+  /** Stops the timer and waits for the run under way (and one asked for, if it started). */
   stop(): Promise<void>;
 }
 
@@ -28,41 +33,60 @@ export function periodicSweep(
   options: { readonly queueEmptiedAt?: Date } = {},
 ): PeriodicSweep {
   let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  /** The run under way. */
   let running: Promise<void> | undefined;
+  /** The run the callers who asked while one was under way wait for, once that one ends. */
+  let next: Promise<void> | undefined;
   let emptied = options.queueEmptiedAt;
-  const runOnce = async (): Promise<void> => {
-    if (!sweeper) return;
-    if (running) return running;
-    running = (async () => {
-      try {
-        const told = emptied;
-        const event = told === undefined ? scheduledEvent() : { queueEmptiedAt: told.toISOString() };
-        const outcome = await sweeper.invoke(0, event);
-        if (outcome.kind === 'returned') emptied = undefined;
-        if (outcome.kind === 'threw') {
-          log(`sweeper: ${outcome.error.name}: ${outcome.error.message}`);
-        } else if (outcome.kind === 'timedOut') {
-          onTimeout({
-            functionName: sweeper.name,
-            startedAt: outcome.startedAt,
-            killedAt: outcome.killedAt,
-            records: 0,
-          });
-        }
-      } finally {
-        running = undefined;
-      }
-    })();
-    return running;
+  const sweepNow = async (sweeper: Pick<FunctionSandboxes, 'name' | 'invoke'>): Promise<void> => {
+    const told = emptied;
+    const event = told === undefined ? scheduledEvent() : { queueEmptiedAt: told.toISOString() };
+    const outcome = await sweeper.invoke(0, event);
+    if (outcome.kind === 'returned') emptied = undefined;
+    if (outcome.kind === 'threw') {
+      log(`sweeper: ${outcome.error.name}: ${outcome.error.message}`);
+    } else if (outcome.kind === 'timedOut') {
+      onTimeout({
+        functionName: sweeper.name,
+        startedAt: outcome.startedAt,
+        killedAt: outcome.killedAt,
+        records: 0,
+      });
+    }
+  };
+  // A run never overlaps another: one starts only when none is under way.
+  const run = (): Promise<void> => {
+    if (!sweeper || stopped) return Promise.resolve();
+    const current = sweepNow(sweeper).finally(() => {
+      if (running === current) running = undefined;
+    });
+    running = current;
+    return current;
+  };
+  const runOnce = (): Promise<void> => {
+    const under = running;
+    if (under === undefined) return run();
+    next ??= under
+      .catch(() => undefined)
+      .then(() => {
+        next = undefined;
+        // A run another caller started once this one ended also started after the ask.
+        return running ?? run();
+      });
+    return next;
   };
   return {
     runOnce,
     start(intervalMs: number) {
-      timer = setInterval(() => void runOnce(), intervalMs);
+      const tick = () => (running ?? run()).catch((error: unknown) => log(`sweeper: ${String(error)}`));
+      timer = setInterval(() => void tick(), intervalMs);
       timer.unref();
     },
     async stop() {
+      stopped = true;
       clearInterval(timer);
+      await next;
       await running;
     },
   };

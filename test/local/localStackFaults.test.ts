@@ -1,3 +1,5 @@
+import { fileURLToPath } from 'node:url';
+import { BroadcastChannel } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
@@ -10,8 +12,10 @@ import {
 import type { SqsRunner } from '../../local/runners/sqsRunner.js';
 import type { FireEvent } from '../../local/scheduler/startSchedulerEmulator.js';
 import { eventually } from '../support/eventually.js';
+import { HELD_SWEEPS_CHANNEL } from './fixtures/heldSweeps.js';
 
 const API_KEY = 'pd_local-stack-faults-key-01';
+const HELD_SWEEPS = fileURLToPath(new URL('./fixtures/heldSweeps.ts', import.meta.url));
 
 /**
  * The chaos run's hooks into the local stack: Scheduler faults passed through to the emulator, a
@@ -46,7 +50,8 @@ describe('the local stack with scheduler faults and an external sender', () => {
       sender: 'external',
       schedulerFaults: { fireTwice: () => true, delayMs: () => 700 },
       onScheduleFire: (event) => fires.push(event),
-      // A sweep takes longer than 1 ms: the one at start is killed, and reported.
+      // A sweep takes longer than 1 ms: the one at start is killed, and reported (ready does not
+      // wait for that run).
       functionTimeoutsMs: { sweeper: 1 },
       onFunctionTimeout: (kill) => kills.push(kill),
     });
@@ -54,6 +59,7 @@ describe('the local stack with scheduler faults and an external sender', () => {
     const readiness = await running.readiness();
     expect(readiness.parts.senderEventSource).toBe('external');
     expect(running.functions).toMatchObject({ relay: 'loaded', sender: 'loaded', sweeper: 'loaded' });
+    await eventually("the start's sweep killed and reported", () => kills.length > 0);
     expect(kills).toEqual([
       { functionName: 'sweeper', startedAt: expect.any(Number), killedAt: expect.any(Number), records: 0 },
     ]);
@@ -113,4 +119,45 @@ describe('the local stack with scheduler faults and an external sender', () => {
     expect(copies).toHaveLength(1);
     expect(senderKills).toEqual([]);
   }, 90_000);
+});
+
+/**
+ * A first sweep that takes long (a big table, a loaded machine, DynamoDB Local's JVM not yet warm)
+ * does not hold up ready (issue 32): the stack answers while it runs, a sweep asked for meanwhile is
+ * a run of its own after it, and `stop()` waits for the run under way.
+ */
+describe('the local stack while its first sweep is under way', () => {
+  const channel = new BroadcastChannel(HELD_SWEEPS_CHANNEL);
+  const heard: string[] = [];
+  channel.onmessage = (event) => heard.push(String((event as MessageEvent).data));
+  let stack: LocalStack | undefined;
+  afterAll(async () => {
+    channel.postMessage('release');
+    await stack?.stop();
+    channel.close();
+  });
+
+  it('says ready while its first sweep runs; a sweep asked for then, and stop(), wait for it', async () => {
+    const kills: FunctionTimeoutKill[] = [];
+    stack = await startLocalStack({
+      config: loadConfig({ POSTDATE_API_KEY: API_KEY }, 'local'),
+      ports: ANY_FREE_PORTS,
+      quiet: true,
+      // Every request of a sweep waits until this test lets it go; a stack that waited for its first
+      // sweep would say ready only once the sweep was killed at this timeout.
+      functionPreload: [HELD_SWEEPS],
+      functionTimeoutsMs: { sweeper: 60_000 },
+      onFunctionTimeout: (kill) => kills.push(kill),
+    });
+    const running = stack;
+    await eventually('the first sweep waiting on its first request', () => heard.includes('held'));
+    expect(kills).toEqual([]);
+    expect((await fetch(`${running.apiUrl}/health`)).status).toBe(200);
+
+    const asked = running.sweep();
+    channel.postMessage('release');
+    await asked;
+    await running.stop();
+    expect(kills).toEqual([]);
+  }, 180_000);
 });
