@@ -301,13 +301,17 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     });
     if (sweeper) {
       started.push({ name: 'the sweeper', stop: () => sweep.stop() });
-      // The first run is not awaited: ready does not wait for it (about 1 s of the start, issue 32).
-      // Nothing asked of a ready stack needs it done: a caller's `sweep()` is a run that starts after
-      // the ask, and a told run replaces a lost copy with the delay left (0264). A kill or a throw is
-      // reported as every run's; stop() waits for it.
-      sweep.runOnce().catch((error: unknown) => {
-        log(`sweeper: ${error instanceof Error ? error.message : String(error)}`);
-      });
+      // A kept table (a restart on POSTDATE_DATA_DIR) is swept at once, not awaited: ready does not
+      // wait for it (about 1 s of the start, issue 32). Nothing asked of a ready stack needs it done:
+      // a caller's `sweep()` is a run that starts after the ask, and a told run replaces a lost copy
+      // with the delay left (0264). A kill or a throw is reported as every run's; stop() waits for
+      // it. A table this start made holds nothing to sweep: its first run comes with the interval, so
+      // that it takes no CPU from the first messages (decision 0279).
+      if (table.existed) {
+        sweep.runOnce().catch((error: unknown) => {
+          log(`sweeper: ${error instanceof Error ? error.message : String(error)}`);
+        });
+      }
       sweep.start(options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS);
     }
 
