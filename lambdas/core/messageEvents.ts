@@ -76,10 +76,10 @@ export interface StatusChange {
  * newer version of its group) or a MODIFY whose status changed, unless the new status is `sending`.
  * A MODIFY that keeps the status (a reschedule, a lease taken over, a sweep) and a REMOVE (TTL) are
  * no event. Nor is a claim given back (decisions 0223, 0280): a move into `retrying` whose `attempts`
- * did not grow — the relay found down, a throttle, a read that failed, too little time — or a
- * scheduled message's claim given back into `scheduled` is no attempt (DESIGN
- * §2: "a copy handed back unsent … is no attempt") and no outcome; `message.retrying` says that an
- * attempt failed and another will follow. The view keeps its `last_error`; a later event carries it.
+ * did not grow (the relay found down, a throttle, a read that failed, too little time), or back into
+ * `scheduled` from `sending`, is no attempt (DESIGN §2: "a copy handed back unsent … is no attempt")
+ * and no outcome; `message.retrying` says that an attempt failed and another will follow. The view
+ * keeps its `last_error`; a later event carries it.
  */
 export function deriveStatusChange(change: ImageChange): StatusChange | null {
   const { after, before } = change;

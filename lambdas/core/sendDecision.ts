@@ -16,10 +16,9 @@ import { dueAtIsTheSweepers } from './sweepDecision.js';
 
 /**
  * The two decisions that carry the promise (DESIGN §2, §5), as pure functions: whether a queue copy
- * may go on to a send (`admitCopy`, then `interruptedAttemptBecomes`, `claimTerms`, `givenBackStatus`,
- * `bodyFault`),
- * and what one attempt's outcome makes of the message (`decideOutcome`, `retryAtOf`); the attempt
- * limit both obey is `attemptsExhausted`. What must not
+ * may go on to a send (`admitCopy`, then `interruptedAttemptBecomes`, `claimTerms`, `bodyFault`, and
+ * `givenBackStatus` for a claim given back), and what one attempt's outcome makes of the message
+ * (`decideOutcome`, `retryAtOf`); the attempt limit both obey is `attemptsExhausted`. What must not
  * go out at all is lambdas/core/unsentDecision.ts. The sender runs the I/O around them.
  */
 
