@@ -29,8 +29,14 @@ export const STATUS_WORDS: Readonly<Record<MessageStatus, (id: string) => string
     "every recipient was on the tenant's suppression list at send time, so nothing was sent: `postdate suppressions list`",
   unknown: (id) =>
     'the relay may or may not have accepted it (ambiguous outcome, policy "hold"): search the relay\'s ' +
-    `logs for its Message-ID; if it never arrived, \`postdate messages retry ${id}\`, else leave it`,
+    `logs for its Message-ID; if it never arrived, \`postdate messages retry ${id}\`; if it did, ` +
+    `\`postdate messages discard ${id}\` (it stops waiting)`,
 };
+
+/** A waiting message an operator discarded (lambdas/core/messageLifetime.ts `discardedAt`): decided. */
+export function discardedInWords(): string {
+  return 'discarded by an operator: it waits for nobody any more and expires with the retention period (a retry would still send it)';
+}
 
 /**
  * What the status says of this message now. A `sending` one's lease is read against the clock: one
