@@ -15,7 +15,9 @@ import { isPaused, type PauseState } from '../lambdas/core/relayBreaker.js';
 export const STATUS_WORDS: Readonly<Record<MessageStatus, (id: string) => string>> = {
   scheduled: () => 'accepted, waiting for its send time (in the scheduler or delayed in SQS)',
   sending: () => 'leased by a sender right now; the outcome is written when the SMTP exchange ends',
-  retrying: () => 'a transient failure; the queue copy comes back after backoff with jitter',
+  retrying: () =>
+    'waiting to be tried again: after a backoff with jitter, or, while no relay takes mail (an outage, a refused ' +
+    'login or TLS), until its breaker closes, no attempt counted (`postdate sending status`)',
   sent: () => 'the SMTP relay accepted it (250 after DATA)',
   failed: (id) =>
     `permanent failure (5xx, or invalid content): fix the cause, then \`postdate messages retry ${id}\``,
@@ -29,8 +31,14 @@ export const STATUS_WORDS: Readonly<Record<MessageStatus, (id: string) => string
     "every recipient was on the tenant's suppression list at send time, so nothing was sent: `postdate suppressions list`",
   unknown: (id) =>
     'the relay may or may not have accepted it (ambiguous outcome, policy "hold"): search the relay\'s ' +
-    `logs for its Message-ID; if it never arrived, \`postdate messages retry ${id}\`, else leave it`,
+    `logs for its Message-ID; if it never arrived, \`postdate messages retry ${id}\`; if it did, ` +
+    `\`postdate messages discard ${id}\` (it stops waiting)`,
 };
+
+/** A waiting message an operator discarded (lambdas/core/messageLifetime.ts `discardedAt`): decided. */
+export function discardedInWords(): string {
+  return 'discarded by an operator: it waits for nobody any more and expires with the retention period (a retry would still send it)';
+}
 
 /**
  * What the status says of this message now. A `sending` one's lease is read against the clock: one
@@ -67,8 +75,9 @@ export const ERROR_CLASS_WORDS: Readonly<Record<ErrorClass, string>> = {
     'temporary: retried with exponential backoff and full jitter, then the DLQ after the last attempt',
   permanent: 'permanent: the relay refused it for good (5xx); not retried until an operator retries it',
   config:
-    'our SMTP configuration is wrong (credentials, TLS or a sender the relay does not allow): retried with a ' +
-    'long backoff and alarmed; fix the configuration and the messages go out by themselves',
+    'our SMTP configuration is wrong (credentials, TLS or a sender the relay does not allow), alarmed: a refused ' +
+    "login or TLS holds every message behind the relay's breaker (no attempt), a refused sender retries it with " +
+    'a long backoff; fix the configuration and the messages go out by themselves',
   ambiguous:
     'ambiguous: the connection broke after the body was sent, so the relay may have the message; ' +
     'policy "retry" retries it (receivers can dedupe by Message-ID), policy "hold" makes it unknown',

@@ -6,7 +6,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type RetryResult, retryMessage } from '../lambdas/api/routes/messages.js';
 import type { ShardPosition } from '../lambdas/core/listPages.js';
-import { retentionRanOut } from '../lambdas/core/messageLifetime.js';
+import { discardedAt, retentionRanOut } from '../lambdas/core/messageLifetime.js';
 import { isMessageStatus, MESSAGE_STATUSES, type MessageStatus } from '../lambdas/core/messageStatus.js';
 import type { ApiStore, TransitionResult } from '../lambdas/ports/ApiStore.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
@@ -17,6 +17,7 @@ import { readStateRecord } from '../lambdas/store/stateReads.js';
 import { NotFoundError, UsageError, withNextStep } from './cliErrors.js';
 import { assertMessageIds } from './deadLetters/chosenIds.js';
 import {
+  discardedInWords,
   ERROR_CLASS_WORDS,
   heldInWords,
   messageIdHeader,
@@ -67,6 +68,8 @@ export interface MessageRow {
   readonly attempts: number;
   readonly last_error: MessageStateRecord['last_error'];
   readonly tags: Readonly<Record<string, string>>;
+  /** When an operator discarded it, while it stays discarded (core/messageLifetime.ts `discardedAt`). */
+  readonly discarded_at: string | null;
 }
 
 // ---------------------------------------------------------------------------------------------- list
@@ -150,7 +153,12 @@ function listColumns(now: Date): Column<MessageRow>[] {
   return [
     { header: 'ID', value: (row) => row.id },
     { header: 'TENANT', value: (row) => row.tenant },
-    { header: 'STATUS', value: (row) => row.status, tone: (row) => statusTone(row.status) },
+    {
+      // A discarded one is decided: told apart from one still waiting (runbook procedure 2, Verify).
+      header: 'STATUS',
+      value: (row) => (row.discarded_at === null ? row.status : `${row.status} (discarded)`),
+      tone: (row) => statusTone(row.status),
+    },
     { header: 'REV', value: (row) => String(row.rev), align: 'right' },
     { header: 'ATTEMPTS', value: (row) => String(row.attempts), align: 'right' },
     { header: 'SEND AT', value: (row) => row.send_at },
@@ -252,7 +260,7 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
     },
     message_id_header: messageIdHeader(state.id, deps.messageIdDomain),
     explanation: {
-      status: statusInWords(state, deps.now()),
+      status: discardedAt(state) === undefined ? statusInWords(state, deps.now()) : discardedInWords(),
       last_error: error === null ? null : errorInWords(error),
       held: WAITING.has(state.status) ? await heldBy(deps, state) : null,
     },
@@ -275,6 +283,7 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
           ['quiet hours', m.quiet_hours ? `${m.quiet_hours.start}–${m.quiet_hours.end} ${m.time_zone}` : '-'],
         ] as const)),
     ['not after', m.not_after ?? '-'],
+    ...(m.discarded_at ? ([['discarded', m.discarded_at]] as const) : []),
     ['created', m.created_at],
     ['updated', m.updated_at],
     ...(m.sent_at ? ([['sent', m.sent_at]] as const) : []),
@@ -539,6 +548,7 @@ function toRow(state: MessageStateRecord): MessageRow {
     attempts: state.attempts ?? 0,
     last_error: state.last_error ?? null,
     tags: state.tags ?? {},
+    discarded_at: discardedAt(state) ?? null,
   };
 }
 

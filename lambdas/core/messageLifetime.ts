@@ -41,6 +41,25 @@ export function mayBeTakenBack(status: MessageStatus): boolean {
 }
 
 /**
+ * When an operator discarded this message (`messages discard`, `dlq drop`), if it is discarded now:
+ * a live-side message waiting for an operator carries a TTL only after a discard (above), and a
+ * retry or a redrive takes the TTL off but leaves `discarded_at` behind, so the stamp alone says
+ * nothing. Undefined for every other message.
+ */
+export function discardedAt(message: {
+  readonly status: MessageStatus;
+  readonly tenant: string;
+  readonly expires_at?: number | undefined;
+  readonly discarded_at?: string | undefined;
+}): string | undefined {
+  return isWaitingForOperator(message.status) &&
+    isLiveSide(message.tenant) &&
+    message.expires_at !== undefined
+    ? message.discarded_at
+    : undefined;
+}
+
+/**
  * Whether a record's retention has run out at `now` (its TTL has passed). DynamoDB deletes such an
  * item some time after (within days), the state record and the body each on its own, and S3 the
  * attachments by its own clock: a record still read is one being deleted, perhaps without its body.

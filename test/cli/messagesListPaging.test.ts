@@ -91,6 +91,7 @@ describe('postdate messages list --json over many pages', () => {
       [
         'attempts',
         'created_at',
+        'discarded_at',
         'id',
         'last_error',
         'rev',

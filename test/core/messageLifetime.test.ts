@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   bodyOrphaned,
+  discardedAt,
   expiresAtAfter,
   lifetimeChange,
   mayBeDeleted,
@@ -294,5 +295,23 @@ describe('mayBeDeleted', () => {
       expect({ age, gone: mayBeDeleted(created, now, RETENTION_DAYS) }).toEqual({ age, gone });
       expect(bodyOrphaned(created, now, RETENTION_DAYS)).toBe(gone);
     }
+  });
+});
+
+describe('discardedAt: whether an operator discarded a message, now', () => {
+  const stamp = '2026-12-06T05:00:00.000Z';
+  it('is the stamp of a live-side waiting message with a TTL: only a discard gives it one', () => {
+    for (const status of MESSAGE_STATUSES.filter(isWaitingForOperator)) {
+      expect(discardedAt({ status, tenant: 'acme', expires_at: 1, discarded_at: stamp })).toBe(stamp);
+    }
+  });
+  it('is undefined once a retry or a redrive took the TTL off (the stamp stays behind), for a final status, and on the test side', () => {
+    expect(discardedAt({ status: 'unknown', tenant: 'acme', discarded_at: stamp })).toBeUndefined();
+    expect(
+      discardedAt({ status: 'sent', tenant: 'acme', expires_at: 1, discarded_at: stamp }),
+    ).toBeUndefined();
+    expect(
+      discardedAt({ status: 'failed', tenant: 'acme.test', expires_at: 1, discarded_at: stamp }),
+    ).toBeUndefined();
   });
 });

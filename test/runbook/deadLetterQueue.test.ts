@@ -13,8 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
-import { runBin } from '../cli/cliFixtures.js';
 import { eventually } from '../support/eventually.js';
+import { enqueue, operatorCli, shownMessage } from './operatorShell.js';
 
 describe('runbook procedure 1: a dead message in the DLQ', () => {
   let broken = true;
@@ -61,36 +61,10 @@ describe('runbook procedure 1: a dead message in the DLQ', () => {
     await new Promise<void>((resolve) => (relay ? relay.close(() => resolve()) : resolve()));
   });
 
-  async function postdate(...args: string[]): Promise<{ stdout: string; code: number }> {
-    return runBin(['--table', stack.tableName, ...args], {
-      AWS_ENDPOINT_URL_DYNAMODB: stack.dynamodbEndpoint,
-      AWS_ENDPOINT_URL_SQS: stack.sqsEndpoint,
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-      AWS_REGION: 'us-east-1',
-      POSTDATE_SEND_DLQ_URL: stack.queueUrls.sendDeadLetter,
-      POSTDATE_SEND_QUEUE_URL: stack.queueUrls.send,
-      POSTDATE_MAX_ATTEMPTS: '1',
-    });
-  }
-
-  async function status(id: string): Promise<string> {
-    const { stdout } = await postdate('--json', 'messages', 'show', id);
-    return (JSON.parse(stdout) as { message: { status: string } }).message.status;
-  }
-
   it('walks steps 1, 2, 4 and Verify', async () => {
-    const answer = await fetch(`${stack.apiUrl}/v1/messages`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${stack.apiKey}`,
-        'content-type': 'application/json',
-        'idempotency-key': 'runbook-dead-1',
-      },
-      body: JSON.stringify({ to: ['ada@example.com'], subject: 'Dead', text: 'Hello.' }),
-    });
-    expect(answer.status).toBe(202);
-    const { id } = (await answer.json()) as { id: string };
+    const postdate = operatorCli(stack, { bin: true });
+    const status = async (id: string) => (await shownMessage(postdate, id)).status;
+    const id = await enqueue(stack, 'runbook-dead-1', { subject: 'Dead' });
     await eventually('the message dead', async () => (await status(id)) === 'dead', { withinMs: 30_000 });
 
     // Step 1: what is there.

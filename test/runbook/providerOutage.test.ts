@@ -14,8 +14,8 @@ import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { type RelayOutage, startRelayOutage } from '../../local/smtp/relayOutage.js';
 import { type SmtpSink, startSmtpSink } from '../../local/smtp/smtpSink.js';
-import { runMain } from '../cli/cliFixtures.js';
 import { eventually } from '../support/eventually.js';
+import { enqueue, operatorCli } from './operatorShell.js';
 
 const PROBE_SECONDS = 1;
 
@@ -45,44 +45,10 @@ describe('runbook procedure 5: a provider outage, pausing and resuming sending',
     await sink?.stop();
   });
 
-  /**
-   * `npx postdate …` against this stack: its table and emulators, as `--stack` would name them. The
-   * CLI's main in this process (`runMain`): the stack takes nothing from process.env (local/localStack.ts).
-   */
-  async function postdate(...args: string[]): Promise<{ stdout: string; code: number }> {
-    return runMain(['--table', stack.tableName, ...args], {
-      AWS_ENDPOINT_URL_DYNAMODB: stack.dynamodbEndpoint,
-      AWS_ENDPOINT_URL_SQS: stack.sqsEndpoint,
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-      AWS_REGION: 'us-east-1',
-      POSTDATE_SEND_DLQ_URL: stack.queueUrls.sendDeadLetter,
-      POSTDATE_SEND_QUEUE_URL: stack.queueUrls.send,
-    });
-  }
-
-  async function enqueue(key: string): Promise<string> {
-    const answer = await fetch(`${stack.apiUrl}/v1/messages`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${stack.apiKey}`,
-        'content-type': 'application/json',
-        'idempotency-key': key,
-      },
-      body: JSON.stringify({
-        to: ['ada@example.com'],
-        subject: 'Outage',
-        text: 'Hello.',
-        tags: { kind: 'welcome' },
-      }),
-    });
-    expect(answer.status).toBe(202);
-    return ((await answer.json()) as { id: string }).id;
-  }
-
   it('walks steps 1 to 4 and Verify', async () => {
     await relay.set('down');
-    const id = await enqueue('runbook-outage-1');
+    const postdate = operatorCli(stack);
+    const id = await enqueue(stack, 'runbook-outage-1', { subject: 'Outage', tags: { kind: 'welcome' } });
 
     // Step 1: the breakers; reconcile exits 1 while no relay takes mail. However many probes failed,
     // the next is due one interval after the last failure, which was written before this read: never

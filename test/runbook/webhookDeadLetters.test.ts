@@ -1,0 +1,246 @@
+/**
+ * docs/runbook.md procedure 7 (`WebhookDeadLetterQueueNotEmpty`), walked as the on-call operator
+ * walks it, on the local stack with a real endpoint (an HTTP server of this test's) and the AWS CLI's
+ * own `aws sqs` commands against the stack's SQS emulator.
+ *
+ * How copies get there, for real: not through a failing endpoint (its deliveries are retried by
+ * their own schedule and end `failed`: procedure 7's Outcome), but through a failure on our side,
+ * here DynamoDB Local stopped (SIGSTOP), so that the delivery function cannot read a delivery and
+ * fails its copy; the queue's redrive policy then moves it to the webhook DLQ. Compressed in one
+ * place only: the webhook queue's `maxReceiveCount` is set to 1 (SetQueueAttributes) instead of the
+ * deployed 20 receives over 41 to 89 minutes (lib/webhookLayout.ts). The endpoint fails meanwhile
+ * too, so every delivery has attempts behind it; it is fixed before the redrive.
+ *
+ * Step 1's CloudFormation query is AWS's (locally the DLQ is found by its name), step 2 is `aws logs`
+ * (not local); step 3's `start-message-move-task` and Verify's `get-queue-attributes` run as written.
+ * Verify: the DLQ empty, no delivery pending long overdue, and each event at the endpoint, signed by
+ * Standard Webhooks with the endpoint's secret: none lost.
+ */
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../lambdas/core/config.js';
+import { WEBHOOK_QUEUE } from '../../lib/webhookLayout.js';
+import { ANY_FREE_PORTS } from '../../local/localEnv.js';
+import { LOCAL_RESOURCES } from '../../local/localResources.js';
+import { type LocalStack, startLocalStack } from '../../local/localStack.js';
+import { eventually } from '../support/eventually.js';
+import { type Received, startReceiver } from '../webhooks/webhookHarness.js';
+import { enqueue } from './operatorShell.js';
+
+describe('runbook procedure 7: webhook copies in their DLQ', () => {
+  let broken = true;
+  let stack: LocalStack;
+  let hook: Awaited<ReturnType<typeof startReceiver>>;
+  /** DynamoDB Local's pid while this test has it stopped (SIGCONT in afterAll whatever happens). */
+  let stopped: number | undefined;
+
+  beforeAll(async () => {
+    hook = await startReceiver(() => (broken ? 503 : 200));
+    stack = await startLocalStack({
+      config: loadConfig({ POSTDATE_API_KEY: 'pd_runbook-webhook-dlq-01' }, 'local'),
+      ports: ANY_FREE_PORTS,
+      quiet: true,
+      // Retries after 0–0.2 s, 0–0.4 s, … instead of 0–5 s, 0–10 s (decision 0273).
+      webhookRetryBaseMs: 200,
+    });
+  }, 90_000);
+
+  afterAll(async () => {
+    if (stopped !== undefined) process.kill(stopped, 'SIGCONT');
+    await stack?.stop();
+    await hook?.close();
+  });
+
+  /**
+   * `aws …` as the runbook writes it, against the stack's SQS emulator (`--endpoint-url` added: the
+   * AWS CLI v1 here reads no AWS_ENDPOINT_URL_SQS); answers stdout.
+   */
+  async function aws(...args: string[]): Promise<string> {
+    const { stdout } = await promisify(execFile)('aws', [...args, '--endpoint-url', stack.sqsEndpoint], {
+      env: {
+        ...process.env,
+        AWS_ACCESS_KEY_ID: 'local',
+        AWS_SECRET_ACCESS_KEY: 'local',
+        AWS_REGION: 'us-east-1',
+        AWS_DEFAULT_REGION: 'us-east-1',
+      },
+      timeout: 60_000,
+    });
+    return stdout.trim();
+  }
+
+  const api = async (path: string, init: { method?: string; body?: unknown } = {}) => {
+    const response = await fetch(`${stack.apiUrl}${path}`, {
+      method: init.method ?? 'GET',
+      headers: { authorization: `Bearer ${stack.apiKey}`, 'content-type': 'application/json' },
+      ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+    });
+    // biome-ignore lint/suspicious/noExplicitAny: the test reads answers by their documented shape
+    return { status: response.status, json: (await response.json()) as Record<string, any> };
+  };
+
+  interface Delivery {
+    readonly id: string;
+    readonly event_id: string;
+    readonly status: string;
+    readonly attempts: number;
+    readonly next_attempt_at: string | null;
+  }
+  const deliveries = async (endpoint: string, status?: string): Promise<Delivery[]> =>
+    (await api(`/v1/webhooks/${endpoint}/deliveries${status ? `?status=${status}` : ''}`)).json.items;
+
+  /** DynamoDB Local of this stack: the java child of this process listening on its port. */
+  function dynamodbPid(): number {
+    const lines = execFileSync('ps', ['--ppid', String(process.pid), '-o', 'pid=,args='], {
+      encoding: 'utf8',
+    });
+    const line = lines
+      .split('\n')
+      .find((entry) => /\bjava\b/.test(entry) && entry.includes(`-port ${stack.ports.dynamodb}`));
+    if (line === undefined)
+      throw new Error(`no DynamoDB Local on port ${stack.ports.dynamodb} among:\n${lines}`);
+    return Number(line.trim().split(/\s+/)[0]);
+  }
+
+  it('walks steps 1, 3 and Verify: every event arrives once the endpoint works and the DLQ is redriven, signed', async () => {
+    const created = await api('/v1/webhooks', { method: 'POST', body: { url: hook.url('/hook') } });
+    expect(created.status).toBe(201);
+    const endpoint = String(created.json.id);
+    const secret = String(created.json.secret);
+    await enqueue(stack, 'runbook-webhook-dlq-1');
+    // The endpoint fails each delivery (message.scheduled and message.sent): pending, retried.
+    await eventually(
+      'both deliveries attempted and failing',
+      async () => {
+        const items = await deliveries(endpoint);
+        return items.length === 2 && items.every((d) => d.status === 'pending' && d.attempts >= 1)
+          ? items
+          : undefined;
+      },
+      { withinMs: 60_000 },
+    );
+
+    // Our side fails: DynamoDB stopped, each copy kept once is moved to the DLQ by the redrive policy.
+    const queueUrl = stack.functionEnvironment.POSTDATE_WEBHOOK_QUEUE_URL as string;
+    const deadLetterName = `${LOCAL_RESOURCES.queuePrefix}-${WEBHOOK_QUEUE.deadLetter.logicalName}`;
+    const deadLetterUrl = await aws(
+      'sqs',
+      'get-queue-url',
+      '--queue-name',
+      deadLetterName,
+      '--query',
+      'QueueUrl',
+      '--output',
+      'text',
+    );
+    const deadLetterArn = await aws(
+      'sqs',
+      'get-queue-attributes',
+      '--queue-url',
+      deadLetterUrl,
+      '--attribute-names',
+      'QueueArn',
+      '--query',
+      'Attributes.QueueArn',
+      '--output',
+      'text',
+    );
+    await aws(
+      'sqs',
+      'set-queue-attributes',
+      '--queue-url',
+      queueUrl,
+      '--attributes',
+      JSON.stringify({
+        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: deadLetterArn, maxReceiveCount: 1 }),
+      }),
+    );
+    stopped = dynamodbPid();
+    process.kill(stopped, 'SIGSTOP');
+    const depth = async () =>
+      Number(
+        await aws(
+          'sqs',
+          'get-queue-attributes',
+          '--queue-url',
+          deadLetterUrl,
+          '--attribute-names',
+          'ApproximateNumberOfMessages',
+          '--query',
+          'Attributes.ApproximateNumberOfMessages',
+          '--output',
+          'text',
+        ),
+      );
+    await eventually('both copies in the webhook DLQ', async () => (await depth()) === 2 || undefined, {
+      withinMs: 120_000,
+      everyMs: 1000,
+    });
+    process.kill(stopped, 'SIGCONT');
+    stopped = undefined;
+    const postsBefore = hook.received.length;
+    // Pending, unattempted since: nothing moves while the copies are in the DLQ.
+    const waiting = await deliveries(endpoint, 'pending');
+    expect(waiting).toHaveLength(2);
+
+    // Step 1 (its CloudFormation query is AWS's; here the DLQ by its name, above): the ARN as written.
+    const WDLQ = deadLetterUrl;
+    const WDLQ_ARN = await aws(
+      'sqs',
+      'get-queue-attributes',
+      '--queue-url',
+      WDLQ,
+      '--attribute-names',
+      'QueueArn',
+      '--query',
+      'Attributes.QueueArn',
+      '--output',
+      'text',
+    );
+    expect(WDLQ_ARN).toMatch(/^arn:aws:sqs:.*:postdate-webhooks-dlq$/);
+    expect(hook.received.length).toBe(postsBefore);
+
+    // The cause fixed (DynamoDB back, the endpoint answers). Step 3: redrive to the source queue.
+    broken = false;
+    const task = await aws('sqs', 'start-message-move-task', '--source-arn', WDLQ_ARN);
+    expect(task).toMatch(/TaskHandle/);
+
+    // Verify.
+    await eventually('the webhook DLQ empty', async () => (await depth()) === 0 || undefined, {
+      withinMs: 30_000,
+    });
+    const delivered = await eventually(
+      'every delivery delivered',
+      async () => {
+        const items = await deliveries(endpoint);
+        return items.every((d) => d.status === 'delivered') ? items : undefined;
+      },
+      { withinMs: 60_000 },
+    );
+    expect(await deliveries(endpoint, 'pending')).toEqual([]);
+    // Each event at the endpoint with a 2xx, signed with the endpoint's secret (Standard Webhooks).
+    const answered = hook.received.slice(postsBefore);
+    const verified = (request: Received) => {
+      try {
+        new Webhook(secret).verify(request.raw, {
+          'webhook-id': String(request.headers['webhook-id']),
+          'webhook-timestamp': String(request.headers['webhook-timestamp']),
+          'webhook-signature': String(request.headers['webhook-signature']),
+        });
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const unsigned = answered.filter((request) => !verified(request));
+    expect(
+      unsigned.map((request) => String(request.headers['webhook-id'])),
+      'not signed with the secret',
+    ).toEqual([]);
+    expect(new Set(answered.map((request) => String(request.headers['webhook-id'])))).toEqual(
+      new Set(delivered.map((d) => d.event_id)),
+    );
+  }, 240_000);
+});
