@@ -52,8 +52,11 @@ export interface MessagesDeps {
   readonly retentionDays: number;
   /** POSTDATE_MAX_ATTEMPTS: the attempts a retried message gets, as the API gives them. */
   readonly maxAttempts: number;
-  /** POSTDATE_MESSAGE_ID_DOMAIN, to show the Message-ID to search the relay's logs for. */
-  readonly messageIdDomain: string;
+  /**
+   * POSTDATE_MESSAGE_ID_DOMAIN, to show the Message-ID to search the relay's logs for; undefined when
+   * the stack's is not known here (cli/postdate.ts `messagesDeps`): no Message-ID is guessed.
+   */
+  readonly messageIdDomain: string | undefined;
 }
 
 /** One message as the CLI shows it: the API's fields plus the tenant (operators see every tenant). */
@@ -206,7 +209,8 @@ export interface ShowReport {
     readonly metadata: Readonly<Record<string, string>>;
     readonly history: MessageStateRecord['history'];
   };
-  readonly message_id_header: string;
+  /** `<id@domain>` as the senders wrote it; null when the stack's domain is not known here. */
+  readonly message_id_header: string | null;
   /** The status and the last error, in words, with the next command to run. */
   readonly explanation: {
     readonly status: string;
@@ -258,7 +262,8 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
       metadata: state.metadata ?? {},
       history: state.history ?? [],
     },
-    message_id_header: messageIdHeader(state.id, deps.messageIdDomain),
+    message_id_header:
+      deps.messageIdDomain === undefined ? null : messageIdHeader(state.id, deps.messageIdDomain),
     explanation: {
       status: discardedAt(state) === undefined ? statusInWords(state, deps.now()) : discardedInWords(),
       last_error: error === null ? null : errorInWords(error),
@@ -291,7 +296,11 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
     ...(m.lease_relay ? ([['lease relay', m.lease_relay]] as const) : []),
     ['attempts', String(m.attempts)],
     ['on ambiguous', m.on_ambiguous],
-    ['message-id', report.message_id_header],
+    [
+      'message-id',
+      report.message_id_header ??
+        "not known here: set POSTDATE_MESSAGE_ID_DOMAIN as the stack's settings have it, or use --stack NAME",
+    ],
     ['relay', m.relay ?? '-'],
     ['relay id', m.provider_message_id ?? '-'],
     ['group', m.group ? `${m.group.key} v${m.group.version}` : '-'],

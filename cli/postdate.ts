@@ -261,7 +261,12 @@ export function messagesDeps(context: Pick<Context, 'target' | 'config' | 'now'>
     tenants: () => knownTenants({ documents: target.documents, tableName }),
     retentionDays: config.retentionDays,
     maxAttempts: config.maxAttempts,
-    messageIdDomain: config.messageIdDomain,
+    // The domain the senders wrote is known with --stack (its Settings), from the shell, or locally
+    // (the local stack's); else a default would name a Message-ID the relay never saw (0282).
+    messageIdDomain:
+      target.mode === 'local' || (target.env.POSTDATE_MESSAGE_ID_DOMAIN ?? '') !== ''
+        ? config.messageIdDomain
+        : undefined,
   };
 }
 

@@ -131,6 +131,19 @@ describe('postdate messages show', () => {
     expect(out.text()).toContain('812 ms');
   });
 
+  it("does not guess the Message-ID when the stack's domain is not known here: null, and what to set (runbook procedure 2)", async () => {
+    // A shell without POSTDATE_MESSAGE_ID_DOMAIN and without --stack against a deployed stack: a
+    // Message-ID from the default domain is one the relay never saw, and a search that finds nothing
+    // leads to a retry, a second copy (decision 0282).
+    const out = memoryOutput();
+    const report = await messagesShow({ ...deps, messageIdDomain: undefined }, messageId(5), out);
+    expect(report.message_id_header).toBeNull();
+    expect(out.text()).toMatch(
+      /message-id:?\s+not known here: set POSTDATE_MESSAGE_ID_DOMAIN .* or use --stack/,
+    );
+    expect(out.text()).not.toContain('@postdate.local');
+  });
+
   it('says a waiting message is held by a pause of its kind or of everything, and what resumes it (decision 0253)', async () => {
     // runbook.md §5: a paused copy waits, no attempt counted. The message stays `scheduled` past its
     // send time; what holds it, and the command that lets it go, belong in `messages show`.

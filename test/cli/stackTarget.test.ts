@@ -226,6 +226,26 @@ describe('postdate --stack NAME: the settings', () => {
     }
   });
 
+  it('names no Message-ID domain for a deployed table opened without --stack unless the shell sets it (decision 0282)', async () => {
+    for (const [shell, domain] of [
+      [SHELL, undefined],
+      [{ ...SHELL, POSTDATE_MESSAGE_ID_DOMAIN: 'mail.acme.example' }, 'mail.acme.example'],
+    ] as const) {
+      const context = await openContext(
+        { table: 'postdate-outbox', region: 'eu-west-1' },
+        memoryOutput(),
+        shell,
+      );
+      try {
+        expect(context.target.mode).toBe('aws');
+        expect(messagesDeps(context).messageIdDomain).toBe(domain);
+      } finally {
+        context.target.dynamodb.destroy();
+        context.target.sqs.destroy();
+      }
+    }
+  });
+
   it("a retry through --stack gives the message the stack's attempts, as the API's retry does", async () => {
     vi.stubEnv('AWS_ACCESS_KEY_ID', 'local');
     vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'local');
