@@ -19,7 +19,7 @@ import { CLI_SETTINGS } from '../../lib/stackOutputs.js';
 import type { LocalStack } from '../../local/localStack.js';
 import { runBin, runMain } from '../cli/cliFixtures.js';
 
-export type Postdate = (...args: string[]) => Promise<{ stdout: string; code: number }>;
+export type Postdate = (...args: string[]) => Promise<{ stdout: string; code: number; stderr?: string }>;
 
 /**
  * The operator's `postdate` against this stack: by default the CLI's main in this process
