@@ -182,8 +182,8 @@ function countBy(values: readonly string[]): Record<string, number> {
 }
 
 /**
- * One line on the batches the stream runners gave up on: the event producer has no on-failure queue
- * locally, so its discarded records are status changes no webhook will carry.
+ * One line on the batches the stream runners gave up on: the event producer's are status changes no
+ * webhook carries until `postdate event-failures redrive` replays them from its failure queue.
  */
 function describeStreamDiscards(discards: readonly LocalStreamDiscard[]): string {
   const parts = discards.map(

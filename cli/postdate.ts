@@ -657,8 +657,10 @@ export function buildProgram(): Command {
       action(async ({ target, out, now, config }, options: { max: number; discardGone?: boolean }) => {
         const { refs, sqs } = target;
         const eventFailureQueueUrl = await queueUrlOf(sqs, refs.eventFailureQueue, 'event failure queue');
-        // A replay without the bus or the bucket would be a partial one: events on no bus, attachments untagged.
-        if (refs.eventBusName === undefined || refs.attachmentBucket === undefined) {
+        // A replay without the bus or the bucket would be a partial one: events on no bus, attachments
+        // untagged. The local stack has no bus (its producer puts on none): only the bucket there.
+        const busMissing = refs.eventBusName === undefined && target.mode === 'aws';
+        if (busMissing || refs.attachmentBucket === undefined) {
           throw new UsageError(
             'event-failures redrive needs POSTDATE_EVENT_BUS_NAME and POSTDATE_ATTACHMENT_BUCKET (or --stack NAME)',
           );

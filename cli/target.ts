@@ -26,7 +26,7 @@ import { lazyS3AttachmentStore } from '../lambdas/adapters/LazyS3AttachmentStore
 import { CONFIG_SETTINGS, RESOURCE_SETTINGS } from '../lambdas/core/configSpec.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import { QUEUE, SCHEDULE_GROUP } from '../lib/queueLayout.js';
-import { WEBHOOK_QUEUE } from '../lib/webhookLayout.js';
+import { EVENT_FAILURE_QUEUE, WEBHOOK_QUEUE } from '../lib/webhookLayout.js';
 import { LOCAL_ATTACHMENT_BUCKET, LOCAL_PORT_DEFAULTS } from '../local/localEnv.js';
 import { readStackFile, type StackFile } from '../local/stackFile.js';
 import { CliError, isNetworkError, StackUnreachableError, UsageError } from './cliErrors.js';
@@ -70,7 +70,7 @@ export interface ResourceRefs {
   readonly sendQueue: QueueRef | undefined;
   readonly deadLetterQueue: QueueRef | undefined;
   readonly relayFailureQueue: QueueRef | undefined;
-  /** The event producer's failure queue (AWS only: the local producer has none, decision 0059). */
+  /** The event producer's failure queue (locally `postdate-event-failures`, decision 0283). */
   readonly eventFailureQueue: QueueRef | undefined;
   /**
    * The webhook queue: `webhooks test|retry` put a copy on it, `event-failures redrive` hands it to
@@ -151,8 +151,6 @@ export function resolveRefs(mode: TargetMode, options: TargetOptions, env: Env):
       : mode === 'local'
         ? { name: `${LOCAL_NAMES.queuePrefix}-${logicalName}` }
         : undefined;
-  const urlOnly = (url: string | undefined): QueueRef | undefined =>
-    url === undefined ? undefined : { url };
   const tableName =
     pick(options.table, 'POSTDATE_TABLE_NAME') ?? (mode === 'local' ? LOCAL_NAMES.tableName : undefined);
   if (tableName === undefined) throw new UsageError('no table: pass --table or set POSTDATE_TABLE_NAME');
@@ -169,7 +167,10 @@ export function resolveRefs(mode: TargetMode, options: TargetOptions, env: Env):
       pick(options.relayFailuresUrl, 'POSTDATE_RELAY_FAILURE_QUEUE_URL'),
       'relay-failures',
     ),
-    eventFailureQueue: urlOnly(pick(options.eventFailuresUrl, 'POSTDATE_EVENT_FAILURE_QUEUE_URL')),
+    eventFailureQueue: queue(
+      pick(options.eventFailuresUrl, 'POSTDATE_EVENT_FAILURE_QUEUE_URL'),
+      EVENT_FAILURE_QUEUE.logicalName,
+    ),
     webhookQueue: queue(pick(undefined, 'POSTDATE_WEBHOOK_QUEUE_URL'), WEBHOOK_QUEUE.logicalName),
     eventBusName: pick(undefined, 'POSTDATE_EVENT_BUS_NAME'),
     attachmentBucket:
@@ -312,7 +313,7 @@ export function openTarget(
       }
       return streams;
     },
-    // EventBridge only in AWS (the local stack has neither bus nor failure queue for events): its
+    // EventBridge only in AWS (the local stack has no bus): its
     // endpoint comes from the SDK's own AWS_ENDPOINT_URL_* when set.
     eventBridge() {
       eventBridge ??= new EventBridgeClient(common);
@@ -398,7 +399,7 @@ const QUEUE_FLAG_HINT: Record<string, string> = {
   'dead-letter queue': 'pass --dlq-url or set POSTDATE_SEND_DLQ_URL',
   'relay failure queue': 'pass --relay-failures-url or set POSTDATE_RELAY_FAILURE_QUEUE_URL',
   'event failure queue':
-    "pass --event-failures-url or set POSTDATE_EVENT_FAILURE_QUEUE_URL (stack output EventFailureQueueUrl); the local stack's event producer has none (docs/decisions/0059)",
+    'pass --event-failures-url or set POSTDATE_EVENT_FAILURE_QUEUE_URL (stack output EventFailureQueueUrl)',
   'webhook queue': 'set POSTDATE_WEBHOOK_QUEUE_URL (stack output WebhookQueueUrl)',
   'schedule dead-letter queue':
     'pass --schedule-dlq-url or set POSTDATE_SCHEDULE_DLQ_URL (stack output ScheduleDeadLetterQueueUrl)',

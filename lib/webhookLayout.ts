@@ -27,6 +27,12 @@ export const WEBHOOK_DELIVERY = {
   maxConcurrency: 10,
 } as const;
 
+/**
+ * The event producer's on-failure destination: the shard and sequence range of each stream batch it
+ * gave up on, for `postdate event-failures redrive` (docs/runbook.md, procedure 4b).
+ */
+export const EVENT_FAILURE_QUEUE = { logicalName: 'event-failures', retentionDays: 14 } as const;
+
 export const WEBHOOK_QUEUE = {
   logicalName: 'webhooks',
   /** Six times the function's timeout (AWS's guidance for an SQS event source). */

@@ -48,6 +48,7 @@ export function startEventSources(options: {
   /** The event producer and the webhook delivery beside the relay (DESIGN §11), when given their queue. */
   readonly webhooks?: {
     readonly queue: { readonly url: string; readonly arn: string };
+    readonly eventFailureQueueUrl: string;
     readonly environment: Readonly<Record<string, string>>;
     /** Where the event producer's runner keeps its checkpoints (the stack's data dir). */
     readonly checkpointFile?: string | undefined;
@@ -89,6 +90,7 @@ export function startEventSources(options: {
         sqsEndpoint: options.sqsEndpoint,
         streamArn: table.streamArn,
         queue: options.webhooks.queue,
+        eventFailureQueueUrl: options.webhooks.eventFailureQueueUrl,
         environment: options.webhooks.environment,
         reusedTable: table.existed,
         checkpointFile: options.webhooks.checkpointFile,

@@ -288,6 +288,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       log,
       webhooks: {
         queue: webhookQueue,
+        eventFailureQueueUrl: webhookQueue.eventFailureUrl,
         environment,
         retryBaseMs: options.webhookRetryBaseMs,
         ...(dataDir ? { checkpointFile: join(dataDir, 'stream-checkpoints', 'events.json') } : {}),
@@ -355,6 +356,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       dynamodbEndpoint: dynamodb.endpoint,
       sqsEndpoint: sqs.endpoint,
       schedulerEndpoint: scheduler.endpoint,
+      eventFailureQueueUrl: webhookQueue.eventFailureUrl,
       s3Endpoint: s3.endpoint,
       attachmentBucket: s3.bucket,
       tableName: LOCAL_RESOURCES.tableName,

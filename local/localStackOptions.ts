@@ -74,8 +74,8 @@ export interface LocalStackOptions {
   readonly onFunctionTimeout?: (kill: FunctionTimeoutKill) => void;
   /**
    * Called once per stream batch the relay's or the event producer's runner gave up on after its
-   * retries (the stack also logs each). The producer has no on-failure queue locally: its records
-   * are lost to webhooks, and a quiet stack must still let a harness count them.
+   * retries (the stack also logs each; the relay's go to the relay failure queue, the producer's
+   * to the event failure queue, as in AWS).
    */
   readonly onStreamDiscard?: (discard: LocalStreamDiscard) => void;
   /**
@@ -120,6 +120,8 @@ export interface LocalStack {
   readonly relayNames: readonly string[];
   readonly streamArn: string;
   readonly queueUrls: QueueUrls;
+  /** The event producer's on-failure queue (`postdate event-failures redrive`, runbook procedure 4b). */
+  readonly eventFailureQueueUrl: string;
   readonly queueArns: QueueArns;
   readonly ports: LocalPorts;
   /** Each function: loaded, or why not. */

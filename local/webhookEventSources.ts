@@ -17,7 +17,12 @@ import { ITEM_SORT_KEY } from '../lambdas/store/tableLayout.js';
 import { signedHeaders } from '../lambdas/webhooks/deliverCopy.js';
 import { wireWebhookDelivery } from '../lambdas/webhooks/handler.js';
 import { EVENTS_STREAM } from '../lib/eventSourceLayout.js';
-import { EVENTS_STREAM_FILTER, WEBHOOK_DELIVERY, WEBHOOK_QUEUE } from '../lib/webhookLayout.js';
+import {
+  EVENT_FAILURE_QUEUE,
+  EVENTS_STREAM_FILTER,
+  WEBHOOK_DELIVERY,
+  WEBHOOK_QUEUE,
+} from '../lib/webhookLayout.js';
 import { type SqsRunner, startSqsRunner } from './runners/sqsRunner.js';
 import { type StreamDiscard, type StreamRunner, startStreamRunner } from './runners/streamRunner.js';
 import { requeuePendingDeliveries } from './webhookRecovery.js';
@@ -29,11 +34,14 @@ import { requeuePendingDeliveries } from './webhookRecovery.js';
  * local stack has no EventBridge bus (local/EMULATORS.md).
  */
 
-/** Creates the webhook queue and its DLQ as the construct does (lib/webhookLayout.ts). */
+/**
+ * Creates the webhook queue and its DLQ as the construct does (lib/webhookLayout.ts), and the event
+ * producer's failure queue (`eventFailureUrl`).
+ */
 export async function createWebhookQueue(
   sqs: SQSClient,
   prefix: string,
-): Promise<{ url: string; arn: string }> {
+): Promise<{ url: string; arn: string; eventFailureUrl: string }> {
   const create = async (name: string, attributes: Record<string, string>) => {
     const { QueueUrl } = await sqs.send(
       new CreateQueueCommand({ QueueName: `${prefix}-${name}`, Attributes: attributes }),
@@ -49,7 +57,10 @@ export async function createWebhookQueue(
   const dlq = await create(WEBHOOK_QUEUE.deadLetter.logicalName, {
     MessageRetentionPeriod: days(WEBHOOK_QUEUE.deadLetter.retentionDays),
   });
-  return create(WEBHOOK_QUEUE.logicalName, {
+  const eventFailures = await create(EVENT_FAILURE_QUEUE.logicalName, {
+    MessageRetentionPeriod: days(EVENT_FAILURE_QUEUE.retentionDays),
+  });
+  const queue = await create(WEBHOOK_QUEUE.logicalName, {
     VisibilityTimeout: String(WEBHOOK_QUEUE.visibilityTimeoutSeconds),
     MessageRetentionPeriod: days(WEBHOOK_QUEUE.retentionDays),
     RedrivePolicy: JSON.stringify({
@@ -57,6 +68,7 @@ export async function createWebhookQueue(
       maxReceiveCount: WEBHOOK_QUEUE.maxReceiveCount,
     }),
   });
+  return { ...queue, eventFailureUrl: eventFailures.url };
 }
 
 export interface WebhookEventSources {
@@ -79,6 +91,11 @@ export function startWebhookEventSources(options: {
   readonly sqsEndpoint: string;
   readonly streamArn: string;
   readonly queue: { readonly url: string; readonly arn: string };
+  /**
+   * The event failure queue: where the producer's runner describes each batch it gave up on, as the
+   * deployed mapping's on-failure destination (`postdate event-failures redrive` replays it).
+   */
+  readonly eventFailureQueueUrl: string;
   /** The stack's function environment (it names the table and the webhook queue). */
   readonly environment: Readonly<Record<string, string>>;
   /** LocalStackOptions.webhookRetryBaseMs. */
@@ -95,7 +112,7 @@ export function startWebhookEventSources(options: {
    * deliveries already written.
    */
   readonly checkpointFile?: string | undefined;
-  /** Each batch the producer's runner gave up on (there is no on-failure queue locally). */
+  /** Each batch the producer's runner gave up on (also on the event failure queue). */
   readonly onDiscard?: (discard: StreamDiscard) => void;
   readonly log: (message: string, error?: unknown) => void;
 }): WebhookEventSources {
@@ -117,6 +134,7 @@ export function startWebhookEventSources(options: {
     batchingWindowMs: EVENTS_STREAM.batchingWindowSeconds * 1000,
     maxAttempts: EVENTS_STREAM.retryAttempts,
     bisectOnError: true,
+    onFailure: { sqsEndpoint: options.sqsEndpoint, queueUrl: options.eventFailureQueueUrl },
     filter: EVENTS_STREAM_FILTER,
     startingPosition: 'TRIM_HORIZON',
     ...(options.checkpointFile ? { checkpointFile: options.checkpointFile } : {}),

@@ -13,7 +13,12 @@ import { EVENT_SOURCE } from '../../lambdas/core/messageEvents.js';
 import { WEBHOOK_METRIC } from '../../lambdas/core/metricNames.js';
 import { EVENTS_STREAM, STREAM_RETENTION_HOURS } from '../eventSourceLayout.js';
 import { RESOURCE_ENV } from '../functionEnvironment.js';
-import { EVENTS_STREAM_FILTER, WEBHOOK_DELIVERY, WEBHOOK_QUEUE } from '../webhookLayout.js';
+import {
+  EVENT_FAILURE_QUEUE,
+  EVENTS_STREAM_FILTER,
+  WEBHOOK_DELIVERY,
+  WEBHOOK_QUEUE,
+} from '../webhookLayout.js';
 import { acknowledge } from './acknowledge.js';
 import { postdateAlarm, stackMetric } from './alarms.js';
 import { PostdateFunction } from './postdateFunction.js';
@@ -89,7 +94,7 @@ export class Webhooks extends Construct {
     });
     this.eventFailureQueue = new sqs.Queue(this, 'EventFailureQueue', {
       ...secure,
-      retentionPeriod: Duration.days(14),
+      retentionPeriod: Duration.days(EVENT_FAILURE_QUEUE.retentionDays),
     });
 
     const baseEnv = {

@@ -158,6 +158,9 @@ describe('which stack the CLI talks to', () => {
     });
     expect(resolveRefs('local', {}, {}).scheduleDeadLetterQueue).toEqual({ name: 'postdate-schedule-dlq' });
     expect(resolveRefs('aws', {}, { POSTDATE_TABLE_NAME: 't' }).scheduleDeadLetterQueue).toBeUndefined();
+    // The local stack's event producer has its failure queue too (decision 0283).
+    expect(resolveRefs('local', {}, {}).eventFailureQueue).toEqual({ name: 'postdate-event-failures' });
+    expect(resolveRefs('aws', {}, { POSTDATE_TABLE_NAME: 't' }).eventFailureQueue).toBeUndefined();
     await expect(queueUrlOf(sqsClient(), undefined, 'schedule dead-letter queue')).rejects.toThrow(
       /--schedule-dlq-url or set POSTDATE_SCHEDULE_DLQ_URL \(stack output ScheduleDeadLetterQueueUrl\)/,
     );

@@ -29,6 +29,7 @@ describe('the webhook functions warm-up, when it fails', () => {
       sqsEndpoint,
       streamArn,
       queue,
+      eventFailureQueueUrl: queue.eventFailureUrl,
       environment: {
         POSTDATE_LOCAL: 'true',
         AWS_REGION: 'us-east-1',

@@ -3,13 +3,23 @@
  * operator on a local stack: run `npx postdate …` against that stack's table and emulators, as
  * `--stack` would name them, and enqueue a message through the real HTTP API.
  */
+import { execFile, spawnSync } from 'node:child_process';
+import { promisify } from 'node:util';
+import {
+  GetQueueAttributesCommand,
+  GetQueueUrlCommand,
+  type QueueAttributeName,
+  SetQueueAttributesCommand,
+  SQSClient,
+  StartMessageMoveTaskCommand,
+} from '@aws-sdk/client-sqs';
 import { expect } from 'vitest';
 import { CONFIG_SETTINGS } from '../../lambdas/core/configSpec.js';
 import { CLI_SETTINGS } from '../../lib/stackOutputs.js';
 import type { LocalStack } from '../../local/localStack.js';
 import { runBin, runMain } from '../cli/cliFixtures.js';
 
-export type Postdate = (...args: string[]) => Promise<{ stdout: string; code: number }>;
+export type Postdate = (...args: string[]) => Promise<{ stdout: string; code: number; stderr?: string }>;
 
 /**
  * The operator's `postdate` against this stack: by default the CLI's main in this process
@@ -38,6 +48,8 @@ export function operatorCli(
       AWS_REGION: 'us-east-1',
       POSTDATE_SEND_DLQ_URL: stack.queueUrls.sendDeadLetter,
       POSTDATE_SEND_QUEUE_URL: stack.queueUrls.send,
+      POSTDATE_SCHEDULE_DLQ_URL: stack.queueUrls.scheduleDeadLetter,
+      POSTDATE_RELAY_FAILURE_QUEUE_URL: stack.queueUrls.relayFailures,
       ...settings,
       ...env,
     });
@@ -71,4 +83,76 @@ export async function shownMessage(
   return (
     JSON.parse(stdout) as { message: { status: string; attempts: number; history: { outcome: string }[] } }
   ).message;
+}
+
+/** Whether the AWS CLI is on the PATH. */
+const AWS_CLI = spawnSync('aws', ['--version'], { stdio: 'ignore' }).status === 0;
+
+/**
+ * `aws sqs …` as the runbook writes it, against the stack's SQS emulator (`--endpoint-url` added:
+ * the AWS CLI v1 reads no AWS_ENDPOINT_URL_SQS); answers stdout, trimmed. `npm test` needs only
+ * Node.js and Java (README): without the AWS CLI on the PATH the same SQS actions go through the SDK
+ * (`sqsAction`).
+ */
+export async function awsCli(stack: LocalStack, ...args: string[]): Promise<string> {
+  if (!AWS_CLI) return sqsAction(stack.sqsEndpoint, args);
+  const { stdout } = await promisify(execFile)('aws', [...args, '--endpoint-url', stack.sqsEndpoint], {
+    env: {
+      ...process.env,
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      AWS_REGION: 'us-east-1',
+      AWS_DEFAULT_REGION: 'us-east-1',
+    },
+    timeout: 60_000,
+  });
+  return stdout.trim();
+}
+
+/**
+ * The `aws sqs` commands the walks run, as the SDK's actions, answering what the CLI prints: with
+ * `--query … --output text` the value, without it the CLI's JSON (4-space indent); the move task's JSON.
+ */
+async function sqsAction(endpoint: string, args: readonly string[]): Promise<string> {
+  const sqs = new SQSClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+  const option = (name: string) => {
+    const value = args[args.indexOf(name) + 1];
+    if (!args.includes(name) || value === undefined) throw new Error(`aws ${args.join(' ')}: no ${name}`);
+    return value;
+  };
+  try {
+    switch (args[1]) {
+      case 'get-queue-url':
+        return (await sqs.send(new GetQueueUrlCommand({ QueueName: option('--queue-name') }))).QueueUrl ?? '';
+      case 'get-queue-attributes': {
+        const name = option('--attribute-names') as QueueAttributeName;
+        const { Attributes } = await sqs.send(
+          new GetQueueAttributesCommand({ QueueUrl: option('--queue-url'), AttributeNames: [name] }),
+        );
+        return args.includes('--query')
+          ? (Attributes?.[name] ?? '')
+          : JSON.stringify({ Attributes: { [name]: Attributes?.[name] } }, null, 4);
+      }
+      case 'set-queue-attributes':
+        await sqs.send(
+          new SetQueueAttributesCommand({
+            QueueUrl: option('--queue-url'),
+            Attributes: JSON.parse(option('--attributes')),
+          }),
+        );
+        return '';
+      case 'start-message-move-task':
+        return JSON.stringify(
+          await sqs.send(new StartMessageMoveTaskCommand({ SourceArn: option('--source-arn') })),
+        );
+      default:
+        throw new Error(`aws ${args.join(' ')}: not one of the walks' commands`);
+    }
+  } finally {
+    sqs.destroy();
+  }
 }

@@ -16,16 +16,7 @@
  * Verify: the DLQ empty, no delivery pending long overdue, and each event at the endpoint, signed by
  * Standard Webhooks with the endpoint's secret: none lost.
  */
-import { execFile, execFileSync, spawnSync } from 'node:child_process';
-import { promisify } from 'node:util';
-import {
-  GetQueueAttributesCommand,
-  GetQueueUrlCommand,
-  type QueueAttributeName,
-  SetQueueAttributesCommand,
-  SQSClient,
-  StartMessageMoveTaskCommand,
-} from '@aws-sdk/client-sqs';
+import { execFileSync } from 'node:child_process';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
@@ -35,56 +26,7 @@ import { LOCAL_RESOURCES } from '../../local/localResources.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { eventually } from '../support/eventually.js';
 import { type Received, startReceiver } from '../webhooks/webhookHarness.js';
-import { enqueue } from './operatorShell.js';
-
-/** Whether the AWS CLI is on the PATH. */
-const AWS_CLI = spawnSync('aws', ['--version'], { stdio: 'ignore' }).status === 0;
-
-/**
- * The four `aws sqs` commands this walk runs, as the SDK's actions, answering what the CLI prints
- * with its `--query … --output text` (or its JSON, for the move task).
- */
-async function sqsAction(endpoint: string, args: readonly string[]): Promise<string> {
-  const sqs = new SQSClient({
-    endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
-  const option = (name: string) => {
-    const value = args[args.indexOf(name) + 1];
-    if (!args.includes(name) || value === undefined) throw new Error(`aws ${args.join(' ')}: no ${name}`);
-    return value;
-  };
-  try {
-    switch (args[1]) {
-      case 'get-queue-url':
-        return (await sqs.send(new GetQueueUrlCommand({ QueueName: option('--queue-name') }))).QueueUrl ?? '';
-      case 'get-queue-attributes': {
-        const name = option('--attribute-names') as QueueAttributeName;
-        const { Attributes } = await sqs.send(
-          new GetQueueAttributesCommand({ QueueUrl: option('--queue-url'), AttributeNames: [name] }),
-        );
-        return Attributes?.[name] ?? '';
-      }
-      case 'set-queue-attributes':
-        await sqs.send(
-          new SetQueueAttributesCommand({
-            QueueUrl: option('--queue-url'),
-            Attributes: JSON.parse(option('--attributes')),
-          }),
-        );
-        return '';
-      case 'start-message-move-task':
-        return JSON.stringify(
-          await sqs.send(new StartMessageMoveTaskCommand({ SourceArn: option('--source-arn') })),
-        );
-      default:
-        throw new Error(`aws ${args.join(' ')}: not one of this walk's commands`);
-    }
-  } finally {
-    sqs.destroy();
-  }
-}
+import { awsCli, enqueue } from './operatorShell.js';
 
 describe('runbook procedure 7: webhook copies in their DLQ', () => {
   let broken = true;
@@ -110,25 +52,7 @@ describe('runbook procedure 7: webhook copies in their DLQ', () => {
     await hook?.close();
   });
 
-  /**
-   * `aws …` as the runbook writes it, against the stack's SQS emulator (`--endpoint-url` added: the
-   * AWS CLI v1 here reads no AWS_ENDPOINT_URL_SQS); answers stdout. `npm test` needs only Node.js and
-   * Java (README): without the AWS CLI on the PATH the same SQS actions go through the SDK.
-   */
-  async function aws(...args: string[]): Promise<string> {
-    if (!AWS_CLI) return sqsAction(stack.sqsEndpoint, args);
-    const { stdout } = await promisify(execFile)('aws', [...args, '--endpoint-url', stack.sqsEndpoint], {
-      env: {
-        ...process.env,
-        AWS_ACCESS_KEY_ID: 'local',
-        AWS_SECRET_ACCESS_KEY: 'local',
-        AWS_REGION: 'us-east-1',
-        AWS_DEFAULT_REGION: 'us-east-1',
-      },
-      timeout: 60_000,
-    });
-    return stdout.trim();
-  }
+  const aws = (...args: string[]) => awsCli(stack, ...args);
 
   const api = async (path: string, init: { method?: string; body?: unknown } = {}) => {
     const response = await fetch(`${stack.apiUrl}${path}`, {
