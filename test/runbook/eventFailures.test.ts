@@ -26,7 +26,7 @@ import type { LocalStreamDiscard } from '../../local/localStackOptions.js';
 import { createWebhookQueue } from '../../local/webhookEventSources.js';
 import { eventually } from '../support/eventually.js';
 import { startReceiver } from '../webhooks/webhookHarness.js';
-import { enqueue, operatorCli, shownMessage } from './operatorShell.js';
+import { enqueue, localClientOptions, operatorCli, shownMessage, stackApi } from './operatorShell.js';
 
 describe('runbook procedure 4b: events the producer gave up on', () => {
   let stack: LocalStack;
@@ -45,11 +45,7 @@ describe('runbook procedure 4b: events the producer gave up on', () => {
       log: (line) => logged.push(line),
       onStreamDiscard: (discard) => discards.push(discard),
     });
-    sqs = new SQSClient({
-      endpoint: stack.sqsEndpoint,
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    });
+    sqs = new SQSClient(localClientOptions(stack.sqsEndpoint));
   }, 90_000);
 
   afterAll(async () => {
@@ -58,15 +54,7 @@ describe('runbook procedure 4b: events the producer gave up on', () => {
     await hook?.close();
   });
 
-  const api = async (path: string, init: { method?: string; body?: unknown } = {}) => {
-    const response = await fetch(`${stack.apiUrl}${path}`, {
-      method: init.method ?? 'GET',
-      headers: { authorization: `Bearer ${stack.apiKey}`, 'content-type': 'application/json' },
-      ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
-    });
-    // biome-ignore lint/suspicious/noExplicitAny: the test reads answers by their documented shape
-    return { status: response.status, json: (await response.json()) as Record<string, any> };
-  };
+  const api = (path: string, init: { method?: string; body?: unknown } = {}) => stackApi(stack)(path, init);
 
   it('walks step 2 and Verify: every status change reaches the endpoint once it is replayed', async () => {
     // The shell of a stack without a bus: local mode, the local stack's endpoints and bucket.

@@ -114,11 +114,7 @@ export async function awsCli(stack: LocalStack, ...args: string[]): Promise<stri
  * `--query … --output text` the value, without it the CLI's JSON (4-space indent); the move task's JSON.
  */
 async function sqsAction(endpoint: string, args: readonly string[]): Promise<string> {
-  const sqs = new SQSClient({
-    endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
+  const sqs = new SQSClient(localClientOptions(endpoint));
   const option = (name: string) => {
     const value = args[args.indexOf(name) + 1];
     if (!args.includes(name) || value === undefined) throw new Error(`aws ${args.join(' ')}: no ${name}`);
@@ -155,4 +151,26 @@ async function sqsAction(endpoint: string, args: readonly string[]): Promise<str
   } finally {
     sqs.destroy();
   }
+}
+
+/** An SDK client's options for one of the local stack's emulators (any keys will do). */
+export function localClientOptions(endpoint: string) {
+  return {
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  };
+}
+
+/** The stack's HTTP API with its key: the status and the JSON answer, read by its documented shape. */
+export function stackApi(stack: LocalStack) {
+  return async (path: string, init: { method?: string; body?: unknown } = {}) => {
+    const response = await fetch(`${stack.apiUrl}${path}`, {
+      method: init.method ?? 'GET',
+      headers: { authorization: `Bearer ${stack.apiKey}`, 'content-type': 'application/json' },
+      ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+    });
+    // biome-ignore lint/suspicious/noExplicitAny: the test reads answers by their documented shape
+    return { status: response.status, json: (await response.json()) as Record<string, any> };
+  };
 }

@@ -26,7 +26,7 @@ import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import type { LocalStreamDiscard } from '../../local/localStackOptions.js';
 import { eventually } from '../support/eventually.js';
-import { enqueue, operatorCli, shownMessage } from './operatorShell.js';
+import { enqueue, localClientOptions, operatorCli, shownMessage } from './operatorShell.js';
 
 describe('runbook procedure 4: what the relay gave up on', () => {
   let stack: LocalStack;
@@ -49,11 +49,7 @@ describe('runbook procedure 4: what the relay gave up on', () => {
       sweepIntervalMs: 3_600_000,
       onStreamDiscard: (discard) => discards.push(discard),
     });
-    sqs = new SQSClient({
-      endpoint: stack.sqsEndpoint,
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    });
+    sqs = new SQSClient(localClientOptions(stack.sqsEndpoint));
   }, 90_000);
 
   afterAll(async () => {

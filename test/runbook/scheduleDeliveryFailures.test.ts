@@ -26,7 +26,7 @@ import { loadConfig } from '../../lambdas/core/config.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { eventually } from '../support/eventually.js';
-import { awsCli, enqueue, operatorCli, shownMessage } from './operatorShell.js';
+import { awsCli, enqueue, localClientOptions, operatorCli, shownMessage } from './operatorShell.js';
 
 describe('runbook procedure 4a: schedules not delivered', () => {
   let broken = true;
@@ -49,11 +49,7 @@ describe('runbook procedure 4a: schedules not delivered', () => {
       quiet: true,
       schedulerFaults: { failAttempt: () => broken },
     });
-    scheduler = new SchedulerClient({
-      endpoint: stack.schedulerEndpoint,
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    });
+    scheduler = new SchedulerClient(localClientOptions(stack.schedulerEndpoint));
   }, 90_000);
 
   afterAll(async () => {

@@ -26,7 +26,7 @@ import { LOCAL_RESOURCES } from '../../local/localResources.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { eventually } from '../support/eventually.js';
 import { type Received, startReceiver } from '../webhooks/webhookHarness.js';
-import { awsCli, enqueue } from './operatorShell.js';
+import { awsCli, enqueue, stackApi } from './operatorShell.js';
 
 describe('runbook procedure 7: webhook copies in their DLQ', () => {
   let broken = true;
@@ -54,15 +54,7 @@ describe('runbook procedure 7: webhook copies in their DLQ', () => {
 
   const aws = (...args: string[]) => awsCli(stack, ...args);
 
-  const api = async (path: string, init: { method?: string; body?: unknown } = {}) => {
-    const response = await fetch(`${stack.apiUrl}${path}`, {
-      method: init.method ?? 'GET',
-      headers: { authorization: `Bearer ${stack.apiKey}`, 'content-type': 'application/json' },
-      ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
-    });
-    // biome-ignore lint/suspicious/noExplicitAny: the test reads answers by their documented shape
-    return { status: response.status, json: (await response.json()) as Record<string, any> };
-  };
+  const api = (path: string, init: { method?: string; body?: unknown } = {}) => stackApi(stack)(path, init);
 
   interface Delivery {
     readonly id: string;
