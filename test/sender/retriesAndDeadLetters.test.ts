@@ -4,6 +4,7 @@ import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
 import { parseDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { SQS_MAX_VISIBILITY_SECONDS } from '../../lambdas/core/queueLimits.js';
 import type { DispatchQueue, QueuedCopy } from '../../lambdas/ports/DispatchQueue.js';
+import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import { sqsClient } from '../support/awsLocal.js';
 import {
   createSenderRig,
@@ -11,6 +12,7 @@ import {
   type SenderRig,
   type SenderWorld,
   startSenderWorld,
+  storeWith,
 } from './senderHarness.js';
 
 /** Retries with backoff through the queue's visibility, the DLQ after the last receive, and redrive. */
@@ -159,6 +161,32 @@ describe('the sender, retries and dead letters', () => {
     await rig.dispatch(copy);
     expect((await rig.deliverNext()).response.batchItemFailures).toEqual([]);
     expect(rig.received(message.id).filter((received) => received.outcome === 'accepted')).toHaveLength(1);
+  });
+
+  it('keeps a redriven copy whose claim was given back before MAIL FROM: the message waits as retrying, no attempt, and its copy sends it once (decision 0280)', async () => {
+    const rig = await createSenderRig(world, { settings: { shortRetrySeconds: 1 } });
+    world.smtp.script(); // the relay is healthy again
+    const message = await rig.putMessage({ status: 'dead', attempts: 3 });
+    await rig.dispatch(JSON.stringify({ v: 1, id: message.id, rev: 1, dlq: true }));
+    const transactionsBefore = world.smtp.transactions;
+
+    // The body cannot be read after the redriven copy's claim: the claim goes back, nothing is sent.
+    const store = new DynamoSenderStore(world.documents, world.tableName);
+    const unreadable = storeWith(store, { readBody: () => Promise.reject(new Error('throttled')) });
+    const records = await rig.receive({ waitSeconds: 3, max: 1 });
+    const given = await rig.run(records, rig.newHandler({ store: unreadable }));
+
+    expect(given.batchItemFailures).toHaveLength(1);
+    expect(world.smtp.transactions).toBe(transactionsBefore);
+    // Live again, not dead (it would wait for an operator) nor scheduled (it has failed before).
+    expect(await rig.state(message.id)).toMatchObject({ status: 'retrying', attempts: 3, attempt_limit: 6 });
+    expect(await rig.depth(rig.urls.sendDeadLetter)).toMatchObject({ stored: 0 });
+
+    // The same copy, back after its short hide, is the one that sends it: once.
+    rig.clock.advance(1_000);
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({ status: 'sent', attempts: 4 });
+    expect(rig.accepted(message.id)).toHaveLength(1);
   });
 
   it('gives a redriven message a fresh set of attempts, and dead-letters it again when they run out', async () => {
