@@ -82,8 +82,9 @@ function keptBundle(name: string, pointer: string): string | undefined {
     return undefined;
   }
   const directory = bundleDirectory(name, inputs);
-  const file = directory === undefined ? undefined : join(directory, 'index.mjs');
-  if (directory === undefined || !existsSync(file as string)) return undefined;
+  if (directory === undefined) return undefined;
+  const file = join(directory, 'index.mjs');
+  if (!existsSync(file)) return undefined;
   const now = new Date();
   utimesSync(directory, now, now);
   return file;
