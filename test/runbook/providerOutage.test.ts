@@ -67,7 +67,9 @@ describe('runbook procedure 5: a provider outage, pausing and resuming sending',
       },
       { withinMs: 30_000 },
     );
-    expect(status).toMatch(/relay default:\s+breaker open since .*next probe .*failed probe\(s\); .*421/);
+    expect(status).toMatch(
+      /relay default:\s+breaker (open|half-open) since .*next probe .*failed probe\(s\); .*421/,
+    );
     expect((await postdate('reconcile', '--since', '1h')).code).toBe(1);
 
     // Step 2: a pause on purpose, named on the message it holds.
