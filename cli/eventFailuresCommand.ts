@@ -24,7 +24,7 @@ import { DynamoWebhookStore } from '../lambdas/store/webhookStore.js';
 import { EVENTS_STREAM_FILTER } from '../lib/webhookLayout.js';
 import { UsageError } from './cliErrors.js';
 import { SqsDeadLetterQueue } from './deadLetters/SqsDeadLetterQueue.js';
-import { type Output, paint, printFields } from './output.js';
+import { counted, type Output, paint, printFields } from './output.js';
 import { leftOnTheQueue, warnUnreached } from './relayFailuresCommand.js';
 import {
   type RedriveStreamFailuresDeps,
@@ -133,7 +133,7 @@ export async function eventFailuresRedrive(
   for (const batch of report.goneBatches) {
     out.warn(
       `stream ${batch.streamArn}, shard ${batch.shardId}, sequence ${batch.startSequenceNumber}–${batch.endSequenceNumber}` +
-        `${batch.batchSize === null ? '' : ` (${batch.batchSize} records)`}: no longer in the stream; its events cannot be replayed`,
+        `${batch.batchSize === null ? '' : ` (${counted(batch.batchSize, 'record')})`}: no longer in the stream; its events cannot be replayed`,
     );
   }
   if (report.kept > report.gone - report.discarded) {

@@ -232,6 +232,11 @@ export function printFields(out: Output, fields: readonly (readonly [string, str
   for (const [key, value] of fields) out.line(`${paint(out, 'bold', `${key}:`.padEnd(width + 1))} ${value}`);
 }
 
+/** "1 message", "3 messages": a count with its noun, for people (`plural` where not `noun` + "s"). */
+export function counted(count: number, noun: string, plural = `${noun}s`): string {
+  return `${count} ${count === 1 ? noun : plural}`;
+}
+
 /** "3 h 12 min", "45 s": an age or a duration for people. */
 export function formatDuration(milliseconds: number): string {
   const seconds = Math.max(0, Math.round(milliseconds / 1000));

@@ -11,7 +11,7 @@ import {
 import { parseDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
 import { defaultSleep } from '../deadLetters/pacer.js';
 import { scanDeadLetters } from '../deadLetters/scanDeadLetters.js';
-import type { Output } from '../output.js';
+import { counted, type Output } from '../output.js';
 import { queueArnOf } from '../target.js';
 import { type RedriveDeps, redriveParts, sendDeadLetterQueue } from './dlqDeps.js';
 
@@ -129,7 +129,10 @@ async function moveEveryCopy(
     status: left === 0 ? 'COMPLETED' : 'PARTIAL',
     toMove,
     moved,
-    failureReason: left === 0 ? null : `${left} copies were unreadable or refused and stay`,
+    failureReason:
+      left === 0
+        ? null
+        : `${counted(left, 'copy', 'copies')} ${left === 1 ? 'was' : 'were'} unreadable or refused and stay${left === 1 ? 's' : ''}`,
     taskHandle: null,
   };
 }

@@ -18,7 +18,7 @@ import {
   notDeadAmong,
   notInTheDeadLetterQueue,
 } from '../deadLetters/chosenIds.js';
-import { type Output, paint, printTable } from '../output.js';
+import { counted, type Output, paint, printTable } from '../output.js';
 import { type RedriveDeps, redriveParts } from './dlqDeps.js';
 import { type MoveTaskReport, redriveAll } from './dlqMoveAll.js';
 
@@ -185,7 +185,7 @@ function renderRedrive(report: RedriveReport, out: Output): void {
 
 function renderMoveAll(report: MoveTaskReport, out: Output): void {
   if (report.dryRun) {
-    out.line(`dry run: ${report.toMove} messages would be moved from the DLQ to the send queue`);
+    out.line(`dry run: ${counted(report.toMove, 'message')} would be moved from the DLQ to the send queue`);
     return;
   }
   const tone = report.status === 'COMPLETED' ? 'green' : report.status === 'RUNNING' ? 'yellow' : 'red';

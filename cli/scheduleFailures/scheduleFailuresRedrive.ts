@@ -18,7 +18,7 @@ import { assertMessageIds } from '../deadLetters/chosenIds.js';
 import type { DeadLetter } from '../deadLetters/SqsDeadLetterQueue.js';
 import { type ScanOptions, scanDeadLetters, type Visit } from '../deadLetters/scanDeadLetters.js';
 import { printCopies } from '../dlq/dlqRedrive.js';
-import { type Output, paint } from '../output.js';
+import { counted, type Output, paint } from '../output.js';
 import { readScheduleFailure, type ScheduleFailureDeps, scheduleDeadLetterQueue } from './scheduleFailure.js';
 
 type Copy = Pick<DispatchPayload, 'id' | 'rev'>;
@@ -145,7 +145,7 @@ function renderRedrive(report: ScheduleFailuresRedriveReport, out: Output): void
   }
   const would = report.dryRun ? 'would ' : '';
   out.line(
-    `${would}redrive ${report.redriven.length} messages to the send queue, ${would}drop ${report.dropped.length} already finished (scanned ${report.scanned})`,
+    `${would}redrive ${counted(report.redriven.length, 'message')} to the send queue, ${would}drop ${report.dropped.length} already finished (scanned ${report.scanned})`,
   );
   printCopies(out, report.redriven);
   for (const entry of report.dropped) {
@@ -154,7 +154,9 @@ function renderRedrive(report: ScheduleFailuresRedriveReport, out: Output): void
     );
   }
   if (report.duplicates.length > 0) {
-    out.line(`${would}delete ${report.duplicates.length} further DLQ messages of messages redriven above`);
+    out.line(
+      `${would}delete ${counted(report.duplicates.length, 'further DLQ message')} of messages redriven above`,
+    );
   }
   const left = (what: string, list: readonly string[]) => {
     if (list.length > 0) out.warn(paint(out, 'red', `${what}: ${list.join(', ')}`));

@@ -100,7 +100,7 @@ describe('the postdate entry point', () => {
 
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
-    expect(result.stdout).toContain('redrive 1 messages to the send queue');
+    expect(result.stdout).toContain('redrive 1 message to the send queue');
     expect(await drainIds(sqs, urls.send)).toEqual([{ id: messageId(1), rev: 1 }]);
     expect(await visibleCount(sqs, urls.scheduleDeadLetter)).toBe(0);
   }, 60_000);

@@ -131,7 +131,7 @@ describe('postdate schedule-failures redrive', () => {
     expect(report.redriven[0]).toMatchObject({ id: messageId(1), rev: 2 });
     expect(await drainIds(w.sqs, w.urls.send)).toEqual([{ id: messageId(1), rev: 2 }]);
     expect(await visibleCount(w.sqs, w.urls.scheduleDeadLetter)).toBe(0);
-    expect(out.text()).toContain('redrive 1 messages to the send queue');
+    expect(out.text()).toContain('redrive 1 message to the send queue');
   });
 
   it('drops the failure of a message that is already terminal, with a line saying so', async () => {
@@ -223,7 +223,7 @@ describe('postdate schedule-failures redrive', () => {
       '2 visible on the schedule DLQ',
       async () => (await visibleCount(w.sqs, w.urls.scheduleDeadLetter)) === 2,
     );
-    expect(out.text()).toContain('would redrive 1 messages');
+    expect(out.text()).toContain('would redrive 1 message to');
     expect(out.text()).toContain('would drop');
   });
 

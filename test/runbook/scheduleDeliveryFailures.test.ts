@@ -133,7 +133,7 @@ describe('runbook procedure 4a: schedules not delivered', () => {
     const rehearsal = await postdate('schedule-failures', 'redrive', '--dry-run');
     expect(rehearsal.code, rehearsal.stdout).toBe(0);
     expect(rehearsal.stdout).toContain(
-      'would redrive 1 messages to the send queue, would drop 1 already finished (scanned 2)',
+      'would redrive 1 message to the send queue, would drop 1 already finished (scanned 2)',
     );
     expect(rehearsal.stdout).toContain(`would drop ${cancelled} (rev 1): already cancelled, nothing to send`);
     expect(rehearsal.stdout).toContain(live);
@@ -142,7 +142,7 @@ describe('runbook procedure 4a: schedules not delivered', () => {
     const redrive = await postdate('schedule-failures', 'redrive');
     expect(redrive.code, redrive.stdout).toBe(0);
     expect(redrive.stdout).toContain(
-      'redrive 1 messages to the send queue, drop 1 already finished (scanned 2)',
+      'redrive 1 message to the send queue, drop 1 already finished (scanned 2)',
     );
     expect(redrive.stdout).toContain(`dropped ${cancelled} (rev 1): already cancelled, nothing to send`);
 
