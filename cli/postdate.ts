@@ -261,12 +261,13 @@ export function messagesDeps(context: Pick<Context, 'target' | 'config' | 'now'>
     tenants: () => knownTenants({ documents: target.documents, tableName }),
     retentionDays: config.retentionDays,
     maxAttempts: config.maxAttempts,
-    // The domain the senders wrote is known with --stack (its Settings), from the shell, or locally
-    // (the local stack's); else a default would name a Message-ID the relay never saw (0282).
+    // The domain the senders wrote is known from the local stack's file, with --stack (its Settings),
+    // or from the shell; else a default would name a Message-ID the relay never saw (0282).
     messageIdDomain:
-      target.mode === 'local' || (target.env.POSTDATE_MESSAGE_ID_DOMAIN ?? '') !== ''
+      target.stackMessageIdDomain ??
+      (target.mode === 'local' || (target.env.POSTDATE_MESSAGE_ID_DOMAIN ?? '') !== ''
         ? config.messageIdDomain
-        : undefined,
+        : undefined),
   };
 }
 

@@ -111,6 +111,8 @@ export interface Target {
    * (`--stack`) or the running local stack's file. Undefined when only this shell can say.
    */
   readonly stackRelayNames: string | undefined;
+  /** The running local stack's POSTDATE_MESSAGE_ID_DOMAIN, from its file; undefined otherwise. */
+  readonly stackMessageIdDomain?: string | undefined;
   /**
    * The stack's HTTP API, for the commands that call it: POSTDATE_API_URL (with `--stack`, its
    * output `ApiUrl`), else locally the running stack's file, else the local default port.
@@ -274,6 +276,7 @@ export function openTarget(
     env,
     warnings: [],
     stackRelayNames: running?.relayNames?.join(','),
+    stackMessageIdDomain: running?.messageIdDomain,
     apiUrl:
       env.POSTDATE_API_URL?.trim() ||
       (local

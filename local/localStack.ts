@@ -346,6 +346,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     if (partExit !== undefined) throw partExit;
     ready = true;
 
+    const functionConfig = loadConfig(environment, 'local');
     return {
       apiUrl: frontEnd.url,
       apiKey,
@@ -361,7 +362,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       attachmentBucket: s3.bucket,
       tableName: LOCAL_RESOURCES.tableName,
       // As the functions read them from the environment they are given.
-      relayNames: loadConfig(environment, 'local').relays.map((relay) => relay.name),
+      relayNames: functionConfig.relays.map((relay) => relay.name),
+      messageIdDomain: functionConfig.messageIdDomain,
       streamArn: table.streamArn,
       queueUrls: queues.urls,
       queueArns: queues.arns,

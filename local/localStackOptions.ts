@@ -118,6 +118,8 @@ export interface LocalStack {
   readonly tableName: string;
   /** The relays the functions have, in order (POSTDATE_RELAYS, or the one relay `default`). */
   readonly relayNames: readonly string[];
+  /** POSTDATE_MESSAGE_ID_DOMAIN as the senders read it: the Message-IDs they write end with it. */
+  readonly messageIdDomain: string;
   readonly streamArn: string;
   readonly queueUrls: QueueUrls;
   /** The event producer's on-failure queue (`postdate event-failures redrive`, runbook procedure 4b). */

@@ -25,6 +25,12 @@ export interface StackFile {
    * file of a stack started before it was written.
    */
   readonly relayNames?: readonly string[];
+  /**
+   * The domain the stack's senders write Message-IDs with (POSTDATE_MESSAGE_ID_DOMAIN): the local CLI
+   * shows the Message-ID to search the relay for with it, whatever its own shell has (decision 0282).
+   * Absent in the file of a stack started before it was written.
+   */
+  readonly messageIdDomain?: string;
 }
 
 export function stackFilePath(cwd: string = process.cwd()): string {

@@ -329,6 +329,7 @@ async function main(): Promise<void> {
     smtpPort: viewer?.smtpPort ?? stack.smtpSink?.port ?? null,
     s3Endpoint: stack.s3Endpoint,
     relayNames: stack.relayNames,
+    messageIdDomain: stack.messageIdDomain,
   });
   process.stdout.write(banner(stack, viewer, (performance.now() - began) / 1000, config));
   logs.bannerShown();

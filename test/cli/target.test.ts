@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { isNetworkError, UsageError } from '../../cli/cliErrors.js';
+import { messagesDeps } from '../../cli/postdate.js';
 import { apiOf, LOCAL_NAMES, openTarget, queueUrlOf, resolveMode, resolveRefs } from '../../cli/target.js';
+import { loadConfig } from '../../lambdas/core/config.js';
 import { LOCAL_PORT_DEFAULTS } from '../../local/localEnv.js';
 import { LOCAL_RESOURCES } from '../../local/localStack.js';
 import { readStackFile, removeStackFile, type StackFile, writeStackFile } from '../../local/stackFile.js';
@@ -100,6 +102,28 @@ describe('which stack the CLI talks to', () => {
       target.dynamodb.destroy();
       target.sqs.destroy();
     }
+  });
+
+  it("names the Message-ID with the domain of the stack `npm start` runs, not the shell's (runbook procedure 2)", () => {
+    // DESIGN §7: the Message-ID is `<id@POSTDATE_MESSAGE_ID_DOMAIN>` as the senders wrote it. A shell
+    // without the stack's setting, or with another, would name one the relay never saw, and a search
+    // that finds nothing leads to a retry: a second copy (decision 0282).
+    const running = stackFile(41001, { messageIdDomain: 'mail.example.com' });
+    const now = () => new Date('2026-12-06T12:00:00.000Z');
+    for (const env of [{}, { POSTDATE_MESSAGE_ID_DOMAIN: 'other.example.org' }]) {
+      const target = openTarget({}, env, () => running);
+      const deps = messagesDeps({ target, config: loadConfig(env, 'local'), now });
+      expect(deps.messageIdDomain, JSON.stringify(env)).toBe('mail.example.com');
+      target.dynamodb.destroy();
+      target.sqs.destroy();
+    }
+    // A stack file written before it held the domain: the shell's setting, as before.
+    const older = openTarget({}, {}, () => stackFile(41001));
+    expect(messagesDeps({ target: older, config: loadConfig({}, 'local'), now }).messageIdDomain).toBe(
+      loadConfig({}, 'local').messageIdDomain,
+    );
+    older.dynamodb.destroy();
+    older.sqs.destroy();
   });
 
   it('reads a stack file only while its process runs', () => {

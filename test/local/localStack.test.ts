@@ -530,6 +530,7 @@ describe('starting the local stack', () => {
       POSTDATE_SMTP_SINK_PORT: '0',
       POSTDATE_MAIL_VIEWER_PORT: '0',
       POSTDATE_S3_PORT: '0',
+      POSTDATE_MESSAGE_ID_DOMAIN: 'mail.example.com',
     });
 
     const shown = (label: string) => stdout.match(new RegExp(`${label}\\s+(http://127\\.0\\.0\\.1:(\\d+))`));
@@ -544,6 +545,8 @@ describe('starting the local stack', () => {
       sqsEndpoint: endpoints[2]?.[1],
       schedulerEndpoint: endpoints[3]?.[1],
       relayNames: ['default'],
+      // The CLI names Message-IDs with the stack's domain, not its own shell's (decision 0282).
+      messageIdDomain: 'mail.example.com',
     });
     expect((await fetch(`${file?.apiUrl}/health`)).status).toBe(200);
 
