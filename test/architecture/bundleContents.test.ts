@@ -124,3 +124,33 @@ describe('the api bundle', () => {
     expect([...inputs.keys()]).toContain('docs/openapi.json');
   });
 });
+
+/**
+ * `postdate/outbox` runs in the application's own function, on its request path (DESIGN §4: the
+ * application writes the records in its own transaction). Handlebars (and the source-map it pulls in,
+ * about 240 KB of the 560 KB entry) is needed only to check a template message, so an application
+ * bundling the entry with code splitting, as the functions are, loads it with its first template read.
+ */
+describe('the outbox entry, bundled by an application', () => {
+  it('loads Handlebars on the first template read, not at start', async () => {
+    const { metafile } = await build({
+      entryPoints: ['lambdas/outbox/index.ts'],
+      bundle: true,
+      splitting: true,
+      format: 'esm',
+      platform: 'node',
+      outdir: '/nonexistent',
+      write: false,
+      metafile: true,
+      external: ['@aws-sdk/*'],
+    });
+    const atStart = outputsLoadedAtStart(metafile).flatMap((output) =>
+      Object.keys(metafile.outputs[output]?.inputs ?? {}),
+    );
+    const all = Object.values(metafile.outputs).flatMap((output) => Object.keys(output.inputs));
+    expect(all.some((file) => packageOf(file) === 'handlebars')).toBe(true);
+    expect(atStart.filter((file) => ['handlebars', 'source-map'].includes(packageOf(file) ?? ''))).toEqual(
+      [],
+    );
+  });
+});
