@@ -5,6 +5,7 @@ import { FireTimers } from './fireTimers.js';
 import { createSchedulerHttpServer } from './schedulerHttpServer.js';
 import { SchedulerService } from './schedulerService.js';
 import { ScheduleStore, type StoredSchedule, scheduleKey } from './scheduleStore.js';
+import { ThrottleFault } from './throttleFault.js';
 
 /** What a test or the local stack can see of a stored schedule. */
 export interface ScheduleView {
@@ -41,6 +42,8 @@ export interface FireEvent {
  * - `fireTwice`: deliver the Input twice (Scheduler is at-least-once);
  * - `delayMs`: fire this many ms late (Scheduler's precision is about a minute);
  * - `failAttempt`: make delivery attempt `attempt` (1-based) fail, exercising RetryPolicy and the DLQ.
+ * The API's own fault, throttling, is switched on a running emulator by its control route
+ * (throttleFault.ts), not here.
  */
 export interface SchedulerFaults {
   readonly fireTwice?: (name: string) => boolean;
@@ -143,7 +146,7 @@ export async function startSchedulerEmulator(options: SchedulerEmulatorOptions):
   };
 
   const service = new SchedulerService(store, Date.now, arm);
-  const server = createSchedulerHttpServer(service);
+  const server = createSchedulerHttpServer(service, new ThrottleFault());
   const port = await listenAs(options.part, server, options.port, host).catch((error: unknown) => {
     sqs.destroy();
     throw error;
