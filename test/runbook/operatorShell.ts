@@ -174,3 +174,32 @@ export function stackApi(stack: LocalStack) {
     return { status: response.status, json: (await response.json()) as Record<string, any> };
   };
 }
+
+/**
+ * What this process writes to stdout and stderr from now until `restore()`: the local functions'
+ * log events among it, as CloudWatch Logs would hold them, read by `of(service)` (Powertools' JSON
+ * lines of `postdate-relay`, `postdate-webhooks`, …).
+ */
+export function capturedLogs(): { of(service: string): string[]; restore(): void } {
+  const written: string[] = [];
+  const streams = [process.stdout, process.stderr] as const;
+  const writes = streams.map((stream) => stream.write);
+  streams.forEach((stream, i) => {
+    const write = writes[i] as typeof stream.write;
+    stream.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+      written.push(String(chunk));
+      return write.call(stream, chunk, ...rest);
+    }) as typeof stream.write;
+  });
+  return {
+    of: (service) =>
+      written
+        .join('')
+        .split('\n')
+        .filter((line) => line.startsWith('{') && line.includes(`"service":"${service}"`)),
+    restore: () =>
+      streams.forEach((stream, i) => {
+        stream.write = writes[i] as typeof stream.write;
+      }),
+  };
+}

@@ -25,8 +25,6 @@
  * their sandboxes write to stdout and stderr, both of which Lambda sends to CloudWatch), kept from
  * this process's streams.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
@@ -35,53 +33,17 @@ import type { LocalStreamDiscard } from '../../local/localStackOptions.js';
 import { THROTTLE_FAULT_PATH } from '../../local/scheduler/schedulerHttpServer.js';
 import type { ThrottleView } from '../../local/scheduler/throttleFault.js';
 import { eventually } from '../support/eventually.js';
-import { enqueue, operatorCli } from './operatorShell.js';
-
-/** Procedure 4's step 2: the relay's log read with this pattern (`--filter-pattern '…'`). */
-function stepTwoPattern(): string {
-  const runbook = readFileSync(join(import.meta.dirname, '../../docs/runbook.md'), 'utf8');
-  const procedure = runbook.slice(runbook.indexOf('## 4. '), runbook.indexOf('## 4a. '));
-  const pattern = /^2\. .*aws logs tail "\/aws\/lambda\/\$RELAY".*--filter-pattern '([^']+)'/m.exec(
-    procedure,
-  )?.[1];
-  if (pattern === undefined) throw new Error('procedure 4 step 2 names no filter pattern for the relay');
-  return pattern;
-}
-
-/**
- * CloudWatch Logs' term filter pattern over one log event, for the patterns the runbook writes:
- * terms (words or double-quoted phrases) that all must appear, or with `?` any of them; terms are
- * case sensitive.
- */
-function matchesFilterPattern(pattern: string, event: string): boolean {
-  const terms = [...pattern.matchAll(/(\?)?(?:"([^"]*)"|(\S+))/g)].map((m) => ({
-    any: m[1] === '?',
-    text: m[2] ?? m[3] ?? '',
-  }));
-  const any = terms.filter((term) => term.any);
-  const all = terms.filter((term) => !term.any);
-  return (
-    all.every((term) => event.includes(term.text)) &&
-    (any.length === 0 || any.some((term) => event.includes(term.text)))
-  );
-}
+import { matchesFilterPattern, runbookFilterPattern } from '../support/runbookLogSearch.js';
+import { capturedLogs, enqueue, operatorCli } from './operatorShell.js';
 
 describe('runbook procedure 4 with Scheduler throttling', () => {
   let stack: LocalStack;
   const discards: LocalStreamDiscard[] = [];
-  /** What this process wrote to stdout and stderr: the functions' sandboxes' log lines among it. */
-  const written: string[] = [];
-  const streams = [process.stdout, process.stderr] as const;
-  const writes = streams.map((stream) => stream.write);
+  /** The functions' log events, as CloudWatch Logs would hold them. */
+  let logs: ReturnType<typeof capturedLogs>;
 
   beforeAll(async () => {
-    streams.forEach((stream, i) => {
-      const write = writes[i] as typeof stream.write;
-      stream.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
-        written.push(String(chunk));
-        return write.call(stream, chunk, ...rest);
-      }) as typeof stream.write;
-    });
+    logs = capturedLogs();
     const config = loadConfig(
       {
         POSTDATE_API_KEY: 'pd_runbook-scheduler-throttling-01',
@@ -103,17 +65,11 @@ describe('runbook procedure 4 with Scheduler throttling', () => {
 
   afterAll(async () => {
     await stack?.stop();
-    streams.forEach((stream, i) => {
-      stream.write = writes[i] as typeof stream.write;
-    });
+    logs?.restore();
   });
 
   /** The relay's log events (Powertools JSON lines of service postdate-relay). */
-  const relayLog = (): string[] =>
-    written
-      .join('')
-      .split('\n')
-      .filter((line) => line.startsWith('{') && line.includes('"service":"postdate-relay"'));
+  const relayLog = (): string[] => logs.of('postdate-relay');
 
   /** The operator's `curl -X PUT|DELETE|GET $SCHEDULER/local-faults/throttle` (local/EMULATORS.md). */
   const throttle = async (method: 'PUT' | 'DELETE' | 'GET', body?: unknown): Promise<ThrottleView> => {
@@ -178,7 +134,7 @@ describe('runbook procedure 4 with Scheduler throttling', () => {
     const path = (id: string) => (given.includes(`MSG#${id}`) ? 'the redrive' : "the relay's retry");
 
     // Step 2: the errors, read with the runbook's pattern, name the cause.
-    const pattern = stepTwoPattern();
+    const pattern = runbookFilterPattern('4', 2, '/aws/lambda/$RELAY');
     const shown = relayLog().filter((line) => matchesFilterPattern(pattern, line));
     expect(
       shown.filter((line) => line.includes('ThrottlingException')).length,

@@ -10,6 +10,7 @@ import { createNodeWebhookHttp } from '../../lambdas/adapters/nodeWebhookHttp.js
 import { WEBHOOK_METRIC } from '../../lambdas/core/metricNames.js';
 import { testSideOf } from '../../lambdas/core/testSide.js';
 import { createWebhookDeliveryHandler } from '../../lambdas/webhooks/createWebhookDeliveryHandler.js';
+import { matchesFilterPattern, runbookFilterPattern } from '../support/runbookLogSearch.js';
 import { startReceiver, subscribe, webhookHarness } from './webhookHarness.js';
 
 const receivers: Awaited<ReturnType<typeof startReceiver>>[] = [];
@@ -218,6 +219,44 @@ describe('webhook delivery (DESIGN §11)', () => {
     expect(batchItemFailures).toEqual([]);
     expect(hook.received).toHaveLength(1);
     expect(lines).toEqual([{ level: 'debug', message: 'webhook batch done' }]);
+  });
+
+  it("logs a copy our side could not handle where runbook procedure 7's step 2 looks (its --filter-pattern)", async () => {
+    const harness = await webhookHarness();
+    const hook = await receiver();
+    const endpoint = await subscribe(harness, hook.url());
+    expect((await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` })).status).toBe(
+      202,
+    );
+    const lines: { level: string; message: string }[] = [];
+    const record = (level: string) => (message: string) => lines.push({ level, message });
+    // DynamoDB refusing every call: the procedure's cause ("DynamoDB throttling or an outage").
+    const refusing = new Proxy(harness.store, {
+      get: (store, key) =>
+        typeof Reflect.get(store, key) === 'function'
+          ? () => Promise.reject(new Error('ProvisionedThroughputExceededException'))
+          : Reflect.get(store, key),
+    });
+    const deliver = createWebhookDeliveryHandler({
+      store: refusing,
+      queue: harness.queue,
+      http: createNodeWebhookHttp({ policy: 'local' }),
+      now: harness.clock.now,
+      random: Math.random,
+      retryHours: 24,
+      log: { debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error') },
+    });
+    const { batchItemFailures } = await deliver({ Records: await harness.receive() });
+    expect(batchItemFailures).toHaveLength(1);
+    // Powertools writes each line as JSON with its level in capitals, `"level":"WARN"`.
+    const pattern = runbookFilterPattern('7', 2, '/aws/lambda/$(fn WebhooksDelivery)');
+    const events = lines.map((line) =>
+      JSON.stringify({ level: line.level.toUpperCase(), message: line.message }),
+    );
+    expect(
+      events.filter((event) => matchesFilterPattern(pattern, event)),
+      `--filter-pattern '${pattern}' over ${events.join(', ')}`,
+    ).not.toEqual([]);
   });
 
   it('retries a 500 and a timeout with the same webhook-id, each attempt signed again', async () => {
