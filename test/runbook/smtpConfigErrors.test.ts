@@ -16,7 +16,8 @@ import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack, startSenderEventSource } from '../../local/localStack.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 import { eventually } from '../support/eventually.js';
-import { enqueue, operatorCli, shownMessage } from './operatorShell.js';
+import { matchesFilterPattern, runbookFilterPattern } from '../support/runbookLogSearch.js';
+import { capturedLogs, enqueue, operatorCli, shownMessage } from './operatorShell.js';
 
 const LOGIN = { username: 'postdate', password: 'rotated-password-2' };
 
@@ -24,8 +25,11 @@ describe('runbook procedure 3: the relay refuses our login (535)', () => {
   let relay: TestSmtpServer;
   let stack: LocalStack;
   let senders: ReturnType<typeof startSenderEventSource> | undefined;
+  /** The functions' log events, as CloudWatch Logs would hold them (step 2 reads the sender's). */
+  let logs: ReturnType<typeof capturedLogs>;
 
   beforeAll(async () => {
+    logs = capturedLogs();
     relay = await startSmtpServer({ credentials: LOGIN });
     const config = loadConfig(
       {
@@ -45,6 +49,7 @@ describe('runbook procedure 3: the relay refuses our login (535)', () => {
     await senders?.stop();
     await stack?.stop();
     await relay?.close();
+    logs?.restore();
   });
 
   /** The senders, started with this password (their login's only source locally). */
@@ -91,6 +96,19 @@ describe('runbook procedure 3: the relay refuses our login (535)', () => {
     expect(breaker.stdout, breaker.stdout).toMatch(/UNAVAILABLE: no relay takes mail/);
     expect(breaker.stdout, breaker.stdout).toMatch(
       /relay default:\s+breaker (open|half-open) since .*535: SMTP authentication failed/,
+    );
+
+    // Step 2: the sender's log, read with the runbook's pattern, names the refused login (no address).
+    const pattern = runbookFilterPattern('3', 2, '/aws/lambda/$SENDER');
+    // The line is written just after the breaker the CLI read: waited for, with a deadline.
+    await eventually(
+      () =>
+        `--filter-pattern '${pattern}' to show the 535 among the sender's lines: ${logs.of('postdate-sender').join(' | ')}`,
+      () =>
+        logs
+          .of('postdate-sender')
+          .some((line) => matchesFilterPattern(pattern, line) && line.includes('"code":"535"')) || undefined,
+      { withinMs: 10_000 },
     );
 
     // Step 3 (the local equivalent of put-secret-value): the senders get the rotated password.

@@ -14,13 +14,16 @@ import { join } from 'node:path';
 export function runbookFilterPattern(procedure: string, step: number, logGroup: string): string {
   const runbook = readFileSync(join(import.meta.dirname, '../../docs/runbook.md'), 'utf8');
   const start = runbook.indexOf(`## ${procedure}. `);
-  const end = runbook.indexOf('\n## ', start + 1);
+  const section = start < 0 ? '' : runbook.slice(start, runbook.indexOf('\n## ', start + 1));
+  // The step's text: from its number to the next step, or to the section's next paragraph.
+  const stepText =
+    new RegExp(`^${step}\\. [\\s\\S]*?(?=^\\d+\\. |^\\*\\*|$(?![\\s\\S]))`, 'm').exec(section)?.[0] ?? '';
   const literal = logGroup.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  const pattern = new RegExp(
-    `^${step}\\. .*aws logs tail "${literal}".*--filter-pattern '([^']+)'`,
-    'm',
-  ).exec(runbook.slice(start, end))?.[1];
-  if (start < 0 || pattern === undefined)
+  const found = new RegExp(`aws logs tail "${literal}"[^\`]*--filter-pattern (?:'([^']+)'|([^\\s\`]+))`).exec(
+    stepText,
+  );
+  const pattern = found?.[1] ?? found?.[2];
+  if (pattern === undefined)
     throw new Error(`procedure ${procedure} step ${step} names no filter pattern for ${logGroup}`);
   return pattern;
 }
