@@ -29,6 +29,31 @@ const headersOf = (request: { headers: Record<string, unknown> }) => ({
   'webhook-signature': String(request.headers['webhook-signature']),
 });
 
+type WebhookStore = Awaited<ReturnType<typeof webhookHarness>>['store'];
+
+/**
+ * A harness with a new endpoint's test event queued, and the delivery handler on `storeOf(store)`
+ * (the harness's own by default), recording each line it logs: its level and message.
+ */
+async function loggingDelivery(storeOf: (store: WebhookStore) => WebhookStore = (store) => store) {
+  const harness = await webhookHarness();
+  const hook = await receiver();
+  const endpoint = await subscribe(harness, hook.url());
+  expect((await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` })).status).toBe(202);
+  const lines: { level: string; message: string }[] = [];
+  const record = (level: string) => (message: string) => lines.push({ level, message });
+  const deliver = createWebhookDeliveryHandler({
+    store: storeOf(harness.store),
+    queue: harness.queue,
+    http: createNodeWebhookHttp({ policy: 'local' }),
+    now: harness.clock.now,
+    random: Math.random,
+    retryHours: 24,
+    log: { debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error') },
+  });
+  return { harness, hook, lines, deliver };
+}
+
 describe('webhook endpoints (DESIGN §3)', () => {
   it('shows the whsec_ secret once, lists and removes endpoints, and hides them from other tenants', async () => {
     const harness = await webhookHarness();
@@ -198,23 +223,7 @@ describe('webhook delivery (DESIGN §11)', () => {
   });
 
   it("writes a batch's counts at DEBUG: a routine line nobody acts on stays off CloudWatch Logs at INFO (issue 32)", async () => {
-    const harness = await webhookHarness();
-    const hook = await receiver();
-    const endpoint = await subscribe(harness, hook.url());
-    expect((await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` })).status).toBe(
-      202,
-    );
-    const lines: { level: string; message: string }[] = [];
-    const record = (level: string) => (message: string) => lines.push({ level, message });
-    const deliver = createWebhookDeliveryHandler({
-      store: harness.store,
-      queue: harness.queue,
-      http: createNodeWebhookHttp({ policy: 'local' }),
-      now: harness.clock.now,
-      random: Math.random,
-      retryHours: 24,
-      log: { debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error') },
-    });
+    const { harness, hook, lines, deliver } = await loggingDelivery();
     const { batchItemFailures } = await deliver({ Records: await harness.receive() });
     expect(batchItemFailures).toEqual([]);
     expect(hook.received).toHaveLength(1);
@@ -222,30 +231,16 @@ describe('webhook delivery (DESIGN §11)', () => {
   });
 
   it("logs a copy our side could not handle where runbook procedure 7's step 2 looks (its --filter-pattern)", async () => {
-    const harness = await webhookHarness();
-    const hook = await receiver();
-    const endpoint = await subscribe(harness, hook.url());
-    expect((await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` })).status).toBe(
-      202,
-    );
-    const lines: { level: string; message: string }[] = [];
-    const record = (level: string) => (message: string) => lines.push({ level, message });
     // DynamoDB refusing every call: the procedure's cause ("DynamoDB throttling or an outage").
-    const refusing = new Proxy(harness.store, {
-      get: (store, key) =>
-        typeof Reflect.get(store, key) === 'function'
-          ? () => Promise.reject(new Error('ProvisionedThroughputExceededException'))
-          : Reflect.get(store, key),
-    });
-    const deliver = createWebhookDeliveryHandler({
-      store: refusing,
-      queue: harness.queue,
-      http: createNodeWebhookHttp({ policy: 'local' }),
-      now: harness.clock.now,
-      random: Math.random,
-      retryHours: 24,
-      log: { debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error') },
-    });
+    const { harness, lines, deliver } = await loggingDelivery(
+      (store) =>
+        new Proxy(store, {
+          get: (target, key) =>
+            typeof Reflect.get(target, key) === 'function'
+              ? () => Promise.reject(new Error('ProvisionedThroughputExceededException'))
+              : Reflect.get(target, key),
+        }),
+    );
     const { batchItemFailures } = await deliver({ Records: await harness.receive() });
     expect(batchItemFailures).toHaveLength(1);
     // Powertools writes each line as JSON with its level in capitals, `"level":"WARN"`.
