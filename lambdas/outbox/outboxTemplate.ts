@@ -70,12 +70,18 @@ export function checkOutboxTemplate(
     ok: false as const,
     problem: templateProblem(detail, [{ field, message }]),
   });
-  // Without a read in this process, `template` was not made by readOutboxTemplate.
-  if (template === undefined || template.name !== wanted.name || renderer === undefined)
+  if (template === undefined || template.name !== wanted.name)
     return refused(
       'The template was not given: read it with readOutboxTemplate and pass it as `template`.',
       '/template/name',
       'no such template was read',
+    );
+  // The renderer loads with a read: without one in this process, readOutboxTemplate did not make it.
+  if (renderer === undefined)
+    return refused(
+      'The template was not read in this process: read it with readOutboxTemplate and pass what it returns.',
+      '/template/name',
+      'was not read with readOutboxTemplate',
     );
   if (wanted.version != null && wanted.version !== template.version)
     return refused('The template read is another version.', '/template/version', 'is not the version read');
