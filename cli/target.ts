@@ -112,7 +112,7 @@ export interface Target {
    */
   readonly stackRelayNames: string | undefined;
   /** The running local stack's POSTDATE_MESSAGE_ID_DOMAIN, from its file; undefined otherwise. */
-  readonly stackMessageIdDomain?: string | undefined;
+  readonly stackMessageIdDomain: string | undefined;
   /**
    * The stack's HTTP API, for the commands that call it: POSTDATE_API_URL (with `--stack`, its
    * output `ApiUrl`), else locally the running stack's file, else the local default port.
