@@ -120,6 +120,6 @@ describe('500 order emails in five batches, then each item as a single enqueue',
     expect(mailsFor(due)).toEqual([1, 1, 1, 1, 1, 1]);
     expect(mailsFor([ids[8] ?? ''])).toEqual([0]);
     const missing = await postdate.get(`x${ids[7]?.slice(1)}`).catch((error: unknown) => error);
-    expect(missing).toBeInstanceOf(PostdateProblemError);
+    expect(missing, String(missing) + JSON.stringify(missing)).toBeInstanceOf(PostdateProblemError);
   }, 120_000);
 });
