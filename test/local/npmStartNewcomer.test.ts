@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
-import { listenOnce } from '../../local/freePort.js';
 import {
   claimPorts,
   LOCAL_PORT_VARIABLES,
@@ -18,7 +17,9 @@ import { eventually } from '../support/eventually.js';
 import {
   bannerPorts,
   descendants,
+  heldOutsideTheRun,
   killLeftovers,
+  marked,
   type NpmStart,
   npmStart,
   ready,
@@ -29,8 +30,10 @@ import {
  * start with one line naming the port and the variable, and leaves nothing running; the parent's
  * death without a signal stops every part; POSTDATE_API_KEY fixes the key; on POSTDATE_DATA_DIR a
  * restart keeps the message whose copy waited in the (memory-only) SQS emulator, and it is
- * delivered once; its two stops are two of startStopping's ways (one Ctrl-C, Ctrl-C twice at once). "Nothing running" is read from /proc: every process that carries this run's
- * marker in its environment (npm, node, DynamoDB Local's java, tsx's compilers) has ended.
+ * delivered once; its two stops are two of startStopping's ways (one Ctrl-C, Ctrl-C twice at once).
+ * "Nothing running" is read from /proc: every process that carries the start's mark in its
+ * environment (npm, node, DynamoDB Local's java, tsx's compilers) has ended, and no process outside
+ * this test run listens on a port of its banner.
  */
 
 const WITHIN_MS = 30_000;
@@ -41,45 +44,24 @@ afterEach(() => {
   leftovers = [];
 });
 
-/** The pids of every process whose environment holds `POSTDATE_RUN_MARK=mark` (Linux /proc). */
-function marked(mark: string): { pid: number; command: string }[] {
-  const found: { pid: number; command: string }[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const environ = readFileSync(`/proc/${entry}/environ`, 'latin1');
-      if (!environ.split('\0').includes(`POSTDATE_RUN_MARK=${mark}`)) continue;
-      const command = readFileSync(`/proc/${entry}/comm`, 'latin1').trim();
-      // A zombie has ended; its parent has not read its status yet.
-      const state = readFileSync(`/proc/${entry}/stat`, 'latin1').split(') ')[1]?.[0];
-      if (state !== 'Z') found.push({ pid: Number(entry), command });
-    } catch {
-      // Gone meanwhile, or not ours to read.
-    }
-  }
-  return found;
-}
-
 async function nothingLeft(mark: string, ports: readonly number[]): Promise<void> {
   await eventually(
     () => `no process of the run left (still: ${JSON.stringify(marked(mark))})`,
     () => marked(mark).length === 0,
     { withinMs: WITHIN_MS, everyMs: 100 },
   );
-  // Free means another program can listen on it now.
+  // Free of the run: nothing outside this test run listens on it (another test may have taken it).
   for (const port of ports) {
-    await eventually(
-      `port ${port} to be free to listen on`,
-      async () => (await listenOnce(port, '127.0.0.1')) === port,
-      { withinMs: WITHIN_MS, everyMs: 100 },
-    );
+    await eventually(`port ${port} to be free of the stack`, async () => !(await heldOutsideTheRun(port)), {
+      withinMs: WITHIN_MS,
+      everyMs: 100,
+    });
   }
 }
 
 function startMarked(env: NodeJS.ProcessEnv): { start: NpmStart; mark: string } {
-  const mark = randomUUID();
-  const start = npmStart({ ...env, POSTDATE_RUN_MARK: mark });
-  return { start, mark };
+  const start = npmStart(env);
+  return { start, mark: start.mark };
 }
 
 async function heldPort(): Promise<{ port: number; release(): Promise<void> }> {

@@ -1,4 +1,6 @@
 import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { LOCAL_PORT_VARIABLES } from '../../local/localEnv.js';
 import { eventually } from '../support/eventually.js';
@@ -45,10 +47,13 @@ export function spawnCaptured(
 /**
  * `npm start` as a person, an IDE or CI runs it: through npm, as the leader of its own process group
  * (as a terminal makes it), every port picked freely (unless `env` fixes one) so that stacks of
- * parallel runs do not meet.
+ * parallel runs do not meet. Its environment carries a mark of its own (`POSTDATE_RUN_MARK`), which
+ * every process it starts inherits: `marked` finds them all, those started after any snapshot too.
  * The tests of test/local/ that need the whole chain (npm → shell → node → java) use it.
  */
-export type NpmStart = CapturedProcess;
+export interface NpmStart extends CapturedProcess {
+  readonly mark: string;
+}
 
 export function npmStart(env: NodeJS.ProcessEnv = {}): NpmStart {
   const merged: NodeJS.ProcessEnv = { ...process.env };
@@ -56,7 +61,9 @@ export function npmStart(env: NodeJS.ProcessEnv = {}): NpmStart {
   delete merged.POSTDATE_LOG;
   // A test that fixes a port (one another program holds) says so in `env`.
   Object.assign(merged, env);
-  return spawnCaptured('npm', ['start'], { env: merged, detached: true, stdin: 'open' });
+  const mark = randomUUID();
+  merged.POSTDATE_RUN_MARK = mark;
+  return { ...spawnCaptured('npm', ['start'], { env: merged, detached: true, stdin: 'open' }), mark };
 }
 
 /** Waits for the banner's last line; returns the stdout so far. */
@@ -128,5 +135,102 @@ export function killLeftovers(pids: readonly number[]): void {
         process.kill(pid, 'SIGKILL');
       } catch {}
     }
+  }
+}
+
+/** The live processes whose environment holds `POSTDATE_RUN_MARK=mark` (Linux /proc), zombies not counted. */
+export function marked(mark: string): { pid: number; command: string }[] {
+  const found: { pid: number; command: string }[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const environ = readFileSync(`/proc/${entry}/environ`, 'latin1');
+      if (!environ.split('\0').includes(`POSTDATE_RUN_MARK=${mark}`)) continue;
+      const command = readFileSync(`/proc/${entry}/comm`, 'latin1').trim();
+      // A zombie has ended; its parent has not read its status yet.
+      if (parentAndState(Number(entry))?.state !== 'Z') found.push({ pid: Number(entry), command });
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
+  }
+  return found;
+}
+
+/**
+ * Whether a stack could still hold TCP `port`: something listens there that is not of this test run's
+ * own process tree. Once every process of a stack has ended, a listener in the tree is another test's,
+ * which `freePort` let choose the very port the stack gave back (local/freePort.ts: nothing holds a
+ * port between its choice and its use); a process the stack left behind is not in the tree, since an
+ * orphan is given to init. The run's tree is everything under this worker's parent (vitest's main
+ * process). Without /proc (macOS): whether anything accepts a connection.
+ */
+export async function heldOutsideTheRun(port: number): Promise<boolean> {
+  const owners = listenerOwners(port);
+  if (owners === undefined) return portTaken(port);
+  return owners.some((owner) => owner === undefined || !descendsFrom(owner, process.ppid));
+}
+
+/**
+ * The pids that hold a socket listening on TCP `port` (IPv4 or IPv6, any address), from the kernel's
+ * socket tables and each process's open files; undefined for a listener whose holder this user cannot
+ * read. Undefined as a whole where there is no /proc/net/tcp.
+ */
+function listenerOwners(port: number): (number | undefined)[] | undefined {
+  if (!existsSync('/proc/net/tcp')) return undefined;
+  const inodes = new Set<string>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let lines: string[] = [];
+    try {
+      lines = readFileSync(table, 'latin1').trim().split('\n').slice(1);
+    } catch {
+      continue;
+    }
+    for (const line of lines) {
+      // sl local_address rem_address st … inode: 0A is LISTEN; the port is the local address's hex tail.
+      const fields = line.trim().split(/\s+/);
+      const local = fields[1] ?? '';
+      if (fields[3] === '0A' && Number.parseInt(local.slice(local.lastIndexOf(':') + 1), 16) === port)
+        inodes.add(fields[9] ?? '');
+    }
+  }
+  if (inodes.size === 0) return [];
+  const owners = new Map<string, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let fds: string[] = [];
+    try {
+      fds = readdirSync(`/proc/${entry}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      try {
+        const inode = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${entry}/fd/${fd}`))?.[1];
+        if (inode !== undefined && inodes.has(inode)) owners.set(inode, Number(entry));
+      } catch {
+        // Closed meanwhile.
+      }
+    }
+  }
+  return [...inodes].map((inode) => owners.get(inode));
+}
+
+/** Whether `pid` is `root` or one of its descendants, by /proc's parent links. */
+function descendsFrom(pid: number, root: number): boolean {
+  for (let at: number | undefined = pid; at !== undefined && at > 1; at = parentAndState(at)?.parent) {
+    if (at === root) return true;
+  }
+  return false;
+}
+
+/** A process's parent and state letter, from /proc/<pid>/stat; undefined once it is gone. */
+function parentAndState(pid: number): { parent: number; state: string } | undefined {
+  try {
+    // pid (comm) state ppid …: comm may hold spaces and parentheses, so read after its last ')'.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const [state = '', parent = ''] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { parent: Number(parent), state };
+  } catch {
+    return undefined;
   }
 }

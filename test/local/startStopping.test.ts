@@ -6,8 +6,9 @@ import { eventually } from '../support/eventually.js';
 import {
   bannerPorts,
   descendants,
-  isAlive,
+  heldOutsideTheRun,
   killLeftovers,
+  marked,
   type NpmStart,
   npmStart,
   portTaken,
@@ -18,18 +19,21 @@ import {
  * DESIGN §7: "Any way of stopping it — Ctrl-C, SIGTERM to any process of the chain, a closed
  * terminal — stops every part and frees every port." Each case starts the stack through npm as a
  * terminal would (npm the leader of its process group), stops it one way, and waits (with a
- * deadline) until no process of the chain is left and no port of the banner answers. One Ctrl-C and
+ * deadline) until no process carrying the start's mark is left and no process outside this run
+ * listens on a port of the banner (another test may take a port the stack gave back meanwhile:
+ * `heldOutsideTheRun`). One Ctrl-C and
  * Ctrl-C twice at once are the two stops of npmStartNewcomer's restart test (its stacks are stopped
  * anyway; the same assertions, read from /proc there): no start of their own here.
  */
 
 const STOPPED_WITHIN_MS = 30_000;
 
-let leftovers: number[] = [];
+/** The start under test: whatever carries its mark is killed after the test, whatever happened. */
+let running: NpmStart | undefined;
 
 afterEach(() => {
-  killLeftovers(leftovers);
-  leftovers = [];
+  if (running) killLeftovers(marked(running.mark).map((process) => process.pid));
+  running = undefined;
 });
 
 async function started(env: NodeJS.ProcessEnv = {}): Promise<{
@@ -38,12 +42,12 @@ async function started(env: NodeJS.ProcessEnv = {}): Promise<{
   ports: number[];
 }> {
   const start = npmStart(env);
+  running = start;
   const banner = await ready(start);
   const npmPid = start.child.pid;
   if (npmPid === undefined) throw new Error('npm did not start');
   const chainNow = () => [{ pid: npmPid, command: 'npm' }, ...descendants(npmPid)];
   let chain = chainNow();
-  leftovers = chain.map((process) => process.pid);
   const ports = bannerPorts(banner);
   // The chain holds the stack's node process and DynamoDB Local's java, and every port answers. One
   // `ps` walk of a loaded machine has missed the java child once (CI, 2026-12-03): walk again until
@@ -52,7 +56,6 @@ async function started(env: NodeJS.ProcessEnv = {}): Promise<{
     "the chain to show the stack's node and DynamoDB Local's java",
     () => {
       chain = chainNow();
-      leftovers = chain.map((process) => process.pid);
       const commands = chain.map((process) => process.command);
       return commands.includes('node') && commands.includes('java');
     },
@@ -63,22 +66,14 @@ async function started(env: NodeJS.ProcessEnv = {}): Promise<{
   return { start, chain, ports };
 }
 
-async function expectAllGone(chain: readonly { pid: number; command: string }[], ports: readonly number[]) {
+async function expectAllGone(start: NpmStart, ports: readonly number[]) {
   await eventually(
-    'every process of the chain to end',
-    () => chain.every((process) => !isAlive(process.pid)),
-    {
-      withinMs: STOPPED_WITHIN_MS,
-      everyMs: 100,
-    },
-  ).catch((error: unknown) => {
-    const left = chain.filter((process) => isAlive(process.pid));
-    throw new Error(
-      `${String(error)}; still running: ${left.map((p) => `${p.command} ${p.pid}`).join(', ')}`,
-    );
-  });
+    () => `every process of the start to end (still running: ${JSON.stringify(marked(start.mark))})`,
+    () => marked(start.mark).length === 0,
+    { withinMs: STOPPED_WITHIN_MS, everyMs: 100 },
+  );
   for (const port of ports) {
-    await eventually(`port ${port} to be free`, async () => !(await portTaken(port)), {
+    await eventually(`port ${port} to be free of the stack`, async () => !(await heldOutsideTheRun(port)), {
       withinMs: STOPPED_WITHIN_MS,
       everyMs: 100,
     });
@@ -87,31 +82,31 @@ async function expectAllGone(chain: readonly { pid: number; command: string }[],
 
 describe('stopping npm start', () => {
   it('SIGTERM to npm alone (an IDE, a process manager, CI) stops every part and frees every port', async () => {
-    const { start, chain, ports } = await started();
+    const { start, ports } = await started();
     process.kill(start.child.pid as number, 'SIGTERM');
-    await expectAllGone(chain, ports);
+    await expectAllGone(start, ports);
   }, 300_000);
 
   it('a closed terminal (SIGHUP to the process group) stops every part and frees every port', async () => {
-    const { start, chain, ports } = await started();
+    const { start, ports } = await started();
     process.kill(-(start.child.pid as number), 'SIGHUP');
-    await expectAllGone(chain, ports);
+    await expectAllGone(start, ports);
     // The group's SIGHUP reaches npm and the stack at once; when npm ends first, the stack may see its
     // parent gone before its own SIGHUP handler runs (seen under load in CI): either way it says why.
     expect(start.stdout()).toMatch(/(SIGHUP|its parent \(pid \d+\) ended): stopping every part/);
   }, 300_000);
 
   it('SIGKILL to the stack’s node process still ends DynamoDB Local and frees its port', async () => {
-    const { chain, ports } = await started();
+    const { start, chain, ports } = await started();
     process.kill(nodeOf(chain), 'SIGKILL');
-    await expectAllGone(chain, ports);
+    await expectAllGone(start, ports);
   }, 300_000);
 
   it("SIGTERM to the stack's node process stops every part gracefully and frees every port", async () => {
     const { start, chain, ports } = await started();
     signal(nodeOf(chain), 'SIGTERM');
     const exit = await start.exited;
-    await expectAllGone(chain, ports);
+    await expectAllGone(start, ports);
     expect(start.stdout()).toContain('SIGTERM: stopping every part');
     expect(exit.code).toBe(0);
   }, 300_000);
@@ -121,7 +116,7 @@ describe('stopping npm start', () => {
     async (name) => {
       const { start, chain, ports } = await started();
       signal(javaOf(chain), name);
-      await expectAllGone(chain, ports);
+      await expectAllGone(start, ports);
       const exit = await start.exited;
       expect(exit.code ?? exit.signal).not.toBe(0);
       expect(start.stderr()).toMatch(/postdate: DynamoDB Local .*exited/);
@@ -130,14 +125,14 @@ describe('stopping npm start', () => {
   );
 
   it('Ctrl-C again while the stop is under way still leaves no process and no port', async () => {
-    const { start, chain, ports } = await started();
+    const { start, ports } = await started();
     signal(-(start.child.pid as number), 'SIGINT');
     await eventually('the stop to begin', () => start.stdout().includes('SIGINT: stopping every part'), {
       withinMs: STOPPED_WITHIN_MS,
     });
     signal(-(start.child.pid as number), 'SIGINT');
     await start.exited;
-    await expectAllGone(chain, ports);
+    await expectAllGone(start, ports);
   }, 300_000);
 });
 
@@ -148,18 +143,17 @@ describe('stopping npm start before its banner', () => {
     const dir = mkdtempSync(join(tmpdir(), 'postdate-early-'));
     try {
       const start = npmStart({ TMPDIR: dir });
+      running = start;
       const npmPid = start.child.pid as number;
       await eventually(
         'MailDev and the S3 emulator to be up',
         () => start.stdout().includes('up  S3 emulator') && start.stdout().includes('up  MailDev'),
         { withinMs: 120_000, everyMs: 50 },
       );
-      const chain = [{ pid: npmPid, command: 'npm' }, ...descendants(npmPid)];
-      leftovers = chain.map((process) => process.pid);
       signal(-npmPid, 'SIGINT');
       await start.exited;
       expect(start.stdout()).not.toContain('Ctrl-C stops everything.');
-      await expectAllGone(chain, bannerPorts(start.stdout()));
+      await expectAllGone(start, bannerPorts(start.stdout()));
       const own = readdirSync(dir).filter((name) => /^postdate-(s3|maildev)-/.test(name));
       expect(own).toEqual([]);
     } finally {
@@ -180,14 +174,14 @@ describe('a Java runtime without jdk.compiler (no loopback launcher for DynamoDB
         `#!/bin/sh\ncase "$*" in *jdk.compiler*) exit 1;; esac\nPATH="${process.env.PATH ?? ''}" exec java "$@"\n`,
       );
       chmodSync(join(dir, 'java'), 0o755);
-      const { start, chain, ports } = await started({
+      const { start, ports } = await started({
         PATH: `${dir}${delimiter}${process.env.PATH ?? ''}`,
         TMPDIR: dir,
       });
       expect(start.stdout()).toMatch(/up {2}DynamoDB Local .*every interface/);
       signal(-(start.child.pid as number), 'SIGINT');
       await start.exited;
-      await expectAllGone(chain, ports);
+      await expectAllGone(start, ports);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
