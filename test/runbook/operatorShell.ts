@@ -178,9 +178,13 @@ export function stackApi(stack: LocalStack) {
 /**
  * What this process writes to stdout and stderr from now until `restore()`: the local functions'
  * log events among it, as CloudWatch Logs would hold them, read by `of(service)` (Powertools' JSON
- * lines of `postdate-relay`, `postdate-webhooks`, …).
+ * lines of `postdate-relay`, `postdate-webhooks`, …). `echo: false` keeps those lines off the
+ * console (a stack whose functions log at INFO); everything else is written on as before.
  */
-export function capturedLogs(): { of(service: string): string[]; restore(): void } {
+export function capturedLogs({ echo = true }: { echo?: boolean } = {}): {
+  of(service: string): string[];
+  restore(): void;
+} {
   const written: string[] = [];
   const streams = [process.stdout, process.stderr] as const;
   const writes = streams.map((stream) => stream.write);
@@ -188,6 +192,7 @@ export function capturedLogs(): { of(service: string): string[]; restore(): void
     const write = writes[i] as typeof stream.write;
     stream.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
       written.push(String(chunk));
+      if (!echo && String(chunk).includes('"service":"postdate-')) return true;
       return write.call(stream, chunk, ...rest);
     }) as typeof stream.write;
   });
