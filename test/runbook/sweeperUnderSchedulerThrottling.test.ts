@@ -44,11 +44,12 @@ const COMPRESSED = {
   /**
    * The messages' time, from the test's start: after the relay has given up on them, as a rule (its
    * six invocations, each with the SDK's three attempts and their throttling backoff, took 12.9 and
-   * 14.1 s from the start here, on a quiet machine). One whose time comes first goes from a retry.
+   * 14.1 s from the start here, on a quiet machine; 30 s leaves CI's loaded machine room). One whose
+   * time comes first goes from a retry.
    */
-  dueInMs: 20_000,
+  dueInMs: 30_000,
   /** The moved message's new time. */
-  movedToMs: 24_000,
+  movedToMs: 34_000,
 } as const;
 
 describe('the sweeper while Scheduler throttles', () => {
@@ -171,8 +172,10 @@ describe('the sweeper while Scheduler throttles', () => {
 
     // The stack's first run (told that the send queue was emptied at the start, it reads every entry
     // due within the hour: local/periodicSweep.ts, decision 0264), before anything is due: re-dispatches nothing.
+    const firstRunAt = Date.now();
     await stack.sweep();
-    expect(redispatchedBySweeper()).toEqual([]);
+    // (A machine so slow that the relay gave up after the time makes this run the next one.)
+    if (firstRunAt < dueAt) expect(redispatchedBySweeper()).toEqual([]);
 
     // A run past the old time and the grace: the live message goes; the moved one is not due, the
     // cancelled one finished. Their rev-1 schedules fire meanwhile, and the sender drops those copies.
