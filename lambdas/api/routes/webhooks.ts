@@ -360,12 +360,14 @@ export async function retryDelivery(
   if (!current || current.tenant !== tenant) return { kind: 'not-found' };
   const now = deps.now();
   if (!mayRetryDelivery(current, now)) return { kind: 'conflict', current };
-  const refused = await sendCopy(deps.queue, { ...current, rev: current.rev + 1 }, now);
+  const retryId = randomBytes(16).toString('hex');
+  const refused = await sendCopy(deps.queue, { ...current, rev: current.rev + 1 }, now, retryId);
   if (refused) return { kind: 'queue-refused', current, error: refused.error };
   const result = await deps.store.retryDelivery({
     endpointId: endpoint.id,
     deliveryId,
     seen: { rev: current.rev, attempts: current.attempts },
+    retryId,
     now: now.toISOString(),
     expiresAt: deliveryExpiresAt(now, deps.retryHours, deps.retentionDays),
   });
@@ -376,12 +378,14 @@ export async function retryDelivery(
 
 /**
  * Queues the copy of `delivery` for a write still to come (`issued_at`: the delivery function waits
- * for the write a bounded time); the queue's refusal, or undefined when it took the copy.
+ * for the write a bounded time), a manual retry's with its id (`retry`); the queue's refusal, or
+ * undefined when it took the copy.
  */
 async function sendCopy(
   queue: WebhookQueue,
   delivery: WebhookDelivery,
   now: Date,
+  retryId?: string,
 ): Promise<{ readonly error: unknown } | undefined> {
   const copy = {
     v: 1,
@@ -390,6 +394,7 @@ async function sendCopy(
     rev: delivery.rev,
     seq: delivery.attempts,
     issued_at: now.getTime(),
+    ...(retryId === undefined ? {} : { retry: retryId }),
   } as const;
   const { failed, error } = await queue.send([{ copy, delaySeconds: 0 }]);
   return failed.length === 0
