@@ -206,6 +206,15 @@ describe('a delivery whose copy went to the webhook DLQ (DESIGN §11: retryable 
     const early = await harness.call({ method: 'POST', path: retryPath });
     expect(early.status).toBe(409);
     expect(early.json.delivery_status).toBe('pending');
+    // When it can be, and why not yet (decision 0289).
+    const [{ next_attempt_at: due }] = (
+      await harness.call({ method: 'GET', path: `/v1/webhooks/${endpoint.id}/deliveries` })
+    ).json.items;
+    const from = new Date(Date.parse(due) + WEBHOOK_STALLED_AFTER_MS).toISOString();
+    expect(early.json.retryable_at).toBe(from);
+    expect(early.json.detail).toBe(
+      `The delivery is pending, its next attempt due at ${due}: its copy may still come (from the webhook queue, or from its dead-letter queue once redriven). Retry it from ${from}, when that attempt is 2 hours overdue.`,
+    );
 
     harness.clock.advance(120_000);
     const retry = await harness.call({ method: 'POST', path: retryPath });

@@ -19,7 +19,7 @@ import { type PostdateEvent, WEBHOOK_TEST_EVENT_TYPE } from '../../core/messageE
 import { type FieldError, problem, validationProblem } from '../../core/problem.js';
 import { validateCreateWebhook } from '../../core/requestSchemas.js';
 import { isTestSide, publicTenant } from '../../core/testSide.js';
-import { mayRetryDelivery, WEBHOOK_STALLED_AFTER_MS } from '../../core/webhookOperator.js';
+import { mayRetryDelivery, stalledRetryFrom, WEBHOOK_STALLED_AFTER_MS } from '../../core/webhookOperator.js';
 import {
   isWebhookDeliveryId,
   isWebhookDeliveryStatus,
@@ -459,14 +459,15 @@ function deliveryNotFound(): Outcome {
 }
 
 function deliveryConflict(current: WebhookDelivery): Outcome {
+  const from = stalledRetryFrom(current);
+  const detail =
+    from === null
+      ? `The delivery is ${current.status}: only a failed delivery, or a pending one whose next attempt is more than ${WEBHOOK_STALLED_AFTER_MS / 3_600_000} hours overdue, can be retried.`
+      : `The delivery is pending, its next attempt due at ${current.nextAttemptAt}: its copy may still come (from the webhook queue, or from its dead-letter queue once redriven). Retry it from ${from.toISOString()}, when that attempt is ${WEBHOOK_STALLED_AFTER_MS / 3_600_000} hours overdue.`;
   return problemResult(
-    problem(
-      'conflict',
-      `The delivery is ${current.status}; only a failed delivery, or a pending one whose next attempt is more than ${WEBHOOK_STALLED_AFTER_MS / 3_600_000} hours overdue, can be retried.`,
-      {
-        extensions: { delivery_status: current.status },
-      },
-    ),
+    problem('conflict', detail, {
+      extensions: { delivery_status: current.status, retryable_at: from?.toISOString() ?? null },
+    }),
     {},
     { delivery_id: current.id },
   );
