@@ -25,7 +25,13 @@ import {
   type WebhookRouteDependencies,
 } from '../lambdas/api/routes/webhooks.js';
 import type { FieldError } from '../lambdas/core/problem.js';
-import { isWebhookDeliveryId, isWebhookDeliveryStatus, WEBHOOK_LIMITS } from '../lambdas/core/webhooks.js';
+import { stalledRetryFrom, WEBHOOK_STALLED_AFTER_MS } from '../lambdas/core/webhookOperator.js';
+import {
+  isWebhookDeliveryId,
+  isWebhookDeliveryStatus,
+  WEBHOOK_DELIVERY_STATUS,
+  WEBHOOK_LIMITS,
+} from '../lambdas/core/webhooks.js';
 import type { WebhookDelivery, WebhookQueue, WebhookStore } from '../lambdas/ports/Webhooks.js';
 import { DynamoWebhookStore } from '../lambdas/store/webhookStore.js';
 import { CliError, EXIT, NotFoundError, UsageError } from './cliErrors.js';
@@ -121,6 +127,8 @@ export async function webhooksDeliveries(
     attempts: delivery.attempts,
     last: delivery.history.at(-1)?.error ?? String(delivery.history.at(-1)?.statusCode ?? '–'),
     updated_at: delivery.updatedAt,
+    // A pending one's: more than 2 h past, its copy is not coming (runbook procedure 7, step 4).
+    next_attempt_at: delivery.status === WEBHOOK_DELIVERY_STATUS.pending ? delivery.nextAttemptAt : null,
   }));
   if (out.json) return out.data({ items, next });
   printTable(
@@ -132,6 +140,7 @@ export async function webhooksDeliveries(
       { header: 'ATTEMPTS', value: (row) => String(row.attempts), align: 'right' },
       { header: 'LAST', value: (row) => row.last },
       { header: 'UPDATED', value: (row) => row.updated_at },
+      { header: 'NEXT ATTEMPT', value: (row) => row.next_attempt_at ?? '–' },
     ],
     items,
   );
@@ -152,11 +161,7 @@ export async function webhooksRetry(
       `no delivery ${options.delivery} of endpoint ${options.endpoint}`,
       `postdate webhooks deliveries ${options.endpoint} --tenant ${options.tenant}`,
     );
-  if (retried.kind === 'conflict')
-    throw new CliError(
-      `the delivery is ${retried.current.status}; only a failed one, or a pending one long overdue, can be retried`,
-      EXIT.failed,
-    );
+  if (retried.kind === 'conflict') throw retryRefused(retried.current);
   if (retried.kind === 'queue-refused') throw retried.error;
   const { delivery } = retried;
   if (out.json) return out.data({ id: delivery.id, status: delivery.status });
@@ -282,6 +287,25 @@ export async function webhooksTest(
   if (out.json) return out.data(deliveryView(delivery));
   out.line(`queued ${delivery.eventType} to ${delivery.endpointId}: delivery ${delivery.id}`);
   out.line(`its outcome: postdate webhooks deliveries ${delivery.endpointId} --tenant ${options.tenant}`);
+}
+
+/**
+ * A retry the rule refused (mayRetryDelivery): a pending delivery says from when it can be retried
+ * and why not yet (its copy may still come), as the API's 409 does; `retryable_at` in the error
+ * document.
+ */
+function retryRefused(current: WebhookDelivery): CliError {
+  const from = stalledRetryFrom(current);
+  const hours = WEBHOOK_STALLED_AFTER_MS / 3_600_000;
+  const message =
+    from === null
+      ? `the delivery is ${current.status}: only a failed one, or a pending one whose next attempt is more than ${hours} hours overdue, can be retried`
+      : `the delivery is pending, its next attempt due at ${current.nextAttemptAt}: its copy may still come ` +
+        `(from the webhook queue, or from the webhook DLQ once redriven: runbook procedure 7); ` +
+        `retry it from ${from.toISOString()}, when that attempt is ${hours} hours overdue`;
+  return new CliError(message, EXIT.failed, {
+    context: { delivery_status: current.status, retryable_at: from?.toISOString() ?? null },
+  });
 }
 
 function endpointNotFound(options: { readonly tenant: string; readonly endpoint: string }): NotFoundError {

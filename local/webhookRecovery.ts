@@ -24,7 +24,7 @@ export async function requeuePendingDeliveries(
       new ScanCommand({
         TableName: tableName,
         FilterExpression: 'begins_with(#pk, :prefix) AND #status = :pending',
-        ProjectionExpression: 'endpoint_id, id, rev, attempts',
+        ProjectionExpression: 'endpoint_id, id, rev, attempts, retry_id',
         ExpressionAttributeNames: { '#pk': KEY.partition, '#status': 'status' },
         ExpressionAttributeValues: {
           ':prefix': WEBHOOK_PARTITION_PREFIX.delivery,
@@ -35,11 +35,19 @@ export async function requeuePendingDeliveries(
       }),
     );
     for (const item of page.Items ?? []) {
-      const { endpoint_id, id, rev, attempts } = item;
+      const { endpoint_id, id, rev, attempts, retry_id } = item;
       if (typeof endpoint_id !== 'string' || typeof id !== 'string') continue;
       if (typeof rev !== 'number' || typeof attempts !== 'number') continue;
       copies.push({
-        copy: { v: 1, endpoint: endpoint_id, delivery: id, rev, seq: attempts },
+        copy: {
+          v: 1,
+          endpoint: endpoint_id,
+          delivery: id,
+          rev,
+          seq: attempts,
+          // A manual retry's revision takes only its own copies (isCopyOfItsRetry).
+          ...(typeof retry_id === 'string' ? { retry: retry_id } : {}),
+        },
         delaySeconds: 0,
       });
     }

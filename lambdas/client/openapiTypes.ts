@@ -4174,7 +4174,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The delivery is delivered, or pending and not long overdue; `delivery_status` says which. */
+      /** @description The delivery is delivered, or pending and not long overdue; `delivery_status` says which, and `retryable_at` from when a pending one can be retried (null for a delivered one). */
       409: {
         headers: {
           [name: string]: unknown;

@@ -37,9 +37,19 @@ export interface RetryCandidate {
  */
 export function mayRetryDelivery(delivery: RetryCandidate, now: Date): boolean {
   if (delivery.status === WEBHOOK_DELIVERY_STATUS.failed) return true;
-  if (delivery.status !== WEBHOOK_DELIVERY_STATUS.pending) return false;
+  const from = stalledRetryFrom(delivery);
+  return from !== null && from.getTime() < now.getTime();
+}
+
+/**
+ * From when a manual retry may take a `pending` delivery: its next attempt WEBHOOK_STALLED_AFTER_MS
+ * overdue (what a refused retry tells the caller to wait for). Null for any other delivery (a failed
+ * one is retryable now, a delivered one never) or a pending one without a next attempt.
+ */
+export function stalledRetryFrom(delivery: RetryCandidate): Date | null {
+  if (delivery.status !== WEBHOOK_DELIVERY_STATUS.pending) return null;
   const due = Date.parse(delivery.nextAttemptAt ?? '');
-  return Number.isFinite(due) && due < stalledBefore(now).getTime();
+  return Number.isFinite(due) ? new Date(due + WEBHOOK_STALLED_AFTER_MS) : null;
 }
 
 /** The time a pending delivery's next attempt must be before for a manual retry to take it. */

@@ -135,6 +135,25 @@ export interface WebhookCopy {
    * time (decideCopyAhead).
    */
   readonly issued_at?: number;
+  /**
+   * Set only on a manual retry's copy: that retry's own id (WEBHOOK_RETRY_ID), which its write
+   * stores on the delivery. Two retries that read the delivery alike queue a copy of the same
+   * revision each, and only one write lands: the other's copy is stale (isCopyOfItsRetry).
+   */
+  readonly retry?: string;
+}
+
+/** A manual retry's id: 32 hex digits (16 random bytes). */
+export const WEBHOOK_RETRY_ID = /^[0-9a-f]{32}$/;
+
+/**
+ * Whether a copy of the delivery's current revision is the one its last manual retry queued: a
+ * delivery no retry wrote an id on takes any copy (its chain's); one a retry wrote takes only the
+ * copies that carry that retry's id. So of two retries at once, whose copies have the same revision
+ * and attempt count, only the one whose write landed reaches the endpoint.
+ */
+export function isCopyOfItsRetry(copy: Pick<WebhookCopy, 'retry'>, retryId: string | null): boolean {
+  return retryId === null || copy.retry === retryId;
 }
 
 /**
@@ -166,7 +185,15 @@ export function encodeWebhookCopy(copy: WebhookCopy): string {
   return JSON.stringify(copy);
 }
 
-const COPY_FIELDS: ReadonlySet<string> = new Set(['v', 'endpoint', 'delivery', 'rev', 'seq', 'issued_at']);
+const COPY_FIELDS: ReadonlySet<string> = new Set([
+  'v',
+  'endpoint',
+  'delivery',
+  'rev',
+  'seq',
+  'issued_at',
+  'retry',
+]);
 
 /** A safe integer of at least `min`: what a count or an epoch time in a copy must be. */
 const isWholeFrom = (value: unknown, min: number): value is number =>
@@ -175,7 +202,7 @@ const isWholeFrom = (value: unknown, min: number): value is number =>
 /**
  * A copy read off the queue, or null when it is not one: JSON, an object of exactly the copy's
  * fields (no other key), version 1, ids of their own forms, `rev` ≥ 1, `seq` ≥ 0 and `issued_at`
- * (absent, or ≥ 0) safe integers. Decoded by hand, not by a schema library: the webhooks function
+ * (absent, or ≥ 0) safe integers, `retry` absent or a retry's id. Decoded by hand, not by a schema library: the webhooks function
  * reads nothing else, and its cold start loads no more than it runs (decision 0131).
  */
 export function decodeWebhookCopy(body: string): WebhookCopy | null {
@@ -188,12 +215,21 @@ export function decodeWebhookCopy(body: string): WebhookCopy | null {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
   const fields = value as Readonly<Record<string, unknown>>;
   if (Object.keys(fields).some((key) => !COPY_FIELDS.has(key))) return null;
-  const { v, endpoint, delivery, rev, seq, issued_at } = fields;
+  const { v, endpoint, delivery, rev, seq, issued_at, retry } = fields;
   if (v !== 1 || typeof endpoint !== 'string' || !ENDPOINT_ID.test(endpoint)) return null;
   if (typeof delivery !== 'string' || !DELIVERY_ID.test(delivery)) return null;
   if (!isWholeFrom(rev, 1) || !isWholeFrom(seq, 0)) return null;
-  if (issued_at === undefined) return { v, endpoint, delivery, rev, seq };
-  return isWholeFrom(issued_at, 0) ? { v, endpoint, delivery, rev, seq, issued_at } : null;
+  if (issued_at !== undefined && !isWholeFrom(issued_at, 0)) return null;
+  if (retry !== undefined && (typeof retry !== 'string' || !WEBHOOK_RETRY_ID.test(retry))) return null;
+  return {
+    v,
+    endpoint,
+    delivery,
+    rev,
+    seq,
+    ...(issued_at === undefined ? {} : { issued_at }),
+    ...(retry === undefined ? {} : { retry }),
+  };
 }
 
 /** How one attempt ended, as the HTTP adapter reports it. */

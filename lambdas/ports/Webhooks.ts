@@ -43,6 +43,8 @@ export interface WebhookDelivery {
   readonly status: WebhookDeliveryStatus;
   /** Bumped by a manual retry; a copy of another rev is stale. */
   readonly rev: number;
+  /** The id of the manual retry that wrote the current rev (its copies carry it); absent before any. */
+  readonly retryId?: string | null;
   /** Attempts made so far (all windows). */
   readonly attempts: number;
   readonly history: readonly DeliveryAttempt[];
@@ -164,6 +166,8 @@ export interface DeliveryRetry {
   readonly deliveryId: string;
   /** The revision and attempt count the route read (and queued the copy for). */
   readonly seen: { readonly rev: number; readonly attempts: number };
+  /** This retry's id, on the copy it queued (isCopyOfItsRetry). */
+  readonly retryId: string;
   readonly now: string;
   /** The new TTL: the new window and the retention from now. */
   readonly expiresAt: number;

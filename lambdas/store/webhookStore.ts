@@ -457,7 +457,7 @@ export class DynamoWebhookStore implements WebhookStore {
             [KEY.sort]: input.deliveryId,
           },
           UpdateExpression:
-            'SET #status = :pending, rev = rev + :one, window_started_at = :now, next_attempt_at = :now, updated_at = :now, #ttl = :expiresAt ' +
+            'SET #status = :pending, rev = rev + :one, retry_id = :retryId, window_started_at = :now, next_attempt_at = :now, updated_at = :now, #ttl = :expiresAt ' +
             'REMOVE #entryPk, #entrySk',
           // mayRetryDelivery, on the revision and attempt count the route read and queued the copy
           // for: an attempt or another retry landing in between makes this a conflict, so only one
@@ -478,6 +478,7 @@ export class DynamoWebhookStore implements WebhookStore {
             ':attempts': input.seen.attempts,
             ':stalledBefore': stalledBefore(new Date(input.now)).toISOString(),
             ':one': 1,
+            ':retryId': input.retryId,
             ':now': input.now,
             ':expiresAt': input.expiresAt,
           },
@@ -622,6 +623,7 @@ function readDelivery(item: Record<string, unknown>): WebhookDelivery | null {
     payload,
     status,
     rev,
+    retryId: text(item.retry_id),
     attempts,
     history,
     windowStartedAt: text(item.window_started_at),

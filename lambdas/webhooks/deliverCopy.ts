@@ -14,6 +14,7 @@ import {
   decideAfterAttempt,
   decideCopyAhead,
   decodeWebhookCopy,
+  isCopyOfItsRetry,
   signingSecrets,
   WEBHOOK_DELIVERY_STATUS,
   WEBHOOK_TIMEOUT_MS,
@@ -170,6 +171,8 @@ export async function deliverCopy(body: string, deps: DeliveryDeps): Promise<Cop
     return 'redelayed';
   }
   if (delivery.status !== WEBHOOK_DELIVERY_STATUS.pending || copy.rev !== delivery.rev) return 'stale';
+  // Of two manual retries at once, the copy of the one whose write did not land.
+  if (!isCopyOfItsRetry(copy, delivery.retryId ?? null)) return 'stale';
   const dueMs = Date.parse(delivery.nextAttemptAt ?? '') || 0;
   if (copy.seq === delivery.attempts - 1) {
     // This copy's attempt was written but the next copy could not be queued (the copy came back):

@@ -197,7 +197,7 @@ export const WEBHOOK_OPERATIONS: Record<WebhookRouteName, Operation> = {
       202: { description: 'Pending again (rev + 1).', content: json(DeliverySchema) },
       404: problem('No such endpoint or delivery.'),
       409: problem(
-        'The delivery is delivered, or pending and not long overdue; `delivery_status` says which.',
+        'The delivery is delivered, or pending and not long overdue; `delivery_status` says which, and `retryable_at` from when a pending one can be retried (null for a delivered one).',
       ),
     },
   },

@@ -162,6 +162,36 @@ describe('postdate webhooks', () => {
     ).rejects.toThrow(/no webhook endpoint .* for tenant other/);
   });
 
+  it("refuses a pending delivery's retry before its next attempt is 2 h overdue, saying from when and why, exit 1", async () => {
+    // Runbook procedure 7 step 4 (decision 0289): a copy that may still come is not retried yet.
+    const hook = await startReceiver(() => 500);
+    receivers.push(hook);
+    const harness = await webhookHarness();
+    const endpoint = await subscribe(harness, hook.url(), 'acme');
+    await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` });
+    await harness.pump({ rounds: 1 });
+    const deps = cliDeps(harness);
+    const listed = memoryOutput({ json: true });
+    await webhooksDeliveries(deps, { tenant: 'acme', endpoint: endpoint.id, limit: 10 }, listed);
+    const [row] = (
+      listed.documents[0] as { items: { id: string; status: string; next_attempt_at: string }[] }
+    ).items;
+    expect(row?.status).toBe('pending');
+    // The listing shows when its next attempt is due: what step 4's find reads.
+    expect(Date.parse(row?.next_attempt_at ?? '')).toBeGreaterThan(0);
+    const from = new Date(Date.parse(row?.next_attempt_at ?? '') + 2 * 3_600_000).toISOString();
+    const refused = await webhooksRetry(
+      deps,
+      { tenant: 'acme', endpoint: endpoint.id, delivery: row?.id ?? '' },
+      memoryOutput(),
+    ).catch((error: unknown) => error);
+    expect(refused).toMatchObject({
+      exitCode: EXIT.failed,
+      message: `the delivery is pending, its next attempt due at ${row?.next_attempt_at}: its copy may still come (from the webhook queue, or from the webhook DLQ once redriven: runbook procedure 7); retry it from ${from}, when that attempt is 2 hours overdue`,
+      context: { delivery_status: 'pending', retryable_at: from },
+    });
+  });
+
   it('pages deliveries as `suppressions list` does: --limit a page, `next` to pass as --after, or --all', async () => {
     // DESIGN §3: deliveries are listed newest first, paged; no delivery is out of the CLI's reach.
     const hook = await startReceiver();

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import {
   mayRetryDelivery,
   stalledBefore,
+  stalledRetryFrom,
   WEBHOOK_STALLED_AFTER_MS,
 } from '../../lambdas/core/webhookOperator.js';
 import { WEBHOOK_DELIVERY_STATUSES } from '../../lambdas/core/webhooks.js';
@@ -41,5 +42,26 @@ describe('mayRetryDelivery', () => {
     ).toBe(true);
     expect(mayRetryDelivery({ status: 'pending', nextAttemptAt: 'not a time' }, NOW)).toBe(false);
     expect(stalledBefore(NOW).toISOString()).toBe(at(-WEBHOOK_STALLED_AFTER_MS));
+  });
+});
+
+describe('stalledRetryFrom', () => {
+  it('says from when a pending delivery can be retried: the first moment mayRetryDelivery takes it', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: -30 * 86_400_000, max: 30 * 86_400_000 }), (offset) => {
+        const delivery = { status: 'pending', nextAttemptAt: at(offset) } as const;
+        const from = stalledRetryFrom(delivery);
+        expect(from?.toISOString()).toBe(at(offset + WEBHOOK_STALLED_AFTER_MS));
+        if (from === null) return;
+        expect(mayRetryDelivery(delivery, from)).toBe(false);
+        expect(mayRetryDelivery(delivery, new Date(from.getTime() + 1))).toBe(true);
+      }),
+    );
+  });
+
+  it('is null for a failed delivery (retryable now), a delivered one (never) and a pending one without a time', () => {
+    expect(stalledRetryFrom({ status: 'failed', nextAttemptAt: null })).toBeNull();
+    expect(stalledRetryFrom({ status: 'delivered', nextAttemptAt: at(0) })).toBeNull();
+    expect(stalledRetryFrom({ status: 'pending', nextAttemptAt: null })).toBeNull();
   });
 });

@@ -7,6 +7,7 @@ import {
   decideCopyAhead,
   decodeWebhookCopy,
   encodeWebhookCopy,
+  isCopyOfItsRetry,
   isSubscribed,
   isWebhookDeliveryId,
   KEPT_COPY_BACKOFF,
@@ -250,6 +251,8 @@ describe('webhook ids, copies and requests', () => {
     ['a null queue time', { issued_at: null }],
     ['a negative queue time', { issued_at: -1 }],
     ['a fractional queue time', { issued_at: 1.5 }],
+    ['a retry id of another form', { retry: 'ABC' }],
+    ['a retry id that is not text', { retry: 1 }],
     ['a field of its own', { note: 'x' }],
     ['a __proto__ key', JSON.parse('{"__proto__": 1}') as Record<string, unknown>],
   ])('refuses a copy with %s', (_what, change) => {
@@ -261,12 +264,24 @@ describe('webhook ids, copies and requests', () => {
     expect(decodeWebhookCopy(JSON.stringify(validCopy).replace('"seq":0', '"seq":1e999'))).toBeNull();
   });
 
-  it('reads back exactly the fields of a copy, the queue time only when it has one', () => {
+  it('reads back exactly the fields of a copy, the queue time and the retry only when it has them', () => {
     expect(decodeWebhookCopy(JSON.stringify(validCopy))).toStrictEqual(validCopy);
     expect(decodeWebhookCopy(JSON.stringify({ ...validCopy, issued_at: 0 }))).toStrictEqual({
       ...validCopy,
       issued_at: 0,
     });
+    const retried = { ...validCopy, issued_at: 0, retry: 'a'.repeat(32) };
+    expect(decodeWebhookCopy(JSON.stringify(retried))).toStrictEqual(retried);
+  });
+
+  it("takes, for a revision a manual retry wrote, only that retry's copies (two retries at once: one goes on)", () => {
+    const ours = 'a'.repeat(32);
+    expect(isCopyOfItsRetry({ retry: ours }, ours)).toBe(true);
+    expect(isCopyOfItsRetry({ retry: 'b'.repeat(32) }, ours)).toBe(false);
+    expect(isCopyOfItsRetry({}, ours)).toBe(false);
+    // No retry wrote this revision: the chain's copies, and one queued before this rule, go on.
+    expect(isCopyOfItsRetry({}, null)).toBe(true);
+    expect(isCopyOfItsRetry({ retry: ours }, null)).toBe(true);
   });
 
   it('lets a copy queued before its write wait for it a bounded time, and no other copy', () => {

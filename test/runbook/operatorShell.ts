@@ -6,9 +6,11 @@
 import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import {
+  DeleteMessageCommand,
   GetQueueAttributesCommand,
   GetQueueUrlCommand,
   type QueueAttributeName,
+  ReceiveMessageCommand,
   SetQueueAttributesCommand,
   SQSClient,
   StartMessageMoveTaskCommand,
@@ -50,6 +52,9 @@ export function operatorCli(
       POSTDATE_SEND_QUEUE_URL: stack.queueUrls.send,
       POSTDATE_SCHEDULE_DLQ_URL: stack.queueUrls.scheduleDeadLetter,
       POSTDATE_RELAY_FAILURE_QUEUE_URL: stack.queueUrls.relayFailures,
+      ...(stack.functionEnvironment.POSTDATE_WEBHOOK_QUEUE_URL === undefined
+        ? {}
+        : { POSTDATE_WEBHOOK_QUEUE_URL: stack.functionEnvironment.POSTDATE_WEBHOOK_QUEUE_URL }),
       ...settings,
       ...env,
     });
@@ -138,6 +143,30 @@ async function sqsAction(endpoint: string, args: readonly string[]): Promise<str
           new SetQueueAttributesCommand({
             QueueUrl: option('--queue-url'),
             Attributes: JSON.parse(option('--attributes')),
+          }),
+        );
+        return '';
+      case 'receive-message': {
+        const { Messages = [] } = await sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: option('--queue-url'),
+            MaxNumberOfMessages: Number(option('--max-number-of-messages')),
+            WaitTimeSeconds: 0,
+          }),
+        );
+        const messages = Messages.map(({ MessageId, ReceiptHandle, MD5OfBody, Body }) => ({
+          MessageId,
+          ReceiptHandle,
+          MD5OfBody,
+          Body,
+        }));
+        return messages.length === 0 ? '' : JSON.stringify({ Messages: messages }, null, 4);
+      }
+      case 'delete-message':
+        await sqs.send(
+          new DeleteMessageCommand({
+            QueueUrl: option('--queue-url'),
+            ReceiptHandle: option('--receipt-handle'),
           }),
         );
         return '';

@@ -206,6 +206,15 @@ describe('a delivery whose copy went to the webhook DLQ (DESIGN §11: retryable 
     const early = await harness.call({ method: 'POST', path: retryPath });
     expect(early.status).toBe(409);
     expect(early.json.delivery_status).toBe('pending');
+    // When it can be, and why not yet (decision 0289).
+    const [{ next_attempt_at: due }] = (
+      await harness.call({ method: 'GET', path: `/v1/webhooks/${endpoint.id}/deliveries` })
+    ).json.items;
+    const from = new Date(Date.parse(due) + WEBHOOK_STALLED_AFTER_MS).toISOString();
+    expect(early.json.retryable_at).toBe(from);
+    expect(early.json.detail).toBe(
+      `The delivery is pending, its next attempt due at ${due}: its copy may still come (from the webhook queue, or from its dead-letter queue once redriven). Retry it from ${from}, when that attempt is 2 hours overdue.`,
+    );
 
     harness.clock.advance(120_000);
     const retry = await harness.call({ method: 'POST', path: retryPath });
@@ -216,6 +225,33 @@ describe('a delivery whose copy went to the webhook DLQ (DESIGN §11: retryable 
     await sqs.send(new SendMessageCommand({ QueueUrl: harness.queueUrl, MessageBody: parked?.body ?? '' }));
     await harness.pump();
     expect(hook.received).toHaveLength(1);
+    const listed = await harness.call({ method: 'GET', path: `/v1/webhooks/${endpoint.id}/deliveries` });
+    expect(listed.json.items[0]).toMatchObject({ id: deliveryId, status: 'delivered', attempts: 1 });
+  });
+
+  it('retried twice at once (two requests that read it alike), reaches the endpoint once', async () => {
+    const harness = await webhookHarness();
+    const hook = await startReceiver(() => 200);
+    receivers.push(hook);
+    const endpoint = await subscribe(harness, hook.url());
+    const test = await harness.call({ method: 'POST', path: `/v1/webhooks/${endpoint.id}/test` });
+    const deliveryId = test.json.id as string;
+    // Its copy dropped by hand (the DLQ purged): pending, long overdue.
+    const [parked] = await harness.receive();
+    await sqsClient().send(
+      new DeleteMessageCommand({ QueueUrl: harness.queueUrl, ReceiptHandle: parked?.receiptHandle }),
+    );
+    harness.clock.advance(WEBHOOK_STALLED_AFTER_MS + 60_000);
+
+    // Both read rev 1 and queue a copy before either writes; one write lands, the other is a 409.
+    const retryPath = `/v1/webhooks/${endpoint.id}/deliveries/${deliveryId}/retry`;
+    const answers = await Promise.all([
+      harness.call({ method: 'POST', path: retryPath }),
+      harness.call({ method: 'POST', path: retryPath }),
+    ]);
+    expect(answers.map((answer) => answer.status).sort()).toEqual([202, 409]);
+    await harness.pump();
+    expect(hook.received.map((request) => request.headers['webhook-id'])).toHaveLength(1);
     const listed = await harness.call({ method: 'GET', path: `/v1/webhooks/${endpoint.id}/deliveries` });
     expect(listed.json.items[0]).toMatchObject({ id: deliveryId, status: 'delivered', attempts: 1 });
   });
@@ -248,6 +284,7 @@ describe('a delivery whose copy went to the webhook DLQ (DESIGN §11: retryable 
       endpointId: endpoint.id,
       deliveryId: created.id,
       seen: { rev: 1, attempts: 0 },
+      retryId: '0'.repeat(32),
       now: at,
       expiresAt: created.expiresAt,
     });

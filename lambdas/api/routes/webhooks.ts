@@ -19,7 +19,7 @@ import { type PostdateEvent, WEBHOOK_TEST_EVENT_TYPE } from '../../core/messageE
 import { type FieldError, problem, validationProblem } from '../../core/problem.js';
 import { validateCreateWebhook } from '../../core/requestSchemas.js';
 import { isTestSide, publicTenant } from '../../core/testSide.js';
-import { mayRetryDelivery, WEBHOOK_STALLED_AFTER_MS } from '../../core/webhookOperator.js';
+import { mayRetryDelivery, stalledRetryFrom, WEBHOOK_STALLED_AFTER_MS } from '../../core/webhookOperator.js';
 import {
   isWebhookDeliveryId,
   isWebhookDeliveryStatus,
@@ -360,12 +360,14 @@ export async function retryDelivery(
   if (!current || current.tenant !== tenant) return { kind: 'not-found' };
   const now = deps.now();
   if (!mayRetryDelivery(current, now)) return { kind: 'conflict', current };
-  const refused = await sendCopy(deps.queue, { ...current, rev: current.rev + 1 }, now);
+  const retryId = randomBytes(16).toString('hex');
+  const refused = await sendCopy(deps.queue, { ...current, rev: current.rev + 1 }, now, retryId);
   if (refused) return { kind: 'queue-refused', current, error: refused.error };
   const result = await deps.store.retryDelivery({
     endpointId: endpoint.id,
     deliveryId,
     seen: { rev: current.rev, attempts: current.attempts },
+    retryId,
     now: now.toISOString(),
     expiresAt: deliveryExpiresAt(now, deps.retryHours, deps.retentionDays),
   });
@@ -376,12 +378,14 @@ export async function retryDelivery(
 
 /**
  * Queues the copy of `delivery` for a write still to come (`issued_at`: the delivery function waits
- * for the write a bounded time); the queue's refusal, or undefined when it took the copy.
+ * for the write a bounded time), a manual retry's with its id (`retry`); the queue's refusal, or
+ * undefined when it took the copy.
  */
 async function sendCopy(
   queue: WebhookQueue,
   delivery: WebhookDelivery,
   now: Date,
+  retryId?: string,
 ): Promise<{ readonly error: unknown } | undefined> {
   const copy = {
     v: 1,
@@ -390,6 +394,7 @@ async function sendCopy(
     rev: delivery.rev,
     seq: delivery.attempts,
     issued_at: now.getTime(),
+    ...(retryId === undefined ? {} : { retry: retryId }),
   } as const;
   const { failed, error } = await queue.send([{ copy, delaySeconds: 0 }]);
   return failed.length === 0
@@ -454,14 +459,15 @@ function deliveryNotFound(): Outcome {
 }
 
 function deliveryConflict(current: WebhookDelivery): Outcome {
+  const from = stalledRetryFrom(current);
+  const detail =
+    from === null
+      ? `The delivery is ${current.status}: only a failed delivery, or a pending one whose next attempt is more than ${WEBHOOK_STALLED_AFTER_MS / 3_600_000} hours overdue, can be retried.`
+      : `The delivery is pending, its next attempt due at ${current.nextAttemptAt}: its copy may still come (from the webhook queue, or from its dead-letter queue once redriven). Retry it from ${from.toISOString()}, when that attempt is ${WEBHOOK_STALLED_AFTER_MS / 3_600_000} hours overdue.`;
   return problemResult(
-    problem(
-      'conflict',
-      `The delivery is ${current.status}; only a failed delivery, or a pending one whose next attempt is more than ${WEBHOOK_STALLED_AFTER_MS / 3_600_000} hours overdue, can be retried.`,
-      {
-        extensions: { delivery_status: current.status },
-      },
-    ),
+    problem('conflict', detail, {
+      extensions: { delivery_status: current.status, retryable_at: from?.toISOString() ?? null },
+    }),
     {},
     { delivery_id: current.id },
   );
