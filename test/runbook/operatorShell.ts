@@ -3,7 +3,7 @@
  * operator on a local stack: run `npx postdate …` against that stack's table and emulators, as
  * `--stack` would name them, and enqueue a message through the real HTTP API.
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import {
   DeleteMessageCommand,
@@ -18,8 +18,11 @@ import {
 import { expect } from 'vitest';
 import { CONFIG_SETTINGS } from '../../lambdas/core/configSpec.js';
 import { CLI_SETTINGS } from '../../lib/stackOutputs.js';
+import { WEBHOOK_QUEUE } from '../../lib/webhookLayout.js';
+import { LOCAL_RESOURCES } from '../../local/localResources.js';
 import type { LocalStack } from '../../local/localStack.js';
 import { runBin, runMain } from '../cli/cliFixtures.js';
+import { eventually } from '../support/eventually.js';
 
 export type Postdate = (...args: string[]) => Promise<{ stdout: string; code: number; stderr?: string }>;
 
@@ -236,4 +239,110 @@ export function capturedLogs({ echo = true }: { echo?: boolean } = {}): {
         stream.write = writes[i] as typeof stream.write;
       }),
   };
+}
+
+/** A webhook delivery as `GET /v1/webhooks/{id}/deliveries` lists it (the fields the walks read). */
+export interface ListedDelivery {
+  readonly id: string;
+  readonly event_id: string;
+  readonly status: string;
+  readonly attempts: number;
+  readonly next_attempt_at: string | null;
+}
+
+/** An endpoint's deliveries through the API, newest first; with `status`, only those. */
+export async function webhookDeliveries(
+  stack: LocalStack,
+  endpoint: string,
+  status?: string,
+): Promise<ListedDelivery[]> {
+  const path = `/v1/webhooks/${endpoint}/deliveries${status ? `?status=${status}` : ''}`;
+  return (await stackApi(stack)(path)).json.items;
+}
+
+/**
+ * Runbook procedure 7's situation, made for real (decisions 0281, 0289): a failure on our side, not
+ * the endpoint's. The webhook queue's redrive is compressed to one receive (deployed: 20, over 41 to
+ * 89 minutes: lib/webhookLayout.ts), DynamoDB Local is stopped (SIGSTOP) so that the delivery
+ * function cannot read a delivery and fails its copy, until `count` copies are in the webhook DLQ,
+ * and it is resumed whatever happens. The DLQ's URL and ARN (step 1's `WDLQ`, `WDLQ_ARN`) and its
+ * depth as the AWS CLI reads it.
+ */
+export async function webhookCopiesInTheirDlq(
+  stack: LocalStack,
+  count: number,
+): Promise<{ readonly WDLQ: string; readonly WDLQ_ARN: string; depth(): Promise<number> }> {
+  const aws = (...args: string[]) => awsCli(stack, ...args);
+  const name = `${LOCAL_RESOURCES.queuePrefix}-${WEBHOOK_QUEUE.deadLetter.logicalName}`;
+  const WDLQ = await aws(
+    'sqs',
+    'get-queue-url',
+    '--queue-name',
+    name,
+    '--query',
+    'QueueUrl',
+    '--output',
+    'text',
+  );
+  const WDLQ_ARN = await aws(
+    'sqs',
+    'get-queue-attributes',
+    '--queue-url',
+    WDLQ,
+    '--attribute-names',
+    'QueueArn',
+    '--query',
+    'Attributes.QueueArn',
+    '--output',
+    'text',
+  );
+  const depth = async () =>
+    Number(
+      await aws(
+        'sqs',
+        'get-queue-attributes',
+        '--queue-url',
+        WDLQ,
+        '--attribute-names',
+        'ApproximateNumberOfMessages',
+        '--query',
+        'Attributes.ApproximateNumberOfMessages',
+        '--output',
+        'text',
+      ),
+    );
+  await aws(
+    'sqs',
+    'set-queue-attributes',
+    '--queue-url',
+    stack.functionEnvironment.POSTDATE_WEBHOOK_QUEUE_URL as string,
+    '--attributes',
+    JSON.stringify({ RedrivePolicy: JSON.stringify({ deadLetterTargetArn: WDLQ_ARN, maxReceiveCount: 1 }) }),
+  );
+  const java = dynamodbPid(stack);
+  process.kill(java, 'SIGSTOP');
+  try {
+    await eventually(
+      `${count} copies in the webhook DLQ`,
+      async () => (await depth()) === count || undefined,
+      {
+        withinMs: 120_000,
+        everyMs: 1000,
+      },
+    );
+  } finally {
+    process.kill(java, 'SIGCONT');
+  }
+  return { WDLQ, WDLQ_ARN, depth };
+}
+
+/** DynamoDB Local of this stack: the java child of this process listening on its port. */
+function dynamodbPid(stack: LocalStack): number {
+  const lines = execFileSync('ps', ['--ppid', String(process.pid), '-o', 'pid=,args='], { encoding: 'utf8' });
+  const line = lines
+    .split('\n')
+    .find((entry) => /\bjava\b/.test(entry) && entry.includes(`-port ${stack.ports.dynamodb}`));
+  if (line === undefined)
+    throw new Error(`no DynamoDB Local on port ${stack.ports.dynamodb} among:\n${lines}`);
+  return Number(line.trim().split(/\s+/)[0]);
 }

@@ -1,24 +1,3 @@
-/**
- * docs/runbook.md procedure 7 (`WebhookDeadLetterQueueNotEmpty`) step 4, walked as the on-call
- * operator walks it: deliveries whose copies are gone (dropped by hand from the webhook DLQ), found
- * with `GET /v1/webhooks/{id}/deliveries?status=pending` and retried through the API and with
- * `npx postdate webhooks retry` (the real bin, in a process of its own) on the local stack, to a real
- * endpoint (an HTTP server of this test's).
- *
- * How the copies get gone, for real: as test/runbook/webhookDeadLetters.test.ts sends them to the
- * DLQ (the endpoint fails meanwhile, so each delivery cycles; DynamoDB Local stopped, so the
- * delivery function fails the copies; the webhook queue's `maxReceiveCount` set to 1 instead of the
- * deployed 20 receives over 41 to 89 minutes), then each copy received from the DLQ and deleted (`aws sqs receive-message`, `delete-message`). Step 4 itself
- * is compressed in one place only: a retry takes a pending delivery whose `next_attempt_at` is more
- * than 2 h past, and 2 h cannot be waited for, so the test writes each delivery's `next_attempt_at`
- * 2 h 5 min back in DynamoDB Local (one UpdateItem of that attribute, nothing else), after it has
- * seen a retry of the same delivery refused while it was younger (docs/decisions/0289).
- *
- * Verify as written: no delivery pending with a `next_attempt_at` more than a few minutes old, and
- * each event at the endpoint once, signed by Standard Webhooks with the endpoint's secret; two
- * retries of one delivery at once deliver it once, counted at the endpoint.
- */
-import { execFileSync } from 'node:child_process';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -28,13 +7,19 @@ import { loadConfig } from '../../lambdas/core/config.js';
 import { WEBHOOK_STALLED_AFTER_MS } from '../../lambdas/core/webhookOperator.js';
 import { KEY } from '../../lambdas/store/tableLayout.js';
 import { deliveryPartitionKey } from '../../lambdas/store/webhookStore.js';
-import { WEBHOOK_QUEUE } from '../../lib/webhookLayout.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
-import { LOCAL_RESOURCES } from '../../local/localResources.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { eventually } from '../support/eventually.js';
 import { type Received, startReceiver } from '../webhooks/webhookHarness.js';
-import { awsCli, enqueue, localClientOptions, operatorCli, stackApi } from './operatorShell.js';
+import {
+  awsCli,
+  enqueue,
+  localClientOptions,
+  operatorCli,
+  stackApi,
+  webhookCopiesInTheirDlq,
+  webhookDeliveries,
+} from './operatorShell.js';
 
 /** The local stack's tenant: the runbook's `--tenant acme`. */
 const TENANT = 'local';
@@ -43,8 +28,6 @@ describe('runbook procedure 7, step 4: deliveries whose copies are gone', () => 
   let broken = true;
   let stack: LocalStack;
   let hook: Awaited<ReturnType<typeof startReceiver>>;
-  /** DynamoDB Local's pid while this test has it stopped (SIGCONT in afterAll whatever happens). */
-  let stopped: number | undefined;
 
   beforeAll(async () => {
     hook = await startReceiver(() => (broken ? 503 : 200));
@@ -58,7 +41,6 @@ describe('runbook procedure 7, step 4: deliveries whose copies are gone', () => 
   }, 90_000);
 
   afterAll(async () => {
-    if (stopped !== undefined) process.kill(stopped, 'SIGCONT');
     await stack?.stop();
     await hook?.close();
   });
@@ -66,28 +48,7 @@ describe('runbook procedure 7, step 4: deliveries whose copies are gone', () => 
   const aws = (...args: string[]) => awsCli(stack, ...args);
   const api = (path: string, init: { method?: string; body?: unknown } = {}) => stackApi(stack)(path, init);
 
-  interface Delivery {
-    readonly id: string;
-    readonly event_id: string;
-    readonly status: string;
-    readonly attempts: number;
-    readonly next_attempt_at: string | null;
-  }
-  const deliveries = async (endpoint: string, status?: string): Promise<Delivery[]> =>
-    (await api(`/v1/webhooks/${endpoint}/deliveries${status ? `?status=${status}` : ''}`)).json.items;
-
-  /** DynamoDB Local of this stack: the java child of this process listening on its port. */
-  function dynamodbPid(): number {
-    const lines = execFileSync('ps', ['--ppid', String(process.pid), '-o', 'pid=,args='], {
-      encoding: 'utf8',
-    });
-    const line = lines
-      .split('\n')
-      .find((entry) => /\bjava\b/.test(entry) && entry.includes(`-port ${stack.ports.dynamodb}`));
-    if (line === undefined)
-      throw new Error(`no DynamoDB Local on port ${stack.ports.dynamodb} among:\n${lines}`);
-    return Number(line.trim().split(/\s+/)[0]);
-  }
+  const deliveries = (endpoint: string, status?: string) => webhookDeliveries(stack, endpoint, status);
 
   it('finds them, refuses one not yet 2 h overdue saying when, and delivers each once: API, CLI, and two retries at once', async () => {
     const postdate = operatorCli(stack, { bin: true });
@@ -111,61 +72,7 @@ describe('runbook procedure 7, step 4: deliveries whose copies are gone', () => 
 
     // Our side fails (DynamoDB stopped): the redrive policy moves each copy to the webhook DLQ.
     const queueUrl = stack.functionEnvironment.POSTDATE_WEBHOOK_QUEUE_URL as string;
-    const WDLQ = await aws(
-      'sqs',
-      'get-queue-url',
-      '--queue-name',
-      `${LOCAL_RESOURCES.queuePrefix}-${WEBHOOK_QUEUE.deadLetter.logicalName}`,
-      '--query',
-      'QueueUrl',
-      '--output',
-      'text',
-    );
-    const depth = async () =>
-      Number(
-        await aws(
-          'sqs',
-          'get-queue-attributes',
-          '--queue-url',
-          WDLQ,
-          '--attribute-names',
-          'ApproximateNumberOfMessages',
-          '--query',
-          'Attributes.ApproximateNumberOfMessages',
-          '--output',
-          'text',
-        ),
-      );
-    const WDLQ_ARN = await aws(
-      'sqs',
-      'get-queue-attributes',
-      '--queue-url',
-      WDLQ,
-      '--attribute-names',
-      'QueueArn',
-      '--query',
-      'Attributes.QueueArn',
-      '--output',
-      'text',
-    );
-    await aws(
-      'sqs',
-      'set-queue-attributes',
-      '--queue-url',
-      queueUrl,
-      '--attributes',
-      JSON.stringify({
-        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: WDLQ_ARN, maxReceiveCount: 1 }),
-      }),
-    );
-    stopped = dynamodbPid();
-    process.kill(stopped, 'SIGSTOP');
-    await eventually('the four copies in the webhook DLQ', async () => (await depth()) === 4 || undefined, {
-      withinMs: 120_000,
-      everyMs: 1000,
-    });
-    process.kill(stopped, 'SIGCONT');
-    stopped = undefined;
+    const { WDLQ, depth } = await webhookCopiesInTheirDlq(stack, 4);
 
     // Dropped by hand (as the DLQ's 14 days would): received and deleted, so no copy of them is
     // anywhere now. (`purge-queue` takes up to 60 s, in AWS as in the emulator.)

@@ -16,24 +16,19 @@
  * Verify: the DLQ empty, no delivery pending long overdue, and each event at the endpoint, signed by
  * Standard Webhooks with the endpoint's secret: none lost.
  */
-import { execFileSync } from 'node:child_process';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
-import { WEBHOOK_QUEUE } from '../../lib/webhookLayout.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
-import { LOCAL_RESOURCES } from '../../local/localResources.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { eventually } from '../support/eventually.js';
 import { type Received, startReceiver } from '../webhooks/webhookHarness.js';
-import { awsCli, enqueue, stackApi } from './operatorShell.js';
+import { awsCli, enqueue, stackApi, webhookCopiesInTheirDlq, webhookDeliveries } from './operatorShell.js';
 
 describe('runbook procedure 7: webhook copies in their DLQ', () => {
   let broken = true;
   let stack: LocalStack;
   let hook: Awaited<ReturnType<typeof startReceiver>>;
-  /** DynamoDB Local's pid while this test has it stopped (SIGCONT in afterAll whatever happens). */
-  let stopped: number | undefined;
 
   beforeAll(async () => {
     hook = await startReceiver(() => (broken ? 503 : 200));
@@ -47,7 +42,6 @@ describe('runbook procedure 7: webhook copies in their DLQ', () => {
   }, 90_000);
 
   afterAll(async () => {
-    if (stopped !== undefined) process.kill(stopped, 'SIGCONT');
     await stack?.stop();
     await hook?.close();
   });
@@ -56,28 +50,7 @@ describe('runbook procedure 7: webhook copies in their DLQ', () => {
 
   const api = (path: string, init: { method?: string; body?: unknown } = {}) => stackApi(stack)(path, init);
 
-  interface Delivery {
-    readonly id: string;
-    readonly event_id: string;
-    readonly status: string;
-    readonly attempts: number;
-    readonly next_attempt_at: string | null;
-  }
-  const deliveries = async (endpoint: string, status?: string): Promise<Delivery[]> =>
-    (await api(`/v1/webhooks/${endpoint}/deliveries${status ? `?status=${status}` : ''}`)).json.items;
-
-  /** DynamoDB Local of this stack: the java child of this process listening on its port. */
-  function dynamodbPid(): number {
-    const lines = execFileSync('ps', ['--ppid', String(process.pid), '-o', 'pid=,args='], {
-      encoding: 'utf8',
-    });
-    const line = lines
-      .split('\n')
-      .find((entry) => /\bjava\b/.test(entry) && entry.includes(`-port ${stack.ports.dynamodb}`));
-    if (line === undefined)
-      throw new Error(`no DynamoDB Local on port ${stack.ports.dynamodb} among:\n${lines}`);
-    return Number(line.trim().split(/\s+/)[0]);
-  }
+  const deliveries = (endpoint: string, status?: string) => webhookDeliveries(stack, endpoint, status);
 
   it('walks steps 1, 3 and Verify: every event arrives once the endpoint works and the DLQ is redriven, signed', async () => {
     const created = await api('/v1/webhooks', { method: 'POST', body: { url: hook.url('/hook') } });
@@ -98,63 +71,7 @@ describe('runbook procedure 7: webhook copies in their DLQ', () => {
     );
 
     // Our side fails: DynamoDB stopped, each copy kept once is moved to the DLQ by the redrive policy.
-    const queueUrl = stack.functionEnvironment.POSTDATE_WEBHOOK_QUEUE_URL as string;
-    const deadLetterName = `${LOCAL_RESOURCES.queuePrefix}-${WEBHOOK_QUEUE.deadLetter.logicalName}`;
-    const deadLetterUrl = await aws(
-      'sqs',
-      'get-queue-url',
-      '--queue-name',
-      deadLetterName,
-      '--query',
-      'QueueUrl',
-      '--output',
-      'text',
-    );
-    const deadLetterArn = await aws(
-      'sqs',
-      'get-queue-attributes',
-      '--queue-url',
-      deadLetterUrl,
-      '--attribute-names',
-      'QueueArn',
-      '--query',
-      'Attributes.QueueArn',
-      '--output',
-      'text',
-    );
-    await aws(
-      'sqs',
-      'set-queue-attributes',
-      '--queue-url',
-      queueUrl,
-      '--attributes',
-      JSON.stringify({
-        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: deadLetterArn, maxReceiveCount: 1 }),
-      }),
-    );
-    stopped = dynamodbPid();
-    process.kill(stopped, 'SIGSTOP');
-    const depth = async () =>
-      Number(
-        await aws(
-          'sqs',
-          'get-queue-attributes',
-          '--queue-url',
-          deadLetterUrl,
-          '--attribute-names',
-          'ApproximateNumberOfMessages',
-          '--query',
-          'Attributes.ApproximateNumberOfMessages',
-          '--output',
-          'text',
-        ),
-      );
-    await eventually('both copies in the webhook DLQ', async () => (await depth()) === 2 || undefined, {
-      withinMs: 120_000,
-      everyMs: 1000,
-    });
-    process.kill(stopped, 'SIGCONT');
-    stopped = undefined;
+    const { WDLQ: deadLetterUrl, depth } = await webhookCopiesInTheirDlq(stack, 2);
     const postsBefore = hook.received.length;
     // Pending, unattempted since: nothing moves while the copies are in the DLQ.
     const waiting = await deliveries(endpoint, 'pending');
