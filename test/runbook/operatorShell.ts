@@ -21,6 +21,8 @@ import { CLI_SETTINGS } from '../../lib/stackOutputs.js';
 import { WEBHOOK_QUEUE } from '../../lib/webhookLayout.js';
 import { LOCAL_RESOURCES } from '../../local/localResources.js';
 import type { LocalStack } from '../../local/localStack.js';
+import { THROTTLE_FAULT_PATH } from '../../local/scheduler/schedulerHttpServer.js';
+import type { ThrottleView } from '../../local/scheduler/throttleFault.js';
 import { runBin, runMain } from '../cli/cliFixtures.js';
 import { eventually } from '../support/eventually.js';
 
@@ -345,4 +347,39 @@ function dynamodbPid(stack: LocalStack): number {
   if (line === undefined)
     throw new Error(`no DynamoDB Local on port ${stack.ports.dynamodb} among:\n${lines}`);
   return Number(line.trim().split(/\s+/)[0]);
+}
+
+/**
+ * The operator's `curl -X PUT|DELETE|GET $SCHEDULER/local-faults/throttle` (local/EMULATORS.md): the
+ * Scheduler emulator refusing operations as the service throttles them (decision 0286).
+ */
+export async function schedulerThrottle(
+  stack: LocalStack,
+  method: 'PUT' | 'DELETE' | 'GET',
+  body?: unknown,
+): Promise<ThrottleView> {
+  const answer = await fetch(`${stack.schedulerEndpoint}${THROTTLE_FAULT_PATH}`, {
+    method,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  expect(answer.status).toBe(200);
+  return (await answer.json()) as ThrottleView;
+}
+
+/** The tenant cancelling (DELETE) or moving (PATCH) a message through the HTTP API: 200, or the test fails. */
+export async function tenantChanges(
+  stack: LocalStack,
+  method: 'PATCH' | 'DELETE',
+  id: string,
+  body?: unknown,
+): Promise<void> {
+  const answer = await stackApi(stack)(`/v1/messages/${id}`, { method, body });
+  expect(answer.status, JSON.stringify(answer.json)).toBe(200);
+}
+
+/** What the stack's SMTP sink received of a message: each delivery's arrival (epoch ms). */
+export function sinkArrivals(stack: LocalStack, id: string): number[] {
+  return (stack.smtpSink?.messages() ?? [])
+    .filter((mail) => mail.postdateId === id)
+    .map((mail) => Date.parse(mail.receivedAt));
 }

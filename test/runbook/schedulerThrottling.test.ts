@@ -30,11 +30,16 @@ import { loadConfig } from '../../lambdas/core/config.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import type { LocalStreamDiscard } from '../../local/localStackOptions.js';
-import { THROTTLE_FAULT_PATH } from '../../local/scheduler/schedulerHttpServer.js';
-import type { ThrottleView } from '../../local/scheduler/throttleFault.js';
 import { eventually } from '../support/eventually.js';
 import { matchesFilterPattern, runbookFilterPattern } from '../support/runbookLogSearch.js';
-import { capturedLogs, enqueue, operatorCli } from './operatorShell.js';
+import {
+  capturedLogs,
+  enqueue,
+  operatorCli,
+  schedulerThrottle,
+  sinkArrivals,
+  tenantChanges,
+} from './operatorShell.js';
 
 describe('runbook procedure 4 with Scheduler throttling', () => {
   let stack: LocalStack;
@@ -71,31 +76,11 @@ describe('runbook procedure 4 with Scheduler throttling', () => {
   /** The relay's log events (Powertools JSON lines of service postdate-relay). */
   const relayLog = (): string[] => logs.of('postdate-relay');
 
-  /** The operator's `curl -X PUT|DELETE|GET $SCHEDULER/local-faults/throttle` (local/EMULATORS.md). */
-  const throttle = async (method: 'PUT' | 'DELETE' | 'GET', body?: unknown): Promise<ThrottleView> => {
-    const answer = await fetch(`${stack.schedulerEndpoint}${THROTTLE_FAULT_PATH}`, {
-      method,
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    expect(answer.status).toBe(200);
-    return (await answer.json()) as ThrottleView;
-  };
-
-  /** The tenant's own calls, through the HTTP API. */
-  const tenant = async (method: 'PATCH' | 'DELETE', id: string, body?: unknown): Promise<void> => {
-    const answer = await fetch(`${stack.apiUrl}/v1/messages/${id}`, {
-      method,
-      headers: { authorization: `Bearer ${stack.apiKey}`, 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    expect(answer.status, await answer.clone().text()).toBe(200);
-  };
-
-  /** What the relay received of a message: each delivery's arrival (epoch ms). */
-  const received = (id: string): number[] =>
-    (stack.smtpSink?.messages() ?? [])
-      .filter((mail) => mail.postdateId === id)
-      .map((mail) => Date.parse(mail.receivedAt));
+  const throttle = (method: 'PUT' | 'DELETE' | 'GET', body?: unknown) =>
+    schedulerThrottle(stack, method, body);
+  const tenant = (method: 'PATCH' | 'DELETE', id: string, body?: unknown) =>
+    tenantChanges(stack, method, id, body);
+  const received = (id: string) => sinkArrivals(stack, id);
 
   it('walks steps 4, 5 and Verify: each live message sent once, the rescheduled one at its new time, the cancelled one never', async () => {
     const postdate = operatorCli(stack, {

@@ -26,11 +26,10 @@ import { scheduleName } from '../../lambdas/ports/Scheduler.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import type { LocalStreamDiscard } from '../../local/localStackOptions.js';
-import { THROTTLE_FAULT_PATH } from '../../local/scheduler/schedulerHttpServer.js';
-import { THROTTLEABLE_OPERATIONS, type ThrottleView } from '../../local/scheduler/throttleFault.js';
+import { THROTTLEABLE_OPERATIONS } from '../../local/scheduler/throttleFault.js';
 import { eventually } from '../support/eventually.js';
 import { matchesFilterPattern, runbookFilterPattern } from '../support/runbookLogSearch.js';
-import { capturedLogs, enqueue } from './operatorShell.js';
+import { capturedLogs, enqueue, schedulerThrottle, sinkArrivals, tenantChanges } from './operatorShell.js';
 
 /** The one place time is compressed (see the file's comment). */
 const COMPRESSED = {
@@ -79,31 +78,11 @@ describe('the sweeper while Scheduler throttles', () => {
     logs?.restore();
   });
 
-  /** The operator's `curl -X PUT|DELETE|GET $SCHEDULER/local-faults/throttle` (local/EMULATORS.md). */
-  const throttle = async (method: 'PUT' | 'DELETE' | 'GET', body?: unknown): Promise<ThrottleView> => {
-    const answer = await fetch(`${stack.schedulerEndpoint}${THROTTLE_FAULT_PATH}`, {
-      method,
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    expect(answer.status).toBe(200);
-    return (await answer.json()) as ThrottleView;
-  };
-
-  /** The tenant's own calls, through the HTTP API. */
-  const tenant = async (method: 'PATCH' | 'DELETE', id: string, body?: unknown): Promise<void> => {
-    const answer = await fetch(`${stack.apiUrl}/v1/messages/${id}`, {
-      method,
-      headers: { authorization: `Bearer ${stack.apiKey}`, 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    expect(answer.status, await answer.clone().text()).toBe(200);
-  };
-
-  /** What the relay received of a message: each delivery's arrival (epoch ms). */
-  const received = (id: string): number[] =>
-    (stack.smtpSink?.messages() ?? [])
-      .filter((mail) => mail.postdateId === id)
-      .map((mail) => Date.parse(mail.receivedAt));
+  const throttle = (method: 'PUT' | 'DELETE' | 'GET', body?: unknown) =>
+    schedulerThrottle(stack, method, body);
+  const tenant = (method: 'PATCH' | 'DELETE', id: string, body?: unknown) =>
+    tenantChanges(stack, method, id, body);
+  const received = (id: string) => sinkArrivals(stack, id);
 
   /** The sweeper's log events (Powertools JSON lines), parsed. */
   const sweeperLog = () =>
