@@ -297,6 +297,19 @@ export async function claimPorts(
   return claimed as LocalPorts;
 }
 
+/** The ports of the backup relay's sink and its viewer (DESIGN §15): each one given, or a free one. */
+export async function claimBackupPorts(
+  asked: { readonly port?: number; readonly viewerPort?: number },
+  _claimed: LocalPorts,
+  host: string,
+  _taken: readonly number[] = [],
+): Promise<{ readonly smtp: number; readonly viewer: number }> {
+  return {
+    smtp: asked.port || (await freePort(host)),
+    viewer: asked.viewerPort || (await freePort(host)),
+  };
+}
+
 /**
  * The port, when a start that failed with `error` may simply start again: a port `claimPorts` chose
  * for a part asked as 0 was taken by another program between the choice and the part's listen.
