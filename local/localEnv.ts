@@ -280,12 +280,15 @@ export async function claimPorts(
   const claimed: Partial<Record<LocalPart, number>> = {};
   // Fixed ports found taken: every one is checked, so that the one line names them all.
   const fixedTaken: PartPort[] = [];
-  const inUse = (port: number) => taken.includes(port) || Object.values(claimed).includes(port);
+  // A port fixed for a later part is not free for this one either, though nothing listens on it yet.
+  const fixed = Object.values(ports).filter((port) => port !== 0);
+  const inUse = (port: number) =>
+    taken.includes(port) || fixed.includes(port) || Object.values(claimed).includes(port);
   for (const part of Object.keys(ports) as LocalPart[]) {
     const wanted = ports[part];
     let got = wanted === 0 ? await freePort(host) : await listenOnce(wanted, host);
     // A port chosen for an earlier part is not free for this one, though nothing listens on it yet.
-    for (let tries = 0; wanted === 0 && got !== undefined && inUse(got) && tries < 20; tries += 1) {
+    for (let tries = 0; wanted === 0 && got !== undefined && inUse(got) && tries < CLAIM_TRIES; tries += 1) {
       got = await freePort(host);
     }
     if (wanted !== 0 && got === undefined) fixedTaken.push({ part, port: wanted });
@@ -295,6 +298,35 @@ export async function claimPorts(
   const [first, ...others] = fixedTaken;
   if (first !== undefined) throw new PortInUseError(first.part, first.port, others);
   return claimed as LocalPorts;
+}
+
+/**
+ * The ports of the backup relay's sink and its viewer (DESIGN §15): each one given, or a free one
+ * that no part of the stack has (`claimed`: most do not listen yet when these are chosen), nor
+ * `taken`, nor the other of the two: `freePort` alone draws any of them one time in 12,768 each, and
+ * two parts on one port end the start.
+ */
+export async function claimBackupPorts(
+  asked: { readonly port?: number; readonly viewerPort?: number },
+  claimed: LocalPorts,
+  host: string,
+  taken: readonly number[] = [],
+): Promise<{ readonly smtp: number; readonly viewer: number }> {
+  const inUse = [...Object.values(claimed), ...taken, asked.port ?? 0, asked.viewerPort ?? 0];
+  const smtp = asked.port || (await freePortBesides(host, inUse));
+  const viewer = asked.viewerPort || (await freePortBesides(host, [...inUse, smtp]));
+  return { smtp, viewer };
+}
+
+/** How many times a part asked as 0 draws again when its draw is another part's port. */
+const CLAIM_TRIES = 20;
+
+async function freePortBesides(host: string, inUse: readonly number[]): Promise<number> {
+  for (let tries = 0; tries <= CLAIM_TRIES; tries += 1) {
+    const port = await freePort(host);
+    if (!inUse.includes(port)) return port;
+  }
+  throw new Error(`no free port on ${host} besides the stack's own`);
 }
 
 /**

@@ -2,7 +2,6 @@ import { join } from 'node:path';
 import { loadConfig } from '../lambdas/core/config.js';
 import { startDynamoDbLocal } from './dynamodbLocal.js';
 import { startEventSources } from './eventSources.js';
-import { freePort } from './freePort.js';
 import { functionEnvironment } from './functionEnvironment.js';
 import {
   importInProcessFunctions,
@@ -14,6 +13,7 @@ import {
   checkLocalApiKey,
   checkLocalBackupRelay,
   checkLocalDataDir,
+  claimBackupPorts,
   claimPorts,
   LOCAL_PORT_DEFAULTS,
   startsLocalSink,
@@ -186,10 +186,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const backupPorts =
       options.backupRelay === undefined
         ? undefined
-        : {
-            smtp: options.backupRelay.port || (await freePort()),
-            viewer: options.backupRelay.viewerPort || (await freePort()),
-          };
+        : await claimBackupPorts(options.backupRelay, ports, HOST, options.takenPorts);
     const environment = {
       ...functionEnvironment({
         config,

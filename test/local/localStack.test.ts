@@ -14,6 +14,7 @@ import { type LocalStack, SWEEPER_TIMEOUT_MS, startLocalStack } from '../../loca
 import { readStackFile, stackFilePath } from '../../local/stackFile.js';
 import { LOCAL_AWS, queueDepth } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
+import { distinctFreePorts } from '../support/freePorts.js';
 import { descendants } from './npmStartProcess.js';
 
 const API_KEY = 'pd_local-stack-spec-key-0001';
@@ -496,15 +497,21 @@ describe('starting the local stack', () => {
   });
 
   it('npm start prints the API URL, key, viewer and a curl, and stops every child on SIGTERM', async () => {
-    const ports = {
-      POSTDATE_PORT: await freePort(),
-      POSTDATE_DYNAMODB_PORT: await freePort(),
-      POSTDATE_SQS_PORT: await freePort(),
-      POSTDATE_SCHEDULER_PORT: await freePort(),
-      POSTDATE_SMTP_SINK_PORT: await freePort(),
-      POSTDATE_MAIL_VIEWER_PORT: await freePort(),
-      POSTDATE_S3_PORT: await freePort(),
-    };
+    const names = [
+      'POSTDATE_PORT',
+      'POSTDATE_DYNAMODB_PORT',
+      'POSTDATE_SQS_PORT',
+      'POSTDATE_SCHEDULER_PORT',
+      'POSTDATE_SMTP_SINK_PORT',
+      'POSTDATE_MAIL_VIEWER_PORT',
+      'POSTDATE_S3_PORT',
+    ] as const;
+    // Seven ports, none drawn twice (test/support/freePorts.ts: one start in 600 otherwise).
+    const drawn = await distinctFreePorts(names.length);
+    const ports = Object.fromEntries(names.map((name, i) => [name, drawn[i] ?? 0])) as Record<
+      (typeof names)[number],
+      number
+    >;
     const { child, exited, stdout } = await startNpmStart({
       ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
       POSTDATE_API_KEY: 'pd_npm-start-spec-key',

@@ -161,7 +161,15 @@ describe('the local stack restarted on a data dir', () => {
     await first.stop();
     running = undefined;
 
-    running = await startLocalStack({ config, dataDir, ports: ANY_FREE_PORTS, quiet: true });
+    // On other ports by construction: drawn at random, the API's came back on its old port 1 run in 12,768.
+    const oldApi = Number(new URL(before.apiUrl).port);
+    running = await startLocalStack({
+      config,
+      dataDir,
+      ports: ANY_FREE_PORTS,
+      quiet: true,
+      takenPorts: [oldApi],
+    });
     restartedAt = Date.now();
   }, 240_000);
 

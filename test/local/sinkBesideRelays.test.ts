@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { freePort } from '../../local/freePort.js';
 import { startsLocalSink } from '../../local/localEnv.js';
+import { refusedPort } from '../support/refusedPort.js';
 import { type NpmStart, npmStart, ready } from './npmStartProcess.js';
 
 /**
@@ -65,7 +66,8 @@ async function bannerOf(start: NpmStart): Promise<string> {
 
 describe('npm start with POSTDATE_RELAYS and no SMTP_HOST', () => {
   it('starts no MailDev and no sink when the relays are elsewhere; the banner says where mail goes', async () => {
-    const banner = await bannerOf(npmStart({ POSTDATE_RELAYS: relays(['127.0.0.1', await freePort()]) }));
+    // A relay elsewhere, down: a port no part of this start (or of the run) can draw.
+    const banner = await bannerOf(npmStart({ POSTDATE_RELAYS: relays(['127.0.0.1', await refusedPort()]) }));
     expect(banner).not.toMatch(/MailDev/);
     expect(banner).not.toMatch(/SMTP sink/);
     const viewerLine = banner.split('\n').find((line) => line.includes('Mail viewer'));

@@ -12,9 +12,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentS3Client, S3AttachmentStore } from '../../lambdas/adapters/S3AttachmentStore.js';
 import type { AttachmentStore } from '../../lambdas/ports/AttachmentStore.js';
 import { HISTORY_LIMIT } from '../../lambdas/store/senderTransitions.js';
-import { freePort } from '../../local/freePort.js';
 import { type S3Emulator, startS3Emulator } from '../../local/s3Emulator.js';
 import { LOCAL_AWS } from '../support/awsLocal.js';
+import { refusedPort } from '../support/refusedPort.js';
 import { TENANT } from './records.js';
 import {
   createSenderRig,
@@ -79,7 +79,7 @@ describe('the history holds the attempts', () => {
     expect(deferred.history.map((entry) => [entry.outcome, entry.code])).toEqual([['transient', '451']]);
 
     // The relay goes away: nothing listens where the sender connects (refused before MAIL FROM).
-    const down = smtpMailer({ host: '127.0.0.1', port: await freePort() });
+    const down = smtpMailer({ host: '127.0.0.1', port: await refusedPort() });
     try {
       const outage = rig.newHandler({ mailer: down });
       for (let receive = 0; receive < OUTAGE_TRIES; receive++) await tryOnce(rig, outage);

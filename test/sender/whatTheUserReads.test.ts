@@ -13,9 +13,9 @@ import { createEventsHandler } from '../../lambdas/events/createEventsHandler.js
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import { DynamoSuppressionList, SUPPRESSION_MAX_AGE_MS } from '../../lambdas/store/suppressionList.js';
 import { DynamoWebhookStore } from '../../lambdas/store/webhookStore.js';
-import { freePort } from '../../local/freePort.js';
 import { StreamTail } from '../relay/streamTail.js';
 import { eventually } from '../support/eventually.js';
+import { refusedPort } from '../support/refusedPort.js';
 import { TENANT } from './records.js';
 import {
   createSenderRig,
@@ -210,7 +210,7 @@ describe('a claim given back without an attempt is no message.retrying (DESIGN ย
     await rig.dispatch(message);
 
     // The relay is down: the connection is refused before MAIL FROM (no attempt, DESIGN ยง5).
-    const down = smtpMailer({ host: '127.0.0.1', port: await freePort() });
+    const down = smtpMailer({ host: '127.0.0.1', port: await refusedPort() });
     try {
       await runOnce(rig, rig.newHandler({ mailer: down }));
     } finally {

@@ -1,8 +1,8 @@
 import type { TestProject } from 'vitest/node';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../../local/dynamodbLocal.js';
-import { freePort } from '../../local/freePort.js';
 import { type LocalSqs, startLocalSqs } from '../../local/sqsServer.js';
 import { unpackPackagedChromium } from './chromium.js';
+import { distinctFreePorts } from './freePorts.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -29,9 +29,11 @@ interface Shared {
 const shared = globalThis as typeof globalThis & { [RUN]?: Shared };
 
 async function startEmulators(): Promise<Emulators> {
+  // Two ports, not drawn alike (./freePorts.ts): on one port the second emulator fails and the run with it.
+  const [dynamodbPort, sqsPort] = await distinctFreePorts(2);
   const [dynamodb, sqs] = await Promise.all([
-    freePort().then((port) => startDynamoDbLocal({ port })),
-    freePort().then((port) => startLocalSqs({ port })),
+    startDynamoDbLocal({ port: dynamodbPort ?? 0 }),
+    startLocalSqs({ port: sqsPort ?? 0 }),
     unpackPackagedChromium(),
   ]);
   return { dynamodb, sqs };
