@@ -186,8 +186,6 @@ export class MailboxSimulator implements Mailer {
       delivered: false,
       failure,
       reply: typeof response === 'string' ? response : null,
-      // MAIL FROM was sent in every simulated failure: the attempt counts (DESIGN §2).
-      reachedRelay: true,
       refused,
       durationMs,
     };

@@ -4,7 +4,7 @@ import addressparser from 'nodemailer/lib/addressparser';
 import MailComposer, { type MailComposerOptions } from 'nodemailer/lib/mail-composer';
 import SMTPConnection, { type SMTPConnectionSendInfo } from 'nodemailer/lib/smtp-connection';
 import { sentContentType } from '../core/attachments.js';
-import { classifySmtpError, FAILURE_ORIGIN, reachedRelay } from '../core/classifySmtpError.js';
+import { classifySmtpError, FAILURE_ORIGIN } from '../core/classifySmtpError.js';
 import { CONFIG_SETTINGS } from '../core/configSpec.js';
 import { isReservedHeader } from '../core/headerSafety.js';
 import { isRelayControlHeader } from '../core/relayControlHeaders.js';
@@ -152,7 +152,7 @@ export class NodemailerMailer implements Mailer {
       const dotSentAt = Date.now();
       timer = setTimeout(timeOut, replyDeadline(dotSentAt, endsBy) - dotSentAt);
     };
-    const beforeRelay = { bodySent: false, reachedRelay: false, beforeTransaction: true } as const;
+    const beforeRelay = { bodySent: false, beforeTransaction: true } as const;
     try {
       let credentials: SmtpCredentials | undefined;
       try {
@@ -209,24 +209,14 @@ export class NodemailerMailer implements Mailer {
           if (tracker.timedOut || abort.signal.aborted) {
             session.pool.discard(session);
             const error = attemptTimeout(thrown);
-            return this.failed(
-              error,
-              { ...context, reachedRelay: reachedRelay(error, context) },
-              [],
-              started,
-            );
+            return this.failed(error, context, [], started);
           }
           if (reused && round === 0 && failure.unread && closedWhileIdle(thrown)) {
             session.pool.discard(session);
             continue;
           }
           await this.afterFailedTransaction(session, thrown);
-          return this.failed(
-            thrown,
-            { ...context, reachedRelay: reachedRelay(thrown, context) },
-            refusalsOf(rejectedErrorsOf(thrown), envelope),
-            started,
-          );
+          return this.failed(thrown, context, refusalsOf(rejectedErrorsOf(thrown), envelope), started);
         }
       }
     } finally {
@@ -239,7 +229,6 @@ export class NodemailerMailer implements Mailer {
     error: unknown,
     context: {
       readonly bodySent: boolean;
-      readonly reachedRelay: boolean;
       readonly beforeTransaction?: boolean;
       readonly transactionStarted?: boolean;
     },
@@ -258,7 +247,6 @@ export class NodemailerMailer implements Mailer {
       delivered: false,
       failure,
       reply: replyText(error),
-      reachedRelay: context.reachedRelay,
       refused,
       durationMs: Math.round(this.now() - started),
     };

@@ -370,23 +370,6 @@ const NO_CONNECTION_CODES: ReadonlySet<string> = new Set([
 const SETUP_COMMANDS = /^(EHLO|HELO|LHLO|STARTTLS|AUTH\b)/;
 
 /**
- * Whether the relay may have seen the message in this failed attempt (DESIGN §2: an attempt is an
- * SMTP transaction in which the relay saw the message). False only where the failure provably came
- * before MAIL FROM: no connection (refused, DNS, unreachable, connect or greeting timeout), the
- * greeting refused, TLS or login failed. Anything else may have been later and counts. Never throws.
- */
-export function reachedRelay(error: unknown, context: SmtpFailureContext = {}): boolean {
-  try {
-    if (readBodySent(context)) return true;
-    const shape = readShape(error);
-    if (safeGet(context, 'transactionStarted') === true && isTransactionsOwn(shape)) return true;
-    return shapeReachedRelay(shape);
-  } catch {
-    return true;
-  }
-}
-
-/**
  * Once the transaction began, a failure that can only have come from inside it: a reply (the relay
  * answered one of this message's commands) or the message's stream failing (read only after 354).
  */

@@ -80,12 +80,6 @@ export type SendOutcome =
       readonly failure: SmtpErrorClassification;
       /** The relay's reply text when there was one. */
       readonly reply: string | null;
-      /**
-       * Whether the relay may have seen this message (MAIL FROM sent, or unknown): then the attempt
-       * counts (DESIGN §2). False only for failures that provably came before the transaction:
-       * refused or timed-out connections, DNS, the greeting, TLS and login.
-       */
-      readonly reachedRelay: boolean;
       /** Recipients refused one by one when every one was refused at RCPT TO. */
       readonly refused: readonly RecipientRefusal[];
       readonly durationMs: number;

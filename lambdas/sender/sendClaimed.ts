@@ -377,7 +377,7 @@ async function unstoredAttachment(
     error = thrown;
   }
   const failure = classifyAttachmentRead(error);
-  return { delivered: false, failure, reply: null, reachedRelay: false, refused: [], durationMs: 0 };
+  return { delivered: false, failure, reply: null, refused: [], durationMs: 0 };
 }
 
 /** The mailer's outcome in the decision's terms: positions in the recipient list, not the envelope. */

@@ -168,7 +168,7 @@ describe('attachments through the mailer to a real SMTP server', () => {
         class: expectedClass,
         code: 'ESTREAM',
       });
-      expect(outcome.delivered ? 'delivered' : outcome.reachedRelay).toBe(true);
+      expect(outcome.delivered ? 'delivered' : outcome.failure.origin).toBe('transaction');
       // The relay saw the transaction (MAIL FROM), never a whole message.
       expect(server.transactions).toBe(transactions + 1);
       expect(server.received.length).toBe(before);

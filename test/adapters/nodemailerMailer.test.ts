@@ -177,7 +177,7 @@ describe('NodemailerMailer against a real SMTP server', () => {
         class: 'transient',
         code: '421',
       });
-      expect(outcome.delivered ? 'delivered' : outcome.reachedRelay).toBe(true);
+      expect(outcome.delivered ? 'delivered' : outcome.failure.origin).toBe('transaction');
     },
   );
 
@@ -216,7 +216,7 @@ describe('NodemailerMailer against a real SMTP server', () => {
         class: 'config',
         code: '554',
       });
-      expect(outcome.delivered ? 'delivered' : outcome.reachedRelay).toBe(true);
+      expect(outcome.delivered ? 'delivered' : outcome.failure.origin).toBe('transaction');
       // A refusal of one sender is not a broken session: the pool and the login stay.
       expect(invalidations).toBe(0);
     },
@@ -248,7 +248,7 @@ describe('NodemailerMailer against a real SMTP server', () => {
       class: 'transient',
       code: 'ETIMEDOUT',
     });
-    expect(outcome.delivered ? 'delivered' : outcome.reachedRelay).toBe(true);
+    expect(outcome.delivered ? 'delivered' : outcome.failure.origin).toBe('transaction');
   });
 
   it('ends the phase before the dot at its own limit, even against a relay that trickles nothing: transient', async () => {
@@ -334,7 +334,7 @@ describe('NodemailerMailer, more of the same server', () => {
     server.script({ stallGreeting: true });
     const outcome = await mailer.send(email());
     expect(outcome.delivered ? 'delivered' : outcome.failure.class).toBe('transient');
-    expect(outcome.delivered ? 'delivered' : outcome.reachedRelay).toBe(false);
+    expect(outcome.delivered ? 'delivered' : outcome.failure.origin).toBe('outage');
   });
 });
 
@@ -351,7 +351,7 @@ describe('NodemailerMailer against a relay that answers 421 at the greeting', ()
         class: 'transient',
         code: '421',
       });
-      expect(outcome.delivered ? 'delivered' : outcome.reachedRelay).toBe(false);
+      expect(outcome.delivered ? 'delivered' : outcome.failure.origin).toBe('outage');
       expect(server.transactions).toBe(0);
     } finally {
       await mailer.close();
@@ -449,7 +449,7 @@ describe('NodemailerMailer reading the relay login from Secrets Manager (issue 1
         class: 'transient',
         code: 'ESECRETREAD',
       });
-      expect(failed.delivered ? 'delivered' : failed.reachedRelay).toBe(false);
+      expect(failed.delivered ? 'delivered' : failed.failure.origin).toBe('outage');
       // Not a config failure: the pool and the cache are left alone.
       expect(invalidations.count).toBe(0);
       const sent = await mailer.send(email());
@@ -470,7 +470,7 @@ describe('NodemailerMailer reading the relay login from Secrets Manager (issue 1
         class: 'config',
         code: 'ECONFIG',
       });
-      expect(failed.delivered ? 'delivered' : failed.reachedRelay).toBe(false);
+      expect(failed.delivered ? 'delivered' : failed.failure.origin).toBe('outage');
       expect(invalidations.count).toBe(1);
     } finally {
       await mailer.close();
@@ -487,7 +487,7 @@ describe('NodemailerMailer reading the relay login from Secrets Manager (issue 1
         class: 'transient',
         code: 'ETIMEDOUT',
       });
-      expect(outcome.delivered ? 'delivered' : outcome.reachedRelay).toBe(false);
+      expect(outcome.delivered ? 'delivered' : outcome.failure.origin).toBe('outage');
       // The secret read counts inside the phase before the dot (preDotMs = 1 s).
       expect(Date.now() - started).toBeLessThan(FAST_TIMEOUTS.preDotMs + 1500);
       // The hanging read is not kept: the next attempt reads again and goes out.

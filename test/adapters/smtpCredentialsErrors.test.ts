@@ -10,7 +10,7 @@ import {
   SmtpCredentialsError,
   secretsManagerSmtpCredentials,
 } from '../../lambdas/adapters/smtpCredentials.js';
-import { classifySmtpError, reachedRelay } from '../../lambdas/core/classifySmtpError.js';
+import { classifySmtpError } from '../../lambdas/core/classifySmtpError.js';
 
 /**
  * Issue 15 §4: a Secrets Manager read that fails (throttled, a 5xx, the network, a timeout) is
@@ -70,7 +70,7 @@ describe('a failed read of the SMTP secret', () => {
     expect(error.code).toBe('ESECRETREAD');
     expect(error.cause).toBe(thrown);
     expect(classifySmtpError(error).class).toBe('transient');
-    expect(reachedRelay(error)).toBe(false);
+    expect(classifySmtpError(error).origin).toBe('outage');
   });
 
   it.each([
@@ -106,7 +106,7 @@ describe('a malformed SMTP secret', () => {
     const error = await failureOf(answering(secret));
     expect(error.code).toBe('ECONFIG');
     expect(classifySmtpError(error).class).toBe('config');
-    expect(reachedRelay(error)).toBe(false);
+    expect(classifySmtpError(error).origin).toBe('outage');
     if (secret !== '') expect(`${error.message} ${String(error.cause ?? '')}`).not.toContain(secret);
   });
 });

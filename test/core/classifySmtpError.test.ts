@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest';
 import {
   classifySmtpError,
   extractEnhancedCode,
-  reachedRelay,
   SES_CONFIG_PHRASES,
 } from '../../lambdas/core/classifySmtpError.js';
 import { decideOutcome } from '../../lambdas/core/sendDecision.js';
@@ -393,14 +392,14 @@ describe('classifySmtpError at the edges (issue 15 §4)', () => {
       const error = nodemailerError({ code: 'ESOCKET', command: 'CONN' });
       Object.assign(error, { originalCode: tlsCode });
       expect(classOf(error)).toBe('config');
-      expect(reachedRelay(error)).toBe(false);
+      expect(classifySmtpError(error).origin).toBe('outage');
       expect(classifySmtpError(error).reason).toContain(tlsCode);
     });
     it.each(certificateCodes)('%s as the cause of a wrapped error', (tlsCode) => {
       const error = nodemailerError({ code: 'ESOCKET', command: 'CONN' });
       Object.assign(error, { cause: Object.assign(new Error('x'), { code: tlsCode }) });
       expect(classOf(error)).toBe('config');
-      expect(reachedRelay(error)).toBe(false);
+      expect(classifySmtpError(error).origin).toBe('outage');
     });
     it('keeps a plain socket error transient, and does not read the message', () => {
       const reset = Object.assign(nodemailerError({ code: 'ESOCKET', command: 'CONN' }), {
@@ -417,10 +416,10 @@ describe('classifySmtpError at the edges (issue 15 §4)', () => {
     it('files a failed read (ESECRETREAD) as transient and a malformed secret (ECONFIG) as config, neither reaching the relay', () => {
       const read = Object.assign(new Error('the SMTP secret could not be read'), { code: 'ESECRETREAD' });
       expect(classifySmtpError(read)).toMatchObject({ class: 'transient', code: 'ESECRETREAD' });
-      expect(reachedRelay(read)).toBe(false);
+      expect(classifySmtpError(read).origin).toBe('outage');
       const malformed = Object.assign(new Error('the SMTP secret is not JSON'), { code: 'ECONFIG' });
       expect(classOf(malformed)).toBe('config');
-      expect(reachedRelay(malformed)).toBe(false);
+      expect(classifySmtpError(malformed).origin).toBe('outage');
     });
   });
 });

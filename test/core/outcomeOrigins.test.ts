@@ -5,7 +5,6 @@ import {
   classifyAttachmentRead,
   classifySmtpError,
   type FailureOrigin,
-  reachedRelay,
   type ThrottleKind,
 } from '../../lambdas/core/classifySmtpError.js';
 import { deriveStatusChange } from '../../lambdas/core/messageEvents.js';
@@ -513,7 +512,6 @@ describe('once the transaction began, whose a failure is does not depend on the 
     const greeting = connError({ responseCode: 421, response: '421 4.3.2 Service not available' });
     expect(classifySmtpError(greeting).origin).toBe('outage');
     expect(classifySmtpError(greeting, { beforeTransaction: true }).origin).toBe('outage');
-    expect(reachedRelay(greeting)).toBe(false);
   });
 
   it.each([
@@ -533,7 +531,6 @@ describe('once the transaction began, whose a failure is does not depend on the 
       class: expectedClass,
       code: String(responseCode),
     });
-    expect(reachedRelay(error, started)).toBe(true);
   });
 
   it('a reply nodemailer did not expect (EPROTOCOL, CONN) mid-transaction is the message’s', () => {
@@ -574,7 +571,6 @@ describe('once the transaction began, whose a failure is does not depend on the 
       fc.property(replies, fc.boolean(), (error, bodySent) => {
         const classified = classifySmtpError(error, { ...started, bodySent });
         expect(classified.origin).toBe('transaction');
-        expect(reachedRelay(error, { ...started, bodySent })).toBe(true);
         const decision = decideOutcome(
           {
             delivered: false,
@@ -606,7 +602,6 @@ describe('once the transaction began, whose a failure is does not depend on the 
       const classified = classifySmtpError(error, started);
       expect(classified).toMatchObject({ origin: 'transaction', class: 'transient', code: 'ESTREAM' });
       expect(classified.reason).not.toMatch(/before the message was sent/);
-      expect(reachedRelay(error, started)).toBe(true);
       const last = decideOutcome(
         {
           delivered: false,

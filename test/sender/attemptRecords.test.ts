@@ -146,7 +146,6 @@ describe('what the sender writes down about an attempt', () => {
           hardBounce: false,
         },
         reply: '451 4.7.1 try later',
-        reachedRelay: true,
         refused: addresses.map((_, index) => ({
           index,
           code: '451',
@@ -201,7 +200,6 @@ describe('what the sender writes down about an attempt', () => {
           hardBounce: true,
         },
         reply: '550 5.1.1 <ada@example.org> unknown',
-        reachedRelay: true,
         refused: [],
         durationMs: 7,
       },

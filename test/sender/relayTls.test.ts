@@ -100,7 +100,7 @@ describe.each(['secure', 'starttls'] as const)(
         expect(outcome.failure.reason).toMatch(
           /TLS certificate is not trusted \((CERT_HAS_EXPIRED|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN)\)/,
         );
-        expect(outcome.reachedRelay).toBe(false);
+        expect(outcome.failure.origin).toBe('outage');
         // A config failure before the transaction resets the pool and drops the cached login.
         expect(invalidations.count).toBe(1);
         expect(relay.received).toEqual([]);
