@@ -282,17 +282,15 @@ export async function claimPorts(
   const fixedTaken: PartPort[] = [];
   // A port fixed for a later part is not free for this one either, though nothing listens on it yet.
   const fixed = Object.values(ports).filter((port) => port !== 0);
-  const inUse = (port: number) =>
-    taken.includes(port) || fixed.includes(port) || Object.values(claimed).includes(port);
   for (const part of Object.keys(ports) as LocalPart[]) {
     const wanted = ports[part];
-    let got = wanted === 0 ? await freePort(host) : await listenOnce(wanted, host);
-    // A port chosen for an earlier part is not free for this one, though nothing listens on it yet.
-    for (let tries = 0; wanted === 0 && got !== undefined && inUse(got) && tries < CLAIM_TRIES; tries += 1) {
-      got = await freePort(host);
-    }
+    // Nor is a port chosen for an earlier part.
+    const got =
+      wanted === 0
+        ? await freePortBesides(host, [...taken, ...fixed, ...Object.values(claimed)])
+        : await listenOnce(wanted, host);
     if (wanted !== 0 && got === undefined) fixedTaken.push({ part, port: wanted });
-    else if (got === undefined || (wanted === 0 && inUse(got))) throw new PortInUseError(part, wanted);
+    else if (got === undefined) throw new PortInUseError(part, wanted);
     else claimed[part] = got;
   }
   const [first, ...others] = fixedTaken;
@@ -313,20 +311,29 @@ export async function claimBackupPorts(
   taken: readonly number[] = [],
 ): Promise<{ readonly smtp: number; readonly viewer: number }> {
   const inUse = [...Object.values(claimed), ...taken, asked.port ?? 0, asked.viewerPort ?? 0];
-  const smtp = asked.port || (await freePortBesides(host, inUse));
-  const viewer = asked.viewerPort || (await freePortBesides(host, [...inUse, smtp]));
+  const drawn = async (besides: readonly number[]) => {
+    const port = await freePortBesides(host, besides);
+    if (port === undefined) throw new Error(`no free port on ${host} besides the stack's own`);
+    return port;
+  };
+  const smtp = asked.port || (await drawn(inUse));
+  const viewer = asked.viewerPort || (await drawn([...inUse, smtp]));
   return { smtp, viewer };
 }
 
 /** How many times a part asked as 0 draws again when its draw is another part's port. */
 const CLAIM_TRIES = 20;
 
-async function freePortBesides(host: string, inUse: readonly number[]): Promise<number> {
+/**
+ * A free port (`freePort`) that is none of `inUse`: the ports of the stack's other parts, which may
+ * not listen yet. Undefined when every draw was one of them.
+ */
+async function freePortBesides(host: string, inUse: readonly number[]): Promise<number | undefined> {
   for (let tries = 0; tries <= CLAIM_TRIES; tries += 1) {
     const port = await freePort(host);
     if (!inUse.includes(port)) return port;
   }
-  throw new Error(`no free port on ${host} besides the stack's own`);
+  return undefined;
 }
 
 /**
