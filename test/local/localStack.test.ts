@@ -9,7 +9,12 @@ import { ConfigError, loadConfig } from '../../lambdas/core/config.js';
 import { RELAY_STREAM } from '../../lib/eventSourceLayout.js';
 import { SWEEPER_TIMEOUT_SECONDS } from '../../lib/postdateProps.js';
 import { freePort } from '../../local/freePort.js';
-import { ANY_FREE_PORTS, PortInUseError, takenMeanwhile } from '../../local/localEnv.js';
+import {
+  ANY_FREE_PORTS,
+  LOCAL_PORT_VARIABLES,
+  PortInUseError,
+  takenMeanwhile,
+} from '../../local/localEnv.js';
 import { type LocalStack, SWEEPER_TIMEOUT_MS, startLocalStack } from '../../local/localStack.js';
 import { readStackFile, stackFilePath } from '../../local/stackFile.js';
 import { LOCAL_AWS, queueDepth } from '../support/awsLocal.js';
@@ -497,21 +502,13 @@ describe('starting the local stack', () => {
   });
 
   it('npm start prints the API URL, key, viewer and a curl, and stops every child on SIGTERM', async () => {
-    const names = [
-      'POSTDATE_PORT',
-      'POSTDATE_DYNAMODB_PORT',
-      'POSTDATE_SQS_PORT',
-      'POSTDATE_SCHEDULER_PORT',
-      'POSTDATE_SMTP_SINK_PORT',
-      'POSTDATE_MAIL_VIEWER_PORT',
-      'POSTDATE_S3_PORT',
-    ] as const;
-    // Seven ports, none drawn twice (test/support/freePorts.ts: one start in 600 otherwise).
+    // Every part's port (local/localEnv.ts), seven, none drawn twice (test/support/freePorts.ts: one
+    // start in 600 otherwise).
+    const names = Object.values(LOCAL_PORT_VARIABLES);
     const drawn = await distinctFreePorts(names.length);
-    const ports = Object.fromEntries(names.map((name, i) => [name, drawn[i] ?? 0])) as Record<
-      (typeof names)[number],
-      number
-    >;
+    const ports: Record<string, number | undefined> = Object.fromEntries(
+      names.map((name, i) => [name, drawn[i]]),
+    );
     const { child, exited, stdout } = await startNpmStart({
       ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [name, String(port)])),
       POSTDATE_API_KEY: 'pd_npm-start-spec-key',
@@ -525,7 +522,7 @@ describe('starting the local stack', () => {
 
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
-    for (const port of Object.values(ports)) expect(await refusesConnections(port)).toBe(true);
+    for (const port of drawn) expect(await refusesConnections(port)).toBe(true);
   }, 90_000);
 
   it('npm start with every port 0 picks free ones, prints every endpoint and writes them where the CLI finds them', async () => {
@@ -572,18 +569,9 @@ describe('starting the local stack', () => {
       const env: Record<string, string> = {
         ...(process.env as Record<string, string>),
         PATH: bin,
-        POSTDATE_PORT: String(await freePort()),
       };
-      for (const name of [
-        'POSTDATE_DYNAMODB_PORT',
-        'POSTDATE_SQS_PORT',
-        'POSTDATE_SCHEDULER_PORT',
-        'POSTDATE_SMTP_SINK_PORT',
-        'POSTDATE_MAIL_VIEWER_PORT',
-        'POSTDATE_S3_PORT',
-      ]) {
-        env[name] = '0';
-      }
+      for (const name of Object.values(LOCAL_PORT_VARIABLES)) env[name] = '0';
+      env[LOCAL_PORT_VARIABLES.api] = String(await freePort());
       const child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
         env,
         stdio: ['ignore', 'pipe', 'pipe'],
