@@ -284,6 +284,28 @@ describe('webhook ids, copies and requests', () => {
     expect(isCopyOfItsRetry({ retry: ours }, null)).toBe(true);
   });
 
+  it('of any number of retries at once, the copies of exactly one go on: the one whose write landed (property)', () => {
+    const retryId = fc.stringMatching(/^[0-9a-f]{32}$/);
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(retryId, { minLength: 1, maxLength: 6 }),
+        fc.nat(),
+        fc.nat({ max: 4 }),
+        (retries, winner, chainLength) => {
+          const landed = retries[winner % retries.length] ?? null;
+          // Each retry queued its copy, and the winner's chain queued more copies carrying its id.
+          const copies = [
+            ...retries.map((retry) => ({ retry })),
+            ...Array.from({ length: chainLength }, () => ({ retry: landed ?? undefined })),
+          ];
+          const taken = copies.filter((copy) => isCopyOfItsRetry(copy, landed));
+          expect(taken).toHaveLength(1 + chainLength);
+          expect(taken.every((copy) => copy.retry === landed)).toBe(true);
+        },
+      ),
+    );
+  });
+
   it('lets a copy queued before its write wait for it a bounded time, and no other copy', () => {
     const base = {
       v: 1,
