@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { delimiter, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LAUNCHER_CLASS, loopbackLauncherDir } from './dynamodb/loopbackLauncher.js';
+import { PortInUseError } from './localEnv.js';
 
 /**
  * Raised when DynamoDB Local cannot start, or handed to `onUnexpectedExit` when it ended on its own;
@@ -40,7 +41,18 @@ export interface StartDynamoDbLocalOptions {
    * to java): DESIGN §7, the stack then stops every part.
    */
   readonly onUnexpectedExit?: (error: DynamoDbLocalError) => void;
+  /**
+   * The stack's part this is: a port something else holds is then a PortInUseError naming
+   * POSTDATE_DYNAMODB_PORT, which the stack draws again when it drew the port (`takenMeanwhile`);
+   * unset, a DynamoDbLocalError with java's output.
+   */
+  readonly part?: 'dynamodb';
 }
+
+/** What the launcher prints once Jetty listens (LoopbackDynamoDbLocal.java). */
+const LISTENING_LINE = 'DynamoDB Local listening on 127.0.0.1 only';
+/** What Jetty says when the port is taken (`java.io.IOException: Failed to bind to /127.0.0.1:PORT`). */
+const BIND_FAILED = /Failed to bind|BindException|Address already in use/;
 
 /** JVM flags that trade peak JIT throughput for a start-up two to three times faster on 2 cores. */
 const FAST_START_JVM_FLAGS = ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-XX:CICompilerCount=1'];
@@ -110,8 +122,13 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions): Pr
   });
   child.stdin?.on('error', () => undefined);
   let output = '';
+  // Any HTTP answer on the port is not enough: another program may hold it (another stack's part,
+  // drawn at once), and then this java fails to bind while that program answers. The launcher says
+  // when its own Jetty listens; the plain jar cannot, and only its answer is waited for.
+  let listening = launcher === undefined;
   child.stdout?.on('data', (chunk: Buffer) => {
     output = (output + chunk.toString()).slice(-4000);
+    if (output.includes(LISTENING_LINE)) listening = true;
   });
   child.stderr?.on('data', (chunk: Buffer) => {
     output = (output + chunk.toString()).slice(-4000);
@@ -130,11 +147,13 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions): Pr
   });
 
   const deadline = Date.now() + 30_000;
+  const exitedEarly = () =>
+    options.part !== undefined && BIND_FAILED.test(output)
+      ? new PortInUseError(options.part, options.port)
+      : new DynamoDbLocalError(`DynamoDB Local exited ${how()}: ${output.trim()}`);
   for (;;) {
-    if (ended()) {
-      throw new DynamoDbLocalError(`DynamoDB Local exited ${how()}: ${output.trim()}`);
-    }
-    if (await answers(endpoint)) break;
+    if (ended()) throw exitedEarly();
+    if (listening && (await answers(endpoint))) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new DynamoDbLocalError(
@@ -144,7 +163,7 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions): Pr
     await sleep(100);
   }
   answered = true;
-  if (ended()) throw new DynamoDbLocalError(`DynamoDB Local exited ${how()}: ${output.trim()}`);
+  if (ended()) throw exitedEarly();
 
   return {
     endpoint,

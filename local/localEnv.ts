@@ -356,6 +356,37 @@ export function takenMeanwhile(
   return undefined;
 }
 
+/** Starts tried before a port taken meanwhile ends the start (see `takenMeanwhile`). */
+const STARTS = 3;
+
+/**
+ * `start`, tried again (up to three starts in all) when it failed on a port drawn for it that
+ * another program took between the draw and the listen (`takenMeanwhile`: never a port the user
+ * fixed). `start` must have stopped whatever it started before it rejects. The one home of that
+ * retry: `startLocalStack` and `npm start` (for MailDev's ports) both start through it.
+ */
+export async function startAgainWhenTaken<T>(
+  start: () => Promise<T>,
+  asked: LocalPorts,
+  alsoFixed: readonly number[],
+  onStartAgain: (port: number) => void,
+): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await start();
+    } catch (error) {
+      const port = takenMeanwhile(error, asked, alsoFixed);
+      if (attempt >= STARTS || port === undefined) throw error;
+      onStartAgain(port);
+    }
+  }
+}
+
+/** What a start that meets `startAgainWhenTaken`'s case says before it starts again. */
+export function startingAgain(port: number): string {
+  return `port ${port}, chosen for a part, was taken by another program meanwhile: stopping what started and starting again`;
+}
+
 /**
  * Settings the functions' environment does not carry from the Config: the stack points SMTP at the
  * sink or the relay itself, and the API key and the data directory are the stack's own.

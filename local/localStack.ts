@@ -16,6 +16,9 @@ import {
   claimBackupPorts,
   claimPorts,
   LOCAL_PORT_DEFAULTS,
+  type LocalPorts,
+  startAgainWhenTaken,
+  startingAgain,
   startsLocalSink,
 } from './localEnv.js';
 import {
@@ -73,10 +76,36 @@ const HOST = '127.0.0.1';
  * (their worker's `env`), killed at their function timeouts; the api and authorizer run in this
  * process (their entries' argument). Nothing is written to `process.env`, so stacks in one process
  * never share a cold start.
+ *
+ * A part asked as 0 is given a port drawn seconds before it listens, and another program (another
+ * test file's stack, in another worker) may draw and take it meanwhile: the start then stops what it
+ * started and starts again on ports drawn anew, as `npm start` does (`startAgainWhenTaken`). A port
+ * the caller fixed and finds taken is never drawn again: a PortInUseError naming its variable.
  */
-export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
+export function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
+  const backup = options.backupRelay;
+  const backupFixed = [backup?.port ?? 0, backup?.viewerPort ?? 0].filter((port) => port !== 0);
+  return startAgainWhenTaken(
+    () => startOnce(options),
+    askedPorts(options),
+    backupFixed,
+    (port) => logOf(options)(startingAgain(port)),
+  );
+}
+
+/** The ports asked of the stack: the defaults, the API's from the Config, and the caller's. */
+function askedPorts(options: LocalStackOptions): LocalPorts {
+  return { ...LOCAL_PORT_DEFAULTS, api: options.config.port, ...options.ports };
+}
+
+function logOf(options: LocalStackOptions): (line: string) => void {
+  return options.quiet ? () => undefined : (options.log ?? ((line: string) => console.log(line)));
+}
+
+/** One start of the stack; whatever it started is stopped again when it fails. */
+async function startOnce(options: LocalStackOptions): Promise<LocalStack> {
   const { config } = options;
-  const log = options.quiet ? () => undefined : (options.log ?? ((line: string) => console.log(line)));
+  const log = logOf(options);
   const progress = options.onPartReady ?? (() => undefined);
   const timeoutsMs = functionTimeoutsMs(config, options.functionTimeoutsMs);
   const reportKill = (kill: FunctionTimeoutKill) => {
@@ -119,7 +148,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   // (a port taken meanwhile, say) must not leave it running beside the next start.
   let dynamodbUnlisted: Promise<{ stop(): Promise<void> }> | undefined;
   try {
-    const asked = { ...LOCAL_PORT_DEFAULTS, api: config.port, ...options.ports };
+    const asked = askedPorts(options);
     // Without a sink of its own (mail leaves through relays elsewhere) its two ports are any free
     // ones, held by nothing: one the user fixed, or another program holds, does not stop the start.
     const ownSink = startsLocalSink(config, asked.smtp);
@@ -134,6 +163,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const dynamodbStarting = startDynamoDbLocal({
       port: ports.dynamodb,
       host: HOST,
+      part: 'dynamodb',
       ...(dataDir ? { dataDir: join(dataDir, 'dynamodb') } : {}),
       ...(options.dynamodbJvm ? { jvm: options.dynamodbJvm } : {}),
       onUnexpectedExit: partEnded,

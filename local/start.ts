@@ -20,8 +20,9 @@ import {
   loadLocalPorts,
   PortInUseError,
   smtpBesideRelaysWarning,
+  startAgainWhenTaken,
+  startingAgain,
   startsLocalSink,
-  takenMeanwhile,
 } from './localEnv.js';
 import type { LocalStack } from './localStack.js';
 import { type MaildevViewer, startMaildevViewer } from './smtp/maildevViewer.js';
@@ -180,9 +181,6 @@ function isBackupRelayFlag(arg: string): boolean {
   return arg === '--backup-relay' || arg.startsWith('--backup-relay=');
 }
 
-/** Starts tried before a port another program took meanwhile ends the start (see `takenMeanwhile`). */
-const STARTS = 3;
-
 interface Started {
   config: Config;
   stack: LocalStack;
@@ -292,24 +290,15 @@ async function main(): Promise<void> {
       `  up  ${part.padEnd(19)} ${detail}   (${((performance.now() - began) / 1000).toFixed(1)} s)\n`,
     );
   process.stdout.write('Starting the Postdate local stack…\n');
-  let started: Started;
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      started = await startParts(first, running, partReady);
-      break;
-    } catch (error) {
-      const backupPort = first.backupRelay?.port;
-      const port = takenMeanwhile(error, first.ports, backupPort === undefined ? [] : [backupPort]);
-      if (attempt < STARTS && port !== undefined) {
-        process.stdout.write(
-          `  port ${port}, chosen for a part, was taken by another program meanwhile: stopping what started and starting again\n`,
-        );
-        continue;
-      }
-      failToStart(error);
-    }
-  }
-  const { config, stack, viewer } = started;
+  // The stack draws its own ports again (startLocalStack); a port drawn for MailDev and taken
+  // meanwhile starts both again.
+  const backupPort = first.backupRelay?.port;
+  const { config, stack, viewer } = await startAgainWhenTaken(
+    () => startParts(first, running, partReady),
+    first.ports,
+    backupPort === undefined ? [] : [backupPort],
+    (port) => process.stdout.write(`  ${startingAgain(port)}\n`),
+  ).catch(failToStart);
   // One readiness check before saying "ready": it also warms the api function (its cold start).
   const health = await fetch(`${stack.apiUrl}/health`).catch(() => undefined);
   if (health?.status !== 200) {

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { ANY_FREE_PORTS, LOCAL_PORT_DEFAULTS, PortInUseError, takenMeanwhile } from '../../local/localEnv.js';
+import {
+  ANY_FREE_PORTS,
+  LOCAL_PORT_DEFAULTS,
+  PortInUseError,
+  startAgainWhenTaken,
+  takenMeanwhile,
+} from '../../local/localEnv.js';
 
 /**
  * DESIGN §7 / docs/local-stack.md: a port asked as 0 is any free port. `npm start` chooses it before
@@ -43,5 +49,55 @@ describe('takenMeanwhile', () => {
     expect(takenMeanwhile(addressInUse(LOCAL_PORT_DEFAULTS.api), LOCAL_PORT_DEFAULTS)).toBeUndefined();
     expect(takenMeanwhile(new Error('java is not installed'), ANY_FREE_PORTS)).toBeUndefined();
     expect(takenMeanwhile(undefined, ANY_FREE_PORTS)).toBeUndefined();
+  });
+});
+
+/**
+ * The one retry of `startLocalStack` and `npm start` (decision 0296): `start` is made to fail as
+ * scripted, and what it resolves or rejects with, and every start tried, are read.
+ */
+describe('startAgainWhenTaken', () => {
+  async function tried(failures: readonly unknown[], asked = ANY_FREE_PORTS, alsoFixed: number[] = []) {
+    const said: number[] = [];
+    let starts = 0;
+    const outcome = await startAgainWhenTaken(
+      async () => {
+        const failure = failures[starts];
+        starts += 1;
+        if (failure !== undefined) throw failure;
+        return 'started';
+      },
+      asked,
+      alsoFixed,
+      (port) => said.push(port),
+    ).catch((error: unknown) => error);
+    return { outcome, starts, said };
+  }
+
+  it('starts again on a drawn port taken meanwhile, saying which, and resolves with the start that held', async () => {
+    expect(await tried([new PortInUseError('api', 41_001), addressInUse(41_002)])).toEqual({
+      outcome: 'started',
+      starts: 3,
+      said: [41_001, 41_002],
+    });
+  });
+
+  it('gives up after three starts, with the last failure', async () => {
+    const last = new PortInUseError('sqs', 41_013);
+    const { outcome, starts } = await tried([
+      new PortInUseError('api', 41_011),
+      new PortInUseError('dynamodb', 41_012),
+      last,
+    ]);
+    expect({ outcome, starts }).toEqual({ outcome: last, starts: 3 });
+  });
+
+  it('never starts again on a fixed port, nor on any other failure', async () => {
+    const fixed = new PortInUseError('dynamodb', LOCAL_PORT_DEFAULTS.dynamodb);
+    expect(await tried([fixed], LOCAL_PORT_DEFAULTS)).toEqual({ outcome: fixed, starts: 1, said: [] });
+    const backup = addressInUse(41_020);
+    expect(await tried([backup], ANY_FREE_PORTS, [41_020])).toEqual({ outcome: backup, starts: 1, said: [] });
+    const other = new Error('java is not installed');
+    expect(await tried([other])).toEqual({ outcome: other, starts: 1, said: [] });
   });
 });
