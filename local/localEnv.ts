@@ -270,7 +270,7 @@ export function listenAs(
  * a free port may be chosen again once released, so a 0 never becomes one of them. A 0 is chosen
  * by `freePort`, below the kernel's ephemeral range, so that no other program's `listen(0)` or
  * outgoing connection is handed it before the part listens; what still slips through is started
- * again by `npm start` (`takenMeanwhile`).
+ * again by the stack (`startAgainWhenTaken`).
  */
 export async function claimPorts(
   ports: LocalPorts,

@@ -12,7 +12,7 @@ export interface LocalSqs {
  * Starts the in-process SQS emulator (`local-aws-sqs`, patched at install, see patches/).
  * Its own `createSqsServer` listens without an error handler, so a port taken between the choice
  * and the listen crashed `npm start`; the server is made here and such a port is a PortInUseError,
- * which `npm start` starts again on when it chose the port (`takenMeanwhile`), or ends with.
+ * which the stack starts again on when it drew the port (`startAgainWhenTaken`), or ends with.
  * @throws PortInUseError when the port is taken.
  */
 export async function startLocalSqs(options: { port: number; host?: string }): Promise<LocalSqs> {

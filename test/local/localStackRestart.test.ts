@@ -12,7 +12,7 @@ import { createApiKey, revokeApiKey } from '../../lambdas/keys/apiKeys.js';
 import { readStateRecord } from '../../lambdas/store/stateReads.js';
 import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
 import { freePort } from '../../local/freePort.js';
-import { ANY_FREE_PORTS } from '../../local/localEnv.js';
+import { ANY_FREE_PORTS, PortInUseError } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { LOCAL_AWS } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
@@ -243,13 +243,7 @@ describe('the local stack restarted on a data dir', () => {
     // dispatches it (the api copies an enqueue, not a reschedule), and the sweeper waits five minutes.
     // Late here means after the front end answers, and 3 s more: whatever the start did before (a
     // told sweep), a stack that says ready before the relay holds its place is seen doing so.
-    const api = await freePort();
-    const frontEndUp = eventually(
-      'the front end answering',
-      async () => (await fetch(`http://127.0.0.1:${api}/health`).catch(() => undefined)) !== undefined,
-      { withinMs: 120_000, everyMs: 100 },
-    ).then(() => sleep(3000));
-    frontEndUp.catch(() => undefined);
+    let frontEndUp: Promise<void> = Promise.resolve();
     const send = DynamoDBStreamsClient.prototype.send;
     DynamoDBStreamsClient.prototype.send = function (
       this: DynamoDBStreamsClient,
@@ -259,7 +253,27 @@ describe('the local stack restarted on a data dir', () => {
       return wait.then(() => send.apply(this, args));
     } as typeof send;
     try {
-      running = await startLocalStack({ config, dataDir, ports: { ...ANY_FREE_PORTS, api }, quiet: true });
+      // The API's port is fixed so that the front end is watched before the stack says ready. Drawn
+      // here, seconds before the front end listens, another file's stack may take it meanwhile
+      // (decision 0296): the stack never draws a fixed port again, so this test does.
+      for (let attempt = 1; running === undefined; attempt += 1) {
+        const api = await freePort();
+        frontEndUp = eventually(
+          'the front end answering',
+          async () => (await fetch(`http://127.0.0.1:${api}/health`).catch(() => undefined)) !== undefined,
+          { withinMs: 120_000, everyMs: 100 },
+        ).then(() => sleep(3000));
+        frontEndUp.catch(() => undefined);
+        running = await startLocalStack({
+          config,
+          dataDir,
+          ports: { ...ANY_FREE_PORTS, api },
+          quiet: true,
+        }).catch((error: unknown) => {
+          if (attempt >= 3 || !(error instanceof PortInUseError && error.port === api)) throw error;
+          return undefined;
+        });
+      }
     } finally {
       DynamoDBStreamsClient.prototype.send = send;
     }
