@@ -9,16 +9,19 @@
  * then answers 250. Every outcome write after that 250 is refused (ECONNREFUSED) until the sender's
  * invocation runs out; then DynamoDB comes back. Not SIGSTOP: requests that reached the stopped
  * process would sit in its sockets and could land when it resumes, a different case (a write that
- * landed late). Compressed in one place only, the sender's timing: SMTP timeouts of 1 s, the function
- * timeout 34 s and the lease 35 s (deployed 20 s, 120 s, 240 s and 300 s), the smallest the time rule
- * (core/sendTiming.ts: 2 × 1 + 1 + 28 s reserve) allows, so one lease passes in about half a minute.
+ * landed late). Compressed in one place only, the sender's timing: SMTP timeouts of 1 s and a function
+ * timeout of 34 s (deployed 20 s, 120 s, 240 s), about the least the time rule (core/sendTiming.ts:
+ * 2 × 1 + 1 + the 28 s reserve) allows, and a lease of 38 s (deployed 300 s), 4 s past the timeout
+ * so that the operator's look comes before the lease ends (else the copy back at its end finds
+ * DynamoDB still refusing and waits 30 s more).
  *
  * Checked as the operator reads it: the alarm's metric (the sender's EMF document, read against the
- * alarm of the synthesized template), the log line (ids, no address or body), `messages show` while
- * the lease runs (the `lease relay`). Then DynamoDB back, decided from what the relay received, never
- * from Postdate's account: `hold` → `unknown`, no second copy; `retry` → sent again once with the same
- * Message-ID (DESIGN §5: an expired lease is ambiguous). Procedure 2 then finds the `unknown` one at
- * the relay by its Message-ID and discards it; the relay still has it once.
+ * alarm of the synthesized template), step 1's log search as the runbook writes it (ids and the
+ * relay's `code`, no address or body), `messages show` while the lease runs (`sending`, the `lease
+ * relay`). Then DynamoDB back, decided from what the relay received, never from Postdate's account:
+ * `hold` → `unknown`, no second copy; `retry` → sent again once with the same Message-ID (DESIGN §5:
+ * an expired lease is ambiguous; decision 0293). Step 3: procedure 2 for the `unknown` one, decided
+ * by the line's 250 (the relay's record agrees): discarded; the relay still has it once.
  */
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
@@ -29,10 +32,10 @@ import { type LocalStack, startLocalStack, startSenderEventSource } from '../../
 import { type RelayOutage, startRelayOutage } from '../../local/smtp/relayOutage.js';
 import { synthesizePostdate } from '../cdk/support/synthesize.js';
 import { eventually } from '../support/eventually.js';
+import { matchesFilterPattern, runbookFilterPattern } from '../support/runbookLogSearch.js';
 import { capturedLogs, enqueue, operatorCli, shownMessage } from './operatorShell.js';
 
 const STACK = 'PostdateUnderTest';
-const LOG_LINE = 'sender could not record the outcome of its attempt';
 
 /** What the relay received: each message it queued, as its own log would show it. */
 interface Queued {
@@ -151,7 +154,7 @@ describe('runbook procedure 1a: an outcome write that never landed', () => {
         POSTDATE_SMTP_TIMEOUT_SECONDS: '1',
         POSTDATE_SMTP_REPLY_TIMEOUT_SECONDS: '1',
         POSTDATE_SENDER_TIMEOUT_SECONDS: '34',
-        POSTDATE_LEASE_SECONDS: '35',
+        POSTDATE_LEASE_SECONDS: '38',
       },
       'local',
     );
@@ -191,11 +194,13 @@ describe('runbook procedure 1a: an outcome write that never landed', () => {
     const hold = await enqueue(stack, 'runbook-outcome-write-hold', { on_ambiguous: 'hold' });
     const retry = await enqueue(stack, 'runbook-outcome-write-retry', { on_ambiguous: 'retry' });
 
-    // The alarm: the sender's log and metric once its invocation ran out.
+    // The alarm: the sender's log and metric once its invocation ran out. Step 1's search, as the
+    // runbook writes it, over the sender's log events.
+    const pattern = runbookFilterPattern('1a', 1, '/aws/lambda/$SENDER');
     const failures = await eventually(
       'both senders to give up their outcome writes',
       () => {
-        const lines = logs.of('postdate-sender').filter((line) => line.includes(LOG_LINE));
+        const lines = logs.of('postdate-sender').filter((line) => matchesFilterPattern(pattern, line));
         return [hold, retry].every((id) => lines.some((line) => line.includes(id))) && lines;
       },
       { withinMs: 60_000, everyMs: 200 },
@@ -220,11 +225,11 @@ describe('runbook procedure 1a: an outcome write that never landed', () => {
       { withinMs: 10_000 },
     );
 
-    // The log line: the ids to look up, no address, no subject or body.
+    // The log line: the ids to look up and the relay's answer (`code`), no address, no subject or body.
     for (const id of [hold, retry]) {
       const line = failures.find((entry) => entry.includes(id)) as string;
       const fields = JSON.parse(line) as Record<string, unknown>;
-      expect(fields).toMatchObject({ id, rev: 1, status: 'sent', class: 'sent' });
+      expect(fields).toMatchObject({ id, rev: 1, code: '250', status: 'sent' });
       expect(fields.sqsMessageId).toEqual(expect.any(String));
       expect(line).not.toMatch(/@|Runbook|Hello/);
     }
@@ -238,15 +243,18 @@ describe('runbook procedure 1a: an outcome write that never landed', () => {
 
     // DynamoDB takes writes again: the sweeper and the lease do the rest.
     await dynamodb.set('up');
-    await eventually(
-      'hold unknown and retry sent',
-      async () =>
-        (await shownMessage(postdate, hold)).status === 'unknown' &&
-        (await shownMessage(postdate, retry)).status === 'sent',
-      { withinMs: 60_000, everyMs: 250 },
-    );
-    // hold: never a second copy at the relay. retry: sent again, once, with the same Message-ID.
+    const settled = async (id: string) => {
+      const { status } = await shownMessage(postdate, id);
+      return !['sending', 'retrying'].includes(status) && status;
+    };
+    await eventually('both messages to leave sending', async () => (await settled(hold)) && settled(retry), {
+      withinMs: 60_000,
+      everyMs: 250,
+    });
+    // hold: never a second copy at the relay, and `unknown`. retry: sent again, once, same Message-ID.
     expect(atRelay(hold)).toHaveLength(1);
+    expect(await settled(hold)).toBe('unknown');
+    expect(await settled(retry)).toBe('sent');
     const copies = atRelay(retry);
     expect(copies).toHaveLength(2);
     expect(copies[1]?.messageId).toBe(copies[0]?.messageId);
@@ -263,7 +271,8 @@ describe('runbook procedure 1a: an outcome write that never landed', () => {
     const messageId = atRelay(hold)[0]?.messageId as string;
     expect(shown.stdout).toContain(messageId);
     expect(shown.stdout).toMatch(/relay:\s+default/);
-    // Found at the relay, accepted → discard.
+    // Step 3 of 1a: the line's code 250 says found (the relay's own record agrees) → discard.
+    expect(messageId).toBe(`<${hold}@${stack.messageIdDomain}>`);
     const discarded = await postdate('messages', 'discard', hold);
     expect(discarded.code, discarded.stdout).toBe(0);
     const left = await postdate('messages', 'list', '--status', 'unknown', '--since', '7d');
