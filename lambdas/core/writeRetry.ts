@@ -3,8 +3,10 @@ import type { MessageStatus } from './messageStatus.js';
 /**
  * The claim and the writes after it (the outcome, a release) are tried until they land (DESIGN §5, "Never
  * out of time mid-send"): they are conditional on the sender's lease, so a retry can never
- * overwrite someone else's move, and a message the relay accepted is never sent again because our
- * own write failed. These are the loop's decisions, pure; the sender runs the loop.
+ * overwrite someone else's move, and a message the relay accepted is not sent again because one
+ * write of ours failed. A write refused until the invocation runs out leaves the lease to expire,
+ * and the takeover counts an ambiguous attempt (`interruptedAttemptBecomes`, decision 0293). These
+ * are the loop's decisions, pure; the sender runs the loop.
  */
 
 /** The first pause between tries, doubled on every try up to the cap. */

@@ -36,7 +36,8 @@ import { countFailureClass } from './failureMetrics.js';
 /**
  * The writes after the claim, under our lease (DESIGN §5), and what they write down. Every one is
  * tried until it lands or is lost to a newer owner (`writeUntilLanded`), so a message the relay
- * accepted is never sent again because our own write failed, and a write that failed before MAIL
+ * accepted is not sent again because one write of ours failed (refused until the invocation runs
+ * out, the expired lease is ambiguous: decision 0293), and a write that failed before MAIL
  * FROM never leaves the record `sending` for a takeover to count as an ambiguous attempt: the
  * outcome of an attempt (`recordOutcome`, then the DLQ for a live `dead`), a message that must not go out
  * (`supersede`), one that can never be sent as stored (`failUnsent`), one whose recipients are all
@@ -285,9 +286,10 @@ export type Landed =
 /**
  * A sender's write, tried until it lands (DESIGN §5): the claim and every write after it. It is
  * conditional on the state it saw (and on our lease after a claim), so a retry can never overwrite
- * someone else's move, and a message the relay accepted is never sent again because our own write
- * failed. A lost condition may be our own earlier try — or the SDK's retry of it — that landed with
- * its answer lost, or whose body TTL write failed after it: the record tells
+ * someone else's move, and a message the relay accepted is not sent again because one write of ours
+ * failed (one refused until the time is up leaves an expired lease, ambiguous: decision 0293). A
+ * lost condition may be our own earlier try — or the SDK's retry of it — that landed with its
+ * answer lost, or whose body TTL write failed after it: the record tells
  * (lambdas/core/writeRetry.ts), and the body's retention is then finished (DESIGN §2: a final status
  * starts it), in the same loop. `ours.owner` is the lease we write under, after our claim; `ours.claims`
  * the lease a claim takes. Without an owner (the claim, a settle before any claim) a lost condition

@@ -212,8 +212,9 @@ export function stackApi(stack: LocalStack) {
 /**
  * What this process writes to stdout and stderr from now until `restore()`: the local functions'
  * log events among it, as CloudWatch Logs would hold them, read by `of(service)` (Powertools' JSON
- * lines of `postdate-relay`, `postdate-webhooks`, …). `echo: false` keeps those lines off the
- * console (a stack whose functions log at INFO); everything else is written on as before.
+ * lines of `postdate-relay`, `postdate-webhooks`, …; the EMF documents of `postdate`). `echo: false`
+ * keeps those lines off the console (a stack whose functions log at INFO); everything else is
+ * written on as before.
  */
 export function capturedLogs({ echo = true }: { echo?: boolean } = {}): {
   of(service: string): string[];
@@ -226,7 +227,7 @@ export function capturedLogs({ echo = true }: { echo?: boolean } = {}): {
     const write = writes[i] as typeof stream.write;
     stream.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
       written.push(String(chunk));
-      if (!echo && String(chunk).includes('"service":"postdate-')) return true;
+      if (!echo && String(chunk).includes('"service":"postdate')) return true;
       return write.call(stream, chunk, ...rest);
     }) as typeof stream.write;
   });
