@@ -196,7 +196,7 @@ describe('runbook procedure 5a: several relays, failover, drain and enable', () 
     await arrivedAt(split, 'primary');
     await primary().close();
 
-    // Step 2 (failover): the primary's breaker opens, mail leaves through the backup.
+    // The outage: the primary's breaker opens, mail leaves through the backup (step 1 shows it).
     const during = await enqueue(stack, 'relays-during', { subject: 'During' });
     await arrivedAt(during, 'backup');
     await arrivedAt(split, 'backup');
@@ -214,7 +214,7 @@ describe('runbook procedure 5a: several relays, failover, drain and enable', () 
     expect(failedOver.failover).toBe(1);
     expect(failedOver.unavailable).toMatchObject({ primary: 1, backup: 0 });
 
-    // Step 3 (drain) while it is down; it comes back on its port, drained: nothing reaches it, not
+    // Step 2 (drain) while it is down; it comes back on its port, drained: nothing reaches it, not
     // even a probe once the one its breaker kept is due, nor the sweeper's re-armed token.
     const probeDue = Date.parse((await relaysJson(postdate)).relays[0]?.next_probe ?? '');
     expect(probeDue).not.toBeNaN();
@@ -267,8 +267,11 @@ describe('runbook procedure 5a: several relays, failover, drain and enable', () 
       { withinMs: 20_000 },
     );
     expect((await shownMessage(postdate, waiting)).attempts).toBe(0);
+    expect((await postdate('messages', 'show', waiting)).stdout).toMatch(
+      /held:\s+no relay takes mail .*postdate relays status/,
+    );
 
-    // Step 4 (back): enable the primary; its probe answers, and the mail goes to it.
+    // Step 3 (back): enable the primary; its probe answers, and the mail goes to it.
     const enabled = await postdate('relays', 'enable', 'primary');
     expect(enabled.code, enabled.stdout + enabled.stderr).toBe(0);
     expect(enabled.stdout).toMatch(
@@ -279,7 +282,7 @@ describe('runbook procedure 5a: several relays, failover, drain and enable', () 
     const after = await enqueue(stack, 'relays-after', { subject: 'After', send_at: inSeconds(2) });
     await arrivedAt(after, 'primary');
 
-    // Step 3 again, with the primary up and its breaker closed (planned maintenance): no connection
+    // Step 2 again, with the primary up and its breaker closed (planned maintenance): no connection
     // reaches it while drained; enabled, the mail is back on it.
     const sessionsBefore = primary().sessions.length;
     const transactionsBefore = primary().transactions;
