@@ -8,6 +8,7 @@ import { type RetryResult, retryMessage } from '../lambdas/api/routes/messages.j
 import type { ShardPosition } from '../lambdas/core/listPages.js';
 import { discardedAt, retentionRanOut } from '../lambdas/core/messageLifetime.js';
 import { isMessageStatus, MESSAGE_STATUSES, type MessageStatus } from '../lambdas/core/messageStatus.js';
+import { sendersHold } from '../lambdas/core/sweepDecision.js';
 import type { ApiStore, TransitionResult } from '../lambdas/ports/ApiStore.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import { expiresAtAfter, type MessageStateRecord } from '../lambdas/store/messageRecord.js';
@@ -33,6 +34,7 @@ import {
   printTable,
   statusTone,
 } from './output.js';
+import { type RelaysDeps, readGates, relaysStatusOf } from './relaysCommands.js';
 
 export interface MessagesDeps {
   readonly documents: DynamoDBDocumentClient;
@@ -57,6 +59,11 @@ export interface MessagesDeps {
    * the stack's is not known here (cli/postdate.ts `messagesDeps`): no Message-ID is guessed.
    */
   readonly messageIdDomain: string | undefined;
+  /**
+   * The target's relays (cli/relaysCommands.ts), read only by `messages show` to say that a due
+   * message waits because no relay takes mail; absent, it names only pauses and quiet hours.
+   */
+  readonly relays?: (() => RelaysDeps) | undefined;
 }
 
 /** One message as the CLI shows it: the API's fields plus the tenant (operators see every tenant). */
@@ -232,13 +239,36 @@ function localTimeOf(state: MessageStateRecord) {
   return { send_at_local, time_zone, quiet_hours };
 }
 
-/** What holds a waiting message now: a pause (0253), its quiet hours (0259), both, or nothing (null). */
+/**
+ * What holds a waiting message now: a pause (0253), no relay taking mail once it is due (as the
+ * sweeper and `reconcile` decide it, core/sweepDecision.ts `sendersHold`: every relay unavailable,
+ * disabled or quota-held), its quiet hours (0259), some of these, or nothing (null).
+ */
 async function heldBy(deps: MessagesDeps, state: MessageStateRecord): Promise<string | null> {
-  const pause = heldInWords(
-    (await readRelayGates(deps.documents, deps.tableName, [])).pause,
-    state.tags?.kind,
-  );
-  const reasons = [pause, quietHoursInWords(state, deps.now())].filter((reason) => reason !== null);
+  const now = deps.now();
+  // A shell whose list of relays is unreadable, or that the table contradicts, is refused by `relays
+  // status`; here it only leaves the relays unsaid, as without them.
+  const relays = (() => {
+    try {
+      return deps.relays?.();
+    } catch {
+      return undefined;
+    }
+  })();
+  const read =
+    (relays === undefined ? undefined : await readGates(relays).catch(() => undefined)) ??
+    (await readRelayGates(deps.documents, deps.tableName, []));
+  const pause = heldInWords(read.pause, state.tags?.kind);
+  const due = Date.parse(state.due_at ?? state.send_at) <= now.getTime();
+  const noRelay =
+    relays !== undefined &&
+    read.gates.length === relays.names.length &&
+    due &&
+    sendersHold(state, { pause: read.pause, noRelay: !relaysStatusOf(relays, read).available }, now) ===
+      'no-relay'
+      ? 'no relay takes mail (each is unavailable, disabled or its daily quota spent): it goes, no attempt counted, once one does: postdate relays status'
+      : null;
+  const reasons = [pause, noRelay, quietHoursInWords(state, now)].filter((reason) => reason !== null);
   return reasons.length === 0 ? null : reasons.join('; ');
 }
 

@@ -261,6 +261,7 @@ export function messagesDeps(context: Pick<Context, 'target' | 'config' | 'now'>
     tenants: () => knownTenants({ documents: target.documents, tableName }),
     retentionDays: config.retentionDays,
     maxAttempts: config.maxAttempts,
+    relays: () => relaysDepsOf(context),
     // The domain the senders wrote is known from the local stack's file, with --stack (its Settings),
     // or from the shell; else a default would name a Message-ID the relay never saw (0282).
     messageIdDomain:

@@ -16,6 +16,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
 import {
   type BreakerState,
+  nextProbeAt,
   type PauseEntry,
   quotaHeldUntil,
   relayBreakerSettings,
@@ -69,7 +70,10 @@ export interface RelayStatus {
   /** Its place in the order, from 1. */
   readonly position: number;
   readonly breaker: BreakerState['state'];
-  /** Open or half-open: since when, why, and when the next probe may start. */
+  /**
+   * Open or half-open: since when and why; and when the next probe may start, none while the relay
+   * is disabled (a drained relay is never probed: core/relayBreaker.ts `nextProbeAt`).
+   */
   readonly openedAt: string | null;
   readonly reason: string | null;
   readonly nextProbe: string | null;
@@ -161,7 +165,7 @@ export function relaysStatusOf(
       breaker: breaker.state,
       openedAt: breaker.state === 'closed' ? null : (breaker.opened_at ?? null),
       reason: breaker.state === 'closed' ? null : (breaker.reason ?? null),
-      nextProbe: breaker.state === 'closed' ? null : (breaker.probe_at ?? null),
+      nextProbe: nextProbeAt({ breaker, disabled }) ?? null,
       failedProbes: breaker.state === 'closed' ? 0 : (breaker.failed_probes ?? 0),
       disabled: disabled ?? null,
       quotaHeldUntil: quotaHeldUntil(breaker, now) ?? null,

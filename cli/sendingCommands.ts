@@ -192,10 +192,15 @@ export function render(status: SendingStatus, out: Output): void {
       paint(
         out,
         'red',
-        entry.breaker !== 'closed'
-          ? `breaker ${entry.breaker} since ${entry.openedAt ?? '?'}; next probe ${entry.nextProbe ?? '?'}; ${entry.failedProbes} failed probe(s); ${entry.reason ?? ''}`
-          : entry.disabled !== null
-            ? `disabled since ${entry.disabled.at} (${entry.disabled.reason})`
+        entry.disabled !== null
+          ? // Drained, it is never probed: its breaker says only how it was left (runbook §5a).
+            `disabled since ${entry.disabled.at} (${entry.disabled.reason})${
+              entry.breaker === 'closed'
+                ? ''
+                : `; breaker ${entry.breaker} since ${entry.openedAt ?? '?'}, probed once enabled; ${entry.reason ?? ''}`
+            }`
+          : entry.breaker !== 'closed'
+            ? `breaker ${entry.breaker} since ${entry.openedAt ?? '?'}; next probe ${entry.nextProbe ?? '?'}; ${entry.failedProbes} failed probe(s); ${entry.reason ?? ''}`
             : `daily quota spent until ${entry.quotaHeldUntil ?? '?'}`,
       ),
     ]);

@@ -285,6 +285,18 @@ export function quotaHeldUntil(breaker: BreakerState, now: Date): string | undef
   return breaker.throttled_until;
 }
 
+/**
+ * When the relay's next probe may start, as the operator is shown it (`relays status`, `sending
+ * status`): its breaker's `probe_at` while the breaker is not closed and the relay enabled. Undefined
+ * while closed, and while disabled: a drained relay is never probed ({@link gateDecision} passes its
+ * copies on before any probe), so its breaker keeps the time of a probe that does not come until the
+ * relay is enabled.
+ */
+export function nextProbeAt(gate: Pick<SendingGateState, 'breaker' | 'disabled'>): string | undefined {
+  if (gate.disabled !== undefined || gate.breaker.state === BREAKER_STATE.closed) return undefined;
+  return gate.breaker.probe_at;
+}
+
 /** A stored time in epoch milliseconds; NaN when absent or unreadable (every comparison with it is false). */
 function timeOrNaN(iso: string | undefined): number {
   return iso === undefined ? Number.NaN : Date.parse(iso);

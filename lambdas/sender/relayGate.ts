@@ -43,6 +43,12 @@ import { countFailureClass } from './failureMetrics.js';
 /** Conditional writes of one transition before it gives up (each loss means a fresh read first). */
 const MAX_TRANSITION_WRITES = 4;
 
+/**
+ * How long a sender reuses its read of the gate, its relays' gates one read between them: a drain,
+ * an enable or a pause reaches every sender within this (runbook §5a, "within about a second").
+ */
+export const GATE_READ_REUSE_MS = 1000;
+
 export interface RelayGateOptions {
   readonly store: SendingGateStore;
   readonly probe: RelayProbe;
@@ -51,7 +57,7 @@ export interface RelayGateOptions {
   readonly settings: BreakerSettings;
   readonly now: () => Date;
   readonly random: () => number;
-  /** A read of the gate is reused this long. @default 1000 */
+  /** A read of the gate is reused this long. @default GATE_READ_REUSE_MS */
   readonly cacheMs?: number;
   readonly log: Log;
   readonly metrics: SenderMetrics;
@@ -293,7 +299,7 @@ export class RelayGate {
 
   private async read(fresh: boolean): Promise<SendingGateState> {
     const nowMs = this.options.now().getTime();
-    const cacheMs = this.options.cacheMs ?? 1000;
+    const cacheMs = this.options.cacheMs ?? GATE_READ_REUSE_MS;
     if (!fresh && this.cached !== undefined && nowMs - this.cached.readAtMs < cacheMs) {
       return this.cached.gate;
     }

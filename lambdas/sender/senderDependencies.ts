@@ -24,7 +24,7 @@ import {
   SILENT,
   senderSettings,
 } from './createSenderHandler.js';
-import { RelayGate } from './relayGate.js';
+import { GATE_READ_REUSE_MS, RelayGate } from './relayGate.js';
 
 export interface SenderWiring {
   readonly config: Config;
@@ -87,9 +87,6 @@ export function senderDependencies(wiring: SenderWiring): SenderDependencies {
   };
 }
 
-/** How long a sender reuses a read of the sending gate, its relays' gates one read between them. */
-const GATE_CACHE_MS = 1000;
-
 /** One relay's mailer, gate and rate share (its breaker in the table: store/sendingGate.ts `breakerKeyOf`). */
 function senderRelay(
   wiring: SenderWiring,
@@ -123,7 +120,7 @@ function senderRelay(
       probe: new NodemailerRelayProbe(relay),
       queue,
       settings: relayBreakerSettings(config),
-      cacheMs: GATE_CACHE_MS,
+      cacheMs: GATE_READ_REUSE_MS,
       now: () => new Date(),
       random: Math.random,
       log: wiring.log ?? SILENT,

@@ -120,6 +120,8 @@ export interface TestSmtpServer {
 export interface StartSmtpServerOptions {
   /** When set, AUTH is required and only these credentials pass; anything else gets 535. */
   readonly credentials?: { readonly username: string; readonly password: string };
+  /** The loopback port to listen on (a relay back on its own port after an outage); any free one unless set. */
+  readonly port?: number;
 }
 
 export async function startSmtpServer(options: StartSmtpServerOptions = {}): Promise<TestSmtpServer> {
@@ -268,7 +270,7 @@ export async function startSmtpServer(options: StartSmtpServerOptions = {}): Pro
   const host = '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.server.once('error', reject);
-    server.listen(0, host, () => resolve());
+    server.listen(options.port ?? 0, host, () => resolve());
   });
   const address = server.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : 0;

@@ -172,13 +172,20 @@ export async function runBin(
 
 let running: Promise<unknown> = Promise.resolve();
 
+/** Lines a local function printed (Powertools' JSON log lines and EMF documents), one JSON object each. */
+function isFunctionsOutput(text: string): boolean {
+  const lines = text.split('\n').filter((line) => line.trim() !== '');
+  return lines.length > 0 && lines.every((line) => /^\{.*"service":"postdate[-"].*\}\s*$/.test(line));
+}
+
 /**
  * The CLI's `main` (cli/postdate.ts) in this process, with `env` over this process's variables and
  * `cwd` as its directory, stdout and stderr captured: what `runBin` answers, without starting a
  * process (a spawn costs about 0.25 s of CPU: node, the bundle, the SDK; decision 0274). For tests
  * of what a command does and prints; what only a process shows (the bin as installed, a signal, a
  * closed pipe, the credential chain of a bare environment) stays with `runBin`. One run at a time:
- * it borrows this process's environment, directory, streams and exit code, and gives them back.
+ * it borrows this process's environment, directory, streams and exit code, and gives them back; what
+ * a local stack's functions print meanwhile is passed on, not taken for the CLI's output.
  */
 export function runMain(
   args: readonly string[],
@@ -206,17 +213,21 @@ async function runMainNow(
   }
   const stdout: string[] = [];
   const stderr: string[] = [];
-  const capture = (into: string[]) =>
-    ((chunk: string | Uint8Array) => {
-      into.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString());
+  const streams = { out: process.stdout.write, err: process.stderr.write };
+  // A local stack's functions in this process's workers print meanwhile (their JSON logs, their EMF
+  // metrics): those lines are not the CLI's, and go on to the stream as it was (a walk's capture).
+  const capture = (into: string[], stream: NodeJS.WriteStream, write: typeof process.stdout.write) =>
+    ((chunk: string | Uint8Array, ...rest: never[]) => {
+      const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString();
+      if (isFunctionsOutput(text)) return write.call(stream, chunk, ...rest);
+      into.push(text);
       return true;
     }) as typeof process.stdout.write;
-  const streams = { out: process.stdout.write, err: process.stderr.write };
   const directory = process.cwd();
   const exitCode = process.exitCode;
   process.exitCode = undefined;
-  process.stdout.write = capture(stdout);
-  process.stderr.write = capture(stderr);
+  process.stdout.write = capture(stdout, process.stdout, streams.out);
+  process.stderr.write = capture(stderr, process.stderr, streams.err);
   let code: number;
   try {
     if (cwd !== undefined) process.chdir(cwd);

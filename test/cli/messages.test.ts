@@ -11,6 +11,7 @@ import {
   readState,
 } from '../../cli/messagesCommands.js';
 import { memoryOutput } from '../../cli/output.js';
+import { relaysDeps, relaysDisable } from '../../cli/relaysCommands.js';
 import { NOT_PAUSED, pauseAfter } from '../../lambdas/core/relayBreaker.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { messagePk } from '../../lambdas/store/messageRecord.js';
@@ -192,6 +193,48 @@ describe('postdate messages show', () => {
     expect((await messagesShow(own, messageId(21), memoryOutput())).explanation.held).toBe(
       `sending is paused (everything) since ${NOW.toISOString()} (incident 42): postdate sending resume`,
     );
+  });
+
+  it('says a due message waits because no relay takes mail (each unavailable, disabled or its quota spent), not for its send time (runbook §5, §5a)', async () => {
+    // Walking runbook §5a with every relay drained (`relays disable --force`), `messages show` of a
+    // message past its send time said "waiting for its send time" and nothing held it.
+    const { tableName } = await freshTable();
+    const documents = documentClient();
+    const own: MessagesDeps = {
+      ...deps,
+      documents,
+      tableName,
+      store: new DynamoApiStore(documents, tableName),
+      relays: () =>
+        relaysDeps({
+          documents,
+          tableName,
+          names: ['primary', 'backup'],
+          namesFrom: 'stack',
+          now: () => NOW,
+        }),
+    };
+    await seedMessages(documents, tableName, [
+      { id: messageId(30), status: 'scheduled', createdAt: minutesAgo(3), sendAt: minutesAgo(2) },
+      {
+        id: messageId(31),
+        status: 'scheduled',
+        createdAt: minutesAgo(3),
+        sendAt: '2026-11-30T12:00:00.000Z',
+      },
+    ]);
+    const relays = own.relays?.();
+    if (relays === undefined) throw new Error('the deps name the relays');
+    // One relay drained: the mail leaves through the other, nothing holds it.
+    await relaysDisable(relays, 'primary', { reason: 'provider maintenance' }, memoryOutput());
+    expect((await messagesShow(own, messageId(30), memoryOutput())).explanation.held).toBeNull();
+    await relaysDisable(relays, 'backup', { reason: 'both', force: true }, memoryOutput());
+    const out = memoryOutput();
+    const held = await messagesShow(own, messageId(30), out);
+    expect(held.explanation.held).toMatch(/^no relay takes mail .*: postdate relays status/);
+    expect(out.text()).toMatch(/held:\s+no relay takes mail/);
+    // Not yet due: its send time holds it, not the relays.
+    expect((await messagesShow(own, messageId(31), memoryOutput())).explanation.held).toBeNull();
   });
 
   it('prints the local time, the zone and the quiet hours of a message that has them (docs/design.md §16)', async () => {

@@ -129,6 +129,20 @@ describe('postdate relays', () => {
     );
   });
 
+  it('a drained relay whose breaker is open shows no next probe: none comes until it is enabled (runbook §5a: no probe reaches it)', async () => {
+    const { deps } = await relaysOfTable(['primary', 'backup']);
+    await openBreaker(deps.gate('primary'), '421: greeting');
+    const probeAt = (await deps.gate('primary').read()).breaker.probe_at;
+    const out = memoryOutput();
+    const status = await relaysDisable(deps, 'primary', { reason: 'provider maintenance' }, out);
+    expect(status.relays[0]).toMatchObject({ breaker: 'open', nextProbe: null });
+    expect(out.text()).not.toContain(probeAt);
+    // Enabled, its probe is due again at the time its breaker kept.
+    expect((await relaysEnable(deps, 'primary', memoryOutput())).relays[0]).toMatchObject({
+      nextProbe: probeAt,
+    });
+  });
+
   it('refuses to disable the only relay, saying it is the only one and how to hold all mail; --force drains it', async () => {
     const { deps } = await relaysOfTable(['default']);
     const refused = await relaysDisable(deps, 'default', {}, memoryOutput()).catch((error: unknown) => error);

@@ -5,7 +5,7 @@ import { describe, expect, inject, it } from 'vitest';
 import { UsageError } from '../../cli/cliErrors.js';
 import { memoryOutput } from '../../cli/output.js';
 import { reconcile, reconcileClean } from '../../cli/reconcileCommand.js';
-import { relaysDeps } from '../../cli/relaysCommands.js';
+import { relaysDeps, relaysDisable } from '../../cli/relaysCommands.js';
 import { sendingPause, sendingResume, sendingStatus } from '../../cli/sendingCommands.js';
 import { validateEnqueueRequest } from '../../lambdas/core/messageSchema.js';
 import { isPaused, NEVER_OPENED, opened, throttled } from '../../lambdas/core/relayBreaker.js';
@@ -305,6 +305,20 @@ describe('postdate sending', () => {
       expect(out.text()).toMatch(
         new RegExp(`relay primary: +daily quota spent until ${held.throttled_until}`),
       );
+    });
+
+    it('sending status names the drain of a relay whose breaker is open, and no probe: a drained relay is never probed (runbook §5a)', async () => {
+      const t = await severalRelays(['primary', 'backup']);
+      await openBreaker(t.relays.gate('primary'), '421: greeting');
+      const probeAt = (await t.relays.gate('primary').read()).breaker.probe_at ?? '';
+      await relaysDisable(t.relays, 'primary', { reason: 'provider maintenance' }, memoryOutput());
+      const out = memoryOutput();
+      await sendingStatus(t.sending, out);
+      expect(out.text()).toMatch(
+        /relay primary: +disabled since \S+ \(provider maintenance\); breaker open since/,
+      );
+      expect(out.text()).not.toContain(probeAt);
+      expect(out.text()).not.toMatch(/next probe/);
     });
 
     it('reconcile exits 1 while every relay is down, 0 while one takes mail', async () => {

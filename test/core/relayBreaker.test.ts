@@ -9,6 +9,7 @@ import {
   isPaused,
   NEVER_OPENED,
   NOT_PAUSED,
+  nextProbeAt,
   opened,
   type PauseState,
   pauseAfter,
@@ -561,5 +562,38 @@ describe('the fleet’s slow-down after the relay throttled us', () => {
     const claimed = open && probeClaimed(open, 'p', at(SLOW.probeIntervalMs + 100), SLOW);
     const closed = claimed && probeSucceeded(claimed, 'p', at(SLOW.probeIntervalMs + 110));
     expect(closed).toMatchObject({ state: 'closed', rate_factor: 0.5 });
+  });
+});
+
+describe('the next probe an operator is shown (relays status, sending status; runbook §5a)', () => {
+  it('is the time a probe may start, exactly while the relay is enabled and its breaker not closed: a drained relay is never probed, whatever its breaker kept', () => {
+    const DRAIN = { reason: 'provider maintenance', at: T0.toISOString() };
+    fc.assert(
+      fc.property(
+        fc.constantFrom('closed', 'open', 'half-open'),
+        fc.boolean(),
+        fc.integer({ min: 0, max: 10 * SETTINGS.probeIntervalMs }),
+        (state, drained, laterMs) => {
+          const open = opened(NEVER_OPENED, FAILURE, T0, SETTINGS, '1') as BreakerState;
+          const breaker =
+            state === 'closed'
+              ? NEVER_OPENED
+              : state === 'open'
+                ? open
+                : (probeClaimed(open, 'p', at(SETTINGS.probeIntervalMs / 1000), SETTINGS) as BreakerState);
+          const gateOf = { breaker, pause: NOT_PAUSED, ...(drained ? { disabled: DRAIN } : {}) };
+          const shown = nextProbeAt(gateOf);
+          const now = new Date(T0.getTime() + laterMs);
+          const decision = gateDecision(gateOf, undefined, now, SETTINGS);
+          // A probe the gate lets start is one the operator was shown, and not before its time.
+          if (decision.kind === 'probe') {
+            expect(shown).toBeDefined();
+            expect(now.getTime()).toBeGreaterThanOrEqual(Date.parse(shown ?? ''));
+          }
+          if (drained || state === 'closed') expect(shown).toBeUndefined();
+          else expect(shown).toBe(breaker.probe_at);
+        },
+      ),
+    );
   });
 });

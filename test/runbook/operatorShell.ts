@@ -16,6 +16,7 @@ import {
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 import { expect } from 'vitest';
+import { RELAY_NAMES_VARIABLE } from '../../cli/relaysCommands.js';
 import { CONFIG_SETTINGS } from '../../lambdas/core/configSpec.js';
 import { CLI_SETTINGS } from '../../lib/stackOutputs.js';
 import { WEBHOOK_QUEUE } from '../../lib/webhookLayout.js';
@@ -32,9 +33,10 @@ export type Postdate = (...args: string[]) => Promise<{ stdout: string; code: nu
  * The operator's `postdate` against this stack: by default the CLI's main in this process
  * (`runMain`, decision 0274: the stack takes nothing from process.env, local/localStack.ts); with
  * `bin`, the real entry point `cli/postdate.mjs` in a process of its own. The shell is set up as
- * operations.md's "Tools and setup" sets it: the resource names, and the CLI's settings exported
- * from the functions' own environment (its loop over the relay's variables; `--stack` takes them
- * from the output `Settings`). `env` adds anything else.
+ * operations.md's "Tools and setup" sets it: the resource names, the relays in order
+ * (POSTDATE_RELAY_NAMES, the output `RelayNames`), and the CLI's settings exported from the
+ * functions' own environment (its loop over the relay's variables; `--stack` takes them from the
+ * output `Settings`). `env` adds anything else.
  */
 export function operatorCli(
   stack: LocalStack,
@@ -57,6 +59,7 @@ export function operatorCli(
       POSTDATE_SEND_QUEUE_URL: stack.queueUrls.send,
       POSTDATE_SCHEDULE_DLQ_URL: stack.queueUrls.scheduleDeadLetter,
       POSTDATE_RELAY_FAILURE_QUEUE_URL: stack.queueUrls.relayFailures,
+      [RELAY_NAMES_VARIABLE]: stack.relayNames.join(','),
       ...(stack.functionEnvironment.POSTDATE_WEBHOOK_QUEUE_URL === undefined
         ? {}
         : { POSTDATE_WEBHOOK_QUEUE_URL: stack.functionEnvironment.POSTDATE_WEBHOOK_QUEUE_URL }),
@@ -212,9 +215,9 @@ export function stackApi(stack: LocalStack) {
 /**
  * What this process writes to stdout and stderr from now until `restore()`: the local functions'
  * log events among it, as CloudWatch Logs would hold them, read by `of(service)` (Powertools' JSON
- * lines of `postdate-relay`, `postdate-webhooks`, …; the EMF documents of `postdate`). `echo: false`
- * keeps those lines off the console (a stack whose functions log at INFO); everything else is
- * written on as before.
+ * lines of `postdate-relay`, `postdate-webhooks`, …; with `of(METRICS.service)`, their EMF metric
+ * documents). `echo: false` keeps those lines and the EMF documents off the console (a stack whose
+ * functions log at INFO or publish metrics); everything else is written on as before.
  */
 export function capturedLogs({ echo = true }: { echo?: boolean } = {}): {
   of(service: string): string[];

@@ -19,6 +19,7 @@ export const SLOWEST_FILES = [
   'test/sender/relayBreaker.test.ts', // 32 s
   'test/iam/permissions.test.ts', // 31 s
   'test/cli/reconcile.test.ts', // 30 s
+  'test/runbook/relayFailover.test.ts', // 28 s alone beside other helpers' runs: a stack, two relays, the walk (0294)
   'test/sweeper/deadLetterRenewal.test.ts', // 20 s
   'test/sweeper/strandedMessages.test.ts', // 19 s
   'test/sender/relayFailover.test.ts', // 22 s
