@@ -12,7 +12,8 @@ import type { MessageStatus } from '../lambdas/core/messageStatus.js';
 import type { ErrorClass } from '../lambdas/core/postdateError.js';
 import { isPaused, type PauseState } from '../lambdas/core/relayBreaker.js';
 
-export const STATUS_WORDS: Readonly<Record<MessageStatus, (id: string) => string>> = {
+/** Each status in words, with the next command for this message (its id, its tenant). */
+export const STATUS_WORDS: Readonly<Record<MessageStatus, (id: string, tenant: string) => string>> = {
   scheduled: () => 'accepted, waiting for its send time (in the scheduler or delayed in SQS)',
   sending: () => 'leased by a sender right now; the outcome is written when the SMTP exchange ends',
   retrying: () =>
@@ -27,8 +28,8 @@ export const STATUS_WORDS: Readonly<Record<MessageStatus, (id: string) => string
   cancelled: () => 'cancelled before a send began',
   superseded: () => 'a newer version of its group exists, so it was not sent (freshness)',
   expired: () => 'its not_after deadline passed before it could be sent',
-  suppressed: () =>
-    "every recipient was on the tenant's suppression list at send time, so nothing was sent: `postdate suppressions list`",
+  suppressed: (_id, tenant) =>
+    `every recipient was on the tenant's suppression list at send time, so nothing was sent: \`postdate suppressions list --tenant ${tenant} --all\``,
   unknown: (id) =>
     'the relay may or may not have accepted it (ambiguous outcome, policy "hold"): search the relay\'s ' +
     `logs for its Message-ID; if it never arrived, \`postdate messages retry ${id}\`; if it did, ` +
@@ -48,6 +49,7 @@ export function discardedInWords(): string {
 export function statusInWords(
   message: {
     readonly id: string;
+    readonly tenant: string;
     readonly status: MessageStatus;
     readonly on_ambiguous: 'retry' | 'hold';
     readonly lease_until?: string | undefined;
@@ -55,7 +57,7 @@ export function statusInWords(
   },
   now: Date,
 ): string {
-  if (message.status !== 'sending') return STATUS_WORDS[message.status](message.id);
+  if (message.status !== 'sending') return STATUS_WORDS[message.status](message.id, message.tenant);
   const relay = message.lease_relay === undefined ? '' : ` (relay ${message.lease_relay})`;
   // No lease at all counts as one that ended, as the sender's admission reads it.
   const leaseEnd = message.lease_until === undefined ? 0 : Date.parse(message.lease_until);

@@ -12,7 +12,7 @@ import { sendersHold } from '../lambdas/core/sweepDecision.js';
 import type { ApiStore, TransitionResult } from '../lambdas/ports/ApiStore.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import { expiresAtAfter, type MessageStateRecord } from '../lambdas/store/messageRecord.js';
-import { messageView } from '../lambdas/store/messageView.js';
+import { messageView, recipientsOf } from '../lambdas/store/messageView.js';
 import { readRelayGates } from '../lambdas/store/sendingGate.js';
 import { readStateRecord } from '../lambdas/store/stateReads.js';
 import { NotFoundError, UsageError, withNextStep } from './cliErrors.js';
@@ -212,6 +212,8 @@ export interface ShowReport {
     readonly provider_message_id: string | null;
     /** The relay that id comes from (DESIGN §15: which provider's logs to search). */
     readonly relay: string | null;
+    /** Counted as the API's view counts them: `suppressed` are those left out at send time (runbook procedure 6). */
+    readonly recipients: ReturnType<typeof recipientsOf>;
     readonly group: MessageStateRecord['group'];
     readonly metadata: Readonly<Record<string, string>>;
     readonly history: MessageStateRecord['history'];
@@ -288,6 +290,7 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
       sent_at: state.sent_at ?? null,
       provider_message_id: state.provider_message_id ?? null,
       relay: state.relay ?? null,
+      recipients: recipientsOf(state),
       group: state.group ?? null,
       metadata: state.metadata ?? {},
       history: state.history ?? [],
@@ -325,6 +328,10 @@ export async function messagesShow(deps: MessagesDeps, id: string, out: Output):
     ...(m.lease_until ? ([['lease until', m.lease_until]] as const) : []),
     ...(m.lease_relay ? ([['lease relay', m.lease_relay]] as const) : []),
     ['attempts', String(m.attempts)],
+    [
+      'recipients',
+      `accepted ${m.recipients.accepted}, pending ${m.recipients.pending}, rejected ${m.recipients.rejected}, suppressed ${m.recipients.suppressed}`,
+    ],
     ['on ambiguous', m.on_ambiguous],
     [
       'message-id',

@@ -47,6 +47,18 @@ export interface MessageView {
   readonly history?: readonly AttemptRecord[];
 }
 
+/**
+ * A message's recipients counted from its record (DESIGN §3): the API's view and the operator's
+ * `postdate messages show` (runbook procedure 6) count them alike.
+ */
+export function recipientsOf(state: MessageStateRecord): ReturnType<typeof recipientCounts> {
+  return recipientCounts(state.rcpt_total ?? 0, {
+    accepted: state.rcpt_accepted ?? [],
+    rejected: state.rcpt_rejected ?? [],
+    suppressed: state.rcpt_suppressed ?? [],
+  });
+}
+
 /** The state record → the API's view. Internal fields (tenant, lease, index keys) never leave. */
 export function messageView(state: MessageStateRecord, options: { withHistory: boolean }): MessageView {
   const view: MessageView = {
@@ -63,11 +75,7 @@ export function messageView(state: MessageStateRecord, options: { withHistory: b
     last_error: state.last_error ?? null,
     provider_message_id: state.provider_message_id ?? null,
     relay: state.relay ?? null,
-    recipients: recipientCounts(state.rcpt_total ?? 0, {
-      accepted: state.rcpt_accepted ?? [],
-      rejected: state.rcpt_rejected ?? [],
-      suppressed: state.rcpt_suppressed ?? [],
-    }),
+    recipients: recipientsOf(state),
     template: state.template ?? null,
     attachments: (state.attachments ?? []).map(attachmentView),
     group: state.group ?? null,

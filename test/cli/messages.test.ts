@@ -346,6 +346,39 @@ describe('postdate messages show', () => {
     expect(unleased.message).toMatchObject({ lease_relay: null });
   });
 
+  it("counts the recipients as the API's view does, and sends a suppressed one to its tenant's list (runbook procedure 6)", async () => {
+    // Three recipients: one accepted, one suppressed at send time; one other message all suppressed.
+    const some = {
+      ...stateRecord({ id: messageId(11), status: 'sent', createdAt: minutesAgo(4), attempts: 1 }),
+      rcpt_total: 3,
+      rcpt_accepted: [0],
+      rcpt_rejected: [1],
+      rcpt_suppressed: [2],
+    };
+    const all = {
+      ...stateRecord({ id: messageId(12), tenant: 'globex', status: 'suppressed', createdAt: minutesAgo(4) }),
+      rcpt_total: 2,
+      rcpt_suppressed: [0, 1],
+    };
+    for (const item of [some, all])
+      await deps.documents.send(new PutCommand({ TableName: deps.tableName, Item: item }));
+    const out = memoryOutput();
+    const report = await messagesShow(deps, messageId(11), out);
+    expect(report.message.recipients).toEqual({ accepted: 1, pending: 0, rejected: 1, suppressed: 1 });
+    expect(out.text()).toMatch(/recipients:\s+accepted 1, pending 0, rejected 1, suppressed 1/);
+    const suppressed = await messagesShow(deps, messageId(12), memoryOutput());
+    expect(suppressed.message.recipients).toEqual({ accepted: 0, pending: 0, rejected: 0, suppressed: 2 });
+    // Against AWS the list needs its tenant (exit 2 without); locally the default is another tenant's.
+    expect(suppressed.explanation.status).toContain('`postdate suppressions list --tenant globex --all`');
+    // A record without the counts shows zeros, as the API's view does.
+    expect((await messagesShow(deps, messageId(4), memoryOutput())).message.recipients).toEqual({
+      accepted: 0,
+      pending: 0,
+      rejected: 0,
+      suppressed: 0,
+    });
+  });
+
   it('refuses an empty id or one that is not an id before reading anything (an unset $ID)', async () => {
     await expect(messagesShow(deps, '', memoryOutput())).rejects.toMatchObject({
       exitCode: EXIT.usage,

@@ -158,10 +158,17 @@ async function sqsAction(endpoint: string, args: readonly string[]): Promise<str
         const { Messages = [] } = await sqs.send(
           new ReceiveMessageCommand({
             QueueUrl: option('--queue-url'),
-            MaxNumberOfMessages: Number(option('--max-number-of-messages')),
+            MaxNumberOfMessages: args.includes('--max-number-of-messages')
+              ? Number(option('--max-number-of-messages'))
+              : 1,
             WaitTimeSeconds: 0,
           }),
         );
+        // `--query 'Messages[0].[ReceiptHandle,Body]' --output text` (procedure 6): the two, tab-separated.
+        if (args.includes('--query')) {
+          const [first] = Messages;
+          return first === undefined ? 'None' : `${first.ReceiptHandle}\t${first.Body}`;
+        }
         const messages = Messages.map(({ MessageId, ReceiptHandle, MD5OfBody, Body }) => ({
           MessageId,
           ReceiptHandle,

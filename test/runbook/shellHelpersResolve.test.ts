@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { synthesizePostdate } from '../cdk/support/synthesize.js';
+import { synthesizePostdate, TEST_PROPS } from '../cdk/support/synthesize.js';
 
 /**
  * The runbook's shell (docs/operations.md, "Tools and setup") finds every name it needs in the
  * deployed stack: `out NAME` reads a CloudFormation output, `fn PART` the one function whose logical
  * id contains PART, and the runbook's own `contains(LogicalResourceId,'PART')` queries one resource.
- * Each must find exactly one thing in the synthesized stack, or the operator's variable is empty (or
+ * Each must find exactly one thing in the synthesized stack (with SES feedback: procedure 6), or the operator's variable is empty (or
  * holds two names) and every command after it fails at 3 a.m.
  */
 
@@ -23,7 +23,12 @@ function used(pattern: RegExp): [string, string][] {
 }
 
 describe("the runbook's shell names resolve in the synthesized stack", () => {
-  const template = synthesizePostdate().template.toJSON() as {
+  // With SES feedback, so that procedure 6's bounces function and its failure queue are there.
+  const template = synthesizePostdate({
+    ...TEST_PROPS,
+    env: { account: '123456789012', region: 'eu-west-1' },
+    sesNotificationTopicArns: ['arn:aws:sns:eu-west-1:123456789012:ses-feedback'],
+  }).template.toJSON() as {
     Resources: Record<string, { Type: string }>;
     Outputs: Record<string, unknown>;
   };
