@@ -33,7 +33,8 @@ export const BREAKER_SETTINGS: BreakerSettings = {
   probeTimeoutMs: 3000,
   // A throttle holds the fleet 250 ms ÷ the rate factor (0.5 s, 1 s, 2 s …) instead of 1 s ÷ it.
   throttleHoldMs: 250,
-  // A daily quota holds it 4 s instead of 5 minutes: longer than a throttled copy's own wait (1–3 s).
+  // A daily quota holds it 4 s instead of 5 minutes, on the real clock. A test whose verdict hangs on
+  // when a hold ends gives the gate a clock of its own that it moves (`gateClock`, decision 0297).
   quotaHoldMs: 4000,
 };
 
@@ -93,6 +94,8 @@ export function namedRelay(
   name: string,
   endpoint: { readonly host: string; readonly port: number },
   credentials: SmtpCredentialsSource = environmentSmtpCredentials({ user: undefined, pass: undefined }),
+  /** The gate's clock alone (as {@link BreakerRig.sender}'s `gateClock`); the real one unless given. */
+  gateClock: () => Date = () => new Date(),
 ) {
   const options = {
     host: endpoint.host,
@@ -109,7 +112,7 @@ export function namedRelay(
     probe: new NodemailerRelayProbe(options),
     queue: rig.queue,
     settings: BREAKER_SETTINGS,
-    now: () => new Date(),
+    now: gateClock,
     random: Math.random,
     cacheMs: 0,
     log: rig.log,
@@ -119,13 +122,21 @@ export function namedRelay(
   return { name, mailer, gate };
 }
 
+interface SenderOptions {
+  readonly gateStore?: SendingGateStore;
+  readonly gateClock?: () => Date;
+}
+
 export interface BreakerRig extends SenderRig {
   readonly gateStore: DynamoSendingGate;
   /**
    * A sender of its own (its own gate and its own pooled mailer), as another container; `gateStore`
-   * replaces the table's gate item under it (a test that watches the gate's writes).
+   * replaces the table's gate item under it (a test that watches the gate's writes). `gateClock` is
+   * the gate's clock alone (when a hold ends, when a probe is due): a test that moves it decides when
+   * a hold is over, whatever the machine's speed; the sender's own clock, SQS's and the relay's stay
+   * real.
    */
-  sender(options?: { gateStore?: SendingGateStore }): SenderHandler;
+  sender(options?: SenderOptions): SenderHandler;
   /** Receives and runs copies with `handler` until `done()` or the deadline; answers the rounds. */
   drive(options: {
     handlers: readonly SenderHandler[];
@@ -147,7 +158,7 @@ export async function createBreakerRig(
     settings: { ...TEST_SETTINGS, ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}) },
   });
   const gateStore = new DynamoSendingGate(world.documents, world.tableName);
-  const sender = (options: { gateStore?: SendingGateStore } = {}): SenderHandler => {
+  const sender = (options: SenderOptions = {}): SenderHandler => {
     const mailer = new NodemailerMailer({
       host: world.outage.host,
       port: world.outage.port,
@@ -176,7 +187,7 @@ export async function createBreakerRig(
         }),
         queue: rig.queue,
         settings: breakerSettings,
-        now,
+        now: options.gateClock ?? now,
         random: Math.random,
         cacheMs: 0,
         log: rig.log,

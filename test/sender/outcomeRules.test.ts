@@ -2,12 +2,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BreakerState } from '../../lambdas/core/relayBreaker.js';
 import { DynamoSendingGate } from '../../lambdas/store/sendingGate.js';
 import type { SmtpBehaviour } from '../../local/smtp/controllableSmtpServer.js';
-import {
-  BREAKER_SETTINGS,
-  type BreakerWorld,
-  createBreakerRig,
-  startBreakerWorld,
-} from './breakerHarness.js';
+import { type BreakerWorld, createBreakerRig, startBreakerWorld } from './breakerHarness.js';
+import { TestClock } from './senderHarness.js';
 
 /**
  * DESIGN §5, one rule in one place: what happens before MAIL FROM is the relay's (an outage: the
@@ -187,48 +183,75 @@ describe('the sender decides an outcome by where it happened', () => {
     expect(breaker.rate_factor).toBeLessThan(1);
   }, 110_000);
 
-  it('an SES daily quota holds the fleet for minutes, not seconds: each message meets it once, none counts it or dies, all go once it is back', async () => {
-    const rig = await createBreakerRig(world, { maxAttempts: 1 });
+  it('an SES daily quota holds the fleet to the end of its hold (minutes in production), not a moment: each message meets it once, none counts it or dies, all go once it is back', async () => {
+    // The gates keep the test's clock, which stands still until the test moves it: the hold ends
+    // when the test says, never because a copy came back late on a loaded machine (decision 0297).
+    // The senders' own clock, SQS's and the relay stay real. The hold is 2 s on that clock, so a
+    // copy held to its end is hidden 2–3 s on SQS's.
+    const holdMs = 2000;
+    const gateClock = new TestClock();
+    const rig = await createBreakerRig(world, { maxAttempts: 1, breaker: { quotaHoldMs: holdMs } });
     await world.outage.set('up');
+    // Every transaction meets the quota (the script's last entry repeats) until the test brings it back.
     world.smtp.script(SES_QUOTA);
     const messages = await Promise.all([1, 2, 3].map(() => rig.putMessage()));
     for (const message of messages) await rig.dispatch(message);
-    const senders = [rig.sender(), rig.sender()];
+    const senders = [rig.sender({ gateClock: gateClock.now }), rig.sender({ gateClock: gateClock.now })];
     // One relay: the copy waits for its quota's hold (decision 0198: the cause says so).
-    const heldForTheThrottle = (id: string) =>
-      rig.log.lines.some(
-        (line) =>
-          line.message === 'sender handed a copy back unclaimed: sending waits' &&
-          line.attributes.cause === 'quota-held' &&
-          line.attributes.id === id,
-      );
-    // Every throttled copy came back (after 1–3 s) while the quota still held it.
-    await rig.drive({
-      handlers: senders,
-      timeoutMs: 45_000,
-      done: async () => messages.every((message) => heldForTheThrottle(message.id)),
-    });
-    // The relay met each message at most once: nobody went back to it a second later.
-    expect(world.smtp.transactions).toBeLessThanOrEqual(messages.length);
+    const heldForTheQuota = (since: number, id?: string) =>
+      rig.log.lines
+        .slice(since)
+        .filter(
+          (line) =>
+            line.message === 'sender handed a copy back unclaimed: sending waits' &&
+            line.attributes.cause === 'quota-held' &&
+            (id === undefined || line.attributes.id === id),
+        );
+    const states = () => Promise.all(messages.map((message) => rig.state(message.id)));
+    // Each message held again since `since`, or one ended (a quota counted, as it must not be): stop.
+    const eachHeldSince = (since: number) => async () =>
+      messages.every((message) => heldForTheQuota(since, message.id).length > 0) ||
+      (await states()).some((state) => ['sent', 'failed', 'dead'].includes(state.status));
+    const noneCounted = async () => {
+      for (const state of await states()) {
+        expect(state.attempts).toBe(0);
+        expect(['scheduled', 'retrying']).toContain(state.status);
+      }
+    };
+
+    // The quota met: every copy, the throttled ones back after 1–3 s, waits for the hold's end.
+    await rig.drive({ handlers: senders, timeoutMs: 45_000, done: eachHeldSince(0) });
+    // The relay met each message at most once: nobody went back to it while the hold was on.
+    const metTheQuota = world.smtp.transactions;
+    expect(metTheQuota).toBeGreaterThanOrEqual(1);
+    expect(metTheQuota).toBeLessThanOrEqual(messages.length);
+    await noneCounted();
     const { breaker } = await rig.gateStore.read();
-    const heldMs = Date.parse(breaker.throttled_until ?? '') - Date.parse(breaker.throttled_at ?? '');
-    expect(heldMs).toBeGreaterThanOrEqual(BREAKER_SETTINGS.quotaHoldMs ?? Number.POSITIVE_INFINITY);
-    for (const message of messages) expect((await rig.state(message.id)).attempts).toBe(0);
+    expect(Date.parse(breaker.quota_until ?? '') - Date.parse(breaker.throttled_at ?? '')).toBe(holdMs);
+    for (const held of heldForTheQuota(0))
+      expect(held.attributes.visibilitySeconds).toBeGreaterThanOrEqual(holdMs / 1000);
     expect(rig.metrics.of('RelayThrottled')).toBeGreaterThanOrEqual(1);
-    // The quota is back.
+
+    // The hold's last half second: each copy back is held again, none goes to the relay.
+    gateClock.advance(holdMs - 500);
+    const lastHalfSecond = rig.log.lines.length;
+    await rig.drive({ handlers: senders, timeoutMs: 45_000, done: eachHeldSince(lastHalfSecond) });
+    expect(world.smtp.transactions).toBe(metTheQuota);
+    await noneCounted();
+
+    // The quota is back and the hold over: each message goes once.
     world.smtp.script();
+    gateClock.advance(1000);
     await rig.drive({
       handlers: senders,
       timeoutMs: 45_000,
-      done: async () => {
-        const states = await Promise.all(messages.map((message) => rig.state(message.id)));
-        return states.every((state) => state.status === 'sent' || state.status === 'dead');
-      },
+      done: async () => (await states()).every((state) => state.status === 'sent' || state.status === 'dead'),
     });
     for (const message of messages) {
       expect(await rig.state(message.id)).toMatchObject({ status: 'sent', attempts: 1 });
       expect(rig.received(message.id).filter((received) => received.outcome === 'accepted')).toHaveLength(1);
     }
+    expect(world.smtp.transactions).toBe(metTheQuota + messages.length);
     expect((await rig.depth(rig.urls.sendDeadLetter)).stored).toBe(0);
   }, 120_000);
 
