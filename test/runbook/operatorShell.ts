@@ -273,6 +273,24 @@ export async function webhookDeliveries(
   return (await stackApi(stack)(path)).json.items;
 }
 
+/** The queue's depth as the runbook reads it: `aws sqs get-queue-attributes … ApproximateNumberOfMessages`. */
+export async function queueDepth(stack: LocalStack, queueUrl: string): Promise<number> {
+  return Number(
+    await awsCli(
+      stack,
+      'sqs',
+      'get-queue-attributes',
+      '--queue-url',
+      queueUrl,
+      '--attribute-names',
+      'ApproximateNumberOfMessages',
+      '--query',
+      'Attributes.ApproximateNumberOfMessages',
+      '--output',
+      'text',
+    ),
+  );
+}
 /**
  * Runbook procedure 7's situation, made for real (decisions 0281, 0289): a failure on our side, not
  * the endpoint's. The webhook queue's redrive is compressed to one receive (deployed: 20, over 41 to
@@ -309,21 +327,7 @@ export async function webhookCopiesInTheirDlq(
     '--output',
     'text',
   );
-  const depth = async () =>
-    Number(
-      await aws(
-        'sqs',
-        'get-queue-attributes',
-        '--queue-url',
-        WDLQ,
-        '--attribute-names',
-        'ApproximateNumberOfMessages',
-        '--query',
-        'Attributes.ApproximateNumberOfMessages',
-        '--output',
-        'text',
-      ),
-    );
+  const depth = () => queueDepth(stack, WDLQ);
   await aws(
     'sqs',
     'set-queue-attributes',

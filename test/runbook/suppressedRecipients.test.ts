@@ -29,7 +29,14 @@ import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controlla
 import { permanentBounce, snsEvent } from '../bounces/sesNotifications.js';
 import { synthesizePostdate, TEST_PROPS } from '../cdk/support/synthesize.js';
 import { eventually } from '../support/eventually.js';
-import { awsCli, capturedLogs, localClientOptions, operatorCli, type Postdate } from './operatorShell.js';
+import {
+  awsCli,
+  capturedLogs,
+  localClientOptions,
+  operatorCli,
+  type Postdate,
+  queueDepth,
+} from './operatorShell.js';
 
 const RUNBOOK = readFileSync(join(import.meta.dirname, '../../docs/runbook.md'), 'utf8');
 const PROCEDURE = RUNBOOK.slice(RUNBOOK.indexOf('## 6. '), RUNBOOK.indexOf('## 7. '));
@@ -340,21 +347,7 @@ describe('runbook procedure 6: a recipient suppressed, and SES feedback failing'
     );
     sqs.destroy();
     const aws = (...args: string[]) => awsCli(stack, ...args);
-    const depth = async () =>
-      Number(
-        await aws(
-          'sqs',
-          'get-queue-attributes',
-          '--queue-url',
-          BFQ as string,
-          '--attribute-names',
-          'ApproximateNumberOfMessages',
-          '--query',
-          'Attributes.ApproximateNumberOfMessages',
-          '--output',
-          'text',
-        ),
-      );
+    const depth = () => queueDepth(stack, BFQ as string);
     expect(await depth()).toBe(1);
 
     // The cause fixed (the function deployed again: a cold start with the right table), then step 4.
