@@ -25,8 +25,9 @@ const PURE = [
 
 /**
  * Suites on the run's emulators that share their worker's modules (`isolate: false`, project
- * `shared`): the SDK, the handlers' module graphs (api, sender, relay, sweeper), nodemailer and the
- * OpenAPI document's compiled response checks load once per worker, not once per file. Each makes its
+ * `shared`): the SDK, the handlers' module graphs (api, sender, relay, sweeper, webhooks), the local
+ * emulators, nodemailer and the OpenAPI document's compiled response checks load once per worker,
+ * not once per file. Each makes its
  * own tables and queues, and stops in its own hooks the servers it starts (SMTP, Scheduler and S3
  * emulators, HTTP front ends); none sets `process.env`, spies, mocks, patches a prototype or starts a
  * process; what they import keeps no module state a test sets or reads. The files of these areas
@@ -46,6 +47,15 @@ const SHARED = [
   'test/adapters/{smtpSessions,sqsCopyVisibility,sqsDispatchQueue,streamRecordFormat}.test.ts',
   'test/webhooks/{attachmentLifetimes,delivery,deliveryDefects,deliveryOperator,deliveryShards}.test.ts',
   'test/webhooks/{rotateSecret,ssrf,stalledEndpoint,testSideMetrics}.test.ts',
+  'test/client/{batchRetries,clientInput,retries}.test.ts',
+  'test/chaos/{checker,checkerSpec,checkerTwoRelays,relayOutageCut,smtpTap,throttleMiddleware}.test.ts',
+  'test/chaos/webhookChecker.test.ts',
+  'test/bench/redisServer.test.ts',
+  'test/local/{atExpression,eventFilter,httpFrontEnd,s3EmulatorWrites,sqsServer,startSchedulerEmulator}.test.ts',
+  'test/local/{streamBatchingWindow,throttleFault,webhookRecovery,webhookWarmUp}.test.ts',
+  'test/cli/{attachments,discard,keys,messagesEnqueue}.test.ts',
+  'test/iam/relaySecrets.test.ts',
+  'test/support/awsLocal.smoke.test.ts',
   'test/store/{bodyContent,groupHead,groupHeadReplicas,indexShards,lifetimeRaces,sendingGateItems}.test.ts',
   'test/store/smallBodiesInline.test.ts',
   'test/relay/{handWrittenRecords,newerWriters,redrive,relay,relayFailure,streamRunner}.test.ts',
