@@ -24,19 +24,49 @@ const PURE = [
 ];
 
 /**
- * Suites of the api handler on the run's emulators that share their worker's modules (`isolate:
- * false`): the handler's module graph, the SDK and the OpenAPI document's compiled response checks
- * load once per worker, not once per file. Each makes its own tables (and S3 emulators or HTTP front
- * ends, stopped in its own `afterAll`); none sets `process.env`, spies, mocks or starts a process.
- * The api files that do stay in `parts` (docs/decisions/0276).
+ * Suites on the run's emulators that share their worker's modules (`isolate: false`, project
+ * `shared`): the SDK, the handlers' module graphs (api, sender, relay, sweeper, webhooks), the local
+ * emulators, nodemailer and the OpenAPI document's compiled response checks load once per worker,
+ * not once per file. Each makes its
+ * own tables and queues, and stops in its own hooks the servers it starts (SMTP, Scheduler and S3
+ * emulators, HTTP front ends); none sets `process.env`, spies, mocks, patches a prototype or starts a
+ * process; what they import keeps no module state a test sets or reads. The files of these areas
+ * that do stay in `parts` (docs/decisions/0276, 0298); among them api/outboxTemplateUnread, which
+ * reads whether its process has loaded Handlebars.
  */
-const SHARED_API = [
+const SHARED = [
   'test/api/{apiStorePut,attachmentUploads,attachments,authorizer,batch,batchAsSingles}.test.ts',
   'test/api/{batchAttachments,enqueue,failures,hostileInputs,idempotentRetries,immediateCopy}.test.ts',
   'test/api/{list,listPaging,listRightAfterEnqueue,localTime,newerWriters,openapi}.test.ts',
   'test/api/{openapiResponses,outbox,pastRetention,retryAttachments,templateDataNumbers}.test.ts',
   'test/api/{templateDataOwnKeys,templateHeads,templateMessageSize,templateRenderBounds}.test.ts',
   'test/api/{templates,templatesWhileMailIsQueued,testSideWalls,transitions,uploadsAsDeveloper}.test.ts',
+  'test/api/{listingCursors,openapiWebhooks,retry,testKeys,unacceptedAttachments}.test.ts',
+  'test/adapters/{awsClients,eventBridgeBus,eventBridgeScheduler,lazyS3AttachmentStore}.test.ts',
+  'test/adapters/{mailerAttachments,mailerStalledLoop,nodemailerMailer,s3AttachmentStore}.test.ts',
+  'test/adapters/{smtpSessions,sqsCopyVisibility,sqsDispatchQueue,streamRecordFormat}.test.ts',
+  'test/webhooks/{attachmentLifetimes,delivery,deliveryDefects,deliveryOperator,deliveryShards}.test.ts',
+  'test/webhooks/{rotateSecret,ssrf,stalledEndpoint,testSideMetrics}.test.ts',
+  'test/client/{batchRetries,clientInput,retries}.test.ts',
+  'test/chaos/{checker,checkerSpec,checkerTwoRelays,relayOutageCut,smtpTap,throttleMiddleware}.test.ts',
+  'test/chaos/webhookChecker.test.ts',
+  'test/bench/redisServer.test.ts',
+  'test/local/{atExpression,eventFilter,httpFrontEnd,s3EmulatorWrites,sqsServer,startSchedulerEmulator}.test.ts',
+  'test/local/{streamBatchingWindow,throttleFault,webhookRecovery,webhookWarmUp}.test.ts',
+  'test/cli/{attachments,discard,keys,messagesEnqueue}.test.ts',
+  'test/iam/relaySecrets.test.ts',
+  'test/support/awsLocal.smoke.test.ts',
+  'test/store/{bodyContent,groupHead,groupHeadReplicas,indexShards,lifetimeRaces,sendingGateItems}.test.ts',
+  'test/store/smallBodiesInline.test.ts',
+  'test/relay/{handWrittenRecords,newerWriters,redrive,relay,relayFailure,streamRunner}.test.ts',
+  'test/sweeper/{backlog,deadLetterRenewal,deadLetterWalk,newerWriters,pause,relayBreaker}.test.ts',
+  'test/sweeper/{staleDeadLetters,strandedMessages,sweeper,timeBudget,waitingGauge}.test.ts',
+  // Not those on test/sender/breakerHarness.ts, nor outcomeRules (0298).
+  'test/sender/{allowedSenders,attachments,attemptRecords,checksBeforeSending,compressedBodies}.test.ts',
+  'test/sender/{deadLettersThroughTheBackstop,deliveryOutcomes,duplicatesAndLeases}.test.ts',
+  'test/sender/{historyHoldsAttempts,newerLayouts,outcomeWrites,providerMessageId}.test.ts',
+  'test/sender/{racesAgainstTheRev,recipients,relayTls,retriesAndDeadLetters,sendRateLimiter}.test.ts',
+  'test/sender/{senderTransitions,suppressions,templates,testMode,timeBudget,whatTheUserReads}.test.ts',
 ];
 
 export default defineConfig({
@@ -58,8 +88,8 @@ export default defineConfig({
       {
         extends: true,
         test: {
-          name: 'api',
-          include: SHARED_API,
+          name: 'shared',
+          include: SHARED,
           isolate: false,
           testTimeout: 60_000,
           // The same emulators as `parts`: the setup starts them once for both (globalSetup.ts).
@@ -74,7 +104,7 @@ export default defineConfig({
           // A wait on real parts has its own deadline (test/support/eventually.ts, 15 s by default), and
           // a test may hold a few: 20 s let a loaded machine fail a test whose every wait was in time.
           testTimeout: 60_000,
-          exclude: [...configDefaults.exclude, ...PURE, ...SHARED_API],
+          exclude: [...configDefaults.exclude, ...PURE, ...SHARED],
           // One DynamoDB Local and one SQS emulator for the run (test/support/globalSetup.ts).
           globalSetup: ['test/support/globalSetup.ts'],
         },

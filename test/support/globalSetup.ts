@@ -18,7 +18,7 @@ interface Emulators {
 
 /**
  * The run's emulators, on the main process's `globalThis`: vitest loads this file once for each
- * project that names it (`parts` and `api`, vitest.config.ts), each time as a module of its own; the
+ * project that names it (`parts` and `shared`, vitest.config.ts), each time as a module of its own; the
  * second finds the first's start here and provides the same endpoints. The last teardown stops them.
  */
 const RUN = Symbol.for('postdate.test.emulators');
