@@ -15,6 +15,7 @@ import { pathToFileURL } from 'node:url';
 import { SQS_MAX_BATCH } from '../lambdas/core/queueLimits.js';
 import { LIMITS as REQUEST_LIMITS } from '../lambdas/core/requestLimits.js';
 import { SENDER_LANES } from '../lambdas/sender/createSenderHandler.js';
+import { GATE_READ_REUSE_MS } from '../lambdas/sender/relayGate.js';
 import { SUPPRESSION_MAX_AGE_MS } from '../lambdas/store/suppressionList.js';
 import { INDEX_SHARDS, SUPPRESSION_SHARDS, WEBHOOK_DELIVERY_SHARDS } from '../lambdas/store/tableLayout.js';
 import { TEMPLATE_HEAD_MAX_AGE_MS } from '../lambdas/store/templateStore.js';
@@ -49,8 +50,6 @@ export const ASSUMPTIONS = {
 
 /** Inline in the code (the test checks each file still says so). */
 export const INLINE = {
-  /** lambdas/sender/relayGate.ts: `cacheMs ?? 1000`, how long a container reuses its gate read. */
-  gateCacheSeconds: 1,
   /** lambdas/adapters/EventBridgeBus.ts: `PUT_EVENTS_MAX = 10`, events per PutEvents. */
   eventsPerPut: 10,
   /** lambdas/adapters/smtpCredentials.ts: `5 * 60_000`, how long a container keeps the SMTP secret. */
@@ -811,7 +810,7 @@ export function demand(journey: Journey): Demand {
   // A copy is in flight from its receive to its batch's end.
   add('sqsInFlight', batchSeconds);
   // Every sender container reads the gate once per cache period while it works.
-  const gateReads = senderSeconds / INLINE.gateCacheSeconds;
+  const gateReads = senderSeconds / (GATE_READ_REUSE_MS / 1000);
   add(keyLimitId('gate', 'read'), gateReads);
   add('tableReads', gateReads);
   return { limits, senderSeconds };

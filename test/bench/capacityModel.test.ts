@@ -166,7 +166,6 @@ describe('the batch journey', () => {
 
 describe('the numbers the model copies from inline code', () => {
   it('still stand where the code keeps them', () => {
-    expect(source('lambdas/sender/relayGate.ts')).toContain(`cacheMs ?? ${INLINE.gateCacheSeconds * 1000}`);
     expect(source('lambdas/adapters/EventBridgeBus.ts')).toContain(`PUT_EVENTS_MAX = ${INLINE.eventsPerPut}`);
     expect(source('lambdas/adapters/smtpCredentials.ts')).toContain(
       `${INLINE.secretCacheSeconds / 60} * 60_000`,
