@@ -34,7 +34,7 @@ const PURE = [
  * that do stay in `parts` (docs/decisions/0276, 0298); among them api/outboxTemplateUnread, which
  * reads whether its process has loaded Handlebars.
  */
-const SHARED = [
+export const SHARED = [
   'test/api/{apiStorePut,attachmentUploads,attachments,authorizer,batch,batchAsSingles}.test.ts',
   'test/api/{batchAttachments,enqueue,failures,hostileInputs,idempotentRetries,immediateCopy}.test.ts',
   'test/api/{list,listPaging,listRightAfterEnqueue,localTime,newerWriters,openapi}.test.ts',

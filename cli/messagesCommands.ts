@@ -13,7 +13,7 @@ import type { ApiStore, TransitionResult } from '../lambdas/ports/ApiStore.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
 import { expiresAtAfter, type MessageStateRecord } from '../lambdas/store/messageRecord.js';
 import { messageView, recipientsOf } from '../lambdas/store/messageView.js';
-import { readRelayGates } from '../lambdas/store/sendingGate.js';
+import { type RelayGatesRead, readRelayGates } from '../lambdas/store/sendingGate.js';
 import { readStateRecord } from '../lambdas/store/stateReads.js';
 import { NotFoundError, UsageError, withNextStep } from './cliErrors.js';
 import { assertMessageIds } from './deadLetters/chosenIds.js';
@@ -242,31 +242,36 @@ function localTimeOf(state: MessageStateRecord) {
 }
 
 /**
+ * The target's relays and one read of their gates, or undefined: a shell whose list of relays is
+ * unreadable, or that the table contradicts, is refused by `relays status`; `messages show` then
+ * only leaves the relays unsaid.
+ */
+async function relaysRead(
+  deps: MessagesDeps,
+): Promise<{ readonly deps: RelaysDeps; readonly read: RelayGatesRead } | undefined> {
+  try {
+    const relays = deps.relays?.();
+    return relays === undefined ? undefined : { deps: relays, read: await readGates(relays) };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * What holds a waiting message now: a pause (0253), no relay taking mail once it is due (as the
  * sweeper and `reconcile` decide it, core/sweepDecision.ts `sendersHold`: every relay unavailable,
  * disabled or quota-held), its quiet hours (0259), some of these, or nothing (null).
  */
 async function heldBy(deps: MessagesDeps, state: MessageStateRecord): Promise<string | null> {
   const now = deps.now();
-  // A shell whose list of relays is unreadable, or that the table contradicts, is refused by `relays
-  // status`; here it only leaves the relays unsaid, as without them.
-  const relays = (() => {
-    try {
-      return deps.relays?.();
-    } catch {
-      return undefined;
-    }
-  })();
-  const read =
-    (relays === undefined ? undefined : await readGates(relays).catch(() => undefined)) ??
-    (await readRelayGates(deps.documents, deps.tableName, []));
+  const relays = await relaysRead(deps);
+  const read = relays?.read ?? (await readRelayGates(deps.documents, deps.tableName, []));
   const pause = heldInWords(read.pause, state.tags?.kind);
   const due = Date.parse(state.due_at ?? state.send_at) <= now.getTime();
   const noRelay =
     relays !== undefined &&
-    read.gates.length === relays.names.length &&
     due &&
-    sendersHold(state, { pause: read.pause, noRelay: !relaysStatusOf(relays, read).available }, now) ===
+    sendersHold(state, { pause: read.pause, noRelay: !relaysStatusOf(relays.deps, read).available }, now) ===
       'no-relay'
       ? 'no relay takes mail (each is unavailable, disabled or its daily quota spent): it goes, no attempt counted, once one does: postdate relays status'
       : null;

@@ -237,6 +237,45 @@ describe('postdate messages show', () => {
     expect((await messagesShow(own, messageId(31), memoryOutput())).explanation.held).toBeNull();
   });
 
+  it('leaves the relays unsaid, and still says the pause, when the shell cannot name the relays or the table contradicts its list (as `relays status` refuses it)', async () => {
+    const { tableName } = await freshTable();
+    const documents = documentClient();
+    const relaysAs = (names: readonly string[], namesFrom: 'stack' | 'shell') => () =>
+      relaysDeps({ documents, tableName, names, namesFrom, now: () => NOW });
+    const own = (relays: MessagesDeps['relays']): MessagesDeps => ({
+      ...deps,
+      documents,
+      tableName,
+      store: new DynamoApiStore(documents, tableName),
+      relays,
+    });
+    await seedMessages(documents, tableName, [
+      { id: messageId(40), status: 'scheduled', createdAt: minutesAgo(3), sendAt: minutesAgo(2) },
+    ]);
+    const stack = relaysAs(['primary', 'backup'], 'stack')();
+    await relaysDisable(stack, 'primary', { reason: 'maintenance' }, memoryOutput());
+    await relaysDisable(stack, 'backup', { reason: 'maintenance', force: true }, memoryOutput());
+    const gate = new DynamoSendingGate(documents, tableName);
+    const allPaused = pauseAfter(NOT_PAUSED, { action: 'pause', reason: 'incident 42' }, NOW);
+    expect(await gate.writePause(NOT_PAUSED, allPaused)).toBe('written');
+    const paused = `sending is paused (everything) since ${NOW.toISOString()} (incident 42): postdate sending resume`;
+    const heldWith = async (relays: MessagesDeps['relays']) =>
+      (await messagesShow(own(relays), messageId(40), memoryOutput())).explanation.held;
+
+    // The stack's own list: the pause and the relays.
+    expect(await heldWith(relaysAs(['primary', 'backup'], 'stack'))).toMatch(
+      /^sending is paused \(everything\) .*; no relay takes mail /,
+    );
+    // A shell's list that leaves out a relay the table holds, an unreadable list, none: the pause alone.
+    expect(await heldWith(relaysAs(['primary'], 'shell'))).toBe(paused);
+    expect(
+      await heldWith(() => {
+        throw new Error('POSTDATE_RELAYS is not JSON');
+      }),
+    ).toBe(paused);
+    expect(await heldWith(undefined)).toBe(paused);
+  });
+
   it('prints the local time, the zone and the quiet hours of a message that has them (docs/design.md §16)', async () => {
     const local = {
       ...stateRecord({

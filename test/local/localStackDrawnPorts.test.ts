@@ -5,6 +5,7 @@ import { loadConfig } from '../../lambdas/core/config.js';
 import { ANY_FREE_PORTS, type LocalPart, PortInUseError, takenMeanwhile } from '../../local/localEnv.js';
 import { startLocalStack } from '../../local/localStack.js';
 import { distinctFreePorts } from '../support/freePorts.js';
+import { descendants, listenerOwners } from './npmStartProcess.js';
 
 /**
  * DESIGN §7, docs/local-stack.md: a part asked as 0 gets "any free port". `startLocalStack` draws
@@ -77,12 +78,32 @@ describe.runIf(process.platform === 'linux')('a port drawn for a part and taken 
       others.push(other.server);
       // The draw after the part's is the next part's, made before any part listens.
       takeAtDraw(DRAW_ORDER.indexOf(part) + 1, port ?? 0, other.server, true);
+      // What the failed start left when it starts again: its java, and its parts' ports still held
+      // by this process (each part it reported ready; every one but the taken one listened).
+      const ready: number[] = [];
+      let leftAtRetry: { java: number[]; ports: number[] } | undefined;
       const stack = await startLocalStack({
         config: loadConfig({}, 'local'),
         ports: ANY_FREE_PORTS,
-        quiet: true,
+        onPartReady: (_part, detail) => {
+          const listens = /127\.0\.0\.1:(\d+)/.exec(detail)?.[1];
+          if (listens !== undefined && leftAtRetry === undefined) ready.push(Number(listens));
+        },
+        log: (line) => {
+          if (!line.includes('starting again') || leftAtRetry !== undefined) return;
+          const ours = new Set([process.pid, ...descendants(process.pid).map((child) => child.pid)]);
+          leftAtRetry = {
+            java: descendants(process.pid)
+              .filter((child) => child.command === 'java')
+              .map((child) => child.pid),
+            ports: ready.filter((drawn) => (listenerOwners(drawn) ?? []).some((pid) => ours.has(pid ?? -1))),
+          };
+        },
       });
       stopped.push(stack);
+      // The start was tried again, and the first one had stopped every part it started (DESIGN §7).
+      expect(ready.length).toBeGreaterThan(0);
+      expect(leftAtRetry).toEqual({ java: [], ports: [] });
       expect(other.failed).toEqual([]);
       expect(other.server.listening).toBe(true);
       expect(stack.ports[part]).not.toBe(port);

@@ -175,7 +175,7 @@ export async function heldOutsideTheRun(port: number): Promise<boolean> {
  * socket tables and each process's open files; undefined for a listener whose holder this user cannot
  * read. Undefined as a whole where there is no /proc/net/tcp.
  */
-function listenerOwners(port: number): (number | undefined)[] | undefined {
+export function listenerOwners(port: number): (number | undefined)[] | undefined {
   if (!existsSync('/proc/net/tcp')) return undefined;
   const inodes = new Set<string>();
   for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
