@@ -31,6 +31,7 @@ import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack, startSenderEventSource } from '../../local/localStack.js';
 import { type RelayOutage, startRelayOutage } from '../../local/smtp/relayOutage.js';
 import { synthesizePostdate } from '../cdk/support/synthesize.js';
+import { type AlarmOf, alarmOf, datapoints, type EmfDocument } from '../support/emfAlarms.js';
 import { eventually } from '../support/eventually.js';
 import { matchesFilterPattern, runbookFilterPattern } from '../support/runbookLogSearch.js';
 import { capturedLogs, enqueue, operatorCli, shownMessage } from './operatorShell.js';
@@ -44,62 +45,14 @@ interface Queued {
   readonly raw: string;
 }
 
-interface EmfDocument extends Record<string, unknown> {
-  readonly _aws: {
-    readonly CloudWatchMetrics: readonly {
-      readonly Namespace: string;
-      readonly Dimensions: readonly (readonly string[])[];
-      readonly Metrics: readonly { readonly Name: string }[];
-    }[];
-  };
-}
-
-interface AlarmOf {
-  readonly namespace: string;
-  readonly metricName: string;
-  readonly dimensions: Readonly<Record<string, string>>;
-  readonly statistic: string;
-  readonly threshold: number;
-  readonly comparison: string;
-}
-
 /** The OutcomeWriteFailures alarm of the synthesized template (lib/constructs/Ops.ts). */
 function outcomeWriteAlarm(): AlarmOf {
-  const alarms = Object.values(synthesizePostdate().template.findResources('AWS::CloudWatch::Alarm'))
-    .map((resource) => (resource as { Properties: Record<string, unknown> }).Properties)
-    .filter((properties) => properties.MetricName === 'OutcomeWriteFailures');
+  const alarms = Object.entries(synthesizePostdate().template.findResources('AWS::CloudWatch::Alarm'))
+    .map(([id, resource]) => [id, (resource as { Properties: Record<string, unknown> }).Properties] as const)
+    .filter(([, properties]) => properties.MetricName === 'OutcomeWriteFailures');
   expect(alarms).toHaveLength(1);
-  const properties = alarms[0] as Record<string, unknown>;
-  return {
-    namespace: properties.Namespace as string,
-    metricName: properties.MetricName as string,
-    dimensions: Object.fromEntries(
-      (properties.Dimensions as { Name: string; Value: string }[]).map(({ Name, Value }) => [Name, Value]),
-    ),
-    statistic: properties.Statistic as string,
-    threshold: properties.Threshold as number,
-    comparison: properties.ComparisonOperator as string,
-  };
-}
-
-/** The alarm's datapoints in the EMF documents: its metric under exactly its namespace and dimensions. */
-function datapoints(alarm: AlarmOf, documents: readonly EmfDocument[]): number[] {
-  const wanted = Object.keys(alarm.dimensions).sort().join(',');
-  return documents.flatMap((document) =>
-    document._aws.CloudWatchMetrics.filter(
-      (directive) =>
-        directive.Namespace === alarm.namespace &&
-        directive.Metrics.some((metric) => metric.Name === alarm.metricName) &&
-        directive.Dimensions.some(
-          (set) =>
-            [...set].sort().join(',') === wanted &&
-            set.every((name) => String(document[name]) === alarm.dimensions[name]),
-        ),
-    ).flatMap(() => {
-      const value = document[alarm.metricName];
-      return (Array.isArray(value) ? value : [value]).map(Number);
-    }),
-  );
+  const [id, properties] = alarms[0] as [string, Record<string, unknown>];
+  return alarmOf(id, properties);
 }
 
 describe('runbook procedure 1a: an outcome write that never landed', () => {

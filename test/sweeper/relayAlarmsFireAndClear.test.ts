@@ -18,6 +18,7 @@ import { wireSweeper } from '../../lambdas/sweeper/handler.js';
 import { Postdate } from '../../lib/Postdate.js';
 import { type Resource, testApp } from '../cdk/support/synthesize.js';
 import { documentClient, freshQueues, freshTable, LOCAL_AWS } from '../support/awsLocal.js';
+import { type AlarmOf, alarmOf, datapoints, type EmfDocument } from '../support/emfAlarms.js';
 
 /**
  * DESIGN §15: "a metric and an alarm say when mail is leaving through anything but the first relay",
@@ -36,16 +37,6 @@ const RELAYS = ['primary', 'backup'] as const;
 const GATE_SETTINGS = { probeIntervalMs: 30_000, probeTimeoutMs: 10_000 };
 
 type AlarmState = 'ALARM' | 'OK' | 'unchanged';
-
-interface AlarmOf {
-  readonly id: string;
-  readonly metricName: string;
-  readonly dimensions: Readonly<Record<string, string>>;
-  readonly statistic: string;
-  readonly threshold: number;
-  readonly comparison: string;
-  readonly treatMissingData: string;
-}
 
 /** The stack's relay alarms, as the template declares them. */
 function relayAlarms(): Map<string, AlarmOf> {
@@ -75,47 +66,9 @@ function relayAlarms(): Map<string, AlarmOf> {
       (properties.Dimensions as { Name: string; Value: string }[]).map(({ Name, Value }) => [Name, Value]),
     );
     const name = metricName === 'RelayFailover' ? 'RelayFailover' : `RelayUnavailable-${dimensions.relay}`;
-    alarms.set(name, {
-      id,
-      metricName,
-      dimensions,
-      statistic: properties.Statistic as string,
-      threshold: properties.Threshold as number,
-      comparison: properties.ComparisonOperator as string,
-      treatMissingData: properties.TreatMissingData as string,
-    });
+    alarms.set(name, alarmOf(id, properties));
   }
   return alarms;
-}
-
-interface EmfDocument extends Record<string, unknown> {
-  readonly _aws: {
-    readonly CloudWatchMetrics: readonly {
-      readonly Namespace: string;
-      readonly Dimensions: readonly (readonly string[])[];
-      readonly Metrics: readonly { readonly Name: string }[];
-    }[];
-  };
-}
-
-/** The datapoints of `alarm`'s metric in the documents: the metric's values under exactly its dimensions. */
-function datapoints(alarm: AlarmOf, documents: readonly EmfDocument[]): number[] {
-  const wanted = Object.keys(alarm.dimensions).sort().join(',');
-  const values: number[] = [];
-  for (const document of documents) {
-    for (const directive of document._aws.CloudWatchMetrics) {
-      if (directive.Namespace !== METRICS.namespace) continue;
-      const matches = directive.Dimensions.some(
-        (set) =>
-          [...set].sort().join(',') === wanted &&
-          set.every((name) => String(document[name]) === alarm.dimensions[name]),
-      );
-      if (!matches || !directive.Metrics.some((metric) => metric.Name === alarm.metricName)) continue;
-      const value = document[alarm.metricName];
-      values.push(...(Array.isArray(value) ? value : [value]).map(Number));
-    }
-  }
-  return values;
 }
 
 /** One period's evaluation, as CloudWatch makes it for these alarms (one period, one datapoint each run). */
