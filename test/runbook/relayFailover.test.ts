@@ -24,6 +24,7 @@ import {
   startSmtpServer,
   type TestSmtpServer,
 } from '../../local/smtp/controllableSmtpServer.js';
+import { datapoints, type EmfDocument } from '../support/emfAlarms.js';
 import { eventually } from '../support/eventually.js';
 import { capturedLogs, enqueue, operatorCli, type Postdate, shownMessage } from './operatorShell.js';
 
@@ -120,19 +121,12 @@ describe('runbook procedure 5a: several relays, failover, drain and enable', () 
         const documents = logs
           .of(METRICS.service)
           .slice(before)
-          .map((line) => JSON.parse(line) as Record<string, unknown> & { _aws: EmfMetadata });
-        const failover = documents.find(
-          (document) =>
-            document[SWEEPER_METRIC.relayFailover] !== undefined &&
-            document._aws.CloudWatchMetrics.some((directive) =>
-              directive.Dimensions.some(
-                (set) =>
-                  [...set].sort().join(',') === Object.keys(wanted).sort().join(',') &&
-                  set.every((name) => document[name] === wanted[name as keyof typeof wanted]),
-              ),
-            ),
+          .map((line) => JSON.parse(line) as EmfDocument);
+        const failover = datapoints(
+          { namespace: METRICS.namespace, metricName: SWEEPER_METRIC.relayFailover, dimensions: wanted },
+          documents,
         );
-        if (failover === undefined) return undefined;
+        if (failover.length === 0) return undefined;
         const unavailable = Object.fromEntries(
           documents
             .filter((document) => typeof document.relay === 'string' && 'RelayUnavailable' in document)
@@ -143,7 +137,7 @@ describe('runbook procedure 5a: several relays, failover, drain and enable', () 
         );
         if (!stack.relayNames.every((relay) => relay in unavailable)) return undefined;
         return {
-          failover: Math.max(...[failover[SWEEPER_METRIC.relayFailover]].flat().map(Number)),
+          failover: Math.max(...failover),
           unavailable,
         };
       },
@@ -344,7 +338,3 @@ describe('runbook procedure 5a: several relays, failover, drain and enable', () 
     expect((await shownMessage(postdate, held)).status).toBe('unknown');
   }, 120_000);
 });
-
-interface EmfMetadata {
-  readonly CloudWatchMetrics: readonly { readonly Dimensions: readonly (readonly string[])[] }[];
-}

@@ -44,7 +44,10 @@ export function alarmOf(id: string, properties: Record<string, unknown>): AlarmO
 }
 
 /** The alarm's datapoints in the documents: its metric under exactly its namespace and dimensions. */
-export function datapoints(alarm: AlarmOf, documents: readonly EmfDocument[]): number[] {
+export function datapoints(
+  alarm: Pick<AlarmOf, 'namespace' | 'metricName' | 'dimensions'>,
+  documents: readonly EmfDocument[],
+): number[] {
   const wanted = Object.keys(alarm.dimensions).sort().join(',');
   return documents.flatMap((document) =>
     document._aws.CloudWatchMetrics.filter(
