@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,7 +20,7 @@ import { readStackFile, stackFilePath } from '../../local/stackFile.js';
 import { LOCAL_AWS, queueDepth } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
 import { distinctFreePorts } from '../support/freePorts.js';
-import { descendants } from './npmStartProcess.js';
+import { descendants, ownCheckout, removeCheckout } from './npmStartProcess.js';
 
 const API_KEY = 'pd_local-stack-spec-key-0001';
 
@@ -35,22 +35,32 @@ function refusesConnections(port: number): Promise<boolean> {
   });
 }
 
-/** `npm start` (local/start.ts) with extra variables, resolved once its banner says it is ready. */
-/** The pid in `.postdate/local-stack.json` as it is on disk, alive or not (undefined: no file, or one half written). */
-function stackFilePidOnDisk(): number | undefined {
-  try {
-    return (JSON.parse(readFileSync(stackFilePath(), 'utf8')) as { pid?: number }).pid;
-  } catch {
-    return undefined;
-  }
+/** The checkouts this file's stacks ran in (npmStartProcess.ts `ownCheckout`), removed at its end. */
+const checkouts: string[] = [];
+
+function checkoutOfThisFile(): string {
+  const checkout = ownCheckout();
+  checkouts.push(checkout);
+  return checkout;
 }
 
+afterAll(() => {
+  for (const checkout of checkouts) removeCheckout(checkout);
+});
+
+/**
+ * `npm start` (local/start.ts) with extra variables, in a checkout of its own (npmStartProcess.ts
+ * `ownCheckout`), resolved once its banner says it is ready.
+ */
 async function startNpmStart(variables: Record<string, string>) {
+  const checkout = checkoutOfThisFile();
   const child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
+    cwd: checkout,
     env: { ...process.env, ...variables, POWERTOOLS_LOG_LEVEL: 'WARN' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+
   let stdout = '';
   child.stdout.on('data', (chunk: Buffer) => {
     stdout += chunk.toString();
@@ -70,7 +80,7 @@ async function startNpmStart(variables: Record<string, string>) {
     },
     { withinMs: 60_000, everyMs: 100 },
   );
-  return { child, exited, stdout };
+  return { child, exited, stdout, checkout };
 }
 
 /**
@@ -549,7 +559,7 @@ describe('starting the local stack', () => {
   }, 90_000);
 
   it('npm start with every port 0 picks free ones, prints every endpoint and writes them where the CLI finds them', async () => {
-    const { child, exited, stdout } = await startNpmStart({
+    const { child, exited, stdout, checkout } = await startNpmStart({
       POSTDATE_PORT: '0',
       POSTDATE_DYNAMODB_PORT: '0',
       POSTDATE_SQS_PORT: '0',
@@ -564,7 +574,7 @@ describe('starting the local stack', () => {
     const endpoints = ['API', 'DynamoDB', 'SQS', 'Scheduler'].map((label) => shown(label));
     for (const endpoint of endpoints) expect(Number(endpoint?.[2])).toBeGreaterThan(0);
     expect(stdout).toMatch(/SMTP sink {4}127\.0\.0\.1:[1-9]\d*/);
-    const file = readStackFile();
+    const file = readStackFile(checkout);
     expect(file).toMatchObject({
       pid: child.pid,
       apiUrl: endpoints[0]?.[1],
@@ -579,9 +589,8 @@ describe('starting the local stack', () => {
 
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
-    // Its own file is gone (read as written: `readStackFile` ignores a dead pid's file anyway); a stack
-    // another test file started meanwhile in this directory may have written it since, and keeps it.
-    expect(stackFilePidOnDisk()).not.toBe(child.pid);
+    // Its own file is gone (read as written: `readStackFile` ignores a dead pid's file anyway).
+    expect(existsSync(stackFilePath(checkout))).toBe(false);
   }, 90_000);
 
   it('npm start exits 1 with the one-line install hint when java is missing', async () => {
@@ -595,7 +604,9 @@ describe('starting the local stack', () => {
       };
       for (const name of Object.values(LOCAL_PORT_VARIABLES)) env[name] = '0';
       env[LOCAL_PORT_VARIABLES.api] = String(await freePort());
+      const checkout = checkoutOfThisFile();
       const child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
+        cwd: checkout,
         env,
         stdio: ['ignore', 'pipe', 'pipe'],
       });
@@ -623,7 +634,9 @@ function postdateLines(stderr: string): string[] {
 
 /** `npm start` (local/start.ts) with these variables, run to its exit: its code and what it printed. */
 async function npmStartExit(env: Record<string, string>) {
+  const checkout = checkoutOfThisFile();
   const child = spawn('npx', ['tsx', 'local/start.ts'], {
+    cwd: checkout,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

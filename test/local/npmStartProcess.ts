@@ -1,9 +1,79 @@
 import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
 import { createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { LOCAL_PORT_VARIABLES } from '../../local/localEnv.js';
 import { eventually } from '../support/eventually.js';
+
+/** The repository's root: the checkout a person runs `npm start` in. */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** What a checkout of a test's own does not share with the repository's. */
+const NOT_SHARED = new Set([
+  // Where `npm start` writes its endpoints (local/stackFile.ts): each stack its own.
+  '.postdate',
+  '.git',
+]);
+
+/**
+ * A checkout of its own for a stack a test starts: a temporary directory whose entries are symlinks
+ * to the repository's (package.json, node_modules, local, lambdas, …) but for `.postdate` and `.git`.
+ * `npm start` run there (npm runs the script in the package's root: this directory) writes its
+ * `.postdate/local-stack.json` there, not at the repository's root, where a stack of another test file
+ * running in parallel would overwrite it, and where the CLI run by any test in the root would find it
+ * (a user runs one `npm start` per checkout: the product writes at the checkout's root, rightly).
+ * Node resolves the modules through the symlinks to the repository's real files, so the stack runs
+ * the same code. `removeCheckout` removes it.
+ */
+export function ownCheckout(): string {
+  // Real, as /proc names a process's working directory (`removeCheckout`).
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'postdate-checkout-')));
+  for (const entry of readdirSync(ROOT)) {
+    if (!NOT_SHARED.has(entry)) symlinkSync(join(ROOT, entry), join(dir, entry));
+  }
+  return dir;
+}
+
+/**
+ * Removes a checkout of `ownCheckout` once no process runs in it any more (Linux /proc; elsewhere at
+ * once): a stack orphaned by its npm still reads its directory when it stops (`removeStackFile`), and
+ * would fail to in a removed one. Waits in the background, holding nothing open; a checkout still in
+ * use after a minute is left in the temporary directory. Only the symlinks go, never what they point
+ * to (rmSync does not follow them).
+ */
+export function removeCheckout(dir: string, withinMs = 60_000): void {
+  const deadline = Date.now() + withinMs;
+  const attempt = () => {
+    if (!runsIn(dir)) rmSync(dir, { recursive: true, force: true });
+    else if (Date.now() < deadline) setTimeout(attempt, 500).unref();
+  };
+  attempt();
+}
+
+/** Whether a process has `dir` as its working directory (false without /proc). */
+function runsIn(dir: string): boolean {
+  if (!existsSync('/proc/self/cwd')) return false;
+  return readdirSync('/proc').some((entry) => {
+    try {
+      return /^\d+$/.test(entry) && readlinkSync(`/proc/${entry}/cwd`) === dir;
+    } catch {
+      // Gone meanwhile, or not ours to read.
+      return false;
+    }
+  });
+}
 
 /** A child process whose output a test reads as it comes, and its end. */
 export interface CapturedProcess {
@@ -46,13 +116,15 @@ export function spawnCaptured(
 
 /**
  * `npm start` as a person, an IDE or CI runs it: through npm, as the leader of its own process group
- * (as a terminal makes it), every port picked freely (unless `env` fixes one) so that stacks of
- * parallel runs do not meet. Its environment carries a mark of its own (`POSTDATE_RUN_MARK`), which
+ * (as a terminal makes it), in a checkout of its own (`ownCheckout`, its `checkout`), every port
+ * picked freely (unless `env` fixes one) so that stacks of parallel runs do not meet. Its environment carries a mark of its own (`POSTDATE_RUN_MARK`), which
  * every process it starts inherits: `marked` finds them all, those started after any snapshot too.
  * The tests of test/local/ that need the whole chain (npm → shell → node → java) use it.
  */
 export interface NpmStart extends CapturedProcess {
   readonly mark: string;
+  /** The directory it runs in, where it writes `.postdate/local-stack.json`. */
+  readonly checkout: string;
 }
 
 export function npmStart(env: NodeJS.ProcessEnv = {}): NpmStart {
@@ -63,7 +135,15 @@ export function npmStart(env: NodeJS.ProcessEnv = {}): NpmStart {
   Object.assign(merged, env);
   const mark = randomUUID();
   merged.POSTDATE_RUN_MARK = mark;
-  return { ...spawnCaptured('npm', ['start'], { env: merged, detached: true, stdin: 'open' }), mark };
+  const checkout = ownCheckout();
+  const start = spawnCaptured('npm', ['start'], {
+    env: merged,
+    cwd: checkout,
+    detached: true,
+    stdin: 'open',
+  });
+  void start.exited.then(() => removeCheckout(checkout));
+  return { ...start, mark, checkout };
 }
 
 /** Waits for the banner's last line; returns the stdout so far. */

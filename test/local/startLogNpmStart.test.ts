@@ -1,6 +1,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { eventually } from '../support/eventually.js';
+import { ownCheckout, removeCheckout } from './npmStartProcess.js';
 
 /**
  * `npm start`'s default log mode end to end (issue 17 §4: "request logs drown the banner"): the
@@ -12,6 +13,8 @@ import { eventually } from '../support/eventually.js';
 
 describe('npm start with POSTDATE_LOG unset (pretty)', () => {
   let child: ChildProcessWithoutNullStreams | undefined;
+  // Its own: the stack writes its endpoints there, not in the repository's root (ownCheckout).
+  const checkout = ownCheckout();
 
   afterAll(async () => {
     if (child && child.exitCode === null) {
@@ -19,6 +22,7 @@ describe('npm start with POSTDATE_LOG unset (pretty)', () => {
       child.kill('SIGTERM');
       await exited;
     }
+    removeCheckout(checkout);
   });
 
   it('keeps the banner last at start, then prints one short line per log entry and no JSON', async () => {
@@ -34,7 +38,11 @@ describe('npm start with POSTDATE_LOG unset (pretty)', () => {
     for (const port of ports) env[`POSTDATE_${port}`] = '0';
     delete env.POSTDATE_LOG;
     delete env.POWERTOOLS_LOG_LEVEL;
-    child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], { env, stdio: 'pipe' });
+    child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
+      cwd: checkout,
+      env,
+      stdio: 'pipe',
+    });
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
