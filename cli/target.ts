@@ -125,6 +125,16 @@ export interface Target {
   attachments(bucket: string): AttachmentStore;
 }
 
+/**
+ * How long a connection may take before the endpoint counts as unreachable, locally as in AWS. A
+ * stopped local stack refuses the connection on loopback at once: this never decides that case. It
+ * decides a connection made but handled late: after a blocked event loop, Node runs the due timers
+ * before the poll that would see the connection made. A shorter one (1.5 s locally, until decision
+ * 0299) took a running stack for a stopped one when this process was blocked that long right after
+ * a request (a busy machine, a big synchronous load).
+ */
+const CONNECTION_TIMEOUT_MS = 5_000;
+
 /** Decides local or AWS from the options and the environment (pure: no client is built). */
 export function resolveMode(options: TargetOptions, env: Env): TargetMode {
   // A deployed stack; its names are read from its outputs first (cli/stackTarget.ts).
@@ -245,9 +255,9 @@ export function openTarget(
     // The emulators accept any credentials. Fixed ones locally mean a laptop without AWS credentials
     // works, and an expired SSO session of a real profile never stands in the way of the local stack.
     ...(local ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
-    // Locally, fail fast: a stack that is not running should say so in about a second, not after retries.
+    // Locally, fail fast: a stack that is not running should say so at once, not after retries.
     ...(local ? { maxAttempts: 2 } : {}),
-    requestHandler: { connectionTimeout: local ? 1500 : 5000, requestTimeout: 30_000 },
+    requestHandler: { connectionTimeout: CONNECTION_TIMEOUT_MS, requestTimeout: 30_000 },
   };
   const hint = local
     ? 'is `npm start` running? (or pass --table/--queue-url for AWS)'
