@@ -37,6 +37,7 @@ export const SLOWEST_FILES = [
   'test/webhooks/stalledEndpoint.test.ts', // 20 s
   'test/local/localStackWebhookReceiver.test.ts', // 19 s
   'test/local/localStackFaults.test.ts', // 18 s
+  'test/local/stackFilePerStart.test.ts', // 15–20 s alone here: two stacks at once (0299)
   'test/sender/relayFailoverInOrder.test.ts', // 18 s
   'test/runbook/relayFailures.test.ts', // 16 s
   'test/cli/reconcile.test.ts', // 16 s
