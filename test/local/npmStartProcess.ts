@@ -24,6 +24,7 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const NOT_SHARED = new Set([
   // Where `npm start` writes its endpoints (local/stackFile.ts): each stack its own.
   '.postdate',
+  // The history: a stack reads none of it.
   '.git',
 ]);
 
@@ -117,8 +118,9 @@ export function spawnCaptured(
 /**
  * `npm start` as a person, an IDE or CI runs it: through npm, as the leader of its own process group
  * (as a terminal makes it), in a checkout of its own (`ownCheckout`, its `checkout`), every port
- * picked freely (unless `env` fixes one) so that stacks of parallel runs do not meet. Its environment carries a mark of its own (`POSTDATE_RUN_MARK`), which
- * every process it starts inherits: `marked` finds them all, those started after any snapshot too.
+ * picked freely (unless `env` fixes one) so that stacks of parallel runs do not meet. Its
+ * environment carries a mark of its own (`POSTDATE_RUN_MARK`), which every process it starts
+ * inherits: `marked` finds them all, those started after any snapshot too.
  * The tests of test/local/ that need the whole chain (npm → shell → node → java) use it.
  */
 export interface NpmStart extends CapturedProcess {
