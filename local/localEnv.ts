@@ -363,7 +363,9 @@ const STARTS = 3;
  * `start`, tried again (up to three starts in all) when it failed on a port drawn for it that
  * another program took between the draw and the listen (`takenMeanwhile`: never a port the user
  * fixed). `start` must have stopped whatever it started before it rejects. The one home of that
- * retry: `startLocalStack` and `npm start` (for MailDev's ports) both start through it.
+ * retry: `startLocalStack` and `npm start` both start through it, never one inside the other (three
+ * starts each would be nine): `npm start`'s covers MailDev's ports and the stack's, whose start it
+ * calls once a time (`startLocalStackOnce`, decision 0302).
  */
 export async function startAgainWhenTaken<T>(
   start: () => Promise<T>,

@@ -86,7 +86,7 @@ export function startLocalStack(options: LocalStackOptions): Promise<LocalStack>
   const backup = options.backupRelay;
   const backupFixed = [backup?.port ?? 0, backup?.viewerPort ?? 0].filter((port) => port !== 0);
   return startAgainWhenTaken(
-    () => startOnce(options),
+    () => startLocalStackOnce(options),
     askedPorts(options),
     backupFixed,
     (port) => logOf(options)(startingAgain(port)),
@@ -102,8 +102,13 @@ function logOf(options: LocalStackOptions): (line: string) => void {
   return options.quiet ? () => undefined : (options.log ?? ((line: string) => console.log(line)));
 }
 
-/** One start of the stack; whatever it started is stopped again when it fails. */
-async function startOnce(options: LocalStackOptions): Promise<LocalStack> {
+/**
+ * One start of the stack; whatever it started is stopped again when it fails. Without
+ * `startLocalStack`'s starting again: for a caller whose own retry starts more than the stack
+ * (`npm start`, with MailDev's drawn ports: local/start.ts), so that a start is tried three times in
+ * all, not three times inside each of the caller's three (decision 0302).
+ */
+export async function startLocalStackOnce(options: LocalStackOptions): Promise<LocalStack> {
   const { config } = options;
   const log = logOf(options);
   const progress = options.onPartReady ?? (() => undefined);

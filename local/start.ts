@@ -220,8 +220,9 @@ async function startParts(
   let stack: LocalStack;
   try {
     // Loaded after the configuration is known to be good, so a bad variable fails at once.
-    const { startLocalStack } = await import('./localStack.js');
-    stack = await startLocalStack({
+    // Once: a drawn port taken meanwhile, the stack's or MailDev's, starts both again in `main`.
+    const { startLocalStackOnce } = await import('./localStack.js');
+    stack = await startLocalStackOnce({
       config,
       ports,
       onPartReady: partReady,
@@ -290,8 +291,8 @@ async function main(): Promise<void> {
       `  up  ${part.padEnd(19)} ${detail}   (${((performance.now() - began) / 1000).toFixed(1)} s)\n`,
     );
   process.stdout.write('Starting the Postdate local stack…\n');
-  // The stack draws its own ports again (startLocalStack); a port drawn for MailDev and taken
-  // meanwhile starts both again.
+  // A port drawn for MailDev or for a part of the stack and taken meanwhile starts both again: three
+  // starts in all, one line each time (the stack is started once a time: startLocalStackOnce).
   const backupPort = first.backupRelay?.port;
   const { config, stack, viewer } = await startAgainWhenTaken(
     () => startParts(first, running, partReady),

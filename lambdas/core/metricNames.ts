@@ -89,6 +89,11 @@ export const SENDER_METRIC = {
   /** Copies handed back unclaimed because an operator paused sending (all, or their kind). */
   sendingPaused: 'SendingPaused',
   /**
+   * Copies handed back unclaimed because the operator disabled every relay (`postdate relays disable
+   * --force`, DESIGN §15): no relay is unavailable, nothing is paused; the mail waits for an enable.
+   */
+  relaysDisabled: 'RelaysDisabled',
+  /**
    * Copies that left through a relay other than the first (DESIGN §15): the first is unavailable or
    * disabled and mail fails over. Drawn per relay; the alarm watches the sweeper's `RelayFailover`.
    */

@@ -4,7 +4,7 @@ import { MESSAGE_STATUS } from '../core/messageStatus.js';
 import { SENDER_METRIC, type SenderCountMetric } from '../core/metricNames.js';
 import { SQS_MAX_DELAY_SECONDS } from '../core/queueLimits.js';
 import { mailboxCount, pendingPositions } from '../core/recipients.js';
-import { PROBE_TOKEN_ID } from '../core/relayBreaker.js';
+import { type GateWaitCause, PROBE_TOKEN_ID } from '../core/relayBreaker.js';
 import { type FailoverDecision, failoverDecision } from '../core/relays.js';
 import type { Lane } from '../core/runWithConcurrency.js';
 import { claimTerms, dueSince, interruptedAttemptBecomes, sendableAt } from '../core/sendDecision.js';
@@ -301,8 +301,9 @@ async function unsentVerdict(
  * copy leaves through the first relay whose gate lets it (a relay the operator disabled never does) —
  * a relay whose breaker is open probes when its probe is due, so the first relay is tested once per
  * interval whichever relay the mail leaves through. It goes back unclaimed (no attempt, DESIGN §2)
- * while every relay is unavailable, the relay's throttle holds the fleet, or its kind is paused —
- * visible again about when that may be over.
+ * while no relay takes it (each unavailable, disabled or quota-held), the relay's throttle holds the
+ * fleet, or its kind is paused — visible again about when that may be over, counted by why
+ * ({@link HAND_BACK_METRIC}).
  */
 async function passGate(run: CopyRun, observed: MessageStateRecord): Promise<HeldCopy | GatePassed> {
   // A test message's relay is the mailbox simulator (DESIGN §14): it has no gate, so no breaker,
@@ -330,12 +331,8 @@ async function passGate(run: CopyRun, observed: MessageStateRecord): Promise<Hel
     return { kind: 'pass', rateFactor: decision.rateFactor, relay: chosen, index: decision.index };
   }
   const held = decision?.kind === 'wait' ? decision : { seconds: 1, cause: 'relay-unavailable' as const };
-  // A throttle, of the rate or of a quota, is the relay's pressure, counted as RelayThrottled (relayGate.ts).
-  if (held.cause !== 'throttled' && held.cause !== 'quota-held') {
-    run.deps.metrics.count(
-      held.cause === 'relay-unavailable' ? SENDER_METRIC.relayUnavailable : SENDER_METRIC.sendingPaused,
-    );
-  }
+  const metric = HAND_BACK_METRIC[held.cause];
+  if (metric !== undefined) run.deps.metrics.count(metric);
   run.deps.log.info(
     'sender handed a copy back unclaimed: sending waits',
     logContext(run, { cause: held.cause, visibilitySeconds: held.seconds }),
@@ -374,6 +371,19 @@ async function gateHolding(deps: CopyDependencies, token: number): Promise<Relay
   for (const gate of gates) if (await gate.holdsToken(token)) return gate;
   return deps.relayGate;
 }
+
+/**
+ * What a copy the gate handed back counts, by why it waits (core/relays.ts `failoverDecision`): a
+ * throttle, of the rate or of a quota, is the relay's pressure, counted once a wave as RelayThrottled
+ * by the gate (relayGate.ts), not per copy.
+ */
+const HAND_BACK_METRIC: Readonly<Record<GateWaitCause, SenderCountMetric | undefined>> = {
+  'relay-unavailable': SENDER_METRIC.relayUnavailable,
+  'relay-disabled': SENDER_METRIC.relaysDisabled,
+  paused: SENDER_METRIC.sendingPaused,
+  throttled: undefined,
+  'quota-held': undefined,
+};
 
 const UNSENT_METRIC: Readonly<Record<UnsentStatus, SenderCountMetric>> = {
   expired: SENDER_METRIC.expired,

@@ -128,7 +128,7 @@ export class Ops extends Construct {
         this,
         'DueMailHeldBack',
         this.alarmTopic,
-        'due mail is held back unsent and already this late: the sender hands its copies back (out of time under POSTDATE_MAX_SEND_RATE, a pause, no relay, a throttle) with no attempt; see OutOfTime, SendingPaused and the relay alarms',
+        'due mail is held back unsent and already this late: the sender hands its copies back (out of time under POSTDATE_MAX_SEND_RATE, a pause, no relay, a throttle) with no attempt; see OutOfTime, SendingPaused, RelaysDisabled and the relay alarms',
         stackMetric(this, POSTDATE_METRIC.heldBackLateness, 'Maximum', heldBackPeriod),
         {
           threshold: props.oldestMessageAgeAlarmThreshold.toMilliseconds(),
@@ -479,6 +479,9 @@ export class Ops extends Construct {
         [
           stackMetric(this, SENDER_METRIC.sendingPaused, 'Sum', ONE_MINUTE).with({
             label: 'copies held by a pause',
+          }),
+          stackMetric(this, SENDER_METRIC.relaysDisabled, 'Sum', ONE_MINUTE).with({
+            label: 'copies held: every relay disabled',
           }),
         ],
       ),

@@ -31,11 +31,12 @@ describe('the RelayUnavailable alarm', () => {
     });
   });
 
-  it('has a dashboard widget for the breaker and the pauses', () => {
+  it('has a dashboard widget for the breaker, the pauses and the drain of every relay', () => {
     const dashboards = Object.values(template.findResources('AWS::CloudWatch::Dashboard'));
     const body = JSON.stringify(dashboards[0]?.Properties.DashboardBody);
     expect(body).toContain('Relay and sending gate');
     expect(body).toContain(SENDER_METRIC.sendingPaused);
+    expect(body).toContain(SENDER_METRIC.relaysDisabled);
   });
 
   it('sets POSTDATE_RELAY_PROBE_SECONDS on the functions from the prop', () => {

@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../lambdas/core/config.js';
 import { ANY_FREE_PORTS, type LocalPart, PortInUseError, takenMeanwhile } from '../../local/localEnv.js';
 import { startLocalStack } from '../../local/localStack.js';
+import { eventually } from '../support/eventually.js';
 import { distinctFreePorts } from '../support/freePorts.js';
-import { descendants, listenerOwners } from './npmStartProcess.js';
+import { descendants, killLeftovers, listenerOwners, marked, npmStart } from './npmStartProcess.js';
 
 /**
  * DESIGN §7, docs/local-stack.md: a part asked as 0 gets "any free port". `startLocalStack` draws
@@ -132,4 +134,41 @@ describe.runIf(process.platform === 'linux')('a port drawn for a part and taken 
     );
     expect(takenMeanwhile(error, asked)).toBeUndefined();
   }, 120_000);
+});
+
+/**
+ * `npm start` with every drawn port taken before its part listens (test/local/fixtures/everyDrawTaken.mjs,
+ * preloaded): MailDev's and the stack's parts' alike. The user sees at most three starts in all, one
+ * "starting again" line per restart, then the one line of the last failure and exit 1 — not the
+ * stack's own three starts inside each of npm start's three (decision 0302).
+ */
+describe.runIf(process.platform === 'linux')('npm start when every drawn port is taken meanwhile', () => {
+  it('starts three times in all, one line per restart, then ends with exit 1', async () => {
+    const fixture = fileURLToPath(new URL('./fixtures/everyDrawTaken.mjs', import.meta.url));
+    const start = npmStart({
+      NODE_OPTIONS: [process.env.NODE_OPTIONS, `--import ${fixture}`].filter(Boolean).join(' '),
+    });
+    try {
+      const code = await eventually(
+        () =>
+          `npm start to end (stdout: ${start.stdout().slice(-400)} stderr: ${start.stderr().slice(-300)})`,
+        () => start.child.exitCode ?? undefined,
+        { withinMs: 180_000, everyMs: 200 },
+      );
+      const restarts = start
+        .stdout()
+        .split('\n')
+        .filter((line) => line.includes('starting again'));
+      expect({ code, restarts: restarts.length }, start.stdout() + start.stderr()).toEqual({
+        code: 1,
+        restarts: 2,
+      });
+      expect(restarts.every((line) => /^ {2}port \d+, chosen for a part, was taken/.test(line))).toBe(true);
+      expect(start.stderr().trim().split('\n').at(-1)).toMatch(
+        /^postdate: port \d+ \(.+\) is already in use/,
+      );
+    } finally {
+      killLeftovers(marked(start.mark).map(({ pid }) => pid));
+    }
+  }, 240_000);
 });

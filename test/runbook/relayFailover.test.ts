@@ -257,7 +257,7 @@ describe('runbook procedure 5a: several relays, failover, drain and enable', () 
         logs
           .of(METRICS.service)
           .slice(handedBack)
-          .some((line) => line.includes(`"${SENDER_METRIC.sendingPaused}":`)) || undefined,
+          .some((line) => line.includes(`"${SENDER_METRIC.relaysDisabled}":`)) || undefined,
       { withinMs: 20_000 },
     );
     expect((await shownMessage(postdate, waiting)).attempts).toBe(0);

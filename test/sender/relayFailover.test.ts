@@ -295,6 +295,27 @@ describe('failover across relays', () => {
     }
   });
 
+  it('every relay disabled (drained by the operator, nothing paused): the copy waits unclaimed, counted RelaysDisabled, not SendingPaused', async () => {
+    const rig = await createBreakerRig(world);
+    const drained = { reason: 'both drained', at: new Date().toISOString() };
+    for (const name of ['primary', 'backup']) {
+      await new DynamoSendingGate(world.documents, world.tableName, name).setDisabled(drained);
+    }
+    const sender = failoverSender(rig);
+    const message = await rig.putMessage();
+    await rig.dispatch(message);
+
+    const handedBack = await rig.run(await rig.receive({ max: 1, waitSeconds: 3 }), sender);
+
+    expect(handedBack.batchItemFailures).toHaveLength(1);
+    expect((await rig.state(message.id)).attempts).toBe(0);
+    expect(backup.received).toHaveLength(0);
+    expect(world.smtp.received).toHaveLength(0);
+    expect(rig.metrics.of('RelaysDisabled')).toBe(1);
+    expect(rig.metrics.of('SendingPaused')).toBe(0);
+    expect(rig.metrics.of('RelayUnavailable')).toBe(0);
+  });
+
   it('a recipient the first relay accepted is never sent again through the second', async () => {
     const rig = await createBreakerRig(world);
     const sender = failoverSender(rig);
