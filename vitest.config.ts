@@ -61,7 +61,11 @@ export const SHARED = [
   'test/relay/{handWrittenRecords,newerWriters,redrive,relay,relayFailure,streamRunner}.test.ts',
   'test/sweeper/{backlog,deadLetterRenewal,deadLetterWalk,newerWriters,pause,relayBreaker}.test.ts',
   'test/sweeper/{staleDeadLetters,strandedMessages,sweeper,timeBudget,waitingGauge}.test.ts',
-  // Not those on test/sender/breakerHarness.ts, nor outcomeRules (0298).
+  // With those on test/sender/breakerHarness.ts and outcomeRules: their gate's clock (`gateClock`,
+  // 0297) is an object of the test, not module state (0300).
+  'test/sender/{outcomeRules,relayBreaker,relayGate,relayFailover,relayFailoverInOrder,quietHours}.test.ts',
+  'test/sender/{heldBackLateness,judgedAfterTheRateWait,takeoverHeldByTheGate,probeConfigErrors}.test.ts',
+  'test/store/lifetimes.test.ts',
   'test/sender/{allowedSenders,attachments,attemptRecords,checksBeforeSending,compressedBodies}.test.ts',
   'test/sender/{deadLettersThroughTheBackstop,deliveryOutcomes,duplicatesAndLeases}.test.ts',
   'test/sender/{historyHoldsAttempts,newerLayouts,outcomeWrites,providerMessageId}.test.ts',

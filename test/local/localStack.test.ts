@@ -108,29 +108,77 @@ function windowEndingSoon(now: number): { quiet: { start: string; end: string };
   };
 }
 
-describe('the local stack', () => {
-  let stack: LocalStack;
-  const envBefore = process.env.POSTDATE_TABLE_NAME;
-  let envAtStart: NodeJS.ProcessEnv;
-
-  beforeAll(async () => {
-    const config = loadConfig({ POSTDATE_API_KEY: API_KEY }, 'local');
-    // Importing Powertools (the handlers do) adds its user agent to AWS_SDK_UA_APP_ID, as in Lambda.
-    await import('@aws-lambda-powertools/logger');
-    envAtStart = { ...process.env };
-    stack = await startLocalStack({ config, ports: ANY_FREE_PORTS, quiet: true });
-  }, 90_000);
-
-  afterAll(async () => {
-    await stack?.stop();
+/** A call of the stack's API with its key, answering the status and the JSON body. */
+async function callApi(stack: LocalStack, method: string, path: string, body?: unknown, key?: string) {
+  const response = await fetch(`${stack.apiUrl}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${stack.apiKey}`,
+      'content-type': 'application/json',
+      ...(key ? { 'idempotency-key': key } : {}),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
+  return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+}
 
+/**
+ * The quiet-hours test's two messages, enqueued as soon as the stack is up: one held until the
+ * window's end, one whose not_after comes 5 s before it. The window ends 15–75 s later on the real
+ * clock; the file's first tests run meanwhile, and the quiet-hours test checks after them (decision 0300).
+ */
+async function enqueueQuietPair(stack: LocalStack) {
+  const window = windowEndingSoon(Date.now());
+  const message = (extra: Record<string, unknown>) => ({
+    to: ['ada@example.com'],
+    subject: 'Your digest',
+    text: 'Good morning.',
+    time_zone: ZONE,
+    quiet_hours: window.quiet,
+    ...extra,
+  });
+  const held = await callApi(stack, 'POST', '/v1/messages', message({}), 'quiet-held-1');
+  const expiring = await callApi(
+    stack,
+    'POST',
+    '/v1/messages',
+    message({ not_after: new Date(window.end - 5_000).toISOString() }),
+    'quiet-expiring-1',
+  );
+  return { ...window, held, expiring };
+}
+
+/**
+ * The stack of the first tests, started once for the file and stopped by its last test. It lives
+ * through 'starting the local stack' too: the quiet-hours pair it is given at start is due at a window
+ * end 15–75 s later on the real clock, and those starts run meanwhile (decision 0300).
+ */
+let stack: LocalStack;
+const envBefore = process.env.POSTDATE_TABLE_NAME;
+let envAtStart: NodeJS.ProcessEnv;
+let quietPair: Awaited<ReturnType<typeof enqueueQuietPair>>;
+
+beforeAll(async () => {
+  const config = loadConfig({ POSTDATE_API_KEY: API_KEY }, 'local');
+  // Importing Powertools (the handlers do) adds its user agent to AWS_SDK_UA_APP_ID, as in Lambda.
+  await import('@aws-lambda-powertools/logger');
+  envAtStart = { ...process.env };
+  stack = await startLocalStack({ config, ports: ANY_FREE_PORTS, quiet: true });
+  quietPair = await enqueueQuietPair(stack);
+}, 90_000);
+
+afterAll(async () => {
+  await stack?.stop();
+});
+
+describe('the local stack', () => {
   // DESIGN §7: "the functions are warm when it says so (the first message is as quick as the
   // hundredth)". No timing is asserted (that is bench/'s): the stack counts the invocations that had
   // to start their sandbox first, and the first messages after start must find every one of the
   // relay's and the sender's sandboxes already started and their modules imported. Several messages,
   // sent one by one, reach several of the sender's pollers (one sandbox each). First of the file's
-  // tests: no message before them.
+  // tests: before them only the quiet-hours pair (beforeAll), whose relay invocations are counted
+  // here too, and which reaches the sender no sooner than its window's end.
   it('serves the first messages after start without a cold start', async () => {
     const messages = 10;
     expect(stack.coldInvocations()).toEqual({ relay: 0, sender: 0, sweeper: 0, events: 0, webhooks: 0 });
@@ -229,151 +277,6 @@ describe('the local stack', () => {
     );
     expect(mail).toMatchObject({ subject: 'Local stack', envelope: { to: ['ada@example.com'] } });
   }, 60_000);
-
-  it('sends each immediate message once, though the api and the relay each put a copy on the queue', async () => {
-    const ids: string[] = [];
-    for (const n of [1, 2, 3, 4, 5]) {
-      const response = await fetch(`${stack.apiUrl}/v1/messages`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${stack.apiKey}`,
-          'content-type': 'application/json',
-          'idempotency-key': `local-stack-two-copies-${n}`,
-        },
-        body: JSON.stringify({ to: ['ada@example.com'], subject: `Two copies ${n}`, text: 'Once.' }),
-      });
-      expect(response.status).toBe(202);
-      ids.push(((await response.json()) as { id: string }).id);
-    }
-    const deliveriesOf = async () => {
-      const { items } = (await (await fetch(`${stack.mailViewerUrl}api/messages`)).json()) as {
-        items: { postdateId: string | null }[];
-      };
-      return ids.map((id) => items.filter((item) => item.postdateId === id).length);
-    };
-    // Each first delivery may need a cold sender sandbox: 5 pollers, only slot 0 warmed at start.
-    await eventually('a delivery of each', async () => (await deliveriesOf()).every((count) => count > 0), {
-      withinMs: 30_000,
-      everyMs: 100,
-    });
-    // Then the second copies: the relay's, held back 5 s (DelaySeconds) behind the api's. An empty
-    // queue alone could be seen before the relay has put them there, so first `idle()`: the relay's
-    // stream runner resolves it only after a polling pass that started after the call found nothing
-    // left, i.e. once the relay has handled every INSERT of the POSTs above: its copies are on the
-    // queue.
-    await stack.idle();
-    // Then until no copy is delayed or visible: each has been received. Copies in flight are not
-    // waited for: on a loaded machine a copy may be read while the other one is being sent, and the
-    // sender then hides it for the rest of the lease (POSTDATE_LEASE_SECONDS, 300 s), after which it
-    // finds the message `sent` and drops it, which the status check below stands for.
-    const sqs = new SQSClient({ ...LOCAL_AWS, endpoint: stack.sqsEndpoint });
-    try {
-      await eventually(
-        'no copy visible or delayed on the send queue',
-        async () => {
-          const { visible, delayed } = await queueDepth(sqs, stack.queueUrls.send);
-          return visible + delayed === 0;
-        },
-        { withinMs: 20_000, everyMs: 100 },
-      );
-    } finally {
-      sqs.destroy();
-    }
-    // And until every invocation that received one has ended (sent, dropped or hidden the copy).
-    await stack.idle();
-    expect(await deliveriesOf()).toEqual([1, 1, 1, 1, 1]);
-    const statuses = await Promise.all(
-      ids.map(async (id) => {
-        const response = await fetch(`${stack.apiUrl}/v1/messages/${id}`, {
-          headers: { authorization: `Bearer ${stack.apiKey}` },
-        });
-        return ((await response.json()) as { status: string }).status;
-      }),
-    );
-    expect(statuses).toEqual(['sent', 'sent', 'sent', 'sent', 'sent']);
-  }, 60_000);
-
-  // Quiet hours, black-box (issue 33's proof). The stack runs on the real clock (it has no injected
-  // one), so the window is the current minute of the zone's wall clock and ends at most 75 s from
-  // now: the compression is the window's, not the clock's. Before the part that goes down below.
-  it('holds a message due inside quiet hours and delivers it once at their end; one whose not_after comes first expires (DESIGN §16)', async () => {
-    const call = async (method: string, path: string, body?: unknown, key?: string) => {
-      const response = await fetch(`${stack.apiUrl}${path}`, {
-        method,
-        headers: {
-          authorization: `Bearer ${stack.apiKey}`,
-          'content-type': 'application/json',
-          ...(key ? { 'idempotency-key': key } : {}),
-        },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      return { status: response.status, json: (await response.json()) as Record<string, unknown> };
-    };
-    const { quiet, end } = windowEndingSoon(Date.now());
-    const message = (extra: Record<string, unknown>) => ({
-      to: ['ada@example.com'],
-      subject: 'Your digest',
-      text: 'Good morning.',
-      time_zone: ZONE,
-      quiet_hours: quiet,
-      ...extra,
-    });
-    const held = await call('POST', '/v1/messages', message({}), 'quiet-held-1');
-    expect(held.status).toBe(202);
-    expect(held.json).toMatchObject({ status: 'scheduled', time_zone: ZONE, quiet_hours: quiet });
-    const expiring = await call(
-      'POST',
-      '/v1/messages',
-      message({ not_after: new Date(end - 5_000).toISOString() }),
-      'quiet-expiring-1',
-    );
-    expect(expiring.status).toBe(202);
-    const heldId = String(held.json.id);
-    const expiringId = String(expiring.json.id);
-
-    const mailOf = (id: string) => stack.smtpSink?.messages().filter((mail) => mail.postdateId === id) ?? [];
-    const delivered = await eventually(
-      'the held message at the SMTP sink',
-      () => (mailOf(heldId).length > 0 ? mailOf(heldId) : undefined),
-      { withinMs: end - Date.now() + 30_000, everyMs: 200 },
-    );
-    // Not before the window's end (the sink's clock is this process's).
-    expect(Date.parse(delivered[0]?.receivedAt ?? '')).toBeGreaterThanOrEqual(end);
-
-    const sent = await eventually(
-      'the held message sent',
-      async () => {
-        const view = await call('GET', `/v1/messages/${heldId}`);
-        return view.json.status === 'sent' ? view.json : undefined;
-      },
-      { withinMs: 20_000, everyMs: 200 },
-    );
-    expect(sent).toMatchObject({ attempts: 1, send_at_local: expect.any(String), time_zone: ZONE });
-    expect((await call('GET', `/v1/messages/${expiringId}`)).json).toMatchObject({
-      status: 'expired',
-      attempts: 0,
-    });
-
-    // Exactly once: with every queue drained and a sweep run, still one mail, and none for the other.
-    await stack.sweep();
-    await stack.idle();
-    expect(mailOf(heldId)).toHaveLength(1);
-    expect(mailOf(expiringId)).toHaveLength(0);
-  }, 180_000);
-  it('reports 503 naming the part that went down', async () => {
-    await stack.smtpSink?.stop();
-    const response = await fetch(`${stack.apiUrl}/health`);
-    expect(response.status).toBe(503);
-    expect(await response.json()).toMatchObject({ parts: { smtp: 'down', dynamodb: 'up' } });
-  });
-
-  it('stops every part, frees every port and restores the environment', async () => {
-    await stack.stop();
-    for (const port of Object.values(stack.ports)) {
-      expect(await refusesConnections(port)).toBe(true);
-    }
-    expect(process.env.POSTDATE_TABLE_NAME).toBe(envBefore);
-  });
 });
 
 describe('starting the local stack', () => {
@@ -625,6 +528,133 @@ describe('starting the local stack', () => {
       rmSync(bin, { recursive: true, force: true });
     }
   }, 60_000);
+});
+
+// After the starts above: the quiet-hours pair's window has ended meanwhile (decision 0300). The
+// two-copies test drains the send queue, which holds the held copy until that end, so it comes
+// after the quiet-hours check; the part that goes down and the stop come last.
+describe('the local stack, after those starts', () => {
+  // Quiet hours, black-box (issue 33's proof). The stack runs on the real clock (it has no injected
+  // one), so the window is the current minute of the zone's wall clock and ends at most 75 s after
+  // the pair was enqueued (beforeAll): the compression is the window's, not the clock's. The tests
+  // above run while it lasts. Before the part that goes down below.
+  it('holds a message due inside quiet hours and delivers it once at their end; one whose not_after comes first expires (DESIGN §16)', async () => {
+    const call = (method: string, path: string) => callApi(stack, method, path);
+    const { quiet, end, held, expiring } = quietPair;
+    expect(held.status).toBe(202);
+    expect(held.json).toMatchObject({ status: 'scheduled', time_zone: ZONE, quiet_hours: quiet });
+    expect(expiring.status).toBe(202);
+    const heldId = String(held.json.id);
+    const expiringId = String(expiring.json.id);
+
+    const mailOf = (id: string) => stack.smtpSink?.messages().filter((mail) => mail.postdateId === id) ?? [];
+    const delivered = await eventually(
+      'the held message at the SMTP sink',
+      () => (mailOf(heldId).length > 0 ? mailOf(heldId) : undefined),
+      // The window may have ended while the tests above ran: 30 s from its end or from now.
+      { withinMs: Math.max(end - Date.now(), 0) + 30_000, everyMs: 200 },
+    );
+    // Not before the window's end (the sink's clock is this process's).
+    expect(Date.parse(delivered[0]?.receivedAt ?? '')).toBeGreaterThanOrEqual(end);
+
+    const sent = await eventually(
+      'the held message sent',
+      async () => {
+        const view = await call('GET', `/v1/messages/${heldId}`);
+        return view.json.status === 'sent' ? view.json : undefined;
+      },
+      { withinMs: 20_000, everyMs: 200 },
+    );
+    expect(sent).toMatchObject({ attempts: 1, send_at_local: expect.any(String), time_zone: ZONE });
+    expect((await call('GET', `/v1/messages/${expiringId}`)).json).toMatchObject({
+      status: 'expired',
+      attempts: 0,
+    });
+
+    // Exactly once: with every queue drained and a sweep run, still one mail, and none for the other.
+    await stack.sweep();
+    await stack.idle();
+    expect(mailOf(heldId)).toHaveLength(1);
+    expect(mailOf(expiringId)).toHaveLength(0);
+  }, 180_000);
+
+  it('sends each immediate message once, though the api and the relay each put a copy on the queue', async () => {
+    const ids: string[] = [];
+    for (const n of [1, 2, 3, 4, 5]) {
+      const response = await fetch(`${stack.apiUrl}/v1/messages`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${stack.apiKey}`,
+          'content-type': 'application/json',
+          'idempotency-key': `local-stack-two-copies-${n}`,
+        },
+        body: JSON.stringify({ to: ['ada@example.com'], subject: `Two copies ${n}`, text: 'Once.' }),
+      });
+      expect(response.status).toBe(202);
+      ids.push(((await response.json()) as { id: string }).id);
+    }
+    const deliveriesOf = async () => {
+      const { items } = (await (await fetch(`${stack.mailViewerUrl}api/messages`)).json()) as {
+        items: { postdateId: string | null }[];
+      };
+      return ids.map((id) => items.filter((item) => item.postdateId === id).length);
+    };
+    // Each first delivery may need a cold sender sandbox: 5 pollers, only slot 0 warmed at start.
+    await eventually('a delivery of each', async () => (await deliveriesOf()).every((count) => count > 0), {
+      withinMs: 30_000,
+      everyMs: 100,
+    });
+    // Then the second copies: the relay's, held back 5 s (DelaySeconds) behind the api's. An empty
+    // queue alone could be seen before the relay has put them there, so first `idle()`: the relay's
+    // stream runner resolves it only after a polling pass that started after the call found nothing
+    // left, i.e. once the relay has handled every INSERT of the POSTs above: its copies are on the
+    // queue.
+    await stack.idle();
+    // Then until no copy is delayed or visible: each has been received. Copies in flight are not
+    // waited for: on a loaded machine a copy may be read while the other one is being sent, and the
+    // sender then hides it for the rest of the lease (POSTDATE_LEASE_SECONDS, 300 s), after which it
+    // finds the message `sent` and drops it, which the status check below stands for.
+    const sqs = new SQSClient({ ...LOCAL_AWS, endpoint: stack.sqsEndpoint });
+    try {
+      await eventually(
+        'no copy visible or delayed on the send queue',
+        async () => {
+          const { visible, delayed } = await queueDepth(sqs, stack.queueUrls.send);
+          return visible + delayed === 0;
+        },
+        { withinMs: 20_000, everyMs: 100 },
+      );
+    } finally {
+      sqs.destroy();
+    }
+    // And until every invocation that received one has ended (sent, dropped or hidden the copy).
+    await stack.idle();
+    expect(await deliveriesOf()).toEqual([1, 1, 1, 1, 1]);
+    const statuses = await Promise.all(
+      ids.map(async (id) => {
+        const response = await fetch(`${stack.apiUrl}/v1/messages/${id}`, {
+          headers: { authorization: `Bearer ${stack.apiKey}` },
+        });
+        return ((await response.json()) as { status: string }).status;
+      }),
+    );
+    expect(statuses).toEqual(['sent', 'sent', 'sent', 'sent', 'sent']);
+  }, 60_000);
+
+  it('reports 503 naming the part that went down', async () => {
+    await stack.smtpSink?.stop();
+    const response = await fetch(`${stack.apiUrl}/health`);
+    expect(response.status).toBe(503);
+    expect(await response.json()).toMatchObject({ parts: { smtp: 'down', dynamodb: 'up' } });
+  });
+
+  it('stops every part, frees every port and restores the environment', async () => {
+    await stack.stop();
+    for (const port of Object.values(stack.ports)) {
+      expect(await refusesConnections(port)).toBe(true);
+    }
+    expect(process.env.POSTDATE_TABLE_NAME).toBe(envBefore);
+  });
 });
 
 /** The lines `npm start` wrote for the user on stderr (each `postdate: …`), without a stack's noise. */
