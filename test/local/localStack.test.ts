@@ -20,6 +20,7 @@ import { readStackFile, stackFilePath } from '../../local/stackFile.js';
 import { LOCAL_AWS, queueDepth } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
 import { distinctFreePorts } from '../support/freePorts.js';
+import { callApi } from '../support/localApi.js';
 import { descendants, ownCheckout, removeCheckout } from './npmStartProcess.js';
 
 const API_KEY = 'pd_local-stack-spec-key-0001';
@@ -106,20 +107,6 @@ function windowEndingSoon(now: number): { quiet: { start: string; end: string };
     quiet: { start: hhmm(minute), end: hhmm(minute + minutes) },
     end: startOfMinute + minutes * 60_000,
   };
-}
-
-/** A call of the stack's API with its key, answering the status and the JSON body. */
-async function callApi(stack: LocalStack, method: string, path: string, body?: unknown, key?: string) {
-  const response = await fetch(`${stack.apiUrl}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${stack.apiKey}`,
-      'content-type': 'application/json',
-      ...(key ? { 'idempotency-key': key } : {}),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, json: (await response.json()) as Record<string, unknown> };
 }
 
 /**

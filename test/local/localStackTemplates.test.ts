@@ -7,21 +7,14 @@ import { loadConfig } from '../../lambdas/core/config.js';
 import { ANY_FREE_PORTS } from '../../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../../local/localStack.js';
 import { eventually } from '../support/eventually.js';
+import { callApi } from '../support/localApi.js';
 
 const API_KEY = 'pd_local-stack-templates-key-01';
 
 describe('a template message on the local stack', () => {
   let stack: LocalStack;
   const call = (method: string, path: string, body?: unknown, key?: string) =>
-    fetch(`${stack.apiUrl}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${stack.apiKey}`,
-        'content-type': 'application/json',
-        ...(key ? { 'idempotency-key': key } : {}),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
+    callApi(stack, method, path, body, key);
 
   beforeAll(async () => {
     const config = loadConfig({ POSTDATE_API_KEY: API_KEY }, 'local');
@@ -51,7 +44,7 @@ describe('a template message on the local stack', () => {
       'local-template-1',
     );
     expect(enqueued.status).toBe(202);
-    const { id, template } = (await enqueued.json()) as { id: string; template: unknown };
+    const { id, template } = enqueued.json as { id: string; template: unknown };
     expect(template).toEqual({ name: 'order-shipped', version: 1 });
 
     // The first delivery of this stack may need a cold sender sandbox (only slot 0 is warmed).
@@ -73,7 +66,7 @@ describe('a template message on the local stack', () => {
     const view = await eventually(
       'the message sent',
       async () => {
-        const message = (await (await call('GET', `/v1/messages/${id}`)).json()) as { status: string };
+        const message = (await call('GET', `/v1/messages/${id}`)).json as { status: string };
         return message.status === 'sent' ? message : undefined;
         // The mail is at the sink: what is left is the sender's write of `sent` after the SMTP reply.
       },
