@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -21,7 +20,7 @@ import { LOCAL_AWS, queueDepth } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
 import { distinctFreePorts } from '../support/freePorts.js';
 import { callApi } from '../support/localApi.js';
-import { descendants, ownCheckout, removeCheckout } from './npmStartProcess.js';
+import { descendants, startInOwnCheckout } from './npmStartProcess.js';
 
 const API_KEY = 'pd_local-stack-spec-key-0001';
 
@@ -36,52 +35,30 @@ function refusesConnections(port: number): Promise<boolean> {
   });
 }
 
-/** The checkouts this file's stacks ran in (npmStartProcess.ts `ownCheckout`), removed at its end. */
-const checkouts: string[] = [];
-
-function checkoutOfThisFile(): string {
-  const checkout = ownCheckout();
-  checkouts.push(checkout);
-  return checkout;
-}
-
-afterAll(() => {
-  for (const checkout of checkouts) removeCheckout(checkout);
-});
-
 /**
  * `npm start` (local/start.ts) with extra variables, in a checkout of its own (npmStartProcess.ts
  * `ownCheckout`), resolved once its banner says it is ready.
  */
 async function startNpmStart(variables: Record<string, string>) {
-  const checkout = checkoutOfThisFile();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
-    cwd: checkout,
+  const start = startInOwnCheckout(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
     env: { ...process.env, ...variables, POWERTOOLS_LOG_LEVEL: 'WARN' },
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-
-  let stdout = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
+  const { child, checkout } = start;
   await eventually(
     'the banner',
     () => {
       // Ended before its banner: its last line says why (the probe's error fails the wait at once).
       if (child.exitCode !== null) {
-        throw new Error(`npm start exited with ${child.exitCode}: ${stderr.trim().split('\n').at(-1)}`);
+        throw new Error(
+          `npm start exited with ${child.exitCode}: ${start.stderr().trim().split('\n').at(-1)}`,
+        );
       }
-      return stdout.includes('Ctrl-C stops everything.');
+      return start.stdout().includes('Ctrl-C stops everything.');
     },
     { withinMs: 60_000, everyMs: 100 },
   );
-  return { child, exited, stdout, checkout };
+  const exited = start.exited.then(({ code }) => code);
+  return { child, exited, stdout: start.stdout(), checkout };
 }
 
 /**
@@ -494,18 +471,9 @@ describe('starting the local stack', () => {
       };
       for (const name of Object.values(LOCAL_PORT_VARIABLES)) env[name] = '0';
       env[LOCAL_PORT_VARIABLES.api] = String(await freePort());
-      const checkout = checkoutOfThisFile();
-      const child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
-        cwd: checkout,
-        env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stderr = '';
-      child.stderr.on('data', (chunk: Buffer) => {
-        stderr += chunk.toString();
-      });
-      child.stdout.resume();
-      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      const start = startInOwnCheckout(process.execPath, ['--import', 'tsx', 'local/start.ts'], { env });
+      const { code } = await start.exited;
+      const stderr = start.stderr();
       expect(code).toBe(1);
       expect(postdateLines(stderr)).toEqual([
         'postdate: java was not found on PATH: DynamoDB Local needs Java 17+ (Debian/Ubuntu: sudo apt-get install -y default-jre-headless)',
@@ -651,20 +619,7 @@ function postdateLines(stderr: string): string[] {
 
 /** `npm start` (local/start.ts) with these variables, run to its exit: its code and what it printed. */
 async function npmStartExit(env: Record<string, string>) {
-  const checkout = checkoutOfThisFile();
-  const child = spawn('npx', ['tsx', 'local/start.ts'], {
-    cwd: checkout,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  let stdout = '';
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  return { code, stdout, stderr };
+  const start = startInOwnCheckout('npx', ['tsx', 'local/start.ts'], { env: { ...process.env, ...env } });
+  const { code } = await start.exited;
+  return { code, stdout: start.stdout(), stderr: start.stderr() };
 }

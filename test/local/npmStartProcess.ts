@@ -38,7 +38,7 @@ const NOT_SHARED = new Set([
  * Node resolves the modules through the symlinks to the repository's real files, so the stack runs
  * the same code. `removeCheckout` removes it.
  */
-export function ownCheckout(): string {
+function ownCheckout(): string {
   // Real, as /proc names a process's working directory (`removeCheckout`).
   const dir = realpathSync(mkdtempSync(join(tmpdir(), 'postdate-checkout-')));
   for (const entry of readdirSync(ROOT)) {
@@ -54,7 +54,7 @@ export function ownCheckout(): string {
  * use after a minute is left in the temporary directory. Only the symlinks go, never what they point
  * to (rmSync does not follow them).
  */
-export function removeCheckout(dir: string, withinMs = 60_000): void {
+function removeCheckout(dir: string, withinMs = 60_000): void {
   const deadline = Date.now() + withinMs;
   const attempt = () => {
     if (!runsIn(dir)) rmSync(dir, { recursive: true, force: true });
@@ -137,15 +137,24 @@ export function npmStart(env: NodeJS.ProcessEnv = {}): NpmStart {
   Object.assign(merged, env);
   const mark = randomUUID();
   merged.POSTDATE_RUN_MARK = mark;
+  return { ...startInOwnCheckout('npm', ['start'], { env: merged, detached: true, stdin: 'open' }), mark };
+}
+
+/**
+ * A process that starts a local stack (`npm start`, `node --import tsx local/start.ts`), spawned as
+ * `spawnCaptured` spawns it but in a checkout of its own (`ownCheckout`, its `checkout`), removed
+ * once it has ended: the one way the tests start `local/start.ts` in a process
+ * (test/architecture/stackStarts.test.ts).
+ */
+export function startInOwnCheckout(
+  command: string,
+  args: readonly string[],
+  options: Omit<Parameters<typeof spawnCaptured>[2], 'cwd'>,
+): CapturedProcess & { readonly checkout: string } {
   const checkout = ownCheckout();
-  const start = spawnCaptured('npm', ['start'], {
-    env: merged,
-    cwd: checkout,
-    detached: true,
-    stdin: 'open',
-  });
-  void start.exited.then(() => removeCheckout(checkout));
-  return { ...start, mark, checkout };
+  const started = spawnCaptured(command, args, { ...options, cwd: checkout });
+  void started.exited.then(() => removeCheckout(checkout));
+  return { ...started, checkout };
 }
 
 /** Waits for the banner's last line; returns the stdout so far. */

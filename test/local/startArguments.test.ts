@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { LOCAL_PORT_VARIABLES } from '../../local/localEnv.js';
 import { eventually } from '../support/eventually.js';
-import { ownCheckout, removeCheckout, spawnCaptured } from './npmStartProcess.js';
+import { startInOwnCheckout } from './npmStartProcess.js';
 
 /**
  * The arguments of `npm start -- …` (docs/local-stack.md: `--quiet`, `--pretty`, `--json`,
@@ -16,12 +16,10 @@ async function startExit(args: readonly string[], env: Record<string, string> = 
   // A start that goes ahead by mistake takes no port another stack holds.
   for (const name of Object.values(LOCAL_PORT_VARIABLES)) merged[name] = '0';
   delete merged.POSTDATE_RELAYS;
-  // Its own: a start that goes ahead writes its endpoints there, not in the repository's root.
-  const checkout = ownCheckout();
-  const { child, stdout, stderr } = spawnCaptured(
+  const { child, stdout, stderr } = startInOwnCheckout(
     process.execPath,
     ['--import', 'tsx', 'local/start.ts', ...args],
-    { env: { ...merged, ...env }, cwd: checkout, detached: true },
+    { env: { ...merged, ...env }, detached: true },
   );
   try {
     const code = await eventually(
@@ -39,7 +37,6 @@ async function startExit(args: readonly string[], env: Record<string, string> = 
   } finally {
     // A stack that started after all is stopped with everything it started.
     if (child.exitCode === null && child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-    removeCheckout(checkout);
   }
 }
 

@@ -1,7 +1,6 @@
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { eventually } from '../support/eventually.js';
-import { ownCheckout, removeCheckout } from './npmStartProcess.js';
+import { startInOwnCheckout } from './npmStartProcess.js';
 
 /**
  * `npm start`'s default log mode end to end (issue 17 §4: "request logs drown the banner"): the
@@ -12,17 +11,13 @@ import { ownCheckout, removeCheckout } from './npmStartProcess.js';
  */
 
 describe('npm start with POSTDATE_LOG unset (pretty)', () => {
-  let child: ChildProcessWithoutNullStreams | undefined;
-  // Its own: the stack writes its endpoints there, not in the repository's root (ownCheckout).
-  const checkout = ownCheckout();
+  let start: ReturnType<typeof startInOwnCheckout> | undefined;
 
   afterAll(async () => {
-    if (child && child.exitCode === null) {
-      const exited = new Promise((resolve) => child?.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
+    if (start && start.child.exitCode === null) {
+      start.child.kill('SIGTERM');
+      await start.exited;
     }
-    removeCheckout(checkout);
   });
 
   it('keeps the banner last at start, then prints one short line per log entry and no JSON', async () => {
@@ -38,25 +33,18 @@ describe('npm start with POSTDATE_LOG unset (pretty)', () => {
     for (const port of ports) env[`POSTDATE_${port}`] = '0';
     delete env.POSTDATE_LOG;
     delete env.POWERTOOLS_LOG_LEVEL;
-    child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
-      cwd: checkout,
-      env,
-      stdio: 'pipe',
-    });
-    let stdout = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.resume();
+    const started = startInOwnCheckout(process.execPath, ['--import', 'tsx', 'local/start.ts'], { env });
+    start = started;
+    const stdout = () => started.stdout();
 
-    await eventually('the banner', () => stdout.includes('Ctrl-C stops everything.'), {
+    await eventually('the banner', () => stdout().includes('Ctrl-C stops everything.'), {
       withinMs: 150_000,
       everyMs: 100,
     });
     // At start, the functions logged (the sweep, the readiness request) but nothing of it shows.
-    const beforeBanner = stdout.slice(0, stdout.indexOf('Postdate local stack ready'));
+    const beforeBanner = stdout().slice(0, stdout().indexOf('Postdate local stack ready'));
     expect(beforeBanner).not.toMatch(/^\d\d:\d\d:\d\d |^\{/m);
-    const apiUrl = stdout.match(/API {10}(http:\/\/127\.0\.0\.1:\d+)/)?.[1];
+    const apiUrl = stdout().match(/API {10}(http:\/\/127\.0\.0\.1:\d+)/)?.[1];
     expect(apiUrl).toBeDefined();
 
     const response = await fetch(`${apiUrl}/v1/messages`, {
@@ -70,8 +58,8 @@ describe('npm start with POSTDATE_LOG unset (pretty)', () => {
     });
     expect(response.status).toBe(202);
     const lines = () =>
-      stdout
-        .slice(stdout.indexOf('Ctrl-C stops everything.'))
+      stdout()
+        .slice(stdout().indexOf('Ctrl-C stops everything.'))
         .split('\n')
         .slice(1)
         .filter((line) => line !== '');
