@@ -98,6 +98,8 @@ export default defineConfig({
           testTimeout: 60_000,
           // The same emulators as `parts`: the setup starts them once for both (globalSetup.ts).
           globalSetup: ['test/support/globalSetup.ts'],
+          // A file's tables are deleted after it (dropTables.ts, decision 0303).
+          setupFiles: ['test/support/dropTables.ts'],
         },
       },
       {
@@ -111,6 +113,7 @@ export default defineConfig({
           exclude: [...configDefaults.exclude, ...PURE, ...SHARED],
           // One DynamoDB Local and one SQS emulator for the run (test/support/globalSetup.ts).
           globalSetup: ['test/support/globalSetup.ts'],
+          setupFiles: ['test/support/dropTables.ts'],
         },
       },
     ],

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   type _Record,
   DescribeStreamCommand,
@@ -114,9 +114,28 @@ export function uniqueName(prefix: string): string {
   return `${prefix}-${process.pid.toString(36)}-${named.toString(36)}-${randomBytes(4).toString('hex')}`;
 }
 
-/** Creates a fresh outbox table (stream on) for one test file or test. */
+/**
+ * The tables this process made since its last test file ended, deleted when the next one ends
+ * (test/support/dropTables.ts). DynamoDB Local reads and parses every table's schema a few times a
+ * second (its TTL and index jobs) on the one SQLite thread all requests wait for: left in place,
+ * the run's hundreds of tables cost its one engine CPU and every request time (decision 0303).
+ */
+const made = new Set<string>();
+const DROP_TABLES = Symbol.for('postdate.test.dropTables');
+(globalThis as { [DROP_TABLES]?: () => Promise<void> })[DROP_TABLES] = async () => {
+  const names = [...made];
+  made.clear();
+  if (names.length === 0) return;
+  const client = dynamodbClient();
+  // Best effort: a table a test deleted itself is gone already.
+  await Promise.allSettled(names.map((TableName) => client.send(new DeleteTableCommand({ TableName }))));
+  client.destroy();
+};
+
+/** Creates a fresh outbox table (stream on) for one test file or test, deleted after the file. */
 export async function freshTable(prefix = 'outbox'): Promise<{ tableName: string; streamArn: string }> {
   const tableName = uniqueName(prefix);
+  made.add(tableName);
   const streamArn = await createOutboxTable(dynamodbClient(), tableName);
   return { tableName, streamArn };
 }
