@@ -378,9 +378,28 @@ export async function startAgainWhenTaken<T>(
       return await start();
     } catch (error) {
       const port = takenMeanwhile(error, asked, alsoFixed);
-      if (attempt >= STARTS || port === undefined) throw error;
+      if (port === undefined) throw error;
+      if (attempt >= STARTS) throw new DrawnPortsTakenError(port, error);
       onStartAgain(port);
     }
+  }
+}
+
+/**
+ * The last start failed, like the two before it, on a port drawn for a part and taken meanwhile: the
+ * user asked for any free port, so "set the variable to another port" is no advice (decision 0304).
+ */
+export class DrawnPortsTakenError extends Error {
+  override readonly name = 'DrawnPortsTakenError';
+  constructor(
+    readonly port: number,
+    cause: unknown,
+  ) {
+    const part = cause instanceof PortInUseError ? ` (${PART_NAMES[cause.part]})` : '';
+    super(
+      `port ${port}${part}, chosen as a free port, was taken by another program before it listened, ${STARTS} starts in a row: something on this machine takes free ports as fast as they are drawn; find it (ss -ltnp) and try again, or set the parts' ports to ones you keep free (docs/local-stack.md)`,
+      { cause },
+    );
   }
 }
 

@@ -16,6 +16,7 @@ import {
   checkLocalBackupRelay,
   checkLocalDataDir,
   claimPorts,
+  DrawnPortsTakenError,
   type LocalPorts,
   loadLocalPorts,
   PortInUseError,
@@ -268,6 +269,7 @@ function failToStart(error: unknown): never {
   if (
     error instanceof DynamoDbLocalError ||
     error instanceof PortInUseError ||
+    error instanceof DrawnPortsTakenError ||
     error instanceof ConfigError
   ) {
     fail(error.message.split('\n')[0] ?? error.message);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   ANY_FREE_PORTS,
+  DrawnPortsTakenError,
   LOCAL_PORT_DEFAULTS,
   PortInUseError,
   startAgainWhenTaken,
@@ -82,14 +83,26 @@ describe('startAgainWhenTaken', () => {
     });
   });
 
-  it('gives up after three starts, with the last failure', async () => {
+  it('gives up after three starts, saying the drawn port was taken, not to set a port the user left free', async () => {
     const last = new PortInUseError('sqs', 41_013);
     const { outcome, starts } = await tried([
       new PortInUseError('api', 41_011),
       new PortInUseError('dynamodb', 41_012),
       last,
     ]);
-    expect({ outcome, starts }).toEqual({ outcome: last, starts: 3 });
+    expect(starts).toBe(3);
+    expect(outcome).toBeInstanceOf(DrawnPortsTakenError);
+    expect((outcome as Error).cause).toBe(last);
+    expect((outcome as Error).message).toMatch(
+      /^port 41013 \(the SQS emulator\), chosen as a free port, was taken by another program before it listened, 3 starts in a row/,
+    );
+    expect((outcome as Error).message).not.toMatch(/POSTDATE_SQS_PORT|0 picks any free port/);
+    // MailDev's port (npm start) names no part.
+    expect(
+      (await tried([addressInUse(41_021), addressInUse(41_022), addressInUse(41_023)])).outcome,
+    ).toMatchObject({
+      message: expect.stringMatching(/^port 41023, chosen as a free port/),
+    });
   });
 
   it('never starts again on a fixed port, nor on any other failure', async () => {
