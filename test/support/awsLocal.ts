@@ -115,7 +115,7 @@ export function uniqueName(prefix: string): string {
 }
 
 /**
- * The tables this process made since its last test file ended, deleted when the next one ends
+ * The tables this process made during the test file under way, deleted when that file ends
  * (test/support/dropTables.ts). DynamoDB Local reads and parses every table's schema a few times a
  * second (its TTL and index jobs) on the one SQLite thread all requests wait for: left in place,
  * the run's hundreds of tables cost its one engine CPU and every request time (decision 0303).
