@@ -1,8 +1,8 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { EXIT } from '../../cli/cliErrors.js';
-import { freePort } from '../../local/freePort.js';
 import { emulatorEnv, freshTable } from '../support/awsLocal.js';
+import { refusedPort } from '../support/refusedPort.js';
 import { runMain } from './cliFixtures.js';
 
 /**
@@ -64,7 +64,8 @@ describe('the local CLI on a busy machine', () => {
   }, 30_000);
 
   it('still says at once that nothing answers on a closed port', async () => {
-    const port = await freePort();
+    // Port 1, which refuses for the whole run: a drawn free port could be another file's part by then.
+    const port = await refusedPort();
     const endpoint = `http://127.0.0.1:${port}`;
     const began = performance.now();
     const result = await runMain(
