@@ -347,11 +347,22 @@ export function takenMeanwhile(
   asked: LocalPorts,
   alsoFixed: readonly number[] = [],
 ): number | undefined {
+  return drawnPortTaken(error, asked, alsoFixed)?.port;
+}
+
+/** `takenMeanwhile`'s port, with the part it was drawn for when the failure names one. */
+function drawnPortTaken(
+  error: unknown,
+  asked: LocalPorts,
+  alsoFixed: readonly number[],
+): { port: number; part?: LocalPart } | undefined {
   const fixed = new Set([...Object.values(asked).filter((port) => port !== 0), ...alsoFixed]);
   for (let cause = error; cause instanceof Error; cause = cause.cause) {
-    if (cause instanceof PortInUseError) return asked[cause.part] === 0 ? cause.port : undefined;
+    if (cause instanceof PortInUseError) {
+      return asked[cause.part] === 0 ? { port: cause.port, part: cause.part } : undefined;
+    }
     const { code, port } = cause as NodeJS.ErrnoException & { port?: unknown };
-    if (code === 'EADDRINUSE') return typeof port === 'number' && !fixed.has(port) ? port : undefined;
+    if (code === 'EADDRINUSE') return typeof port === 'number' && !fixed.has(port) ? { port } : undefined;
   }
   return undefined;
 }
@@ -377,10 +388,10 @@ export async function startAgainWhenTaken<T>(
     try {
       return await start();
     } catch (error) {
-      const port = takenMeanwhile(error, asked, alsoFixed);
-      if (port === undefined) throw error;
-      if (attempt >= STARTS) throw new DrawnPortsTakenError(port, error);
-      onStartAgain(port);
+      const taken = drawnPortTaken(error, asked, alsoFixed);
+      if (taken === undefined) throw error;
+      if (attempt >= STARTS) throw new DrawnPortsTakenError(taken, error);
+      onStartAgain(taken.port);
     }
   }
 }
@@ -391,13 +402,10 @@ export async function startAgainWhenTaken<T>(
  */
 export class DrawnPortsTakenError extends Error {
   override readonly name = 'DrawnPortsTakenError';
-  constructor(
-    readonly port: number,
-    cause: unknown,
-  ) {
-    const part = cause instanceof PortInUseError ? ` (${PART_NAMES[cause.part]})` : '';
+  constructor(taken: { port: number; part?: LocalPart }, cause: unknown) {
+    const part = taken.part === undefined ? '' : ` (${PART_NAMES[taken.part]})`;
     super(
-      `port ${port}${part}, chosen as a free port, was taken by another program before it listened, ${STARTS} starts in a row: something on this machine takes free ports as fast as they are drawn; find it (ss -ltnp) and try again, or set the parts' ports to ones you keep free (docs/local-stack.md)`,
+      `port ${taken.port}${part}, chosen as a free port, was taken by another program before it listened, ${STARTS} starts in a row: something on this machine takes free ports as fast as they are drawn; find it (ss -ltnp) and try again, or set the parts' ports to ones you keep free (docs/local-stack.md)`,
       { cause },
     );
   }

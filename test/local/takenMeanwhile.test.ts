@@ -97,6 +97,10 @@ describe('startAgainWhenTaken', () => {
       /^port 41013 \(the SQS emulator\), chosen as a free port, was taken by another program before it listened, 3 starts in a row/,
     );
     expect((outcome as Error).message).not.toMatch(/POSTDATE_SQS_PORT|0 picks any free port/);
+    // A part's port taken inside a wrapping failure (npm start's MailDev start) still names the part.
+    const wrapped = new Error('MailDev did not start', { cause: new PortInUseError('smtp', 41_033) });
+    const { outcome: wrappedOutcome } = await tried([wrapped, wrapped, wrapped]);
+    expect((wrappedOutcome as Error).message).toMatch(/^port 41033 \(the SMTP sink\), chosen as a free port/);
     // MailDev's port (npm start) names no part.
     expect(
       (await tried([addressInUse(41_021), addressInUse(41_022), addressInUse(41_023)])).outcome,
