@@ -337,24 +337,17 @@ async function freePortBesides(host: string, inUse: readonly number[]): Promise<
 }
 
 /**
- * The port, when a start that failed with `error` may simply start again: a port `claimPorts` chose
- * for a part asked as 0 was taken by another program between the choice and the part's listen.
- * A port the user fixed (`asked`, before any claim, and `alsoFixed`, e.g. `--backup-relay=PORT`) is
- * never retried: its failure names what to change. Undefined for every other failure.
+ * The port, and the part it was drawn for when the failure names one, when a start that failed with
+ * `error` may simply start again: a port `claimPorts` chose for a part asked as 0 was taken by another
+ * program between the choice and the part's listen. The failure's causes are walked, since `npm start`
+ * wraps MailDev's. A port the user fixed (`asked`, before any claim, and `alsoFixed`, e.g.
+ * `--backup-relay=PORT`) is never retried: its failure names what to change. Undefined for every
+ * other failure.
  */
 export function takenMeanwhile(
   error: unknown,
   asked: LocalPorts,
   alsoFixed: readonly number[] = [],
-): number | undefined {
-  return drawnPortTaken(error, asked, alsoFixed)?.port;
-}
-
-/** `takenMeanwhile`'s port, with the part it was drawn for when the failure names one. */
-function drawnPortTaken(
-  error: unknown,
-  asked: LocalPorts,
-  alsoFixed: readonly number[],
 ): { port: number; part?: LocalPart } | undefined {
   const fixed = new Set([...Object.values(asked).filter((port) => port !== 0), ...alsoFixed]);
   for (let cause = error; cause instanceof Error; cause = cause.cause) {
@@ -388,7 +381,7 @@ export async function startAgainWhenTaken<T>(
     try {
       return await start();
     } catch (error) {
-      const taken = drawnPortTaken(error, asked, alsoFixed);
+      const taken = takenMeanwhile(error, asked, alsoFixed);
       if (taken === undefined) throw error;
       if (attempt >= STARTS) throw new DrawnPortsTakenError(taken, error);
       onStartAgain(taken.port);

@@ -298,7 +298,7 @@ describe('starting the local stack', () => {
         expect((error as Error).message).toBe(
           `port ${port} (${name}) is already in use: stop what holds it, or set ${variable} to another port (0 picks any free port)`,
         );
-        expect(takenMeanwhile(error, { ...ANY_FREE_PORTS, [part]: port })).toBeUndefined();
+        expect(takenMeanwhile(error, { ...ANY_FREE_PORTS, [part]: port })?.port).toBeUndefined();
       } finally {
         if (other.listening) await new Promise<void>((resolve) => other.close(() => resolve()));
       }

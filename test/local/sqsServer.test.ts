@@ -268,8 +268,8 @@ describe('starting the SQS emulator on a port another program took after it was 
         `port ${port} (the SQS emulator) is already in use: stop what holds it, or set POSTDATE_SQS_PORT to another port (0 picks any free port)`,
       );
       // local/start.ts: a port it chose (POSTDATE_SQS_PORT=0) is tried again; a fixed one ends the start.
-      expect(takenMeanwhile(error, ANY_FREE_PORTS)).toBe(port);
-      expect(takenMeanwhile(error, { ...ANY_FREE_PORTS, sqs: port })).toBeUndefined();
+      expect(takenMeanwhile(error, ANY_FREE_PORTS)?.port).toBe(port);
+      expect(takenMeanwhile(error, { ...ANY_FREE_PORTS, sqs: port })?.port).toBeUndefined();
     } finally {
       await new Promise<void>((resolve) => blocker.close(() => resolve()));
     }

@@ -23,33 +23,33 @@ function addressInUse(port: number): NodeJS.ErrnoException & { port: number } {
 
 describe('takenMeanwhile', () => {
   it('a part asked as 0 whose chosen port was taken starts again', () => {
-    expect(takenMeanwhile(new PortInUseError('smtp', 41_557), ANY_FREE_PORTS)).toBe(41_557);
+    expect(takenMeanwhile(new PortInUseError('smtp', 41_557), ANY_FREE_PORTS)?.port).toBe(41_557);
   });
 
   it('a part whose port the user fixed does not: its variable is named instead', () => {
     expect(
-      takenMeanwhile(new PortInUseError('smtp', LOCAL_PORT_DEFAULTS.smtp), LOCAL_PORT_DEFAULTS),
+      takenMeanwhile(new PortInUseError('smtp', LOCAL_PORT_DEFAULTS.smtp), LOCAL_PORT_DEFAULTS)?.port,
     ).toBeUndefined();
   });
 
   it("a part's own EADDRINUSE, bare or as a cause, on a port nobody fixed starts again", () => {
-    expect(takenMeanwhile(addressInUse(45_001), ANY_FREE_PORTS)).toBe(45_001);
+    expect(takenMeanwhile(addressInUse(45_001), ANY_FREE_PORTS)?.port).toBe(45_001);
     expect(
       takenMeanwhile(
         new Error('the local stack did not start', { cause: addressInUse(45_001) }),
         ANY_FREE_PORTS,
-      ),
+      )?.port,
     ).toBe(45_001);
   });
 
   it('a port fixed outside the port variables (--backup-relay=PORT) does not', () => {
-    expect(takenMeanwhile(addressInUse(45_002), ANY_FREE_PORTS, [45_002])).toBeUndefined();
+    expect(takenMeanwhile(addressInUse(45_002), ANY_FREE_PORTS, [45_002])?.port).toBeUndefined();
   });
 
   it('an EADDRINUSE on a fixed port, or any other failure, does not', () => {
-    expect(takenMeanwhile(addressInUse(LOCAL_PORT_DEFAULTS.api), LOCAL_PORT_DEFAULTS)).toBeUndefined();
-    expect(takenMeanwhile(new Error('java is not installed'), ANY_FREE_PORTS)).toBeUndefined();
-    expect(takenMeanwhile(undefined, ANY_FREE_PORTS)).toBeUndefined();
+    expect(takenMeanwhile(addressInUse(LOCAL_PORT_DEFAULTS.api), LOCAL_PORT_DEFAULTS)?.port).toBeUndefined();
+    expect(takenMeanwhile(new Error('java is not installed'), ANY_FREE_PORTS)?.port).toBeUndefined();
+    expect(takenMeanwhile(undefined, ANY_FREE_PORTS)?.port).toBeUndefined();
   });
 });
 
