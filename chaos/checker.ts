@@ -85,7 +85,9 @@ export const EARLY_TOLERANCE_MS = 1_000;
  * - `send`: it should be delivered (or end `failed`/`dead`/`unknown`/`suppressed`, truthful
  *   terminal states when the harness injected their cause);
  * - `cancelled`: DELETE answered 200 before any send began;
- * - `superseded`: its group's head was raised above its version before it was due;
+ * - `superseded`: its group's head was raised above its version before it was due (or `unknown`
+ *   under hold after a kill once it was due: the group is checked under the claim, and a sender
+ *   that dies holding the lease leaves an ambiguous end, DESIGN §4, §5);
  * - `expired`: its `not_after` passed while the relay kept refusing it;
  * - `send-or-superseded`: its group was raised, but the client saw the answer only shortly before
  *   the message was due, so either end is right (a copy may be received only if it ended `sent`).
@@ -302,7 +304,8 @@ const NOT_TO_BE_SENT: ReadonlySet<string> = new Set(['cancelled', 'superseded', 
 const ALLOWED_STATUSES: Readonly<Record<ExpectedFate, ReadonlySet<string>>> = {
   send: new Set(['sent', 'failed', 'dead', 'unknown', 'suppressed']),
   cancelled: new Set(['cancelled']),
-  superseded: new Set(['superseded']),
+  // `unknown` only as `endUnbelievable` believes it: hold, and a kill after it was due, no copy.
+  superseded: new Set(['superseded', 'unknown']),
   // A message that runs out of attempts before its deadline is `dead`: truthful, not delivered.
   expired: new Set(['expired', 'dead']),
   'send-or-superseded': new Set(['sent', 'failed', 'dead', 'unknown', 'suppressed', 'superseded']),
@@ -730,7 +733,8 @@ export function checkRun(input: CheckInput): CheckResult {
       }
       continue;
     }
-    // The expected-fate check above is all that `cancelled`, `superseded` and `expired` need.
+    // The expected-fate check above is all that `cancelled`, `superseded` and `expired` need; a
+    // superseded message's `unknown` is believed on its cause below, as any other.
     if (!BELIEVED_ON_CAUSE.has(view.status)) continue;
     // A copy of a message that ended suppressed is counted `unexpected` above: one problem is enough.
     if (view.status === 'suppressed' && count > 0) continue;

@@ -342,6 +342,41 @@ describe('checkRun: lost, unexpected, wrong fate', () => {
     expect(result.counts.unexpected).toBe(1);
   });
 
+  it('accepts unknown under hold for a superseded message a kill may have cut between its claim and the group check (DESIGN §4, §5)', () => {
+    // The group is checked under the claim, just before the send; a sender that dies there leaves
+    // its lease to expire, which is ambiguous and follows the policy: `unknown` under hold.
+    const superseded = (
+      onAmbiguous: 'hold' | 'retry',
+      kills: KillRecord[],
+      transactions: SmtpTransaction[] = [],
+    ) =>
+      run({
+        accepted: [{ ...accepted('G', 'superseded'), onAmbiguous, sendAtMs: 500 }],
+        views: { G: view('G', 'unknown') },
+        transactions,
+        kills,
+      });
+    expect(superseded('hold', [{ kind: 'sender-sigkill', atMs: 1_000 }]).ok).toBe(true);
+    expect(superseded('hold', [{ kind: 'stack-sigkill', atMs: 1_000 }]).ok).toBe(true);
+    // No kill, a kill before it was due, or the retry policy: nothing excuses the end.
+    expect(superseded('hold', []).counts.wrongFate).toBe(1);
+    expect(superseded('hold', [{ kind: 'sender-sigkill', atMs: -1_000 }]).counts.wrongFate).toBe(1);
+    expect(superseded('retry', [{ kind: 'sender-sigkill', atMs: 1_000 }]).counts.wrongFate).toBe(1);
+    // A superseded message is never sent: a copy the relay holds is a problem whatever came.
+    expect(superseded('hold', [{ kind: 'sender-sigkill', atMs: 1_100 }], [dropped('G', 1_000)]).ok).toBe(
+      false,
+    );
+    // Cancelled and expired are decided before any claim (DESIGN §3, §2): no kill excuses unknown.
+    for (const fate of ['cancelled', 'expired'] as const) {
+      const result = run({
+        accepted: [{ ...accepted('C', fate), onAmbiguous: 'hold', sendAtMs: 500 }],
+        views: { C: view('C', 'unknown') },
+        kills: [{ kind: 'sender-sigkill', atMs: 1_000 }],
+      });
+      expect(result.counts.wrongFate).toBe(1);
+    }
+  });
+
   it('accepts either end of a message whose group was raised just before it was due', () => {
     const result = run({
       accepted: [
