@@ -88,7 +88,8 @@ export const EARLY_TOLERANCE_MS = 1_000;
  * - `superseded`: its group's head was raised above its version before it was due (or `unknown`
  *   under hold after a kill once it was due: the group is checked under the claim, and a sender
  *   that dies holding the lease leaves an ambiguous end, DESIGN §4, §5);
- * - `expired`: its `not_after` passed while the relay kept refusing it;
+ * - `expired`: its `not_after` passed while the relay kept refusing it (or `unknown` under hold
+ *   after a kill that may have cut the claim of an attempt, as above);
  * - `send-or-superseded`: its group was raised, but the client saw the answer only shortly before
  *   the message was due, so either end is right (a copy may be received only if it ended `sent`).
  */
@@ -307,7 +308,8 @@ const ALLOWED_STATUSES: Readonly<Record<ExpectedFate, ReadonlySet<string>>> = {
   // `unknown` only as `endUnbelievable` believes it: hold, and a kill after it was due, no copy.
   superseded: new Set(['superseded', 'unknown']),
   // A message that runs out of attempts before its deadline is `dead`: truthful, not delivered.
-  expired: new Set(['expired', 'dead']),
+  // `unknown` as for `superseded`: each attempt before its not_after is claimed, and a kill may cut one.
+  expired: new Set(['expired', 'dead', 'unknown']),
   'send-or-superseded': new Set(['sent', 'failed', 'dead', 'unknown', 'suppressed', 'superseded']),
 };
 

@@ -342,7 +342,7 @@ describe('checkRun: lost, unexpected, wrong fate', () => {
     expect(result.counts.unexpected).toBe(1);
   });
 
-  it('accepts unknown under hold for a superseded message a kill may have cut between its claim and the group check (DESIGN §4, §5)', () => {
+  it('accepts unknown under hold for a superseded or expiring message a kill may have cut under its claim (DESIGN §4, §5)', () => {
     // The group is checked under the claim, just before the send; a sender that dies there leaves
     // its lease to expire, which is ambiguous and follows the policy: `unknown` under hold.
     const superseded = (
@@ -366,15 +366,19 @@ describe('checkRun: lost, unexpected, wrong fate', () => {
     expect(superseded('hold', [{ kind: 'sender-sigkill', atMs: 1_100 }], [dropped('G', 1_000)]).ok).toBe(
       false,
     );
-    // Cancelled and expired are decided before any claim (DESIGN §3, §2): no kill excuses unknown.
-    for (const fate of ['cancelled', 'expired'] as const) {
-      const result = run({
-        accepted: [{ ...accepted('C', fate), onAmbiguous: 'hold', sendAtMs: 500 }],
-        views: { C: view('C', 'unknown') },
-        kills: [{ kind: 'sender-sigkill', atMs: 1_000 }],
+    // An expiring message is claimed for each attempt before its not_after: a kill after its last
+    // attempt may have cut a claim the same way. A cancelled one is never claimed again (DESIGN §3).
+    const ended = (fate: 'expired' | 'cancelled', kills: KillRecord[]) =>
+      run({
+        accepted: [{ ...accepted('E', fate), onAmbiguous: 'hold', sendAtMs: 500 }],
+        views: { E: view('E', 'unknown') },
+        transactions: fate === 'expired' ? [refusedAfterDot('E', 1_000)] : [],
+        kills,
       });
-      expect(result.counts.wrongFate).toBe(1);
-    }
+    expect(ended('expired', [{ kind: 'sender-sigkill', atMs: 2_000 }]).ok).toBe(true);
+    expect(ended('expired', []).counts.wrongFate).toBe(1);
+    expect(ended('expired', [{ kind: 'sender-sigkill', atMs: 900 }]).counts.wrongFate).toBe(1);
+    expect(ended('cancelled', [{ kind: 'sender-sigkill', atMs: 2_000 }]).counts.wrongFate).toBe(1);
   });
 
   it('accepts either end of a message whose group was raised just before it was due', () => {
