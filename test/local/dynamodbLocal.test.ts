@@ -1,5 +1,14 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
-import { networkInterfaces } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CreateTableCommand, DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import {
+  DescribeStreamCommand,
+  DynamoDBStreamsClient,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+} from '@aws-sdk/client-dynamodb-streams';
 import { describe, expect, it } from 'vitest';
 import { startDynamoDbLocal } from '../../local/dynamodbLocal.js';
 import { freePort } from '../../local/freePort.js';
@@ -38,6 +47,66 @@ describe('DynamoDB Local in the local stack', () => {
       for (const address of outwardAddresses) expect(await reachable(address, db.port)).toBe(false);
     } finally {
       await db.stop();
+    }
+  }, 60_000);
+
+  // Decision 0308: the engine keeps every stream's records in one SQLite table keyed by sequence
+  // number alone, and looks up a stream's first record on every write to a table with a stream. The
+  // launcher indexes them by stream; a file-backed engine shows the index in its schema.
+  it('indexes the stream records by stream, and each stream still reads only its own records in order', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'postdate-ddb-index-'));
+    const db = await startDynamoDbLocal({ port: await freePort(), dataDir });
+    try {
+      const config = {
+        endpoint: db.endpoint,
+        region: 'us-east-1',
+        credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      };
+      const tables = new DynamoDBClient(config);
+      const streams = new DynamoDBStreamsClient(config);
+      const arns: string[] = [];
+      for (const name of ['first', 'second']) {
+        const created = await tables.send(
+          new CreateTableCommand({
+            TableName: name,
+            BillingMode: 'PAY_PER_REQUEST',
+            AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+            KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+            StreamSpecification: { StreamEnabled: true, StreamViewType: 'KEYS_ONLY' },
+          }),
+        );
+        arns.push(created.TableDescription?.LatestStreamArn as string);
+      }
+      // Interleaved, so that each stream's records sit between the other's.
+      for (let i = 0; i < 6; i += 1) {
+        await tables.send(
+          new PutItemCommand({ TableName: i % 2 ? 'second' : 'first', Item: { pk: { S: `k${i}` } } }),
+        );
+      }
+      const keysOf = async (arn: string) => {
+        const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: arn }));
+        const { ShardIterator } = await streams.send(
+          new GetShardIteratorCommand({
+            StreamArn: arn,
+            ShardId: StreamDescription?.Shards?.[0]?.ShardId as string,
+            ShardIteratorType: 'TRIM_HORIZON',
+          }),
+        );
+        const { Records } = await streams.send(new GetRecordsCommand({ ShardIterator }));
+        return (Records ?? []).map((record) => record.dynamodb?.Keys?.pk?.S);
+      };
+      expect(await keysOf(arns[0] as string)).toEqual(['k0', 'k2', 'k4']);
+      expect(await keysOf(arns[1] as string)).toEqual(['k1', 'k3', 'k5']);
+    } finally {
+      await db.stop();
+    }
+    try {
+      // SQLite keeps each index's CREATE statement as text in the file's schema.
+      const file = readFileSync(join(dataDir, 'shared-local-instance.db')).toString('latin1');
+      const index = 'CREATE INDEX postdate_us_by_stream ON us (StreamID, SequenceNumber)';
+      expect(file.includes(index), 'the index in the schema of the database file').toBe(true);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
     }
   }, 60_000);
 });
