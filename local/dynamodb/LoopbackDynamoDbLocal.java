@@ -37,7 +37,14 @@ public class LoopbackDynamoDbLocal {
     for (Connector connector : server.getConnectors()) {
       if (connector instanceof ServerConnector) ((ServerConnector) connector).setHost("127.0.0.1");
     }
-    proxy.start();
+    try {
+      proxy.start();
+    } catch (Exception e) {
+      // The database opened above keeps a thread that would hold the JVM up: a port it cannot bind
+      // must end it, with Jetty's message for the stack to read.
+      e.printStackTrace();
+      System.exit(1);
+    }
     System.out.println("DynamoDB Local listening on 127.0.0.1 only");
   }
 
