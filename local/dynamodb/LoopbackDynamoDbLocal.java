@@ -8,8 +8,6 @@ import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
 import software.amazon.dynamodb.services.local.main.ServerRunner;
 import software.amazon.dynamodb.services.local.server.DynamoDBProxyServer;
-import software.amazon.dynamodb.services.local.server.LocalDynamoDBRequestHandler;
-import software.amazon.awssdk.services.dynamodb.model.ListTablesRequest;
 
 /**
  * DynamoDB Local bound to 127.0.0.1 only. The engine has no option for the address it listens on
@@ -50,15 +48,20 @@ public class LoopbackDynamoDbLocal {
 
   /**
    * Adds `postdate_us_by_stream` (StreamID, SequenceNumber) to the shared database's `us` table,
-   * before the engine takes requests; the same SQL, answered from the index. An engine whose insides
-   * are not as this expects (another release) starts without it and says so: only slower.
+   * before the engine takes requests; the same SQL, answered from the index. The engine's own classes
+   * are reached by name, not compiled against: an engine whose insides are not as this expects
+   * (another release) starts without the index and says so, only slower, and still on loopback.
    */
   private static void indexStreamRecordsByStream(DynamoDBProxyServer proxy) {
     try {
-      Object serverHandler = field(proxy, "serverHandler");
-      LocalDynamoDBRequestHandler requests = (LocalDynamoDBRequestHandler) field(serverHandler, "primaryHandler");
-      // The shared database is opened at its first request.
-      requests.listTables("postdate", "us-east-1", ListTablesRequest.builder().build());
+      Object requests = field(field(proxy, "serverHandler"), "primaryHandler");
+      // The shared database is opened at its first request: ListTables, as the handler takes it.
+      Class<?> listTables = Class.forName("software.amazon.awssdk.services.dynamodb.model.ListTablesRequest");
+      Object builder = listTables.getMethod("builder").invoke(null);
+      Object request = Class.forName("software.amazon.awssdk.utils.builder.SdkBuilder").getMethod("build").invoke(builder);
+      requests.getClass()
+          .getMethod("listTables", String.class, String.class, listTables)
+          .invoke(requests, "postdate", "us-east-1", request);
       for (Object client : ((Map<?, ?>) field(requests, "dbRequestHandlers")).values()) {
         SQLiteQueue queue = (SQLiteQueue) field(field(client, "dbAccess"), "queue");
         queue.execute(new SQLiteJob<Object>() {
