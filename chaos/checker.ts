@@ -333,10 +333,11 @@ export function isCopy(transaction: Pick<SmtpTransaction, 'outcome'>): boolean {
  * and if it heard none, it had sent nothing more (a client that gave up on its own is no victim of
  * the kill); a timeout kill cuts only the copies of its own invocation.
  */
-export function killCut(kill: KillRecord, transaction: SmtpTransaction): boolean {
+export function killCut(kill: KillRecord, transaction: SmtpTransaction, endedByAFault = false): boolean {
   const dot = transaction.finalDotAtMs;
   const closed = transaction.closedAtMs;
   if (dot === null || closed === null) return false;
+  const reply = transaction.reply;
   // The kill is recorded just before the signal; bytes the client wrote before it died may reach the
   // relay a moment after that record. A dot read up to DOT_TRANSIT_MS after the kill was still sent
   // before it — by a transaction that had begun before it (a new process cannot get that far so fast).
@@ -344,10 +345,12 @@ export function killCut(kill: KillRecord, transaction: SmtpTransaction): boolean
     return false;
   }
   const killBegan = kill.kind === 'function-timeout' ? kill.atMs - TERMINATE_MS : kill.atMs;
-  if (closed < killBegan || (closed - kill.atMs > EXPLAIN_SLACK_MS && !openAtKill(kill, transaction))) {
+  // A session a later transaction's injected fault ended tells nothing of the sender's outcome write
+  // for a reply it heard before: judged by the reply's time alone, as if the session were still open.
+  const closedBefore = closed < killBegan && !(endedByAFault && reply?.delivered);
+  if (closedBefore || (closed - kill.atMs > EXPLAIN_SLACK_MS && !openAtKill(kill, transaction))) {
     return false;
   }
-  const reply = transaction.reply;
   if (reply?.delivered) {
     if (kill.atMs > reply.atMs + REPLY_ACT_MS) return false;
   } else if (transaction.clientCommandAfterDotAtMs !== null) {
@@ -396,14 +399,35 @@ export function explainCopy(
   transaction: SmtpTransaction,
   kills: readonly KillRecord[],
   cuts: readonly SessionCut[] = [],
+  endedByAFault = false,
 ): { by: Explanation; killAtMs?: number } | null {
   if (!isCopy(transaction)) return null;
   if (transaction.outcome === 'dropped') return { by: 'relay-drop' };
   if (transaction.outcome === 'stalled') return { by: 'relay-stall' };
   const cut = cuts.find((candidate) => sessionCut(candidate, transaction));
   if (cut) return { by: cut.kind, killAtMs: cut.atMs };
-  const kill = kills.find((candidate) => killCut(candidate, transaction));
+  const kill = kills.find((candidate) => killCut(candidate, transaction, endedByAFault));
   return kill ? { by: kill.kind, killAtMs: kill.atMs } : null;
+}
+
+/** The injected faults after which the relay ends the session: a drop after the dot, or a stall. */
+const SESSION_ENDING_FAULTS: ReadonlySet<string> = new Set(['data-drop', 'data-stall', 'rcpt-stall']);
+
+/**
+ * Whether a later transaction of the same session (relay and connection) met a fault that ends the
+ * session (`SESSION_ENDING_FAULTS`): the session's close is then the harness's doing, not its sender's.
+ */
+function sessionsEndedByAFault(
+  transactions: readonly SmtpTransaction[],
+): (transaction: SmtpTransaction) => boolean {
+  const session = (t: SmtpTransaction) => `${t.relay ?? ''}|${t.connection}`;
+  const lastFault = new Map<string, number>();
+  for (const t of transactions) {
+    if (SESSION_ENDING_FAULTS.has(t.fault)) {
+      lastFault.set(session(t), Math.max(lastFault.get(session(t)) ?? -1, t.index));
+    }
+  }
+  return (t) => (lastFault.get(session(t)) ?? -1) > t.index;
 }
 
 /** When a transaction's copy went: its final dot (a copy always has one; the MAIL FROM otherwise). */
@@ -598,10 +622,11 @@ export function checkRun(input: CheckInput): CheckResult {
   let received = 0;
   let refusedCopies = 0;
   let explainedCopies = 0;
+  const endedByAFault = sessionsEndedByAFault(input.transactions);
   for (const transaction of input.transactions) {
     const id = copyId(transaction);
     const copy = isCopy(transaction);
-    const explanation = explainCopy(transaction, input.kills, cuts);
+    const explanation = explainCopy(transaction, input.kills, cuts, endedByAFault(transaction));
     transactions.push({
       ...(transaction.relay === undefined ? {} : { relay: transaction.relay }),
       connection: transaction.connection,
@@ -752,7 +777,7 @@ export function checkRun(input: CheckInput): CheckResult {
   const kills = input.kills.map((kill) => ({
     ...kill,
     afterTheDot: input.transactions
-      .filter((transaction) => killCut(kill, transaction))
+      .filter((transaction) => killCut(kill, transaction, endedByAFault(transaction)))
       .map((transaction) => copyId(transaction) ?? '(no id)'),
   }));
 

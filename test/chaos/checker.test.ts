@@ -536,6 +536,40 @@ describe('checkRun: a duplicate is explained only by a fault the harness injecte
     expect(copy(heardAt + REPLY_ACT_MS + 1_000).counts.unexplainedDuplicates).toBe(1);
   });
 
+  it('explains a heard 250 cut by a kill before its outcome write though a later message on the session closed it first', () => {
+    // Seen in a chaos run with two relays: the pooled session's next message met an injected drop
+    // after its dot, 130 ms after this one's 250; the stack was killed 350 ms after the 250, before the
+    // sender's outcome write landed. What the kill cut is the write, not the session.
+    const heardAt = 1_010;
+    const first = tx('A', {
+      dotAt: 1_000,
+      reply: { code: 250, text: '250', atMs: heardAt, delivered: true },
+      clientCommandAfterDotAtMs: 1_138,
+      closedAtMs: 1_140,
+      closedBy: 'server',
+    });
+    // The next message on the same session: the relay read its dot and dropped the connection.
+    const next = { ...dropped('B', 1_139), connection: first.connection, index: 1 };
+    const copy = (killAt: number) =>
+      run({
+        accepted: [accepted('A'), accepted('B')],
+        views: { A: view('A', 'sent', ['ambiguous', 'sent']), B: view('B', 'sent', ['ambiguous', 'sent']) },
+        transactions: [first, next, tx('A', { dotAt: 900_000 }), tx('B', { dotAt: 900_000 })],
+        kills: [{ kind: 'stack-sigkill', atMs: killAt }],
+      });
+    expect(copy(heardAt + 352).counts).toMatchObject({ unexplainedDuplicates: 0, explainedDuplicates: 2 });
+    // After the time the sender reserves for that write, it could have recorded the 250.
+    expect(copy(heardAt + REPLY_ACT_MS + 1_000).counts.unexplainedDuplicates).toBe(1);
+    // A session its sender closed itself, no fault after the 250: the kill found it closed, as before.
+    const closedByItsSender = run({
+      accepted: [accepted('A')],
+      views: { A: view('A', 'sent', ['ambiguous', 'sent']) },
+      transactions: [{ ...first, closedBy: 'client' }, tx('A', { dotAt: 900_000 })],
+      kills: [{ kind: 'stack-sigkill', atMs: heardAt + 352 }],
+    });
+    expect(closedByItsSender.counts.unexplainedDuplicates).toBe(1);
+  });
+
   it('needs one explained copy per extra copy', () => {
     const result = run({
       accepted: [accepted('A')],
