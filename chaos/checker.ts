@@ -1,6 +1,6 @@
 import { CONFIG_SETTINGS } from '../lambdas/core/configSpec.js';
 import { OUTCOME_WRITE_RESERVE_MS } from '../lambdas/core/sendTiming.js';
-import { SLOW_FAULT, THROTTLE_FAULT } from './smtpFaultScript.js';
+import { SESSION_ENDING_FAULTS, SLOW_FAULT, THROTTLE_FAULT } from './smtpFaultScript.js';
 
 /**
  * The total-queue checker of the chaos and restart runs (in the spirit of Jepsen's total-queue
@@ -410,9 +410,6 @@ export function explainCopy(
   return kill ? { by: kill.kind, killAtMs: kill.atMs } : null;
 }
 
-/** The injected faults after which the relay ends the session: a drop after the dot, or a stall. */
-const SESSION_ENDING_FAULTS: ReadonlySet<string> = new Set(['data-drop', 'data-stall', 'rcpt-stall']);
-
 /**
  * Whether a later transaction of the same session (relay and connection) met a fault that ends the
  * session (`SESSION_ENDING_FAULTS`): the session's close is then the harness's doing, not its sender's.
@@ -760,8 +757,8 @@ export function checkRun(input: CheckInput): CheckResult {
       }
       continue;
     }
-    // The expected-fate check above is all that `cancelled`, `superseded` and `expired` need; a
-    // superseded message's `unknown` is believed on its cause below, as any other.
+    // The expected-fate check above is all that `cancelled`, `superseded` and `expired` need; their
+    // `unknown` (after a kill under the claim) is believed on its cause below, as any other.
     if (!BELIEVED_ON_CAUSE.has(view.status)) continue;
     // A copy of a message that ended suppressed is counted `unexpected` above: one problem is enough.
     if (view.status === 'suppressed' && count > 0) continue;

@@ -12,6 +12,12 @@ const reply = (code: number, message: string): SmtpReply => ({ code, message });
 export const THROTTLE_FAULT = 'data-454-throttle';
 /** The fault of a transaction whose 250 the relay holds back (`slowRate`). */
 export const SLOW_FAULT = 'data-slow';
+/** The relay drops the connection after reading the final dot. */
+const DROP_FAULT = 'data-drop';
+/** The relay stops answering at RCPT TO, or after the final dot: the client times out. */
+const STALL_FAULTS = ['rcpt-stall', 'data-stall'] as const;
+/** The faults after which the session is over, whatever its sender meant to do next (chaos/checker.ts). */
+export const SESSION_ENDING_FAULTS: ReadonlySet<string> = new Set([DROP_FAULT, ...STALL_FAULTS]);
 
 /**
  * Recipients with this prefix pin an ambiguous outcome on their message: the relay drops the
@@ -53,12 +59,12 @@ export function smtpScript(
     ['rcpt-550', { rcptTo: (address) => expireRule(address) ?? reply(550, '5.1.1 User unknown') }],
     ['data-451', { rcptTo: expireRule, afterData: reply(451, '4.3.0 Temporary failure') }],
     ['data-554', { rcptTo: expireRule, afterData: reply(554, '5.6.0 Content rejected') }],
-    ['data-drop', { rcptTo: expireRule, afterData: 'drop' }],
-    ['data-drop', { rcptTo: expireRule, afterData: 'drop' }],
+    [DROP_FAULT, { rcptTo: expireRule, afterData: 'drop' }],
+    [DROP_FAULT, { rcptTo: expireRule, afterData: 'drop' }],
   ];
   const stalls: [string, SmtpBehaviour][] = [
-    ['rcpt-stall', { rcptTo: 'stall' }],
-    ['data-stall', { rcptTo: expireRule, afterData: 'stall' }],
+    [STALL_FAULTS[0], { rcptTo: 'stall' }],
+    [STALL_FAULTS[1], { rcptTo: expireRule, afterData: 'stall' }],
   ];
   const slowMs = () => {
     const [low, high] = [SLOW_RELAY_SECONDS.min * 1000 * scale, SLOW_RELAY_SECONDS.max * 1000 * scale];
@@ -124,7 +130,7 @@ function pinnedAmbiguity(behaviour: SmtpBehaviour, dropped: Set<string>): SmtpBe
       return 'drop';
     },
     get label() {
-      return pinned !== undefined && dropped.has(pinned) ? 'data-drop' : behaviour.label;
+      return pinned !== undefined && dropped.has(pinned) ? DROP_FAULT : behaviour.label;
     },
   };
 }
