@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,7 +15,13 @@ export const LAUNCHER_CLASS = 'LoopbackDynamoDbLocal';
  * compiled, so the caller can fall back to the plain jar and say so.
  */
 export function loopbackLauncherDir(jar: string, libDir: string): string | undefined {
-  const classpath = [jar, join(libDir, '*')].join(delimiter);
+  // The compiler, run as a module of `java`, expands no `*` in a class path (only the `java` and
+  // `javac` commands do, for their own): the engine's libraries are named one by one, not left to
+  // the jar's manifest.
+  const libraries = readdirSync(libDir)
+    .filter((name) => name.endsWith('.jar'))
+    .map((name) => join(libDir, name));
+  const classpath = [jar, ...libraries].join(delimiter);
   const source = readFileSync(SOURCE);
   const key = createHash('sha256').update(source).update(jar).digest('hex').slice(0, 16);
   const dir = join(tmpdir(), `postdate-dynamodb-loopback-${key}`);

@@ -1,7 +1,9 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { CreateTableCommand, DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import {
   DescribeStreamCommand,
@@ -10,7 +12,8 @@ import {
   GetShardIteratorCommand,
 } from '@aws-sdk/client-dynamodb-streams';
 import { describe, expect, it } from 'vitest';
-import { startDynamoDbLocal } from '../../local/dynamodbLocal.js';
+import { LAUNCHER_CLASS, loopbackLauncherDir } from '../../local/dynamodb/loopbackLauncher.js';
+import { dynamoDbLocalJar, startDynamoDbLocal } from '../../local/dynamodbLocal.js';
 import { freePort } from '../../local/freePort.js';
 
 /**
@@ -109,4 +112,109 @@ describe('DynamoDB Local in the local stack', () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  // Decision 0308: the launcher reaches the engine's insides by name, so that a release whose insides
+  // differ still starts, on loopback, only without the index, and says so. Such a release is played
+  // here by an engine of two classes with the names and the one field the launcher compiles against
+  // (a Jetty server under `server`), and none of the insides it indexes through.
+  it('starts an engine whose insides differ without the index, still on loopback only, and says so', async () => {
+    const { libDir } = dynamoDbLocalJar();
+    const work = mkdtempSync(join(tmpdir(), 'postdate-ddb-other-release-'));
+    const sources = join(work, 'src');
+    const engine = join(work, 'engine');
+    mkdirSync(sources);
+    writeFileSync(join(sources, 'DynamoDBProxyServer.java'), OTHER_RELEASE_SERVER);
+    writeFileSync(join(sources, 'ServerRunner.java'), OTHER_RELEASE_RUNNER);
+    // javac expands no `*` in a class path: the engine's libraries are named one by one.
+    const libraries = readdirSync(libDir)
+      .filter((name) => name.endsWith('.jar'))
+      .map((name) => join(libDir, name));
+    execFileSync('java', [
+      '-m',
+      'jdk.compiler/com.sun.tools.javac.Main',
+      '-cp',
+      libraries.join(delimiter),
+      '-d',
+      engine,
+      join(sources, 'DynamoDBProxyServer.java'),
+      join(sources, 'ServerRunner.java'),
+    ]);
+    const launcher = loopbackLauncherDir(engine, libDir);
+    expect(launcher, 'the launcher compiles against the other release').toBeDefined();
+    const port = await freePort();
+    const java = spawn(
+      'java',
+      [
+        '-Dpostdate.exitWithParent=true',
+        '-cp',
+        [launcher as string, engine, join(libDir, '*')].join(delimiter),
+        LAUNCHER_CLASS,
+        '-sharedDb',
+        '-inMemory',
+        '-port',
+        String(port),
+      ],
+      { stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    let stderr = '';
+    java.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    java.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    try {
+      const deadline = Date.now() + 30_000;
+      while (!stdout.includes('listening on 127.0.0.1 only') && java.exitCode === null) {
+        if (Date.now() > deadline) throw new Error(`the other release did not listen: ${stdout}${stderr}`);
+        await sleep(50);
+      }
+      expect(java.exitCode, stderr).toBeNull();
+      expect(stderr).toContain('DynamoDB Local: stream records not indexed by stream');
+      expect(await reachable('127.0.0.1', port)).toBe(true);
+      for (const address of outwardAddresses) expect(await reachable(address, port)).toBe(false);
+    } finally {
+      java.kill('SIGKILL');
+      rmSync(work, { recursive: true, force: true });
+      if (launcher) rmSync(launcher, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
+
+/** Another release's proxy server: its Jetty server under `server`, nothing else the launcher names. */
+const OTHER_RELEASE_SERVER = `package software.amazon.dynamodb.services.local.server;
+
+import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.server.ServerConnector;
+
+public class DynamoDBProxyServer {
+  private final Server server = new Server();
+
+  public DynamoDBProxyServer(int port) {
+    ServerConnector connector = new ServerConnector(server);
+    connector.setPort(port);
+    server.addConnector(connector);
+  }
+
+  public void start() throws Exception {
+    server.start();
+  }
+}
+`;
+
+/** Another release's entry: the same command line, its own server. */
+const OTHER_RELEASE_RUNNER = `package software.amazon.dynamodb.services.local.main;
+
+import software.amazon.dynamodb.services.local.server.DynamoDBProxyServer;
+
+public class ServerRunner {
+  public static DynamoDBProxyServer createServerFromCommandLineArgs(String[] args) {
+    int port = 8000;
+    for (int i = 0; i + 1 < args.length; i += 1) {
+      if (args[i].equals("-port")) port = Integer.parseInt(args[i + 1]);
+    }
+    return new DynamoDBProxyServer(port);
+  }
+}
+`;
