@@ -53,9 +53,10 @@ describe('DynamoDB Local in the local stack', () => {
     }
   }, 60_000);
 
-  // Decision 0308: the engine keeps every stream's records in one SQLite table keyed by sequence
-  // number alone, and looks up a stream's first record on every write to a table with a stream. The
-  // launcher indexes them by stream; a file-backed engine shows the index in its schema.
+  // Decisions 0308 and 0311: the engine keeps every stream's records in one SQLite table keyed by
+  // sequence number alone. It looks up a stream's first record on every write to a table with a
+  // stream, and reads a shard from its iterator's position on every GetRecords. The launcher indexes
+  // the records by stream; the engine's own SQLite must then answer both from a seek, not a walk.
   it('indexes the stream records by stream, and each stream still reads only its own records in order', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'postdate-ddb-index-'));
     const db = await startDynamoDbLocal({ port: await freePort(), dataDir });
@@ -104,10 +105,12 @@ describe('DynamoDB Local in the local stack', () => {
       await db.stop();
     }
     try {
-      // SQLite keeps each index's CREATE statement as text in the file's schema.
-      const file = readFileSync(join(dataDir, 'shared-local-instance.db')).toString('latin1');
-      const index = 'CREATE INDEX postdate_us_by_stream ON us (StreamID, SequenceNumber)';
-      expect(file.includes(index), 'the index in the schema of the database file').toBe(true);
+      const plans = enginePlans(join(dataDir, 'shared-local-instance.db'));
+      // A stream's first record (DescribeStream, every write): from the index, by stream.
+      expect(plans.firstRecordOfStream).toMatch(/USING COVERING INDEX \S+ \(StreamID=\?\)/);
+      // GetRecords from an iterator: a seek to its position in the stream (`rowid>?`), not a walk of
+      // every record of the stream that a poll at the stream's end would repeat (0311).
+      expect(plans.recordsFromIterator).toMatch(/USING INDEX \S+ \(StreamID=\? AND rowid>\?\)/);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
@@ -215,6 +218,66 @@ public class ServerRunner {
       if (args[i].equals("-port")) port = Integer.parseInt(args[i + 1]);
     }
     return new DynamoDBProxyServer(port);
+  }
+}
+`;
+
+/**
+ * How the engine's own SQLite (the sqlite4java of its lib directory, SQLite 3.8.7) plans the engine's
+ * two reads of a stream's records, on a database file the engine has written and let go. The SQL is
+ * the engine's (SQLiteDBAccess's format strings with the `us` table's columns, DynamoDB Local
+ * 2026-01-16), bound as the engine binds it.
+ */
+function enginePlans(databaseFile: string): { firstRecordOfStream: string; recordsFromIterator: string } {
+  const { libDir } = dynamoDbLocalJar();
+  const work = mkdtempSync(join(tmpdir(), 'postdate-ddb-plans-'));
+  try {
+    const source = join(work, 'EnginePlans.java');
+    writeFileSync(source, ENGINE_PLANS);
+    const output = execFileSync(
+      'java',
+      [`-Djava.library.path=${libDir}`, '-cp', join(libDir, 'sqlite4java.jar'), source, databaseFile],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] },
+    );
+    return JSON.parse(output.trim().split('\n').pop() as string);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+const ENGINE_PLANS = `import com.almworks.sqlite4java.SQLiteConnection;
+import com.almworks.sqlite4java.SQLiteStatement;
+import java.io.File;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+public class EnginePlans {
+  public static void main(String[] args) throws Exception {
+    Logger.getLogger("com.almworks.sqlite4java").setLevel(Level.OFF);
+    SQLiteConnection connection = new SQLiteConnection(new File(args[0]));
+    connection.open(false);
+    SQLiteStatement last = connection.prepare("SELECT StreamID, ShardID, MAX(SequenceNumber) FROM us", false);
+    last.step();
+    String stream = last.columnString(0);
+    String shard = last.columnString(1);
+    long end = last.columnLong(2) + 1;
+    String first = plan(connection, "SELECT MIN(SequenceNumber) FROM us WHERE StreamID = ?", stream);
+    String records = plan(connection,
+        "SELECT SequenceNumber, CreationDateTime, StreamRecord, OperationType FROM us WHERE StreamID = ? AND ShardID = ? AND SequenceNumber >= ? AND CreationDateTime > ? ORDER BY SequenceNumber ASC LIMIT ?",
+        stream, shard, end, System.currentTimeMillis() - 86_400_000L, 1000);
+    System.out.println("{\\"firstRecordOfStream\\": \\"" + first + "\\", \\"recordsFromIterator\\": \\"" + records + "\\"}");
+  }
+
+  private static String plan(SQLiteConnection connection, String sql, Object... values) throws Exception {
+    SQLiteStatement statement = connection.prepare("EXPLAIN QUERY PLAN " + sql, false);
+    for (int i = 0; i < values.length; i += 1) {
+      if (values[i] instanceof String) statement.bind(i + 1, (String) values[i]);
+      else if (values[i] instanceof Long) statement.bind(i + 1, (Long) values[i]);
+      else statement.bind(i + 1, (Integer) values[i]);
+    }
+    StringBuilder plan = new StringBuilder();
+    while (statement.step()) plan.append(plan.length() > 0 ? "; " : "").append(statement.columnString(3));
+    return plan.toString();
   }
 }
 `;
