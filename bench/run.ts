@@ -17,6 +17,7 @@ import { peer } from './peer.js';
 import { postfixFailover, postfixOutage } from './postfixOutage.js';
 import { precision } from './precision.js';
 import { scale } from './scale.js';
+import { soak } from './soak.js';
 import { round } from './stats.js';
 import { templates } from './templates.js';
 import { throughput } from './throughput.js';
@@ -40,6 +41,7 @@ const BENCHMARKS: Record<string, (options: BenchOptions) => Promise<BenchResult>
   'immediate-copy': immediateCopy,
   peer,
   scale,
+  soak,
   outage,
   'outage-failover': outageFailover,
   'postfix-outage': postfixOutage,
