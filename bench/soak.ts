@@ -46,21 +46,29 @@ export async function soak(options: BenchOptions): Promise<BenchResult> {
     let nodeBefore = process.cpuUsage();
     let sentBefore = 0;
     const inFlight = new Set<Promise<void>>();
+    // The first enqueue that failed: the run stops there and fails with it.
+    let failed: unknown;
     let next = Date.now();
-    while (windows.length < minutes) {
+    while (windows.length < minutes && failed === undefined) {
       if (Date.now() >= next) {
         next += 1000 / RATE_PER_SECOND;
         const t0 = performance.now();
-        const sent = enqueue(stack, {
+        const sent: Promise<void> = enqueue(stack, {
           bodyBytes: BODY_BYTES,
           key: randomUUID(),
           ...(ids.length % 5 === 4 ? { delaySeconds: 30 } : {}),
-        }).then(({ id }) => {
-          latencies.push(performance.now() - t0);
-          ids.push(id);
-        });
+        })
+          .then(
+            ({ id }) => {
+              latencies.push(performance.now() - t0);
+              ids.push(id);
+            },
+            (error: unknown) => {
+              failed ??= error;
+            },
+          )
+          .finally(() => inFlight.delete(sent));
         inFlight.add(sent);
-        void sent.finally(() => inFlight.delete(sent));
       }
       if (Date.now() - windowStart >= WINDOW_MS) {
         const engineNow = cpuTicks(engine);
@@ -89,6 +97,7 @@ export async function soak(options: BenchOptions): Promise<BenchResult> {
       await sleep(Math.max(0, next - Date.now()));
     }
     await Promise.all(inFlight);
+    if (failed !== undefined) throw new Error('an enqueue of the soak failed', { cause: failed });
     await waitForDelivery(stack, ids, 120_000);
   } finally {
     await stack.stop();
@@ -96,7 +105,7 @@ export async function soak(options: BenchOptions): Promise<BenchResult> {
   const first = windows[1];
   const last = windows[windows.length - 1];
   if (!first || !last) throw new Error('the soak ended before its second minute');
-  const versus = 'minute 2';
+  const versus = `minute ${first.minute}`;
   return {
     name: 'soak',
     title: `A long run: ${RATE_PER_SECOND} messages a second for ${minutes} minutes, its last minute against its second`,

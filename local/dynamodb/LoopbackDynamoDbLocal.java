@@ -48,9 +48,9 @@ public class LoopbackDynamoDbLocal {
 
   /**
    * Adds `postdate_us_by_stream_id` (StreamID) to the shared database's `us` table, before the
-   * engine takes requests; the same SQL, answered from the index (docs/decisions/0311). The engine's own classes
-   * are reached by name, not compiled against: an engine whose insides are not as this expects
-   * (another release) starts without the index and says so, only slower, and still on loopback.
+   * engine takes requests; the same SQL, answered from the index (docs/decisions/0311). The engine's
+   * own classes are reached by name, not compiled against: an engine whose insides are not as this
+   * expects (another release) starts without the index and says so, only slower, still on loopback.
    */
   private static void indexStreamRecordsByStream(DynamoDBProxyServer proxy) {
     try {
@@ -67,9 +67,9 @@ public class LoopbackDynamoDbLocal {
         queue.execute(new SQLiteJob<Object>() {
           @Override
           protected Object job(SQLiteConnection connection) throws Throwable {
-            // By stream alone: SQLite keys every index by the rowid too (here SequenceNumber), and the
-            // engine's SQLite (3.8.7) uses `StreamID = ? AND rowid > ?` as a range only so. Naming
-            // SequenceNumber as a column made GetRecords at a stream's end walk all of its records.
+            // By stream alone: every index ends with the rowid (here SequenceNumber) anyway, and the
+            // engine's SQLite (3.8.7) seeks `StreamID = ? AND rowid > ?` only when the index does not
+            // name it. 0308's index named it, and GetRecords at a stream's end walked the stream.
             connection.exec("DROP INDEX IF EXISTS postdate_us_by_stream");
             connection.exec("CREATE INDEX IF NOT EXISTS postdate_us_by_stream_id ON us (StreamID)");
             return null;

@@ -15,18 +15,12 @@ export const LAUNCHER_CLASS = 'LoopbackDynamoDbLocal';
  * compiled, so the caller can fall back to the plain jar and say so.
  */
 export function loopbackLauncherDir(jar: string, libDir: string): string | undefined {
-  // The compiler, run as a module of `java`, expands no `*` in a class path (only the `java` and
-  // `javac` commands do, for their own): the engine's libraries are named one by one, not left to
-  // the jar's manifest.
-  const libraries = readdirSync(libDir)
-    .filter((name) => name.endsWith('.jar'))
-    .map((name) => join(libDir, name));
-  const classpath = [jar, ...libraries].join(delimiter);
   const source = readFileSync(SOURCE);
   const key = createHash('sha256').update(source).update(jar).digest('hex').slice(0, 16);
   const dir = join(tmpdir(), `postdate-dynamodb-loopback-${key}`);
   if (existsSync(join(dir, `${LAUNCHER_CLASS}.class`))) return dir;
   const building = `${dir}.${process.pid}.${Date.now()}`;
+  const classpath = [jar, ...libraryJars(libDir)].join(delimiter);
   try {
     execFileSync(
       'java',
@@ -47,4 +41,15 @@ export function loopbackLauncherDir(jar: string, libDir: string): string | undef
     rmSync(building, { recursive: true, force: true });
     return undefined;
   }
+}
+
+/**
+ * The engine's libraries, each by name: the compiler, run as a module of `java`, expands no `*` in a
+ * class path (only the `java` and `javac` commands do, for their own), and the jar's manifest is not
+ * to be relied on (decision 0310).
+ */
+export function libraryJars(libDir: string): string[] {
+  return readdirSync(libDir)
+    .filter((name) => name.endsWith('.jar'))
+    .map((name) => join(libDir, name));
 }

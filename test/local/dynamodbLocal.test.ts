@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -12,7 +12,7 @@ import {
   GetShardIteratorCommand,
 } from '@aws-sdk/client-dynamodb-streams';
 import { describe, expect, it } from 'vitest';
-import { LAUNCHER_CLASS, loopbackLauncherDir } from '../../local/dynamodb/loopbackLauncher.js';
+import { LAUNCHER_CLASS, libraryJars, loopbackLauncherDir } from '../../local/dynamodb/loopbackLauncher.js';
 import { dynamoDbLocalJar, startDynamoDbLocal } from '../../local/dynamodbLocal.js';
 import { freePort } from '../../local/freePort.js';
 
@@ -105,12 +105,21 @@ describe('DynamoDB Local in the local stack', () => {
       await db.stop();
     }
     try {
-      const plans = enginePlans(join(dataDir, 'shared-local-instance.db'));
+      const file = join(dataDir, 'shared-local-instance.db');
+      const plans = enginePlans(file);
       // A stream's first record (DescribeStream, every write): from the index, by stream.
       expect(plans.firstRecordOfStream).toMatch(/USING COVERING INDEX \S+ \(StreamID=\?\)/);
       // GetRecords from an iterator: a seek to its position in the stream (`rowid>?`), not a walk of
       // every record of the stream that a poll at the stream's end would repeat (0311).
       expect(plans.recordsFromIterator).toMatch(/USING INDEX \S+ \(StreamID=\? AND rowid>\?\)/);
+
+      // A data dir written between 0308 and 0311 holds 0308's index; the next start drops it.
+      enginePlans(file, 'CREATE INDEX postdate_us_by_stream ON us (StreamID, SequenceNumber)');
+      const again = await startDynamoDbLocal({ port: await freePort(), dataDir });
+      await again.stop();
+      const after = enginePlans(file);
+      expect(after.indexes).toEqual(['postdate_us_by_stream_id']);
+      expect(after.recordsFromIterator).toMatch(/USING INDEX \S+ \(StreamID=\? AND rowid>\?\)/);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
@@ -128,15 +137,11 @@ describe('DynamoDB Local in the local stack', () => {
     mkdirSync(sources);
     writeFileSync(join(sources, 'DynamoDBProxyServer.java'), OTHER_RELEASE_SERVER);
     writeFileSync(join(sources, 'ServerRunner.java'), OTHER_RELEASE_RUNNER);
-    // javac expands no `*` in a class path: the engine's libraries are named one by one.
-    const libraries = readdirSync(libDir)
-      .filter((name) => name.endsWith('.jar'))
-      .map((name) => join(libDir, name));
     execFileSync('java', [
       '-m',
       'jdk.compiler/com.sun.tools.javac.Main',
       '-cp',
-      libraries.join(delimiter),
+      libraryJars(libDir).join(delimiter),
       '-d',
       engine,
       join(sources, 'DynamoDBProxyServer.java'),
@@ -224,11 +229,15 @@ public class ServerRunner {
 
 /**
  * How the engine's own SQLite (the sqlite4java of its lib directory, SQLite 3.8.7) plans the engine's
- * two reads of a stream's records, on a database file the engine has written and let go. The SQL is
+ * two reads of a stream's records, on a database file the engine has written and let go, and the
+ * indexes made on `us` (SQLite's own for the primary key aside); `firstRun` is executed first. The SQL is
  * the engine's (SQLiteDBAccess's format strings with the `us` table's columns, DynamoDB Local
  * 2026-01-16), bound as the engine binds it.
  */
-function enginePlans(databaseFile: string): { firstRecordOfStream: string; recordsFromIterator: string } {
+function enginePlans(
+  databaseFile: string,
+  firstRun?: string,
+): { firstRecordOfStream: string; recordsFromIterator: string; indexes: string[] } {
   const { libDir } = dynamoDbLocalJar();
   const work = mkdtempSync(join(tmpdir(), 'postdate-ddb-plans-'));
   try {
@@ -236,7 +245,14 @@ function enginePlans(databaseFile: string): { firstRecordOfStream: string; recor
     writeFileSync(source, ENGINE_PLANS);
     const output = execFileSync(
       'java',
-      [`-Djava.library.path=${libDir}`, '-cp', join(libDir, 'sqlite4java.jar'), source, databaseFile],
+      [
+        `-Djava.library.path=${libDir}`,
+        '-cp',
+        join(libDir, 'sqlite4java.jar'),
+        source,
+        databaseFile,
+        ...(firstRun ? [firstRun] : []),
+      ],
       { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] },
     );
     return JSON.parse(output.trim().split('\n').pop() as string);
@@ -256,6 +272,10 @@ public class EnginePlans {
     Logger.getLogger("com.almworks.sqlite4java").setLevel(Level.OFF);
     SQLiteConnection connection = new SQLiteConnection(new File(args[0]));
     connection.open(false);
+    if (args.length > 1) connection.exec(args[1]);
+    StringBuilder indexes = new StringBuilder();
+    SQLiteStatement names = connection.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'us' AND sql IS NOT NULL ORDER BY name", false);
+    while (names.step()) indexes.append(indexes.length() > 0 ? ", " : "").append("\\"" + names.columnString(0) + "\\"");
     SQLiteStatement last = connection.prepare("SELECT StreamID, ShardID, MAX(SequenceNumber) FROM us", false);
     last.step();
     String stream = last.columnString(0);
@@ -265,7 +285,7 @@ public class EnginePlans {
     String records = plan(connection,
         "SELECT SequenceNumber, CreationDateTime, StreamRecord, OperationType FROM us WHERE StreamID = ? AND ShardID = ? AND SequenceNumber >= ? AND CreationDateTime > ? ORDER BY SequenceNumber ASC LIMIT ?",
         stream, shard, end, System.currentTimeMillis() - 86_400_000L, 1000);
-    System.out.println("{\\"firstRecordOfStream\\": \\"" + first + "\\", \\"recordsFromIterator\\": \\"" + records + "\\"}");
+    System.out.println("{\\"firstRecordOfStream\\": \\"" + first + "\\", \\"recordsFromIterator\\": \\"" + records + "\\", \\"indexes\\": [" + indexes + "]}");
   }
 
   private static String plan(SQLiteConnection connection, String sql, Object... values) throws Exception {
