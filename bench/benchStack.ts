@@ -1,6 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../lambdas/core/config.js';
+import { LAUNCHER_CLASS } from '../local/dynamodb/loopbackLauncher.js';
 import { ANY_FREE_PORTS } from '../local/localEnv.js';
 import { type LocalStack, startLocalStack } from '../local/localStack.js';
 import type { ReceivedMailSummary, SmtpSink } from '../local/smtp/smtpSink.js';
@@ -184,4 +185,48 @@ export async function inParallel<T, R>(
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
   return results;
+}
+
+/**
+ * The pid of the DynamoDB Local JVM listening on `port`, found in /proc (the local stack does not
+ * expose it): a java process with `-port <port>` that runs the loopback launcher or, when it could
+ * not be compiled, DynamoDBLocal.jar.
+ */
+export function findDynamoDbLocalPid(port: number): number | undefined {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return undefined;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      const portIndex = args.indexOf('-port');
+      const engine = args.includes(LAUNCHER_CLASS) || args.some((arg) => arg.endsWith('DynamoDBLocal.jar'));
+      if (engine && portIndex >= 0 && args[portIndex + 1] === String(port)) {
+        return Number(entry);
+      }
+    } catch {
+      // The process ended while we looked, or is not ours to read.
+    }
+  }
+  return undefined;
+}
+
+/** VmRSS and VmHWM (kB) from /proc/<pid>/status; undefined when the process is gone. */
+export function procStatusKb(pid: number): { VmRSS?: number; VmHWM?: number } | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const field = (name: string) => {
+      const match = new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status);
+      return match?.[1] === undefined ? undefined : Number(match[1]);
+    };
+    const rss = field('VmRSS');
+    const hwm = field('VmHWM');
+    return { ...(rss !== undefined ? { VmRSS: rss } : {}), ...(hwm !== undefined ? { VmHWM: hwm } : {}) };
+  } catch {
+    return undefined;
+  }
 }

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { BatchWriteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -9,7 +8,15 @@ import type { LocalStack } from '../local/localStack.js';
 import { LOCAL_RESOURCES } from '../local/localStack.js';
 import type { BenchOptions, BenchResult, BenchRow } from './benchResult.js';
 import { ratioRow } from './benchResult.js';
-import { enqueue, enqueueBody, inParallel, startBenchStack, waitForDelivery } from './benchStack.js';
+import {
+  enqueue,
+  enqueueBody,
+  findDynamoDbLocalPid,
+  inParallel,
+  procStatusKb,
+  startBenchStack,
+  waitForDelivery,
+} from './benchStack.js';
 import { rateBetween, round, sleep, windowRates } from './stats.js';
 
 /**
@@ -370,47 +377,5 @@ async function waitForQueued(
     const secondsBeforeDue = (dueAt - Date.now()) / 1000;
     if (delayed >= messages || secondsBeforeDue <= 0.5) return { delayed, secondsBeforeDue };
     await sleep(500);
-  }
-}
-
-/**
- * The pid of the DynamoDB Local JVM listening on `port`, found in /proc (the local stack does not
- * expose it): a java process whose command line holds DynamoDBLocal.jar and `-port <port>`.
- */
-export function findDynamoDbLocalPid(port: number): number | undefined {
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return undefined;
-  }
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      const portIndex = args.indexOf('-port');
-      if (args.some((arg) => arg.endsWith('DynamoDBLocal.jar')) && args[portIndex + 1] === String(port)) {
-        return Number(entry);
-      }
-    } catch {
-      // The process ended while we looked, or is not ours to read.
-    }
-  }
-  return undefined;
-}
-
-/** VmRSS and VmHWM (kB) from /proc/<pid>/status; undefined when the process is gone. */
-function procStatusKb(pid: number): { VmRSS?: number; VmHWM?: number } | undefined {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const field = (name: string) => {
-      const match = new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status);
-      return match?.[1] === undefined ? undefined : Number(match[1]);
-    };
-    const rss = field('VmRSS');
-    const hwm = field('VmHWM');
-    return { ...(rss !== undefined ? { VmRSS: rss } : {}), ...(hwm !== undefined ? { VmHWM: hwm } : {}) };
-  } catch {
-    return undefined;
   }
 }

@@ -1,8 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { BenchOptions, BenchResult } from './benchResult.js';
 import { ratioRow } from './benchResult.js';
-import { enqueue, startBenchStack, waitForDelivery } from './benchStack.js';
+import {
+  enqueue,
+  findDynamoDbLocalPid,
+  procStatusKb,
+  startBenchStack,
+  waitForDelivery,
+} from './benchStack.js';
 import { round, sleep, spread } from './stats.js';
 
 const RATE_PER_SECOND = 10;
@@ -36,10 +42,12 @@ export async function soak(options: BenchOptions): Promise<BenchResult> {
   const started = Date.now();
   const minutes = options.quick ? 3 : 10;
   const stack = await startBenchStack();
-  const engine = enginePid();
+  const engine = findDynamoDbLocalPid(stack.ports.dynamodb);
   const ids: string[] = [];
   const windows: Window[] = [];
   try {
+    if (engine === undefined)
+      throw new Error('DynamoDB Local not found in /proc: the soak reads its CPU there (Linux)');
     let latencies: number[] = [];
     let windowStart = Date.now();
     let engineBefore = cpuTicks(engine);
@@ -82,7 +90,7 @@ export async function soak(options: BenchOptions): Promise<BenchResult> {
           nodeCpuMsPerMessage: round((node.user + node.system) / 1000 / messages, 2),
           enqueueP50Ms: round(p50, 1),
           enqueueP99Ms: round(p99, 1),
-          engineRssMb: round(rssBytes(engine) / 1e6, 0),
+          engineRssMb: round((procStatusKb(engine)?.VmRSS ?? Number.NaN) / 1024, 0),
         };
         windows.push(window);
         options.log(
@@ -140,34 +148,9 @@ export async function soak(options: BenchOptions): Promise<BenchResult> {
   };
 }
 
-/** The pid of the stack's DynamoDB Local: this process's child running java. */
-function enginePid(): number {
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = statFields(Number(entry));
-      const command = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (Number(stat[1]) === process.pid && command.startsWith('java')) return Number(entry);
-    } catch {
-      // The process ended while the list was read.
-    }
-  }
-  throw new Error(
-    'no DynamoDB Local (java) child of this process; the soak reads its CPU from /proc (Linux)',
-  );
-}
-
-/** The fields of /proc/PID/stat after the command's name: [0] state, [1] ppid, [11] utime … */
-function statFields(pid: number): string[] {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-}
-
+/** The process's user and system CPU so far, in clock ticks (/proc/PID/stat's 14th and 15th fields). */
 function cpuTicks(pid: number): number {
-  const fields = statFields(pid);
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return Number(fields[11]) + Number(fields[12]);
-}
-
-function rssBytes(pid: number): number {
-  return Number(statFields(pid)[21]) * 4096;
 }

@@ -15,9 +15,14 @@ export const SLOW_FAULT = 'data-slow';
 /** The relay drops the connection after reading the final dot. */
 const DROP_FAULT = 'data-drop';
 /** The relay stops answering at RCPT TO, or after the final dot: the client times out. */
-const STALL_FAULTS = ['rcpt-stall', 'data-stall'] as const;
+const RCPT_STALL_FAULT = 'rcpt-stall';
+const DATA_STALL_FAULT = 'data-stall';
 /** The faults after which the session is over, whatever its sender meant to do next (chaos/checker.ts). */
-export const SESSION_ENDING_FAULTS: ReadonlySet<string> = new Set([DROP_FAULT, ...STALL_FAULTS]);
+export const SESSION_ENDING_FAULTS: ReadonlySet<string> = new Set([
+  DROP_FAULT,
+  RCPT_STALL_FAULT,
+  DATA_STALL_FAULT,
+]);
 
 /**
  * Recipients with this prefix pin an ambiguous outcome on their message: the relay drops the
@@ -63,8 +68,8 @@ export function smtpScript(
     [DROP_FAULT, { rcptTo: expireRule, afterData: 'drop' }],
   ];
   const stalls: [string, SmtpBehaviour][] = [
-    [STALL_FAULTS[0], { rcptTo: 'stall' }],
-    [STALL_FAULTS[1], { rcptTo: expireRule, afterData: 'stall' }],
+    [RCPT_STALL_FAULT, { rcptTo: 'stall' }],
+    [DATA_STALL_FAULT, { rcptTo: expireRule, afterData: 'stall' }],
   ];
   const slowMs = () => {
     const [low, high] = [SLOW_RELAY_SECONDS.min * 1000 * scale, SLOW_RELAY_SECONDS.max * 1000 * scale];

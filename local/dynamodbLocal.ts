@@ -50,7 +50,7 @@ export interface StartDynamoDbLocalOptions {
 }
 
 /** What the launcher prints once Jetty listens (LoopbackDynamoDbLocal.java). */
-const LISTENING_LINE = 'DynamoDB Local listening on 127.0.0.1 only';
+export const LISTENING_LINE = 'DynamoDB Local listening on 127.0.0.1 only';
 /** What Jetty says when the port is taken (`java.io.IOException: Failed to bind to /127.0.0.1:PORT`). */
 const BIND_FAILED = /Failed to bind|BindException|Address already in use/;
 

@@ -13,7 +13,7 @@ import {
 } from '@aws-sdk/client-dynamodb-streams';
 import { describe, expect, it } from 'vitest';
 import { LAUNCHER_CLASS, libraryJars, loopbackLauncherDir } from '../../local/dynamodb/loopbackLauncher.js';
-import { dynamoDbLocalJar, startDynamoDbLocal } from '../../local/dynamodbLocal.js';
+import { dynamoDbLocalJar, LISTENING_LINE, startDynamoDbLocal } from '../../local/dynamodbLocal.js';
 import { freePort } from '../../local/freePort.js';
 
 /**
@@ -174,7 +174,7 @@ describe('DynamoDB Local in the local stack', () => {
     });
     try {
       const deadline = Date.now() + 30_000;
-      while (!stdout.includes('listening on 127.0.0.1 only') && java.exitCode === null) {
+      while (!stdout.includes(LISTENING_LINE) && java.exitCode === null) {
         if (Date.now() > deadline) throw new Error(`the other release did not listen: ${stdout}${stderr}`);
         await sleep(50);
       }
