@@ -333,7 +333,7 @@ export function isCopy(transaction: Pick<SmtpTransaction, 'outcome'>): boolean {
  * and if it heard none, it had sent nothing more (a client that gave up on its own is no victim of
  * the kill); a timeout kill cuts only the copies of its own invocation.
  */
-export function killCut(kill: KillRecord, transaction: SmtpTransaction, endedByAFault = false): boolean {
+export function killCut(kill: KillRecord, transaction: SmtpTransaction, endedByAFault: boolean): boolean {
   const dot = transaction.finalDotAtMs;
   const closed = transaction.closedAtMs;
   if (dot === null || closed === null) return false;
@@ -398,8 +398,8 @@ export function sessionCut(cut: SessionCut, transaction: SmtpTransaction): boole
 export function explainCopy(
   transaction: SmtpTransaction,
   kills: readonly KillRecord[],
-  cuts: readonly SessionCut[] = [],
-  endedByAFault = false,
+  cuts: readonly SessionCut[],
+  endedByAFault: boolean,
 ): { by: Explanation; killAtMs?: number } | null {
   if (!isCopy(transaction)) return null;
   if (transaction.outcome === 'dropped') return { by: 'relay-drop' };

@@ -77,8 +77,8 @@ describe('a relay outage that cuts a session past its final dot', () => {
     const [transaction] = input.transactions;
     expect(transaction).toMatchObject({ postdateId: 'A', fault: 'data-slow', outcome: 'accepted' });
     if (transaction === undefined) throw new Error('no transaction');
-    expect(explainCopy(transaction, [], input.cuts)).toMatchObject({ by: 'relay-outage' });
-    expect(explainCopy(transaction, [], [])).toBeNull();
+    expect(explainCopy(transaction, [], input.cuts ?? [], false)).toMatchObject({ by: 'relay-outage' });
+    expect(explainCopy(transaction, [], [], false)).toBeNull();
     await outage.set('up');
     expect(outage.outages[0]?.endedAtMs).toEqual(expect.any(Number));
   }, 30_000);
