@@ -7,7 +7,12 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type RetryResult, retryMessage } from '../lambdas/api/routes/messages.js';
 import type { ShardPosition } from '../lambdas/core/listPages.js';
 import { discardedAt, retentionRanOut } from '../lambdas/core/messageLifetime.js';
-import { isMessageStatus, MESSAGE_STATUSES, type MessageStatus } from '../lambdas/core/messageStatus.js';
+import {
+  isMessageStatus,
+  isWaitingForOperator,
+  MESSAGE_STATUSES,
+  type MessageStatus,
+} from '../lambdas/core/messageStatus.js';
 import { sendersHold } from '../lambdas/core/sweepDecision.js';
 import type { ApiStore, TransitionResult } from '../lambdas/ports/ApiStore.js';
 import type { AttachmentStore } from '../lambdas/ports/AttachmentStore.js';
@@ -421,8 +426,13 @@ export function messagesCancel(
   ids: readonly string[],
   out: Output,
 ): Promise<TransitionReport> {
-  return endEach(deps, ids, out, 'cancelled', 'cancel takes a scheduled or retrying message', (input) =>
-    deps.store.cancel(input),
+  return endEach(
+    deps,
+    ids,
+    out,
+    'cancelled',
+    ruleOnly('cancel takes a scheduled or retrying message'),
+    (input) => deps.store.cancel(input),
   );
 }
 
@@ -439,8 +449,13 @@ export async function messagesRetry(
   out: Output,
 ): Promise<TransitionReport> {
   const now = deps.now();
-  return transitionEach(deps, ids, 'retried', 'retry takes a failed, dead or unknown message', out, (state) =>
-    retryMessage(deps, { tenant: state.tenant, id: state.id, now, maxAttempts: deps.maxAttempts }),
+  return transitionEach(
+    deps,
+    ids,
+    'retried',
+    ruleOnly('retry takes a failed, dead or unknown message'),
+    out,
+    (state) => retryMessage(deps, { tenant: state.tenant, id: state.id, now, maxAttempts: deps.maxAttempts }),
   );
 }
 
@@ -454,14 +469,28 @@ export function messagesDiscard(
   ids: readonly string[],
   out: Output,
 ): Promise<TransitionReport> {
-  return endEach(
-    deps,
-    ids,
-    out,
-    'discarded',
-    'discard takes a failed, dead or unknown message that still waits for an operator',
-    (input) => deps.store.discard(input),
-  );
+  return endEach(deps, ids, out, 'discarded', whyNotDiscarded, (input) => deps.store.discard(input));
+}
+
+/**
+ * Why a discard changed nothing, in what is so: a failed, dead or unknown message that no longer
+ * waits was discarded already, or is a test message, whose retention started when it ended (0145).
+ */
+function whyNotDiscarded(current: MessageStateRecord): string {
+  const status = current.status;
+  if (!isWaitingForOperator(status)) {
+    return `it is ${status}: discard takes a failed, dead or unknown message that still waits for an operator`;
+  }
+  const discarded = discardedAt(current);
+  if (discarded !== undefined) {
+    return `it is ${status} and was discarded already at ${discarded}: nothing to do (postdate messages retry sends it again)`;
+  }
+  return `it is ${status} on a test side, where nobody waits for an operator: its retention runs already, nothing to discard`;
+}
+
+/** The reason for a conflict when the status alone explains it. */
+function ruleOnly(rule: string): (current: MessageStateRecord) => string {
+  return (current) => `it is ${current.status}: ${rule}`;
 }
 
 /** A move after which the record (and its body) lives the retention from now: a cancel or a discard. */
@@ -470,19 +499,21 @@ function endEach(
   ids: readonly string[],
   out: Output,
   done: 'cancelled' | 'discarded',
-  rule: string,
+  conflictReason: (current: MessageStateRecord) => string,
   end: (input: { tenant: string; id: string; now: Date; expiresAt: number }) => Promise<TransitionResult>,
 ): Promise<TransitionReport> {
   const now = deps.now();
   const expiresAt = expiresAtAfter(now, deps.retentionDays);
-  return transitionEach(deps, ids, done, rule, out, ({ tenant, id }) => end({ tenant, id, now, expiresAt }));
+  return transitionEach(deps, ids, done, conflictReason, out, ({ tenant, id }) =>
+    end({ tenant, id, now, expiresAt }),
+  );
 }
 
 async function transitionEach(
   deps: MessagesDeps,
   ids: readonly string[],
   done: 'cancelled' | 'retried' | 'discarded',
-  rule: string,
+  conflictReason: (current: MessageStateRecord) => string,
   out: Output,
   apply: (state: MessageStateRecord) => Promise<RetryResult>,
 ): Promise<TransitionReport> {
@@ -529,7 +560,7 @@ async function transitionEach(
         outcome: 'conflict',
         status: result.current.status,
         rev: result.current.rev,
-        reason: `it is ${result.current.status}: ${rule}`,
+        reason: conflictReason(result.current),
       });
     }
   }

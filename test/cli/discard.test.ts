@@ -93,6 +93,28 @@ describe('postdate messages discard', () => {
     expect([await readState(t.deps, sent.id), await readState(t.deps, dead.id)]).toEqual(before);
   });
 
+  it('says why a failed, dead or unknown message is not discarded: discarded already, or a test message nobody waits for', async () => {
+    // A reason that names the message's own status as one discard takes ("it is dead: discard takes
+    // a failed, dead or unknown message …") leaves the operator guessing; it must say what is so.
+    const t = await setUp();
+    const dead = await t.endedAs('dead');
+    const testUnknown = await t.endedAs('unknown', { tenant: 'acme.test' });
+    await messagesDiscard(t.deps, [dead.id], memoryOutput());
+
+    const report = await messagesDiscard(t.deps, [dead.id, testUnknown.id], memoryOutput());
+
+    expect(report.results.map((row) => [row.outcome, row.status])).toEqual([
+      ['conflict', 'dead'],
+      ['conflict', 'unknown'],
+    ]);
+    expect(report.results[0]?.reason).toBe(
+      `it is dead and was discarded already at ${t.now.toISOString()}: nothing to do (postdate messages retry sends it again)`,
+    );
+    expect(report.results[1]?.reason).toBe(
+      'it is unknown on a test side, where nobody waits for an operator: its retention runs already, nothing to discard',
+    );
+  });
+
   it('finishes the body’s TTL on the next discard when the first one’s body write failed (decision 0145)', async () => {
     const t = await setUp();
     const failed = await t.endedAs('failed');
