@@ -92,7 +92,7 @@ export async function messagesEnqueue(
   }
   if (!out.json) {
     out.warn(
-      `${items.length} sent: ${counts.created} new, ${counts.replayed} replayed, ${counts.refused} refused` +
+      `${items.length} ${items.length === 1 ? 'line' : 'lines'}: ${counts.created} new, ${counts.replayed} replayed, ${counts.refused} refused` +
         (counts.unknown === 0
           ? ''
           : `, ${counts.unknown} unknown (a 5xx: maybe stored; run the file again, each line replays under its key)`),

@@ -104,6 +104,8 @@ describe('postdate messages enqueue --file', () => {
     const report = await messagesEnqueue(client, { text }, out);
     expect(report.ok).toBe(false);
     expect(out.lines[1]).toMatch(/^line 2: 400 \/messages\/1\//);
+    // The summary counts lines, never mail "sent": nothing is sent at enqueue, and one was refused.
+    expect(out.warnings).toEqual(['2 lines: 1 new, 0 replayed, 1 refused']);
 
     await expect(messagesEnqueue(client, { text: `${lines(1)}\n{not json` }, out)).rejects.toThrow(
       'line 2 is not JSON; nothing was sent',
