@@ -154,12 +154,19 @@ export async function sendingResume(
           out,
           'green',
           options.kind === undefined
-            ? 'sending resumed: the held messages go out as their copies come back'
+            ? `sending resumed: the held messages go out as their copies come back${kindsLiftedToo(before.pause)}`
             : `sending resumed for kind ${options.kind}`,
         ),
   );
   render(status, out);
   return status;
+}
+
+/** A resume of everything lifts each kind's own pause too (core pauseAfter): said, so nobody is surprised. */
+function kindsLiftedToo(pause: PauseState): string {
+  const kinds = Object.keys(pause.kinds).sort();
+  if (kinds.length === 0) return '';
+  return ` (${kinds.length === 1 ? 'kind' : 'kinds'} ${kinds.join(', ')} too: ${kinds.length === 1 ? 'its own pause is' : 'their own pauses are'} lifted)`;
 }
 
 export async function sendingStatus(deps: SendingDeps, out: Output): Promise<SendingStatus> {

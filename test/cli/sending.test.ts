@@ -92,6 +92,30 @@ describe('postdate sending', () => {
     expect((await deps.gate.read()).pause.all).toBeUndefined();
   });
 
+  it('a resume of everything names the kinds whose own pauses it lifts with it', async () => {
+    // A kind paused for its own reason (wrong wording) and then everything paused for an incident:
+    // `resume` lets both go. The operator must read that, not only "paused: nothing" below it.
+    const { tableName } = await freshTable('sending-resume-all');
+    const documents = documentClient();
+    const now = () => new Date();
+    const relays = relaysDeps({ documents, tableName, names: ['default'], namesFrom: 'stack', now });
+    const deps = { gate: new DynamoSendingGate(documents, tableName), relays, now };
+    await sendingPause(deps, { kind: 'newsletter', reason: 'wrong wording' }, memoryOutput());
+    await sendingPause(deps, { kind: 'digest' }, memoryOutput());
+    await sendingPause(deps, { reason: 'incident 42' }, memoryOutput());
+    const out = memoryOutput();
+
+    await sendingResume(deps, {}, out);
+
+    expect(out.lines[0]).toBe(
+      'sending resumed: the held messages go out as their copies come back (kinds digest, newsletter too: their own pauses are lifted)',
+    );
+    const alone = memoryOutput();
+    await sendingPause(deps, {}, memoryOutput());
+    await sendingResume(deps, {}, alone);
+    expect(alone.lines[0]).toBe('sending resumed: the held messages go out as their copies come back');
+  });
+
   describe("kinds are the tenants' own tags.kind values (DESIGN §5, §6)", () => {
     async function sending() {
       const { tableName } = await freshTable('sending-kinds');
