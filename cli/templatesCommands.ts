@@ -13,7 +13,7 @@ import {
   validateTemplatePut,
   validateTemplateRender,
 } from '../lambdas/core/templateRequests.js';
-import type { TemplateStore } from '../lambdas/ports/TemplateStore.js';
+import type { TemplateHead, TemplateStore } from '../lambdas/ports/TemplateStore.js';
 import { DynamoTemplateStore } from '../lambdas/store/templateStore.js';
 import { CliError, EXIT, type ExitCode, NotFoundError, UsageError } from './cliErrors.js';
 import {
@@ -23,7 +23,7 @@ import {
   tenantName,
   tenantOf,
 } from './commandAction.js';
-import type { Output } from './output.js';
+import { type Output, printTable } from './output.js';
 
 export interface TemplatesDeps {
   readonly store: TemplateStore;
@@ -82,7 +82,7 @@ export async function templatesList(
   input: { tenant: string },
   out: Output,
 ): Promise<ExitCode> {
-  const items = [];
+  const items: TemplateHead[] = [];
   let after: string | null = null;
   do {
     const page = await deps.store.list(input.tenant, { limit: 100, after });
@@ -93,11 +93,17 @@ export async function templatesList(
     out.data({ items });
     return EXIT.ok;
   }
-  for (const head of items)
-    out.line(
-      `${head.name}\tv${head.latest_version}\t${head.archived_at ? `archived ${head.archived_at}` : 'active'}\t${head.description ?? ''}`,
-    );
-  if (items.length === 0) out.line(`no templates for tenant ${input.tenant}`);
+  printTable(
+    out,
+    [
+      { header: 'NAME', value: (head: TemplateHead) => head.name },
+      { header: 'LATEST', value: (head) => `v${head.latest_version}` },
+      { header: 'STATE', value: (head) => (head.archived_at ? `archived ${head.archived_at}` : 'active') },
+      { header: 'DESCRIPTION', value: (head) => head.description ?? '' },
+    ],
+    items,
+    `no templates for tenant ${input.tenant}`,
+  );
   return EXIT.ok;
 }
 

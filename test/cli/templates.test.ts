@@ -80,7 +80,8 @@ describe('postdate templates', () => {
 
     const list = capture();
     await templatesList(deps, { tenant: 'local' }, list.out);
-    expect(list.lines).toEqual(['welcome\tv2\tactive\tv2']);
+    // A table with a header row, as every other list command prints (keys, webhooks, suppressions).
+    expect(list.lines).toEqual(['NAME     LATEST  STATE   DESCRIPTION', 'welcome  v2      active  v2']);
 
     const show = capture(true);
     expect(await templatesShow(deps, { name: 'welcome', tenant: 'local', version: 1 }, show.out)).toBe(
