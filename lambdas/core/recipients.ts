@@ -88,8 +88,9 @@ export function pendingPositions(total: number, progress: RecipientProgress): nu
 /**
  * The progress after one attempt to `attempted` (the positions in its envelope): the ones the final
  * 250 covered are accepted, permanent refusals are rejected, and everything else stays pending.
- * `allRefused` says the relay refused the whole message for every attempted recipient for good
- * (a 5xx after DATA, or content it will never take).
+ * `allRefused` says the relay refused the whole message for good (a 5xx to MAIL FROM, DATA or the
+ * final dot, or content it will never take): every attempted recipient it did not answer for itself
+ * at RCPT TO is rejected with it, one it deferred there stays pending (DESIGN §5).
  */
 export function progressAfter(
   progress: RecipientProgress,

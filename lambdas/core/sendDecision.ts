@@ -408,8 +408,9 @@ function throttleSignal(kinds: readonly (ThrottleKind | undefined)[]): FleetSign
  * - **a reply to the message's own commands** (MAIL, RCPT, DATA, the final dot; 421 included) or a
  *   break after MAIL FROM counts exactly one attempt, and the recipients settle one by one: `sent`
  *   when none is pending and at least one was accepted, `failed` when every one was rejected; a
- *   permanent failure without per-recipient replies rejects every attempted recipient; ambiguous
- *   under `hold` is `unknown`; anything that leaves recipients pending retries after backoff with
+ *   permanent failure of the message (a 5xx to MAIL, DATA or the final dot) rejects every attempted
+ *   recipient the relay did not answer for itself at RCPT TO (one deferred there stays pending);
+ *   ambiguous under `hold` is `unknown`; anything that leaves recipients pending retries after backoff with
  *   full jitter, and is `dead` once the attempts reach the limit.
  * The backoff's exponent is the message's attempts before this one (never a queue receive count: a
  * pause or an outage inflates receives, a re-delayed copy restarts them). Whether the outcome joins
@@ -451,7 +452,7 @@ export function decideOutcome(
     attempted: result.attempted,
     delivered: result.delivered,
     refused: result.refused,
-    allRefused: failureClass === 'permanent' && result.refused.length === 0,
+    allRefused: failureClass === 'permanent',
   });
   const pending = pendingPositions(record.recipientTotal, recipients);
   // Recipients the relay throttled at RCPT TO (in a transaction), still pending: the fleet's pressure.
