@@ -155,6 +155,8 @@ interface Played {
   readonly result: AttemptResult;
   /** The relay saw MAIL FROM. */
   readonly mailFromSeen: boolean;
+  /** What the reply the exchange ended with says, in DESIGN's words, read from the scenario itself. */
+  readonly ended: 'outage' | 'throttle' | 'transient' | 'permanent' | 'ambiguous' | 'delivered';
   /** Each envelope position's own reply at RCPT TO, when the exchange got that far. */
   readonly rcpt: ReadonlyMap<number, RcptReply>;
 }
@@ -187,6 +189,7 @@ function play(exchange: Exchange, envelope: readonly number[]): Played {
     return {
       result: attempt(false, error, { beforeTransaction: true }, []),
       mailFromSeen: false,
+      ended: 'outage',
       rcpt: none,
     };
   }
@@ -198,7 +201,10 @@ function play(exchange: Exchange, envelope: readonly number[]): Played {
       throttle: reply(454, THROTTLE_TEXT, 'MAIL FROM'),
       reject: reply(552, '552 5.3.4 Message size exceeds fixed limit', 'MAIL FROM'),
     }[exchange.reply];
-    return { result: attempt(false, error, inTransaction, []), mailFromSeen: true, rcpt: none };
+    const ended = (
+      { defer: 'transient', close: 'transient', throttle: 'throttle', reject: 'permanent' } as const
+    )[exchange.reply];
+    return { result: attempt(false, error, inTransaction, []), mailFromSeen: true, ended, rcpt: none };
   }
   const rcpt = new Map(
     envelope.map((position, index) => [position, exchange.replies[index % exchange.replies.length] ?? 'ok']),
@@ -221,7 +227,11 @@ function play(exchange: Exchange, envelope: readonly number[]): Played {
     const last = rejectedErrors[rejectedErrors.length - 1];
     const shown = deferred ?? last;
     const error = { ...reply(shown?.responseCode ?? 550, shown?.response ?? '', 'RCPT TO'), rejectedErrors };
-    return { result: attempt(false, error, inTransaction, refused), mailFromSeen: true, rcpt };
+    // It ends with the first deferral's reply, a throttle's or not; with only 5xx, permanent.
+    const firstDeferral = [...rcpt.values()].find((answer) => answer === 'defer' || answer === 'throttle');
+    const ended =
+      firstDeferral === undefined ? 'permanent' : firstDeferral === 'throttle' ? 'throttle' : 'transient';
+    return { result: attempt(false, error, inTransaction, refused), mailFromSeen: true, ended, rcpt };
   }
   const afterDot = { transactionStarted: true, bodySent: true };
   const ending = {
@@ -236,7 +246,19 @@ function play(exchange: Exchange, envelope: readonly number[]): Played {
   }[exchange.ending] as [unknown, SmtpFailureContext] | undefined;
   const result =
     ending === undefined ? attempt(true, null, {}, refused) : attempt(false, ending[0], ending[1], refused);
-  return { result, mailFromSeen: true, rcpt };
+  const ended = (
+    {
+      'dot-250': 'delivered',
+      'dot-451': 'transient',
+      'dot-554': 'permanent',
+      'data-451': 'transient',
+      'data-554': 'permanent',
+      'dot-throttle': 'throttle',
+      'silent-after-dot': 'ambiguous',
+      'break-before-dot': 'transient',
+    } as const
+  )[exchange.ending];
+  return { result, mailFromSeen: true, ended, rcpt };
 }
 
 /** What DESIGN §5 says becomes of one recipient of the envelope, by its reply at RCPT TO and the end. */
@@ -314,8 +336,8 @@ describe('the promise, recipient by recipient, over any sequence of exchanges an
           const decision = decideOutcome(played.result, record, SETTINGS, () => draw);
           const label = `${RELAYS[exchange.relay]}: ${JSON.stringify(exchange)} on envelope ${JSON.stringify(envelope)}`;
 
-          const throttled = played.result.origin === 'throttle';
-          const ambiguous = played.result.failureClass === 'ambiguous';
+          const throttled = played.ended === 'throttle';
+          const ambiguous = played.ended === 'ambiguous';
           // Each recipient of the envelope, by its own reply and the exchange's end (§5).
           // A throttling reply takes nobody (§5 "Rate"). Whether a 5xx one recipient had at RCPT TO in
           // the same session is recorded is left open here: decideOutcome leaves every recipient as it was.
@@ -356,12 +378,7 @@ describe('the promise, recipient by recipient, over any sequence of exchanges an
 
           // The backoff of a counted transient failure: random(0, min(cap, base · 2^attempts)) (§5).
           const onlyThrottledWait = pending.every((position) => played.rcpt.get(position) === 'throttle');
-          if (
-            decision.to === 'retrying' &&
-            counted &&
-            played.result.failureClass === 'transient' &&
-            !onlyThrottledWait
-          ) {
+          if (decision.to === 'retrying' && counted && played.ended === 'transient' && !onlyThrottledWait) {
             const policy = { baseSeconds: SETTINGS.retryBaseSeconds, capSeconds: SETTINGS.retryCapSeconds };
             expect(decision.visibilitySeconds).toBeGreaterThanOrEqual(0);
             expect(decision.visibilitySeconds).toBeLessThanOrEqual(backoffCeilingSeconds(attempts, policy));
@@ -374,6 +391,41 @@ describe('the promise, recipient by recipient, over any sequence of exchanges an
         }
       }),
       { numRuns: 500 },
+    );
+  });
+});
+
+describe('a manual retry (DESIGN §3)', () => {
+  it('makes every recipient not yet accepted pending again, keeps the accepted out, and the still suppressed', () => {
+    const progresses = fc
+      .record({
+        total: fc.integer({ min: 1, max: 8 }),
+        states: fc.array(fc.constantFrom('accepted', 'rejected', 'suppressed', 'pending'), {
+          minLength: 8,
+          maxLength: 8,
+        }),
+        suppressedNow: fc.subarray([0, 1, 2, 3, 4, 5, 6, 7]),
+      })
+      .map(({ total, states, suppressedNow }) => {
+        const of = (state: string) =>
+          states.slice(0, total).flatMap((each, position) => (each === state ? [position] : []));
+        const progress: RecipientProgress = {
+          accepted: of('accepted'),
+          rejected: of('rejected'),
+          suppressed: of('suppressed'),
+        };
+        return { total, progress, suppressedNow };
+      });
+    fc.assert(
+      fc.property(progresses, ({ total, progress, suppressedNow }) => {
+        const retried = progressAfterManualRetry(progress);
+        expect(retried.accepted).toEqual(progress.accepted);
+        const notAccepted = pendingPositions(total, { accepted: progress.accepted, rejected: [] });
+        expect(pendingPositions(total, retried)).toEqual(notAccepted);
+        const screening = screenRecipients(total, retried, suppressedNow);
+        const envelope = screening.kind === 'send' ? screening.envelope : [];
+        expect(envelope).toEqual(notAccepted.filter((position) => !suppressedNow.includes(position)));
+      }),
     );
   });
 });
