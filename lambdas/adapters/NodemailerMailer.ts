@@ -190,8 +190,13 @@ export class NodemailerMailer implements Mailer {
         const reused = session.messages > 0;
         const message = this.compose(email, onBodySent);
         session.messages += 1;
+        // nodemailer records each RCPT TO refusal on this object as the relay answers (its own
+        // envelope for the transaction), but puts them on a failure only when every recipient was
+        // refused: after a reply to the dot, a dropped connection or a timeout, they are read here
+        // (decision 0314). A fresh object for each transaction, so no other's replies are ever read.
+        const transaction: TransactionEnvelope = { from: smtpEnvelope.from, to: [...smtpEnvelope.to] };
         try {
-          const info = await untilAborted(sendOn(session, smtpEnvelope, message), abort.signal);
+          const info = await untilAborted(sendOn(session, transaction, message), abort.signal);
           const refused = refusalsOf(info.rejectedErrors, envelope);
           // A recipient deferred with a 4xx: its retry must meet a session opened after this one.
           this.afterTransaction(session, refused.some((refusal) => !refusal.permanent) ? 'transient' : 'ok');
@@ -206,17 +211,18 @@ export class NodemailerMailer implements Mailer {
           // The message went to a ready session: MAIL FROM is on its way, and a reply or the
           // message's own stream failing is this message's outcome, whatever nodemailer calls it.
           const context = { bodySent: tracker.bodySent, transactionStarted: true };
+          const refused = refusalsOf(rejectedErrorsOf(thrown) ?? transaction.rejectedErrors, envelope);
           if (tracker.timedOut || abort.signal.aborted) {
             session.pool.discard(session);
             const error = attemptTimeout(thrown);
-            return this.failed(error, context, [], started);
+            return this.failed(error, context, refused, started);
           }
           if (reused && round === 0 && failure.unread && closedWhileIdle(thrown)) {
             session.pool.discard(session);
             continue;
           }
           await this.afterFailedTransaction(session, thrown);
-          return this.failed(thrown, context, refusalsOf(rejectedErrorsOf(thrown), envelope), started);
+          return this.failed(thrown, context, refused, started);
         }
       }
     } finally {
@@ -458,13 +464,20 @@ function afterPendingReads(declare: () => void): void {
 }
 
 /** One message on one session: MAIL FROM, RCPT TO, DATA, the body and the final reply. */
+/** The envelope handed to nodemailer for one transaction; it adds the refusals at RCPT TO as they come. */
+interface TransactionEnvelope {
+  readonly from: string;
+  readonly to: string[];
+  readonly rejectedErrors?: unknown[];
+}
+
 function sendOn(
   session: SmtpSession,
-  envelope: { readonly from: string; readonly to: readonly string[] },
+  envelope: TransactionEnvelope,
   message: Readable,
 ): Promise<SMTPConnectionSendInfo> {
   return new Promise((resolve, reject) => {
-    session.connection.send({ from: envelope.from, to: [...envelope.to] }, message, (error, info) => {
+    session.connection.send(envelope, message, (error, info) => {
       if (error) reject(error);
       else if (info === undefined) reject(new Error('the SMTP connection reported no result'));
       else resolve(info);

@@ -103,6 +103,34 @@ describe('NodemailerMailer against a real SMTP server', () => {
     });
   });
 
+  // DESIGN §5: recipients one by one; §12: a 5.1.1 at RCPT TO is suppressed. The replies each recipient
+  // got at RCPT TO are the outcome's whatever ends the transaction after them (decision 0314).
+  it.each([
+    ['a 554 to the final dot', { code: 554, message: '5.6.0 Content rejected' } as const, 'permanent'],
+    ['a 451 to the final dot', { code: 451, message: '4.3.0 Try again later' } as const, 'transient'],
+    ['a connection dropped after the final dot', 'drop' as const, 'ambiguous'],
+    ['no reply to the final dot', 'stall' as const, 'ambiguous'],
+  ])('keeps the refusals at RCPT TO when %s ends the transaction', async (_name, afterData, failureClass) => {
+    mailer = newMailer();
+    server.script({
+      rcptTo: (address) =>
+        address === 'later@example.net'
+          ? { code: 450, message: '4.2.1 Mailbox busy' }
+          : address === 'gone@example.net'
+            ? { code: 550, message: '5.1.1 User unknown' }
+            : undefined,
+      afterData,
+    });
+    const outcome = await mailer.send(
+      email({ to: ['later@example.net', 'ada@example.org', 'gone@example.net'] }),
+    );
+    expect(outcome.delivered ? 'delivered' : outcome.failure.class).toBe(failureClass);
+    expect(outcome.refused).toMatchObject([
+      { index: 0, code: '450', enhancedCode: '4.2.1', permanent: false },
+      { index: 2, code: '550', enhancedCode: '5.1.1', permanent: true, hardBounce: true },
+    ]);
+  });
+
   it.each([
     {
       rule: 'named more than once when its one RCPT TO is refused (decision 0234)',

@@ -104,6 +104,35 @@ describe('the sender and the suppression list', () => {
     expect(rig.metrics.of('SuppressionsAdded')).toBe(0);
   });
 
+  // DESIGN §5 (recipients one by one) and §12 across the seam of the mailer and the outcome: the replies
+  // at RCPT TO stand whatever the relay says to the message after them (decisions 0313, 0314).
+  it('keeps each recipient’s own RCPT TO reply when the relay then refuses the message: the 5.1.1 one suppressed, the deferred one pending, the taken one rejected', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script({
+      rcptTo: (address) =>
+        address === 'later@example.net'
+          ? { code: 450, message: '4.2.1 Mailbox busy' }
+          : address === 'nobody@example.net'
+            ? { code: 550, message: '5.1.1 User unknown' }
+            : undefined,
+      afterData: { code: 554, message: '5.6.0 Content rejected' },
+    });
+    const message = await rig.putMessage({
+      to: ['later@example.net', 'ada@example.org', 'nobody@example.net'],
+    });
+    await rig.dispatch(message);
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({
+      status: 'retrying',
+      attempts: 1,
+      rcpt_accepted: [],
+      rcpt_rejected: [1, 2],
+    });
+    expect(await list.suppressedAmong(TENANT, ['nobody@example.net', 'ada@example.org'])).toEqual(
+      new Set(['nobody@example.net']),
+    );
+  });
+
   it('never suppresses anyone when the relay refuses our sender at RCPT TO (553 5.1.8): config, retried, alarmed; sent once it is fixed', async () => {
     const rig = await createSenderRig(world);
     // Postfix with smtpd_delay_reject: the sender's check answers every RCPT TO.
