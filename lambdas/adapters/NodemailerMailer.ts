@@ -211,7 +211,11 @@ export class NodemailerMailer implements Mailer {
           // The message went to a ready session: MAIL FROM is on its way, and a reply or the
           // message's own stream failing is this message's outcome, whatever nodemailer calls it.
           const context = { bodySent: tracker.bodySent, transactionStarted: true };
-          const refused = refusalsOf(rejectedErrorsOf(thrown) ?? transaction.rejectedErrors, envelope);
+          // A refused MAIL FROM opened no transaction: what a pipelined RCPT TO got after it (a 503
+          // "need MAIL command") is no reply about its recipient (decision 0315).
+          const refused = refusedAtMailFrom(thrown)
+            ? []
+            : refusalsOf(rejectedErrorsOf(thrown) ?? transaction.rejectedErrors, envelope);
           if (tracker.timedOut || abort.signal.aborted) {
             session.pool.discard(session);
             const error = attemptTimeout(thrown);
@@ -550,6 +554,13 @@ function attemptTimeout(cause: unknown): Error {
     code: 'ETIMEDOUT',
     command: 'CONN',
   });
+}
+
+/** The relay refused MAIL FROM (nodemailer files that reply, and a close in answer to it, under `MAIL FROM`). */
+function refusedAtMailFrom(error: unknown): boolean {
+  return (
+    typeof error === 'object' && error !== null && (error as { command?: unknown }).command === 'MAIL FROM'
+  );
 }
 
 function rejectedErrorsOf(error: unknown): unknown[] | undefined {

@@ -131,6 +131,28 @@ describe('NodemailerMailer against a real SMTP server', () => {
     ]);
   });
 
+  // A refused MAIL FROM opens no transaction: with PIPELINING the RCPT TO sent along gets a 503
+  // ("need MAIL command"), which says nothing of its recipient (decision 0315).
+  it.each([
+    [
+      '552 5.3.4 (the message, for good)',
+      { code: 552, message: '5.3.4 Message size exceeds fixed limit' },
+      'permanent',
+    ],
+    ['451 4.3.0', { code: 451, message: '4.3.0 Try again later' }, 'transient'],
+  ] as const)(
+    'reports no recipient refused at RCPT TO when the relay answers MAIL FROM %s',
+    async (_name, mailFrom, failureClass) => {
+      mailer = newMailer();
+      server.script({ mailFrom });
+      const outcome = await mailer.send(email({ to: ['ada@example.org', 'bob@example.net'] }));
+      expect({
+        outcome: outcome.delivered ? 'delivered' : outcome.failure.class,
+        refused: outcome.refused,
+      }).toEqual({ outcome: failureClass, refused: [] });
+    },
+  );
+
   it.each([
     {
       rule: 'named more than once when its one RCPT TO is refused (decision 0234)',
