@@ -400,6 +400,7 @@ function throttleSignal(kinds: readonly (ThrottleKind | undefined)[]): FleetSign
  *   attempt and never `dead`: the message waits for the breaker, which opens for every sender;
  * - **throttling** (SES's `454 Throttling failure`) is no attempt and never `dead`: the copy comes
  *   back shortly, and every sender slows down (its daily quota: holds for minutes, decision 0193);
+ *   a recipient the relay refused for good at RCPT TO before it is rejected all the same;
  *   a recipient throttled at RCPT TO while the relay took others stays pending, the attempt counts
  *   (the message went out), every sender slows down, and the message is not `dead` for it: the
  *   recipient comes back shortly when no other pending one waits for a backoff;
@@ -444,7 +445,26 @@ export function decideOutcome(
   }
   if (origin === FAILURE_ORIGIN.throttle) {
     const fleet = throttleSignal([result.throttle]);
-    return { to: 'retrying', visibilitySeconds: throttledWait(random), ...unchanged, fleet };
+    // A recipient's own reply at RCPT TO stands whatever ended the transaction (decision 0315): one
+    // refused there for good is rejected, though the throttle that stopped the rest counts no attempt.
+    const recipients = progressAfter(record.recipients, {
+      attempted: result.attempted,
+      delivered: false,
+      refused: result.refused,
+      allRefused: false,
+    });
+    if (pendingPositions(record.recipientTotal, recipients).length > 0)
+      return { to: 'retrying', visibilitySeconds: throttledWait(random), ...unchanged, recipients, fleet };
+    // Nobody left to throttle (a throttle ends a transaction with someone pending, so only in theory).
+    const to = recipients.accepted.length > 0 ? 'sent' : 'failed';
+    return {
+      to,
+      attempts: record.attempts,
+      recipients,
+      joinsHistory: joinsHistory(false, to),
+      showsLastError: showsLastError(to),
+      fleet,
+    };
   }
   const counted = origin === FAILURE_ORIGIN.transaction;
   const attempts = record.attempts + (counted ? 1 : 0);

@@ -117,14 +117,24 @@ describe('the outcome decision, by where the failure happened', () => {
     );
   });
 
-  it('a throttle never counts an attempt, never ends the message, and comes back within seconds', () => {
+  // DESIGN §5: "one rejected with a 5xx is recorded and not retried", whatever then throttled the
+  // others: each reply at RCPT TO stands whatever ends the transaction (decisions 0314, 0315).
+  it('a throttle never counts an attempt, rejects only whom the relay refused for good at RCPT TO, and comes back within seconds', () => {
     fc.assert(
       fc.property(cases, ([record, result, draw]) => {
         const decision = decideOutcome({ ...result, origin: 'throttle' }, record, SETTINGS, () => draw);
-        expect(decision.to).toBe('retrying');
+        const refusedForGood = result.refused.filter((refusal) => refusal.permanent).map((r) => r.position);
+        const rejected = [...record.recipients.rejected, ...refusedForGood].sort((a, b) => a - b);
         expect(decision.attempts).toBe(record.attempts);
-        expect(decision.recipients).toEqual(record.recipients);
+        const accepted = [...record.recipients.accepted].sort((a, b) => a - b);
+        expect(decision.recipients).toEqual({ accepted, rejected });
         expect(decision.fleet).toBe(result.throttle === 'quota' ? 'quota-exhausted' : 'throttled');
+        if (pendingPositions(record.recipientTotal, decision.recipients).length === 0) {
+          // Only in theory (a throttle stops someone): settled as any attempt that leaves nobody pending.
+          expect(decision.to).toBe(record.recipients.accepted.length > 0 ? 'sent' : 'failed');
+          return;
+        }
+        expect(decision.to).toBe('retrying');
         expect(decision.visibilitySeconds).toBeGreaterThanOrEqual(1);
         expect(decision.visibilitySeconds).toBeLessThanOrEqual(THROTTLED_RETRY_SECONDS);
       }),
@@ -271,8 +281,13 @@ describe('what joins the history', () => {
     fc.assert(
       fc.property(outcomes, ([record, result, draw]) => {
         const failed = { ...result, delivered: false, failureClass: result.failureClass ?? 'transient' };
-        for (const origin of ['outage', 'throttle'] as const)
-          expect(decideOutcome({ ...failed, origin }, record, SETTINGS, () => draw).joinsHistory).toBe(false);
+        expect(
+          decideOutcome({ ...failed, origin: 'outage' }, record, SETTINGS, () => draw).joinsHistory,
+        ).toBe(false);
+        // A throttle ends the message only when every recipient it could stop was refused for good at
+        // RCPT TO (in theory: a throttle stops someone); then it says why, as any ending does.
+        const throttled = decideOutcome({ ...failed, origin: 'throttle' }, record, SETTINGS, () => draw);
+        expect(throttled.joinsHistory).toBe(throttled.to !== 'retrying');
         expect(
           decideOutcome({ ...result, origin: 'transaction' }, record, SETTINGS, () => draw).joinsHistory,
         ).toBe(true);

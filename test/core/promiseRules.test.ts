@@ -339,10 +339,15 @@ describe('the promise, recipient by recipient, over any sequence of exchanges an
           const throttled = played.ended === 'throttle';
           const ambiguous = played.ended === 'ambiguous';
           // Each recipient of the envelope, by its own reply and the exchange's end (§5).
-          // A throttling reply takes nobody (§5 "Rate"). Whether a 5xx one recipient had at RCPT TO in
-          // the same session is recorded is left open here: decideOutcome leaves every recipient as it was.
+          // A throttling reply takes nobody (§5 "Rate"); a 5xx one recipient had at RCPT TO before it
+          // stands: "one rejected with a 5xx is recorded and not retried" (§5; decision 0315).
           if (throttled)
-            for (const position of envelope) expect(stateOf(decision.recipients, position)).toBe('pending');
+            for (const position of envelope) {
+              const own = played.rcpt.get(position);
+              expect(stateOf(decision.recipients, position), `${label}: recipient ${position} (${own})`).toBe(
+                own === 'reject' || own === 'bounce' ? 'rejected' : 'pending',
+              );
+            }
           if (!throttled) {
             for (const position of envelope) {
               expect(
