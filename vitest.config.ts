@@ -44,7 +44,7 @@ export const SHARED = [
   'test/api/{listingCursors,openapiWebhooks,retry,testKeys,unacceptedAttachments}.test.ts',
   'test/adapters/{awsClients,eventBridgeBus,eventBridgeScheduler,lazyS3AttachmentStore}.test.ts',
   'test/adapters/{mailerAttachments,mailerStalledLoop,nodemailerMailer,s3AttachmentStore}.test.ts',
-  'test/adapters/{smtpSessions,sqsCopyVisibility,sqsDispatchQueue,streamRecordFormat}.test.ts',
+  'test/adapters/{smtpSeam,smtpSessions,sqsCopyVisibility,sqsDispatchQueue,streamRecordFormat}.test.ts',
   'test/webhooks/{attachmentLifetimes,delivery,deliveryDefects,deliveryOperator,deliveryShards}.test.ts',
   'test/webhooks/{rotateSecret,ssrf,stalledEndpoint,testSideMetrics}.test.ts',
   'test/client/{batchRetries,clientInput,retries}.test.ts',
