@@ -133,6 +133,35 @@ describe('the sender and the suppression list', () => {
     );
   });
 
+  // DESIGN §5: "one rejected with a 5xx is recorded and not retried", whatever throttled the message
+  // after it; the throttle itself counts no attempt (decision 0315).
+  it('records a 5xx at RCPT TO though SES then throttles the message: rejected and suppressed, no attempt, the rest pending', async () => {
+    const rig = await createSenderRig(world);
+    world.smtp.script({
+      rcptTo: (address) =>
+        address === 'denied@example.net'
+          ? { code: 550, message: '5.7.1 Relaying denied' }
+          : address === 'missing@example.net'
+            ? { code: 550, message: '5.1.1 User unknown' }
+            : undefined,
+      afterData: { code: 454, message: 'Throttling failure: Maximum sending rate exceeded.' },
+    });
+    const message = await rig.putMessage({
+      to: ['denied@example.net', 'ada@example.org', 'missing@example.net'],
+    });
+    await rig.dispatch(message);
+    await rig.deliverNext();
+    expect(await rig.state(message.id)).toMatchObject({
+      status: 'retrying',
+      attempts: 0,
+      rcpt_accepted: [],
+      rcpt_rejected: [0, 2],
+    });
+    expect(await list.suppressedAmong(TENANT, ['missing@example.net', 'denied@example.net'])).toEqual(
+      new Set(['missing@example.net']),
+    );
+  });
+
   it('never suppresses anyone when the relay refuses our sender at RCPT TO (553 5.1.8): config, retried, alarmed; sent once it is fixed', async () => {
     const rig = await createSenderRig(world);
     // Postfix with smtpd_delay_reject: the sender's check answers every RCPT TO.
