@@ -414,7 +414,8 @@ function throttleSignal(kinds: readonly (ThrottleKind | undefined)[]): FleetSign
  *   ambiguous under `hold` is `unknown`; anything that leaves recipients pending retries after backoff with
  *   full jitter, and is `dead` once the attempts reach the limit.
  * The backoff's exponent is the message's attempts before this one (never a queue receive count: a
- * pause or an outage inflates receives, a re-delayed copy restarts them). Whether the outcome joins
+ * pause or an outage inflates receives, a re-delayed copy restarts them); the caller bounds the wait
+ * by the message's deadline ({@link retryWithinDeadline}). Whether the outcome joins
  * the message's history is {@link joinsHistory}; whether its failure is the message's last error,
  * {@link showsLastError}.
  */
@@ -515,6 +516,26 @@ export function backoffAfter(
 function unitInterval(value: number): number {
   if (!Number.isFinite(value) || value < 0) return 0;
   return value >= 1 ? 1 - Number.EPSILON : value;
+}
+
+/**
+ * A retry never waits past the message's deadline (DESIGN §5 "Deadlines"): a wait that would end
+ * after `not_after` ends a second past it instead, so the copy comes back then and the message is
+ * `expired` on time, not a whole backoff later (decision 0317). Only ever shortens a wait.
+ */
+export function retryWithinDeadline(
+  decision: OutcomeDecision,
+  notAfter: string | null | undefined,
+  now: Date,
+): OutcomeDecision {
+  if (decision.to !== 'retrying' || decision.visibilitySeconds === undefined || notAfter == null)
+    return decision;
+  const deadline = Date.parse(notAfter);
+  if (!Number.isFinite(deadline)) return decision;
+  const pastDeadline = Math.max(1, Math.ceil((deadline - now.getTime()) / 1000) + 1);
+  return pastDeadline < decision.visibilitySeconds
+    ? { ...decision, visibilitySeconds: pastDeadline }
+    : decision;
 }
 
 /** When a `retrying` message is due again (the end of its backoff); undefined for any other outcome. */

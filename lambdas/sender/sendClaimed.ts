@@ -13,6 +13,7 @@ import {
   bodyFault,
   decideOutcome,
   type FleetSignal,
+  retryWithinDeadline,
   showsLastError,
 } from '../core/sendDecision.js';
 import { hasTimeForAttempt, replyEndsBy } from '../core/sendTiming.js';
@@ -161,7 +162,7 @@ export async function sendClaimed(
   // The simulator's time is no relay's (DESIGN §14): only a live message times the relay.
   if (unstored === undefined && isLiveSide(claimed.tenant))
     deps.metrics.milliseconds(SENDER_METRIC.smtpDuration, outcome.durationMs, relay.name);
-  const decision = decideOutcome(
+  const decided = decideOutcome(
     attemptResultOf(outcome, positions),
     {
       attempts: claimed.attempts,
@@ -173,6 +174,7 @@ export async function sendClaimed(
     { ...deps.settings, ...relayWait(run, relay) },
     deps.random,
   );
+  const decision = retryWithinDeadline(decided, claimed.not_after, deps.now());
   // The fleet hears of an outage or a throttle before the copy goes back; after a 250 nothing goes
   // before the outcome write (DESIGN §5), so a recipient throttled at RCPT TO is told after it.
   const fleet = decision.fleet;

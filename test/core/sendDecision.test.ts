@@ -12,6 +12,7 @@ import {
   givenBackStatus,
   type OutcomeRecord,
   redrivesDeath,
+  retryWithinDeadline,
   sendableAt,
 } from '../../lambdas/core/sendDecision.js';
 import { attemptBudgetMs, sendTimingProblems } from '../../lambdas/core/sendTiming.js';
@@ -364,5 +365,54 @@ describe('the time rule (lease > sender timeout > one whole attempt)', () => {
     expect(attemptBudgetMs(defaults)).toBe(40_000 + 120_000 + 28_000);
     expect(sendTimingProblems({ ...defaults, senderTimeoutSeconds: 170 })).toHaveLength(1);
     expect(sendTimingProblems({ ...defaults, leaseSeconds: 240 })).toHaveLength(1);
+  });
+});
+
+// DESIGN §5 "Deadlines": past not_after the message is expired, so a retry's wait never outlasts the
+// deadline by more than the second that makes the returning copy find it past (decision 0317).
+describe('retryWithinDeadline', () => {
+  const NOW = new Date('2026-12-07T05:00:00.000Z');
+  const retrying = (visibilitySeconds: number) =>
+    ({
+      to: 'retrying',
+      visibilitySeconds,
+      attempts: 1,
+      recipients: { accepted: [], rejected: [] },
+      joinsHistory: true,
+      showsLastError: true,
+    }) as const;
+
+  it('ends a wait that would outlast the deadline just past it, and never lengthens one', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 43_200 }),
+        // Whole seconds too: a copy back exactly at the deadline would still be sent.
+        fc.oneof(
+          fc.integer({ min: -3_600_000, max: 50_000_000 }),
+          fc.integer({ min: -3600, max: 50_000 }).map((seconds) => seconds * 1000),
+        ),
+        (wait, deadlineFromNowMs) => {
+          const notAfter = new Date(NOW.getTime() + deadlineFromNowMs).toISOString();
+          const bounded = retryWithinDeadline(retrying(wait), notAfter, NOW);
+          const seconds = bounded.visibilitySeconds ?? Number.NaN;
+          expect(seconds).toBeGreaterThanOrEqual(1);
+          expect(seconds).toBeLessThanOrEqual(wait);
+          const backAt = NOW.getTime() + seconds * 1000;
+          // Back after the deadline only when the whole wait would have been: then within 2 s of it.
+          if (NOW.getTime() + wait * 1000 > Date.parse(notAfter) + 1000) {
+            expect(backAt).toBeGreaterThan(Date.parse(notAfter));
+            expect(backAt - Math.max(Date.parse(notAfter), NOW.getTime())).toBeLessThanOrEqual(2000);
+          } else {
+            expect(seconds).toBe(wait);
+          }
+        },
+      ),
+    );
+  });
+
+  it('leaves a message without a deadline, and every outcome but retrying, as decided', () => {
+    expect(retryWithinDeadline(retrying(600), null, NOW)).toEqual(retrying(600));
+    const sent = { ...retrying(600), to: 'sent' as const, visibilitySeconds: undefined };
+    expect(retryWithinDeadline(sent, NOW.toISOString(), NOW)).toEqual(sent);
   });
 });

@@ -6,6 +6,7 @@ import { putGroupHead } from './records.js';
 import {
   contextWithRemaining,
   createSenderRig,
+  RecordingVisibility,
   type SenderWorld,
   startSenderWorld,
   storeWith,
@@ -163,6 +164,32 @@ describe('the sender, before it sends', () => {
     expect(state.status).toBe('expired');
     expect(state.lst_pk).toContain('#expired#');
     expect(rig.metrics.of('Expired')).toBe(1);
+  });
+
+  // DESIGN §5 "Deadlines": past not_after the message is expired; a retry's backoff does not keep it
+  // `retrying` (and its `message.expired` unsent) for a whole backoff past the deadline (decision 0317).
+  it('retries no later than the deadline: a backoff that would outlast not_after ends just past it', async () => {
+    const rig = await createSenderRig(world, {
+      settings: { retryBaseSeconds: 600, retryCapSeconds: 3600 },
+      random: () => 1,
+    });
+    world.smtp.script({ afterData: { code: 451, message: '4.3.0 Try again later' } });
+    try {
+      const notAfter = new Date(rig.clock.ms + 20_000);
+      const message = await rig.putMessage({ notAfter });
+      await rig.dispatch(message);
+      const [copy] = await rig.receive({ waitSeconds: 3, max: 1 });
+      if (copy === undefined) throw new Error('no copy arrived on the send queue');
+      const visibility = new RecordingVisibility(rig.urls.send);
+      await rig.run([copy], rig.newHandler({ visibility }));
+
+      const state = await rig.state(message.id);
+      expect(state).toMatchObject({ status: 'retrying', attempts: 1 });
+      expect(visibility.asked).toEqual([21]);
+      expect(Date.parse(state.due_at ?? '')).toBe(rig.clock.ms + 21_000);
+    } finally {
+      world.smtp.script();
+    }
   });
 
   it('puts an early copy back on the queue with the exact remaining DelaySeconds; not an attempt', async () => {
