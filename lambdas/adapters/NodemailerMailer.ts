@@ -467,7 +467,6 @@ function afterPendingReads(declare: () => void): void {
   setImmediate(() => setImmediate(declare));
 }
 
-/** One message on one session: MAIL FROM, RCPT TO, DATA, the body and the final reply. */
 /** The envelope handed to nodemailer for one transaction; it adds the refusals at RCPT TO as they come. */
 interface TransactionEnvelope {
   readonly from: string;
@@ -475,6 +474,7 @@ interface TransactionEnvelope {
   readonly rejectedErrors?: unknown[];
 }
 
+/** One message on one session: MAIL FROM, RCPT TO, DATA, the body and the final reply. */
 function sendOn(
   session: SmtpSession,
   envelope: TransactionEnvelope,
