@@ -383,7 +383,7 @@ async function unstoredAttachment(
 }
 
 /** The mailer's outcome in the decision's terms: positions in the recipient list, not the envelope. */
-function attemptResultOf(outcome: SendOutcome, positions: readonly number[]): AttemptResult {
+export function attemptResultOf(outcome: SendOutcome, positions: readonly number[]): AttemptResult {
   return {
     delivered: outcome.delivered,
     ...(outcome.delivered

@@ -3,9 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NodemailerMailer } from '../../lambdas/adapters/NodemailerMailer.js';
 import { environmentSmtpCredentials } from '../../lambdas/adapters/smtpCredentials.js';
 import { pendingPositions, type RecipientProgress, screenRecipients } from '../../lambdas/core/recipients.js';
-import { type AttemptResult, decideOutcome, type OutcomeStatus } from '../../lambdas/core/sendDecision.js';
+import { decideOutcome, type OutcomeStatus } from '../../lambdas/core/sendDecision.js';
 import { suppressionKey } from '../../lambdas/core/suppressions.js';
-import type { OutgoingEmail, SendOutcome } from '../../lambdas/ports/Mailer.js';
+import type { OutgoingEmail } from '../../lambdas/ports/Mailer.js';
+import { attemptResultOf } from '../../lambdas/sender/sendClaimed.js';
 import {
   type SmtpBehaviour,
   type SmtpReply,
@@ -344,26 +345,6 @@ function fatesOf(total: number, progress: RecipientProgress): Fate[] {
           ? 'suppressed'
           : 'pending',
   );
-}
-
-/** The mailer's outcome in the decision's terms, as the sender maps it (sendClaimed.ts `attemptResultOf`). */
-function attemptResultOf(outcome: SendOutcome, positions: readonly number[]): AttemptResult {
-  return {
-    delivered: outcome.delivered,
-    ...(outcome.delivered
-      ? {}
-      : {
-          failureClass: outcome.failure.class,
-          origin: outcome.failure.origin,
-          throttle: outcome.failure.throttle,
-        }),
-    attempted: positions,
-    refused: outcome.refused.map((refusal) => ({
-      position: positions[refusal.index] ?? -1,
-      permanent: refusal.permanent,
-      throttle: refusal.throttle,
-    })),
-  };
 }
 
 interface Relay {
