@@ -295,7 +295,8 @@ const changes: fc.Arbitrary<{ name: string; apply: (body: Body) => Body }> = fc.
     name: 'another send time',
     apply: (b) => {
       if (typeof b.send_at === 'string') return { ...b, send_at: iso(Date.parse(b.send_at) + 1000) };
-      if (typeof b.delay_seconds === 'number') return { ...b, delay_seconds: b.delay_seconds + 1 };
+      if (typeof b.delay_seconds === 'number')
+        return { ...b, delay_seconds: b.delay_seconds === 0 ? 1 : b.delay_seconds - 1 };
       if (typeof b.send_at_local === 'string')
         return {
           ...b,
@@ -423,6 +424,22 @@ const breakages: fc.Arbitrary<Breakage> = fc.constantFrom<Breakage>(
     apply: (b) => withTime(b, { send_at_local: '2026-12-24T09:00' }),
     status: 400,
     field: '/time_zone',
+  },
+  {
+    name: 'quiet_hours without time_zone',
+    apply: (b) =>
+      withTime(b, { send_at: iso(BASE + 5 * DAY), quiet_hours: { start: '22:00', end: '07:00' } }),
+    status: 400,
+    field: '/time_zone',
+  },
+  {
+    name: 'data without a template',
+    apply: (b) => {
+      const { template: _t, data: _d, ...rest } = b;
+      return { ...rest, subject: 'Hi', text: 'x', data: { n: 1 } };
+    },
+    status: 400,
+    field: '/data',
   },
   {
     name: 'a template the data does not render',
