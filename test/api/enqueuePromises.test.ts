@@ -588,6 +588,11 @@ describe('one Idempotency-Key (DESIGN §3, §4; docs/api.md "Idempotency")', () 
             replayed: 'true',
           });
           expect(again.json).toEqual(first.json);
+          // The same request as a batch item replays it too (DESIGN §3a).
+          const item = await api.call(
+            batch(tenant, [{ idempotency_key: key, ...respelled(body, spelling) }]),
+          );
+          expect(item.json.results).toEqual([{ index: 0, status: 200, replayed: true, message: first.json }]);
           expect(await everything()).toEqual(before);
         }),
         RUNS,
