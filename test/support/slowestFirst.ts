@@ -31,6 +31,8 @@ export const SLOWEST_FILES = [
   'test/sender/relayFailover.test.ts', // 22 s
   'test/cli/interrupt.test.ts', // 22 s
   'test/webhooks/testSideMetrics.test.ts', // 21 s
+  'test/adapters/smtpSeam.test.ts', // 16–24 s alone here: 100 generated relay scripts (0315)
+  'test/api/enqueuePromises.test.ts', // 17–24 s alone here: five properties on the api handler
   'test/webhooks/deliveryShards.test.ts', // 20 s
   'test/client/batchOnTheLocalStack.test.ts', // 20 s
   'test/sender/deadLettersThroughTheBackstop.test.ts', // 20 s
