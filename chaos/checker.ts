@@ -411,11 +411,14 @@ export function explainCopy(
 }
 
 /**
- * Whether a later transaction of the same session (relay and connection) met a fault that ends the
- * session (`SESSION_ENDING_FAULTS`): the session's close is then the harness's doing, not its sender's.
+ * Whether the session's close is the harness's doing, not its sender's: a later transaction of the
+ * same session (relay and connection) met a fault that ends the session (`SESSION_ENDING_FAULTS`,
+ * decision 0309), or the harness cut the session itself (a relay outage's start: same relay and
+ * client port) at most `EXPLAIN_SLACK_MS` before the tap saw it close (decision 0318).
  */
 function sessionsEndedByAFault(
   transactions: readonly SmtpTransaction[],
+  cuts: readonly SessionCut[],
 ): (transaction: SmtpTransaction) => boolean {
   const session = (t: SmtpTransaction) => `${t.relay ?? ''}|${t.connection}`;
   const lastFault = new Map<string, number>();
@@ -424,7 +427,20 @@ function sessionsEndedByAFault(
       lastFault.set(session(t), Math.max(lastFault.get(session(t)) ?? -1, t.index));
     }
   }
-  return (t) => (lastFault.get(session(t)) ?? -1) > t.index;
+  const cutByTheHarness = (t: SmtpTransaction) => {
+    const closed = t.closedAtMs;
+    return (
+      closed !== null &&
+      cuts.some(
+        (cut) =>
+          cut.clientPort === t.clientPort &&
+          (cut.relay ?? null) === (t.relay ?? null) &&
+          cut.atMs <= closed &&
+          closed - cut.atMs <= EXPLAIN_SLACK_MS,
+      )
+    );
+  };
+  return (t) => (lastFault.get(session(t)) ?? -1) > t.index || cutByTheHarness(t);
 }
 
 /** When a transaction's copy went: its final dot (a copy always has one; the MAIL FROM otherwise). */
@@ -576,8 +592,12 @@ function endUnbelievable(
 
 /** What the harness saw of one accepted message over the wire. */
 interface MessageWire {
-  /** Its copies, in the order their final dot went, each with what explains it. */
-  readonly copies: { readonly transaction: SmtpTransaction; readonly explanation: Explanation | null }[];
+  /** Its copies, in the order their final dot went, each with what explains it (and the kill's or cut's time). */
+  readonly copies: {
+    readonly transaction: SmtpTransaction;
+    readonly explanation: Explanation | null;
+    readonly killAtMs?: number;
+  }[];
   /** Copies answered 2xx to a sender that heard it, uncut. */
   heard: number;
   /** Every transaction of the message (by its id, or its recipient's address). */
@@ -619,7 +639,7 @@ export function checkRun(input: CheckInput): CheckResult {
   let received = 0;
   let refusedCopies = 0;
   let explainedCopies = 0;
-  const endedByAFault = sessionsEndedByAFault(input.transactions);
+  const endedByAFault = sessionsEndedByAFault(input.transactions, cuts);
   for (const transaction of input.transactions) {
     const id = copyId(transaction);
     const copy = isCopy(transaction);
@@ -656,7 +676,11 @@ export function checkRun(input: CheckInput): CheckResult {
       continue;
     }
     const wire = wireOf(id);
-    wire.copies.push({ transaction, explanation: explanation?.by ?? null });
+    wire.copies.push({
+      transaction,
+      explanation: explanation?.by ?? null,
+      ...(explanation?.killAtMs === undefined ? {} : { killAtMs: explanation.killAtMs }),
+    });
     if (heardAcceptance(transaction, explanation?.by ?? null)) wire.heard += 1;
   }
 
@@ -695,8 +719,17 @@ export function checkRun(input: CheckInput): CheckResult {
     const hold = message.onAmbiguous === 'hold';
     if (count > 1) {
       duplicated += 1;
-      // Every copy but the last must be explained by a fault on that very copy.
-      const earlier = copies.slice(0, -1);
+      // Every copy but the last must be explained by a fault on that very copy. A kill or a cut
+      // explains it only when the next copy went after it: a sender cut before it could record the
+      // reply cannot have sent the message again before the cut (decision 0318).
+      const earlier = copies
+        .slice(0, -1)
+        .map((copy, index) =>
+          copy.killAtMs !== undefined &&
+          copyTime(copies[index + 1]?.transaction ?? copy.transaction) <= copy.killAtMs
+            ? { ...copy, explanation: null }
+            : copy,
+        );
       const unexplained = earlier.filter((copy) => copy.explanation === null).length;
       const by = earlier.flatMap((copy) => (copy.explanation === null ? [] : [copy.explanation]));
       if (unexplained === 0 && !hold) {

@@ -11,6 +11,7 @@ import {
   formatReport,
   type KillRecord,
   REPLY_ACT_MS,
+  type SessionCut,
   type SmtpTransaction,
 } from '../../chaos/checker.js';
 import { SLOW_FAULT, THROTTLE_FAULT } from '../../chaos/smtpFaultScript.js';
@@ -568,6 +569,40 @@ describe('checkRun: a duplicate is explained only by a fault the harness injecte
       kills: [{ kind: 'stack-sigkill', atMs: heardAt + 352 }],
     });
     expect(closedByItsSender.counts.unexplainedDuplicates).toBe(1);
+  });
+
+  it('explains a heard 250 cut by a kill before its outcome write though the harness’s relay outage closed the session first', () => {
+    // Seen in a chaos run with two relays (seed 83011): the backup relay's outage began 279 ms after
+    // this 250 and cut the pooled session; the stack was killed 816 ms after the 250, before the
+    // sender's outcome write landed. The harness closed the session, not its sender (decision 0318).
+    const heardAt = 1_010;
+    const first = tx('A', {
+      dotAt: 1_000,
+      reply: { code: 250, text: '250', atMs: heardAt, delivered: true },
+      clientCommandAfterDotAtMs: null,
+      closedAtMs: heardAt + 292,
+      closedBy: 'client',
+      clientPort: 52_748,
+    });
+    const cut: SessionCut = { kind: 'relay-outage', atMs: heardAt + 279, clientPort: 52_748 };
+    const copy = (cuts: SessionCut[], killAt: number) =>
+      run({
+        accepted: [accepted('A')],
+        views: { A: view('A', 'sent', ['ambiguous', 'sent']) },
+        transactions: [first, tx('A', { dotAt: 900_000 })],
+        kills: [{ kind: 'stack-sigkill', atMs: killAt }],
+        cuts,
+      });
+    expect(copy([cut], heardAt + 816).counts).toMatchObject({
+      unexplainedDuplicates: 0,
+      explainedDuplicates: 1,
+    });
+    // After the time the sender reserves for that write, it could have recorded the 250.
+    expect(copy([cut], heardAt + REPLY_ACT_MS + 1_000).counts.unexplainedDuplicates).toBe(1);
+    // No cut: its sender closed the session itself, and the kill found it closed, as before.
+    expect(copy([], heardAt + 816).counts.unexplainedDuplicates).toBe(1);
+    // A cut of another session (another port) says nothing of this one.
+    expect(copy([{ ...cut, clientPort: 52_749 }], heardAt + 816).counts.unexplainedDuplicates).toBe(1);
   });
 
   it('needs one explained copy per extra copy', () => {
