@@ -585,11 +585,11 @@ describe('checkRun: a duplicate is explained only by a fault the harness injecte
       clientPort: 52_748,
     });
     const cut: SessionCut = { kind: 'relay-outage', atMs: heardAt + 279, clientPort: 52_748 };
-    const copy = (cuts: SessionCut[], killAt: number) =>
+    const copy = (cuts: SessionCut[], killAt: number, againAt = 900_000) =>
       run({
         accepted: [accepted('A')],
         views: { A: view('A', 'sent', ['ambiguous', 'sent']) },
-        transactions: [first, tx('A', { dotAt: 900_000 })],
+        transactions: [first, tx('A', { dotAt: againAt })],
         kills: [{ kind: 'stack-sigkill', atMs: killAt }],
         cuts,
       });
@@ -603,6 +603,8 @@ describe('checkRun: a duplicate is explained only by a fault the harness injecte
     expect(copy([], heardAt + 816).counts.unexplainedDuplicates).toBe(1);
     // A cut of another session (another port) says nothing of this one.
     expect(copy([{ ...cut, clientPort: 52_749 }], heardAt + 816).counts.unexplainedDuplicates).toBe(1);
+    // Sent again before the kill: whatever the kill cut, it was not what made the second copy.
+    expect(copy([cut], heardAt + 816, heardAt + 500).counts.unexplainedDuplicates).toBe(1);
   });
 
   it('needs one explained copy per extra copy', () => {
