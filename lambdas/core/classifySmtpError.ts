@@ -623,6 +623,8 @@ function readBodySent(context: unknown): boolean {
 
 /** Reads the fields from the error, or from its `cause` chain when the top level has none (wrapped errors). */
 function readShape(error: unknown): ErrorShape {
+  const refusedAll = everyRecipientRefused(error);
+  if (refusedAll !== null) return refusedAll;
   let current: unknown = error;
   for (let depth = 0; depth <= MAX_CAUSE_DEPTH; depth += 1) {
     const shape = shapeOf(current);
@@ -632,6 +634,33 @@ function readShape(error: unknown): ErrorShape {
     current = cause;
   }
   return shapeOf(error);
+}
+
+/**
+ * nodemailer's error when every recipient was refused at RCPT TO (`EENVELOPE`, with each refusal in
+ * `rejectedErrors`) carries one reply for all: the envelope's first 4xx, else the last reply. Which one
+ * that is follows the recipients' order, and it decides whose failure this is. Here the replies decide
+ * together instead, so any order gives the same answer (decision 0323), the first of the strongest:
+ * a refusal of our own setup (`config`, e.g. Postfix's "Sender address rejected" at each RCPT TO), then
+ * a recipient deferred by a 4xx that is no throttle (the message's own transient failure: one attempt),
+ * then a throttle (the fleet's pressure: no attempt), then refusals for good. Each recipient's own
+ * refusal stands whichever reply speaks here (lambdas/sender: `refused`). Null for any other error.
+ */
+function everyRecipientRefused(error: unknown): ErrorShape | null {
+  const shape = shapeOf(error);
+  const refusals = safeGet(error, 'rejectedErrors');
+  if (shape.code !== 'EENVELOPE' || shape.command !== 'RCPT TO' || !Array.isArray(refusals)) return null;
+  const replies = refusals.map(shapeOf).filter((reply) => reply.responseCode !== null);
+  const strength = (reply: ErrorShape): number => {
+    if (isThrottleReply(reply)) return 2;
+    const cls = classifyShape(reply, false).class;
+    return cls === 'config' ? 0 : cls === 'permanent' ? 3 : 1;
+  };
+  const speaking = replies.reduce<ErrorShape | undefined>(
+    (best, reply) => (best === undefined || strength(reply) < strength(best) ? reply : best),
+    undefined,
+  );
+  return speaking === undefined ? null : { ...speaking, code: shape.code, command: shape.command };
 }
 
 function shapeOf(error: unknown): ErrorShape {

@@ -257,8 +257,6 @@ interface Expected {
   /** The recipients of the body the relay received (those it took at RCPT TO), or null: no body. */
   readonly body: readonly string[] | null;
   readonly mailFromSent: boolean;
-  /** DESIGN leaves the count open here: one attempt or none are both accepted. */
-  readonly attemptUndecided?: true;
 }
 
 /** The oracle: one attempt of the script on the model's state (DESIGN §2, §5, §12; docs/sending.md). */
@@ -304,14 +302,18 @@ function expectedAttempt(
   const asked = mailboxes.map((mailbox) => MAILBOXES[mailbox] ?? '');
   const listedAfter = [...nextListed].sort();
   if (taken.length === 0) {
-    // Every recipient refused at RCPT TO: no DATA. A throttle at every RCPT TO is no attempt
-    // (docs/sending.md); a throttle beside other refusals DESIGN does not settle (decision 0315).
-    const throttled = mailboxes.filter((mailbox) => replyOf(mailbox).throttle).length;
+    // Every recipient refused at RCPT TO: no DATA. One deferred by a 4xx that is no throttle makes
+    // it the message's own failure, one attempt; else a throttle makes it the fleet's pressure, no
+    // attempt (DESIGN §5, docs/sending.md); whatever the recipients' order (decision 0323).
+    const deferred = mailboxes.some((mailbox) => {
+      const reply = replyOf(mailbox);
+      return !reply.rejects && !reply.throttle;
+    });
+    const throttled = mailboxes.some((mailbox) => replyOf(mailbox).throttle);
     return {
       fates: next,
       status: statusOf(false),
-      attempts: attempts + (throttled === mailboxes.length ? 0 : 1),
-      ...(throttled > 0 && throttled < mailboxes.length ? { attemptUndecided: true } : {}),
+      attempts: attempts + (throttled && !deferred ? 0 : 1),
       listed: listedAfter,
       asked,
       body: null,
@@ -467,21 +469,12 @@ async function runCase(seam: SeamCase, relay: Relay, mailer: NodemailerMailer): 
       if (key !== undefined) list.add(key);
     }
 
-    const { attemptUndecided, ...expected } = expectedAttempt(
-      fates,
-      modelAttempts,
-      listed,
-      mailboxOf,
-      script,
-      seam.onAmbiguous,
-    );
-    const undecidedCount =
-      attemptUndecided === true && [modelAttempts, modelAttempts + 1].includes(decision.attempts);
+    const expected = expectedAttempt(fates, modelAttempts, listed, mailboxOf, script, seam.onAmbiguous);
     const received = relay.server.received.slice(before.received);
     const actual: Expected = {
       fates: fatesOf(total, decision.recipients),
       status: decision.to,
-      attempts: undecidedCount ? expected.attempts : decision.attempts,
+      attempts: decision.attempts,
       listed: MAILBOXES.flatMap((mailbox, index) => (list.has(mailbox) ? [index] : [])),
       asked: [...relay.asked],
       body: received.length === 0 ? null : (received[0]?.to ?? []).map((address) => address.toLowerCase()),

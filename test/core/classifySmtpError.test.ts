@@ -558,3 +558,87 @@ describe("our sender's address refused (RFC 3463 X.1.7, X.1.8)", () => {
     );
   });
 });
+
+describe('every recipient refused at RCPT TO: whose failure it is does not depend on their order', () => {
+  // DESIGN §5: a throttle is the fleet's pressure and no attempt; a recipient deferred with another
+  // 4xx is this message's own transient failure; our sender refused is our setup (config, alarmed);
+  // one refused with a 5xx is settled for itself. With
+  // every recipient refused, nodemailer puts the first 4xx of the envelope on its error (or, with
+  // none, the last reply): the order of the recipients must not decide which of these it is.
+  const REPLIES = {
+    deferred: { responseCode: 450, response: '450 4.2.1 Mailbox busy' },
+    greylisted: { responseCode: 451, response: '451 4.7.1 Greylisted, try again' },
+    throttled: { responseCode: 454, response: '454 Throttling failure: Maximum sending rate exceeded' },
+    quota: { responseCode: 454, response: '454 Throttling failure: Daily message quota exceeded' },
+    otherQuota: { responseCode: 550, response: '550 5.4.5 Daily user sending limit exceeded' },
+    bounced: { responseCode: 550, response: '550 5.1.1 No such user' },
+    refused: { responseCode: 554, response: '554 5.7.1 Rejected by policy' },
+    ourSender: { responseCode: 553, response: '553 5.1.8 <a@example.com>: Sender address rejected' },
+  } as const;
+  type Reply = keyof typeof REPLIES;
+  const THROTTLES: readonly Reply[] = ['throttled', 'quota', 'otherQuota'];
+  const DEFERRALS: readonly Reply[] = ['deferred', 'greylisted'];
+
+  /** nodemailer's all-refused error (smtp-connection `_envelopeError`) for replies in this order. */
+  function allRefused(replies: readonly Reply[]) {
+    const rejectedErrors = replies.map((reply, index) =>
+      Object.assign(new Error(`Recipient command failed: ${REPLIES[reply].response}`), {
+        code: 'EENVELOPE',
+        command: 'RCPT TO',
+        recipient: `r${index}@example.com`,
+        ...REPLIES[reply],
+      }),
+    );
+    const deferred = rejectedErrors.find((error) => error.responseCode < 500);
+    const said = deferred ?? rejectedErrors[rejectedErrors.length - 1];
+    return Object.assign(new Error("Can't send mail - all recipients were rejected"), {
+      code: 'EENVELOPE',
+      command: 'RCPT TO',
+      response: said?.response,
+      responseCode: said?.responseCode,
+      rejectedErrors,
+    });
+  }
+
+  const judged = (replies: readonly Reply[]) => {
+    const result = classifySmtpError(allRefused(replies), { transactionStarted: true });
+    return { origin: result.origin, class: result.class };
+  };
+
+  it('a deferral beside a throttle is the message’s own failure, whichever came first', () => {
+    expect(judged(['deferred', 'throttled'])).toEqual({ origin: 'transaction', class: 'transient' });
+    expect(judged(['throttled', 'deferred'])).toEqual({ origin: 'transaction', class: 'transient' });
+  });
+
+  it('throttles beside refusals for good are the fleet’s pressure, whichever came first', () => {
+    expect(judged(['bounced', 'otherQuota'])).toEqual({ origin: 'throttle', class: 'transient' });
+    expect(judged(['otherQuota', 'bounced'])).toEqual({ origin: 'throttle', class: 'transient' });
+  });
+
+  it('any order of the same replies is judged alike: a throttle only when nobody was deferred or our sender refused', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom(...(Object.keys(REPLIES) as Reply[])), { minLength: 1, maxLength: 6 }),
+        fc.infiniteStream(fc.nat()),
+        (replies, draws) => {
+          const shuffled = [...replies];
+          for (let index = shuffled.length - 1; index > 0; index -= 1) {
+            const other = (draws.next().value as number) % (index + 1);
+            [shuffled[index], shuffled[other]] = [shuffled[other] as Reply, shuffled[index] as Reply];
+          }
+          const deferral = replies.some((reply) => DEFERRALS.includes(reply));
+          const throttle = replies.some((reply) => THROTTLES.includes(reply));
+          const expected = replies.includes('ourSender')
+            ? { origin: 'transaction', class: 'config' }
+            : deferral
+              ? { origin: 'transaction', class: 'transient' }
+              : throttle
+                ? { origin: 'throttle', class: 'transient' }
+                : { origin: 'transaction', class: 'permanent' };
+          expect(judged(replies)).toEqual(expected);
+          expect(judged(shuffled)).toEqual(expected);
+        },
+      ),
+    );
+  });
+});

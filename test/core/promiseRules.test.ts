@@ -227,10 +227,14 @@ function play(exchange: Exchange, envelope: readonly number[]): Played {
     const last = rejectedErrors[rejectedErrors.length - 1];
     const shown = deferred ?? last;
     const error = { ...reply(shown?.responseCode ?? 550, shown?.response ?? '', 'RCPT TO'), rejectedErrors };
-    // It ends with the first deferral's reply, a throttle's or not; with only 5xx, permanent.
-    const firstDeferral = [...rcpt.values()].find((answer) => answer === 'defer' || answer === 'throttle');
-    const ended =
-      firstDeferral === undefined ? 'permanent' : firstDeferral === 'throttle' ? 'throttle' : 'transient';
+    // The replies decide together, in any order (decision 0323): a recipient deferred is the message's
+    // own transient failure; else a throttle is the fleet's; with only 5xx, permanent.
+    const answers = [...rcpt.values()];
+    const ended = answers.includes('defer')
+      ? 'transient'
+      : answers.includes('throttle')
+        ? 'throttle'
+        : 'permanent';
     return { result: attempt(false, error, inTransaction, refused), mailFromSeen: true, ended, rcpt };
   }
   const afterDot = { transactionStarted: true, bodySent: true };
