@@ -26,6 +26,12 @@ describe('the mailbox simulator', () => {
     expect(simulatedMailbox('not an address')).toBeNull();
   });
 
+  it('reads its domain as RCPT TO carries it, in A-labels (decision 0192: as the relay gets it)', () => {
+    // UTS #46 maps `ſ` and fullwidth letters to ASCII: the envelope says bounce@simulator.postdate.test.
+    expect(simulatedMailbox('bounce@\u017Fimulator.postdate.test')).toBe('bounce');
+    expect(simulatedMailbox('Desk <reject@\uFF53imulator.postdate.test>')).toBe('reject');
+  });
+
   it('reads a +label after a mailbox as that mailbox, as SES’s simulator does (bounce+run-7@…)', () => {
     expect(simulatedMailbox('bounce+1@simulator.postdate.test')).toBe('bounce');
     expect(simulatedMailbox('Reject+CI-run-7@Simulator.Postdate.Test')).toBe('reject');

@@ -179,4 +179,23 @@ describe('the wall between a tenant’s live and test sides (DESIGN §14)', () =
     expect((test.json.results as BatchResult[])[0]?.status).toBe(202);
     expect((await call(tenants.live, 'GET', '/v1/messages')).json.items).toEqual([]);
   });
+
+  it('refuses on a live key a simulator address in any spelling whose RCPT TO is the simulator’s (decision 0192)', async () => {
+    const tenants = sides();
+    // The mailer puts a domain into RCPT TO as A-labels (UTS #46: `ſ` is `s`, fullwidth letters are
+    // ASCII), so each of these reaches a relay as `bounce@simulator.postdate.test`.
+    const spellings = ['bounce@\u017Fimulator.postdate.test', 'bounce@\uFF53imulator.postdate.test'];
+    for (const [n, spelling] of spellings.entries()) {
+      const single = await enqueue(tenants.live, `sim-${n}`, validBody({ to: [spelling] }));
+      expect([spelling, single.status]).toEqual([spelling, 400]);
+      expect(single.json.errors).toEqual([expect.objectContaining({ field: '/to/0' })]);
+      const batch = await call(tenants.live, 'POST', '/v1/messages/batch', {
+        messages: [{ idempotency_key: `sim-${n}`, ...validBody({ cc: [spelling] }) }],
+      });
+      const item = (batch.json.results as BatchResult[])[0];
+      expect([spelling, item?.status]).toEqual([spelling, 400]);
+      expect(item?.problem?.errors).toEqual([expect.objectContaining({ field: '/messages/0/cc/0' })]);
+    }
+    expect((await call(tenants.live, 'GET', '/v1/messages')).json.items).toEqual([]);
+  });
 });
