@@ -2,6 +2,7 @@
  * Email addresses: one RFC 5322 mailbox (addr-spec or `display-name <addr-spec>`), parsed without
  * throwing, and the POSTDATE_ALLOWED_FROM sender patterns.
  */
+import { domainToASCII } from 'node:url';
 import { controlCharacterProblem } from './headerSafety.js';
 import { LIMITS } from './requestLimits.js';
 
@@ -119,6 +120,20 @@ function checkDomain(domain: string): string | null {
 
 const HOST_LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
 const HOST_NAME = new RegExp(`^${HOST_LABEL}(?:\\.${HOST_LABEL})*$`);
+
+/**
+ * A domain as the envelope carries it (the mailer puts A-labels into MAIL FROM and RCPT TO), and so
+ * as a relay and the suppression list know it: lower-cased, and one written with any non-ASCII
+ * letter in its ASCII form (UTS #46 mapping, as node:url and the mailer read it: `ſ` and fullwidth
+ * letters are ASCII ones). An ASCII domain is only lower-cased, as before decision 0153 (so no
+ * stored suppression key changes, and `0x7f.1` is not read as an IPv4 address). One that IDNA
+ * refuses stays as written, lower-cased: the relay could not be given it either.
+ */
+export function asciiDomain(domain: string): string {
+  // Printable ASCII only (a parsed domain has no spaces or control characters).
+  if (/^[!-~]*$/.test(domain)) return domain.toLowerCase();
+  return (domainToASCII(domain) || domain).toLowerCase();
+}
 
 /**
  * Whether `text` is an ASCII domain or host name (letters, digits, inner dashes; or an IPv4 address):

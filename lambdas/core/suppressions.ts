@@ -14,8 +14,8 @@
  * (decision 0153). A quoted local part is keyed in the form RFC 5322 prefers, `"ada"` as `ada`: the
  * same mailbox, and the form the mailer sends and SES reports (decision 0184).
  */
-import { domainToASCII, domainToUnicode } from 'node:url';
-import { parseAddress, preferredLocalPart } from './addresses.js';
+import { domainToUnicode } from 'node:url';
+import { asciiDomain, parseAddress, preferredLocalPart } from './addresses.js';
 import { type FieldError, guarded, type Validated } from './problem.js';
 
 /** Why an address is on the list. `hard_bounce` and `complaint` are added by Postdate itself. */
@@ -109,18 +109,6 @@ function invalidAddress(message: string): { ok: false; errors: FieldError[] } {
 
 function normalised(local: string, domain: string): string {
   return `${preferredLocalPart(local).toLowerCase()}@${asciiDomain(domain)}`;
-}
-
-/**
- * A domain's key: lower-cased, and one written with any non-ASCII letter in its ASCII form (UTS #46
- * mapping, as node:url and the mailer read it). An ASCII domain is only lower-cased, as before
- * decision 0153 (so no stored key changes, and `0x7f.1` is not read as an IPv4 address). One that
- * IDNA refuses stays as written, lower-cased: the relay could not be given it either.
- */
-function asciiDomain(domain: string): string {
-  // Printable ASCII only (a parsed domain has no spaces or control characters).
-  if (/^[!-~]*$/.test(domain)) return domain.toLowerCase();
-  return (domainToASCII(domain) || domain).toLowerCase();
 }
 
 /** Whether a value read back is one of the reasons (an item written by a later version may not be). */

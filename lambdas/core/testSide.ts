@@ -8,6 +8,7 @@
  * The id with its suffix stays internal: what callers see (an event's `tenant`) is the public name,
  * and `test: true` says which side it came from.
  */
+import { asciiDomain } from './addresses.js';
 import { TENANT_PATTERN } from './requestLimits.js';
 
 /** What a test side's tenant id ends with; a dot, which no live tenant name may contain. */
@@ -26,11 +27,13 @@ export const SIMULATOR_RELAY = 'simulator';
 export const SIMULATOR_DOMAIN = 'simulator.postdate.test';
 
 /**
- * Whether an address's domain is the mailbox simulator's, in any case: its recipients are answered
- * by the simulator on a test message, and refused on a live enqueue (decision 0192).
+ * Whether an address's domain is the mailbox simulator's as RCPT TO would carry it (`asciiDomain`:
+ * in any case, and in A-labels, so `ſimulator.postdate.test` is it): its recipients are answered by
+ * the simulator on a test message, and refused on a live enqueue, which would hand them to a relay
+ * (decisions 0192, 0321).
  */
 export function isSimulatorDomain(domain: string): boolean {
-  return domain.toLowerCase() === SIMULATOR_DOMAIN;
+  return asciiDomain(domain) === SIMULATOR_DOMAIN;
 }
 
 /** The internal tenant id a test key of `tenant` acts for. */
