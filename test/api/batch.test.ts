@@ -269,6 +269,21 @@ describe('POST /v1/messages/batch', () => {
     ]);
   });
 
+  it('answers an item over 256 KiB without a usable key as the single enqueue of it does: its 413, the body read before the key', async () => {
+    const api = await apiHarness();
+    const big = validBody({ text: 'x'.repeat(256 * 1024) });
+    const singles = [
+      await api.call(enqueueEvent(big, { key: null })),
+      await api.call(enqueueEvent(big, { key: 'bad\nkey' })),
+    ];
+    const response = await sendBatch(api, {
+      messages: [{ ...big }, { ...big, idempotency_key: 'bad\nkey' }],
+    });
+    expect(response.results.map((result) => [result.status, result.problem?.type])).toEqual(
+      singles.map((single) => [single.status, single.json.type]),
+    );
+  });
+
   it("names an item's fields in its problem's detail as its errors do, under the item (/messages/2/to, not /to)", async () => {
     const api = await apiHarness();
     const response = await sendBatch(api, {
