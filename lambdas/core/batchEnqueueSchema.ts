@@ -21,7 +21,7 @@ import {
   validationProblem,
   zodErrors,
 } from './problem.js';
-import { IDEMPOTENCY_KEY_PATTERN, LIMITS } from './requestLimits.js';
+import { bodySizeProblem, IDEMPOTENCY_KEY_PATTERN, LIMITS } from './requestLimits.js';
 
 /** permissive: every valid item is enqueued, the others reported; strict: none unless all are valid. */
 export const BATCH_MODES = ['permissive', 'strict'] as const;
@@ -69,15 +69,19 @@ type SplitItem =
   | { readonly ok: false; readonly problem: ProblemDetails };
 
 /**
- * Takes an item's `idempotency_key` off it, or answers the item's problem: a missing or malformed key
- * is the single enqueue's own `idempotency-key-missing` / `-invalid` (DESIGN §3a: an item answers what
- * a single enqueue of it would), naming the item's own field (`/idempotency_key`).
+ * Takes an item's `idempotency_key` off it, or answers the item's problem in the order a single
+ * enqueue of it answers (DESIGN §3a), which reads its body before its key: a body (the item without
+ * its key) over `maxBodyBytes` is its 413 whatever its key; then a missing or malformed key is the
+ * single enqueue's own `idempotency-key-missing` / `-invalid`, naming the item's own field
+ * (`/idempotency_key`).
  */
-export function splitBatchItem(item: unknown): SplitItem {
+export function splitBatchItem(item: unknown, maxBodyBytes: number): SplitItem {
   if (typeof item !== 'object' || item === null || Array.isArray(item)) {
     return { ok: false, problem: validationProblem([{ field: 'body', message: 'must be an object' }]) };
   }
   const { idempotency_key: key, ...body } = item as Record<string, unknown>;
+  const oversized = bodySizeProblem(body, maxBodyBytes);
+  if (oversized) return { ok: false, problem: oversized };
   const checked = IdempotencyKeySchema.safeParse(key, PARSE_CONTEXT);
   if (checked.success) return { ok: true, value: { idempotencyKey: checked.data, body } };
   const field = '/idempotency_key';

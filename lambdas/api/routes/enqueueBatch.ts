@@ -27,7 +27,7 @@ import {
 } from '../../core/batchEnqueueSchema.js';
 import { errorForLog } from '../../core/errorForLog.js';
 import { type FieldError, type ProblemDetails, validationProblem } from '../../core/problem.js';
-import { bodySizeProblem, LIMITS } from '../../core/requestLimits.js';
+import { LIMITS } from '../../core/requestLimits.js';
 import { runWithConcurrency } from '../../core/runWithConcurrency.js';
 import { messageView } from '../../store/messageView.js';
 import {
@@ -112,12 +112,10 @@ type ReadItem =
   | { readonly index: number; readonly enqueue: EnqueueItem }
   | { readonly index: number; problem: Extract<ItemAnswer, { kind: 'problem' }> };
 
-/** An item's key and body, or its own problem: no usable key, a body a single enqueue would refuse 413. */
+/** An item's key and body, or its own problem: a body a single enqueue would refuse 413, no usable key. */
 function readItem(message: unknown, index: number, tenant: string, now: Date): ReadItem {
-  const split = splitBatchItem(message);
+  const split = splitBatchItem(message, LIMITS.maxBodyBytes);
   if (!split.ok) return { index, problem: { kind: 'problem', problem: split.problem } };
-  const oversized = bodySizeProblem(split.value.body, LIMITS.maxBodyBytes);
-  if (oversized) return { index, problem: { kind: 'problem', problem: oversized } };
   return {
     index,
     enqueue: { tenant, idempotencyKey: split.value.idempotencyKey, body: split.value.body, now },
