@@ -444,14 +444,19 @@ describe('failover, pauses and quiet hours together, judged from the relays', ()
 
   /**
    * Relay `index` was up and enabled at `realMs` and its breaker is known closed: it never failed a
-   * delivery since the run began, or a connection reached it after it came back (a probe or a send).
+   * delivery since the run began, or a session with it went through after it came back (a probe that
+   * ended with QUIT, or a send that reached MAIL FROM). A session that only opened is not enough: on a
+   * loaded machine a probe may run out of time after connecting, and its breaker stays open.
    */
   function knownClosed(run: Run, index: number, setting: Setting, realMs: number): boolean {
     if (setting.modes[index] !== 'up' || setting.disabled[index]) return false;
     const since = run.suspectSince[index];
     if (since === undefined) return true;
     return (servers[index]?.sessions ?? []).some(
-      (session) => session.openedAtMs >= since && session.openedAtMs < realMs,
+      (session) =>
+        session.openedAtMs >= since &&
+        session.openedAtMs < realMs &&
+        (session.quit || session.transactions > 0),
     );
   }
 
