@@ -36,27 +36,49 @@ export class SqsDispatchQueue implements DispatchQueue {
   }
 
   private async sendChunk(chunk: readonly QueuedCopy[]): Promise<EnqueueResult> {
+    // Each body is encoded on its own first: one that cannot be a payload (an id DESIGN §2 does not
+    // allow, from a record written by hand) is that copy's failure alone, never its nine neighbours'.
+    const entries: { readonly copy: QueuedCopy; readonly body: string }[] = [];
+    const unencodable: QueuedCopy[] = [];
+    let encodeError: unknown;
+    for (const copy of chunk) {
+      try {
+        entries.push({ copy, body: encodeDispatchPayload(copy.payload) });
+      } catch (error) {
+        unencodable.push(copy);
+        encodeError ??= error;
+      }
+    }
+    const sent = entries.length === 0 ? { failed: [] } : await this.sendEntries(entries);
+    const failed = [...unencodable, ...sent.failed];
+    const error = encodeError ?? sent.error;
+    return error === undefined ? { failed } : { failed, error };
+  }
+
+  private async sendEntries(
+    entries: readonly { readonly copy: QueuedCopy; readonly body: string }[],
+  ): Promise<EnqueueResult> {
     try {
       const result = await this.sqs.send(
         new SendMessageBatchCommand({
           QueueUrl: this.queueUrl,
-          Entries: chunk.map((copy, index) => ({
+          Entries: entries.map(({ copy, body }, index) => ({
             Id: String(index),
-            MessageBody: encodeDispatchPayload(copy.payload),
+            MessageBody: body,
             DelaySeconds: sqsDelaySeconds(copy.delaySeconds),
           })),
         }),
       );
       const refused = result.Failed ?? [];
       const failed = refused.flatMap((entry) => {
-        const copy = chunk[Number(entry.Id)];
+        const copy = entries[Number(entry.Id)]?.copy;
         return copy ? [copy] : [];
       });
       const first = refused[0];
       if (first === undefined) return { failed };
       // SenderFault: the entry itself is wrong; otherwise SQS could not take it now.
       const error = new QueueRefusedError(
-        `SQS refused ${refused.length} of ${chunk.length} copies (${first.Code ?? 'no code'})`,
+        `SQS refused ${refused.length} of ${entries.length} copies (${first.Code ?? 'no code'})`,
         first.Code,
         first.SenderFault === true ? 'permanent' : 'transient',
       );
@@ -64,7 +86,7 @@ export class SqsDispatchQueue implements DispatchQueue {
     } catch (error) {
       // The whole request failed (throttling, access denied, network): every copy of this chunk is
       // unsent, and the cause says which.
-      return { failed: [...chunk], error };
+      return { failed: entries.map(({ copy }) => copy), error };
     }
   }
 }

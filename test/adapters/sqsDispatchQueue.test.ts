@@ -45,6 +45,28 @@ describe('the send queue on SQS', () => {
     expect((error as Error).name).toMatch(/QueueDoesNotExist|NonExistentQueue/);
   });
 
+  it('fails only the copy that cannot be a payload: the rest of its chunk of ten is enqueued', async () => {
+    // DESIGN §2: an id is URL-safe and at most 32 characters. A state record written by hand may name
+    // another (`order:42`); its copy cannot be encoded, and it alone is unsent (the port's promise:
+    // exactly the copies that could not be enqueued), not the nine others SendMessageBatch would carry.
+    const { urls } = await freshQueues();
+    const queue = new SqsDispatchQueue(sqsClient(), urls.send);
+    const sent = copies(10);
+    const unencodable: QueuedCopy = { payload: { id: 'order:42', rev: 1 }, delaySeconds: 0 };
+    sent.splice(4, 0, unencodable);
+
+    const { failed, error } = await queue.enqueue(sent);
+
+    expect(failed).toEqual([unencodable]);
+    expect(error).toBeInstanceOf(RangeError);
+    const received = await drainQueue(urls.send);
+    expect(received.map((payload) => payload.id).sort()).toEqual(
+      copies(10)
+        .map((c) => c.payload.id)
+        .sort(),
+    );
+  });
+
   it('answers no error when every copy was enqueued', async () => {
     const { urls } = await freshQueues();
     const result = await new SqsDispatchQueue(sqsClient(), urls.send).enqueue(copies(2));
