@@ -6,6 +6,8 @@
  * leftover copy of an earlier death never redrives a later one (decision 0149). The body is the one
  * thing every redrive (console, CLI, SDK) keeps.
  */
+import { isMessageId } from './ids.js';
+
 export interface DispatchPayload {
   readonly v: 1;
   readonly id: string;
@@ -23,8 +25,6 @@ export interface DispatchPayload {
 export type ParsedDispatchPayload =
   | { readonly ok: true; readonly payload: DispatchPayload }
   | { readonly ok: false; readonly reason: string };
-
-const ID_PATTERN = /^[0-9A-Za-z_-]{1,32}$/;
 
 /** Encodes a payload; refuses (RangeError) one its own parser would reject, so no bad copy is ever sent. */
 export function encodeDispatchPayload(payload: {
@@ -84,7 +84,7 @@ export function parseDispatchPayload(body: string): ParsedDispatchPayload {
       ok: false,
       reason: `unsupported payload version ${JSON.stringify(v) ?? 'undefined'} (expected 1)`,
     };
-  if (typeof id !== 'string' || !ID_PATTERN.test(id))
+  if (typeof id !== 'string' || !isMessageId(id))
     return { ok: false, reason: 'id must be a URL-safe string of 1–32 characters' };
   if (typeof rev !== 'number' || !Number.isSafeInteger(rev) || rev < 1) {
     return { ok: false, reason: 'rev must be a positive integer' };

@@ -15,7 +15,7 @@ const DERIVED_ID_CHARS = 26;
 
 const TIME_CHARS = 10;
 const ULID_PATTERN = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
-/** Any id the contract allows; the same rule as the dispatch payload's `id`. */
+/** Any id the contract allows: the API's routes, the dispatch payload and the relay judge ids by it. */
 export const MESSAGE_ID_PATTERN = /^[0-9A-Za-z_-]{1,32}$/;
 
 /**

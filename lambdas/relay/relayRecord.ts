@@ -1,4 +1,5 @@
 import type { DynamoDBRecord } from 'aws-lambda';
+import { isMessageId } from '../core/ids.js';
 import { isMessageStatus } from '../core/messageStatus.js';
 import { recordRefusal } from '../core/recordLayout.js';
 import type { MessageStateRecord } from '../store/messageRecord.js';
@@ -48,6 +49,9 @@ export function isStateRecord(record: RelayRecord): boolean {
   return record.sortKey !== undefined && allowed.includes(record.sortKey);
 }
 
+/** How much of an id that is no message id a log line names: enough to find the record, no more. */
+const MAX_LOGGED_ID_CHARS = 64;
+
 /** The only attributes the relay reads; the rest of the image is never decoded, so it cannot trip the relay. */
 const READ_ATTRIBUTES = ['id', 'rev', 'status', 'send_at', 'api_copy', 'layout'] as const;
 
@@ -60,6 +64,15 @@ function readImage(map: SdkAttributeMap | undefined): ImageRead {
   // A newer writer's record is refused before its shape is judged: its rules are not ours.
   const refusal = recordRefusal({ layout, status });
   if (refusal !== undefined) return { ok: false, reason: refusal.reason, refused: { id } };
+  // A copy carries only `{v, id, rev}`, and its id is one DESIGN §2 allows (core/ids.ts): a record
+  // written by hand under another could never be sent, and its copy could not even be encoded.
+  if (!isMessageId(id)) {
+    return {
+      ok: false,
+      reason: 'image id is no message id (URL-safe, 1–32 characters)',
+      id: id.slice(0, MAX_LOGGED_ID_CHARS),
+    };
+  }
   if (typeof rev !== 'number' || !Number.isSafeInteger(rev) || rev < 1) {
     return { ok: false, reason: 'image has no positive integer rev', id };
   }

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventBridgeScheduler } from '../../lambdas/adapters/EventBridgeScheduler.js';
 import { SqsDispatchQueue } from '../../lambdas/adapters/SqsDispatchQueue.js';
 import { encodeDispatchPayload } from '../../lambdas/core/dispatchPayload.js';
+import { RELAY_METRIC } from '../../lambdas/core/metricNames.js';
 import { createRelayHandler } from '../../lambdas/relay/createRelayHandler.js';
 import { API_COPY_BACKUP_DELAY_SECONDS } from '../../lambdas/relay/relayRecords.js';
 import type { SchedulerEmulator } from '../../local/scheduler/startSchedulerEmulator.js';
@@ -300,6 +301,40 @@ describe('an unreadable state record', () => {
           reason: 'new image: image has no positive integer rev',
         },
       },
+    ]);
+  });
+});
+
+describe('a state record whose id DESIGN does not allow', () => {
+  it('is unreadable like any other: skipped, counted and logged; its neighbours are relayed and nothing fails', async () => {
+    // DESIGN §2: a message id is URL-safe and at most 32 characters, and queue copies carry only
+    // `{v, id, rev}`. An application writing by hand may name its own (`order:42`, or one too long).
+    const t = await setUp();
+    const logged: { message: string; attributes: Record<string, unknown> }[] = [];
+    const counted: string[] = [];
+    const relay = createRelayHandler({
+      ...t.deps,
+      metrics: { count: (name) => counted.push(name) },
+      log: {
+        info: () => {},
+        warn: () => {},
+        error: (message: string, attributes: Record<string, unknown>) => logged.push({ message, attributes }),
+      },
+    });
+    const before = await t.outbox.put(stateRecord({ sendAt: t.now, createdAt: t.now }));
+    const named = await t.outbox.put(stateRecord({ sendAt: t.now, createdAt: t.now, id: 'order:42' }));
+    const long = await t.outbox.put(stateRecord({ sendAt: t.now, createdAt: t.now, id: 'x'.repeat(33) }));
+    const after = await t.outbox.put(stateRecord({ sendAt: t.now, createdAt: t.now }));
+    const event = await t.stream.next();
+
+    const response = await relay(event);
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(t.queue.copies.map((copy) => copy.payload.id)).toEqual([before.id, after.id]);
+    expect(counted).toEqual([RELAY_METRIC.unreadableRecords, RELAY_METRIC.unreadableRecords]);
+    expect(logged.map((line) => [line.message, line.attributes.messageId])).toEqual([
+      ['relay skipped an unreadable state record', named.id],
+      ['relay skipped an unreadable state record', long.id],
     ]);
   });
 });
