@@ -19,7 +19,12 @@ import {
 import { createApiHandler } from '../../lambdas/api/createApiHandler.js';
 import { createEventsHandler } from '../../lambdas/events/createEventsHandler.js';
 import type { Log } from '../../lambdas/ports/Log.js';
-import type { WebhookHttp, WebhookQueue, WebhookStore } from '../../lambdas/ports/Webhooks.js';
+import type {
+  QueuedWebhookCopy,
+  WebhookHttp,
+  WebhookQueue,
+  WebhookStore,
+} from '../../lambdas/ports/Webhooks.js';
 import { DynamoApiStore } from '../../lambdas/store/apiStore.js';
 import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
 import { DynamoWebhookStore } from '../../lambdas/store/webhookStore.js';
@@ -106,19 +111,49 @@ export function manualClock(start = Date.now()) {
 /**
  * The real SQS queue, except that a copy's delay is played on the test's clock: the copy is visible
  * at once and the clock jumps to its time, so a retry schedule of hours runs in milliseconds and
- * nothing sleeps. The delays asked for are recorded.
+ * nothing sleeps. The delays asked for are recorded. With `holds`, a copy with a delay is held aside
+ * instead until `releaseDue()` moves the clock to the earliest held copy's time and sends every copy
+ * due by then: each copy comes at its own time, not when another's delay moved the clock.
  */
-function clockDelayedQueue(queue: WebhookQueue, clock: ReturnType<typeof manualClock>, jumps = true) {
+function clockDelayedQueue(
+  queue: WebhookQueue,
+  clock: ReturnType<typeof manualClock>,
+  jumps = true,
+  holds = false,
+) {
   const delays: number[] = [];
+  const held: { entry: QueuedWebhookCopy; dueMs: number }[] = [];
   const wrapped: WebhookQueue = {
     send: async (copies) => {
-      const longest = Math.max(0, ...copies.map((entry) => entry.delaySeconds));
       delays.push(...copies.map((entry) => entry.delaySeconds));
+      if (holds) {
+        const at = clock.now().getTime();
+        for (const entry of copies)
+          if (entry.delaySeconds > 0) held.push({ entry, dueMs: at + entry.delaySeconds * 1000 });
+        const due = copies.filter((entry) => entry.delaySeconds === 0);
+        return due.length > 0 ? queue.send(due) : { failed: [] };
+      }
+      const longest = Math.max(0, ...copies.map((entry) => entry.delaySeconds));
       if (jumps) clock.advance(longest * 1000);
       return queue.send(copies.map((entry) => ({ ...entry, delaySeconds: 0 })));
     },
   };
-  return { queue: wrapped, delays };
+  /**
+   * False when no copy is held; otherwise the clock moves to the earliest held copy's time (plus
+   * `withinMs`, which takes the copies due that much later along in one go) and the copies due by
+   * then are sent.
+   */
+  const releaseDue = async (withinMs = 0): Promise<boolean> => {
+    if (held.length === 0) return false;
+    const earliest = Math.min(...held.map((copy) => copy.dueMs)) + withinMs;
+    clock.advance(Math.max(0, earliest - clock.now().getTime()));
+    const dueNow = held.filter((copy) => copy.dueMs <= clock.now().getTime());
+    held.splice(0, held.length, ...held.filter((copy) => !dueNow.includes(copy)));
+    const { failed } = await queue.send(dueNow.map(({ entry }) => ({ ...entry, delaySeconds: 0 })));
+    if (failed.length > 0) throw new Error(`${failed.length} held webhook copies could not be sent`);
+    return true;
+  };
+  return { queue: wrapped, delays, releaseDue };
 }
 
 const silent: Log = { info: () => {}, warn: () => {}, error: () => {} };
@@ -150,6 +185,11 @@ export async function webhookHarness(
      * stands still until the test moves it. @default true
      */
     readonly clockFollowsDelays?: boolean;
+    /**
+     * true: a copy with a delay is held aside until `releaseDue()` moves the clock to its time
+     * (clockFollowsDelays does not apply). @default false
+     */
+    readonly holdDelayedCopies?: boolean;
   } = {},
 ) {
   const { tableName, streamArn } = await freshTable('webhooks');
@@ -168,10 +208,11 @@ export async function webhookHarness(
     ? new DynamoWebhookStore(options.apiDocuments, tableName)
     : store;
   const clock = manualClock();
-  const { queue, delays } = clockDelayedQueue(
+  const { queue, delays, releaseDue } = clockDelayedQueue(
     new SqsWebhookQueue(sqs, queueUrl),
     clock,
     options.clockFollowsDelays ?? true,
+    options.holdDelayedCopies,
   );
   const policy = options.policy ?? 'local';
   const retryHours = options.retryHours ?? 24;
@@ -245,9 +286,12 @@ export async function webhookHarness(
 
   /**
    * Runs the delivery function over the queue until it is empty (or `rounds` batches ran, or
-   * `until` holds), as the SQS event source would: a failed copy becomes visible again at once.
+   * `until` holds), as the SQS event source would: a failed copy becomes visible again at once, or,
+   * with `failedStayHidden`, when the visibility the function gave it (or the queue's) is over.
    */
-  const pump = async (limits: { rounds?: number; until?: () => boolean } = {}) => {
+  const pump = async (
+    limits: { rounds?: number; until?: () => boolean; failedStayHidden?: boolean } = {},
+  ) => {
     let rounds = 0;
     for (; rounds < (limits.rounds ?? 200); rounds++) {
       if (limits.until?.()) break;
@@ -269,6 +313,7 @@ export async function webhookHarness(
       const failed = new Set(batchItemFailures.map((failure) => failure.itemIdentifier));
       for (const message of Messages) {
         if (failed.has(message.MessageId ?? '')) {
+          if (limits.failedStayHidden) continue;
           await sqs.send(
             new ChangeMessageVisibilityCommand({
               QueueUrl: queueUrl,
@@ -301,6 +346,7 @@ export async function webhookHarness(
     queueUrl,
     clock,
     delays,
+    releaseDue,
     metrics,
     call,
     pump,
