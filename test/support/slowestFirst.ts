@@ -24,7 +24,7 @@ export const SLOWEST_FILES = [
   'test/sender/relayBreaker.test.ts', // 33 s
   'test/sender/outcomeRules.test.ts', // 32 s
   'test/runbook/scheduleDeliveryFailures.test.ts', // 30 s
-  'test/webhooks/webhookPromises.test.ts', // 25–37 s alone here at load 3–13: 8 + 3 generated scenarios (0319)
+  'test/webhooks/webhookPromises.test.ts', // 22–37 s alone here at load 2–13: 8 + 3 generated scenarios (0319)
   'test/runbook/relayFailover.test.ts', // 28–35 s alone here: a stack, two relays (0294)
   'test/sweeper/timeBudget.test.ts', // 30 s
   'test/iam/permissions.test.ts', // 29 s

@@ -348,8 +348,15 @@ async function scriptedReceiver(
       }
     });
   });
+  // Listening again on its port after a while down: another listener may have taken it meanwhile.
   const listen = (port: number) =>
-    new Promise<void>((resolve) => server.listen(port, '127.0.0.1', () => resolve()));
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
   const stop = () => {
     for (const res of hanging.splice(0)) res.destroy();
     server.closeAllConnections();
