@@ -93,6 +93,13 @@ export function isWebhookDeliveryStatus(value: unknown): value is WebhookDeliver
 /** The retry schedule: full jitter over `min(cap, base · 2^n)`. */
 export const WEBHOOK_BACKOFF = { baseMs: 5_000, capMs: 3_600_000 } as const;
 
+/**
+ * How early a copy may make its attempt: one due within this much is POSTed now, not put back for
+ * the rest (lambdas/webhooks/deliverCopy.ts). So a window with less than this left is spent: its
+ * last try, due at the end, may already have been this one (decideAfterAttempt).
+ */
+export const WEBHOOK_DUE_SLACK_MS = 1_000;
+
 const ENDPOINT_ID = /^whe_[0-9A-HJKMNP-TV-Z]{26}$/;
 const DELIVERY_ID = /^dlv_[0-9A-HJKMNP-TV-Z]{10}[0-9a-f]{20}$/;
 
@@ -309,11 +316,12 @@ export type AttemptDecision =
   | { readonly kind: 'failed' };
 
 /**
- * After an attempt: a 2xx is delivered; anything else is retried at now + a jittered delay, unless
- * that time falls past the retry window (`retryHours` from the window's start: the first attempt,
- * or a manual retry), when the delivery is `failed`. An answer's `Retry-After` (a 503's, a 429's) is
- * a floor on that wait, as Standard Webhooks asks senders to take it into account (decision 0243):
- * it never ends a delivery early, so one that asks past the window's end is tried at the end.
+ * After an attempt: a 2xx is delivered; anything else is retried at now + a jittered delay, for up
+ * to the retry window (`retryHours` from the window's start: the first attempt, or a manual retry,
+ * DESIGN §11): a wait that would end past the window ends at its end, one last try, and the delivery
+ * is `failed` only once its window is spent ({@link WEBHOOK_DUE_SLACK_MS}; decision 0325, as a message's retry meets its
+ * `not_after`, 0317). An answer's `Retry-After` (a 503's, a 429's) is a floor on that wait, as
+ * Standard Webhooks asks senders to take it into account (decision 0243), within the window alike.
  */
 export function decideAfterAttempt(input: {
   readonly result: AttemptResult;
@@ -330,7 +338,7 @@ export function decideAfterAttempt(input: {
   const now = input.now.getTime();
   const backoff = now + webhookRetryDelayMs(input.attempts, input.random, input.retryBaseMs);
   const windowEnd = input.windowStartedAt.getTime() + input.retryHours * 3_600_000;
-  if (backoff > windowEnd) return { kind: 'failed' };
+  if (windowEnd - now < WEBHOOK_DUE_SLACK_MS) return { kind: 'failed' };
   const asked =
     input.result.kind === 'response' ? retryAfterMs(input.result.retryAfter, input.now) : undefined;
   return { kind: 'retry', at: new Date(Math.min(Math.max(backoff, now + (asked ?? 0)), windowEnd)) };

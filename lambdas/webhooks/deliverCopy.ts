@@ -17,6 +17,7 @@ import {
   isCopyOfItsRetry,
   signingSecrets,
   WEBHOOK_DELIVERY_STATUS,
+  WEBHOOK_DUE_SLACK_MS,
   WEBHOOK_TIMEOUT_MS,
   type WebhookCopy,
 } from '../core/webhooks.js';
@@ -182,7 +183,7 @@ export async function deliverCopy(body: string, deps: DeliveryDeps): Promise<Cop
   }
   if (copy.seq !== delivery.attempts) return 'stale';
   const waitMs = dueMs - deps.now().getTime();
-  if (waitMs > 1000) {
+  if (waitMs > WEBHOOK_DUE_SLACK_MS) {
     await sendOrThrow(deps.queue, copy, waitMs);
     return 'redelayed';
   }
