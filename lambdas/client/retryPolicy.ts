@@ -3,8 +3,9 @@
  * argument, so tests never sleep on chance.
  *
  * A request is retried after a 429, a 5xx or a network error only when repeating it cannot do the
- * work twice: it carries an `Idempotency-Key` (every enqueue does; the API answers a replay with the
- * original message), it is a batch enqueue (its items each carry theirs), a GET, one of the PUTs
+ * work twice: it is an enqueue with its `Idempotency-Key` (the API answers a replay with the original
+ * message; it reads the header on that route alone, so the header on another call decides nothing),
+ * it is a batch enqueue (its items each carry theirs), a GET, one of the PUTs
  * that set a value (a group's version, a suppression), a message's reschedule (an absolute time) or
  * its cancel (an end): decision 0196; a repeat after a landed first try may answer 409, the status
  * the first one made. A template render is a preview that stores and sends nothing (decision 0220).
@@ -109,6 +110,9 @@ export interface RetryRequest {
   readonly hasIdempotencyKey: boolean;
 }
 
+/** The one route that reads an `Idempotency-Key` and answers its replay (DESIGN §3). */
+const KEYED_WRITE = { method: 'POST', path: /\/v1\/messages$/ } as const;
+
 /** The keyless writes that may be repeated, by method and the end of their path. */
 const REPEATABLE_WRITES: readonly { readonly method: string; readonly path: RegExp }[] = [
   { method: 'POST', path: /\/v1\/messages\/batch$/ },
@@ -122,7 +126,9 @@ const REPEATABLE_WRITES: readonly { readonly method: string; readonly path: RegE
 /** Whether doing `request` twice is doing it once (see the module comment). */
 function isRepeatable(request: RetryRequest): boolean {
   const method = request.method.toUpperCase();
-  if (request.hasIdempotencyKey || method === 'GET') return true;
+  if (method === 'GET') return true;
+  if (request.hasIdempotencyKey && method === KEYED_WRITE.method && KEYED_WRITE.path.test(request.path))
+    return true;
   return REPEATABLE_WRITES.some((write) => write.method === method && write.path.test(request.path));
 }
 

@@ -134,6 +134,17 @@ describe('the client against a server that fails first', () => {
     expect(throttled.seen).toHaveLength(2);
   });
 
+  it('never repeats a webhook POST through `http` after a 503 because it carries an Idempotency-Key the API ignores there', async () => {
+    // Two endpoints for one URL would each be sent every event (DESIGN §11): the key keeps only an enqueue.
+    const failed = await start([problemAnswer(503), accepted]);
+    const answer = await failed.client.http.POST('/v1/webhooks', {
+      body: { url: 'https://hooks.example.com/postdate' },
+      headers: { 'Idempotency-Key': 'hook-1' },
+    });
+    expect(answer.response.status).toBe(503);
+    expect(failed.seen.map((request) => `${request.method} ${request.url}`)).toEqual(['POST /v1/webhooks']);
+  });
+
   it('repeats a group PUT and a suppression PUT after a 503: doing either twice is doing it once', async () => {
     const group = await start([problemAnswer(503), accepted]);
     await group.client.raiseGroup('campaign:42', { version: 3 });

@@ -54,6 +54,26 @@ describe('the client retry policy', () => {
     }
   });
 
+  it('counts an Idempotency-Key only where the API answers a replay: the enqueue (DESIGN §3); elsewhere it is ignored and decides nothing', () => {
+    // A caller used to APIs that honour the header on every POST may send it with any call through
+    // `http`: the API reads it on POST /v1/messages alone, so a second manual retry, webhook or template
+    // version would be made.
+    expect(mayRetry({ ...enqueue, path: '/prod/v1/messages' }, { kind: 'network' })).toBe(true);
+    const ignored = [
+      ['POST', '/v1/messages/m-1/retry'],
+      ['POST', '/v1/webhooks'],
+      ['POST', '/prod/v1/webhooks/w-1/rotate-secret'],
+      ['POST', '/v1/webhooks/w-1/deliveries/d-1/retry'],
+      ['PUT', '/v1/templates/hello'],
+    ];
+    for (const [method = '', path = ''] of ignored) {
+      const request = { method, path, hasIdempotencyKey: true };
+      expect([method, path, mayRetry(request, { kind: 'network' })]).toEqual([method, path, false]);
+      expect(mayRetry(request, { kind: 'status', status: 503, retryAfterMs: null })).toBe(false);
+      expect(mayRetry(request, { kind: 'status', status: 429, retryAfterMs: null })).toBe(true);
+    }
+  });
+
   it('backs off exponentially with full jitter under the cap', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 40 }), fc.double({ min: 0, max: 1, noNaN: true }), (retry, r) => {
