@@ -1,9 +1,4 @@
-import {
-  DeleteMessageCommand,
-  type Message,
-  ReceiveMessageCommand,
-  SendMessageCommand,
-} from '@aws-sdk/client-sqs';
+import { DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { expect } from 'vitest';
@@ -29,6 +24,7 @@ import type { MessageStateRecord } from '../../lambdas/store/messageRecord.js';
 import { DynamoSenderStore } from '../../lambdas/store/senderTransitions.js';
 import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
 import type { QueueArns, QueueUrls } from '../../local/createResources.js';
+import { toLambdaSqsRecord } from '../../local/runners/sqsRecordFormat.js';
 import { startSmtpServer, type TestSmtpServer } from '../../local/smtp/controllableSmtpServer.js';
 import { apiEvent } from '../api/events.js';
 import { documentClient, freshQueues, freshTable, queueDepth, sqsClient } from '../support/awsLocal.js';
@@ -309,7 +305,7 @@ export async function createSenderRig(
       }),
     );
     const arn = queueUrl === urls.send ? arns.send : arns.sendDeadLetter;
-    return (Messages ?? []).map((message) => toSqsRecord(message, arn));
+    return (Messages ?? []).map((message) => toLambdaSqsRecord(message, arn));
   };
 
   const run = async (
@@ -364,26 +360,6 @@ export async function createSenderRig(
     received: (id) => world.smtp.received.filter((message) => message.postdateId === id),
     accepted: (id) =>
       world.smtp.received.filter((message) => message.postdateId === id && message.outcome === 'accepted'),
-  };
-}
-
-function toSqsRecord(message: Message, queueArn: string): SQSRecord {
-  const attributes = message.Attributes ?? {};
-  return {
-    messageId: message.MessageId ?? '',
-    receiptHandle: message.ReceiptHandle ?? '',
-    body: message.Body ?? '',
-    attributes: {
-      ApproximateReceiveCount: attributes.ApproximateReceiveCount ?? '1',
-      SentTimestamp: attributes.SentTimestamp ?? '0',
-      SenderId: attributes.SenderId ?? 'local',
-      ApproximateFirstReceiveTimestamp: attributes.ApproximateFirstReceiveTimestamp ?? '0',
-    },
-    messageAttributes: {},
-    md5OfBody: message.MD5OfBody ?? '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: queueArn,
-    awsRegion: 'us-east-1',
   };
 }
 

@@ -1,7 +1,6 @@
 import {
   ChangeMessageVisibilityCommand,
   DeleteMessageCommand,
-  type Message,
   ReceiveMessageCommand,
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
@@ -25,6 +24,7 @@ import { DynamoSweepRecords } from '../../lambdas/store/sweepRecords.js';
 import { INDEX_SHARDS } from '../../lambdas/store/tableLayout.js';
 import { DynamoTemplateStore } from '../../lambdas/store/templateStore.js';
 import { sweep } from '../../lambdas/sweeper/sweep.js';
+import { toLambdaSqsRecord } from '../../local/runners/sqsRecordFormat.js';
 import type { SmtpBehaviour } from '../../local/smtp/controllableSmtpServer.js';
 import {
   cancelThroughApi,
@@ -199,27 +199,6 @@ const seen = {
   holdAmbiguousDeliveredOnce: 0,
 };
 
-/** A received copy as Lambda hands it over. */
-function toRecord(message: Message, arn: string): SQSRecord {
-  const attributes = message.Attributes ?? {};
-  return {
-    messageId: message.MessageId ?? '',
-    receiptHandle: message.ReceiptHandle ?? '',
-    body: message.Body ?? '',
-    attributes: {
-      ApproximateReceiveCount: attributes.ApproximateReceiveCount ?? '1',
-      SentTimestamp: attributes.SentTimestamp ?? '0',
-      SenderId: attributes.SenderId ?? 'local',
-      ApproximateFirstReceiveTimestamp: attributes.ApproximateFirstReceiveTimestamp ?? '0',
-    },
-    messageAttributes: {},
-    md5OfBody: message.MD5OfBody ?? '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: arn,
-    awsRegion: 'us-east-1',
-  };
-}
-
 /** A promise that never settles: what a killed process's next step is. */
 const never = <T>(): Promise<T> => new Promise<T>(() => {});
 
@@ -319,7 +298,7 @@ async function runModel(actions: readonly Action[]): Promise<void> {
         AttributeNames: ['All'],
       }),
     );
-    return (Messages ?? []).map((received) => toRecord(received, arns.send));
+    return (Messages ?? []).map((received) => toLambdaSqsRecord(received, arns.send));
   };
   const showAgain = (records: readonly SQSRecord[]) =>
     Promise.all(
