@@ -318,10 +318,11 @@ export type AttemptDecision =
 /**
  * After an attempt: a 2xx is delivered; anything else is retried at now + a jittered delay, for up
  * to the retry window (`retryHours` from the window's start: the first attempt, or a manual retry,
- * DESIGN §11): a wait that would end past the window ends at its end, one last try, and the delivery
- * is `failed` only once its window is spent ({@link WEBHOOK_DUE_SLACK_MS}; decision 0325, as a message's retry meets its
- * `not_after`, 0317). An answer's `Retry-After` (a 503's, a 429's) is a floor on that wait, as
- * Standard Webhooks asks senders to take it into account (decision 0243), within the window alike.
+ * DESIGN §11). A wait that would end past the window ends at its end, one last try, and the delivery
+ * is `failed` only once its window is spent ({@link WEBHOOK_DUE_SLACK_MS}; decision 0325, as a
+ * message's retry meets its `not_after`, 0317). An answer's `Retry-After` (a 503's, a 429's) is a
+ * floor on that wait, as Standard Webhooks asks senders to take it into account (decision 0243),
+ * within the window alike.
  */
 export function decideAfterAttempt(input: {
   readonly result: AttemptResult;
