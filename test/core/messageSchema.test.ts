@@ -290,6 +290,9 @@ describe('parseEnqueueRequest: the rules across fields', () => {
       { ...minimal, to: [`a@${Array(50).fill('abcdef').join('.')}.com`] },
       '/to/0',
     ],
+    // No ASCII form for RCPT TO (IDNA's bidi rule), and an A-label of 69 octets (decision 0328).
+    ['an IDN domain IDNA refuses', { ...minimal, cc: ['ada@\u05d0a.example'] }, '/cc/0'],
+    ['an IDN label over 63 octets as A-label', { ...minimal, to: [`a@${'\u00fc'.repeat(63)}.com`] }, '/to/0'],
   ])('refuses %s', (_name, body, field) => {
     expect(fieldsOf(body)).toContain(field);
   });
