@@ -115,6 +115,13 @@ function checkDomain(domain: string): string | null {
   if (!labels.every((label) => DOMAIN_LABEL.test(label))) return 'has an invalid domain (after the @)';
   const tld = labels[labels.length - 1] ?? '';
   if (/^\d+$/.test(tld)) return 'has an invalid domain (a numeric top-level label)';
+  // An internationalised domain goes into RCPT TO as A-labels (asciiDomain, the mailer's reading):
+  // one IDNA refuses would reach the relay in UTF-8, and an A-label over 63 octets no DNS holds.
+  if (/^[!-~]*$/.test(domain)) return null;
+  const ascii = domainToASCII(domain);
+  if (ascii === '') return 'has an internationalised domain that IDNA refuses (no ASCII form to send it to)';
+  if (!isDomainName(ascii))
+    return 'has an internationalised domain whose ASCII form (A-labels) is no domain name: at most 63 characters a label, 253 in all';
   return null;
 }
 
