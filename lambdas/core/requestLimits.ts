@@ -60,11 +60,15 @@ export const LIMITS = {
   /** One address with its display name. */
   maxAddressLength: 320,
   maxDisplayNameLength: 200,
-  /** RFC 5322's line limit; the subject is folded by the mailer but never longer than one line's worth. */
-  maxSubjectLength: 998,
+  /**
+   * RFC 5322's line limit (998), less the space the mailer's fold puts before a run it cannot break:
+   * a subject without spaces gets a line of its own (decision 0329).
+   */
+  maxSubjectLength: 997,
   maxHeaders: 50,
   maxHeaderNameLength: 100,
-  maxHeaderValueLength: 998,
+  /** As the subject's (decision 0329). */
+  maxHeaderValueLength: 997,
   maxTags: 10,
   maxTagKeyLength: 64,
   maxTagValueLength: 128,

@@ -9,6 +9,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { composeMessage } from '../../lambdas/adapters/NodemailerMailer.js';
 import { encodedAttachmentBytes, encodedMessageBytes } from '../../lambdas/core/attachments.js';
+import { headerValueProblem } from '../../lambdas/core/headerSafety.js';
+import { LIMITS } from '../../lambdas/core/requestLimits.js';
 
 const text = fc.oneof(
   fc.string({ unit: 'grapheme', maxLength: 3000 }),
@@ -70,6 +72,57 @@ describe('the size the enqueue counts', () => {
         },
       ),
       { numRuns: 200 },
+    );
+  });
+});
+
+describe("RFC 5322's line limit (998 characters), whatever the enqueue accepts", () => {
+  // RFC 5322 §2.1.1: a line is at most 998 characters; RFC 5321 §4.5.3.1.6: 1,000 octets with CRLF,
+  // and SES refuses longer lines. A subject or header value the enqueue takes must compose within it,
+  // also when it has no space to fold at (nodemailer then gives the whole run a line of its own,
+  // after one space).
+  // A run of one printable character (a token, a URL, a base64 blob), maybe after a few words.
+  const value = fc
+    .tuple(
+      fc.constantFrom('', 'Re: ', 'Invoice 42 '),
+      fc.constantFrom('a', 'Z', '0', '.', '-', '_', '/', '=', '?', ':'),
+      fc.integer({ min: 900, max: 1000 }),
+    )
+    .map(([head, character, length]) => `${head}${character.repeat(length - head.length)}`)
+    .filter((text) => text.length <= LIMITS.maxSubjectLength && headerValueProblem(text) === null);
+
+  async function headerLines(subject: string, header: string): Promise<string[]> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of composeMessage(
+      {
+        id: '01JF6Y8M3V3X1Z6D2QK4N8R5TW',
+        from: 'Ops <ops@example.com>',
+        to: ['ada@example.com'],
+        cc: [],
+        bcc: [],
+        replyTo: null,
+        subject,
+        text: 'hello',
+        html: null,
+        headers: { 'X-Campaign': header },
+        envelope: ['ada@example.com'],
+        attachments: [],
+      },
+      'postdate.local',
+    ))
+      chunks.push(chunk as Buffer);
+    const message = Buffer.concat(chunks).toString('latin1');
+    return message.slice(0, message.indexOf('\r\n\r\n')).split('\r\n');
+  }
+
+  it('composes every subject and header value the enqueue accepts in lines of at most 998 characters', async () => {
+    expect(LIMITS.maxHeaderValueLength).toBeLessThanOrEqual(LIMITS.maxSubjectLength);
+    await fc.assert(
+      fc.asyncProperty(value, value, async (subject, header) => {
+        const longest = Math.max(...(await headerLines(subject, header)).map((line) => line.length));
+        expect(longest).toBeLessThanOrEqual(998);
+      }),
+      { numRuns: 60 },
     );
   });
 });
