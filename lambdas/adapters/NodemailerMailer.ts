@@ -1,8 +1,8 @@
 import { PassThrough, Readable } from 'node:stream';
-import { domainToASCII } from 'node:url';
 import addressparser from 'nodemailer/lib/addressparser';
 import MailComposer, { type MailComposerOptions } from 'nodemailer/lib/mail-composer';
 import SMTPConnection, { type SMTPConnectionSendInfo } from 'nodemailer/lib/smtp-connection';
+import { asciiDomain } from '../core/addresses.js';
 import { sentContentType } from '../core/attachments.js';
 import { classifySmtpError, FAILURE_ORIGIN } from '../core/classifySmtpError.js';
 import { CONFIG_SETTINGS } from '../core/configSpec.js';
@@ -529,14 +529,15 @@ function envelopeOf(recipients: readonly string[]): EnvelopeRecipient[] {
  * (`ada@bücher.example` → `ada@xn--bcher-kva.example`), as the composed headers give it. The API
  * refuses non-ASCII local parts, so the envelope is ASCII and needs no SMTPUTF8 (RFC 6531), which
  * nodemailer would otherwise ask for, or send UTF-8 without it to a relay that does not offer it
- * (RFC 5321 §2.3.5 wants a domain in ASCII; decision 0234).
+ * (RFC 5321 §2.3.5 wants a domain in ASCII; decision 0234). `asciiDomain` is the one reading of it,
+ * which the simulator and the suppression list share (decision 0321).
  */
 function envelopeAddress(mailbox: string): string {
   const address = addressparser(mailbox, { flatten: true })[0]?.address ?? mailbox;
   const at = address.lastIndexOf('@');
   if (at < 0) return address;
   const domain = address.slice(at + 1);
-  return `${address.slice(0, at)}@${domainToASCII(domain) || domain}`;
+  return `${address.slice(0, at)}@${asciiDomain(domain)}`;
 }
 
 /**

@@ -108,6 +108,9 @@ function parseDisplayName(raw: string): { ok: true; name: string } | { ok: false
   return { ok: true, name: raw };
 }
 
+/** Printable ASCII only (a parsed domain has no spaces or control characters): no IDNA to apply. */
+const PRINTABLE_ASCII = /^[!-~]*$/;
+
 function checkDomain(domain: string): string | null {
   if (domain.length > 253) return 'has a domain longer than 253 characters';
   const labels = domain.split('.');
@@ -117,7 +120,7 @@ function checkDomain(domain: string): string | null {
   if (/^\d+$/.test(tld)) return 'has an invalid domain (a numeric top-level label)';
   // An internationalised domain goes into RCPT TO as A-labels (asciiDomain, the mailer's reading):
   // one IDNA refuses would reach the relay in UTF-8, and an A-label over 63 octets no DNS holds.
-  if (/^[!-~]*$/.test(domain)) return null;
+  if (PRINTABLE_ASCII.test(domain)) return null;
   const ascii = domainToASCII(domain);
   if (ascii === '') return 'has an internationalised domain that IDNA refuses (no ASCII form to send it to)';
   if (!isDomainName(ascii))
@@ -137,8 +140,7 @@ const HOST_NAME = new RegExp(`^${HOST_LABEL}(?:\\.${HOST_LABEL})*$`);
  * refuses stays as written, lower-cased: the relay could not be given it either.
  */
 export function asciiDomain(domain: string): string {
-  // Printable ASCII only (a parsed domain has no spaces or control characters).
-  if (/^[!-~]*$/.test(domain)) return domain.toLowerCase();
+  if (PRINTABLE_ASCII.test(domain)) return domain.toLowerCase();
   return (domainToASCII(domain) || domain).toLowerCase();
 }
 
