@@ -38,12 +38,12 @@ export class SqsDispatchQueue implements DispatchQueue {
   private async sendChunk(chunk: readonly QueuedCopy[]): Promise<EnqueueResult> {
     // Each body is encoded on its own first: one that cannot be a payload (an id DESIGN §2 does not
     // allow, from a record written by hand) is that copy's failure alone, never its nine neighbours'.
-    const entries: { readonly copy: QueuedCopy; readonly body: string }[] = [];
+    const entries: { readonly queued: QueuedCopy; readonly body: string }[] = [];
     const unencodable: QueuedCopy[] = [];
     let encodeError: unknown;
     for (const copy of chunk) {
       try {
-        entries.push({ copy, body: encodeDispatchPayload(copy.payload) });
+        entries.push({ queued: copy, body: encodeDispatchPayload(copy.payload) });
       } catch (error) {
         unencodable.push(copy);
         encodeError ??= error;
@@ -56,22 +56,22 @@ export class SqsDispatchQueue implements DispatchQueue {
   }
 
   private async sendEntries(
-    entries: readonly { readonly copy: QueuedCopy; readonly body: string }[],
+    entries: readonly { readonly queued: QueuedCopy; readonly body: string }[],
   ): Promise<EnqueueResult> {
     try {
       const result = await this.sqs.send(
         new SendMessageBatchCommand({
           QueueUrl: this.queueUrl,
-          Entries: entries.map(({ copy, body }, index) => ({
+          Entries: entries.map((entry, index) => ({
             Id: String(index),
-            MessageBody: body,
-            DelaySeconds: sqsDelaySeconds(copy.delaySeconds),
+            MessageBody: entry.body,
+            DelaySeconds: sqsDelaySeconds(entry.queued.delaySeconds),
           })),
         }),
       );
       const refused = result.Failed ?? [];
       const failed = refused.flatMap((entry) => {
-        const copy = entries[Number(entry.Id)]?.copy;
+        const copy = entries[Number(entry.Id)]?.queued;
         return copy ? [copy] : [];
       });
       const first = refused[0];
@@ -86,7 +86,7 @@ export class SqsDispatchQueue implements DispatchQueue {
     } catch (error) {
       // The whole request failed (throttling, access denied, network): every copy of this chunk is
       // unsent, and the cause says which.
-      return { failed: entries.map(({ copy }) => copy), error };
+      return { failed: entries.map((entry) => entry.queued), error };
     }
   }
 }
