@@ -14,6 +14,7 @@ import {
   type TestSmtpServer,
 } from '../../local/smtp/controllableSmtpServer.js';
 import { type RelayOutage, startRelayOutage } from '../../local/smtp/relayOutage.js';
+import { type Fate, fateOf } from '../support/recipientFates.js';
 
 /**
  * The seam between the relay and the promise: the real mailer (NodemailerMailer, on nodemailer's
@@ -243,8 +244,6 @@ const seamCase: fc.Arbitrary<SeamCase> = fc.record({
   attempts: fc.array(attemptScript, { minLength: 1, maxLength: 3 }),
 });
 
-type Fate = 'pending' | 'accepted' | 'rejected' | 'suppressed';
-
 /** What one attempt should give, from the script alone. */
 interface Expected {
   readonly fates: readonly Fate[];
@@ -338,15 +337,7 @@ function expectedAttempt(
 }
 
 function fatesOf(total: number, progress: RecipientProgress): Fate[] {
-  return Array.from({ length: total }, (_, position) =>
-    progress.accepted.includes(position)
-      ? 'accepted'
-      : progress.rejected.includes(position)
-        ? 'rejected'
-        : (progress.suppressed ?? []).includes(position)
-          ? 'suppressed'
-          : 'pending',
-  );
+  return Array.from({ length: total }, (_, position) => fateOf(progress, position));
 }
 
 interface Relay {

@@ -17,6 +17,7 @@ import {
   freshAttemptLimit,
   type OutcomeRecord,
 } from '../../lambdas/core/sendDecision.js';
+import { fateOf } from '../support/recipientFates.js';
 
 /**
  * The promise's per-recipient rules, written from DESIGN §2, §5, §12 and §15 alone and checked over
@@ -276,15 +277,6 @@ function expectedOf(exchange: Exchange, answer: RcptReply | undefined): 'accepte
   return 'pending';
 }
 
-const stateOf = (progress: RecipientProgress, position: number) =>
-  progress.accepted.includes(position)
-    ? 'accepted'
-    : progress.rejected.includes(position)
-      ? 'rejected'
-      : (progress.suppressed ?? []).includes(position)
-        ? 'suppressed'
-        : 'pending';
-
 describe('the promise, recipient by recipient, over any sequence of exchanges and relays (DESIGN §2, §5, §12, §15)', () => {
   it('each recipient settles as its own replies say; sent, failed, unknown and dead exactly as DESIGN says; attempts only where MAIL FROM was seen', () => {
     fc.assert(
@@ -325,7 +317,7 @@ describe('the promise, recipient by recipient, over any sequence of exchanges an
           for (const position of envelope) {
             // Never again to one the relay accepted, nor to one rejected or suppressed (§5, §12, §15).
             expect(everAccepted.has(position)).toBe(false);
-            expect(stateOf(progress, position)).toBe('pending');
+            expect(fateOf(progress, position)).toBe('pending');
             expect(step.suppressedNow).not.toContain(position);
           }
           const exchange = step.exchange;
@@ -348,14 +340,14 @@ describe('the promise, recipient by recipient, over any sequence of exchanges an
           if (throttled)
             for (const position of envelope) {
               const own = played.rcpt.get(position);
-              expect(stateOf(decision.recipients, position), `${label}: recipient ${position} (${own})`).toBe(
+              expect(fateOf(decision.recipients, position), `${label}: recipient ${position} (${own})`).toBe(
                 own === 'reject' || own === 'bounce' ? 'rejected' : 'pending',
               );
             }
           if (!throttled) {
             for (const position of envelope) {
               expect(
-                stateOf(decision.recipients, position),
+                fateOf(decision.recipients, position),
                 `${label}: recipient ${position} (${played.rcpt.get(position) ?? 'no RCPT'})`,
               ).toBe(expectedOf(exchange, played.rcpt.get(position)));
             }

@@ -21,7 +21,7 @@ import type { AttachmentStore } from '../../lambdas/ports/AttachmentStore.js';
 import { readStateRecord } from '../../lambdas/store/stateReads.js';
 import { type S3Emulator, startS3Emulator } from '../../local/s3Emulator.js';
 import { documentClient, LOCAL_AWS } from '../support/awsLocal.js';
-import { webhookHarness } from './webhookHarness.js';
+import { stateImage, webhookHarness } from './webhookHarness.js';
 
 let emulator: S3Emulator;
 let client: S3Client;
@@ -46,28 +46,7 @@ let sequence = 0;
 
 function state(id: string, status: MessageStatus, keys: readonly string[], expiresAt?: number) {
   return {
-    pk: `MSG#${id}`,
-    sk: 'STATE',
-    id,
-    tenant: 'acme',
-    status,
-    rev: 1,
-    send_at: '2026-12-01T09:00:00.000Z',
-    not_after: null,
-    created_at: '2026-12-01T08:00:00.000Z',
-    updated_at: `2026-12-01T09:00:0${sequence % 10}.000Z`,
-    attempts: 0,
-    last_error: null,
-    history: [],
-    group: null,
-    on_ambiguous: 'retry',
-    tags: {},
-    metadata: {},
-    rcpt_total: 1,
-    lst_pk: 'x',
-    lst_sk: 'y',
-    tnt_pk: 'x',
-    tnt_sk: 'y',
+    ...stateImage({ id, tenant: 'acme', status, updatedAt: `2026-12-01T09:00:0${sequence % 10}.000Z` }),
     ...(keys.length > 0
       ? {
           attachments: keys.map((key) => ({

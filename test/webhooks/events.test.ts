@@ -16,7 +16,7 @@ import type { EventBus } from '../../lambdas/ports/Webhooks.js';
 import { type EventBridgeStandIn, startEventBridgeStandIn } from '../iam/recordingWorld.js';
 import { emulatorEnv, LOCAL_AWS } from '../support/awsLocal.js';
 import { eventually } from '../support/eventually.js';
-import { startReceiver, subscribe, webhookHarness } from './webhookHarness.js';
+import { startReceiver, stateImage, subscribe, webhookHarness } from './webhookHarness.js';
 
 const receivers: Awaited<ReturnType<typeof startReceiver>>[] = [];
 afterEach(async () => {
@@ -25,30 +25,8 @@ afterEach(async () => {
 
 let sequence = 0;
 function state(tenant: string, id: string, status: MessageStatus, rev: number, updatedAt: string) {
-  return {
-    pk: `MSG#${id}`,
-    sk: 'STATE',
-    id,
-    tenant,
-    status,
-    rev,
-    send_at: '2026-12-01T09:00:00.000Z',
-    not_after: null,
-    created_at: '2026-12-01T08:00:00.000Z',
-    updated_at: updatedAt,
-    attempts: status === 'sent' ? 1 : 0,
-    last_error: null,
-    history: [],
-    group: null,
-    on_ambiguous: 'retry',
-    tags: { kind: 'test' },
-    metadata: {},
-    rcpt_total: 1,
-    lst_pk: 'x',
-    lst_sk: 'y',
-    tnt_pk: 'x',
-    tnt_sk: 'y',
-  };
+  const attempts = status === 'sent' ? 1 : 0;
+  return stateImage({ id, tenant, status, rev, attempts, updatedAt, tags: { kind: 'test' } });
 }
 /** A stream record in the Lambda event source's shape. */
 function record(

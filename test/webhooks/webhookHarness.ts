@@ -372,3 +372,42 @@ export async function subscribe(
   if (created.status !== 201) throw new Error(`subscribe: ${created.status} ${JSON.stringify(created.json)}`);
   return { id: created.json.id as string, secret: created.json.secret as string };
 }
+
+/**
+ * A message's state record as the stream's image carries it (what the events function reads): the
+ * fields the tests vary, and the rest as an enqueued one-recipient message has them.
+ */
+export function stateImage(fields: {
+  readonly id: string;
+  readonly tenant: string;
+  readonly status: string;
+  readonly updatedAt: string;
+  readonly rev?: number;
+  readonly attempts?: number;
+  readonly tags?: Record<string, string>;
+}) {
+  return {
+    pk: `MSG#${fields.id}`,
+    sk: 'STATE',
+    id: fields.id,
+    tenant: fields.tenant,
+    status: fields.status,
+    rev: fields.rev ?? 1,
+    send_at: '2026-12-01T09:00:00.000Z',
+    not_after: null,
+    created_at: '2026-12-01T08:00:00.000Z',
+    updated_at: fields.updatedAt,
+    attempts: fields.attempts ?? 0,
+    last_error: null,
+    history: [],
+    group: null,
+    on_ambiguous: 'retry',
+    tags: fields.tags ?? {},
+    metadata: {},
+    rcpt_total: 1,
+    lst_pk: 'x',
+    lst_sk: 'y',
+    tnt_pk: 'x',
+    tnt_sk: 'y',
+  };
+}

@@ -38,7 +38,7 @@ import type { DynamoDBRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it, vi } from 'vitest';
-import { subscribe, webhookHarness } from './webhookHarness.js';
+import { stateImage, subscribe, webhookHarness } from './webhookHarness.js';
 
 type Harness = Awaited<ReturnType<typeof webhookHarness>>;
 
@@ -219,31 +219,8 @@ const stalledBesideHealthy: fc.Arbitrary<Scenario> = fc.integer({ min: 2, max: 3
 );
 
 /** A stream record of a message's state image, as the Lambda event source hands it over. */
-function stateImage(side: Side, id: string, status: string, attempts: number, updatedAt: string) {
-  return {
-    pk: `MSG#${id}`,
-    sk: 'STATE',
-    id,
-    tenant: side,
-    status,
-    rev: 1,
-    send_at: '2026-12-01T09:00:00.000Z',
-    not_after: null,
-    created_at: '2026-12-01T08:00:00.000Z',
-    updated_at: updatedAt,
-    attempts,
-    last_error: null,
-    history: [],
-    group: null,
-    on_ambiguous: 'retry',
-    tags: { kind: 'model' },
-    metadata: {},
-    rcpt_total: 1,
-    lst_pk: 'x',
-    lst_sk: 'y',
-    tnt_pk: 'x',
-    tnt_sk: 'y',
-  };
+function stateOf(side: Side, id: string, status: string, attempts: number, updatedAt: string) {
+  return stateImage({ id, tenant: side, status, attempts, updatedAt, tags: { kind: 'model' } });
 }
 
 interface ModelEvent {
@@ -262,12 +239,12 @@ function streamOf(scenario: Scenario) {
   scenario.messages.forEach((message, index) => {
     const id = `msg${index}`;
     const path = LIFECYCLES[message.lifecycle] ?? LIFECYCLES[0];
-    let before: ReturnType<typeof stateImage> | null = null;
+    let before: ReturnType<typeof stateOf> | null = null;
     let attempts = 0;
     path.forEach((status, at) => {
       if (before?.status === 'sending' && status !== 'scheduled' && status !== 'suppressed') attempts++;
       const updatedAt = new Date(Date.parse('2026-12-01T08:00:00.000Z') + at * 1000 + index).toISOString();
-      const after = stateImage(message.side, id, status, attempts, updatedAt);
+      const after = stateOf(message.side, id, status, attempts, updatedAt);
       const batch = message.batchOf[at] ?? 0;
       sequence++;
       batches[batch]?.push({
